@@ -1,0 +1,65 @@
+// The session log vocabulary. Other packages add event types by declaration merging:
+//
+//   declare module '@dsh/session' {
+//     interface SessionEventMap { 'todo/write': { todos: Todo[] } }
+//   }
+import type {
+  AssistantMessage,
+  ContentBlock,
+  FinishReason,
+  StreamChunk,
+  TokenUsage,
+  ToolMessage,
+  ToolSchema,
+  UserContentBlock,
+} from '@dsh/llm'
+
+declare const sessionIdBrand: unique symbol
+/** Opaque session id (branded; mint with `asSessionId`). */
+export type SessionId = string & { readonly [sessionIdBrand]: true }
+export const asSessionId = (value: string): SessionId => value as SessionId
+
+export type TurnEndReason = 'completed' | 'cancelled' | 'error' | 'max-tokens' | 'blocked' | 'interrupted'
+
+/** Who produced a `user/message`. Context plugins use `{kind: 'plugin', plugin: <package name>}`. */
+export type MessageSource =
+  | { kind: 'human' }
+  | { kind: 'plugin'; plugin: string; label?: string }
+  | { kind: 'system'; reason?: string }
+
+export interface LoggedError { code: string; message: string }
+
+export interface SessionEventMap {
+  'turn/start': { turn: number }
+  'turn/end': { turn: number; reason: TurnEndReason; error?: LoggedError }
+  'step/start': { turn: number; step: number }
+  'step/end': { turn: number; step: number; finish?: FinishReason }
+  'user/message': { content: UserContentBlock[]; source: MessageSource }
+  /** Raw stream fidelity: every chunk as it arrived. Not message-producing. */
+  'assistant/chunk': { chunk: StreamChunk }
+  'assistant/message': { message: AssistantMessage; usage?: TokenUsage; interrupted?: boolean; finish?: FinishReason }
+  /** `arguments` is the raw JSON string the model produced. */
+  'tool/call': { callId: string; name: string; arguments: string }
+  'tool/result': { message: ToolMessage; error?: LoggedError; meta?: { [key: string]: unknown } }
+  /** The full request header, appended when it differs from the last one. */
+  'request/header': { provider: string; model: string; system: string; tools: ToolSchema[] }
+  'session/title': { title: string; source: string }
+  /** End of a resume/fork seed: events before it were copied from `fromSession`. */
+  'seed/end': { fromSession?: string; boundary?: number }
+}
+
+export type SessionEventType = keyof SessionEventMap & string
+
+export interface SessionEvent<K extends SessionEventType = SessionEventType> {
+  readonly type: K
+  /** Contiguous from 0 within one session. */
+  readonly seq: number
+  /** Epoch milliseconds at append. */
+  readonly time: number
+  readonly data: SessionEventMap[K]
+}
+
+/** Any event, discriminated on `type`. */
+export type AnySessionEvent = { [K in SessionEventType]: SessionEvent<K> }[SessionEventType]
+
+export type { ContentBlock }

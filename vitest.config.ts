@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config'
+import { projects } from './vitest.workspace.ts'
+
+export default defineConfig({
+  test: {
+    projects,
+    // Two cores on CI: keep the worker pool small and predictable.
+    maxWorkers: 2,
+    testTimeout: 20_000,
+    hookTimeout: 20_000,
+    reporters: ['default'],
+  },
+})

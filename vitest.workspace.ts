@@ -1,0 +1,22 @@
+// The test projects: one per package family directory so `vitest --project core` narrows a run.
+// Every project runs TypeScript sources directly (no build step).
+import { readdirSync, existsSync } from 'node:fs'
+
+const families = readdirSync(new URL('./packages/', import.meta.url), { withFileTypes: true })
+  .filter((d) => d.isDirectory())
+  .map((d) => d.name)
+  .sort()
+
+export const projects = [
+  ...families.map((family) => ({
+    test: {
+      name: family,
+      include: [`packages/${family}/*/test/**/*.test.ts`],
+    },
+  })),
+  ...(existsSync(new URL('./bundles/', import.meta.url))
+    ? [{ test: { name: 'bundles', include: ['bundles/*/test/**/*.test.ts'] } }]
+    : []),
+]
+
+export default projects
