@@ -1,0 +1,377 @@
+import type { Context } from 'cordis'
+import {
+  BlockAssembler,
+  LlmError,
+  addUsage,
+  emptyUsage,
+  type AssistantMessage,
+  type LlmRequest,
+  type TokenUsage,
+  type ToolCallBlock,
+  type UserContentBlock,
+} from '@dsh/llm'
+import type { LoggedError, Session, TurnEndReason } from '@dsh/session'
+import {
+  asAgentId,
+  type Agent,
+  type AgentId,
+  type AgentStatus,
+  type CreateAgentOptions,
+  type InjectedContext,
+  type ModelSelection,
+  type PreStepDecision,
+  type RequestErrorDecision,
+  type SendOptions,
+  type TurnResult,
+} from '@dsh/agent'
+import { Inbox, toBlocks, type QueuedInput } from './inbox.ts'
+
+export interface LoopOptions {
+  maxSteps: number
+  defaultModel?: ModelSelection
+}
+
+type StepOutcome =
+  | { kind: 'tools' }
+  | { kind: 'done'; finish?: string }
+  | { kind: 'cancelled' }
+  | { kind: 'failed'; error: LlmError }
+
+interface RunningTurn {
+  turn: number
+  controller: AbortController
+}
+
+const textOf = (message: AssistantMessage): string =>
+  message.content.map((b) => (b.type === 'text' ? b.text : '')).join('')
+
+function toLlmError(error: unknown): LlmError {
+  if (LlmError.is(error)) return error
+  const message = error instanceof Error ? error.message : String(error)
+  return new LlmError('TRANSPORT', message, { cause: error })
+}
+
+/**
+ * The loop-driven Agent. One turn runs at a time; input queued while a turn runs is claimed at
+ * the next step boundary (steering), or starts the next turn.
+ */
+export class LoopAgent implements Agent {
+  readonly id: AgentId
+  readonly session: Session
+  readonly cwd: string
+  readonly scope: string
+  model: ModelSelection
+  private readonly inbox = new Inbox()
+  private readonly maxSteps: number
+  private _status: AgentStatus = 'idle'
+  private current: RunningTurn | undefined
+  private driving: Promise<void> | undefined
+  private nextTurn: number
+  private lastHeader: string | undefined
+  private idleWaiters: Array<() => void> = []
+
+  constructor(
+    private readonly ctx: Context,
+    options: CreateAgentOptions,
+    loop: LoopOptions,
+  ) {
+    this.cwd = options.cwd
+    const model = options.model ?? loop.defaultModel
+    if (!model) throw new Error('no model selected: pass `model` or configure the agent-loop row `defaultModel`')
+    this.model = { ...model }
+    this.maxSteps = options.maxSteps ?? loop.maxSteps
+    this.session = options.session ?? ctx.sessions.create({ cwd: options.cwd })
+    this.id = asAgentId(options.id ?? `agent-${this.session.id}`)
+    this.scope = `agent:${this.id}`
+    // Resuming: continue turn numbering and header comparison from the log (one scan at creation).
+    let turns = 0
+    for (const event of this.session.events) if (event.type === 'turn/start') turns = event.data.turn + 1
+    this.nextTurn = turns
+    const header = this.session.last('request/header')
+    this.lastHeader = header ? JSON.stringify(header.data) : undefined
+  }
+
+  get status(): AgentStatus {
+    return this._status
+  }
+
+  send(input: string | UserContentBlock[], options: SendOptions = {}): Promise<TurnResult> {
+    if (this._status === 'disposed') return Promise.reject(new Error(`agent ${this.id} is disposed`))
+    return new Promise<TurnResult>((resolve, reject) => {
+      const queued: QueuedInput = {
+        content: toBlocks(input),
+        source: options.source ?? { kind: 'human' },
+        human: true,
+        settle: { resolve, reject },
+      }
+      this.inbox.pushHuman(queued)
+      this.kick()
+    })
+  }
+
+  inject(context: InjectedContext): void {
+    if (this._status === 'disposed') throw new Error(`agent ${this.id} is disposed`)
+    this.inbox.pushContext(context)
+  }
+
+  abort(_reason?: string): void {
+    this.current?.controller.abort()
+  }
+
+  idle(): Promise<void> {
+    if (!this.driving) return Promise.resolve()
+    return new Promise((resolve) => this.idleWaiters.push(resolve))
+  }
+
+  async dispose(): Promise<void> {
+    if (this._status === 'disposed') return
+    this.abort('disposed')
+    const driving = this.driving
+    this.inbox.drainHuman().forEach((q) => q.settle?.reject(new Error(`agent ${this.id} was disposed`)))
+    if (driving) await driving.catch(() => {})
+    this.setStatus('disposed')
+    this.ctx.agents?.forget(this)
+  }
+
+  private setStatus(status: AgentStatus): void {
+    if (this._status === status || this._status === 'disposed') return
+    this._status = status
+    this.ctx.emit('agent/status', this, status)
+  }
+
+  private kick(): void {
+    if (this.driving || !this.inbox.hasHuman) return
+    this.driving = this.drive()
+  }
+
+  private async drive(): Promise<void> {
+    try {
+      while (this.inbox.hasHuman && this._status !== 'disposed') {
+        this.setStatus('running')
+        await this.runTurn()
+      }
+    } finally {
+      this.driving = undefined
+      this.setStatus('idle')
+      const waiters = this.idleWaiters
+      this.idleWaiters = []
+      waiters.forEach((w) => w())
+    }
+  }
+
+  private async runTurn(): Promise<void> {
+    const turn = this.nextTurn++
+    const controller = new AbortController()
+    this.current = { turn, controller }
+    const { session } = this
+    session.append('turn/start', { turn })
+    let claimed = this.inbox.claimAll()
+    const settles = claimed.flatMap((q) => (q.settle ? [q.settle] : []))
+    let reason: TurnEndReason = 'completed'
+    let error: LoggedError | undefined
+    let usage: TokenUsage = emptyUsage()
+    let text = ''
+    let steps = 0
+    let attempt = 0
+    try {
+      for (let step = 0; ; step++) {
+        if (controller.signal.aborted) {
+          reason = 'cancelled'
+          break
+        }
+        if (step >= this.maxSteps) {
+          reason = 'blocked'
+          error = { code: 'MAX_STEPS', message: `the turn reached its limit of ${this.maxSteps} steps` }
+          this.inbox.restore(claimed)
+          break
+        }
+        const payload = {
+          agent: this as Agent,
+          turn,
+          step,
+          messages: claimed.map((q) => ({ content: q.content, source: q.source })),
+        }
+        const decision: PreStepDecision = await this.ctx.waterfall('agent/pre-step', payload, async () => ({
+          action: 'enter' as const,
+          messages: payload.messages,
+        }))
+        if (decision.action === 'reject') {
+          reason = 'blocked'
+          error = { code: decision.code, message: decision.reason }
+          break
+        }
+        session.append('step/start', { turn, step })
+        steps++
+        for (const message of decision.messages) {
+          session.append('user/message', { content: toBlocks(message.content), source: message.source })
+        }
+        claimed = []
+        const outcome = await this.runStep(turn, step, controller.signal)
+        if (outcome.kind === 'done' || outcome.kind === 'tools') {
+          attempt = 0
+          const last = session.last('assistant/message')
+          if (last) {
+            text = textOf(last.data.message)
+            if (last.data.usage) usage = addUsage(usage, last.data.usage)
+          }
+        }
+        if (outcome.kind === 'cancelled') {
+          reason = 'cancelled'
+          break
+        }
+        if (outcome.kind === 'failed') {
+          attempt++
+          const retry: RequestErrorDecision = await this.ctx.waterfall(
+            'agent/request-error',
+            { agent: this as Agent, turn, step, error: outcome.error, attempt },
+            async () => ({ action: 'fail' as const }),
+          )
+          if (retry.action === 'retry' && !controller.signal.aborted) {
+            if (await sleep(retry.delayMs, controller.signal)) continue
+            reason = 'cancelled'
+            break
+          }
+          reason = controller.signal.aborted ? 'cancelled' : 'error'
+          if (reason === 'error') error = { code: outcome.error.code, message: outcome.error.message }
+          break
+        }
+        if (outcome.kind === 'tools') {
+          claimed = this.claimSteering(settles)
+          continue
+        }
+        // The model finished. New human input that arrived meanwhile steers into one more step.
+        if (this.inbox.hasHuman) {
+          claimed = this.claimSteering(settles)
+          continue
+        }
+        if (outcome.finish === 'length') reason = 'max-tokens'
+        break
+      }
+    } catch (failure) {
+      reason = 'error'
+      error = { code: 'INTERNAL', message: failure instanceof Error ? failure.message : String(failure) }
+    } finally {
+      this.current = undefined
+    }
+    await this.ctx.serial('agent/turn-stopping', { agent: this, turn, reason })
+    session.append('turn/end', error ? { turn, reason, error } : { turn, reason })
+    const result: TurnResult = { turn, reason, text, usage, steps, ...(error ? { error } : {}) }
+    this.ctx.emit('agent/turn-end', this, result)
+    settles.forEach((s) => s.resolve(result))
+  }
+
+  private claimSteering(settles: Array<NonNullable<QueuedInput['settle']>>): QueuedInput[] {
+    const claimed = this.inbox.claimAll()
+    for (const q of claimed) if (q.settle) settles.push(q.settle)
+    return claimed
+  }
+
+  private buildRequest(turn: number, step: number, signal: AbortSignal): LlmRequest {
+    const { provider, model } = this.model
+    const tools = this.ctx.tools.schemas(this.scope)
+    const assembled = this.ctx.systemPrompt.assemble({ provider, model, cwd: this.cwd, scope: this.scope, tools })
+    const header = { provider, model, system: assembled.system, tools: assembled.tools }
+    const headerJson = JSON.stringify(header)
+    if (headerJson !== this.lastHeader) {
+      this.session.append('request/header', header)
+      this.lastHeader = headerJson
+    }
+    const request: LlmRequest = {
+      provider,
+      model,
+      system: assembled.system,
+      messages: this.session.deriveMessages(),
+      tools: assembled.tools,
+      signal,
+      metadata: { sessionId: this.session.id, agentId: this.id, turn, step },
+    }
+    if (this.model.maxTokens !== undefined) request.maxTokens = this.model.maxTokens
+    if (this.model.reasoningEffort !== undefined) request.reasoningEffort = this.model.reasoningEffort
+    return request
+  }
+
+  private async runStep(turn: number, step: number, signal: AbortSignal): Promise<StepOutcome> {
+    const { session } = this
+    const request = this.buildRequest(turn, step, signal)
+    await this.ctx.waterfall('agent/request', { agent: this, turn, step, request }, async () => {})
+    const assembler = new BlockAssembler()
+    let failure: LlmError | undefined
+    try {
+      if (signal.aborted) throw new LlmError('ABORTED', 'the request was cancelled')
+      for await (const chunk of this.ctx.llm.stream(request)) {
+        if (signal.aborted) break
+        session.append('assistant/chunk', { chunk })
+        assembler.push(chunk)
+      }
+    } catch (error) {
+      failure = toLlmError(error)
+    }
+    if (signal.aborted) {
+      const prefix = assembler.finalizeInterrupted()
+      if (prefix.content.length > 0) {
+        session.append('assistant/message', { message: prefix, interrupted: true })
+        // Completed calls in the prefix never ran; answer them so the history stays well-formed.
+        for (const call of prefix.content.filter((b): b is ToolCallBlock => b.type === 'tool-call')) {
+          session.append('tool/call', { callId: call.callId, name: call.name, arguments: call.arguments })
+          session.append('tool/result', {
+            message: {
+              role: 'tool',
+              callId: call.callId,
+              name: call.name,
+              content: [{ type: 'text', text: 'The turn was cancelled before this tool call ran.' }],
+              isError: true,
+            },
+            error: { code: 'CANCELLED', message: 'cancelled before it ran' },
+          })
+        }
+      }
+      session.append('step/end', { turn, step, finish: 'error' })
+      return { kind: 'cancelled' }
+    }
+    if (!failure) {
+      const { message } = assembler.result()
+      if (message.content.length === 0) failure = new LlmError('EMPTY_RESPONSE', 'the model returned an empty response')
+    }
+    if (failure) {
+      session.append('step/end', { turn, step, finish: 'error' })
+      return { kind: 'failed', error: failure }
+    }
+    const { message, usage, finish } = assembler.result()
+    session.append('assistant/message', {
+      message,
+      ...(usage ? { usage } : {}),
+      ...(finish ? { finish } : {}),
+    })
+    const calls = message.content.filter((b): b is ToolCallBlock => b.type === 'tool-call')
+    if (calls.length === 0) {
+      session.append('step/end', finish ? { turn, step, finish } : { turn, step })
+      return { kind: 'done', finish }
+    }
+    for (const call of calls) {
+      session.append('tool/call', { callId: call.callId, name: call.name, arguments: call.arguments })
+    }
+    const results = await this.ctx.tools.executeAll(
+      calls.map((c) => ({ callId: c.callId, name: c.name, arguments: c.arguments })),
+      { sessionId: this.session.id, agentId: this.id, scope: this.scope, cwd: this.cwd, turn, step, signal },
+    )
+    for (const result of results) session.append('tool/result', result)
+    session.append('step/end', finish ? { turn, step, finish } : { turn, step })
+    return signal.aborted ? { kind: 'cancelled' } : { kind: 'tools' }
+  }
+}
+
+/** Resolves true after `ms`, false if the signal aborts first. */
+function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve(false)
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort)
+      resolve(true)
+    }, Math.max(0, ms))
+    const onAbort = () => {
+      clearTimeout(timer)
+      resolve(false)
+    }
+    signal.addEventListener('abort', onAbort, { once: true })
+  })
+}

@@ -1,0 +1,229 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import type { Context } from 'cordis'
+import { createHarness, type Harness } from '@dsh/agent-loop-testkit'
+import type { SessionEvent } from '@dsh/session'
+
+let harness: Harness | undefined
+afterEach(async () => {
+  await harness?.dispose()
+  harness = undefined
+})
+
+const types = (events: readonly SessionEvent[]) => events.map((e) => e.type).filter((t) => t !== 'assistant/chunk')
+
+function toolPlugin(name: string, execute: (args: any) => unknown, extra: Record<string, unknown> = {}) {
+  return {
+    name: `tool-${name}`,
+    inject: ['tools'],
+    apply(ctx: Context) {
+      ctx.tools.register({
+        name,
+        description: `test tool ${name}`,
+        parameters: { type: 'object', properties: { value: { type: 'string' } }, additionalProperties: false },
+        execute: async (args: any) => ({ content: String(await execute(args)) }),
+        ...extra,
+      })
+    },
+  }
+}
+
+describe('agent loop', () => {
+  it('runs a two-step turn with a tool call and logs the whole flow', async () => {
+    harness = await createHarness({
+      script: [{ text: 'let me look', toolCalls: [{ name: 'echo', arguments: { value: 'hi' } }] }, { text: 'done: hi' }],
+    })
+    await harness.mount(toolPlugin('echo', (a) => `echo ${a.value}`))
+    const result = await harness.prompt('say hi')
+    expect(result).toMatchObject({ reason: 'completed', text: 'done: hi', steps: 2 })
+    expect(types(harness.session.events)).toEqual([
+      'turn/start', 'step/start', 'user/message', 'request/header', 'assistant/message', 'tool/call', 'tool/result', 'step/end',
+      'step/start', 'assistant/message', 'step/end', 'turn/end',
+    ])
+    // The second request carries the tool result, derived from the log.
+    const second = harness.model.requests[1]
+    expect(second.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool'])
+    expect(second.messages[2]).toMatchObject({ role: 'tool', content: [{ type: 'text', text: 'echo hi' }] })
+    expect(second.tools?.map((t) => t.name)).toEqual(['echo'])
+    expect(result.usage.input).toBe(20)
+  })
+
+  it('runs concurrency-safe calls of one step in parallel', async () => {
+    let started = 0
+    let release!: () => void
+    const bothStarted = new Promise<void>((r) => (release = r))
+    harness = await createHarness({
+      script: [
+        { toolCalls: [{ name: 'wait', arguments: { value: 'a' } }, { name: 'wait', arguments: { value: 'b' } }] },
+        { text: 'ok' },
+      ],
+    })
+    await harness.mount(
+      toolPlugin('wait', async (a) => {
+        if (++started === 2) release()
+        await bothStarted // would deadlock if the calls ran one after the other
+        return a.value
+      }, { concurrencySafe: true }),
+    )
+    const result = await harness.prompt('go')
+    expect(result.reason).toBe('completed')
+    const results = harness.session.events.filter((e) => e.type === 'tool/result') as SessionEvent<'tool/result'>[]
+    expect(results.map((e) => e.data.message.content[0])).toEqual([{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }])
+  })
+
+  it('turns a throwing tool, malformed JSON and an unknown tool into model-visible errors', async () => {
+    harness = await createHarness({
+      script: [
+        {
+          toolCalls: [
+            { name: 'boom', arguments: {} },
+            { name: 'boom', arguments: '{"value": ' },
+            { name: 'nope', arguments: {} },
+          ],
+        },
+        { text: 'recovered' },
+      ],
+    })
+    await harness.mount(toolPlugin('boom', () => { throw new Error('disk on fire') }))
+    const result = await harness.prompt('try')
+    expect(result).toMatchObject({ reason: 'completed', text: 'recovered' })
+    const results = harness.session.events.filter((e) => e.type === 'tool/result') as SessionEvent<'tool/result'>[]
+    expect(results.map((r) => r.data.error?.code)).toEqual(['TOOL_ERROR', 'INVALID_JSON', 'UNKNOWN_TOOL'])
+    expect(results.every((r) => r.data.message.isError)).toBe(true)
+    const toolTexts = harness.model.requests[1].messages.filter((m) => m.role === 'tool')
+    expect(JSON.stringify(toolTexts[0])).toContain('disk on fire')
+    expect(JSON.stringify(toolTexts[2])).toContain('boom') // names the available tools
+  })
+
+  it('abort mid-stream logs the interrupted prefix and closes the turn cancelled', async () => {
+    harness = await createHarness({ script: [{ text: 'partial answer here', hang: true }, { text: 'next turn' }] })
+    const pending = harness.prompt('long task')
+    await new Promise<void>((resolve) => {
+      const off = harness!.session.subscribe((e) => {
+        if (e.type === 'assistant/chunk') {
+          off()
+          resolve()
+        }
+      })
+    })
+    harness.agent.abort()
+    const result = await pending
+    expect(result.reason).toBe('cancelled')
+    const message = harness.session.last('assistant/message')!
+    expect(message.data.interrupted).toBe(true)
+    expect(message.data.message.content[0]).toMatchObject({ type: 'text' })
+    expect(harness.session.last('turn/end')!.data.reason).toBe('cancelled')
+    // The agent is usable again, and the interrupted prefix is part of the history.
+    const next = await harness.prompt('again')
+    expect(next.text).toBe('next turn')
+    expect(harness.model.requests[1].messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user'])
+  })
+
+  it('a rejecting pre-step listener closes the turn with no step', async () => {
+    harness = await createHarness({ script: [{ text: 'never' }] })
+    await harness.mount({
+      name: 'gate',
+      apply(ctx: Context) {
+        ctx.on('agent/pre-step', async () => ({ action: 'reject', code: 'QUOTA', reason: 'daily quota used up' }), { prepend: true })
+      },
+    })
+    const result = await harness.prompt('hello')
+    expect(result).toMatchObject({ reason: 'blocked', error: { code: 'QUOTA', message: 'daily quota used up' }, steps: 0 })
+    expect(types(harness.session.events)).toEqual(['turn/start', 'turn/end'])
+    expect(harness.model.requests).toHaveLength(0)
+  })
+
+  it('injected context waits for the next admitted request and is logged with its source', async () => {
+    harness = await createHarness({ script: [{ text: 'one' }, { text: 'two' }] })
+    await harness.prompt('first')
+    harness.agent.inject({ content: 'pane: editor', source: { kind: 'plugin', plugin: '@dsh/tmux-context' } })
+    expect(harness.model.requests).toHaveLength(1) // inject never starts a turn
+    await harness.prompt('second')
+    const messages = harness.model.requests[1].messages
+    expect(messages.slice(-2)).toEqual([
+      { role: 'user', content: [{ type: 'text', text: 'pane: editor' }] },
+      { role: 'user', content: [{ type: 'text', text: 'second' }] },
+    ])
+    const injected = harness.session.events.find(
+      (e) => e.type === 'user/message' && e.data.source.kind === 'plugin',
+    ) as SessionEvent<'user/message'>
+    expect(injected.data.source).toEqual({ kind: 'plugin', plugin: '@dsh/tmux-context' })
+  })
+
+  it('a message sent mid-turn steers the running turn at the next step', async () => {
+    let steer: (() => void) | undefined
+    harness = await createHarness({
+      script: [
+        { toolCalls: [{ name: 'slow', arguments: {} }] },
+        { text: 'saw the steering message' },
+      ],
+    })
+    await harness.mount(toolPlugin('slow', async () => { steer?.(); return 'slow done' }))
+    let steered: Promise<unknown> | undefined
+    steer = () => { steered = harness!.agent.send('actually, use tabs') }
+    const result = await harness.prompt('format the file')
+    expect(result.text).toBe('saw the steering message')
+    expect(await steered).toBe(result) // both messages are answered by the same turn
+    const last = harness.model.requests[1].messages
+    expect(last[last.length - 1]).toEqual({ role: 'user', content: [{ type: 'text', text: 'actually, use tabs' }] })
+    expect(harness.session.events.filter((e) => e.type === 'turn/start')).toHaveLength(1)
+  })
+
+  it('unloading a plugin mid-session unwinds its tools and prompt sections', async () => {
+    harness = await createHarness({ script: [{ text: 'a' }, { text: 'b' }] })
+    const plugin = await harness.mount({
+      name: 'contrib',
+      inject: ['tools', 'systemPrompt'],
+      apply(ctx: Context) {
+        ctx.tools.register({ name: 'extra', description: 'extra tool', parameters: { type: 'object' }, execute: () => ({ content: 'x' }) })
+        ctx.systemPrompt.registerSection({ id: 'contrib', order: 50, text: 'CONTRIB SECTION' })
+      },
+    })
+    await harness.prompt('one')
+    expect(harness.model.requests[0].tools?.map((t) => t.name)).toContain('extra')
+    expect(harness.model.requests[0].system).toContain('CONTRIB SECTION')
+    await plugin.dispose()
+    await harness.prompt('two')
+    expect(harness.model.requests[1].tools?.map((t) => t.name) ?? []).not.toContain('extra')
+    expect(harness.model.requests[1].system).not.toContain('CONTRIB SECTION')
+    // The header change is logged, so the request stays reconstructable from the log.
+    expect(harness.session.events.filter((e) => e.type === 'request/header')).toHaveLength(2)
+  })
+
+  it('stops a turn at maxSteps with a logged reason', async () => {
+    const loop = { toolCalls: [{ name: 'echo', arguments: { value: 'again' } }] }
+    harness = await createHarness({ maxSteps: 3, script: [loop, loop, loop, loop] })
+    await harness.mount(toolPlugin('echo', (a) => a.value))
+    const result = await harness.prompt('loop forever')
+    expect(result).toMatchObject({ reason: 'blocked', error: { code: 'MAX_STEPS' }, steps: 3 })
+  })
+
+  it('retries a failed request when an agent/request-error listener asks to, in a new step', async () => {
+    harness = await createHarness({ script: [{ error: { code: 'RATE_LIMIT', message: 'slow down' } }, { text: 'fine now' }] })
+    const seen: string[] = []
+    await harness.mount({
+      name: 'retry',
+      apply(ctx: Context) {
+        ctx.on('agent/request-error', async (payload, next) => {
+          seen.push(`${payload.error.code}#${payload.attempt}`)
+          return payload.attempt <= 1 ? { action: 'retry', delayMs: 0 } : next()
+        })
+      },
+    })
+    const result = await harness.prompt('hi')
+    expect(result).toMatchObject({ reason: 'completed', text: 'fine now', steps: 2 })
+    expect(seen).toEqual(['RATE_LIMIT#1'])
+    // The failed step contributed nothing to the history: the retry saw the same messages.
+    expect(harness.model.requests[1].messages).toEqual(harness.model.requests[0].messages)
+  })
+
+  it('without a retry listener a model error ends the turn with reason error', async () => {
+    harness = await createHarness({ script: [{ error: { code: 'AUTH', message: 'bad key' } }] })
+    const result = await harness.prompt('hi')
+    expect(result).toMatchObject({ reason: 'error', error: { code: 'AUTH', message: 'bad key' } })
+  })
+
+  it('a length finish without tool calls ends the turn as max-tokens', async () => {
+    harness = await createHarness({ script: [{ text: 'cut off mid sen', finish: 'length' }] })
+    expect((await harness.prompt('write a novel')).reason).toBe('max-tokens')
+  })
+})
