@@ -1,0 +1,7 @@
+export * from './types.ts'
+export * from './assembler.ts'
+export * from './retry.ts'
+export { LlmService } from './service.ts'
+import { LlmService } from './service.ts'
+
+export default LlmService
