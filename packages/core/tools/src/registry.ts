@@ -1,0 +1,412 @@
+// The tool registry service (`ctx.tools`) and its execution pipeline.
+//
+// Per call: parse JSON -> resolve tool -> validate arguments -> `tools/pre-execute` -> guards ->
+// `tools/execute` (around the tool body) -> `tools/post-execute` -> `finalizeContent` ->
+// `tools/result` (observe only). Bad model input and tool failures become error results; nothing
+// here throws into the caller except misuse of the registration API.
+import { Context, Service } from 'cordis'
+import Schema from 'schemastery'
+import { ScopedRegistry } from '@dsh/scope'
+import type { ToolSchema } from '@dsh/llm'
+import { SchemaCompiler, type ArgumentValidator } from './schema.ts'
+import { abortReason, checkOutput, errorOutput, messageOf, toPayload } from './results.ts'
+import type {
+  ExecuteContext,
+  ExecutePayload,
+  PostExecutePayload,
+  PreExecutePayload,
+  ResolvedCall,
+  ToolCallContext,
+  ToolCallRequest,
+  ToolDefinition,
+  ToolDenial,
+  ToolGuard,
+  ToolMode,
+  ToolOutput,
+  ToolResultPayload,
+} from './types.ts'
+
+export const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/
+
+interface Entry {
+  def: ToolDefinition
+  validate: ArgumentValidator
+  /** False once the registration is disposed; a call prepared earlier then answers UNKNOWN_TOOL. */
+  live: boolean
+}
+
+interface GuardEntry {
+  guard: ToolGuard
+}
+
+/** The outcome of the synchronous front half (parse, resolve, validate) of one call. */
+type Prepared =
+  | { kind: 'done'; call: ToolCallRequest; output: ToolOutput; tool?: ToolDefinition }
+  | { kind: 'ready'; call: ToolCallRequest; entry: Entry; args: unknown; safe: boolean }
+
+export interface ToolRegistryConfig {
+  mode: ToolMode
+  maxParallel: number
+}
+
+export class ToolRegistry extends Service {
+  static Config: Schema<ToolRegistryConfig> = Schema.object({
+    mode: Schema.union(['native', 'code', 'both'] as const)
+      .default('native')
+      .description('How tools are presented to the model: native function calling, Code Mode, or both.'),
+    maxParallel: Schema.natural().min(1).default(8).description('Upper bound of concurrency-safe calls running at once.'),
+  })
+
+  /** The configured default presentation mode. */
+  readonly mode: ToolMode
+  readonly maxParallel: number
+
+  private readonly entries = new ScopedRegistry<Entry>({ key: (entry) => entry.def.name, label: 'tool' })
+  private readonly guards: GuardEntry[] = []
+  private readonly presentation = new ScopedRegistry<{ scope: string; mode: ToolMode }>({
+    key: () => 'mode',
+    label: 'tool presentation',
+  })
+  private readonly compiler = new SchemaCompiler()
+
+  constructor(ctx: Context, config: ToolRegistryConfig) {
+    super(ctx, 'tools')
+    this.mode = config.mode
+    this.maxParallel = config.maxParallel
+  }
+
+  /**
+   * Adds a tool. Throws (TypeError) on a bad name or schema, and on a duplicate name in the same
+   * scope. The registration is undone by the returned disposer or when the calling plugin unloads.
+   */
+  register<A>(def: ToolDefinition<A>): () => void {
+    if (def === null || typeof def !== 'object') throw new TypeError('tools.register: expected a tool definition object')
+    if (typeof def.name !== 'string' || !TOOL_NAME_PATTERN.test(def.name)) {
+      throw new TypeError(`tools.register: invalid tool name ${JSON.stringify(def.name)} (must match ${TOOL_NAME_PATTERN})`)
+    }
+    if (typeof def.description !== 'string') throw new TypeError(`tool "${def.name}": description must be a string`)
+    if (typeof def.execute !== 'function') throw new TypeError(`tool "${def.name}": execute must be a function`)
+    if (def.scope !== undefined && (typeof def.scope !== 'string' || def.scope === '')) {
+      throw new TypeError(`tool "${def.name}": scope must be a non-empty string when given`)
+    }
+    const entry: Entry = { def: def as ToolDefinition, validate: this.compiler.compile(def.name, def.parameters), live: true }
+    const entries = this.entries
+    const dispose = this.ctx.effect(() => {
+      const remove = entries.register(entry, { scope: def.scope })
+      return () => {
+        entry.live = false
+        remove()
+      }
+    }, `tool:${def.name}`)
+    return () => void dispose()
+  }
+
+  /**
+   * Adds a guard: a monotonic check after `tools/pre-execute` that can only deny. Guards run in
+   * registration order; the first denial wins. A guard that throws denies the call (fail closed).
+   */
+  registerGuard(guard: ToolGuard): () => void {
+    if (guard === null || typeof guard !== 'object' || typeof guard.check !== 'function') {
+      throw new TypeError('tools.registerGuard: expected {name, check}')
+    }
+    if (typeof guard.name !== 'string' || guard.name === '') throw new TypeError('tools.registerGuard: name must be a non-empty string')
+    if (this.guards.some((entry) => entry.guard.name === guard.name)) {
+      throw new TypeError(`tools.registerGuard: guard "${guard.name}" is already registered`)
+    }
+    const guards = this.guards
+    const dispose = this.ctx.effect(() => {
+      const entry: GuardEntry = { guard }
+      guards.push(entry)
+      return () => {
+        const index = guards.indexOf(entry)
+        if (index >= 0) guards.splice(index, 1)
+      }
+    }, `tool-guard:${guard.name}`)
+    return () => void dispose()
+  }
+
+  /** Tools visible from `scope` (scoped ones shadow global ones), sorted by name. */
+  list(scope?: string): ToolDefinition[] {
+    return this.entries
+      .resolve(scope)
+      .map((entry) => entry.def)
+      .sort((a, b) => compare(a.name, b.name))
+  }
+
+  get(name: string, scope?: string): ToolDefinition | undefined {
+    return this.entries.get(name, scope)?.def
+  }
+
+  /** Model-facing schemas visible from `scope`, sorted by name so the request prefix stays cacheable. */
+  schemas(scope?: string): ToolSchema[] {
+    return this.list(scope).map((def) => ({ name: def.name, description: def.description, parameters: def.parameters }))
+  }
+
+  /**
+   * The presentation mode for `scope`: the scope's override if one is set, else the configured
+   * `mode`. Only reported; Code Mode presentation is implemented by a later package.
+   */
+  presentAs(scope?: string): ToolMode {
+    if (scope === undefined) return this.mode
+    return this.presentation.get('mode', scope)?.mode ?? this.mode
+  }
+
+  /** Overrides the presentation mode for one agent scope; undone by the disposer or plugin unload. */
+  setPresentAs(scope: string, mode: ToolMode): () => void {
+    if (mode !== 'native' && mode !== 'code' && mode !== 'both') throw new TypeError(`tools.setPresentAs: invalid mode ${JSON.stringify(mode)}`)
+    const presentation = this.presentation
+    const dispose = this.ctx.effect(() => presentation.register({ scope, mode }, { scope }), `tool-presentation:${scope}`)
+    return () => void dispose()
+  }
+
+  /** Runs one call through the whole pipeline. Never rejects for bad input or tool failures. */
+  async execute(call: ToolCallRequest, context: ExecuteContext): Promise<ToolResultPayload> {
+    return this.run(this.prepare(call, context), context)
+  }
+
+  /**
+   * Runs the calls of one step and returns their results in call order. Each maximal run of
+   * consecutive concurrency-safe calls executes in parallel (at most `maxParallel` at once); any
+   * other call runs alone, after everything before it has finished. Calls rejected before
+   * dispatch (bad JSON, unknown tool, invalid arguments) count as concurrency-safe.
+   */
+  async executeAll(calls: readonly ToolCallRequest[], context: ExecuteContext): Promise<ToolResultPayload[]> {
+    const prepared = calls.map((call) => this.prepare(call, context))
+    const results: ToolResultPayload[] = new Array(calls.length)
+    let index = 0
+    while (index < prepared.length) {
+      const current = prepared[index]
+      if (current.kind === 'ready' && !current.safe) {
+        results[index] = await this.run(current, context)
+        index++
+        continue
+      }
+      let end = index
+      while (end < prepared.length && (prepared[end].kind === 'done' || (prepared[end] as { safe: boolean }).safe)) end++
+      await this.pool(index, end, async (i) => {
+        results[i] = await this.run(prepared[i], context)
+      })
+      index = end
+    }
+    return results
+  }
+
+  private async pool(start: number, end: number, work: (index: number) => Promise<void>): Promise<void> {
+    let next = start
+    const worker = async () => {
+      while (next < end) await work(next++)
+    }
+    await Promise.all(Array.from({ length: Math.min(this.maxParallel, end - start) }, worker))
+  }
+
+  private prepare(call: ToolCallRequest, context: ExecuteContext): Prepared {
+    const name = String(call.name)
+    const raw = typeof call.arguments === 'string' ? call.arguments : ''
+    let args: unknown
+    if (raw.trim() === '') {
+      args = {}
+    } else {
+      try {
+        args = JSON.parse(raw)
+      } catch (error) {
+        return {
+          kind: 'done',
+          call,
+          output: errorOutput(
+            'INVALID_JSON',
+            `the arguments for tool "${name}" are not valid JSON (${messageOf(error)}). ` +
+              'Call the tool again with its arguments as one JSON object matching its parameters schema.',
+            `invalid arguments JSON: ${messageOf(error)}`,
+          ),
+        }
+      }
+    }
+    const entry = this.entries.get(name, context.scope)
+    if (!entry) return { kind: 'done', call, output: this.unknownTool(name, context.scope) }
+    const problems = entry.validate(args)
+    if (problems) {
+      return {
+        kind: 'done',
+        call,
+        tool: entry.def,
+        output: errorOutput(
+          'INVALID_ARGUMENTS',
+          `the arguments for tool "${name}" do not match its parameters schema:\n` +
+            problems.map((line) => `- ${line}`).join('\n') +
+            '\nFix these and call the tool again.',
+          problems.join('; '),
+        ),
+      }
+    }
+    return { kind: 'ready', call, entry, args, safe: isSafe(entry.def, args) }
+  }
+
+  private unknownTool(name: string, scope: string | undefined): ToolOutput {
+    const names = this.list(scope).map((def) => def.name)
+    const available = names.length > 0 ? `Available tools: ${names.join(', ')}.` : 'No tools are available here.'
+    return errorOutput(
+      'UNKNOWN_TOOL',
+      `there is no tool named "${name}". ${available}${names.length > 0 ? ' Use one of these exact names.' : ''}`,
+      `unknown tool "${name}"`,
+    )
+  }
+
+  private async run(prepared: Prepared, context: ExecuteContext): Promise<ToolResultPayload> {
+    let output: ToolOutput
+    let tool: ToolDefinition | undefined
+    if (prepared.kind === 'done') {
+      output = prepared.output
+      tool = prepared.tool
+    } else if (!prepared.entry.live) {
+      output = this.unknownTool(prepared.call.name, context.scope)
+    } else {
+      tool = prepared.entry.def
+      output = await this.pipeline(prepared.call, prepared.entry.def, prepared.args, context)
+    }
+    const payload = toPayload(prepared.call, output)
+    try {
+      this.ctx.emit('tools/result', payload, { call: prepared.call, context, ...(tool ? { tool } : {}) })
+    } catch (error) {
+      this.ctx.logger('tools').warn('a tools/result listener threw: %s', messageOf(error))
+    }
+    return payload
+  }
+
+  private async pipeline(call: ToolCallRequest, tool: ToolDefinition, args: unknown, context: ExecuteContext): Promise<ToolOutput> {
+    const controller = new AbortController()
+    const outer = context.signal
+    const follow = () => controller.abort(outer?.reason)
+    if (outer?.aborted) follow()
+    else outer?.addEventListener('abort', follow, { once: true })
+    const callContext: ToolCallContext = {
+      callId: call.callId,
+      name: tool.name,
+      ...(context.sessionId !== undefined ? { sessionId: context.sessionId } : {}),
+      ...(context.agentId !== undefined ? { agentId: context.agentId } : {}),
+      ...(context.scope !== undefined ? { scope: context.scope } : {}),
+      cwd: context.cwd,
+      ...(context.turn !== undefined ? { turn: context.turn } : {}),
+      ...(context.step !== undefined ? { step: context.step } : {}),
+      signal: controller.signal,
+    }
+    const signal = controller.signal
+    try {
+      if (signal.aborted) return cancelledBeforeStart(tool.name, signal)
+
+      const pre: PreExecutePayload = { call, args, tool, context: callContext }
+      try {
+        await this.ctx.waterfall('tools/pre-execute', pre, async () => {})
+      } catch (error) {
+        return internalError(tool.name, 'tools/pre-execute', error, false)
+      }
+      if (pre.decision) return denied(tool.name, pre.decision)
+
+      const resolved: ResolvedCall = { call, args: pre.args, tool, context: callContext }
+      for (const { guard } of this.guards.slice()) {
+        if (guard.scope !== undefined && guard.scope !== context.scope) continue
+        let verdict: ToolDenial | { deny?: undefined } | void
+        try {
+          verdict = await guard.check(resolved)
+        } catch (error) {
+          return denied(tool.name, { deny: `guard "${guard.name}" failed (${messageOf(error)}), so the call was refused` })
+        }
+        if (verdict && typeof verdict.deny === 'string') return denied(tool.name, verdict as ToolDenial)
+      }
+      if (signal.aborted) return cancelledBeforeStart(tool.name, signal)
+
+      const exec: ExecutePayload = {
+        call,
+        args: pre.args,
+        tool,
+        context: callContext,
+        abort: (reason) => controller.abort(reason === undefined ? undefined : new Error(reason)),
+      }
+      let output: ToolOutput
+      try {
+        output = await this.ctx.waterfall('tools/execute', exec, () => dispatch(tool, exec.args, callContext))
+      } catch (error) {
+        output = signal.aborted ? cancelled(tool.name, signal) : toolError(tool.name, error)
+      }
+      const malformed = checkOutput(output)
+      if (malformed) output = errorOutput('TOOL_ERROR', `tool "${tool.name}" returned an invalid result: ${malformed}.`)
+
+      const post: PostExecutePayload = { call, args: exec.args, tool, context: callContext, output }
+      try {
+        await this.ctx.waterfall('tools/post-execute', post, async () => {})
+      } catch (error) {
+        return internalError(tool.name, 'tools/post-execute', error, true)
+      }
+      output = post.output
+      if (tool.finalizeContent) {
+        try {
+          output = tool.finalizeContent(output, callContext)
+        } catch (error) {
+          return toolError(tool.name, error)
+        }
+      }
+      const broken = checkOutput(output)
+      if (broken) return internalError(tool.name, 'result processing', new Error(broken), true)
+      return output
+    } finally {
+      outer?.removeEventListener('abort', follow)
+    }
+  }
+}
+
+/** The innermost `tools/execute` step: the tool body, raced against the per-call signal. */
+function dispatch(tool: ToolDefinition, args: unknown, call: ToolCallContext): Promise<ToolOutput> {
+  const signal = call.signal
+  if (signal.aborted) return Promise.resolve(cancelledBeforeStart(tool.name, signal))
+  return new Promise<ToolOutput>((resolve) => {
+    const onAbort = () => resolve(cancelled(tool.name, signal))
+    signal.addEventListener('abort', onAbort, { once: true })
+    new Promise<ToolOutput>((inner) => inner(tool.execute(args, call)))
+      .then(resolve, (error) => resolve(signal.aborted ? cancelled(tool.name, signal) : toolError(tool.name, error)))
+      .finally(() => signal.removeEventListener('abort', onAbort))
+  })
+}
+
+function isSafe(def: ToolDefinition, args: unknown): boolean {
+  if (typeof def.concurrencySafe === 'function') {
+    try {
+      return def.concurrencySafe(args) === true
+    } catch {
+      return false
+    }
+  }
+  return def.concurrencySafe === true
+}
+
+function denied(name: string, decision: ToolDenial): ToolOutput {
+  const code = decision.code ?? 'DENIED'
+  return errorOutput(code, `the call to tool "${name}" was not run: ${decision.deny}`, decision.deny)
+}
+
+function toolError(name: string, error: unknown): ToolOutput {
+  const message = messageOf(error)
+  return errorOutput('TOOL_ERROR', `tool "${name}" failed: ${message}`, message)
+}
+
+function cancelled(name: string, signal: AbortSignal): ToolOutput {
+  const reason = abortReason(signal)
+  return errorOutput('CANCELLED', `tool "${name}" was cancelled before it finished (${reason}); any effects it had may be partial.`, reason)
+}
+
+function cancelledBeforeStart(name: string, signal: AbortSignal): ToolOutput {
+  const reason = abortReason(signal)
+  return errorOutput('CANCELLED', `tool "${name}" was cancelled before it started (${reason}); it had no effect.`, reason)
+}
+
+function internalError(name: string, stage: string, error: unknown, ran: boolean): ToolOutput {
+  const message = `${stage}: ${messageOf(error)}`
+  return errorOutput(
+    'INTERNAL_ERROR',
+    `the harness failed while handling tool "${name}" (${message}). ` +
+      (ran ? 'The tool ran, but its result was lost.' : 'The tool did not run.'),
+    message,
+  )
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0
+}

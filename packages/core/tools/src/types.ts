@@ -1,0 +1,162 @@
+// Public vocabulary of the tool registry: definitions, call context, outputs, and the payloads of
+// the four pipeline events. Everything a tool returns to the model is lossless JSON.
+import type { JsonSchema, ToolMessage, ToolResultContentBlock, ToolSchema } from '@dsh/llm'
+
+export type { JsonSchema, ToolMessage, ToolResultContentBlock, ToolSchema }
+
+/** A JSON value as it may be logged. */
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue }
+export type JsonObject = { [key: string]: JsonValue }
+
+/** How tools are presented to the model. Only stored for now; Code Mode is a later package. */
+export type ToolMode = 'native' | 'code' | 'both'
+
+/** A stable, machine-readable error attached to an error result. */
+export interface ToolError {
+  code: string
+  message: string
+}
+
+/** What a tool body (or a pipeline listener) produces. */
+export interface ToolOutput {
+  /** A string becomes one text block. */
+  content: string | ToolResultContentBlock[]
+  isError?: boolean
+  /** Setting `error` implies `isError`. */
+  error?: ToolError
+  /** Logged with the result, never shown to the model. */
+  meta?: JsonObject
+}
+
+/** The per-call context handed to `execute` and `finalizeContent`. */
+export interface ToolCallContext {
+  callId: string
+  name: string
+  sessionId?: string
+  agentId?: string
+  /** Agent scope the call resolved in (undefined: global only). */
+  scope?: string
+  cwd: string
+  turn?: number
+  step?: number
+  /** Aborted when the caller aborts or a `tools/execute` listener calls `abort()`. */
+  signal: AbortSignal
+}
+
+export interface ToolDefinition<A = any> {
+  /** `^[a-zA-Z0-9_-]{1,64}$` */
+  name: string
+  description: string
+  /** JSON Schema of the arguments object (`type: 'object'`), compiled once at registration. */
+  parameters: JsonSchema
+  execute(args: A, call: ToolCallContext): ToolOutput | Promise<ToolOutput>
+  /** May the call run in parallel with other concurrency-safe calls of the same step? Default false. */
+  concurrencySafe?: boolean | ((args: A) => boolean)
+  /** Advisory budget for a timeout plugin wrapping `tools/execute`; the registry itself does not enforce it. */
+  timeoutMs?: number
+  /** Definition-owned last word on the output, after `tools/post-execute`. */
+  finalizeContent?(output: ToolOutput, call: ToolCallContext): ToolOutput
+  /** Agent scope: the tool exists only for that scope and shadows a global tool of the same name. */
+  scope?: string
+}
+
+/** The raw call as the model produced it (the session's `tool/call` payload). */
+export interface ToolCallRequest {
+  callId: string
+  name: string
+  /** Raw JSON string; may be empty or malformed. */
+  arguments: string
+}
+
+/** Caller-side context of an `execute`/`executeAll` call. */
+export interface ExecuteContext {
+  sessionId?: string
+  agentId?: string
+  scope?: string
+  cwd: string
+  turn?: number
+  step?: number
+  signal?: AbortSignal
+}
+
+/** Exactly the session's `tool/result` payload. */
+export interface ToolResultPayload {
+  message: ToolMessage
+  error?: ToolError
+  meta?: JsonObject
+}
+
+/** A deny decision of `tools/pre-execute` or a guard. `code` defaults to `DENIED`. */
+export interface ToolDenial {
+  deny: string
+  code?: string
+}
+
+/** Shared shape of the pipeline payloads once a call is resolved and validated. */
+export interface ResolvedCall<A = unknown> {
+  readonly call: ToolCallRequest
+  /** Validated arguments. `tools/pre-execute` listeners may replace fields; they are not re-validated. */
+  args: A
+  readonly tool: ToolDefinition<A>
+  readonly context: ToolCallContext
+}
+
+/**
+ * `tools/pre-execute` payload. To deny, a listener sets `decision` and returns without calling
+ * `next()`; the registry reads `decision` after the waterfall settles (its return value is ignored),
+ * so an outer listener may also clear an inner denial after `await next()`.
+ */
+export interface PreExecutePayload<A = unknown> extends ResolvedCall<A> {
+  decision?: ToolDenial
+}
+
+/** `tools/execute` payload: listeners wrap `next()` (timeout, retry, metrics). */
+export interface ExecutePayload<A = unknown> extends ResolvedCall<A> {
+  /** Aborts the per-call signal; the tool body sees it and the call resolves `CANCELLED`. */
+  abort(reason?: string): void
+}
+
+/** `tools/post-execute` payload: listeners may replace `output`. */
+export interface PostExecutePayload<A = unknown> extends ResolvedCall<A> {
+  output: ToolOutput
+}
+
+/** Second argument of the observe-only `tools/result` event. */
+export interface ToolResultInfo {
+  call: ToolCallRequest
+  context: ExecuteContext
+  /** Absent when the call never resolved to a tool (`UNKNOWN_TOOL`, `INVALID_JSON`). */
+  tool?: ToolDefinition
+}
+
+export interface ToolGuard {
+  name: string
+  /** Only calls in this agent scope are checked; absent: every call. */
+  scope?: string
+  /** Return `{deny}` to refuse the call. Guards run in registration order; the first denial wins. */
+  check(call: Readonly<ResolvedCall>): ToolDenial | { deny?: undefined } | void | Promise<ToolDenial | { deny?: undefined } | void>
+}
+
+/** Stable error codes the registry itself produces. */
+export const TOOL_ERROR_CODES = [
+  'INVALID_JSON',
+  'UNKNOWN_TOOL',
+  'INVALID_ARGUMENTS',
+  'DENIED',
+  'TOOL_ERROR',
+  'CANCELLED',
+  'INTERNAL_ERROR',
+] as const
+export type ToolErrorCode = (typeof TOOL_ERROR_CODES)[number]
+
+declare module 'cordis' {
+  interface Context {
+    tools: import('./registry.ts').ToolRegistry
+  }
+  interface Events {
+    'tools/pre-execute'(payload: PreExecutePayload, next: () => Promise<void>): Promise<void>
+    'tools/execute'(payload: ExecutePayload, next: () => Promise<ToolOutput>): Promise<ToolOutput>
+    'tools/post-execute'(payload: PostExecutePayload, next: () => Promise<void>): Promise<void>
+    'tools/result'(result: ToolResultPayload, info: ToolResultInfo): void
+  }
+}
