@@ -1,0 +1,2 @@
+export * from './script.ts'
+export * from './server.ts'
