@@ -7,6 +7,7 @@ import type {
   AssistantMessage,
   ContentBlock,
   FinishReason,
+  Message,
   StreamChunk,
   TokenUsage,
   ToolMessage,
@@ -46,6 +47,11 @@ export interface SessionEventMap {
   'session/title': { title: string; source: string }
   /** End of a resume/fork seed: events before it were copied from `fromSession`. */
   'seed/end': { fromSession?: string; boundary?: number }
+  /**
+   * Replaces the surface nodes produced by events with `fromSeq <= seq < toSeq` by `messages`
+   * (the raw log keeps everything). Appended by `session.surface.replaceRange()`; compaction uses it.
+   */
+  'surface/replace': { fromSeq: number; toSeq: number; messages: Message[]; meta?: { [key: string]: unknown } }
 }
 
 export type SessionEventType = keyof SessionEventMap & string

@@ -1,0 +1,209 @@
+import { randomUUID } from 'node:crypto'
+import type { Message } from '@dsh/llm'
+import { JsonValueError, freezeJson } from './json.ts'
+import { SessionSurface, checkReplace } from './surface.ts'
+import type { AnySessionEvent, SessionEvent, SessionEventMap, SessionEventType, SessionId } from './types.ts'
+import { asSessionId } from './types.ts'
+
+/** Where a forked session came from. */
+export interface SessionParent {
+  sessionId: SessionId
+  /** Events with `seq < boundary` were copied from the parent. */
+  boundary: number
+}
+
+export interface SessionOptions {
+  /** Defaults to a fresh `crypto.randomUUID()`. */
+  id?: SessionId | string
+  cwd: string
+  parent?: SessionParent
+  /** Epoch-milliseconds clock for `time`; defaults to `Date.now`. Inject for deterministic tests. */
+  clock?: () => number
+  /**
+   * Restore a log (e.g. loaded from persistence): events with contiguous seq from 0, validated
+   * like appends (no listeners are called for them).
+   */
+  events?: readonly SessionEvent[]
+}
+
+export type SessionListener = (event: AnySessionEvent) => void
+
+/** An append was refused: the payload is not lossless JSON, or the event is invalid here. */
+export class SessionAppendError extends TypeError {
+  override name = 'SessionAppendError'
+  constructor(
+    readonly eventType: string,
+    /** JSON path of the offending value, rooted at `data` (e.g. `data.message.content[0].text`). */
+    readonly path: string,
+    readonly reason: string,
+  ) {
+    super(`cannot append "${eventType}": ${path} ${reason}`)
+  }
+}
+
+export const newSessionId = (): SessionId => asSessionId(randomUUID())
+
+/** Events minted by some Session: already validated and frozen, so other sessions may share them. */
+const minted = new WeakSet<object>()
+
+/**
+ * One append-only event log. `seq` is contiguous from 0; every payload is validated as lossless
+ * JSON and deep-frozen at append, so the log cannot be changed afterwards by anyone.
+ */
+export class Session {
+  readonly id: SessionId
+  readonly cwd: string
+  readonly parent?: SessionParent
+  readonly clock: () => number
+  /** The message-producing projection of the log; see `SessionSurface`. */
+  readonly surface: SessionSurface
+
+  private readonly log: AnySessionEvent[] = []
+  private readonly lastOfType = new Map<string, AnySessionEvent>()
+  private readonly listeners = new Set<SessionListener>()
+  private readonly pending: AnySessionEvent[] = []
+  private dispatching = false
+
+  constructor(options: SessionOptions) {
+    if (typeof options.cwd !== 'string' || options.cwd === '') throw new TypeError('Session: cwd must be a non-empty string')
+    if (options.id !== undefined && (typeof options.id !== 'string' || options.id === '')) throw new TypeError('Session: id must be a non-empty string')
+    this.id = asSessionId(options.id ?? randomUUID())
+    this.cwd = options.cwd
+    if (options.parent) this.parent = Object.freeze({ sessionId: options.parent.sessionId, boundary: options.parent.boundary })
+    this.clock = options.clock ?? Date.now
+    this.surface = new SessionSurface((data) => this.append('surface/replace', data))
+    if (options.events) for (const event of options.events) this.restoreOne(event)
+  }
+
+  /** The live log (read-only view: do not cast it to mutate). Events are frozen. */
+  get events(): readonly AnySessionEvent[] {
+    return this.log
+  }
+
+  get length(): number {
+    return this.log.length
+  }
+
+  /**
+   * Appends one event and returns it (frozen). `data` is copied: later mutation of the caller's
+   * object does not reach the log. Throws `SessionAppendError` (nothing appended) when `data` is
+   * not lossless JSON. Listeners run synchronously after the event is in the log; an event
+   * appended from inside a listener is delivered after the current one has reached every listener.
+   */
+  append<K extends SessionEventType>(type: K, data: SessionEventMap[K]): SessionEvent<K> {
+    if (typeof type !== 'string' || (type as string) === '') throw new SessionAppendError(String(type), 'type', 'must be a non-empty string')
+    const frozen = this.validate(type, data)
+    if (type === 'surface/replace') {
+      const problem = checkReplace(this.surface.nodes, frozen as unknown as SessionEventMap['surface/replace'], this.log.length)
+      if (problem) throw new SessionAppendError(type, problem.path, problem.reason)
+    }
+    const event = Object.freeze({ type, seq: this.log.length, time: this.clock(), data: frozen }) as SessionEvent<K>
+    this.commit(event as unknown as AnySessionEvent)
+    this.notify(event as unknown as AnySessionEvent)
+    return event
+  }
+
+  at(seq: number): AnySessionEvent | undefined {
+    return Number.isInteger(seq) && seq >= 0 ? this.log[seq] : undefined
+  }
+
+  /** Events with `fromSeq <= seq < toSeq` (a copy of that part of the log). */
+  slice(fromSeq = 0, toSeq?: number): AnySessionEvent[] {
+    return this.log.slice(fromSeq, toSeq)
+  }
+
+  /** The most recent event, or the most recent one of `type`. O(1). */
+  last<K extends SessionEventType>(type: K): SessionEvent<K> | undefined
+  last(): AnySessionEvent | undefined
+  last(type?: SessionEventType): AnySessionEvent | undefined {
+    if (type === undefined) return this.log[this.log.length - 1]
+    return this.lastOfType.get(type)
+  }
+
+  /** Synchronous, in seq order. Returns the unsubscribe function. */
+  subscribe(listener: SessionListener): () => void {
+    this.listeners.add(listener)
+    return () => {
+      this.listeners.delete(listener)
+    }
+  }
+
+  /**
+   * The LLM message history derived from the surface. Incremental: each call costs O(events
+   * appended since the previous call) plus a flat copy of the message array when it changed.
+   * The returned array and its messages are frozen.
+   */
+  deriveMessages(): Message[] {
+    return this.surface.messages()
+  }
+
+  /** Whether no turn is open before `boundary` (a valid fork point). */
+  isTurnBoundary(boundary: number): boolean {
+    if (!Number.isInteger(boundary) || boundary < 0 || boundary > this.log.length) return false
+    for (let seq = boundary - 1; seq >= 0; seq--) {
+      const type = this.log[seq].type
+      if (type === 'turn/end') return true
+      if (type === 'turn/start') return false
+    }
+    return true
+  }
+
+  private validate(type: string, data: unknown) {
+    try {
+      return freezeJson(data, 'data')
+    } catch (error) {
+      if (error instanceof JsonValueError) throw new SessionAppendError(type, error.path, error.reason)
+      throw error
+    }
+  }
+
+  private restoreOne(event: SessionEvent): void {
+    const seq = this.log.length
+    if (!minted.has(event)) {
+      if (!event || typeof event !== 'object') throw new SessionAppendError('?', `events[${seq}]`, 'is not an event')
+      const { type, time } = event
+      if (typeof type !== 'string' || (type as string) === '') throw new SessionAppendError(String(type), `events[${seq}].type`, 'must be a non-empty string')
+      if (event.seq !== seq) throw new SessionAppendError(type, `events[${seq}].seq`, `is ${String(event.seq)}, expected ${seq} (seq must be contiguous from 0)`)
+      if (typeof time !== 'number' || !Number.isFinite(time)) throw new SessionAppendError(type, `events[${seq}].time`, 'must be a finite number')
+      event = Object.freeze({ type, seq, time, data: this.validate(type, event.data) }) as SessionEvent
+    } else if (event.seq !== seq) {
+      throw new SessionAppendError(event.type, `events[${seq}].seq`, `is ${event.seq}, expected ${seq} (seq must be contiguous from 0)`)
+    }
+    const any = event as AnySessionEvent
+    if (any.type === 'surface/replace') {
+      const problem = checkReplace(this.surface.nodes, any.data, seq)
+      if (problem) throw new SessionAppendError(any.type, `events[${seq}].${problem.path}`, problem.reason)
+    }
+    this.commit(any)
+  }
+
+  private commit(event: AnySessionEvent): void {
+    minted.add(event)
+    this.log.push(event)
+    this.lastOfType.set(event.type, event)
+    this.surface.ingest(event)
+  }
+
+  private notify(event: AnySessionEvent): void {
+    this.pending.push(event)
+    if (this.dispatching) return
+    this.dispatching = true
+    const errors: unknown[] = []
+    try {
+      while (this.pending.length > 0) {
+        const next = this.pending.shift()!
+        for (const listener of [...this.listeners]) {
+          try {
+            listener(next)
+          } catch (error) {
+            errors.push(error)
+          }
+        }
+      }
+    } finally {
+      this.dispatching = false
+    }
+    if (errors.length === 1) throw errors[0]
+    if (errors.length > 1) throw new AggregateError(errors, `${errors.length} session listeners threw`)
+  }
+}
