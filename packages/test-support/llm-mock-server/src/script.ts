@@ -173,6 +173,7 @@ class Checker {
 }
 
 function describe(value: unknown): string {
+  if (value === undefined) return 'nothing (the field is missing)'
   if (value === null) return 'null'
   if (Array.isArray(value)) return 'an array'
   if (typeof value === 'string') return `the string ${JSON.stringify(value.length > 40 ? value.slice(0, 40) + '...' : value)}`
@@ -181,7 +182,7 @@ function describe(value: unknown): string {
 
 /** Validates an already parsed script (a `{steps}` object or a bare step array). */
 export function validateScript(input: unknown, source = '<inline script>'): MockScript {
-  const c = new Checker(source)
+  const c: Checker = new Checker(source)
   const script: Obj = Array.isArray(input) ? { steps: input } : c.object(input, '')
   c.keys(script, '', ['models', 'steps'])
   if (!Array.isArray(script.steps)) c.fail('steps', `expected an array of steps, got ${describe(script.steps)}`)
