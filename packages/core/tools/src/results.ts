@@ -39,7 +39,8 @@ export function checkOutput(value: unknown): string | undefined {
 }
 
 function contentBlocks(content: ToolOutput['content']): ToolResultContentBlock[] {
-  return typeof content === 'string' ? [{ type: 'text', text: content }] : content.slice()
+  // Blocks are copied: the session freezes what it appends, and the tool may reuse its objects.
+  return typeof content === 'string' ? [{ type: 'text', text: content }] : content.map((block) => ({ ...block }))
 }
 
 function textOf(blocks: ToolResultContentBlock[]): string {
