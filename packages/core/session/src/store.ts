@@ -110,9 +110,10 @@ export class SessionStore extends Service {
 
   private adopt(session: Session): Session {
     const home = this.home
-    const unsubscribe = session.subscribe((event) => home.emit('session/event', session, event))
     // `this.ctx` is the caller's context: bind the session's membership to the caller plugin.
+    // First, so an inactive caller context throws before anything is registered.
     const unbind = this.ctx === home ? undefined : this.ctx.effect(() => () => void this.remove(session.id), `sessions: ${session.id}`)
+    const unsubscribe = session.subscribe((event) => home.emit('session/event', session, event))
     this.entries.set(session.id, {
       session,
       release: () => {
