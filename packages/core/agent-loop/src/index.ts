@@ -19,19 +19,25 @@ export const inject = ['agents', 'sessions', 'llm', 'tools', 'systemPrompt']
 export const Config: Schema<Config> = Schema.object({
   maxSteps: Schema.natural().min(1).default(100).description('Most steps (model requests) one turn may take.'),
   defaultModel: Schema.object({
-    provider: Schema.string().required(),
-    model: Schema.string().required(),
+    provider: Schema.string(),
+    model: Schema.string(),
     maxTokens: Schema.natural(),
     reasoningEffort: Schema.union(['off', 'low', 'high', 'max'] as const),
   }).description('Model for agents created without one (normally supplied by @dsh/agent-default-model).'),
 })
 
 export function apply(ctx: Context, config: Config): void {
+  // schemastery fills an absent optional object with `{}`; treat a half-filled one as a mistake.
+  const dm = config.defaultModel
+  const defaultModel = dm && (dm.provider || dm.model) ? dm : undefined
+  if (defaultModel && (!defaultModel.provider || !defaultModel.model)) {
+    throw new Error('agent-loop config.defaultModel needs both `provider` and `model`')
+  }
   const live = new Set<LoopAgent>()
   ctx.agents.registerFactory({
     name: 'agent-loop',
     create: (options) => {
-      const agent = new LoopAgent(ctx, options, { maxSteps: config.maxSteps, defaultModel: config.defaultModel })
+      const agent = new LoopAgent(ctx, options, { maxSteps: config.maxSteps, defaultModel })
       live.add(agent)
       return agent
     },
