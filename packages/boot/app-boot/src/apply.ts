@@ -1,0 +1,70 @@
+// Applies ordered layers to an empty row list. Pure: no file system, no evaluation.
+import { LayerError, type Layer, type Row } from './layer.ts'
+
+export interface ComposedRow {
+  row: Row
+  /** Labels of every layer that inserted or patched this row, in order, without repeats. */
+  layers: string[]
+  /** File of the layer that last set `name`; the name resolves from there. */
+  nameFrom: string
+}
+
+export interface Applied {
+  rows: ComposedRow[]
+  /** One line each, e.g. `profile headless (/h/profiles/headless/cordis.patch.yml): [0] id "x" names no row; skipped`. */
+  warnings: string[]
+}
+
+function clone<T>(value: T): T {
+  // structuredClone would drop the JsExpr prototype; rows hold only plain data and JsExpr.
+  if (Array.isArray(value)) return value.map(clone) as T
+  if (value && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, clone(v)])) as T
+  }
+  return value
+}
+
+/**
+ * Layer semantics: `insert` appends rows (a duplicate id is an error); `- id: X` replaces each
+ * listed field of row X whole (`config` is never merged; `null` removes the field). A patch
+ * naming an id no earlier layer (or earlier operation of the same layer) inserted is a warning.
+ */
+export function applyLayers(layers: readonly Layer[]): Applied {
+  const rows: ComposedRow[] = []
+  const byId = new Map<string, ComposedRow>()
+  const warnings: string[] = []
+  for (const layer of layers) {
+    const touch = (c: ComposedRow) => {
+      if (c.layers[c.layers.length - 1] !== layer.label) c.layers.push(layer.label)
+    }
+    for (const op of layer.ops) {
+      if (op.kind === 'insert') {
+        op.rows.forEach((row, i) => {
+          if (byId.has(row.id)) {
+            const prior = byId.get(row.id)!
+            throw new LayerError(
+              `${layer.file}: [${op.index}].insert[${i}].id: duplicate id "${row.id}" (already inserted by ${prior.layers[0]}); patch it with "- id: ${row.id}" instead`,
+            )
+          }
+          const c: ComposedRow = { row: clone(row), layers: [layer.label], nameFrom: layer.file }
+          rows.push(c)
+          byId.set(row.id, c)
+        })
+      } else {
+        const target = byId.get(op.id)
+        if (!target) {
+          warnings.push(`${layer.label} (${layer.file}): [${op.index}] id "${op.id}" names no row; skipped`)
+          continue
+        }
+        const row = target.row as unknown as Record<string, unknown>
+        for (const [field, value] of Object.entries(op.fields)) {
+          if (value === null) delete row[field]
+          else row[field] = clone(value)
+          if (field === 'name') target.nameFrom = layer.file
+        }
+        touch(target)
+      }
+    }
+  }
+  return { rows, warnings }
+}

@@ -1,0 +1,224 @@
+// Booting a composition into a real Cordis tree through @cordisjs/plugin-loader, failing loud.
+import { Context, Logger, type Exporter, type Fiber } from 'cordis'
+import { Entry, evaluate, Group, Loader } from '@cordisjs/plugin-loader'
+import { DshUserError } from './errors.ts'
+import { isJsExpr } from './layer.ts'
+import { profileDirUrl, type Composition, type ResolvedRow } from './profile.ts'
+
+/** What the launcher knew at boot; provided on the root context as `ctx.bootInfo`. */
+export interface BootInfo {
+  profile: string
+  profileDir: string
+  home: string
+  cwd: string
+  /** The app's own arguments (everything after the launcher flags); see @dsh/cmdline. */
+  appArgs: readonly string[]
+}
+
+declare module 'cordis' {
+  interface Context {
+    bootInfo: BootInfo
+  }
+}
+
+export type BootFailureKind = 'resolve' | 'disabled' | 'import' | 'config' | 'apply' | 'inject'
+
+export interface BootFailure {
+  id: string
+  name: string
+  kind: BootFailureKind
+  cause: string
+}
+
+export const formatFailure = (f: BootFailure) => `dsh: boot failed: row ${f.id} (${f.name}): ${f.cause}`
+
+/** The tree did not come up; `message` is one `dsh: boot failed: ...` line per reported row. */
+export class BootError extends DshUserError {
+  override name = 'BootError'
+  constructor(readonly failures: BootFailure[]) {
+    super(failures.map(formatFailure).join('\n'), 1)
+  }
+}
+
+/** Loader whose `exit(code)` asks the running app to dispose the tree and exit. */
+export class DshLoader extends Loader {
+  onExit?: (code: number) => void
+  override exit(code = 0): void {
+    this.onExit?.(code)
+  }
+}
+
+export interface BootedTree {
+  ctx: Context
+  loader: DshLoader
+  /** Resolves with the code a plugin passed to `ctx.loader.exit(code)`. */
+  exited: Promise<number>
+  /** Disposes every row (idempotent); all registrations unwind. */
+  dispose(): Promise<void>
+}
+
+export interface BootOptions {
+  bootInfo?: Partial<BootInfo>
+  /** Print Cordis log messages to stderr (also enabled by DSH_DEBUG=1). */
+  debug?: boolean
+  stderr?: NodeJS.WritableStream
+}
+
+const firstLine = (error: unknown) => String((error as Error)?.message ?? error).split('\n')[0]
+
+/** `invalid config:\n  - $.port expected number but got x (at port)` -> one line naming each field. */
+function describeConfigError(error: Error): string {
+  const issues = error.message
+    .split('\n')
+    .slice(1)
+    .map((line) => {
+      const m = /^\s*-\s*(.*?)(?:\s+\(at ([^)]*)\))?$/.exec(line)
+      if (!m) return line.trim()
+      const message = m[1].replace(/^\$(\.[\w$.[\]-]+)?\s+/, '')
+      return m[2] ? `field config.${m[2]}: ${message}` : message
+    })
+    .filter(Boolean)
+  return `invalid config: ${issues.join('; ') || firstLine(error)}`
+}
+
+interface Prepared {
+  rows: Record<string, unknown>[]
+  failures: BootFailure[]
+  /** Every enabled row (children of groups included) with the row it came from. */
+  enabled: ResolvedRow[]
+}
+
+function prepareRows(rows: ResolvedRow[], ctx: Context): Prepared {
+  const failures: BootFailure[] = []
+  const enabled: ResolvedRow[] = []
+  const prepare = (r: ResolvedRow): Record<string, unknown> => {
+    const out: Record<string, unknown> = { ...r.row }
+    if (isJsExpr(r.row.disabled)) {
+      try {
+        out.disabled = Boolean(evaluate(ctx, r.row.disabled.__jsExpr))
+      } catch (error) {
+        failures.push({ id: r.row.id, name: r.row.name, kind: 'disabled', cause: `field disabled: !!js ${r.row.disabled.__jsExpr}: ${firstLine(error)}` })
+        out.disabled = true
+      }
+    }
+    if (out.disabled) return out
+    enabled.push(r)
+    if (r.resolveError) failures.push({ id: r.row.id, name: r.row.name, kind: 'resolve', cause: r.resolveError })
+    out.name = r.url ?? r.row.name
+    if (r.children) out.config = r.children.map(prepare)
+    return out
+  }
+  return { rows: rows.map(prepare), failures, enabled }
+}
+
+/** The fiber fields the fail-loud check reads (`_error` and `_store` are private in the typings). */
+interface FiberInternals {
+  state: number
+  inject: Record<string, unknown>
+  _error?: unknown
+  _store: Record<string, unknown>
+}
+
+/**
+ * Mounts the composed rows under a fresh root context and waits for the tree to settle. Any
+ * enabled row that failed to resolve, import, validate its config or apply, or whose `inject`
+ * is unmet, fails the boot: the partial tree is disposed and a BootError is thrown.
+ */
+export async function bootComposition(comp: Composition, opts: BootOptions = {}): Promise<BootedTree> {
+  const ctx = new Context()
+  const info: BootInfo = {
+    profile: comp.profile.name,
+    profileDir: comp.profile.dir,
+    home: '',
+    cwd: process.cwd(),
+    appArgs: [],
+    ...opts.bootInfo,
+  }
+  ctx.provide('bootInfo', Object.freeze(info))
+
+  const stderr = opts.stderr ?? process.stderr
+  if (opts.debug ?? Boolean(process.env.DSH_DEBUG)) {
+    const exporter: Exporter = {
+      colors: false,
+      levels: { default: 3 },
+      export: (message) => void stderr.write(Logger.format(exporter, message) + '\n'),
+    }
+    ctx.logger.exporter(exporter)
+  }
+
+  // The loader reports import failures only through this event; keep them per entry.
+  const errors: { entry?: Entry; error: unknown }[] = []
+  // `internal/error` is emitted by the loader but absent from Cordis' typed event map.
+  ;(ctx.on as (name: string, listener: (this: Context, error: unknown) => void) => void)('internal/error', function (error) {
+    errors.push({ entry: (this as unknown as Record<symbol, Entry | undefined>)[Entry.key], error })
+  })
+  // The loader awaits each entry fiber with a trailing `.finally()`, turning every failed
+  // fiber into an unhandled rejection. We report those failures ourselves, so entry fibers
+  // resolve their `await()` and keep the error on `_error`.
+  ctx.on('internal/plugin', (fiber: Fiber<Context>) => {
+    const parent = fiber.parent as unknown as Record<symbol, unknown>
+    if (!fiber.uid || !parent[Entry.key] || Object.hasOwn(fiber, 'await')) return
+    const original = fiber.await.bind(fiber)
+    fiber.await = () => original().catch(() => fiber)
+  })
+
+  const prepared = prepareRows(comp.rows, ctx)
+  if (prepared.failures.length) throw new BootError(prepared.failures)
+
+  let loader!: DshLoader
+  const host = ctx.plugin({
+    name: 'dsh-app',
+    apply(c: Context) {
+      loader = new DshLoader(c, { baseUrl: profileDirUrl(comp.profile.dir) })
+      loader.builtins.group = Group
+    },
+  })
+  await host
+
+  let disposed: Promise<void> | undefined
+  const dispose = () => (disposed ??= host.dispose().then(() => undefined))
+  let exitResolve!: (code: number) => void
+  const exited = new Promise<number>((resolve) => (exitResolve = resolve))
+  loader.onExit = (code) => exitResolve(code)
+
+  await loader.root.update(prepared.rows as never)
+  await loader.await()
+
+  const failures: BootFailure[] = []
+  const unattributed = errors.filter((e) => !e.entry)
+  for (const r of prepared.enabled) {
+    const { id, name } = r.row
+    const entry = loader.store[id] as Entry | undefined
+    const fiber = entry?.fiber as unknown as FiberInternals | undefined
+    if (!entry || !fiber) {
+      const own = errors.find((e) => e.entry === entry && entry)
+        ?? unattributed.find((e) => String((e.error as Error)?.stack).includes(`#${id}`))
+        ?? unattributed[0]
+      failures.push({ id, name, kind: 'import', cause: own ? `cannot load: ${firstLine(own.error)}` : 'did not mount' })
+      continue
+    }
+    if (fiber._error) {
+      const error = fiber._error as Error
+      failures.push(error?.name === 'ValidationError'
+        ? { id, name, kind: 'config', cause: describeConfigError(error) }
+        : { id, name, kind: 'apply', cause: `apply failed: ${firstLine(error)}` })
+      continue
+    }
+    if (fiber.state !== 2 /* FiberState.ACTIVE */) {
+      const missing = Object.keys(fiber.inject).filter((n) => !(n in fiber._store))
+      failures.push({
+        id, name, kind: 'inject',
+        cause: missing.length
+          ? `unmet inject: ${missing.map((n) => `"${n}"`).join(', ')} (no active row provides ${missing.length > 1 ? 'them' : 'it'})`
+          : `did not become active (state ${fiber.state})`,
+      })
+    }
+  }
+  if (failures.length) {
+    await dispose()
+    // An unmet inject is most often a consequence of another row failing; report roots first.
+    const roots = failures.filter((f) => f.kind !== 'inject')
+    throw new BootError(roots.length ? roots : failures)
+  }
+  return { ctx, loader, exited, dispose }
+}

@@ -1,0 +1,19 @@
+// @dsh/app-boot: profiles, bundles, patch layers, .env layering and the fail-loud boot.
+export { DshUserError } from './errors.ts'
+export {
+  isJsExpr, JsExpr, jsTag, LayerError, parseLayer, ROW_FIELDS,
+  type InsertOp, type Layer, type Op, type PatchOp, type Row, type RowField,
+} from './layer.ts'
+export { applyLayers, type Applied, type ComposedRow } from './apply.ts'
+export { isBareSpecifier, resolveFirst, resolveFrom } from './resolve.ts'
+export {
+  collectLayers, composeLayers, composeProfile, ensureProfile, listProfileTemplates, readLayerFile, readProfile, resolveBundle,
+  type BundleManifest, type ComposeOptions, type Composition, type LayerInfo, type ProfileManifest, type ResolvedRow,
+} from './profile.ts'
+export { dumpComposition } from './dump.ts'
+export { applyDotEnv, layerEnv, readEnvFile } from './env.ts'
+export {
+  BootError, bootComposition, DshLoader, formatFailure,
+  type BootedTree, type BootFailure, type BootFailureKind, type BootInfo, type BootOptions,
+} from './boot.ts'
+export { runApp, type RunOptions } from './app.ts'

@@ -1,0 +1,201 @@
+// Patch layers: parsing and validation of one `cordis.patch.yml` into typed operations.
+import { isMap, isSeq, LineCounter, parseDocument, type ScalarTag } from 'yaml'
+import { stringifyString } from 'yaml/util'
+import { DshUserError } from './errors.ts'
+
+/** A `!!js` expression; the loader's interpolate() evaluates `{__jsExpr}` objects at mount. */
+export class JsExpr {
+  constructor(readonly __jsExpr: string) {}
+}
+
+export function isJsExpr(value: unknown): value is JsExpr {
+  return value instanceof Object && '__jsExpr' in value
+}
+
+export const jsTag: ScalarTag = {
+  tag: 'tag:yaml.org,2002:js',
+  identify: (value) => value instanceof JsExpr,
+  resolve: (source) => new JsExpr(source),
+  // Quoted by the ordinary string rules so expressions containing `: ` or `#` stay one scalar.
+  stringify: (item, ctx, onComment, onChompKeep) =>
+    stringifyString({ value: (item.value as JsExpr).__jsExpr }, ctx, onComment, onChompKeep),
+}
+
+/** One row of the plugin tree, in the loader's own shape. */
+export interface Row {
+  id: string
+  name: string
+  config?: unknown
+  disabled?: boolean | JsExpr
+  inject?: string[] | Record<string, unknown>
+  group?: boolean
+  isolate?: Record<string, true | string>
+  intercept?: Record<string, unknown>
+}
+
+export const ROW_FIELDS = ['id', 'name', 'config', 'disabled', 'inject', 'group', 'isolate', 'intercept'] as const
+export type RowField = (typeof ROW_FIELDS)[number]
+
+/** `- id: X` with fields: each listed field replaces X's field (`null` removes it). */
+export interface PatchOp {
+  kind: 'patch'
+  index: number
+  id: string
+  fields: Partial<Record<Exclude<RowField, 'id'>, unknown>>
+}
+
+/** `- insert: [rows]`. */
+export interface InsertOp {
+  kind: 'insert'
+  index: number
+  rows: Row[]
+}
+
+export type Op = PatchOp | InsertOp
+
+export interface Layer {
+  /** Absolute path of the file; row names introduced here resolve from it. */
+  file: string
+  /** Human name used in warnings and `# ==` comments, e.g. `bundle @dsh/bundle-base`. */
+  label: string
+  ops: Op[]
+}
+
+/** A user-facing configuration mistake: `message` is one line naming file, item and field. */
+export class LayerError extends DshUserError {
+  override name = 'LayerError'
+}
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof JsExpr)
+
+function fail(file: string, where: string, problem: string): never {
+  throw new LayerError(`${file}: ${where}: ${problem}`)
+}
+
+/** Finds a `!!js` value anywhere under `value`; returns its path suffix or undefined. */
+function findJs(value: unknown, path = ''): string | undefined {
+  if (value instanceof JsExpr) return path
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const hit = findJs(value[i], `${path}[${i}]`)
+      if (hit !== undefined) return hit
+    }
+  } else if (isPlainObject(value)) {
+    for (const [k, v] of Object.entries(value)) {
+      const hit = findJs(v, `${path}.${k}`)
+      if (hit !== undefined) return hit
+    }
+  }
+  return undefined
+}
+
+function checkField(file: string, where: string, field: string, value: unknown, forInsert: boolean): void {
+  const at = `${where}.${field}`
+  if (field !== 'config' && field !== 'disabled') {
+    const js = findJs(value)
+    if (js !== undefined) fail(file, at + js, '!!js is only allowed inside "config" and "disabled"')
+  }
+  switch (field) {
+    case 'id':
+      if (typeof value !== 'string' || !value) fail(file, at, 'must be a non-empty string')
+      if (value.includes(':')) fail(file, at, 'must not contain ":" (the loader uses it to separate nested ids)')
+      return
+    case 'name':
+      if (typeof value !== 'string' || !value) fail(file, at, 'must be a non-empty string (a package name or a relative path)')
+      return
+    case 'config':
+      return
+    case 'disabled':
+      if (value === null && !forInsert) return
+      if (typeof value !== 'boolean' && !(value instanceof JsExpr)) fail(file, at, 'must be true, false or a !!js expression')
+      return
+    case 'group':
+      if (value === null && !forInsert) return
+      if (typeof value !== 'boolean') fail(file, at, 'must be true or false')
+      return
+    case 'inject':
+      if (value === null && !forInsert) return
+      if (Array.isArray(value)) {
+        value.forEach((v, i) => {
+          if (typeof v !== 'string' || !v) fail(file, `${at}[${i}]`, 'must be a service name')
+        })
+        return
+      }
+      if (!isPlainObject(value)) fail(file, at, 'must be a list of service names or a map of name to options')
+      return
+    case 'isolate':
+    case 'intercept':
+      if (value === null && !forInsert) return
+      if (!isPlainObject(value)) fail(file, at, 'must be a map')
+      return
+    default:
+      fail(file, at, `unknown field; a row has ${ROW_FIELDS.map((f) => `"${f}"`).join(', ')}`)
+  }
+}
+
+function checkRow(file: string, where: string, raw: unknown): Row {
+  if (!isPlainObject(raw)) fail(file, where, 'a row must be a map with at least "id" and "name"')
+  for (const required of ['id', 'name'] as const) {
+    if (!(required in raw)) fail(file, `${where}.${required}`, 'is required')
+  }
+  for (const [field, value] of Object.entries(raw)) checkField(file, where, field, value, true)
+  const row = raw as unknown as Row
+  if (row.group || row.name === 'cordis:group') {
+    if (row.config !== undefined && row.config !== null && !Array.isArray(row.config)) {
+      fail(file, `${where}.config`, 'a group row\'s config must be a list of rows')
+    }
+    const ids = new Set<string>()
+    ;((row.config as unknown[] | undefined) ?? []).forEach((child, i) => {
+      const c = checkRow(file, `${where}.config[${i}]`, child)
+      if (ids.has(c.id)) fail(file, `${where}.config[${i}].id`, `duplicate id "${c.id}"`)
+      ids.add(c.id)
+    })
+  }
+  return row
+}
+
+function checkOp(file: string, index: number, raw: unknown): Op {
+  const where = `[${index}]`
+  if (!isPlainObject(raw)) fail(file, where, 'an operation must be a map: "- id: <row id>" with fields, or "- insert: [rows]"')
+  if ('insert' in raw) {
+    const extra = Object.keys(raw).filter((k) => k !== 'insert')
+    if (extra.length) fail(file, `${where}.${extra[0]}`, 'an "insert" operation takes no other fields')
+    const rows = raw.insert
+    if (!Array.isArray(rows)) fail(file, `${where}.insert`, 'must be a list of rows')
+    return { kind: 'insert', index, rows: rows.map((r, i) => checkRow(file, `${where}.insert[${i}]`, r)) }
+  }
+  if (!('id' in raw)) fail(file, where, 'an operation needs "id" (to patch a row) or "insert" (to add rows)')
+  checkField(file, where, 'id', raw.id, false)
+  const fields: PatchOp['fields'] = {}
+  for (const [field, value] of Object.entries(raw)) {
+    if (field === 'id') continue
+    checkField(file, where, field, value, false)
+    if (field === 'name' && value === null) fail(file, `${where}.name`, 'cannot be removed')
+    ;(fields as Record<string, unknown>)[field] = value
+  }
+  if (!Object.keys(fields).length) fail(file, where, `patch of "${raw.id as string}" lists no field to replace`)
+  return { kind: 'patch', index, id: raw.id as string, fields }
+}
+
+/**
+ * Parses one layer. Throws LayerError with a single line naming the file, the item path
+ * (`[2].insert[0].name`) and the problem; YAML syntax errors name the line and column.
+ */
+export function parseLayer(text: string, file: string, label: string = file): Layer {
+  const lineCounter = new LineCounter()
+  const doc = parseDocument(text, { customTags: [jsTag], lineCounter, prettyErrors: false, uniqueKeys: true })
+  if (doc.errors.length) {
+    const err = doc.errors[0]
+    const pos = lineCounter.linePos(err.pos[0])
+    const firstLine = err.message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '')
+    throw new LayerError(`${file}:${pos.line}:${pos.col}: invalid YAML: ${firstLine}`)
+  }
+  if (doc.contents === null) return { file, label, ops: [] }
+  if (!isSeq(doc.contents)) {
+    const what = isMap(doc.contents) ? 'a map' : 'a scalar'
+    throw new LayerError(`${file}: expected a YAML list of operations, got ${what}`)
+  }
+  const data = doc.toJS() as unknown[]
+  return { file, label, ops: data.map((op, i) => checkOp(file, i, op)) }
+}
