@@ -1,0 +1,107 @@
+// @dsh/llm-deepseek: the DeepSeek chat-completions adapter, registered on ctx.llm as a route.
+import type { Context } from 'cordis'
+import Schema from 'schemastery'
+import type { ModelInfo, ReasoningEffort } from '@dsh/llm'
+import { userAgent } from '@dsh/brand'
+import { DeepSeekAdapter, type KeySource } from './adapter.ts'
+import { defaultEffortTable, type EffortTable } from './wire.ts'
+
+export * from './adapter.ts'
+export * from './errors.ts'
+export * from './wire.ts'
+
+export const name = 'llm-deepseek'
+export const inject = ['llm']
+
+export const PUBLIC_BASE_URL = 'https://api.deepseek.com'
+export const DEFAULT_ROUTE = 'deepseek-official'
+
+export interface ModelEntry {
+  id: string
+  displayName?: string
+  contextWindow: number
+  maxOutputTokens?: number
+  reasoning?: boolean
+  supportsImages?: boolean
+  supportsTools?: boolean
+}
+
+export interface Config {
+  provider: string
+  apiKeyEnv: string
+  baseURL?: string
+  models: ModelEntry[]
+  strictModels: boolean
+  maxTokens?: number
+  streamIdleTimeoutMs: number
+  reasoningEffort: EffortTable
+  headers: { [name: string]: string }
+}
+
+const defaultModels = (): ModelEntry[] => [
+  { id: 'deepseek-v4-flash', displayName: 'DeepSeek V4 Flash', contextWindow: 1_048_576, maxOutputTokens: 393_216, reasoning: true, supportsTools: true },
+  { id: 'deepseek-v4-pro', displayName: 'DeepSeek V4 Pro', contextWindow: 1_048_576, maxOutputTokens: 393_216, reasoning: true, supportsTools: true },
+]
+
+const modelSchema: Schema<ModelEntry> = Schema.object({
+  id: Schema.string().required(),
+  displayName: Schema.string(),
+  contextWindow: Schema.natural().required(),
+  maxOutputTokens: Schema.natural(),
+  reasoning: Schema.boolean(),
+  supportsImages: Schema.boolean(),
+  supportsTools: Schema.boolean(),
+}) as Schema<ModelEntry>
+
+const effortParams = (effort: ReasoningEffort) =>
+  Schema.dict(Schema.any())
+    .default(defaultEffortTable()[effort])
+    .description(`Body fields sent for reasoning effort \`${effort}\`.`)
+
+export const Config: Schema<Partial<Config>, Config> = Schema.object({
+  provider: Schema.string().default(DEFAULT_ROUTE).description('Route name registered on ctx.llm.'),
+  apiKeyEnv: Schema.string().default('DEEPSEEK_API_KEY').description('Environment variable holding the API key.'),
+  baseURL: Schema.string().description('API root (`/chat/completions` is appended). Default: $DEEPSEEK_BASE_URL, else the public API.'),
+  models: Schema.array(modelSchema).default(defaultModels()).description('Model catalog of the route.'),
+  strictModels: Schema.boolean().default(true).description('Reject a model outside `models` before any network I/O.'),
+  maxTokens: Schema.natural().description('`max_tokens` when the request names none.'),
+  streamIdleTimeoutMs: Schema.natural().min(1).default(300_000).description('Longest silence on the stream before TIMEOUT.'),
+  reasoningEffort: Schema.object({
+    off: effortParams('off'),
+    low: effortParams('low'),
+    high: effortParams('high'),
+    max: effortParams('max'),
+  }).default(defaultEffortTable()).description('Request fields per reasoning effort.'),
+  headers: Schema.dict(Schema.string()).default({}).description('Extra HTTP headers on every request.'),
+}) as Schema<Partial<Config>, Config>
+
+/** The explicit defaulting step for the endpoint: config, else `$DEEPSEEK_BASE_URL`, else the public API. */
+export function resolveBaseURL(config: Pick<Config, 'baseURL'>, env: NodeJS.ProcessEnv = process.env): string {
+  return config.baseURL || env.DEEPSEEK_BASE_URL || PUBLIC_BASE_URL
+}
+
+/**
+ * Where the key comes from until the credentials service exists: the environment variable named
+ * by `apiKeyEnv`, read at request time (so a key exported after boot is seen).
+ */
+export const envKeySource = (apiKeyEnv: string, env: NodeJS.ProcessEnv = process.env): KeySource => () => env[apiKeyEnv]
+
+export function createAdapter(config: Config, getKey: KeySource = envKeySource(config.apiKeyEnv)): DeepSeekAdapter {
+  return new DeepSeekAdapter({
+    provider: config.provider,
+    baseURL: resolveBaseURL(config),
+    apiKeyEnv: config.apiKeyEnv,
+    getKey,
+    models: config.models.map((m): ModelInfo => ({ ...m, provider: config.provider })),
+    strictModels: config.strictModels,
+    maxTokens: config.maxTokens,
+    streamIdleTimeoutMs: config.streamIdleTimeoutMs,
+    efforts: config.reasoningEffort,
+    headers: config.headers,
+    userAgent: userAgent(),
+  })
+}
+
+export function apply(ctx: Context, config: Config): void {
+  ctx.llm.registerAdapter(createAdapter(config))
+}
