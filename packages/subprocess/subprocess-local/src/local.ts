@@ -1,0 +1,293 @@
+// LocalSubprocessService: process groups and terminals on this machine.
+import { spawn as spawnChild, type ChildProcess } from 'node:child_process'
+import { statSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { isAbsolute } from 'node:path'
+import { constants } from 'node:os'
+import type { Readable } from 'node:stream'
+import { Context } from 'cordis'
+import Schema from 'schemastery'
+import {
+  SubprocessError,
+  SubprocessService,
+  DEFAULT_SCRUB_DENY,
+  compilePattern,
+  createScrubber,
+  scrubEnvironment,
+  type EnvSpec,
+  type ProcessHandle,
+  type ScrubPolicy,
+  type SpawnSpec,
+  type TerminalHandle,
+  type TerminalSpawnSpec,
+} from '@dsh/subprocess'
+import { checkRetention } from './retention.ts'
+import { groupAlive, signalGroup } from './group.ts'
+import { Managed } from './managed.ts'
+import { sessionAlive, signalSession } from './session.ts'
+
+export interface LocalSubprocessConfig {
+  scrub: { deny: string[]; allow: string[] }
+}
+
+const patternList = Schema.array(String).role('table')
+
+function checkPatterns(list: string[]): string[] {
+  for (const pattern of list) compilePattern(pattern)
+  return list
+}
+
+const DEFAULT_DRAIN_MS = 250
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref?.())
+}
+
+function signalName(signal: number | string | null | undefined): string | null {
+  if (signal === null || signal === undefined || signal === 0) return null
+  if (typeof signal === 'string') return signal
+  for (const [name, value] of Object.entries(constants.signals)) if (value === signal) return name
+  return `SIG${signal}`
+}
+
+export class LocalSubprocessService extends SubprocessService {
+  static Config: Schema<LocalSubprocessConfig> = Schema.object({
+    scrub: Schema.object({
+      deny: patternList
+        .default([...DEFAULT_SCRUB_DENY])
+        .description('Inherited variables whose names match one of these patterns (`*` wildcard, case-insensitive) are removed from every child environment.'),
+      allow: patternList.default([]).description('Names kept even when a deny pattern matches.'),
+    }).default({ deny: [...DEFAULT_SCRUB_DENY], allow: [] }),
+  })
+
+  readonly scrubPolicy: ScrubPolicy
+  private readonly isScrubbed: (name: string) => boolean
+  private readonly live = new Set<Managed>()
+  private disposed = false
+
+  constructor(ctx: Context, config: LocalSubprocessConfig) {
+    super(ctx)
+    const scrub = config?.scrub ?? { deny: [...DEFAULT_SCRUB_DENY], allow: [] }
+    this.scrubPolicy = { deny: checkPatterns([...scrub.deny]), allow: checkPatterns([...scrub.allow]) }
+    this.isScrubbed = createScrubber(this.scrubPolicy)
+    ctx.effect(() => () => this.disposeAll(), 'subprocess-local: live processes')
+  }
+
+  /** The environment a child gets for `spec` (exposed for tests and diagnostics). */
+  buildEnv(spec: EnvSpec | undefined): Record<string, string> {
+    const base = spec?.base ?? 'scrubbed'
+    const env: Record<string, string> = base === 'exact' ? {} : scrubEnvironment(process.env, this.isScrubbed).env
+    for (const [name, value] of Object.entries(spec?.set ?? {})) {
+      if (value === undefined) delete env[name]
+      else env[name] = value
+    }
+    return env
+  }
+
+  spawn(spec: SpawnSpec): ProcessHandle {
+    this.checkCommon(spec)
+    if (spec.stdin !== undefined && spec.stdin !== 'ignore' && spec.stdin !== 'pipe') throw invalid('stdin must be "ignore" or "pipe"')
+    const mode = spec.retentionMode ?? 'merged'
+    if (!['merged', 'separate', 'none'].includes(mode)) throw invalid('retentionMode must be "merged", "separate" or "none"')
+    const drainMs = spec.drainMs ?? DEFAULT_DRAIN_MS
+    if (!Number.isSafeInteger(drainMs) || drainMs < 0) throw invalid('drainMs must be a non-negative integer')
+
+    const managed = this.track(new Managed(spec.retention, mode, spec.kill.graceMs, () => this.live.delete(managed)))
+    managed.ensureKeys(mode === 'merged' ? ['merged'] : mode === 'separate' ? ['stdout', 'stderr'] : [])
+    let child: ChildProcess | undefined
+    const cwdError = checkCwd(spec.cwd)
+    if (cwdError) {
+      void managed.settle({ code: null, signal: null, spawnError: cwdError })
+    } else {
+      try {
+        child = spawnChild(spec.file, spec.args ?? [], {
+          cwd: spec.cwd,
+          env: this.buildEnv(spec.env),
+          stdio: [spec.stdin === 'pipe' ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+          // A new session and process group led by the child: the group is signalled as a whole.
+          detached: true,
+          windowsHide: true,
+        })
+      } catch (error) {
+        void managed.settle({ code: null, signal: null, spawnError: { code: 'SPAWN_FAILED', message: (error as Error).message } })
+      }
+    }
+    if (child) this.wirePipes(managed, child, spec, drainMs)
+    managed.watchAbort(spec.signal)
+    return {
+      get pid() {
+        return managed.pid
+      },
+      exited: managed.exited,
+      onOutput: (listener) => managed.onOutput(listener),
+      signal: (signal = 'SIGTERM') => {
+        if (managed.pid !== undefined && !managed.done) signalGroup(managed.pid, signal)
+      },
+      terminate: () => managed.terminate('requested'),
+      retained: () => managed.retained(),
+      write: (data) => {
+        if (!child?.stdin) throw new SubprocessError('INVALID_SPEC', 'stdin is not a pipe for this process')
+        if (!child.stdin.destroyed) child.stdin.write(data)
+      },
+      closeStdin: () => {
+        if (!child?.stdin) throw new SubprocessError('INVALID_SPEC', 'stdin is not a pipe for this process')
+        child.stdin.end()
+      },
+    }
+  }
+
+  spawnTerminal(spec: TerminalSpawnSpec): TerminalHandle {
+    this.checkCommon(spec)
+    for (const key of ['cols', 'rows'] as const) {
+      if (!Number.isSafeInteger(spec[key]) || spec[key] < 1 || spec[key] > 10_000) throw invalid(`${key} must be an integer between 1 and 10000`)
+    }
+    const managed = this.track(new Managed(spec.retention, 'merged', spec.kill.graceMs, () => this.live.delete(managed)))
+    managed.ensureKeys(['terminal'])
+    // The PTY and its native addon load lazily: pipe-only deployments never load node-pty.
+    type Pty = import('node-pty').IPty
+    let pty: Pty | undefined
+    const cwdError = checkCwd(spec.cwd)
+    if (cwdError) {
+      void managed.settle({ code: null, signal: null, spawnError: cwdError })
+    } else {
+      try {
+        pty = loadPty().spawn(spec.file, spec.args ?? [], {
+          name: spec.termName ?? 'xterm-256color',
+          cols: spec.cols,
+          rows: spec.rows,
+          cwd: spec.cwd,
+          env: this.buildEnv(spec.env),
+          // Raw bytes: decoding is the consumer's choice.
+          encoding: null,
+        })
+      } catch (error) {
+        void managed.settle({ code: null, signal: null, spawnError: { code: 'SPAWN_FAILED', message: (error as Error).message } })
+      }
+    }
+    if (pty) {
+      const term = pty
+      const sid = term.pid
+      managed.pid = sid
+      // The child is a session leader (setsid); job control inside may create more process
+      // groups, so terminal cleanup reaches the whole session, not only the leader's group.
+      managed.reach = { alive: () => sessionAlive(sid), signal: (signal) => signalSession(sid, signal) }
+      term.onData((data) => managed.ingest('terminal', typeof data === 'string' ? Buffer.from(data) : (data as Uint8Array), term))
+      term.onExit(({ exitCode, signal }) => {
+        void (async () => {
+          await managed.reap()
+          await managed.settle({ code: signal ? null : exitCode, signal: signalName(signal) })
+        })()
+      })
+    }
+    managed.watchAbort(spec.signal)
+    return {
+      get pid() {
+        return managed.pid
+      },
+      exited: managed.exited,
+      onOutput: (listener) => managed.onOutput(listener),
+      signal: (signal = 'SIGTERM') => {
+        if (managed.reach && !managed.done) managed.reach.signal(signal)
+      },
+      terminate: () => managed.terminate('requested'),
+      retained: () => managed.retained(),
+      write: (data) => {
+        if (pty && !managed.done) pty.write(data)
+      },
+      resize: (cols, rows) => {
+        if (!Number.isSafeInteger(cols) || !Number.isSafeInteger(rows) || cols < 1 || rows < 1) throw invalid('cols and rows must be positive integers')
+        if (pty && !managed.done) pty.resize(cols, rows)
+      },
+    }
+  }
+
+  private wirePipes(managed: Managed, child: ChildProcess, spec: SpawnSpec, drainMs: number): void {
+    const streams = [child.stdout, child.stderr].filter((s): s is Readable => s !== null)
+    const closed = Promise.all(streams.map((s) => new Promise<void>((resolve) => (s.closed ? resolve() : s.once('close', () => resolve())))))
+    child.stdout?.on('data', (data: Buffer) => managed.ingest('stdout', data, child.stdout as Readable))
+    child.stderr?.on('data', (data: Buffer) => managed.ingest('stderr', data, child.stderr as Readable))
+    child.stdin?.on('error', () => {
+      // EPIPE when the child exits before reading its input: not a failure of the caller.
+    })
+    if (child.pid !== undefined) {
+      const pgid = child.pid
+      managed.pid = pgid
+      managed.reach = { alive: () => groupAlive(pgid), signal: (signal) => void signalGroup(pgid, signal) }
+    }
+    child.once('error', (error: NodeJS.ErrnoException) => {
+      if (child.pid === undefined) {
+        void managed.settle({ code: null, signal: null, spawnError: { code: error.code ?? 'SPAWN_FAILED', message: error.message } })
+      }
+    })
+    child.once('exit', (code, signal) => {
+      void (async () => {
+        // Descendants may still hold the pipes: read on for a while, then end them with the group.
+        await Promise.race([closed, delay(drainMs)])
+        if (spec.reapGroup ?? true) {
+          await managed.reap()
+          await Promise.race([closed, delay(drainMs)])
+        }
+        for (const stream of streams) if (!stream.closed) stream.destroy()
+        await managed.settle({ code, signal: signalName(signal) })
+      })()
+    })
+  }
+
+  private track(managed: Managed): Managed {
+    if (this.disposed) throw new SubprocessError('DISPOSED', 'the subprocess service has been disposed')
+    this.live.add(managed)
+    return managed
+  }
+
+  private checkCommon(spec: SpawnSpec | TerminalSpawnSpec): void {
+    if (this.disposed) throw new SubprocessError('DISPOSED', 'the subprocess service has been disposed')
+    if (spec === null || typeof spec !== 'object') throw invalid('expected a spawn spec object')
+    if (typeof spec.file !== 'string' || spec.file === '' || spec.file.includes('\0')) throw invalid('file must be a non-empty string')
+    if (spec.args !== undefined && (!Array.isArray(spec.args) || spec.args.some((a) => typeof a !== 'string' || a.includes('\0')))) {
+      throw invalid('args must be an array of strings without NUL bytes')
+    }
+    if (typeof spec.cwd !== 'string' || !isAbsolute(spec.cwd)) throw invalid('cwd must be an absolute path')
+    if (!spec.kill || !Number.isSafeInteger(spec.kill.graceMs) || spec.kill.graceMs < 0) throw invalid('kill.graceMs must be a non-negative integer')
+    if (spec.retention) {
+      const problem = checkRetention(spec.retention)
+      if (problem) throw invalid(problem)
+    }
+    const env = spec.env
+    if (env !== undefined) {
+      if (env.base !== undefined && env.base !== 'scrubbed' && env.base !== 'exact') throw invalid('env.base must be "scrubbed" or "exact"')
+      for (const [name, value] of Object.entries(env.set ?? {})) {
+        if (name === '' || name.includes('=') || name.includes('\0')) throw invalid(`invalid environment variable name ${JSON.stringify(name)}`)
+        if (value !== undefined && (typeof value !== 'string' || value.includes('\0'))) throw invalid(`environment variable ${name} must be a string without NUL bytes`)
+      }
+    }
+  }
+
+  private async disposeAll(): Promise<void> {
+    this.disposed = true
+    await Promise.all([...this.live].map((managed) => managed.terminate('disposed')))
+  }
+}
+
+function invalid(message: string): SubprocessError {
+  return new SubprocessError('INVALID_SPEC', message)
+}
+
+function checkCwd(cwd: string): { code: string; message: string } | undefined {
+  try {
+    if (statSync(cwd).isDirectory()) return undefined
+    return { code: 'CWD_NOT_DIRECTORY', message: `working directory is not a directory: ${cwd}` }
+  } catch {
+    return { code: 'CWD_NOT_FOUND', message: `working directory does not exist: ${cwd}` }
+  }
+}
+
+let ptyModule: typeof import('node-pty') | undefined
+function loadPty(): typeof import('node-pty') {
+  if (!ptyModule) ptyModule = requirePty()
+  return ptyModule
+}
+
+function requirePty(): typeof import('node-pty') {
+  // node-pty is CommonJS with a native addon; createRequire loads it synchronously so spawnTerminal stays synchronous.
+  return createRequire(import.meta.url)('node-pty') as typeof import('node-pty')
+}

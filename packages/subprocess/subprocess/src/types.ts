@@ -1,0 +1,172 @@
+// Vocabulary of the subprocess seam: what a caller asks for (a spawn spec), what it gets back (a
+// handle on a process group), and what is left when the group is gone (an exit record with the
+// retained output). Every disposition, limit and directory is chosen by the caller; a provider
+// only enforces them.
+
+/** One output stream of a process; a terminal process has a single `terminal` stream. */
+export type OutputStream = 'stdout' | 'stderr' | 'terminal'
+
+/** A chunk of output in arrival order. `data` is raw bytes; decoding is the consumer's choice. */
+export interface OutputChunk {
+  stream: OutputStream
+  data: Uint8Array
+}
+
+/**
+ * How much output a handle keeps. While the stream is at most `maxBytes` it is kept whole in
+ * memory. Past that the first `headBytes` and the last `tailBytes` stay in memory and the whole
+ * stream (from byte 0) is written to a spill file under `spillDir`. `headBytes + tailBytes` must
+ * not exceed `maxBytes`.
+ */
+export interface RetentionSpec {
+  maxBytes: number
+  headBytes: number
+  tailBytes: number
+  /** Directory for spill files; created if missing. Without it, output past the cap is dropped (head and tail still kept). */
+  spillDir?: string
+  /** File name prefix for spill files (default `output`). */
+  spillPrefix?: string
+}
+
+/**
+ * What output to keep: `merged` keeps stdout and stderr as one stream in the order chunks arrived
+ * at the parent; `separate` keeps one retention per stream; `none` keeps nothing (listeners still
+ * see every chunk).
+ */
+export type RetentionMode = 'merged' | 'separate' | 'none'
+
+/** How the child's environment is built. */
+export interface EnvSpec {
+  /**
+   * `scrubbed` (default): the provider's own environment minus credential-looking variables, then
+   * `set` on top. `exact`: only `set`.
+   */
+  base?: 'scrubbed' | 'exact'
+  /** Variables the caller sets explicitly; trusted, never scrubbed. `undefined` removes a variable. */
+  set?: Record<string, string | undefined>
+}
+
+/** Termination policy of a group. */
+export interface KillSpec {
+  /** Time between SIGTERM to the group and SIGKILL to the group. */
+  graceMs: number
+}
+
+interface CommonSpawnSpec {
+  /** Executable: an absolute path, or a name looked up on the child's PATH. */
+  file: string
+  args?: string[]
+  /** Absolute working directory. Must exist. */
+  cwd: string
+  env?: EnvSpec
+  kill: KillSpec
+  /** Aborting terminates the group with the kill policy. */
+  signal?: AbortSignal
+  retention?: RetentionSpec
+}
+
+/** A pipe-connected process group. */
+export interface SpawnSpec extends CommonSpawnSpec {
+  /** `ignore` (default): stdin is /dev/null. `pipe`: writable through the handle. */
+  stdin?: 'ignore' | 'pipe'
+  /** Default `merged`. */
+  retentionMode?: RetentionMode
+  /**
+   * After the group leader exits, how long to keep reading pipes that descendants still hold open
+   * before the rest of the group is terminated. Default 250 ms.
+   */
+  drainMs?: number
+  /**
+   * True (default): when the leader exits, any survivor in its process group is terminated with the
+   * kill policy, so a finished call leaves nothing behind. False: survivors keep running and the
+   * pipes are detached after `drainMs`.
+   */
+  reapGroup?: boolean
+}
+
+/** A process attached to a pseudo-terminal. */
+export interface TerminalSpawnSpec extends CommonSpawnSpec {
+  cols: number
+  rows: number
+  /** `TERM` of the child (default `xterm-256color`); overridden by `env.set.TERM`. */
+  termName?: string
+}
+
+/** Bytes kept of one stream. */
+export interface RetainedOutput {
+  /** Total bytes the stream produced. */
+  totalBytes: number
+  /** True when bytes between `head` and `tail` are not in memory. */
+  truncated: boolean
+  /** When not truncated: the whole stream. When truncated: the first `headBytes`. */
+  head: Uint8Array
+  /** When truncated: the last `tailBytes`; otherwise empty. */
+  tail: Uint8Array
+  /** Spill file holding the whole stream, present once the stream passed `maxBytes` and a spill directory was given. */
+  spillPath?: string
+  /** Bytes currently held in memory for this stream. */
+  retainedBytes: number
+  /** Set when writing the spill file failed; the file is then incomplete. */
+  spillError?: string
+}
+
+/** How a group ended. */
+export interface ProcessExit {
+  /** Exit code of the leader, or null when it died from a signal. */
+  code: number | null
+  /** Signal that ended the leader (`SIGTERM`, `SIGKILL`, ...), or null. */
+  signal: string | null
+  /** Why the provider signalled the group, if it did. */
+  terminated?: 'aborted' | 'requested' | 'disposed'
+  /** The strongest signal the provider sent to the group. */
+  escalation?: 'SIGTERM' | 'SIGKILL'
+  /** Retained output: `merged`/`terminal` or per stream, per the retention mode. */
+  output: Partial<Record<'merged' | OutputStream, RetainedOutput>>
+  /** Set when the process could not be started at all (e.g. ENOENT); code and signal are then null. */
+  spawnError?: { code: string; message: string }
+}
+
+interface CommonHandle {
+  /** Process id of the group leader (also the process group id); undefined if spawning failed. */
+  readonly pid: number | undefined
+  /** Resolves once the leader has exited and the provider is done with the group. Never rejects. */
+  readonly exited: Promise<ProcessExit>
+  /** Every chunk in arrival order. Returns a disposer. Chunks before subscription are not replayed. */
+  onOutput(listener: (chunk: OutputChunk) => void): () => void
+  /** Sends `signal` (default SIGTERM) to the whole group. No-op once the group is gone. */
+  signal(signal?: NodeJS.Signals): void
+  /** TERM, grace, KILL of the whole group; resolves with the exit record. */
+  terminate(): Promise<ProcessExit>
+  /** Snapshot of what is retained so far (same shape as `ProcessExit.output`). */
+  retained(): ProcessExit['output']
+}
+
+export interface ProcessHandle extends CommonHandle {
+  /** Writes to stdin (only with `stdin: 'pipe'`). */
+  write(data: string | Uint8Array): void
+  /** Closes stdin (only with `stdin: 'pipe'`). */
+  closeStdin(): void
+}
+
+export interface TerminalHandle extends CommonHandle {
+  write(data: string): void
+  resize(cols: number, rows: number): void
+}
+
+/** Credential scrubbing policy: glob-like patterns (`*` wildcard), matched case-insensitively against variable names. */
+export interface ScrubPolicy {
+  /** Names removed from an inherited environment. */
+  deny: string[]
+  /** Names kept even when a deny pattern matches. */
+  allow: string[]
+}
+
+export class SubprocessError extends Error {
+  constructor(
+    readonly code: 'INVALID_SPEC' | 'SPAWN_FAILED' | 'DISPOSED',
+    message: string,
+  ) {
+    super(message)
+    this.name = 'SubprocessError'
+  }
+}
