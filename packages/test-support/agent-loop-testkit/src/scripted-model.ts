@@ -90,8 +90,10 @@ export class ScriptedModel implements LlmAdapter {
   }
 
   async *stream(request: LlmRequest): AsyncIterable<StreamChunk> {
+    // Requests built by the loop carry frozen history snapshots, so a shallow copy records them
+    // faithfully without an O(history) clone per request.
     const { signal, ...recorded } = request
-    this.requests.push(structuredClone(recorded))
+    this.requests.push(recorded)
     const index = this.cursor++
     const entry = this.script[index]
     if (!entry) {
