@@ -1,0 +1,222 @@
+// @dsh/bash-local: `ctx.shell` as `bash -c <command>` per call, each a managed process group of
+// `ctx.subprocess`. Owns the bash-shaped decisions: command caps, timeout defaulting and capping,
+// timeout-versus-cancel classification and the non-interactive environment. Group mechanics
+// (retention, spill, scrub, kill escalation) belong to the subprocess provider.
+import { stat } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { isAbsolute, join, resolve as resolvePath } from 'node:path'
+import { Context } from 'cordis'
+import Schema from 'schemastery'
+import { ShellError, ShellExecutor, type ShellOutput, type ShellRequest, type ShellResult, type ShellRunOptions, type ShellSpec } from '@dsh/shell'
+import { decodeOutput, type ProcessExit, type RetainedOutput } from '@dsh/subprocess'
+
+export const EXECUTOR = 'bash-local'
+
+/**
+ * The kernel refuses a single argv string longer than 128 KiB (MAX_ARG_STRLEN on Linux), so a
+ * longer `bash -c` command could never start; it is refused up front with a usable message.
+ */
+export const MAX_COMMAND_BYTES = 128 * 1024 - 1
+
+/** Variables that keep tools from paging, colouring or prompting. */
+export const MODEL_FRIENDLY_ENV: Readonly<Record<string, string>> = {
+  PAGER: 'cat',
+  GIT_PAGER: 'cat',
+  MANPAGER: 'cat',
+  NO_COLOR: '1',
+  TERM: 'dumb',
+  CI: '1',
+  GIT_TERMINAL_PROMPT: '0',
+  DEBIAN_FRONTEND: 'noninteractive',
+}
+
+export interface BashLocalConfig {
+  bash: string
+  defaultTimeoutMs: number
+  maxTimeoutMs: number
+  killGraceMs: number
+  drainMs: number
+  output: { maxBytes: number; headBytes: number; tailBytes: number }
+  spillDir: string
+  environment: Record<string, string>
+}
+
+const DEFAULT_SPILL_DIR = join(tmpdir(), 'dsh-shell-output')
+
+export class BashLocalExecutor extends ShellExecutor {
+  static inject = ['subprocess']
+
+  static Config: Schema<BashLocalConfig> = Schema.object({
+    bash: Schema.string().default('bash').description('The bash executable: an absolute path or a name looked up on PATH.'),
+    defaultTimeoutMs: Schema.natural().min(1).default(120_000).description('Timeout of a call that does not ask for one.'),
+    maxTimeoutMs: Schema.natural().min(1).default(600_000).description('Upper bound of a requested timeout; larger requests are capped.'),
+    killGraceMs: Schema.natural().default(3_000).description('Time between SIGTERM and SIGKILL of the process group on timeout or cancel.'),
+    drainMs: Schema.natural().default(250).description('After bash exits, how long to keep reading output that background descendants still write before the group is ended.'),
+    output: Schema.object({
+      maxBytes: Schema.natural().default(1 << 20).description('Output kept whole in memory; past it only head and tail stay in memory and the whole output goes to a spill file.'),
+      headBytes: Schema.natural().default(256 << 10).description('Bytes of the beginning kept in memory once output passes maxBytes.'),
+      tailBytes: Schema.natural().default(256 << 10).description('Bytes of the end kept in memory once output passes maxBytes.'),
+    }).default({ maxBytes: 1 << 20, headBytes: 256 << 10, tailBytes: 256 << 10 }),
+    spillDir: Schema.string().default(DEFAULT_SPILL_DIR).description('Directory of spill files holding the complete output of long commands.'),
+    environment: Schema.dict(String)
+      .default({ ...MODEL_FRIENDLY_ENV })
+      .description('Variables set for every command (replaces the whole default set when given).'),
+  })
+
+  readonly dialect = 'bash'
+
+  constructor(
+    ctx: Context,
+    private readonly config: BashLocalConfig,
+  ) {
+    super(ctx)
+    if (config.maxTimeoutMs < config.defaultTimeoutMs) {
+      throw new TypeError(`bash-local: maxTimeoutMs (${config.maxTimeoutMs}) must be at least defaultTimeoutMs (${config.defaultTimeoutMs})`)
+    }
+    const { maxBytes, headBytes, tailBytes } = config.output
+    if (headBytes + tailBytes > maxBytes) {
+      throw new TypeError(`bash-local: output.headBytes + output.tailBytes (${headBytes + tailBytes}) must not exceed output.maxBytes (${maxBytes})`)
+    }
+    if (!isAbsolute(config.spillDir)) throw new TypeError(`bash-local: spillDir must be an absolute path, got ${JSON.stringify(config.spillDir)}`)
+  }
+
+  async resolve(request: ShellRequest): Promise<ShellSpec> {
+    if (request === null || typeof request !== 'object') throw new ShellError('INVALID_REQUEST', 'expected a shell request object')
+    const { command, cwd, workdir, timeoutMs, env } = request
+    if (typeof command !== 'string' || command.trim() === '') throw new ShellError('INVALID_REQUEST', 'command must be a non-empty string')
+    if (command.includes('\0')) throw new ShellError('INVALID_REQUEST', 'command must not contain NUL characters')
+    const bytes = Buffer.byteLength(command)
+    if (bytes > MAX_COMMAND_BYTES) {
+      throw new ShellError(
+        'COMMAND_TOO_LONG',
+        `command is ${bytes} bytes; the limit is ${MAX_COMMAND_BYTES}. Write the script to a file and run the file instead.`,
+      )
+    }
+    if (typeof cwd !== 'string' || !isAbsolute(cwd)) throw new ShellError('INVALID_REQUEST', 'cwd must be an absolute path')
+    if (workdir !== undefined && (typeof workdir !== 'string' || workdir === '' || workdir.includes('\0'))) {
+      throw new ShellError('INVALID_REQUEST', 'workdir must be a non-empty path')
+    }
+    const dir = workdir === undefined ? cwd : resolvePath(cwd, workdir)
+    let isDir: boolean
+    try {
+      isDir = (await stat(dir)).isDirectory()
+    } catch {
+      throw new ShellError('WORKDIR_NOT_FOUND', `working directory does not exist: ${dir}`)
+    }
+    if (!isDir) throw new ShellError('WORKDIR_NOT_DIRECTORY', `working directory is not a directory: ${dir}`)
+
+    const notes: string[] = []
+    let timeout = this.config.defaultTimeoutMs
+    if (timeoutMs !== undefined) {
+      if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) throw new ShellError('INVALID_REQUEST', 'timeoutMs must be a positive integer')
+      timeout = timeoutMs
+      if (timeout > this.config.maxTimeoutMs) {
+        notes.push(`timeout capped at ${this.config.maxTimeoutMs} ms (requested ${timeoutMs} ms)`)
+        timeout = this.config.maxTimeoutMs
+      }
+    }
+    const merged: Record<string, string> = { ...this.config.environment }
+    for (const [name, value] of Object.entries(env ?? {})) {
+      if (typeof value !== 'string') throw new ShellError('INVALID_REQUEST', `environment variable ${name} must be a string`)
+      merged[name] = value
+    }
+    return { executor: EXECUTOR, dialect: this.dialect, command, cwd: dir, timeoutMs: timeout, env: merged, notes }
+  }
+
+  async run(spec: ShellSpec, options: ShellRunOptions = {}): Promise<ShellResult> {
+    if (spec?.executor !== EXECUTOR) {
+      throw new ShellError('FOREIGN_SPEC', `bash-local cannot run a spec resolved by ${JSON.stringify(spec?.executor)}; call ctx.shell.resolve() first`)
+    }
+    const started = Date.now()
+    if (options.signal?.aborted) return cancelledBeforeStart()
+
+    const internal = new AbortController()
+    let cause: 'timeout' | 'cancelled' | undefined
+    const timer = setTimeout(() => {
+      cause ??= 'timeout'
+      internal.abort()
+    }, spec.timeoutMs)
+    const onAbort = () => {
+      cause ??= 'cancelled'
+      internal.abort()
+    }
+    options.signal?.addEventListener('abort', onAbort, { once: true })
+    try {
+      const handle = this.ctx.subprocess.spawn({
+        file: this.config.bash,
+        args: ['-c', spec.command],
+        cwd: spec.cwd,
+        env: { base: 'scrubbed', set: spec.env },
+        stdin: 'ignore',
+        kill: { graceMs: this.config.killGraceMs },
+        signal: internal.signal,
+        retention: { ...this.config.output, spillDir: this.config.spillDir, spillPrefix: 'bash' },
+        retentionMode: 'merged',
+        drainMs: this.config.drainMs,
+        reapGroup: true,
+      })
+      if (options.onOutput) {
+        const listener = options.onOutput
+        const decoders = { stdout: new TextDecoder(), stderr: new TextDecoder() }
+        handle.onOutput((chunk) => {
+          if (chunk.stream === 'terminal') return
+          const text = decoders[chunk.stream].decode(chunk.data, { stream: true })
+          if (text) listener({ stream: chunk.stream, text })
+        })
+      }
+      const exit = await handle.exited
+      return classify(exit, cause, Date.now() - started)
+    } finally {
+      clearTimeout(timer)
+      options.signal?.removeEventListener('abort', onAbort)
+    }
+  }
+}
+
+function toShellOutput(retained: RetainedOutput | undefined): ShellOutput {
+  if (!retained) return { head: '', tail: '', totalBytes: 0, truncated: false, omittedBytes: 0 }
+  const out: ShellOutput = {
+    head: decodeOutput(retained.head),
+    tail: decodeOutput(retained.tail),
+    totalBytes: retained.totalBytes,
+    truncated: retained.truncated,
+    omittedBytes: retained.truncated ? retained.totalBytes - retained.head.byteLength - retained.tail.byteLength : 0,
+  }
+  if (retained.spillPath && !retained.spillError) out.spillPath = retained.spillPath
+  return out
+}
+
+function classify(exit: ProcessExit, cause: 'timeout' | 'cancelled' | undefined, durationMs: number): ShellResult {
+  const result: ShellResult = {
+    status: 'exited',
+    exitCode: exit.code,
+    signal: exit.signal,
+    output: toShellOutput(exit.output.merged),
+    durationMs,
+  }
+  if (exit.escalation) result.escalation = exit.escalation
+  if (exit.spawnError) {
+    result.status = 'failed'
+    result.error = { code: exit.spawnError.code, message: exit.spawnError.message }
+  } else if (exit.terminated === 'aborted' && cause) {
+    result.status = cause
+  } else if (exit.terminated === 'disposed') {
+    result.status = 'cancelled'
+  } else if (exit.signal !== null) {
+    result.status = 'signaled'
+  }
+  return result
+}
+
+function cancelledBeforeStart(): ShellResult {
+  return {
+    status: 'cancelled',
+    exitCode: null,
+    signal: null,
+    output: { head: '', tail: '', totalBytes: 0, truncated: false, omittedBytes: 0 },
+    durationMs: 0,
+  }
+}
+
+export const name = 'bash-local'
+export default BashLocalExecutor

@@ -1,0 +1,179 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Context } from 'cordis'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { ShellError, type ShellSpec } from '@dsh/shell'
+import LocalSubprocessService from '@dsh/subprocess-local'
+import BashLocalExecutor, { MAX_COMMAND_BYTES } from '../src/index.ts'
+
+let ctx: Context
+let dir: string
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'dsh-bash-local-'))
+  ctx = new Context()
+  await ctx.plugin(LocalSubprocessService, {})
+  await ctx.plugin(BashLocalExecutor, {
+    defaultTimeoutMs: 5_000,
+    maxTimeoutMs: 10_000,
+    killGraceMs: 200,
+    output: { maxBytes: 4096, headBytes: 1024, tailBytes: 1024 },
+    spillDir: join(dir, 'spill'),
+  })
+})
+
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+const shell = () => ctx.shell
+const run = async (command: string, extra: { timeoutMs?: number; workdir?: string; signal?: AbortSignal } = {}) => {
+  const spec = await shell().resolve({ command, cwd: dir, workdir: extra.workdir, timeoutMs: extra.timeoutMs })
+  return shell().run(spec, { signal: extra.signal })
+}
+
+async function refusal(promise: Promise<unknown>): Promise<ShellError> {
+  try {
+    await promise
+  } catch (error) {
+    expect(error).toBeInstanceOf(ShellError)
+    return error as ShellError
+  }
+  throw new Error('expected a ShellError')
+}
+
+describe('bash-local resolve', () => {
+  it('applies the default timeout and the model-friendly environment', async () => {
+    const spec = await shell().resolve({ command: 'true', cwd: dir, env: { DSH_SHELL: '1', TERM: 'xterm' } })
+    expect(spec).toMatchObject({ executor: 'bash-local', dialect: 'bash', cwd: dir, timeoutMs: 5_000, notes: [] })
+    expect(spec.env).toMatchObject({ PAGER: 'cat', GIT_PAGER: 'cat', NO_COLOR: '1', CI: '1', GIT_TERMINAL_PROMPT: '0', DEBIAN_FRONTEND: 'noninteractive' })
+    // Request variables override the executor's own.
+    expect(spec.env.TERM).toBe('xterm')
+    expect(spec.env.DSH_SHELL).toBe('1')
+  })
+
+  it('caps a timeout above the maximum and says so', async () => {
+    const spec = await shell().resolve({ command: 'true', cwd: dir, timeoutMs: 60_000 })
+    expect(spec.timeoutMs).toBe(10_000)
+    expect(spec.notes[0]).toMatch(/capped at 10000 ms/)
+  })
+
+  it('resolves a relative workdir against cwd and refuses a missing one', async () => {
+    mkdirSync(join(dir, 'sub'), { recursive: true })
+    expect((await shell().resolve({ command: 'true', cwd: dir, workdir: 'sub' })).cwd).toBe(join(dir, 'sub'))
+    expect((await refusal(shell().resolve({ command: 'true', cwd: dir, workdir: 'missing' }))).code).toBe('WORKDIR_NOT_FOUND')
+    writeFileSync(join(dir, 'file.txt'), 'x')
+    expect((await refusal(shell().resolve({ command: 'true', cwd: dir, workdir: 'file.txt' }))).code).toBe('WORKDIR_NOT_DIRECTORY')
+  })
+
+  it('refuses bad requests with a stable code', async () => {
+    expect((await refusal(shell().resolve({ command: '  ', cwd: dir }))).code).toBe('INVALID_REQUEST')
+    expect((await refusal(shell().resolve({ command: 'true', cwd: 'relative' }))).code).toBe('INVALID_REQUEST')
+    expect((await refusal(shell().resolve({ command: 'true', cwd: dir, timeoutMs: 0 }))).code).toBe('INVALID_REQUEST')
+    expect((await refusal(shell().resolve({ command: 'true', cwd: dir, timeoutMs: 1.5 }))).code).toBe('INVALID_REQUEST')
+    const long = await refusal(shell().resolve({ command: 'x'.repeat(MAX_COMMAND_BYTES + 1), cwd: dir }))
+    expect(long.code).toBe('COMMAND_TOO_LONG')
+    expect(long.message).toMatch(/Write the script to a file/)
+  })
+
+  it('refuses to run a spec another executor resolved', async () => {
+    const foreign = { executor: 'other', dialect: 'bash', command: 'true', cwd: dir, timeoutMs: 1000, env: {}, notes: [] } satisfies ShellSpec
+    expect((await refusal(shell().run(foreign))).code).toBe('FOREIGN_SPEC')
+  })
+})
+
+describe('bash-local run', () => {
+  it('reports the exit code and stdout/stderr merged', async () => {
+    const result = await run('echo one; echo two >&2; exit 4')
+    expect(result.status).toBe('exited')
+    expect(result.exitCode).toBe(4)
+    expect(result.output.head).toBe('one\ntwo\n')
+    expect(result.output.truncated).toBe(false)
+  })
+
+  it('runs with the non-interactive environment and stdin closed', async () => {
+    const result = await run('echo "$PAGER $GIT_PAGER $NO_COLOR $TERM $CI $GIT_TERMINAL_PROMPT $DEBIAN_FRONTEND"; cat; echo "cat=$?"')
+    expect(result.output.head).toBe('cat cat 1 dumb 1 0 noninteractive\ncat=0\n')
+  })
+
+  it('times out, terminates the group and classifies it as a timeout', async () => {
+    const result = await run('echo before; sleep 30; echo after', { timeoutMs: 300 })
+    expect(result.status).toBe('timeout')
+    expect(result.escalation).toBe('SIGTERM')
+    expect(result.output.head).toBe('before\n')
+  })
+
+  it('escalates to SIGKILL when the command ignores SIGTERM', async () => {
+    const result = await run(`trap '' TERM; sleep 30`, { timeoutMs: 200 })
+    expect(result.status).toBe('timeout')
+    expect(result.escalation).toBe('SIGKILL')
+  })
+
+  it('cancels mid-command through the AbortSignal', async () => {
+    const controller = new AbortController()
+    const spec = await shell().resolve({ command: 'echo started; sleep 30', cwd: dir })
+    const chunks: string[] = []
+    const pending = shell().run(spec, {
+      signal: controller.signal,
+      onOutput: (chunk) => {
+        chunks.push(chunk.text)
+        controller.abort()
+      },
+    })
+    const result = await pending
+    expect(result.status).toBe('cancelled')
+    expect(chunks.join('')).toBe('started\n')
+  })
+
+  it('does not start a command whose signal is already aborted', async () => {
+    const marker = join(dir, 'never-created')
+    const result = await run(`touch '${marker}'`, { signal: AbortSignal.abort() })
+    expect(result.status).toBe('cancelled')
+    expect(() => statSync(marker)).toThrow()
+  })
+
+  it('decodes non-UTF-8 output with replacement characters', async () => {
+    const result = await run(`printf 'a\\xffb\\xc3'`)
+    expect(result.output.head).toBe('a\uFFFDb\uFFFD')
+  })
+
+  it('runs in a directory whose name has spaces and unicode', async () => {
+    const odd = join(dir, 'a b ✓ é')
+    mkdirSync(odd)
+    const result = await run('pwd; ls', { workdir: 'a b ✓ é' })
+    expect(result.output.head).toBe(`${odd}\n`)
+  })
+
+  it('keeps head and tail of long output and the whole of it in a spill file', async () => {
+    const result = await run('seq 1 20000')
+    const whole = Array.from({ length: 20000 }, (_, i) => `${i + 1}\n`).join('')
+    expect(result.output.truncated).toBe(true)
+    expect(result.output.totalBytes).toBe(Buffer.byteLength(whole))
+    expect(whole.startsWith(result.output.head)).toBe(true)
+    expect(whole.endsWith(result.output.tail)).toBe(true)
+    expect(result.output.omittedBytes).toBe(Buffer.byteLength(whole) - 2048)
+    expect(readFileSync(result.output.spillPath!, 'utf8')).toBe(whole)
+  })
+
+  it('reports a missing bash as a failed start', async () => {
+    const local = new Context()
+    await local.plugin(LocalSubprocessService, {})
+    await local.plugin(BashLocalExecutor, { bash: '/nonexistent/bash' })
+    const result = await local.shell.run(await local.shell.resolve({ command: 'true', cwd: dir }))
+    expect(result.status).toBe('failed')
+    expect(result.error?.code).toBe('ENOENT')
+  })
+
+  it('fails loudly at load when the maximum timeout is below the default', async () => {
+    const local = new Context()
+    await local.plugin(LocalSubprocessService, {})
+    const outcome = await Promise.race([
+      Promise.resolve(local.plugin(BashLocalExecutor, { defaultTimeoutMs: 10_000, maxTimeoutMs: 1_000 })).then(
+        () => 'loaded',
+        (error: unknown) => String(error),
+      ),
+      new Promise((resolve) => setTimeout(() => resolve('pending'), 200)),
+    ])
+    expect(outcome).toMatch(/maxTimeoutMs \(1000\) must be at least defaultTimeoutMs/)
+    expect(local.get('shell')).toBeUndefined()
+  })
+})
