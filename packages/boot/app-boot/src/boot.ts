@@ -43,8 +43,17 @@ export class BootError extends DshUserError {
 /** Loader whose `exit(code)` asks the running app to dispose the tree and exit. */
 export class DshLoader extends Loader {
   onExit?: (code: number) => void
+  /** Imports a resolved row module; defaults to the native `import()`. */
+  importModule: (url: string) => Promise<unknown> = (url) => import(url)
+
   override exit(code = 0): void {
     this.onExit?.(code)
+  }
+
+  // Every row name is already an absolute file URL (or `cordis:`); only the importer differs.
+  override import(name: string, getOuterStack: () => string[], useInternal = false): Promise<unknown> {
+    if (name.startsWith('cordis:') || useInternal && this.internal) return super.import(name, getOuterStack, useInternal)
+    return this.importModule(name)
   }
 }
 
@@ -58,10 +67,17 @@ export interface BootedTree {
 }
 
 export interface BootOptions {
+  /** Root context to mount under (default: a fresh one). */
+  context?: Context
   bootInfo?: Partial<BootInfo>
   /** Print Cordis log messages to stderr (also enabled by DSH_DEBUG=1). */
   debug?: boolean
   stderr?: NodeJS.WritableStream
+  /**
+   * Module importer for row modules (default: native `import()`, which needs tsx registered
+   * for TypeScript sources). Test runners pass their own so sources go through their transform.
+   */
+  importModule?: (url: string) => Promise<unknown>
 }
 
 const firstLine = (error: unknown) => String((error as Error)?.message ?? error).split('\n')[0]
@@ -125,7 +141,7 @@ interface FiberInternals {
  * is unmet, fails the boot: the partial tree is disposed and a BootError is thrown.
  */
 export async function bootComposition(comp: Composition, opts: BootOptions = {}): Promise<BootedTree> {
-  const ctx = new Context()
+  const ctx = opts.context ?? new Context()
   const info: BootInfo = {
     profile: comp.profile.name,
     profileDir: comp.profile.dir,
@@ -171,6 +187,7 @@ export async function bootComposition(comp: Composition, opts: BootOptions = {})
     apply(c: Context) {
       loader = new DshLoader(c, { baseUrl: profileDirUrl(comp.profile.dir) })
       loader.builtins.group = Group
+      if (opts.importModule) loader.importModule = opts.importModule
     },
   })
   await host
