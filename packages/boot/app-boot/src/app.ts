@@ -45,30 +45,31 @@ export async function runApp(opts: RunOptions): Promise<number> {
       stdout.write(dumpComposition(comp))
       return 0
     }
-    const tree = await bootComposition(comp, {
-      bootInfo: { home, cwd, appArgs: opts.appArgs ?? [] },
-      stderr,
-    })
-    const stop = new Promise<number>((resolve) => {
-      const cleanups: (() => void)[] = []
-      const finish = (code: number) => {
-        for (const c of cleanups) c()
-        resolve(code)
+    // Signal handlers go in before the boot so a signal during mounting still unwinds the tree.
+    let finish!: (code: number) => void
+    const stop = new Promise<number>((resolve) => (finish = resolve))
+    const cleanups: (() => void)[] = []
+    if (opts.handleSignals ?? true) {
+      for (const signal of Object.keys(SIGNAL_CODES)) {
+        const handler = () => finish(SIGNAL_CODES[signal])
+        process.once(signal, handler)
+        cleanups.push(() => process.off(signal, handler))
       }
-      if (opts.handleSignals ?? true) {
-        for (const signal of Object.keys(SIGNAL_CODES)) {
-          const handler = () => finish(SIGNAL_CODES[signal])
-          process.once(signal, handler)
-          cleanups.push(() => process.off(signal, handler))
-        }
-      }
-      // Nothing left to do (no server, no pending work): unwind the tree and exit 0.
-      const idle = () => finish(0)
-      process.once('beforeExit', idle)
-      cleanups.push(() => process.off('beforeExit', idle))
-      void tree.exited.then(finish)
-    })
+    }
+    let tree
+    try {
+      tree = await bootComposition(comp, { bootInfo: { home, cwd, appArgs: opts.appArgs ?? [] }, stderr })
+    } catch (error) {
+      for (const c of cleanups) c()
+      throw error
+    }
+    // Nothing left to do (no server, no pending work): unwind the tree and exit 0.
+    const idle = () => finish(0)
+    process.once('beforeExit', idle)
+    cleanups.push(() => process.off('beforeExit', idle))
+    void tree.exited.then(finish)
     const code = await stop
+    for (const c of cleanups) c()
     await tree.dispose()
     return code
   } catch (error) {
