@@ -12,7 +12,7 @@ const VERSION = JSON.parse(readFileSync(new URL('../package.json', import.meta.u
 
 function dsh(args: string[], opts: { home?: string; cwd?: string } = {}) {
   const home = opts.home ?? mkdtempSync(join(tmpdir(), 'dsh-cli-'))
-  const env = { ...process.env, DSH_HOME: home }
+  const env: NodeJS.ProcessEnv = { ...process.env, DSH_HOME: home }
   delete env.DSH_DEBUG
   const r = spawnSync(process.execPath, [BIN, ...args], { env, cwd: opts.cwd ?? home, encoding: 'utf8', timeout: 30_000 })
   return { code: r.status, stdout: r.stdout, stderr: r.stderr, home }
