@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { isAbsolute, join, resolve as resolvePath } from 'node:path'
 import { Context } from 'cordis'
 import Schema from 'schemastery'
-import { ShellError, ShellExecutor, type ShellOutput, type ShellRequest, type ShellResult, type ShellRunOptions, type ShellSpec } from '@dsh/shell'
+import { ShellError, ShellExecutor, type ShellLimits, type ShellOutput, type ShellOutputBudget, type ShellRequest, type ShellResult, type ShellRunOptions, type ShellSpec } from '@dsh/shell'
 import { decodeOutput, type ProcessExit, type RetainedOutput } from '@dsh/subprocess'
 
 export const EXECUTOR = 'bash-local'
@@ -64,12 +64,14 @@ export class BashLocalExecutor extends ShellExecutor {
   })
 
   readonly dialect = 'bash'
+  readonly limits: ShellLimits
 
   constructor(
     ctx: Context,
     private readonly config: BashLocalConfig,
   ) {
     super(ctx)
+    this.limits = { defaultTimeoutMs: config.defaultTimeoutMs, maxTimeoutMs: config.maxTimeoutMs }
     if (config.maxTimeoutMs < config.defaultTimeoutMs) {
       throw new TypeError(`bash-local: maxTimeoutMs (${config.maxTimeoutMs}) must be at least defaultTimeoutMs (${config.defaultTimeoutMs})`)
     }
@@ -115,12 +117,30 @@ export class BashLocalExecutor extends ShellExecutor {
         timeout = this.config.maxTimeoutMs
       }
     }
+    const output = this.resolveOutput(request.output, notes)
     const merged: Record<string, string> = { ...this.config.environment }
     for (const [name, value] of Object.entries(env ?? {})) {
       if (typeof value !== 'string') throw new ShellError('INVALID_REQUEST', `environment variable ${name} must be a string`)
       merged[name] = value
     }
-    return { executor: EXECUTOR, dialect: this.dialect, command, cwd: dir, timeoutMs: timeout, env: merged, notes }
+    return { executor: EXECUTOR, dialect: this.dialect, command, cwd: dir, timeoutMs: timeout, output, env: merged, notes }
+  }
+
+  private resolveOutput(budget: ShellOutputBudget | undefined, notes: string[]): ShellOutputBudget {
+    const cap = this.config.output
+    if (budget === undefined) return { ...cap }
+    if (budget === null || typeof budget !== 'object') throw new ShellError('INVALID_REQUEST', 'output must be {maxBytes, headBytes, tailBytes}')
+    for (const key of ['maxBytes', 'headBytes', 'tailBytes'] as const) {
+      if (!Number.isSafeInteger(budget[key]) || budget[key] < 0) throw new ShellError('INVALID_REQUEST', `output.${key} must be a non-negative integer`)
+    }
+    if (budget.headBytes + budget.tailBytes > budget.maxBytes) {
+      throw new ShellError('INVALID_REQUEST', 'output.headBytes + output.tailBytes must not exceed output.maxBytes')
+    }
+    if (budget.maxBytes <= cap.maxBytes) return { maxBytes: budget.maxBytes, headBytes: budget.headBytes, tailBytes: budget.tailBytes }
+    // Scale head and tail down with the cap so their ratio survives.
+    const ratio = cap.maxBytes / budget.maxBytes
+    notes.push(`output budget capped at ${cap.maxBytes} bytes (requested ${budget.maxBytes})`)
+    return { maxBytes: cap.maxBytes, headBytes: Math.floor(budget.headBytes * ratio), tailBytes: Math.floor(budget.tailBytes * ratio) }
   }
 
   async run(spec: ShellSpec, options: ShellRunOptions = {}): Promise<ShellResult> {
@@ -150,7 +170,7 @@ export class BashLocalExecutor extends ShellExecutor {
         stdin: 'ignore',
         kill: { graceMs: this.config.killGraceMs },
         signal: internal.signal,
-        retention: { ...this.config.output, spillDir: this.config.spillDir, spillPrefix: 'bash' },
+        retention: { ...spec.output, spillDir: this.config.spillDir, spillPrefix: 'bash' },
         retentionMode: 'merged',
         drainMs: this.config.drainMs,
         reapGroup: true,
@@ -173,14 +193,40 @@ export class BashLocalExecutor extends ShellExecutor {
   }
 }
 
+/** Length of `bytes` without a trailing, incomplete UTF-8 sequence (a cut in the middle of a character). */
+function completePrefix(bytes: Uint8Array): number {
+  let i = bytes.byteLength - 1
+  let continuation = 0
+  while (i >= 0 && continuation < 3 && (bytes[i] & 0xc0) === 0x80) {
+    i--
+    continuation++
+  }
+  if (i < 0) return bytes.byteLength
+  const lead = bytes[i]
+  const need = lead >= 0xf0 && lead < 0xf8 ? 3 : lead >= 0xe0 ? 2 : lead >= 0xc0 ? 1 : 0
+  if (lead >= 0xc0 && need > continuation) return i
+  return bytes.byteLength
+}
+
+/** Offset past leading UTF-8 continuation bytes (the rest of a character cut at the start). */
+function completeStart(bytes: Uint8Array): number {
+  let i = 0
+  while (i < bytes.byteLength && i < 3 && (bytes[i] & 0xc0) === 0x80) i++
+  return i
+}
+
 function toShellOutput(retained: RetainedOutput | undefined): ShellOutput {
   if (!retained) return { head: '', tail: '', totalBytes: 0, truncated: false, omittedBytes: 0 }
+  // At a truncation cut a character may be split; the partial bytes count as omitted instead of
+  // showing up as replacement characters. Invalid bytes elsewhere still decode to U+FFFD.
+  const head = retained.truncated ? retained.head.subarray(0, completePrefix(retained.head)) : retained.head
+  const tail = retained.truncated ? retained.tail.subarray(completeStart(retained.tail)) : retained.tail
   const out: ShellOutput = {
-    head: decodeOutput(retained.head),
-    tail: decodeOutput(retained.tail),
+    head: decodeOutput(head),
+    tail: decodeOutput(tail),
     totalBytes: retained.totalBytes,
     truncated: retained.truncated,
-    omittedBytes: retained.truncated ? retained.totalBytes - retained.head.byteLength - retained.tail.byteLength : 0,
+    omittedBytes: retained.truncated ? retained.totalBytes - head.byteLength - tail.byteLength : 0,
   }
   if (retained.spillPath && !retained.spillError) out.spillPath = retained.spillPath
   return out

@@ -13,14 +13,14 @@ let dir: string
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'dsh-bash-local-'))
   ctx = new Context()
-  await ctx.plugin(LocalSubprocessService, {})
+  await ctx.plugin(LocalSubprocessService, {} as never)
   await ctx.plugin(BashLocalExecutor, {
     defaultTimeoutMs: 5_000,
     maxTimeoutMs: 10_000,
     killGraceMs: 200,
     output: { maxBytes: 4096, headBytes: 1024, tailBytes: 1024 },
     spillDir: join(dir, 'spill'),
-  })
+  } as never)
 })
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -76,7 +76,7 @@ describe('bash-local resolve', () => {
   })
 
   it('refuses to run a spec another executor resolved', async () => {
-    const foreign = { executor: 'other', dialect: 'bash', command: 'true', cwd: dir, timeoutMs: 1000, env: {}, notes: [] } satisfies ShellSpec
+    const foreign = { executor: 'other', dialect: 'bash', command: 'true', cwd: dir, timeoutMs: 1000, output: { maxBytes: 10, headBytes: 1, tailBytes: 1 }, env: {}, notes: [] } satisfies ShellSpec
     expect((await refusal(shell().run(foreign))).code).toBe('FOREIGN_SPEC')
   })
 })
@@ -156,8 +156,8 @@ describe('bash-local run', () => {
 
   it('reports a missing bash as a failed start', async () => {
     const local = new Context()
-    await local.plugin(LocalSubprocessService, {})
-    await local.plugin(BashLocalExecutor, { bash: '/nonexistent/bash' })
+    await local.plugin(LocalSubprocessService, {} as never)
+    await local.plugin(BashLocalExecutor, { bash: '/nonexistent/bash' } as never)
     const result = await local.shell.run(await local.shell.resolve({ command: 'true', cwd: dir }))
     expect(result.status).toBe('failed')
     expect(result.error?.code).toBe('ENOENT')
@@ -165,9 +165,9 @@ describe('bash-local run', () => {
 
   it('fails loudly at load when the maximum timeout is below the default', async () => {
     const local = new Context()
-    await local.plugin(LocalSubprocessService, {})
+    await local.plugin(LocalSubprocessService, {} as never)
     const outcome = await Promise.race([
-      Promise.resolve(local.plugin(BashLocalExecutor, { defaultTimeoutMs: 10_000, maxTimeoutMs: 1_000 })).then(
+      Promise.resolve(local.plugin(BashLocalExecutor, { defaultTimeoutMs: 10_000, maxTimeoutMs: 1_000 } as never)).then(
         () => 'loaded',
         (error: unknown) => String(error),
       ),

@@ -21,6 +21,24 @@ export interface ShellRequest {
   timeoutMs?: number
   /** Trusted variables for this call (e.g. `DSH_*` from ctx.shellEnv); they override the executor's own environment. */
   env?: Record<string, string>
+  /**
+   * How much output the consumer can show. Output up to `maxBytes` comes back whole; longer output
+   * comes back as the first `headBytes` and the last `tailBytes`, with the whole of it in a spill
+   * file of the executor's world. Absent: the executor's default; capped by the executor's maximum.
+   */
+  output?: ShellOutputBudget
+}
+
+export interface ShellOutputBudget {
+  maxBytes: number
+  headBytes: number
+  tailBytes: number
+}
+
+/** The executor's timeout policy, for consumers that describe it (e.g. in a tool description). */
+export interface ShellLimits {
+  defaultTimeoutMs: number
+  maxTimeoutMs: number
 }
 
 /** A request with every default applied. Plain data: loggable and inspectable before it runs. */
@@ -32,6 +50,7 @@ export interface ShellSpec {
   /** Absolute, existing working directory. */
   cwd: string
   timeoutMs: number
+  output: ShellOutputBudget
   /** Variables set on top of the executor's (scrubbed) base environment. */
   env: Record<string, string>
   /** Facts about defaulting worth telling the model (e.g. a capped timeout). */
@@ -101,6 +120,8 @@ export abstract class ShellExecutor extends Service {
 
   /** Source language of `command` (`bash`, `pwsh`). */
   abstract readonly dialect: string
+
+  abstract readonly limits: ShellLimits
 
   /** Applies defaults and caps and checks the working directory. Throws `ShellError` for a bad request. */
   abstract resolve(request: ShellRequest): Promise<ShellSpec>

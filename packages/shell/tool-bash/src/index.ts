@@ -1,0 +1,102 @@
+// @dsh/tool-bash: the model-facing `bash` tool over the `ctx.shell` executor seam. Foreground
+// only: background execution (`run_in_background`) arrives with the jobs runtime.
+import { Context } from 'cordis'
+import Schema from 'schemastery'
+import { ShellError, type ShellLimits } from '@dsh/shell'
+import type {} from '@dsh/shell-env'
+import type { JsonSchema, ToolOutput } from '@dsh/tools'
+import { renderResult } from './render.ts'
+
+export { renderOutput, renderResult } from './render.ts'
+
+export interface BashToolArgs {
+  command: string
+  description: string
+  timeoutMs?: number
+  workdir?: string
+}
+
+export interface ToolBashConfig {
+  output: { headBytes: number; tailBytes: number }
+}
+
+export const name = 'tool-bash'
+export const inject = ['tools', 'shell']
+
+export const Config: Schema<ToolBashConfig> = Schema.object({
+  output: Schema.object({
+    headBytes: Schema.natural().default(15_000).description('Bytes of the beginning of long output shown to the model.'),
+    tailBytes: Schema.natural().default(15_000).description('Bytes of the end of long output shown to the model.'),
+  }).default({ headBytes: 15_000, tailBytes: 15_000 }),
+})
+
+/** Slack on top of the executor's maximum timeout for a deadline plugin wrapping the whole call. */
+const DEADLINE_SLACK_MS = 30_000
+
+export const parameters: JsonSchema = {
+  type: 'object',
+  properties: {
+    command: { type: 'string', minLength: 1, description: 'The bash command to run.' },
+    description: {
+      type: 'string',
+      description: 'What the command does, in a few words (shown to the user, e.g. "Run the unit tests").',
+    },
+    timeoutMs: { type: 'integer', minimum: 1, description: 'Timeout in milliseconds.' },
+    workdir: {
+      type: 'string',
+      minLength: 1,
+      description: 'Directory to run in; a relative path resolves against the current working directory. Use this instead of `cd dir && ...`.',
+    },
+  },
+  required: ['command', 'description'],
+  additionalProperties: false,
+}
+
+export function describeTool(limits: ShellLimits): string {
+  return [
+    'Run a bash command (`bash -c`) and return its output.',
+    '',
+    '- Every call starts a fresh shell: `cd`, exported variables and shell functions do not carry over to the next call. Use `workdir` to choose the directory.',
+    '- stdout and stderr are merged in the order they arrive, followed by the exit code. Long output keeps its beginning and end; the omitted middle is saved to a file whose path is given, which you can read or search.',
+    '- stdin is closed and the environment is non-interactive (no pager, no colours, CI=1). Pass flags such as `-y` or `--no-edit`; commands that wait for input get end-of-file.',
+    `- Timeout: ${limits.defaultTimeoutMs} ms unless you set timeoutMs (at most ${limits.maxTimeoutMs} ms). On timeout the command and every process it started are stopped.`,
+    '- Processes left running in the background (`cmd &`) are stopped when the command finishes.',
+    '- Prefer the dedicated file tools for reading, editing and searching files.',
+  ].join('\n')
+}
+
+function refusal(code: string, message: string): ToolOutput {
+  return { content: `Error [${code}]: ${message}`, isError: true, error: { code, message } }
+}
+
+function isShellError(error: unknown): error is ShellError {
+  return error instanceof ShellError || (error instanceof Error && error.name === 'ShellError' && typeof (error as ShellError).code === 'string')
+}
+
+export function apply(ctx: Context, config: ToolBashConfig): void {
+  const { headBytes, tailBytes } = config.output
+  const budget = { maxBytes: headBytes + tailBytes, headBytes, tailBytes }
+  ctx.tools.register<BashToolArgs>({
+    name: 'bash',
+    description: describeTool(ctx.shell.limits),
+    parameters,
+    concurrencySafe: false,
+    timeoutMs: ctx.shell.limits.maxTimeoutMs + DEADLINE_SLACK_MS,
+    async execute(args, call) {
+      const shellEnv = ctx.get('shellEnv')
+      const env = shellEnv ? shellEnv.collect({ sessionId: call.sessionId, agentId: call.agentId, cwd: call.cwd }) : {}
+      let spec
+      try {
+        spec = await ctx.shell.resolve({ command: args.command, cwd: call.cwd, workdir: args.workdir, timeoutMs: args.timeoutMs, env, output: budget })
+      } catch (error) {
+        if (!isShellError(error)) throw error
+        if (error.code === 'WORKDIR_NOT_FOUND' || error.code === 'WORKDIR_NOT_DIRECTORY') {
+          return refusal(error.code, `${error.message}. Pass an existing directory as workdir (a relative path resolves against ${call.cwd}).`)
+        }
+        return refusal(error.code, error.message)
+      }
+      const result = await ctx.shell.run(spec, { signal: call.signal })
+      return renderResult(result, spec)
+    },
+  })
+}
