@@ -168,6 +168,8 @@ export class BashLocalExecutor extends ShellExecutor {
         cwd: spec.cwd,
         env: { base: 'scrubbed', set: spec.env },
         stdin: 'ignore',
+        // One pipe for both streams: the merged output keeps the order the command wrote it in.
+        stderr: 'stdout',
         kill: { graceMs: this.config.killGraceMs },
         signal: internal.signal,
         retention: { ...spec.output, spillDir: this.config.spillDir, spillPrefix: 'bash' },

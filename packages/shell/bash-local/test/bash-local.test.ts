@@ -154,6 +154,32 @@ describe('bash-local run', () => {
     expect(readFileSync(result.output.spillPath!, 'utf8')).toBe(whole)
   })
 
+  it('merges stdout and stderr in the order the command wrote them', async () => {
+    const result = await run('for i in 1 2 3 4 5 6 7 8; do echo out$i; echo err$i >&2; done')
+    expect(result.output.head).toBe([1, 2, 3, 4, 5, 6, 7, 8].map((i) => `out${i}\nerr${i}\n`).join(''))
+  })
+
+  it('follows the caller output budget, capped by the configured maximum', async () => {
+    const spec = await shell().resolve({ command: 'seq 1 1000', cwd: dir, output: { maxBytes: 100, headBytes: 20, tailBytes: 10 } })
+    expect(spec.output).toEqual({ maxBytes: 100, headBytes: 20, tailBytes: 10 })
+    const result = await shell().run(spec)
+    expect(result.output.head).toBe('1\n2\n3\n4\n5\n6\n7\n8\n9\n10')
+    expect(result.output.tail).toBe('\n999\n1000\n')
+    const capped = await shell().resolve({ command: 'true', cwd: dir, output: { maxBytes: 8192, headBytes: 4096, tailBytes: 4096 } })
+    expect(capped.output).toEqual({ maxBytes: 4096, headBytes: 2048, tailBytes: 2048 })
+    expect(capped.notes[0]).toMatch(/output budget capped at 4096 bytes/)
+    expect((await refusal(shell().resolve({ command: 'true', cwd: dir, output: { maxBytes: 10, headBytes: 8, tailBytes: 8 } }))).code).toBe('INVALID_REQUEST')
+  })
+
+  it('does not show a character split by the truncation cut as a replacement character', async () => {
+    // 'é' is two bytes; a head of 5 bytes cuts the third 'é' in half.
+    const spec = await shell().resolve({ command: `printf 'éééééééééé'`, cwd: dir, output: { maxBytes: 8, headBytes: 5, tailBytes: 3 } })
+    const result = await shell().run(spec)
+    expect(result.output.head).toBe('éé')
+    expect(result.output.tail).toBe('é')
+    expect(result.output.omittedBytes).toBe(20 - 4 - 2)
+  })
+
   it('reports a missing bash as a failed start', async () => {
     const local = new Context()
     await local.plugin(LocalSubprocessService, {} as never)

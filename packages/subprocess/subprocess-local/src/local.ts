@@ -1,8 +1,8 @@
 // LocalSubprocessService: process groups and terminals on this machine.
 import { spawn as spawnChild, type ChildProcess } from 'node:child_process'
-import { statSync } from 'node:fs'
+import { accessSync, constants as fsConstants, statSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { isAbsolute } from 'node:path'
+import { delimiter, isAbsolute, resolve as resolvePath } from 'node:path'
 import { constants } from 'node:os'
 import type { Readable } from 'node:stream'
 import { Context } from 'cordis'
@@ -89,20 +89,27 @@ export class LocalSubprocessService extends SubprocessService {
     if (spec.stdin !== undefined && spec.stdin !== 'ignore' && spec.stdin !== 'pipe') throw invalid('stdin must be "ignore" or "pipe"')
     const mode = spec.retentionMode ?? 'merged'
     if (!['merged', 'separate', 'none'].includes(mode)) throw invalid('retentionMode must be "merged", "separate" or "none"')
+    if (spec.stderr !== undefined && spec.stderr !== 'pipe' && spec.stderr !== 'stdout') throw invalid('stderr must be "pipe" or "stdout"')
+    if (spec.stderr === 'stdout' && mode === 'separate') throw invalid('retentionMode "separate" needs stderr: "pipe"')
     const drainMs = spec.drainMs ?? DEFAULT_DRAIN_MS
     if (!Number.isSafeInteger(drainMs) || drainMs < 0) throw invalid('drainMs must be a non-negative integer')
 
     const managed = this.track(new Managed(spec.retention, mode, spec.kill.graceMs, () => this.live.delete(managed)))
     managed.ensureKeys(mode === 'merged' ? ['merged'] : mode === 'separate' ? ['stdout', 'stderr'] : [])
     let child: ChildProcess | undefined
-    const cwdError = checkCwd(spec.cwd)
-    if (cwdError) {
-      void managed.settle({ code: null, signal: null, spawnError: cwdError })
+    const env = this.buildEnv(spec.env)
+    const located = checkCwd(spec.cwd) ?? findExecutable(spec.file, spec.cwd, env.PATH)
+    if ('code' in located) {
+      void managed.settle({ code: null, signal: null, spawnError: located })
     } else {
+      // Sharing one pipe needs the dup in the child: a POSIX shell sets 2>&1 and execs the target,
+      // so the pid, process group and argv of the target are unchanged.
+      const [file, args] =
+        spec.stderr === 'stdout' ? ['/bin/sh', ['-c', 'exec "$0" "$@" 2>&1', located.path, ...(spec.args ?? [])]] : [located.path, spec.args ?? []]
       try {
-        child = spawnChild(spec.file, spec.args ?? [], {
+        child = spawnChild(file, args, {
           cwd: spec.cwd,
-          env: this.buildEnv(spec.env),
+          env,
           stdio: [spec.stdin === 'pipe' ? 'pipe' : 'ignore', 'pipe', 'pipe'],
           // A new session and process group led by the child: the group is signalled as a whole.
           detached: true,
@@ -146,17 +153,18 @@ export class LocalSubprocessService extends SubprocessService {
     // The PTY and its native addon load lazily: pipe-only deployments never load node-pty.
     type Pty = import('node-pty').IPty
     let pty: Pty | undefined
-    const cwdError = checkCwd(spec.cwd)
-    if (cwdError) {
-      void managed.settle({ code: null, signal: null, spawnError: cwdError })
+    const env = this.buildEnv(spec.env)
+    const located = checkCwd(spec.cwd) ?? findExecutable(spec.file, spec.cwd, env.PATH)
+    if ('code' in located) {
+      void managed.settle({ code: null, signal: null, spawnError: located })
     } else {
       try {
-        pty = loadPty().spawn(spec.file, spec.args ?? [], {
+        pty = loadPty().spawn(located.path, spec.args ?? [], {
           name: spec.termName ?? 'xterm-256color',
           cols: spec.cols,
           rows: spec.rows,
           cwd: spec.cwd,
-          env: this.buildEnv(spec.env),
+          env,
           // Raw bytes: decoding is the consumer's choice.
           encoding: null,
         })
@@ -279,6 +287,31 @@ function checkCwd(cwd: string): { code: string; message: string } | undefined {
   } catch {
     return { code: 'CWD_NOT_FOUND', message: `working directory does not exist: ${cwd}` }
   }
+}
+
+const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin'
+
+/**
+ * Locates `file` the way execvp would, against the child's PATH: a name with a slash resolves
+ * against `cwd`, a bare name is searched on PATH. Failing here gives a clear ENOENT instead of a
+ * shell's "not found" or node-pty's late failure.
+ */
+function findExecutable(file: string, cwd: string, path: string | undefined): { path: string } | { code: string; message: string } {
+  const candidates = file.includes('/')
+    ? [resolvePath(cwd, file)]
+    : (path ?? DEFAULT_PATH)
+        .split(delimiter)
+        .map((dir) => resolvePath(cwd, dir === '' ? '.' : dir, file))
+  for (const candidate of candidates) {
+    try {
+      if (!statSync(candidate).isFile()) continue
+      accessSync(candidate, fsConstants.X_OK)
+      return { path: candidate }
+    } catch {
+      // not here
+    }
+  }
+  return { code: 'ENOENT', message: `executable not found: ${file}` }
 }
 
 let ptyModule: typeof import('node-pty') | undefined

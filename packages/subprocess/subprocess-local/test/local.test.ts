@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Context } from 'cordis'
 import { createHash } from 'node:crypto'
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, createReadStream } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, createReadStream, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { SubprocessError, decodeOutput, type ProcessExit } from '@dsh/subprocess'
@@ -13,8 +13,10 @@ const service = () => ctx.subprocess
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'dsh-subprocess-'))
+  mkdirSync(join(dir, 'bin-dir'))
+  writeFileSync(join(dir, 'bin-dir', 'tool.sh'), '#!/bin/sh\nexit 7\n', { mode: 0o755 })
   ctx = new Context()
-  await ctx.plugin(LocalSubprocessService, { scrub: { deny: ['*_API_KEY', 'AWS_*', '*_TOKEN'], allow: ['KEEP_THIS_TOKEN'] } })
+  await ctx.plugin(LocalSubprocessService, { scrub: { deny: ['*_API_KEY', 'AWS_*', '*_TOKEN'], allow: ['KEEP_THIS_TOKEN'] } } as never)
 })
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -59,6 +61,19 @@ describe('subprocess-local', () => {
     expect(text(exit)).toContain('out\n')
     expect(text(exit)).toContain('err\n')
     expect(exit.terminated).toBeUndefined()
+  })
+
+  it('shares one pipe for stdout and stderr when asked, preserving write order', async () => {
+    const script = 'for i in $(seq 1 300); do echo o$i; echo e$i >&2; done'
+    const exit = await bash(script, { stderr: 'stdout' }).exited
+    const expected = Array.from({ length: 300 }, (_, i) => `o${i + 1}\ne${i + 1}\n`).join('')
+    expect(text(exit)).toBe(expected)
+    expect(() => bash('true', { stderr: 'stdout', retentionMode: 'separate' })).toThrow(/separate/)
+  })
+
+  it('resolves a relative executable path against cwd', async () => {
+    const exit = await bash('', { file: './tool.sh', args: [], cwd: join(dir, 'bin-dir') }).exited
+    expect(exit.code).toBe(7)
   })
 
   it('keeps streams apart in separate mode', async () => {
@@ -255,7 +270,7 @@ describe('subprocess-local', () => {
 
   it('terminates live processes when the provider unloads, and refuses spawns afterwards', async () => {
     const local = new Context()
-    const fiber = local.plugin(LocalSubprocessService, {})
+    const fiber = local.plugin(LocalSubprocessService, {} as never)
     await fiber
     const svc = local.subprocess
     const handle = svc.spawn({ file: 'sleep', args: ['60'], cwd: dir, kill: { graceMs: 200 } })
@@ -270,7 +285,7 @@ describe('subprocess-local', () => {
     const local = new Context()
     const errors: unknown[] = []
     local.on('internal/error' as never, ((e: unknown) => errors.push(e)) as never)
-    const fiber = local.plugin(LocalSubprocessService, { scrub: { deny: ['BAD PATTERN'], allow: [] } })
+    const fiber = local.plugin(LocalSubprocessService, { scrub: { deny: ['BAD PATTERN'], allow: [] } } as never)
     const outcome = await Promise.race([
       Promise.resolve(fiber).then(() => 'loaded', (error: unknown) => String(error)),
       new Promise((resolve) => setTimeout(() => resolve('pending'), 200)),

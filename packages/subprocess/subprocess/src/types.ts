@@ -69,6 +69,12 @@ interface CommonSpawnSpec {
 export interface SpawnSpec extends CommonSpawnSpec {
   /** `ignore` (default): stdin is /dev/null. `pipe`: writable through the handle. */
   stdin?: 'ignore' | 'pipe'
+  /**
+   * `pipe` (default): stderr has its own pipe, chunks are tagged `stderr`. `stdout`: stderr is the
+   * same pipe as stdout (like `2>&1`), so the two interleave in true write order; every chunk is
+   * tagged `stdout` and `separate` retention is refused.
+   */
+  stderr?: 'pipe' | 'stdout'
   /** Default `merged`. */
   retentionMode?: RetentionMode
   /**
