@@ -37,12 +37,12 @@ export class MemorySettings extends SettingsService {
     return run
   }
 
-  update(namespace: string, patch: SettingsPatch, options?: SettingsWriteOptions): Promise<void> {
+  async update(namespace: string, patch: SettingsPatch, options?: SettingsWriteOptions): Promise<void> {
     this.checkWrite(namespace, patch, 'patch')
     return this.write(namespace, (current) => mergePatch(current, patch), options)
   }
 
-  replace(namespace: string, value: SettingsRecord | undefined, options?: SettingsWriteOptions): Promise<void> {
+  async replace(namespace: string, value: SettingsRecord | undefined, options?: SettingsWriteOptions): Promise<void> {
     this.checkWrite(namespace, value, 'value')
     return this.write(namespace, () => (value === undefined ? undefined : structuredClone(value)), options)
   }

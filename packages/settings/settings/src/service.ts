@@ -38,7 +38,10 @@ export interface SettingsWriteOptions {
  * thrown error with `options.path` (schemastery's `ValidationError`) names the failing field.
  * It must accept `undefined` (an absent section) and return the plugin's defaults for it.
  */
-export type SectionSchema<T> = (value: unknown) => T
+// `any` parameter: a schemastery schema declares its own input type, and we pass it stored data
+// of unknown shape on purpose (validating it is the point), so no narrower parameter type fits.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type SectionSchema<T> = (value: any) => T
 
 /** A section (or a write) failed its schema. Carries where, never more than the validator said. */
 export class SettingsValidationError extends Error {
@@ -101,7 +104,7 @@ interface State {
 export abstract class SettingsService extends Service {
   // Mutable state lives in one object: methods reached through `ctx.settings` run on a Cordis
   // shadow of this instance, where assigning a field would not reach the real instance.
-  private readonly state: State = { document: deepFreeze({}), listeners: new Map() }
+  private readonly published: State = { document: deepFreeze({}), listeners: new Map() }
 
   constructor(ctx: Context) {
     super(ctx, 'settings')
@@ -119,19 +122,19 @@ export abstract class SettingsService extends Service {
   /** The raw section (deep-frozen) or `undefined`. Not validated: prefer `section()`. */
   get(namespace: string): unknown {
     checkNamespace(namespace)
-    return this.state.document[namespace]
+    return this.published.document[namespace]
   }
 
   /** Namespaces present in the current document. */
   namespaces(): string[] {
-    return Object.keys(this.state.document)
+    return Object.keys(this.published.document)
   }
 
   /** Calls `listener` whenever the namespace's section changes. The disposer also runs when the calling plugin unloads. */
   onChange(namespace: string, listener: SettingsListener): () => void {
     checkNamespace(namespace)
     if (typeof listener !== 'function') throw new TypeError('settings.onChange: listener must be a function')
-    const listeners = this.state.listeners
+    const listeners = this.published.listeners
     const dispose = this.ctx.effect(() => {
       let set = listeners.get(namespace)
       if (!set) listeners.set(namespace, (set = new Set()))
@@ -176,7 +179,7 @@ export abstract class SettingsService extends Service {
    * comparison) notify their listeners, then `settings/changed` is emitted for each.
    */
   protected publish(next: Record<string, unknown>, cause: SettingsChangeCause): SettingsChange[] {
-    const previous = this.state.document
+    const previous = this.published.document
     const document: Record<string, unknown> = {}
     const changes: SettingsChange[] = []
     for (const namespace of new Set([...Object.keys(previous), ...Object.keys(next)])) {
@@ -185,10 +188,10 @@ export abstract class SettingsService extends Service {
       if (after !== undefined) document[namespace] = sameValue(before, after) ? before : deepFreeze(structuredClone(after))
       if (!sameValue(before, after)) changes.push({ namespace, value: document[namespace], previous: before, cause })
     }
-    this.state.document = Object.freeze(document)
+    this.published.document = Object.freeze(document)
     const logger = this.ctx.logger('settings')
     for (const change of changes) {
-      for (const listener of [...(this.state.listeners.get(change.namespace) ?? [])]) {
+      for (const listener of [...(this.published.listeners.get(change.namespace) ?? [])]) {
         try {
           listener(change.value, change.previous, change)
         } catch (error) {

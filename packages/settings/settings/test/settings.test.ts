@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { Context } from 'cordis'
 import Schema from 'schemastery'
-import type { LogMessage } from 'cordis'
+import type { Message as LogMessage } from 'cordis'
 import { MemorySettings, SettingsValidationError, mergePatch, type SettingsChange } from '../src/index.ts'
 
 async function boot(initial: Record<string, Record<string, unknown>> = {}) {

@@ -1,0 +1,93 @@
+// The settings document as a `yaml` Document: parse with located errors, comment-preserving edits.
+import { Document, isMap, isNode, isScalar, parseDocument, type Node } from 'yaml'
+import { isPlainObject, type SettingsPatch, type SettingsRecord } from '@dsh/settings'
+
+export interface DocumentProblem {
+  line?: number
+  column?: number
+  message: string
+}
+
+/** `yaml` appends " at line N, column M:" plus a source excerpt; we report the place separately. */
+function firstLine(message: string): string {
+  return message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '').trim()
+}
+
+/** Parses `text`; an empty or comment-only text is an empty document. Returns the first problem, if any. */
+export function parseSettings(text: string): { doc: Document; problem?: DocumentProblem } {
+  const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true })
+  const error = doc.errors[0]
+  if (error) {
+    const pos = error.linePos?.[0]
+    return { doc, problem: { line: pos?.line, column: pos?.col, message: `${firstLine(error.message)} (${error.code})` } }
+  }
+  if (doc.contents !== null && !isMap(doc.contents)) {
+    const line = doc.contents.range ? lineOf(text, doc.contents.range[0]) : undefined
+    return { doc, problem: { line, message: 'the top level must be a mapping of namespace sections' } }
+  }
+  return { doc }
+}
+
+function lineOf(text: string, offset: number): number {
+  let line = 1
+  for (let i = 0; i < offset && i < text.length; i++) if (text.charCodeAt(i) === 10) line++
+  return line
+}
+
+/** The document as plain data: namespace -> section. */
+export function documentData(doc: Document): Record<string, unknown> {
+  const data: unknown = doc.toJS({ maxAliasCount: 1000 })
+  return isPlainObject(data) ? data : {}
+}
+
+/** Replaces the node at `path`, carrying over the comments attached to the node it replaces. */
+function setNode(doc: Document, path: string[], value: unknown): void {
+  const old = doc.getIn(path, true)
+  const node = doc.createNode(value) as Node
+  if (isNode(old)) {
+    node.comment = old.comment
+    node.commentBefore = old.commentBefore
+    node.spaceBefore = old.spaceBefore
+  }
+  doc.setIn(path, node)
+}
+
+function ensureMap(doc: Document, path: string[]): void {
+  if (path.length === 0) {
+    if (!isMap(doc.contents)) doc.contents = doc.createNode({}) as never
+    return
+  }
+  if (!isMap(doc.getIn(path, true))) setNode(doc, path, {})
+}
+
+function patchInto(doc: Document, path: string[], patch: SettingsPatch): void {
+  ensureMap(doc, path)
+  for (const [key, value] of Object.entries(patch)) {
+    const at = [...path, key]
+    if (value === undefined) doc.deleteIn(at)
+    else if (isPlainObject(value)) patchInto(doc, at, value as SettingsPatch)
+    else {
+      const old = doc.getIn(at, true)
+      // Same-typed scalar: change the value in place so its style and comments stay.
+      if (isScalar(old) && value !== null && typeof value !== 'object' && typeof old.value === typeof value && !old.tag) old.value = value
+      else setNode(doc, at, value)
+    }
+  }
+}
+
+/** Applies a section patch in place (comments and unrelated sections untouched). */
+export function applyPatch(doc: Document, namespace: string, patch: SettingsPatch): void {
+  ensureMap(doc, [])
+  patchInto(doc, [namespace], patch)
+}
+
+/** Replaces or removes (`undefined`) a whole section in place. */
+export function applyReplace(doc: Document, namespace: string, value: SettingsRecord | undefined): void {
+  ensureMap(doc, [])
+  if (value === undefined) doc.deleteIn([namespace])
+  else setNode(doc, [namespace], value)
+}
+
+export function renderYaml(doc: Document): string {
+  return doc.toString({ flowCollectionPadding: false, lineWidth: 0 })
+}
