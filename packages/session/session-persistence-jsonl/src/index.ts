@@ -1,0 +1,364 @@
+// @dsh/session-persistence-jsonl: the default `ctx.sessionPersistence` backend. One directory per
+// session under `<root>/<cwd-key>/<id>/`: `header.json`, the log (`session.jsonl.zstd` or
+// `session.jsonl`), a writer lock and a rebuildable `summary.json` cache for `list()`.
+import { createHash } from 'node:crypto'
+import { constants as fsc, promises as fs } from 'node:fs'
+import { hostname } from 'node:os'
+import { join } from 'node:path'
+import { Context } from 'cordis'
+import Schema from 'schemastery'
+import type { SessionId } from '@dsh/session'
+import { resolveDshHome } from '@dsh/home-paths'
+import {
+  SessionCorruptError,
+  SessionPersistence,
+  SessionPersistenceError,
+  SummaryBuilder,
+  parseHeader,
+  type BackendReadResult,
+  type SessionHeader,
+  type SessionSummary,
+  type StoredRecord,
+} from '@dsh/session-persistence'
+import { FramingError, encodeBatch, encodeLines, scanRaw, scanZstd } from './framing.ts'
+import { loadZstd, type ZstdCodec } from './zstd.ts'
+
+export { loadZstd, type ZstdCodec } from './zstd.ts'
+export { scanRaw, scanZstd, encodeBatch, encodeLines, BATCH_HEADER_SIZE, FramingError } from './framing.ts'
+
+export const name = '@dsh/session-persistence-jsonl'
+
+export const LOG_ZSTD = 'session.jsonl.zstd'
+export const LOG_RAW = 'session.jsonl'
+const HEADER_FILE = 'header.json'
+const LOCK_FILE = 'writer.lock'
+const SUMMARY_FILE = 'summary.json'
+
+export interface JsonlPersistenceConfig {
+  /** Directory holding the sessions. Default: `$DSH_HOME/sessions`. */
+  root?: string
+  /** Log format of new sessions. Existing sessions keep theirs. */
+  compression?: 'zstd' | 'none'
+  /** zstd level of each batch frame. */
+  zstdLevel?: number
+  /** `wasm` forces the @bokuweb/zstd-wasm codec even where Node's zlib has zstd. */
+  zstdCodec?: 'auto' | 'wasm'
+  batchWindowMs?: number
+  /** fsync each batch (off only for throwaway data: a crash may then lose acknowledged batches). */
+  fsync?: boolean
+  eventTypes?: Array<{ type: string; ignorable?: boolean }>
+}
+
+/** `<sanitised cwd, at most 60 chars>-<8 hex of sha256(cwd)>`: readable and collision-safe. */
+export function cwdKey(cwd: string): string {
+  const readable = cwd.replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^-+|-+$/g, '').slice(-60) || 'root'
+  return `${readable}-${createHash('sha256').update(cwd).digest('hex').slice(0, 8)}`
+}
+
+interface OpenLog {
+  handle: fs.FileHandle
+  path: string
+  compressed: boolean
+  /** Byte length of the durable, intact log. */
+  size: number
+  lockPath: string
+}
+
+export class JsonlPersistence extends SessionPersistence {
+  static Config: Schema<JsonlPersistenceConfig> = Schema.object({
+    root: Schema.string().description('Sessions directory. Default: $DSH_HOME/sessions.'),
+    compression: Schema.union(['zstd', 'none']).default('zstd').description('Log format of new sessions.'),
+    zstdLevel: Schema.natural().min(1).max(19).default(3).description('zstd level per batch frame.'),
+    zstdCodec: Schema.union(['auto', 'wasm']).default('auto').description('auto: node:zlib when it has zstd, else @bokuweb/zstd-wasm.'),
+    batchWindowMs: Schema.natural().default(20).description('Batch window after the first pending event.'),
+    fsync: Schema.boolean().default(true).description('fsync each batch.'),
+    eventTypes: Schema.array(Schema.object({ type: Schema.string().required(), ignorable: Schema.boolean() })).default([]),
+  })
+
+  readonly backend = 'jsonl'
+  readonly root: string
+  private readonly options: Required<Pick<JsonlPersistenceConfig, 'compression' | 'zstdLevel' | 'zstdCodec' | 'fsync'>>
+  private readonly open = new Map<string, OpenLog>()
+  /** Directory of each session id seen by this instance. */
+  private readonly dirs = new Map<string, string>()
+
+  constructor(ctx: Context, config: JsonlPersistenceConfig = {}) {
+    super(ctx, config)
+    this.root = config.root ?? join(resolveDshHome(), 'sessions')
+    this.options = {
+      compression: config.compression ?? 'zstd',
+      zstdLevel: config.zstdLevel ?? 3,
+      zstdCodec: config.zstdCodec ?? 'auto',
+      fsync: config.fsync ?? true,
+    }
+  }
+
+  /** The codec in use (loaded on first need). */
+  codec(): Promise<ZstdCodec> {
+    return loadZstd(this.options.zstdCodec)
+  }
+
+  /** Directory of a stored session, or undefined. */
+  async sessionDir(id: SessionId | string): Promise<string | undefined> {
+    const known = this.dirs.get(id)
+    if (known) return known
+    let keys: string[]
+    try {
+      keys = await fs.readdir(this.root)
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+      throw error
+    }
+    for (const key of keys) {
+      const dir = join(this.root, key, id)
+      if (await exists(join(dir, HEADER_FILE))) {
+        this.dirs.set(id, dir)
+        return dir
+      }
+    }
+    return undefined
+  }
+
+  /** Path of a stored session's log file, or undefined. */
+  async logPath(id: SessionId | string): Promise<string | undefined> {
+    const dir = await this.sessionDir(id)
+    if (!dir) return undefined
+    for (const file of [LOG_ZSTD, LOG_RAW]) if (await exists(join(dir, file))) return join(dir, file)
+    return undefined
+  }
+
+  protected async backendCreate(header: SessionHeader): Promise<void> {
+    if (await this.sessionDir(header.id)) throw new SessionPersistenceError('EXISTS', header.id, `session ${header.id} already exists`)
+    const dir = join(this.root, cwdKey(header.cwd), header.id)
+    await fs.mkdir(dir, { recursive: true })
+    const lockPath = await this.lock(header.id, dir)
+    try {
+      const compressed = this.options.compression === 'zstd'
+      if (compressed) await this.codec()
+      const path = join(dir, compressed ? LOG_ZSTD : LOG_RAW)
+      const handle = await fs.open(path, fsc.O_CREAT | fsc.O_EXCL | fsc.O_WRONLY | fsc.O_APPEND, 0o600)
+      await writeAtomic(join(dir, HEADER_FILE), JSON.stringify(header, null, 2) + '\n')
+      if (this.options.fsync) await syncDir(dir)
+      this.dirs.set(header.id, dir)
+      this.open.set(header.id, { handle, path, compressed, size: 0, lockPath })
+    } catch (error) {
+      await fs.rm(lockPath, { force: true })
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new SessionPersistenceError('EXISTS', header.id, `session ${header.id} already exists`)
+      throw error
+    }
+  }
+
+  protected async backendOpen(id: SessionId): Promise<void> {
+    const dir = await this.sessionDir(id)
+    const path = await this.logPath(id)
+    if (!dir || !path) throw notFound(id)
+    const lockPath = await this.lock(id, dir)
+    try {
+      const handle = await fs.open(path, fsc.O_RDWR | fsc.O_APPEND)
+      const compressed = path.endsWith('.zstd')
+      if (compressed) await this.codec()
+      this.open.set(id, { handle, path, compressed, size: (await handle.stat()).size, lockPath })
+    } catch (error) {
+      await fs.rm(lockPath, { force: true })
+      throw error
+    }
+  }
+
+  protected async backendRead(id: SessionId, mode: 'load' | 'inspect'): Promise<BackendReadResult> {
+    const dir = await this.sessionDir(id)
+    const path = await this.logPath(id)
+    if (!dir || !path) throw notFound(id)
+    const header = await this.readHeader(id, dir)
+    const buf = await fs.readFile(path)
+    const compressed = path.endsWith('.zstd')
+    let scan
+    try {
+      scan = compressed ? scanZstd(buf, await this.codec()) : scanRaw(buf)
+    } catch (error) {
+      if (error instanceof FramingError) throw new SessionCorruptError(id, error.offset, `${error.reason} in ${path}`)
+      throw error
+    }
+    const result: BackendReadResult = { header, records: scan.records }
+    if (scan.torn) {
+      result.tornTail = { offset: scan.goodLength, dropped: buf.length - scan.goodLength, reason: scan.torn.reason }
+      const log = this.open.get(id)
+      if (mode === 'load' && log) {
+        await log.handle.truncate(scan.goodLength)
+        await log.handle.sync()
+        log.size = scan.goodLength
+      }
+    }
+    return result
+  }
+
+  protected async backendWrite(id: SessionId, records: StoredRecord[]): Promise<void> {
+    const log = this.open.get(id)
+    if (!log) throw new SessionPersistenceError('NOT_OPEN', id, `session ${id} is not open for writing`)
+    const bytes = log.compressed ? encodeBatch(records, await this.codec(), this.options.zstdLevel) : encodeLines(records)
+    try {
+      let written = 0
+      while (written < bytes.length) {
+        const { bytesWritten } = await log.handle.write(bytes, written, bytes.length - written)
+        written += bytesWritten
+      }
+      if (this.options.fsync) await log.handle.datasync()
+      log.size += bytes.length
+    } catch (error) {
+      // Leave no half batch behind: the next write must start on a batch boundary.
+      await log.handle.truncate(log.size).catch(() => {})
+      throw error
+    }
+  }
+
+  protected async backendClose(id: SessionId): Promise<void> {
+    const log = this.open.get(id)
+    if (!log) return
+    this.open.delete(id)
+    await log.handle.close().catch(() => {})
+    await fs.rm(log.lockPath, { force: true })
+  }
+
+  protected async backendList(): Promise<SessionSummary[]> {
+    let keys: string[]
+    try {
+      keys = await fs.readdir(this.root)
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return []
+      throw error
+    }
+    const rows: SessionSummary[] = []
+    for (const key of keys) {
+      let ids: string[]
+      try {
+        ids = await fs.readdir(join(this.root, key))
+      } catch {
+        continue
+      }
+      for (const id of ids) {
+        const row = await this.summaryOf(id as SessionId, join(this.root, key, id)).catch(() => undefined)
+        if (row) rows.push(row)
+      }
+    }
+    return rows
+  }
+
+  protected override async shutdown(): Promise<void> {
+    await super.shutdown()
+    for (const id of [...this.open.keys()]) await this.backendClose(id as SessionId)
+  }
+
+  /** Summary from the cache when it matches the log's size, else recomputed (and cached). */
+  private async summaryOf(id: SessionId, dir: string): Promise<SessionSummary | undefined> {
+    if (!(await exists(join(dir, HEADER_FILE)))) return undefined
+    this.dirs.set(id, dir)
+    const path = await this.logPath(id)
+    if (!path) return undefined
+    const size = (await fs.stat(path)).size
+    try {
+      const cached = JSON.parse(await fs.readFile(join(dir, SUMMARY_FILE), 'utf8')) as { size: number; summary: SessionSummary }
+      if (cached.size === size && cached.summary?.id === id) return cached.summary
+    } catch {
+      // Missing or unreadable cache: rebuild it.
+    }
+    const read = await this.backendRead(id, 'inspect')
+    const builder = new SummaryBuilder(read.header)
+    for (const record of read.records) builder.add(record.event as never)
+    const summary = builder.result()
+    const intact = read.tornTail ? read.tornTail.offset : size
+    if (intact === size) await writeAtomic(join(dir, SUMMARY_FILE), JSON.stringify({ size, summary }) + '\n', false).catch(() => {})
+    return summary
+  }
+
+  private async readHeader(id: SessionId, dir: string): Promise<SessionHeader> {
+    let text: string
+    try {
+      text = await fs.readFile(join(dir, HEADER_FILE), 'utf8')
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw notFound(id)
+      throw error
+    }
+    let value: unknown
+    try {
+      value = JSON.parse(text)
+    } catch {
+      throw new SessionPersistenceError('BAD_HEADER', id, `session ${id}: ${join(dir, HEADER_FILE)} is not valid JSON`)
+    }
+    return parseHeader(id, value)
+  }
+
+  /**
+   * Takes `writer.lock` (O_EXCL). A lock left by a dead process on this host is taken over; a
+   * live holder (including this process) makes it `LOCKED`.
+   */
+  private async lock(id: string, dir: string): Promise<string> {
+    const path = join(dir, LOCK_FILE)
+    const mine = JSON.stringify({ pid: process.pid, host: hostname(), since: Date.now() }) + '\n'
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        await fs.writeFile(path, mine, { flag: 'wx', mode: 0o600 })
+        return path
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+      }
+      let holder: { pid?: number; host?: string } = {}
+      try {
+        holder = JSON.parse(await fs.readFile(path, 'utf8'))
+      } catch {
+        // An empty or torn lock file was left by a writer that died while taking it.
+      }
+      if (holder.host !== undefined && holder.host !== hostname()) {
+        throw new SessionPersistenceError('LOCKED', id, `session ${id} is open for writing on host ${holder.host} (pid ${holder.pid}); remove ${path} if that process is gone`)
+      }
+      if (typeof holder.pid === 'number' && alive(holder.pid)) {
+        throw new SessionPersistenceError('LOCKED', id, `session ${id} is open for writing by process ${holder.pid}${holder.pid === process.pid ? ' (this process)' : ''}`)
+      }
+      await fs.rm(path, { force: true })
+    }
+    throw new SessionPersistenceError('LOCKED', id, `session ${id}: could not take ${path}`)
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+function notFound(id: string) {
+  return new SessionPersistenceError('NOT_FOUND', id, `no stored session ${id}`)
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await fs.access(path)
+    return true
+  } catch {
+    return false
+  }
+}
+
+async function writeAtomic(path: string, text: string, durable = true): Promise<void> {
+  const tmp = `${path}.${process.pid}.tmp`
+  const handle = await fs.open(tmp, 'w', 0o600)
+  try {
+    await handle.writeFile(text)
+    if (durable) await handle.sync()
+  } finally {
+    await handle.close()
+  }
+  await fs.rename(tmp, path)
+}
+
+async function syncDir(dir: string): Promise<void> {
+  const handle = await fs.open(dir, 'r')
+  try {
+    await handle.sync()
+  } finally {
+    await handle.close()
+  }
+}
+
+export default JsonlPersistence
