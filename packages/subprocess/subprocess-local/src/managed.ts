@@ -66,12 +66,7 @@ export class Managed {
       }
     }
     if (!this.retention || this.mode === 'none') return
-    const key = stream === 'terminal' ? 'terminal' : this.mode === 'merged' ? 'merged' : stream
-    let retention = this.retentions.get(key)
-    if (!retention) {
-      retention = new OutputRetention({ ...this.retention, spillPrefix: this.retention.spillPrefix ?? key })
-      this.retentions.set(key, retention)
-    }
+    const retention = this.retentionFor(stream === 'terminal' ? 'terminal' : this.mode === 'merged' ? 'merged' : stream)
     if (!retention.push(data)) {
       source.pause()
       retention.onDrain(() => source.resume())
@@ -87,9 +82,17 @@ export class Managed {
   /** Output keys that exist even when nothing was written, so consumers always find their stream. */
   ensureKeys(keys: Array<'merged' | OutputStream>): void {
     if (!this.retention || this.mode === 'none') return
-    for (const key of keys) {
-      if (!this.retentions.has(key)) this.retentions.set(key, new OutputRetention(this.retention))
+    for (const key of keys) this.retentionFor(key)
+  }
+
+  private retentionFor(key: 'merged' | OutputStream): OutputRetention {
+    let retention = this.retentions.get(key)
+    if (!retention) {
+      const spec = this.retention as RetentionSpec
+      retention = new OutputRetention({ ...spec, spillPrefix: spec.spillPrefix ?? key })
+      this.retentions.set(key, retention)
     }
+    return retention
   }
 
   get done(): boolean {
