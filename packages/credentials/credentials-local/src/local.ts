@@ -1,0 +1,144 @@
+// LocalCredentials: `ctx.credentials` over the inherited environment, a project `.env`,
+// `$DSH_HOME/.env` and `$DSH_HOME/.credentials.yaml`, in that precedence.
+import { mkdir, readFile, stat } from 'node:fs/promises'
+import { dirname, isAbsolute, join, resolve } from 'node:path'
+import { Context } from 'cordis'
+import Schema from 'schemastery'
+import { homeLayout, resolveDshHome } from '@dsh/home-paths'
+import {
+  CredentialError,
+  CredentialsService,
+  checkCredentialName,
+  type CredentialDescription,
+  type CredentialLayer,
+} from '@dsh/credentials'
+import { writeSecretFile } from './atomic.ts'
+import { credentialsFileLayer, dotenvLayer, envLayer, insecureMessage, parseCredentialsFile, type Layer, type LayerRead } from './layers.ts'
+
+export interface LocalCredentialsConfig {
+  /** The dsh home holding `.env` and `.credentials.yaml`. Default: `$DSH_HOME`, else `~/.dsh`. */
+  home?: string
+  /** The project directory whose `.env` is read. Default: the process working directory. */
+  cwd?: string
+  /** Read the project `.env` at all (turn off for untrusted checkouts). */
+  projectEnv: boolean
+  /** Override for the credentials file. Default: `<home>/.credentials.yaml`. */
+  credentialsFile?: string
+}
+
+export const Config: Schema<Partial<LocalCredentialsConfig>, LocalCredentialsConfig> = Schema.object({
+  home: Schema.string().description('The dsh home holding .env and .credentials.yaml. Default: $DSH_HOME, else ~/.dsh.'),
+  cwd: Schema.string().description('Project directory whose .env is read. Default: the working directory.'),
+  projectEnv: Schema.boolean().default(true).description('Read the project .env.'),
+  credentialsFile: Schema.string().description('The credentials file. Default: <home>/.credentials.yaml.'),
+}) as Schema<Partial<LocalCredentialsConfig>, LocalCredentialsConfig>
+
+export interface ResolvedPaths {
+  projectEnv?: string
+  homeEnv: string
+  credentialsFile: string
+}
+
+/** The explicit defaulting step for every file this provider reads. */
+export function resolvePaths(config: Partial<LocalCredentialsConfig>, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): ResolvedPaths {
+  const layout = homeLayout(config.home ? resolveDshHome({ DSH_HOME: config.home }) : resolveDshHome(env))
+  const file = config.credentialsFile
+  return {
+    projectEnv: config.projectEnv === false ? undefined : join(resolve(config.cwd ?? cwd), '.env'),
+    homeEnv: layout.env,
+    credentialsFile: file ? (isAbsolute(file) ? file : resolve(file)) : layout.credentials,
+  }
+}
+
+export class LocalCredentials extends CredentialsService {
+  static Config = Config
+
+  readonly paths: ResolvedPaths
+  private readonly layers: Layer[]
+  /** Serializes this process's writes to the credentials file. */
+  private readonly writes = { tail: Promise.resolve() as Promise<unknown> }
+
+  constructor(ctx: Context, config: Partial<LocalCredentialsConfig> = {}) {
+    super(ctx)
+    this.paths = resolvePaths(config)
+    this.layers = [
+      envLayer(process.env),
+      ...(this.paths.projectEnv ? [dotenvLayer('project-env', this.paths.projectEnv, `${this.paths.projectEnv} (project)`)] : []),
+      dotenvLayer('home-env', this.paths.homeEnv, this.paths.homeEnv),
+      credentialsFileLayer(this.paths.credentialsFile),
+    ]
+  }
+
+  async get(name: string): Promise<string | undefined> {
+    checkCredentialName(name)
+    // Layers are read lazily in precedence order: a higher hit never touches lower files.
+    for (const layer of this.layers) {
+      const read = await layer.read()
+      if (read.status === 'absent') continue
+      if (read.status !== 'ok') throw read.error
+      const value = read.values.get(name)
+      if (value instanceof CredentialError) throw value
+      if (value !== undefined) return value
+    }
+    return undefined
+  }
+
+  async describe(name: string): Promise<CredentialDescription> {
+    checkCredentialName(name)
+    const layers: CredentialLayer[] = []
+    const holding: CredentialLayer[] = []
+    for (const layer of this.layers) {
+      const read: LayerRead = await layer.read()
+      const info: CredentialLayer = { ...layer.info, status: read.status }
+      if (read.status === 'refused' || read.status === 'malformed') info.problem = read.error.message
+      if (read.status === 'ok') {
+        const value = read.values.get(name)
+        if (value instanceof CredentialError) {
+          info.status = 'malformed'
+          info.problem = value.message
+        } else if (value !== undefined) holding.push(info)
+      }
+      layers.push(info)
+    }
+    return { name, configured: holding.length > 0, source: holding[0], shadowed: holding.slice(1), layers }
+  }
+
+  /** Writes to the credentials file (created 0600). A higher layer holding the name still wins on `get`. */
+  async set(name: string, value: string): Promise<void> {
+    checkCredentialName(name)
+    if (typeof value !== 'string' || value === '') {
+      throw new CredentialError('INVALID_VALUE', `credentials.set(${name}): the value must be a non-empty string (use unset to remove it)`, { credential: name })
+    }
+    await this.edit(name, (doc) => void doc.set(name, value))
+  }
+
+  async unset(name: string): Promise<void> {
+    checkCredentialName(name)
+    await this.edit(name, (doc) => void doc.delete(name))
+  }
+
+  private edit(name: string, change: (doc: ReturnType<typeof parseCredentialsFile>['doc']) => void): Promise<void> {
+    const path = this.paths.credentialsFile
+    const run = this.writes.tail.then(async () => {
+      let text = ''
+      try {
+        const info = await stat(path)
+        if (info.mode & 0o077) throw new CredentialError('INSECURE_FILE', insecureMessage(path, info.mode), { path, credential: name })
+        text = await readFile(path, 'utf8')
+      } catch (error) {
+        if (error instanceof CredentialError) throw error
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
+          throw new CredentialError('MALFORMED_FILE', `cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`, { path })
+        }
+      }
+      const { doc, error } = parseCredentialsFile(path, text)
+      if (error) throw new CredentialError(error.code, `${error.message}; nothing was written`, { path, credential: name })
+      if (doc.contents === null) doc.contents = doc.createNode({}) as never
+      change(doc)
+      await mkdir(dirname(path), { recursive: true, mode: 0o700 })
+      await writeSecretFile(path, doc.toString({ lineWidth: 0 }))
+    })
+    this.writes.tail = run.catch(() => {})
+    return run
+  }
+}
