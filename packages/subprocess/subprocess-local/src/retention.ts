@@ -92,9 +92,10 @@ export class OutputRetention {
     const dir = this.spec.spillDir as string
     const name = `${this.spec.spillPrefix ?? 'output'}-${Date.now()}-${randomBytes(4).toString('hex')}.log`
     try {
-      mkdirSync(dir, { recursive: true })
+      // Output may contain secrets: the directory and files are private to this user.
+      mkdirSync(dir, { recursive: true, mode: 0o700 })
       this.spillPath = join(dir, name)
-      const stream = createWriteStream(this.spillPath, { flags: 'wx', highWaterMark: SPILL_HIGH_WATER })
+      const stream = createWriteStream(this.spillPath, { flags: 'wx', mode: 0o600, highWaterMark: SPILL_HIGH_WATER })
       stream.on('error', (error) => {
         this.spillError = error.message
         this.releaseDrain()

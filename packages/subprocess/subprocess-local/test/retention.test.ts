@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { OutputRetention } from '../src/index.ts'
@@ -32,6 +32,7 @@ describe('OutputRetention', () => {
     expect(Buffer.from(s.tail).toString()).toBe('pqr')
     expect(s.retainedBytes).toBe(7)
     expect(readFileSync(s.spillPath!, 'utf8')).toBe('abcdefghijklmnopqr')
+    expect(statSync(s.spillPath!).mode & 0o777).toBe(0o600)
   })
 
   it('without a spill directory keeps head and tail only', async () => {
