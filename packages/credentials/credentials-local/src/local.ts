@@ -1,7 +1,7 @@
 // LocalCredentials: `ctx.credentials` over the inherited environment, a project `.env`,
 // `$DSH_HOME/.env` and `$DSH_HOME/.credentials.yaml`, in that precedence.
 import { mkdir, readFile, stat } from 'node:fs/promises'
-import { dirname, isAbsolute, join, resolve } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { Context } from 'cordis'
 import Schema from 'schemastery'
 import { homeLayout, resolveDshHome } from '@dsh/home-paths'
@@ -42,11 +42,12 @@ export interface ResolvedPaths {
 /** The explicit defaulting step for every file this provider reads. */
 export function resolvePaths(config: Partial<LocalCredentialsConfig>, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): ResolvedPaths {
   const layout = homeLayout(config.home ? resolveDshHome({ DSH_HOME: config.home }) : resolveDshHome(env))
-  const file = config.credentialsFile
+  // resolveDshHome doubles as the path expander: `~`, `~/x` and relative paths become absolute.
+  const expand = (path: string) => resolveDshHome({ DSH_HOME: path })
   return {
-    projectEnv: config.projectEnv === false ? undefined : join(resolve(config.cwd ?? cwd), '.env'),
+    projectEnv: config.projectEnv === false ? undefined : join(config.cwd ? expand(config.cwd) : resolve(cwd), '.env'),
     homeEnv: layout.env,
-    credentialsFile: file ? (isAbsolute(file) ? file : resolve(file)) : layout.credentials,
+    credentialsFile: config.credentialsFile ? expand(config.credentialsFile) : layout.credentials,
   }
 }
 

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { Context, type Message as LogMessage } from 'cordis'
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, existsSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { CredentialError } from '@dsh/credentials'
 import LocalCredentials, { resolvePaths, type LocalCredentialsConfig } from '../src/index.ts'
@@ -53,6 +53,10 @@ describe('resolvePaths', () => {
   it('puts .env and .credentials.yaml under $DSH_HOME and the project .env in the cwd', () => {
     expect(resolvePaths({}, { DSH_HOME: '/h' }, '/p')).toEqual({ projectEnv: '/p/.env', homeEnv: '/h/.env', credentialsFile: '/h/.credentials.yaml' })
     expect(resolvePaths({ projectEnv: false, credentialsFile: '/c.yaml' }, { DSH_HOME: '/h' }, '/p')).toEqual({ homeEnv: '/h/.env', credentialsFile: '/c.yaml' })
+    expect(resolvePaths({ cwd: '~/proj', credentialsFile: '~/k.yaml' }, { DSH_HOME: '/h' }, '/p')).toMatchObject({
+      projectEnv: join(homedir(), 'proj', '.env'),
+      credentialsFile: join(homedir(), 'k.yaml'),
+    })
   })
 })
 

@@ -1,7 +1,7 @@
 // FileSettings: `ctx.settings` over one YAML (or JSON) document on disk.
 import { watch, type FSWatcher } from 'node:fs'
 import { mkdir, readFile, stat } from 'node:fs/promises'
-import { basename, dirname, isAbsolute, resolve } from 'node:path'
+import { basename, dirname } from 'node:path'
 import { Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import { homeLayout, resolveDshHome } from '@dsh/home-paths'
@@ -43,7 +43,8 @@ export const Config: Schema<Partial<FileSettingsConfig>, FileSettingsConfig> = S
 
 /** The explicit defaulting step for the file location. */
 export function resolveSettingsPath(config: Pick<FileSettingsConfig, 'path' | 'home'>, env: NodeJS.ProcessEnv = process.env): string {
-  if (config.path) return isAbsolute(config.path) ? config.path : resolve(config.path)
+  // resolveDshHome doubles as the path expander: `~`, `~/x` and relative paths become absolute.
+  if (config.path) return resolveDshHome({ DSH_HOME: config.path })
   const home = config.home ? resolveDshHome({ DSH_HOME: config.home }) : resolveDshHome(env)
   return homeLayout(home).settings
 }

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { Context, type Message as LogMessage } from 'cordis'
 import Schema from 'schemastery'
 import { chmodSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync, renameSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { SettingsError, SettingsValidationError, type SettingsChange } from '@dsh/settings'
 import FileSettings, { resolveSettingsPath, type FileSettingsConfig } from '../src/index.ts'
@@ -57,6 +57,7 @@ describe('resolveSettingsPath', () => {
     expect(resolveSettingsPath({ path: '/etc/dsh.yaml' }, { DSH_HOME: '/x' })).toBe('/etc/dsh.yaml')
     expect(resolveSettingsPath({ home: '/y' }, {})).toBe('/y/settings.yaml')
     expect(resolveSettingsPath({}, {})).toMatch(/\.dsh\/settings\.yaml$/)
+    expect(resolveSettingsPath({ path: '~/conf/dsh.yaml' }, {})).toBe(join(homedir(), 'conf/dsh.yaml'))
   })
 })
 
