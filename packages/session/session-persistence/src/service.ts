@@ -89,7 +89,7 @@ export abstract class SessionPersistence extends Service {
     super(ctx, 'sessionPersistence')
     this.windowMs = config.batchWindowMs ?? 20
     for (const entry of config.eventTypes ?? []) this.addType(entry.type, { ignorable: entry.ignorable })
-    ctx.effect(() => () => void this.shutdown(), 'session-persistence: close writers')
+    ctx.effect(() => () => this.shutdown(), 'session-persistence: close writers')
   }
 
   // ---- backend primitives ----
@@ -326,7 +326,8 @@ export abstract class SessionPersistence extends Service {
   private finish(sessionId: SessionId, read: BackendReadResult): LoadedSession {
     this.checkTypes(sessionId, read.records)
     const events = read.records.map((record) => record.event as AnySessionEvent)
-    const plan = planRepair(events, Date.now())
+    // Repairs carry the time of the last stored event, so inspect() is deterministic.
+    const plan = planRepair(events, events.at(-1)?.time ?? read.header.createdAt)
     const warnings: string[] = []
     if (read.tornTail) warnings.push(`session ${sessionId}: torn tail at offset ${read.tornTail.offset} (${read.tornTail.dropped} dropped): ${read.tornTail.reason}`)
     warnings.push(...describeRepairs(sessionId, plan.repairs))
