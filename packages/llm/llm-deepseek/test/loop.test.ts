@@ -1,0 +1,64 @@
+// The adapter inside a real agent loop with @dsh/llm-retry: the acceptance path for
+// "a 429 with Retry-After then success (retried, logged)" and "a 400 (not retried)".
+import { afterEach, describe, expect, it } from 'vitest'
+import type { Message as LogMessage } from 'cordis'
+import { createHarness, type Harness } from '@dsh/agent-loop-testkit'
+import { startMockServer, type MockServer, type MockStep } from '@dsh/llm-mock-server'
+import * as Retry from '@dsh/llm-retry'
+import * as DeepSeek from '../src/index.ts'
+
+const ENV = 'DSH_TEST_LOOP_DEEPSEEK_KEY'
+let server: MockServer | undefined
+let harness: Harness | undefined
+
+afterEach(async () => {
+  await harness?.dispose()
+  await server?.close()
+  harness = undefined
+  server = undefined
+  delete process.env[ENV]
+})
+
+async function run(steps: MockStep[], prompt: string) {
+  server = await startMockServer({ steps })
+  process.env[ENV] = 'sk-loop'
+  harness = await createHarness({
+    plugins: [
+      [DeepSeek, { baseURL: server.baseURL, apiKeyEnv: ENV }],
+      // Retry-After from the server still wins over these tiny backoff figures.
+      [Retry, { initialDelayMs: 1, maxDelayMs: 5, jitter: 0 }],
+    ],
+  })
+  const logs: LogMessage[] = []
+  harness.ctx.logger.exporter({ levels: { default: 3 }, export: (m) => void logs.push(m) })
+  const agent = harness.ctx.agents.create({ cwd: process.cwd(), model: { provider: 'deepseek-official', model: 'deepseek-v4-flash' } })
+  const result = await agent.send(prompt)
+  await agent.dispose()
+  return { result, logs: logs.filter((m) => m.name === 'llm-retry') }
+}
+
+describe('llm-deepseek in the agent loop with llm-retry', () => {
+  it('retries a 429 after its Retry-After, logs it, and then answers', async () => {
+    const { result, logs } = await run([{ error: { status: 429, retryAfter: 1, message: 'Rate limit reached' } }, { text: 'Here you go.' }], 'hi')
+    expect(result).toMatchObject({ reason: 'completed', text: 'Here you go.' })
+    expect(server!.requests.map((r) => r.outcome)).toEqual(['served', 'served'])
+    expect(logs).toHaveLength(1)
+    // The delay honoured the server's Retry-After (1 s) rather than the 1 ms backoff.
+    expect(logs[0].args).toEqual(expect.arrayContaining(['deepseek-official', 1000, 'RATE_LIMIT']))
+  })
+
+  it('does not retry a 400', async () => {
+    const { result, logs } = await run([{ error: { status: 400, message: 'Invalid request' } }, { text: 'never' }], 'hi')
+    expect(result.reason).toBe('error')
+    expect(result.error).toMatchObject({ code: 'BAD_REQUEST' })
+    expect(server!.requests).toHaveLength(1)
+    expect(logs).toHaveLength(0)
+  })
+
+  it('retries a reset stream and sends the same history again', async () => {
+    const { result } = await run([{ events: [{ text: 'par' }, { delayMs: 20 }, { reset: true }] }, { text: 'whole answer' }], 'hi')
+    expect(result).toMatchObject({ reason: 'completed', text: 'whole answer' })
+    const [first, second] = server!.requests.map((r) => (r.body as { messages: unknown[] }).messages)
+    expect(second).toEqual(first)
+  })
+})
