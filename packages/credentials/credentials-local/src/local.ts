@@ -87,7 +87,7 @@ export class LocalCredentials extends CredentialsService {
   async describe(name: string): Promise<CredentialDescription> {
     checkCredentialName(name)
     const layers: CredentialLayer[] = []
-    const holding: CredentialLayer[] = []
+    const holding: { layer: CredentialLayer; value: string }[] = []
     for (const layer of this.layers) {
       const read: LayerRead = await layer.read()
       const info: CredentialLayer = { ...layer.info, status: read.status }
@@ -97,11 +97,17 @@ export class LocalCredentials extends CredentialsService {
         if (value instanceof CredentialError) {
           info.status = 'malformed'
           info.problem = value.message
-        } else if (value !== undefined) holding.push(info)
+        } else if (value !== undefined) holding.push({ layer: info, value })
       }
       layers.push(info)
     }
-    return { name, configured: holding.length > 0, source: holding[0], shadowed: holding.slice(1), layers }
+    // The launcher copies `.env` entries into process.env (without overriding). An environment
+    // value identical to a `.env` file's is attributed to that file: `get()` returns the same
+    // value either way, and the file is where the user would change it.
+    const dotenv = holding.find((entry) => entry.layer.id === 'project-env' || entry.layer.id === 'home-env')
+    if (holding[0]?.layer.id === 'env' && dotenv && dotenv.value === holding[0].value) holding.shift()
+    const found = holding.map((entry) => entry.layer)
+    return { name, configured: found.length > 0, source: found[0], shadowed: found.slice(1), layers }
   }
 
   /** Writes to the credentials file (created 0600). A higher layer holding the name still wins on `get`. */

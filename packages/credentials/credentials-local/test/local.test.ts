@@ -86,6 +86,16 @@ describe('precedence', () => {
     expect((await credentials.describe(NAME)).configured).toBe(false)
   })
 
+  it('attributes an environment value copied from a .env file (by the launcher) to that file', async () => {
+    writeFileSync(join(home, '.env'), `${NAME}=same\n`)
+    process.env[NAME] = 'same'
+    const credentials = await boot()
+    expect(await credentials.get(NAME)).toBe('same')
+    expect((await credentials.describe(NAME)).source?.id).toBe('home-env')
+    process.env[NAME] = 'exported'
+    expect((await credentials.describe(NAME)).source?.id).toBe('env')
+  })
+
   it('treats a blank value as unset so a lower layer is used', async () => {
     process.env[NAME] = ''
     writeFileSync(join(project, '.env'), `${NAME}=\n`)
