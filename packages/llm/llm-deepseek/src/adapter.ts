@@ -96,18 +96,18 @@ export class DeepSeekAdapter implements LlmAdapter {
       }, idleMs)
     }
     const disarm = () => clearTimeout(timer)
+    const withProvider = (error: LlmError): LlmError =>
+      error.provider
+        ? error
+        : new LlmError(error.code, error.message, { status: error.status, provider: this.provider, retryAfterMs: error.retryAfterMs, cause: error.cause })
     const fault = (cause: unknown, phase: 'connect' | 'read'): LlmError => {
       if (stop === 'abort') return aborted()
       if (stop === 'idle') {
         return new LlmError('TIMEOUT', `${PROVIDER_LABEL} sent nothing for ${idleMs} ms (streamIdleTimeoutMs)`, { provider: this.provider })
       }
-      if (LlmError.is(cause)) return cause
-      return transportError(cause, phase)
+      if (LlmError.is(cause)) return withProvider(cause)
+      return withProvider(transportError(cause, phase))
     }
-    const withProvider = (error: LlmError): LlmError =>
-      error.provider
-        ? error
-        : new LlmError(error.code, error.message, { status: error.status, provider: this.provider, retryAfterMs: error.retryAfterMs, cause: error.cause })
 
     let reader: ReadableStreamDefaultReader<string> | undefined
     try {

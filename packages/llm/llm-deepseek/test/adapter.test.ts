@@ -223,7 +223,7 @@ describe('DeepSeekAdapter over the mock server', () => {
     extra = undefined
     const adapter = createAdapter(config({ baseURL: `http://127.0.0.1:${port}` }), () => KEY)
     const { error } = await failure(adapter)
-    expect(error.code).toBe('TRANSPORT')
+    expect(error).toMatchObject({ code: 'TRANSPORT', provider: 'deepseek-official' })
     expect(error.message).toMatch(/ECONNREFUSED/)
   })
 
