@@ -187,9 +187,9 @@ export class FileSettings extends SettingsService {
    * edits not yet observed are kept), edit the document, validate, write atomically, publish.
    */
   private write(namespace: string, edit: (doc: Document) => void, options?: SettingsWriteOptions): Promise<void> {
-    return this.serial(() =>
-      withFileLock(this.path, { timeoutMs: this.config.lockTimeoutMs, staleMs: this.config.lockStaleMs }, async () => {
-        await mkdir(dirname(this.path), { recursive: true })
+    return this.serial(async () => {
+      await mkdir(dirname(this.path), { recursive: true })
+      return withFileLock(this.path, { timeoutMs: this.config.lockTimeoutMs, staleMs: this.config.lockStaleMs }, async () => {
         const text = await readText(this.path)
         const { doc, problem } = parseSettings(text)
         if (problem) {
@@ -214,8 +214,8 @@ export class FileSettings extends SettingsService {
       }).catch((error: Error & { code?: string }) => {
         if (error.code === 'LOCK_TIMEOUT') throw new SettingsError('LOCK_TIMEOUT', error.message)
         throw error
-      }),
-    )
+      })
+    })
   }
 
   async update(namespace: string, patch: SettingsPatch, options?: SettingsWriteOptions): Promise<void> {

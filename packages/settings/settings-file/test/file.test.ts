@@ -236,6 +236,13 @@ describe('settings-file', () => {
     await ctx.settings.update('a', { v: 1 })
   })
 
+  it('creates a missing directory for the file on the first update', async () => {
+    const path = join(home, 'nested', 'dir', 'settings.yaml')
+    const { ctx } = await boot({ path, watch: false })
+    await ctx.settings.update('a', { v: 1 })
+    expect(readFileSync(path, 'utf8')).toBe('a:\n  v: 1\n')
+  })
+
   it('keeps a .json settings file as JSON', async () => {
     const path = join(home, 'settings.json')
     writeFileSync(path, '{"a": {"v": 1}}')
