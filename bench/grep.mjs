@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // The `grep` tool's execute() versus the same rg argv run directly (spawn, read all stdout, exit)
 // on a generated tree. Both sides run the identical command, so the ratio is the tool's own cost:
-// argv building, line parsing up to the cap, counting past it, formatting. Target: within 1.2x.
+// the subprocess seam (subprocess-local: process group, env scrub), line parsing up to the cap,
+// counting past it, formatting. Target: within 1.2x.
 // BENCH_FILES (default 20000), BENCH_RUNS (default 15), BENCH_PATTERN (default "needle\\d+").
 import { register } from 'tsx/esm/api'
 import { spawn } from 'node:child_process'
@@ -13,6 +14,7 @@ import { performance } from 'node:perf_hooks'
 register()
 const { Context } = await import('cordis')
 const { default: ToolRegistry } = await import('../packages/core/tools/src/index.ts')
+const { default: LocalSubprocess } = await import('../packages/subprocess/subprocess-local/src/index.ts')
 const Search = await import('../packages/fs/tool-fs-search/src/index.ts')
 
 const FILES = Number(process.env.BENCH_FILES ?? 20000)
@@ -30,6 +32,7 @@ for (let d = 0; d < Math.ceil(FILES / 100); d++) {
 
 const ctx = new Context()
 await ctx.plugin(ToolRegistry, ToolRegistry.Config({}))
+await ctx.plugin(LocalSubprocess, LocalSubprocess.Config({}))
 await ctx.plugin(Search, Search.Config({}))
 const tool = ctx.tools.get('grep')
 const config = Search.Config({})

@@ -9,6 +9,7 @@ import { isAbsolute, relative, resolve } from 'node:path'
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { ToolCallContext, ToolOutput } from '@dsh/tools'
+import type {} from '@dsh/subprocess'
 import { RG_PATH, runRg, type RgOutcome } from './rg.ts'
 
 export { RG_PATH, runRg, type RgOptions, type RgOutcome } from './rg.ts'
@@ -38,7 +39,7 @@ export const Config: Schema<Partial<ToolFsSearchConfig>, ToolFsSearchConfig> = S
 })
 
 export const name = 'tool-fs-search'
-export const inject = ['tools']
+export const inject = ['tools', 'subprocess']
 
 function fail(code: string, message: string): ToolOutput {
   return { content: `Error [${code}]: ${message}`, isError: true, error: { code, message } }
@@ -104,7 +105,7 @@ export function globArgs(config: ToolFsSearchConfig, pattern: string, target: st
 }
 
 function rgFailure(outcome: RgOutcome, what: 'pattern' | 'include' | 'glob'): ToolOutput | undefined {
-  if (outcome.spawnError) return fail('RG_UNAVAILABLE', `ripgrep could not be started (${outcome.spawnError.message}).`)
+  if (outcome.spawnError) return fail('RG_UNAVAILABLE', `ripgrep could not be started (${outcome.spawnError}).`)
   const stderr = outcome.stderr.trim()
   if (/regex parse error|error parsing regex|regex.*(too big|size limit)/i.test(stderr)) {
     return fail('INVALID_REGEX', `the pattern is not a valid regular expression (Rust regex syntax). ripgrep said:\n${stderr}\nFix the pattern; escape literal characters such as ( [ { . * + ? with a backslash.`)
@@ -148,7 +149,7 @@ export function apply(ctx: Context, config: ToolFsSearchConfig): void {
       const files: string[] = []
       let bytes = 0
       let byteCapped = false
-      const outcome = await runRg(globArgs(config, args.pattern, target.arg), {
+      const outcome = await runRg(ctx.subprocess, globArgs(config, args.pattern, target.arg), {
         cwd: call.cwd,
         signal: call.signal,
         timeoutMs: config.timeoutMs,
@@ -207,7 +208,7 @@ export function apply(ctx: Context, config: ToolFsSearchConfig): void {
       let bytes = 0
       let byteCapped = false
       let lastFile: string | undefined
-      const outcome = await runRg(grepArgs(config, args.pattern, target.arg, args.include), {
+      const outcome = await runRg(ctx.subprocess, grepArgs(config, args.pattern, target.arg, args.include), {
         cwd: call.cwd,
         signal: call.signal,
         timeoutMs: config.timeoutMs,

@@ -1,6 +1,7 @@
-// Runs the packaged ripgrep binary with a fixed argv (no shell) and streams its stdout in lines.
-import { spawn } from 'node:child_process'
+// Runs the packaged ripgrep binary through the `ctx.subprocess` seam with a fixed argv (no shell)
+// and streams its stdout in lines.
 import { rgPath } from '@vscode/ripgrep'
+import type { SubprocessService } from '@dsh/subprocess'
 
 /** Absolute path of the ripgrep binary shipped in `@vscode/ripgrep`'s platform package. */
 export const RG_PATH: string = rgPath
@@ -22,81 +23,70 @@ export interface RgOutcome {
   stderr: string
   timedOut: boolean
   /** The process could not be started at all. */
-  spawnError?: Error
+  spawnError?: string
 }
 
 const STDERR_CAP = 16 * 1024
 
-function scrubbedEnv(): NodeJS.ProcessEnv {
-  const env = { ...process.env }
-  // `--no-config` already ignores it; dropping it too keeps the child's view plain.
-  delete env.RIPGREP_CONFIG_PATH
-  return env
-}
+export async function runRg(subprocess: SubprocessService, argv: readonly string[], options: RgOptions): Promise<RgOutcome> {
+  let lines = 0
+  let parsing = true
+  let stderr = ''
+  let timedOut = false
+  let pending: Buffer | undefined
 
-export function runRg(argv: readonly string[], options: RgOptions): Promise<RgOutcome> {
-  return new Promise((resolve) => {
-    let lines = 0
-    let parsing = true
-    let stderr = ''
-    let timedOut = false
-    let pending: Buffer | undefined
-    let settled = false
-    const child = spawn(RG_PATH, argv as string[], {
-      cwd: options.cwd,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: scrubbedEnv(),
-      windowsHide: true,
-    })
-    const kill = () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+  const countRest = (buffer: Uint8Array, from: number) => {
+    for (let at = buffer.indexOf(10, from); at !== -1; at = buffer.indexOf(10, at + 1)) lines++
+  }
+  const consume = (chunk: Uint8Array) => {
+    if (!parsing) return countRest(chunk, 0)
+    const buffer = pending ? Buffer.concat([pending, chunk]) : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+    pending = undefined
+    let start = 0
+    for (let at = buffer.indexOf(10); at !== -1; at = buffer.indexOf(10, start)) {
+      lines++
+      parsing = options.onLine(buffer.toString('utf8', start, at))
+      start = at + 1
+      if (!parsing) return countRest(buffer, start)
     }
-    const timer = setTimeout(() => {
-      timedOut = true
-      kill()
-    }, options.timeoutMs)
-    const onAbort = () => kill()
-    options.signal?.addEventListener('abort', onAbort, { once: true })
-    if (options.signal?.aborted) kill()
+    // Copy the remainder: the provider may reuse the chunk's memory.
+    if (start < buffer.length) pending = Buffer.from(buffer.subarray(start))
+  }
 
-    const consume = (chunk: Buffer) => {
-      let start = 0
-      if (!parsing) {
-        for (let at = chunk.indexOf(10); at !== -1; at = chunk.indexOf(10, at + 1)) lines++
-        return
-      }
-      let buffer = chunk
-      if (pending) {
-        buffer = Buffer.concat([pending, chunk])
-        pending = undefined
-      }
-      for (let at = buffer.indexOf(10); at !== -1; at = buffer.indexOf(10, start)) {
-        lines++
-        if (parsing) parsing = options.onLine(buffer.toString('utf8', start, at))
-        start = at + 1
-        if (!parsing) {
-          for (let rest = buffer.indexOf(10, start); rest !== -1; rest = buffer.indexOf(10, rest + 1)) lines++
-          return
-        }
-      }
-      if (start < buffer.length) pending = buffer.subarray(start)
-    }
-    child.stdout.on('data', consume)
-    child.stderr.on('data', (chunk: Buffer) => {
-      if (stderr.length < STDERR_CAP) stderr += chunk.toString('utf8')
-    })
-    const finish = (code: number | null, spawnError?: Error) => {
-      if (settled) return
-      settled = true
-      clearTimeout(timer)
-      options.signal?.removeEventListener('abort', onAbort)
-      if (pending && parsing) {
-        lines++
-        options.onLine(pending.toString('utf8'))
-      } else if (pending) lines++
-      resolve({ code, lines, stderr: stderr.slice(0, STDERR_CAP), timedOut, ...(spawnError ? { spawnError } : {}) })
-    }
-    child.on('error', (error) => finish(null, error))
-    child.on('close', (code) => finish(code))
+  const handle = subprocess.spawn({
+    file: RG_PATH,
+    args: [...argv],
+    cwd: options.cwd,
+    // `--no-config` already ignores it; removing it too keeps the child's view plain.
+    env: { set: { RIPGREP_CONFIG_PATH: undefined } },
+    kill: { graceMs: 200 },
+    signal: options.signal,
+    stdin: 'ignore',
+    stderr: 'pipe',
+    retentionMode: 'none',
   })
+  handle.onOutput((chunk) => {
+    if (chunk.stream === 'stdout') consume(chunk.data)
+    else if (stderr.length < STDERR_CAP) stderr += Buffer.from(chunk.data).toString('utf8')
+  })
+  const timer = setTimeout(() => {
+    timedOut = true
+    handle.signal('SIGKILL')
+  }, options.timeoutMs)
+  try {
+    const exit = await handle.exited
+    if (pending) {
+      lines++
+      if (parsing) options.onLine(pending.toString('utf8'))
+    }
+    return {
+      code: exit.code,
+      lines,
+      stderr: stderr.slice(0, STDERR_CAP),
+      timedOut,
+      ...(exit.spawnError ? { spawnError: `${exit.spawnError.code}: ${exit.spawnError.message}` } : {}),
+    }
+  } finally {
+    clearTimeout(timer)
+  }
 }

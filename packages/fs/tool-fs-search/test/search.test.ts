@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createHarness, type Harness } from '@dsh/agent-loop-testkit'
 import type { ToolResultPayload } from '@dsh/tools'
+import LocalSubprocess from '@dsh/subprocess-local'
 import * as Search from '../src/index.ts'
 
 let dir: string
@@ -32,7 +33,7 @@ beforeAll(async () => {
     mkdirSync(sub, { recursive: true })
     for (let f = 0; f < 100; f++) writeFileSync(join(sub, `f${String(f).padStart(2, '0')}.txt`), `line one\nneedle ${d}-${f}\n`)
   }
-  harness = await createHarness({ cwd: small, plugins: [[Search, {}]] })
+  harness = await createHarness({ cwd: small, plugins: [[LocalSubprocess, {}], [Search, {}]] })
 }, 60_000)
 afterAll(async () => {
   await harness?.dispose()
@@ -138,7 +139,7 @@ describe('grep', () => {
   it('runs through the agent loop and is unloaded with its plugin', async () => {
     const local = await createHarness({
       cwd: join(dir, 'small'),
-      plugins: [[Search, {}]],
+      plugins: [[LocalSubprocess, {}], [Search, {}]],
       script: [{ toolCalls: [{ name: 'grep', arguments: { pattern: 'TODO' } }, { name: 'glob', arguments: { pattern: '*.md' } }] }, { text: 'ok' }],
     })
     try {
