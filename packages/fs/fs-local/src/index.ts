@@ -22,7 +22,7 @@ export interface LocalFileSystemConfig {
 export const TEMP_SUFFIX = '.dsh-tmp'
 
 export class LocalFileSystem extends FileSystem {
-  static Config: Schema<LocalFileSystemConfig> = Schema.object({
+  static Config: Schema<Partial<LocalFileSystemConfig>, LocalFileSystemConfig> = Schema.object({
     durable: Schema.boolean().default(true).description('fsync the temp file before the rename and the directory after it.'),
     chunkBytes: Schema.natural()
       .min(4096)

@@ -14,7 +14,7 @@ let ctx: Context
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'dsh-fs-local-'))
   ctx = new Context()
-  await ctx.plugin(LocalFileSystem, {})
+  await ctx.plugin(LocalFileSystem, LocalFileSystem.Config({}))
 })
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 

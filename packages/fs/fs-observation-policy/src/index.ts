@@ -17,7 +17,7 @@ export interface ObservationPolicyConfig {
   maxPathsPerSession: number
 }
 
-export const Config: Schema<ObservationPolicyConfig> = Schema.object({
+export const Config: Schema<Partial<ObservationPolicyConfig>, ObservationPolicyConfig> = Schema.object({
   trustMtime: Schema.boolean()
     .default(true)
     .description('Treat an unchanged size and mtime as unchanged content (no re-hash). Off: hash the file before every guarded write.'),

@@ -14,8 +14,8 @@ let policy: { dispose(): Promise<unknown> }
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'dsh-fs-policy-'))
   ctx = new Context()
-  await ctx.plugin(LocalFileSystem, {})
-  const fiber = ctx.plugin(Policy, {})
+  await ctx.plugin(LocalFileSystem, LocalFileSystem.Config({}))
+  const fiber = ctx.plugin(Policy, Policy.Config({}))
   await fiber
   policy = fiber as never
 })
