@@ -136,6 +136,18 @@ describe('grep', () => {
     expect(result.meta).toMatchObject({ total: 100000, shown: 500, capped: true })
   })
 
+  it('cancelling a call kills rg and answers CANCELLED', async () => {
+    const controller = new AbortController()
+    const pending = harness.ctx.tools.execute(
+      { callId: 'cancel', name: 'grep', arguments: JSON.stringify({ pattern: 'needle' }) },
+      { cwd: big, signal: controller.signal },
+    )
+    setTimeout(() => controller.abort(new Error('user pressed stop')), 20)
+    const result = await pending
+    expect(result.error?.code).toBe('CANCELLED')
+    expect(text(result)).toContain('user pressed stop')
+  })
+
   it('runs through the agent loop and is unloaded with its plugin', async () => {
     const local = await createHarness({
       cwd: join(dir, 'small'),
