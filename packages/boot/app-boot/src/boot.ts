@@ -19,6 +19,10 @@ declare module 'cordis' {
   interface Context {
     bootInfo: BootInfo
   }
+  interface Events {
+    /** Emitted once after every row of the composition is active (never for a failed boot). */
+    'app/ready'(): void | Promise<void>
+  }
 }
 
 export type BootFailureKind = 'resolve' | 'disabled' | 'import' | 'config' | 'apply' | 'inject'
@@ -237,5 +241,8 @@ export async function bootComposition(comp: Composition, opts: BootOptions = {})
     const roots = failures.filter((f) => f.kind !== 'inject')
     throw new BootError(roots.length ? roots : failures)
   }
+  // Every row is active: surfaces that drive the whole tree (the headless runner, servers)
+  // start from here rather than from their own apply, so they never race a sibling row.
+  await ctx.parallel('app/ready')
   return { ctx, loader, exited, dispose }
 }

@@ -1,0 +1,244 @@
+// The one-shot runner: reads the task from the app arguments, runs one agent turn in the current
+// directory, prints the result to stdout and exits 0 when the turn completed, 1 otherwise.
+// Nothing but the result (or the stream-json events) goes to stdout; diagnostics go to stderr.
+import { readFileSync } from 'node:fs'
+import { parseArgs } from 'node:util'
+import type { Context } from 'cordis'
+import Schema from 'schemastery'
+import type { Agent, ModelSelection, TurnResult } from '@dsh/agent'
+import type { Session, SessionEvent } from '@dsh/session'
+
+export const name = 'headless-runner'
+// Cordis injections are all required; the optional services (cmdlineArgs, agentDefaultModel,
+// sessionPersistence, loader) are read with ctx.get() when the run starts.
+export const inject = ['agents', 'llm', 'sessions']
+
+export type OutputFormat = 'text' | 'json' | 'stream-json'
+export interface Config {
+  /** Overrides the task from the command line. */
+  task?: string
+  outputFormat: OutputFormat
+  maxSteps?: number
+  /** Start when the app reports ready (default); false starts at once (for embedding in tests). */
+  waitForReady: boolean
+}
+
+export const Config: Schema<Config> = Schema.object({
+  task: Schema.string().description('Task text; default: the positional app arguments.'),
+  outputFormat: Schema.union(['text', 'json', 'stream-json'] as const).default('text'),
+  maxSteps: Schema.natural().min(1),
+  waitForReady: Schema.boolean().default(true),
+})
+
+export const HELP = `Usage: dsh --profile headless [options] "task"
+
+Runs one task with an agent in the current directory, prints the final answer to stdout and
+exits 0 when the turn completed, 1 when it did not (the reason goes to stderr).
+
+Options:
+  --output-format FMT  text (default): the final assistant text
+                       json: one JSON object {type, sessionId, result, reason, usage, turns, steps, durationMs}
+                       stream-json: one JSON line per session event as it happens, then the json result
+  --model [PROVIDER/]MODEL
+                       model to use (default: the agent-default-model row); PROVIDER defaults to the
+                       default provider
+  --max-steps N        most model requests the turn may take (default: the agent-loop row)
+  --resume ID          continue the stored session ID (needs a session-persistence row)
+  --continue           continue the latest stored session of this directory
+  -h, --help           show this help
+
+The task "-" reads the task from standard input.
+Exit status: 0 completed, 1 the turn did not complete or the run failed, 2 usage error.
+`
+
+export class UsageError extends Error {}
+
+export interface HeadlessOptions {
+  task: string
+  outputFormat: OutputFormat
+  model?: string
+  maxSteps?: number
+  resume?: string
+  continue: boolean
+  help: boolean
+}
+
+/** Parses the app arguments. Throws UsageError with a one-line message for a mistake. */
+export function parseHeadlessArgs(argv: readonly string[], readStdin: () => string = () => readFileSync(0, 'utf8')): HeadlessOptions {
+  let parsed
+  try {
+    parsed = parseArgs({
+      args: [...argv],
+      allowPositionals: true,
+      strict: true,
+      options: {
+        'output-format': { type: 'string' },
+        model: { type: 'string' },
+        'max-steps': { type: 'string' },
+        resume: { type: 'string' },
+        continue: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    })
+  } catch (error) {
+    const message = (error as Error).message.split('\n')[0].replace(/\. To specify a positional.*$/, '')
+    throw new UsageError(`${message} (see: dsh --profile headless --help)`)
+  }
+  const { values, positionals } = parsed
+  const help = values.help ?? false
+  const outputFormat = (values['output-format'] ?? 'text') as OutputFormat
+  if (!['text', 'json', 'stream-json'].includes(outputFormat)) {
+    throw new UsageError(`--output-format must be text, json or stream-json, not '${outputFormat}'`)
+  }
+  let maxSteps: number | undefined
+  if (values['max-steps'] !== undefined) {
+    maxSteps = Number(values['max-steps'])
+    if (!Number.isInteger(maxSteps) || maxSteps < 1) throw new UsageError(`--max-steps must be a positive integer, not '${values['max-steps']}'`)
+  }
+  if (values.resume !== undefined && values.continue) throw new UsageError('--resume and --continue cannot be combined')
+  let task = positionals.join(' ')
+  if (task === '-') task = readStdin()
+  if (!help && task.trim() === '') throw new UsageError('no task given: dsh --profile headless "what to do" (or "-" to read it from stdin)')
+  return { task, outputFormat, model: values.model, maxSteps, resume: values.resume, continue: values.continue ?? false, help }
+}
+
+/** Resolves `--model` against the registered routes. Throws UsageError naming what exists. */
+export async function resolveModel(ctx: Context, spec: string | undefined, fallback: ModelSelection | undefined): Promise<ModelSelection> {
+  if (spec === undefined) {
+    if (!fallback) throw new UsageError('no model configured: pass --model PROVIDER/MODEL or add the agent-default-model row')
+    return fallback
+  }
+  const providers = ctx.llm.listProviders()
+  const slash = spec.indexOf('/')
+  let provider = fallback?.provider
+  let model = spec
+  if (slash > 0 && providers.includes(spec.slice(0, slash))) {
+    provider = spec.slice(0, slash)
+    model = spec.slice(slash + 1)
+  }
+  if (!provider || !providers.includes(provider)) {
+    throw new UsageError(`--model ${spec}: no provider route '${provider ?? '?'}'; registered: ${providers.join(', ') || '(none)'}`)
+  }
+  const info = await ctx.llm.resolveModelInfo(provider, model)
+  if (!info) {
+    const known = (await ctx.llm.listModels(provider)).map((m) => m.id)
+    throw new UsageError(`--model ${spec}: provider '${provider}' has no model '${model}'; known: ${known.join(', ') || '(none)'}`)
+  }
+  return { ...(fallback?.provider === provider ? fallback : {}), provider, model }
+}
+
+interface Io {
+  stdout: NodeJS.WritableStream
+  stderr: NodeJS.WritableStream
+}
+
+interface PersistenceLike {
+  latest?(cwd: string): Promise<{ id: string } | undefined> | { id: string } | undefined
+  open?(id: string): Promise<Session>
+}
+
+export async function runHeadless(ctx: Context, config: Config, io: Io): Promise<number> {
+  let options: HeadlessOptions
+  try {
+    options = parseHeadlessArgs(ctx.get('cmdlineArgs')?.argv ?? [])
+    if (config.task !== undefined) options.task = config.task
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.stderr.write(`dsh: ${error.message}\n`)
+      return 2
+    }
+    throw error
+  }
+  if (options.help) {
+    io.stdout.write(HELP)
+    return 0
+  }
+  if (config.task === undefined && options.outputFormat === 'text' && config.outputFormat !== 'text') {
+    options.outputFormat = config.outputFormat
+  }
+  const started = Date.now()
+  let model: ModelSelection
+  let session: Session | undefined
+  try {
+    model = await resolveModel(ctx, options.model, ctx.get('agentDefaultModel')?.get())
+    session = await openSession(ctx, options)
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.stderr.write(`dsh: ${error.message}\n`)
+      return 2
+    }
+    io.stderr.write(`dsh: ${(error as Error).message}\n`)
+    return 1
+  }
+  const agent: Agent = ctx.agents.create({
+    cwd: process.cwd(),
+    model,
+    session,
+    maxSteps: options.maxSteps ?? config.maxSteps,
+  })
+  const write = (line: unknown) => io.stdout.write(JSON.stringify(line) + '\n')
+  let off: (() => void) | undefined
+  if (options.outputFormat === 'stream-json') {
+    off = agent.session.subscribe((event: SessionEvent) => write({ type: 'event', sessionId: agent.session.id, event }))
+  }
+  let result: TurnResult
+  try {
+    result = await agent.send(options.task)
+    await agent.idle()
+  } finally {
+    off?.()
+  }
+  const turns = agent.session.events.filter((e) => e.type === 'turn/end').length
+  if (options.outputFormat === 'text') {
+    if (result.text) io.stdout.write(result.text.endsWith('\n') ? result.text : result.text + '\n')
+  } else {
+    write({
+      type: 'result',
+      sessionId: agent.session.id,
+      result: result.text,
+      reason: result.reason,
+      ...(result.error ? { error: result.error } : {}),
+      usage: result.usage,
+      turns,
+      steps: result.steps,
+      durationMs: Date.now() - started,
+    })
+  }
+  if (result.reason !== 'completed') {
+    const detail = result.error ? `: ${result.error.code}: ${result.error.message}` : ''
+    io.stderr.write(`dsh: the turn ended ${result.reason}${detail}\n`)
+    return 1
+  }
+  return 0
+}
+
+async function openSession(ctx: Context, options: HeadlessOptions): Promise<Session | undefined> {
+  if (options.resume === undefined && !options.continue) return undefined
+  const persistence = ctx.get('sessionPersistence') as PersistenceLike | undefined
+  if (!persistence?.open) throw new UsageError('--resume/--continue need a session-persistence row in the profile')
+  let id = options.resume
+  if (options.continue) {
+    const latest = await persistence.latest?.(process.cwd())
+    if (!latest) throw new UsageError(`--continue: no stored session for ${process.cwd()}`)
+    id = latest.id
+  }
+  return persistence.open(id!)
+}
+
+export function apply(ctx: Context, config: Config): void {
+  const io: Io = { stdout: process.stdout, stderr: process.stderr }
+  const start = async () => {
+    let code: number
+    try {
+      code = await runHeadless(ctx, config, io)
+    } catch (error) {
+      io.stderr.write(`dsh: headless run failed: ${(error as Error)?.message ?? error}\n`)
+      code = 1
+    }
+    const loader = ctx.get('loader') as { exit?(code: number): void } | undefined
+    if (loader?.exit) loader.exit(code)
+    else process.exitCode = code
+  }
+  if (config.waitForReady) ctx.on('app/ready', () => void start())
+  else void start()
+}
