@@ -1,0 +1,165 @@
+// End-to-end: the real `dsh` bin in a subprocess, the real base + headless bundles, and the
+// DeepSeek adapter talking to @dsh/llm-mock-server over loopback HTTP.
+import { spawn } from 'node:child_process'
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { afterEach, describe, expect, it } from 'vitest'
+import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
+
+const bin = fileURLToPath(new URL('../../../packages/boot/cli/bin/dsh.mjs', import.meta.url))
+
+interface Run { code: number | null; stdout: string; stderr: string }
+
+function dsh(args: string[], env: Record<string, string | undefined>, cwd: string, stdin?: string): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [bin, ...args], {
+      cwd,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (d) => (stdout += d))
+    child.stderr.on('data', (d) => (stderr += d))
+    child.on('error', reject)
+    child.on('close', (code) => resolve({ code, stdout, stderr }))
+    child.stdin.end(stdin ?? '')
+  })
+}
+
+let server: MockServer | undefined
+afterEach(async () => {
+  await server?.close()
+  server = undefined
+})
+
+function workspace() {
+  const root = mkdtempSync(join(tmpdir(), 'dsh-headless-'))
+  return { home: join(root, 'home'), cwd: root }
+}
+
+async function withMock(steps: unknown[]) {
+  server = await startMockServer({ steps: steps as never })
+  return server
+}
+
+const envFor = (home: string, s: MockServer) => ({
+  DSH_HOME: home,
+  DEEPSEEK_BASE_URL: s.baseURL,
+  DEEPSEEK_API_KEY: 'sk-test-not-a-real-key',
+})
+
+describe('dsh --profile headless', () => {
+  it('answers a one-step task with the final text on stdout only', async () => {
+    const { home, cwd } = workspace()
+    const s = await withMock([{ text: 'Paris is the capital of France.' }])
+    const run = await dsh(['--profile', 'headless', 'capital of France?'], envFor(home, s), cwd)
+    expect(run).toMatchObject({ code: 0, stdout: 'Paris is the capital of France.\n' })
+    expect(run.stderr).toBe('')
+    const body = s.requests[0].body as { model: string; messages: { role: string; content: unknown }[]; stream: boolean }
+    expect(body.model).toBe('deepseek-v4-flash')
+    expect(body.stream).toBe(true)
+    expect(body.messages.at(-1)).toMatchObject({ role: 'user' })
+    expect(JSON.stringify(body.messages.at(-1))).toContain('capital of France?')
+    expect(s.requests[0].headers['user-agent']).toMatch(/^dsh\//)
+  })
+
+  it('runs a task with tool calls against real files and bash', async () => {
+    const { home, cwd } = workspace()
+    writeFileSync(join(cwd, 'notes.txt'), 'alpha\nbeta\n')
+    const s = await withMock([
+      { toolCalls: [{ name: 'read', arguments: { file_path: 'notes.txt' } }] },
+      { toolCalls: [{ name: 'edit', arguments: { file_path: 'notes.txt', old_string: 'beta', new_string: 'gamma' } }] },
+      { toolCalls: [{ name: 'bash', arguments: { command: 'cat notes.txt | wc -l', description: 'count lines' } }] },
+      { text: 'Edited.' },
+    ])
+    const run = await dsh(['--profile', 'headless', '--output-format', 'json', 'replace beta with gamma'], envFor(home, s), cwd)
+    expect(run.code).toBe(0)
+    const result = JSON.parse(run.stdout)
+    expect(result).toMatchObject({ type: 'result', result: 'Edited.', reason: 'completed', turns: 1, steps: 4 })
+    expect(typeof result.sessionId).toBe('string')
+    expect(result.usage.input).toBeGreaterThan(0)
+    expect(readFileSync(join(cwd, 'notes.txt'), 'utf8')).toBe('alpha\ngamma\n')
+    // What the model saw as tool results, in the request after each call.
+    const toolText = (i: number) => {
+      const messages = (s.requests[i].body as { messages: { role: string; content: string }[] }).messages
+      return messages.filter((m) => m.role === 'tool').at(-1)!.content
+    }
+    expect(toolText(1)).toContain('beta')
+    expect(toolText(3)).toMatch(/2\s*\n?[\s\S]*exit code: 0/)
+  })
+
+  it('stream-json prints one JSON line per session event, then the result', async () => {
+    const { home, cwd } = workspace()
+    const s = await withMock([{ text: 'streamed answer' }])
+    const run = await dsh(['--profile', 'headless', '--output-format', 'stream-json', 'hi'], envFor(home, s), cwd)
+    expect(run.code).toBe(0)
+    const lines = run.stdout.trim().split('\n').map((l) => JSON.parse(l))
+    const types = lines.filter((l) => l.type === 'event').map((l) => l.event.type)
+    expect(types[0]).toBe('turn/start')
+    expect(types).toContain('assistant/chunk')
+    expect(types.at(-1)).toBe('turn/end')
+    expect(lines.at(-1)).toMatchObject({ type: 'result', result: 'streamed answer' })
+    const seqs = lines.filter((l) => l.type === 'event').map((l) => l.event.seq)
+    expect(seqs).toEqual([...seqs].sort((a, b) => a - b))
+  })
+
+  it('reads the task from stdin with "-"', async () => {
+    const { home, cwd } = workspace()
+    const s = await withMock([{ text: 'got it' }])
+    const run = await dsh(['--profile', 'headless', '-'], envFor(home, s), cwd, 'task from stdin')
+    expect(run).toMatchObject({ code: 0, stdout: 'got it\n' })
+    expect(JSON.stringify(s.requests[0].body)).toContain('task from stdin')
+  })
+
+  it('a missing API key is one line on stderr and exit 1, with no request made', async () => {
+    const { home, cwd } = workspace()
+    const s = await withMock([{ text: 'never' }])
+    const run = await dsh(['--profile', 'headless', 'hi'], { DSH_HOME: home, DEEPSEEK_BASE_URL: s.baseURL }, cwd)
+    expect(run.code).toBe(1)
+    expect(run.stdout).toBe('')
+    expect(run.stderr.trim().split('\n')).toHaveLength(1)
+    expect(run.stderr).toContain('MISSING_CREDENTIAL')
+    expect(run.stderr).toContain('DEEPSEEK_API_KEY')
+    expect(run.stderr).not.toMatch(/\n\s+at /)
+    expect(s.requests).toHaveLength(0)
+  })
+
+  it('a bad --model names the known models and exits 2', async () => {
+    const { home, cwd } = workspace()
+    const s = await withMock([{ text: 'never' }])
+    const run = await dsh(['--profile', 'headless', '--model', 'gpt-nonexistent', 'hi'], envFor(home, s), cwd)
+    expect(run.code).toBe(2)
+    expect(run.stderr).toContain("no model 'gpt-nonexistent'")
+    expect(run.stderr).toContain('deepseek-v4-flash')
+    expect(run.stderr.trim().split('\n')).toHaveLength(1)
+    expect(s.requests).toHaveLength(0)
+  })
+
+  it('usage errors exit 2 with one line; --help documents the flags', async () => {
+    const { home, cwd } = workspace()
+    const noTask = await dsh(['--profile', 'headless'], { DSH_HOME: home }, cwd)
+    expect(noTask.code).toBe(2)
+    expect(noTask.stderr).toContain('no task given')
+    const badFlag = await dsh(['--profile', 'headless', '--frobnicate', 'x'], { DSH_HOME: home }, cwd)
+    expect(badFlag.code).toBe(2)
+    expect(badFlag.stderr).toContain('--frobnicate')
+    const badFormat = await dsh(['--profile', 'headless', '--output-format', 'xml', 'x'], { DSH_HOME: home }, cwd)
+    expect(badFormat.code).toBe(2)
+    const help = await dsh(['--profile', 'headless', '--help'], { DSH_HOME: home }, cwd)
+    expect(help.code).toBe(0)
+    for (const flag of ['--output-format', '--model', '--max-steps', '--resume', '--continue']) expect(help.stdout).toContain(flag)
+  })
+
+  it('a turn that does not complete exits 1 with the reason on stderr', async () => {
+    const { home, cwd } = workspace()
+    const s = await withMock([{ error: { status: 400, message: 'bad request body' } }])
+    const run = await dsh(['--profile', 'headless', 'hi'], envFor(home, s), cwd)
+    expect(run.code).toBe(1)
+    expect(run.stderr).toContain('the turn ended error')
+    expect(run.stderr).toContain('BAD_REQUEST')
+    expect(s.requests).toHaveLength(1) // a 400 is not retried
+  })
+})
