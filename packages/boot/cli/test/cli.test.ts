@@ -5,6 +5,7 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { parse as parseYaml } from 'yaml'
 
 const BIN = fileURLToPath(new URL('../bin/dsh.mjs', import.meta.url))
 const FIXTURES = fileURLToPath(new URL('../../app-boot/test/fixtures/', import.meta.url))
@@ -55,9 +56,11 @@ describe('dsh launcher', () => {
   })
 
   it('creates the headless profile on first use and boots it', () => {
-    const r = dsh(['--profile', 'headless', 'a task'])
+    // `--help` after the profile is the app's help: the whole headless tree boots to answer it.
+    const r = dsh(['--profile', 'headless', '--help'])
     expect(r.stderr).toBe('')
     expect(r.code).toBe(0)
+    expect(r.stdout).toContain('Usage: dsh --profile headless')
     expect(readFileSync(join(r.home, 'profiles', 'headless', 'package.json'), 'utf8')).toContain('@dsh/bundle-headless')
   })
 
@@ -71,9 +74,10 @@ describe('dsh launcher', () => {
     writeFileSync(dumpFile, first.stdout)
     const second = dsh(['--profile', 'empty', '--patch', dumpFile, '--dump-config'], { home })
     expect(second.code).toBe(0)
-    const body = (s: string) => s.split('\n').filter((l) => !l.startsWith('#')).join('\n')
-    expect(body(second.stdout)).toBe(body(first.stdout))
-    const boot = dsh(['--profile', 'empty', '--patch', dumpFile], { home })
+    // Same rows in the same order; the grouping into runs follows the layers, which differ.
+    const rows = (s: string) => (parseYaml(s) as { insert: unknown[] }[]).flatMap((op) => op.insert)
+    expect(rows(second.stdout)).toEqual(rows(first.stdout))
+    const boot = dsh(['--profile', 'empty', '--patch', dumpFile, '--help'], { home })
     expect(boot.stderr).toBe('')
     expect(boot.code).toBe(0)
   })
@@ -107,7 +111,7 @@ describe('dsh launcher', () => {
   it('warns, naming the layer, when a patch names an unknown row id, and still boots', () => {
     const home = mkdtempSync(join(tmpdir(), 'dsh-cli-'))
     writeFileSync(join(home, 'cordis.patch.yml'), '- id: no-such-row\n  disabled: true\n')
-    const r = dsh(['--profile', 'headless'], { home })
+    const r = dsh(['--profile', 'headless', '--help'], { home })
     expect(r.code).toBe(0)
     expectOneLine(r.stderr, /^dsh: warning: home \(.*cordis\.patch\.yml\): \[0\] id "no-such-row" names no row; skipped$/)
   })
@@ -116,7 +120,7 @@ describe('dsh launcher', () => {
     const home = mkdtempSync(join(tmpdir(), 'dsh-cli-'))
     const probe = join(home, 'probe.mjs')
     writeFileSync(probe, `export const inject = ['cmdlineArgs']\nexport function apply(ctx) { process.stdout.write(JSON.stringify(ctx.cmdlineArgs.argv) + '\\n') }\n`)
-    writeFileSync(join(home, 'probe.yml'), `- insert:\n    - { id: probe, name: ./probe.mjs }\n`)
+    writeFileSync(join(home, 'probe.yml'), `- insert:\n    - { id: probe, name: ./probe.mjs }\n- id: headless-runner\n  disabled: true\n`)
     const r = dsh(['--profile', 'headless', '--patch', 'probe.yml', '--help', 'x'], { home })
     expect(r.stderr).toBe('')
     expect(r.stdout).toBe('["--help","x"]\n')
