@@ -45,6 +45,7 @@ Options:
   --max-steps N        most model requests the turn may take (default: the agent-loop row)
   --resume ID          continue the stored session ID (needs a session-persistence row)
   --continue           continue the latest stored session of this directory
+  --list-sessions      list stored sessions instead of running a task (what "dsh sessions" runs)
   -h, --help           show this help
 
 The task "-" reads the task from standard input.
@@ -60,6 +61,7 @@ export interface HeadlessOptions {
   maxSteps?: number
   resume?: string
   continue: boolean
+  listSessions: boolean
   help: boolean
 }
 
@@ -77,6 +79,7 @@ export function parseHeadlessArgs(argv: readonly string[], readStdin: () => stri
         'max-steps': { type: 'string' },
         resume: { type: 'string' },
         continue: { type: 'boolean' },
+        'list-sessions': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
     })
@@ -96,10 +99,15 @@ export function parseHeadlessArgs(argv: readonly string[], readStdin: () => stri
     if (!Number.isInteger(maxSteps) || maxSteps < 1) throw new UsageError(`--max-steps must be a positive integer, not '${values['max-steps']}'`)
   }
   if (values.resume !== undefined && values.continue) throw new UsageError('--resume and --continue cannot be combined')
+  const listSessions = values['list-sessions'] ?? false
   let task = positionals.join(' ')
+  if (listSessions) {
+    if (task) throw new UsageError('dsh sessions takes no task')
+    return { task: '', outputFormat, maxSteps, continue: false, listSessions, help }
+  }
   if (task === '-') task = readStdin()
   if (!help && task.trim() === '') throw new UsageError('no task given: dsh --profile headless "what to do" (or "-" to read it from stdin)')
-  return { task, outputFormat, model: values.model, maxSteps, resume: values.resume, continue: values.continue ?? false, help }
+  return { task, outputFormat, model: values.model, maxSteps, resume: values.resume, continue: values.continue ?? false, listSessions, help }
 }
 
 /** Resolves `--model` against the registered routes. Throws UsageError naming what exists. */
@@ -132,9 +140,37 @@ interface Io {
   stderr: NodeJS.WritableStream
 }
 
-interface PersistenceLike {
-  latest?(cwd: string): Promise<{ id: string } | undefined> | { id: string } | undefined
-  open?(id: string): Promise<Session>
+/** The part of `ctx.durableSessions` (@dsh/session-persistence) the runner uses. */
+interface DurableSessionsLike {
+  resume(id: string): Promise<{ session: Session; loaded: { warnings: string[] } }>
+  resumeLatest(cwd: string): Promise<{ session: Session; loaded: { warnings: string[] } } | undefined>
+  list(): Promise<Array<{ id: string; cwd: string; createdAt: number; title?: string; firstPrompt?: string; turns: number }>>
+}
+
+const durable = (ctx: Context) => ctx.get('durableSessions') as DurableSessionsLike | undefined
+
+async function listSessions(ctx: Context, options: HeadlessOptions, io: Io): Promise<number> {
+  const store = durable(ctx)
+  if (!store) {
+    io.stderr.write('dsh: listing sessions needs a session-persistence row in the profile\n')
+    return 1
+  }
+  const sessions = await store.list()
+  if (options.outputFormat !== 'text') {
+    io.stdout.write(JSON.stringify(sessions) + '\n')
+    return 0
+  }
+  if (sessions.length === 0) {
+    io.stderr.write('dsh: no stored sessions\n')
+    return 0
+  }
+  const oneLine = (text: string) => (text.length > 60 ? text.slice(0, 57) + '...' : text).replace(/\s+/g, ' ')
+  io.stdout.write('ID                                    CREATED           TURNS  CWD  TITLE\n')
+  for (const s of sessions) {
+    const created = new Date(s.createdAt).toISOString().slice(0, 16).replace('T', ' ')
+    io.stdout.write(`${s.id.padEnd(37)} ${created}  ${String(s.turns).padStart(5)}  ${s.cwd}  ${oneLine(s.title ?? s.firstPrompt ?? '')}\n`)
+  }
+  return 0
 }
 
 export async function runHeadless(ctx: Context, config: Config, io: Io): Promise<number> {
@@ -153,6 +189,7 @@ export async function runHeadless(ctx: Context, config: Config, io: Io): Promise
     io.stdout.write(HELP)
     return 0
   }
+  if (options.listSessions) return listSessions(ctx, options, io)
   if (config.task === undefined && options.outputFormat === 'text' && config.outputFormat !== 'text') {
     options.outputFormat = config.outputFormat
   }
@@ -161,7 +198,7 @@ export async function runHeadless(ctx: Context, config: Config, io: Io): Promise
   let session: Session | undefined
   try {
     model = await resolveModel(ctx, options.model, ctx.get('agentDefaultModel')?.get())
-    session = await openSession(ctx, options)
+    session = await openSession(ctx, options, io)
   } catch (error) {
     if (error instanceof UsageError) {
       io.stderr.write(`dsh: ${error.message}\n`)
@@ -212,17 +249,14 @@ export async function runHeadless(ctx: Context, config: Config, io: Io): Promise
   return 0
 }
 
-async function openSession(ctx: Context, options: HeadlessOptions): Promise<Session | undefined> {
+async function openSession(ctx: Context, options: HeadlessOptions, io: Io): Promise<Session | undefined> {
   if (options.resume === undefined && !options.continue) return undefined
-  const persistence = ctx.get('sessionPersistence') as PersistenceLike | undefined
-  if (!persistence?.open) throw new UsageError('--resume/--continue need a session-persistence row in the profile')
-  let id = options.resume
-  if (options.continue) {
-    const latest = await persistence.latest?.(process.cwd())
-    if (!latest) throw new UsageError(`--continue: no stored session for ${process.cwd()}`)
-    id = latest.id
-  }
-  return persistence.open(id!)
+  const store = durable(ctx)
+  if (!store) throw new UsageError('--resume/--continue need a session-persistence row in the profile')
+  const opened = options.continue ? await store.resumeLatest(process.cwd()) : await store.resume(options.resume!)
+  if (!opened) throw new UsageError(`--continue: no stored session for ${process.cwd()}`)
+  for (const warning of opened.loaded.warnings) io.stderr.write(`dsh: warning: ${warning}\n`)
+  return opened.session
 }
 
 export function apply(ctx: Context, config: Config): void {

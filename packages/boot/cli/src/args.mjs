@@ -59,6 +59,12 @@ export function parseLauncherArgs(argv) {
     } else if (token === 'web' && !out.profileGiven) {
       out.profile = 'web'
       out.profileGiven = true
+    } else if (token === 'sessions' && !out.profileGiven) {
+      // `dsh sessions [--output-format json]`: the headless app lists stored sessions.
+      out.profile = 'headless'
+      out.profileGiven = true
+      out.appArgs = ['--list-sessions', ...argv.slice(i + 1)]
+      return out
     } else {
       out.appArgs = argv.slice(i)
       return out
@@ -74,6 +80,7 @@ export function launcherHelp(version) {
 Usage:
   dsh [launcher flags] [app arguments...]
   dsh web [app arguments...]            same as --profile web
+  dsh sessions [--output-format json]   list stored sessions (id, created, turns, cwd, title)
 
 Launcher flags (they come first; the first other token starts the app's arguments):
   --profile NAME    profile under $DSH_HOME/profiles (default: ${DEFAULT_PROFILE}); the
@@ -86,6 +93,8 @@ Launcher flags (they come first; the first other token starts the app's argument
 
 Examples:
   dsh --profile headless "summarise README.md"
+  dsh --profile headless --resume <session-id> "and now the tests"
+  dsh --profile headless --continue "keep going"
   dsh --profile headless --dump-config > composed.yml
 
 Environment:
