@@ -1,0 +1,274 @@
+// The dsh SDK wire vocabulary: protocol version, method and notification names, error codes and
+// the params/result shape of every method. Shared by the server and every client; the Python SDK
+// mirrors these names by hand (python/dsh_sdk/protocol.py).
+
+/**
+ * The protocol version. A client sends the version it speaks in `initialize`; the server accepts
+ * only versions it lists in SUPPORTED_PROTOCOL_VERSIONS and answers with the one it will speak.
+ * Any change that an existing client could misread bumps it.
+ */
+export const PROTOCOL_VERSION = 1
+export const SUPPORTED_PROTOCOL_VERSIONS: readonly number[] = [1]
+
+export const Method = {
+  initialize: 'initialize',
+  sessionCreate: 'session/create',
+  sessionResume: 'session/resume',
+  sessionPrompt: 'session/prompt',
+  sessionCancel: 'session/cancel',
+  sessionList: 'session/list',
+  sessionHistory: 'session/history',
+  approvalRespond: 'approval/respond',
+  shutdown: 'shutdown',
+} as const
+export type MethodName = (typeof Method)[keyof typeof Method]
+
+export const Notification = {
+  sessionEvent: 'session/event',
+  sessionStatus: 'session/status',
+  approvalRequested: 'approval/requested',
+} as const
+export type NotificationName = (typeof Notification)[keyof typeof Notification]
+
+/**
+ * Stable error identities. Each is sent as a JSON-RPC error whose numeric `code` is ERROR_CODES[x]
+ * and whose `data.code` is the string itself; clients branch on `data.code`.
+ */
+export type ErrorCode =
+  | 'PARSE_ERROR'
+  | 'INVALID_REQUEST'
+  | 'METHOD_NOT_FOUND'
+  | 'INVALID_PARAMS'
+  | 'INTERNAL'
+  | 'NOT_INITIALIZED'
+  | 'PROTOCOL_VERSION_MISMATCH'
+  | 'SESSION_NOT_FOUND'
+  | 'BUSY'
+  | 'PERSISTENCE_UNAVAILABLE'
+  | 'SESSION_LOCKED'
+  | 'MODEL_NOT_FOUND'
+  | 'APPROVAL_NOT_FOUND'
+  | 'SHUTTING_DOWN'
+
+export const ERROR_CODES: Readonly<Record<ErrorCode, number>> = {
+  PARSE_ERROR: -32700,
+  INVALID_REQUEST: -32600,
+  METHOD_NOT_FOUND: -32601,
+  INVALID_PARAMS: -32602,
+  INTERNAL: -32603,
+  PROTOCOL_VERSION_MISMATCH: -32001,
+  NOT_INITIALIZED: -32002,
+  SESSION_NOT_FOUND: -32010,
+  BUSY: -32011,
+  PERSISTENCE_UNAVAILABLE: -32012,
+  SESSION_LOCKED: -32013,
+  MODEL_NOT_FOUND: -32014,
+  APPROVAL_NOT_FOUND: -32020,
+  SHUTTING_DOWN: -32030,
+}
+
+// ---- JSON-RPC 2.0 envelopes ----
+
+export type JsonRpcId = number | string
+
+export interface JsonRpcRequest {
+  jsonrpc: '2.0'
+  id: JsonRpcId
+  method: string
+  params?: unknown
+}
+export interface JsonRpcNotification {
+  jsonrpc: '2.0'
+  method: string
+  params?: unknown
+}
+export interface JsonRpcErrorObject {
+  code: number
+  message: string
+  data?: { code: ErrorCode | string; [key: string]: unknown }
+}
+export interface JsonRpcSuccess {
+  jsonrpc: '2.0'
+  id: JsonRpcId
+  result: unknown
+}
+export interface JsonRpcFailure {
+  jsonrpc: '2.0'
+  id: JsonRpcId | null
+  error: JsonRpcErrorObject
+}
+export type JsonRpcMessage = JsonRpcRequest | JsonRpcNotification | JsonRpcSuccess | JsonRpcFailure
+
+// ---- payloads ----
+
+/** One session event as it is on the wire: exactly the logged `{type, seq, time, data}`. */
+export interface WireEvent {
+  type: string
+  seq: number
+  time: number
+  data: unknown
+}
+
+export interface WireUsage {
+  input: number
+  output: number
+  cacheRead?: number
+  cacheWrite?: number
+  reasoning?: number
+  [key: string]: unknown
+}
+
+export interface WireTurnResult {
+  turn: number
+  /** completed | cancelled | error | max-tokens | blocked | interrupted */
+  reason: string
+  /** Text of the last assistant message of the turn ('' when none). */
+  text: string
+  error?: { code: string; message: string }
+  usage: WireUsage
+  steps: number
+}
+
+export interface WireModel {
+  provider: string
+  model: string
+}
+
+export type SessionStatus = 'idle' | 'running' | 'waiting-approval'
+
+export interface InitializeParams {
+  protocolVersion: number
+  clientInfo?: { name: string; version?: string }
+}
+export interface InitializeResult {
+  protocolVersion: number
+  serverInfo: { name: string; version: string }
+  capabilities: {
+    /** session/resume and stored rows in session/list work (a persistence row is mounted). */
+    persistence: boolean
+    /** approval/requested is forwarded (an approval service is mounted). */
+    approval: boolean
+  }
+}
+
+export interface SessionCreateParams {
+  cwd: string
+  /** `provider/model` or a model id of the default provider; default: the deployment default. */
+  model?: string
+}
+export interface SessionCreateResult {
+  sessionId: string
+  cwd: string
+  model: WireModel
+}
+
+export interface SessionResumeParams {
+  sessionId: string
+}
+export interface SessionResumeResult {
+  sessionId: string
+  cwd: string
+  model: WireModel
+  /** seq of the next event; history is available through session/history. */
+  nextSeq: number
+  /** true when the session was loaded from storage, false when it was already live here. */
+  loaded: boolean
+}
+
+export interface SessionPromptParams {
+  sessionId: string
+  prompt: string
+}
+export interface SessionPromptResult {
+  /** The turn number the prompt opened (its `turn/start` event was already sent). */
+  turn: number
+}
+
+export interface SessionCancelParams {
+  sessionId: string
+}
+export interface SessionCancelResult {
+  /** Whether a turn was running and was asked to stop. */
+  cancelled: boolean
+}
+
+export interface SessionListParams {
+  cwd?: string
+}
+export interface SessionInfo {
+  sessionId: string
+  cwd: string
+  /** Held by an agent in this server process. */
+  live: boolean
+  status?: SessionStatus
+  createdAt?: number
+  updatedAt?: number
+  title?: string
+  firstPrompt?: string
+  turns?: number
+  events?: number
+}
+export interface SessionListResult {
+  sessions: SessionInfo[]
+}
+
+export interface SessionHistoryParams {
+  sessionId: string
+  fromSeq?: number
+  limit?: number
+}
+export interface SessionHistoryResult {
+  events: WireEvent[]
+  /** seq after the last returned event; equal to the log length when nothing was cut by `limit`. */
+  nextSeq: number
+}
+
+export type ApprovalDecision = 'allow' | 'deny'
+export interface ApprovalRespondParams {
+  requestId: string
+  decision: ApprovalDecision
+  reason?: string
+}
+export interface ApprovalRespondResult {}
+
+export type ShutdownParams = Record<string, never>
+export interface ShutdownResult {}
+
+export interface SessionEventNotification {
+  sessionId: string
+  event: WireEvent
+}
+export interface SessionStatusNotification {
+  sessionId: string
+  status: SessionStatus
+  /** The turn this status concerns, when there is one. */
+  turn?: number
+  /** Present on the `idle` status that ends a turn. */
+  result?: WireTurnResult
+}
+export interface ApprovalRequestedNotification {
+  requestId: string
+  sessionId?: string
+  /** The approval request as the approval service described it (tool, arguments, reason...). */
+  request: unknown
+}
+
+export interface MethodMap {
+  initialize: [InitializeParams, InitializeResult]
+  'session/create': [SessionCreateParams, SessionCreateResult]
+  'session/resume': [SessionResumeParams, SessionResumeResult]
+  'session/prompt': [SessionPromptParams, SessionPromptResult]
+  'session/cancel': [SessionCancelParams, SessionCancelResult]
+  'session/list': [SessionListParams | undefined, SessionListResult]
+  'session/history': [SessionHistoryParams, SessionHistoryResult]
+  'approval/respond': [ApprovalRespondParams, ApprovalRespondResult]
+  shutdown: [ShutdownParams | undefined, ShutdownResult]
+}
+export type ParamsOf<M extends MethodName> = MethodMap[M][0]
+export type ResultOf<M extends MethodName> = MethodMap[M][1]
+
+export interface NotificationMap {
+  'session/event': SessionEventNotification
+  'session/status': SessionStatusNotification
+  'approval/requested': ApprovalRequestedNotification
+}
