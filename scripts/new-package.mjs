@@ -31,7 +31,8 @@ const pkg = {
   version: '0.1.0',
   type: 'module',
   license: 'MIT',
-  exports: { '.': './src/index.ts', './package.json': './package.json' },
+  // `development` (vitest, DSH_DEV=1) runs sources; everything else the transpiled dist/ (scripts/build.mjs).
+  exports: { '.': { development: './src/index.ts', default: './dist/index.js' }, './package.json': './package.json' },
   dependencies,
   peerDependencies: { cordis: '4.0.0-rc.10', schemastery: '3.18.0' },
   devDependencies: { cordis: '4.0.0-rc.10', schemastery: '3.18.0' },

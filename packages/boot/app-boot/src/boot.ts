@@ -15,6 +15,20 @@ export interface BootInfo {
   appArgs: readonly string[]
 }
 
+let tsxReady: Promise<unknown> | undefined
+/**
+ * Workspace packages load from their transpiled dist/ (the `default` export condition), so a
+ * normal boot compiles nothing. A row whose module is TypeScript (a user's own `.ts` plugin, or a
+ * source checkout run with `--conditions development`) registers tsx first, once.
+ */
+export async function importRowModule(url: string): Promise<unknown> {
+  if (/\.[mc]?tsx?$/.test(url)) {
+    tsxReady ??= import('tsx/esm/api').then((tsx) => tsx.register())
+    await tsxReady
+  }
+  return import(url)
+}
+
 declare module 'cordis' {
   interface Context {
     bootInfo: BootInfo
@@ -48,7 +62,7 @@ export class BootError extends DshUserError {
 export class DshLoader extends Loader {
   onExit?: (code: number) => void
   /** Imports a resolved row module; defaults to the native `import()`. */
-  importModule: (url: string) => Promise<unknown> = (url) => import(url)
+  importModule: (url: string) => Promise<unknown> = importRowModule
 
   override exit(code = 0): void {
     this.onExit?.(code)

@@ -1,8 +1,7 @@
 #!/usr/bin/env node
 // @ts-check
 // The `dsh` launcher. `--help` and `--version` are answered here with nothing but node:fs, so
-// they start as fast as node itself; only a real boot registers tsx and loads the TypeScript
-// sources of @dsh/app-boot (no build step).
+// they start as fast as node itself; a real boot loads the transpiled packages (dist/).
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { launcherHelp, parseLauncherArgs } from '../src/args.mjs'
@@ -17,8 +16,14 @@ if (args.action === 'help' || args.action === 'version') {
   process.stderr.write(`dsh: ${args.error}\ndsh: see "dsh --help"\n`)
   process.exitCode = 2
 } else {
-  const { register } = await import('tsx/esm/api')
-  register()
+  // Workspace packages resolve to their transpiled dist/ (built by `pnpm install` through the
+  // root `prepare` script, and before every test run). DSH_DEV=1 runs the TypeScript sources
+  // instead, through tsx with the `development` export condition.
+  if (process.env.DSH_DEV && !process.execArgv.some((a) => a.includes('development'))) {
+    const { spawnSync } = await import('node:child_process')
+    const r = spawnSync(process.execPath, ['--conditions=development', '--import', 'tsx', ...process.execArgv, fileURLToPath(import.meta.url), ...process.argv.slice(2)], { stdio: 'inherit' })
+    process.exit(r.status ?? 1)
+  }
   /** @type {typeof import('@dsh/app-boot')} */
   const { runApp } = await import('@dsh/app-boot')
   runApp({

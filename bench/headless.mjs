@@ -1,0 +1,83 @@
+#!/usr/bin/env node
+// Boot-to-exit wall time and peak RSS of a one-shot `dsh --profile headless` task with one tool
+// call, against @dsh/llm-mock-server on loopback, beside a bare `node -e 0` in the same run.
+// Runs alternate (N each, default 10); prints medians and ratios.
+import { spawn } from 'node:child_process'
+import { mkdtempSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { performance } from 'node:perf_hooks'
+import { register } from 'tsx/esm/api'
+
+register()
+const { startMockServer } = await import('../packages/test-support/llm-mock-server/src/index.ts')
+
+const RUNS = Number(process.env.BENCH_RUNS ?? 10)
+const bin = fileURLToPath(new URL('../packages/boot/cli/bin/dsh.mjs', import.meta.url))
+const root = mkdtempSync(join(tmpdir(), 'dsh-bench-headless-'))
+const step = [
+  { toolCalls: [{ name: 'bash', arguments: { command: 'echo bench', description: 'echo' } }] },
+  { text: 'done' },
+]
+const steps = []
+for (let i = 0; i < RUNS + 1; i++) steps.push(...step)
+const server = await startMockServer({ steps })
+
+/** Runs a command under /usr/bin/time-less measurement: wall time here, peak RSS from /proc. */
+function measure(args, env) {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now()
+    const child = spawn(process.execPath, args, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    let peak = 0
+    let out = ''
+    let err = ''
+    const sample = () => {
+      try {
+        const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))
+        if (m) peak = Math.max(peak, Number(m[1]) * 1024)
+      } catch {}
+    }
+    const timer = setInterval(sample, 5)
+    child.stdout.on('data', (d) => (out += d))
+    child.stderr.on('data', (d) => (err += d))
+    child.on('error', reject)
+    // VmHWM is the high-water mark; sampling it just before exit catches the peak.
+    child.on('exit', () => sample())
+    child.on('close', (code) => {
+      clearInterval(timer)
+      const ms = performance.now() - t0
+      if (code !== 0) reject(new Error(`exit ${code}: ${err || out}`))
+      else resolve({ ms, rss: peak })
+    })
+  })
+}
+
+const env = {
+  PATH: process.env.PATH,
+  HOME: root,
+  DSH_HOME: join(root, 'home'),
+  DEEPSEEK_BASE_URL: server.baseURL,
+  DEEPSEEK_API_KEY: 'sk-bench',
+}
+// Warm-up: creates the profile and fills tsx's transform cache, as on any machine after first use.
+await measure([bin, '--profile', 'headless', 'warm up'], env)
+const dsh = []
+const bare = []
+for (let i = 0; i < RUNS; i++) {
+  bare.push(await measure(['-e', '0'], env))
+  dsh.push(await measure([bin, '--profile', 'headless', 'run echo'], env))
+}
+await server.close()
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b)
+  return s[Math.floor(s.length / 2)]
+}
+const dMs = median(dsh.map((r) => r.ms))
+const bMs = median(bare.map((r) => r.ms))
+const dRss = median(dsh.map((r) => r.rss)) / 2 ** 20
+const bRss = median(bare.map((r) => r.rss)) / 2 ** 20
+console.log(`runs: ${RUNS} each (one tool call per task, mock model on loopback)`)
+console.log(`node -e 0:             ${bMs.toFixed(0)} ms, peak RSS ${bRss.toFixed(0)} MB`)
+console.log(`dsh --profile headless: ${dMs.toFixed(0)} ms, peak RSS ${dRss.toFixed(0)} MB`)
+console.log(`ratio: ${(dMs / bMs).toFixed(2)}x time, ${(dRss / bRss).toFixed(2)}x memory   (target: under 350 ms and 90 MB)`)
