@@ -29,13 +29,23 @@ export class SchemaCompiler {
     // A `$schema` URI naming a draft this ajv build does not bundle would fail to resolve; the
     // keywords tools use are shared by all recent drafts, so it is ignored.
     const { $schema: _ignored, ...body } = schema
-    let validate: ValidateFunction
-    try {
-      validate = this.ajv.compile(body)
-    } catch (error) {
-      throw new TypeError(`tool "${toolName}": parameters are not a valid JSON Schema: ${(error as Error).message}`)
+    // Checked against the meta-schema now (a bad schema fails at registration); code generation
+    // waits for the tool's first call, so start-up does not pay for tools that are never called.
+    if (!this.ajv.validateSchema(body)) {
+      throw new TypeError(`tool "${toolName}": parameters are not a valid JSON Schema: ${this.ajv.errorsText(this.ajv.errors)}`)
     }
-    return (value) => (validate(value) ? undefined : summarize(validate.errors ?? []))
+    let validate: ValidateFunction | undefined
+    return (value) => {
+      if (!validate) {
+        try {
+          validate = this.ajv.compile(body)
+        } catch (error) {
+          // Meta-valid but uncompilable (e.g. an unresolvable $ref): report it as the call's error.
+          return [`(schema) the tool's parameter schema does not compile: ${(error as Error).message}`]
+        }
+      }
+      return validate(value) ? undefined : summarize(validate.errors ?? [])
+    }
   }
 }
 
