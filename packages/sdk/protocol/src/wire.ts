@@ -223,11 +223,15 @@ export interface SessionHistoryResult {
   nextSeq: number
 }
 
-export type ApprovalDecision = 'allow' | 'deny'
+/** The choices `@dsh/user-approval` offers an answerer (a request lists the ones it allows). */
+export type ApprovalDecision = 'allowed-once' | 'allowed-always' | 'rejected'
 export interface ApprovalRespondParams {
   requestId: string
   decision: ApprovalDecision
+  /** Why (shown to the model on a rejection). */
   reason?: string
+  /** Free text that should reach the model. */
+  message?: string
 }
 export interface ApprovalRespondResult {}
 
@@ -249,8 +253,22 @@ export interface SessionStatusNotification {
 export interface ApprovalRequestedNotification {
   requestId: string
   sessionId?: string
-  /** The approval request as the approval service described it (tool, arguments, reason...). */
-  request: unknown
+  /** What is to be approved, as the approval service describes it. */
+  request: WireApprovalRequest
+}
+
+export interface WireApprovalRequest {
+  /** command | write | network | tool | ... */
+  kind: string
+  /** One line for the human. */
+  title: string
+  detail?: string
+  /** Exactly the action being approved (JSON). */
+  action: unknown
+  /** The decisions this request accepts in approval/respond. */
+  options: ApprovalDecision[]
+  agentId?: string
+  time: number
 }
 
 export interface MethodMap {

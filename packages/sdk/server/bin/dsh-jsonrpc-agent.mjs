@@ -1,0 +1,22 @@
+#!/usr/bin/env node
+// The `dsh-jsonrpc-agent` bin. Frames go to the real stdout; everything else any plugin prints to
+// process.stdout is sent to stderr instead. Exits when stdin closes (the client went away).
+const STDIO_KEY = Symbol.for('@dsh/sdk-server/stdio')
+const realWrite = process.stdout.write.bind(process.stdout)
+globalThis[STDIO_KEY] = { input: process.stdin, output: { write: (text) => realWrite(text) } }
+// A client that vanished makes stdout writes fail with EPIPE; the end of stdin stops us anyway.
+process.stdout.on('error', () => {})
+const args = process.argv.slice(2)
+const dumping = args.includes('--dump-config') || args.includes('--help') || args.includes('-h') || args.includes('--version')
+if (!dumping) process.stdout.write = process.stderr.write.bind(process.stderr)
+
+const { register } = await import('tsx/esm/api')
+register()
+const { main } = await import('../src/main.ts')
+main({ argv: args, stdout: dumping ? process.stdout : process.stderr }).then(
+  (code) => process.exit(code),
+  (error) => {
+    process.stderr.write(`dsh-jsonrpc-agent: internal error: ${error?.stack ?? error}\n`)
+    process.exit(70)
+  },
+)

@@ -1,0 +1,109 @@
+// The `dsh-jsonrpc-agent` launch: pick the composition (argument, $DSH_CORDIS_CONFIG, or the shipped
+// default = @dsh/bundle-base + this package's cordis.patch.yml), layer .env files, boot it through
+// @dsh/app-boot and run until the server stops (shutdown request or end of stdin) or a signal.
+import { readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { dirname, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import {
+  applyDotEnv, bootComposition, composeLayers, dumpComposition, DshUserError, readLayerFile,
+  type Layer,
+} from '@dsh/app-boot'
+import { resolveDshHome } from '@dsh/home-paths'
+
+const pkgFile = fileURLToPath(new URL('../package.json', import.meta.url))
+const version = (JSON.parse(readFileSync(pkgFile, 'utf8')) as { version: string }).version
+
+export const HELP = `Usage: dsh-jsonrpc-agent [--dump-config] [CONFIG]
+
+Serves the dsh SDK protocol (newline-delimited JSON-RPC 2.0) on stdin/stdout until stdin closes
+or a client sends "shutdown". stdout carries protocol frames only; logs go to stderr.
+
+The composition is the patch layer CONFIG, else the file named by $DSH_CORDIS_CONFIG, else the
+shipped default: @dsh/bundle-base plus the sdk-server layer (approval + jsonrpc rows).
+
+Options:
+  --dump-config  print the composed rows as one YAML layer and exit
+  -h, --help     show this help
+  --version      print the version
+`
+
+export interface MainOptions {
+  argv: readonly string[]
+  env?: NodeJS.ProcessEnv
+  cwd?: string
+  stdout?: NodeJS.WritableStream
+  stderr?: NodeJS.WritableStream
+}
+
+/** The default layers: the base bundle, then ours minus rows whose id the base already has. */
+export function defaultLayers(): Layer[] {
+  const require = createRequire(pkgFile)
+  const basePkgFile = require.resolve('@dsh/bundle-base/package.json')
+  const basePkg = JSON.parse(readFileSync(basePkgFile, 'utf8')) as { dsh: { bundle: { patch: string } } }
+  const base = readLayerFile(resolve(dirname(basePkgFile), basePkg.dsh.bundle.patch), 'bundle @dsh/bundle-base')
+  const ours = readLayerFile(fileURLToPath(new URL('../cordis.patch.yml', import.meta.url)), 'sdk-server default layer')
+  const ids = new Set(base.ops.flatMap((op) => (op.kind === 'insert' ? op.rows.map((r) => r.id) : [])))
+  ours.ops = ours.ops.map((op) => (op.kind === 'insert' ? { ...op, rows: op.rows.filter((r) => !ids.has(r.id)) } : op))
+  return [base, ours]
+}
+
+export async function main(opts: MainOptions): Promise<number> {
+  const env = opts.env ?? process.env
+  const cwd = opts.cwd ?? process.cwd()
+  const stdout = opts.stdout ?? process.stdout
+  const stderr = opts.stderr ?? process.stderr
+  const args = [...opts.argv]
+  if (args.includes('-h') || args.includes('--help')) {
+    stdout.write(HELP)
+    return 0
+  }
+  if (args.includes('--version')) {
+    stdout.write(`dsh-jsonrpc-agent ${version}\n`)
+    return 0
+  }
+  const dump = args.includes('--dump-config')
+  const positional = args.filter((a) => a !== '--dump-config')
+  const unknown = positional.find((a) => a.startsWith('-'))
+  if (unknown || positional.length > 1) {
+    stderr.write(`dsh-jsonrpc-agent: ${unknown ? `unknown option ${unknown}` : 'at most one CONFIG file'} (see --help)\n`)
+    return 2
+  }
+  try {
+    const configFile = positional[0] ?? (env.DSH_CORDIS_CONFIG || undefined)
+    const layers = configFile ? [readLayerFile(resolve(cwd, configFile), `config ${configFile}`)] : defaultLayers()
+    const home = resolveDshHome(env)
+    applyDotEnv({ env, cwd, home })
+    const profileDir = configFile ? dirname(resolve(cwd, configFile)) : dirname(pkgFile)
+    const comp = composeLayers(layers, pkgFile, profileDir)
+    for (const w of comp.warnings) stderr.write(`dsh-jsonrpc-agent: warning: ${w}\n`)
+    if (dump) {
+      // With --dump-config, stdout is for the dump, not for frames.
+      stdout.write(dumpComposition(comp))
+      return 0
+    }
+    let finish!: (code: number) => void
+    const stopped = new Promise<number>((r) => (finish = r))
+    const signals: Record<string, number> = { SIGINT: 130, SIGTERM: 143 }
+    const handlers = Object.entries(signals).map(([signal, code]) => {
+      const handler = () => finish(code)
+      process.once(signal, handler)
+      return () => process.off(signal, handler)
+    })
+    try {
+      const tree = await bootComposition(comp, { bootInfo: { profile: 'jsonrpc', home, cwd, appArgs: [] }, stderr })
+      void tree.exited.then(finish)
+      const code = await stopped
+      await tree.dispose()
+      return code
+    } finally {
+      for (const off of handlers) off()
+    }
+  } catch (error) {
+    if (error instanceof DshUserError) {
+      stderr.write(`${error.message.replace(/^dsh: /, 'dsh-jsonrpc-agent: ')}\n`)
+      return error.exitCode
+    }
+    throw error
+  }
+}
