@@ -1,0 +1,425 @@
+// The ACP agent side: one AgentApp per connection, one dsh Agent per ACP session. Session ids on
+// the wire are dsh session ids, so `session/load` reopens exactly what `session/new` created.
+import { readFile, stat } from 'node:fs/promises'
+import { createRequire } from 'node:module'
+import { isAbsolute, resolve } from 'node:path'
+import { statSync } from 'node:fs'
+import * as acp from '@agentclientprotocol/sdk'
+import { Context, Service } from 'cordis'
+import Schema from 'schemastery'
+import type { Agent } from '@dsh/agent'
+import type { AnySessionEvent, Session } from '@dsh/session'
+import type { ExecutePayload, ToolOutput } from '@dsh/tools'
+import type { ApprovalAnswer, ApprovalChoice, ApprovalRequest } from '@dsh/user-approval'
+import { stdioStreams } from './stdio.ts'
+import { DEFAULT_TOOL_KINDS, promptToBlocks, PromptContentError, stopReason, Translator, type ToolKind } from './translate.ts'
+
+const { version } = createRequire(import.meta.url)('../package.json') as { version: string }
+
+const TOOL_KINDS = ['read', 'edit', 'delete', 'move', 'search', 'execute', 'think', 'fetch', 'switch_mode', 'other'] as const
+
+export interface Config {
+  stdio: boolean
+  exitOnClose: boolean
+  agentName: string
+  agentTitle: string
+  maxSteps?: number
+  promptImages: boolean
+  toolKinds: Record<string, ToolKind>
+  maxToolOutputChars: number
+  captureDiffs: boolean
+  maxDiffBytes: number
+  permissionTimeoutMs: number
+}
+
+export const Config: Schema<Config> = Schema.object({
+  stdio: Schema.boolean().default(true).description('Serve ACP on stdin/stdout once the app is ready.'),
+  exitOnClose: Schema.boolean().default(true).description('Exit the app when the stdio client closes the connection.'),
+  agentName: Schema.string().default('dsh').description('agentInfo.name in the initialize response.'),
+  agentTitle: Schema.string().default('dsh').description('agentInfo.title in the initialize response.'),
+  maxSteps: Schema.natural().min(1).description('Model requests one prompt may take (default: the agent-loop row).'),
+  promptImages: Schema.boolean().default(false).description('Accept image prompt content (advertised as promptCapabilities.image).'),
+  toolKinds: Schema.dict(Schema.union([...TOOL_KINDS])).default({}).description('Tool name -> ACP tool kind, over the built-in table.'),
+  maxToolOutputChars: Schema.natural().default(20000).description('Characters of a tool result shown to the client.'),
+  captureDiffs: Schema.boolean().default(true).description('Read files before and after edit/write calls to send full-text diffs.'),
+  maxDiffBytes: Schema.natural().default(1024 * 1024).description('Files larger than this get hunk diffs only.'),
+  permissionTimeoutMs: Schema.natural().default(0).description('How long a permission request may wait for the client; 0 waits until the turn is cancelled.'),
+})
+
+/** Loose view of the optional services this plugin reads with ctx.get(). */
+interface DurableLike {
+  resume(id: string): Promise<{ session: Session }>
+  list(): Promise<{ id: string; cwd: string; title?: string; updatedAt: number; firstPrompt?: string }[]>
+}
+interface FsLike {
+  stat(path: string): Promise<{ size: number; isDirectory?: boolean; type?: string }>
+  readText(path: string): Promise<{ text: string }>
+}
+interface ApprovalLike {
+  registerAnswerer(answerer: {
+    name: string
+    accepts?(request: ApprovalRequest): boolean
+    answer(request: ApprovalRequest, context: { signal: AbortSignal }): Promise<ApprovalAnswer>
+  }): () => void
+}
+
+interface Connection {
+  id: number
+  client?: acp.AgentContext
+  capabilities: acp.ClientCapabilities
+  sessions: Set<LiveSession>
+}
+
+export interface LiveSession {
+  readonly id: string
+  readonly agent: Agent
+  readonly cwd: string
+  readonly connection: Connection
+  readonly translator: Translator
+  prompt?: { cancelled: boolean }
+  /** Notifications are chained so they leave in event order, before the prompt's response. */
+  queue: Promise<void>
+  lastFinish?: string
+  /** Tool calls currently executing (for attributing permission requests). */
+  running: string[]
+  permissions: Set<AbortController>
+  unsubscribe(): void
+}
+
+const CHOICE_OPTIONS: Record<ApprovalChoice, acp.PermissionOption> = {
+  'allowed-once': { optionId: 'allow_once', name: 'Allow once', kind: 'allow_once' },
+  'allowed-always': { optionId: 'allow_always', name: 'Allow for this session', kind: 'allow_always' },
+  rejected: { optionId: 'reject_once', name: 'Reject', kind: 'reject_once' },
+}
+
+const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error))
+
+export class AcpServer extends Service {
+  static inject = ['agents', 'sessions']
+  static Config = Config
+
+  private readonly sessions = new Map<string, LiveSession>()
+  private readonly connections = new Set<Connection>()
+  private nextConnection = 1
+  private readonly toolKinds: Record<string, ToolKind>
+
+  constructor(ctx: Context, public config: Config) {
+    super(ctx, 'acp')
+    this.toolKinds = { ...DEFAULT_TOOL_KINDS, ...config.toolKinds }
+    ctx.on('tools/execute', (payload, next) => this.aroundTool(payload, next))
+    ctx.inject(['approval'], (inner) => {
+      const approval = (inner as unknown as { approval: ApprovalLike }).approval
+      const off = approval.registerAnswerer({
+        name: 'acp',
+        accepts: (request) => !!request.sessionId && this.sessions.has(request.sessionId),
+        answer: (request, { signal }) => this.askPermission(request, signal),
+      })
+      inner.effect(() => off)
+    })
+    if (config.stdio) ctx.on('app/ready', () => void this.serveStdio())
+    ctx.effect(() => () => {
+      for (const s of [...this.sessions.values()]) this.closeSession(s)
+    }, 'acp: close sessions')
+  }
+
+  /** The live ACP sessions, by id. */
+  get live(): ReadonlyMap<string, LiveSession> {
+    return this.sessions
+  }
+
+  /** Serves ACP on stdin/stdout; resolves when the client closed the connection. */
+  async serveStdio(): Promise<void> {
+    const { output, input } = stdioStreams()
+    const conn = this.connect(acp.ndJsonStream(output, input))
+    await conn.closed.catch(() => {})
+    if (this.config.exitOnClose) {
+      const loader = this.ctx.get('loader') as { exit?(code: number): void } | undefined
+      if (loader?.exit) loader.exit(0)
+      else process.exitCode = 0
+    }
+  }
+
+  /** Serves one ACP client over `stream` (stdio, a socket, an in-memory pair in tests). */
+  connect(stream: acp.Stream): acp.AgentConnection {
+    const state: Connection = { id: this.nextConnection++, capabilities: {}, sessions: new Set() }
+    this.connections.add(state)
+    const app = acp.agent({ name: this.config.agentName })
+      .onRequest('initialize', ({ params }) => this.initialize(state, params))
+      .onRequest('session/new', ({ params }) => this.newSession(state, params))
+      .onRequest('session/load', ({ params }) => this.loadSession(state, params))
+      .onRequest('session/list', ({ params }) => this.listSessions(params))
+      .onRequest('session/prompt', ({ params, signal }) => this.prompt(state, params, signal))
+      .onNotification('session/cancel', ({ params }) => this.cancel(params.sessionId))
+    const conn = app.connect(stream)
+    state.client = conn.client
+    void conn.closed.catch(() => {}).then(() => this.disconnect(state))
+    return conn
+  }
+
+  private log(message: string): void {
+    process.stderr.write(`dsh-acp: ${message}\n`)
+  }
+
+  private get durable(): DurableLike | undefined {
+    return this.ctx.get('durableSessions') as DurableLike | undefined
+  }
+
+  private initialize(state: Connection, params: acp.InitializeRequest): acp.InitializeResponse {
+    state.capabilities = params.clientCapabilities ?? {}
+    const persistent = Boolean(this.durable)
+    return {
+      // Only v1 exists; a client asking for another version gets ours and decides.
+      protocolVersion: acp.PROTOCOL_VERSION,
+      agentCapabilities: {
+        loadSession: persistent,
+        promptCapabilities: { image: this.config.promptImages, audio: false, embeddedContext: true },
+        mcpCapabilities: { http: false, sse: false },
+        sessionCapabilities: persistent ? { list: {} } : {},
+      },
+      agentInfo: { name: this.config.agentName, title: this.config.agentTitle, version },
+      authMethods: [],
+    }
+  }
+
+  private checkCwd(cwd: string): string {
+    if (typeof cwd !== 'string' || !isAbsolute(cwd)) {
+      throw acp.RequestError.invalidParams({ cwd }, `cwd must be an absolute path, got ${JSON.stringify(cwd)}`)
+    }
+    let isDir = false
+    try {
+      isDir = statSync(cwd).isDirectory()
+    } catch {}
+    if (!isDir) throw acp.RequestError.invalidParams({ cwd }, `cwd ${cwd} is not an existing directory`)
+    return resolve(cwd)
+  }
+
+  private warnMcp(servers: readonly unknown[] | undefined): void {
+    if (servers?.length) this.log(`ignoring ${servers.length} MCP server(s): no MCP client is mounted`)
+  }
+
+  private createAgent(cwd: string, session?: Session): Agent {
+    const model = (this.ctx.get('agentDefaultModel') as { get(): Agent['model'] | undefined } | undefined)?.get()
+    return this.ctx.agents.create({
+      cwd,
+      ...(session ? { session } : {}),
+      ...(model ? { model } : {}),
+      ...(this.config.maxSteps ? { maxSteps: this.config.maxSteps } : {}),
+    })
+  }
+
+  private attach(state: Connection, agent: Agent, cwd: string): LiveSession {
+    const translator = new Translator({ sessionId: agent.session.id, cwd, toolKinds: this.toolKinds, maxToolOutputChars: this.config.maxToolOutputChars })
+    const live: LiveSession = {
+      id: agent.session.id,
+      agent,
+      cwd,
+      connection: state,
+      translator,
+      queue: Promise.resolve(),
+      running: [],
+      permissions: new Set(),
+      unsubscribe: () => {},
+    }
+    live.unsubscribe = agent.session.subscribe((event) => this.onEvent(live, event))
+    this.sessions.set(live.id, live)
+    state.sessions.add(live)
+    return live
+  }
+
+  private onEvent(live: LiveSession, event: AnySessionEvent): void {
+    if (event.type === 'step/start') live.lastFinish = undefined
+    if (event.type === 'assistant/message' && event.data.finish) live.lastFinish = event.data.finish
+    for (const update of live.translator.translate(event)) this.send(live, update)
+  }
+
+  private send(live: LiveSession, update: acp.SessionUpdate): void {
+    const client = live.connection.client
+    if (!client) return
+    live.queue = live.queue
+      .then(() => client.notify('session/update', { sessionId: live.id, update }))
+      .catch((error) => this.log(`session/update for ${live.id} failed: ${errorText(error)}`))
+  }
+
+  private async newSession(state: Connection, params: acp.NewSessionRequest): Promise<acp.NewSessionResponse> {
+    const cwd = this.checkCwd(params.cwd)
+    this.warnMcp(params.mcpServers)
+    const agent = this.createAgent(cwd)
+    this.attach(state, agent, cwd)
+    return { sessionId: agent.session.id }
+  }
+
+  private async loadSession(state: Connection, params: acp.LoadSessionRequest): Promise<acp.LoadSessionResponse> {
+    const cwd = this.checkCwd(params.cwd)
+    this.warnMcp(params.mcpServers)
+    const durable = this.durable
+    if (!durable) throw acp.RequestError.methodNotFound('session/load')
+    if (this.sessions.has(params.sessionId)) {
+      throw acp.RequestError.invalidRequest({ sessionId: params.sessionId }, `session ${params.sessionId} is already open on a connection`)
+    }
+    let session: Session
+    try {
+      session = (await durable.resume(params.sessionId)).session
+    } catch (error) {
+      const code = (error as { code?: string }).code
+      if (code === 'NOT_FOUND') throw acp.RequestError.sessionNotFound(params.sessionId)
+      throw acp.RequestError.invalidRequest({ sessionId: params.sessionId, code }, `cannot load session ${params.sessionId}: ${errorText(error)}`)
+    }
+    const agent = this.createAgent(cwd, session)
+    const live = this.attach(state, agent, cwd)
+    // History first, as notifications, then the response.
+    for (const event of session.events) {
+      for (const update of live.translator.translate(event, true)) this.send(live, update)
+    }
+    await live.queue
+    return {}
+  }
+
+  private async listSessions(params: acp.ListSessionsRequest): Promise<acp.ListSessionsResponse> {
+    const durable = this.durable
+    if (!durable) throw acp.RequestError.methodNotFound('session/list')
+    const rows = await durable.list()
+    return {
+      sessions: rows
+        .filter((r) => !params.cwd || r.cwd === params.cwd)
+        .map((r) => ({ sessionId: r.id, cwd: r.cwd, title: r.title ?? r.firstPrompt ?? null, updatedAt: new Date(r.updatedAt).toISOString() })),
+    }
+  }
+
+  private lookup(state: Connection, sessionId: string): LiveSession {
+    const live = this.sessions.get(sessionId)
+    if (!live || live.connection !== state) throw acp.RequestError.sessionNotFound(sessionId)
+    return live
+  }
+
+  private async prompt(state: Connection, params: acp.PromptRequest, signal: AbortSignal): Promise<acp.PromptResponse> {
+    const live = this.lookup(state, params.sessionId)
+    if (live.prompt) {
+      throw acp.RequestError.invalidRequest(
+        { sessionId: live.id },
+        `session ${live.id} already has a prompt in flight; wait for its response or send session/cancel`,
+      )
+    }
+    let blocks
+    try {
+      blocks = promptToBlocks(params.prompt, { images: this.config.promptImages })
+    } catch (error) {
+      if (error instanceof PromptContentError) throw acp.RequestError.invalidParams({ sessionId: live.id }, error.message)
+      throw error
+    }
+    const prompt = { cancelled: false }
+    live.prompt = prompt
+    const onAbort = () => this.cancel(live.id)
+    signal.addEventListener('abort', onAbort, { once: true })
+    try {
+      const result = await live.agent.send(blocks)
+      await live.queue
+      if (prompt.cancelled) return { stopReason: 'cancelled' }
+      const reason = stopReason(result, live.lastFinish)
+      if (reason) return { stopReason: reason }
+      const detail = result.error ? `${result.error.code}: ${result.error.message}` : result.reason
+      throw acp.RequestError.internalError({ reason: result.reason, error: result.error }, `the turn ended ${result.reason} (${detail})`)
+    } finally {
+      signal.removeEventListener('abort', onAbort)
+      live.prompt = undefined
+    }
+  }
+
+  private cancel(sessionId: string): void {
+    const live = this.sessions.get(sessionId)
+    if (!live?.prompt) return
+    live.prompt.cancelled = true
+    for (const pending of live.permissions) pending.abort(new Error('the prompt was cancelled'))
+    live.agent.abort('cancelled by the ACP client')
+  }
+
+  private closeSession(live: LiveSession): void {
+    this.cancel(live.id)
+    live.unsubscribe()
+    this.sessions.delete(live.id)
+    live.connection.sessions.delete(live)
+    void live.agent.idle().then(() => live.agent.dispose()).catch((error) => this.log(`closing ${live.id}: ${errorText(error)}`))
+  }
+
+  private async disconnect(state: Connection): Promise<void> {
+    if (!this.connections.delete(state)) return
+    const sessions = [...state.sessions]
+    for (const live of sessions) this.closeSession(live)
+    await Promise.all(sessions.map((s) => s.agent.idle().catch(() => {})))
+  }
+
+  private async readForDiff(path: string): Promise<{ exists: false } | { exists: true; text: string } | undefined> {
+    const fs = this.ctx.get('fs') as FsLike | undefined
+    try {
+      const size = fs ? (await fs.stat(path)).size : (await stat(path)).size
+      if (size > this.config.maxDiffBytes) return undefined
+      return { exists: true, text: fs ? (await fs.readText(path)).text : await readFile(path, 'utf8') }
+    } catch (error) {
+      return (error as { code?: string }).code === 'NOT_FOUND' || (error as { code?: string }).code === 'ENOENT' ? { exists: false } : undefined
+    }
+  }
+
+  /** `tools/execute` listener: marks the call in progress and captures full-text diffs of file edits. */
+  private async aroundTool(payload: ExecutePayload, next: () => Promise<ToolOutput>): Promise<ToolOutput> {
+    const live = payload.context.sessionId ? this.sessions.get(payload.context.sessionId) : undefined
+    if (!live) return next()
+    const { callId, name } = payload.call
+    this.send(live, { sessionUpdate: 'tool_call_update', toolCallId: callId, status: 'in_progress' })
+    const args = (payload.args ?? {}) as { file_path?: unknown }
+    const file = typeof args.file_path === 'string' ? resolve(payload.context.cwd, args.file_path) : undefined
+    const capture = this.config.captureDiffs && file && (name === 'edit' || name === 'write')
+    const before = capture ? await this.readForDiff(file) : undefined
+    live.running.push(callId)
+    try {
+      const output = await next()
+      if (before && file && !output.isError && !output.error) {
+        const after = await this.readForDiff(file)
+        if (after?.exists) live.translator.captureDiff(callId, { path: file, oldText: before.exists ? before.text : null, newText: after.text })
+      }
+      return output
+    } finally {
+      live.running.splice(live.running.indexOf(callId), 1)
+    }
+  }
+
+  /** The approval answerer: asks the client with `session/request_permission`, failing closed. */
+  private async askPermission(request: ApprovalRequest, signal: AbortSignal): Promise<ApprovalAnswer> {
+    const live = request.sessionId ? this.sessions.get(request.sessionId) : undefined
+    const client = live?.connection.client
+    if (!live || !client) return { decision: 'rejected', reason: 'the ACP client of this session is gone' }
+    const choices = request.options.filter((c): c is ApprovalChoice => c in CHOICE_OPTIONS)
+    const byId = new Map(choices.map((c) => [CHOICE_OPTIONS[c].optionId, c]))
+    const controller = new AbortController()
+    const abort = () => controller.abort(signal.reason)
+    signal.addEventListener('abort', abort, { once: true })
+    const timer = this.config.permissionTimeoutMs > 0
+      ? setTimeout(() => controller.abort(new Error('timed out')), this.config.permissionTimeoutMs)
+      : undefined
+    live.permissions.add(controller)
+    const toolCallId = live.running.at(-1) ?? `approval-${request.id}`
+    try {
+      const response = await client.request('session/request_permission', {
+        sessionId: live.id,
+        toolCall: {
+          toolCallId,
+          title: request.title,
+          status: 'pending',
+          rawInput: request.action,
+          ...(request.detail ? { content: [{ type: 'content', content: { type: 'text', text: request.detail } }] } : {}),
+        },
+        options: choices.map((c) => CHOICE_OPTIONS[c]),
+      }, { cancellationSignal: controller.signal, stopWaitingOnCancel: true })
+      if (response.outcome.outcome === 'cancelled') return { decision: 'rejected', reason: 'the client cancelled the permission request' }
+      const choice = byId.get(response.outcome.optionId)
+      if (!choice) return { decision: 'rejected', reason: `the client chose an unknown option ${JSON.stringify(response.outcome.optionId)}` }
+      return { decision: choice }
+    } catch (error) {
+      return { decision: 'rejected', reason: `the client did not answer the permission request (${errorText(error)})` }
+    } finally {
+      if (timer) clearTimeout(timer)
+      signal.removeEventListener('abort', abort)
+      live.permissions.delete(controller)
+    }
+  }
+}
+
+export default AcpServer

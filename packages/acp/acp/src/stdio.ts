@@ -1,0 +1,33 @@
+// Stdout belongs to the protocol. `claimStdout()` takes the process's real stdout for frames and
+// points `process.stdout.write` (and so console.log and any stray print) at stderr, once per process.
+import { Readable } from 'node:stream'
+
+const KEY = Symbol.for('dsh.acp.stdout')
+
+export type FrameWriter = (chunk: Uint8Array | string) => Promise<void>
+
+export function claimStdout(): FrameWriter {
+  const g = globalThis as { [KEY]?: FrameWriter }
+  const existing = g[KEY]
+  if (existing) return existing
+  const stdout = process.stdout
+  const original = stdout.write.bind(stdout) as (chunk: Uint8Array | string, cb: (error?: Error | null) => void) => boolean
+  const stderr = process.stderr
+  stdout.write = ((chunk: Uint8Array | string, encoding?: unknown, cb?: unknown) =>
+    // Redirected writes keep Node's overloads: (chunk, cb) or (chunk, encoding, cb).
+    (stderr.write as (...args: unknown[]) => boolean)(chunk, encoding, cb)) as typeof stdout.write
+  const write: FrameWriter = (chunk) =>
+    new Promise<void>((resolve, reject) => {
+      original(chunk, (error) => (error ? reject(error) : resolve()))
+    })
+  g[KEY] = write
+  return write
+}
+
+/** The protocol streams over the process's stdin and (claimed) stdout. */
+export function stdioStreams(): { output: WritableStream<Uint8Array>; input: ReadableStream<Uint8Array> } {
+  const write = claimStdout()
+  const output = new WritableStream<Uint8Array>({ write: (chunk) => write(chunk) })
+  const input = Readable.toWeb(process.stdin) as unknown as ReadableStream<Uint8Array>
+  return { output, input }
+}
