@@ -44,7 +44,7 @@ describe('ctx.approval', () => {
 
   it('rememberAlways: false makes allowed-always act once', async () => {
     const local = new Context()
-    await local.plugin(ApprovalService, { rememberAlways: false })
+    await local.plugin(ApprovalService, { rememberAlways: false } as never)
     let asked = 0
     local.approval.registerAnswerer({ name: 'h', answer: () => (asked++, { decision: 'allowed-always' }) })
     await local.approval.request(req(1))
@@ -103,7 +103,7 @@ describe('ctx.approval', () => {
     expect(await pending).toMatchObject({ decision: 'cancelled', reason: expect.stringContaining('turn cancelled') })
 
     const timed = new Context()
-    await timed.plugin(ApprovalService, { timeoutMs: 20 })
+    await timed.plugin(ApprovalService, { timeoutMs: 20 } as never)
     timed.approval.registerAnswerer({ name: 'h', answer: () => new Promise(() => {}) })
     expect(await timed.approval.request(req(1))).toMatchObject({ decision: 'unavailable', reason: 'no answer within 20 ms' })
   })

@@ -1,0 +1,168 @@
+// The permission-preset table (`ctx.permissionPresets`): named pairs of sandbox mode and approval
+// policy, a deployment default, and per-session overrides. Sandbox and approval plugins read their
+// knob from here (`modeFor`, `policyFor`); UIs show the table as one selector.
+import { Context, Service } from 'cordis'
+import Schema from 'schemastery'
+import { APPROVAL_POLICIES, type ApprovalPolicy } from '@dsh/user-approval'
+
+/** The sandbox modes a preset may name (the `sandbox/mode` knob). */
+export type SandboxMode = 'read-only' | 'workspace-write' | 'danger-full-access'
+export const SANDBOX_MODES: readonly SandboxMode[] = ['read-only', 'workspace-write', 'danger-full-access']
+
+export interface PermissionPreset {
+  readonly name: string
+  readonly mode: SandboxMode
+  readonly approval: ApprovalPolicy
+  readonly description: string
+}
+
+export interface PresetDefinition {
+  mode: SandboxMode
+  approval: ApprovalPolicy
+  description?: string
+}
+
+export interface PermissionPresetsConfig {
+  /** Preset used by sessions without an override, unless the environment variable names one. */
+  default: string
+  /** Environment variable that, when set and non-empty, overrides `default`. '' disables it. */
+  env: string
+  /** Extra presets, or replacements of built-in ones by name. */
+  presets: Record<string, PresetDefinition>
+}
+
+export const BUILTIN_PRESETS: Readonly<Record<string, PresetDefinition & { description: string }>> = {
+  'workspace-write': {
+    mode: 'workspace-write',
+    approval: 'ask',
+    description: 'Commands run confined: writes only inside the workspace and temp dirs, no network. Stepping outside asks for approval.',
+  },
+  'danger-full-access': {
+    mode: 'danger-full-access',
+    approval: 'never',
+    description: 'No confinement and no approval prompts: commands run with your full user rights.',
+  },
+}
+
+const PRESET_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/
+
+export const PermissionPresetsConfig: Schema<PermissionPresetsConfig> = Schema.object({
+  default: Schema.string().default('workspace-write').description('Preset of sessions without an override (unless the env variable names one).'),
+  env: Schema.string().default('DSH_PERMISSION_MODE').description("Environment variable that overrides `default` when set; '' disables."),
+  presets: Schema.dict(
+    Schema.object({
+      mode: Schema.union([...SANDBOX_MODES]).required().description('Sandbox mode.'),
+      approval: Schema.union([...APPROVAL_POLICIES]).required().description('Approval policy.'),
+      description: Schema.string().description('One line for selectors.'),
+    }),
+  ).default({}).description('Extra presets, or replacements of built-in ones by name.'),
+})
+
+export interface PresetChange {
+  sessionId: string
+  preset: PermissionPreset
+  previous: PermissionPreset
+}
+
+declare module 'cordis' {
+  interface Context {
+    permissionPresets: PermissionPresetService
+  }
+  interface Events {
+    /** A session's effective preset changed through `set()` or `clear()`. */
+    'permission-presets/changed'(change: PresetChange): void
+  }
+}
+
+export class PermissionPresetError extends Error {
+  override name = 'PermissionPresetError'
+}
+
+export class PermissionPresetService extends Service {
+  static Config = PermissionPresetsConfig
+  private table = new Map<string, PermissionPreset>()
+  private overrides = new Map<string, string>()
+  private defaultName: string
+  /** Where the default came from: `config` or the env variable's name. */
+  readonly defaultSource: string
+
+  constructor(ctx: Context, config: PermissionPresetsConfig = PermissionPresetsConfig({} as PermissionPresetsConfig)) {
+    super(ctx, 'permissionPresets')
+    for (const [name, def] of Object.entries({ ...BUILTIN_PRESETS, ...config.presets })) {
+      if (!PRESET_NAME.test(name)) throw new PermissionPresetError(`permission-presets: invalid preset name ${JSON.stringify(name)} in presets (lowercase letters, digits, . _ -)`)
+      const description = def.description ?? `sandbox ${def.mode}, approval ${def.approval}`
+      this.table.set(name, Object.freeze({ name, mode: def.mode, approval: def.approval, description }))
+    }
+    const fromEnv = config.env ? process.env[config.env]?.trim() : undefined
+    if (fromEnv) {
+      this.defaultName = this.check(fromEnv, `${config.env}`)
+      this.defaultSource = config.env
+    } else {
+      this.defaultName = this.check(config.default, 'config field "default"')
+      this.defaultSource = 'config'
+    }
+    ctx.on('session/deleted' as never, ((session: { id?: string }) => {
+      if (session && typeof session.id === 'string') this.overrides.delete(session.id)
+    }) as never)
+  }
+
+  private check(name: string, where: string): string {
+    if (this.table.has(name)) return name
+    throw new PermissionPresetError(`unknown permission preset ${JSON.stringify(name)} (from ${where}); valid presets: ${this.names().join(', ')}`)
+  }
+
+  /** Preset names, sorted. */
+  names(): string[] {
+    return [...this.table.keys()].sort()
+  }
+
+  list(): PermissionPreset[] {
+    return this.names().map((name) => this.table.get(name)!)
+  }
+
+  /** A preset by name, or undefined. */
+  get(name: string): PermissionPreset | undefined {
+    return this.table.get(name)
+  }
+
+  /** The deployment default (config `default`, overridden by the env variable). */
+  get default(): PermissionPreset {
+    return this.table.get(this.defaultName)!
+  }
+
+  /** The session's preset: its override, else the default. No session: the default. */
+  current(sessionId?: string): PermissionPreset {
+    const name = sessionId !== undefined ? this.overrides.get(sessionId) : undefined
+    return this.table.get(name ?? this.defaultName)!
+  }
+
+  /** The `sandbox/mode` knob for a session. */
+  modeFor(sessionId?: string): SandboxMode {
+    return this.current(sessionId).mode
+  }
+
+  /** The `approval/policy` knob for a session. */
+  policyFor(sessionId?: string): ApprovalPolicy {
+    return this.current(sessionId).approval
+  }
+
+  /** Overrides a session's preset. Throws `PermissionPresetError` naming the valid presets for a bad name. */
+  set(sessionId: string, name: string): PermissionPreset {
+    if (typeof sessionId !== 'string' || sessionId === '') throw new TypeError('permissionPresets.set: sessionId must be a non-empty string')
+    this.check(name, 'permissionPresets.set')
+    const previous = this.current(sessionId)
+    this.overrides.set(sessionId, name)
+    const preset = this.current(sessionId)
+    if (preset !== previous) this.ctx.emit('permission-presets/changed', { sessionId, preset, previous })
+    return preset
+  }
+
+  /** Drops a session's override, returning it to the default. */
+  clear(sessionId: string): PermissionPreset {
+    const previous = this.current(sessionId)
+    this.overrides.delete(sessionId)
+    const preset = this.current(sessionId)
+    if (preset !== previous) this.ctx.emit('permission-presets/changed', { sessionId, preset, previous })
+    return preset
+  }
+}
