@@ -41,8 +41,9 @@ export function checkAnswers(questions: readonly Question[], raw: unknown): { an
     if (!question) return { problem: `answer for unknown question ${JSON.stringify(id)}` }
     const answer = value as Partial<QuestionAnswer> | null
     if (answer === null || typeof answer !== 'object') return { problem: `answer ${JSON.stringify(id)} must be an object` }
-    const selected = answer.selected ?? []
-    if (!Array.isArray(selected) || selected.some((label) => typeof label !== 'string')) return { problem: `answer ${JSON.stringify(id)}: selected must be an array of labels` }
+    const raw = answer.selected ?? []
+    if (!Array.isArray(raw) || raw.some((label) => typeof label !== 'string')) return { problem: `answer ${JSON.stringify(id)}: selected must be an array of labels` }
+    const selected = [...new Set(raw)]
     const labels = new Set((question.options ?? []).map((option) => option.label))
     const unknown = selected.find((label) => !labels.has(label))
     if (unknown !== undefined) return { problem: `answer ${JSON.stringify(id)}: ${JSON.stringify(unknown)} is not one of its options` }
@@ -50,7 +51,7 @@ export function checkAnswers(questions: readonly Question[], raw: unknown): { an
     if (answer.text !== undefined && typeof answer.text !== 'string') return { problem: `answer ${JSON.stringify(id)}: text must be a string` }
     const text = answer.text?.trim() ? answer.text : undefined
     if (selected.length === 0 && text === undefined) continue // picked nothing, wrote nothing: unanswered
-    answers[id] = { selected: [...new Set(selected)], ...(text !== undefined ? { text } : {}) }
+    answers[id] = { selected, ...(text !== undefined ? { text } : {}) }
   }
   return { answers }
 }
