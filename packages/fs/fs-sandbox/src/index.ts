@@ -1,0 +1,104 @@
+// @dsh/fs-sandbox: `SandboxedFileSystem`, the host filesystem of @dsh/fs-local with a per-call mode
+// fence. Every mutation (write, edit, remove, mkdir) is checked against the policy
+// `ctx.sandboxPolicy` resolves for the call's session, after `..` and symlinks are resolved; reads
+// always pass. Everything else (atomic write, edit critical section, gates, events) is inherited.
+import { lstatSync, realpathSync } from 'node:fs'
+import { basename, dirname, join, sep } from 'node:path'
+import type { Context } from 'cordis'
+import { FsError, type EditResult, type EditTransform, type FsCallOptions, type RemoveOptions, type WriteOptions, type WriteResult } from '@dsh/fs'
+import { LocalFileSystem, type LocalFileSystemConfig } from '@dsh/fs-local'
+import { describePolicy, type SandboxPolicy } from '@dsh/sandbox'
+import type {} from '@dsh/sandbox-policy'
+
+/** Error code of a mutation the sandbox mode forbids. */
+export const SANDBOX_DENIED = 'SANDBOX_DENIED'
+
+export class SandboxedFileSystem extends LocalFileSystem {
+  static inject = ['sandboxPolicy']
+  static Config = LocalFileSystem.Config
+
+  constructor(ctx: Context, config: LocalFileSystemConfig) {
+    super(ctx, config)
+  }
+
+  override async writeFile(path: string, data: string | Uint8Array, options: WriteOptions = {}): Promise<WriteResult> {
+    this.fence(path, 'write', options)
+    return super.writeFile(path, data, options)
+  }
+
+  override async edit(path: string, transform: EditTransform, options: FsCallOptions = {}): Promise<EditResult> {
+    this.fence(path, 'edit', options)
+    return super.edit(path, transform, options)
+  }
+
+  override async remove(path: string, options: RemoveOptions = {}): Promise<void> {
+    this.fence(path, 'remove', options)
+    return super.remove(path, options)
+  }
+
+  override async mkdir(path: string, options: { recursive?: boolean; session?: string } = {}): Promise<void> {
+    this.fence(path, 'create a directory at', options)
+    return super.mkdir(path, options)
+  }
+
+  /** The policy a call of `session` is fenced by (the same resolution bash-sandbox uses). */
+  policyFor(session?: string): SandboxPolicy {
+    return this.ctx.sandboxPolicy.resolve(session !== undefined ? { sessionId: session } : {})
+  }
+
+  /**
+   * Throws `FsError(SANDBOX_DENIED)` unless the mode allows mutating `path`. The check uses the real
+   * location: `..` is normalised and every existing component's symlinks are followed, so neither a
+   * link inside the workspace nor a relative escape reaches outside it.
+   */
+  private fence(path: string, verb: string, options: { session?: string }): void {
+    const abs = this.resolve(path)
+    const policy = this.policyFor(options.session)
+    if (policy.mode === 'danger-full-access') return
+    const real = realLocation(abs)
+    if (real !== undefined && policy.mode === 'workspace-write' && policy.writableRoots.some((root) => within(real, root))) return
+    const where = real === undefined ? `${abs} (through a dangling symlink)` : real === abs ? abs : `${abs} (really ${real})`
+    const allowed = policy.mode === 'read-only' ? 'no file may be changed' : `only files under ${policy.writableRoots.join(', ')} may be changed`
+    throw new FsError(
+      SANDBOX_DENIED,
+      abs,
+      `the sandbox refused to ${verb} ${where}: the session is in ${policy.mode} mode, so ${allowed}. ` +
+        `Policy: ${describePolicy(policy)} Change files inside the workspace, or ask the user to change the sandbox mode.`,
+    )
+  }
+}
+
+/**
+ * `abs` with the symlinks of its longest existing prefix resolved (missing tail components kept).
+ * Undefined when a parent component is a dangling symlink (its real location is unknowable).
+ */
+export function realLocation(abs: string): string | undefined {
+  const missing: string[] = []
+  let current = abs
+  for (;;) {
+    try {
+      return missing.length === 0 ? realpathSync(current) : join(realpathSync(current), ...missing.reverse())
+    } catch {
+      if (current !== abs && isLink(current)) return undefined
+      const parent = dirname(current)
+      if (parent === current) return abs
+      missing.push(basename(current))
+      current = parent
+    }
+  }
+}
+
+function isLink(path: string): boolean {
+  try {
+    return lstatSync(path).isSymbolicLink()
+  } catch {
+    return false
+  }
+}
+
+function within(path: string, root: string): boolean {
+  return path === root || path.startsWith(root.endsWith(sep) ? root : root + sep)
+}
+
+export const name = 'fs-sandbox'
+export default SandboxedFileSystem

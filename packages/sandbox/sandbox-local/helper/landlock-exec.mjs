@@ -1,0 +1,191 @@
+#!/usr/bin/env node
+// Landlock launcher: applies a Landlock ruleset (and a seccomp socket filter when the network is
+// off) to its own main thread, then execve()s the target on that same thread, so the target and
+// every descendant inherit the confinement. Plain JavaScript so it starts without a TypeScript loader.
+//
+//   node landlock-exec.mjs --probe                      prints {"abi":N,"seccomp":bool} and exits 0
+//   node landlock-exec.mjs <base64 JSON spec> -- argv...
+//
+// spec: {"read": bool, "writable": [abs paths], "network": bool}
+// Exit status 125 with one line on stderr when confinement cannot be applied: the target never runs.
+import { createRequire } from 'node:module'
+import { accessSync, constants, openSync, statSync, writeSync } from 'node:fs'
+import { delimiter, isAbsolute, join } from 'node:path'
+
+const require = createRequire(import.meta.url)
+
+function die(message) {
+  writeSync(2, `dsh-sandbox(landlock): ${message}\n`)
+  process.exit(125)
+}
+
+let koffi
+try {
+  koffi = require('koffi')
+} catch (error) {
+  die(`cannot load koffi: ${error.message}`)
+}
+const libc = koffi.load('libc.so.6')
+const syscall = libc.func('long syscall(long nr, ...)')
+const prctl = libc.func('int prctl(int option, unsigned long a2, unsigned long a3, unsigned long a4, unsigned long a5)')
+const execve = libc.func('int execve(const char *path, const char **argv, const char **envp)')
+const signal = libc.func('void *signal(int sig, void *handler)')
+const fcntl = libc.func('int fcntl(int fd, int cmd, ...)')
+const errno = () => koffi.errno()
+
+const SYS = { landlock_create_ruleset: 444, landlock_add_rule: 445, landlock_restrict_self: 446 }
+const SECCOMP = {
+  x64: { audit: 0xc000003e, seccomp: 317, socket: 41, io_uring_setup: 425, x32: true },
+  arm64: { audit: 0xc00000b7, seccomp: 277, socket: 198, io_uring_setup: 425, x32: false },
+}[process.arch]
+
+const FS = {
+  EXECUTE: 1n << 0n,
+  WRITE_FILE: 1n << 1n,
+  READ_FILE: 1n << 2n,
+  READ_DIR: 1n << 3n,
+  REMOVE_DIR: 1n << 4n,
+  REMOVE_FILE: 1n << 5n,
+  MAKE_CHAR: 1n << 6n,
+  MAKE_DIR: 1n << 7n,
+  MAKE_REG: 1n << 8n,
+  MAKE_SOCK: 1n << 9n,
+  MAKE_FIFO: 1n << 10n,
+  MAKE_BLOCK: 1n << 11n,
+  MAKE_SYM: 1n << 12n,
+  REFER: 1n << 13n,
+  TRUNCATE: 1n << 14n,
+  IOCTL_DEV: 1n << 15n,
+}
+const READ_ACCESS = FS.EXECUTE | FS.READ_FILE | FS.READ_DIR
+
+/** Every filesystem right the running kernel's ABI knows. */
+function handledFs(abi) {
+  let all = (1n << 13n) - 1n
+  if (abi >= 2) all |= FS.REFER
+  if (abi >= 3) all |= FS.TRUNCATE
+  if (abi >= 5) all |= FS.IOCTL_DEV
+  return all
+}
+
+function landlockAbi() {
+  const abi = Number(syscall(SYS.landlock_create_ruleset, 'void *', null, 'size_t', 0, 'uint32_t', 1))
+  return abi > 0 ? abi : 0
+}
+
+const RulesetAttr = koffi.struct('landlock_ruleset_attr', { fs: 'uint64_t', net: 'uint64_t', scoped: 'uint64_t' })
+const PathBeneath = koffi.pack('landlock_path_beneath_attr', { allowed: 'uint64_t', fd: 'int32_t' })
+const SockFilter = koffi.struct('sock_filter', { code: 'uint16_t', jt: 'uint8_t', jf: 'uint8_t', k: 'uint32_t' })
+
+function addPath(ruleset, path, allowed) {
+  let fd
+  try {
+    // O_PATH: a handle to the inode without opening it for reading.
+    fd = openSync(path, 0o10000000)
+  } catch {
+    return // a missing writable root is simply not granted
+  }
+  const rc = Number(syscall(SYS.landlock_add_rule, 'int', ruleset, 'int', 1, 'landlock_path_beneath_attr *', { allowed, fd }, 'uint32_t', 0))
+  if (rc !== 0) die(`landlock_add_rule(${path}) failed (errno ${errno()})`)
+}
+
+function applyLandlock(abi, spec) {
+  const fsAll = handledFs(abi)
+  const net = !spec.network && abi >= 4 ? 3n : 0n // BIND_TCP | CONNECT_TCP, with no port allowed
+  // Scopes (ABI 6): no signals to processes outside the domain; no abstract unix sockets when offline.
+  const scoped = abi >= 6 ? 2n | (spec.network ? 0n : 1n) : 0n
+  const size = abi >= 6 ? 24 : abi >= 4 ? 16 : 8
+  const ruleset = Number(syscall(SYS.landlock_create_ruleset, 'landlock_ruleset_attr *', { fs: fsAll, net, scoped }, 'size_t', size, 'uint32_t', 0))
+  if (ruleset < 0) die(`landlock_create_ruleset failed (errno ${errno()})`)
+  addPath(ruleset, '/', READ_ACCESS)
+  // Character devices a shell writes to in every mode.
+  const devWrite = FS.WRITE_FILE | FS.READ_FILE | (abi >= 3 ? FS.TRUNCATE : 0n) | (abi >= 5 ? FS.IOCTL_DEV : 0n)
+  for (const device of ['/dev/null', '/dev/zero', '/dev/full', '/dev/tty', '/dev/random', '/dev/urandom', '/dev/ptmx']) addPath(ruleset, device, devWrite)
+  addPath(ruleset, '/dev/pts', devWrite)
+  for (const root of spec.writable) addPath(ruleset, root, fsAll)
+  if (prctl(38, 1, 0, 0, 0) !== 0) die(`prctl(PR_SET_NO_NEW_PRIVS) failed (errno ${errno()})`)
+  const rc = Number(syscall(SYS.landlock_restrict_self, 'int', ruleset, 'uint32_t', 0))
+  if (rc !== 0) die(`landlock_restrict_self failed (errno ${errno()})`)
+}
+
+/** A seccomp filter that refuses socket(AF_INET|AF_INET6, ...) and io_uring_setup with EACCES. */
+function applySeccomp() {
+  const { audit, seccomp, socket, io_uring_setup, x32 } = SECCOMP
+  const LD = 0x20, JEQ = 0x15, JGE = 0x35, RET = 0x06
+  const ALLOW = 0x7fff0000, DENY = 0x00050000 | 13
+  const prog = [
+    { code: LD, jt: 0, jf: 0, k: 4 }, // arch
+    { code: JEQ, jt: 1, jf: 0, k: audit },
+    { code: RET, jt: 0, jf: 0, k: DENY }, // foreign ABI: refuse
+    { code: LD, jt: 0, jf: 0, k: 0 }, // syscall number
+    x32 ? { code: JGE, jt: 7, jf: 0, k: 0x40000000 } : { code: JEQ, jt: 0, jf: 0, k: 0xffffffff },
+    { code: JEQ, jt: 5, jf: 0, k: io_uring_setup },
+    { code: JEQ, jt: 0, jf: 3, k: socket },
+    { code: LD, jt: 0, jf: 0, k: 16 }, // args[0], low 32 bits
+    { code: JEQ, jt: 2, jf: 0, k: 2 }, // AF_INET
+    { code: JEQ, jt: 1, jf: 0, k: 10 }, // AF_INET6
+    { code: RET, jt: 0, jf: 0, k: ALLOW },
+    { code: RET, jt: 0, jf: 0, k: DENY },
+    { code: RET, jt: 0, jf: 0, k: DENY },
+  ]
+  const filter = koffi.alloc(SockFilter, prog.length)
+  koffi.encode(filter, koffi.array(SockFilter, prog.length), prog)
+  const fprog = Buffer.alloc(16)
+  fprog.writeUInt16LE(prog.length, 0)
+  fprog.writeBigUInt64LE(BigInt(koffi.address(filter)), 8)
+  if (prctl(38, 1, 0, 0, 0) !== 0) die(`prctl(PR_SET_NO_NEW_PRIVS) failed (errno ${errno()})`)
+  const rc = Number(syscall(seccomp, 'unsigned int', 1, 'unsigned int', 0, 'void *', fprog))
+  if (rc !== 0) die(`seccomp(SET_MODE_FILTER) failed (errno ${errno()})`)
+}
+
+function which(file, env) {
+  if (file.includes('/')) return file
+  for (const dir of (env.PATH ?? '/usr/local/bin:/usr/bin:/bin').split(delimiter)) {
+    if (!dir) continue
+    const candidate = join(dir, file)
+    try {
+      accessSync(candidate, constants.X_OK)
+      if (statSync(candidate).isFile()) return candidate
+    } catch {}
+  }
+  return undefined
+}
+
+const args = process.argv.slice(2)
+if (args[0] === '--probe') {
+  writeSync(1, JSON.stringify({ abi: landlockAbi(), seccomp: SECCOMP !== undefined }) + '\n')
+  process.exit(0)
+}
+const separator = args.indexOf('--')
+if (separator !== 1 || args.length < 3) die('usage: landlock-exec.mjs <spec> -- argv...')
+let spec
+try {
+  spec = JSON.parse(Buffer.from(args[0], 'base64').toString('utf8'))
+} catch {
+  die('the spec is not base64 JSON')
+}
+if (!Array.isArray(spec.writable) || !spec.writable.every((p) => typeof p === 'string' && isAbsolute(p)) || typeof spec.network !== 'boolean') {
+  die('the spec needs {writable: [absolute paths], network: boolean}')
+}
+const argv = args.slice(2)
+const env = { ...process.env }
+const file = which(argv[0], env)
+if (!file) {
+  writeSync(2, `dsh-sandbox(landlock): ${argv[0]}: command not found\n`)
+  process.exit(127)
+}
+const abi = landlockAbi()
+if (abi < 1) die('Landlock is not available on this kernel')
+if (!spec.network) {
+  if (!SECCOMP) die(`no seccomp filter for architecture ${process.arch}; cannot turn the network off`)
+  applySeccomp()
+}
+applyLandlock(abi, spec)
+// Node ignores SIGPIPE and SIGXFSZ; ignored dispositions survive execve, so restore the defaults.
+signal(13, null)
+signal(25, null)
+// Node marks every inherited descriptor close-on-exec at startup; stdio must reach the target.
+for (const fd of [0, 1, 2]) fcntl(fd, 2, 'int', 0)
+const envp = Object.entries(env).map(([k, v]) => `${k}=${v}`)
+execve(file, [...argv, null], [...envp, null])
+die(`execve(${file}) failed (errno ${errno()})`)

@@ -1,0 +1,204 @@
+// @dsh/sandbox-policy: the one owner of sandbox-policy resolution (`ctx.sandboxPolicy`). It holds the
+// deployment default mode, each session's durable mode override (a logged `sandbox/mode` event) and
+// its immutable workspace root, and hands every enforcing capability (bash-sandbox, fs-sandbox) one
+// resolved policy per call. Before each model request it tells the model the policy in force, as a
+// logged user message that is only appended when the policy text changed (see README).
+import { realpathSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { isAbsolute, resolve as resolvePath } from 'node:path'
+import { Context, Service } from 'cordis'
+import Schema from 'schemastery'
+import type {} from '@dsh/agent'
+import type { Session } from '@dsh/session'
+import { describePolicy, isSandboxMode, SANDBOX_MODES, type SandboxMode, type SandboxPolicy } from '@dsh/sandbox'
+
+declare module 'cordis' {
+  interface Context {
+    sandboxPolicy: SandboxPolicyService
+  }
+  interface Events {
+    /** A session's sandbox mode changed (override set or cleared). */
+    'sandbox/mode-changed'(sessionId: string, mode: SandboxMode): void
+  }
+}
+
+declare module '@dsh/session' {
+  interface SessionEventMap {
+    /** A durable per-session mode override; `mode: null` clears it. */
+    'sandbox/mode': { mode: SandboxMode | null }
+  }
+}
+
+export interface SandboxPolicyConfig {
+  defaultMode: SandboxMode
+  fallbackRoot?: string
+  network: boolean
+  tempDirs: string[]
+  writableRoots: string[]
+  announce: boolean
+}
+
+/** The `source` of the policy announcement messages. */
+export const ANNOUNCE_SOURCE = { kind: 'plugin', plugin: 'sandbox-policy', label: 'sandbox policy' } as const
+
+export interface ResolveInput {
+  sessionId?: string
+  /** The call's cwd; the workspace root of a session the store does not know, or without a session. */
+  cwd?: string
+}
+
+const DEFAULT_TEMP_DIRS = [...new Set(['/tmp', tmpdir()])]
+
+/** The minimum the policy reads from `ctx.permissionPresets` when a preset package is loaded. */
+interface PresetLookup {
+  modeFor(sessionId?: string): unknown
+}
+
+export class SandboxPolicyService extends Service {
+  static Config: Schema<Partial<SandboxPolicyConfig>, SandboxPolicyConfig> = Schema.object({
+    defaultMode: Schema.union(SANDBOX_MODES as SandboxMode[])
+      .default('workspace-write')
+      .description('Mode of a session with no override (and no permission preset choosing one).'),
+    fallbackRoot: Schema.string().description('Workspace root of calls without a session or cwd. Default: the process cwd.'),
+    network: Schema.boolean().default(false).description('Allow network access in read-only and workspace-write.'),
+    tempDirs: Schema.array(String).default(DEFAULT_TEMP_DIRS).description('Temp directories writable in workspace-write (missing ones are skipped).'),
+    writableRoots: Schema.array(String).default([]).description('Extra absolute directories writable in workspace-write.'),
+    announce: Schema.boolean().default(true).description('Tell the model the current policy before a request whenever it changed.'),
+  })
+
+  readonly config: SandboxPolicyConfig
+  private readonly overrides = new Map<string, SandboxMode | null>()
+  private readonly roots = new Map<string, string>()
+  private readonly announced = new WeakMap<Session, string | undefined>()
+
+  constructor(ctx: Context, config: SandboxPolicyConfig) {
+    super(ctx, 'sandboxPolicy')
+    for (const [field, list] of [['tempDirs', config.tempDirs], ['writableRoots', config.writableRoots]] as const) {
+      for (const dir of list) if (!isAbsolute(dir)) throw new TypeError(`sandbox-policy: ${field} must hold absolute paths, got ${JSON.stringify(dir)}`)
+    }
+    if (config.fallbackRoot !== undefined && !isAbsolute(config.fallbackRoot)) {
+      throw new TypeError(`sandbox-policy: fallbackRoot must be an absolute path, got ${JSON.stringify(config.fallbackRoot)}`)
+    }
+    this.config = config
+    if (config.announce) {
+      ctx.on('agent/pre-step', async (payload, next) => {
+        const text = this.announcement(payload.agent.session, payload.agent.cwd)
+        if (text !== undefined) payload.messages.unshift({ content: text, source: { ...ANNOUNCE_SOURCE } })
+        return next()
+      }, { prepend: true })
+    }
+  }
+
+  /** The mode in force: the session's override, else the permission preset's mode, else `defaultMode`. */
+  modeFor(sessionId?: string): SandboxMode {
+    if (sessionId !== undefined) {
+      const override = this.override(sessionId)
+      if (override) return override
+      const presets = this.ctx.get('permissionPresets') as PresetLookup | undefined
+      if (presets && typeof presets.modeFor === 'function') {
+        const mode = presets.modeFor(sessionId)
+        if (isSandboxMode(mode)) return mode
+      }
+    }
+    return this.config.defaultMode
+  }
+
+  /**
+   * Sets (or with `null` clears) a session's override. Logged as `sandbox/mode` in the session when
+   * the session store knows it, so the override survives a resume.
+   */
+  setMode(sessionId: string, mode: SandboxMode | null): void {
+    if (typeof sessionId !== 'string' || sessionId === '') throw new TypeError('sandboxPolicy.setMode: sessionId must be a non-empty string')
+    if (mode !== null && !isSandboxMode(mode)) throw new TypeError(`sandboxPolicy.setMode: unknown mode ${JSON.stringify(mode)} (valid: ${SANDBOX_MODES.join(', ')})`)
+    this.overrides.set(sessionId, mode)
+    this.session(sessionId)?.append('sandbox/mode', { mode })
+    this.ctx.emit('sandbox/mode-changed', sessionId, this.modeFor(sessionId))
+  }
+
+  /** The session's workspace root: fixed at first use (the session's cwd), symlinks resolved. */
+  workspaceRoot(input: ResolveInput = {}): string {
+    const { sessionId } = input
+    if (sessionId !== undefined) {
+      const known = this.roots.get(sessionId)
+      if (known) return known
+    }
+    const base = this.session(sessionId)?.cwd ?? input.cwd ?? this.config.fallbackRoot ?? process.cwd()
+    const root = realpathOrSelf(resolvePath(base))
+    if (sessionId !== undefined) this.roots.set(sessionId, root)
+    return root
+  }
+
+  /** One resolved policy for one call. */
+  resolve(input: ResolveInput = {}): SandboxPolicy {
+    const mode = this.modeFor(input.sessionId)
+    const workspaceRoot = this.workspaceRoot(input)
+    if (mode === 'danger-full-access') return { mode, workspaceRoot, writableRoots: [], network: true }
+    const writableRoots =
+      mode === 'workspace-write'
+        ? [...new Set([workspaceRoot, ...this.config.writableRoots.map(realpathOrSelf), ...this.config.tempDirs.map(realpathOrSelf)])]
+        : []
+    return { mode, workspaceRoot, writableRoots, network: this.config.network }
+  }
+
+  /** The model-facing statement of the policy for a session. */
+  describe(input: ResolveInput = {}): string {
+    const policy = this.resolve(input)
+    return (
+      `[sandbox policy] ${describePolicy(policy)}` +
+      (policy.mode === 'danger-full-access'
+        ? ''
+        : ' Reading is always allowed. A command or edit the sandbox blocks fails with a permission error; the result then says so and how to ask the user for an exception.')
+    )
+  }
+
+  /** The text to announce before the next request of `session`, or undefined when it is unchanged. */
+  private announcement(session: Session, cwd: string): string | undefined {
+    const text = this.describe({ sessionId: session.id, cwd })
+    const last = this.announced.has(session) ? this.announced.get(session) : lastAnnouncement(session)
+    if (last === text) {
+      this.announced.set(session, text)
+      return undefined
+    }
+    this.announced.set(session, text)
+    return text
+  }
+
+  private override(sessionId: string): SandboxMode | null {
+    if (this.overrides.has(sessionId)) return this.overrides.get(sessionId) ?? null
+    const logged = this.session(sessionId)?.last('sandbox/mode')?.data.mode ?? null
+    const mode = isSandboxMode(logged) ? logged : null
+    this.overrides.set(sessionId, mode)
+    return mode
+  }
+
+  private session(sessionId: string | undefined): Session | undefined {
+    if (sessionId === undefined) return undefined
+    const sessions = this.ctx.get('sessions') as { get(id: string): Session | undefined } | undefined
+    return sessions?.get(sessionId)
+  }
+}
+
+/** The text of the newest announcement in the log (a resumed session keeps its cache prefix). */
+function lastAnnouncement(session: Session): string | undefined {
+  const events = session.events
+  for (let i = events.length - 1; i >= 0; i--) {
+    const event = events[i]
+    if (event.type !== 'user/message') continue
+    const data = event.data as { content: Array<{ type: string; text?: string }>; source: { kind: string; plugin?: string } }
+    if (data.source.kind === 'plugin' && data.source.plugin === ANNOUNCE_SOURCE.plugin) {
+      return data.content.map((block) => (block.type === 'text' ? (block.text ?? '') : '')).join('')
+    }
+  }
+  return undefined
+}
+
+function realpathOrSelf(path: string): string {
+  try {
+    return realpathSync(path)
+  } catch {
+    return path
+  }
+}
+
+export const name = 'sandbox-policy'
+export default SandboxPolicyService

@@ -1,0 +1,262 @@
+// @dsh/bash-sandbox: `ctx.shell` as `bash -c <command>` confined through `ctx.sandbox`, under the
+// policy `ctx.sandboxPolicy` resolves for the call's session. Load it instead of @dsh/bash-local: it
+// reuses bash-local's request checks and defaulting (`resolve`) and replaces only how the command
+// starts. A refusal by the sandbox is told to the model (a spec note); an escalation request asks
+// `ctx.approval` and, when allowed, runs that one command unconfined.
+import { Context } from 'cordis'
+import { BashLocalExecutor, type BashLocalConfig } from '@dsh/bash-local'
+import { ShellError, type ShellOutput, type ShellRequest, type ShellResult, type ShellRunOptions, type ShellSpec } from '@dsh/shell'
+import { decodeOutput, type ProcessExit, type RetainedOutput } from '@dsh/subprocess'
+import {
+  describePolicy,
+  isSandboxError,
+  type SandboxInvocation,
+  type SandboxMode,
+  type SandboxPolicy,
+  type SandboxedShellCapability,
+  type ShellSandboxResult,
+} from '@dsh/sandbox'
+import type {} from '@dsh/sandbox-policy'
+import type { ApprovalOutcome, ApprovalService } from '@dsh/user-approval'
+
+export { SANDBOX_ESCALATION_PARAMETER, isSandboxedShell } from '@dsh/sandbox'
+
+export const EXECUTOR = 'bash-sandbox'
+
+export type BashSandboxConfig = BashLocalConfig
+
+export class SandboxedBashExecutor extends BashLocalExecutor implements SandboxedShellCapability {
+  static inject = ['subprocess', 'sandbox', 'sandboxPolicy']
+  static Config = BashLocalExecutor.Config
+
+  private readonly settings: BashSandboxConfig
+
+  constructor(ctx: Context, config: BashSandboxConfig) {
+    super(ctx, config)
+    this.settings = config
+  }
+
+  /** The mode a call of `sessionId` runs under (the capability tool-bash detects). */
+  sandboxMode(sessionId?: string): SandboxMode {
+    return this.ctx.sandboxPolicy.modeFor(sessionId)
+  }
+
+  async resolve(request: ShellRequest): Promise<ShellSpec> {
+    const spec = await super.resolve(request)
+    const sessionId = request.sessionId ?? request.env?.DSH_SESSION_ID
+    if (sessionId !== undefined && (typeof sessionId !== 'string' || sessionId === '')) throw new ShellError('INVALID_REQUEST', 'sessionId must be a non-empty string')
+    const escalation = request.sandboxEscalation
+    if (escalation !== undefined) {
+      if (escalation === null || typeof escalation !== 'object' || typeof escalation.justification !== 'string' || escalation.justification.trim() === '') {
+        throw new ShellError('INVALID_REQUEST', 'sandbox_escalation needs {"justification": "<why the command must run outside the sandbox>"}')
+      }
+    }
+    const policy = this.ctx.sandboxPolicy.resolve({ ...(sessionId !== undefined ? { sessionId } : {}), cwd: request.cwd })
+    return {
+      ...spec,
+      executor: EXECUTOR,
+      sandbox: {
+        policy,
+        ...(sessionId !== undefined ? { sessionId } : {}),
+        ...(escalation !== undefined ? { escalation: { justification: escalation.justification.trim() } } : {}),
+      },
+    }
+  }
+
+  /**
+   * Runs a resolved spec confined. Notes about the sandbox (a probable denial, an escalation
+   * decision) are pushed onto `spec.notes`, which consumers render after the output.
+   */
+  async run(spec: ShellSpec, options: ShellRunOptions = {}): Promise<ShellResult> {
+    if (spec?.executor !== EXECUTOR || !spec.sandbox) {
+      throw new ShellError('FOREIGN_SPEC', `bash-sandbox cannot run a spec resolved by ${JSON.stringify(spec?.executor)}; call ctx.shell.resolve() first`)
+    }
+    const started = Date.now()
+    if (options.signal?.aborted) return emptyResult('cancelled', 0)
+    let policy: SandboxPolicy = spec.sandbox.policy
+    let escalationFacts: ShellSandboxResult['escalation']
+
+    if (spec.sandbox.escalation && policy.mode !== 'danger-full-access') {
+      const outcome = await this.askEscalation(spec, options.signal)
+      const allowed = outcome.decision === 'allowed-once' || outcome.decision === 'allowed-always'
+      escalationFacts = { decision: outcome.decision, unconfined: allowed, ...(outcome.reason ? { reason: outcome.reason } : {}) }
+      if (allowed) {
+        policy = { mode: 'danger-full-access', workspaceRoot: policy.workspaceRoot, writableRoots: [], network: true }
+        spec.notes.push('sandbox: the user approved running this command outside the sandbox (this once).')
+        if (outcome.message) spec.notes.push(`sandbox: the user said: ${outcome.message}`)
+      } else {
+        const refusal = refusalSentence(outcome)
+        spec.notes.push(`sandbox: ${refusal}`)
+        const status = outcome.decision === 'cancelled' ? 'cancelled' : 'failed'
+        const result = emptyResult(status, Date.now() - started)
+        if (status === 'failed') result.error = { code: `ESCALATION_${outcome.decision.toUpperCase().replace('-', '_')}`, message: refusal }
+        result.sandbox = { mode: spec.sandbox.policy.mode, runner: 'none', enforcement: 'none', escalation: escalationFacts }
+        return result
+      }
+    }
+
+    let invocation: SandboxInvocation
+    try {
+      invocation = await this.ctx.sandbox.wrap({ argv: [this.settings.bash, '-c', spec.command], cwd: spec.cwd, policy })
+    } catch (error) {
+      if (!isSandboxError(error)) throw error
+      const result = emptyResult('failed', Date.now() - started)
+      result.error = { code: error.code, message: error.message }
+      result.sandbox = { mode: policy.mode, runner: 'none', enforcement: 'none', ...(escalationFacts ? { escalation: escalationFacts } : {}) }
+      return result
+    }
+    for (const note of invocation.notes) spec.notes.push(`sandbox: ${note}`)
+
+    const result = await this.spawnInvocation(spec, invocation, options, started)
+    result.sandbox = { mode: invocation.mode, runner: invocation.runner, enforcement: invocation.enforcement, ...(escalationFacts ? { escalation: escalationFacts } : {}) }
+    if (result.status === 'exited' || result.status === 'signaled') {
+      const denial = this.ctx.sandbox.detectDenial({ exitCode: result.exitCode, output: `${result.output.head}\n${result.output.tail}`, invocation })
+      if (denial) {
+        result.sandbox.denial = denial
+        spec.notes.push(this.denialNote(policy, invocation, denial.kind, denial.evidence))
+      }
+    }
+    return result
+  }
+
+  private async askEscalation(spec: ShellSpec, signal: AbortSignal | undefined): Promise<ApprovalOutcome> {
+    const approval = this.ctx.get('approval') as ApprovalService | undefined
+    if (!approval) return { decision: 'unavailable', reason: 'no approval service is loaded, so nobody can approve running outside the sandbox' }
+    const sandbox = spec.sandbox!
+    const oneLine = spec.command.length > 120 ? `${spec.command.slice(0, 117)}...` : spec.command
+    try {
+      return await approval.request(
+        {
+          ...(sandbox.sessionId !== undefined ? { sessionId: sandbox.sessionId } : {}),
+          kind: 'command',
+          title: `Run \`${oneLine.replace(/\s+/g, ' ')}\` outside the sandbox`,
+          detail: `Reason given: ${sandbox.escalation!.justification}\nCurrent sandbox: ${describePolicy(sandbox.policy)}\nWorking directory: ${spec.cwd}`,
+          action: { command: spec.command, cwd: spec.cwd, sandbox: 'none' },
+        },
+        signal ? { signal } : {},
+      )
+    } catch (error) {
+      // A failing approval path fails closed.
+      return { decision: 'unavailable', reason: `the approval request failed (${error instanceof Error ? error.message : String(error)})` }
+    }
+  }
+
+  private denialNote(policy: SandboxPolicy, invocation: SandboxInvocation, kind: string, evidence: string): string {
+    const what = kind === 'network' ? 'a network access' : 'a write'
+    const tools = this.ctx.get('tools') as { get(name: string): { parameters?: { properties?: Record<string, unknown> } } | undefined } | undefined
+    const canEscalate = tools?.get('bash')?.parameters?.properties?.sandbox_escalation !== undefined
+    const next = canEscalate
+      ? 'If the command really needs it, call bash again with the same command and "sandbox_escalation": {"justification": "<why>"}; the user will be asked to approve it.'
+      : 'Work inside the allowed directories, or ask the user to change the sandbox mode.'
+    return `sandbox: this command ran in the ${policy.mode} sandbox (${invocation.runner}) and ${what} was probably blocked ("${evidence}"). Policy: ${describePolicy(policy)} ${next}`
+  }
+
+  private async spawnInvocation(spec: ShellSpec, invocation: SandboxInvocation, options: ShellRunOptions, started: number): Promise<ShellResult> {
+    const internal = new AbortController()
+    let cause: 'timeout' | 'cancelled' | undefined
+    const timer = setTimeout(() => {
+      cause ??= 'timeout'
+      internal.abort()
+    }, spec.timeoutMs)
+    const onAbort = () => {
+      cause ??= 'cancelled'
+      internal.abort()
+    }
+    options.signal?.addEventListener('abort', onAbort, { once: true })
+    try {
+      const [file, ...args] = invocation.argv
+      const handle = this.ctx.subprocess.spawn({
+        file,
+        args,
+        cwd: spec.cwd,
+        env: { base: 'scrubbed', set: spec.env },
+        stdin: 'ignore',
+        stderr: 'stdout',
+        kill: { graceMs: this.settings.killGraceMs },
+        signal: internal.signal,
+        retention: { ...spec.output, spillDir: this.settings.spillDir, spillPrefix: 'bash' },
+        retentionMode: 'merged',
+        drainMs: this.settings.drainMs,
+        reapGroup: true,
+      })
+      if (options.onOutput) {
+        const listener = options.onOutput
+        const decoders = { stdout: new TextDecoder(), stderr: new TextDecoder() }
+        handle.onOutput((chunk) => {
+          if (chunk.stream === 'terminal') return
+          const text = decoders[chunk.stream].decode(chunk.data, { stream: true })
+          if (text) listener({ stream: chunk.stream, text })
+        })
+      }
+      return classify(await handle.exited, cause, Date.now() - started)
+    } finally {
+      clearTimeout(timer)
+      options.signal?.removeEventListener('abort', onAbort)
+    }
+  }
+}
+
+function refusalSentence(outcome: ApprovalOutcome): string {
+  const why = outcome.reason ? ` (${outcome.reason})` : ''
+  const said = outcome.message ? ` The user said: ${outcome.message}` : ''
+  switch (outcome.decision) {
+    case 'rejected':
+      return `the user refused to run this command outside the sandbox${why}; it was not run. Find a way that works inside the sandbox or ask the user how to proceed.${said}`
+    case 'cancelled':
+      return `the approval request was cancelled${why}; the command was not run.`
+    default:
+      return `nobody could approve running this command outside the sandbox${why}; it was not run.`
+  }
+}
+
+function emptyResult(status: ShellResult['status'], durationMs: number): ShellResult {
+  return { status, exitCode: null, signal: null, output: { head: '', tail: '', totalBytes: 0, truncated: false, omittedBytes: 0 }, durationMs }
+}
+
+/** Byte offset where `bytes` stops being a complete UTF-8 prefix (a character cut at the end). */
+function completeEnd(bytes: Uint8Array): number {
+  let i = bytes.byteLength
+  for (let back = 1; back <= 3 && i - back >= 0; back++) {
+    const byte = bytes[i - back]
+    if ((byte & 0xc0) === 0x80) continue
+    const width = byte >= 0xf0 ? 4 : byte >= 0xe0 ? 3 : byte >= 0xc0 ? 2 : 1
+    return width > back ? i - back : i
+  }
+  return i
+}
+
+function toShellOutput(retained: RetainedOutput | undefined): ShellOutput {
+  if (!retained) return { head: '', tail: '', totalBytes: 0, truncated: false, omittedBytes: 0 }
+  let head = retained.head
+  let tail = retained.tail
+  if (retained.truncated) {
+    head = head.subarray(0, completeEnd(head))
+    let skip = 0
+    while (skip < 3 && skip < tail.byteLength && (tail[skip] & 0xc0) === 0x80) skip++
+    tail = tail.subarray(skip)
+  }
+  const output: ShellOutput = {
+    head: decodeOutput(head),
+    tail: decodeOutput(tail),
+    totalBytes: retained.totalBytes,
+    truncated: retained.truncated,
+    omittedBytes: retained.truncated ? retained.totalBytes - head.byteLength - tail.byteLength : 0,
+  }
+  if (retained.spillPath && !retained.spillError) output.spillPath = retained.spillPath
+  return output
+}
+
+function classify(exit: ProcessExit, cause: 'timeout' | 'cancelled' | undefined, durationMs: number): ShellResult {
+  const result: ShellResult = { status: 'exited', exitCode: exit.code, signal: exit.signal, output: toShellOutput(exit.output.merged), durationMs }
+  if (exit.escalation) result.escalation = exit.escalation
+  if (exit.spawnError) {
+    result.status = 'failed'
+    result.error = { code: exit.spawnError.code, message: exit.spawnError.message }
+  } else if (exit.terminated === 'aborted' && cause) result.status = cause
+  else if (exit.terminated === 'disposed') result.status = 'cancelled'
+  else if (exit.signal !== null) result.status = 'signaled'
+  return result
+}
+
+export const name = 'bash-sandbox'
+export default SandboxedBashExecutor
