@@ -106,6 +106,8 @@ export class AcpServer extends Service {
   constructor(ctx: Context, public config: Config) {
     super(ctx, 'acp')
     this.toolKinds = { ...DEFAULT_TOOL_KINDS, ...config.toolKinds }
+    // Outermost on pre-execute, so a gate asking for approval there is attributed to its call.
+    ctx.on('tools/pre-execute', (payload, next) => this.tracking(payload.context.sessionId, payload.call.callId, next), { prepend: true })
     ctx.on('tools/execute', (payload, next) => this.aroundTool(payload, next))
     ctx.inject(['approval'], (inner) => {
       const approval = (inner as unknown as { approval: ApprovalLike }).approval
@@ -368,16 +370,25 @@ export class AcpServer extends Service {
     const file = typeof args.file_path === 'string' ? resolve(payload.context.cwd, args.file_path) : undefined
     const capture = this.config.captureDiffs && file && (name === 'edit' || name === 'write')
     const before = capture ? await this.readForDiff(file) : undefined
-    live.running.push(callId)
-    try {
+    return this.tracking(live.id, callId, async () => {
       const output = await next()
       if (before && file && !output.isError && !output.error) {
         const after = await this.readForDiff(file)
         if (after?.exists) live.translator.captureDiff(callId, { path: file, oldText: before.exists ? before.text : null, newText: after.text })
       }
       return output
+    })
+  }
+
+  /** Runs `body` with `callId` recorded as running in its session (for permission attribution). */
+  private async tracking<T>(sessionId: string | undefined, callId: string, body: () => Promise<T>): Promise<T> {
+    const live = sessionId ? this.sessions.get(sessionId) : undefined
+    if (!live) return body()
+    live.running.push(callId)
+    try {
+      return await body()
     } finally {
-      live.running.splice(live.running.indexOf(callId), 1)
+      live.running.splice(live.running.lastIndexOf(callId), 1)
     }
   }
 

@@ -1,0 +1,293 @@
+// End-to-end: the real `dsh-acp` bin in a subprocess (base bundle + the ACP row), driven by the
+// ACP SDK's client side over stdio; the DeepSeek adapter talks to @dsh/llm-mock-server.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { afterEach, describe, expect, it } from 'vitest'
+import type * as acp from '@agentclientprotocol/sdk'
+import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
+import { assertOnlyFrames, initialize, normalise, spawnBin, startAcp, workspace, type AcpProcess } from './harness.ts'
+
+let server: MockServer | undefined
+const running: AcpProcess[] = []
+afterEach(async () => {
+  for (const p of running.splice(0)) if (p.child.exitCode === null) p.child.kill('SIGKILL')
+  await server?.close()
+  server = undefined
+})
+
+async function mock(steps: unknown[]) {
+  server = await startMockServer({ steps: steps as never })
+  return server
+}
+
+const envFor = (home: string, s: MockServer) => ({
+  DSH_HOME: home,
+  DEEPSEEK_BASE_URL: s.baseURL,
+  DEEPSEEK_API_KEY: 'sk-test-not-a-real-key',
+})
+
+async function start(env: Record<string, string | undefined>, cwd: string, args: string[] = []) {
+  const p = await startAcp(env, cwd, args)
+  running.push(p)
+  return p
+}
+
+const kinds = (p: AcpProcess) => p.updates.map((u) => u.update.sessionUpdate)
+const text = (p: AcpProcess, kind: 'agent_message_chunk' | 'agent_thought_chunk' | 'user_message_chunk') =>
+  p.updates
+    .filter((u) => u.update.sessionUpdate === kind)
+    .map((u) => ((u.update as { content: acp.ContentBlock }).content as { text?: string }).text ?? '')
+    .join('')
+
+const toolText = (s: MockServer, i: number) => {
+  const messages = (s.requests[i].body as { messages: { role: string; content: string }[] }).messages
+  return messages.filter((m) => m.role === 'tool').at(-1)?.content ?? ''
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+async function until(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 20))
+  }
+}
+
+const CONVERSATION = [
+  {
+    reasoning: 'Look first.',
+    text: 'Checking the workspace.',
+    toolCalls: [{ name: 'bash', arguments: { command: 'echo hello-from-bash', description: 'Say hello' } }],
+  },
+  { toolCalls: [{ name: 'read', arguments: { file_path: 'notes.txt' } }] },
+  { toolCalls: [{ name: 'edit', arguments: { file_path: 'notes.txt', old_string: 'beta', new_string: 'gamma' } }] },
+  { text: 'Replaced beta with gamma.' },
+]
+
+describe('dsh-acp', () => {
+  it('initialize -> new -> prompt streams chunks, tool calls, a diff and the final message, then end_turn', async () => {
+    const { home, cwd } = workspace()
+    writeFileSync(join(cwd, 'notes.txt'), 'alpha\nbeta\n')
+    const s = await mock(CONVERSATION)
+    const p = await start(envFor(home, s), cwd)
+    const init = await initialize(p.agent)
+    expect(init.protocolVersion).toBe(1)
+    expect(init.agentInfo?.name).toBe('dsh')
+    expect(init.agentCapabilities).toMatchObject({
+      loadSession: true,
+      promptCapabilities: { image: false, audio: false, embeddedContext: true },
+    })
+    const { sessionId } = await p.agent.request('session/new', { cwd, mcpServers: [] })
+    expect(typeof sessionId).toBe('string')
+    const response = await p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'replace beta with gamma' }] })
+    expect(response.stopReason).toBe('end_turn')
+    expect(readFileSync(join(cwd, 'notes.txt'), 'utf8')).toBe('alpha\ngamma\n')
+
+    expect(p.updates.every((u) => u.sessionId === sessionId)).toBe(true)
+    expect(text(p, 'agent_thought_chunk')).toBe('Look first.')
+    expect(text(p, 'agent_message_chunk')).toBe('Checking the workspace.Replaced beta with gamma.')
+    const calls = p.updates.map((u) => u.update).filter((u): u is Extract<acp.SessionUpdate, { sessionUpdate: 'tool_call' }> => u.sessionUpdate === 'tool_call')
+    expect(calls.map((c) => [c.title, c.kind, c.status])).toEqual([
+      ['Say hello', 'execute', 'pending'],
+      ['read notes.txt', 'read', 'pending'],
+      ['edit notes.txt', 'edit', 'pending'],
+    ])
+    expect(calls[1].locations).toEqual([{ path: join(cwd, 'notes.txt') }])
+    const updatesOf = (id: string) =>
+      p.updates.map((u) => u.update).filter((u): u is Extract<acp.SessionUpdate, { sessionUpdate: 'tool_call_update' }> => u.sessionUpdate === 'tool_call_update' && u.toolCallId === id)
+    const bash = updatesOf(calls[0].toolCallId)
+    expect(bash.map((u) => u.status)).toEqual(['in_progress', 'completed'])
+    expect(JSON.stringify(bash[1].content)).toContain('hello-from-bash')
+    const edit = updatesOf(calls[2].toolCallId)
+    expect(edit.at(-1)).toMatchObject({
+      status: 'completed',
+      content: [{ type: 'diff', path: join(cwd, 'notes.txt'), oldText: 'alpha\nbeta\n', newText: 'alpha\ngamma\n' }],
+    })
+    // The final message comes after the last tool update.
+    const last = kinds(p).lastIndexOf('agent_message_chunk')
+    expect(last).toBeGreaterThan(kinds(p).lastIndexOf('tool_call_update'))
+    expect(toolText(s, 1)).toContain('hello-from-bash')
+
+    expect(normalise(p.updates, cwd)).toMatchSnapshot()
+    expect(await p.close()).toBe(0)
+    assertOnlyFrames(p.stdoutLines())
+  })
+
+  it('session/cancel mid-tool ends the turn cancelled and kills the tool process', async () => {
+    const { home, cwd } = workspace()
+    const s = await mock([
+      { toolCalls: [{ name: 'bash', arguments: { command: 'echo $$ > shell.pid; sleep 30 & echo $! > sleep.pid; wait', description: 'Wait a long time' } }] },
+      { text: 'never reached' },
+    ])
+    const p = await start(envFor(home, s), cwd)
+    await initialize(p.agent)
+    const { sessionId } = await p.agent.request('session/new', { cwd, mcpServers: [] })
+    const prompt = p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'wait' }] })
+    await p.waitFor((u) => u.update.sessionUpdate === 'tool_call_update' && u.update.status === 'in_progress')
+    await until(() => existsSync(join(cwd, 'sleep.pid')) && readFileSync(join(cwd, 'sleep.pid'), 'utf8').trim() !== '', 'the tool to start')
+    const pids = ['shell.pid', 'sleep.pid'].map((f) => Number(readFileSync(join(cwd, f), 'utf8')))
+    expect(pids.every(pidAlive)).toBe(true)
+    await p.agent.notify('session/cancel', { sessionId })
+    expect((await prompt).stopReason).toBe('cancelled')
+    await until(() => !pids.some(pidAlive), 'the tool processes to be killed')
+    const final = p.updates.map((u) => u.update).filter((u) => u.sessionUpdate === 'tool_call_update').at(-1)
+    expect(final).toMatchObject({ status: 'failed' })
+    expect(s.requests).toHaveLength(1)
+    // The session still works after a cancel.
+    expect(await p.close()).toBe(0)
+    assertOnlyFrames(p.stdoutLines())
+  })
+
+  it('session/load in a fresh process replays the history, then accepts prompts with it', async () => {
+    const { home, cwd } = workspace()
+    const s = await mock([
+      { text: 'Noted: kiwi.' },
+      { expect: { lastContains: 'which word' }, text: 'The word was kiwi.' },
+    ])
+    const first = await start(envFor(home, s), cwd)
+    await initialize(first.agent)
+    const { sessionId } = await first.agent.request('session/new', { cwd, mcpServers: [] })
+    expect((await first.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'remember the word kiwi' }] })).stopReason).toBe('end_turn')
+    expect(await first.close()).toBe(0)
+
+    const second = await start(envFor(home, s), cwd)
+    const init = await initialize(second.agent)
+    expect(init.agentCapabilities?.loadSession).toBe(true)
+    await second.agent.request('session/load', { sessionId, cwd, mcpServers: [] })
+    // Everything replayed arrived before the load response.
+    expect(normalise(second.updates, cwd)).toEqual([
+      { sessionUpdate: 'user_message_chunk', content: { type: 'text', text: 'remember the word kiwi' } },
+      { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'Noted: kiwi.' } },
+    ])
+    const listed = await second.agent.request('session/list', {})
+    expect(listed.sessions.map((x) => x.sessionId)).toContain(sessionId)
+    const r = await second.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'which word did I say?' }] })
+    expect(r.stopReason).toBe('end_turn')
+    const messages = JSON.stringify((s.requests[1].body as { messages: unknown[] }).messages)
+    expect(messages).toContain('remember the word kiwi')
+    expect(messages).toContain('Noted: kiwi.')
+    await expect(second.agent.request('session/load', { sessionId: 'no-such-session', cwd, mcpServers: [] })).rejects.toMatchObject({ code: -32002 })
+    expect(await second.close()).toBe(0)
+    assertOnlyFrames(second.stdoutLines())
+  })
+
+  it('forwards approval requests as session/request_permission: allow runs, reject and cancel deny', async () => {
+    const { home, cwd } = workspace()
+    const bash = (word: string) => ({ toolCalls: [{ name: 'bash', arguments: { command: `echo ${word}`, description: `Echo ${word}` } }] })
+    const s = await mock([bash('allowed-word'), { text: 'ran' }, bash('rejected-word'), { text: 'denied' }, bash('cancelled-word'), { text: 'denied too' }])
+    const gate = fileURLToPath(new URL('./fixtures/approval-gate.yml', import.meta.url))
+    const p = await start(envFor(home, s), cwd, ['--patch', gate])
+    await initialize(p.agent)
+    const { sessionId } = await p.agent.request('session/new', { cwd, mcpServers: [] })
+
+    p.onPermission = () => ({ outcome: { outcome: 'selected', optionId: 'allow_once' } })
+    expect((await p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'one' }] })).stopReason).toBe('end_turn')
+    expect(p.permissions).toHaveLength(1)
+    const req = p.permissions[0]
+    expect(req.sessionId).toBe(sessionId)
+    expect(req.options.map((o) => o.kind)).toEqual(['allow_once', 'allow_always', 'reject_once'])
+    const call = p.updates.map((u) => u.update).find((u) => u.sessionUpdate === 'tool_call')
+    expect(req.toolCall.toolCallId).toBe((call as { toolCallId: string }).toolCallId)
+    expect(req.toolCall.title).toBe('Run echo allowed-word')
+    expect(toolText(s, 1)).toContain('allowed-word')
+
+    p.onPermission = () => ({ outcome: { outcome: 'selected', optionId: 'reject_once' } })
+    expect((await p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'two' }] })).stopReason).toBe('end_turn')
+    expect(toolText(s, 3)).toContain('not approved')
+    expect(toolText(s, 3)).not.toContain('rejected-word\n[exit code')
+
+    p.onPermission = () => ({ outcome: { outcome: 'cancelled' } })
+    expect((await p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'three' }] })).stopReason).toBe('end_turn')
+    expect(toolText(s, 5)).toContain('cancelled the permission request')
+    const failed = p.updates.map((u) => u.update).filter((u) => u.sessionUpdate === 'tool_call_update' && u.status === 'failed')
+    expect(failed).toHaveLength(2)
+    expect(p.permissions).toHaveLength(3)
+    expect(await p.close()).toBe(0)
+    assertOnlyFrames(p.stdoutLines())
+  })
+
+  it('rejects a relative cwd, a second prompt in flight, unknown sessions and unsupported content', async () => {
+    const { home, cwd } = workspace()
+    const s = await mock([{ delayMs: 800, text: 'slow answer' }])
+    const p = await start(envFor(home, s), cwd)
+    await initialize(p.agent)
+    await expect(p.agent.request('session/new', { cwd: 'relative/dir', mcpServers: [] })).rejects.toMatchObject({ code: -32602 })
+    await expect(p.agent.request('session/new', { cwd: join(cwd, 'missing'), mcpServers: [] })).rejects.toMatchObject({ code: -32602 })
+    const { sessionId } = await p.agent.request('session/new', { cwd, mcpServers: [] })
+    await expect(p.agent.request('session/prompt', { sessionId: 'nope', prompt: [{ type: 'text', text: 'x' }] })).rejects.toMatchObject({ code: -32002 })
+    await expect(
+      p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'image', data: 'AAAA', mimeType: 'image/png' }] }),
+    ).rejects.toMatchObject({ code: -32602 })
+    const first = p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'first' }] })
+    await new Promise((r) => setTimeout(r, 100))
+    const second = p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'second' }] })
+    await expect(second).rejects.toMatchObject({ code: -32600, message: expect.stringContaining('already has a prompt in flight') })
+    expect((await first).stopReason).toBe('end_turn')
+    expect(s.requests).toHaveLength(1)
+    expect(await p.close()).toBe(0)
+    assertOnlyFrames(p.stdoutLines())
+  })
+
+  it('passes resource links and embedded resources to the model as text', async () => {
+    const { home, cwd } = workspace()
+    const s = await mock([{ text: 'seen' }])
+    const p = await start(envFor(home, s), cwd)
+    await initialize(p.agent)
+    const { sessionId } = await p.agent.request('session/new', { cwd, mcpServers: [] })
+    await p.agent.request('session/prompt', {
+      sessionId,
+      prompt: [
+        { type: 'text', text: 'look at these' },
+        { type: 'resource_link', name: 'main.ts', uri: `file://${cwd}/main.ts` },
+        { type: 'resource', resource: { uri: `file://${cwd}/buffer.ts`, mimeType: 'text/x-typescript', text: 'const unsaved = 1' } },
+      ],
+    })
+    const last = JSON.stringify((s.requests[0].body as { messages: unknown[] }).messages.at(-1))
+    expect(last).toContain('look at these')
+    expect(last).toContain(`file://${cwd}/main.ts`)
+    expect(last).toContain('const unsaved = 1')
+    expect(last).toContain(`<resource uri=\\"file://${cwd}/buffer.ts\\"`)
+    expect(await p.close()).toBe(0)
+  })
+
+  it('answers a malformed frame with a parse error and an unknown method with method-not-found; stdout carries frames only', async () => {
+    const { home, cwd } = workspace()
+    const run = spawnBin([], { DSH_HOME: home, DEEPSEEK_API_KEY: 'sk-test' }, cwd)
+    const frames: { id?: unknown; result?: unknown; error?: { code: number } }[] = []
+    const lines = () => run.stdoutLines().map((l) => JSON.parse(l) as (typeof frames)[number])
+    run.child.stdin.write('{this is not json\n')
+    await until(() => lines().length >= 1, 'the parse error')
+    expect(lines()[0]).toMatchObject({ id: null, error: { code: -32700 } })
+    run.child.stdin.write(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: 1 } }) + '\n')
+    await until(() => lines().length >= 2, 'the initialize response')
+    run.child.stdin.write(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'no/such/method', params: {} }) + '\n')
+    await until(() => lines().length >= 3, 'the method-not-found response')
+    expect(lines()[1]).toMatchObject({ id: 1, result: { protocolVersion: 1 } })
+    expect(lines()[2]).toMatchObject({ id: 2, error: { code: -32601 } })
+    run.child.stdin.end()
+    expect(await run.exited).toBe(0)
+    assertOnlyFrames(run.stdoutLines())
+  })
+
+  it('--help and a bad argument do not start the server', async () => {
+    const { home, cwd } = workspace()
+    const help = spawnBin(['--help'], { DSH_HOME: home }, cwd)
+    help.child.stdin.end()
+    expect(await help.exited).toBe(0)
+    expect(help.stdoutLines().join('\n')).toContain('--patch FILE')
+    const bad = spawnBin(['--frobnicate'], { DSH_HOME: home }, cwd)
+    bad.child.stdin.end()
+    expect(await bad.exited).toBe(2)
+    expect(bad.stderr()).toContain('unknown argument "--frobnicate"')
+    expect(bad.stdoutLines()).toEqual([])
+  })
+})
