@@ -1,0 +1,206 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { spawn } from 'node:child_process'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { createServer, type Server } from 'node:net'
+import { homedir, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Context } from 'cordis'
+import { isSandboxError, type SandboxInvocation, type SandboxMode, type SandboxPolicy } from '@dsh/sandbox'
+import LocalSandbox, { type RunnerChoice } from '../src/index.ts'
+
+let base: string
+let ws: string
+let temp: string
+let outside: string
+let server: Server
+let port: number
+
+beforeAll(async () => {
+  base = mkdtempSync(join(tmpdir(), 'dsh-sandbox-local-'))
+  ws = join(base, 'ws')
+  temp = join(base, 'tmp')
+  outside = join(base, 'outside')
+  for (const dir of [ws, temp, outside]) mkdirSync(dir)
+  symlinkSync(outside, join(ws, 'escape'))
+  server = createServer((socket) => socket.end('hello\n'))
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  port = (server.address() as { port: number }).port
+})
+
+afterAll(() => {
+  server.close()
+  rmSync(base, { recursive: true, force: true })
+})
+
+function policy(mode: SandboxMode, network = false): SandboxPolicy {
+  return { mode, workspaceRoot: ws, writableRoots: mode === 'workspace-write' ? [ws, temp] : [], network: mode === 'danger-full-access' ? true : network }
+}
+
+async function sandbox(runner: RunnerChoice, extra: Record<string, unknown> = {}): Promise<LocalSandbox> {
+  const ctx = new Context()
+  await ctx.plugin(LocalSandbox, { runner, ...extra })
+  return ctx.sandbox as LocalSandbox
+}
+
+function run(invocation: SandboxInvocation, cwd = ws): Promise<{ code: number; output: string }> {
+  const [file, ...args] = invocation.argv
+  // stdin must not be a socket: bash sources ~/.bashrc when it thinks rshd started it.
+  const child = spawn(file, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: homedir() } })
+  let output = ''
+  child.stdout.on('data', (chunk) => (output += chunk))
+  child.stderr.on('data', (chunk) => (output += chunk))
+  return new Promise((resolve) => child.on('close', (code) => resolve({ code: code ?? -1, output })))
+}
+
+async function bash(service: LocalSandbox, mode: SandboxMode, script: string, network = false) {
+  const invocation = await service.wrap({ argv: ['bash', '-c', script], cwd: ws, policy: policy(mode, network) })
+  return { invocation, ...(await run(invocation)) }
+}
+
+const probes = new Map<string, string | undefined>()
+for (const runner of ['bwrap', 'landlock'] as const) {
+  const service = new LocalSandbox(new Context(), { runner, bwrap: 'bwrap', node: process.execPath, probeTimeoutMs: 5000 })
+  const info = await service.describe()
+  probes.set(runner, info.runner === runner ? undefined : info.rejected.map((r) => `${r.runner}: ${r.reason}`).join('; '))
+  if (info.runner !== runner) console.warn(`[sandbox-local] skipping the ${runner} tests: ${probes.get(runner)}`)
+}
+
+describe.each(['bwrap', 'landlock'] as const)('%s runner (forced)', (runner) => {
+  const skip = probes.get(runner) !== undefined
+  let service: LocalSandbox
+  beforeAll(async () => {
+    if (!skip) service = await sandbox(runner)
+  })
+
+  it.skipIf(skip)('reports itself as the selected runner', async () => {
+    expect(await service.describe()).toEqual({ runner, rejected: [] })
+  })
+
+  it.skipIf(skip)('workspace-write: writing inside the workspace and the temp dir works', async () => {
+    const result = await bash(service, 'workspace-write', `echo inside > ${ws}/${runner}.txt && echo t > ${temp}/${runner}.txt && mkdir -p sub/deep && rm ${ws}/${runner}.txt && echo ok`)
+    expect(result.output).toBe('ok\n')
+    expect(result.code).toBe(0)
+    expect(result.invocation).toMatchObject({ runner, enforcement: 'enforced', mode: 'workspace-write' })
+    expect(readFileSync(join(temp, `${runner}.txt`), 'utf8')).toBe('t\n')
+  })
+
+  it.skipIf(skip)('workspace-write: $HOME, /etc, a .. escape and a symlink escape are denied; reads work', async () => {
+    const home = join(homedir(), `.dsh-sandbox-probe-${runner}`)
+    const script = [
+      `echo x > ${home} || echo home-denied`,
+      `echo x > /etc/dsh-sandbox-probe-${runner} || echo etc-denied`,
+      `echo x > ../outside/dotdot || echo dotdot-denied`,
+      `echo x > escape/link || echo link-denied`,
+      `ln -s /etc ${ws}/etc-link-${runner} && (echo x > ${ws}/etc-link-${runner}/dsh-probe || echo link2-denied)`,
+      'head -c 4 /etc/hostname > /dev/null && echo read-ok',
+    ].join('; ')
+    const result = await bash(service, 'workspace-write', script)
+    for (const word of ['home-denied', 'etc-denied', 'dotdot-denied', 'link-denied', 'link2-denied', 'read-ok']) expect(result.output).toContain(word)
+    expect(existsSync(home)).toBe(false)
+    expect(existsSync(`/etc/dsh-sandbox-probe-${runner}`)).toBe(false)
+    expect(existsSync(join(outside, 'dotdot'))).toBe(false)
+    expect(existsSync(join(outside, 'link'))).toBe(false)
+    expect(service.detectDenial({ exitCode: 1, output: `bash: ${home}: Read-only file system`, invocation: result.invocation })).toMatchObject({ kind: 'filesystem' })
+  })
+
+  it.skipIf(skip)('network is off: a connect to a local listener fails; allowed when the policy says so', async () => {
+    const probe = `exec 3<>/dev/tcp/127.0.0.1/${port} && head -1 <&3`
+    const off = await bash(service, 'workspace-write', probe)
+    expect(off.code).not.toBe(0)
+    expect(off.output).not.toContain('hello')
+    const on = await bash(service, 'workspace-write', probe, true)
+    expect(on.output).toBe('hello\n')
+  })
+
+  it.skipIf(skip)('read-only denies every write, the workspace included', async () => {
+    const result = await bash(service, 'read-only', `echo x > ${ws}/ro || echo ws-denied; echo x > ${temp}/ro || echo tmp-denied; echo fine > /dev/null && echo devnull-ok`)
+    expect(result.output).toContain('ws-denied')
+    expect(result.output).toContain('tmp-denied')
+    expect(result.output).toContain('devnull-ok')
+    expect(existsSync(join(ws, 'ro'))).toBe(false)
+  })
+
+  it.skipIf(skip)('children and background processes stay confined', async () => {
+    const script = `sh -c 'echo x > ${outside}/child' ; (sleep 0.05; echo x > ${outside}/bg) & wait; python3 -c "open('${outside}/py','w')" 2>/dev/null; echo done`
+    const result = await bash(service, 'workspace-write', script)
+    expect(result.output).toContain('done')
+    for (const name of ['child', 'bg', 'py']) expect(existsSync(join(outside, name))).toBe(false)
+  })
+
+  it.skipIf(skip)('danger-full-access runs unconfined', async () => {
+    const result = await bash(service, 'danger-full-access', `echo x > ${outside}/free && exec 3<>/dev/tcp/127.0.0.1/${port} && head -1 <&3`)
+    expect(result.invocation).toEqual({ argv: ['bash', '-c', expect.any(String)], runner: 'none', enforcement: 'none', mode: 'danger-full-access', notes: [] })
+    expect(result.output).toBe('hello\n')
+    expect(readFileSync(join(outside, 'free'), 'utf8')).toBe('x\n')
+    rmSync(join(outside, 'free'))
+  })
+})
+
+describe('bwrap specifics', () => {
+  it.skipIf(probes.get('bwrap') !== undefined)('drops capabilities: a remount of / cannot make it writable', async () => {
+    const service = await sandbox('bwrap')
+    const result = await bash(service, 'workspace-write', `mount -o remount,rw / 2>/dev/null; echo x > /dsh-remount-probe || echo denied`)
+    expect(result.output).toContain('denied')
+    expect(existsSync('/dsh-remount-probe')).toBe(false)
+  })
+})
+
+describe('fail closed', () => {
+  it('runner none: confining modes throw SANDBOX_UNAVAILABLE, danger-full-access passes', async () => {
+    const service = await sandbox('none')
+    expect(await service.describe()).toEqual({ rejected: [{ runner: 'none', reason: 'configured runner: none' }] })
+    for (const mode of ['workspace-write', 'read-only'] as const) {
+      const error = await service.wrap({ argv: ['true'], cwd: ws, policy: policy(mode) }).catch((e) => e)
+      expect(isSandboxError(error)).toBe(true)
+      expect(error.code).toBe('SANDBOX_UNAVAILABLE')
+      expect(error.message).toContain('was not run')
+    }
+    expect((await service.wrap({ argv: ['true'], cwd: ws, policy: policy('danger-full-access') })).argv).toEqual(['true'])
+  })
+
+  it('auto with no working candidate names each rejected runner', async () => {
+    const service = await sandbox('auto', { bwrap: join(base, 'no-bwrap'), node: join(base, 'no-node') })
+    const info = await service.describe()
+    expect(info.runner).toBeUndefined()
+    expect(info.rejected.map((r) => r.runner)).toEqual(['bwrap', 'landlock'])
+    const error = await service.wrap({ argv: ['true'], cwd: ws, policy: policy('workspace-write') }).catch((e) => e)
+    expect(error.code).toBe('SANDBOX_UNAVAILABLE')
+    expect(error.message).toMatch(/bwrap: .*; landlock: /)
+  })
+
+  it('auto prefers bwrap when it works', async () => {
+    const service = await sandbox('auto')
+    const info = await service.describe()
+    expect(info.runner).toBe(probes.get('bwrap') === undefined ? 'bwrap' : probes.get('landlock') === undefined ? 'landlock' : undefined)
+  })
+})
+
+describe('bad input', () => {
+  it('refuses a malformed request or policy', async () => {
+    const service = await sandbox('none')
+    const cases: unknown[] = [
+      { argv: [], cwd: ws, policy: policy('read-only') },
+      { argv: ['true'], cwd: 'relative', policy: policy('read-only') },
+      { argv: ['true'], cwd: ws, policy: { ...policy('read-only'), mode: 'yolo' } },
+      { argv: ['true'], cwd: ws, policy: { ...policy('workspace-write'), writableRoots: ['rel'] } },
+      { argv: ['true'], cwd: ws, policy: { ...policy('workspace-write'), writableRoots: ['/'] } },
+    ]
+    for (const request of cases) {
+      const error = await service.wrap(request as never).catch((e) => e)
+      expect(error.code).toBe('INVALID_POLICY')
+    }
+  })
+
+  it('rejects a bad runner choice at load', async () => {
+    const ctx = new Context()
+    const fiber = ctx.plugin(LocalSandbox, { runner: 'seatbelt' } as never)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    expect(ctx.get('sandbox')).toBeUndefined()
+    void fiber
+  })
+})
+
+it('leaves no stray files (sanity)', () => {
+  writeFileSync(join(ws, 'marker'), '')
+  expect(existsSync(join(ws, 'marker'))).toBe(true)
+})
