@@ -94,11 +94,11 @@ export class SandboxPolicyService extends Service {
     if (sessionId !== undefined) {
       const override = this.override(sessionId)
       if (override) return override
-      const presets = this.ctx.get('permissionPresets') as PresetLookup | undefined
-      if (presets && typeof presets.modeFor === 'function') {
-        const mode = presets.modeFor(sessionId)
-        if (isSandboxMode(mode)) return mode
-      }
+    }
+    const presets = this.ctx.get('permissionPresets') as PresetLookup | undefined
+    if (presets && typeof presets.modeFor === 'function') {
+      const mode = presets.modeFor(sessionId)
+      if (isSandboxMode(mode)) return mode
     }
     return this.config.defaultMode
   }

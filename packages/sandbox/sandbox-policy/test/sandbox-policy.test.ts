@@ -1,0 +1,138 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Context } from 'cordis'
+import SessionStore from '@dsh/session'
+import PermissionPresetService from '@dsh/permission-presets'
+import { createHarness } from '@dsh/agent-loop-testkit'
+import SandboxPolicyService, { ANNOUNCE_SOURCE } from '../src/index.ts'
+
+let base: string
+let ws: string
+let other: string
+let temp: string
+
+beforeAll(() => {
+  base = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-sandbox-policy-')))
+  ws = join(base, 'ws')
+  other = join(base, 'other')
+  temp = join(base, 'tmp')
+  for (const dir of [ws, other, temp]) mkdirSync(dir)
+  symlinkSync(ws, join(base, 'ws-link'))
+})
+afterAll(() => rmSync(base, { recursive: true, force: true }))
+
+async function boot(config: Record<string, unknown> = {}, extra: (ctx: Context) => Promise<void> = async () => {}) {
+  const ctx = new Context()
+  await ctx.plugin(SessionStore)
+  await extra(ctx)
+  await ctx.plugin(SandboxPolicyService, { tempDirs: [temp], fallbackRoot: other, ...config })
+  return ctx
+}
+
+describe('resolution', () => {
+  it('defaults to workspace-write over the session cwd (symlinks resolved) and the temp dirs, network off', async () => {
+    const ctx = await boot()
+    const session = ctx.sessions.create({ cwd: join(base, 'ws-link') })
+    expect(ctx.sandboxPolicy.resolve({ sessionId: session.id })).toEqual({ mode: 'workspace-write', workspaceRoot: ws, writableRoots: [ws, temp], network: false })
+    expect(ctx.sandboxPolicy.resolve({ cwd: other }).workspaceRoot).toBe(other)
+    expect(ctx.sandboxPolicy.resolve().workspaceRoot).toBe(other)
+  })
+
+  it('read-only has no writable roots; danger-full-access has network', async () => {
+    const ro = await boot({ defaultMode: 'read-only', network: true })
+    expect(ro.sandboxPolicy.resolve({ cwd: ws })).toEqual({ mode: 'read-only', workspaceRoot: ws, writableRoots: [], network: true })
+    const full = await boot({ defaultMode: 'danger-full-access' })
+    expect(full.sandboxPolicy.resolve({ cwd: ws })).toEqual({ mode: 'danger-full-access', workspaceRoot: ws, writableRoots: [], network: true })
+  })
+
+  it('fixes a session workspace root at first use', async () => {
+    const ctx = await boot()
+    expect(ctx.sandboxPolicy.workspaceRoot({ sessionId: 'unknown-1', cwd: ws })).toBe(ws)
+    expect(ctx.sandboxPolicy.workspaceRoot({ sessionId: 'unknown-1', cwd: other })).toBe(ws)
+  })
+
+  it('a per-session override wins, is logged, and survives a new service over the same log', async () => {
+    const ctx = await boot()
+    const a = ctx.sessions.create({ cwd: ws })
+    const b = ctx.sessions.create({ cwd: ws })
+    ctx.sandboxPolicy.setMode(a.id, 'read-only')
+    expect(ctx.sandboxPolicy.modeFor(a.id)).toBe('read-only')
+    expect(ctx.sandboxPolicy.modeFor(b.id)).toBe('workspace-write')
+    expect(a.last('sandbox/mode')?.data).toEqual({ mode: 'read-only' })
+
+    const fresh = new Context()
+    fresh.provide('sessions', ctx.sessions)
+    await fresh.plugin(SandboxPolicyService, { tempDirs: [temp] })
+    expect(fresh.sandboxPolicy.modeFor(a.id)).toBe('read-only')
+    ctx.sandboxPolicy.setMode(a.id, null)
+    expect(ctx.sandboxPolicy.modeFor(a.id)).toBe('workspace-write')
+  })
+
+  it('follows permission presets when loaded; an explicit override still wins', async () => {
+    const ctx = await boot({}, async (c) => {
+      await c.plugin(PermissionPresetService, { default: 'danger-full-access', env: '' })
+    })
+    const session = ctx.sessions.create({ cwd: ws })
+    expect(ctx.sandboxPolicy.modeFor(session.id)).toBe('danger-full-access')
+    expect(ctx.sandboxPolicy.modeFor()).toBe('danger-full-access')
+    ctx.permissionPresets.set(session.id, 'workspace-write')
+    expect(ctx.sandboxPolicy.modeFor(session.id)).toBe('workspace-write')
+    ctx.sandboxPolicy.setMode(session.id, 'read-only')
+    expect(ctx.sandboxPolicy.modeFor(session.id)).toBe('read-only')
+  })
+
+  it('rejects bad config and bad calls', async () => {
+    for (const config of [{ tempDirs: ['tmp'] }, { writableRoots: ['rel/dir'] }, { fallbackRoot: 'x' }, { defaultMode: 'yolo' }]) {
+      const ctx = new Context()
+      ctx.plugin(SandboxPolicyService, config as never)
+      await new Promise((resolve) => setTimeout(resolve, 10))
+      expect(ctx.get('sandboxPolicy')).toBeUndefined()
+    }
+    const ctx = await boot()
+    expect(() => ctx.sandboxPolicy.setMode('s', 'yolo' as never)).toThrow(/unknown mode "yolo"/)
+    expect(() => ctx.sandboxPolicy.setMode('', 'read-only')).toThrow(TypeError)
+  })
+})
+
+describe('model experience', () => {
+  it('announces the policy before the first request and again only when it changes', async () => {
+    const harness = await createHarness({
+      cwd: ws,
+      script: [{ text: 'one' }, { text: 'two' }, { text: 'three' }],
+      plugins: [[SandboxPolicyService, { tempDirs: [temp] }]],
+    })
+    await harness.prompt('first')
+    await harness.prompt('second')
+    harness.ctx.sandboxPolicy.setMode(harness.session.id, 'read-only')
+    await harness.prompt('third')
+    const announcements = harness.session.events.filter((e) => e.type === 'user/message' && (e.data as { source: { plugin?: string } }).source.plugin === ANNOUNCE_SOURCE.plugin)
+    expect(announcements).toHaveLength(2)
+    const first = harness.model.requests[0].messages
+    expect(JSON.stringify(first[0])).toContain(`[sandbox policy] workspace-write: commands and file edits may write only under ${ws}, ${temp}; network access is off.`)
+    expect(JSON.stringify(first[1])).toContain('first')
+    // The second request's history extends the first: the prefix (and the provider's cache) survives.
+    expect(JSON.stringify(harness.model.requests[1].messages.slice(0, first.length))).toBe(JSON.stringify(first))
+    expect(JSON.stringify(harness.model.requests[2].messages.at(-2))).toContain('[sandbox policy] read-only')
+    await harness.dispose()
+  })
+
+  it('does not repeat an announcement already in a resumed log', async () => {
+    const harness = await createHarness({ cwd: ws, script: [{ text: 'a' }, { text: 'b' }], plugins: [[SandboxPolicyService, { tempDirs: [temp] }]] })
+    await harness.prompt('hello')
+    const resumed = await createHarness({ cwd: ws, session: harness.session, script: [{ text: 'c' }], plugins: [[SandboxPolicyService, { tempDirs: [temp] }]] })
+    await resumed.prompt('again')
+    const count = harness.session.events.filter((e) => e.type === 'user/message' && (e.data as { source: { plugin?: string } }).source.plugin === 'sandbox-policy').length
+    expect(count).toBe(1)
+    await resumed.dispose()
+    await harness.dispose()
+  })
+
+  it('announce: false adds nothing', async () => {
+    const harness = await createHarness({ cwd: ws, script: [{ text: 'a' }], plugins: [[SandboxPolicyService, { tempDirs: [temp], announce: false }]] })
+    await harness.prompt('hello')
+    expect(harness.model.requests[0].messages).toHaveLength(1)
+    await harness.dispose()
+  })
+})
