@@ -30,7 +30,7 @@ export interface Config {
   tools: string[]
 }
 
-export const Config: Schema<Config> = Schema.object({
+export const Config: Schema<Partial<Config>, Config> = Schema.object({
   fileNames: Schema.array(String)
     .default(['AGENTS.md', 'CLAUDE.md'])
     .description('Instruction file names, in order of preference: in each directory the first that exists is used.'),

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { format } from 'node:util'
 import { afterAll, describe, expect, it } from 'vitest'
-import { createHarness, type ScriptEntry } from '@dsh/agent-loop-testkit'
+import { createHarness, type ScriptEntry, type ScriptedStep } from '@dsh/agent-loop-testkit'
 import { Session, type AnySessionEvent } from '@dsh/session'
 import LocalFileSystem from '@dsh/fs-local'
 import * as ToolFs from '@dsh/tool-fs'
@@ -49,7 +49,7 @@ async function setup(opts: { cwd: string; script: ScriptEntry[]; config?: object
   return { harness, warnings }
 }
 
-const read = (file_path: string): ScriptEntry => ({ toolCalls: [{ name: 'read', arguments: { file_path } }] })
+const read = (file_path: string): ScriptedStep => ({ toolCalls: [{ name: 'read', arguments: { file_path } }] })
 
 describe('session-start chain', () => {
   it('loads the user-global file, then the project chain from the repository root down to the cwd', async () => {

@@ -20,7 +20,7 @@ export interface Config {
   firstStepOnly: boolean
 }
 
-export const Config: Schema<Config> = Schema.object({
+export const Config: Schema<Partial<Config>, Config> = Schema.object({
   timeZone: Schema.string().description('IANA time zone (e.g. Europe/Berlin). Absent: the system zone, read at each sample.'),
   refreshIntervalMs: Schema.natural()
     .min(1)

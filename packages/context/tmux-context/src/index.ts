@@ -23,7 +23,7 @@ export interface Config {
   timeoutMs: number
 }
 
-export const Config: Schema<Config> = Schema.object({
+export const Config: Schema<Partial<Config>, Config> = Schema.object({
   refreshIntervalMs: Schema.natural()
     .default(0)
     .description('Minimum milliseconds between two injections; 0 injects on every turn whose tmux state changed.'),
