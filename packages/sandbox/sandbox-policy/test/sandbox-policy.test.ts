@@ -72,7 +72,7 @@ describe('resolution', () => {
 
   it('follows permission presets when loaded; an explicit override still wins', async () => {
     const ctx = await boot({}, async (c) => {
-      await c.plugin(PermissionPresetService, { default: 'danger-full-access', env: '' })
+      await c.plugin(PermissionPresetService, { default: 'danger-full-access', env: '' } as never)
     })
     const session = ctx.sessions.create({ cwd: ws })
     expect(ctx.sandboxPolicy.modeFor(session.id)).toBe('danger-full-access')
