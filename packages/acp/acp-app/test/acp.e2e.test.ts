@@ -259,6 +259,47 @@ describe('dsh-acp', () => {
     expect(await p.close()).toBe(0)
   })
 
+  it('with client fs capabilities, file tools read unsaved buffers and write through the client', async () => {
+    const { home, cwd } = workspace()
+    const file = join(cwd, 'notes.txt')
+    writeFileSync(file, 'alpha\nbeta\n')
+    const s = await mock([
+      { toolCalls: [{ name: 'read', arguments: { file_path: 'notes.txt' } }] },
+      { toolCalls: [{ name: 'edit', arguments: { file_path: 'notes.txt', old_string: 'beta', new_string: 'gamma' } }] },
+      { toolCalls: [{ name: 'bash', arguments: { command: 'cat notes.txt', description: 'Show the file on disk' } }] },
+      { text: 'done' },
+    ])
+    const p = await start(envFor(home, s), cwd)
+    const buffers = new Map([[file, 'alpha\nbeta\nunsaved line\n']])
+    const reads: string[] = []
+    const writes: { path: string; content: string }[] = []
+    await p.exposeFs({
+      read: (path) => {
+        reads.push(path)
+        const text = buffers.get(path)
+        if (text === undefined) throw new Error(`no buffer for ${path}`)
+        return text
+      },
+      write: (path, content) => {
+        writes.push({ path, content })
+        buffers.set(path, content) // an editor keeps the change in its buffer, unsaved
+      },
+    })
+    await initialize(p.agent, { fs: { readTextFile: true, writeTextFile: true } })
+    const { sessionId } = await p.agent.request('session/new', { cwd, mcpServers: [] })
+    expect((await p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'edit it' }] })).stopReason).toBe('end_turn')
+    expect(toolText(s, 1)).toContain('unsaved line')
+    expect(writes).toEqual([{ path: file, content: 'alpha\ngamma\nunsaved line\n' }])
+    expect(reads.every((r) => r === file)).toBe(true)
+    // The disk was never written: the editor owns the change.
+    expect(readFileSync(file, 'utf8')).toBe('alpha\nbeta\n')
+    expect(toolText(s, 3)).toContain('beta')
+    const diff = p.updates.map((u) => u.update).find((u) => u.sessionUpdate === 'tool_call_update' && u.content?.[0]?.type === 'diff')
+    expect(diff).toMatchObject({ content: [{ type: 'diff', oldText: 'alpha\nbeta\nunsaved line\n', newText: 'alpha\ngamma\nunsaved line\n' }] })
+    expect(await p.close()).toBe(0)
+    assertOnlyFrames(p.stdoutLines())
+  })
+
   it('answers a malformed frame with a parse error and an unknown method with method-not-found; stdout carries frames only', async () => {
     const { home, cwd } = workspace()
     const run = spawnBin([], { DSH_HOME: home, DEEPSEEK_API_KEY: 'sk-test' }, cwd)

@@ -54,6 +54,8 @@ export interface AcpProcess extends Spawned {
   updates: acp.SessionNotification[]
   permissions: acp.RequestPermissionRequest[]
   onPermission: PermissionHandler
+  /** Serves `fs/read_text_file` / `fs/write_text_file` (advertise them in initialize). */
+  exposeFs(fs: { read(path: string): string; write(path: string, content: string): void }): Promise<void>
   /** Resolves once an update matching `pred` has arrived (already or later). */
   waitFor(pred: (n: acp.SessionNotification) => boolean): Promise<acp.SessionNotification>
   /** Closes stdin and waits for the exit status. */
@@ -76,6 +78,10 @@ export async function startAcp(env: Record<string, string | undefined>, cwd: str
   const waiters: { pred: (n: acp.SessionNotification) => boolean; resolve: (n: acp.SessionNotification) => void }[] = []
   const proc = {} as AcpProcess
   proc.onPermission = () => ({ outcome: { outcome: 'cancelled' } })
+  let fsImpl: { read(path: string): string; write(path: string, content: string): void } | undefined
+  const noFs = () => {
+    throw new Error('this test client does not serve fs requests')
+  }
   const app = acp.client({ name: 'dsh-acp-test' })
     .onNotification('session/update', ({ params }) => {
       updates.push(params)
@@ -90,11 +96,19 @@ export async function startAcp(env: Record<string, string | undefined>, cwd: str
       permissions.push(params)
       return proc.onPermission(params)
     })
+    .onRequest('fs/read_text_file', ({ params }) => ({ content: (fsImpl ?? { read: noFs }).read(params.path) }))
+    .onRequest('fs/write_text_file', ({ params }) => {
+      ;(fsImpl ?? { write: noFs }).write(params.path, params.content)
+      return {}
+    })
   const conn = app.connect(acp.ndJsonStream(writable, readable))
   Object.assign(proc, spawned, {
     agent: conn.agent,
     updates,
     permissions,
+    async exposeFs(impl: typeof fsImpl) {
+      fsImpl = impl
+    },
     waitFor(pred: (n: acp.SessionNotification) => boolean) {
       const found = updates.find(pred)
       if (found) return Promise.resolve(found)

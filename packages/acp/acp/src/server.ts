@@ -11,6 +11,7 @@ import type { Agent } from '@dsh/agent'
 import type { AnySessionEvent, Session } from '@dsh/session'
 import type { ExecutePayload, ToolOutput } from '@dsh/tools'
 import type { ApprovalAnswer, ApprovalChoice, ApprovalRequest } from '@dsh/user-approval'
+import { clientFsRoute, type ClientFsRoute } from './client-route.ts'
 import { stdioStreams } from './stdio.ts'
 import { DEFAULT_TOOL_KINDS, promptToBlocks, PromptContentError, stopReason, Translator, type ToolKind } from './translate.ts'
 
@@ -30,6 +31,7 @@ export interface Config {
   captureDiffs: boolean
   maxDiffBytes: number
   permissionTimeoutMs: number
+  clientFsTools: string[]
 }
 
 export const Config: Schema<Config> = Schema.object({
@@ -44,6 +46,7 @@ export const Config: Schema<Config> = Schema.object({
   captureDiffs: Schema.boolean().default(true).description('Read files before and after edit/write calls to send full-text diffs.'),
   maxDiffBytes: Schema.natural().default(1024 * 1024).description('Files larger than this get hunk diffs only.'),
   permissionTimeoutMs: Schema.natural().default(0).description('How long a permission request may wait for the client; 0 waits until the turn is cancelled.'),
+  clientFsTools: Schema.array(String).default(['read', 'edit', 'write']).description('Tools whose file reads and writes go through the client when it advertises fs capabilities (needs @dsh/acp/client-fs as the fs row).'),
 })
 
 /** Loose view of the optional services this plugin reads with ctx.get(). */
@@ -369,8 +372,8 @@ export class AcpServer extends Service {
     const args = (payload.args ?? {}) as { file_path?: unknown }
     const file = typeof args.file_path === 'string' ? resolve(payload.context.cwd, args.file_path) : undefined
     const capture = this.config.captureDiffs && file && (name === 'edit' || name === 'write')
-    const before = capture ? await this.readForDiff(file) : undefined
-    return this.tracking(live.id, callId, async () => {
+    const body = () => this.tracking(live.id, callId, async () => {
+      const before = capture ? await this.readForDiff(file) : undefined
       const output = await next()
       if (before && file && !output.isError && !output.error) {
         const after = await this.readForDiff(file)
@@ -378,6 +381,25 @@ export class AcpServer extends Service {
       }
       return output
     })
+    const route = this.clientRoute(live, name)
+    return route ? clientFsRoute.run(route, body) : body()
+  }
+
+  /** Client file access for one tool call, when the client advertised it and the tool is a text file tool. */
+  private clientRoute(live: LiveSession, tool: string): ClientFsRoute | undefined {
+    const fs = live.connection.capabilities.fs
+    const client = live.connection.client
+    if (!client || !fs || !this.config.clientFsTools.includes(tool)) return undefined
+    const route: ClientFsRoute = {}
+    if (fs.readTextFile) {
+      route.read = async (path) => (await client.request('fs/read_text_file', { sessionId: live.id, path })).content
+    }
+    if (fs.writeTextFile) {
+      route.write = async (path, content) => {
+        await client.request('fs/write_text_file', { sessionId: live.id, path, content })
+      }
+    }
+    return route.read || route.write ? route : undefined
   }
 
   /** Runs `body` with `callId` recorded as running in its session (for permission attribution). */
