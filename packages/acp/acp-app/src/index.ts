@@ -52,15 +52,13 @@ export function parseAcpArgs(argv: readonly string[]): AcpArgs {
   return { action, patches }
 }
 
-/** Rows the ACP surface needs; inserted only when the base bundle does not already have them. */
-const FALLBACK_ROWS = `- insert:
-    - id: session-persistence-jsonl
-      name: "@dsh/session-persistence-jsonl"
-    - id: session-persistence
-      name: "@dsh/session-persistence"
-    - id: session-checkpoint-policy
-      name: "@dsh/session-checkpoint-policy"
-`
+/** Rows the ACP surface relies on; each is inserted only when the earlier layers lack it. */
+const FALLBACK_ROWS: { id: string; name: string }[] = [
+  { id: 'session-persistence-jsonl', name: '@dsh/session-persistence-jsonl' },
+  { id: 'session-persistence', name: '@dsh/session-persistence' },
+  { id: 'session-checkpoint-policy', name: '@dsh/session-checkpoint-policy' },
+  { id: 'approval', name: '@dsh/user-approval' },
+]
 
 export interface ComposeAcpOptions {
   home: string
@@ -73,7 +71,11 @@ export function composeAcp(opts: ComposeAcpOptions): Composition {
   const base = resolveBundle('@dsh/bundle-base', appDir, pkgFile)
   const layers: Layer[] = [readLayerFile(base.patch, 'bundle @dsh/bundle-base'), readLayerFile(appLayerFile, 'app @dsh/acp-app')]
   const ids = new Set(applyLayers(layers).rows.map((r) => r.row.id))
-  if (!ids.has('session-persistence')) layers.push(parseLayer(FALLBACK_ROWS, appLayerFile, 'app @dsh/acp-app (persistence)'))
+  const missing = FALLBACK_ROWS.filter((r) => !ids.has(r.id))
+  if (missing.length) {
+    const text = `- insert:\n${missing.map((r) => `    - id: ${r.id}\n      name: "${r.name}"\n`).join('')}`
+    layers.push(parseLayer(text, appLayerFile, 'app @dsh/acp-app (fallback rows)'))
+  }
   const homePatch = homeLayout(opts.home).patch
   if (existsSync(homePatch)) layers.push(readLayerFile(homePatch, 'home'))
   for (const p of opts.patches ?? []) {

@@ -147,6 +147,32 @@ describe('dsh-acp', () => {
     assertOnlyFrames(p.stdoutLines())
   })
 
+  it('closing stdin mid-turn cancels the work, kills the tool and exits 0 with the log complete', async () => {
+    const { home, cwd } = workspace()
+    const s = await mock([
+      { toolCalls: [{ name: 'bash', arguments: { command: 'sleep 30 & echo $! > sleep.pid; wait', description: 'Wait' } }] },
+    ])
+    const p = await start(envFor(home, s), cwd)
+    await initialize(p.agent)
+    const { sessionId } = await p.agent.request('session/new', { cwd, mcpServers: [] })
+    void p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'wait' }] }).catch(() => {})
+    await until(() => existsSync(join(cwd, 'sleep.pid')) && readFileSync(join(cwd, 'sleep.pid'), 'utf8').trim() !== '', 'the tool to start')
+    const pid = Number(readFileSync(join(cwd, 'sleep.pid'), 'utf8'))
+    expect(await p.close()).toBe(0)
+    await until(() => !pidAlive(pid), 'the tool process to be killed')
+    assertOnlyFrames(p.stdoutLines())
+
+    const again = await start(envFor(home, s), cwd)
+    await initialize(again.agent)
+    await again.agent.request('session/load', { sessionId, cwd, mcpServers: [] })
+    expect(normalise(again.updates, cwd).map((u) => (u as { sessionUpdate: string; status?: string }))).toMatchObject([
+      { sessionUpdate: 'user_message_chunk' },
+      { sessionUpdate: 'tool_call', status: 'pending' },
+      { sessionUpdate: 'tool_call_update', status: 'failed' },
+    ])
+    expect(await again.close()).toBe(0)
+  })
+
   it('session/load in a fresh process replays the history, then accepts prompts with it', async () => {
     const { home, cwd } = workspace()
     const s = await mock([

@@ -104,6 +104,7 @@ export class AcpServer extends Service {
   private readonly sessions = new Map<string, LiveSession>()
   private readonly connections = new Set<Connection>()
   private nextConnection = 1
+  private readonly closing = new WeakMap<acp.AgentConnection, Promise<void>>()
   private readonly toolKinds: Record<string, ToolKind>
 
   constructor(ctx: Context, public config: Config) {
@@ -137,6 +138,8 @@ export class AcpServer extends Service {
     const { output, input } = stdioStreams()
     const conn = this.connect(acp.ndJsonStream(output, input))
     await conn.closed.catch(() => {})
+    // Running turns are cancelled and settle (their logs end with turn/end) before the exit.
+    await this.closing.get(conn)
     if (this.config.exitOnClose) {
       const loader = this.ctx.get('loader') as { exit?(code: number): void } | undefined
       if (loader?.exit) loader.exit(0)
@@ -157,7 +160,7 @@ export class AcpServer extends Service {
       .onNotification('session/cancel', ({ params }) => this.cancel(params.sessionId))
     const conn = app.connect(stream)
     state.client = conn.client
-    void conn.closed.catch(() => {}).then(() => this.disconnect(state))
+    this.closing.set(conn, conn.closed.catch(() => {}).then(() => this.disconnect(state)))
     return conn
   }
 
