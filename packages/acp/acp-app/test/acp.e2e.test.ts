@@ -263,6 +263,25 @@ describe('dsh-acp', () => {
     assertOnlyFrames(p.stdoutLines())
   })
 
+  it('todo_write becomes a plan update', async () => {
+    const { home, cwd } = workspace()
+    const todos = [
+      { content: 'Read the code', status: 'completed' },
+      { content: 'Fix the bug', status: 'in_progress' },
+      { content: 'Run the tests', status: 'pending' },
+    ]
+    const s = await mock([{ toolCalls: [{ name: 'todo_write', arguments: { todos } }] }, { text: 'planned' }])
+    const p = await start(envFor(home, s), cwd)
+    await initialize(p.agent)
+    const { sessionId } = await p.agent.request('session/new', { cwd, mcpServers: [] })
+    expect((await p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'plan it' }] })).stopReason).toBe('end_turn')
+    const plan = p.updates.map((u) => u.update).find((u) => u.sessionUpdate === 'plan')
+    expect(plan).toEqual({ sessionUpdate: 'plan', entries: todos.map((t) => ({ ...t, priority: 'medium' })) })
+    const call = p.updates.map((u) => u.update).find((u) => u.sessionUpdate === 'tool_call')
+    expect(call).toMatchObject({ kind: 'think' })
+    expect(await p.close()).toBe(0)
+  })
+
   it('passes resource links and embedded resources to the model as text', async () => {
     const { home, cwd } = workspace()
     const s = await mock([{ text: 'seen' }])
