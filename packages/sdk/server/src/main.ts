@@ -14,7 +14,7 @@ import { resolveDshHome } from '@dsh/home-paths'
 const pkgFile = fileURLToPath(new URL('../package.json', import.meta.url))
 const version = (JSON.parse(readFileSync(pkgFile, 'utf8')) as { version: string }).version
 
-export const HELP = `Usage: dsh-jsonrpc-agent [--dump-config] [CONFIG]
+export const HELP = `Usage: dsh-jsonrpc-agent [--patch FILE]... [--dump-config] [CONFIG]
 
 Serves the dsh SDK protocol (newline-delimited JSON-RPC 2.0) on stdin/stdout until stdin closes
 or a client sends "shutdown". stdout carries protocol frames only; logs go to stderr.
@@ -23,6 +23,7 @@ The composition is the patch layer CONFIG, else the file named by $DSH_CORDIS_CO
 shipped default: @dsh/bundle-base plus the sdk-server layer (approval + jsonrpc rows).
 
 Options:
+  --patch FILE   apply FILE as one more patch layer over the composition (repeatable)
   --dump-config  print the composed rows as one YAML layer and exit
   -h, --help     show this help
   --version      print the version
@@ -48,6 +49,11 @@ export function defaultLayers(): Layer[] {
   return [base, ours]
 }
 
+function usage(stderr: NodeJS.WritableStream, message: string): number {
+  stderr.write(`dsh-jsonrpc-agent: ${message} (see --help)\n`)
+  return 2
+}
+
 export async function main(opts: MainOptions): Promise<number> {
   const env = opts.env ?? process.env
   const cwd = opts.cwd ?? process.cwd()
@@ -63,15 +69,22 @@ export async function main(opts: MainOptions): Promise<number> {
     return 0
   }
   const dump = args.includes('--dump-config')
-  const positional = args.filter((a) => a !== '--dump-config')
-  const unknown = positional.find((a) => a.startsWith('-'))
-  if (unknown || positional.length > 1) {
-    stderr.write(`dsh-jsonrpc-agent: ${unknown ? `unknown option ${unknown}` : 'at most one CONFIG file'} (see --help)\n`)
-    return 2
+  const patches: string[] = []
+  const positional: string[] = []
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === '--dump-config') continue
+    if (args[i] === '--patch') {
+      const file = args[++i]
+      if (file === undefined) return usage(stderr, '--patch needs a FILE')
+      patches.push(file)
+    } else if (args[i].startsWith('-')) return usage(stderr, `unknown option ${args[i]}`)
+    else positional.push(args[i])
   }
+  if (positional.length > 1) return usage(stderr, 'at most one CONFIG file')
   try {
     const configFile = positional[0] ?? (env.DSH_CORDIS_CONFIG || undefined)
     const layers = configFile ? [readLayerFile(resolve(cwd, configFile), `config ${configFile}`)] : defaultLayers()
+    for (const file of patches) layers.push(readLayerFile(resolve(cwd, file), `--patch ${file}`))
     const home = resolveDshHome(env)
     applyDotEnv({ env, cwd, home })
     const profileDir = configFile ? dirname(resolve(cwd, configFile)) : dirname(pkgFile)
