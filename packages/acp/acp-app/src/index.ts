@@ -58,6 +58,7 @@ const FALLBACK_ROWS: { id: string; name: string }[] = [
   { id: 'session-persistence', name: '@dsh/session-persistence' },
   { id: 'session-checkpoint-policy', name: '@dsh/session-checkpoint-policy' },
   { id: 'approval', name: '@dsh/user-approval' },
+  { id: 'permission-presets', name: '@dsh/permission-presets' },
 ]
 
 export interface ComposeAcpOptions {

@@ -263,6 +263,21 @@ describe('dsh-acp', () => {
     assertOnlyFrames(p.stdoutLines())
   })
 
+  it('session modes are the permission presets; set_mode switches and reports them', async () => {
+    const { home, cwd } = workspace()
+    const s = await mock([])
+    const p = await start({ ...envFor(home, s), DSH_PERMISSION_MODE: undefined }, cwd)
+    await initialize(p.agent)
+    const created = await p.agent.request('session/new', { cwd, mcpServers: [] })
+    expect(created.modes?.currentModeId).toBe('workspace-write')
+    expect(created.modes?.availableModes.map((m) => m.id)).toEqual(expect.arrayContaining(['workspace-write', 'danger-full-access']))
+    await p.agent.request('session/set_mode', { sessionId: created.sessionId, modeId: 'danger-full-access' })
+    await p.waitFor((u) => u.update.sessionUpdate === 'current_mode_update')
+    expect(p.updates.at(-1)?.update).toEqual({ sessionUpdate: 'current_mode_update', currentModeId: 'danger-full-access' })
+    await expect(p.agent.request('session/set_mode', { sessionId: created.sessionId, modeId: 'yolo' })).rejects.toMatchObject({ code: -32602 })
+    expect(await p.close()).toBe(0)
+  })
+
   it('todo_write becomes a plan update', async () => {
     const { home, cwd } = workspace()
     const todos = [

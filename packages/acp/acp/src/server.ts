@@ -66,6 +66,12 @@ interface ApprovalLike {
   }): () => void
 }
 
+interface PresetsLike {
+  list(): { name: string; description: string }[]
+  current(sessionId?: string): { name: string }
+  set(sessionId: string, name: string): unknown
+}
+
 interface Connection {
   id: number
   client?: acp.AgentContext
@@ -122,6 +128,14 @@ export class AcpServer extends Service {
       })
       inner.effect(() => off)
     })
+    // Any change of a session's preset (ours or another surface's) is reported as its mode.
+    ;(ctx.on as (name: string, listener: (change: { sessionId: string; preset: { name: string } }) => void) => () => void)(
+      'permission-presets/changed',
+      ({ sessionId, preset }) => {
+        const live = this.sessions.get(sessionId)
+        if (live) this.send(live, { sessionUpdate: 'current_mode_update', currentModeId: preset.name })
+      },
+    )
     if (config.stdio) ctx.on('app/ready', () => void this.serveStdio())
     ctx.effect(() => () => {
       for (const s of [...this.sessions.values()]) this.closeSession(s)
@@ -157,6 +171,7 @@ export class AcpServer extends Service {
       .onRequest('session/load', ({ params }) => this.loadSession(state, params))
       .onRequest('session/list', ({ params }) => this.listSessions(params))
       .onRequest('session/prompt', ({ params, signal }) => this.prompt(state, params, signal))
+      .onRequest('session/set_mode', ({ params }) => this.setMode(state, params))
       .onNotification('session/cancel', ({ params }) => this.cancel(params.sessionId))
     const conn = app.connect(stream)
     state.client = conn.client
@@ -253,7 +268,8 @@ export class AcpServer extends Service {
     this.warnMcp(params.mcpServers)
     const agent = this.createAgent(cwd)
     this.attach(state, agent, cwd)
-    return { sessionId: agent.session.id }
+    const modes = this.modes(agent.session.id)
+    return { sessionId: agent.session.id, ...(modes ? { modes } : {}) }
   }
 
   private async loadSession(state: Connection, params: acp.LoadSessionRequest): Promise<acp.LoadSessionResponse> {
@@ -279,6 +295,33 @@ export class AcpServer extends Service {
       for (const update of live.translator.translate(event, true)) this.send(live, update)
     }
     await live.queue
+    const modes = this.modes(live.id)
+    return modes ? { modes } : {}
+  }
+
+  private get presets(): PresetsLike | undefined {
+    return this.ctx.get('permissionPresets') as PresetsLike | undefined
+  }
+
+  /** Session modes are the permission presets, when a presets row is mounted. */
+  private modes(sessionId: string): acp.SessionModeState | undefined {
+    const presets = this.presets
+    if (!presets) return undefined
+    return {
+      currentModeId: presets.current(sessionId).name,
+      availableModes: presets.list().map((p) => ({ id: p.name, name: p.name, description: p.description })),
+    }
+  }
+
+  private setMode(state: Connection, params: acp.SetSessionModeRequest): acp.SetSessionModeResponse {
+    const live = this.lookup(state, params.sessionId)
+    const presets = this.presets
+    if (!presets) throw acp.RequestError.methodNotFound('session/set_mode')
+    try {
+      presets.set(live.id, params.modeId)
+    } catch (error) {
+      throw acp.RequestError.invalidParams({ modeId: params.modeId }, errorText(error))
+    }
     return {}
   }
 
