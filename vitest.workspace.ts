@@ -9,13 +9,15 @@ const families = readdirSync(new URL('./packages/', import.meta.url), { withFile
 
 export const projects = [
   ...families.map((family) => ({
+    // Inherit the root config (timeouts, worker pool); projects do not by default.
+    extends: true,
     test: {
       name: family,
       include: [`packages/${family}/*/test/**/*.test.ts`],
     },
   })),
   ...(existsSync(new URL('./bundles/', import.meta.url))
-    ? [{ test: { name: 'bundles', include: ['bundles/*/test/**/*.test.ts'] } }]
+    ? [{ extends: true, test: { name: 'bundles', include: ['bundles/*/test/**/*.test.ts'] } }]
     : []),
 ]
 

@@ -43,6 +43,9 @@ Options:
                        model to use (default: the agent-default-model row); PROVIDER defaults to the
                        default provider
   --max-steps N        most model requests the turn may take (default: the agent-loop row)
+  --permission-mode P  permission preset for this run: workspace-write (default; actions that
+                       need approval are rejected, since nobody can answer) or danger-full-access
+                       (never asks); also DSH_PERMISSION_MODE
   --resume ID          continue the stored session ID (needs a session-persistence row)
   --continue           continue the latest stored session of this directory
   --list-sessions      list stored sessions instead of running a task (what "dsh sessions" runs)
@@ -62,6 +65,7 @@ export interface HeadlessOptions {
   resume?: string
   continue: boolean
   listSessions: boolean
+  permissionMode?: string
   help: boolean
 }
 
@@ -80,6 +84,7 @@ export function parseHeadlessArgs(argv: readonly string[], readStdin: () => stri
         resume: { type: 'string' },
         continue: { type: 'boolean' },
         'list-sessions': { type: 'boolean' },
+        'permission-mode': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     })
@@ -107,7 +112,17 @@ export function parseHeadlessArgs(argv: readonly string[], readStdin: () => stri
   }
   if (task === '-') task = readStdin()
   if (!help && task.trim() === '') throw new UsageError('no task given: dsh --profile headless "what to do" (or "-" to read it from stdin)')
-  return { task, outputFormat, model: values.model, maxSteps, resume: values.resume, continue: values.continue ?? false, listSessions, help }
+  return {
+    task,
+    outputFormat,
+    model: values.model,
+    maxSteps,
+    resume: values.resume,
+    continue: values.continue ?? false,
+    listSessions,
+    permissionMode: values['permission-mode'],
+    help,
+  }
 }
 
 /** Resolves `--model` against the registered routes. Throws UsageError naming what exists. */
@@ -207,12 +222,24 @@ export async function runHeadless(ctx: Context, config: Config, io: Io): Promise
     io.stderr.write(`dsh: ${(error as Error).message}\n`)
     return 1
   }
+  const presets = ctx.get('permissionPresets') as { names(): string[]; set(sessionId: string, name: string): void } | undefined
+  if (options.permissionMode !== undefined) {
+    if (!presets) {
+      io.stderr.write('dsh: --permission-mode needs the permission-presets row in the profile\n')
+      return 2
+    }
+    if (!presets.names().includes(options.permissionMode)) {
+      io.stderr.write(`dsh: unknown --permission-mode '${options.permissionMode}'; valid: ${presets.names().join(', ')}\n`)
+      return 2
+    }
+  }
   const agent: Agent = ctx.agents.create({
     cwd: process.cwd(),
     model,
     session,
     maxSteps: options.maxSteps ?? config.maxSteps,
   })
+  if (options.permissionMode !== undefined) presets!.set(agent.session.id, options.permissionMode)
   const write = (line: unknown) => io.stdout.write(JSON.stringify(line) + '\n')
   let off: (() => void) | undefined
   if (options.outputFormat === 'stream-json') {

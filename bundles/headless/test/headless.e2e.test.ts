@@ -198,4 +198,15 @@ describe('dsh --profile headless', () => {
     expect(run.stderr).toMatch(/00000000-0000-4000-8000-000000000000/)
     expect(s.requests).toHaveLength(0)
   })
+
+  it('--permission-mode validates the preset name', async () => {
+    const { home, cwd } = workspace()
+    const s = await withMock([{ text: 'ok' }])
+    const bad = await dsh(['--profile', 'headless', '--permission-mode', 'yolo', 'hi'], envFor(home, s), cwd)
+    expect(bad.code).toBe(2)
+    expect(bad.stderr).toContain("unknown --permission-mode 'yolo'")
+    expect(bad.stderr).toContain('danger-full-access')
+    const good = await dsh(['--profile', 'headless', '--permission-mode', 'danger-full-access', 'hi'], envFor(home, s), cwd)
+    expect(good).toMatchObject({ code: 0, stdout: 'ok\n' })
+  })
 })

@@ -25,7 +25,8 @@ it('dsh --profile headless sends the user-global and project instructions with t
   writeFileSync(join(repo, 'AGENTS.md'), 'PROJECT: use pnpm')
   writeFileSync(join(repo, 'app', 'CLAUDE.md'), 'APP: keep components small')
   const patch = join(root, 'instructions.patch.yml')
-  writeFileSync(patch, `- insert:\n    - id: agent-instructions\n      name: ${JSON.stringify(plugin)}\n`)
+  // bundles/base mounts the row; the patch points it at this checkout's source explicitly.
+  writeFileSync(patch, `- id: agent-instructions\n  name: ${JSON.stringify(plugin)}\n`)
   const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
     const child = spawn(process.execPath, [bin, '--profile', 'headless', '--patch', patch, 'hello'], {
       cwd: join(repo, 'app'),

@@ -25,7 +25,8 @@ it('dsh --profile headless in a tmux pane sends the tmux location with the first
   mock = await startMockServer({ steps: [{ text: 'You are in tmux.' }] as never })
   const dir = mkdtempSync(join(server.dir, 'e2e-'))
   const patch = join(dir, 'tmux.patch.yml')
-  writeFileSync(patch, `- insert:\n    - id: tmux-context\n      name: ${JSON.stringify(plugin)}\n      config:\n        refreshIntervalMs: 0\n`)
+  // bundles/base carries the row disabled (opt-in); the patch enables it.
+  writeFileSync(patch, `- id: tmux-context\n  name: ${JSON.stringify(plugin)}\n  disabled: false\n  config:\n    refreshIntervalMs: 0\n`)
   const out = join(dir, 'out')
   const err = join(dir, 'err')
   const rc = join(dir, 'rc')
