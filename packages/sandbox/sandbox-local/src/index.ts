@@ -76,7 +76,10 @@ export class LocalSandbox extends SandboxService {
     }
     const writable = policy.mode === 'workspace-write' ? policy.writableRoots.filter((root) => existsSync(root)) : []
     if (selected.runner === 'bwrap') {
-      const args = [this.config.bwrap, '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-pid', '--die-with-parent']
+      // --as-pid-1: the command itself is PID 1 of the new PID namespace. With bwrap's own reaper as
+      // PID 1, the outer bwrap can exit while the reaper still lives, so the caller's process-group
+      // reap found a live member and escalated (SIGTERM + polling) after most commands.
+      const args = [this.config.bwrap, '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-pid', '--as-pid-1', '--die-with-parent']
       // As root, bwrap keeps every capability inside the sandbox, enough to remount `/` writable.
       args.push('--cap-drop', 'ALL')
       if (!policy.network) args.push('--unshare-net')

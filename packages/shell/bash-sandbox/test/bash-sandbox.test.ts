@@ -87,6 +87,14 @@ describe('confined execution', () => {
     expect(result.sandbox?.denial?.kind).toBe('network')
   })
 
+  it('a timeout stops the confined command and its children', async () => {
+    const { ctx } = await boot()
+    const spec = await ctx.shell.resolve({ command: 'sleep 30 & sleep 30; echo never', cwd: ws, timeoutMs: 300 })
+    const result = await ctx.shell.run(spec)
+    expect(result.status).toBe('timeout')
+    expect(result.output.head).not.toContain('never')
+  })
+
   it('no runner: fails closed and runs nothing', async () => {
     const { ctx } = await boot({ runner: 'none' })
     const { result } = await sh(ctx, `touch ${ws}/ran`)
