@@ -12,7 +12,7 @@ import {
   type CredentialDescription,
   type CredentialLayer,
 } from '@dsh/credentials'
-import { writeSecretFile } from './atomic.ts'
+import { writeAtomic } from '@dsh/atomic-write'
 import { credentialsFileLayer, dotenvLayer, envLayer, insecureMessage, parseCredentialsFile, type Layer, type LayerRead } from './layers.ts'
 
 export interface LocalCredentialsConfig {
@@ -143,7 +143,8 @@ export class LocalCredentials extends CredentialsService {
       if (doc.contents === null) doc.contents = doc.createNode({}) as never
       change(doc)
       await mkdir(dirname(path), { recursive: true, mode: 0o700 })
-      await writeSecretFile(path, doc.toString({ lineWidth: 0 }))
+      // Created 0600 and chmod-ed explicitly: the umask must never widen a secret file.
+      await writeAtomic(path, doc.toString({ lineWidth: 0 }), 0o600)
     })
     this.writes.tail = run.catch(() => {})
     return run

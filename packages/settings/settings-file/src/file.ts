@@ -14,7 +14,7 @@ import {
   type SettingsWriteOptions,
 } from '@dsh/settings'
 import type { Document } from 'yaml'
-import { writeAtomic, withFileLock } from './atomic.ts'
+import { writeAtomic, withFileLock } from '@dsh/atomic-write'
 import { applyPatch, applyReplace, documentData, parseSettings, renderYaml, type DocumentProblem } from './document.ts'
 
 export interface FileSettingsConfig {

@@ -1,4 +1,5 @@
-// Durable file replacement and a cross-process writer lock beside the target file.
+// @dsh/atomic-write: durable file replacement and a cross-process writer lock beside the target
+// file. Zero dependencies beyond node:fs; shared by every package that rewrites a user's file.
 import { randomBytes } from 'node:crypto'
 import { open, rename, rm, stat, writeFile } from 'node:fs/promises'
 import { basename, dirname, join } from 'node:path'
@@ -9,13 +10,13 @@ import { basename, dirname, join } from 'node:path'
  * applied explicitly (so umask cannot widen or narrow it) when given; otherwise the file is
  * created with the process umask.
  */
-export async function writeAtomic(path: string, text: string, mode?: number): Promise<void> {
+export async function writeAtomic(path: string, text: string | Uint8Array, mode?: number): Promise<void> {
   const dir = dirname(path)
   const temp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`)
   const handle = await open(temp, 'wx', mode ?? 0o666)
   try {
     try {
-      await handle.writeFile(text, 'utf8')
+      await handle.writeFile(text)
       if (mode !== undefined) await handle.chmod(mode)
       await handle.sync()
     } finally {
