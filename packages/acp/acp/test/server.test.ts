@@ -1,0 +1,82 @@
+// In-process: the real spine (agent-loop testkit with a scripted model), the ACP server plugin,
+// and the SDK client connected over an in-memory stream pair.
+import { realpathSync, mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import * as acp from '@agentclientprotocol/sdk'
+import { createHarness, SCRIPTED_MODEL, SCRIPTED_PROVIDER, type Harness } from '@dsh/agent-loop-testkit'
+import AgentDefaultModel from '@dsh/agent-default-model'
+import ApprovalService from '@dsh/user-approval'
+import AcpServer from '../src/index.ts'
+
+let harness: Harness | undefined
+afterEach(async () => {
+  await harness?.dispose()
+  harness = undefined
+})
+
+function pipe() {
+  const a = new TransformStream<Uint8Array, Uint8Array>()
+  const b = new TransformStream<Uint8Array, Uint8Array>()
+  return { agentSide: acp.ndJsonStream(a.writable, b.readable), clientSide: acp.ndJsonStream(b.writable, a.readable) }
+}
+
+async function setup(script: NonNullable<Parameters<typeof createHarness>[0]>['script'], config: Record<string, unknown> = {}) {
+  harness = await createHarness({
+    script,
+    plugins: [
+      [AgentDefaultModel, { provider: SCRIPTED_PROVIDER, model: SCRIPTED_MODEL }],
+      [ApprovalService, {}],
+    ],
+  })
+  const server = await harness.mount(AcpServer, { stdio: false, ...config })
+  const { agentSide, clientSide } = pipe()
+  harness.ctx.acp.connect(agentSide)
+  const updates: acp.SessionNotification[] = []
+  const client = acp.client({ name: 't' }).onNotification('session/update', ({ params }) => void updates.push(params))
+  const conn = client.connect(clientSide)
+  await conn.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} })
+  return { server, agent: conn.agent, updates, conn }
+}
+
+describe('@dsh/acp in process', () => {
+  it('serves a prompt and advertises no load without persistence', async () => {
+    const { agent, updates } = await setup([{ text: 'hello there' }])
+    const cwd = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-acp-unit-')))
+    const { sessionId } = await agent.request('session/new', { cwd, mcpServers: [] })
+    expect((await agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'hi' }] })).stopReason).toBe('end_turn')
+    expect(updates.map((u) => u.update.sessionUpdate)).toContain('agent_message_chunk')
+    await expect(agent.request('session/load', { sessionId, cwd, mcpServers: [] })).rejects.toMatchObject({ code: -32601 })
+  })
+
+  it('maps max steps to max_turn_requests and a model error to an error response', async () => {
+    const { agent } = await setup([
+      { toolCalls: [{ name: 'nope', arguments: {} }] },
+      { error: { code: 'SERVER', message: 'upstream down' } },
+    ], { maxSteps: 1 })
+    const cwd = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-acp-unit-')))
+    const a = await agent.request('session/new', { cwd, mcpServers: [] })
+    const b = await agent.request('session/new', { cwd, mcpServers: [] })
+    // One step allowed: the tool call leaves the turn owing another request.
+    expect((await agent.request('session/prompt', { sessionId: a.sessionId, prompt: [{ type: 'text', text: 'go' }] })).stopReason).toBe('max_turn_requests')
+    await expect(agent.request('session/prompt', { sessionId: b.sessionId, prompt: [{ type: 'text', text: 'go' }] })).rejects.toMatchObject({
+      code: -32603,
+      message: expect.stringContaining('SERVER'),
+    })
+  })
+
+  it('unloading the plugin unwinds its answerer and listeners and closes its sessions', async () => {
+    const { server, agent } = await setup([])
+    const cwd = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-acp-unit-')))
+    await agent.request('session/new', { cwd, mcpServers: [] })
+    const ctx = harness!.ctx
+    expect(ctx.approval.answerers()).toContain('acp')
+    const agentsBefore = ctx.agents.list().length
+    await server.dispose()
+    expect(ctx.approval.answerers()).not.toContain('acp')
+    expect(ctx.get('acp')).toBeUndefined()
+    await new Promise((r) => setTimeout(r, 10))
+    expect(ctx.agents.list().length).toBe(agentsBefore - 1)
+  })
+})
