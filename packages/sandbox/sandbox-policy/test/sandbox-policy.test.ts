@@ -136,3 +136,14 @@ describe('model experience', () => {
     await harness.dispose()
   })
 })
+
+it('unloading the plugin removes the announcement listener', async () => {
+  const harness = await createHarness({ cwd: ws, script: [{ text: 'a' }, { text: 'b' }] })
+  const mounted = await harness.mount(SandboxPolicyService, { tempDirs: [temp] })
+  await harness.prompt('one')
+  await mounted.dispose()
+  harness.session.append('sandbox/mode', { mode: 'read-only' })
+  await harness.prompt('two')
+  expect(harness.model.requests[1].messages.filter((m) => JSON.stringify(m).includes('[sandbox policy]'))).toHaveLength(1)
+  await harness.dispose()
+})

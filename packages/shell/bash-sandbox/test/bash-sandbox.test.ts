@@ -213,3 +213,17 @@ describe('through the unmodified bash tool', () => {
     expect(text).toMatch(/\[exit code: 1\]$/)
   })
 })
+
+it('composes from rows without config, in any order', async () => {
+  const ctx = new Context()
+  ctx.plugin(SandboxedBashExecutor)
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  expect(ctx.get('shell')).toBeUndefined()
+  await ctx.plugin(SandboxPolicyService)
+  await ctx.plugin(LocalSandbox)
+  await ctx.plugin(LocalSubprocessService)
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  expect(ctx.shell.limits).toEqual({ defaultTimeoutMs: 120_000, maxTimeoutMs: 600_000 })
+  const spec = await ctx.shell.resolve({ command: 'echo ok', cwd: ws })
+  expect((await ctx.shell.run(spec)).output.head).toBe('ok\n')
+})
