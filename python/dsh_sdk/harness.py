@@ -174,7 +174,7 @@ class Session:
 
     def stream(self, prompt: str) -> TurnStream:
         """Sends a prompt; iterate the result for the turn's events."""
-        if self._active is not None and not self._active._ended:
+        if self._active is not None:
             raise HarnessError("BUSY", "session %s is already running a turn; wait for it or cancel() it" % self.id)
         stream = TurnStream(self)
         self._active = stream

@@ -129,6 +129,7 @@ class TurnCollector implements TurnStream {
   readonly done = new Deferred<PromptResult>()
   turn: number | undefined
   private started = false
+  private sawEnd = false
   ended = false
   private read = 0
   private waiter: Deferred<IteratorResult<WireEvent>> | undefined
@@ -142,14 +143,16 @@ class TurnCollector implements TurnStream {
 
   /** Returns false when the event is not part of this turn. */
   offer(event: WireEvent): void {
-    if (this.ended) return
+    if (this.ended || this.sawEnd) return
     if (!this.started) {
       if (event.type !== 'turn/start') return
       if (this.turn !== undefined && (event.data as { turn: number }).turn !== this.turn) return
       this.started = true
     }
     this.events.push(event)
-    if (event.type === 'turn/end') this.ended = true
+    // Iteration ends with the result (the idle status right after turn/end), so a new prompt
+    // sent when the loop finishes is never refused as BUSY.
+    if (event.type === 'turn/end') this.sawEnd = true
     this.wake()
   }
 

@@ -116,7 +116,7 @@ export interface ConnectionOptions {
   onFatal?(error: ConnectionError): void
   /** Longest accepted frame in characters (default 64 Mi). */
   maxFrameLength?: number
-  /** Join frames written in one synchronous burst into one write (default true). */
+  /** Join the frames of one macrotask into one write, issued from setImmediate (default true). */
   coalesce?: boolean
 }
 
@@ -191,7 +191,9 @@ export class JsonRpcConnection {
     if (this.options.coalesce === false) return this.flush()
     if (!this.scheduled) {
       this.scheduled = true
-      queueMicrotask(() => this.flush())
+      // After the current macrotask: a stream chunk parsed into many events through a chain of
+      // microtasks (async generators) still becomes one write.
+      setImmediate(() => this.flush())
     }
   }
 
