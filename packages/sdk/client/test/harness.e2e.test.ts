@@ -1,5 +1,6 @@
 // End-to-end: the real dsh-jsonrpc-agent (base bundle + server row) in a subprocess, driven through
 // Harness, with the DeepSeek adapter talking to @dsh/llm-mock-server over loopback HTTP.
+import { spawn } from 'node:child_process'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -180,6 +181,40 @@ describe('Harness against dsh-jsonrpc-agent', () => {
     await harness.close()
     expect(await harness.exited).toMatchObject({ code: 0 })
     expect(alive(pid)).toBe(false)
+  })
+})
+
+describe('no leaked servers when the parent goes away', () => {
+  const parent = fileURLToPath(new URL('./fixtures/parent.ts', import.meta.url))
+
+  async function serverPidOf(mode: 'exit' | 'hang') {
+    const ws = workspace()
+    const child = spawn(process.execPath, ['--import', 'tsx', parent, mode], {
+      cwd: fileURLToPath(new URL('..', import.meta.url)),
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, DSH_HOME: ws.home, SDK_BIN: bin, DEEPSEEK_API_KEY: 'sk-test' },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    })
+    const pid = await new Promise<number>((resolve) => child.stdout.once('data', (d) => resolve(Number(String(d).trim()))))
+    return { child, pid }
+  }
+
+  const gone = async (pid: number) => {
+    // Poll until the process is gone (the test's own timeout bounds the wait).
+    while (alive(pid)) await new Promise((r) => setTimeout(r, 50))
+    return true
+  }
+
+  it('a parent that exits without close() takes its server with it', async () => {
+    const { child, pid } = await serverPidOf('exit')
+    await new Promise((r) => child.once('close', r))
+    expect(await gone(pid)).toBe(true)
+  })
+
+  it('a parent killed with SIGKILL: the server exits when its stdin closes', async () => {
+    const { child, pid } = await serverPidOf('hang')
+    expect(alive(pid)).toBe(true)
+    child.kill('SIGKILL')
+    expect(await gone(pid)).toBe(true)
   })
 })
 
