@@ -194,8 +194,8 @@ describe('escalation', () => {
   })
 })
 
-describe('through the unmodified bash tool', () => {
-  it('the model reads the denial note and the status line', async () => {
+describe('through the bash tool', () => {
+  it('the model reads the denial note, which offers sandbox_escalation, and the status line', async () => {
     const { ctx } = await boot()
     await ctx.plugin(ToolRegistry, {} as never)
     await ctx.plugin(ShellEnvRegistry, { home: '/srv/dsh' })
@@ -208,8 +208,9 @@ describe('through the unmodified bash tool', () => {
     const text = result.message.content.map((block) => (block.type === 'text' ? block.text : '')).join('')
     expect(text).toContain('Read-only file system')
     expect(text).toContain('[note: sandbox: this command ran in the workspace-write sandbox (bwrap) and a write was probably blocked')
-    // tool-bash does not offer sandbox_escalation yet, so the note does not promise it.
-    expect(text).toContain('ask the user to change the sandbox mode')
+    // Over a confining shell the bash tool offers sandbox_escalation, and the note says how to use it.
+    expect(ctx.tools.get('bash')?.parameters.properties).toHaveProperty('sandbox_escalation')
+    expect(text).toContain('"sandbox_escalation": {"justification": "<why>"}')
     expect(text).toMatch(/\[exit code: 1\]$/)
   })
 })

@@ -5,6 +5,7 @@ import Schema from 'schemastery'
 import { ShellError, type ShellLimits } from '@dsh/shell'
 import type {} from '@dsh/shell-env'
 import type { JsonSchema, ToolOutput } from '@dsh/tools'
+import { isSandboxedShell, SANDBOX_ESCALATION_PARAMETER } from '@dsh/sandbox'
 import { renderResult } from './render.ts'
 
 export { renderOutput, renderResult } from './render.ts'
@@ -14,6 +15,8 @@ export interface BashToolArgs {
   description: string
   timeoutMs?: number
   workdir?: string
+  /** Only offered when the shell provider confines commands (@dsh/bash-sandbox). */
+  sandbox_escalation?: { justification: string }
 }
 
 export interface ToolBashConfig {
@@ -76,10 +79,15 @@ function isShellError(error: unknown): error is ShellError {
 export function apply(ctx: Context, config: ToolBashConfig): void {
   const { headBytes, tailBytes } = config.output
   const budget = { maxBytes: headBytes + tailBytes, headBytes, tailBytes }
+  // A confining shell offers the model a way to ask the user for one unconfined run.
+  const sandboxed = isSandboxedShell(ctx.shell)
+  const schema: JsonSchema = sandboxed
+    ? { ...parameters, properties: { ...(parameters.properties as object), sandbox_escalation: SANDBOX_ESCALATION_PARAMETER } }
+    : parameters
   ctx.tools.register<BashToolArgs>({
     name: 'bash',
     description: describeTool(ctx.shell.limits),
-    parameters,
+    parameters: schema,
     concurrencySafe: false,
     timeoutMs: ctx.shell.limits.maxTimeoutMs + DEADLINE_SLACK_MS,
     async execute(args, call) {
@@ -87,7 +95,15 @@ export function apply(ctx: Context, config: ToolBashConfig): void {
       const env = shellEnv ? shellEnv.collect({ sessionId: call.sessionId, agentId: call.agentId, cwd: call.cwd }) : {}
       let spec
       try {
-        spec = await ctx.shell.resolve({ command: args.command, cwd: call.cwd, workdir: args.workdir, timeoutMs: args.timeoutMs, env, output: budget })
+        spec = await ctx.shell.resolve({
+          command: args.command,
+          cwd: call.cwd,
+          workdir: args.workdir,
+          timeoutMs: args.timeoutMs,
+          env,
+          output: budget,
+          ...(sandboxed ? { sessionId: call.sessionId, sandboxEscalation: args.sandbox_escalation } : {}),
+        })
       } catch (error) {
         if (!isShellError(error)) throw error
         if (error.code === 'WORKDIR_NOT_FOUND' || error.code === 'WORKDIR_NOT_DIRECTORY') {
