@@ -123,11 +123,20 @@ export class HarnessSdkJsonRpcServer {
       })
     }
     const input = this.io.input
-    input.on('data', (chunk: Buffer | string) => this.connection.receive(chunk))
-    input.on('end', () => void this.stop(0))
-    input.on('error', () => void this.stop(0))
+    const onData = (chunk: Buffer | string) => this.connection.receive(chunk)
+    const onEnd = () => void this.stop(0)
+    input.on('data', onData)
+    input.on('end', onEnd)
+    input.on('error', onEnd)
+    this.detach = () => {
+      input.off('data', onData)
+      input.off('end', onEnd)
+      input.off('error', onEnd)
+    }
     input.resume?.()
   }
+
+  private detach: () => void = () => {}
 
   /**
    * Stops serving: pending approvals fail closed (the answerer rejects, so the approval service
@@ -135,6 +144,7 @@ export class HarnessSdkJsonRpcServer {
    */
   stop(code: number): Promise<void> {
     this.stopping ??= (async () => {
+      this.detach()
       for (const pending of this.approvals.values()) pending.reject(new Error('the SDK client disconnected'))
       this.approvals.clear()
       this.offApproval?.()
