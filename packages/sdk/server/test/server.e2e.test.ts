@@ -5,8 +5,11 @@ import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
+
+// Each test boots whole dsh processes; on a loaded 2-core runner that can take a while.
+vi.setConfig({ testTimeout: 60_000 })
 
 const bin = fileURLToPath(new URL('../bin/dsh-jsonrpc-agent.mjs', import.meta.url))
 const fixture = fileURLToPath(new URL('./fixtures/guarded-tool.ts', import.meta.url))
