@@ -1,6 +1,6 @@
 // End-to-end: the real `dsh-acp` bin in a subprocess (base bundle + the ACP row), driven by the
 // ACP SDK's client side over stdio; the DeepSeek adapter talks to @dsh/llm-mock-server.
-import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -45,14 +45,25 @@ const toolText = (s: MockServer, i: number) => {
   return messages.filter((m) => m.role === 'tool').at(-1)?.content ?? ''
 }
 
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
+/**
+ * Host pids of live processes whose command line contains `marker`. Commands run confined (bwrap
+ * gives them their own PID namespace), so pids they print about themselves mean nothing here.
+ */
+function hostPids(marker: string): number[] {
+  const found: number[] = []
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ')
+      const state = /State:\s+(\w)/.exec(readFileSync(`/proc/${entry}/status`, 'utf8'))?.[1]
+      if (cmdline.includes(marker) && state !== 'Z') found.push(Number(entry))
+    } catch {
+      // the process ended while we looked
+    }
   }
+  return found
 }
+
 
 async function until(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
   const end = Date.now() + ms
@@ -125,7 +136,7 @@ describe('dsh-acp', () => {
   it('session/cancel mid-tool ends the turn cancelled and kills the tool process', async () => {
     const { home, cwd } = workspace()
     const s = await mock([
-      { toolCalls: [{ name: 'bash', arguments: { command: 'echo $$ > shell.pid; sleep 30 & echo $! > sleep.pid; wait', description: 'Wait a long time' } }] },
+      { toolCalls: [{ name: 'bash', arguments: { command: 'echo $$ > shell.pid; sleep 30.4242 & echo $! > sleep.pid; wait', description: 'Wait a long time' } }] },
       { text: 'never reached' },
     ])
     const p = await start(envFor(home, s), cwd)
@@ -134,11 +145,10 @@ describe('dsh-acp', () => {
     const prompt = p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'wait' }] })
     await p.waitFor((u) => u.update.sessionUpdate === 'tool_call_update' && u.update.status === 'in_progress')
     await until(() => existsSync(join(cwd, 'sleep.pid')) && readFileSync(join(cwd, 'sleep.pid'), 'utf8').trim() !== '', 'the tool to start')
-    const pids = ['shell.pid', 'sleep.pid'].map((f) => Number(readFileSync(join(cwd, f), 'utf8')))
-    expect(pids.every(pidAlive)).toBe(true)
+    expect(hostPids('sleep 30.4242').length).toBeGreaterThan(0)
     await p.agent.notify('session/cancel', { sessionId })
     expect((await prompt).stopReason).toBe('cancelled')
-    await until(() => !pids.some(pidAlive), 'the tool processes to be killed')
+    await until(() => hostPids('sleep 30.4242').length === 0, 'the tool processes to be killed')
     const final = p.updates.map((u) => u.update).filter((u) => u.sessionUpdate === 'tool_call_update').at(-1)
     expect(final).toMatchObject({ status: 'failed' })
     expect(s.requests).toHaveLength(1)
@@ -150,16 +160,16 @@ describe('dsh-acp', () => {
   it('closing stdin mid-turn cancels the work, kills the tool and exits 0 with the log complete', async () => {
     const { home, cwd } = workspace()
     const s = await mock([
-      { toolCalls: [{ name: 'bash', arguments: { command: 'sleep 30 & echo $! > sleep.pid; wait', description: 'Wait' } }] },
+      { toolCalls: [{ name: 'bash', arguments: { command: 'sleep 30.5151 & echo $! > sleep.pid; wait', description: 'Wait' } }] },
     ])
     const p = await start(envFor(home, s), cwd)
     await initialize(p.agent)
     const { sessionId } = await p.agent.request('session/new', { cwd, mcpServers: [] })
     void p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'wait' }] }).catch(() => {})
     await until(() => existsSync(join(cwd, 'sleep.pid')) && readFileSync(join(cwd, 'sleep.pid'), 'utf8').trim() !== '', 'the tool to start')
-    const pid = Number(readFileSync(join(cwd, 'sleep.pid'), 'utf8'))
+    expect(hostPids('sleep 30.5151').length).toBeGreaterThan(0)
     expect(await p.close()).toBe(0)
-    await until(() => !pidAlive(pid), 'the tool process to be killed')
+    await until(() => hostPids('sleep 30.5151').length === 0, 'the tool process to be killed')
     assertOnlyFrames(p.stdoutLines())
 
     const again = await start(envFor(home, s), cwd)

@@ -8,9 +8,9 @@ import type { InjectedContext, PreStepDecision, PreStepPayload } from '@dsh/agen
 import type { MessageSource } from '@dsh/session'
 import type { ShellExecutor } from '@dsh/shell'
 import { InjectionIndex } from './history.ts'
-import { parseReading, probeCommand, renderMessage, renderState, stateOf } from './reading.ts'
+import { controllingTty, parseReading, probeCommand, renderMessage, renderState, stateOf } from './reading.ts'
 
-export { parseReading, probeCommand, renderMessage, renderState, stateOf, TMUX_FORMAT, type TmuxReading } from './reading.ts'
+export { controllingTty, parseReading, probeCommand, renderMessage, renderState, stateOf, TMUX_FORMAT, type TmuxReading } from './reading.ts'
 
 export const name = '@dsh/tmux-context'
 /** No required services: without `ctx.shell` the plugin stays mounted and does nothing. */
@@ -44,9 +44,12 @@ export function apply(ctx: Context, config: Config): void {
   async function read(cwd: string): Promise<string | undefined> {
     const shell = ctx.get('shell') as ShellExecutor | undefined
     if (!shell) return undefined
+    // The harness reads its own terminal from /proc, so the check holds even when the executor
+    // confines the probe in its own PID namespace; elsewhere the probe asks `ps` about our pid.
+    const self = controllingTty()
     let result
     try {
-      const spec = await shell.resolve({ command: probeCommand(process.pid), cwd, timeoutMs: config.timeoutMs, output: OUTPUT_BUDGET })
+      const spec = await shell.resolve({ command: probeCommand(typeof self === 'string' ? self : process.pid), cwd, timeoutMs: config.timeoutMs, output: OUTPUT_BUDGET })
       result = await shell.run(spec)
     } catch (error) {
       logger.warn('the shell executor refused the tmux probe: %s', error instanceof Error ? error.message : String(error))

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 // The read-only tmux probe and the parsing/rendering of its answer. Pure: no service access here.
 
 /** Field separator of the probe's format string (a real TAB byte inside single quotes). */
@@ -21,16 +22,54 @@ export const TMUX_FORMAT = FIELDS.map((f) => `#{${f}}`).join(TAB)
  * The one command the plugin runs. Exit 1 (no reading) when `$TMUX_PANE` is unset, when tmux
  * cannot answer, or when the pane's tty is not this process's controlling terminal (an inherited
  * `$TMUX_PANE` names someone else's pane).
+ *
+ * `self` is either the controlling terminal's device path, read by the harness itself from
+ * /proc (see `controllingTty`), which keeps the check valid when the shell executor confines the
+ * probe in its own PID namespace, or, where /proc is not available, the harness pid, whose
+ * terminal the probe then asks `ps` for.
  */
-export function probeCommand(pid: number): string {
-  if (!Number.isSafeInteger(pid) || pid <= 0) throw new TypeError(`invalid pid ${pid}`)
+export function probeCommand(self: number | string): string {
+  let selfTty: string
+  if (typeof self === 'number') {
+    if (!Number.isSafeInteger(self) || self <= 0) throw new TypeError(`invalid pid ${self}`)
+    selfTty = `self_tty=/dev/$(ps -o tty= -p ${self} | tr -d ' ')`
+  } else {
+    if (!/^\/dev\/[A-Za-z0-9/]+$/.test(self)) throw new TypeError(`invalid tty path ${JSON.stringify(self)}`)
+    selfTty = `self_tty='${self}'`
+  }
   return [
     '[ -n "$TMUX_PANE" ] || exit 1',
-    `self_tty=$(ps -o tty= -p ${pid} | tr -d ' ')`,
+    selfTty,
     `pane_tty=$(tmux display-message -t "$TMUX_PANE" -p '#{pane_tty}') || exit 1`,
-    '[ -n "$self_tty" ] && [ "$pane_tty" = "/dev/$self_tty" ] || exit 1',
+    '[ "$self_tty" != /dev/ ] && [ "$pane_tty" = "$self_tty" ] || exit 1',
     `exec tmux display-message -t "$TMUX_PANE" -p '${TMUX_FORMAT}'`,
   ].join('\n')
+}
+
+/**
+ * This process's controlling terminal as a device path, from the tty_nr field of
+ * /proc/self/stat (Linux). `null`: no controlling terminal (so never in a tmux pane);
+ * `undefined`: not determinable here (no /proc, or a terminal kind without a known path).
+ */
+export function controllingTty(stat?: string): string | null | undefined {
+  let text = stat
+  if (text === undefined) {
+    try {
+      text = readFileSync('/proc/self/stat', 'utf8')
+    } catch {
+      return undefined
+    }
+  }
+  // The command name (field 2) may contain spaces and parentheses: fields restart after the last ')'.
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ')
+  const ttyNr = Number(fields[4])
+  if (!Number.isInteger(ttyNr)) return undefined
+  if (ttyNr === 0) return null
+  const major = (ttyNr >> 8) & 0xfff
+  const minor = (ttyNr & 0xff) | ((ttyNr >> 12) & 0xfff00)
+  if (major >= 136 && major <= 143) return `/dev/pts/${(major - 136) * 256 + minor}`
+  if (major === 4 && minor < 64) return `/dev/tty${minor}`
+  return undefined
 }
 
 export interface TmuxReading {

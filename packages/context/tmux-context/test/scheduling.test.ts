@@ -6,7 +6,7 @@ import { createHarness } from '@dsh/agent-loop-testkit'
 import { Session } from '@dsh/session'
 import { ShellError, ShellExecutor, type ShellRequest, type ShellResult, type ShellSpec } from '@dsh/shell'
 import * as TmuxContext from '../src/index.ts'
-import { parseReading, probeCommand, TMUX_FORMAT } from '../src/index.ts'
+import { controllingTty, parseReading, probeCommand, TMUX_FORMAT } from '../src/index.ts'
 import { injections } from './tmux-server.ts'
 
 const line = (name: string, layout = 'b25d,160x47,0,0,1') => ['main', '2', name, '0', '%7', '1', '1', layout].join('\t') + '\n'
@@ -66,6 +66,20 @@ describe('parseReading', () => {
     expect(command).toContain('[ -n "$TMUX_PANE" ] || exit 1')
     expect(command).toContain(TMUX_FORMAT)
     expect(() => probeCommand(-1)).toThrow(/pid/)
+  })
+  it('builds a probe that compares the pane tty with a tty path the harness read itself', () => {
+    const command = probeCommand('/dev/pts/7')
+    expect(command).toContain("self_tty='/dev/pts/7'")
+    expect(command).not.toContain('ps -o')
+    expect(() => probeCommand("/dev/pts/1'; rm -rf /")).toThrow(/tty path/)
+  })
+  it('decodes the controlling terminal from /proc/self/stat', () => {
+    // tty_nr 34816 = major 136, minor 0 -> /dev/pts/0; a command name with spaces and ')'.
+    expect(controllingTty('123 (a b) c) S 1 123 123 34816 0 0')).toBe('/dev/pts/0')
+    expect(controllingTty('123 (node) S 1 123 123 34821 0 0')).toBe('/dev/pts/5')
+    expect(controllingTty('123 (node) S 1 123 123 0 0 0')).toBeNull()
+    expect(controllingTty('123 (node) S 1 123 123 1025 0 0')).toBe('/dev/tty1')
+    expect(controllingTty('garbage')).toBeUndefined()
   })
 })
 
