@@ -1,0 +1,164 @@
+// @dsh/commands: `ctx.commands`, the plugin-owned registry of human commands (`/name args`).
+// UI adapters (TUI, ACP, web, headless) list the commands and dispatch a line the human typed;
+// a command runs in-process against the agent and its session, never as a model turn.
+import { Service, type Context } from 'cordis'
+import Schema from 'schemastery'
+import type { Agent } from '@dsh/agent'
+import type { Session } from '@dsh/session'
+
+declare module 'cordis' {
+  interface Context {
+    commands: CommandRegistry
+  }
+  interface Events {
+    /** Observe-only: a command line was dispatched (any outcome). */
+    'commands/dispatched'(agent: Agent, result: DispatchResult & { handled: true }): void
+  }
+}
+
+export interface CommandContext {
+  agent: Agent
+  session: Session
+  /** Aborted when the caller gives up on the command. */
+  signal?: AbortSignal
+}
+
+/** What a command may return: text for the human, or nothing. */
+export type CommandOutput = string | void | undefined | { output?: string }
+
+export interface Command {
+  /** Lower-case name without the slash: letters, digits and dashes, starting with a letter. */
+  name: string
+  /** One line shown in command menus and `/help`. */
+  description: string
+  /** Argument synopsis, e.g. `[focus]`. */
+  usage?: string
+  run(args: string, context: CommandContext): CommandOutput | Promise<CommandOutput>
+}
+
+export interface CommandInfo {
+  name: string
+  description: string
+  usage?: string
+}
+
+export type DispatchResult =
+  | { handled: false }
+  | { handled: true; name: string; ok: true; output?: string }
+  | { handled: true; name: string; ok: false; error: { code: 'UNKNOWN_COMMAND' | 'COMMAND_FAILED'; message: string } }
+
+export interface Config {
+  /** Register the built-in `/help` command. */
+  help: boolean
+}
+
+export const Config: Schema<Config> = Schema.object({
+  help: Schema.boolean().default(true).description('Register the built-in /help command.'),
+})
+
+export const COMMAND_NAME = /^[a-z][a-z0-9-]*$/
+// `/name` alone or followed by whitespace; `/usr/bin/x` or `//x` is not a command line.
+const COMMAND_LINE = /^\/([a-z][a-z0-9-]*)(?:\s+([\s\S]*))?$/
+
+/** The command a line invokes, or undefined when the line is not a command line. */
+export function parseCommandLine(text: string): { name: string; args: string } | undefined {
+  const match = COMMAND_LINE.exec(text.trim())
+  if (!match) return undefined
+  return { name: match[1], args: (match[2] ?? '').trim() }
+}
+
+export class CommandRegistry extends Service {
+  static Config = Config
+
+  // Shared by caller views of the service; mutated in place.
+  private readonly table = new Map<string, Command>()
+
+  constructor(ctx: Context, config: Config = { help: true }) {
+    super(ctx, 'commands')
+    if (config.help !== false) {
+      this.register({
+        name: 'help',
+        description: 'List the available commands.',
+        run: () =>
+          this.list()
+            .map((c) => `/${c.name}${c.usage ? ` ${c.usage}` : ''}  ${c.description}`)
+            .join('\n'),
+      })
+    }
+  }
+
+  /**
+   * Registers `command`. Throws for an invalid or already registered name. The registration is
+   * an effect of the calling plugin: undone by the returned disposer or when that plugin unloads.
+   */
+  register(command: Command): () => void {
+    if (!command || typeof command.run !== 'function') throw new TypeError('commands.register: a command needs run()')
+    if (typeof command.name !== 'string' || !COMMAND_NAME.test(command.name)) {
+      throw new TypeError(`commands.register: invalid name ${JSON.stringify(command.name)} (lower-case letters, digits and dashes, starting with a letter)`)
+    }
+    if (typeof command.description !== 'string' || command.description === '') {
+      throw new TypeError(`commands.register: /${command.name} needs a description`)
+    }
+    const table = this.table
+    if (table.has(command.name)) throw new Error(`commands.register: /${command.name} is already registered`)
+    const entry = { ...command }
+    const dispose = this.ctx.effect(() => {
+      table.set(entry.name, entry)
+      return () => {
+        if (table.get(entry.name) === entry) table.delete(entry.name)
+      }
+    }, `commands(/${entry.name})`)
+    return () => void dispose()
+  }
+
+  /** Registered commands, sorted by name. */
+  list(): CommandInfo[] {
+    return [...this.table.values()]
+      .map(({ name, description, usage }) => (usage ? { name, description, usage } : { name, description }))
+      .sort((a, b) => a.name.localeCompare(b.name))
+  }
+
+  get(name: string): CommandInfo | undefined {
+    const command = this.table.get(name)
+    return command && (command.usage ? { name: command.name, description: command.description, usage: command.usage } : { name: command.name, description: command.description })
+  }
+
+  /** Whether `text` is a command line (`/name` or `/name args`), registered or not. */
+  isCommandLine(text: string): boolean {
+    return parseCommandLine(text) !== undefined
+  }
+
+  /**
+   * Runs the command `text` names for `agent`, without a model turn. A line that is not a command
+   * line is `{handled: false}` (send it to the model); an unknown name or a throwing command is a
+   * handled failure with a one-line message for the human.
+   */
+  async dispatch(agent: Agent, text: string, options: { signal?: AbortSignal } = {}): Promise<DispatchResult> {
+    const parsed = parseCommandLine(text)
+    if (!parsed) return { handled: false }
+    const command = this.table.get(parsed.name)
+    let result: DispatchResult & { handled: true }
+    if (!command) {
+      const known = this.list().map((c) => `/${c.name}`)
+      result = {
+        handled: true,
+        name: parsed.name,
+        ok: false,
+        error: { code: 'UNKNOWN_COMMAND', message: `unknown command /${parsed.name}; available: ${known.length ? known.join(', ') : '(none)'}` },
+      }
+    } else {
+      try {
+        const out = await command.run(parsed.args, { agent, session: agent.session, ...(options.signal ? { signal: options.signal } : {}) })
+        const output = typeof out === 'string' ? out : out?.output
+        result = output === undefined ? { handled: true, name: parsed.name, ok: true } : { handled: true, name: parsed.name, ok: true, output }
+      } catch (error) {
+        const message = error instanceof Error ? error.message : String(error)
+        result = { handled: true, name: parsed.name, ok: false, error: { code: 'COMMAND_FAILED', message: `/${parsed.name} failed: ${message}` } }
+      }
+    }
+    this.ctx.emit('commands/dispatched', agent, result)
+    return result
+  }
+}
+
+export default CommandRegistry
