@@ -64,7 +64,7 @@ export interface Config {
   instruction: string
 }
 
-export const Config: Schema<Config> = Schema.object({
+export const Config: Schema<Partial<Config>, Config> = Schema.object({
   auto: Schema.boolean().default(true).description('Compact automatically before a request that would pass the trigger.'),
   overflowRetry: Schema.boolean().default(true).description('After CONTEXT_OVERFLOW, compact once and retry the request once.'),
   contextWindow: Schema.natural().min(1024).description('Context window in tokens; overrides the model catalog.'),

@@ -35,9 +35,14 @@ export interface Config {
   tailChars: number
   /** Tool results within this many of the most recent tokens are never pruned. */
   keepRecentTokens: number
+  /**
+   * An automatic batch runs only when it saves at least this many tokens: each batch rewrites
+   * history and so costs a prompt-cache miss from the earliest result it rewrites.
+   */
+  minBatchTokens: number
 }
 
-export const Config: Schema<Config> = Schema.object({
+export const Config: Schema<Partial<Config>, Config> = Schema.object({
   auto: Schema.boolean().default(true).description('Prune before a request that passes the trigger.'),
   contextWindow: Schema.natural().min(1024).description('Context window in tokens; overrides the model catalog.'),
   triggerRatio: Schema.number().min(0.05).max(0.98).default(0.5).description('Fraction of the window at which to prune.'),
@@ -45,6 +50,7 @@ export const Config: Schema<Config> = Schema.object({
   headChars: Schema.natural().default(1_500).description('Characters kept from the start of a pruned result.'),
   tailChars: Schema.natural().default(500).description('Characters kept from the end of a pruned result.'),
   keepRecentTokens: Schema.natural().default(16_000).description('The most recent tokens are never pruned.'),
+  minBatchTokens: Schema.natural().default(8_000).description('Smallest saving for which an automatic batch runs.'),
 })
 
 export interface PruneResult {
@@ -118,7 +124,7 @@ export class ToolResultPruner extends Service {
    * Prunes every over-budget tool result of `session` older than the recent budget, one logged
    * `surface/replace` each. Results already replaced (pruned or compacted) are left alone.
    */
-  prune(session: Session, options: { keepRecentTokens?: number } = {}): PruneResult {
+  prune(session: Session, options: { keepRecentTokens?: number; minSavedTokens?: number } = {}): PruneResult {
     const keep = options.keepRecentTokens ?? this.config.keepRecentTokens
     const nodes = session.surface.nodes
     let recent = 0
@@ -135,10 +141,11 @@ export class ToolResultPruner extends Service {
       if (after) targets.push({ seq: node.seq, before: node.message, after })
     }
     let savedTokens = 0
+    for (const { before, after } of targets) savedTokens += messageTokens(before, this.estimate) - messageTokens(after, this.estimate)
+    if (targets.length === 0 || savedTokens < (options.minSavedTokens ?? 0)) return { pruned: 0, savedTokens: 0 }
     for (const { seq, before, after } of targets) {
       const original = before.content.reduce((n, block) => n + (block.type === 'text' ? block.text.length : 0), 0)
       session.surface.replaceRange(seq, seq + 1, [after], { by: PRUNER, originalChars: original })
-      savedTokens += messageTokens(before, this.estimate) - messageTokens(after, this.estimate)
     }
     return { pruned: targets.length, savedTokens }
   }
@@ -151,7 +158,7 @@ export class ToolResultPruner extends Service {
     if (!window) return undefined
     const tokens = measureNextRequest(session, { estimate: this.estimate, lastRequestInput: this.ctx.tokenMeter.lastRequestInput(session), pending })
     if (tokens <= window * this.config.triggerRatio) return undefined
-    return this.prune(session)
+    return this.prune(session, { minSavedTokens: this.config.minBatchTokens })
   }
 
   async contextWindow(provider: string, model: string): Promise<number | undefined> {
