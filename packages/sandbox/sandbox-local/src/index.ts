@@ -9,6 +9,15 @@ import { Context } from 'cordis'
 import Schema from 'schemastery'
 import { SandboxError, SandboxService, isSandboxMode, type SandboxInvocation, type SandboxPolicy, type SandboxRunnerInfo, type SandboxWrapRequest } from '@dsh/sandbox'
 
+/** PID 1 inside bwrap: forwards termination signals to the command's whole namespace. */
+export const PID1_INIT = [
+  'trap \'kill -TERM -1 2>/dev/null; exit 143\' TERM',
+  'trap \'kill -INT -1 2>/dev/null; exit 130\' INT',
+  'trap \'kill -HUP -1 2>/dev/null; exit 129\' HUP',
+  '"$@" <&0 &',
+  'wait $!',
+].join('\n')
+
 export type RunnerChoice = 'auto' | 'bwrap' | 'landlock' | 'none'
 
 export interface SandboxLocalConfig {
@@ -84,7 +93,12 @@ export class LocalSandbox extends SandboxService {
       args.push('--cap-drop', 'ALL')
       if (!policy.network) args.push('--unshare-net')
       for (const root of writable) args.push('--bind', root, root)
-      args.push('--chdir', cwd, '--', ...argv)
+      // PID 1 of a namespace ignores every signal it has no handler for, so a bare command as
+      // PID 1 would survive the caller's SIGTERM (a timeout or cancel would only land at the KILL
+      // after the grace, and the command could keep going meanwhile). A tiny sh init takes PID 1:
+      // it handles TERM/INT/HUP by signalling everything else in the namespace, and otherwise
+      // passes the command's exit status through.
+      args.push('--chdir', cwd, '--', '/bin/sh', '-c', PID1_INIT, 'dsh-sandbox-init', ...argv)
       return { argv: args, runner: 'bwrap', enforcement: 'enforced', mode: policy.mode, notes: [] }
     }
     if (!policy.network && !selected.seccomp) {
