@@ -150,8 +150,11 @@ export class BasicCompactionEngine extends CompactionEngine {
 
   private async preStep(payload: PreStepPayload, next: () => Promise<PreStepDecision>): Promise<PreStepDecision> {
     const decision = await next()
-    if (decision.action !== 'enter' || !this.config.auto) return decision
+    if (decision.action !== 'enter') return decision
     const { agent, turn } = payload
+    // A step never starts while a compaction of its session (e.g. a /compact) is running.
+    await this.settled(agent.session)
+    if (!this.config.auto) return decision
     if (this.failedInTurn.get(agent.session.id) === turn) return decision
     const pending: UserMessage[] = decision.messages.map((m) => ({
       role: 'user',
