@@ -19,7 +19,18 @@ const { version } = createRequire(import.meta.url)('../package.json') as { versi
 
 const TOOL_KINDS = ['read', 'edit', 'delete', 'move', 'search', 'execute', 'think', 'fetch', 'switch_mode', 'other'] as const
 
-export interface Config {
+export /** The part of `ctx.commands` (@dsh/commands) the server uses. */
+interface CommandsLike {
+  list(): Array<{ name: string; description: string; usage?: string }>
+  isCommandLine(text: string): boolean
+  dispatch(agent: Agent, text: string, options?: { signal?: AbortSignal }): Promise<
+    | { handled: false }
+    | { handled: true; name: string; ok: true; output?: string }
+    | { handled: true; name: string; ok: false; error: { code: string; message: string } }
+  >
+}
+
+interface Config {
   stdio: boolean
   exitOnClose: boolean
   agentName: string
@@ -263,11 +274,27 @@ export class AcpServer extends Service {
       .catch((error) => this.log(`session/update for ${live.id} failed: ${errorText(error)}`))
   }
 
+  private get commands(): CommandsLike | undefined {
+    return this.ctx.get('commands') as CommandsLike | undefined
+  }
+
+  /** Tells the client which `/` commands exist; sent just after the session's response. */
+  private announceCommands(live: LiveSession): void {
+    const commands = this.commands
+    if (!commands) return
+    const availableCommands = commands.list().map((c) => ({
+      name: c.name,
+      description: c.description,
+      ...(c.usage ? { input: { hint: c.usage } } : {}),
+    }))
+    setTimeout(() => this.send(live, { sessionUpdate: 'available_commands_update', availableCommands }), 0)
+  }
+
   private async newSession(state: Connection, params: acp.NewSessionRequest): Promise<acp.NewSessionResponse> {
     const cwd = this.checkCwd(params.cwd)
     this.warnMcp(params.mcpServers)
     const agent = this.createAgent(cwd)
-    this.attach(state, agent, cwd)
+    this.announceCommands(this.attach(state, agent, cwd))
     const modes = this.modes(agent.session.id)
     return { sessionId: agent.session.id, ...(modes ? { modes } : {}) }
   }
@@ -295,6 +322,7 @@ export class AcpServer extends Service {
       for (const update of live.translator.translate(event, true)) this.send(live, update)
     }
     await live.queue
+    this.announceCommands(live)
     const modes = this.modes(live.id)
     return modes ? { modes } : {}
   }
@@ -362,6 +390,18 @@ export class AcpServer extends Service {
     const onAbort = () => this.cancel(live.id)
     signal.addEventListener('abort', onAbort, { once: true })
     try {
+      // A prompt that is one `/command` line runs the command without a model turn.
+      const line = blocks.length === 1 && blocks[0].type === 'text' ? blocks[0].text : undefined
+      const commands = this.commands
+      if (line !== undefined && commands?.isCommandLine(line)) {
+        const done = await commands.dispatch(live.agent, line, { signal })
+        if (done.handled) {
+          const reply = done.ok ? (done.output ?? `/${done.name} done.`) : done.error.message
+          this.send(live, { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: reply } })
+          await live.queue
+          return { stopReason: prompt.cancelled ? 'cancelled' : 'end_turn' }
+        }
+      }
       const result = await live.agent.send(blocks)
       await live.queue
       if (prompt.cancelled) return { stopReason: 'cancelled' }

@@ -134,6 +134,15 @@ interface CallInfo {
  * Turns session events into ACP updates for one session. Stateful: it remembers tool call names
  * and arguments (for result mapping) and whether the current step streamed its text.
  */
+interface CompactionData {
+  id?: string
+  reason?: string
+  tokensBefore?: number
+  tokensAfter?: number
+  status?: string
+  error?: { message?: string }
+}
+
 export class Translator {
   private readonly calls = new Map<string, CallInfo>()
   private readonly diffs = new Map<string, CapturedDiff>()
@@ -224,9 +233,31 @@ export class Translator {
           const entries = planEntries((event.data as { todos?: unknown }).todos)
           return [{ sessionUpdate: 'plan', entries }]
         }
+        if (type.startsWith('compaction/') && !replay) {
+          const note = this.compactionNote(type, event.data as CompactionData)
+          return note ? [{ sessionUpdate: 'agent_message_chunk', content: text(note) }] : []
+        }
         return []
       }
     }
+  }
+
+  private compactionBefore = new Map<string, number>()
+
+  /** Compaction is reported to the editor as a short message line (issue 11). */
+  private compactionNote(type: string, data: CompactionData): string | undefined {
+    if (type === 'compaction/start') {
+      if (data.id && typeof data.tokensBefore === 'number') this.compactionBefore.set(data.id, data.tokensBefore)
+      return `\n[compacting the conversation (${data.reason ?? 'auto'})...]\n`
+    }
+    if (type !== 'compaction/end') return undefined
+    const before = data.id ? this.compactionBefore.get(data.id) : undefined
+    if (data.id) this.compactionBefore.delete(data.id)
+    if (data.status === 'compacted') {
+      const sizes = before !== undefined && typeof data.tokensAfter === 'number' ? `: ~${before} -> ~${data.tokensAfter} tokens` : ''
+      return `[conversation compacted${sizes}]\n`
+    }
+    return `[compaction failed: ${data.error?.message ?? 'unknown error'}; history unchanged]\n`
   }
 
   private resultContent(

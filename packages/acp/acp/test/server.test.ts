@@ -80,3 +80,45 @@ describe('@dsh/acp in process', () => {
     expect(ctx.agents.list().length).toBe(agentsBefore - 1)
   })
 })
+
+describe('@dsh/acp commands', () => {
+  it('advertises the commands and runs a /command prompt without a model turn', async () => {
+    const Commands = (await import('@dsh/commands')).default
+    harness = await createHarness({
+      script: [{ text: 'model answer' }],
+      plugins: [
+        [AgentDefaultModel, { provider: SCRIPTED_PROVIDER, model: SCRIPTED_MODEL }],
+        [ApprovalService, {}],
+        [Commands, {}],
+      ],
+    })
+    await harness.mount({
+      name: 'echo-command',
+      inject: ['commands'],
+      apply(ctx: import('cordis').Context) {
+        ctx.commands.register({ name: 'echo', description: 'Echo the arguments', usage: '<text>', run: (args: string) => ({ output: `echo: ${args}` }) } as never)
+      },
+    })
+    await harness.mount(AcpServer, { stdio: false })
+    const { agentSide, clientSide } = pipe()
+    harness.ctx.acp.connect(agentSide)
+    const updates: acp.SessionNotification[] = []
+    const conn = acp.client({ name: 't' }).onNotification('session/update', ({ params }) => void updates.push(params)).connect(clientSide)
+    await conn.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} })
+    const cwd = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-acp-unit-')))
+    const { sessionId } = await conn.agent.request('session/new', { cwd, mcpServers: [] })
+    const result = await conn.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: '/echo hi there' }] })
+    expect(result.stopReason).toBe('end_turn')
+    // The announcement follows the session/new response on a later tick.
+    await new Promise((r) => setTimeout(r, 20))
+    const announced = updates.find((u) => u.update.sessionUpdate === 'available_commands_update')?.update as { availableCommands: { name: string; input?: { hint: string } }[] }
+    expect(announced.availableCommands.map((c) => c.name)).toEqual(expect.arrayContaining(['echo', 'help']))
+    expect(announced.availableCommands.find((c) => c.name === 'echo')?.input).toEqual({ hint: '<text>' })
+    const texts = updates.filter((u) => u.update.sessionUpdate === 'agent_message_chunk').map((u) => (u.update as { content: { text: string } }).content.text)
+    expect(texts.join('')).toContain('echo: hi there')
+    expect(harness.model.requests).toHaveLength(0)
+    const unknown = await conn.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: '/nope' }] })
+    expect(unknown.stopReason).toBe('end_turn')
+    expect(harness.model.requests).toHaveLength(0)
+  })
+})

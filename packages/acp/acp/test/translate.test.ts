@@ -148,3 +148,22 @@ describe('Translator', () => {
     expect(out[7]).toMatchObject({ content: [{ type: 'diff', path: '/w/e', oldText: 'x\n', newText: 'y\n' }] })
   })
 })
+
+describe('compaction reporting', () => {
+  const ev = (seq: number, type: string, data: unknown) => ({ type, seq, time: 0, data }) as unknown as AnySessionEvent
+  it('reports a compaction as agent message chunks, live only', () => {
+    const t = new Translator({ sessionId: 's', cwd: '/w', toolKinds: DEFAULT_TOOL_KINDS, maxToolOutputChars: 10 })
+    const chunks = (u: unknown[]) => u.map((x) => ((x as { content: { text: string } }).content.text))
+    expect(chunks(t.translate(ev(1, 'compaction/start', { id: 'c1', reason: 'auto', tokensBefore: 90000 })))).toEqual([
+      '\n[compacting the conversation (auto)...]\n',
+    ])
+    expect(chunks(t.translate(ev(2, 'compaction/summary', { id: 'c1', text: 'secret summary' })))).toEqual([])
+    expect(chunks(t.translate(ev(3, 'compaction/end', { id: 'c1', status: 'compacted', tokensAfter: 12000 })))).toEqual([
+      '[conversation compacted: ~90000 -> ~12000 tokens]\n',
+    ])
+    expect(chunks(t.translate(ev(4, 'compaction/end', { id: 'c2', status: 'failed', error: { message: 'empty summary' } })))).toEqual([
+      '[compaction failed: empty summary; history unchanged]\n',
+    ])
+    expect(t.translate(ev(5, 'compaction/start', { id: 'c3', reason: 'manual' }), true)).toEqual([])
+  })
+})
