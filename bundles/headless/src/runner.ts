@@ -51,7 +51,8 @@ Options:
   --list-sessions      list stored sessions instead of running a task (what "dsh sessions" runs)
   -h, --help           show this help
 
-The task "-" reads the task from standard input.
+The task "-" reads the task from standard input. A task that is one "/command" line (for
+example "/compact" with --continue, or "/help") runs that command without a model turn.
 Exit status: 0 completed, 1 the turn did not complete or the run failed, 2 usage error.
 `
 
@@ -155,6 +156,16 @@ interface Io {
   stderr: NodeJS.WritableStream
 }
 
+/** The part of `ctx.commands` (@dsh/commands) the runner uses. */
+interface CommandsLike {
+  isCommandLine(text: string): boolean
+  dispatch(agent: Agent, text: string): Promise<
+    | { handled: false }
+    | { handled: true; name: string; ok: true; output?: string }
+    | { handled: true; name: string; ok: false; error: { code: string; message: string } }
+  >
+}
+
 /** The part of `ctx.durableSessions` (@dsh/session-persistence) the runner uses. */
 interface DurableSessionsLike {
   resume(id: string): Promise<{ session: Session; loaded: { warnings: string[] } }>
@@ -244,6 +255,28 @@ export async function runHeadless(ctx: Context, config: Config, io: Io): Promise
   let off: (() => void) | undefined
   if (options.outputFormat === 'stream-json') {
     off = agent.session.subscribe((event: SessionEvent) => write({ type: 'event', sessionId: agent.session.id, event }))
+  }
+  const commands = ctx.get('commands') as CommandsLike | undefined
+  if (commands?.isCommandLine(options.task)) {
+    // `/compact`, `/help`, ...: a human command, run without a model turn.
+    try {
+      const done = await commands.dispatch(agent, options.task.trim())
+      if (done.handled) {
+        off?.()
+        if (!done.ok) {
+          io.stderr.write(`dsh: ${done.error.message}\n`)
+          return 1
+        }
+        if (options.outputFormat === 'text') {
+          if (done.output) io.stdout.write(done.output.endsWith('\n') ? done.output : done.output + '\n')
+        } else {
+          write({ type: 'command', sessionId: agent.session.id, command: done.name, output: done.output ?? '' })
+        }
+        return 0
+      }
+    } finally {
+      off?.()
+    }
   }
   let result: TurnResult
   try {
