@@ -150,48 +150,75 @@ export class BashLocalExecutor extends ShellExecutor {
     const started = Date.now()
     if (options.signal?.aborted) return cancelledBeforeStart()
 
-    const internal = new AbortController()
-    let cause: 'timeout' | 'cancelled' | undefined
-    const timer = setTimeout(() => {
-      cause ??= 'timeout'
-      internal.abort()
-    }, spec.timeoutMs)
-    const onAbort = () => {
-      cause ??= 'cancelled'
-      internal.abort()
-    }
-    options.signal?.addEventListener('abort', onAbort, { once: true })
-    try {
-      const handle = this.ctx.subprocess.spawn({
-        file: this.config.bash,
-        args: ['-c', spec.command],
-        cwd: spec.cwd,
-        env: { base: 'scrubbed', set: spec.env },
-        stdin: 'ignore',
-        // One pipe for both streams: the merged output keeps the order the command wrote it in.
-        stderr: 'stdout',
-        kill: { graceMs: this.config.killGraceMs },
-        signal: internal.signal,
-        retention: { ...spec.output, spillDir: this.config.spillDir, spillPrefix: 'bash' },
-        retentionMode: 'merged',
-        drainMs: this.config.drainMs,
-        reapGroup: true,
+    return runShellProcess(this.ctx.subprocess, {
+      file: this.config.bash,
+      args: ['-c', spec.command],
+      spec,
+      settings: this.config,
+      options,
+      started,
+    })
+  }
+}
+
+export interface ShellProcessRequest {
+  file: string
+  args: string[]
+  spec: ShellSpec
+  settings: { killGraceMs: number; spillDir?: string; drainMs: number }
+  options: ShellRunOptions
+  /** Epoch ms the run started (for durationMs). */
+  started: number
+}
+
+/**
+ * Runs one resolved shell command as a process group: the spec's timeout and the caller's
+ * signal abort it (TERM, grace, KILL of the group), stderr shares stdout's pipe so the merged
+ * output keeps write order, output is retained head+tail with the rest spilled. Shared by every
+ * bash provider (bash-local runs `bash -c`, bash-sandbox the confined argv).
+ */
+export async function runShellProcess(subprocess: Context['subprocess'], request: ShellProcessRequest): Promise<ShellResult> {
+  const { spec, settings, options, started } = request
+  const internal = new AbortController()
+  let cause: 'timeout' | 'cancelled' | undefined
+  const timer = setTimeout(() => {
+    cause ??= 'timeout'
+    internal.abort()
+  }, spec.timeoutMs)
+  const onAbort = () => {
+    cause ??= 'cancelled'
+    internal.abort()
+  }
+  options.signal?.addEventListener('abort', onAbort, { once: true })
+  try {
+    const handle = subprocess.spawn({
+      file: request.file,
+      args: request.args,
+      cwd: spec.cwd,
+      env: { base: 'scrubbed', set: spec.env },
+      stdin: 'ignore',
+      // One pipe for both streams: the merged output keeps the order the command wrote it in.
+      stderr: 'stdout',
+      kill: { graceMs: settings.killGraceMs },
+      signal: internal.signal,
+      retention: { ...spec.output, spillDir: settings.spillDir, spillPrefix: 'bash' },
+      retentionMode: 'merged',
+      drainMs: settings.drainMs,
+      reapGroup: true,
+    })
+    if (options.onOutput) {
+      const listener = options.onOutput
+      const decoders = { stdout: new TextDecoder(), stderr: new TextDecoder() }
+      handle.onOutput((chunk) => {
+        if (chunk.stream === 'terminal') return
+        const text = decoders[chunk.stream].decode(chunk.data, { stream: true })
+        if (text) listener({ stream: chunk.stream, text })
       })
-      if (options.onOutput) {
-        const listener = options.onOutput
-        const decoders = { stdout: new TextDecoder(), stderr: new TextDecoder() }
-        handle.onOutput((chunk) => {
-          if (chunk.stream === 'terminal') return
-          const text = decoders[chunk.stream].decode(chunk.data, { stream: true })
-          if (text) listener({ stream: chunk.stream, text })
-        })
-      }
-      const exit = await handle.exited
-      return classify(exit, cause, Date.now() - started)
-    } finally {
-      clearTimeout(timer)
-      options.signal?.removeEventListener('abort', onAbort)
     }
+    return classify(await handle.exited, cause, Date.now() - started)
+  } finally {
+    clearTimeout(timer)
+    options.signal?.removeEventListener('abort', onAbort)
   }
 }
 

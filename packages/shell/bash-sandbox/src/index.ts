@@ -4,9 +4,8 @@
 // starts. A refusal by the sandbox is told to the model (a spec note); an escalation request asks
 // `ctx.approval` and, when allowed, runs that one command unconfined.
 import { Context } from 'cordis'
-import { BashLocalExecutor, type BashLocalConfig } from '@dsh/bash-local'
-import { ShellError, type ShellOutput, type ShellRequest, type ShellResult, type ShellRunOptions, type ShellSpec } from '@dsh/shell'
-import { decodeOutput, type ProcessExit, type RetainedOutput } from '@dsh/subprocess'
+import { BashLocalExecutor, runShellProcess, type BashLocalConfig } from '@dsh/bash-local'
+import { ShellError, type ShellRequest, type ShellResult, type ShellRunOptions, type ShellSpec } from '@dsh/shell'
 import {
   describePolicy,
   isSandboxError,
@@ -152,47 +151,8 @@ export class SandboxedBashExecutor extends BashLocalExecutor implements Sandboxe
   }
 
   private async spawnInvocation(spec: ShellSpec, invocation: SandboxInvocation, options: ShellRunOptions, started: number): Promise<ShellResult> {
-    const internal = new AbortController()
-    let cause: 'timeout' | 'cancelled' | undefined
-    const timer = setTimeout(() => {
-      cause ??= 'timeout'
-      internal.abort()
-    }, spec.timeoutMs)
-    const onAbort = () => {
-      cause ??= 'cancelled'
-      internal.abort()
-    }
-    options.signal?.addEventListener('abort', onAbort, { once: true })
-    try {
-      const [file, ...args] = invocation.argv
-      const handle = this.ctx.subprocess.spawn({
-        file,
-        args,
-        cwd: spec.cwd,
-        env: { base: 'scrubbed', set: spec.env },
-        stdin: 'ignore',
-        stderr: 'stdout',
-        kill: { graceMs: this.settings.killGraceMs },
-        signal: internal.signal,
-        retention: { ...spec.output, spillDir: this.settings.spillDir, spillPrefix: 'bash' },
-        retentionMode: 'merged',
-        drainMs: this.settings.drainMs,
-        reapGroup: true,
-      })
-      if (options.onOutput) {
-        const listener = options.onOutput
-        const decoders = { stdout: new TextDecoder(), stderr: new TextDecoder() }
-        handle.onOutput((chunk) => {
-          if (chunk.stream === 'terminal') return
-          const text = decoders[chunk.stream].decode(chunk.data, { stream: true })
-          if (text) listener({ stream: chunk.stream, text })
-        })
-      }
-      return classify(await handle.exited, cause, Date.now() - started)
-    } finally {
-      clearTimeout(timer)
-      options.signal?.removeEventListener('abort', onAbort)
-    }
+    const [file, ...args] = invocation.argv
+    return runShellProcess(this.ctx.subprocess, { file, args, spec, settings: this.settings, options, started })
   }
 }
 
@@ -213,50 +173,8 @@ function emptyResult(status: ShellResult['status'], durationMs: number): ShellRe
   return { status, exitCode: null, signal: null, output: { head: '', tail: '', totalBytes: 0, truncated: false, omittedBytes: 0 }, durationMs }
 }
 
-/** Byte offset where `bytes` stops being a complete UTF-8 prefix (a character cut at the end). */
-function completeEnd(bytes: Uint8Array): number {
-  let i = bytes.byteLength
-  for (let back = 1; back <= 3 && i - back >= 0; back++) {
-    const byte = bytes[i - back]
-    if ((byte & 0xc0) === 0x80) continue
-    const width = byte >= 0xf0 ? 4 : byte >= 0xe0 ? 3 : byte >= 0xc0 ? 2 : 1
-    return width > back ? i - back : i
-  }
-  return i
-}
 
-function toShellOutput(retained: RetainedOutput | undefined): ShellOutput {
-  if (!retained) return { head: '', tail: '', totalBytes: 0, truncated: false, omittedBytes: 0 }
-  let head = retained.head
-  let tail = retained.tail
-  if (retained.truncated) {
-    head = head.subarray(0, completeEnd(head))
-    let skip = 0
-    while (skip < 3 && skip < tail.byteLength && (tail[skip] & 0xc0) === 0x80) skip++
-    tail = tail.subarray(skip)
-  }
-  const output: ShellOutput = {
-    head: decodeOutput(head),
-    tail: decodeOutput(tail),
-    totalBytes: retained.totalBytes,
-    truncated: retained.truncated,
-    omittedBytes: retained.truncated ? retained.totalBytes - head.byteLength - tail.byteLength : 0,
-  }
-  if (retained.spillPath && !retained.spillError) output.spillPath = retained.spillPath
-  return output
-}
 
-function classify(exit: ProcessExit, cause: 'timeout' | 'cancelled' | undefined, durationMs: number): ShellResult {
-  const result: ShellResult = { status: 'exited', exitCode: exit.code, signal: exit.signal, output: toShellOutput(exit.output.merged), durationMs }
-  if (exit.escalation) result.escalation = exit.escalation
-  if (exit.spawnError) {
-    result.status = 'failed'
-    result.error = { code: exit.spawnError.code, message: exit.spawnError.message }
-  } else if (exit.terminated === 'aborted' && cause) result.status = cause
-  else if (exit.terminated === 'disposed') result.status = 'cancelled'
-  else if (exit.signal !== null) result.status = 'signaled'
-  return result
-}
 
 export const name = 'bash-sandbox'
 export default SandboxedBashExecutor
