@@ -1,7 +1,7 @@
 // End-to-end: the real `dsh` bin in a subprocess, the real base + headless bundles, and the
 // DeepSeek adapter talking to @dsh/llm-mock-server over loopback HTTP.
 import { spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -235,5 +235,16 @@ describe('dsh --profile headless', () => {
     const unknown = await dsh(['--profile', 'headless', '/frobnicate'], env, cwd)
     expect(unknown.code).toBe(1)
     expect(unknown.stderr.trim().split('\n')).toHaveLength(1)
+  })
+
+  it('finds the DeepSeek key in $DSH_HOME/.credentials.yaml (mode 0600) through ctx.credentials', async () => {
+    const { home, cwd } = workspace()
+    const s = await withMock([{ text: 'keyed' }])
+    mkdirSync(home, { recursive: true })
+    writeFileSync(join(home, '.credentials.yaml'), 'DEEPSEEK_API_KEY: sk-from-credentials-file\n', { mode: 0o600 })
+    const run = await dsh(['--profile', 'headless', 'hi'], { DSH_HOME: home, DEEPSEEK_BASE_URL: s.baseURL }, cwd)
+    expect(run).toMatchObject({ code: 0, stdout: 'keyed\n' })
+    expect(s.requests[0].headers.authorization).toBe('Bearer sk-from-credentials-file')
+    expect(run.stderr).not.toContain('sk-from-credentials-file')
   })
 })

@@ -81,8 +81,8 @@ export function resolveBaseURL(config: Pick<Config, 'baseURL'>, env: NodeJS.Proc
 }
 
 /**
- * Where the key comes from until the credentials service exists: the environment variable named
- * by `apiKeyEnv`, read at request time (so a key exported after boot is seen).
+ * The environment variable named by `apiKeyEnv`, read at request time (so a key exported after
+ * boot is seen).
  */
 export const envKeySource = (apiKeyEnv: string, env: NodeJS.ProcessEnv = process.env): KeySource => () => env[apiKeyEnv]
 
@@ -102,6 +102,19 @@ export function createAdapter(config: Config, getKey: KeySource = envKeySource(c
   })
 }
 
+/**
+ * The key through `ctx.credentials` (@dsh/credentials) when a credentials row is mounted: the
+ * inherited environment, the project and home `.env` files, then `$DSH_HOME/.credentials.yaml`.
+ * Without one, the environment alone.
+ */
+export function credentialsKeySource(ctx: Context, apiKeyEnv: string): KeySource {
+  const fromEnv = envKeySource(apiKeyEnv)
+  return async () => {
+    const credentials = ctx.get('credentials') as { get(name: string): Promise<string | undefined> } | undefined
+    return credentials ? await credentials.get(apiKeyEnv) : fromEnv()
+  }
+}
+
 export function apply(ctx: Context, config: Config): void {
-  ctx.llm.registerAdapter(createAdapter(config))
+  ctx.llm.registerAdapter(createAdapter(config, credentialsKeySource(ctx, config.apiKeyEnv)))
 }
