@@ -137,14 +137,16 @@ export class PiAiAdapter implements LlmAdapter {
     })
     const mapper = new EventMapper()
     let finished = false
+    let produced = false
     try {
       arm()
       for await (const event of events) {
         clearTimeout(timer)
         if (event.type === 'done') {
+          finished = true
+          if (!produced && event.reason !== 'length') throw this.error('EMPTY_RESPONSE', 'the response had no text, reasoning or tool call')
           yield { kind: 'usage', usage: toTokenUsage(event.message.usage) }
           yield { kind: 'finish', reason: toFinishReason(event.reason) }
-          finished = true
           return
         }
         if (event.type === 'error') {
@@ -152,7 +154,10 @@ export class PiAiAdapter implements LlmAdapter {
           yield* this.failure(event.error, wire, timedOut, request.signal, model.contextWindow)
           return
         }
-        for (const chunk of mapper.map(event)) yield chunk
+        for (const chunk of mapper.map(event)) {
+          produced ||= chunk.kind === 'text-delta' || chunk.kind === 'reasoning-delta' || chunk.kind === 'tool-call-start'
+          yield chunk
+        }
         arm()
       }
       finished = true

@@ -234,6 +234,11 @@ describe('openai-compatible route over the mock server', () => {
     expect(chunks.at(-1)).toEqual({ kind: 'finish', reason: 'content-filter' })
   })
 
+  it('reports a finished response with nothing in it as EMPTY_RESPONSE', async () => {
+    await local([{ events: [], finish: 'stop' }])
+    expect((await failure()).error.code).toBe('EMPTY_RESPONSE')
+  })
+
   it('fails with MISSING_CREDENTIAL naming the variable before any request when the key is unset', async () => {
     server = await startMockServer({ steps: [{ text: 'never' }] })
     await boot({ routes: { local: localRoute() } })
