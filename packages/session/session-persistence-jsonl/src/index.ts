@@ -91,6 +91,10 @@ export class JsonlPersistence extends SessionPersistence {
       zstdCodec: config.zstdCodec ?? 'auto',
       fsync: config.fsync ?? true,
     }
+    // Start loading the codec now, off the request path: the WebAssembly fallback takes tens of
+    // milliseconds to compile, which would otherwise land on the first flush (before the first
+    // model request). A failure here is reported again by the first real use.
+    if (this.options.compression === 'zstd') setImmediate(() => void this.codec().catch(() => {}))
   }
 
   /** The codec in use (loaded on first need). */
