@@ -1,8 +1,7 @@
 // `--dump-config`: the composed rows as one YAML patch layer that, loaded as the only layer,
 // composes to the same rows (same ids, same resolved modules, same config).
 import { fileURLToPath } from 'node:url'
-import { Document, isSeq } from 'yaml'
-import { jsTag, type Row } from './layer.ts'
+import { jsTag, yaml, type Row } from './layer.ts'
 import type { Composition, ResolvedRow } from './profile.ts'
 import { isBareSpecifier, resolveFrom } from './resolve.ts'
 
@@ -32,6 +31,7 @@ export function dumpComposition(comp: Composition): string {
     if (last && last.layers.join('\0') === r.layers.join('\0')) last.rows.push(row)
     else runs.push({ layers: r.layers, rows: [row] })
   }
+  const { Document, isSeq } = yaml()
   const doc = new Document(
     runs.map((run) => ({ insert: run.rows })),
     { customTags: [jsTag] },

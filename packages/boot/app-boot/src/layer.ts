@@ -1,6 +1,20 @@
 // Patch layers: parsing and validation of one `cordis.patch.yml` into typed operations.
-import { isMap, isSeq, LineCounter, parseDocument, type ScalarTag } from 'yaml'
-import { stringifyString } from 'yaml/util'
+import { createHash } from 'node:crypto'
+import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type * as Yaml from 'yaml'
+import type * as YamlUtil from 'yaml/util'
+import type { ScalarTag } from 'yaml'
+
+// The yaml package is loaded on first use only: a warm start reads parsed layers from the cache
+// (see parseLayerCached) and never pays for loading and compiling the parser.
+const load = createRequire(import.meta.url)
+let yamlModule: typeof Yaml | undefined
+let yamlUtil: typeof YamlUtil | undefined
+export const yaml = (): typeof Yaml => (yamlModule ??= load('yaml') as typeof Yaml)
+const util = (): typeof YamlUtil => (yamlUtil ??= load('yaml/util') as typeof YamlUtil)
 import { DshUserError } from './errors.ts'
 
 /** A `!!js` expression; the loader's interpolate() evaluates `{__jsExpr}` objects at mount. */
@@ -18,7 +32,7 @@ export const jsTag: ScalarTag = {
   resolve: (source) => new JsExpr(source),
   // Quoted by the ordinary string rules so expressions containing `: ` or `#` stay one scalar.
   stringify: (item, ctx, onComment, onChompKeep) =>
-    stringifyString({ value: (item.value as JsExpr).__jsExpr }, ctx, onComment, onChompKeep),
+    util().stringifyString({ value: (item.value as JsExpr).__jsExpr }, ctx, onComment, onChompKeep),
 }
 
 /** One row of the plugin tree, in the loader's own shape. */
@@ -183,6 +197,7 @@ function checkOp(file: string, index: number, raw: unknown): Op {
  * (`[2].insert[0].name`) and the problem; YAML syntax errors name the line and column.
  */
 export function parseLayer(text: string, file: string, label: string = file): Layer {
+  const { isMap, isSeq, LineCounter, parseDocument } = yaml()
   const lineCounter = new LineCounter()
   const doc = parseDocument(text, { customTags: [jsTag], lineCounter, prettyErrors: false, uniqueKeys: true })
   if (doc.errors.length) {
@@ -198,4 +213,54 @@ export function parseLayer(text: string, file: string, label: string = file): La
   }
   const data = doc.toJS() as unknown[]
   return { file, label, ops: data.map((op, i) => checkOp(file, i, op)) }
+}
+
+/**
+ * `parseLayer` with a cache of successful parses under `cacheDir`, keyed by the layer's text and
+ * this parser's own build (so a changed parser never reads an old entry). Parsing YAML is most of
+ * a cold boot's composition time; the cache makes a warm boot skip the yaml package entirely.
+ * Failures are never cached; an unreadable or unwritable cache only costs the parse.
+ */
+export function parseLayerCached(text: string, file: string, label: string, cacheDir: string | undefined): Layer {
+  if (!cacheDir) return parseLayer(text, file, label)
+  const entry = join(cacheDir, `${createHash('sha256').update(parserStamp()).update('\0').update(text).digest('hex').slice(0, 32)}.json`)
+  try {
+    const ops = reviveJsExpr(JSON.parse(readFileSync(entry, 'utf8'))) as Op[]
+    return { file, label, ops }
+  } catch {
+    // not cached yet (or unreadable): parse
+  }
+  const layer = parseLayer(text, file, label)
+  try {
+    mkdirSync(cacheDir, { recursive: true })
+    const temp = `${entry}.${process.pid}.tmp`
+    writeFileSync(temp, JSON.stringify(layer.ops))
+    renameSync(temp, entry)
+  } catch {
+    // a read-only home: fine, the next boot parses again
+  }
+  return layer
+}
+
+let stamp: string | undefined
+function parserStamp(): string {
+  if (stamp === undefined) {
+    const self = fileURLToPath(import.meta.url)
+    const info = statSync(self)
+    stamp = `${self}:${info.size}:${info.mtimeMs}`
+  }
+  return stamp
+}
+
+/** JSON turns a JsExpr into `{__jsExpr}`; turn those back into JsExpr instances. */
+function reviveJsExpr(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(reviveJsExpr)
+  if (value && typeof value === 'object') {
+    const keys = Object.keys(value)
+    if (keys.length === 1 && keys[0] === '__jsExpr' && typeof (value as JsExpr).__jsExpr === 'string') return new JsExpr((value as JsExpr).__jsExpr)
+    const out: Record<string, unknown> = {}
+    for (const key of keys) out[key] = reviveJsExpr((value as Record<string, unknown>)[key])
+    return out
+  }
+  return value
 }

@@ -6,7 +6,7 @@ import { pathToFileURL } from 'node:url'
 import { homeLayout, PROFILE_NAME } from '@dsh/home-paths'
 import { applyLayers, type ComposedRow } from './apply.ts'
 import { DshUserError } from './errors.ts'
-import { parseLayer, type Layer, type Row } from './layer.ts'
+import { parseLayer, parseLayerCached, type Layer, type Row } from './layer.ts'
 import { isBareSpecifier, resolveFirst } from './resolve.ts'
 
 export interface ProfileManifest {
@@ -101,14 +101,20 @@ export function resolveBundle(name: string, profileDir: string, installBase: str
 }
 
 /** Reads and parses one layer file; a missing or unreadable file is a one-line error. */
-export function readLayerFile(file: string, label: string): Layer {
+export function readLayerFile(file: string, label: string, cacheDir?: string): Layer {
   let text: string
   try {
     text = readFileSync(file, 'utf8')
   } catch (error) {
     throw new DshUserError(`${file}: cannot read patch layer: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`)
   }
-  return parseLayer(text, file, label)
+  return parseLayerCached(text, file, label, cacheDir)
+}
+
+/** `<home>/.cache/layers`; `DSH_LAYER_CACHE=0` turns the parsed-layer cache off. */
+export function layerCacheDir(home: string): string | undefined {
+  if (process.env.DSH_LAYER_CACHE === '0') return undefined
+  return join(home, '.cache', 'layers')
 }
 
 export function listProfileTemplates(templatesDir: string): string[] {
@@ -203,19 +209,20 @@ export function collectLayers(opts: ComposeOptions): { profile: ProfileManifest;
   const dir = opts.profileDir ?? layout.profile(opts.profileName)
   const profile = readProfile(dir, opts.profileName)
   const layers: Layer[] = []
+  const cache = layerCacheDir(opts.home)
   for (const bundle of profile.bundles) {
     const b = resolveBundle(bundle, dir, opts.installBase)
-    layers.push(readLayerFile(b.patch, `bundle ${bundle}`))
+    layers.push(readLayerFile(b.patch, `bundle ${bundle}`, cache))
   }
   const profilePatch = join(dir, 'cordis.patch.yml')
-  if (existsSync(profilePatch)) layers.push(readLayerFile(profilePatch, `profile ${opts.profileName}`))
-  if (existsSync(layout.patch)) layers.push(readLayerFile(layout.patch, 'home'))
+  if (existsSync(profilePatch)) layers.push(readLayerFile(profilePatch, `profile ${opts.profileName}`, cache))
+  if (existsSync(layout.patch)) layers.push(readLayerFile(layout.patch, 'home', cache))
   for (const p of opts.patches ?? []) {
     const file = resolve(opts.cwd ?? process.cwd(), p)
     if (!existsSync(file) || !statSync(file).isFile()) {
       throw new DshUserError(`--patch ${p}: no such file (${file})`, 2)
     }
-    layers.push(readLayerFile(file, `--patch ${p}`))
+    layers.push(readLayerFile(file, `--patch ${p}`, cache))
   }
   return { profile, layers }
 }

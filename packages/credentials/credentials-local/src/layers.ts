@@ -2,7 +2,13 @@
 // they build names files, lines and credential names, never a value or file content.
 import { readFile, stat } from 'node:fs/promises'
 import { parseEnv } from 'node:util'
-import { isMap, isScalar, parseDocument, type Document } from 'yaml'
+import { createRequire } from 'node:module'
+import type { Document } from 'yaml'
+import type * as Yaml from 'yaml'
+
+// Loaded on first use: a home without this file never pays for loading the YAML parser.
+let yamlModule: typeof Yaml | undefined
+const yaml = (): typeof Yaml => (yamlModule ??= createRequire(import.meta.url)('yaml') as typeof Yaml)
 import { CredentialError, type CredentialLayer } from '@dsh/credentials'
 
 export type LayerRead =
@@ -68,7 +74,7 @@ export function insecureMessage(path: string, mode: number): string {
 
 /** Parses the credentials file text; scalars stay strings (failsafe schema: `0123` is not a number). */
 export function parseCredentialsFile(path: string, text: string): { doc: Document; error?: CredentialError } {
-  const doc = parseDocument(text, { schema: 'failsafe', uniqueKeys: true, prettyErrors: true })
+  const doc = yaml().parseDocument(text, { schema: 'failsafe', uniqueKeys: true, prettyErrors: true })
   const first = doc.errors[0]
   if (first) {
     // The parser's own message can quote file content (a secret); report only its place and code.
@@ -76,7 +82,7 @@ export function parseCredentialsFile(path: string, text: string): { doc: Documen
     const where = pos ? `${path}:${pos.line}:${pos.col}` : path
     return { doc, error: new CredentialError('MALFORMED_FILE', `${where}: malformed credentials file (${first.code}); expected lines of NAME: value`, { path }) }
   }
-  if (doc.contents !== null && !isMap(doc.contents)) {
+  if (doc.contents !== null && !yaml().isMap(doc.contents)) {
     return { doc, error: new CredentialError('MALFORMED_FILE', `${path}: malformed credentials file: the top level must be a mapping of NAME: value`, { path }) }
   }
   return { doc }
@@ -101,11 +107,11 @@ export function credentialsFileLayer(path: string): Layer {
       const { doc, error } = parseCredentialsFile(path, text)
       if (error) return { status: 'malformed', error }
       const values = new Map<string, string | CredentialError>()
-      if (isMap(doc.contents)) {
+      if (yaml().isMap(doc.contents)) {
         for (const pair of doc.contents.items) {
-          const key = isScalar(pair.key) ? String(pair.key.value) : undefined
+          const key = yaml().isScalar(pair.key) ? String(pair.key.value) : undefined
           if (key === undefined) continue
-          if (isScalar(pair.value)) {
+          if (yaml().isScalar(pair.value)) {
             const value = String(pair.value.value ?? '')
             if (present(value)) values.set(key, value)
           } else if (pair.value !== null) {

@@ -1,5 +1,11 @@
 // The settings document as a `yaml` Document: parse with located errors, comment-preserving edits.
-import { Document, isMap, isNode, isScalar, parseDocument, type Node } from 'yaml'
+import { createRequire } from 'node:module'
+import type * as Yaml from 'yaml'
+import type { Document, Node } from 'yaml'
+
+// Loaded on first use: a home without this file never pays for loading the YAML parser.
+let yamlModule: typeof Yaml | undefined
+const yaml = (): typeof Yaml => (yamlModule ??= createRequire(import.meta.url)('yaml') as typeof Yaml)
 import { isPlainObject, type SettingsPatch, type SettingsRecord } from '@dsh/settings'
 
 export interface DocumentProblem {
@@ -15,13 +21,13 @@ function firstLine(message: string): string {
 
 /** Parses `text`; an empty or comment-only text is an empty document. Returns the first problem, if any. */
 export function parseSettings(text: string): { doc: Document; problem?: DocumentProblem } {
-  const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true })
+  const doc = yaml().parseDocument(text, { prettyErrors: true, uniqueKeys: true })
   const error = doc.errors[0]
   if (error) {
     const pos = error.linePos?.[0]
     return { doc, problem: { line: pos?.line, column: pos?.col, message: `${firstLine(error.message)} (${error.code})` } }
   }
-  if (doc.contents !== null && !isMap(doc.contents)) {
+  if (doc.contents !== null && !yaml().isMap(doc.contents)) {
     const line = doc.contents.range ? lineOf(text, doc.contents.range[0]) : undefined
     return { doc, problem: { line, message: 'the top level must be a mapping of namespace sections' } }
   }
@@ -44,7 +50,7 @@ export function documentData(doc: Document): Record<string, unknown> {
 function setNode(doc: Document, path: string[], value: unknown): void {
   const old = doc.getIn(path, true)
   const node = doc.createNode(value) as Node
-  if (isNode(old)) {
+  if (yaml().isNode(old)) {
     node.comment = old.comment
     node.commentBefore = old.commentBefore
     node.spaceBefore = old.spaceBefore
@@ -54,10 +60,10 @@ function setNode(doc: Document, path: string[], value: unknown): void {
 
 function ensureMap(doc: Document, path: string[]): void {
   if (path.length === 0) {
-    if (!isMap(doc.contents)) doc.contents = doc.createNode({}) as never
+    if (!yaml().isMap(doc.contents)) doc.contents = doc.createNode({}) as never
     return
   }
-  if (!isMap(doc.getIn(path, true))) setNode(doc, path, {})
+  if (!yaml().isMap(doc.getIn(path, true))) setNode(doc, path, {})
 }
 
 function patchInto(doc: Document, path: string[], patch: SettingsPatch): void {
@@ -69,7 +75,7 @@ function patchInto(doc: Document, path: string[], patch: SettingsPatch): void {
     else {
       const old = doc.getIn(at, true)
       // Same-typed scalar: change the value in place so its style and comments stay.
-      if (isScalar(old) && value !== null && typeof value !== 'object' && typeof old.value === typeof value && !old.tag) old.value = value
+      if (yaml().isScalar(old) && value !== null && typeof value !== 'object' && typeof old.value === typeof value && !old.tag) old.value = value
       else setNode(doc, at, value)
     }
   }

@@ -125,6 +125,14 @@ export class FileSettings extends SettingsService {
   private async reload(cause: SettingsChangeCause): Promise<void> {
     const text = await readText(this.path)
     if (text === this.file.text) return
+    if (text.trim() === '') {
+      // A missing or empty file: no sections, and no need to load the YAML parser for it.
+      this.file.text = text
+      this.file.badText = undefined
+      this.file.problem = undefined
+      this.publish({}, cause)
+      return
+    }
     const { doc, problem } = parseSettings(text)
     if (problem) {
       const error = new SettingsError('MALFORMED', this.describe(problem))
