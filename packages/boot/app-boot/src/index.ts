@@ -1,7 +1,7 @@
 // @dsh/app-boot: profiles, bundles, patch layers, .env layering and the fail-loud boot.
 export { DshUserError } from './errors.ts'
 export {
-  isJsExpr, JsExpr, jsTag, LayerError, parseLayer, ROW_FIELDS,
+  isJsExpr, JsExpr, jsTag, LayerError, parseLayer, parseLayerCached, ROW_FIELDS,
   type InsertOp, type Layer, type Op, type PatchOp, type Row, type RowField,
 } from './layer.ts'
 export { applyLayers, type Applied, type ComposedRow } from './apply.ts'
