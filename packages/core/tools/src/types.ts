@@ -47,7 +47,7 @@ export interface ToolDefinition<A = any> {
   /** `^[a-zA-Z0-9_-]{1,64}$` */
   name: string
   description: string
-  /** JSON Schema of the arguments object (`type: 'object'`), compiled once at registration. */
+  /** JSON Schema of the arguments object (`type: 'object'`): checked at registration, compiled at first call. */
   parameters: JsonSchema
   execute(args: A, call: ToolCallContext): ToolOutput | Promise<ToolOutput>
   /** May the call run in parallel with other concurrency-safe calls of the same step? Default false. */

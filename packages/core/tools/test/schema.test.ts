@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest'
+import { SchemaCompiler, schemaProblem } from '../src/schema.ts'
+
+describe('schema structural check (registration)', () => {
+  it('accepts ordinary tool schemas', () => {
+    expect(schemaProblem({
+      type: 'object',
+      properties: {
+        path: { type: 'string', minLength: 1 },
+        tags: { type: 'array', items: { type: 'string' } },
+        mode: { enum: ['a', 'b'] },
+        either: { anyOf: [{ type: 'string' }, { type: 'null' }] },
+        nested: { type: ['object', 'null'], properties: { x: { type: 'integer' } }, additionalProperties: false },
+      },
+      required: ['path'],
+    })).toBeUndefined()
+  })
+
+  it('names the path of the first mistake', () => {
+    expect(schemaProblem({ type: 'object', properties: { n: { type: 'strnig' } } })).toBe('/properties/n/type: must be a JSON type or a list of them, not "strnig"')
+    expect(schemaProblem({ type: 'object', required: 'path' })).toBe('/required: must be a list of property names')
+    expect(schemaProblem({ type: 'object', properties: { a: { type: 'array', items: { type: 5 } } } })).toMatch(/^\/properties\/a\/items\/type:/)
+    expect(schemaProblem({ type: 'object', properties: { a: { minLength: -1 } } })).toMatch(/minLength: must be a non-negative integer/)
+    expect(schemaProblem({ type: 'object', properties: [] })).toMatch(/properties: must be an object of schemas/)
+    expect(schemaProblem({ type: 'object', properties: { a: { oneOf: [] } } })).toMatch(/oneOf: must be a non-empty list/)
+  })
+})
+
+describe('SchemaCompiler', () => {
+  it('validates arguments on first use and reports a schema that only fails to compile then', () => {
+    const compiler = new SchemaCompiler()
+    const validate = compiler.compile('t', { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] })
+    expect(validate({ n: 1 })).toBeUndefined()
+    expect(validate({})).toEqual(['(root): missing required property "n"'])
+    // Structurally fine, but `pattern` must be a string: ajv refuses it while generating code.
+    const broken = compiler.compile('u', { type: 'object', properties: { s: { type: 'string', pattern: 5 } } })
+    expect(broken({ s: 'x' })?.[0]).toMatch(/^\(schema\) the tool's parameter schema does not compile/)
+  })
+})
