@@ -59,6 +59,9 @@ export class LocalSandbox extends SandboxService {
     readonly config: SandboxLocalConfig,
   ) {
     super(ctx)
+    // Probe in the background from the start: the probe is a child process, so its wait overlaps
+    // the rest of the boot instead of delaying the first confined command.
+    setImmediate(() => void this.select().catch(() => {}))
   }
 
   async describe(): Promise<SandboxRunnerInfo> {
