@@ -5,7 +5,7 @@
 // to dist/, so a plain `node` launch never compiles TypeScript at start-up.
 // Runs from the root `prepare` script (pnpm install) and before the tests.
 import { readdirSync, statSync, mkdirSync, writeFileSync, readFileSync, rmSync, existsSync, renameSync } from 'node:fs'
-import { join, dirname, relative } from 'node:path'
+import { basename, join, dirname, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { transform } from 'esbuild'
 
@@ -56,7 +56,7 @@ await Promise.all(
       const code = readFileSync(file, 'utf8')
       let result
       try {
-        result = await transform(code, { loader: 'ts', format: 'esm', target: 'node20', sourcefile: file, sourcemap: 'inline' })
+        result = await transform(code, { loader: 'ts', format: 'esm', target: 'node20', sourcefile: file, sourcemap: 'external' })
       } catch (error) {
         console.error(`build: ${relative(root, file)}: ${error.message.split('\n')[0]}`)
         process.exitCode = 1
@@ -64,7 +64,17 @@ await Promise.all(
       }
       const target = join(out, relative(src, file)).replace(/\.(m?)ts$/, '.$1js')
       wanted.add(target)
-      const code2 = rewrite(result.code)
+      // Linked (not inline) source maps: an inline map is read and parsed at every start-up for
+      // nothing, since node only applies maps under --enable-source-maps.
+      const code2 = `${rewrite(result.code)}//# sourceMappingURL=${basename(target)}.map\n`
+      const mapFile = `${target}.map`
+      wanted.add(mapFile)
+      const map = result.map
+      if (!existsSync(mapFile) || readFileSync(mapFile, 'utf8') !== map) {
+        mkdirSync(dirname(target), { recursive: true })
+        writeFileSync(`${mapFile}.${process.pid}.tmp`, map)
+        renameSync(`${mapFile}.${process.pid}.tmp`, mapFile)
+      }
       if (existsSync(target) && readFileSync(target, 'utf8') === code2) continue
       mkdirSync(dirname(target), { recursive: true })
       const temp = `${target}.${process.pid}.tmp`
