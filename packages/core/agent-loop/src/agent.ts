@@ -173,6 +173,7 @@ export class LoopAgent implements Agent {
     let text = ''
     let steps = 0
     let attempt = 0
+    let rejected: Array<{ content: UserContentBlock[]; source: QueuedInput['source'] }> = []
     try {
       for (let step = 0; ; step++) {
         if (controller.signal.aborted) {
@@ -198,6 +199,7 @@ export class LoopAgent implements Agent {
         if (decision.action === 'reject') {
           reason = 'blocked'
           error = { code: decision.code, message: decision.reason }
+          rejected = claimed.map((q) => ({ content: q.content, source: q.source }))
           break
         }
         session.append('step/start', { turn, step })
@@ -254,7 +256,12 @@ export class LoopAgent implements Agent {
       this.current = undefined
     }
     await this.ctx.serial('agent/turn-stopping', { agent: this, turn, reason })
-    session.append('turn/end', error ? { turn, reason, error } : { turn, reason })
+    session.append('turn/end', {
+      turn,
+      reason,
+      ...(error ? { error } : {}),
+      ...(rejected.length ? { rejected } : {}),
+    })
     const result: TurnResult = { turn, reason, text, usage, steps, ...(error ? { error } : {}) }
     this.ctx.emit('agent/turn-end', this, result)
     settles.forEach((s) => s.resolve(result))

@@ -130,6 +130,11 @@ describe('agent loop', () => {
     expect(result).toMatchObject({ reason: 'blocked', error: { code: 'QUOTA', message: 'daily quota used up' }, steps: 0 })
     expect(types(harness.session.events)).toEqual(['turn/start', 'turn/end'])
     expect(harness.model.requests).toHaveLength(0)
+    // Nothing the user sent is lost: the unentered input is kept on turn/end (not model-visible).
+    expect(harness.session.last('turn/end')!.data.rejected).toEqual([
+      { content: [{ type: 'text', text: 'hello' }], source: { kind: 'human' } },
+    ])
+    expect(harness.session.deriveMessages()).toEqual([])
   })
 
   it('injected context waits for the next admitted request and is logged with its source', async () => {
