@@ -1,33 +1,13 @@
 // End-to-end: the real `dsh` bin in a subprocess, the real base + headless bundles, and the
 // DeepSeek adapter talking to @dsh/llm-mock-server over loopback HTTP.
-import { spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
 import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
+import { runDsh } from '@dsh/cli-testkit'
 
-const bin = fileURLToPath(new URL('../../../packages/boot/cli/bin/dsh.mjs', import.meta.url))
-
-interface Run { code: number | null; stdout: string; stderr: string }
-
-function dsh(args: string[], env: Record<string, string | undefined>, cwd: string, stdin?: string): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], {
-      cwd,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d) => (stdout += d))
-    child.stderr.on('data', (d) => (stderr += d))
-    child.on('error', reject)
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-    child.stdin.end(stdin ?? '')
-  })
-}
+const dsh = (args: string[], env: Record<string, string | undefined>, cwd: string, stdin?: string) => runDsh(args, { cwd, env, stdin })
 
 let server: MockServer | undefined
 afterEach(async () => {

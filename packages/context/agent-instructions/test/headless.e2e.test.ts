@@ -1,14 +1,13 @@
 // The real `dsh --profile headless` with a --patch inserting this plugin's row (as bundles/base
 // will), against @dsh/llm-mock-server: the first request carries the project's AGENTS.md chain.
-import { spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, expect, it } from 'vitest'
 import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
+import { runDsh } from '@dsh/cli-testkit'
 
-const bin = fileURLToPath(new URL('../../../boot/cli/bin/dsh.mjs', import.meta.url))
 const plugin = fileURLToPath(new URL('../src/index.ts', import.meta.url))
 let mock: MockServer | undefined
 afterAll(async () => mock?.close())
@@ -27,19 +26,9 @@ it('dsh --profile headless sends the user-global and project instructions with t
   const patch = join(root, 'instructions.patch.yml')
   // bundles/base mounts the row; the patch points it at this checkout's source explicitly.
   writeFileSync(patch, `- id: agent-instructions\n  name: ${JSON.stringify(plugin)}\n`)
-  const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, '--profile', 'headless', '--patch', patch, 'hello'], {
-      cwd: join(repo, 'app'),
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, DSH_HOME: home, DEEPSEEK_BASE_URL: mock!.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d) => (stdout += d))
-    child.stderr.on('data', (d) => (stderr += d))
-    child.on('error', reject)
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-    child.stdin.end('')
+  const run = await runDsh(['--profile', 'headless', '--patch', patch, 'hello'], {
+    cwd: join(repo, 'app'),
+    env: { DSH_HOME: home, DEEPSEEK_BASE_URL: mock!.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' },
   })
   expect(run, run.stderr).toMatchObject({ code: 0, stdout: 'Understood.\n' })
   const seen = JSON.stringify((mock.requests[0].body as { messages: unknown[] }).messages)

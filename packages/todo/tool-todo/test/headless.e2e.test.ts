@@ -1,34 +1,18 @@
 // End-to-end: the real `dsh --profile headless` bin with this issue's rows added by a --patch
 // layer, the DeepSeek adapter talking to @dsh/llm-mock-server, real files, bash and ripgrep.
-import { spawn } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
 import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
+import { runDsh } from '@dsh/cli-testkit'
 
-const bin = fileURLToPath(new URL('../../../boot/cli/bin/dsh.mjs', import.meta.url))
 const patch = fileURLToPath(new URL('./fixtures/execution-world.patch.yml', import.meta.url))
 
 interface Run { code: number | null; stdout: string; stderr: string }
 
-function dsh(args: string[], env: Record<string, string>, cwd: string): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], {
-      cwd,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (d) => (stdout += d))
-    child.stderr.on('data', (d) => (stderr += d))
-    child.on('error', reject)
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-    child.stdin.end('')
-  })
-}
+const dsh = (args: string[], env: Record<string, string>, cwd: string): Promise<Run> => runDsh(args, { cwd, env })
 
 let server: MockServer | undefined
 afterEach(async () => {
