@@ -250,8 +250,20 @@ export class LoopAgent implements Agent {
         break
       }
     } catch (failure) {
+      // A plugin that stops the turn (e.g. a failed checkpoint) names its own code; anything else
+      // is an internal failure. Either way the turn is closed and logged, never left open.
       reason = 'error'
-      error = { code: 'INTERNAL', message: failure instanceof Error ? failure.message : String(failure) }
+      // Close a step the failure left open, so the log never holds a step without its end.
+      const started = session.last('step/start')
+      const ended = session.last('step/end')
+      if (started && (!ended || ended.seq < started.seq)) {
+        session.append('step/end', { turn, step: started.data.step, finish: 'error' })
+      }
+      const code = (failure as { code?: unknown } | null)?.code
+      error = {
+        code: typeof code === 'string' && code !== '' ? code : 'INTERNAL',
+        message: failure instanceof Error ? failure.message : String(failure),
+      }
     } finally {
       this.current = undefined
     }

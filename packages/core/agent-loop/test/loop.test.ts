@@ -231,4 +231,21 @@ describe('agent loop', () => {
     harness = await createHarness({ script: [{ text: 'cut off mid sen', finish: 'length' }] })
     expect((await harness.prompt('write a novel')).reason).toBe('max-tokens')
   })
+
+  it('a plugin that throws from agent/request ends the turn with its error code, logged', async () => {
+    harness = await createHarness({ script: [{ text: 'never' }] })
+    await harness.mount({
+      name: 'failing-checkpoint',
+      apply(ctx: Context) {
+        ctx.on('agent/request', async () => {
+          throw Object.assign(new Error('disk full while flushing'), { code: 'CHECKPOINT_FAILED' })
+        }, { prepend: true })
+      },
+    })
+    const result = await harness.prompt('hi')
+    expect(result).toMatchObject({ reason: 'error', error: { code: 'CHECKPOINT_FAILED', message: 'disk full while flushing' } })
+    expect(harness.model.requests).toHaveLength(0)
+    expect(harness.session.last('turn/end')!.data).toMatchObject({ reason: 'error', error: { code: 'CHECKPOINT_FAILED' } })
+    expect(types(harness.session.events)).toEqual(['turn/start', 'step/start', 'user/message', 'request/header', 'step/end', 'turn/end'])
+  })
 })
