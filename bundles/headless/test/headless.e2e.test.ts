@@ -1,11 +1,12 @@
 // End-to-end: the real `dsh` bin in a subprocess, the real base + headless bundles, and the
 // DeepSeek adapter talking to @dsh/llm-mock-server over loopback HTTP.
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { spawn } from 'node:child_process'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
-import { runDsh } from '@dsh/cli-testkit'
+import { DSH_BIN, runDsh } from '@dsh/cli-testkit'
 
 const dsh = (args: string[], env: Record<string, string | undefined>, cwd: string, stdin?: string) => runDsh(args, { cwd, env, stdin })
 
@@ -226,5 +227,32 @@ describe('dsh --profile headless', () => {
     expect(run).toMatchObject({ code: 0, stdout: 'keyed\n' })
     expect(s.requests[0].headers.authorization).toBe('Bearer sk-from-credentials-file')
     expect(run.stderr).not.toContain('sk-from-credentials-file')
+  })
+
+  it('a run killed mid-tool loses nothing: --continue repairs the turn and the orphaned call', async () => {
+    const { home, cwd } = workspace()
+    const s = await withMock([
+      { toolCalls: [{ name: 'bash', arguments: { command: 'echo started > marker; sleep 30', description: 'long job' } }] },
+      { text: 'picked up after the crash' },
+    ])
+    const env = { PATH: process.env.PATH!, HOME: process.env.HOME!, ...envFor(home, s) }
+    const child = spawn(process.execPath, [DSH_BIN, '--profile', 'headless', '--output-format', 'stream-json', 'run the long job'], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    let out = ''
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d))
+    // Wait until the tool body is running (its marker file exists), then kill dsh outright.
+    for (let i = 0; i < 400 && !existsSync(join(cwd, 'marker')); i++) await new Promise((r) => setTimeout(r, 25))
+    expect(existsSync(join(cwd, 'marker'))).toBe(true)
+    child.kill('SIGKILL')
+    await new Promise((r) => child.on('close', r))
+    const sessionId = JSON.parse(out.split('\n')[0]).sessionId
+    const resumed = await dsh(['--profile', 'headless', '--continue', '--output-format', 'json', 'what happened?'], envFor(home, s), cwd)
+    expect(resumed.code).toBe(0)
+    expect(JSON.parse(resumed.stdout)).toMatchObject({ sessionId, result: 'picked up after the crash' })
+    // The repair is reported once on stderr and is part of what the model sees.
+    expect(resumed.stderr).toMatch(/interrupted|had no result/)
+    const history = JSON.stringify((s.requests[1].body as { messages: unknown[] }).messages)
+    expect(history).toContain('run the long job')
+    expect(history).toMatch(/interrupted while this tool call was running/)
+    expect(history).toContain('what happened?')
   })
 })
