@@ -369,11 +369,12 @@ export class LoopAgent implements Agent {
     for (const call of calls) {
       session.append('tool/call', { callId: call.callId, name: call.name, arguments: call.arguments })
     }
-    const results = await this.ctx.tools.executeAll(
+    // Each result is logged as soon as it and every earlier call are done (call order).
+    await this.ctx.tools.executeAll(
       calls.map((c) => ({ callId: c.callId, name: c.name, arguments: c.arguments })),
       { sessionId: this.session.id, agentId: this.id, scope: this.scope, cwd: this.cwd, turn, step, signal },
+      (result) => session.append('tool/result', result),
     )
-    for (const result of results) session.append('tool/result', result)
     session.append('step/end', finish ? { turn, step, finish } : { turn, step })
     return signal.aborted ? { kind: 'cancelled' } : { kind: 'tools' }
   }

@@ -248,4 +248,18 @@ describe('agent loop', () => {
     expect(harness.session.last('turn/end')!.data).toMatchObject({ reason: 'error', error: { code: 'CHECKPOINT_FAILED' } })
     expect(types(harness.session.events)).toEqual(['turn/start', 'step/start', 'user/message', 'request/header', 'step/end', 'turn/end'])
   })
+
+  it('logs each tool result as soon as it and the earlier calls are done', async () => {
+    let seenBeforeSecond: string[] = []
+    harness = await createHarness({
+      script: [{ toolCalls: [{ name: 'first', arguments: {} }, { name: 'second', arguments: {} }] }, { text: 'ok' }],
+    })
+    await harness.mount(toolPlugin('first', () => 'one'))
+    await harness.mount(toolPlugin('second', () => {
+      seenBeforeSecond = harness!.session.events.filter((e) => e.type === 'tool/result').map((e) => (e as SessionEvent<'tool/result'>).data.message.name)
+      return 'two'
+    }))
+    await harness.prompt('go')
+    expect(seenBeforeSecond).toEqual(['first'])
+  })
 })

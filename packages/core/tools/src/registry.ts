@@ -170,21 +170,39 @@ export class ToolRegistry extends Service {
    * other call runs alone, after everything before it has finished. Calls rejected before
    * dispatch (bad JSON, unknown tool, invalid arguments) count as concurrency-safe.
    */
-  async executeAll(calls: readonly ToolCallRequest[], context: ExecuteContext): Promise<ToolResultPayload[]> {
+  /**
+   * Runs one step's calls: consecutive concurrency-safe calls in parallel (up to maxParallel),
+   * others alone, in order. `onResult` sees each result in call order as soon as it and every
+   * earlier call are done, so a caller can log results while later calls still run, and the log
+   * order stays deterministic.
+   */
+  async executeAll(
+    calls: readonly ToolCallRequest[],
+    context: ExecuteContext,
+    onResult?: (result: ToolResultPayload, index: number) => void,
+  ): Promise<ToolResultPayload[]> {
     const prepared = calls.map((call) => this.prepare(call, context))
     const results: ToolResultPayload[] = new Array(calls.length)
+    let delivered = 0
+    const settle = (i: number, result: ToolResultPayload) => {
+      results[i] = result
+      while (delivered < results.length && results[delivered] !== undefined) {
+        onResult?.(results[delivered], delivered)
+        delivered++
+      }
+    }
     let index = 0
     while (index < prepared.length) {
       const current = prepared[index]
       if (current.kind === 'ready' && !current.safe) {
-        results[index] = await this.run(current, context)
+        settle(index, await this.run(current, context))
         index++
         continue
       }
       let end = index
       while (end < prepared.length && (prepared[end].kind === 'done' || (prepared[end] as { safe: boolean }).safe)) end++
       await this.pool(index, end, async (i) => {
-        results[i] = await this.run(prepared[i], context)
+        settle(i, await this.run(prepared[i], context))
       })
       index = end
     }

@@ -352,6 +352,27 @@ describe('pipeline', () => {
 })
 
 describe('executeAll', () => {
+  it('delivers results to onResult in call order, each as soon as the earlier calls are done', async () => {
+    const ctx = await boot()
+    const releaseSlow = deferred()
+    const delivered: string[] = []
+    ctx.tools.register(tool('slow', async () => (await releaseSlow.promise, { content: 'slow' }), { concurrencySafe: true }))
+    ctx.tools.register(tool('fast', async () => ({ content: 'fast' }), { concurrencySafe: true }))
+    const done = ctx.tools.executeAll(
+      [
+        { callId: '1', name: 'slow', arguments: '{}' },
+        { callId: '2', name: 'fast', arguments: '{}' },
+      ],
+      ctxOf,
+      (result, index) => delivered.push(`${index}:${text(result)}`),
+    )
+    for (let i = 0; i < 20; i++) await Promise.resolve()
+    expect(delivered).toEqual([]) // the fast call finished first but waits for the slow one
+    releaseSlow.resolve()
+    await done
+    expect(delivered).toEqual(['0:slow', '1:fast'])
+  })
+
   it('runs consecutive concurrency-safe calls in parallel (each waits for the other to start)', async () => {
     const ctx = await boot()
     const aStarted = deferred()
