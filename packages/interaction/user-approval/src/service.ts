@@ -2,6 +2,7 @@
 // accepts it, remembers `allowed-always` grants per session, and fails closed on every path that
 // does not end in an explicit decision.
 import { Context, Service } from 'cordis'
+import { AnswererList } from '@dsh/answerers'
 import Schema from 'schemastery'
 import { brand } from '@dsh/brand'
 import {
@@ -46,12 +47,6 @@ export function isAllowed(outcome: ApprovalOutcome): boolean {
   return outcome.decision === 'allowed-once' || outcome.decision === 'allowed-always'
 }
 
-interface AnswererEntry {
-  answerer: ApprovalAnswerer
-  /** Aborted when the answerer is removed, so its pending requests settle `unavailable`. */
-  gone: AbortController
-}
-
 interface PendingEntry {
   request: ApprovalRequest
 }
@@ -84,7 +79,7 @@ function reasonOf(value: unknown): string {
 
 export class ApprovalService extends Service {
   static Config = ApprovalConfig
-  private answererEntries: AnswererEntry[] = []
+  private readonly answererList = new AnswererList<ApprovalRequest, ApprovalAnswerer>('approval')
   private pendingEntries = new Map<ApprovalId, PendingEntry>()
   /** sessionId -> action keys granted `allowed-always`. */
   private grantsBySession = new Map<string, Map<string, { kind: string; action: JsonValue }>>()
@@ -105,27 +100,15 @@ export class ApprovalService extends Service {
    * removes it; its still-pending requests then resolve `unavailable`.
    */
   registerAnswerer(answerer: ApprovalAnswerer): () => void {
-    if (answerer === null || typeof answerer !== 'object' || typeof answerer.answer !== 'function') {
-      throw new TypeError('approval.registerAnswerer: expected {name, answer}')
-    }
-    if (typeof answerer.name !== 'string' || answerer.name === '') throw new TypeError('approval.registerAnswerer: name must be a non-empty string')
-    const entries = this.answererEntries
-    const dispose = this.ctx.effect(() => {
-      const entry: AnswererEntry = { answerer, gone: new AbortController() }
-      entries.push(entry)
-      return () => {
-        const index = entries.indexOf(entry)
-        if (index >= 0) entries.splice(index, 1)
-        entry.gone.abort(new Error(`approval answerer "${answerer.name}" was removed`))
-      }
-    }, `approval-answerer:${answerer.name}`)
-    return () => void dispose()
+    return this.answererList.register(this.ctx, answerer, 'approval.registerAnswerer')
   }
+
 
   /** Names of the registered answerers, newest first. */
   answerers(): string[] {
-    return this.answererEntries.map((entry) => entry.answerer.name).reverse()
+    return this.answererList.names()
   }
+
 
   /** Requests waiting for an answer, oldest first; optionally only one session's. */
   pending(filter: { sessionId?: string } = {}): ApprovalRequest[] {
@@ -186,24 +169,12 @@ export class ApprovalService extends Service {
     return outcome
   }
 
-  private pickAnswerer(request: ApprovalRequest): AnswererEntry | { error: string } | undefined {
-    for (let i = this.answererEntries.length - 1; i >= 0; i--) {
-      const entry = this.answererEntries[i]!
-      try {
-        if (!entry.answerer.accepts || entry.answerer.accepts(request)) return entry
-      } catch (error) {
-        return { error: `approval answerer "${entry.answerer.name}" failed to route the request: ${reasonOf(error)}` }
-      }
-    }
-    return undefined
-  }
-
   private async decide(request: ApprovalRequest, signal: AbortSignal | undefined): Promise<ApprovalOutcome> {
     if (signal?.aborted) return { decision: 'cancelled', reason: `cancelled before it was asked (${reasonOf(signal.reason)})` }
-    const picked = this.pickAnswerer(request)
+    const picked = this.answererList.pick(request)
     if (!picked) return { decision: 'unavailable', reason: 'no approval answerer is registered (no human or policy can decide right now)' }
     if ('error' in picked) return { decision: 'unavailable', reason: picked.error }
-    const { answerer, gone } = picked
+    const { answerer, gone } = picked.entry
     const settle = new AbortController()
     const cleanups: Array<() => void> = []
     const race = new Promise<ApprovalOutcome>((resolve) => {

@@ -2,6 +2,7 @@
 // answerer that accepts it and resolves `answered`, `cancelled` or `unavailable`, never rejecting
 // for a channel failure.
 import { Context, Service } from 'cordis'
+import { AnswererList } from '@dsh/answerers'
 import Schema from 'schemastery'
 import { brand } from '@dsh/brand'
 import type { AskOptions, Question, QuestionsAnswerer, QuestionsId, QuestionsOutcome, QuestionsRequest } from './types.ts'
@@ -15,11 +16,6 @@ export interface UserQuestionsConfig {
 export const UserQuestionsConfig: Schema<UserQuestionsConfig> = Schema.object({
   timeoutMs: Schema.natural().default(0).description('Milliseconds an answerer may take before the batch resolves `unavailable`; 0 waits forever.'),
 })
-
-interface AnswererEntry {
-  answerer: QuestionsAnswerer
-  gone: AbortController
-}
 
 let counter = 0
 
@@ -37,7 +33,7 @@ function copyQuestion(q: Question): Question {
 
 export class UserQuestionsService extends Service {
   static Config = UserQuestionsConfig
-  private answererEntries: AnswererEntry[] = []
+  private readonly answererList = new AnswererList<QuestionsRequest, QuestionsAnswerer>('question')
   private pendingRequests = new Map<QuestionsId, QuestionsRequest>()
 
   constructor(
@@ -49,37 +45,19 @@ export class UserQuestionsService extends Service {
 
   /** The newest answerer that accepts a batch answers it; the disposer (or plugin unload) removes it. */
   registerAnswerer(answerer: QuestionsAnswerer): () => void {
-    if (answerer === null || typeof answerer !== 'object' || typeof answerer.answer !== 'function') {
-      throw new TypeError('userQuestions.registerAnswerer: expected {name, answer}')
-    }
-    if (typeof answerer.name !== 'string' || answerer.name === '') throw new TypeError('userQuestions.registerAnswerer: name must be a non-empty string')
-    const entries = this.answererEntries
-    const dispose = this.ctx.effect(() => {
-      const entry: AnswererEntry = { answerer, gone: new AbortController() }
-      entries.push(entry)
-      return () => {
-        const index = entries.indexOf(entry)
-        if (index >= 0) entries.splice(index, 1)
-        entry.gone.abort(new Error(`question answerer "${answerer.name}" was removed`))
-      }
-    }, `questions-answerer:${answerer.name}`)
-    return () => void dispose()
+    return this.answererList.register(this.ctx, answerer, 'userQuestions.registerAnswerer')
   }
 
+
   answerers(): string[] {
-    return this.answererEntries.map((entry) => entry.answerer.name).reverse()
+    return this.answererList.names()
   }
+
 
   /** Would a batch for this session find an answerer right now? (A tool may mention it in its description.) */
   available(sessionId?: string): boolean {
     const probe: QuestionsRequest = { id: brand<'QuestionsId'>('probe') as QuestionsId, ...(sessionId ? { sessionId } : {}), questions: [], time: Date.now() }
-    return this.answererEntries.some((entry) => {
-      try {
-        return !entry.answerer.accepts || entry.answerer.accepts(probe)
-      } catch {
-        return false
-      }
-    })
+    return this.answererList.available(probe)
   }
 
   pending(filter: { sessionId?: string } = {}): QuestionsRequest[] {
@@ -114,17 +92,10 @@ export class UserQuestionsService extends Service {
 
   private async decide(request: QuestionsRequest, signal: AbortSignal | undefined): Promise<QuestionsOutcome> {
     if (signal?.aborted) return { status: 'cancelled', reason: `cancelled before it was asked (${reasonOf(signal.reason)})` }
-    let picked: AnswererEntry | undefined
-    for (let i = this.answererEntries.length - 1; i >= 0 && !picked; i--) {
-      const entry = this.answererEntries[i]!
-      try {
-        if (!entry.answerer.accepts || entry.answerer.accepts(request)) picked = entry
-      } catch (error) {
-        return { status: 'unavailable', reason: `question answerer "${entry.answerer.name}" failed to route the questions: ${reasonOf(error)}` }
-      }
-    }
+    const picked = this.answererList.pick(request, 'the questions')
+    if (picked && 'error' in picked) return { status: 'unavailable', reason: picked.error }
     if (!picked) return { status: 'unavailable', reason: 'no human is connected who can answer questions' }
-    const { answerer, gone } = picked
+    const { answerer, gone } = picked.entry
     const settle = new AbortController()
     const cleanups: Array<() => void> = []
     try {
