@@ -19,6 +19,8 @@ import {
   type SessionHeader,
   type SessionSummary,
   type StoredRecord,
+  processAlive,
+  sessionNotFound,
 } from '@dsh/session-persistence'
 import { FramingError, encodeBatch, encodeLines, scanRaw, scanZstd } from './framing.ts'
 import { loadZstd, type ZstdCodec } from './zstd.ts'
@@ -155,7 +157,7 @@ export class JsonlPersistence extends SessionPersistence {
   protected async backendOpen(id: SessionId): Promise<void> {
     const dir = await this.sessionDir(id)
     const path = await this.logPath(id)
-    if (!dir || !path) throw notFound(id)
+    if (!dir || !path) throw sessionNotFound(id)
     const lockPath = await this.lock(id, dir)
     try {
       const handle = await fs.open(path, fsc.O_RDWR | fsc.O_APPEND)
@@ -171,7 +173,7 @@ export class JsonlPersistence extends SessionPersistence {
   protected async backendRead(id: SessionId, mode: 'load' | 'inspect'): Promise<BackendReadResult> {
     const dir = await this.sessionDir(id)
     const path = await this.logPath(id)
-    if (!dir || !path) throw notFound(id)
+    if (!dir || !path) throw sessionNotFound(id)
     const header = await this.readHeader(id, dir)
     const buf = await fs.readFile(path)
     const compressed = path.endsWith('.zstd')
@@ -278,7 +280,7 @@ export class JsonlPersistence extends SessionPersistence {
     try {
       text = await fs.readFile(join(dir, HEADER_FILE), 'utf8')
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw notFound(id)
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw sessionNotFound(id)
       throw error
     }
     let value: unknown
@@ -313,26 +315,13 @@ export class JsonlPersistence extends SessionPersistence {
       if (holder.host !== undefined && holder.host !== hostname()) {
         throw new SessionPersistenceError('LOCKED', id, `session ${id} is open for writing on host ${holder.host} (pid ${holder.pid}); remove ${path} if that process is gone`)
       }
-      if (typeof holder.pid === 'number' && alive(holder.pid)) {
+      if (typeof holder.pid === 'number' && processAlive(holder.pid)) {
         throw new SessionPersistenceError('LOCKED', id, `session ${id} is open for writing by process ${holder.pid}${holder.pid === process.pid ? ' (this process)' : ''}`)
       }
       await fs.rm(path, { force: true })
     }
     throw new SessionPersistenceError('LOCKED', id, `session ${id}: could not take ${path}`)
   }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
-  }
-}
-
-function notFound(id: string) {
-  return new SessionPersistenceError('NOT_FOUND', id, `no stored session ${id}`)
 }
 
 async function exists(path: string): Promise<boolean> {

@@ -18,6 +18,8 @@ import {
   type SessionHeader,
   type SessionSummary,
   type StoredRecord,
+  processAlive,
+  sessionNotFound,
 } from '@dsh/session-persistence'
 
 export const name = '@dsh/session-persistence-sqlite'
@@ -122,7 +124,7 @@ export class SqlitePersistence extends SessionPersistence {
 
   protected async backendOpen(id: SessionId): Promise<void> {
     this.db.transaction(() => {
-      if (!this.sql.header.get(id)) throw notFound(id)
+      if (!this.sql.header.get(id)) throw sessionNotFound(id)
       this.takeLock(id)
     }).immediate()
     this.held.add(id)
@@ -198,7 +200,7 @@ export class SqlitePersistence extends SessionPersistence {
       if (holder.host !== hostname()) {
         throw new SessionPersistenceError('LOCKED', id, `session ${id} is open for writing on host ${holder.host} (pid ${holder.pid})`)
       }
-      if (alive(holder.pid)) {
+      if (processAlive(holder.pid)) {
         throw new SessionPersistenceError('LOCKED', id, `session ${id} is open for writing by process ${holder.pid}${holder.pid === process.pid ? ' (this process)' : ''}`)
       }
       this.sql.dropStale.run(id)
@@ -208,7 +210,7 @@ export class SqlitePersistence extends SessionPersistence {
 
   private readHeader(id: string): SessionHeader {
     const row = this.sql.header.get(id)
-    if (!row) throw notFound(id)
+    if (!row) throw sessionNotFound(id)
     let value: unknown
     try {
       value = JSON.parse(row.header)
@@ -237,19 +239,6 @@ export class SqlitePersistence extends SessionPersistence {
     }
     return records
   }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
-  }
-}
-
-function notFound(id: string) {
-  return new SessionPersistenceError('NOT_FOUND', id, `no stored session ${id}`)
 }
 
 export default SqlitePersistence

@@ -111,3 +111,18 @@ export class SessionCorruptError extends SessionPersistenceError {
 }
 
 export type { AnySessionEvent, SessionEvent, SessionId }
+
+/** `NOT_FOUND` for a session id no backend holds; the one wording every backend uses. */
+export function sessionNotFound(id: string): SessionPersistenceError {
+  return new SessionPersistenceError('NOT_FOUND', id, `no stored session ${id}`)
+}
+
+/** Whether a writer-lock holder's pid is alive on this host (EPERM: alive, not ours to signal). */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
