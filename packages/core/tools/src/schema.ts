@@ -1,12 +1,16 @@
-// Compiles tool parameter schemas once (ajv 8, draft-07 semantics) and turns validation failures
-// into a short list of `path: message` lines the model can act on.
+// Validates tool arguments against their parameter schemas (@cfworker/json-schema, draft-07
+// semantics) and turns failures into a short list of `path: message` lines the model can act on.
 //
 // Start-up matters (every tool registers at boot, few are called in a one-shot run), so a schema
-// gets a structural check at registration, and ajv itself is loaded and the validator generated
-// when the tool is first called. Loading ajv and compiling its meta-schema cost ~50 ms.
+// gets a structural check at registration, and the validator library is loaded when a tool is
+// first called. See .agents/notes/tools-validator.md for why this library rather than ajv.
 import { createRequire } from 'node:module'
-import type { Ajv as AjvType, ErrorObject, ValidateFunction } from 'ajv'
+import type { OutputUnit, Validator as ValidatorType } from '@cfworker/json-schema'
 import type { JsonSchema } from './types.ts'
+
+export type ArgumentValidator = (value: unknown) => string[] | undefined
+
+const MAX_REPORTED_ERRORS = 8
 
 const JSON_TYPES = new Set(['string', 'number', 'integer', 'boolean', 'object', 'array', 'null'])
 /** Keywords whose value must be a schema object (or, for items, an array of them). */
@@ -29,6 +33,7 @@ export function schemaProblem(schema: unknown, path = ''): string | undefined {
     return `${path}/required: must be a list of property names`
   }
   if (s.enum !== undefined && !Array.isArray(s.enum)) return `${path}/enum: must be a list`
+  if (s.pattern !== undefined && !isRegExpSource(s.pattern)) return `${path}/pattern: must be a regular expression string`
   for (const key of NON_NEGATIVE) {
     const v = s[key]
     if (v !== undefined && !(Number.isInteger(v) && (v as number) >= 0)) return `${path}/${key}: must be a non-negative integer`
@@ -63,30 +68,22 @@ export function schemaProblem(schema: unknown, path = ''): string | undefined {
   return undefined
 }
 
-let AjvClass: typeof AjvType | undefined
-const loadAjv = (): typeof AjvType => (AjvClass ??= (createRequire(import.meta.url)('ajv') as { Ajv: typeof AjvType }).Ajv)
+function isRegExpSource(value: unknown): boolean {
+  if (typeof value !== 'string') return false
+  try {
+    new RegExp(value, 'u')
+    return true
+  } catch {
+    return false
+  }
+}
 
-export type ArgumentValidator = (value: unknown) => string[] | undefined
-
-const MAX_REPORTED_ERRORS = 8
+let ValidatorClass: typeof ValidatorType | undefined
+const loadValidator = (): typeof ValidatorType =>
+  (ValidatorClass ??= (createRequire(import.meta.url)('@cfworker/json-schema') as { Validator: typeof ValidatorType }).Validator)
 
 export class SchemaCompiler {
-  private instance: AjvType | undefined
-  private get ajv(): AjvType {
-    return (this.instance ??= new (loadAjv())({
-      allErrors: true,
-      // Tool schemas come from many sources (MCP servers, hand-written plugins); unknown keywords
-      // and formats are tolerated. ajv still rejects malformed keyword values while generating
-      // code, so skipping the meta-schema pass loses no safety at call time.
-      strict: false,
-      validateFormats: false,
-      validateSchema: false,
-      addUsedSchema: false,
-      logger: false,
-    }))
-  }
-
-  /** Throws a TypeError naming the tool when the schema does not compile. */
+  /** Checks `schema` now and returns the validator of the tool's arguments; throws a TypeError naming the tool. */
   compile(toolName: string, schema: JsonSchema): ArgumentValidator {
     if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) {
       throw new TypeError(`tool "${toolName}": parameters must be a JSON Schema object`)
@@ -94,50 +91,110 @@ export class SchemaCompiler {
     if (schema.type !== 'object') {
       throw new TypeError(`tool "${toolName}": parameters must have type "object" (got ${JSON.stringify(schema.type)})`)
     }
-    // A `$schema` URI naming a draft this ajv build does not bundle would fail to resolve; the
-    // keywords tools use are shared by all recent drafts, so it is ignored.
+    // A `$schema` URI naming a draft would switch the validator's dialect; the keywords tools use
+    // are shared by all recent drafts, so it is ignored.
     const { $schema: _ignored, ...body } = schema
-    // A structural check now (a malformed schema fails at registration); code generation waits
-    // for the tool's first call, so start-up does not pay for tools that are never called.
+    // A structural check now (a malformed schema fails at registration); the validator is built
+    // at the tool's first call, so start-up does not pay for tools that are never called.
     const problem = schemaProblem(body)
     if (problem) throw new TypeError(`tool "${toolName}": parameters are not a valid JSON Schema: ${problem}`)
-    let validate: ValidateFunction | undefined
+    let validator: ValidatorType | undefined
     return (value) => {
-      if (!validate) {
-        try {
-          validate = this.ajv.compile(body)
-        } catch (error) {
-          // Meta-valid but uncompilable (e.g. an unresolvable $ref): report it as the call's error.
-          return [`(schema) the tool's parameter schema does not compile: ${(error as Error).message}`]
-        }
+      try {
+        validator ??= new (loadValidator())(body as object, '7', false)
+        const result = validator.validate(value)
+        return result.valid ? undefined : summarize(result.errors, body)
+      } catch (error) {
+        // Structurally fine but unusable (e.g. an unresolvable $ref): report it as the call's error.
+        return [`(schema) the tool's parameter schema cannot be applied: ${(error as Error).message}`]
       }
-      return validate(value) ? undefined : summarize(validate.errors ?? [])
     }
   }
 }
 
-function summarize(errors: ErrorObject[]): string[] {
+/** Keywords whose failure only says "a child failed"; the child's own error is the useful line. */
+const CASCADE = new Set(['properties', 'items', 'additionalItems', 'patternProperties', 'prefixItems', 'contains', '$ref', 'allOf', 'if', 'then', 'else', 'dependentSchemas', 'unevaluatedProperties', 'unevaluatedItems'])
+
+function summarize(errors: readonly OutputUnit[], schema: object): string[] {
   const lines: string[] = []
+  const seen = new Set<string>()
   for (const error of errors) {
-    if (lines.length >= MAX_REPORTED_ERRORS) {
-      lines.push(`(${errors.length - MAX_REPORTED_ERRORS} more)`)
-      break
-    }
-    lines.push(`${error.instancePath === '' ? '(root)' : error.instancePath}: ${describe(error)}`)
+    if (CASCADE.has(error.keyword)) continue
+    const line = describe(error, schema)
+    if (!line || seen.has(line)) continue
+    seen.add(line)
+    lines.push(line)
+  }
+  if (lines.length === 0 && errors.length > 0) lines.push(`${where(errors[0].instanceLocation)}: does not match the schema`)
+  if (lines.length > MAX_REPORTED_ERRORS) {
+    const more = lines.length - MAX_REPORTED_ERRORS
+    return [...lines.slice(0, MAX_REPORTED_ERRORS), `(${more} more)`]
   }
   return lines
 }
 
-function describe(error: ErrorObject): string {
-  const params = error.params as Record<string, unknown>
+/** `#/a/0` -> `/a/0`; the root -> `(root)`. */
+function where(instanceLocation: string): string {
+  const path = instanceLocation.replace(/^#/, '')
+  return path === '' ? '(root)' : path
+}
+
+/** The schema value at a keyword location such as `#/properties/count/minimum`. */
+function valueAt(schema: object, keywordLocation: string): unknown {
+  let node: unknown = schema
+  for (const raw of keywordLocation.replace(/^#\/?/, '').split('/')) {
+    if (raw === '') continue
+    const key = raw.replace(/~1/g, '/').replace(/~0/g, '~')
+    if (node === null || typeof node !== 'object') return undefined
+    node = (node as Record<string, unknown>)[key]
+  }
+  return node
+}
+
+function describe(error: OutputUnit, schema: object): string | undefined {
+  const at = where(error.instanceLocation)
+  const value = valueAt(schema, error.keywordLocation)
   switch (error.keyword) {
+    case 'required': {
+      const name = /property "(.*)"/.exec(error.error)?.[1]
+      return `${at}: missing required property "${name ?? '?'}"`
+    }
     case 'additionalProperties':
-      return `unexpected property "${String(params.additionalProperty)}"`
-    case 'required':
-      return `missing required property "${String(params.missingProperty)}"`
+      // The offending property itself is reported by the following `false` unit.
+      return undefined
+    case 'false': {
+      // `additionalProperties: false` reports each extra property at its own location.
+      const slash = at.lastIndexOf('/')
+      return slash >= 0 ? `${at.slice(0, slash) || '(root)'}: unexpected property "${at.slice(slash + 1)}"` : `${at}: not allowed`
+    }
+    case 'type':
+      return `${at}: must be ${Array.isArray(value) ? value.join(' or ') : String(value)}`
     case 'enum':
-      return `must be one of ${JSON.stringify(params.allowedValues)}`
+      return `${at}: must be one of ${JSON.stringify(value)}`
+    case 'const':
+      return `${at}: must be ${JSON.stringify(value)}`
+    case 'minimum':
+      return `${at}: must be >= ${String(value)}`
+    case 'maximum':
+      return `${at}: must be <= ${String(value)}`
+    case 'exclusiveMinimum':
+      return `${at}: must be > ${String(value)}`
+    case 'exclusiveMaximum':
+      return `${at}: must be < ${String(value)}`
+    case 'minLength':
+      return `${at}: must have at least ${String(value)} characters`
+    case 'maxLength':
+      return `${at}: must have at most ${String(value)} characters`
+    case 'minItems':
+      return `${at}: must have at least ${String(value)} items`
+    case 'maxItems':
+      return `${at}: must have at most ${String(value)} items`
+    case 'pattern':
+      return `${at}: must match the pattern ${JSON.stringify(value)}`
+    case 'anyOf':
+    case 'oneOf':
+      return `${at}: must match ${error.keyword === 'oneOf' ? 'exactly one' : 'at least one'} of the allowed shapes`
     default:
-      return error.message ?? `fails "${error.keyword}"`
+      return `${at}: ${error.error.replace(/\.$/, '')}`
   }
 }

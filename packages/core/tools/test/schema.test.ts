@@ -23,6 +23,8 @@ describe('schema structural check (registration)', () => {
     expect(schemaProblem({ type: 'object', properties: { a: { minLength: -1 } } })).toMatch(/minLength: must be a non-negative integer/)
     expect(schemaProblem({ type: 'object', properties: [] })).toMatch(/properties: must be an object of schemas/)
     expect(schemaProblem({ type: 'object', properties: { a: { oneOf: [] } } })).toMatch(/oneOf: must be a non-empty list/)
+    expect(schemaProblem({ type: 'object', properties: { a: { pattern: 5 } } })).toMatch(/pattern: must be a regular expression string/)
+    expect(schemaProblem({ type: 'object', properties: { a: { pattern: '(' } } })).toMatch(/pattern: must be a regular expression string/)
   })
 })
 
@@ -32,8 +34,33 @@ describe('SchemaCompiler', () => {
     const validate = compiler.compile('t', { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] })
     expect(validate({ n: 1 })).toBeUndefined()
     expect(validate({})).toEqual(['(root): missing required property "n"'])
-    // Structurally fine, but `pattern` must be a string: ajv refuses it while generating code.
-    const broken = compiler.compile('u', { type: 'object', properties: { s: { type: 'string', pattern: 5 } } })
-    expect(broken({ s: 'x' })?.[0]).toMatch(/^\(schema\) the tool's parameter schema does not compile/)
+    // Structurally fine, but the $ref points nowhere: found when the validator first runs.
+    const broken = compiler.compile('u', { type: 'object', properties: { s: { $ref: '#/definitions/missing' } } })
+    expect(broken({ s: 'x' })?.[0]).toMatch(/^\(schema\) the tool's parameter schema cannot be applied: Unresolved \$ref/)
+  })
+
+  it('describes the common failures in the words the model sees', () => {
+    const validate = new SchemaCompiler().compile('t', {
+      type: 'object',
+      properties: {
+        path: { type: 'string', minLength: 1 },
+        count: { type: 'integer', minimum: 0, maximum: 9 },
+        mode: { enum: ['a', 'b'] },
+        tags: { type: 'array', items: { type: 'string' }, maxItems: 2 },
+        nested: { type: 'object', properties: { x: { type: 'number' } }, additionalProperties: false },
+      },
+      required: ['path'],
+      additionalProperties: false,
+    })
+    expect(validate({ path: '', count: 12, mode: 'c', tags: ['x', 1, 'z'], nested: { x: 'no', y: 1 }, extra: true })).toEqual([
+      '/path: must have at least 1 characters',
+      '/count: must be <= 9',
+      '/mode: must be one of ["a","b"]',
+      '/tags: must have at most 2 items',
+      '/tags/1: must be string',
+      '/nested/x: must be number',
+      '/nested: unexpected property "y"',
+      '(root): unexpected property "extra"',
+    ])
   })
 })
