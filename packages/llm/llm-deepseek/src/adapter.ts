@@ -1,5 +1,6 @@
 // The DeepSeek LlmAdapter: one POST per request, the SSE body framed by eventsource-parser and
 // translated chunk by chunk. Every failure leaves as an LlmError with a stable code.
+import { nodeFetch } from './http.ts'
 import { createParser, type EventSourceMessage } from 'eventsource-parser'
 import { LlmError, type LlmAdapter, type LlmRequest, type ModelInfo, type StreamChunk } from '@dsh/llm'
 import { PROVIDER_LABEL, errorFromResponse, transportError } from './errors.ts'
@@ -25,7 +26,7 @@ export interface DeepSeekAdapterOptions {
   efforts?: EffortTable
   userAgent: string
   headers?: { [name: string]: string }
-  /** Injectable for tests; defaults to the global fetch. */
+  /** Injectable for tests; defaults to `nodeFetch` (node:http, no undici). */
   fetch?: typeof fetch
 }
 
@@ -119,7 +120,7 @@ export class DeepSeekAdapter implements LlmAdapter {
         'user-agent': this.options.userAgent,
       }
       const body = JSON.stringify(buildRequestBody(request, { maxTokens: this.options.maxTokens, efforts: this.options.efforts ?? defaultEffortTable() }))
-      const doFetch = this.options.fetch ?? fetch
+      const doFetch = this.options.fetch ?? (nodeFetch as typeof fetch)
       arm()
       let response: Response
       try {
