@@ -1,6 +1,7 @@
 // End-to-end: the real `dsh-acp` bin in a subprocess (base bundle + the ACP row), driven by the
 // ACP SDK's client side over stdio; the DeepSeek adapter talks to @dsh/llm-mock-server.
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { homedir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -326,6 +327,26 @@ describe('dsh-acp', () => {
     expect(last).toContain(`file://${cwd}/main.ts`)
     expect(last).toContain('const unsaved = 1')
     expect(last).toContain(`<resource uri=\\"file://${cwd}/buffer.ts\\"`)
+    expect(await p.close()).toBe(0)
+  })
+
+  it('with client fs, a write outside the workspace is refused by the sandbox and never reaches the editor', async () => {
+    const { home, cwd } = workspace()
+    // Temp dirs are writable in workspace-write; $HOME is not.
+    const outside = join(homedir(), `dsh-acp-escape-${process.pid}.txt`)
+    const s = await mock([
+      { toolCalls: [{ name: 'write', arguments: { file_path: outside, content: 'should not land' } }] },
+      { text: 'ok' },
+    ])
+    const p = await start(envFor(home, s), cwd)
+    const writes: string[] = []
+    await p.exposeFs({ read: () => '', write: (path) => void writes.push(path) })
+    await initialize(p.agent, { fs: { readTextFile: true, writeTextFile: true } })
+    const { sessionId } = await p.agent.request('session/new', { cwd, mcpServers: [] })
+    expect((await p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'write it' }] })).stopReason).toBe('end_turn')
+    expect(writes).toEqual([])
+    expect(existsSync(outside)).toBe(false)
+    expect(toolText(s, 1)).toContain('SANDBOX_DENIED')
     expect(await p.close()).toBe(0)
   })
 

@@ -1,15 +1,17 @@
-// `@dsh/acp/client-fs`: the local filesystem provider of `ctx.fs`, except that inside a file tool
-// call of an ACP session whose client advertised `fs.readTextFile` / `fs.writeTextFile`, file
-// contents are read from and written through the client (so unsaved editor buffers are what the
-// model reads, and the editor sees every write). Stat, list, mkdir and remove stay local.
-import { LocalFileSystem } from '@dsh/fs-local'
+// `@dsh/acp/client-fs`: the sandboxed local filesystem provider of `ctx.fs` (@dsh/fs-sandbox: every
+// mutation fenced by the session's sandbox mode), except that inside a file tool call of an ACP
+// session whose client advertised `fs.readTextFile` / `fs.writeTextFile`, file contents are read
+// from and written through the client (so unsaved editor buffers are what the model reads, and the
+// editor sees every write). Stat, list, mkdir and remove stay local. The fence runs before the
+// write is routed, so a write the mode forbids never reaches the editor either.
+import { SandboxedFileSystem } from '@dsh/fs-sandbox'
 import type { CommitOptions, FileStat } from '@dsh/fs'
 import { clientFsRoute } from './client-route.ts'
 
 const encoder = new TextEncoder()
 const decoder = new TextDecoder('utf-8', { fatal: false })
 
-export class AcpClientFileSystem extends LocalFileSystem {
+export class AcpClientFileSystem extends SandboxedFileSystem {
   protected override async readBytes(path: string, signal?: AbortSignal): Promise<Uint8Array> {
     const route = clientFsRoute.getStore()
     if (route?.read) return encoder.encode(await route.read(path))
