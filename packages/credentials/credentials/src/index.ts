@@ -96,6 +96,15 @@ export abstract class CredentialsService extends Service {
   abstract unset(name: string): Promise<void>
 
   /**
+   * Every secret value this provider currently holds, so that output can be scrubbed of them
+   * (e.g. a provider error that echoes a key). Never print or log the result. The default knows
+   * none; providers override it.
+   */
+  async knownValues(): Promise<string[]> {
+    return []
+  }
+
+  /**
    * The value, or a `CredentialError('MISSING_CREDENTIAL')` whose message names the credential,
    * what it is for (`hint`), and every place it can be set.
    */
