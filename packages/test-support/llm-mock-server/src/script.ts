@@ -40,6 +40,12 @@ export type MockEvent =
   | { reset: true }
   /** Raw text written to the body as-is (e.g. a malformed `data:` line). */
   | { frame: string }
+  /**
+   * Never ends: repeats a text delta (or a `: keep-alive` comment) until the client disconnects,
+   * pausing `intervalMs` (default 0 for text, 10 for keep-alives) between writes and honouring
+   * backpressure. Later events are never reached.
+   */
+  | { forever: { text?: string; keepAlive?: true; intervalMs?: number } }
 
 export interface MockUsage {
   /** Wire `prompt_tokens` (includes cache hits). */
@@ -106,11 +112,20 @@ export interface MockErrorStep extends StepBase {
     retryAfter?: number | string
     headers?: { [name: string]: string }
     delayMs?: number
+    /** Append the request's headers (Authorization included) to the message, as a careless proxy might. */
+    echoHeaders?: boolean
   }
 }
 
 export interface MockRawStep extends StepBase {
-  raw: { status?: number; contentType?: string; body: string; headers?: { [name: string]: string } }
+  raw: {
+    status?: number
+    contentType?: string
+    body: string
+    headers?: { [name: string]: string }
+    /** Send `body` this many times in a row (streamed with backpressure, never built in memory). Default 1. */
+    repeat?: number
+  }
 }
 
 export type MockStep = MockResponseStep | MockErrorStep | MockRawStep
@@ -132,7 +147,7 @@ export class MockScriptError extends Error {
   }
 }
 
-const EVENT_KEYS = ['text', 'reasoning', 'toolCall', 'toolArgs', 'delayMs', 'stall', 'keepAlive', 'reset', 'frame'] as const
+const EVENT_KEYS = ['text', 'reasoning', 'toolCall', 'toolArgs', 'delayMs', 'stall', 'keepAlive', 'reset', 'frame', 'forever'] as const
 const RESPONSE_KEYS = [
   'label', 'expect', 'reasoning', 'text', 'toolCalls', 'events', 'usage', 'usageOn', 'finish',
   'delayMs', 'chunkDelayMs', 'done', 'model', 'id',
@@ -201,7 +216,9 @@ function validateStep(c: Checker, value: unknown, path: string): void {
   if ('error' in step) {
     c.keys(step, path, ['label', 'expect', 'error'])
     const e = c.object(step.error, `${path}.error`)
-    c.keys(e, `${path}.error`, ['status', 'body', 'message', 'retryAfter', 'headers', 'delayMs'])
+    c.keys(e, `${path}.error`, ['status', 'body', 'message', 'retryAfter', 'headers', 'delayMs', 'echoHeaders'])
+    if (e.echoHeaders !== undefined && typeof e.echoHeaders !== 'boolean') c.fail(`${path}.error.echoHeaders`, `expected a boolean, got ${describe(e.echoHeaders)}`)
+    if (e.echoHeaders && e.body !== undefined) c.fail(`${path}.error.echoHeaders`, 'echoHeaders applies to the default body, not to an explicit body')
     const status = c.natural(e.status, `${path}.error.status`)
     if (status < 400 || status > 599) c.fail(`${path}.error.status`, `expected an HTTP error status 400-599, got ${status}`)
     if (e.body !== undefined && typeof e.body !== 'string') c.object(e.body, `${path}.error.body`)
@@ -214,7 +231,8 @@ function validateStep(c: Checker, value: unknown, path: string): void {
   if ('raw' in step) {
     c.keys(step, path, ['label', 'expect', 'raw'])
     const r = c.object(step.raw, `${path}.raw`)
-    c.keys(r, `${path}.raw`, ['status', 'contentType', 'body', 'headers'])
+    c.keys(r, `${path}.raw`, ['status', 'contentType', 'body', 'headers', 'repeat'])
+    if (r.repeat !== undefined && c.natural(r.repeat, `${path}.raw.repeat`) < 1) c.fail(`${path}.raw.repeat`, 'expected at least 1')
     c.string(r.body, `${path}.raw.body`)
     c.optional(r, 'status', `${path}.raw`, (v, p) => c.natural(v, p))
     c.optional(r, 'contentType', `${path}.raw`, (v, p) => c.string(v, p))
@@ -249,6 +267,15 @@ function validateStep(c: Checker, value: unknown, path: string): void {
       switch (key) {
         case 'text': case 'reasoning': case 'frame': c.string(v, q); break
         case 'delayMs': c.natural(v, q); break
+        case 'forever': {
+          const f = c.object(v, q)
+          c.keys(f, q, ['text', 'keepAlive', 'intervalMs'])
+          if ((f.text === undefined) === (f.keepAlive === undefined)) c.fail(q, 'expected exactly one of text or keepAlive')
+          if (f.text !== undefined && c.string(f.text, `${q}.text`) === '') c.fail(`${q}.text`, 'expected a non-empty string')
+          if (f.keepAlive !== undefined && f.keepAlive !== true) c.fail(`${q}.keepAlive`, `expected true, got ${describe(f.keepAlive)}`)
+          c.optional(f, 'intervalMs', q, (x, y) => c.natural(x, y))
+          break
+        }
         case 'stall': case 'keepAlive': case 'reset':
           if (v !== true) c.fail(q, `expected true, got ${describe(v)}`)
           break

@@ -43,6 +43,8 @@ export interface RecordedRequest {
   outcome: RequestOutcome
   /** True when the client disconnected before the response was complete. */
   aborted: boolean
+  /** Body bytes handed to the socket for this request so far (headers excluded). */
+  bytesWritten: number
 }
 
 export interface MockServer {
@@ -94,6 +96,7 @@ export async function startMockServer(options: MockServerOptions): Promise<MockS
       rawBody,
       outcome: 'served',
       aborted: false,
+      bytesWritten: 0,
     }
     requests.push(record)
     res.on('close', () => {
@@ -152,7 +155,8 @@ export async function startMockServer(options: MockServerOptions): Promise<MockS
         res.end(e.body)
         return
       }
-      const payload = e.body ?? errorBody(e.status, e.message ?? `mock error ${e.status} from ${label}`)
+      const message = e.message ?? `mock error ${e.status} from ${label}`
+      const payload = e.body ?? errorBody(e.status, e.echoHeaders ? `${message}; request headers: ${JSON.stringify(req.headers)}` : message)
       res.writeHead(e.status, { 'content-type': 'application/json', ...headers })
       res.end(JSON.stringify(payload))
       return
@@ -160,11 +164,12 @@ export async function startMockServer(options: MockServerOptions): Promise<MockS
     if ('raw' in step) {
       const r = step.raw
       res.writeHead(r.status ?? 200, { 'content-type': r.contentType ?? 'text/plain; charset=utf-8', ...r.headers })
-      res.end(r.body)
+      for (let i = 0; i < (r.repeat ?? 1) && !abort.aborted; i++) await write(res, r.body, record, abort)
+      if (!abort.aborted) res.end()
       return
     }
     const plan = planResponse(step, stepIndex, request)
-    if (request.stream === true) await streamResponse(res, plan, request, abort)
+    if (request.stream === true) await streamResponse(res, plan, request, abort, record)
     else await jsonResponse(res, plan, abort)
   }
 
@@ -285,6 +290,7 @@ type Action =
   | { kind: 'comment'; text: string }
   | { kind: 'reset' }
   | { kind: 'raw'; text: string }
+  | { kind: 'forever'; text?: string; comment?: string; intervalMs: number }
 
 interface ToolAccumulator { index: number; id: string; name: string; arguments: string }
 
@@ -365,6 +371,14 @@ function planResponse(step: MockResponseStep, stepIndex: number, request: Json):
     else if ('keepAlive' in event) plan.actions.push({ kind: 'comment', text: 'keep-alive' })
     else if ('reset' in event) plan.actions.push({ kind: 'reset' })
     else if ('frame' in event) plan.actions.push({ kind: 'raw', text: event.frame })
+    else if ('forever' in event) {
+      const f = event.forever
+      plan.actions.push(
+        f.text !== undefined
+          ? { kind: 'forever', text: f.text, intervalMs: f.intervalMs ?? 0 }
+          : { kind: 'forever', comment: 'keep-alive', intervalMs: f.intervalMs ?? 10 },
+      )
+    }
   }
   plan.finish = step.finish === undefined ? (plan.tools.length ? 'tool_calls' : 'stop') : step.finish
   plan.usage = wireUsage(step.usage, request, plan)
@@ -400,7 +414,7 @@ function wireUsage(usage: MockUsage | undefined, request: Json, plan: Plan): Jso
 
 // ---- writing -------------------------------------------------------------------------------
 
-async function streamResponse(res: ServerResponse, plan: Plan, request: Json, abort: AbortSignal): Promise<void> {
+async function streamResponse(res: ServerResponse, plan: Plan, request: Json, abort: AbortSignal, record: RecordedRequest): Promise<void> {
   const includeUsage = (request.stream_options as Json | undefined)?.include_usage === true
   const created = Math.floor(Date.now() / 1000)
   const frame = (choices: Json[], extra: Json = {}) =>
@@ -427,22 +441,31 @@ async function streamResponse(res: ServerResponse, plan: Plan, request: Json, ab
       res.socket?.resetAndDestroy?.() ?? res.destroy()
       return
     }
+    if (action.kind === 'forever') {
+      const text = action.text !== undefined ? frame([choice({ content: action.text })]) : `: ${action.comment}\n\n`
+      while (!abort.aborted) {
+        await write(res, text, record, abort)
+        // Yield to the event loop even without a pause, so a disconnect is noticed.
+        await sleep(action.intervalMs, abort)
+      }
+      return
+    }
     if (!first && plan.chunkDelayMs) await sleep(plan.chunkDelayMs, abort)
     first = false
     if (abort.aborted) return
-    if (action.kind === 'comment') res.write(`: ${action.text}\n\n`)
-    else if (action.kind === 'raw') res.write(action.text)
-    else res.write(frame([choice(action.delta)]))
+    if (action.kind === 'comment') await write(res, `: ${action.text}\n\n`, record, abort)
+    else if (action.kind === 'raw') await write(res, action.text, record, abort)
+    else await write(res, frame([choice(action.delta)]), record, abort)
   }
   if (abort.aborted) return
   if (plan.finish !== null) {
     if (plan.chunkDelayMs) await sleep(plan.chunkDelayMs, abort)
     const usageHere = includeUsage && plan.usageOn !== 'trailing'
-    res.write(frame([choice({ content: '' }, plan.finish)], usageHere ? { usage: plan.usage } : {}))
+    await write(res, frame([choice({ content: '' }, plan.finish)], usageHere ? { usage: plan.usage } : {}), record, abort)
   }
-  if (includeUsage && plan.usageOn !== 'finish') res.write(frame([], { usage: plan.usage }))
-  if (plan.done) res.write('data: [DONE]\n\n')
-  res.end()
+  if (includeUsage && plan.usageOn !== 'finish') await write(res, frame([], { usage: plan.usage }), record, abort)
+  if (plan.done) await write(res, 'data: [DONE]\n\n', record, abort)
+  if (!abort.aborted) res.end()
 }
 
 async function jsonResponse(res: ServerResponse, plan: Plan, abort: AbortSignal): Promise<void> {
@@ -452,6 +475,7 @@ async function jsonResponse(res: ServerResponse, plan: Plan, abort: AbortSignal)
     if (action.kind === 'delay') await sleep(action.ms, abort)
     else if (action.kind === 'stall') return void (await sleep(Infinity, abort))
     else if (action.kind === 'reset') return void (res.socket?.resetAndDestroy?.() ?? res.destroy())
+    else if (action.kind === 'forever') return void (await sleep(Infinity, abort))
   }
   if (abort.aborted) return
   const message: Json = { role: 'assistant', content: plan.content }
@@ -513,6 +537,22 @@ function readBody(req: IncomingMessage): Promise<string> {
     req.on('data', (chunk: Buffer) => chunks.push(chunk))
     req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')))
     req.on('error', reject)
+  })
+}
+
+/** Writes `text`, counts it on `record`, and waits for the socket to drain when its buffer is full. */
+async function write(res: ServerResponse, text: string, record: RecordedRequest, abort: AbortSignal): Promise<void> {
+  if (abort.aborted) return
+  record.bytesWritten += Buffer.byteLength(text)
+  if (res.write(text)) return
+  await new Promise<void>((resolve) => {
+    const done = () => {
+      res.off('drain', done)
+      abort.removeEventListener('abort', done)
+      resolve()
+    }
+    res.on('drain', done)
+    abort.addEventListener('abort', done, { once: true })
   })
 }
 

@@ -333,7 +333,7 @@ describe('llm-mock-server script files', () => {
       "bad.yaml: steps[1]: unknown field 'txt'; expected one of: label, expect, reasoning, text, toolCalls, events, usage, usageOn, finish, delayMs, chunkDelayMs, done, model, id",
     )
     expect(await badScript('steps:\n  - events:\n      - text: a\n        reasoning: b\n')).toBe(
-      'bad.yaml: steps[0].events[0]: an event has exactly one of the keys text, reasoning, toolCall, toolArgs, delayMs, stall, keepAlive, reset, frame; got text, reasoning',
+      'bad.yaml: steps[0].events[0]: an event has exactly one of the keys text, reasoning, toolCall, toolArgs, delayMs, stall, keepAlive, reset, frame, forever; got text, reasoning',
     )
     expect(await badScript('steps:\n  - error: {status: 200}\n')).toBe(
       'bad.yaml: steps[0].error.status: expected an HTTP error status 400-599, got 200',
@@ -355,5 +355,63 @@ describe('llm-mock-server script files', () => {
 
   it('reports a missing script file', async () => {
     await expect(startMockServer({ script: join(dir, 'missing.yaml') })).rejects.toThrow(/missing\.yaml: cannot read: ENOENT/)
+  })
+})
+
+describe('llm-mock-server fault modes: endless, keep-alive only, huge, echoing', () => {
+  async function readSome(response: Response, bytes: number): Promise<string> {
+    const reader = response.body!.getReader()
+    const decoder = new TextDecoder()
+    let text = ''
+    while (text.length < bytes) {
+      const { value, done } = await reader.read()
+      if (done) break
+      text += decoder.decode(value, { stream: true })
+    }
+    await reader.cancel()
+    return text
+  }
+
+  it('forever text keeps sending deltas until the client leaves', async () => {
+    const server = await start({ steps: [{ events: [{ text: 'start ' }, { forever: { text: 'more ' } }] }] })
+    const response = await chat(server, { stream: true })
+    const text = await readSome(response, 20_000)
+    expect(text.split('"content":"more "').length).toBeGreaterThan(20)
+    await expect.poll(() => server.requests[0].aborted).toBe(true)
+    expect(server.requests[0].bytesWritten).toBeGreaterThan(20_000)
+  })
+
+  it('forever keepAlive sends only SSE comments', async () => {
+    const server = await start({ steps: [{ events: [{ forever: { keepAlive: true, intervalMs: 1 } }] }] })
+    const response = await chat(server, { stream: true })
+    const text = await readSome(response, 400)
+    const lines = text.split('\n').filter((l) => l !== '')
+    // The role frame, then comments only.
+    expect(lines[0]).toMatch(/^data: /)
+    expect(lines.slice(1).every((l) => l === ': keep-alive')).toBe(true)
+    expect(lines.length).toBeGreaterThan(10)
+  })
+
+  it('raw repeat streams a huge body without building it', async () => {
+    const server = await start({ steps: [{ raw: { status: 200, contentType: 'text/plain', body: 'x'.repeat(1000), repeat: 1000 } }] })
+    const response = await chat(server, {})
+    const body = await response.text()
+    expect(body.length).toBe(1_000_000)
+    expect(server.requests[0].bytesWritten).toBe(1_000_000)
+  })
+
+  it('error echoHeaders puts the request headers (Authorization too) in the error message', async () => {
+    const server = await start({ steps: [{ error: { status: 401, message: 'bad key', echoHeaders: true } }] })
+    const response = await chat(server, {})
+    expect(response.status).toBe(401)
+    const body = await json(response)
+    expect(body.error.message).toMatch(/^bad key; request headers: /)
+    expect(body.error.message).toContain('Bearer sk-test')
+  })
+
+  it('validates the new fields', async () => {
+    await expect(start({ steps: [{ events: [{ forever: {} }] }] as never })).rejects.toThrow(/steps\[0\]\.events\[0\]\.forever: expected exactly one of text or keepAlive/)
+    await expect(start({ steps: [{ raw: { body: 'x', repeat: 0 } }] as never })).rejects.toThrow(/raw\.repeat: expected at least 1/)
+    await expect(start({ steps: [{ error: { status: 401, body: 'x', echoHeaders: true } }] as never })).rejects.toThrow(/echoHeaders applies to the default body/)
   })
 })
