@@ -3,7 +3,9 @@
 // Layout of an assembled prompt, parts separated by one blank line:
 //   identity -> stable sections (by order, then id) -> persona -> volatile sections (by order, then id)
 // Stable text comes first so a provider's prompt-prefix cache survives changes in volatile parts.
+import { statSync } from 'node:fs'
 import { arch, release, type as osType } from 'node:os'
+import { basename, dirname, join } from 'node:path'
 import { Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import { ScopedRegistry } from '@dsh/scope'
@@ -25,6 +27,14 @@ export interface PromptSection {
   scope?: string
 }
 
+/**
+ * The session a prompt is assembled for, structurally (no dependency on `@dsh/session`): the
+ * first event's time fixes `{{date}}`, and the object itself keys the per-session facts.
+ */
+export interface PromptSession {
+  readonly events: readonly { readonly time: number }[]
+}
+
 export interface AssembleInput {
   provider: string
   model: string
@@ -32,8 +42,13 @@ export interface AssembleInput {
   scope?: string
   /** Tool schemas to present (normally `ctx.tools.schemas(scope)`); returned sorted by name. */
   tools?: ToolSchema[]
-  /** Overrides the `{{date}}` variable (YYYY-MM-DD); default: today in local time. */
+  /**
+   * Overrides the `{{date}}` variable (YYYY-MM-DD). Default: the local date of the session's first
+   * event when `session` is given, else today.
+   */
   date?: string
+  /** The session being prompted: pins `{{date}}` and `{{git}}` for the session's life. */
+  session?: PromptSession
 }
 
 export interface AssembledPrompt {
@@ -47,6 +62,8 @@ export interface SystemPromptConfig {
   identity: string
   persona: string
   variables?: Record<string, string>
+  /** Per section id: `false` drops the section, a string replaces its text. */
+  sections?: Record<string, string | false>
 }
 
 /** A section or persona refers to a variable that does not exist, or a variable failed to resolve. */
@@ -59,15 +76,59 @@ export const DEFAULT_IDENTITY =
   'through the tools you are given: read before you change things, make the smallest change that ' +
   'solves the task, check your work when you can, and report plainly what you did and what is left.'
 
-export const BUILTIN_VARIABLES = ['model', 'provider', 'cwd', 'date', 'os'] as const
+export const BUILTIN_VARIABLES = ['model', 'provider', 'cwd', 'date', 'os', 'shell', 'git'] as const
+
+/** Facts sampled once per session object and kept for its life in this process. */
+const gitBySession = new WeakMap<PromptSession, string>()
 
 const builtins: Record<(typeof BUILTIN_VARIABLES)[number], VariableResolver> = {
   model: (input) => input.model,
   provider: (input) => input.provider,
   cwd: (input) => input.cwd,
-  date: (input) => input.date ?? localDate(new Date()),
+  date: (input) => input.date ?? localDate(new Date(input.session?.events[0]?.time ?? Date.now())),
   os: () => `${osType()} ${release()} (${arch()})`,
+  shell: () => userShell(),
+  git: (input) => {
+    const session = input.session
+    if (!session) return gitRepository(input.cwd) ? 'yes' : 'no'
+    let value = gitBySession.get(session)
+    if (value === undefined) gitBySession.set(session, (value = gitRepository(input.cwd) ? 'yes' : 'no'))
+    return value
+  },
 }
+
+/**
+ * The sections this service contributes itself. Ids start with `dsh:`; each one can be replaced or
+ * dropped through the `sections` config like any other section.
+ */
+export const BUILTIN_SECTIONS: readonly ResolvedSection[] = [
+  {
+    id: 'dsh:working',
+    order: 100,
+    stable: true,
+    text: [
+      'Working rules:',
+      '- Paths in tool calls may be relative to the working directory; prefer that over absolute paths.',
+      '- Prefer a dedicated tool over a shell command when one exists for the job (reading, searching, editing files).',
+      '- Look before you change: read the part of a file you are about to edit, and edit only what the task needs.',
+      '- Calls that do not depend on each other can go in the same response.',
+      '- Long tool output is cut: a `[... N bytes omitted ...]` marker stands for the middle, and a note gives the file holding the full text. Search or page through that file instead of rerunning the command.',
+      '- A tool error explains what went wrong; fix the call rather than retrying it unchanged.',
+    ].join('\n'),
+  },
+  {
+    id: 'dsh:environment',
+    order: 900,
+    stable: true,
+    text: ['Environment:', '- Working directory: {{cwd}}', '- Git repository: {{git}}', '- Platform: {{os}}', '- User shell: {{shell}}'].join('\n'),
+  },
+  {
+    id: 'dsh:date',
+    order: 900,
+    stable: false,
+    text: 'Session date: {{date}} (the day this session started).',
+  },
+]
 
 /** A registered section as stored: `stable` resolved to a boolean. */
 export interface ResolvedSection {
@@ -94,6 +155,9 @@ export class SystemPrompt extends Service {
     identity: Schema.string().default(DEFAULT_IDENTITY).description('The harness identity: always the first part of the prompt.'),
     persona: Schema.string().default('').description('The deployment persona, placed after the stable sections.'),
     variables: Schema.dict(Schema.string()).default({}).description('Static `{{name}}` variables.'),
+    sections: Schema.dict(Schema.union([Schema.const(false), Schema.string()]))
+      .default({})
+      .description('Per section id: false drops the section, a string replaces its text.'),
   })
 
   readonly identity: string
@@ -101,6 +165,7 @@ export class SystemPrompt extends Service {
   private readonly sectionsTable = new ScopedRegistry<SectionEntry>({ key: (section) => section.id, label: 'prompt section' })
   private readonly personas = new ScopedRegistry<PersonaEntry>({ key: () => 'persona', label: 'persona' })
   private readonly defaultPersona: string
+  private readonly overrides: ReadonlyMap<string, string | false>
 
   constructor(ctx: Context, config: SystemPromptConfig) {
     super(ctx, 'systemPrompt')
@@ -114,6 +179,14 @@ export class SystemPrompt extends Service {
     this.checkText('config.persona', config.persona)
     this.identity = config.identity
     this.defaultPersona = config.persona
+    const overrides = new Map<string, string | false>()
+    for (const [id, value] of Object.entries(config.sections ?? {})) {
+      if (value !== false && typeof value !== 'string') throw new TypeError(`config.sections["${id}"]: expected false or a string`)
+      if (typeof value === 'string') this.checkText(`config.sections["${id}"]`, value)
+      overrides.set(id, value)
+    }
+    this.overrides = overrides
+    for (const section of BUILTIN_SECTIONS) this.sectionsTable.register({ ...section }, {})
   }
 
   /**
@@ -210,7 +283,13 @@ export class SystemPrompt extends Service {
   }
 
   private ordered(scope: string | undefined): SectionEntry[] {
-    return this.sectionsTable.resolve(scope).sort((a, b) => {
+    const entries: SectionEntry[] = []
+    for (const entry of this.sectionsTable.resolve(scope)) {
+      const override = this.overrides.get(entry.id)
+      if (override === false) continue
+      entries.push(override === undefined ? entry : { ...entry, text: override })
+    }
+    return entries.sort((a, b) => {
       if (a.stable !== b.stable) return a.stable ? -1 : 1
       if (a.order !== b.order) return a.order - b.order
       return a.id < b.id ? -1 : a.id > b.id ? 1 : 0
@@ -233,6 +312,25 @@ function checkVariableName(name: string, where: string): void {
   if (typeof name !== 'string' || !VARIABLE_NAME_PATTERN.test(name)) {
     throw new TypeError(`${where}: invalid variable name ${JSON.stringify(name)} (must match ${VARIABLE_NAME_PATTERN})`)
   }
+}
+
+/** Whether `cwd` is inside a git work tree: a `.git` directory or file in it or an ancestor. */
+export function gitRepository(cwd: string): boolean {
+  let dir = cwd
+  for (;;) {
+    try {
+      statSync(join(dir, '.git'))
+      return true
+    } catch {}
+    const parent = dirname(dir)
+    if (parent === dir) return false
+    dir = parent
+  }
+}
+
+function userShell(): string {
+  const shell = process.env.SHELL
+  return shell ? basename(shell) : 'unknown'
 }
 
 function localDate(now: Date): string {

@@ -4,14 +4,17 @@ import SystemPrompt, { DEFAULT_IDENTITY, SystemPromptError } from '@dsh/system-p
 
 const input = { provider: 'deepseek-official', model: 'deepseek-chat', cwd: '/home/u/project', date: '2026-01-02' }
 
+/** The built-in sections are dropped here so these tests see only what they register. */
+const WITHOUT_BUILTINS = { 'dsh:working': false, 'dsh:environment': false, 'dsh:date': false }
+
 async function boot(config?: Record<string, unknown>) {
   const ctx = new Context()
-  await ctx.plugin(SystemPrompt, config as never)
+  await ctx.plugin(SystemPrompt, { sections: WITHOUT_BUILTINS, ...config } as never)
   return ctx
 }
 
 describe('system prompt', () => {
-  it('defaults to the harness identity alone', async () => {
+  it('without the built-in sections, the prompt is the harness identity alone', async () => {
     const ctx = await boot()
     expect(ctx.systemPrompt.assemble(input)).toEqual({ system: DEFAULT_IDENTITY, tools: [] })
   })
@@ -54,8 +57,8 @@ describe('system prompt', () => {
   it('substitutes built-in, configured and registered variables', async () => {
     const ctx = await boot({ identity: 'I am on {{ os }}.', variables: { product: 'dsh' } })
     const sp = ctx.systemPrompt
-    sp.registerVariable('shell', (vars) => `bash in ${vars.cwd}`)
-    sp.registerSection({ id: 'env', order: 0, text: 'model={{model}} provider={{provider}} cwd={{cwd}} date={{date}} {{product}} {{shell}}' })
+    sp.registerVariable('where', (vars) => `bash in ${vars.cwd}`)
+    sp.registerSection({ id: 'env', order: 0, text: 'model={{model}} provider={{provider}} cwd={{cwd}} date={{date}} {{product}} {{where}}' })
     const { system } = sp.assemble(input)
     expect(system).toMatch(/^I am on \S+ \S+ \(\S+\)\.\n\n/)
     expect(system.split('\n\n')[1]).toBe(
@@ -63,7 +66,7 @@ describe('system prompt', () => {
     )
     const today = sp.assemble({ ...input, date: undefined })
     expect(today.system).toMatch(/date=\d{4}-\d{2}-\d{2} /)
-    expect(sp.variables()).toEqual(['cwd', 'date', 'model', 'os', 'product', 'provider', 'shell'])
+    expect(sp.variables()).toEqual(['cwd', 'date', 'git', 'model', 'os', 'product', 'provider', 'shell', 'where'])
   })
 
   it('rejects an unknown variable at registration, naming the section and the variable', async () => {
