@@ -288,7 +288,7 @@ export class LoopAgent implements Agent {
   private buildRequest(turn: number, step: number, signal: AbortSignal): LlmRequest {
     const { provider, model } = this.model
     const tools = this.ctx.tools.schemas(this.scope)
-    const assembled = this.ctx.systemPrompt.assemble({ provider, model, cwd: this.cwd, scope: this.scope, tools })
+    const assembled = this.ctx.systemPrompt.assemble({ provider, model, cwd: this.cwd, scope: this.scope, tools, session: this.session })
     const header = { provider, model, system: assembled.system, tools: assembled.tools }
     const headerJson = JSON.stringify(header)
     if (headerJson !== this.lastHeader) {
