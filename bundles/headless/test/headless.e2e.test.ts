@@ -1,9 +1,10 @@
 // End-to-end: the real `dsh` bin in a subprocess, the real base + headless bundles, and the
 // DeepSeek adapter talking to @dsh/llm-mock-server over loopback HTTP.
 import { spawn } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
 import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
 import { DSH_BIN, runDsh } from '@dsh/cli-testkit'
@@ -254,5 +255,85 @@ describe('dsh --profile headless', () => {
     expect(history).toContain('run the long job')
     expect(history).toMatch(/interrupted while this tool call was running/)
     expect(history).toContain('what happened?')
+  })
+
+  describe('signals mid-turn', () => {
+    // Plain JSONL logs (no zstd) so the test can read what was stored.
+    const plainLogs = (cwd: string) => {
+      const file = join(cwd, 'plain-log.patch.yml')
+      writeFileSync(file, '- id: session-persistence-jsonl\n  config:\n    compression: none\n')
+      return ['--patch', file]
+    }
+    const sessionDir = (home: string, id: string) => {
+      const root = join(home, 'sessions')
+      const key = readdirSync(root).find((k) => existsSync(join(root, k, id)))
+      return join(root, key!, id)
+    }
+    const until = async (cond: () => boolean, what: string) => {
+      for (let i = 0; i < 800 && !cond(); i++) await new Promise((r) => setTimeout(r, 25))
+      if (!cond()) throw new Error(`timed out waiting for ${what}`)
+    }
+    function start(args: string[], env: Record<string, string>, cwd: string) {
+      const child = spawn(process.execPath, [DSH_BIN, ...args], { cwd, env: { PATH: process.env.PATH!, HOME: cwd, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+      const run = { child, stdout: '', stderr: '', exit: new Promise<{ code: number | null; signal: string | null }>((r) => child.on('close', (code, signal) => r({ code, signal }))) }
+      child.stdout.setEncoding('utf8').on('data', (d: string) => (run.stdout += d))
+      child.stderr.setEncoding('utf8').on('data', (d: string) => (run.stderr += d))
+      return run
+    }
+
+    for (const [signal, status] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+      it(`${signal} while the model streams exits ${status}, logs turn/end cancelled and leaves no lock`, async () => {
+        const { home, cwd } = workspace()
+        const s = await withMock([{ events: [{ text: 'working on it' }, { stall: true }] }, { text: 'resumed fine' }])
+        const run = start([...plainLogs(cwd), '--profile', 'headless', '--output-format', 'stream-json', 'long task'], envFor(home, s), cwd)
+        await until(() => run.stdout.includes('working on it'), 'the first chunk')
+        run.child.kill(signal)
+        expect(await run.exit).toEqual({ code: status, signal: null })
+        expect(run.stderr).not.toMatch(/inactive context|\n\s+at /)
+        const sessionId = JSON.parse(run.stdout.split('\n')[0]).sessionId
+        const dir = sessionDir(home, sessionId)
+        const log = readFileSync(join(dir, 'session.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l))
+        expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { turn: 0, reason: 'cancelled' } })
+        expect(existsSync(join(dir, 'writer.lock'))).toBe(false)
+        // The next run continues the closed turn: nothing to repair.
+        const next = await dsh([...plainLogs(cwd), '--profile', 'headless', '--continue', '--output-format', 'json', 'go on'], envFor(home, s), cwd)
+        expect(next.code).toBe(0)
+        expect(next.stderr).toBe('')
+        expect(JSON.parse(next.stdout)).toMatchObject({ sessionId, result: 'resumed fine', turns: 2 })
+      })
+    }
+
+    it('SIGTERM during a running bash tool closes the tool call and the turn', async () => {
+      const { home, cwd } = workspace()
+      const s = await withMock([{ toolCalls: [{ name: 'bash', arguments: { command: 'echo started > marker; sleep 30', description: 'long job' } }] }])
+      const run = start([...plainLogs(cwd), '--profile', 'headless', '--output-format', 'stream-json', 'run the long job'], envFor(home, s), cwd)
+      await until(() => existsSync(join(cwd, 'marker')), 'the tool to start')
+      run.child.kill('SIGTERM')
+      expect(await run.exit).toEqual({ code: 143, signal: null })
+      expect(run.stderr).not.toMatch(/inactive context|\n\s+at /)
+      const sessionId = JSON.parse(run.stdout.split('\n')[0]).sessionId
+      const dir = sessionDir(home, sessionId)
+      const types = readFileSync(join(dir, 'session.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l))
+      expect(types.map((e) => e.type)).toContain('tool/result')
+      expect(types.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'cancelled' } })
+      expect(existsSync(join(dir, 'writer.lock'))).toBe(false)
+    })
+
+    it('a second SIGINT while stopping exits at once with one line', async () => {
+      const { home, cwd } = workspace()
+      const marker = join(cwd, 'stopping.marker')
+      const fixture = fileURLToPath(new URL('./fixtures/stall-stop.mjs', import.meta.url))
+      const patch = join(cwd, 'stall.patch.yml')
+      writeFileSync(patch, `- insert:\n    - id: stall-stop\n      name: ${JSON.stringify(fixture)}\n      config:\n        marker: ${JSON.stringify(marker)}\n`)
+      const s = await withMock([{ events: [{ text: 'working on it' }, { stall: true }] }])
+      const run = start(['--patch', patch, '--profile', 'headless', '--output-format', 'stream-json', 'long task'], envFor(home, s), cwd)
+      await until(() => run.stdout.includes('working on it'), 'the first chunk')
+      run.child.kill('SIGINT')
+      await until(() => existsSync(marker), 'the stopping phase')
+      run.child.kill('SIGINT')
+      expect(await run.exit).toEqual({ code: 130, signal: null })
+      expect(run.stderr).toContain('dsh: SIGINT again while stopping; exiting now')
+      expect(run.stderr).not.toMatch(/inactive context|\n\s+at /)
+    })
   })
 })

@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import {
-  applyDotEnv, applyLayers, bootComposition, composeLayers, dumpComposition, DshUserError, parseLayer, readLayerFile, resolveBundle,
+  applyDotEnv, applyLayers, bootComposition, composeLayers, dumpComposition, DshUserError, parseLayer, readLayerFile, resolveBundle, runTree,
   type Composition, type Layer,
 } from '@dsh/app-boot'
 import { homeLayout, resolveDshHome } from '@dsh/home-paths'
@@ -116,23 +116,10 @@ export async function runAcp(opts: RunAcpOptions): Promise<number> {
       process.stdout.write(dumpComposition(comp))
       return 0
     }
-    let finish!: (code: number) => void
-    const stop = new Promise<number>((r) => (finish = r))
-    const onSignal = (code: number) => () => finish(code)
-    const sigint = onSignal(130)
-    const sigterm = onSignal(143)
-    process.once('SIGINT', sigint)
-    process.once('SIGTERM', sigterm)
-    try {
-      const tree = await bootComposition(comp, { bootInfo: { profile: 'acp', home, cwd, appArgs: [...opts.argv] } })
-      void tree.exited.then(finish)
-      const code = await stop
-      await tree.dispose()
-      return code
-    } finally {
-      process.off('SIGINT', sigint)
-      process.off('SIGTERM', sigterm)
-    }
+    return await runTree(
+      () => bootComposition(comp, { bootInfo: { profile: 'acp', home, cwd, appArgs: [...opts.argv] } }),
+      { name: 'dsh-acp' },
+    )
   } catch (error) {
     if (error instanceof DshUserError) {
       const msg = error.message.replace(/^dsh: /gm, 'dsh-acp: ')

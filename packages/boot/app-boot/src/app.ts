@@ -1,7 +1,7 @@
 // The whole launch after the launcher parsed its flags: env layering, profile creation,
 // composition, then either `--dump-config` or boot, run and graceful shutdown.
 import { resolveDshHome } from '@dsh/home-paths'
-import { bootComposition } from './boot.ts'
+import { bootComposition, type BootedTree, type StopInfo } from './boot.ts'
 import { dumpComposition } from './dump.ts'
 import { applyDotEnv } from './env.ts'
 import { DshUserError } from './errors.ts'
@@ -24,7 +24,66 @@ export interface RunOptions {
   handleSignals?: boolean
 }
 
-const SIGNAL_CODES: Record<string, number> = { SIGINT: 130, SIGTERM: 143 }
+/** Exit status per handled signal: 128 + the signal number, as shells report it. */
+export const SIGNAL_EXIT_CODES: Readonly<Record<'SIGINT' | 'SIGTERM' | 'SIGHUP', number>> = { SIGINT: 130, SIGTERM: 143, SIGHUP: 129 }
+
+export interface RunTreeOptions {
+  /** Program name prefixing the lines this prints (`dsh`, `dsh-acp`, `dsh-jsonrpc-agent`). */
+  name: string
+  stderr?: NodeJS.WritableStream
+  /** Install SIGINT/SIGTERM/SIGHUP handlers (default true). */
+  handleSignals?: boolean
+  /** Stop with 0 when nothing keeps the event loop alive (a finished one-shot; default false). */
+  exitWhenIdle?: boolean
+  /** What a second signal during shutdown does (default: `process.exit(code)`). */
+  forceExit?: (code: number) => void
+}
+
+/**
+ * The one lifecycle every dsh bin shares: boot, run until a signal, `ctx.loader.exit(code)` or
+ * (optionally) an idle event loop, then stop gracefully (`app/stopping`, then dispose) and resolve
+ * with the exit status: the loader's code, or 128 + signal number. Handlers are installed before
+ * the boot, so a signal while mounting still unwinds the tree. A second signal while stopping
+ * prints one line and calls `forceExit` at once.
+ */
+export async function runTree(boot: () => Promise<BootedTree>, opts: RunTreeOptions): Promise<number> {
+  const stderr = opts.stderr ?? process.stderr
+  const forceExit = opts.forceExit ?? ((code: number) => process.exit(code))
+  let stop: StopInfo | undefined
+  let wake!: () => void
+  const stopped = new Promise<void>((resolve) => (wake = resolve))
+  const request = (info: StopInfo) => {
+    if (stop) return
+    stop = info
+    wake()
+  }
+  const cleanups: (() => void)[] = []
+  if (opts.handleSignals ?? true) {
+    for (const [signal, code] of Object.entries(SIGNAL_EXIT_CODES) as [NodeJS.Signals, number][]) {
+      const handler = () => {
+        if (!stop) return request({ reason: 'signal', signal, code })
+        stderr.write(`${opts.name}: ${signal} again while stopping; exiting now\n`)
+        forceExit(stop.code)
+      }
+      process.on(signal, handler)
+      cleanups.push(() => process.off(signal, handler))
+    }
+  }
+  try {
+    const tree = await boot()
+    if (opts.exitWhenIdle) {
+      const idle = () => request({ reason: 'idle', code: 0 })
+      process.once('beforeExit', idle)
+      cleanups.push(() => process.off('beforeExit', idle))
+    }
+    void tree.exited.then((code) => request({ reason: 'exit', code }))
+    await stopped
+    await tree.dispose(stop)
+    return stop!.code
+  } finally {
+    for (const c of cleanups) c()
+  }
+}
 
 /**
  * Runs dsh and resolves with the exit status. User mistakes (bad profile, bad layer, failed
@@ -45,33 +104,10 @@ export async function runApp(opts: RunOptions): Promise<number> {
       stdout.write(dumpComposition(comp))
       return 0
     }
-    // Signal handlers go in before the boot so a signal during mounting still unwinds the tree.
-    let finish!: (code: number) => void
-    const stop = new Promise<number>((resolve) => (finish = resolve))
-    const cleanups: (() => void)[] = []
-    if (opts.handleSignals ?? true) {
-      for (const signal of Object.keys(SIGNAL_CODES)) {
-        const handler = () => finish(SIGNAL_CODES[signal])
-        process.once(signal, handler)
-        cleanups.push(() => process.off(signal, handler))
-      }
-    }
-    let tree
-    try {
-      tree = await bootComposition(comp, { bootInfo: { home, cwd, appArgs: opts.appArgs ?? [] }, stderr })
-    } catch (error) {
-      for (const c of cleanups) c()
-      throw error
-    }
-    // Nothing left to do (no server, no pending work): unwind the tree and exit 0.
-    const idle = () => finish(0)
-    process.once('beforeExit', idle)
-    cleanups.push(() => process.off('beforeExit', idle))
-    void tree.exited.then(finish)
-    const code = await stop
-    for (const c of cleanups) c()
-    await tree.dispose()
-    return code
+    return await runTree(
+      () => bootComposition(comp, { bootInfo: { home, cwd, appArgs: opts.appArgs ?? [] }, stderr }),
+      { name: 'dsh', stderr, handleSignals: opts.handleSignals, exitWhenIdle: true },
+    )
   } catch (error) {
     if (error instanceof DshUserError) {
       const msg = error.message.startsWith('dsh: ') ? error.message : `dsh: ${error.message}`

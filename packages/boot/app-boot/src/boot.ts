@@ -4,6 +4,7 @@ import { Entry, evaluate, Group, Loader } from '@cordisjs/plugin-loader'
 import { DshUserError } from './errors.ts'
 import { isJsExpr } from './layer.ts'
 import { profileDirUrl, type Composition, type ResolvedRow } from './profile.ts'
+import { hasUserFileRows, shareInstallModules } from './shared-modules.ts'
 
 /** What the launcher knew at boot; provided on the root context as `ctx.bootInfo`. */
 export interface BootInfo {
@@ -36,8 +37,26 @@ declare module 'cordis' {
   interface Events {
     /** Emitted once after every row of the composition is active (never for a failed boot). */
     'app/ready'(): void | Promise<void>
+    /**
+     * Emitted once when a booted tree is about to be disposed, while every row is still active:
+     * listeners wind down running work (agents end their turns) so its last events are still
+     * logged and flushed. Awaited (bounded by `stopGraceMs`) before the rows unwind.
+     */
+    'app/stopping'(info: StopInfo): void | Promise<void>
   }
 }
+
+/** Why the app stops: a signal, `ctx.loader.exit(code)`, an idle event loop, or an embedder's dispose. */
+export interface StopInfo {
+  reason: 'signal' | 'exit' | 'idle' | 'dispose'
+  /** The signal name when `reason` is `signal`. */
+  signal?: NodeJS.Signals
+  /** The exit status the process will have. */
+  code: number
+}
+
+/** How long `dispose()` waits for `app/stopping` listeners before unwinding the rows anyway. */
+export const DEFAULT_STOP_GRACE_MS = 10_000
 
 export type BootFailureKind = 'resolve' | 'disabled' | 'import' | 'config' | 'apply' | 'inject'
 
@@ -80,8 +99,11 @@ export interface BootedTree {
   loader: DshLoader
   /** Resolves with the code a plugin passed to `ctx.loader.exit(code)`. */
   exited: Promise<number>
-  /** Disposes every row (idempotent); all registrations unwind. */
-  dispose(): Promise<void>
+  /**
+   * Stops the app (idempotent): emits `app/stopping` while the rows are still active and waits for
+   * its listeners (at most `stopGraceMs`), then disposes every row; all registrations unwind.
+   */
+  dispose(info?: StopInfo): Promise<void>
 }
 
 export interface BootOptions {
@@ -96,6 +118,8 @@ export interface BootOptions {
    * for TypeScript sources). Test runners pass their own so sources go through their transform.
    */
   importModule?: (url: string) => Promise<unknown>
+  /** Upper bound for the `app/stopping` phase of `dispose()` (default DEFAULT_STOP_GRACE_MS). */
+  stopGraceMs?: number
 }
 
 const firstLine = (error: unknown) => String((error as Error)?.message ?? error).split('\n')[0]
@@ -198,6 +222,7 @@ export async function bootComposition(comp: Composition, opts: BootOptions = {})
 
   const prepared = prepareRows(comp.rows, ctx)
   if (prepared.failures.length) throw new BootError(prepared.failures)
+  if (hasUserFileRows(comp.rows)) shareInstallModules(comp.installBase)
 
   let loader!: DshLoader
   const host = ctx.plugin({
@@ -211,7 +236,34 @@ export async function bootComposition(comp: Composition, opts: BootOptions = {})
   await host
 
   let disposed: Promise<void> | undefined
-  const dispose = () => (disposed ??= host.dispose().then(() => undefined))
+  // Only a tree that came up gets the stopping phase; a failed boot just unwinds.
+  let ready = false
+  const graceMs = opts.stopGraceMs ?? DEFAULT_STOP_GRACE_MS
+  const stopping = async (info: StopInfo) => {
+    if (!ready) return
+    let timer: NodeJS.Timeout | undefined
+    const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)))
+    try {
+      await Promise.race([ctx.parallel('app/stopping', info), grace])
+    } catch (error) {
+      const errors = error instanceof AggregateError ? error.errors : [error]
+      for (const e of errors) stderr.write(`dsh: warning: while stopping: ${firstLine(e)}\n`)
+    } finally {
+      clearTimeout(timer)
+    }
+    // Durable state last, while its row is still active: unwinding would close the session logs
+    // from two disposers at once (the glue's and the store's), and the loser of that race resolves
+    // before the winner has removed the writer lock, so a bin exiting right after the dispose
+    // left `writer.lock` behind. One awaited close here removes every lock first.
+    const persistence = ctx.get('sessionPersistence') as { closeAll?(): Promise<void> } | undefined
+    try {
+      await persistence?.closeAll?.()
+    } catch (error) {
+      stderr.write(`dsh: warning: while stopping: closing session logs: ${firstLine(error)}\n`)
+    }
+  }
+  const dispose = (info: StopInfo = { reason: 'dispose', code: 0 }) =>
+    (disposed ??= stopping(info).then(() => host.dispose()).then(() => undefined))
   let exitResolve!: (code: number) => void
   const exited = new Promise<number>((resolve) => (exitResolve = resolve))
   loader.onExit = (code) => exitResolve(code)
@@ -257,6 +309,7 @@ export async function bootComposition(comp: Composition, opts: BootOptions = {})
   }
   // Every row is active: surfaces that drive the whole tree (the headless runner, servers)
   // start from here rather than from their own apply, so they never race a sibling row.
+  ready = true
   await ctx.parallel('app/ready')
   return { ctx, loader, exited, dispose }
 }

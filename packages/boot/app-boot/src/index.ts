@@ -13,7 +13,7 @@ export {
 export { dumpComposition } from './dump.ts'
 export { applyDotEnv, layerEnv, readEnvFile } from './env.ts'
 export {
-  BootError, bootComposition, DshLoader, formatFailure,
-  type BootedTree, type BootFailure, type BootFailureKind, type BootInfo, type BootOptions,
+  BootError, bootComposition, DEFAULT_STOP_GRACE_MS, DshLoader, formatFailure,
+  type BootedTree, type BootFailure, type BootFailureKind, type BootInfo, type BootOptions, type StopInfo,
 } from './boot.ts'
-export { runApp, type RunOptions } from './app.ts'
+export { runApp, runTree, SIGNAL_EXIT_CODES, type RunOptions, type RunTreeOptions } from './app.ts'

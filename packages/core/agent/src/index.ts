@@ -133,9 +133,15 @@ export class AgentRegistry extends Service {
 
   constructor(ctx: Context, _config: {} = {}) {
     super(ctx, 'agents')
+    // An app that is about to stop (the `app/stopping` event of @dsh/app-boot, emitted while every
+    // row is still active) disposes its agents first: running turns end `cancelled` and their last
+    // events reach the session log before persistence and the loop unwind.
+    ;(ctx.on as (name: string, listener: () => Promise<void>) => () => void)('app/stopping', async () => {
+      await Promise.allSettled([...this.agents.values()].map((agent) => agent.dispose()))
+    })
     // Disposing the registry disposes every agent it still tracks.
     ctx.effect(() => () => {
-      for (const agent of [...this.agents.values()]) void agent.dispose()
+      for (const agent of [...this.agents.values()]) agent.dispose().catch(() => {})
     })
   }
 

@@ -6,7 +6,7 @@ import { createRequire } from 'node:module'
 import { dirname, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import {
-  applyDotEnv, bootComposition, composeLayers, dumpComposition, DshUserError, readLayerFile,
+  applyDotEnv, bootComposition, composeLayers, dumpComposition, DshUserError, readLayerFile, runTree,
   type Layer,
 } from '@dsh/app-boot'
 import { resolveDshHome } from '@dsh/home-paths'
@@ -95,23 +95,10 @@ export async function main(opts: MainOptions): Promise<number> {
       stdout.write(dumpComposition(comp))
       return 0
     }
-    let finish!: (code: number) => void
-    const stopped = new Promise<number>((r) => (finish = r))
-    const signals: Record<string, number> = { SIGINT: 130, SIGTERM: 143 }
-    const handlers = Object.entries(signals).map(([signal, code]) => {
-      const handler = () => finish(code)
-      process.once(signal, handler)
-      return () => process.off(signal, handler)
-    })
-    try {
-      const tree = await bootComposition(comp, { bootInfo: { profile: 'jsonrpc', home, cwd, appArgs: [] }, stderr })
-      void tree.exited.then(finish)
-      const code = await stopped
-      await tree.dispose()
-      return code
-    } finally {
-      for (const off of handlers) off()
-    }
+    return await runTree(
+      () => bootComposition(comp, { bootInfo: { profile: 'jsonrpc', home, cwd, appArgs: [] }, stderr }),
+      { name: 'dsh-jsonrpc-agent', stderr },
+    )
   } catch (error) {
     if (error instanceof DshUserError) {
       stderr.write(`${error.message.replace(/^dsh: /, 'dsh-jsonrpc-agent: ')}\n`)
