@@ -7,6 +7,7 @@ import type {} from '@dsh/shell-env'
 import type { JsonSchema, ToolOutput } from '@dsh/tools'
 import { isSandboxedShell, SANDBOX_ESCALATION_PARAMETER } from '@dsh/sandbox'
 import { renderResult } from './render.ts'
+import { registerPromptSection } from './prompt.ts'
 
 export { renderOutput, renderResult } from './render.ts'
 
@@ -76,7 +77,10 @@ function isShellError(error: unknown): error is ShellError {
   return error instanceof ShellError || (error instanceof Error && error.name === 'ShellError' && typeof (error as ShellError).code === 'string')
 }
 
+export { PROMPT_SECTION } from './prompt.ts'
+
 export function apply(ctx: Context, config: ToolBashConfig): void {
+  registerPromptSection(ctx)
   const { headBytes, tailBytes } = config.output
   const budget = { maxBytes: headBytes + tailBytes, headBytes, tailBytes }
   // A confining shell offers the model a way to ask the user for one unconfined run.

@@ -1,0 +1,27 @@
+// The system prompt section this tool contributes: when to use the tool, not how (the tool's own
+// description covers the mechanics). Registered through `ctx.systemPrompt` when that service is
+// present, and removed with this plugin. A deployment can replace or drop it with the
+// system-prompt row's `sections: { 'tool:bash': ... }`.
+import type { Context } from 'cordis'
+
+export const PROMPT_SECTION = {
+  id: 'tool:bash',
+  order: 300,
+  text: [
+    'Shell (bash):',
+    '- Use bash to run programs: builds, tests, linters, git, package managers. Do not use it to read, search or edit files when a file tool can do that.',
+    '- Every call is a new non-interactive shell: set workdir rather than cd, pass flags that avoid prompts, and narrow long output (grep, head, tail, --quiet).',
+    '- After changing code, run the relevant tests or checks if the project has them.',
+  ].join('\n'),
+}
+
+interface SectionRegistry {
+  registerSection(section: { id: string; order: number; text: string }): () => void
+}
+
+/** Adds `PROMPT_SECTION` whenever a system prompt service is available; a no-op otherwise. */
+export function registerPromptSection(ctx: Context): void {
+  ctx.inject(['systemPrompt'], (inner) => {
+    ;(inner as unknown as { systemPrompt: SectionRegistry }).systemPrompt.registerSection(PROMPT_SECTION)
+  })
+}
