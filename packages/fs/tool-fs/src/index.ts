@@ -12,6 +12,7 @@ import type { ToolCallContext, ToolOutput } from '@dsh/tools'
 import { looksBinary, sniffImage } from './detect.ts'
 import { MatchError, replaceExact } from './edit.ts'
 import { renderWindow, splitLines } from './window.ts'
+import { registerPromptSection } from './prompt.ts'
 
 export { looksBinary, sniffImage } from './detect.ts'
 export { MatchError, replaceExact, type Replacement } from './edit.ts'
@@ -62,7 +63,10 @@ function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? '' : 's'}`
 }
 
+export { PROMPT_SECTION } from './prompt.ts'
+
 export function apply(ctx: Context, config: ToolFsConfig): void {
+  registerPromptSection(ctx)
   const resolve = (path: string, call: ToolCallContext) => ctx.fs.resolve(path, call.cwd)
   const session = (call: ToolCallContext) => (call.sessionId !== undefined ? { session: call.sessionId } : {})
 
