@@ -11,6 +11,7 @@ import Schema from 'schemastery'
 import type { ToolCallContext, ToolOutput } from '@dsh/tools'
 import type {} from '@dsh/subprocess'
 import { RG_PATH, runRg, type RgOutcome } from './rg.ts'
+import { registerPromptSection } from './prompt.ts'
 
 export { RG_PATH, runRg, type RgOptions, type RgOutcome } from './rg.ts'
 
@@ -124,7 +125,10 @@ function notes(outcome: RgOutcome, config: ToolFsSearchConfig): string[] {
   return out
 }
 
+export { PROMPT_SECTION } from './prompt.ts'
+
 export function apply(ctx: Context, config: ToolFsSearchConfig): void {
+  registerPromptSection(ctx)
   ctx.tools.register<{ pattern: string; path?: string }>({
     name: 'glob',
     description:

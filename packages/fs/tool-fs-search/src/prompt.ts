@@ -1,0 +1,26 @@
+// The system prompt section this tool contributes: when to use the tool, not how (the tool's own
+// description covers the mechanics). Registered through `ctx.systemPrompt` when that service is
+// present, and removed with this plugin. A deployment can replace or drop it with the
+// system-prompt row's `sections: { 'tool:fs-search': ... }`.
+import type { Context } from 'cordis'
+
+export const PROMPT_SECTION = {
+  id: 'tool:fs-search',
+  order: 320,
+  text: [
+    'Search (glob, grep):',
+    '- Find files by name with glob and text inside files with grep, then read only the files or ranges that matter.',
+    '- Prefer them to find, grep or rg in bash: results are bounded and ignore files (.gitignore) are honoured.',
+  ].join('\n'),
+}
+
+interface SectionRegistry {
+  registerSection(section: { id: string; order: number; text: string }): () => void
+}
+
+/** Adds `PROMPT_SECTION` whenever a system prompt service is available; a no-op otherwise. */
+export function registerPromptSection(ctx: Context): void {
+  ctx.inject(['systemPrompt'], (inner) => {
+    ;(inner as unknown as { systemPrompt: SectionRegistry }).systemPrompt.registerSection(PROMPT_SECTION)
+  })
+}
