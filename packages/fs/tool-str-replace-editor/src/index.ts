@@ -8,6 +8,7 @@ import Schema from 'schemastery'
 import { FsError } from '@dsh/fs'
 import type { ToolCallContext, ToolOutput } from '@dsh/tools'
 import { EditorError, insertAfter, linesOf, numbered, replaceOnce, type Replaced } from './text.ts'
+import { registerPromptSection } from './prompt.ts'
 
 export { EditorError, insertAfter, linesOf, numbered, replaceOnce } from './text.ts'
 
@@ -56,7 +57,10 @@ const NEEDS: Record<Command, (keyof EditorArgs)[]> = {
   insert: ['insert_line', 'new_str'],
 }
 
+export { PROMPT_SECTION } from './prompt.ts'
+
 export function apply(ctx: Context, config: StrReplaceEditorConfig): void {
+  registerPromptSection(ctx)
   const session = (call: ToolCallContext) => (call.sessionId !== undefined ? { session: call.sessionId } : {})
 
   async function checkFile(abs: string): Promise<ToolOutput | undefined> {
