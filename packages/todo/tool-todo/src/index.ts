@@ -5,6 +5,7 @@ import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { Session } from '@dsh/session'
 import type { ToolOutput } from '@dsh/tools'
+import { registerPromptSection } from './prompt.ts'
 
 export const TODO_STATUSES = ['pending', 'in_progress', 'completed'] as const
 export type TodoStatus = (typeof TODO_STATUSES)[number]
@@ -112,7 +113,10 @@ export function summary(todos: Todo[]): string {
   return `${head} All items are completed.`
 }
 
+export { PROMPT_SECTION } from './prompt.ts'
+
 export function apply(ctx: Context, config: ToolTodoConfig): void {
+  registerPromptSection(ctx)
   ctx.tools.register<{ todos: TodoInput[] }>({
     name: 'todo_write',
     description:
