@@ -5,6 +5,7 @@ import { Context } from 'cordis'
 import Schema from 'schemastery'
 import { checkQuestions, type Question, type QuestionsOutcome } from '@dsh/user-questions'
 import type { JsonSchema, ToolOutput } from '@dsh/tools'
+import { registerPromptSection } from './prompt.ts'
 
 export const name = 'tool-ask-user'
 export const inject = ['tools', 'userQuestions']
@@ -111,7 +112,10 @@ export function renderOutcome(questions: Question[], outcome: QuestionsOutcome):
   return { content: lines.join('\n'), meta: { answeredBy: outcome.answeredBy } }
 }
 
+export { PROMPT_SECTION } from './prompt.ts'
+
 export function apply(ctx: Context, config: ToolAskUserConfig) {
+  registerPromptSection(ctx)
   ctx.tools.register({
     name: 'ask_user_question',
     description: DESCRIPTION,
