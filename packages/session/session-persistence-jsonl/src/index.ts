@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto'
 import { constants as fsc, promises as fs } from 'node:fs'
 import { hostname } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { SessionId } from '@dsh/session'
@@ -19,6 +19,8 @@ import {
   type SessionHeader,
   type SessionSummary,
   type StoredRecord,
+  isValidSessionId,
+  parseSessionId,
   processAlive,
   sessionNotFound,
 } from '@dsh/session-persistence'
@@ -49,6 +51,7 @@ export interface JsonlPersistenceConfig {
   /** fsync each batch (off only for throwaway data: a crash may then lose acknowledged batches). */
   fsync?: boolean
   eventTypes?: Array<{ type: string; ignorable?: boolean }>
+  unknownEventTypes?: 'warn' | 'refuse'
 }
 
 /** `<sanitised cwd, at most 60 chars>-<8 hex of sha256(cwd)>`: readable and collision-safe. */
@@ -58,7 +61,8 @@ export function cwdKey(cwd: string): string {
 }
 
 interface OpenLog {
-  handle: fs.FileHandle
+  /** Unset until the first batch creates the log file (a session with no events has none). */
+  handle?: fs.FileHandle
   path: string
   compressed: boolean
   /** Byte length of the durable, intact log. */
@@ -75,6 +79,7 @@ export class JsonlPersistence extends SessionPersistence {
     batchWindowMs: Schema.natural().default(20).description('Batch window after the first pending event.'),
     fsync: Schema.boolean().default(true).description('fsync each batch.'),
     eventTypes: Schema.array(Schema.object({ type: Schema.string().required(), ignorable: Schema.boolean() })).default([]),
+    unknownEventTypes: Schema.union(['warn', 'refuse']).default('warn').description('Appending an unregistered event type: warn once, or refuse the append.'),
   })
 
   readonly backend = 'jsonl'
@@ -106,6 +111,7 @@ export class JsonlPersistence extends SessionPersistence {
 
   /** Directory of a stored session, or undefined. */
   async sessionDir(id: SessionId | string): Promise<string | undefined> {
+    parseSessionId(id)
     const known = this.dirs.get(id)
     if (known) return known
     let keys: string[]
@@ -125,8 +131,15 @@ export class JsonlPersistence extends SessionPersistence {
     return undefined
   }
 
-  /** Path of a stored session's log file, or undefined. */
+  /**
+   * Path of a session's log: the file when it exists, else (for a session this instance holds open
+   * and has not written yet) where its first batch will create it; undefined otherwise.
+   */
   async logPath(id: SessionId | string): Promise<string | undefined> {
+    return (await this.existingLog(id)) ?? this.open.get(id)?.path
+  }
+
+  private async existingLog(id: SessionId | string): Promise<string | undefined> {
     const dir = await this.sessionDir(id)
     if (!dir) return undefined
     for (const file of [LOG_ZSTD, LOG_RAW]) if (await exists(join(dir, file))) return join(dir, file)
@@ -142,11 +155,13 @@ export class JsonlPersistence extends SessionPersistence {
       const compressed = this.options.compression === 'zstd'
       if (compressed) await this.codec()
       const path = join(dir, compressed ? LOG_ZSTD : LOG_RAW)
-      const handle = await fs.open(path, fsc.O_CREAT | fsc.O_EXCL | fsc.O_WRONLY | fsc.O_APPEND, 0o600)
+      if (await exists(path)) throw Object.assign(new Error('log exists'), { code: 'EEXIST' })
+      // The log file itself appears with its first batch (see backendWrite), so an existing
+      // empty log always means lost data, never "nothing written yet".
       await writeAtomic(join(dir, HEADER_FILE), JSON.stringify(header, null, 2) + '\n')
       if (this.options.fsync) await syncDir(dir)
       this.dirs.set(header.id, dir)
-      this.open.set(header.id, { handle, path, compressed, size: 0, lockPath })
+      this.open.set(header.id, { path, compressed, size: 0, lockPath })
     } catch (error) {
       await fs.rm(lockPath, { force: true })
       if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new SessionPersistenceError('EXISTS', header.id, `session ${header.id} already exists`)
@@ -156,9 +171,15 @@ export class JsonlPersistence extends SessionPersistence {
 
   protected async backendOpen(id: SessionId): Promise<void> {
     const dir = await this.sessionDir(id)
-    const path = await this.logPath(id)
-    if (!dir || !path) throw sessionNotFound(id)
+    if (!dir) throw sessionNotFound(id)
     const lockPath = await this.lock(id, dir)
+    const path = await this.existingLog(id)
+    if (!path) {
+      // Created, never written: the first batch creates the log in this build's format.
+      const compressed = this.options.compression === 'zstd'
+      this.open.set(id, { path: join(dir, compressed ? LOG_ZSTD : LOG_RAW), compressed, size: 0, lockPath })
+      return
+    }
     try {
       const handle = await fs.open(path, fsc.O_RDWR | fsc.O_APPEND)
       const compressed = path.endsWith('.zstd')
@@ -172,10 +193,15 @@ export class JsonlPersistence extends SessionPersistence {
 
   protected async backendRead(id: SessionId, mode: 'load' | 'inspect'): Promise<BackendReadResult> {
     const dir = await this.sessionDir(id)
-    const path = await this.logPath(id)
-    if (!dir || !path) throw sessionNotFound(id)
+    if (!dir) throw sessionNotFound(id)
     const header = await this.readHeader(id, dir)
+    const path = await this.existingLog(id)
+    // No log file: the session was created and nothing was ever written to it.
+    if (!path) return { header, records: [] }
     const buf = await fs.readFile(path)
+    // The first batch creates the file whole (written aside, then renamed into place), so an
+    // empty log, or one without a single intact batch, lost its events: refuse, never load it empty.
+    if (buf.length === 0) throw new SessionCorruptError(id, 0, `the log ${path} is empty (0 bytes): its events are lost`)
     const compressed = path.endsWith('.zstd')
     let scan
     try {
@@ -184,11 +210,14 @@ export class JsonlPersistence extends SessionPersistence {
       if (error instanceof FramingError) throw new SessionCorruptError(id, error.offset, `${error.reason} in ${path}`)
       throw error
     }
+    if (scan.goodLength === 0 && scan.records.length === 0) {
+      throw new SessionCorruptError(id, 0, `the log ${path} holds no intact batch (${buf.length} bytes${scan.torn ? `: ${scan.torn.reason}` : ''})`)
+    }
     const result: BackendReadResult = { header, records: scan.records }
     if (scan.torn) {
       result.tornTail = { offset: scan.goodLength, dropped: buf.length - scan.goodLength, reason: scan.torn.reason }
       const log = this.open.get(id)
-      if (mode === 'load' && log) {
+      if (mode === 'load' && log?.handle) {
         await log.handle.truncate(scan.goodLength)
         await log.handle.sync()
         log.size = scan.goodLength
@@ -201,6 +230,10 @@ export class JsonlPersistence extends SessionPersistence {
     const log = this.open.get(id)
     if (!log) throw new SessionPersistenceError('NOT_OPEN', id, `session ${id} is not open for writing`)
     const bytes = log.compressed ? encodeBatch(records, await this.codec(), this.options.zstdLevel) : encodeLines(records)
+    if (!log.handle) {
+      await this.createLog(log, bytes)
+      return
+    }
     try {
       let written = 0
       while (written < bytes.length) {
@@ -220,7 +253,7 @@ export class JsonlPersistence extends SessionPersistence {
     const log = this.open.get(id)
     if (!log) return
     this.open.delete(id)
-    await log.handle.close().catch(() => {})
+    await log.handle?.close().catch(() => {})
     await fs.rm(log.lockPath, { force: true })
   }
 
@@ -241,7 +274,9 @@ export class JsonlPersistence extends SessionPersistence {
         continue
       }
       for (const id of ids) {
-        const row = await this.summaryOf(id as SessionId, join(this.root, key, id)).catch(() => undefined)
+        if (!isValidSessionId(id)) continue
+        const dir = join(this.root, key, id)
+        const row = await this.summaryOf(id, dir).catch((error: unknown) => this.damagedSummary(id, dir, error))
         if (row) rows.push(row)
       }
     }
@@ -257,8 +292,8 @@ export class JsonlPersistence extends SessionPersistence {
   private async summaryOf(id: SessionId, dir: string): Promise<SessionSummary | undefined> {
     if (!(await exists(join(dir, HEADER_FILE)))) return undefined
     this.dirs.set(id, dir)
-    const path = await this.logPath(id)
-    if (!path) return undefined
+    const path = await this.existingLog(id)
+    if (!path) return new SummaryBuilder(await this.readHeader(id, dir)).result()
     const size = (await fs.stat(path)).size
     try {
       const cached = JSON.parse(await fs.readFile(join(dir, SUMMARY_FILE), 'utf8')) as { size: number; summary: SessionSummary }
@@ -273,6 +308,44 @@ export class JsonlPersistence extends SessionPersistence {
     const intact = read.tornTail ? read.tornTail.offset : size
     if (intact === size) await writeAtomic(join(dir, SUMMARY_FILE), JSON.stringify({ size, summary }) + '\n', false).catch(() => {})
     return summary
+  }
+
+  /**
+   * The row of a session whose log cannot be read: listed (by the log's mtime) with `damaged`, so
+   * `latest()` stops at it. Undefined when even the header is unreadable (the cwd is unknown).
+   */
+  private async damagedSummary(id: SessionId, dir: string, error: unknown): Promise<SessionSummary | undefined> {
+    let header: SessionHeader
+    try {
+      header = await this.readHeader(id, dir)
+    } catch {
+      return undefined
+    }
+    const path = await this.existingLog(id).catch(() => undefined)
+    const mtime = path ? await fs.stat(path).then((st) => st.mtimeMs, () => header.createdAt) : header.createdAt
+    const row = new SummaryBuilder(header).result()
+    return { ...row, updatedAt: Math.max(row.updatedAt, Math.floor(mtime)), damaged: (error as Error)?.message ?? String(error) }
+  }
+
+  /** Writes the first batch aside, makes it durable, then renames it into place as the log. */
+  private async createLog(log: OpenLog, bytes: Uint8Array): Promise<void> {
+    const tmp = `${log.path}.${process.pid}.tmp`
+    try {
+      const handle = await fs.open(tmp, 'w', 0o600)
+      try {
+        await handle.writeFile(bytes)
+        if (this.options.fsync) await handle.datasync()
+      } finally {
+        await handle.close()
+      }
+      await fs.rename(tmp, log.path)
+      if (this.options.fsync) await syncDir(dirname(log.path))
+    } catch (error) {
+      await fs.rm(tmp, { force: true })
+      throw error
+    }
+    log.handle = await fs.open(log.path, fsc.O_RDWR | fsc.O_APPEND)
+    log.size = bytes.length
   }
 
   private async readHeader(id: SessionId, dir: string): Promise<SessionHeader> {

@@ -33,6 +33,7 @@ export interface SqlitePersistenceConfig {
   busyTimeoutMs?: number
   batchWindowMs?: number
   eventTypes?: Array<{ type: string; ignorable?: boolean }>
+  unknownEventTypes?: 'warn' | 'refuse'
 }
 
 const SCHEMA = `
@@ -75,6 +76,7 @@ export class SqlitePersistence extends SessionPersistence {
     busyTimeoutMs: Schema.natural().default(5000).description('Wait for a locked database before a write fails.'),
     batchWindowMs: Schema.natural().default(20).description('Batch window after the first pending event.'),
     eventTypes: Schema.array(Schema.object({ type: Schema.string().required(), ignorable: Schema.boolean() })).default([]),
+    unknownEventTypes: Schema.union(['warn', 'refuse']).default('warn').description('Appending an unregistered event type: warn once, or refuse the append.'),
   })
 
   readonly backend = 'sqlite'

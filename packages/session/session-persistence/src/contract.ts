@@ -133,6 +133,23 @@ export function persistenceContract(name: string, open: OpenBackend, options: Co
       expect(() => a.create({ id: 'ok', cwd: '' })).toThrow(/cwd/)
     })
 
+    it('refuses ids that are not one safe path segment at every entry point, before touching storage', async () => {
+      const a = await backend()
+      for (const bad of ['../escape', '..', '.', 'a/b', 'a\\b', '', ' x', 'x\u0000', '/abs', 'x'.repeat(129)]) {
+        expect(await code(a.load(bad)), bad).toBe('BAD_ID')
+        expect(await code(a.inspect(bad)), bad).toBe('BAD_ID')
+        expect(await code(a.readFrom(bad, 0)), bad).toBe('BAD_ID')
+        expect(await code(a.append(bad, [])), bad).toBe('BAD_ID')
+        expect(await code(a.close(bad)), bad).toBe('BAD_ID')
+        expect(await code(a.flush(bad)), bad).toBe('BAD_ID')
+        expect(() => a.create({ id: bad, cwd: '/w' })).toThrow(SessionPersistenceError)
+      }
+      const error = await a.load('../../etc').catch((e: unknown) => e)
+      expect((error as Error).message).toMatch(/invalid session id "\.\.\/\.\.\/etc"/)
+      expect(() => a.create({ id: 'ok', cwd: '/w', parentSession: { sessionId: '../p' as never, boundary: 0 } })).toThrow(/parentSession: invalid session id/)
+      expect(await a.list()).toEqual([])
+    })
+
     it('refuses a second concurrent writer with a clear error, and allows it after close', async () => {
       const a = await backend()
       const b = await backend()

@@ -4,7 +4,7 @@
 import { Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import type { AnySessionEvent, Session, SessionId } from '@dsh/session'
-import { SessionPersistenceError, type LoadedSession, type SessionSummary } from './types.ts'
+import { SessionPersistenceError, parseSessionId, type LoadedSession, type SessionSummary } from './types.ts'
 import type {} from './service.ts'
 
 declare module 'cordis' {
@@ -82,6 +82,7 @@ export class DurableSessions extends Service {
 
   /** Loads a stored session (repairing it) and restores it into `ctx.sessions`. */
   async resume(id: SessionId | string): Promise<ResumeResult> {
+    parseSessionId(id, 'resume')
     if (this.ctx.sessions.get(id)) throw new SessionPersistenceError('LOCKED', id, `session ${id} is already live in this process`)
     const persistence = this.ctx.sessionPersistence
     const loaded = await persistence.load(id)
@@ -104,7 +105,10 @@ export class DurableSessions extends Service {
     }
   }
 
-  /** Resumes the most recently updated session of `cwd`; undefined when there is none. */
+  /**
+   * Resumes the most recently updated session of `cwd`; undefined when there is none. When that
+   * session is damaged this rejects (naming it) rather than falling back to an older one.
+   */
   async resumeLatest(cwd: string): Promise<ResumeResult | undefined> {
     const latest = await this.ctx.sessionPersistence.latest(cwd)
     return latest ? this.resume(latest.id) : undefined

@@ -10,6 +10,7 @@ import { sortSummaries } from './summary.ts'
 import {
   HEADER_VERSION,
   SessionPersistenceError,
+  parseSessionId,
   type LoadedSession,
   type SessionHeader,
   type SessionHeaderInput,
@@ -59,6 +60,12 @@ export interface PersistenceBaseConfig {
   batchWindowMs?: number
   /** Event types added by plugins, declared from configuration. */
   eventTypes?: Array<{ type: string; ignorable?: boolean }>
+  /**
+   * What `append` does with an event type nobody registered: `warn` (default) emits
+   * `session-persistence/warning` once and stores it; `refuse` rejects the append with
+   * `UNKNOWN_EVENT_TYPE` (for tests and development: a plugin that forgot to register fails loudly).
+   */
+  unknownEventTypes?: 'warn' | 'refuse'
 }
 
 /** What a backend returns from `backendRead`. */
@@ -84,10 +91,12 @@ export abstract class SessionPersistence extends Service {
   protected readonly writers = new Map<string, OpenWriter>()
   private readonly types = new Map<string, EventTypeOptions[]>()
   private readonly windowMs: number
+  private readonly refuseUnknown: boolean
 
   constructor(ctx: Context, config: PersistenceBaseConfig = {}) {
     super(ctx, 'sessionPersistence')
     this.windowMs = config.batchWindowMs ?? 20
+    this.refuseUnknown = config.unknownEventTypes === 'refuse'
     for (const entry of config.eventTypes ?? []) this.addType(entry.type, { ignorable: entry.ignorable })
     ctx.effect(() => () => this.shutdown(), 'session-persistence: close writers')
   }
@@ -125,6 +134,11 @@ export abstract class SessionPersistence extends Service {
 
   isKnownType(type: string): boolean {
     return CORE_EVENT_TYPES.includes(type) || this.types.has(type)
+  }
+
+  /** Every event type loads accept right now: the core ones and the registered ones, sorted. */
+  knownEventTypes(): string[] {
+    return [...new Set([...CORE_EVENT_TYPES, ...this.types.keys()])].sort()
   }
 
   private addType(type: string, options: EventTypeOptions): () => void {
@@ -170,6 +184,11 @@ export abstract class SessionPersistence extends Service {
    * queues nothing.
    */
   append(sessionId: SessionId | string, events: readonly SessionEvent[]): Promise<void> {
+    try {
+      parseSessionId(sessionId)
+    } catch (error) {
+      return Promise.reject(error)
+    }
     const writer = this.writers.get(sessionId)
     if (!writer) return Promise.reject(new SessionPersistenceError('NOT_OPEN', sessionId, `session ${sessionId} is not open for writing: create() or load() it first`))
     let seq = writer.nextSeq
@@ -183,7 +202,10 @@ export abstract class SessionPersistence extends Service {
     }
     const records = events.map((event): StoredRecord => (this.isIgnorable(event.type) ? { event, ignorable: true } : { event }))
     for (const event of events) {
-      if (!this.isKnownType(event.type)) this.warnOnce(`event type "${event.type}" is not registered with session persistence; sessions containing it will not load until it is registered`)
+      if (this.isKnownType(event.type)) continue
+      const message = `event type "${event.type}" is not registered with session persistence; sessions containing it will not load until it is registered`
+      if (this.refuseUnknown) return Promise.reject(new SessionPersistenceError('UNKNOWN_EVENT_TYPE', sessionId, `session ${sessionId}: ${message}`))
+      this.warnOnce(message)
     }
     writer.nextSeq = seq
     return writer.batch.add(records)
@@ -192,6 +214,7 @@ export abstract class SessionPersistence extends Service {
   /** Writes what is queued for one session (or every open session) and resolves once it is durable. */
   async flush(sessionId?: SessionId | string): Promise<void> {
     if (sessionId !== undefined) {
+      parseSessionId(sessionId)
       const writer = this.writers.get(sessionId)
       if (!writer) return
       await writer.ready
@@ -223,7 +246,7 @@ export abstract class SessionPersistence extends Service {
    * the log. Appends continue at `events.length`.
    */
   async load(id: SessionId | string): Promise<LoadedSession> {
-    const sessionId = asSessionId(id)
+    const sessionId = parseSessionId(id)
     if (this.writers.has(sessionId)) throw locked(sessionId, 'it is already open for writing in this process')
     await this.backendOpen(sessionId)
     try {
@@ -242,14 +265,14 @@ export abstract class SessionPersistence extends Service {
 
   /** What `load()` would return, without taking the lock or writing anything. */
   async inspect(id: SessionId | string): Promise<LoadedSession> {
-    const sessionId = asSessionId(id)
+    const sessionId = parseSessionId(id)
     return this.finish(sessionId, await this.backendRead(sessionId, 'inspect'))
   }
 
   /** Stored events with `seq >= seq`, as stored (no repair). Does not take the lock. */
   async readFrom(id: SessionId | string, seq: number): Promise<AnySessionEvent[]> {
     if (!Number.isInteger(seq) || seq < 0) throw new RangeError(`readFrom: seq must be a non-negative integer, got ${String(seq)}`)
-    const sessionId = asSessionId(id)
+    const sessionId = parseSessionId(id)
     const records = await this.backendReadFrom(sessionId, seq)
     this.checkTypes(sessionId, records)
     return records.map((record) => record.event as AnySessionEvent)
@@ -267,6 +290,7 @@ export abstract class SessionPersistence extends Service {
 
   /** Flushes and releases the session's writer lock. Further appends fail with `NOT_OPEN`. */
   async close(sessionId: SessionId | string): Promise<void> {
+    parseSessionId(sessionId)
     const writer = this.writers.get(sessionId)
     if (!writer) return
     try {
@@ -359,15 +383,14 @@ function locked(sessionId: string, why: string): SessionPersistenceError {
 
 export function normalizeHeader(input: SessionHeaderInput): SessionHeader {
   if (!input || typeof input !== 'object') throw new TypeError('create: header must be an object')
-  if (typeof input.id !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(input.id)) {
-    throw new TypeError(`create: id ${JSON.stringify(input.id)} must be 1-128 letters, digits, ".", "_" or "-"`)
-  }
+  const id = parseSessionId(input.id, 'create')
+  if (input.parentSession) parseSessionId(input.parentSession.sessionId, 'create: parentSession')
   if (typeof input.cwd !== 'string' || input.cwd === '') throw new TypeError('create: cwd must be a non-empty string')
   const createdAt = input.createdAt ?? Date.now()
   if (!Number.isFinite(createdAt)) throw new TypeError('create: createdAt must be epoch milliseconds')
   return {
     version: HEADER_VERSION,
-    id: asSessionId(input.id),
+    id,
     cwd: input.cwd,
     createdAt,
     ...(input.parentSession ? { parentSession: { sessionId: input.parentSession.sessionId, boundary: input.parentSession.boundary } } : {}),

@@ -1,5 +1,6 @@
 // Public vocabulary of the durable session-log seam: the header, summaries, load results and errors.
 import type { AnySessionEvent, SessionEvent, SessionId } from '@dsh/session'
+import { asSessionId } from '@dsh/session'
 
 declare module '@dsh/session' {
   interface SessionEventMap {
@@ -50,6 +51,11 @@ export interface SessionSummary {
   events: number
   parentSession?: SessionHeader['parentSession']
   origin?: string
+  /**
+   * Set when the session's log cannot be read (corrupt, empty): why. The row stays listed, and
+   * newest-first, so `latest()` names the damaged session instead of skipping to an older one.
+   */
+  damaged?: string
 }
 
 /** One change crash repair made (or, from `inspect()`, would make). */
@@ -87,7 +93,7 @@ export interface StoredRecord {
 export class SessionPersistenceError extends Error {
   override name = 'SessionPersistenceError'
   constructor(
-    /** Stable code: NOT_FOUND, EXISTS, LOCKED, CORRUPT, UNKNOWN_EVENT_TYPE, SEQ_GAP, CLOSED, NOT_OPEN, WRITE_FAILED, BAD_HEADER. */
+    /** Stable code: BAD_ID, NOT_FOUND, EXISTS, LOCKED, CORRUPT, UNKNOWN_EVENT_TYPE, SEQ_GAP, CLOSED, NOT_OPEN, WRITE_FAILED, BAD_HEADER. */
     readonly code: string,
     readonly sessionId: string,
     message: string,
@@ -111,6 +117,30 @@ export class SessionCorruptError extends SessionPersistenceError {
 }
 
 export type { AnySessionEvent, SessionEvent, SessionId }
+
+/**
+ * What a stored session id may look like: 1-128 ASCII letters, digits, `.`, `_` or `-`, starting
+ * with a letter or digit. No separators and no `.`/`..`, so an id is always one path segment.
+ */
+export const SESSION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/
+
+export function isValidSessionId(value: unknown): value is SessionId {
+  return typeof value === 'string' && SESSION_ID_PATTERN.test(value)
+}
+
+/**
+ * The one gate every id passes before it reaches a path or a query: returns it branded, or throws
+ * `SessionPersistenceError` with code `BAD_ID` (`where` prefixes the message, e.g. `create`).
+ */
+export function parseSessionId(value: unknown, where?: string): SessionId {
+  if (isValidSessionId(value)) return asSessionId(value)
+  const shown = typeof value === 'string' ? JSON.stringify(value.length > 80 ? `${value.slice(0, 77)}...` : value) : String(value)
+  throw new SessionPersistenceError(
+    'BAD_ID',
+    typeof value === 'string' ? value : '',
+    `${where ? `${where}: ` : ''}invalid session id ${shown}: an id is 1-128 letters, digits, ".", "_" or "-", starting with a letter or digit`,
+  )
+}
 
 /** `NOT_FOUND` for a session id no backend holds; the one wording every backend uses. */
 export function sessionNotFound(id: string): SessionPersistenceError {

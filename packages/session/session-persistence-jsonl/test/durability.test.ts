@@ -1,0 +1,115 @@
+// Damage is reported, never papered over: an empty log, a log without one intact batch, a damaged
+// newest session in list()/latest(); and the strict mode for unregistered event types.
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
+import { existsSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { Context } from 'cordis'
+import { Session, type SessionEventType } from '@dsh/session'
+import { SessionCorruptError, SessionPersistenceError } from '@dsh/session-persistence'
+import { completeTurn, eventLog } from '@dsh/session-persistence/contract'
+import JsonlPersistence from '../src/index.ts'
+
+let root: string
+const contexts: Context[] = []
+async function open(config: Record<string, unknown> = {}) {
+  const ctx = new Context()
+  await ctx.plugin(JsonlPersistence, { root, batchWindowMs: 5, ...config })
+  contexts.push(ctx)
+  return ctx.sessionPersistence as JsonlPersistence
+}
+
+async function stored(p: JsonlPersistence, id: string, cwd = '/w', turns = 1) {
+  const log = eventLog(cwd)
+  await p.create({ id, cwd })
+  for (let turn = 0; turn < turns; turn++) completeTurn(log, turn)
+  await p.append(id, log.session.events.map((e) => e))
+  await p.close(id)
+  return (await p.logPath(id))!
+}
+
+beforeEach(async () => {
+  root = await mkdtemp(join(tmpdir(), 'dsh-jsonl-dur-'))
+})
+afterEach(async () => {
+  for (const ctx of contexts.splice(0)) await (ctx as unknown as { fiber: { dispose(): Promise<void> } }).fiber.dispose()
+  await rm(root, { recursive: true, force: true })
+})
+
+describe.each(['zstd', 'none'] as const)('damage (%s)', (compression) => {
+  it('a session created but never written has no log file and loads empty', async () => {
+    const p = await open({ compression })
+    await p.create({ id: 'fresh', cwd: '/w' })
+    const planned = (await p.logPath('fresh'))!
+    expect(existsSync(planned)).toBe(false)
+    await p.close('fresh')
+    const q = await open({ compression })
+    expect((await q.load('fresh')).events).toEqual([])
+    expect((await q.list()).map((r) => [r.id, r.events, r.damaged])).toEqual([['fresh', 0, undefined]])
+    // Its first batch creates the log whole.
+    const log = eventLog('/w')
+    completeTurn(log, 0)
+    await q.append('fresh', log.session.events)
+    await q.close('fresh')
+    expect((await (await open({ compression })).inspect('fresh')).events.length).toBe(log.session.length)
+  })
+
+  it('a 0-byte log is reported as damage (session id and file), not loaded as empty, and is left as it is', async () => {
+    const p = await open({ compression })
+    const path = await stored(p, 'zero')
+    await writeFile(path, '')
+    const error = await p.load('zero').catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(SessionCorruptError)
+    expect((error as Error).message).toContain('session zero')
+    expect((error as Error).message).toContain(path)
+    expect((error as Error).message).toMatch(/empty \(0 bytes\)/)
+    expect(p.isOpen('zero')).toBe(false)
+    expect((await stat(path)).size).toBe(0)
+    expect(existsSync(join(path, '..', 'writer.lock'))).toBe(false)
+  })
+
+  it('a log without one intact batch is damage, not an empty session', async () => {
+    const p = await open({ compression })
+    const path = await stored(p, 'noise')
+    const bytes = await readFile(path)
+    bytes.fill(0x41, 0, Math.min(bytes.length, 40))
+    await writeFile(path, bytes)
+    await expect(p.load('noise')).rejects.toBeInstanceOf(SessionCorruptError)
+    expect((await readFile(path)).equals(bytes)).toBe(true)
+  })
+
+  it('list() keeps a damaged session (marked, by its log mtime) and latest() stops at it', async () => {
+    const p = await open({ compression })
+    await stored(p, 'older', '/proj')
+    const path = await stored(p, 'newer', '/proj')
+    await writeFile(path, '')
+    const later = new Date(Date.now() + 60_000)
+    const { utimes } = await import('node:fs/promises')
+    await utimes(path, later, later)
+    const rows = await p.list()
+    expect(rows.map((r) => r.id)).toEqual(['newer', 'older'])
+    expect(rows[0].damaged).toMatch(/session newer is corrupt.*empty/)
+    expect(rows[1].damaged).toBeUndefined()
+    expect((await p.latest('/proj'))?.id).toBe('newer')
+  })
+})
+
+describe('unregistered event types', () => {
+  it('warn (default) stores them; refuse rejects the append with UNKNOWN_EVENT_TYPE until registered', async () => {
+    const strict = await open({ unknownEventTypes: 'refuse' })
+    await strict.create({ id: 'strict', cwd: '/w' })
+    const session = new Session({ id: 'strict', cwd: '/w' })
+    const odd = session.append('plugin/unregistered' as SessionEventType, {} as never)
+    const error = await strict.append('strict', [odd]).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(SessionPersistenceError)
+    expect((error as SessionPersistenceError).code).toBe('UNKNOWN_EVENT_TYPE')
+    expect((error as Error).message).toContain('plugin/unregistered')
+    const dispose = strict.registerEventType('plugin/unregistered')
+    expect(strict.knownEventTypes()).toContain('plugin/unregistered')
+    await strict.append('strict', [odd])
+    dispose()
+    expect(strict.knownEventTypes()).not.toContain('plugin/unregistered')
+    await strict.close('strict')
+  })
+})
