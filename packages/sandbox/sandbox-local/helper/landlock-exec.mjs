@@ -6,11 +6,13 @@
 //   node landlock-exec.mjs --probe                      prints {"abi":N,"seccomp":bool} and exits 0
 //   node landlock-exec.mjs <base64 JSON spec> -- argv...
 //
-// spec: {"read": bool, "writable": [abs paths], "network": bool}
+// spec: {"writable": [abs paths], "network": bool, "hidden"?: [abs paths]}
+// Before the rulesets it drops every capability (bounding, ambient, inheritable, permitted,
+// effective) and sets no_new_privs, so a harness running as root does not hand root's powers on.
 // Exit status 125 with one line on stderr when confinement cannot be applied: the target never runs.
 import { createRequire } from 'node:module'
-import { accessSync, constants, openSync, statSync, writeSync } from 'node:fs'
-import { delimiter, isAbsolute, join } from 'node:path'
+import { accessSync, closeSync, constants, fstatSync, openSync, readdirSync, statSync, writeSync } from 'node:fs'
+import { delimiter, dirname, isAbsolute, join } from 'node:path'
 
 const require = createRequire(import.meta.url)
 
@@ -38,6 +40,7 @@ const SECCOMP = {
   x64: { audit: 0xc000003e, seccomp: 317, socket: 41, io_uring_setup: 425, x32: true },
   arm64: { audit: 0xc00000b7, seccomp: 277, socket: 198, io_uring_setup: 425, x32: false },
 }[process.arch]
+const CAPSET = { x64: 126, arm64: 91 }[process.arch]
 
 const FS = {
   EXECUTE: 1n << 0n,
@@ -58,6 +61,7 @@ const FS = {
   IOCTL_DEV: 1n << 15n,
 }
 const READ_ACCESS = FS.EXECUTE | FS.READ_FILE | FS.READ_DIR
+const FILE_RIGHTS = FS.EXECUTE | FS.WRITE_FILE | FS.READ_FILE | FS.TRUNCATE | FS.IOCTL_DEV
 
 /** Every filesystem right the running kernel's ABI knows. */
 function handledFs(abi) {
@@ -85,8 +89,68 @@ function addPath(ruleset, path, allowed) {
   } catch {
     return // a missing writable root is simply not granted
   }
+  // A rule on a non-directory may only carry rights that apply to files.
+  let directory = true
+  try {
+    directory = fstatSync(fd).isDirectory()
+  } catch {}
+  if (!directory) allowed &= FILE_RIGHTS
   const rc = Number(syscall(SYS.landlock_add_rule, 'int', ruleset, 'int', 1, 'landlock_path_beneath_attr *', { allowed, fd }, 'uint32_t', 0))
-  if (rc !== 0) die(`landlock_add_rule(${path}) failed (errno ${errno()})`)
+  const code = errno()
+  closeSync(fd)
+  if (rc !== 0) die(`landlock_add_rule(${path}) failed (errno ${code})`)
+}
+
+/**
+ * Drops every capability for good: the bounding set (so an execve as uid 0 gains nothing back),
+ * the ambient and inheritable sets, then permitted and effective. Without CAP_SETPCAP (not root)
+ * the bounding set cannot shrink, but then there is nothing in it to regain either.
+ */
+function dropCapabilities() {
+  if (prctl(38, 1, 0, 0, 0) !== 0) die(`prctl(PR_SET_NO_NEW_PRIVS) failed (errno ${errno()})`)
+  for (let cap = 0; cap < 64; cap++) {
+    if (prctl(24, cap, 0, 0, 0) === 0) continue // PR_CAPBSET_DROP
+    const code = errno()
+    if (code === 22) break // EINVAL: past the last capability this kernel knows
+    if (code !== 1) die(`prctl(PR_CAPBSET_DROP, ${cap}) failed (errno ${code})`) // EPERM: unprivileged, nothing to drop
+  }
+  prctl(47, 4, 0, 0, 0) // PR_CAP_AMBIENT_CLEAR_ALL; fails harmlessly on kernels without ambient caps
+  if (CAPSET === undefined) die(`no capset syscall number for architecture ${process.arch}`)
+  const header = Buffer.alloc(8)
+  header.writeUInt32LE(0x20080522, 0) // _LINUX_CAPABILITY_VERSION_3, pid 0 (this thread)
+  const data = Buffer.alloc(24) // two {effective, permitted, inheritable} words, all zero
+  if (Number(syscall(CAPSET, 'void *', header, 'void *', data)) !== 0) die(`capset failed (errno ${errno()})`)
+}
+
+/**
+ * Read access to everything except `hidden`: the directories on the way to a hidden path may be
+ * listed, every other entry below them is readable, and the hidden paths themselves are not.
+ * Entries created later in those directories stay unreadable (Landlock rules bind inodes).
+ */
+function addReadRules(ruleset, hidden) {
+  if (hidden.length === 0) return addPath(ruleset, '/', READ_ACCESS)
+  const hide = new Set(hidden)
+  const ancestors = new Set()
+  for (const path of hidden) for (let dir = dirname(path); ; dir = dirname(dir)) {
+    ancestors.add(dir)
+    if (dir === '/') break
+  }
+  const walk = (dir) => {
+    addPath(ruleset, dir, FS.READ_DIR)
+    let names
+    try {
+      names = readdirSync(dir)
+    } catch {
+      return
+    }
+    for (const name of names) {
+      const full = join(dir, name)
+      if (hide.has(full)) continue
+      if (ancestors.has(full)) walk(full)
+      else addPath(ruleset, full, READ_ACCESS)
+    }
+  }
+  walk('/')
 }
 
 function applyLandlock(abi, spec) {
@@ -97,7 +161,7 @@ function applyLandlock(abi, spec) {
   const size = abi >= 6 ? 24 : abi >= 4 ? 16 : 8
   const ruleset = Number(syscall(SYS.landlock_create_ruleset, 'landlock_ruleset_attr *', { fs: fsAll, net, scoped }, 'size_t', size, 'uint32_t', 0))
   if (ruleset < 0) die(`landlock_create_ruleset failed (errno ${errno()})`)
-  addPath(ruleset, '/', READ_ACCESS)
+  addReadRules(ruleset, spec.hidden ?? [])
   // Character devices a shell writes to in every mode.
   const devWrite = FS.WRITE_FILE | FS.READ_FILE | (abi >= 3 ? FS.TRUNCATE : 0n) | (abi >= 5 ? FS.IOCTL_DEV : 0n)
   for (const device of ['/dev/null', '/dev/zero', '/dev/full', '/dev/tty', '/dev/random', '/dev/urandom', '/dev/ptmx']) addPath(ruleset, device, devWrite)
@@ -164,8 +228,9 @@ try {
 } catch {
   die('the spec is not base64 JSON')
 }
-if (!Array.isArray(spec.writable) || !spec.writable.every((p) => typeof p === 'string' && isAbsolute(p)) || typeof spec.network !== 'boolean') {
-  die('the spec needs {writable: [absolute paths], network: boolean}')
+const absolutePaths = (list) => Array.isArray(list) && list.every((p) => typeof p === 'string' && isAbsolute(p))
+if (!absolutePaths(spec.writable) || typeof spec.network !== 'boolean' || (spec.hidden !== undefined && !absolutePaths(spec.hidden))) {
+  die('the spec needs {writable: [absolute paths], network: boolean, hidden?: [absolute paths]}')
 }
 const argv = args.slice(2)
 const env = { ...process.env }
@@ -176,6 +241,7 @@ if (!file) {
 }
 const abi = landlockAbi()
 if (abi < 1) die('Landlock is not available on this kernel')
+dropCapabilities()
 if (!spec.network) {
   if (!SECCOMP) die(`no seccomp filter for architecture ${process.arch}; cannot turn the network off`)
   applySeccomp()

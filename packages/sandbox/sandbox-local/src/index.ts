@@ -1,10 +1,10 @@
 // @dsh/sandbox-local: the Linux provider of `ctx.sandbox`. It probes its candidate runners once
 // (bubblewrap first, then Landlock through a small koffi helper), caches the first that works, and
 // wraps each argv for it. A confining mode with no working runner throws: it never runs unconfined.
-import { execFile } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { execFile, type ChildProcess } from 'node:child_process'
+import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { isAbsolute } from 'node:path'
+import { dirname, isAbsolute, join, sep } from 'node:path'
 import { Context } from 'cordis'
 import Schema from 'schemastery'
 import { SandboxError, SandboxService, isSandboxMode, type SandboxInvocation, type SandboxPolicy, type SandboxRunnerInfo, type SandboxWrapRequest } from '@dsh/sandbox'
@@ -24,6 +24,7 @@ export interface SandboxLocalConfig {
   runner: RunnerChoice
   bwrap: string
   node: string
+  unshare: string
   probeTimeoutMs: number
 }
 
@@ -35,12 +36,23 @@ interface Selected {
   /** Landlock only: can the helper turn the network off (seccomp filter for this architecture)? */
   seccomp?: boolean
   abi?: number
+  /** Landlock only: may `unshare` give each command its own PID and mount namespace (and net when offline)? */
+  namespaces?: boolean
 }
 
 interface Probe {
   selected?: Selected
   rejected: Array<{ runner: string; reason: string }>
+  notes: string[]
 }
+
+/** What the Landlock runner never confines; stated to the model with the policy. */
+export const LANDLOCK_NOTES = [
+  'This sandbox is the Landlock fallback (bubblewrap does not work here): commands run without capabilities and cannot gain privileges, but they share the host\'s view of other processes, mounts and Unix-domain sockets.',
+]
+/** Said when the Landlock runner cannot give each command its own PID namespace. */
+export const NO_PID_NAMESPACE_NOTE =
+  'Processes a command leaves running (for example with setsid or nohup) are not ended when it finishes.'
 
 export class LocalSandbox extends SandboxService {
   static Config: Schema<Partial<SandboxLocalConfig>, SandboxLocalConfig> = Schema.object({
@@ -49,24 +61,60 @@ export class LocalSandbox extends SandboxService {
       .description('`auto` probes bwrap then Landlock; `bwrap` or `landlock` forces one (tests); `none` declares that no runner exists, so confining modes fail closed.'),
     bwrap: Schema.string().default('bwrap').description('The bubblewrap executable: an absolute path or a name looked up on PATH.'),
     node: Schema.string().default(process.execPath).description('Node executable that runs the Landlock helper.'),
+    unshare: Schema.string().default('unshare').description('util-linux `unshare`, which gives Landlock commands their own PID, mount and (offline) network namespaces where permitted.'),
     probeTimeoutMs: Schema.natural().min(1).default(5_000).description('Time a runner probe may take before the runner counts as broken.'),
   })
 
   private probe?: Promise<Probe>
+  /** Probe children still running; ended and awaited when the plugin unloads. */
+  private readonly probing = new Set<ChildProcess>()
+  private disposed = false
 
   constructor(
     ctx: Context,
     readonly config: SandboxLocalConfig,
   ) {
     super(ctx)
-    // Probe in the background from the start: the probe is a child process, so its wait overlaps
-    // the rest of the boot instead of delaying the first confined command.
-    setImmediate(() => void this.select().catch(() => {}))
+    // Probe in the background when a confining mode is the default: the probe is a child process,
+    // so its wait overlaps the rest of the boot instead of delaying the first confined command.
+    // Under danger-full-access (or with no policy owner loaded) nothing is started until a
+    // confining wrap() asks for it.
+    const timer = setImmediate(() => {
+      const policy = this.ctx.get('sandboxPolicy') as { modeFor?: (sessionId?: string) => unknown } | undefined
+      let mode: unknown
+      try {
+        mode = policy?.modeFor?.()
+      } catch {}
+      if (mode === 'workspace-write' || mode === 'read-only') void this.select().catch(() => {})
+    })
+    ctx.effect(() => () => {
+      clearImmediate(timer)
+      this.disposed = true
+      return this.endProbes()
+    })
   }
 
   async describe(): Promise<SandboxRunnerInfo> {
     const probe = await this.select()
-    return { ...(probe.selected ? { runner: probe.selected.runner } : {}), rejected: probe.rejected.map((entry) => ({ ...entry })) }
+    return {
+      ...(probe.selected ? { runner: probe.selected.runner } : {}),
+      rejected: probe.rejected.map((entry) => ({ ...entry })),
+      ...(probe.notes.length > 0 ? { notes: [...probe.notes] } : {}),
+    }
+  }
+
+  /** Kills probe children still running and waits until they are reaped (no zombie outlives dsh). */
+  private async endProbes(): Promise<void> {
+    await Promise.all(
+      [...this.probing].map(
+        (child) =>
+          new Promise<void>((resolve) => {
+            if (child.exitCode !== null || child.signalCode !== null) return resolve()
+            child.once('close', () => resolve())
+            child.kill('SIGKILL')
+          }),
+      ),
+    )
   }
 
   async wrap(request: SandboxWrapRequest): Promise<SandboxInvocation> {
@@ -87,6 +135,19 @@ export class LocalSandbox extends SandboxService {
       )
     }
     const writable = policy.mode === 'workspace-write' ? policy.writableRoots.filter((root) => existsSync(root)) : []
+    const readOnly = (policy.readOnlyPaths ?? []).filter((path) => path !== '/')
+    const hidden = policy.hiddenPaths ?? []
+    // A writable root inside a protected path (the workspace inside the dsh home) would let a
+    // command rewrite dsh's own configuration; no runner can make that safe.
+    for (const path of readOnly) {
+      const root = writable.find((candidate) => within(candidate, path))
+      if (root !== undefined) {
+        throw new SandboxError(
+          'SANDBOX_UNAVAILABLE',
+          `the writable root ${root} lies inside ${path}, which must stay read-only for confined commands (the dsh home or a configured read-only path), so the command was not run; start dsh in a directory outside ${path} or move DSH_HOME`,
+        )
+      }
+    }
     if (selected.runner === 'bwrap') {
       // --as-pid-1: the command itself is PID 1 of the new PID namespace. With bwrap's own reaper as
       // PID 1, the outer bwrap can exit while the reaper still lives, so the caller's process-group
@@ -96,6 +157,7 @@ export class LocalSandbox extends SandboxService {
       args.push('--cap-drop', 'ALL')
       if (!policy.network) args.push('--unshare-net')
       for (const root of writable) args.push('--bind', root, root)
+      args.push(...protectArgs(readOnly, hidden, writable))
       // PID 1 of a namespace ignores every signal it has no handler for, so a bare command as
       // PID 1 would survive the caller's SIGTERM (a timeout or cancel would only land at the KILL
       // after the grace, and the command could keep going meanwhile). A tiny sh init takes PID 1:
@@ -107,9 +169,30 @@ export class LocalSandbox extends SandboxService {
     if (!policy.network && !selected.seccomp) {
       throw new SandboxError('SANDBOX_UNAVAILABLE', `the Landlock runner cannot turn the network off on ${process.arch} (no seccomp filter for it), so the command was not run`)
     }
-    const spec = Buffer.from(JSON.stringify({ writable, network: policy.network })).toString('base64')
+    // Landlock only adds rights: a read-only or unreadable hole inside a writable tree cannot be made.
+    for (const path of [...readOnly, ...hidden]) {
+      const root = writable.find((candidate) => within(path, candidate))
+      if (root !== undefined) {
+        throw new SandboxError(
+          'SANDBOX_UNAVAILABLE',
+          `the Landlock runner cannot protect ${path} inside the writable root ${root} (a confined command could rewrite dsh's configuration or read its credentials), so the command was not run; move DSH_HOME outside ${root} or install bubblewrap`,
+        )
+      }
+    }
+    const spec = Buffer.from(JSON.stringify({ writable, network: policy.network, hidden })).toString('base64')
     const notes = policy.network ? [] : ['network: IPv4/IPv6 sockets are refused; Unix-domain sockets on the filesystem stay reachable']
-    return { argv: [this.config.node, LANDLOCK_HELPER, spec, '--', ...argv], runner: 'landlock', enforcement: 'enforced', mode: policy.mode, notes }
+    const helper = [this.config.node, LANDLOCK_HELPER, spec, '--']
+    if (!selected.namespaces) return { argv: [...helper, ...argv], runner: 'landlock', enforcement: 'enforced', mode: policy.mode, notes }
+    // Own PID namespace: when the command ends, the kernel ends everything it left behind (setsid
+    // included); a private /proc hides the harness's processes. The sh init is PID 1 (see PID1_INIT).
+    const namespaces = [this.config.unshare, '--pid', '--fork', '--kill-child', '--mount-proc', ...(policy.network ? [] : ['--net']), '--']
+    return {
+      argv: [...namespaces, ...helper, '/bin/sh', '-c', PID1_INIT, 'dsh-sandbox-init', ...argv],
+      runner: 'landlock',
+      enforcement: 'enforced',
+      mode: policy.mode,
+      notes,
+    }
   }
 
   /** Probes the candidate runners once per service instance; later calls reuse the result. */
@@ -120,41 +203,113 @@ export class LocalSandbox extends SandboxService {
   private async runProbe(): Promise<Probe> {
     const rejected: Probe['rejected'] = []
     const choice = this.config.runner
-    if (choice === 'none') return { rejected: [{ runner: 'none', reason: 'configured runner: none' }] }
-    if (process.platform !== 'linux') return { rejected: [{ runner: choice, reason: `sandbox-local supports Linux only (this is ${process.platform})` }] }
+    if (choice === 'none') return { rejected: [{ runner: 'none', reason: 'configured runner: none' }], notes: [] }
+    if (process.platform !== 'linux') return { rejected: [{ runner: choice, reason: `sandbox-local supports Linux only (this is ${process.platform})` }], notes: [] }
     if (choice === 'auto' || choice === 'bwrap') {
       const failure = await this.probeBwrap()
-      if (!failure) return { selected: { runner: 'bwrap' }, rejected }
+      if (!failure) return { selected: { runner: 'bwrap' }, rejected, notes: [] }
       rejected.push({ runner: 'bwrap', reason: failure })
     }
     if (choice === 'auto' || choice === 'landlock') {
       const result = await this.probeLandlock()
-      if (typeof result !== 'string') return { selected: { runner: 'landlock', ...result }, rejected }
+      if (typeof result !== 'string') {
+        const notes = [...LANDLOCK_NOTES, ...(result.namespaces ? [] : [NO_PID_NAMESPACE_NOTE])]
+        if (choice === 'auto') {
+          // Loud on purpose: the fallback confines less than bubblewrap would.
+          this.ctx
+            .logger('sandbox')
+            .warn('bubblewrap does not work here (%s), so commands are confined by the weaker Landlock fallback. %s', rejected[0]?.reason ?? 'rejected', notes.join(' '))
+        }
+        return { selected: { runner: 'landlock', ...result }, rejected, notes }
+      }
       rejected.push({ runner: 'landlock', reason: result })
     }
     this.ctx.logger('sandbox').warn('no sandbox runner works: %s', rejected.map((entry) => `${entry.runner}: ${entry.reason}`).join('; '))
-    return { rejected }
+    return { rejected, notes: [] }
   }
 
   /** Undefined when a minimal confined `true` runs; else why not. */
   private async probeBwrap(): Promise<string | undefined> {
     const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-pid', '--die-with-parent', '--cap-drop', 'ALL', '--unshare-net', '--', 'true']
-    const { code, output } = await run(this.config.bwrap, args, this.config.probeTimeoutMs)
+    const { code, output } = await this.run(this.config.bwrap, args)
     if (code === 0) return undefined
     return `${this.config.bwrap} ${code === null ? 'could not run' : `exited ${code}`}${output ? `: ${output.trim().split('\n')[0]}` : ''}`
   }
 
-  private async probeLandlock(): Promise<{ abi: number; seccomp: boolean } | string> {
-    const { code, output } = await run(this.config.node, [LANDLOCK_HELPER, '--probe'], this.config.probeTimeoutMs)
+  private async probeLandlock(): Promise<{ abi: number; seccomp: boolean; namespaces: boolean } | string> {
+    const { code, output } = await this.run(this.config.node, [LANDLOCK_HELPER, '--probe'])
     if (code !== 0) return `the Landlock helper failed${output ? `: ${output.trim().split('\n')[0]}` : ''}`
+    let facts: { abi: number; seccomp: boolean }
     try {
-      const facts = JSON.parse(output) as { abi: number; seccomp: boolean }
-      if (!(facts.abi >= 1)) return 'Landlock is not enabled in this kernel'
-      return { abi: facts.abi, seccomp: facts.seccomp === true }
+      facts = JSON.parse(output) as { abi: number; seccomp: boolean }
     } catch {
       return `unexpected probe output ${JSON.stringify(output.slice(0, 100))}`
     }
+    if (!(facts.abi >= 1)) return 'Landlock is not enabled in this kernel'
+    const namespaces = (await this.run(this.config.unshare, ['--pid', '--fork', '--kill-child', '--mount-proc', '--net', '--', 'true'])).code === 0
+    return { abi: facts.abi, seccomp: facts.seccomp === true, namespaces }
   }
+
+  /** Runs a probe child; it is tracked so an unload can end and reap it. */
+  private run(file: string, args: string[]): Promise<{ code: number | null; output: string }> {
+    if (this.disposed) return Promise.resolve({ code: null, output: 'the sandbox plugin was unloaded' })
+    return new Promise((resolve) => {
+      const child = execFile(file, args, { timeout: this.config.probeTimeoutMs, encoding: 'utf8' }, (error, stdout, stderr) => {
+        if (!error) return resolve({ code: 0, output: stdout })
+        const code = typeof (error as { code?: unknown }).code === 'number' ? (error as { code: number }).code : null
+        resolve({ code, output: `${stderr || ''}${stdout || ''}` || error.message })
+      })
+      this.probing.add(child)
+      child.once('close', () => this.probing.delete(child))
+    })
+  }
+}
+
+function within(path: string, root: string): boolean {
+  return path === root || root === '/' || path.startsWith(root.endsWith(sep) ? root : root + sep)
+}
+
+/**
+ * bwrap arguments (after the writable binds) that keep `readOnly` paths read-only and `hidden`
+ * paths unreadable. A read-only directory holding hidden entries becomes a read-only tmpfs with
+ * every other entry bound back read-only, so a credential file the harness creates later is not
+ * visible either. A missing read-only path under a writable root is created (mode 0700) first, so
+ * a command cannot create it.
+ */
+export function protectArgs(readOnly: readonly string[], hidden: readonly string[], writable: readonly string[]): string[] {
+  const args: string[] = []
+  const isDir = (path: string) => {
+    try {
+      return statSync(path).isDirectory()
+    } catch {
+      return false
+    }
+  }
+  const covered = new Set<string>()
+  for (const path of readOnly) {
+    if (!existsSync(path)) {
+      if (!writable.some((root) => within(path, root))) continue
+      mkdirSync(path, { recursive: true, mode: 0o700 })
+    }
+    const inside = hidden.filter((entry) => dirname(entry) === path)
+    if (inside.length === 0 || !isDir(path)) {
+      args.push('--ro-bind', path, path)
+      continue
+    }
+    for (const entry of inside) covered.add(entry)
+    args.push('--tmpfs', path)
+    for (const name of readdirSync(path)) {
+      const full = join(path, name)
+      if (!inside.includes(full)) args.push('--ro-bind-try', full, full)
+    }
+    args.push('--remount-ro', path)
+  }
+  for (const path of hidden) {
+    if (covered.has(path) || !existsSync(path)) continue
+    if (isDir(path)) args.push('--tmpfs', path, '--remount-ro', path)
+    else args.push('--ro-bind', '/dev/null', path)
+  }
+  return args
 }
 
 function checkPolicy(policy: SandboxPolicy): void {
@@ -165,16 +320,6 @@ function checkPolicy(policy: SandboxPolicy): void {
     throw new SandboxError('INVALID_POLICY', 'policy.writableRoots must be absolute paths')
   }
   if (policy.writableRoots.includes('/')) throw new SandboxError('INVALID_POLICY', 'a writable root of / is danger-full-access; say so with the mode')
-}
-
-function run(file: string, args: string[], timeout: number): Promise<{ code: number | null; output: string }> {
-  return new Promise((resolve) => {
-    execFile(file, args, { timeout, encoding: 'utf8' }, (error, stdout, stderr) => {
-      if (!error) return resolve({ code: 0, output: stdout })
-      const code = typeof (error as { code?: unknown }).code === 'number' ? ((error as { code: number }).code) : null
-      resolve({ code, output: `${stderr || ''}${stdout || ''}` || error.message })
-    })
-  })
 }
 
 export const name = 'sandbox-local'

@@ -1,12 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { spawn } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { execFileSync, spawnSync } from 'node:child_process'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:net'
 import { homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context } from 'cordis'
 import { isSandboxError, type SandboxInvocation, type SandboxMode, type SandboxPolicy } from '@dsh/sandbox'
-import LocalSandbox, { type RunnerChoice } from '../src/index.ts'
+import LocalSandbox, { LANDLOCK_NOTES, type RunnerChoice } from '../src/index.ts'
 
 let base: string
 let ws: string
@@ -29,11 +30,30 @@ beforeAll(async () => {
 
 afterAll(() => {
   server.close()
+  spawnSync('ip', ['addr', 'del', `${PROBE_ADDRESS}/32`, 'dev', 'lo'], { stdio: 'ignore' })
+  for (const pid of survivors()) process.kill(pid, 'SIGKILL')
   rmSync(base, { recursive: true, force: true })
 })
 
-function policy(mode: SandboxMode, network = false): SandboxPolicy {
-  return { mode, workspaceRoot: ws, writableRoots: mode === 'workspace-write' ? [ws, temp] : [], network: mode === 'danger-full-access' ? true : network }
+function policy(mode: SandboxMode, network = false, extra: Partial<SandboxPolicy> = {}): SandboxPolicy {
+  return { mode, workspaceRoot: ws, writableRoots: mode === 'workspace-write' ? [ws, temp] : [], network: mode === 'danger-full-access' ? true : network, ...extra }
+}
+
+/** An address no test machine uses; a command that can add it to `lo` holds CAP_NET_ADMIN. */
+const PROBE_ADDRESS = '127.77.0.9'
+/** A unique `sleep` argument marks processes a command tried to leave behind. */
+const SURVIVOR = `4321.${process.pid}`
+
+function survivors(): number[] {
+  const found: number[] = []
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const [file, arg] = readFileSync(`/proc/${entry}/cmdline`, 'latin1').split('\0')
+      if (file.endsWith('sleep') && arg === SURVIVOR) found.push(Number(entry))
+    } catch {}
+  }
+  return found
 }
 
 async function sandbox(runner: RunnerChoice, extra: Record<string, unknown> = {}): Promise<LocalSandbox> {
@@ -52,14 +72,26 @@ function run(invocation: SandboxInvocation, cwd = ws): Promise<{ code: number; o
   return new Promise((resolve) => child.on('close', (code) => resolve({ code: code ?? -1, output })))
 }
 
-async function bash(service: LocalSandbox, mode: SandboxMode, script: string, network = false) {
-  const invocation = await service.wrap({ argv: ['bash', '-c', script], cwd: ws, policy: policy(mode, network) })
+async function bash(service: LocalSandbox, mode: SandboxMode, script: string, network = false, extra: Partial<SandboxPolicy> = {}) {
+  const invocation = await service.wrap({ argv: ['bash', '-c', script], cwd: ws, policy: policy(mode, network, extra) })
   return { invocation, ...(await run(invocation)) }
+}
+
+/** Runs the confined argv under an unconfined `sh` that holds a secret in its environment (the harness's role). */
+function runUnderSecretParent(invocation: SandboxInvocation): { output: string } {
+  const quoted = invocation.argv.map((arg) => `'${arg.replace(/'/g, `'\\''`)}'`).join(' ')
+  const result = spawnSync('/bin/sh', ['-c', `OUTER=$$ ${quoted}; true`], {
+    cwd: ws,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: homedir(), DSH_PARENT_SECRET: 'parent-secret-value' },
+  })
+  return { output: `${result.stdout}${result.stderr}` }
 }
 
 const probes = new Map<string, string | undefined>()
 for (const runner of ['bwrap', 'landlock'] as const) {
-  const service = new LocalSandbox(new Context(), { runner, bwrap: 'bwrap', node: process.execPath, probeTimeoutMs: 5000 })
+  const service = new LocalSandbox(new Context(), { runner, bwrap: 'bwrap', node: process.execPath, unshare: 'unshare', probeTimeoutMs: 5000 })
   const info = await service.describe()
   probes.set(runner, info.runner === runner ? undefined : info.rejected.map((r) => `${r.runner}: ${r.reason}`).join('; '))
   if (info.runner !== runner) console.warn(`[sandbox-local] skipping the ${runner} tests: ${probes.get(runner)}`)
@@ -73,7 +105,7 @@ describe.each(['bwrap', 'landlock'] as const)('%s runner (forced)', (runner) => 
   })
 
   it.skipIf(skip)('reports itself as the selected runner', async () => {
-    expect(await service.describe()).toEqual({ runner, rejected: [] })
+    expect(await service.describe()).toMatchObject({ runner, rejected: [] })
   })
 
   it.skipIf(skip)('workspace-write: writing inside the workspace and the temp dir works', async () => {
@@ -127,6 +159,77 @@ describe.each(['bwrap', 'landlock'] as const)('%s runner (forced)', (runner) => 
     for (const name of ['child', 'bg', 'py']) expect(existsSync(join(outside, name))).toBe(false)
   })
 
+  it.skipIf(skip || process.getuid?.() !== 0)('as root: no mknod of a block device, no ip addr add, no reading the parent\'s environ', async () => {
+    const script = [
+      `mknod ${temp}/blk-${runner} b 8 0 && echo mknod-worked`,
+      `ip addr add ${PROBE_ADDRESS}/32 dev lo && echo ip-worked`,
+      'tr "\\0" "\\n" < /proc/$OUTER/environ | grep DSH_PARENT_SECRET',
+      'echo end',
+    ].join('; ')
+    // network on: the host's network namespace is shared, so only the dropped capability stops `ip`.
+    const invocation = await service.wrap({ argv: ['bash', '-c', script], cwd: ws, policy: policy('workspace-write', true) })
+    const { output } = runUnderSecretParent(invocation)
+    expect(output).toContain('end')
+    expect(output).not.toContain('mknod-worked')
+    expect(existsSync(join(temp, `blk-${runner}`))).toBe(false)
+    expect(output).not.toContain('ip-worked')
+    expect(execFileSync('ip', ['addr', 'show', 'dev', 'lo'], { encoding: 'utf8' })).not.toContain(PROBE_ADDRESS)
+    expect(output).not.toContain('parent-secret-value')
+  })
+
+  it.skipIf(skip)('a process detached with setsid does not outlive the command', async () => {
+    const result = await bash(service, 'workspace-write', `setsid sleep ${SURVIVOR} </dev/null >/dev/null 2>&1 & echo started`)
+    expect(result.output).toBe('started\n')
+    expect(survivors()).toEqual([])
+  })
+
+  it.skipIf(skip)('the dsh home stays read-only and its credentials unreadable, even under a writable temp dir', async () => {
+    const home = join(outside, `home-${runner}`)
+    mkdirSync(join(home, 'sessions'), { recursive: true })
+    writeFileSync(join(home, '.credentials.yaml'), 'deepseek: sk-home-credential\n')
+    writeFileSync(join(home, '.env'), 'DEEPSEEK_API_KEY=sk-home-env\n')
+    writeFileSync(join(home, 'settings.yaml'), 'theme: plain\n')
+    const protect = { readOnlyPaths: [home], hiddenPaths: [join(home, '.credentials.yaml'), join(home, '.env')] }
+    const script = [
+      `echo "- insert: []" > ${home}/cordis.patch.yml || echo patch-denied`,
+      `echo x >> ${home}/sessions/log || echo sessions-denied`,
+      `cat ${home}/.credentials.yaml ${home}/.env`,
+      `cat ${home}/settings.yaml`,
+    ].join('; ')
+    const result = await bash(service, 'workspace-write', script, false, protect)
+    expect(result.output).toContain('patch-denied')
+    expect(result.output).toContain('sessions-denied')
+    expect(result.output).toContain('theme: plain')
+    expect(result.output).not.toContain('sk-home')
+    expect(existsSync(join(home, 'cordis.patch.yml'))).toBe(false)
+
+    // The same home inside a writable temp dir (as with DSH_HOME under /tmp).
+    const inner = join(temp, `home-${runner}`)
+    mkdirSync(inner, { recursive: true })
+    writeFileSync(join(inner, '.env'), 'DEEPSEEK_API_KEY=sk-inner-env\n')
+    const innerProtect = { readOnlyPaths: [inner], hiddenPaths: [join(inner, '.credentials.yaml'), join(inner, '.env')] }
+    const attack = `echo "- insert: []" > ${inner}/cordis.patch.yml || echo inner-patch-denied; cat ${inner}/.env; mkdir ${inner}/profiles || echo inner-mkdir-denied`
+    if (runner === 'bwrap') {
+      const confined = await bash(service, 'workspace-write', attack, false, innerProtect)
+      expect(confined.output).toContain('inner-patch-denied')
+      expect(confined.output).toContain('inner-mkdir-denied')
+      expect(confined.output).not.toContain('sk-inner')
+    } else {
+      // Landlock cannot carve a read-only hole out of a writable tree: it refuses instead.
+      const error = await service.wrap({ argv: ['bash', '-c', attack], cwd: ws, policy: policy('workspace-write', false, innerProtect) }).catch((e) => e)
+      expect(error.code).toBe('SANDBOX_UNAVAILABLE')
+      expect(error.message).toContain(`cannot protect ${inner}`)
+    }
+    expect(existsSync(join(inner, 'cordis.patch.yml'))).toBe(false)
+    expect(existsSync(join(inner, 'profiles'))).toBe(false)
+  })
+
+  it.skipIf(skip)('refuses a workspace inside the protected home', async () => {
+    const error = await service.wrap({ argv: ['true'], cwd: ws, policy: policy('workspace-write', false, { readOnlyPaths: [base] }) }).catch((e) => e)
+    expect(error.code).toBe('SANDBOX_UNAVAILABLE')
+    expect(error.message).toContain(`the writable root ${ws} lies inside ${base}`)
+  })
+
   it.skipIf(skip)('danger-full-access runs unconfined', async () => {
     const result = await bash(service, 'danger-full-access', `echo x > ${outside}/free && exec 3<>/dev/tcp/127.0.0.1/${port} && head -1 <&3`)
     expect(result.invocation).toEqual({ argv: ['bash', '-c', expect.any(String)], runner: 'none', enforcement: 'none', mode: 'danger-full-access', notes: [] })
@@ -142,6 +245,19 @@ describe('bwrap specifics', () => {
     const result = await bash(service, 'workspace-write', `mount -o remount,rw / 2>/dev/null; echo x > /dsh-remount-probe || echo denied`)
     expect(result.output).toContain('denied')
     expect(existsSync('/dsh-remount-probe')).toBe(false)
+  })
+})
+
+describe('landlock specifics', () => {
+  it.skipIf(probes.get('landlock') !== undefined)('runner auto says loudly when it falls back to Landlock', async () => {
+    const ctx = new Context()
+    const warnings: string[] = []
+    ctx.logger.exporter({ levels: { default: 3 }, export: (m) => void warnings.push(JSON.stringify(m)) })
+    await ctx.plugin(LocalSandbox, { runner: 'auto', bwrap: join(base, 'no-bwrap') })
+    const info = await ctx.sandbox.describe()
+    expect(info.runner).toBe('landlock')
+    expect(info.notes).toEqual(expect.arrayContaining(LANDLOCK_NOTES))
+    expect(warnings.join('\n')).toMatch(/weaker Landlock fallback/)
   })
 })
 
@@ -200,7 +316,13 @@ describe('bad input', () => {
   })
 })
 
-it('leaves no stray files (sanity)', () => {
-  writeFileSync(join(ws, 'marker'), '')
-  expect(existsSync(join(ws, 'marker'))).toBe(true)
+it('no confined command of this file wrote outside the writable roots', () => {
+  // Every escape attempt above aimed at `outside` (or its home dirs); only files the tests
+  // themselves created there may exist.
+  const planted = new Set(['home-bwrap', 'home-landlock'])
+  expect(readdirSync(outside).filter((name) => !planted.has(name))).toEqual([])
+  for (const runner of ['bwrap', 'landlock']) {
+    const home = join(outside, `home-${runner}`)
+    if (existsSync(home)) expect(readdirSync(home).sort()).toEqual(['.credentials.yaml', '.env', 'sessions', 'settings.yaml'])
+  }
 })

@@ -4,8 +4,8 @@
 // resolved policy per call. Before each model request it tells the model the policy in force, as a
 // logged user message that is only appended when the policy text changed (see README).
 import { realpathSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { isAbsolute, resolve as resolvePath } from 'node:path'
+import { homedir, tmpdir } from 'node:os'
+import { isAbsolute, join, resolve as resolvePath } from 'node:path'
 import { Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import type {} from '@dsh/agent'
@@ -35,6 +35,8 @@ export interface SandboxPolicyConfig {
   network: boolean
   tempDirs: string[]
   writableRoots: string[]
+  readOnlyPaths: string[]
+  hiddenPaths: string[]
   announce: boolean
 }
 
@@ -63,6 +65,8 @@ export class SandboxPolicyService extends Service {
     network: Schema.boolean().default(false).description('Allow network access in read-only and workspace-write.'),
     tempDirs: Schema.array(String).default(DEFAULT_TEMP_DIRS).description('Temp directories writable in workspace-write (missing ones are skipped).'),
     writableRoots: Schema.array(String).default([]).description('Extra absolute directories writable in workspace-write.'),
+    readOnlyPaths: Schema.array(String).default([]).description('Extra absolute paths kept read-only in confining modes, even under a writable root (the dsh home always is).'),
+    hiddenPaths: Schema.array(String).default([]).description('Extra absolute paths unreadable in confining modes (the home credential files always are).'),
     announce: Schema.boolean().default(true).description('Tell the model the current policy before a request whenever it changed.'),
   })
 
@@ -73,7 +77,7 @@ export class SandboxPolicyService extends Service {
 
   constructor(ctx: Context, config: SandboxPolicyConfig) {
     super(ctx, 'sandboxPolicy')
-    for (const [field, list] of [['tempDirs', config.tempDirs], ['writableRoots', config.writableRoots]] as const) {
+    for (const [field, list] of [['tempDirs', config.tempDirs], ['writableRoots', config.writableRoots], ['readOnlyPaths', config.readOnlyPaths ?? []], ['hiddenPaths', config.hiddenPaths ?? []]] as const) {
       for (const dir of list) if (!isAbsolute(dir)) throw new TypeError(`sandbox-policy: ${field} must hold absolute paths, got ${JSON.stringify(dir)}`)
     }
     if (config.fallbackRoot !== undefined && !isAbsolute(config.fallbackRoot)) {
@@ -82,7 +86,7 @@ export class SandboxPolicyService extends Service {
     this.config = config
     if (config.announce) {
       ctx.on('agent/pre-step', async (payload, next) => {
-        const text = this.announcement(payload.agent.session, payload.agent.cwd)
+        const text = await this.announcement(payload.agent.session, payload.agent.cwd)
         if (text !== undefined) payload.messages.unshift({ content: text, source: { ...ANNOUNCE_SOURCE } })
         return next()
       }, { prepend: true })
@@ -137,7 +141,31 @@ export class SandboxPolicyService extends Service {
       mode === 'workspace-write'
         ? [...new Set([workspaceRoot, ...this.config.writableRoots.map(realpathOrSelf), ...this.config.tempDirs.map(realpathOrSelf)])]
         : []
-    return { mode, workspaceRoot, writableRoots, network: this.config.network }
+    const { readOnlyPaths, hiddenPaths } = this.protectedPaths()
+    return { mode, workspaceRoot, writableRoots, network: this.config.network, readOnlyPaths, hiddenPaths }
+  }
+
+  /**
+   * What no confined command or file edit may change (the dsh home: profiles, patch layers, the
+   * layer cache, sessions and spills) or read (the home's credential files), plus the configured
+   * extras. Real paths, so a symlinked home is protected where it really lies.
+   */
+  protectedPaths(): { readOnlyPaths: string[]; hiddenPaths: string[] } {
+    const home = realpathOrSelf(this.home())
+    const readOnlyPaths = [...new Set([home, ...(this.config.readOnlyPaths ?? []).map(realpathOrSelf)])]
+    const hiddenPaths = [...new Set([join(home, '.credentials.yaml'), join(home, '.env'), ...(this.config.hiddenPaths ?? []).map(realpathOrSelf)])]
+    return { readOnlyPaths, hiddenPaths }
+  }
+
+  /** `ctx.homePaths.home` when loaded, else `$DSH_HOME` (a leading `~/` expanded), else `~/.dsh`. */
+  private home(): string {
+    const service = this.ctx.get('homePaths') as { home?: unknown } | undefined
+    if (service && typeof service.home === 'string') return service.home
+    const raw = process.env.DSH_HOME?.trim()
+    if (!raw) return join(homedir(), '.dsh')
+    if (raw === '~') return homedir()
+    if (raw.startsWith('~/')) return join(homedir(), raw.slice(2))
+    return resolvePath(raw)
   }
 
   /** The model-facing statement of the policy for a session. */
@@ -152,8 +180,12 @@ export class SandboxPolicyService extends Service {
   }
 
   /** The text to announce before the next request of `session`, or undefined when it is unchanged. */
-  private announcement(session: Session, cwd: string): string | undefined {
-    const text = this.describe({ sessionId: session.id, cwd })
+  private async announcement(session: Session, cwd: string): Promise<string | undefined> {
+    const input = { sessionId: session.id, cwd }
+    let text = this.describe(input)
+    // What the enforcing runner cannot confine (e.g. the Landlock fallback) is part of the policy.
+    const runnerNotes = this.modeFor(session.id) === 'danger-full-access' ? [] : await this.runnerNotes()
+    if (runnerNotes.length > 0) text += ` ${runnerNotes.join(' ')}`
     const last = this.announced.has(session) ? this.announced.get(session) : lastAnnouncement(session)
     if (last === text) {
       this.announced.set(session, text)
@@ -161,6 +193,17 @@ export class SandboxPolicyService extends Service {
     }
     this.announced.set(session, text)
     return text
+  }
+
+  private async runnerNotes(): Promise<string[]> {
+    const sandbox = this.ctx.get('sandbox') as { describe?: () => Promise<{ notes?: unknown }> } | undefined
+    if (!sandbox || typeof sandbox.describe !== 'function') return []
+    try {
+      const notes = (await sandbox.describe()).notes
+      return Array.isArray(notes) ? notes.filter((note): note is string => typeof note === 'string') : []
+    } catch {
+      return []
+    }
   }
 
   private override(sessionId: string): SandboxMode | null {

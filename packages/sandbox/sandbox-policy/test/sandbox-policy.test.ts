@@ -6,7 +6,18 @@ import { Context } from 'cordis'
 import SessionStore from '@dsh/session'
 import PermissionPresetService from '@dsh/permission-presets'
 import { createHarness } from '@dsh/agent-loop-testkit'
+import { SandboxService, type SandboxInvocation, type SandboxRunnerInfo } from '@dsh/sandbox'
 import SandboxPolicyService, { ANNOUNCE_SOURCE } from '../src/index.ts'
+
+/** A provider of the `ctx.sandbox` contract that reports runner limitations (as the Landlock fallback does). */
+class NotedSandbox extends SandboxService {
+  async describe(): Promise<SandboxRunnerInfo> {
+    return { runner: 'landlock', rejected: [{ runner: 'bwrap', reason: 'no user namespaces' }], notes: ['Runner note: setsid survivors are not ended.'] }
+  }
+  async wrap(): Promise<SandboxInvocation> {
+    throw new Error('not used')
+  }
+}
 
 let base: string
 let ws: string
@@ -35,14 +46,14 @@ describe('resolution', () => {
   it('defaults to workspace-write over the session cwd (symlinks resolved) and the temp dirs, network off', async () => {
     const ctx = await boot()
     const session = ctx.sessions.create({ cwd: join(base, 'ws-link') })
-    expect(ctx.sandboxPolicy.resolve({ sessionId: session.id })).toEqual({ mode: 'workspace-write', workspaceRoot: ws, writableRoots: [ws, temp], network: false })
+    expect(ctx.sandboxPolicy.resolve({ sessionId: session.id })).toEqual({ mode: 'workspace-write', workspaceRoot: ws, writableRoots: [ws, temp], network: false, readOnlyPaths: expect.any(Array), hiddenPaths: expect.any(Array) })
     expect(ctx.sandboxPolicy.resolve({ cwd: other }).workspaceRoot).toBe(other)
     expect(ctx.sandboxPolicy.resolve().workspaceRoot).toBe(other)
   })
 
   it('read-only has no writable roots; danger-full-access has network', async () => {
     const ro = await boot({ defaultMode: 'read-only', network: true })
-    expect(ro.sandboxPolicy.resolve({ cwd: ws })).toEqual({ mode: 'read-only', workspaceRoot: ws, writableRoots: [], network: true })
+    expect(ro.sandboxPolicy.resolve({ cwd: ws })).toEqual({ mode: 'read-only', workspaceRoot: ws, writableRoots: [], network: true, readOnlyPaths: expect.any(Array), hiddenPaths: expect.any(Array) })
     const full = await boot({ defaultMode: 'danger-full-access' })
     expect(full.sandboxPolicy.resolve({ cwd: ws })).toEqual({ mode: 'danger-full-access', workspaceRoot: ws, writableRoots: [], network: true })
   })
@@ -83,6 +94,27 @@ describe('resolution', () => {
     expect(ctx.sandboxPolicy.modeFor(session.id)).toBe('read-only')
   })
 
+  it('keeps the dsh home read-only and its credential files unreadable in confining modes', async () => {
+    const home = join(base, 'home')
+    mkdirSync(home, { recursive: true })
+    const ctx = await boot({ readOnlyPaths: [other], hiddenPaths: [join(other, 'secret')] })
+    ctx.provide('homePaths', { home } as never)
+    for (const mode of ['workspace-write', 'read-only'] as const) {
+      const session = ctx.sessions.create({ cwd: ws })
+      ctx.sandboxPolicy.setMode(session.id, mode)
+      const policy = ctx.sandboxPolicy.resolve({ sessionId: session.id })
+      expect(policy.readOnlyPaths).toEqual([home, other])
+      expect(policy.hiddenPaths).toEqual([join(home, '.credentials.yaml'), join(home, '.env'), join(other, 'secret')])
+    }
+    expect(ctx.sandboxPolicy.resolve({ cwd: ws })).toMatchObject({ readOnlyPaths: [home, other] })
+    for (const config of [{ readOnlyPaths: ['rel'] }, { hiddenPaths: ['rel/x'] }]) {
+      const bad = new Context()
+      bad.plugin(SandboxPolicyService, config as never)
+      await new Promise((resolve) => setTimeout(resolve, 10))
+      expect(bad.get('sandboxPolicy')).toBeUndefined()
+    }
+  })
+
   it('rejects bad config and bad calls', async () => {
     for (const config of [{ tempDirs: ['tmp'] }, { writableRoots: ['rel/dir'] }, { fallbackRoot: 'x' }, { defaultMode: 'yolo' }]) {
       const ctx = new Context()
@@ -115,6 +147,22 @@ describe('model experience', () => {
     // The second request's history extends the first: the prefix (and the provider's cache) survives.
     expect(JSON.stringify(harness.model.requests[1].messages.slice(0, first.length))).toBe(JSON.stringify(first))
     expect(JSON.stringify(harness.model.requests[2].messages.at(-2))).toContain('[sandbox policy] read-only')
+    await harness.dispose()
+  })
+
+  it("states what the sandbox runner cannot confine (the Landlock fallback's notes)", async () => {
+    const harness = await createHarness({
+      cwd: ws,
+      script: [{ text: 'one' }, { text: 'two' }],
+      plugins: [[NotedSandbox, {}], [SandboxPolicyService, { tempDirs: [temp] }]],
+    })
+    await harness.prompt('first')
+    await harness.prompt('second')
+    const first = JSON.stringify(harness.model.requests[0].messages[0])
+    expect(first).toContain('[sandbox policy] workspace-write')
+    expect(first).toContain('Runner note: setsid survivors are not ended.')
+    // Stable text: it is not announced again on the next request.
+    expect(harness.model.requests[1].messages.filter((m) => JSON.stringify(m).includes('[sandbox policy]'))).toHaveLength(1)
     await harness.dispose()
   })
 

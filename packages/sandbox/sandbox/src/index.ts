@@ -31,6 +31,14 @@ export interface SandboxPolicy {
   writableRoots: string[]
   /** May the command open network sockets? Always true for `danger-full-access`. */
   network: boolean
+  /**
+   * Absolute paths that stay read-only in every confining mode, even when they lie under a
+   * writable root: the dsh home (profiles, patch layers, the parsed-layer cache, sessions, spills).
+   * A runner that cannot carve such a hole out of a writable tree must refuse to run.
+   */
+  readOnlyPaths?: string[]
+  /** Absolute paths that must not be readable at all in a confining mode (credential files). */
+  hiddenPaths?: string[]
 }
 
 export interface SandboxWrapRequest {
@@ -65,6 +73,8 @@ export interface SandboxRunnerInfo {
   runner?: string
   /** Why each candidate was rejected, in probe order. */
   rejected: Array<{ runner: string; reason: string }>
+  /** What the selected runner does not confine (worth telling the model and the user). */
+  notes?: string[]
 }
 
 /** A finished command the consumer wants checked for sandbox refusals. */
