@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# The newcomer's path, checked end to end: a clean clone of this checkout, an empty HOME, and the
+# README's commands run verbatim (extracted from the README between the `readme:` markers, never
+# retyped here). The model is @dsh/llm-mock-server on 127.0.0.1, reached through the inherited
+# environment (DEEPSEEK_API_KEY, DEEPSEEK_BASE_URL), as a user's real shell would supply a key.
+#
+# Usage: bash scripts/fresh-machine-check.sh [--node MAJOR] [--with-tests]
+#   --node MAJOR   run everything under that Node line, fetched as the `node@MAJOR` npm package (its
+#                  headers build the native add-ons), so the engines range is tested, not assumed
+#   --with-tests   also run the README's test command in the clean clone (HOME still the empty one)
+# Exit 0 when every step behaved; otherwise one line naming the step that did not.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d -t dsh-fresh.XXXXXX)
+mock_pid=
+cleanup() {
+  [[ -n "$mock_pid" ]] && kill "$mock_pid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() { echo "fresh-machine-check: $*" >&2; exit 1; }
+node_major=
+with_tests=
+while (($#)); do
+  case "$1" in
+    --node) node_major=${2:?--node needs a major version}; shift 2 ;;
+    --with-tests) with_tests=1; shift ;;
+    *) echo "usage: bash scripts/fresh-machine-check.sh [--node MAJOR] [--with-tests]" >&2; exit 2 ;;
+  esac
+done
+
+# The block of shell that follows `<!-- readme:NAME -->` in README.md.
+readme_block() {
+  awk -v tag="<!-- readme:$1 -->" '
+    $0 == tag { want = 1; next }
+    want && /^```/ { if (inside) exit; inside = 1; next }
+    inside { print }
+  ' "$repo/README.md"
+}
+install_cmd=$(readme_block install)
+global_cmd=$(readme_block global)
+[[ -n "$install_cmd" ]] || fail "README.md has no readme:install block"
+[[ -n "$global_cmd" ]] || fail "README.md has no readme:global block"
+
+git clone -q --no-hardlinks "$repo" "$work/dsh"
+# Uncommitted edits of the current checkout are part of what is being checked when run by hand.
+if [[ -z "${CI:-}" ]]; then
+  (cd "$repo" && git diff HEAD --binary) | (cd "$work/dsh" && git apply --allow-empty 2>/dev/null || true)
+fi
+
+export HOME="$work/home"
+mkdir -p "$HOME"
+unset DSH_HOME
+# The npm and pnpm caches stay shared with the machine's so the check costs no second download;
+# everything dsh writes goes under the new HOME.
+export npm_config_cache="${npm_config_cache:-${REAL_HOME:-/root}/.npm}"
+export npm_config_store_dir="${npm_config_store_dir:-${REAL_HOME:-/root}/.local/share/pnpm/store}"
+export npm_config_prefix="$work/global"
+if [[ -n "$node_major" ]]; then
+  npm install --prefix "$work/node" --no-save --no-audit --no-fund "node@$node_major" >"$work/node.log" 2>&1 || { cat "$work/node.log" >&2; fail "cannot install node@$node_major from npm"; }
+  # The platform package holds the real binary and the headers node-gyp needs.
+  node_dir=$(dirname "$(dirname "$(find "$work/node/node_modules" -path '*/bin/node' -type f | grep -v '/node/bin/' | head -1)")")
+  [[ -x "$node_dir/bin/node" && -f "$node_dir/include/node/node.h" ]] || fail "node@$node_major from npm has no binary or headers"
+  export PATH="$node_dir/bin:$PATH" npm_config_nodedir="$node_dir"
+fi
+echo "fresh-machine-check: node $(node --version)"
+# As the README says: offline machines build the native add-ons against local Node headers.
+if [[ -z "${npm_config_nodedir:-}" && -f /usr/include/node/node.h ]]; then export npm_config_nodedir=/usr; fi
+
+cat >"$work/script.yaml" <<'YAML'
+steps:
+  - text: "dsh fresh-machine check: README summarised."
+  - text: "dsh fresh-machine check: global install works."
+YAML
+node "$repo/packages/test-support/llm-mock-server/bin/dsh-llm-mock-server.mjs" --script "$work/script.yaml" >"$work/mock.url" &
+mock_pid=$!
+for _ in $(seq 50); do [[ -s "$work/mock.url" ]] && break; sleep 0.1; done
+[[ -s "$work/mock.url" ]] || fail "the mock model server did not start"
+export DEEPSEEK_BASE_URL=$(head -1 "$work/mock.url")
+export DEEPSEEK_API_KEY=sk-fresh-machine-check
+
+echo "fresh-machine-check: install and one-shot, verbatim: $install_cmd"
+out=$(cd "$work/dsh" && bash -c "$install_cmd" 2>"$work/install.err") || { tail -20 "$work/install.err" >&2; fail "the README install command failed"; }
+grep -q "README summarised" <<<"$out" || fail "the one-shot printed no answer: $out"
+
+echo "fresh-machine-check: global install, verbatim: $global_cmd"
+(cd "$work/dsh" && bash -c "$global_cmd") >"$work/global.out" 2>&1 || { cat "$work/global.out" >&2; fail "the README global install failed"; }
+export PATH="$npm_config_prefix/bin:$PATH"
+project="$work/project"
+mkdir -p "$project"
+out=$(cd "$project" && dsh --profile headless "check the install" 2>"$work/run.err") || { cat "$work/run.err" >&2; fail "dsh from another directory failed"; }
+grep -q "global install works" <<<"$out" || fail "dsh from another directory printed: $out"
+for bin in dsh-acp dsh-jsonrpc-agent; do
+  command -v "$bin" >/dev/null || fail "$bin is not on PATH after the global install"
+done
+reply=$(printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}' | (cd "$project" && timeout 20 dsh-acp) | head -1)
+grep -q '"protocolVersion"' <<<"$reply" || fail "dsh-acp did not answer initialize: $reply"
+[[ ! -e "$project/.dsh" ]] || fail "dsh wrote into the project directory"
+[[ -d "$HOME/.dsh" ]] || fail "dsh did not use \$HOME/.dsh"
+if [[ -n "$with_tests" ]]; then
+  test_cmd=$(readme_block test)
+  [[ -n "$test_cmd" ]] || fail "README.md has no readme:test block"
+  echo "fresh-machine-check: test suite, verbatim: $test_cmd"
+  unset DEEPSEEK_BASE_URL DEEPSEEK_API_KEY
+  (cd "$work/dsh" && bash -c "$test_cmd") || fail "the README test command failed under node $(node --version)"
+fi
+echo "fresh-machine-check: ok (node $(node --version), clean clone, HOME=$HOME, README commands verbatim)"
