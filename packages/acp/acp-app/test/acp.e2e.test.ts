@@ -184,6 +184,38 @@ describe('dsh-acp', () => {
     expect(await again.close()).toBe(0)
   })
 
+  for (const [signal, status] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+    it(`${signal} mid-turn exits ${status}, logs the cancelled turn end and session/load sees the closed turn`, async () => {
+      const { home, cwd } = workspace()
+      const s = await mock([{ events: [{ text: 'partial answer' }, { stall: true }] }, { text: 'after the restart' }])
+      const patch = join(cwd, 'plain-log.patch.yml')
+      writeFileSync(patch, '- id: session-persistence-jsonl\n  config:\n    compression: none\n')
+      const p = await start(envFor(home, s), cwd, ['--patch', patch])
+      await initialize(p.agent)
+      const { sessionId } = await p.agent.request('session/new', { cwd, mcpServers: [] })
+      void p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'long task' }] }).catch(() => {})
+      await p.waitFor((n) => n.update.sessionUpdate === 'agent_message_chunk')
+      p.child.kill(signal)
+      expect(await p.exited).toBe(status)
+      expect(p.stderr()).not.toMatch(/inactive context|\n\s+at /)
+      assertOnlyFrames(p.stdoutLines())
+      const sessions = join(home, 'sessions')
+      const dir = readdirSync(sessions).map((k) => join(sessions, k, sessionId)).find((d) => existsSync(d))!
+      const log = readFileSync(join(dir, 'session.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l))
+      expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { turn: 0, reason: 'cancelled' } })
+      expect(existsSync(join(dir, 'writer.lock'))).toBe(false)
+
+      const again = await start(envFor(home, s), cwd, ['--patch', patch])
+      await initialize(again.agent)
+      await again.agent.request('session/load', { sessionId, cwd, mcpServers: [] })
+      expect(text(again, 'agent_message_chunk')).toBe('partial answer')
+      const next = await again.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'go on' }] })
+      expect(next.stopReason).toBe('end_turn')
+      expect(again.stderr()).toBe('')
+      expect(await again.close()).toBe(0)
+    })
+  }
+
   it('session/load in a fresh process replays the history, then accepts prompts with it', async () => {
     const { home, cwd } = workspace()
     const s = await mock([

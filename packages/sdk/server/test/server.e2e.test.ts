@@ -1,7 +1,7 @@
 // The real dsh-jsonrpc-agent in a subprocess, spoken to frame by frame (no client library), with
 // the DeepSeek adapter pointed at @dsh/llm-mock-server.
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -105,6 +105,19 @@ function configWithFixture(dir: string): string[] {
 
 const init = (raw: Raw) => raw.ok('initialize', { protocolVersion: 1 })
 
+/** `--patch FILE` arguments storing session logs as plain JSONL, so tests can read them. */
+function plainLogs(dir: string): string[] {
+  const file = join(dir, 'plain-log.patch.yml')
+  writeFileSync(file, '- id: session-persistence-jsonl\n  config:\n    compression: none\n')
+  return ['--patch', file]
+}
+
+function sessionDir(home: string, id: string): string {
+  const root = join(home, 'sessions')
+  const key = readdirSync(root).find((k) => existsSync(join(root, k, id)))
+  return join(root, key!, id)
+}
+
 describe('dsh-jsonrpc-agent: protocol edges', () => {
   it('initialize gates the methods, checks the version, and malformed frames get JSON-RPC errors', async () => {
     const { raw } = await serve([])
@@ -182,6 +195,38 @@ describe('dsh-jsonrpc-agent: protocol edges', () => {
     expect(await next.raw.ok('session/resume', { sessionId })).toMatchObject({ loaded: false })
     expect((await next.raw.request('session/resume', { sessionId: 'nope' })).error).toMatchObject({ data: { code: 'SESSION_NOT_FOUND' } })
   })
+
+  it('a clean exit (end of stdin) removes the writer lock of every session it wrote', async () => {
+    const ws = workspace()
+    const { raw } = await serve([{ text: 'done' }], { ws, args: plainLogs(ws.cwd) })
+    await init(raw)
+    const { sessionId } = await raw.ok('session/create', { cwd: ws.cwd })
+    await raw.ok('session/prompt', { sessionId, prompt: 'go' })
+    await raw.waitFor((f) => f.method === 'session/status' && f.params.status === 'idle' && f.params.sessionId === sessionId)
+    raw.child.stdin!.end()
+    expect(await raw.exit).toBe(0)
+    const dir = sessionDir(ws.home, sessionId)
+    expect(existsSync(join(dir, 'session.jsonl'))).toBe(true)
+    expect(existsSync(join(dir, 'writer.lock'))).toBe(false)
+  })
+
+  for (const [signal, status] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+    it(`${signal} mid-turn exits ${status} with the cancelled turn end logged and no lock left`, async () => {
+      const ws = workspace()
+      const { raw } = await serve([{ events: [{ text: 'partial' }, { stall: true }] }], { ws, args: plainLogs(ws.cwd) })
+      await init(raw)
+      const { sessionId } = await raw.ok('session/create', { cwd: ws.cwd })
+      await raw.ok('session/prompt', { sessionId, prompt: 'go' })
+      await raw.waitFor((f) => f.params?.event?.type === 'assistant/chunk')
+      raw.child.kill(signal)
+      expect(await raw.exit).toBe(status)
+      expect(raw.stderr).not.toMatch(/inactive context|\n\s+at /)
+      const dir = sessionDir(ws.home, sessionId)
+      const log = readFileSync(join(dir, 'session.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l))
+      expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { turn: 0, reason: 'cancelled' } })
+      expect(existsSync(join(dir, 'writer.lock'))).toBe(false)
+    })
+  }
 
   it('the bin: --help, usage errors, a bad CONFIG file, --dump-config', async () => {
     const run = (args: string[], env: Record<string, string> = {}) => new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
