@@ -289,6 +289,7 @@ export class HarnessSdkJsonRpcServer {
       session = (await durable.resume(sessionId)).session
     } catch (error) {
       if (error instanceof SessionPersistenceError) {
+        if (error.code === 'BAD_ID') throw new RpcError('INVALID_PARAMS', `session/resume: ${error.message}`, { sessionId })
         if (error.code === 'NOT_FOUND') throw new RpcError('SESSION_NOT_FOUND', `session/resume: no stored session ${JSON.stringify(sessionId)}`, { sessionId })
         if (error.code === 'LOCKED') throw new RpcError('SESSION_LOCKED', `session/resume: ${error.message}`, { sessionId })
       }
