@@ -313,6 +313,7 @@ export class AcpServer extends Service {
     } catch (error) {
       const code = (error as { code?: string }).code
       if (code === 'NOT_FOUND') throw acp.RequestError.sessionNotFound(params.sessionId)
+      if (code === 'BAD_ID') throw acp.RequestError.invalidParams({ sessionId: params.sessionId }, `cannot load session: ${errorText(error)}`)
       throw acp.RequestError.invalidRequest({ sessionId: params.sessionId, code }, `cannot load session ${params.sessionId}: ${errorText(error)}`)
     }
     const agent = this.createAgent(cwd, session)
