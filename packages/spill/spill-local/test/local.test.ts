@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, readdirSync, statSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context } from 'cordis'
@@ -71,5 +71,46 @@ describe('@dsh/spill-local', () => {
     expect(error).toBeInstanceOf(SpillError)
     expect(error.code).toBe('ENOTDIR')
     expect(error.message).toContain(blocker)
+  })
+
+  it('never follows a symlink swapped in for the session directory or the root', async () => {
+    const base = mkdtempSync(join(tmpdir(), 'spill-swap-'))
+    const dir = join(base, 'spill')
+    const attacker = join(base, 'attacker')
+    mkdirSync(attacker)
+    const { spill } = await store({ dir })
+    const first = await spill.save({ sessionId: 's', callId: 'a', toolName: 'bash', text: 'first' })
+    expect(first.locator).toBe(join(dir, 's', 'a.txt'))
+
+    // A session directory that is a symlink (planted before the first spill of that session).
+    symlinkSync(attacker, join(dir, 'planted'))
+    const planted = await spill.save({ sessionId: 'planted', callId: 'c', toolName: 'bash', text: 'attacker-controlled' }).catch((e) => e)
+    expect(planted).toBeInstanceOf(SpillError)
+    expect(planted.code).toBe('UNSAFE_DIR')
+    expect(planted.message).toContain(join(dir, 'planted'))
+
+    // An existing session directory replaced by a symlink.
+    rmSync(join(dir, 's'), { recursive: true })
+    symlinkSync(attacker, join(dir, 's'))
+    const swapped = await spill.save({ sessionId: 's', callId: 'b', toolName: 'bash', text: 'attacker-controlled' }).catch((e) => e)
+    expect(swapped.code).toBe('UNSAFE_DIR')
+
+    // The whole root replaced by a symlink after the first save.
+    rmSync(dir, { recursive: true })
+    symlinkSync(attacker, dir)
+    const root = await spill.save({ sessionId: 'fresh', callId: 'd', toolName: 'bash', text: 'attacker-controlled' }).catch((e) => e)
+    expect(root.code).toBe('UNSAFE_DIR')
+    expect(root.message).toContain('a symlink was swapped in')
+
+    expect(readdirSync(attacker)).toEqual([])
+    expect(existsSync(join(attacker, 'c.txt'))).toBe(false)
+  })
+
+  it('tightens a loose per-session directory to 0700', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'spill-'))
+    mkdirSync(join(dir, 's'), { mode: 0o777 })
+    const { spill } = await store({ dir })
+    await spill.save({ sessionId: 's', callId: 'c', toolName: 't', text: 'x' })
+    expect(statSync(join(dir, 's')).mode & 0o777).toBe(0o700)
   })
 })
