@@ -1,11 +1,12 @@
 // @dsh/fs-sandbox: `SandboxedFileSystem`, the host filesystem of @dsh/fs-local with a per-call mode
 // fence. Every mutation (write, edit, remove, mkdir) is checked against the policy
-// `ctx.sandboxPolicy` resolves for the call's session, after `..` and symlinks are resolved; reads
-// always pass. Everything else (atomic write, edit critical section, gates, events) is inherited.
+// `ctx.sandboxPolicy` resolves for the call's session, after `..` and symlinks are resolved. The
+// policy's protected paths (the dsh home) are never changed in a confining mode, and its hidden
+// paths (credential files) are not read either; other reads always pass. Everything else (atomic write, edit critical section, gates, events) is inherited.
 import { lstatSync, realpathSync } from 'node:fs'
 import { basename, dirname, join, sep } from 'node:path'
 import type { Context } from 'cordis'
-import { FsError, type EditResult, type EditTransform, type FsCallOptions, type RemoveOptions, type WriteOptions, type WriteResult } from '@dsh/fs'
+import { FsError, type EditResult, type EditTransform, type FsCallOptions, type ReadResult, type RemoveOptions, type WriteOptions, type WriteResult } from '@dsh/fs'
 import { LocalFileSystem, type LocalFileSystemConfig } from '@dsh/fs-local'
 import { describePolicy, type SandboxPolicy } from '@dsh/sandbox'
 import type {} from '@dsh/sandbox-policy'
@@ -19,6 +20,19 @@ export class SandboxedFileSystem extends LocalFileSystem {
 
   constructor(ctx: Context, config: LocalFileSystemConfig) {
     super(ctx, config)
+  }
+
+  override async readFile(path: string, options: FsCallOptions = {}): Promise<ReadResult> {
+    const abs = this.resolve(path)
+    const policy = this.policyFor(options.session)
+    if (policy.mode !== 'danger-full-access' && (policy.hiddenPaths ?? []).length > 0) {
+      const real = realLocation(abs) ?? abs
+      const hidden = (policy.hiddenPaths ?? []).find((entry) => within(real, entry) || within(abs, entry))
+      if (hidden !== undefined) {
+        throw new FsError(SANDBOX_DENIED, abs, `the sandbox refused to read ${abs}: it holds dsh's credentials, which are not readable in ${policy.mode} mode.`)
+      }
+    }
+    return super.readFile(path, options)
   }
 
   override async writeFile(path: string, data: string | Uint8Array, options: WriteOptions = {}): Promise<WriteResult> {
@@ -56,6 +70,16 @@ export class SandboxedFileSystem extends LocalFileSystem {
     const policy = this.policyFor(options.session)
     if (policy.mode === 'danger-full-access') return
     const real = realLocation(abs)
+    // dsh's own home (profiles, patch layers, sessions, spills) stays read-only even under a writable root.
+    const guarded = [...(policy.readOnlyPaths ?? []), ...(policy.hiddenPaths ?? [])].find((entry) => within(real ?? abs, entry) || within(abs, entry))
+    if (guarded !== undefined) {
+      throw new FsError(
+        SANDBOX_DENIED,
+        abs,
+        `the sandbox refused to ${verb} ${abs}: it lies in ${guarded}, dsh's own configuration and sessions, which stay read-only in ${policy.mode} mode. ` +
+          'Change files inside the workspace, or ask the user to make this change.',
+      )
+    }
     if (real !== undefined && policy.mode === 'workspace-write' && policy.writableRoots.some((root) => within(real, root))) return
     const where = real === undefined ? `${abs} (through a dangling symlink)` : real === abs ? abs : `${abs} (really ${real})`
     const allowed = policy.mode === 'read-only' ? 'no file may be changed' : `only files under ${policy.writableRoots.join(', ')} may be changed`

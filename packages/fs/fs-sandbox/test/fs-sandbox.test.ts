@@ -118,3 +118,37 @@ it('realLocation keeps missing tail components and resolves the existing prefix'
   expect(realLocation(join(ws, 'dangling', 'x'))).toBeUndefined()
   expect(realLocation(join(ws, 'dangling'))).toBe(join(ws, 'dangling'))
 })
+
+describe('the dsh home', () => {
+  it('is read-only and its credential files unreadable, even when it lies in a writable temp dir', async () => {
+    const home = join(temp, 'dsh-home')
+    mkdirSync(join(home, 'profiles', 'default'), { recursive: true })
+    writeFileSync(join(home, '.credentials.yaml'), 'deepseek: sk-secret\n')
+    writeFileSync(join(home, '.env'), 'DEEPSEEK_API_KEY=sk-env\n')
+    writeFileSync(join(home, 'settings.yaml'), 'theme: plain\n')
+    const local = new Context()
+    await local.plugin(SessionStore)
+    local.provide('homePaths', { home } as never)
+    await local.plugin(SandboxPolicyService, { tempDirs: [temp] })
+    await local.plugin(SandboxedFileSystem, { durable: false })
+    const id = local.sessions.create({ cwd: ws }).id
+    const patch = await denied(local.fs.writeFile(join(home, 'cordis.patch.yml'), '- insert: []\n', { session: id }))
+    expect(patch.message).toContain(`it lies in ${home}`)
+    await denied(local.fs.writeFile(join(home, 'profiles', 'default', 'cordis.patch.yml'), 'x', { session: id, createParents: true }))
+    await denied(local.fs.edit(join(home, 'settings.yaml'), () => 'theme: evil\n', { session: id }))
+    await denied(local.fs.remove(join(home, 'settings.yaml'), { session: id }))
+    // Through a symlink in the workspace, too.
+    symlinkSync(home, join(ws, 'home-link'))
+    await denied(local.fs.writeFile(join(ws, 'home-link', 'cordis.patch.yml'), 'x', { session: id }))
+    const secret = await denied(local.fs.readText(join(home, '.credentials.yaml'), { session: id }))
+    expect(secret.message).not.toContain('sk-secret')
+    await denied(local.fs.readText(join(ws, 'home-link', '.env'), { session: id }))
+    expect((await local.fs.readText(join(home, 'settings.yaml'), { session: id })).text).toBe('theme: plain\n')
+    expect(existsSync(join(home, 'cordis.patch.yml'))).toBe(false)
+    expect(readFileSync(join(home, 'settings.yaml'), 'utf8')).toBe('theme: plain\n')
+    // danger-full-access is no sandbox at all.
+    local.sandboxPolicy.setMode(id, 'danger-full-access')
+    expect((await local.fs.readText(join(home, '.env'), { session: id })).text).toContain('sk-env')
+    rmSync(join(ws, 'home-link'))
+  })
+})
