@@ -32,6 +32,11 @@ export interface PermissionPresetsConfig {
 }
 
 export const BUILTIN_PRESETS: Readonly<Record<string, PresetDefinition & { description: string }>> = {
+  'read-only': {
+    mode: 'read-only',
+    approval: 'ask',
+    description: 'Look, do not touch: commands and file tools may read but write nothing, no network. Anything more asks for approval.',
+  },
   'workspace-write': {
     mode: 'workspace-write',
     approval: 'ask',

@@ -23,10 +23,11 @@ async function boot(config?: unknown) {
 }
 
 describe('ctx.permissionPresets', () => {
-  it('ships workspace-write (+ ask) as the default and danger-full-access (+ never)', async () => {
+  it('ships workspace-write (+ ask) as the default, read-only (+ ask) and danger-full-access (+ never)', async () => {
     delete process.env.DSH_PERMISSION_MODE
     const { ctx } = await boot()
-    expect(ctx.permissionPresets.names()).toEqual(['danger-full-access', 'workspace-write'])
+    expect(ctx.permissionPresets.names()).toEqual(['danger-full-access', 'read-only', 'workspace-write'])
+    expect(ctx.permissionPresets.get('read-only')).toMatchObject({ mode: 'read-only', approval: 'ask' })
     expect(ctx.permissionPresets.current()).toMatchObject({ name: 'workspace-write', mode: 'workspace-write', approval: 'ask' })
     expect(ctx.permissionPresets.get('danger-full-access')).toMatchObject({ mode: 'danger-full-access', approval: 'never' })
     expect(ctx.permissionPresets.modeFor('s1')).toBe('workspace-write')
@@ -51,7 +52,7 @@ describe('ctx.permissionPresets', () => {
     process.env.DSH_PERMISSION_MODE = 'yolo'
     const fromEnv = await boot()
     expect(fromEnv.ctx.get('permissionPresets')).toBeUndefined()
-    expect(`${fromEnv.outcome} ${fromEnv.errors}`).toContain('unknown permission preset "yolo" (from DSH_PERMISSION_MODE); valid presets: danger-full-access, workspace-write')
+    expect(`${fromEnv.outcome} ${fromEnv.errors}`).toContain('unknown permission preset "yolo" (from DSH_PERMISSION_MODE); valid presets: danger-full-access, read-only, workspace-write')
     delete process.env.DSH_PERMISSION_MODE
     const fromConfig = await boot({ default: 'full' })
     expect(`${fromConfig.outcome} ${fromConfig.errors}`).toContain('unknown permission preset "full" (from config field "default")')
@@ -59,7 +60,7 @@ describe('ctx.permissionPresets', () => {
     expect(badMode.ctx.get('permissionPresets')).toBeUndefined()
     const { ctx } = await boot()
     expect(() => ctx.permissionPresets.set('s1', 'nope')).toThrow(PermissionPresetError)
-    expect(() => ctx.permissionPresets.set('s1', 'nope')).toThrow(/valid presets: danger-full-access, workspace-write/)
+    expect(() => ctx.permissionPresets.set('s1', 'nope')).toThrow(/valid presets: danger-full-access, read-only, workspace-write/)
   })
 
   it('configured presets join the table and may replace a built-in', async () => {
