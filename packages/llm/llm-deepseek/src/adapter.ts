@@ -2,7 +2,7 @@
 // translated chunk by chunk. Every failure leaves as an LlmError with a stable code.
 import { nodeFetch } from './http.ts'
 import { createParser, type EventSourceMessage } from 'eventsource-parser'
-import { LlmError, type LlmAdapter, type LlmRequest, type ModelInfo, type StreamChunk } from '@dsh/llm'
+import { LlmError, redactError, secretList, type LlmAdapter, type LlmRequest, type ModelInfo, type StreamChunk } from '@dsh/llm'
 import { PROVIDER_LABEL, errorFromResponse, transportError } from './errors.ts'
 import { StreamTranslator, buildRequestBody, defaultEffortTable, type EffortTable } from './wire.ts'
 
@@ -21,8 +21,15 @@ export interface DeepSeekAdapterOptions {
   /** Reject models outside `models` before any I/O. */
   strictModels?: boolean
   maxTokens?: number
-  /** Longest silence (no bytes at all, keep-alive comments included) before `TIMEOUT`. */
+  /**
+   * Longest wait for real data before `TIMEOUT`: response headers or an SSE event. Keep-alive
+   * comments do not count, so a server sending only comments still times out.
+   */
   streamIdleTimeoutMs: number
+  /** Body bytes read from one response before `RESPONSE_TOO_LARGE`. Default `DEFAULT_MAX_RESPONSE_BYTES`. */
+  maxResponseBytes?: number
+  /** Wall-clock bound on one whole request, headers to last byte, before `DEADLINE_EXCEEDED`; 0 disables. */
+  requestTimeoutMs?: number
   efforts?: EffortTable
   userAgent: string
   headers?: { [name: string]: string }
@@ -32,6 +39,12 @@ export interface DeepSeekAdapterOptions {
 
 /** Bytes of a non-SSE body quoted in the PROTOCOL error. */
 const SNIPPET = 200
+/** Bytes read of an error or non-SSE body: enough for any real message, bounded for a runaway one. */
+const ERROR_BODY_BYTES = 64 * 1024
+/** Default response byte cap: far above the SSE framing of the largest real answer (~100 MB). */
+export const DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024 * 1024
+/** Default overall request deadline: one hour. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 3_600_000
 /** Bound on one buffered SSE event (a runaway line is a protocol error, not an OOM). */
 const MAX_EVENT_CHARS = 32 * 1024 * 1024
 
@@ -53,7 +66,17 @@ export class DeepSeekAdapter implements LlmAdapter {
   }
 
   stream(request: LlmRequest): AsyncIterable<StreamChunk> {
-    return this.run(request)
+    return this.redacted(request)
+  }
+
+  /** Every error leaving the adapter is scrubbed of the key it sent (a server may echo headers). */
+  private async *redacted(request: LlmRequest): AsyncGenerator<StreamChunk> {
+    const used: { key?: string } = {}
+    try {
+      yield* this.run(request, used)
+    } catch (error) {
+      throw redactError(error, secretList([used.key]))
+    }
   }
 
   private missingKey(): LlmError {
@@ -65,7 +88,7 @@ export class DeepSeekAdapter implements LlmAdapter {
     )
   }
 
-  private async *run(request: LlmRequest): AsyncGenerator<StreamChunk> {
+  private async *run(request: LlmRequest, used: { key?: string }): AsyncGenerator<StreamChunk> {
     const { signal } = request
     const aborted = () => new LlmError('ABORTED', 'the request was aborted', { provider: this.provider })
     if (signal?.aborted) throw aborted()
@@ -77,26 +100,51 @@ export class DeepSeekAdapter implements LlmAdapter {
     }
     const key = await this.options.getKey()
     if (!key) throw this.missingKey()
+    used.key = key
     if (signal?.aborted) throw aborted()
 
     const controller = new AbortController()
-    // Why the internal controller fired: the caller's abort or the idle watchdog.
-    let stop: 'abort' | 'idle' | undefined
+    // Why the internal controller fired: the caller's abort, the idle watchdog or the deadline.
+    let stop: 'abort' | 'idle' | 'deadline' | undefined
     const onAbort = () => {
       stop ??= 'abort'
       controller.abort()
     }
     signal?.addEventListener('abort', onAbort, { once: true })
+    const deadlineMs = this.options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS
+    const deadline =
+      deadlineMs > 0
+        ? setTimeout(() => {
+            stop ??= 'deadline'
+            controller.abort()
+          }, deadlineMs)
+        : undefined
+    const maxBytes = this.options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES
+    // The idle budget is spent only while waiting on the socket, and refilled only by real data
+    // (headers, an SSE event): keep-alive comments keep the socket busy but do not refill it.
     const idleMs = this.options.streamIdleTimeoutMs
+    let idleLeft = idleMs
+    let waitStart = 0
+    let commentsOnly = false
     let timer: ReturnType<typeof setTimeout> | undefined
-    const arm = () => {
+    const disarm = () => {
+      if (timer === undefined) return
       clearTimeout(timer)
+      timer = undefined
+      idleLeft -= Date.now() - waitStart
+    }
+    const arm = () => {
+      disarm()
+      waitStart = Date.now()
       timer = setTimeout(() => {
         stop ??= 'idle'
         controller.abort()
-      }, idleMs)
+      }, Math.max(0, idleLeft))
     }
-    const disarm = () => clearTimeout(timer)
+    const refill = () => {
+      idleLeft = idleMs
+      commentsOnly = false
+    }
     const withProvider = (error: LlmError): LlmError =>
       error.provider
         ? error
@@ -104,7 +152,13 @@ export class DeepSeekAdapter implements LlmAdapter {
     const fault = (cause: unknown, phase: 'connect' | 'read'): LlmError => {
       if (stop === 'abort') return aborted()
       if (stop === 'idle') {
-        return new LlmError('TIMEOUT', `${PROVIDER_LABEL} sent nothing for ${idleMs} ms (streamIdleTimeoutMs)`, { provider: this.provider })
+        const what = commentsOnly ? 'only keep-alive comments' : 'nothing'
+        return new LlmError('TIMEOUT', `${PROVIDER_LABEL} sent ${what} for ${idleMs} ms (streamIdleTimeoutMs)`, { provider: this.provider })
+      }
+      if (stop === 'deadline') {
+        return new LlmError('DEADLINE_EXCEEDED', `${PROVIDER_LABEL} did not finish the response within ${deadlineMs} ms (requestTimeoutMs)`, {
+          provider: this.provider,
+        })
       }
       if (LlmError.is(cause)) return withProvider(cause)
       return withProvider(transportError(cause, phase))
@@ -128,10 +182,13 @@ export class DeepSeekAdapter implements LlmAdapter {
       } catch (cause) {
         throw fault(cause, 'connect')
       }
+      disarm()
+      refill()
+      arm()
       if (!response.ok) {
         let text = ''
         try {
-          text = await response.text()
+          text = await readCapped(response, ERROR_BODY_BYTES)
         } catch (cause) {
           if (stop) throw fault(cause, 'read')
         }
@@ -141,7 +198,7 @@ export class DeepSeekAdapter implements LlmAdapter {
       if (!response.body || /json|html|xml/i.test(contentType)) {
         let text = ''
         try {
-          text = await response.text()
+          text = await readCapped(response, ERROR_BODY_BYTES)
         } catch (cause) {
           throw fault(cause, 'read')
         }
@@ -156,7 +213,8 @@ export class DeepSeekAdapter implements LlmAdapter {
       let parseFailure: LlmError | undefined
       const parser = createParser({
         onEvent: (event) => events.push(event),
-        // Keep-alive comments need no handling: any bytes already re-armed the watchdog.
+        // Comments (keep-alives) deliberately leave the idle budget alone; noted for the message.
+        onComment: () => void (commentsOnly = true),
         onError: (error) => {
           // Unknown field names are ignored per the SSE spec; only a runaway buffer is fatal.
           if (error.type === 'max-buffer-size-exceeded') {
@@ -165,7 +223,7 @@ export class DeepSeekAdapter implements LlmAdapter {
         },
         maxBufferSize: MAX_EVENT_CHARS,
       })
-      reader = response.body.pipeThrough(new TextDecoderStream()).getReader()
+      reader = response.body.pipeThrough(byteCap(maxBytes, this.provider)).pipeThrough(new TextDecoderStream()).getReader()
       let head = ''
       let sawEvent = false
       let done = false
@@ -186,6 +244,7 @@ export class DeepSeekAdapter implements LlmAdapter {
           parser.feed(read.value)
         }
         if (parseFailure) throw parseFailure
+        if (events.length > 0) refill()
         const batch: StreamChunk[] = []
         for (const event of events.splice(0)) {
           sawEvent = true
@@ -231,12 +290,55 @@ export class DeepSeekAdapter implements LlmAdapter {
       for (const chunk of closing) yield chunk
     } finally {
       disarm()
+      clearTimeout(deadline)
       signal?.removeEventListener('abort', onAbort)
       if (reader) void reader.cancel().catch(() => {})
       // Releases the socket when the consumer stopped early or an error left the body unread.
       controller.abort()
     }
   }
+}
+
+/**
+ * Counts body bytes and errors the stream with `RESPONSE_TOO_LARGE` once more than `limit` have
+ * arrived, so an endless or huge body is cut off after a bounded read.
+ */
+function byteCap(limit: number, provider: string): TransformStream<Uint8Array, Uint8Array> {
+  let seen = 0
+  return new TransformStream({
+    transform(chunk, controller) {
+      seen += chunk.byteLength
+      if (seen > limit) {
+        controller.error(
+          new LlmError('RESPONSE_TOO_LARGE', `${PROVIDER_LABEL} sent more than ${limit} bytes in one response (maxResponseBytes); the rest was not read`, {
+            provider,
+          }),
+        )
+        return
+      }
+      controller.enqueue(chunk)
+    },
+  })
+}
+
+/** The first `limit` bytes of the body as UTF-8 (the rest is left unread and the body cancelled). */
+async function readCapped(response: Response, limit: number): Promise<string> {
+  if (!response.body) return ''
+  const reader = response.body.getReader()
+  const chunks: Uint8Array[] = []
+  let size = 0
+  try {
+    while (size < limit) {
+      const { value, done } = await reader.read()
+      if (done) break
+      const part = value.byteLength > limit - size ? value.subarray(0, limit - size) : value
+      chunks.push(part)
+      size += part.byteLength
+    }
+  } finally {
+    void reader.cancel().catch(() => {})
+  }
+  return Buffer.concat(chunks).toString('utf8')
 }
 
 function snippet(text: string): string {

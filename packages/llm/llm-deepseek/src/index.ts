@@ -3,7 +3,7 @@ import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { ModelInfo, ReasoningEffort } from '@dsh/llm'
 import { userAgent } from '@dsh/brand'
-import { DeepSeekAdapter, type KeySource } from './adapter.ts'
+import { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_REQUEST_TIMEOUT_MS, DeepSeekAdapter, type KeySource } from './adapter.ts'
 import { defaultEffortTable, type EffortTable } from './wire.ts'
 
 export * from './adapter.ts'
@@ -34,6 +34,8 @@ export interface Config {
   strictModels: boolean
   maxTokens?: number
   streamIdleTimeoutMs: number
+  maxResponseBytes: number
+  requestTimeoutMs: number
   reasoningEffort: EffortTable
   headers: { [name: string]: string }
 }
@@ -65,7 +67,17 @@ export const Config: Schema<Partial<Config>, Config> = Schema.object({
   models: Schema.array(modelSchema).default(defaultModels()).description('Model catalog of the route.'),
   strictModels: Schema.boolean().default(true).description('Reject a model outside `models` before any network I/O.'),
   maxTokens: Schema.natural().description('`max_tokens` when the request names none.'),
-  streamIdleTimeoutMs: Schema.natural().min(1).default(300_000).description('Longest silence on the stream before TIMEOUT.'),
+  streamIdleTimeoutMs: Schema.natural()
+    .min(1)
+    .default(300_000)
+    .description('Longest wait for real data (headers or an SSE event; keep-alive comments do not count) before TIMEOUT.'),
+  maxResponseBytes: Schema.natural()
+    .min(1)
+    .default(DEFAULT_MAX_RESPONSE_BYTES)
+    .description('Body bytes read from one response before RESPONSE_TOO_LARGE (not retried by default).'),
+  requestTimeoutMs: Schema.natural()
+    .default(DEFAULT_REQUEST_TIMEOUT_MS)
+    .description('Wall-clock bound on one whole request before DEADLINE_EXCEEDED (not retried by default); 0 disables.'),
   reasoningEffort: Schema.object({
     off: effortParams('off'),
     low: effortParams('low'),
@@ -96,6 +108,8 @@ export function createAdapter(config: Config, getKey: KeySource = envKeySource(c
     strictModels: config.strictModels,
     maxTokens: config.maxTokens,
     streamIdleTimeoutMs: config.streamIdleTimeoutMs,
+    maxResponseBytes: config.maxResponseBytes,
+    requestTimeoutMs: config.requestTimeoutMs,
     efforts: config.reasoningEffort,
     headers: config.headers,
     userAgent: userAgent(),
@@ -116,5 +130,12 @@ export function credentialsKeySource(ctx: Context, apiKeyEnv: string): KeySource
 }
 
 export function apply(ctx: Context, config: Config): void {
-  ctx.llm.registerAdapter(createAdapter(config, credentialsKeySource(ctx, config.apiKeyEnv)))
+  const source = credentialsKeySource(ctx, config.apiKeyEnv)
+  // The key sent is remembered by ctx.llm, which scrubs it from every error it passes on.
+  const getKey: KeySource = async () => {
+    const key = await source()
+    ctx.llm.rememberSecret(key)
+    return key
+  }
+  ctx.llm.registerAdapter(createAdapter(config, getKey))
 }

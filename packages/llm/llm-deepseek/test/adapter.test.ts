@@ -144,13 +144,12 @@ describe('DeepSeekAdapter over the mock server', () => {
     expect(result.finish).toBe('length')
   })
 
-  it('keep-alives hold off the idle watchdog', async () => {
-    const adapter = await serve(
-      [{ events: [{ keepAlive: true }, { delayMs: 150 }, { keepAlive: true }, { delayMs: 150 }, { text: 'late' }] }],
-      { streamIdleTimeoutMs: 250 },
-    )
-    const result = BlockAssembler.fold(await collect(adapter)).result()
-    expect(result.message.content).toEqual([{ type: 'text', text: 'late' }])
+  it('keep-alive comments do not hold off the idle watchdog forever', async () => {
+    const adapter = await serve([{ events: [{ forever: { keepAlive: true, intervalMs: 10 } }] }], { streamIdleTimeoutMs: 300 })
+    const { error } = await failure(adapter)
+    expect(error.code).toBe('TIMEOUT')
+    expect(error.message).toContain('only keep-alive comments for 300 ms')
+    await expect.poll(() => server!.requests[0].aborted).toBe(true)
   })
 
   it('gives TIMEOUT when the stream stalls', async () => {

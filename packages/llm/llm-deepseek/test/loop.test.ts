@@ -19,12 +19,12 @@ afterEach(async () => {
   delete process.env[ENV]
 })
 
-async function run(steps: MockStep[], prompt: string) {
+async function run(steps: MockStep[], prompt: string, adapter: Record<string, unknown> = {}) {
   server = await startMockServer({ steps })
   process.env[ENV] = 'sk-loop'
   harness = await createHarness({
     plugins: [
-      [DeepSeek, { baseURL: server.baseURL, apiKeyEnv: ENV }],
+      [DeepSeek, { baseURL: server.baseURL, apiKeyEnv: ENV, ...adapter }],
       // Retry-After from the server still wins over these tiny backoff figures.
       [Retry, { initialDelayMs: 1, maxDelayMs: 5, jitter: 0 }],
     ],
@@ -60,5 +60,21 @@ describe('llm-deepseek in the agent loop with llm-retry', () => {
     expect(result).toMatchObject({ reason: 'completed', text: 'whole answer' })
     const [first, second] = server!.requests.map((r) => (r.body as { messages: unknown[] }).messages)
     expect(second).toEqual(first)
+  })
+
+  it('does not retry an endless response cut off at the byte cap', async () => {
+    const endless: MockStep = { events: [{ forever: { text: 'again ' } }] }
+    const { result, logs } = await run([endless, endless, endless, endless, endless, endless], 'hi', { maxResponseBytes: 64 * 1024 })
+    expect(result.reason).toBe('error')
+    expect(result.error).toMatchObject({ code: 'RESPONSE_TOO_LARGE' })
+    expect(server!.requests).toHaveLength(1)
+    expect(logs).toHaveLength(0)
+  })
+
+  it('does not retry a request past its deadline', async () => {
+    const slow: MockStep = { events: [{ forever: { text: 'slow ', intervalMs: 20 } }] }
+    const { result } = await run([slow, slow, slow, slow, slow, slow], 'hi', { requestTimeoutMs: 300 })
+    expect(result.error).toMatchObject({ code: 'DEADLINE_EXCEEDED' })
+    expect(server!.requests).toHaveLength(1)
   })
 })

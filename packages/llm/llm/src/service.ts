@@ -1,6 +1,7 @@
 import { Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import { BlockAssembler, type AssembledResponse } from './assembler.ts'
+import { redactError, secretList } from './redact.ts'
 import { LlmError, type LlmAdapter, type LlmRequest, type ModelInfo, type StreamChunk } from './types.ts'
 
 declare module 'cordis' {
@@ -28,6 +29,8 @@ export class LlmService extends Service {
 
   // Shared by every caller view of the service; never reassigned (caller views are shadows).
   private readonly adapters = new Map<string, LlmAdapter>()
+  /** Secret values adapters reported using (API keys); scrubbed from every stream error. */
+  private readonly secrets = new Set<string>()
 
   constructor(ctx: Context, _config: LlmService.Config = {}) {
     super(ctx, 'llm')
@@ -73,7 +76,49 @@ export class LlmService extends Service {
    * `UNKNOWN_PROVIDER`, surface while iterating, never from this call itself.
    */
   stream(request: LlmRequest): AsyncIterable<StreamChunk> {
-    return this.ctx.waterfall('llm/stream', request, () => this.route(request))
+    return this.redacting(this.ctx.waterfall('llm/stream', request, () => this.route(request)))
+  }
+
+  /**
+   * Adds a secret value (e.g. the API key an adapter just sent) to those scrubbed from every
+   * error leaving `stream`. Values shorter than `MIN_SECRET_LENGTH` are ignored. Never logged.
+   */
+  rememberSecret(value: string | undefined): void {
+    if (typeof value === 'string' && value.trim() !== '') this.secrets.add(value.trim())
+  }
+
+  /**
+   * Every secret value known to this process: those remembered by adapters plus the values of
+   * `ctx.credentials` (via its optional `knownValues()`), when that service is mounted.
+   */
+  async knownSecrets(): Promise<string[]> {
+    const values: string[] = [...this.secrets]
+    const credentials = this.ctx.get('credentials') as SecretHolder | undefined
+    if (credentials && typeof credentials.knownValues === 'function') {
+      try {
+        values.push(...(await credentials.knownValues()))
+      } catch {
+        // A credentials layer that cannot be read holds nothing we could have printed.
+      }
+    }
+    return secretList(values)
+  }
+
+  /**
+   * The choke point where provider failures enter the rest of the system: any error raised while
+   * iterating `inner` is rethrown with every known secret value replaced by `[REDACTED]`.
+   */
+  private redacting(inner: AsyncIterable<StreamChunk>): AsyncIterable<StreamChunk> {
+    const service = this
+    return {
+      async *[Symbol.asyncIterator]() {
+        try {
+          yield* inner
+        } catch (error) {
+          throw redactError(error, await service.knownSecrets())
+        }
+      },
+    }
   }
 
   /** `stream` folded by a BlockAssembler. */
@@ -117,6 +162,11 @@ export class LlmService extends Service {
       { provider },
     )
   }
+}
+
+/** The part of `ctx.credentials` (@dsh/credentials) the redaction reads, typed here to avoid the dependency. */
+interface SecretHolder {
+  knownValues?(): Promise<string[]>
 }
 
 export namespace LlmService {

@@ -124,6 +124,10 @@ export const LLM_ERROR_CODES = [
   'UNKNOWN_MODEL',
   'REFUSAL',
   'PROTOCOL',
+  /** The response passed the route's byte cap (an endless or runaway body); not retried by default. */
+  'RESPONSE_TOO_LARGE',
+  /** The route's overall request deadline passed before the response finished; not retried by default. */
+  'DEADLINE_EXCEEDED',
 ] as const
 export type LlmErrorCode = (typeof LLM_ERROR_CODES)[number]
 
