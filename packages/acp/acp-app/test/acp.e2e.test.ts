@@ -442,6 +442,27 @@ describe('dsh-acp', () => {
     assertOnlyFrames(run.stdoutLines())
   })
 
+  it('answers an oversized message and a wrong jsonrpc version with -32600 errors and keeps serving', async () => {
+    const { home, cwd } = workspace()
+    const run = spawnBin([], { DSH_HOME: home, DEEPSEEK_API_KEY: 'sk-test' }, cwd)
+    const lines = () => run.stdoutLines().map((l) => JSON.parse(l) as { id?: unknown; result?: unknown; error?: { code: number } })
+    run.child.stdin.on('error', () => {})
+    run.child.stdin.write(JSON.stringify({ jsonrpc: '1.0', id: 7, method: 'initialize', params: { protocolVersion: 1 } }) + '\n')
+    await until(() => lines().length >= 1, 'the wrong-version answer')
+    expect(lines()[0]).toMatchObject({ id: 7, error: { code: -32600 } })
+    // Over the 32 MiB default: the SDK alone would end the connection here.
+    run.child.stdin.write(JSON.stringify({ jsonrpc: '2.0', id: 8, method: 'initialize', params: { pad: 'x'.repeat(33 * 1024 * 1024) } }) + '\n')
+    await until(() => lines().length >= 2, 'the oversized-message answer', 60_000)
+    expect(lines()[1]).toMatchObject({ id: null, error: { code: -32600 } })
+    expect(run.stderr()).toMatch(/dsh-acp: dropped an incoming message longer than 33554432 bytes/)
+    run.child.stdin.write(JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'initialize', params: { protocolVersion: 1, clientCapabilities: {} } }) + '\n')
+    await until(() => lines().length >= 3, 'the initialize response')
+    expect(lines()[2]).toMatchObject({ id: 9, result: { protocolVersion: 1 } })
+    run.child.stdin.end()
+    expect(await run.exited).toBe(0)
+    assertOnlyFrames(run.stdoutLines())
+  })
+
   it('--help and a bad argument do not start the server', async () => {
     const { home, cwd } = workspace()
     const help = spawnBin(['--help'], { DSH_HOME: home }, cwd)

@@ -12,6 +12,7 @@ import type { AnySessionEvent, Session } from '@dsh/session'
 import type { ExecutePayload, ToolOutput } from '@dsh/tools'
 import type { ApprovalAnswer, ApprovalChoice, ApprovalRequest } from '@dsh/user-approval'
 import { clientFsRoute, type ClientFsRoute } from './client-route.ts'
+import { DEFAULT_MAX_MESSAGE_BYTES } from './framing.ts'
 import { stdioStreams } from './stdio.ts'
 import { DEFAULT_TOOL_KINDS, promptToBlocks, PromptContentError, stopReason, Translator, type ToolKind } from './translate.ts'
 
@@ -43,6 +44,7 @@ interface Config {
   maxDiffBytes: number
   permissionTimeoutMs: number
   clientFsTools: string[]
+  maxMessageBytes: number
 }
 
 export const Config: Schema<Config> = Schema.object({
@@ -57,6 +59,7 @@ export const Config: Schema<Config> = Schema.object({
   captureDiffs: Schema.boolean().default(true).description('Read files before and after edit/write calls to send full-text diffs.'),
   maxDiffBytes: Schema.natural().default(1024 * 1024).description('Files larger than this get hunk diffs only.'),
   permissionTimeoutMs: Schema.natural().default(0).description('How long a permission request may wait for the client; 0 waits until the turn is cancelled.'),
+  maxMessageBytes: Schema.natural().min(1).default(DEFAULT_MAX_MESSAGE_BYTES).description('Longest incoming stdio message (bytes); a longer one is dropped and answered with a JSON-RPC error.'),
   clientFsTools: Schema.array(String).default(['read', 'edit', 'write']).description('Tools whose file reads and writes go through the client when it advertises fs capabilities (needs @dsh/acp/client-fs as the fs row).'),
 })
 
@@ -160,8 +163,10 @@ export class AcpServer extends Service {
 
   /** Serves ACP on stdin/stdout; resolves when the client closed the connection. */
   async serveStdio(): Promise<void> {
-    const { output, input } = stdioStreams()
-    const conn = this.connect(acp.ndJsonStream(output, input))
+    const { maxMessageBytes } = this.config
+    const { output, input } = stdioStreams({ maxMessageBytes })
+    // The SDK's own limit sits above ours, so every line the guard passes on is accepted.
+    const conn = this.connect(acp.ndJsonStream(output, input, { maxMessageBytes: maxMessageBytes + 2 }))
     await conn.closed.catch(() => {})
     // Running turns are cancelled and settle (their logs end with turn/end) before the exit.
     await this.closing.get(conn)

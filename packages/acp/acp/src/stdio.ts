@@ -1,6 +1,7 @@
 // Stdout belongs to the protocol. `claimStdout()` takes the process's real stdout for frames and
 // points `process.stdout.write` (and so console.log and any stray print) at stderr, once per process.
 import { Readable } from 'node:stream'
+import { guardFrames } from './framing.ts'
 
 const KEY = Symbol.for('dsh.acp.stdout')
 
@@ -24,10 +25,19 @@ export function claimStdout(): FrameWriter {
   return write
 }
 
-/** The protocol streams over the process's stdin and (claimed) stdout. */
-export function stdioStreams(): { output: WritableStream<Uint8Array>; input: ReadableStream<Uint8Array> } {
+/**
+ * The protocol streams over the process's stdin and (claimed) stdout. Input lines pass through
+ * `guardFrames` first: an oversized line or a request with the wrong `jsonrpc` version is answered
+ * here (whole frames, written like the SDK's own) and the connection keeps serving.
+ */
+export function stdioStreams(options: { maxMessageBytes?: number } = {}): { output: WritableStream<Uint8Array>; input: ReadableStream<Uint8Array> } {
   const write = claimStdout()
   const output = new WritableStream<Uint8Array>({ write: (chunk) => write(chunk) })
-  const input = Readable.toWeb(process.stdin) as unknown as ReadableStream<Uint8Array>
+  const raw = Readable.toWeb(process.stdin) as unknown as ReadableStream<Uint8Array>
+  const input = guardFrames(raw, {
+    maxMessageBytes: options.maxMessageBytes,
+    reply: (frame) => write(frame).catch(() => {}),
+    warn: (message) => void process.stderr.write(`dsh-acp: ${message}\n`),
+  })
   return { output, input }
 }

@@ -52,9 +52,15 @@ export class ConnectionError extends Error {
   }
 }
 
-/** Splits a byte or text stream into lines (without the "\n"; a trailing "\r" is dropped). */
+/**
+ * Splits a byte or text stream into lines (without the "\n"; a trailing "\r" is dropped). A line
+ * longer than `maxLineLength` is reported once through `onOverflow` and skipped up to its newline:
+ * none of its characters (the tail included) ever reaches `onLine`.
+ */
 export class LineDecoder {
   private rest = ''
+  /** Inside an oversized line: characters are discarded until the next newline. */
+  private dropping = false
   private readonly text = new StringDecoder('utf8')
 
   constructor(
@@ -66,35 +72,44 @@ export class LineDecoder {
   push(chunk: Buffer | string): void {
     const s = typeof chunk === 'string' ? chunk : this.text.write(chunk)
     let start = 0
-    let nl = s.indexOf('\n')
-    if (nl < 0) {
-      this.rest += s
-      if (this.rest.length > this.maxLineLength) this.overflow()
-      return
-    }
-    let first = true
-    while (nl >= 0) {
-      let line = first ? this.rest + s.slice(0, nl) : s.slice(start, nl)
-      first = false
+    for (;;) {
+      const nl = s.indexOf('\n', start)
+      if (nl < 0) {
+        if (this.dropping) return
+        this.rest += start === 0 ? s : s.slice(start)
+        if (this.rest.length > this.maxLineLength) this.overflow()
+        return
+      }
+      if (this.dropping) {
+        this.dropping = false
+        start = nl + 1
+        continue
+      }
+      let line = this.rest + s.slice(start, nl)
+      this.rest = ''
+      start = nl + 1
+      if (line.length > this.maxLineLength) {
+        this.onOverflow(line.length)
+        continue
+      }
       if (line.endsWith('\r')) line = line.slice(0, -1)
       this.onLine(line)
-      start = nl + 1
-      nl = s.indexOf('\n', start)
     }
-    this.rest = s.slice(start)
-    if (this.rest.length > this.maxLineLength) this.overflow()
   }
 
   /** The input ended; returns an unterminated last line, if any. */
   end(): string | undefined {
     const tail = this.rest + this.text.end()
+    const dropped = this.dropping
     this.rest = ''
-    return tail.length ? tail : undefined
+    this.dropping = false
+    return tail.length && !dropped ? tail : undefined
   }
 
   private overflow(): void {
     const length = this.rest.length
     this.rest = ''
+    this.dropping = true
     this.onOverflow(length)
   }
 }

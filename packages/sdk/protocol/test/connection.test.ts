@@ -27,14 +27,22 @@ describe('LineDecoder', () => {
     expect(d.end()).toBe('{"c"')
   })
 
-  it('reports a line longer than the limit and drops it', () => {
+  it('reports a line longer than the limit once and drops all of it, its tail included', () => {
     const lines: string[] = []
-    let overflow = 0
-    const d = new LineDecoder((l) => lines.push(l), 10, (n) => (overflow = n))
+    const overflows: number[] = []
+    const d = new LineDecoder((l) => lines.push(l), 10, (n) => overflows.push(n))
     d.push('x'.repeat(11))
+    d.push('y'.repeat(20))
     d.push('tail\nok\n')
-    expect(overflow).toBe(11)
-    expect(lines).toEqual(['tail', 'ok'])
+    expect(overflows).toEqual([11])
+    expect(lines).toEqual(['ok'])
+    // A too-long line that arrives whole in one chunk is dropped too.
+    d.push('{"jsonrpc":"2.0","id":1}\nfine\n')
+    expect(overflows).toEqual([11, 24])
+    expect(lines).toEqual(['ok', 'fine'])
+    // An oversized unterminated line at the end of input is not returned.
+    d.push('z'.repeat(12))
+    expect(d.end()).toBeUndefined()
   })
 })
 
