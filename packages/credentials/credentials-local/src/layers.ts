@@ -10,6 +10,7 @@ import type * as Yaml from 'yaml'
 let yamlModule: typeof Yaml | undefined
 const yaml = (): typeof Yaml => (yamlModule ??= createRequire(import.meta.url)('yaml') as typeof Yaml)
 import { CredentialError, type CredentialLayer } from '@dsh/credentials'
+import { findEnvSyntaxError, HOME_ENV_FORBIDDEN } from '@dsh/home-paths'
 
 export type LayerRead =
   | { status: 'ok'; values: Map<string, string | CredentialError> }
@@ -51,15 +52,25 @@ async function readOrAbsent(path: string, id: string): Promise<string | LayerRea
   }
 }
 
-/** A dotenv file parsed with Node's own `util.parseEnv`. */
-export function dotenvLayer(id: 'project-env' | 'home-env', path: string, label: string): Layer {
+/**
+ * A dotenv file parsed with Node's own `util.parseEnv`, after a line check (a line that is not
+ * `NAME=value` makes the layer malformed). With `allow`, only those names are read (the project
+ * `.env`, which a confined command can write, supplies credentials only).
+ */
+export function dotenvLayer(id: 'project-env' | 'home-env', path: string, label: string, allow?: ReadonlySet<string>): Layer {
   return {
     info: { id, label, path, writable: false },
     async read() {
       const text = await readOrAbsent(path, id)
       if (typeof text !== 'string') return text
+      const bad = findEnvSyntaxError(text)
+      if (bad) return { status: 'malformed', error: new CredentialError('MALFORMED_FILE', `${path}:${bad.line}: malformed .env file: ${bad.problem}`, { path }) }
       const values = new Map<string, string>()
-      for (const [key, value] of Object.entries(parseEnv(text))) if (present(value)) values.set(key, value)
+      for (const [key, value] of Object.entries(parseEnv(text))) {
+        if (allow && !allow.has(key)) continue
+        if (id === 'home-env' && HOME_ENV_FORBIDDEN.includes(key)) continue
+        if (present(value)) values.set(key, value)
+      }
       return { status: 'ok', values }
     },
   }

@@ -4,7 +4,7 @@ import { mkdir, readFile, stat } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path'
 import { Context } from 'cordis'
 import Schema from 'schemastery'
-import { homeLayout, resolveDshHome } from '@dsh/home-paths'
+import { homeLayout, PROJECT_ENV_ALLOW_VAR, projectEnvAllowlist, resolveDshHome } from '@dsh/home-paths'
 import {
   CredentialError,
   CredentialsService,
@@ -20,8 +20,10 @@ export interface LocalCredentialsConfig {
   home?: string
   /** The project directory whose `.env` is read. Default: the process working directory. */
   cwd?: string
-  /** Read the project `.env` at all (turn off for untrusted checkouts). */
+  /** Read the project `.env` at all. It supplies only allowlisted credential names. */
   projectEnv: boolean
+  /** Credential names the project `.env` may supply besides the built-in provider keys. */
+  projectEnvAllow: string[]
   /** Override for the credentials file. Default: `<home>/.credentials.yaml`. */
   credentialsFile?: string
 }
@@ -29,7 +31,8 @@ export interface LocalCredentialsConfig {
 export const Config: Schema<Partial<LocalCredentialsConfig>, LocalCredentialsConfig> = Schema.object({
   home: Schema.string().description('The dsh home holding .env and .credentials.yaml. Default: $DSH_HOME, else ~/.dsh.'),
   cwd: Schema.string().description('Project directory whose .env is read. Default: the working directory.'),
-  projectEnv: Schema.boolean().default(true).description('Read the project .env.'),
+  projectEnv: Schema.boolean().default(true).description('Read the project .env (allowlisted credential names only).'),
+  projectEnvAllow: Schema.array(Schema.string()).default([]).description('Extra credential names the project .env may supply (names ending in _KEY, _TOKEN, _SECRET or _PASSWORD).'),
   credentialsFile: Schema.string().description('The credentials file. Default: <home>/.credentials.yaml.'),
 }) as Schema<Partial<LocalCredentialsConfig>, LocalCredentialsConfig>
 
@@ -55,6 +58,8 @@ export class LocalCredentials extends CredentialsService {
   static Config = Config
 
   readonly paths: ResolvedPaths
+  /** The names the project `.env` layer reads. */
+  readonly projectEnvAllow: ReadonlySet<string>
   private readonly layers: Layer[]
   /** Serializes this process's writes to the credentials file. */
   private readonly writes = { tail: Promise.resolve() as Promise<unknown> }
@@ -62,9 +67,15 @@ export class LocalCredentials extends CredentialsService {
   constructor(ctx: Context, config: Partial<LocalCredentialsConfig> = {}) {
     super(ctx)
     this.paths = resolvePaths(config)
+    // Extra names come from trusted places only: this row's config and the environment (which a
+    // project .env never supplies a DSH_* variable to). A bad name fails the row at load.
+    this.projectEnvAllow = new Set([
+      ...projectEnvAllowlist(config.projectEnvAllow ?? [], 'config.projectEnvAllow'),
+      ...projectEnvAllowlist(process.env[PROJECT_ENV_ALLOW_VAR]),
+    ])
     this.layers = [
       envLayer(process.env),
-      ...(this.paths.projectEnv ? [dotenvLayer('project-env', this.paths.projectEnv, `${this.paths.projectEnv} (project)`)] : []),
+      ...(this.paths.projectEnv ? [dotenvLayer('project-env', this.paths.projectEnv, `${this.paths.projectEnv} (project; provider credentials only)`, this.projectEnvAllow)] : []),
       dotenvLayer('home-env', this.paths.homeEnv, this.paths.homeEnv),
       credentialsFileLayer(this.paths.credentialsFile),
     ]

@@ -7,7 +7,7 @@ import { CredentialError } from '@dsh/credentials'
 import LocalCredentials, { resolvePaths, type LocalCredentialsConfig } from '../src/index.ts'
 
 // Distinct per run so the inherited environment of the test process cannot collide.
-const NAME = `DSH_TEST_KEY_${process.pid}`
+const NAME = `CREDTEST_${process.pid}_API_KEY`
 const SECRET = 'sk-test-7f3a9c1e-do-not-print'
 let root: string
 let home: string
@@ -33,7 +33,7 @@ async function boot(config: Partial<LocalCredentialsConfig> = {}) {
   const ctx = new Context()
   logs = []
   ctx.logger.exporter({ levels: { default: 5 }, export: (m) => void logs.push(m) })
-  await ctx.plugin(LocalCredentials, { home, cwd: project, ...config })
+  await ctx.plugin(LocalCredentials, { home, cwd: project, projectEnvAllow: [NAME], ...config })
   return ctx.credentials
 }
 
@@ -109,6 +109,42 @@ describe('precedence', () => {
     const credentials = await boot({ projectEnv: false })
     expect(await credentials.get(NAME)).toBe('home')
     expect((await credentials.describe(NAME)).layers.map((l) => l.id)).toEqual(['env', 'home-env', 'credentials-file'])
+  })
+
+  it('reads only allowlisted credential names from the project .env, every name from the home .env', async () => {
+    writeFileSync(join(project, '.env'), `${NAME}=project\nDEEPSEEK_BASE_URL=http://attacker.invalid\nOPENAI_API_KEY=sk-p\n`)
+    writeFileSync(join(home, '.env'), `DEEPSEEK_BASE_URL=http://home.invalid\nDSH_HOME=/elsewhere\n`)
+    const strict = await boot({ projectEnvAllow: [] })
+    expect(await strict.get(NAME)).toBeUndefined()
+    expect(await strict.get('OPENAI_API_KEY')).toBe(process.env.OPENAI_API_KEY ?? 'sk-p')
+    expect(await strict.get('DEEPSEEK_BASE_URL')).toBe(process.env.DEEPSEEK_BASE_URL ?? 'http://home.invalid')
+    expect(await strict.get('DSH_HOME')).toBe(process.env.DSH_HOME)
+    const described = await strict.describe('DEEPSEEK_BASE_URL')
+    expect(described.layers.find((l) => l.id === 'project-env')?.label).toContain('provider credentials only')
+    expect(await (await boot()).get(NAME)).toBe('project')
+  })
+
+  it('takes extra names from DSH_PROJECT_ENV_ALLOW in the environment, and refuses a non-credential name at load', async () => {
+    writeFileSync(join(project, '.env'), `${NAME}=project\n`)
+    process.env.DSH_PROJECT_ENV_ALLOW = NAME
+    try {
+      expect(await (await boot({ projectEnvAllow: [] })).get(NAME)).toBe('project')
+    } finally {
+      delete process.env.DSH_PROJECT_ENV_ALLOW
+    }
+    const root = new Context()
+    const fiber = root.plugin(LocalCredentials, { home, cwd: project, projectEnvAllow: ['DEEPSEEK_BASE_URL'] })
+    await expect(fiber).rejects.toThrow('config.projectEnvAllow: "DEEPSEEK_BASE_URL" is not a credential name')
+    expect(root.get('credentials')).toBeUndefined()
+  })
+
+  it('reports a malformed .env line by file and line, never its content', async () => {
+    writeFileSync(join(home, '.env'), `# keys\n${SECRET}\n`)
+    const credentials = await boot()
+    const error = await failure(credentials.get(NAME))
+    expect(error.code).toBe('MALFORMED_FILE')
+    expect(error.message).toBe(`${join(home, '.env')}:2: malformed .env file: expected NAME=value (or a # comment)`)
+    expect((await credentials.describe(NAME)).layers.find((l) => l.id === 'home-env')?.status).toBe('malformed')
   })
 
   it('parses .env files with Node semantics (quotes, export-less, comments)', async () => {

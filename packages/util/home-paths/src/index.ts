@@ -6,6 +6,8 @@ import Schema from 'schemastery'
 
 export const name = 'home-paths'
 
+export * from './dotenv.ts'
+
 /** `$DSH_HOME` when set and non-empty (a leading `~/` expands to the user's home), else `~/.dsh`. */
 export function resolveDshHome(env: NodeJS.ProcessEnv = process.env, userHome: string = homedir()): string {
   const raw = env.DSH_HOME?.trim()
