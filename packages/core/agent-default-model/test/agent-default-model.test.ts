@@ -57,3 +57,17 @@ describe('ctx.agentDefaultModel', () => {
     }
   })
 })
+
+describe('settings.yaml `model:` section', () => {
+  it('overrides the row field by field, follows edits, and ignores an invalid section', async () => {
+    const { MemorySettings } = await import('@dsh/settings')
+    const ctx = new Context()
+    await ctx.plugin(MemorySettings, { initial: { model: { model: 'deepseek-v4-pro', reasoningEffort: 'high' } } })
+    await ctx.plugin(AgentDefaultModel, { maxTokens: 1000 } as never)
+    expect(ctx.agentDefaultModel.get()).toEqual({ provider: 'deepseek-official', model: 'deepseek-v4-pro', reasoningEffort: 'high', maxTokens: 1000 })
+    await ctx.settings.update('model', { reasoningEffort: undefined, maxTokens: 50 })
+    expect(ctx.agentDefaultModel.get()).toEqual({ provider: 'deepseek-official', model: 'deepseek-v4-pro', maxTokens: 50 })
+    await ctx.settings.replace('model', { reasoningEffort: 'medium' })
+    expect(ctx.agentDefaultModel.get()).toEqual({ provider: 'deepseek-official', model: 'deepseek-v4-flash', maxTokens: 1000 })
+  })
+})

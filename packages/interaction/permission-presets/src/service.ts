@@ -4,6 +4,7 @@
 import { Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import { APPROVAL_POLICIES, type ApprovalPolicy } from '@dsh/user-approval'
+import type {} from '@dsh/settings'
 
 /** The sandbox modes a preset may name (the `sandbox/mode` knob). */
 export type SandboxMode = 'read-only' | 'workspace-write' | 'danger-full-access'
@@ -49,6 +50,9 @@ export const BUILTIN_PRESETS: Readonly<Record<string, PresetDefinition & { descr
   },
 }
 
+/** The settings.yaml section this service reads (`permissions.default`). */
+export const SETTINGS_NAMESPACE = 'permissions'
+
 const PRESET_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/
 
 export const PermissionPresetsConfig: Schema<PermissionPresetsConfig> = Schema.object({
@@ -88,8 +92,8 @@ export class PermissionPresetService extends Service {
   private table = new Map<string, PermissionPreset>()
   private overrides = new Map<string, string>()
   private defaultName: string
-  /** Where the default came from: `config` or the env variable's name. */
-  readonly defaultSource: string
+  /** Where the default came from: `config`, `settings` (the user's settings.yaml) or the env variable's name. */
+  defaultSource: string
 
   constructor(ctx: Context, config: PermissionPresetsConfig = PermissionPresetsConfig({} as PermissionPresetsConfig)) {
     super(ctx, 'permissionPresets')
@@ -105,6 +109,22 @@ export class PermissionPresetService extends Service {
     } else {
       this.defaultName = this.check(config.default, 'config field "default"')
       this.defaultSource = 'config'
+    }
+    // The user's settings.yaml section `permissions: { default: <preset> }` sits between the row's
+    // config and the environment variable, and follows live edits while the settings service runs.
+    if (!fromEnv) {
+      const configured = this.defaultName
+      ctx.inject(['settings'], (sctx) => {
+        const schema = Schema.object({ default: Schema.union(this.names()).description('Preset of sessions without an override.') })
+        const section = sctx.settings.section(SETTINGS_NAMESPACE, schema)
+        const follow = (value: { default?: string }) => {
+          this.defaultName = value.default ?? configured
+          this.defaultSource = value.default !== undefined ? 'settings' : 'config'
+        }
+        follow(section.value)
+        section.onChange(follow)
+        sctx.effect(() => () => follow({}))
+      })
     }
     ctx.on('session/deleted' as never, ((session: { id?: string }) => {
       if (session && typeof session.id === 'string') this.overrides.delete(session.id)
@@ -130,7 +150,7 @@ export class PermissionPresetService extends Service {
     return this.table.get(name)
   }
 
-  /** The deployment default (config `default`, overridden by the env variable). */
+  /** The default: the env variable, else settings.yaml `permissions.default`, else config `default`. */
   get default(): PermissionPreset {
     return this.table.get(this.defaultName)!
   }

@@ -112,3 +112,42 @@ describe('the preset policy answerer', () => {
     expect(confined.reason).toMatch(/approval policy "ask" needs a human, but this run has no interactive approver\. Rerun with `--permission-mode danger-full-access`/)
   })
 })
+
+describe('settings.yaml section `permissions`', () => {
+  async function withSettings(initial: Record<string, unknown>, config?: unknown) {
+    const { MemorySettings } = await import('@dsh/settings')
+    const ctx = new Context()
+    await ctx.plugin(MemorySettings, { initial })
+    await ctx.plugin(PermissionPresetService, config as never)
+    await new Promise((r) => setTimeout(r, 0))
+    return ctx
+  }
+
+  it('sets the default between the row config and the env variable, and follows live edits', async () => {
+    delete process.env.DSH_PERMISSION_MODE
+    const ctx = await withSettings({ permissions: { default: 'read-only' } })
+    expect(ctx.permissionPresets.current()).toMatchObject({ name: 'read-only', mode: 'read-only' })
+    expect(ctx.permissionPresets.defaultSource).toBe('settings')
+    ctx.permissionPresets.set('s1', 'danger-full-access')
+    await ctx.settings.update('permissions', { default: 'danger-full-access' })
+    expect(ctx.permissionPresets.modeFor('s2')).toBe('danger-full-access')
+    await ctx.settings.replace('permissions', undefined)
+    expect(ctx.permissionPresets.current()).toMatchObject({ name: 'workspace-write' })
+    expect(ctx.permissionPresets.defaultSource).toBe('config')
+    expect(ctx.permissionPresets.modeFor('s1')).toBe('danger-full-access')
+  })
+
+  it('an unknown preset in settings is ignored: the configured default stays', async () => {
+    delete process.env.DSH_PERMISSION_MODE
+    const ctx = await withSettings({ permissions: { default: 'yolo' } }, { default: 'read-only' })
+    expect(ctx.permissionPresets.current().name).toBe('read-only')
+    expect(ctx.settings.section('permissions', (v: unknown) => v as never).value).toEqual({ default: 'yolo' })
+  })
+
+  it('the environment variable still wins over settings', async () => {
+    process.env.DSH_PERMISSION_MODE = 'danger-full-access'
+    const ctx = await withSettings({ permissions: { default: 'read-only' } })
+    expect(ctx.permissionPresets.current().name).toBe('danger-full-access')
+    expect(ctx.permissionPresets.defaultSource).toBe('DSH_PERMISSION_MODE')
+  })
+})
