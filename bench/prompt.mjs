@@ -6,11 +6,14 @@
 // Token estimator: ceil(UTF-16 length / 4), the same rough heuristic as @dsh/token-meter's
 // `estimate` (English and code run at about 4 characters a token; it is not a tokenizer).
 //
+// Two configurations: the headless profile as shipped, and the same with every tool row of
+// bundles/base enabled (the shipped profile disables tool-str-replace-editor).
+//
 // Usage: node bench/prompt.mjs [--print] [--json]
-//   --print  also prints the system prompt text
-//   --json   one JSON object instead of the table
+//   --print  also prints the system prompt text (of the shipped profile)
+//   --json   one JSON object per configuration instead of the table
 import { spawn } from 'node:child_process'
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -26,9 +29,11 @@ const bin = fileURLToPath(new URL('../packages/boot/cli/bin/dsh.mjs', import.met
 const root = mkdtempSync(join(tmpdir(), 'dsh-bench-prompt-'))
 const project = join(root, 'project')
 mkdirSync(project)
-const server = await startMockServer({ steps: [{ text: 'done' }] })
+const server = await startMockServer({ steps: [{ text: 'done' }, { text: 'done' }] })
+const allTools = join(root, 'all-tools.patch.yml')
+writeFileSync(allTools, '- id: tool-str-replace-editor\n  disabled: false\n')
 
-const run = () =>
+const run = (extra) =>
   new Promise((resolve, reject) => {
     const env = {
       PATH: process.env.PATH,
@@ -36,8 +41,9 @@ const run = () =>
       DSH_HOME: join(root, 'home'),
       DEEPSEEK_BASE_URL: server.baseURL,
       DEEPSEEK_API_KEY: 'sk-bench',
+      ...(process.env.SHELL ? { SHELL: process.env.SHELL } : {}),
     }
-    const child = spawn(process.execPath, [bin, '--profile', 'headless', 'hi'], { cwd: project, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [bin, '--profile', 'headless', ...extra, 'hi'], { cwd: project, env, stdio: ['ignore', 'pipe', 'pipe'] })
     let err = ''
     child.stderr.on('data', (d) => (err += d))
     child.stdout.resume()
@@ -45,20 +51,16 @@ const run = () =>
     child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`dsh exited ${code}: ${err}`))))
   })
 
-try {
-  await run()
-  const request = server.requests.find((r) => r.body && Array.isArray(r.body.messages))
-  if (!request) throw new Error('the model was never called')
+function measure(request, label) {
   const system = request.body.messages
     .filter((m) => m.role === 'system')
     .map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content)))
     .join('\n')
   const tools = JSON.stringify(request.body.tools ?? [])
-  const names = (request.body.tools ?? []).map((t) => t.function?.name ?? t.name)
-  const total = system.length + tools.length
   const bytes = (s) => Buffer.byteLength(s, 'utf8')
   const result = {
-    tools: names,
+    label,
+    tools: (request.body.tools ?? []).map((t) => t.function?.name ?? t.name),
     systemBytes: bytes(system),
     systemTokens: estimate(system),
     toolSchemaBytes: bytes(tools),
@@ -68,17 +70,28 @@ try {
     goalTokens: GOAL_TOKENS,
   }
   result.ratioToGoal = Number((result.totalTokens / GOAL_TOKENS).toFixed(3))
-  if (args.has('--json')) console.log(JSON.stringify(result))
+  return { result, system }
+}
+
+try {
+  await run([])
+  await run(['--patch', allTools])
+  const chats = server.requests.filter((r) => r.body && Array.isArray(r.body.messages))
+  if (chats.length !== 2) throw new Error(`expected 2 model requests, got ${chats.length}`)
+  const shipped = measure(chats[0], 'headless (shipped)')
+  const every = measure(chats[1], 'headless + every base tool row')
+  if (args.has('--json')) for (const { result } of [shipped, every]) console.log(JSON.stringify(result))
   else {
-    console.log(`headless profile, tools: ${names.join(', ')}`)
-    console.log('estimator: ceil(characters / 4) per part (as @dsh/token-meter estimate)')
-    console.log(`system prompt : ${String(result.systemBytes).padStart(6)} bytes  ~${result.systemTokens} tokens`)
-    console.log(`tool schemas  : ${String(result.toolSchemaBytes).padStart(6)} bytes  ~${result.toolSchemaTokens} tokens`)
-    console.log(`total fixed   : ${String(result.totalBytes).padStart(6)} bytes  ~${result.totalTokens} tokens`)
-    console.log(`ratio to the ${GOAL_TOKENS}-token goal: ${result.ratioToGoal} (${result.totalTokens <= GOAL_TOKENS ? 'within' : 'over'})`)
-    void total
+    console.log('estimator: ceil(characters / 4) per part (as @dsh/token-meter estimate); tool schemas as sent on the wire')
+    for (const { result: r } of [shipped, every]) {
+      console.log(`\n${r.label}: ${r.tools.join(', ')}`)
+      console.log(`  system prompt : ${String(r.systemBytes).padStart(6)} bytes  ~${r.systemTokens} tokens`)
+      console.log(`  tool schemas  : ${String(r.toolSchemaBytes).padStart(6)} bytes  ~${r.toolSchemaTokens} tokens`)
+      console.log(`  total fixed   : ${String(r.totalBytes).padStart(6)} bytes  ~${r.totalTokens} tokens`)
+      console.log(`  ratio to the ${GOAL_TOKENS}-token goal: ${r.ratioToGoal} (${r.totalTokens <= GOAL_TOKENS ? 'within' : 'over'})`)
+    }
   }
-  if (args.has('--print')) console.log(`\n--- system prompt ---\n${system}\n--- end ---`)
+  if (args.has('--print')) console.log(`\n--- system prompt (shipped) ---\n${shipped.system}\n--- end ---`)
 } finally {
   await server.close()
   rmSync(root, { recursive: true, force: true })

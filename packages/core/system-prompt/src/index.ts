@@ -112,7 +112,7 @@ export const BUILTIN_SECTIONS: readonly ResolvedSection[] = [
       '- Prefer a dedicated tool over a shell command when one exists for the job (reading, searching, editing files).',
       '- Look before you change: read the part of a file you are about to edit, and edit only what the task needs.',
       '- Calls that do not depend on each other can go in the same response.',
-      '- Long tool output is cut: a `[... N bytes omitted ...]` marker stands for the middle, and a note gives the file holding the full text. Search or page through that file instead of rerunning the command.',
+      '- Long tool output is cut to its beginning and end around a `[... N bytes omitted ...]` marker; when the full text was saved, the marker or a note beside it names the file. Search or page through that file instead of rerunning the command.',
       '- A tool error explains what went wrong; fix the call rather than retrying it unchanged.',
     ].join('\n'),
   },
