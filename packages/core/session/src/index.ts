@@ -2,14 +2,19 @@
 export * from './types.ts'
 export { JsonValueError, freezeJson, firstDifference, type JsonValue } from './json.ts'
 export {
+  DEFAULT_MAX_TOOL_ARGUMENT_CHARS,
+  OMITTED_ARGUMENTS_KEY,
   SessionSurface,
+  boundToolArguments,
   deriveMessagesFromEvents,
   messageOf,
+  omittedArguments,
   type SurfaceNode,
   type SurfaceNodeKind,
   type SurfaceReplaceData,
 } from './surface.ts'
-export { Session, SessionAppendError, newSessionId, type SessionListener, type SessionOptions, type SessionParent } from './session.ts'
+export { Session, SessionAppendError, newSessionId, type SessionListener, type SessionOptions, type SessionParent, type SubscribeOptions } from './session.ts'
+export { PLUGIN_ERROR, PluginError, emitNamed, serialNamed } from './plugin-error.ts'
 export { SessionForkError, SessionStore, type CreateSessionOptions } from './store.ts'
 import { SessionStore } from './store.ts'
 

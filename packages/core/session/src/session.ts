@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import type { Message } from '@dsh/llm'
 import { JsonValueError, freezeJson } from './json.ts'
-import { SessionSurface, checkReplace } from './surface.ts'
+import { PluginError, combinePluginErrors } from './plugin-error.ts'
+import { DEFAULT_MAX_TOOL_ARGUMENT_CHARS, SessionSurface, checkReplace } from './surface.ts'
 import type { AnySessionEvent, SessionEvent, SessionEventMap, SessionEventType, SessionId } from './types.ts'
 import { asSessionId } from './types.ts'
 
@@ -24,9 +25,19 @@ export interface SessionOptions {
    * like appends (no listeners are called for them).
    */
   events?: readonly SessionEvent[]
+  /**
+   * Longest tool-call `arguments` string replayed to the model as-is; a longer one is projected
+   * as a bounded excerpt plus a marker (the log keeps the full value). Default 100,000 chars.
+   */
+  maxToolArgumentChars?: number
 }
 
 export type SessionListener = (event: AnySessionEvent) => void
+
+export interface SubscribeOptions {
+  /** Who listens (a plugin name): a throwing listener is reported as a `PluginError` naming it. */
+  owner?: string
+}
 
 /** An append was refused: the payload is not lossless JSON, or the event is invalid here. */
 export class SessionAppendError extends TypeError {
@@ -60,7 +71,7 @@ export class Session {
 
   private readonly log: AnySessionEvent[] = []
   private readonly lastOfType = new Map<string, AnySessionEvent>()
-  private readonly listeners = new Set<SessionListener>()
+  private readonly listeners = new Map<SessionListener, string | undefined>()
   private readonly pending: AnySessionEvent[] = []
   private dispatching = false
 
@@ -71,7 +82,9 @@ export class Session {
     this.cwd = options.cwd
     if (options.parent) this.parent = Object.freeze({ sessionId: options.parent.sessionId, boundary: options.parent.boundary })
     this.clock = options.clock ?? Date.now
-    this.surface = new SessionSurface((data) => this.append('surface/replace', data))
+    const cap = options.maxToolArgumentChars ?? DEFAULT_MAX_TOOL_ARGUMENT_CHARS
+    if (!Number.isSafeInteger(cap) || cap < 0) throw new TypeError('Session: maxToolArgumentChars must be a non-negative integer')
+    this.surface = new SessionSurface((data) => this.append('surface/replace', data), cap)
     if (options.events) for (const event of options.events) this.restoreOne(event)
   }
 
@@ -89,6 +102,8 @@ export class Session {
    * object does not reach the log. Throws `SessionAppendError` (nothing appended) when `data` is
    * not lossless JSON. Listeners run synchronously after the event is in the log; an event
    * appended from inside a listener is delivered after the current one has reached every listener.
+   * When listeners throw, every listener still runs and `append` then throws one `PluginError`
+   * (`code: 'PLUGIN_ERROR'`, naming the owner) although the event is logged.
    */
   append<K extends SessionEventType>(type: K, data: SessionEventMap[K]): SessionEvent<K> {
     if (typeof type !== 'string' || (type as string) === '') throw new SessionAppendError(String(type), 'type', 'must be a non-empty string')
@@ -121,8 +136,8 @@ export class Session {
   }
 
   /** Synchronous, in seq order. Returns the unsubscribe function. */
-  subscribe(listener: SessionListener): () => void {
-    this.listeners.add(listener)
+  subscribe(listener: SessionListener, options: SubscribeOptions = {}): () => void {
+    this.listeners.set(listener, options.owner)
     return () => {
       this.listeners.delete(listener)
     }
@@ -188,22 +203,22 @@ export class Session {
     this.pending.push(event)
     if (this.dispatching) return
     this.dispatching = true
-    const errors: unknown[] = []
+    const errors: PluginError[] = []
     try {
       while (this.pending.length > 0) {
         const next = this.pending.shift()!
-        for (const listener of [...this.listeners]) {
+        for (const [listener, owner] of [...this.listeners]) {
           try {
             listener(next)
           } catch (error) {
-            errors.push(error)
+            errors.push(error instanceof PluginError ? error : new PluginError(owner ?? 'a session listener', `session listener on "${next.type}"`, error))
           }
         }
       }
     } finally {
       this.dispatching = false
     }
-    if (errors.length === 1) throw errors[0]
-    if (errors.length > 1) throw new AggregateError(errors, `${errors.length} session listeners threw`)
+    const combined = combinePluginErrors(errors)
+    if (combined) throw combined
   }
 }

@@ -1,5 +1,7 @@
 import { Context, Service } from 'cordis'
 import Schema from 'schemastery'
+import { emitNamed } from './plugin-error.ts'
+import { DEFAULT_MAX_TOOL_ARGUMENT_CHARS } from './surface.ts'
 import { Session, type SessionOptions, type SessionParent } from './session.ts'
 import type { AnySessionEvent, SessionEvent, SessionId } from './types.ts'
 
@@ -46,15 +48,21 @@ interface Entry {
  * When the store itself unloads, every session leaves it.
  */
 export class SessionStore extends Service {
-  static Config: Schema<SessionStore.Config> = Schema.object({})
+  static Config: Schema<SessionStore.Config> = Schema.object({
+    maxToolArgumentChars: Schema.natural()
+      .default(DEFAULT_MAX_TOOL_ARGUMENT_CHARS)
+      .description('Longest tool-call arguments string replayed to the model as-is; longer ones become an excerpt plus a marker (the log keeps them whole).'),
+  })
 
   // Fields are only mutated in place: inside methods `this` is a per-caller shadow.
   private readonly entries = new Map<string, Entry>()
   private readonly home: Context
+  private readonly maxToolArgumentChars: number
 
-  constructor(ctx: Context, _config: SessionStore.Config = {}) {
+  constructor(ctx: Context, config: SessionStore.Config = {}) {
     super(ctx, 'sessions')
     this.home = ctx
+    this.maxToolArgumentChars = config.maxToolArgumentChars ?? DEFAULT_MAX_TOOL_ARGUMENT_CHARS
     ctx.effect(() => () => {
       for (const id of [...this.entries.keys()]) this.remove(id)
     }, 'sessions: clear store')
@@ -62,7 +70,7 @@ export class SessionStore extends Service {
 
   create(options: CreateSessionOptions): Session {
     if (options.id !== undefined && this.entries.has(options.id)) throw new Error(`session "${options.id}" already exists`)
-    const session = new Session(options satisfies SessionOptions)
+    const session = new Session({ maxToolArgumentChars: this.maxToolArgumentChars, ...options } satisfies SessionOptions)
     return this.adopt(session)
   }
 
@@ -97,6 +105,7 @@ export class SessionStore extends Service {
       parent: { sessionId: from.id, boundary: at },
       clock: from.clock,
       events: from.slice(0, at),
+      maxToolArgumentChars: this.maxToolArgumentChars,
     })
     this.adopt(session)
     session.append('seed/end', { fromSession: from.id, boundary: at })
@@ -113,7 +122,9 @@ export class SessionStore extends Service {
     // `this.ctx` is the caller's context: bind the session's membership to the caller plugin.
     // First, so an inactive caller context throws before anything is registered.
     const unbind = this.ctx === home ? undefined : this.ctx.effect(() => () => void this.remove(session.id), `sessions: ${session.id}`)
-    const unsubscribe = session.subscribe((event) => home.emit('session/event', session, event))
+    // Each `session/event` listener is called on its own so a throwing one is reported as a
+    // PluginError naming its plugin (and the others still run).
+    const unsubscribe = session.subscribe((event) => emitNamed(home, 'session/event', `session/event listener on "${event.type}"`, [session, event]))
     this.entries.set(session.id, {
       session,
       release: () => {
@@ -136,6 +147,8 @@ export class SessionStore extends Service {
 }
 
 export namespace SessionStore {
-  // eslint-disable-next-line @typescript-eslint/no-empty-object-type -- no options yet; kept for profile rows
-  export interface Config {}
+  export interface Config {
+    /** Default 100,000. See `SessionOptions.maxToolArgumentChars`. */
+    maxToolArgumentChars?: number
+  }
 }

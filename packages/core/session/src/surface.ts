@@ -3,13 +3,54 @@
 // Node kinds and the message each contributes:
 //   user/message       -> { role: 'user', content }
 //   assistant/message  -> data.message, as-is, also when `interrupted: true` (the streamed prefix
-//                         the model produced is part of the history it will see next)
+//                         the model produced is part of the history it will see next), except that
+//                         a tool call whose `arguments` exceed the replay limit is projected as a
+//                         bounded excerpt plus a marker (see `boundToolArguments`)
 //   tool/result        -> data.message
 //   surface/replace    -> one node per replacement message, standing in for every node produced by
 //                         events in [fromSeq, toSeq) (including earlier replacements fully inside it)
 // Every other event type is not message-producing.
-import type { Message } from '@dsh/llm'
+import type { AssistantMessage, ContentBlock, Message } from '@dsh/llm'
 import type { AnySessionEvent, SessionEvent, SessionEventMap } from './types.ts'
+
+/** Default replay limit for one tool call's `arguments` string, in UTF-16 code units. */
+export const DEFAULT_MAX_TOOL_ARGUMENT_CHARS = 100_000
+/** Most characters of an oversized `arguments` string kept as the excerpt. */
+export const TOOL_ARGUMENT_EXCERPT_CHARS = 1_000
+/** Key of the marker object that stands in for oversized arguments. */
+export const OMITTED_ARGUMENTS_KEY = 'dsh_arguments_omitted'
+
+const group = (n: number): string => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ',')
+
+/**
+ * The `arguments` string replayed for a call whose real arguments are longer than `max`: a JSON
+ * object (adapters that need an object can parse it) with a note and the first characters.
+ */
+export function omittedArguments(raw: string, max: number): string {
+  let excerpt = raw.slice(0, Math.min(TOOL_ARGUMENT_EXCERPT_CHARS, max))
+  // Never end on half a surrogate pair.
+  if (/[\uD800-\uDBFF]$/.test(excerpt)) excerpt = excerpt.slice(0, -1)
+  return JSON.stringify({
+    [OMITTED_ARGUMENTS_KEY]:
+      `These arguments were ${group(raw.length)} characters long, over the ${group(max)}-character replay limit, so only ` +
+      `the first ${group(excerpt.length)} are shown here. The tool received them whole; the session log keeps them.`,
+    excerpt,
+  })
+}
+
+/**
+ * `message` with every tool call whose `arguments` exceed `max` characters projected by
+ * `omittedArguments`; the same object when nothing is over the limit.
+ */
+export function boundToolArguments<M extends Message>(message: M, max: number): M {
+  if (message.role !== 'assistant') return message
+  const over = (b: ContentBlock) => b.type === 'tool-call' && b.arguments.length > max
+  if (!message.content.some(over)) return message
+  const content = message.content.map((b) =>
+    b.type === 'tool-call' && over(b) ? Object.freeze({ ...b, arguments: omittedArguments(b.arguments, max) }) : b,
+  )
+  return Object.freeze({ ...(message as AssistantMessage), content: Object.freeze(content) }) as unknown as M
+}
 
 export type SurfaceNodeKind = 'user/message' | 'assistant/message' | 'tool/result' | 'surface/replace'
 
@@ -27,13 +68,16 @@ export type SurfaceReplaceData = SessionEventMap['surface/replace']
 /** Where a node sits on the log's timeline: its own seq, or the start of the range it replaces. */
 const position = (node: SurfaceNode): number => node.replaces?.fromSeq ?? node.seq
 
-/** The message an event contributes, or `undefined` when it is not message-producing. */
-export function messageOf(event: AnySessionEvent): Message | undefined {
+/**
+ * The message an event contributes, or `undefined` when it is not message-producing. Tool-call
+ * arguments longer than `maxToolArgumentChars` are replaced by a bounded excerpt and a marker.
+ */
+export function messageOf(event: AnySessionEvent, maxToolArgumentChars = DEFAULT_MAX_TOOL_ARGUMENT_CHARS): Message | undefined {
   switch (event.type) {
     case 'user/message':
       return Object.freeze({ role: 'user', content: event.data.content }) as Message
     case 'assistant/message':
-      return event.data.message
+      return boundToolArguments(event.data.message, maxToolArgumentChars)
     case 'tool/result':
       return event.data.message
     default:
@@ -74,9 +118,9 @@ export function checkReplace(nodes: readonly SurfaceNode[], data: SurfaceReplace
   return undefined
 }
 
-function replacementNodes(seq: number, data: SurfaceReplaceData): SurfaceNode[] {
+function replacementNodes(seq: number, data: SurfaceReplaceData, max: number): SurfaceNode[] {
   const replaces = Object.freeze({ fromSeq: data.fromSeq, toSeq: data.toSeq })
-  return data.messages.map((message) => Object.freeze({ seq, kind: 'surface/replace' as const, message, replaces }))
+  return data.messages.map((message) => Object.freeze({ seq, kind: 'surface/replace' as const, message: boundToolArguments(message, max), replaces }))
 }
 
 /** Index of the first node whose position is >= `seq` (nodes are sorted by position). */
@@ -101,7 +145,11 @@ export class SessionSurface {
   private snapshot: Message[] | undefined
   private revision = 0
 
-  constructor(private readonly appendReplace: (data: SurfaceReplaceData) => AnySessionEvent) {}
+  constructor(
+    private readonly appendReplace: (data: SurfaceReplaceData) => AnySessionEvent,
+    /** Replay limit for tool-call arguments (see `messageOf`). */
+    readonly maxToolArgumentChars = DEFAULT_MAX_TOOL_ARGUMENT_CHARS,
+  ) {}
 
   /** The nodes in model order. Read-only view of the live array. */
   get nodes(): readonly SurfaceNode[] {
@@ -149,13 +197,13 @@ export class SessionSurface {
       const { fromSeq, toSeq } = event.data
       const start = lowerBound(this.list, fromSeq)
       const end = lowerBound(this.list, toSeq)
-      const nodes = replacementNodes(event.seq, event.data)
+      const nodes = replacementNodes(event.seq, event.data, this.maxToolArgumentChars)
       this.list.splice(start, end - start, ...nodes)
       this.history.splice(start, end - start, ...nodes.map((node) => node.message))
       this.changed()
       return
     }
-    const message = messageOf(event)
+    const message = messageOf(event, this.maxToolArgumentChars)
     if (message === undefined) return
     this.list.push(Object.freeze({ seq: event.seq, kind: event.type as SurfaceNodeKind, message }))
     this.history.push(message)
@@ -172,17 +220,17 @@ export class SessionSurface {
  * Reference derivation: scans `events` from scratch and returns the history the surface would
  * hold after them. O(events); used by invariants and tests as an independent re-derivation.
  */
-export function deriveMessagesFromEvents(events: readonly AnySessionEvent[]): Message[] {
+export function deriveMessagesFromEvents(events: readonly AnySessionEvent[], maxToolArgumentChars = DEFAULT_MAX_TOOL_ARGUMENT_CHARS): Message[] {
   let nodes: SurfaceNode[] = []
   for (const event of events) {
     if (event.type === 'surface/replace') {
       const { fromSeq, toSeq } = event.data
       const before = nodes.filter((node) => position(node) < fromSeq)
       const after = nodes.filter((node) => position(node) >= toSeq)
-      nodes = [...before, ...replacementNodes(event.seq, event.data), ...after]
+      nodes = [...before, ...replacementNodes(event.seq, event.data, maxToolArgumentChars), ...after]
       continue
     }
-    const message = messageOf(event)
+    const message = messageOf(event, maxToolArgumentChars)
     if (message !== undefined) nodes.push({ seq: event.seq, kind: event.type as SurfaceNodeKind, message })
   }
   return nodes.map((node) => node.message)

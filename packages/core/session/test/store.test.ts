@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest'
 import { Context } from 'cordis'
-import SessionStore, { SessionForkError, type AnySessionEvent, type Session } from '../src/index.ts'
+import type { AssistantMessage } from '@dsh/llm'
+import SessionStore, {
+  OMITTED_ARGUMENTS_KEY,
+  PluginError,
+  SessionForkError,
+  deriveMessagesFromEvents,
+  type AnySessionEvent,
+  type Session,
+} from '../src/index.ts'
 
 const text = (t: string) => [{ type: 'text' as const, text: t }]
 const human = { kind: 'human' as const }
@@ -152,5 +160,69 @@ describe('ctx.sessions', () => {
     rootMade.append('turn/start', { turn: 0 })
     expect(events).toEqual([])
     expect(rootMade.length).toBe(1)
+  })
+})
+
+describe('plugin failures and oversized tool arguments', () => {
+  it('reports a throwing session/event listener as PLUGIN_ERROR naming its plugin; the event stays and others still run', async () => {
+    const { root, sessions } = await boot()
+    const seen: string[] = []
+    await root.plugin({
+      name: 'chunk-bomb',
+      apply(ctx: Context) {
+        ctx.on('session/event', (_s, event) => {
+          if (event.type === 'assistant/chunk') throw new Error('boom on chunk')
+        })
+      },
+    })
+    await root.plugin({
+      name: 'watcher',
+      apply(ctx: Context) {
+        ctx.on('session/event', (_s, event) => void seen.push(event.type))
+      },
+    })
+    const s = sessions.create({ cwd: '/w' })
+    s.append('turn/start', { turn: 0 })
+    let thrown: unknown
+    try {
+      s.append('assistant/chunk', { chunk: { kind: 'text-delta', text: 'x' } })
+    } catch (error) {
+      thrown = error
+    }
+    expect(thrown).toBeInstanceOf(PluginError)
+    expect(thrown).toMatchObject({ code: 'PLUGIN_ERROR', plugin: 'chunk-bomb' })
+    expect((thrown as Error).message).toBe('plugin "chunk-bomb" failed in session/event listener on "assistant/chunk": boom on chunk')
+    expect(s.last()?.type).toBe('assistant/chunk')
+    expect(seen).toEqual(['turn/start', 'assistant/chunk'])
+  })
+
+  it('replays an oversized tool-call argument as a bounded excerpt plus a marker; the log keeps it whole (limit is config)', async () => {
+    const root = new Context()
+    await root.plugin(SessionStore, { maxToolArgumentChars: 50 })
+    const s = root.sessions.create({ cwd: '/w' })
+    const big = JSON.stringify({ content: 'y'.repeat(200) })
+    const small = JSON.stringify({ content: 'short' })
+    s.append('assistant/message', {
+      message: {
+        role: 'assistant',
+        content: [
+          { type: 'tool-call', callId: 'c1', name: 'write', arguments: big },
+          { type: 'tool-call', callId: 'c2', name: 'write', arguments: small },
+        ],
+      },
+    })
+    const replayed = s.deriveMessages()[0] as AssistantMessage
+    const [first, second] = replayed.content as Array<{ arguments: string }>
+    expect(second.arguments).toBe(small)
+    const marker = JSON.parse(first.arguments)
+    expect(marker[OMITTED_ARGUMENTS_KEY]).toMatch(/^These arguments were 214 characters long, over the 50-character replay limit/)
+    expect(marker.excerpt).toBe(big.slice(0, 50))
+    // The log is untouched, and the reference derivation agrees given the same limit.
+    expect((s.last('assistant/message')!.data.message.content[0] as { arguments: string }).arguments).toBe(big)
+    expect(deriveMessagesFromEvents(s.events, 50)).toEqual(s.deriveMessages())
+    // Forks and restores use the store's limit too.
+    const fork = root.sessions.fork(s)
+    expect(fork.deriveMessages()).toEqual(s.deriveMessages())
+    await expect(root.plugin(SessionStore, { maxToolArgumentChars: -1 } as never)).rejects.toThrow()
   })
 })
