@@ -10,7 +10,7 @@ import {
   type ToolCallBlock,
   type UserContentBlock,
 } from '@dsh/llm'
-import type { LoggedError, Session, TurnEndReason } from '@dsh/session'
+import { PluginError, serialNamed, type LoggedError, type Session, type SessionEventMap, type SessionEventType, type TurnEndReason } from '@dsh/session'
 import {
   asAgentId,
   type Agent,
@@ -44,6 +44,15 @@ interface RunningTurn {
 
 const textOf = (message: AssistantMessage): string =>
   message.content.map((b) => (b.type === 'text' ? b.text : '')).join('')
+
+/** The logged form of a failure that is not the model's: a plugin's own code, else INTERNAL. */
+function loggedFailure(failure: unknown): LoggedError {
+  const code = (failure as { code?: unknown } | null)?.code
+  return {
+    code: typeof code === 'string' && code !== '' ? code : 'INTERNAL',
+    message: failure instanceof Error ? failure.message : String(failure),
+  }
+}
 
 function toLlmError(error: unknown): LlmError {
   if (LlmError.is(error)) return error
@@ -250,33 +259,63 @@ export class LoopAgent implements Agent {
         break
       }
     } catch (failure) {
-      // A plugin that stops the turn (e.g. a failed checkpoint) names its own code; anything else
-      // is an internal failure. Either way the turn is closed and logged, never left open.
+      // A plugin that stops the turn (e.g. a failed checkpoint, a throwing session listener:
+      // PLUGIN_ERROR) names its own code; anything else is an internal failure. Either way the
+      // turn is closed and logged, never left open.
       reason = 'error'
+      error = loggedFailure(failure)
       // Close a step the failure left open, so the log never holds a step without its end.
       const started = session.last('step/start')
       const ended = session.last('step/end')
       if (started && (!ended || ended.seq < started.seq)) {
-        session.append('step/end', { turn, step: started.data.step, finish: 'error' })
-      }
-      const code = (failure as { code?: unknown } | null)?.code
-      error = {
-        code: typeof code === 'string' && code !== '' ? code : 'INTERNAL',
-        message: failure instanceof Error ? failure.message : String(failure),
+        this.appendClosing('step/end', { turn, step: started.data.step, finish: 'error' })
       }
     } finally {
       this.current = undefined
     }
-    await this.ctx.serial('agent/turn-stopping', { agent: this, turn, reason })
-    session.append('turn/end', {
-      turn,
-      reason,
-      ...(error ? { error } : {}),
-      ...(rejected.length ? { rejected } : {}),
-    })
-    const result: TurnResult = { turn, reason, text, usage, steps, ...(error ? { error } : {}) }
-    this.ctx.emit('agent/turn-end', this, result)
-    settles.forEach((s) => s.resolve(result))
+    let result: TurnResult | undefined
+    try {
+      try {
+        await serialNamed(this.ctx, 'agent/turn-stopping', 'agent/turn-stopping', [{ agent: this, turn, reason }])
+      } catch (failure) {
+        // A throwing turn-stopping listener fails the turn (it did not get to do its job), but
+        // the turn still ends: logged, settled, never left open.
+        if (!error) {
+          reason = 'error'
+          error = loggedFailure(failure)
+        }
+        this.ctx.logger('agent-loop').warn('%s', failure instanceof Error ? failure.message : String(failure))
+      }
+      this.appendClosing('turn/end', {
+        turn,
+        reason,
+        ...(error ? { error } : {}),
+        ...(rejected.length ? { rejected } : {}),
+      })
+      result = { turn, reason, text, usage, steps, ...(error ? { error } : {}) }
+      try {
+        this.ctx.emit('agent/turn-end', this, result)
+      } catch (failure) {
+        this.ctx.logger('agent-loop').warn('an agent/turn-end listener threw: %s', failure instanceof Error ? failure.message : String(failure))
+      }
+    } finally {
+      result ??= { turn, reason: 'error', text, usage, steps, error: error ?? { code: 'INTERNAL', message: 'the turn could not be closed' } }
+      settles.forEach((s) => s.resolve(result!))
+    }
+  }
+
+  /**
+   * Appends an event that closes a step or turn. The event is logged even when a session listener
+   * throws (listeners run after the append), so such a failure is only reported, never allowed to
+   * leave the step or turn open.
+   */
+  private appendClosing<K extends SessionEventType>(type: K, data: SessionEventMap[K]): void {
+    try {
+      this.session.append(type, data)
+    } catch (failure) {
+      if (!PluginError.is(failure)) throw failure
+      this.ctx.logger('agent-loop').warn('%s', failure.message)
+    }
   }
 
   private claimSteering(settles: Array<NonNullable<QueuedInput['settle']>>): QueuedInput[] {
@@ -315,15 +354,34 @@ export class LoopAgent implements Agent {
     await this.ctx.waterfall('agent/request', { agent: this, turn, step, request }, async () => {})
     const assembler = new BlockAssembler()
     let failure: LlmError | undefined
+    // Only the stream itself can fail as the model: what our side does with a chunk (logging it,
+    // which runs session listeners, and assembling it) fails as a plugin/internal error, so it
+    // ends the turn instead of looking like a provider error that the retry policy pays for.
+    let local: { error: unknown } | undefined
+    let iterator: AsyncIterator<Parameters<BlockAssembler['push']>[0]> | undefined
     try {
       if (signal.aborted) throw new LlmError('ABORTED', 'the request was cancelled')
-      for await (const chunk of this.ctx.llm.stream(request)) {
-        if (signal.aborted) break
-        session.append('assistant/chunk', { chunk })
-        assembler.push(chunk)
+      iterator = this.ctx.llm.stream(request)[Symbol.asyncIterator]()
+      for (;;) {
+        const next = await iterator.next()
+        if (next.done || signal.aborted) break
+        try {
+          session.append('assistant/chunk', { chunk: next.value })
+          assembler.push(next.value)
+        } catch (error) {
+          local = { error }
+          break
+        }
       }
     } catch (error) {
       failure = toLlmError(error)
+      iterator = undefined
+    }
+    // Stop a stream we left early (cancelled, or our side failed): closes the HTTP request.
+    if (iterator && (local || signal.aborted)) await iterator.return?.().catch(() => {})
+    if (local && !signal.aborted) {
+      this.appendClosing('step/end', { turn, step, finish: 'error' })
+      throw local.error
     }
     if (signal.aborted) {
       const prefix = assembler.finalizeInterrupted()

@@ -263,3 +263,53 @@ describe('agent loop', () => {
     expect(seenBeforeSecond).toEqual(['first'])
   })
 })
+
+describe('plugin failures (issue 14 item 14)', () => {
+  it('a throwing agent/turn-stopping listener: send() settles, the turn is closed in the log, the next turn runs', async () => {
+    harness = await createHarness({ script: [{ text: 'first' }, { text: 'second' }] })
+    let calls = 0
+    await harness.mount({
+      name: 'stopping-bomb',
+      apply(ctx: Context) {
+        ctx.on('agent/turn-stopping', () => {
+          if (calls++ === 0) throw new Error('stopping-bomb exploded')
+        })
+      },
+    })
+    const first = await harness.prompt('one')
+    expect(first).toMatchObject({ reason: 'error', text: 'first', error: { code: 'PLUGIN_ERROR' } })
+    expect(first.error!.message).toBe('plugin "stopping-bomb" failed in agent/turn-stopping: stopping-bomb exploded')
+    const end = harness.session.last('turn/end')!
+    expect(end.data).toMatchObject({ turn: 0, reason: 'error', error: { code: 'PLUGIN_ERROR' } })
+    expect(harness.session.last()!.type).toBe('turn/end')
+    await harness.agent.idle()
+    expect(harness.agent.status).toBe('idle')
+    const second = await harness.prompt('two')
+    expect(second).toMatchObject({ turn: 1, reason: 'completed', text: 'second' })
+  })
+
+  it('a session listener throwing on assistant/chunk: one request, no retry, PLUGIN_ERROR, the step closed', async () => {
+    harness = await createHarness({ script: [{ text: 'the first answer' }, { text: 'a paid retry' }] })
+    // A retry policy that would retry any provider error.
+    await harness.mount({
+      name: 'always-retry',
+      apply(ctx: Context) {
+        ctx.on('agent/request-error', (async () => ({ action: 'retry', delayMs: 0 })) as never)
+      },
+    })
+    await harness.mount({
+      name: 'chunk-bomb',
+      apply(ctx: Context) {
+        ctx.on('session/event', (_s, event) => {
+          if (event.type === 'assistant/chunk') throw new Error('chunk-bomb exploded')
+        })
+      },
+    })
+    const result = await harness.prompt('hello')
+    expect(harness.model.requests).toHaveLength(1)
+    expect(result).toMatchObject({ reason: 'error', error: { code: 'PLUGIN_ERROR' } })
+    expect(result.error!.message).toMatch(/^plugin "chunk-bomb" failed in session\/event listener on "assistant\/chunk"/)
+    const all = harness.session.events.map((e) => e.type)
+    expect(all.slice(all.indexOf('assistant/chunk'))).toEqual(['assistant/chunk', 'step/end', 'turn/end'])
+  })
+})
