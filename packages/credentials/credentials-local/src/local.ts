@@ -2,7 +2,7 @@
 // `$DSH_HOME/.env` and `$DSH_HOME/.credentials.yaml`, in that precedence.
 import { mkdir, readFile, stat } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path'
-import { Context } from 'cordis'
+import { Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import { homeLayout, PROJECT_ENV_ALLOW_VAR, projectEnvAllowlist, resolveDshHome } from '@dsh/home-paths'
 import {
@@ -26,6 +26,8 @@ export interface LocalCredentialsConfig {
   projectEnvAllow: string[]
   /** Override for the credentials file. Default: `<home>/.credentials.yaml`. */
   credentialsFile?: string
+  /** Read every file layer once at start: a malformed, insecure or unreadable one fails the row. */
+  checkAtStart: boolean
 }
 
 export const Config: Schema<Partial<LocalCredentialsConfig>, LocalCredentialsConfig> = Schema.object({
@@ -34,6 +36,7 @@ export const Config: Schema<Partial<LocalCredentialsConfig>, LocalCredentialsCon
   projectEnv: Schema.boolean().default(true).description('Read the project .env (allowlisted credential names only).'),
   projectEnvAllow: Schema.array(Schema.string()).default([]).description('Extra credential names the project .env may supply (names ending in _KEY, _TOKEN, _SECRET or _PASSWORD).'),
   credentialsFile: Schema.string().description('The credentials file. Default: <home>/.credentials.yaml.'),
+  checkAtStart: Schema.boolean().default(true).description('Check every credential file at start; a malformed, insecure or unreadable one fails the row.'),
 }) as Schema<Partial<LocalCredentialsConfig>, LocalCredentialsConfig>
 
 export interface ResolvedPaths {
@@ -64,7 +67,7 @@ export class LocalCredentials extends CredentialsService {
   /** Serializes this process's writes to the credentials file. */
   private readonly writes = { tail: Promise.resolve() as Promise<unknown> }
 
-  constructor(ctx: Context, config: Partial<LocalCredentialsConfig> = {}) {
+  constructor(ctx: Context, private readonly config: Partial<LocalCredentialsConfig> = {}) {
     super(ctx)
     this.paths = resolvePaths(config)
     // Extra names come from trusted places only: this row's config and the environment (which a
@@ -79,6 +82,21 @@ export class LocalCredentials extends CredentialsService {
       dotenvLayer('home-env', this.paths.homeEnv, this.paths.homeEnv),
       credentialsFileLayer(this.paths.credentialsFile),
     ]
+  }
+
+  /**
+   * With `checkAtStart`, a broken file stops the launch with its one-line error (file, line, what
+   * is wrong) instead of surfacing at the first model request, where it would look like a network
+   * failure. Lookups still read the files each time, so later edits are seen.
+   */
+  async [Service.init](): Promise<void> {
+    if (this.config.checkAtStart === false) return
+    for (const layer of this.layers) {
+      if (layer.info.id === 'env') continue
+      const read = await layer.read()
+      if (read.status === 'refused' || read.status === 'malformed') throw read.error
+      if (read.status === 'ok') for (const value of read.values.values()) if (value instanceof CredentialError) throw value
+    }
   }
 
   async get(name: string): Promise<string | undefined> {

@@ -33,7 +33,8 @@ async function boot(config: Partial<LocalCredentialsConfig> = {}) {
   const ctx = new Context()
   logs = []
   ctx.logger.exporter({ levels: { default: 5 }, export: (m) => void logs.push(m) })
-  await ctx.plugin(LocalCredentials, { home, cwd: project, projectEnvAllow: [NAME], ...config })
+  // Lookups are tested against files that break after start; the start check has its own tests.
+  await ctx.plugin(LocalCredentials, { home, cwd: project, projectEnvAllow: [NAME], checkAtStart: false, ...config })
   return ctx.credentials
 }
 
@@ -216,6 +217,43 @@ describe('the 0600 rule', () => {
     const credentials = await boot()
     await Promise.all(Array.from({ length: 20 }, (_, i) => credentials.set(`K_${i}`, `v${i}`)))
     for (let i = 0; i < 20; i++) expect(await credentials.get(`K_${i}`)).toBe(`v${i}`)
+  })
+})
+
+describe('the start check', () => {
+  async function start(): Promise<unknown> {
+    const root = new Context()
+    const fiber = root.plugin(LocalCredentials, { home, cwd: project })
+    const error = await Promise.resolve(fiber).then(() => undefined, (e: unknown) => e)
+    if (!error) expect(root.get('credentials')).toBeDefined()
+    else expect(root.get('credentials')).toBeUndefined()
+    return error
+  }
+
+  it('starts with good, missing or empty files', async () => {
+    expect(await start()).toBeUndefined()
+    writeCredentials(`${NAME}: ${SECRET}\n`)
+    writeFileSync(join(home, '.env'), `${NAME}=x\n`)
+    writeFileSync(join(project, '.env'), '')
+    expect(await start()).toBeUndefined()
+  })
+
+  it('fails the row on a malformed, insecure or nested credentials file, or a malformed .env, naming file and place only', async () => {
+    writeCredentials(`${NAME}: ${SECRET}\n${NAME}: "${SECRET}-unterminated\n`)
+    let error = await start()
+    expect(error).toBeInstanceOf(CredentialError)
+    expect((error as CredentialError).message).toMatch(new RegExp(`^${credentialsFile().replace(/[.]/g, '\\.')}:\\d+:\\d+: malformed credentials file`))
+    expect((error as CredentialError).message).not.toContain('sk-')
+
+    writeCredentials(`${NAME}: ${SECRET}\n`, 0o644)
+    expect((await start() as CredentialError).code).toBe('INSECURE_FILE')
+
+    writeCredentials(`${NAME}:\n  nested: ${SECRET}\n`)
+    expect((await start() as CredentialError).message).toBe(`${credentialsFile()}: ${NAME} must be a plain string value`)
+
+    writeCredentials('')
+    writeFileSync(join(project, '.env'), `OPENAI_API_KEY=1\n${SECRET}\n`)
+    expect((await start() as CredentialError).message).toBe(`${join(project, '.env')}:2: malformed .env file: expected NAME=value (or a # comment)`)
   })
 })
 

@@ -121,7 +121,7 @@ export class FileSettings extends SettingsService {
     return `${where}: malformed settings file: ${problem.message}`
   }
 
-  /** Reads the file; a good document is published, a bad one is reported once and ignored. */
+  /** Reads the file; a good document is published; a bad one fails the load, and on reload is reported once and ignored. */
   private async reload(cause: SettingsChangeCause): Promise<void> {
     const text = await readText(this.path)
     if (text === this.file.text) return
@@ -136,11 +136,13 @@ export class FileSettings extends SettingsService {
     const { doc, problem } = parseSettings(text)
     if (problem) {
       const error = new SettingsError('MALFORMED', this.describe(problem))
+      // At load there is no good document to keep: fail the row (the launcher prints this one
+      // line and exits 1) rather than run on no settings, which hides the mistake.
+      if (this.file.text === undefined) throw error
       this.file.problem = error
       if (text !== this.file.badText) {
         this.file.badText = text
-        const kept = this.file.text === undefined ? 'starting with no settings' : 'keeping the last good settings'
-        this.ctx.logger('settings').error('%s; %s until it is fixed', error.message, kept)
+        this.ctx.logger('settings').error('%s; keeping the last good settings until it is fixed', error.message)
       }
       return
     }

@@ -169,12 +169,28 @@ describe('settings-file', () => {
     expect((ctx.settings as FileSettings).problem).toBeUndefined()
   })
 
-  it('starts empty on a malformed file, refuses to overwrite it, and recovers when it is fixed', async () => {
+  it('fails to load a malformed file, naming the file, line and problem', async () => {
     const broken = 'web:\n  port: 1\n  port: 2\n'
     writeFileSync(file, broken)
+    const root = new Context()
+    const fiber = root.plugin(FileSettings, { path: file, watch: false })
+    const failure = await Promise.resolve(fiber).then(() => undefined, (error: unknown) => error)
+    expect(failure).toBeInstanceOf(SettingsError)
+    expect((failure as SettingsError).code).toBe('MALFORMED')
+    expect((failure as SettingsError).message).toMatch(new RegExp(`^${file.replace(/[.]/g, '\\.')}:3:\\d+: malformed settings file: .*DUPLICATE_KEY`))
+    expect(root.get('settings')).toBeUndefined()
+    expect(text()).toBe(broken)
+    writeFileSync(file, '- a\n- b\n')
+    const list = root.plugin(FileSettings, { path: file, watch: false })
+    await expect(list).rejects.toThrow(`${file}:1: malformed settings file: the top level must be a mapping of namespace sections`)
+  })
+
+  it('refuses to overwrite a file that broke after load, and recovers when it is fixed', async () => {
+    writeFileSync(file, 'web:\n  port: 1\n')
     const { ctx, logs } = await boot()
-    expect(ctx.settings.namespaces()).toEqual([])
-    expect(errors(logs)).toHaveLength(1)
+    const broken = 'web:\n  port: 1\n  port: 2\n'
+    externalWrite(broken)
+    await until(() => errors(logs).length > 0, 'the error')
     expect(errors(logs)[0]).toContain(`${file}:3`)
     expect(errors(logs)[0]).toContain('DUPLICATE_KEY')
     const failure = await ctx.settings.update('web', { port: 3 }).catch((error: unknown) => error)
@@ -182,15 +198,7 @@ describe('settings-file', () => {
     expect((failure as SettingsError).message).toContain('nothing was written')
     expect(text()).toBe(broken)
     externalWrite('web:\n  port: 2\n')
-    await until(() => ctx.settings.get('web') !== undefined, 'the fix')
-    expect(ctx.settings.get('web')).toEqual({ port: 2 })
-  })
-
-  it('rejects a top level that is not a mapping', async () => {
-    writeFileSync(file, '- a\n- b\n')
-    const { ctx, logs } = await boot()
-    expect(ctx.settings.namespaces()).toEqual([])
-    expect(errors(logs)[0]).toContain('top level must be a mapping')
+    await until(() => (ctx.settings.get('web') as { port: number }).port === 2, 'the fix')
   })
 
   it('validates one section by its schema without affecting the others', async () => {
