@@ -117,7 +117,7 @@ describe('settings.yaml section `permissions`', () => {
   async function withSettings(initial: Record<string, unknown>, config?: unknown) {
     const { MemorySettings } = await import('@dsh/settings')
     const ctx = new Context()
-    await ctx.plugin(MemorySettings, { initial })
+    await ctx.plugin(MemorySettings, { initial: initial as never })
     await ctx.plugin(PermissionPresetService, config as never)
     await new Promise((r) => setTimeout(r, 0))
     return ctx
