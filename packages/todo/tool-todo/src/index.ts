@@ -117,6 +117,11 @@ export { PROMPT_SECTION } from './prompt.ts'
 
 export function apply(ctx: Context, config: ToolTodoConfig): void {
   registerPromptSection(ctx)
+  // `todo/write` is logged: persistence must know it, or sessions that used the tool do not load.
+  // Bound to `inner`, so the registration unwinds with this plugin (or with persistence).
+  ctx.inject(['sessionPersistence'], (inner) => {
+    ;(inner as unknown as { sessionPersistence: { registerEventType(type: string): () => void } }).sessionPersistence.registerEventType('todo/write')
+  })
   ctx.tools.register<{ todos: TodoInput[] }>({
     name: 'todo_write',
     description:
