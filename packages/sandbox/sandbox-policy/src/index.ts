@@ -84,6 +84,8 @@ export class SandboxPolicyService extends Service {
       throw new TypeError(`sandbox-policy: fallbackRoot must be an absolute path, got ${JSON.stringify(config.fallbackRoot)}`)
     }
     this.config = config
+    // `sandbox/mode` is logged: register it so sessions holding an override load again.
+    ctx.inject(['sessionPersistence'], (inner) => void (inner as unknown as { sessionPersistence: { registerEventType(type: string): () => void } }).sessionPersistence.registerEventType('sandbox/mode'))
     if (config.announce) {
       ctx.on('agent/pre-step', async (payload, next) => {
         const text = await this.announcement(payload.agent.session, payload.agent.cwd)
