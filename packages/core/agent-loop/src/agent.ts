@@ -383,26 +383,37 @@ export class LoopAgent implements Agent {
       this.appendClosing('step/end', { turn, step, finish: 'error' })
       throw local.error
     }
+    // From here on an event that a session listener fails on is still logged (listeners run after
+    // the append), so the step carries on logging: the first plugin failure is kept and ends the
+    // turn once the step is closed and the history is well-formed (every call answered).
+    let plugin: PluginError | undefined
+    const note = <K extends SessionEventType>(type: K, data: SessionEventMap[K]): void => {
+      try {
+        session.append(type, data)
+      } catch (error) {
+        if (!PluginError.is(error)) throw error
+        plugin ??= error as PluginError
+      }
+    }
+    const answerUnrun = (call: ToolCallBlock, code: string, text: string, message: string) => {
+      note('tool/result', {
+        message: { role: 'tool', callId: call.callId, name: call.name, content: [{ type: 'text', text }], isError: true },
+        error: { code, message },
+      })
+    }
     if (signal.aborted) {
       const prefix = assembler.finalizeInterrupted()
       if (prefix.content.length > 0) {
-        session.append('assistant/message', { message: prefix, interrupted: true })
+        note('assistant/message', { message: prefix, interrupted: true })
         // Completed calls in the prefix never ran; answer them so the history stays well-formed.
         for (const call of prefix.content.filter((b): b is ToolCallBlock => b.type === 'tool-call')) {
-          session.append('tool/call', { callId: call.callId, name: call.name, arguments: call.arguments })
-          session.append('tool/result', {
-            message: {
-              role: 'tool',
-              callId: call.callId,
-              name: call.name,
-              content: [{ type: 'text', text: 'The turn was cancelled before this tool call ran.' }],
-              isError: true,
-            },
-            error: { code: 'CANCELLED', message: 'cancelled before it ran' },
-          })
+          note('tool/call', { callId: call.callId, name: call.name, arguments: call.arguments })
+          answerUnrun(call, 'CANCELLED', 'The turn was cancelled before this tool call ran.', 'cancelled before it ran')
         }
       }
-      session.append('step/end', { turn, step, finish: 'error' })
+      note('step/end', { turn, step, finish: 'error' })
+      // Cancellation wins over a plugin failure met while winding down.
+      if (plugin) this.ctx.logger('agent-loop').warn('%s', plugin.message)
       return { kind: 'cancelled' }
     }
     if (!failure) {
@@ -414,26 +425,37 @@ export class LoopAgent implements Agent {
       return { kind: 'failed', error: failure }
     }
     const { message, usage, finish } = assembler.result()
-    session.append('assistant/message', {
+    note('assistant/message', {
       message,
       ...(usage ? { usage } : {}),
       ...(finish ? { finish } : {}),
     })
     const calls = message.content.filter((b): b is ToolCallBlock => b.type === 'tool-call')
     if (calls.length === 0) {
-      session.append('step/end', finish ? { turn, step, finish } : { turn, step })
+      note('step/end', finish ? { turn, step, finish } : { turn, step })
+      if (plugin) throw plugin
       return { kind: 'done', finish }
     }
     for (const call of calls) {
-      session.append('tool/call', { callId: call.callId, name: call.name, arguments: call.arguments })
+      note('tool/call', { callId: call.callId, name: call.name, arguments: call.arguments })
+    }
+    if (plugin) {
+      // A plugin is already broken: run nothing, answer every call, close the step, end the turn.
+      const failed = plugin
+      for (const call of calls) {
+        answerUnrun(call, failed.code, `Error [${failed.code}]: this tool call did not run because a harness plugin failed (${failed.plugin}).`, `not run: ${failed.message}`)
+      }
+      note('step/end', { turn, step, finish: 'error' })
+      throw failed
     }
     // Each result is logged as soon as it and every earlier call are done (call order).
     await this.ctx.tools.executeAll(
       calls.map((c) => ({ callId: c.callId, name: c.name, arguments: c.arguments })),
       { sessionId: this.session.id, agentId: this.id, scope: this.scope, cwd: this.cwd, turn, step, signal },
-      (result) => session.append('tool/result', result),
+      (result) => note('tool/result', result),
     )
-    session.append('step/end', finish ? { turn, step, finish } : { turn, step })
+    note('step/end', finish ? { turn, step, finish } : { turn, step })
+    if (plugin && !signal.aborted) throw plugin
     return signal.aborted ? { kind: 'cancelled' } : { kind: 'tools' }
   }
 }

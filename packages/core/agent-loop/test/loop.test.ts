@@ -312,4 +312,49 @@ describe('plugin failures (issue 14 item 14)', () => {
     const all = harness.session.events.map((e) => e.type)
     expect(all.slice(all.indexOf('assistant/chunk'))).toEqual(['assistant/chunk', 'step/end', 'turn/end'])
   })
+
+  function bomb(on: string) {
+    return {
+      name: `${on.replace('/', '-')}-bomb`,
+      apply(ctx: Context) {
+        ctx.on('session/event', (_s, event) => {
+          if (event.type === on) throw new Error(`${on} bomb`)
+        })
+      },
+    }
+  }
+
+  it('a listener throwing on assistant/message with tool calls: no tool runs, every call is answered, the next turn replays a well-formed history', async () => {
+    harness = await createHarness({
+      script: [{ toolCalls: [{ name: 'echo', arguments: { value: 'a' } }, { name: 'echo', arguments: { value: 'b' } }] }, { text: 'fine' }],
+    })
+    let ran = 0
+    await harness.mount(toolPlugin('echo', (a) => (ran++, a.value)))
+    const fiber = await harness.mount(bomb('assistant/message'))
+    const result = await harness.prompt('go')
+    expect(result).toMatchObject({ reason: 'error', error: { code: 'PLUGIN_ERROR' } })
+    expect(result.error!.message).toMatch(/^plugin "assistant-message-bomb" failed/)
+    expect(ran).toBe(0)
+    expect(types(harness.session.events)).toEqual([
+      'turn/start', 'step/start', 'user/message', 'request/header', 'assistant/message', 'tool/call', 'tool/call', 'tool/result', 'tool/result', 'step/end', 'turn/end',
+    ])
+    const results = harness.session.events.filter((e) => e.type === 'tool/result') as SessionEvent<'tool/result'>[]
+    expect(results.map((e) => e.data.error?.code)).toEqual(['PLUGIN_ERROR', 'PLUGIN_ERROR'])
+    await fiber.dispose()
+    expect(await harness.prompt('again')).toMatchObject({ reason: 'completed', text: 'fine' })
+    expect(harness.model.requests[1].messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'tool', 'user'])
+  })
+
+  it('a listener throwing on tool/result: each result is logged once, the step closes, the turn ends PLUGIN_ERROR without another request', async () => {
+    harness = await createHarness({
+      script: [{ toolCalls: [{ name: 'echo', arguments: { value: 'a' } }, { name: 'echo', arguments: { value: 'b' } }] }, { text: 'unreached' }],
+    })
+    await harness.mount(toolPlugin('echo', (a) => a.value, { concurrencySafe: true }))
+    await harness.mount(bomb('tool/result'))
+    const result = await harness.prompt('go')
+    expect(result).toMatchObject({ reason: 'error', error: { code: 'PLUGIN_ERROR' } })
+    expect(result.error!.message).toMatch(/^plugin "tool-result-bomb" failed in session\/event listener on "tool\/result": tool\/result bomb$/)
+    expect(harness.model.requests).toHaveLength(1)
+    expect(types(harness.session.events).slice(-5)).toEqual(['tool/call', 'tool/result', 'tool/result', 'step/end', 'turn/end'])
+  })
 })
