@@ -1,7 +1,7 @@
 // One LlmAdapter per route: resolves the model and the key before any I/O, streams through a
 // pi-ai Models collection holding the route's provider, and maps events and failures.
 import type { AssistantMessage as PiAssistantMessage, AuthContext, MutableModels, ThinkingLevel } from '@earendil-works/pi-ai'
-import { LlmError, type LlmAdapter, type LlmRequest, type ModelInfo, type ReasoningEffort, type StreamChunk } from '@dsh/llm'
+import { LlmError, redactError, secretList, type LlmAdapter, type LlmRequest, type ModelInfo, type ReasoningEffort, type StreamChunk } from '@dsh/llm'
 import type { PiRoot, RouteRuntime } from './catalog.ts'
 import type { RouteConfig } from './config.ts'
 import { EventMapper, toFinishReason, toPiContext, toTokenUsage } from './convert.ts'
@@ -23,6 +23,8 @@ export interface PiAiAdapterOptions {
   userAgent: string
   /** Test seam: the fetch pi-ai's SDKs use (wrapped by the recorder). */
   fetch?: typeof fetch
+  /** Told each API key the adapter sends (the plugin passes `ctx.llm.rememberSecret`). */
+  rememberSecret?: (value: string) => void
 }
 
 /** Placeholder key for keyless routes: the OpenAI SDK refuses to run without one. */
@@ -33,11 +35,17 @@ const EFFORT: { [effort in ReasoningEffort]: ThinkingLevel | 'off' } = { off: 'o
 export class PiAiAdapter implements LlmAdapter {
   readonly provider: string
   private readonly models: MutableModels
+  /** Values pi-ai's provider auth read through `lookup` (keys it may send): scrubbed from errors. */
+  private readonly looked = new Set<string>()
 
   constructor(private readonly options: PiAiAdapterOptions) {
     this.provider = options.runtime.route
     const authContext: AuthContext = {
-      env: (name) => options.lookup(name),
+      env: async (name) => {
+        const value = await options.lookup(name)
+        if (value) this.looked.add(value)
+        return value
+      },
       fileExists: async (path) => {
         const { access } = await import('node:fs/promises')
         return access(path).then(() => true, () => false)
@@ -52,7 +60,17 @@ export class PiAiAdapter implements LlmAdapter {
   }
 
   stream(request: LlmRequest): AsyncIterable<StreamChunk> {
-    return this.run(request)
+    return this.redacted(request)
+  }
+
+  /** Every error leaving the adapter is scrubbed of the key it sent and of what pi-ai's auth read. */
+  private async *redacted(request: LlmRequest): AsyncGenerator<StreamChunk> {
+    const used: { key?: string } = {}
+    try {
+      yield* this.run(request, used)
+    } catch (error) {
+      throw redactError(error, secretList([used.key, ...this.looked]))
+    }
   }
 
   private error(code: ConstructorParameters<typeof LlmError>[0], message: string, extra: { cause?: unknown } = {}): LlmError {
@@ -101,7 +119,7 @@ export class PiAiAdapter implements LlmAdapter {
     return [...new Set(asked)]
   }
 
-  private async *run(request: LlmRequest): AsyncGenerator<StreamChunk> {
+  private async *run(request: LlmRequest, used: { key?: string }): AsyncGenerator<StreamChunk> {
     const { runtime, row } = this.options
     const model = runtime.models.get(request.model)
     if (!model) {
@@ -111,11 +129,23 @@ export class PiAiAdapter implements LlmAdapter {
     }
     if (request.signal?.aborted) throw this.error('ABORTED', 'aborted before the request was sent')
     const apiKey = await this.resolveKey()
+    if (apiKey !== undefined && apiKey !== KEYLESS) {
+      used.key = apiKey
+      this.options.rememberSecret?.(apiKey)
+    }
     if (request.signal?.aborted) throw this.error('ABORTED', 'aborted before the request was sent')
 
     const own = new AbortController()
     const signal = request.signal ? AbortSignal.any([request.signal, own.signal]) : own.signal
     let timedOut = false
+    let pastDeadline = false
+    const deadline =
+      row.requestTimeoutMs > 0
+        ? setTimeout(() => {
+            pastDeadline = true
+            own.abort()
+          }, row.requestTimeoutMs)
+        : undefined
     let timer: ReturnType<typeof setTimeout> | undefined
     const arm = () => {
       clearTimeout(timer)
@@ -129,7 +159,7 @@ export class PiAiAdapter implements LlmAdapter {
     const events = this.models.streamSimple(model, toPiContext(request, model), {
       ...(apiKey !== undefined ? { apiKey } : {}),
       signal,
-      fetch: recordingFetch(wire, this.options.fetch),
+      fetch: recordingFetch(wire, this.options.fetch, { maxBytes: row.maxResponseBytes, onTooLarge: () => own.abort() }),
       maxRetries: 0,
       ...(Object.keys(row.headers).length ? { headers: row.headers } : {}),
       ...(maxTokens !== undefined ? { maxTokens } : {}),
@@ -151,7 +181,7 @@ export class PiAiAdapter implements LlmAdapter {
         }
         if (event.type === 'error') {
           finished = true
-          yield* this.failure(event.error, wire, timedOut, request.signal, model.contextWindow)
+          yield* this.failure(event.error, wire, timedOut, pastDeadline, request.signal, model.contextWindow)
           return
         }
         for (const chunk of mapper.map(event)) {
@@ -164,13 +194,26 @@ export class PiAiAdapter implements LlmAdapter {
       throw this.error('PROTOCOL', 'pi-ai stream ended without a result')
     } finally {
       clearTimeout(timer)
+      clearTimeout(deadline)
       // A consumer that stops early cancels the request.
       if (!finished) own.abort()
     }
   }
 
-  private *failure(message: PiAssistantMessage, wire: WireRecord, timedOut: boolean, caller: AbortSignal | undefined, contextWindow: number): Generator<StreamChunk> {
+  private *failure(
+    message: PiAssistantMessage,
+    wire: WireRecord,
+    timedOut: boolean,
+    pastDeadline: boolean,
+    caller: AbortSignal | undefined,
+    contextWindow: number,
+  ): Generator<StreamChunk> {
     const text = message.errorMessage ?? ''
+    const { row } = this.options
+    if (wire.tooLarge) {
+      throw this.error('RESPONSE_TOO_LARGE', `the response passed ${row.maxResponseBytes} bytes (maxResponseBytes); the rest was not read`)
+    }
+    if (pastDeadline) throw this.error('DEADLINE_EXCEEDED', `the response did not finish within ${row.requestTimeoutMs} ms (requestTimeoutMs)`)
     if (timedOut) throw new LlmError('TIMEOUT', `${this.provider}: no data for ${this.options.row.streamIdleTimeoutMs} ms`, { provider: this.provider })
     if (caller?.aborted || message.stopReason === 'aborted') throw this.error('ABORTED', 'request aborted by the caller')
     // pi-ai reports a content-filter stop as an error; it is a finish reason here.

@@ -2,6 +2,11 @@
 // needs the installed pi-ai catalog (provider ids, inherited models) and names the route and field.
 import Schema from 'schemastery'
 
+/** Default response byte cap (256 MiB): far above the framing of the largest real answer. */
+export const DEFAULT_MAX_RESPONSE_BYTES = 256 * 1024 * 1024
+/** Default overall request deadline: one hour. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 3_600_000
+
 /** The route kind for an endpoint pi-ai does not ship, declared outright. */
 export const OPENAI_COMPATIBLE = 'openai-compatible'
 
@@ -48,8 +53,12 @@ export interface RouteConfig {
   compat: { [flag: string]: unknown }
   /** Output limit when the request names none; default the model's own limit. */
   maxTokens?: number
-  /** Longest silence on the stream before `TIMEOUT`. */
+  /** Longest wait for the next stream event (keep-alive comments are not events) before `TIMEOUT`. */
   streamIdleTimeoutMs: number
+  /** Body bytes read from one response before `RESPONSE_TOO_LARGE`. */
+  maxResponseBytes: number
+  /** Wall-clock bound on one whole request before `DEADLINE_EXCEEDED`; 0 disables. */
+  requestTimeoutMs: number
 }
 
 export interface Config {
@@ -75,7 +84,9 @@ export const RouteConfig: Schema<Partial<RouteConfig>, RouteConfig> = Schema.obj
   headers: Schema.dict(Schema.string()).default({}).description('Extra HTTP headers.'),
   compat: Schema.dict(Schema.any()).default({}).description('pi-ai compat flags for every model of the route.'),
   maxTokens: Schema.natural().min(1).description('Output limit when the request names none.'),
-  streamIdleTimeoutMs: Schema.natural().min(1).default(300_000).description('Longest silence on the stream before TIMEOUT.'),
+  streamIdleTimeoutMs: Schema.natural().min(1).default(300_000).description('Longest wait for the next stream event (keep-alive comments do not count) before TIMEOUT.'),
+  maxResponseBytes: Schema.natural().min(1).default(DEFAULT_MAX_RESPONSE_BYTES).description('Body bytes read from one response before RESPONSE_TOO_LARGE (not retried by default).'),
+  requestTimeoutMs: Schema.natural().default(DEFAULT_REQUEST_TIMEOUT_MS).description('Wall-clock bound on one request before DEADLINE_EXCEEDED (not retried by default); 0 disables.'),
 }) as Schema<Partial<RouteConfig>, RouteConfig>
 
 export const Config: Schema<Partial<Config>, Config> = Schema.object({

@@ -11,10 +11,57 @@ export interface WireRecord {
   fetchError?: unknown
   /** Requests that reached fetch (0: the failure happened before any I/O). */
   attempts: number
+  /** Set when a 2xx body passed the byte cap and was cut off. */
+  tooLarge?: boolean
 }
 
-/** A fetch that records status, headers and transport failures into `record`. */
-export function recordingFetch(record: WireRecord, base: typeof fetch = globalThis.fetch): typeof fetch {
+/** Bounds applied by `recordingFetch` to each response body. */
+export interface BodyLimits {
+  /** Bytes of a 2xx body before it is cut off with an error (and `tooLarge` recorded). */
+  maxBytes: number
+  /** Called once when a body passes `maxBytes` (the adapter aborts the request). */
+  onTooLarge?: () => void
+}
+
+/** Bytes of an error (non-2xx) body passed on: enough for any real message; the rest is dropped. */
+export const ERROR_BODY_BYTES = 64 * 1024
+
+const NO_BODY = new Set([101, 204, 205, 304])
+
+/** `response` with its body counted: a 2xx body errors past `maxBytes`, any other is truncated. */
+function capped(response: Response, record: WireRecord, limits: BodyLimits): Response {
+  if (!response.body || NO_BODY.has(response.status)) return response
+  const limit = response.ok ? limits.maxBytes : ERROR_BODY_BYTES
+  let seen = 0
+  const counter = new TransformStream<Uint8Array, Uint8Array>({
+    transform(chunk, controller) {
+      const room = limit - seen
+      seen += chunk.byteLength
+      if (seen <= limit) return controller.enqueue(chunk)
+      if (!response.ok) {
+        // An error body only needs its message: keep what fits, then end it.
+        if (room > 0) controller.enqueue(chunk.subarray(0, room))
+        return controller.terminate()
+      }
+      record.tooLarge = true
+      controller.error(new Error(`response body exceeded ${limits.maxBytes} bytes (maxResponseBytes)`))
+      limits.onTooLarge?.()
+    },
+  })
+  const wrapped = new Response(response.body.pipeThrough(counter), {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers,
+  })
+  Object.defineProperty(wrapped, 'url', { value: response.url })
+  return wrapped
+}
+
+/**
+ * A fetch that records status, headers and transport failures into `record`, and with `limits`
+ * bounds every response body it hands out.
+ */
+export function recordingFetch(record: WireRecord, base: typeof fetch = globalThis.fetch, limits?: BodyLimits): typeof fetch {
   return async (input, init) => {
     record.attempts++
     try {
@@ -22,7 +69,7 @@ export function recordingFetch(record: WireRecord, base: typeof fetch = globalTh
       record.status = response.status
       record.headers = response.headers
       record.fetchError = undefined
-      return response
+      return limits ? capped(response, record, limits) : response
     } catch (error) {
       record.fetchError = error
       throw error

@@ -10,9 +10,9 @@ import { checkRoutes, type Config, OPENAI_COMPATIBLE } from './config.ts'
 
 export { PiAiAdapter, type KeyLookup, type PiAiAdapterOptions } from './adapter.ts'
 export { buildRoute, loadCatalog, type RouteRuntime } from './catalog.ts'
-export { CHAT_APIS, checkRoutes, Config, OPENAI_COMPATIBLE, RouteConfig, RouteConfigError, type ChatApi, type RouteModel } from './config.ts'
+export { CHAT_APIS, checkRoutes, Config, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_REQUEST_TIMEOUT_MS, OPENAI_COMPATIBLE, RouteConfig, RouteConfigError, type ChatApi, type RouteModel } from './config.ts'
 export { EventMapper, toPiContext, toTokenUsage } from './convert.ts'
-export { mapFailure, recordingFetch, retryAfterMs, type WireRecord } from './errors.ts'
+export { ERROR_BODY_BYTES, mapFailure, recordingFetch, retryAfterMs, type BodyLimits, type WireRecord } from './errors.ts'
 
 export const name = 'llm-pi-ai'
 export const inject = ['llm']
@@ -53,6 +53,16 @@ export async function apply(ctx: Context, config: Config): Promise<void> {
   const agent = userAgent()
   for (const [route, row] of routes) {
     const runtime = await buildRoute(route, row, catalog, root)
-    ctx.llm.registerAdapter(new PiAiAdapter({ runtime, row, root, lookup, whereToSet: (n) => whereToSet(ctx, n), userAgent: agent }))
+    ctx.llm.registerAdapter(
+      new PiAiAdapter({
+        runtime,
+        row,
+        root,
+        lookup,
+        whereToSet: (n) => whereToSet(ctx, n),
+        userAgent: agent,
+        rememberSecret: (value) => ctx.llm.rememberSecret(value),
+      }),
+    )
   }
 }
