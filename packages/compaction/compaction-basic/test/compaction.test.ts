@@ -130,6 +130,29 @@ describe('automatic compaction', () => {
   })
 })
 
+describe('oversized tool-call arguments (issue 14 item 12)', () => {
+  it('keeps every request, compaction requests included, inside the window after a 1 MB argument', async () => {
+    const huge = 'q'.repeat(1_000_000)
+    const h = await createHarness({
+      script: readingScript({
+        reads: 6,
+        final: 'done despite the big call',
+        agentStep: (_request, n) => (n === 0 ? { toolCalls: [{ name: 'read', arguments: { path: 'src/big.ts', content: huge } }] } : undefined),
+      }),
+      maxSteps: 200,
+      sessionStore: { maxToolArgumentChars: 2_000 },
+      plugins: [[TokenMeter], [readTool(2_000)], [BasicCompactionEngine, { contextWindow: 8_000, keepRecentTokens: 2_000 }]],
+    })
+    harnesses.push(h)
+    const result = await h.prompt('read the files')
+    expect(result).toMatchObject({ reason: 'completed', text: 'done despite the big call' })
+    for (const request of h.model.requests) expect(requestTokens(request)).toBeLessThan(8_000)
+    // The log keeps the argument whole.
+    const call = ofType(h.session.events, 'tool/call')[0]
+    expect(call.data.arguments.length).toBeGreaterThan(1_000_000)
+  })
+})
+
 describe('failures leave history untouched', () => {
   for (const [label, summary] of [
     ['a failed summary request', () => ({ error: { code: 'SERVER' as const, message: 'upstream 503' } })],

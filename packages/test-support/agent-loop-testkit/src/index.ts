@@ -22,6 +22,8 @@ export interface HarnessOptions {
   plugins?: Array<[Plugin, unknown?]>
   /** Config of the system-prompt row. */
   systemPrompt?: Record<string, unknown>
+  /** Config of the session store row (`@dsh/session`), e.g. `{ maxToolArgumentChars }`. */
+  sessionStore?: Record<string, unknown>
   /** Create the agent on an existing session (resume). */
   session?: Session
 }
@@ -48,7 +50,7 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
   const ctx = new Context()
   const errors: unknown[] = []
   ctx.on('internal/error' as never, ((error: unknown) => errors.push(error)) as never)
-  await mount(ctx, SessionStore)
+  await mount(ctx, SessionStore, options.sessionStore ?? {})
   await mount(ctx, LlmService)
   await mount(ctx, ToolRegistry)
   await mount(ctx, SystemPrompt, options.systemPrompt ?? {})
