@@ -57,6 +57,15 @@ describe('decide', () => {
     }
   })
 
+  it('does not retry a runaway response (byte cap or deadline) by default; a profile may opt in', () => {
+    for (const code of ['RESPONSE_TOO_LARGE', 'DEADLINE_EXCEEDED'] as const) {
+      expect(decide(config, 'deepseek-official', { code }, 1)).toEqual({ retry: false, why: 'code' })
+    }
+    const optIn = Retry.Config({ codes: ['RESPONSE_TOO_LARGE'], maxRetries: 1 })
+    expect(decide(optIn, 'x', { code: 'RESPONSE_TOO_LARGE' }, 1).retry).toBe(true)
+    expect(decide(optIn, 'x', { code: 'RESPONSE_TOO_LARGE' }, 2)).toEqual({ retry: false, why: 'exhausted' })
+  })
+
   it('uses the exact route policy when one is configured', () => {
     expect(decide(config, 'strict', { code: 'SERVER' }, 1).retry).toBe(true)
     expect(decide(config, 'strict', { code: 'SERVER' }, 2)).toEqual({ retry: false, why: 'exhausted' })
