@@ -446,7 +446,8 @@ async function streamResponse(res: ServerResponse, plan: Plan, request: Json, ab
       while (!abort.aborted) {
         await write(res, text, record, abort)
         // Yield to the event loop even without a pause, so a disconnect is noticed.
-        await sleep(action.intervalMs, abort)
+        if (action.intervalMs > 0) await sleep(action.intervalMs, abort)
+        else await new Promise((resolve) => setImmediate(resolve))
       }
       return
     }
