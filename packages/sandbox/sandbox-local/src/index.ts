@@ -287,10 +287,12 @@ export function protectArgs(readOnly: readonly string[], hidden: readonly string
   }
   const covered = new Set<string>()
   for (const path of readOnly) {
-    if (!existsSync(path)) {
-      if (!writable.some((root) => within(path, root))) continue
-      mkdirSync(path, { recursive: true, mode: 0o700 })
-    }
+    if (!existsSync(path) && writable.some((root) => within(path, root))) mkdirSync(path, { recursive: true, mode: 0o700 })
+  }
+  // A path inside another protected path is read-only with it (and its mount point could not be
+  // created inside the read-only parent).
+  const outermost = [...new Set(readOnly)].filter((path, _, all) => existsSync(path) && !all.some((other) => other !== path && within(path, other)))
+  for (const path of outermost) {
     const inside = hidden.filter((entry) => dirname(entry) === path)
     if (inside.length === 0 || !isDir(path)) {
       args.push('--ro-bind', path, path)

@@ -41,7 +41,8 @@ export interface BashLocalConfig {
   environment: Record<string, string>
 }
 
-const DEFAULT_SPILL_DIR = join(tmpdir(), 'dsh-shell-output')
+/** bash-local's default spill dir (bash-sandbox replaces it with a per-session dir in the protected dsh home). */
+export const DEFAULT_SPILL_DIR = join(tmpdir(), 'dsh-shell-output')
 
 export class BashLocalExecutor extends ShellExecutor {
   static inject = ['subprocess']

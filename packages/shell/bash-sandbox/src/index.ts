@@ -3,8 +3,9 @@
 // reuses bash-local's request checks and defaulting (`resolve`) and replaces only how the command
 // starts. A refusal by the sandbox is told to the model (a spec note); an escalation request asks
 // `ctx.approval` and, when allowed, runs that one command unconfined.
+import { join } from 'node:path'
 import { Context } from 'cordis'
-import { BashLocalExecutor, runShellProcess, type BashLocalConfig } from '@dsh/bash-local'
+import { BashLocalExecutor, DEFAULT_SPILL_DIR, runShellProcess, type BashLocalConfig } from '@dsh/bash-local'
 import { ShellError, type ShellRequest, type ShellResult, type ShellRunOptions, type ShellSpec } from '@dsh/shell'
 import {
   describePolicy,
@@ -94,6 +95,12 @@ export class SandboxedBashExecutor extends BashLocalExecutor implements Sandboxe
       }
     }
 
+    // The harness writes long output unconfined; the spill dir must be out of the command's reach:
+    // by default a per-session dir under the (read-only) dsh home, and always read-only inside.
+    const spillBase = this.spillBase()
+    const spillDir = join(spillBase, sessionSegment(spec.sandbox.sessionId))
+    if (policy.mode !== 'danger-full-access') policy = { ...policy, readOnlyPaths: [...(policy.readOnlyPaths ?? []), spillBase] }
+
     let invocation: SandboxInvocation
     try {
       invocation = await this.ctx.sandbox.wrap({ argv: [this.settings.bash, '-c', spec.command], cwd: spec.cwd, policy })
@@ -106,7 +113,7 @@ export class SandboxedBashExecutor extends BashLocalExecutor implements Sandboxe
     }
     for (const note of invocation.notes) spec.notes.push(`sandbox: ${note}`)
 
-    const result = await this.spawnInvocation(spec, invocation, options, started)
+    const result = await this.spawnInvocation(spec, invocation, options, started, spillDir)
     result.sandbox = { mode: invocation.mode, runner: invocation.runner, enforcement: invocation.enforcement, ...(escalationFacts ? { escalation: escalationFacts } : {}) }
     if (result.status === 'exited' || result.status === 'signaled') {
       const denial = this.ctx.sandbox.detectDenial({ exitCode: result.exitCode, output: `${result.output.head}\n${result.output.tail}`, invocation })
@@ -150,9 +157,16 @@ export class SandboxedBashExecutor extends BashLocalExecutor implements Sandboxe
     return `sandbox: this command ran in the ${policy.mode} sandbox (${invocation.runner}) and ${what} was probably blocked ("${evidence}"). Policy: ${describePolicy(policy)} ${next}`
   }
 
-  private async spawnInvocation(spec: ShellSpec, invocation: SandboxInvocation, options: ShellRunOptions, started: number): Promise<ShellResult> {
+  /** The configured spill dir, or (when left at bash-local's shared temp default) `<dsh home>/shell-output`. */
+  private spillBase(): string {
+    if (this.settings.spillDir !== DEFAULT_SPILL_DIR) return this.settings.spillDir
+    const home = this.ctx.sandboxPolicy.protectedPaths().readOnlyPaths[0]
+    return join(home, 'shell-output')
+  }
+
+  private async spawnInvocation(spec: ShellSpec, invocation: SandboxInvocation, options: ShellRunOptions, started: number, spillDir: string): Promise<ShellResult> {
     const [file, ...args] = invocation.argv
-    return runShellProcess(this.ctx.subprocess, { file, args, spec, settings: this.settings, options, started })
+    return runShellProcess(this.ctx.subprocess, { file, args, spec, settings: { ...this.settings, spillDir }, options, started })
   }
 }
 
@@ -167,6 +181,12 @@ function refusalSentence(outcome: ApprovalOutcome): string {
     default:
       return `nobody could approve running this command outside the sandbox${why}; it was not run.`
   }
+}
+
+/** The session id as one safe path segment. */
+function sessionSegment(sessionId: string | undefined): string {
+  const cleaned = (sessionId ?? '').replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 120)
+  return cleaned === '' || /^\.+$/.test(cleaned) ? '_no-session' : cleaned
 }
 
 function emptyResult(status: ShellResult['status'], durationMs: number): ShellResult {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs'
+import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context } from 'cordis'
@@ -25,7 +25,9 @@ beforeAll(() => {
   ws = join(base, 'ws')
   temp = join(base, 'tmp')
   outside = join(base, 'outside')
-  spill = join(temp, 'spill')
+  // Outside the writable roots: bash-sandbox keeps its spill dir read-only inside the sandbox, which
+  // Landlock can only do for a dir that no writable root contains.
+  spill = join(base, 'spill')
   for (const dir of [ws, temp, outside]) mkdirSync(dir)
 })
 afterAll(() => rmSync(base, { recursive: true, force: true }))
@@ -35,14 +37,16 @@ interface Booted {
   asked: ApprovalRequest[]
 }
 
-async function boot(options: { runner?: string; answer?: (request: ApprovalRequest) => ApprovalAnswer | Promise<ApprovalAnswer>; approval?: boolean } = {}): Promise<Booted> {
+async function boot(
+  options: { runner?: string; answer?: (request: ApprovalRequest) => ApprovalAnswer | Promise<ApprovalAnswer>; approval?: boolean; shell?: Record<string, unknown> } = {},
+): Promise<Booted> {
   const ctx = new Context()
   const asked: ApprovalRequest[] = []
   await ctx.plugin(SessionStore)
   await ctx.plugin(LocalSubprocessService, {} as never)
   await ctx.plugin(LocalSandbox, { runner: (options.runner ?? 'bwrap') as never })
   await ctx.plugin(SandboxPolicyService, { tempDirs: [temp] })
-  await ctx.plugin(SandboxedBashExecutor, { defaultTimeoutMs: 10_000, maxTimeoutMs: 20_000, killGraceMs: 200, spillDir: spill } as never)
+  await ctx.plugin(SandboxedBashExecutor, { defaultTimeoutMs: 10_000, maxTimeoutMs: 20_000, killGraceMs: 200, spillDir: spill, ...options.shell } as never)
   if (options.approval !== false) {
     await ctx.plugin(ApprovalService, {} as never)
     if (options.answer) {
@@ -227,4 +231,97 @@ it('composes from rows without config, in any order', async () => {
   expect(ctx.shell.limits).toEqual({ defaultTimeoutMs: 120_000, maxTimeoutMs: 600_000 })
   const spec = await ctx.shell.resolve({ command: 'echo ok', cwd: ws })
   expect((await ctx.shell.run(spec)).output.head).toBe('ok\n')
+})
+
+describe('spill files of long output', () => {
+  const small = { output: { maxBytes: 4096, headBytes: 512, tailBytes: 512 } }
+  const long = "head -c 20000 /dev/zero | tr '\\0' x"
+
+  it('a confined command cannot swap the spill dir for a symlink, even when it lies in a writable temp dir', async () => {
+    const explicit = join(temp, 'spill-explicit')
+    const target = join(outside, 'spill-target')
+    mkdirSync(target)
+    const { ctx } = await boot({ shell: { ...small, spillDir: explicit } })
+    const id = ctx.sessions.create({ cwd: ws }).id
+    const first = await sh(ctx, long, { sessionId: id })
+    expect(first.result.output.spillPath).toBe(join(explicit, id, readdirSync(join(explicit, id))[0]))
+    // The attack: replace the spill dir (and the session's dir) with links to a directory of the attacker's choice.
+    const attack = await sh(ctx, `rm -rf ${explicit}/${id} ; ln -s ${target} ${explicit}/${id} || echo swap-denied; rm -rf ${explicit} ; ln -sfn ${target} ${explicit} || echo root-swap-denied`, { sessionId: id })
+    expect(attack.text).toContain('swap-denied')
+    const second = await sh(ctx, long, { sessionId: id })
+    expect(second.result.output.spillPath?.startsWith(join(explicit, id) + '/')).toBe(true)
+    expect(lstatSync(explicit).isSymbolicLink()).toBe(false)
+    expect(lstatSync(join(explicit, id)).isSymbolicLink()).toBe(false)
+    expect(readdirSync(target)).toEqual([])
+  })
+
+  it('by default spills per session under the read-only dsh home, out of the sandbox\'s reach', async () => {
+    const home = join(temp, 'dsh-home')
+    const saved = process.env.DSH_HOME
+    process.env.DSH_HOME = home
+    try {
+      const { ctx } = await boot({ shell: { ...small, spillDir: undefined } })
+      const id = ctx.sessions.create({ cwd: ws }).id
+      const first = await sh(ctx, long, { sessionId: id })
+      const dir = join(home, 'shell-output', id)
+      expect(first.result.output.spillPath?.startsWith(dir + '/')).toBe(true)
+      const attack = await sh(ctx, `rm -rf ${dir} ; ln -s ${outside} ${dir} || echo swap-denied; echo '- insert: []' > ${home}/cordis.patch.yml || echo patch-denied`, { sessionId: id })
+      expect(attack.text).toContain('swap-denied')
+      expect(attack.text).toContain('patch-denied')
+      expect(lstatSync(dir).isSymbolicLink()).toBe(false)
+      expect(existsSync(join(home, 'cordis.patch.yml'))).toBe(false)
+    } finally {
+      if (saved === undefined) delete process.env.DSH_HOME
+      else process.env.DSH_HOME = saved
+    }
+  })
+})
+
+describe('the runner probe', () => {
+  /** A stand-in bwrap that records that it ran (the probe's only observable effect). */
+  function fakeBwrap(body: string): string {
+    const file = join(base, `fake-bwrap-${Math.random().toString(36).slice(2)}.sh`)
+    writeFileSync(file, `#!/bin/sh\n${body}\n`)
+    chmodSync(file, 0o755)
+    return file
+  }
+
+  async function bootProbe(defaultMode: string, bwrap: string) {
+    const ctx = new Context()
+    await ctx.plugin(SessionStore)
+    await ctx.plugin(LocalSubprocessService, {} as never)
+    const sandbox = ctx.plugin(LocalSandbox, { runner: 'bwrap', bwrap } as never)
+    await sandbox
+    await ctx.plugin(SandboxPolicyService, { tempDirs: [temp], defaultMode })
+    await ctx.plugin(SandboxedBashExecutor, { defaultTimeoutMs: 10_000, maxTimeoutMs: 20_000, killGraceMs: 200, spillDir: spill } as never)
+    return { ctx, sandbox }
+  }
+
+  it('danger-full-access never starts a probe', async () => {
+    const marker = join(base, 'probe-ran-danger')
+    const { ctx, sandbox } = await bootProbe('danger-full-access', fakeBwrap(`touch ${marker}`))
+    const { text } = await sh(ctx, 'echo unconfined')
+    expect(text).toBe('unconfined\n')
+    // Give a (wrongly) started background probe ample chance to show itself.
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    await sandbox.dispose()
+    expect(existsSync(marker)).toBe(false)
+  })
+
+  it('unloading the plugin ends a running probe and reaps it', async () => {
+    const pidFile = join(base, 'probe-pid')
+    const { sandbox } = await bootProbe('workspace-write', fakeBwrap(`echo $$ > ${pidFile}; exec sleep 30`))
+    for (let i = 0; i < 500 && !(existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim()); i++) await new Promise((resolve) => setTimeout(resolve, 10))
+    const pid = Number(readFileSync(pidFile, 'utf8'))
+    expect(pid).toBeGreaterThan(0)
+    await sandbox.dispose()
+    let alive = true
+    try {
+      process.kill(pid, 0)
+    } catch {
+      alive = false
+    }
+    if (alive) process.kill(pid, 'SIGKILL')
+    expect(alive).toBe(false)
+  })
 })

@@ -2,7 +2,7 @@
 // copy, a fixed-size tail ring and the complete stream in a spill file. Memory held is at most
 // `maxBytes` before the cap and `headBytes + tailBytes` after it, plus the spill stream's write
 // buffer, which the caller bounds by pausing its source whenever `push` returns false.
-import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs'
+import { chmodSync, constants, createWriteStream, lstatSync, mkdirSync, openSync, type WriteStream } from 'node:fs'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import type { RetainedOutput, RetentionSpec } from '@dsh/subprocess'
@@ -92,10 +92,19 @@ export class OutputRetention {
     const dir = this.spec.spillDir as string
     const name = `${this.spec.spillPrefix ?? 'output'}-${Date.now()}-${randomBytes(4).toString('hex')}.log`
     try {
-      // Output may contain secrets: the directory and files are private to this user.
+      // Output may contain secrets: the directory and files are private to this user. The command
+      // that produced it may have replaced the directory with a symlink: the directory must be a
+      // real one we own with no access for others, and the file is created, never followed.
       mkdirSync(dir, { recursive: true, mode: 0o700 })
-      this.spillPath = join(dir, name)
-      const stream = createWriteStream(this.spillPath, { flags: 'wx', mode: 0o600, highWaterMark: SPILL_HIGH_WATER })
+      const stat = lstatSync(dir)
+      if (stat.isSymbolicLink() || !stat.isDirectory()) throw new Error(`refusing to spill into ${dir}: it is ${stat.isSymbolicLink() ? 'a symbolic link' : 'not a directory'}`)
+      const uid = process.getuid?.()
+      if (uid !== undefined && stat.uid !== uid) throw new Error(`refusing to spill into ${dir}: it is owned by uid ${stat.uid}, not by this user`)
+      if ((stat.mode & 0o077) !== 0) chmodSync(dir, 0o700)
+      const path = join(dir, name)
+      const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600)
+      this.spillPath = path
+      const stream = createWriteStream('', { fd, highWaterMark: SPILL_HIGH_WATER })
       stream.on('error', (error) => {
         this.spillError = error.message
         this.releaseDrain()

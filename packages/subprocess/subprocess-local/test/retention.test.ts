@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest'
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { OutputRetention } from '../src/index.ts'
@@ -53,5 +53,28 @@ describe('OutputRetention', () => {
     const s = r.snapshot()
     expect(s.truncated).toBe(true)
     expect(s.spillError).toBeDefined()
+  })
+
+  it('never spills through a symlink put in place of the spill dir; tightens a loose dir', async () => {
+    const target = join(dir, 'attacker-target')
+    mkdirSync(target)
+    const link = join(dir, 'swapped')
+    symlinkSync(target, link)
+    const r = new OutputRetention({ maxBytes: 4, headBytes: 2, tailBytes: 2, spillDir: link })
+    r.push(bytes('attacker-controlled output'))
+    await r.finish()
+    const s = r.snapshot()
+    expect(s.spillPath).toBeUndefined()
+    expect(s.spillError).toMatch(/refusing to spill into .*swapped: it is a symbolic link/)
+    expect(readdirSync(target)).toEqual([])
+    expect(Buffer.from(s.head).toString()).toBe('at')
+
+    const loose = join(dir, 'loose')
+    mkdirSync(loose, { mode: 0o755 })
+    const ok = new OutputRetention({ maxBytes: 4, headBytes: 2, tailBytes: 2, spillDir: loose })
+    ok.push(bytes('0123456789'))
+    await ok.finish()
+    expect(readFileSync(ok.snapshot().spillPath!, 'utf8')).toBe('0123456789')
+    expect(statSync(loose).mode & 0o777).toBe(0o700)
   })
 })
