@@ -54,11 +54,20 @@ describe('bootComposition', () => {
     expect(tree.ctx.get('cmdlineArgs')?.positionals).toEqual(['hi'])
   })
 
-  it('evaluates !!js in disabled at mount', async () => {
-    process.env.DSH_TEST_OFF = '1'
-    const tree = await boot(`- insert:\n    - { id: counter, name: ./counter.ts, config: { start: 1 }, disabled: !!js "process.env.DSH_TEST_OFF === '1'" }\n`)
-    expect(tree.ctx.get('counter')).toBeUndefined()
-    delete process.env.DSH_TEST_OFF
+  it('evaluates !!js in disabled at mount: a false result mounts the row, a true one does not', async () => {
+    const row = `- insert:\n    - { id: counter, name: ./counter.ts, config: { start: 1 }, disabled: !!js "process.env.DSH_TEST_OFF === '1'" }\n`
+    try {
+      process.env.DSH_TEST_OFF = '0'
+      const on = await boot(row)
+      expect((on.ctx.get('counter') as Counter | undefined)?.value).toBe(1)
+      await on.dispose()
+      process.env.DSH_TEST_OFF = '1'
+      const off = await boot(row)
+      expect(off.ctx.get('counter')).toBeUndefined()
+      expect(Object.keys(off.loader.store)).toEqual(['counter'])
+    } finally {
+      delete process.env.DSH_TEST_OFF
+    }
   })
 
   it('lets a plugin end the app with ctx.loader.exit(code)', async () => {

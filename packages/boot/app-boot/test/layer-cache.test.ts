@@ -2,7 +2,8 @@ import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { isJsExpr, parseLayer, parseLayerCached } from '../src/index.ts'
+import { composeProfile, isJsExpr, parseLayer, parseLayerCached, type PatchOp } from '../src/index.ts'
+import { INSTALL_BASE, tempDir, writeProfile } from './helpers.ts'
 
 const text = `- insert:
     - id: a
@@ -35,5 +36,34 @@ describe('parsed-layer cache', () => {
     expect(readdirSync(dir)).toHaveLength(2)
     expect(() => parseLayerCached('- insert: nope\n', '/x/bad.yml', 'bad', dir)).toThrow(/bad\.yml/)
     expect(readdirSync(dir)).toHaveLength(2)
+  })
+
+  it('serves a warm parse from the entry rather than parsing the text again', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'dsh-layer-cache-'))
+    parseLayerCached(text, '/x/layer.yml', 'test', dir)
+    const [entry] = readdirSync(dir)
+    // A planted entry (valid ops, different from the text) proves where the warm result comes from.
+    writeFileSync(join(dir, entry), JSON.stringify([{ kind: 'patch', index: 0, id: 'from-cache', fields: { disabled: { __jsExpr: 'true' } } }]))
+    const warm = parseLayerCached(text, '/x/layer.yml', 'test', dir)
+    expect(warm.ops).toMatchObject([{ kind: 'patch', id: 'from-cache' }])
+    expect(isJsExpr((warm.ops[0] as PatchOp).fields.disabled)).toBe(true)
+  })
+
+  it('is used by composeProfile under $DSH_HOME/.cache/layers, and DSH_LAYER_CACHE=0 turns it off', () => {
+    const home = tempDir()
+    writeProfile(home, 'p', [], '- insert:\n    - { id: original, name: "@dsh/home-paths" }\n')
+    const ids = () => composeProfile({ home, profileName: 'p', installBase: INSTALL_BASE }).rows.map((r) => r.row.id)
+    expect(ids()).toEqual(['original'])
+    const dir = join(home, '.cache', 'layers')
+    const entries = readdirSync(dir)
+    expect(entries).toHaveLength(1)
+    writeFileSync(join(dir, entries[0]), JSON.stringify([{ kind: 'insert', index: 0, rows: [{ id: 'from-cache', name: '@dsh/home-paths' }] }]))
+    expect(ids()).toEqual(['from-cache'])
+    process.env.DSH_LAYER_CACHE = '0'
+    try {
+      expect(ids()).toEqual(['original'])
+    } finally {
+      delete process.env.DSH_LAYER_CACHE
+    }
   })
 })

@@ -69,6 +69,28 @@ describe('a project .env written by a confined command', () => {
     expect(existsSync(elsewhere)).toBe(false)
   })
 
+  it('gives the key to the adapter but never to a command (the default scrub list applies)', { timeout: 60_000 }, async () => {
+    const { root, home, cwd } = layout()
+    server = await startMockServer({
+      steps: [{ toolCalls: [{ id: 'c_env', name: 'bash', arguments: { command: 'env', description: 'show the environment' } }] }, { text: 'done' }] as never,
+    })
+    writeFileSync(join(cwd, '.env'), 'DEEPSEEK_API_KEY=sk-project-key\n')
+    const run = await runDsh(['--profile', 'headless', 'hello'], {
+      cwd,
+      env: { HOME: root, DSH_HOME: home, DEEPSEEK_BASE_URL: server.baseURL, GITHUB_TOKEN: 'ghp-inherited', AWS_REGION: 'xx-test-1', MY_ORDINARY_VAR: 'visible' },
+    })
+    expect(run.stdout).toBe('done\n')
+    expect(run.code).toBe(0)
+    expect(server.requests).toHaveLength(2)
+    expect(server.requests[0].headers.authorization).toBe('Bearer sk-project-key')
+    const toolResult = JSON.stringify(server.requests[1].body)
+    expect(toolResult).toContain('MY_ORDINARY_VAR=visible')
+    expect(toolResult).not.toContain('sk-project-key')
+    expect(toolResult).not.toContain('DEEPSEEK_API_KEY')
+    expect(toolResult).not.toContain('ghp-inherited')
+    expect(toolResult).not.toContain('xx-test-1')
+  })
+
   it('refuses a non-credential name in DSH_PROJECT_ENV_ALLOW before any request', { timeout: 60_000 }, async () => {
     const { root, home, cwd } = layout()
     server = await startMockServer({ steps: [{ text: 'done' }] })

@@ -88,14 +88,26 @@ describe('ctx.invariants registry', () => {
     expect(off.invariants.run(off.sessions.create({ cwd: '/' }))).toEqual([])
 
     const fast = await boot({ failFast: true })
+    let laterChecks = 0
     fast.invariants.register(failing)
+    fast.invariants.register({ id: 'later', description: 'after the failing one', check: () => void laterChecks++ })
     const session = fast.sessions.create({ cwd: '/' })
-    expect(() => fast.invariants.run(session)).toThrow(InvariantError)
+    let thrown: unknown
     try {
       fast.invariants.run(session)
     } catch (error) {
-      expect((error as InvariantError).violations).toEqual([{ invariant: 'f', message: 'no' }])
+      thrown = error
     }
+    // Asserted outside the catch: a run() that stops throwing fails here instead of passing silently.
+    expect(thrown).toBeInstanceOf(InvariantError)
+    expect((thrown as InvariantError).violations).toEqual([{ invariant: 'f', message: 'no' }])
+    expect((thrown as InvariantError).message).toBe('[f] no')
+    expect(laterChecks).toBe(0)
+
+    // Without failFast the same checks are all collected.
+    const all = await boot()
+    all.invariants.register(failing)
+    expect(all.invariants.run(all.sessions.create({ cwd: '/' }))).toEqual([{ invariant: 'f', message: 'no' }, { invariant: 'f', message: 'no again' }])
   })
 
   it('rejects a bad config at load', async () => {
