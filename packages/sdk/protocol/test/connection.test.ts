@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest'
 import { ConnectionError, ERROR_CODES, JsonRpcConnection, LineDecoder, RpcError } from '../src/index.ts'
 
-const tick = () => new Promise((r) => setTimeout(r, 0))
+// Frames are written from setImmediate; two turns of the check phase see every write that a
+// synchronous call or its microtasks scheduled (a setTimeout(0) may run before or after them).
+const tick = () => new Promise((r) => setImmediate(() => setImmediate(r)))
 
 /** Two connections wired back to back, as server and client would be over a pipe. */
 function pair(onRequest: (method: string, params: unknown) => unknown) {
@@ -93,6 +95,23 @@ describe('JsonRpcConnection', () => {
     expect(frames[3]).toMatchObject({ id: null, error: { code: -32600 } })
     expect(frames[4]).toEqual({ jsonrpc: '2.0', id: 4, result: { ok: true } })
     expect(frames).toHaveLength(5)
+  })
+
+  it('server mode answers an oversized frame once (id null) and serves the next one', async () => {
+    const written: string[] = []
+    const server = new JsonRpcConnection({ write: (t) => written.push(...t.trim().split('\n')), onRequest: () => ({ ok: true }), maxFrameLength: 50 })
+    const big = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'x', params: { pad: 'p'.repeat(80) } })
+    server.receive(big.slice(0, 40))
+    server.receive(big.slice(40) + '\n{"jsonrpc":"1.0","id":2,"method":"x"}\n')
+    server.receive('{"jsonrpc":"2.0","id":3,"method":"x"}\n')
+    await tick()
+    const frames = written.map((l) => JSON.parse(l))
+    expect(frames).toMatchObject([
+      { id: null, error: { code: -32700, message: expect.stringContaining('longer than 50') } },
+      { id: 2, error: { code: -32600 } },
+      { id: 3, result: { ok: true } },
+    ])
+    expect(frames).toHaveLength(3)
   })
 
   it('strict mode treats a malformed frame as fatal and rejects pending requests', async () => {
