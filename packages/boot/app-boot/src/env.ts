@@ -74,15 +74,17 @@ export function applyDotEnv(opts: DotEnvOptions): Record<string, string> {
   // Run inside $DSH_HOME, the file is the workspace's too: it gets the project rule only.
   const home = homeFile === projectFile ? undefined : readEnvFile(homeFile)
 
+  // Checked even without a project .env: a bad list is a mistake whether or not it applies today.
+  const extra = env[PROJECT_ENV_ALLOW_VAR] ?? home?.[PROJECT_ENV_ALLOW_VAR]
+  let allow: Set<string>
+  try {
+    allow = projectEnvAllowlist(extra, env[PROJECT_ENV_ALLOW_VAR] !== undefined ? PROJECT_ENV_ALLOW_VAR : `${homeFile}: ${PROJECT_ENV_ALLOW_VAR}`)
+  } catch (error) {
+    throw new DshUserError((error as Error).message)
+  }
+
   const applied: Record<string, string> = {}
   if (project) {
-    const extra = env[PROJECT_ENV_ALLOW_VAR] ?? home?.[PROJECT_ENV_ALLOW_VAR]
-    let allow: Set<string>
-    try {
-      allow = projectEnvAllowlist(extra, env[PROJECT_ENV_ALLOW_VAR] !== undefined ? PROJECT_ENV_ALLOW_VAR : `${homeFile}: ${PROJECT_ENV_ALLOW_VAR}`)
-    } catch (error) {
-      throw new DshUserError((error as Error).message)
-    }
     const { kept, ignored } = filterProjectEnv(project, allow)
     if (ignored.length) warn(ignoredEnvWarning(projectFile, ignored, true))
     fill(env, kept, projectFile, applied)

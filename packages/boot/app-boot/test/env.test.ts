@@ -78,6 +78,9 @@ describe('.env layering', () => {
     expect(attempt('DEEPSEEK_BASE_URL')).toThrow(DshUserError)
     expect(attempt('DEEPSEEK_BASE_URL')).toThrow('DSH_PROJECT_ENV_ALLOW: "DEEPSEEK_BASE_URL" is not a credential name (it must end in _KEY, _TOKEN, _SECRET or _PASSWORD)')
     expect(attempt('DSH_SECRET_KEY')).toThrow('DSH_PROJECT_ENV_ALLOW: "DSH_SECRET_KEY" is a dsh setting, which a project .env never supplies')
+    // Named by file when it comes from $DSH_HOME/.env, and checked even with no project .env.
+    write(join(home, '.env'), 'DSH_PROJECT_ENV_ALLOW=PATH\n')
+    expect(() => apply({}, tempDir(), home)).toThrow(`${join(home, '.env')}: DSH_PROJECT_ENV_ALLOW: "PATH" is not a credential name`)
   })
 
   it('layerEnv trusts every key of the files it is given', () => {
