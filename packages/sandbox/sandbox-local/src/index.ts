@@ -75,11 +75,11 @@ export class LocalSandbox extends SandboxService {
     readonly config: SandboxLocalConfig,
   ) {
     super(ctx)
-    // Probe in the background when a confining mode is the default: the probe is a child process,
-    // so its wait overlaps the rest of the boot instead of delaying the first confined command.
-    // Under danger-full-access (or with no policy owner loaded) nothing is started until a
-    // confining wrap() asks for it.
-    const timer = setImmediate(() => {
+    // Probe in the background once the app is ready (every row active, so the permission preset
+    // has decided the mode) and only when the default mode confines: the probe's wait then overlaps
+    // the start of the session instead of delaying the first confined command. Under
+    // danger-full-access, or outside an app, nothing starts until a confining wrap() asks for it.
+    ;(ctx as unknown as { on(name: string, listener: () => void): () => void }).on('app/ready', () => {
       const policy = this.ctx.get('sandboxPolicy') as { modeFor?: (sessionId?: string) => unknown } | undefined
       let mode: unknown
       try {
@@ -88,10 +88,14 @@ export class LocalSandbox extends SandboxService {
       if (mode === 'workspace-write' || mode === 'read-only') void this.select().catch(() => {})
     })
     ctx.effect(() => () => {
-      clearImmediate(timer)
       this.disposed = true
       return this.endProbes()
     })
+  }
+
+  /** Starts the probe now (what `app/ready` does when the default mode confines). */
+  prewarm(): void {
+    void this.select().catch(() => {})
   }
 
   async describe(): Promise<SandboxRunnerInfo> {
@@ -103,15 +107,23 @@ export class LocalSandbox extends SandboxService {
     }
   }
 
-  /** Kills probe children still running and waits until they are reaped (no zombie outlives dsh). */
+  /**
+   * Waits for probe children still running, so none outlives dsh as an orphan (a container's PID 1
+   * often never reaps). A probe is a `true` and normally ends at once; killing bwrap early would
+   * orphan its inner child, so a kill only follows a grace of up to 2 s.
+   */
   private async endProbes(): Promise<void> {
+    const grace = Math.min(this.config.probeTimeoutMs, 2_000)
     await Promise.all(
       [...this.probing].map(
         (child) =>
           new Promise<void>((resolve) => {
             if (child.exitCode !== null || child.signalCode !== null) return resolve()
-            child.once('close', () => resolve())
-            child.kill('SIGKILL')
+            const timer = setTimeout(() => child.kill('SIGKILL'), grace)
+            child.once('close', () => {
+              clearTimeout(timer)
+              resolve()
+            })
           }),
       ),
     )
@@ -230,7 +242,9 @@ export class LocalSandbox extends SandboxService {
 
   /** Undefined when a minimal confined `true` runs; else why not. */
   private async probeBwrap(): Promise<string | undefined> {
-    const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-pid', '--die-with-parent', '--cap-drop', 'ALL', '--unshare-net', '--', 'true']
+    // --as-pid-1 as in wrap(): without it bwrap's own reaper is PID 1 of the namespace, and it is
+    // orphaned when the outer bwrap exits first (a zombie under the container's PID 1 per probe).
+    const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-pid', '--as-pid-1', '--die-with-parent', '--cap-drop', 'ALL', '--unshare-net', '--', 'true']
     const { code, output } = await this.run(this.config.bwrap, args)
     if (code === 0) return undefined
     return `${this.config.bwrap} ${code === null ? 'could not run' : `exited ${code}`}${output ? `: ${output.trim().split('\n')[0]}` : ''}`

@@ -248,6 +248,21 @@ describe('bwrap specifics', () => {
   })
 })
 
+describe('bwrap probe', () => {
+  it.skipIf(probes.get('bwrap') !== undefined)('runs as PID 1 of its namespace, so no orphaned bwrap reaper is left behind as a zombie', async () => {
+    // Without --as-pid-1 bwrap's reaper child is PID 1 and outlives the outer bwrap for a moment:
+    // it is reparented to the machine's PID 1, which in containers often never reaps it.
+    const log = join(base, 'probe-args.log')
+    const wrapper = join(base, 'logging-bwrap.sh')
+    writeFileSync(wrapper, `#!/bin/sh\nprintf '%s\\n' "$*" >> ${log}\nexec bwrap "$@"\n`, { mode: 0o755 })
+    const service = await sandbox('bwrap', { bwrap: wrapper })
+    expect((await service.describe()).runner).toBe('bwrap')
+    const probe = readFileSync(log, 'utf8').trim().split('\n')[0].split(' ')
+    expect(probe).toContain('--unshare-pid')
+    expect(probe).toContain('--as-pid-1')
+  })
+})
+
 describe('landlock specifics', () => {
   it.skipIf(probes.get('landlock') !== undefined)('runner auto says loudly when it falls back to Landlock', async () => {
     const ctx = new Context()

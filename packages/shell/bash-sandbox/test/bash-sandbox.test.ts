@@ -292,7 +292,7 @@ describe('the runner probe', () => {
     await ctx.plugin(LocalSubprocessService, {} as never)
     const sandbox = ctx.plugin(LocalSandbox, { runner: 'bwrap', bwrap } as never)
     await sandbox
-    await ctx.plugin(SandboxPolicyService, { tempDirs: [temp], defaultMode })
+    await ctx.plugin(SandboxPolicyService, { tempDirs: [temp], defaultMode: defaultMode as never })
     await ctx.plugin(SandboxedBashExecutor, { defaultTimeoutMs: 10_000, maxTimeoutMs: 20_000, killGraceMs: 200, spillDir: spill } as never)
     return { ctx, sandbox }
   }
@@ -300,6 +300,8 @@ describe('the runner probe', () => {
   it('danger-full-access never starts a probe', async () => {
     const marker = join(base, 'probe-ran-danger')
     const { ctx, sandbox } = await bootProbe('danger-full-access', fakeBwrap(`touch ${marker}`))
+    // What app-boot emits once every row is active.
+    await (ctx as unknown as { parallel(name: string): Promise<void> }).parallel('app/ready')
     const { text } = await sh(ctx, 'echo unconfined')
     expect(text).toBe('unconfined\n')
     // Give a (wrongly) started background probe ample chance to show itself.
@@ -310,7 +312,8 @@ describe('the runner probe', () => {
 
   it('unloading the plugin ends a running probe and reaps it', async () => {
     const pidFile = join(base, 'probe-pid')
-    const { sandbox } = await bootProbe('workspace-write', fakeBwrap(`echo $$ > ${pidFile}; exec sleep 30`))
+    const { ctx, sandbox } = await bootProbe('workspace-write', fakeBwrap(`echo $$ > ${pidFile}; exec sleep 30`))
+    await (ctx as unknown as { parallel(name: string): Promise<void> }).parallel('app/ready')
     for (let i = 0; i < 500 && !(existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim()); i++) await new Promise((resolve) => setTimeout(resolve, 10))
     const pid = Number(readFileSync(pidFile, 'utf8'))
     expect(pid).toBeGreaterThan(0)
