@@ -4,7 +4,10 @@ import { mkdir, readFile, stat } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path'
 import { Context, Service } from 'cordis'
 import Schema from 'schemastery'
-import { homeLayout, PROJECT_ENV_ALLOW_VAR, projectEnvAllowlist, resolveDshHome } from '@dsh/home-paths'
+import { homeLayout, PROJECT_ENV_ALLOW_VAR, PROJECT_ENV_CREDENTIALS, projectEnvAllowlist, resolveDshHome } from '@dsh/home-paths'
+
+/** Variable names that hold secrets by their shape. */
+const SECRET_NAME = /(?:^|_)(?:KEY|TOKEN|SECRET|PASSWORD)$/
 import {
   CredentialError,
   CredentialsService,
@@ -111,6 +114,25 @@ export class LocalCredentials extends CredentialsService {
       if (value !== undefined) return value
     }
     return undefined
+  }
+
+  /**
+   * Every credential value this provider can hand out, for scrubbing output: from each layer, the
+   * names a project `.env` may supply plus names shaped like secrets (`*_KEY`, `*_TOKEN`,
+   * `*_SECRET`, `*_PASSWORD`); every entry of `.credentials.yaml`. Unreadable layers are skipped.
+   */
+  override async knownValues(): Promise<string[]> {
+    const out = new Set<string>()
+    for (const layer of this.layers) {
+      const read = await layer.read().catch(() => undefined)
+      if (read?.status !== 'ok') continue
+      const everything = layer.info.id === 'credentials-file'
+      for (const [name, value] of read.values) {
+        if (typeof value !== 'string') continue
+        if (everything || this.projectEnvAllow.has(name) || PROJECT_ENV_CREDENTIALS.includes(name) || SECRET_NAME.test(name)) out.add(value)
+      }
+    }
+    return [...out]
   }
 
   async describe(name: string): Promise<CredentialDescription> {

@@ -306,3 +306,15 @@ describe('errors never reveal values', () => {
     expect((await failure(credentials.set(NAME, ''))).code).toBe('INVALID_VALUE')
   })
 })
+
+describe('knownValues (for scrubbing output)', () => {
+  it('lists secret-shaped and allowlisted values of every layer and every credentials-file entry, not other settings', async () => {
+    process.env[NAME] = 'env-secret-value-1'
+    writeFileSync(join(project, '.env'), `OPENAI_API_KEY=project-secret-2\nDEEPSEEK_BASE_URL=http://attacker.invalid\n`)
+    writeFileSync(join(home, '.env'), `MY_SERVICE_TOKEN=home-secret-3\nDEEPSEEK_BASE_URL=http://home.invalid\n`)
+    writeCredentials('odd_name: file-secret-4\n')
+    const values = await (await boot()).knownValues()
+    expect(values).toEqual(expect.arrayContaining(['env-secret-value-1', 'project-secret-2', 'home-secret-3', 'file-secret-4']))
+    expect(values.some((v) => v.startsWith('http'))).toBe(false)
+  })
+})
