@@ -98,7 +98,13 @@ export class DeepSeekAdapter implements LlmAdapter {
         provider: this.provider,
       })
     }
-    const key = await this.options.getKey()
+    let key: string | undefined
+    try {
+      key = await this.options.getKey()
+    } catch (cause) {
+      // A broken credentials file is the user's to fix, not a network failure to retry.
+      throw new LlmError('MISSING_CREDENTIAL', `cannot read credential ${this.options.apiKeyEnv}: ${(cause as Error)?.message ?? cause}`, { provider: this.provider, cause })
+    }
     if (!key) throw this.missingKey()
     used.key = key
     if (signal?.aborted) throw aborted()

@@ -2,6 +2,7 @@
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { ModelInfo, ReasoningEffort } from '@dsh/llm'
+import type {} from '@dsh/credentials'
 import { userAgent } from '@dsh/brand'
 import { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_REQUEST_TIMEOUT_MS, DeepSeekAdapter, type KeySource } from './adapter.ts'
 import { defaultEffortTable, type EffortTable } from './wire.ts'
@@ -124,7 +125,7 @@ export function createAdapter(config: Config, getKey: KeySource = envKeySource(c
 export function credentialsKeySource(ctx: Context, apiKeyEnv: string): KeySource {
   const fromEnv = envKeySource(apiKeyEnv)
   return async () => {
-    const credentials = ctx.get('credentials') as { get(name: string): Promise<string | undefined> } | undefined
+    const credentials = ctx.get('credentials')
     return credentials ? await credentials.get(apiKeyEnv) : fromEnv()
   }
 }

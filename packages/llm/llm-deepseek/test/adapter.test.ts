@@ -275,6 +275,17 @@ describe('DeepSeekAdapter over the mock server', () => {
     expect(server!.requests).toHaveLength(0)
   })
 
+  it('turns a credential lookup that throws (a file broken after start) into MISSING_CREDENTIAL, not a retried transport error', async () => {
+    await serve([{ text: 'never' }])
+    const broken = createAdapter(config({ baseURL: server!.baseURL }), async () => {
+      throw new Error('/home/u/.dsh/.credentials.yaml:2:1: malformed credentials file')
+    })
+    const { error } = await failure(broken)
+    expect(error.code).toBe('MISSING_CREDENTIAL')
+    expect(error.message).toBe('cannot read credential DEEPSEEK_API_KEY: /home/u/.dsh/.credentials.yaml:2:1: malformed credentials file')
+    expect(server!.requests).toHaveLength(0)
+  })
+
   it('rejects an unconfigured model before any request, unless strictModels is off', async () => {
     let adapter = await serve([{ text: 'served' }])
     const { error } = await failure(adapter, request({ model: 'deepseek-v9' }))
