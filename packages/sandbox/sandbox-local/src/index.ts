@@ -46,13 +46,14 @@ interface Probe {
   notes: string[]
 }
 
-/** What the Landlock runner never confines; stated to the model with the policy. */
-export const LANDLOCK_NOTES = [
-  'This sandbox is the Landlock fallback (bubblewrap does not work here): commands run without capabilities and cannot gain privileges, but they share the host\'s view of other processes, mounts and Unix-domain sockets.',
-]
-/** Said when the Landlock runner cannot give each command its own PID namespace. */
+/** What the Landlock runner does not confine; stated to the model with the policy. */
+export const LANDLOCK_NOTE =
+  'This sandbox is the Landlock fallback (bubblewrap does not work here): commands run without capabilities and cannot gain privileges; Unix-domain sockets on the filesystem stay reachable.'
+/** Added when `unshare` gives each Landlock command its own PID and mount namespace. */
+export const PID_NAMESPACE_NOTE = 'Each command has its own process namespace: processes it leaves running end when it finishes.'
+/** Added when the Landlock runner cannot give each command its own PID namespace. */
 export const NO_PID_NAMESPACE_NOTE =
-  'Processes a command leaves running (for example with setsid or nohup) are not ended when it finishes.'
+  'Commands see the host\'s other processes, and processes a command leaves running (for example with setsid or nohup) are not ended when it finishes.'
 
 export class LocalSandbox extends SandboxService {
   static Config: Schema<Partial<SandboxLocalConfig>, SandboxLocalConfig> = Schema.object({
@@ -225,7 +226,7 @@ export class LocalSandbox extends SandboxService {
     if (choice === 'auto' || choice === 'landlock') {
       const result = await this.probeLandlock()
       if (typeof result !== 'string') {
-        const notes = [...LANDLOCK_NOTES, ...(result.namespaces ? [] : [NO_PID_NAMESPACE_NOTE])]
+        const notes = [LANDLOCK_NOTE, result.namespaces ? PID_NAMESPACE_NOTE : NO_PID_NAMESPACE_NOTE]
         if (choice === 'auto') {
           // Loud on purpose: the fallback confines less than bubblewrap would.
           this.ctx
