@@ -1,11 +1,11 @@
 // The one-shot runner: reads the task from the app arguments, runs one agent turn in the current
 // directory, prints the result to stdout and exits 0 when the turn completed, 1 otherwise.
 // Nothing but the result (or the stream-json events) goes to stdout; diagnostics go to stderr.
-import { readFileSync } from 'node:fs'
+import { fstatSync, readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
-import type { Agent, ModelSelection, TurnResult } from '@dsh/agent'
+import type { Agent, ModelSelection, RequestErrorDecision, RequestErrorPayload, TurnResult } from '@dsh/agent'
 import type { Session, SessionEvent } from '@dsh/session'
 
 export const name = 'headless-runner'
@@ -30,14 +30,18 @@ export const Config: Schema<Config> = Schema.object({
   waitForReady: Schema.boolean().default(true),
 })
 
-export const HELP = `Usage: dsh --profile headless [options] "task"
+export const HELP = `Usage: dsh -p "task" [options]        (or: dsh --profile headless [options] "task")
 
 Runs one task with an agent in the current directory, prints the final answer to stdout and
-exits 0 when the turn completed, 1 when it did not (the reason goes to stderr).
+exits 0 when the turn completed, 1 when it did not (the reason goes to stderr). Options may come
+before or after the task.
 
 Options:
+  -p, --print          one-shot run (what this profile always does; kept so "dsh -p" means
+                       one-shot whatever the default profile is)
   --output-format FMT  text (default): the final assistant text
-                       json: one JSON object {type, sessionId, result, reason, usage, turns, steps, durationMs}
+                       json: one JSON object {type, session_id, is_error, result, usage, sessionId,
+                       reason, turns, steps, durationMs}
                        stream-json: one JSON line per session event as it happens, then the json result
   --model [PROVIDER/]MODEL
                        model to use (default: the agent-default-model row); PROVIDER defaults to the
@@ -46,52 +50,97 @@ Options:
   --permission-mode P  permission preset for this run: workspace-write (default; actions that
                        need approval are rejected, since nobody can answer) or danger-full-access
                        (never asks); also DSH_PERMISSION_MODE
-  --resume ID          continue the stored session ID (needs a session-persistence row)
-  --continue           continue the latest stored session of this directory
-  --list-sessions      list stored sessions instead of running a task (what "dsh sessions" runs)
+  -r, --resume [ID]    continue the stored session ID; without ID, list this directory's recent
+                       sessions on stderr and exit 2
+  -c, --continue       continue the latest session of this directory that ran a turn
+  --list-sessions      list this directory's sessions instead of running a task ("dsh sessions")
+  --all                with --list-sessions: every stored session, with its directory
   -h, --help           show this help
 
-The task "-" reads the task from standard input. A task that is one "/command" line (for
-example "/compact" with --continue, or "/help") runs that command without a model turn.
+Launcher flags, accepted anywhere before "--":
+  --profile NAME       profile to boot (default: headless)
+  --patch FILE         one more patch layer over the profile (repeatable)
+  --dump-config        print the composed rows as YAML and exit
+
+Task and stdin: the task is the positional arguments joined by spaces. When stdin is not a
+terminal it is read: with no task it is the task; with a task it is appended to the task after a
+blank line, as context (a pipe that stays open and silent for 3 s is ignored). The task "-"
+reads the task from stdin. An empty task is a usage error. A task that is one "/command" line
+(for example "/compact" with --continue, or "/help") runs that command without a model turn.
+
+Progress: in text mode with stderr on a terminal, one line per model request, tool call and
+retry goes to stderr; otherwise stderr carries only errors.
 Exit status: 0 completed, 1 the turn did not complete or the run failed, 2 usage error.
 `
 
 export class UsageError extends Error {}
 
 export interface HeadlessOptions {
+  /** The positional arguments joined by spaces ('' when none; '-' means: read it from stdin). */
   task: string
   outputFormat: OutputFormat
   model?: string
   maxSteps?: number
   resume?: string
+  /** `-r`/`--resume` without an id: list this directory's sessions and ask for one. */
+  resumePick: boolean
   continue: boolean
   listSessions: boolean
+  /** With listSessions: every stored session, not only this directory's. */
+  all: boolean
   permissionMode?: string
   help: boolean
 }
 
-/** Parses the app arguments. Throws UsageError with a one-line message for a mistake. */
-export function parseHeadlessArgs(argv: readonly string[], readStdin: () => string = () => readFileSync(0, 'utf8')): HeadlessOptions {
+/**
+ * `-r`/`--resume` take an optional id: a following token that is missing or is an option means
+ * "no id". Returns argv with such a bare flag removed, and whether one was seen.
+ */
+function splitOptionalResume(argv: readonly string[]): { args: string[]; pick: boolean } {
+  const args: string[] = []
+  let pick = false
+  for (let i = 0; i < argv.length; i++) {
+    const token = argv[i]
+    if (token === '--') {
+      args.push(...argv.slice(i))
+      break
+    }
+    const next = argv[i + 1]
+    if ((token === '-r' || token === '--resume') && (next === undefined || (next.startsWith('-') && next !== '-'))) pick = true
+    else if (token === '--resume=') pick = true
+    else args.push(token)
+  }
+  return { args, pick }
+}
+
+/**
+ * Parses the app arguments. Throws UsageError with a one-line message for a mistake. The task
+ * may be empty here: stdin can still supply it (`completeTask`).
+ */
+export function parseHeadlessArgs(argv: readonly string[]): HeadlessOptions {
+  const { args, pick } = splitOptionalResume(argv)
   let parsed
   try {
     parsed = parseArgs({
-      args: [...argv],
+      args,
       allowPositionals: true,
       strict: true,
       options: {
+        print: { type: 'boolean', short: 'p' },
         'output-format': { type: 'string' },
         model: { type: 'string' },
         'max-steps': { type: 'string' },
-        resume: { type: 'string' },
-        continue: { type: 'boolean' },
+        resume: { type: 'string', short: 'r' },
+        continue: { type: 'boolean', short: 'c' },
         'list-sessions': { type: 'boolean' },
+        all: { type: 'boolean' },
         'permission-mode': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     })
   } catch (error) {
     const message = (error as Error).message.split('\n')[0].replace(/\. To specify a positional.*$/, '')
-    throw new UsageError(`${message} (see: dsh --profile headless --help)`)
+    throw new UsageError(`${message} (see: dsh -p --help)`)
   }
   const { values, positionals } = parsed
   const help = values.help ?? false
@@ -104,26 +153,86 @@ export function parseHeadlessArgs(argv: readonly string[], readStdin: () => stri
     maxSteps = Number(values['max-steps'])
     if (!Number.isInteger(maxSteps) || maxSteps < 1) throw new UsageError(`--max-steps must be a positive integer, not '${values['max-steps']}'`)
   }
-  if (values.resume !== undefined && values.continue) throw new UsageError('--resume and --continue cannot be combined')
+  const resumePick = pick || values.resume === ''
+  const resume = values.resume === '' ? undefined : values.resume
+  if ((resume !== undefined || resumePick) && values.continue) throw new UsageError('--resume and --continue cannot be combined')
   const listSessions = values['list-sessions'] ?? false
-  let task = positionals.join(' ')
-  if (listSessions) {
-    if (task) throw new UsageError('dsh sessions takes no task')
-    return { task: '', outputFormat, maxSteps, continue: false, listSessions, help }
-  }
-  if (task === '-') task = readStdin()
-  if (!help && task.trim() === '') throw new UsageError('no task given: dsh --profile headless "what to do" (or "-" to read it from stdin)')
+  const all = values.all ?? false
+  if (all && !listSessions) throw new UsageError('--all only applies to "dsh sessions"')
+  const task = positionals.join(' ')
+  if (listSessions && task) throw new UsageError('dsh sessions takes no task')
   return {
-    task,
+    task: listSessions ? '' : task,
     outputFormat,
     model: values.model,
     maxSteps,
-    resume: values.resume,
+    resume,
+    resumePick,
     continue: values.continue ?? false,
     listSessions,
+    all,
     permissionMode: values['permission-mode'],
     help,
   }
+}
+
+/** How long a task-given run waits for the first byte of a non-terminal stdin before ignoring it. */
+export const STDIN_GRACE_MS = 3000
+
+/**
+ * Reads stdin when it is not a terminal. `untilEnd`: wait for EOF however long it takes (stdin
+ * is the task); otherwise a pipe that sends nothing within `graceMs` is ignored (a parent that
+ * spawned us with an open stdin it never writes). Undefined when there is nothing to read.
+ */
+export async function readPipedStdin(untilEnd: boolean, graceMs = STDIN_GRACE_MS): Promise<string | undefined> {
+  const stdin = process.stdin
+  if (stdin.isTTY) return undefined
+  let stat
+  try {
+    stat = fstatSync(0)
+  } catch {
+    return undefined // stdin closed
+  }
+  if (stat.isFile()) return readFileSync(0, 'utf8')
+  if (stat.isCharacterDevice()) return undefined // /dev/null and friends
+  return new Promise((resolve) => {
+    let text = ''
+    let timer: NodeJS.Timeout | undefined
+    const finish = (value: string | undefined) => {
+      if (timer) clearTimeout(timer)
+      stdin.off('data', onData).off('end', onEnd).off('error', onError)
+      stdin.pause()
+      if (value === undefined) stdin.destroy()
+      resolve(value)
+    }
+    const onData = (chunk: string) => {
+      text += chunk
+      if (timer) {
+        clearTimeout(timer)
+        timer = undefined
+      }
+    }
+    const onEnd = () => finish(text)
+    const onError = () => finish(text || undefined)
+    stdin.setEncoding('utf8').on('data', onData).on('end', onEnd).on('error', onError)
+    if (!untilEnd) timer = setTimeout(() => finish(undefined), graceMs)
+  })
+}
+
+/**
+ * The final task: `-` is replaced by stdin; a missing task is read from a piped stdin; piped
+ * stdin next to a task is appended to it after a blank line. Throws UsageError when it is empty.
+ */
+export async function completeTask(task: string, read: (untilEnd: boolean) => Promise<string | undefined> = readPipedStdin): Promise<string> {
+  let full = task
+  if (task === '-' || task === '') {
+    full = (await read(true)) ?? ''
+  } else {
+    const piped = await read(false)
+    if (piped !== undefined && piped.trim() !== '') full = `${task}\n\n${piped.replace(/\s+$/, '')}`
+  }
+  if (full.trim() === '') throw new UsageError('no task given: dsh -p "what to do" (or pipe it on stdin)')
+  return full
 }
 
 /** Resolves `--model` against the registered routes. Throws UsageError naming what exists. */
@@ -169,11 +278,56 @@ interface CommandsLike {
 /** The part of `ctx.durableSessions` (@dsh/session-persistence) the runner uses. */
 interface DurableSessionsLike {
   resume(id: string): Promise<{ session: Session; loaded: { warnings: string[] } }>
-  resumeLatest(cwd: string): Promise<{ session: Session; loaded: { warnings: string[] } } | undefined>
-  list(): Promise<Array<{ id: string; cwd: string; createdAt: number; title?: string; firstPrompt?: string; turns: number }>>
+  list(): Promise<SessionRow[]>
+}
+
+interface SessionRow {
+  id: string
+  cwd: string
+  createdAt: number
+  updatedAt?: number
+  title?: string
+  firstPrompt?: string
+  turns: number
+  damaged?: string
 }
 
 const durable = (ctx: Context) => ctx.get('durableSessions') as DurableSessionsLike | undefined
+
+/**
+ * A session worth offering to continue: it ran a turn, or it is damaged (so `--continue` names
+ * it instead of silently skipping to an older one). A session that only ran a command such as
+ * `/help` has no turn and is left out.
+ */
+const continuable = (row: SessionRow) => row.turns > 0 || row.damaged !== undefined
+
+/** "just now", "5m ago", "3h ago", "2d ago". */
+export function formatAge(then: number, now = Date.now()): string {
+  const s = Math.max(0, Math.round((now - then) / 1000))
+  if (s < 60) return 'just now'
+  if (s < 3600) return `${Math.floor(s / 60)}m ago`
+  if (s < 86_400) return `${Math.floor(s / 3600)}h ago`
+  return `${Math.floor(s / 86_400)}d ago`
+}
+
+/** An aligned table: every column but the last padded to its widest cell. */
+export function sessionTable(rows: SessionRow[], withCwd: boolean, now = Date.now()): string {
+  const oneLine = (text: string) => {
+    const flat = text.replace(/\s+/g, ' ').trim()
+    return flat.length > 60 ? flat.slice(0, 57) + '...' : flat
+  }
+  const header = ['ID', 'UPDATED', 'TURNS', ...(withCwd ? ['CWD'] : []), 'TITLE']
+  const cells = rows.map((r) => [
+    r.id,
+    formatAge(r.updatedAt ?? r.createdAt, now),
+    String(r.turns),
+    ...(withCwd ? [r.cwd] : []),
+    r.damaged !== undefined ? `(damaged: ${oneLine(r.damaged)})` : oneLine(r.title ?? r.firstPrompt ?? '') || '(no prompt)',
+  ])
+  const all = [header, ...cells]
+  const widths = header.map((_, i) => Math.max(...all.map((row) => row[i].length)))
+  return all.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : i === 2 ? cell.padStart(widths[i]) : cell.padEnd(widths[i]))).join('  ')).join('\n') + '\n'
+}
 
 async function listSessions(ctx: Context, options: HeadlessOptions, io: Io): Promise<number> {
   const store = durable(ctx)
@@ -181,29 +335,113 @@ async function listSessions(ctx: Context, options: HeadlessOptions, io: Io): Pro
     io.stderr.write('dsh: listing sessions needs a session-persistence row in the profile\n')
     return 1
   }
-  const sessions = await store.list()
+  const cwd = process.cwd()
+  const sessions = (await store.list()).filter((row) => options.all || (row.cwd === cwd && continuable(row)))
   if (options.outputFormat !== 'text') {
     io.stdout.write(JSON.stringify(sessions) + '\n')
     return 0
   }
   if (sessions.length === 0) {
-    io.stderr.write('dsh: no stored sessions\n')
+    io.stderr.write(options.all ? 'dsh: no stored sessions\n' : `dsh: no stored sessions for ${cwd} (dsh sessions --all lists every one)\n`)
     return 0
   }
-  const oneLine = (text: string) => (text.length > 60 ? text.slice(0, 57) + '...' : text).replace(/\s+/g, ' ')
-  io.stdout.write('ID                                    CREATED           TURNS  CWD  TITLE\n')
-  for (const s of sessions) {
-    const created = new Date(s.createdAt).toISOString().slice(0, 16).replace('T', ' ')
-    io.stdout.write(`${s.id.padEnd(37)} ${created}  ${String(s.turns).padStart(5)}  ${s.cwd}  ${oneLine(s.title ?? s.firstPrompt ?? '')}\n`)
-  }
+  io.stdout.write(sessionTable(sessions, options.all))
   return 0
 }
 
-export async function runHeadless(ctx: Context, config: Config, io: Io): Promise<number> {
+/** `-r` without an id: this directory's recent sessions on stderr, and exit 2 asking for one. */
+async function pickSession(ctx: Context, io: Io): Promise<number> {
+  const store = durable(ctx)
+  if (!store) {
+    io.stderr.write('dsh: --resume needs a session-persistence row in the profile\n')
+    return 2
+  }
+  const cwd = process.cwd()
+  const recent = (await store.list()).filter((row) => row.cwd === cwd && continuable(row)).slice(0, 10)
+  if (recent.length === 0) {
+    io.stderr.write(`dsh: --resume needs a session id, and there is no stored session for ${cwd} (dsh sessions --all lists every one)\n`)
+    return 2
+  }
+  io.stderr.write(`dsh: --resume needs a session id; recent sessions here:\n${sessionTable(recent, false)}dsh: run again with: dsh -r ID "task"\n`)
+  return 2
+}
+
+const UNREACHABLE = /\b(ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH)\b/
+
+/** Whether a request failed because the configured endpoint cannot be reached at all. */
+export function isUnreachable(error: { code?: string; message?: string; cause?: unknown }): boolean {
+  if (error.code !== 'TRANSPORT') return false
+  let current: unknown = error
+  for (let depth = 0; current && depth < 6; depth++) {
+    const { code, message } = current as { code?: unknown; message?: unknown }
+    if ((typeof code === 'string' && UNREACHABLE.test(code)) || (typeof message === 'string' && UNREACHABLE.test(message))) return true
+    current = (current as { cause?: unknown }).cause
+  }
+  return false
+}
+
+/** Delay of the one quick retry allowed for an unreachable endpoint. */
+const UNREACHABLE_RETRY_MS = 250
+
+/**
+ * Observes the retry waterfall: an unreachable endpoint (refused, unknown host) gets at most one
+ * quick retry instead of the whole ladder; with progress on, each retry is announced.
+ */
+function watchRetries(ctx: Context, progress: ((line: string) => void) | undefined): () => void {
+  return ctx.on(
+    'agent/request-error',
+    async (payload: RequestErrorPayload, next: () => Promise<RequestErrorDecision>): Promise<RequestErrorDecision> => {
+      const unreachable = isUnreachable(payload.error)
+      if (unreachable && payload.attempt > 1) return { action: 'fail' }
+      let decision = await next()
+      if (unreachable && decision.action === 'retry') decision = { action: 'retry', delayMs: Math.min(decision.delayMs, UNREACHABLE_RETRY_MS) }
+      if (decision.action === 'retry') {
+        progress?.(`retrying in ${(decision.delayMs / 1000).toFixed(1)}s after ${payload.error.code}: ${payload.error.message}`)
+      }
+      return decision
+    },
+    { prepend: true },
+  )
+}
+
+/** A short title for a tool call: its description, command, path or pattern, on one line. */
+export function toolTitle(name: string, args: string): string {
+  let parsed: Record<string, unknown> = {}
+  try {
+    const value = JSON.parse(args)
+    if (value && typeof value === 'object') parsed = value as Record<string, unknown>
+  } catch {
+    // Arguments that are not JSON: the name alone.
+  }
+  const detail = ['description', 'command', 'file_path', 'path', 'pattern', 'query'].map((k) => parsed[k]).find((v) => typeof v === 'string' && v.trim())
+  if (typeof detail !== 'string') return name
+  const flat = detail.replace(/\s+/g, ' ').trim()
+  return `${name}: ${flat.length > 80 ? flat.slice(0, 77) + '...' : flat}`
+}
+
+/** Progress lines for a session's events (model request, tool call). */
+function progressOf(session: Session, model: ModelSelection, progress: (line: string) => void): () => void {
+  return session.subscribe((event: SessionEvent) => {
+    if (event.type === 'step/start') progress(`waiting for ${model.provider}/${model.model}`)
+    else if (event.type === 'tool/call') {
+      const call = event.data as { name: string; arguments: string }
+      progress(`running ${toolTitle(call.name, call.arguments)}`)
+    }
+  })
+}
+
+export async function runHeadless(ctx: Context, config: Config, io: Io & { stdinReader?: (untilEnd: boolean) => Promise<string | undefined> }): Promise<number> {
   let options: HeadlessOptions
   try {
     options = parseHeadlessArgs(ctx.get('cmdlineArgs')?.argv ?? [])
+    if (options.help) {
+      io.stdout.write(HELP)
+      return 0
+    }
+    if (options.listSessions) return await listSessions(ctx, options, io)
+    if (options.resumePick) return await pickSession(ctx, io)
     if (config.task !== undefined) options.task = config.task
+    else options.task = await completeTask(options.task, io.stdinReader)
   } catch (error) {
     if (error instanceof UsageError) {
       io.stderr.write(`dsh: ${error.message}\n`)
@@ -211,11 +449,6 @@ export async function runHeadless(ctx: Context, config: Config, io: Io): Promise
     }
     throw error
   }
-  if (options.help) {
-    io.stdout.write(HELP)
-    return 0
-  }
-  if (options.listSessions) return listSessions(ctx, options, io)
   if (config.task === undefined && options.outputFormat === 'text' && config.outputFormat !== 'text') {
     options.outputFormat = config.outputFormat
   }
@@ -252,9 +485,16 @@ export async function runHeadless(ctx: Context, config: Config, io: Io): Promise
   })
   if (options.permissionMode !== undefined) presets!.set(agent.session.id, options.permissionMode)
   const write = (line: unknown) => io.stdout.write(JSON.stringify(line) + '\n')
-  let off: (() => void) | undefined
+  // Progress only where a human watches: text mode, stderr on a terminal.
+  const progress =
+    options.outputFormat === 'text' && (io.stderr as { isTTY?: boolean }).isTTY ? (line: string) => io.stderr.write(`dsh: ${line}\n`) : undefined
+  const offs: Array<() => void> = [watchRetries(ctx, progress)]
+  if (progress) offs.push(progressOf(agent.session, model, progress))
   if (options.outputFormat === 'stream-json') {
-    off = agent.session.subscribe((event: SessionEvent) => write({ type: 'event', sessionId: agent.session.id, event }))
+    offs.push(agent.session.subscribe((event: SessionEvent) => write({ type: 'event', sessionId: agent.session.id, event })))
+  }
+  const off = () => {
+    for (const f of offs.splice(0)) f()
   }
   const commands = ctx.get('commands') as CommandsLike | undefined
   if (commands?.isCommandLine(options.task)) {
@@ -262,7 +502,7 @@ export async function runHeadless(ctx: Context, config: Config, io: Io): Promise
     try {
       const done = await commands.dispatch(agent, options.task.trim())
       if (done.handled) {
-        off?.()
+        off()
         if (!done.ok) {
           io.stderr.write(`dsh: ${done.error.message}\n`)
           return 1
@@ -275,7 +515,7 @@ export async function runHeadless(ctx: Context, config: Config, io: Io): Promise
         return 0
       }
     } finally {
-      off?.()
+      off()
     }
   }
   let result: TurnResult
@@ -283,25 +523,35 @@ export async function runHeadless(ctx: Context, config: Config, io: Io): Promise
     result = await agent.send(options.task)
     await agent.idle()
   } finally {
-    off?.()
+    off()
   }
   const turns = agent.session.events.filter((e) => e.type === 'turn/end').length
   if (options.outputFormat === 'text') {
     if (result.text) io.stdout.write(result.text.endsWith('\n') ? result.text : result.text + '\n')
   } else {
+    const isError = result.reason !== 'completed'
     write({
       type: 'result',
-      sessionId: agent.session.id,
+      // The field names other one-shot CLIs print, so existing scripts can read ours; no model
+      // catalog carries prices yet, so total_cost_usd is left out rather than guessed.
+      session_id: agent.session.id,
+      is_error: isError,
       result: result.text,
+      usage: result.usage,
+      sessionId: agent.session.id,
       reason: result.reason,
       ...(result.error ? { error: result.error } : {}),
-      usage: result.usage,
       turns,
       steps: result.steps,
       durationMs: Date.now() - started,
     })
   }
   if (result.reason !== 'completed') {
+    if (result.error && isUnreachable(result.error)) {
+      const url = endpointOf(ctx, model.provider)
+      io.stderr.write(`dsh: cannot reach ${url ?? `the ${model.provider} API`}: ${result.error.message}\n`)
+      return 1
+    }
     const detail = result.error ? `: ${result.error.code}: ${result.error.message}` : ''
     io.stderr.write(`dsh: the turn ended ${result.reason}${detail}\n`)
     return 1
@@ -309,12 +559,30 @@ export async function runHeadless(ctx: Context, config: Config, io: Io): Promise
   return 0
 }
 
+/**
+ * The base URL a provider route talks to, when its adapter shows one (`baseURL`, or
+ * `options.baseURL` as the DeepSeek adapter keeps it); undefined otherwise.
+ */
+function endpointOf(ctx: Context, provider: string): string | undefined {
+  const adapter = (ctx.llm as { getAdapter?(p: string): unknown }).getAdapter?.(provider) as
+    | { baseURL?: unknown; options?: { baseURL?: unknown } }
+    | undefined
+  const url = adapter?.baseURL ?? adapter?.options?.baseURL
+  return typeof url === 'string' && url ? url : undefined
+}
+
 async function openSession(ctx: Context, options: HeadlessOptions, io: Io): Promise<Session | undefined> {
   if (options.resume === undefined && !options.continue) return undefined
   const store = durable(ctx)
   if (!store) throw new UsageError('--resume/--continue need a session-persistence row in the profile')
-  const opened = options.continue ? await store.resumeLatest(process.cwd()) : await store.resume(options.resume!)
-  if (!opened) throw new UsageError(`--continue: no stored session for ${process.cwd()}`)
+  let id = options.resume
+  if (options.continue) {
+    // The newest session of this directory that ran a turn (a `/help` run leaves an empty one).
+    const latest = (await store.list()).find((row) => row.cwd === process.cwd() && continuable(row))
+    if (!latest) throw new UsageError(`--continue: no stored session for ${process.cwd()}`)
+    id = latest.id
+  }
+  const opened = await store.resume(id!)
   for (const warning of opened.loaded.warnings) io.stderr.write(`dsh: warning: ${warning}\n`)
   return opened.session
 }

@@ -4,7 +4,7 @@
 // they start as fast as node itself; a real boot loads the transpiled packages (dist/).
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { launcherHelp, parseLauncherArgs } from '../src/args.mjs'
+import { SUBCOMMAND_BINS, launcherHelp, parseLauncherArgs } from '../src/args.mjs'
 
 const pkgUrl = new URL('../package.json', import.meta.url)
 const args = parseLauncherArgs(process.argv.slice(2))
@@ -12,6 +12,12 @@ const args = parseLauncherArgs(process.argv.slice(2))
 if (args.action === 'help' || args.action === 'version') {
   const { version } = JSON.parse(readFileSync(pkgUrl, 'utf8'))
   process.stdout.write(args.action === 'help' ? launcherHelp(version) : `dsh ${version}\n`)
+} else if (args.action === 'subcommand' && args.subcommand) {
+  // `dsh acp` / `dsh jsonrpc`: run that bin itself in this process with the remaining arguments,
+  // so the subcommand and the dedicated bin can never drift apart.
+  const { url } = SUBCOMMAND_BINS[args.subcommand]
+  process.argv = [process.argv[0], fileURLToPath(url), ...args.appArgs]
+  await import(url.href)
 } else if (args.action === 'error') {
   process.stderr.write(`dsh: ${args.error}\ndsh: see "dsh --help"\n`)
   process.exitCode = 2

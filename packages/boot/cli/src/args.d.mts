@@ -1,11 +1,14 @@
 export declare const DEFAULT_PROFILE: string
+export declare const PRINT_PROFILE: string
+export declare const SUBCOMMAND_BINS: Record<'acp' | 'jsonrpc', { bin: string; url: URL }>
 export interface LauncherArgs {
-  action: 'help' | 'version' | 'run' | 'error'
+  action: 'help' | 'version' | 'run' | 'subcommand' | 'error'
   profile: string
   profileGiven: boolean
   patches: string[]
   dumpConfig: boolean
   appArgs: string[]
+  subcommand?: 'acp' | 'jsonrpc'
   error?: string
 }
 export declare function parseLauncherArgs(argv: readonly string[]): LauncherArgs

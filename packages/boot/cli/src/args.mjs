@@ -1,18 +1,33 @@
 // @ts-check
 // Launcher argument parsing. Plain JavaScript so `dsh --help` and `dsh --version` run without
-// a TypeScript loader. Launcher flags come first; the first token that is not one of them (or
-// everything after `--`) starts the app's own arguments.
+// a TypeScript loader. The launcher's value flags (--profile, --patch, --dump-config) are taken
+// wherever they appear before `--`; --help, --version and the subcommand words (web, sessions,
+// acp, jsonrpc) only count in front, before the first app argument. Everything else is handed to
+// the app in order.
 
 export const DEFAULT_PROFILE = 'headless'
+/** The profile `-p/--print` selects when no --profile is given: the one-shot runner. */
+export const PRINT_PROFILE = 'headless'
+
+/**
+ * Subcommands that run another bin of this installation in this process, exactly as that bin
+ * runs when started on its own. Paths are relative to this file (the monorepo layout).
+ * @type {Record<string, { bin: string; url: URL }>}
+ */
+export const SUBCOMMAND_BINS = {
+  acp: { bin: 'dsh-acp', url: new URL('../../../acp/acp-app/bin/dsh-acp.mjs', import.meta.url) },
+  jsonrpc: { bin: 'dsh-jsonrpc-agent', url: new URL('../../../sdk/server/bin/dsh-jsonrpc-agent.mjs', import.meta.url) },
+}
 
 /**
  * @typedef {object} LauncherArgs
- * @property {'help' | 'version' | 'run' | 'error'} action
+ * @property {'help' | 'version' | 'run' | 'subcommand' | 'error'} action
  * @property {string} profile
  * @property {boolean} profileGiven
  * @property {string[]} patches
  * @property {boolean} dumpConfig
  * @property {string[]} appArgs
+ * @property {'acp' | 'jsonrpc'} [subcommand]  action 'subcommand': which bin runs, with appArgs as its argv
  * @property {string} [error]  one-line usage error (action 'error', exit 2)
  */
 
@@ -25,6 +40,9 @@ export function parseLauncherArgs(argv) {
   const out = { action: 'run', profile: DEFAULT_PROFILE, profileGiven: false, patches: [], dumpConfig: false, appArgs: [] }
   /** @param {string} message */
   const fail = (message) => ({ ...out, action: /** @type {const} */ ('error'), error: message })
+  // Before the first app argument: subcommand words, --help and --version are the launcher's.
+  let front = true
+  let print = false
   for (let i = 0; i < argv.length; i++) {
     const token = argv[i]
     /** @param {string} flag */
@@ -35,8 +53,8 @@ export function parseLauncherArgs(argv) {
       return { value: next, used: 1 }
     }
     if (token === '--') {
-      out.appArgs = argv.slice(i + 1)
-      return out
+      out.appArgs.push(...(front ? [] : ['--']), ...argv.slice(i + 1))
+      break
     }
     if (token === '--profile' || token.startsWith('--profile=')) {
       const v = valueOf('--profile')
@@ -52,24 +70,30 @@ export function parseLauncherArgs(argv) {
       i += v.used
     } else if (token === '--dump-config') {
       out.dumpConfig = true
-    } else if (token === '--version') {
+    } else if (front && token === '--version') {
       return { ...out, action: 'version' }
-    } else if ((token === '--help' || token === '-h') && !out.profileGiven) {
+    } else if (front && (token === '--help' || token === '-h') && !out.profileGiven) {
       return { ...out, action: 'help' }
-    } else if (token === 'web' && !out.profileGiven) {
+    } else if (front && token === 'web' && !out.profileGiven) {
       out.profile = 'web'
       out.profileGiven = true
-    } else if (token === 'sessions' && !out.profileGiven) {
-      // `dsh sessions [--output-format json]`: the headless app lists stored sessions.
+    } else if (front && token === 'sessions' && !out.profileGiven) {
+      // `dsh sessions [--all] [--output-format json]`: the headless app lists stored sessions.
       out.profile = 'headless'
       out.profileGiven = true
       out.appArgs = ['--list-sessions', ...argv.slice(i + 1)]
       return out
+    } else if (i === 0 && Object.hasOwn(SUBCOMMAND_BINS, token)) {
+      // `dsh acp ...` / `dsh jsonrpc ...`: the rest is that bin's own argv, untouched.
+      return { ...out, action: 'subcommand', subcommand: /** @type {'acp' | 'jsonrpc'} */ (token), appArgs: argv.slice(1) }
     } else {
-      out.appArgs = argv.slice(i)
-      return out
+      front = false
+      if (token === '-p' || token === '--print') print = true
+      out.appArgs.push(token)
     }
   }
+  // `-p` means one-shot whatever the default profile is; an explicit --profile still wins.
+  if (print && !out.profileGiven) out.profile = PRINT_PROFILE
   return out
 }
 
@@ -79,23 +103,39 @@ export function launcherHelp(version) {
 
 Usage:
   dsh [launcher flags] [app arguments...]
+  dsh -p "task" [options]               one-shot run (the headless profile); options may
+                                        come before or after the task
+  dsh sessions [--all] [--output-format json]
+                                        stored sessions of this directory (--all: every one)
+  dsh acp [args...]                     the ACP agent on stdio (same as dsh-acp)
+  dsh jsonrpc [args...]                 the JSON-RPC SDK agent on stdio (same as dsh-jsonrpc-agent)
   dsh web [app arguments...]            same as --profile web
-  dsh sessions [--output-format json]   list stored sessions (id, created, turns, cwd, title)
 
-Launcher flags (they come first; the first other token starts the app's arguments):
+Launcher flags (accepted anywhere before "--"; never passed to the app):
   --profile NAME    profile under $DSH_HOME/profiles (default: ${DEFAULT_PROFILE}); the
                     templates headless and web are created there on first use
   --patch FILE      apply FILE as one more patch layer (repeatable, applied in order)
   --dump-config     print the composed rows as one YAML layer and exit
-  --version         print the version
-  --help, -h        this help; "dsh --profile NAME --help" shows the app's help instead
-  --                end of launcher flags
+  --version         print the version (first argument only)
+  --help, -h        this help (first argument only); "dsh --profile NAME --help" or
+                    "dsh -p --help" shows the app's help instead
+  --                everything after it goes to the app unread
+
+One-shot options (the headless app; "dsh -p --help" lists them all):
+  -p, --print              one-shot: run the task, print the answer, exit
+  -c, --continue           continue this directory's latest session
+  -r, --resume [ID]        continue session ID; without ID, list this directory's sessions
+  --output-format FMT      text | json | stream-json
+  --model [PROVIDER/]MODEL, --max-steps N, --permission-mode MODE
+  Piped stdin is read when stdin is not a terminal: it is the task when none is given,
+  otherwise it is appended to the task as context.
 
 Examples:
-  dsh --profile headless "summarise README.md"
-  dsh --profile headless --resume <session-id> "and now the tests"
-  dsh --profile headless --continue "keep going"
-  dsh --profile headless --dump-config > composed.yml
+  dsh -p "summarise README.md"
+  git diff | dsh -p "review this change" --output-format json
+  dsh -c -p "and now the tests"
+  dsh -r <session-id> -p "keep going"
+  dsh --dump-config > composed.yml
 
 Environment:
   DSH_HOME          dsh home directory (default ~/.dsh); also read: ./.env, then $DSH_HOME/.env
