@@ -1,7 +1,7 @@
 // End-to-end: the real `dsh-acp` bin in a subprocess (base bundle + the ACP row), driven by the
 // ACP SDK's client side over stdio; the DeepSeek adapter talks to @dsh/llm-mock-server.
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { homedir } from 'node:os'
+import { existsSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs'
+import { homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -364,8 +364,11 @@ describe('dsh-acp', () => {
 
   it('with client fs, a write outside the workspace is refused by the sandbox and never reaches the editor', async () => {
     const { home, cwd } = workspace()
-    // Temp dirs are writable in workspace-write; $HOME is not.
-    const outside = join(homedir(), `dsh-acp-escape-${process.pid}.txt`)
+    // Temp dirs are writable in workspace-write; $HOME is not, unless it lies in a temp dir itself
+    // (the fresh-machine check runs with HOME under /tmp), where /opt stands in for it.
+    const home0 = realpathSync(homedir())
+    const outsideDir = home0.startsWith(realpathSync(tmpdir()) + '/') ? '/opt' : home0
+    const outside = join(outsideDir, `dsh-acp-escape-${process.pid}.txt`)
     const s = await mock([
       { toolCalls: [{ name: 'write', arguments: { file_path: outside, content: 'should not land' } }] },
       { text: 'ok' },
