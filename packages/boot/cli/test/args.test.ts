@@ -1,13 +1,37 @@
 import { describe, expect, it } from 'vitest'
-import { DEFAULT_PROFILE, parseLauncherArgs } from '../src/index.ts'
+import { DEFAULT_PROFILE, PRINT_PROFILE, SUBCOMMAND_BINS, parseLauncherArgs } from '../src/index.ts'
 
 describe('parseLauncherArgs', () => {
-  it('takes launcher flags first and hands the rest to the app', () => {
+  it('takes launcher flags before or after the task and hands the rest to the app in order', () => {
     expect(parseLauncherArgs(['--profile', 'headless', '--patch', 'a.yml', '--patch=b.yml', 'fix it', '--patch', 'c'])).toMatchObject({
-      action: 'run', profile: 'headless', profileGiven: true, patches: ['a.yml', 'b.yml'], appArgs: ['fix it', '--patch', 'c'],
+      action: 'run', profile: 'headless', profileGiven: true, patches: ['a.yml', 'b.yml', 'c'], appArgs: ['fix it'],
     })
     expect(parseLauncherArgs(['--profile=web', '--', '--dump-config']).appArgs).toEqual(['--dump-config'])
-    expect(parseLauncherArgs(['--port=1', '--profile', 'x'])).toMatchObject({ profile: DEFAULT_PROFILE, appArgs: ['--port=1', '--profile', 'x'] })
+    expect(parseLauncherArgs(['--port=1', '--profile', 'x'])).toMatchObject({ profile: 'x', appArgs: ['--port=1'] })
+    expect(parseLauncherArgs(['-p', 'fix it', '--model', 'm', '--profile', 'p', '--dump-config'])).toMatchObject({
+      profile: 'p', dumpConfig: true, appArgs: ['-p', 'fix it', '--model', 'm'],
+    })
+    // After `--` nothing is read: the app gets the rest, with the `--` when it follows app arguments.
+    expect(parseLauncherArgs(['fix', '--', '--profile', 'x'])).toMatchObject({ profile: DEFAULT_PROFILE, appArgs: ['fix', '--', '--profile', 'x'] })
+  })
+
+  it('-p/--print selects the one-shot profile unless --profile says otherwise', () => {
+    expect(parseLauncherArgs(['-p', 'task'])).toMatchObject({ action: 'run', profile: PRINT_PROFILE, appArgs: ['-p', 'task'] })
+    expect(parseLauncherArgs(['task', '--print'])).toMatchObject({ profile: PRINT_PROFILE, appArgs: ['task', '--print'] })
+    expect(parseLauncherArgs(['--profile', 'mine', '-p', 'task'])).toMatchObject({ profile: 'mine' })
+  })
+
+  it('acp and jsonrpc in first position run those bins with the rest of the arguments', () => {
+    expect(parseLauncherArgs(['acp', '--patch', 'x.yml'])).toMatchObject({ action: 'subcommand', subcommand: 'acp', appArgs: ['--patch', 'x.yml'] })
+    expect(parseLauncherArgs(['jsonrpc'])).toMatchObject({ action: 'subcommand', subcommand: 'jsonrpc', appArgs: [] })
+    expect(parseLauncherArgs(['-p', 'acp'])).toMatchObject({ action: 'run', appArgs: ['-p', 'acp'] })
+    expect(SUBCOMMAND_BINS.acp.url.pathname).toMatch(/acp-app\/bin\/dsh-acp\.mjs$/)
+    expect(SUBCOMMAND_BINS.jsonrpc.url.pathname).toMatch(/sdk\/server\/bin\/dsh-jsonrpc-agent\.mjs$/)
+  })
+
+  it('--help and --version after an app argument go to the app', () => {
+    expect(parseLauncherArgs(['task', '--help'])).toMatchObject({ action: 'run', appArgs: ['task', '--help'] })
+    expect(parseLauncherArgs(['-p', '--version'])).toMatchObject({ action: 'run', appArgs: ['-p', '--version'] })
   })
 
   it('treats `web` as --profile web only in launcher position', () => {
