@@ -14,6 +14,11 @@ export interface BootInfo {
   cwd: string
   /** The app's own arguments (everything after the launcher flags); see @dsh/cmdline. */
   appArgs: readonly string[]
+  /**
+   * Every patch-layer file the composition was built from (bundles, the profile's, the home's,
+   * each `--patch`). Their `!!js` runs at the next start, so a sandbox keeps them read-only.
+   */
+  layerFiles: readonly string[]
 }
 
 let tsxReady: Promise<unknown> | undefined
@@ -190,6 +195,7 @@ export async function bootComposition(comp: Composition, opts: BootOptions = {})
     home: '',
     cwd: process.cwd(),
     appArgs: [],
+    layerFiles: comp.layers.map((layer) => layer.file),
     ...opts.bootInfo,
   }
   ctx.provide('bootInfo', Object.freeze(info))

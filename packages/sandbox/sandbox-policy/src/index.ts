@@ -9,6 +9,7 @@ import { isAbsolute, join, resolve as resolvePath } from 'node:path'
 import { Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import type {} from '@dsh/agent'
+import type {} from '@dsh/app-boot'
 import type { Session } from '@dsh/session'
 import { describePolicy, isSandboxMode, SANDBOX_MODES, type SandboxMode, type SandboxPolicy } from '@dsh/sandbox'
 
@@ -154,7 +155,10 @@ export class SandboxPolicyService extends Service {
    */
   protectedPaths(): { readOnlyPaths: string[]; hiddenPaths: string[] } {
     const home = realpathOrSelf(this.home())
-    const readOnlyPaths = [...new Set([home, ...(this.config.readOnlyPaths ?? []).map(realpathOrSelf)])]
+    // The patch layers this process booted from (a `--patch` file or a bundle may lie in the
+    // workspace): a confined command that rewrote one would run its `!!js` at the next start.
+    const layers = this.ctx.get('bootInfo')?.layerFiles ?? []
+    const readOnlyPaths = [...new Set([home, ...layers.map(realpathOrSelf), ...(this.config.readOnlyPaths ?? []).map(realpathOrSelf)])]
     const hiddenPaths = [...new Set([join(home, '.credentials.yaml'), join(home, '.env'), ...(this.config.hiddenPaths ?? []).map(realpathOrSelf)])]
     return { readOnlyPaths, hiddenPaths }
   }
