@@ -132,7 +132,7 @@ describe('dsh --profile headless', () => {
     expect(badFormat.code).toBe(2)
     const help = await dsh(['--profile', 'headless', '--help'], { DSH_HOME: home }, cwd)
     expect(help.code).toBe(0)
-    for (const flag of ['--output-format', '--model', '--max-steps', '--resume', '--continue']) expect(help.stdout).toContain(flag)
+    for (const flag of ['--output-format', '--model', '--max-steps', '-r, --resume', '-c, --continue', '-p, --print', '--all', '--patch FILE', '--profile NAME']) expect(help.stdout).toContain(flag)
   })
 
   it('a turn that does not complete exits 1 with the reason on stderr', async () => {

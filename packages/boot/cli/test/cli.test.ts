@@ -60,7 +60,7 @@ describe('dsh launcher', () => {
     const r = dsh(['--profile', 'headless', '--help'])
     expect(r.stderr).toBe('')
     expect(r.code).toBe(0)
-    expect(r.stdout).toContain('Usage: dsh --profile headless')
+    expect(r.stdout).toContain('Usage: dsh -p "task"')
     expect(readFileSync(join(r.home, 'profiles', 'headless', 'package.json'), 'utf8')).toContain('@dsh/bundle-headless')
   })
 
