@@ -1,0 +1,94 @@
+#!/usr/bin/env node
+// Harness gap per tool turn of the real one-shot (`dsh --profile headless`), unconfined
+// (--permission-mode danger-full-access) and sandboxed (workspace-write, whatever runner the
+// machine has). A timing proxy in front of @dsh/llm-mock-server stamps when each model response
+// ends and when the next request arrives; that interval is one tool turn as the harness sees it
+// (parse the stream, log, run bash, log, assemble and send the next request). The bare cost of the
+// same command, spawned directly by a small node process in this same run (interleaved with the
+// dsh runs), is subtracted: what is left is the harness gap. Prints medians and the ratio of each
+// turn to the bare spawn.   BENCH_RUNS=5 BENCH_TURNS=20 node bench/turn-gap.mjs
+import { spawn } from 'node:child_process'
+import { mkdtempSync, mkdirSync } from 'node:fs'
+import { request as httpRequest, createServer } from 'node:http'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { performance } from 'node:perf_hooks'
+import { register } from 'tsx/esm/api'
+
+register()
+const { startMockServer } = await import('../packages/test-support/llm-mock-server/src/index.ts')
+
+const RUNS = Number(process.env.BENCH_RUNS ?? 5)
+const TURNS = Number(process.env.BENCH_TURNS ?? 20)
+const COMMAND = process.env.BENCH_COMMAND ?? 'echo bench'
+const bin = fileURLToPath(new URL('../packages/boot/cli/bin/dsh.mjs', import.meta.url))
+const root = mkdtempSync(join(tmpdir(), 'dsh-bench-turn-gap-'))
+const ws = join(root, 'ws')
+mkdirSync(ws)
+
+const steps = []
+for (let i = 0; i < TURNS; i++) steps.push({ toolCalls: [{ name: 'bash', arguments: { command: COMMAND, description: `turn ${i}` } }] })
+steps.push({ text: 'done' })
+
+// One mock server per run (each run consumes the whole script); the proxy stamps every request.
+let stamps = []
+let upstream
+const proxy = createServer((req, res) => {
+  const arrived = performance.now()
+  const fwd = httpRequest(new URL(req.url, upstream.url), { method: req.method, headers: req.headers }, (up) => {
+    res.writeHead(up.statusCode ?? 502, up.headers)
+    up.pipe(res)
+    up.on('end', () => stamps.push({ arrived, ended: performance.now() }))
+  })
+  req.pipe(fwd)
+})
+await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve))
+const proxyURL = `http://127.0.0.1:${proxy.address().port}/v1`
+
+function exec(file, args, opts = {}) {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now()
+    const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'], ...opts })
+    let out = ''
+    child.stdout.on('data', (d) => (out += d))
+    child.stderr.on('data', (d) => (out += d))
+    child.on('error', reject)
+    child.on('close', (code) => (code === 0 ? resolve(performance.now() - t0) : reject(new Error(`${file} exited ${code}: ${out}`))))
+  })
+}
+
+const env = { PATH: process.env.PATH, HOME: root, DSH_HOME: join(root, 'home'), DEEPSEEK_API_KEY: 'sk-bench' }
+async function dshRun(mode) {
+  upstream = await startMockServer({ steps })
+  stamps = []
+  await exec(process.execPath, [bin, '--profile', 'headless', '--permission-mode', mode, 'run the bench'], { cwd: ws, env: { ...env, DEEPSEEK_BASE_URL: proxyURL } })
+  await upstream.close()
+  // Turn k: end of response k to arrival of request k+1 (the first turn also warms caches; skipped).
+  const turns = []
+  for (let k = 1; k < stamps.length - 1; k++) turns.push(stamps[k + 1].arrived - stamps[k].ended)
+  return turns
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b)
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
+}
+
+const modes = { unconfined: 'danger-full-access', sandboxed: 'workspace-write' }
+const samples = { bare: [], unconfined: [], sandboxed: [] }
+await dshRun('danger-full-access') // warm-up: creates the profile, fills the file cache
+for (let r = 0; r < RUNS; r++) {
+  for (const [name, mode] of Object.entries(modes)) {
+    for (let i = 0; i < TURNS; i++) samples.bare.push(await exec('bash', ['-c', COMMAND], { cwd: ws, detached: true }))
+    samples[name].push(...(await dshRun(mode)))
+  }
+}
+proxy.close()
+const bare = median(samples.bare)
+console.log(`${RUNS} runs x ${TURNS} turns of bash \`${COMMAND}\` per mode (node ${process.version}); bare spawn: median ${bare.toFixed(2)} ms over ${samples.bare.length}`)
+for (const name of Object.keys(modes)) {
+  const turn = median(samples[name])
+  console.log(`${name.padEnd(10)} turn median ${turn.toFixed(2)} ms  gap ${(turn - bare).toFixed(2)} ms  ratio ${(turn / bare).toFixed(2)}x bare`)
+}
+process.exit(0)
