@@ -4,12 +4,13 @@
 // single argv elements in `--flag=value` form, so no shell and no quoting exist anywhere. Output
 // paths are relative to the call's working directory (absolute when outside it), and results are
 // capped with the cap stated in the text the model reads.
-import { stat } from 'node:fs/promises'
-import { isAbsolute, relative, resolve } from 'node:path'
+import { realpath, stat } from 'node:fs/promises'
+import { basename, isAbsolute, relative, resolve, sep } from 'node:path'
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { ToolCallContext, ToolOutput } from '@dsh/tools'
 import type {} from '@dsh/subprocess'
+import type {} from '@dsh/sandbox-policy'
 import { RG_PATH, runRg, type RgOutcome } from './rg.ts'
 import { registerPromptSection } from './prompt.ts'
 
@@ -58,9 +59,29 @@ interface Target {
   isFile: boolean
   /** rg's spelling of a result path -> the path the model sees. */
   display(path: string): string
+  /** `--glob=!...` exclusions for unreadable paths under the searched directory. */
+  exclude: string[]
 }
 
-async function locate(path: string | undefined, call: ToolCallContext): Promise<Target | ToolOutput> {
+const within = (path: string, dir: string) => path === dir || path.startsWith(dir.endsWith(sep) ? dir : dir + sep)
+
+/**
+ * The sandbox's unreadable paths (dsh's credential files) for this call. rg runs outside the
+ * sandbox, so the tool itself keeps it away from them; none without a policy or unconfined.
+ */
+function hiddenPathsFor(ctx: Context, call: ToolCallContext): { hidden: string[]; mode?: string } {
+  const policy = ctx.get('sandboxPolicy')?.resolve({ sessionId: call.sessionId, cwd: call.cwd })
+  if (!policy || policy.mode === 'danger-full-access') return { hidden: [] }
+  return { hidden: policy.hiddenPaths ?? [], mode: policy.mode }
+}
+
+/** Exclusions go last among the globs (rg lets a later glob override an earlier one), before `--`. */
+function excluding(args: string[], exclude: readonly string[]): string[] {
+  const end = args.lastIndexOf('--')
+  return [...args.slice(0, end), ...exclude, ...args.slice(end)]
+}
+
+async function locate(path: string | undefined, call: ToolCallContext, guard: { hidden: string[]; mode?: string }): Promise<Target | ToolOutput> {
   const abs = resolve(call.cwd, path ?? '.')
   let info: Awaited<ReturnType<typeof stat>>
   try {
@@ -70,6 +91,13 @@ async function locate(path: string | undefined, call: ToolCallContext): Promise<
     if (code === 'ENOENT' || code === 'ENOTDIR') return fail('NOT_FOUND', `the path ${abs} does not exist. Give an existing directory (or omit path to search the working directory).`)
     return fail('PATH_ERROR', `the path ${abs} cannot be searched (${code ?? String(error)}).`)
   }
+  const real = await realpath(abs).catch(() => abs)
+  if (guard.hidden.some((entry) => within(real, entry) || within(abs, entry))) {
+    return fail('SANDBOX_DENIED', `${abs} is not readable in the ${guard.mode} sandbox (dsh's own credential files are off limits); search elsewhere.`)
+  }
+  // rg anchors no glob to an absolute search root, so a hidden file under the searched directory
+  // is excluded by its name wherever it occurs below (a wider net than needed, never a narrower one).
+  const exclude = [...new Set(guard.hidden.filter((entry) => within(entry, real) && entry !== real).map((entry) => `--glob=!${basename(entry)}`))]
   const rel = relative(call.cwd, abs)
   const inside = !(rel.startsWith('..') || isAbsolute(rel))
   const arg = rel === '' ? '.' : inside ? rel : abs
@@ -81,7 +109,7 @@ async function locate(path: string | undefined, call: ToolCallContext): Promise<
         const shown = relative(call.cwd, path)
         return shown.startsWith('..') || isAbsolute(shown) ? path : shown
       }
-  return { abs, arg, isFile: info.isFile(), display }
+  return { abs, arg, isFile: info.isFile(), display, exclude }
 }
 
 export function baseArgs(config: ToolFsSearchConfig): string[] {
@@ -147,13 +175,13 @@ export function apply(ctx: Context, config: ToolFsSearchConfig): void {
     },
     concurrencySafe: true,
     async execute(args, call) {
-      const target = await locate(args.path, call)
+      const target = await locate(args.path, call, hiddenPathsFor(ctx, call))
       if ('content' in target) return target
       if (target.isFile) return fail('NOT_A_DIRECTORY', `the path ${target.abs} is a file; glob searches directories. Pass its parent directory, or use read.`)
       const files: string[] = []
       let bytes = 0
       let byteCapped = false
-      const outcome = await runRg(ctx.subprocess, globArgs(config, args.pattern, target.arg), {
+      const outcome = await runRg(ctx.subprocess, excluding(globArgs(config, args.pattern, target.arg), target.exclude), {
         cwd: call.cwd,
         signal: call.signal,
         timeoutMs: config.timeoutMs,
@@ -204,7 +232,7 @@ export function apply(ctx: Context, config: ToolFsSearchConfig): void {
     },
     concurrencySafe: true,
     async execute(args, call) {
-      const target = await locate(args.path, call)
+      const target = await locate(args.path, call, hiddenPathsFor(ctx, call))
       if ('content' in target) return target
       const out: string[] = []
       let shown = 0
@@ -212,7 +240,7 @@ export function apply(ctx: Context, config: ToolFsSearchConfig): void {
       let bytes = 0
       let byteCapped = false
       let lastFile: string | undefined
-      const outcome = await runRg(ctx.subprocess, grepArgs(config, args.pattern, target.arg, args.include), {
+      const outcome = await runRg(ctx.subprocess, excluding(grepArgs(config, args.pattern, target.arg, args.include), target.exclude), {
         cwd: call.cwd,
         signal: call.signal,
         timeoutMs: config.timeoutMs,
