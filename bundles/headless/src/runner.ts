@@ -184,9 +184,10 @@ export const STDIN_GRACE_MS = 3000
  * is the task); otherwise a pipe that sends nothing within `graceMs` is ignored (a parent that
  * spawned us with an open stdin it never writes). Undefined when there is nothing to read.
  */
-export async function readPipedStdin(untilEnd: boolean, graceMs = STDIN_GRACE_MS): Promise<string | undefined> {
+export async function readPipedStdin(untilEnd: boolean, graceMs = STDIN_GRACE_MS, explicit = false): Promise<string | undefined> {
   const stdin = process.stdin
-  if (stdin.isTTY) return undefined
+  // A terminal is read only when asked for by name (the task "-"): type it, then end with ^D.
+  if (stdin.isTTY) return explicit ? readFileSync(0, 'utf8') : undefined
   let stat
   try {
     stat = fstatSync(0)
@@ -223,12 +224,15 @@ export async function readPipedStdin(untilEnd: boolean, graceMs = STDIN_GRACE_MS
  * The final task: `-` is replaced by stdin; a missing task is read from a piped stdin; piped
  * stdin next to a task is appended to it after a blank line. Throws UsageError when it is empty.
  */
-export async function completeTask(task: string, read: (untilEnd: boolean) => Promise<string | undefined> = readPipedStdin): Promise<string> {
+export async function completeTask(
+  task: string,
+  read: (untilEnd: boolean, explicit: boolean) => Promise<string | undefined> = (untilEnd, explicit) => readPipedStdin(untilEnd, STDIN_GRACE_MS, explicit),
+): Promise<string> {
   let full = task
   if (task === '-' || task === '') {
-    full = (await read(true)) ?? ''
+    full = (await read(true, task === '-')) ?? ''
   } else {
-    const piped = await read(false)
+    const piped = await read(false, false)
     if (piped !== undefined && piped.trim() !== '') full = `${task}\n\n${piped.replace(/\s+$/, '')}`
   }
   if (full.trim() === '') throw new UsageError('no task given: dsh -p "what to do" (or pipe it on stdin)')
@@ -430,7 +434,7 @@ function progressOf(session: Session, model: ModelSelection, progress: (line: st
   })
 }
 
-export async function runHeadless(ctx: Context, config: Config, io: Io & { stdinReader?: (untilEnd: boolean) => Promise<string | undefined> }): Promise<number> {
+export async function runHeadless(ctx: Context, config: Config, io: Io & { stdinReader?: (untilEnd: boolean, explicit: boolean) => Promise<string | undefined> }): Promise<number> {
   let options: HeadlessOptions
   try {
     options = parseHeadlessArgs(ctx.get('cmdlineArgs')?.argv ?? [])

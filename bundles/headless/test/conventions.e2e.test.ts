@@ -101,6 +101,28 @@ describe('piped stdin without "-"', () => {
     expect(text).toContain('+added line')
     expect(text.indexOf('review this diff')).toBeLessThan(text.indexOf('+added line'))
   })
+  it('a task-given run does not hang on a stdin pipe its parent keeps open and silent', async () => {
+    const { home, cwd } = workspace()
+    const s = await mock([{ text: 'not stuck' }])
+    const out = await new Promise<{ code: number | null; stdout: string }>((resolve, reject) => {
+      const child = spawn(process.execPath, [DSH_BIN, '-p', 'just the task'], {
+        cwd,
+        env: { PATH: process.env.PATH, HOME: home, ...envFor(home, s) },
+        stdio: ['pipe', 'pipe', 'pipe'], // stdin is never written nor closed
+      })
+      let stdout = ''
+      child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d))
+      const timer = setTimeout(() => child.kill('SIGKILL'), 60_000)
+      child.on('error', reject)
+      child.on('close', (code) => {
+        clearTimeout(timer)
+        child.stdin.destroy()
+        resolve({ code, stdout })
+      })
+    })
+    expect(out).toEqual({ code: 0, stdout: 'not stuck\n' })
+    expect(lastUser(s, 0)).toContain('just the task')
+  })
 })
 
 describe('--continue, --resume and dsh sessions', () => {
