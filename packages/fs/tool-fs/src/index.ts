@@ -6,7 +6,6 @@
 import { relative } from 'node:path'
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
-import { createTwoFilesPatch } from 'diff'
 import { FsError } from '@dsh/fs'
 import type { ToolCallContext, ToolOutput } from '@dsh/tools'
 import { looksBinary, sniffImage } from './detect.ts'
@@ -235,7 +234,7 @@ export function apply(ctx: Context, config: ToolFsConfig): void {
           const result = await ctx.fs.writeFile(abs, args.new_string, { ...session(call), createParents: true, signal: call.signal })
           return {
             content: `Created ${abs} (${plural(splitLines(args.new_string).length, 'line')}).`,
-            meta: { path: abs, created: true, replacements: 0, ...diffMeta(display, '', args.new_string, result.stat.size) },
+            meta: { path: abs, created: true, replacements: 0, ...(await diffMeta(display, '', args.new_string, result.stat.size)) },
           }
         }
         let replacement: ReturnType<typeof replaceExact> | undefined
@@ -252,7 +251,7 @@ export function apply(ctx: Context, config: ToolFsConfig): void {
         const what = r.count === 1 ? `replaced 1 occurrence (now ${where})` : `replaced all ${r.count} occurrences (the first is now ${where})`
         return {
           content: `Edited ${abs}: ${what}.${r.crlf ? ' The file uses CRLF line endings; they were kept.' : ''}`,
-          meta: { path: abs, created: false, replacements: r.count, ...diffMeta(display, result.before, result.after, result.before.length + result.after.length) },
+          meta: { path: abs, created: false, replacements: r.count, ...(await diffMeta(display, result.before, result.after, result.before.length + result.after.length)) },
         }
       } catch (error) {
         return fromError(error)
@@ -260,8 +259,13 @@ export function apply(ctx: Context, config: ToolFsConfig): void {
     },
   })
 
-  function diffMeta(display: string, before: string, after: string, size: number): { diff: string } | { diffOmitted: true } {
+  async function diffMeta(display: string, before: string, after: string, size: number): Promise<{ diff: string } | { diffOmitted: true }> {
     if (size > config.maxDiffBytes) return { diffOmitted: true }
+    // `diff` (about 20 modules) loads at the first edit, not at every boot.
+    const { createTwoFilesPatch } = await loadDiff()
     return { diff: createTwoFilesPatch(`a/${display}`, `b/${display}`, before, after, undefined, undefined, { context: config.diffContext }) }
   }
 }
+
+let diffModule: Promise<typeof import('diff')> | undefined
+const loadDiff = () => (diffModule ??= import('diff'))
