@@ -200,10 +200,16 @@ describe('progress and failures on stderr', () => {
     expect(run).toMatchObject({ code: 0, stdout: 'done\n', stderr: '' })
   })
 
-  it('shows the model wait and each tool with its title when stderr is a terminal (a real PTY)', async () => {
+  it('shows the model wait, each tool with its title and each retry with its reason when stderr is a terminal (a real PTY)', async () => {
     const { home, cwd } = workspace()
-    const s = await mock([{ toolCalls: [{ name: 'bash', arguments: { command: 'echo hi', description: 'say hi' } }] }, { text: 'done' }])
-    const command = `${JSON.stringify(process.execPath)} ${JSON.stringify(DSH_BIN)} -p 'say hi' --permission-mode danger-full-access`
+    const s = await mock([
+      { error: { status: 503, message: 'overloaded right now' } },
+      { toolCalls: [{ name: 'bash', arguments: { command: 'echo hi', description: 'say hi' } }] },
+      { text: 'done' },
+    ])
+    const patch = join(cwd, 'fast-retry.patch.yml')
+    writeFileSync(patch, '- id: llm-retry\n  config:\n    initialDelayMs: 10\n')
+    const command = `${JSON.stringify(process.execPath)} ${JSON.stringify(DSH_BIN)} -p 'say hi' --permission-mode danger-full-access --patch ${JSON.stringify(patch)}`
     // util-linux `script` gives the child a pseudo-terminal for stdin, stdout and stderr.
     const out = await new Promise<{ code: number | null; text: string }>((resolve, reject) => {
       const child = spawn('script', ['-qec', command, '/dev/null'], {
@@ -222,6 +228,7 @@ describe('progress and failures on stderr', () => {
       })
     })
     expect(out.text).toMatch(/dsh: waiting for deepseek[a-z-]*\/deepseek-/)
+    expect(out.text).toMatch(/dsh: retrying in [\d.]+s after [A-Z_]+: .*overloaded right now/)
     expect(out.text).toContain('dsh: running bash: say hi')
     expect(out.text).toContain('done')
     expect(out.code).toBe(0)
