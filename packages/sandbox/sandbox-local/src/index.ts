@@ -26,6 +26,7 @@ export interface SandboxLocalConfig {
   node: string
   unshare: string
   probeTimeoutMs: number
+  prewarmDelayMs: number
 }
 
 /** The Landlock launcher script (plain JavaScript, run by `config.node`). */
@@ -64,9 +65,14 @@ export class LocalSandbox extends SandboxService {
     node: Schema.string().default(process.execPath).description('Node executable that runs the Landlock helper.'),
     unshare: Schema.string().default('unshare').description('util-linux `unshare`, which gives Landlock commands their own PID, mount and (offline) network namespaces where permitted.'),
     probeTimeoutMs: Schema.natural().min(1).default(5_000).description('Time a runner probe may take before the runner counts as broken.'),
+    prewarmDelayMs: Schema.natural()
+      .default(50)
+      .description('After app/ready, how long the background probe waits before it starts; an app that stops sooner (`--help`, a usage error) never probes.'),
   })
 
   private probe?: Promise<Probe>
+  /** The background probe scheduled on app/ready, until it starts or the app stops. */
+  private prewarmTimer?: ReturnType<typeof setTimeout>
   /** Probe children still running; ended and awaited when the plugin unloads. */
   private readonly probing = new Set<ChildProcess>()
   private disposed = false
@@ -76,27 +82,45 @@ export class LocalSandbox extends SandboxService {
     readonly config: SandboxLocalConfig,
   ) {
     super(ctx)
-    // Probe in the background once the app is ready (every row active, so the permission preset
-    // has decided the mode) and only when the default mode confines: the probe's wait then overlaps
-    // the start of the session instead of delaying the first confined command. Under
+    // Probe in the background shortly after the app is ready (every row active, so the permission
+    // preset has decided the mode) and only when the default mode confines: the probe's wait then
+    // overlaps the start of the session instead of delaying the first confined command. The short
+    // delay keeps it off apps that stop at once (`--help`, a usage error), whose exit would
+    // otherwise wait for the probe child. A wrap() before then probes at once. Under
     // danger-full-access, or outside an app, nothing starts until a confining wrap() asks for it.
-    ;(ctx as unknown as { on(name: string, listener: () => void): () => void }).on('app/ready', () => {
+    const on = (ctx as unknown as { on(name: string, listener: () => void): () => void }).on.bind(ctx)
+    on('app/ready', () => {
       const policy = this.ctx.get('sandboxPolicy') as { modeFor?: (sessionId?: string) => unknown } | undefined
       let mode: unknown
       try {
         mode = policy?.modeFor?.()
       } catch {}
-      if (mode === 'workspace-write' || mode === 'read-only') void this.select().catch(() => {})
+      if (mode !== 'workspace-write' && mode !== 'read-only') return
+      this.cancelPrewarm()
+      this.prewarmTimer = setTimeout(() => {
+        this.prewarmTimer = undefined
+        this.prewarm()
+      }, this.config.prewarmDelayMs ?? 50)
+      this.prewarmTimer.unref?.()
     })
+    on('app/stopping', () => this.cancelPrewarm())
     ctx.effect(() => () => {
       this.disposed = true
+      this.cancelPrewarm()
       return this.endProbes()
     })
   }
 
-  /** Starts the probe now (what `app/ready` does when the default mode confines). */
+  /** Starts the probe now (what `app/ready` schedules when the default mode confines). */
   prewarm(): void {
+    if (this.disposed) return
     void this.select().catch(() => {})
+  }
+
+  private cancelPrewarm(): void {
+    if (this.prewarmTimer === undefined) return
+    clearTimeout(this.prewarmTimer)
+    this.prewarmTimer = undefined
   }
 
   async describe(): Promise<SandboxRunnerInfo> {

@@ -310,6 +310,27 @@ describe('the runner probe', () => {
     expect(existsSync(marker)).toBe(false)
   })
 
+  it('an app that stops right after app/ready (dsh --help) never starts a probe', async () => {
+    const marker = join(base, 'probe-ran-stopped')
+    const { ctx, sandbox } = await bootProbe('workspace-write', fakeBwrap(`touch ${marker}`))
+    const events = ctx as unknown as { parallel(name: string, ...args: unknown[]): Promise<void> }
+    await events.parallel('app/ready')
+    await events.parallel('app/stopping', { reason: 'exit', code: 0 })
+    // Give a (wrongly) started background probe ample chance to show itself.
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    await sandbox.dispose()
+    expect(existsSync(marker)).toBe(false)
+  })
+
+  it('a confining default mode still probes in the background soon after app/ready', async () => {
+    const marker = join(base, 'probe-ran-ready')
+    const { ctx, sandbox } = await bootProbe('workspace-write', fakeBwrap(`touch ${marker}`))
+    await (ctx as unknown as { parallel(name: string): Promise<void> }).parallel('app/ready')
+    for (let i = 0; i < 500 && !existsSync(marker); i++) await new Promise((resolve) => setTimeout(resolve, 10))
+    expect(existsSync(marker)).toBe(true)
+    await sandbox.dispose()
+  })
+
   it('unloading the plugin ends a running probe and reaps it', async () => {
     const pidFile = join(base, 'probe-pid')
     const { ctx, sandbox } = await bootProbe('workspace-write', fakeBwrap(`echo $$ > ${pidFile}; exec sleep 30`))
