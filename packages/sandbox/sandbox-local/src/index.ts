@@ -26,7 +26,8 @@ export interface SandboxLocalConfig {
   node: string
   unshare: string
   probeTimeoutMs: number
-  prewarmDelayMs: number
+  /** Default 50. */
+  prewarmDelayMs?: number
 }
 
 /** The Landlock launcher script (plain JavaScript, run by `config.node`). */
