@@ -552,8 +552,8 @@ export async function runHeadless(ctx: Context, config: Config, io: Io & { stdin
   }
   if (result.reason !== 'completed') {
     if (result.error && isUnreachable(result.error)) {
-      const url = endpointOf(ctx, model.provider)
-      io.stderr.write(`dsh: cannot reach ${url ?? `the ${model.provider} API`}: ${result.error.message}\n`)
+      // The adapter's message names the base URL it tried (see @dsh/llm-deepseek transportError).
+      io.stderr.write(`dsh: cannot reach the ${model.provider} API: ${result.error.message}\n`)
       return 1
     }
     const detail = result.error ? `: ${result.error.code}: ${result.error.message}` : ''
@@ -561,18 +561,6 @@ export async function runHeadless(ctx: Context, config: Config, io: Io & { stdin
     return 1
   }
   return 0
-}
-
-/**
- * The base URL a provider route talks to, when its adapter shows one (`baseURL`, or
- * `options.baseURL` as the DeepSeek adapter keeps it); undefined otherwise.
- */
-function endpointOf(ctx: Context, provider: string): string | undefined {
-  const adapter = (ctx.llm as { getAdapter?(p: string): unknown }).getAdapter?.(provider) as
-    | { baseURL?: unknown; options?: { baseURL?: unknown } }
-    | undefined
-  const url = adapter?.baseURL ?? adapter?.options?.baseURL
-  return typeof url === 'string' && url ? url : undefined
 }
 
 async function openSession(ctx: Context, options: HeadlessOptions, io: Io): Promise<Session | undefined> {

@@ -167,7 +167,7 @@ export class DeepSeekAdapter implements LlmAdapter {
         })
       }
       if (LlmError.is(cause)) return withProvider(cause)
-      return withProvider(transportError(cause, phase))
+      return withProvider(transportError(cause, phase, this.options.baseURL))
     }
 
     let reader: ReadableStreamDefaultReader<string> | undefined

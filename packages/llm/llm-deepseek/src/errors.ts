@@ -56,11 +56,14 @@ export function errorFromResponse(status: number, headers: Headers, body: string
   })
 }
 
-/** A network-level failure (refused, reset, DNS, TLS) as `TRANSPORT`, keeping the cause. */
-export function transportError(cause: unknown, phase: 'connect' | 'read'): LlmError {
+/**
+ * A network-level failure (refused, reset, DNS, TLS) as `TRANSPORT`, keeping the cause and naming
+ * the base URL, so a wrong `baseURL` is visible in the one line the user sees.
+ */
+export function transportError(cause: unknown, phase: 'connect' | 'read', baseURL?: string): LlmError {
   const detail = describeCause(cause)
   const what = phase === 'connect' ? 'could not reach' : 'lost the connection to'
-  return new LlmError('TRANSPORT', `${PROVIDER_LABEL}: ${what} the API: ${detail}`, { cause })
+  return new LlmError('TRANSPORT', `${PROVIDER_LABEL}: ${what} ${baseURL ?? 'the API'}: ${detail}`, { cause })
 }
 
 function describeCause(cause: unknown): string {
