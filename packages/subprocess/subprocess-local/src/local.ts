@@ -304,7 +304,9 @@ function findExecutable(file: string, cwd: string, path: string | undefined): { 
         .map((dir) => resolvePath(cwd, dir === '' ? '.' : dir, file))
   for (const candidate of candidates) {
     try {
-      if (!statSync(candidate).isFile()) continue
+      // A missing candidate (most PATH entries) answers undefined instead of throwing: building an
+      // error with its stack for each miss cost more than the lookup itself.
+      if (!statSync(candidate, { throwIfNoEntry: false })?.isFile()) continue
       accessSync(candidate, fsConstants.X_OK)
       return { path: candidate }
     } catch {

@@ -204,6 +204,19 @@ describe('subprocess-local', () => {
     expect(text(await handle.exited)).toBe('got:hello\n')
   })
 
+  it('looks a bare name up on the child PATH past missing entries, directories and non-executable files', async () => {
+    const bins = join(dir, 'path-lookup')
+    for (const sub of ['missing-parent/none', 'a-dir/dsh-probe-cmd', 'plain', 'exec']) mkdirSync(join(bins, sub), { recursive: true })
+    writeFileSync(join(bins, 'plain', 'dsh-probe-cmd'), '#!/bin/sh\necho wrong\n', { mode: 0o644 })
+    writeFileSync(join(bins, 'exec', 'dsh-probe-cmd'), '#!/bin/sh\necho found it\n', { mode: 0o755 })
+    const PATH = ['nope', 'missing-parent/none', 'a-dir', 'plain', 'exec'].map((d) => join(bins, d)).join(':') + ':/usr/bin:/bin'
+    const exit = await bash('', { file: 'dsh-probe-cmd', args: [], env: { set: { PATH } } }).exited
+    expect(exit.spawnError).toBeUndefined()
+    expect(text(exit)).toBe('found it\n')
+    const none = await bash('', { file: 'dsh-probe-cmd', args: [], env: { set: { PATH: join(bins, 'plain') } } }).exited
+    expect(none.spawnError?.code).toBe('ENOENT')
+  })
+
   it('reports start failures on the exit record, and rejects malformed specs', async () => {
     const missing = await bash('true', { file: 'definitely-not-a-command-dsh' }).exited
     expect(missing.spawnError?.code).toBe('ENOENT')
