@@ -1,0 +1,146 @@
+// @dsh/plugin-inventory: a read-only view of the Cordis Loader tree (`ctx.pluginInventory.list()`)
+// and the `plugins.list` API method. Every call reads the Loader's entries afresh, so the answer
+// is the tree as it is now: nothing is cached but the module -> package name lookup.
+import { Context, Service } from 'cordis'
+import Schema from 'schemastery'
+import { existsSync, readFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { pluginsList, type PluginRow, type PluginState } from './contract.ts'
+
+export * from './contract.ts'
+
+declare module 'cordis' {
+  interface Context {
+    pluginInventory: PluginInventory
+  }
+}
+
+/** The part of a Loader entry the inventory reads (the Loader's own typings hide `_error`). */
+interface EntryLike {
+  id: string
+  disabled: boolean
+  options: { id: string; name: string; group?: boolean | null }
+  subgroup?: unknown
+  fiber?: { state: number; _error?: unknown }
+  parent: { ctx: { fiber: { entry?: { id: string } } } }
+}
+
+export interface LoaderLike {
+  entries(): Iterable<EntryLike>
+}
+
+/** The part of `ctx.api` (@dsh/api-gateway) this package calls; typed here, not imported, so the gateway stays optional. */
+interface ApiLike {
+  register(contract: typeof pluginsList, handler: (params: Record<string, never>) => Promise<{ plugins: PluginRow[] }> | { plugins: PluginRow[] }): () => void
+}
+
+const STATES: Record<number, PluginState> = { 0: 'pending', 1: 'loading', 2: 'active', 3: 'failed', 4: 'disposed', 5: 'unloading' }
+
+function firstLine(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error)
+  return text.split('\n')[0].slice(0, 500)
+}
+
+const packageCache = new Map<string, { name: string; dir?: string } | undefined>()
+
+/**
+ * The npm package a row module belongs to: the nearest package.json (with a `name`) above a
+ * `file:` module, giving its name and directory, or the package part of a bare specifier (name
+ * only). `undefined` when neither applies (`cordis:` builtins, relative names).
+ */
+export function packageInfoOfModule(module: string): { name: string; dir?: string } | undefined {
+  if (packageCache.has(module)) return packageCache.get(module)
+  let found: { name: string; dir?: string } | undefined
+  if (module.startsWith('file:')) {
+    let dir: string
+    try {
+      dir = dirname(fileURLToPath(module))
+    } catch {
+      dir = ''
+    }
+    for (; dir && dirname(dir) !== dir; dir = dirname(dir)) {
+      const file = join(dir, 'package.json')
+      if (!existsSync(file)) continue
+      try {
+        const name = (JSON.parse(readFileSync(file, 'utf8')) as { name?: unknown }).name
+        if (typeof name === 'string' && name) {
+          found = { name, dir }
+          break
+        }
+      } catch {
+        // An unreadable package.json says nothing; keep walking up.
+      }
+    }
+  } else if (/^(@[^/]+\/)?[^./@][^/]*/.test(module) && !module.includes(':')) {
+    const parts = module.split('/')
+    found = { name: module.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0] }
+  }
+  packageCache.set(module, found)
+  return found
+}
+
+/** The package name part of `packageInfoOfModule`. */
+export function packageOfModule(module: string): string | undefined {
+  return packageInfoOfModule(module)?.name
+}
+
+/** The Loader's rows in Loader order, structural group rows skipped (what `list()` returns). */
+export function inventoryOf(loader: LoaderLike | undefined): PluginRow[] {
+  if (!loader || typeof loader.entries !== 'function') return []
+  const rows: PluginRow[] = []
+  for (const entry of loader.entries()) {
+    if (entry.options.group || entry.subgroup) continue
+    const module = String(entry.options.name)
+    const enabled = !entry.disabled
+    const fiber = entry.fiber
+    let state: PluginState
+    if (!enabled) state = 'disabled'
+    else if (!fiber) state = 'not-loaded'
+    else state = STATES[fiber.state] ?? 'pending'
+    const row: PluginRow = { id: entry.id, module, enabled, state }
+    const pkg = packageOfModule(module)
+    if (pkg) row.package = pkg
+    if (enabled && fiber?._error !== undefined && fiber._error !== null) {
+      row.error = firstLine(fiber._error)
+      if (state !== 'failed' && state !== 'disposed') row.state = 'failed'
+    }
+    const parent = entry.parent?.ctx?.fiber?.entry?.id
+    if (parent) row.parent = parent
+    rows.push(row)
+  }
+  return rows
+}
+
+export interface PluginInventoryConfig {
+  /** Register `plugins.list` on `ctx.api` when that service is present. */
+  api?: boolean
+}
+
+export class PluginInventory extends Service {
+  static Config: Schema<PluginInventoryConfig> = Schema.object({
+    api: Schema.boolean().default(true).description('Register the plugins.list method on ctx.api when the gateway is mounted.'),
+  })
+
+  constructor(ctx: Context, config: PluginInventoryConfig = {}) {
+    super(ctx, 'pluginInventory')
+    // A child plugin that needs `api`: active whenever a gateway is mounted, undone when it goes.
+    if (config.api !== false) {
+      ctx.plugin({
+        name: 'plugin-inventory-api',
+        inject: ['api'],
+        apply: (c: Context) => {
+          ;(c.get('api') as ApiLike).register(pluginsList, () => ({ plugins: this.list() }))
+        },
+      })
+    }
+  }
+
+  /** The Loader's rows in Loader order, structural group rows skipped. Empty without a Loader (a bare Context). */
+  list(): PluginRow[] {
+    return inventoryOf(this.ctx.get('loader') as LoaderLike | undefined)
+  }
+}
+
+export const name = 'plugin-inventory'
+export default PluginInventory
