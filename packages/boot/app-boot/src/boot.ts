@@ -272,10 +272,17 @@ export async function bootComposition(comp: Composition, opts: BootOptions = {})
     (disposed ??= stopping(info).then(() => host.dispose()).then(() => undefined))
   let exitResolve!: (code: number) => void
   const exited = new Promise<number>((resolve) => (exitResolve = resolve))
-  loader.onExit = (code) => exitResolve(code)
+  // A row may end the app while the tree mounts (a surface that printed --help or a usage error
+  // before starting its server): that exit wins, and rows left waiting on it are not failures.
+  let exitDuringBoot = false
+  loader.onExit = (code) => {
+    exitDuringBoot = true
+    exitResolve(code)
+  }
 
   await loader.root.update(prepared.rows as never)
   await loader.await()
+  if (exitDuringBoot) return { ctx, loader, exited, dispose }
 
   const failures: BootFailure[] = []
   const unattributed = errors.filter((e) => !e.entry)
