@@ -1,0 +1,622 @@
+// The session host: many sessions of one process behind `ctx.api`. A session's agent is created
+// on first use (create, prompt, stream, ...), resumed from persistence when it is not in memory,
+// and disposed after `idleMs` without a turn or a stream client. Clients see the session log
+// (SSE id = seq) plus the pending approvals and questions of the session.
+import { stat } from 'node:fs/promises'
+import { join, resolve } from 'node:path'
+import type { Context } from 'cordis'
+import Schema from 'schemastery'
+import type { Agent, ModelSelection } from '@dsh/agent'
+import type { AnySessionEvent, Session } from '@dsh/session'
+import type { SessionSummary } from '@dsh/session-persistence'
+import type { ApprovalAnswer, ApprovalRequest } from '@dsh/user-approval'
+import type { QuestionAnswer, QuestionsRequest } from '@dsh/user-questions'
+import { resolveDshHome } from '@dsh/home-paths'
+import * as P from '@dsh/web-protocol'
+import { ApiError, type SessionRow, type SessionStatus, type WireEvent, type WireModel } from '@dsh/web-protocol'
+import type { StreamClient } from './gateway.ts'
+import { MetaStore } from './meta.ts'
+
+export interface SessionHostConfig {
+  /** A live session with no turn, no queued prompt and no stream client is unloaded after this long. */
+  idleMs: number
+  /** Per-session metadata file (archived, model, permission mode). Default `$DSH_HOME/web/sessions.json`. */
+  metaFile?: string
+  /** Most model requests per turn; default: the agent-loop row. */
+  maxSteps?: number
+}
+
+export const SessionHostConfig: Schema<SessionHostConfig> = Schema.object({
+  idleMs: Schema.natural().default(10 * 60_000).description('Unload a live session idle this long (ms).'),
+  metaFile: Schema.string().description('Per-session metadata file. Default: $DSH_HOME/web/sessions.json.'),
+  maxSteps: Schema.natural().min(1).description('Most model requests per turn.'),
+})
+
+interface Pending<T> {
+  sessionId: string
+  resolve(value: T): void
+  reject(error: Error): void
+}
+
+interface Live {
+  id: string
+  agent: Agent
+  session: Session
+  queue: string[]
+  /** The host is driving a turn (from send until the agent is idle again). */
+  driving: boolean
+  approvals: Map<string, ApprovalRequest>
+  questions: Map<string, QuestionsRequest>
+  clients: Set<StreamClient>
+  status: SessionStatus
+  off(): void
+  idleTimer?: NodeJS.Timeout
+}
+
+// Optional services, read with ctx.get() when used.
+interface Optional {
+  llm?: { listProviders(): string[]; resolveModelInfo(provider: string, model: string): Promise<unknown>; listModels(provider: string): Promise<Array<{ id: string }>> }
+  agentDefaultModel?: { get(): ModelSelection }
+  durableSessions?: { resume(id: string): Promise<{ session: Session }>; list(): Promise<SessionSummary[]>; isPersisted(id: string): boolean; checkpoint(id: string): Promise<void> }
+  sessionPersistence?: { readFrom(id: string, seq: number): Promise<AnySessionEvent[]> }
+  approval?: { registerAnswerer(a: { name: string; accepts?(r: ApprovalRequest): boolean; answer(r: ApprovalRequest, c: { signal: AbortSignal }): Promise<ApprovalAnswer> }): () => void }
+  userQuestions?: { registerAnswerer(a: { name: string; accepts?(r: QuestionsRequest): boolean; answer(r: QuestionsRequest, c: { signal: AbortSignal }): Promise<Record<string, QuestionAnswer>> }): () => void }
+  permissionPresets?: { set(sessionId: string, name: string): void; current(sessionId?: string): { name: string }; names(): string[] }
+  commands?: { list(): P.CommandInfo[]; dispatch(agent: Agent, text: string, o?: { signal?: AbortSignal }): Promise<{ handled: boolean; name?: string; ok?: boolean; output?: string; error?: { code: string; message: string } }> }
+  workspaces?: { get(id: string): unknown }
+}
+
+const firstPromptOf = (session: Session): string | undefined => {
+  for (const event of session.events) {
+    if (event.type !== 'user/message' || event.data.source.kind !== 'human') continue
+    const text = event.data.content.map((block) => (block.type === 'text' ? block.text : '')).join('')
+    return text.slice(0, 200)
+  }
+  return undefined
+}
+
+export const name = 'api-gateway-sessions'
+export const inject = ['api', 'agents', 'sessions']
+
+export function apply(ctx: Context, config: SessionHostConfig): void {
+  new SessionHost(ctx, config).start()
+}
+
+export class SessionHost {
+  private readonly live = new Map<string, Live>()
+  private readonly opening = new Map<string, Promise<Live>>()
+  private readonly approvals = new Map<string, Pending<ApprovalAnswer>>()
+  private readonly questions = new Map<string, Pending<Record<string, QuestionAnswer>>>()
+  private readonly meta: MetaStore
+  private stopping = false
+  private ready: Promise<void>
+
+  constructor(private readonly ctx: Context, private readonly config: SessionHostConfig) {
+    this.meta = new MetaStore(config.metaFile ?? join(resolveDshHome(), 'web', 'sessions.json'))
+    this.ready = this.meta.load().then(() => {
+      if (this.meta.warning) ctx.logger('api-gateway').warn(this.meta.warning)
+    })
+  }
+
+  private opt<K extends keyof Optional>(key: K): Optional[K] {
+    return this.ctx.get(key as never) as Optional[K]
+  }
+
+  start(): void {
+    const ctx = this.ctx
+    const api = ctx.api
+    api.provideSessionStreams({ attach: (id, client, after) => this.attach(id, client, after) })
+    api.register(P.sessionsList, (p) => this.list(p))
+    api.register(P.sessionsCreate, (p) => this.create(p))
+    api.register(P.sessionsHistory, (p) => this.history(p))
+    api.register(P.sessionsPrompt, (p) => this.prompt(p))
+    api.register(P.sessionsCancel, (p) => this.cancel(p))
+    api.register(P.sessionsRename, async (p) => {
+      const live = await this.open(p.sessionId)
+      live.session.append('session/title', { title: p.title.trim(), source: 'user' })
+      return { session: this.changed(live) }
+    })
+    api.register(P.sessionsArchive, async (p) => {
+      await this.ready
+      const live = await this.open(p.sessionId)
+      await this.meta.update(p.sessionId, { archived: p.archived })
+      if (p.archived) live.queue.length = 0
+      return { session: this.changed(live) }
+    })
+    api.register(P.sessionsSetModel, async (p) => {
+      const live = await this.open(p.sessionId)
+      const model = await this.resolveModel(p.model, p.reasoningEffort)
+      live.agent.model = model
+      const wire = toWireModel(model)
+      await this.meta.update(p.sessionId, { model: wire })
+      this.changed(live)
+      return { model: wire }
+    })
+    api.register(P.sessionsSetPermissionMode, async (p) => {
+      const presets = this.opt('permissionPresets')
+      if (!presets) throw new ApiError('UNAVAILABLE', 'sessions.setPermissionMode: no permission-presets row is mounted')
+      const live = await this.open(p.sessionId)
+      try {
+        presets.set(p.sessionId, p.mode)
+      } catch (error) {
+        throw new ApiError('INVALID_PARAMS', `sessions.setPermissionMode: mode: ${(error as Error).message}`, { field: 'mode' })
+      }
+      await this.meta.update(p.sessionId, { permissionMode: p.mode })
+      this.changed(live)
+      return { mode: p.mode }
+    })
+    api.register(P.approvalsRespond, (p) => {
+      const pending = this.approvals.get(p.requestId)
+      if (!pending) throw new ApiError('REQUEST_NOT_FOUND', `approvals.respond: no pending approval request ${JSON.stringify(p.requestId)} (already answered, cancelled, or never asked)`, { field: 'requestId' })
+      pending.resolve({ decision: p.decision, ...(p.reason !== undefined ? { reason: p.reason } : {}), ...(p.message !== undefined ? { message: p.message } : {}) })
+      return {}
+    })
+    api.register(P.questionsRespond, (p) => {
+      const pending = this.questions.get(p.requestId)
+      if (!pending) throw new ApiError('REQUEST_NOT_FOUND', `questions.respond: no pending question request ${JSON.stringify(p.requestId)} (already answered, cancelled, or never asked)`, { field: 'requestId' })
+      pending.resolve(p.answers as Record<string, QuestionAnswer>)
+      return {}
+    })
+    api.register(P.llmProviders, () => {
+      const fallback = this.opt('agentDefaultModel')?.get()
+      return { providers: this.opt('llm')?.listProviders() ?? [], ...(fallback ? { default: toWireModel(fallback) } : {}) }
+    })
+    api.register(P.llmModels, async (p) => {
+      const llm = this.opt('llm')
+      if (!llm?.listProviders().includes(p.provider)) {
+        throw new ApiError('INVALID_PARAMS', `llm.models: provider: no provider ${JSON.stringify(p.provider)}; registered: ${llm?.listProviders().join(', ') || '(none)'}`, { field: 'provider' })
+      }
+      return { models: (await llm.listModels(p.provider)).map((m) => ({ ...m, id: m.id })) }
+    })
+    api.register(P.commandsList, () => ({ commands: this.opt('commands')?.list() ?? [] }))
+    api.register(P.commandsExecute, async (p, call) => {
+      const commands = this.opt('commands')
+      if (!commands) throw new ApiError('UNAVAILABLE', 'commands.execute: no commands row is mounted')
+      const live = await this.open(p.sessionId)
+      const result = await commands.dispatch(live.agent, p.line, { signal: call.signal })
+      if (!result.handled) throw new ApiError('INVALID_PARAMS', `commands.execute: line: ${JSON.stringify(p.line.slice(0, 40))} is not a command line (/name args)`, { field: 'line' })
+      return { ok: !!result.ok, name: result.name ?? '', ...(result.output !== undefined ? { output: result.output } : {}), ...(result.error ? { error: result.error } : {}) }
+    })
+
+    const approval = this.opt('approval')
+    if (approval) {
+      approval.registerAnswerer({
+        name: 'web',
+        accepts: (request) => request.sessionId !== undefined && this.live.has(request.sessionId),
+        answer: (request, { signal }) => this.ask(this.approvals, request.sessionId!, String(request.id), signal, (live) => {
+          live.approvals.set(String(request.id), request)
+          this.broadcast(live, 'approval', approvalFrame(request))
+        }, (live, outcome) => {
+          live.approvals.delete(String(request.id))
+          this.broadcast(live, 'approval/resolved', { requestId: String(request.id), decision: outcome })
+        }),
+      })
+    }
+    const questions = this.opt('userQuestions')
+    if (questions) {
+      questions.registerAnswerer({
+        name: 'web',
+        accepts: (request) => request.sessionId !== undefined && this.live.has(request.sessionId),
+        answer: (request, { signal }) => this.ask(this.questions, request.sessionId!, String(request.id), signal, (live) => {
+          live.questions.set(String(request.id), request)
+          this.broadcast(live, 'question', questionFrame(request))
+        }, (live, outcome) => {
+          live.questions.delete(String(request.id))
+          this.broadcast(live, 'question/resolved', { requestId: String(request.id), status: outcome })
+        }),
+      })
+    }
+    ctx.effect(() => () => void this.stop(), 'api-gateway: stop the session host')
+  }
+
+  /** Cancels running turns (awaited), fails pending approvals/questions closed, disposes agents. */
+  async stop(): Promise<void> {
+    if (this.stopping) return
+    this.stopping = true
+    for (const pending of [...this.approvals.values(), ...this.questions.values()]) pending.reject(new Error('the web host is stopping'))
+    const lives = [...this.live.values()]
+    for (const live of lives) {
+      live.queue.length = 0
+      live.agent.abort('the web host is stopping')
+    }
+    await Promise.all(lives.map((live) => live.agent.idle().catch(() => {})))
+    for (const live of lives) {
+      if (live.idleTimer) clearTimeout(live.idleTimer)
+      for (const client of [...live.clients]) client.close()
+      live.off()
+      await live.agent.dispose().catch(() => {})
+      await this.opt('durableSessions')?.checkpoint(live.id).catch(() => {})
+    }
+    this.live.clear()
+    await this.meta.flush()
+  }
+
+  // ---- sessions ----
+
+  private async open(sessionId: string): Promise<Live> {
+    if (this.stopping) throw new ApiError('UNAVAILABLE', 'the web host is stopping')
+    const live = this.live.get(sessionId)
+    if (live) return live
+    let opening = this.opening.get(sessionId)
+    if (!opening) {
+      opening = this.load(sessionId).finally(() => this.opening.delete(sessionId))
+      this.opening.set(sessionId, opening)
+    }
+    return opening
+  }
+
+  private async load(sessionId: string): Promise<Live> {
+    await this.ready
+    let session = this.ctx.sessions.get(sessionId)
+    if (!session) {
+      const durable = this.opt('durableSessions')
+      if (!durable) throw notFound(sessionId)
+      try {
+        session = (await durable.resume(sessionId)).session
+      } catch (error) {
+        const code = (error as { code?: string }).code
+        if (code === 'NOT_FOUND' || code === 'BAD_ID') throw notFound(sessionId)
+        if (code === 'LOCKED') throw new ApiError('SESSION_LOCKED', `session ${sessionId} is open in another process: ${(error as Error).message}`)
+        throw new ApiError('INTERNAL', `cannot load session ${sessionId}: ${(error as Error).message}`)
+      }
+    }
+    const meta = this.meta.get(sessionId)
+    let model: ModelSelection | undefined
+    if (meta.model) model = await this.resolveModel(`${meta.model.provider}/${meta.model.model}`, meta.model.reasoningEffort).catch(() => undefined)
+    const header = session.last('request/header')
+    if (!model && header) model = await this.resolveModel(`${header.data.provider}/${header.data.model}`).catch(() => undefined)
+    model ??= await this.resolveModel(undefined)
+    if (meta.permissionMode) {
+      try {
+        this.opt('permissionPresets')?.set(sessionId, meta.permissionMode)
+      } catch (error) {
+        this.ctx.logger('api-gateway').warn(`session ${sessionId}: stored permission mode ignored: ${(error as Error).message}`)
+      }
+    }
+    const agent = this.ctx.agents.create({ cwd: session.cwd, session, model, ...(this.config.maxSteps ? { maxSteps: this.config.maxSteps } : {}) })
+    return this.adopt(agent)
+  }
+
+  private adopt(agent: Agent): Live {
+    const session = agent.session
+    const live: Live = {
+      id: session.id, agent, session, queue: [], driving: false, approvals: new Map(), questions: new Map(),
+      clients: new Set(), status: 'idle', off: () => {},
+    }
+    live.off = session.subscribe((event) => {
+      for (const client of live.clients) client.send(undefined, event, event.seq)
+      if (event.type === 'turn/start' || event.type === 'turn/end') this.refreshStatus(live)
+    })
+    this.live.set(live.id, live)
+    this.scheduleIdle(live)
+    return live
+  }
+
+  private statusOf(live: Live): SessionStatus {
+    if (live.approvals.size > 0 || live.questions.size > 0) return 'waiting'
+    if (live.driving || live.agent.status === 'running') return 'running'
+    return 'idle'
+  }
+
+  private refreshStatus(live: Live): void {
+    const status = this.statusOf(live)
+    if (status === live.status) return
+    live.status = status
+    const frame = { sessionId: live.id, status, queued: live.queue.length }
+    this.broadcast(live, 'status', frame)
+    this.ctx.api.publishHost({ type: 'session/status', ...frame })
+  }
+
+  private broadcast(live: Live, event: string, data: unknown): void {
+    for (const client of live.clients) client.send(event, data)
+  }
+
+  private changed(live: Live): SessionRow {
+    const row = this.rowOf(live)
+    this.ctx.api.publishHost({ type: 'session/changed', session: row })
+    return row
+  }
+
+  private rowOf(live: Live): SessionRow {
+    const { session } = live
+    const meta = this.meta.get(live.id)
+    const events = session.events
+    const title = session.last('session/title')?.data.title
+    const firstPrompt = firstPromptOf(session)
+    const presets = this.opt('permissionPresets')
+    return {
+      sessionId: live.id,
+      cwd: session.cwd,
+      ...(title !== undefined ? { title } : {}),
+      ...(firstPrompt !== undefined ? { firstPrompt } : {}),
+      createdAt: events[0]?.time ?? Date.now(),
+      updatedAt: events[events.length - 1]?.time ?? Date.now(),
+      turns: events.reduce((n, e) => (e.type === 'turn/start' ? n + 1 : n), 0),
+      events: events.length,
+      archived: meta.archived === true,
+      status: this.statusOf(live),
+      queued: live.queue.length,
+      model: toWireModel(live.agent.model),
+      ...(presets ? { permissionMode: presets.current(live.id).name } : {}),
+    }
+  }
+
+  private scheduleIdle(live: Live): void {
+    if (live.idleTimer) clearTimeout(live.idleTimer)
+    live.idleTimer = undefined
+    if (this.stopping || live.clients.size > 0 || live.driving || live.queue.length > 0 || live.agent.status === 'running') return
+    live.idleTimer = setTimeout(() => void this.unload(live), this.config.idleMs)
+    live.idleTimer.unref?.()
+  }
+
+  /** Drops an idle session's agent; a persisted session also leaves memory (it resumes on use). */
+  private async unload(live: Live): Promise<void> {
+    if (this.live.get(live.id) !== live || live.clients.size > 0 || live.driving || live.agent.status === 'running') return
+    if (live.approvals.size > 0 || live.questions.size > 0) return
+    this.live.delete(live.id)
+    live.off()
+    await live.agent.dispose().catch(() => {})
+    const durable = this.opt('durableSessions')
+    if (durable?.isPersisted(live.id)) {
+      await durable.checkpoint(live.id).catch(() => {})
+      this.ctx.sessions.delete(live.id)
+    }
+    this.refreshStatusStored(live.id)
+  }
+
+  private refreshStatusStored(sessionId: string): void {
+    this.ctx.api.publishHost({ type: 'session/status', sessionId, status: 'stored', queued: 0 })
+  }
+
+  private async create(p: { cwd?: string; workspaceId?: string; model?: string; reasoningEffort?: P.ReasoningEffort; title?: string }): Promise<{ session: SessionRow }> {
+    if (this.stopping) throw new ApiError('UNAVAILABLE', 'the web host is stopping')
+    await this.ready
+    let cwd: string
+    if (p.workspaceId !== undefined) {
+      if (p.cwd !== undefined) throw new ApiError('INVALID_PARAMS', 'sessions.create: pass either cwd or workspaceId, not both', { field: 'cwd' })
+      const workspaces = this.opt('workspaces')
+      if (!workspaces) throw new ApiError('UNAVAILABLE', 'sessions.create: workspaceId: no workspace service is mounted; pass cwd')
+      const workspace = (await workspaces.get(p.workspaceId)) as { path?: string } | undefined
+      if (!workspace?.path) throw new ApiError('WORKSPACE_NOT_FOUND', `sessions.create: no workspace ${JSON.stringify(p.workspaceId)}`, { field: 'workspaceId' })
+      cwd = workspace.path
+    } else if (p.cwd !== undefined) {
+      cwd = resolve(p.cwd)
+    } else {
+      throw new ApiError('INVALID_PARAMS', 'sessions.create: cwd: pass cwd (a directory) or workspaceId', { field: 'cwd' })
+    }
+    const info = await stat(cwd).catch(() => undefined)
+    if (!info) throw new ApiError('NOT_A_DIRECTORY', `sessions.create: cwd: ${cwd} does not exist`, { field: p.workspaceId !== undefined ? 'workspaceId' : 'cwd' })
+    if (!info.isDirectory()) throw new ApiError('NOT_A_DIRECTORY', `sessions.create: cwd: ${cwd} is not a directory`, { field: p.workspaceId !== undefined ? 'workspaceId' : 'cwd' })
+    const model = await this.resolveModel(p.model, p.reasoningEffort)
+    const agent = this.ctx.agents.create({ cwd, model, ...(this.config.maxSteps ? { maxSteps: this.config.maxSteps } : {}) })
+    const live = this.adopt(agent)
+    if (p.title?.trim()) live.session.append('session/title', { title: p.title.trim(), source: 'user' })
+    if (p.model !== undefined || p.reasoningEffort !== undefined) await this.meta.update(live.id, { model: toWireModel(model) })
+    const row = this.rowOf(live)
+    this.ctx.api.publishHost({ type: 'session/added', session: row })
+    return { session: row }
+  }
+
+  private async list(p: { query?: string; cwd?: string; includeArchived: boolean; offset: number; limit: number }) {
+    await this.ready
+    const rows = new Map<string, SessionRow>()
+    const stored = (await this.opt('durableSessions')?.list().catch(() => [])) ?? []
+    for (const s of stored) {
+      const meta = this.meta.get(s.id)
+      rows.set(s.id, {
+        sessionId: s.id, cwd: s.cwd,
+        ...(s.title !== undefined ? { title: s.title } : {}),
+        ...(s.firstPrompt !== undefined ? { firstPrompt: s.firstPrompt } : {}),
+        createdAt: s.createdAt, updatedAt: s.updatedAt, turns: s.turns, events: s.events,
+        archived: meta.archived === true, status: 'stored', queued: 0,
+        ...(meta.model ? { model: meta.model } : {}),
+        ...(meta.permissionMode ? { permissionMode: meta.permissionMode } : {}),
+      })
+    }
+    for (const live of this.live.values()) rows.set(live.id, this.rowOf(live))
+    const query = p.query?.trim().toLowerCase()
+    const cwd = p.cwd !== undefined ? resolve(p.cwd) : undefined
+    const matches = [...rows.values()].filter((row) =>
+      (p.includeArchived || !row.archived) &&
+      (cwd === undefined || row.cwd === cwd) &&
+      (!query || (row.title ?? row.firstPrompt ?? '').toLowerCase().includes(query)))
+    matches.sort((a, b) => b.updatedAt - a.updatedAt || (a.sessionId < b.sessionId ? -1 : 1))
+    const page = matches.slice(p.offset, p.offset + p.limit)
+    const next = p.offset + page.length
+    return { sessions: page, total: matches.length, ...(next < matches.length ? { nextOffset: next } : {}) }
+  }
+
+  private async history(p: { sessionId: string; fromSeq: number; limit: number }) {
+    const session = this.live.get(p.sessionId)?.session ?? this.ctx.sessions.get(p.sessionId)
+    let events: readonly WireEvent[]
+    let total: number
+    if (session) {
+      events = session.slice(p.fromSeq, p.fromSeq + p.limit) as readonly WireEvent[]
+      total = session.length
+    } else {
+      const persistence = this.opt('sessionPersistence')
+      if (!persistence) throw notFound(p.sessionId)
+      let tail: AnySessionEvent[]
+      try {
+        tail = await persistence.readFrom(p.sessionId, p.fromSeq)
+      } catch (error) {
+        const code = (error as { code?: string }).code
+        if (code === 'NOT_FOUND' || code === 'BAD_ID') throw notFound(p.sessionId)
+        throw new ApiError('INTERNAL', `sessions.history: cannot read session ${p.sessionId}: ${(error as Error).message}`)
+      }
+      events = tail.slice(0, p.limit) as readonly WireEvent[]
+      total = p.fromSeq + tail.length
+    }
+    const nextSeq = events.length ? events[events.length - 1].seq + 1 : Math.min(p.fromSeq, total)
+    return { events: [...events], nextSeq, end: nextSeq >= total }
+  }
+
+  private async prompt(p: { sessionId: string; text: string; mode: P.PromptMode }) {
+    await this.ready
+    if (this.meta.get(p.sessionId).archived) {
+      throw new ApiError('SESSION_ARCHIVED', `sessions.prompt: session ${p.sessionId} is archived; restore it with sessions.archive {archived: false} first`, { field: 'sessionId' })
+    }
+    const live = await this.open(p.sessionId)
+    if (this.meta.get(p.sessionId).archived) throw new ApiError('SESSION_ARCHIVED', `sessions.prompt: session ${p.sessionId} is archived`, { field: 'sessionId' })
+    if (!live.driving && live.agent.status !== 'running') {
+      this.drive(live, p.text)
+      return { disposition: 'started' as const, queued: live.queue.length }
+    }
+    if (p.mode === 'steer') {
+      // The running turn claims it at its next step (the agent's own inbox); never lost.
+      live.agent.send(p.text).catch((error: Error) => this.ctx.logger('api-gateway').warn(`session ${live.id}: steered prompt failed: ${error.message}`))
+      return { disposition: 'steered' as const, queued: live.queue.length }
+    }
+    live.queue.push(p.text)
+    this.refreshStatus(live)
+    this.broadcast(live, 'status', { sessionId: live.id, status: live.status, queued: live.queue.length })
+    return { disposition: 'queued' as const, queued: live.queue.length }
+  }
+
+  /** Runs `text` as a turn, then the queued prompts one turn each, until the queue is empty. */
+  private drive(live: Live, text: string): void {
+    if (live.idleTimer) clearTimeout(live.idleTimer)
+    live.driving = true
+    this.refreshStatus(live)
+    const next = async () => {
+      let current: string | undefined = text
+      while (current !== undefined && !this.stopping && this.live.get(live.id) === live) {
+        await live.agent.send(current).catch((error: Error) => this.ctx.logger('api-gateway').warn(`session ${live.id}: turn failed: ${error.message}`))
+        await live.agent.idle().catch(() => {})
+        current = this.meta.get(live.id).archived ? undefined : live.queue.shift()
+      }
+      live.driving = false
+      this.refreshStatus(live)
+      this.scheduleIdle(live)
+    }
+    void next()
+  }
+
+  private async cancel(p: { sessionId: string }) {
+    const live = this.live.get(p.sessionId)
+    if (!live) {
+      await this.exists(p.sessionId)
+      return { cancelled: false, dropped: 0 }
+    }
+    const dropped = live.queue.length
+    live.queue.length = 0
+    const running = live.driving || live.agent.status === 'running'
+    if (running) live.agent.abort('cancelled from the web')
+    return { cancelled: running, dropped }
+  }
+
+  /** Throws SESSION_NOT_FOUND unless the session is live, in memory or stored. */
+  private async exists(sessionId: string): Promise<void> {
+    if (this.live.has(sessionId) || this.ctx.sessions.get(sessionId)) return
+    const persistence = this.opt('sessionPersistence')
+    if (!persistence) throw notFound(sessionId)
+    try {
+      await persistence.readFrom(sessionId, Number.MAX_SAFE_INTEGER)
+    } catch {
+      throw notFound(sessionId)
+    }
+  }
+
+  private async resolveModel(spec: string | undefined, effort?: P.ReasoningEffort): Promise<ModelSelection> {
+    const fallback = this.opt('agentDefaultModel')?.get()
+    const withEffort = (m: ModelSelection): ModelSelection => (effort !== undefined ? { ...m, reasoningEffort: effort } : m)
+    if (spec === undefined) {
+      if (!fallback) throw new ApiError('INVALID_PARAMS', 'no default model is configured; pass model "provider/model"', { field: 'model' })
+      return withEffort(fallback)
+    }
+    const llm = this.opt('llm')
+    const providers = llm?.listProviders() ?? []
+    const slash = spec.indexOf('/')
+    let provider = fallback?.provider
+    let model = spec
+    if (slash > 0 && providers.includes(spec.slice(0, slash))) {
+      provider = spec.slice(0, slash)
+      model = spec.slice(slash + 1)
+    }
+    if (!llm || !provider || !providers.includes(provider)) {
+      throw new ApiError('MODEL_NOT_FOUND', `model: ${JSON.stringify(spec)} names no registered provider; registered: ${providers.join(', ') || '(none)'}`, { field: 'model' })
+    }
+    if (!(await llm.resolveModelInfo(provider, model))) {
+      const known = (await llm.listModels(provider).catch(() => [])).map((m) => m.id)
+      throw new ApiError('MODEL_NOT_FOUND', `model: provider ${JSON.stringify(provider)} has no model ${JSON.stringify(model)}; known: ${known.join(', ') || '(none)'}`, { field: 'model' })
+    }
+    return withEffort({ ...(fallback?.provider === provider ? fallback : {}), provider, model })
+  }
+
+  // ---- streams ----
+
+  private async attach(sessionId: string, client: StreamClient, after: number): Promise<void> {
+    const live = await this.open(sessionId)
+    if (live.idleTimer) clearTimeout(live.idleTimer)
+    // Replay and subscribe in one synchronous stretch: appends are synchronous, so nothing can
+    // land between the last replayed event and the first live one.
+    for (const event of live.session.slice(after + 1)) {
+      if (!client.send(undefined, event, event.seq)) return
+    }
+    live.clients.add(client)
+    client.onClose = () => {
+      live.clients.delete(client)
+      this.scheduleIdle(live)
+    }
+    client.send('status', { sessionId: live.id, status: this.statusOf(live), queued: live.queue.length })
+    for (const request of live.approvals.values()) client.send('approval', approvalFrame(request))
+    for (const request of live.questions.values()) client.send('question', questionFrame(request))
+  }
+
+  // ---- approvals and questions ----
+
+  private ask<T>(table: Map<string, Pending<T>>, sessionId: string, requestId: string, signal: AbortSignal, publish: (live: Live) => void, settled: (live: Live, outcome: string) => void): Promise<T> {
+    return new Promise<T>((resolvePromise, rejectPromise) => {
+      const live = this.live.get(sessionId)
+      if (!live || this.stopping) return rejectPromise(new Error('the web session is not open'))
+      const finish = (outcome: string) => {
+        table.delete(requestId)
+        signal.removeEventListener('abort', onAbort)
+        settled(live, outcome)
+        this.refreshStatus(live)
+      }
+      const onAbort = () => {
+        finish('cancelled')
+        rejectPromise(new Error('the request was settled elsewhere'))
+      }
+      signal.addEventListener('abort', onAbort, { once: true })
+      table.set(requestId, {
+        sessionId,
+        resolve: (value) => {
+          finish((value as { decision?: string }).decision ?? 'answered')
+          resolvePromise(value)
+        },
+        reject: (error) => {
+          finish('unavailable')
+          rejectPromise(error)
+        },
+      })
+      publish(live)
+      this.refreshStatus(live)
+    })
+  }
+}
+
+const notFound = (sessionId: string) => new ApiError('SESSION_NOT_FOUND', `no session ${JSON.stringify(sessionId)}`, { field: 'sessionId' })
+
+const toWireModel = (model: ModelSelection): WireModel => ({
+  provider: model.provider,
+  model: model.model,
+  ...(model.reasoningEffort !== undefined ? { reasoningEffort: model.reasoningEffort } : {}),
+})
+
+function approvalFrame(request: ApprovalRequest) {
+  return {
+    requestId: String(request.id),
+    sessionId: request.sessionId!,
+    request: {
+      kind: request.kind, title: request.title,
+      ...(request.detail !== undefined ? { detail: request.detail } : {}),
+      action: request.action, options: [...request.options], time: request.time,
+    },
+  }
+}
+
+function questionFrame(request: QuestionsRequest) {
+  return { requestId: String(request.id), sessionId: request.sessionId!, questions: request.questions.map((q) => ({ ...q })), time: request.time }
+}

@@ -1,0 +1,69 @@
+// One Server-Sent Events client with a bounded buffer: when the bytes the socket has not taken
+// yet pass `maxBufferedBytes`, the client gets a `resync` event and is closed, so a slow reader
+// never makes the host hold (or the agent wait for) an unbounded backlog.
+import type { IncomingMessage, ServerResponse } from 'node:http'
+
+export interface SseOptions {
+  maxBufferedBytes: number
+  heartbeatMs: number
+  onClose?: () => void
+}
+
+export class SseClient {
+  closed = false
+  private heartbeat: NodeJS.Timeout | undefined
+
+  constructor(readonly req: IncomingMessage, readonly res: ServerResponse, private readonly options: SseOptions) {
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    })
+    res.flushHeaders?.()
+    const close = () => this.close()
+    req.on('close', close)
+    res.on('close', close)
+    res.on('error', close)
+    if (options.heartbeatMs > 0) {
+      this.heartbeat = setInterval(() => this.write(': ping\n\n'), options.heartbeatMs)
+      this.heartbeat.unref?.()
+    }
+  }
+
+  /** Sends one event; `id` is set only for log events. Returns false when the client is gone. */
+  send(event: string | undefined, data: unknown, id?: number): boolean {
+    let frame = ''
+    if (id !== undefined) frame += `id: ${id}\n`
+    if (event !== undefined && event !== 'message') frame += `event: ${event}\n`
+    frame += `data: ${JSON.stringify(data)}\n\n`
+    return this.write(frame)
+  }
+
+  private write(frame: string): boolean {
+    if (this.closed) return false
+    if (this.res.writableLength > this.options.maxBufferedBytes) {
+      this.resync('the client fell behind its stream buffer')
+      return false
+    }
+    this.res.write(frame)
+    return true
+  }
+
+  /** Tells the client to refetch and closes the stream. */
+  resync(reason: string): void {
+    if (this.closed) return
+    this.res.write(`event: resync\ndata: ${JSON.stringify({ reason })}\n\n`)
+    this.close()
+  }
+
+  close(): void {
+    if (this.closed) return
+    this.closed = true
+    if (this.heartbeat) clearInterval(this.heartbeat)
+    this.res.end()
+    // A client that stopped reading would keep the socket (and its buffer) forever.
+    if (this.res.writableLength > 0) setTimeout(() => this.res.destroy(), 1000).unref?.()
+    this.options.onClose?.()
+  }
+}

@@ -1,0 +1,300 @@
+// The gateway and session host in a real tree (agent loop, DeepSeek adapter against
+// @dsh/llm-mock-server, approval service, JSONL persistence in a temp dir), spoken to over real
+// HTTP on 127.0.0.1 with real SSE streams.
+import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { AddressInfo } from 'node:net'
+import type { Context } from 'cordis'
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { createHarness, type Harness } from '@dsh/agent-loop-testkit'
+import { startMockServer, type MockServer, type MockStep } from '@dsh/llm-mock-server'
+import * as DeepSeek from '@dsh/llm-deepseek'
+import ApprovalService from '@dsh/user-approval'
+import DurableSessions from '@dsh/session-persistence'
+import JsonlPersistence from '@dsh/session-persistence-jsonl'
+import ApiGateway from '../src/index.ts'
+
+vi.setConfig({ testTimeout: 30_000 })
+
+const ENV = 'DSH_TEST_API_GATEWAY_KEY'
+const MODEL = 'deepseek-official/deepseek-v4-flash'
+
+const guardedTool = {
+  name: 'guarded-tool',
+  inject: ['tools', 'approval'],
+  apply(ctx: Context) {
+    const c = ctx as unknown as { tools: { register(def: unknown): () => void }; approval: { request(i: unknown, o: unknown): Promise<{ decision: string }> } }
+    c.tools.register({
+      name: 'guarded',
+      description: 'Does something that needs approval.',
+      parameters: { type: 'object', properties: { what: { type: 'string' } }, required: ['what'] },
+      async execute(args: { what: string }, call: { sessionId?: string; signal: AbortSignal }) {
+        const outcome = await c.approval.request({ sessionId: call.sessionId, kind: 'tool', title: `guarded: ${args.what}`, action: { what: args.what }, options: ['allowed-once', 'rejected'] }, { signal: call.signal })
+        return { content: `decision: ${outcome.decision}` }
+      },
+    })
+  },
+}
+
+interface Host { harness: Harness; server: Server; url: string; close(): Promise<void> }
+const cleanup: Array<() => Promise<void> | void> = []
+afterEach(async () => {
+  while (cleanup.length) await cleanup.pop()!()
+})
+
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'dsh-api-gateway-'))
+  cleanup.push(() => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+async function mockModel(steps: MockStep[]): Promise<MockServer> {
+  const mock = await startMockServer({ steps })
+  process.env[ENV] = 'sk-test'
+  cleanup.push(() => mock.close())
+  return mock
+}
+
+async function boot(mock: MockServer, home: string, gateway: Record<string, unknown> = {}): Promise<Host> {
+  const harness = await createHarness({
+    plugins: [
+      [DeepSeek, { baseURL: mock.baseURL, apiKeyEnv: ENV }],
+      [JsonlPersistence, { root: join(home, 'sessions'), fsync: false, batchWindowMs: 1 }],
+      [DurableSessions, { origin: 'web' }],
+      [ApprovalService, {}],
+      [guardedTool],
+      [ApiGateway, { metaFile: join(home, 'web', 'sessions.json'), heartbeatMs: 0, ...gateway }],
+    ] as never,
+  })
+  const ctx = harness.ctx as Context & { api: ApiGateway }
+  const server = createServer((req, res) => void ctx.api.handleHttp(req, res))
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  let closed = false
+  const close = async () => {
+    if (closed) return
+    closed = true
+    server.closeAllConnections()
+    await new Promise((resolve) => server.close(resolve))
+    await harness.dispose()
+  }
+  cleanup.push(close)
+  return { harness, server, url, close }
+}
+
+async function post(host: Host, method: string, params: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${host.url}/api/${method}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof params === 'string' ? params : JSON.stringify(params),
+  })
+  return { status: res.status, body: await res.json() }
+}
+
+async function call(host: Host, method: string, params: unknown): Promise<any> {
+  const { status, body } = await post(host, method, params)
+  if (status !== 200) throw new Error(`${method}: ${status} ${JSON.stringify(body)}`)
+  return body.result
+}
+
+interface Frame { id?: number; event: string; data: any }
+
+/** A real SSE reader over node:http: parses frames as they arrive. */
+class SseReader {
+  frames: Frame[] = []
+  res?: IncomingMessage
+  status = 0
+  private waiters: Array<() => void> = []
+  private buffer = ''
+  private readonly req
+
+  constructor(url: string, headers: Record<string, string> = {}) {
+    this.req = httpRequest(url, { headers: { accept: 'text/event-stream', ...headers } }, (res) => {
+      this.res = res
+      this.status = res.statusCode ?? 0
+      res.setEncoding('utf8')
+      res.on('data', (text: string) => this.feed(text))
+      res.on('end', () => this.notify())
+    })
+    this.req.on('error', () => this.notify())
+    this.req.end()
+    cleanup.push(() => this.close())
+  }
+
+  private feed(text: string): void {
+    this.buffer += text
+    let end: number
+    while ((end = this.buffer.indexOf('\n\n')) >= 0) {
+      const block = this.buffer.slice(0, end)
+      this.buffer = this.buffer.slice(end + 2)
+      const frame: Frame = { event: 'message', data: undefined }
+      let data = ''
+      for (const line of block.split('\n')) {
+        if (line.startsWith(':')) continue
+        const [field, ...rest] = line.split(': ')
+        const value = rest.join(': ')
+        if (field === 'id') frame.id = Number(value)
+        else if (field === 'event') frame.event = value
+        else if (field === 'data') data += value
+      }
+      if (data === '') continue
+      frame.data = JSON.parse(data)
+      this.frames.push(frame)
+    }
+    this.notify()
+  }
+
+  private notify(): void {
+    for (const waiter of this.waiters.splice(0)) waiter()
+  }
+
+  get events(): Frame[] {
+    return this.frames.filter((f) => f.id !== undefined)
+  }
+
+  async until(test: (frames: Frame[]) => boolean): Promise<void> {
+    while (!test(this.frames)) await new Promise<void>((resolve) => this.waiters.push(resolve))
+  }
+
+  close(): void {
+    this.req.destroy()
+    this.res?.destroy()
+  }
+}
+
+const turnEnds = (frames: Frame[]) => frames.filter((f) => f.data?.type === 'turn/end').length
+const seqs = (frames: Frame[]) => frames.filter((f) => f.id !== undefined).map((f) => f.id!)
+
+describe('api-gateway over real HTTP', () => {
+  it('answers bad input with a JSON error naming the problem', async () => {
+    const host = await boot(await mockModel([]), tempDir())
+    expect(await post(host, 'sessions.nope', {})).toMatchObject({ status: 404, body: { error: { code: 'UNKNOWN_METHOD', message: expect.stringContaining('sessions.nope') } } })
+    const missing = await post(host, 'sessions.prompt', { sessionId: 'x' })
+    expect(missing).toMatchObject({ status: 400, body: { error: { code: 'INVALID_PARAMS', field: 'text' } } })
+    expect(missing.body.error.message).toContain('sessions.prompt: text')
+    expect(await post(host, 'sessions.history', { sessionId: 'x', limit: -2 })).toMatchObject({ status: 400, body: { error: { code: 'INVALID_PARAMS', field: 'limit' } } })
+    expect(await post(host, 'sessions.prompt', '{"sessionId": ')).toMatchObject({ status: 400, body: { error: { code: 'INVALID_JSON' } } })
+    expect(await post(host, 'sessions.list', 'x'.repeat(2 * 1024 * 1024))).toMatchObject({ status: 413, body: { error: { code: 'PAYLOAD_TOO_LARGE' } } })
+    const unknown = '3f1c0c1e-0000-4000-8000-000000000000'
+    expect(await post(host, 'sessions.prompt', { sessionId: unknown, text: 'hi' })).toMatchObject({ status: 404, body: { error: { code: 'SESSION_NOT_FOUND', message: expect.stringContaining(unknown) } } })
+    expect(await post(host, 'sessions.history', { sessionId: unknown })).toMatchObject({ status: 404, body: { error: { code: 'SESSION_NOT_FOUND' } } })
+    const stream = await fetch(`${host.url}/api/events/session/${unknown}`)
+    expect(stream.status).toBe(404)
+    expect(await stream.json()).toMatchObject({ error: { code: 'SESSION_NOT_FOUND' } })
+    expect(await post(host, 'sessions.create', { cwd: join(tempDir(), 'missing'), model: MODEL })).toMatchObject({ status: 400, body: { error: { code: 'NOT_A_DIRECTORY', field: 'cwd' } } })
+    expect(await post(host, 'sessions.create', { cwd: tempDir(), model: 'deepseek-official/none' })).toMatchObject({ status: 400, body: { error: { code: 'MODEL_NOT_FOUND', field: 'model' } } })
+
+    const cwd = tempDir()
+    const { session } = await call(host, 'sessions.create', { cwd, model: MODEL })
+    await call(host, 'sessions.archive', { sessionId: session.sessionId })
+    expect(await post(host, 'sessions.prompt', { sessionId: session.sessionId, text: 'hi' })).toMatchObject({ status: 409, body: { error: { code: 'SESSION_ARCHIVED', field: 'sessionId' } } })
+    expect((await call(host, 'sessions.list', { cwd })).sessions).toEqual([])
+    expect((await call(host, 'sessions.list', { cwd, includeArchived: true })).sessions).toMatchObject([{ sessionId: session.sessionId, archived: true }])
+  })
+
+  it('a stream dropped mid-turn resumes from Last-Event-ID with no gap or duplicate; the approval is answered over the wire', async () => {
+    const mock = await mockModel([{ toolCalls: [{ name: 'guarded', arguments: { what: 'deploy' } }] }, { text: 'deployed' }])
+    const host = await boot(mock, tempDir())
+    const { session } = await call(host, 'sessions.create', { cwd: tempDir(), model: MODEL, title: 'deploy things' })
+    const id = session.sessionId
+    const first = new SseReader(`${host.url}/api/events/session/${id}`)
+    await first.until((f) => f.some((x) => x.event === 'status'))
+    expect(await call(host, 'sessions.prompt', { sessionId: id, text: 'please deploy' })).toEqual({ disposition: 'started', queued: 0 })
+    await first.until((f) => f.some((x) => x.event === 'approval'))
+    const approval = first.frames.find((x) => x.event === 'approval')!.data
+    expect(approval.request).toMatchObject({ title: 'guarded: deploy', options: ['allowed-once', 'rejected'] })
+    first.close()
+    const lastId = seqs(first.frames).at(-1)!
+
+    const second = new SseReader(`${host.url}/api/events/session/${id}`, { 'last-event-id': String(lastId) })
+    // The pending approval is re-sent to the new connection.
+    await second.until((f) => f.some((x) => x.event === 'approval'))
+    expect(second.frames.find((x) => x.event === 'status')!.data.status).toBe('waiting')
+    expect(await call(host, 'approvals.respond', { requestId: approval.requestId, decision: 'allowed-once' })).toEqual({})
+    expect(await post(host, 'approvals.respond', { requestId: approval.requestId, decision: 'allowed-once' })).toMatchObject({ status: 404, body: { error: { code: 'REQUEST_NOT_FOUND' } } })
+    await second.until((f) => turnEnds(f) === 1)
+
+    const all = [...seqs(first.frames), ...seqs(second.frames)]
+    expect(all).toEqual(all.map((_, i) => i))
+    const history = await call(host, 'sessions.history', { sessionId: id })
+    expect(history.end).toBe(true)
+    expect(history.events.map((e: any) => e.seq)).toEqual(all)
+    expect([...first.events, ...second.events].map((f) => f.data)).toEqual(history.events)
+    const result = history.events.find((e: any) => e.type === 'tool/result')
+    expect(JSON.stringify(result.data)).toContain('decision: allowed-once')
+    expect(second.frames.find((x) => x.event === 'approval/resolved')!.data).toEqual({ requestId: approval.requestId, decision: 'allowed-once' })
+  })
+
+  it('50 concurrent stream clients of one session receive identical streams', async () => {
+    const host = await boot(await mockModel([{ text: 'a fairly long answer streamed as several deltas', chunkDelayMs: 1 }]), tempDir())
+    const { session } = await call(host, 'sessions.create', { cwd: tempDir(), model: MODEL })
+    const readers = Array.from({ length: 50 }, () => new SseReader(`${host.url}/api/events/session/${session.sessionId}`))
+    await Promise.all(readers.map((r) => r.until((f) => f.some((x) => x.event === 'status'))))
+    await call(host, 'sessions.prompt', { sessionId: session.sessionId, text: 'go' })
+    await Promise.all(readers.map((r) => r.until((f) => turnEnds(f) === 1)))
+    const history = (await call(host, 'sessions.history', { sessionId: session.sessionId })).events
+    expect(history.filter((e: any) => e.type === 'assistant/chunk').length).toBeGreaterThan(1)
+    for (const reader of readers) expect(reader.events.map((f) => f.data)).toEqual(history)
+  })
+
+  it('a second prompt while a turn runs is queued and runs after it', async () => {
+    const host = await boot(await mockModel([{ text: 'first answer', delayMs: 150 }, { text: 'second answer' }]), tempDir())
+    const { session } = await call(host, 'sessions.create', { cwd: tempDir(), model: MODEL })
+    const reader = new SseReader(`${host.url}/api/events/session/${session.sessionId}`)
+    expect((await call(host, 'sessions.prompt', { sessionId: session.sessionId, text: 'one' })).disposition).toBe('started')
+    expect(await call(host, 'sessions.prompt', { sessionId: session.sessionId, text: 'two' })).toEqual({ disposition: 'queued', queued: 1 })
+    await reader.until((f) => turnEnds(f) === 2)
+    const users = reader.events.filter((f) => f.data.type === 'user/message').map((f) => f.data.data.content[0].text)
+    expect(users).toEqual(['one', 'two'])
+    await reader.until((f) => f.some((x) => x.event === 'status' && x.data.status === 'idle' && x.data.queued === 0))
+  })
+
+  it('after a restart on the same home the session lists and reads the same history', async () => {
+    const home = tempDir()
+    const mock = await mockModel([{ text: 'remembered answer' }, { text: 'after restart' }])
+    const host = await boot(mock, home)
+    const cwd = tempDir()
+    const { session } = await call(host, 'sessions.create', { cwd, model: MODEL })
+    const id = session.sessionId
+    const reader = new SseReader(`${host.url}/api/events/session/${id}`)
+    await call(host, 'sessions.prompt', { sessionId: id, text: 'remember this' })
+    await reader.until((f) => turnEnds(f) === 1)
+    await call(host, 'sessions.rename', { sessionId: id, title: 'Memory test' })
+    const before = (await call(host, 'sessions.history', { sessionId: id })).events
+    await host.close()
+
+    const again = await boot(mock, home)
+    const listed = await call(again, 'sessions.list', { query: 'memory' })
+    expect(listed).toMatchObject({ total: 1, sessions: [{ sessionId: id, title: 'Memory test', status: 'stored', cwd }] })
+    expect((await call(again, 'sessions.history', { sessionId: id })).events).toEqual(before)
+    // Paged by seq.
+    const page = await call(again, 'sessions.history', { sessionId: id, fromSeq: 2, limit: 3 })
+    expect(page.events.map((e: any) => e.seq)).toEqual([2, 3, 4])
+    expect(page.nextSeq).toBe(5)
+    // Prompting resumes it (agent created on first use) and continues the same log.
+    const resumed = new SseReader(`${again.url}/api/events/session/${id}?after=${before.length - 1}`)
+    await call(again, 'sessions.prompt', { sessionId: id, text: 'still there?' })
+    await resumed.until((f) => turnEnds(f) === 1)
+    expect(resumed.events[0].id).toBe(before.length)
+  })
+
+  it('a client that stops reading gets resync and is closed; appends never wait for it', async () => {
+    const host = await boot(await mockModel([]), tempDir(), { clientBufferBytes: 64 * 1024 })
+    const { session } = await call(host, 'sessions.create', { cwd: tempDir(), model: MODEL })
+    const reader = new SseReader(`${host.url}/api/events/session/${session.sessionId}`)
+    await reader.until((f) => f.some((x) => x.event === 'status'))
+    reader.res!.pause()
+    const live = host.harness.ctx.sessions.get(session.sessionId)!
+    const title = 'x'.repeat(4096)
+    for (let i = 0; i < 2000; i++) live.append('session/title', { title, source: 'test' })
+    expect(live.length).toBeGreaterThanOrEqual(2000)
+    reader.res!.resume()
+    await reader.until((f) => f.some((x) => x.event === 'resync'))
+    expect(reader.frames.at(-1)!.event).toBe('resync')
+    const got = seqs(reader.frames)
+    expect(got.length).toBeLessThan(live.length)
+    expect(got).toEqual(got.map((_, i) => i))
+  })
+})
