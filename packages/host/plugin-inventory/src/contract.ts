@@ -1,7 +1,7 @@
-// Browser-safe contract of the inventory's one method (no node imports). The entry has the
-// shape `defineMethod(name, {params, result})` of @dsh/web-protocol produces, spelled out here so
-// this package does not wait for that one; a client can import it from `@dsh/plugin-inventory/contract`.
+// Browser-safe contract of the inventory's one method (no node imports); a client imports it
+// from `@dsh/plugin-inventory/contract`.
 import Schema from 'schemastery'
+import { defineMethod } from '@dsh/web-protocol'
 
 export type PluginState = 'pending' | 'loading' | 'active' | 'failed' | 'disposed' | 'unloading' | 'disabled' | 'not-loaded'
 
@@ -31,8 +31,8 @@ export const PluginRowSchema: Schema<PluginRow> = Schema.object({
   parent: Schema.string(),
 }) as Schema<PluginRow>
 
-export const pluginsList = {
-  name: 'plugins.list',
-  params: Schema.object({}),
-  result: Schema.object({ plugins: Schema.array(PluginRowSchema).required() }),
-} as const
+export const pluginsList = defineMethod('plugins.list', {
+  params: Schema.object({}) as Schema<Record<string, never>>,
+  result: Schema.object({ plugins: Schema.array(PluginRowSchema).required() }) as Schema<{ plugins: PluginRow[] }>,
+  description: 'The rows of the plugin tree: id, module, package, enabled, state, error.',
+})

@@ -32,7 +32,7 @@ export interface LoaderLike {
 
 /** The part of `ctx.api` (@dsh/api-gateway) this package calls; typed here, not imported, so the gateway stays optional. */
 interface ApiLike {
-  register(contract: typeof pluginsList, handler: (params: Record<string, never>) => Promise<{ plugins: PluginRow[] }> | { plugins: PluginRow[] }): () => void
+  register(contract: typeof pluginsList, handler: (params: Record<string, never>) => { plugins: PluginRow[] }): () => void
 }
 
 const STATES: Record<number, PluginState> = { 0: 'pending', 1: 'loading', 2: 'active', 3: 'failed', 4: 'disposed', 5: 'unloading' }

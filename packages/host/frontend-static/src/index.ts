@@ -1,0 +1,168 @@
+// @dsh/frontend-static: the web host's static half. It owns the webserver's fallback seat and
+// serves the built browser client (hashed assets cached forever, index.html revalidated, bodies
+// compressed, SPA routes answered with index.html), and serves each enabled plugin's browser
+// half at `/plugins/<package-name>/<file>`.
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { existsSync, realpathSync, statSync } from 'node:fs'
+import { readFile, stat } from 'node:fs/promises'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { Context, Service } from 'cordis'
+import Schema from 'schemastery'
+import { sendError, type RequestInfo } from '@dsh/webserver'
+import type { LoaderLike } from '@dsh/plugin-inventory'
+import { CompressionCache, isHashedName, resolveUnder, sendFile } from './files.ts'
+import { clientPlugins, splitPluginPath, type ClientPlugin } from './clients.ts'
+
+export { CompressionCache, contentTypeOf, isHashedName, pickEncoding, resolveUnder, MIN_COMPRESS_BYTES } from './files.ts'
+export { clientOfPackage, clientPlugins, splitPluginPath, type ClientPlugin } from './clients.ts'
+
+declare module 'cordis' {
+  interface Context {
+    frontendStatic: FrontendStatic
+  }
+}
+
+/** The placeholder page shipped in this package, served until a client is built. */
+export const PLACEHOLDER_DIST = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'placeholder')
+
+export const IMMUTABLE = 'public, max-age=31536000, immutable'
+export const REVALIDATE = 'no-cache'
+
+export interface FrontendStaticConfig {
+  /** The built client directory (holds index.html). Default: this package's placeholder page. */
+  dist?: string
+  /** Serve enabled plugins' `./client` exports under `/plugins/`. */
+  plugins?: boolean
+  /** gzip/brotli by Accept-Encoding. */
+  compress?: boolean
+  /** Byte budget of the compressed-body cache. */
+  cacheBytes?: number
+}
+
+/** The index taps the webserver may offer (an addition to the contract; used when present). */
+interface IndexTaps {
+  applyIndexTaps?(html: string): string | Promise<string>
+}
+
+export class FrontendStatic extends Service {
+  static inject = ['webServer']
+  static Config: Schema<FrontendStaticConfig> = Schema.object({
+    dist: Schema.string().description('Directory of the built browser client (holds index.html). Default: the placeholder page of @dsh/frontend-static.'),
+    plugins: Schema.boolean().default(true).description('Serve each enabled plugin\'s ./client export at /plugins/<package-name>/.'),
+    compress: Schema.boolean().default(true).description('Compress text bodies with brotli or gzip by Accept-Encoding.'),
+    cacheBytes: Schema.natural().default(32 * 1024 * 1024).description('Byte budget of the compressed-body cache.'),
+  })
+
+  /** The real path of the served directory. */
+  readonly root: string
+  readonly cache: CompressionCache
+  private readonly index: { mtimeMs: number; size: number; html?: string } = { mtimeMs: -1, size: -1 }
+  private readonly clientCache = new Map<string, ClientPlugin | undefined>()
+
+  constructor(ctx: Context, readonly config: FrontendStaticConfig) {
+    super(ctx, 'frontendStatic')
+    const dist = resolve(config.dist ?? PLACEHOLDER_DIST)
+    if (!existsSync(dist) || !statSync(dist).isDirectory()) throw new Error(`frontend-static: the client directory ${dist} does not exist or is not a directory`)
+    if (!existsSync(join(dist, 'index.html'))) throw new Error(`frontend-static: ${dist} has no index.html (is the client built?)`)
+    this.root = realpathSync(dist)
+    this.cache = new CompressionCache(config.cacheBytes)
+    ctx.webServer.registerFallback((req, res, info) => this.handleApp(req, res, info))
+    if (config.plugins !== false) {
+      ctx.webServer.register({ path: '/plugins', match: 'prefix', handle: (req, res, info) => this.handlePlugin(req, res, info) })
+    }
+  }
+
+  /** The enabled plugins that ship a browser half, in Loader order. */
+  clientPlugins(): ClientPlugin[] {
+    return clientPlugins(this.loaderView())
+  }
+
+  private loaderView(): LoaderLike | undefined {
+    return this.ctx.get('loader') as LoaderLike | undefined
+  }
+
+  private async readIndex(): Promise<string> {
+    const file = join(this.root, 'index.html')
+    const info = await stat(file)
+    if (this.index.html === undefined || info.mtimeMs !== this.index.mtimeMs || info.size !== this.index.size) {
+      this.index.html = await readFile(file, 'utf8')
+      this.index.mtimeMs = info.mtimeMs
+      this.index.size = info.size
+    }
+    return this.index.html
+  }
+
+  private async sendIndex(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    let html = await this.readIndex()
+    const taps = this.ctx.webServer as unknown as IndexTaps
+    if (typeof taps.applyIndexTaps === 'function') html = await taps.applyIndexTaps(html)
+    const body = Buffer.from(html, 'utf8')
+    await sendFile(req, res, { path: join(this.root, 'index.html'), size: body.length, mtimeMs: 0 }, {
+      cacheControl: REVALIDATE, body, cache: this.cache, compress: this.config.compress !== false,
+    })
+  }
+
+  /** The fallback: files of the client directory, index.html for every other GET. */
+  async handleApp(req: IncomingMessage, res: ServerResponse, info: RequestInfo): Promise<void> {
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.setHeader('allow', 'GET, HEAD')
+      sendError(res, 405, 'METHOD_NOT_ALLOWED', `${req.method} ${info.url.pathname}: no such method; static files answer GET and HEAD`)
+      return
+    }
+    const found = await resolveUnder(this.root, info.url.pathname)
+    if (found.kind === 'outside') {
+      sendError(res, 403, 'FORBIDDEN_PATH', 'the path leads outside the client directory')
+      return
+    }
+    if (found.kind === 'missing' || found.path === join(this.root, 'index.html')) {
+      await this.sendIndex(req, res)
+      return
+    }
+    await sendFile(req, res, found, {
+      cacheControl: isHashedName(found.path) ? IMMUTABLE : REVALIDATE, cache: this.cache, compress: this.config.compress !== false,
+    })
+  }
+
+  /** `/plugins/<package-name>/<file>`: a file of an enabled plugin's browser half. */
+  async handlePlugin(req: IncomingMessage, res: ServerResponse, info: RequestInfo): Promise<void> {
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.setHeader('allow', 'GET, HEAD')
+      sendError(res, 405, 'METHOD_NOT_ALLOWED', `${req.method} ${info.url.pathname}: plugin files answer GET and HEAD`)
+      return
+    }
+    const parts = splitPluginPath(info.url.pathname)
+    if (!parts) {
+      sendError(res, 404, 'NOT_FOUND', 'expected /plugins/<package-name>/<file>')
+      return
+    }
+    const client = this.findClient(parts.package)
+    if (!client) {
+      sendError(res, 404, 'PLUGIN_NOT_FOUND', `no enabled plugin ${JSON.stringify(parts.package)} ships a browser half`)
+      return
+    }
+    const found = await resolveUnder(client.dir, parts.file)
+    if (found.kind === 'outside') {
+      sendError(res, 403, 'FORBIDDEN_PATH', 'the path leads outside the plugin\'s client directory')
+      return
+    }
+    if (found.kind === 'missing') {
+      sendError(res, 404, 'NOT_FOUND', `${parts.package} has no client file ${parts.file}`)
+      return
+    }
+    await sendFile(req, res, found, {
+      cacheControl: isHashedName(found.path) ? IMMUTABLE : REVALIDATE, cache: this.cache, compress: this.config.compress !== false,
+    })
+  }
+
+  /** The browser half of `pkg` if a row of it is enabled and active now (enablement is read per request). */
+  private findClient(pkg: string): ClientPlugin | undefined {
+    for (const client of clientPlugins(this.loaderView(), this.clientCache)) {
+      if (client.package === pkg) return client
+    }
+    return undefined
+  }
+}
+
+export const name = 'frontend-static'
+export default FrontendStatic

@@ -1,0 +1,227 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { Context } from 'cordis'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { request } from 'node:http'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { brotliDecompressSync, gunzipSync } from 'node:zlib'
+import WebServer from '@dsh/webserver'
+import FrontendStatic, { IMMUTABLE, isHashedName, pickEncoding, PLACEHOLDER_DIST, REVALIDATE } from '../src/index.ts'
+import { bootLoader, writePackage } from './loader.ts'
+
+interface Reply { status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }
+
+/** A raw request: the path is sent exactly as given (no client-side normalization). */
+function get(port: number, path: string, headers: Record<string, string> = {}, method = 'GET'): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path, method, headers }, (res) => {
+      const chunks: Buffer[] = []
+      res.on('data', (c: Buffer) => chunks.push(c))
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }))
+    })
+    req.on('error', reject)
+    req.end()
+  })
+}
+
+let root: string
+let dist: string
+let ctx: Context
+let app: { dispose(): unknown } | undefined
+
+const BIG_JS = 'export const words = [' + Array.from({ length: 400 }, (_, i) => JSON.stringify(`word-${i}`)).join(', ') + ']\n'
+const INDEX = '<!doctype html><title>app</title><div id="root"></div>' + '<!-- padding -->'.repeat(100)
+
+beforeEach(() => {
+  root = mkdtempSync(join(tmpdir(), 'dsh-frontend-static-'))
+  dist = join(root, 'dist')
+  mkdirSync(join(dist, 'assets'), { recursive: true })
+  writeFileSync(join(dist, 'index.html'), INDEX)
+  writeFileSync(join(dist, 'assets', 'index-B7x9k2Qa.js'), BIG_JS)
+  writeFileSync(join(dist, 'assets', 'tiny-C3d4e5f6.css'), 'body{margin:0}')
+  writeFileSync(join(dist, 'favicon.ico'), Buffer.from([0, 0, 1, 0]))
+  writeFileSync(join(dist, 'data.bin'), 'x')
+  writeFileSync(join(root, 'secret.txt'), 'outside the dist dir')
+})
+
+afterEach(async () => {
+  await app?.dispose()
+  app = undefined
+  rmSync(root, { recursive: true, force: true })
+})
+
+async function start(config: Record<string, unknown> = {}, before?: (c: Context) => Promise<void>): Promise<{ port: number; fs: FrontendStatic }> {
+  const fiber = new Context().plugin({ name: 'test-host', apply() {} })
+  await fiber
+  app = fiber
+  ctx = fiber.ctx
+  if (before) await before(ctx)
+  await ctx.plugin(WebServer, { port: 0 } as never)
+  await ctx.plugin(FrontendStatic, { dist, ...config } as never)
+  const web = ctx.get('webServer') as WebServer
+  return { port: web.port, fs: ctx.get('frontendStatic') as FrontendStatic }
+}
+
+describe('the client directory', () => {
+  it('hashed assets are immutable for a year; index.html and unhashed files revalidate (ETag, 304)', async () => {
+    const { port } = await start()
+    const asset = await get(port, '/assets/tiny-C3d4e5f6.css')
+    expect(asset.status).toBe(200)
+    expect(asset.headers['cache-control']).toBe(IMMUTABLE)
+    expect(asset.headers['content-type']).toBe('text/css; charset=utf-8')
+    expect(asset.body.toString()).toBe('body{margin:0}')
+
+    const index = await get(port, '/')
+    expect(index.status).toBe(200)
+    expect(index.headers['cache-control']).toBe(REVALIDATE)
+    expect(index.headers['content-type']).toBe('text/html; charset=utf-8')
+    expect(index.body.toString()).toBe(INDEX)
+    expect((await get(port, '/index.html')).body.toString()).toBe(INDEX)
+
+    const icon = await get(port, '/favicon.ico')
+    expect(icon.headers['cache-control']).toBe(REVALIDATE)
+    const etag = String(icon.headers.etag)
+    expect(etag).toMatch(/^W\//)
+    const again = await get(port, '/favicon.ico', { 'if-none-match': etag })
+    expect(again.status).toBe(304)
+    expect(again.body.length).toBe(0)
+    // Unknown extensions ship as bytes.
+    expect((await get(port, '/data.bin')).headers['content-type']).toBe('application/octet-stream')
+  })
+
+  it('compresses text by Accept-Encoding (br over gzip), caches the compressed bytes, leaves small bodies alone', async () => {
+    const { port, fs } = await start()
+    const br = await get(port, '/assets/index-B7x9k2Qa.js', { 'accept-encoding': 'gzip, deflate, br' })
+    expect(br.headers['content-encoding']).toBe('br')
+    expect(br.headers.vary).toBe('accept-encoding')
+    expect(brotliDecompressSync(br.body).toString()).toBe(BIG_JS)
+    expect(br.body.length).toBeLessThan(BIG_JS.length)
+
+    const gz = await get(port, '/assets/index-B7x9k2Qa.js', { 'accept-encoding': 'gzip, br;q=0' })
+    expect(gz.headers['content-encoding']).toBe('gzip')
+    expect(gunzipSync(gz.body).toString()).toBe(BIG_JS)
+
+    const plain = await get(port, '/assets/index-B7x9k2Qa.js')
+    expect(plain.headers['content-encoding']).toBeUndefined()
+    expect(plain.body.toString()).toBe(BIG_JS)
+
+    const misses = fs.cache.misses
+    await get(port, '/assets/index-B7x9k2Qa.js', { 'accept-encoding': 'br' })
+    expect(fs.cache.misses).toBe(misses)
+    expect(fs.cache.hits).toBeGreaterThan(0)
+
+    const small = await get(port, '/assets/tiny-C3d4e5f6.css', { 'accept-encoding': 'br' })
+    expect(small.headers['content-encoding']).toBeUndefined()
+
+    const index = await get(port, '/some/route', { 'accept-encoding': 'gzip' })
+    expect(index.headers['content-encoding']).toBe('gzip')
+    expect(gunzipSync(index.body).toString()).toBe(INDEX)
+  })
+
+  it('answers unknown paths with index.html (SPA routes), HEAD without a body, other methods 405 JSON', async () => {
+    const { port } = await start()
+    const route = await get(port, '/sessions/abc?tab=diff')
+    expect(route.status).toBe(200)
+    expect(route.body.toString()).toBe(INDEX)
+    const missingAsset = await get(port, '/assets/gone-Z9y8x7w6.js')
+    expect(missingAsset.status).toBe(200)
+    expect(missingAsset.headers['cache-control']).toBe(REVALIDATE)
+
+    const head = await get(port, '/assets/index-B7x9k2Qa.js', {}, 'HEAD')
+    expect(head.status).toBe(200)
+    expect(Number(head.headers['content-length'])).toBe(Buffer.byteLength(BIG_JS))
+    expect(head.body.length).toBe(0)
+
+    const post = await get(port, '/anything', { 'content-type': 'application/json' }, 'POST')
+    expect(post.status).toBe(405)
+    expect(post.headers.allow).toBe('GET, HEAD')
+    expect(JSON.parse(post.body.toString()).error.code).toBe('METHOD_NOT_ALLOWED')
+  })
+
+  it('refuses paths leading outside the directory with 403, by encoded slashes or by symlink', async () => {
+    symlinkSync(join(root, 'secret.txt'), join(dist, 'leak.txt'))
+    const { port } = await start()
+    for (const path of ['/..%2fsecret.txt', '/assets/..%2f..%2fsecret.txt', '/..%5csecret.txt', '/leak.txt', '/a%00b']) {
+      const reply = await get(port, path)
+      expect(reply.status, path).toBe(403)
+      expect(JSON.parse(reply.body.toString()).error.code, path).toBe('FORBIDDEN_PATH')
+      expect(reply.body.toString()).not.toContain('outside the dist dir')
+    }
+    // Plain dot segments are resolved by the URL parser before routing: they stay inside.
+    const dots = await get(port, '/../../secret.txt')
+    expect(dots.body.toString()).toBe(INDEX)
+  })
+
+  it('serves the shipped placeholder page when no dist is configured; a missing dist fails the row with one clear error', async () => {
+    const { port } = await start({ dist: undefined })
+    const page = await get(port, '/')
+    expect(page.status).toBe(200)
+    expect(page.body.toString()).toContain('client is not built')
+    expect(page.body.toString()).toContain('/api/events/host')
+    expect(readFileSync(join(PLACEHOLDER_DIST, 'index.html'), 'utf8')).toBe(page.body.toString())
+
+    await app?.dispose()
+    const host = new Context().plugin({ name: 'test-host-2', apply() {} })
+    await host
+    app = host
+    await host.ctx.plugin(WebServer, { port: 0 } as never)
+    const fiber = host.ctx.plugin(FrontendStatic, { dist: join(root, 'nope') } as never)
+    await expect(Promise.resolve(fiber)).rejects.toThrow(/client directory .*nope does not exist or is not a directory/)
+  })
+})
+
+describe('plugin browser halves at /plugins/<package>/<file>', () => {
+  it('serves an enabled package\'s ./client export directory; disabled, unknown or client-less packages are 404; traversal 403', async () => {
+    const ui = writePackage(root, '@fixture/ui', `export const name = 'ui'; export function apply() {}`, { exports: { '.': './index.js', './client': { browser: './client/entry.js' } } }, {
+      'client/entry.js': 'export default function activate() {}\n',
+      'client/chunk-A1b2C3d4.js': 'export const x = 1\n',
+      'secret.js': 'not in the client directory',
+    })
+    const off = writePackage(root, 'fixture-off', `export const name = 'off'; export function apply() {}`, { exports: { '.': './index.js', './client/': './web/' } }, { 'web/entry.js': '1' })
+    const plain = writePackage(root, 'fixture-plain', `export const name = 'plain'; export function apply() {}`, { exports: { '.': './index.js' } })
+    const { port, fs } = await start({}, async (c) => {
+      await bootLoader(c, [
+        { id: 'ui', name: ui },
+        { id: 'off', name: off, disabled: true },
+        { id: 'plain', name: plain },
+      ])
+    })
+    expect(fs.clientPlugins()).toEqual([
+      expect.objectContaining({ package: '@fixture/ui', entry: 'entry.js', baseUrl: '/plugins/@fixture/ui/' }),
+    ])
+    const entry = await get(port, '/plugins/@fixture/ui/entry.js')
+    expect(entry.status).toBe(200)
+    expect(entry.headers['content-type']).toBe('text/javascript; charset=utf-8')
+    expect(entry.headers['cache-control']).toBe(REVALIDATE)
+    expect(entry.body.toString()).toContain('activate')
+    const chunk = await get(port, '/plugins/%40fixture/ui/chunk-A1b2C3d4.js')
+    expect(chunk.status).toBe(200)
+    expect(chunk.headers['cache-control']).toBe(IMMUTABLE)
+
+    const codes = async (path: string) => {
+      const reply = await get(port, path)
+      return [reply.status, JSON.parse(reply.body.toString()).error.code]
+    }
+    expect(await codes('/plugins/@fixture/ui/missing.js')).toEqual([404, 'NOT_FOUND'])
+    expect(await codes('/plugins/@fixture/ui/..%2fsecret.js')).toEqual([403, 'FORBIDDEN_PATH'])
+    expect(await codes('/plugins/fixture-off/entry.js')).toEqual([404, 'PLUGIN_NOT_FOUND'])
+    expect(await codes('/plugins/fixture-plain/index.js')).toEqual([404, 'PLUGIN_NOT_FOUND'])
+    expect(await codes('/plugins/@nobody/else/x.js')).toEqual([404, 'PLUGIN_NOT_FOUND'])
+    expect(await codes('/plugins/')).toEqual([404, 'NOT_FOUND'])
+  })
+})
+
+describe('helpers', () => {
+  it('isHashedName and pickEncoding', () => {
+    expect(isHashedName('/assets/index-B7x9k2Qa.js')).toBe(true)
+    expect(isHashedName('app.3f9a1c0d.css')).toBe(true)
+    expect(isHashedName('index.html')).toBe(false)
+    expect(isHashedName('some-longname.js')).toBe(false)
+    expect(isHashedName('v-12345678.js')).toBe(false)
+    expect(pickEncoding('gzip, deflate, br')).toBe('br')
+    expect(pickEncoding('br;q=0, gzip')).toBe('gzip')
+    expect(pickEncoding('*')).toBe('br')
+    expect(pickEncoding('identity')).toBe('identity')
+    expect(pickEncoding(undefined)).toBe('identity')
+  })
+})
