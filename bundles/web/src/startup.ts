@@ -96,6 +96,8 @@ export function parseWebArgs(argv: readonly string[]): WebOptions {
     if (unknown) throw new UsageError(`unknown option ${unknown[1]}`)
     const missing = /Option '(?:-\w, )?(--[\w-]+) <value>' argument missing/.exec(message)
     if (missing) throw new UsageError(`${missing[1]} needs a value`)
+    const ambiguous = /Option '(?:-\w, )?(--[\w-]+)' argument is ambiguous/.exec(message)
+    if (ambiguous) throw new UsageError(`${ambiguous[1]}: write a value starting with '-' as ${ambiguous[1]}=VALUE`)
     throw new UsageError(message.split('\n')[0])
   }
   if (values.help) return { open: true, trustedHosts: [], help: true }

@@ -1,0 +1,105 @@
+// `dsh web` end to end: the real bin, the real base + web bundles, HTTP on loopback.
+import { spawn } from 'node:child_process'
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { request } from 'node:http'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { DSH_BIN, runDsh } from '@dsh/cli-testkit'
+
+function workspace() {
+  const root = mkdtempSync(join(tmpdir(), 'dsh-web-'))
+  const cwd = join(root, 'project')
+  mkdirSync(cwd)
+  return { home: join(root, 'home'), cwd }
+}
+
+/** Starts `dsh web ...`, resolves with the first stdout line and a way to signal it and wait. */
+function startWeb(args: string[], env: Record<string, string>, cwd: string) {
+  const child = spawn(process.execPath, [DSH_BIN, 'web', ...args], {
+    cwd,
+    env: { PATH: process.env.PATH!, HOME: env.DSH_HOME, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.setEncoding('utf8')
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d))
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('close', (code, signal) => resolve({ code, signal })),
+  )
+  const firstLine = new Promise<string>((resolve, reject) => {
+    child.stdout.on('data', (d: string) => {
+      stdout += d
+      if (stdout.includes('\n')) resolve(stdout.split('\n')[0])
+    })
+    void exited.then(() => reject(new Error(`dsh web exited before printing a URL; stderr: ${stderr}`)))
+  })
+  const timer = setTimeout(() => child.kill('SIGKILL'), 60_000)
+  void exited.then(() => clearTimeout(timer))
+  return { child, firstLine, exited, output: () => ({ stdout, stderr }) }
+}
+
+function get(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    request(url, { headers: { connection: 'close', ...headers } }, (res) => {
+      let body = ''
+      res.setEncoding('utf8').on('data', (c) => (body += c))
+      res.on('end', () => resolve({ status: res.statusCode!, body }))
+    }).on('error', reject).end()
+  })
+}
+
+describe('dsh web (real bin)', () => {
+  it('--no-open --port 0 prints the URL, answers JSON over HTTP, refuses a foreign Host, and exits 0 on SIGTERM', async () => {
+    const { home, cwd } = workspace()
+    const web = startWeb(['--no-open', '--port', '0'], { DSH_HOME: home }, cwd)
+    const url = await web.firstLine
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/)
+    const root = await get(url)
+    // Without a frontend row the answer is the webserver's 404 JSON; with one, the client page.
+    if (root.status === 404) expect(JSON.parse(root.body)).toMatchObject({ error: { code: 'NOT_FOUND' } })
+    else expect(root.status).toBe(200)
+    const foreign = await get(url, { host: 'rebind.example' })
+    expect(foreign.status).toBe(421)
+    expect(JSON.parse(foreign.body).error.code).toBe('BAD_HOST')
+    web.child.kill('SIGTERM')
+    expect(await web.exited).toEqual({ code: 0, signal: null })
+    expect(web.output()).toEqual({ stdout: `${url}\n`, stderr: '' })
+  })
+
+  it('refuses a non-loopback bind without DSH_ACCESS_SECRET, a port in use, and bad flags, each with one line', async () => {
+    const { home, cwd } = workspace()
+    const noSecret = await runDsh(['web', '--no-open', '--host', '0.0.0.0', '--port', '0'], { cwd, env: { DSH_HOME: home } })
+    expect(noSecret.code).toBe(1)
+    expect(noSecret.stdout).toBe('')
+    expect(noSecret.stderr).toBe(
+      'dsh: listening on 0.0.0.0 (not loopback) needs DSH_ACCESS_SECRET set to a secret of at least 16 characters; refusing to start\n',
+    )
+
+    const blocker = createServer()
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve))
+    const port = (blocker.address() as { port: number }).port
+    try {
+      const busy = await runDsh(['web', '--no-open', '--port', String(port)], { cwd, env: { DSH_HOME: home } })
+      expect(busy.code).toBe(1)
+      expect(busy.stdout).toBe('')
+      expect(busy.stderr).toBe(`dsh: cannot listen on 127.0.0.1:${port}: the port is already in use (pick another with --port, or --port 0 for any free one)\n`)
+    } finally {
+      blocker.close()
+    }
+
+    // A row that needs ctx.webServer (as the API gateway does) waits on the server that a usage
+    // error never starts: the usage error still wins, as one line with exit 2.
+    writeFileSync(join(cwd, 'needs-server.mjs'), "export const name = 'needs-server'\nexport const inject = ['webServer']\nexport function apply() {}\n")
+    writeFileSync(join(cwd, 'dependent.patch.yml'), '- insert:\n    - id: needs-server\n      name: ./needs-server.mjs\n')
+    const bad = await runDsh(['web', '--patch', 'dependent.patch.yml', '--port', 'eighty'], { cwd, env: { DSH_HOME: home } })
+    expect(bad).toMatchObject({ code: 2, stdout: '', stderr: "dsh: --port must be a number from 0 to 65535, not 'eighty' (see: dsh web --help)\n" })
+
+    const help = await runDsh(['web', '--patch', 'dependent.patch.yml', '--help'], { cwd, env: { DSH_HOME: home } })
+    expect(help.code).toBe(0)
+    expect(help.stdout).toMatch(/^Usage: dsh web \[options\]/)
+    expect(help.stderr).toBe('')
+  })
+})
