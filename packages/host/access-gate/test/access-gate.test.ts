@@ -2,7 +2,7 @@ import { request, type IncomingHttpHeaders } from 'node:http'
 import { connect } from 'node:net'
 import { Context } from 'cordis'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import WebServer from '@dsh/webserver'
+import WebServer, { type WebServerConfig } from '@dsh/webserver'
 import * as gate from '../src/index.ts'
 
 const fibers: { dispose(): unknown }[] = []
@@ -19,10 +19,10 @@ afterEach(async () => {
 
 async function boot(host = '127.0.0.1', config: Partial<gate.Config> = {}) {
   const ctx = new Context()
-  const server = ctx.plugin(WebServer, { host, port: 0 })
+  const server = ctx.plugin(WebServer, { host, port: 0 } as WebServerConfig)
   fibers.push(server)
   await server
-  const fiber = ctx.plugin(gate, config)
+  const fiber = ctx.plugin(gate, config as gate.Config)
   fibers.push(fiber)
   await fiber
   // A JSON echo route and a page, standing in for the API and the static client.
@@ -148,12 +148,12 @@ describe('@dsh/access-gate on a loopback bind', () => {
 describe('@dsh/access-gate on a non-loopback bind', () => {
   it('refuses to start without DSH_ACCESS_SECRET or with a short one, naming the variable', async () => {
     const ctx = new Context()
-    const server = ctx.plugin(WebServer, { host: '0.0.0.0', port: 0 })
+    const server = ctx.plugin(WebServer, { host: '0.0.0.0', port: 0 } as WebServerConfig)
     fibers.push(server)
     await server
-    await expect(ctx.plugin(gate, {})).rejects.toThrow(/needs DSH_ACCESS_SECRET set to a secret of at least 16 characters; refusing to start/)
+    await expect(ctx.plugin(gate, {} as gate.Config)).rejects.toThrow(/needs DSH_ACCESS_SECRET set to a secret of at least 16 characters; refusing to start/)
     process.env.DSH_ACCESS_SECRET = 'short-secret'
-    await expect(ctx.plugin(gate, {})).rejects.toThrow('DSH_ACCESS_SECRET has 12 characters; a non-loopback bind (0.0.0.0) needs at least 16')
+    await expect(ctx.plugin(gate, {} as gate.Config)).rejects.toThrow('DSH_ACCESS_SECRET has 12 characters; a non-loopback bind (0.0.0.0) needs at least 16')
     expect(gate.checkBind('127.0.0.1', {})).toBeUndefined()
     expect(gate.checkBind('::1', {})).toBeUndefined()
   })

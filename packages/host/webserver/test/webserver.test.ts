@@ -11,14 +11,14 @@ afterEach(async () => {
 
 async function start(config: Partial<WebServerConfig> = {}) {
   const ctx = new Context()
-  const fiber = ctx.plugin(WebServer, { host: '127.0.0.1', port: 0, ...config })
+  const fiber = ctx.plugin(WebServer, { host: '127.0.0.1', port: 0, ...config } as WebServerConfig)
   fibers.push(fiber)
   await fiber
   return { ctx, fiber, server: ctx.webServer, base: ctx.webServer.url }
 }
 
 async function json(res: Response) {
-  return { status: res.status, type: res.headers.get('content-type'), body: await res.json() }
+  return { status: res.status, type: res.headers.get('content-type'), body: (await res.json()) as { error: { code: string } } & Record<string, unknown> }
 }
 
 describe('@dsh/webserver', () => {
@@ -165,7 +165,7 @@ describe('@dsh/webserver', () => {
     const port = (blocker.address() as { port: number }).port
     try {
       const ctx = new Context()
-      const fiber = ctx.plugin(WebServer, { host: '127.0.0.1', port })
+      const fiber = ctx.plugin(WebServer, { host: '127.0.0.1', port } as WebServerConfig)
       fibers.push(fiber)
       await expect(fiber).rejects.toThrow(`cannot listen on 127.0.0.1:${port}: the port is already in use`)
     } finally {
