@@ -47,6 +47,12 @@ export interface SandboxWrapRequest {
   /** Absolute working directory of the command. */
   cwd: string
   policy: SandboxPolicy
+  /**
+   * The caller wants the command's stderr on its stdout (one ordered stream). A runner that can
+   * do the redirection inside its own wrapper does it and sets `SandboxInvocation.stderrMerged`,
+   * so the caller need not start an extra process for it; otherwise the caller merges itself.
+   */
+  mergeStderr?: boolean
 }
 
 /**
@@ -65,6 +71,8 @@ export interface SandboxInvocation {
   mode: SandboxMode
   /** Facts worth telling a consumer (e.g. "UDP is not confined by this runner"). */
   notes: string[]
+  /** True when the argv itself sends the command's stderr to its stdout (see `mergeStderr`). */
+  stderrMerged?: boolean
 }
 
 /** What a provider reports about itself. */
