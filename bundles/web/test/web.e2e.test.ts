@@ -64,7 +64,16 @@ describe('dsh web (real bin)', () => {
     const foreign = await get(url, { host: 'rebind.example' })
     expect(foreign.status).toBe(421)
     expect(JSON.parse(foreign.body).error.code).toBe('BAD_HOST')
+    // An open event stream (the API gateway's host stream) is ended by the graceful stop.
+    const stream = await new Promise<{ first: string; closed: Promise<void> }>((resolve, reject) => {
+      request(`${url}api/events/host`, (res) => {
+        const closed = new Promise<void>((done) => res.on('close', () => done()))
+        res.setEncoding('utf8').once('data', (first: string) => resolve({ first, closed }))
+      }).on('error', reject).end()
+    })
+    expect(stream.first).toContain('data:')
     web.child.kill('SIGTERM')
+    await stream.closed
     expect(await web.exited).toEqual({ code: 0, signal: null })
     expect(web.output()).toEqual({ stdout: `${url}\n`, stderr: '' })
   })
