@@ -98,7 +98,7 @@ export class ApiGateway extends Service {
       inject: ['api', 'webServer'],
       apply(c: Context) {
         const server = (c as unknown as { webServer: { register(route: { path: string; match: 'exact' | 'prefix'; handle(req: IncomingMessage, res: ServerResponse, info: RequestInfo): unknown }): unknown } }).webServer
-        server.register({ path: '/api/', match: 'prefix', handle: (req, res, info) => c.api.handleHttp(req, res, info) })
+        server.register({ path: '/api', match: 'prefix', handle: (req, res, info) => c.api.handleHttp(req, res, info) })
       },
     })
     ctx.effect(() => () => {

@@ -304,7 +304,7 @@ export class SessionHost {
     live.status = status
     const frame = { sessionId: live.id, status, queued: live.queue.length }
     this.broadcast(live, 'status', frame)
-    this.ctx.api.publishHost({ type: 'session/status', ...frame })
+    this.publishHost({ type: 'session/status', ...frame })
   }
 
   private broadcast(live: Live, event: string, data: unknown): void {
@@ -313,7 +313,7 @@ export class SessionHost {
 
   private changed(live: Live): SessionRow {
     const row = this.rowOf(live)
-    this.ctx.api.publishHost({ type: 'session/changed', session: row })
+    this.publishHost({ type: 'session/changed', session: row })
     return row
   }
 
@@ -365,7 +365,17 @@ export class SessionHost {
   }
 
   private refreshStatusStored(sessionId: string): void {
-    this.ctx.api.publishHost({ type: 'session/status', sessionId, status: 'stored', queued: 0 })
+    this.publishHost({ type: 'session/status', sessionId, status: 'stored', queued: 0 })
+  }
+
+  /** Host stream events stop with the host (a turn settling during unload publishes nothing). */
+  private publishHost(event: P.HostStreamEvent): void {
+    if (this.stopping) return
+    this.ctx.api.publishHost(event)
+  }
+
+  private warn(message: string): void {
+    if (!this.stopping) this.ctx.logger('api-gateway').warn(message)
   }
 
   private async create(p: { cwd?: string; workspaceId?: string; model?: string; reasoningEffort?: P.ReasoningEffort; title?: string }): Promise<{ session: SessionRow }> {
@@ -393,7 +403,7 @@ export class SessionHost {
     if (p.title?.trim()) live.session.append('session/title', { title: p.title.trim(), source: 'user' })
     if (p.model !== undefined || p.reasoningEffort !== undefined) await this.meta.update(live.id, { model: toWireModel(model) })
     const row = this.rowOf(live)
-    this.ctx.api.publishHost({ type: 'session/added', session: row })
+    this.publishHost({ type: 'session/added', session: row })
     return { session: row }
   }
 
@@ -464,7 +474,7 @@ export class SessionHost {
     }
     if (p.mode === 'steer') {
       // The running turn claims it at its next step (the agent's own inbox); never lost.
-      live.agent.send(p.text).catch((error: Error) => this.ctx.logger('api-gateway').warn(`session ${live.id}: steered prompt failed: ${error.message}`))
+      live.agent.send(p.text).catch((error: Error) => this.warn(`session ${live.id}: steered prompt failed: ${error.message}`))
       return { disposition: 'steered' as const, queued: live.queue.length }
     }
     live.queue.push(p.text)
@@ -481,11 +491,12 @@ export class SessionHost {
     const next = async () => {
       let current: string | undefined = text
       while (current !== undefined && !this.stopping && this.live.get(live.id) === live) {
-        await live.agent.send(current).catch((error: Error) => this.ctx.logger('api-gateway').warn(`session ${live.id}: turn failed: ${error.message}`))
+        await live.agent.send(current).catch((error: Error) => this.warn(`session ${live.id}: turn failed: ${error.message}`))
         await live.agent.idle().catch(() => {})
         current = this.meta.get(live.id).archived ? undefined : live.queue.shift()
       }
       live.driving = false
+      if (this.stopping) return
       this.refreshStatus(live)
       this.scheduleIdle(live)
     }

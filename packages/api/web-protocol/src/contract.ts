@@ -13,9 +13,9 @@ export interface MethodContract<P = unknown, R = unknown> {
 }
 
 /** Params type of a contract (what the caller sends). */
-export type ParamsOf<C> = C extends MethodContract<infer P, unknown> ? P : never
+export type ParamsOf<C> = C extends MethodContract<infer P, any> ? P : never
 /** Result type of a contract (what the host answers). */
-export type ResultOf<C> = C extends MethodContract<unknown, infer R> ? R : never
+export type ResultOf<C> = C extends MethodContract<any, infer R> ? R : never
 
 const METHOD_NAME = /^[a-z][A-Za-z0-9]*(\.[a-z][A-Za-z0-9]*)+$/
 
@@ -85,7 +85,7 @@ export class ApiError extends Error {
  * Validates params against a contract; a failure is `ApiError('INVALID_PARAMS')` naming the
  * method and the field (`sessions.prompt: text: missing required value`).
  */
-export function checkParams<P>(contract: MethodContract<P, unknown>, raw: unknown): P {
+export function checkParams<P>(contract: MethodContract<P, any>, raw: unknown): P {
   try {
     return contract.params((raw === undefined || raw === null ? {} : raw) as P)
   } catch (error) {
