@@ -18,6 +18,9 @@ export const PID1_INIT = [
   'wait $!',
 ].join('\n')
 
+/** PID1_INIT for a request with `mergeStderr`: the command's stderr goes to its stdout, done by the init itself. */
+export const PID1_INIT_MERGED = PID1_INIT.replace('"$@" <&0 &', '"$@" <&0 2>&1 &')
+
 export type RunnerChoice = 'auto' | 'bwrap' | 'landlock' | 'none'
 
 export interface SandboxLocalConfig {
@@ -157,6 +160,8 @@ export class LocalSandbox extends SandboxService {
 
   async wrap(request: SandboxWrapRequest): Promise<SandboxInvocation> {
     const { argv, cwd, policy } = request
+    const merge = request.mergeStderr === true
+    const init = merge ? PID1_INIT_MERGED : PID1_INIT
     if (!Array.isArray(argv) || argv.length === 0 || !argv.every((arg) => typeof arg === 'string')) throw new SandboxError('INVALID_POLICY', 'argv must be a non-empty array of strings')
     if (typeof cwd !== 'string' || !isAbsolute(cwd)) throw new SandboxError('INVALID_POLICY', 'cwd must be an absolute path')
     checkPolicy(policy)
@@ -201,8 +206,10 @@ export class LocalSandbox extends SandboxService {
       // after the grace, and the command could keep going meanwhile). A tiny sh init takes PID 1:
       // it handles TERM/INT/HUP by signalling everything else in the namespace, and otherwise
       // passes the command's exit status through.
-      args.push('--chdir', cwd, '--', '/bin/sh', '-c', PID1_INIT, 'dsh-sandbox-init', ...argv)
-      return { argv: args, runner: 'bwrap', enforcement: 'enforced', mode: policy.mode, notes: [] }
+      // With mergeStderr the init also sends the command's stderr to its stdout, so the caller
+      // spawns bwrap directly instead of behind an `sh -c 'exec ... 2>&1'` of its own.
+      args.push('--chdir', cwd, '--', '/bin/sh', '-c', init, 'dsh-sandbox-init', ...argv)
+      return { argv: args, runner: 'bwrap', enforcement: 'enforced', mode: policy.mode, notes: [], ...(merge ? { stderrMerged: true } : {}) }
     }
     if (!policy.network && !selected.seccomp) {
       throw new SandboxError('SANDBOX_UNAVAILABLE', `the Landlock runner cannot turn the network off on ${process.arch} (no seccomp filter for it), so the command was not run`)
@@ -225,11 +232,12 @@ export class LocalSandbox extends SandboxService {
     // included); a private /proc hides the harness's processes. The sh init is PID 1 (see PID1_INIT).
     const namespaces = [this.config.unshare, '--pid', '--fork', '--kill-child', '--mount-proc', ...(policy.network ? [] : ['--net']), '--']
     return {
-      argv: [...namespaces, ...helper, '/bin/sh', '-c', PID1_INIT, 'dsh-sandbox-init', ...argv],
+      argv: [...namespaces, ...helper, '/bin/sh', '-c', init, 'dsh-sandbox-init', ...argv],
       runner: 'landlock',
       enforcement: 'enforced',
       mode: policy.mode,
       notes,
+      ...(merge ? { stderrMerged: true } : {}),
     }
   }
 

@@ -170,6 +170,12 @@ export interface ShellProcessRequest {
   options: ShellRunOptions
   /** Epoch ms the run started (for durationMs). */
   started: number
+  /**
+   * `stdout` (default): the spawn puts stderr on stdout's pipe. `pipe`: the argv already does it
+   * (a sandbox wrapper's init); stderr keeps its own pipe, for the wrapper's own messages, and both
+   * are retained as one merged output.
+   */
+  stderr?: 'stdout' | 'pipe'
 }
 
 /**
@@ -199,7 +205,7 @@ export async function runShellProcess(subprocess: Context['subprocess'], request
       env: { base: 'scrubbed', set: spec.env },
       stdin: 'ignore',
       // One pipe for both streams: the merged output keeps the order the command wrote it in.
-      stderr: 'stdout',
+      stderr: request.stderr ?? 'stdout',
       kill: { graceMs: settings.killGraceMs },
       signal: internal.signal,
       retention: { ...spec.output, spillDir: settings.spillDir, spillPrefix: 'bash' },

@@ -103,7 +103,7 @@ export class SandboxedBashExecutor extends BashLocalExecutor implements Sandboxe
 
     let invocation: SandboxInvocation
     try {
-      invocation = await this.ctx.sandbox.wrap({ argv: [this.settings.bash, '-c', spec.command], cwd: spec.cwd, policy })
+      invocation = await this.ctx.sandbox.wrap({ argv: [this.settings.bash, '-c', spec.command], cwd: spec.cwd, policy, mergeStderr: true })
     } catch (error) {
       if (!isSandboxError(error)) throw error
       const result = emptyResult('failed', Date.now() - started)
@@ -166,7 +166,10 @@ export class SandboxedBashExecutor extends BashLocalExecutor implements Sandboxe
 
   private async spawnInvocation(spec: ShellSpec, invocation: SandboxInvocation, options: ShellRunOptions, started: number, spillDir: string): Promise<ShellResult> {
     const [file, ...args] = invocation.argv
-    return runShellProcess(this.ctx.subprocess, { file, args, spec, settings: { ...this.settings, spillDir }, options, started })
+    // When the runner's wrapper already sends the command's stderr to its stdout, the runner is
+    // spawned directly (stderr: its own pipe, only the runner's own messages); else the spawn merges.
+    const stderr = invocation.stderrMerged ? 'pipe' : 'stdout'
+    return runShellProcess(this.ctx.subprocess, { file, args, spec, settings: { ...this.settings, spillDir }, options, started, stderr })
   }
 }
 

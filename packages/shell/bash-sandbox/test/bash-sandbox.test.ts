@@ -74,6 +74,24 @@ describe('confined execution', () => {
     expect(spec.sandbox?.policy.writableRoots).toEqual([ws, temp])
   })
 
+  it('spawns the runner itself, one ordered stream, with no sh in front of it (bwrap and Landlock)', async () => {
+    for (const runner of ['bwrap', 'landlock']) {
+      const { ctx } = await boot({ runner })
+      const info = await ctx.sandbox.describe()
+      if (info.runner !== runner) continue // Landlock is not available on every kernel
+      const spawned: Array<{ file: string; stderr?: string }> = []
+      const spawn = ctx.subprocess.spawn.bind(ctx.subprocess)
+      ;(ctx.subprocess as { spawn: typeof spawn }).spawn = (spec) => (spawned.push({ file: spec.file, stderr: spec.stderr }), spawn(spec))
+      const { result, text } = await sh(ctx, 'echo one; echo two >&2; echo three; echo four >&2')
+      expect(result).toMatchObject({ status: 'exited', exitCode: 0, sandbox: { runner } })
+      expect(text).toBe('one\ntwo\nthree\nfour\n')
+      // The runner's own wrapper does the 2>&1, so the spawn adds no `sh -c 'exec ... 2>&1'`.
+      expect(spawned).toHaveLength(1)
+      expect(spawned[0].file).not.toMatch(/(^|\/)sh$/)
+      expect(spawned[0].stderr).toBe('pipe')
+    }
+  })
+
   it('a denied write says so, naming the policy and the way out', async () => {
     const { ctx } = await boot()
     const { spec, result } = await sh(ctx, `echo x > ${outside}/denied`)
