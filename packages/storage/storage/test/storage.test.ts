@@ -7,7 +7,7 @@ const Item = Schema.object({
   title: Schema.string().required(),
   done: Schema.boolean().default(false),
 })
-type Item = Schema.infer<typeof Item>
+type Item = ReturnType<typeof Item>
 
 async function boot(provider: typeof StorageService = MemoryStorage) {
   const ctx = new Context()

@@ -1,0 +1,22 @@
+// The API face of ctx.workspaces: registers the workspaces.* contracts on a gateway and forwards
+// `workspace/changed` to its host stream. Everything registered is an effect of `ctx`.
+import { Context } from 'cordis'
+import type { MethodContract } from '@dsh/web-protocol'
+import type { WorkspaceService } from './service.ts'
+import { workspacesCreate, workspacesList, workspacesRemove, workspacesRename, workspacesReorder } from './contract.ts'
+
+/** The part of `ctx.api` (@dsh/api-gateway) this package uses. */
+export interface ApiGatewayLike {
+  register<P, R>(contract: MethodContract<P, R>, handler: (params: P, call: { loopback: boolean; signal: AbortSignal }) => R | Promise<R>): () => void
+  publishHost(event: { type: string; [key: string]: unknown }): void
+}
+
+export function registerWorkspaceApi(ctx: Context, api: ApiGatewayLike, service: WorkspaceService): void {
+  const workspaces = () => service
+  api.register(workspacesList, async () => ({ workspaces: await workspaces().list() }))
+  api.register(workspacesCreate, (params) => workspaces().create(params))
+  api.register(workspacesRename, async ({ id, name }) => ({ workspace: await workspaces().rename(id, name) }))
+  api.register(workspacesReorder, async ({ ids }) => ({ workspaces: await workspaces().reorder(ids) }))
+  api.register(workspacesRemove, async ({ id }) => ({ workspace: await workspaces().remove(id) }))
+  ctx.on('workspace/changed', (event) => api.publishHost({ ...event }))
+}

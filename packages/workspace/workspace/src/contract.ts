@@ -1,0 +1,71 @@
+// The workspaces.* methods: params and result schemas shared by the host and any client.
+// Browser-safe: imports only schemastery and @dsh/web-protocol.
+import Schema from 'schemastery'
+import { defineMethod } from '@dsh/web-protocol'
+
+/** A workspace as the wire and `ctx.workspaces` show it. Lists are in the user's order. */
+export interface WireWorkspace {
+  id: string
+  name: string
+  /** Absolute, normalized directory path on the host. */
+  path: string
+  /** Milliseconds since the epoch. */
+  createdAt: number
+}
+
+export const MAX_WORKSPACE_NAME = 200
+
+export const WorkspaceSchema: Schema<WireWorkspace> = Schema.object({
+  id: Schema.string().required(),
+  name: Schema.string().required(),
+  path: Schema.string().required(),
+  createdAt: Schema.natural().required(),
+})
+
+// Fresh schema objects per use: schemastery's modifiers mutate the schema they are called on.
+const id = () => Schema.string().required().description('A workspace id from workspaces.list.')
+const name = () => Schema.string().description(`A display name, 1-${MAX_WORKSPACE_NAME} characters, no control characters.`)
+
+export const workspacesList = defineMethod('workspaces.list', {
+  description: 'Every workspace, in the user order.',
+  params: Schema.object({}),
+  result: Schema.object({ workspaces: Schema.array(WorkspaceSchema) }),
+})
+
+export const workspacesCreate = defineMethod('workspaces.create', {
+  description: 'Adds a workspace for an existing directory; a directory already added returns its workspace (created: false).',
+  params: Schema.object({
+    path: Schema.string().required().description('An absolute directory path on the host (a leading ~ is the home directory).'),
+    name: name(),
+  }),
+  result: Schema.object({ workspace: WorkspaceSchema, created: Schema.boolean().required() }),
+})
+
+export const workspacesRename = defineMethod('workspaces.rename', {
+  description: 'Changes a workspace display name.',
+  params: Schema.object({ id: id(), name: name().required() }),
+  result: Schema.object({ workspace: WorkspaceSchema }),
+})
+
+export const workspacesReorder = defineMethod('workspaces.reorder', {
+  description: 'Puts the given ids first, in that order; workspaces not named keep their relative order after them.',
+  params: Schema.object({ ids: Schema.array(Schema.string()).required() }),
+  result: Schema.object({ workspaces: Schema.array(WorkspaceSchema) }),
+})
+
+export const workspacesRemove = defineMethod('workspaces.remove', {
+  description: 'Forgets a workspace. Its directory and sessions are untouched.',
+  params: Schema.object({ id: id() }),
+  result: Schema.object({ workspace: WorkspaceSchema }),
+})
+
+export const workspaceMethods = [workspacesList, workspacesCreate, workspacesRename, workspacesReorder, workspacesRemove] as const
+
+/** The host-stream payload published after every change. `workspaces` is the whole new list. */
+export interface WorkspaceChangedEvent {
+  type: 'workspace/changed'
+  reason: 'created' | 'renamed' | 'reordered' | 'removed'
+  /** The workspace the change is about (absent for a reorder). */
+  workspace?: WireWorkspace
+  workspaces: WireWorkspace[]
+}
