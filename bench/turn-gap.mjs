@@ -7,6 +7,7 @@
 // same command, spawned directly by a small node process in this same run (interleaved with the
 // dsh runs), is subtracted: what is left is the harness gap. Prints medians and the ratio of each
 // turn to the bare spawn.   BENCH_RUNS=5 BENCH_TURNS=20 node bench/turn-gap.mjs
+// BENCH_PATCH=layer.yml adds `--patch layer.yml` to every dsh run (to measure a configuration).
 import { spawn } from 'node:child_process'
 import { mkdtempSync, mkdirSync } from 'node:fs'
 import { request as httpRequest, createServer } from 'node:http'
@@ -62,7 +63,8 @@ const env = { PATH: process.env.PATH, HOME: root, DSH_HOME: join(root, 'home'), 
 async function dshRun(mode) {
   upstream = await startMockServer({ steps })
   stamps = []
-  await exec(process.execPath, [bin, '--profile', 'headless', '--permission-mode', mode, 'run the bench'], { cwd: ws, env: { ...env, DEEPSEEK_BASE_URL: proxyURL } })
+  const patch = process.env.BENCH_PATCH ? ['--patch', process.env.BENCH_PATCH] : []
+  await exec(process.execPath, [bin, '--profile', 'headless', ...patch, '--permission-mode', mode, 'run the bench'], { cwd: ws, env: { ...env, DEEPSEEK_BASE_URL: proxyURL } })
   await upstream.close()
   // Turn k: end of response k to arrival of request k+1 (the first turn also warms caches; skipped).
   const turns = []
