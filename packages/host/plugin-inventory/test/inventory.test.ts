@@ -1,5 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { Context, Service } from 'cordis'
+import { Context } from 'cordis'
+import WebServer from '@dsh/webserver'
+import ApiGateway from '@dsh/api-gateway'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -51,28 +53,26 @@ describe('pluginInventory.list()', () => {
     await fiber.dispose()
   })
 
-  it('registers plugins.list on ctx.api while a gateway is mounted, and removes it when either unloads', async () => {
-    // @dsh/api-gateway is written in parallel; this stands in for its register() seam only.
-    const methods = new Map<string, (params: unknown) => unknown>()
-    const ctx = new Context()
-    class TestGateway extends Service {
-      constructor(c: Context) {
-        super(c, 'api')
-      }
-      register(contract: { name: string }, handler: (params: unknown) => unknown) {
-        // `this.ctx` is the calling plugin's context: the registration is its effect.
-        return this.ctx.effect(() => {
-          methods.set(contract.name, handler)
-          return () => void methods.delete(contract.name)
-        })
-      }
-    }
-    await ctx.plugin(TestGateway)
+  it('answers POST /api/plugins.list over HTTP while a gateway is mounted; the method goes when the row unloads', async () => {
+    const ok = writePackage(root, '@fixture/ok', OK)
+    const host = new Context().plugin({ name: 'test-host', apply() {} })
+    await host
+    const ctx = host.ctx
+    await bootLoader(ctx, [{ id: 'ok', name: ok }])
+    await ctx.plugin(WebServer, { port: 0 } as never)
+    await ctx.plugin(ApiGateway, { sessions: false } as never)
     const inventory = ctx.plugin(PluginInventory)
     await inventory
-    expect(await methods.get('plugins.list')?.({})).toEqual({ plugins: [] })
+    const port = (ctx.get('webServer') as WebServer).port
+    const post = () => fetch(`http://127.0.0.1:${port}/api/plugins.list`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
+    const res = await post()
+    expect(res.status).toBe(200)
+    expect(await res.json()).toEqual({ result: { plugins: [{ id: 'ok', module: ok, package: '@fixture/ok', enabled: true, state: 'active' }] } })
     await inventory.dispose()
-    expect(methods.has('plugins.list')).toBe(false)
+    const gone = await post()
+    expect(gone.status).toBe(404)
+    expect(((await gone.json()) as { error: { code: string } }).error.code).toBe('UNKNOWN_METHOD')
+    await host.dispose()
   })
 
   it('is an empty list on a bare Context with no Loader', async () => {
