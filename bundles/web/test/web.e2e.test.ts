@@ -41,13 +41,19 @@ function startWeb(args: string[], env: Record<string, string>, cwd: string) {
   return { child, firstLine, exited, output: () => ({ stdout, stderr }) }
 }
 
-function get(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
+interface Reply {
+  status: number
+  body: string
+  headers: import('node:http').IncomingHttpHeaders
+}
+
+function get(url: string, headers: Record<string, string> = {}, method = 'GET', body?: string): Promise<Reply> {
   return new Promise((resolve, reject) => {
-    request(url, { headers: { connection: 'close', ...headers } }, (res) => {
-      let body = ''
-      res.setEncoding('utf8').on('data', (c) => (body += c))
-      res.on('end', () => resolve({ status: res.statusCode!, body }))
-    }).on('error', reject).end()
+    request(url, { method, headers: { connection: 'close', ...headers } }, (res) => {
+      let text = ''
+      res.setEncoding('utf8').on('data', (c) => (text += c))
+      res.on('end', () => resolve({ status: res.statusCode!, body: text, headers: res.headers }))
+    }).on('error', reject).end(body)
   })
 }
 
@@ -110,5 +116,28 @@ describe('dsh web (real bin)', () => {
     expect(help.code).toBe(0)
     expect(help.stdout).toMatch(/^Usage: dsh web \[options\]/)
     expect(help.stderr).toBe('')
+  })
+
+  it('--host 0.0.0.0 with DSH_ACCESS_SECRET: requests need the login cookie; SIGINT also exits 0', async () => {
+    const { home, cwd } = workspace()
+    const secret = 'e2e-secret-of-enough-length'
+    const web = startWeb(['--no-open', '--host', '0.0.0.0', '--port', '0'], { DSH_HOME: home, DSH_ACCESS_SECRET: secret }, cwd)
+    const url = await web.firstLine
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/)
+    const json = { 'content-type': 'application/json' }
+    const anonymous = await get(`${url}api/plugins.list`, json, 'POST', '{}')
+    expect(anonymous.status).toBe(401)
+    expect(JSON.parse(anonymous.body).error.code).toBe('UNAUTHENTICATED')
+    const wrong = await get(`${url}auth/login`, json, 'POST', JSON.stringify({ secret: 'not-the-secret-at-all' }))
+    expect(wrong.status).toBe(401)
+    const login = await get(`${url}auth/login`, json, 'POST', JSON.stringify({ secret }))
+    expect(login.status).toBe(200)
+    const cookie = String(login.headers['set-cookie']).split(';')[0]
+    expect(String(login.headers['set-cookie'])).toContain('HttpOnly; SameSite=Strict')
+    const listed = await get(`${url}api/plugins.list`, { ...json, cookie }, 'POST', '{}')
+    expect(listed.status).toBe(200)
+    web.child.kill('SIGINT')
+    expect(await web.exited).toEqual({ code: 0, signal: null })
+    expect(web.output().stderr).toBe('')
   })
 })
