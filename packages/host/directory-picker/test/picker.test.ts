@@ -25,7 +25,7 @@ afterEach(async () => {
 
 async function boot(config: Partial<DirectoryPickerConfig> = {}, http = false) {
   const ctx = new Context()
-  const fibers = []
+  const fibers: Array<{ dispose(): unknown }> = []
   if (http) {
     fibers.push(await ctx.plugin(WebServer, { port: 0 } as never))
     fibers.push(await ctx.plugin(ApiGateway, { sessions: false, heartbeatMs: 0 } as never))
