@@ -58,7 +58,7 @@ interface Optional {
   llm?: { listProviders(): string[]; resolveModelInfo(provider: string, model: string): Promise<unknown>; listModels(provider: string): Promise<Array<{ id: string }>> }
   agentDefaultModel?: { get(): ModelSelection }
   durableSessions?: { resume(id: string): Promise<{ session: Session }>; list(): Promise<SessionSummary[]>; isPersisted(id: string): boolean; checkpoint(id: string): Promise<void> }
-  sessionPersistence?: { readFrom(id: string, seq: number): Promise<AnySessionEvent[]> }
+  sessionPersistence?: { readFrom(id: string, seq: number): Promise<AnySessionEvent[]>; close(id: string): Promise<void> }
   approval?: { registerAnswerer(a: { name: string; accepts?(r: ApprovalRequest): boolean; answer(r: ApprovalRequest, c: { signal: AbortSignal }): Promise<ApprovalAnswer> }): () => void }
   userQuestions?: { registerAnswerer(a: { name: string; accepts?(r: QuestionsRequest): boolean; answer(r: QuestionsRequest, c: { signal: AbortSignal }): Promise<Record<string, QuestionAnswer>> }): () => void }
   permissionPresets?: { set(sessionId: string, name: string): void; current(sessionId?: string): { name: string }; names(): string[] }
@@ -85,10 +85,12 @@ export function apply(ctx: Context, config: SessionHostConfig): void {
 export class SessionHost {
   private readonly live = new Map<string, Live>()
   private readonly opening = new Map<string, Promise<Live>>()
+  private readonly unloading = new Map<string, Promise<void>>()
   private readonly approvals = new Map<string, Pending<ApprovalAnswer>>()
   private readonly questions = new Map<string, Pending<Record<string, QuestionAnswer>>>()
   private readonly meta: MetaStore
   private stopping = false
+  private readonly offAnswerers: Array<() => void> = []
   private ready: Promise<void>
 
   constructor(private readonly ctx: Context, private readonly config: SessionHostConfig) {
@@ -145,6 +147,7 @@ export class SessionHost {
       this.changed(live)
       return { mode: p.mode }
     })
+    api.register(P.sessionsFork, (p) => this.fork(p))
     api.register(P.approvalsRespond, (p) => {
       const pending = this.approvals.get(p.requestId)
       if (!pending) throw new ApiError('REQUEST_NOT_FOUND', `approvals.respond: no pending approval request ${JSON.stringify(p.requestId)} (already answered, cancelled, or never asked)`, { field: 'requestId' })
@@ -180,7 +183,7 @@ export class SessionHost {
 
     const approval = this.opt('approval')
     if (approval) {
-      approval.registerAnswerer({
+      this.offAnswerers.push(approval.registerAnswerer({
         name: 'web',
         accepts: (request) => request.sessionId !== undefined && this.live.has(request.sessionId),
         answer: (request, { signal }) => this.ask(this.approvals, request.sessionId!, String(request.id), signal, (live) => {
@@ -190,11 +193,11 @@ export class SessionHost {
           live.approvals.delete(String(request.id))
           this.broadcast(live, 'approval/resolved', { requestId: String(request.id), decision: outcome })
         }),
-      })
+      }))
     }
     const questions = this.opt('userQuestions')
     if (questions) {
-      questions.registerAnswerer({
+      this.offAnswerers.push(questions.registerAnswerer({
         name: 'web',
         accepts: (request) => request.sessionId !== undefined && this.live.has(request.sessionId),
         answer: (request, { signal }) => this.ask(this.questions, request.sessionId!, String(request.id), signal, (live) => {
@@ -204,9 +207,9 @@ export class SessionHost {
           live.questions.delete(String(request.id))
           this.broadcast(live, 'question/resolved', { requestId: String(request.id), status: outcome })
         }),
-      })
+      }))
     }
-    ctx.effect(() => () => void this.stop(), 'api-gateway: stop the session host')
+    ctx.effect(() => () => this.stop(), 'api-gateway: stop the session host')
   }
 
   /** Cancels running turns (awaited), fails pending approvals/questions closed, disposes agents. */
@@ -214,6 +217,7 @@ export class SessionHost {
     if (this.stopping) return
     this.stopping = true
     for (const pending of [...this.approvals.values(), ...this.questions.values()]) pending.reject(new Error('the web host is stopping'))
+    for (const off of this.offAnswerers.splice(0)) off()
     const lives = [...this.live.values()]
     for (const live of lives) {
       live.queue.length = 0
@@ -247,6 +251,7 @@ export class SessionHost {
 
   private async load(sessionId: string): Promise<Live> {
     await this.ready
+    await this.unloading.get(sessionId)
     let session = this.ctx.sessions.get(sessionId)
     if (!session) {
       const durable = this.opt('durableSessions')
@@ -354,14 +359,22 @@ export class SessionHost {
     if (this.live.get(live.id) !== live || live.clients.size > 0 || live.driving || live.agent.status === 'running') return
     if (live.approvals.size > 0 || live.questions.size > 0) return
     this.live.delete(live.id)
-    live.off()
-    await live.agent.dispose().catch(() => {})
-    const durable = this.opt('durableSessions')
-    if (durable?.isPersisted(live.id)) {
-      await durable.checkpoint(live.id).catch(() => {})
-      this.ctx.sessions.delete(live.id)
-    }
-    this.refreshStatusStored(live.id)
+    // A use that arrives meanwhile waits for this to finish, then loads the session again.
+    const work = (async () => {
+      live.off()
+      await live.agent.dispose().catch(() => {})
+      const durable = this.opt('durableSessions')
+      if (durable?.isPersisted(live.id)) {
+        await durable.checkpoint(live.id).catch(() => {})
+        // Release the log's writer lock before the session leaves memory, so a resume right
+        // after this finds it closed (durable sessions would close it only in the background).
+        await this.opt('sessionPersistence')?.close(live.id).catch(() => {})
+        this.ctx.sessions.delete(live.id)
+      }
+      this.refreshStatusStored(live.id)
+    })()
+    this.unloading.set(live.id, work)
+    await work.finally(() => this.unloading.delete(live.id))
   }
 
   private refreshStatusStored(sessionId: string): void {
@@ -402,6 +415,27 @@ export class SessionHost {
     const live = this.adopt(agent)
     if (p.title?.trim()) live.session.append('session/title', { title: p.title.trim(), source: 'user' })
     if (p.model !== undefined || p.reasoningEffort !== undefined) await this.meta.update(live.id, { model: toWireModel(model) })
+    const row = this.rowOf(live)
+    this.publishHost({ type: 'session/added', session: row })
+    return { session: row }
+  }
+
+  private async fork(p: { sessionId: string; beforeTurn?: number }): Promise<{ session: SessionRow }> {
+    const source = await this.open(p.sessionId)
+    let boundary = source.session.length
+    if (p.beforeTurn !== undefined) {
+      const start = source.session.events.find((e) => e.type === 'turn/start' && e.data.turn === p.beforeTurn)
+      if (!start) throw new ApiError('INVALID_PARAMS', `sessions.fork: beforeTurn: session ${p.sessionId} has no turn ${p.beforeTurn}`, { field: 'beforeTurn' })
+      boundary = start.seq
+    }
+    if (!source.session.isTurnBoundary(boundary)) {
+      throw new ApiError('SESSION_BUSY', `sessions.fork: session ${p.sessionId} is inside a turn at seq ${boundary}; pass beforeTurn or wait for the turn to end`, { status: 409, field: 'beforeTurn' })
+    }
+    const session = this.ctx.sessions.fork(source.session, boundary)
+    const agent = this.ctx.agents.create({ cwd: session.cwd, session, model: { ...source.agent.model }, ...(this.config.maxSteps ? { maxSteps: this.config.maxSteps } : {}) })
+    const live = this.adopt(agent)
+    const meta = this.meta.get(source.id)
+    if (meta.model) await this.meta.update(live.id, { model: meta.model })
     const row = this.rowOf(live)
     this.publishHost({ type: 'session/added', session: row })
     return { session: row }
@@ -559,6 +593,12 @@ export class SessionHost {
   private async attach(sessionId: string, client: StreamClient, after: number): Promise<void> {
     const live = await this.open(sessionId)
     if (live.idleTimer) clearTimeout(live.idleTimer)
+    if (after >= live.session.length) {
+      // The client holds events this log does not have (another host, a replaced log).
+      client.resync(`the client is at seq ${after} but session ${sessionId} ends at ${live.session.length - 1}`)
+      this.scheduleIdle(live)
+      return
+    }
     // Replay and subscribe in one synchronous stretch: appends are synchronous, so nothing can
     // land between the last replayed event and the first live one.
     for (const event of live.session.slice(after + 1)) {

@@ -197,4 +197,26 @@ describe('api-gateway on ctx.webServer', () => {
     const history = await readStream(`${url}/api/events/session/${id}`, (f) => f.filter((x) => x.data?.type === 'turn/end').length === 2)
     expect(history.filter((f) => f.data.type === 'user/message').map((f) => f.data.data.content[0].text)).toEqual(['first', 'second'])
   })
+
+  it('sessions.fork copies the log before a turn; a stream ahead of the log gets resync', async () => {
+    const { url, call, post, cwd } = await boot([{ text: 'one' }, { text: 'two' }])
+    const { session } = await call('sessions.create', { cwd, model: MODEL })
+    const id = session.sessionId
+    const source = await readStream(`${url}/api/events/session/${id}`, (f) => f.filter((x) => x.data?.type === 'turn/end').length === 2, async () => {
+      await call('sessions.prompt', { sessionId: id, text: 'first' })
+      await call('sessions.prompt', { sessionId: id, text: 'second' })
+    })
+    const turnOne = source.find((x) => x.data?.type === 'turn/start' && x.data.data.turn === 1)!.id!
+    const { session: fork } = await call('sessions.fork', { sessionId: id, beforeTurn: 1 })
+    expect(fork).toMatchObject({ cwd, turns: 1, status: 'idle' })
+    const events = (await call('sessions.history', { sessionId: fork.sessionId })).events
+    expect(events.slice(0, -1)).toEqual(source.filter((x) => x.id !== undefined && x.id < turnOne).map((x) => x.data))
+    expect(events.at(-1)).toMatchObject({ type: 'seed/end', data: { fromSession: id, boundary: turnOne } })
+    expect(await post('sessions.fork', { sessionId: id, beforeTurn: 7 })).toMatchObject({ status: 400, body: { error: { code: 'INVALID_PARAMS', field: 'beforeTurn' } } })
+    const ahead = await readStream(`${url}/api/events/session/${id}?after=999`, (f) => f.some((x) => x.event === 'resync'))
+    expect(ahead.map((x) => x.event)).toEqual(['resync'])
+    const bad = await fetch(`${url}/api/events/session/${id}?after=soon`)
+    expect(bad.status).toBe(400)
+    expect(await bad.json()).toMatchObject({ error: { code: 'INVALID_PARAMS', field: 'after' } })
+  })
 })

@@ -145,6 +145,12 @@ export const sessionsSetPermissionMode = defineMethod('sessions.setPermissionMod
   result: Schema.object({ mode: Schema.string().required() }),
 })
 
+export const sessionsFork = defineMethod('sessions.fork', {
+  description: 'A new session holding the log before turn `beforeTurn` (default: the whole log, which must not end inside a turn).',
+  params: Schema.object({ sessionId, beforeTurn: Schema.natural().description('Number of the turn to leave out, with everything after it.') }),
+  result: Schema.object({ session: SessionRowSchema.required() }),
+})
+
 export type ApprovalChoice = 'allowed-once' | 'allowed-always' | 'rejected'
 export const approvalsRespond = defineMethod('approvals.respond', {
   params: Schema.object({
@@ -195,6 +201,6 @@ export const commandsExecute = defineMethod('commands.execute', {
 /** Every contract this package declares, in one list (a host registers them, a client may list them). */
 export const sessionContracts = [
   sessionsList, sessionsCreate, sessionsHistory, sessionsPrompt, sessionsCancel, sessionsRename, sessionsArchive,
-  sessionsSetModel, sessionsSetPermissionMode, approvalsRespond, questionsRespond, llmProviders, llmModels,
+  sessionsSetModel, sessionsSetPermissionMode, sessionsFork, approvalsRespond, questionsRespond, llmProviders, llmModels,
   commandsList, commandsExecute,
 ] as const
