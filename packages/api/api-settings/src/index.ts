@@ -7,6 +7,7 @@ import Schema from 'schemastery'
 import { ApiError, type MethodContract } from '@dsh/web-protocol'
 import { SettingsError, SettingsValidationError, type SectionSchema } from '@dsh/settings'
 import { CredentialError, type CredentialDescription, type CredentialLayer } from '@dsh/credentials'
+import { ModelSettings, SETTINGS_NAMESPACE as MODEL_NAMESPACE } from '@dsh/agent-default-model'
 import {
   credentialsDescribe,
   credentialsSet,
@@ -37,6 +38,8 @@ interface ExposedSection extends ExposeOptions {
 }
 
 export interface SettingsCatalogConfig {
+  /** Expose the `model` section (@dsh/agent-default-model: provider, model, reasoning effort, max tokens). */
+  exposeModel?: boolean
   /** Credentials the API describes by default and lets loopback callers set or unset. */
   credentials?: { name: string; description?: string }[]
 }
@@ -123,6 +126,7 @@ function credentialFailure(method: string, error: unknown, secret?: string): Api
 export class SettingsCatalog extends Service {
   static inject = ['settings']
   static Config: Schema<SettingsCatalogConfig> = Schema.object({
+    exposeModel: Schema.boolean().default(true).description('Expose the model section (the default model of new sessions).'),
     credentials: Schema.array(Schema.object({
       name: Schema.string().pattern(/^[A-Za-z_][A-Za-z0-9_]*$/).required(),
       description: Schema.string(),
@@ -138,6 +142,9 @@ export class SettingsCatalog extends Service {
     super(ctx, 'settingsCatalog')
     for (const entry of config.credentials ?? [{ name: 'DEEPSEEK_API_KEY', description: 'DeepSeek API key' }]) this.noteCredential(entry.name, entry.description)
     const catalog = this
+    if (config.exposeModel !== false) {
+      this.expose(MODEL_NAMESPACE, ModelSettings, { title: 'Default model', description: 'The model new sessions start with.' })
+    }
     ctx.plugin({
       name: 'api-settings-methods',
       inject: ['api', 'settings'],

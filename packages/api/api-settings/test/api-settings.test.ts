@@ -40,7 +40,7 @@ beforeEach(async () => {
   await ctx.plugin(ApiGateway, { sessions: false } as never)
   await ctx.plugin(MemorySettings, { initial: { web: { theme: 'dark', proxy: { url: 'http://proxy', token: 'tok-secret-123' } } } })
   await ctx.plugin(LocalCredentials, { home, cwd: root, projectEnv: false, checkAtStart: false })
-  await ctx.plugin(SettingsCatalog, { credentials: [{ name: NAME, description: 'test key' }] })
+  await ctx.plugin(SettingsCatalog, { exposeModel: false, credentials: [{ name: NAME, description: 'test key' }] })
   port = (ctx.get('webServer') as WebServer).port
 })
 
@@ -179,6 +179,30 @@ describe('credentials.describe / set / unset', () => {
     expect(catalog().credentialNames()).toEqual([NAME, other].sort())
     await fiber.dispose()
     expect(catalog().credentialNames()).toEqual([NAME])
+  })
+})
+
+describe('the model section', () => {
+  it('is exposed by default: settings.describe shows it, settings.update validates against its schema', async () => {
+    await app?.dispose()
+    const fiber = new Context().plugin({ name: 'test-host-model', apply() {} })
+    await fiber
+    app = fiber
+    ctx = fiber.ctx
+    await ctx.plugin(WebServer, { port: 0 } as never)
+    await ctx.plugin(ApiGateway, { sessions: false } as never)
+    await ctx.plugin(MemorySettings, {})
+    await ctx.plugin(SettingsCatalog, {})
+    port = (ctx.get('webServer') as WebServer).port
+    const described = await call('settings.describe', {})
+    expect(described.body.result.sections).toEqual([expect.objectContaining({ namespace: 'model', title: 'Default model', value: {} })])
+    const ok = await call('settings.update', { namespace: 'model', patch: { provider: 'deepseek-official', model: 'deepseek-chat', reasoningEffort: 'high' } })
+    expect(ok.body.result.value).toEqual({ provider: 'deepseek-official', model: 'deepseek-chat', reasoningEffort: 'high' })
+    const bad = await call('settings.update', { namespace: 'model', patch: { reasoningEffort: 'extreme' } })
+    expect(bad.body.error).toMatchObject({ code: 'INVALID_SETTINGS', field: 'model.reasoningEffort' })
+    expect(settings().get('model')).toMatchObject({ reasoningEffort: 'high' })
+    // The default credentials list names the DeepSeek key.
+    expect(catalog().credentialNames()).toEqual(['DEEPSEEK_API_KEY'])
   })
 })
 
