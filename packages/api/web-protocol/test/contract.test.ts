@@ -32,3 +32,15 @@ describe('web-protocol contracts', () => {
     expect(new Set(names).size).toBe(names.length)
   })
 })
+
+describe('web-protocol stays browser-safe', () => {
+  it('its sources import only schemastery and each other', async () => {
+    const { readdirSync, readFileSync } = await import('node:fs')
+    const dir = new URL('../src/', import.meta.url)
+    for (const file of readdirSync(dir)) {
+      const text = readFileSync(new URL(file, dir), 'utf8')
+      const specifiers = [...text.matchAll(/^(?:import|export)[^'"]*from\s+['"]([^'"]+)['"]/gm)].map((m) => m[1])
+      for (const specifier of specifiers) expect(`${file}: ${specifier}`).toMatch(/: (schemastery|\.\/[\w-]+\.ts)$/)
+    }
+  })
+})
