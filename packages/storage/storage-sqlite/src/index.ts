@@ -63,7 +63,7 @@ export class SqliteStorage extends StorageService {
       const aside = `${this.path}.corrupt-${new Date().toISOString().replace(/[:.]/g, '-')}`
       renameSync(this.path, aside)
       for (const suffix of ['-wal', '-shm']) if (existsSync(this.path + suffix)) renameSync(this.path + suffix, aside + suffix)
-      this.ctx.logger('storage').warn(`${this.path}: not a SQLite database; moved it to ${aside} and started an empty one`)
+      this.warn(undefined, `${this.path}: not a SQLite database; moved it to ${aside} and started an empty one`)
       this.conn.db = this.open()
     }
   }

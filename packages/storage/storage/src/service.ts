@@ -94,6 +94,11 @@ declare module 'cordis' {
   interface Events {
     /** A stored key changed durably (raw JSON values). Emitted after the domain's listeners ran. */
     'storage/changed'(change: DomainChange<unknown>): void
+    /**
+     * Damaged stored data was found (a malformed file moved aside, entries failing a schema). Also
+     * logged at warn level; a surface that shows warnings to its user subscribes here.
+     */
+    'storage/warning'(warning: { domain?: string; message: string }): void
   }
 }
 
@@ -169,6 +174,12 @@ export abstract class StorageService extends Service {
     return new DomainHandle<T>(this.ctx, this, this.state(name), schema)
   }
 
+  /** @internal Logs one warning about a domain and emits `storage/warning`. */
+  warn(domain: string | undefined, message: string): void {
+    this.ctx.logger('storage').warn(message)
+    this.ctx.emit('storage/warning', domain === undefined ? { message } : { domain, message })
+  }
+
   /** Resolves once every write queued so far has settled. */
   async flush(): Promise<void> {
     await Promise.all([...this.hub.domains.values()].map((state) => state.chain.catch(() => {})))
@@ -194,7 +205,7 @@ export abstract class StorageService extends Service {
         state.loading = undefined
         throw new StorageError('LOAD_FAILED', `${this.location(state.name)}: cannot load storage domain "${state.name}": ${reasonOf(error)}`, undefined, { cause: error })
       }
-      if (loaded.warning) this.ctx.logger('storage').warn(loaded.warning)
+      if (loaded.warning) this.warn(state.name, loaded.warning)
       state.raw = new Map([...loaded.entries].map(([key, value]) => [key, deepFreeze(value)]))
       state.version++
       state.loaded = true
@@ -300,7 +311,7 @@ class DomainHandle<T> implements Domain<T> {
       const shown = rejected.slice(0, 3).join('; ')
       const more = rejected.length > 3 ? `; and ${rejected.length - 3} more` : ''
       const noun = rejected.length === 1 ? 'entry' : 'entries'
-      this.ctx.logger('storage').warn(`${this.service.location(this.state.name)}: ${rejected.length} stored ${noun} ignored (kept in storage until overwritten): ${shown}${more}`)
+      this.service.warn(this.state.name, `${this.service.location(this.state.name)}: ${rejected.length} stored ${noun} ignored (kept in storage until overwritten): ${shown}${more}`)
     }
     this.view = { version: this.state.version, values, checked }
     return values

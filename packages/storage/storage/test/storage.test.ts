@@ -133,6 +133,8 @@ describe('storage domains', () => {
       }
     }
     const { ctx, warnings } = await boot(Seeded)
+    const events: Array<{ domain?: string; message: string }> = []
+    ctx.on('storage/warning', (warning) => void events.push(warning))
     const items = ctx.storage.domain('todo', Item)
     expect(await items.entries()).toEqual([['good', { title: 'ok', done: true }]])
     expect(await items.get('bad1')).toBeUndefined()
@@ -143,6 +145,7 @@ describe('storage domains', () => {
     const service = ctx.storage as unknown as Seeded
     expect([...service.written[0]!.snapshot.keys()]).toEqual(['good', 'bad1', 'bad2', 'new'])
     expect(warnings()).toHaveLength(1)
+    expect(events).toEqual([{ domain: 'todo', message: warnings()[0] }])
   })
 
   it('a load failure rejects reads with LOAD_FAILED and is retried on the next use', async () => {
