@@ -148,6 +148,18 @@ describe('storage domains', () => {
     expect(events).toEqual([{ domain: 'todo', message: warnings()[0] }])
   })
 
+  it('reads a stored entry missing a defaulted field with the default, leaving the stored copy as it was', async () => {
+    class Old extends MemoryStorage {
+      protected override async loadDomain(): Promise<LoadedDomain> {
+        return { entries: new Map<string, unknown>([['a', { title: 'from an older version' }]]) }
+      }
+    }
+    const { ctx, warnings } = await boot(Old)
+    const items = ctx.storage.domain('todo', Item)
+    expect(await items.get('a')).toEqual({ title: 'from an older version', done: false })
+    expect(warnings()).toEqual([])
+  })
+
   it('a load failure rejects reads with LOAD_FAILED and is retried on the next use', async () => {
     class Unreadable extends MemoryStorage {
       static attempts = 0
