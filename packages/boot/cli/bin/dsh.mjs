@@ -7,6 +7,17 @@ import { fileURLToPath } from 'node:url'
 import { SUBCOMMAND_BINS, launcherHelp, parseLauncherArgs } from '../src/args.mjs'
 
 const pkgUrl = new URL('../package.json', import.meta.url)
+
+/**
+ * Only the shipped one-shot profile, with nothing but a help flag (and `-p`) after the launcher
+ * flags and no extra layer: a `--patch` may add rows whose help the fixed text cannot know.
+ * @param {import('../src/args.mjs').LauncherArgs} a
+ */
+function isHeadlessHelp(a) {
+  if (a.action !== 'run' || a.profile !== 'headless' || a.patches.length > 0 || a.dumpConfig) return false
+  const rest = a.appArgs.filter((t) => t !== '-p' && t !== '--print')
+  return rest.length === 1 && (rest[0] === '--help' || rest[0] === '-h')
+}
 const args = parseLauncherArgs(process.argv.slice(2))
 
 if (args.action === 'help' || args.action === 'version') {
@@ -18,6 +29,11 @@ if (args.action === 'help' || args.action === 'version') {
   const { url } = SUBCOMMAND_BINS[args.subcommand]
   process.argv = [process.argv[0], fileURLToPath(url), ...args.appArgs]
   await import(url.href)
+} else if (isHeadlessHelp(args)) {
+  // `dsh -p --help` / `dsh --profile headless --help`: the one-shot profile's help is a fixed text
+  // owned by its bundle, printed without booting the tree (a boot costs ~10x node's start-up).
+  const { HELP } = await import('@dsh/bundle-headless/help')
+  process.stdout.write(HELP)
 } else if (args.action === 'error') {
   process.stderr.write(`dsh: ${args.error}\ndsh: see "dsh --help"\n`)
   process.exitCode = 2

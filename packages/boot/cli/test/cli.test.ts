@@ -1,7 +1,7 @@
 // Spawns the real `dsh` bin as a subprocess with a temporary DSH_HOME.
 import { describe, expect, it } from 'vitest'
 import { spawn, spawnSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -56,12 +56,26 @@ describe('dsh launcher', () => {
   })
 
   it('creates the headless profile on first use and boots it', () => {
-    // `--help` after the profile is the app's help: the whole headless tree boots to answer it.
-    const r = dsh(['--profile', 'headless', '--help'])
+    // With an extra layer, `--help` after the profile is the app's help: the whole tree boots to
+    // answer it (the layer could add rows the fixed text cannot know).
+    const home = mkdtempSync(join(tmpdir(), 'dsh-cli-'))
+    const layer = join(home, 'empty.patch.yml')
+    writeFileSync(layer, '[]\n')
+    const r = dsh(['--profile', 'headless', '--patch', layer, '--help'], { home })
     expect(r.stderr).toBe('')
     expect(r.code).toBe(0)
     expect(r.stdout).toContain('Usage: dsh -p "task"')
     expect(readFileSync(join(r.home, 'profiles', 'headless', 'package.json'), 'utf8')).toContain('@dsh/bundle-headless')
+  })
+
+  it('answers the one-shot profile\'s help without a boot (no profile is even created)', () => {
+    for (const args of [['-p', '--help'], ['--profile', 'headless', '-h'], ['--print', '--help']]) {
+      const r = dsh(args)
+      expect(r, args.join(' ')).toMatchObject({ code: 0, stderr: '' })
+      expect(r.stdout).toContain('Usage: dsh -p "task"')
+      expect(r.stdout).toContain('--patch FILE')
+      expect(existsSync(join(r.home, 'profiles'))).toBe(false)
+    }
   })
 
   it('--dump-config output fed back as the only layer composes and boots the same rows', () => {
@@ -111,9 +125,12 @@ describe('dsh launcher', () => {
   it('warns, naming the layer, when a patch names an unknown row id, and still boots', () => {
     const home = mkdtempSync(join(tmpdir(), 'dsh-cli-'))
     writeFileSync(join(home, 'cordis.patch.yml'), '- id: no-such-row\n  disabled: true\n')
-    const r = dsh(['--profile', 'headless', '--help'], { home })
+    const r = dsh(['--profile', 'headless', '--list-sessions'], { home })
     expect(r.code).toBe(0)
-    expectOneLine(r.stderr, /^dsh: warning: home \(.*cordis\.patch\.yml\): \[0\] id "no-such-row" names no row; skipped$/)
+    const [warning, ...rest] = r.stderr.trimEnd().split('\n')
+    expect(warning).toMatch(/^dsh: warning: home \(.*cordis\.patch\.yml\): \[0\] id "no-such-row" names no row; skipped$/)
+    // The booted app then ran: it reports that there is nothing stored yet.
+    expect(rest).toEqual([expect.stringMatching(/^dsh: no stored sessions for /)])
   })
 
   it('passes app arguments (including --help after --profile) to ctx.cmdlineArgs', () => {
