@@ -209,6 +209,9 @@ export class SessionHost {
         }),
       }))
     }
+    // The graceful stop of a dsh app: turns are cancelled and their ends logged while the
+    // persistence rows are still active. Unloading the plugin alone stops too (not awaited).
+    ctx.on('app/stopping' as never, (() => this.stop()) as never)
     ctx.effect(() => () => this.stop(), 'api-gateway: stop the session host')
   }
 

@@ -78,6 +78,8 @@ async function boot(mock: MockServer, home: string, gateway: Record<string, unkn
     closed = true
     server.closeAllConnections()
     await new Promise((resolve) => server.close(resolve))
+    // What @dsh/app-boot does on a graceful stop: app/stopping while every row is active, then dispose.
+    await harness.ctx.parallel('app/stopping' as never, { reason: 'test' } as never)
     await harness.dispose()
   }
   cleanup.push(close)
@@ -296,5 +298,23 @@ describe('api-gateway over real HTTP', () => {
     const got = seqs(reader.frames)
     expect(got.length).toBeLessThan(live.length)
     expect(got).toEqual(got.map((_, i) => i))
+  })
+
+  it('stopping the host mid-turn cancels the turn and logs its end before the tree goes away', async () => {
+    const home = tempDir()
+    const mock = await mockModel([{ events: [{ text: 'thinking about it' }, { stall: true }] }, { text: 'after restart' }])
+    const host = await boot(mock, home)
+    const cwd = tempDir()
+    const { session } = await call(host, 'sessions.create', { cwd, model: MODEL })
+    const reader = new SseReader(`${host.url}/api/events/session/${session.sessionId}`)
+    await call(host, 'sessions.prompt', { sessionId: session.sessionId, text: 'take your time' })
+    await call(host, 'sessions.prompt', { sessionId: session.sessionId, text: 'queued behind it' })
+    await reader.until((f) => f.some((x) => x.data?.type === 'assistant/chunk'))
+    await host.close()
+
+    const again = await boot(mock, home)
+    const events = (await call(again, 'sessions.history', { sessionId: session.sessionId })).events
+    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { turn: 0, reason: 'cancelled' } })
+    expect(events.filter((e: any) => e.type === 'turn/start')).toHaveLength(1)
   })
 })
