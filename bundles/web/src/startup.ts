@@ -207,6 +207,12 @@ export async function apply(ctx: Context, config: Config) {
     return stop(1)
   }
 
+  // Damaged stored data (a malformed storage file set aside) is the user's to know about: one line
+  // on stderr, whether or not the debug logger is on.
+  ctx.on('storage/warning' as never, ((warning: { domain?: string; message: string }) => {
+    process.stderr.write(`dsh: warning: ${warning.message}\n`)
+  }) as never)
+
   // A web server stopped by SIGINT/SIGTERM has done its job: exit 0 (the shared runTree reports
   // the code on this StopInfo, which app/stopping listeners receive).
   ctx.on('app/stopping' as never, ((info: { reason: string; code: number }) => {

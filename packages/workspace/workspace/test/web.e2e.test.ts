@@ -15,8 +15,8 @@ afterEach(() => {
 function startWeb(home: string, cwd: string) {
   const child = spawn(process.execPath, [DSH_BIN, 'web', '--no-open', '--port', '0'], {
     cwd,
-    // DSH_DEBUG=1 makes the host logger print to stderr, where the storage warning must appear once.
-    env: { PATH: process.env.PATH!, HOME: home, DSH_HOME: home, DSH_DEBUG: '1' },
+    // The web bundle prints each storage warning on stderr (no debug logger needed), once.
+    env: { PATH: process.env.PATH!, HOME: home, DSH_HOME: home },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let stdout = ''
