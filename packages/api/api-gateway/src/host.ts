@@ -15,7 +15,7 @@ import { resolveDshHome } from '@dsh/home-paths'
 import * as P from '@dsh/web-protocol'
 import { ApiError, type SessionRow, type SessionStatus, type WireEvent, type WireModel } from '@dsh/web-protocol'
 import type { StreamClient } from './gateway.ts'
-import { MetaStore } from './meta.ts'
+import { fileBackend, MetaStore, storageBackend } from './meta.ts'
 
 export interface SessionHostConfig {
   /** A live session with no turn, no queued prompt and no stream client is unloaded after this long. */
@@ -94,7 +94,13 @@ export class SessionHost {
   private ready: Promise<void>
 
   constructor(private readonly ctx: Context, private readonly config: SessionHostConfig) {
-    this.meta = new MetaStore(config.metaFile ?? join(resolveDshHome(), 'web', 'sessions.json'))
+    // An explicit metaFile wins; else the storage hub when it is mounted; else the default file.
+    const storage = ctx.get('storage' as never) as Parameters<typeof storageBackend>[0] | undefined
+    this.meta = new MetaStore(
+      config.metaFile === undefined && storage
+        ? storageBackend(storage)
+        : fileBackend(config.metaFile ?? join(resolveDshHome(), 'web', 'sessions.json')),
+    )
     this.ready = this.meta.load().then(() => {
       if (this.meta.warning) ctx.logger('api-gateway').warn(this.meta.warning)
     })

@@ -1,10 +1,12 @@
 // Per-session web metadata that the session log does not hold: archived, the chosen model and
-// reasoning effort, the permission preset. One small JSON file, written atomically.
-import { readFile } from 'node:fs/promises'
+// reasoning effort, the permission preset. Kept in memory (reads are synchronous) and written
+// through to a backend: the `web-sessions` domain of ctx.storage when that hub is mounted, else
+// one small JSON file written atomically.
+import { mkdir, readFile } from 'node:fs/promises'
 import { dirname } from 'node:path'
-import { mkdir } from 'node:fs/promises'
+import Schema from 'schemastery'
 import { writeAtomic } from '@dsh/atomic-write'
-import type { WireModel } from '@dsh/web-protocol'
+import { WireModelSchema, type WireModel } from '@dsh/web-protocol'
 
 export interface SessionMeta {
   archived?: boolean
@@ -12,49 +14,98 @@ export interface SessionMeta {
   permissionMode?: string
 }
 
+export const SessionMetaSchema: Schema<SessionMeta> = Schema.object({
+  archived: Schema.boolean(),
+  model: WireModelSchema,
+  permissionMode: Schema.string(),
+}) as Schema<SessionMeta>
+
+export interface MetaBackend {
+  /** Where the rows live, for messages. */
+  readonly location: string
+  load(): Promise<{ rows: Array<[string, SessionMeta]>; warning?: string }>
+  /** `rows` is the whole table after the change. */
+  write(id: string, row: SessionMeta, rows: ReadonlyMap<string, SessionMeta>): Promise<void>
+}
+
+/** The JSON file backend: `{version: 1, sessions: {<id>: row}}`. */
+export function fileBackend(path: string): MetaBackend {
+  return {
+    location: path,
+    async load() {
+      let text: string
+      try {
+        text = await readFile(path, 'utf8')
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { rows: [] }
+        return { rows: [], warning: `cannot read ${path}: ${(error as Error).message}` }
+      }
+      try {
+        const parsed = JSON.parse(text) as { sessions?: Record<string, SessionMeta> }
+        return { rows: Object.entries(parsed.sessions ?? {}).filter(([, row]) => row && typeof row === 'object') }
+      } catch (error) {
+        return { rows: [], warning: `${path} is not valid JSON (${(error as Error).message}); session metadata starts empty` }
+      }
+    },
+    async write(_id, _row, rows) {
+      await mkdir(dirname(path), { recursive: true })
+      await writeAtomic(path, JSON.stringify({ version: 1, sessions: Object.fromEntries(rows) }, null, 1) + '\n')
+    },
+  }
+}
+
+interface StorageDomain<T> {
+  entries(): Promise<Array<[string, T]>>
+  set(key: string, value: T): Promise<T>
+}
+
+/** The ctx.storage backend: one entry per session in the `web-sessions` domain. */
+export function storageBackend(storage: { domain<T>(name: string, schema: Schema<T>): StorageDomain<T> }): MetaBackend {
+  const domain = storage.domain('web-sessions', SessionMetaSchema)
+  return {
+    location: 'storage domain "web-sessions"',
+    async load() {
+      try {
+        return { rows: await domain.entries() }
+      } catch (error) {
+        return { rows: [], warning: `cannot read storage domain "web-sessions": ${(error as Error).message}` }
+      }
+    },
+    async write(id, row) {
+      await domain.set(id, row)
+    },
+  }
+}
+
 export class MetaStore {
-  private rows = new Map<string, SessionMeta>()
+  private readonly rows = new Map<string, SessionMeta>()
   private chain: Promise<void> = Promise.resolve()
-  /** Why the file could not be read, when it could not (the rows start empty then). */
+  /** Why the rows could not be read, when they could not (they start empty then). */
   warning: string | undefined
 
-  constructor(readonly path: string) {}
+  constructor(readonly backend: MetaBackend) {}
 
   async load(): Promise<void> {
-    let text: string
-    try {
-      text = await readFile(this.path, 'utf8')
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return
-      this.warning = `cannot read ${this.path}: ${(error as Error).message}`
-      return
-    }
-    try {
-      const parsed = JSON.parse(text) as { sessions?: Record<string, SessionMeta> }
-      for (const [id, row] of Object.entries(parsed.sessions ?? {})) {
-        if (row && typeof row === 'object') this.rows.set(id, row)
-      }
-    } catch (error) {
-      this.warning = `${this.path} is not valid JSON (${(error as Error).message}); session metadata starts empty`
-    }
+    const { rows, warning } = await this.backend.load()
+    for (const [id, row] of rows) this.rows.set(id, row)
+    this.warning = warning
   }
 
   get(id: string): SessionMeta {
     return this.rows.get(id) ?? {}
   }
 
-  /** Merges `patch` into the row and writes the file (writes are serialized). */
+  /** Merges `patch` into the row and writes it (writes are serialized; a failure rejects). */
   update(id: string, patch: SessionMeta): Promise<void> {
-    this.rows.set(id, { ...this.get(id), ...patch })
-    const text = JSON.stringify({ version: 1, sessions: Object.fromEntries(this.rows) }, null, 1) + '\n'
-    this.chain = this.chain.then(async () => {
-      await mkdir(dirname(this.path), { recursive: true })
-      await writeAtomic(this.path, text)
-    })
-    return this.chain
+    const row = { ...this.get(id), ...patch }
+    this.rows.set(id, row)
+    const snapshot = new Map(this.rows)
+    const write = this.chain.then(() => this.backend.write(id, row, snapshot))
+    this.chain = write.catch(() => {})
+    return write
   }
 
   flush(): Promise<void> {
-    return this.chain.catch(() => {})
+    return this.chain
   }
 }

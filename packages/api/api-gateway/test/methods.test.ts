@@ -17,6 +17,7 @@ import PermissionPresets from '@dsh/permission-presets'
 import Commands from '@dsh/commands'
 import WebServer from '@dsh/webserver'
 import { defineMethod } from '@dsh/web-protocol'
+import MemoryStorage from '@dsh/storage'
 import ApiGateway from '../src/index.ts'
 
 vi.setConfig({ testTimeout: 30_000 })
@@ -51,7 +52,7 @@ function tempDir(): string {
   return dir
 }
 
-async function boot(steps: MockStep[], gateway: Record<string, unknown> = {}) {
+async function boot(steps: MockStep[], gateway: Record<string, unknown> = {}, before: Array<[unknown, unknown?]> = []) {
   const mock: MockServer = await startMockServer({ steps })
   cleanup.push(() => mock.close())
   process.env[ENV] = 'sk-test'
@@ -65,6 +66,7 @@ async function boot(steps: MockStep[], gateway: Record<string, unknown> = {}) {
       [PermissionPresets, { env: '' }],
       [Commands, {}],
       [askingTool],
+      ...before,
       [WebServer, { port: 0 }],
       [ApiGateway, { metaFile: join(home, 'web', 'sessions.json'), heartbeatMs: 0, ...gateway }],
     ] as never,
@@ -218,5 +220,14 @@ describe('api-gateway on ctx.webServer', () => {
     const bad = await fetch(`${url}/api/events/session/${id}?after=soon`)
     expect(bad.status).toBe(400)
     expect(await bad.json()).toMatchObject({ error: { code: 'INVALID_PARAMS', field: 'after' } })
+  })
+
+  it('with ctx.storage mounted (and no metaFile) session metadata lives in the web-sessions domain', async () => {
+    const { ctx, call, cwd } = await boot([], { metaFile: undefined }, [[MemoryStorage, {}]])
+    const { session } = await call('sessions.create', { cwd, model: MODEL })
+    await call('sessions.archive', { sessionId: session.sessionId })
+    await call('sessions.setPermissionMode', { sessionId: session.sessionId, mode: 'read-only' })
+    const storage = (ctx as unknown as { storage: { domain(name: string, schema: unknown): { get(key: string): Promise<unknown> } } }).storage
+    expect(await storage.domain('web-sessions', Schema.any()).get(session.sessionId)).toMatchObject({ archived: true, permissionMode: 'read-only', model: { provider: 'deepseek-official' } })
   })
 })
