@@ -6,7 +6,7 @@ import { mkdir, readFile } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import Schema from 'schemastery'
 import { writeAtomic } from '@dsh/atomic-write'
-import { WireModelSchema, type WireModel } from '@dsh/web-protocol'
+import { optionalObject, WireModelSchema, type WireModel } from '@dsh/web-protocol'
 
 export interface SessionMeta {
   archived?: boolean
@@ -16,7 +16,7 @@ export interface SessionMeta {
 
 export const SessionMetaSchema: Schema<SessionMeta> = Schema.object({
   archived: Schema.boolean(),
-  model: WireModelSchema,
+  model: optionalObject(WireModelSchema),
   permissionMode: Schema.string(),
 }) as Schema<SessionMeta>
 

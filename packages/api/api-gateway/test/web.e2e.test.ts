@@ -39,10 +39,14 @@ function startWeb(env: Record<string, string>, cwd: string) {
   return { child, url, exited, stderr: () => stderr }
 }
 
-async function call(url: string, method: string, params: unknown): Promise<any> {
+async function raw(url: string, method: string, params: unknown): Promise<{ status: number; body: any }> {
   const res = await fetch(`${url}/api/${method}`, { method: 'POST', headers: { 'content-type': 'application/json', origin: url }, body: JSON.stringify(params) })
-  const body = (await res.json()) as any
-  if (res.status !== 200) throw new Error(`${method}: ${res.status} ${JSON.stringify(body)}`)
+  return { status: res.status, body: await res.json() }
+}
+
+async function call(url: string, method: string, params: unknown): Promise<any> {
+  const { status, body } = await raw(url, method, params)
+  if (status !== 200) throw new Error(`${method}: ${status} ${JSON.stringify(body)}`)
   return body.result
 }
 
@@ -80,7 +84,7 @@ function readTurn(url: string, sessionId: string, after: number, onOpen: () => P
 }
 
 describe('dsh web (real bin) with the api gateway', () => {
-  it('runs a bash call and a write from the browser wire and keeps the history across a restart', async () => {
+  it('runs a bash call and a write from the browser wire; history and archive survive a restart; bad calls are JSON errors', async () => {
     const root = mkdtempSync(join(tmpdir(), 'dsh-web-gateway-'))
     cleanup.push(() => rmSync(root, { recursive: true, force: true }))
     const home = join(root, 'home')
@@ -109,12 +113,18 @@ describe('dsh web (real bin) with the api gateway', () => {
     expect(readFileSync(join(cwd, 'notes.txt'), 'utf8')).toBe('written over the web\n')
     const before = (await call(url, 'sessions.history', { sessionId: session.sessionId })).events
     expect(before).toEqual(events)
+    await call(url, 'sessions.archive', { sessionId: session.sessionId })
     web.child.kill('SIGTERM')
     expect(await web.exited).toBe(0)
 
     const again = startWeb(env, cwd)
     const url2 = await again.url
-    expect((await call(url2, 'sessions.list', { cwd })).sessions).toMatchObject([{ sessionId: session.sessionId, status: 'stored', turns: 1 }])
+    expect((await call(url2, 'sessions.list', { cwd })).sessions).toEqual([])
+    expect((await call(url2, 'sessions.list', { cwd, includeArchived: true })).sessions).toMatchObject([{ sessionId: session.sessionId, status: 'stored', turns: 1, archived: true }])
+    const refused = await raw(url2, 'sessions.prompt', { sessionId: session.sessionId, text: 'again' })
+    expect(refused).toMatchObject({ status: 409, body: { error: { code: 'SESSION_ARCHIVED' } } })
+    expect(await raw(url2, 'sessions.frobnicate', {})).toMatchObject({ status: 404, body: { error: { code: 'UNKNOWN_METHOD' } } })
+    expect(await raw(url2, 'sessions.history', {})).toMatchObject({ status: 400, body: { error: { code: 'INVALID_PARAMS', field: 'sessionId' } } })
     expect((await call(url2, 'sessions.history', { sessionId: session.sessionId })).events).toEqual(before)
     again.child.kill('SIGTERM')
     expect(await again.exited).toBe(0)

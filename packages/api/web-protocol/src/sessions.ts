@@ -16,6 +16,12 @@ export const WireModelSchema: Schema<WireModel> = Schema.object({
   reasoningEffort: ReasoningEffortSchema,
 }) as Schema<WireModel>
 
+/**
+ * An object-valued field that may be absent. schemastery fills a missing object field with `{}`
+ * and then checks its required keys, so an optional object needs this union.
+ */
+export const optionalObject = <T>(schema: Schema<T>): Schema<T | undefined> => Schema.union([schema, Schema.const(undefined)]) as Schema<T | undefined>
+
 export interface SessionRow {
   sessionId: string
   cwd: string
@@ -44,7 +50,7 @@ export const SessionRowSchema: Schema<SessionRow> = Schema.object({
   archived: Schema.boolean().required(),
   status: Schema.union(['stored', 'idle', 'running', 'waiting'] as const).required(),
   queued: Schema.natural().required(),
-  model: WireModelSchema,
+  model: optionalObject(WireModelSchema),
   permissionMode: Schema.string(),
 }) as Schema<SessionRow>
 
@@ -173,7 +179,7 @@ export const questionsRespond = defineMethod('questions.respond', {
 
 export const llmProviders = defineMethod('llm.providers', {
   params: Schema.object({}),
-  result: Schema.object({ providers: Schema.array(Schema.string()).required(), default: WireModelSchema }) as Schema<{ providers: string[]; default?: WireModel }>,
+  result: Schema.object({ providers: Schema.array(Schema.string()).required(), default: optionalObject(WireModelSchema) }) as Schema<{ providers: string[]; default?: WireModel }>,
 })
 
 export const llmModels = defineMethod('llm.models', {
@@ -194,7 +200,7 @@ export const commandsExecute = defineMethod('commands.execute', {
     ok: Schema.boolean().required(),
     name: Schema.string().required(),
     output: Schema.string(),
-    error: Schema.object({ code: Schema.string().required(), message: Schema.string().required() }),
+    error: optionalObject(Schema.object({ code: Schema.string().required(), message: Schema.string().required() })),
   }) as Schema<{ ok: boolean; name: string; output?: string; error?: { code: string; message: string } }>,
 })
 

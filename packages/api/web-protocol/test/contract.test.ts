@@ -1,6 +1,6 @@
 import Schema from 'schemastery'
 import { describe, expect, it } from 'vitest'
-import { ApiError, checkParams, defineMethod, sessionContracts, sessionsPrompt, type ParamsOf } from '../src/index.ts'
+import { ApiError, checkParams, commandsExecute, defineMethod, SessionRowSchema, sessionContracts, sessionsPrompt, type ParamsOf } from '../src/index.ts'
 
 describe('web-protocol contracts', () => {
   it('defineMethod refuses a malformed name', () => {
@@ -25,6 +25,13 @@ describe('web-protocol contracts', () => {
     expect(new ApiError('SESSION_ARCHIVED', 'archived', { field: 'sessionId' }).toBody()).toEqual({ error: { code: 'SESSION_ARCHIVED', message: 'archived', field: 'sessionId' } })
     expect(new ApiError('SESSION_NOT_FOUND', 'x').status).toBe(404)
     expect(new ApiError('CUSTOM', 'x', { status: 418 }).status).toBe(418)
+  })
+
+  it('result schemas accept rows without their optional object fields', () => {
+    const row = { sessionId: 's', cwd: '/w', createdAt: 1, updatedAt: 2, turns: 0, events: 0, archived: false, status: 'idle', queued: 0 }
+    expect(SessionRowSchema(row as never)).toEqual(row)
+    expect(() => SessionRowSchema({ ...row, model: { provider: 'p' } } as never)).toThrow(/model/)
+    expect(commandsExecute.result({ ok: true, name: 'help' } as never)).toEqual({ ok: true, name: 'help' })
   })
 
   it('every session contract has a unique dotted name', () => {
