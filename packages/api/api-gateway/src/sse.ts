@@ -25,6 +25,9 @@ export class SseClient {
     req.on('close', close)
     res.on('close', close)
     res.on('error', close)
+    // The peer may have gone while the provider was loading the session: its close event has
+    // fired already, so end this client right after the provider has attached it.
+    if (req.destroyed || res.destroyed || res.writableEnded) queueMicrotask(close)
     if (options.heartbeatMs > 0) {
       this.heartbeat = setInterval(() => this.write(': ping\n\n'), options.heartbeatMs)
       this.heartbeat.unref?.()
