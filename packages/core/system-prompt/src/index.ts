@@ -150,6 +150,17 @@ declare module 'cordis' {
   }
 }
 
+/**
+ * For plugins that contribute a section but do not need a system prompt to work (a tool's
+ * guidance): registers `section` whenever `ctx.systemPrompt` is available, removes it when that
+ * service or the calling plugin goes; a no-op without one.
+ */
+export function contributeSection(ctx: Context, section: PromptSection): void {
+  ctx.inject(['systemPrompt'], (inner) => {
+    inner.systemPrompt.registerSection(section)
+  })
+}
+
 export class SystemPrompt extends Service {
   static Config: Schema<SystemPromptConfig> = Schema.object({
     identity: Schema.string().default(DEFAULT_IDENTITY).description('The harness identity: always the first part of the prompt.'),

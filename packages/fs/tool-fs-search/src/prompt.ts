@@ -3,6 +3,7 @@
 // present, and removed with this plugin. A deployment can replace or drop it with the
 // system-prompt row's `sections: { 'tool:fs-search': ... }`.
 import type { Context } from 'cordis'
+import { contributeSection } from '@dsh/system-prompt'
 
 export const PROMPT_SECTION = {
   id: 'tool:fs-search',
@@ -14,13 +15,7 @@ export const PROMPT_SECTION = {
   ].join('\n'),
 }
 
-interface SectionRegistry {
-  registerSection(section: { id: string; order: number; text: string }): () => void
-}
-
 /** Adds `PROMPT_SECTION` whenever a system prompt service is available; a no-op otherwise. */
 export function registerPromptSection(ctx: Context): void {
-  ctx.inject(['systemPrompt'], (inner) => {
-    ;(inner as unknown as { systemPrompt: SectionRegistry }).systemPrompt.registerSection(PROMPT_SECTION)
-  })
+  contributeSection(ctx, PROMPT_SECTION)
 }
