@@ -205,22 +205,13 @@ export async function resolveModel(ctx: Context, spec: string | undefined, fallb
     if (!fallback) throw new UsageError('no model configured: pass --model PROVIDER/MODEL or add the agent-default-model row')
     return fallback
   }
-  const providers = ctx.llm.listProviders()
-  const slash = spec.indexOf('/')
-  let provider = fallback?.provider
-  let model = spec
-  if (slash > 0 && providers.includes(spec.slice(0, slash))) {
-    provider = spec.slice(0, slash)
-    model = spec.slice(slash + 1)
+  let resolved: { provider: string; model: string }
+  try {
+    resolved = await ctx.llm.resolveModelSpec(spec, fallback?.provider)
+  } catch (error) {
+    throw new UsageError(`--model ${spec}: ${(error as Error).message}`)
   }
-  if (!provider || !providers.includes(provider)) {
-    throw new UsageError(`--model ${spec}: no provider route '${provider ?? '?'}'; registered: ${providers.join(', ') || '(none)'}`)
-  }
-  const info = await ctx.llm.resolveModelInfo(provider, model)
-  if (!info) {
-    const known = (await ctx.llm.listModels(provider)).map((m) => m.id)
-    throw new UsageError(`--model ${spec}: provider '${provider}' has no model '${model}'; known: ${known.join(', ') || '(none)'}`)
-  }
+  const { provider, model } = resolved
   return { ...(fallback?.provider === provider ? fallback : {}), provider, model }
 }
 

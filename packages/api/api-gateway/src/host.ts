@@ -16,6 +16,7 @@ import * as P from '@dsh/web-protocol'
 import { ApiError, type SessionRow, type SessionStatus, type WireEvent, type WireModel } from '@dsh/web-protocol'
 import type { StreamClient } from './gateway.ts'
 import { fileBackend, MetaStore, storageBackend } from './meta.ts'
+import type { LlmService } from '@dsh/llm'
 
 export interface SessionHostConfig {
   /** A live session with no turn, no queued prompt and no stream client is unloaded after this long. */
@@ -55,7 +56,7 @@ interface Live {
 
 // Optional services, read with ctx.get() when used.
 interface Optional {
-  llm?: { listProviders(): string[]; resolveModelInfo(provider: string, model: string): Promise<unknown>; listModels(provider: string): Promise<Array<{ id: string }>> }
+  llm?: LlmService
   agentDefaultModel?: { get(): ModelSelection }
   durableSessions?: { resume(id: string): Promise<{ session: Session }>; list(): Promise<SessionSummary[]>; isPersisted(id: string): boolean; checkpoint(id: string): Promise<void> }
   sessionPersistence?: { readFrom(id: string, seq: number): Promise<AnySessionEvent[]>; close(id: string): Promise<void> }
@@ -579,21 +580,14 @@ export class SessionHost {
       return withEffort(fallback)
     }
     const llm = this.opt('llm')
-    const providers = llm?.listProviders() ?? []
-    const slash = spec.indexOf('/')
-    let provider = fallback?.provider
-    let model = spec
-    if (slash > 0 && providers.includes(spec.slice(0, slash))) {
-      provider = spec.slice(0, slash)
-      model = spec.slice(slash + 1)
+    if (!llm) throw new ApiError('MODEL_NOT_FOUND', `model: ${JSON.stringify(spec)}: no model service is mounted`, { field: 'model' })
+    let resolved: { provider: string; model: string }
+    try {
+      resolved = await llm.resolveModelSpec(spec, fallback?.provider)
+    } catch (error) {
+      throw new ApiError('MODEL_NOT_FOUND', `model: ${(error as Error).message}`, { field: 'model' })
     }
-    if (!llm || !provider || !providers.includes(provider)) {
-      throw new ApiError('MODEL_NOT_FOUND', `model: ${JSON.stringify(spec)} names no registered provider; registered: ${providers.join(', ') || '(none)'}`, { field: 'model' })
-    }
-    if (!(await llm.resolveModelInfo(provider, model))) {
-      const known = (await llm.listModels(provider).catch(() => [])).map((m) => m.id)
-      throw new ApiError('MODEL_NOT_FOUND', `model: provider ${JSON.stringify(provider)} has no model ${JSON.stringify(model)}; known: ${known.join(', ') || '(none)'}`, { field: 'model' })
-    }
+    const { provider, model } = resolved
     return withEffort({ ...(fallback?.provider === provider ? fallback : {}), provider, model })
   }
 

@@ -135,6 +135,31 @@ export class LlmService extends Service {
     return [...(await adapter.listModels())]
   }
 
+  /**
+   * Resolves what a user types for a model, `MODEL` or `PROVIDER/MODEL`, against the registered
+   * routes (a bare model, or a prefix that is not a route, uses `defaultProvider`). Rejects with an
+   * `LlmError` (`UNKNOWN_PROVIDER` / `UNKNOWN_MODEL`) whose message names what is registered, for
+   * surfaces to wrap in their own error shape.
+   */
+  async resolveModelSpec(spec: string, defaultProvider?: string): Promise<{ provider: string; model: string }> {
+    const providers = this.listProviders()
+    const slash = spec.indexOf('/')
+    let provider = defaultProvider
+    let model = spec
+    if (slash > 0 && providers.includes(spec.slice(0, slash))) {
+      provider = spec.slice(0, slash)
+      model = spec.slice(slash + 1)
+    }
+    if (!provider || !providers.includes(provider)) {
+      throw new LlmError('UNKNOWN_PROVIDER', `no provider route '${provider ?? '?'}'; registered: ${providers.join(', ') || '(none)'}`, { provider })
+    }
+    if (!(await this.resolveModelInfo(provider, model))) {
+      const known = (await this.listModels(provider).catch(() => [])).map((m) => m.id)
+      throw new LlmError('UNKNOWN_MODEL', `provider '${provider}' has no model '${model}'; known: ${known.join(', ') || '(none)'}`, { provider })
+    }
+    return { provider, model }
+  }
+
   /** The catalog entry for `model` on `provider`; undefined for an unknown model or provider. */
   async resolveModelInfo(provider: string, model: string): Promise<ModelInfo | undefined> {
     const adapter = this.adapters.get(provider)

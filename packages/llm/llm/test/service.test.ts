@@ -72,6 +72,18 @@ describe('LlmService', () => {
     expect(error.code).toBe('UNKNOWN_PROVIDER')
   })
 
+  it('resolves a typed model spec: MODEL on the default route, PROVIDER/MODEL, and names what exists when wrong', async () => {
+    const root = await boot()
+    root.llm.registerAdapter(scriptedAdapter('alpha', 'x'))
+    root.llm.registerAdapter(scriptedAdapter('org/beta', 'x'))
+    expect(await root.llm.resolveModelSpec('alpha-large', 'alpha')).toEqual({ provider: 'alpha', model: 'alpha-large' })
+    expect(await root.llm.resolveModelSpec('alpha/alpha-small')).toEqual({ provider: 'alpha', model: 'alpha-small' })
+    // A slash that is not a route prefix is part of a model id on the default route.
+    await expect(root.llm.resolveModelSpec('vendor/alpha-small', 'alpha')).rejects.toMatchObject({ code: 'UNKNOWN_MODEL', message: "provider 'alpha' has no model 'vendor/alpha-small'; known: alpha-small, alpha-large" })
+    await expect(root.llm.resolveModelSpec('alpha-small')).rejects.toMatchObject({ code: 'UNKNOWN_PROVIDER', message: "no provider route '?'; registered: alpha, org/beta" })
+    await expect(root.llm.resolveModelSpec('x', 'gamma')).rejects.toBeInstanceOf(LlmError)
+  })
+
   it('throws on a duplicate provider route and frees the route on dispose', async () => {
     const root = await boot()
     const dispose = root.llm.registerAdapter(scriptedAdapter('alpha', 'one'))

@@ -27,6 +27,7 @@ import {
   type WireTurnResult,
 } from '@dsh/sdk-protocol'
 import * as p from './params.ts'
+import type { LlmService } from '@dsh/llm'
 
 export interface ServerIo {
   input: NodeJS.ReadableStream
@@ -61,11 +62,7 @@ interface PendingApproval {
 
 // The optional services this server uses when they are mounted (read with ctx.get()).
 interface Optional {
-  llm?: {
-    listProviders(): string[]
-    resolveModelInfo(provider: string, model: string): Promise<unknown>
-    listModels(provider: string): Promise<{ id: string }[]>
-  }
+  llm?: LlmService
   agentDefaultModel?: { get(): ModelSelection }
   durableSessions?: {
     resume(id: string): Promise<{ session: Session }>
@@ -223,21 +220,14 @@ export class HarnessSdkJsonRpcServer {
       return fallback
     }
     const llm = this.opt('llm')
-    const providers = llm?.listProviders() ?? []
-    const slash = spec.indexOf('/')
-    let provider = fallback?.provider
-    let model = spec
-    if (slash > 0 && providers.includes(spec.slice(0, slash))) {
-      provider = spec.slice(0, slash)
-      model = spec.slice(slash + 1)
+    if (!llm) throw new RpcError('MODEL_NOT_FOUND', `${method}: model ${JSON.stringify(spec)}: no model service is mounted`, { field: 'model' })
+    let resolved: { provider: string; model: string }
+    try {
+      resolved = await llm.resolveModelSpec(spec, fallback?.provider)
+    } catch (error) {
+      throw new RpcError('MODEL_NOT_FOUND', `${method}: model ${JSON.stringify(spec)}: ${(error as Error).message}`, { field: 'model' })
     }
-    if (!llm || !provider || !providers.includes(provider)) {
-      throw new RpcError('MODEL_NOT_FOUND', `${method}: model ${JSON.stringify(spec)}: no provider route ${JSON.stringify(provider ?? '?')}; registered: ${providers.join(', ') || '(none)'}`, { field: 'model' })
-    }
-    if (!(await llm.resolveModelInfo(provider, model))) {
-      const known = (await llm.listModels(provider).catch(() => [])).map((m) => m.id)
-      throw new RpcError('MODEL_NOT_FOUND', `${method}: provider ${JSON.stringify(provider)} has no model ${JSON.stringify(model)}; known: ${known.join(', ') || '(none)'}`, { field: 'model', known })
-    }
+    const { provider, model } = resolved
     return { ...(fallback?.provider === provider ? fallback : {}), provider, model }
   }
 
