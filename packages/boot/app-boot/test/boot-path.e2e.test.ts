@@ -1,7 +1,7 @@
 // End-to-end: what a boot of the headless profile loads. Work that only a later call needs (the
 // edit tool's diff library, the sandbox runner probe) must stay off the path of a boot that ends
 // at once, such as `dsh --profile headless --help`.
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -16,7 +16,11 @@ describe('the boot path of dsh --profile headless --help', () => {
     const log = join(root, 'modules.txt')
     const env = { HOME: root, DSH_HOME: join(root, 'dsh'), DSH_TEST_MODULE_LOG: log, NODE_OPTIONS: `--import ${REGISTER}` }
     try {
-      const run = await runDsh(['--profile', 'headless', '--help'], { cwd: root, env })
+      // An extra (empty) layer makes the launcher boot the tree for --help instead of printing the
+      // bundle's fixed help text without a boot.
+      const layer = join(root, 'empty.patch.yml')
+      writeFileSync(layer, '[]\n')
+      const run = await runDsh(['--profile', 'headless', '--patch', layer, '--help'], { cwd: root, env })
       expect(run.code, run.stderr).toBe(0)
       expect(run.stdout).toContain('--output-format')
       const loaded = readFileSync(log, 'utf8').split('\n').filter(Boolean)
