@@ -16,7 +16,9 @@ import * as P from '@dsh/web-protocol'
 import { ApiError, type SessionRow, type SessionStatus, type WireEvent, type WireModel } from '@dsh/web-protocol'
 import type { StreamClient } from './gateway.ts'
 import { fileBackend, MetaStore, storageBackend } from './meta.ts'
-import type { LlmService } from '@dsh/llm'
+import type {} from '@dsh/llm'
+import type {} from '@dsh/commands'
+import type {} from '@dsh/permission-presets'
 
 export interface SessionHostConfig {
   /** A live session with no turn, no queued prompt and no stream client is unloaded after this long. */
@@ -54,16 +56,10 @@ interface Live {
   idleTimer?: NodeJS.Timeout
 }
 
-// Optional services, read with ctx.get() when used.
-interface Optional {
-  llm?: LlmService
+// Optional services, read with ctx.get() when used: typed by each service's own declaration
+// (the packages are dependencies for their types), except the two this package does not depend on.
+type Optional = Pick<Context, 'llm' | 'durableSessions' | 'sessionPersistence' | 'approval' | 'userQuestions' | 'permissionPresets' | 'commands'> & {
   agentDefaultModel?: { get(): ModelSelection }
-  durableSessions?: { resume(id: string): Promise<{ session: Session }>; list(): Promise<SessionSummary[]>; isPersisted(id: string): boolean; checkpoint(id: string): Promise<void> }
-  sessionPersistence?: { readFrom(id: string, seq: number): Promise<AnySessionEvent[]>; close(id: string): Promise<void> }
-  approval?: { registerAnswerer(a: { name: string; accepts?(r: ApprovalRequest): boolean; answer(r: ApprovalRequest, c: { signal: AbortSignal }): Promise<ApprovalAnswer> }): () => void }
-  userQuestions?: { registerAnswerer(a: { name: string; accepts?(r: QuestionsRequest): boolean; answer(r: QuestionsRequest, c: { signal: AbortSignal }): Promise<Record<string, QuestionAnswer>> }): () => void }
-  permissionPresets?: { set(sessionId: string, name: string): void; current(sessionId?: string): { name: string }; names(): string[] }
-  commands?: { list(): P.CommandInfo[]; dispatch(agent: Agent, text: string, o?: { signal?: AbortSignal }): Promise<{ handled: boolean; name?: string; ok?: boolean; output?: string; error?: { code: string; message: string } }> }
   workspaces?: { get(id: string): unknown }
 }
 
@@ -107,8 +103,8 @@ export class SessionHost {
     })
   }
 
-  private opt<K extends keyof Optional>(key: K): Optional[K] {
-    return this.ctx.get(key as never) as Optional[K]
+  private opt<K extends keyof Optional>(key: K): Optional[K] | undefined {
+    return this.ctx.get(key as never) as Optional[K] | undefined
   }
 
   start(): void {
@@ -185,7 +181,9 @@ export class SessionHost {
       const live = await this.open(p.sessionId)
       const result = await commands.dispatch(live.agent, p.line, { signal: call.signal })
       if (!result.handled) throw new ApiError('INVALID_PARAMS', `commands.execute: line: ${JSON.stringify(p.line.slice(0, 40))} is not a command line (/name args)`, { field: 'line' })
-      return { ok: !!result.ok, name: result.name ?? '', ...(result.output !== undefined ? { output: result.output } : {}), ...(result.error ? { error: result.error } : {}) }
+      return result.ok
+        ? { ok: true, name: result.name, ...(result.output !== undefined ? { output: result.output } : {}) }
+        : { ok: false, name: result.name, error: result.error }
     })
 
     const approval = this.opt('approval')
