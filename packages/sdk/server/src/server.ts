@@ -27,7 +27,8 @@ import {
   type WireTurnResult,
 } from '@dsh/sdk-protocol'
 import * as p from './params.ts'
-import type { LlmService } from '@dsh/llm'
+import type {} from '@dsh/llm'
+import type {} from '@dsh/agent-default-model'
 
 export interface ServerIo {
   input: NodeJS.ReadableStream
@@ -60,16 +61,10 @@ interface PendingApproval {
   reject(error: Error): void
 }
 
-// The optional services this server uses when they are mounted (read with ctx.get()).
-interface Optional {
-  llm?: LlmService
-  agentDefaultModel?: { get(): ModelSelection }
-  durableSessions?: {
-    resume(id: string): Promise<{ session: Session }>
-    list(): Promise<Array<{ id: string; cwd: string; createdAt: number; updatedAt: number; title?: string; firstPrompt?: string; turns: number; events: number }>>
-  }
-  sessionPersistence?: { readFrom(id: string, seq: number): Promise<readonly WireEvent[]> }
-  approval?: { registerAnswerer(answerer: { name: string; accepts?(r: ApprovalRequest): boolean; answer(r: ApprovalRequest, c: { signal: AbortSignal }): Promise<ApprovalAnswer> }): () => void }
+// The optional services this server uses when they are mounted (read with ctx.get()), typed by
+// their own packages' declarations.
+// (`loader` is the app's DshLoader, whose exit takes a code; the loader package types it without.)
+type Optional = Pick<Context, 'llm' | 'agentDefaultModel' | 'durableSessions' | 'sessionPersistence' | 'approval'> & {
   loader?: { exit?(code: number): void }
 }
 
@@ -105,8 +100,8 @@ export class HarnessSdkJsonRpcServer {
     })
   }
 
-  private opt<K extends keyof Optional>(name: K): Optional[K] {
-    return this.ctx.get(name as never) as Optional[K]
+  private opt<K extends keyof Optional>(name: K): Optional[K] | undefined {
+    return this.ctx.get(name) as Optional[K] | undefined
   }
 
   /** Starts reading frames; the server stops when the input ends. */
