@@ -12,8 +12,8 @@ import { ShellError, ShellExecutor } from '../src/index.ts'
 
 async function boot() {
   const ctx = new Context()
-  await ctx.plugin(LocalSubprocess, {})
-  const fiber = ctx.plugin(BashLocalExecutor, {})
+  await ctx.plugin(LocalSubprocess, {} as never)
+  const fiber = ctx.plugin(BashLocalExecutor, {} as never)
   await fiber
   return { ctx, fiber }
 }
