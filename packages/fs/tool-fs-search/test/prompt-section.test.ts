@@ -4,15 +4,12 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { createHarness, type Harness } from '@dsh/agent-loop-testkit'
+import { promptAcrossUnload } from '@dsh/agent-loop-testkit'
 import LocalSubprocess from '@dsh/subprocess-local'
 import * as Tool from '../src/index.ts'
 
-let harness: Harness | undefined
 let dir: string | undefined
-afterEach(async () => {
-  await harness?.dispose()
-  harness = undefined
+afterEach(() => {
   if (dir) rmSync(dir, { recursive: true, force: true })
   dir = undefined
 })
@@ -20,17 +17,11 @@ afterEach(async () => {
 describe('system prompt section', () => {
   it('is in the system prompt while the tool is loaded and removed with the tool plugin', async () => {
     dir = mkdtempSync(join(tmpdir(), 'dsh-prompt-section-'))
-    harness = await createHarness({ cwd: dir, script: [{ text: 'one' }, { text: 'two' }], plugins: [[LocalSubprocess, {}]] })
-    const tool = await harness.mount(Tool, {})
-    await harness.prompt('first')
-    const first = harness.model.requests[0].system ?? ''
-    expect(first).toContain('Search (glob, grep):')
-    expect(first).toContain(Tool.PROMPT_SECTION.text)
-    expect(first.indexOf(Tool.PROMPT_SECTION.text)).toBeLessThan(first.indexOf('Environment:'))
-    await tool.dispose()
-    await harness.prompt('second')
-    const second = harness.model.requests[1].system ?? ''
-    expect(second).not.toContain('Search (glob, grep):')
-    expect(second).toContain('Environment:')
+    const { loaded, unloaded } = await promptAcrossUnload(Tool, { cwd: dir, plugins: [[LocalSubprocess, {}]] })
+    expect(loaded).toContain('Search (glob, grep):')
+    expect(loaded).toContain(Tool.PROMPT_SECTION.text)
+    expect(loaded.indexOf(Tool.PROMPT_SECTION.text)).toBeLessThan(loaded.indexOf('Environment:'))
+    expect(unloaded).not.toContain('Search (glob, grep):')
+    expect(unloaded).toContain('Environment:')
   })
 })

@@ -87,3 +87,21 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
     },
   }
 }
+
+/**
+ * For a plugin that contributes a system prompt section: the system prompt of one request while
+ * `plugin` is mounted and of one after it was unloaded, on a fresh harness (`plugins` are the
+ * services it needs). Tests assert on the two texts.
+ */
+export async function promptAcrossUnload(plugin: Plugin, options: { cwd: string; plugins?: Array<[Plugin, unknown?]>; config?: unknown }): Promise<{ loaded: string; unloaded: string }> {
+  const harness = await createHarness({ cwd: options.cwd, script: [{ text: 'one' }, { text: 'two' }], plugins: options.plugins ?? [] })
+  try {
+    const mounted = await harness.mount(plugin, options.config ?? {})
+    await harness.prompt('first')
+    await mounted.dispose()
+    await harness.prompt('second')
+    return { loaded: harness.model.requests[0].system ?? '', unloaded: harness.model.requests[1].system ?? '' }
+  } finally {
+    await harness.dispose()
+  }
+}
