@@ -12,6 +12,7 @@ import type {} from '@dsh/agent'
 import type {} from '@dsh/app-boot'
 import type { Session } from '@dsh/session'
 import { describePolicy, isSandboxMode, SANDBOX_MODES, type SandboxMode, type SandboxPolicy } from '@dsh/sandbox'
+import type {} from '@dsh/session-persistence'
 
 declare module 'cordis' {
   interface Context {
@@ -86,7 +87,7 @@ export class SandboxPolicyService extends Service {
     }
     this.config = config
     // `sandbox/mode` is logged: register it so sessions holding an override load again.
-    ctx.inject(['sessionPersistence'], (inner) => void (inner as unknown as { sessionPersistence: { registerEventType(type: string): () => void } }).sessionPersistence.registerEventType('sandbox/mode'))
+    ctx.inject(['sessionPersistence'], (inner) => void inner.sessionPersistence.registerEventType('sandbox/mode'))
     if (config.announce) {
       ctx.on('agent/pre-step', async (payload, next) => {
         const text = await this.announcement(payload.agent.session, payload.agent.cwd)

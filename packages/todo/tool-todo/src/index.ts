@@ -6,6 +6,7 @@ import Schema from 'schemastery'
 import type { Session } from '@dsh/session'
 import type { ToolOutput } from '@dsh/tools'
 import { registerPromptSection } from './prompt.ts'
+import type {} from '@dsh/session-persistence'
 
 export const TODO_STATUSES = ['pending', 'in_progress', 'completed'] as const
 export type TodoStatus = (typeof TODO_STATUSES)[number]
@@ -120,7 +121,7 @@ export function apply(ctx: Context, config: ToolTodoConfig): void {
   // `todo/write` is logged: persistence must know it, or sessions that used the tool do not load.
   // Bound to `inner`, so the registration unwinds with this plugin (or with persistence).
   ctx.inject(['sessionPersistence'], (inner) => {
-    ;(inner as unknown as { sessionPersistence: { registerEventType(type: string): () => void } }).sessionPersistence.registerEventType('todo/write')
+    inner.sessionPersistence.registerEventType('todo/write')
   })
   ctx.tools.register<{ todos: TodoInput[] }>({
     name: 'todo_write',
