@@ -8,6 +8,11 @@ import Schema from 'schemastery'
 import type { Agent, ModelSelection, RequestErrorDecision, RequestErrorPayload, TurnResult } from '@dsh/agent'
 import type { Session, SessionEvent } from '@dsh/session'
 import { HELP } from './help.ts'
+// Type-only: the `declare module 'cordis'` blocks that type `ctx.get('commands' | 'durableSessions' |
+// 'permissionPresets')`; each row is optional in a profile, so each lookup may be undefined.
+import type {} from '@dsh/commands'
+import type {} from '@dsh/session-persistence'
+import type {} from '@dsh/permission-presets'
 
 export const name = 'headless-runner'
 // Cordis injections are all required; the optional services (cmdlineArgs, agentDefaultModel,
@@ -220,22 +225,6 @@ interface Io {
   stderr: NodeJS.WritableStream
 }
 
-/** The part of `ctx.commands` (@dsh/commands) the runner uses. */
-interface CommandsLike {
-  isCommandLine(text: string): boolean
-  dispatch(agent: Agent, text: string): Promise<
-    | { handled: false }
-    | { handled: true; name: string; ok: true; output?: string }
-    | { handled: true; name: string; ok: false; error: { code: string; message: string } }
-  >
-}
-
-/** The part of `ctx.durableSessions` (@dsh/session-persistence) the runner uses. */
-interface DurableSessionsLike {
-  resume(id: string): Promise<{ session: Session; loaded: { warnings: string[] } }>
-  list(): Promise<SessionRow[]>
-}
-
 interface SessionRow {
   id: string
   cwd: string
@@ -247,7 +236,7 @@ interface SessionRow {
   damaged?: string
 }
 
-const durable = (ctx: Context) => ctx.get('durableSessions') as DurableSessionsLike | undefined
+const durable = (ctx: Context) => ctx.get('durableSessions')
 
 /**
  * A session worth offering to continue: it ran a turn, or it is damaged (so `--continue` names
@@ -421,7 +410,7 @@ export async function runHeadless(ctx: Context, config: Config, io: Io & { stdin
     io.stderr.write(`dsh: ${(error as Error).message}\n`)
     return 1
   }
-  const presets = ctx.get('permissionPresets') as { names(): string[]; set(sessionId: string, name: string): void } | undefined
+  const presets = ctx.get('permissionPresets')
   if (options.permissionMode !== undefined) {
     if (!presets) {
       io.stderr.write('dsh: --permission-mode needs the permission-presets row in the profile\n')
@@ -451,7 +440,7 @@ export async function runHeadless(ctx: Context, config: Config, io: Io & { stdin
   const off = () => {
     for (const f of offs.splice(0)) f()
   }
-  const commands = ctx.get('commands') as CommandsLike | undefined
+  const commands = ctx.get('commands')
   if (commands?.isCommandLine(options.task)) {
     // `/compact`, `/help`, ...: a human command, run without a model turn.
     try {
@@ -540,6 +529,7 @@ export function apply(ctx: Context, config: Config): void {
       io.stderr.write(`dsh: headless run failed: ${(error as Error)?.message ?? error}\n`)
       code = 1
     }
+    // app-boot's loader takes an exit code; the plugin-loader typings declare `exit()` bare.
     const loader = ctx.get('loader') as { exit?(code: number): void } | undefined
     if (loader?.exit) loader.exit(code)
     else process.exitCode = code
