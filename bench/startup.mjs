@@ -1,29 +1,45 @@
 #!/usr/bin/env node
-// Start-up benchmark: `dsh --help` (answered by the launcher alone) and `dsh --profile headless
-// --help` (a whole boot of the headless profile, whose runner prints the help) against a bare
-// `node -e 0`, run alternately so all see the same machine state. Prints the medians and their
-// ratios (targets: 3x and 4x). The headless line uses a temporary DSH_HOME, booted once before
-// timing so the profile exists and the parsed-layer cache is warm, as after any first use.
+// Start-up benchmark against a bare `node -e 0`, all run alternately so they see the same machine
+// state, all with the same small environment (an inherited NODE_OPTIONS or NODE_EXTRA_CA_CERTS
+// would slow one side only: loading a CA bundle alone costs node ~100 ms). Prints medians, ratios.
+//   dsh --help                        answered by the launcher alone (target 3x)
+//   dsh --profile headless --help     the one-shot profile's help (target 4x)
+//   boot: ... --patch empty --help    a whole boot of the headless profile that prints the help
+//                                     (an extra layer makes the launcher boot): what every run pays
+// The headless lines use a temporary DSH_HOME, booted once before timing so the profile exists and
+// the parsed-layer cache is warm, as after any first use.
+// BENCH_BASE=/other/checkout adds the same dsh lines for that checkout (a before/after in one run).
 import { spawnSync } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const runs = Number(process.env.RUNS ?? 15)
-const linked = fileURLToPath(new URL('../node_modules/.bin/dsh', import.meta.url))
-const bin = fileURLToPath(new URL('../packages/boot/cli/bin/dsh.mjs', import.meta.url))
-// node_modules/.bin/dsh is pnpm's shell shim; it is what `pnpm exec dsh` runs.
-const dsh = existsSync(linked) ? [linked, ['--help']] : [process.execPath, [bin, '--help']]
-const node = [process.execPath, ['-e', '0']]
 const home = mkdtempSync(join(tmpdir(), 'dsh-bench-startup-'))
-const headless = [process.execPath, [bin, '--profile', 'headless', '--help']]
-const headlessEnv = { PATH: process.env.PATH, HOME: home, DSH_HOME: join(home, 'dsh') }
+const empty = join(home, 'empty.patch.yml')
+writeFileSync(empty, '[]\n')
+const env = { PATH: process.env.PATH, HOME: home, DSH_HOME: join(home, 'dsh') }
+const node = { label: 'node -e 0', argv: [process.execPath, '-e', '0'] }
 
-function time([cmd, args], env) {
+/** The three dsh lines for one checkout. */
+function lines(root, tag) {
+  const bin = join(root, 'packages/boot/cli/bin/dsh.mjs')
+  // node_modules/.bin/dsh is pnpm's shell shim: what `pnpm exec dsh` (and a global link) runs.
+  const shim = join(root, 'node_modules/.bin/dsh')
+  return [
+    { label: `${tag}dsh --help`, target: 3, argv: existsSync(shim) ? [shim, '--help'] : [process.execPath, bin, '--help'] },
+    { label: `${tag}dsh --profile headless --help`, target: 4, argv: [process.execPath, bin, '--profile', 'headless', '--help'] },
+    { label: `${tag}boot: --profile headless --patch empty --help`, argv: [process.execPath, bin, '--profile', 'headless', '--patch', empty, '--help'] },
+  ]
+}
+const cases = [...lines(fileURLToPath(new URL('..', import.meta.url)), '')]
+if (process.env.BENCH_BASE) cases.push(...lines(resolve(process.env.BENCH_BASE), 'base: '))
+
+function time(argv) {
   const start = process.hrtime.bigint()
-  const r = spawnSync(cmd, args, { stdio: ['ignore', 'ignore', 'inherit'], ...(env ? { env } : {}) })
-  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} exited ${r.status}`)
+  const r = spawnSync(argv[0], argv.slice(1), { stdio: ['ignore', 'ignore', 'inherit'], env })
+  if (r.status !== 0) throw new Error(`${argv.join(' ')} exited ${r.status}`)
   return Number(process.hrtime.bigint() - start) / 1e6
 }
 
@@ -32,18 +48,22 @@ const median = (xs) => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
 }
 
-time(dsh), time(node), time(headless, headlessEnv) // warm the file cache, create the profile
-const a = [], b = [], h = []
+// Warm the file cache, create the profile, fill the parsed-layer cache.
+time(node.argv)
+for (const c of cases) time(c.argv)
+const bare = []
+const samples = cases.map(() => [])
 for (let i = 0; i < runs; i++) {
-  a.push(time(dsh))
-  b.push(time(node))
-  h.push(time(headless, headlessEnv))
-  b.push(time(node))
+  cases.forEach((c, k) => {
+    bare.push(time(node.argv))
+    samples[k].push(time(c.argv))
+  })
 }
 rmSync(home, { recursive: true, force: true })
-const [ma, mb, mh] = [median(a), median(b), median(h)]
-console.log(`dsh --help                   median ${ma.toFixed(1)} ms over ${runs} runs (${dsh[0]})`)
-console.log(`dsh --profile headless --help median ${mh.toFixed(1)} ms over ${runs} runs`)
-console.log(`node -e 0                    median ${mb.toFixed(1)} ms over ${b.length} runs`)
-console.log(`ratio dsh --help             ${(ma / mb).toFixed(2)}x (target <= 3x)`)
-console.log(`ratio --profile headless --help ${(mh / mb).toFixed(2)}x (target <= 4x)`)
+const mb = median(bare)
+const width = Math.max(...cases.map((c) => c.label.length))
+console.log(`node ${process.version}, ${runs} runs per line; ${node.label} median ${mb.toFixed(1)} ms over ${bare.length} runs`)
+cases.forEach((c, k) => {
+  const m = median(samples[k])
+  console.log(`${c.label.padEnd(width)}  median ${m.toFixed(1).padStart(6)} ms  ${(m / mb).toFixed(2)}x node${c.target ? ` (target <= ${c.target}x)` : ''}`)
+})
