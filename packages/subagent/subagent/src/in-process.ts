@@ -1,0 +1,78 @@
+// The two in-process providers. `spawn`: a fresh child agent with an empty session of its own.
+// `fork`: the same, but its session starts as a copy of the parent's completed turns. Both reuse
+// the host's agent factory, model selection, tools and system prompt.
+import type { Context } from 'cordis'
+import type { TurnResult } from '@dsh/agent'
+import type { Session } from '@dsh/session'
+import type { ChildOutcome, ProviderChild, SubagentProvider } from './types.ts'
+
+/** The seq right after the parent's last completed turn (its running turn, if any, is left out). */
+export function completedBoundary(session: Session): number {
+  const events = session.events
+  for (let seq = events.length - 1; seq >= 0; seq--) {
+    const type = events[seq].type
+    if (type === 'turn/end') return events.length
+    if (type === 'turn/start') return seq
+  }
+  return events.length
+}
+
+export function outcomeOf(result: TurnResult): ChildOutcome {
+  const usage = { usage: result.usage }
+  if (result.reason === 'completed') return { status: 'completed', text: result.text, ...usage }
+  if (result.reason === 'cancelled' || result.reason === 'interrupted') {
+    return { status: 'cancelled', text: result.text, ...(result.error ? { error: result.error } : {}), ...usage }
+  }
+  const error = result.error ?? { code: result.reason.toUpperCase().replace('-', '_'), message: `the child's turn ended ${result.reason}` }
+  return { status: 'failed', text: result.text, error, ...usage }
+}
+
+export const PARENT_MESSAGE_SOURCE = { kind: 'plugin', plugin: '@dsh/subagent', label: 'message from the parent agent' } as const
+
+export function inProcessProvider(ctx: Context, mode: 'spawn' | 'fork', options: { maxSteps?: number } = {}): SubagentProvider {
+  return {
+    name: mode,
+    description:
+      mode === 'spawn'
+        ? 'a fresh agent in this process: same tools and model, no view of your conversation (give it the whole task)'
+        : 'an agent in this process that starts from a copy of your conversation so far (your current turn excluded)',
+    start({ parent, link, prompt }): ProviderChild {
+      const session = mode === 'fork' ? ctx.sessions.fork(parent.session, completedBoundary(parent.session)) : ctx.sessions.create({ cwd: parent.cwd })
+      let agent
+      try {
+        session.append('subagent/link', link)
+        agent = ctx.agents.create({
+          cwd: parent.cwd,
+          model: { ...parent.model },
+          session,
+          ...(options.maxSteps !== undefined ? { maxSteps: options.maxSteps } : {}),
+        })
+      } catch (error) {
+        ctx.sessions.delete(session.id)
+        throw error
+      }
+      const child = agent
+      const result = child.send(prompt).then(outcomeOf, (error: unknown): ChildOutcome => ({
+        status: 'failed',
+        text: '',
+        error: { code: 'CHILD_ERROR', message: error instanceof Error ? error.message : String(error) },
+      }))
+      return {
+        sessionId: session.id,
+        agentId: child.id,
+        result,
+        send(message) {
+          child.send(message, { source: PARENT_MESSAGE_SOURCE }).catch(() => {})
+        },
+        abort() {
+          child.abort()
+        },
+        async dispose() {
+          await child.dispose()
+          // The child's log stays in persistence; the live copy leaves the store.
+          ctx.sessions.delete(session.id)
+        },
+      }
+    },
+  }
+}

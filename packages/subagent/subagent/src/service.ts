@@ -1,0 +1,368 @@
+// `ctx.subagents`: starts children through named providers, enforces the depth and concurrency
+// limits and the per-child timeout, links each child to its parent in both logs, and cascades
+// cancellation from the parent (its tool call's signal, or the parent agent going away).
+import { Context, Service } from 'cordis'
+import Schema from 'schemastery'
+import type { Agent } from '@dsh/agent'
+import type { Session } from '@dsh/session'
+import type {} from '@dsh/session-persistence'
+import { inProcessProvider } from './in-process.ts'
+import {
+  SubagentError,
+  type ChildOutcome,
+  type ProviderChild,
+  type StartSubagentOptions,
+  type SubagentLink,
+  type SubagentProvider,
+  type SubagentRecord,
+} from './types.ts'
+
+export const PROVIDER_NAME_PATTERN = /^[a-z][a-z0-9-]{0,31}$/
+export const SUBAGENT_EVENT_TYPES = ['subagent/started', 'subagent/finished', 'subagent/link'] as const
+
+export interface SubagentServiceConfig {
+  defaultProvider: string
+  maxDepth: number
+  maxConcurrent: number
+  timeoutMs: number
+  maxSteps?: number
+}
+
+interface Live {
+  record: SubagentRecord
+  parent: Agent
+  child?: ProviderChild
+  /** Why the seam stopped the child, when it did (timeout, interrupt, parent gone). */
+  stoppedBy?: { code: string; message: string }
+  finished: Promise<SubagentRecord>
+}
+
+export interface StartedSubagent {
+  /** Snapshot taken once the child runs. */
+  record: SubagentRecord
+  /** Resolves (never rejects) with the final snapshot once the child's run ended. */
+  finished: Promise<SubagentRecord>
+}
+
+const snapshot = (record: SubagentRecord): SubagentRecord => structuredClone(record)
+
+const describe = (error: unknown) => (error instanceof Error ? error.message : String(error))
+
+export class SubagentService extends Service {
+  static inject = ['agents', 'sessions']
+  static Config: Schema<Partial<SubagentServiceConfig>, SubagentServiceConfig> = Schema.object({
+    defaultProvider: Schema.string().default('spawn').description('Provider used when a request names none.'),
+    maxDepth: Schema.natural().min(1).default(2).description('Deepest delegation allowed: 1 lets roots start children, 2 lets children start their own, ...'),
+    maxConcurrent: Schema.natural().min(1).default(4).description('Most children running at once in this process.'),
+    timeoutMs: Schema.natural().default(600_000).description('A child still running after this long is stopped and fails TIMEOUT; 0 = no limit.'),
+    maxSteps: Schema.natural().min(1).description('Step limit of an in-process child turn (default: the agent loop\'s).'),
+  })
+
+  // Fields are only mutated in place: inside methods `this` may be a per-caller shadow.
+  private readonly config: SubagentServiceConfig
+  private readonly home: Context
+  private readonly registered = new Map<string, SubagentProvider>()
+  /** parent session id -> child id -> live child. */
+  private readonly liveByParent = new Map<string, Map<string, Live>>()
+  /** in-process child agent id -> its depth. */
+  private readonly depthOfAgent = new Map<string, number>()
+  private readonly running = new Set<Live>()
+  /** parent session id -> last number handed out. */
+  private readonly counters = new Map<string, number>()
+
+  constructor(ctx: Context, config: Partial<SubagentServiceConfig> = {}) {
+    super(ctx, 'subagents')
+    this.home = ctx
+    this.config = { defaultProvider: 'spawn', maxDepth: 2, maxConcurrent: 4, timeoutMs: 600_000, ...config }
+    // The three event types are logged: persistence must know them or the sessions do not load.
+    ctx.inject(['sessionPersistence'], (inner) => {
+      for (const type of SUBAGENT_EVENT_TYPES) inner.sessionPersistence.registerEventType(type)
+    })
+    // A parent that goes away takes its running children with it.
+    ctx.on('agent/disposed', (agent) => {
+      for (const live of [...this.running]) {
+        if (live.parent === agent) this.stop(live, 'PARENT_GONE', 'the parent agent was disposed')
+      }
+    })
+    ctx.effect(() => () => {
+      for (const live of [...this.running]) this.stop(live, 'PARENT_GONE', 'the subagent service was unloaded')
+    }, 'subagents: stop children')
+    const inProcess = { maxSteps: this.config.maxSteps }
+    this.registerProvider(inProcessProvider(ctx, 'spawn', inProcess))
+    this.registerProvider(inProcessProvider(ctx, 'fork', inProcess))
+  }
+
+  get limits(): Readonly<Pick<SubagentServiceConfig, 'maxDepth' | 'maxConcurrent' | 'timeoutMs'>> {
+    const { maxDepth, maxConcurrent, timeoutMs } = this.config
+    return { maxDepth, maxConcurrent, timeoutMs }
+  }
+
+  get defaultProvider(): string {
+    return this.config.defaultProvider
+  }
+
+  /** Adds a provider; undone by the returned disposer or when the registering plugin unloads. */
+  registerProvider(provider: SubagentProvider): () => void {
+    if (!provider || typeof provider.start !== 'function') throw new TypeError('subagents.registerProvider: expected {name, start}')
+    if (typeof provider.name !== 'string' || !PROVIDER_NAME_PATTERN.test(provider.name)) {
+      throw new TypeError(`subagents.registerProvider: invalid provider name ${JSON.stringify(provider.name)} (must match ${PROVIDER_NAME_PATTERN})`)
+    }
+    if (this.registered.has(provider.name)) throw new TypeError(`subagents.registerProvider: provider "${provider.name}" is already registered`)
+    const registered = this.registered
+    const dispose = this.ctx.effect(() => {
+      registered.set(provider.name, provider)
+      return () => {
+        if (registered.get(provider.name) === provider) registered.delete(provider.name)
+      }
+    }, `subagent-provider:${provider.name}`)
+    return () => void dispose()
+  }
+
+  providers(): SubagentProvider[] {
+    return [...this.registered.values()]
+  }
+
+  /** Delegation depth of an agent: 0 for a root, n for a child n levels down. */
+  depthOf(agent: Agent | string): number {
+    return this.depthOfAgent.get(typeof agent === 'string' ? agent : agent.id) ?? 0
+  }
+
+  /**
+   * Starts a child. Rejects with `SubagentError` (nothing started, nothing logged) for a bad
+   * request, an unknown provider, an exceeded limit, or a provider that cannot start.
+   */
+  async start(options: StartSubagentOptions): Promise<StartedSubagent> {
+    const { parent } = options
+    if (!parent || typeof parent.send !== 'function') throw new SubagentError('INVALID_REQUEST', 'a subagent needs a parent agent')
+    if (parent.status === 'disposed') throw new SubagentError('INVALID_REQUEST', `agent ${parent.id} is disposed and cannot start children`)
+    const description = typeof options.description === 'string' ? options.description.trim() : ''
+    const prompt = typeof options.prompt === 'string' ? options.prompt : ''
+    if (description === '') throw new SubagentError('INVALID_REQUEST', 'description must be a non-empty string (a few words naming the task)')
+    if (prompt.trim() === '') throw new SubagentError('INVALID_REQUEST', 'prompt must be a non-empty string (the complete task for the child)')
+    const name = options.provider ?? this.config.defaultProvider
+    const provider = this.registered.get(name)
+    if (!provider) {
+      const known = [...this.registered.keys()].join(', ') || '(none)'
+      throw new SubagentError('UNKNOWN_PROVIDER', `unknown subagent provider "${name}"; available: ${known}`)
+    }
+    const depth = this.depthOf(parent) + 1
+    if (depth > this.config.maxDepth) {
+      throw new SubagentError('DEPTH_LIMIT', `delegation depth limit reached: this agent is at depth ${depth - 1} and the limit is ${this.config.maxDepth}; do the work yourself`)
+    }
+    if (this.running.size >= this.config.maxConcurrent) {
+      throw new SubagentError('CONCURRENCY_LIMIT', `${this.running.size} subagents are already running (the limit is ${this.config.maxConcurrent}); wait for one to finish`)
+    }
+    const session = parent.session
+    const link: SubagentLink = {
+      id: this.nextId(session),
+      provider: name,
+      parentSessionId: session.id,
+      parentAgentId: parent.id,
+      depth,
+      ...(options.callId !== undefined ? { callId: options.callId } : {}),
+    }
+    const record: SubagentRecord = { ...link, description, background: options.background === true, status: 'running', startedAt: Date.now() }
+    let settle!: (record: SubagentRecord) => void
+    const live: Live = { record, parent, finished: new Promise((resolve) => (settle = resolve)) }
+    // Reserve the slot before the first await, so concurrent starts see each other.
+    this.running.add(live)
+    this.childrenOf(session.id).set(link.id, live)
+    let child: ProviderChild
+    try {
+      child = await provider.start({ parent, link, description, prompt })
+    } catch (error) {
+      this.running.delete(live)
+      this.childrenOf(session.id).delete(link.id)
+      throw new SubagentError('START_FAILED', `provider "${name}" could not start the child: ${describe(error)}`)
+    }
+    live.child = child
+    if (child.sessionId !== undefined) record.sessionId = child.sessionId
+    if (child.agentId !== undefined) {
+      record.agentId = child.agentId
+      this.depthOfAgent.set(child.agentId, depth)
+    }
+    this.append(session, 'subagent/started', {
+      id: link.id,
+      provider: name,
+      description,
+      depth,
+      background: record.background,
+      ...(link.callId !== undefined ? { callId: link.callId } : {}),
+      ...(record.sessionId !== undefined ? { sessionId: record.sessionId } : {}),
+      ...(record.agentId !== undefined ? { agentId: record.agentId } : {}),
+    })
+    this.home.emit('subagent/started', snapshot(record))
+
+    const timeoutMs = this.config.timeoutMs
+    const timer =
+      timeoutMs > 0
+        ? setTimeout(() => this.stop(live, 'TIMEOUT', `the subagent did not finish within ${Math.round(timeoutMs / 1000)} s and was stopped`), timeoutMs)
+        : undefined
+    timer?.unref?.()
+    const signal = options.signal
+    const onAbort = () => this.stop(live, 'CANCELLED', 'the parent cancelled the call that started it')
+    signal?.addEventListener('abort', onAbort, { once: true })
+    if (signal?.aborted) onAbort()
+
+    void child.result
+      .catch((error): ChildOutcome => ({ status: 'failed', text: '', error: { code: 'CHILD_ERROR', message: describe(error) } }))
+      .then(async (outcome) => {
+        if (timer) clearTimeout(timer)
+        signal?.removeEventListener('abort', onAbort)
+        const stopped = live.stoppedBy
+        record.status = stopped?.code === 'TIMEOUT' ? 'failed' : stopped ? 'cancelled' : outcome.status
+        record.finishedAt = Date.now()
+        record.text = outcome.text ?? ''
+        const error = stopped ?? outcome.error
+        if (error) record.error = { code: error.code, message: error.message }
+        if (outcome.usage) record.usage = outcome.usage
+        this.running.delete(live)
+        if (record.agentId !== undefined) this.depthOfAgent.delete(record.agentId)
+        this.append(session, 'subagent/finished', {
+          id: link.id,
+          status: record.status as 'completed' | 'failed' | 'cancelled',
+          text: record.text,
+          ...(record.error ? { error: record.error } : {}),
+          ...(record.usage ? { usage: record.usage } : {}),
+        })
+        try {
+          await child.dispose()
+        } catch (error) {
+          this.home.logger('subagent').warn('disposing subagent %s failed: %s', link.id, describe(error))
+        }
+        const final = snapshot(record)
+        try {
+          this.home.emit('subagent/finished', final)
+        } finally {
+          settle(final)
+        }
+      })
+    return { record: snapshot(record), finished: live.finished }
+  }
+
+  /** `start()` and wait for the end of the child's run. */
+  async run(options: StartSubagentOptions): Promise<SubagentRecord> {
+    const started = await this.start(options)
+    return started.finished
+  }
+
+  /**
+   * The children of a parent session: live ones, and those its log records (a resumed parent's
+   * children from before; one with no `subagent/finished` is `interrupted`). Oldest first.
+   */
+  list(parent: Agent | Session | string): SubagentRecord[] {
+    const session = this.sessionOf(parent)
+    const sessionId = typeof parent === 'string' ? parent : session?.id
+    if (sessionId === undefined) return []
+    const live = this.liveByParent.get(sessionId)
+    const byId = new Map<string, SubagentRecord>()
+    for (const event of session?.events ?? []) {
+      if (event.type === 'subagent/started') {
+        const d = event.data
+        byId.set(d.id, {
+          id: d.id,
+          provider: d.provider,
+          parentSessionId: sessionId,
+          parentAgentId: '',
+          depth: d.depth,
+          description: d.description,
+          background: d.background,
+          status: 'interrupted',
+          startedAt: event.time,
+          ...(d.callId !== undefined ? { callId: d.callId } : {}),
+          ...(d.sessionId !== undefined ? { sessionId: d.sessionId } : {}),
+          ...(d.agentId !== undefined ? { agentId: d.agentId } : {}),
+        })
+      } else if (event.type === 'subagent/finished') {
+        const known = byId.get(event.data.id)
+        if (!known) continue
+        const d = event.data
+        Object.assign(known, { status: d.status, text: d.text, finishedAt: event.time }, d.error ? { error: d.error } : {}, d.usage ? { usage: d.usage } : {})
+      }
+    }
+    for (const [id, entry] of live ?? []) byId.set(id, snapshot(entry.record))
+    return [...byId.values()].sort((a, b) => a.startedAt - b.startedAt)
+  }
+
+  /** One child of a parent session, or undefined. */
+  get(parent: Agent | Session | string, id: string): SubagentRecord | undefined {
+    return this.list(parent).find((record) => record.id === id)
+  }
+
+  /** Delivers a message into a running child of `parent`. */
+  send(parent: Agent | Session | string, id: string, message: string): SubagentRecord {
+    if (typeof message !== 'string' || message.trim() === '') throw new SubagentError('INVALID_REQUEST', 'message must be a non-empty string')
+    const live = this.runningChild(parent, id)
+    if (!live.child?.send) throw new SubagentError('NOT_SUPPORTED', `subagent ${id} (provider "${live.record.provider}") cannot receive messages while it runs`)
+    live.child.send(message)
+    return snapshot(live.record)
+  }
+
+  /** Stops a running child of `parent`; its run ends `cancelled`. */
+  interrupt(parent: Agent | Session | string, id: string): SubagentRecord {
+    const live = this.runningChild(parent, id)
+    this.stop(live, 'INTERRUPTED', 'interrupted by its parent')
+    return snapshot(live.record)
+  }
+
+  /** Resolves with the final record once a live child finished; undefined for an unknown id. */
+  wait(parent: Agent | Session | string, id: string): Promise<SubagentRecord> | undefined {
+    const sessionId = this.sessionIdOf(parent)
+    const live = sessionId === undefined ? undefined : this.liveByParent.get(sessionId)?.get(id)
+    return live?.finished
+  }
+
+  private runningChild(parent: Agent | Session | string, id: string): Live {
+    const sessionId = this.sessionIdOf(parent)
+    const live = sessionId === undefined ? undefined : this.liveByParent.get(sessionId)?.get(id)
+    if (live && live.record.status === 'running' && !live.stoppedBy) return live
+    if (live || this.get(parent, id)) throw new SubagentError('AGENT_FINISHED', `subagent ${id} has already finished; start a new one instead`)
+    const known = this.list(parent).map((r) => r.id)
+    throw new SubagentError('UNKNOWN_AGENT', `no subagent "${id}" was started by this agent${known.length ? ` (known: ${known.join(', ')})` : ''}`)
+  }
+
+  private stop(live: Live, code: string, message: string): void {
+    if (live.stoppedBy || live.record.status !== 'running') return
+    live.stoppedBy = { code, message }
+    try {
+      live.child?.abort(message)
+    } catch (error) {
+      this.home.logger('subagent').warn('aborting subagent %s failed: %s', live.record.id, describe(error))
+    }
+  }
+
+  private nextId(session: Session): string {
+    let n = this.counters.get(session.id)
+    if (n === undefined) {
+      n = 0
+      for (const event of session.events) if (event.type === 'subagent/started') n++
+    }
+    n++
+    this.counters.set(session.id, n)
+    return `sub-${n}`
+  }
+
+  private childrenOf(sessionId: string): Map<string, Live> {
+    let map = this.liveByParent.get(sessionId)
+    if (!map) this.liveByParent.set(sessionId, (map = new Map()))
+    return map
+  }
+
+  private sessionOf(parent: Agent | Session | string): Session | undefined {
+    if (typeof parent === 'string') return this.home.sessions.get(parent)
+    return 'session' in parent ? parent.session : parent
+  }
+
+  private sessionIdOf(parent: Agent | Session | string): string | undefined {
+    return typeof parent === 'string' ? parent : this.sessionOf(parent)?.id
+  }
+
+  private append<K extends 'subagent/started' | 'subagent/finished'>(session: Session, type: K, data: import('@dsh/session').SessionEventMap[K]): void {
+    try {
+      session.append(type, data)
+    } catch (error) {
+      // A throwing session listener: the event is logged anyway; report it and carry on.
+      this.home.logger('subagent').warn('%s', describe(error))
+    }
+  }
+}

@@ -1,0 +1,149 @@
+// Public vocabulary of the subagent seam: records, provider contract, errors, session events.
+import type { Agent } from '@dsh/agent'
+import type { TokenUsage } from '@dsh/llm'
+import type { LoggedError } from '@dsh/session'
+
+/** Where a child is in its life. `interrupted`: the host stopped before the child finished (read from a log). */
+export type SubagentStatus = 'running' | 'completed' | 'failed' | 'cancelled' | 'interrupted'
+
+/** What links a child to the agent that started it. Logged as `subagent/link` in an in-process child's session. */
+export interface SubagentLink {
+  /** Child id, unique among the children of one parent session (`sub-1`, `sub-2`, ...). */
+  id: string
+  provider: string
+  parentSessionId: string
+  parentAgentId: string
+  /** 1 for a child of a root agent. */
+  depth: number
+  /** The tool call that started the child, when a tool did. */
+  callId?: string
+}
+
+/** A snapshot of one child (never live state). */
+export interface SubagentRecord extends SubagentLink {
+  description: string
+  background: boolean
+  status: SubagentStatus
+  /** The child's own session, when the provider has one it can name. */
+  sessionId?: string
+  /** The child's agent id, for in-process children. */
+  agentId?: string
+  startedAt: number
+  finishedAt?: number
+  /** The child's final answer (its last assistant text). */
+  text?: string
+  error?: LoggedError
+  /** Summed token usage of the child's turns. */
+  usage?: TokenUsage
+}
+
+/** How a provider reports the end of a child's run. */
+export interface ChildOutcome {
+  status: 'completed' | 'failed' | 'cancelled'
+  text: string
+  error?: LoggedError
+  usage?: TokenUsage
+}
+
+export interface ProviderStartRequest {
+  parent: Agent
+  link: SubagentLink
+  description: string
+  prompt: string
+}
+
+/** A running child as a provider hands it to the seam. */
+export interface ProviderChild {
+  sessionId?: string
+  agentId?: string
+  /** Settles once with how the child's run ended; it should not reject (a rejection counts as `failed`). */
+  readonly result: Promise<ChildOutcome>
+  /** Delivers a message into the running child (steering). Absent: the provider cannot. */
+  send?(message: string): void
+  /** Asks the child to stop; `result` then settles `cancelled`. */
+  abort(reason?: string): void
+  /** Releases everything the child holds. Called once, after `result` settled. */
+  dispose(): Promise<void>
+}
+
+export interface SubagentProvider {
+  /** `^[a-z][a-z0-9-]{0,31}$` */
+  readonly name: string
+  /** One line for the model: what kind of child this provider makes. */
+  readonly description?: string
+  start(request: ProviderStartRequest): ProviderChild | Promise<ProviderChild>
+}
+
+export interface StartSubagentOptions {
+  parent: Agent
+  /** Default: the service's `defaultProvider`. */
+  provider?: string
+  description: string
+  prompt: string
+  callId?: string
+  background?: boolean
+  /** Aborting it interrupts the child (a foreground tool call passes its signal). */
+  signal?: AbortSignal
+}
+
+export const SUBAGENT_ERROR_CODES = [
+  'UNKNOWN_PROVIDER',
+  'DEPTH_LIMIT',
+  'CONCURRENCY_LIMIT',
+  'UNKNOWN_AGENT',
+  'AGENT_FINISHED',
+  'NOT_SUPPORTED',
+  'INVALID_REQUEST',
+  'START_FAILED',
+] as const
+export type SubagentErrorCode = (typeof SUBAGENT_ERROR_CODES)[number]
+
+/** A refused request: `code` is stable, `message` is one sentence a model can act on. */
+export class SubagentError extends Error {
+  override name = 'SubagentError'
+  constructor(
+    readonly code: SubagentErrorCode,
+    message: string,
+  ) {
+    super(message)
+  }
+  static is(value: unknown): value is SubagentError {
+    return value instanceof SubagentError
+  }
+}
+
+declare module '@dsh/session' {
+  interface SessionEventMap {
+    /** In the parent's session: a child was started. */
+    'subagent/started': {
+      id: string
+      provider: string
+      description: string
+      depth: number
+      background: boolean
+      callId?: string
+      sessionId?: string
+      agentId?: string
+    }
+    /** In the parent's session: a child's run ended. */
+    'subagent/finished': {
+      id: string
+      status: 'completed' | 'failed' | 'cancelled'
+      text: string
+      error?: LoggedError
+      usage?: TokenUsage
+    }
+    /** First event of an in-process child's own session: who started it. */
+    'subagent/link': SubagentLink
+  }
+}
+
+declare module 'cordis' {
+  interface Context {
+    subagents: import('./service.ts').SubagentService
+  }
+  interface Events {
+    'subagent/started'(record: SubagentRecord): void
+    'subagent/finished'(record: SubagentRecord): void
+  }
+}
