@@ -1,0 +1,425 @@
+// `ctx.connection`: the live link to the host. One host stream (`/api/events/host`) decides the
+// online state and fans host events out; `session(id)` gives a session's whole log plus live
+// events over `/api/events/session/<id>`, resuming after the last seq it holds on every reconnect
+// (no gap, no duplicate), with exponential backoff while the host is unreachable.
+import { Context, Service } from 'cordis'
+import { HOST_STREAM_PATH, sessionStreamPath, type HostStreamEvent, type SessionStatus, type WireApprovalRequest, type WireEvent, type WireQuestion } from '@dsh/web-protocol'
+import { frameBatcher, Store, type ReadableStore } from './store.ts'
+import { readSse, StreamError } from './sse.ts'
+import type { Remote } from './remote.ts'
+
+export type OnlineState = 'connecting' | 'online' | 'offline'
+
+export interface ConnectionConfig {
+  /** First retry delay (ms); doubles per failure up to `maxRetryMs`. */
+  retryMs?: number
+  maxRetryMs?: number
+  /** A session feed nobody holds is closed after this long (ms). */
+  lingerMs?: number
+}
+
+export interface PendingApproval { requestId: string; sessionId: string; request: WireApprovalRequest }
+export interface PendingQuestion { requestId: string; sessionId: string; questions: WireQuestion[] }
+
+/** What a session view renders from. `events` is the log from seq 0, appended in place: treat it as read-only and key memos on `version`. */
+export interface SessionFeedState {
+  sessionId: string
+  events: readonly WireEvent[]
+  /** Seq of the last event held; -1 before any. */
+  lastSeq: number
+  status?: SessionStatus
+  queued: number
+  approvals: readonly PendingApproval[]
+  questions: readonly PendingQuestion[]
+  /** The stream is open now. */
+  live: boolean
+  /** The first replay has been received (the host sent its `status` after it). */
+  loaded: boolean
+  /** A permanent failure (the session does not exist); the feed stops retrying. */
+  error?: { code: string; message: string }
+  /** Bumped on every change. */
+  version: number
+}
+
+declare module 'cordis' {
+  interface Context {
+    connection: Connection
+  }
+}
+
+type Inject = Pick<Context, never> & { remote: Remote }
+
+export class Connection extends Service {
+  static inject = ['remote']
+  /** `connecting` until the host stream first answers, then `online` / `offline`. */
+  readonly state: Store<OnlineState> = new Store<OnlineState>('connecting')
+  private readonly hostListeners = new Set<(event: HostStreamEvent) => void>()
+  private readonly feeds = new Map<string, SessionFeed>()
+  private readonly retryMs: number
+  private readonly maxRetryMs: number
+  readonly lingerMs: number
+  private hostAbort?: AbortController
+  private wake?: () => void
+  private stopped = false
+
+  constructor(ctx: Context, config: ConnectionConfig = {}) {
+    super(ctx, 'connection')
+    this.retryMs = config.retryMs ?? 250
+    this.maxRetryMs = config.maxRetryMs ?? 5000
+    this.lingerMs = config.lingerMs ?? 30_000
+  }
+
+  protected get remote(): Remote {
+    return (this.ctx as unknown as Inject).remote
+  }
+
+  async [Service.init](): Promise<void> {
+    // Stopped with the plugin that provides the service.
+    this.ctx.effect(() => {
+      this.stopped = false
+      const offFailure = this.remote.onFailure(() => this.markOffline())
+      const onOnline = () => this.kick()
+      globalThis.addEventListener?.('online', onOnline)
+      void this.hostLoop()
+      return () => {
+        this.stopped = true
+        offFailure()
+        globalThis.removeEventListener?.('online', onOnline)
+        this.hostAbort?.abort()
+        this.wake?.()
+        for (const feed of this.feeds.values()) feed.close()
+        this.feeds.clear()
+      }
+    }, 'connection: host stream')
+  }
+
+  /** Whether the host answered last time we looked. */
+  get online(): boolean {
+    return this.state.get() !== 'offline'
+  }
+
+  /** Host stream events (`session/added`, `session/changed`, `workspace/changed`, ...), plus `{type: 'connection/reset'}` after every reconnect (refetch what you cache). An effect of the caller. */
+  onHost(listener: (event: HostStreamEvent) => void): () => void {
+    const dispose = this.ctx.effect(() => {
+      this.hostListeners.add(listener)
+      return () => void this.hostListeners.delete(listener)
+    }, 'connection: host listener')
+    return () => void dispose()
+  }
+
+  /**
+   * A session's feed: the whole log and live events. Every call takes a hold; `release()` on the
+   * feed gives it back, and a feed nobody holds closes after `lingerMs`.
+   */
+  session(sessionId: string): SessionFeed {
+    if (typeof sessionId !== 'string' || !sessionId) throw new TypeError('connection.session: sessionId must be a non-empty string')
+    let feed = this.feeds.get(sessionId)
+    if (!feed || feed.closed) {
+      feed = new SessionFeed(sessionId, this, () => this.feeds.delete(sessionId))
+      this.feeds.set(sessionId, feed)
+    }
+    feed.hold()
+    return feed
+  }
+
+  /** Retry now (after a failure seen elsewhere, or the browser going online). */
+  kick(): void {
+    this.wake?.()
+    for (const feed of this.feeds.values()) feed.kick()
+  }
+
+  /** @internal */
+  markOffline(): void {
+    if (this.state.get() === 'offline') return
+    this.state.set('offline')
+    this.hostAbort?.abort()
+  }
+
+  /** @internal */
+  markOnline(): void {
+    this.state.set('online')
+  }
+
+  /** @internal backoff delay for the n-th consecutive failure */
+  delay(failures: number): number {
+    const base = Math.min(this.maxRetryMs, this.retryMs * 2 ** Math.max(0, failures - 1))
+    return base / 2 + Math.random() * (base / 2)
+  }
+
+  /** @internal waits `ms` or until kicked / stopped */
+  sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms)
+      const previous = this.wake
+      function done() {
+        clearTimeout(timer)
+        resolve()
+      }
+      this.wake = () => {
+        previous?.()
+        done()
+      }
+    })
+  }
+
+  /** @internal */
+  get isStopped(): boolean {
+    return this.stopped
+  }
+
+  /** @internal */
+  streamUrl(path: string): string {
+    return this.remote.url(path)
+  }
+
+  private async hostLoop(): Promise<void> {
+    let failures = 0
+    let everOpened = false
+    while (!this.stopped) {
+      const abort = new AbortController()
+      this.hostAbort = abort
+      let opened = false
+      try {
+        await readSse(this.streamUrl(HOST_STREAM_PATH), {
+          signal: abort.signal,
+          onOpen: () => {
+            opened = true
+            failures = 0
+            this.markOnline()
+            if (everOpened) this.emitHost({ type: 'connection/reset' })
+            everOpened = true
+            for (const feed of this.feeds.values()) feed.kick()
+          },
+          onFrame: (frame) => {
+            if (frame.event !== 'message') return
+            try {
+              const event = JSON.parse(frame.data) as HostStreamEvent
+              if (event && typeof event.type === 'string' && event.type !== 'hello') this.emitHost(event)
+            } catch {
+              // a malformed frame is skipped
+            }
+          },
+        })
+      } catch {
+        // network error or non-200: offline below
+      }
+      if (this.stopped) break
+      // The stream ended (the host stopped, or the network failed): offline until it answers again.
+      void opened
+      this.state.set('offline')
+      failures++
+      await this.sleep(this.delay(failures))
+    }
+  }
+
+  private emitHost(event: HostStreamEvent): void {
+    for (const listener of [...this.hostListeners]) {
+      try {
+        listener(event)
+      } catch (error) {
+        console.warn('[dsh] host listener failed', error)
+      }
+    }
+  }
+}
+
+/** One session's log and live state; obtained from `ctx.connection.session(id)`. */
+export class SessionFeed implements ReadableStore<SessionFeedState> {
+  closed = false
+  private holds = 0
+  private lingerTimer?: ReturnType<typeof setTimeout>
+  private readonly events: WireEvent[] = []
+  private readonly approvals = new Map<string, PendingApproval>()
+  private readonly questions = new Map<string, PendingQuestion>()
+  private snapshot: SessionFeedState
+  private readonly listeners = new Set<() => void>()
+  private readonly eventListeners = new Set<(event: WireEvent) => void>()
+  private readonly resetListeners = new Set<() => void>()
+  private abort?: AbortController
+  private wake?: () => void
+  private readonly batch = frameBatcher(() => this.publish())
+  private partial: Omit<SessionFeedState, 'events' | 'approvals' | 'questions' | 'version' | 'sessionId' | 'lastSeq'> = { queued: 0, live: false, loaded: false }
+
+  constructor(readonly sessionId: string, private readonly connection: Connection, private readonly onClose: () => void) {
+    this.snapshot = this.build(0)
+    void this.loop()
+  }
+
+  get = (): SessionFeedState => this.snapshot
+
+  subscribe = (listener: () => void): (() => void) => {
+    this.listeners.add(listener)
+    return () => void this.listeners.delete(listener)
+  }
+
+  /** Every log event, once and in seq order, synchronously as it arrives (for incremental folds). Events already held are not replayed: read `get().events` first. */
+  onEvent(listener: (event: WireEvent) => void): () => void {
+    this.eventListeners.add(listener)
+    return () => void this.eventListeners.delete(listener)
+  }
+
+  /** The feed dropped its events and starts over from seq 0 (the host's log no longer matches). */
+  onReset(listener: () => void): () => void {
+    this.resetListeners.add(listener)
+    return () => void this.resetListeners.delete(listener)
+  }
+
+  /** @internal */
+  hold(): void {
+    this.holds++
+    if (this.lingerTimer) clearTimeout(this.lingerTimer)
+    this.lingerTimer = undefined
+  }
+
+  /** Gives back one hold. */
+  release(): void {
+    if (this.holds <= 0) return
+    this.holds--
+    if (this.holds === 0 && !this.closed) {
+      this.lingerTimer = setTimeout(() => this.close(), this.connection.lingerMs)
+    }
+  }
+
+  /** Reconnect now if waiting. */
+  kick(): void {
+    this.wake?.()
+  }
+
+  /** Stops the stream for good. */
+  close(): void {
+    if (this.closed) return
+    this.closed = true
+    if (this.lingerTimer) clearTimeout(this.lingerTimer)
+    this.abort?.abort()
+    this.wake?.()
+    this.batch.cancel()
+    this.onClose()
+  }
+
+  private get lastSeq(): number {
+    return this.events.length - 1
+  }
+
+  private build(version: number): SessionFeedState {
+    return {
+      ...this.partial,
+      sessionId: this.sessionId,
+      events: this.events,
+      lastSeq: this.lastSeq,
+      approvals: [...this.approvals.values()],
+      questions: [...this.questions.values()],
+      version,
+    }
+  }
+
+  private publish(): void {
+    this.snapshot = this.build(this.snapshot.version + 1)
+    for (const listener of [...this.listeners]) listener()
+  }
+
+  private change(patch: Partial<typeof this.partial>, now = false): void {
+    Object.assign(this.partial, patch)
+    this.batch.schedule()
+    if (now) this.batch.flush()
+  }
+
+  private async loop(): Promise<void> {
+    let failures = 0
+    let emptyResyncs = 0
+    while (!this.closed && !this.connection.isStopped) {
+      const abort = new AbortController()
+      this.abort = abort
+      let gotEvents = 0
+      let resync = false
+      const after = this.lastSeq
+      const url = this.connection.streamUrl(sessionStreamPath(this.sessionId) + (after >= 0 ? `?after=${after}` : ''))
+      try {
+        await readSse(url, {
+          signal: abort.signal,
+          onOpen: () => {
+            failures = 0
+            this.connection.markOnline()
+            this.approvals.clear()
+            this.questions.clear()
+            this.change({ live: true, error: undefined })
+          },
+          onFrame: (frame) => {
+            let data: any
+            try {
+              data = JSON.parse(frame.data)
+            } catch {
+              return
+            }
+            switch (frame.event) {
+              case 'message': {
+                const event = data as WireEvent
+                if (typeof event?.seq !== 'number') return
+                if (event.seq <= this.lastSeq) return // duplicate
+                if (event.seq !== this.lastSeq + 1) {
+                  // A gap: reconnect from what we hold.
+                  abort.abort()
+                  return
+                }
+                this.events.push(event)
+                gotEvents++
+                for (const listener of [...this.eventListeners]) listener(event)
+                this.batch.schedule()
+                return
+              }
+              case 'status':
+                this.change({ status: data.status, queued: data.queued ?? 0, loaded: true })
+                return
+              case 'approval':
+                this.approvals.set(data.requestId, data)
+                this.batch.schedule()
+                return
+              case 'approval/resolved':
+                this.approvals.delete(data.requestId)
+                this.batch.schedule()
+                return
+              case 'question':
+                this.questions.set(data.requestId, data)
+                this.batch.schedule()
+                return
+              case 'question/resolved':
+                this.questions.delete(data.requestId)
+                this.batch.schedule()
+                return
+              case 'resync':
+                resync = true
+                return
+            }
+          },
+        })
+      } catch (error) {
+        if (error instanceof StreamError && error.status === 404) {
+          this.change({ live: false, error: { code: error.code, message: error.message }, loaded: true }, true)
+          return
+        }
+      }
+      if (this.closed) break
+      this.change({ live: false })
+      if (resync && gotEvents === 0) {
+        emptyResyncs++
+        if (emptyResyncs >= 2) {
+          // The host will not resume after our seq: start over from its log.
+          this.events.length = 0
+          emptyResyncs = 0
+          for (const listener of [...this.resetListeners]) listener()
+          this.batch.schedule()
+          continue
+        }
+      } else emptyResyncs = 0
+      if (resync || abort.signal.aborted) continue // resume at once
+      failures++
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, this.connection.delay(failures))
+        this.wake = () => {
+          clearTimeout(timer)
+          resolve()
+        }
+      })
+      this.wake = undefined
+    }
+  }
+}

@@ -1,0 +1,116 @@
+// React bindings of the runtime: the context provider, store hooks, `<Slot>`, translation and
+// session-feed hooks. Written with createElement so the package needs no JSX step.
+import { Component, createContext, createElement, Fragment, useContext, useEffect, useState, useSyncExternalStore, type ErrorInfo, type ReactNode } from 'react'
+import type { Context } from 'cordis'
+import type { ReadableStore } from './store.ts'
+import type { PropsOfSlot, SlotRecord } from './slots.ts'
+import type { SessionFeed, SessionFeedState } from './connection.ts'
+import type { Translate } from './locale.ts'
+
+const CordisContext = createContext<Context | null>(null)
+
+/** Makes the root Cordis context available to `useCtx()` below it. */
+export function RuntimeProvider(props: { ctx: Context; children?: ReactNode }): ReactNode {
+  return createElement(CordisContext.Provider, { value: props.ctx }, props.children)
+}
+
+/** The root Cordis context of the page. */
+export function useCtx(): Context {
+  const ctx = useContext(CordisContext)
+  if (!ctx) throw new Error('useCtx: no <RuntimeProvider> above this component')
+  return ctx
+}
+
+/** The current value of a runtime store, re-rendering on change. */
+export function useStore<T>(store: ReadableStore<T>): T {
+  return useSyncExternalStore(store.subscribe, store.get, store.get)
+}
+
+/** Entries of a slot (and key), re-rendering when they change. */
+export function useSlotEntries(name: string, key?: string): readonly SlotRecord[] {
+  const ctx = useCtx()
+  const slots = ctx.slots
+  return useSyncExternalStore(
+    (listener) => slots.subscribe(name, listener),
+    () => slots.entries(name, key),
+    () => slots.entries(name, key),
+  )
+}
+
+export interface SlotComponentProps<N extends string> {
+  name: N
+  /** Props given to every entry. */
+  props?: PropsOfSlot<N>
+  /** For keyed slots: render the entries of this key. */
+  slotKey?: string
+  /** Render only the first entry (lowest order): a single seat. */
+  single?: boolean
+  /** Rendered when the slot (or key) has no entry. */
+  fallback?: ReactNode
+}
+
+/** Renders the entries of a named slot in order, each behind an error boundary. */
+export function Slot<N extends string>(p: SlotComponentProps<N>): ReactNode {
+  const entries = useSlotEntries(p.name, p.slotKey)
+  if (entries.length === 0) return p.fallback ?? null
+  const shown = p.single ? entries.slice(0, 1) : entries
+  return createElement(
+    Fragment,
+    null,
+    ...shown.map((record) =>
+      createElement(SlotBoundary, { key: `${record.id}#${record.serial}`, record }, createElement(record.component, (p.props ?? {}) as object)),
+    ),
+  )
+}
+
+interface BoundaryState { error?: Error }
+
+/** One slot entry that throws while rendering shows a one-line notice instead of taking the page down. */
+export class SlotBoundary extends Component<{ record: SlotRecord; children?: ReactNode }, BoundaryState> {
+  override state: BoundaryState = {}
+
+  static getDerivedStateFromError(error: Error): BoundaryState {
+    return { error }
+  }
+
+  override componentDidCatch(error: Error, info: ErrorInfo): void {
+    console.warn(`[dsh] slot ${this.props.record.slot} entry ${this.props.record.id}${this.props.record.owner ? ` (${this.props.record.owner})` : ''} failed: ${error.message}`, info.componentStack)
+  }
+
+  override render(): ReactNode {
+    if (this.state.error) {
+      return createElement('div', { role: 'alert', className: 'dsh-slot-error', 'data-slot-error': this.props.record.id }, `${this.props.record.id}: ${this.state.error.message}`)
+    }
+    return this.props.children
+  }
+}
+
+/** `t(key, vars)` of a namespace in the current language, re-rendering when it changes. */
+export function useT(ns: string): Translate {
+  const ctx = useCtx()
+  const lang = useStore(ctx.locale.current)
+  const revision = useStore(ctx.locale.revision)
+  void revision
+  return (key, vars) => ctx.locale.t(ns, key, vars, lang)
+}
+
+/** A session's feed state (log + live state) while mounted; undefined for one render after the id changes. */
+export function useSessionFeed(sessionId: string | undefined): SessionFeedState | undefined {
+  const ctx = useCtx()
+  const [feed, setFeed] = useState<SessionFeed | undefined>(undefined)
+  useEffect(() => {
+    if (!sessionId) {
+      setFeed(undefined)
+      return
+    }
+    const held = ctx.connection.session(sessionId)
+    setFeed(held)
+    return () => held.release()
+  }, [ctx, sessionId])
+  const current = feed && feed.sessionId === sessionId ? feed : undefined
+  return useSyncExternalStore(
+    (listener) => (current ? current.subscribe(listener) : () => {}),
+    () => current?.get(),
+    () => current?.get(),
+  )
+}

@@ -1,0 +1,73 @@
+// Server-Sent Events over fetch (not EventSource): the caller picks the resume point (`?after=`)
+// and the retry policy itself, and sees the end of a stream as an ordinary return.
+
+export interface SseFrame {
+  event: string
+  data: string
+  id?: string
+}
+
+/**
+ * Reads one SSE response, calling `onFrame` per dispatched event. Resolves when the stream ends;
+ * rejects on a network error or a non-200 answer (with the host's JSON error message when given).
+ */
+export async function readSse(url: string, options: { signal: AbortSignal; onOpen?: () => void; onFrame: (frame: SseFrame) => void; fetch?: typeof fetch }): Promise<void> {
+  const response = await (options.fetch ?? fetch)(url, { headers: { accept: 'text/event-stream' }, signal: options.signal, credentials: 'same-origin', cache: 'no-store' })
+  if (!response.ok || !response.body) {
+    let message = `${response.status}`
+    let code = 'HTTP_' + response.status
+    try {
+      const body = await response.json()
+      if (body?.error?.message) message = body.error.message
+      if (body?.error?.code) code = body.error.code
+    } catch {
+      // not JSON: keep the status
+    }
+    throw new StreamError(code, message, response.status)
+  }
+  options.onOpen?.()
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader()
+  let buffer = ''
+  let event = ''
+  let data: string[] = []
+  let id: string | undefined
+  const dispatch = () => {
+    if (data.length) options.onFrame({ event: event || 'message', data: data.join('\n'), ...(id !== undefined ? { id } : {}) })
+    event = ''
+    data = []
+    id = undefined
+  }
+  for (;;) {
+    const { value, done } = await reader.read()
+    if (done) break
+    buffer += value
+    let start = 0
+    for (;;) {
+      const nl = buffer.indexOf('\n', start)
+      if (nl < 0) break
+      let line = buffer.slice(start, nl)
+      start = nl + 1
+      if (line.endsWith('\r')) line = line.slice(0, -1)
+      if (line === '') {
+        dispatch()
+        continue
+      }
+      if (line.startsWith(':')) continue
+      const colon = line.indexOf(':')
+      const field = colon < 0 ? line : line.slice(0, colon)
+      let rest = colon < 0 ? '' : line.slice(colon + 1)
+      if (rest.startsWith(' ')) rest = rest.slice(1)
+      if (field === 'data') data.push(rest)
+      else if (field === 'event') event = rest
+      else if (field === 'id') id = rest
+    }
+    buffer = buffer.slice(start)
+  }
+}
+
+export class StreamError extends Error {
+  override name = 'StreamError'
+  constructor(readonly code: string, message: string, readonly status: number) {
+    super(message)
+  }
+}
