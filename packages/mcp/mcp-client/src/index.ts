@@ -1,0 +1,318 @@
+// @dsh/mcp-client: connects to Model Context Protocol servers and offers their tools to the model
+// as `mcp__<server>__<tool>`. Servers come from this row's `servers`, the project's `.mcp.json`
+// and the `mcpServers` settings namespace (in that order of precedence), in the `mcpServers`
+// shape other agents use. `ctx.mcp` lists them with their state and mounts per-session servers.
+import { Context, Service } from 'cordis'
+import Schema from 'schemastery'
+import type { Session } from '@dsh/session'
+import type {} from '@dsh/session-persistence'
+import type {} from '@dsh/settings'
+import type {} from '@dsh/agent'
+import type { SubprocessService } from '@dsh/subprocess'
+import type {} from '@dsh/tools'
+import { checkServer, checkTable, readProjectFile, type CheckedServer, type McpSource } from './config.ts'
+import { McpServerConnection, type ConnectionOptions, type McpServerStatus } from './server.ts'
+
+export type { McpServerState, McpServerStatus, RetryOptions } from './server.ts'
+export type { CheckedServer, McpSource, McpTransportKind, ServerSpec } from './config.ts'
+export { checkServer, checkTable, expandVariables, readProjectFile } from './config.ts'
+export { toolName } from './names.ts'
+export { mapResult } from './results.ts'
+
+/** The session event a server's trouble (and recovery) is logged as. Not model-visible. */
+export interface McpStatusNotice {
+  server: string
+  state: McpServerStatus['state']
+  message: string
+  scope?: string
+}
+
+declare module '@dsh/session' {
+  interface SessionEventMap {
+    /** An MCP server failed, is retrying, was restarted or recovered; never sent to the model. */
+    'mcp/status': McpStatusNotice
+  }
+}
+
+export interface McpProgress {
+  server: string
+  tool: string
+  callId: string
+  progress: number
+  total?: number
+  message?: string
+}
+
+declare module 'cordis' {
+  interface Context {
+    mcp: McpClient
+  }
+  interface Events {
+    /** Every state change of a server (the status after it). */
+    'mcp/status'(status: McpServerStatus, notice?: string): void
+    /** A progress notification of a running call. */
+    'mcp/progress'(progress: McpProgress): void
+  }
+}
+
+export interface McpClientConfig extends ConnectionOptions {
+  /** `mcpServers`-shaped table; each entry is checked on its own. */
+  servers: Record<string, unknown>
+  /** Read `<cwd>/.mcp.json`. */
+  projectFile: boolean
+  /** Read the `mcpServers` settings namespace (`$DSH_HOME/settings.yaml`). */
+  userSettings: boolean
+  /** Project directory: where `.mcp.json` is read and local servers start. Default: the process cwd. */
+  cwd?: string
+  /** How long the first model request waits for servers still starting. */
+  startupWaitMs: number
+}
+
+export interface AddServerOptions {
+  source?: McpSource
+  /** Shown in `list()` and notices; default the source. */
+  origin?: string
+  /** Agent scope: the server's tools exist only there. */
+  scope?: string
+  /** Base directory of a relative `cwd`, and the default `cwd` of a local server. */
+  cwd?: string
+}
+
+const RetrySchema = Schema.object({
+  initialDelayMs: Schema.natural().min(1).default(500).description('Delay before the first retry (ms); doubles per failure.'),
+  maxDelayMs: Schema.natural().min(1).default(30_000).description('Longest delay between attempts (ms).'),
+  maxAttempts: Schema.natural().min(1).default(6).description('Consecutive failures after which a server is left failed.'),
+  stableMs: Schema.natural().min(1).default(30_000).description('A connection that lasts this long resets the failure count.'),
+})
+
+export class McpClient extends Service {
+  static inject = ['tools', 'subprocess']
+
+  static Config: Schema<Partial<McpClientConfig>, McpClientConfig> = Schema.object({
+    servers: Schema.dict(Schema.any()).default({}).description('MCP servers, in the common mcpServers shape: {name: {command, args, env, cwd} | {url, headers, type}}.'),
+    projectFile: Schema.boolean().default(true).description('Also read the project\'s .mcp.json.'),
+    userSettings: Schema.boolean().default(true).description('Also read the mcpServers settings namespace.'),
+    cwd: Schema.string().description('Project directory (default: the process working directory).'),
+    startupWaitMs: Schema.natural().default(10_000).description('How long the first model request waits for servers still starting (ms).'),
+    connectTimeoutMs: Schema.natural().min(1).default(30_000).description('Time limit of one connection attempt, and of listing tools (ms).'),
+    callTimeoutMs: Schema.natural().min(1).default(120_000).description('A call fails when the server is silent this long (ms); progress notifications restart the clock.'),
+    maxCallMs: Schema.natural().min(1).default(900_000).description('A call fails after this long whatever its progress (ms).'),
+    reconnectWaitMs: Schema.natural().default(5_000).description('How long a call waits for a server that is reconnecting (ms).'),
+    killGraceMs: Schema.natural().default(2_000).description('Grace between SIGTERM and SIGKILL when a local server is stopped (ms).'),
+    maxDescriptionChars: Schema.natural().min(100).default(2_000).description('Longest tool description shown to the model.'),
+    retry: RetrySchema.default(RetrySchema(undefined as never)),
+  })
+
+  private readonly servers = new Map<string, McpServerConnection | CheckedServer>()
+  private readonly started = Date.now()
+  private readonly cwd: string
+
+  constructor(
+    ctx: Context,
+    private readonly config: McpClientConfig,
+  ) {
+    super(ctx, 'mcp')
+    this.cwd = config.cwd ?? process.cwd()
+    ctx.effect(() => () => {
+      for (const key of [...this.servers.keys()]) this.remove(key)
+    }, 'mcp: close servers')
+  }
+
+  async [Service.init](): Promise<void> {
+    const ctx = this.ctx
+    const env = process.env
+    const claimed = new Set<string>()
+    const mount = (entries: CheckedServer[]) => {
+      for (const entry of entries) {
+        if (claimed.has(entry.name)) {
+          ctx.logger('mcp').debug('MCP server "%s" from %s is shadowed by an earlier source', entry.name, entry.origin)
+          continue
+        }
+        claimed.add(entry.name)
+        this.mountChecked(entry)
+      }
+    }
+    const table = checkTable(this.config.servers, { source: 'config', origin: 'config', cwd: this.cwd, env })
+    mount(table.servers)
+    if (this.config.projectFile) {
+      const project = readProjectFile(this.cwd)
+      if (project.problem) this.problem(project.problem)
+      const checked = checkTable(project.table, { source: 'project', origin: project.path, cwd: this.cwd, env })
+      if (checked.problem) this.problem(checked.problem)
+      mount(checked.servers)
+    }
+    if (this.config.userSettings) {
+      ctx.inject(['settings'], (inner) => {
+        const origin = inner.settings.location
+        const checked = checkTable(inner.settings.get('mcpServers'), { source: 'user', origin, cwd: this.cwd, env })
+        if (checked.problem) this.problem(checked.problem)
+        for (const entry of checked.servers) {
+          if (claimed.has(entry.name)) continue
+          inner.effect(() => {
+            claimed.add(entry.name)
+            const key = this.mountChecked(entry)
+            return () => {
+              claimed.delete(entry.name)
+              this.remove(key)
+            }
+          }, `mcp: server ${entry.name}`)
+        }
+      })
+    }
+    // Logged notices: persistence must know the type, or sessions that have one do not load.
+    ctx.inject(['sessionPersistence'], (inner) => {
+      inner.sessionPersistence.registerEventType('mcp/status')
+    })
+    ctx.inject(['sessions'], (inner) => {
+      // A session that starts after a server already failed hears about it once.
+      inner.on('session/created', (session) => {
+        for (const status of this.list()) {
+          if (status.state === 'connected' || status.state === 'starting' || status.state === 'disabled') continue
+          if (status.scope !== undefined) continue
+          this.append(session, { server: status.name, state: status.state, message: summary(status) })
+        }
+      })
+      inner.on('mcp/status', (status, notice) => {
+        if (!notice) return
+        for (const session of inner.sessions.list()) {
+          this.append(session, { server: status.name, state: status.state, message: notice, ...(status.scope !== undefined ? { scope: status.scope } : {}) })
+        }
+      })
+    })
+    // The first request of a turn waits (bounded) for servers still starting, so their tools are offered.
+    ctx.on('agent/pre-step', async (_payload, next) => {
+      await this.ready()
+      return next()
+    }, { prepend: true })
+  }
+
+  /** Every known server (invalid and disabled ones included), sorted by scope then name. */
+  list(): McpServerStatus[] {
+    return [...this.servers.values()]
+      .map((entry) => (entry instanceof McpServerConnection ? entry.status() : staticStatus(entry)))
+      .sort((a, b) => (a.scope ?? '').localeCompare(b.scope ?? '') || a.name.localeCompare(b.name))
+  }
+
+  get(name: string, scope?: string): McpServerStatus | undefined {
+    return this.list().find((status) => status.name === name && status.scope === scope)
+  }
+
+  /**
+   * Adds a server from a raw `mcpServers` entry (checked like the configured ones; an invalid one is
+   * listed, not thrown). Undone by the returned disposer or when the calling plugin unloads. A name
+   * already mounted in the same scope throws.
+   */
+  add(name: string, raw: unknown, options: AddServerOptions = {}): () => void {
+    const source = options.source ?? 'session'
+    const checked = checkServer(name, raw, { source, origin: options.origin ?? source, cwd: options.cwd ?? this.cwd, env: process.env })
+    if (this.servers.has(keyOf(name, options.scope))) throw new Error(`mcp.add: a server named "${name}" is already mounted${options.scope ? ` in scope ${options.scope}` : ''}`)
+    let key: string | undefined
+    const dispose = this.ctx.effect(() => {
+      key = this.mountChecked(checked, options.scope)
+      return () => this.remove(key!)
+    }, `mcp: server ${name}`)
+    return () => void dispose()
+  }
+
+  /** Connects a failed server again (or skips a retrying one's wait). False when there is no such server. */
+  restart(name: string, scope?: string): boolean {
+    const entry = this.servers.get(keyOf(name, scope))
+    if (!(entry instanceof McpServerConnection)) return false
+    entry.restart()
+    return true
+  }
+
+  /**
+   * Settles when every server's first connection attempt has finished, or once `startupWaitMs`
+   * have passed since this service started, whichever comes first.
+   */
+  async ready(): Promise<void> {
+    const pending = [...this.servers.values()].filter((entry): entry is McpServerConnection => entry instanceof McpServerConnection).map((c) => c.firstAttempt)
+    const left = this.config.startupWaitMs - (Date.now() - this.started)
+    if (pending.length === 0 || left <= 0) return
+    let timer: NodeJS.Timeout | undefined
+    await Promise.race([Promise.all(pending), new Promise<void>((resolve) => (timer = setTimeout(resolve, left)))])
+    clearTimeout(timer)
+  }
+
+  private mountChecked(entry: CheckedServer, scope?: string): string {
+    const key = keyOf(entry.name, scope)
+    if ('spec' in entry) {
+      const connection = new McpServerConnection(entry.name, entry.spec, entry.source, entry.origin, {
+        ctx: this.ctx,
+        subprocess: this.ctx.subprocess as SubprocessService,
+        options: this.config,
+        onStatus: (status, notice) => {
+          if (notice) this.ctx.logger('mcp').warn(notice)
+          this.ctx.emit('mcp/status', status, notice)
+        },
+        onProgress: (progress) => this.ctx.emit('mcp/progress', progress),
+      }, scope)
+      this.servers.set(key, connection)
+      connection.start()
+    } else {
+      const stored = scope !== undefined ? { ...entry, scope } : entry
+      this.servers.set(key, stored)
+      if ('invalid' in entry) {
+        const notice = `MCP server "${entry.name}" in ${entry.origin} is misconfigured: ${entry.invalid}. It was not started.`
+        this.ctx.logger('mcp').warn(notice)
+        this.ctx.emit('mcp/status', staticStatus(stored), notice)
+      }
+    }
+    return key
+  }
+
+  private remove(key: string): void {
+    const entry = this.servers.get(key)
+    if (!entry) return
+    this.servers.delete(key)
+    if (entry instanceof McpServerConnection) void entry.dispose()
+  }
+
+  private problem(message: string): void {
+    this.ctx.logger('mcp').warn(message)
+  }
+
+  private append(session: Session, notice: McpStatusNotice): void {
+    try {
+      session.append('mcp/status', notice)
+    } catch (error) {
+      this.ctx.logger('mcp').warn('could not log an MCP notice in session %s: %s', session.id, (error as Error).message)
+    }
+  }
+}
+
+function keyOf(name: string, scope: string | undefined): string {
+  return scope === undefined ? name : `${scope}\u0000${name}`
+}
+
+function staticStatus(entry: CheckedServer & { scope?: string }): McpServerStatus {
+  return {
+    name: entry.name,
+    source: entry.source,
+    origin: entry.origin,
+    ...(entry.scope !== undefined ? { scope: entry.scope } : {}),
+    ...('spec' in entry ? { transport: entry.spec.transport } : {}),
+    state: 'invalid' in entry ? 'invalid' : 'disabled',
+    tools: [],
+    failures: 0,
+    restarts: 0,
+    ...('invalid' in entry ? { error: entry.invalid } : {}),
+  }
+}
+
+function summary(status: McpServerStatus): string {
+  switch (status.state) {
+    case 'invalid':
+      return `MCP server "${status.name}" in ${status.origin} is misconfigured: ${status.error}. It was not started.`
+    case 'failed':
+      return `MCP server "${status.name}" failed: ${status.error ?? 'unknown error'}. Its tools are unavailable.`
+    case 'retrying':
+      return `MCP server "${status.name}" is retrying after: ${status.error ?? 'unknown error'}.`
+    default:
+      return `MCP server "${status.name}" is ${status.state}.`
+  }
+}
+
+export const name = 'mcp-client'
+export default McpClient
