@@ -1,0 +1,151 @@
+// The chat view: renders a ConversationSnapshot's nodes in order. Props only: the tool card
+// renderer comes from the caller (the plugin passes a slot), strings from `t`. It follows the
+// newest content while the reader is at the bottom and stops following when they scroll up.
+import { memo, useCallback, useEffect, useLayoutEffect, useRef, useState, type ReactNode } from 'react'
+import type { AssistantNode, ContextNode, ConversationNode, ConversationSnapshot, NoticeNode, ThinkingNode, ToolNode, TurnEndNode, UserNode } from '../model/index.ts'
+import { Markdown } from './markdown.tsx'
+import type { Translate } from './strings.ts'
+
+export interface ChatViewProps {
+  snapshot: ConversationSnapshot
+  t: Translate
+  /** Renders one tool call (the plugin passes the `conversation.chat.node` slot). */
+  renderTool: (node: ToolNode) => ReactNode
+  /** Shown when the conversation has no nodes yet. */
+  empty?: ReactNode
+}
+
+const UserMessage = memo(function UserMessage({ node, t }: { node: UserNode; t: Translate }) {
+  return (
+    <div className="dsh-msg dsh-msg-user" data-node="user" data-seq={node.seq}>
+      <div className="dsh-msg-bubble" aria-label={t('you')}>
+        {node.text}
+        {node.images > 0 ? <div className="dsh-msg-meta">{t('images', { count: node.images })}</div> : null}
+      </div>
+    </div>
+  )
+})
+
+const ContextRow = memo(function ContextRow({ node, t }: { node: ContextNode; t: Translate }) {
+  const origin = node.origin.startsWith('plugin:') ? (node.label ?? node.origin.slice(7)) : undefined
+  return (
+    <details className="dsh-context" data-node="context">
+      <summary>{origin ? t('contextFrom', { origin }) : t('systemContext')}</summary>
+      <div className="dsh-context-body">{node.text}</div>
+    </details>
+  )
+})
+
+const ThinkingRow = memo(function ThinkingRow({ node, t }: { node: ThinkingNode; t: Translate }) {
+  const label = node.streaming
+    ? t('thinking')
+    : node.durationMs !== undefined && node.durationMs >= 1000
+      ? t('thought', { seconds: Math.round(node.durationMs / 1000) })
+      : t('thoughtBriefly')
+  return (
+    <details className="dsh-thinking" data-node="thinking" data-streaming={node.streaming || undefined}>
+      <summary>
+        {node.streaming ? <span className="dsh-pulse" aria-hidden="true" /> : null}
+        {label}
+      </summary>
+      <div className="dsh-thinking-body">{node.text}</div>
+    </details>
+  )
+})
+
+const AssistantMessage = memo(function AssistantMessage({ node, t }: { node: AssistantNode; t: Translate }) {
+  return (
+    <div className="dsh-msg dsh-msg-assistant" data-node="assistant" data-streaming={node.streaming || undefined}>
+      <Markdown text={node.text} streaming={node.streaming} t={t} />
+      {node.streaming ? <span className="dsh-caret" aria-hidden="true" /> : null}
+      {node.interrupted ? <div className="dsh-msg-meta dsh-warn">{t('interrupted')}</div> : null}
+    </div>
+  )
+})
+
+const TurnEndRow = memo(function TurnEndRow({ node, t }: { node: TurnEndNode; t: Translate }) {
+  const known = ['cancelled', 'error', 'max-tokens', 'blocked', 'interrupted']
+  const title = node.reason === 'completed' ? null : known.includes(node.reason) ? t(`turn.${node.reason}`) : t('turn.other', { reason: node.reason })
+  return (
+    <div className={`dsh-turn-end dsh-turn-${node.reason}`} data-node="turn-end" data-reason={node.reason} role="status">
+      {title ? <div className="dsh-turn-end-title">{title}</div> : null}
+      {node.error ? <div className="dsh-turn-end-error">{node.error.message}</div> : null}
+      {node.rejected.map((text, i) => <div key={i} className="dsh-msg-meta">{t('notSent', { text })}</div>)}
+    </div>
+  )
+})
+
+const NoticeRow = memo(function NoticeRow({ node, t }: { node: NoticeNode; t: Translate }) {
+  return <div className="dsh-notice" data-node="notice">{t(`notice.${node.code}`, { detail: node.detail ?? '' })}</div>
+})
+
+function renderNode(node: ConversationNode, t: Translate, renderTool: (node: ToolNode) => ReactNode): ReactNode {
+  switch (node.kind) {
+    case 'user': return <UserMessage key={node.key} node={node} t={t} />
+    case 'context': return <ContextRow key={node.key} node={node} t={t} />
+    case 'thinking': return <ThinkingRow key={node.key} node={node} t={t} />
+    case 'assistant': return <AssistantMessage key={node.key} node={node} t={t} />
+    case 'tool': return <div key={node.key} className="dsh-tool-slot" data-node="tool" data-tool={node.name} data-status={node.status}>{renderTool(node)}</div>
+    case 'turn-end': return <TurnEndRow key={node.key} node={node} t={t} />
+    case 'notice': return <NoticeRow key={node.key} node={node} t={t} />
+  }
+}
+
+/** Whether the last node is already showing progress (so no separate "working" row is needed). */
+function tailIsLive(nodes: readonly ConversationNode[]): boolean {
+  const last = nodes.at(-1)
+  if (!last) return false
+  return ((last.kind === 'assistant' || last.kind === 'thinking') && last.streaming) || (last.kind === 'tool' && (last.status === 'running' || last.status === 'streaming'))
+}
+
+export function ChatView({ snapshot, t, renderTool, empty }: ChatViewProps) {
+  const scroller = useRef<HTMLDivElement>(null)
+  const following = useRef(true)
+  const [showJump, setShowJump] = useState(false)
+
+  const onScroll = useCallback(() => {
+    const el = scroller.current
+    if (!el) return
+    const atBottom = el.scrollHeight - el.scrollTop - el.clientHeight < 48
+    following.current = atBottom
+    setShowJump(!atBottom)
+  }, [])
+
+  useLayoutEffect(() => {
+    const el = scroller.current
+    if (el && following.current) el.scrollTop = el.scrollHeight
+  }, [snapshot.version])
+
+  useEffect(() => {
+    following.current = true
+  }, [])
+
+  const jump = () => {
+    const el = scroller.current
+    if (!el) return
+    following.current = true
+    el.scrollTop = el.scrollHeight
+    setShowJump(false)
+  }
+
+  const nodes = snapshot.nodes
+  return (
+    <div className="dsh-chat" ref={scroller} onScroll={onScroll} data-running={snapshot.turnRunning || undefined}>
+      <div className="dsh-chat-inner" role="log" aria-live="polite" aria-relevant="additions">
+        {nodes.length === 0 ? <div className="dsh-chat-empty">{empty ?? t('empty')}</div> : nodes.map((node) => renderNode(node, t, renderTool))}
+        {snapshot.turnRunning && !tailIsLive(nodes) && snapshot.approvals.length === 0 && snapshot.questions.length === 0
+          ? <div className="dsh-working" role="status"><span className="dsh-pulse" aria-hidden="true" />{t('working')}</div>
+          : null}
+        {snapshot.queued.map((q) => (
+          <div key={q.id} className="dsh-msg dsh-msg-user dsh-queued" data-node="queued">
+            <div className="dsh-msg-bubble">
+              <span className="dsh-badge">{q.mode === 'steer' ? t('steering') : t('queued')}</span>
+              {q.text}
+            </div>
+          </div>
+        ))}
+      </div>
+      {showJump ? <button type="button" className="dsh-jump" onClick={jump}>{t('jumpToLatest')}</button> : null}
+    </div>
+  )
+}

@@ -1,0 +1,131 @@
+// The composer: a multi-line input. Enter sends, Shift+Enter breaks the line, Esc cancels the
+// running turn, ↑/↓ walk the history of sent prompts (when the caret is on the first/last line).
+// While a turn runs, Enter queues the message (the default) and the Steer button hands it to
+// the running turn. A takeover (approval, question) replaces it through `takeover`.
+import { useRef, useState, type KeyboardEvent, type ReactNode } from 'react'
+import type { Translate } from './strings.ts'
+
+export type SendMode = 'queue' | 'steer'
+
+export interface ComposerProps {
+  t: Translate
+  /** A turn is running: sends queue (or steer), the Stop button shows. */
+  running: boolean
+  /** The session refuses prompts (archived); the input is read-only. */
+  disabled?: boolean
+  /** Sends a prompt; a rejection is shown under the input and the text is kept. */
+  onSend: (text: string, mode: SendMode) => Promise<unknown> | unknown
+  onCancel: () => void
+  /** Prompts sent before, oldest first (↑ walks back from the newest). */
+  history: readonly string[]
+  /** Rendered instead of the input (an approval or a question). */
+  takeover?: ReactNode
+  /** Extra controls beside the buttons (model and permission pickers). */
+  tools?: ReactNode
+  autoFocus?: boolean
+}
+
+export function Composer({ t, running, disabled = false, onSend, onCancel, history, takeover, tools, autoFocus }: ComposerProps) {
+  const [text, setText] = useState('')
+  const [error, setError] = useState<string | undefined>(undefined)
+  const [sending, setSending] = useState(false)
+  // Index into history while browsing (history.length = the draft).
+  const cursor = useRef<number | undefined>(undefined)
+  const draft = useRef('')
+  const input = useRef<HTMLTextAreaElement>(null)
+
+  const send = async (mode: SendMode) => {
+    const value = text
+    if (!value.trim() || disabled || sending) return
+    setSending(true)
+    setError(undefined)
+    try {
+      await onSend(value, mode)
+      setText('')
+      cursor.current = undefined
+    } catch (e) {
+      setError(t('composer.failed', { message: e instanceof Error ? e.message : String(e) }))
+    } finally {
+      setSending(false)
+      input.current?.focus()
+    }
+  }
+
+  const recall = (index: number) => {
+    cursor.current = index
+    const value = index >= history.length ? draft.current : history[index]
+    setText(value)
+    requestAnimationFrame(() => {
+      const el = input.current
+      if (el) el.selectionStart = el.selectionEnd = value.length
+    })
+  }
+
+  const onKeyDown = (event: KeyboardEvent<HTMLTextAreaElement>) => {
+    if (event.nativeEvent.isComposing) return
+    const el = event.currentTarget
+    if (event.key === 'Enter' && !event.shiftKey && !event.altKey && !event.ctrlKey && !event.metaKey) {
+      event.preventDefault()
+      void send('queue')
+      return
+    }
+    if (event.key === 'Escape' && running) {
+      event.preventDefault()
+      onCancel()
+      return
+    }
+    if (event.key === 'ArrowUp' && history.length > 0 && !el.value.slice(0, el.selectionStart).includes('\n')) {
+      const at = cursor.current ?? history.length
+      if (at === 0) return
+      if (cursor.current === undefined) draft.current = el.value
+      event.preventDefault()
+      recall(at - 1)
+      return
+    }
+    if (event.key === 'ArrowDown' && cursor.current !== undefined && !el.value.slice(el.selectionEnd).includes('\n')) {
+      event.preventDefault()
+      const next = cursor.current + 1
+      if (next >= history.length) {
+        recall(history.length)
+        cursor.current = undefined
+      } else recall(next)
+    }
+  }
+
+  if (takeover) return <div className="dsh-composer dsh-composer-takeover">{takeover}</div>
+
+  const empty = !text.trim()
+  return (
+    <form className="dsh-composer" onSubmit={(e) => { e.preventDefault(); void send('queue') }}>
+      <textarea
+        ref={input}
+        className="dsh-composer-input"
+        aria-label={t('composer.label')}
+        placeholder={disabled ? t('composer.disabled') : running ? t('composer.placeholderRunning') : t('composer.placeholder')}
+        value={text}
+        readOnly={disabled}
+        rows={Math.min(10, Math.max(2, text.split('\n').length))}
+        autoFocus={autoFocus}
+        onChange={(e) => {
+          setText(e.target.value)
+          if (cursor.current !== undefined && cursor.current < history.length && e.target.value !== history[cursor.current]) cursor.current = undefined
+        }}
+        onKeyDown={onKeyDown}
+      />
+      {error ? <div className="dsh-composer-error" role="alert">{error}</div> : null}
+      <div className="dsh-composer-bar">
+        <div className="dsh-composer-tools">{tools}</div>
+        <span className="dsh-composer-hint">{t('composer.hint')}</span>
+        {running ? (
+          <>
+            <button type="button" className="dsh-button" disabled={empty || disabled} title={t('composer.steerHint')} onClick={() => void send('steer')}>{t('composer.steer')}</button>
+            <button type="submit" className="dsh-button" disabled={empty || disabled}>{t('composer.queue')}</button>
+            <button type="button" className="dsh-button dsh-button-danger" title={t('composer.stopHint')} onClick={onCancel}>{t('composer.stop')}</button>
+          </>
+        ) : (
+          <button type="submit" className="dsh-button dsh-button-primary" disabled={empty || disabled || sending}>{t('composer.send')}</button>
+        )}
+      </div>
+    </form>
+  )
+}

@@ -1,0 +1,111 @@
+// The chat view, Markdown and composer rendered with the real React server renderer over
+// snapshots folded from recorded frames. (Interaction is tested in Chromium: test/browser.)
+import { readFileSync } from 'node:fs'
+import { createElement as h } from 'react'
+import { renderToStaticMarkup } from 'react-dom/server'
+import { describe, expect, it } from 'vitest'
+import type { SessionStreamEvent } from '@dsh/web-protocol'
+import { foldConversation, type ToolNode } from '../src/model/index.ts'
+import { ChatView } from '../src/client/chat-view.tsx'
+import { Composer } from '../src/client/composer.tsx'
+import { Markdown, decodeEntities, safeHref } from '../src/client/markdown.tsx'
+import { en, translator, zh } from '../src/client/strings.ts'
+
+const load = (name: string): SessionStreamEvent[] => JSON.parse(readFileSync(new URL(`./fixtures/${name}.json`, import.meta.url), 'utf8'))
+const t = translator(en)
+const tool = (node: ToolNode) => h('div', { className: 'card' }, `${node.name}:${node.status}`)
+
+describe('Markdown', () => {
+  it('renders GFM tables, task lists, code blocks and inline marks as elements', () => {
+    const html = renderToStaticMarkup(h(Markdown, { t, text: '# Title\n\n| a | b |\n|---|:-:|\n| **1** | `x<y` |\n\n- [x] done\n- [ ] open\n\n```ts\nconst a = 1\n```\n\n~~old~~ [site](https://example.com)' }))
+    expect(html).toContain('<h1>Title</h1>')
+    expect(html).toMatch(/<table>.*<th>a<\/th><th style="text-align:center">b<\/th>.*<strong>1<\/strong>.*<code class="dsh-md-code">x&lt;y<\/code>/s)
+    expect(html).toContain('<li class="dsh-md-task"><input type="checkbox" readOnly="" disabled="" aria-label="done" checked=""/><span>done</span></li>')
+    expect(html).toContain('<li class="dsh-md-task"><input type="checkbox" readOnly="" disabled="" aria-label="not done"/><span>open</span></li>')
+    expect(html).toContain('data-lang="ts"')
+    expect(html).toContain('<code>const a = 1</code>')
+    expect(html).toContain('<del>old</del>')
+    expect(html).toContain('<a href="https://example.com" target="_blank" rel="noopener noreferrer">site</a>')
+  })
+
+  it('never injects HTML from the text and drops unsafe link targets', () => {
+    const html = renderToStaticMarkup(h(Markdown, { t, text: 'hi <script>alert(1)</script> <img src=x onerror=alert(1)>\n\n[x](javascript:alert(1)) &amp; &#x4e2d;' }))
+    expect(html).not.toContain('<script>')
+    expect(html).not.toContain('<img')
+    expect(html).toContain('&lt;script&gt;')
+    expect(html).not.toContain('javascript:')
+    expect(html).toContain('&amp; 中')
+    expect(safeHref(' JavaScript:alert(1)')).toBeUndefined()
+    expect(safeHref('mailto:a@b.c')).toBe('mailto:a@b.c')
+    expect(decodeEntities('&lt;&#39;&bogus;')).toBe("<'&bogus;")
+  })
+})
+
+describe('ChatView', () => {
+  it('renders a recorded tool turn: user text, thinking row, tool slots, the final Markdown answer', () => {
+    const snapshot = foldConversation(load('tools-turn'))
+    const html = renderToStaticMarkup(h(ChatView, { snapshot, t, renderTool: tool }))
+    expect(html).toContain('tidy the notes')
+    expect(html).toMatch(/<details class="dsh-thinking" data-node="thinking"><summary>Thought<\/summary>/)
+    expect(html).toContain('bash:done')
+    expect(html).toContain('edit:done')
+    expect(html).toContain('read:error')
+    expect(html).toContain('<td>notes.txt</td>')
+    expect(html).not.toContain('Working')
+    // The sandbox note is collapsed context, not a user bubble.
+    expect(html).toMatch(/<details class="dsh-context" data-node="context"><summary>Context from sandbox policy<\/summary>/)
+  })
+
+  it('marks a cancelled turn and its interrupted text; shows queued prompts; speaks Chinese', () => {
+    const snapshot = foldConversation(load('cancelled-turn'))
+    const html = renderToStaticMarkup(h(ChatView, { snapshot, t, renderTool: tool }))
+    expect(html).toContain('Stopped before the answer finished')
+    expect(html).toContain('data-reason="cancelled"')
+    expect(html).toContain('Cancelled')
+    const zhHtml = renderToStaticMarkup(h(ChatView, { snapshot, t: translator(zh), renderTool: tool }))
+    expect(zhHtml).toContain('已取消')
+    expect(zhHtml).toContain('回答未完成即已停止')
+  })
+
+  it('shows a streaming answer with a caret and a working row while a tool runs', () => {
+    const frames = load('tools-turn')
+    const firstText = frames.findIndex((f) => f.event === 'message' && f.data.type === 'assistant/chunk' && (f.data.data as any).chunk.kind === 'text-delta')
+    const streaming = renderToStaticMarkup(h(ChatView, { snapshot: foldConversation(frames.slice(0, firstText + 1)), t, renderTool: tool }))
+    expect(streaming).toContain('data-streaming="true"')
+    expect(streaming).toContain('dsh-caret')
+    const call = frames.findIndex((f) => f.event === 'message' && f.data.type === 'tool/call')
+    const running = renderToStaticMarkup(h(ChatView, { snapshot: foldConversation(frames.slice(0, call + 1)), t, renderTool: tool }))
+    expect(running).toContain('bash:running')
+  })
+
+  it('lists prompts queued behind the running turn', () => {
+    const frames = load('queued-turns')
+    const upToFirst = frames.slice(0, frames.findIndex((f) => f.event === 'message' && f.data.type === 'assistant/chunk'))
+    const snapshot = foldConversation(upToFirst)
+    const html = renderToStaticMarkup(h(ChatView, { snapshot: { ...snapshot, queued: [{ id: 'q0', text: 'second question', mode: 'queue' }] }, t, renderTool: tool }))
+    expect(html).toMatch(/data-node="queued".*Queued.*second question/s)
+    expect(html).toContain('Working…')
+  })
+})
+
+describe('Composer', () => {
+  const base = { t, onSend: () => {}, onCancel: () => {}, history: [] }
+  it('offers Send when idle, and Queue, Steer and Stop while a turn runs', () => {
+    const idle = renderToStaticMarkup(h(Composer, { ...base, running: false }))
+    expect(idle).toContain('>Send</button>')
+    expect(idle).not.toContain('Stop')
+    const busy = renderToStaticMarkup(h(Composer, { ...base, running: true }))
+    expect(busy).toMatch(/>Steer<\/button>.*>Queue<\/button>.*>Stop<\/button>/s)
+  })
+  it('is replaced by a takeover, and read-only when disabled', () => {
+    expect(renderToStaticMarkup(h(Composer, { ...base, running: true, takeover: h('div', null, 'APPROVE?') }))).toBe('<div class="dsh-composer dsh-composer-takeover"><div>APPROVE?</div></div>')
+    expect(renderToStaticMarkup(h(Composer, { ...base, running: false, disabled: true }))).toContain('readOnly=""')
+  })
+})
+
+describe('dictionaries', () => {
+  it('Chinese covers every English key', () => {
+    expect(Object.keys(zh).sort()).toEqual(Object.keys(en).sort())
+    for (const value of Object.values(zh)) expect(value.trim()).not.toBe('')
+  })
+})
