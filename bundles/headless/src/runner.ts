@@ -234,6 +234,7 @@ interface SessionRow {
   firstPrompt?: string
   turns: number
   damaged?: string
+  parentSession?: { sessionId: string }
 }
 
 const durable = (ctx: Context) => ctx.get('durableSessions')
@@ -241,9 +242,10 @@ const durable = (ctx: Context) => ctx.get('durableSessions')
 /**
  * A session worth offering to continue: it ran a turn, or it is damaged (so `--continue` names
  * it instead of silently skipping to an older one). A session that only ran a command such as
- * `/help` has no turn and is left out.
+ * `/help` has no turn and is left out, and so is one derived from another session (a subagent's
+ * child log names its parent): `--resume ID` still opens those.
  */
-const continuable = (row: SessionRow) => row.turns > 0 || row.damaged !== undefined
+const continuable = (row: SessionRow) => (row.turns > 0 || row.damaged !== undefined) && row.parentSession === undefined
 
 /** "just now", "5m ago", "3h ago", "2d ago". */
 export function formatAge(then: number, now = Date.now()): string {
