@@ -37,7 +37,12 @@ export function inProcessProvider(ctx: Context, mode: 'spawn' | 'fork', options:
         ? 'a fresh agent in this process: same tools and model, no view of your conversation (give it the whole task)'
         : 'an agent in this process that starts from a copy of your conversation so far (your current turn excluded)',
     start({ parent, link, prompt }): ProviderChild {
-      const session = mode === 'fork' ? ctx.sessions.fork(parent.session, completedBoundary(parent.session)) : ctx.sessions.create({ cwd: parent.cwd })
+      // A spawned child copies nothing (boundary 0) but still names its parent session, so stores
+      // and listings can tell a child's log from a conversation of its own.
+      const session =
+        mode === 'fork'
+          ? ctx.sessions.fork(parent.session, completedBoundary(parent.session))
+          : ctx.sessions.create({ cwd: parent.cwd, parent: { sessionId: parent.session.id, boundary: 0 } })
       let agent
       try {
         session.append('subagent/link', link)
