@@ -5,6 +5,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { existsSync, realpathSync, statSync } from 'node:fs'
 import { readFile, stat } from 'node:fs/promises'
+import { createRequire } from 'node:module'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Context, Service } from 'cordis'
@@ -23,15 +24,37 @@ declare module 'cordis' {
   }
 }
 
-/** The placeholder page shipped in this package, served until a client is built. */
+/** The placeholder page shipped in this package, served when no client is built. */
 export const PLACEHOLDER_DIST = resolve(dirname(fileURLToPath(import.meta.url)), '..', 'placeholder')
+
+/** The built app of `@dsh/client-web` (its `dist-web/`), when it is installed and built. */
+export function builtClientDist(): string | undefined {
+  try {
+    const dir = join(dirname(createRequire(import.meta.url).resolve('@dsh/client-web/package.json')), 'dist-web')
+    return existsSync(join(dir, 'index.html')) ? dir : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** What the page reads before any script runs: the browser halves to load and the launch folder. */
+export interface BootManifest {
+  version: 1
+  plugins: Array<{ package: string; url: string }>
+  launchCwd?: string
+}
+
+export const MANIFEST_PATH = '/client-manifest.json'
+const MANIFEST_SLOT = '<script type="application/json" id="dsh-boot"></script>'
 
 export const IMMUTABLE = 'public, max-age=31536000, immutable'
 export const REVALIDATE = 'no-cache'
 
 export interface FrontendStaticConfig {
-  /** The built client directory (holds index.html). Default: this package's placeholder page. */
+  /** The built client directory (holds index.html). Default: @dsh/client-web's dist-web/, else the placeholder page. */
   dist?: string
+  /** The folder the page offers first (its first session opens there). Default: the process's working directory. */
+  launchCwd?: string
   /** Serve enabled plugins' `./client` exports under `/plugins/`. */
   plugins?: boolean
   /** gzip/brotli by Accept-Encoding. */
@@ -48,7 +71,8 @@ interface IndexTaps {
 export class FrontendStatic extends Service {
   static inject = ['webServer']
   static Config: Schema<FrontendStaticConfig> = Schema.object({
-    dist: Schema.string().description('Directory of the built browser client (holds index.html). Default: the placeholder page of @dsh/frontend-static.'),
+    dist: Schema.string().description('Directory of the built browser client (holds index.html). Default: the built @dsh/client-web, else the placeholder page of @dsh/frontend-static.'),
+    launchCwd: Schema.string().description('The folder the page opens its first session in. Default: the working directory of the process.'),
     plugins: Schema.boolean().default(true).description('Serve each enabled plugin\'s ./client export at /plugins/<package-name>/.'),
     compress: Schema.boolean().default(true).description('Compress text bodies with brotli or gzip by Accept-Encoding.'),
     cacheBytes: Schema.natural().default(32 * 1024 * 1024).description('Byte budget of the compressed-body cache.'),
@@ -62,7 +86,7 @@ export class FrontendStatic extends Service {
 
   constructor(ctx: Context, readonly config: FrontendStaticConfig) {
     super(ctx, 'frontendStatic')
-    const dist = resolve(config.dist ?? PLACEHOLDER_DIST)
+    const dist = resolve(config.dist ?? builtClientDist() ?? PLACEHOLDER_DIST)
     if (!existsSync(dist) || !statSync(dist).isDirectory()) throw new Error(`frontend-static: the client directory ${dist} does not exist or is not a directory`)
     if (!existsSync(join(dist, 'index.html'))) throw new Error(`frontend-static: ${dist} has no index.html (is the client built?)`)
     this.root = realpathSync(dist)
@@ -71,6 +95,23 @@ export class FrontendStatic extends Service {
     if (config.plugins !== false) {
       ctx.webServer.register({ path: '/plugins', match: 'prefix', handle: (req, res, info) => this.handlePlugin(req, res, info) })
     }
+    ctx.webServer.register({
+      path: MANIFEST_PATH,
+      match: 'exact',
+      handle: (req, res) => {
+        const body = JSON.stringify(this.manifest())
+        res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' })
+        res.end(req.method === 'HEAD' ? undefined : body)
+      },
+    })
+  }
+
+  /** The boot manifest: enabled browser halves (with an entry file) in Loader order, and the launch folder. */
+  manifest(): BootManifest {
+    const plugins = this.config.plugins === false
+      ? []
+      : clientPlugins(this.loaderView(), this.clientCache).filter((c) => c.entry).map((c) => ({ package: c.package, url: c.baseUrl + c.entry!.split('/').map(encodeURIComponent).join('/') }))
+    return { version: 1, plugins, launchCwd: this.config.launchCwd ?? process.cwd() }
   }
 
   /** The enabled plugins that ship a browser half, in Loader order. */
@@ -95,6 +136,11 @@ export class FrontendStatic extends Service {
 
   private async sendIndex(req: IncomingMessage, res: ServerResponse): Promise<void> {
     let html = await this.readIndex()
+    if (html.includes(MANIFEST_SLOT)) {
+      // `<` escaped so no value can close the script element.
+      const json = JSON.stringify(this.manifest()).replace(/</g, '\\u003c')
+      html = html.replace(MANIFEST_SLOT, `<script type="application/json" id="dsh-boot">${json}</script>`)
+    }
     const taps = this.ctx.webServer as unknown as IndexTaps
     if (typeof taps.applyIndexTaps === 'function') html = await taps.applyIndexTaps(html)
     const body = Buffer.from(html, 'utf8')

@@ -1,0 +1,247 @@
+// The app shell: three columns (sidebar, conversation, collapsible side panel), the host
+// banner, keyboard shortcuts, the missing-key notice and the first-run session.
+import { useCallback, useEffect, useMemo, useRef, useState } from 'react'
+import { Slot, useCtx, useSessionFeed, useStore, useT, LANGS, type Lang, type SessionSlotProps, type ThemePreference } from '@dsh/client-runtime'
+import { NS } from './messages.ts'
+import { Sidebar } from './sidebar.tsx'
+import { ShellContext, useShell, type ShellState } from './state.ts'
+import { openFreshSession, titleOf } from './sessions.ts'
+import { KeyNotice, SettingsDialog, useMissingKey } from './settings.tsx'
+
+export function App({ launchCwd }: { launchCwd?: string }) {
+  const ctx = useCtx()
+  const [panelOpen, setPanelOpen] = useState(() => globalThis.localStorage?.getItem('dsh.panel') !== 'closed')
+  const [dialog, setDialog] = useState<ShellState['dialog']>()
+  const searchRef = useRef<HTMLInputElement>(null)
+  const newSession = useCallback(() => {
+    if (!launchCwd && !ctx.catalog.state.get().sessions[0]) return
+    const current = ctx.catalog.get(ctx.router.sessionId ?? '')
+    const cwd = current?.cwd ?? launchCwd ?? ctx.catalog.state.get().sessions[0].cwd
+    void openFreshSession(ctx, cwd).then((row) => ctx.router.openSession(row.sessionId)).catch((e) => console.warn(`[dsh] ${(e as Error).message}`))
+  }, [ctx, launchCwd])
+  const state = useMemo<ShellState>(() => ({
+    panelOpen,
+    togglePanel: () => setPanelOpen((open) => {
+      try {
+        globalThis.localStorage?.setItem('dsh.panel', open ? 'closed' : 'open')
+      } catch {
+        // no storage
+      }
+      return !open
+    }),
+    dialog,
+    openDialog: setDialog,
+    newSession,
+    searchRef,
+    launchCwd,
+  }), [panelOpen, dialog, newSession, launchCwd])
+
+  // First run: a page opened on no session goes to a fresh session in the launch folder.
+  useEffect(() => {
+    if (ctx.router.sessionId || !launchCwd) return
+    let cancelled = false
+    void openFreshSession(ctx, launchCwd).then((row) => {
+      if (!cancelled && !ctx.router.sessionId) ctx.router.openSession(row.sessionId, { replace: true })
+    }).catch((e) => console.warn(`[dsh] first session: ${(e as Error).message}`))
+    return () => {
+      cancelled = true
+    }
+  }, [ctx, launchCwd])
+
+  useShortcuts(state)
+
+  return (
+    <ShellContext.Provider value={state}>
+      <div className={'app' + (panelOpen ? ' panel-open' : '')}>
+        <HostBanner />
+        <Sidebar />
+        <Conversation />
+        {panelOpen ? <SidePanel /> : null}
+      </div>
+      {dialog === 'shortcuts' ? <ShortcutsDialog onClose={() => setDialog(undefined)} /> : null}
+      {dialog === 'settings' ? <SettingsDialog onClose={() => setDialog(undefined)} /> : null}
+      <Slot name="app.overlay" />
+    </ShellContext.Provider>
+  )
+}
+
+function HostBanner() {
+  const ctx = useCtx()
+  const t = useT(NS)
+  const state = useStore(ctx.connection.state)
+  const plugins = useStore(ctx.clientPlugins.list)
+  const failed = plugins.filter((p) => p.state === 'failed')
+  return (
+    <div className="banners">
+      {state === 'offline' ? <div className="banner offline" role="status" data-testid="offline-banner">{t('offline')}</div> : null}
+      {failed.map((p) => <div key={p.package} className="banner warn" role="status">{t('pluginFailed', { name: p.package, message: p.error ?? '' })}</div>)}
+    </div>
+  )
+}
+
+function Conversation() {
+  const ctx = useCtx()
+  const t = useT(NS)
+  const route = useStore(ctx.router.route)
+  const catalog = useStore(ctx.catalog.state)
+  const shell = useShell()
+  const feed = useSessionFeed(route.sessionId)
+  const row = route.sessionId ? catalog.sessions.find((r) => r.sessionId === route.sessionId) ?? ctx.catalog.get(route.sessionId) : undefined
+  const missingKey = useMissingKey()
+  if (!route.sessionId) {
+    return <main className="conversation empty"><p className="muted">{shell.launchCwd ? t('loading') : t('noSession')}</p></main>
+  }
+  if (!feed) return <main className="conversation"><p className="muted">{t('loading')}</p></main>
+  const props: SessionSlotProps = { sessionId: route.sessionId, feed, ...(row ? { row } : {}) }
+  const approval = feed.approvals[0]
+  const question = feed.questions[0]
+  return (
+    <main className="conversation" data-session-id={route.sessionId}>
+      <header className="conversation-header">
+        <h1 className="session-title">{titleOf(row) ?? t('untitled')}</h1>
+        <div className="pickers"><Slot name="conversation.header.pickers" props={props} /></div>
+        <button type="button" className="icon" aria-label={t('togglePanel')} aria-pressed={shell.panelOpen} onClick={shell.togglePanel}>▥</button>
+      </header>
+      {feed.error ? <p className="error" role="alert">{t('sessionMissing')}</p> : null}
+      <div className="conversation-scroll">
+        {feed.loaded ? <Slot name="conversation.main" props={props} single /> : <p className="muted">{t('loading')}</p>}
+      </div>
+      {missingKey ? <KeyNotice missing={missingKey} /> : null}
+      <div className="composer-area">
+        {approval ? (
+          <Slot name="conversation.composer.takeover" slotKey="approval" single props={{ ...props, approval }} fallback={<p className="takeover-note">{t('waitingApproval')}</p>} />
+        ) : question ? (
+          <Slot name="conversation.composer.takeover" slotKey="question" single props={{ ...props, question }} fallback={<p className="takeover-note">{t('waitingQuestion')}</p>} />
+        ) : (
+          <Slot name="conversation.composer" props={props} single />
+        )}
+      </div>
+    </main>
+  )
+}
+
+function SidePanel() {
+  const ctx = useCtx()
+  const t = useT(NS)
+  const route = useStore(ctx.router.route)
+  const feed = useSessionFeed(route.sessionId)
+  const entries = useStore({ get: () => ctx.slots.entries('panel.side'), subscribe: (l) => ctx.slots.subscribe('panel.side', l) })
+  return (
+    <aside className="side-panel" aria-label={t('sidePanel')}>
+      {route.sessionId && feed ? <Slot name="panel.side" props={{ sessionId: route.sessionId, feed, row: ctx.catalog.get(route.sessionId) }} /> : null}
+      {entries.length === 0 ? <p className="muted">{t('panelEmpty')}</p> : null}
+    </aside>
+  )
+}
+
+const SHORTCUTS: Array<[string, string]> = [
+  ['?', 'shortcut.help'],
+  ['/', 'shortcut.search'],
+  ['Alt+N', 'shortcut.new'],
+  ['Alt+P', 'shortcut.panel'],
+  ['Alt+↑', 'shortcut.prev'],
+  ['Alt+↓', 'shortcut.next'],
+  ['Enter', 'shortcut.send'],
+  ['Esc', 'shortcut.escape'],
+]
+
+function typing(target: EventTarget | null): boolean {
+  const el = target as HTMLElement | null
+  return !!el && (el.tagName === 'INPUT' || el.tagName === 'TEXTAREA' || el.tagName === 'SELECT' || el.isContentEditable)
+}
+
+function useShortcuts(state: ShellState) {
+  const ctx = useCtx()
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if (e.defaultPrevented) return
+      if (e.key === 'Escape' && state.dialog) {
+        state.openDialog(undefined)
+        return
+      }
+      if (e.altKey && !e.ctrlKey && !e.metaKey) {
+        const code = e.code
+        if (code === 'KeyN') state.newSession()
+        else if (code === 'KeyP') state.togglePanel()
+        else if (code === 'ArrowUp' || code === 'ArrowDown') {
+          const list = ctx.catalog.state.get().sessions
+          const at = list.findIndex((r) => r.sessionId === ctx.router.sessionId)
+          const next = list[Math.max(0, Math.min(list.length - 1, at + (code === 'ArrowUp' ? -1 : 1)))]
+          if (next) ctx.router.openSession(next.sessionId)
+        } else return
+        e.preventDefault()
+        return
+      }
+      if (typing(e.target) || e.ctrlKey || e.metaKey || e.altKey) return
+      if (e.key === '?') {
+        e.preventDefault()
+        state.openDialog(state.dialog === 'shortcuts' ? undefined : 'shortcuts')
+      } else if (e.key === '/') {
+        e.preventDefault()
+        state.searchRef.current?.focus()
+      }
+    }
+    window.addEventListener('keydown', onKey)
+    return () => window.removeEventListener('keydown', onKey)
+  }, [ctx, state])
+}
+
+export function Dialog({ title, onClose, children }: { title: string; onClose: () => void; children: React.ReactNode }) {
+  const t = useT(NS)
+  const ref = useRef<HTMLDivElement>(null)
+  useEffect(() => {
+    const previous = document.activeElement as HTMLElement | null
+    ref.current?.querySelector<HTMLElement>('button, input, select, textarea')?.focus()
+    return () => previous?.focus?.()
+  }, [])
+  return (
+    <div className="dialog-backdrop" onClick={(e) => e.target === e.currentTarget && onClose()}>
+      <div className="dialog" role="dialog" aria-modal="true" aria-label={title} ref={ref}>
+        <header><h2>{title}</h2><button type="button" className="icon" aria-label={t('close')} onClick={onClose}>×</button></header>
+        {children}
+      </div>
+    </div>
+  )
+}
+
+function ShortcutsDialog({ onClose }: { onClose: () => void }) {
+  const t = useT(NS)
+  return (
+    <Dialog title={t('shortcuts')} onClose={onClose}>
+      <dl className="shortcuts" data-testid="shortcuts">
+        {SHORTCUTS.map(([key, label]) => (
+          <div key={key}><dt><kbd>{key}</kbd></dt><dd>{t(label)}</dd></div>
+        ))}
+      </dl>
+    </Dialog>
+  )
+}
+
+/** Footer controls: language and theme pickers, shortcuts and settings. */
+export function FooterControls() {
+  const ctx = useCtx()
+  const t = useT(NS)
+  const shell = useShell()
+  const lang = useStore(ctx.locale.current)
+  const theme = useStore(ctx.theme.preference)
+  return (
+    <div className="footer-controls">
+      <label>
+        <span className="visually-hidden">{t('language')}</span>
+        <select aria-label={t('language')} value={lang} onChange={(e) => ctx.locale.set(e.target.value as Lang)} data-testid="language">
+          {LANGS.map((l) => <option key={l} value={l}>{l === 'en' ? 'English' : '中文'}</option>)}
+        </select>
+      </label>
+      <label>
+        <span className="visually-hidden">{t('theme')}</span>
+        <select aria-label={t('theme')} value={theme} onChange={(e) => ctx.theme.set(e.target.value as ThemePreference)}>
+          <option value="system">{t('themeSystem')}</option>
+          <option value="light">{t('themeLight')}</option>
+          <option value="dark">{t('themeDark')}</option>
+        </select>
+      </label>
+      <button type="button" className="icon" aria-label={t('settings')} onClick={() => shell.openDialog('settings')}>⚙</button>
+      <button type="button" className="icon" aria-label={t('shortcuts')} onClick={() => shell.openDialog('shortcuts')}>?</button>
+    </div>
+  )
+}

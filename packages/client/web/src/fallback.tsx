@@ -1,0 +1,120 @@
+// The shell's own minimal conversation view and composer (order 1000): any package that fills
+// `conversation.main` / `conversation.composer` at a lower order replaces them. They keep the
+// page usable (and testable) on their own: streamed text, tool calls, turn errors, a prompt box.
+import { useMemo, useRef, useState } from 'react'
+import { useCtx, useT, type SessionSlotProps } from '@dsh/client-runtime'
+import type { WireEvent } from '@dsh/web-protocol'
+import { NS } from './messages.ts'
+
+interface Item { key: string; kind: 'user' | 'assistant' | 'tool' | 'error' | 'note'; text: string; name?: string; streaming?: boolean }
+
+/** Folds the log into display items; text deltas of an unfinished message are joined into one item. */
+export function foldItems(events: readonly WireEvent[], upTo: number): Item[] {
+  const items: Item[] = []
+  let streaming: Item | undefined
+  for (let i = 0; i < upTo; i++) {
+    const e = events[i]
+    const data = e.data as any
+    switch (e.type) {
+      case 'user/message':
+        if (data?.source?.kind !== 'human') break
+        items.push({ key: `u${e.seq}`, kind: 'user', text: textOf(data.content) })
+        break
+      case 'assistant/chunk':
+        if (data?.chunk?.kind === 'text-delta') {
+          if (!streaming) items.push((streaming = { key: `a${e.seq}`, kind: 'assistant', text: '', streaming: true }))
+          streaming.text += data.chunk.text
+        }
+        break
+      case 'assistant/message': {
+        const text = textOf(data?.message?.content)
+        if (streaming) {
+          streaming.text = text || streaming.text
+          streaming.streaming = false
+          streaming = undefined
+        } else if (text) items.push({ key: `a${e.seq}`, kind: 'assistant', text })
+        break
+      }
+      case 'tool/call':
+        items.push({ key: `t${e.seq}`, kind: 'tool', name: data?.name, text: String(data?.arguments ?? '').slice(0, 300) })
+        break
+      case 'turn/end':
+        if (streaming) streaming.streaming = false
+        streaming = undefined
+        if (data?.reason === 'error' && data.error) items.push({ key: `e${e.seq}`, kind: 'error', text: `${data.error.message}`, name: data.error.code })
+        else if (data?.reason === 'cancelled') items.push({ key: `c${e.seq}`, kind: 'note', text: 'cancelled' })
+        break
+    }
+  }
+  return items
+}
+
+function textOf(content: unknown): string {
+  if (!Array.isArray(content)) return ''
+  return content.map((b: any) => (b?.type === 'text' ? String(b.text ?? '') : '')).join('')
+}
+
+export function FallbackConversation({ feed }: SessionSlotProps) {
+  const t = useT(NS)
+  const items = useMemo(() => foldItems(feed.events, feed.events.length), [feed.version, feed.events])
+  return (
+    <div className="fallback-conversation" role="log" aria-live="polite" aria-busy={feed.status === 'running'}>
+      {items.map((item) => (
+        <div key={item.key} className={'msg msg-' + item.kind} data-kind={item.kind} data-streaming={item.streaming ? 'true' : undefined}>
+          <div className="who">{item.kind === 'user' ? t('you') : item.kind === 'tool' ? t('tool', { name: item.name ?? '' }) : item.kind === 'assistant' ? t('assistant') : ''}</div>
+          <div className="body">{item.kind === 'error' ? t('turnFailed', { message: item.text }) : item.kind === 'note' ? t('turnCancelled') : item.text}</div>
+        </div>
+      ))}
+      {feed.status === 'running' ? <div className="msg msg-note running">{t('running')}</div> : null}
+    </div>
+  )
+}
+
+export function FallbackComposer({ sessionId, feed }: SessionSlotProps) {
+  const ctx = useCtx()
+  const t = useT(NS)
+  const [text, setText] = useState('')
+  const [error, setError] = useState<string>()
+  const area = useRef<HTMLTextAreaElement>(null)
+  const send = async () => {
+    const value = text.trim()
+    if (!value) return
+    setText('')
+    setError(undefined)
+    try {
+      await ctx.remote.call('sessions.prompt', { sessionId, text: value })
+    } catch (e) {
+      setText(value)
+      setError((e as Error).message)
+    }
+  }
+  const running = feed.status === 'running' || feed.status === 'waiting'
+  return (
+    <form className="fallback-composer" onSubmit={(e) => { e.preventDefault(); void send() }}>
+      <textarea
+        ref={area}
+        data-composer="true"
+        value={text}
+        rows={3}
+        placeholder={t('composerPlaceholder')}
+        aria-label={t('composerPlaceholder')}
+        onChange={(e) => setText(e.target.value)}
+        onKeyDown={(e) => {
+          if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing) {
+            e.preventDefault()
+            void send()
+          } else if (e.key === 'Escape' && running) {
+            e.preventDefault()
+            void ctx.remote.call('sessions.cancel', { sessionId }).catch(() => {})
+          }
+        }}
+      />
+      <div className="composer-actions">
+        {feed.queued > 0 ? <span className="muted">{t('queued', { count: feed.queued })}</span> : null}
+        {error ? <span className="error" role="alert">{error}</span> : null}
+        {running ? <button type="button" onClick={() => void ctx.remote.call('sessions.cancel', { sessionId }).catch(() => {})}>{t('cancel')}</button> : null}
+        <button type="submit" className="primary" disabled={!text.trim()}>{t('send')}</button>
+      </div>
+    </form>
+  )
+}

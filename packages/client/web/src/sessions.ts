@@ -1,0 +1,44 @@
+// Session actions the shell offers (new, first run, rename, fork, archive), over ctx.remote.
+import type { Context } from 'cordis'
+import type { SessionRow } from '@dsh/web-protocol'
+import { workspacesCreate } from '@dsh/workspace/contract'
+
+/** A title to show for a row: its title, else the start of its first prompt, else undefined. */
+export function titleOf(row: SessionRow | undefined): string | undefined {
+  return row?.title?.trim() || row?.firstPrompt?.trim().split('\n')[0]?.slice(0, 80) || undefined
+}
+
+/**
+ * Opens a fresh session in `cwd`: reuses the newest empty (no turn yet) session there, else
+ * creates one. Registers the folder as a workspace first when the workspace service exists.
+ */
+export async function openFreshSession(ctx: Context, cwd: string): Promise<SessionRow> {
+  let workspaceId: string | undefined
+  try {
+    workspaceId = (await ctx.remote.call(workspacesCreate, { path: cwd })).workspace?.id
+  } catch {
+    // no workspace row, or a remote browser: the cwd alone is enough
+  }
+  await ctx.catalog.refresh().catch(() => {})
+  const empty = ctx.catalog.state.get().sessions.find((r) => r.cwd === cwd && r.turns === 0 && r.queued === 0 && r.status !== 'running')
+  if (empty) return empty
+  const { session } = await ctx.remote.call('sessions.create', workspaceId ? { workspaceId } : { cwd })
+  ctx.catalog.upsert(session)
+  return session
+}
+
+export async function renameSession(ctx: Context, row: SessionRow, title: string): Promise<void> {
+  const { session } = await ctx.remote.call('sessions.rename', { sessionId: row.sessionId, title })
+  ctx.catalog.upsert(session)
+}
+
+export async function forkSession(ctx: Context, row: SessionRow): Promise<SessionRow> {
+  const { session } = await ctx.remote.call('sessions.fork', { sessionId: row.sessionId })
+  ctx.catalog.upsert(session)
+  return session
+}
+
+export async function archiveSession(ctx: Context, row: SessionRow): Promise<void> {
+  const { session } = await ctx.remote.call('sessions.archive', { sessionId: row.sessionId, archived: true })
+  ctx.catalog.upsert(session)
+}

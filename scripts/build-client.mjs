@@ -1,0 +1,127 @@
+#!/usr/bin/env node
+// Builds the browser side: the app (packages/client/web -> dist-web/, with the shared libraries
+// and the import map) and every workspace package's browser half (src/client/index.ts(x) ->
+// dist-client/index.js, the shared libraries left as bare imports). A package whose output is
+// newer than its inputs is skipped, so running this before every test run costs little.
+// usage: node scripts/build-client.mjs [--quiet] [--force] [extra package dirs...]
+import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { join, relative, resolve } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+const args = process.argv.slice(2)
+const quiet = args.includes('--quiet')
+const force = args.includes('--force')
+const extra = args.filter((a) => !a.startsWith('--')).map((a) => resolve(a))
+const webDir = join(root, 'packages/client/web')
+const log = (...m) => quiet || console.log('build-client:', ...m)
+
+if (!existsSync(join(webDir, 'build/app.mjs'))) process.exit(0)
+// vite is a dependency of @dsh/client-web, not of the root: load it (and our helpers) from there.
+const requireWeb = createRequire(join(webDir, 'package.json'))
+let vite
+try {
+  vite = await import(pathToFileURL(requireWeb.resolve('vite')).href)
+} catch {
+  console.error('build-client: vite is not installed (run pnpm install); the browser client is not built')
+  process.exit(0)
+}
+const { SHARED } = await import(pathToFileURL(join(webDir, 'build/shared.mjs')).href)
+
+function newest(paths) {
+  let max = 0
+  const visit = (p) => {
+    if (!existsSync(p)) return
+    const info = statSync(p)
+    if (info.isDirectory()) {
+      for (const name of readdirSync(p)) if (name !== 'node_modules' && !name.startsWith('dist')) visit(join(p, name))
+    } else max = Math.max(max, info.mtimeMs)
+  }
+  for (const p of paths) visit(p)
+  return max
+}
+
+const stampOf = (dir) => join(dir, '.built')
+function fresh(outDir, inputs) {
+  if (force || !existsSync(stampOf(outDir))) return false
+  return statSync(stampOf(outDir)).mtimeMs >= newest(inputs)
+}
+function stamp(outDir) {
+  mkdirSync(outDir, { recursive: true })
+  writeFileSync(join(outDir, '.gitignore'), '*\n')
+  writeFileSync(stampOf(outDir), new Date().toISOString() + '\n')
+}
+
+const started = Date.now()
+let built = 0
+
+// 1. The app.
+{
+  const out = join(webDir, 'dist-web')
+  const inputs = [join(webDir, 'src'), join(webDir, 'index.html'), join(webDir, 'build'), join(webDir, 'package.json'),
+    join(root, 'packages/client/runtime/src'), join(root, 'packages/api/web-protocol/src'), join(root, 'packages/workspace/workspace/src/contract.ts')]
+  if (!fresh(out, inputs)) {
+    const { buildApp } = await import(pathToFileURL(join(webDir, 'build/app.mjs')).href)
+    await buildApp({ quiet: true })
+    stamp(out)
+    built++
+    log('app -> ' + relative(root, out))
+  }
+}
+
+// 2. Browser halves.
+const dirs = []
+for (const group of ['packages', 'bundles']) {
+  const base = join(root, group)
+  if (!existsSync(base)) continue
+  for (const a of readdirSync(base)) {
+    const dir = join(base, a)
+    if (existsSync(join(dir, 'package.json'))) dirs.push(dir)
+    else if (statSync(dir).isDirectory()) for (const b of readdirSync(dir)) if (existsSync(join(dir, b, 'package.json'))) dirs.push(join(dir, b))
+  }
+}
+dirs.push(...extra)
+for (const dir of dirs) {
+  const entry = ['src/client/index.tsx', 'src/client/index.ts'].map((e) => join(dir, e)).find((e) => existsSync(e))
+  if (!entry) continue
+  const out = join(dir, 'dist-client')
+  if (fresh(out, [join(dir, 'src'), join(dir, 'package.json')])) continue
+  try {
+    await buildHalf(dir, entry, out)
+  } catch (error) {
+    console.error(`build-client: ${relative(root, dir)}: ${String(error.message ?? error).split('\n')[0]}`)
+    process.exitCode = 1
+    continue
+  }
+  stamp(out)
+  built++
+  log(relative(root, dir) + ' -> dist-client/')
+}
+log(`${built} built in ${Date.now() - started} ms`)
+
+async function buildHalf(dir, entry, out) {
+  await vite.build({
+    configFile: false,
+    root: dir,
+    logLevel: 'warn',
+    mode: 'production',
+    resolve: { conditions: ['browser', 'module', 'import', 'default'] },
+    define: { 'process.env.NODE_ENV': JSON.stringify('production') },
+    oxc: { jsx: { runtime: 'automatic', importSource: 'react' } },
+    build: {
+      outDir: out,
+      emptyOutDir: true,
+      target: 'es2022',
+      minify: true,
+      sourcemap: false,
+      reportCompressedSize: false,
+      copyPublicDir: false,
+      lib: { entry, formats: ['es'], fileName: () => 'index.js' },
+      rollupOptions: {
+        external: (id) => SHARED.includes(id) || SHARED.some((n) => id.startsWith(n + '/')),
+        output: { chunkFileNames: 'chunk-[hash].js', assetFileNames: '[name][extname]' },
+      },
+    },
+  })
+}
