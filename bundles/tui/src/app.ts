@@ -1,0 +1,547 @@
+// The terminal UI: one agent in the current directory, its session folded into a transcript,
+// an editor, takeover panels for approvals, questions and pickers, and a status line. It renders
+// through pi-tui's differential renderer in the normal screen (no alternate screen), so the
+// conversation stays in the terminal's scrollback after exit.
+import type { Context } from 'cordis'
+import {
+  CombinedAutocompleteProvider,
+  Container,
+  Editor,
+  Key,
+  Loader,
+  ProcessTerminal,
+  TUI,
+  matchesKey,
+  type Component,
+  type SelectItem,
+  type Terminal,
+} from '@mariozechner/pi-tui'
+import type { Agent, ModelSelection } from '@dsh/agent'
+import type { ReasoningEffort } from '@dsh/llm'
+import type { AnySessionEvent, Session } from '@dsh/session'
+import { policyAnswerer, type ApprovalAnswer, type ApprovalRequest } from '@dsh/user-approval'
+import type { QuestionAnswer, QuestionsRequest } from '@dsh/user-questions'
+import type {} from '@dsh/agent-default-model'
+import type {} from '@dsh/commands'
+import type {} from '@dsh/permission-presets'
+import type {} from '@dsh/session-persistence'
+import type {} from '@dsh/token-meter'
+import { ApprovalPanel, Picker, QuestionPanel } from './panels.ts'
+import { StatusLine, gitBranch, type StatusFields } from './status.ts'
+import { editorTheme, markdownTheme, palette, type Palette } from './theme.ts'
+import { TextBlock, Transcript } from './transcript.ts'
+
+/** Optional services, typed by their own packages' declarations; read with ctx.get() when used. */
+type Optional = Pick<Context, 'agentDefaultModel' | 'durableSessions' | 'permissionPresets' | 'commands' | 'approval' | 'userQuestions' | 'tokenMeter'>
+
+export interface SessionChoice {
+  id: string
+  label: string
+  description: string
+}
+
+/** Commands the TUI handles itself (pickers, exit); every other `/name` goes to ctx.commands. */
+export const LOCAL_COMMANDS: ReadonlyArray<{ name: string; description: string }> = [
+  { name: 'model', description: 'Pick the model and reasoning effort' },
+  { name: 'permissions', description: 'Pick the permission mode' },
+  { name: 'resume', description: 'Open a stored session of this directory' },
+  { name: 'new', description: 'Start a new session' },
+  { name: 'exit', description: 'Leave dsh' },
+]
+
+const EFFORTS: Array<ReasoningEffort | 'default'> = ['default', 'off', 'low', 'high', 'max']
+
+export interface TuiAppOptions {
+  agent: Agent
+  cwd: string
+  /** Terminal to drive; default the process's own. */
+  terminal?: Terminal
+  env?: NodeJS.ProcessEnv
+  /** Called once when the user leaves (Ctrl+C twice, Ctrl+D, /exit). */
+  onExit(code: number): void
+}
+
+export class TuiApp {
+  readonly tui: TUI
+  readonly p: Palette
+  private agent: Agent
+  private readonly transcript: Transcript
+  private readonly activity = new Container()
+  private readonly queuedView = new Container()
+  private readonly slot = new Container()
+  private readonly editor: Editor
+  private readonly status: StatusLine
+  private loader?: Loader
+  private running = false
+  private readonly queued: string[] = []
+  private offSession?: () => void
+  private readonly offs: Array<() => void> = []
+  private readonly takeovers: Array<{ component: Component; cancel(): void }> = []
+  private hint?: string
+  private hintTimer?: NodeJS.Timeout
+  private lastCtrlC = 0
+  private contextWindow?: number
+  private readonly branch?: string
+  private stopped = false
+
+  constructor(
+    private readonly ctx: Context,
+    private readonly options: TuiAppOptions,
+  ) {
+    this.agent = options.agent
+    this.p = palette(options.env)
+    this.tui = new TUI(options.terminal ?? new ProcessTerminal())
+    this.transcript = new Transcript(this.p, markdownTheme(this.p))
+    this.transcript.onChange = () => this.tui.requestRender()
+    this.editor = new Editor(this.tui, editorTheme(this.p), { paddingX: 1 })
+    this.editor.onSubmit = (text) => void this.submit(text)
+    this.status = new StatusLine(() => this.statusFields(), this.p)
+    this.branch = gitBranch(options.cwd)
+    const header = new TextBlock(
+      `dsh · ${this.options.cwd}\nEnter sends · Esc cancels a turn · / commands · Ctrl+O expands · Ctrl+C twice exits`,
+      '',
+      '',
+      this.p.gray,
+    )
+    this.tui.addChild(header)
+    this.tui.addChild(this.transcript)
+    this.tui.addChild(this.activity)
+    this.tui.addChild(this.queuedView)
+    this.tui.addChild(this.slot)
+    this.tui.addChild(this.status)
+    this.activity.addChild(new TextBlock('\n', '', ''))
+    this.slot.addChild(this.editor)
+    this.tui.setFocus(this.editor)
+    this.tui.addInputListener((data) => this.onKey(data))
+    this.refreshCompletion()
+  }
+
+  private opt<K extends keyof Optional>(key: K): Optional[K] | undefined {
+    return this.ctx.get(key) as Optional[K] | undefined
+  }
+
+  get session(): Session {
+    return this.agent.session
+  }
+
+  /** Starts rendering and attaches to the agent's session (replaying what it already holds). */
+  start(): void {
+    this.tui.start()
+    this.attach()
+    this.offs.push(this.registerAnswerers())
+  }
+
+  /** Restores the terminal (idempotent). */
+  stop(): void {
+    if (this.stopped) return
+    this.stopped = true
+    this.loader?.stop()
+    if (this.hintTimer) clearTimeout(this.hintTimer)
+    for (const t of this.takeovers.splice(0)) t.cancel()
+    for (const off of this.offs.splice(0)) off()
+    this.offSession?.()
+    this.tui.stop()
+  }
+
+  /** A gray line in the transcript. */
+  notice(text: string): void {
+    this.transcript.notice(text)
+  }
+
+  private exit(code = 0): void {
+    this.stop()
+    this.options.onExit(code)
+  }
+
+  // ---- session ----
+
+  private attach(): void {
+    this.offSession?.()
+    this.transcript.reset()
+    for (const event of this.session.events) this.transcript.apply(event, true)
+    this.offSession = this.session.subscribe((event) => this.onEvent(event as AnySessionEvent))
+    void this.loadContextWindow()
+    this.tui.requestRender()
+  }
+
+  private onEvent(event: AnySessionEvent): void {
+    if (event.type === 'turn/start') this.setRunning(true)
+    this.transcript.apply(event)
+    if (event.type === 'user/message' && event.data.source.kind === 'human') {
+      const text = event.data.content.map((b) => (b.type === 'text' ? b.text : '')).join('')
+      const at = this.queued.indexOf(text)
+      if (at >= 0) {
+        this.queued.splice(at, 1)
+        this.renderQueue()
+      }
+    }
+    if (event.type === 'turn/end') this.setRunning(false)
+  }
+
+  private setRunning(running: boolean): void {
+    if (this.running === running) return
+    this.running = running
+    this.loader?.stop()
+    this.loader = undefined
+    this.activity.clear()
+    if (running) {
+      // Loader renders an empty line above its spinner line; the idle form keeps the same height.
+      this.loader = new Loader(this.tui, this.p.cyan, this.p.gray, 'Working… (esc to cancel)')
+      this.activity.addChild(this.loader)
+    } else this.activity.addChild(new TextBlock('\n', '', ''))
+    this.tui.requestRender()
+  }
+
+  private renderQueue(): void {
+    this.queuedView.clear()
+    for (const text of this.queued) this.queuedView.addChild(new TextBlock(text, this.p.gray('queued › '), '         ', this.p.gray))
+    this.tui.requestRender()
+  }
+
+  private async loadContextWindow(): Promise<void> {
+    const { provider, model } = this.agent.model
+    const info = await this.ctx.llm.resolveModelInfo(provider, model).catch(() => undefined)
+    this.contextWindow = info?.contextWindow
+    this.tui.requestRender()
+  }
+
+  private statusFields(): StatusFields {
+    const meter = this.opt('tokenMeter')
+    const usage = meter?.usage(this.session)
+    const model = this.agent.model
+    return {
+      model: `${model.provider}/${model.model}`,
+      ...(model.reasoningEffort ? { effort: model.reasoningEffort } : {}),
+      ...(this.opt('permissionPresets') ? { mode: this.opt('permissionPresets')!.current(this.session.id).name } : {}),
+      ...(meter?.lastRequestInput(this.session) !== undefined ? { contextUsed: meter.lastRequestInput(this.session) } : {}),
+      ...(this.contextWindow ? { contextWindow: this.contextWindow } : {}),
+      ...(usage
+        ? {
+            tokensIn: usage.live.input + usage.live.cacheRead + usage.live.cacheWrite,
+            tokensOut: usage.live.output + usage.live.reasoning,
+          }
+        : {}),
+      cwd: this.options.cwd,
+      ...(this.branch ? { branch: this.branch } : {}),
+      ...(this.hint ? { hint: this.hint } : {}),
+    }
+  }
+
+  private flash(hint: string, ms = 2000): void {
+    this.hint = hint
+    if (this.hintTimer) clearTimeout(this.hintTimer)
+    this.hintTimer = setTimeout(() => {
+      this.hint = undefined
+      this.tui.requestRender()
+    }, ms)
+    this.hintTimer.unref?.()
+    this.tui.requestRender()
+  }
+
+  // ---- input ----
+
+  private onKey(data: string): { consume?: boolean } | undefined {
+    const panel = this.takeovers.length > 0
+    if (matchesKey(data, Key.ctrl('c'))) {
+      if (panel) return undefined
+      if (this.editor.getText() !== '') {
+        this.editor.setText('')
+        return { consume: true }
+      }
+      if (this.running) {
+        this.agent.abort('cancelled by the user (Ctrl+C)')
+        return { consume: true }
+      }
+      const now = Date.now()
+      if (now - this.lastCtrlC < 2000) this.exit(0)
+      else {
+        this.lastCtrlC = now
+        this.flash('Press Ctrl+C again to exit')
+      }
+      return { consume: true }
+    }
+    if (matchesKey(data, Key.ctrl('d')) && !panel && this.editor.getText() === '') {
+      this.exit(0)
+      return { consume: true }
+    }
+    if (matchesKey(data, Key.ctrl('o'))) {
+      this.transcript.toggleExpanded()
+      return { consume: true }
+    }
+    if (matchesKey(data, Key.escape) && !panel && this.running && !this.editor.isShowingAutocomplete()) {
+      this.agent.abort('cancelled by the user (Esc)')
+      return { consume: true }
+    }
+    if (matchesKey(data, Key.shift('tab')) && !panel) {
+      this.cycleMode()
+      return { consume: true }
+    }
+    return undefined
+  }
+
+  /** What Enter does with the editor's text: a local command, a shared command, or a message (queued while a turn runs). */
+  async submit(raw: string): Promise<void> {
+    const text = raw.trim()
+    if (text === '') return
+    this.editor.addToHistory(raw)
+    const local = /^\/([a-z][a-z0-9-]*)\s*(.*)$/s.exec(text)
+    if (local && LOCAL_COMMANDS.some((c) => c.name === local[1])) return this.runLocal(local[1], local[2])
+    const commands = this.opt('commands')
+    if (commands?.isCommandLine(text)) {
+      this.transcript.notice(text, this.p.cyan)
+      const done = await commands.dispatch(this.agent, text)
+      if (done.handled) {
+        if (!done.ok) this.transcript.notice(done.error.message, this.p.red)
+        else if (done.output) this.transcript.notice(done.output, (s) => s)
+        this.tui.requestRender()
+        return
+      }
+    }
+    if (this.running) {
+      this.queued.push(text)
+      this.renderQueue()
+    }
+    this.agent.send(text).catch((error: unknown) => this.transcript.notice(`dsh: ${(error as Error)?.message ?? error}`, this.p.red))
+  }
+
+  private refreshCompletion(): void {
+    const shared = this.opt('commands')?.list() ?? []
+    const items = [...LOCAL_COMMANDS, ...shared.filter((c) => !LOCAL_COMMANDS.some((l) => l.name === c.name))]
+    this.editor.setAutocompleteProvider(new CombinedAutocompleteProvider(items.map((c) => ({ name: c.name, description: c.description })), this.options.cwd, null))
+  }
+
+  // ---- takeovers ----
+
+  /** Shows `component` in place of the editor until `finish` is called (queued behind others). */
+  private takeover(component: Component, cancel: () => void): () => void {
+    const entry = { component, cancel }
+    this.takeovers.push(entry)
+    if (this.takeovers.length === 1) this.showTop()
+    return () => {
+      const at = this.takeovers.indexOf(entry)
+      if (at < 0) return
+      this.takeovers.splice(at, 1)
+      this.showTop()
+    }
+  }
+
+  private showTop(): void {
+    this.slot.clear()
+    const top = this.takeovers[0]
+    if (top) {
+      this.slot.addChild(top.component)
+      this.tui.setFocus(top.component)
+    } else {
+      this.slot.addChild(this.editor)
+      this.tui.setFocus(this.editor)
+    }
+    this.tui.requestRender()
+  }
+
+  private registerAnswerers(): () => void {
+    const offs: Array<() => void> = []
+    const mine = (sessionId?: string) => sessionId === undefined || sessionId === this.session.id
+    const approval = this.opt('approval')
+    if (approval) {
+      offs.push(
+        approval.registerAnswerer({
+          name: 'tui',
+          accepts: (request) => mine(request.sessionId),
+          answer: (request, { signal }) => {
+            const policy = this.opt('permissionPresets')?.policyFor(request.sessionId)
+            if (policy === 'never' || policy === 'reject') return policyAnswerer(policy).answer(request, { signal })
+            return this.askApproval(request, signal)
+          },
+        }),
+      )
+    }
+    const questions = this.opt('userQuestions')
+    if (questions) {
+      offs.push(
+        questions.registerAnswerer({
+          name: 'tui',
+          accepts: (request) => mine(request.sessionId),
+          answer: (request, { signal }) => this.askQuestions(request, signal),
+        }),
+      )
+    }
+    return () => {
+      for (const off of offs) off()
+    }
+  }
+
+  private askApproval(request: ApprovalRequest, signal: AbortSignal): Promise<ApprovalAnswer> {
+    return new Promise((resolve) => {
+      let finish = () => {}
+      const panel = new ApprovalPanel(request, this.p, (answer) => {
+        finish()
+        resolve(answer)
+      })
+      finish = this.takeover(panel, () => resolve({ decision: 'rejected', reason: 'the terminal UI closed before an answer' }))
+      signal.addEventListener('abort', () => finish(), { once: true })
+    })
+  }
+
+  private askQuestions(request: QuestionsRequest, signal: AbortSignal): Promise<Record<string, QuestionAnswer>> {
+    return new Promise((resolve, reject) => {
+      let finish = () => {}
+      const panel = new QuestionPanel(request.questions, this.p, (answers) => {
+        finish()
+        if (answers) resolve(answers)
+        else reject(new Error('the user dismissed the questions'))
+      })
+      finish = this.takeover(panel, () => reject(new Error('the terminal UI closed before an answer')))
+      signal.addEventListener('abort', () => finish(), { once: true })
+    })
+  }
+
+  /** A picker over `items`; resolves the picked value, or undefined on Esc. */
+  pick(title: string, items: SelectItem[], selected = 0): Promise<string | undefined> {
+    return new Promise((resolve) => {
+      let finish = () => {}
+      const picker = new Picker(title, items, this.p, (value) => {
+        finish()
+        resolve(value)
+      }, selected)
+      finish = this.takeover(picker, () => resolve(undefined))
+    })
+  }
+
+  // ---- local commands and pickers ----
+
+  private async runLocal(name: string, args: string): Promise<void> {
+    switch (name) {
+      case 'exit':
+        return this.exit(0)
+      case 'model':
+        return this.pickModel(args)
+      case 'permissions':
+        return this.pickMode()
+      case 'resume':
+        return this.pickSession()
+      case 'new':
+        return this.newSession()
+    }
+  }
+
+  private async pickModel(spec: string): Promise<void> {
+    const current = this.agent.model
+    let chosen: { provider: string; model: string } | undefined
+    if (spec.trim()) {
+      try {
+        chosen = await this.ctx.llm.resolveModelSpec(spec.trim(), current.provider)
+      } catch (error) {
+        this.transcript.notice(`/model ${spec.trim()}: ${(error as Error).message}`, this.p.red)
+        return
+      }
+    } else {
+      const items: SelectItem[] = []
+      for (const provider of this.ctx.llm.listProviders()) {
+        const models = await this.ctx.llm.listModels(provider).catch(() => [])
+        for (const m of models) items.push({ value: `${provider}/${m.id}`, label: `${provider}/${m.id}`, ...(m.displayName ? { description: m.displayName } : {}) })
+      }
+      const at = Math.max(0, items.findIndex((i) => i.value === `${current.provider}/${current.model}`))
+      const value = await this.pick('Model', items, at)
+      if (value === undefined) return
+      const slash = value.indexOf('/')
+      chosen = { provider: value.slice(0, slash), model: value.slice(slash + 1) }
+    }
+    const effort = await this.pick(
+      'Reasoning effort',
+      EFFORTS.map((e) => ({ value: e, label: e, ...(e === 'default' ? { description: 'the provider default' } : {}) })),
+      Math.max(0, EFFORTS.indexOf(current.reasoningEffort ?? 'default')),
+    )
+    if (effort === undefined) return
+    const next: ModelSelection = { ...current, provider: chosen.provider, model: chosen.model }
+    if (effort === 'default') delete next.reasoningEffort
+    else next.reasoningEffort = effort as ReasoningEffort
+    this.agent.model = next
+    this.transcript.notice(`model: ${next.provider}/${next.model}${next.reasoningEffort ? ` (${next.reasoningEffort})` : ''}`)
+    void this.loadContextWindow()
+  }
+
+  private async pickMode(): Promise<void> {
+    const presets = this.opt('permissionPresets')
+    if (!presets) return this.transcript.notice('no permission presets are mounted in this profile', this.p.red)
+    const list = presets.list()
+    const current = presets.current(this.session.id).name
+    const value = await this.pick(
+      'Permission mode',
+      list.map((preset) => ({ value: preset.name, label: preset.name, description: preset.description })),
+      Math.max(0, list.findIndex((preset) => preset.name === current)),
+    )
+    if (value === undefined) return
+    presets.set(this.session.id, value)
+    this.transcript.notice(`permission mode: ${value}`)
+  }
+
+  private cycleMode(): void {
+    const presets = this.opt('permissionPresets')
+    if (!presets) return
+    const names = presets.names()
+    const next = names[(names.indexOf(presets.current(this.session.id).name) + 1) % names.length]
+    presets.set(this.session.id, next)
+    this.flash(`permission mode: ${next}`)
+  }
+
+  /** Sessions of this directory that ran a turn, newest first. */
+  async sessionChoices(): Promise<SessionChoice[]> {
+    const store = this.opt('durableSessions')
+    if (!store) return []
+    const rows = await store.list()
+    return rows
+      .filter((row) => row.cwd === this.options.cwd && row.id !== this.session.id && (row.turns > 0 || row.damaged !== undefined))
+      .map((row) => ({
+        id: row.id,
+        label: (row.title ?? row.firstPrompt ?? '(no prompt)').replace(/\s+/g, ' ').trim().slice(0, 80),
+        description: `${ageOf(row.updatedAt ?? row.createdAt)} · ${row.turns} turn${row.turns === 1 ? '' : 's'}${row.damaged !== undefined ? ' · damaged' : ''}`,
+      }))
+  }
+
+  async pickSession(): Promise<void> {
+    if (!this.opt('durableSessions')) return this.transcript.notice('resuming needs a session-persistence row in the profile', this.p.red)
+    const choices = await this.sessionChoices()
+    if (choices.length === 0) return this.transcript.notice(`no other stored session for ${this.options.cwd}`)
+    const id = await this.pick('Resume a session', choices.map((c) => ({ value: c.id, label: c.label, description: c.description })))
+    if (id !== undefined) await this.openSession(id)
+  }
+
+  private async openSession(id: string): Promise<void> {
+    const store = this.opt('durableSessions')!
+    let session: Session
+    try {
+      const opened = await store.resume(id)
+      session = opened.session
+      for (const warning of opened.loaded.warnings) this.transcript.notice(`warning: ${warning}`, this.p.yellow)
+    } catch (error) {
+      this.transcript.notice(`cannot open session ${id}: ${(error as Error).message}`, this.p.red)
+      return
+    }
+    await this.replaceAgent(session)
+  }
+
+  private async newSession(): Promise<void> {
+    await this.replaceAgent(undefined)
+  }
+
+  private async replaceAgent(session: Session | undefined): Promise<void> {
+    const old = this.agent
+    if (this.running) old.abort('switching sessions')
+    const mode = this.opt('permissionPresets')?.current(old.session.id).name
+    this.agent = this.ctx.agents.create({ cwd: this.options.cwd, model: old.model, ...(session ? { session } : {}) })
+    if (mode) this.opt('permissionPresets')!.set(this.agent.session.id, mode)
+    this.setRunning(false)
+    this.queued.length = 0
+    this.renderQueue()
+    this.attach()
+    void old.dispose().catch(() => {})
+  }
+}
+
+function ageOf(then: number, now = Date.now()): string {
+  const s = Math.max(0, Math.round((now - then) / 1000))
+  if (s < 60) return 'just now'
+  if (s < 3600) return `${Math.floor(s / 60)}m ago`
+  if (s < 86_400) return `${Math.floor(s / 3600)}h ago`
+  return `${Math.floor(s / 86_400)}d ago`
+}

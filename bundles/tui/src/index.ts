@@ -1,0 +1,153 @@
+// @dsh/bundle-tui/app: the plugin row of the terminal UI. It owns the app command line (see
+// TUI_HELP), opens the agent's session (new, -c, -r ID) once the app is ready, and runs the UI
+// until the user leaves; then it asks the loader to exit. Mistakes on the command line print one
+// line and exit 2 before the terminal is touched.
+import type { Context } from 'cordis'
+import Schema from 'schemastery'
+import type { ModelSelection } from '@dsh/agent'
+import type { Session } from '@dsh/session'
+import type {} from '@dsh/agent-default-model'
+import type {} from '@dsh/cmdline'
+import type {} from '@dsh/permission-presets'
+import type {} from '@dsh/session-persistence'
+import { TUI_HELP, UsageError, parseTuiArgs, type TuiOptions } from './args.ts'
+import { TuiApp } from './app.ts'
+
+export { TuiApp, LOCAL_COMMANDS } from './app.ts'
+export { parseTuiArgs, TUI_HELP, UsageError, type TuiOptions } from './args.ts'
+
+export const name = 'tui-app'
+export const inject = ['agents', 'llm', 'sessions']
+
+export interface Config {
+  /** Start when the app reports ready (default); false starts at once (embedding). */
+  waitForReady: boolean
+  /** Require a terminal on stdin and stdout (default); off only for embedding with another terminal. */
+  requireTty: boolean
+}
+
+export const Config: Schema<Config> = Schema.object({
+  waitForReady: Schema.boolean().default(true).description('Start when the app reports ready.'),
+  requireTty: Schema.boolean().default(true).description('Refuse to start unless stdin and stdout are terminals.'),
+})
+
+type Optional = Pick<Context, 'cmdlineArgs' | 'agentDefaultModel' | 'durableSessions' | 'permissionPresets'> & {
+  /** The app's loader: `exit(code)` disposes the tree and ends the process with that code. */
+  loader?: { exit?(code: number): void }
+}
+
+const opt = <K extends keyof Optional>(ctx: Context, key: K): Optional[K] | undefined => ctx.get(key as never) as Optional[K] | undefined
+
+async function resolveModel(ctx: Context, spec: string | undefined): Promise<ModelSelection> {
+  const fallback = opt(ctx, 'agentDefaultModel')?.get()
+  if (spec === undefined) {
+    if (!fallback) throw new UsageError('no model configured: pass --model PROVIDER/MODEL or add the agent-default-model row')
+    return fallback
+  }
+  let resolved: { provider: string; model: string }
+  try {
+    resolved = await ctx.llm.resolveModelSpec(spec, fallback?.provider)
+  } catch (error) {
+    throw new UsageError(`--model ${spec}: ${(error as Error).message}`)
+  }
+  return { ...(fallback?.provider === resolved.provider ? fallback : {}), ...resolved }
+}
+
+async function openSession(ctx: Context, options: TuiOptions, cwd: string): Promise<{ session?: Session; warnings: string[] }> {
+  if (options.resume === undefined && !options.continue) return { warnings: [] }
+  const store = opt(ctx, 'durableSessions')
+  if (!store) throw new UsageError('--resume/--continue need a session-persistence row in the profile')
+  let id = options.resume
+  if (options.continue) {
+    const latest = (await store.list()).find((row) => row.cwd === cwd && (row.turns > 0 || row.damaged !== undefined))
+    if (!latest) throw new UsageError(`--continue: no stored session for ${cwd}`)
+    id = latest.id
+  }
+  const opened = await store.resume(id!)
+  return { session: opened.session, warnings: opened.loaded.warnings }
+}
+
+/** Writes the sequences that undo what the UI turned on; used when the process ends without a clean stop. */
+function restoreTerminal(): void {
+  try {
+    // Bracketed paste off, kitty keyboard flags popped, modifyOtherKeys off, sync output ended, cursor shown.
+    process.stdout.write('\x1b[?2004l\x1b[<u\x1b[>4;0m\x1b[?2026l\x1b[?25h')
+    if (process.stdin.isTTY && process.stdin.isRaw) process.stdin.setRawMode(false)
+  } catch {
+    // The terminal is gone; nothing to restore.
+  }
+}
+
+export async function runTui(ctx: Context, config: Config, exit: (code: number) => void): Promise<void> {
+  const fail = (code: number, message: string) => {
+    process.stderr.write(`dsh: ${message}\n`)
+    exit(code)
+  }
+  let options: TuiOptions
+  try {
+    options = parseTuiArgs(opt(ctx, 'cmdlineArgs')?.argv ?? [])
+  } catch (error) {
+    if (error instanceof UsageError) return fail(2, error.message)
+    throw error
+  }
+  if (options.help) {
+    process.stdout.write(TUI_HELP)
+    return exit(0)
+  }
+  if (config.requireTty && !(process.stdin.isTTY && process.stdout.isTTY)) {
+    return fail(2, 'the terminal UI needs an interactive terminal on stdin and stdout; for a one-shot run use: dsh -p "task"')
+  }
+  const cwd = process.cwd()
+  let model: ModelSelection
+  let opened: { session?: Session; warnings: string[] }
+  try {
+    model = await resolveModel(ctx, options.model)
+    const presets = opt(ctx, 'permissionPresets')
+    if (options.permissionMode !== undefined) {
+      if (!presets) throw new UsageError('--permission-mode needs the permission-presets row in the profile')
+      if (!presets.names().includes(options.permissionMode)) {
+        throw new UsageError(`unknown --permission-mode '${options.permissionMode}'; valid: ${presets.names().join(', ')}`)
+      }
+    }
+    opened = await openSession(ctx, options, cwd)
+  } catch (error) {
+    return fail(error instanceof UsageError ? 2 : 1, (error as Error).message)
+  }
+  const agent = ctx.agents.create({ cwd, model, ...(opened.session ? { session: opened.session } : {}) })
+  if (options.permissionMode !== undefined) opt(ctx, 'permissionPresets')!.set(agent.session.id, options.permissionMode)
+
+  let app: TuiApp | undefined
+  let left = false
+  const leave = (code: number) => {
+    if (left) return
+    left = true
+    exit(code)
+  }
+  app = new TuiApp(ctx, { agent, cwd, onExit: leave })
+  process.once('exit', restoreTerminal)
+  // Unloading the row (signal, loader exit, an embedder's dispose) stops the UI and restores the terminal.
+  ctx.effect(() => () => {
+    app?.stop()
+    process.off('exit', restoreTerminal)
+  }, 'tui: restore the terminal')
+  app.start()
+  for (const warning of opened.warnings) app.notice(`warning: ${warning}`)
+  if (options.resumePick) await app.pickSession()
+  if (options.prompt.trim()) void app.submit(options.prompt)
+}
+
+export function apply(ctx: Context, config: Config): void {
+  const exit = (code: number) => {
+    const loader = opt(ctx, 'loader')
+    if (loader?.exit) loader.exit(code)
+    else process.exitCode = code
+  }
+  const start = () =>
+    runTui(ctx, config, exit).catch((error: unknown) => {
+      restoreTerminal()
+      process.stderr.write(`dsh: the terminal UI failed: ${(error as Error)?.stack ?? error}\n`)
+      exit(1)
+    })
+  if (config.waitForReady) ctx.on('app/ready', () => void start())
+  else void start()
+}

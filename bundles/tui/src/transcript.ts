@@ -1,0 +1,316 @@
+// The conversation as components, folded from session events. The log is the truth: a live
+// session and a resumed one go through the same fold (a replay skips the raw stream chunks and
+// uses the finished messages instead).
+//
+// Streaming stays cheap and stable: an assistant reply is cut at blank lines outside code fences;
+// every finished block is its own cached Markdown component, and only the open tail is parsed again
+// per frame. A block's lines never change once it is finished, so the differential renderer only
+// rewrites the bottom of the screen while text streams.
+import { Container, Markdown, truncateToWidth, wrapTextWithAnsi, type Component, type MarkdownTheme } from '@mariozechner/pi-tui'
+import type { AnySessionEvent } from '@dsh/session'
+import type { Palette } from './theme.ts'
+import { ToolCard, sanitize } from './tool-card.ts'
+
+/** A fixed block of prefixed, wrapped text (user message, notice). */
+export class TextBlock implements Component {
+  private cache?: { width: number; lines: string[] }
+  constructor(
+    private readonly text: string,
+    private readonly firstPrefix: string,
+    private readonly restPrefix: string,
+    private readonly style: (s: string) => string = (s) => s,
+  ) {}
+
+  invalidate(): void {
+    this.cache = undefined
+  }
+
+  render(width: number): string[] {
+    if (this.cache?.width === width) return this.cache.lines
+    const inner = Math.max(4, width - 2)
+    const lines: string[] = []
+    for (const raw of sanitize(this.text).split('\n')) {
+      for (const part of raw === '' ? [''] : wrapTextWithAnsi(raw, inner)) {
+        lines.push(truncateToWidth((lines.length === 0 ? this.firstPrefix : this.restPrefix) + this.style(part), width))
+      }
+    }
+    this.cache = { width, lines }
+    return lines
+  }
+}
+
+/** One empty line. */
+class Gap implements Component {
+  invalidate(): void {}
+  render(): string[] {
+    return ['']
+  }
+}
+
+/**
+ * Offset just past the last blank line that is outside a code fence, or -1. Text before it is
+ * made of finished Markdown blocks.
+ */
+export function lastBlockBoundary(text: string): number {
+  let inFence = false
+  let boundary = -1
+  let pos = 0
+  const lines = text.split('\n')
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]
+    const end = pos + line.length + 1
+    if (/^\s{0,3}(```|~~~)/.test(line)) inFence = !inFence
+    // A blank line with more text after it (the last line may still be growing).
+    else if (!inFence && line.trim() === '' && i > 0 && i < lines.length - 1) boundary = end
+    pos = end
+  }
+  return boundary
+}
+
+/** The thinking of one reply: one dim line, or the whole text when expanded. */
+class ThinkingLine implements Component {
+  text = ''
+  expanded = false
+  done = false
+  constructor(private readonly p: Palette) {}
+  invalidate(): void {}
+  render(width: number): string[] {
+    const words = this.text.trim().split(/\s+/).filter(Boolean).length
+    const head = this.p.gray(`${this.done ? '✻ Thought' : '✻ Thinking…'} (${words} words${this.expanded ? '' : ', ctrl+o to expand'})`)
+    if (!this.expanded) return [truncateToWidth(head, width)]
+    const body = sanitize(this.text)
+      .split('\n')
+      .flatMap((l) => (l === '' ? [''] : wrapTextWithAnsi(l, Math.max(4, width - 2))))
+      .map((l) => truncateToWidth(`  ${this.p.dim(this.p.italic(l))}`, width))
+    return [truncateToWidth(head, width), ...body]
+  }
+}
+
+/** An assistant reply: optional thinking line, then Markdown blocks (finished ones cached). */
+export class AssistantEntry extends Container {
+  private text = ''
+  private frozenTo = 0
+  private frozen: Markdown[] = []
+  private thinking?: ThinkingLine
+  private readonly tail: Markdown
+  private interrupted?: Component
+
+  constructor(
+    private readonly p: Palette,
+    private readonly theme: MarkdownTheme,
+  ) {
+    super()
+    this.tail = new Markdown('', 0, 0, theme)
+    this.layout()
+  }
+
+  /** children = [thinking] blocks separated by gaps, the open tail, [interrupted note]. */
+  private layout(): void {
+    const children: Component[] = this.thinking ? [this.thinking] : []
+    for (const block of this.frozen) {
+      if (children.length > (this.thinking ? 1 : 0)) children.push(new Gap())
+      children.push(block)
+    }
+    if (this.text.slice(this.frozenTo).trim() !== '') {
+      if (this.frozen.length) children.push(new Gap())
+      children.push(this.tail)
+    }
+    if (this.interrupted) children.push(this.interrupted)
+    this.children = children
+  }
+
+  appendThinking(delta: string): void {
+    if (!this.thinking) {
+      this.thinking = new ThinkingLine(this.p)
+      this.layout()
+    }
+    this.thinking.text += delta
+  }
+
+  setThinkingDone(): void {
+    if (this.thinking) this.thinking.done = true
+  }
+
+  setExpanded(expanded: boolean): void {
+    if (this.thinking) this.thinking.expanded = expanded
+  }
+
+  appendText(delta: string): void {
+    this.setText(this.text + delta)
+  }
+
+  /** Replaces the text (the finished message is authoritative); frozen blocks are kept when it extends them. */
+  setText(text: string): void {
+    if (!text.startsWith(this.text.slice(0, this.frozenTo))) {
+      this.frozen = []
+      this.frozenTo = 0
+    }
+    const hadTail = this.text.slice(this.frozenTo).trim() !== ''
+    const before = this.frozen.length
+    this.text = text
+    const boundary = lastBlockBoundary(text)
+    if (boundary > this.frozenTo) {
+      const block = text.slice(this.frozenTo, boundary).replace(/\n+$/, '')
+      this.frozenTo = boundary
+      if (block.trim() !== '') this.frozen.push(new Markdown(block, 0, 0, this.theme))
+    }
+    const rest = text.slice(this.frozenTo)
+    this.tail.setText(rest)
+    if (before !== this.frozen.length || hadTail !== (rest.trim() !== '') || before === 0) this.layout()
+  }
+
+  markInterrupted(): void {
+    if (this.interrupted) return
+    this.interrupted = new TextBlock('(interrupted)', '', '', this.p.gray)
+    this.layout()
+  }
+
+  get isEmpty(): boolean {
+    return this.text === '' && !this.thinking
+  }
+}
+
+interface ToolCallData {
+  callId: string
+  name: string
+  arguments: string
+}
+
+/**
+ * Folds session events into the conversation container. `live` entries (the streaming reply,
+ * calls announced by the stream) are matched to the logged messages that finish them.
+ */
+export class Transcript extends Container {
+  private current?: AssistantEntry
+  private readonly cards = new Map<string, ToolCard>()
+  private readonly streamCards = new Map<number, ToolCard>()
+  private expanded = false
+  /** Set by the app: called after any change so the screen is redrawn. */
+  onChange: () => void = () => {}
+
+  constructor(
+    private readonly p: Palette,
+    private readonly theme: MarkdownTheme,
+  ) {
+    super()
+  }
+
+  /** Clears everything (before replaying another session). */
+  reset(): void {
+    this.clear()
+    this.current = undefined
+    this.cards.clear()
+    this.streamCards.clear()
+  }
+
+  /** Adds a top-level item, separated from the one before by an empty line. */
+  private push(component: Component): void {
+    const last = this.children[this.children.length - 1]
+    if (last && !(last instanceof Gap)) this.addChild(new Gap())
+    this.addChild(component)
+  }
+
+  notice(text: string, style: (s: string) => string = this.p.gray): void {
+    this.push(new TextBlock(text, '', '', style))
+    this.onChange()
+  }
+
+  toggleExpanded(): void {
+    this.expanded = !this.expanded
+    for (const card of this.cards.values()) card.setExpanded(this.expanded)
+    for (const child of this.children) if (child instanceof AssistantEntry) child.setExpanded(this.expanded)
+    this.invalidate()
+    this.onChange()
+  }
+
+  /** Applies one event. `replay`: from a stored log (raw chunks are skipped). */
+  apply(event: AnySessionEvent, replay = false): void {
+    switch (event.type) {
+      case 'user/message': {
+        if (event.data.source.kind !== 'human') break
+        const text = event.data.content.map((b) => (b.type === 'text' ? b.text : '[image]')).join('')
+        this.current = undefined
+        this.push(new TextBlock(text, this.p.cyan('› '), '  ', this.p.bold))
+        break
+      }
+      case 'assistant/chunk': {
+        if (replay) return
+        const chunk = event.data.chunk
+        if (chunk.kind === 'text-delta') this.entry().appendText(chunk.text)
+        else if (chunk.kind === 'reasoning-delta') this.entry().appendThinking(chunk.text)
+        else if (chunk.kind === 'tool-call-start') {
+          const card = this.card({ callId: chunk.callId, name: chunk.name, arguments: '' })
+          this.streamCards.set(chunk.index, card)
+        } else if (chunk.kind === 'tool-call-delta') {
+          const card = this.streamCards.get(chunk.index)
+          card?.setArgs(card.args + chunk.argumentsDelta)
+        }
+        break
+      }
+      case 'assistant/message': {
+        const { message, interrupted } = event.data
+        const text = message.content.map((b) => (b.type === 'text' ? b.text : '')).join('')
+        const reasoning = message.content.map((b) => (b.type === 'reasoning' ? b.text : '')).join('')
+        if (text !== '' || reasoning !== '' || interrupted) {
+          const entry = this.entry()
+          if (reasoning !== '' && entry.isEmpty) entry.appendThinking(reasoning)
+          entry.setThinkingDone()
+          entry.setText(text)
+          if (interrupted) entry.markInterrupted()
+        }
+        for (const block of message.content) if (block.type === 'tool-call') this.card(block).setArgs(block.arguments)
+        this.current = undefined
+        this.streamCards.clear()
+        break
+      }
+      case 'tool/call':
+        this.card(event.data).setRunning()
+        break
+      case 'tool/result': {
+        const { message, error, meta } = event.data
+        const card = this.cards.get(message.callId)
+        if (!card) break
+        card.setResult({
+          text: message.content.map((b) => (b.type === 'text' ? b.text : '[image]')).join(''),
+          isError: message.isError === true || error !== undefined,
+          ...(error ? { errorMessage: `${error.code}: ${error.message}` } : {}),
+          ...(meta ? { meta } : {}),
+        })
+        break
+      }
+      case 'turn/end': {
+        for (const card of this.cards.values()) card.setAbandoned()
+        const { reason, error } = event.data
+        this.current = undefined
+        if (reason === 'cancelled') this.notice('⎿ cancelled', this.p.yellow)
+        else if (reason !== 'completed') this.notice(`⎿ the turn ended ${reason}${error ? `: ${error.code}: ${error.message}` : ''}`, this.p.red)
+        break
+      }
+      default:
+        return
+    }
+    this.onChange()
+  }
+
+  private entry(): AssistantEntry {
+    if (!this.current) {
+      this.current = new AssistantEntry(this.p, this.theme)
+      this.current.setExpanded(this.expanded)
+      this.push(this.current)
+    }
+    return this.current
+  }
+
+  private card(call: ToolCallData): ToolCard {
+    let card = this.cards.get(call.callId)
+    if (!card) {
+      card = new ToolCard(call.callId, call.name, call.arguments, this.p)
+      card.setExpanded(this.expanded)
+      this.cards.set(call.callId, card)
+      // A call ends the reply text before it; text after it is a new entry.
+      this.current = undefined
+      this.push(card)
+    }
+    return card
+  }
+}
