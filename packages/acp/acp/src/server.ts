@@ -15,21 +15,15 @@ import { clientFsRoute, type ClientFsRoute } from './client-route.ts'
 import { DEFAULT_MAX_MESSAGE_BYTES } from './framing.ts'
 import { stdioStreams } from './stdio.ts'
 import { DEFAULT_TOOL_KINDS, promptToBlocks, PromptContentError, stopReason, Translator, type ToolKind } from './translate.ts'
+import type {} from '@dsh/session-persistence'
+import type {} from '@dsh/agent-default-model'
+import type {} from '@dsh/commands'
+import type {} from '@dsh/permission-presets'
+import type {} from '@dsh/fs'
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string }
 
 const TOOL_KINDS = ['read', 'edit', 'delete', 'move', 'search', 'execute', 'think', 'fetch', 'switch_mode', 'other'] as const
-
-export /** The part of `ctx.commands` (@dsh/commands) the server uses. */
-interface CommandsLike {
-  list(): Array<{ name: string; description: string; usage?: string }>
-  isCommandLine(text: string): boolean
-  dispatch(agent: Agent, text: string, options?: { signal?: AbortSignal }): Promise<
-    | { handled: false }
-    | { handled: true; name: string; ok: true; output?: string }
-    | { handled: true; name: string; ok: false; error: { code: string; message: string } }
-  >
-}
 
 interface Config {
   stdio: boolean
@@ -62,29 +56,6 @@ export const Config: Schema<Config> = Schema.object({
   maxMessageBytes: Schema.natural().min(1).default(DEFAULT_MAX_MESSAGE_BYTES).description('Longest incoming stdio message (bytes); a longer one is dropped and answered with a JSON-RPC error.'),
   clientFsTools: Schema.array(String).default(['read', 'edit', 'write']).description('Tools whose file reads and writes go through the client when it advertises fs capabilities (needs @dsh/acp/client-fs as the fs row).'),
 })
-
-/** Loose view of the optional services this plugin reads with ctx.get(). */
-interface DurableLike {
-  resume(id: string): Promise<{ session: Session }>
-  list(): Promise<{ id: string; cwd: string; title?: string; updatedAt: number; firstPrompt?: string }[]>
-}
-interface FsLike {
-  stat(path: string): Promise<{ size: number; isDirectory?: boolean; type?: string }>
-  readText(path: string): Promise<{ text: string }>
-}
-interface ApprovalLike {
-  registerAnswerer(answerer: {
-    name: string
-    accepts?(request: ApprovalRequest): boolean
-    answer(request: ApprovalRequest, context: { signal: AbortSignal }): Promise<ApprovalAnswer>
-  }): () => void
-}
-
-interface PresetsLike {
-  list(): { name: string; description: string }[]
-  current(sessionId?: string): { name: string }
-  set(sessionId: string, name: string): unknown
-}
 
 interface Connection {
   id: number
@@ -134,7 +105,7 @@ export class AcpServer extends Service {
     ctx.on('tools/pre-execute', (payload, next) => this.tracking(payload.context.sessionId, payload.call.callId, next), { prepend: true })
     ctx.on('tools/execute', (payload, next) => this.aroundTool(payload, next))
     ctx.inject(['approval'], (inner) => {
-      const approval = (inner as unknown as { approval: ApprovalLike }).approval
+      const approval = inner.approval
       const off = approval.registerAnswerer({
         name: 'acp',
         accepts: (request) => !!request.sessionId && this.sessions.has(request.sessionId),
@@ -199,8 +170,8 @@ export class AcpServer extends Service {
     process.stderr.write(`dsh-acp: ${message}\n`)
   }
 
-  private get durable(): DurableLike | undefined {
-    return this.ctx.get('durableSessions') as DurableLike | undefined
+  private get durable() {
+    return this.ctx.get('durableSessions')
   }
 
   private initialize(state: Connection, params: acp.InitializeRequest): acp.InitializeResponse {
@@ -237,7 +208,7 @@ export class AcpServer extends Service {
   }
 
   private createAgent(cwd: string, session?: Session): Agent {
-    const model = (this.ctx.get('agentDefaultModel') as { get(): Agent['model'] | undefined } | undefined)?.get()
+    const model = this.ctx.get('agentDefaultModel')?.get()
     return this.ctx.agents.create({
       cwd,
       ...(session ? { session } : {}),
@@ -279,8 +250,8 @@ export class AcpServer extends Service {
       .catch((error) => this.log(`session/update for ${live.id} failed: ${errorText(error)}`))
   }
 
-  private get commands(): CommandsLike | undefined {
-    return this.ctx.get('commands') as CommandsLike | undefined
+  private get commands() {
+    return this.ctx.get('commands')
   }
 
   /** Tells the client which `/` commands exist; sent just after the session's response. */
@@ -333,8 +304,8 @@ export class AcpServer extends Service {
     return modes ? { modes } : {}
   }
 
-  private get presets(): PresetsLike | undefined {
-    return this.ctx.get('permissionPresets') as PresetsLike | undefined
+  private get presets() {
+    return this.ctx.get('permissionPresets')
   }
 
   /** Session modes are the permission presets, when a presets row is mounted. */
@@ -445,7 +416,7 @@ export class AcpServer extends Service {
   }
 
   private async readForDiff(path: string): Promise<{ exists: false } | { exists: true; text: string } | undefined> {
-    const fs = this.ctx.get('fs') as FsLike | undefined
+    const fs = this.ctx.get('fs')
     try {
       const size = fs ? (await fs.stat(path)).size : (await stat(path)).size
       if (size > this.config.maxDiffBytes) return undefined

@@ -8,6 +8,7 @@ import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { CompactionResult } from '@dsh/compaction'
 import type { CommandContext } from '@dsh/commands'
+import type {} from '@dsh/session-persistence'
 
 export const name = 'command-compact'
 export const inject = ['commands', 'compaction']
@@ -20,10 +21,6 @@ export interface Config {
 export const Config: Schema<Config> = Schema.object({
   command: Schema.string().pattern(/^[a-z][a-z0-9-]*$/).default('compact').description('Command name without the slash.'),
 })
-
-interface Checkpointer {
-  checkpoint(id: string): Promise<void>
-}
 
 /** One line for the human describing `result`. */
 export function describe(result: CompactionResult): string {
@@ -51,7 +48,7 @@ export function apply(ctx: Context, config: Config): void {
         ...(args ? { focus: args } : {}),
         ...(signal ? { signal } : {}),
       })
-      const durable = ctx.get('durableSessions') as Checkpointer | undefined
+      const durable = ctx.get('durableSessions')
       if (result.status === 'compacted' && durable) await durable.checkpoint(session.id).catch(() => {})
       if (result.status === 'failed') throw new Error(`${result.error.code}: ${result.error.message}; the history is unchanged`)
       return describe(result)

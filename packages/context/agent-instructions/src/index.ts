@@ -9,7 +9,7 @@ import { join, resolve as resolvePath } from 'node:path'
 import type { InjectedContext, PreStepDecision, PreStepPayload } from '@dsh/agent'
 import type { Session } from '@dsh/session'
 import type { PostExecutePayload } from '@dsh/tools'
-import { resolveDshHome, type HomePaths } from '@dsh/home-paths'
+import { resolveDshHome } from '@dsh/home-paths'
 import { chain, findInstructionFile, projectRoot, realOrUndefined, touchedDir, type Found } from './files.ts'
 import { bodyOf, messageOf, renderBody, renderChanged, renderLoaded, renderOmitted, renderRemoved, type Rendered, type Scope } from './render.ts'
 
@@ -71,7 +71,7 @@ export function apply(ctx: Context, config: Config): void {
     logger.warn('skipped instruction file %s: %s', path, reason)
   }
 
-  const globalDir = (): string => config.globalDir ?? (ctx.get('homePaths') as HomePaths | undefined)?.home ?? resolveDshHome()
+  const globalDir = (): string => config.globalDir ?? ctx.get('homePaths')?.home ?? resolveDshHome()
 
   /** Latest message text per path, read incrementally from the log (only the scan position is extra). */
   const logged = new WeakMap<Session, { scanned: number; texts: Map<string, string> }>()

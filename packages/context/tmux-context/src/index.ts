@@ -6,7 +6,7 @@ import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { InjectedContext, PreStepDecision, PreStepPayload } from '@dsh/agent'
 import type { MessageSource } from '@dsh/session'
-import type { ShellExecutor } from '@dsh/shell'
+import type {} from '@dsh/shell'
 import { InjectionIndex } from './history.ts'
 import { controllingTty, parseReading, probeCommand, renderMessage, renderState, stateOf } from './reading.ts'
 
@@ -42,7 +42,7 @@ export function apply(ctx: Context, config: Config): void {
 
   /** Runs the probe; the state lines, or undefined for any reason there is no reading. */
   async function read(cwd: string): Promise<string | undefined> {
-    const shell = ctx.get('shell') as ShellExecutor | undefined
+    const shell = ctx.get('shell')
     if (!shell) return undefined
     // The harness reads its own terminal from /proc, so the check holds even when the executor
     // confines the probe in its own PID namespace; elsewhere the probe asks `ps` about our pid.

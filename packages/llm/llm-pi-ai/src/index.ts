@@ -19,7 +19,7 @@ export const inject = ['llm']
 
 /** ctx.credentials when mounted (read at request time), else process.env. */
 function credentialsOf(ctx: Context): CredentialsService | undefined {
-  return ctx.get('credentials') as CredentialsService | undefined
+  return ctx.get('credentials')
 }
 
 export function keyLookup(ctx: Context, env: NodeJS.ProcessEnv = process.env): KeyLookup {

@@ -8,6 +8,7 @@ import { dirname, isAbsolute, join, sep } from 'node:path'
 import { Context } from 'cordis'
 import Schema from 'schemastery'
 import { SandboxError, SandboxService, isSandboxMode, type SandboxInvocation, type SandboxPolicy, type SandboxRunnerInfo, type SandboxWrapRequest } from '@dsh/sandbox'
+import type {} from '@dsh/sandbox-policy'
 
 /** PID 1 inside bwrap: forwards termination signals to the command's whole namespace. */
 export const PID1_INIT = [
@@ -94,7 +95,7 @@ export class LocalSandbox extends SandboxService {
     // danger-full-access, or outside an app, nothing starts until a confining wrap() asks for it.
     const on = (ctx as unknown as { on(name: string, listener: () => void): () => void }).on.bind(ctx)
     on('app/ready', () => {
-      const policy = this.ctx.get('sandboxPolicy') as { modeFor?: (sessionId?: string) => unknown } | undefined
+      const policy = this.ctx.get('sandboxPolicy')
       let mode: unknown
       try {
         mode = policy?.modeFor?.()

@@ -13,6 +13,8 @@ import type {} from '@dsh/app-boot'
 import type { Session } from '@dsh/session'
 import { describePolicy, isSandboxMode, SANDBOX_MODES, type SandboxMode, type SandboxPolicy } from '@dsh/sandbox'
 import type {} from '@dsh/session-persistence'
+import type {} from '@dsh/permission-presets'
+import type {} from '@dsh/home-paths'
 
 declare module 'cordis' {
   interface Context {
@@ -52,11 +54,6 @@ export interface ResolveInput {
 }
 
 const DEFAULT_TEMP_DIRS = [...new Set(['/tmp', tmpdir()])]
-
-/** The minimum the policy reads from `ctx.permissionPresets` when a preset package is loaded. */
-interface PresetLookup {
-  modeFor(sessionId?: string): unknown
-}
 
 export class SandboxPolicyService extends Service {
   static Config: Schema<Partial<SandboxPolicyConfig>, SandboxPolicyConfig> = Schema.object({
@@ -103,7 +100,7 @@ export class SandboxPolicyService extends Service {
       const override = this.override(sessionId)
       if (override) return override
     }
-    const presets = this.ctx.get('permissionPresets') as PresetLookup | undefined
+    const presets = this.ctx.get('permissionPresets')
     if (presets && typeof presets.modeFor === 'function') {
       const mode = presets.modeFor(sessionId)
       if (isSandboxMode(mode)) return mode
@@ -166,7 +163,7 @@ export class SandboxPolicyService extends Service {
 
   /** `ctx.homePaths.home` when loaded, else `$DSH_HOME` (a leading `~/` expanded), else `~/.dsh`. */
   private home(): string {
-    const service = this.ctx.get('homePaths') as { home?: unknown } | undefined
+    const service = this.ctx.get('homePaths')
     if (service && typeof service.home === 'string') return service.home
     const raw = process.env.DSH_HOME?.trim()
     if (!raw) return join(homedir(), '.dsh')
@@ -203,7 +200,7 @@ export class SandboxPolicyService extends Service {
   }
 
   private async runnerNotes(): Promise<string[]> {
-    const sandbox = this.ctx.get('sandbox') as { describe?: () => Promise<{ notes?: unknown }> } | undefined
+    const sandbox = this.ctx.get('sandbox')
     if (!sandbox || typeof sandbox.describe !== 'function') return []
     try {
       const notes = (await sandbox.describe()).notes
@@ -223,7 +220,7 @@ export class SandboxPolicyService extends Service {
 
   private session(sessionId: string | undefined): Session | undefined {
     if (sessionId === undefined) return undefined
-    const sessions = this.ctx.get('sessions') as { get(id: string): Session | undefined } | undefined
+    const sessions = this.ctx.get('sessions')
     return sessions?.get(sessionId)
   }
 }

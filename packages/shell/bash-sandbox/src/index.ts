@@ -17,7 +17,8 @@ import {
   type ShellSandboxResult,
 } from '@dsh/sandbox'
 import type {} from '@dsh/sandbox-policy'
-import type { ApprovalOutcome, ApprovalService } from '@dsh/user-approval'
+import type { ApprovalOutcome } from '@dsh/user-approval'
+import type {} from '@dsh/tools'
 
 export { SANDBOX_ESCALATION_PARAMETER, isSandboxedShell } from '@dsh/sandbox'
 
@@ -126,7 +127,7 @@ export class SandboxedBashExecutor extends BashLocalExecutor implements Sandboxe
   }
 
   private async askEscalation(spec: ShellSpec, signal: AbortSignal | undefined): Promise<ApprovalOutcome> {
-    const approval = this.ctx.get('approval') as ApprovalService | undefined
+    const approval = this.ctx.get('approval')
     if (!approval) return { decision: 'unavailable', reason: 'no approval service is loaded, so nobody can approve running outside the sandbox' }
     const sandbox = spec.sandbox!
     const oneLine = spec.command.length > 120 ? `${spec.command.slice(0, 117)}...` : spec.command
@@ -149,8 +150,9 @@ export class SandboxedBashExecutor extends BashLocalExecutor implements Sandboxe
 
   private denialNote(policy: SandboxPolicy, invocation: SandboxInvocation, kind: string, evidence: string): string {
     const what = kind === 'network' ? 'a network access' : 'a write'
-    const tools = this.ctx.get('tools') as { get(name: string): { parameters?: { properties?: Record<string, unknown> } } | undefined } | undefined
-    const canEscalate = tools?.get('bash')?.parameters?.properties?.sandbox_escalation !== undefined
+    const tools = this.ctx.get('tools')
+    const properties = tools?.get('bash')?.parameters?.properties as Record<string, unknown> | undefined
+    const canEscalate = properties?.sandbox_escalation !== undefined
     const next = canEscalate
       ? 'If the command really needs it, call bash again with the same command and "sandbox_escalation": {"justification": "<why>"}; the user will be asked to approve it.'
       : 'Work inside the allowed directories, or ask the user to change the sandbox mode.'
