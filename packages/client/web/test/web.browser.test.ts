@@ -1,0 +1,142 @@
+// The browser client in real Chromium against the real `dsh web` and the mock model: first run,
+// a streamed answer, a reload mid-turn, keyboard-only use, the Chinese locale and the
+// host-unreachable banner. One host and one browser for the file; each test takes a fresh page.
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { hasChromium, launchBrowser, openPage, startWebApp, withArtifacts, type Browser, type Page, type WebApp } from '@dsh/web-testkit'
+
+vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 })
+
+const SLOW = ['Alpha ', 'beta ', 'gamma ', 'delta ', 'epsilon ', 'zeta ', 'eta ', 'theta.']
+const slowSteps = (words: string[], delayMs: number) => ({ events: words.flatMap((text, i) => (i === 0 ? [{ text }] : [{ delayMs }, { text }])) })
+
+let app: WebApp
+let browser: Browser
+
+beforeAll(async () => {
+  app = await startWebApp({
+    steps: [
+      slowSteps(['Streaming ', 'in ', 'visible ', 'pieces.'], 250) as never,
+      slowSteps(SLOW, 300) as never,
+      { text: 'Typed without a mouse.' },
+    ],
+  })
+  browser = await launchBrowser()
+})
+
+afterAll(async () => {
+  await browser?.close()
+  await app?.close()
+})
+
+const assistantTexts = (page: Page) => page.locator('[data-kind="assistant"] .body').allTextContents()
+const composer = (page: Page) => page.locator('[data-composer="true"]')
+
+describe.skipIf(!hasChromium())('dsh web in Chromium', () => {
+  it('first run opens a session in the launch folder; the sidebar lists it; no console errors', async () => {
+    const { page, context, errors } = await openPage(browser, app.url)
+    await withArtifacts(page, 'first-run', async () => {
+      await page.waitForURL(/\/s\/[^/]+$/)
+      const sessionId = decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!)
+      await expect.poll(() => page.locator(`.session-item[data-session-id="${sessionId}"]`).count()).toBe(1)
+      const group = page.locator('.session-group h3')
+      await expect.poll(() => group.first().getAttribute('title')).toBe(app.cwd)
+      await expect.poll(() => composer(page).count()).toBe(1)
+      // A second visit to / reuses the empty session instead of making another.
+      await page.goto(app.url)
+      await page.waitForURL(/\/s\/[^/]+$/)
+      expect(decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!)).toBe(sessionId)
+      expect((await app.call('sessions.list', {})).sessions).toHaveLength(1)
+      expect(errors).toEqual([])
+    })
+    await context.close()
+  })
+
+  it('a prompt streams its answer in increasing pieces', async () => {
+    const { page, context, errors } = await openPage(browser, app.url)
+    await withArtifacts(page, 'stream', async () => {
+      await page.waitForURL(/\/s\//)
+      await composer(page).fill('stream something')
+      await composer(page).press('Enter')
+      const seen: string[] = []
+      const final = 'Streaming in visible pieces.'
+      for (let i = 0; i < 400; i++) {
+        const texts = await assistantTexts(page)
+        const last = texts.at(-1) ?? ''
+        if (last && seen.at(-1) !== last) seen.push(last)
+        if (last === final) break
+        await page.waitForTimeout(25)
+      }
+      expect(seen.at(-1)).toBe(final)
+      expect(seen.length).toBeGreaterThan(2)
+      for (const partial of seen) expect(final.startsWith(partial)).toBe(true)
+      await expect.poll(() => page.locator('.msg-user .body').allTextContents()).toEqual(['stream something'])
+      expect(errors).toEqual([])
+    })
+    await context.close()
+  })
+
+  it('a reload in the middle of a turn resumes it: every piece once, none lost', async () => {
+    const { page, context, errors } = await openPage(browser, app.url)
+    await withArtifacts(page, 'reload', async () => {
+      await page.locator('[data-testid="new-session"]').click()
+      await expect.poll(() => composer(page).count()).toBe(1)
+      await composer(page).fill('go slowly')
+      await composer(page).press('Enter')
+      await expect.poll(async () => (await assistantTexts(page)).at(-1) ?? '').toContain('beta')
+      await page.reload()
+      await page.waitForSelector('html[data-ready="true"]')
+      await expect.poll(async () => await assistantTexts(page), { timeout: 20_000 }).toEqual([SLOW.join('')])
+      expect(errors).toEqual([])
+    })
+    await context.close()
+  })
+
+  it('works from the keyboard alone: shortcuts under ?, a prompt typed and sent with Enter', async () => {
+    const { page, context, errors } = await openPage(browser, app.url)
+    await withArtifacts(page, 'keyboard', async () => {
+      await page.waitForURL(/\/s\//)
+      await page.keyboard.press('Alt+N')
+      await page.keyboard.press('?')
+      await expect.poll(() => page.locator('[data-testid="shortcuts"]').isVisible()).toBe(true)
+      await page.keyboard.press('Escape')
+      await expect.poll(() => page.locator('[data-testid="shortcuts"]').count()).toBe(0)
+      // Tab until the composer has focus.
+      let reached = false
+      for (let i = 0; i < 60 && !reached; i++) {
+        await page.keyboard.press('Tab')
+        reached = await page.evaluate(() => document.activeElement?.getAttribute('data-composer') === 'true')
+      }
+      expect(reached).toBe(true)
+      await page.keyboard.type('no mouse here')
+      await page.keyboard.press('Enter')
+      await expect.poll(async () => (await assistantTexts(page)).at(-1)).toBe('Typed without a mouse.')
+      expect(errors).toEqual([])
+    })
+    await context.close()
+  })
+
+  it('speaks Chinese to a Chinese browser, and switches language from the footer', async () => {
+    const { page, context, errors } = await openPage(browser, app.url, { locale: 'zh-CN' })
+    await withArtifacts(page, 'locale', async () => {
+      await expect.poll(() => page.locator('[data-testid="new-session"]').textContent()).toContain('新建会话')
+      expect(await page.getAttribute('html', 'lang')).toBe('zh-CN')
+      await page.locator('[data-testid="language"]').selectOption('en')
+      await expect.poll(() => page.locator('[data-testid="new-session"]').textContent()).toContain('New session')
+      expect(errors).toEqual([])
+    })
+    await context.close()
+  })
+
+  it('shows a banner while the host is unreachable and drops it when the host is back', async () => {
+    const { page, context } = await openPage(browser, app.url)
+    await withArtifacts(page, 'offline', async () => {
+      await page.waitForURL(/\/s\//)
+      expect(await page.locator('[data-testid="offline-banner"]').count()).toBe(0)
+      expect(await app.stop()).toBe(0)
+      await expect.poll(() => page.locator('[data-testid="offline-banner"]').count(), { timeout: 15_000 }).toBe(1)
+      await app.restart()
+      await expect.poll(() => page.locator('[data-testid="offline-banner"]').count(), { timeout: 15_000 }).toBe(0)
+    })
+    await context.close()
+  })
+})

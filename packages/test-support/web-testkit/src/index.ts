@@ -1,0 +1,182 @@
+// @dsh/web-testkit: browser tests against the real `dsh web`. `startWebApp()` runs the bin
+// (`dsh web --no-open --port 0`) with a temporary HOME and DSH_HOME against a scripted
+// @dsh/llm-mock-server; `launchBrowser()` starts Debian chromium through playwright-core;
+// `openPage()` records console errors; `withArtifacts()` saves a screenshot when a step fails.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
+import { DSH_BIN } from '@dsh/cli-testkit'
+import { startMockServer, type MockServer, type MockStep } from '@dsh/llm-mock-server'
+
+export type { Browser, BrowserContext, Page } from 'playwright-core'
+
+/** The browser binary: `$DSH_CHROMIUM`, else Debian's /usr/bin/chromium. */
+export const CHROMIUM_PATH = process.env.DSH_CHROMIUM || '/usr/bin/chromium'
+
+export const hasChromium = (): boolean => existsSync(CHROMIUM_PATH)
+
+/** Where failure screenshots go: `$DSH_TEST_ARTIFACTS`, else `<repo>/test-artifacts/web`. */
+export const ARTIFACTS_DIR = process.env.DSH_TEST_ARTIFACTS || fileURLToPath(new URL('../../../../test-artifacts/web/', import.meta.url))
+
+export interface WebAppOptions {
+  /** Mock model steps (see @dsh/llm-mock-server); default: one plain answer. */
+  steps?: MockStep[]
+  /** Extra environment for dsh. */
+  env?: Record<string, string>
+  /** Extra command-line arguments (e.g. `--patch FILE`). */
+  args?: string[]
+  /** A patch layer (YAML text) written to the project folder and passed with `--patch`. */
+  patch?: string
+  /** Fixed port (default 0: any free one). */
+  port?: number
+  /** Leave DEEPSEEK_API_KEY unset (to see the missing-key notice). */
+  noKey?: boolean
+}
+
+export interface WebApp {
+  url: string
+  port: number
+  /** The temporary root (removed by `close()`), the HOME, and the launch folder. */
+  root: string
+  home: string
+  cwd: string
+  mock: MockServer
+  /** Stops the host (SIGTERM); resolves with its exit code. */
+  stop(): Promise<number | null>
+  /** Starts the host again on the same port, HOME and folder. */
+  restart(): Promise<void>
+  /** A method call over HTTP, as the page makes it. */
+  call<T = any>(method: string, params?: unknown): Promise<T>
+  stderr(): string
+  /** Stops everything and removes the temporary folders. */
+  close(): Promise<void>
+}
+
+export async function startWebApp(options: WebAppOptions = {}): Promise<WebApp> {
+  const root = mkdtempSync(join(tmpdir(), 'dsh-web-test-'))
+  const home = join(root, 'home')
+  const cwd = join(root, 'project')
+  mkdirSync(home)
+  mkdirSync(cwd)
+  const mock = await startMockServer({ steps: options.steps ?? [{ text: 'Hello from the mock model.' }] })
+  const args = ['web', '--no-open', '--port', String(options.port ?? 0), ...(options.args ?? [])]
+  if (options.patch) {
+    writeFileSync(join(cwd, 'test.patch.yml'), options.patch)
+    args.push('--patch', 'test.patch.yml')
+  }
+  const env: Record<string, string> = {
+    PATH: process.env.PATH!,
+    HOME: home,
+    DSH_HOME: join(home, '.dsh'),
+    DEEPSEEK_BASE_URL: mock.baseURL,
+    ...(options.noKey ? {} : { DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' }),
+    DSH_PERMISSION_MODE: 'danger-full-access',
+    ...options.env,
+  }
+  let child: ChildProcess | undefined
+  let exited: Promise<number | null> = Promise.resolve(null)
+  let stderr = ''
+  let port = options.port ?? 0
+  const start = async (): Promise<string> => {
+    const proc = spawn(process.execPath, [DSH_BIN, ...args.map((a, i) => (args[i - 1] === '--port' ? String(port) : a))], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    child = proc
+    proc.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d))
+    exited = new Promise((resolve) => proc.on('close', (code) => resolve(code)))
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 60_000)
+    try {
+      return await new Promise<string>((resolve, reject) => {
+        let stdout = ''
+        proc.stdout!.setEncoding('utf8').on('data', (d: string) => {
+          stdout += d
+          const hit = /http:\/\/127\.0\.0\.1:(\d+)/.exec(stdout)
+          if (hit) resolve(hit[0])
+        })
+        void exited.then((code) => reject(new Error(`dsh web exited (${code}) before printing its URL; stderr:\n${stderr}`)))
+      })
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+  const url = await start()
+  port = Number(new URL(url).port)
+  const app: WebApp = {
+    url,
+    port,
+    root,
+    home,
+    cwd,
+    mock,
+    stderr: () => stderr,
+    async stop() {
+      if (!child || child.exitCode !== null || child.signalCode !== null) return child?.exitCode ?? null
+      child.kill('SIGTERM')
+      const timer = setTimeout(() => child?.kill('SIGKILL'), 15_000)
+      const code = await exited
+      clearTimeout(timer)
+      return code
+    },
+    async restart() {
+      await app.stop()
+      await start()
+    },
+    async call(method, params = {}) {
+      const res = await fetch(`${url}/api/${method}`, { method: 'POST', headers: { 'content-type': 'application/json', origin: url }, body: JSON.stringify(params) })
+      const body = (await res.json()) as { result?: unknown; error?: { code: string; message: string } }
+      if (!res.ok) throw new Error(`${method}: ${res.status} ${body.error?.code}: ${body.error?.message}`)
+      return body.result as never
+    },
+    async close() {
+      await app.stop().catch(() => {})
+      await mock.close().catch(() => {})
+      rmSync(root, { recursive: true, force: true })
+    },
+  }
+  return app
+}
+
+/** Headless Debian chromium (no sandbox: CI runs as root). */
+export function launchBrowser(): Promise<Browser> {
+  return chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] })
+}
+
+export interface OpenedPage {
+  page: Page
+  context: BrowserContext
+  /** Console errors and uncaught page errors seen so far. */
+  errors: string[]
+}
+
+/** A fresh browser context (own storage) and page at `url`, waiting until the app has booted. */
+export async function openPage(browser: Browser, url: string, options: { locale?: string; waitReady?: boolean } = {}): Promise<OpenedPage> {
+  const context = await browser.newContext({ locale: options.locale ?? 'en-US', viewport: { width: 1280, height: 800 } })
+  const page = await context.newPage()
+  const errors: string[] = []
+  page.on('console', (msg) => {
+    if (msg.type() === 'error') errors.push(msg.text())
+  })
+  page.on('pageerror', (error) => errors.push(`pageerror: ${error.message}`))
+  await page.goto(url)
+  if (options.waitReady !== false) await page.waitForSelector('html[data-ready="true"]', { timeout: 20_000 })
+  return { page, context, errors }
+}
+
+/** Runs `fn`; when it throws, saves a full-page screenshot as `<ARTIFACTS_DIR>/<name>.png` and rethrows. */
+export async function withArtifacts<T>(page: Page, name: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn()
+  } catch (error) {
+    try {
+      mkdirSync(ARTIFACTS_DIR, { recursive: true })
+      if (!existsSync(join(ARTIFACTS_DIR, '.gitignore'))) writeFileSync(join(ARTIFACTS_DIR, '.gitignore'), '*\n')
+      const file = join(ARTIFACTS_DIR, `${name.replace(/[^A-Za-z0-9_.-]+/g, '-')}.png`)
+      await page.screenshot({ path: file, fullPage: true })
+      ;(error as Error).message += `\n(screenshot: ${file})`
+    } catch {
+      // the page is gone: nothing to save
+    }
+    throw error
+  }
+}
