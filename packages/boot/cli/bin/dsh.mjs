@@ -18,7 +18,27 @@ function isHeadlessHelp(a) {
   const rest = a.appArgs.filter((t) => t !== '-p' && t !== '--print')
   return rest.length === 1 && (rest[0] === '--help' || rest[0] === '-h')
 }
+/**
+ * The terminal UI is the default in an interactive terminal (stdin and stdout): with no --profile,
+ * no -p and no task, only session and model flags (-c, -r [ID], --model M, --permission-mode M).
+ * Anything else, and every run without a terminal, keeps the one-shot default.
+ * @param {import('../src/args.mjs').LauncherArgs} a
+ */
+function wantsTui(a) {
+  if (a.action !== 'run' || a.profileGiven || a.dumpConfig || !process.stdin.isTTY || !process.stdout.isTTY) return false
+  const rest = a.appArgs
+  for (let i = 0; i < rest.length; i++) {
+    const t = rest[i]
+    const next = rest[i + 1]
+    if (t === '-c' || t === '--continue' || /^--(model|permission-mode|resume)=/.test(t)) continue
+    if ((t === '-r' || t === '--resume') && (next === undefined || next.startsWith('-'))) continue
+    if ((t === '-r' || t === '--resume' || t === '--model' || t === '--permission-mode') && next !== undefined) i++
+    else return false
+  }
+  return true
+}
 const args = parseLauncherArgs(process.argv.slice(2))
+if (wantsTui(args)) args.profile = 'tui'
 
 if (args.action === 'help' || args.action === 'version') {
   const { version } = JSON.parse(readFileSync(pkgUrl, 'utf8'))
