@@ -144,8 +144,39 @@ export class ConversationModel {
     this.changed()
   }
 
-  /** Records a prompt this view sent that the host queued (or handed to the running turn). */
-  addQueued(text: string, mode: 'queue' | 'steer' = 'queue'): QueuedPrompt {
+  /**
+   * Replaces the live state a session feed keeps (status, the host's queue count, pending
+   * approvals and questions) in one change. Unchanged parts keep their identity.
+   */
+  syncLive(live: { status?: SessionStatus; queued?: number; approvals?: readonly PendingApproval[]; questions?: readonly PendingQuestion[] }): void {
+    let changed = false
+    if (live.status !== undefined && live.status !== this.status) {
+      this.status = live.status
+      changed = true
+    }
+    if (live.queued !== undefined && (live.queued !== this.queuedOnHost || this.queued.length > live.queued)) {
+      this.setQueuedOnHost(live.queued)
+      changed = true
+    }
+    const sameIds = (a: readonly { requestId: string }[], b: readonly { requestId: string }[]) => a.length === b.length && a.every((x, i) => x.requestId === b[i].requestId)
+    if (live.approvals && !sameIds(live.approvals, this.approvals)) {
+      this.approvals = live.approvals.map((a) => ({ requestId: a.requestId, request: a.request }))
+      changed = true
+    }
+    if (live.questions && !sameIds(live.questions, this.questions)) {
+      this.questions = live.questions.map((q) => ({ requestId: q.requestId, questions: q.questions, ...(q.time !== undefined ? { time: q.time } : {}) }))
+      changed = true
+    }
+    if (changed) this.changed()
+  }
+
+  /**
+   * Records a prompt this view sent that the host queued (or handed to the running turn).
+   * `sentAfterSeq` is the last seq the view held when it sent: if the log already shows the
+   * prompt claimed after it (the answer raced ahead of the reply), nothing is recorded.
+   */
+  addQueued(text: string, mode: 'queue' | 'steer' = 'queue', sentAfterSeq?: number): QueuedPrompt | undefined {
+    if (sentAfterSeq !== undefined && this.nodes.some((n) => n.kind === 'user' && n.seq > sentAfterSeq && n.text === text)) return undefined
     const prompt = { id: `q${this.nextLocalId++}`, text, mode }
     this.queued = [...this.queued, prompt]
     this.changed()

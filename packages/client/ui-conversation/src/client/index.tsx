@@ -1,0 +1,103 @@
+// @dsh/ui-conversation/client: the browser half. It fills `conversation.main` with the chat view
+// and `conversation.composer` with the composer, both over one ConversationModel per session
+// (./store.ts), registers the `conversation` dictionaries (en, zh) and its stylesheet, and
+// declares `conversation.chat.node`: each tool call is rendered through that slot's `tool` key
+// (ui-tool fills it), with a plain one-line fallback when nothing does.
+import type { Context } from 'cordis'
+import { memo, useMemo } from 'react'
+import { Slot, useCtx, type SessionSlotProps } from '@dsh/client-runtime'
+import type { ToolNode } from '../model/index.ts'
+import { ChatView } from './chat-view.tsx'
+import { Composer, type SendMode } from './composer.tsx'
+import { useSnapshot, useStableT } from './hooks.ts'
+import { ConversationStore } from './store.ts'
+import { en, zh, type Translate } from './strings.ts'
+import { CSS } from './styles.ts'
+
+export { ChatView, type ChatViewProps } from './chat-view.tsx'
+export { Composer, type ComposerProps, type SendMode } from './composer.tsx'
+export { Markdown, type MarkdownProps } from './markdown.tsx'
+export { ConversationStore } from './store.ts'
+export { useSnapshot, useStableT } from './hooks.ts'
+export { en, zh, translator, type Translate } from './strings.ts'
+export * from '../model/index.ts'
+
+/** Props of `conversation.chat.node` entries (keyed by node kind; `tool` today). */
+export interface ChatNodeSlotProps {
+  sessionId: string
+  node: ToolNode
+}
+
+declare module '@dsh/client-runtime' {
+  interface SlotProps {
+    'conversation.chat.node': ChatNodeSlotProps
+  }
+}
+
+export const CHAT_NODE_SLOT = 'conversation.chat.node'
+export const NAMESPACE = 'conversation'
+
+function PlainTool({ node, t }: { node: ToolNode; t: Translate }) {
+  return <div className="dsh-tool-plain" data-status={node.status}>{node.name} · {t(`status.${node.status === 'done' ? 'idle' : 'running'}`)}</div>
+}
+
+const ToolNodeView = memo(function ToolNodeView({ sessionId, node, t }: { sessionId: string; node: ToolNode; t: Translate }) {
+  return <Slot name={CHAT_NODE_SLOT} slotKey="tool" single props={{ sessionId, node }} fallback={<PlainTool node={node} t={t} />} />
+})
+
+export const name = '@dsh/ui-conversation'
+export const inject = ['slots', 'locale', 'remote', 'connection']
+
+export function apply(ctx: Context): void {
+  ctx.locale.register(NAMESPACE, { en, zh })
+  const store = new ConversationStore(ctx.connection)
+  ctx.effect(() => () => store.dispose(), 'ui-conversation: session models')
+  ctx.effect(() => {
+    const style = document.createElement('style')
+    style.dataset.owner = name
+    style.textContent = CSS
+    document.head.append(style)
+    return () => style.remove()
+  }, 'ui-conversation: stylesheet')
+
+  function ConversationMain({ sessionId }: SessionSlotProps) {
+    const t = useStableT(NAMESPACE)
+    const model = useMemo(() => store.model(sessionId), [sessionId])
+    const snapshot = useSnapshot(model)
+    const renderTool = useMemo(() => (node: ToolNode) => <ToolNodeView sessionId={sessionId} node={node} t={t} />, [sessionId, t])
+    return (
+      <div className="dsh-conv" data-session={sessionId}>
+        <ChatView snapshot={snapshot} t={t} renderTool={renderTool} />
+      </div>
+    )
+  }
+
+  function ComposerSeat({ sessionId, row }: SessionSlotProps) {
+    const t = useStableT(NAMESPACE)
+    const c = useCtx()
+    const model = useMemo(() => store.model(sessionId), [sessionId])
+    const snapshot = useSnapshot(model)
+    const history = useMemo(
+      () => snapshot.nodes.flatMap((n) => (n.kind === 'user' ? [n.text] : [])),
+      // The prompts change only when a user node is added.
+      // eslint-disable-next-line react-hooks/exhaustive-deps
+      [snapshot.nodes.filter((n) => n.kind === 'user').length, sessionId],
+    )
+    const running = snapshot.turnRunning || snapshot.status === 'running' || snapshot.status === 'waiting'
+    const onSend = async (text: string, mode: SendMode) => {
+      const sentAfter = model.snapshot().lastSeq
+      const result = await c.remote.call('sessions.prompt', { sessionId, text, mode })
+      if (result.disposition === 'queued') model.addQueued(text, 'queue', sentAfter)
+      else if (result.disposition === 'steered') model.addQueued(text, 'steer', sentAfter)
+    }
+    const onCancel = () => {
+      void c.remote.call('sessions.cancel', { sessionId }).catch(() => {})
+    }
+    return <Composer key={sessionId} t={t} running={running} disabled={row?.archived === true} onSend={onSend} onCancel={onCancel} history={history} autoFocus />
+  }
+
+  ctx.slots.register('conversation.main', { id: 'ui-conversation', order: 0, component: ConversationMain })
+  ctx.slots.register('conversation.composer', { id: 'ui-conversation', order: 0, component: ComposerSeat })
+}
+
+export default { name, inject, apply }

@@ -1,0 +1,56 @@
+// The conversation's stylesheet, added to the page while the plugin is loaded. Colours come from
+// custom properties with light defaults; `html[data-theme=dark]` (set by ctx.theme) swaps them.
+export const CSS = `
+.dsh-conv{--c-fg:#1d1f23;--c-muted:#6b7280;--c-border:#e3e5e8;--c-soft:#f5f6f8;--c-user:#eef2ff;--c-accent:#3b5bdb;--c-bad:#c92a2a;--c-ok:#2b8a3e;--c-warn:#b35c00;--c-code:#f3f4f6;
+  display:flex;flex-direction:column;height:100%;min-height:0;color:var(--c-fg);}
+html[data-theme=dark] .dsh-conv, html[data-theme=dark] .dsh-composer{--c-fg:#e6e7ea;--c-muted:#9aa0aa;--c-border:#2f333a;--c-soft:#1c1f24;--c-user:#23283a;--c-accent:#7c94ff;--c-bad:#ff6b6b;--c-ok:#69db7c;--c-warn:#ffa94d;--c-code:#22262c;}
+.dsh-chat{flex:1;min-height:0;overflow-y:auto;position:relative;}
+.dsh-chat-inner{max-width:860px;margin:0 auto;padding:16px 20px 24px;display:flex;flex-direction:column;gap:10px;}
+.dsh-chat-inner>*{content-visibility:auto;contain-intrinsic-size:auto 48px;}
+.dsh-chat-empty{color:var(--c-muted);text-align:center;padding:48px 0;}
+.dsh-msg{line-height:1.55;overflow-wrap:anywhere;}
+.dsh-msg-user{display:flex;justify-content:flex-end;}
+.dsh-msg-user .dsh-msg-bubble{background:var(--c-user);border-radius:12px;padding:8px 12px;max-width:85%;white-space:pre-wrap;}
+.dsh-queued .dsh-msg-bubble{opacity:.7;border:1px dashed var(--c-border);}
+.dsh-badge{display:inline-block;font-size:11px;padding:1px 6px;border-radius:8px;border:1px solid var(--c-border);margin-right:6px;color:var(--c-muted);}
+.dsh-badge-ok{color:var(--c-ok);border-color:currentColor;}.dsh-badge-bad{color:var(--c-bad);border-color:currentColor;}
+.dsh-msg-meta{font-size:12px;color:var(--c-muted);margin-top:4px;}
+.dsh-warn{color:var(--c-warn);}
+.dsh-caret{display:inline-block;width:7px;height:1em;background:var(--c-fg);vertical-align:text-bottom;animation:dsh-blink 1s steps(1) infinite;}
+@keyframes dsh-blink{50%{opacity:0}}
+.dsh-pulse{display:inline-block;width:8px;height:8px;border-radius:50%;background:var(--c-accent);margin-right:6px;animation:dsh-pulse 1.2s ease-in-out infinite;}
+@keyframes dsh-pulse{50%{opacity:.3}}
+@media (prefers-reduced-motion:reduce){.dsh-caret,.dsh-pulse{animation:none}}
+.dsh-thinking,.dsh-context{font-size:13px;color:var(--c-muted);}
+.dsh-thinking summary,.dsh-context summary{cursor:pointer;user-select:none;}
+.dsh-thinking-body,.dsh-context-body{white-space:pre-wrap;border-left:2px solid var(--c-border);padding:4px 10px;margin-top:4px;max-height:320px;overflow:auto;}
+.dsh-working{color:var(--c-muted);font-size:13px;}
+.dsh-turn-end{font-size:13px;border-radius:8px;padding:6px 10px;background:var(--c-soft);}
+.dsh-turn-error .dsh-turn-end-title,.dsh-turn-end-error{color:var(--c-bad);}
+.dsh-notice{text-align:center;font-size:12px;color:var(--c-muted);}
+.dsh-jump{position:sticky;bottom:8px;left:50%;transform:translateX(-50%);display:block;margin:0 auto;border:1px solid var(--c-border);background:var(--c-soft);color:var(--c-fg);border-radius:14px;padding:4px 12px;cursor:pointer;}
+.dsh-md>*:first-child{margin-top:0}.dsh-md>*:last-child{margin-bottom:0}
+.dsh-md p{margin:.5em 0}.dsh-md ul,.dsh-md ol{padding-left:1.4em;margin:.5em 0}
+.dsh-md li.dsh-md-task{list-style:none;margin-left:-1.2em}.dsh-md li.dsh-md-task input{margin-right:6px}
+.dsh-md-code{background:var(--c-code);border-radius:4px;padding:1px 4px;font-size:.92em;}
+.dsh-md-pre{border:1px solid var(--c-border);border-radius:8px;margin:.6em 0;overflow:hidden;}
+.dsh-md-pre-bar{display:flex;justify-content:space-between;font-size:12px;color:var(--c-muted);padding:2px 8px;background:var(--c-soft);}
+.dsh-md-pre pre{margin:0;padding:10px 12px;overflow-x:auto;background:var(--c-code);font-size:13px;line-height:1.45;}
+.dsh-md-table{overflow-x:auto;}.dsh-md table{border-collapse:collapse;margin:.5em 0}.dsh-md th,.dsh-md td{border:1px solid var(--c-border);padding:4px 8px}
+.dsh-md blockquote{margin:.5em 0;padding-left:10px;border-left:3px solid var(--c-border);color:var(--c-muted)}
+.dsh-link-button{background:none;border:none;color:var(--c-accent);cursor:pointer;padding:0 4px;font:inherit;font-size:12px;}
+.dsh-composer{border-top:1px solid var(--c-border,#e3e5e8);padding:10px 20px 14px;max-width:900px;width:100%;margin:0 auto;box-sizing:border-box;}
+.dsh-composer-input{width:100%;box-sizing:border-box;resize:none;font:inherit;line-height:1.5;padding:8px 10px;border:1px solid var(--c-border,#d0d4da);border-radius:10px;background:transparent;color:inherit;}
+.dsh-composer-input:focus{outline:2px solid var(--c-accent,#3b5bdb);outline-offset:-1px;}
+.dsh-composer-bar{display:flex;align-items:center;gap:8px;margin-top:6px;}
+.dsh-composer-tools{display:flex;gap:6px;}
+.dsh-composer-hint{flex:1;font-size:12px;color:var(--c-muted,#6b7280);}
+.dsh-composer-error{color:var(--c-bad,#c92a2a);font-size:13px;margin-top:4px;}
+.dsh-button{font:inherit;font-size:13px;padding:5px 12px;border-radius:8px;border:1px solid var(--c-border,#d0d4da);background:transparent;color:inherit;cursor:pointer;}
+.dsh-button:disabled{opacity:.5;cursor:default;}
+.dsh-button-primary{background:var(--c-accent,#3b5bdb);border-color:var(--c-accent,#3b5bdb);color:#fff;}
+.dsh-button-danger{color:var(--c-bad,#c92a2a);border-color:currentColor;}
+.dsh-button:focus-visible,.dsh-link-button:focus-visible{outline:2px solid var(--c-accent,#3b5bdb);outline-offset:2px;}
+.dsh-sr-only{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap;}
+.dsh-muted{color:var(--c-muted,#6b7280);}
+`
