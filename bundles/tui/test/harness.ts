@@ -96,6 +96,19 @@ export class TuiSession {
     throw new Error(`screen did not match ${String(test)} within ${timeoutMs} ms; it shows:\n${last}`)
   }
 
+  /** Waits for a match, then until the screen stops changing (a frame may be captured half drawn). */
+  async settled(test: RegExp | ((screen: string) => boolean), timeoutMs = 20_000): Promise<string> {
+    let last = await this.waitFor(test, timeoutMs)
+    const deadline = Date.now() + timeoutMs
+    while (Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 300))
+      const now = this.screen()
+      if (now === last) return now
+      last = now
+    }
+    return last
+  }
+
   /** Types literal text. */
   type(text: string): void {
     tmux('send-keys', '-t', this.name, '-l', text)
