@@ -1,6 +1,7 @@
 // The `dsh web` command line: parses --host/--port/--no-open/--trusted-host/--help from the app
 // arguments before anything binds a port, then mounts the webserver and its access gate with the
-// chosen address, prints the URL once the whole tree is up and opens a browser when one can show.
+// chosen address, prints the URL as soon as it listens behind its gate (the static client is served
+// from then on; API calls wait for the whole tree) and opens a browser when one can show.
 import { spawn } from 'node:child_process'
 import { parseArgs } from 'node:util'
 import type { Context } from 'cordis'
@@ -26,6 +27,11 @@ export interface Config {
   maxBodyBytes: number
   /** Failed logins per client per window before 429 (non-loopback binds). */
   maxLoginFailures: number
+  /**
+   * Print the URL and serve the static client as soon as the server listens behind its gate,
+   * before the rest of the app is up (API calls wait for it); false: only once every row is up.
+   */
+  earlyStatic: boolean
 }
 
 export const Config: Schema<Config> = Schema.object({
@@ -36,6 +42,7 @@ export const Config: Schema<Config> = Schema.object({
   trustedHosts: Schema.array(String).default([]),
   maxBodyBytes: Schema.natural().min(1).default(1024 * 1024),
   maxLoginFailures: Schema.natural().min(1).default(5),
+  earlyStatic: Schema.boolean().default(true),
 })
 
 export const HELP = `Usage: dsh web [options]        (or: dsh --profile web [options])
@@ -193,8 +200,9 @@ export async function apply(ctx: Context, config: Config) {
   }
   let server: WebServer
   try {
-    // Nothing is served before app/ready, so no request can arrive before the gate's guard.
-    await mount(ctx, WebServer, { host, port, maxBodyBytes: config.maxBodyBytes, waitForReady: true })
+    // Nothing is routed until the gate's guard is in place (waitForReady); requests arriving
+    // before app/ready are held rather than refused.
+    await mount(ctx, WebServer, { host, port, maxBodyBytes: config.maxBodyBytes, waitForReady: true, holdBeforeReady: true })
     server = ctx.get('webServer') as WebServer
     await mount(ctx, accessGate, {
       trustedHosts: [...config.trustedHosts, ...options.trustedHosts],
@@ -219,9 +227,30 @@ export async function apply(ctx: Context, config: Config) {
     if (info.reason === 'signal') info.code = 0
   }) as never)
 
-  ctx.on('app/ready' as never, (() => {
+  // Start listening before the slow rows: the gate's guard is in place, so the static client (the
+  // fallback, GET/HEAD) is served from now on, while API calls, streams and plugin files wait for
+  // app/ready (their methods and the set of active rows are complete only then). The URL goes out
+  // now, so a browser loads the page while the rest of the app comes up.
+  if (config.earlyStatic) server.serveBeforeReady(isEarlyStatic)
+  const announce = () => {
     const url = displayUrl(host, server.port)
     if (config.printUrl) process.stdout.write(`${url}\n`)
     if (config.open && !browserSkipReason(process.env, process.platform, options.open)) openBrowser(url)
-  }) as never)
+  }
+  if (config.earlyStatic) announce()
+  else ctx.on('app/ready' as never, announce as never)
+}
+
+/** Path prefixes whose routes may still be mounting before app/ready: never sent to the fallback early. */
+const ROUTED_PREFIXES = ['/api', '/plugins', '/auth']
+
+/**
+ * Served before app/ready: GET/HEAD of the static client, i.e. a path that no route claims and
+ * that lies outside the prefixes other rows route (an API path must not get index.html).
+ */
+export function isEarlyStatic(req: { method?: string }, info: { url: URL }, route: unknown): boolean {
+  if (req.method !== 'GET' && req.method !== 'HEAD') return false
+  if (route !== undefined) return false
+  const path = info.url.pathname
+  return !ROUTED_PREFIXES.some((p) => path === p || path.startsWith(p + '/'))
 }

@@ -2,7 +2,7 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { browserSkipReason, displayUrl, openBrowser, parseWebArgs, UsageError } from '../src/startup.ts'
+import { browserSkipReason, displayUrl, isEarlyStatic, openBrowser, parseWebArgs, UsageError } from '../src/startup.ts'
 
 describe('dsh web flags', () => {
   it('parses host, port, --no-open and repeated --trusted-host', () => {
@@ -78,5 +78,18 @@ describe('dsh web flags', () => {
     }
     while (!existsSync(seen)) await new Promise((r) => setTimeout(r, 20))
     expect(readFileSync(seen, 'utf8')).toBe('http://127.0.0.1:9/')
+  })
+
+  it('serves only GET/HEAD of unrouted paths outside /api, /plugins and /auth before app/ready', () => {
+    const at = (path: string) => ({ url: new URL(path, 'http://127.0.0.1:1') })
+    expect(isEarlyStatic({ method: 'GET' }, at('/'), undefined)).toBe(true)
+    expect(isEarlyStatic({ method: 'HEAD' }, at('/assets/app-1a2b.js'), undefined)).toBe(true)
+    expect(isEarlyStatic({ method: 'GET' }, at('/apix'), undefined)).toBe(true)
+    expect(isEarlyStatic({ method: 'POST' }, at('/'), undefined)).toBe(false)
+    expect(isEarlyStatic({ method: 'GET' }, at('/api/events/host'), undefined)).toBe(false)
+    expect(isEarlyStatic({ method: 'GET' }, at('/api'), undefined)).toBe(false)
+    expect(isEarlyStatic({ method: 'GET' }, at('/plugins/@acme/ui/index.js'), undefined)).toBe(false)
+    expect(isEarlyStatic({ method: 'GET' }, at('/auth/login'), undefined)).toBe(false)
+    expect(isEarlyStatic({ method: 'GET' }, at('/x'), { path: '/x' })).toBe(false)
   })
 })

@@ -84,6 +84,33 @@ describe('dsh web (real bin)', () => {
     expect(web.output()).toEqual({ stdout: `${url}\n`, stderr: '' })
   })
 
+  it('serves the page while slow rows still mount; API calls made meanwhile wait for the whole app and succeed', async () => {
+    const { home, cwd } = workspace()
+    // A row that takes its time to start holds app/ready back (the loader waits for every row).
+    writeFileSync(join(cwd, 'slow.mjs'), "export const name = 'slow-row'\nexport async function apply() { await new Promise((r) => setTimeout(r, 1500)) }\n")
+    writeFileSync(join(cwd, 'slow.patch.yml'), '- insert:\n    - id: slow-row\n      name: ./slow.mjs\n')
+    const web = startWeb(['--no-open', '--port', '0', '--patch', 'slow.patch.yml'], { DSH_HOME: home }, cwd)
+    const url = await web.firstLine
+    const events: string[] = []
+    const api = get(`${url}api/plugins.list`, { 'content-type': 'application/json' }, 'POST', '{}').then((r) => (events.push('api'), r))
+    const stream = get(`${url}api/events/nothing-here`).then((r) => (events.push('unknown-api-path'), r))
+    const page = await get(url)
+    events.push('page')
+    expect(page.status).toBe(200)
+    expect(page.headers['content-type']).toMatch(/^text\/html/)
+    const listed = await api
+    expect(listed.status).toBe(200)
+    // The page came first; the API call waited for every row, so the slow one is listed active.
+    expect(events.slice(0, 1)).toEqual(['page'])
+    const rows = JSON.parse(listed.body).result.plugins as { id: string; state: string }[]
+    expect(rows.find((r) => r.id === 'slow-row')?.state).toBe('active')
+    // An API path is never answered with the page, even before its route exists.
+    const unknown = await stream
+    expect(unknown.headers['content-type']).toMatch(/^application\/json/)
+    web.child.kill('SIGTERM')
+    expect(await web.exited).toEqual({ code: 0, signal: null })
+  })
+
   it('refuses a non-loopback bind without DSH_ACCESS_SECRET, a port in use, and bad flags, each with one line', async () => {
     const { home, cwd } = workspace()
     const noSecret = await runDsh(['web', '--no-open', '--host', '0.0.0.0', '--port', '0'], { cwd, env: { DSH_HOME: home } })
@@ -116,7 +143,7 @@ describe('dsh web (real bin)', () => {
     expect(help.code).toBe(0)
     expect(help.stdout).toMatch(/^Usage: dsh web \[options\]/)
     expect(help.stderr).toBe('')
-  })
+  }, 60_000) // four launches of the bin
 
   it('--host 0.0.0.0 with DSH_ACCESS_SECRET: requests need the login cookie; SIGINT also exits 0', async () => {
     const { home, cwd } = workspace()

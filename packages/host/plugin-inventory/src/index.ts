@@ -6,9 +6,12 @@ import Schema from 'schemastery'
 import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { pluginsList, type PluginRow, type PluginState } from './contract.ts'
+import type { PluginRow, PluginState, pluginsList } from './contract.ts'
 
-export * from './contract.ts'
+// The contract (and through it @dsh/web-protocol) is loaded only for the API method: the static
+// client imports this module for `inventoryOf` on the path to the first page of `dsh web`, which
+// should not wait for the whole contract graph. The values live at `@dsh/plugin-inventory/contract`.
+export type { PluginRow, PluginState } from './contract.ts'
 
 declare module 'cordis' {
   interface Context {
@@ -129,7 +132,8 @@ export class PluginInventory extends Service {
       ctx.plugin({
         name: 'plugin-inventory-api',
         inject: ['api'],
-        apply: (c: Context) => {
+        apply: async (c: Context) => {
+          const { pluginsList } = await import('./contract.ts')
           ;(c.get('api') as ApiLike).register(pluginsList, () => ({ plugins: this.list() }))
         },
       })

@@ -5,7 +5,8 @@ import ApiGateway from '@dsh/api-gateway'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import PluginInventory, { packageOfModule, pluginsList } from '../src/index.ts'
+import PluginInventory, { packageOfModule } from '../src/index.ts'
+import { pluginsList } from '../src/contract.ts'
 import { bootLoader, writePackage } from './fixtures.ts'
 
 let root: string

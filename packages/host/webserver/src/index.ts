@@ -42,9 +42,19 @@ export interface WebServerConfig {
   port: number
   /** Default body cap of `readJson` when the caller passes none. */
   maxBodyBytes: number
-  /** Answer 503 STARTING until `app/ready` (set by the dsh web glue so no request beats a guard). */
+  /** Route nothing before `app/ready` (set by the dsh web glue so no request beats a guard). */
   waitForReady: boolean
+  /**
+   * With waitForReady: a request arriving before `app/ready` waits for it (false: 503 STARTING at
+   * once). Requests an early filter admits (`serveBeforeReady`) are served without waiting.
+   */
+  holdBeforeReady: boolean
+  /** Requests held at once before `app/ready`; past it, 503 STARTING. */
+  maxHeldRequests: number
 }
+
+/** Decides which requests are served before `app/ready` (they have passed every guard). */
+export type EarlyFilter = (req: IncomingMessage, info: RequestInfo, route: Route | undefined) => boolean
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 
@@ -140,7 +150,9 @@ export class WebServer extends Service {
     host: Schema.string().default('127.0.0.1').description('Bind address; anything but loopback needs DSH_ACCESS_SECRET (@dsh/access-gate).'),
     port: Schema.natural().max(65535).default(3080).description('TCP port; 0 lets the OS pick a free one.'),
     maxBodyBytes: Schema.natural().min(1).default(DEFAULT_MAX_BODY_BYTES).description('Default body cap of readJson.'),
-    waitForReady: Schema.boolean().default(false).description('Answer 503 until app/ready.'),
+    waitForReady: Schema.boolean().default(false).description('Route nothing before app/ready.'),
+    holdBeforeReady: Schema.boolean().default(false).description('Before app/ready, hold requests until it instead of answering 503.'),
+    maxHeldRequests: Schema.natural().min(1).default(256).description('Requests held at once before app/ready; past it, 503.'),
   })
 
   private readonly exact = new Map<string, Route>()
@@ -149,15 +161,58 @@ export class WebServer extends Service {
   private fallback?: Handler
   private server?: Server
   private readonly sockets = new Set<Socket>()
-  private ready: boolean
+  private isReady: boolean
+  private readonly readyPromise: Promise<void>
+  private markReady!: () => void
+  private earlyFilter?: EarlyFilter
+  private held = 0
+  private wake!: () => void
+  private changed = new Promise<void>((resolve) => (this.wake = resolve))
   private boundPort = 0
 
   constructor(ctx: Context, readonly config: WebServerConfig) {
     super(ctx, 'webServer')
-    this.ready = !config.waitForReady
-    if (config.waitForReady) ctx.on('app/ready' as never, (() => { this.ready = true }) as never)
+    this.isReady = !config.waitForReady
+    this.readyPromise = new Promise<void>((resolve) => (this.markReady = resolve))
+    if (this.isReady) this.markReady()
+    else {
+      ctx.on('app/ready' as never, (() => {
+        this.isReady = true
+        this.markReady()
+        this.poke()
+      }) as never)
+    }
     // Stop accepting at the start of the graceful stop; open connections end at dispose.
     ctx.on('app/stopping' as never, (() => void this.server?.close()) as never)
+  }
+
+  /** False until `app/ready` when configured with waitForReady (always true otherwise). */
+  get ready(): boolean {
+    return this.isReady
+  }
+
+  /** Resolves at `app/ready` (at once without waitForReady). */
+  whenReady(): Promise<void> {
+    return this.readyPromise
+  }
+
+  /**
+   * Lets requests the filter admits be served before `app/ready` (every guard has run first);
+   * the rest keep waiting for it. Call it only once the guards are in place: until then nothing
+   * is routed. A request the filter admits but no handler matches yet waits too. One filter;
+   * undone by the returned disposer or when the calling plugin unloads.
+   */
+  serveBeforeReady(filter: EarlyFilter): () => void {
+    if (typeof filter !== 'function') throw new TypeError('webServer.serveBeforeReady: expected a function')
+    if (this.earlyFilter) throw new Error('webServer.serveBeforeReady: an early filter is already set')
+    const dispose = this.ctx.effect(() => {
+      this.earlyFilter = filter
+      this.poke()
+      return () => {
+        if (this.earlyFilter === filter) this.earlyFilter = undefined
+      }
+    }, 'webserver-early')
+    return () => void dispose()
   }
 
   /** The configured bind host. */
@@ -234,6 +289,7 @@ export class WebServer extends Service {
     const entry = { ...route, path }
     const dispose = this.ctx.effect(() => {
       table.set(path, entry)
+      this.poke()
       return () => {
         if (table.get(path) === entry) table.delete(path)
       }
@@ -247,6 +303,7 @@ export class WebServer extends Service {
     if (this.fallback) throw new Error('webServer.registerFallback: a fallback handler is already registered')
     const dispose = this.ctx.effect(() => {
       this.fallback = handler
+      this.poke()
       return () => {
         if (this.fallback === handler) this.fallback = undefined
       }
@@ -288,10 +345,8 @@ export class WebServer extends Service {
 
   private async dispatch(req: IncomingMessage, res: ServerResponse): Promise<void> {
     try {
-      if (!this.ready) {
-        sendError(res, 503, 'STARTING', 'the server is starting; retry in a moment', undefined)
-        return
-      }
+      // Before app/ready nothing is routed until the guards are in place (an early filter is set).
+      while (!this.isReady && !this.earlyFilter) if (!(await this.hold(res))) return
       let url: URL
       try {
         url = new URL(req.url ?? '/', this.origin)
@@ -306,7 +361,13 @@ export class WebServer extends Service {
           return
         }
       }
-      const route = this.resolve(url.pathname)
+      let route = this.resolve(url.pathname)
+      // Before app/ready: served now if the early filter admits it and its handler exists;
+      // otherwise it waits, re-checked whenever a route or the fallback is added, until ready.
+      while (!this.isReady && !((route?.handle ?? this.fallback) && this.earlyFilter?.(req, info, route))) {
+        if (!(await this.hold(res))) return
+        route = this.resolve(url.pathname)
+      }
       const handler = route?.handle ?? this.fallback
       if (!handler) {
         sendError(res, 404, 'NOT_FOUND', `no route for ${url.pathname}`)
@@ -323,6 +384,35 @@ export class WebServer extends Service {
         sendError(res, 500, 'INTERNAL', 'the request failed on the server')
       }
     }
+  }
+
+  /**
+   * Waits for the next change that may let a held request go on (`app/ready`, the early filter,
+   * a route or the fallback added). False after answering 503 STARTING (holding is off or full)
+   * or when the client went away meanwhile.
+   */
+  private async hold(res: ServerResponse): Promise<boolean> {
+    if (!this.config.holdBeforeReady || this.held >= this.config.maxHeldRequests) {
+      sendError(res, 503, 'STARTING', 'the server is starting; retry in a moment', undefined)
+      return false
+    }
+    this.held++
+    let onClose!: () => void
+    const gone = new Promise<void>((resolve) => res.once('close', (onClose = resolve)))
+    try {
+      await Promise.race([this.changed, gone])
+    } finally {
+      this.held--
+      res.off('close', onClose)
+    }
+    return !res.destroyed && !res.writableEnded
+  }
+
+  /** Wakes every held request to re-check (see hold). */
+  private poke(): void {
+    const wake = this.wake
+    this.changed = new Promise<void>((resolve) => (this.wake = resolve))
+    wake()
   }
 }
 

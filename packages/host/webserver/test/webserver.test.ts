@@ -159,7 +159,52 @@ describe('@dsh/webserver', () => {
     expect(await (await fetch(`${base}/x`)).text()).toBe('x')
   })
 
+  it('holdBeforeReady: requests wait for app/ready; the early filter serves what it admits once guards and a handler exist', async () => {
+    const { ctx, base } = await start({ waitForReady: true, holdBeforeReady: true })
+    const order: string[] = []
+    const ready = () => (ctx.parallel as (name: string) => Promise<void>)('app/ready')
+    const text = (p: string) => fetch(base + p).then(async (r) => { const t = `${r.status} ${await r.text()}`; order.push(`${p} ${t}`); return t })
+    // Before any early filter nothing is routed, not even past the guards.
+    let guarded = 0
+    ctx.webServer.addGuard(() => (guarded++, true))
+    const held = text('/page')
+    await new Promise((r) => setTimeout(r, 50))
+    expect(order).toEqual([])
+    expect(guarded).toBe(0)
+    ctx.webServer.serveBeforeReady((req, info, route) => req.method === 'GET' && !route && !info.url.pathname.startsWith('/api'))
+    // Admitted but no handler yet: still held; the fallback appearing releases it.
+    await new Promise((r) => setTimeout(r, 50))
+    expect(order).toEqual([])
+    ctx.webServer.registerFallback((_q, res) => res.end('page'))
+    expect(await held).toBe('200 page')
+    expect(guarded).toBe(1)
+    // Not admitted (a route of its own, or a reserved path): held until app/ready.
+    ctx.webServer.register({ path: '/api/x', match: 'exact', handle: (_q, res) => res.end('api') })
+    const api = text('/api/x')
+    const other = text('/api/missing')
+    expect(await text('/other')).toBe('200 page')
+    await new Promise((r) => setTimeout(r, 50))
+    expect(order.map((o) => o.split(' ')[0])).toEqual(['/page', '/other'])
+    await ready()
+    expect(await api).toBe('200 api')
+    // After app/ready the usual routing applies (here: the fallback).
+    expect(await other).toBe('200 page')
+    expect(ctx.webServer.ready).toBe(true)
+    await ctx.webServer.whenReady()
+  })
+
+  it('holdBeforeReady: past maxHeldRequests a request gets 503 STARTING; a held request whose server stops is closed', async () => {
+    const { ctx, fiber, base } = await start({ waitForReady: true, holdBeforeReady: true, maxHeldRequests: 1 })
+    ctx.webServer.registerFallback((_q, res) => res.end('page'))
+    const first = fetch(`${base}/a`).then((r) => r.status, (e: Error) => e.name)
+    await new Promise((r) => setTimeout(r, 50))
+    expect(await json(await fetch(`${base}/b`))).toMatchObject({ status: 503, body: { error: { code: 'STARTING' } } })
+    await fiber.dispose()
+    expect(await first).toBe('TypeError')
+  })
+
   it('a port in use fails the start with one message naming host and port', async () => {
+
     const blocker = createServer()
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve))
     const port = (blocker.address() as { port: number }).port
