@@ -108,7 +108,7 @@ async function buildHalf(dir, entry, out) {
     mode: 'production',
     resolve: { conditions: ['browser', 'module', 'import', 'default'] },
     define: { 'process.env.NODE_ENV': JSON.stringify('production') },
-    oxc: { jsx: { runtime: 'automatic', importSource: 'react' } },
+    oxc: { jsx: { runtime: 'automatic', importSource: 'react', development: false } },
     build: {
       outDir: out,
       emptyOutDir: true,

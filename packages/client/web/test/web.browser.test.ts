@@ -3,6 +3,7 @@
 // host-unreachable banner. One host and one browser for the file; each test takes a fresh page.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { hasChromium, launchBrowser, openPage, startWebApp, withArtifacts, type Browser, type Page, type WebApp } from '@dsh/web-testkit'
+import { SHELL_ONLY_PATCH } from './shell-only.ts'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 })
 
@@ -14,6 +15,7 @@ let browser: Browser
 
 beforeAll(async () => {
   app = await startWebApp({
+    patch: SHELL_ONLY_PATCH,
     steps: [
       slowSteps(['Streaming ', 'in ', 'visible ', 'pieces.'], 250) as never,
       slowSteps(SLOW, 300) as never,

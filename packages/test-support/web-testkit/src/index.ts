@@ -3,7 +3,7 @@
 // @dsh/llm-mock-server; `launchBrowser()` starts Debian chromium through playwright-core;
 // `openPage()` records console errors; `withArtifacts()` saves a screenshot when a step fails.
 import { spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -30,6 +30,8 @@ export interface WebAppOptions {
   args?: string[]
   /** A patch layer (YAML text) written to the project folder and passed with `--patch`. */
   patch?: string
+  /** Files or folders copied into the project folder before the start: `{'hello-ui': '/abs/fixture/dir'}`. */
+  copy?: Record<string, string>
   /** Fixed port (default 0: any free one). */
   port?: number
   /** Leave DEEPSEEK_API_KEY unset (to see the missing-key notice). */
@@ -61,6 +63,7 @@ export async function startWebApp(options: WebAppOptions = {}): Promise<WebApp> 
   const cwd = join(root, 'project')
   mkdirSync(home)
   mkdirSync(cwd)
+  for (const [dest, source] of Object.entries(options.copy ?? {})) cpSync(source, join(cwd, dest), { recursive: true })
   const mock = await startMockServer({ steps: options.steps ?? [{ text: 'Hello from the mock model.' }] })
   const args = ['web', '--no-open', '--port', String(options.port ?? 0), ...(options.args ?? [])]
   if (options.patch) {
