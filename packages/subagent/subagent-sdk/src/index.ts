@@ -1,0 +1,89 @@
+// @dsh/subagent-sdk: the `sdk` subagent provider. Each child is a complete dsh runtime in a fresh
+// `dsh-jsonrpc-agent` process, driven through @dsh/sdk-client: one session in the parent's cwd, one
+// prompt; the turn's result is the child's outcome. The process is closed when the child ends.
+import type { Context } from 'cordis'
+import Schema from 'schemastery'
+import { Harness, type PromptResult } from '@dsh/sdk-client'
+import type { ChildOutcome, ProviderChild, ProviderStartRequest, SubagentProvider } from '@dsh/subagent'
+import type {} from '@dsh/subagent'
+
+export const name = 'subagent-sdk'
+export const inject = ['subagents']
+
+export interface SubagentSdkConfig {
+  provider: string
+  /** argv of the server; empty: the installed `@dsh/sdk-server` bin, else `dsh-jsonrpc-agent` on PATH. */
+  command: string[]
+  /** Extra arguments (e.g. `--patch FILE`). */
+  args: string[]
+  env: Record<string, string>
+  /** Pass the parent's `provider/model` to the child (off: the child's own default model). */
+  inheritModel: boolean
+  closeTimeoutMs: number
+}
+
+export const Config: Schema<Partial<SubagentSdkConfig>, SubagentSdkConfig> = Schema.object({
+  provider: Schema.string().default('sdk').description('Name of the provider under ctx.subagents.'),
+  command: Schema.array(Schema.string()).default([]).description('The SDK server to run; empty: dsh-jsonrpc-agent.'),
+  args: Schema.array(Schema.string()).default([]).description('Extra arguments for the server.'),
+  env: Schema.dict(Schema.string()).default({}).description('Extra environment variables for the child.'),
+  inheritModel: Schema.boolean().default(true).description("Run the child on the parent's model."),
+  closeTimeoutMs: Schema.natural().default(2000).description('How long a closing child may take before it is killed.'),
+})
+
+const describe = (error: unknown) => (error instanceof Error ? error.message : String(error))
+
+export function outcomeOf(result: PromptResult): ChildOutcome {
+  const usage = { input: result.usage.input, output: result.usage.output, cacheRead: result.usage.cacheRead ?? 0, cacheWrite: result.usage.cacheWrite ?? 0, reasoning: result.usage.reasoning ?? 0 }
+  if (result.reason === 'completed') return { status: 'completed', text: result.text, usage }
+  if (result.reason === 'cancelled' || result.reason === 'interrupted') return { status: 'cancelled', text: result.text, usage }
+  return { status: 'failed', text: result.text, usage, error: result.error ?? { code: result.reason.toUpperCase(), message: `the child's turn ended ${result.reason}` } }
+}
+
+export function sdkProvider(config: SubagentSdkConfig): SubagentProvider {
+  return {
+    name: config.provider,
+    description: 'a complete dsh runtime in its own process (its own composition, session and tools); give it the whole task',
+    async start(request: ProviderStartRequest): Promise<ProviderChild> {
+      const { parent, prompt } = request
+      const harness = await Harness.start({
+        ...(config.command.length > 0 ? { bin: config.command } : {}),
+        args: config.args,
+        cwd: parent.cwd,
+        env: { ...process.env, ...config.env },
+        closeTimeoutMs: config.closeTimeoutMs,
+      })
+      let session
+      try {
+        session = await harness.createSession({ cwd: parent.cwd, ...(config.inheritModel ? { model: `${parent.model.provider}/${parent.model.model}` } : {}) })
+      } catch (error) {
+        await harness.close().catch(() => {})
+        throw error
+      }
+      const child = session
+      let stopping = false
+      const result = child.prompt(prompt).then(outcomeOf, (error: unknown): ChildOutcome =>
+        stopping ? { status: 'cancelled', text: '' } : { status: 'failed', text: '', error: { code: 'CHILD_EXITED', message: describe(error) } },
+      )
+      return {
+        sessionId: child.id,
+        result,
+        abort() {
+          child.cancel().catch(() => {
+            // The server is gone or busy closing: make sure the turn ends anyway.
+            stopping = true
+            void harness.close().catch(() => {})
+          })
+        },
+        async dispose() {
+          stopping = true
+          await harness.close().catch(() => {})
+        },
+      }
+    },
+  }
+}
+
+export function apply(ctx: Context, config: SubagentSdkConfig): void {
+  ctx.subagents.registerProvider(sdkProvider(config))
+}
