@@ -11,7 +11,7 @@ const root = mkdtempSync(join(tmpdir(), 'dsh-frontend-static-e2e-'))
 afterAll(() => rmSync(root, { recursive: true, force: true }))
 
 describe('dsh web serves the client directory and plugin browser halves (real bin)', () => {
-  it('placeholder at /, a patch-mounted package\'s ./client files at /plugins/@acme/dsh-ui/, the row in plugins.list', async () => {
+  it('the app at /, a patch-mounted package\'s ./client files at /plugins/@acme/dsh-ui/, the row in plugins.list', async () => {
     const home = join(root, 'home')
     const cwd = join(root, 'project')
     const pkg = join(cwd, 'acme-ui')
@@ -45,7 +45,10 @@ describe('dsh web serves the client directory and plugin browser halves (real bi
       const page = await fetch(url + '/')
       expect(page.status).toBe(200)
       expect(page.headers.get('cache-control')).toBe('no-cache')
-      expect(await page.text()).toContain('client is not built')
+      const html = await page.text()
+      // The built client (or, when it is not built, the placeholder) with the boot manifest naming the half.
+      if (html.includes('id="dsh-boot"')) expect(html).toContain('{"package":"@acme/dsh-ui","url":"/plugins/@acme/dsh-ui/main.js"}')
+      else expect(html).toContain('client is not built')
       // A client-side route gets the same page.
       expect((await fetch(url + '/sessions/123')).status).toBe(200)
 

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import WebServer from '@dsh/webserver'
-import FrontendStatic, { IMMUTABLE, isHashedName, pickEncoding, PLACEHOLDER_DIST, REVALIDATE } from '../src/index.ts'
+import FrontendStatic, { builtClientDist, IMMUTABLE, isHashedName, pickEncoding, PLACEHOLDER_DIST, REVALIDATE } from '../src/index.ts'
 import { bootLoader, writePackage } from './loader.ts'
 
 interface Reply { status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }
@@ -152,13 +152,22 @@ describe('the client directory', () => {
     expect(dots.body.toString()).toBe(INDEX)
   })
 
-  it('serves the shipped placeholder page when no dist is configured; a missing dist fails the row with one clear error', async () => {
+  it('serves the built client by default (the placeholder when none is built); a missing dist fails the row with one clear error', async () => {
     const { port } = await start({ dist: undefined })
     const page = await get(port, '/')
     expect(page.status).toBe(200)
-    expect(page.body.toString()).toContain('client is not built')
-    expect(page.body.toString()).toContain('/api/events/host')
-    expect(readFileSync(join(PLACEHOLDER_DIST, 'index.html'), 'utf8')).toBe(page.body.toString())
+    const built = builtClientDist()
+    if (built) {
+      expect(page.body.toString()).toContain('<script type="importmap">')
+      expect(page.body.toString()).toMatch(/<script type="application\/json" id="dsh-boot">\{"version":1,/)
+    } else {
+      expect(page.body.toString()).toContain('client is not built')
+    }
+    await app?.dispose()
+    const placeholder = await start({ dist: PLACEHOLDER_DIST })
+    const shipped = await get(placeholder.port, '/')
+    expect(shipped.body.toString()).toContain('/api/events/host')
+    expect(readFileSync(join(PLACEHOLDER_DIST, 'index.html'), 'utf8')).toBe(shipped.body.toString())
 
     await app?.dispose()
     const host = new Context().plugin({ name: 'test-host-2', apply() {} })
@@ -208,6 +217,25 @@ describe('plugin browser halves at /plugins/<package>/<file>', () => {
     expect(await codes('/plugins/fixture-plain/index.js')).toEqual([404, 'PLUGIN_NOT_FOUND'])
     expect(await codes('/plugins/@nobody/else/x.js')).toEqual([404, 'PLUGIN_NOT_FOUND'])
     expect(await codes('/plugins/')).toEqual([404, 'NOT_FOUND'])
+  })
+
+  it('puts the boot manifest (enabled halves, launch folder) into the index page and at /client-manifest.json', async () => {
+    writeFileSync(join(dist, 'index.html'), '<!doctype html><script type="application/json" id="dsh-boot"></script><div id="root"></div>')
+    const ui = writePackage(root, '@fixture/ui', `export const name = 'ui'; export function apply() {}`, { exports: { '.': './index.js', './client': './client/entry.js' } }, { 'client/entry.js': 'export default {}\n' })
+    const off = writePackage(root, 'fixture-off', `export const name = 'off'; export function apply() {}`, { exports: { '.': './index.js', './client': './web/entry.js' } }, { 'web/entry.js': '1' })
+    const { port } = await start({ launchCwd: '/work/</script>' }, async (c) => {
+      await bootLoader(c, [{ id: 'ui', name: ui }, { id: 'off', name: off, disabled: true }])
+    })
+    const expected = { version: 1, plugins: [{ package: '@fixture/ui', url: '/plugins/@fixture/ui/entry.js' }], launchCwd: '/work/</script>' }
+    const json = await get(port, '/client-manifest.json')
+    expect(json.status).toBe(200)
+    expect(json.headers['cache-control']).toBe('no-store')
+    expect(JSON.parse(json.body.toString())).toEqual(expected)
+    const page = (await get(port, '/')).body.toString()
+    const inlined = /<script type="application\/json" id="dsh-boot">(.*?)<\/script>/.exec(page)
+    // The value cannot close the script element: `<` is escaped.
+    expect(inlined?.[1]).not.toContain('</script>')
+    expect(JSON.parse(inlined![1])).toEqual(expected)
   })
 })
 
