@@ -1,34 +1,72 @@
 // End-to-end: what a boot of the headless profile loads. Work that only a later call needs (the
 // edit tool's diff library, the sandbox runner probe) must stay off the path of a boot that ends
-// at once, such as `dsh --profile headless --help`.
+// at once, such as `dsh --profile headless --help`; and each workspace package loads as its
+// bundled entry (scripts/build.mjs), not as one module per source file.
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { basename, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { runDsh } from '@dsh/cli-testkit'
 
 const REGISTER = fileURLToPath(new URL('./fixtures/module-log/register.mjs', import.meta.url))
 
+const REPO = fileURLToPath(new URL('../../../../', import.meta.url))
+
+/** Every module URL a real `dsh --profile headless --patch <empty> --help` loads (a full boot). */
+async function bootModules(): Promise<string[]> {
+  const root = mkdtempSync(join(tmpdir(), 'dsh-boot-path-'))
+  const log = join(root, 'modules.txt')
+  const env = { HOME: root, DSH_HOME: join(root, 'dsh'), DSH_TEST_MODULE_LOG: log, NODE_OPTIONS: `--import ${REGISTER}` }
+  try {
+    // An extra (empty) layer makes the launcher boot the tree for --help instead of printing the
+    // bundle's fixed help text without a boot.
+    const layer = join(root, 'empty.patch.yml')
+    writeFileSync(layer, '[]\n')
+    const run = await runDsh(['--profile', 'headless', '--patch', layer, '--help'], { cwd: root, env })
+    expect(run.code, run.stderr).toBe(0)
+    expect(run.stdout).toContain('--output-format')
+    return readFileSync(log, 'utf8').split('\n').filter(Boolean)
+  } finally {
+    if (existsSync(root)) rmSync(root, { recursive: true, force: true })
+  }
+}
+
+/** The dist files a workspace package exports (`default` targets), by package directory. */
+function exportedDistFiles(pkgDir: string): Set<string> {
+  const { exports } = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8')) as { exports?: Record<string, unknown> }
+  const files = new Set<string>()
+  for (const value of Object.values(exports ?? {})) {
+    const target = typeof value === 'string' ? value : (value as { default?: unknown })?.default
+    if (typeof target === 'string' && target.startsWith('./dist/')) files.add(target.slice('./dist/'.length))
+  }
+  return files
+}
+
 describe('the boot path of dsh --profile headless --help', () => {
   it('loads no module that only a later call needs (the diff library)', { timeout: 60_000 }, async () => {
-    const root = mkdtempSync(join(tmpdir(), 'dsh-boot-path-'))
-    const log = join(root, 'modules.txt')
-    const env = { HOME: root, DSH_HOME: join(root, 'dsh'), DSH_TEST_MODULE_LOG: log, NODE_OPTIONS: `--import ${REGISTER}` }
-    try {
-      // An extra (empty) layer makes the launcher boot the tree for --help instead of printing the
-      // bundle's fixed help text without a boot.
-      const layer = join(root, 'empty.patch.yml')
-      writeFileSync(layer, '[]\n')
-      const run = await runDsh(['--profile', 'headless', '--patch', layer, '--help'], { cwd: root, env })
-      expect(run.code, run.stderr).toBe(0)
-      expect(run.stdout).toContain('--output-format')
-      const loaded = readFileSync(log, 'utf8').split('\n').filter(Boolean)
-      // The log works: the boot loaded the row modules, the edit tool among them.
-      expect(loaded.some((url) => url.includes('/tool-fs/dist/'))).toBe(true)
-      expect(loaded.filter((url) => /\/node_modules\/diff\//.test(url))).toEqual([])
-    } finally {
-      if (existsSync(root)) rmSync(root, { recursive: true, force: true })
-    }
+    const loaded = await bootModules()
+    // The log works: the boot loaded the row modules, the edit tool among them.
+    expect(loaded.some((url) => url.includes('/tool-fs/dist/'))).toBe(true)
+    expect(loaded.filter((url) => /\/node_modules\/diff\//.test(url))).toEqual([])
+  })
+
+  it('loads each workspace package as its bundled entries, not one module per source file', { timeout: 60_000 }, async () => {
+    const loaded = await bootModules()
+    const ours = loaded
+      .filter((url) => url.startsWith('file://'))
+      .map((url) => fileURLToPath(url))
+      .map((path) => /^(.*\/(?:packages\/[^/]+\/[^/]+|bundles\/[^/]+))\/dist\/(.+)$/.exec(path))
+      .filter((m): m is RegExpExecArray => m !== null && m[1].startsWith(REPO))
+    const packages = new Set(ours.map((m) => m[1]))
+    // The boot really went through many packages' dist/ (the log is not empty or partial).
+    expect(packages.size).toBeGreaterThan(30)
+    // Each loaded file is an exported entry (the bundle) or a chunk shared by a package's entries;
+    // a per-file build would load session.js, store.js, ... beside each package's index.js.
+    const strays = ours
+      .filter((m) => !exportedDistFiles(m[1]).has(m[2]) && !/^chunk-[\w-]+\.js$/.test(basename(m[2])))
+      .map((m) => `${m[1].slice(REPO.length)}/dist/${m[2]}`)
+    expect(strays).toEqual([])
+    expect(ours.length).toBeLessThan(packages.size * 1.5)
   })
 })
