@@ -1,7 +1,8 @@
 // End-to-end: the real `dsh --profile headless` bin (the base bundle's subagent rows), the DeepSeek
 // adapter talking to @dsh/llm-mock-server, real bash in the sandbox, real session files.
 import { spawn } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -159,5 +160,48 @@ describe('dsh --profile headless with subagents', () => {
     const hung = rows.find((r) => r.firstPrompt === 'hang forever')
     expect(hung).toBeDefined()
     expect(hung!.damaged).toBeUndefined()
+  })
+
+  it('an acp child (dsh-acp) and an sdk child (dsh-jsonrpc-agent) each complete a task', { timeout: 120_000 }, async () => {
+    const { root, home, cwd } = workspace()
+    writeFileSync(join(cwd, 'note.txt'), 'out-of-process\n')
+    const acpBin = fileURLToPath(new URL('../../subagent-acp/node_modules/@dsh/acp-app/bin/dsh-acp.mjs', import.meta.url))
+    const sdkBin = fileURLToPath(new URL('../../subagent-sdk/node_modules/@dsh/sdk-server/bin/dsh-jsonrpc-agent.mjs', import.meta.url))
+    const patch = join(root, 'children.patch.yml')
+    writeFileSync(
+      patch,
+      [
+        '- id: subagent-acp',
+        `  config: { command: [${JSON.stringify(process.execPath)}, ${JSON.stringify(acpBin)}] }`,
+        '- id: subagent-sdk',
+        `  config: { command: [${JSON.stringify(process.execPath)}, ${JSON.stringify(sdkBin)}] }`,
+        '',
+      ].join('\n'),
+    )
+    server = await startMockServer({
+      steps: [
+        { toolCalls: [call('a', 'subagent', { provider: 'acp', description: 'acp read', prompt: 'read note.txt (acp)' })] },
+        { expect: { lastContains: '(acp)' }, toolCalls: [call('r1', 'read', { file_path: 'note.txt' })] },
+        { expect: { lastContains: 'out-of-process' }, text: 'acp child read: out-of-process' },
+        { expect: { lastContains: 'acp child read' }, toolCalls: [call('s', 'subagent', { provider: 'sdk', description: 'sdk read', prompt: 'read note.txt (sdk)' })] },
+        { expect: { lastContains: '(sdk)' }, toolCalls: [call('r2', 'read', { file_path: 'note.txt' })] },
+        { expect: { lastContains: 'out-of-process' }, text: 'sdk child read: out-of-process' },
+        { expect: { lastContains: 'sdk child read' }, text: 'both children answered' },
+      ] as never,
+    })
+    const run = await runDsh(['--profile', 'headless', '--patch', patch, '--output-format', 'stream-json', 'delegate out of process'], { cwd, env: env(home) })
+    expect(run.stderr).toBe('')
+    expect(server.requests.filter((r) => r.outcome !== 'served').map((r) => r.index)).toEqual([])
+    const { result, events } = parse(run.stdout)
+    expect(result).toMatchObject({ result: 'both children answered', reason: 'completed' })
+    expect(toolText(3, 'a')).toBe('acp child read: out-of-process')
+    expect(toolText(6, 's')).toBe('sdk child read: out-of-process')
+    const finished = events.filter((e) => e.type === 'subagent/finished').map((e) => [e.data.id, e.data.status])
+    expect(finished).toEqual([
+      ['sub-1', 'completed'],
+      ['sub-2', 'completed'],
+    ])
+    const started = events.filter((e) => e.type === 'subagent/started').map((e) => e.data.provider)
+    expect(started).toEqual(['acp', 'sdk'])
   })
 })
