@@ -1,0 +1,169 @@
+// ctx.remote and ctx.connection against a scripted HTTP server speaking the host's wire format
+// (JSON methods, SSE with `id: <seq>`). The real host never sends a duplicate or skips a seq on
+// purpose, so those edges are scripted here; the browser tests run the same code against the
+// real `dsh web`.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import type { Context } from 'cordis'
+import { createRuntime, RemoteError } from '../src/index.ts'
+
+interface Script {
+  /** Answers one session stream request (the n-th, with its `after`). */
+  session?: (res: ServerResponse, n: number, after: number | undefined) => void
+  host?: (res: ServerResponse, n: number) => void
+}
+
+let server: Server | undefined
+let root: Context | undefined
+const requests: string[] = []
+
+afterEach(async () => {
+  await root?.fiber.dispose()
+  root = undefined
+  server?.closeAllConnections()
+  await new Promise((resolve) => server?.close(resolve))
+  server = undefined
+  requests.length = 0
+})
+
+const event = (seq: number, type = 'assistant/chunk') => `id: ${seq}\ndata: ${JSON.stringify({ seq, type, time: 0, data: { n: seq } })}\n\n`
+const sse = (res: ServerResponse) => res.writeHead(200, { 'content-type': 'text/event-stream' })
+
+async function start(script: Script): Promise<Context> {
+  let sessionN = 0
+  let hostN = 0
+  server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const url = new URL(req.url!, 'http://x')
+    requests.push(url.pathname + url.search)
+    if (url.pathname === '/api/events/host') return script.host ? script.host(res, hostN++) : (sse(res), res.write('data: {"type":"hello"}\n\n'))
+    if (url.pathname.startsWith('/api/events/session/')) {
+      const after = url.searchParams.get('after')
+      return script.session?.(res, sessionN++, after === null ? undefined : Number(after))
+    }
+    if (url.pathname === '/api/sessions.list') return res.end(JSON.stringify({ result: { sessions: [], total: 0 } }))
+    if (url.pathname === '/api/sessions.cancel') {
+      res.writeHead(404, { 'content-type': 'application/json' })
+      return res.end(JSON.stringify({ error: { code: 'SESSION_NOT_FOUND', message: 'no session "x"', field: 'sessionId' } }))
+    }
+    res.writeHead(404, { 'content-type': 'application/json' })
+    res.end(JSON.stringify({ error: { code: 'UNKNOWN_METHOD', message: 'no such method' } }))
+  })
+  await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve))
+  const base = `http://127.0.0.1:${(server!.address() as AddressInfo).port}`
+  root = await createRuntime({ remote: { baseUrl: base }, connection: { retryMs: 20, maxRetryMs: 80, lingerMs: 50 } })
+  return root
+}
+
+describe('ctx.remote', () => {
+  it('returns results, maps host errors to RemoteError with code and field, and an unreachable host to NETWORK', async () => {
+    const ctx = await start({})
+    expect(await ctx.remote.call('sessions.list', {})).toEqual({ sessions: [], total: 0 })
+    const failure = await ctx.remote.call('sessions.cancel', { sessionId: 'x' }).catch((e) => e)
+    expect(failure).toBeInstanceOf(RemoteError)
+    expect(failure).toMatchObject({ code: 'SESSION_NOT_FOUND', status: 404, field: 'sessionId', message: 'no session "x"' })
+    server!.closeAllConnections()
+    await new Promise((resolve) => server!.close(resolve))
+    const offline = await ctx.remote.call('sessions.list', {}).catch((e) => e)
+    expect(offline).toMatchObject({ code: 'NETWORK' })
+    expect(ctx.connection.state.get()).toBe('offline')
+  })
+})
+
+describe('ctx.connection.session(id)', () => {
+  it('replays, follows, resumes after its last seq on a dropped stream, and drops duplicates', async () => {
+    const ctx = await start({
+      session(res, n, after) {
+        sse(res)
+        if (n === 0) {
+          for (let seq = 0; seq < 3; seq++) res.write(event(seq))
+          res.write('event: status\ndata: {"sessionId":"s1","status":"running","queued":0}\n\n')
+          res.end() // dropped mid-turn
+        } else {
+          // The resumed stream repeats seq 2 (a duplicate) before the new ones.
+          for (let seq = (after ?? -1); seq < 6; seq++) if (seq >= 0) res.write(event(seq))
+          res.write('event: status\ndata: {"sessionId":"s1","status":"idle","queued":0}\n\n')
+        }
+      },
+    })
+    const feed = ctx.connection.session('s1')
+    await vi.waitFor(() => expect(feed.get().lastSeq).toBe(5), { timeout: 5000 })
+    expect(feed.get().events.map((e) => e.seq)).toEqual([0, 1, 2, 3, 4, 5])
+    expect(requests.filter((r) => r.startsWith('/api/events/session/'))).toEqual(['/api/events/session/s1', '/api/events/session/s1?after=2'])
+    await vi.waitFor(() => expect(feed.get()).toMatchObject({ status: 'idle', loaded: true, live: true }))
+    feed.release()
+  })
+
+  it('reconnects from its last seq when a seq is skipped, and stops for good on a 404', async () => {
+    const ctx = await start({
+      session(res, n, after) {
+        if (n === 0) {
+          sse(res)
+          res.write(event(0))
+          res.write(event(1))
+          res.write(event(5)) // a gap: 2..4 missing
+          return
+        }
+        if (after === 1 && n === 1) {
+          sse(res)
+          for (let seq = 2; seq <= 5; seq++) res.write(event(seq))
+          return
+        }
+        res.writeHead(404, { 'content-type': 'application/json' })
+        res.end(JSON.stringify({ error: { code: 'SESSION_NOT_FOUND', message: 'gone' } }))
+      },
+    })
+    const feed = ctx.connection.session('s2')
+    await vi.waitFor(() => expect(feed.get().events.map((e) => e.seq)).toEqual([0, 1, 2, 3, 4, 5]), { timeout: 5000 })
+    const gone = ctx.connection.session('s3')
+    await vi.waitFor(() => expect(gone.get().error).toEqual({ code: 'SESSION_NOT_FOUND', message: 'gone' }))
+    const before = requests.length
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    expect(requests.slice(before).filter((r) => r.includes('/s3'))).toEqual([])
+    feed.release()
+    gone.release()
+  })
+
+  it('keeps pending approvals from the stream and drops them when resolved', async () => {
+    const ctx = await start({
+      session(res) {
+        sse(res)
+        res.write(event(0))
+        res.write(`event: approval\ndata: ${JSON.stringify({ requestId: 'r1', sessionId: 's4', request: { kind: 'bash', title: 'Run ls', action: {}, options: [], time: 0 } })}\n\n`)
+        res.write('event: status\ndata: {"sessionId":"s4","status":"waiting","queued":0}\n\n')
+        setTimeout(() => res.write('event: approval/resolved\ndata: {"requestId":"r1","decision":"allowed-once"}\n\n'), 100)
+      },
+    })
+    const feed = ctx.connection.session('s4')
+    await vi.waitFor(() => expect(feed.get().approvals.map((a) => a.requestId)).toEqual(['r1']))
+    expect(feed.get().status).toBe('waiting')
+    await vi.waitFor(() => expect(feed.get().approvals).toEqual([]))
+    feed.release()
+  })
+})
+
+describe('ctx.connection online state', () => {
+  it('goes offline when the host stream fails and online again with a connection/reset', async () => {
+    const seen: string[] = []
+    const ctx = await start({
+      host(res, n) {
+        if (n === 1 || n === 2) {
+          res.writeHead(503, { 'content-type': 'application/json' })
+          res.end(JSON.stringify({ error: { code: 'UNAVAILABLE', message: 'restarting' } }))
+          return
+        }
+        sse(res)
+        res.write('data: {"type":"hello"}\n\n')
+        res.write(`data: ${JSON.stringify({ type: 'session/changed', n })}\n\n`)
+        if (n === 0) setTimeout(() => res.end(), 50)
+      },
+    })
+    ctx.connection.state.subscribe(() => seen.push(ctx.connection.state.get()))
+    const events: string[] = []
+    ctx.connection.onHost((e) => events.push(e.type))
+    await vi.waitFor(() => expect(events).toContain('connection/reset'), { timeout: 5000 })
+    expect(seen).toContain('offline')
+    expect(ctx.connection.state.get()).toBe('online')
+    expect(events.at(-1)).toBe('session/changed')
+  })
+})
