@@ -9,6 +9,23 @@ export interface SseOptions {
   onClose?: () => void
 }
 
+// The last frame formatted, by identity of its data object: a live event fanned out to every
+// client of a session is serialised once, not once per client. Log events are not mutated after
+// they are appended, and a state frame is a fresh object each time, so identity is enough.
+let lastFrame: { event: string | undefined; data: object; id: number | undefined; frame: string } | undefined
+
+/** `id:`/`event:`/`data:` lines of one SSE event (the data as one line of JSON). */
+export function formatFrame(event: string | undefined, data: unknown, id?: number): string {
+  const cached = lastFrame
+  if (cached && cached.data === data && cached.id === id && cached.event === event) return cached.frame
+  let frame = ''
+  if (id !== undefined) frame += `id: ${id}\n`
+  if (event !== undefined && event !== 'message') frame += `event: ${event}\n`
+  frame += `data: ${JSON.stringify(data)}\n\n`
+  if (data !== null && typeof data === 'object') lastFrame = { event, data, id, frame }
+  return frame
+}
+
 export class SseClient {
   closed = false
   private heartbeat: NodeJS.Timeout | undefined
@@ -36,11 +53,8 @@ export class SseClient {
 
   /** Sends one event; `id` is set only for log events. Returns false when the client is gone. */
   send(event: string | undefined, data: unknown, id?: number): boolean {
-    let frame = ''
-    if (id !== undefined) frame += `id: ${id}\n`
-    if (event !== undefined && event !== 'message') frame += `event: ${event}\n`
-    frame += `data: ${JSON.stringify(data)}\n\n`
-    return this.write(frame)
+    if (this.closed) return false
+    return this.write(formatFrame(event, data, id))
   }
 
   private write(frame: string): boolean {

@@ -1,7 +1,7 @@
 // The gateway and session host in a real tree (agent loop, DeepSeek adapter against
 // @dsh/llm-mock-server, approval service, JSONL persistence in a temp dir), spoken to over real
 // HTTP on 127.0.0.1 with real SSE streams.
-import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http'
+import { createServer, type Server } from 'node:http'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -15,6 +15,7 @@ import ApprovalService from '@dsh/user-approval'
 import DurableSessions from '@dsh/session-persistence'
 import JsonlPersistence from '@dsh/session-persistence-jsonl'
 import ApiGateway from '../src/index.ts'
+import { SseReader as BaseReader, seqs, turnEnds } from './sse-reader.ts'
 
 vi.setConfig({ testTimeout: 30_000 })
 
@@ -101,73 +102,12 @@ async function call(host: Host, method: string, params: unknown): Promise<any> {
   return body.result
 }
 
-interface Frame { id?: number; event: string; data: any }
-
-/** A real SSE reader over node:http: parses frames as they arrive. */
-class SseReader {
-  frames: Frame[] = []
-  res?: IncomingMessage
-  status = 0
-  private waiters: Array<() => void> = []
-  private buffer = ''
-  private readonly req
-
+/** The shared reader, closed after each test. */
+class SseReader extends BaseReader {
   constructor(url: string, headers: Record<string, string> = {}) {
-    this.req = httpRequest(url, { headers: { accept: 'text/event-stream', ...headers } }, (res) => {
-      this.res = res
-      this.status = res.statusCode ?? 0
-      res.setEncoding('utf8')
-      res.on('data', (text: string) => this.feed(text))
-      res.on('end', () => this.notify())
-    })
-    this.req.on('error', () => this.notify())
-    this.req.end()
-    cleanup.push(() => this.close())
-  }
-
-  private feed(text: string): void {
-    this.buffer += text
-    let end: number
-    while ((end = this.buffer.indexOf('\n\n')) >= 0) {
-      const block = this.buffer.slice(0, end)
-      this.buffer = this.buffer.slice(end + 2)
-      const frame: Frame = { event: 'message', data: undefined }
-      let data = ''
-      for (const line of block.split('\n')) {
-        if (line.startsWith(':')) continue
-        const [field, ...rest] = line.split(': ')
-        const value = rest.join(': ')
-        if (field === 'id') frame.id = Number(value)
-        else if (field === 'event') frame.event = value
-        else if (field === 'data') data += value
-      }
-      if (data === '') continue
-      frame.data = JSON.parse(data)
-      this.frames.push(frame)
-    }
-    this.notify()
-  }
-
-  private notify(): void {
-    for (const waiter of this.waiters.splice(0)) waiter()
-  }
-
-  get events(): Frame[] {
-    return this.frames.filter((f) => f.id !== undefined)
-  }
-
-  async until(test: (frames: Frame[]) => boolean): Promise<void> {
-    while (!test(this.frames)) await new Promise<void>((resolve) => this.waiters.push(resolve))
-  }
-
-  close(): void {
-    this.req.destroy()
-    this.res?.destroy()
+    super(url, headers, (reader) => cleanup.push(() => reader.close()))
   }
 }
-
-const turnEnds = (frames: Frame[]) => frames.filter((f) => f.data?.type === 'turn/end').length
-const seqs = (frames: Frame[]) => frames.filter((f) => f.id !== undefined).map((f) => f.id!)
 
 describe('api-gateway over real HTTP', () => {
   it('answers bad input with a JSON error naming the problem', async () => {

@@ -1,0 +1,76 @@
+// A real Server-Sent Events reader over node:http for the tests: parses frames as they arrive.
+import { request as httpRequest, type IncomingMessage } from 'node:http'
+
+export interface Frame { id?: number; event: string; data: any }
+
+export class SseReader {
+  frames: Frame[] = []
+  res?: IncomingMessage
+  status = 0
+  ended = false
+  private waiters: Array<() => void> = []
+  private buffer = ''
+  private readonly req
+
+  constructor(url: string, headers: Record<string, string> = {}, onCreate?: (reader: SseReader) => void) {
+    this.req = httpRequest(url, { headers: { accept: 'text/event-stream', ...headers } }, (res) => {
+      this.res = res
+      this.status = res.statusCode ?? 0
+      res.setEncoding('utf8')
+      res.on('data', (text: string) => this.feed(text))
+      res.on('end', () => ((this.ended = true), this.notify()))
+      res.on('close', () => ((this.ended = true), this.notify()))
+    })
+    this.req.on('error', () => ((this.ended = true), this.notify()))
+    this.req.end()
+    onCreate?.(this)
+  }
+
+  private feed(text: string): void {
+    this.buffer += text
+    let end: number
+    while ((end = this.buffer.indexOf('\n\n')) >= 0) {
+      const block = this.buffer.slice(0, end)
+      this.buffer = this.buffer.slice(end + 2)
+      const frame: Frame = { event: 'message', data: undefined }
+      let data = ''
+      for (const line of block.split('\n')) {
+        if (line.startsWith(':')) continue
+        const [field, ...rest] = line.split(': ')
+        const value = rest.join(': ')
+        if (field === 'id') frame.id = Number(value)
+        else if (field === 'event') frame.event = value
+        else if (field === 'data') data += value
+      }
+      if (data === '') continue
+      frame.data = JSON.parse(data)
+      this.frames.push(frame)
+    }
+    this.notify()
+  }
+
+  private notify(): void {
+    for (const waiter of this.waiters.splice(0)) waiter()
+  }
+
+  /** The log events (frames with an id). */
+  get events(): Frame[] {
+    return this.frames.filter((f) => f.id !== undefined)
+  }
+
+  /** Waits until `test` holds; rejects if the stream ends first. */
+  async until(test: (frames: Frame[]) => boolean): Promise<void> {
+    while (!test(this.frames)) {
+      if (this.ended) throw new Error(`the stream ended first; frames: ${JSON.stringify(this.frames.map((f) => f.event + (f.id ?? '')))}`)
+      await new Promise<void>((resolve) => this.waiters.push(resolve))
+    }
+  }
+
+  close(): void {
+    this.req.destroy()
+    this.res?.destroy()
+  }
+}
+
+export const turnEnds = (frames: Frame[]) => frames.filter((f) => f.data?.type === 'turn/end').length
+export const seqs = (frames: Frame[]) => frames.filter((f) => f.id !== undefined).map((f) => f.id!)
