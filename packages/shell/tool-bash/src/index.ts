@@ -1,9 +1,10 @@
-// @dsh/tool-bash: the model-facing `bash` tool over the `ctx.shell` executor seam. Foreground
-// only: background execution (`run_in_background`) arrives with the jobs runtime.
+// @dsh/tool-bash: the model-facing `bash` tool over the `ctx.shell` executor seam. When `ctx.jobs`
+// is mounted (before this row), `run_in_background` runs the command as a job of that registry.
 import { Context } from 'cordis'
 import Schema from 'schemastery'
 import { ShellError, type ShellLimits } from '@dsh/shell'
 import type {} from '@dsh/shell-env'
+import type {} from '@dsh/jobs'
 import type { JsonSchema, ToolOutput } from '@dsh/tools'
 import { isSandboxedShell, SANDBOX_ESCALATION_PARAMETER } from '@dsh/sandbox'
 import { renderResult } from './render.ts'
@@ -18,6 +19,13 @@ export interface BashToolArgs {
   workdir?: string
   /** Only offered when the shell provider confines commands (@dsh/bash-sandbox). */
   sandbox_escalation?: { justification: string }
+  /** Only offered when `ctx.jobs` is mounted. */
+  run_in_background?: boolean
+}
+
+export const RUN_IN_BACKGROUND_PARAMETER: JsonSchema = {
+  type: 'boolean',
+  description: 'Run as a background job: the call returns a job id at once and the command keeps running (read it with job_output, stop it with job_kill).',
 }
 
 export interface ToolBashConfig {
@@ -85,9 +93,16 @@ export function apply(ctx: Context, config: ToolBashConfig): void {
   const budget = { maxBytes: headBytes + tailBytes, headBytes, tailBytes }
   // A confining shell offers the model a way to ask the user for one unconfined run.
   const sandboxed = isSandboxedShell(ctx.shell)
-  const schema: JsonSchema = sandboxed
-    ? { ...parameters, properties: { ...(parameters.properties as object), sandbox_escalation: SANDBOX_ESCALATION_PARAMETER } }
-    : parameters
+  // Background runs exist only with a jobs registry (the `jobs` row loads before this one).
+  const jobs = ctx.get('jobs')
+  const schema: JsonSchema = {
+    ...parameters,
+    properties: {
+      ...(parameters.properties as object),
+      ...(sandboxed ? { sandbox_escalation: SANDBOX_ESCALATION_PARAMETER } : {}),
+      ...(jobs ? { run_in_background: RUN_IN_BACKGROUND_PARAMETER } : {}),
+    },
+  }
   ctx.tools.register<BashToolArgs>({
     name: 'bash',
     description: describeTool(ctx.shell.limits),
@@ -103,7 +118,7 @@ export function apply(ctx: Context, config: ToolBashConfig): void {
           command: args.command,
           cwd: call.cwd,
           workdir: args.workdir,
-          timeoutMs: args.timeoutMs,
+          timeoutMs: args.timeoutMs ?? (args.run_in_background && jobs ? ctx.shell.limits.maxTimeoutMs : undefined),
           env,
           output: budget,
           ...(sandboxed ? { sessionId: call.sessionId, sandboxEscalation: args.sandbox_escalation } : {}),
@@ -114,6 +129,26 @@ export function apply(ctx: Context, config: ToolBashConfig): void {
           return refusal(error.code, `${error.message}. Pass an existing directory as workdir (a relative path resolves against ${call.cwd}).`)
         }
         return refusal(error.code, error.message)
+      }
+      if (args.run_in_background && jobs) {
+        const record = jobs.start({
+          kind: 'bash',
+          description: args.description,
+          command: args.command,
+          owner: { ...(call.sessionId !== undefined ? { sessionId: call.sessionId } : {}), ...(call.agentId !== undefined ? { agentId: call.agentId } : {}) },
+          run: async (io) => {
+            const result = await ctx.shell.run(spec, { signal: io.signal, onOutput: (chunk) => io.write(chunk.text) })
+            if (result.status === 'exited') return { status: 'exited', exitCode: result.exitCode }
+            if (result.status === 'cancelled') return { status: 'killed' }
+            if (result.status === 'timeout') return { status: 'failed', error: { code: 'TIMEOUT', message: `stopped after its ${spec.timeoutMs} ms limit` } }
+            if (result.status === 'signaled') return { status: 'failed', exitCode: null, error: { code: 'SIGNALED', message: `ended by ${result.signal}` } }
+            return { status: 'failed', error: result.error ?? { code: 'FAILED', message: 'the command could not be started' } }
+          },
+        })
+        return {
+          content: `Started background job ${record.id} (${args.description}); it runs until it ends, you stop it with job_kill, or its ${spec.timeoutMs} ms limit. Read its output with job_output {"id": "${record.id}"}.`,
+          meta: { jobId: record.id },
+        }
       }
       const result = await ctx.shell.run(spec, { signal: call.signal })
       return renderResult(result, spec)
