@@ -1,0 +1,261 @@
+// @dsh/hooks-claude-code: runs a user's existing Claude Code command hooks on dsh's interception
+// points: PreToolUse on `tools/pre-execute`, PostToolUse on `tools/post-execute`, UserPromptSubmit
+// on `agent/pre-step` (steps that enter human input), Stop on `agent/turn-stopping`. Hooks come
+// from `~/.claude/settings.json`, the project's `.claude/settings.json` and
+// `.claude/settings.local.json`, and this row's `hooks`; each run is logged as `hook/run`.
+import { homedir } from 'node:os'
+import { join, resolve } from 'node:path'
+import type { Context } from 'cordis'
+import Schema from 'schemastery'
+import type { Agent } from '@dsh/agent'
+import type { Session } from '@dsh/session'
+import type { ToolOutput } from '@dsh/tools'
+import { decodeOutcome, logHookRun, matches, mostRestrictive, registerHookEvents, runHookCommand, type HookOutcome, type PermissionDecision } from '@dsh/hook-protocol'
+import { checkHooks, readSettingsHooks, type HookEntry, type SupportedEvent } from './config.ts'
+
+export { checkHooks, readSettingsHooks, SUPPORTED_EVENTS, UNSUPPORTED_EVENTS, type HookEntry, type SupportedEvent } from './config.ts'
+
+/** dsh tool names and the Claude Code names hooks match on and receive. Others pass unchanged (MCP tools share the `mcp__server__tool` form). */
+export const TOOL_NAMES: Readonly<Record<string, string>> = {
+  bash: 'Bash',
+  read: 'Read',
+  read_image: 'Read',
+  write: 'Write',
+  edit: 'Edit',
+  grep: 'Grep',
+  glob: 'Glob',
+  todo_write: 'TodoWrite',
+  ask_user_question: 'AskUserQuestion',
+  subagent: 'Task',
+}
+
+export const claudeToolName = (name: string) => TOOL_NAMES[name] ?? name
+
+export interface HooksClaudeCodeConfig {
+  /** Hooks in the Claude Code `hooks` shape, run in addition to the settings files'. */
+  hooks: Record<string, unknown>
+  /** Read `~/.claude/settings.json`. */
+  userSettings: boolean
+  /** Read `<cwd>/.claude/settings.json` and `<cwd>/.claude/settings.local.json`. */
+  projectSettings: boolean
+  /** Project directory (also `$CLAUDE_PROJECT_DIR`); default the process cwd. */
+  cwd?: string
+  /** The user's home, where `.claude/settings.json` is looked up; default the OS home. */
+  userHome?: string
+  /** Timeout of a hook that sets none (seconds, like Claude Code's `timeout`). */
+  defaultTimeoutSec: number
+  /** Consecutive turns a Stop hook may add before its block is ignored. */
+  maxStopContinuations: number
+}
+
+export const Config: Schema<Partial<HooksClaudeCodeConfig>, HooksClaudeCodeConfig> = Schema.object({
+  hooks: Schema.dict(Schema.any()).default({}).description('Hooks in the Claude Code shape: {PreToolUse: [{matcher, hooks: [{type: command, command, timeout}]}], ...}.'),
+  userSettings: Schema.boolean().default(true).description('Read ~/.claude/settings.json.'),
+  projectSettings: Schema.boolean().default(true).description('Read .claude/settings.json and .claude/settings.local.json of the project.'),
+  cwd: Schema.string().description('Project directory (default: the process working directory).'),
+  userHome: Schema.string().description('Home directory holding .claude/settings.json (default: the OS home).'),
+  defaultTimeoutSec: Schema.number().min(0.001).default(60).description('Timeout of a hook without one (seconds).'),
+  maxStopContinuations: Schema.natural().default(5).description('Consecutive turns a Stop hook may start before its block is ignored.'),
+})
+
+export const name = 'hooks-claude-code'
+export const inject = ['subprocess', 'sessions']
+
+const SOURCE = { kind: 'plugin' as const, plugin: '@dsh/hooks-claude-code' }
+
+interface Ran {
+  entry: HookEntry
+  outcome: HookOutcome
+}
+
+const field = (json: { [key: string]: unknown } | undefined, key: string): unknown => json?.[key]
+const specific = (json: { [key: string]: unknown } | undefined): { [key: string]: unknown } | undefined => {
+  const value = json?.hookSpecificOutput
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as { [key: string]: unknown }) : undefined
+}
+const text = (value: unknown) => (typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined)
+
+function appendText(output: ToolOutput, note: string): ToolOutput {
+  if (typeof output.content === 'string') return { ...output, content: `${output.content}\n\n${note}` }
+  return { ...output, content: [...output.content, { type: 'text', text: note }] }
+}
+
+function outputText(output: ToolOutput): string {
+  return typeof output.content === 'string' ? output.content : output.content.map((b) => (b.type === 'text' ? b.text : `[${b.type}]`)).join('\n')
+}
+
+export function apply(ctx: Context, config: HooksClaudeCodeConfig): void {
+  const cwd = config.cwd ?? process.cwd()
+  const defaultTimeoutMs = Math.round(config.defaultTimeoutSec * 1000)
+  const entries: HookEntry[] = []
+  const load = (table: unknown, origin: string) => {
+    const checked = checkHooks(table, origin, defaultTimeoutMs)
+    for (const problem of checked.problems) ctx.logger('hooks').warn(problem)
+    for (const entry of checked.entries) {
+      // The same command for the same event and matcher, declared twice, runs once.
+      if (!entries.some((e) => e.event === entry.event && e.matcher === entry.matcher && e.command === entry.command)) entries.push(entry)
+    }
+  }
+  const files: string[] = []
+  if (config.userSettings) files.push(join(config.userHome ?? homedir(), '.claude', 'settings.json'))
+  if (config.projectSettings) files.push(resolve(cwd, '.claude', 'settings.json'), resolve(cwd, '.claude', 'settings.local.json'))
+  for (const file of files) {
+    const read = readSettingsHooks(file)
+    if (read.problem) ctx.logger('hooks').warn(read.problem)
+    load(read.hooks, file)
+  }
+  load(config.hooks, 'config')
+  registerHookEvents(ctx)
+  if (entries.length === 0) return
+
+  const env = { CLAUDE_PROJECT_DIR: cwd }
+  const run = async (event: SupportedEvent, input: { [key: string]: unknown }, options: { toolName?: string; session?: Session; cwd: string; signal?: AbortSignal }): Promise<Ran[]> => {
+    const selected = entries.filter((e) => e.event === event && (options.toolName === undefined || matches(e.matcher, options.toolName)))
+    return Promise.all(
+      selected.map(async (entry) => {
+        const result = await runHookCommand(ctx.subprocess, { command: entry.command, cwd: options.cwd, env, input, timeoutMs: entry.timeoutMs, ...(options.signal ? { signal: options.signal } : {}) })
+        const outcome = decodeOutcome(result, entry.timeoutMs)
+        logHookRun(ctx, options.session, {
+          dialect: 'claude-code',
+          event,
+          command: entry.command,
+          ...(entry.matcher !== undefined ? { matcher: entry.matcher } : {}),
+          ...(options.toolName !== undefined ? { toolName: options.toolName } : {}),
+          origin: entry.origin,
+          input,
+          result,
+          outcome,
+        })
+        return { entry, outcome }
+      }),
+    )
+  }
+  const common = (event: SupportedEvent, sessionId: string | undefined, at: string) => ({
+    session_id: sessionId ?? '',
+    transcript_path: '',
+    cwd: at,
+    hook_event_name: event,
+  })
+  const has = (event: SupportedEvent) => entries.some((e) => e.event === event)
+
+  if (has('PreToolUse')) {
+    ctx.on('tools/pre-execute', async (payload, next) => {
+      const toolName = claudeToolName(payload.tool.name)
+      const session = payload.context.sessionId !== undefined ? ctx.sessions.get(payload.context.sessionId) : undefined
+      const input = { ...common('PreToolUse', payload.context.sessionId, payload.context.cwd), tool_name: toolName, tool_input: payload.args, tool_use_id: payload.call.callId }
+      const ran = await run('PreToolUse', input, { toolName, ...(session ? { session } : {}), cwd: payload.context.cwd, signal: payload.context.signal })
+      const decisions: PermissionDecision[] = []
+      const reasons: string[] = []
+      let updated: unknown
+      for (const { outcome } of ran) {
+        if (outcome.kind === 'block') {
+          decisions.push('deny')
+          reasons.push(outcome.message)
+          continue
+        }
+        if (outcome.kind !== 'ok') continue
+        const json = outcome.json
+        const hso = specific(json)
+        let decision = hso?.permissionDecision as string | undefined
+        let reason = text(hso?.permissionDecisionReason)
+        if (decision === undefined) {
+          const legacy = field(json, 'decision')
+          if (legacy === 'block') decision = 'deny'
+          else if (legacy === 'approve') decision = 'allow'
+          reason ??= text(field(json, 'reason'))
+        }
+        if (field(json, 'continue') === false) {
+          decision = 'deny'
+          reason = text(field(json, 'stopReason')) ?? reason
+        }
+        if (decision === 'deny' || decision === 'allow' || decision === 'ask') decisions.push(decision)
+        if (decision === 'deny' && reason) reasons.push(reason)
+        if (hso?.updatedInput !== null && typeof hso?.updatedInput === 'object' && !Array.isArray(hso.updatedInput)) updated = hso.updatedInput
+      }
+      if (mostRestrictive(decisions) === 'deny') {
+        payload.decision = { deny: `a PreToolUse hook blocked it: ${reasons.join('; ') || 'no reason given'}`, code: 'HOOK_DENIED' }
+        return
+      }
+      if (updated !== undefined) payload.args = updated
+      return next()
+    })
+  }
+
+  if (has('PostToolUse')) {
+    ctx.on('tools/post-execute', async (payload, next) => {
+      await next()
+      const toolName = claudeToolName(payload.tool.name)
+      const session = payload.context.sessionId !== undefined ? ctx.sessions.get(payload.context.sessionId) : undefined
+      const isError = payload.output.isError === true || payload.output.error !== undefined
+      const input = {
+        ...common('PostToolUse', payload.context.sessionId, payload.context.cwd),
+        tool_name: toolName,
+        tool_input: payload.args,
+        tool_response: { content: outputText(payload.output), is_error: isError },
+        tool_use_id: payload.call.callId,
+      }
+      const ran = await run('PostToolUse', input, { toolName, ...(session ? { session } : {}), cwd: payload.context.cwd })
+      const notes: string[] = []
+      for (const { outcome } of ran) {
+        if (outcome.kind === 'block') notes.push(`[PostToolUse hook feedback] ${outcome.message}`)
+        if (outcome.kind !== 'ok') continue
+        if (field(outcome.json, 'decision') === 'block') notes.push(`[PostToolUse hook feedback] ${text(field(outcome.json, 'reason')) ?? 'the hook flagged this result'}`)
+        const context = text(specific(outcome.json)?.additionalContext)
+        if (context) notes.push(`[PostToolUse hook context] ${context}`)
+      }
+      if (notes.length > 0) payload.output = appendText(payload.output, notes.join('\n'))
+    })
+  }
+
+  if (has('UserPromptSubmit')) {
+    ctx.on('agent/pre-step', async (payload, next) => {
+      const human = payload.messages.filter((m) => m.source.kind === 'human')
+      if (human.length === 0) return next()
+      const prompt = human.map((m) => (typeof m.content === 'string' ? m.content : m.content.map((b) => (b.type === 'text' ? b.text : '')).join(''))).join('\n\n')
+      const agent = payload.agent
+      const input = { ...common('UserPromptSubmit', agent.session.id, agent.cwd), prompt }
+      const ran = await run('UserPromptSubmit', input, { session: agent.session, cwd: agent.cwd })
+      const contexts: string[] = []
+      for (const { outcome } of ran) {
+        if (outcome.kind === 'block') return { action: 'reject', code: 'HOOK_BLOCKED', reason: `a UserPromptSubmit hook blocked the prompt: ${outcome.message}` }
+        if (outcome.kind !== 'ok') continue
+        const json = outcome.json
+        if (field(json, 'decision') === 'block' || field(json, 'continue') === false) {
+          const reason = text(field(json, 'reason')) ?? text(field(json, 'stopReason')) ?? 'no reason given'
+          return { action: 'reject', code: 'HOOK_BLOCKED', reason: `a UserPromptSubmit hook blocked the prompt: ${reason}` }
+        }
+        const context = json ? text(specific(json)?.additionalContext) : text(outcome.stdout)
+        if (context) contexts.push(context)
+      }
+      for (const context of contexts) payload.messages.push({ content: context, source: { ...SOURCE, label: 'UserPromptSubmit hook' } })
+      return next()
+    })
+  }
+
+  if (has('Stop')) {
+    const continued = new WeakMap<Agent, number>()
+    ctx.on('agent/turn-stopping', async (payload) => {
+      const agent = payload.agent
+      if (payload.reason !== 'completed') {
+        continued.delete(agent)
+        return
+      }
+      const count = continued.get(agent) ?? 0
+      const input = { ...common('Stop', agent.session.id, agent.cwd), stop_hook_active: count > 0 }
+      const ran = await run('Stop', input, { session: agent.session, cwd: agent.cwd })
+      const reasons: string[] = []
+      for (const { outcome } of ran) {
+        if (outcome.kind === 'block') reasons.push(outcome.message)
+        else if (outcome.kind === 'ok' && field(outcome.json, 'decision') === 'block') reasons.push(text(field(outcome.json, 'reason')) ?? 'a Stop hook asked to continue')
+      }
+      if (reasons.length === 0 || count >= config.maxStopContinuations) {
+        if (reasons.length > 0) ctx.logger('hooks').warn('Stop hook asked to continue %d times in a row; stopping anyway', count)
+        continued.delete(agent)
+        return
+      }
+      continued.set(agent, count + 1)
+      // Queued now, it starts the next turn once this one has ended.
+      void agent.send(reasons.join('\n'), { source: { ...SOURCE, label: 'Stop hook' } })
+    })
+  }
+}

@@ -1,0 +1,168 @@
+// Claude Code hooks as real shell scripts, run on the real agent loop (scripted model).
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import type { Context } from 'cordis'
+import { createHarness, type Harness } from '@dsh/agent-loop-testkit'
+import SubprocessLocal from '@dsh/subprocess-local'
+import type { HookRunRecord } from '@dsh/hook-protocol'
+import * as HooksClaudeCode from '../src/index.ts'
+
+let harness: Harness | undefined
+afterEach(async () => {
+  await harness?.dispose()
+  harness = undefined
+})
+
+/** A stand-in for the shell tool: records the command it was given, runs nothing. */
+const FakeBash = {
+  name: 'fake-bash',
+  inject: ['tools'],
+  apply(ctx: Context) {
+    ctx.tools.register<{ command: string }>({
+      name: 'bash',
+      description: 'Run a command.',
+      parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] },
+      execute: (args) => ({ content: `ran: ${args.command}` }),
+    })
+  },
+}
+
+function workspace() {
+  const root = mkdtempSync(join(tmpdir(), 'dsh-cc-hooks-'))
+  const cwd = join(root, 'project')
+  const home = join(root, 'home')
+  mkdirSync(join(cwd, '.claude'), { recursive: true })
+  mkdirSync(join(home, '.claude'), { recursive: true })
+  const script = (name: string, body: string) => {
+    const path = join(root, name)
+    writeFileSync(path, `#!/bin/sh\n${body}\n`)
+    chmodSync(path, 0o755)
+    return path
+  }
+  return { root, cwd, home, script }
+}
+
+async function boot(ws: ReturnType<typeof workspace>, script: unknown[], config: object = {}) {
+  harness = await createHarness({
+    cwd: ws.cwd,
+    script: script as never,
+    plugins: [[SubprocessLocal, {}], [FakeBash], [HooksClaudeCode, { cwd: ws.cwd, userHome: ws.home, ...config }]] as never,
+  })
+  return harness
+}
+
+const results = (h: Harness) => h.session.events.filter((e) => e.type === 'tool/result').map((e) => e.data as { message: { content: { text: string }[] }; error?: { code: string } })
+const runs = (h: Harness) => h.session.events.filter((e) => e.type === 'hook/run').map((e) => e.data as HookRunRecord)
+const bash = (command: string) => ({ toolCalls: [{ name: 'bash', arguments: { command } }] })
+
+describe('@dsh/hooks-claude-code', () => {
+  it('PreToolUse: a project hook that exits 2 blocks rm and feeds stderr to the model; other commands run', async () => {
+    const ws = workspace()
+    const capture = join(ws.root, 'stdin.json')
+    const guard = ws.script('guard.sh', `input=$(cat)\nprintf '%s' "$input" > ${capture}\ncase "$input" in *'"rm '*) echo "rm is not allowed here; move files to ./trash instead" >&2; exit 2;; esac\nexit 0`)
+    writeFileSync(join(ws.cwd, '.claude/settings.json'), JSON.stringify({ hooks: { PreToolUse: [{ matcher: 'Bash', hooks: [{ type: 'command', command: guard }] }] } }))
+    const h = await boot(ws, [bash('rm -rf build'), bash('ls'), { text: 'done' }])
+    await h.prompt('clean up')
+    const [denied, allowed] = results(h)
+    expect(denied.error?.code).toBe('HOOK_DENIED')
+    expect(denied.message.content[0].text).toBe('Error [HOOK_DENIED]: the call to tool "bash" was not run: a PreToolUse hook blocked it: rm is not allowed here; move files to ./trash instead')
+    expect(allowed.message.content[0].text).toBe('ran: ls')
+    const stdin = JSON.parse(readFileSync(capture, 'utf8'))
+    expect(stdin).toMatchObject({ session_id: h.session.id, cwd: ws.cwd, hook_event_name: 'PreToolUse', tool_name: 'Bash', tool_input: { command: 'ls' } })
+    expect(runs(h).map((r) => [r.event, r.toolName, r.outcome, r.exitCode])).toEqual([
+      ['PreToolUse', 'Bash', 'block', 2],
+      ['PreToolUse', 'Bash', 'ok', 0],
+    ])
+    expect(runs(h)[0]).toMatchObject({ dialect: 'claude-code', origin: join(ws.cwd, '.claude/settings.json'), input: { tool_input: { command: 'rm -rf build' } } })
+  })
+
+  it('PreToolUse JSON: permissionDecision deny, and updatedInput rewrites the arguments', async () => {
+    const ws = workspace()
+    const deny = ws.script('deny.sh', `cat >/dev/null; echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"no network"}}'`)
+    const rewrite = ws.script('rewrite.sh', `cat >/dev/null; echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","updatedInput":{"command":"ls -la"}}}'`)
+    const h = await boot(ws, [bash('curl example.com'), bash('ls'), { text: 'done' }], {
+      hooks: { PreToolUse: [{ matcher: 'Bash', hooks: [{ type: 'command', command: `case "$(cat)" in *curl*) ${deny};; *) ${rewrite};; esac` }] }] },
+    })
+    await h.prompt('go')
+    const [first, second] = results(h)
+    expect(first.message.content[0].text).toContain('a PreToolUse hook blocked it: no network')
+    expect(second.message.content[0].text).toBe('ran: ls -la')
+  })
+
+  it('UserPromptSubmit: plain stdout becomes context the model sees; exit 2 blocks the prompt', async () => {
+    const ws = workspace()
+    const hook = ws.script('prompt.sh', `case "$(cat)" in *secret*) echo "prompts must not contain secrets" >&2; exit 2;; esac\necho "Project codename: BLUE"`)
+    writeFileSync(join(ws.home, '.claude/settings.json'), JSON.stringify({ hooks: { UserPromptSubmit: [{ hooks: [{ type: 'command', command: hook }] }] } }))
+    const h = await boot(ws, [{ text: 'ok' }])
+    await h.prompt('what is the codename?')
+    const messages = JSON.stringify(h.model.requests[0].messages)
+    expect(messages).toContain('what is the codename?')
+    expect(messages).toContain('Project codename: BLUE')
+    const blocked = await h.prompt('here is my secret')
+    expect(blocked.reason).toBe('blocked')
+    expect(blocked.error).toEqual({ code: 'HOOK_BLOCKED', message: 'a UserPromptSubmit hook blocked the prompt: prompts must not contain secrets' })
+    expect(h.model.requests).toHaveLength(1)
+  })
+
+  it('PostToolUse: a JSON block decision and additional context are appended to the result', async () => {
+    const ws = workspace()
+    const hook = ws.script('post.sh', `cat >/dev/null; echo '{"decision":"block","reason":"lint failed: missing semicolon","hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":"run npm run lint:fix"}}'`)
+    const h = await boot(ws, [bash('npm test'), { text: 'done' }], { hooks: { PostToolUse: [{ matcher: 'Bash|Write', hooks: [{ type: 'command', command: hook }] }] } })
+    await h.prompt('test it')
+    expect(results(h)[0].message.content[0].text).toBe('ran: npm test\n\n[PostToolUse hook feedback] lint failed: missing semicolon\n[PostToolUse hook context] run npm run lint:fix')
+  })
+
+  it('a hook that times out is stopped, logged, and does not block the call', async () => {
+    const ws = workspace()
+    const h = await boot(ws, [bash('ls'), { text: 'done' }], { hooks: { PreToolUse: [{ hooks: [{ type: 'command', command: 'sleep 30', timeout: 0.3 }] }] } })
+    await h.prompt('go')
+    expect(results(h)[0].message.content[0].text).toBe('ran: ls')
+    expect(runs(h)[0]).toMatchObject({ outcome: 'timeout', message: 'the hook did not finish within 0.3 s and was stopped' })
+  })
+
+  it('Stop: exit 2 makes the agent continue with the reason, once; stop_hook_active is set the second time', async () => {
+    const ws = workspace()
+    const seen = join(ws.root, 'stop-inputs')
+    const hook = ws.script('stop.sh', `input=$(cat)\necho "$input" >> ${seen}\ncase "$input" in *'"stop_hook_active":false'*) echo "run the tests before finishing" >&2; exit 2;; esac\nexit 0`)
+    const h = await boot(ws, [{ text: 'finished' }, { text: 'tests pass' }], { hooks: { Stop: [{ hooks: [{ type: 'command', command: hook }] }] } })
+    await h.prompt('do it')
+    await h.agent.idle()
+    expect(h.model.requests).toHaveLength(2)
+    expect(JSON.stringify(h.model.requests[1].messages.at(-1))).toContain('run the tests before finishing')
+    const inputs = readFileSync(seen, 'utf8').trim().split('\n').map((l) => JSON.parse(l))
+    expect(inputs.map((i) => i.stop_hook_active)).toEqual([false, true])
+  })
+
+  it('skips malformed entries and unsupported events with warnings; the good hooks still run', async () => {
+    const ws = workspace()
+    const mark = join(ws.root, 'ran')
+    writeFileSync(join(ws.cwd, '.claude/settings.local.json'), '{ not json')
+    const h = await boot(ws, [bash('ls'), { text: 'done' }], {
+      hooks: {
+        PreToolUse: [{ matcher: 'Bash', hooks: [{ type: 'prompt', prompt: 'x' }, { type: 'command' }, { type: 'command', command: `touch ${mark}` }] }, 'nonsense'],
+        SessionStart: [{ hooks: [{ type: 'command', command: 'true' }] }],
+        Bogus: [],
+      },
+    })
+    await h.prompt('go')
+    expect(existsSync(mark)).toBe(true)
+    expect(results(h)[0].message.content[0].text).toBe('ran: ls')
+  })
+
+  it('reports the problems of a hooks table one by one', () => {
+    const { entries, problems } = HooksClaudeCode.checkHooks(
+      { PreToolUse: [{ matcher: 'Bash', hooks: [{ type: 'prompt' }, { type: 'command', command: 'ok', timeout: -1 }, { type: 'command', command: 'good', timeout: 2 }] }], SessionStart: [], Nope: [] },
+      'settings.json',
+      60_000,
+    )
+    expect(entries).toEqual([{ event: 'PreToolUse', matcher: 'Bash', command: 'good', timeoutMs: 2000, origin: 'settings.json' }])
+    expect(problems).toEqual([
+      'settings.json: hooks.PreToolUse[0].hooks[0]: only type "command" is supported, not "prompt"',
+      'settings.json: hooks.PreToolUse[0].hooks[1].timeout must be a positive number of seconds',
+      'settings.json: SessionStart hooks are not run by dsh yet; skipped',
+      expect.stringMatching(/^settings.json: unknown hook event "Nope"/),
+    ])
+  })
+})
