@@ -100,6 +100,7 @@ export function Composer({ t, running, disabled = false, onSend, onCancel, histo
       <textarea
         ref={input}
         className="dsh-composer-input"
+        data-composer="true"
         aria-label={t('composer.label')}
         placeholder={disabled ? t('composer.disabled') : running ? t('composer.placeholderRunning') : t('composer.placeholder')}
         value={text}

@@ -1,0 +1,208 @@
+// The conversation packages (ui-conversation, ui-tool, ui-takeover, ui-pickers) in real Chromium
+// against the real `dsh web` and the mock model: a streamed Markdown answer, a bash card and an
+// edit diff, an approval allowed and one denied (after switching the session to the workspace
+// sandbox with the picker), a question answered, a cancel mid-stream, a queued follow-up, and
+// switching sessions. One host and one browser for the file; the mock serves its steps in the
+// order the tests run.
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { hasChromium, launchBrowser, openPage, startWebApp, withArtifacts, type Browser, type Page, type WebApp } from '@dsh/web-testkit'
+
+vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
+
+const ASK_USER = fileURLToPath(new URL('../../../interaction/tool-ask-user/dist/index.js', import.meta.url))
+const slow = (parts: string[], delayMs: number) => ({ events: parts.flatMap((text, i) => (i === 0 ? [{ text }] : [{ delayMs }, { text }])) })
+const escalate = (command: string) => ({ toolCalls: [{ name: 'bash', arguments: { command, description: command, sandbox_escalation: { justification: 'needs it' } } }] })
+
+const STREAM = ['Here ', 'comes ', 'a table:\n\n', '| tool | result |\n|---|---|\n', '| bash | ok |\n']
+const STEPS = [
+  // 1. streaming
+  slow(STREAM, 250),
+  // 2. bash, read, edit
+  { toolCalls: [{ name: 'bash', arguments: { command: "printf 'one\\ntwo\\n'; exit 3", description: 'Print two lines' } }] },
+  { toolCalls: [{ name: 'read', arguments: { file_path: 'notes.txt' } }] },
+  { toolCalls: [{ name: 'edit', arguments: { file_path: 'notes.txt', old_string: 'beta', new_string: 'BETA' } }] },
+  { text: 'Edited the notes.' },
+  // 3. approvals
+  escalate('echo allowed-outside'),
+  escalate('echo denied-outside'),
+  { text: 'One allowed, one denied.' },
+  // 4. question
+  { toolCalls: [{ name: 'ask_user_question', arguments: { questions: [{ id: 'db', question: 'Which database?', header: 'Database', options: [{ label: 'SQLite', description: 'one file' }, { label: 'Postgres' }] }] } }] },
+  { text: 'SQLite it is.' },
+  // 5. cancel mid-stream
+  { events: [{ text: 'Once upon ' }, { delayMs: 100 }, { text: 'a time' }, { stall: true }] },
+  // 6. queued follow-up
+  slow(['First ', 'answer ', 'arrives ', 'slowly.'], 400),
+  { text: 'Second answer.' },
+  // 7. another session
+  { text: 'Hello from the second session.' },
+]
+
+let app: WebApp
+let browser: Browser
+let page: Page
+let errors: string[]
+
+beforeAll(async () => {
+  app = await startWebApp({
+    steps: STEPS as never,
+    patch: `- insert:\n    - id: tool-ask-user\n      name: ${JSON.stringify(ASK_USER)}\n`,
+  })
+  writeFileSync(join(app.cwd, 'notes.txt'), 'alpha\nbeta\ngamma\n')
+  browser = await launchBrowser()
+  const opened = await openPage(browser, app.url)
+  page = opened.page
+  errors = opened.errors
+  await page.waitForURL(/\/s\/[^/]+$/)
+})
+
+afterAll(async () => {
+  await browser?.close()
+  await app?.close()
+})
+
+const input = () => page.locator('textarea.dsh-composer-input')
+const assistant = () => page.locator('[data-node="assistant"]')
+/** Text of the last match, without waiting for one to exist (safe inside expect.poll). */
+const lastText = async (selector: string) => (await page.locator(selector).allTextContents()).at(-1) ?? ''
+const lastAnswer = () => lastText('[data-node="assistant"]')
+const send = async (text: string) => {
+  await input().fill(text)
+  await input().press('Enter')
+}
+const idle = () => expect.poll(() => page.locator('.dsh-chat[data-running]').count(), { timeout: 20_000 }).toBe(0)
+
+describe.skipIf(!hasChromium())('the conversation in Chromium', () => {
+  it('streams an answer in visibly increasing pieces, then renders its Markdown table', async () => {
+    await withArtifacts(page, 'conv-stream', async () => {
+      await send('show me a table')
+      const seen: string[] = []
+      const final = STREAM.join('')
+      for (let i = 0; i < 400; i++) {
+        const text = (await assistant().last().textContent().catch(() => '')) ?? ''
+        if (text && seen.at(-1) !== text) seen.push(text)
+        if (await page.locator('[data-node="assistant"]:not([data-streaming]) table').count()) break
+        await page.waitForTimeout(20)
+      }
+      expect(seen.length).toBeGreaterThan(2)
+      // Each piece extends the previous one.
+      for (let i = 1; i < seen.length; i++) expect(seen[i].length).toBeGreaterThanOrEqual(seen[i - 1].length)
+      expect(seen[0].length).toBeLessThan(final.length - 10)
+      await expect.poll(() => page.locator('[data-node="assistant"] table td').allTextContents()).toEqual(['bash', 'ok'])
+      expect(await page.locator('[data-node="user"]').allTextContents()).toEqual(['show me a table'])
+      expect(await assistant().count()).toBe(1)
+      await idle()
+    })
+  })
+
+  it('shows a bash card with its exit code and output, and an edit as a diff', async () => {
+    await withArtifacts(page, 'conv-tools', async () => {
+      await send('print and edit')
+      await expect.poll(lastAnswer, { timeout: 20_000 }).toBe('Edited the notes.')
+      const bash = page.locator('[data-node="tool"][data-tool="bash"]')
+      await expect.poll(() => bash.locator('[data-exit-code="3"]').count()).toBe(1)
+      expect(await bash.locator('.dsh-terminal-output .dsh-line').allTextContents()).toEqual(['one', 'two'])
+      expect(await bash.locator('[data-duration-ms]').count()).toBe(1)
+      const edit = page.locator('[data-node="tool"][data-tool="edit"]')
+      expect(await edit.locator('[data-diff="del"]').allTextContents()).toEqual(['2-beta'])
+      expect(await edit.locator('[data-diff="add"]').allTextContents()).toEqual(['2+BETA'])
+      // read is a one-line summary that expands on demand.
+      const read = page.locator('[data-node="tool"][data-tool="read"]')
+      expect(await read.locator('.dsh-tool-body').count()).toBe(0)
+      await read.locator('.dsh-tool-toggle').click()
+      await expect.poll(async () => (await read.locator('.dsh-tool-body').allTextContents()).join('')).toContain('beta')
+      await idle()
+    })
+  })
+
+  it('switches the session to the workspace sandbox, then allows one escalation and denies another with a reason', async () => {
+    await withArtifacts(page, 'conv-approvals', async () => {
+      await page.locator('select[aria-label="Permissions"]').selectOption('workspace-write')
+      const sessionId = decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!)
+      await expect.poll(async () => (await app.call('sessions.list', {})).sessions.find((s: any) => s.sessionId === sessionId)?.permissionMode).toBe('workspace-write')
+      await send('run things outside')
+      const takeover = page.locator('.dsh-approval')
+      await expect.poll(() => lastText('.dsh-approval h3'), { timeout: 20_000 }).toContain('echo allowed-outside')
+      // Nothing is answered by default, and the composer is replaced.
+      expect(await input().count()).toBe(0)
+      await takeover.getByRole('button', { name: 'Allow once' }).click()
+      await expect.poll(() => lastText('.dsh-approval h3'), { timeout: 20_000 }).toContain('echo denied-outside')
+      await takeover.getByRole('button', { name: 'Deny', exact: true }).click()
+      await takeover.locator('textarea').fill('not this one')
+      await takeover.getByRole('button', { name: 'Deny with this reason' }).click()
+      await expect.poll(lastAnswer, { timeout: 20_000 }).toBe('One allowed, one denied.')
+      const outputs = await page.locator('[data-node="tool"][data-tool="bash"] .dsh-terminal').allTextContents()
+      expect(outputs.at(-2)).toContain('allowed-outside')
+      expect(outputs.at(-1)).toContain('refused')
+      expect(outputs.at(-1)).toContain('not this one')
+      expect(await input().count()).toBe(1)
+      await idle()
+    })
+  })
+
+  it('answers a question from the form', async () => {
+    await withArtifacts(page, 'conv-question', async () => {
+      await send('ask me')
+      const form = page.locator('.dsh-question')
+      await expect.poll(() => form.count(), { timeout: 20_000 }).toBe(1)
+      const submit = form.getByRole('button', { name: 'Send answers' })
+      expect(await submit.isDisabled()).toBe(true)
+      await form.getByLabel('SQLite').check()
+      await submit.click()
+      await expect.poll(lastAnswer, { timeout: 20_000 }).toBe('SQLite it is.')
+      const card = page.locator('[data-node="tool"][data-tool="ask_user_question"]')
+      await card.locator('.dsh-tool-toggle').click()
+      await expect.poll(async () => (await card.allTextContents()).join('')).toContain('selected: SQLite')
+      await idle()
+    })
+  })
+
+  it('Esc cancels a streaming answer: the prefix stays, marked, and the turn shows as cancelled', async () => {
+    await withArtifacts(page, 'conv-cancel', async () => {
+      await send('tell a story')
+      await expect.poll(lastAnswer, { timeout: 20_000 }).toContain('a time')
+      await input().press('Escape')
+      await expect.poll(() => page.locator('[data-node="turn-end"][data-reason="cancelled"]').count(), { timeout: 20_000 }).toBe(1)
+      const last = assistant().last()
+      expect(await last.locator('.dsh-md').textContent()).toBe('Once upon a time')
+      expect(await last.textContent()).toContain('Stopped before the answer finished')
+      await idle()
+    })
+  })
+
+  it('a prompt sent while a turn runs is shown as queued, then runs after it', async () => {
+    await withArtifacts(page, 'conv-queue', async () => {
+      await send('first')
+      await expect.poll(lastAnswer, { timeout: 20_000 }).toContain('First')
+      await send('second')
+      await expect.poll(() => lastText('[data-node="queued"]')).toContain('second')
+      await expect.poll(lastAnswer, { timeout: 20_000 }).toBe('Second answer.')
+      expect(await page.locator('[data-node="queued"]').count()).toBe(0)
+      const users = await page.locator('[data-node="user"]').allTextContents()
+      expect(users.slice(-2)).toEqual(['first', 'second'])
+      await idle()
+      // ↑ recalls the last prompt.
+      await input().press('ArrowUp')
+      expect(await input().inputValue()).toBe('second')
+      await input().fill('')
+    })
+  })
+
+  it('switching sessions shows each its own conversation', async () => {
+    await withArtifacts(page, 'conv-switch', async () => {
+      const first = decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!)
+      await page.locator('[data-testid="new-session"]').click()
+      await expect.poll(() => decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!)).not.toBe(first)
+      await expect.poll(() => page.locator('[data-node="user"]').count()).toBe(0)
+      await send('hello there')
+      await expect.poll(lastAnswer, { timeout: 20_000 }).toBe('Hello from the second session.')
+      await page.locator(`.session-item[data-session-id="${first}"]`).click()
+      await expect.poll(async () => (await page.locator('[data-node="user"]').allTextContents())[0]).toBe('show me a table')
+      expect(await page.getByText('Hello from the second session.').count()).toBe(0)
+      expect(errors).toEqual([])
+    })
+  })
+})
