@@ -182,6 +182,32 @@ describe('ConversationModel', () => {
     expect(snap.nodes.at(-1)).toMatchObject({ reason: 'error', error: { message: 'the provider failed' } })
   })
 
+  it('syncs the live state of a session feed in one change, keeping unchanged parts', () => {
+    const model = new ConversationModel()
+    let calls = 0
+    model.subscribe(() => calls++)
+    const approval = { requestId: 'a1', sessionId: 's', request: { kind: 'tool', title: 't', action: {}, options: ['allowed-once'], time: 0 } }
+    model.syncLive({ status: 'waiting', queued: 0, approvals: [approval], questions: [] })
+    expect(calls).toBe(1)
+    const snap = model.snapshot()
+    expect(snap).toMatchObject({ status: 'waiting', approvals: [{ requestId: 'a1' }], questions: [] })
+    model.syncLive({ status: 'waiting', queued: 0, approvals: [approval], questions: [] })
+    expect(calls).toBe(1)
+    expect(model.snapshot()).toBe(snap)
+    model.syncLive({ status: 'running', queued: 0, approvals: [], questions: [] })
+    expect(model.snapshot()).toMatchObject({ status: 'running', approvals: [] })
+  })
+
+  it('does not show a prompt as queued when the log already holds it (the turn claimed it before the reply came back)', () => {
+    const frames = load('queued-turns')
+    const model = new ConversationModel()
+    model.applyEvents(logOf(frames))
+    const before = model.snapshot().lastSeq
+    expect(model.addQueued('second question', 'queue', 3)).toBeUndefined()
+    expect(model.snapshot().queued).toEqual([])
+    expect(model.addQueued('second question', 'queue', before)).toBeDefined()
+  })
+
   it('notifies subscribers once per batch', () => {
     const model = new ConversationModel()
     let calls = 0
