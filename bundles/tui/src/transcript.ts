@@ -136,25 +136,35 @@ export class AssistantEntry extends Container {
   }
 
   appendText(delta: string): void {
-    this.setText(this.text + delta)
+    if (delta !== '') this.update(this.text + delta)
   }
 
-  /** Replaces the text (the finished message is authoritative); frozen blocks are kept when it extends them. */
+  /** Replaces the text (the finished message is authoritative); frozen blocks are kept when it extends the shown text. */
   setText(text: string): void {
-    if (!text.startsWith(this.text.slice(0, this.frozenTo))) {
+    if (text === this.text) return
+    if (!text.startsWith(this.text)) {
       this.frozen = []
       this.frozenTo = 0
     }
+    this.update(text)
+  }
+
+  /**
+   * Freezes the finished blocks of `text` past `frozenTo`. Only the open tail is scanned (a frozen
+   * block always ends outside a code fence), so a long reply costs O(tail) per delta, not O(text).
+   */
+  private update(text: string): void {
     const hadTail = this.text.slice(this.frozenTo).trim() !== ''
     const before = this.frozen.length
     this.text = text
-    const boundary = lastBlockBoundary(text)
-    if (boundary > this.frozenTo) {
-      const block = text.slice(this.frozenTo, boundary).replace(/\n+$/, '')
-      this.frozenTo = boundary
+    let rest = text.slice(this.frozenTo)
+    const boundary = lastBlockBoundary(rest)
+    if (boundary > 0) {
+      const block = rest.slice(0, boundary).replace(/\n+$/, '')
+      this.frozenTo += boundary
+      rest = rest.slice(boundary)
       if (block.trim() !== '') this.frozen.push(new Markdown(block, 0, 0, this.theme))
     }
-    const rest = text.slice(this.frozenTo)
     this.tail.setText(rest)
     if (before !== this.frozen.length || hadTail !== (rest.trim() !== '') || before === 0) this.layout()
   }
