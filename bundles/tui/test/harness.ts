@@ -62,7 +62,9 @@ export class TuiSession {
     const envArgs = Object.entries(env).map(([k, v]) => `${k}=${shellQuote(v)}`)
     const bin = [process.execPath, DSH_BIN, ...(options.args ?? ['--profile', 'tui'])].map(shellQuote).join(' ')
     // After dsh exits the pane shows its status and stays open, so a test can read both.
-    const command = `env -u NO_COLOR ${envArgs.join(' ')} ${bin}; echo "[exited $?]"; sleep 600`
+    // The terminal modes left behind are printed too: `icanon echo` (restored) or `-icanon -echo` (raw).
+    const modes = `stty -a | tr ' ;' '\\n\\n' | grep -xE -- '-?(icanon|echo)' | tr '\\n' ' '`
+    const command = `env -u NO_COLOR ${envArgs.join(' ')} ${bin}; echo "[exited $?] [modes: $(${modes})]"; sleep 600`
     tmux('new-session', '-d', '-s', name, '-x', String(options.cols ?? 100), '-y', String(options.rows ?? 30), '-c', ws.cwd, command)
     tmux('set-option', '-t', name, 'window-size', 'manual')
     return new TuiSession(name, server, ws, options.server === undefined)
@@ -117,6 +119,19 @@ export class TuiSession {
   /** Sends tmux key names (Enter, Escape, C-c, Up, BTab, ...). */
   keys(...keys: string[]): void {
     tmux('send-keys', '-t', this.name, ...keys)
+  }
+
+  /** tmux's view of the pane: cursor visible (1/0) and alternate screen on (1/0). */
+  cursorAndAltScreen(): { cursor: string; alternate: string } {
+    const [cursor, alternate] = tmux('display-message', '-p', '-t', this.name, '#{cursor_flag} #{alternate_on}').trim().split(' ')
+    return { cursor, alternate }
+  }
+
+  /** Pid of the dsh process (the child of the pane's shell). */
+  dshPid(): number {
+    const shell = tmux('display-message', '-p', '-t', this.name, '#{pane_pid}').trim()
+    const children = execFileSync('pgrep', ['-P', shell], { encoding: 'utf8' }).trim().split('\n')
+    return Number(children[0])
   }
 
   resize(cols: number, rows: number): void {

@@ -222,3 +222,31 @@ describe('dsh --profile tui in tmux', () => {
     expect(screen).toContain('› 表')
   })
 })
+
+describe('terminal restore', () => {
+  it('leaves cooked mode and a visible cursor after Ctrl+C twice', async () => {
+    const s = await start({ steps: [] })
+    await s.waitFor(STATUS)
+    s.keys('C-c')
+    await s.waitFor(/Press Ctrl\+C again to exit/)
+    s.keys('C-c')
+    const screen = await s.waitFor(/\[exited 0\] \[modes: .+\]/)
+    expect(screen).toMatch(/\[modes: icanon echo ?\]/)
+    expect(s.cursorAndAltScreen()).toEqual({ cursor: '1', alternate: '0' })
+  })
+
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    it(`restores the terminal when killed with ${signal} mid-stream`, async () => {
+      const s = await start({ steps: [{ events: [{ text: 'streaming ' }, { forever: { text: 'more ', intervalMs: 20 } }] }] })
+      await s.waitFor(STATUS)
+      s.type('go')
+      s.keys('Enter')
+      await s.waitFor(/streaming more/)
+      expect(s.cursorAndAltScreen().cursor).toBe('0')
+      process.kill(s.dshPid(), signal)
+      const screen = await s.waitFor(/\[exited \d+\] \[modes: .+\]/)
+      expect(screen).toMatch(/\[modes: icanon echo ?\]/)
+      expect(s.cursorAndAltScreen()).toEqual({ cursor: '1', alternate: '0' })
+    })
+  }
+})
