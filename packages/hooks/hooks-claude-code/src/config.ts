@@ -7,7 +7,7 @@ export const SUPPORTED_EVENTS = ['PreToolUse', 'PostToolUse', 'UserPromptSubmit'
 export type SupportedEvent = (typeof SUPPORTED_EVENTS)[number]
 
 /** Events of the Claude Code vocabulary this bridge does not run yet (reported once, skipped). */
-export const UNSUPPORTED_EVENTS = ['SubagentStop', 'SessionStart', 'SessionEnd', 'PreCompact', 'Notification'] as const
+export const UNSUPPORTED_EVENTS = ['SubagentStop', 'SessionStart', 'SessionEnd', 'PreCompact', 'PostCompact', 'PermissionRequest', 'Notification'] as const
 
 export interface HookEntry {
   event: SupportedEvent

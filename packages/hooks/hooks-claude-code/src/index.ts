@@ -61,7 +61,29 @@ export const Config: Schema<Partial<HooksClaudeCodeConfig>, HooksClaudeCodeConfi
 export const name = 'hooks-claude-code'
 export const inject = ['subprocess', 'sessions']
 
-const SOURCE = { kind: 'plugin' as const, plugin: '@dsh/hooks-claude-code' }
+/**
+ * What differs between hook dialects that share Claude Code's answer format (Codex copied it):
+ * where the hooks are declared, how tools are named, the environment, extra stdin fields.
+ */
+export interface HookDialect {
+  /** Logged as `hook/run.dialect`. */
+  dialect: string
+  /** Package name, the `source.plugin` of messages a hook adds. */
+  plugin: string
+  /** JSON files whose top-level `hooks` key is read, in order (missing files are fine). */
+  files: string[]
+  toolName(name: string): string
+  env: Record<string, string>
+  /** Extra stdin fields for every event. */
+  extraInput?: () => Record<string, unknown>
+}
+
+export interface BridgeOptions {
+  hooks: Record<string, unknown>
+  cwd: string
+  defaultTimeoutSec: number
+  maxStopContinuations: number
+}
 
 interface Ran {
   entry: HookEntry
@@ -86,6 +108,26 @@ function outputText(output: ToolOutput): string {
 
 export function apply(ctx: Context, config: HooksClaudeCodeConfig): void {
   const cwd = config.cwd ?? process.cwd()
+  const files: string[] = []
+  if (config.userSettings) files.push(join(config.userHome ?? homedir(), '.claude', 'settings.json'))
+  if (config.projectSettings) files.push(resolve(cwd, '.claude', 'settings.json'), resolve(cwd, '.claude', 'settings.local.json'))
+  createHookBridge(ctx, { hooks: config.hooks, cwd, defaultTimeoutSec: config.defaultTimeoutSec, maxStopContinuations: config.maxStopContinuations }, {
+    dialect: 'claude-code',
+    plugin: '@dsh/hooks-claude-code',
+    files,
+    toolName: claudeToolName,
+    env: { CLAUDE_PROJECT_DIR: cwd },
+  })
+}
+
+/**
+ * Reads the dialect's hook files and the row's `hooks`, and registers the listeners of the
+ * events that have hooks. Shared by the Claude Code and Codex bridges.
+ */
+export function createHookBridge(ctx: Context, config: BridgeOptions, dialect: HookDialect): void {
+  const SOURCE = { kind: 'plugin' as const, plugin: dialect.plugin }
+  const toolNameOf = dialect.toolName
+  const cwd = config.cwd
   const defaultTimeoutMs = Math.round(config.defaultTimeoutSec * 1000)
   const entries: HookEntry[] = []
   const load = (table: unknown, origin: string) => {
@@ -96,10 +138,7 @@ export function apply(ctx: Context, config: HooksClaudeCodeConfig): void {
       if (!entries.some((e) => e.event === entry.event && e.matcher === entry.matcher && e.command === entry.command)) entries.push(entry)
     }
   }
-  const files: string[] = []
-  if (config.userSettings) files.push(join(config.userHome ?? homedir(), '.claude', 'settings.json'))
-  if (config.projectSettings) files.push(resolve(cwd, '.claude', 'settings.json'), resolve(cwd, '.claude', 'settings.local.json'))
-  for (const file of files) {
+  for (const file of dialect.files) {
     const read = readSettingsHooks(file)
     if (read.problem) ctx.logger('hooks').warn(read.problem)
     load(read.hooks, file)
@@ -108,7 +147,7 @@ export function apply(ctx: Context, config: HooksClaudeCodeConfig): void {
   registerHookEvents(ctx)
   if (entries.length === 0) return
 
-  const env = { CLAUDE_PROJECT_DIR: cwd }
+  const env = dialect.env
   const run = async (event: SupportedEvent, input: { [key: string]: unknown }, options: { toolName?: string; session?: Session; cwd: string; signal?: AbortSignal }): Promise<Ran[]> => {
     const selected = entries.filter((e) => e.event === event && (options.toolName === undefined || matches(e.matcher, options.toolName)))
     return Promise.all(
@@ -116,7 +155,7 @@ export function apply(ctx: Context, config: HooksClaudeCodeConfig): void {
         const result = await runHookCommand(ctx.subprocess, { command: entry.command, cwd: options.cwd, env, input, timeoutMs: entry.timeoutMs, ...(options.signal ? { signal: options.signal } : {}) })
         const outcome = decodeOutcome(result, entry.timeoutMs)
         logHookRun(ctx, options.session, {
-          dialect: 'claude-code',
+          dialect: dialect.dialect,
           event,
           command: entry.command,
           ...(entry.matcher !== undefined ? { matcher: entry.matcher } : {}),
@@ -135,12 +174,13 @@ export function apply(ctx: Context, config: HooksClaudeCodeConfig): void {
     transcript_path: '',
     cwd: at,
     hook_event_name: event,
+    ...dialect.extraInput?.(),
   })
   const has = (event: SupportedEvent) => entries.some((e) => e.event === event)
 
   if (has('PreToolUse')) {
     ctx.on('tools/pre-execute', async (payload, next) => {
-      const toolName = claudeToolName(payload.tool.name)
+      const toolName = toolNameOf(payload.tool.name)
       const session = payload.context.sessionId !== undefined ? ctx.sessions.get(payload.context.sessionId) : undefined
       const input = { ...common('PreToolUse', payload.context.sessionId, payload.context.cwd), tool_name: toolName, tool_input: payload.args, tool_use_id: payload.call.callId }
       const ran = await run('PreToolUse', input, { toolName, ...(session ? { session } : {}), cwd: payload.context.cwd, signal: payload.context.signal })
@@ -184,7 +224,7 @@ export function apply(ctx: Context, config: HooksClaudeCodeConfig): void {
   if (has('PostToolUse')) {
     ctx.on('tools/post-execute', async (payload, next) => {
       await next()
-      const toolName = claudeToolName(payload.tool.name)
+      const toolName = toolNameOf(payload.tool.name)
       const session = payload.context.sessionId !== undefined ? ctx.sessions.get(payload.context.sessionId) : undefined
       const isError = payload.output.isError === true || payload.output.error !== undefined
       const input = {
