@@ -3,15 +3,19 @@
 // run on the same machine state, printed with their ratios:
 //   1. launch: `dsh web --no-open --port 0` from spawn to the first HTTP 200 of GET /, and its RSS
 //      then (VmRSS of the process), against a `node -e` node:http server answering 200 "ok";
-//      runs alternate (RUNS, default 7), medians. Goal: under 300 ms and 100 MB.
+//      runs alternate (RUNS, default 7), medians. Goal: under 300 ms and 100 MB. Also the first
+//      answer of an API call (sessions.list, sent when the URL appears; it waits for every row).
 //   2. history: `sessions.history` of a stored 2,000-event session (BENCH_EVENTS), the first call
 //      (the log is read from disk) and the median of warm calls, against a node:http server that
 //      answers the same JSON bytes from memory.
 //   3. fan-out: K concurrent SSE clients on /api/events/session/<id> each reading the whole
 //      2,000-event replay; cost per added client = (T(K) - T(1)) / (K - 1), against a node:http
 //      server writing the same SSE bytes to K clients.
+//   4. live fan-out: 1, 10 and 50 SSE clients on one session while a turn streams DELTAS model
+//      deltas from @dsh/llm-mock-server; time from the prompt until every client has the turn's
+//      end; per-client overhead = (T(K) - T(1)) / (K - 1), reported against the 1-client run.
 // A part that cannot run (a missing method, a failing boot) prints why instead of a number.
-//   node bench/web.mjs           RUNS=3 BENCH_EVENTS=2000 FANOUT=50 node bench/web.mjs
+//   node bench/web.mjs           RUNS=3 BENCH_EVENTS=2000 FANOUT=50 DELTAS=500 node bench/web.mjs
 import { spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { request } from 'node:http'
@@ -23,6 +27,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 const RUNS = Number(process.env.RUNS ?? 7)
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 2000)
 const FANOUT = Number(process.env.FANOUT ?? 50)
+const DELTAS = Number(process.env.DELTAS ?? 500)
 const bin = fileURLToPath(new URL('../packages/boot/cli/bin/dsh.mjs', import.meta.url))
 const root = mkdtempSync(join(tmpdir(), 'dsh-bench-web-'))
 const home = join(root, 'home')
@@ -65,6 +70,7 @@ function launch(cmd, args, options = {}) {
   child.stderr.on('data', (c) => (err += c))
   return new Promise((resolve, reject) => {
     let done = false
+    let seen = false
     const fail = (why) => {
       if (done) return
       done = true
@@ -75,7 +81,12 @@ function launch(cmd, args, options = {}) {
     child.stdout.on('data', async (c) => {
       out += c
       const url = /http:\/\/[0-9.]+:\d+/.exec(out)?.[0]
-      if (!url || done) return
+      if (!url || done || seen) return
+      seen = true
+      // An API call sent as the URL appears: answered once every row is up.
+      const api = options.api
+        ? postRaw(url, 'sessions.list', {}).then(() => performance.now() - t0, () => NaN)
+        : Promise.resolve(NaN)
       for (;;) {
         try {
           const r = await httpGet(url + '/')
@@ -85,9 +96,11 @@ function launch(cmd, args, options = {}) {
         }
         if (done) return
       }
-      done = true
       const elapsed = performance.now() - t0
-      resolve({ child, url, ms: elapsed, rss: rssMb(child.pid) })
+      const rss = rssMb(child.pid)
+      const apiMs = await api
+      done = true
+      resolve({ child, url, ms: elapsed, rss, apiMs })
     })
     setTimeout(() => fail('no 200 within 30 s'), 30_000).unref()
   })
@@ -104,7 +117,20 @@ async function stop(child) {
 
 const BASELINE = `const fs=require('fs'),http=require('http');const j=process.env.JSON_FILE?fs.readFileSync(process.env.JSON_FILE):null;const s=process.env.SSE_FILE?fs.readFileSync(process.env.SSE_FILE):null;http.createServer((q,r)=>{if(q.url.startsWith('/json')){r.writeHead(200,{'content-type':'application/json'});r.end(j)}else if(q.url.startsWith('/sse')){r.writeHead(200,{'content-type':'text/event-stream'});r.write(s)}else r.end('ok')}).listen(0,'127.0.0.1',function(){console.log('http://127.0.0.1:'+this.address().port+'/')})`
 
-const dshWeb = () => launch(process.execPath, [bin, 'web', '--no-open', '--port', '0'])
+const dshWeb = (extraEnv = {}) => launch(process.execPath, [bin, 'web', '--no-open', '--port', '0'], { api: true, env: { ...env, ...extraEnv } })
+
+function postRaw(url, method, params) {
+  return new Promise((resolve, reject) => {
+    const body = JSON.stringify(params)
+    const req = request(`${url}/api/${method}`, { method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      const chunks = []
+      res.on('data', (c) => chunks.push(c))
+      res.on('end', () => (res.statusCode === 200 ? resolve(Buffer.concat(chunks)) : reject(new Error(`${method}: HTTP ${res.statusCode}`))))
+    })
+    req.on('error', reject)
+    req.end(body)
+  })
+}
 const nodeServer = (extra = {}) => launch(process.execPath, ['-e', BASELINE], { env: { ...env, ...extra } })
 
 function report(label, value, base, unit, goal) {
@@ -117,10 +143,10 @@ try {
   // A first boot creates the profile under DSH_HOME and warms the file cache, as after any first use.
   await stop((await dshWeb()).child)
   await stop((await nodeServer()).child)
-  const d = [], n = [], dr = [], nr = []
+  const d = [], n = [], dr = [], nr = [], da = []
   for (let i = 0; i < RUNS; i++) {
     const a = await dshWeb()
-    d.push(a.ms), dr.push(a.rss)
+    d.push(a.ms), dr.push(a.rss), da.push(a.apiMs)
     await stop(a.child)
     const b = await nodeServer()
     n.push(b.ms), nr.push(b.rss)
@@ -130,6 +156,8 @@ try {
   console.log(`web bench: launch median of ${RUNS} runs each`)
   report('dsh web → first 200', ms(md), ms(mn), `ratio ${(md / mn).toFixed(2)}x`, '< 300 ms')
   report('dsh web RSS at first 200', `${mdr.toFixed(0)} MB`, `${mnr.toFixed(0)} MB`, `ratio ${(mdr / mnr).toFixed(2)}x`, '< 100 MB')
+  const mda = median(da)
+  report('dsh web → first API answer', ms(mda), ms(mn), `ratio ${(mda / mn).toFixed(2)}x`)
   launchOk = true
 } catch (error) {
   console.log(`launch: not measured: ${error.message}`)
@@ -284,5 +312,80 @@ if (launchOk) {
     }
   }
 }
-console.log('not measured: live fan-out of model deltas (needs a scripted turn against @dsh/llm-mock-server; the replay above stands in for it)')
+// ---- 4. live fan-out of model deltas -------------------------------------------------------
+/** Connects `k` SSE clients after `after`, resolves once each has its status frame. */
+function liveClients(url, k, after) {
+  return Promise.all(Array.from({ length: k }, () => new Promise((resolve, reject) => {
+    const req = request(`${url}?after=${after}`, { agent: false, headers: { accept: 'text/event-stream' } }, (res) => {
+      const client = { req, done: undefined, seen: 0 }
+      let tail = ''
+      let status = false
+      client.done = new Promise((resolveDone) => {
+        res.on('data', (c) => {
+          tail = (tail + c.toString('utf8')).slice(-8192)
+          if (!status && tail.includes('event: status')) {
+            status = true
+            resolve(client)
+          }
+          if (tail.includes('"type":"turn/end"')) {
+            req.destroy()
+            resolveDone()
+          }
+        })
+      })
+    })
+    req.on('error', (e) => (e.code === 'ECONNRESET' ? undefined : reject(e)))
+    req.end()
+  })))
+}
+
+if (launchOk) {
+  const counts = [1, 10, FANOUT].filter((k, i, a) => a.indexOf(k) === i)
+  const turns = RUNS * counts.length
+  const words = Array.from({ length: DELTAS }, (_, i) => ({ text: `w${i} ` }))
+  let mock, web
+  try {
+    const mod = await import(pathToFileURL(fileURLToPath(new URL('../packages/test-support/llm-mock-server/dist/index.js', import.meta.url))).href)
+    mock = await mod.startMockServer({ steps: Array.from({ length: turns }, () => ({ events: words })) })
+    web = await dshWeb({ DEEPSEEK_BASE_URL: mock.baseURL, DSH_PERMISSION_MODE: 'danger-full-access' })
+    const cwd = join(root, 'live')
+    mkdirSync(cwd, { recursive: true })
+    const { result } = JSON.parse(await post(web.url, 'sessions.create', { cwd }))
+    const id = result.session.sessionId
+    const streamUrl = `${web.url}/api/events/session/${id}`
+    const times = new Map(counts.map((k) => [k, []]))
+    for (let run = 0; run < RUNS; run++) {
+      for (const k of counts) {
+        // Live events only: start after the log's current end (an empty page past it gives its length).
+        const after = JSON.parse(await post(web.url, 'sessions.history', { sessionId: id, fromSeq: 1e9, limit: 1 })).result.nextSeq - 1
+        const clients = await liveClients(streamUrl, k, after)
+        const t0 = performance.now()
+        await post(web.url, 'sessions.prompt', { sessionId: id, text: `turn ${run} ${k}` })
+        await Promise.all(clients.map((c) => c.done))
+        times.get(k).push(performance.now() - t0)
+        // Let the turn settle (idle) before the next one.
+        for (let i = 0; i < 200; i++) {
+          const row = JSON.parse(await post(web.url, 'sessions.list', {})).result.sessions.find((s) => s.sessionId === id)
+          if (row.status === 'idle') break
+          await new Promise((r) => setTimeout(r, 10))
+        }
+      }
+    }
+    const one = median(times.get(1))
+    console.log(`live fan-out: one turn streaming ${DELTAS} model deltas (each a logged event) to K clients, median of ${RUNS}`)
+    for (const k of counts) {
+      const t = median(times.get(k))
+      if (k === 1) report('1 client: prompt → turn end', ms(t), ms(one), 'ratio 1.00x')
+      else {
+        const per = (t - one) / (k - 1)
+        report(`${k} clients`, ms(t), ms(one), `ratio ${(t / one).toFixed(2)}x, +${ms(per)} per added client = ${((per / one) * 100).toFixed(1)}% of the 1-client turn, ${((per * 1000) / DELTAS).toFixed(1)} µs per delta per client`)
+      }
+    }
+  } catch (error) {
+    console.log(`live fan-out: not measured: ${error.message}`)
+  } finally {
+    if (web) await stop(web.child)
+    if (mock) await mock.close()
+  }
+}
 rmSync(root, { recursive: true, force: true })
