@@ -16,6 +16,8 @@ const force = args.includes('--force')
 const extra = args.filter((a) => !a.startsWith('--')).map((a) => resolve(a))
 const webDir = join(root, 'packages/client/web')
 const log = (...m) => quiet || console.log('build-client:', ...m)
+// Production builds only (React's production runtime; its JSX runtime has no jsxDEV).
+process.env.NODE_ENV = 'production'
 
 if (!existsSync(join(webDir, 'build/app.mjs'))) process.exit(0)
 // vite is a dependency of @dsh/client-web, not of the root: load it (and our helpers) from there.

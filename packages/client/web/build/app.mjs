@@ -1,7 +1,7 @@
 // Builds the app into dist-web/: first the shared libraries (one ES module each under shared/),
 // then the shell with those names left as bare imports and an import map in index.html that
 // points them at the shared modules. Used by scripts/build-client.mjs.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { build } from 'vite'
@@ -14,19 +14,40 @@ export const OUT_DIR = join(WEB_ROOT, 'dist-web')
 const conditions = ['browser', 'module', 'import', 'default']
 
 /** The import map and preload tags for index.html, from the shared build's entry files. */
-export function importMapHtml(map) {
+export function importMapHtml(map, preloadFiles = []) {
   const imports = Object.fromEntries(Object.entries(map).map(([name, file]) => [name, `/${file}`]))
-  const preload = ['react', 'react-dom/client', 'react/jsx-runtime', 'cordis', '@dsh/client-runtime']
-    .filter((n) => map[n])
-    .map((n) => `<link rel="modulepreload" href="/${map[n]}">`)
+  // Every file the shell's imports reach, so the browser fetches them in one round instead of
+  // discovering the shared chunks only after the entries arrive.
+  const preload = preloadFiles
+    .map((file) => `<link rel="modulepreload" href="/${file}">`)
     .join('\n    ')
   return `<script type="importmap">${JSON.stringify({ imports })}</script>\n    ${preload}`
 }
 
+/**
+ * Builds into a fresh directory and swaps it in at the end, so a host serving dist-web/ meanwhile
+ * never sees a half-written tree (and files of older builds do not pile up).
+ */
 export async function buildApp({ quiet = false } = {}) {
+  // Production React (and its production JSX runtime), whatever the caller's environment says.
+  process.env.NODE_ENV = 'production'
+  const final = OUT_DIR
+  const staging = `${OUT_DIR}.tmp-${process.pid}`
+  rmSync(staging, { recursive: true, force: true })
+  const map = await buildInto(staging, quiet)
+  const old = `${OUT_DIR}.old-${process.pid}`
+  if (existsSync(final)) renameSync(final, old)
+  renameSync(staging, final)
+  rmSync(old, { recursive: true, force: true })
+  return map
+}
+
+async function buildInto(OUT_DIR, quiet) {
   const logLevel = quiet ? 'warn' : 'info'
   // 1. Shared libraries: every name an entry, shared code in common chunks.
   const map = {}
+  /** Each output file of the shared build with the files it imports statically. */
+  const graph = {}
   await build({
     configFile: false,
     root: WEB_ROOT,
@@ -39,6 +60,7 @@ export async function buildApp({ quiet = false } = {}) {
         name: 'dsh-shared-map',
         generateBundle(_options, bundle) {
           for (const chunk of Object.values(bundle)) {
+            if (chunk.type === 'chunk') graph[chunk.fileName] = chunk.imports
             if (chunk.type === 'chunk' && chunk.isEntry) {
               const name = SHARED.find((n) => sharedId(n) === chunk.name)
               if (name) map[name] = chunk.fileName
@@ -63,6 +85,15 @@ export async function buildApp({ quiet = false } = {}) {
   })
   mkdirSync(OUT_DIR, { recursive: true })
   writeFileSync(join(OUT_DIR, 'shared.json'), JSON.stringify(map, null, 2) + '\n')
+  // The closure of what the shell imports at start (everything but the unused entries).
+  const wanted = ['react', 'react/jsx-runtime', 'react-dom/client', 'cordis', '@dsh/client-runtime'].map((n) => map[n]).filter(Boolean)
+  const preloadFiles = []
+  const visit = (file) => {
+    if (preloadFiles.includes(file)) return
+    preloadFiles.push(file)
+    for (const dep of graph[file] ?? []) visit(dep)
+  }
+  wanted.forEach(visit)
   // 2. The shell.
   await build({
     configFile: false,
@@ -76,7 +107,7 @@ export async function buildApp({ quiet = false } = {}) {
         name: 'dsh-import-map',
         transformIndexHtml: {
           order: 'pre',
-          handler: (html) => html.replace('<!-- dsh:import-map -->', importMapHtml(map)),
+          handler: (html) => html.replace('<!-- dsh:import-map -->', importMapHtml(map, preloadFiles)),
         },
       },
     ],

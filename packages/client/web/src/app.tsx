@@ -49,6 +49,7 @@ export function App({ launchCwd }: { launchCwd?: string }) {
   }, [ctx, launchCwd])
 
   useShortcuts(state)
+  useEffect(() => void performance.mark('dsh-shell'), [])
 
   return (
     <ShellContext.Provider value={state}>

@@ -24,6 +24,7 @@ async function boot() {
   const langParam = new URLSearchParams(location.search).get('lang')
   const ctx = await createRuntime(langParam === 'en' || langParam === 'zh' ? { locale: { lang: langParam } } : {})
   await ctx.plugin(shellPlugin)
+  performance.mark('dsh-runtime')
   let manifest: BootManifest = { version: 1, plugins: [] }
   try {
     manifest = await readManifest()
@@ -38,6 +39,7 @@ async function boot() {
   )
   void checkKey(ctx)
   await ctx.clientPlugins.loadAll(manifest.plugins)
+  performance.mark('dsh-ready')
   document.documentElement.dataset.ready = 'true'
 }
 
