@@ -196,24 +196,35 @@ export class QuestionPanel implements Component, Focusable {
   }
 }
 
-/** A titled list with type-to-filter; Enter picks, Esc cancels. */
+/** A titled list with type-to-filter (substring of label or description); Enter picks, Esc cancels. */
 export class Picker implements Component, Focusable {
   focused = false
-  private readonly list: SelectList
+  private list: SelectList
   private filter = ''
   private done = false
 
   constructor(
     private readonly title: string,
-    items: SelectItem[],
+    private readonly items: SelectItem[],
     private readonly p: Palette,
     private readonly resolve: (value: string | undefined) => void,
     selectedIndex = 0,
   ) {
-    this.list = new SelectList(items, 10, selectListTheme(p))
+    this.list = this.makeList(items)
     this.list.setSelectedIndex(selectedIndex)
-    this.list.onSelect = (item) => this.finish(item.value)
-    this.list.onCancel = () => this.finish(undefined)
+  }
+
+  private makeList(items: SelectItem[]): SelectList {
+    const list = new SelectList(items, 10, selectListTheme(this.p))
+    list.onSelect = (item) => this.finish(item.value)
+    list.onCancel = () => this.finish(undefined)
+    return list
+  }
+
+  private setFilter(filter: string): void {
+    this.filter = filter
+    const needle = filter.toLowerCase()
+    this.list = this.makeList(this.items.filter((i) => `${i.label} ${i.description ?? ''}`.toLowerCase().includes(needle)))
   }
 
   private finish(value: string | undefined): void {
@@ -227,13 +238,9 @@ export class Picker implements Component, Focusable {
   }
 
   handleInput(data: string): void {
-    if (matchesKey(data, Key.backspace)) {
-      this.filter = this.filter.slice(0, -1)
-      this.list.setFilter(this.filter)
-    } else if (data.length === 1 && data >= ' ' && data !== '\x7f') {
-      this.filter += data
-      this.list.setFilter(this.filter)
-    } else this.list.handleInput(data)
+    if (matchesKey(data, Key.backspace)) this.setFilter(this.filter.slice(0, -1))
+    else if (data.length === 1 && data >= ' ' && data !== '\x7f') this.setFilter(this.filter + data)
+    else this.list.handleInput(data)
   }
 
   render(width: number): string[] {

@@ -48,23 +48,21 @@ class Gap implements Component {
 }
 
 /**
- * Offset just past the last blank line that is outside a code fence, or -1. Text before it is
- * made of finished Markdown blocks.
+ * Offset just past the first blank line outside a code fence that has text after it, or -1. The
+ * text before it is a finished Markdown block; a reply is frozen block by block, so streaming it in
+ * pieces and setting it whole give the same blocks.
  */
-export function lastBlockBoundary(text: string): number {
+export function firstBlockBoundary(text: string): number {
   let inFence = false
-  let boundary = -1
   let pos = 0
   const lines = text.split('\n')
-  for (let i = 0; i < lines.length; i++) {
+  for (let i = 0; i < lines.length - 1; i++) {
     const line = lines[i]
-    const end = pos + line.length + 1
+    pos += line.length + 1
     if (/^\s{0,3}(```|~~~)/.test(line)) inFence = !inFence
-    // A blank line with more text after it (the last line may still be growing).
-    else if (!inFence && line.trim() === '' && i > 0 && i < lines.length - 1) boundary = end
-    pos = end
+    else if (!inFence && line.trim() === '' && i > 0 && lines.slice(i + 1).some((l) => l.trim() !== '')) return pos
   }
-  return boundary
+  return -1
 }
 
 /** The thinking of one reply: one dim line, or the whole text when expanded. */
@@ -158,8 +156,7 @@ export class AssistantEntry extends Container {
     const before = this.frozen.length
     this.text = text
     let rest = text.slice(this.frozenTo)
-    const boundary = lastBlockBoundary(rest)
-    if (boundary > 0) {
+    for (let boundary = firstBlockBoundary(rest); boundary > 0; boundary = firstBlockBoundary(rest)) {
       const block = rest.slice(0, boundary).replace(/\n+$/, '')
       this.frozenTo += boundary
       rest = rest.slice(boundary)
