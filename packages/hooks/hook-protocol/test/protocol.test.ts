@@ -13,7 +13,7 @@ afterEach(async () => {
 
 async function subprocess() {
   const ctx = new Context()
-  const fiber = ctx.plugin(SubprocessLocal, {})
+  const fiber = ctx.plugin(SubprocessLocal, {} as never)
   await fiber
   fibers.push(fiber)
   return ctx.subprocess

@@ -12,11 +12,13 @@ import type { SubprocessService } from '@dsh/subprocess'
 import type {} from '@dsh/tools'
 import { checkServer, checkTable, readProjectFile, type CheckedServer, type McpSource } from './config.ts'
 import { McpServerConnection, type ConnectionOptions, type McpServerStatus } from './server.ts'
+import { fromAcpServer } from './acp.ts'
 
 export type { McpServerState, McpServerStatus, RetryOptions } from './server.ts'
 export type { CheckedServer, McpSource, McpTransportKind, ServerSpec } from './config.ts'
 export { checkServer, checkTable, expandVariables, readProjectFile } from './config.ts'
 export { toolName } from './names.ts'
+export { fromAcpServer } from './acp.ts'
 export { mapResult } from './results.ts'
 
 /** The session event a server's trouble (and recovery) is logged as. Not model-visible. */
@@ -104,7 +106,6 @@ export class McpClient extends Service {
   })
 
   private readonly servers = new Map<string, McpServerConnection | CheckedServer>()
-  private readonly started = Date.now()
   private readonly cwd: string
 
   constructor(
@@ -180,8 +181,8 @@ export class McpClient extends Service {
       })
     })
     // The first request of a turn waits (bounded) for servers still starting, so their tools are offered.
-    ctx.on('agent/pre-step', async (_payload, next) => {
-      await this.ready()
+    ctx.on('agent/pre-step', async (payload, next) => {
+      await this.ready(payload.agent.scope)
       return next()
     }, { prepend: true })
   }
@@ -214,6 +215,24 @@ export class McpClient extends Service {
     return () => void dispose()
   }
 
+  /**
+   * Mounts an editor's servers, as ACP's `session/new` / `session/load` send them, for one agent
+   * scope (their tools exist only there). Items without a name are logged and skipped; a name
+   * mounted twice in the scope keeps the first. Undone by the disposer or when the caller unloads.
+   */
+  addAcpServers(servers: readonly unknown[], options: { scope: string; cwd: string; origin?: string }): () => void {
+    const disposers: Array<() => void> = []
+    servers.forEach((server, index) => {
+      const converted = fromAcpServer(server, index)
+      if ('problem' in converted) return this.problem(`${options.origin ?? 'ACP session'}: ${converted.problem}; skipped`)
+      if (this.servers.has(keyOf(converted.name, options.scope))) return this.problem(`${options.origin ?? 'ACP session'}: MCP server "${converted.name}" is given twice; the first is kept`)
+      disposers.push(this.add(converted.name, converted.entry, { source: 'session', origin: options.origin ?? 'ACP session', scope: options.scope, cwd: options.cwd }))
+    })
+    return () => {
+      for (const dispose of disposers.splice(0)) dispose()
+    }
+  }
+
   /** Connects a failed server again (or skips a retrying one's wait). False when there is no such server. */
   restart(name: string, scope?: string): boolean {
     const entry = this.servers.get(keyOf(name, scope))
@@ -223,16 +242,20 @@ export class McpClient extends Service {
   }
 
   /**
-   * Settles when every server's first connection attempt has finished, or once `startupWaitMs`
-   * have passed since this service started, whichever comes first.
+   * Settles when the first connection attempt of every server visible from `scope` (the global ones
+   * and that scope's) has finished, waiting at most `startupWaitMs` from each server's mounting.
    */
-  async ready(): Promise<void> {
-    const pending = [...this.servers.values()].filter((entry): entry is McpServerConnection => entry instanceof McpServerConnection).map((c) => c.firstAttempt)
-    const left = this.config.startupWaitMs - (Date.now() - this.started)
-    if (pending.length === 0 || left <= 0) return
-    let timer: NodeJS.Timeout | undefined
-    await Promise.race([Promise.all(pending), new Promise<void>((resolve) => (timer = setTimeout(resolve, left)))])
-    clearTimeout(timer)
+  async ready(scope?: string): Promise<void> {
+    const waits = [...this.servers.values()]
+      .filter((entry): entry is McpServerConnection => entry instanceof McpServerConnection && (entry.scope === undefined || entry.scope === scope))
+      .map((connection) => {
+        const left = connection.createdAt + this.config.startupWaitMs - Date.now()
+        if (left <= 0) return undefined
+        let timer: NodeJS.Timeout | undefined
+        return Promise.race([connection.firstAttempt, new Promise<void>((resolve) => (timer = setTimeout(resolve, left)))]).finally(() => clearTimeout(timer))
+      })
+      .filter((wait) => wait !== undefined)
+    await Promise.all(waits)
   }
 
   private mountChecked(entry: CheckedServer, scope?: string): string {

@@ -94,6 +94,7 @@ export class McpServerConnection {
   private running = false
   /** Settles once the first connection attempt has finished, whatever its outcome. */
   readonly firstAttempt: Promise<void>
+  readonly createdAt = Date.now()
   private settleFirst!: () => void
 
   constructor(

@@ -298,3 +298,27 @@ describe('@dsh/mcp-client configuration', () => {
     expect(h.ctx.mcp.list().map((s) => s.name)).toEqual(['changing'])
   })
 })
+
+describe('@dsh/mcp-client per-session servers (ACP mcpServers)', () => {
+  it('mounts an editor\'s servers for one agent scope only, and removes them with the disposer', async () => {
+    const h = await boot({}, { script: [{ toolCalls: [{ name: 'mcp__editor__whoami', arguments: {} }] }, { text: 'done' }] })
+    const dispose = h.ctx.mcp.addAcpServers(
+      [
+        { name: 'editor', command: process.execPath, args: [changing], env: [{ name: 'DSH_TEST_VALUE', value: 'from-acp' }] },
+        { command: 'nameless' },
+        { type: 'http', name: 'remote', url: 'ftp://nope', headers: [] },
+      ],
+      { scope: h.agent.scope, cwd: process.cwd(), origin: 'session test' },
+    )
+    // The first request waits for the session's server: no polling here.
+    expect(h.ctx.mcp.get('remote', h.agent.scope)).toMatchObject({ state: 'invalid', source: 'session', scope: h.agent.scope })
+    await h.prompt('who')
+    expect(h.ctx.tools.get('mcp__editor__whoami')).toBeUndefined()
+    expect(h.ctx.tools.get('mcp__editor__whoami', h.agent.scope)).toBeDefined()
+    const result = h.session.events.filter((e) => e.type === 'tool/result').map((e) => e.data as ToolResultPayload)[0]
+    expect(text(result)).toMatch(/^\d+ from-acp$/)
+    dispose()
+    expect(h.ctx.tools.get('mcp__editor__whoami', h.agent.scope)).toBeUndefined()
+    expect(h.ctx.mcp.list()).toEqual([])
+  })
+})
