@@ -4,6 +4,7 @@
 // dist-client/index.js, the shared libraries left as bare imports). A package whose output is
 // newer than its inputs is skipped, so running this before every test run costs little.
 // usage: node scripts/build-client.mjs [--quiet] [--force] [extra package dirs...]
+import { execFileSync } from 'node:child_process'
 import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { join, relative, resolve } from 'node:path'
@@ -20,6 +21,9 @@ const log = (...m) => quiet || console.log('build-client:', ...m)
 process.env.NODE_ENV = 'production'
 
 if (!existsSync(join(webDir, 'build/app.mjs'))) process.exit(0)
+// Workspace packages resolve to their transpiled dist/ (the `default` export condition), so bring
+// those up to date first (a no-op when they are).
+execFileSync(process.execPath, [join(root, 'scripts/build.mjs'), '--quiet'], { stdio: 'inherit' })
 // vite is a dependency of @dsh/client-web, not of the root: load it (and our helpers) from there.
 const requireWeb = createRequire(join(webDir, 'package.json'))
 let vite
@@ -62,7 +66,8 @@ let built = 0
 {
   const out = join(webDir, 'dist-web')
   const inputs = [join(webDir, 'src'), join(webDir, 'index.html'), join(webDir, 'build'), join(webDir, 'package.json'),
-    join(root, 'packages/client/runtime/src'), join(root, 'packages/api/web-protocol/src'), join(root, 'packages/workspace/workspace/src/contract.ts')]
+    join(root, 'packages/client/runtime/dist'), join(root, 'packages/api/web-protocol/dist'), join(root, 'packages/workspace/workspace/dist'),
+    join(root, 'packages/api/api-settings/dist')]
   if (!fresh(out, inputs)) {
     const { buildApp } = await import(pathToFileURL(join(webDir, 'build/app.mjs')).href)
     await buildApp({ quiet: true })

@@ -46,6 +46,7 @@ export class Catalog extends Service {
 
   async [Service.init](): Promise<void> {
     this.connection.onHost((event) => this.onHost(event))
+    this.ctx.effect(() => () => clearTimeout(this.refreshTimer), 'catalog: refresh timer')
     void this.refresh().catch(() => {})
   }
 
@@ -106,6 +107,9 @@ export class Catalog extends Service {
         const e = event as { sessionId: string; status: SessionRow['status']; queued: number }
         const row = this.rows.get(e.sessionId)
         if (row) this.upsert({ ...row, status: e.status, queued: e.queued })
+        // A status change of an untitled session usually means its first prompt arrived: the
+        // host sends no session/changed for that, so refetch (debounced) to get firstPrompt.
+        if (!row || (!row.title && !row.firstPrompt)) this.scheduleRefresh()
         return
       }
       case 'session/removed':
@@ -118,6 +122,16 @@ export class Catalog extends Service {
         return
       }
     }
+  }
+
+  private refreshTimer?: ReturnType<typeof setTimeout>
+
+  private scheduleRefresh(): void {
+    if (this.refreshTimer) return
+    this.refreshTimer = setTimeout(() => {
+      this.refreshTimer = undefined
+      void this.refresh().catch(() => {})
+    }, 300)
   }
 
   private publish(patch: Partial<CatalogState>): void {

@@ -72,6 +72,8 @@ describe.skipIf(!hasChromium())('dsh web in Chromium', () => {
       expect(seen.length).toBeGreaterThan(2)
       for (const partial of seen) expect(final.startsWith(partial)).toBe(true)
       await expect.poll(() => page.locator('.msg-user .body').allTextContents()).toEqual(['stream something'])
+      // The sidebar names the session by its first prompt once it has one.
+      await expect.poll(() => page.locator('.session-item.active .title').textContent()).toBe('stream something')
       expect(errors).toEqual([])
     })
     await context.close()
