@@ -10,6 +10,7 @@ import { ChatView } from '../src/client/chat-view.tsx'
 import { Composer } from '../src/client/composer.tsx'
 import { Markdown, decodeEntities, safeHref } from '../src/client/markdown.tsx'
 import { en, translator, zh } from '../src/client/strings.ts'
+import { ContextSection, PlanSection } from '../src/client/panel.tsx'
 
 const load = (name: string): SessionStreamEvent[] => JSON.parse(readFileSync(new URL(`./fixtures/${name}.json`, import.meta.url), 'utf8'))
 const t = translator(en)
@@ -100,6 +101,20 @@ describe('Composer', () => {
   it('is replaced by a takeover, and read-only when disabled', () => {
     expect(renderToStaticMarkup(h(Composer, { ...base, running: true, takeover: h('div', null, 'APPROVE?') }))).toBe('<div class="dsh-composer dsh-composer-takeover"><div>APPROVE?</div></div>')
     expect(renderToStaticMarkup(h(Composer, { ...base, running: false, disabled: true }))).toContain('readOnly=""')
+  })
+})
+
+describe('side panel sections', () => {
+  it('show the latest plan and the context figures, and nothing for a fresh session', () => {
+    const snapshot = foldConversation(load('tools-turn'))
+    const plan = renderToStaticMarkup(h(PlanSection, { snapshot, t }))
+    expect(plan).toMatch(/data-status="completed".*Read notes.*data-status="in_progress".*Fix beta.*data-status="pending".*Report/s)
+    const context = renderToStaticMarkup(h(ContextSection, { snapshot, t }))
+    expect(context).toContain(`data-tokens="${snapshot.lastInputTokens}"`)
+    expect(context).toContain('Model: deepseek-official/')
+    const empty = foldConversation([])
+    expect(renderToStaticMarkup(h(PlanSection, { snapshot: empty, t }))).toBe('')
+    expect(renderToStaticMarkup(h(ContextSection, { snapshot: empty, t }))).toBe('')
   })
 })
 

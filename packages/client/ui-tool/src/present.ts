@@ -99,6 +99,8 @@ export function additionDiff(content: string): DiffView {
 
 export interface FileChangeView {
   path: string
+  /** The absolute path the tool resolved, when it logged one. */
+  absolutePath?: string
   created?: boolean
   diff?: DiffView
   /** The tool logged that the diff was too large to keep. */
@@ -109,7 +111,8 @@ export interface FileChangeView {
 export function fileChangeView(node: ToolNode): FileChangeView {
   const meta = node.result?.meta ?? {}
   const input = node.input ?? {}
-  const path = str(meta.path) ?? str(input.file_path) ?? str(input.path) ?? '?'
+  // The path as the model wrote it (usually relative to the session folder); the absolute one as a fallback.
+  const path = str(input.file_path) ?? str(input.path) ?? str(meta.path) ?? '?'
   const created = typeof meta.created === 'boolean' ? meta.created : undefined
   let diff: DiffView | undefined
   if (typeof meta.diff === 'string') diff = parseUnifiedDiff(meta.diff)
@@ -125,7 +128,7 @@ export function fileChangeView(node: ToolNode): FileChangeView {
       removed: input.old_string.split('\n').length,
     }
   }
-  return { path, ...(created !== undefined ? { created } : {}), ...(diff ? { diff } : {}), diffOmitted: meta.diffOmitted === true }
+  return { path, ...(str(meta.path) ? { absolutePath: str(meta.path) } : {}), ...(created !== undefined ? { created } : {}), ...(diff ? { diff } : {}), diffOmitted: meta.diffOmitted === true }
 }
 
 /** Which of the tool's facts a one-line summary shows (read, grep, glob, ls and kin). */

@@ -31,7 +31,8 @@ describe('presentation data', () => {
 
   it('edit: the unified diff in meta.diff as typed, numbered lines', () => {
     const view = fileChangeView(byName('edit'))
-    expect(view.path).toBe('/tmp/REC/project/notes.txt')
+    expect(view.path).toBe('notes.txt')
+    expect(view.absolutePath).toBe('/tmp/REC/project/notes.txt')
     expect(view.diff).toMatchObject({ added: 1, removed: 1, oldPath: 'notes.txt', newPath: 'notes.txt' })
     expect(view.diff!.lines).toEqual([
       { type: 'hunk', text: '@@ -1,3 +1,3 @@' },

@@ -42,13 +42,15 @@ const ThinkingRow = memo(function ThinkingRow({ node, t }: { node: ThinkingNode;
     : node.durationMs !== undefined && node.durationMs >= 1000
       ? t('thought', { seconds: Math.round(node.durationMs / 1000) })
       : t('thoughtBriefly')
+  // The body (possibly very long reasoning) is rendered only while the row is open.
+  const [open, setOpen] = useState(false)
   return (
-    <details className="dsh-thinking" data-node="thinking" data-streaming={node.streaming || undefined}>
+    <details className="dsh-thinking" data-node="thinking" data-streaming={node.streaming || undefined} open={open} onToggle={(e) => setOpen(e.currentTarget.open)}>
       <summary>
         {node.streaming ? <span className="dsh-pulse" aria-hidden="true" /> : null}
         {label}
       </summary>
-      <div className="dsh-thinking-body">{node.text}</div>
+      {open ? <div className="dsh-thinking-body">{node.text}</div> : null}
     </details>
   )
 })
@@ -116,8 +118,18 @@ export function ChatView({ snapshot, t, renderTool, empty }: ChatViewProps) {
     if (el && following.current) el.scrollTop = el.scrollHeight
   }, [snapshot.version])
 
+  // Content also grows without a new snapshot (rows laid out late, code highlighted): keep the
+  // bottom in view while following.
+  const inner = useRef<HTMLDivElement>(null)
   useEffect(() => {
-    following.current = true
+    const el = scroller.current
+    const content = inner.current
+    if (!el || !content || typeof ResizeObserver !== 'function') return
+    const observer = new ResizeObserver(() => {
+      if (following.current) el.scrollTop = el.scrollHeight
+    })
+    observer.observe(content)
+    return () => observer.disconnect()
   }, [])
 
   const jump = () => {
@@ -131,7 +143,7 @@ export function ChatView({ snapshot, t, renderTool, empty }: ChatViewProps) {
   const nodes = snapshot.nodes
   return (
     <div className="dsh-chat" ref={scroller} onScroll={onScroll} data-running={snapshot.turnRunning || undefined}>
-      <div className="dsh-chat-inner" role="log" aria-live="polite" aria-relevant="additions">
+      <div className="dsh-chat-inner" ref={inner} role="log" aria-live="polite" aria-relevant="additions">
         {nodes.length === 0 ? <div className="dsh-chat-empty">{empty ?? t('empty')}</div> : nodes.map((node) => renderNode(node, t, renderTool))}
         {snapshot.turnRunning && !tailIsLive(nodes) && snapshot.approvals.length === 0 && snapshot.questions.length === 0
           ? <div className="dsh-working" role="status"><span className="dsh-pulse" aria-hidden="true" />{t('working')}</div>

@@ -10,6 +10,7 @@ import type { ToolNode } from '../model/index.ts'
 import { ChatView } from './chat-view.tsx'
 import { Composer, type SendMode } from './composer.tsx'
 import { useSnapshot, useStableT } from './hooks.ts'
+import { ContextSection, PlanSection } from './panel.tsx'
 import { ConversationStore } from './store.ts'
 import { en, zh, type Translate } from './strings.ts'
 import { CSS } from './styles.ts'
@@ -17,6 +18,7 @@ import { CSS } from './styles.ts'
 export { ChatView, type ChatViewProps } from './chat-view.tsx'
 export { Composer, type ComposerProps, type SendMode } from './composer.tsx'
 export { Markdown, type MarkdownProps } from './markdown.tsx'
+export { PlanSection, ContextSection } from './panel.tsx'
 export { ConversationStore } from './store.ts'
 export { useSnapshot, useStableT } from './hooks.ts'
 export { en, zh, translator, type Translate } from './strings.ts'
@@ -96,8 +98,21 @@ export function apply(ctx: Context): void {
     return <Composer key={sessionId} t={t} running={running} disabled={row?.archived === true} onSend={onSend} onCancel={onCancel} history={history} autoFocus />
   }
 
+  function PanelSections({ sessionId }: SessionSlotProps) {
+    const t = useStableT(NAMESPACE)
+    const model = useMemo(() => store.model(sessionId), [sessionId])
+    const snapshot = useSnapshot(model)
+    return (
+      <>
+        <PlanSection snapshot={snapshot} t={t} />
+        <ContextSection snapshot={snapshot} t={t} />
+      </>
+    )
+  }
+
   ctx.slots.register('conversation.main', { id: 'ui-conversation', order: 0, component: ConversationMain })
   ctx.slots.register('conversation.composer', { id: 'ui-conversation', order: 0, component: ComposerSeat })
+  ctx.slots.register('panel.side', { id: 'ui-conversation', order: 0, component: PanelSections })
 }
 
 export default { name, inject, apply }

@@ -47,6 +47,14 @@ export const en = {
   'status.waiting': 'Waiting for you',
   'status.idle': 'Ready',
   'status.stored': 'Stored',
+  'panel.plan': 'Plan',
+  'panel.context': 'Context',
+  'panel.lastRequest': '{tokens} tokens in the last request',
+  'panel.totals': 'This session: {input} in · {output} out · {cached} read from cache',
+  'panel.model': 'Model: {model}',
+  'todo.completed': 'done',
+  'todo.in_progress': 'in progress',
+  'todo.pending': 'to do',
 } as const
 
 export type ConversationKey = keyof typeof en
@@ -96,6 +104,14 @@ export const zh: Record<ConversationKey, string> = {
   'status.waiting': '等待你的回应',
   'status.idle': '就绪',
   'status.stored': '已存储',
+  'panel.plan': '计划',
+  'panel.context': '上下文',
+  'panel.lastRequest': '上一次请求 {tokens} 个 token',
+  'panel.totals': '本会话：输入 {input} · 输出 {output} · 缓存读取 {cached}',
+  'panel.model': '模型：{model}',
+  'todo.completed': '已完成',
+  'todo.in_progress': '进行中',
+  'todo.pending': '待办',
 }
 
 /** A `Translate` over one dictionary pair (for tests and props-only use without ctx.locale). */

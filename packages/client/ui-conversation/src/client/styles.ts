@@ -36,10 +36,25 @@ html[data-theme=dark] .dsh-conv, html[data-theme=dark] .dsh-composer{--c-fg:#e6e
 .dsh-md-pre{border:1px solid var(--c-border);border-radius:8px;margin:.6em 0;overflow:hidden;}
 .dsh-md-pre-bar{display:flex;justify-content:space-between;font-size:12px;color:var(--c-muted);padding:2px 8px;background:var(--c-soft);}
 .dsh-md-pre pre{margin:0;padding:10px 12px;overflow-x:auto;background:var(--c-code);font-size:13px;line-height:1.45;}
+.dsh-md .hljs-keyword,.dsh-md .hljs-selector-tag,.dsh-md .hljs-literal{color:#8839ef}
+.dsh-md .hljs-string,.dsh-md .hljs-regexp,.dsh-md .hljs-addition{color:#2f7d32}
+.dsh-md .hljs-comment,.dsh-md .hljs-quote{color:#8a8f98;font-style:italic}
+.dsh-md .hljs-number,.dsh-md .hljs-symbol,.dsh-md .hljs-variable{color:#b35c00}
+.dsh-md .hljs-title,.dsh-md .hljs-section,.dsh-md .hljs-function .hljs-title{color:#1c5fc9}
+.dsh-md .hljs-built_in,.dsh-md .hljs-type,.dsh-md .hljs-class .hljs-title{color:#a2266b}
+.dsh-md .hljs-attr,.dsh-md .hljs-attribute,.dsh-md .hljs-property{color:#0b7285}
+.dsh-md .hljs-meta{color:#6b7280}.dsh-md .hljs-deletion{color:#c92a2a}
+html[data-theme=dark] .dsh-md .hljs-keyword,html[data-theme=dark] .dsh-md .hljs-selector-tag,html[data-theme=dark] .dsh-md .hljs-literal{color:#cba6f7}
+html[data-theme=dark] .dsh-md .hljs-string,html[data-theme=dark] .dsh-md .hljs-regexp,html[data-theme=dark] .dsh-md .hljs-addition{color:#a6e3a1}
+html[data-theme=dark] .dsh-md .hljs-number,html[data-theme=dark] .dsh-md .hljs-symbol,html[data-theme=dark] .dsh-md .hljs-variable{color:#fab387}
+html[data-theme=dark] .dsh-md .hljs-title,html[data-theme=dark] .dsh-md .hljs-section{color:#89b4fa}
+html[data-theme=dark] .dsh-md .hljs-built_in,html[data-theme=dark] .dsh-md .hljs-type{color:#f5c2e7}
+html[data-theme=dark] .dsh-md .hljs-attr,html[data-theme=dark] .dsh-md .hljs-attribute,html[data-theme=dark] .dsh-md .hljs-property{color:#94e2d5}
+html[data-theme=dark] .dsh-md .hljs-deletion{color:#f38ba8}
 .dsh-md-table{overflow-x:auto;}.dsh-md table{border-collapse:collapse;margin:.5em 0}.dsh-md th,.dsh-md td{border:1px solid var(--c-border);padding:4px 8px}
 .dsh-md blockquote{margin:.5em 0;padding-left:10px;border-left:3px solid var(--c-border);color:var(--c-muted)}
 .dsh-link-button{background:none;border:none;color:var(--c-accent);cursor:pointer;padding:0 4px;font:inherit;font-size:12px;}
-.dsh-composer{border-top:1px solid var(--c-border,#e3e5e8);padding:10px 20px 14px;max-width:900px;width:100%;margin:0 auto;box-sizing:border-box;}
+.dsh-composer{padding:10px 20px 14px;max-width:900px;width:100%;margin:0 auto;box-sizing:border-box;}
 .dsh-composer-input{width:100%;box-sizing:border-box;resize:none;font:inherit;line-height:1.5;padding:8px 10px;border:1px solid var(--c-border,#d0d4da);border-radius:10px;background:transparent;color:inherit;}
 .dsh-composer-input:focus{outline:2px solid var(--c-accent,#3b5bdb);outline-offset:-1px;}
 .dsh-composer-bar{display:flex;align-items:center;gap:8px;margin-top:6px;}
@@ -51,6 +66,12 @@ html[data-theme=dark] .dsh-conv, html[data-theme=dark] .dsh-composer{--c-fg:#e6e
 .dsh-button-primary{background:var(--c-accent,#3b5bdb);border-color:var(--c-accent,#3b5bdb);color:#fff;}
 .dsh-button-danger{color:var(--c-bad,#c92a2a);border-color:currentColor;}
 .dsh-button:focus-visible,.dsh-link-button:focus-visible{outline:2px solid var(--c-accent,#3b5bdb);outline-offset:2px;}
+.dsh-panel-section{margin-bottom:14px;font-size:13px;}
+.dsh-panel-section h3{font-size:12px;text-transform:uppercase;letter-spacing:.04em;color:var(--c-muted,#6b7280);margin:0 0 6px;}
+.dsh-panel-todo{list-style:none;margin:0;padding:0;}
+.dsh-panel-todo li{display:flex;gap:8px;padding:2px 0;}
+.dsh-panel-todo li[data-status=completed] .dsh-panel-todo-text{text-decoration:line-through;color:var(--c-muted,#6b7280);}
+.dsh-panel-todo li[data-status=in_progress] .dsh-panel-todo-text{font-weight:600;}
 .dsh-sr-only{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap;}
 .dsh-muted{color:var(--c-muted,#6b7280);}
 `

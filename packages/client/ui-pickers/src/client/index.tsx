@@ -7,6 +7,7 @@ import type { SessionSlotProps } from '@dsh/client-runtime'
 import type { ReasoningEffort, SessionRow, WireModel } from '@dsh/web-protocol'
 import { ModelPicker, PermissionPicker } from './pickers.tsx'
 import { en, zh } from './strings.ts'
+import { CSS } from './styles.ts'
 import { useStableT } from './use-t.ts'
 
 export { ModelPicker, PermissionPicker, EFFORTS, BUILTIN_MODES, RISKY_MODES, type ModelPickerProps, type PermissionPickerProps } from './pickers.tsx'
@@ -18,6 +19,13 @@ export const inject = ['slots', 'locale', 'remote', 'catalog']
 
 export function apply(ctx: Context): void {
   ctx.locale.register(NAMESPACE, { en, zh })
+  ctx.effect(() => {
+    const style = document.createElement('style')
+    style.dataset.owner = name
+    style.textContent = CSS
+    document.head.append(style)
+    return () => style.remove()
+  }, 'ui-pickers: stylesheet')
   let providers: Promise<{ providers: string[]; default?: WireModel }> | undefined
   const models = new Map<string, Promise<string[]>>()
   // Cached for the page: the catalog of models does not change while it is open.

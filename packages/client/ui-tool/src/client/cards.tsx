@@ -17,7 +17,9 @@ function StatusBadge({ node, t }: ToolCardProps) {
 }
 
 function Frame({ node, t, icon, title, badges, children, open: initiallyOpen = true }: ToolCardProps & { icon: string; title: ReactNode; badges?: ReactNode; children?: ReactNode; open?: boolean }) {
-  const [open, setOpen] = useState(initiallyOpen)
+  // Follows `open` (e.g. a failure arriving opens the card) until the user toggles it.
+  const [toggled, setOpen] = useState<boolean | undefined>(undefined)
+  const open = toggled ?? initiallyOpen
   const duration = node.startedAt !== undefined && node.endedAt !== undefined ? formatDuration(node.endedAt - node.startedAt) : undefined
   return (
     <section className={`dsh-tool dsh-tool-${node.status}`} data-tool={node.name} data-call={node.callId}>
@@ -105,7 +107,7 @@ export const DiffCard = memo(function DiffCard({ node, t }: ToolCardProps) {
     </>
   )
   return (
-    <Frame node={node} t={t} icon="±" title={view.path} badges={badges}>
+    <Frame node={node} t={t} icon="±" title={<span title={view.absolutePath}>{view.path}</span>} badges={badges}>
       <ErrorLine node={node} t={t} />
       {view.diff && view.diff.lines.length > 0 ? <DiffBody lines={view.diff.lines} t={t} /> : null}
       {view.diffOmitted ? <div className="dsh-muted">{t('diffOmitted')}</div> : null}
