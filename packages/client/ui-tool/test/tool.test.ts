@@ -112,6 +112,18 @@ describe('cards', () => {
     expect(short).not.toContain('Show all')
   })
 
+  it('an expanded output of 100,000 lines renders only a window of rows', () => {
+    const text = Array.from({ length: 100_000 }, (_, i) => `row ${i}`).join('\n')
+    const html = renderToStaticMarkup(h(LongText, { text, t, initiallyExpanded: true }))
+    expect(html).toContain('data-virtual="true"')
+    expect(html).toContain('data-lines="100000"')
+    expect(html).toContain(`height:${100_000 * 18}px`)
+    expect(html.match(/class="dsh-line"/g)!.length).toBeLessThan(100)
+    expect(html).toContain('row 0<')
+    expect(html).not.toContain('row 500<')
+    expect(html).toContain('Show less')
+  })
+
   it('Chinese covers every English key', () => {
     expect(Object.keys(zh).sort()).toEqual(Object.keys(en).sort())
   })

@@ -15,11 +15,13 @@ export interface LongTextProps {
   /** Renders one line (e.g. diff colouring); default plain text. */
   renderLine?: (line: string, index: number) => ReactNode
   className?: string
+  /** Start expanded (e.g. a card the user opened to read everything). */
+  initiallyExpanded?: boolean
 }
 
-export function LongText({ text, t, previewLines = 40, virtualizeAbove = 2000, rowHeight = 18, renderLine, className }: LongTextProps) {
+export function LongText({ text, t, previewLines = 40, virtualizeAbove = 2000, rowHeight = 18, renderLine, className, initiallyExpanded = false }: LongTextProps) {
   const lines = useMemo(() => linesOf(text), [text])
-  const [expanded, setExpanded] = useState(false)
+  const [expanded, setExpanded] = useState(initiallyExpanded)
   const count = lines.length
   const cut = !expanded && count > previewLines
   const shown = cut ? lines.slice(0, previewLines) : lines
