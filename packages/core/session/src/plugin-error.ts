@@ -43,13 +43,21 @@ interface Hook {
   callback: (...args: unknown[]) => unknown
 }
 
+const hookTables = new WeakMap<Context, Record<string, Hook[] | undefined> | null>()
+
 /**
  * The listeners of `name` with the plugin that registered each one. Reads Cordis' listener table
  * (`ctx.events._hooks`, stable in the pinned 4.0.0-rc.10); `undefined` when that shape is absent,
  * so callers fall back to the plain dispatch and lose only the plugin names.
  */
 function hooksOf(ctx: Context, name: string): Hook[] | undefined {
-  const table = (ctx.events as unknown as { _hooks?: Record<string, Hook[] | undefined> })._hooks
+  // The table is created once with the events service; reading it through `ctx.events` builds a
+  // Cordis proxy per read, and this runs for every session event, so it is looked up once per context.
+  let table = hookTables.get(ctx)
+  if (table === undefined) {
+    table = (ctx.events as unknown as { _hooks?: Record<string, Hook[] | undefined> })._hooks ?? null
+    hookTables.set(ctx, table)
+  }
   if (!table || typeof table !== 'object') return undefined
   const hooks = table[name] ?? []
   return Array.isArray(hooks) && hooks.every((h) => typeof h?.callback === 'function') ? [...hooks] : undefined

@@ -6,7 +6,7 @@
 import { statSync } from 'node:fs'
 import { arch, release, type as osType } from 'node:os'
 import { basename, dirname, join } from 'node:path'
-import { Context, Service } from 'cordis'
+import { Context, Service, symbols } from 'cordis'
 import Schema from 'schemastery'
 import { ScopedRegistry } from '@dsh/scope'
 import type { ToolSchema } from '@dsh/llm'
@@ -267,11 +267,14 @@ export class SystemPrompt extends Service {
    * been unregistered or its resolver throws.
    */
   assemble(input: AssembleInput): AssembledPrompt {
+    // Runs for every model request: own state through the plain object, not the per-caller shadow
+    // Cordis binds `this` to (where each property read builds proxies).
+    const self = ((this as unknown as Record<symbol, SystemPrompt | undefined>)[symbols.original]) ?? this
     const cache = new Map<string, string>()
     const lookup = (where: string) => (name: string) => {
       const hit = cache.get(name)
       if (hit !== undefined) return hit
-      const resolve = this.variablesTable.get(name)
+      const resolve = self.variablesTable.get(name)
       if (!resolve) throw new SystemPromptError(`${where} uses variable "{{${name}}}", which is no longer defined`)
       let value: unknown
       try {
@@ -283,10 +286,10 @@ export class SystemPrompt extends Service {
       cache.set(name, text)
       return text
     }
-    const parts: string[] = [render(this.identity, lookup('identity'))]
-    const sections = this.ordered(input.scope)
+    const parts: string[] = [render(self.identity, lookup('identity'))]
+    const sections = self.ordered(input.scope)
     for (const section of sections) if (section.stable) parts.push(render(section.text, lookup(`prompt section "${section.id}"`)))
-    parts.push(render(this.persona(input.scope), lookup('persona')))
+    parts.push(render(self.persona(input.scope), lookup('persona')))
     for (const section of sections) if (!section.stable) parts.push(render(section.text, lookup(`prompt section "${section.id}"`)))
     const system = parts.map(tidy).filter((part) => part !== '').join('\n\n')
     const tools = (input.tools ?? []).slice().sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))

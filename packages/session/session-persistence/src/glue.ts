@@ -5,7 +5,8 @@ import { Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import type { AnySessionEvent, Session, SessionId } from '@dsh/session'
 import { SessionPersistenceError, parseSessionId, type LoadedSession, type SessionSummary } from './types.ts'
-import type {} from './service.ts'
+import type { SessionPersistence } from './service.ts'
+import { unshadow } from './raw.ts'
 
 declare module 'cordis' {
   interface Context {
@@ -37,10 +38,16 @@ export class DurableSessions extends Service {
   private readonly restoring = new Set<string>()
   private readonly failures = new Map<string, unknown>()
   private readonly config: DurableSessionsConfig
+  /**
+   * The injected persistence, taken once: `sessionPersistence` is in `inject`, so a replaced
+   * provider restarts this service. Every logged event is appended through it (see unshadow).
+   */
+  private readonly persistence: SessionPersistence
 
   constructor(ctx: Context, config: DurableSessionsConfig = {}) {
     super(ctx, 'durableSessions')
     this.config = { persistNew: true, ...config }
+    this.persistence = unshadow(ctx.sessionPersistence)
     ctx.on('session/created', (session) => this.onCreated(session))
     ctx.on('session/event', (session, event) => this.onEvent(session, event))
     ctx.on('session/deleted', (session) => {
@@ -69,15 +76,17 @@ export class DurableSessions extends Service {
    * failed for it (the failure is named); resolves at once for a session that is not persisted.
    */
   async checkpoint(sessionId: SessionId | string): Promise<void> {
-    if (!this.tracked.has(sessionId)) return
-    await this.ctx.sessionPersistence.flush(sessionId)
-    const failure = this.failures.get(sessionId)
+    // Called before every request and tool call: own state through the plain object.
+    const self = unshadow(this)
+    if (!self.tracked.has(sessionId)) return
+    await self.persistence.flush(sessionId)
+    const failure = self.failures.get(sessionId)
     if (failure === undefined) return
     // A failed batch is retried by the flush above; anything else (create failed, a refused
     // append) means events are missing from storage.
     const retried = failure instanceof SessionPersistenceError && failure.code === 'WRITE_FAILED'
-    if (!retried || !this.ctx.sessionPersistence.isOpen(sessionId)) throw failure
-    this.failures.delete(sessionId)
+    if (!retried || !self.persistence.isOpen(sessionId)) throw failure
+    self.failures.delete(sessionId)
   }
 
   /** Loads a stored session (repairing it) and restores it into `ctx.sessions`. */
@@ -147,7 +156,7 @@ export class DurableSessions extends Service {
 
   private onEvent(session: Session, event: AnySessionEvent): void {
     if (!this.tracked.has(session.id)) return
-    void this.ctx.sessionPersistence.append(session.id, [event]).catch((error) => this.fail(session.id, error))
+    void this.persistence.append(session.id, [event]).catch((error) => this.fail(session.id, error))
   }
 
   private fail(sessionId: string, error: unknown): void {

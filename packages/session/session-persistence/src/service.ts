@@ -5,6 +5,7 @@ import { Context, Service } from 'cordis'
 import type { AnySessionEvent, SessionEvent, SessionId } from '@dsh/session'
 import { asSessionId } from '@dsh/session'
 import { BatchWriter } from './batch.ts'
+import { unshadow } from './raw.ts'
 import { describeRepairs, planRepair } from './repair.ts'
 import { sortSummaries } from './summary.ts'
 import {
@@ -189,7 +190,9 @@ export abstract class SessionPersistence extends Service {
     } catch (error) {
       return Promise.reject(error)
     }
-    const writer = this.writers.get(sessionId)
+    // Every logged event passes here: own state through the plain object (see unshadow).
+    const self = unshadow(this)
+    const writer = self.writers.get(sessionId)
     if (!writer) return Promise.reject(new SessionPersistenceError('NOT_OPEN', sessionId, `session ${sessionId} is not open for writing: create() or load() it first`))
     let seq = writer.nextSeq
     for (const event of events) {
@@ -200,11 +203,11 @@ export abstract class SessionPersistence extends Service {
       }
       seq++
     }
-    const records = events.map((event): StoredRecord => (this.isIgnorable(event.type) ? { event, ignorable: true } : { event }))
+    const records = events.map((event): StoredRecord => (self.isIgnorable(event.type) ? { event, ignorable: true } : { event }))
     for (const event of events) {
-      if (this.isKnownType(event.type)) continue
+      if (self.isKnownType(event.type)) continue
       const message = `event type "${event.type}" is not registered with session persistence; sessions containing it will not load until it is registered`
-      if (this.refuseUnknown) return Promise.reject(new SessionPersistenceError('UNKNOWN_EVENT_TYPE', sessionId, `session ${sessionId}: ${message}`))
+      if (self.refuseUnknown) return Promise.reject(new SessionPersistenceError('UNKNOWN_EVENT_TYPE', sessionId, `session ${sessionId}: ${message}`))
       this.warnOnce(message)
     }
     writer.nextSeq = seq
@@ -215,7 +218,7 @@ export abstract class SessionPersistence extends Service {
   async flush(sessionId?: SessionId | string): Promise<void> {
     if (sessionId !== undefined) {
       parseSessionId(sessionId)
-      const writer = this.writers.get(sessionId)
+      const writer = unshadow(this).writers.get(sessionId)
       if (!writer) return
       await writer.ready
       await writer.batch.flush()
@@ -318,18 +321,20 @@ export abstract class SessionPersistence extends Service {
   // ---- helpers ----
 
   private newWriter(sessionId: SessionId, nextSeq: number, ready: Promise<void>): OpenWriter {
+    // Each batch write calls the backend through the plain object (see unshadow).
+    const self = unshadow(this)
     const writer: OpenWriter = {
       nextSeq,
       ready: ready.catch(() => {}),
       batch: new BatchWriter(async (records) => {
         await ready
         try {
-          await this.backendWrite(sessionId, records)
+          await self.backendWrite(sessionId, records)
         } catch (error) {
           if (error instanceof SessionPersistenceError) throw error
           throw new SessionPersistenceError('WRITE_FAILED', sessionId, `session ${sessionId}: writing ${records.length} events failed: ${(error as Error)?.message ?? String(error)}`, { cause: error })
         }
-      }, this.windowMs),
+      }, self.windowMs),
     }
     return writer
   }
