@@ -387,8 +387,7 @@ export class TuiApp {
       let finish = () => {}
       const panel = new QuestionPanel(request.questions, this.p, (answers) => {
         finish()
-        if (answers) resolve(answers)
-        else reject(new Error('the user dismissed the questions'))
+        resolve(answers)
       })
       finish = this.takeover(panel, () => reject(new Error('the terminal UI closed before an answer')))
       signal.addEventListener('abort', () => finish(), { once: true })

@@ -90,7 +90,8 @@ export class ApprovalPanel implements Component, Focusable {
 /**
  * A batch of questions, one at a time: a list for a question with options (Space toggles when
  * several may be picked, Enter confirms, the last row lets you type instead), else a text line.
- * Esc cancels the whole batch.
+ * Esc dismisses the rest of the batch: the answers given so far are returned, the others are
+ * left out (the model reads them as unanswered).
  */
 export class QuestionPanel implements Component, Focusable {
   focused = false
@@ -105,7 +106,7 @@ export class QuestionPanel implements Component, Focusable {
   constructor(
     private readonly questions: readonly Question[],
     private readonly p: Palette,
-    private readonly resolve: (answers: Record<string, QuestionAnswer> | undefined) => void,
+    private readonly resolve: (answers: Record<string, QuestionAnswer>) => void,
   ) {
     this.setup()
   }
@@ -150,7 +151,7 @@ export class QuestionPanel implements Component, Focusable {
     } else this.finish(this.answers)
   }
 
-  private finish(value: Record<string, QuestionAnswer> | undefined): void {
+  private finish(value: Record<string, QuestionAnswer>): void {
     if (this.done) return
     this.done = true
     this.resolve(value)
@@ -161,7 +162,7 @@ export class QuestionPanel implements Component, Focusable {
   handleInput(data: string): void {
     if (matchesKey(data, Key.escape)) {
       if (this.input && this.list) this.input = undefined
-      else this.finish(undefined)
+      else this.finish({ ...this.answers })
       return
     }
     if (this.input) return this.input.handleInput(data)
@@ -191,7 +192,7 @@ export class QuestionPanel implements Component, Focusable {
       body.push(p.gray('Your answer (Enter sends):'))
       body.push(...this.input.render(width))
     }
-    body.push(p.gray(q.multiSelect ? 'Space toggles · Enter confirms · Esc cancels' : 'Enter confirms · Esc cancels'))
+    body.push(p.gray(q.multiSelect ? 'Space toggles · Enter confirms · Esc skips the rest' : 'Enter confirms · Esc skips the rest'))
     return frame(p, `${q.header ? `${q.header}: ` : ''}Question${counter}`, body, width)
   }
 }
@@ -215,7 +216,7 @@ export class Picker implements Component, Focusable {
   }
 
   private makeList(items: SelectItem[]): SelectList {
-    const list = new SelectList(items, 10, selectListTheme(this.p))
+    const list = new SelectList(items, 10, selectListTheme(this.p), { maxPrimaryColumnWidth: 64 })
     list.onSelect = (item) => this.finish(item.value)
     list.onCancel = () => this.finish(undefined)
     return list

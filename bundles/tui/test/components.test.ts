@@ -151,8 +151,8 @@ describe('ApprovalPanel', () => {
 })
 
 describe('QuestionPanel and Picker', () => {
-  it('answers a choice question, then a free-text one; Esc cancels', () => {
-    const results: Array<Record<string, QuestionAnswer> | undefined> = []
+  it('answers a choice question, then a free-text one; Esc skips the rest', () => {
+    const results: Array<Record<string, QuestionAnswer>> = []
     const panel = new QuestionPanel(
       [
         { id: 'db', question: 'Which database?', options: [{ label: 'SQLite' }, { label: 'Postgres' }] },
@@ -166,13 +166,15 @@ describe('QuestionPanel and Picker', () => {
     for (const ch of 'demo') panel.handleInput(ch)
     panel.handleInput('\r')
     expect(results).toEqual([{ db: { selected: ['Postgres'] }, name: { selected: [], text: 'demo' } }])
-    const cancelled: unknown[] = []
-    new QuestionPanel([{ id: 'x', question: 'q?' }], plain, (a) => cancelled.push(a)).handleInput(ESC)
-    expect(cancelled).toEqual([undefined])
+    const skipped: unknown[] = []
+    const two = new QuestionPanel([{ id: 'x', question: 'q?' }, { id: 'y', question: 'r?' }], plain, (a) => skipped.push(a))
+    for (const ch of 'yes\r') two.handleInput(ch)
+    two.handleInput(ESC)
+    expect(skipped).toEqual([{ x: { selected: [], text: 'yes' } }])
   })
 
   it('toggles several picks with Space in a multi-select question', () => {
-    const results: Array<Record<string, QuestionAnswer> | undefined> = []
+    const results: Array<Record<string, QuestionAnswer>> = []
     const panel = new QuestionPanel([{ id: 'f', question: 'Features?', multiSelect: true, options: [{ label: 'a' }, { label: 'b' }, { label: 'c' }] }], plain, (a) => results.push(a))
     panel.handleInput(' ')
     panel.handleInput('\x1b[B')

@@ -223,6 +223,81 @@ describe('dsh --profile tui in tmux', () => {
   })
 })
 
+describe('panels and pickers', () => {
+  it('asks the model\'s question in a panel and sends the picked answer back', async () => {
+    const s = await start({
+      steps: [
+        { toolCalls: [{ name: 'ask_user_question', arguments: { questions: [{ id: 'db', question: 'Which database should I use?', options: [{ label: 'SQLite' }, { label: 'Postgres' }] }] } }] },
+        { text: 'Going with your choice.' },
+      ],
+    })
+    await s.waitFor(STATUS)
+    s.type('set up storage')
+    s.keys('Enter')
+    const screen = await s.waitFor(/Which database should I use\?/)
+    expect(screen).toMatch(/SQLite/)
+    expect(screen).toMatch(/Postgres/)
+    s.keys('Down')
+    s.keys('Enter')
+    await s.waitFor(/Going with your choice\./)
+    expect(JSON.stringify(s.server.requests[1].body)).toMatch(/selected: Postgres/)
+  })
+
+  it('switches the model and effort with /model, and the permission mode with /permissions', async () => {
+    const s = await start({ steps: [{ text: 'ok' }] })
+    await s.waitFor(STATUS)
+    s.type('/model')
+    s.keys('Enter')
+    let screen = await s.waitFor(/Model/)
+    await s.waitFor(/deepseek-v4-pro/)
+    s.type('v4-pro')
+    await s.waitFor(/filter: v4-pro/)
+    s.keys('Enter')
+    screen = await s.waitFor(/Reasoning effort/)
+    s.type('high')
+    s.keys('Enter')
+    screen = await s.waitFor(/deepseek-official\/deepseek-v4-pro \(high\)/)
+    s.type('/permissions')
+    s.keys('Enter')
+    await s.waitFor(/Permission mode/)
+    s.type('read-only')
+    s.keys('Enter')
+    screen = await s.waitFor(/deepseek-v4-pro \(high\) · read-only/)
+    s.type('hello')
+    s.keys('Enter')
+    await s.waitFor(/^ok$/m)
+    const body = s.server.requests[0].body as { model: string }
+    expect(body.model).toBe('deepseek-v4-pro')
+    // Esc leaves a picker without changing anything.
+    s.type('/permissions')
+    s.keys('Enter')
+    await s.waitFor(/Permission mode/)
+    s.keys('Escape')
+    screen = await s.settled((t) => !/Permission mode/.test(t))
+    expect(screen).toMatch(/· read-only/)
+  })
+
+  it('queues a message typed while a turn runs and sends it within that turn', async () => {
+    const s = await start({
+      steps: [
+        { text: 'working on the first', chunkDelayMs: 0, delayMs: 1500 },
+        { text: 'Saw the follow-up.' },
+      ],
+    })
+    await s.waitFor(STATUS)
+    s.type('first')
+    s.keys('Enter')
+    await s.waitFor(/Working…/)
+    s.type('follow-up note')
+    s.keys('Enter')
+    await s.waitFor(/queued › follow-up note/)
+    const screen = await s.settled(/Saw the follow-up\./)
+    expect(screen).not.toMatch(/queued ›/)
+    expect(screen).toContain('› follow-up note')
+    expect(JSON.stringify(s.server.requests[1].body)).toContain('follow-up note')
+  })
+})
+
 describe('terminal restore', () => {
   it('leaves cooked mode and a visible cursor after Ctrl+C twice', async () => {
     const s = await start({ steps: [] })
