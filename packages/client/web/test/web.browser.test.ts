@@ -119,6 +119,46 @@ describe.skipIf(!hasChromium())('dsh web in Chromium', () => {
     await context.close()
   })
 
+  it('switches sessions from the sidebar, and renames, forks and archives one', async () => {
+    const { page, context, errors } = await openPage(browser, app.url)
+    await withArtifacts(page, 'sidebar', async () => {
+      await page.waitForURL(/\/s\//)
+      const rows = page.locator('.session-item')
+      // Switching: the session named by its first prompt shows its own conversation.
+      await page.locator('.session-item a', { hasText: 'go slowly' }).click()
+      await expect.poll(() => assistantTexts(page)).toEqual([SLOW.join('')])
+      await page.locator('.session-item a', { hasText: 'stream something' }).click()
+      await expect.poll(() => assistantTexts(page)).toEqual(['Streaming in visible pieces.'])
+      const streamed = decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!)
+      const item = page.locator(`.session-item[data-session-id="${streamed}"]`)
+      // Rename inline.
+      await item.getByRole('button', { name: 'Session actions' }).click()
+      await item.getByRole('menuitem', { name: 'Rename' }).click()
+      await item.locator('input.rename').fill('Renamed by the test')
+      await item.locator('input.rename').press('Enter')
+      await expect.poll(() => item.locator('.title').textContent()).toBe('Renamed by the test')
+      await expect.poll(() => page.locator('.session-title').textContent()).toBe('Renamed by the test')
+      // Fork: a new session holding the same conversation opens.
+      const before = await rows.count()
+      await item.getByRole('button', { name: 'Session actions' }).click()
+      await item.getByRole('menuitem', { name: 'Fork' }).click()
+      await expect.poll(() => rows.count()).toBe(before + 1)
+      await expect.poll(() => decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!)).not.toBe(streamed)
+      await expect.poll(() => assistantTexts(page)).toEqual(['Streaming in visible pieces.'])
+      // Archive: gone from the sidebar (and from the host's default list).
+      await item.getByRole('button', { name: 'Session actions' }).click()
+      await item.getByRole('menuitem', { name: 'Archive' }).click()
+      await expect.poll(() => item.count()).toBe(0)
+      expect((await app.call('sessions.list', {})).sessions.map((r: { sessionId: string }) => r.sessionId)).not.toContain(streamed)
+      // Search by title.
+      await page.keyboard.press('/')
+      await page.keyboard.type('go slow')
+      await expect.poll(() => rows.count()).toBe(1)
+      expect(errors).toEqual([])
+    })
+    await context.close()
+  })
+
   it('speaks Chinese to a Chinese browser, and switches language from the footer', async () => {
     const { page, context, errors } = await openPage(browser, app.url, { locale: 'zh-CN' })
     await withArtifacts(page, 'locale', async () => {
