@@ -37,7 +37,10 @@ const STEPS = [
   // 6. queued follow-up
   slow(['First ', 'answer ', 'arrives ', 'slowly.'], 400),
   { text: 'Second answer.' },
-  // 7. another session
+  // 7. steering the running turn
+  slow(['Working ', 'on ', 'it ', 'slowly.'], 400),
+  { text: 'Steered answer.' },
+  // 8. another session
   { text: 'Hello from the second session.' },
 ]
 
@@ -188,6 +191,21 @@ describe.skipIf(!hasChromium())('the conversation in Chromium', () => {
       await input().press('ArrowUp')
       expect(await input().inputValue()).toBe('second')
       await input().fill('')
+    })
+  })
+
+  it('Steer hands a message to the running turn, which answers it in the same turn', async () => {
+    await withArtifacts(page, 'conv-steer', async () => {
+      await send('start working')
+      await expect.poll(lastAnswer, { timeout: 20_000 }).toContain('Working')
+      await input().fill('also this')
+      await page.getByRole('button', { name: 'Steer' }).click()
+      await expect.poll(lastAnswer, { timeout: 20_000 }).toBe('Steered answer.')
+      const users = await page.locator('[data-node="user"]').allTextContents()
+      expect(users.slice(-2)).toEqual(['start working', 'also this'])
+      await idle()
+      // One turn: no cancelled or failed turn row, and the steered prompt is not left as queued.
+      expect(await page.locator('[data-node="queued"]').count()).toBe(0)
     })
   })
 

@@ -23,10 +23,18 @@ export interface ComposerProps {
   /** Extra controls beside the buttons (model and permission pickers). */
   tools?: ReactNode
   autoFocus?: boolean
+  /** Text to start with (a draft kept while a takeover replaced the composer). */
+  initialText?: string
+  /** Called with the text as it changes (to keep the draft). */
+  onDraftChange?: (text: string) => void
 }
 
-export function Composer({ t, running, disabled = false, onSend, onCancel, history, takeover, tools, autoFocus }: ComposerProps) {
-  const [text, setText] = useState('')
+export function Composer({ t, running, disabled = false, onSend, onCancel, history, takeover, tools, autoFocus, initialText = '', onDraftChange }: ComposerProps) {
+  const [text, setTextState] = useState(initialText)
+  const setText = (value: string) => {
+    setTextState(value)
+    onDraftChange?.(value)
+  }
   const [error, setError] = useState<string | undefined>(undefined)
   const [sending, setSending] = useState(false)
   // Index into history while browsing (history.length = the draft).

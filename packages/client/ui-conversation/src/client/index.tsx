@@ -95,7 +95,11 @@ export function apply(ctx: Context): void {
     const onCancel = () => {
       void c.remote.call('sessions.cancel', { sessionId }).catch(() => {})
     }
-    return <Composer key={sessionId} t={t} running={running} disabled={row?.archived === true} onSend={onSend} onCancel={onCancel} history={history} autoFocus />
+    const onDraftChange = (text: string) => {
+      if (text) store.drafts.set(sessionId, text)
+      else store.drafts.delete(sessionId)
+    }
+    return <Composer key={sessionId} t={t} running={running} disabled={row?.archived === true} onSend={onSend} onCancel={onCancel} history={history} autoFocus initialText={store.drafts.get(sessionId) ?? ''} onDraftChange={onDraftChange} />
   }
 
   function PanelSections({ sessionId }: SessionSlotProps) {

@@ -14,6 +14,8 @@ interface Entry {
 
 export class ConversationStore {
   private readonly entries = new Map<string, Entry>()
+  /** Unsent composer text per session (kept while a takeover replaces the composer). */
+  readonly drafts = new Map<string, string>()
 
   constructor(private readonly connection: Pick<Connection, 'session'>, private readonly keep = 8) {}
 
