@@ -42,6 +42,8 @@ const STEPS = [
   { text: 'Steered answer.' },
   // 8. another session
   { text: 'Hello from the second session.' },
+  // 9. a reload in the middle of a reasoning + answer stream
+  { events: [{ reasoning: 'Thinking it over. ' }, { delayMs: 300 }, { reasoning: 'Still thinking.' }, { delayMs: 300 }, ...['Reloaded ', 'answer ', 'arrives ', 'once.'].flatMap((text) => [{ text }, { delayMs: 300 }])] },
 ]
 
 let app: WebApp
@@ -221,6 +223,34 @@ describe.skipIf(!hasChromium())('the conversation in Chromium', () => {
       await expect.poll(async () => (await page.locator('[data-node="user"]').allTextContents())[0]).toBe('show me a table')
       expect(await page.getByText('Hello from the second session.').count()).toBe(0)
       expect(errors).toEqual([])
+    })
+  })
+
+  it('a reload mid-stream resumes the turn: the thinking row and the answer appear once each', async () => {
+    await withArtifacts(page, 'conv-reload', async () => {
+      await send('think then answer')
+      await expect.poll(() => page.locator('[data-node="thinking"][data-streaming]').count(), { timeout: 20_000 }).toBe(1)
+      expect(await page.locator('[data-node="thinking"] summary').allTextContents()).toContain('Thinking…')
+      await expect.poll(lastAnswer, { timeout: 20_000 }).toContain('Reloaded')
+      await page.reload()
+      await page.waitForSelector('html[data-ready="true"]')
+      await expect.poll(lastAnswer, { timeout: 20_000 }).toBe('Reloaded answer arrives once.')
+      await idle()
+      const answers = await assistant().allTextContents()
+      expect(answers.filter((a) => a.includes('Reloaded'))).toEqual(['Reloaded answer arrives once.'])
+      expect(await page.locator('[data-node="thinking"]').count()).toBe(1)
+      // Opening the thinking row shows the whole reasoning.
+      await page.locator('[data-node="thinking"] summary').click()
+      await expect.poll(async () => (await page.locator('.dsh-thinking-body').allTextContents()).join('')).toBe('Thinking it over. Still thinking.')
+    })
+  })
+
+  it('the reasoning-effort picker changes the session model', async () => {
+    await withArtifacts(page, 'conv-effort', async () => {
+      const sessionId = decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!)
+      await page.locator('select[aria-label="Reasoning"]').selectOption('high')
+      await expect.poll(async () => (await app.call('sessions.list', {})).sessions.find((s: any) => s.sessionId === sessionId)?.model?.reasoningEffort).toBe('high')
+      expect(await page.locator('select[aria-label="Reasoning"]').inputValue()).toBe('high')
     })
   })
 })
