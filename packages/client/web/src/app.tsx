@@ -126,11 +126,9 @@ function SidePanel() {
   const t = useT(NS)
   const route = useStore(ctx.router.route)
   const feed = useSessionFeed(route.sessionId)
-  const entries = useStore({ get: () => ctx.slots.entries('panel.side'), subscribe: (l) => ctx.slots.subscribe('panel.side', l) })
   return (
     <aside className="side-panel" aria-label={t('sidePanel')}>
       {route.sessionId && feed ? <Slot name="panel.side" props={{ sessionId: route.sessionId, feed, row: ctx.catalog.get(route.sessionId) }} /> : null}
-      {entries.length === 0 ? <p className="muted">{t('panelEmpty')}</p> : null}
     </aside>
   )
 }

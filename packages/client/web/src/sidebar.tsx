@@ -4,25 +4,10 @@ import { useMemo, useRef, useState, type KeyboardEvent } from 'react'
 import { Slot, useCtx, useStore, useT } from '@dsh/client-runtime'
 import type { SessionRow } from '@dsh/web-protocol'
 import { NS } from './messages.ts'
-import { archiveSession, forkSession, renameSession, titleOf } from './sessions.ts'
+import { archiveSession, forkSession, groupSessions, renameSession, titleOf, type Group } from './sessions.ts'
 import { useShell } from './state.ts'
 
 const PAGE = 100
-
-interface Group { key: string; name: string; path: string; rows: SessionRow[] }
-
-export function groupSessions(sessions: readonly SessionRow[], workspaces: readonly { id: string; name: string; path: string }[], query: string): Group[] {
-  const q = query.trim().toLowerCase()
-  const rows = q ? sessions.filter((r) => (titleOf(r) ?? '').toLowerCase().includes(q)) : sessions
-  const groups = new Map<string, Group>()
-  for (const w of workspaces) groups.set(w.path, { key: w.id, name: w.name, path: w.path, rows: [] })
-  for (const row of rows) {
-    let group = groups.get(row.cwd)
-    if (!group) groups.set(row.cwd, (group = { key: row.cwd, name: row.cwd.split('/').filter(Boolean).pop() ?? row.cwd, path: row.cwd, rows: [] }))
-    group.rows.push(row)
-  }
-  return [...groups.values()].filter((g) => g.rows.length > 0 || !q)
-}
 
 export function Sidebar() {
   const ctx = useCtx()

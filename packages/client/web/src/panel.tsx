@@ -1,0 +1,17 @@
+// The shell's own side-panel section: the context meter (prompt tokens of the session's last
+// model request, from the usage logged with each assistant message).
+import { useMemo } from 'react'
+import { useT, type SessionSlotProps } from '@dsh/client-runtime'
+import { NS } from './messages.ts'
+import { lastPromptTokens } from './fold.ts'
+
+export function ContextMeter({ feed }: SessionSlotProps) {
+  const t = useT(NS)
+  const tokens = useMemo(() => lastPromptTokens(feed.events), [feed.version, feed.events])
+  return (
+    <section className="panel-section" data-testid="context-meter">
+      <h3>{t('contextMeter')}</h3>
+      <p className="muted">{tokens === undefined ? t('noRequest') : t('tokens', { count: tokens.toLocaleString() })}</p>
+    </section>
+  )
+}
