@@ -53,6 +53,7 @@ export interface ApiGatewayConfig {
   idleMs: number
   metaFile?: string
   maxSteps?: number
+  listRescanMs: number
 }
 
 declare module 'cordis' {
@@ -78,6 +79,7 @@ export class ApiGateway extends Service {
     idleMs: Schema.natural().default(10 * 60_000).description('Unload a live session idle this long (ms).'),
     metaFile: Schema.string().description('Per-session metadata file. Default: $DSH_HOME/web/sessions.json.'),
     maxSteps: Schema.natural().min(1).description('Most model requests per turn; default: the agent-loop row.'),
+    listRescanMs: Schema.natural().default(30_000).description('sessions.list re-reads the stored summaries when its index is older than this (ms); live sessions are kept current by their events.'),
   })
 
   // Mutated in place only (methods may run on a per-caller shadow of `this`).
@@ -88,9 +90,9 @@ export class ApiGateway extends Service {
 
   constructor(ctx: Context, config: Partial<ApiGatewayConfig> = {}) {
     super(ctx, 'api')
-    this.config = { maxBodyBytes: 1024 * 1024, clientBufferBytes: 4 * 1024 * 1024, heartbeatMs: 15_000, sessions: true, idleMs: 10 * 60_000, ...config }
+    this.config = { maxBodyBytes: 1024 * 1024, clientBufferBytes: 4 * 1024 * 1024, heartbeatMs: 15_000, sessions: true, idleMs: 10 * 60_000, listRescanMs: 30_000, ...config }
     if (this.config.sessions) {
-      ctx.plugin(SessionHostPlugin, { idleMs: this.config.idleMs, metaFile: this.config.metaFile, maxSteps: this.config.maxSteps })
+      ctx.plugin(SessionHostPlugin, { idleMs: this.config.idleMs, metaFile: this.config.metaFile, maxSteps: this.config.maxSteps, listRescanMs: this.config.listRescanMs })
     }
     // The HTTP carrier on ctx.webServer, active whenever that service is there.
     ctx.plugin({

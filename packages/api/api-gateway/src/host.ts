@@ -16,6 +16,7 @@ import * as P from '@dsh/web-protocol'
 import { ApiError, type SessionRow, type SessionStatus, type WireEvent, type WireModel } from '@dsh/web-protocol'
 import type { StreamClient } from './gateway.ts'
 import { fileBackend, MetaStore, storageBackend } from './meta.ts'
+import { SessionIndex, type IndexRow } from './index-rows.ts'
 import type {} from '@dsh/llm'
 import type {} from '@dsh/commands'
 import type {} from '@dsh/permission-presets'
@@ -27,12 +28,15 @@ export interface SessionHostConfig {
   metaFile?: string
   /** Most model requests per turn; default: the agent-loop row. */
   maxSteps?: number
+  /** Re-read the stored session summaries for `sessions.list` when the index is older than this (ms). */
+  listRescanMs: number
 }
 
 export const SessionHostConfig: Schema<SessionHostConfig> = Schema.object({
   idleMs: Schema.natural().default(10 * 60_000).description('Unload a live session idle this long (ms).'),
   metaFile: Schema.string().description('Per-session metadata file. Default: $DSH_HOME/web/sessions.json.'),
   maxSteps: Schema.natural().min(1).description('Most model requests per turn.'),
+  listRescanMs: Schema.natural().default(30_000).description('Re-read stored session summaries when the list index is older than this (ms).'),
 })
 
 interface Pending<T> {
@@ -54,6 +58,8 @@ interface Live {
   status: SessionStatus
   off(): void
   idleTimer?: NodeJS.Timeout
+  /** The session's row of the list index, kept current by its events. */
+  row: IndexRow
 }
 
 // Optional services, read with ctx.get() when used: typed by each service's own declaration
@@ -61,15 +67,6 @@ interface Live {
 type Optional = Pick<Context, 'llm' | 'durableSessions' | 'sessionPersistence' | 'approval' | 'userQuestions' | 'permissionPresets' | 'commands'> & {
   agentDefaultModel?: { get(): ModelSelection }
   workspaces?: { get(id: string): unknown }
-}
-
-const firstPromptOf = (session: Session): string | undefined => {
-  for (const event of session.events) {
-    if (event.type !== 'user/message' || event.data.source.kind !== 'human') continue
-    const text = event.data.content.map((block) => (block.type === 'text' ? block.text : '')).join('')
-    return text.slice(0, 200)
-  }
-  return undefined
 }
 
 export const name = 'api-gateway-sessions'
@@ -86,6 +83,8 @@ export class SessionHost {
   private readonly approvals = new Map<string, Pending<ApprovalAnswer>>()
   private readonly questions = new Map<string, Pending<Record<string, QuestionAnswer>>>()
   private readonly meta: MetaStore
+  /** Rows of sessions.list: stored summaries read once (and rescanned), live ones kept current. */
+  readonly index: SessionIndex
   private stopping = false
   private readonly offAnswerers: Array<() => void> = []
   private ready: Promise<void>
@@ -101,6 +100,7 @@ export class SessionHost {
     this.ready = this.meta.load().then(() => {
       if (this.meta.warning) ctx.logger('api-gateway').warn(this.meta.warning)
     })
+    this.index = new SessionIndex(async () => (await this.opt('durableSessions')?.list()) ?? [], config.listRescanMs ?? 30_000)
   }
 
   private opt<K extends keyof Optional>(key: K): Optional[K] | undefined {
@@ -128,6 +128,7 @@ export class SessionHost {
       if (p.archived) live.queue.length = 0
       return { session: this.changed(live) }
     })
+    api.register(P.sessionsRemove, (p) => this.remove(p.sessionId))
     api.register(P.sessionsSetModel, async (p) => {
       const live = await this.open(p.sessionId)
       const model = await this.resolveModel(p.model, p.reasoningEffort)
@@ -217,6 +218,8 @@ export class SessionHost {
     // The graceful stop of a dsh app: turns are cancelled and their ends logged while the
     // persistence rows are still active. Unloading the plugin alone stops too (not awaited).
     ctx.on('app/stopping' as never, (() => this.stop()) as never)
+    // Read the stored summaries once the app is up, so the first sessions.list answers from memory.
+    ctx.on('app/ready' as never, (() => void this.ready.then(() => this.index.rebuild()).catch(() => {})) as never)
     ctx.effect(() => () => this.stop(), 'api-gateway: stop the session host')
   }
 
@@ -259,6 +262,7 @@ export class SessionHost {
 
   private async load(sessionId: string): Promise<Live> {
     await this.ready
+    if (this.meta.get(sessionId).removed) throw notFound(sessionId)
     await this.unloading.get(sessionId)
     let session = this.ctx.sessions.get(sessionId)
     if (!session) {
@@ -294,9 +298,10 @@ export class SessionHost {
     const session = agent.session
     const live: Live = {
       id: session.id, agent, session, queue: [], driving: false, approvals: new Map(), questions: new Map(),
-      clients: new Set(), status: 'idle', off: () => {},
+      clients: new Set(), status: 'idle', off: () => {}, row: this.index.track(session.id, session.cwd, session.events),
     }
     live.off = session.subscribe((event) => {
+      this.index.apply(live.row, event)
       for (const client of live.clients) client.send(undefined, event, event.seq)
       if (event.type === 'turn/start' || event.type === 'turn/end') this.refreshStatus(live)
     })
@@ -331,21 +336,18 @@ export class SessionHost {
   }
 
   private rowOf(live: Live): SessionRow {
-    const { session } = live
+    const { row } = live
     const meta = this.meta.get(live.id)
-    const events = session.events
-    const title = session.last('session/title')?.data.title
-    const firstPrompt = firstPromptOf(session)
     const presets = this.opt('permissionPresets')
     return {
       sessionId: live.id,
-      cwd: session.cwd,
-      ...(title !== undefined ? { title } : {}),
-      ...(firstPrompt !== undefined ? { firstPrompt } : {}),
-      createdAt: events[0]?.time ?? Date.now(),
-      updatedAt: events[events.length - 1]?.time ?? Date.now(),
-      turns: events.reduce((n, e) => (e.type === 'turn/start' ? n + 1 : n), 0),
-      events: events.length,
+      cwd: row.cwd,
+      ...(row.title !== undefined ? { title: row.title } : {}),
+      ...(row.firstPrompt !== undefined ? { firstPrompt: row.firstPrompt } : {}),
+      createdAt: row.createdAt,
+      updatedAt: row.updatedAt,
+      turns: row.turns,
+      events: row.events,
       archived: meta.archived === true,
       status: this.statusOf(live),
       queued: live.queue.length,
@@ -449,36 +451,62 @@ export class SessionHost {
     return { session: row }
   }
 
-  private async list(p: { query?: string; cwd?: string; includeArchived: boolean; offset: number; limit: number }) {
+  private async list(p: { query?: string; cwd?: string; includeArchived: boolean; refresh?: boolean; offset: number; limit: number }) {
     await this.ready
-    const rows = new Map<string, SessionRow>()
-    const stored = (await this.opt('durableSessions')?.list().catch(() => [])) ?? []
-    for (const s of stored) {
-      const meta = this.meta.get(s.id)
-      rows.set(s.id, {
-        sessionId: s.id, cwd: s.cwd,
-        ...(s.title !== undefined ? { title: s.title } : {}),
-        ...(s.firstPrompt !== undefined ? { firstPrompt: s.firstPrompt } : {}),
-        createdAt: s.createdAt, updatedAt: s.updatedAt, turns: s.turns, events: s.events,
+    const query = p.query?.trim().toLowerCase()
+    const cwd = p.cwd !== undefined ? resolve(p.cwd) : undefined
+    const matches: SessionRow[] = []
+    for (const row of await this.index.current(p.refresh === true)) {
+      const meta = this.meta.get(row.id)
+      if (meta.removed || (!p.includeArchived && meta.archived)) continue
+      if (cwd !== undefined && row.cwd !== cwd) continue
+      if (query && !(row.title ?? row.firstPrompt ?? '').toLowerCase().includes(query)) continue
+      const live = this.live.get(row.id)
+      matches.push(live ? this.rowOf(live) : {
+        sessionId: row.id, cwd: row.cwd,
+        ...(row.title !== undefined ? { title: row.title } : {}),
+        ...(row.firstPrompt !== undefined ? { firstPrompt: row.firstPrompt } : {}),
+        createdAt: row.createdAt, updatedAt: row.updatedAt, turns: row.turns, events: row.events,
         archived: meta.archived === true, status: 'stored', queued: 0,
         ...(meta.model ? { model: meta.model } : {}),
         ...(meta.permissionMode ? { permissionMode: meta.permissionMode } : {}),
       })
     }
-    for (const live of this.live.values()) rows.set(live.id, this.rowOf(live))
-    const query = p.query?.trim().toLowerCase()
-    const cwd = p.cwd !== undefined ? resolve(p.cwd) : undefined
-    const matches = [...rows.values()].filter((row) =>
-      (p.includeArchived || !row.archived) &&
-      (cwd === undefined || row.cwd === cwd) &&
-      (!query || (row.title ?? row.firstPrompt ?? '').toLowerCase().includes(query)))
     matches.sort((a, b) => b.updatedAt - a.updatedAt || (a.sessionId < b.sessionId ? -1 : 1))
     const page = matches.slice(p.offset, p.offset + p.limit)
     const next = p.offset + page.length
     return { sessions: page, total: matches.length, ...(next < matches.length ? { nextOffset: next } : {}) }
   }
 
+  /**
+   * Takes a session off the web host: refused while it has work in flight; otherwise its agent is
+   * disposed, its streams end, it leaves the index and `session/removed` is published. The log
+   * stays where persistence keeps it; the `removed` mark (session metadata) hides it from here on.
+   */
+  private async remove(sessionId: string): Promise<{ sessionId: string }> {
+    await this.ready
+    if (this.meta.get(sessionId).removed) throw notFound(sessionId)
+    const live = this.live.get(sessionId)
+    if (live && (live.driving || live.agent.status === 'running' || live.queue.length > 0 || live.approvals.size > 0 || live.questions.size > 0)) {
+      throw new ApiError('SESSION_BUSY', `sessions.remove: session ${sessionId} has a turn running, waiting or queued; cancel it first`, { status: 409, field: 'sessionId' })
+    }
+    if (!live) await this.exists(sessionId)
+    await this.meta.update(sessionId, { removed: true })
+    if (live && this.live.get(sessionId) === live) {
+      if (live.idleTimer) clearTimeout(live.idleTimer)
+      for (const client of [...live.clients]) client.close()
+      live.clients.clear()
+      await this.unload(live)
+    }
+    await this.unloading.get(sessionId)
+    this.index.delete(sessionId)
+    this.publishHost({ type: 'session/removed', sessionId })
+    return { sessionId }
+  }
+
   private async history(p: { sessionId: string; fromSeq: number; limit: number }) {
+    await this.ready
+    if (this.meta.get(p.sessionId).removed) throw notFound(p.sessionId)
     const session = this.live.get(p.sessionId)?.session ?? this.ctx.sessions.get(p.sessionId)
     let events: readonly WireEvent[]
     let total: number
@@ -560,6 +588,7 @@ export class SessionHost {
 
   /** Throws SESSION_NOT_FOUND unless the session is live, in memory or stored. */
   private async exists(sessionId: string): Promise<void> {
+    if (this.meta.get(sessionId).removed) throw notFound(sessionId)
     if (this.live.has(sessionId) || this.ctx.sessions.get(sessionId)) return
     const persistence = this.opt('sessionPersistence')
     if (!persistence) throw notFound(sessionId)

@@ -12,12 +12,15 @@ export interface SessionMeta {
   archived?: boolean
   model?: WireModel
   permissionMode?: string
+  /** Removed from the web host (`sessions.remove`): listed nowhere, opened never. */
+  removed?: boolean
 }
 
 export const SessionMetaSchema: Schema<SessionMeta> = Schema.object({
   archived: Schema.boolean(),
   model: optionalObject(WireModelSchema),
   permissionMode: Schema.string(),
+  removed: Schema.boolean(),
 }) as Schema<SessionMeta>
 
 export interface MetaBackend {

@@ -258,3 +258,94 @@ describe('api-gateway over real HTTP', () => {
     expect(events.filter((e: any) => e.type === 'turn/start')).toHaveLength(1)
   })
 })
+
+describe('sessions.list index and sessions.remove', () => {
+  /** Writes a finished one-turn session straight into the store, as another process would. */
+  async function storeSession(ctx: Context, id: string, cwd: string, title: string, time: number): Promise<void> {
+    const persistence = (ctx as unknown as { sessionPersistence: { create(h: unknown): Promise<unknown>; append(id: string, e: unknown[]): Promise<void>; close(id: string): Promise<void> } }).sessionPersistence
+    await persistence.create({ id, cwd, createdAt: time })
+    await persistence.append(id, [
+      { type: 'turn/start', seq: 0, time, data: { turn: 0 } },
+      { type: 'user/message', seq: 1, time, data: { content: [{ type: 'text', text: `prompt of ${title}` }], source: { kind: 'human' } } },
+      { type: 'session/title', seq: 2, time, data: { title, source: 'user' } },
+      { type: 'turn/end', seq: 3, time: time + 1, data: { turn: 0, reason: 'completed' } },
+    ])
+    await persistence.close(id)
+  }
+
+  it('answers from an index: 300 stored sessions read once; live changes without a rescan; refresh finds outside writes; remove publishes session/removed', async () => {
+    const home = tempDir()
+    const mock = await mockModel([{ text: 'live answer' }, { events: [{ text: 'working' }, { stall: true }] }])
+    const host = await boot(mock, home, { listRescanMs: 3_600_000 })
+    const ctx = host.harness.ctx
+    const cwd = tempDir()
+    for (let i = 0; i < 300; i++) await storeSession(ctx, `stored-${String(i).padStart(3, '0')}`, cwd, `stored ${i}`, 1_700_000_000_000 + i * 10)
+    // Count reads of the store's summaries.
+    const persistence = ctx.get('sessionPersistence' as never) as unknown as { list(): Promise<unknown[]> }
+    const original = persistence.list.bind(persistence)
+    let scans = 0
+    persistence.list = async () => (scans++, original())
+
+    const first = await call(host, 'sessions.list', { cwd, limit: 500 })
+    expect(first.total).toBe(300)
+    expect(first.sessions[0]).toMatchObject({ sessionId: 'stored-299', title: 'stored 299', firstPrompt: 'prompt of stored 299', turns: 1, events: 4, status: 'stored' })
+    const page = await call(host, 'sessions.list', { cwd, offset: 50, limit: 50 })
+    expect(page.sessions.map((s: any) => s.sessionId)).toEqual(Array.from({ length: 50 }, (_, i) => `stored-${String(249 - i).padStart(3, '0')}`))
+    expect(page.nextOffset).toBe(100)
+    expect((await call(host, 'sessions.list', { cwd, query: 'STORED 12' })).sessions.map((s: any) => s.title).sort()).toEqual(['stored 12', 'stored 120', 'stored 121', 'stored 122', 'stored 123', 'stored 124', 'stored 125', 'stored 126', 'stored 127', 'stored 128', 'stored 129'])
+    expect(scans).toBe(1)
+
+    // A live session: created, prompted and renamed here; its row follows its events.
+    const hostStream = new SseReader(`${host.url}/api/events/host`)
+    const { session } = await call(host, 'sessions.create', { cwd, model: MODEL })
+    const reader = new SseReader(`${host.url}/api/events/session/${session.sessionId}`)
+    await call(host, 'sessions.prompt', { sessionId: session.sessionId, text: 'hello from the index test' })
+    await reader.until((f) => turnEnds(f) === 1)
+    await call(host, 'sessions.rename', { sessionId: session.sessionId, title: 'Live one' })
+    const top = (await call(host, 'sessions.list', { cwd, limit: 1 })).sessions[0]
+    expect(top).toMatchObject({ sessionId: session.sessionId, title: 'Live one', firstPrompt: 'hello from the index test', turns: 1 })
+    expect(top.events).toBe((await call(host, 'sessions.history', { sessionId: session.sessionId })).events.length)
+    expect((await call(host, 'sessions.list', { cwd })).total).toBe(301)
+
+    // Remove a stored session: gone from the list, history and prompt; the host stream says so.
+    expect(await call(host, 'sessions.remove', { sessionId: 'stored-150' })).toEqual({ sessionId: 'stored-150' })
+    await hostStream.until((f) => f.some((x) => x.data?.type === 'session/removed'))
+    expect(hostStream.frames.find((x) => x.data?.type === 'session/removed')!.data).toEqual({ type: 'session/removed', sessionId: 'stored-150' })
+    expect((await call(host, 'sessions.list', { cwd, includeArchived: true, limit: 500 })).sessions.map((s: any) => s.sessionId)).not.toContain('stored-150')
+    expect(await post(host, 'sessions.history', { sessionId: 'stored-150' })).toMatchObject({ status: 404, body: { error: { code: 'SESSION_NOT_FOUND' } } })
+    expect(await post(host, 'sessions.prompt', { sessionId: 'stored-150', text: 'hi' })).toMatchObject({ status: 404, body: { error: { code: 'SESSION_NOT_FOUND' } } })
+    expect(await post(host, 'sessions.remove', { sessionId: 'stored-150' })).toMatchObject({ status: 404, body: { error: { code: 'SESSION_NOT_FOUND' } } })
+    expect(await post(host, 'sessions.remove', { sessionId: 'never-was' })).toMatchObject({ status: 404, body: { error: { code: 'SESSION_NOT_FOUND' } } })
+
+    // A busy session is refused; once cancelled it is removed and its stream ends.
+    await call(host, 'sessions.prompt', { sessionId: session.sessionId, text: 'keep going' })
+    await reader.until((f) => f.filter((x) => x.data?.type === 'assistant/chunk').length >= 2)
+    expect(await post(host, 'sessions.remove', { sessionId: session.sessionId })).toMatchObject({ status: 409, body: { error: { code: 'SESSION_BUSY', field: 'sessionId' } } })
+    await call(host, 'sessions.cancel', { sessionId: session.sessionId })
+    await reader.until((f) => turnEnds(f) === 2)
+    await reader.until((f) => f.some((x) => x.event === 'status' && x.data.status === 'idle'))
+    await call(host, 'sessions.remove', { sessionId: session.sessionId })
+    await reader.until(() => reader.ended)
+    expect((await call(host, 'sessions.list', { cwd })).total).toBe(299)
+    expect(scans).toBe(1)
+
+    // A session written by another process appears with refresh (or at the next rescan).
+    await storeSession(ctx, 'outside-1', cwd, 'from outside', 1_800_000_000_000)
+    expect((await call(host, 'sessions.list', { cwd, limit: 1 })).sessions[0].sessionId).not.toBe('outside-1')
+    expect((await call(host, 'sessions.list', { cwd, limit: 1, refresh: true })).sessions[0]).toMatchObject({ sessionId: 'outside-1', title: 'from outside' })
+    expect(scans).toBe(2)
+    await host.close()
+
+    // The removal is kept across a restart.
+    const again = await boot(mock, home)
+    const rows = (await call(again, 'sessions.list', { cwd, includeArchived: true, limit: 500 })).sessions.map((s: any) => s.sessionId)
+    expect(rows).not.toContain('stored-150')
+    expect(rows.filter((id: string) => !/^stored-|^outside-/.test(id))).toEqual([])
+    const want = new Set([...Array.from({ length: 300 }, (_, i) => `stored-${String(i).padStart(3, '0')}`).filter((id) => id !== 'stored-150'), 'outside-1'])
+    expect(rows.filter((id: string) => !want.has(id))).toEqual([])
+    expect(rows.filter((id: string, i: number) => rows.indexOf(id) !== i)).toEqual([])
+    expect(rows).toHaveLength(300)
+    expect(rows).not.toContain(session.sessionId)
+    expect(await post(again, 'sessions.history', { sessionId: session.sessionId })).toMatchObject({ status: 404 })
+  })
+})

@@ -71,6 +71,7 @@ export const sessionsList = defineMethod('sessions.list', {
     query: Schema.string().description('Case-insensitive substring of the title (or the first prompt when untitled).'),
     cwd: Schema.string().description('Only sessions of this directory.'),
     includeArchived: Schema.boolean().default(false),
+    refresh: Schema.boolean().default(false).description('Re-read the stored sessions before answering (sessions written by other processes appear at the next periodic rescan otherwise).'),
     offset: Schema.natural().default(0),
     limit: Schema.natural().min(1).max(500).default(50),
   }),
@@ -141,6 +142,12 @@ export const sessionsArchive = defineMethod('sessions.archive', {
   result: Schema.object({ session: SessionRowSchema.required() }),
 })
 
+export const sessionsRemove = defineMethod('sessions.remove', {
+  description: 'Removes a session from the web host: it leaves every list, its streams close, and `session/removed` goes out on the host stream. Refused (409 SESSION_BUSY) while a turn runs, waits for an answer or has queued prompts. The log stays on disk (other surfaces can still resume it).',
+  params: Schema.object({ sessionId }),
+  result: Schema.object({ sessionId: Schema.string().required() }),
+})
+
 export const sessionsSetModel = defineMethod('sessions.setModel', {
   params: Schema.object({ sessionId, model: Schema.string().min(1).required(), reasoningEffort: ReasoningEffortSchema }),
   result: Schema.object({ model: WireModelSchema.required() }),
@@ -207,6 +214,6 @@ export const commandsExecute = defineMethod('commands.execute', {
 /** Every contract this package declares, in one list (a host registers them, a client may list them). */
 export const sessionContracts = [
   sessionsList, sessionsCreate, sessionsHistory, sessionsPrompt, sessionsCancel, sessionsRename, sessionsArchive,
-  sessionsSetModel, sessionsSetPermissionMode, sessionsFork, approvalsRespond, questionsRespond, llmProviders, llmModels,
+  sessionsRemove, sessionsSetModel, sessionsSetPermissionMode, sessionsFork, approvalsRespond, questionsRespond, llmProviders, llmModels,
   commandsList, commandsExecute,
 ] as const
