@@ -240,10 +240,11 @@ export class TuiApp {
 
   // ---- input ----
 
-  private onKey(data: string): { consume?: boolean } | undefined {
+  private onKey(data: string): { consume?: boolean; data?: string } | undefined {
     const panel = this.takeovers.length > 0
     if (matchesKey(data, Key.ctrl('c'))) {
-      if (panel) return undefined
+      // In a panel Ctrl+C is Esc: deny, skip or cancel, never allow.
+      if (panel) return { data: '\x1b' }
       if (this.editor.getText() !== '') {
         this.editor.setText('')
         return { consume: true }

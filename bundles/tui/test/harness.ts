@@ -116,6 +116,12 @@ export class TuiSession {
     tmux('send-keys', '-t', this.name, '-l', text)
   }
 
+  /** Pastes text as the terminal would (bracketed, when the app turned bracketed paste on). */
+  paste(text: string): void {
+    tmux('set-buffer', '-b', this.name, text)
+    tmux('paste-buffer', '-p', '-d', '-b', this.name, '-t', this.name)
+  }
+
   /** Sends tmux key names (Enter, Escape, C-c, Up, BTab, ...). */
   keys(...keys: string[]): void {
     tmux('send-keys', '-t', this.name, ...keys)

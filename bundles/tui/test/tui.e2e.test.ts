@@ -277,6 +277,35 @@ describe('panels and pickers', () => {
     expect(screen).toMatch(/· read-only/)
   })
 
+  it('collapses a large paste to a marker and sends the whole text', async () => {
+    const s = await start({ steps: [{ text: 'Got the paste.' }] })
+    await s.waitFor(STATUS)
+    const pasted = Array.from({ length: 30 }, (_, i) => `pasted line ${i + 1}`).join('\n')
+    s.paste(pasted)
+    await s.waitFor(/\[paste #1 \+30 lines\]/)
+    s.keys('Enter')
+    await s.waitFor(/Got the paste\./)
+    const sent = JSON.stringify(s.server.requests[0].body)
+    expect(sent).toContain('pasted line 1\\n')
+    expect(sent).toContain('pasted line 30')
+  })
+
+  it('Ctrl+C in an approval panel denies, never allows', async () => {
+    const s = await start({
+      steps: [
+        { toolCalls: [{ name: 'bash', arguments: { command: 'echo x > y.txt', description: 'w', sandbox_escalation: { justification: 'j' } } }] },
+        { text: 'Understood.' },
+      ],
+    })
+    await s.waitFor(STATUS)
+    s.type('go')
+    s.keys('Enter')
+    await s.waitFor(/Allow this action\?/)
+    s.keys('C-c')
+    await s.waitFor(/Understood\./)
+    expect(JSON.stringify(s.server.requests[1].body)).toMatch(/the user refused to run this command/)
+  })
+
   it('queues a message typed while a turn runs and sends it within that turn', async () => {
     const s = await start({
       steps: [
