@@ -62,14 +62,18 @@ export function apply(ctx: Context): void {
     return () => style.remove()
   }, 'ui-conversation: stylesheet')
 
-  function ConversationMain({ sessionId }: SessionSlotProps) {
+  function ConversationMain({ sessionId, feed }: SessionSlotProps) {
     const t = useStableT(NAMESPACE)
     const model = useMemo(() => store.model(sessionId), [sessionId])
     const snapshot = useSnapshot(model)
     const renderTool = useMemo(() => (node: ToolNode) => <ToolNodeView sessionId={sessionId} node={node} t={t} />, [sessionId, t])
+    // Before the first replay, an empty list means "not loaded yet", not "nothing said yet".
+    const empty = feed?.error
+      ? <span role="alert" className="dsh-warn">{t('loadFailed', { message: feed.error.message })}</span>
+      : feed && !feed.loaded ? <span role="status">{t('loading')}</span> : undefined
     return (
-      <div className="dsh-conv" data-session={sessionId}>
-        <ChatView snapshot={snapshot} t={t} renderTool={renderTool} />
+      <div className="dsh-conv" data-session={sessionId} data-loaded={feed?.loaded || undefined}>
+        <ChatView snapshot={snapshot} t={t} renderTool={renderTool} {...(empty ? { empty } : {})} />
       </div>
     )
   }
