@@ -7,6 +7,7 @@ import { Sidebar } from './sidebar.tsx'
 import { ShellContext, useShell, type ShellState } from './state.ts'
 import { openFreshSession, titleOf } from './sessions.ts'
 import { KeyNotice, SettingsDialog, useMissingKey } from './settings.tsx'
+import { ContextMeter } from './panel.tsx'
 
 export function App({ launchCwd }: { launchCwd?: string }) {
   const ctx = useCtx()
@@ -128,7 +129,11 @@ function SidePanel() {
   const feed = useSessionFeed(route.sessionId)
   return (
     <aside className="side-panel" aria-label={t('sidePanel')}>
-      {route.sessionId && feed ? <Slot name="panel.side" props={{ sessionId: route.sessionId, feed, row: ctx.catalog.get(route.sessionId) }} /> : null}
+      {route.sessionId && feed ? (() => {
+        const props = { sessionId: route.sessionId, feed, row: ctx.catalog.get(route.sessionId) }
+        // The shell's context meter stands in until a package fills the panel.
+        return <Slot name="panel.side" props={props} fallback={<ContextMeter {...props} />} />
+      })() : null}
     </aside>
   )
 }

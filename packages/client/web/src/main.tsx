@@ -7,7 +7,6 @@ import { App, FooterControls } from './app.tsx'
 import { FallbackComposer, FallbackConversation } from './fallback.tsx'
 import { NS, shellMessages } from './messages.ts'
 import { checkKey } from './settings.tsx'
-import { ContextMeter } from './panel.tsx'
 import './styles.css'
 
 const shellPlugin = {
@@ -18,7 +17,6 @@ const shellPlugin = {
     ctx.slots.register('conversation.main', { id: 'shell-fallback', order: 1000, component: FallbackConversation })
     ctx.slots.register('conversation.composer', { id: 'shell-fallback', order: 1000, component: FallbackComposer })
     ctx.slots.register('sidebar.footer', { id: 'shell-controls', order: 100, component: FooterControls })
-    ctx.slots.register('panel.side', { id: 'context-meter', order: 100, component: ContextMeter })
   },
 }
 
