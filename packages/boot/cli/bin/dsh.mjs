@@ -3,10 +3,21 @@
 // The `dsh` launcher. `--help` and `--version` are answered here with nothing but node:fs, so
 // they start as fast as node itself; a real boot loads the transpiled packages (dist/).
 import { readFileSync } from 'node:fs'
+import { homedir } from 'node:os'
+import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { SUBCOMMAND_BINS, launcherHelp, parseLauncherArgs } from '../src/args.mjs'
 
 const pkgUrl = new URL('../package.json', import.meta.url)
+
+/** `$DSH_HOME` as @dsh/home-paths resolves it (read here before any package is loaded). */
+function dshHome() {
+  const raw = process.env.DSH_HOME?.trim()
+  if (!raw) return join(homedir(), '.dsh')
+  if (raw === '~') return homedir()
+  if (raw.startsWith('~/')) return join(homedir(), raw.slice(2))
+  return resolve(raw)
+}
 
 /**
  * Only the shipped one-shot profile, with nothing but a help flag (and `-p`) after the launcher
@@ -66,6 +77,13 @@ if (args.action === 'help' || args.action === 'version') {
     const r = spawnSync(process.execPath, ['--conditions=development', '--import', 'tsx', ...process.execArgv, fileURLToPath(import.meta.url), ...process.argv.slice(2)], { stdio: 'inherit' })
     process.exit(r.status ?? 1)
   }
+  // Node >= 22.1 keeps V8's compiled code of the modules it loads on disk, so later boots skip
+  // compiling them (Node 20 has no such cache: nothing happens). It lives in the dsh home, which
+  // confined commands cannot write, since cached code is executed. NODE_DISABLE_COMPILE_CACHE=1
+  // turns it off.
+  /** @type {{ enableCompileCache?: (dir: string) => unknown }} */
+  const nodeModule = await import('node:module')
+  nodeModule.enableCompileCache?.(join(dshHome(), '.cache', 'compile'))
   /** @type {typeof import('@dsh/app-boot')} */
   const { runApp } = await import('@dsh/app-boot')
   runApp({
