@@ -1,4 +1,4 @@
-// The chat view, Markdown and composer rendered with the real React server renderer over
+// The chat view and composer rendered with the real React server renderer over
 // snapshots folded from recorded frames. (Interaction is tested in Chromium: test/browser.)
 import { readFileSync } from 'node:fs'
 import { createElement as h } from 'react'
@@ -8,39 +8,12 @@ import type { SessionStreamEvent } from '@dsh/web-protocol'
 import { foldConversation, type ToolNode } from '../src/model/index.ts'
 import { ChatView } from '../src/client/chat-view.tsx'
 import { Composer } from '../src/client/composer.tsx'
-import { Markdown, decodeEntities, safeHref } from '../src/client/markdown.tsx'
 import { en, translator, zh } from '../src/client/strings.ts'
 import { ContextSection, PlanSection } from '../src/client/panel.tsx'
 
 const load = (name: string): SessionStreamEvent[] => JSON.parse(readFileSync(new URL(`./fixtures/${name}.json`, import.meta.url), 'utf8'))
 const t = translator(en)
 const tool = (node: ToolNode) => h('div', { className: 'card' }, `${node.name}:${node.status}`)
-
-describe('Markdown', () => {
-  it('renders GFM tables, task lists, code blocks and inline marks as elements', () => {
-    const html = renderToStaticMarkup(h(Markdown, { t, text: '# Title\n\n| a | b |\n|---|:-:|\n| **1** | `x<y` |\n\n- [x] done\n- [ ] open\n\n```ts\nconst a = 1\n```\n\n~~old~~ [site](https://example.com)' }))
-    expect(html).toContain('<h1>Title</h1>')
-    expect(html).toMatch(/<table>.*<th>a<\/th><th style="text-align:center">b<\/th>.*<strong>1<\/strong>.*<code class="dsh-md-code">x&lt;y<\/code>/s)
-    expect(html).toContain('<li class="dsh-md-task"><input type="checkbox" readOnly="" disabled="" aria-label="done" checked=""/><span>done</span></li>')
-    expect(html).toContain('<li class="dsh-md-task"><input type="checkbox" readOnly="" disabled="" aria-label="not done"/><span>open</span></li>')
-    expect(html).toContain('data-lang="ts"')
-    expect(html).toContain('<code>const a = 1</code>')
-    expect(html).toContain('<del>old</del>')
-    expect(html).toContain('<a href="https://example.com" target="_blank" rel="noopener noreferrer">site</a>')
-  })
-
-  it('never injects HTML from the text and drops unsafe link targets', () => {
-    const html = renderToStaticMarkup(h(Markdown, { t, text: 'hi <script>alert(1)</script> <img src=x onerror=alert(1)>\n\n[x](javascript:alert(1)) &amp; &#x4e2d;' }))
-    expect(html).not.toContain('<script>')
-    expect(html).not.toContain('<img')
-    expect(html).toContain('&lt;script&gt;')
-    expect(html).not.toContain('javascript:')
-    expect(html).toContain('&amp; 中')
-    expect(safeHref(' JavaScript:alert(1)')).toBeUndefined()
-    expect(safeHref('mailto:a@b.c')).toBe('mailto:a@b.c')
-    expect(decodeEntities('&lt;&#39;&bogus;')).toBe("<'&bogus;")
-  })
-})
 
 describe('ChatView', () => {
   it('renders a recorded tool turn: user text, thinking row, tool slots, the final Markdown answer', () => {

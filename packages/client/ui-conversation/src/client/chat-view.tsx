@@ -3,7 +3,7 @@
 // newest content while the reader is at the bottom and stops following when they scroll up.
 import { memo, useCallback, useEffect, useLayoutEffect, useRef, useState, type ReactNode } from 'react'
 import type { AssistantNode, ContextNode, ConversationNode, ConversationSnapshot, NoticeNode, ThinkingNode, ToolNode, TurnEndNode, UserNode } from '../model/index.ts'
-import { Markdown } from './markdown.tsx'
+import { Markdown } from '@dsh/ui-markdown'
 import type { Translate } from './strings.ts'
 
 export interface ChatViewProps {

@@ -14,10 +14,10 @@ import { ContextSection, PlanSection } from './panel.tsx'
 import { ConversationStore } from './store.ts'
 import { en, zh, type Translate } from './strings.ts'
 import { CSS } from './styles.ts'
+import { MARKDOWN_CSS } from '@dsh/ui-markdown'
 
 export { ChatView, type ChatViewProps } from './chat-view.tsx'
 export { Composer, type ComposerProps, type SendMode } from './composer.tsx'
-export { Markdown, type MarkdownProps } from './markdown.tsx'
 export { PlanSection, ContextSection } from './panel.tsx'
 export { ConversationStore } from './store.ts'
 export { useSnapshot, useStableT } from './hooks.ts'
@@ -57,7 +57,7 @@ export function apply(ctx: Context): void {
   ctx.effect(() => {
     const style = document.createElement('style')
     style.dataset.owner = name
-    style.textContent = CSS
+    style.textContent = CSS + MARKDOWN_CSS
     document.head.append(style)
     return () => style.remove()
   }, 'ui-conversation: stylesheet')

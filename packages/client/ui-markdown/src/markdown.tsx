@@ -6,7 +6,11 @@
 import { Lexer, type Token, type Tokens } from 'marked'
 import { memo, useEffect, useMemo, useState, type ReactNode } from 'react'
 import { highlight, languageOf } from './highlight.ts'
-import type { Translate } from './strings.ts'
+/**
+ * Looks up the renderer's few labels: `copy`, `copied`, `taskDone`, `taskOpen` (the caller's
+ * namespace provides them).
+ */
+export type Translate = (key: string, vars?: Record<string, string | number>) => string
 
 const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: '\u00a0' }
 
