@@ -8,6 +8,11 @@
 //                   Baseline of both: navigation to a tiny JSON file from the same host.
 //   1,000 sessions  ready with 1,000 sessions in the sidebar vs with 1; a search keystroke over
 //                   them (input to filtered list painted); the longest main-thread task seen.
+//   500 turns       first paint of a 500-turn session (navigation to its last answer on screen)
+//                   vs a 1-turn session.
+//   100,000 chunks  one streamed answer of 100,000 reasoning deltas: the longest main-thread task
+//                   while it streams (goal: none over 50 ms) and the time to the final text.
+// Whatever conversation view the web bundle mounts is measured (the shell's fallback otherwise).
 // RUNS (default 5). Needs `node scripts/build-client.mjs` (done here) and /usr/bin/chromium.
 import { execFileSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
@@ -25,7 +30,15 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 const kb = (n) => `${(n / 1024).toFixed(1)} KB`
 const ms = (n) => `${n.toFixed(1)} ms`
 
-const app = await startWebApp({ steps: [] })
+const TURNS = Number(process.env.TURNS ?? 500)
+const CHUNKS = Number(process.env.CHUNKS ?? 100_000)
+const app = await startWebApp({
+  steps: [
+    { text: 'The one-turn answer.' },
+    ...Array.from({ length: TURNS }, (_, i) => ({ text: `Answer number ${i + 1}.` })),
+    { events: [...Array.from({ length: CHUNKS }, () => ({ reasoning: 'x ' })), { text: 'Done thinking.' }] },
+  ],
+})
 const browser = await launchBrowser()
 
 async function load(url, { waitReady = true } = {}) {
@@ -61,6 +74,14 @@ async function readyFigures(url) {
   })
   await context.close()
   return figures
+}
+
+async function waitIdle(sessionId, turns = 1) {
+  for (;;) {
+    const row = (await app.call('sessions.list', { limit: 500 })).sessions.find((r) => r.sessionId === sessionId)
+    if (row && row.turns >= turns && row.status !== 'running' && row.queued === 0) return
+    await new Promise((resolve) => setTimeout(resolve, 200))
+  }
 }
 
 async function baselineMs() {
@@ -115,6 +136,43 @@ try {
   const longest = await page.evaluate(() => globalThis.__longest)
   console.log(`search keystroke   ${ms(keystroke.ms)} over 1,000 sessions -> ${keystroke.rows} rows painted; longest main-thread task ${ms(longest)} (goal: none over 50 ms)`)
   await context.close()
+
+  // History: a 1-turn and a TURNS-turn session; first paint = navigation until the last answer shows.
+  const short = (await app.call('sessions.create', { cwd: app.cwd, title: 'one turn' })).session.sessionId
+  await app.call('sessions.prompt', { sessionId: short, text: 'one' })
+  await waitIdle(short)
+  const long = (await app.call('sessions.create', { cwd: app.cwd, title: 'many turns' })).session.sessionId
+  const t0 = Date.now()
+  for (let i = 0; i < TURNS; i++) await app.call('sessions.prompt', { sessionId: long, text: `question ${i + 1}` })
+  await waitIdle(long, TURNS)
+  console.log(`(ran ${TURNS} turns in ${((Date.now() - t0) / 1000).toFixed(1)} s)`)
+  const paint = async (id, text) => {
+    const { page, context } = await load(`${app.url}/s/${encodeURIComponent(id)}`, { waitReady: false })
+    await page.waitForFunction((t) => document.body.innerText.includes(t), text, { timeout: 120_000 })
+    const t = await page.evaluate(() => performance.now())
+    const longest = await page.evaluate(() => globalThis.__longest)
+    await context.close()
+    return { t, longest }
+  }
+  const p1 = [], pN = []
+  for (let i = 0; i < RUNS; i++) {
+    p1.push(await paint(short, 'The one-turn answer.'))
+    pN.push(await paint(long, `Answer number ${TURNS}.`))
+  }
+  const m1 = median(p1.map((x) => x.t)), mN = median(pN.map((x) => x.t))
+  console.log(`${TURNS}-turn paint     ${ms(mN)} median of ${RUNS}: x${(mN / m1).toFixed(2)} of a 1-turn session (${ms(m1)}); longest task ${ms(Math.max(...pN.map((x) => x.longest)))}`)
+
+  // 100,000 reasoning chunks streamed into an open page.
+  const stream = (await app.call('sessions.create', { cwd: app.cwd, title: 'stream' })).session.sessionId
+  const opened = await load(`${app.url}/s/${encodeURIComponent(stream)}`)
+  await opened.page.evaluate(() => { globalThis.__longest = 0 })
+  const s0 = Date.now()
+  await app.call('sessions.prompt', { sessionId: stream, text: 'think a lot' })
+  await opened.page.waitForFunction(() => document.body.innerText.includes('Done thinking.'), null, { timeout: 600_000 })
+  const streamMs = Date.now() - s0
+  const longestStream = await opened.page.evaluate(() => globalThis.__longest)
+  console.log(`${CHUNKS.toLocaleString()} chunks  final text after ${ms(streamMs)}; longest main-thread task while streaming ${ms(longestStream)} (goal: none over 50 ms): ${longestStream <= 50 ? 'met' : 'MISSED'}`)
+  await opened.context.close()
 } finally {
   await browser.close()
   await app.close()
