@@ -159,12 +159,21 @@ describe.skipIf(!hasChromium())('dsh web in Chromium', () => {
     await context.close()
   })
 
-  it('speaks Chinese to a Chinese browser, and switches language from the footer', async () => {
+  it('speaks Chinese to a Chinese browser, switches language and theme from the footer, and remembers both', async () => {
     const { page, context, errors } = await openPage(browser, app.url, { locale: 'zh-CN' })
     await withArtifacts(page, 'locale', async () => {
       await expect.poll(() => page.locator('[data-testid="new-session"]').textContent()).toContain('新建会话')
       expect(await page.getAttribute('html', 'lang')).toBe('zh-CN')
       await page.locator('[data-testid="language"]').selectOption('en')
+      await expect.poll(() => page.locator('[data-testid="new-session"]').textContent()).toContain('New session')
+      // The theme follows the system until one is picked; the pick survives a reload.
+      await page.emulateMedia({ colorScheme: 'dark' })
+      await expect.poll(() => page.getAttribute('html', 'data-theme')).toBe('dark')
+      await page.getByRole('combobox', { name: 'Theme' }).selectOption('light')
+      await expect.poll(() => page.getAttribute('html', 'data-theme')).toBe('light')
+      await page.reload()
+      await page.waitForSelector('html[data-ready="true"]')
+      expect(await page.getAttribute('html', 'data-theme')).toBe('light')
       await expect.poll(() => page.locator('[data-testid="new-session"]').textContent()).toContain('New session')
       expect(errors).toEqual([])
     })
