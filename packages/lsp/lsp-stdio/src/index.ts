@@ -1,0 +1,203 @@
+// @dsh/lsp-stdio: a generic stdio language-server host for `ctx.lsp`. The row names servers
+// (command, file extensions, root markers); each becomes one provider. A server starts lazily on
+// the first question about one of its files, one process per workspace root (the nearest
+// directory holding a root marker), and is started again after it crashed.
+import { existsSync } from 'node:fs'
+import { dirname, extname, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { Context } from 'cordis'
+import Schema from 'schemastery'
+import { LspError, type Diagnostic, type Location, type LspProvider, type Position, type SymbolInfo } from '@dsh/lsp'
+import type {} from '@dsh/subprocess'
+import { LanguageServerClient, uriOf, type RawDiagnostic } from './client.ts'
+
+export interface ServerConfig {
+  command: string
+  args: string[]
+  env: Record<string, string>
+  /** File extensions served, with the dot. */
+  extensions: string[]
+  /** Files or directories marking a workspace root, nearest first wins. */
+  rootMarkers: string[]
+  /** Extension -> language id (default: the extension without its dot, `.ts` -> typescript, ...). */
+  languageIds: Record<string, string>
+  initializationOptions?: unknown
+}
+
+export interface LspStdioConfig {
+  servers: Record<string, ServerConfig>
+  requestTimeoutMs: number
+  /** After the first file of a workspace is opened, how long to wait for the server to report loading work. */
+  openGraceMs: number
+  /** Longest wait for a file's diagnostics after it changed. */
+  diagnosticsWaitMs: number
+  /** Diagnostics are taken as settled after this long without a new publication. */
+  diagnosticsQuietMs: number
+}
+
+const ServerSchema: Schema<Partial<ServerConfig>, ServerConfig> = Schema.object({
+  command: Schema.string().required().description('The language server executable.'),
+  args: Schema.array(Schema.string()).default([]).description('Its arguments (e.g. --stdio).'),
+  env: Schema.dict(Schema.string()).default({}).description('Extra environment.'),
+  extensions: Schema.array(Schema.string()).required().description('File extensions it serves, with the dot.'),
+  rootMarkers: Schema.array(Schema.string()).default(['.git']).description('Files marking a workspace root.'),
+  languageIds: Schema.dict(Schema.string()).default({}).description('Extension -> LSP language id.'),
+  initializationOptions: Schema.any().description('Sent as initializationOptions.'),
+})
+
+export const Config: Schema<Partial<LspStdioConfig>, LspStdioConfig> = Schema.object({
+  servers: Schema.dict(ServerSchema).default({}).description('Language servers by name.'),
+  requestTimeoutMs: Schema.natural().min(1).default(60_000).description('Time limit of one request, and of waiting for a server to finish loading (ms).'),
+  openGraceMs: Schema.natural().default(1_000).description('After the first file of a workspace is opened, how long to wait for the server to start reporting its loading (ms).'),
+  diagnosticsWaitMs: Schema.natural().default(8_000).description('Longest wait for diagnostics after a change (ms).'),
+  diagnosticsQuietMs: Schema.natural().default(1_000).description('Quiet time after which diagnostics count as settled (ms).'),
+})
+
+export const name = 'lsp-stdio'
+export const inject = ['lsp', 'subprocess']
+
+const DEFAULT_LANGUAGE_IDS: Record<string, string> = {
+  '.ts': 'typescript', '.mts': 'typescript', '.cts': 'typescript', '.tsx': 'typescriptreact',
+  '.js': 'javascript', '.mjs': 'javascript', '.cjs': 'javascript', '.jsx': 'javascriptreact',
+  '.py': 'python', '.rs': 'rust', '.go': 'go',
+}
+
+const SYMBOL_KINDS = ['', 'File', 'Module', 'Namespace', 'Package', 'Class', 'Method', 'Property', 'Field', 'Constructor', 'Enum', 'Interface', 'Function', 'Variable', 'Constant', 'String', 'Number', 'Boolean', 'Array', 'Object', 'Key', 'Null', 'EnumMember', 'Struct', 'Event', 'Operator', 'TypeParameter']
+const SEVERITIES = ['error', 'error', 'warning', 'information', 'hint'] as const
+
+type Range = { start: Position; end: Position }
+type RawLocation = { uri: string; range: Range } | { targetUri: string; targetRange: Range; targetSelectionRange?: Range }
+
+const pathOf = (uri: string) => (uri.startsWith('file:') ? fileURLToPath(uri) : uri)
+
+function locations(result: unknown): Location[] {
+  if (!result) return []
+  const list = (Array.isArray(result) ? result : [result]) as RawLocation[]
+  return list.map((item) => {
+    if ('targetUri' in item) {
+      const range = item.targetSelectionRange ?? item.targetRange
+      return { path: pathOf(item.targetUri), start: range.start, end: range.end }
+    }
+    return { path: pathOf(item.uri), start: item.range.start, end: item.range.end }
+  })
+}
+
+function hoverText(result: unknown): string | undefined {
+  const contents = (result as { contents?: unknown } | null)?.contents
+  if (contents === undefined || contents === null) return undefined
+  const one = (part: unknown): string => (typeof part === 'string' ? part : typeof (part as { value?: unknown }).value === 'string' ? (part as { value: string }).value : '')
+  const text = (Array.isArray(contents) ? contents.map(one) : [one(contents)]).filter(Boolean).join('\n\n').trim()
+  return text === '' ? undefined : text
+}
+
+interface RawSymbol {
+  name: string
+  kind: number
+  range?: Range
+  selectionRange?: Range
+  children?: RawSymbol[]
+  location?: { uri: string; range: Range }
+  containerName?: string
+}
+
+function symbols(result: unknown, path: string, container?: string): SymbolInfo[] {
+  if (!Array.isArray(result)) return []
+  return (result as RawSymbol[]).flatMap((item) => {
+    const range = item.location?.range ?? item.selectionRange ?? item.range
+    if (!range) return []
+    const info: SymbolInfo = {
+      name: item.name,
+      kind: SYMBOL_KINDS[item.kind] ?? 'Symbol',
+      location: { path: item.location ? pathOf(item.location.uri) : path, start: range.start, end: range.end },
+      ...((item.containerName ?? container) ? { container: item.containerName ?? container } : {}),
+    }
+    return [info, ...symbols(item.children, path, item.name)]
+  })
+}
+
+function diagnosticsOf(path: string, raw: RawDiagnostic[]): Diagnostic[] {
+  return raw.map((d) => ({
+    path,
+    start: d.range.start,
+    end: d.range.end,
+    severity: SEVERITIES[d.severity ?? 1] ?? 'error',
+    message: d.message,
+    ...(d.source ? { source: d.source } : {}),
+    ...(d.code !== undefined ? { code: String(d.code) } : {}),
+  }))
+}
+
+/** The nearest directory at or above `dir` holding one of `markers`; `dir` itself when none does. */
+export function findRoot(dir: string, markers: string[]): string {
+  let current = resolve(dir)
+  for (;;) {
+    if (markers.some((marker) => existsSync(join(current, marker)))) return current
+    const parent = dirname(current)
+    if (parent === current) return resolve(dir)
+    current = parent
+  }
+}
+
+export function apply(ctx: Context, config: LspStdioConfig): void {
+  for (const [serverName, server] of Object.entries(config.servers)) {
+    const clients = new Map<string, LanguageServerClient>()
+    const spec = {
+      command: server.command,
+      args: server.args,
+      env: server.env,
+      initializationOptions: server.initializationOptions,
+      languageIds: { ...DEFAULT_LANGUAGE_IDS, ...server.languageIds },
+    }
+    const clientFor = async (path: string): Promise<LanguageServerClient> => {
+      const root = findRoot(extname(path) ? dirname(path) : path, server.rootMarkers)
+      let client = clients.get(root)
+      if (!client || client.dead) {
+        client = new LanguageServerClient(ctx.subprocess, spec, root, config.requestTimeoutMs, config.openGraceMs)
+        clients.set(root, client)
+      }
+      try {
+        await client.ready
+      } catch (error) {
+        clients.delete(root)
+        throw new LspError('SERVER_FAILED', `language server "${serverName}" did not start: ${(error as Error).message}`)
+      }
+      return client
+    }
+    const ask = async <T>(path: string, method: string, params: (uri: string) => unknown, map: (result: unknown) => T): Promise<T> => {
+      const client = await clientFor(path)
+      try {
+        await client.sync(path)
+        await client.settle(0)
+        return map(await client.request(method, params(uriOf(path))))
+      } catch (error) {
+        if (error instanceof LspError) throw error
+        throw new LspError('SERVER_FAILED', `language server "${serverName}": ${(error as Error).message}`)
+      }
+    }
+    const at = (position: Position) => (uri: string) => ({ textDocument: { uri }, position })
+    const provider: LspProvider = {
+      id: serverName,
+      handles: (path) => server.extensions.includes(extname(path)),
+      definition: (path, position) => ask(path, 'textDocument/definition', at(position), locations),
+      implementations: (path, position) => ask(path, 'textDocument/implementation', at(position), locations),
+      references: (path, position) =>
+        ask(path, 'textDocument/references', (uri) => ({ textDocument: { uri }, position, context: { includeDeclaration: true } }), locations),
+      hover: (path, position) => ask(path, 'textDocument/hover', at(position), hoverText),
+      documentSymbols: (path) => ask(path, 'textDocument/documentSymbol', (uri) => ({ textDocument: { uri } }), (result) => symbols(result, path)),
+      workspaceSymbols: async (query, near) => {
+        const client = await clientFor(near)
+        if (extname(near)) await client.sync(near)
+        return symbols(await client.request('workspace/symbol', { query }), near)
+      },
+      diagnostics: async (path) => {
+        const client = await clientFor(path)
+        return diagnosticsOf(path, await client.diagnostics(path, config.diagnosticsWaitMs, config.diagnosticsQuietMs))
+      },
+    }
+    ctx.lsp.register(provider)
+    ctx.effect(() => () => {
+      for (const client of clients.values()) void client.stop()
+      clients.clear()
+    }, `lsp-stdio: stop ${serverName}`)
+  }
+}
