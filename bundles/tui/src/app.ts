@@ -26,6 +26,7 @@ import type {} from '@dsh/commands'
 import type {} from '@dsh/permission-presets'
 import type {} from '@dsh/session-persistence'
 import type {} from '@dsh/token-meter'
+import { MentionProvider } from './mentions.ts'
 import { ApprovalPanel, Picker, QuestionPanel } from './panels.ts'
 import { StatusLine, gitBranch, type StatusFields } from './status.ts'
 import { editorTheme, markdownTheme, palette, type Palette } from './theme.ts'
@@ -308,7 +309,8 @@ export class TuiApp {
   private refreshCompletion(): void {
     const shared = this.opt('commands')?.list() ?? []
     const items = [...LOCAL_COMMANDS, ...shared.filter((c) => !LOCAL_COMMANDS.some((l) => l.name === c.name))]
-    this.editor.setAutocompleteProvider(new CombinedAutocompleteProvider(items.map((c) => ({ name: c.name, description: c.description })), this.options.cwd, null))
+    const commands = new CombinedAutocompleteProvider(items.map((c) => ({ name: c.name, description: c.description })), this.options.cwd, null)
+    this.editor.setAutocompleteProvider(new MentionProvider(commands, this.options.cwd))
   }
 
   // ---- takeovers ----

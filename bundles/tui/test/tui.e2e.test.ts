@@ -139,6 +139,19 @@ describe('dsh --profile tui in tmux', () => {
     expect(s.server.requests).toHaveLength(0)
   })
 
+  it('completes @ file mentions from the working directory', async () => {
+    const ws = workspace({ 'notes.txt': 'a\n', 'other.md': 'b\n' })
+    const s = await start({ ws, steps: [{ text: 'Read it.' }] })
+    await s.waitFor(STATUS)
+    s.type('look at @note')
+    await s.waitFor(/notes\.txt/)
+    s.keys('Tab')
+    await s.waitFor((t) => /look at @notes\.txt/.test(t))
+    s.keys('Enter')
+    await s.waitFor(/Read it\./)
+    expect(JSON.stringify(s.server.requests[0].body)).toContain('look at @notes.txt')
+  })
+
   it('resumes a stored session from the picker (-r) and with -c', async () => {
     const ws = workspace()
     const server = await startMockServer({ steps: [{ text: 'First reply.' }, { text: 'Reply after resume.' }, { text: 'Reply after continue.' }] as never })

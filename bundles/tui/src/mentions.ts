@@ -1,0 +1,72 @@
+// `@` file mentions for the editor: `@part` completes to a path of the working directory whose
+// relative path contains `part` (case-insensitive), shortest first. The file list comes from
+// `rg --files` (the packaged ripgrep: .gitignore honoured, hidden files skipped), cached for a few
+// seconds; everything else (slash commands, Tab path completion) is the wrapped provider's.
+import { execFile } from 'node:child_process'
+import { rgPath } from '@vscode/ripgrep'
+import type { AutocompleteItem, AutocompleteProvider, AutocompleteSuggestions } from '@mariozechner/pi-tui'
+
+/** Files listed at most; a bigger tree is cut (the mention still works for what was listed). */
+export const MAX_FILES = 20_000
+const CACHE_MS = 5000
+const SHOWN = 20
+
+export function listFiles(cwd: string, signal?: AbortSignal): Promise<string[]> {
+  return new Promise((resolve) => {
+    execFile(rgPath, ['--files', '--no-messages'], { cwd, maxBuffer: 32 * 1024 * 1024, ...(signal ? { signal } : {}) }, (_error, stdout) => {
+      // rg exits 1 when nothing is found; a failed listing offers no mentions rather than an error.
+      resolve(String(stdout ?? '').split('\n').filter(Boolean).slice(0, MAX_FILES))
+    })
+  })
+}
+
+/** The `@query` that ends `text`, or undefined. */
+export function mentionQuery(text: string): string | undefined {
+  const match = /(?:^|\s)@([^\s@]*)$/.exec(text)
+  return match ? match[1] : undefined
+}
+
+export function rankFiles(files: readonly string[], query: string, limit = SHOWN): string[] {
+  const needle = query.toLowerCase()
+  return files
+    .filter((f) => f.toLowerCase().includes(needle))
+    .sort((a, b) => a.length - b.length || a.localeCompare(b))
+    .slice(0, limit)
+}
+
+export class MentionProvider implements AutocompleteProvider {
+  private cache?: { at: number; files: Promise<string[]> }
+
+  constructor(
+    private readonly inner: AutocompleteProvider,
+    private readonly cwd: string,
+  ) {}
+
+  private files(): Promise<string[]> {
+    if (!this.cache || Date.now() - this.cache.at > CACHE_MS) this.cache = { at: Date.now(), files: listFiles(this.cwd) }
+    return this.cache.files
+  }
+
+  async getSuggestions(lines: string[], cursorLine: number, cursorCol: number, options: { signal: AbortSignal; force?: boolean }): Promise<AutocompleteSuggestions | null> {
+    const query = mentionQuery((lines[cursorLine] ?? '').slice(0, cursorCol))
+    if (query === undefined) return this.inner.getSuggestions(lines, cursorLine, cursorCol, options)
+    const ranked = rankFiles(await this.files(), query)
+    if (options.signal.aborted || ranked.length === 0) return null
+    return { items: ranked.map((path) => ({ value: `@${path}`, label: path })), prefix: `@${query}` }
+  }
+
+  applyCompletion(lines: string[], cursorLine: number, cursorCol: number, item: AutocompleteItem, prefix: string): { lines: string[]; cursorLine: number; cursorCol: number } {
+    if (!prefix.startsWith('@')) return this.inner.applyCompletion(lines, cursorLine, cursorCol, item, prefix)
+    const line = lines[cursorLine] ?? ''
+    const start = cursorCol - prefix.length
+    const inserted = `${item.value} `
+    const next = [...lines]
+    next[cursorLine] = line.slice(0, start) + inserted + line.slice(cursorCol)
+    return { lines: next, cursorLine, cursorCol: start + inserted.length }
+  }
+
+  shouldTriggerFileCompletion(lines: string[], cursorLine: number, cursorCol: number): boolean {
+    if (mentionQuery((lines[cursorLine] ?? '').slice(0, cursorCol)) !== undefined) return true
+    return this.inner.shouldTriggerFileCompletion?.(lines, cursorLine, cursorCol) ?? false
+  }
+}
