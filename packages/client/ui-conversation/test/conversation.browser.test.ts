@@ -250,7 +250,7 @@ describe.skipIf(!hasChromium())('the conversation in Chromium', () => {
       const sessionId = decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!)
       await page.locator('select[aria-label="Reasoning"]').selectOption('high')
       await expect.poll(async () => (await app.call('sessions.list', {})).sessions.find((s: any) => s.sessionId === sessionId)?.model?.reasoningEffort).toBe('high')
-      expect(await page.locator('select[aria-label="Reasoning"]').inputValue()).toBe('high')
+      await expect.poll(() => page.locator('select[aria-label="Reasoning"]').inputValue()).toBe('high')
     })
   })
 })

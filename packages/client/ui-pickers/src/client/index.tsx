@@ -53,7 +53,17 @@ export function apply(ctx: Context): void {
     const chosen = picked?.sessionId === sessionId ? picked.model : undefined
     const current = chosen && (!row?.model || row.model.model !== chosen.model || row.model.provider !== chosen.provider || row.model.reasoningEffort !== chosen.reasoningEffort) ? chosen : row?.model
     const onSelect = async (model: string, reasoningEffort?: ReasoningEffort) => {
-      const result = await ctx.remote.call('sessions.setModel', { sessionId, model, ...(reasoningEffort ? { reasoningEffort } : {}) })
+      // Show the choice at once; the host's answer (or its refusal) settles it.
+      const slash = model.indexOf('/')
+      const before = picked
+      setChosen({ sessionId, model: { provider: model.slice(0, slash), model: model.slice(slash + 1), ...(reasoningEffort ? { reasoningEffort } : {}) } })
+      let result: { model: WireModel }
+      try {
+        result = await ctx.remote.call('sessions.setModel', { sessionId, model, ...(reasoningEffort ? { reasoningEffort } : {}) })
+      } catch (error) {
+        setChosen(before)
+        throw error
+      }
       setChosen({ sessionId, model: result.model })
       if (row) refresh({ ...row, model: result.model })
     }
