@@ -122,6 +122,12 @@ export class Connection extends Service {
     return feed
   }
 
+  /** The feed of a session if one is open now (no hold taken): lets a view show what is held at once. */
+  peek(sessionId: string): SessionFeed | undefined {
+    const feed = this.feeds.get(sessionId)
+    return feed && !feed.closed ? feed : undefined
+  }
+
   /** Retry now (after a failure seen elsewhere, or the browser going online). */
   kick(): void {
     this.wake?.()

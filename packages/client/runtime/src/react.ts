@@ -94,7 +94,7 @@ export function useT(ns: string): Translate {
   return (key, vars) => ctx.locale.t(ns, key, vars, lang)
 }
 
-/** A session's feed state (log + live state) while mounted; undefined for one render after the id changes. */
+/** A session's feed state (log + live state) while mounted; undefined until its feed is open. */
 export function useSessionFeed(sessionId: string | undefined): SessionFeedState | undefined {
   const ctx = useCtx()
   const [feed, setFeed] = useState<SessionFeed | undefined>(undefined)
@@ -107,7 +107,9 @@ export function useSessionFeed(sessionId: string | undefined): SessionFeedState 
     setFeed(held)
     return () => held.release()
   }, [ctx, sessionId])
-  const current = feed && feed.sessionId === sessionId ? feed : undefined
+  // Until the effect has taken its hold, show a feed that is already open (switching back to a
+  // session seen a moment ago paints at once instead of flashing "loading").
+  const current = feed && feed.sessionId === sessionId ? feed : sessionId ? ctx.connection.peek(sessionId) : undefined
   return useSyncExternalStore(
     (listener) => (current ? current.subscribe(listener) : () => {}),
     () => current?.get(),

@@ -6,6 +6,7 @@ export const NS = 'shell'
 export const shellMessages: Dictionary = {
   en: {
     newSession: 'New session',
+    sessions: 'Sessions',
     search: 'Search sessions',
     noSessions: 'No sessions yet',
     noMatch: 'No session matches “{query}”',
@@ -66,6 +67,7 @@ export const shellMessages: Dictionary = {
   },
   zh: {
     newSession: '新建会话',
+    sessions: '会话',
     search: '搜索会话',
     noSessions: '还没有会话',
     noMatch: '没有会话匹配“{query}”',

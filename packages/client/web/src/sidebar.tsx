@@ -18,7 +18,7 @@ export function Sidebar() {
   const [query, setQuery] = useState('')
   const groups = useMemo(() => groupSessions(catalog.sessions, catalog.workspaces, query), [catalog.sessions, catalog.workspaces, query])
   return (
-    <nav className="sidebar" aria-label="Sessions">
+    <nav className="sidebar" aria-label={t('sessions')}>
       <div className="sidebar-top">
         <span className="wordmark">dsh</span>
         <button type="button" className="primary" onClick={() => shell.newSession()} data-testid="new-session">+ {t('newSession')}</button>
