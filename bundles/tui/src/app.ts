@@ -26,11 +26,21 @@ import type {} from '@dsh/commands'
 import type {} from '@dsh/permission-presets'
 import type {} from '@dsh/session-persistence'
 import type {} from '@dsh/token-meter'
-import { MentionProvider } from './mentions.ts'
-import { ApprovalPanel, Picker, QuestionPanel } from './panels.ts'
-import { StatusLine, gitBranch, type StatusFields } from './status.ts'
-import { editorTheme, markdownTheme, palette, type Palette } from './theme.ts'
-import { TextBlock, Transcript } from './transcript.ts'
+import {
+  ApprovalPanel,
+  MentionProvider,
+  Picker,
+  QuestionPanel,
+  StatusLine,
+  TextBlock,
+  Transcript,
+  editorTheme,
+  gitBranch,
+  markdownTheme,
+  palette,
+  type Palette,
+  type StatusFields,
+} from '@dsh/tui-components'
 
 /** Optional services, typed by their own packages' declarations; read with ctx.get() when used. */
 type Optional = Pick<Context, 'agentDefaultModel' | 'durableSessions' | 'permissionPresets' | 'commands' | 'approval' | 'userQuestions' | 'tokenMeter'>

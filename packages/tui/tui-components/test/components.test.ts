@@ -1,5 +1,5 @@
-// The TUI's pieces on their own: argument parsing, the streaming block splitter, tool cards,
-// panels answered by keys, the status line and NO_COLOR.
+// The TUI's components on their own: the streaming block splitter, tool cards, panels answered
+// by keys, the status line, the git branch and NO_COLOR.
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -7,7 +7,6 @@ import { describe, expect, it } from 'vitest'
 import { visibleWidth } from '@mariozechner/pi-tui'
 import type { ApprovalAnswer, ApprovalId, ApprovalRequest } from '@dsh/user-approval'
 import type { QuestionAnswer } from '@dsh/user-questions'
-import { UsageError, parseTuiArgs } from '../src/args.ts'
 import { ApprovalPanel, Picker, QuestionPanel } from '../src/panels.ts'
 import { gitBranch, statusText } from '../src/status.ts'
 import { markdownTheme, palette } from '../src/theme.ts'
@@ -17,24 +16,6 @@ import { AssistantEntry, firstBlockBoundary } from '../src/transcript.ts'
 const color = palette({})
 const plain = palette({ NO_COLOR: '1' })
 const ESC = '\x1b'
-
-describe('parseTuiArgs', () => {
-  it('reads -c, -r with and without an id, --model, --permission-mode and a prompt', () => {
-    expect(parseTuiArgs([])).toMatchObject({ prompt: '', continue: false, resumePick: false })
-    expect(parseTuiArgs(['-c'])).toMatchObject({ continue: true })
-    expect(parseTuiArgs(['-r'])).toMatchObject({ resumePick: true })
-    expect(parseTuiArgs(['-r', '--model', 'x'])).toMatchObject({ resumePick: true, model: 'x' })
-    expect(parseTuiArgs(['-r', 'abc'])).toMatchObject({ resume: 'abc', resumePick: false })
-    expect(parseTuiArgs(['--permission-mode', 'read-only', 'fix', 'it'])).toMatchObject({ permissionMode: 'read-only', prompt: 'fix it' })
-  })
-
-  it('rejects unknown options and -r with -c in one line', () => {
-    expect(() => parseTuiArgs(['--bogus'])).toThrow(UsageError)
-    expect(() => parseTuiArgs(['--bogus'])).toThrow(/Unknown option '--bogus'/)
-    expect(() => parseTuiArgs(['-c', '-r', 'x'])).toThrow(/cannot be combined/)
-    expect(() => parseTuiArgs(['--model'])).toThrow(UsageError)
-  })
-})
 
 describe('streaming blocks', () => {
   it('finds the first blank line outside a code fence with text after it', () => {
