@@ -4,7 +4,7 @@
 // declares `conversation.chat.node`: each tool call is rendered through that slot's `tool` key
 // (ui-tool fills it), with a plain one-line fallback when nothing does.
 import type { Context } from 'cordis'
-import { memo, useMemo } from 'react'
+import { memo, useEffect, useMemo } from 'react'
 import { Slot, useCtx, type SessionSlotProps } from '@dsh/client-runtime'
 import type { ToolNode } from '../model/index.ts'
 import { ChatView } from './chat-view.tsx'
@@ -62,9 +62,16 @@ export function apply(ctx: Context): void {
     return () => style.remove()
   }, 'ui-conversation: stylesheet')
 
+  /** The session's model, held while the calling seat is mounted. */
+  function useSessionModel(sessionId: string) {
+    const model = useMemo(() => store.model(sessionId), [sessionId])
+    useEffect(() => store.hold(sessionId), [sessionId])
+    return model
+  }
+
   function ConversationMain({ sessionId, feed }: SessionSlotProps) {
     const t = useStableT(NAMESPACE)
-    const model = useMemo(() => store.model(sessionId), [sessionId])
+    const model = useSessionModel(sessionId)
     const snapshot = useSnapshot(model)
     const renderTool = useMemo(() => (node: ToolNode) => <ToolNodeView sessionId={sessionId} node={node} t={t} />, [sessionId, t])
     // Before the first replay, an empty list means "not loaded yet", not "nothing said yet".
@@ -81,7 +88,7 @@ export function apply(ctx: Context): void {
   function ComposerSeat({ sessionId, row }: SessionSlotProps) {
     const t = useStableT(NAMESPACE)
     const c = useCtx()
-    const model = useMemo(() => store.model(sessionId), [sessionId])
+    const model = useSessionModel(sessionId)
     const snapshot = useSnapshot(model)
     const history = useMemo(
       () => snapshot.nodes.flatMap((n) => (n.kind === 'user' ? [n.text] : [])),
@@ -108,7 +115,7 @@ export function apply(ctx: Context): void {
 
   function PanelSections({ sessionId }: SessionSlotProps) {
     const t = useStableT(NAMESPACE)
-    const model = useMemo(() => store.model(sessionId), [sessionId])
+    const model = useSessionModel(sessionId)
     const snapshot = useSnapshot(model)
     return (
       <>
