@@ -1,11 +1,12 @@
 #!/usr/bin/env node
 // Boot-to-exit wall time and peak RSS of a one-shot `dsh --profile headless` task with one tool
 // call, against @dsh/llm-mock-server on loopback, beside a bare `node -e 0` in the same run.
-// Runs alternate (N each, default 10); prints medians and ratios.
+// Runs alternate (N each, default 10); prints medians and ratios. BENCH_BASE=/other/checkout adds
+// that checkout's dsh to the same alternation (a before/after in one run).
 import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { performance } from 'node:perf_hooks'
 import { register } from 'tsx/esm/api'
@@ -15,13 +16,14 @@ const { startMockServer } = await import('../packages/test-support/llm-mock-serv
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 10)
 const bin = fileURLToPath(new URL('../packages/boot/cli/bin/dsh.mjs', import.meta.url))
+const baseBin = process.env.BENCH_BASE ? join(resolve(process.env.BENCH_BASE), 'packages/boot/cli/bin/dsh.mjs') : undefined
 const root = mkdtempSync(join(tmpdir(), 'dsh-bench-headless-'))
 const step = [
   { toolCalls: [{ name: 'bash', arguments: { command: 'echo bench', description: 'echo' } }] },
   { text: 'done' },
 ]
 const steps = []
-for (let i = 0; i < RUNS + 1; i++) steps.push(...step)
+for (let i = 0; i < (RUNS + 1) * (baseBin ? 2 : 1); i++) steps.push(...step)
 const server = await startMockServer({ steps })
 
 /** Runs a command under /usr/bin/time-less measurement: wall time here, peak RSS from /proc. */
@@ -62,11 +64,14 @@ const env = {
 }
 // Warm-up: creates the profile and fills tsx's transform cache, as on any machine after first use.
 await measure([bin, '--profile', 'headless', 'warm up'], env)
+if (baseBin) await measure([baseBin, '--profile', 'headless', 'warm up'], env)
 const dsh = []
+const base = []
 const bare = []
 for (let i = 0; i < RUNS; i++) {
   bare.push(await measure(['-e', '0'], env))
   dsh.push(await measure([bin, '--profile', 'headless', 'run echo'], env))
+  if (baseBin) base.push(await measure([baseBin, '--profile', 'headless', 'run echo'], env))
 }
 await server.close()
 const median = (xs) => {
@@ -81,3 +86,8 @@ console.log(`runs: ${RUNS} each (one tool call per task, mock model on loopback)
 console.log(`node -e 0:             ${bMs.toFixed(0)} ms, peak RSS ${bRss.toFixed(0)} MB`)
 console.log(`dsh --profile headless: ${dMs.toFixed(0)} ms, peak RSS ${dRss.toFixed(0)} MB`)
 console.log(`ratio: ${(dMs / bMs).toFixed(2)}x time, ${(dRss / bRss).toFixed(2)}x memory   (target: under 350 ms and 90 MB)`)
+if (baseBin) {
+  const xMs = median(base.map((r) => r.ms))
+  const xRss = median(base.map((r) => r.rss)) / 2 ** 20
+  console.log(`base (${process.env.BENCH_BASE}): ${xMs.toFixed(0)} ms, peak RSS ${xRss.toFixed(0)} MB, ratio ${(xMs / bMs).toFixed(2)}x time`)
+}

@@ -8,11 +8,12 @@
 // dsh runs), is subtracted: what is left is the harness gap. Prints medians and the ratio of each
 // turn to the bare spawn.   BENCH_RUNS=5 BENCH_TURNS=20 node bench/turn-gap.mjs
 // BENCH_PATCH=layer.yml adds `--patch layer.yml` to every dsh run (to measure a configuration).
+// BENCH_BASE=/other/checkout measures that checkout's dsh too, interleaved (a before/after in one run).
 import { spawn } from 'node:child_process'
 import { mkdtempSync, mkdirSync } from 'node:fs'
 import { request as httpRequest, createServer } from 'node:http'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { performance } from 'node:perf_hooks'
 import { register } from 'tsx/esm/api'
@@ -24,6 +25,7 @@ const RUNS = Number(process.env.BENCH_RUNS ?? 5)
 const TURNS = Number(process.env.BENCH_TURNS ?? 20)
 const COMMAND = process.env.BENCH_COMMAND ?? 'echo bench'
 const bin = fileURLToPath(new URL('../packages/boot/cli/bin/dsh.mjs', import.meta.url))
+const baseBin = process.env.BENCH_BASE ? join(resolve(process.env.BENCH_BASE), 'packages/boot/cli/bin/dsh.mjs') : undefined
 const root = mkdtempSync(join(tmpdir(), 'dsh-bench-turn-gap-'))
 const ws = join(root, 'ws')
 mkdirSync(ws)
@@ -60,11 +62,11 @@ function exec(file, args, opts = {}) {
 }
 
 const env = { PATH: process.env.PATH, HOME: root, DSH_HOME: join(root, 'home'), DEEPSEEK_API_KEY: 'sk-bench' }
-async function dshRun(mode) {
+async function dshRun(mode, dshBin = bin) {
   upstream = await startMockServer({ steps })
   stamps = []
   const patch = process.env.BENCH_PATCH ? ['--patch', process.env.BENCH_PATCH] : []
-  await exec(process.execPath, [bin, '--profile', 'headless', ...patch, '--permission-mode', mode, 'run the bench'], { cwd: ws, env: { ...env, DEEPSEEK_BASE_URL: proxyURL } })
+  await exec(process.execPath, [dshBin, '--profile', 'headless', ...patch, '--permission-mode', mode, 'run the bench'], { cwd: ws, env: { ...env, DEEPSEEK_BASE_URL: proxyURL } })
   await upstream.close()
   // Turn k: end of response k to arrival of request k+1 (the first turn also warms caches; skipped).
   const turns = []
@@ -78,12 +80,14 @@ const median = (xs) => {
 }
 
 const modes = { unconfined: 'danger-full-access', sandboxed: 'workspace-write' }
-const samples = { bare: [], unconfined: [], sandboxed: [] }
+if (baseBin) Object.assign(modes, { 'base unconfined': 'danger-full-access', 'base sandboxed': 'workspace-write' })
+const samples = { bare: [], ...Object.fromEntries(Object.keys(modes).map((name) => [name, []])) }
 await dshRun('danger-full-access') // warm-up: creates the profile, fills the file cache
+if (baseBin) await dshRun('danger-full-access', baseBin)
 for (let r = 0; r < RUNS; r++) {
   for (const [name, mode] of Object.entries(modes)) {
     for (let i = 0; i < TURNS; i++) samples.bare.push(await exec('bash', ['-c', COMMAND], { cwd: ws, detached: true }))
-    samples[name].push(...(await dshRun(mode)))
+    samples[name].push(...(await dshRun(mode, name.startsWith('base ') ? baseBin : bin)))
   }
 }
 proxy.close()
@@ -91,6 +95,6 @@ const bare = median(samples.bare)
 console.log(`${RUNS} runs x ${TURNS} turns of bash \`${COMMAND}\` per mode (node ${process.version}); bare spawn: median ${bare.toFixed(2)} ms over ${samples.bare.length}`)
 for (const name of Object.keys(modes)) {
   const turn = median(samples[name])
-  console.log(`${name.padEnd(10)} turn median ${turn.toFixed(2)} ms  gap ${(turn - bare).toFixed(2)} ms  ratio ${(turn / bare).toFixed(2)}x bare`)
+  console.log(`${name.padEnd(16)} turn median ${turn.toFixed(2)} ms  gap ${(turn - bare).toFixed(2)} ms  ratio ${(turn / bare).toFixed(2)}x bare`)
 }
 process.exit(0)
