@@ -34,6 +34,7 @@ try {
   process.exit(0)
 }
 const { SHARED } = await import(pathToFileURL(join(webDir, 'build/shared.mjs')).href)
+const { swapDir } = await import(pathToFileURL(join(webDir, 'build/app.mjs')).href)
 
 function newest(paths) {
   let max = 0
@@ -95,7 +96,9 @@ for (const dir of dirs) {
   const out = join(dir, 'dist-client')
   if (fresh(out, [join(dir, 'src'), join(dir, 'package.json')])) continue
   try {
-    await buildHalf(dir, entry, out)
+    const staging = `${out}.tmp-${process.pid}`
+    await buildHalf(dir, entry, staging)
+    swapDir(staging, out)
   } catch (error) {
     console.error(`build-client: ${relative(root, dir)}: ${String(error.message ?? error).split('\n')[0]}`)
     process.exitCode = 1

@@ -35,11 +35,30 @@ export async function buildApp({ quiet = false } = {}) {
   const staging = `${OUT_DIR}.tmp-${process.pid}`
   rmSync(staging, { recursive: true, force: true })
   const map = await buildInto(staging, quiet)
-  const old = `${OUT_DIR}.old-${process.pid}`
-  if (existsSync(final)) renameSync(final, old)
-  renameSync(staging, final)
-  rmSync(old, { recursive: true, force: true })
+  swapDir(staging, final)
   return map
+}
+
+/**
+ * Puts `staging` in place of `final`. Two builds may finish at once (parallel test runs share the
+ * checkout): whichever renames last wins, the other's output is dropped; both are complete trees.
+ */
+export function swapDir(staging, final) {
+  const old = `${final}.old-${process.pid}`
+  for (let attempt = 0; ; attempt++) {
+    try {
+      if (existsSync(final)) renameSync(final, old)
+      renameSync(staging, final)
+      break
+    } catch (error) {
+      if (attempt >= 5) {
+        rmSync(staging, { recursive: true, force: true })
+        if (!existsSync(final)) throw error
+        break
+      }
+    }
+  }
+  rmSync(old, { recursive: true, force: true })
 }
 
 async function buildInto(OUT_DIR, quiet) {
