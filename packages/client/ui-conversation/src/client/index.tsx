@@ -40,7 +40,7 @@ export const CHAT_NODE_SLOT = 'conversation.chat.node'
 export const NAMESPACE = 'conversation'
 
 function PlainTool({ node, t }: { node: ToolNode; t: Translate }) {
-  return <div className="dsh-tool-plain" data-status={node.status}>{node.name} · {t(`status.${node.status === 'done' ? 'idle' : 'running'}`)}</div>
+  return <div className="dsh-tool-plain" data-status={node.status}>{node.name} · {t(`tool.${node.status}`)}{node.result?.isError ? ` · ${node.result.error?.message ?? node.result.text}` : ''}</div>
 }
 
 const ToolNodeView = memo(function ToolNodeView({ sessionId, node, t }: { sessionId: string; node: ToolNode; t: Translate }) {
