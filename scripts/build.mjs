@@ -95,6 +95,9 @@ async function bundleEntries(pkg, src, out) {
     target: 'node20',
     // The same compiler settings as the per-file transform (which reads no tsconfig).
     tsconfigRaw: {},
+    // Top-level names that collide between a package's modules are renamed in the bundle; keep
+    // every function's and class's `.name` what the source says (plugin names, error names).
+    keepNames: true,
     sourcemap: 'linked',
     write: false,
     logLevel: 'silent',
