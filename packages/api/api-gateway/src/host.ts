@@ -21,6 +21,27 @@ import type {} from '@dsh/llm'
 import type {} from '@dsh/commands'
 import type {} from '@dsh/permission-presets'
 
+declare module '@dsh/session' {
+  interface SessionEventMap {
+    /**
+     * Work the web host held only in memory when it stopped (`stopped`, logged during the graceful
+     * stop) or died (`crashed`, logged when the session is next loaded): prompts queued behind a
+     * turn that never ran, and approvals and questions left unanswered (their turn ended
+     * cancelled). For clients to show ("not sent: ..."); no message for the model.
+     */
+    'web/interrupted': InterruptedWork & { reason: 'stopped' | 'crashed' }
+  }
+}
+
+/** What a `web/interrupted` event reports (also kept in the session metadata while pending). */
+export interface InterruptedWork {
+  queued: string[]
+  approvals: Array<{ requestId: string; kind: string; title: string }>
+  questions: Array<{ requestId: string; questions: string[] }>
+}
+
+const isEmptyWork = (w: InterruptedWork | undefined) => !w || (!w.queued.length && !w.approvals.length && !w.questions.length)
+
 export interface SessionHostConfig {
   /** A live session with no turn, no queued prompt and no stream client is unloaded after this long. */
   idleMs: number
@@ -60,6 +81,8 @@ interface Live {
   idleTimer?: NodeJS.Timeout
   /** The session's row of the list index, kept current by its events. */
   row: IndexRow
+  /** JSON of the in-memory work last written to the metadata (see notePending). */
+  pendingKey: string
 }
 
 // Optional services, read with ctx.get() when used: typed by each service's own declaration
@@ -110,6 +133,10 @@ export class SessionHost {
   start(): void {
     const ctx = this.ctx
     const api = ctx.api
+    // `web/interrupted` is logged: persistence must know it, or such sessions would not load.
+    ctx.inject(['sessionPersistence'], (inner) => {
+      inner.sessionPersistence.registerEventType('web/interrupted')
+    })
     api.provideSessionStreams({ attach: (id, client, after) => this.attach(id, client, after) })
     api.register(P.sessionsList, (p) => this.list(p))
     api.register(P.sessionsCreate, (p) => this.create(p))
@@ -126,6 +153,7 @@ export class SessionHost {
       const live = await this.open(p.sessionId)
       await this.meta.update(p.sessionId, { archived: p.archived })
       if (p.archived) live.queue.length = 0
+      this.notePending(live)
       return { session: this.changed(live) }
     })
     api.register(P.sessionsRemove, (p) => this.remove(p.sessionId))
@@ -227,6 +255,8 @@ export class SessionHost {
   async stop(): Promise<void> {
     if (this.stopping) return
     this.stopping = true
+    // What only memory holds (queued prompts, unanswered requests) is reported in each log below.
+    const interrupted = new Map([...this.live.values()].map((live) => [live, this.pendingOf(live)]))
     for (const pending of [...this.approvals.values(), ...this.questions.values()]) pending.reject(new Error('the web host is stopping'))
     for (const off of this.offAnswerers.splice(0)) off()
     const lives = [...this.live.values()]
@@ -236,6 +266,15 @@ export class SessionHost {
     }
     await Promise.all(lives.map((live) => live.agent.idle().catch(() => {})))
     for (const live of lives) {
+      const work = interrupted.get(live)
+      if (!isEmptyWork(work)) {
+        try {
+          live.session.append('web/interrupted', { reason: 'stopped', ...work! })
+        } catch (error) {
+          this.ctx.logger('api-gateway').warn(`session ${live.id}: cannot log the interrupted work: ${(error as Error).message}`)
+        }
+      }
+      if (live.pendingKey) void this.meta.update(live.id, { pending: undefined }).catch(() => {})
       if (live.idleTimer) clearTimeout(live.idleTimer)
       for (const client of [...live.clients]) client.close()
       live.off()
@@ -278,6 +317,15 @@ export class SessionHost {
       }
     }
     const meta = this.meta.get(sessionId)
+    // The last host died with work only it held: say so in the log, once.
+    if (!isEmptyWork(meta.pending)) {
+      try {
+        session.append('web/interrupted', { reason: 'crashed', ...meta.pending! })
+        await this.meta.update(sessionId, { pending: undefined })
+      } catch (error) {
+        this.ctx.logger('api-gateway').warn(`session ${sessionId}: cannot log the interrupted work: ${(error as Error).message}`)
+      }
+    }
     let model: ModelSelection | undefined
     if (meta.model) model = await this.resolveModel(`${meta.model.provider}/${meta.model.model}`, meta.model.reasoningEffort).catch(() => undefined)
     const header = session.last('request/header')
@@ -298,7 +346,7 @@ export class SessionHost {
     const session = agent.session
     const live: Live = {
       id: session.id, agent, session, queue: [], driving: false, approvals: new Map(), questions: new Map(),
-      clients: new Set(), status: 'idle', off: () => {}, row: this.index.track(session.id, session.cwd, session.events),
+      clients: new Set(), status: 'idle', off: () => {}, row: this.index.track(session.id, session.cwd, session.events), pendingKey: '',
     }
     live.off = session.subscribe((event) => {
       this.index.apply(live.row, event)
@@ -316,7 +364,31 @@ export class SessionHost {
     return 'idle'
   }
 
+  /** The work of `live` that only memory holds. */
+  private pendingOf(live: Live): InterruptedWork {
+    return {
+      queued: [...live.queue],
+      approvals: [...live.approvals.values()].map((r) => ({ requestId: String(r.id), kind: r.kind, title: r.title })),
+      questions: [...live.questions.values()].map((r) => ({ requestId: String(r.id), questions: r.questions.map((q) => q.question) })),
+    }
+  }
+
+  /**
+   * Keeps the in-memory work in the session metadata, so a host that dies with it still reports
+   * it (as `web/interrupted`, reason `crashed`) when the session is next loaded. Written only
+   * when it changed.
+   */
+  private notePending(live: Live): void {
+    if (this.stopping) return
+    const work = this.pendingOf(live)
+    const key = isEmptyWork(work) ? '' : JSON.stringify(work)
+    if (key === live.pendingKey) return
+    live.pendingKey = key
+    this.meta.update(live.id, { pending: key ? work : undefined }).catch((error: Error) => this.warn(`session ${live.id}: cannot keep the queued work: ${error.message}`))
+  }
+
   private refreshStatus(live: Live): void {
+    this.notePending(live)
     const status = this.statusOf(live)
     if (status === live.status) return
     live.status = status

@@ -14,6 +14,12 @@ export interface SessionMeta {
   permissionMode?: string
   /** Removed from the web host (`sessions.remove`): listed nowhere, opened never. */
   removed?: boolean
+  /** Queued prompts and unanswered requests held in memory (reported if the host dies). */
+  pending?: {
+    queued: string[]
+    approvals: Array<{ requestId: string; kind: string; title: string }>
+    questions: Array<{ requestId: string; questions: string[] }>
+  }
 }
 
 export const SessionMetaSchema: Schema<SessionMeta> = Schema.object({
@@ -21,6 +27,11 @@ export const SessionMetaSchema: Schema<SessionMeta> = Schema.object({
   model: optionalObject(WireModelSchema),
   permissionMode: Schema.string(),
   removed: Schema.boolean(),
+  pending: optionalObject(Schema.object({
+    queued: Schema.array(Schema.string()).default([]),
+    approvals: Schema.array(Schema.object({ requestId: Schema.string().required(), kind: Schema.string().required(), title: Schema.string().required() })).default([]),
+    questions: Schema.array(Schema.object({ requestId: Schema.string().required(), questions: Schema.array(Schema.string()).default([]) })).default([]),
+  })),
 }) as Schema<SessionMeta>
 
 export interface MetaBackend {

@@ -2,7 +2,7 @@
 // @dsh/llm-mock-server, approval service, JSONL persistence in a temp dir), spoken to over real
 // HTTP on 127.0.0.1 with real SSE streams.
 import { createServer, type Server } from 'node:http'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { AddressInfo } from 'node:net'
@@ -254,8 +254,39 @@ describe('api-gateway over real HTTP', () => {
 
     const again = await boot(mock, home)
     const events = (await call(again, 'sessions.history', { sessionId: session.sessionId })).events
-    expect(events.at(-1)).toMatchObject({ type: 'turn/end', data: { turn: 0, reason: 'cancelled' } })
+    expect(events.at(-2)).toMatchObject({ type: 'turn/end', data: { turn: 0, reason: 'cancelled' } })
+    // The queued prompt never ran: the log says so, for the client to show.
+    expect(events.at(-1)).toMatchObject({ type: 'web/interrupted', data: { reason: 'stopped', queued: ['queued behind it'], approvals: [], questions: [] } })
     expect(events.filter((e: any) => e.type === 'turn/start')).toHaveLength(1)
+    // Nothing is reported twice: loading it again adds nothing.
+    const reader2 = new SseReader(`${again.url}/api/events/session/${session.sessionId}?after=${events.length - 1}`)
+    await reader2.until((f) => f.some((x) => x.event === 'status'))
+    expect((await call(again, 'sessions.history', { sessionId: session.sessionId })).events).toHaveLength(events.length)
+  })
+
+  it('an approval pending at the stop is reported in the log as interrupted work', async () => {
+    const home = tempDir()
+    const host = await boot(await mockModel([{ toolCalls: [{ name: 'guarded', arguments: { what: 'deploy' } }] }, { text: 'never reached' }]), home)
+    const { session } = await call(host, 'sessions.create', { cwd: tempDir(), model: MODEL })
+    const reader = new SseReader(`${host.url}/api/events/session/${session.sessionId}`)
+    await call(host, 'sessions.prompt', { sessionId: session.sessionId, text: 'deploy it' })
+    await reader.until((f) => f.some((x) => x.event === 'approval'))
+    const requestId = reader.frames.find((x) => x.event === 'approval')!.data.requestId
+    // While pending, the metadata holds it (what a host that dies leaves behind).
+    const metaOf = () => {
+      try {
+        return JSON.parse(readFileSync(join(home, 'web', 'sessions.json'), 'utf8')).sessions[session.sessionId]
+      } catch {
+        return undefined
+      }
+    }
+    for (let i = 0; i < 200 && !metaOf()?.pending; i++) await new Promise((r) => setTimeout(r, 25))
+    expect(metaOf().pending).toEqual({ queued: [], approvals: [{ requestId, kind: 'tool', title: 'guarded: deploy' }], questions: [] })
+    await host.close()
+    expect(JSON.parse(readFileSync(join(home, 'web', 'sessions.json'), 'utf8')).sessions[session.sessionId].pending).toBeUndefined()
+    const again = await boot(await mockModel([]), home)
+    const events = (await call(again, 'sessions.history', { sessionId: session.sessionId })).events
+    expect(events.at(-1)).toMatchObject({ type: 'web/interrupted', data: { reason: 'stopped', queued: [], approvals: [{ requestId, title: 'guarded: deploy' }] } })
   })
 })
 

@@ -5,7 +5,7 @@
 // - a stream dropped mid-turn and resumed with Last-Event-ID: no gap, no duplicate;
 // - 50 concurrent stream clients on one session receive identical streams.
 import { spawn } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it, vi } from 'vitest'
@@ -136,5 +136,40 @@ describe('the browser wire through the real dsh web', () => {
     for (const r of readers) expect(r.events.map((f) => f.data)).toEqual(history)
     web.child.kill('SIGTERM')
     expect(await web.exited).toBe(0)
+  })
+
+  it('a host killed with a prompt queued behind a running turn reports it in the log at the next start', async () => {
+    const { home, cwd } = project()
+    const mock = await startMockServer({ steps: [{ events: [{ text: 'working on it' }, { stall: true }] }, { text: 'after the crash' }] })
+    cleanup.push(() => mock.close())
+    const env = { DSH_HOME: home, DEEPSEEK_BASE_URL: mock.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' }
+    const web = startWeb(env, cwd)
+    const url = await web.url
+    const { session } = await call(url, 'sessions.create', { cwd })
+    const id = session.sessionId
+    const stream = reader(`${url}/api/events/session/${id}`)
+    await call(url, 'sessions.prompt', { sessionId: id, text: 'first, long' })
+    expect(await call(url, 'sessions.prompt', { sessionId: id, text: 'second, queued' })).toEqual({ disposition: 'queued', queued: 1 })
+    await stream.until((f) => f.some((x) => x.data?.type === 'assistant/chunk'))
+    // Give the queued-work record its write, as a host running for a while would have.
+    const metaFile = join(home, 'storage', 'web-sessions.json')
+    for (let i = 0; i < 200 && !(existsSync(metaFile) && readFileSync(metaFile, 'utf8').includes('second, queued')); i++) await new Promise((r) => setTimeout(r, 25))
+    web.child.kill('SIGKILL')
+    await web.exited
+
+    const again = startWeb(env, cwd)
+    const url2 = await again.url
+    // Opening the session (its stream) loads it: crash repair ends the turn, then the report.
+    const resumed = reader(`${url2}/api/events/session/${id}`)
+    await resumed.until((f) => f.some((x) => x.data?.type === 'web/interrupted'))
+    const report = resumed.events.find((x) => x.data.type === 'web/interrupted')!.data
+    expect(report.data).toEqual({ reason: 'crashed', queued: ['second, queued'], approvals: [], questions: [] })
+    const history = (await call(url2, 'sessions.history', { sessionId: id })).events
+    expect(history.filter((e: any) => e.type === 'web/interrupted')).toHaveLength(1)
+    // The queued prompt never reached the log as a message: only the first one did.
+    expect(history.filter((e: any) => e.type === 'user/message' && e.data.source.kind === 'human').map((e: any) => e.data.content[0].text)).toEqual(['first, long'])
+    expect(history.at(-2)).toMatchObject({ type: 'turn/end', data: { reason: 'interrupted' } })
+    again.child.kill('SIGTERM')
+    expect(await again.exited).toBe(0)
   })
 })
