@@ -438,6 +438,20 @@ export async function runHeadless(ctx: Context, config: Config, io: Io & { stdin
   if (progress) offs.push(progressOf(agent.session, model, progress))
   if (options.outputFormat === 'stream-json') {
     offs.push(agent.session.subscribe((event: SessionEvent) => write({ type: 'event', sessionId: agent.session.id, event })))
+    // Subagents' own sessions (and theirs, recursively): each opens with `subagent/link` naming
+    // its parent session; their events are printed tagged with the child id.
+    const children = new Map<string, { id: string; parentSessionId: string }>()
+    offs.push(
+      ctx.on('session/event', (session, event) => {
+        const type: string = event.type
+        if (type === 'subagent/link') {
+          const link = event.data as unknown as { id: string; parentSessionId: string }
+          if (link.parentSessionId === agent.session.id || children.has(link.parentSessionId)) children.set(session.id, { id: link.id, parentSessionId: link.parentSessionId })
+        }
+        const child = children.get(session.id)
+        if (child) write({ type: 'event', sessionId: session.id, subagent: child, event })
+      }),
+    )
   }
   const off = () => {
     for (const f of offs.splice(0)) f()
