@@ -6,7 +6,10 @@ import { spawn } from 'node:child_process'
 import { Writable } from 'node:stream'
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
-import * as acp from '@agentclientprotocol/sdk'
+// Loaded on first use: the SDK is not needed to boot (most runs never start an ACP child).
+type AcpSdk = typeof import('@agentclientprotocol/sdk')
+let sdk: Promise<AcpSdk> | undefined
+const loadSdk = () => (sdk ??= import('@agentclientprotocol/sdk'))
 import type { ChildOutcome, ProviderChild, ProviderStartRequest, SubagentProvider } from '@dsh/subagent'
 import type {} from '@dsh/subagent'
 
@@ -48,6 +51,7 @@ export function acpProvider(config: SubagentAcpConfig): SubagentProvider {
     description: `an out-of-process ACP agent (${file ?? '?'}): its own runtime, session and tools; give it the whole task`,
     async start(request: ProviderStartRequest): Promise<ProviderChild> {
       if (!file) throw new Error('subagent-acp: config.command is empty')
+      const acp = await loadSdk()
       const { parent, prompt } = request
       const child = spawn(file, args, { cwd: parent.cwd, env: { ...process.env, ...config.env }, stdio: ['pipe', 'pipe', 'pipe'] })
       let stderr = ''

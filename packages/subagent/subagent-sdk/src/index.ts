@@ -3,7 +3,7 @@
 // prompt; the turn's result is the child's outcome. The process is closed when the child ends.
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
-import { Harness, type PromptResult } from '@dsh/sdk-client'
+import type { PromptResult } from '@dsh/sdk-client'
 import type { ChildOutcome, ProviderChild, ProviderStartRequest, SubagentProvider } from '@dsh/subagent'
 import type {} from '@dsh/subagent'
 
@@ -46,6 +46,8 @@ export function sdkProvider(config: SubagentSdkConfig): SubagentProvider {
     description: 'a complete dsh runtime in its own process (its own composition, session and tools); give it the whole task',
     async start(request: ProviderStartRequest): Promise<ProviderChild> {
       const { parent, prompt } = request
+      // Loaded on first use: booting does not need the client.
+      const { Harness } = await import('@dsh/sdk-client')
       const harness = await Harness.start({
         ...(config.command.length > 0 ? { bin: config.command } : {}),
         args: config.args,

@@ -28,8 +28,9 @@ const env = (home: string) => ({ DSH_HOME: home, DEEPSEEK_BASE_URL: server!.base
 
 function parse(stdout: string) {
   const lines = stdout.trim().split('\n').map((l) => JSON.parse(l))
-  const events = lines.filter((l) => l.type === 'event').map((l) => l.event)
-  return { result: lines.at(-1), events }
+  const events = lines.filter((l) => l.type === 'event' && !l.subagent).map((l) => l.event)
+  const childLines = lines.filter((l) => l.type === 'event' && l.subagent)
+  return { result: lines.at(-1), events, childLines }
 }
 
 /** The text of the last tool message, by call id, of request `i`. */
@@ -58,8 +59,16 @@ describe('dsh --profile headless with subagents', () => {
     const run = await runDsh(['--profile', 'headless', '--output-format', 'stream-json', 'split the work'], { cwd, env: env(home) })
     expect(run.stderr).toBe('')
     expect(run.code).toBe(0)
-    const { result, events } = parse(run.stdout)
+    const { result, events, childLines } = parse(run.stdout)
     expect(result).toMatchObject({ type: 'result', result: 'all three done', reason: 'completed' })
+    // The children's own events are in the stream too, tagged with the child id and parent.
+    const childCalls = childLines.filter((l) => l.event.type === 'tool/call').map((l) => [l.subagent.id, l.subagent.parentSessionId === result.sessionId, l.event.data.name])
+    expect(childCalls.sort()).toEqual([
+      ['sub-1', true, 'bash'],
+      ['sub-2', true, 'bash'],
+      ['sub-3', true, 'bash'],
+    ])
+    expect(new Set(childLines.map((l) => l.sessionId)).size).toBe(3)
     expect(readFileSync(join(cwd, 'children.txt'), 'utf8')).toBe('ran\nran\nran\n')
     expect(['s1', 's2', 's3'].map((id) => toolText(7, id))).toEqual(['child done', 'child done', 'child done'])
     const started = events.filter((e) => e.type === 'subagent/started')
