@@ -124,6 +124,37 @@ describe('ctx.connection.session(id)', () => {
     gone.release()
   })
 
+  it('resumes at once after a resync, and starts over (onReset) when the host twice will not resume after its seq', async () => {
+    const ctx = await start({
+      session(res, n, after) {
+        sse(res)
+        if (n === 0) {
+          res.write(event(0))
+          res.write(event(1))
+          res.end('event: resync\ndata: {"reason":"the client fell behind its stream buffer"}\n\n')
+        } else if (n === 1) {
+          expect(after).toBe(1)
+          res.write(event(2))
+          res.end('event: resync\ndata: {"reason":"behind"}\n\n')
+        } else if (after !== undefined) {
+          // The log on the host is shorter than what the client holds (it was replaced).
+          res.end('event: resync\ndata: {"reason":"after is past the end of the log"}\n\n')
+        } else {
+          res.write(event(0, 'turn/start'))
+        }
+      },
+    })
+    const feed = ctx.connection.session('s5')
+    let resets = 0
+    feed.onReset(() => resets++)
+    await vi.waitFor(() => expect(resets).toBe(1), { timeout: 5000 })
+    await vi.waitFor(() => expect(feed.get().events.map((e) => [e.seq, e.type])).toEqual([[0, 'turn/start']]))
+    expect(requests.filter((r) => r.includes('/s5'))).toEqual([
+      '/api/events/session/s5', '/api/events/session/s5?after=1', '/api/events/session/s5?after=2', '/api/events/session/s5?after=2', '/api/events/session/s5',
+    ])
+    feed.release()
+  })
+
   it('keeps pending approvals from the stream and drops them when resolved', async () => {
     const ctx = await start({
       session(res) {
