@@ -155,16 +155,13 @@ export class Connection extends Service {
   /** @internal waits `ms` or until kicked / stopped */
   sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(done, ms)
-      const previous = this.wake
-      function done() {
+      const done = () => {
         clearTimeout(timer)
+        if (this.wake === done) this.wake = undefined
         resolve()
       }
-      this.wake = () => {
-        previous?.()
-        done()
-      }
+      const timer = setTimeout(done, ms)
+      this.wake = done
     })
   }
 

@@ -3,6 +3,9 @@
 // (`{name, inject?, apply(ctx)}` or a Service class). Its bare imports of the shared libraries
 // resolve through the page's import map to the app's own copies.
 import { Context, Service, type Fiber } from 'cordis'
+
+/** cordis' FiberState.ACTIVE (its enum is declared `const`, which isolated modules cannot read). */
+const ACTIVE = 2
 import { Store } from './store.ts'
 
 declare module 'cordis' {
@@ -21,7 +24,8 @@ export interface ClientPluginEntry {
 export interface LoadedPlugin {
   package: string
   url: string
-  state: 'loading' | 'active' | 'failed'
+  /** `waiting`: mounted, but its inject names a service nobody provides (yet). */
+  state: 'loading' | 'active' | 'waiting' | 'failed'
   error?: string
 }
 
@@ -56,6 +60,13 @@ export class ClientPlugins extends Service {
       const fiber = this.ctx.plugin(plugin as never, undefined as never)
       this.fibers.set(entry.package, fiber)
       await fiber
+      // A half whose `inject` names a service nobody provides stays pending (it starts if the
+      // service appears later): say which services it waits for.
+      if ((fiber.state as number) !== ACTIVE) {
+        const missing = Object.keys(fiber.inject ?? {}).filter((name) => this.ctx.get(name) === undefined)
+        this.setState({ package: entry.package, url: entry.url, state: 'waiting', error: `it waits for ${missing.length ? missing.join(', ') : 'its services'}` })
+        return
+      }
       this.setState({ package: entry.package, url: entry.url, state: 'active' })
     } catch (error) {
       const message = (error as Error)?.message ?? String(error)
