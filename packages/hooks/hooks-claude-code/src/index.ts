@@ -148,8 +148,13 @@ export function createHookBridge(ctx: Context, config: BridgeOptions, dialect: H
   if (entries.length === 0) return
 
   const env = dialect.env
-  const run = async (event: SupportedEvent, input: { [key: string]: unknown }, options: { toolName?: string; session?: Session; cwd: string; signal?: AbortSignal }): Promise<Ran[]> => {
-    const selected = entries.filter((e) => e.event === event && (options.toolName === undefined || matches(e.matcher, options.toolName)))
+  const run = async (
+    event: SupportedEvent,
+    input: { [key: string]: unknown },
+    options: { toolName?: string; matchOn?: string; session?: Session; cwd: string; signal?: AbortSignal },
+  ): Promise<Ran[]> => {
+    const subject = options.toolName ?? options.matchOn
+    const selected = entries.filter((e) => e.event === event && (subject === undefined || matches(e.matcher, subject)))
     return Promise.all(
       selected.map(async (entry) => {
         const result = await runHookCommand(ctx.subprocess, { command: entry.command, cwd: options.cwd, env, input, timeoutMs: entry.timeoutMs, ...(options.signal ? { signal: options.signal } : {}) })
@@ -269,6 +274,41 @@ export function createHookBridge(ctx: Context, config: BridgeOptions, dialect: H
       }
       for (const context of contexts) payload.messages.push({ content: context, source: { ...SOURCE, label: 'UserPromptSubmit hook' } })
       return next()
+    })
+  }
+
+  if (has('SessionStart')) {
+    // Runs when an agent is created; the agent's first step waits for it and enters what the hooks
+    // print (plain stdout or additionalContext) as context messages ahead of the first prompt.
+    const starting = new WeakMap<Agent, Promise<string[]>>()
+    ctx.on('agent/created', (agent) => {
+      const source = agent.session.events.some((e) => e.type === 'turn/start') ? 'resume' : 'startup'
+      const input = { ...common('SessionStart', agent.session.id, agent.cwd), source }
+      starting.set(
+        agent,
+        run('SessionStart', input, { matchOn: source, session: agent.session, cwd: agent.cwd }).then((ran) =>
+          ran.flatMap(({ outcome }) => {
+            if (outcome.kind !== 'ok') return []
+            const context = outcome.json ? text(specific(outcome.json)?.additionalContext) : text(outcome.stdout)
+            return context ? [context] : []
+          }),
+        ),
+      )
+    })
+    ctx.on('agent/pre-step', async (payload, next) => {
+      const pending = starting.get(payload.agent)
+      if (pending) {
+        starting.delete(payload.agent)
+        for (const context of await pending) payload.messages.unshift({ content: context, source: { ...SOURCE, label: 'SessionStart hook' } })
+      }
+      return next()
+    }, { prepend: true })
+  }
+
+  if (has('SessionEnd')) {
+    ctx.on('agent/disposed', (agent) => {
+      const input = { ...common('SessionEnd', agent.session.id, agent.cwd), reason: 'other' }
+      void run('SessionEnd', input, { matchOn: 'other', session: agent.session, cwd: agent.cwd })
     })
   }
 

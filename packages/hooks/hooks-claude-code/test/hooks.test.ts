@@ -55,6 +55,9 @@ async function boot(ws: ReturnType<typeof workspace>, script: unknown[], config:
 
 const results = (h: Harness) => h.session.events.filter((e) => e.type === 'tool/result').map((e) => e.data as { message: { content: { text: string }[] }; error?: { code: string } })
 const runs = (h: Harness) => h.session.events.filter((e) => e.type === 'hook/run').map((e) => e.data as HookRunRecord)
+async function until(probe: () => boolean) {
+  for (let i = 0; i < 500 && !probe(); i++) await new Promise((resolve) => setTimeout(resolve, 20))
+}
 const bash = (command: string) => ({ toolCalls: [{ name: 'bash', arguments: { command } }] })
 
 describe('@dsh/hooks-claude-code', () => {
@@ -142,7 +145,7 @@ describe('@dsh/hooks-claude-code', () => {
     const h = await boot(ws, [bash('ls'), { text: 'done' }], {
       hooks: {
         PreToolUse: [{ matcher: 'Bash', hooks: [{ type: 'prompt', prompt: 'x' }, { type: 'command' }, { type: 'command', command: `touch ${mark}` }] }, 'nonsense'],
-        SessionStart: [{ hooks: [{ type: 'command', command: 'true' }] }],
+        PreCompact: [{ hooks: [{ type: 'command', command: 'true' }] }],
         Bogus: [],
       },
     })
@@ -151,9 +154,26 @@ describe('@dsh/hooks-claude-code', () => {
     expect(results(h)[0].message.content[0].text).toBe('ran: ls')
   })
 
+  it('SessionStart: what the hook prints is context in the first request; SessionEnd runs when the agent goes', async () => {
+    const ws = workspace()
+    const ended = join(ws.root, 'ended.json')
+    const h = await boot(ws, [{ text: 'hi' }], {
+      hooks: {
+        SessionStart: [{ matcher: 'startup', hooks: [{ type: 'command', command: 'cat >/dev/null; sleep 0.3; echo "Branch: main, 2 files changed"' }] }],
+        SessionEnd: [{ hooks: [{ type: 'command', command: `cat > ${ended}` }] }],
+      },
+    })
+    await h.prompt('status?')
+    expect(JSON.stringify(h.model.requests[0].messages)).toContain('Branch: main, 2 files changed')
+    expect(runs(h).map((r) => [r.event, r.outcome])).toEqual([['SessionStart', 'ok']])
+    await h.agent.dispose()
+    await until(() => existsSync(ended) && readFileSync(ended, 'utf8').length > 0)
+    expect(JSON.parse(readFileSync(ended, 'utf8'))).toMatchObject({ hook_event_name: 'SessionEnd', reason: 'other', session_id: h.session.id })
+  })
+
   it('reports the problems of a hooks table one by one', () => {
     const { entries, problems } = HooksClaudeCode.checkHooks(
-      { PreToolUse: [{ matcher: 'Bash', hooks: [{ type: 'prompt' }, { type: 'command', command: 'ok', timeout: -1 }, { type: 'command', command: 'good', timeout: 2 }] }], SessionStart: [], Nope: [] },
+      { PreToolUse: [{ matcher: 'Bash', hooks: [{ type: 'prompt' }, { type: 'command', command: 'ok', timeout: -1 }, { type: 'command', command: 'good', timeout: 2 }] }], PreCompact: [], Nope: [] },
       'settings.json',
       60_000,
     )
@@ -161,7 +181,7 @@ describe('@dsh/hooks-claude-code', () => {
     expect(problems).toEqual([
       'settings.json: hooks.PreToolUse[0].hooks[0]: only type "command" is supported, not "prompt"',
       'settings.json: hooks.PreToolUse[0].hooks[1].timeout must be a positive number of seconds',
-      'settings.json: SessionStart hooks are not run by dsh yet; skipped',
+      'settings.json: PreCompact hooks are not run by dsh yet; skipped',
       expect.stringMatching(/^settings.json: unknown hook event "Nope"/),
     ])
   })
