@@ -3,6 +3,7 @@
 // SGR colour sequence is written at all. Emphasis that carries meaning (the selected row of a
 // list) also gets a textual marker, so nothing is lost without colour.
 import type { EditorTheme, MarkdownTheme, SelectListTheme } from '@mariozechner/pi-tui'
+import { highlightCode } from './highlight.ts'
 
 export type Style = (text: string) => string
 
@@ -70,6 +71,7 @@ export function markdownTheme(p: Palette): MarkdownTheme {
     italic: p.italic,
     strikethrough: p.strike,
     underline: p.underline,
+    highlightCode: (code, lang) => highlightCode(code, lang, p),
   }
 }
 

@@ -10,6 +10,7 @@ import type { QuestionAnswer } from '@dsh/user-questions'
 import { ApprovalPanel, Picker, QuestionPanel } from '../src/panels.ts'
 import { gitBranch, statusText } from '../src/status.ts'
 import { markdownTheme, palette } from '../src/theme.ts'
+import { highlightCode } from '../src/highlight.ts'
 import { ToolCard, sanitize, toolSubject } from '../src/tool-card.ts'
 import { AssistantEntry, firstBlockBoundary } from '../src/transcript.ts'
 
@@ -171,6 +172,19 @@ describe('QuestionPanel and Picker', () => {
     for (const ch of 'bet') picker.handleInput(ch)
     picker.handleInput('\r')
     expect(picked).toEqual(['p/beta'])
+  })
+})
+
+describe('code highlighting', () => {
+  it('colours keywords, strings, numbers and comments of a known language, and nothing under NO_COLOR', () => {
+    const [line] = highlightCode('const x = "hi" + 42 // note', 'ts', color)
+    expect(line).toContain(`${ESC}[35mconst${ESC}[39m`)
+    expect(line).toContain(`${ESC}[32m"hi"${ESC}[39m`)
+    expect(line).toContain(`${ESC}[33m42${ESC}[39m`)
+    expect(line).toContain(`${ESC}[90m// note${ESC}[39m`)
+    expect(highlightCode('def f():\n\treturn 1 # done', 'python', color)[1]).toMatch(/^    \x1b\[35mreturn/)
+    expect(highlightCode('const x = 1', 'ts', plain)).toEqual(['const x = 1'])
+    expect(highlightCode('anything', 'unknown-lang', color)).toEqual([`${ESC}[32manything${ESC}[39m`])
   })
 })
 
