@@ -55,6 +55,7 @@ export function apply(ctx: Context): void {
   const store = new ConversationStore(ctx.connection)
   ctx.effect(() => () => store.dispose(), 'ui-conversation: session models')
   ctx.effect(() => {
+    if (typeof document === 'undefined') return () => {}
     const style = document.createElement('style')
     style.dataset.owner = name
     style.textContent = CSS + MARKDOWN_CSS

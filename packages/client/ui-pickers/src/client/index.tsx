@@ -20,6 +20,7 @@ export const inject = ['slots', 'locale', 'remote', 'catalog']
 export function apply(ctx: Context): void {
   ctx.locale.register(NAMESPACE, { en, zh })
   ctx.effect(() => {
+    if (typeof document === 'undefined') return () => {}
     const style = document.createElement('style')
     style.dataset.owner = name
     style.textContent = CSS

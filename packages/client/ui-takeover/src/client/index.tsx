@@ -25,6 +25,7 @@ type TakeoverProps = SessionSlotProps & { approval?: RuntimeApproval; question?:
 export function apply(ctx: Context): void {
   ctx.locale.register(NAMESPACE, { en, zh })
   ctx.effect(() => {
+    if (typeof document === 'undefined') return () => {}
     const style = document.createElement('style')
     style.dataset.owner = name
     style.textContent = CSS
