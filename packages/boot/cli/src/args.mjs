@@ -104,6 +104,8 @@ export function launcherHelp(version) {
 
 Usage:
   dsh [launcher flags] [app arguments...]
+  dsh [-c | -r [ID]] [--model M]        in an interactive terminal: the terminal UI (the tui
+                                        profile; "dsh --profile tui --help" lists its keys)
   dsh -p "task" [options]               one-shot run (the headless profile); options may
                                         come before or after the task
   dsh sessions [--all] [--output-format json]
@@ -116,7 +118,7 @@ Usage:
 
 Launcher flags (accepted anywhere before "--"; never passed to the app):
   --profile NAME    profile under $DSH_HOME/profiles (default: ${DEFAULT_PROFILE}); the
-                    templates headless and web are created there on first use
+                    templates headless, tui and web are created there on first use
   --patch FILE      apply FILE as one more patch layer (repeatable, applied in order)
   --dump-config     print the composed rows as one YAML layer and exit
   --version         print the version (first argument only)
