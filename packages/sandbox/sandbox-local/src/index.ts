@@ -15,12 +15,14 @@ export const PID1_INIT = [
   'trap \'kill -TERM -1 2>/dev/null; exit 143\' TERM',
   'trap \'kill -INT -1 2>/dev/null; exit 130\' INT',
   'trap \'kill -HUP -1 2>/dev/null; exit 129\' HUP',
-  '"$@" <&0 &',
+  // An asynchronous list gets /dev/null as stdin before its own redirections, so the caller's
+  // stdin (a PTY for an interactive program) is passed through fd 3.
+  '{ "$@" <&3 3<&- & } 3<&0',
   'wait $!',
 ].join('\n')
 
 /** PID1_INIT for a request with `mergeStderr`: the command's stderr goes to its stdout, done by the init itself. */
-export const PID1_INIT_MERGED = PID1_INIT.replace('"$@" <&0 &', '"$@" <&0 2>&1 &')
+export const PID1_INIT_MERGED = PID1_INIT.replace('"$@" <&3 3<&- &', '"$@" <&3 3<&- 2>&1 &')
 
 export type RunnerChoice = 'auto' | 'bwrap' | 'landlock' | 'none'
 
