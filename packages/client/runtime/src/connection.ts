@@ -365,7 +365,8 @@ export class SessionFeed implements ReadableStore<SessionFeedState> {
                 }
                 this.events.push(event)
                 gotEvents++
-                for (const listener of [...this.eventListeners]) listener(event)
+                // Per event on the hot path: iterate the set itself (deleting during iteration is safe).
+                for (const listener of this.eventListeners) listener(event)
                 this.batch.schedule()
                 return
               }
