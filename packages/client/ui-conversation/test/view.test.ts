@@ -44,6 +44,8 @@ describe('ChatView', () => {
   it('shows a streaming answer with a caret and a working row while a tool runs', () => {
     const frames = load('tools-turn')
     const firstText = frames.findIndex((f) => f.event === 'message' && f.data.type === 'assistant/chunk' && (f.data.data as any).chunk.kind === 'text-delta')
+    const thinking = renderToStaticMarkup(h(ChatView, { snapshot: foldConversation(frames.slice(0, firstText)), t, renderTool: tool }))
+    expect(thinking).toMatch(/<summary><span class="dsh-pulse" aria-hidden="true"><\/span>Thinking…<span class="dsh-thinking-preview" aria-hidden="true">The user wants the notes tidied. First look at the file.<\/span><\/summary>/)
     const streaming = renderToStaticMarkup(h(ChatView, { snapshot: foldConversation(frames.slice(0, firstText + 1)), t, renderTool: tool }))
     expect(streaming).toContain('data-streaming="true"')
     expect(streaming).toContain('dsh-caret')
