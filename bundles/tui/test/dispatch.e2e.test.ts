@@ -26,6 +26,22 @@ describe('dsh dispatch', () => {
     await bare.waitFor(/deepseek-official\/deepseek-v4-flash · workspace-write/)
   })
 
+  it('in a terminal, a bad --model, --permission-mode or -c without a session is one line and exit 2 before the UI starts', async () => {
+    for (const [args, message] of [
+      [['--model', 'nope/x'], /dsh: --model nope\/x: /],
+      [['--permission-mode', 'yolo'], /dsh: unknown --permission-mode 'yolo'; valid: /],
+      [['-c'], /dsh: --continue: no stored session for /],
+    ] as const) {
+      const s = await TuiSession.start({ steps: [], args: ['--profile', 'tui', ...args] })
+      open.push(s)
+      const screen = await s.waitFor(/\[exited \d+\]/)
+      expect(screen).toMatch(message)
+      expect(screen).toMatch(/\[exited 2\] \[modes: icanon echo ?\]/)
+      // The UI never drew: no status line.
+      expect(screen).not.toMatch(/deepseek-official\/deepseek-v4-flash ·/)
+    }
+  })
+
   it('keeps a task-given `dsh "task"` in a terminal one-shot', async () => {
     const s = await TuiSession.start({ steps: [{ text: 'One-shot answer.' }], args: ['say hi'] })
     open.push(s)
