@@ -28,6 +28,8 @@ export interface StreamClient {
   readonly closed: boolean
   /** Sends one event (`undefined` event name: the default); `id` only for log events. */
   send(event: string | undefined, data: unknown, id?: number): boolean
+  /** Runs a run of sends as one write where the carrier can (optional). */
+  batch?(fn: () => void): void
   /** Tells the client to refetch and closes it. */
   resync(reason: string): void
   close(): void

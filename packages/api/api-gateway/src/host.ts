@@ -496,9 +496,11 @@ export class SessionHost {
     const agent = this.ctx.agents.create({ cwd, model, ...(this.config.maxSteps ? { maxSteps: this.config.maxSteps } : {}) })
     const live = this.adopt(agent)
     if (p.title?.trim()) live.session.append('session/title', { title: p.title.trim(), source: 'user' })
-    if (p.model !== undefined || p.reasoningEffort !== undefined) await this.meta.update(live.id, { model: toWireModel(model) })
+    // Announced before any await: a short idleMs may unload it meanwhile, and `stored` must not
+    // reach the host stream before `added`.
     const row = this.rowOf(live)
     this.publishHost({ type: 'session/added', session: row })
+    if (p.model !== undefined || p.reasoningEffort !== undefined) await this.meta.update(live.id, { model: toWireModel(model) })
     return { session: row }
   }
 
@@ -702,10 +704,17 @@ export class SessionHost {
       return
     }
     // Replay and subscribe in one synchronous stretch: appends are synchronous, so nothing can
-    // land between the last replayed event and the first live one.
-    for (const event of live.session.slice(after + 1)) {
-      if (!client.send(undefined, event, event.seq)) return
+    // land between the last replayed event and the first live one. The replay goes out as one
+    // write where the client can batch.
+    let open = true
+    const replay = () => {
+      for (const event of live.session.slice(after + 1)) {
+        if (!client.send(undefined, event, event.seq)) return void (open = false)
+      }
     }
+    if (client.batch) client.batch(replay)
+    else replay()
+    if (!open) return
     live.clients.add(client)
     client.onClose = () => {
       live.clients.delete(client)

@@ -57,6 +57,20 @@ export class SseClient {
     return this.write(formatFrame(event, data, id))
   }
 
+  /**
+   * Runs `fn` (a run of sends, such as a replay) with the socket corked, so its frames leave as
+   * one write instead of one per event. The buffer bound applies as usual.
+   */
+  batch(fn: () => void): void {
+    if (this.closed) return fn()
+    this.res.cork()
+    try {
+      fn()
+    } finally {
+      this.res.uncork()
+    }
+  }
+
   private write(frame: string): boolean {
     if (this.closed) return false
     if (this.res.writableLength > this.options.maxBufferedBytes) {
