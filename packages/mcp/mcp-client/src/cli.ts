@@ -1,7 +1,7 @@
 // `dsh mcp list`: which MCP servers a profile would start, and how each one is doing right now.
 // It composes the profile like `dsh` does, keeps only the rows the MCP client needs (home paths,
 // settings, the subprocess provider and the mcp-client rows themselves), boots them, waits for
-// every server's first attempt (bounded by the row's startupWaitMs), prints, and stops.
+// every server's first attempt (each bounded by the row's connectTimeoutMs), prints, and stops.
 import {
   bootComposition,
   composeProfile,
@@ -100,7 +100,8 @@ export async function runMcpCommand(opts: McpCommandOptions): Promise<number> {
     const rows = comp.rows.filter((row) => SUPPORT_IDS.has(row.row.id) || isClientRow(row))
     const tree = await bootComposition({ ...comp, rows }, { bootInfo: { home, cwd, appArgs: [] }, stderr })
     try {
-      await tree.ctx.mcp.ready()
+      // A listing waits for every first attempt (each is bounded by connectTimeoutMs), not just startupWaitMs.
+      await tree.ctx.mcp.ready(undefined, Number.POSITIVE_INFINITY)
       const list = tree.ctx.mcp.list()
       stdout.write(args.json ? JSON.stringify(list, null, 2) + '\n' : formatStatusTable(list))
       return 0

@@ -243,14 +243,16 @@ export class McpClient extends Service {
 
   /**
    * Settles when the first connection attempt of every server visible from `scope` (the global ones
-   * and that scope's) has finished, waiting at most `startupWaitMs` from each server's mounting.
+   * and that scope's) has finished, waiting at most `waitMs` (default `startupWaitMs`) from each
+   * server's mounting.
    */
-  async ready(scope?: string): Promise<void> {
+  async ready(scope?: string, waitMs = this.config.startupWaitMs): Promise<void> {
     const waits = [...this.servers.values()]
       .filter((entry): entry is McpServerConnection => entry instanceof McpServerConnection && (entry.scope === undefined || entry.scope === scope))
       .map((connection) => {
-        const left = connection.createdAt + this.config.startupWaitMs - Date.now()
+        const left = connection.createdAt + waitMs - Date.now()
         if (left <= 0) return undefined
+        if (!Number.isFinite(left)) return connection.firstAttempt
         let timer: NodeJS.Timeout | undefined
         return Promise.race([connection.firstAttempt, new Promise<void>((resolve) => (timer = setTimeout(resolve, left)))]).finally(() => clearTimeout(timer))
       })

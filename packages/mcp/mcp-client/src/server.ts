@@ -3,11 +3,9 @@
 // calls with a per-call timeout and cancellation. Everything it goes through is reported as a
 // status change; the service turns the interesting ones into logged notices.
 import type { Context } from 'cordis'
-import { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js'
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
-import { ErrorCode, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js'
+import type { Tool } from '@modelcontextprotocol/sdk/types.js'
+import { loadSdk, sdk as loadedSdk, type Client, type Sdk } from './sdk.ts'
 import type { SubprocessService } from '@dsh/subprocess'
 import type { JsonSchema, ToolCallContext, ToolOutput } from '@dsh/tools'
 import type { McpSource, McpTransportKind, ServerSpec } from './config.ts'
@@ -211,18 +209,20 @@ export class McpServerConnection {
     }
   }
 
-  private createTransport(): Transport {
+  private createTransport(sdk: Sdk): Transport {
     const spec = this.spec
-    if (spec.transport === 'stdio') return new SubprocessStdioTransport(this.host.subprocess, spec, this.host.options.killGraceMs)
+    if (spec.transport === 'stdio') return new SubprocessStdioTransport(sdk, this.host.subprocess, spec, this.host.options.killGraceMs)
     const requestInit = { headers: spec.headers }
-    if (spec.transport === 'sse') return new SSEClientTransport(new URL(spec.url), { requestInit })
-    return new StreamableHTTPClientTransport(new URL(spec.url), { requestInit })
+    if (spec.transport === 'sse') return new sdk.SSEClientTransport(new URL(spec.url), { requestInit })
+    return new sdk.StreamableHTTPClientTransport(new URL(spec.url), { requestInit })
   }
 
   private async connectOnce(): Promise<void> {
-    const transport = this.createTransport()
+    const sdk = await loadSdk()
+    const { ErrorCode, McpError } = sdk
+    const transport = this.createTransport(sdk)
     this.transport = transport
-    const client = new Client(CLIENT_INFO, {
+    const client = new sdk.Client(CLIENT_INFO, {
       capabilities: {},
       listChanged: {
         tools: {
@@ -397,6 +397,7 @@ export class McpServerConnection {
       return mapResult(result, { server: this.name, tool })
     } catch (error) {
       if (call.signal.aborted) throw error
+      const { ErrorCode, McpError } = loadedSdk!
       if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
         return failure('MCP_TIMEOUT', `tool "${call.name}" (MCP server "${this.name}") did not answer within ${formatMs(timeout)}; the request was cancelled on the server. Its effects, if any, may be partial.`)
       }
@@ -443,7 +444,7 @@ function describeFailure(error: unknown, transport: Transport | undefined): stri
     const exit = transport.describeExit()
     if (exit) return exit
   }
-  if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) return 'the server did not answer in time'
+  if (loadedSdk && error instanceof loadedSdk.McpError && error.code === loadedSdk.ErrorCode.RequestTimeout) return 'the server did not answer in time'
   if (error instanceof Error) {
     const cause = (error as { cause?: { code?: string; message?: string } }).cause
     if (cause?.code) return `${error.message} (${cause.code}${cause.message && !cause.message.includes(cause.code) ? `: ${cause.message}` : ''})`

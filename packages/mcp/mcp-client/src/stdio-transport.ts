@@ -2,8 +2,9 @@
 // execution world (and its process group is terminated with the plugin) instead of being spawned
 // behind the seam's back. Framing is the SDK's own: one JSON-RPC message per line.
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
-import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js'
+import type { ReadBuffer } from '@modelcontextprotocol/sdk/shared/stdio.js'
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js'
+import type { Sdk } from './sdk.ts'
 import type { ProcessExit, ProcessHandle, SubprocessService } from '@dsh/subprocess'
 import type { StdioServerSpec } from './config.ts'
 
@@ -15,17 +16,20 @@ export class SubprocessStdioTransport implements Transport {
   onmessage?: (message: JSONRPCMessage) => void
 
   private handle?: ProcessHandle
-  private readonly buffer = new ReadBuffer()
+  private readonly buffer: ReadBuffer
   private stderrTail = ''
   private closed = false
   /** How the process ended, once it has. */
   exit?: ProcessExit
 
   constructor(
+    private readonly sdk: Sdk,
     private readonly subprocess: SubprocessService,
     private readonly spec: StdioServerSpec,
     private readonly graceMs: number,
-  ) {}
+  ) {
+    this.buffer = new sdk.ReadBuffer()
+  }
 
   /** The last few KiB the server wrote to stderr (for failure messages). */
   get stderr(): string {
@@ -87,7 +91,7 @@ export class SubprocessStdioTransport implements Transport {
 
   async send(message: JSONRPCMessage): Promise<void> {
     if (this.closed || !this.handle) throw new Error(this.describeExit() ?? 'the server process is not running')
-    this.handle.write(serializeMessage(message))
+    this.handle.write(this.sdk.serializeMessage(message))
   }
 
   async close(): Promise<void> {

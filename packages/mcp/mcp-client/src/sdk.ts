@@ -1,0 +1,41 @@
+// The MCP SDK, loaded on first use: importing it (with zod and ajv) costs more than a whole dsh
+// boot without it, and most sessions configure no MCP server.
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
+
+export interface Sdk {
+  Client: typeof import('@modelcontextprotocol/sdk/client/index.js').Client
+  SSEClientTransport: typeof import('@modelcontextprotocol/sdk/client/sse.js').SSEClientTransport
+  StreamableHTTPClientTransport: typeof import('@modelcontextprotocol/sdk/client/streamableHttp.js').StreamableHTTPClientTransport
+  ErrorCode: typeof import('@modelcontextprotocol/sdk/types.js').ErrorCode
+  McpError: typeof import('@modelcontextprotocol/sdk/types.js').McpError
+  ReadBuffer: typeof import('@modelcontextprotocol/sdk/shared/stdio.js').ReadBuffer
+  serializeMessage: typeof import('@modelcontextprotocol/sdk/shared/stdio.js').serializeMessage
+}
+
+export type { Client }
+
+let loading: Promise<Sdk> | undefined
+/** Set once `loadSdk()` has resolved. */
+export let sdk: Sdk | undefined
+
+export function loadSdk(): Promise<Sdk> {
+  loading ??= Promise.all([
+    import('@modelcontextprotocol/sdk/client/index.js'),
+    import('@modelcontextprotocol/sdk/client/sse.js'),
+    import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+    import('@modelcontextprotocol/sdk/types.js'),
+    import('@modelcontextprotocol/sdk/shared/stdio.js'),
+  ]).then(([client, sse, http, types, stdio]) => {
+    sdk = {
+      Client: client.Client,
+      SSEClientTransport: sse.SSEClientTransport,
+      StreamableHTTPClientTransport: http.StreamableHTTPClientTransport,
+      ErrorCode: types.ErrorCode,
+      McpError: types.McpError,
+      ReadBuffer: stdio.ReadBuffer,
+      serializeMessage: stdio.serializeMessage,
+    }
+    return sdk
+  })
+  return loading
+}
