@@ -70,10 +70,11 @@ afterAll(async () => {
 })
 
 const input = () => page.locator('textarea.dsh-composer-input')
-const assistant = () => page.locator('[data-node="assistant"]')
+/** The rendered Markdown of each assistant message (without its action buttons). */
+const assistant = () => page.locator('[data-node="assistant"] .dsh-md')
 /** Text of the last match, without waiting for one to exist (safe inside expect.poll). */
 const lastText = async (selector: string) => (await page.locator(selector).allTextContents()).at(-1) ?? ''
-const lastAnswer = () => lastText('[data-node="assistant"]')
+const lastAnswer = () => lastText('[data-node="assistant"] .dsh-md')
 const send = async (text: string) => {
   await input().fill(text)
   await input().press('Enter')
@@ -171,7 +172,7 @@ describe.skipIf(!hasChromium())('the conversation in Chromium', () => {
       await expect.poll(lastAnswer, { timeout: 20_000 }).toContain('a time')
       await input().press('Escape')
       await expect.poll(() => page.locator('[data-node="turn-end"][data-reason="cancelled"]').count(), { timeout: 20_000 }).toBe(1)
-      const last = assistant().last()
+      const last = page.locator('[data-node="assistant"]').last()
       expect(await last.locator('.dsh-md').textContent()).toBe('Once upon a time')
       expect(await last.textContent()).toContain('Stopped before the answer finished')
       await idle()
@@ -230,7 +231,8 @@ describe.skipIf(!hasChromium())('the conversation in Chromium', () => {
     await withArtifacts(page, 'conv-reload', async () => {
       await send('think then answer')
       await expect.poll(() => page.locator('[data-node="thinking"][data-streaming]').count(), { timeout: 20_000 }).toBe(1)
-      expect(await page.locator('[data-node="thinking"] summary').allTextContents()).toContain('Thinking…')
+      // While it streams, the closed row says so and previews the newest reasoning.
+      expect((await page.locator('[data-node="thinking"] summary').allTextContents())[0]).toMatch(/^Thinking…Thinking it over/)
       await expect.poll(lastAnswer, { timeout: 20_000 }).toContain('Reloaded')
       await page.reload()
       await page.waitForSelector('html[data-ready="true"]')

@@ -62,12 +62,24 @@ const ThinkingRow = memo(function ThinkingRow({ node, t }: { node: ThinkingNode;
   )
 })
 
+function CopyButton({ text, t }: { text: string; t: Translate }) {
+  const [copied, setCopied] = useState(false)
+  const copy = () => {
+    void globalThis.navigator?.clipboard?.writeText(text).then(() => {
+      setCopied(true)
+      setTimeout(() => setCopied(false), 1500)
+    }, () => {})
+  }
+  return <div className="dsh-msg-actions"><button type="button" className="dsh-link-button" onClick={copy}>{copied ? t('copied') : t('copy')}</button></div>
+}
+
 const AssistantMessage = memo(function AssistantMessage({ node, t }: { node: AssistantNode; t: Translate }) {
   return (
     <div className="dsh-msg dsh-msg-assistant" data-node="assistant" data-streaming={node.streaming || undefined}>
       <Markdown text={node.text} streaming={node.streaming} t={t} />
       {node.streaming ? <span className="dsh-caret" aria-hidden="true" /> : null}
       {node.interrupted ? <div className="dsh-msg-meta dsh-warn">{t('interrupted')}</div> : null}
+      {!node.streaming && node.text ? <CopyButton text={node.text} t={t} /> : null}
     </div>
   )
 })

@@ -24,6 +24,8 @@ html[data-theme=dark] .dsh-conv, html[data-theme=dark] .dsh-composer{--c-fg:#e6e
 .dsh-thinking,.dsh-context{font-size:13px;color:var(--c-muted);}
 .dsh-thinking summary,.dsh-context summary{cursor:pointer;user-select:none;}
 .dsh-thinking-body,.dsh-context-body{white-space:pre-wrap;border-left:2px solid var(--c-border);padding:4px 10px;margin-top:4px;max-height:320px;overflow:auto;}
+.dsh-msg-actions{opacity:0;transition:opacity .15s;margin-top:2px;}
+.dsh-msg-assistant:hover .dsh-msg-actions,.dsh-msg-actions:focus-within{opacity:1;}
 .dsh-thinking-preview{margin-left:8px;opacity:.75;font-style:italic;}
 .dsh-working{color:var(--c-muted);font-size:13px;}
 .dsh-turn-end{font-size:13px;border-radius:8px;padding:6px 10px;background:var(--c-soft);}
