@@ -1,7 +1,12 @@
 // SKILL.md: a YAML front matter block (`---` lines) with at least `name` and `description`,
 // then the Markdown body the model reads when it loads the skill. Parsing never throws: a file
 // that does not fit is one problem sentence.
-import { parse as parseYaml } from 'yaml'
+import { createRequire } from 'node:module'
+import type * as Yaml from 'yaml'
+
+// Loaded on the first SKILL.md: a boot without skills never pays for the YAML parser.
+let yamlModule: typeof Yaml | undefined
+const parseYaml = (text: string): unknown => (yamlModule ??= createRequire(import.meta.url)('yaml') as typeof Yaml).parse(text)
 
 export const SKILL_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,63}$/
 export const MAX_DESCRIPTION_CHARS = 1024
