@@ -9,20 +9,23 @@ export interface SseOptions {
   onClose?: () => void
 }
 
-// The last frame formatted, by identity of its data object: a live event fanned out to every
-// client of a session is serialised once, not once per client. Log events are not mutated after
-// they are appended, and a state frame is a fresh object each time, so identity is enough.
-let lastFrame: { event: string | undefined; data: object; id: number | undefined; frame: string } | undefined
+// Frames of log events, by event object: a log event is immutable once appended, so its frame is
+// serialised once and then written to every client that streams it, live or in a replay. Held
+// only as long as the event itself (the session in memory); state frames are not cached.
+const logFrames = new WeakMap<object, string>()
 
 /** `id:`/`event:`/`data:` lines of one SSE event (the data as one line of JSON). */
 export function formatFrame(event: string | undefined, data: unknown, id?: number): string {
-  const cached = lastFrame
-  if (cached && cached.data === data && cached.id === id && cached.event === event) return cached.frame
+  const cacheable = id !== undefined && event === undefined && data !== null && typeof data === 'object'
+  if (cacheable) {
+    const cached = logFrames.get(data)
+    if (cached !== undefined) return cached
+  }
   let frame = ''
   if (id !== undefined) frame += `id: ${id}\n`
   if (event !== undefined && event !== 'message') frame += `event: ${event}\n`
   frame += `data: ${JSON.stringify(data)}\n\n`
-  if (data !== null && typeof data === 'object') lastFrame = { event, data, id, frame }
+  if (cacheable) logFrames.set(data as object, frame)
   return frame
 }
 
