@@ -4,6 +4,7 @@
 import type { Context } from 'cordis'
 import type { TurnResult } from '@dsh/agent'
 import type { Session } from '@dsh/session'
+import type {} from '@dsh/permission-presets'
 import type { ChildOutcome, ProviderChild, SubagentProvider } from './types.ts'
 
 /** The seq right after the parent's last completed turn (its running turn, if any, is left out). */
@@ -43,6 +44,10 @@ export function inProcessProvider(ctx: Context, mode: 'spawn' | 'fork', options:
         mode === 'fork'
           ? ctx.sessions.fork(parent.session, completedBoundary(parent.session))
           : ctx.sessions.create({ cwd: parent.cwd, parent: { sessionId: parent.session.id, boundary: 0 } })
+      // The child works under its parent's permission preset (sandbox mode and approval policy).
+      const presets = ctx.get('permissionPresets')
+      const inherited = presets?.current(parent.session.id)
+      if (presets && inherited && inherited.name !== presets.default.name) presets.set(session.id, inherited.name)
       let agent
       try {
         session.append('subagent/link', link)
@@ -76,6 +81,7 @@ export function inProcessProvider(ctx: Context, mode: 'spawn' | 'fork', options:
           await child.dispose()
           // The child's log stays in persistence; the live copy leaves the store.
           ctx.sessions.delete(session.id)
+          if (presets && inherited && inherited.name !== presets.default.name) presets.clear(session.id)
         },
       }
     },

@@ -1,7 +1,7 @@
 // End-to-end: the real `dsh --profile headless` bin (the base bundle's subagent rows), the DeepSeek
 // adapter talking to @dsh/llm-mock-server, real bash in the sandbox, real session files.
 import { spawn } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -212,5 +212,22 @@ describe('dsh --profile headless with subagents', () => {
     ])
     const started = events.filter((e) => e.type === 'subagent/started').map((e) => e.data.provider)
     expect(started).toEqual(['acp', 'sdk'])
+  })
+
+  it('a child works under its parent\'s permission preset (--permission-mode read-only)', { timeout: 90_000 }, async () => {
+    const { home, cwd } = workspace()
+    server = await startMockServer({
+      steps: [
+        { toolCalls: [call('s', 'subagent', { description: 'write', prompt: 'create a file' })] },
+        { toolCalls: [call('cb', 'bash', { command: 'echo x > made-by-child.txt', description: 'write a file' })] },
+        { text: 'child tried' },
+        { text: 'parent done' },
+      ] as never,
+    })
+    const run = await runDsh(['--profile', 'headless', '--permission-mode', 'read-only', '--output-format', 'json', 'delegate a write'], { cwd, env: env(home) })
+    expect(run.stderr).toBe('')
+    expect(JSON.parse(run.stdout)).toMatchObject({ result: 'parent done' })
+    expect(existsSync(join(cwd, 'made-by-child.txt'))).toBe(false)
+    expect(toolText(2, 'cb')).toMatch(/Read-only file system|read-only/)
   })
 })
