@@ -82,6 +82,8 @@ const server = await createServer({
   resolve: { conditions: ['development', 'browser', 'module', 'import', 'default'] },
   server: { port, strictPort: false, proxy, watch: { ignored: ['**/dist-web*/**', '**/dist-client/**', '**/dist/**'] } },
   clearScreen: false,
+  // Tests give each dev server its own dependency cache (parallel runs would share one otherwise).
+  ...(process.env.DSH_DEV_CACHE_DIR ? { cacheDir: process.env.DSH_DEV_CACHE_DIR } : {}),
 })
 await server.listen()
 server.printUrls()
