@@ -14,10 +14,13 @@ export const inject = ['tools', 'agents', 'subagents']
 export interface ToolSubagentConfig {
   /** Longest final answer put into a tool result or notice, in characters; the rest is cut with a marker. */
   maxAnswerChars: number
+  /** Also register `subagent_fork` (a `subagent` call with the `fork` provider). */
+  forkTool: boolean
 }
 
 export const Config: Schema<Partial<ToolSubagentConfig>, ToolSubagentConfig> = Schema.object({
   maxAnswerChars: Schema.natural().min(100).default(20_000).description('Longest child answer returned to the parent, in characters.'),
+  forkTool: Schema.boolean().default(false).description('Also offer subagent_fork: a child that starts from a copy of this conversation.'),
 })
 
 export const NOTICE_SOURCE = { kind: 'plugin', plugin: '@dsh/tool-subagent', label: 'subagent finished' } as const
@@ -127,37 +130,60 @@ export function apply(ctx: Context, config: ToolSubagentConfig): void {
       additionalProperties: false,
     },
     concurrencySafe: true,
-    async execute(args, call) {
-      const parent = parentOf(call)
-      if (!parent) return noAgent()
-      const background = args.background === true
-      let started
-      try {
-        started = await ctx.subagents.start({
-          parent,
-          description: args.description,
-          prompt: args.prompt,
-          ...(args.provider !== undefined ? { provider: args.provider } : {}),
-          callId: call.callId,
-          background,
-          ...(background ? {} : { signal: call.signal }),
-        })
-      } catch (error) {
-        if (SubagentError.is(error) && error.code === 'UNKNOWN_PROVIDER') return fail(error.code, `${error.message}. Providers: ${providerHelp()}`)
-        return refused(error)
-      }
-      const { record } = started
-      if (background) {
-        return {
-          content:
-            `Started subagent ${record.id} (${record.provider}) in the background. A notice will arrive when it finishes; ` +
-            `use list_agents to check on it, send_message to add instructions, interrupt_agent to stop it.`,
-          meta: { id: record.id, provider: record.provider, background: true, ...(record.sessionId ? { sessionId: record.sessionId } : {}) },
-        }
-      }
-      return resultOf(await started.finished, config.maxAnswerChars)
-    },
+    execute: (args, call) => delegate(args, call),
   })
+
+  if (config.forkTool) {
+    ctx.tools.register<{ description: string; prompt: string; background?: boolean }>({
+      name: 'subagent_fork',
+      description:
+        'Start a subagent that begins with a copy of this conversation so far (your current turn excluded) and get its final answer. ' +
+        'Use it for a side task that needs the context you already have. With background: true the call returns at once and a notice follows.',
+      parameters: {
+        type: 'object',
+        properties: {
+          description: { type: 'string', description: 'A few words naming the task (shown in listings).' },
+          prompt: { type: 'string', description: 'What the forked agent should do.' },
+          background: { type: 'boolean', description: 'Return at once and be notified when the child finishes. Default false.' },
+        },
+        required: ['description', 'prompt'],
+        additionalProperties: false,
+      },
+      concurrencySafe: true,
+      execute: (args, call) => delegate({ ...args, provider: 'fork' }, call),
+    })
+  }
+
+  async function delegate(args: { description: string; prompt: string; provider?: string; background?: boolean }, call: ToolCallContext): Promise<ToolOutput> {
+    const parent = parentOf(call)
+    if (!parent) return noAgent()
+    const background = args.background === true
+    let started
+    try {
+      started = await ctx.subagents.start({
+        parent,
+        description: args.description,
+        prompt: args.prompt,
+        ...(args.provider !== undefined ? { provider: args.provider } : {}),
+        callId: call.callId,
+        background,
+        ...(background ? {} : { signal: call.signal }),
+      })
+    } catch (error) {
+      if (SubagentError.is(error) && error.code === 'UNKNOWN_PROVIDER') return fail(error.code, `${error.message}. Providers: ${providerHelp()}`)
+      return refused(error)
+    }
+    const { record } = started
+    if (background) {
+      return {
+        content:
+          `Started subagent ${record.id} (${record.provider}) in the background. A notice will arrive when it finishes; ` +
+          `use list_agents to check on it, send_message to add instructions, interrupt_agent to stop it.`,
+        meta: { id: record.id, provider: record.provider, background: true, ...(record.sessionId ? { sessionId: record.sessionId } : {}) },
+      }
+    }
+    return resultOf(await started.finished, config.maxAnswerChars)
+  }
 
   ctx.tools.register<Record<string, never>>({
     name: 'list_agents',

@@ -13,12 +13,12 @@ afterEach(async () => {
   harness = undefined
 })
 
-async function boot(scripts: Array<[string, AgentScript]>, config: Partial<SubagentServiceConfig> = {}) {
+async function boot(scripts: Array<[string, AgentScript]>, config: Partial<SubagentServiceConfig> = {}, toolConfig: Partial<ToolSubagent.ToolSubagentConfig> = {}) {
   harness = await createHarness({
     script: router(scripts),
     plugins: [
       [SubagentService, config],
-      [ToolSubagent, {}],
+      [ToolSubagent, toolConfig],
     ],
   })
   return harness
@@ -223,5 +223,31 @@ describe('tool-subagent', () => {
     expect(toolResults(requests[3]).c_int).toBe('Subagent sub-1 was interrupted (status: cancelled).')
     expect(toolResults(requests[4]).c_late).toBe('Error [AGENT_FINISHED]: subagent sub-1 has already finished; start a new one instead')
     expect(told).toBe('focus on tests')
+  })
+
+  it('subagent_fork (when configured) starts a fork child that sees the conversation so far', async () => {
+    const h = await boot(
+      [
+        ['what is the code', () => ({ text: 'the code is 7' })],
+        // The parent's second turn (its step 1 overall: the router counts per agent).
+        ['ask a fork', (step) => (step === 1 ? { toolCalls: [call('subagent_fork', { description: 'recall', prompt: 'what is the code?' }, 'c_f')] } : { text: 'forked' })],
+        ['remember code 7', () => ({ text: 'ok' })],
+      ],
+      {},
+      { forkTool: true },
+    )
+    await h.prompt('remember code 7')
+    await h.prompt('ask a fork')
+    const last = parentRequests(h).at(-1)!
+    expect(toolResults(last).c_f).toBe('the code is 7')
+    expect(h.ctx.subagents.list(h.agent)[0]).toMatchObject({ provider: 'fork', status: 'completed' })
+    const child = h.model.requests.find((r) => r.metadata?.agentId !== h.agent.id)!
+    expect(JSON.stringify(child.messages)).toContain('remember code 7')
+    expect(JSON.stringify(child.messages)).not.toContain('ask a fork')
+  })
+
+  it('subagent_fork is not offered by default', async () => {
+    const h = await boot([])
+    expect(h.ctx.tools.schemas(h.agent.scope).map((t) => t.name).filter((n) => n.includes('agent') || n === 'send_message').sort()).toEqual(['interrupt_agent', 'list_agents', 'send_message', 'subagent'])
   })
 })
