@@ -86,8 +86,10 @@ describe('dsh web (real bin)', () => {
 
   it('serves the page while slow rows still mount; API calls made meanwhile wait for the whole app and succeed', async () => {
     const { home, cwd } = workspace()
-    // A row that takes its time to start holds app/ready back (the loader waits for every row).
-    writeFileSync(join(cwd, 'slow.mjs'), "export const name = 'slow-row'\nexport async function apply() { await new Promise((r) => setTimeout(r, 1500)) }\n")
+    // A row that holds app/ready back (the loader waits for every row) until the test has read
+    // the page: it waits for a marker file (at most 60 s).
+    const marker = join(cwd, 'page-served')
+    writeFileSync(join(cwd, 'slow.mjs'), `import { existsSync } from 'node:fs'\nexport const name = 'slow-row'\nexport async function apply() {\n  for (let i = 0; i < 6000 && !existsSync(${JSON.stringify(marker)}); i++) await new Promise((r) => setTimeout(r, 10))\n}\n`)
     writeFileSync(join(cwd, 'slow.patch.yml'), '- insert:\n    - id: slow-row\n      name: ./slow.mjs\n')
     const web = startWeb(['--no-open', '--port', '0', '--patch', 'slow.patch.yml'], { DSH_HOME: home }, cwd)
     const url = await web.firstLine
@@ -97,11 +99,14 @@ describe('dsh web (real bin)', () => {
     const page = await get(url)
     events.push('page')
     expect(page.status).toBe(200)
+    // The API call is still waiting for the slow row.
+    await new Promise((r) => setTimeout(r, 100))
+    expect(events).toEqual(['page'])
+    writeFileSync(marker, '')
     expect(page.headers['content-type']).toMatch(/^text\/html/)
     const listed = await api
     expect(listed.status).toBe(200)
-    // The page came first; the API call waited for every row, so the slow one is listed active.
-    expect(events.slice(0, 1)).toEqual(['page'])
+    // The API call waited for every row, so the slow one is listed active.
     const rows = JSON.parse(listed.body).result.plugins as { id: string; state: string }[]
     expect(rows.find((r) => r.id === 'slow-row')?.state).toBe('active')
     // An API path is never answered with the page, even before its route exists.

@@ -153,7 +153,9 @@ describe('the browser wire through the real dsh web', () => {
     await stream.until((f) => f.some((x) => x.data?.type === 'assistant/chunk'))
     // Give the queued-work record its write, as a host running for a while would have.
     const metaFile = join(home, 'storage', 'web-sessions.json')
-    for (let i = 0; i < 200 && !(existsSync(metaFile) && readFileSync(metaFile, 'utf8').includes('second, queued')); i++) await new Promise((r) => setTimeout(r, 25))
+    const recorded = () => existsSync(metaFile) && readFileSync(metaFile, 'utf8').includes('second, queued')
+    for (let i = 0; i < 2400 && !recorded(); i++) await new Promise((r) => setTimeout(r, 25))
+    expect(recorded()).toBe(true)
     web.child.kill('SIGKILL')
     await web.exited
 
