@@ -80,6 +80,8 @@ function exportedEntries(pkg) {
 }
 
 const SKIP = Symbol('pre-resolve')
+/** Resolutions by kind, directory and specifier (a package's files mostly import the same names). */
+const resolutions = new Map()
 const builtins = new Set(builtinModules)
 /**
  * Every bare import stays an import, written as the relative path of the file Node resolves it
@@ -97,9 +99,16 @@ function preResolve(out) {
         if (args.pluginData === SKIP) return undefined
         if (args.path.startsWith('node:') || builtins.has(args.path.split('/')[0])) return { path: args.path, external: true }
         if (args.kind !== 'import-statement' && args.kind !== 'dynamic-import') return { path: args.path, external: true }
-        const r = await b.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, pluginData: SKIP })
-        if (r.errors.length || !r.path || r.external) return { path: args.path, external: true }
-        let rel = relative(out, r.path).split(sep).join('/')
+        const key = `${args.kind}\0${args.resolveDir}\0${args.path}`
+        let resolved = resolutions.get(key)
+        if (resolved === undefined) {
+          resolved = b.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, pluginData: SKIP })
+            .then((r) => (r.errors.length || !r.path || r.external ? null : r.path))
+          resolutions.set(key, resolved)
+        }
+        const target = await resolved
+        if (!target) return { path: args.path, external: true }
+        let rel = relative(out, target).split(sep).join('/')
         if (!rel.startsWith('.')) rel = `./${rel}`
         return { path: rel, external: true }
       })
