@@ -20,6 +20,7 @@ import type {} from '@dsh/agent-default-model'
 import type {} from '@dsh/commands'
 import type {} from '@dsh/permission-presets'
 import type {} from '@dsh/fs'
+import type {} from '@dsh/mcp-client'
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string }
 
@@ -78,6 +79,8 @@ export interface LiveSession {
   running: string[]
   permissions: Set<AbortController>
   unsubscribe(): void
+  /** Unmounts the MCP servers the client named for this session (`mcpServers`). */
+  unmountMcp?(): void
 }
 
 const CHOICE_OPTIONS: Record<ApprovalChoice, acp.PermissionOption> = {
@@ -183,7 +186,8 @@ export class AcpServer extends Service {
       agentCapabilities: {
         loadSession: persistent,
         promptCapabilities: { image: this.config.promptImages, audio: false, embeddedContext: true },
-        mcpCapabilities: { http: false, sse: false },
+        // An MCP client row speaks stdio, streamable HTTP and legacy SSE to the editor's servers.
+        mcpCapabilities: { http: !!this.ctx.get('mcp'), sse: !!this.ctx.get('mcp') },
         sessionCapabilities: persistent ? { list: {} } : {},
       },
       agentInfo: { name: this.config.agentName, title: this.config.agentTitle, version },
@@ -203,8 +207,15 @@ export class AcpServer extends Service {
     return resolve(cwd)
   }
 
-  private warnMcp(servers: readonly unknown[] | undefined): void {
-    if (servers?.length) this.log(`ignoring ${servers.length} MCP server(s): no MCP client is mounted`)
+  /**
+   * Mounts the client's `mcpServers` for this session's agent scope only, through `ctx.mcp` when an
+   * MCP client row is mounted (their tools reach no other session); unmounted with the session.
+   */
+  private mountMcp(live: LiveSession, servers: readonly unknown[] | undefined): void {
+    if (!servers?.length) return
+    const mcp = this.ctx.get('mcp')
+    if (!mcp) return this.log(`ignoring ${servers.length} MCP server(s): no MCP client is mounted`)
+    live.unmountMcp = mcp.addAcpServers(servers, { scope: live.agent.scope, cwd: live.cwd, origin: `ACP session ${live.id}` })
   }
 
   private createAgent(cwd: string, session?: Session): Agent {
@@ -268,16 +279,16 @@ export class AcpServer extends Service {
 
   private async newSession(state: Connection, params: acp.NewSessionRequest): Promise<acp.NewSessionResponse> {
     const cwd = this.checkCwd(params.cwd)
-    this.warnMcp(params.mcpServers)
     const agent = this.createAgent(cwd)
-    this.announceCommands(this.attach(state, agent, cwd))
+    const live = this.attach(state, agent, cwd)
+    this.mountMcp(live, params.mcpServers)
+    this.announceCommands(live)
     const modes = this.modes(agent.session.id)
     return { sessionId: agent.session.id, ...(modes ? { modes } : {}) }
   }
 
   private async loadSession(state: Connection, params: acp.LoadSessionRequest): Promise<acp.LoadSessionResponse> {
     const cwd = this.checkCwd(params.cwd)
-    this.warnMcp(params.mcpServers)
     const durable = this.durable
     if (!durable) throw acp.RequestError.methodNotFound('session/load')
     if (this.sessions.has(params.sessionId)) {
@@ -294,6 +305,7 @@ export class AcpServer extends Service {
     }
     const agent = this.createAgent(cwd, session)
     const live = this.attach(state, agent, cwd)
+    this.mountMcp(live, params.mcpServers)
     // History first, as notifications, then the response.
     for (const event of session.events) {
       for (const update of live.translator.translate(event, true)) this.send(live, update)
@@ -403,6 +415,7 @@ export class AcpServer extends Service {
   private closeSession(live: LiveSession): void {
     this.cancel(live.id)
     live.unsubscribe()
+    live.unmountMcp?.()
     this.sessions.delete(live.id)
     live.connection.sessions.delete(live)
     void live.agent.idle().then(() => live.agent.dispose()).catch((error) => this.log(`closing ${live.id}: ${errorText(error)}`))
