@@ -6,17 +6,14 @@
 //     ./src/X.ts`) is replaced by a bundle of the package's own modules (other packages, npm
 //     and node: imports stay imports; code shared by several entries of one package goes into
 //     dist/chunk-*.js, so no module exists twice). A boot then loads one file per package instead
-//     of one per source: module loading (resolve, read, compile, link) was ~40% of a boot. Bare
-//     imports are written as relative paths to what Node resolves them to (see preResolve).
+//     of one per source: module loading (resolve, read, compile, link) was ~40% of a boot.
 // Package exports map the `development` condition to src/ (vitest, DSH_DEV=1) and `default`
 // to dist/, so a plain `node` launch never compiles TypeScript at start-up.
 // Runs from the root `prepare` script (pnpm install) and before the tests.
 // `--no-bundle` writes the per-file outputs only (entries included). A package whose inputs (its
-// sources, package.json, this script, esbuild's version, pnpm-lock.yaml) match
-// dist/.build-stamp.json is skipped.
+// sources, package.json, this script, esbuild's version) match dist/.build-stamp.json is skipped.
 import { readdirSync, statSync, mkdirSync, writeFileSync, readFileSync, rmSync, existsSync, renameSync } from 'node:fs'
-import { basename, join, dirname, relative, sep } from 'node:path'
-import { builtinModules } from 'node:module'
+import { basename, join, dirname, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createHash } from 'node:crypto'
 import { build, transform, version as esbuildVersion } from 'esbuild'
@@ -79,46 +76,8 @@ function exportedEntries(pkg) {
   return entries
 }
 
-const SKIP = Symbol('pre-resolve')
-/** Resolutions by kind, directory and specifier (a package's files mostly import the same names). */
-const resolutions = new Map()
-const builtins = new Set(builtinModules)
 /**
- * Every bare import stays an import, written as the relative path of the file Node resolves it
- * to: a real path (Node's own resolution ends in one), so the module instance is the same one,
- * but node loads it without walking node_modules and reading package.json files once per
- * importing package (~7% of a boot's CPU). An import that does not resolve at build time (an
- * optional package) stays bare. The lockfile is part of every package's build stamp, so an
- * install that moves a dependency rebuilds.
- */
-function preResolve(out) {
-  return {
-    name: 'pre-resolve',
-    setup(b) {
-      b.onResolve({ filter: /^[^./]/ }, async (args) => {
-        if (args.pluginData === SKIP) return undefined
-        if (args.path.startsWith('node:') || builtins.has(args.path.split('/')[0])) return { path: args.path, external: true }
-        if (args.kind !== 'import-statement' && args.kind !== 'dynamic-import') return { path: args.path, external: true }
-        const key = `${args.kind}\0${args.resolveDir}\0${args.path}`
-        let resolved = resolutions.get(key)
-        if (resolved === undefined) {
-          resolved = b.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, pluginData: SKIP })
-            .then((r) => (r.errors.length || !r.path || r.external ? null : r.path))
-          resolutions.set(key, resolved)
-        }
-        const target = await resolved
-        if (!target) return { path: args.path, external: true }
-        let rel = relative(out, target).split(sep).join('/')
-        if (!rel.startsWith('.')) rel = `./${rel}`
-        return { path: rel, external: true }
-      })
-    },
-  }
-}
-
-/**
- * Bundles the package's entries (its own relative imports inlined, every bare import external
- * and pre-resolved).
+ * Bundles the package's entries (its own relative imports inlined, every bare import external).
  * Returns the output files by absolute path, or undefined when the package is not bundled.
  */
 async function bundleEntries(pkg, src, out) {
@@ -130,10 +89,7 @@ async function bundleEntries(pkg, src, out) {
     outbase: src,
     bundle: true,
     splitting: true,
-    plugins: [preResolve(out)],
-    // Resolve bare imports as Node does for `import` (no `module` condition or field).
-    conditions: [],
-    mainFields: ['main'],
+    packages: 'external',
     format: 'esm',
     platform: 'node',
     target: 'node20',
@@ -151,12 +107,7 @@ async function bundleEntries(pkg, src, out) {
 }
 
 // What every package's outputs depend on besides its own files.
-const lockfile = join(root, 'pnpm-lock.yaml')
-const buildKey = createHash('sha256')
-  .update(readFileSync(fileURLToPath(import.meta.url)))
-  .update(`\0${esbuildVersion}\0${bundling}\0`)
-  .update(existsSync(lockfile) ? readFileSync(lockfile) : '')
-  .digest('hex')
+const buildKey = createHash('sha256').update(readFileSync(fileURLToPath(import.meta.url))).update(`\0${esbuildVersion}\0${bundling}`).digest('hex')
 
 /** Hash of the package's inputs, or undefined when one cannot be read. */
 function inputsHash(pkg, src) {
