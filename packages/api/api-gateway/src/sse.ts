@@ -61,21 +61,38 @@ export class SseClient {
   }
 
   /**
-   * Runs `fn` (a run of sends, such as a replay) with the socket corked, so its frames leave as
-   * one write instead of one per event. The buffer bound applies as usual.
+   * Runs `fn` (a run of sends, such as a replay) collecting its frames, then writes them as one
+   * string instead of one write per event. The buffer bound applies as usual: once the collected
+   * bytes and what the socket still holds pass it, what was collected is written, then `resync`.
    */
   batch(fn: () => void): void {
-    if (this.closed) return fn()
-    this.res.cork()
+    if (this.closed || this.collected) return fn()
+    const collected = { parts: [] as string[], bytes: 0 }
+    this.collected = collected
     try {
       fn()
     } finally {
-      this.res.uncork()
+      this.collected = undefined
+      if (collected.parts.length && !this.closed) this.res.write(collected.parts.join(''))
+      if (collected.bytes < 0 && !this.closed) this.resync('the client fell behind its stream buffer')
     }
   }
 
+  private collected: { parts: string[]; bytes: number } | undefined
+
   private write(frame: string): boolean {
     if (this.closed) return false
+    const collected = this.collected
+    if (collected) {
+      if (collected.bytes < 0) return false
+      if (this.res.writableLength + collected.bytes > this.options.maxBufferedBytes) {
+        collected.bytes = -1 // written, then resync, when the batch ends
+        return false
+      }
+      collected.parts.push(frame)
+      collected.bytes += frame.length
+      return true
+    }
     if (this.res.writableLength > this.options.maxBufferedBytes) {
       this.resync('the client fell behind its stream buffer')
       return false

@@ -240,6 +240,25 @@ describe('api-gateway over real HTTP', () => {
     expect(got).toEqual(got.map((_, i) => i))
   })
 
+  it('a replay larger than the client buffer is sent up to the bound, then resync', async () => {
+    const host = await boot(await mockModel([]), tempDir(), { clientBufferBytes: 64 * 1024 })
+    const { session } = await call(host, 'sessions.create', { cwd: tempDir(), model: MODEL })
+    const live = host.harness.ctx.sessions.get(session.sessionId)!
+    for (let i = 0; i < 500; i++) live.append('session/title', { title: 'y'.repeat(4096), source: 'test' })
+    const reader = new SseReader(`${host.url}/api/events/session/${session.sessionId}`)
+    await reader.until((f) => f.some((x) => x.event === 'resync'))
+    const got = seqs(reader.frames)
+    expect(got.length).toBeGreaterThan(0)
+    expect(got.length).toBeLessThan(live.length)
+    expect(got).toEqual(got.map((_, i) => i))
+    expect(reader.frames.at(-1)!.event).toBe('resync')
+    // A replay within the bound arrives whole, followed by the state frames.
+    const small = await call(host, 'sessions.create', { cwd: tempDir(), model: MODEL, title: 'small' })
+    const whole = new SseReader(`${host.url}/api/events/session/${small.session.sessionId}`)
+    await whole.until((f) => f.some((x) => x.event === 'status'))
+    expect(seqs(whole.frames)).toEqual(host.harness.ctx.sessions.get(small.session.sessionId)!.events.map((e) => e.seq))
+  })
+
   it('stopping the host mid-turn cancels the turn and logs its end before the tree goes away', async () => {
     const home = tempDir()
     const mock = await mockModel([{ events: [{ text: 'thinking about it' }, { stall: true }] }, { text: 'after restart' }])
