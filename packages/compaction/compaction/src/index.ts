@@ -85,6 +85,12 @@ declare module 'cordis' {
     compaction: CompactionEngine
   }
   interface Events {
+    /**
+     * A compaction of `session` is about to run (it holds the session's lock); awaited with
+     * `ctx.parallel`, so a listener (a PreCompact hook) finishes before the history changes. A
+     * listener that throws does not stop the compaction.
+     */
+    'compaction/before'(session: Session, options: CompactOptions): Promise<void> | void
     /** Observe-only: a compaction of `session` finished (any status). */
     'compaction/finished'(session: Session, result: CompactionResult): void
   }
@@ -106,6 +112,7 @@ export abstract class CompactionEngine extends Service {
   /** Compacts `session` now (waiting for any compaction of it already running). */
   compact(session: Session, options: CompactOptions): Promise<CompactionResult> {
     return this.exclusive(session.id, async () => {
+      await this.ctx.parallel('compaction/before', session, options).catch(() => {})
       const result = await this.run(session, options)
       this.ctx.emit('compaction/finished', session, result)
       return result

@@ -3,11 +3,11 @@
 // Entries are checked one by one; a bad one is a problem sentence, never an exception.
 import { readFileSync } from 'node:fs'
 
-export const SUPPORTED_EVENTS = ['PreToolUse', 'PostToolUse', 'UserPromptSubmit', 'Stop', 'SessionStart', 'SessionEnd'] as const
+export const SUPPORTED_EVENTS = ['PreToolUse', 'PostToolUse', 'UserPromptSubmit', 'Stop', 'SubagentStop', 'SessionStart', 'SessionEnd', 'PreCompact', 'Notification'] as const
 export type SupportedEvent = (typeof SUPPORTED_EVENTS)[number]
 
 /** Events of the Claude Code vocabulary this bridge does not run yet (reported once, skipped). */
-export const UNSUPPORTED_EVENTS = ['SubagentStop', 'PreCompact', 'PostCompact', 'PermissionRequest', 'Notification'] as const
+export const UNSUPPORTED_EVENTS = ['PostCompact', 'PermissionRequest'] as const
 
 export interface HookEntry {
   event: SupportedEvent

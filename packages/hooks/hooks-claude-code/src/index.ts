@@ -1,6 +1,8 @@
 // @dsh/hooks-claude-code: runs a user's existing Claude Code command hooks on dsh's interception
 // points: PreToolUse on `tools/pre-execute`, PostToolUse on `tools/post-execute`, UserPromptSubmit
-// on `agent/pre-step` (steps that enter human input), Stop on `agent/turn-stopping`. Hooks come
+// on `agent/pre-step` (steps that enter human input), Stop on `agent/turn-stopping` (SubagentStop
+// when the agent is a subagent's child), PreCompact on `compaction/before`, Notification on
+// `approval/requested`. Hooks come
 // from `~/.claude/settings.json`, the project's `.claude/settings.json` and
 // `.claude/settings.local.json`, and this row's `hooks`; each run is logged as `hook/run`.
 import { homedir } from 'node:os'
@@ -10,6 +12,8 @@ import Schema from 'schemastery'
 import type { Agent } from '@dsh/agent'
 import type { Session } from '@dsh/session'
 import type { ToolOutput } from '@dsh/tools'
+import type {} from '@dsh/compaction'
+import type {} from '@dsh/user-approval'
 import { decodeOutcome, logHookRun, matches, mostRestrictive, registerHookEvents, runHookCommand, type HookOutcome, type PermissionDecision } from '@dsh/hook-protocol'
 import { checkHooks, readSettingsHooks, type HookEntry, type SupportedEvent } from './config.ts'
 
@@ -312,22 +316,50 @@ export function createHookBridge(ctx: Context, config: BridgeOptions, dialect: H
     })
   }
 
-  if (has('Stop')) {
+  if (has('PreCompact')) {
+    // Before the history is summarised; `manual` for /compact, `auto` otherwise (the threshold or a
+    // context overflow). What the hook prints is logged; it cannot stop the compaction.
+    ctx.on('compaction/before', async (session, options) => {
+      const trigger = options.reason === 'manual' ? 'manual' : 'auto'
+      const at = options.agent?.cwd ?? cwd
+      const input = { ...common('PreCompact', session.id, at), trigger, custom_instructions: options.focus ?? '' }
+      await run('PreCompact', input, { matchOn: trigger, session, cwd: at })
+    })
+  }
+
+  if (has('Notification')) {
+    // A pending approval is what Claude Code notifies about ("needs your permission"); runs in the
+    // background, so a slow hook never delays the question.
+    ctx.on('approval/requested', (request) => {
+      const session = request.sessionId !== undefined ? ctx.sessions.get(request.sessionId) : undefined
+      const input = { ...common('Notification', request.sessionId, cwd), message: `dsh needs your permission: ${request.title}`, notification_type: 'permission_prompt' }
+      void run('Notification', input, { matchOn: 'permission_prompt', ...(session ? { session } : {}), cwd })
+    })
+  }
+
+  if (has('Stop') || has('SubagentStop')) {
     const continued = new WeakMap<Agent, number>()
+    // A subagent's child session carries its link to the parent (logged by @dsh/subagent).
+    const isChild = (agent: Agent) => agent.session.events.some((e) => (e.type as string) === 'subagent/link')
     ctx.on('agent/turn-stopping', async (payload) => {
       const agent = payload.agent
       if (payload.reason !== 'completed') {
         continued.delete(agent)
         return
       }
+      const event = isChild(agent) ? 'SubagentStop' : 'Stop'
+      if (!has(event)) return
       const count = continued.get(agent) ?? 0
-      const input = { ...common('Stop', agent.session.id, agent.cwd), stop_hook_active: count > 0 }
-      const ran = await run('Stop', input, { session: agent.session, cwd: agent.cwd })
+      const input = { ...common(event, agent.session.id, agent.cwd), stop_hook_active: count > 0 }
+      const ran = await run(event, input, { session: agent.session, cwd: agent.cwd })
       const reasons: string[] = []
       for (const { outcome } of ran) {
         if (outcome.kind === 'block') reasons.push(outcome.message)
         else if (outcome.kind === 'ok' && field(outcome.json, 'decision') === 'block') reasons.push(text(field(outcome.json, 'reason')) ?? 'a Stop hook asked to continue')
       }
+      // A child's run ends with its first turn (its answer is the parent's tool result), so a
+      // SubagentStop block is logged but does not continue the child.
+      if (event === 'SubagentStop') return
       if (reasons.length === 0 || count >= config.maxStopContinuations) {
         if (reasons.length > 0) ctx.logger('hooks').warn('Stop hook asked to continue %d times in a row; stopping anyway', count)
         continued.delete(agent)

@@ -8,6 +8,11 @@ import { createHarness, type Harness } from '@dsh/agent-loop-testkit'
 import SubprocessLocal from '@dsh/subprocess-local'
 import type { HookRunRecord } from '@dsh/hook-protocol'
 import * as HooksClaudeCode from '../src/index.ts'
+import TokenMeter from '@dsh/token-meter'
+import BasicCompactionEngine from '@dsh/compaction-basic'
+import ApprovalService from '@dsh/user-approval'
+import SubagentService from '@dsh/subagent'
+import * as ToolSubagent from '@dsh/tool-subagent'
 
 let harness: Harness | undefined
 afterEach(async () => {
@@ -145,7 +150,7 @@ describe('@dsh/hooks-claude-code', () => {
     const h = await boot(ws, [bash('ls'), { text: 'done' }], {
       hooks: {
         PreToolUse: [{ matcher: 'Bash', hooks: [{ type: 'prompt', prompt: 'x' }, { type: 'command' }, { type: 'command', command: `touch ${mark}` }] }, 'nonsense'],
-        PreCompact: [{ hooks: [{ type: 'command', command: 'true' }] }],
+        PostCompact: [{ hooks: [{ type: 'command', command: 'true' }] }],
         Bogus: [],
       },
     })
@@ -173,7 +178,7 @@ describe('@dsh/hooks-claude-code', () => {
 
   it('reports the problems of a hooks table one by one', () => {
     const { entries, problems } = HooksClaudeCode.checkHooks(
-      { PreToolUse: [{ matcher: 'Bash', hooks: [{ type: 'prompt' }, { type: 'command', command: 'ok', timeout: -1 }, { type: 'command', command: 'good', timeout: 2 }] }], PreCompact: [], Nope: [] },
+      { PreToolUse: [{ matcher: 'Bash', hooks: [{ type: 'prompt' }, { type: 'command', command: 'ok', timeout: -1 }, { type: 'command', command: 'good', timeout: 2 }] }], PostCompact: [], Nope: [] },
       'settings.json',
       60_000,
     )
@@ -181,8 +186,84 @@ describe('@dsh/hooks-claude-code', () => {
     expect(problems).toEqual([
       'settings.json: hooks.PreToolUse[0].hooks[0]: only type "command" is supported, not "prompt"',
       'settings.json: hooks.PreToolUse[0].hooks[1].timeout must be a positive number of seconds',
-      'settings.json: PreCompact hooks are not run by dsh yet; skipped',
+      'settings.json: PostCompact hooks are not run by dsh yet; skipped',
       expect.stringMatching(/^settings.json: unknown hook event "Nope"/),
     ])
+  })
+})
+
+describe('@dsh/hooks-claude-code: PreCompact, Notification, SubagentStop', () => {
+  it('PreCompact runs before a /compact-style compaction with its trigger and focus, and is logged before the history changes', async () => {
+    const ws = workspace()
+    const capture = join(ws.root, 'precompact.json')
+    const hook = ws.script('precompact.sh', `cat > ${capture}`)
+    writeFileSync(join(ws.cwd, '.claude/settings.json'), JSON.stringify({ hooks: { PreCompact: [{ matcher: 'manual', hooks: [{ type: 'command', command: hook }] }] } }))
+    harness = await createHarness({
+      cwd: ws.cwd,
+      script: [{ text: 'first answer' }, { text: 'second answer' }, { text: 'A summary of the work so far.' }] as never,
+      plugins: [[SubprocessLocal, {}], [TokenMeter], [BasicCompactionEngine, { auto: false, keepRecentTokens: 0 }], [HooksClaudeCode, { cwd: ws.cwd, userHome: ws.home }]] as never,
+    })
+    const h = harness
+    await h.prompt('one')
+    await h.prompt('two')
+    const result = await h.ctx.compaction.compact(h.session, { reason: 'manual', focus: 'keep the API names', agent: h.agent })
+    expect(result.status).toBe('compacted')
+    expect(JSON.parse(readFileSync(capture, 'utf8'))).toMatchObject({ hook_event_name: 'PreCompact', session_id: h.session.id, trigger: 'manual', custom_instructions: 'keep the API names', cwd: ws.cwd })
+    const hookSeq = h.session.events.find((e) => e.type === 'hook/run')!.seq
+    const replaceSeq = h.session.events.find((e) => e.type === 'surface/replace')!.seq
+    expect(hookSeq).toBeLessThan(replaceSeq)
+    expect(runs(h).map((r) => [r.event, r.outcome])).toEqual([['PreCompact', 'ok']])
+  })
+
+  it('Notification runs when an approval is requested, with the request in its message', async () => {
+    const ws = workspace()
+    const capture = join(ws.root, 'notification.json')
+    const hook = ws.script('notify.sh', `cat > ${capture}.tmp && mv ${capture}.tmp ${capture}`)
+    writeFileSync(join(ws.cwd, '.claude/settings.json'), JSON.stringify({ hooks: { Notification: [{ hooks: [{ type: 'command', command: hook }] }] } }))
+    harness = await createHarness({
+      cwd: ws.cwd,
+      plugins: [[SubprocessLocal, {}], [ApprovalService, {}], [HooksClaudeCode, { cwd: ws.cwd, userHome: ws.home }]] as never,
+    })
+    const h = harness
+    // No answerer is mounted: the request resolves `unavailable`, after it was announced.
+    const outcome = await h.ctx.approval.request({ sessionId: h.session.id, kind: 'command', title: 'Run "rm -rf build" outside the sandbox', action: { argv: ['rm', '-rf', 'build'] } })
+    expect(outcome.decision).toBe('unavailable')
+    await until(() => existsSync(capture))
+    expect(JSON.parse(readFileSync(capture, 'utf8'))).toMatchObject({
+      hook_event_name: 'Notification',
+      session_id: h.session.id,
+      notification_type: 'permission_prompt',
+      message: 'dsh needs your permission: Run "rm -rf build" outside the sandbox',
+    })
+    await until(() => runs(h).length > 0)
+    expect(runs(h).map((r) => r.event)).toEqual(['Notification'])
+  })
+
+  it('SubagentStop runs for a subagent child (with the child session id); Stop runs for the parent only', async () => {
+    const ws = workspace()
+    const sub = join(ws.root, 'subagent-stop.jsonl')
+    const stop = join(ws.root, 'stop.jsonl')
+    writeFileSync(
+      join(ws.cwd, '.claude/settings.json'),
+      JSON.stringify({
+        hooks: {
+          SubagentStop: [{ hooks: [{ type: 'command', command: ws.script('sub.sh', `cat >> ${sub}; echo >> ${sub}`) }] }],
+          Stop: [{ hooks: [{ type: 'command', command: ws.script('stop.sh', `cat >> ${stop}; echo >> ${stop}`) }] }],
+        },
+      }),
+    )
+    harness = await createHarness({
+      cwd: ws.cwd,
+      script: [{ toolCalls: [{ name: 'subagent', arguments: { description: 'look', prompt: 'Say what you see.' } }] }, { text: 'child answer' }, { text: 'parent done' }] as never,
+      plugins: [[SubprocessLocal, {}], [SubagentService, {}], [ToolSubagent, {}], [HooksClaudeCode, { cwd: ws.cwd, userHome: ws.home }]] as never,
+    })
+    const h = harness
+    await h.prompt('delegate')
+    const lines = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)) : [])
+    const subRuns = lines(sub)
+    expect(subRuns).toHaveLength(1)
+    expect(subRuns[0]).toMatchObject({ hook_event_name: 'SubagentStop', stop_hook_active: false })
+    expect(subRuns[0].session_id).not.toBe(h.session.id)
+    expect(lines(stop).map((r) => [r.hook_event_name, r.session_id])).toEqual([['Stop', h.session.id]])
   })
 })
