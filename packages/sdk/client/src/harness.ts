@@ -20,6 +20,8 @@ import {
   type SessionInfo,
   type SessionStatus,
   type SessionStatusNotification,
+  type SubagentFinishedNotification,
+  type SubagentStartedNotification,
   type WireEvent,
   type WireModel,
   type WireTurnResult,
@@ -197,11 +199,15 @@ class TurnCollector implements TurnStream {
 
 export type SessionListener = (event: WireEvent) => void
 export type StatusListener = (status: SessionStatusNotification) => void
+/** A `subagent/started` (status `running`) or `subagent/finished` notification. */
+export type SubagentNotification = SubagentStartedNotification | SubagentFinishedNotification
+export type SubagentListener = (notification: SubagentNotification) => void
 
 export class HarnessSession {
   private active: TurnCollector | undefined
   private readonly listeners = new Set<SessionListener>()
   private readonly statusListeners = new Set<StatusListener>()
+  private readonly subagentListeners = new Set<SubagentListener>()
   /** The last status the server reported. */
   status: SessionStatus = 'idle'
 
@@ -255,6 +261,20 @@ export class HarnessSession {
   onStatus(listener: StatusListener): () => void {
     this.statusListeners.add(listener)
     return () => this.statusListeners.delete(listener)
+  }
+
+  /**
+   * Subagents of this session (and of its children, at any depth: `parentSessionId` tells) as
+   * they start and finish; returns the unsubscribe function.
+   */
+  onSubagent(listener: SubagentListener): () => void {
+    this.subagentListeners.add(listener)
+    return () => this.subagentListeners.delete(listener)
+  }
+
+  /** @internal */
+  deliverSubagent(notification: SubagentNotification): void {
+    for (const l of this.subagentListeners) l(notification)
   }
 
   /** @internal */
@@ -393,6 +413,9 @@ export class Harness {
     } else if (method === Notification.sessionStatus) {
       const status = params as SessionStatusNotification
       this.sessions.get(status.sessionId)?.deliverStatus(status)
+    } else if (method === Notification.subagentStarted || method === Notification.subagentFinished) {
+      const notification = params as SubagentNotification
+      this.sessions.get(notification.sessionId)?.deliverSubagent(notification)
     } else if (method === Notification.approvalRequested) {
       void this.answerApproval(params as ApprovalRequestedNotification)
     }

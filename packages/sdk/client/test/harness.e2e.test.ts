@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
-import { Harness, HarnessError, type WireEvent } from '../src/index.ts'
+import { Harness, HarnessError, type SubagentNotification, type WireEvent } from '../src/index.ts'
 
 // Each test boots whole dsh processes; on a loaded 2-core runner that can take a while.
 vi.setConfig({ testTimeout: 60_000 })
@@ -73,6 +73,39 @@ describe('Harness against dsh-jsonrpc-agent', () => {
     expect(JSON.stringify(toolResult.data)).toContain('hello-from-disk')
     expectContiguous(result.events)
     expect(result.usage.input).toBeGreaterThan(0)
+  })
+
+  it('notifies subagent/started and subagent/finished for a child and a grandchild, with usage and a text excerpt', async () => {
+    const longAnswer = 'x'.repeat(2100)
+    const { harness } = await start([
+      { toolCalls: [{ name: 'subagent', arguments: { description: 'outer helper', prompt: 'delegate once more' } }] },
+      { toolCalls: [{ name: 'subagent', arguments: { description: 'inner helper', prompt: 'say the long thing' } }] },
+      { text: longAnswer },
+      { text: 'child done' },
+      { text: 'parent done' },
+    ])
+    const session = await harness.createSession()
+    const seen: SubagentNotification[] = []
+    session.onSubagent((n) => seen.push(n))
+    const result = await session.prompt('delegate')
+    expect(result).toMatchObject({ reason: 'completed', text: 'parent done' })
+    expect(seen.map((n) => `${n.description}:${n.status}`)).toEqual([
+      'outer helper:running', 'inner helper:running', 'inner helper:completed', 'outer helper:completed',
+    ])
+    const [outerStart, innerStart, innerEnd, outerEnd] = seen
+    expect(outerStart).toMatchObject({ sessionId: session.id, parentSessionId: session.id, id: 'sub-1', provider: 'spawn', depth: 1, background: false })
+    expect(outerStart.childSessionId).toEqual(expect.any(String))
+    // The grandchild belongs to the client's session; its parent is the child's own session.
+    expect(innerStart).toMatchObject({ sessionId: session.id, parentSessionId: outerStart.childSessionId, id: 'sub-1', provider: 'spawn', depth: 2 })
+    expect(innerEnd).toMatchObject({ status: 'completed', text: 'x'.repeat(2000), textTruncated: true, childSessionId: innerStart.childSessionId })
+    expect(outerEnd).toMatchObject({ status: 'completed', text: 'child done', parentSessionId: session.id, id: 'sub-1' })
+    expect(outerEnd).not.toHaveProperty('textTruncated')
+    if (outerEnd.status === 'running' || innerEnd.status === 'running') throw new Error('unreachable')
+    expect(innerEnd.usage?.input).toBeGreaterThan(0)
+    expect(outerEnd.usage?.input).toBeGreaterThan(0)
+    // The parent's log holds the same record (the notification follows its session/event).
+    const logged = result.events.find((e) => e.type === 'subagent/finished')!
+    expect(logged.data).toMatchObject({ id: 'sub-1', status: 'completed', text: 'child done', usage: outerEnd.usage })
   })
 
   it('streams every event of the turn in order with contiguous seq, matching session/history', async () => {

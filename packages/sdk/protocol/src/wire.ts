@@ -27,6 +27,10 @@ export const Notification = {
   sessionEvent: 'session/event',
   sessionStatus: 'session/status',
   approvalRequested: 'approval/requested',
+  /** A subagent of a client's session (or of one of its descendants) started. */
+  subagentStarted: 'subagent/started',
+  /** A subagent of a client's session (or of one of its descendants) ended. */
+  subagentFinished: 'subagent/finished',
 } as const
 export type NotificationName = (typeof Notification)[keyof typeof Notification]
 
@@ -257,6 +261,43 @@ export interface ApprovalRequestedNotification {
   request: WireApprovalRequest
 }
 
+/** Fields both subagent notifications carry. */
+export interface SubagentNotificationBase {
+  /** The client's session the child belongs to: its parent, or the root of its parent's tree. */
+  sessionId: string
+  /** The session that started the child (equal to `sessionId` for a direct child). */
+  parentSessionId: string
+  /** The child id, unique among the children of `parentSessionId` (`sub-1`, ...). */
+  id: string
+  /** spawn | fork | acp | sdk | ... */
+  provider: string
+  description: string
+  /** 1 for a child of a root session. */
+  depth: number
+  background: boolean
+  /** The tool call that started the child. */
+  callId?: string
+  /** The child's own session, when its provider names one. */
+  childSessionId?: string
+  /** When the parent logged the start (or the end), ms since the epoch. */
+  time: number
+}
+export interface SubagentStartedNotification extends SubagentNotificationBase {
+  status: 'running'
+}
+export interface SubagentFinishedNotification extends SubagentNotificationBase {
+  status: 'completed' | 'failed' | 'cancelled'
+  /** The start of the child's final answer (at most SUBAGENT_TEXT_EXCERPT_CHARS characters). */
+  text: string
+  /** The answer was longer than `text`; the whole is the parent log's `subagent/finished` event. */
+  textTruncated?: boolean
+  error?: { code: string; message: string }
+  /** Summed token usage of the child's turns, when its provider reports it. */
+  usage?: WireUsage
+}
+/** Longest final-answer excerpt a `subagent/finished` notification carries. */
+export const SUBAGENT_TEXT_EXCERPT_CHARS = 2000
+
 export interface WireApprovalRequest {
   /** command | write | network | tool | ... */
   kind: string
@@ -289,4 +330,6 @@ export interface NotificationMap {
   'session/event': SessionEventNotification
   'session/status': SessionStatusNotification
   'approval/requested': ApprovalRequestedNotification
+  'subagent/started': SubagentStartedNotification
+  'subagent/finished': SubagentFinishedNotification
 }

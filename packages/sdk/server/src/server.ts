@@ -12,8 +12,11 @@ import {
   Notification,
   PROTOCOL_VERSION,
   RpcError,
+  SUBAGENT_TEXT_EXCERPT_CHARS,
   SUPPORTED_PROTOCOL_VERSIONS,
   type InitializeResult,
+  type SubagentFinishedNotification,
+  type SubagentNotificationBase,
   type SessionCreateResult,
   type SessionHistoryResult,
   type SessionInfo,
@@ -25,6 +28,7 @@ import {
   type WireEvent,
   type WireModel,
   type WireTurnResult,
+  type WireUsage,
 } from '@dsh/sdk-protocol'
 import * as p from './params.ts'
 import type {} from '@dsh/llm'
@@ -68,6 +72,24 @@ type Optional = Pick<Context, 'llm' | 'agentDefaultModel' | 'durableSessions' | 
   loader?: { exit?(code: number): void }
 }
 
+// The parent-log events of @dsh/subagent, read by type name (this package does not depend on it).
+interface LoggedSubagentStart {
+  id: string
+  provider: string
+  description: string
+  depth: number
+  background: boolean
+  callId?: string
+  sessionId?: string
+}
+interface LoggedSubagentEnd {
+  id: string
+  status: 'completed' | 'failed' | 'cancelled'
+  text: string
+  error?: { code: string; message: string }
+  usage?: WireUsage
+}
+
 function toWireResult(result: TurnResult): WireTurnResult {
   return {
     turn: result.turn,
@@ -86,6 +108,9 @@ export class HarnessSdkJsonRpcServer {
   private initialized = false
   private stopping: Promise<void> | undefined
   private offApproval: (() => void) | undefined
+  /** Session ids of in-process subagents (at any depth) under a client session -> that session's id. */
+  private readonly descendants = new Map<string, string>()
+  private offSubagents: (() => void) | undefined
 
   constructor(
     private readonly ctx: Context,
@@ -114,6 +139,10 @@ export class HarnessSdkJsonRpcServer {
         answer: (request, { signal }) => this.askClient(request, signal),
       })
     }
+    // Grandchildren are logged in their parent's (a child's) session, which no client holds.
+    this.offSubagents = this.ctx.on('session/event', (session, event) => {
+      if (!this.entries.has(session.id) && this.descendants.has(session.id)) this.onSubagentEvent(session, event as WireEvent)
+    })
     const input = this.io.input
     const onData = (chunk: Buffer | string) => this.connection.receive(chunk)
     const onEnd = () => void this.stop(0)
@@ -140,6 +169,7 @@ export class HarnessSdkJsonRpcServer {
       for (const pending of this.approvals.values()) pending.reject(new Error('the SDK client disconnected'))
       this.approvals.clear()
       this.offApproval?.()
+      this.offSubagents?.()
       const entries = [...this.entries.values()]
       for (const entry of entries) entry.agent.abort('sdk server stopping')
       await Promise.all(entries.map((entry) => entry.agent.idle().catch(() => {})))
@@ -232,6 +262,7 @@ export class HarnessSdkJsonRpcServer {
     const entry: Entry = { agent, session, status: 'idle', busy: false, approvals: new Set(), off: () => {} }
     entry.off = session.subscribe((event) => {
       this.connection.notify(Notification.sessionEvent, { sessionId, event })
+      this.onSubagentEvent(session, event as WireEvent)
       if (event.type === 'turn/start' && entry.busy && entry.turn === undefined) {
         const turn = (event.data as { turn: number }).turn
         entry.turn = turn
@@ -241,6 +272,59 @@ export class HarnessSdkJsonRpcServer {
     })
     this.entries.set(sessionId, entry)
     return entry
+  }
+
+  /**
+   * Turns a parent-log `subagent/started` / `subagent/finished` event into the matching
+   * notification for the client session the parent belongs to (itself or its root).
+   */
+  private onSubagentEvent(parent: Session, event: WireEvent): void {
+    const type: string = event.type
+    if (type !== 'subagent/started' && type !== 'subagent/finished') return
+    const root = this.entries.has(parent.id) ? parent.id : this.descendants.get(parent.id)
+    if (root === undefined) return
+    const childId = (event.data as { id: string }).id
+    // The start carries what the end does not (provider, description, ...); read it from the log.
+    let start: LoggedSubagentStart | undefined
+    if (type === 'subagent/started') start = event.data as LoggedSubagentStart
+    else {
+      for (let i = parent.events.length - 1; i >= 0; i--) {
+        const e = parent.events[i]
+        if ((e.type as string) === 'subagent/started' && (e.data as unknown as LoggedSubagentStart).id === childId) {
+          start = e.data as unknown as LoggedSubagentStart
+          break
+        }
+      }
+    }
+    if (!start) return
+    const base: SubagentNotificationBase = {
+      sessionId: root,
+      parentSessionId: parent.id,
+      id: childId,
+      provider: start.provider,
+      description: start.description,
+      depth: start.depth,
+      background: start.background,
+      ...(start.callId !== undefined ? { callId: start.callId } : {}),
+      ...(start.sessionId !== undefined ? { childSessionId: start.sessionId } : {}),
+      time: event.time,
+    }
+    if (type === 'subagent/started') {
+      if (start.sessionId !== undefined) this.descendants.set(start.sessionId, root)
+      this.connection.notify(Notification.subagentStarted, { ...base, status: 'running' })
+      return
+    }
+    const end = event.data as LoggedSubagentEnd
+    const text = typeof end.text === 'string' ? end.text : ''
+    const params: SubagentFinishedNotification = {
+      ...base,
+      status: end.status,
+      text: text.slice(0, SUBAGENT_TEXT_EXCERPT_CHARS),
+      ...(text.length > SUBAGENT_TEXT_EXCERPT_CHARS ? { textTruncated: true } : {}),
+      ...(end.error ? { error: { code: end.error.code, message: end.error.message } } : {}),
+      ...(end.usage ? { usage: end.usage } : {}),
+    }
+    this.connection.notify(Notification.subagentFinished, params)
   }
 
   private setStatus(entry: Entry, status: SessionStatus, result?: WireTurnResult): void {
