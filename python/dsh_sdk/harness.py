@@ -171,6 +171,7 @@ class Session:
         self.status = "idle"
         self._active: Optional[TurnStream] = None
         self._listeners: List[Callable[[Event], None]] = []
+        self._subagent_listeners: List[Callable[[Dict[str, Any]], None]] = []
 
     def stream(self, prompt: str) -> TurnStream:
         """Sends a prompt; iterate the result for the turn's events."""
@@ -206,7 +207,21 @@ class Session:
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener)
 
+    def on_subagent(self, listener: Callable[[Dict[str, Any]], None]) -> Callable[[], None]:
+        """Calls ``listener(notification)`` (on the reader thread) for every ``subagent/started``
+        (``status`` "running") and ``subagent/finished`` notification of this session's children,
+        at any depth; returns the remover."""
+        self._subagent_listeners.append(listener)
+        return lambda: self._subagent_listeners.remove(listener)
+
     # Reader thread.
+    def _subagent(self, params: Dict[str, Any]) -> None:
+        for listener in list(self._subagent_listeners):
+            try:
+                listener(params)
+            except Exception as error:  # a listener bug must not kill the reader thread
+                print("dsh_sdk: subagent listener failed: %r" % (error,), file=sys.stderr)
+
     def _deliver(self, event: Event) -> None:
         active = self._active
         if active is not None:
@@ -474,6 +489,10 @@ class Harness:
                 session = self._sessions.get(params.get("sessionId"))
                 if session is not None:
                     session._status(params)
+            elif method in (p.SUBAGENT_STARTED, p.SUBAGENT_FINISHED):
+                session = self._sessions.get(params.get("sessionId"))
+                if session is not None:
+                    session._subagent(params)
             elif method == p.APPROVAL_REQUESTED:
                 threading.Thread(target=self._answer_approval, args=(params,), daemon=True).start()
             return

@@ -25,6 +25,8 @@ SHUTDOWN = "shutdown"
 SESSION_EVENT = "session/event"
 SESSION_STATUS = "session/status"
 APPROVAL_REQUESTED = "approval/requested"
+SUBAGENT_STARTED = "subagent/started"
+SUBAGENT_FINISHED = "subagent/finished"
 
 # Stable error codes (``error.data.code``) and their JSON-RPC numbers.
 ERROR_CODES = {

@@ -105,6 +105,24 @@ class HarnessTest(unittest.TestCase):
             self.assertContiguous(result.events)
             self.assertEqual(result.session_id, harness.session.id)
 
+    def test_subagent_notifications(self):
+        steps = [
+            {"toolCalls": [{"name": "subagent", "arguments": {"description": "helper", "prompt": "answer"}}]},
+            {"text": "child answer"},
+            {"text": "parent done"},
+        ]
+        with self.harness(steps) as harness:
+            session = harness.create_session()
+            seen = []
+            session.on_subagent(seen.append)
+            result = session.run("delegate")
+            self.assertEqual(result.final_response, "parent done")
+            self.assertEqual([(n["description"], n["status"]) for n in seen], [("helper", "running"), ("helper", "completed")])
+            self.assertEqual(seen[0]["parentSessionId"], session.id)
+            self.assertEqual(seen[1]["provider"], "spawn")
+            self.assertEqual(seen[1]["text"], "child answer")
+            self.assertGreater(seen[1]["usage"]["input"], 0)
+
     def test_stream_yields_events_in_order(self):
         with self.harness([{"events": [{"text": "one "}, {"text": "two "}, {"text": "three"}]}]) as harness:
             stream = harness.stream("count")
