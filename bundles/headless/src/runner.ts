@@ -7,6 +7,7 @@ import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { Agent, ModelSelection, RequestErrorDecision, RequestErrorPayload, TurnResult } from '@dsh/agent'
 import type { Session, SessionEvent } from '@dsh/session'
+import type { TokenUsage } from '@dsh/llm'
 import { HELP } from './help.ts'
 // Type-only: the `declare module 'cordis'` blocks that type `ctx.get('commands' | 'durableSessions' |
 // 'permissionPresets')`; each row is optional in a profile, so each lookup may be undefined.
@@ -453,6 +454,22 @@ export async function runHeadless(ctx: Context, config: Config, io: Io & { stdin
       }),
     )
   }
+  // Token usage of every subagent under this run's session (any depth: a child's own children are
+  // found through the child sessions its `subagent/started` names), added to the result's usage.
+  const tree = new Set<string>([agent.session.id])
+  const rollup = { children: 0, usage: zeroUsage() }
+  offs.push(
+    ctx.on('session/event', (session, event) => {
+      if (!tree.has(session.id)) return
+      const type: string = event.type
+      const data = event.data as unknown as { sessionId?: string; usage?: Partial<TokenUsage> }
+      if (type === 'subagent/started' && data.sessionId) tree.add(data.sessionId)
+      else if (type === 'subagent/finished') {
+        rollup.children++
+        if (data.usage) rollup.usage = sumUsage(rollup.usage, data.usage)
+      }
+    }),
+  )
   const off = () => {
     for (const f of offs.splice(0)) f()
   }
@@ -497,7 +514,9 @@ export async function runHeadless(ctx: Context, config: Config, io: Io & { stdin
       session_id: agent.session.id,
       is_error: isError,
       result: result.text,
-      usage: result.usage,
+      // The parent's turn plus its subagents' (all depths); the children's share is apart too.
+      usage: rollup.children ? sumUsage(result.usage, rollup.usage) : result.usage,
+      ...(rollup.children ? { subagentUsage: rollup.usage, subagents: rollup.children } : {}),
       sessionId: agent.session.id,
       reason: result.reason,
       ...(result.error ? { error: result.error } : {}),
@@ -533,6 +552,19 @@ async function openSession(ctx: Context, options: HeadlessOptions, io: Io): Prom
   const opened = await store.resume(id!)
   for (const warning of opened.loaded.warnings) io.stderr.write(`dsh: warning: ${warning}\n`)
   return opened.session
+}
+
+const zeroUsage = (): TokenUsage => ({ input: 0, output: 0, cacheRead: 0, cacheWrite: 0, reasoning: 0 })
+/** Adds usage that may come from another process (an `sdk` child) with fields missing. */
+function sumUsage(a: TokenUsage, b: Partial<TokenUsage>): TokenUsage {
+  const n = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : 0)
+  return {
+    input: a.input + n(b.input),
+    output: a.output + n(b.output),
+    cacheRead: a.cacheRead + n(b.cacheRead),
+    cacheWrite: a.cacheWrite + n(b.cacheWrite),
+    reasoning: a.reasoning + n(b.reasoning),
+  }
 }
 
 export function apply(ctx: Context, config: Config): void {

@@ -88,6 +88,33 @@ describe('dsh --profile headless', () => {
     expect(seqs).toEqual([...seqs].sort((a, b) => a - b))
   })
 
+  it('the json result usage adds the usage of every subagent (child and grandchild) to the parent turn', async () => {
+    const { home, cwd } = workspace()
+    const u = (completion: number) => ({ prompt: 1000, completion })
+    const s = await withMock([
+      { toolCalls: [{ name: 'subagent', arguments: { description: 'outer', prompt: 'delegate again' } }], usage: u(1) },
+      { toolCalls: [{ name: 'subagent', arguments: { description: 'inner', prompt: 'answer' } }], usage: u(10) },
+      { text: 'inner answer', usage: u(100) },
+      { text: 'outer answer', usage: u(20) },
+      { text: 'all done', usage: u(2) },
+    ])
+    const run = await dsh(['--profile', 'headless', '--output-format', 'json', 'delegate'], envFor(home, s), cwd)
+    expect(run.code).toBe(0)
+    const result = JSON.parse(run.stdout)
+    expect(result).toMatchObject({ type: 'result', result: 'all done', subagents: 2 })
+    // parent 1+2, child 10+20, grandchild 100
+    expect(result.usage.output).toBe(133)
+    expect(result.subagentUsage.output).toBe(130)
+    expect(result.usage.input).toBe(5 * result.subagentUsage.input / 3)
+    // Without children the result has no rollup fields.
+    await server!.close()
+    const plain = await dsh(['--profile', 'headless', '--output-format', 'json', 'hi'], envFor(home, (server = await withMock([{ text: 'hello', usage: u(7) }]))), cwd)
+    const alone = JSON.parse(plain.stdout)
+    expect(alone.usage.output).toBe(7)
+    expect(alone).not.toHaveProperty('subagentUsage')
+    expect(alone).not.toHaveProperty('subagents')
+  })
+
   it('reads the task from stdin with "-"', async () => {
     const { home, cwd } = workspace()
     const s = await withMock([{ text: 'got it' }])
