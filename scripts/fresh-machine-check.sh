@@ -4,10 +4,15 @@
 # retyped here). The model is @dsh/llm-mock-server on 127.0.0.1, reached through the inherited
 # environment (DEEPSEEK_API_KEY, DEEPSEEK_BASE_URL), as a user's real shell would supply a key.
 #
-# Usage: bash scripts/fresh-machine-check.sh [--node MAJOR] [--with-tests]
+# Usage: bash scripts/fresh-machine-check.sh [--node MAJOR] [--with-tests | --test-projects "P ..."]
 #   --node MAJOR   run everything under that Node line, fetched as the `node@MAJOR` npm package (its
 #                  headers build the native add-ons), so the engines range is tested, not assumed
 #   --with-tests   also run the README's test command in the clean clone (HOME still the empty one)
+#   --test-projects "P ..."
+#                  instead, run only these vitest projects (package families) there: CI runs the
+#                  README's command on its own checkout already, so under the second Node line it
+#                  runs the engine-sensitive families (native add-ons, PTYs, the loader) and skips
+#                  the slow surface suites (browser, tmux, language servers)
 # Exit 0 when every step behaved; otherwise one line naming the step that did not.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,11 +26,13 @@ trap cleanup EXIT
 fail() { echo "fresh-machine-check: $*" >&2; exit 1; }
 node_major=
 with_tests=
+test_projects=
 while (($#)); do
   case "$1" in
     --node) node_major=${2:?--node needs a major version}; shift 2 ;;
     --with-tests) with_tests=1; shift ;;
-    *) echo "usage: bash scripts/fresh-machine-check.sh [--node MAJOR] [--with-tests]" >&2; exit 2 ;;
+    --test-projects) test_projects=${2:?--test-projects needs a list of vitest projects}; shift 2 ;;
+    *) echo "usage: bash scripts/fresh-machine-check.sh [--node MAJOR] [--with-tests | --test-projects \"P ...\"]" >&2; exit 2 ;;
   esac
 done
 
@@ -100,5 +107,11 @@ if [[ -n "$with_tests" ]]; then
   echo "fresh-machine-check: test suite, verbatim: $test_cmd"
   unset DEEPSEEK_BASE_URL DEEPSEEK_API_KEY
   (cd "$work/dsh" && bash -c "$test_cmd") || fail "the README test command failed under node $(node --version)"
+elif [[ -n "$test_projects" ]]; then
+  args=()
+  for project in $test_projects; do args+=(--project "$project"); done
+  echo "fresh-machine-check: test projects under node $(node --version): $test_projects"
+  unset DEEPSEEK_BASE_URL DEEPSEEK_API_KEY
+  (cd "$work/dsh" && npx vitest run "${args[@]}") || fail "the test projects ($test_projects) failed under node $(node --version)"
 fi
 echo "fresh-machine-check: ok (node $(node --version), clean clone, HOME=$HOME, README commands verbatim)"
