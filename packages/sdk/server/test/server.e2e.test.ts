@@ -174,6 +174,30 @@ describe('dsh-jsonrpc-agent: protocol edges', () => {
     expect(await raw.exit).toBe(0)
   })
 
+  it('subagent/started and subagent/finished follow the session/event frame of the logged event they describe', async () => {
+    const { raw, ws } = await serve([
+      { toolCalls: [{ name: 'subagent', arguments: { description: 'look around', prompt: 'list files' } }] },
+      { text: 'two files' },
+      { text: 'done' },
+    ])
+    await init(raw)
+    const { sessionId } = await raw.ok('session/create', { cwd: ws.cwd })
+    await raw.ok('session/prompt', { sessionId, prompt: 'delegate' })
+    await raw.waitFor((f) => f.method === 'session/status' && f.params.status === 'idle')
+    for (const type of ['subagent/started', 'subagent/finished']) {
+      const logged = raw.frames.findIndex((f) => f.method === 'session/event' && f.params.sessionId === sessionId && f.params.event.type === type)
+      const notified = raw.frames.findIndex((f) => f.method === type)
+      expect(logged).toBeGreaterThanOrEqual(0)
+      expect(notified).toBe(logged + 1)
+    }
+    const [started] = raw.notifications('subagent/started', sessionId)
+    const [finished] = raw.notifications('subagent/finished', sessionId)
+    expect(started.params).toMatchObject({ parentSessionId: sessionId, id: 'sub-1', provider: 'spawn', description: 'look around', status: 'running', depth: 1, background: false })
+    expect(started.params.callId).toEqual(expect.any(String))
+    expect(finished.params).toMatchObject({ id: 'sub-1', provider: 'spawn', description: 'look around', status: 'completed', text: 'two files', childSessionId: started.params.childSessionId })
+    expect(raw.notifications('subagent/started')).toHaveLength(1)
+  })
+
   it('exits when stdin closes, even mid-turn, and the interrupted log reloads in a new process', async () => {
     const ws = workspace()
     const { raw } = await serve([{ events: [{ text: 'partial' }, { stall: true }] }], { ws })
