@@ -13,7 +13,7 @@
 //   100,000 chunks  one streamed answer of 100,000 reasoning deltas: the longest main-thread task
 //                   while it streams (goal: none over 50 ms) and the time to the final text.
 // Whatever conversation view the web bundle mounts is measured (the shell's fallback otherwise).
-// RUNS (default 5). Needs `node scripts/build-client.mjs` (done here) and /usr/bin/chromium.
+// RUNS (default 5). ONLY=ready,sessions,history,stream runs only those parts (default: all). Needs `node scripts/build-client.mjs` (done here) and /usr/bin/chromium.
 import { execFileSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 
@@ -30,12 +30,13 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 const kb = (n) => `${(n / 1024).toFixed(1)} KB`
 const ms = (n) => `${n.toFixed(1)} ms`
 
+const ONLY = new Set((process.env.ONLY ?? 'ready,sessions,history,stream').split(',').map((s) => s.trim()))
 const TURNS = Number(process.env.TURNS ?? 500)
 const CHUNKS = Number(process.env.CHUNKS ?? 100_000)
 const app = await startWebApp({
   steps: [
     { text: 'The one-turn answer.' },
-    ...Array.from({ length: TURNS }, (_, i) => ({ text: `Answer number ${i + 1}.` })),
+    ...Array.from({ length: ONLY.has('history') ? TURNS : 0 }, (_, i) => ({ text: `Answer number ${i + 1}.` })),
     { events: [...Array.from({ length: CHUNKS }, () => ({ reasoning: 'x ' })), { text: 'Done thinking.' }] },
   ],
 })
@@ -97,6 +98,7 @@ try {
   // A session exists first (first run would make one anyway).
   await app.call('sessions.create', { cwd: app.cwd })
   await readyFigures(app.url) // warm the host's compression cache and the browser's code cache
+  if (ONLY.has('ready') || ONLY.has('sessions')) {
   const one = []
   const base = []
   for (let i = 0; i < RUNS; i++) {
@@ -111,6 +113,7 @@ try {
   console.log(`shell painted      ${ms(shell1)} median of ${RUNS}; baseline tiny JSON ${ms(baseline)}: x${(shell1 / baseline).toFixed(1)}`)
   console.log(`ready (1 session)  ${ms(ready1)} (halves loaded: ${sizes.files} JS files in all): x${(ready1 / baseline).toFixed(1)}`)
 
+  if (ONLY.has('sessions')) {
   // 1,000 sessions.
   const started = Date.now()
   for (let i = 0; i < 999; i += 25) {
@@ -136,7 +139,10 @@ try {
   const longest = await page.evaluate(() => globalThis.__longest)
   console.log(`search keystroke   ${ms(keystroke.ms)} over 1,000 sessions -> ${keystroke.rows} rows painted; longest main-thread task ${ms(longest)} (goal: none over 50 ms)`)
   await context.close()
+  }
+  }
 
+  if (ONLY.has('history')) {
   // History: a 1-turn and a TURNS-turn session; first paint = navigation until the last answer shows.
   const short = (await app.call('sessions.create', { cwd: app.cwd, title: 'one turn' })).session.sessionId
   await app.call('sessions.prompt', { sessionId: short, text: 'one' })
@@ -160,19 +166,30 @@ try {
     pN.push(await paint(long, `Answer number ${TURNS}.`))
   }
   const m1 = median(p1.map((x) => x.t)), mN = median(pN.map((x) => x.t))
-  console.log(`${TURNS}-turn paint     ${ms(mN)} median of ${RUNS}: x${(mN / m1).toFixed(2)} of a 1-turn session (${ms(m1)}); longest task ${ms(Math.max(...pN.map((x) => x.longest)))}`)
+  console.log(`${TURNS}-turn paint     ${ms(mN)} median of ${RUNS}: x${(mN / m1).toFixed(2)} of a 1-turn session (${ms(m1)}); longest task ${ms(Math.max(...pN.map((x) => x.longest)))} (1-turn page: ${ms(Math.max(...p1.map((x) => x.longest)))})`)
 
+  }
+
+  if (ONLY.has('stream')) {
   // 100,000 reasoning chunks streamed into an open page.
   const stream = (await app.call('sessions.create', { cwd: app.cwd, title: 'stream' })).session.sessionId
   const opened = await load(`${app.url}/s/${encodeURIComponent(stream)}`)
   await opened.page.evaluate(() => { globalThis.__longest = 0 })
+  // PROFILE=<file>: a CPU profile of the page while it streams (open it in Chromium's DevTools).
+  const cdp = process.env.PROFILE ? await opened.context.newCDPSession(opened.page) : undefined
+  if (cdp) { await cdp.send('Profiler.enable'); await cdp.send('Profiler.start') }
   const s0 = Date.now()
   await app.call('sessions.prompt', { sessionId: stream, text: 'think a lot' })
   await opened.page.waitForFunction(() => document.body.innerText.includes('Done thinking.'), null, { timeout: 600_000 })
   const streamMs = Date.now() - s0
   const longestStream = await opened.page.evaluate(() => globalThis.__longest)
+  if (cdp) {
+    const { profile } = await cdp.send('Profiler.stop')
+    ;(await import('node:fs')).writeFileSync(process.env.PROFILE, JSON.stringify(profile))
+  }
   console.log(`${CHUNKS.toLocaleString()} chunks  final text after ${ms(streamMs)}; longest main-thread task while streaming ${ms(longestStream)} (goal: none over 50 ms): ${longestStream <= 50 ? 'met' : 'MISSED'}`)
   await opened.context.close()
+  }
 } finally {
   await browser.close()
   await app.close()

@@ -1,6 +1,26 @@
 // Server-Sent Events over fetch (not EventSource): the caller picks the resume point (`?after=`)
 // and the retry policy itself, and sees the end of a stream as an ordinary return.
 
+/** Longest stretch (ms) of frame handling before the reader yields to the page (input, paint). */
+const SLICE_MS = 8
+
+/** Resolves on a fresh task (after input and rendering had their turn), not a microtask. */
+function yieldToPage(): Promise<void> {
+  const scheduler = (globalThis as { scheduler?: { yield?: () => Promise<void> } }).scheduler
+  if (typeof scheduler?.yield === 'function') return scheduler.yield()
+  if (typeof MessageChannel === 'function') {
+    return new Promise((resolve) => {
+      const channel = new MessageChannel()
+      channel.port1.onmessage = () => {
+        channel.port1.close()
+        resolve()
+      }
+      channel.port2.postMessage(null)
+    })
+  }
+  return new Promise((resolve) => setTimeout(resolve, 0))
+}
+
 export interface SseFrame {
   event: string
   data: string
@@ -37,12 +57,23 @@ export async function readSse(url: string, options: { signal: AbortSignal; onOpe
     data = []
     id = undefined
   }
+  // A network read can hold thousands of frames (a replay, a fast stream): handle them in slices
+  // of at most SLICE_MS so one read never becomes one long main-thread task.
+  const now = typeof performance === 'object' ? () => performance.now() : () => Date.now()
+  let sliceStart = now()
+  let lines = 0
   for (;;) {
     const { value, done } = await reader.read()
     if (done) break
     buffer += value
     let start = 0
+    sliceStart = now()
     for (;;) {
+      if (++lines % 64 === 0 && now() - sliceStart > SLICE_MS) {
+        await yieldToPage()
+        if (options.signal.aborted) return
+        sliceStart = now()
+      }
       const nl = buffer.indexOf('\n', start)
       if (nl < 0) break
       let line = buffer.slice(start, nl)

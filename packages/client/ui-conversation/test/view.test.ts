@@ -6,7 +6,7 @@ import { renderToStaticMarkup } from 'react-dom/server'
 import { describe, expect, it } from 'vitest'
 import type { SessionStreamEvent } from '@dsh/web-protocol'
 import { foldConversation, type ToolNode } from '../src/model/index.ts'
-import { ChatView } from '../src/client/chat-view.tsx'
+import { ChatView, WINDOW } from '../src/client/chat-view.tsx'
 import { Composer } from '../src/client/composer.tsx'
 import { en, translator, zh } from '../src/client/strings.ts'
 import { ContextSection, PlanSection } from '../src/client/panel.tsx'
@@ -16,6 +16,24 @@ const t = translator(en)
 const tool = (node: ToolNode) => h('div', { className: 'card' }, `${node.name}:${node.status}`)
 
 describe('ChatView', () => {
+  it('mounts only the newest WINDOW nodes of a long history, with a control for the earlier ones', () => {
+    const events = Array.from({ length: 150 }, (_, i) => ({
+      seq: i, time: i, type: 'user/message', data: { content: [{ type: 'text', text: `prompt ${i}` }], source: { kind: 'human' } },
+    }))
+    const snapshot = foldConversation(events as never)
+    expect(snapshot.nodes).toHaveLength(150)
+    const html = renderToStaticMarkup(h(ChatView, { snapshot, t, renderTool: tool }))
+    expect(html.match(/data-node="user"/g)).toHaveLength(WINDOW)
+    expect(html).toContain('prompt 149')
+    expect(html).not.toContain('prompt 89<')
+    expect(html).toContain(`data-earlier="${150 - WINDOW}"`)
+    expect(html).toContain(`Show earlier messages (${150 - WINDOW})`)
+    // A short conversation has no such control.
+    const short = renderToStaticMarkup(h(ChatView, { snapshot: foldConversation(events.slice(0, 5) as never), t, renderTool: tool }))
+    expect(short).not.toContain('data-earlier')
+    expect(short.match(/data-node="user"/g)).toHaveLength(5)
+  })
+
   it('renders a recorded tool turn: user text, thinking row, tool slots, the final Markdown answer', () => {
     const snapshot = foldConversation(load('tools-turn'))
     const html = renderToStaticMarkup(h(ChatView, { snapshot, t, renderTool: tool }))

@@ -1,6 +1,9 @@
 // The chat view: renders a ConversationSnapshot's nodes in order. Props only: the tool card
 // renderer comes from the caller (the plugin passes a slot), strings from `t`. It follows the
 // newest content while the reader is at the bottom and stops following when they scroll up.
+// Only the newest WINDOW nodes are mounted at first (a long history paints as fast as a short
+// one); older ones are mounted STEP at a time when the reader scrolls to the top (or presses
+// "Show earlier"), keeping what is on screen in place.
 import { memo, useCallback, useEffect, useLayoutEffect, useRef, useState, type ReactNode } from 'react'
 import type { AssistantNode, ContextNode, ConversationNode, ConversationSnapshot, NoticeNode, ThinkingNode, ToolNode, TurnEndNode, UserNode } from '../model/index.ts'
 import { Markdown } from '@dsh/ui-markdown'
@@ -119,6 +122,10 @@ function tailIsLive(nodes: readonly ConversationNode[]): boolean {
   return ((last.kind === 'assistant' || last.kind === 'thinking') && last.streaming) || (last.kind === 'tool' && (last.status === 'running' || last.status === 'streaming'))
 }
 
+/** Nodes mounted at first, and how many more each reveal of older ones adds. */
+export const WINDOW = 60
+const STEP = 60
+
 export function ChatView({ snapshot, t, renderTool, empty }: ChatViewProps) {
   const scroller = useRef<HTMLDivElement>(null)
   const following = useRef(true)
@@ -159,10 +166,42 @@ export function ChatView({ snapshot, t, renderTool, empty }: ChatViewProps) {
     setShowJump(false)
   }
 
-  const nodes = snapshot.nodes
+  // The first node index the reader revealed (undefined: the newest WINDOW only).
+  const [pinned, setPinned] = useState<number | undefined>(undefined)
+  const all = snapshot.nodes
+  const tailStart = Math.max(0, all.length - WINDOW)
+  const start = pinned === undefined ? tailStart : Math.min(pinned, tailStart)
+  const nodes = start === 0 ? all : all.slice(start)
+  // Keep the reader's place when older rows are mounted above it.
+  const fromBottom = useRef<number | undefined>(undefined)
+  const revealEarlier = useCallback(() => {
+    const el = scroller.current
+    if (el) fromBottom.current = el.scrollHeight - el.scrollTop
+    setPinned(Math.max(0, start - STEP))
+  }, [start])
+  useLayoutEffect(() => {
+    const el = scroller.current
+    if (!el || fromBottom.current === undefined) return
+    el.scrollTop = el.scrollHeight - fromBottom.current
+    fromBottom.current = undefined
+  }, [start])
+  // Scrolled to the top (or the rows do not fill the view): mount older rows.
+  const sentinel = useRef<HTMLButtonElement>(null)
+  useEffect(() => {
+    const el = sentinel.current
+    const root = scroller.current
+    if (!el || !root || typeof IntersectionObserver !== 'function') return
+    const observer = new IntersectionObserver((entries) => {
+      if (entries.some((e) => e.isIntersecting)) revealEarlier()
+    }, { root, rootMargin: '200px 0px 0px 0px' })
+    observer.observe(el)
+    return () => observer.disconnect()
+  }, [revealEarlier, start > 0])
+
   return (
     <div className="dsh-chat" ref={scroller} onScroll={onScroll} data-running={snapshot.turnRunning || undefined}>
       <div className="dsh-chat-inner" ref={inner} role="log" aria-live="polite" aria-relevant="additions">
+        {start > 0 ? <button type="button" ref={sentinel} className="dsh-link-button dsh-earlier" data-earlier={start} onClick={revealEarlier}>{t('earlier', { count: start })}</button> : null}
         {nodes.length === 0 ? <div className="dsh-chat-empty">{empty ?? t('empty')}</div> : nodes.map((node) => renderNode(node, t, renderTool))}
         {snapshot.turnRunning && !tailIsLive(nodes) && snapshot.approvals.length === 0 && snapshot.questions.length === 0
           ? <div className="dsh-working" role="status"><span className="dsh-pulse" aria-hidden="true" />{t('working')}</div>

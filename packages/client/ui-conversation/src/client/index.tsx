@@ -81,7 +81,7 @@ export function apply(ctx: Context): void {
       : feed && !feed.loaded ? <span role="status">{t('loading')}</span> : undefined
     return (
       <div className="dsh-conv" data-session={sessionId} data-loaded={feed?.loaded || undefined}>
-        <ChatView snapshot={snapshot} t={t} renderTool={renderTool} {...(empty ? { empty } : {})} />
+        <ChatView key={sessionId} snapshot={snapshot} t={t} renderTool={renderTool} {...(empty ? { empty } : {})} />
       </div>
     )
   }

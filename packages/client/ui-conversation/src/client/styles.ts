@@ -31,6 +31,7 @@ html[data-theme=dark] .dsh-conv, html[data-theme=dark] .dsh-composer{--c-fg:#e6e
 .dsh-turn-end{font-size:13px;border-radius:8px;padding:6px 10px;background:var(--c-soft);}
 .dsh-turn-error .dsh-turn-end-title,.dsh-turn-end-error{color:var(--c-bad);}
 .dsh-notice{text-align:center;font-size:12px;color:var(--c-muted);}
+.dsh-earlier{align-self:center;}
 .dsh-jump{position:sticky;bottom:8px;left:50%;transform:translateX(-50%);display:block;margin:0 auto;border:1px solid var(--c-border);background:var(--c-soft);color:var(--c-fg);border-radius:14px;padding:4px 12px;cursor:pointer;}
 .dsh-link-button{background:none;border:none;color:var(--c-accent);cursor:pointer;padding:0 4px;font:inherit;font-size:12px;}
 .dsh-composer{padding:10px 20px 14px;max-width:900px;width:100%;margin:0 auto;box-sizing:border-box;}
