@@ -175,18 +175,11 @@ try {
   const stream = (await app.call('sessions.create', { cwd: app.cwd, title: 'stream' })).session.sessionId
   const opened = await load(`${app.url}/s/${encodeURIComponent(stream)}`)
   await opened.page.evaluate(() => { globalThis.__longest = 0 })
-  // PROFILE=<file>: a CPU profile of the page while it streams (open it in Chromium's DevTools).
-  const cdp = process.env.PROFILE ? await opened.context.newCDPSession(opened.page) : undefined
-  if (cdp) { await cdp.send('Profiler.enable'); await cdp.send('Profiler.start') }
   const s0 = Date.now()
   await app.call('sessions.prompt', { sessionId: stream, text: 'think a lot' })
   await opened.page.waitForFunction(() => document.body.innerText.includes('Done thinking.'), null, { timeout: 600_000 })
   const streamMs = Date.now() - s0
   const longestStream = await opened.page.evaluate(() => globalThis.__longest)
-  if (cdp) {
-    const { profile } = await cdp.send('Profiler.stop')
-    ;(await import('node:fs')).writeFileSync(process.env.PROFILE, JSON.stringify(profile))
-  }
   console.log(`${CHUNKS.toLocaleString()} chunks  final text after ${ms(streamMs)}; longest main-thread task while streaming ${ms(longestStream)} (goal: none over 50 ms): ${longestStream <= 50 ? 'met' : 'MISSED'}`)
   await opened.context.close()
   }
