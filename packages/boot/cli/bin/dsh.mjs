@@ -3,21 +3,10 @@
 // The `dsh` launcher. `--help` and `--version` are answered here with nothing but node:fs, so
 // they start as fast as node itself; a real boot loads the transpiled packages (dist/).
 import { readFileSync } from 'node:fs'
-import { homedir } from 'node:os'
-import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { SUBCOMMAND_BINS, launcherHelp, parseLauncherArgs } from '../src/args.mjs'
 
 const pkgUrl = new URL('../package.json', import.meta.url)
-
-/** `$DSH_HOME` as @dsh/home-paths resolves it (read here before any package is loaded). */
-function dshHome() {
-  const raw = process.env.DSH_HOME?.trim()
-  if (!raw) return join(homedir(), '.dsh')
-  if (raw === '~') return homedir()
-  if (raw.startsWith('~/')) return join(homedir(), raw.slice(2))
-  return resolve(raw)
-}
 
 /**
  * Only the shipped one-shot profile, with nothing but a help flag (and `-p`) after the launcher
@@ -70,38 +59,24 @@ if (args.action === 'help' || args.action === 'version') {
   process.exitCode = 2
 } else {
   // Workspace packages resolve to their transpiled dist/ (built by `pnpm install` through the
-  // root `prepare` script, and before every test run). DSH_DEV=1 runs the TypeScript sources
-  // instead, through tsx with the `development` export condition.
-  if (process.env.DSH_DEV && !process.execArgv.some((a) => a.includes('development'))) {
-    const { spawnSync } = await import('node:child_process')
-    const r = spawnSync(process.execPath, ['--conditions=development', '--import', 'tsx', ...process.execArgv, fileURLToPath(import.meta.url), ...process.argv.slice(2)], { stdio: 'inherit' })
-    process.exit(r.status ?? 1)
-  }
-  // Node >= 22.1 keeps V8's compiled code of the modules it loads on disk, so later boots skip
-  // compiling them (Node 20 has no such cache: nothing happens). It lives in the dsh home, which
-  // confined commands cannot write, since cached code is executed. NODE_DISABLE_COMPILE_CACHE=1
-  // turns it off.
-  /** @type {{ enableCompileCache?: (dir: string) => unknown }} */
-  const nodeModule = await import('node:module')
-  nodeModule.enableCompileCache?.(join(dshHome(), '.cache', 'compile'))
-  /** @type {typeof import('@dsh/app-boot')} */
-  const { runApp } = await import('@dsh/app-boot')
-  runApp({
-    profile: args.profile,
-    patches: args.patches,
-    dumpConfig: args.dumpConfig,
-    appArgs: args.appArgs,
-    installBase: fileURLToPath(pkgUrl),
-    templatesDir: fileURLToPath(new URL('../../../../profiles/', import.meta.url)),
-  }).then(
-    (code) => {
-      process.exitCode = code
-      // A plugin that leaked a handle must not keep a finished dsh alive.
-      setTimeout(() => process.exit(code), 2000).unref()
+  // root `prepare` script, and before every test run); the shared launcher handles DSH_DEV (the
+  // sources through tsx), the compile cache and the exit.
+  const { launch } = await import('@dsh/app-boot/launch')
+  await launch({
+    name: 'dsh',
+    bin: import.meta.url,
+    argv: process.argv.slice(2),
+    run: async () => {
+      /** @type {typeof import('@dsh/app-boot')} */
+      const { runApp } = await import('@dsh/app-boot')
+      return runApp({
+        profile: args.profile,
+        patches: args.patches,
+        dumpConfig: args.dumpConfig,
+        appArgs: args.appArgs,
+        installBase: fileURLToPath(pkgUrl),
+        templatesDir: fileURLToPath(new URL('../../../../profiles/', import.meta.url)),
+      })
     },
-    (error) => {
-      process.stderr.write(`dsh: internal error: ${error?.stack ?? error}\n`)
-      process.exit(70)
-    },
-  )
+  })
 }
