@@ -11,7 +11,18 @@ export const SOCKET = `dsh-tui-test-${process.pid}`
 let counter = 0
 
 export function tmux(...args: string[]): string {
-  return execFileSync('tmux', ['-L', SOCKET, '-f', '/dev/null', ...args], { encoding: 'utf8' })
+  // When a test closes the last session, the tmux server exits; a new-session issued while it is
+  // still going away fails with "server exited unexpectedly". That race is tmux's, not dsh's: a
+  // new session is retried a few times (each try is a fresh server start).
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return execFileSync('tmux', ['-L', SOCKET, '-f', '/dev/null', ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
+    } catch (error) {
+      const stderr = String((error as { stderr?: unknown }).stderr ?? '')
+      if (args[0] !== 'new-session' || attempt >= 5 || !/server exited unexpectedly|lost server|no server running/.test(stderr)) throw error
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100 * attempt)
+    }
+  }
 }
 
 export interface Workspace {
