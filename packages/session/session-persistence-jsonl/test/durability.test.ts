@@ -37,6 +37,19 @@ afterEach(async () => {
   await rm(root, { recursive: true, force: true })
 })
 
+it('two overlapping closes of one session both resolve after its writer lock is gone', async () => {
+  // Unloading closes from two places at once (the durable glue and the backend's shutdown); the
+  // second close must not report done while the first is still releasing the lock.
+  const p = await open()
+  await p.create({ id: 'twice', cwd: '/w' })
+  const lock = join((await p.logPath('twice'))!, '..', 'writer.lock')
+  expect(existsSync(lock)).toBe(true)
+  const first = p.close('twice')
+  await p.close('twice')
+  expect(existsSync(lock)).toBe(false)
+  await first
+})
+
 describe.each(['zstd', 'none'] as const)('damage (%s)', (compression) => {
   it('a session created but never written has no log file and loads empty', async () => {
     const p = await open({ compression })

@@ -90,6 +90,8 @@ export abstract class SessionPersistence extends Service {
 
   // Mutated in place only: inside methods `this` may be a per-caller shadow of the service.
   protected readonly writers = new Map<string, OpenWriter>()
+  /** Closes in flight: a second `close` of the same session waits for the first to release the lock. */
+  private readonly closing = new Map<string, Promise<void>>()
   private readonly types = new Map<string, EventTypeOptions[]>()
   private readonly windowMs: number
   private readonly refuseUnknown: boolean
@@ -294,15 +296,25 @@ export abstract class SessionPersistence extends Service {
   /** Flushes and releases the session's writer lock. Further appends fail with `NOT_OPEN`. */
   async close(sessionId: SessionId | string): Promise<void> {
     parseSessionId(sessionId)
+    const pending = this.closing.get(sessionId)
+    if (pending) return pending
     const writer = this.writers.get(sessionId)
     if (!writer) return
+    const task = (async () => {
+      try {
+        await writer.ready
+        await writer.batch.flush()
+      } finally {
+        writer.batch.stop()
+        this.writers.delete(sessionId)
+        await this.backendClose(asSessionId(sessionId))
+      }
+    })()
+    this.closing.set(sessionId, task)
     try {
-      await writer.ready
-      await writer.batch.flush()
+      await task
     } finally {
-      writer.batch.stop()
-      this.writers.delete(sessionId)
-      await this.backendClose(asSessionId(sessionId))
+      this.closing.delete(sessionId)
     }
   }
 
