@@ -17,6 +17,7 @@ import type {
   PreExecutePayload,
   ResolvedCall,
   ToolCallContext,
+  ToolCallOrigin,
   ToolCallRequest,
   ToolDefinition,
   ToolDenial,
@@ -137,14 +138,31 @@ export class ToolRegistry extends Service {
     return this.entries.get(name, scope)?.def
   }
 
-  /** Model-facing schemas visible from `scope`, sorted by name so the request prefix stays cacheable. */
+  /**
+   * Model-facing schemas visible from `scope` under its presentation mode (see `presented`),
+   * sorted by name so the request prefix stays cacheable.
+   */
   schemas(scope?: string): ToolSchema[] {
-    return this.list(scope).map((def) => ({ name: def.name, description: def.description, parameters: def.parameters }))
+    return this.presented(scope).map((def) => ({ name: def.name, description: def.description, parameters: def.parameters }))
+  }
+
+  /**
+   * The tools the model may call directly from `scope`: in `native` mode every tool except Code
+   * Mode entry tools, in `code` mode only entry tools, in `both` all of them. Sorted by name.
+   */
+  presented(scope?: string): ToolDefinition[] {
+    const mode = this.presentAs(scope)
+    return this.list(scope).filter((def) => visible(def, mode, 'model'))
+  }
+
+  /** The tools a Code Mode program may call from `scope`: every tool except entry tools. Sorted by name. */
+  programTools(scope?: string): ToolDefinition[] {
+    return this.list(scope).filter((def) => def.codeEntry !== true)
   }
 
   /**
    * The presentation mode for `scope`: the scope's override if one is set, else the configured
-   * `mode`. Only reported; Code Mode presentation is implemented by a later package.
+   * `mode`. `schemas()`/`presented()` and call resolution follow it.
    */
   presentAs(scope?: string): ToolMode {
     if (scope === undefined) return this.mode
@@ -240,7 +258,9 @@ export class ToolRegistry extends Service {
       }
     }
     const entry = this.entries.get(name, context.scope)
-    if (!entry) return { kind: 'done', call, output: this.unknownTool(name, context.scope) }
+    if (!entry || !visible(entry.def, this.presentAs(context.scope), context.origin ?? 'model')) {
+      return { kind: 'done', call, output: this.unknownTool(name, context) }
+    }
     const problems = entry.validate(args)
     if (problems) {
       return {
@@ -259,8 +279,9 @@ export class ToolRegistry extends Service {
     return { kind: 'ready', call, entry, args, safe: isSafe(entry.def, args) }
   }
 
-  private unknownTool(name: string, scope: string | undefined): ToolOutput {
-    const names = this.list(scope).map((def) => def.name)
+  private unknownTool(name: string, context: ExecuteContext): ToolOutput {
+    const callable = context.origin === 'code' ? this.programTools(context.scope) : this.presented(context.scope)
+    const names = callable.map((def) => def.name)
     const available = names.length > 0 ? `Available tools: ${names.join(', ')}.` : 'No tools are available here.'
     return errorOutput(
       'UNKNOWN_TOOL',
@@ -276,7 +297,7 @@ export class ToolRegistry extends Service {
       output = prepared.output
       tool = prepared.tool
     } else if (!prepared.entry.live) {
-      output = this.unknownTool(prepared.call.name, context.scope)
+      output = this.unknownTool(prepared.call.name, context)
     } else {
       tool = prepared.entry.def
       output = await this.pipeline(prepared.call, prepared.entry.def, prepared.args, context)
@@ -305,6 +326,8 @@ export class ToolRegistry extends Service {
       cwd: context.cwd,
       ...(context.turn !== undefined ? { turn: context.turn } : {}),
       ...(context.step !== undefined ? { step: context.step } : {}),
+      ...(context.origin !== undefined ? { origin: context.origin } : {}),
+      ...(context.parentCallId !== undefined ? { parentCallId: context.parentCallId } : {}),
       signal: controller.signal,
     }
     const signal = controller.signal
@@ -382,6 +405,15 @@ function dispatch(tool: ToolDefinition, args: unknown, call: ToolCallContext): P
       .then(resolve, (error) => resolve(signal.aborted ? cancelled(tool.name, signal) : toolError(tool.name, error)))
       .finally(() => signal.removeEventListener('abort', onAbort))
   })
+}
+
+/** Whether a call from `origin` may resolve to `def` under presentation `mode`. */
+function visible(def: ToolDefinition, mode: ToolMode, origin: ToolCallOrigin): boolean {
+  const entry = def.codeEntry === true
+  if (origin === 'code') return !entry
+  if (mode === 'native') return !entry
+  if (mode === 'code') return entry
+  return true
 }
 
 function isSafe(def: ToolDefinition, args: unknown): boolean {

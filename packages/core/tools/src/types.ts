@@ -8,8 +8,18 @@ export type { JsonSchema, ToolMessage, ToolResultContentBlock, ToolSchema }
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue }
 export type JsonObject = { [key: string]: JsonValue }
 
-/** How tools are presented to the model. Only stored for now; Code Mode is a later package. */
+/**
+ * How tools are presented to the model: `native` (every tool as a function schema), `code` (only
+ * the Code Mode entry tool, e.g. `run_code`; every other tool is reached from inside its programs)
+ * or `both`.
+ */
 export type ToolMode = 'native' | 'code' | 'both'
+
+/**
+ * Who issued a call: the model directly (`model`, the default), or a Code Mode program through the
+ * entry tool (`code`). A `code` call resolves every tool except entry tools, whatever the mode.
+ */
+export type ToolCallOrigin = 'model' | 'code'
 
 /** A stable, machine-readable error attached to an error result. */
 export interface ToolError {
@@ -39,6 +49,10 @@ export interface ToolCallContext {
   cwd: string
   turn?: number
   step?: number
+  /** `code`: issued by a Code Mode program (absent: by the model). */
+  origin?: ToolCallOrigin
+  /** For a `code` call: the call id of the entry tool call whose program issued it. */
+  parentCallId?: string
   /** Aborted when the caller aborts or a `tools/execute` listener calls `abort()`. */
   signal: AbortSignal
 }
@@ -58,6 +72,11 @@ export interface ToolDefinition<A = any> {
   finalizeContent?(output: ToolOutput, call: ToolCallContext): ToolOutput
   /** Agent scope: the tool exists only for that scope and shadows a global tool of the same name. */
   scope?: string
+  /**
+   * Marks the Code Mode entry tool (`run_code`): presented only in `code` and `both` modes, hidden
+   * (and unknown) in `native` mode, and never callable from inside a program.
+   */
+  codeEntry?: boolean
 }
 
 /** The raw call as the model produced it (the session's `tool/call` payload). */
@@ -77,6 +96,10 @@ export interface ExecuteContext {
   turn?: number
   step?: number
   signal?: AbortSignal
+  /** `code` for calls issued by a Code Mode program; default `model`. */
+  origin?: ToolCallOrigin
+  /** For a `code` call: the entry tool call that issued it. */
+  parentCallId?: string
 }
 
 /** Exactly the session's `tool/result` payload. */

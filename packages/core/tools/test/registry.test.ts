@@ -124,3 +124,53 @@ describe('registry', () => {
     expect(second.error?.code).toBe('UNKNOWN_TOOL')
   })
 })
+
+describe('presentation modes (Code Mode)', () => {
+  const entry = () => echo('run_code', { codeEntry: true })
+  const text = (r: { message: { content: Array<{ type: string; text?: string }> } }) => r.message.content.map((b) => b.text ?? '').join('')
+
+  it('native hides the entry tool; code presents only it; both presents all', async () => {
+    const ctx = await boot()
+    ctx.tools.register(echo('read'))
+    ctx.tools.register(entry())
+    expect(ctx.tools.schemas().map((s) => s.name)).toEqual(['read'])
+    ctx.tools.setPresentAs('agent:c', 'code')
+    ctx.tools.setPresentAs('agent:b', 'both')
+    expect(ctx.tools.schemas('agent:c').map((s) => s.name)).toEqual(['run_code'])
+    expect(ctx.tools.schemas('agent:b').map((s) => s.name)).toEqual(['read', 'run_code'])
+    // list() and programTools() ignore the mode: they are what a program can reach.
+    expect(ctx.tools.list('agent:c').map((t) => t.name)).toEqual(['read', 'run_code'])
+    expect(ctx.tools.programTools('agent:c').map((t) => t.name)).toEqual(['read'])
+  })
+
+  it('in code mode a direct model call to another tool is unknown; a program call resolves it; a program cannot call the entry tool', async () => {
+    const ctx = await boot({ mode: 'code' })
+    ctx.tools.register(echo('read'))
+    ctx.tools.register(entry())
+    const direct = await ctx.tools.execute({ callId: 'c1', name: 'read', arguments: '{"text":"x"}' }, { cwd: '/' })
+    expect(direct.error?.code).toBe('UNKNOWN_TOOL')
+    expect(text(direct)).toContain('Available tools: run_code.')
+    let seen: unknown
+    ctx.on('tools/pre-execute', (payload, next) => {
+      seen = { origin: payload.context.origin, parent: payload.context.parentCallId }
+      return next()
+    })
+    const nested = await ctx.tools.execute({ callId: 'c1.1', name: 'read', arguments: '{"text":"x"}' }, { cwd: '/', origin: 'code', parentCallId: 'c1' })
+    expect(nested.error).toBeUndefined()
+    expect(text(nested)).toBe('read:x')
+    expect(seen).toEqual({ origin: 'code', parent: 'c1' })
+    const recursive = await ctx.tools.execute({ callId: 'c1.2', name: 'run_code', arguments: '{}' }, { cwd: '/', origin: 'code' })
+    expect(recursive.error?.code).toBe('UNKNOWN_TOOL')
+    expect(text(recursive)).toContain('Available tools: read.')
+    expect((await ctx.tools.execute({ callId: 'c2', name: 'run_code', arguments: '{}' }, { cwd: '/' })).error).toBeUndefined()
+  })
+
+  it('in native mode the entry tool is unknown to the model', async () => {
+    const ctx = await boot()
+    ctx.tools.register(echo('read'))
+    ctx.tools.register(entry())
+    const result = await ctx.tools.execute({ callId: 'c1', name: 'run_code', arguments: '{}' }, { cwd: '/' })
+    expect(result.error?.code).toBe('UNKNOWN_TOOL')
+    expect(text(result)).toContain('Available tools: read.')
+  })
+})
