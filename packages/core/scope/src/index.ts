@@ -208,3 +208,29 @@ function toChain(scope: ScopeChain): readonly string[] {
   if (typeof scope === 'string') return [scope]
   return scope
 }
+
+// ---- standing scopes ----
+//
+// A standing scope is carried by a Cordis context (set on a context derived with `ctx.extend`):
+// plugins mounted under that context inherit it through the prototype chain, and registries that
+// honour it (tools, system prompt) register their entries into it when the entry names no scope.
+// This is how a composition (an agent preset) mounts ordinary plugins for one agent.
+
+const STANDING = Symbol.for('dsh.scope.standing')
+
+/** Anything with Cordis' `extend(meta)`; kept structural so this package has no Cordis dependency. */
+export interface Extendable {
+  extend(meta?: object): this
+}
+
+/** A context derived from `ctx` whose plugins register into `scope` by default. */
+export function withStandingScope<C extends Extendable>(ctx: C, scope: string): C {
+  if (typeof scope !== 'string' || scope === '') throw new TypeError('withStandingScope: scope must be a non-empty string')
+  return ctx.extend({ [STANDING]: scope })
+}
+
+/** The standing scope `ctx` inherits, or undefined (a global context). */
+export function standingScope(ctx: object | undefined): string | undefined {
+  const value = ctx ? (ctx as Record<symbol, unknown>)[STANDING] : undefined
+  return typeof value === 'string' ? value : undefined
+}

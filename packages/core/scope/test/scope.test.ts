@@ -130,3 +130,19 @@ describe('ScopedRegistry', () => {
     expect(r.resolve(scopeKey('a'))).toEqual([])
   })
 })
+
+describe('standing scope', () => {
+  it('is carried by derived contexts and absent elsewhere', async () => {
+    const { withStandingScope, standingScope } = await import('@dsh/scope')
+    const { Context } = await import('cordis')
+    const root = new Context()
+    expect(standingScope(root)).toBeUndefined()
+    const scoped = withStandingScope(root, 'agent:x')
+    expect(standingScope(scoped)).toBe('agent:x')
+    let seen: string | undefined
+    await scoped.plugin({ name: 'probe', apply: (inner: typeof root) => void (seen = standingScope(inner)) })
+    expect(seen).toBe('agent:x')
+    expect(standingScope(root)).toBeUndefined()
+    expect(() => withStandingScope(root, '')).toThrow(TypeError)
+  })
+})
