@@ -6,7 +6,7 @@
 // here throws into the caller except misuse of the registration API.
 import { Context, Service } from 'cordis'
 import Schema from 'schemastery'
-import { ScopedRegistry } from '@dsh/scope'
+import { ScopedRegistry, standingScope } from '@dsh/scope'
 import type { ToolSchema } from '@dsh/llm'
 import { SchemaCompiler, type ArgumentValidator } from './schema.ts'
 import { abortReason, checkOutput, errorOutput, messageOf, toPayload } from './results.ts'
@@ -68,6 +68,7 @@ export class ToolRegistry extends Service {
     key: () => 'mode',
     label: 'tool presentation',
   })
+  private readonly restrictions = new ScopedRegistry<{ allow: (name: string) => boolean }>({ key: () => 'restriction', label: 'tool restriction' })
   private readonly compiler = new SchemaCompiler()
 
   constructor(ctx: Context, config: ToolRegistryConfig) {
@@ -79,6 +80,8 @@ export class ToolRegistry extends Service {
   /**
    * Adds a tool. Throws (TypeError) on a bad name or schema, and on a duplicate name in the same
    * scope. The registration is undone by the returned disposer or when the calling plugin unloads.
+   * A definition without `scope` registered from a context with a standing scope (`@dsh/scope`
+   * `withStandingScope`, e.g. a row of an agent preset) goes into that scope.
    */
   register<A>(def: ToolDefinition<A>): () => void {
     if (def === null || typeof def !== 'object') throw new TypeError('tools.register: expected a tool definition object')
@@ -92,8 +95,9 @@ export class ToolRegistry extends Service {
     }
     const entry: Entry = { def: def as ToolDefinition, validate: this.compiler.compile(def.name, def.parameters), live: true }
     const entries = this.entries
+    const scope = def.scope ?? standingScope(this.ctx)
     const dispose = this.ctx.effect(() => {
-      const remove = entries.register(entry, { scope: def.scope })
+      const remove = entries.register(entry, { scope })
       return () => {
         entry.live = false
         remove()
@@ -128,14 +132,38 @@ export class ToolRegistry extends Service {
 
   /** Tools visible from `scope` (scoped ones shadow global ones), sorted by name. */
   list(scope?: string): ToolDefinition[] {
+    const allowed = this.allowed(scope)
     return this.entries
       .resolve(scope)
       .map((entry) => entry.def)
+      .filter((def) => allowed(def.name))
       .sort((a, b) => compare(a.name, b.name))
   }
 
   get(name: string, scope?: string): ToolDefinition | undefined {
-    return this.entries.get(name, scope)?.def
+    return this.lookup(name, scope)?.def
+  }
+
+  /**
+   * Limits the tools visible from one agent scope to the names `allow` accepts (an agent preset's
+   * tool set). A hidden tool is absent from `list`/`schemas` and answers `UNKNOWN_TOOL` there.
+   * One restriction per scope; undone by the disposer or when the calling plugin unloads.
+   */
+  restrict(scope: string, allow: (name: string) => boolean): () => void {
+    if (typeof scope !== 'string' || scope === '') throw new TypeError('tools.restrict: scope must be a non-empty string')
+    if (typeof allow !== 'function') throw new TypeError('tools.restrict: allow must be a function')
+    const restrictions = this.restrictions
+    const dispose = this.ctx.effect(() => restrictions.register({ allow }, { scope }), `tool-restriction:${scope}`)
+    return () => void dispose()
+  }
+
+  private allowed(scope: string | undefined): (name: string) => boolean {
+    return (scope === undefined ? undefined : this.restrictions.get('restriction', scope)?.allow) ?? (() => true)
+  }
+
+  private lookup(name: string, scope: string | undefined): Entry | undefined {
+    const entry = this.entries.get(name, scope)
+    return entry && this.allowed(scope)(name) ? entry : undefined
   }
 
   /**
@@ -257,7 +285,7 @@ export class ToolRegistry extends Service {
         }
       }
     }
-    const entry = this.entries.get(name, context.scope)
+    const entry = this.lookup(name, context.scope)
     if (!entry || !visible(entry.def, this.presentAs(context.scope), context.origin ?? 'model')) {
       return { kind: 'done', call, output: this.unknownTool(name, context) }
     }
