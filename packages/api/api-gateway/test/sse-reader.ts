@@ -58,11 +58,21 @@ export class SseReader {
     return this.frames.filter((f) => f.id !== undefined)
   }
 
-  /** Waits until `test` holds; rejects if the stream ends first. */
-  async until(test: (frames: Frame[]) => boolean): Promise<void> {
+  /**
+   * Waits until `test` holds; rejects if the stream ends first, or after `timeoutMs` (naming the
+   * frames seen, so a hang in a slow CI run says where it stopped instead of timing out the test).
+   */
+  async until(test: (frames: Frame[]) => boolean, timeoutMs = 60_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs
+    const seen = () => JSON.stringify(this.frames.map((f) => f.event + (f.id ?? '') + (f.data?.type ? `:${f.data.type}` : '')))
     while (!test(this.frames)) {
-      if (this.ended) throw new Error(`the stream ended first; frames: ${JSON.stringify(this.frames.map((f) => f.event + (f.id ?? '')))}`)
-      await new Promise<void>((resolve) => this.waiters.push(resolve))
+      if (this.ended) throw new Error(`the stream ended first; frames: ${seen()}`)
+      const left = deadline - Date.now()
+      if (left <= 0) throw new Error(`no matching frame within ${timeoutMs} ms; frames: ${seen()}`)
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left)
+        this.waiters.push(() => (clearTimeout(timer), resolve()))
+      })
     }
   }
 

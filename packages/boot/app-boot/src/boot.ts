@@ -1,6 +1,6 @@
 // Booting a composition into a real Cordis tree through @cordisjs/plugin-loader, failing loud.
-import { Context, Logger, type Exporter, type Fiber } from 'cordis'
-import { Entry, evaluate, Group, Loader } from '@cordisjs/plugin-loader'
+import { Context, Logger, resolveConfig, type Exporter, type Fiber } from 'cordis'
+import { Entry, evaluate, Group, interpolate, Loader } from '@cordisjs/plugin-loader'
 import { DshUserError } from './errors.ts'
 import { isJsExpr } from './layer.ts'
 import { profileDirUrl, type Composition, type ResolvedRow } from './profile.ts'
@@ -19,6 +19,12 @@ export interface BootInfo {
    * each `--patch`). Their `!!js` runs at the next start, so a sandbox keeps them read-only.
    */
   layerFiles: readonly string[]
+  /**
+   * True while `probeComposition` mounts the tree only to check that every row comes up (`dsh
+   * plugin add`): the tree is disposed right after, `app/ready` is never emitted, and a surface
+   * that would start work from its apply (bind a port, open a browser) should stay passive.
+   */
+  probe?: boolean
 }
 
 let tsxReady: Promise<unknown> | undefined
@@ -77,8 +83,11 @@ export const formatFailure = (f: BootFailure) => `dsh: boot failed: row ${f.id} 
 /** The tree did not come up; `message` is one `dsh: boot failed: ...` line per reported row. */
 export class BootError extends DshUserError {
   override name = 'BootError'
-  constructor(readonly failures: BootFailure[]) {
+  /** Every failed row, including unmet injects left out of `failures` as fallout of another row. */
+  readonly all: BootFailure[]
+  constructor(readonly failures: BootFailure[], all: BootFailure[] = failures) {
     super(failures.map(formatFailure).join('\n'), 1)
+    this.all = all
   }
 }
 
@@ -109,6 +118,14 @@ export interface BootedTree {
    * its listeners (at most `stopGraceMs`), then disposes every row; all registrations unwind.
    */
   dispose(info?: StopInfo): Promise<void>
+  /**
+   * Re-composes the running tree in place (hot reload): rows whose config changed restart with the
+   * new config, disabled ones unload, new ones mount, removed ones unwind, and rows whose name,
+   * inject or other structure changed are re-created; unchanged rows are not touched. A change
+   * that does not come up (bad config, failed apply, unmet inject) is rolled back to the previous
+   * rows, so the last good tree keeps serving. Reloads run one at a time.
+   */
+  reload(comp: Composition): Promise<ReloadReport>
 }
 
 export interface BootOptions {
@@ -125,6 +142,25 @@ export interface BootOptions {
   importModule?: (url: string) => Promise<unknown>
   /** Upper bound for the `app/stopping` phase of `dispose()` (default DEFAULT_STOP_GRACE_MS). */
   stopGraceMs?: number
+}
+
+const PROBE = Symbol('probe')
+type InternalBootOptions = BootOptions & { [PROBE]?: boolean }
+
+/**
+ * Mounts the composition only to see whether every row comes up, then disposes it: no
+ * `app/ready`, no stopping phase, `ctx.loader.exit()` ignored, `ctx.bootInfo.probe` set. Resolves
+ * with every failure (unmet injects included), empty when the tree came up.
+ */
+export async function probeComposition(comp: Composition, opts: BootOptions = {}): Promise<BootFailure[]> {
+  try {
+    const tree = await bootComposition(comp, { ...opts, bootInfo: { ...opts.bootInfo, probe: true }, [PROBE]: true } as InternalBootOptions)
+    await tree.dispose()
+    return []
+  } catch (error) {
+    if (error instanceof BootError) return error.all
+    throw error
+  }
 }
 
 const firstLine = (error: unknown) => String((error as Error)?.message ?? error).split('\n')[0]
@@ -182,12 +218,53 @@ interface FiberInternals {
   _store: Record<string, unknown>
 }
 
+/** One fail-loud check of the mounted tree: every enabled row is active, else one failure each. */
+function checkRows(loader: DshLoader, enabled: readonly ResolvedRow[], errors: readonly LoaderError[]): BootFailure[] {
+  const failures: BootFailure[] = []
+  const unattributed = errors.filter((e) => !e.entry)
+  for (const r of enabled) {
+    const { id, name } = r.row
+    const entry = loader.store[id] as Entry | undefined
+    const fiber = entry?.fiber as unknown as FiberInternals | undefined
+    if (!entry || !fiber) {
+      const own = errors.find((e) => e.entry === entry && entry)
+        ?? unattributed.find((e) => String((e.error as Error)?.stack).includes(`#${id}`))
+        ?? unattributed[0]
+      failures.push({ id, name, kind: 'import', cause: own ? `cannot load: ${firstLine(own.error)}` : 'did not mount' })
+      continue
+    }
+    if (fiber._error) {
+      const error = fiber._error as Error
+      failures.push(error?.name === 'ValidationError'
+        ? { id, name, kind: 'config', cause: describeConfigError(error) }
+        : { id, name, kind: 'apply', cause: `apply failed: ${firstLine(error)}` })
+      continue
+    }
+    if (fiber.state !== 2 /* FiberState.ACTIVE */) {
+      const missing = Object.keys(fiber.inject).filter((n) => !(n in fiber._store))
+      failures.push({
+        id, name, kind: 'inject',
+        cause: missing.length
+          ? `unmet inject: ${missing.map((n) => `"${n}"`).join(', ')} (no active row provides ${missing.length > 1 ? 'them' : 'it'})`
+          : `did not become active (state ${fiber.state})`,
+      })
+    }
+  }
+  return failures
+}
+
+interface LoaderError {
+  entry?: Entry
+  error: unknown
+}
+
 /**
  * Mounts the composed rows under a fresh root context and waits for the tree to settle. Any
  * enabled row that failed to resolve, import, validate its config or apply, or whose `inject`
  * is unmet, fails the boot: the partial tree is disposed and a BootError is thrown.
  */
 export async function bootComposition(comp: Composition, opts: BootOptions = {}): Promise<BootedTree> {
+  const probing = Boolean((opts as InternalBootOptions)[PROBE])
   const ctx = opts.context ?? new Context()
   const info: BootInfo = {
     profile: comp.profile.name,
@@ -211,7 +288,7 @@ export async function bootComposition(comp: Composition, opts: BootOptions = {})
   }
 
   // The loader reports import failures only through this event; keep them per entry.
-  const errors: { entry?: Entry; error: unknown }[] = []
+  const errors: LoaderError[] = []
   // `internal/error` is emitted by the loader but absent from Cordis' typed event map.
   ;(ctx.on as (name: string, listener: (this: Context, error: unknown) => void) => void)('internal/error', function (error) {
     errors.push({ entry: (this as unknown as Record<symbol, Entry | undefined>)[Entry.key], error })
@@ -276,53 +353,137 @@ export async function bootComposition(comp: Composition, opts: BootOptions = {})
   // before starting its server): that exit wins, and rows left waiting on it are not failures.
   let exitDuringBoot = false
   loader.onExit = (code) => {
+    if (probing) return
     exitDuringBoot = true
     exitResolve(code)
   }
 
   await loader.root.update(prepared.rows as never)
   await loader.await()
-  if (exitDuringBoot) return { ctx, loader, exited, dispose }
+  if (exitDuringBoot) return { ctx, loader, exited, dispose, reload: async () => ({ ok: false, changed: [], added: [], removed: [], failures: [], message: 'the app is exiting' }) }
 
-  const failures: BootFailure[] = []
-  const unattributed = errors.filter((e) => !e.entry)
-  for (const r of prepared.enabled) {
-    const { id, name } = r.row
-    const entry = loader.store[id] as Entry | undefined
-    const fiber = entry?.fiber as unknown as FiberInternals | undefined
-    if (!entry || !fiber) {
-      const own = errors.find((e) => e.entry === entry && entry)
-        ?? unattributed.find((e) => String((e.error as Error)?.stack).includes(`#${id}`))
-        ?? unattributed[0]
-      failures.push({ id, name, kind: 'import', cause: own ? `cannot load: ${firstLine(own.error)}` : 'did not mount' })
-      continue
-    }
-    if (fiber._error) {
-      const error = fiber._error as Error
-      failures.push(error?.name === 'ValidationError'
-        ? { id, name, kind: 'config', cause: describeConfigError(error) }
-        : { id, name, kind: 'apply', cause: `apply failed: ${firstLine(error)}` })
-      continue
-    }
-    if (fiber.state !== 2 /* FiberState.ACTIVE */) {
-      const missing = Object.keys(fiber.inject).filter((n) => !(n in fiber._store))
-      failures.push({
-        id, name, kind: 'inject',
-        cause: missing.length
-          ? `unmet inject: ${missing.map((n) => `"${n}"`).join(', ')} (no active row provides ${missing.length > 1 ? 'them' : 'it'})`
-          : `did not become active (state ${fiber.state})`,
-      })
-    }
-  }
+  const failures = checkRows(loader, prepared.enabled, errors)
   if (failures.length) {
     await dispose()
     // An unmet inject is most often a consequence of another row failing; report roots first.
     const roots = failures.filter((f) => f.kind !== 'inject')
-    throw new BootError(roots.length ? roots : failures)
+    throw new BootError(roots.length ? roots : failures, failures)
   }
+  const reload = reloader({ ctx, loader, errors, stderr, good: prepared })
+  if (probing) return { ctx, loader, exited, dispose, reload }
   // Every row is active: surfaces that drive the whole tree (the headless runner, servers)
   // start from here rather than from their own apply, so they never race a sibling row.
   ready = true
   await ctx.parallel('app/ready')
-  return { ctx, loader, exited, dispose }
+  return { ctx, loader, exited, dispose, reload }
+}
+
+/** What one `BootedTree.reload()` did. */
+export interface ReloadReport {
+  /** False when the new rows did not come up (the previous rows were restored) or could not be prepared. */
+  ok: boolean
+  /** Ids whose row changed in place (config, disabled) or was re-created (name, inject, ...). */
+  changed: string[]
+  added: string[]
+  removed: string[]
+  /** Why the reload was refused or rolled back; empty when `ok`. */
+  failures: BootFailure[]
+  /** Set when the reload did not run at all (the app is exiting). */
+  message?: string
+}
+
+/** The Cordis fiber fields a reload reads to validate a new config before restarting a row. */
+interface RuntimeInternals {
+  uid: number | null
+  runtime?: { Config?: unknown; callback: Record<symbol, unknown> }
+}
+
+/** Stable JSON of a prepared row (sorted keys; a `!!js` value serializes as its expression). */
+function stable(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(stable).join(',')}]`
+  if (value && typeof value === 'object') {
+    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${stable((value as Record<string, unknown>)[k])}`).join(',')}}`
+  }
+  return JSON.stringify(value) ?? 'null'
+}
+
+/** A deep copy the loader may mutate (it reorders keys and marks unloaded rows disabled). */
+function copyRow<T>(value: T): T {
+  if (Array.isArray(value)) return value.map(copyRow) as T
+  if (value && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, copyRow(v)])) as T
+  }
+  return value
+}
+
+/** Fields a running entry can take in place; a change to any other field re-creates the row. */
+const IN_PLACE = new Set(['config', 'disabled'])
+
+function reloader(state: { ctx: Context; loader: DshLoader; errors: LoaderError[]; stderr: NodeJS.WritableStream; good: Prepared }) {
+  const { ctx, loader, errors } = state
+  let queue: Promise<unknown> = Promise.resolve()
+  const run = async (comp: Composition): Promise<ReloadReport> => {
+    const next = prepareRows(comp.rows, ctx)
+    const report: ReloadReport = { ok: false, changed: [], added: [], removed: [], failures: next.failures }
+    if (next.failures.length) return report
+    const before = new Map(state.good.rows.map((r) => [r.id as string, r]))
+    const after = new Map(next.rows.map((r) => [r.id as string, r]))
+    const recreate: string[] = []
+    for (const [id, row] of after) {
+      const old = before.get(id)
+      if (!old) report.added.push(id)
+      else if (stable(old) !== stable(row)) {
+        report.changed.push(id)
+        const fields = new Set([...Object.keys(old), ...Object.keys(row)].filter((k) => stable(old[k]) !== stable(row[k])))
+        if ([...fields].some((f) => !IN_PLACE.has(f))) recreate.push(id)
+      }
+    }
+    for (const id of before.keys()) if (!after.has(id)) report.removed.push(id)
+    if (!report.added.length && !report.changed.length && !report.removed.length) return { ...report, ok: true }
+
+    // A new config for a running row is validated first: Cordis would throw it from inside the
+    // loader's update, leaving the old config running without telling anyone.
+    for (const id of report.changed) {
+      const row = after.get(id)!
+      if (recreate.includes(id) || row.disabled) continue
+      const entry = loader.store[id] as Entry | undefined
+      const fiber = entry?.fiber as unknown as RuntimeInternals | undefined
+      if (!entry || !fiber?.uid || !fiber.runtime || fiber.runtime.callback[Symbol.for('cordis.group')]) continue
+      try {
+        resolveConfig(fiber.runtime as never, interpolate(entry.ctx, row.config))
+      } catch (error) {
+        const name = String(next.enabled.find((r) => r.row.id === id)?.row.name ?? row.name)
+        report.failures.push((error as Error)?.name === 'ValidationError'
+          ? { id, name, kind: 'config', cause: describeConfigError(error as Error) }
+          : { id, name, kind: 'config', cause: `config: ${firstLine(error)}` })
+      }
+    }
+    if (report.failures.length) return report
+
+    const mount = async (rows: Record<string, unknown>[], fresh: readonly string[]) => {
+      for (const id of fresh) if (loader.store[id]) loader.root.remove(id)
+      await loader.root.update(copyRow(rows) as never)
+      await loader.await()
+    }
+    const seen = errors.length
+    await mount(next.rows, recreate)
+    const failures = checkRows(loader, next.enabled, errors.slice(seen))
+    if (!failures.length) {
+      state.good = next
+      return { ...report, ok: true }
+    }
+    // Back to the last good rows: re-created and added rows go, changed ones get their old fields.
+    const roots = failures.filter((f) => f.kind !== 'inject')
+    report.failures = roots.length ? roots : failures
+    const restoreSeen = errors.length
+    await mount(state.good.rows, recreate)
+    const still = checkRows(loader, state.good.enabled, errors.slice(restoreSeen))
+    for (const f of still) state.stderr.write(`dsh: warning: after a failed reload, the previous row did not come back: ${formatFailure(f).replace(/^dsh: /, '')}\n`)
+    return report
+  }
+  return (comp: Composition): Promise<ReloadReport> => {
+    const result = queue.then(() => run(comp))
+    queue = result.catch(() => undefined)
+    return result
+  }
 }
