@@ -8,7 +8,7 @@ import { arch, release, type as osType } from 'node:os'
 import { basename, dirname, join } from 'node:path'
 import { Context, Service, symbols } from 'cordis'
 import Schema from 'schemastery'
-import { ScopedRegistry } from '@dsh/scope'
+import { ScopedRegistry, standingScope } from '@dsh/scope'
 import type { ToolSchema } from '@dsh/llm'
 import { VARIABLE_NAME_PATTERN, placeholders, render, tidy } from './template.ts'
 
@@ -142,6 +142,13 @@ type SectionEntry = ResolvedSection
 
 interface PersonaEntry {
   text: string
+  /** The persona is the whole prompt for its scope: no identity, no sections. */
+  owns: boolean
+}
+
+export interface PersonaOptions {
+  /** The persona replaces the whole system prompt (identity and every section) for its scope. */
+  owns?: boolean
 }
 
 declare module 'cordis' {
@@ -206,7 +213,9 @@ export class SystemPrompt extends Service {
    */
   registerSection(section: PromptSection): () => void {
     if (section === null || typeof section !== 'object') throw new TypeError('systemPrompt.registerSection: expected a section object')
-    const { id, order, text, scope } = section
+    const { id, order, text } = section
+    // A section that names no scope goes into the caller's standing scope (a preset row's mount).
+    const scope = section.scope ?? standingScope(this.ctx)
     if (typeof id !== 'string' || id === '') throw new TypeError('systemPrompt.registerSection: id must be a non-empty string')
     if (typeof order !== 'number' || !Number.isFinite(order)) throw new TypeError(`prompt section "${id}": order must be a finite number`)
     if (typeof text !== 'string') throw new TypeError(`prompt section "${id}": text must be a string`)
@@ -236,13 +245,17 @@ export class SystemPrompt extends Service {
 
   /**
    * Sets the persona: without a scope it replaces the configured deployment persona; with a scope
-   * it shadows the global persona for that agent only. One persona per scope at a time.
+   * it shadows the global persona for that agent only. One persona per scope at a time. Without a
+   * scope, a caller with a standing scope sets the persona of that scope. `{owns: true}` makes the
+   * persona the whole prompt (no identity, no sections) wherever it applies.
    */
-  setPersona(text: string, scope?: string): () => void {
+  setPersona(text: string, scope?: string, options: PersonaOptions = {}): () => void {
     if (typeof text !== 'string') throw new TypeError('systemPrompt.setPersona: text must be a string')
+    scope ??= standingScope(this.ctx)
     this.checkText(scope === undefined ? 'persona' : `persona of scope "${scope}"`, text)
     const personas = this.personas
-    const dispose = this.ctx.effect(() => personas.register({ text }, { scope }), `persona:${scope ?? 'global'}`)
+    const entry: PersonaEntry = { text, owns: options.owns === true }
+    const dispose = this.ctx.effect(() => personas.register(entry, { scope }), `persona:${scope ?? 'global'}`)
     return () => void dispose()
   }
 
@@ -259,6 +272,11 @@ export class SystemPrompt extends Service {
   /** The persona text in effect for `scope` (unrendered). */
   persona(scope?: string): string {
     return this.personas.get('persona', scope)?.text ?? this.defaultPersona
+  }
+
+  /** Whether the persona in effect for `scope` owns the whole prompt. */
+  personaOwns(scope?: string): boolean {
+    return this.personas.get('persona', scope)?.owns === true
   }
 
   /**
@@ -286,13 +304,15 @@ export class SystemPrompt extends Service {
       cache.set(name, text)
       return text
     }
+    const tools = (input.tools ?? []).slice().sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    const persona = self.personas.get('persona', input.scope)
+    if (persona?.owns) return { system: tidy(render(persona.text, lookup('persona'))), tools }
     const parts: string[] = [render(self.identity, lookup('identity'))]
     const sections = self.ordered(input.scope)
     for (const section of sections) if (section.stable) parts.push(render(section.text, lookup(`prompt section "${section.id}"`)))
     parts.push(render(self.persona(input.scope), lookup('persona')))
     for (const section of sections) if (!section.stable) parts.push(render(section.text, lookup(`prompt section "${section.id}"`)))
     const system = parts.map(tidy).filter((part) => part !== '').join('\n\n')
-    const tools = (input.tools ?? []).slice().sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
     return { system, tools }
   }
 
