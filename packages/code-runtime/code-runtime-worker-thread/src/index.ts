@@ -1,0 +1,56 @@
+// @dsh/code-runtime-worker-thread: the `ctx.codeRuntime` provider that runs each program in ONE
+// fresh Node worker thread (separate isolate, empty environment, heap cap, hard termination).
+// Containment, not a security boundary: a program can do what the process can (fs, network).
+import type { Context } from 'cordis'
+import Schema from 'schemastery'
+import { CodeRuntime, checkRequest, type CodeRunRequest, type CodeRunResult, type ResolvedCodeRun } from '@dsh/code-runtime'
+import { runInWorker } from './run.ts'
+
+export { runInWorker, type RunLimits } from './run.ts'
+export { stripTypes, TypeStripError } from './strip.ts'
+
+export interface WorkerThreadCodeRuntimeConfig {
+  timeoutMs: number
+  maxTimeoutMs: number
+  memoryMb: number
+  maxLogChars: number
+}
+
+export class WorkerThreadCodeRuntime extends CodeRuntime {
+  static Config: Schema<Partial<WorkerThreadCodeRuntimeConfig>, WorkerThreadCodeRuntimeConfig> = Schema.object({
+    timeoutMs: Schema.natural().min(1).default(60_000).description('Time budget of a run that names none, in ms (binding calls included).'),
+    maxTimeoutMs: Schema.natural().min(1).default(600_000).description('Largest time budget a request may ask for, in ms.'),
+    memoryMb: Schema.natural().min(8).default(256).description('Heap cap of each worker, in MiB (V8 old generation).'),
+    maxLogChars: Schema.natural().min(0).default(50_000).description('Console output kept per run, in characters.'),
+  })
+
+  constructor(
+    ctx: Context,
+    readonly config: WorkerThreadCodeRuntimeConfig,
+  ) {
+    super(ctx)
+    if (config.timeoutMs > config.maxTimeoutMs) throw new TypeError(`code-runtime-worker-thread: timeoutMs (${config.timeoutMs}) exceeds maxTimeoutMs (${config.maxTimeoutMs})`)
+  }
+
+  /** Defaults from config; `timeoutMs` is capped at `maxTimeoutMs`. Throws TypeError for a malformed request. */
+  resolve(request: CodeRunRequest): ResolvedCodeRun {
+    const problem = checkRequest(request)
+    if (problem) throw new TypeError(`codeRuntime.run: ${problem}`)
+    return {
+      ...request,
+      language: request.language ?? 'typescript',
+      bindings: request.bindings ?? {},
+      globals: request.globals ?? {},
+      timeoutMs: Math.min(request.timeoutMs ?? this.config.timeoutMs, this.config.maxTimeoutMs),
+      memoryMb: request.memoryMb ?? this.config.memoryMb,
+      filename: request.filename ?? 'program.ts',
+    }
+  }
+
+  run(request: CodeRunRequest): Promise<CodeRunResult> {
+    return runInWorker(this.resolve(request), { maxLogChars: this.config.maxLogChars })
+  }
+}
+
+export const name = 'code-runtime-worker-thread'
+export default WorkerThreadCodeRuntime
