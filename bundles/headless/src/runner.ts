@@ -8,6 +8,7 @@ import Schema from 'schemastery'
 import type { Agent, ModelSelection, RequestErrorDecision, RequestErrorPayload, TurnResult } from '@dsh/agent'
 import type { Session, SessionEvent } from '@dsh/session'
 import type { TokenUsage } from '@dsh/llm'
+import { splitOptionalValues } from '@dsh/cmdline'
 import { HELP } from './help.ts'
 // Type-only: the `declare module 'cordis'` blocks that type `ctx.get('commands' | 'durableSessions' |
 // 'permissionPresets')`; each row is optional in a profile, so each lookup may be undefined.
@@ -58,25 +59,10 @@ export interface HeadlessOptions {
   help: boolean
 }
 
-/**
- * `-r`/`--resume` take an optional id: a following token that is missing or is an option means
- * "no id". Returns argv with such a bare flag removed, and whether one was seen.
- */
+/** `-r`/`--resume` take an optional id: bare, they open the newest/picker (see splitOptionalValues). */
 function splitOptionalResume(argv: readonly string[]): { args: string[]; pick: boolean } {
-  const args: string[] = []
-  let pick = false
-  for (let i = 0; i < argv.length; i++) {
-    const token = argv[i]
-    if (token === '--') {
-      args.push(...argv.slice(i))
-      break
-    }
-    const next = argv[i + 1]
-    if ((token === '-r' || token === '--resume') && (next === undefined || (next.startsWith('-') && next !== '-'))) pick = true
-    else if (token === '--resume=') pick = true
-    else args.push(token)
-  }
-  return { args, pick }
+  const { args, bare } = splitOptionalValues(argv, [{ long: 'resume', short: 'r' }])
+  return { args, pick: bare.has('resume') }
 }
 
 /**

@@ -1,5 +1,6 @@
 // The terminal UI's own command line (what follows the launcher's flags).
 import { parseArgs } from 'node:util'
+import { splitOptionalValues } from '@dsh/cmdline'
 
 export class UsageError extends Error {}
 
@@ -35,19 +36,9 @@ Ctrl+C clears the input (twice on an empty input exits) · Ctrl+D on an empty in
 
 /** Parses the app arguments; throws UsageError with a one-line message for a mistake. */
 export function parseTuiArgs(argv: readonly string[]): TuiOptions {
-  // `-r` takes an optional id: a following token that is missing or is an option means "no id".
-  const args: string[] = []
-  let pick = false
-  for (let i = 0; i < argv.length; i++) {
-    const token = argv[i]
-    if (token === '--') {
-      args.push(...argv.slice(i))
-      break
-    }
-    const next = argv[i + 1]
-    if ((token === '-r' || token === '--resume') && (next === undefined || next.startsWith('-'))) pick = true
-    else args.push(token)
-  }
+  // `-r` takes an optional id: bare (nothing or an option follows, or `--resume=`), it opens the picker.
+  const { args, bare } = splitOptionalValues(argv, [{ long: 'resume', short: 'r' }])
+  const pick = bare.has('resume')
   let parsed
   try {
     parsed = parseArgs({

@@ -9,6 +9,9 @@ describe('parseTuiArgs', () => {
     expect(parseTuiArgs(['-r'])).toMatchObject({ resumePick: true })
     expect(parseTuiArgs(['-r', '--model', 'x'])).toMatchObject({ resumePick: true, model: 'x' })
     expect(parseTuiArgs(['-r', 'abc'])).toMatchObject({ resume: 'abc', resumePick: false })
+    // The same optional-value rule as headless (@dsh/cmdline): `--resume=` is bare, `--` ends options.
+    expect(parseTuiArgs(['--resume='])).toMatchObject({ resumePick: true })
+    expect(parseTuiArgs(['--resume', '--', '-r'])).toMatchObject({ resumePick: true, prompt: '-r' })
     expect(parseTuiArgs(['--permission-mode', 'read-only', 'fix', 'it'])).toMatchObject({ permissionMode: 'read-only', prompt: 'fix it' })
   })
 

@@ -57,6 +57,33 @@ export function parseView(argv: readonly string[]): ParsedView {
   return { positionals, flags }
 }
 
+/**
+ * For flags whose value is optional (`-r [id]`): a flag followed by nothing or by another option
+ * (`-x`, `--x`; a lone `-` is a value, as in POSIX) has no value, and so has `--flag=`. Returns
+ * argv without those bare flags, and the names of the flags seen bare, so a strict parser can treat
+ * the flag as taking a string. Everything after `--` is left alone.
+ */
+export function splitOptionalValues(
+  argv: readonly string[],
+  flags: ReadonlyArray<{ long: string; short?: string }>,
+): { args: string[]; bare: Set<string> } {
+  const args: string[] = []
+  const bare = new Set<string>()
+  for (let i = 0; i < argv.length; i++) {
+    const token = argv[i]
+    if (token === '--') {
+      args.push(...argv.slice(i))
+      break
+    }
+    const next = argv[i + 1]
+    const flag = flags.find((f) => token === `--${f.long}` || token === `--${f.long}=` || (f.short !== undefined && token === `-${f.short}`))
+    const valueless = next === undefined || (next.startsWith('-') && next !== '-')
+    if (flag && (token.endsWith('=') || valueless)) bare.add(flag.long)
+    else args.push(token)
+  }
+  return { args, bare }
+}
+
 export class CmdlineArgs extends Service {
   static Config: Schema<CmdlineConfig> = Schema.object({
     // A union keeps an absent `args` absent (a bare array schema would default it to []).

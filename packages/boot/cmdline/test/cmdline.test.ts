@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { Context } from 'cordis'
-import CmdlineArgs, { parseView } from '../src/index.ts'
+import CmdlineArgs, { parseView, splitOptionalValues } from '../src/index.ts'
 
 describe('parseView', () => {
   it('separates positionals from flags without consuming values', () => {
@@ -49,5 +49,19 @@ describe('ctx.cmdlineArgs', () => {
     const ctx = new Context()
     await ctx.plugin(CmdlineArgs, { args: ['--bogus'] })
     expect(() => ctx.get('cmdlineArgs')!.parse({ port: { type: 'string' } })).toThrow(/bogus/)
+  })
+})
+
+describe('splitOptionalValues', () => {
+  const resume = [{ long: 'resume', short: 'r' }]
+  it('removes a flag with no value (end, option next, or `--x=`) and names it; keeps a valued one', () => {
+    expect(splitOptionalValues(['-r'], resume)).toEqual({ args: [], bare: new Set(['resume']) })
+    expect(splitOptionalValues(['-r', '-p', 'x'], resume)).toEqual({ args: ['-p', 'x'], bare: new Set(['resume']) })
+    expect(splitOptionalValues(['--resume=', 'task'], resume)).toEqual({ args: ['task'], bare: new Set(['resume']) })
+    expect(splitOptionalValues(['--resume', 'abc'], resume)).toEqual({ args: ['--resume', 'abc'], bare: new Set() })
+    // A lone `-` is a value (POSIX), and nothing after `--` is looked at.
+    expect(splitOptionalValues(['-r', '-'], resume)).toEqual({ args: ['-r', '-'], bare: new Set() })
+    expect(splitOptionalValues(['--', '-r'], resume)).toEqual({ args: ['--', '-r'], bare: new Set() })
+    expect(splitOptionalValues(['-x', '-r', '--'], resume)).toEqual({ args: ['-x', '--'], bare: new Set(['resume']) })
   })
 })
