@@ -6,6 +6,9 @@ import { dumpComposition } from './dump.ts'
 import { applyDotEnv } from './env.ts'
 import { DshUserError } from './errors.ts'
 import { composeProfile, ensureProfile } from './profile.ts'
+import { watchLayers, type WatchOptions } from './watch.ts'
+import { homeLayout } from '@dsh/home-paths'
+import { join, resolve } from 'node:path'
 
 export interface RunOptions {
   profile: string
@@ -37,6 +40,11 @@ export interface RunTreeOptions {
   exitWhenIdle?: boolean
   /** What a second signal during shutdown does (default: `process.exit(code)`). */
   forceExit?: (code: number) => void
+  /**
+   * Hot reload (long-lived hosts only): after the boot, edits of these files re-compose the running
+   * tree through `BootedTree.reload`; each outcome is one line on `stderr`.
+   */
+  watch?: Pick<WatchOptions, 'files' | 'recompose' | 'debounceMs'>
 }
 
 /**
@@ -71,6 +79,10 @@ export async function runTree(boot: () => Promise<BootedTree>, opts: RunTreeOpti
   }
   try {
     const tree = await boot()
+    if (opts.watch && opts.watch.files.length) {
+      const watcher = watchLayers(tree, { ...opts.watch, name: opts.name, report: (line) => void stderr.write(line + '\n') })
+      cleanups.push(() => watcher.close())
+    }
     if (opts.exitWhenIdle) {
       const idle = () => request({ reason: 'idle', code: 0 })
       process.once('beforeExit', idle)
@@ -98,7 +110,8 @@ export async function runApp(opts: RunOptions): Promise<number> {
     const home = resolveDshHome(env)
     applyDotEnv({ env, cwd, home })
     const { dir } = ensureProfile(home, opts.profile, opts.templatesDir)
-    const comp = composeProfile({ home, profileName: opts.profile, profileDir: dir, patches: opts.patches, installBase: opts.installBase, cwd })
+    const composeOpts = { home, profileName: opts.profile, profileDir: dir, patches: opts.patches, installBase: opts.installBase, cwd }
+    const comp = composeProfile(composeOpts)
     for (const w of comp.warnings) stderr.write(`dsh: warning: ${w}\n`)
     if (opts.dumpConfig) {
       stdout.write(dumpComposition(comp))
@@ -106,7 +119,16 @@ export async function runApp(opts: RunOptions): Promise<number> {
     }
     return await runTree(
       () => bootComposition(comp, { bootInfo: { home, cwd, appArgs: opts.appArgs ?? [] }, stderr }),
-      { name: 'dsh', stderr, handleSignals: opts.handleSignals, exitWhenIdle: true },
+      {
+        name: 'dsh', stderr, handleSignals: opts.handleSignals, exitWhenIdle: true,
+        // Profiles that serve (web, tui) opt in with `dsh.profile.hotReload`; a one-shot never reloads.
+        watch: comp.hotReload
+          ? {
+              files: [join(dir, 'cordis.patch.yml'), join(dir, 'package.json'), homeLayout(home).patch, ...(opts.patches ?? []).map((p) => resolve(cwd, p))],
+              recompose: () => composeProfile(composeOpts),
+            }
+          : undefined,
+      },
     )
   } catch (error) {
     if (error instanceof DshUserError) {

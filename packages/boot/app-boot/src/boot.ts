@@ -305,7 +305,7 @@ export async function bootComposition(comp: Composition, opts: BootOptions = {})
 
   const prepared = prepareRows(comp.rows, ctx)
   if (prepared.failures.length) throw new BootError(prepared.failures)
-  if (hasUserFileRows(comp.rows)) shareInstallModules(comp.installBase)
+  if (hasUserFileRows(comp.rows, [comp.profile.dir])) shareInstallModules(comp.installBase)
 
   let loader!: DshLoader
   const host = ctx.plugin({
@@ -424,6 +424,7 @@ function reloader(state: { ctx: Context; loader: DshLoader; errors: LoaderError[
   let queue: Promise<unknown> = Promise.resolve()
   const run = async (comp: Composition): Promise<ReloadReport> => {
     const next = prepareRows(comp.rows, ctx)
+    if (hasUserFileRows(comp.rows, [comp.profile.dir])) shareInstallModules(comp.installBase)
     const report: ReloadReport = { ok: false, changed: [], added: [], removed: [], failures: next.failures }
     if (next.failures.length) return report
     const before = new Map(state.good.rows.map((r) => [r.id as string, r]))

@@ -13,7 +13,8 @@ export {
 export { dumpComposition } from './dump.ts'
 export { applyDotEnv, layerEnv, readEnvFile } from './env.ts'
 export {
-  BootError, bootComposition, DEFAULT_STOP_GRACE_MS, DshLoader, formatFailure,
-  type BootedTree, type BootFailure, type BootFailureKind, type BootInfo, type BootOptions, type StopInfo,
+  BootError, bootComposition, DEFAULT_STOP_GRACE_MS, DshLoader, formatFailure, probeComposition,
+  type BootedTree, type BootFailure, type BootFailureKind, type BootInfo, type BootOptions, type ReloadReport, type StopInfo,
 } from './boot.ts'
+export { watchLayers, type LayerWatcher, type WatchOptions } from './watch.ts'
 export { runApp, runTree, SIGNAL_EXIT_CODES, type RunOptions, type RunTreeOptions } from './app.ts'

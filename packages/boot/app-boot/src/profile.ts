@@ -14,6 +14,8 @@ export interface ProfileManifest {
   dir: string
   packageJson: string
   bundles: string[]
+  /** `dsh.profile.hotReload`: a long-lived profile (web, tui) re-composes on edits of its layer files. */
+  hotReload: boolean
 }
 
 export interface BundleManifest {
@@ -58,7 +60,11 @@ export function readProfile(dir: string, name: string = basename(dir)): ProfileM
   if (!Array.isArray(bundles) || bundles.some((b) => typeof b !== 'string' || !b)) {
     throw new DshUserError(`${packageJson}: field "dsh.profile.bundles" must be a list of package names`)
   }
-  return { name, dir, packageJson, bundles: bundles as string[] }
+  const hotReload = field(pkg, 'dsh.profile.hotReload')
+  if (hotReload !== undefined && typeof hotReload !== 'boolean') {
+    throw new DshUserError(`${packageJson}: field "dsh.profile.hotReload" must be true or false`)
+  }
+  return { name, dir, packageJson, bundles: bundles as string[], hotReload: hotReload === true }
 }
 
 function findPackageJson(name: string, fromDir: string): string | undefined {
@@ -168,6 +174,8 @@ export interface Composition {
   warnings: string[]
   /** The installation fallback for resolution (normally the cli's package.json). */
   installBase: string
+  /** The profile's `dsh.profile.hotReload` (false for compositions built from explicit layers). */
+  hotReload?: boolean
 }
 
 export interface ComposeOptions {
@@ -237,6 +245,7 @@ export function composeProfile(opts: ComposeOptions): Composition {
     rows: applied.rows.map((r) => resolveRow(r, opts.installBase)),
     warnings: applied.warnings,
     installBase: opts.installBase,
+    hotReload: profile.hotReload,
   }
 }
 

@@ -29,9 +29,18 @@ export async function resolve(specifier, context, next) {
 
 let registered = false
 
-/** True when some row (or group child) is a file the user named by path rather than a package. */
-export function hasUserFileRows(rows: readonly ResolvedRow[]): boolean {
-  return rows.some((r) => (typeof r.row.name === 'string' && !isBareSpecifier(r.row.name) && !r.row.name.startsWith('cordis:')) || (r.children ? hasUserFileRows(r.children) : false))
+/**
+ * True when some row (or group child) is a file the user named by path rather than a package, or
+ * a package installed under one of `userDirs` (a profile's own node_modules, where `dsh plugin
+ * add` puts plugins without their cordis/schemastery peers).
+ */
+export function hasUserFileRows(rows: readonly ResolvedRow[], userDirs: readonly string[] = []): boolean {
+  const prefixes = userDirs.map((d) => pathToFileURL(d.endsWith('/') ? d : d + '/').href)
+  const user = (r: ResolvedRow): boolean =>
+    (typeof r.row.name === 'string' && !isBareSpecifier(r.row.name) && !r.row.name.startsWith('cordis:'))
+    || (r.url !== undefined && prefixes.some((p) => r.url!.startsWith(p)))
+    || (r.children ? r.children.some(user) : false)
+  return rows.some(user)
 }
 
 /**
