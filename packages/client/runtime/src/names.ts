@@ -22,6 +22,10 @@ export const SLOTS = {
   toolView: 'tool.call.toolview',
   /** Page-wide overlays (dialogs), in order. */
   overlay: 'app.overlay',
+  /** The Settings dialog: a single seat (the shell's key-only dialog is the fallback). */
+  settingsDialog: 'settings.dialog',
+  /** Controls inside the composer beside its buttons (model picker), in order. */
+  composerTools: 'conversation.composer.tools',
 } as const
 
 export type SlotName = (typeof SLOTS)[keyof typeof SLOTS]
@@ -45,5 +49,7 @@ declare module './slots.ts' {
     'sidebar.header': Record<string, never>
     'sidebar.footer': Record<string, never>
     'app.overlay': Record<string, never>
+    'settings.dialog': { onClose: () => void }
+    'conversation.composer.tools': SessionSlotProps
   }
 }

@@ -61,7 +61,7 @@ export function App({ launchCwd }: { launchCwd?: string }) {
         {panelOpen ? <SidePanel /> : null}
       </div>
       {dialog === 'shortcuts' ? <ShortcutsDialog onClose={() => setDialog(undefined)} /> : null}
-      {dialog === 'settings' ? <SettingsDialog onClose={() => setDialog(undefined)} /> : null}
+      {dialog === 'settings' ? <Slot name="settings.dialog" single props={{ onClose: () => setDialog(undefined) }} fallback={<SettingsDialog onClose={() => setDialog(undefined)} />} /> : null}
       <Slot name="app.overlay" />
     </ShellContext.Provider>
   )

@@ -86,7 +86,7 @@ export function apply(ctx: Context): void {
     )
   }
 
-  function ComposerSeat({ sessionId, row }: SessionSlotProps) {
+  function ComposerSeat({ sessionId, row, feed }: SessionSlotProps) {
     const t = useStableT(NAMESPACE)
     const c = useCtx()
     const model = useSessionModel(sessionId)
@@ -111,7 +111,7 @@ export function apply(ctx: Context): void {
       if (text) store.drafts.set(sessionId, text)
       else store.drafts.delete(sessionId)
     }
-    return <Composer key={sessionId} t={t} running={running} disabled={row?.archived === true} onSend={onSend} onCancel={onCancel} history={history} autoFocus initialText={store.drafts.get(sessionId) ?? ''} onDraftChange={onDraftChange} />
+    return <Composer key={sessionId} t={t} running={running} disabled={row?.archived === true} onSend={onSend} onCancel={onCancel} history={history} tools={<Slot name="conversation.composer.tools" props={{ sessionId, feed, ...(row ? { row } : {}) }} />} autoFocus initialText={store.drafts.get(sessionId) ?? ''} onDraftChange={onDraftChange} />
   }
 
   function PanelSections({ sessionId }: SessionSlotProps) {
