@@ -31,7 +31,7 @@ export function goalHarness(script: ScriptEntry[], options: Omit<HarnessOptions,
 /** The goal id named in the request's last user message (a round prompt). */
 export function goalIdIn(request: LlmRequest): string {
   const text = JSON.stringify(request.messages)
-  const match = /Goal id: (goal-[a-z0-9]+)/.exec(text) ?? /Goal (goal-[a-z0-9]+)/.exec(text)
+  const match = /Goal id: (goal-\d+)/.exec(text) ?? /Goal (goal-\d+)/.exec(text)
   if (!match) throw new Error('no goal id in the request')
   return match[1]
 }

@@ -169,8 +169,12 @@ export function spentBudget(goal: Goal): string | undefined {
   return undefined
 }
 
-let counter = 0
-const newGoalId = (): GoalId => asGoalId(`goal-${Date.now().toString(36)}${(counter++ % 1296).toString(36).padStart(2, '0')}`)
+/** Goal ids number the goals of one session: `goal-1`, `goal-2`, ... (stable across resume and fork). */
+function newGoalId(session: Pick<Session, 'events'>): GoalId {
+  let created = 0
+  for (const event of session.events) if (event.type === 'goal/set' && event.data.action === 'create') created++
+  return asGoalId(`goal-${created + 1}`)
+}
 
 export class GoalService extends Service {
   static Config = Config
@@ -252,7 +256,7 @@ export class GoalService extends Service {
     const objective = this.objective(input.objective)
     const now = Date.now()
     const goal: Goal = {
-      id: newGoalId(),
+      id: newGoalId(session),
       objective,
       status: 'active',
       ...(input.maxRounds !== undefined ? { maxRounds: checkBudget('maxRounds', input.maxRounds) } : {}),
