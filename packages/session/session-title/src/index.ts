@@ -7,6 +7,7 @@ import Schema from 'schemastery'
 import type { AnySessionEvent, Session, SessionId } from '@dsh/session'
 import type { UserContentBlock } from '@dsh/llm'
 import type {} from '@dsh/session-persistence'
+import type { ProjectionUnit } from '@dsh/session-projection'
 
 declare module 'cordis' {
   interface Context {
@@ -38,6 +39,14 @@ export function foldSessionTitle(events: Iterable<AnySessionEvent>): SessionTitl
     if (event.type === 'session/title') found = { title: event.data.title, source: event.data.source, seq: event.seq, time: event.time }
   }
   return found
+}
+
+/** The `title` projection unit: the latest `session/title` (null before the first one). */
+export const titleUnit: ProjectionUnit<SessionTitle | null> = {
+  name: 'title',
+  version: 1,
+  init: () => null,
+  fold: (state, event) => (event.type === 'session/title' ? { title: event.data.title, source: event.data.source, seq: event.seq, time: event.time } : state),
 }
 
 /** Text blocks of a message, whitespace collapsed. */
@@ -117,6 +126,7 @@ export class SessionTitleService extends Service {
     this.maxLength = config.maxLength ?? 60
     ctx.on('session/event', (session, event) => this.onEvent(session, event))
     ctx.on('session/deleted', (session) => this.cancel(session.id))
+    ctx.inject(['sessionProjections'], (inner) => void inner.sessionProjections.register(titleUnit))
     ctx.effect(() => () => {
       for (const id of [...this.work.keys()]) this.cancel(id)
     }, 'session-title: cancel work')
@@ -209,7 +219,9 @@ export class SessionTitleService extends Service {
     this.cancel(session.id)
     const controller = new AbortController()
     const current = this.get(session.id)
-    const work: Work = {
+    // Assigned before the body's first await can reach `finally`.
+    let work: Work | undefined
+    work = {
       controller,
       done: (async () => {
         try {

@@ -1,0 +1,248 @@
+// @dsh/session-stats: the `sessionStats` projection unit. Whole-log figures of a session and of each
+// of its turns, folded from the log alone: turns, steps, model calls, tokens (input, output, cache
+// read and write, reasoning), cost where a price is configured, time to first token, decode time,
+// model time, and tool time by tool. Times are differences of event `time` stamps (milliseconds).
+import type { Context } from 'cordis'
+import Schema from 'schemastery'
+import type { AnySessionEvent } from '@dsh/session'
+import type { TokenUsage } from '@dsh/llm'
+import type { ProjectionUnit } from '@dsh/session-projection'
+
+export const name = '@dsh/session-stats'
+export const inject = ['sessionProjections']
+
+/** Price of one million tokens, in `currency`. */
+export interface ModelPrice {
+  provider?: string
+  model: string
+  input: number
+  output: number
+  cacheRead?: number
+  cacheWrite?: number
+  currency?: string
+}
+
+export interface ToolFigures {
+  calls: number
+  errors: number
+  /** From `tool/call` (or `tool/started`) to `tool/result`. */
+  ms: number
+}
+
+export interface Figures {
+  steps: number
+  modelCalls: number
+  /** Model calls whose usage was reported. */
+  usageReported: number
+  tokens: TokenUsage
+  /** Sum over priced calls; absent when no call had a price. */
+  cost?: number
+  currency?: string
+  /** Model calls without a configured price. */
+  unpricedCalls: number
+  /** Sum of each call's time from step start to its first streamed chunk, and the count summed. */
+  firstTokenMs: number
+  firstTokenCalls: number
+  /** Sum of each call's time from its first chunk to its assembled message. */
+  decodeMs: number
+  /** Sum of each call's time from step start to its assembled message. */
+  modelMs: number
+  toolMs: number
+  tools: { [name: string]: ToolFigures }
+}
+
+export interface TurnFigures extends Figures {
+  turn: number
+  startedAt: number
+  endedAt?: number
+  reason?: string
+}
+
+export interface SessionStats extends Figures {
+  turns: number
+  /** Turns copied from another session (before the last `seed/end`), included in the figures. */
+  seededEvents: number
+  perTurn: TurnFigures[]
+  /** Provider and model of the latest request header. */
+  model?: { provider: string; model: string }
+}
+
+interface State {
+  stats: SessionStats
+  /** Open step: start time, and the first chunk of its current call. */
+  stepStart?: number
+  firstChunk?: number
+  /** Tool calls awaiting a result: callId -> [name, start]. */
+  calls: { [callId: string]: [string, number] }
+  prices: ModelPrice[]
+}
+
+const zeroTokens = (): TokenUsage => ({ input: 0, output: 0, cacheRead: 0, cacheWrite: 0, reasoning: 0 })
+
+export function emptyFigures(): Figures {
+  return { steps: 0, modelCalls: 0, usageReported: 0, tokens: zeroTokens(), unpricedCalls: 0, firstTokenMs: 0, firstTokenCalls: 0, decodeMs: 0, modelMs: 0, toolMs: 0, tools: {} }
+}
+
+export function emptyStats(): SessionStats {
+  return { ...emptyFigures(), turns: 0, seededEvents: 0, perTurn: [] }
+}
+
+/** The price of a model: an entry naming the provider wins over one naming only the model. */
+export function priceOf(prices: readonly ModelPrice[], provider: string | undefined, model: string | undefined): ModelPrice | undefined {
+  if (!model) return undefined
+  return prices.find((p) => p.model === model && p.provider === provider) ?? prices.find((p) => p.model === model && p.provider === undefined)
+}
+
+/** Cost of one call's usage at `price` (per million tokens); cache prices default to the input price. */
+export function costOf(usage: TokenUsage, price: ModelPrice): number {
+  return (usage.input * price.input + usage.output * price.output + usage.cacheRead * (price.cacheRead ?? price.input) + usage.cacheWrite * (price.cacheWrite ?? price.input)) / 1_000_000
+}
+
+const n = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) ? value : 0)
+
+function addCall(f: Figures, usage: Partial<TokenUsage> | undefined, cost: number | undefined, currency: string | undefined): void {
+  f.modelCalls++
+  if (usage) {
+    f.usageReported++
+    f.tokens.input += n(usage.input)
+    f.tokens.output += n(usage.output)
+    f.tokens.cacheRead += n(usage.cacheRead)
+    f.tokens.cacheWrite += n(usage.cacheWrite)
+    f.tokens.reasoning += n(usage.reasoning)
+  }
+  if (cost === undefined) f.unpricedCalls++
+  else {
+    f.cost = (f.cost ?? 0) + cost
+    if (currency) f.currency = currency
+  }
+}
+
+function addTool(f: Figures, name: string, ms: number, error: boolean): void {
+  const t = (f.tools[name] ??= { calls: 0, errors: 0, ms: 0 })
+  t.calls++
+  t.ms += ms
+  if (error) t.errors++
+  f.toolMs += ms
+}
+
+/** Folds one event; `state` is mutated and returned. */
+export function foldStats(state: State, event: AnySessionEvent): State {
+  const s = state.stats
+  const turn = s.perTurn.at(-1)
+  const open = turn && turn.endedAt === undefined ? turn : undefined
+  const both = (apply: (f: Figures) => void) => {
+    apply(s)
+    if (open) apply(open)
+  }
+  switch (event.type) {
+    case 'turn/start':
+      s.turns++
+      s.perTurn.push({ ...emptyFigures(), turn: event.data.turn, startedAt: event.time })
+      break
+    case 'turn/end':
+      if (open) {
+        open.endedAt = event.time
+        open.reason = event.data.reason
+      }
+      state.stepStart = undefined
+      break
+    case 'step/start':
+      both((f) => f.steps++)
+      state.stepStart = event.time
+      state.firstChunk = undefined
+      break
+    case 'request/header':
+      s.model = { provider: event.data.provider, model: event.data.model }
+      break
+    case 'assistant/chunk':
+      state.firstChunk ??= event.time
+      break
+    case 'assistant/message': {
+      const price = priceOf(state.prices, s.model?.provider, s.model?.model)
+      const usage = event.data.usage
+      const cost = price && usage ? costOf({ ...zeroTokens(), ...usage }, price) : undefined
+      const start = state.stepStart
+      const first = state.firstChunk
+      both((f) => {
+        addCall(f, usage, cost, price?.currency)
+        if (start !== undefined) f.modelMs += event.time - start
+        if (start !== undefined && first !== undefined) {
+          f.firstTokenMs += first - start
+          f.firstTokenCalls++
+          f.decodeMs += event.time - first
+        }
+      })
+      // A second call in the same step (a retry or a continuation) times from here.
+      state.stepStart = event.time
+      state.firstChunk = undefined
+      break
+    }
+    case 'tool/call':
+      state.calls[event.data.callId] = [event.data.name, event.time]
+      break
+    case 'tool/started': {
+      const call = state.calls[event.data.callId]
+      if (call) call[1] = event.time
+      break
+    }
+    case 'tool/result': {
+      const callId = event.data.message.callId
+      const call = state.calls[callId]
+      if (!call) break
+      delete state.calls[callId]
+      both((f) => addTool(f, call[0], event.time - call[1], event.data.error !== undefined || event.data.message.isError === true))
+      break
+    }
+    case 'seed/end':
+      s.seededEvents = event.seq
+      break
+  }
+  return state
+}
+
+/** The unit, with a price table (changing prices changes the unit version, so caches are rebuilt). */
+export function statsUnit(prices: readonly ModelPrice[] = []): ProjectionUnit<State, SessionStats> {
+  return {
+    name: 'sessionStats',
+    version: 1 + hash(JSON.stringify(prices)),
+    init: () => ({ stats: emptyStats(), calls: {}, prices: [...prices] }),
+    fold: foldStats,
+    value: (state) => state.stats,
+  }
+}
+
+/** Stats of a whole log (no registry needed). */
+export function statsOf(events: Iterable<AnySessionEvent>, prices: readonly ModelPrice[] = []): SessionStats {
+  const unit = statsUnit(prices)
+  let state = unit.init()
+  for (const event of events) state = unit.fold(state, event)
+  return unit.value!(state)
+}
+
+function hash(text: string): number {
+  let h = 0
+  for (let i = 0; i < text.length; i++) h = (h * 31 + text.charCodeAt(i)) >>> 0
+  return h % 1_000_000
+}
+
+export interface Config {
+  prices: ModelPrice[]
+}
+
+export const Config: Schema<Partial<Config>, Config> = Schema.object({
+  prices: Schema.array(
+    Schema.object({
+      provider: Schema.string().description('Route; absent: any route serving this model id.'),
+      model: Schema.string().required(),
+      input: Schema.number().min(0).required().description('Price per million uncached input tokens.'),
+      output: Schema.number().min(0).required().description('Price per million output tokens.'),
+      cacheRead: Schema.number().min(0).description('Per million cache-read tokens; default: input.'),
+      cacheWrite: Schema.number().min(0).description('Per million cache-write tokens; default: input.'),
+      currency: Schema.string().default('USD'),
+    }),
+  ).default([]).description('Model prices; calls of other models are counted as unpriced.'),
+})
+
+export function apply(ctx: Context, config: Config): void {
+  ctx.sessionProjections.register(statsUnit(config.prices))
+}
