@@ -18,6 +18,7 @@ export const SUBCOMMAND_BINS = {
   acp: { bin: 'dsh-acp', url: new URL('../../../acp/acp-app/bin/dsh-acp.mjs', import.meta.url) },
   jsonrpc: { bin: 'dsh-jsonrpc-agent', url: new URL('../../../sdk/server/bin/dsh-jsonrpc-agent.mjs', import.meta.url) },
   mcp: { bin: 'dsh-mcp', url: new URL('../../../mcp/mcp-client/bin/dsh-mcp.mjs', import.meta.url) },
+  plugin: { bin: 'dsh-plugin', url: new URL('../../plugin-manager/bin/dsh-plugin.mjs', import.meta.url) },
 }
 
 /**
@@ -28,7 +29,7 @@ export const SUBCOMMAND_BINS = {
  * @property {string[]} patches
  * @property {boolean} dumpConfig
  * @property {string[]} appArgs
- * @property {'acp' | 'jsonrpc' | 'mcp'} [subcommand]  action 'subcommand': which bin runs, with appArgs as its argv
+ * @property {'acp' | 'jsonrpc' | 'mcp' | 'plugin'} [subcommand]  action 'subcommand': which bin runs, with appArgs as its argv
  * @property {string} [error]  one-line usage error (action 'error', exit 2)
  */
 
@@ -86,7 +87,7 @@ export function parseLauncherArgs(argv) {
       return out
     } else if (i === 0 && Object.hasOwn(SUBCOMMAND_BINS, token)) {
       // `dsh acp ...` / `dsh jsonrpc ...`: the rest is that bin's own argv, untouched.
-      return { ...out, action: 'subcommand', subcommand: /** @type {'acp' | 'jsonrpc' | 'mcp'} */ (token), appArgs: argv.slice(1) }
+      return { ...out, action: 'subcommand', subcommand: /** @type {'acp' | 'jsonrpc' | 'mcp' | 'plugin'} */ (token), appArgs: argv.slice(1) }
     } else {
       front = false
       if (token === '-p' || token === '--print') print = true
@@ -114,6 +115,9 @@ Usage:
   dsh jsonrpc [args...]                 the JSON-RPC SDK agent on stdio (same as dsh-jsonrpc-agent)
   dsh mcp list [--profile NAME] [--json]
                                         the profile's MCP servers and their state
+  dsh plugin add|remove|update|list|new [--profile NAME] ...
+                                        install plugin packages into a profile ("dsh plugin
+                                        --help")
   dsh web [app arguments...]            same as --profile web
 
 Launcher flags (accepted anywhere before "--"; never passed to the app):
