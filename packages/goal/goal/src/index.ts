@@ -251,7 +251,7 @@ export class GoalService extends Service {
   create(session: Session, input: CreateGoalInput, by: GoalActor): Goal {
     const previous = currentGoal(session)
     if (isOpen(previous)) {
-      throw new GoalError('GOAL_EXISTS', `the session already has a ${previous.status} goal (${previous.id}: ${JSON.stringify(previous.objective.slice(0, 80))}); complete or clear it first`)
+      throw new GoalError('GOAL_EXISTS', `the session already has an open goal (${previous.id}, ${previous.status}: ${JSON.stringify(previous.objective.slice(0, 80))}); it must be completed or cleared first`)
     }
     const objective = this.objective(input.objective)
     const now = Date.now()
