@@ -21,6 +21,9 @@ Options:
                        need approval are rejected, since nobody can answer), read-only (reads
                        only) or danger-full-access (never asks); also DSH_PERMISSION_MODE and
                        settings.yaml permissions.default
+  --preset NAME        agent preset of a new session: standard (default), minimal, code, or one
+                       of $DSH_HOME/presets/NAME/agent.cordis.yml; also DSH_PRESET. A resumed
+                       session keeps its own preset
   -r, --resume [ID]    continue the stored session ID; without ID, list this directory's recent
                        sessions on stderr and exit 2
   -c, --continue       continue the latest session of this directory that ran a turn
@@ -37,7 +40,8 @@ Task and stdin: the task is the positional arguments joined by spaces. When stdi
 terminal it is read: with no task it is the task; with a task it is appended to the task after a
 blank line, as context (a pipe that stays open and silent for 3 s is ignored). The task "-"
 reads the task from stdin. An empty task is a usage error. A task that is one "/command" line
-(for example "/compact" with --continue, or "/help") runs that command without a model turn.
+(for example "/compact" with --continue, or "/help") runs that command without a model turn;
+a command that starts a turn ("/plan fix the parser") prints that turn's result.
 
 Progress: in text mode with stderr on a terminal, one line per model request, tool call and
 retry goes to stderr; otherwise stderr carries only errors.

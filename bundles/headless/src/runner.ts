@@ -15,6 +15,7 @@ import { HELP } from './help.ts'
 import type {} from '@dsh/commands'
 import type {} from '@dsh/session-persistence'
 import type {} from '@dsh/permission-presets'
+import type {} from '@dsh/agent-presets'
 
 export const name = 'headless-runner'
 // Cordis injections are all required; the optional services (cmdlineArgs, agentDefaultModel,
@@ -56,6 +57,8 @@ export interface HeadlessOptions {
   /** With listSessions: every stored session, not only this directory's. */
   all: boolean
   permissionMode?: string
+  /** `--preset NAME`: the agent preset a new session is composed from. */
+  preset?: string
   help: boolean
 }
 
@@ -87,6 +90,7 @@ export function parseHeadlessArgs(argv: readonly string[]): HeadlessOptions {
         'list-sessions': { type: 'boolean' },
         all: { type: 'boolean' },
         'permission-mode': { type: 'string' },
+        preset: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     })
@@ -124,6 +128,7 @@ export function parseHeadlessArgs(argv: readonly string[]): HeadlessOptions {
     listSessions,
     all,
     permissionMode: values['permission-mode'],
+    preset: values.preset,
     help,
   }
 }
@@ -410,6 +415,25 @@ export async function runHeadless(ctx: Context, config: Config, io: Io & { stdin
       return 2
     }
   }
+  if (options.preset !== undefined) {
+    const agentPresets = ctx.get('agentPresets')
+    if (!agentPresets) {
+      io.stderr.write('dsh: --preset needs the agent-presets row in the profile\n')
+      return 2
+    }
+    const recorded = session?.last('preset/selected')?.data.name
+    if (recorded !== undefined && recorded !== options.preset) {
+      io.stderr.write(`dsh: session ${session!.id} is composed from preset '${recorded}'; --preset cannot change it (leave --preset out)\n`)
+      return 2
+    }
+    try {
+      agentPresets.setDefault(options.preset)
+      await agentPresets.load(options.preset) // a bad row is a usage error now, not a failed turn later
+    } catch (error) {
+      io.stderr.write(`dsh: ${(error as Error).message}\n`)
+      return 2
+    }
+  }
   const agent: Agent = ctx.agents.create({
     cwd: process.cwd(),
     model,
@@ -460,11 +484,25 @@ export async function runHeadless(ctx: Context, config: Config, io: Io & { stdin
     for (const f of offs.splice(0)) f()
   }
   const commands = ctx.get('commands')
+  // A command that starts a turn (`/plan <message>`, `/<skill> <request>`): that turn is the result.
+  let commandTurn: Promise<TurnResult> | undefined
   if (commands?.isCommandLine(options.task)) {
     // `/compact`, `/help`, ...: a human command, run without a model turn.
+    let started: TurnResult | undefined
+    const offTurn = ctx.on('agent/turn-end', (ended, turn) => {
+      if (ended === agent) started = turn
+    })
+    offs.push(offTurn)
     try {
       const done = await commands.dispatch(agent, options.task.trim())
-      if (done.handled) {
+      if (done.handled && done.ok && agent.status === 'running') {
+        if (options.outputFormat === 'text') {
+          if (done.output) io.stderr.write(`dsh: ${done.output.trimEnd()}\n`)
+        } else {
+          write({ type: 'command', sessionId: agent.session.id, command: done.name, output: done.output ?? '' })
+        }
+        commandTurn = agent.idle().then(() => started ?? Promise.reject(new Error(`/${done.name} started a turn that did not end`)))
+      } else if (done.handled) {
         off()
         if (!done.ok) {
           io.stderr.write(`dsh: ${done.error.message}\n`)
@@ -478,12 +516,12 @@ export async function runHeadless(ctx: Context, config: Config, io: Io & { stdin
         return 0
       }
     } finally {
-      off()
+      if (!commandTurn) off()
     }
   }
   let result: TurnResult
   try {
-    result = await agent.send(options.task)
+    result = commandTurn ? await commandTurn : await agent.send(options.task)
     await agent.idle()
   } finally {
     off()
