@@ -13,3 +13,4 @@ export interface LauncherArgs {
 }
 export declare function parseLauncherArgs(argv: readonly string[]): LauncherArgs
 export declare function launcherHelp(version: string): string
+export declare const SESSIONS_PATCH: string

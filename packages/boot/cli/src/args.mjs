@@ -1,4 +1,5 @@
 // @ts-check
+import { fileURLToPath } from 'node:url'
 // Launcher argument parsing. Plain JavaScript so `dsh --help` and `dsh --version` run without
 // a TypeScript loader. The launcher's value flags (--profile, --patch, --dump-config) are taken
 // wherever they appear before `--`; --help, --version and the subcommand words (web, sessions,
@@ -20,6 +21,9 @@ export const SUBCOMMAND_BINS = {
   mcp: { bin: 'dsh-mcp', url: new URL('../../../mcp/mcp-client/bin/dsh-mcp.mjs', import.meta.url) },
   plugin: { bin: 'dsh-plugin', url: new URL('../../plugin-manager/bin/dsh-plugin.mjs', import.meta.url) },
 }
+
+/** The patch layer `dsh sessions` adds (see packages/session/sessions-cli). */
+export const SESSIONS_PATCH = fileURLToPath(new URL('../../../session/sessions-cli/sessions.patch.yml', import.meta.url))
 
 /**
  * @typedef {object} LauncherArgs
@@ -80,10 +84,12 @@ export function parseLauncherArgs(argv) {
       out.profile = 'web'
       out.profileGiven = true
     } else if (front && token === 'sessions' && !out.profileGiven) {
-      // `dsh sessions [--all] [--output-format json]`: the headless app lists stored sessions.
+      // `dsh sessions [list|show ID|search TEXT] ...`: the headless profile with the sessions
+      // layer of @dsh/sessions-cli, which swaps the one-shot runner for the sessions command.
       out.profile = 'headless'
       out.profileGiven = true
-      out.appArgs = ['--list-sessions', ...argv.slice(i + 1)]
+      out.patches.push(SESSIONS_PATCH)
+      out.appArgs = argv.slice(i + 1)
       return out
     } else if (i === 0 && Object.hasOwn(SUBCOMMAND_BINS, token)) {
       // `dsh acp ...` / `dsh jsonrpc ...`: the rest is that bin's own argv, untouched.
@@ -111,6 +117,7 @@ Usage:
                                         come before or after the task
   dsh sessions [--all] [--output-format json]
                                         stored sessions of this directory (--all: every one)
+  dsh sessions show ID | search "TEXT"  one session's figures; sessions containing TEXT
   dsh acp [args...]                     the ACP agent on stdio (same as dsh-acp)
   dsh jsonrpc [args...]                 the JSON-RPC SDK agent on stdio (same as dsh-jsonrpc-agent)
   dsh mcp list [--profile NAME] [--json]
