@@ -1,0 +1,204 @@
+// @dsh/sessions-cli: the `dsh sessions` command. The launcher boots the headless profile with
+// `sessions.patch.yml` (this package), which swaps the one-shot runner for this row; it reads the
+// app arguments, prints, and exits. Listing and `show` read `ctx.sessionProjections` (titles and
+// stats from the projection cache, so a listing reads no log that the cache already covers);
+// `search` reads `ctx.sessionQuery` when that row is mounted.
+import { parseArgs } from 'node:util'
+import type { Context } from 'cordis'
+import Schema from 'schemastery'
+import type { SessionSummary } from '@dsh/session-persistence'
+import type { ProjectionRow } from '@dsh/session-projection'
+import { fallbackTitle, type SessionTitle } from '@dsh/session-title'
+import type { SessionStats } from '@dsh/session-stats'
+import type {} from '@dsh/cmdline'
+import { formatStats, sessionTable } from './format.ts'
+
+export { formatStats, sessionTable, formatAge, formatDuration } from './format.ts'
+
+export const name = '@dsh/sessions-cli'
+export const inject = ['sessionProjections']
+
+export interface Config {
+  /** Start on `app/ready` (default); false runs at once (tests). */
+  waitForReady: boolean
+}
+
+export const Config: Schema<Partial<Config>, Config> = Schema.object({
+  waitForReady: Schema.boolean().default(true),
+})
+
+export const USAGE = `Usage:
+  dsh sessions [--all] [--output-format text|json]      sessions of this directory (--all: every one)
+  dsh sessions show ID [--output-format text|json]      one session with its figures
+  dsh sessions search "TEXT" [--all] [--limit N] [--output-format text|json]
+                                                        sessions whose log contains TEXT (a literal phrase)
+`
+
+export class UsageError extends Error {}
+
+export interface Io {
+  stdout: NodeJS.WritableStream
+  stderr: NodeJS.WritableStream
+}
+
+/** A listed session: the stored summary plus its projected title and stats. */
+export interface SessionListRow extends SessionSummary {
+  titleSource?: string
+  stats?: SessionStats
+}
+
+export interface ParsedCommand {
+  command: 'list' | 'show' | 'search'
+  id?: string
+  query?: string
+  all: boolean
+  limit: number
+  format: 'text' | 'json'
+}
+
+export function parseSessionsArgs(argv: readonly string[]): ParsedCommand {
+  let parsed
+  try {
+    parsed = parseArgs({
+      args: [...argv],
+      allowPositionals: true,
+      strict: true,
+      options: {
+        all: { type: 'boolean' },
+        'output-format': { type: 'string' },
+        limit: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    })
+  } catch (error) {
+    throw new UsageError((error as Error).message.split('\n')[0].replace(/\. To specify a positional.*$/, ''))
+  }
+  const { values, positionals } = parsed
+  if (values.help) throw new UsageError('help')
+  const format = values['output-format'] ?? 'text'
+  if (format !== 'text' && format !== 'json') throw new UsageError(`--output-format must be text or json, not '${format}'`)
+  let limit = 20
+  if (values.limit !== undefined) {
+    limit = Number(values.limit)
+    if (!Number.isInteger(limit) || limit < 1) throw new UsageError(`--limit must be a positive integer, not '${values.limit}'`)
+  }
+  const [word, ...rest] = positionals
+  const base = { all: values.all ?? false, limit, format: format as 'text' | 'json' }
+  if (word === undefined || word === 'list') {
+    if (rest.length) throw new UsageError(`unexpected argument '${rest[0]}'`)
+    return { command: 'list', ...base }
+  }
+  if (word === 'show') {
+    if (rest.length !== 1) throw new UsageError('show takes one session id: dsh sessions show ID')
+    return { command: 'show', id: rest[0], ...base }
+  }
+  if (word === 'search') {
+    const query = rest.join(' ')
+    if (!query.trim()) throw new UsageError('search needs some text: dsh sessions search "TEXT"')
+    return { command: 'search', query, ...base }
+  }
+  throw new UsageError(`unknown sessions command '${word}' (list, show or search)`)
+}
+
+/** Title of a row: the projected one, else the stored summary's, else the fallback of the first prompt. */
+export function rowOf(row: ProjectionRow): SessionListRow {
+  const title = row.values.title as SessionTitle | null | undefined
+  const stats = row.values.sessionStats as SessionStats | undefined
+  const text = title?.title ?? row.summary.title ?? (row.summary.firstPrompt ? fallbackTitle(row.summary.firstPrompt) : undefined)
+  return {
+    ...row.summary,
+    ...(text !== undefined ? { title: text } : {}),
+    ...(title?.source ? { titleSource: title.source } : {}),
+    ...(stats ? { stats } : {}),
+  }
+}
+
+/** Same rule as `dsh -c`: ran a turn (or is damaged), and is not a subagent's child log. */
+const continuable = (row: SessionSummary) => (row.turns > 0 || row.damaged !== undefined) && row.parentSession === undefined
+
+/** Drops the per-turn detail from list rows (kept by `show`). */
+function compact(row: SessionListRow): SessionListRow {
+  if (!row.stats) return row
+  const { perTurn: _perTurn, ...stats } = row.stats
+  return { ...row, stats: stats as SessionStats }
+}
+
+export async function runSessionsCommand(ctx: Context, argv: readonly string[], io: Io, cwd = process.cwd()): Promise<number> {
+  let cmd: ParsedCommand
+  try {
+    cmd = parseSessionsArgs(argv)
+  } catch (error) {
+    if ((error as Error).message === 'help') {
+      io.stdout.write(USAGE)
+      return 0
+    }
+    io.stderr.write(`dsh sessions: ${(error as Error).message}\n${USAGE}`)
+    return 2
+  }
+  if (!ctx.get('sessionPersistence')) {
+    io.stderr.write('dsh sessions: needs a session-persistence row in the profile\n')
+    return 1
+  }
+  if (cmd.command === 'search') return search(ctx, cmd, io, cwd)
+  const rows = (await ctx.sessionProjections.list()).map(rowOf)
+  if (cmd.command === 'show') {
+    const row = rows.find((r) => r.id === cmd.id)
+    if (!row) {
+      io.stderr.write(`dsh sessions: no stored session ${JSON.stringify(cmd.id)} (dsh sessions --all lists them)\n`)
+      return 1
+    }
+    io.stdout.write(cmd.format === 'json' ? JSON.stringify(row) + '\n' : formatStats(row))
+    return 0
+  }
+  const shown = rows.filter((row) => cmd.all || (row.cwd === cwd && continuable(row)))
+  if (cmd.format === 'json') {
+    io.stdout.write(JSON.stringify(shown.map(compact)) + '\n')
+    return 0
+  }
+  if (shown.length === 0) {
+    io.stderr.write(cmd.all ? 'dsh: no stored sessions\n' : `dsh: no stored sessions for ${cwd} (dsh sessions --all lists every one)\n`)
+    return 0
+  }
+  io.stdout.write(sessionTable(shown, cmd.all))
+  return 0
+}
+
+async function search(ctx: Context, cmd: ParsedCommand, io: Io, cwd: string): Promise<number> {
+  const query = ctx.get('sessionQuery')
+  if (!query) {
+    io.stderr.write('dsh sessions: search needs a session-query row (for example @dsh/session-query-sqlite) in the profile\n')
+    return 1
+  }
+  const hits = await query.search({ text: cmd.query!, ...(cmd.all ? {} : { cwd }), limit: cmd.limit })
+  if (cmd.format === 'json') {
+    io.stdout.write(JSON.stringify(hits) + '\n')
+    return 0
+  }
+  if (hits.length === 0) {
+    io.stderr.write(`dsh: no session ${cmd.all ? '' : `of ${cwd} `}contains ${JSON.stringify(cmd.query)}${cmd.all ? '' : ' (--all searches every one)'}\n`)
+    return 0
+  }
+  for (const hit of hits) {
+    io.stdout.write(`${hit.sessionId}  ${hit.title ?? ''}\n  seq ${hit.seq} ${hit.type}: ${hit.snippet}\n`)
+  }
+  return 0
+}
+
+export function apply(ctx: Context, config: Config): void {
+  const io: Io = { stdout: process.stdout, stderr: process.stderr }
+  const start = async () => {
+    let code: number
+    try {
+      code = await runSessionsCommand(ctx, ctx.get('cmdlineArgs')?.argv ?? [], io)
+    } catch (error) {
+      io.stderr.write(`dsh sessions: ${(error as Error)?.message ?? String(error)}\n`)
+      code = 1
+    }
+    // app-boot's loader takes an exit code; the plugin-loader typings declare `exit()` bare.
+    const loader = ctx.get('loader') as { exit?(code: number): void } | undefined
+    if (loader?.exit) loader.exit(code)
+    else process.exitCode = code
+  }
+  if (config.waitForReady) ctx.on('app/ready', () => void start())
+  else void start()
+}
