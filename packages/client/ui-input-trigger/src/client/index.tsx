@@ -1,0 +1,228 @@
+// @dsh/ui-input-trigger/client: `ctx.inputTriggers`, the `/` and `@` pipeline of the composer.
+// Sources register per trigger character; typing a trigger under the caret opens one grouped
+// candidate menu above the composer, ↑/↓ move, Enter/Tab pick, Esc closes. A source may also
+// claim Enter for a whole line (`matchEnter`, e.g. a slash command run without a model turn).
+// It attaches to the composer's textarea (`textarea[data-composer]`) through document listeners,
+// so it works with whichever composer fills the seat.
+import { Context, Service } from 'cordis'
+import { useEffect, useState } from 'react'
+import { Store, useStore } from '@dsh/client-runtime'
+import { findTrigger, replaceRange, type ComposerInput, type InputTriggersApi, type MenuGroup, type MenuState, type TriggerCandidate, type TriggerSession, type TriggerSource } from '../shared.ts'
+
+export * from '../shared.ts'
+
+export const name = '@dsh/ui-input-trigger'
+
+const valueSetter = typeof HTMLTextAreaElement === 'undefined' ? undefined : Object.getOwnPropertyDescriptor(HTMLTextAreaElement.prototype, 'value')?.set
+
+export function composerInput(element: HTMLTextAreaElement): ComposerInput {
+  return {
+    element,
+    get text() {
+      return element.value
+    },
+    setText(text: string, caret = text.length) {
+      valueSetter?.call(element, text)
+      element.dispatchEvent(new Event('input', { bubbles: true }))
+      element.focus()
+      element.selectionStart = element.selectionEnd = caret
+    },
+  }
+}
+
+const isComposer = (target: EventTarget | null): target is HTMLTextAreaElement =>
+  typeof HTMLTextAreaElement !== 'undefined' && target instanceof HTMLTextAreaElement && target.dataset.composer === 'true'
+
+const CSS = `
+.dsh-trigger-menu { position: fixed; z-index: 30; max-height: 320px; overflow-y: auto; background: var(--bg, #fff); color: var(--fg, #111);
+  border: 1px solid var(--border, #ddd); border-radius: 8px; box-shadow: 0 6px 24px rgb(0 0 0 / .18); font-size: 13px; padding: 4px 0; }
+.dsh-trigger-menu h4 { margin: 4px 10px 2px; font-size: 11px; text-transform: uppercase; letter-spacing: .04em; color: var(--fg-muted, #666); }
+.dsh-trigger-item { display: flex; gap: 10px; align-items: baseline; padding: 4px 10px; cursor: pointer; }
+.dsh-trigger-item[aria-selected="true"] { background: var(--bg-hover, #eceef2); }
+.dsh-trigger-item .label { font-family: ui-monospace, monospace; white-space: nowrap; }
+.dsh-trigger-item .detail { color: var(--fg-muted, #666); overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+.dsh-trigger-empty { padding: 4px 10px; color: var(--fg-muted, #666); }
+`
+
+export class InputTriggers extends Service implements InputTriggersApi {
+  static inject = ['slots', 'router']
+  readonly menu = new Store<MenuState | undefined>(undefined)
+  private readonly sources: TriggerSource[] = []
+  private generation = 0
+  private abort?: AbortController
+
+  constructor(ctx: Context) {
+    super(ctx, 'inputTriggers')
+    ctx.effect(() => {
+      if (typeof document === 'undefined') return () => {}
+      const style = document.createElement('style')
+      style.dataset.owner = name
+      style.textContent = CSS
+      document.head.append(style)
+      const onInput = (e: Event) => isComposer(e.target) && this.update(e.target)
+      const onKey = (e: KeyboardEvent) => this.onKey(e)
+      const onBlur = (e: FocusEvent) => isComposer(e.target) && this.close()
+      const onSelect = () => {
+        const el = document.activeElement
+        if (this.menu.get() && isComposer(el)) this.update(el)
+      }
+      document.addEventListener('input', onInput, true)
+      document.addEventListener('keydown', onKey, true)
+      document.addEventListener('focusout', onBlur, true)
+      document.addEventListener('selectionchange', onSelect)
+      return () => {
+        style.remove()
+        document.removeEventListener('input', onInput, true)
+        document.removeEventListener('keydown', onKey, true)
+        document.removeEventListener('focusout', onBlur, true)
+        document.removeEventListener('selectionchange', onSelect)
+        this.close()
+      }
+    }, 'ui-input-trigger: composer listeners')
+    const menu = this.menu
+    const pick = (group: MenuGroup, item: TriggerCandidate) => void this.pick(group, item)
+    function Menu() {
+      const state = useStore(menu)
+      const [, setTick] = useState(0)
+      useEffect(() => {
+        // Follow the composer when the window resizes.
+        const onResize = () => setTick((n) => n + 1)
+        window.addEventListener('resize', onResize)
+        return () => window.removeEventListener('resize', onResize)
+      }, [])
+      if (!state) return null
+      const rect = state.anchor.getBoundingClientRect()
+      let index = 0
+      return (
+        <div className="dsh-trigger-menu" role="listbox" data-trigger-menu={state.match.char} style={{ left: rect.left, width: rect.width, bottom: window.innerHeight - rect.top + 4 }} onMouseDown={(e) => e.preventDefault()}>
+          {state.groups.map((group) => (
+            <div key={group.source.id} data-trigger-group={group.source.id}>
+              {group.source.group ? <h4>{group.source.group}</h4> : null}
+              {group.items.map((item) => {
+                const at = index++
+                return (
+                  <div key={item.id} role="option" className="dsh-trigger-item" aria-selected={at === state.active} data-trigger-item={item.id} onClick={() => pick(group, item)}>
+                    <span className="label">{item.label}</span>
+                    {item.detail ? <span className="detail">{item.detail}</span> : null}
+                  </div>
+                )
+              })}
+            </div>
+          ))}
+          {state.error ? <div className="dsh-trigger-empty" role="alert">{state.error}</div> : null}
+          {!state.error && index === 0 ? <div className="dsh-trigger-empty">{state.loading ? '…' : '∅'}</div> : null}
+        </div>
+      )
+    }
+    ctx.slots.register('app.overlay', { id: 'ui-input-trigger', order: 10, component: Menu })
+  }
+
+  /** Adds a source; an effect of the caller (its unload removes it). */
+  register(source: TriggerSource): () => void {
+    if (!source || typeof source.candidates !== 'function' || (source.char !== '/' && source.char !== '@') || !source.id) {
+      throw new TypeError('inputTriggers.register: expected {id, char: "/" | "@", candidates()}')
+    }
+    return this.ctx.effect(() => {
+      if (this.sources.some((s) => s.id === source.id)) throw new Error(`inputTriggers.register: a source ${JSON.stringify(source.id)} is already registered`)
+      this.sources.push(source)
+      this.sources.sort((a, b) => (a.order ?? 0) - (b.order ?? 0))
+      return () => {
+        const at = this.sources.indexOf(source)
+        if (at >= 0) this.sources.splice(at, 1)
+      }
+    }, `inputTriggers: ${source.id}`)
+  }
+
+  list(): readonly TriggerSource[] {
+    return [...this.sources]
+  }
+
+  close(): void {
+    this.generation++
+    this.abort?.abort()
+    this.menu.set(undefined)
+  }
+
+  private session(): TriggerSession | undefined {
+    const sessionId = this.ctx.router.route.get().sessionId
+    return sessionId ? { sessionId } : undefined
+  }
+
+  private update(el: HTMLTextAreaElement): void {
+    const session = this.session()
+    const chars = [...new Set(this.sources.map((s) => s.char))]
+    const match = session && el.selectionStart === el.selectionEnd ? findTrigger(el.value, el.selectionStart, chars) : undefined
+    if (!session || !match) return this.close()
+    const current = this.menu.get()
+    if (current && current.match.start === match.start && current.match.query === match.query && current.match.char === match.char) return
+    const generation = ++this.generation
+    this.abort?.abort()
+    const abort = (this.abort = new AbortController())
+    const sources = this.sources.filter((s) => s.char === match.char)
+    this.menu.set({ sessionId: session.sessionId, match, anchor: el, groups: current?.match.char === match.char ? current.groups : [], active: 0, loading: true })
+    void Promise.allSettled(sources.map(async (source) => ({ source, items: await source.candidates(match.query, session, abort.signal) }))).then((results) => {
+      if (generation !== this.generation) return
+      const groups = results.flatMap((r) => (r.status === 'fulfilled' && r.value.items.length ? [r.value] : []))
+      const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')
+      this.menu.set({ sessionId: session.sessionId, match, anchor: el, groups, active: 0, loading: false, ...(failed ? { error: String(failed.reason?.message ?? failed.reason) } : {}) })
+    })
+  }
+
+  private flat(state: MenuState): Array<{ group: MenuGroup; item: TriggerCandidate }> {
+    return state.groups.flatMap((group) => group.items.map((item) => ({ group, item })))
+  }
+
+  private async pick(group: MenuGroup, item: TriggerCandidate): Promise<void> {
+    const state = this.menu.get()
+    if (!state) return
+    this.close()
+    const input = composerInput(state.anchor)
+    const session = { sessionId: state.sessionId }
+    if (group.source.pick) return group.source.pick(item, session, input, state.match)
+    const { text, caret } = replaceRange(input.text, state.match.start, state.match.end, (item.insert ?? item.label) + ' ')
+    input.setText(text, caret)
+  }
+
+  private onKey(e: KeyboardEvent): void {
+    if (!isComposer(e.target) || e.isComposing) return
+    const state = this.menu.get()
+    const stop = () => {
+      e.preventDefault()
+      e.stopPropagation()
+    }
+    if (state) {
+      const items = this.flat(state)
+      if (e.key === 'Escape') {
+        stop()
+        return this.close()
+      }
+      if (!items.length) return
+      if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
+        stop()
+        const step = e.key === 'ArrowDown' ? 1 : -1
+        this.menu.set({ ...state, active: (state.active + step + items.length) % items.length })
+        return
+      }
+      if ((e.key === 'Enter' || e.key === 'Tab') && !e.shiftKey && !e.altKey && !e.ctrlKey && !e.metaKey) {
+        stop()
+        const chosen = items[Math.min(state.active, items.length - 1)]
+        void this.pick(chosen.group, chosen.item)
+        return
+      }
+      return
+    }
+    if (e.key !== 'Enter' || e.shiftKey || e.altKey || e.ctrlKey || e.metaKey) return
+    const session = this.session()
+    if (!session) return
+    const text = e.target.value
+    for (const source of this.sources) {
+      const handler = source.matchEnter?.(text, session)
+      if (!handler) continue
+      stop()
+      void Promise.resolve(handler(composerInput(e.target))).catch((error: unknown) => console.warn(`${source.id}: ${String((error as Error)?.message ?? error)}`))
+      return
+    }
+  }
+}
+
+export default InputTriggers
