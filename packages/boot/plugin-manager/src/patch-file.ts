@@ -65,19 +65,40 @@ export function removeRows(file: string, pkg: string): { removed: string[]; dang
   const doc = load(file)
   const seq = doc.contents as YAMLSeq
   const removed: string[] = []
-  seq.items = seq.items.filter((item) => {
+  // A comment above a removed operation may be the user's (the file's header is attached to the
+  // first item by the parser): it moves to the next item, or the document, unless we wrote it.
+  let carried: string | undefined
+  const kept: unknown[] = []
+  for (const item of seq.items) {
     const rows = isMap(item) ? item.get('insert') : undefined
-    if (!isSeq(rows)) return true
-    rows.items = rows.items.filter((r) => {
-      if (!isMap(r) || r.get('name') !== pkg) return true
-      removed.push(String(r.get('id')))
-      return false
-    })
-    return rows.items.length > 0
-  })
+    if (isSeq(rows)) {
+      rows.items = rows.items.filter((r) => {
+        if (!isMap(r) || r.get('name') !== pkg) return true
+        removed.push(String(r.get('id')))
+        return false
+      })
+    }
+    const node = item as { commentBefore?: string | null }
+    if (isSeq(rows) && rows.items.length === 0) {
+      const own = (node.commentBefore ?? '').split('\n').filter((l) => !l.startsWith(' dsh plugin add ')).join('\n')
+      if (own.trim()) carried = carried ? `${carried}\n${own}` : own
+      continue
+    }
+    if (carried) {
+      node.commentBefore = node.commentBefore ? `${carried}\n${node.commentBefore}` : carried
+      carried = undefined
+    }
+    kept.push(item)
+  }
+  seq.items = kept
+  if (carried) {
+    // Above an empty list the comment belongs to the list itself (`# ...` then `[]`, no blank line).
+    const target = (kept.length ? doc : seq) as { commentBefore?: string | null }
+    target.commentBefore = target.commentBefore ? `${target.commentBefore}\n${carried}` : carried
+  }
   const dangling = seq.items
     .map((item) => (isMap(item) && !item.has('insert') ? String(item.get('id')) : undefined))
     .filter((id): id is string => id !== undefined && removed.includes(id))
-  if (removed.length) writeAtomic(file, seq.items.length ? doc.toString({ lineWidth: 0 }) : doc.toString({ lineWidth: 0 }).replace(/^\s*$/m, '[]\n'))
+  if (removed.length) writeAtomic(file, doc.toString({ lineWidth: 0 }))
   return { removed, dangling }
 }

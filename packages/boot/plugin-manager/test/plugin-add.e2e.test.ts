@@ -2,7 +2,7 @@
 // `dsh plugin add <tgz> --profile headless`, a keyless headless run offers and runs its tool,
 // `remove` makes it vanish; a package whose apply throws is rolled back and the profile still boots.
 import { execFileSync } from 'node:child_process'
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -147,7 +147,7 @@ describe('dsh plugin', () => {
     // The scaffold's own test, with its two dev dependencies taken from this checkout (no network).
     mkdirSync(join(scaffold, 'node_modules'), { recursive: true })
     for (const dep of ['cordis', 'schemastery']) {
-      cpSync(fileURLToPath(new URL(`../node_modules/${dep}`, import.meta.url)), join(scaffold, 'node_modules', dep), { recursive: true, dereference: true })
+      symlinkSync(realpathSync(fileURLToPath(new URL(`../node_modules/${dep}`, import.meta.url))), join(scaffold, 'node_modules', dep))
     }
     const test = execFileSync(process.execPath, ['--test'], { cwd: scaffold, encoding: 'utf8' })
     expect(test).toMatch(/# pass 2\n# fail 0/)
