@@ -10,7 +10,7 @@ export interface ToolPresentationConfig {
   mode: ToolMode
 }
 
-export const Config: Schema<ToolPresentationConfig> = Schema.object({
+export const Config: Schema<Partial<ToolPresentationConfig>, ToolPresentationConfig> = Schema.object({
   mode: Schema.union(['native', 'code', 'both'] as const).default('native').description('native: every schema; code: Code Mode only; both.'),
 })
 

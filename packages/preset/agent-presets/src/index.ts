@@ -57,7 +57,7 @@ export const BUILTIN_DIR = fileURLToPath(new URL('../presets/', import.meta.url)
 
 interface Composition {
   name: string
-  fibers: Fiber[]
+  fibers: Fiber<Context>[]
   ready: Promise<void>
   error?: Error
 }

@@ -16,7 +16,7 @@ export interface ToolSetConfig {
   sections?: string[]
 }
 
-export const Config: Schema<ToolSetConfig> = Schema.object({
+export const Config: Schema<Partial<ToolSetConfig>, ToolSetConfig> = Schema.object({
   only: Schema.array(Schema.string()).description('The only tools the agent is offered.'),
   hide: Schema.array(Schema.string()).default([]).description('Tools the agent is not offered.'),
   sections: Schema.array(Schema.string()).description('Tool guidance sections (ids starting with "tool:") to keep; the others are dropped.'),

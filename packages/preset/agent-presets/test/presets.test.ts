@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { Context } from 'cordis'
-import { createHarness, type Harness } from '@dsh/agent-loop-testkit'
+import { createHarness, type Harness, type HarnessOptions } from '@dsh/agent-loop-testkit'
 import AgentPresets, { loadPresetFile, presetOf } from '../src/index.ts'
 
 let harness: Harness | undefined
@@ -49,7 +49,7 @@ const OWN_PROMPT = `
     owns: true
 `
 
-async function boot(config: object, script = [{ text: 'ok' }], session?: Harness['session']) {
+async function boot(config: object, script: NonNullable<HarnessOptions['script']> = [{ text: 'ok' }], session?: Harness['session']) {
   harness = await createHarness({ script, session, cwd: '/w', plugins: [[Profile], [AgentPresets, config]] })
   return harness
 }

@@ -13,7 +13,7 @@ export interface PersonaConfig {
   owns: boolean
 }
 
-export const Config: Schema<PersonaConfig> = Schema.object({
+export const Config: Schema<Partial<PersonaConfig>, PersonaConfig> = Schema.object({
   text: Schema.string().default('').description('The persona; may use prompt variables such as {{cwd}} and {{model}}.'),
   file: Schema.string().description('Read the persona from this file instead (absolute, or relative to the working directory at start).'),
   owns: Schema.boolean().default(false).description('The persona is the whole system prompt: no harness identity, no sections.'),
