@@ -155,6 +155,13 @@ describe('the headless composition registers every event type it can write', () 
       call('c_out', 'job_output', { id: 'bash-1' }),
       call('c_jobs', 'job_list', {}),
       call('c_kill', 'job_kill', { id: 'bash-1' }),
+      // completed within the turn, so the goal round driver starts no round
+      call('c_goal', 'create_goal', { objective: 'Every tool ran' }),
+      call('c_goal_get', 'get_goal', {}),
+      call('c_goal_done', 'update_goal', { goal_id: 'goal-1', status: 'complete' }),
+      call('c_sched', 'schedule_create', { after_seconds: 600, prompt: 'check again' }),
+      call('c_sched_list', 'schedule_list', {}),
+      call('c_sched_cancel', 'schedule_cancel', { id: 'sch-1' }),
       { text: 'all tools ran' },
       { text: 'resumed fine' },
     ]
