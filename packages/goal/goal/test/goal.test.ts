@@ -15,7 +15,7 @@ async function tree(withGoals: boolean) {
   await ctx.plugin(SessionStore)
   await ctx.plugin(JsonlPersistence, { root, batchWindowMs: 5 })
   await ctx.plugin(DurableSessions, { origin: 'test' })
-  if (withGoals) await ctx.plugin(GoalService, {})
+  if (withGoals) await ctx.plugin(GoalService, { maxObjectiveChars: 4000 })
   trees.push(ctx)
   return ctx
 }
