@@ -19,10 +19,14 @@ import type {} from '@dsh/session-persistence'
 import type {} from '@dsh/agent-default-model'
 import type {} from '@dsh/commands'
 import type {} from '@dsh/permission-presets'
+import type {} from '@dsh/plan-mode'
 import type {} from '@dsh/fs'
 import type {} from '@dsh/mcp-client'
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string }
+
+/** The ACP session mode that stands for plan mode. */
+export const PLAN_MODE_ID = 'plan'
 
 const TOOL_KINDS = ['read', 'edit', 'delete', 'move', 'search', 'execute', 'think', 'fetch', 'switch_mode', 'other'] as const
 
@@ -121,9 +125,15 @@ export class AcpServer extends Service {
       'permission-presets/changed',
       ({ sessionId, preset }) => {
         const live = this.sessions.get(sessionId)
-        if (live) this.send(live, { sessionUpdate: 'current_mode_update', currentModeId: preset.name })
+        if (live) this.send(live, { sessionUpdate: 'current_mode_update', currentModeId: this.currentMode(sessionId) ?? preset.name })
       },
     )
+    // Plan mode is one more session mode: entering or leaving it is reported the same way.
+    ctx.on('plan-mode/changed', (session) => {
+      const live = this.sessions.get(session.id)
+      const mode = this.currentMode(session.id)
+      if (live && mode !== undefined) this.send(live, { sessionUpdate: 'current_mode_update', currentModeId: mode })
+    })
     if (config.stdio) ctx.on('app/ready', () => void this.serveStdio())
     ctx.effect(() => () => {
       for (const s of [...this.sessions.values()]) this.closeSession(s)
@@ -320,25 +330,42 @@ export class AcpServer extends Service {
     return this.ctx.get('permissionPresets')
   }
 
-  /** Session modes are the permission presets, when a presets row is mounted. */
+  /** `plan` while the session plans (a plan-mode row is mounted), else its permission preset. */
+  private currentMode(sessionId: string): string | undefined {
+    if (this.ctx.get('planMode')?.isActive(sessionId)) return PLAN_MODE_ID
+    return this.presets?.current(sessionId).name
+  }
+
+  /**
+   * Session modes are the permission presets, when a presets row is mounted, plus `plan` when a
+   * plan-mode row is.
+   */
   private modes(sessionId: string): acp.SessionModeState | undefined {
     const presets = this.presets
-    if (!presets) return undefined
-    return {
-      currentModeId: presets.current(sessionId).name,
-      availableModes: presets.list().map((p) => ({ id: p.name, name: p.name, description: p.description })),
-    }
+    const plan = this.ctx.get('planMode')
+    if (!presets && !plan) return undefined
+    const availableModes: acp.SessionMode[] = presets ? presets.list().map((p) => ({ id: p.name, name: p.name, description: p.description })) : []
+    if (plan) availableModes.push({ id: PLAN_MODE_ID, name: 'plan', description: 'Plan mode: investigate and propose a plan; nothing changes until you approve it.' })
+    return { currentModeId: this.currentMode(sessionId) ?? PLAN_MODE_ID, availableModes }
   }
 
   private setMode(state: Connection, params: acp.SetSessionModeRequest): acp.SetSessionModeResponse {
     const live = this.lookup(state, params.sessionId)
     const presets = this.presets
+    const plan = this.ctx.get('planMode')
+    const session = live.agent.session
+    if (params.modeId === PLAN_MODE_ID && plan) {
+      plan.enter(session)
+      return {}
+    }
     if (!presets) throw acp.RequestError.methodNotFound('session/set_mode')
     try {
       presets.set(live.id, params.modeId)
     } catch (error) {
       throw acp.RequestError.invalidParams({ modeId: params.modeId }, errorText(error))
     }
+    // Choosing a permission mode leaves plan mode.
+    if (plan?.isActive(session)) plan.leave(session)
     return {}
   }
 

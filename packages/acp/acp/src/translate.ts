@@ -125,6 +125,17 @@ export function planEntries(todos: unknown): acp.PlanEntry[] {
   })
 }
 
+/** Plan entries from a Markdown plan: its list items (or every non-empty line), pending. */
+export function planFromText(plan: string): acp.PlanEntry[] {
+  const lines = plan.split('\n').map((line) => line.trim()).filter((line) => line !== '')
+  const items = lines.filter((line) => /^([-*+]|\d+[.)])\s+/.test(line))
+  return (items.length > 0 ? items : lines).map((line) => ({
+    content: line.replace(/^([-*+]|\d+[.)])\s+/, ''),
+    status: 'pending' as const,
+    priority: 'medium' as const,
+  }))
+}
+
 interface CallInfo {
   name: string
   args: Record<string, unknown>
@@ -232,6 +243,11 @@ export class Translator {
         if (type === 'todo/write') {
           const entries = planEntries((event.data as { todos?: unknown }).todos)
           return [{ sessionUpdate: 'plan', entries }]
+        }
+        if (type === 'plan/mode') {
+          // A plan leaving plan mode (approved) is shown as the session's plan: one entry per item.
+          const plan = (event.data as { plan?: unknown }).plan
+          return typeof plan === 'string' && plan.trim() !== '' ? [{ sessionUpdate: 'plan', entries: planFromText(plan) }] : []
         }
         if (type.startsWith('compaction/') && !replay) {
           const note = this.compactionNote(type, event.data as CompactionData)

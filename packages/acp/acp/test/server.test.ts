@@ -122,3 +122,42 @@ describe('@dsh/acp commands', () => {
     expect(harness.model.requests).toHaveLength(0)
   })
 })
+
+describe('@dsh/acp plan mode', () => {
+  it('offers plan as a session mode, enters and leaves it through set_mode, and reports the approved plan', async () => {
+    const PlanMode = (await import('@dsh/plan-mode')).default
+    const PermissionPresets = (await import('@dsh/permission-presets')).default
+    harness = await createHarness({
+      script: [{ toolCalls: [{ name: 'exit_plan_mode', arguments: { plan: '1. Read the parser\n2. Fix the off-by-one' } }] }, { text: 'done' }],
+      plugins: [
+        [AgentDefaultModel, { provider: SCRIPTED_PROVIDER, model: SCRIPTED_MODEL }],
+        [ApprovalService, {}],
+        [PermissionPresets, { env: '' }],
+        [PlanMode, {}],
+      ],
+    })
+    await harness.mount(AcpServer, { stdio: false })
+    const { agentSide, clientSide } = pipe()
+    harness.ctx.acp.connect(agentSide)
+    const updates: acp.SessionNotification[] = []
+    const conn = acp.client({ name: 't' }).onNotification('session/update', ({ params }) => void updates.push(params)).connect(clientSide)
+    await conn.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} })
+    const cwd = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-acp-plan-')))
+    const created = await conn.agent.request('session/new', { cwd, mcpServers: [] })
+    expect(created.modes?.currentModeId).toBe('workspace-write')
+    expect(created.modes?.availableModes.map((m) => m.id)).toEqual(['danger-full-access', 'read-only', 'workspace-write', 'plan'])
+    await conn.agent.request('session/set_mode', { sessionId: created.sessionId, modeId: 'plan' })
+    expect(harness.ctx.planMode.isActive(created.sessionId)).toBe(true)
+    await conn.agent.request('session/prompt', { sessionId: created.sessionId, prompt: [{ type: 'text', text: 'fix it' }] })
+    // No question answerer on this connection: the no-human policy approved the plan.
+    expect(harness.ctx.planMode.isActive(created.sessionId)).toBe(false)
+    const modeUpdates = updates.filter((u) => u.update.sessionUpdate === 'current_mode_update').map((u) => (u.update as { currentModeId: string }).currentModeId)
+    expect(modeUpdates).toEqual(['plan', 'workspace-write'])
+    const plan = updates.find((u) => u.update.sessionUpdate === 'plan')?.update as { entries: { content: string; status: string }[] }
+    expect(plan.entries.map((e) => [e.content, e.status])).toEqual([['Read the parser', 'pending'], ['Fix the off-by-one', 'pending']])
+    // Choosing a permission mode leaves plan mode.
+    await conn.agent.request('session/set_mode', { sessionId: created.sessionId, modeId: 'plan' })
+    await conn.agent.request('session/set_mode', { sessionId: created.sessionId, modeId: 'read-only' })
+    expect(harness.ctx.planMode.isActive(created.sessionId)).toBe(false)
+  })
+})
