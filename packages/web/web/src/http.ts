@@ -4,6 +4,7 @@
 // never contain the key. Providers import it; the seam itself (index.ts) does no I/O.
 import { request as httpRequest, type IncomingMessage } from 'node:http'
 import { request as httpsRequest } from 'node:https'
+import { whereToSet, type CredentialLayer } from '@dsh/credentials'
 import { WebError } from './types.ts'
 
 export interface PostJsonOptions {
@@ -95,8 +96,41 @@ function errorDetail(text: string): string {
   return text.trim()
 }
 
-/** Reads a credential: through `ctx.credentials` when mounted, else the environment. */
-export type KeyReader = (name: string) => Promise<string | undefined>
-
 /** A non-empty trimmed string, else undefined. */
 export const text = (value: unknown): string | undefined => (typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined)
+
+/** The part of `ctx.credentials` (@dsh/credentials) a provider reads; absent: the environment alone. */
+export interface CredentialReader {
+  get(name: string): Promise<string | undefined>
+  describe(name: string): Promise<{ layers: CredentialLayer[] }>
+}
+
+/** A provider's API key: readiness without network I/O, and the value at call time (read each call, so a key set after boot is seen). */
+export interface KeyAccess {
+  status(): Promise<{ ready: boolean; reason?: string }>
+  /** The key, or a `MISSING_CREDENTIAL` WebError naming where to set it. */
+  require(): Promise<string>
+}
+
+export function keyAccess(provider: string, name: string, reader: () => CredentialReader | undefined, env: NodeJS.ProcessEnv = process.env): KeyAccess {
+  const read = async () => {
+    const credentials = reader()
+    const value = credentials ? await credentials.get(name) : env[name]
+    return value && value.trim() !== '' ? value.trim() : undefined
+  }
+  const reason = async () => {
+    const credentials = reader()
+    const where = credentials ? whereToSet(name, (await credentials.describe(name)).layers) : `export ${name}=... in the environment`
+    return `set ${name} (${where})`
+  }
+  return {
+    async status() {
+      return (await read()) ? { ready: true } : { ready: false, reason: await reason() }
+    },
+    async require() {
+      const key = await read()
+      if (key) return key
+      throw new WebError('MISSING_CREDENTIAL', `${provider} web search needs an API key: ${await reason()}.`, { provider })
+    },
+  }
+}
