@@ -83,12 +83,14 @@ export async function main(opts: MainOptions): Promise<number> {
   if (positional.length > 1) return usage(stderr, 'at most one CONFIG file')
   try {
     const configFile = positional[0] ?? (env.DSH_CORDIS_CONFIG || undefined)
-    const layers = configFile ? [readLayerFile(resolve(cwd, configFile), `config ${configFile}`)] : defaultLayers()
-    for (const file of patches) layers.push(readLayerFile(resolve(cwd, file), `--patch ${file}`))
+    const compose = () => {
+      const layers = configFile ? [readLayerFile(resolve(cwd, configFile), `config ${configFile}`)] : defaultLayers()
+      for (const file of patches) layers.push(readLayerFile(resolve(cwd, file), `--patch ${file}`))
+      return composeLayers(layers, pkgFile, configFile ? dirname(resolve(cwd, configFile)) : dirname(pkgFile))
+    }
     const home = resolveDshHome(env)
     applyDotEnv({ env, cwd, home })
-    const profileDir = configFile ? dirname(resolve(cwd, configFile)) : dirname(pkgFile)
-    const comp = composeLayers(layers, pkgFile, profileDir)
+    const comp = compose()
     for (const w of comp.warnings) stderr.write(`dsh-jsonrpc-agent: warning: ${w}\n`)
     if (dump) {
       // With --dump-config, stdout is for the dump, not for frames.
@@ -97,7 +99,11 @@ export async function main(opts: MainOptions): Promise<number> {
     }
     return await runTree(
       () => bootComposition(comp, { bootInfo: { profile: 'jsonrpc', home, cwd, appArgs: [] }, stderr }),
-      { name: 'dsh-jsonrpc-agent', stderr },
+      {
+        name: 'dsh-jsonrpc-agent', stderr,
+        // Hot reload: edits of the user's layer files (CONFIG, --patch) re-compose the running tree.
+        watch: { files: [...(configFile ? [resolve(cwd, configFile)] : []), ...patches.map((p) => resolve(cwd, p))], recompose: compose },
+      },
     )
   } catch (error) {
     if (error instanceof DshUserError) {
