@@ -15,6 +15,7 @@ import type {} from '@dsh/system-prompt'
 import type {} from '@dsh/commands'
 import type {} from '@dsh/user-questions'
 import type {} from '@dsh/permission-presets'
+import type {} from '@dsh/user-approval'
 import type {} from '@dsh/session-persistence'
 import { PLAN_SECTION_ID, PLAN_SECTION_TEXT, EXIT_TOOL_DESCRIPTION } from './text.ts'
 
@@ -63,6 +64,7 @@ export interface PlanModeConfig {
   noHuman: NoHumanPolicy
   approveMode: string
   guidance: string
+  policyAnswerers: string[]
 }
 
 /** Read-only tools of the base bundle (and the ones later packages add) that run while planning. */
@@ -90,6 +92,9 @@ export class PlanMode extends Service {
       .default('danger-full-access')
       .description('Permission preset offered as "Approve and switch to ..." (needs the permission-presets row; "" hides the choice).'),
     guidance: Schema.string().default(PLAN_SECTION_TEXT).description('The system-prompt section the model reads while planning.'),
+    policyAnswerers: Schema.array(Schema.string())
+      .default(['permission-preset-policy'])
+      .description('Approval answerers that decide by policy, not as a human: their answer to a plan review is ignored and `noHuman` decides.'),
   })
 
   static inject = ['sessions', 'tools', 'agents']
@@ -259,6 +264,41 @@ export class PlanMode extends Service {
         }
         if (outcome.status === 'cancelled') return fail('CANCELLED', `the plan review was cancelled (${outcome.reason}); plan mode is still on.`)
         // unavailable: nobody could answer after all; the policy decides below.
+      } else if (this.ctx.get('approval')) {
+        // A surface with approvals but no questions (ACP): a yes/no permission request.
+        const outcome = await this.ctx.get('approval')!.request(
+          {
+            sessionId: session.id,
+            agentId: agent.id,
+            kind: 'plan',
+            title: 'Approve the plan and leave plan mode',
+            detail: plan,
+            action: { plan },
+            options: ['allowed-once', 'rejected'],
+          },
+          { signal },
+        )
+        const human = outcome.answeredBy === undefined || !this.config.policyAnswerers.includes(outcome.answeredBy)
+        if (outcome.decision === 'cancelled') return fail('CANCELLED', `the plan review was cancelled (${outcome.reason ?? 'turn cancelled'}); plan mode is still on.`)
+        if (human && (outcome.decision === 'allowed-once' || outcome.decision === 'allowed-always')) {
+          const feedback = outcome.message?.trim() || undefined
+          this.set(session, { active: false, by: 'review', plan, ...(feedback ? { feedback } : {}) })
+          return {
+            content: `The human approved your plan. Plan mode is off: carry out the plan now.${feedback ? `\nTheir note: ${feedback}` : ''}`,
+            meta: { decision: 'approved' },
+          }
+        }
+        if (human && outcome.decision === 'rejected') {
+          const feedback = outcome.message?.trim()
+          return {
+            content:
+              'The human did not approve the plan yet; you are still in plan mode. ' +
+              (feedback ? `Their feedback: ${feedback}\n` : 'They gave no reason. ') +
+              'Revise the plan (ask with ask_user_question if something is unclear), then call exit_plan_mode again.',
+            meta: { decision: 'keep-planning' },
+          }
+        }
+        // unavailable, or a policy answered: the plan-mode policy decides below.
       }
       if (this.config.noHuman === 'approve') {
         this.set(session, { active: false, by: 'policy', plan })

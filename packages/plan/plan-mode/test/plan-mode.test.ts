@@ -167,3 +167,37 @@ describe('@dsh/plan-mode', () => {
     expect(text(results(h)[0])).toBe('written')
   })
 })
+
+describe('review through approvals (a surface without questions, e.g. ACP)', () => {
+  async function withApproval(script: NonNullable<Parameters<typeof createHarness>[0]>['script']) {
+    const ApprovalService = (await import('@dsh/user-approval')).default
+    harness = await createHarness({ script, plugins: [[ApprovalService, {}], [Workspace], [PlanMode, {}]] })
+    harness.ctx.planMode.enter(harness.session)
+    return harness
+  }
+
+  it('a human rejection keeps planning with the message; an approval ends plan mode', async () => {
+    const h = await withApproval([
+      { toolCalls: [{ name: 'exit_plan_mode', arguments: { plan: 'v1' } }] },
+      { toolCalls: [{ name: 'exit_plan_mode', arguments: { plan: 'v2' } }] },
+      { text: 'ok' },
+    ])
+    const answers = [{ decision: 'rejected' as const, message: 'smaller steps' }, { decision: 'allowed-once' as const }]
+    const seen: string[] = []
+    h.ctx.approval.registerAnswerer({ name: 'acp', answer: (req) => (seen.push(`${req.kind}:${req.detail}`), answers.shift()!) })
+    await h.prompt('go')
+    const [first, second] = results(h)
+    expect(seen).toEqual(['plan:v1', 'plan:v2'])
+    expect(text(first)).toMatch(/you are still in plan mode\. Their feedback: smaller steps/)
+    expect(text(second)).toBe('The human approved your plan. Plan mode is off: carry out the plan now.')
+    expect(h.session.last('plan/mode')?.data).toEqual({ active: false, by: 'review', plan: 'v2' })
+  })
+
+  it('the headless permission-policy answerer is not taken for a human: the plan-mode policy decides', async () => {
+    const h = await withApproval([{ toolCalls: [{ name: 'exit_plan_mode', arguments: { plan: 'p' } }] }, { text: 'ok' }])
+    h.ctx.approval.registerAnswerer({ name: 'permission-preset-policy', answer: () => ({ decision: 'rejected', reason: 'policy ask needs a human' }) })
+    await h.prompt('go')
+    expect(text(results(h)[0])).toMatch(/approved by this deployment's policy/)
+    expect(planModeActive(h.session)).toBe(false)
+  })
+})
