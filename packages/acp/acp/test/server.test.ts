@@ -140,7 +140,16 @@ describe('@dsh/acp plan mode', () => {
     const { agentSide, clientSide } = pipe()
     harness.ctx.acp.connect(agentSide)
     const updates: acp.SessionNotification[] = []
-    const conn = acp.client({ name: 't' }).onNotification('session/update', ({ params }) => void updates.push(params)).connect(clientSide)
+    const asked: acp.RequestPermissionRequest[] = []
+    const conn = acp
+      .client({ name: 't' })
+      .onNotification('session/update', ({ params }) => void updates.push(params))
+      .onRequest('session/request_permission', ({ params }) => {
+        asked.push(params)
+        const allow = params.options.find((o) => o.kind === 'allow_once')!
+        return { outcome: { outcome: 'selected', optionId: allow.optionId } }
+      })
+      .connect(clientSide)
     await conn.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} })
     const cwd = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-acp-plan-')))
     const created = await conn.agent.request('session/new', { cwd, mcpServers: [] })
@@ -149,7 +158,9 @@ describe('@dsh/acp plan mode', () => {
     await conn.agent.request('session/set_mode', { sessionId: created.sessionId, modeId: 'plan' })
     expect(harness.ctx.planMode.isActive(created.sessionId)).toBe(true)
     await conn.agent.request('session/prompt', { sessionId: created.sessionId, prompt: [{ type: 'text', text: 'fix it' }] })
-    // No question answerer on this connection: the no-human policy approved the plan.
+    // ACP has no questions: the plan was reviewed as a permission request, which the client allowed.
+    expect(asked).toHaveLength(1)
+    expect(JSON.stringify(asked[0])).toContain('Fix the off-by-one')
     expect(harness.ctx.planMode.isActive(created.sessionId)).toBe(false)
     const modeUpdates = updates.filter((u) => u.update.sessionUpdate === 'current_mode_update').map((u) => (u.update as { currentModeId: string }).currentModeId)
     expect(modeUpdates).toEqual(['plan', 'workspace-write'])
