@@ -37,6 +37,8 @@ export const LOG_RAW = 'session.jsonl'
 const HEADER_FILE = 'header.json'
 const LOCK_FILE = 'writer.lock'
 const SUMMARY_FILE = 'summary.json'
+/** Sessions whose `list()` row is computed concurrently. */
+const LIST_CONCURRENCY = 16
 
 export interface JsonlPersistenceConfig {
   /** Directory holding the sessions. Default: `$DSH_HOME/sessions`. */
@@ -265,7 +267,7 @@ export class JsonlPersistence extends SessionPersistence {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return []
       throw error
     }
-    const rows: SessionSummary[] = []
+    const found: Array<[SessionId, string]> = []
     for (const key of keys) {
       let ids: string[]
       try {
@@ -273,13 +275,20 @@ export class JsonlPersistence extends SessionPersistence {
       } catch {
         continue
       }
-      for (const id of ids) {
-        if (!isValidSessionId(id)) continue
-        const dir = join(this.root, key, id)
+      for (const id of ids) if (isValidSessionId(id)) found.push([id, join(this.root, key, id)])
+    }
+    // A few summaries in flight at once: each is several small file operations, and one at a time
+    // made a listing of 1,000 sessions wait on 5,000 round trips to the thread pool in turn.
+    const rows: SessionSummary[] = []
+    let next = 0
+    const worker = async () => {
+      while (next < found.length) {
+        const [id, dir] = found[next++]
         const row = await this.summaryOf(id, dir).catch((error: unknown) => this.damagedSummary(id, dir, error))
         if (row) rows.push(row)
       }
     }
+    await Promise.all(Array.from({ length: Math.min(LIST_CONCURRENCY, found.length) }, worker))
     return rows
   }
 
