@@ -211,7 +211,10 @@ export class SessionProjections extends Service {
     if (live) return { summary, values: live, source: 'live' }
     const usable = cached && this.unitsMatch(cached)
     if (usable && cached.events === summary.events && (summary.events === 0 || cached.lastTime === summary.updatedAt)) {
-      return { summary, values: this.valuesOf(this.statesOf(cached)), source: 'cache' }
+      // Read-only use of the cached states: carriers get their own copies from the parsed document.
+      const states = new Map<string, unknown>()
+      for (const name of this.registry.keys()) states.set(name, cached.units[name].state)
+      return { summary, values: this.valuesOf(states, false), source: 'cache' }
     }
     if (usable && cached.events > 0 && cached.events < summary.events) {
       // Behind its log: advance from the last folded event, if that event is still the one we folded.
@@ -269,11 +272,13 @@ export class SessionProjections extends Service {
     }
   }
 
-  private valuesOf(states: Map<string, unknown>): { [unit: string]: unknown } {
+  /** `copy`: states that live on (live folds) are copied so a carrier cannot alter them. */
+  private valuesOf(states: Map<string, unknown>, copy = true): { [unit: string]: unknown } {
     const out: { [unit: string]: unknown } = {}
     for (const [name, state] of states) {
       const unit = this.registry.get(name)
-      if (unit) out[name] = unit.value ? unit.value(structuredClone(state)) : structuredClone(state)
+      const own = copy ? structuredClone(state) : state
+      if (unit) out[name] = unit.value ? unit.value(own) : own
     }
     return out
   }

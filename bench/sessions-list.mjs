@@ -1,0 +1,142 @@
+#!/usr/bin/env node
+// Listing 1,000 stored sessions with titles and stats (`ctx.sessionProjections.list()`, what
+// `dsh sessions` runs). Generates BENCH_SESSIONS (default 1000) one-turn sessions with the JSONL
+// backend (zstd, the default), then measures in this process, alternately, BENCH_RUNS times:
+//   baseline   ctx.sessionPersistence.list() alone (the stored summaries, no projections)
+//   warm       the projection listing served from the checkpoint cache (goal: under 200 ms)
+// and once each: the cold listing that builds the cache (reads every log), and the listing after
+// one session grew (reads one log tail). Prints medians, the warm/baseline ratio, and the number of
+// logs each listing read (the warm one must read none). Also times `dsh sessions --all` end to end
+// against `node -e 0` spawned in the same run.
+//   node bench/sessions-list.mjs        BENCH_SESSIONS=200 BENCH_RUNS=5 node bench/sessions-list.mjs
+import { register } from 'tsx/esm/api'
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { performance } from 'node:perf_hooks'
+import { fileURLToPath } from 'node:url'
+
+register()
+const N = Number(process.env.BENCH_SESSIONS ?? 1000)
+const RUNS = Number(process.env.BENCH_RUNS ?? 9)
+const src = (p) => new URL(`../packages/${p}`, import.meta.url).href
+const { Context } = await import('cordis')
+const { default: SessionStore, Session } = await import(src('core/session/src/index.ts'))
+const { default: Jsonl } = await import(src('session/session-persistence-jsonl/src/index.ts'))
+const { default: Projections } = await import(src('session/session-projection/src/index.ts'))
+const { default: Cache } = await import(src('session/session-projection-cache/src/index.ts'))
+const { default: TitleService } = await import(src('session/session-title/src/index.ts'))
+const Stats = await import(src('session/session-stats/src/index.ts'))
+
+const root = mkdtempSync(join(tmpdir(), 'dsh-bench-sessions-'))
+const home = join(root, 'home')
+const ctx = new Context()
+const mount = async (plugin, config) => await ctx.plugin(plugin, config)
+await mount(SessionStore)
+await mount(Jsonl, { root: join(home, 'sessions'), fsync: false, batchWindowMs: 1 })
+await mount(Projections)
+await mount(Cache, { path: join(home, 'storage', 'session_projcache.json') })
+await mount(TitleService)
+await mount(Stats, { prices: [{ model: 'bench-model', input: 0.27, output: 1.1 }] })
+
+function turn(session, i, n) {
+  session.append('turn/start', { turn: n })
+  session.append('step/start', { turn: n, step: 0 })
+  session.append('request/header', { provider: 'bench', model: 'bench-model', system: 'You are a bench.', tools: [] })
+  session.append('user/message', { content: [{ type: 'text', text: `Task ${i}.${n}: refactor module ${i} and keep the tests green` }], source: { kind: 'human' } })
+  if (n === 0) session.append('session/title', { title: `Refactor module ${i}`, source: 'fallback' })
+  session.append('assistant/chunk', { chunk: { kind: 'text-delta', text: 'Looking' } })
+  session.append('assistant/message', { message: { role: 'assistant', content: [{ type: 'tool-call', callId: `c${n}`, name: 'read', arguments: '{"file_path":"a.ts"}' }] }, usage: { input: 900, output: 40, cacheRead: 800, cacheWrite: 0, reasoning: 0 } })
+  session.append('tool/call', { callId: `c${n}`, name: 'read', arguments: '{"file_path":"a.ts"}' })
+  session.append('tool/result', { message: { role: 'tool', callId: `c${n}`, name: 'read', content: [{ type: 'text', text: 'x'.repeat(2000) }] } })
+  session.append('step/end', { turn: n, step: 0 })
+  session.append('turn/end', { turn: n, reason: 'completed' })
+}
+
+process.stderr.write(`generating ${N} sessions in ${home}...\n`)
+for (let i = 0; i < N; i++) {
+  let t = 1_700_000_000_000 + i * 60_000
+  const session = new Session({ cwd: `/work/project-${i % 7}`, id: `bench-${String(i).padStart(5, '0')}`, clock: () => (t += 50) })
+  turn(session, i, 0)
+  await ctx.sessionPersistence.create({ id: session.id, cwd: session.cwd, createdAt: 1_700_000_000_000 + i * 60_000 })
+  await ctx.sessionPersistence.append(session.id, session.events)
+  await ctx.sessionPersistence.close(session.id)
+}
+// The persistence summaries are cached beside each log; fill them once so the baseline is warm too.
+await ctx.sessionPersistence.list()
+
+const reads = { count: 0 }
+const logs = {
+  list: () => ctx.sessionPersistence.list(),
+  readFrom: (id, seq) => {
+    reads.count++
+    return ctx.sessionPersistence.readFrom(id, seq)
+  },
+}
+async function time(fn) {
+  const start = performance.now()
+  await fn()
+  return performance.now() - start
+}
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+
+reads.count = 0
+const cold = await time(() => ctx.sessionProjections.list(logs))
+const coldReads = reads.count
+const base = []
+const warm = []
+let warmReads = 0
+for (let r = 0; r < RUNS; r++) {
+  base.push(await time(() => ctx.sessionPersistence.list()))
+  reads.count = 0
+  warm.push(await time(() => ctx.sessionProjections.list(logs)))
+  warmReads += reads.count
+}
+const cacheRead = []
+for (let r = 0; r < RUNS; r++) cacheRead.push(await time(() => ctx.sessionProjectionCache.readAll()))
+const { statSync } = await import('node:fs')
+const cacheBytes = statSync(ctx.sessionProjectionCache.path).size
+// One session grows by a turn: the next listing reads only that log's tail.
+const grown = 'bench-00042'
+const loaded = await ctx.sessionPersistence.load(grown)
+let t = loaded.events.at(-1).time
+const s = new Session({ cwd: '/work/project-0', id: grown, clock: () => (t += 50), events: loaded.events })
+turn(s, 42, 1)
+await ctx.sessionPersistence.append(grown, s.slice(loaded.events.length))
+await ctx.sessionPersistence.close(grown)
+reads.count = 0
+const after = await time(() => ctx.sessionProjections.list(logs))
+const afterReads = reads.count
+const report = ctx.sessionProjections.lastReport
+
+const fmt = (ms) => `${ms.toFixed(1)} ms`
+console.log(`sessions: ${N}, runs: ${RUNS}`)
+console.log(`cold listing (builds the cache):   ${fmt(cold)}   logs read: ${coldReads}`)
+console.log(`baseline persistence.list():       ${fmt(median(base))}`)
+console.log(`warm listing from the cache:       ${fmt(median(warm))}   logs read: ${warmReads}   ratio to baseline: ${(median(warm) / median(base)).toFixed(2)}`)
+console.log(`  of which cache readAll():          ${fmt(median(cacheRead))}   document: ${(cacheBytes / 1024).toFixed(0)} KiB`)
+console.log(`after one session grew:            ${fmt(after)}   logs read: ${afterReads} (refreshed ${report.refreshed}, cache ${report.cache})`)
+console.log(`goal: warm under 200 ms reading no log -> ${median(warm) < 200 && warmReads === 0 ? 'met' : 'NOT met'}`)
+
+// End to end: the real bin against the same home, beside node's own start-up.
+const bin = fileURLToPath(new URL('../packages/boot/cli/bin/dsh.mjs', import.meta.url))
+const env = { PATH: process.env.PATH, HOME: home, DSH_HOME: home }
+const spawnTime = (args) => {
+  const start = performance.now()
+  const r = spawnSync(process.execPath, args, { env, cwd: root, encoding: 'utf8' })
+  if (r.status !== 0) throw new Error(`${args.join(' ')} exited ${r.status}: ${r.stderr}`)
+  return performance.now() - start
+}
+spawnTime([bin, 'sessions', '--all']) // creates the profile and the cache entries of this process
+const nodeRuns = []
+const dshRuns = []
+for (let r = 0; r < Math.min(RUNS, 5); r++) {
+  nodeRuns.push(spawnTime(['-e', '0']))
+  dshRuns.push(spawnTime([bin, 'sessions', '--all']))
+}
+console.log(`node -e 0:                         ${fmt(median(nodeRuns))}`)
+console.log(`dsh sessions --all (${N} rows):     ${fmt(median(dshRuns))}   ratio to node -e 0: ${(median(dshRuns) / median(nodeRuns)).toFixed(1)}`)
+
+await ctx.fiber.dispose?.()
+rmSync(root, { recursive: true, force: true })
