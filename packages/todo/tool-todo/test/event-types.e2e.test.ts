@@ -162,6 +162,9 @@ describe('the headless composition registers every event type it can write', () 
       call('c_sched', 'schedule_create', { after_seconds: 600, prompt: 'check again' }),
       call('c_sched_list', 'schedule_list', {}),
       call('c_sched_cancel', 'schedule_cancel', { id: 'sch-1' }),
+      // loopback is refused by default and no search key is set: model-visible refusals (below)
+      call('c_fetch', 'web_fetch', { url: 'http://127.0.0.1:9/' }),
+      call('c_search', 'web_search', { queries: ['dsh'] }),
       { text: 'all tools ran' },
       { text: 'resumed fine' },
     ]
@@ -177,7 +180,7 @@ describe('the headless composition registers every event type it can write', () 
     const offered = ((server.requests[0].body as { tools?: Array<{ function: { name: string } }> }).tools ?? []).map((t) => t.function.name).sort()
     const called = script.flatMap((s) => s.toolCalls ?? []).map((c) => c.name)
     expect(offered.filter((name) => !called.includes(name)), 'offered tools the script does not call').toEqual([])
-    const expectedRefusals = ['c_send', 'c_interrupt']
+    const expectedRefusals = ['c_send', 'c_interrupt', 'c_fetch', 'c_search']
     const failedCalls = lines.filter((l) => l.type === 'event' && l.event.type === 'tool/result' && l.event.data.error && !expectedRefusals.includes(l.event.data.message.callId))
     expect(failedCalls.map((l) => l.event.data.error), 'tool calls that failed').toEqual([])
 
