@@ -1,0 +1,65 @@
+// End-to-end through the real `dsh --profile headless` bin: the base bundle's web rows, with a
+// --patch that lets web-fetch-http reach 127.0.0.1 (refused by default); the model is
+// @dsh/llm-mock-server, which calls web_fetch on a page served locally and then web_search with
+// no search key configured.
+import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, expect, it } from 'vitest'
+import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
+import { runDsh } from '@dsh/cli-testkit'
+
+let model: MockServer | undefined
+let site: Server | undefined
+afterEach(async () => {
+  await model?.close()
+  model = undefined
+  site?.closeAllConnections()
+  await new Promise((r) => (site ? site.close(r) : r(undefined)))
+  site = undefined
+})
+
+const call = (id: string, name: string, args: object) => ({ toolCalls: [{ id, name, arguments: args }] })
+
+function toolText(i: number, callId: string): string {
+  const messages = (model!.requests[i].body as { messages: Array<{ role: string; content: string; tool_call_id?: string }> }).messages
+  return messages.find((m) => m.role === 'tool' && m.tool_call_id === callId)?.content ?? '(none)'
+}
+
+it('the model fetches a local page through the real bin and reads it as Markdown', { timeout: 90_000 }, async () => {
+  site = createServer((req, res) => {
+    if (req.url === '/old') return void res.writeHead(301, { location: '/guide' }).end()
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+    res.end('<html><head><title>Guide</title></head><body><h2>Setup</h2><p>Use <a href="/api">the API</a> with <strong>care</strong>.</p></body></html>')
+  })
+  await new Promise<void>((r) => site!.listen(0, '127.0.0.1', r))
+  const page = `http://127.0.0.1:${(site.address() as AddressInfo).port}`
+  const root = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-web-e2e-')))
+  const cwd = join(root, 'work')
+  mkdirSync(cwd)
+  const patch = join(root, 'loopback.patch.yml')
+  writeFileSync(patch, '- id: web-fetch-http\n  config:\n    allowedRanges: [127.0.0.1/32]\n')
+  model = await startMockServer({
+    steps: [
+      call('f1', 'web_fetch', { url: `${page}/old` }),
+      call('s1', 'web_search', { queries: ['dsh harness'] }),
+      call('f2', 'web_fetch', { url: page.replace('127.0.0.1', '127.0.0.2') }),
+      { text: 'read it' },
+    ] as never,
+  })
+  const run = await runDsh(['--profile', 'headless', '--patch', patch, '--output-format', 'json', 'read the guide'], {
+    cwd,
+    env: { DSH_HOME: join(root, 'home'), DEEPSEEK_BASE_URL: model.baseURL, DEEPSEEK_API_KEY: 'x', EXA_API_KEY: '', PERPLEXITY_API_KEY: '' },
+  })
+  expect(run.stderr).toBe('')
+  expect(JSON.parse(run.stdout)).toMatchObject({ result: 'read it', reason: 'completed' })
+  const offered = ((model.requests[0].body as { tools?: Array<{ function: { name: string } }> }).tools ?? []).map((t) => t.function.name)
+  expect(offered).toEqual(expect.arrayContaining(['web_fetch', 'web_search']))
+  expect(toolText(1, 'f1')).toBe(
+    `URL: ${page}/guide\nRedirected from: ${page}/old (1 redirect)\nStatus: 200 OK\nContent-Type: text/html (converted to Markdown)\nTitle: Guide\n\n## Setup\n\nUse [the API](${page}/api) with **care**.`,
+  )
+  expect(toolText(2, 's1')).toMatch(/^Error \[NO_PROVIDER\]: web search is not configured: no search provider has a key \(exa: set EXA_API_KEY .*; perplexity: set PERPLEXITY_API_KEY .*\)\.$/)
+  expect(toolText(3, 'f2')).toMatch(/^Error \[BLOCKED_ADDRESS\]: 127\.0\.0\.2 is a loopback address/)
+})
