@@ -10,6 +10,8 @@ import { whereToSet as whereToSetIn } from '@dsh/credentials'
 import type {} from '@dsh/settings'
 import type {} from '@dsh/llm'
 import type {} from '@dsh/api-gateway'
+import type {} from '@dsh/api-settings'
+import type {} from '@dsh/permission-presets'
 import { checkRoutes, keyLookup, loadCatalog, buildRoute, PiAiAdapter, RouteConfig, RouteConfigError, OPENAI_COMPATIBLE } from '@dsh/llm-pi-ai'
 import { resolveBaseURL, DEFAULT_ROUTE as DEEPSEEK_ROUTE } from '@dsh/llm-deepseek'
 import { userAgent } from '@dsh/brand'
@@ -21,6 +23,8 @@ export { probe, protocolOfApi, modelIdsOf, type ProbeOutcome, type ProbeTarget, 
 
 /** The settings section holding the routes declared here: `llm-routes: {routes: {<name>: <llm-pi-ai route>}}`. */
 export const SETTINGS_NAMESPACE = 'llm-routes'
+/** The section of @dsh/permission-presets exposed here (`permissions: {default: <preset>}`). */
+export const PERMISSIONS_NAMESPACE = 'permissions'
 
 type Route = ReturnType<typeof RouteConfig>
 export interface RoutesSection { routes: Record<string, Route> }
@@ -37,6 +41,8 @@ export interface Config {
   defaultContextWindow: number
   /** The DeepSeek route (@dsh/llm-deepseek) and its key. */
   deepseek: { route: string; keyName: string; baseURL?: string }
+  /** Expose the `permissions` section (default permission mode of new sessions) to settings.describe/update. */
+  exposePermissions: boolean
 }
 
 export const Config: Schema<Partial<Config>, Config> = Schema.object({
@@ -46,7 +52,8 @@ export const Config: Schema<Partial<Config>, Config> = Schema.object({
     route: Schema.string().default(DEEPSEEK_ROUTE).description('Route of @dsh/llm-deepseek.'),
     keyName: Schema.string().default('DEEPSEEK_API_KEY').description('Credential holding the DeepSeek key.'),
     baseURL: Schema.string().description('Endpoint used to check a DeepSeek key. Default: $DEEPSEEK_BASE_URL, else the public API.'),
-  }).default({ route: DEEPSEEK_ROUTE, keyName: 'DEEPSEEK_API_KEY' }),
+  }).default({ route: DEEPSEEK_ROUTE, keyName: 'DEEPSEEK_API_KEY' } as never),
+  exposePermissions: Schema.boolean().default(true).description('Expose the permissions section (default permission mode of new sessions) to the settings API.'),
 }) as Schema<Partial<Config>, Config>
 
 export const name = 'api-models'
@@ -339,6 +346,15 @@ export function apply(ctx: Context, config: Config): void {
     if (outcome.kind === 'rejected') throw apiError('KEY_REJECTED', `${label} rejected the key (HTTP ${outcome.status}: ${outcome.message || 'unauthorized'})`, 400, params.provider ? 'provider' : 'apiKey')
     if (outcome.kind === 'failed') throw apiError('DISCOVERY_FAILED', `models.discover: ${outcome.message}`, 502, params.provider ? 'provider' : 'baseURL')
     return { models: outcome.models }
+  }
+
+  // The General page's default permission mode: @dsh/permission-presets reads `permissions.default`
+  // but builds its schema from the running preset table, so it is exposed from here.
+  if (config.exposePermissions) {
+    ctx.inject(['settingsCatalog', 'permissionPresets'], (c) => {
+      const schema = Schema.object({ default: Schema.union(c.permissionPresets.names()).description('Permission mode of new sessions.') })
+      c.settingsCatalog.expose(PERMISSIONS_NAMESPACE, schema, { title: 'Default permission mode', description: 'The permission mode new sessions start with.' })
+    })
   }
 
   ctx.plugin({

@@ -155,7 +155,7 @@ describe('models.addEndpoint', () => {
       if (chunk.kind === 'text-delta') text += chunk.text
     }
     expect(text).toBe('from the endpoint')
-    expect(mock.requests[0].body.model).toBe('mock-coder')
+    expect((mock.requests[0].body as { model: string }).model).toBe('mock-coder')
     expect((await call('models.removeProvider', { name: 'mock' })).body.result).toEqual({ removed: true })
     expect(llm.listProviders()).not.toContain('mock')
   })

@@ -37,7 +37,7 @@ export const inject = ['pluginInventory']
 interface EntryLike {
   id: string
   options: { id: string; name: string; config?: unknown; disabled?: boolean | null }
-  fiber?: { runtime?: { callback?: unknown } }
+  fiber?: { runtime?: { Config?: unknown } }
 }
 interface LoaderLike {
   entries(): Iterable<EntryLike>
@@ -113,8 +113,9 @@ export function apply(ctx: Context, config: Config): void {
   }
 
   async function schemaOf(entry: EntryLike): Promise<ConfigSchema | undefined> {
-    let plugin = entry.fiber?.runtime?.callback as { Config?: unknown } | undefined
-    if (!plugin) {
+    // A mounted row's runtime carries the plugin's Config; otherwise the module is imported.
+    let plugin = entry.fiber?.runtime as { Config?: unknown } | undefined
+    if (!plugin?.Config) {
       const tree = loader()
       const url = moduleUrl(entry)
       if (!tree || !url || url.startsWith('cordis:')) return undefined
@@ -148,7 +149,7 @@ export function apply(ctx: Context, config: Config): void {
         } catch {
           value = raw === undefined ? undefined : structuredClone(raw)
         }
-        const paths = secretPaths(detail.schema)
+        const paths = secretPaths(schema)
         for (const path of paths) {
           const taken = takeAt(value, path)
           detail.secrets.push({ path, set: taken.found && taken.value !== undefined && taken.value !== null && taken.value !== '' })
@@ -205,7 +206,7 @@ export function apply(ctx: Context, config: Config): void {
     const value = structuredClone(next) as Record<string, unknown>
     // A secret left out of the form keeps what the row had.
     const previous = structuredClone(entry.options.config ?? {}) as Record<string, unknown>
-    for (const path of secretPaths(schema.toJSON())) {
+    for (const path of secretPaths(schema)) {
       const mine = takeAt(structuredClone(value), path)
       if (mine.found) continue
       const theirs = takeAt(previous, path)

@@ -21,11 +21,11 @@ export function editLayerText(text: string, file: string, id: string, change: Ro
   if (!isSeq(list)) throw new LayerEditError(`${file}: a patch layer is a YAML list of operations; fix it before changing plugins here`)
   let target: YAMLMap | undefined
   for (const item of list.items) {
-    if (isMap(item) && item.get('id') === id && !item.has('insert')) target = item as YAMLMap
+    if (isMap(item) && (item as YAMLMap).get('id') as unknown === id && !item.has('insert')) target = item as YAMLMap
   }
   if (!target) {
     target = doc.createNode({ id }) as YAMLMap
-    list.items.push(target)
+    list.items.push(target as never)
   }
   if (change.disabled !== undefined) target.set('disabled', change.disabled)
   if (change.config !== undefined) target.set('config', doc.createNode(change.config))

@@ -1,0 +1,39 @@
+// @dsh/ui-settings/client: the Settings dialog. The page loads only this file; the dialog and
+// each of its pages are separate chunks fetched when the dialog first opens. It fills the shell's
+// `settings.dialog` seat and declares `settings.section` (one page per entry: `id` names it, the
+// nav label is the `section.<id>` message of the `settings` namespace, else the id).
+import { lazy, Suspense, type ComponentType } from 'react'
+import type { Context } from 'cordis'
+import { en, zh } from './strings.ts'
+import { CSS } from './styles.ts'
+import { NAMESPACE, SECTION_SLOT } from './names.ts'
+
+export { NAMESPACE, SECTION_SLOT }
+
+export const name = '@dsh/ui-settings'
+export const inject = ['slots', 'locale', 'remote']
+
+function deferred<P extends object>(load: () => Promise<{ default: ComponentType<P> }>): ComponentType<P> {
+  const Lazy = lazy(load)
+  return function Deferred(props: P) {
+    return <Suspense fallback={<p className="dsh-settings-muted" role="status">…</p>}><Lazy {...props} /></Suspense>
+  }
+}
+
+export function apply(ctx: Context): void {
+  ctx.locale.register(NAMESPACE, { en, zh })
+  ctx.effect(() => {
+    if (typeof document === 'undefined') return () => {}
+    const style = document.createElement('style')
+    style.dataset.owner = name
+    style.textContent = CSS
+    document.head.append(style)
+    return () => style.remove()
+  }, 'ui-settings: stylesheet')
+  ctx.slots.register('settings.dialog', { id: 'ui-settings', order: 0, component: deferred(() => import('./dialog.tsx')) })
+  ctx.slots.register(SECTION_SLOT, { id: 'general', order: 0, component: deferred(() => import('./general.tsx')) })
+  ctx.slots.register(SECTION_SLOT, { id: 'models', order: 10, component: deferred(() => import('./models.tsx')) })
+  ctx.slots.register(SECTION_SLOT, { id: 'plugins', order: 20, component: deferred(() => import('./plugins.tsx')) })
+}
+
+export default { name, inject, apply }

@@ -1,0 +1,184 @@
+// Models: every provider a key can be set for (the key goes in and never comes back), the
+// OpenAI-compatible endpoints declared here, model discovery and the default model.
+import { useCallback, useEffect, useState } from 'react'
+import { useCtx, useT } from '@dsh/client-runtime'
+import { modelsAddEndpoint, modelsCatalog, modelsDiscover, modelsRemoveProvider, modelsSetKey, type WireProvider } from '@dsh/api-models/contract'
+import { settingsUpdate } from '@dsh/api-settings/contract'
+import { NAMESPACE, failure } from './names.ts'
+
+type Status = { ok: boolean; text: string } | undefined
+const StatusLine = ({ status, testid }: { status: Status; testid?: string }) =>
+  status ? <p className={status.ok ? 'dsh-settings-ok' : 'dsh-settings-error'} role={status.ok ? 'status' : 'alert'} data-testid={testid}>{status.text}</p> : null
+
+export default function ModelsPage() {
+  const ctx = useCtx()
+  const t = useT(NAMESPACE)
+  const [providers, setProviders] = useState<WireProvider[]>()
+  const [error, setError] = useState<string>()
+  const [filter, setFilter] = useState('')
+  const [showAll, setShowAll] = useState(false)
+  const reload = useCallback(() => ctx.remote.call(modelsCatalog, {}).then((r) => { setProviders(r.providers); setError(undefined) }, (e) => setError(failure(e, t))), [ctx, t])
+  useEffect(() => void reload(), [reload])
+  if (error) return <p className="dsh-settings-error" role="alert">{error}</p>
+  if (!providers) return <p className="dsh-settings-muted" role="status">{t('loading')}</p>
+  // DeepSeek, declared endpoints and set-up providers first; the rest behind a filter.
+  const main = providers.filter((p) => p.kind !== 'pi-ai' || p.routed || p.keyConfigured)
+  const rest = providers.filter((p) => !main.includes(p))
+  const needle = filter.trim().toLowerCase()
+  const shown = needle ? rest.filter((p) => p.id.includes(needle) || p.label.toLowerCase().includes(needle)) : showAll ? rest : []
+  return (
+    <div data-testid="settings-models">
+      <h3>{t('providers')}</h3>
+      <ul className="dsh-settings-list">
+        {main.map((p) => <ProviderItem key={p.id} provider={p} onChange={reload} />)}
+      </ul>
+      <div className="dsh-settings-row">
+        <input type="search" aria-label={t('filter')} placeholder={t('filter')} value={filter} onChange={(e) => setFilter(e.target.value)} data-testid="provider-filter" />
+        {!needle && !showAll ? <button type="button" onClick={() => setShowAll(true)}>{t('showAll', { count: rest.length })}</button> : null}
+      </div>
+      <ul className="dsh-settings-list">
+        {shown.map((p) => <ProviderItem key={p.id} provider={p} onChange={reload} />)}
+      </ul>
+      <AddEndpoint onAdded={reload} />
+    </div>
+  )
+}
+
+function ProviderItem({ provider, onChange }: { provider: WireProvider; onChange: () => unknown }) {
+  const ctx = useCtx()
+  const t = useT(NAMESPACE)
+  const [key, setKey] = useState('')
+  const [status, setStatus] = useState<Status>()
+  const [models, setModels] = useState<string[]>()
+  const [busy, setBusy] = useState(false)
+  const saveKey = async () => {
+    setBusy(true)
+    try {
+      const r = await ctx.remote.call(modelsSetKey, { provider: provider.id, value: key })
+      setStatus({ ok: true, text: r.verified ? t('keySaved') : t('keySavedUnverified', { note: r.note ?? '' }) })
+      await onChange()
+    } catch (e) {
+      const err = e as { code?: string; message?: string }
+      setStatus({ ok: false, text: err.code === 'KEY_REJECTED' ? t('keyRejected', { message: err.message ?? '' }) : failure(e, t) })
+    } finally {
+      // The value never stays in the page, accepted or not.
+      setKey('')
+      setBusy(false)
+    }
+  }
+  const discover = async () => {
+    setBusy(true)
+    try {
+      setModels((await ctx.remote.call(modelsDiscover, { provider: provider.id })).models)
+      setStatus(undefined)
+    } catch (e) {
+      setStatus({ ok: false, text: failure(e, t) })
+    } finally {
+      setBusy(false)
+    }
+  }
+  const useDefault = async (model: string) => {
+    try {
+      await ctx.remote.call(settingsUpdate, { namespace: 'model', patch: { provider: provider.id, model } })
+      setStatus({ ok: true, text: `${t('saved')} ${t('defaultModel')}: ${provider.id}/${model}` })
+    } catch (e) {
+      setStatus({ ok: false, text: failure(e, t) })
+    }
+  }
+  const remove = async () => {
+    try {
+      await ctx.remote.call(modelsRemoveProvider, { name: provider.id })
+      await onChange()
+    } catch (e) {
+      setStatus({ ok: false, text: failure(e, t) })
+    }
+  }
+  const listed = models ?? (provider.kind === 'openai-compatible' ? provider.models : undefined)
+  return (
+    <li className="dsh-settings-item" data-provider={provider.id}>
+      <header>
+        <strong>{provider.label}</strong>
+        {provider.label !== provider.id ? <code className="dsh-settings-muted">{provider.id}</code> : null}
+        {provider.keyName
+          ? <span className={'dsh-badge ' + (provider.keyConfigured ? 'ok' : 'warn')} data-testid="key-badge">{provider.keyConfigured ? t('keySet') : t('keyMissing')}</span>
+          : <span className="dsh-badge ok">{t('keyless')}</span>}
+        <span className={'dsh-badge ' + (provider.routed ? 'ok' : 'warn')}>{provider.routed ? t('routed') : t('notRouted')}</span>
+        {provider.baseURL ? <span className="dsh-settings-muted">{provider.baseURL}</span> : null}
+      </header>
+      {provider.keyName ? (
+        <form className="dsh-settings-row" onSubmit={(e) => { e.preventDefault(); if (key.trim()) void saveKey() }}>
+          <input type="password" autoComplete="off" aria-label={t('pasteKey', { name: provider.keyName })} placeholder={t('pasteKey', { name: provider.keyName })} value={key} onChange={(e) => setKey(e.target.value)} data-testid="key-input" />
+          <button type="submit" className="primary" disabled={!key.trim() || busy} data-testid="key-save">{t('setKey')}</button>
+        </form>
+      ) : null}
+      <div className="dsh-settings-row">
+        <button type="button" disabled={busy} onClick={() => void discover()} data-testid="discover">{t('discover')}</button>
+        {provider.managed && provider.kind === 'openai-compatible' ? <button type="button" onClick={() => void remove()}>{t('remove')}</button> : null}
+      </div>
+      {models ? <p className="dsh-settings-muted">{t('discovered', { count: models.length, list: '' })}</p> : null}
+      {listed?.length ? (
+        <ul className="dsh-settings-list" data-testid="provider-models">
+          {listed.map((m) => (
+            <li key={m} className="dsh-settings-row"><code>{m}</code>{provider.routed ? <button type="button" onClick={() => void useDefault(m)} data-model={m}>{t('useAsDefault')}</button> : null}</li>
+          ))}
+        </ul>
+      ) : null}
+      <StatusLine status={status} testid="provider-status" />
+    </li>
+  )
+}
+
+function AddEndpoint({ onAdded }: { onAdded: () => unknown }) {
+  const ctx = useCtx()
+  const t = useT(NAMESPACE)
+  const [name, setName] = useState('')
+  const [baseURL, setBaseURL] = useState('')
+  const [apiKey, setApiKey] = useState('')
+  const [models, setModels] = useState('')
+  const [status, setStatus] = useState<Status>()
+  const [field, setField] = useState<string>()
+  const ids = models.split(/[\s,]+/).map((m) => m.trim()).filter(Boolean)
+  const discover = async () => {
+    try {
+      const r = await ctx.remote.call(modelsDiscover, { baseURL, ...(apiKey ? { apiKey } : {}) })
+      setModels(r.models.join(', '))
+      setStatus({ ok: true, text: t('discovered', { count: r.models.length, list: r.models.slice(0, 8).join(', ') }) })
+    } catch (e) {
+      setField((e as { field?: string }).field)
+      setStatus({ ok: false, text: failure(e, t) })
+    }
+  }
+  const add = async () => {
+    setField(undefined)
+    try {
+      await ctx.remote.call(modelsAddEndpoint, { name: name.trim(), baseURL: baseURL.trim(), ...(apiKey.trim() ? { apiKey: apiKey.trim() } : {}), models: ids.map((id) => ({ id })) })
+      setStatus({ ok: true, text: t('added', { name }) })
+      setName('')
+      setBaseURL('')
+      setModels('')
+      await onAdded()
+    } catch (e) {
+      setField((e as { field?: string }).field)
+      setStatus({ ok: false, text: failure(e, t) })
+    } finally {
+      setApiKey('')
+    }
+  }
+  const invalid = (f: string) => (field && (field === f || field.startsWith(f)) ? true : undefined)
+  return (
+    <form className="dsh-settings-form" data-testid="add-endpoint" onSubmit={(e) => { e.preventDefault(); void add() }}>
+      <h3>{t('addEndpoint')}</h3>
+      <div className="dsh-settings-row">
+        <label className="dsh-field" data-invalid={invalid('name')}>{t('endpointName')}<input value={name} onChange={(e) => setName(e.target.value)} name="name" /></label>
+        <label className="dsh-field" data-invalid={invalid('baseURL')}>{t('endpointURL')}<input value={baseURL} onChange={(e) => setBaseURL(e.target.value)} name="baseURL" placeholder="http://127.0.0.1:11434/v1" /></label>
+        <label className="dsh-field">{t('endpointKey')}<input type="password" autoComplete="off" value={apiKey} onChange={(e) => setApiKey(e.target.value)} name="apiKey" /></label>
+      </div>
+      <div className="dsh-settings-row">
+        <label className="dsh-field" data-invalid={invalid('models')}>{t('endpointModels')}<input value={models} onChange={(e) => setModels(e.target.value)} name="models" size={40} /></label>
+        <button type="button" disabled={!baseURL.trim()} onClick={() => void discover()}>{t('discover')}</button>
+        <button type="submit" className="primary" disabled={!name.trim() || !baseURL.trim() || !ids.length}>{t('add')}</button>
+      </div>
+      <StatusLine status={status} testid="endpoint-status" />
+    </form>
+  )
+}
