@@ -118,7 +118,14 @@ export async function runAcp(opts: RunAcpOptions): Promise<number> {
     }
     return await runTree(
       () => bootComposition(comp, { bootInfo: { profile: 'acp', home, cwd, appArgs: [...opts.argv] } }),
-      { name: 'dsh-acp' },
+      {
+        name: 'dsh-acp',
+        // Hot reload: edits of $DSH_HOME/cordis.patch.yml and the --patch files re-compose the tree.
+        watch: {
+          files: [homeLayout(home).patch, ...args.patches.map((p) => resolve(cwd, p))],
+          recompose: () => composeAcp({ home, cwd, patches: args.patches }),
+        },
+      },
     )
   } catch (error) {
     if (error instanceof DshUserError) {
