@@ -62,7 +62,7 @@ export function createProvider(config: Config): WebFetchProvider {
     maxBytes: config.maxBytes,
     maxRedirects: config.maxRedirects,
     timeoutMs: config.timeoutMs,
-    userAgent: config.userAgent ?? userAgent("web_fetch"),
+    userAgent: config.userAgent || userAgent("web_fetch"),
     allowedContentTypes: config.allowedContentTypes.map((t) => t.toLowerCase()),
   })
   return { id: config.id, fetch: (request, options) => fetcher.fetch(request.url, options?.signal) }
