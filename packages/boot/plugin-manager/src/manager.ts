@@ -121,12 +121,26 @@ export class PluginManager {
       .map((r) => r.row.id)
   }
 
+  /**
+   * Mounts the tree once and disposes it. Whatever a row prints while mounting goes to stderr:
+   * stdout carries the command's result only (a web surface announces its URL from its apply).
+   */
+  private async probe(comp: Composition): Promise<BootFailure[]> {
+    const write = process.stdout.write
+    process.stdout.write = process.stderr.write.bind(process.stderr) as typeof process.stdout.write
+    try {
+      return await probeComposition(comp, { bootInfo: { home: this.opts.home, cwd: this.opts.cwd }, importModule: this.opts.importModule })
+    } finally {
+      process.stdout.write = write
+    }
+  }
+
   /** Mounts the whole profile once; the package's own rows must come up, other failures are notes. */
   private async prove(profile: string, dir: string, m: PluginManifest): Promise<void> {
     const comp = this.compose(profile, dir)
     for (const w of comp.warnings) this.log(`dsh plugin: warning: ${w}`)
     const ids = this.rowsFor(comp, dir, m)
-    const failures = await probeComposition(comp, { bootInfo: { home: this.opts.home, cwd: this.opts.cwd }, importModule: this.opts.importModule })
+    const failures = await this.probe(comp)
     const own = failures.filter((f) => ids.includes(f.id))
     if (own.length) throw new PluginError(describeFailure(own[0]))
     for (const f of failures) this.log(`dsh plugin: note: row ${f.id} of profile ${profile} fails without this plugin's help: ${f.cause}`)
@@ -249,9 +263,7 @@ export class PluginManager {
       for (const s of out) s.note = `the profile does not compose: ${firstLine(error)}`
       return out
     }
-    const failures: BootFailure[] = check
-      ? await probeComposition(comp, { bootInfo: { home: this.opts.home, cwd: this.opts.cwd }, importModule: this.opts.importModule })
-      : []
+    const failures: BootFailure[] = check ? await this.probe(comp) : []
     for (const m of manifests) {
       const status = out.find((s) => s.name === m.name)!
       for (const id of this.rowsFor(comp, dir, m)) {
