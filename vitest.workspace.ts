@@ -19,6 +19,10 @@ export const projects = [
   ...(existsSync(new URL('./bundles/', import.meta.url))
     ? [{ extends: true, test: { name: 'bundles', include: ['bundles/*/test/**/*.test.ts'] } }]
     : []),
+  // The plugin cookbook of docs/plugins.md: every recipe is tested like a package.
+  ...(existsSync(new URL('./examples/cookbook/', import.meta.url))
+    ? [{ extends: true, test: { name: 'cookbook', include: ['examples/cookbook/*/test/**/*.test.ts'] } }]
+    : []),
 ]
 
 export default projects
