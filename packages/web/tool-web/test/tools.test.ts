@@ -117,6 +117,49 @@ describe('web_fetch', () => {
     expect(readFileSync(spill.locator, 'utf8')).toContain('paragraph 2000 ')
   })
 
+  it('a 20 MB body: 5 MiB are read, the rest is cut, and the result spills', async () => {
+    const chunk = Buffer.alloc(1024 * 1024, 'z\n')
+    let sent = 0
+    const base = await serve((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': String(20 * chunk.length) })
+      const pump = () => {
+        while (sent < 20) {
+          sent++
+          if (!res.write(chunk)) return void res.once('drain', pump)
+        }
+        res.end()
+      }
+      pump()
+    })
+    const dir = mkdtempSync(join(tmpdir(), 'dsh-web-spill-'))
+    const [result] = await run([{ name: 'web_fetch', args: { url: base } }], { plugins: [[SpillLocal, { dir }], [SpillPolicy, {}]] })
+    expect(result.meta).toMatchObject({ truncated: true, bytes: 5 * 1024 * 1024 })
+    expect(text(result)).toContain('Note: the page is larger than the 5.0 MiB read limit; only its beginning is shown.')
+    expect(Buffer.byteLength(text(result))).toBeLessThan(40_000)
+    expect(sent).toBeLessThan(20)
+  })
+
+  it('cancelling the turn aborts the request in flight', async () => {
+    let closed = false
+    let received = false
+    const base = await serve((req) => {
+      received = true
+      req.socket.on('close', () => (closed = true))
+    })
+    harness = await createHarness({
+      script: [{ toolCalls: [{ callId: 'f', name: 'web_fetch', arguments: { url: base } }] }, { text: 'done' }],
+      plugins: [[WebRuntime, {}], [FetchHttp, { allowedRanges: ['127.0.0.1/32'] }], [ToolWeb, {}]],
+    })
+    const turn = harness.prompt('fetch')
+    while (!received) await new Promise((r) => setTimeout(r, 5))
+    harness.agent.abort()
+    await turn
+    const [result] = harness.session.events.filter((e) => e.type === 'tool/result').map((e) => e.data as Result)
+    expect(result.error?.code).toBe('CANCELLED')
+    while (!closed) await new Promise((r) => setTimeout(r, 5))
+    expect(closed).toBe(true)
+  })
+
   it('a page over the byte cap is cut and says so', async () => {
     const base = await serve((_req, res) => res.writeHead(200, { 'content-type': 'text/plain' }).end('y'.repeat(50_000)))
     const [result] = await run([{ name: 'web_fetch', args: { url: base } }], { fetch: { maxBytes: 10_240 } })
