@@ -58,7 +58,7 @@ function PlanSeat({ sessionId, feed }: SessionSlotProps) {
     setError(undefined)
     try {
       const result = await ctx.remote.call('commands.execute', { sessionId, line: active ? '/plan off' : '/plan' })
-      if (!result.ok) setError(t('failed', { message: result.error.message }))
+      if (!result.ok) setError(t('failed', { message: result.error?.message ?? 'failed' }))
     } catch (e) {
       setError(t('failed', { message: (e as Error).message }))
     } finally {
