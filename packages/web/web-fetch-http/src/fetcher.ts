@@ -47,8 +47,8 @@ export function parseUrl(raw: string, provider: string): URL {
   return url
 }
 
-/** The addresses a host name stands for, each checked by the guard; the first is used. */
-async function resolveChecked(url: URL, guard: AddressGuard, provider: string): Promise<{ address: string; family: number }> {
+/** The addresses a host name stands for, each checked by the guard, in resolver order. */
+async function resolveChecked(url: URL, guard: AddressGuard, provider: string): Promise<Array<{ address: string; family: number }>> {
   const host = url.hostname.replace(/^\[|\]$/g, '')
   const literal = isIP(host)
   const answers = literal ? [{ address: host, family: literal }] : await dnsLookup(host, { all: true, verbatim: true }).catch((error: NodeJS.ErrnoException) => {
@@ -62,8 +62,11 @@ async function resolveChecked(url: URL, guard: AddressGuard, provider: string): 
       throw new WebError('BLOCKED_ADDRESS', `${named} is a ${kind} address; fetching private, loopback and link-local addresses is not allowed.`, { provider, url: url.href })
     }
   }
-  return answers[0]
+  return answers
 }
+
+/** Connection errors after which the next resolved address is tried. */
+const NEXT_ADDRESS = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'EAFNOSUPPORT'])
 
 function pinnedLookup(address: string, family: number): LookupFunction {
   return ((_host: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
@@ -136,12 +139,16 @@ export class Fetcher {
       let url = first
       for (;;) {
         if (controller.signal.aborted) throw stopped()
-        const target = await resolveChecked(url, this.options.guard, provider)
+        const targets = await resolveChecked(url, this.options.guard, provider)
         if (controller.signal.aborted) throw stopped()
-        const hop = await this.request(url, target, controller.signal).catch((error) => {
-          if (controller.signal.aborted) throw stopped()
-          throw new WebError('TRANSPORT', `could not fetch ${url.href}: ${(error as Error).message}.`, { provider, url: url.href }, { cause: error })
-        })
+        let hop: Hop | undefined
+        for (let i = 0; !hop; i++) {
+          hop = await this.request(url, targets[i], controller.signal).catch((error: NodeJS.ErrnoException) => {
+            if (controller.signal.aborted) throw stopped()
+            if (i + 1 < targets.length && NEXT_ADDRESS.has(error.code ?? '')) return undefined
+            throw new WebError('TRANSPORT', `could not fetch ${url.href}: ${error.message}.`, { provider, url: url.href }, { cause: error })
+          })
+        }
         const status = hop.res.statusCode ?? 0
         const location = hop.res.headers.location
         if (REDIRECTS.has(status) && location) {
