@@ -72,6 +72,8 @@ export const DEFAULT_ALLOWED_TOOLS = [
   'read', 'read_image', 'glob', 'grep', 'lsp', 'todo_write', 'ask_user_question', 'skill',
   'job_output', 'job_list', 'list_agents', 'web_fetch', 'web_search', 'session_search', 'session_read',
   'get_goal', 'schedule_list',
+  // Code Mode's entry tool: every tool call of its program goes through this gate on its own.
+  'run_code',
 ]
 
 const APPROVE = 'Approve'

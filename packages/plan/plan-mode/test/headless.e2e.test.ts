@@ -78,4 +78,19 @@ describe('plan mode in dsh --profile headless', () => {
     expect(toolsOf(server.requests[0].body)).toContain('exit_plan_mode')
     expect(readFileSync(join(cwd, 'notes.txt'), 'utf8')).toBe('alpha\n')
   })
+
+  it('under the code preset a program\'s edit is refused while planning', { timeout: 60_000 }, async () => {
+    const { home, cwd } = workspace()
+    const program = "try { await tools.edit({ file_path: 'notes.txt', old_string: 'alpha', new_string: 'beta' }); return 'edited' } catch (e) { return 'refused: ' + e.code }"
+    server = await startMockServer({ steps: [call('c_code', 'run_code', { code: program }), { text: 'planned' }] as never })
+    const run = await runDsh(['--profile', 'headless', '--output-format', 'stream-json', '--preset', 'code', '/plan change alpha'], {
+      cwd,
+      env: { DSH_HOME: home, DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'x' },
+    })
+    expect(run.stderr).toBe('')
+    const events = run.stdout.trim().split('\n').map((line) => JSON.parse(line)).filter((l) => l.type === 'event').map((l) => l.event)
+    const result = events.find((e) => e.type === 'tool/result' && e.data.message.callId === 'c_code')
+    expect(JSON.stringify(result.data.message.content)).toContain('refused: PLAN_MODE')
+    expect(readFileSync(join(cwd, 'notes.txt'), 'utf8')).toBe('alpha\n')
+  })
 })

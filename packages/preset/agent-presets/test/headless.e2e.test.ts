@@ -73,6 +73,15 @@ describe('agent presets in dsh --profile headless', () => {
     expect(system).not.toMatch(/\btodo_write\b/)
   })
 
+  it('the code preset offers Code Mode (run_code) instead of the tool schemas', { timeout: 60_000 }, async () => {
+    const { home, cwd } = setup(PRESETS)
+    server = await startMockServer({ steps: [{ text: 'ok' }] as never })
+    const env = { DSH_HOME: home, DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'x' }
+    const code = await runDsh(['--profile', 'headless', '--preset', 'code', 'hi'], { cwd, env })
+    expect(code.stderr).toBe('')
+    expect(toolsOf(server.requests[0].body)).toEqual(['run_code'])
+  })
+
   it('an unknown preset and a bad row are one line each, exit 2, no request', { timeout: 60_000 }, async () => {
     const { home, cwd } = setup(PRESETS)
     server = await startMockServer({ steps: [] as never })
