@@ -49,6 +49,12 @@ describe('Code Mode end to end (dsh --profile headless, tools.mode: code)', () =
         '    env: ""',
         '    presets:',
         '      e2e: { mode: workspace-write, approval: never, description: "confined, escalations allowed" }',
+        // An unregistered event type would fail the run: the sub-call events must be registered.
+        '- id: session-persistence-jsonl',
+        '  config:',
+        '    compression: zstd',
+        '    batchWindowMs: 20',
+        '    unknownEventTypes: refuse',
         '',
       ].join('\n'),
     )
