@@ -106,7 +106,7 @@ export function apply(ctx: Context, config: Config): void {
       concurrencySafe: true,
       ...(config.fetchTimeoutMs > 0 ? { timeoutMs: config.fetchTimeoutMs } : {}),
       async execute(args, call) {
-        const url = args.url.trim()
+        const url = withScheme(args.url.trim())
         if (url === '') return fail('INVALID_URL', 'the url is empty; give an absolute http(s) URL.')
         let result
         try {
@@ -204,6 +204,12 @@ export function apply(ctx: Context, config: Config): void {
       },
     })
   }
+}
+
+/** `example.com/docs` (a host name with a dot, no scheme) means `https://example.com/docs`. */
+export function withScheme(url: string): string {
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) return url
+  return /^[a-z0-9-]+(\.[a-z0-9-]+)*\.[a-z]{2,}(:\d+)?(\/|\?|#|$)/i.test(url) ? `https://${url}` : url
 }
 
 const sources = (result: WebSearchResult, max: number): JsonObject[] => result.hits.slice(0, max).map((hit) => ({ title: hit.title, url: hit.url }))

@@ -13,6 +13,7 @@ import * as FetchHttp from '@dsh/web-fetch-http'
 import SpillLocal from '@dsh/spill-local'
 import * as SpillPolicy from '@dsh/spill-policy'
 import * as ToolWeb from '../src/index.ts'
+import { withScheme } from '../src/index.ts'
 
 let harness: Harness | undefined
 const servers: Server[] = []
@@ -188,6 +189,15 @@ describe('web_fetch', () => {
     expect(text(result)).toBe(`URL: ${base}/\nAnswer to: How do I install it?\n\nRun npm i widget.`)
     expect(result.meta).toMatchObject({ extractedBy: 'scripted/scripted-1' })
   })
+})
+
+it('a bare host name gets https://; anything else is left to the URL check', () => {
+  expect(withScheme('example.com/docs?q=1')).toBe('https://example.com/docs?q=1')
+  expect(withScheme('docs.python.org:8443')).toBe('https://docs.python.org:8443')
+  expect(withScheme('http://example.com')).toBe('http://example.com')
+  expect(withScheme('localhost:3000')).toBe('localhost:3000')
+  expect(withScheme('mailto:x@example.com')).toBe('mailto:x@example.com')
+  expect(withScheme('not a url')).toBe('not a url')
 })
 
 describe('web_search', () => {
