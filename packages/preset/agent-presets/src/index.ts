@@ -15,6 +15,7 @@ import { PluginError, type Session } from '@dsh/session'
 import { withStandingScope } from '@dsh/scope'
 import { resolveDshHome } from '@dsh/home-paths'
 import type {} from '@dsh/session-persistence'
+import type {} from '@dsh/commands'
 import { loadPresetFile, PRESET_FILE, PRESET_NAME, PresetError, type LoadedRow } from './load.ts'
 
 export { loadPresetFile, PRESET_FILE, PresetError, type LoadedRow, type PresetRow } from './load.ts'
@@ -104,6 +105,17 @@ export class AgentPresets extends Service {
     ctx.effect(() => () => {
       for (const agent of [...this.compositions.keys()]) void this.decompose(agent)
     }, 'agent-presets:compositions')
+    ctx.inject(['commands'], (inner) => {
+      inner.commands.register({
+        name: 'preset',
+        description: 'Show the agent preset this session is composed from, and the presets there are.',
+        run: (_args, { agent }) => {
+          const current = this.compositions.get(agent)?.name ?? presetOf(agent.session) ?? this.state.default
+          const others = this.list().map((p) => `${p.name} (${p.source})`)
+          return `This session is composed from the preset "${current}". Presets: ${others.join(', ')}. A new session takes the default ("${this.state.default}"), --preset NAME or DSH_PRESET; a session keeps its preset.`
+        },
+      })
+    })
   }
 
   /** The preset of new sessions. */

@@ -110,6 +110,13 @@ describe('@dsh/agent-presets', () => {
     expect(session.events.filter((e) => e.type === 'preset/selected')).toHaveLength(1)
   })
 
+  it('/preset names the session\'s preset and the roster', async () => {
+    const CommandRegistry = (await import('@dsh/commands')).default
+    harness = await createHarness({ cwd: '/w', plugins: [[Profile], [CommandRegistry, {}], [AgentPresets, { home: home({ readonly: READ_ONLY }), default: 'readonly' }]] })
+    const done = await harness.ctx.commands.dispatch(harness.agent, '/preset')
+    expect(done).toMatchObject({ ok: true, output: expect.stringContaining('composed from the preset "readonly". Presets: code (builtin), minimal (builtin), readonly (home), standard (builtin).') })
+  })
+
   it('disposing the agent unloads its rows', async () => {
     const h = await boot({ home: home({ readonly: READ_ONLY }), default: 'readonly' })
     await h.prompt('go')
