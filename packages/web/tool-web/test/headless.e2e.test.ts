@@ -63,3 +63,33 @@ it('the model fetches a local page through the real bin and reads it as Markdown
   expect(toolText(2, 's1')).toMatch(/^Error \[NO_PROVIDER\]: web search is not configured: no search provider has a key \(exa: set EXA_API_KEY .*; perplexity: set PERPLEXITY_API_KEY .*\)\.$/)
   expect(toolText(3, 'f2')).toMatch(/^Error \[BLOCKED_ADDRESS\]: 127\.0\.0\.2 is a loopback address/)
 })
+
+it('web_search through the real bin: the Exa row pointed at a local fake, the key from the environment', { timeout: 90_000 }, async () => {
+  const seen: Array<{ key: string | undefined; body: unknown }> = []
+  site = createServer((req, res) => {
+    let raw = ''
+    req.on('data', (c) => (raw += c))
+    req.on('end', () => {
+      seen.push({ key: req.headers['x-api-key'] as string | undefined, body: JSON.parse(raw) })
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end(JSON.stringify({ requestId: 'r1', results: [{ id: 'a', title: 'Cordis 4 docs', url: 'https://cordis.example/docs', publishedDate: '2026-02-01T00:00:00.000Z', highlights: ['Fibers unwind every effect.'] }] }))
+    })
+  })
+  await new Promise<void>((r) => site!.listen(0, '127.0.0.1', r))
+  const root = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-web-e2e-')))
+  const cwd = join(root, 'work')
+  mkdirSync(cwd)
+  const patch = join(root, 'exa.patch.yml')
+  writeFileSync(patch, `- id: web-search-exa\n  config:\n    baseURL: http://127.0.0.1:${(site.address() as AddressInfo).port}\n`)
+  model = await startMockServer({ steps: [call('s', 'web_search', { queries: ['cordis fibers'], max_results: 3 }), { text: 'found' }] as never })
+  const run = await runDsh(['--profile', 'headless', '--patch', patch, '--output-format', 'json', 'search'], {
+    cwd,
+    env: { DSH_HOME: join(root, 'home'), DEEPSEEK_BASE_URL: model.baseURL, DEEPSEEK_API_KEY: 'x', EXA_API_KEY: 'exa-e2e-key', PERPLEXITY_API_KEY: '' },
+  })
+  expect(run.stderr).toBe('')
+  expect(JSON.parse(run.stdout)).toMatchObject({ result: 'found', reason: 'completed' })
+  expect(seen).toEqual([{ key: 'exa-e2e-key', body: expect.objectContaining({ query: 'cordis fibers', numResults: 3 }) }])
+  expect(toolText(1, 's')).toBe(
+    'Web search results (via exa). Cite the URLs you use; fetch a page with web_fetch for its full text.\n\n## "cordis fibers"\n1. Cordis 4 docs\n   https://cordis.example/docs\n   Published: 2026-02-01\n   Fibers unwind every effect.',
+  )
+})
