@@ -166,6 +166,25 @@ export class AgentPresets extends Service {
     return loadPresetFile(info.file)
   }
 
+  /**
+   * Chooses the preset of a session that has not recorded one yet (a new session, before its first
+   * step): logs `preset/selected` and recomposes the session's live agents. A session keeps its
+   * preset: naming another one for a session that recorded one throws PresetError, as does an
+   * unknown name.
+   */
+  select(session: Session, name: string): void {
+    if (!this.get(name)) throw new PresetError(`unknown agent preset "${name}"; available: ${this.names().join(', ')}`)
+    const recorded = presetOf(session)
+    if (recorded === name) return
+    if (recorded !== undefined) throw new PresetError(`session ${session.id} is composed from preset "${recorded}"; a session keeps its preset`)
+    session.append('preset/selected', { name })
+    for (const [agent, composition] of [...this.compositions]) {
+      if (agent.session !== session || composition.name === name) continue
+      const previous = this.decompose(agent)
+      this.compositions.set(agent, this.pending(agent, name, previous))
+    }
+  }
+
   /** The preset an agent is composed from, and a promise that settles once its rows are mounted. */
   compositionOf(agent: Agent): { name: string; ready: Promise<void> } | undefined {
     const composition = this.compositions.get(agent)
@@ -174,13 +193,19 @@ export class AgentPresets extends Service {
 
   private compose(agent: Agent): void {
     if (this.compositions.has(agent)) return
-    const name = presetOf(agent.session) ?? this.state.default
+    this.compositions.set(agent, this.pending(agent, presetOf(agent.session) ?? this.state.default))
+  }
+
+  /** A composition of `name` for `agent`, mounted once `after` (an unmount) settled. */
+  private pending(agent: Agent, name: string, after: Promise<void> = Promise.resolve()): Composition {
     const composition: Composition = { name, fibers: [], ready: Promise.resolve() }
-    composition.ready = this.mount(agent, name, composition).catch((error: Error) => {
-      composition.error = error
-      this.ctx.logger('agent-presets').warn('%s', error.message)
-    })
-    this.compositions.set(agent, composition)
+    composition.ready = after
+      .then(() => this.mount(agent, name, composition))
+      .catch((error: Error) => {
+        composition.error = error
+        this.ctx.logger('agent-presets').warn('%s', error.message)
+      })
+    return composition
   }
 
   private async mount(agent: Agent, name: string, composition: Composition): Promise<void> {
@@ -191,7 +216,7 @@ export class AgentPresets extends Service {
       if (missing.length > 0) {
         throw new PresetError(`${this.get(name)!.file}: row ${row.id}: name: "${row.name}" needs the service${missing.length > 1 ? 's' : ''} ${missing.join(', ')}, which this profile does not provide`)
       }
-      if (!this.compositions.has(agent) && composition.fibers.length > 0) return // disposed meanwhile
+      if (this.compositions.get(agent) !== composition) return // disposed or replaced meanwhile
       // Cordis' plugin() is typed for statically known plugins; a row module is only known at run time.
       const fiber = scoped.plugin(row.plugin as never, (row.config ?? {}) as never)
       composition.fibers.push(fiber)
@@ -207,6 +232,7 @@ export class AgentPresets extends Service {
     const composition = this.compositions.get(agent)
     if (!composition) return
     this.compositions.delete(agent)
+    await composition.ready // a mount in progress stops at its next row once it sees it was replaced
     for (const fiber of composition.fibers.splice(0).reverse()) await fiber.dispose()
   }
 }

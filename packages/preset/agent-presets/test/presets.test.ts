@@ -117,6 +117,17 @@ describe('@dsh/agent-presets', () => {
     expect(done).toMatchObject({ ok: true, output: expect.stringContaining('composed from the preset "readonly". Presets: code (builtin), minimal (builtin), readonly (home), standard (builtin).') })
   })
 
+  it('select() chooses the preset of a new session and recomposes it; a recorded preset stays', async () => {
+    const h = await boot({ home: home({ readonly: READ_ONLY }) }, [{ text: 'one' }])
+    expect(() => h.ctx.agentPresets.select(h.session, 'nope')).toThrow('unknown agent preset "nope"')
+    h.ctx.agentPresets.select(h.session, 'readonly')
+    await h.prompt('go')
+    expect(toolNames(h.model.requests[0])).toEqual(['read'])
+    expect(h.session.events.filter((e) => e.type === 'preset/selected').map((e) => (e.data as { name: string }).name)).toEqual(['readonly'])
+    expect(() => h.ctx.agentPresets.select(h.session, 'standard')).toThrow(`session ${h.session.id} is composed from preset "readonly"; a session keeps its preset`)
+    h.ctx.agentPresets.select(h.session, 'readonly') // the same preset again: nothing to do
+  })
+
   it('disposing the agent unloads its rows', async () => {
     const h = await boot({ home: home({ readonly: READ_ONLY }), default: 'readonly' })
     await h.prompt('go')
