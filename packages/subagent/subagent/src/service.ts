@@ -18,12 +18,16 @@ import {
 } from './types.ts'
 
 export const PROVIDER_NAME_PATTERN = /^[a-z][a-z0-9-]{0,31}$/
-export const SUBAGENT_EVENT_TYPES = ['subagent/started', 'subagent/finished', 'subagent/link'] as const
+export const SUBAGENT_EVENT_TYPES = ['subagent/started', 'subagent/finished', 'subagent/link', 'subagent/report'] as const
+
+/** Longest report a child may send its parent, in characters. */
+export const MAX_REPORT_CHARS = 20_000
 
 export interface SubagentServiceConfig {
   defaultProvider: string
   maxDepth: number
   maxConcurrent: number
+  maxQueued: number
   timeoutMs: number
   maxSteps?: number
 }
@@ -54,6 +58,7 @@ export class SubagentService extends Service {
     defaultProvider: Schema.string().default('spawn').description('Provider used when a request names none.'),
     maxDepth: Schema.natural().min(1).default(2).description('Deepest delegation allowed: 1 lets roots start children, 2 lets children start their own, ...'),
     maxConcurrent: Schema.natural().min(1).default(4).description('Most children running at once in this process.'),
+    maxQueued: Schema.natural().default(16).description('Start requests of root agents that may wait for a free slot (first come, first served); beyond it, or for nested children, a full house is CONCURRENCY_LIMIT. 0 = never wait.'),
     timeoutMs: Schema.natural().default(600_000).description('A child still running after this long is stopped and fails TIMEOUT; 0 = no limit.'),
     maxSteps: Schema.natural().min(1).description('Step limit of an in-process child turn (default: the agent loop\'s).'),
   })
@@ -69,11 +74,21 @@ export class SubagentService extends Service {
   private readonly running = new Set<Live>()
   /** parent session id -> last number handed out. */
   private readonly counters = new Map<string, number>()
+  /** Start requests waiting for a free slot, first come first served. */
+  private readonly waiting: Array<{ wake: () => void; fail: (error: SubagentError) => void }> = []
+  /** Slots freed and handed to a woken request that has not taken them yet. Mutated in place. */
+  private handedOverBox = { n: 0 }
+  private get handedOver(): number {
+    return this.handedOverBox.n
+  }
+  private set handedOver(n: number) {
+    this.handedOverBox.n = n
+  }
 
   constructor(ctx: Context, config: Partial<SubagentServiceConfig> = {}) {
     super(ctx, 'subagents')
     this.home = ctx
-    this.config = { defaultProvider: 'spawn', maxDepth: 2, maxConcurrent: 4, timeoutMs: 600_000, ...config }
+    this.config = { defaultProvider: 'spawn', maxDepth: 2, maxConcurrent: 4, maxQueued: 16, timeoutMs: 600_000, ...config }
     // The three event types are logged: persistence must know them or the sessions do not load.
     ctx.inject(['sessionPersistence'], (inner) => {
       for (const type of SUBAGENT_EVENT_TYPES) inner.sessionPersistence.registerEventType(type)
@@ -86,6 +101,7 @@ export class SubagentService extends Service {
     })
     ctx.effect(() => () => {
       for (const live of [...this.running]) this.stop(live, 'PARENT_GONE', 'the subagent service was unloaded')
+      for (const waiter of this.waiting.splice(0)) waiter.fail(new SubagentError('CANCELLED', 'the subagent service was unloaded while the request waited for a slot'))
     }, 'subagents: stop children')
     const inProcess = { maxSteps: this.config.maxSteps }
     this.registerProvider(inProcessProvider(ctx, 'spawn', inProcess))
@@ -149,8 +165,21 @@ export class SubagentService extends Service {
     if (depth > this.config.maxDepth) {
       throw new SubagentError('DEPTH_LIMIT', `delegation depth limit reached: this agent is at depth ${depth - 1} and the limit is ${this.config.maxDepth}; do the work yourself`)
     }
-    if (this.running.size >= this.config.maxConcurrent) {
-      throw new SubagentError('CONCURRENCY_LIMIT', `${this.running.size} subagents are already running (the limit is ${this.config.maxConcurrent}); wait for one to finish`)
+    // First come, first served: a fresh request does not overtake the ones already waiting.
+    if (this.running.size + this.handedOver >= this.config.maxConcurrent || this.waiting.length > 0) {
+      // A nested child never waits: its parent holds a slot, so waiting could deadlock.
+      const full = `${this.running.size} subagents are already running (the limit is ${this.config.maxConcurrent})`
+      if (depth > 1) throw new SubagentError('CONCURRENCY_LIMIT', `${full}; a subagent's own children do not wait for a slot, so do this part yourself`)
+      if (this.waiting.length >= this.config.maxQueued) {
+        throw new SubagentError('CONCURRENCY_LIMIT', `${full} and ${this.waiting.length} more are waiting; wait for one to finish`)
+      }
+      await this.slot(options.signal)
+      // The freed slot was handed to this request; it is taken below (running.add) or passed on.
+      this.handedOver--
+      if ((parent.status as string) === 'disposed') {
+        this.passOn()
+        throw new SubagentError('INVALID_REQUEST', `agent ${parent.id} was disposed while its subagent request waited for a slot`)
+      }
     }
     const session = parent.session
     const link: SubagentLink = {
@@ -171,7 +200,7 @@ export class SubagentService extends Service {
     try {
       child = await provider.start({ parent, link, description, prompt })
     } catch (error) {
-      this.running.delete(live)
+      this.release(live)
       this.childrenOf(session.id).delete(link.id)
       throw new SubagentError('START_FAILED', `provider "${name}" could not start the child: ${describe(error)}`)
     }
@@ -216,7 +245,7 @@ export class SubagentService extends Service {
         const error = stopped ?? outcome.error
         if (error) record.error = { code: error.code, message: error.message }
         if (outcome.usage) record.usage = outcome.usage
-        this.running.delete(live)
+        this.release(live)
         if (record.agentId !== undefined) this.depthOfAgent.delete(record.agentId)
         this.append(session, 'subagent/finished', {
           id: link.id,
@@ -273,6 +302,9 @@ export class SubagentService extends Service {
           ...(d.sessionId !== undefined ? { sessionId: d.sessionId } : {}),
           ...(d.agentId !== undefined ? { agentId: d.agentId } : {}),
         })
+      } else if (event.type === 'subagent/report') {
+        const known = byId.get(event.data.id)
+        if (known) (known.reports ??= []).push(event.data.message)
       } else if (event.type === 'subagent/finished') {
         const known = byId.get(event.data.id)
         if (!known) continue
@@ -310,6 +342,69 @@ export class SubagentService extends Service {
     const sessionId = this.sessionIdOf(parent)
     const live = sessionId === undefined ? undefined : this.liveByParent.get(sessionId)?.get(id)
     return live?.finished
+  }
+
+  /**
+   * A running in-process child sends its parent a message: logged in the parent's session as
+   * `subagent/report`, kept on the record, and announced as the `subagent/report` event (surfaces
+   * and the tools deliver it). `child` is the child agent (or its id).
+   */
+  report(child: Agent | string, message: string): SubagentRecord {
+    if (typeof message !== 'string' || message.trim() === '') throw new SubagentError('INVALID_REQUEST', 'message must be a non-empty string')
+    if (message.length > MAX_REPORT_CHARS) throw new SubagentError('INVALID_REQUEST', `a report is at most ${MAX_REPORT_CHARS} characters (this one has ${message.length}); shorten it`)
+    const agentId = typeof child === 'string' ? child : child.id
+    // By the child's own link (its session's first event), so a report in the child's very first
+    // step finds it even before start() has recorded its agent id.
+    const agent = typeof child === 'string' ? this.home.agents.get(child) : child
+    const first = agent?.session.events[0]
+    const linked = first?.type === 'subagent/link' ? this.liveByParent.get(first.data.parentSessionId)?.get(first.data.id) : undefined
+    const live = linked && this.running.has(linked) ? linked : [...this.running].find((entry) => entry.record.agentId === agentId)
+    if (!live) throw new SubagentError('NOT_A_SUBAGENT', 'only a running subagent can report to a parent; this agent has none')
+    const session = this.sessionOf(live.parent)
+    ;(live.record.reports ??= []).push(message)
+    if (session) this.append(session, 'subagent/report', { id: live.record.id, message })
+    const record = snapshot(live.record)
+    this.home.emit('subagent/report', record, message)
+    return record
+  }
+
+  /** Resolves when a freed slot is handed to this request; rejects with `CANCELLED` when `signal` aborts first. */
+  private slot(signal: AbortSignal | undefined): Promise<void> {
+    const cancelled = () => new SubagentError('CANCELLED', 'the request was cancelled while it waited for a slot')
+    if (signal?.aborted) return Promise.reject(cancelled())
+    const waiting = this.waiting
+    return new Promise<void>((resolve, reject) => {
+      const waiter = {
+        wake: () => {
+          signal?.removeEventListener('abort', onAbort)
+          resolve()
+        },
+        fail: (error: SubagentError) => {
+          signal?.removeEventListener('abort', onAbort)
+          reject(error)
+        },
+      }
+      const onAbort = () => {
+        const at = waiting.indexOf(waiter)
+        if (at >= 0) waiting.splice(at, 1)
+        reject(cancelled())
+      }
+      signal?.addEventListener('abort', onAbort, { once: true })
+      waiting.push(waiter)
+    })
+  }
+
+  /** Frees a child's slot and hands it to the oldest waiting request. */
+  private release(live: Live): void {
+    if (this.running.delete(live)) this.passOn()
+  }
+
+  /** A slot is free: hand it to the oldest waiting request, if any. */
+  private passOn(): void {
+    const next = this.waiting.shift()
+    if (!next) return
+    this.handedOver++
+    next.wake()
   }
 
   private runningChild(parent: Agent | Session | string, id: string): Live {
@@ -357,7 +452,7 @@ export class SubagentService extends Service {
     return typeof parent === 'string' ? parent : this.sessionOf(parent)?.id
   }
 
-  private append<K extends 'subagent/started' | 'subagent/finished'>(session: Session, type: K, data: import('@dsh/session').SessionEventMap[K]): void {
+  private append<K extends 'subagent/started' | 'subagent/finished' | 'subagent/report'>(session: Session, type: K, data: import('@dsh/session').SessionEventMap[K]): void {
     try {
       session.append(type, data)
     } catch (error) {

@@ -35,6 +35,8 @@ export interface SubagentRecord extends SubagentLink {
   error?: LoggedError
   /** Summed token usage of the child's turns. */
   usage?: TokenUsage
+  /** What the child sent its parent with `report()` while it ran, oldest first. */
+  reports?: string[]
 }
 
 /** How a provider reports the end of a child's run. */
@@ -82,7 +84,10 @@ export interface StartSubagentOptions {
   prompt: string
   callId?: string
   background?: boolean
-  /** Aborting it interrupts the child (a foreground tool call passes its signal). */
+  /**
+   * Aborting it interrupts the child (a foreground tool call passes its signal); while the
+   * request waits for a free slot, aborting it withdraws the request (`CANCELLED`).
+   */
   signal?: AbortSignal
 }
 
@@ -95,6 +100,8 @@ export const SUBAGENT_ERROR_CODES = [
   'NOT_SUPPORTED',
   'INVALID_REQUEST',
   'START_FAILED',
+  'CANCELLED',
+  'NOT_A_SUBAGENT',
 ] as const
 export type SubagentErrorCode = (typeof SUBAGENT_ERROR_CODES)[number]
 
@@ -135,6 +142,8 @@ declare module '@dsh/session' {
     }
     /** First event of an in-process child's own session: who started it. */
     'subagent/link': SubagentLink
+    /** In the parent's session: a running child sent its parent a message (`report`). */
+    'subagent/report': { id: string; message: string }
   }
 }
 
@@ -145,5 +154,7 @@ declare module 'cordis' {
   interface Events {
     'subagent/started'(record: SubagentRecord): void
     'subagent/finished'(record: SubagentRecord): void
+    /** A running child reported to its parent; `record` includes the new report. */
+    'subagent/report'(record: SubagentRecord, message: string): void
   }
 }

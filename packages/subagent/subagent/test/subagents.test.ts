@@ -81,7 +81,7 @@ describe('ctx.subagents', () => {
   })
 
   it('refuses bad requests, unknown providers and exceeded limits with one clear error each', async () => {
-    const h = await boot([['slow', hang]], { maxConcurrent: 1, maxDepth: 1 })
+    const h = await boot([['slow', hang]], { maxConcurrent: 1, maxDepth: 1, maxQueued: 0 })
     expect((await rejection(h.ctx.subagents.start({ parent: h.agent, description: 'x', prompt: '  ' }))).code).toBe('INVALID_REQUEST')
     expect((await rejection(h.ctx.subagents.start({ parent: h.agent, description: '', prompt: 'p' }))).code).toBe('INVALID_REQUEST')
     const unknown = await rejection(h.ctx.subagents.start({ parent: h.agent, provider: 'nope', description: 'x', prompt: 'p' }))
@@ -99,6 +99,52 @@ describe('ctx.subagents', () => {
     expect(h.session.events.filter((e) => e.type === 'subagent/started')).toHaveLength(1)
     h.ctx.subagents.interrupt(h.agent, started.record.id)
     expect(await started.finished).toMatchObject({ status: 'cancelled', error: { code: 'INTERRUPTED' } })
+  })
+
+  it("at the concurrency limit a root agent's request waits its turn (first come, first served) and can be withdrawn", async () => {
+    const h = await boot([['slow', hang], ['quick', text('quick done')]], { maxConcurrent: 1, maxQueued: 2 })
+    const first = await h.ctx.subagents.start({ parent: h.agent, description: 'slow one', prompt: 'slow' })
+    let secondStarted = false
+    const second = h.ctx.subagents.start({ parent: h.agent, description: 'waits', prompt: 'quick' }).then((s) => ((secondStarted = true), s))
+    const withdrawn = new AbortController()
+    const third = h.ctx.subagents.start({ parent: h.agent, description: 'gives up', prompt: 'quick', signal: withdrawn.signal })
+    // The queue is full (2 waiting): a fourth request is refused at once.
+    const overflow = await rejection(h.ctx.subagents.start({ parent: h.agent, description: 'x', prompt: 'quick' }))
+    expect(overflow).toMatchObject({ code: 'CONCURRENCY_LIMIT', message: expect.stringContaining('2 more are waiting') })
+    withdrawn.abort()
+    expect((await rejection(third)).code).toBe('CANCELLED')
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    expect(secondStarted).toBe(false)
+    // A nested child never waits (its parent holds a slot): refused with a reason.
+    const child = h.ctx.agents.get(first.record.agentId!)!
+    const nested = await rejection(h.ctx.subagents.start({ parent: child, description: 'x', prompt: 'quick' }))
+    expect(nested).toMatchObject({ code: 'CONCURRENCY_LIMIT', message: expect.stringContaining('do this part yourself') })
+    h.ctx.subagents.interrupt(h.agent, first.record.id)
+    const next = await second
+    expect(next.record.id).toBe('sub-2')
+    expect(await next.finished).toMatchObject({ status: 'completed', text: 'quick done' })
+    // Only the two that ran were logged.
+    expect(h.session.events.filter((e) => e.type === 'subagent/started').map((e) => e.data.id)).toEqual(['sub-1', 'sub-2'])
+  })
+
+  it('a running child reports to its parent: logged, kept on the record, announced; others are refused', async () => {
+    const h = await boot([['slow', hang]])
+    const started = await h.ctx.subagents.start({ parent: h.agent, description: 'slow one', prompt: 'slow' })
+    const child = h.ctx.agents.get(started.record.agentId!)!
+    const heard: Array<[string, string]> = []
+    h.ctx.on('subagent/report', (record, message) => void heard.push([record.id, message]))
+    expect(h.ctx.subagents.report(child, 'halfway there').reports).toEqual(['halfway there'])
+    expect(heard).toEqual([['sub-1', 'halfway there']])
+    expect(h.session.events.filter((e) => e.type === 'subagent/report').map((e) => e.data)).toEqual([{ id: 'sub-1', message: 'halfway there' }])
+    expect((await rejection(Promise.resolve().then(() => h.ctx.subagents.report(h.agent, 'hi')))).code).toBe('NOT_A_SUBAGENT')
+    expect((await rejection(Promise.resolve().then(() => h.ctx.subagents.report(child, ' ')))).code).toBe('INVALID_REQUEST')
+    expect((await rejection(Promise.resolve().then(() => h.ctx.subagents.report(child, 'x'.repeat(20_001))))).code).toBe('INVALID_REQUEST')
+    h.ctx.subagents.interrupt(h.agent, started.record.id)
+    await started.finished
+    // Read back from the log alone, the record still carries the report; a finished child cannot report.
+    const fromLog = h.ctx.subagents.list(new Session({ id: 'reloaded', cwd: h.session.cwd, events: h.session.events }))
+    expect(fromLog[0].reports).toEqual(['halfway there'])
+    expect((await rejection(Promise.resolve().then(() => h.ctx.subagents.report(child.id, 'late')))).code).toBe('NOT_A_SUBAGENT')
   })
 
   it('a grandchild is allowed within maxDepth and carries depth 2', async () => {

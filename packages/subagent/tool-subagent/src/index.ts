@@ -24,6 +24,7 @@ export const Config: Schema<Partial<ToolSubagentConfig>, ToolSubagentConfig> = S
 })
 
 export const NOTICE_SOURCE = { kind: 'plugin', plugin: '@dsh/tool-subagent', label: 'subagent finished' } as const
+export const REPORT_SOURCE = { kind: 'plugin', plugin: '@dsh/tool-subagent', label: 'subagent report' } as const
 
 export const PROMPT_SECTION = {
   id: 'tool:subagent',
@@ -33,6 +34,7 @@ export const PROMPT_SECTION = {
     '- Hand a self-contained piece of work (a search across many files, an independent change, a second opinion) to a subagent; several subagent calls in one step run in parallel.',
     '- A spawned subagent sees none of this conversation: put everything it needs into the prompt. Its final answer comes back as the tool result; verify claims that matter.',
     '- background: true returns at once; a notice arrives when the child finishes. Use list_agents, send_message and interrupt_agent to follow up.',
+    '- When you are a subagent yourself, report sends your parent an intermediate finding while you keep working; your final answer still ends your task.',
   ].join('\n'),
 }
 
@@ -71,6 +73,19 @@ export function noticeText(record: SubagentRecord, maxAnswerChars: number): stri
   return `${head}${why ? `\nReason${why}` : ''}${record.text ? `\nLast text:\n${clip(record.text, maxAnswerChars)}` : ''}`
 }
 
+/** What a parent is told when a background child reports while it runs. */
+export function reportText(record: SubagentRecord, message: string, maxAnswerChars: number): string {
+  return `[Background subagent ${record.id} (${quoted(record.description)}) reports, still running:]\n${clip(message, maxAnswerChars)}`
+}
+
+/** A foreground child's reports, put before its answer in the tool result. */
+function withReports(record: SubagentRecord, body: string, maxAnswerChars: number): string {
+  const reports = record.reports ?? []
+  if (reports.length === 0) return body
+  const listed = reports.map((r, i) => `[report ${i + 1}] ${r}`).join('\n')
+  return `Reports it sent while working:\n${clip(listed, maxAnswerChars)}\n\nFinal answer:\n${body}`
+}
+
 /** The tool result of a foreground child. */
 export function resultOf(record: SubagentRecord, maxAnswerChars: number): ToolOutput {
   const meta = {
@@ -81,11 +96,12 @@ export function resultOf(record: SubagentRecord, maxAnswerChars: number): ToolOu
     ...(record.usage ? { usage: { ...record.usage } } : {}),
   }
   if (record.status === 'completed') {
-    return { content: clip(record.text || '(the subagent finished without a final answer)', maxAnswerChars), meta }
+    return { content: withReports(record, clip(record.text || '(the subagent finished without a final answer)', maxAnswerChars), maxAnswerChars), meta }
   }
   const error = record.error ?? { code: record.status.toUpperCase(), message: `the subagent ended ${record.status}` }
   const partial = record.text ? ` Its last text was:\n${clip(record.text, maxAnswerChars)}` : ''
-  return { ...fail(error.code, `subagent ${record.id} ${record.status}: ${error.message}.${partial}`), meta }
+  const failed = fail(error.code, `subagent ${record.id} ${record.status}: ${error.message}.${partial}`)
+  return { ...failed, content: withReports(record, failed.content as string, maxAnswerChars), meta }
 }
 
 export function apply(ctx: Context, config: ToolSubagentConfig): void {
@@ -104,6 +120,25 @@ export function apply(ctx: Context, config: ToolSubagentConfig): void {
     const parent = ctx.agents.get(record.parentAgentId)
     if (!parent || parent.status === 'disposed') return
     parent.inject({ content: noticeText(record, config.maxAnswerChars), source: NOTICE_SOURCE })
+  })
+
+  // A background child's report reaches its parent the same way, while the child keeps running.
+  // A foreground child's reports come back in its tool result instead (resultOf).
+  ctx.on('subagent/report', (record, message) => {
+    if (!record.background) return
+    const parent = ctx.agents.get(record.parentAgentId)
+    if (!parent || parent.status === 'disposed') return
+    parent.inject({ content: reportText(record, message, config.maxAnswerChars), source: REPORT_SOURCE })
+  })
+
+  // `report` is offered to in-process subagents only (their session opens with subagent/link):
+  // a root agent has no parent to report to.
+  ctx.on('agent/request', (payload, next) => {
+    const isChild = payload.agent.session.events[0]?.type === 'subagent/link'
+    if (!isChild && payload.request.tools?.some((t) => t.name === 'report')) {
+      payload.request.tools = payload.request.tools.filter((t) => t.name !== 'report')
+    }
+    return next()
   })
 
   const providerHelp = () =>
@@ -184,6 +219,29 @@ export function apply(ctx: Context, config: ToolSubagentConfig): void {
     }
     return resultOf(await started.finished, config.maxAnswerChars)
   }
+
+  ctx.tools.register<{ message: string }>({
+    name: 'report',
+    description:
+      'Send your parent agent an intermediate finding while you keep working (you are a subagent). ' +
+      'Your final answer still ends your task; use report for results the parent can act on before then.',
+    parameters: {
+      type: 'object',
+      properties: { message: { type: 'string', description: 'What the parent should know now.' } },
+      required: ['message'],
+      additionalProperties: false,
+    },
+    concurrencySafe: true,
+    execute(args, call) {
+      if (call.agentId === undefined) return noAgent()
+      try {
+        const record = ctx.subagents.report(call.agentId, args.message)
+        return { content: `Reported to your parent (report ${record.reports?.length ?? 1}); keep working on your task.`, meta: { id: record.id } }
+      } catch (error) {
+        return refused(error)
+      }
+    },
+  })
 
   ctx.tools.register<Record<string, never>>({
     name: 'list_agents',

@@ -246,6 +246,56 @@ describe('tool-subagent', () => {
     expect(JSON.stringify(child.messages)).not.toContain('ask a fork')
   })
 
+  it("report: offered to children only; a foreground child's reports precede its answer, a background child's reach the parent as a notice", async () => {
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    const h = await boot([
+      [
+        'delegate',
+        (step) => {
+          if (step === 0) return { toolCalls: [call('subagent', { description: 'scan', prompt: 'scan task' }, 'c_fg')] }
+          if (step === 1) return { toolCalls: [call('subagent', { description: 'watch', prompt: 'watch task', background: true }, 'c_bg')] }
+          if (step === 2) return { toolCalls: [call('wait_a_bit', {}, 'c_wait')] }
+          return { text: 'all done' }
+        },
+      ],
+      [
+        'scan task',
+        (step) =>
+          step === 0 ? { toolCalls: [call('report', { message: 'found 2 so far' })] } : step === 1 ? { toolCalls: [call('report', { message: 'found 3' })] } : { text: 'three in total' },
+      ],
+      ['watch task', (step) => (step === 0 ? { toolCalls: [call('report', { message: 'the build is red' })] } : { text: 'watched' })],
+    ])
+    h.ctx.tools.register({
+      name: 'wait_a_bit',
+      description: 'waits for the background child',
+      parameters: { type: 'object', properties: {} },
+      execute: async () => {
+        await gate
+        return { content: 'waited' }
+      },
+    })
+    h.ctx.on('subagent/finished', (record) => {
+      if (record.background) setTimeout(release, 0)
+    })
+    const result = await h.prompt('delegate')
+    expect(result.text).toBe('all done')
+    const requests = parentRequests(h)
+    expect(toolResults(requests[1]).c_fg).toBe('Reports it sent while working:\n[report 1] found 2 so far\n[report 2] found 3\n\nFinal answer:\nthree in total')
+    const notices = requests[3].messages.filter((m) => m.role === 'user').map((m) => (typeof m.content === 'string' ? m.content : m.content.map((b) => (b.type === 'text' ? b.text : '')).join('')))
+    expect(notices).toContain('[Background subagent sub-2 ("watch") reports, still running:]\nthe build is red')
+    expect(h.session.events.filter((e) => e.type === 'subagent/report').map((e) => e.data)).toEqual([
+      { id: 'sub-1', message: 'found 2 so far' },
+      { id: 'sub-1', message: 'found 3' },
+      { id: 'sub-2', message: 'the build is red' },
+    ])
+    // Offered to the children, not to the root.
+    const offered = (r: LlmRequest) => (r.tools ?? []).map((t) => t.name)
+    expect(offered(requests[0])).not.toContain('report')
+    const childRequest = h.model.requests.find((r) => r.metadata?.agentId !== h.agent.id)!
+    expect(offered(childRequest)).toContain('report')
+  })
+
   it('subagent_fork is not offered by default', async () => {
     const h = await boot([])
     expect(h.ctx.tools.schemas(h.agent.scope).map((t) => t.name).filter((n) => n.includes('agent') || n === 'send_message').sort()).toEqual(['interrupt_agent', 'list_agents', 'send_message', 'subagent'])
