@@ -80,10 +80,12 @@ export interface FetchPresentation {
 const size = (bytes: number) => (bytes >= 1024 * 1024 ? `${(bytes / (1024 * 1024)).toFixed(1)} MiB` : bytes >= 1024 ? `${(bytes / 1024).toFixed(1)} KiB` : `${bytes} bytes`)
 
 /** The page as the model reads it: a short header, then the page text (Markdown for HTML). */
-export function presentFetch(result: WebFetchResult, options: { maxErrorBodyChars: number }): FetchPresentation {
+export function presentFetch(result: WebFetchResult, options: { maxErrorBodyChars: number; maxHtmlChars: number }): FetchPresentation {
   const converted = isHtml(result.mediaType)
   const title = converted ? htmlTitle(result.content) : undefined
-  let page = converted ? htmlToMarkdown(result.content, result.finalUrl) : result.content.trim()
+  // Conversion costs about linear time in the HTML; past `maxHtmlChars` the rest is dropped.
+  const cutHtml = converted && result.content.length > options.maxHtmlChars
+  let page = converted ? htmlToMarkdown(cutHtml ? result.content.slice(0, options.maxHtmlChars) : result.content, result.finalUrl) : result.content.trim()
   if (result.status >= 400 && page.length > options.maxErrorBodyChars) page = `${page.slice(0, options.maxErrorBodyChars)}\n[... error page cut at ${options.maxErrorBodyChars} characters]`
   const head = [`URL: ${result.finalUrl}`]
   if (result.redirects.length > 0) head.push(`Redirected from: ${result.url} (${result.redirects.length} redirect${result.redirects.length === 1 ? '' : 's'})`)
@@ -91,6 +93,7 @@ export function presentFetch(result: WebFetchResult, options: { maxErrorBodyChar
   head.push(`Content-Type: ${result.mediaType}${converted ? ' (converted to Markdown)' : ''}`)
   if (title) head.push(`Title: ${title}`)
   if (result.truncated) head.push(`Note: the page is larger than the ${size(result.bytes)} read limit; only its beginning is shown.`)
+  else if (cutHtml) head.push(`Note: only the first ${options.maxHtmlChars.toLocaleString('en-US')} characters of the page's HTML were converted; the rest is not shown.`)
   const text = `${head.join('\n')}\n\n${page || '(empty body)'}`
   return { text, title, chars: page.length, converted }
 }

@@ -161,6 +161,15 @@ describe('web_fetch', () => {
     expect(closed).toBe(true)
   })
 
+  it('HTML past maxHtmlChars is not converted, and the header says so', async () => {
+    const html = `<html><body>${Array.from({ length: 1000 }, (_, i) => `<p>para ${i}</p>`).join('')}</body></html>`
+    const base = await serve((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end(html))
+    const [result] = await run([{ name: 'web_fetch', args: { url: base } }], { config: { maxHtmlChars: 10_000 } })
+    expect(text(result)).toContain('Note: only the first 10,000 characters of the page\'s HTML were converted; the rest is not shown.')
+    expect(text(result)).toContain('para 10')
+    expect(text(result)).not.toContain("para 999")
+  })
+
   it('a page over the byte cap is cut and says so', async () => {
     const base = await serve((_req, res) => res.writeHead(200, { 'content-type': 'text/plain' }).end('y'.repeat(50_000)))
     const [result] = await run([{ name: 'web_fetch', args: { url: base } }], { fetch: { maxBytes: 10_240 } })
