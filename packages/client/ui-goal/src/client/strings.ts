@@ -1,0 +1,36 @@
+// The `goal` namespace (English, Chinese).
+export const en = {
+  label: 'Goal',
+  status_active: 'active',
+  'status_budget-limited': 'budget spent',
+  status_paused: 'paused',
+  status_waiting: 'waiting',
+  rounds: '{rounds}/{max} rounds',
+  roundsOpen: '{rounds} rounds',
+  tokens: '{tokens}/{max} tokens',
+  pause: 'Pause',
+  resume: 'Resume',
+  edit: 'Edit',
+  save: 'Save',
+  cancel: 'Cancel',
+  clear: 'Clear',
+  objective: 'Goal objective',
+}
+
+export const zh: typeof en = {
+  label: '目标',
+  status_active: '进行中',
+  'status_budget-limited': '预算已用尽',
+  status_paused: '已暂停',
+  status_waiting: '等待中',
+  rounds: '{rounds}/{max} 轮',
+  roundsOpen: '{rounds} 轮',
+  tokens: '{tokens}/{max} 个 token',
+  pause: '暂停',
+  resume: '继续',
+  edit: '编辑',
+  save: '保存',
+  cancel: '取消',
+  clear: '清除',
+  objective: '目标内容',
+}

@@ -1,0 +1,66 @@
+// The GoalBar in real Chromium against the real `dsh web` (goal rows from the base bundle, the
+// ui-goal row from the web bundle) and the mock model: the model sets a goal, two rounds without
+// progress pause it; the bar shows it, edits the objective, resumes it (one more round spends the
+// round budget) and clears it. A stale revision is refused by the host.
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { hasChromium, launchBrowser, openPage, startWebApp, withArtifacts, type Browser, type WebApp } from '@dsh/web-testkit'
+
+vi.setConfig({ testTimeout: 90_000, hookTimeout: 90_000 })
+
+const STEPS = [
+  { toolCalls: [{ name: 'create_goal', arguments: { objective: 'Write the quarterly report', max_rounds: 3 } }] },
+  { text: 'Goal set.' },
+  { text: 'Round one: thinking.' },
+  { text: 'Round two: still thinking.' },
+  { text: 'Round three: thinking harder.' },
+]
+
+describe.skipIf(!hasChromium())('ui-goal in the browser', () => {
+  let app: WebApp
+  let browser: Browser
+  beforeAll(async () => {
+    app = await startWebApp({ steps: STEPS as never })
+    browser = await launchBrowser()
+  })
+  afterAll(async () => {
+    await browser?.close()
+    await app?.close()
+  })
+
+  it('shows the goal, edits, resumes and clears it; a stale revision is refused', async () => {
+    const { page, errors } = await openPage(browser, app.url)
+    await withArtifacts(page, 'goal-bar', async () => {
+      await page.waitForURL(/\/s\/[^/]+$/)
+      const sessionId = /\/s\/([^/]+)$/.exec(page.url())![1]
+      await page.locator('textarea.dsh-composer-input').fill('keep working on the report')
+      await page.locator('textarea.dsh-composer-input').press('Enter')
+      const bar = page.locator('.dsh-goalbar')
+      // two rounds without progress pause the goal
+      await expect.poll(() => bar.getAttribute('data-goal-status'), { timeout: 30_000 }).toBe('paused')
+      expect(await bar.locator('[data-goal-objective]').textContent()).toBe('Write the quarterly report')
+      expect(await bar.locator('[data-goal-meta]').textContent()).toBe('paused · 2/3 rounds')
+      expect(await bar.locator('[data-goal-action="pause"]').count()).toBe(0)
+
+      await bar.locator('[data-goal-action="edit"]').click()
+      await bar.locator('input').fill('Write and send the quarterly report')
+      await bar.locator('input').press('Enter')
+      await expect.poll(() => bar.locator('[data-goal-objective]').textContent()).toBe('Write and send the quarterly report')
+
+      // a mutation computed from an old revision
+      const stale = await app.call('goals.pause', { sessionId, expectedRevision: 1 }).catch((e: Error) => e)
+      expect(String((stale as Error).message ?? stale)).toContain('STALE_REVISION')
+
+      await bar.locator('[data-goal-action="resume"]').click()
+      await expect.poll(() => bar.getAttribute('data-goal-status'), { timeout: 30_000 }).toBe('budget-limited')
+      expect(await bar.locator('[data-goal-meta]').textContent()).toBe('budget spent · 3/3 rounds')
+
+      await bar.locator('[data-goal-action="clear"]').click()
+      await expect.poll(() => page.locator('.dsh-goalbar').count()).toBe(0)
+      const history = (await app.call('sessions.history', { sessionId })) as { events: Array<{ type: string; data: { by: string; action: string } }> }
+      expect(history.events.filter((e) => e.type === 'goal/set').map((e) => `${e.data.by}:${e.data.action}`)).toEqual([
+        'model:create', 'driver:account', 'driver:account', 'driver:stall', 'human:edit', 'human:resume', 'driver:limit', 'human:clear',
+      ])
+      expect(errors).toEqual([])
+    })
+  })
+})
