@@ -50,7 +50,7 @@ export const Config: Schema<Partial<Config>, Config> = Schema.object({
   maxSnippetChars: Schema.natural().min(40).default(400).description('Characters of one result snippet shown.'),
   maxAnswerChars: Schema.natural().min(100).default(3000).description('Characters of a provider-written answer shown.'),
   maxErrorBodyChars: Schema.natural().min(100).default(2000).description('Characters of an HTTP error page shown.'),
-  maxHtmlChars: Schema.natural().min(10_000).default(2_000_000).description('Characters of HTML converted to Markdown; the rest of a larger page is dropped.'),
+  maxHtmlChars: Schema.natural().min(10_000).default(1_000_000).description('Characters of HTML converted to Markdown; the rest of a larger page is dropped.'),
   extractModel: Schema.string()
     .pattern(/^[^/\s]+\/\S+$/)
     .description('`PROVIDER/MODEL`; when set, web_fetch with a `prompt` answers it from the page with this model instead of returning the page.'),
