@@ -1,11 +1,11 @@
 // The Settings dialog: navigation over the `settings.section` entries and the selected page.
 import { useEffect, useRef, useState } from 'react'
-import { useCtx, useSlotEntries, useT } from '@dsh/client-runtime'
-import { NAMESPACE, SECTION_SLOT } from './names.ts'
+import { useCtx, useSlotEntries } from '@dsh/client-runtime'
+import { NAMESPACE, SECTION_SLOT, useSettingsT } from './names.ts'
 
 export default function SettingsDialog({ onClose }: { onClose: () => void }) {
   const ctx = useCtx()
-  const t = useT(NAMESPACE)
+  const t = useSettingsT()
   const sections = useSlotEntries(SECTION_SLOT)
   const [current, setCurrent] = useState<string>()
   const ref = useRef<HTMLDivElement>(null)

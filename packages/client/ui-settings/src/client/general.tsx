@@ -2,9 +2,9 @@
 // new sessions (the host's `model` and `permissions` settings sections).
 import { useEffect, useState } from 'react'
 import Schema from 'schemastery'
-import { LANGS, useCtx, useStore, useT, type Lang, type ThemePreference } from '@dsh/client-runtime'
+import { LANGS, useCtx, useStore, type Lang, type ThemePreference } from '@dsh/client-runtime'
 import { settingsDescribe, settingsUpdate, type WireSection } from '@dsh/api-settings/contract'
-import { NAMESPACE, failure } from './names.ts'
+import { failure, useSettingsT } from './names.ts'
 
 interface SchemaNode { type?: string; dict?: Record<string, SchemaNode>; list?: SchemaNode[]; value?: unknown }
 
@@ -17,7 +17,7 @@ export function choicesOf(schemaJson: unknown, field: string): string[] {
 
 export default function GeneralPage() {
   const ctx = useCtx()
-  const t = useT(NAMESPACE)
+  const t = useSettingsT()
   const lang = useStore(ctx.locale.current)
   const theme = useStore(ctx.theme.preference)
   const [sections, setSections] = useState<WireSection[]>()
@@ -59,7 +59,7 @@ export default function GeneralPage() {
 
 function useSave(onSaved: (s: WireSection) => void) {
   const ctx = useCtx()
-  const t = useT(NAMESPACE)
+  const t = useSettingsT()
   const [status, setStatus] = useState<{ ok: boolean; text: string }>()
   const save = async (namespace: string, patch: Record<string, unknown>) => {
     setStatus({ ok: true, text: t('saving') })
@@ -76,7 +76,7 @@ function useSave(onSaved: (s: WireSection) => void) {
 
 function DefaultModel({ section, onSaved }: { section: WireSection; onSaved: (s: WireSection) => void }) {
   const ctx = useCtx()
-  const t = useT(NAMESPACE)
+  const t = useSettingsT()
   const value = (section.value ?? {}) as { provider?: string; model?: string }
   const [fallback, setFallback] = useState<{ provider: string; model: string }>()
   const [providers, setProviders] = useState<string[]>([])
@@ -121,7 +121,7 @@ function DefaultModel({ section, onSaved }: { section: WireSection; onSaved: (s:
 }
 
 function DefaultPermission({ section, onSaved }: { section: WireSection; onSaved: (s: WireSection) => void }) {
-  const t = useT(NAMESPACE)
+  const t = useSettingsT()
   const choices = choicesOf(section.schema, 'default')
   const current = (section.value as { default?: string } | undefined)?.default ?? ''
   const [mode, setMode] = useState(current)

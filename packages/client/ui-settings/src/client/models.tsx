@@ -1,10 +1,10 @@
 // Models: every provider a key can be set for (the key goes in and never comes back), the
 // OpenAI-compatible endpoints declared here, model discovery and the default model.
 import { useCallback, useEffect, useState } from 'react'
-import { useCtx, useT } from '@dsh/client-runtime'
+import { useCtx } from '@dsh/client-runtime'
 import { modelsAddEndpoint, modelsCatalog, modelsDiscover, modelsRemoveProvider, modelsSetKey, type WireProvider } from '@dsh/api-models/contract'
 import { settingsUpdate } from '@dsh/api-settings/contract'
-import { NAMESPACE, failure } from './names.ts'
+import { failure, useSettingsT } from './names.ts'
 
 type Status = { ok: boolean; text: string } | undefined
 const StatusLine = ({ status, testid }: { status: Status; testid?: string }) =>
@@ -12,7 +12,7 @@ const StatusLine = ({ status, testid }: { status: Status; testid?: string }) =>
 
 export default function ModelsPage() {
   const ctx = useCtx()
-  const t = useT(NAMESPACE)
+  const t = useSettingsT()
   const [providers, setProviders] = useState<WireProvider[]>()
   const [error, setError] = useState<string>()
   const [filter, setFilter] = useState('')
@@ -46,23 +46,24 @@ export default function ModelsPage() {
 
 function ProviderItem({ provider, onChange }: { provider: WireProvider; onChange: () => unknown }) {
   const ctx = useCtx()
-  const t = useT(NAMESPACE)
+  const t = useSettingsT()
   const [key, setKey] = useState('')
   const [status, setStatus] = useState<Status>()
   const [models, setModels] = useState<string[]>()
   const [busy, setBusy] = useState(false)
   const saveKey = async () => {
+    // The value leaves the page as it is sent, accepted or not.
+    const value = key
+    setKey('')
     setBusy(true)
     try {
-      const r = await ctx.remote.call(modelsSetKey, { provider: provider.id, value: key })
+      const r = await ctx.remote.call(modelsSetKey, { provider: provider.id, value })
       setStatus({ ok: true, text: r.verified ? t('keySaved') : t('keySavedUnverified', { note: r.note ?? '' }) })
       await onChange()
     } catch (e) {
       const err = e as { code?: string; message?: string }
       setStatus({ ok: false, text: err.code === 'KEY_REJECTED' ? t('keyRejected', { message: err.message ?? '' }) : failure(e, t) })
     } finally {
-      // The value never stays in the page, accepted or not.
-      setKey('')
       setBusy(false)
     }
   }
@@ -130,7 +131,7 @@ function ProviderItem({ provider, onChange }: { provider: WireProvider; onChange
 
 function AddEndpoint({ onAdded }: { onAdded: () => unknown }) {
   const ctx = useCtx()
-  const t = useT(NAMESPACE)
+  const t = useSettingsT()
   const [name, setName] = useState('')
   const [baseURL, setBaseURL] = useState('')
   const [apiKey, setApiKey] = useState('')

@@ -1,5 +1,6 @@
 // Names shared by the entry and its lazily loaded pages.
-import type { Translate } from '@dsh/client-runtime'
+import { useMemo } from 'react'
+import { useCtx, useStore, type Translate } from '@dsh/client-runtime'
 export const NAMESPACE = 'settings'
 export const SECTION_SLOT = 'settings.section'
 
@@ -8,4 +9,12 @@ export function failure(error: unknown, t: Translate): string {
   const e = error as { code?: string; message?: string }
   if (e?.code === 'FORBIDDEN') return t('keyOnlyLocal')
   return t('failed', { message: e?.message ?? String(error) })
+}
+
+/** `t` of the settings namespace that keeps its identity while the language and dictionaries stay the same. */
+export function useSettingsT(): Translate {
+  const ctx = useCtx()
+  const lang = useStore(ctx.locale.current)
+  const revision = useStore(ctx.locale.revision)
+  return useMemo<Translate>(() => (key, vars) => ctx.locale.t(NAMESPACE, key, vars, lang), [ctx, lang, revision])
 }

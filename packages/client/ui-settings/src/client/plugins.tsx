@@ -2,17 +2,17 @@
 // config form generated from the plugin's schema; changes apply now and go to the patch layer.
 import { useCallback, useEffect, useMemo, useState } from 'react'
 import Schema from 'schemastery'
-import { useCtx, useT } from '@dsh/client-runtime'
+import { useCtx } from '@dsh/client-runtime'
 import { pluginsList, type PluginRow } from '@dsh/plugin-inventory/contract'
 import { pluginsConfigure, pluginsDescribe, pluginsSetEnabled, type PluginDetail } from '@dsh/api-plugins/contract'
-import { NAMESPACE, failure } from './names.ts'
+import { failure, useSettingsT } from './names.ts'
 import { check, SchemaForm } from './form.tsx'
 
 const BADGE: Record<string, string> = { active: 'ok', failed: 'bad', 'not-loaded': 'bad', disabled: 'warn' }
 
 export default function PluginsPage() {
   const ctx = useCtx()
-  const t = useT(NAMESPACE)
+  const t = useSettingsT()
   const [rows, setRows] = useState<PluginRow[]>()
   const [error, setError] = useState<string>()
   const [filter, setFilter] = useState('')
@@ -39,7 +39,7 @@ export default function PluginsPage() {
 
 function PluginItem({ row, onChanged }: { row: PluginRow; onChanged: (row: PluginRow, layer?: string) => void }) {
   const ctx = useCtx()
-  const t = useT(NAMESPACE)
+  const t = useSettingsT()
   const [detail, setDetail] = useState<PluginDetail>()
   const [open, setOpen] = useState(false)
   const [status, setStatus] = useState<{ ok: boolean; text: string }>()
@@ -87,7 +87,7 @@ function PluginItem({ row, onChanged }: { row: PluginRow; onChanged: (row: Plugi
 
 function ConfigEditor({ detail, onSaved }: { detail: PluginDetail; onSaved: (d: PluginDetail) => void }) {
   const ctx = useCtx()
-  const t = useT(NAMESPACE)
+  const t = useSettingsT()
   const schema = useMemo(() => (detail.schema !== undefined ? Schema(detail.schema as never) : undefined), [detail.schema])
   const [value, setValue] = useState<Record<string, unknown>>(() => (detail.config && typeof detail.config === 'object' ? structuredClone(detail.config) as Record<string, unknown> : {}))
   const [problem, setProblem] = useState<{ field?: string; text: string; ok?: boolean }>()
