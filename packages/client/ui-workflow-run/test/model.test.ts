@@ -36,7 +36,7 @@ describe('workflow run fold', () => {
     await ctx.plugin(SlotRegistry)
     await ctx.plugin(Locale, { lang: 'zh' })
     await ctx.plugin({ name: 'fake-connection', apply: (c: Context) => void c.provide('connection', {} as never) } as never)
-    const fiber = ctx.plugin(plugin)
+    const fiber = ctx.plugin(plugin, {} as never)
     await fiber
     for (const tool of ['workflow', 'ralph']) expect(ctx.slots.entries('tool.call.toolview', tool).map((e) => [e.id, e.order])).toEqual([['ui-workflow-run', 50]])
     expect(ctx.locale.t('workflowRun', 'status.failed')).toBe('失败')
