@@ -1,0 +1,50 @@
+// @dsh/ui-reference/client: two `@` sources of `ctx.inputTriggers`. Files: the session's
+// workspace files from `files.search` (fuzzy, .gitignore respected); a pick inserts `@path`, which
+// @dsh/file-reference expands into the file's content when the message is sent. Sessions: other
+// sessions of the catalog by title; a pick inserts `@session:<id>`, which
+// @dsh/session-reference expands into that session's summary.
+import type { Context } from 'cordis'
+import { filesSearch } from '@dsh/file-reference/contract'
+import { fuzzyScore } from '@dsh/ui-input-trigger/shared'
+
+export const NAMESPACE = 'reference'
+export const name = '@dsh/ui-reference'
+export const inject = ['locale', 'remote', 'catalog', 'inputTriggers']
+
+const en = { files: 'Files', sessions: 'Sessions', untitled: '(untitled)' }
+const zh: Record<keyof typeof en, string> = { files: '文件', sessions: '会话', untitled: '(无标题)' }
+
+export function apply(ctx: Context): void {
+  ctx.locale.register(NAMESPACE, { en, zh })
+  const t = (key: keyof typeof en) => ctx.locale.t(NAMESPACE, key)
+
+  ctx.inputTriggers.register({
+    id: 'reference-files',
+    char: '@',
+    group: t('files'),
+    order: 0,
+    async candidates(query, { sessionId }, signal) {
+      const { files } = await ctx.remote.call(filesSearch, { sessionId, query, limit: 20 }, { signal })
+      return files.map((f) => ({ id: `file:${f.path}`, label: f.path, insert: `@${f.path}` }))
+    },
+  })
+
+  ctx.inputTriggers.register({
+    id: 'reference-sessions',
+    char: '@',
+    group: t('sessions'),
+    order: 10,
+    candidates(query, { sessionId }) {
+      const scored: Array<{ id: string; title: string; cwd: string; s: number }> = []
+      for (const row of ctx.catalog.state.get().sessions) {
+        if (row.sessionId === sessionId) continue
+        const title = row.title ?? row.firstPrompt ?? t('untitled')
+        const s = fuzzyScore(query, title)
+        if (s !== undefined) scored.push({ id: row.sessionId, title, cwd: row.cwd, s })
+      }
+      return scored.sort((a, b) => b.s - a.s).slice(0, query ? 8 : 5).map((r) => ({ id: `session:${r.id}`, label: r.title, detail: r.cwd, insert: `@session:${r.id}` }))
+    },
+  })
+}
+
+export default { name, inject, apply }

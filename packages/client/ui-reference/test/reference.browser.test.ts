@@ -1,0 +1,109 @@
+// `@` mentions in real Chromium against the real `dsh web` and the mock model: the file menu is
+// fuzzy and respects .gitignore; a picked file's content reaches the model request as logged
+// context; a file deleted after it was picked reaches the model as "no such file"; another
+// session picked from the menu reaches the request as its summary.
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { hasChromium, launchBrowser, openPage, startWebApp, withArtifacts, type Browser, type Page, type WebApp } from '@dsh/web-testkit'
+
+vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
+
+const dist = (dir: string) => fileURLToPath(new URL(`../../../${dir}/dist/index.js`, import.meta.url))
+const PATCH = `- insert:
+    - id: file-reference
+      name: ${JSON.stringify(dist('context/file-reference'))}
+    - id: session-reference
+      name: ${JSON.stringify(dist('context/session-reference'))}
+    - id: ui-input-trigger
+      name: ${JSON.stringify(dist('client/ui-input-trigger'))}
+    - id: ui-reference
+      name: ${JSON.stringify(dist('client/ui-reference'))}
+`
+const STEPS = [
+  { text: 'It exports the answer.' },
+  { text: 'That file is gone.' },
+  { text: 'The other session ported a parser.' },
+]
+
+describe.skipIf(!hasChromium())('ui-reference in the browser', () => {
+  let app: WebApp
+  let browser: Browser
+  let page: Page
+  let errors: string[]
+  beforeAll(async () => {
+    app = await startWebApp({ steps: STEPS as never, patch: PATCH })
+    mkdirSync(join(app.cwd, 'src'))
+    writeFileSync(join(app.cwd, 'src', 'main.ts'), 'export const answer = 42\n')
+    writeFileSync(join(app.cwd, 'notes.md'), 'some notes\n')
+    writeFileSync(join(app.cwd, 'secret-main.txt'), 'hidden\n')
+    writeFileSync(join(app.cwd, '.gitignore'), 'secret-main.txt\n')
+    browser = await launchBrowser()
+    ;({ page, errors } = await openPage(browser, app.url))
+    await page.waitForURL(/\/s\/[^/]+$/)
+  })
+  afterAll(async () => {
+    await browser?.close()
+    await app?.close()
+  })
+  const input = () => page.locator('textarea.dsh-composer-input')
+  const lastRequest = () => JSON.stringify(app.mock.requests.at(-1)?.body)
+  const items = () => page.locator('[data-trigger-menu="@"] [data-trigger-item]')
+
+  it('an @file picked from the fuzzy menu reaches the request; ignored files are not offered', async () => {
+    await withArtifacts(page, 'reference-file', async () => {
+      await input().click()
+      await page.keyboard.type('look at @mai')
+      await expect.poll(async () => (await items().allTextContents())).toEqual(['src/main.ts'])
+      await page.keyboard.press('Enter')
+      expect(await input().inputValue()).toBe('look at @src/main.ts ')
+      await page.keyboard.type('please')
+      await page.keyboard.press('Enter')
+      await page.locator('[data-node="assistant"]', { hasText: 'It exports the answer.' }).waitFor()
+      expect(lastRequest()).toContain('<file path=\\"src/main.ts\\">\\nexport const answer = 42\\n</file>')
+      const { events } = await app.call('sessions.history', { sessionId: new URL(page.url()).pathname.split('/').pop() })
+      // The context message follows the human one in the log.
+      const sources = events.filter((e: any) => e.type === 'user/message').map((e: any) => e.data.source)
+      const human = sources.findIndex((s: any) => s.kind === 'human')
+      expect(sources.slice(human, human + 2)).toEqual([{ kind: 'human' }, { kind: 'plugin', plugin: '@dsh/file-reference', label: '@src/main.ts' }])
+    })
+  })
+
+  it('a file deleted after it was mentioned reaches the model as missing', async () => {
+    await withArtifacts(page, 'reference-deleted', async () => {
+      await input().click()
+      await page.keyboard.type('@notes')
+      await expect.poll(async () => (await items().allTextContents())[0]).toBe('notes.md')
+      await page.keyboard.press('Tab')
+      rmSync(join(app.cwd, 'notes.md'))
+      await page.keyboard.type('summarize')
+      await page.keyboard.press('Enter')
+      await page.locator('[data-node="assistant"]', { hasText: 'That file is gone.' }).waitFor()
+      expect(lastRequest()).toContain('unavailable=\\"missing\\">The user mentioned @notes.md, but no such file exists')
+    })
+  })
+
+  it('another session picked from the menu reaches the request as its summary', async () => {
+    await withArtifacts(page, 'reference-session', async () => {
+      const first = new URL(page.url()).pathname.split('/').pop()!
+      const { session } = await app.call('sessions.create', { cwd: app.cwd })
+      await page.goto(`${app.url.replace(/\/$/, '')}/s/${session.sessionId}`)
+      await page.locator('html[data-ready="true"]').waitFor()
+      await input().click()
+      await page.keyboard.type('what did @look')
+      const sessionItem = page.locator(`[data-trigger-item="session:${first}"]`)
+      await sessionItem.waitFor()
+      await sessionItem.click()
+      expect(await input().inputValue()).toBe(`what did @session:${first} `)
+      await page.keyboard.type('do?')
+      await page.keyboard.press('Enter')
+      await page.locator('[data-node="assistant"]', { hasText: 'The other session ported a parser.' }).waitFor()
+      const body = lastRequest()
+      expect(body).toContain(`<session id=\\"${first}\\"`)
+      expect(body).toContain('Opening request:\\nlook at @src/main.ts please')
+      expect(body).toContain('It exports the answer.')
+      expect(errors).toEqual([])
+    })
+  })
+})
