@@ -6,7 +6,7 @@ import { NS } from './messages.ts'
 import { Sidebar } from './sidebar.tsx'
 import { ShellContext, useShell, type ShellState } from './state.ts'
 import { openFreshSession, titleOf } from './sessions.ts'
-import { KeyNotice, SettingsDialog, useMissingKey } from './settings.tsx'
+import { checkKey, KeyNotice, SettingsDialog, useMissingKey } from './settings.tsx'
 import { ContextMeter } from './panel.tsx'
 
 export function App({ launchCwd }: { launchCwd?: string }) {
@@ -49,6 +49,12 @@ export function App({ launchCwd }: { launchCwd?: string }) {
     }
   }, [ctx, launchCwd])
 
+  // A key may have been stored from whichever dialog fills the seat: ask again when it closes.
+  const closeSettings = useCallback(() => {
+    setDialog(undefined)
+    void checkKey(ctx)
+  }, [ctx])
+
   useShortcuts(state)
   useEffect(() => void performance.mark('dsh-shell'), [])
 
@@ -61,7 +67,7 @@ export function App({ launchCwd }: { launchCwd?: string }) {
         {panelOpen ? <SidePanel /> : null}
       </div>
       {dialog === 'shortcuts' ? <ShortcutsDialog onClose={() => setDialog(undefined)} /> : null}
-      {dialog === 'settings' ? <Slot name="settings.dialog" single props={{ onClose: () => setDialog(undefined) }} fallback={<SettingsDialog onClose={() => setDialog(undefined)} />} /> : null}
+      {dialog === 'settings' ? <Slot name="settings.dialog" single props={{ onClose: closeSettings }} fallback={<SettingsDialog onClose={closeSettings} />} /> : null}
       <Slot name="app.overlay" />
     </ShellContext.Provider>
   )
