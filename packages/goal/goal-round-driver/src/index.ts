@@ -72,7 +72,8 @@ export function apply(ctx: Context, config: Config): void {
   }
 
   ctx.on('agent/pre-step', async (payload, next) => {
-    if (payload.step !== 0) return next()
+    // Subagents' sessions (a fork carries its parent's goal events) are never driven.
+    if (payload.step !== 0 || payload.agent.session.parent) return next()
     const { session } = payload.agent
     const rounds = payload.messages.filter(isRound)
     const human = payload.messages.some((m) => m.source.kind === 'human')
@@ -98,6 +99,7 @@ export function apply(ctx: Context, config: Config): void {
 
   ctx.on('agent/turn-end', (agent: Agent, result: TurnResult) => {
     const { session } = agent
+    if (session.parent) return
     const round = running.get(session.id)
     const thisRound = round && round.turn === result.turn ? round : undefined
     if (thisRound) running.delete(session.id)

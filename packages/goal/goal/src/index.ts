@@ -101,6 +101,7 @@ export type GoalErrorCode =
   | 'INVALID_GOAL'
   | 'GOAL_FINISHED'
   | 'BUDGET_SPENT'
+  | 'SUBAGENT_SESSION'
 
 export class GoalError extends Error {
   override name = 'GoalError'
@@ -201,10 +202,10 @@ export class GoalService extends Service {
     return this.armed.has(typeof session === 'string' ? session : session.id)
   }
 
-  /** Allows rounds for the session's active goal in this process (no-op without one). */
+  /** Allows rounds for the session's active goal in this process (no-op without one, or in a subagent's session). */
   arm(session: Session): void {
     const goal = currentGoal(session)
-    if (!goal || goal.status !== 'active' || this.armed.has(session.id)) return
+    if (!goal || goal.status !== 'active' || this.armed.has(session.id) || session.parent) return
     this.armed.add(session.id)
     this.ctx.emit('goal/armed', session, goal)
   }
@@ -234,6 +235,8 @@ export class GoalService extends Service {
   }
 
   private commit(session: Session, previous: Goal | null, goal: Goal | null, by: GoalActor, action: GoalAction): Goal | null {
+    // A subagent's session (a fork copies its parent's goal events) never owns a goal of its own.
+    if (session.parent) throw new GoalError('SUBAGENT_SESSION', "goals belong to the top-level session, not a subagent's; report progress to your parent instead")
     session.append('goal/set', { goal, by, action })
     if (!goal || goal.status !== 'active') this.armed.delete(session.id)
     else if (by !== 'driver' && (action === 'create' || action === 'resume' || action === 'edit')) this.armed.add(session.id)

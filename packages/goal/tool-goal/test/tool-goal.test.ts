@@ -102,4 +102,15 @@ describe('@dsh/tool-goal', () => {
     await fiber.dispose()
     expect(harness.ctx.tools.get('update_goal')).toBeUndefined()
   })
+
+  it("a subagent's session (it has a parent) cannot own a goal", async () => {
+    const parent = await createHarness({ plugins: [[GoalService, {}]] })
+    const child = parent.ctx.sessions.create({ cwd: '/w', parent: { sessionId: parent.session.id, boundary: 0 } })
+    await parent.agent.dispose()
+    harness = await createHarness({ session: child, script: [call('create_goal', { objective: 'mine' }), { text: 'ok' }], plugins: [[GoalService, {}], [ToolGoal, {}]] })
+    await parent.dispose()
+    await harness.prompt('go')
+    expect(text(results(harness)[0])).toBe("Error [SUBAGENT_SESSION]: goals belong to the top-level session, not a subagent's; report progress to your parent instead.")
+    expect(currentGoal(harness.session)).toBeNull()
+  })
 })

@@ -178,6 +178,7 @@ export function apply(ctx: Context, config: Config): void {
   }
 
   const armAll = (agent: Agent) => {
+    if (agent.session.parent) return
     for (const entry of pendingSchedules(agent.session)) arm(agent, entry)
   }
 
@@ -211,6 +212,7 @@ export function apply(ctx: Context, config: Config): void {
     execute(args, call) {
       const session = sessionOf(call)
       if (!session) return noSession()
+      if (session.parent) return fail('SUBAGENT_SESSION', "reminders belong to the top-level session, not a subagent's; tell your parent what to schedule instead.")
       const now = Date.now()
       const given = (['after_seconds', 'at', 'every_seconds'] as const).filter((k) => args[k] !== undefined)
       if (given.length !== 1) {

@@ -142,4 +142,15 @@ describe('@dsh/schedule', () => {
     await new Promise((r) => setTimeout(r, 400))
     expect(h2.session.events.some((e) => e.type === 'schedule/fired')).toBe(false)
   })
+
+  it("a subagent's session cannot schedule, and its agent arms nothing", async () => {
+    const first = await boot([])
+    const child = first.ctx.sessions.create({ cwd: '/w', parent: { sessionId: first.session.id, boundary: 0 } })
+    child.append('schedule/created', { id: 'sch-1', kind: 'after', prompt: 'copied', dueAt: Date.now() - 1000, createdAt: Date.now() - 2000 })
+    const h = await boot([call('schedule_create', { after_seconds: 5, prompt: 'x' }), { text: 'ok' }], { session: child })
+    await h.prompt('go')
+    expect(results(h)[0].error?.code).toBe('SUBAGENT_SESSION')
+    await new Promise((r) => setTimeout(r, 100))
+    expect(h.session.events.some((e) => e.type === 'schedule/fired')).toBe(false)
+  })
 })
