@@ -116,6 +116,8 @@ export class PlanMode extends Service {
       inner.sessionPersistence.registerEventType('plan/mode')
     })
     ctx.on('agent/created', (agent) => this.sync(agent))
+    // Agents that exist already (this row loaded or reloaded into a running host) get their state too.
+    for (const agent of ctx.agents.list()) this.sync(agent)
     ctx.on('agent/disposed', (agent) => this.unmount(agent))
     ctx.effect(() => () => {
       for (const agent of [...this.mounted.keys()]) this.unmount(agent)

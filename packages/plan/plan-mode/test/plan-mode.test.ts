@@ -156,8 +156,11 @@ describe('@dsh/plan-mode', () => {
       plugins: [[CommandRegistry, {}], [Workspace]],
     })
     const h = harness
-    const plan = await h.mount(PlanMode, {})
+    let plan = await h.mount(PlanMode, {})
     h.ctx.planMode.enter(h.session)
+    // Reloading the row finds the running agent's session planning and offers the exit tool again.
+    await plan.dispose()
+    plan = await h.mount(PlanMode, {})
     expect(h.ctx.tools.get('exit_plan_mode', h.agent.scope)).toBeDefined()
     expect(h.ctx.commands.get('plan')).toBeDefined()
     await plan.dispose()
