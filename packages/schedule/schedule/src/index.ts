@@ -11,6 +11,7 @@ import type { Agent } from '@dsh/agent'
 import type { Session } from '@dsh/session'
 import type { ToolCallContext, ToolOutput } from '@dsh/tools'
 import type {} from '@dsh/session-persistence'
+import type {} from '@dsh/commands'
 
 export const name = 'schedule'
 export const inject = ['tools', 'agents', 'sessions']
@@ -278,6 +279,23 @@ export function apply(ctx: Context, config: Config): void {
     },
   })
 
+  /** Cancels a pending reminder; returns the problem as a sentence, or undefined when done. */
+  const cancel = (session: Session, id: string, by: 'model' | 'human'): string | undefined => {
+    const pending = pendingSchedules(session)
+    if (!pending.some((p) => p.id === id)) {
+      const ids = pending.map((p) => p.id)
+      return `no pending reminder ${JSON.stringify(id)} in this session (pending: ${ids.length ? ids.join(', ') : 'none'})`
+    }
+    session.append('schedule/cancelled', { id, by })
+    for (const agent of ctx.agents.list()) {
+      if (agent.session !== session) continue
+      const handle = timers.get(agent.id)?.get(id)
+      if (handle) clearTimeout(handle)
+      timers.get(agent.id)?.delete(id)
+    }
+    return undefined
+  }
+
   ctx.tools.register<{ id: string }>({
     name: 'schedule_cancel',
     description: 'Cancel a pending reminder of this session by id (from schedule_create or schedule_list).',
@@ -285,19 +303,31 @@ export function apply(ctx: Context, config: Config): void {
     execute(args, call) {
       const session = sessionOf(call)
       if (!session) return noSession()
-      const pending = pendingSchedules(session)
-      if (!pending.some((p) => p.id === args.id)) {
-        const ids = pending.map((p) => p.id)
-        return fail('UNKNOWN_SCHEDULE', `no pending reminder ${JSON.stringify(args.id)} in this session (pending: ${ids.length ? ids.join(', ') : 'none'}).`)
-      }
-      session.append('schedule/cancelled', { id: args.id, by: 'model' })
-      for (const agent of ctx.agents.list()) {
-        if (agent.session !== session) continue
-        const handle = timers.get(agent.id)?.get(args.id)
-        if (handle) clearTimeout(handle)
-        timers.get(agent.id)?.delete(args.id)
-      }
+      const problem = cancel(session, args.id, 'model')
+      if (problem) return fail('UNKNOWN_SCHEDULE', `${problem}.`)
       return { content: `Reminder ${args.id} cancelled.`, meta: { id: args.id } }
     },
+  })
+
+  // The human's view: `/schedule` lists, `/schedule cancel <id>` cancels (when a commands row is mounted).
+  ctx.inject(['commands'], (inner) => {
+    inner.commands.register({
+      name: 'schedule',
+      description: "List this session's pending reminders, or cancel one.",
+      usage: '[cancel <id>]',
+      run(args, { session }) {
+        const [verb, id, ...rest] = args.split(/\s+/).filter(Boolean)
+        const now = Date.now()
+        if (verb === undefined) {
+          const pending = pendingSchedules(session)
+          if (pending.length === 0) return 'No pending reminders.'
+          return pending.map((p) => describe(p, now)).join('\n')
+        }
+        if (verb !== 'cancel' || id === undefined || rest.length > 0) throw new Error('usage: /schedule [cancel <id>]')
+        const problem = cancel(session, id, 'human')
+        if (problem) throw new Error(problem)
+        return `Reminder ${id} cancelled.`
+      },
+    })
   })
 }

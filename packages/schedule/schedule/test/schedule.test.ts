@@ -153,4 +153,23 @@ describe('@dsh/schedule', () => {
     await new Promise((r) => setTimeout(r, 100))
     expect(h.session.events.some((e) => e.type === 'schedule/fired')).toBe(false)
   })
+
+  it('/schedule lists and cancels for the human; bad lines are one-line errors', async () => {
+    const { default: CommandRegistry } = await import('@dsh/commands')
+    const h = await createHarness({ plugins: [[CommandRegistry, {}], [Schedule, {}]] })
+    harnesses.push(h)
+    const run = async (line: string) => {
+      const r = await h.ctx.commands.dispatch(h.agent, line)
+      if (!r.handled) throw new Error('not handled')
+      return r.ok ? (r.output ?? '') : `ERR ${r.error.message}`
+    }
+    expect(await run('/schedule')).toBe('No pending reminders.')
+    h.session.append('schedule/created', { id: 'sch-1', kind: 'after', prompt: 'stretch', dueAt: Date.now() + 600_000, createdAt: Date.now() })
+    expect(await run('/schedule')).toMatch(/^sch-1 \(after\) next at .* \(in \d+ s\): "stretch"$/)
+    expect(await run('/schedule cancel sch-9')).toBe('ERR /schedule failed: no pending reminder "sch-9" in this session (pending: sch-1)')
+    expect(await run('/schedule remove sch-1')).toBe('ERR /schedule failed: usage: /schedule [cancel <id>]')
+    expect(await run('/schedule cancel sch-1')).toBe('Reminder sch-1 cancelled.')
+    expect(h.session.last('schedule/cancelled')!.data).toEqual({ id: 'sch-1', by: 'human' })
+    expect(pendingSchedules(h.session)).toEqual([])
+  })
 })
