@@ -2,8 +2,9 @@
 // child agents through named providers; `spawn` and `fork` (in-process children) are built in,
 // other packages register out-of-process providers (`acp`, `sdk`, ...).
 export * from './types.ts'
-export { SubagentService, PROVIDER_NAME_PATTERN, SUBAGENT_EVENT_TYPES, type StartedSubagent, type SubagentServiceConfig } from './service.ts'
+export { SubagentService, PROVIDER_NAME_PATTERN, SUBAGENT_EVENT_TYPES, MAX_REPORT_CHARS, type StartedSubagent, type SubagentServiceConfig } from './service.ts'
 export { completedBoundary, inProcessProvider, outcomeOf, PARENT_MESSAGE_SOURCE } from './in-process.ts'
+export { startLineProcess, type LineProcess, type LineProcessOptions } from './line-process.ts'
 import { SubagentService } from './service.ts'
 
 export const name = '@dsh/subagent'
