@@ -148,7 +148,8 @@ describe('tool-workflow', () => {
         ['job slow', () => ({ hang: true })],
         ['orchestrate', (step) => (step === 0 ? workflowCall('await Promise.all([agents.spawn({ prompt: "job slow 1" }), agents.spawn({ prompt: "job slow 2" })])') : { text: 'end' })],
       ],
-      { timeoutMs: 600 },
+      // Long enough for a loaded machine to start the worker and both children first.
+      { timeoutMs: 4_000 },
     )
     const result = await h.prompt('orchestrate')
     expect(result.reason).toBe('completed')
