@@ -149,7 +149,7 @@ export class SqliteSessionQuery extends SessionQuery {
       )
       .all(...params) as Array<{ sessionId: string; seq: number; type: string; snippet: string; score: number }>
     const { limit: _limit, text: _text, types: _types, ...filter } = query
-    const infos = new Map((await this.sessions(filter)).map((info) => [info.id, info]))
+    const infos = new Map<string, SessionInfo>((await this.sessions(filter)).map((info) => [info.id, info]))
     const best = new Map<string, SearchHit>()
     for (const m of matches) {
       const info = infos.get(m.sessionId)

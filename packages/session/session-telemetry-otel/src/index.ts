@@ -9,6 +9,7 @@ import { version as dshVersion, PRODUCT_NAME } from '@dsh/brand'
 import { envFlag, type TelemetryRecord } from '@dsh/session-telemetry'
 import type {} from '@dsh/anonymous-user-id'
 import type {} from '@dsh/app-boot'
+import type { Logger } from '@opentelemetry/api-logs'
 
 export const name = '@dsh/session-telemetry-otel'
 export const inject = ['sessionTelemetry']
@@ -74,7 +75,7 @@ export function apply(ctx: Context, config: Config): void {
   if (!config.enabled) return
   if (!/^https?:\/\//.test(config.endpoint)) throw new Error(`session-telemetry-otel: endpoint must be an http(s) URL, got ${JSON.stringify(config.endpoint)}`)
   let provider: { forceFlush(): Promise<void>; shutdown(): Promise<void> } | undefined
-  let logger: { emit(record: { eventName?: string; timestamp?: number; severityNumber?: number; severityText?: string; body?: unknown; attributes?: Attributes }): void } | undefined
+  let logger: Logger | undefined
   const pending: TelemetryRecord[] = []
   // The SDK is loaded only when telemetry is on; records arriving meanwhile wait in `pending`.
   const ready = (async () => {
@@ -95,7 +96,7 @@ export function apply(ctx: Context, config: Config): void {
   })()
   ready.catch((error) => ctx.emit('session-telemetry/error', name, error))
 
-  const emit = (record: TelemetryRecord) => {
+  function emit(record: TelemetryRecord): void {
     if (!logger) {
       pending.push(record)
       return
