@@ -14,7 +14,7 @@ export interface Config {
 }
 
 export default class DryRunShell extends ShellExecutor {
-  static override Config: Schema<Partial<Config>, Config> = Schema.object({
+  static Config: Schema<Partial<Config>, Config> = Schema.object({
     banner: Schema.string().default('(dry run) would run:').description('Text put before the command in every answer.'),
   })
 
