@@ -52,11 +52,16 @@ function ModelSeat({ sessionId, row }: SessionSlotProps) {
   useEffect(refresh, [ctx])
   const select = async (model: string, reasoningEffort?: ReasoningEffort) => {
     setError(undefined)
+    // Shown at once (a quick second change builds on it); the host's answer settles it.
+    const before = chosen
+    const slash = model.indexOf('/')
+    setChosen({ sessionId, model: { provider: model.slice(0, slash), model: model.slice(slash + 1), ...(reasoningEffort ? { reasoningEffort } : {}) } })
     try {
       const result = await ctx.remote.call('sessions.setModel', { sessionId, model, ...(reasoningEffort ? { reasoningEffort } : {}) })
       setChosen({ sessionId, model: result.model })
       if (row) ctx.catalog.upsert({ ...row, model: result.model })
     } catch (e) {
+      setChosen(before)
       setError(t('failed', { message: (e as Error).message }))
     }
   }
