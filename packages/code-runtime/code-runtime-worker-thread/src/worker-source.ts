@@ -82,6 +82,12 @@ process.on('unhandledRejection', (error) => post({ t: 'log', level: 'warn', text
 process.on('uncaughtException', (error) => fail('THROWN', error))
 process.exit = () => { throw new Error('process.exit() is not available in a program; return a value instead') }
 
+// Programs reach the host through their bindings (which go through the tool pipeline), not by
+// loading Node modules: the eval worker's module globals are removed before the program runs.
+for (const name of ['require', 'module', 'exports', '__filename', '__dirname']) {
+  try { delete globalThis[name] } catch {}
+}
+
 const params = []
 const args = []
 for (const [ns, names] of Object.entries(namespaces)) { params.push(ns); args.push(makeNamespace(ns, names)) }

@@ -16,7 +16,7 @@ afterAll(async () => {
 const run = (request: CodeRunRequest) => ctx.codeRuntime.run(request)
 
 describe('code-runtime-worker-thread', () => {
-  it('runs TypeScript with bindings, captures the console, returns JSON, and gives the program an empty environment', async () => {
+  it('runs TypeScript with bindings, captures the console, returns JSON, and gives the program an empty environment and no require', async () => {
     const seen: unknown[] = []
     const result = await run({
       code: [
@@ -25,12 +25,12 @@ describe('code-runtime-worker-thread', () => {
         'console.log("start", { x })',
         'console.warn("careful")',
         'const [a, b] = await Promise.all([tools.echo({ v: x }), tools.echo({ v: x + 1 })])',
-        'return { a, b, env: Object.keys(process.env).length, hit: { path: "p" } as Hit }',
+        'return { a, b, env: Object.keys(process.env).length, require: typeof require, hit: { path: "p" } as Hit }',
       ].join('\n'),
       bindings: { tools: { echo: async (arg) => (seen.push(arg), arg) } },
     })
     expect(result.error).toBeUndefined()
-    expect(result.value).toEqual({ a: { v: 2 }, b: { v: 3 }, env: 0, hit: { path: 'p' } })
+    expect(result.value).toEqual({ a: { v: 2 }, b: { v: 3 }, env: 0, require: 'undefined', hit: { path: 'p' } })
     expect(result.logs).toEqual([
       { level: 'log', text: 'start { x: 2 }' },
       { level: 'warn', text: 'careful' },
