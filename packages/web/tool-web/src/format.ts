@@ -29,6 +29,17 @@ turndown.addRule('table-row', {
   },
 })
 turndown.addRule('table', { filter: 'table', replacement: (content) => `\n\n${content.trim()}\n\n` })
+// Icon-only links (drawn with CSS) would leave `[](url)`; list items left empty are dropped after conversion.
+interface TextNode {
+  nodeName: string
+  textContent: string | null
+  querySelector?(selector: string): unknown
+}
+const blank = (node: unknown) => {
+  const n = node as TextNode
+  return (n.textContent ?? '').trim() === '' && !n.querySelector?.('img')
+}
+turndown.addRule('empty-link', { filter: (node) => node.nodeName === 'A' && blank(node), replacement: () => '' })
 
 const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ' }
 const unescape = (text: string) =>
@@ -60,10 +71,22 @@ export function absolutizeLinks(html: string, base: string): string {
   })
 }
 
+/** Outside fenced code: blank out whitespace-only lines and bullets left without text, then squeeze blank runs. */
+function tidy(markdown: string): string {
+  let fence = ''
+  const lines = markdown.split('\n').map((line) => {
+    const open = /^\s*(```+|~~~+)/.exec(line)
+    if (open) fence = fence ? (line.trim().startsWith(fence) ? '' : fence) : open[1]
+    else if (!fence && /^[ \t]*(?:[-*+]|\d+\.)?[ \t]*$/.test(line)) return ''
+    return line
+  })
+  return lines.join('\n').replace(/\n{3,}/g, '\n\n').trim()
+}
+
 /** HTML to Markdown, with links made absolute against `base`. */
 export function htmlToMarkdown(html: string, base: string): string {
   const body = /<body[^>]*>([\s\S]*)<\/body>/i.exec(html)?.[1] ?? html
-  return turndown.turndown(absolutizeLinks(body, base)).replace(/\n{3,}/g, '\n\n').trim()
+  return tidy(turndown.turndown(absolutizeLinks(body, base)))
 }
 
 export const isHtml = (mediaType: string) => mediaType === 'text/html' || mediaType === 'application/xhtml+xml'

@@ -13,7 +13,7 @@ import * as FetchHttp from '@dsh/web-fetch-http'
 import SpillLocal from '@dsh/spill-local'
 import * as SpillPolicy from '@dsh/spill-policy'
 import * as ToolWeb from '../src/index.ts'
-import { withScheme } from '../src/index.ts'
+import { htmlToMarkdown, withScheme } from '../src/index.ts'
 
 let harness: Harness | undefined
 const servers: Server[] = []
@@ -198,6 +198,11 @@ describe('web_fetch', () => {
     expect(text(result)).toBe(`URL: ${base}/\nAnswer to: How do I install it?\n\nRun npm i widget.`)
     expect(result.meta).toMatchObject({ extractedBy: 'scripted/scripted-1' })
   })
+})
+
+it('drops icon-only links and emptied list items, but not code lines', () => {
+  const md = htmlToMarkdown('<a href="/x"><i class="icon"></i></a><ul><li><button>Theme</button></li><li>kept</li></ul><a href="/y"><img src="/l.png" alt="logo"></a><pre><code>a\n-\nb</code></pre>', 'https://e.x/')
+  expect(md).toBe('-   kept\n\n[![logo](https://e.x/l.png)](https://e.x/y)\n\n```\na\n-\nb\n```')
 })
 
 it('a bare host name gets https://; anything else is left to the URL check', () => {
