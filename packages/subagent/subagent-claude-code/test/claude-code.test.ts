@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
-import { createHarness, type Harness } from '@dsh/agent-loop-testkit'
+import { createHarness, type Harness, type ScriptEntry } from '@dsh/agent-loop-testkit'
 import SubagentService, { SubagentError } from '@dsh/subagent'
 import * as ToolSubagent from '@dsh/tool-subagent'
 import * as ClaudeCode from '../src/index.ts'
@@ -18,7 +18,7 @@ afterEach(async () => {
   harness = undefined
 })
 
-async function boot(config: Partial<ClaudeCode.SubagentClaudeCodeConfig> = {}, script?: Parameters<typeof createHarness>[0]['script']) {
+async function boot(config: Partial<ClaudeCode.SubagentClaudeCodeConfig> = {}, script?: ScriptEntry[]) {
   const cwd = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-claude-code-')))
   writeFileSync(join(cwd, 'note.txt'), 'secret-42\n')
   harness = await createHarness({

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
-import { createHarness, type Harness } from '@dsh/agent-loop-testkit'
+import { createHarness, type Harness, type ScriptEntry } from '@dsh/agent-loop-testkit'
 import SubagentService, { SubagentError } from '@dsh/subagent'
 import * as ToolSubagent from '@dsh/tool-subagent'
 import * as Codex from '../src/index.ts'
@@ -18,7 +18,7 @@ afterEach(async () => {
   harness = undefined
 })
 
-async function boot(config: Partial<Codex.SubagentCodexConfig> = {}, script?: Parameters<typeof createHarness>[0]['script']) {
+async function boot(config: Partial<Codex.SubagentCodexConfig> = {}, script?: ScriptEntry[]) {
   const cwd = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-codex-')))
   writeFileSync(join(cwd, 'note.txt'), 'secret-77\n')
   harness = await createHarness({
