@@ -80,7 +80,8 @@ export async function runTree(boot: () => Promise<BootedTree>, opts: RunTreeOpti
   try {
     const tree = await boot()
     if (opts.watch && opts.watch.files.length) {
-      const watcher = watchLayers(tree, { ...opts.watch, name: opts.name, report: (line) => void stderr.write(line + '\n') })
+      // catchUp: an edit saved while the tree was booting is applied too.
+      const watcher = watchLayers(tree, { ...opts.watch, name: opts.name, catchUp: true, report: (line) => void stderr.write(line + '\n') })
       cleanups.push(() => watcher.close())
     }
     if (opts.exitWhenIdle) {

@@ -17,6 +17,11 @@ export interface WatchOptions {
   debounceMs?: number
   /** Program name prefixing each line (default `dsh`). */
   name?: string
+  /**
+   * Re-compose once right away (default false): an edit made between the composition the tree
+   * booted from and the start of watching is otherwise missed. A composition with no change is a no-op.
+   */
+  catchUp?: boolean
 }
 
 export interface LayerWatcher {
@@ -106,6 +111,7 @@ export function watchLayers(tree: Pick<BootedTree, 'reload'>, opts: WatchOptions
       // An unwatchable directory (permissions, too many watches) only costs hot reload there.
     }
   }
+  if (opts.catchUp) kick()
   return {
     close() {
       closed = true
