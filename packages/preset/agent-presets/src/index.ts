@@ -132,7 +132,7 @@ export class AgentPresets extends Service {
   /** Every preset, by name (a home or configured directory shadows a built-in of the same name). */
   list(): PresetInfo[] {
     const found = new Map<string, PresetInfo>()
-    const home = join(this.config.home ?? resolveDshHome(), 'presets')
+    const home = join(this.config.home ?? this.ctx.get('homePaths')?.home ?? resolveDshHome(), 'presets')
     const roots: Array<[string, PresetSource]> = [[BUILTIN_DIR, 'builtin'], [home, 'home'], ...this.config.directories.map((dir) => [dir, 'config'] as [string, PresetSource])]
     for (const [root, source] of roots) {
       let names: string[]
