@@ -73,8 +73,13 @@ export function apply(ctx: Context, config: Config): void {
 
   ctx.on('agent/pre-step', async (payload, next) => {
     // Subagents' sessions (a fork carries its parent's goal events) are never driven.
-    if (payload.step !== 0 || payload.agent.session.parent) return next()
+    if (payload.agent.session.parent) return next()
     const { session } = payload.agent
+    if (payload.step !== 0) {
+      // A round prompt only ever opens a turn; one claimed mid-turn (as steering) is dropped.
+      for (let i = payload.messages.length - 1; i >= 0; i--) if (isRound(payload.messages[i])) payload.messages.splice(i, 1)
+      return next()
+    }
     const rounds = payload.messages.filter(isRound)
     const human = payload.messages.some((m) => m.source.kind === 'human')
     const goal = goals.get(session)
