@@ -60,6 +60,11 @@ describe.skipIf(!hasChromium())('ui-goal in the browser', () => {
       expect(history.events.filter((e) => e.type === 'goal/set').map((e) => `${e.data.by}:${e.data.action}`)).toEqual([
         'model:create', 'driver:account', 'driver:account', 'driver:stall', 'human:edit', 'human:resume', 'driver:limit', 'human:clear',
       ])
+      // bad input through the host methods: one clear error each
+      const refused = async (method: string, params: object) => ((await app.call(method, params).catch((e: Error) => e)) as Error).message
+      expect(await refused('goals.edit', { sessionId, expectedRevision: 9, maxRounds: 0 })).toMatch(/^goals\.edit: 400 INVALID_PARAMS: .*maxRounds/)
+      expect(await refused('goals.pause', { sessionId, expectedRevision: 9 })).toBe('goals.pause: 404 NO_GOAL: this session has no goal')
+      expect(await refused('goals.pause', { sessionId: 'no-such-session', expectedRevision: 1 })).toMatch(/^goals\.pause: 404 SESSION_NOT_FOUND: session no-such-session is not open in this host/)
       expect(errors).toEqual([])
     })
   })
