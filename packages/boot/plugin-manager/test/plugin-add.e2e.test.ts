@@ -159,4 +159,25 @@ describe('dsh plugin', () => {
     expect(add, add.stderr).toMatchObject({ code: 0, stdout: 'added @acme/dsh-plugin-wave@0.1.0 to profile headless as row wave\n' })
     expect((await plugin('remove', '@acme/dsh-plugin-wave')).code).toBe(0)
   }, 240_000)
+
+  it('a bundle package is added to the profile\'s bundle list, its rows mount, and remove takes it out again', async () => {
+    const dir = join(root, 'src', 'dsh-bundle-extra')
+    mkdirSync(dir, { recursive: true })
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'dsh-bundle-extra', version: '2.0.0', type: 'module', dsh: { bundle: { patch: './cordis.patch.yml' } }, files: ['cordis.patch.yml', 'tool.js'] }))
+    writeFileSync(join(dir, 'cordis.patch.yml'), '- insert:\n    - id: bundled\n      name: ./tool.js\n')
+    writeFileSync(join(dir, 'tool.js'), `export const name = 'bundled'\nexport const inject = ['tools']\nexport function apply(ctx) {\n  ctx.tools.register({ name: 'bundled', description: 'b', parameters: { type: 'object' }, execute: () => ({ content: 'from the bundle' }) })\n}\n`)
+    const add = await plugin('add', dir)
+    expect(add, add.stderr).toMatchObject({ code: 0, stdout: 'added dsh-bundle-extra@2.0.0 to profile headless as a bundle\n' })
+    const bundles = () => JSON.parse(readFileSync(join(profileDir, 'package.json'), 'utf8')).dsh.profile.bundles
+    expect(bundles()).toEqual(['@dsh/bundle-base', '@dsh/bundle-headless', 'dsh-bundle-extra'])
+    expect((await plugin('list', '--profile', 'headless', '--check')).stdout).toContain('  dsh-bundle-extra@2.0.0  row bundled mounts\n')
+
+    const { run, mock } = await headlessRun([{ text: 'ok' }], 'hi')
+    expect(run, run.stderr).toMatchObject({ code: 0 })
+    expect(toolNames(mock, 0)).toContain('bundled')
+
+    const remove = await plugin('remove', 'dsh-bundle-extra')
+    expect(remove).toMatchObject({ code: 0, stdout: 'removed dsh-bundle-extra from profile headless (bundle dsh-bundle-extra)\n' })
+    expect(bundles()).toEqual(['@dsh/bundle-base', '@dsh/bundle-headless'])
+  }, 240_000)
 })
