@@ -198,7 +198,7 @@ export function apply(ctx: Context, config: Config): void {
       'Schedule a reminder for yourself in this session. Give exactly one of: after_seconds (once, that many seconds from now), ' +
       `at (once, an absolute ISO 8601 time with a zone, e.g. 2030-01-31T09:00:00Z), every_seconds (repeatedly, at least ${config.minEverySeconds}). ` +
       'When it is due, prompt arrives as a message that starts a new turn (reminders that fell due while the session was closed arrive once, marked late). ' +
-      'Write prompt as the instruction you want to receive then.',
+      'Write prompt as the instruction you want to receive then. schedule_list tells the current time.',
     parameters: {
       type: 'object',
       properties: {
