@@ -55,3 +55,29 @@ it('without dsh.profile.hotReload an edit changes nothing', async () => {
   app.child.kill('SIGTERM')
   expect(await app.exit).toBe(143)
 }, 60_000)
+
+it('dsh-acp re-composes on an edit of $DSH_HOME/cordis.patch.yml while it serves', async () => {
+  const home = tempDir('dsh-hot-acp-')
+  const patch = join(home, 'cordis.patch.yml')
+  const rows = (label: string) => `- insert:\n    - { id: k, name: ${JSON.stringify(KEEPALIVE)}, config: { label: ${label} } }\n`
+  write(patch, rows('one'))
+  const bin = fileURLToPath(new URL('../../../acp/acp-app/bin/dsh-acp.mjs', import.meta.url))
+  const child = spawn(process.execPath, [bin], { cwd: home, env: { PATH: process.env.PATH, HOME: process.env.HOME, DSH_HOME: home }, stdio: ['pipe', 'pipe', 'pipe'] })
+  kills.push(() => child.kill('SIGKILL'))
+  let stderr = ''
+  const waiters: (() => void)[] = []
+  child.stderr.setEncoding('utf8').on('data', (d: string) => ((stderr += d), waiters.splice(0).forEach((w) => w())))
+  const until = async (text: string) => {
+    while (!stderr.includes(text)) {
+      if (child.exitCode !== null) throw new Error(`dsh-acp exited: ${stderr}`)
+      await new Promise<void>((r) => waiters.push(r))
+    }
+  }
+  const exit = new Promise<number | null>((r) => child.on('close', r))
+  await until('keepalive apply one')
+  writeFileSync(patch, rows('two'))
+  await until('dsh-acp: reloaded: changed k')
+  await until('keepalive apply two')
+  child.stdin.end()
+  expect(await exit).toBe(0)
+}, 60_000)
