@@ -1,6 +1,6 @@
 import { Context } from 'cordis'
 import { describe, expect, it } from 'vitest'
-import { Locale, SlotRegistry } from '@dsh/client-runtime'
+import { Connection, Locale, Remote, SlotRegistry } from '@dsh/client-runtime'
 import { foldRuns, runOfCall } from '../src/model.ts'
 import plugin from '../src/client/index.tsx'
 
@@ -35,12 +35,16 @@ describe('workflow run fold', () => {
     const ctx = new Context()
     await ctx.plugin(SlotRegistry)
     await ctx.plugin(Locale, { lang: 'zh' })
-    await ctx.plugin({ name: 'fake-connection', apply: (c: Context) => void c.provide('connection', {} as never) } as never)
+    // A real connection to a closed port: the card needs the service, this test needs no host.
+    await ctx.plugin(Remote, { baseUrl: 'http://127.0.0.1:9' })
+    const connection = ctx.plugin(Connection, { retryMs: 60_000, maxRetryMs: 60_000 })
+    await connection
     const fiber = ctx.plugin(plugin, {} as never)
     await fiber
     for (const tool of ['workflow', 'ralph']) expect(ctx.slots.entries('tool.call.toolview', tool).map((e) => [e.id, e.order])).toEqual([['ui-workflow-run', 50]])
     expect(ctx.locale.t('workflowRun', 'status.failed')).toBe('失败')
     await fiber.dispose()
     expect(ctx.slots.entries('tool.call.toolview', 'workflow')).toEqual([])
+    await connection.dispose()
   })
 })
