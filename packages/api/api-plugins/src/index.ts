@@ -4,6 +4,7 @@
 // layer). A config is checked against the plugin's own schema before anything is written.
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { ApiError } from '@dsh/web-protocol'
 import { secretPaths } from '@dsh/api-settings'
@@ -171,9 +172,15 @@ export function apply(ctx: Context, config: Config): void {
     return layer
   }
 
-  function write(method: string, layer: string, id: string, change: { disabled?: boolean; config?: unknown }): void {
+  /** Writes the change; returns a function that puts the file back as it was. */
+  function write(method: string, layer: string, id: string, change: { disabled?: boolean; config?: unknown }): () => void {
+    const before = existsSync(layer) ? readFileSync(layer, 'utf8') : undefined
     try {
       editLayerFile(layer, id, change)
+      return () => {
+        if (before === undefined) rmSync(layer, { force: true })
+        else writeFileSync(layer, before)
+      }
     } catch (error) {
       if (error instanceof LayerEditError) throw new ApiError('LAYER_INVALID', `${method}: ${error.message}`, { status: 409 })
       throw new ApiError('WRITE_FAILED', `${method}: could not write ${layer}: ${(error as Error).message}`, { status: 500 })
@@ -190,10 +197,25 @@ export function apply(ctx: Context, config: Config): void {
       if (!url) throw new ApiError('UNRESOLVED', `plugins.setEnabled: module ${JSON.stringify(entry.options.name)} of row "${id}" cannot be resolved`, { status: 409, field: 'id' })
       if (url !== entry.options.name) options.name = url
     }
-    write('plugins.setEnabled', layer, id, { disabled: !enabled })
+    const undo = write('plugins.setEnabled', layer, id, { disabled: !enabled })
     await tree.update(id, options)
     await tree.await()
+    if (enabled) await settle('plugins.setEnabled', id, undo, () => tree.update(id, { disabled: true }))
     return describe(id)
+  }
+
+  /**
+   * A row that fails to come up after a change is put back (tree and file) so the next start is
+   * not broken by it, and the failure is the answer.
+   */
+  async function settle(method: string, id: string, undo: () => void, revert: () => Promise<void>): Promise<void> {
+    const row = ctx.pluginInventory.list().find((r) => r.id === id)
+    if (!row || (row.state !== 'failed' && row.state !== 'not-loaded')) return
+    const reason = row.error ?? `the row is ${row.state}`
+    undo()
+    await revert()
+    await loader()!.await()
+    throw new ApiError('APPLY_FAILED', `${method}: row "${id}" failed to start (${reason}); the change was undone`, { status: 409, field: method === 'plugins.configure' ? 'config' : 'enabled' })
   }
 
   async function configure(id: string, next: unknown): Promise<PluginDetail> {
@@ -218,10 +240,12 @@ export function apply(ctx: Context, config: Config): void {
       const field = fieldOf(error)
       throw new ApiError('INVALID_CONFIG', `plugins.configure: row "${id}", field ${field}: ${reasonOf(error)}`, { status: 400, field })
     }
-    write('plugins.configure', layer, id, { config: value })
+    const undo = write('plugins.configure', layer, id, { config: value })
     const tree = loader()!
+    const composed = entry.options.config === undefined ? null : structuredClone(entry.options.config)
     await tree.update(id, { config: value })
     await tree.await()
+    await settle('plugins.configure', id, undo, () => tree.update(id, { config: composed }))
     return describe(id)
   }
 

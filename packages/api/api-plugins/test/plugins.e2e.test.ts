@@ -76,4 +76,14 @@ describe('plugin rows through the API', () => {
     expect(parse(readFileSync(layer(), 'utf8'))).toContainEqual({ id: 'timeout-policy', config: { defaultMs: 120000, perTool: { bash: 5000 } } })
     expect(await callError('plugins.setEnabled', { id: 'api-gateway', enabled: false })).toMatch(/409 PROTECTED_ROW/)
   })
+
+  it('a config the schema accepts but the plugin refuses at start is undone, in the tree and the file', async () => {
+    const before = readFileSync(layer(), 'utf8')
+    const message = await callError('plugins.configure', { id: 'llm-pi-ai', config: { routes: { broken: { provider: 'no-such-provider' } } } })
+    expect(message).toMatch(/409 APPLY_FAILED: plugins\.configure: row "llm-pi-ai" failed to start \(.*no-such-provider.*\); the change was undone/)
+    expect(readFileSync(layer(), 'utf8')).toBe(before)
+    const detail = await app.call('plugins.describe', { id: 'llm-pi-ai' })
+    expect(detail.row.state).toBe('active')
+    expect(detail.config).toEqual({ routes: {} })
+  })
 })
