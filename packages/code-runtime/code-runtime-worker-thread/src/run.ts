@@ -50,7 +50,10 @@ export async function runInWorker(request: ResolvedCodeRun, limits: RunLimits): 
   const namespaces: Record<string, string[]> = {}
   for (const [ns, table] of Object.entries(request.bindings)) namespaces[ns] = Object.keys(table).sort()
 
+  // Set once the result is handed out: late output (a stream flushing after the end) is dropped.
+  let closed = false
   const record = (log: CodeLog) => {
+    if (closed) return
     const room = limits.maxLogChars - logChars
     if (room <= 0) {
       dropped += log.text.length
@@ -96,6 +99,7 @@ export async function runInWorker(request: ResolvedCodeRun, limits: RunLimits): 
       lifetime.abort(new Error(outcome.error ? `the program ended (${outcome.error.code})` : 'the program ended'))
       // terminate() stops a busy loop too; the result does not wait for the thread to be gone.
       worker.terminate().catch(() => {})
+      closed = true
       resolve(finish(outcome))
     }
     const timer = setTimeout(

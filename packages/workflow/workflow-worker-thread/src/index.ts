@@ -202,12 +202,18 @@ class Slots {
     while (this.used >= this.size) {
       if (signal.aborted) throw codedError('CANCELLED', 'the workflow run ended before this child started')
       await new Promise<void>((wake) => {
-        const onAbort = () => wake()
-        signal.addEventListener('abort', onAbort, { once: true })
-        this.waiters.push(() => {
+        const waiter = () => {
           signal.removeEventListener('abort', onAbort)
           wake()
-        })
+        }
+        // An aborted waiter leaves the queue, so the next release wakes a live one.
+        const onAbort = () => {
+          const index = this.waiters.indexOf(waiter)
+          if (index >= 0) this.waiters.splice(index, 1)
+          wake()
+        }
+        signal.addEventListener('abort', onAbort, { once: true })
+        this.waiters.push(waiter)
       })
     }
     if (signal.aborted) throw codedError('CANCELLED', 'the workflow run ended before this child started')
