@@ -22,6 +22,8 @@ import type {} from '@dsh/permission-presets'
 import type {} from '@dsh/plan-mode'
 import type {} from '@dsh/fs'
 import type {} from '@dsh/mcp-client'
+import type {} from '@dsh/subagent'
+import { ChildProgress } from './child-progress.ts'
 
 const { version } = createRequire(import.meta.url)('../package.json') as { version: string }
 
@@ -128,6 +130,16 @@ export class AcpServer extends Service {
         if (live) this.send(live, { sessionUpdate: 'current_mode_update', currentModeId: this.currentMode(sessionId) ?? preset.name })
       },
     )
+    // A foreground subagent of a client's session streams its progress into its tool call.
+    const progress = new ChildProgress((sessionId, update) => {
+      const live = this.sessions.get(sessionId)
+      if (live) this.send(live, update)
+    })
+    ctx.on('subagent/started', (record) => {
+      if (this.sessions.has(record.parentSessionId) && record.sessionId) progress.started(record, ctx.sessions.get(record.sessionId))
+    })
+    ctx.on('subagent/finished', (record) => progress.finished(record))
+    ctx.effect(() => () => progress.dispose(), 'acp: subagent progress')
     // Plan mode is one more session mode: entering or leaving it is reported the same way.
     ctx.on('plan-mode/changed', (session) => {
       const live = this.sessions.get(session.id)
