@@ -67,6 +67,9 @@ const fail = (code: string, message: string): ToolOutput => ({ content: `Error [
 
 export function apply(ctx: Context, config: ToolRalphConfig): void {
   if (config.defaultRounds > config.maxRounds) throw new TypeError(`tool-ralph: defaultRounds (${config.defaultRounds}) exceeds maxRounds (${config.maxRounds})`)
+  // A round is a child: the engine's child cap bounds the rounds too.
+  const maxRounds = Math.min(config.maxRounds, ctx.workflowEngine.resolveLimits().maxChildren)
+  const defaultRounds = Math.min(config.defaultRounds, maxRounds)
   ctx.tools.register<{ objective: string; rounds?: number }>({
     name: 'ralph',
     description:
@@ -77,7 +80,7 @@ export function apply(ctx: Context, config: ToolRalphConfig): void {
       type: 'object',
       properties: {
         objective: { type: 'string', description: 'The complete objective, with how to check that it is done. Every round gets exactly this text.' },
-        rounds: { type: 'integer', minimum: 1, maximum: config.maxRounds, description: `Most rounds (default ${config.defaultRounds}).` },
+        rounds: { type: 'integer', minimum: 1, maximum: maxRounds, description: `Most rounds (default ${defaultRounds}, at most ${maxRounds}).` },
       },
       required: ['objective'],
       additionalProperties: false,
@@ -85,7 +88,7 @@ export function apply(ctx: Context, config: ToolRalphConfig): void {
     async execute(args, call) {
       const objective = args.objective.trim()
       if (objective === '') return fail('EMPTY_OBJECTIVE', 'the objective is empty; describe the complete task and how to check that it is done.')
-      const rounds = args.rounds ?? config.defaultRounds
+      const rounds = args.rounds ?? defaultRounds
       const owner = callOwner(ctx, call)
       if ('content' in owner) return owner
       const prompts = Array.from({ length: rounds }, (_, i) => roundPrompt(objective, i + 1, rounds, config.doneMarker))

@@ -24,7 +24,7 @@ const toolText = (r: LlmRequest, callId: string) => {
 }
 
 /** The parent calls ralph once; child number N (1-based, in request order) answers `answers[N-1]`. */
-async function boot(args: object, answers: Array<string | { fail: true }>) {
+async function boot(args: object, answers: Array<string | { fail: true }>, engine: object = {}) {
   let child = 0
   const script = Array.from({ length: 50 }, () => (request: LlmRequest) => {
     if (firstUser(request) === 'relay') {
@@ -33,7 +33,7 @@ async function boot(args: object, answers: Array<string | { fail: true }>) {
     const answer = answers[child++] ?? 'unexpected extra round'
     return typeof answer === 'string' ? { text: answer } : { error: { code: 'SERVER' as const, message: 'down' } }
   })
-  harness = await createHarness({ script, plugins: [[SubagentService, {}], [WorkerThreadWorkflowEngine, {}], [ToolWorkflow, {}], [ToolRalph, {}]] })
+  harness = await createHarness({ script, plugins: [[SubagentService, {}], [WorkerThreadWorkflowEngine, engine], [ToolWorkflow, {}], [ToolRalph, {}]] })
   const result = await harness.prompt('relay')
   const parent = harness.model.requests.filter((r) => r.metadata?.agentId === harness!.agent.id)
   const children = harness.model.requests.filter((r) => r.metadata?.agentId !== harness!.agent.id)
@@ -81,5 +81,12 @@ describe('tool-ralph', () => {
     const many = await boot({ objective: 'x', rounds: 99 }, [])
     expect(many.text).toContain('Error [INVALID_ARGUMENTS]')
     expect(many.children).toHaveLength(0)
+  })
+
+  it('the engine child cap bounds the rounds: more rounds than children is refused by the schema', async () => {
+    const { h, text, children } = await boot({ objective: 'x', rounds: 4 }, [], { maxChildren: 3 })
+    expect(text).toContain('Error [INVALID_ARGUMENTS]')
+    expect(children).toHaveLength(0)
+    expect(h.ctx.tools.get('ralph')!.parameters).toMatchObject({ properties: { rounds: { maximum: 3, description: 'Most rounds (default 3, at most 3).' } } })
   })
 })

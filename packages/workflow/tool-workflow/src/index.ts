@@ -123,6 +123,12 @@ export function describeRun(runId: string, result: WorkflowRunResult, maxAnswerC
   return parts.join('\n\n')
 }
 
+/** `30 min`, `90 s`: a run's time budget as the model reads it. */
+export function formatDuration(ms: number): string {
+  if (ms >= 120_000) return `${Math.round(ms / 60_000)} min`
+  return `${Math.round(ms / 1000)} s`
+}
+
 const fail = (code: string, message: string): ToolOutput => ({ content: `Error [${code}]: ${message}`, isError: true, error: { code, message } })
 
 /** The parent agent and session of a call, or the error result to return. */
@@ -146,9 +152,10 @@ export function apply(ctx: Context, config: ToolWorkflowConfig): void {
   ctx.inject(['sessionPersistence'], (inner) => {
     for (const type of WORKFLOW_EVENT_TYPES) inner.sessionPersistence.registerEventType(type)
   })
+  const limits = ctx.workflowEngine.resolveLimits()
   ctx.tools.register<{ script: string; description?: string; input?: JsonValue }>({
     name: 'workflow',
-    description: DESCRIPTION,
+    description: `${DESCRIPTION} Limits of one run: ${limits.maxChildren} children, ${limits.maxConcurrent} at once, ${formatDuration(limits.timeoutMs)}.`,
     parameters: {
       type: 'object',
       properties: {

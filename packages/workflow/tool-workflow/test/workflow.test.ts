@@ -216,3 +216,11 @@ describe('tool-workflow', () => {
     expect(h.ctx.subagents.list(h.agent)).toHaveLength(1)
   })
 })
+
+describe('tool-workflow description', () => {
+  it('names the limits of one run from the engine configuration', async () => {
+    const h = await boot([['x', () => ({ text: 'x' })]], { maxChildren: 6, maxConcurrent: 3, timeoutMs: 90_000 })
+    const description = h.ctx.tools.get('workflow')!.description
+    expect(description).toMatch(/Limits of one run: 6 children, 3 at once, 90 s\.$/)
+  })
+})
