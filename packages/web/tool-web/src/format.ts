@@ -103,12 +103,16 @@ export interface FetchPresentation {
 const size = (bytes: number) => (bytes >= 1024 * 1024 ? `${(bytes / (1024 * 1024)).toFixed(1)} MiB` : bytes >= 1024 ? `${(bytes / 1024).toFixed(1)} KiB` : `${bytes} bytes`)
 
 /** The page as the model reads it: a short header, then the page text (Markdown for HTML). */
-export function presentFetch(result: WebFetchResult, options: { maxErrorBodyChars: number; maxHtmlChars: number }): FetchPresentation {
+/** The HTML of a result that is converted: at most `maxHtmlChars` of it (conversion time grows with it). */
+export const htmlToConvert = (result: WebFetchResult, maxHtmlChars: number): string | undefined =>
+  isHtml(result.mediaType) ? result.content.slice(0, maxHtmlChars) : undefined
+
+/** `markdown`: the conversion of `htmlToConvert(...)` when done elsewhere (a worker); else it is converted here. */
+export function presentFetch(result: WebFetchResult, options: { maxErrorBodyChars: number; maxHtmlChars: number; markdown?: string }): FetchPresentation {
   const converted = isHtml(result.mediaType)
   const title = converted ? htmlTitle(result.content) : undefined
-  // Conversion costs about linear time in the HTML; past `maxHtmlChars` the rest is dropped.
   const cutHtml = converted && result.content.length > options.maxHtmlChars
-  let page = converted ? htmlToMarkdown(cutHtml ? result.content.slice(0, options.maxHtmlChars) : result.content, result.finalUrl) : result.content.trim()
+  let page = converted ? (options.markdown ?? htmlToMarkdown(htmlToConvert(result, options.maxHtmlChars)!, result.finalUrl)) : result.content.trim()
   if (result.status >= 400 && page.length > options.maxErrorBodyChars) page = `${page.slice(0, options.maxErrorBodyChars)}\n[... error page cut at ${options.maxErrorBodyChars} characters]`
   const head = [`URL: ${result.finalUrl}`]
   if (result.redirects.length > 0) head.push(`Redirected from: ${result.url} (${result.redirects.length} redirect${result.redirects.length === 1 ? '' : 's'})`)

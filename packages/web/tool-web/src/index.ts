@@ -7,9 +7,11 @@ import { isWebError, type WebSearchResult } from '@dsh/web'
 import type { ToolOutput, JsonObject } from '@dsh/tools'
 import type {} from '@dsh/llm'
 import { contributeSection } from '@dsh/system-prompt'
-import { presentFetch, presentSearch, type SearchOutcome } from './format.ts'
+import { htmlToConvert, presentFetch, presentSearch, type SearchOutcome } from './format.ts'
+import { ConversionAborted, createConverter } from './converter.ts'
 
 export { htmlToMarkdown, htmlTitle, absolutizeLinks, presentFetch, presentSearch } from './format.ts'
+export { createConverter, ConversionAborted, type HtmlConverter } from './converter.ts'
 
 export const name = 'tool-web'
 export const inject = ['tools', 'web']
@@ -36,6 +38,7 @@ export interface Config {
   maxAnswerChars: number
   maxErrorBodyChars: number
   maxHtmlChars: number
+  workerMinChars: number
   extractModel?: string
   extractMaxChars: number
 }
@@ -51,6 +54,7 @@ export const Config: Schema<Partial<Config>, Config> = Schema.object({
   maxAnswerChars: Schema.natural().min(100).default(3000).description('Characters of a provider-written answer shown.'),
   maxErrorBodyChars: Schema.natural().min(100).default(2000).description('Characters of an HTTP error page shown.'),
   maxHtmlChars: Schema.natural().min(10_000).default(1_000_000).description('Characters of HTML converted to Markdown; the rest of a larger page is dropped.'),
+  workerMinChars: Schema.natural().default(100_000).description('Pages with at least this much HTML convert in a worker thread; 0: always.'),
   extractModel: Schema.string()
     .pattern(/^[^/\s]+\/\S+$/)
     .description('`PROVIDER/MODEL`; when set, web_fetch with a `prompt` answers it from the page with this model instead of returning the page.'),
@@ -88,6 +92,9 @@ export function apply(ctx: Context, config: Config): void {
   const extractModel = config.extractModel ? parseModelRef(config.extractModel) : undefined
   if (config.fetch || config.search) contributeSection(ctx, PROMPT_SECTION)
 
+  const converter = createConverter({ workerMinChars: config.workerMinChars })
+  ctx.effect(() => () => void converter.close(), 'tool-web:converter')
+
   if (config.fetch) {
     ctx.tools.register<FetchArgs>({
       name: 'web_fetch',
@@ -116,7 +123,17 @@ export function apply(ctx: Context, config: Config): void {
         } catch (error) {
           return failure(error)
         }
-        const shown = presentFetch(result, { maxErrorBodyChars: config.maxErrorBodyChars, maxHtmlChars: config.maxHtmlChars })
+        let markdown: string | undefined
+        const html = htmlToConvert(result, config.maxHtmlChars)
+        if (html !== undefined) {
+          try {
+            markdown = await converter.convert(html, result.finalUrl, call.signal)
+          } catch (error) {
+            if (error instanceof ConversionAborted || call.signal.aborted) return fail('ABORTED', 'the fetch was cancelled while its page was being converted.')
+            // A failed worker: convert here instead.
+          }
+        }
+        const shown = presentFetch(result, { maxErrorBodyChars: config.maxErrorBodyChars, maxHtmlChars: config.maxHtmlChars, markdown })
         const meta: JsonObject = {
           provider: result.provider,
           url: result.url,

@@ -40,7 +40,8 @@ it('the model fetches a local page through the real bin and reads it as Markdown
   const cwd = join(root, 'work')
   mkdirSync(cwd)
   const patch = join(root, 'loopback.patch.yml')
-  writeFileSync(patch, '- id: web-fetch-http\n  config:\n    allowedRanges: [127.0.0.1/32]\n')
+  // workerMinChars 0: the page converts in the worker thread of the built package.
+  writeFileSync(patch, '- id: web-fetch-http\n  config:\n    allowedRanges: [127.0.0.1/32]\n- id: tool-web\n  config:\n    workerMinChars: 0\n')
   model = await startMockServer({
     steps: [
       call('f1', 'web_fetch', { url: `${page}/old` }),
