@@ -18,6 +18,7 @@ import {
   type ResultOf,
   type SessionEventNotification,
   type SessionInfo,
+  type SessionSearchHit,
   type SessionStatus,
   type SessionStatusNotification,
   type SubagentFinishedNotification,
@@ -454,6 +455,14 @@ export class Harness {
 
   async listSessions(options: { cwd?: string } = {}): Promise<SessionInfo[]> {
     return (await this.call(Method.sessionList, options)).sessions
+  }
+
+  /**
+   * Sessions whose log contains `text` as a literal phrase (at least 3 characters), one hit per
+   * session with its best match. Needs a server with `capabilities.search`.
+   */
+  async searchSessions(text: string, options: { cwd?: string; limit?: number } = {}): Promise<SessionSearchHit[]> {
+    return (await this.call(Method.sessionSearch, { text, ...options })).hits
   }
 
   /** Stored events of any session (live or not) from `fromSeq`. */

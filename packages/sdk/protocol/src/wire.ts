@@ -18,6 +18,8 @@ export const Method = {
   sessionCancel: 'session/cancel',
   sessionList: 'session/list',
   sessionHistory: 'session/history',
+  /** Full-text search over stored and live sessions (needs a session-query row). */
+  sessionSearch: 'session/search',
   approvalRespond: 'approval/respond',
   shutdown: 'shutdown',
 } as const
@@ -152,6 +154,8 @@ export interface InitializeResult {
     persistence: boolean
     /** approval/requested is forwarded (an approval service is mounted). */
     approval: boolean
+    /** session/search works (a session-query row is mounted). Absent from older servers. */
+    search?: boolean
   }
 }
 
@@ -225,6 +229,31 @@ export interface SessionHistoryResult {
   events: WireEvent[]
   /** seq after the last returned event; equal to the log length when nothing was cut by `limit`. */
   nextSeq: number
+}
+
+export interface SessionSearchParams {
+  /** Searched as one literal phrase (at least 3 characters); quotes and operators are plain text. */
+  text: string
+  /** Only sessions whose cwd is exactly this. */
+  cwd?: string
+  /** Sessions returned, at most (default 20). */
+  limit?: number
+}
+/** One matching session, represented by its strongest matching event. */
+export interface SessionSearchHit {
+  sessionId: string
+  cwd: string
+  title?: string
+  updatedAt: number
+  live: boolean
+  seq: number
+  type: string
+  /** Text around the match, the match in [brackets]. */
+  snippet: string
+  matches: number
+}
+export interface SessionSearchResult {
+  hits: SessionSearchHit[]
 }
 
 /** The choices `@dsh/user-approval` offers an answerer (a request lists the ones it allows). */
@@ -320,6 +349,7 @@ export interface MethodMap {
   'session/cancel': [SessionCancelParams, SessionCancelResult]
   'session/list': [SessionListParams | undefined, SessionListResult]
   'session/history': [SessionHistoryParams, SessionHistoryResult]
+  'session/search': [SessionSearchParams, SessionSearchResult]
   'approval/respond': [ApprovalRespondParams, ApprovalRespondResult]
   shutdown: [ShutdownParams | undefined, ShutdownResult]
 }

@@ -22,6 +22,8 @@ import {
   type SessionInfo,
   type SessionListResult,
   type SessionResumeResult,
+  type SessionSearchHit,
+  type SessionSearchResult,
   type SessionStatus,
   type SessionStatusNotification,
   type WireApprovalRequest,
@@ -70,6 +72,8 @@ interface PendingApproval {
 // (`loader` is the app's DshLoader, whose exit takes a code; the loader package types it without.)
 type Optional = Pick<Context, 'llm' | 'agentDefaultModel' | 'durableSessions' | 'sessionPersistence' | 'approval'> & {
   loader?: { exit?(code: number): void }
+  /** What session/search uses of `ctx.sessionQuery` (@dsh/session-query), read by shape like `loader`. */
+  sessionQuery?: { search(query: { text: string; cwd?: string; limit?: number }): Promise<SessionSearchHit[]> }
 }
 
 // The parent-log events of @dsh/subagent, read by type name (this package does not depend on it).
@@ -199,6 +203,7 @@ export class HarnessSdkJsonRpcServer {
       case Method.sessionCancel: return this.cancel(params)
       case Method.sessionList: return this.list(params)
       case Method.sessionHistory: return this.history(params)
+      case Method.sessionSearch: return this.search(params)
       case Method.approvalRespond: return this.respond(params)
       case Method.shutdown: {
         // Answer first; the stop runs after the response frame is flushed.
@@ -224,7 +229,7 @@ export class HarnessSdkJsonRpcServer {
     return {
       protocolVersion: PROTOCOL_VERSION,
       serverInfo: { name: this.options.serverName, version: this.options.serverVersion },
-      capabilities: { persistence: Boolean(this.opt('durableSessions')), approval: Boolean(this.opt('approval')) },
+      capabilities: { persistence: Boolean(this.opt('durableSessions')), approval: Boolean(this.opt('approval')), search: Boolean(this.opt('sessionQuery')) },
     }
   }
 
@@ -420,6 +425,21 @@ export class HarnessSdkJsonRpcServer {
     if (!entry.busy) return { cancelled: false }
     entry.agent.abort('cancelled by the SDK client')
     return { cancelled: true }
+  }
+
+  private async search(raw: unknown): Promise<SessionSearchResult> {
+    const params = p.object(Method.sessionSearch, raw)
+    const text = p.string(Method.sessionSearch, params, 'text')
+    const cwd = p.string(Method.sessionSearch, params, 'cwd', true)
+    const limit = p.seq(Method.sessionSearch, params, 'limit', 1)
+    const query = this.opt('sessionQuery')
+    if (!query) throw new RpcError('METHOD_NOT_FOUND', `${Method.sessionSearch}: this server has no session-query row (capabilities.search is false)`)
+    try {
+      return { hits: await query.search({ text, ...(cwd !== undefined ? { cwd } : {}), ...(limit !== undefined ? { limit } : {}) }) }
+    } catch (error) {
+      if ((error as { code?: string }).code === 'BAD_QUERY') throw new RpcError('INVALID_PARAMS', `${Method.sessionSearch}: ${(error as Error).message}`)
+      throw error
+    }
   }
 
   private async list(raw: unknown): Promise<SessionListResult> {
