@@ -5,7 +5,8 @@
 // entry that no longer matches its log (fewer events, another last event) is dropped and rebuilt.
 import { mkdirSync } from 'node:fs'
 import { dirname, join } from 'node:path'
-import Database from 'better-sqlite3'
+// Type only: the native module is loaded on the first search, so mounting the row costs nothing.
+import type Database from 'better-sqlite3'
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { AnySessionEvent } from '@dsh/session'
@@ -50,10 +51,12 @@ export class SqliteSessionQuery extends SessionQuery {
     }, 'session-query-sqlite: close')
   }
 
-  private open(): Database.Database {
+  private async open(): Promise<Database.Database> {
+    if (this.db) return this.db
+    const { default: Sqlite } = await import('better-sqlite3')
     if (this.db) return this.db
     if (this.path !== ':memory:') mkdirSync(dirname(this.path), { recursive: true })
-    const db = new Database(this.path)
+    const db = new Sqlite(this.path)
     db.pragma('journal_mode = WAL')
     db.pragma('busy_timeout = 5000')
     const version = db.pragma('user_version', { simple: true }) as number
@@ -77,7 +80,7 @@ export class SqliteSessionQuery extends SessionQuery {
   }
 
   private async catchUp(): Promise<void> {
-    const db = this.open()
+    const db = await this.open()
     const rows = new Map((db.prepare('SELECT session_id, events, last_time FROM indexed').all() as IndexedRow[]).map((r) => [r.session_id, r]))
     const infos = await this.sessions()
     const drop = db.prepare('DELETE FROM fts WHERE session_id = ?')
@@ -126,7 +129,7 @@ export class SqliteSessionQuery extends SessionQuery {
     // The trigram tokenizer matches substrings of 3 or more characters.
     if ([...text].length < 3) throw new SessionQueryError('BAD_QUERY', 'search text needs at least 3 characters')
     await this.sync()
-    const db = this.open()
+    const db = await this.open()
     const conditions = ['fts MATCH ?']
     const params: unknown[] = [literalPhrase(text)]
     if (query.cwd !== undefined) {

@@ -8,7 +8,7 @@ import { runDsh } from '../../../test-support/cli-testkit/src/index.ts'
 import { startMockServer, type MockServer } from '../../../test-support/llm-mock-server/src/index.ts'
 import { parseLauncherArgs, SESSIONS_PATCH } from '../../../boot/cli/src/args.mjs'
 
-vi.setConfig({ testTimeout: 90_000 })
+vi.setConfig({ testTimeout: 90_000, hookTimeout: 180_000 })
 
 const usage = [
   { prompt: 1200, completion: 40, cacheHit: 1000, reasoning: 8 },
@@ -61,7 +61,7 @@ describe('dsh sessions', () => {
     expect(run.code, run.stderr).toBe(0)
     const rows = JSON.parse(run.stdout)
     expect(rows).toHaveLength(1)
-    expect(rows[0]).toMatchObject({ id: sessionId, cwd, title: 'Read notes.txt and tell me the ingredient', turns: 1, stats: { steps: 3, modelCalls: 3 } })
+    expect(rows[0]).toMatchObject({ id: sessionId, cwd, title: 'Read notes.txt and tell me the ingredient', titleSource: 'fallback', turns: 1, stats: { steps: 3, modelCalls: 3 } })
     expect(rows[0].stats.perTurn).toBeUndefined()
     const all = JSON.parse((await runDsh(['sessions', '--all', '--output-format', 'json'], { cwd, env: env() })).stdout)
     expect(all.map((r: { title: string }) => r.title).sort()).toEqual(['Read notes.txt and tell me the ingredient', 'a second, unrelated task'])
