@@ -253,7 +253,17 @@ export function apply(ctx: Context, config: Config): void {
     name: 'api-plugins-methods',
     inject: ['api'],
     apply(c: Context) {
-      c.api.register(pluginsDescribe, (p) => describe(p.id))
+      c.api.register(pluginsDescribe, async (p, call) => {
+        const detail = await describe(p.id)
+        if (call.loopback) return detail
+        // Configs may hold values nobody marked secret (headers, env): only this machine sees them.
+        delete detail.config
+        detail.secrets = []
+        detail.editable = false
+        detail.toggleable = false
+        detail.reason = 'configs are shown to, and changed from, this machine only'
+        return detail
+      })
       c.api.register(pluginsSetEnabled, (p) => setEnabled(p.id, p.enabled))
       c.api.register(pluginsConfigure, (p) => configure(p.id, p.config))
     },
