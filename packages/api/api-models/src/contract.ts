@@ -62,6 +62,13 @@ export const modelsSetKey = defineMethod('models.setKey', {
   description: 'Checks a key with the provider, then stores it through ctx.credentials (a rejected key is not stored: 400 KEY_REJECTED). A pi-ai provider gets its route too.',
 })
 
+export const modelsForgetKey = defineMethod('models.forgetKey', {
+  params: Schema.object({ provider: ROUTE_NAME }) as Schema<{ provider: string }>,
+  result: Schema.object({ provider: ProviderSchema.required() }) as Schema<{ provider: WireProvider }>,
+  loopbackOnly: true,
+  description: "Removes a provider's key from the writable credentials layer (a key set in the environment stays).",
+})
+
 export interface EndpointModel { id: string; contextWindow?: number }
 
 export interface AddEndpointParams {

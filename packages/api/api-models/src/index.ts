@@ -15,7 +15,7 @@ import type {} from '@dsh/permission-presets'
 import { checkRoutes, keyLookup, loadCatalog, buildRoute, PiAiAdapter, RouteConfig, RouteConfigError, OPENAI_COMPATIBLE } from '@dsh/llm-pi-ai'
 import { resolveBaseURL, DEFAULT_ROUTE as DEEPSEEK_ROUTE } from '@dsh/llm-deepseek'
 import { userAgent } from '@dsh/brand'
-import { modelsAddEndpoint, modelsCatalog, modelsDiscover, modelsRemoveProvider, modelsSetKey, type AddEndpointParams, type SetKeyResult, type WireProvider } from './contract.ts'
+import { modelsAddEndpoint, modelsCatalog, modelsDiscover, modelsForgetKey, modelsRemoveProvider, modelsSetKey, type AddEndpointParams, type SetKeyResult, type WireProvider } from './contract.ts'
 import { probe, protocolOfApi, type ProbeOutcome, type ProbeTarget } from './probe.ts'
 
 export * from './contract.ts'
@@ -282,6 +282,19 @@ export function apply(ctx: Context, config: Config): void {
     return { provider, verified, ...(note ? { note } : {}) }
   }
 
+  async function forgetKey(params: { provider: string }): Promise<{ provider: WireProvider }> {
+    const service = credentials()
+    if (!service) throw apiError('UNAVAILABLE', 'models.forgetKey: no credentials provider is mounted', 503)
+    const { wire } = await find(params.provider, 'provider')
+    if (!wire.keyName) throw apiError('NO_KEY', `models.forgetKey: ${wire.label} has no key here`, 400, 'provider')
+    try {
+      await service.unset(wire.keyName)
+    } catch (error) {
+      throw apiError((error as { code?: string }).code ?? 'INTERNAL', `models.forgetKey: ${(error as Error).message}`, 409)
+    }
+    return { provider: (await list()).find((p) => p.id === wire.id)! }
+  }
+
   async function addEndpoint(params: AddEndpointParams, signal: AbortSignal): Promise<{ provider: WireProvider }> {
     const name = params.name
     await chain
@@ -364,6 +377,7 @@ export function apply(ctx: Context, config: Config): void {
       const api = c.api
       api.register(modelsCatalog, async () => ({ providers: await list() }))
       api.register(modelsSetKey, (p, call) => setKey(p, call.signal))
+      api.register(modelsForgetKey, (p) => forgetKey(p))
       api.register(modelsAddEndpoint, (p, call) => addEndpoint(p, call.signal))
       api.register(modelsRemoveProvider, (p) => removeProvider(p))
       api.register(modelsDiscover, (p, call) => discover(p, call.signal))

@@ -138,6 +138,13 @@ describe('models.setKey', () => {
     expect((ctx.get('settings') as MemorySettings).get(ApiModels.SETTINGS_NAMESPACE)).toEqual({ routes: { groq: {} } })
   }, 30_000)
 
+  it('forgets a stored key', async () => {
+    await call('models.setKey', { provider: 'deepseek-official', value: GOOD })
+    const { body } = await call('models.forgetKey', { provider: 'deepseek-official' })
+    expect(body.result.provider).toMatchObject({ id: 'deepseek-official', keyConfigured: false })
+    expect(credentialsFile()).not.toContain(GOOD)
+  })
+
   it('answers bad input with the field named', async () => {
     expect((await call('models.setKey', { provider: 'nope', value: GOOD })).body.error).toMatchObject({ code: 'UNKNOWN_PROVIDER', field: 'provider' })
     expect((await call('models.setKey', { provider: 'deepseek-official', value: 'two words' })).body.error).toMatchObject({ code: 'INVALID_PARAMS', field: 'value' })

@@ -66,6 +66,10 @@ describe.skipIf(!hasChromium())('a key the provider rejects', () => {
       await expect.poll(() => paste(page, GOOD)).toBe('Key stored and accepted by the provider.')
       expect(stored()).toContain('DEEPSEEK_API_KEY')
       await expect.poll(() => page.locator('[data-provider="deepseek-official"] [data-testid="key-badge"]').textContent()).toBe('key set')
+      // Forgetting it takes it out of the credentials file.
+      await page.locator('[data-provider="deepseek-official"] [data-testid="key-forget"]').click()
+      await expect.poll(() => page.locator('[data-provider="deepseek-official"] [data-testid="key-badge"]').textContent()).toBe('no key')
+      expect(stored()).not.toContain(GOOD)
       // The failed call's 400 is the only console error the page may log.
       expect(errors.filter((e) => !/status of 400/.test(e))).toEqual([])
     })

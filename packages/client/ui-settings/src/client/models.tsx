@@ -2,7 +2,7 @@
 // OpenAI-compatible endpoints declared here, model discovery and the default model.
 import { useCallback, useEffect, useState } from 'react'
 import { useCtx } from '@dsh/client-runtime'
-import { modelsAddEndpoint, modelsCatalog, modelsDiscover, modelsRemoveProvider, modelsSetKey, type WireProvider } from '@dsh/api-models/contract'
+import { modelsAddEndpoint, modelsCatalog, modelsDiscover, modelsForgetKey, modelsRemoveProvider, modelsSetKey, type WireProvider } from '@dsh/api-models/contract'
 import { settingsUpdate } from '@dsh/api-settings/contract'
 import { failure, useSettingsT } from './names.ts'
 
@@ -86,6 +86,15 @@ function ProviderItem({ provider, onChange }: { provider: WireProvider; onChange
       setStatus({ ok: false, text: failure(e, t) })
     }
   }
+  const forget = async () => {
+    try {
+      await ctx.remote.call(modelsForgetKey, { provider: provider.id })
+      setStatus({ ok: true, text: t('keyForgotten') })
+      await onChange()
+    } catch (e) {
+      setStatus({ ok: false, text: failure(e, t) })
+    }
+  }
   const remove = async () => {
     try {
       await ctx.remote.call(modelsRemoveProvider, { name: provider.id })
@@ -110,6 +119,7 @@ function ProviderItem({ provider, onChange }: { provider: WireProvider; onChange
         <form className="dsh-settings-row" onSubmit={(e) => { e.preventDefault(); if (key.trim()) void saveKey() }}>
           <input type="password" autoComplete="off" aria-label={t('pasteKey', { name: provider.keyName })} placeholder={t('pasteKey', { name: provider.keyName })} value={key} onChange={(e) => setKey(e.target.value)} data-testid="key-input" />
           <button type="submit" className="primary" disabled={!key.trim() || busy} data-testid="key-save">{t('setKey')}</button>
+          {provider.keyConfigured ? <button type="button" disabled={busy} onClick={() => void forget()} data-testid="key-forget">{t('forgetKey')}</button> : null}
         </form>
       ) : null}
       <div className="dsh-settings-row">
