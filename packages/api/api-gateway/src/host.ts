@@ -440,6 +440,11 @@ export class SessionHost {
   private async unload(live: Live): Promise<void> {
     if (this.live.get(live.id) !== live || live.clients.size > 0 || live.driving || live.agent.status === 'running') return
     if (live.approvals.size > 0 || live.questions.size > 0) return
+    // A plugin that needs the session live (a pending reminder) keeps it; ask again later.
+    if (this.ctx.bail('session/keep-alive', live.agent.session)) {
+      this.scheduleIdle(live)
+      return
+    }
     this.live.delete(live.id)
     // A use that arrives meanwhile waits for this to finish, then loads the session again.
     const work = (async () => {

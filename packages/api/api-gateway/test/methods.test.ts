@@ -200,6 +200,20 @@ describe('api-gateway on ctx.webServer', () => {
     expect(history.filter((f) => f.data.type === 'user/message').map((f) => f.data.data.content[0].text)).toEqual(['first', 'second'])
   })
 
+  it('an idle session that a plugin keeps alive (session/keep-alive) stays loaded until it lets go', async () => {
+    const { harness, call, cwd } = await boot([{ text: 'one' }], { idleMs: 20 })
+    let keep: string | undefined = 'a pending reminder'
+    let asked = 0
+    harness.ctx.on('session/keep-alive', () => (asked++, keep))
+    const id = (await call('sessions.create', { cwd, model: MODEL })).session.sessionId
+    await call('sessions.prompt', { sessionId: id, text: 'first' })
+    while (asked < 3) await new Promise((r) => setTimeout(r, 20))
+    expect(harness.ctx.sessions.get(id)).toBeDefined()
+    keep = undefined
+    while (harness.ctx.sessions.get(id)) await new Promise((r) => setTimeout(r, 20))
+    expect((await call('sessions.list', { cwd })).sessions[0]).toMatchObject({ sessionId: id, status: 'stored' })
+  })
+
   it('sessions.fork copies the log before a turn; a stream ahead of the log gets resync', async () => {
     const { url, call, post, cwd } = await boot([{ text: 'one' }, { text: 'two' }])
     const { session } = await call('sessions.create', { cwd, model: MODEL })

@@ -16,6 +16,11 @@ declare module 'cordis' {
     'session/created'(session: Session): void
     /** A session left the store (delete, its creator unloaded, or the store unloaded). */
     'session/deleted'(session: Session): void
+    /**
+     * Asked (with `ctx.bail`) by a long-lived host before it unloads an idle session: a listener
+     * that needs the session live (a pending reminder, ...) returns a short reason to keep it.
+     */
+    'session/keep-alive'(session: Session): string | undefined
   }
 }
 

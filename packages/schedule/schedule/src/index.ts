@@ -185,6 +185,11 @@ export function apply(ctx: Context, config: Config): void {
 
   ctx.on('agent/created', (agent: Agent) => armAll(agent))
   ctx.on('agent/disposed', (agent: Agent) => clearAgent(agent.id))
+  // A long-lived host keeps a session with a pending reminder live, so the reminder fires on time.
+  ctx.on('session/keep-alive', (session) => {
+    const pending = session.parent ? 0 : pendingSchedules(session).length
+    return pending > 0 ? `${pending} pending reminder${pending === 1 ? '' : 's'}` : undefined
+  })
   for (const agent of ctx.agents.list()) armAll(agent)
 
   const agentOf = (call: ToolCallContext): Agent | undefined => (call.agentId !== undefined ? ctx.agents.get(call.agentId) : undefined)

@@ -35,12 +35,16 @@ describe('@dsh/schedule', () => {
     await h.prompt('remind me in a second')
     expect(text(results(h)[0])).toMatch(/^Reminder sch-1 scheduled for \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \(in 1 s\)\. It is now /)
     expect(pendingSchedules(h.session)).toHaveLength(1)
+    // A long-lived host asks before unloading an idle session: a pending reminder keeps it live.
+    expect(h.ctx.bail('session/keep-alive', h.session)).toBe('1 pending reminder')
     await until(() => h.session.events.filter((e) => e.type === 'turn/end').length === 2)
     expect(reminders(h)).toEqual(['[Scheduled reminder sch-1] Check the build log'])
     const fired = h.session.last('schedule/fired')!.data
     expect(fired).toMatchObject({ id: 'sch-1', late: false })
     expect(h.session.last('schedule/fired')!.seq).toBeLessThan(h.session.events.findIndex((e) => e.type === 'user/message' && e.data.source.kind === 'plugin'))
     expect(pendingSchedules(h.session)).toEqual([])
+    // Nothing pending: a long-lived host may unload the session again.
+    expect(h.ctx.bail('session/keep-alive', h.session)).toBeUndefined()
     // the model answered the reminder in its own turn
     expect(JSON.stringify(h.model.requests[2].messages.at(-1))).toContain('Check the build log')
   })
