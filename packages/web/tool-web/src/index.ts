@@ -158,7 +158,7 @@ export function apply(ctx: Context, config: Config): void {
           }
           return { content: `Note: the helper model could not answer the prompt (${answer.error}); the page follows.\n\n${shown.text}`, meta: { ...meta, extractError: answer.error } }
         }
-        return { content: prompt ? `${shown.text.replace('\n\n', `\nPrompt: ${prompt}\n\n`)}` : shown.text, meta }
+        return { content: prompt ? shown.text.replace('\n\n', () => `\nPrompt: ${prompt}\n\n`) : shown.text, meta }
       },
     })
   }

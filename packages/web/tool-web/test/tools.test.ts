@@ -75,10 +75,10 @@ describe('web_fetch', () => {
       else res.writeHead(200, { 'content-type': 'text/plain' }).end('just *text*')
     })
     const [plain, json] = await run([
-      { name: 'web_fetch', args: { url: `${base}/t`, prompt: 'what does it say?' } },
+      { name: 'web_fetch', args: { url: `${base}/t`, prompt: 'what does it say? $& $1' } },
       { name: 'web_fetch', args: { url: `${base}/j` } },
     ])
-    expect(text(plain)).toBe(`URL: ${base}/t\nStatus: 200 OK\nContent-Type: text/plain\nPrompt: what does it say?\n\njust *text*`)
+    expect(text(plain)).toBe(`URL: ${base}/t\nStatus: 200 OK\nContent-Type: text/plain\nPrompt: what does it say? $& $1\n\njust *text*`)
     expect(text(json)).toMatch(/\n\n\{"a": 1\}$/)
   })
 
