@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { parse } from 'yaml'
 import { startWebApp, type WebApp } from '@dsh/web-testkit'
 
@@ -30,7 +31,11 @@ async function callError(method: string, params: unknown): Promise<string> {
 }
 
 beforeAll(async () => {
-  app = await startWebApp({ steps: [{ text: 'one' }, { text: 'two' }, { text: 'three' }] })
+  const fixture = fileURLToPath(new URL('./fixtures/secret-plugin.mjs', import.meta.url))
+  app = await startWebApp({
+    steps: [{ text: 'one' }, { text: 'two' }, { text: 'three' }],
+    patch: `- insert:\n    - id: secret-fixture\n      name: ${JSON.stringify(fixture)}\n      config: { label: first, token: tok-never-sent-123 }\n`,
+  })
 })
 
 afterAll(async () => {
@@ -77,13 +82,29 @@ describe('plugin rows through the API', () => {
     expect(await callError('plugins.setEnabled', { id: 'api-gateway', enabled: false })).toMatch(/409 PROTECTED_ROW/)
   })
 
+  it('never sends a secret field, and keeps it when a saved config leaves it out', async () => {
+    const res = await fetch(`${app.url}/api/plugins.describe`, { method: 'POST', headers: { 'content-type': 'application/json', origin: app.url }, body: JSON.stringify({ id: 'secret-fixture' }) })
+    const text = await res.text()
+    expect(text).not.toContain('tok-never-sent-123')
+    const detail = JSON.parse(text).result
+    expect(detail.config).toEqual({ label: 'first' })
+    expect(detail.secrets).toEqual([{ path: 'token', set: true }])
+    const saved = await app.call('plugins.configure', { id: 'secret-fixture', config: { label: 'second' } })
+    expect(saved.config).toEqual({ label: 'second' })
+    expect(parse(readFileSync(layer(), 'utf8'))).toContainEqual({ id: 'secret-fixture', config: { label: 'second', token: 'tok-never-sent-123' } })
+  })
+
   it('a config the schema accepts but the plugin refuses at start is undone, in the tree and the file', async () => {
     const before = readFileSync(layer(), 'utf8')
     const message = await callError('plugins.configure', { id: 'llm-pi-ai', config: { routes: { broken: { provider: 'no-such-provider' } } } })
     expect(message).toMatch(/409 APPLY_FAILED: plugins\.configure: row "llm-pi-ai" failed to start \(.*no-such-provider.*\); the change was undone/)
     expect(readFileSync(layer(), 'utf8')).toBe(before)
-    const detail = await app.call('plugins.describe', { id: 'llm-pi-ai' })
-    expect(detail.row.state).toBe('active')
-    expect(detail.config).toEqual({ routes: {} })
+    // The profile's file watcher (hot reload) may see the short-lived edit too; it settles on the
+    // restored file.
+    await vi.waitFor(async () => {
+      const detail = await app.call('plugins.describe', { id: 'llm-pi-ai' })
+      expect(detail.row.state).toBe('active')
+      expect(detail.config).toEqual({ routes: {} })
+    }, { timeout: 10_000, interval: 200 })
   })
 })
