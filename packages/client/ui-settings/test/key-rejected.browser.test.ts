@@ -41,12 +41,16 @@ afterAll(async () => {
 const credentialsFile = () => join(app.home, '.dsh', '.credentials.yaml')
 const stored = () => (existsSync(credentialsFile()) ? readFileSync(credentialsFile(), 'utf8') : '')
 
+/** Pastes a key and saves it; resolves with the new status line. */
 async function paste(page: Page, key: string): Promise<string | null> {
   const deepseek = page.locator('[data-provider="deepseek-official"]')
+  const status = deepseek.locator('[data-testid="provider-status"]')
+  const read = async () => ((await status.count()) ? status.textContent() : null)
+  const before = await read()
   await deepseek.locator('[data-testid="key-input"]').fill(key)
   await deepseek.locator('[data-testid="key-save"]').click()
-  await expect.poll(() => deepseek.locator('[data-testid="provider-status"]').count()).toBe(1)
-  return deepseek.locator('[data-testid="provider-status"]').textContent()
+  await expect.poll(read, { timeout: 20_000 }).not.toBe(before)
+  return read()
 }
 
 describe.skipIf(!hasChromium())('a key the provider rejects', () => {
@@ -63,7 +67,7 @@ describe.skipIf(!hasChromium())('a key the provider rejects', () => {
       const { credentials } = await app.call('credentials.describe', { names: ['DEEPSEEK_API_KEY'] })
       expect(credentials[0].configured).toBe(false)
       await expect.poll(() => page.locator('[data-provider="deepseek-official"] [data-testid="key-badge"]').textContent()).toBe('no key')
-      await expect.poll(() => paste(page, GOOD)).toBe('Key stored and accepted by the provider.')
+      expect(await paste(page, GOOD)).toBe('Key stored and accepted by the provider.')
       expect(stored()).toContain('DEEPSEEK_API_KEY')
       await expect.poll(() => page.locator('[data-provider="deepseek-official"] [data-testid="key-badge"]').textContent()).toBe('key set')
       // Forgetting it takes it out of the credentials file.
