@@ -2,8 +2,6 @@
 // `{id, name, config?, disabled?}`. Every mistake is one line naming the file, the row and the field.
 import { readFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
-import { parse } from 'yaml'
-import { resolveFrom } from '@dsh/app-boot'
 
 export const PRESET_FILE = 'agent.cordis.yml'
 export const PRESET_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/
@@ -47,6 +45,8 @@ export async function loadPresetFile(file: string, bases: readonly string[] = []
   } catch (error) {
     throw new PresetError(`${file}: cannot read the preset file (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`)
   }
+  // Loaded on first use: a boot that composes no preset pays nothing for them.
+  const [{ parse }, { resolveFrom }] = await Promise.all([import('yaml'), import('@dsh/app-boot')])
   let doc: unknown
   try {
     doc = parse(text)
