@@ -350,15 +350,14 @@ export class AcpServer extends Service {
 
   /**
    * Session modes are the permission presets, when a presets row is mounted, plus `plan` when a
-   * plan-mode row is.
+   * plan-mode row is too (without presets there would be no mode to leave plan mode for).
    */
   private modes(sessionId: string): acp.SessionModeState | undefined {
     const presets = this.presets
-    const plan = this.ctx.get('planMode')
-    if (!presets && !plan) return undefined
-    const availableModes: acp.SessionMode[] = presets ? presets.list().map((p) => ({ id: p.name, name: p.name, description: p.description })) : []
-    if (plan) availableModes.push({ id: PLAN_MODE_ID, name: 'plan', description: 'Plan mode: investigate and propose a plan; nothing changes until you approve it.' })
-    return { currentModeId: this.currentMode(sessionId) ?? PLAN_MODE_ID, availableModes }
+    if (!presets) return undefined
+    const availableModes: acp.SessionMode[] = presets.list().map((p) => ({ id: p.name, name: p.name, description: p.description }))
+    if (this.ctx.get('planMode')) availableModes.push({ id: PLAN_MODE_ID, name: 'plan', description: 'Plan mode: investigate and propose a plan; nothing changes until you approve it.' })
+    return { currentModeId: this.currentMode(sessionId) ?? presets.current(sessionId).name, availableModes }
   }
 
   private setMode(state: Connection, params: acp.SetSessionModeRequest): acp.SetSessionModeResponse {
@@ -366,11 +365,11 @@ export class AcpServer extends Service {
     const presets = this.presets
     const plan = this.ctx.get('planMode')
     const session = live.agent.session
+    if (!presets) throw acp.RequestError.methodNotFound('session/set_mode')
     if (params.modeId === PLAN_MODE_ID && plan) {
       plan.enter(session)
       return {}
     }
-    if (!presets) throw acp.RequestError.methodNotFound('session/set_mode')
     try {
       presets.set(live.id, params.modeId)
     } catch (error) {
