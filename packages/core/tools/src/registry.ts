@@ -31,6 +31,8 @@ export const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/
 
 interface Entry {
   def: ToolDefinition
+  /** The scope it was registered in (undefined: global). */
+  scope?: string
   validate: ArgumentValidator
   /** False once the registration is disposed; a call prepared earlier then answers UNKNOWN_TOOL. */
   live: boolean
@@ -93,9 +95,9 @@ export class ToolRegistry extends Service {
     if (def.scope !== undefined && (typeof def.scope !== 'string' || def.scope === '')) {
       throw new TypeError(`tool "${def.name}": scope must be a non-empty string when given`)
     }
-    const entry: Entry = { def: def as ToolDefinition, validate: this.compiler.compile(def.name, def.parameters), live: true }
-    const entries = this.entries
     const scope = def.scope ?? standingScope(this.ctx)
+    const entry: Entry = { def: def as ToolDefinition, validate: this.compiler.compile(def.name, def.parameters), live: true, ...(scope !== undefined ? { scope } : {}) }
+    const entries = this.entries
     const dispose = this.ctx.effect(() => {
       const remove = entries.register(entry, { scope })
       return () => {
@@ -135,8 +137,8 @@ export class ToolRegistry extends Service {
     const allowed = this.allowed(scope)
     return this.entries
       .resolve(scope)
+      .filter((entry) => entry.scope !== undefined || allowed(entry.def.name))
       .map((entry) => entry.def)
-      .filter((def) => allowed(def.name))
       .sort((a, b) => compare(a.name, b.name))
   }
 
@@ -145,8 +147,9 @@ export class ToolRegistry extends Service {
   }
 
   /**
-   * Limits the tools visible from one agent scope to the names `allow` accepts (an agent preset's
-   * tool set). A hidden tool is absent from `list`/`schemas` and answers `UNKNOWN_TOOL` there.
+   * Limits the global tools visible from one agent scope to the names `allow` accepts (an agent
+   * preset's tool set); tools registered in the scope itself always stay. A hidden tool is absent
+   * from `list`/`schemas` and answers `UNKNOWN_TOOL` there.
    * One restriction per scope; undone by the disposer or when the calling plugin unloads.
    */
   restrict(scope: string, allow: (name: string) => boolean): () => void {
@@ -163,7 +166,7 @@ export class ToolRegistry extends Service {
 
   private lookup(name: string, scope: string | undefined): Entry | undefined {
     const entry = this.entries.get(name, scope)
-    return entry && this.allowed(scope)(name) ? entry : undefined
+    return entry && (entry.scope !== undefined || this.allowed(scope)(name)) ? entry : undefined
   }
 
   /**

@@ -29,9 +29,13 @@ describe('restrict', () => {
     const hidden = await ctx.tools.execute({ callId: 'c1', name: 'write', arguments: '{}' }, { cwd: '/', scope: 'agent:a' })
     expect(hidden.error?.code).toBe('UNKNOWN_TOOL')
     expect(hidden.message.content[0]).toMatchObject({ text: expect.stringContaining('Available tools: bash, read.') })
+    // A tool registered for the scope itself is not limited by the restriction.
+    ctx.tools.register({ ...echo('exit_plan_mode'), scope: 'agent:a' })
+    expect(ctx.tools.schemas('agent:a').map((s) => s.name)).toEqual(['bash', 'exit_plan_mode', 'read'])
+    expect(ctx.tools.get('exit_plan_mode', 'agent:a')).toBeDefined()
     expect(() => ctx.tools.restrict('agent:a', () => true)).toThrow(/already registered/)
     undo()
-    expect(ctx.tools.schemas('agent:a').map((s) => s.name)).toEqual(['bash', 'read', 'write'])
+    expect(ctx.tools.schemas('agent:a').map((s) => s.name)).toEqual(['bash', 'exit_plan_mode', 'read', 'write'])
   })
 
   it('is undone when the restricting plugin unloads', async () => {
