@@ -93,4 +93,17 @@ describe('plan mode in dsh --profile headless', () => {
     expect(JSON.stringify(result.data.message.content)).toContain('refused: PLAN_MODE')
     expect(readFileSync(join(cwd, 'notes.txt'), 'utf8')).toBe('alpha\n')
   })
+
+  it('a preset\'s tool set does not hide exit_plan_mode', { timeout: 60_000 }, async () => {
+    const { home, cwd } = workspace()
+    server = await startMockServer({ steps: [{ text: 'planned' }] as never })
+    const run = await runDsh(['--profile', 'headless', '--preset', 'minimal', '/plan look first'], {
+      cwd,
+      env: { DSH_HOME: home, DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'x' },
+    })
+    // Text mode: the command's output goes to stderr, the turn's answer to stdout.
+    expect(run.stderr).toBe('dsh: Plan mode is on: the agent investigates and proposes a plan before changing anything (/plan off leaves).\n')
+    expect(run.stdout).toBe('planned\n')
+    expect(toolsOf(server.requests[0].body)).toEqual(['bash', 'exit_plan_mode', 'str_replace_editor'])
+  })
 })
