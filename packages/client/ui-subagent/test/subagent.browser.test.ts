@@ -1,21 +1,15 @@
 // The subagent tree in real Chromium against the real `dsh web` (the base bundle's subagent rows)
-// and the mock model. One scripted turn, strictly sequential so every request meets its step:
+// and the mock model; the web bundle mounts the ui-subagent row. One scripted turn, strictly sequential so every request meets its step:
 // the parent starts a background child (which reports, then answers) and blocks in bash on a gate
 // file; then it starts a foreground child that starts a grandchild and blocks in bash on a second
 // gate. The test opens each gate after checking what the page shows meanwhile.
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { hasChromium, launchBrowser, openPage, startWebApp, withArtifacts, type Browser, type Page, type WebApp } from '@dsh/web-testkit'
 
 vi.setConfig({ testTimeout: 90_000, hookTimeout: 90_000 })
 
-const dist = fileURLToPath(new URL('../dist/index.js', import.meta.url))
-const PATCH = `- insert:
-    - id: ui-subagent-under-test
-      name: ${JSON.stringify(dist)}
-`
 const call = (id: string, name: string, args: object) => ({ id, name, arguments: args })
 const gate = (file: string, echo: string) => `while [ ! -f ${file} ]; do sleep 0.1; done; echo ${echo}`
 const STEPS = [
@@ -43,7 +37,7 @@ describe.skipIf(!hasChromium())('ui-subagent in the browser', () => {
   let errors: string[]
   let parentUrl: string
   beforeAll(async () => {
-    app = await startWebApp({ steps: STEPS as never, patch: PATCH })
+    app = await startWebApp({ steps: STEPS as never })
     browser = await launchBrowser()
     ;({ page, errors } = await openPage(browser, app.url))
     await page.waitForURL(/\/s\/[^/]+$/)
