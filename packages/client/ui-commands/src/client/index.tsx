@@ -37,6 +37,12 @@ const CSS = `
 .dsh-command-result header { display: flex; gap: 12px; justify-content: space-between; align-items: center; }
 `
 
+/** Same-origin download paths in command output (e.g. `/export/<id>.zip`) become links. */
+function linkify(text: string) {
+  const parts = text.split(/(\/[A-Za-z0-9_./-]+\.zip)\b/)
+  return parts.map((part, i) => (i % 2 === 1 ? <a key={i} href={part} download data-command-link="true">{part}</a> : part))
+}
+
 export function apply(ctx: Context): void {
   ctx.locale.register(NAMESPACE, { en, zh })
   ctx.effect(() => {
@@ -104,7 +110,7 @@ export function apply(ctx: Context): void {
     return (
       <div className={`dsh-command-result${outcome.state === 'error' ? ' error' : ''}`} data-command-result={outcome.state} role={outcome.state === 'error' ? 'alert' : 'status'}>
         <header><strong>{title}</strong><button type="button" onClick={() => result.set(undefined)}>{tr('dismiss')}</button></header>
-        {outcome.output ? <pre>{outcome.output}</pre> : null}
+        {outcome.output ? <pre>{linkify(outcome.output)}</pre> : null}
       </div>
     )
   }
