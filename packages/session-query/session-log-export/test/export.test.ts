@@ -51,7 +51,7 @@ describe('session-log-export', () => {
   it('a finished session: the log line for line, its image, a manifest', async () => {
     const { session } = await app.call('sessions.create', { cwd: app.cwd })
     const upload = await fetch(`${app.url.replace(/\/$/, '')}/attachments`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'a.png', data: png(3, 3).toString('base64') }) })
-    const { token, attachment } = await upload.json()
+    const { token, attachment } = (await upload.json()) as { token: string; attachment: { id: string } }
     await app.call('sessions.prompt', { sessionId: session.sessionId, text: `look ${token}` })
     await waitFor(async () => (await app.call('sessions.list')).sessions.find((s: any) => s.sessionId === session.sessionId)?.status === 'idle')
     const response = await download(session.sessionId)
@@ -88,10 +88,10 @@ describe('session-log-export', () => {
   it('an unknown session is a 404, a bad path is a 404 naming the route', async () => {
     const missing = await download('no-such-session')
     expect(missing.status).toBe(404)
-    expect((await missing.json()).error).toEqual({ code: 'SESSION_NOT_FOUND', message: 'no session "no-such-session"' })
+    expect(((await missing.json()) as { error: unknown }).error).toEqual({ code: 'SESSION_NOT_FOUND', message: 'no session "no-such-session"' })
     const bad = await fetch(`${app.url.replace(/\/$/, '')}/export/x`)
     expect(bad.status).toBe(404)
-    expect((await bad.json()).error.message).toBe('GET /export/<sessionId>.zip')
+    expect(((await bad.json()) as { error: { message: string } }).error.message).toBe('GET /export/<sessionId>.zip')
   })
 
   it('the ZIP writer: stored and deflated entries, UTF-8 names, an empty archive', () => {
