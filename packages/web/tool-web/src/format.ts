@@ -1,12 +1,10 @@
 // What the model reads: HTML turned into Markdown (turndown), a fetch header, and search results
 // as a numbered list per query. Pure functions of their inputs, so a result reads the same every
 // time it is produced.
-import TurndownService from 'turndown'
+import { createRequire } from 'node:module'
+import type TurndownService from 'turndown'
 import type { WebFetchResult, WebSearchResult } from '@dsh/web'
 
-const turndown = new TurndownService({ headingStyle: 'atx', codeBlockStyle: 'fenced', bulletListMarker: '-', emDelimiter: '_', hr: '---' })
-turndown.remove(['script', 'style', 'noscript', 'template', 'svg', 'canvas', 'iframe', 'object', 'embed', 'head', 'form', 'button', 'select', 'link', 'meta'])
-// Tables as pipe tables: turndown alone flattens each cell into its own paragraph.
 /** The part of a DOM element the table rule reads (turndown hands rules its parser's nodes). */
 interface TableNode {
   nodeName: string
@@ -14,32 +12,46 @@ interface TableNode {
   parentElement: TableNode | null
   children: { length: number }
 }
-const cellText = (content: string) => content.replace(/\s*\n+\s*/g, ' ').replace(/\|/g, '\\|').trim()
-turndown.addRule('table-section', { filter: ['thead', 'tbody', 'tfoot'], replacement: (content) => content })
-turndown.addRule('table-cell', { filter: ['th', 'td'], replacement: (content) => ` ${cellText(content)} |` })
-turndown.addRule('table-row', {
-  filter: 'tr',
-  replacement(content, node) {
-    const row = `|${content}\n`
-    const element = node as unknown as TableNode
-    const first = !element.previousElementSibling && (element.parentElement?.nodeName !== 'TBODY' || !element.parentElement.previousElementSibling)
-    if (!first) return row
-    const cells = element.children.length
-    return `${row}|${' --- |'.repeat(cells)}\n`
-  },
-})
-turndown.addRule('table', { filter: 'table', replacement: (content) => `\n\n${content.trim()}\n\n` })
-// Icon-only links (drawn with CSS) would leave `[](url)`; list items left empty are dropped after conversion.
+
 interface TextNode {
   nodeName: string
   textContent: string | null
   querySelector?(selector: string): unknown
 }
+
+const cellText = (content: string) => content.replace(/\s*\n+\s*/g, ' ').replace(/\|/g, '\\|').trim()
 const blank = (node: unknown) => {
   const n = node as TextNode
   return (n.textContent ?? '').trim() === '' && !n.querySelector?.('img')
 }
-turndown.addRule('empty-link', { filter: (node) => node.nodeName === 'A' && blank(node), replacement: () => '' })
+
+// turndown (and its DOM) is loaded on the first conversion, not at boot: about 0.3 s of module
+// loading that a run without web_fetch should not pay. Its package ships CommonJS for Node.
+let service: TurndownService | undefined
+function turndownService(): TurndownService {
+  if (service) return service
+  const Turndown = createRequire(import.meta.url)('turndown') as typeof TurndownService
+  const turndown = new Turndown({ headingStyle: 'atx', codeBlockStyle: 'fenced', bulletListMarker: '-', emDelimiter: '_', hr: '---' })
+  turndown.remove(['script', 'style', 'noscript', 'template', 'svg', 'canvas', 'iframe', 'object', 'embed', 'head', 'form', 'button', 'select', 'link', 'meta'])
+  // Tables as pipe tables: turndown alone flattens each cell into its own paragraph.
+  turndown.addRule('table-section', { filter: ['thead', 'tbody', 'tfoot'], replacement: (content) => content })
+  turndown.addRule('table-cell', { filter: ['th', 'td'], replacement: (content) => ` ${cellText(content)} |` })
+  turndown.addRule('table-row', {
+    filter: 'tr',
+    replacement(content, node) {
+      const row = `|${content}\n`
+      const element = node as unknown as TableNode
+      const first = !element.previousElementSibling && (element.parentElement?.nodeName !== 'TBODY' || !element.parentElement.previousElementSibling)
+      if (!first) return row
+      return `${row}|${' --- |'.repeat(element.children.length)}\n`
+    },
+  })
+  turndown.addRule('table', { filter: 'table', replacement: (content) => `\n\n${content.trim()}\n\n` })
+  // Icon-only links (drawn with CSS) would leave `[](url)`; list items left empty are dropped by tidy().
+  turndown.addRule('empty-link', { filter: (node) => node.nodeName === 'A' && blank(node), replacement: () => '' })
+  service = turndown
+  return turndown
+}
 
 const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ' }
 const unescape = (text: string) =>
@@ -86,7 +98,7 @@ function tidy(markdown: string): string {
 /** HTML to Markdown, with links made absolute against `base`. */
 export function htmlToMarkdown(html: string, base: string): string {
   const body = /<body[^>]*>([\s\S]*)<\/body>/i.exec(html)?.[1] ?? html
-  return tidy(turndown.turndown(absolutizeLinks(body, base)))
+  return tidy(turndownService().turndown(absolutizeLinks(body, base)))
 }
 
 export const isHtml = (mediaType: string) => mediaType === 'text/html' || mediaType === 'application/xhtml+xml'
