@@ -2,7 +2,8 @@
 export const CSS = `
 .dsh-subagents{list-style:none;margin:0;padding:0;}
 .dsh-subagents .dsh-subagents{margin-left:14px;padding-left:8px;border-left:1px solid var(--c-border,#e3e5e8);}
-.dsh-subagent{padding:4px 0;}
+.dsh-subagent{padding:6px 0;}
+.dsh-subagent+.dsh-subagent{border-top:1px solid var(--c-border,#eceef1);}
 .dsh-subagent-head{display:flex;flex-wrap:wrap;align-items:center;gap:6px;}
 .dsh-subagent-id{font-family:ui-monospace,monospace;font-weight:600;}
 .dsh-subagent-desc{flex:1 1 100%;overflow:hidden;text-overflow:ellipsis;}
