@@ -2,7 +2,7 @@
 // manifest (`{package, url}`); each is an ES module whose default export is a Cordis plugin
 // (`{name, inject?, apply(ctx)}` or a Service class). Its bare imports of the shared libraries
 // resolve through the page's import map to the app's own copies.
-import { Context, Service, type Fiber } from 'cordis'
+import { Context, Service } from 'cordis'
 
 /** cordis' FiberState.ACTIVE (its enum is declared `const`, which isolated modules cannot read). */
 const ACTIVE = 2
@@ -36,7 +36,9 @@ const defaultImporter: ModuleImporter = (url) => import(/* @vite-ignore */ url)
 
 export class ClientPlugins extends Service {
   readonly list = new Store<readonly LoadedPlugin[]>([])
-  private readonly fibers = new Map<string, Fiber>()
+  // Named through ctx.plugin's return type: cordis' Fiber becomes generic when a program also
+  // sees @cordisjs/plugin-loader's augmentation (host halves type-checked with the client).
+  private readonly fibers = new Map<string, ReturnType<Context['plugin']>>()
 
   constructor(ctx: Context, private readonly importer: ModuleImporter = defaultImporter) {
     super(ctx, 'clientPlugins')
