@@ -23,22 +23,20 @@ const oneLine = (text: string, max = 60) => {
   return flat.length > max ? flat.slice(0, max - 3) + '...' : flat
 }
 
-const tokens = (n: number) => (n >= 10_000 ? `${(n / 1000).toFixed(0)}k` : String(n))
-
 /** An aligned table: every column but the last padded to its widest cell. */
 export function sessionTable(rows: SessionListRow[], withCwd: boolean, now = Date.now()): string {
-  const header = ['ID', 'UPDATED', 'TURNS', 'TOKENS', ...(withCwd ? ['CWD'] : []), 'TITLE']
+  // The columns `dsh sessions` always had (scripts read them); token figures are in `show` and JSON.
+  const header = ['ID', 'UPDATED', 'TURNS', ...(withCwd ? ['CWD'] : []), 'TITLE']
   const cells = rows.map((r) => [
     r.id,
     formatAge(r.updatedAt ?? r.createdAt, now),
     String(r.turns),
-    r.stats ? tokens(r.stats.tokens.input + r.stats.tokens.cacheRead + r.stats.tokens.cacheWrite + r.stats.tokens.output) : '-',
     ...(withCwd ? [r.cwd] : []),
     r.damaged !== undefined ? `(damaged: ${oneLine(r.damaged)})` : oneLine(r.title ?? r.firstPrompt ?? '') || '(no prompt)',
   ])
   const all = [header, ...cells]
   const widths = header.map((_, i) => Math.max(...all.map((row) => row[i].length)))
-  const right = new Set([2, 3])
+  const right = new Set([2])
   return all.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : right.has(i) ? cell.padStart(widths[i]) : cell.padEnd(widths[i]))).join('  ')).join('\n') + '\n'
 }
 

@@ -66,7 +66,7 @@ describe('dsh sessions', () => {
     const all = JSON.parse((await runDsh(['sessions', '--all', '--output-format', 'json'], { cwd, env: env() })).stdout)
     expect(all.map((r: { title: string }) => r.title).sort()).toEqual(['Read notes.txt and tell me the ingredient', 'a second, unrelated task'])
     const text = await runDsh(['sessions'], { cwd, env: env() })
-    expect(text.stdout).toMatch(/^ID\s+UPDATED\s+TURNS\s+TOKENS\s+TITLE\n/)
+    expect(text.stdout).toMatch(/^ID\s+UPDATED\s+TURNS\s+TITLE\n/)
     expect(text.stdout).toContain('Read notes.txt and tell me the ingredient')
   })
 
