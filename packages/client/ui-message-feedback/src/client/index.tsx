@@ -1,0 +1,89 @@
+// @dsh/ui-message-feedback/client: a "Feedback" section in the side panel for the latest finalized
+// answer of the session (the assistant message that closed the last completed turn): Like /
+// Dislike and an optional note, saved with messageFeedback.put (logged as feedback/message). The
+// current rating is read from the session feed, so it follows other tabs and reloads.
+import type { Context } from 'cordis'
+import { useMemo, useState } from 'react'
+import { useT, type SessionSlotProps } from '@dsh/client-runtime'
+import { currentFeedback, messageFeedbackPut, type Rating } from '@dsh/message-feedback/contract'
+
+export const NAMESPACE = 'messageFeedback'
+export const name = '@dsh/ui-message-feedback'
+export const inject = ['slots', 'locale', 'remote']
+
+const en = {
+  title: 'Feedback on the last answer',
+  like: 'Like',
+  dislike: 'Dislike',
+  note: 'Note (optional)',
+  save: 'Save note',
+  saved: 'Saved',
+  withdraw: 'Withdraw',
+  failed: 'Not saved: {message}',
+}
+const zh: Record<keyof typeof en, string> = {
+  title: '对上一条回答的反馈',
+  like: '赞',
+  dislike: '踩',
+  note: '备注(可选)',
+  save: '保存备注',
+  saved: '已保存',
+  withdraw: '撤回',
+  failed: '未保存: {message}',
+}
+
+/** The seq of the assistant message that closed the last completed turn. */
+export function lastFinalAnswer(events: ReadonlyArray<{ seq: number; type: string; data: unknown }>): number | undefined {
+  let last: number | undefined
+  let candidate: number | undefined
+  for (const e of events) {
+    if (e.type === 'turn/start') candidate = undefined
+    else if (e.type === 'assistant/message') candidate = (e.data as { interrupted?: boolean }).interrupted ? undefined : e.seq
+    else if (e.type === 'turn/end' && candidate !== undefined) last = candidate
+  }
+  return last
+}
+
+export function apply(ctx: Context): void {
+  ctx.locale.register(NAMESPACE, { en, zh })
+
+  function FeedbackSection({ sessionId, feed }: SessionSlotProps) {
+    const t = useT(NAMESPACE)
+    const target = useMemo(() => lastFinalAnswer(feed.events), [feed.version, feed.events])
+    const current = useMemo(() => (target === undefined ? undefined : currentFeedback(feed.events).find((f) => f.messageSeq === target)), [feed.version, feed.events, target])
+    const [note, setNote] = useState<{ seq: number; text: string } | undefined>(undefined)
+    const [state, setState] = useState<{ kind: 'saved' | 'error'; text?: string } | undefined>(undefined)
+    if (target === undefined) return null
+    const noteText = note?.seq === target ? note.text : (current?.note ?? '')
+    const put = async (rating: Rating, text = noteText) => {
+      setState(undefined)
+      try {
+        await ctx.remote.call(messageFeedbackPut, { sessionId, messageSeq: target, rating, ...(text.trim() ? { note: text } : {}) })
+        setState({ kind: 'saved' })
+      } catch (error) {
+        setState({ kind: 'error', text: (error as Error).message })
+      }
+    }
+    return (
+      <section className="panel-section" data-message-feedback={target} data-rating={current?.rating ?? 'none'}>
+        <h3>{t('title')}</h3>
+        <div style={{ display: 'flex', gap: 6, marginBottom: 6 }}>
+          <button type="button" aria-pressed={current?.rating === 'like'} data-feedback="like" onClick={() => void put('like')}>👍 {t('like')}</button>
+          <button type="button" aria-pressed={current?.rating === 'dislike'} data-feedback="dislike" onClick={() => void put('dislike')}>👎 {t('dislike')}</button>
+          {current ? <button type="button" data-feedback="none" onClick={() => void put('none', '')}>{t('withdraw')}</button> : null}
+        </div>
+        {current ? (
+          <>
+            <textarea aria-label={t('note')} placeholder={t('note')} rows={2} style={{ width: '100%' }} value={noteText} onChange={(e) => setNote({ seq: target, text: e.target.value })} />
+            <button type="button" data-feedback="note" onClick={() => void put(current.rating)}>{t('save')}</button>
+          </>
+        ) : null}
+        {state?.kind === 'saved' ? <span className="muted" role="status"> {t('saved')}</span> : null}
+        {state?.kind === 'error' ? <p className="error" role="alert">{t('failed', { message: state.text ?? '' })}</p> : null}
+      </section>
+    )
+  }
+  ctx.slots.register('panel.side', { id: 'ui-message-feedback', order: 50, component: FeedbackSection })
+}
+
+export default { name, inject, apply }
