@@ -156,18 +156,22 @@ describe('ctx.connection.session(id)', () => {
   })
 
   it('keeps pending approvals from the stream and drops them when resolved', async () => {
+    // The host resolves the approval only once the feed has shown it (no race on a loaded machine).
+    let resolveNow!: () => void
+    const shown = new Promise<void>((resolve) => (resolveNow = resolve))
     const ctx = await start({
       session(res) {
         sse(res)
         res.write(event(0))
         res.write(`event: approval\ndata: ${JSON.stringify({ requestId: 'r1', sessionId: 's4', request: { kind: 'bash', title: 'Run ls', action: {}, options: [], time: 0 } })}\n\n`)
         res.write('event: status\ndata: {"sessionId":"s4","status":"waiting","queued":0}\n\n')
-        setTimeout(() => res.write('event: approval/resolved\ndata: {"requestId":"r1","decision":"allowed-once"}\n\n'), 100)
+        void shown.then(() => res.write('event: approval/resolved\ndata: {"requestId":"r1","decision":"allowed-once"}\n\n'))
       },
     })
     const feed = ctx.connection.session('s4')
     await vi.waitFor(() => expect(feed.get().approvals.map((a) => a.requestId)).toEqual(['r1']))
     expect(feed.get().status).toBe('waiting')
+    resolveNow()
     await vi.waitFor(() => expect(feed.get().approvals).toEqual([]))
     feed.release()
   })
