@@ -4,27 +4,19 @@
 // with the host's reason and the composer text is kept.
 import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { hasChromium, launchBrowser, openPage, startWebApp, withArtifacts, type Browser, type Page, type WebApp } from '@dsh/web-testkit'
 import { png } from '../../../attachment/attachment/test/png.ts'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
 
-const dist = (dir: string) => fileURLToPath(new URL(`../../../${dir}/dist/index.js`, import.meta.url))
 const PATCH = `- id: llm-deepseek
   config:
     models:
       - { id: deepseek-v4-flash, contextWindow: 1048576, supportsTools: true, supportsImages: true }
       - { id: text-only, contextWindow: 1048576, supportsTools: true }
-- insert:
-    - id: attachment-local
-      name: ${JSON.stringify(dist('attachment/attachment-local'))}
-      config: { maxBytes: 20000 }
-    - id: attachment
-      name: ${JSON.stringify(dist('attachment/attachment'))}
-    - id: ui-attachment
-      name: ${JSON.stringify(dist('client/ui-attachment'))}
+- id: attachment-local
+  config: { maxBytes: 20000 }
 `
 const STEPS = [{ text: 'A red square.' }, { text: 'I cannot see it.' }]
 

@@ -3,20 +3,13 @@
 // on `/compact` runs the compaction through commands.execute (no model turn) and the log shows it;
 // a failing command shows its error and keeps nothing half-done; text that is not a listed command
 // still goes to the model.
-import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { hasChromium, launchBrowser, openPage, startWebApp, withArtifacts, type Browser, type Page, type WebApp } from '@dsh/web-testkit'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
 
-const dist = (pkg: string) => fileURLToPath(new URL(`../../${pkg}/dist/index.js`, import.meta.url))
 const PATCH = `- id: compaction
   config: { keepRecentTokens: 1, pinHead: false }
-- insert:
-    - id: ui-input-trigger
-      name: ${JSON.stringify(dist('ui-input-trigger'))}
-    - id: ui-commands
-      name: ${JSON.stringify(dist('ui-commands'))}
 `
 const STEPS = [
   { text: 'The first answer, about apples and their many varieties.' },

@@ -1,22 +1,12 @@
 // Feedback in real Chromium against the real `dsh web` and the mock model: a like (then a note)
 // on the last answer is logged as feedback/message; /feedback logs feedback/record; both event
 // types reload after a restart of the host (registered with persistence); bad targets are refused.
-import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { hasChromium, launchBrowser, openPage, startWebApp, withArtifacts, type Browser, type Page, type WebApp } from '@dsh/web-testkit'
 import { lastFinalAnswer } from '../src/client/index.tsx'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
 
-const dist = (dir: string) => fileURLToPath(new URL(`../../../${dir}/dist/index.js`, import.meta.url))
-const PATCH = `- insert:
-    - id: message-feedback
-      name: ${JSON.stringify(dist('feedback/message-feedback'))}
-    - id: command-feedback
-      name: ${JSON.stringify(dist('feedback/command-feedback'))}
-    - id: ui-message-feedback
-      name: ${JSON.stringify(dist('client/ui-message-feedback'))}
-`
 
 describe('lastFinalAnswer', () => {
   it('is the message that closed the last completed turn, never an interrupted one', () => {
@@ -33,7 +23,7 @@ describe.skipIf(!hasChromium())('ui-message-feedback in the browser', () => {
   let page: Page
   let errors: string[]
   beforeAll(async () => {
-    app = await startWebApp({ steps: [{ text: 'Here is the answer.' }] as never, patch: PATCH })
+    app = await startWebApp({ steps: [{ text: 'Here is the answer.' }] as never })
     browser = await launchBrowser()
     ;({ page, errors } = await openPage(browser, app.url))
     await page.waitForURL(/\/s\/[^/]+$/)
@@ -78,8 +68,6 @@ describe.skipIf(!hasChromium())('ui-message-feedback in the browser', () => {
 
   it('bad targets and an empty /feedback are refused with one-line reasons', async () => {
     const sid = (await app.call<{ sessions: Array<{ sessionId: string }> }>('sessions.list')).sessions[0].sessionId
-    const unloaded = await fetch(`${app.url.replace(/\/$/, '')}/api/messageFeedback.put`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sessionId: sid, messageSeq: 0, rating: 'like' }) })
-    expect(unloaded.status).toBe(404)
     // Running a command loads the session (as a page streaming it does).
     const empty = await app.call('commands.execute', { sessionId: sid, line: '/feedback' })
     expect(empty).toMatchObject({ ok: false, error: { message: expect.stringMatching(/feedback text is empty/) } })

@@ -4,23 +4,11 @@
 // session picked from the menu reaches the request as its summary.
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { hasChromium, launchBrowser, openPage, startWebApp, withArtifacts, type Browser, type Page, type WebApp } from '@dsh/web-testkit'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
 
-const dist = (dir: string) => fileURLToPath(new URL(`../../../${dir}/dist/index.js`, import.meta.url))
-const PATCH = `- insert:
-    - id: file-reference
-      name: ${JSON.stringify(dist('context/file-reference'))}
-    - id: session-reference
-      name: ${JSON.stringify(dist('context/session-reference'))}
-    - id: ui-input-trigger
-      name: ${JSON.stringify(dist('client/ui-input-trigger'))}
-    - id: ui-reference
-      name: ${JSON.stringify(dist('client/ui-reference'))}
-`
 const STEPS = [
   { text: 'It exports the answer.' },
   { text: 'That file is gone.' },
@@ -33,7 +21,7 @@ describe.skipIf(!hasChromium())('ui-reference in the browser', () => {
   let page: Page
   let errors: string[]
   beforeAll(async () => {
-    app = await startWebApp({ steps: STEPS as never, patch: PATCH })
+    app = await startWebApp({ steps: STEPS as never })
     mkdirSync(join(app.cwd, 'src'))
     writeFileSync(join(app.cwd, 'src', 'main.ts'), 'export const answer = 42\n')
     writeFileSync(join(app.cwd, 'notes.md'), 'some notes\n')

@@ -1,25 +1,21 @@
 // The trajectory dialog in real Chromium against the real `dsh web` and the mock model: a 3-step
 // turn (two tool steps and an answer) shows three request rows with the token figures the mock
 // reported, each tool call with a duration, the totals, and a cost from the configured price.
-import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { hasChromium, launchBrowser, openPage, startWebApp, withArtifacts, type Browser, type WebApp } from '@dsh/web-testkit'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
 
-const SELF = fileURLToPath(new URL('../dist/index.js', import.meta.url))
 const STEPS = [
   { toolCalls: [{ name: 'bash', arguments: { command: 'echo one', description: 'one' } }], usage: { prompt: 1200, completion: 40, cacheHit: 1024 } },
   { toolCalls: [{ name: 'bash', arguments: { command: 'echo two', description: 'two' } }], usage: { prompt: 1300, completion: 30, cacheHit: 1200 } },
   { text: 'Both commands ran.', usage: { prompt: 1400, completion: 12, cacheHit: 1300 } },
 ]
 // Prices: $1/M input, $2/M output, $0.5/M cache read.
-const PATCH = `- insert:
-    - id: ui-trajectory
-      name: ${JSON.stringify(SELF)}
-      config:
-        prices:
-          deepseek-v4-flash: { input: 1, output: 2, cacheRead: 0.5 }
+const PATCH = `- id: ui-trajectory
+  config:
+    prices:
+      deepseek-v4-flash: { input: 1, output: 2, cacheRead: 0.5 }
 `
 
 describe.skipIf(!hasChromium())('ui-trajectory in the browser', () => {

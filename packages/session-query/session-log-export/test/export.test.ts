@@ -6,7 +6,6 @@ import { execFileSync } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { startWebApp, type WebApp } from '@dsh/web-testkit'
 import { png } from '../../../attachment/attachment/test/png.ts'
@@ -14,13 +13,6 @@ import { zip } from '../src/zip.ts'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
 
-const dist = (dir: string) => fileURLToPath(new URL(`../../../${dir}/dist/index.js`, import.meta.url))
-const PATCH = `- insert:
-    - id: attachment-local
-      name: ${JSON.stringify(dist('attachment/attachment-local'))}
-    - id: session-log-export
-      name: ${JSON.stringify(dist('session-query/session-log-export'))}
-`
 const STEPS = [
   { text: 'Done.' },
   { events: [{ text: 'Working ' }, { delayMs: 100 }, { text: 'on it' }, { stall: true }] },
@@ -29,7 +21,7 @@ const STEPS = [
 let app: WebApp
 let scratch: string
 beforeAll(async () => {
-  app = await startWebApp({ steps: STEPS as never, patch: PATCH })
+  app = await startWebApp({ steps: STEPS as never })
   scratch = mkdtempSync(join(tmpdir(), 'dsh-export-test-'))
 })
 afterAll(async () => {
