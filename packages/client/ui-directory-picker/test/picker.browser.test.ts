@@ -1,0 +1,47 @@
+// The directory picker in real Chromium against the real `dsh web`: browse from the home folder
+// into a subfolder and add it as a workspace; a folder deleted while shown is a clear error and
+// adds nothing.
+import { mkdirSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { hasChromium, launchBrowser, openPage, startWebApp, withArtifacts, type Browser, type WebApp } from '@dsh/web-testkit'
+
+vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
+
+describe.skipIf(!hasChromium())('ui-directory-picker in the browser', () => {
+  let app: WebApp
+  let browser: Browser
+  beforeAll(async () => {
+    app = await startWebApp()
+    mkdirSync(join(app.home, 'projects', 'alpha'), { recursive: true })
+    mkdirSync(join(app.home, 'projects', 'doomed'), { recursive: true })
+    browser = await launchBrowser()
+  })
+  afterAll(async () => {
+    await browser?.close()
+    await app?.close()
+  })
+
+  it('browse into a folder and add it as a workspace; a vanished folder is an error', async () => {
+    const { page, errors } = await openPage(browser, app.url)
+    await withArtifacts(page, 'directory-picker', async () => {
+      await page.locator('[data-directory-picker-open]').click()
+      const dialog = page.locator('[data-directory-picker]')
+      await expect.poll(() => dialog.locator('[data-directory-path]').textContent()).toBe(app.home)
+      await dialog.locator('[data-directory-entry="projects"]').click()
+      await expect.poll(() => dialog.locator('[data-directory-path]').textContent()).toBe(join(app.home, 'projects'))
+      expect(await dialog.locator('[data-directory-entry]').allTextContents()).toEqual(['📁 alpha', '📁 doomed'])
+      rmSync(join(app.home, 'projects', 'doomed'), { recursive: true })
+      await dialog.locator('[data-directory-entry="doomed"]').click()
+      await expect.poll(() => dialog.locator('[role="alert"]').textContent()).toMatch(/doomed/)
+      await dialog.locator('[data-directory-entry="alpha"]').click()
+      await expect.poll(() => dialog.locator('[data-directory-path]').textContent()).toBe(join(app.home, 'projects', 'alpha'))
+      await dialog.locator('[data-directory-use]').click()
+      await expect.poll(() => dialog.count()).toBe(0)
+      const { workspaces } = await app.call('workspaces.list')
+      expect(workspaces.map((w: { path: string }) => w.path)).toContain(join(app.home, 'projects', 'alpha'))
+      expect(workspaces.map((w: { path: string }) => w.path)).not.toContain(join(app.home, 'projects', 'doomed'))
+      expect(errors.filter((e) => !/status of 4\d\d/.test(e))).toEqual([])
+    })
+  })
+})
