@@ -9,6 +9,9 @@ export default defineConfig({
     maxWorkers: 2,
     testTimeout: 20_000,
     hookTimeout: 20_000,
+    // expect.poll gives up after 1 s by default: too short for a browser round trip on a loaded
+    // two-core machine (a settings test failed in CI that way). Calls that pass their own keep it.
+    expect: { poll: { timeout: 10_000 } },
     reporters: ['default'],
   },
 })

@@ -1,6 +1,6 @@
 // Models: every provider a key can be set for (the key goes in and never comes back), the
 // OpenAI-compatible endpoints declared here, model discovery and the default model.
-import { useCallback, useEffect, useState } from 'react'
+import { useCallback, useEffect, useRef, useState } from 'react'
 import { useCtx } from '@dsh/client-runtime'
 import { modelsAddEndpoint, modelsCatalog, modelsDiscover, modelsForgetKey, modelsRemoveProvider, modelsSetKey, type WireProvider } from '@dsh/api-models/contract'
 import { settingsUpdate } from '@dsh/api-settings/contract'
@@ -17,7 +17,22 @@ export default function ModelsPage() {
   const [error, setError] = useState<string>()
   const [filter, setFilter] = useState('')
   const [showAll, setShowAll] = useState(false)
-  const reload = useCallback(() => ctx.remote.call(modelsCatalog, {}).then((r) => { setProviders(r.providers); setError(undefined) }, (e) => setError(failure(e, t))), [ctx, t])
+  // Only the newest catalog request may set the list: an older answer arriving late (a reload
+  // started before a key was forgotten) must not bring back what was removed.
+  const latest = useRef(0)
+  const reload = useCallback(() => {
+    const n = ++latest.current
+    return ctx.remote.call(modelsCatalog, {}).then(
+      (r) => {
+        if (n !== latest.current) return
+        setProviders(r.providers)
+        setError(undefined)
+      },
+      (e) => {
+        if (n === latest.current) setError(failure(e, t))
+      },
+    )
+  }, [ctx, t])
   useEffect(() => void reload(), [reload])
   if (error) return <p className="dsh-settings-error" role="alert">{error}</p>
   if (!providers) return <p className="dsh-settings-muted" role="status">{t('loading')}</p>
