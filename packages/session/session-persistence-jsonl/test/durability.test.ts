@@ -126,3 +126,52 @@ describe('unregistered event types', () => {
     await strict.close('strict')
   })
 })
+
+describe('the list() summary cache (summary.json beside each log)', () => {
+  it('is used while its log keeps the recorded size, and recomputed when it does not match', async () => {
+    const p = await open()
+    const log = await stored(p, 'cached', '/w', 1)
+    const cacheFile = join(log, '..', 'summary.json')
+    const [first] = await p.list()
+    const cached = JSON.parse(await readFile(cacheFile, 'utf8'))
+    expect(cached).toMatchObject({ size: (await stat(log)).size, file: 'session.jsonl.zstd', summary: { id: 'cached', turns: first.turns } })
+    // A matching cache is trusted as is: a marker planted in it shows up in the listing.
+    await writeFile(cacheFile, JSON.stringify({ ...cached, summary: { ...cached.summary, title: 'from the cache' } }))
+    expect((await p.list())[0].title).toBe('from the cache')
+    // Wrong size, an older cache without `file`, another session's cache, a cache naming a log
+    // that is not there: each is rebuilt from the log, never trusted.
+    const variants = [
+      { ...cached, size: cached.size + 1 },
+      { size: cached.size, summary: { ...cached.summary, title: 'from the cache' } },
+      { ...cached, summary: { ...cached.summary, id: 'other' } },
+      { ...cached, file: 'session.jsonl' },
+      'not json',
+    ]
+    for (const variant of variants) {
+      await writeFile(cacheFile, typeof variant === 'string' ? variant : JSON.stringify({ ...variant, summary: { ...variant.summary, title: variant.summary.id === 'cached' ? 'stale' : 'x' } }))
+      const [row] = await p.list()
+      expect(row.title, JSON.stringify(variant)).toBeUndefined()
+      expect(row.turns).toBe(first.turns)
+      expect(JSON.parse(await readFile(cacheFile, 'utf8'))).toEqual(cached)
+    }
+  })
+
+  it('a cached raw log is not trusted when a compressed log (which wins) sits beside it', async () => {
+    const p = await open({ compression: 'none' })
+    const raw = await stored(p, 'both', '/w', 1)
+    await p.list()
+    const cacheFile = join(raw, '..', 'summary.json')
+    const cached = JSON.parse(await readFile(cacheFile, 'utf8'))
+    expect(cached.file).toBe('session.jsonl')
+    await writeFile(cacheFile, JSON.stringify({ ...cached, summary: { ...cached.summary, title: 'stale' } }))
+    expect((await p.list())[0].title).toBe('stale')
+    // A compressed log of two turns appears beside the raw one: it is the session's log now.
+    const z = await open({ root: join(root, 'z') })
+    const zlog = await stored(z, 'both', '/w', 2)
+    await writeFile(join(raw, '..', 'session.jsonl.zstd'), await readFile(zlog))
+    const q = await open({ compression: 'none' })
+    const [row] = await q.list()
+    expect(row.title).toBeUndefined()
+    expect(row.turns).toBe(2)
+  })
+})
