@@ -40,7 +40,7 @@ export async function runInWorker(request: ResolvedCodeRun, limits: RunLimits): 
   let source = request.code
   if (request.language === 'typescript') {
     try {
-      source = stripTypes(request.code)
+      source = await stripTypes(request.code)
     } catch (error) {
       const message = error instanceof TypeStripError ? error.message : messageOf(error)
       return finish({ error: { code: 'SYNTAX', message: `SyntaxError: ${message}` } })

@@ -1,7 +1,9 @@
 // TypeScript -> JavaScript by removing types only (sucrase's `typescript` transform, no module or
 // syntax lowering). Sucrase keeps every line where it was, so the program's stack frames and syntax
-// errors point at the model's own line numbers.
-import { transform } from 'sucrase'
+// errors point at the model's own line numbers. Sucrase (about 80 modules) is imported on the first
+// TypeScript run, not at boot: most sessions never run code.
+type Transform = typeof import('sucrase').transform
+let transformReady: Promise<Transform> | undefined
 
 export class TypeStripError extends Error {
   override name = 'TypeStripError'
@@ -12,7 +14,8 @@ export class TypeStripError extends Error {
 const OPEN = 'async function __dsh_program__() {'
 const CLOSE = '}'
 
-export function stripTypes(code: string): string {
+export async function stripTypes(code: string): Promise<string> {
+  const transform = await (transformReady ??= import('sucrase').then((m) => m.transform))
   let output: string
   try {
     output = transform(`${OPEN}\n${code}\n${CLOSE}`, { transforms: ['typescript'], disableESTransforms: true, production: true }).code

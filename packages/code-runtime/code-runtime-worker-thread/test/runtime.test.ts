@@ -123,9 +123,9 @@ describe('code-runtime-worker-thread', () => {
     expect((await run({ code: 'return input.n * 2', globals: { input: { n: 21 } } })).value).toBe(42)
   })
 
-  it('type stripping keeps line numbers', () => {
+  it('type stripping keeps line numbers', async () => {
     const source = 'const a: string = "x"\ninterface I {\n  y: number\n}\nreturn a as string'
-    const out = stripTypes(source)
+    const out = await stripTypes(source)
     expect(out.split('\n')).toHaveLength(5)
     expect(out.split('\n')[4]).toBe('return a ')
   })
