@@ -104,9 +104,11 @@ export class SessionProjections extends Service {
     writeCache: Schema.boolean().default(true).description('Write refreshed and rebuilt checkpoints back to the cache.'),
   })
 
-  // Mutated in place only (methods may run on a per-caller shadow of the service).
-  private readonly registry = new Map<string, ProjectionUnit<any, any>>() // any: units of any state type share one map
-  private readonly live = new Map<string, LiveFold>()
+  // The folding state lives in a plain object: inside service methods `this` is a per-caller
+  // Cordis shadow whose every property read goes through a proxy, which made a 1,000-row listing
+  // spend tens of milliseconds on property lookups alone. Service methods look things up once
+  // and hand over to the engine.
+  private readonly engine = new Engine()
   private readonly home: Context
   private readonly writeCache: boolean
   /** Figures of the last `list()`, for tests and benches. */
@@ -116,35 +118,34 @@ export class SessionProjections extends Service {
     super(ctx, 'sessionProjections')
     this.home = ctx
     this.writeCache = config.writeCache ?? true
-    const live = this.live
+    const live = this.engine.live
     ctx.on('session/deleted', (session) => void live.delete(session.id))
     ctx.effect(() => () => live.clear(), 'session-projections: clear')
   }
 
   /** Registers a unit. A second unit of the same name throws. Undone by the disposer or unloading. */
   register<S, V>(unit: ProjectionUnit<S, V>): () => void {
+    const engine = this.engine
     return this.ctx.effect(() => {
       if (!unit || typeof unit.name !== 'string' || !unit.name) throw new TypeError('session-projections: a unit needs a name')
-      if (this.registry.has(unit.name)) throw new Error(`session-projections: unit "${unit.name}" is already registered`)
-      this.registry.set(unit.name, unit)
+      if (engine.registry.has(unit.name)) throw new Error(`session-projections: unit "${unit.name}" is already registered`)
+      engine.registry.set(unit.name, unit)
       // Live folds restart so the new unit sees every event.
-      this.live.clear()
+      engine.live.clear()
       return () => {
-        if (this.registry.get(unit.name) === unit) this.registry.delete(unit.name)
+        if (engine.registry.get(unit.name) === unit) engine.registry.delete(unit.name)
       }
     }, `session-projections: unit ${unit.name}`)
   }
 
   /** Names of the registered units, sorted. */
   units(): string[] {
-    return [...this.registry.keys()].sort()
+    return [...this.engine.registry.keys()].sort()
   }
 
   /** Every registered unit folded over `events` (a whole log, seq order): values by unit name. */
   foldEvents(events: Iterable<AnySessionEvent>): { [unit: string]: unknown } {
-    const states = this.initStates()
-    for (const event of events) this.foldInto(states, event)
-    return this.valuesOf(states)
+    return this.engine.foldEvents(events)
   }
 
   /**
@@ -153,7 +154,49 @@ export class SessionProjections extends Service {
    */
   snapshot(sessionId: SessionId | string): { [unit: string]: unknown } | undefined {
     const session = this.home.sessions.get(sessionId)
-    if (!session) return undefined
+    return session ? this.engine.snapshot(session) : undefined
+  }
+
+  /**
+   * One row per stored session (newest first), with every unit's value. Live sessions are served
+   * from their in-memory fold; stored ones from the cache when it matches the log, else from the
+   * log (and the cache is updated). `logs` defaults to `ctx.sessionPersistence`.
+   */
+  async list(logs?: StoredLogs): Promise<ProjectionRow[]> {
+    const home = this.home
+    const source = logs ?? home.get('sessionPersistence')
+    if (!source) throw new Error('session-projections: listing stored sessions needs a session-persistence row')
+    const cache = home.get('sessionProjectionCache')
+    const warn = (message: string) => home.emit('session-projection/warning', message)
+    const liveSessions = new Map<string, Session>()
+    for (const session of home.sessions.list()) liveSessions.set(session.id, session)
+    const { rows, report, changed, removed } = await this.engine.list(source, cache, liveSessions, warn)
+    if (cache && this.writeCache && (changed.length > 0 || removed.length > 0)) {
+      await cache.write(changed, removed).catch((error) => warn(`projection cache not written: ${(error as Error)?.message ?? String(error)}`))
+    }
+    Object.assign(this.lastReport, report)
+    return rows
+  }
+
+  /** The row of one stored (or live) session; undefined when persistence does not know it. */
+  async show(sessionId: SessionId | string, logs?: StoredLogs): Promise<ProjectionRow | undefined> {
+    return (await this.list(logs)).find((row) => row.summary.id === sessionId)
+  }
+}
+
+/** Registry, live folds and the listing loop; a plain object (see `SessionProjections.engine`). */
+class Engine {
+  // any: units of any state type share one map
+  readonly registry = new Map<string, ProjectionUnit<any, any>>()
+  readonly live = new Map<string, LiveFold>()
+
+  foldEvents(events: Iterable<AnySessionEvent>): { [unit: string]: unknown } {
+    const states = this.initStates()
+    for (const event of events) this.foldInto(states, event)
+    return this.valuesOf(states)
+  }
+
+  snapshot(session: Session): { [unit: string]: unknown } {
     let fold = this.live.get(session.id)
     if (!fold || fold.session !== session) {
       fold = { session, next: 0, states: this.initStates() }
@@ -164,58 +207,57 @@ export class SessionProjections extends Service {
     return this.valuesOf(fold.states)
   }
 
-  /**
-   * One row per stored session (newest first), with every unit's value. Live sessions are served
-   * from their in-memory fold; stored ones from the cache when it matches the log, else from the
-   * log (and the cache is updated). `logs` defaults to `ctx.sessionPersistence`.
-   */
-  async list(logs?: StoredLogs): Promise<ProjectionRow[]> {
-    const source = logs ?? this.home.get('sessionPersistence')
-    if (!source) throw new Error('session-projections: listing stored sessions needs a session-persistence row')
+  async list(source: StoredLogs, cache: SessionProjectionCache | undefined, liveSessions: Map<string, Session>, warn: (message: string) => void) {
     const report = emptyReport()
-    const summaries = await source.list()
-    const cache = this.home.get('sessionProjectionCache')
-    let checkpoints = new Map<string, ProjectionCheckpoint>()
-    if (cache) {
+    // The cache is read while persistence lists (its parse overlaps the listing's file I/O); the
+    // order does not matter, every entry is checked against the summary listed.
+    const readCache = async (): Promise<Map<string, ProjectionCheckpoint>> => {
+      if (!cache) return new Map()
       try {
-        checkpoints = await cache.readAll()
+        return await cache.readAll()
       } catch (error) {
-        this.home.emit('session-projection/warning', `projection cache unreadable, rebuilding: ${(error as Error)?.message ?? String(error)}`)
+        warn(`projection cache unreadable, rebuilding: ${(error as Error)?.message ?? String(error)}`)
+        return new Map()
       }
     }
+    const [summaries, checkpoints] = await Promise.all([source.list(), readCache()])
     const changed: ProjectionCheckpoint[] = []
     const rows: ProjectionRow[] = []
+    const units = [...this.registry]
     for (const summary of summaries) {
-      const row = await this.rowOf(summary, checkpoints.get(summary.id), source, changed, report)
-      report[row.source === 'damaged' ? 'damaged' : row.source]++
+      // The common cases (damaged, live, cache hit) are answered without an await.
+      const row = this.quickRow(summary, checkpoints.get(summary.id), liveSessions, units) ?? (await this.readRow(summary, checkpoints.get(summary.id), source, changed, report))
+      report[row.source]++
       rows.push(row)
     }
-    const known = new Set<string>(summaries.map((s) => s.id))
-    const removed = [...checkpoints.keys()].filter((id) => !known.has(id))
-    if (cache && this.writeCache && (changed.length > 0 || removed.length > 0)) {
-      await cache.write(changed, removed).catch((error) => this.home.emit('session-projection/warning', `projection cache not written: ${(error as Error)?.message ?? String(error)}`))
+    const removed: string[] = []
+    if (checkpoints.size > 0) {
+      const known = new Set<string>()
+      for (const summary of summaries) known.add(summary.id)
+      for (const id of checkpoints.keys()) if (!known.has(id)) removed.push(id)
     }
     report.rows = rows.length
-    Object.assign(this.lastReport, report)
-    return rows
+    return { rows, report, changed, removed }
   }
 
-  /** The row of one stored (or live) session; undefined when persistence does not know it. */
-  async show(sessionId: SessionId | string, logs?: StoredLogs): Promise<ProjectionRow | undefined> {
-    return (await this.list(logs)).find((row) => row.summary.id === sessionId)
-  }
-
-  private async rowOf(summary: SessionSummary, cached: ProjectionCheckpoint | undefined, logs: StoredLogs, changed: ProjectionCheckpoint[], report: ListReport): Promise<ProjectionRow> {
+  /** A row that needs no log read, or undefined. */
+  private quickRow(summary: SessionSummary, cached: ProjectionCheckpoint | undefined, liveSessions: Map<string, Session>, units: Array<[string, ProjectionUnit<any, any>]>): ProjectionRow | undefined {
     if (summary.damaged !== undefined) return { summary, values: {}, source: 'damaged' }
-    const live = this.snapshot(summary.id)
-    if (live) return { summary, values: live, source: 'live' }
-    const usable = cached && this.unitsMatch(cached)
-    if (usable && cached.events === summary.events && (summary.events === 0 || cached.lastTime === summary.updatedAt)) {
-      // Read-only use of the cached states: carriers get their own copies from the parsed document.
-      const states = new Map<string, unknown>()
-      for (const name of this.registry.keys()) states.set(name, cached.units[name].state)
-      return { summary, values: this.valuesOf(states, false), source: 'cache' }
+    const session = liveSessions.get(summary.id)
+    if (session) return { summary, values: this.snapshot(session), source: 'live' }
+    if (!cached || cached.events !== summary.events || (summary.events !== 0 && cached.lastTime !== summary.updatedAt)) return undefined
+    // Read-only use of the cached states: carriers get their own copies from the parsed document.
+    const values: { [unit: string]: unknown } = {}
+    for (const [name, unit] of units) {
+      const entry = cached.units?.[name]
+      if (entry?.version !== unit.version) return undefined
+      values[name] = unit.value ? unit.value(entry.state) : entry.state
     }
+    return { summary, values, source: 'cache' }
+  }
+
+  private async readRow(summary: SessionSummary, cached: ProjectionCheckpoint | undefined, logs: StoredLogs, changed: ProjectionCheckpoint[], report: ListReport): Promise<ProjectionRow> {
+    const usable = cached && this.unitsMatch(cached)
     if (usable && cached.events > 0 && cached.events < summary.events) {
       // Behind its log: advance from the last folded event, if that event is still the one we folded.
       report.logsRead++
@@ -272,12 +314,12 @@ export class SessionProjections extends Service {
     }
   }
 
-  /** `copy`: states that live on (live folds) are copied so a carrier cannot alter them. */
-  private valuesOf(states: Map<string, unknown>, copy = true): { [unit: string]: unknown } {
+  /** States that live on (live folds, new checkpoints) are copied so a carrier cannot alter them. */
+  private valuesOf(states: Map<string, unknown>): { [unit: string]: unknown } {
     const out: { [unit: string]: unknown } = {}
     for (const [name, state] of states) {
       const unit = this.registry.get(name)
-      const own = copy ? structuredClone(state) : state
+      const own = structuredClone(state)
       if (unit) out[name] = unit.value ? unit.value(own) : own
     }
     return out

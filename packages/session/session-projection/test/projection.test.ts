@@ -154,6 +154,28 @@ describe('ctx.sessionProjections over stored sessions', () => {
     expect((await b.sessionProjections.list()).find((r) => r.summary.id === 's0')!.source).toBe('rebuilt')
   })
 
+  it('an entry without a unit registered since is rebuilt; values of rebuilt and live rows are copies', async () => {
+    const dir = home()
+    const ctx = await tree(dir)
+    await store(ctx, 2)
+    await ctx.sessionProjections.list()
+    const off = ctx.sessionProjections.register({ name: 'later', version: 1, init: () => ({ n: 0 }), fold: (s: { n: number }) => ((s.n += 1), s) })
+    const rows = await ctx.sessionProjections.list()
+    expect(rows.map((r) => r.source)).toEqual(['rebuilt', 'rebuilt'])
+    expect(rows[0].values.later).toEqual({ n: 4 })
+    // A carrier that edits its row does not edit what the next listing returns.
+    ;(rows[0].values.later as { n: number }).n = 99
+    const cached = await ctx.sessionProjections.list(noLogReads(ctx))
+    expect(cached.map((r) => r.source)).toEqual(['cache', 'cache'])
+    expect(cached[0].values.later).toEqual({ n: 4 })
+    const live = ctx.sessions.create({ cwd: '/proj' })
+    turnEvents(live, 0, 'live')
+    const first = ctx.sessionProjections.snapshot(live.id)!
+    ;(first.later as { n: number }).n = 1000
+    expect(ctx.sessionProjections.snapshot(live.id)?.later).toEqual({ n: 4 })
+    off()
+  })
+
   it('drops entries of sessions that are gone; live sessions come from memory', async () => {
     const dir = home()
     const ctx = await tree(dir)
