@@ -356,6 +356,26 @@ class Harness:
     def list_sessions(self, cwd: Optional[str] = None) -> List[Dict[str, Any]]:
         return self._call(p.SESSION_LIST, {"cwd": cwd} if cwd else {})["sessions"]
 
+    def search_sessions(self, text: str, cwd: Optional[str] = None, limit: Optional[int] = None) -> List[Dict[str, Any]]:
+        """Sessions (stored and live) whose log contains ``text`` as a literal phrase.
+
+        One hit per session, best first: dicts with ``sessionId``, ``cwd``, ``title``,
+        ``updatedAt``, ``live``, ``seq``, ``type``, ``snippet`` (the match in [brackets]) and
+        ``matches``. ``text`` needs at least 3 characters; quotes and FTS operators are plain
+        text. Raises ``METHOD_NOT_FOUND`` when the server has no session-query row
+        (``capabilities["search"]`` is false).
+        """
+        if not isinstance(text, str):
+            raise HarnessError("INVALID_PARAMS", "search_sessions: text must be a string, not %s" % type(text).__name__)
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+            raise HarnessError("INVALID_PARAMS", "search_sessions: limit must be a positive integer, not %r" % (limit,))
+        params: Dict[str, Any] = {"text": text}
+        if cwd is not None:
+            params["cwd"] = os.path.abspath(cwd)
+        if limit is not None:
+            params["limit"] = limit
+        return self._call(p.SESSION_SEARCH, params)["hits"]
+
     def close(self, timeout: float = 5.0) -> None:
         """Shuts the server down (``shutdown``, end of stdin, then terminate/kill)."""
         if self._closing:

@@ -18,6 +18,7 @@ SESSION_PROMPT = "session/prompt"
 SESSION_CANCEL = "session/cancel"
 SESSION_LIST = "session/list"
 SESSION_HISTORY = "session/history"
+SESSION_SEARCH = "session/search"
 APPROVAL_RESPOND = "approval/respond"
 SHUTDOWN = "shutdown"
 

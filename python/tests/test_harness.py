@@ -159,6 +159,42 @@ class HarnessTest(unittest.TestCase):
             self.assertContiguous(history)
             self.assertEqual(sum(1 for e in history if e["type"] == "turn/end"), 2)
 
+    def test_search_sessions(self):
+        with self.harness([{"text": "Refactored."}]) as first:
+            stored_id = first.run("please refactor the zebra-crossing module").session_id
+        with self.harness([{"text": "Looking at the pelican-feeder."}]) as second:
+            self.assertTrue(second.capabilities.get("search"))
+            hits = second.search_sessions("zebra-crossing")
+            self.assertEqual([h["sessionId"] for h in hits], [stored_id])
+            self.assertFalse(hits[0]["live"])
+            self.assertEqual(hits[0]["title"], "please refactor the zebra-crossing module")
+            self.assertIn("[zebra-crossing]", hits[0]["snippet"])
+            self.assertEqual(hits[0]["cwd"], self.dir)
+            self.assertEqual([h["sessionId"] for h in second.search_sessions("zebra-crossing", cwd=self.dir, limit=5)], [stored_id])
+            self.assertEqual(second.search_sessions("zebra-crossing", cwd=os.path.join(self.dir, "elsewhere")), [])
+            # A running session of this process is searched too.
+            live = second.new_session()
+            live.run("check the pelican-feeder")
+            live_hits = second.search_sessions("pelican-feeder")
+            self.assertEqual([(h["sessionId"], h["live"]) for h in live_hits], [(live.id, True)])
+            titles = {r["sessionId"]: r.get("title") for r in second.list_sessions()}
+            self.assertEqual(titles[stored_id], "please refactor the zebra-crossing module")
+            self.assertEqual(titles[live.id], "check the pelican-feeder")
+            # Query text is a literal phrase, never syntax.
+            self.assertEqual(second.search_sessions('"); DROP TABLE events; --'), [])
+            self.assertEqual(second.search_sessions("zebra* OR NEAR(pelican"), [])
+            self.assertEqual(len(second.search_sessions("zebra-crossing")), 1)
+            with self.assertRaises(HarnessError) as short:
+                second.search_sessions("ab")
+            self.assertEqual(short.exception.code, "INVALID_PARAMS")
+            for bad in (0, -1, "5", True):
+                with self.assertRaises(HarnessError) as caught:
+                    second.search_sessions("zebra", limit=bad)
+                self.assertEqual(caught.exception.code, "INVALID_PARAMS")
+            with self.assertRaises(HarnessError) as not_text:
+                second.search_sessions(None)
+            self.assertEqual(not_text.exception.code, "INVALID_PARAMS")
+
     def test_two_sessions_interleaved(self):
         steps = [
             {"events": [{"text": "alpha-"}, {"delayMs": 150}, {"text": "one"}]},
