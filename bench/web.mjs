@@ -15,6 +15,9 @@
 //      deltas from @dsh/llm-mock-server; time from the prompt until every client has the turn's
 //      end; per-client overhead = (T(K) - T(1)) / (K - 1), reported against the 1-client run.
 // A part that cannot run (a missing method, a failing boot) prints why instead of a number.
+// PARTS picks parts (launch,history,fanout,live; default all). BENCH_BASE=/other/checkout also
+// measures that checkout's dsh in the same run (launch runs alternate with this one's), printed
+// as "base" rows with this checkout's ratio against it.
 //   node bench/web.mjs           RUNS=3 BENCH_EVENTS=2000 FANOUT=50 DELTAS=500 node bench/web.mjs
 import { spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -29,6 +32,9 @@ const EVENTS = Number(process.env.BENCH_EVENTS ?? 2000)
 const FANOUT = Number(process.env.FANOUT ?? 50)
 const DELTAS = Number(process.env.DELTAS ?? 500)
 const bin = fileURLToPath(new URL('../packages/boot/cli/bin/dsh.mjs', import.meta.url))
+const PARTS = new Set((process.env.PARTS ?? 'launch,history,fanout,live').split(','))
+const BASE = process.env.BENCH_BASE
+const baseBin = BASE ? join(BASE, 'packages/boot/cli/bin/dsh.mjs') : undefined
 const root = mkdtempSync(join(tmpdir(), 'dsh-bench-web-'))
 const home = join(root, 'home')
 const dshHome = join(home, '.dsh')
@@ -117,7 +123,7 @@ async function stop(child) {
 
 const BASELINE = `const fs=require('fs'),http=require('http');const j=process.env.JSON_FILE?fs.readFileSync(process.env.JSON_FILE):null;const s=process.env.SSE_FILE?fs.readFileSync(process.env.SSE_FILE):null;http.createServer((q,r)=>{if(q.url.startsWith('/json')){r.writeHead(200,{'content-type':'application/json'});r.end(j)}else if(q.url.startsWith('/sse')){r.writeHead(200,{'content-type':'text/event-stream'});r.write(s)}else r.end('ok')}).listen(0,'127.0.0.1',function(){console.log('http://127.0.0.1:'+this.address().port+'/')})`
 
-const dshWeb = (extraEnv = {}) => launch(process.execPath, [bin, 'web', '--no-open', '--port', '0'], { api: true, env: { ...env, ...extraEnv } })
+const dshWeb = (extraEnv = {}, which = bin) => launch(process.execPath, [which, 'web', '--no-open', '--port', '0'], { api: true, env: { ...env, ...extraEnv } })
 
 function postRaw(url, method, params) {
   return new Promise((resolve, reject) => {
@@ -138,29 +144,43 @@ function report(label, value, base, unit, goal) {
 }
 
 // ---- 1. launch to first 200 ----------------------------------------------------------------
-let launchOk = false
-try {
-  // A first boot creates the profile under DSH_HOME and warms the file cache, as after any first use.
-  await stop((await dshWeb()).child)
-  await stop((await nodeServer()).child)
-  const d = [], n = [], dr = [], nr = [], da = []
-  for (let i = 0; i < RUNS; i++) {
-    const a = await dshWeb()
-    d.push(a.ms), dr.push(a.rss), da.push(a.apiMs)
-    await stop(a.child)
-    const b = await nodeServer()
-    n.push(b.ms), nr.push(b.rss)
-    await stop(b.child)
+let launchOk = !PARTS.has('launch')
+if (PARTS.has('launch')) {
+  try {
+    // A first boot creates the profile under DSH_HOME and warms the file cache, as after any first use.
+    await stop((await dshWeb()).child)
+    if (baseBin) await stop((await dshWeb({}, baseBin)).child)
+    await stop((await nodeServer()).child)
+    const d = [], n = [], dr = [], nr = [], da = [], b = [], br = [], ba = []
+    for (let i = 0; i < RUNS; i++) {
+      const a = await dshWeb()
+      d.push(a.ms), dr.push(a.rss), da.push(a.apiMs)
+      await stop(a.child)
+      if (baseBin) {
+        const o = await dshWeb({}, baseBin)
+        b.push(o.ms), br.push(o.rss), ba.push(o.apiMs)
+        await stop(o.child)
+      }
+      const c = await nodeServer()
+      n.push(c.ms), nr.push(c.rss)
+      await stop(c.child)
+    }
+    const [md, mn, mdr, mnr] = [median(d), median(n), median(dr), median(nr)]
+    console.log(`web bench: launch median of ${RUNS} runs each`)
+    report('dsh web → first 200', ms(md), ms(mn), `ratio ${(md / mn).toFixed(2)}x`, '< 300 ms')
+    report('dsh web RSS at first 200', `${mdr.toFixed(0)} MB`, `${mnr.toFixed(0)} MB`, `ratio ${(mdr / mnr).toFixed(2)}x`, '< 100 MB')
+    const mda = median(da)
+    report('dsh web → first API answer', ms(mda), ms(mn), `ratio ${(mda / mn).toFixed(2)}x`)
+    if (baseBin) {
+      const [mb, mbr, mba] = [median(b), median(br), median(ba)]
+      report('base dsh web → first 200', ms(mb), ms(mn), `this checkout ${(md / mb).toFixed(2)}x of base`)
+      report('base dsh web RSS at first 200', `${mbr.toFixed(0)} MB`, `${mnr.toFixed(0)} MB`, `this checkout ${(mdr / mbr).toFixed(2)}x of base`)
+      report('base dsh web → first API answer', ms(mba), ms(mn), `this checkout ${(mda / mba).toFixed(2)}x of base`)
+    }
+    launchOk = true
+  } catch (error) {
+    console.log(`launch: not measured: ${error.message}`)
   }
-  const [md, mn, mdr, mnr] = [median(d), median(n), median(dr), median(nr)]
-  console.log(`web bench: launch median of ${RUNS} runs each`)
-  report('dsh web → first 200', ms(md), ms(mn), `ratio ${(md / mn).toFixed(2)}x`, '< 300 ms')
-  report('dsh web RSS at first 200', `${mdr.toFixed(0)} MB`, `${mnr.toFixed(0)} MB`, `ratio ${(mdr / mnr).toFixed(2)}x`, '< 100 MB')
-  const mda = median(da)
-  report('dsh web → first API answer', ms(mda), ms(mn), `ratio ${(mda / mn).toFixed(2)}x`)
-  launchOk = true
-} catch (error) {
-  console.log(`launch: not measured: ${error.message}`)
 }
 
 // ---- 2 and 3 need a stored session ---------------------------------------------------------
@@ -242,25 +262,16 @@ async function fanout(url, lastId, k) {
   return performance.now() - t0
 }
 
-if (launchOk) {
-  const id = 'bench-web-history'
-  const cwd = join(root, 'project')
-  mkdirSync(cwd)
-  let count
+/** Parts 2 and 3 against one dsh (`which`); rows labelled with `label`. */
+async function historyAndFanout(which, label, id, count) {
+  const web = await dshWeb({}, which)
+  let base
   try {
-    count = await writeSession(id, cwd)
-  } catch (error) {
-    console.log(`history, fan-out: not measured: cannot write the fixture session: ${error.message}`)
-  }
-  if (count) {
-    const web = await dshWeb()
-    let base
-    try {
-      // ---- 2. history page ----
-      let page
+    // ---- 2. history page ----
+    if (PARTS.has('history')) {
       try {
         const t0 = performance.now()
-        page = await post(web.url, 'sessions.history', { sessionId: id, fromSeq: 0, limit: count })
+        const page = await post(web.url, 'sessions.history', { sessionId: id, fromSeq: 0, limit: count })
         const cold = performance.now() - t0
         const warm = []
         for (let i = 0; i < RUNS * 3; i++) {
@@ -277,21 +288,24 @@ if (launchOk) {
           await httpGet(base.url + '/json')
           b.push(performance.now() - t)
         }
+        await stop(base.child)
+        base = undefined
         const [mw, mb] = [median(warm), median(b)]
-        console.log(`history: sessions.history of a ${count}-event stored session, ${(page.length / 1e6).toFixed(2)} MB of JSON`)
-        report('first page (read from disk)', ms(cold), ms(mb), `ratio ${(cold / mb).toFixed(1)}x`)
-        report(`warm page, median of ${warm.length}`, ms(mw), ms(mb), `ratio ${(mw / mb).toFixed(1)}x`)
+        console.log(`${label}history: sessions.history of a ${count}-event stored session, ${(page.length / 1e6).toFixed(2)} MB of JSON`)
+        report(`${label}first page (read from disk)`, ms(cold), ms(mb), `ratio ${(cold / mb).toFixed(1)}x`)
+        report(`${label}warm page, median of ${warm.length}`, ms(mw), ms(mb), `ratio ${(mw / mb).toFixed(1)}x`)
       } catch (error) {
-        console.log(`history: not measured: ${error.message}`)
+        console.log(`${label}history: not measured: ${error.message}`)
       }
-      // ---- 3. SSE fan-out of the replay ----
+    }
+    // ---- 3. SSE fan-out of the replay ----
+    if (PARTS.has('fanout')) {
       try {
         const lastId = count - 1
         const streamUrl = `${web.url}/api/events/session/${id}?after=-1`
         const sample = await readSse(streamUrl, lastId) // warm: the session is open from here on
         const sseFile = join(root, 'replay.sse')
         writeFileSync(sseFile, sample.toString('utf8').replace(/^[\s\S]*?(?=(id|event|data): )/, ''))
-        if (base) await stop(base.child)
         base = await nodeServer({ SSE_FILE: sseFile, JSON_FILE: sseFile })
         const one = median([await fanout(streamUrl, lastId, 1), await fanout(streamUrl, lastId, 1), await fanout(streamUrl, lastId, 1)])
         const many = median([await fanout(streamUrl, lastId, FANOUT), await fanout(streamUrl, lastId, FANOUT), await fanout(streamUrl, lastId, FANOUT)])
@@ -299,17 +313,35 @@ if (launchOk) {
         const bMany = median([await fanout(base.url + '/sse', lastId, FANOUT), await fanout(base.url + '/sse', lastId, FANOUT), await fanout(base.url + '/sse', lastId, FANOUT)])
         const per = (many - one) / (FANOUT - 1)
         const bPer = (bMany - bOne) / (FANOUT - 1)
-        console.log(`fan-out: ${FANOUT} SSE clients each reading the ${count}-event replay (${(sample.length / 1e6).toFixed(2)} MB per client)`)
-        report('1 client', ms(one), ms(bOne), `ratio ${(one / bOne).toFixed(1)}x`)
-        report(`${FANOUT} clients`, ms(many), ms(bMany), `ratio ${(many / bMany).toFixed(1)}x`)
-        report('cost per added client', ms(per), ms(bPer), `ratio ${(per / bPer).toFixed(1)}x`)
+        console.log(`${label}fan-out: ${FANOUT} SSE clients each reading the ${count}-event replay (${(sample.length / 1e6).toFixed(2)} MB per client)`)
+        report(`${label}1 client`, ms(one), ms(bOne), `ratio ${(one / bOne).toFixed(1)}x`)
+        report(`${label}${FANOUT} clients`, ms(many), ms(bMany), `ratio ${(many / bMany).toFixed(1)}x`)
+        report(`${label}cost per added client`, ms(per), ms(bPer), `ratio ${(per / bPer).toFixed(1)}x`)
       } catch (error) {
-        console.log(`fan-out: not measured: ${error.message}`)
+        console.log(`${label}fan-out: not measured: ${error.message}`)
       }
-    } finally {
-      if (base) await stop(base.child)
-      await stop(web.child)
     }
+  } finally {
+    if (base) await stop(base.child)
+    await stop(web.child)
+  }
+}
+
+if (launchOk && (PARTS.has('history') || PARTS.has('fanout'))) {
+  const id = 'bench-web-history'
+  const cwd = join(root, 'project')
+  mkdirSync(cwd)
+  let count
+  try {
+    count = await writeSession(id, cwd)
+  } catch (error) {
+    console.log(`history, fan-out: not measured: cannot write the fixture session: ${error.message}`)
+  }
+  if (count) {
+    // Base first when there is one: its run leaves the log as a live open would, for both.
+    if (baseBin) await historyAndFanout(baseBin, 'base ', id, count)
+    await historyAndFanout(bin, '', id, count)
+    if (baseBin) await historyAndFanout(baseBin, 'base ', id, count)
   }
 }
 // ---- 4. live fan-out of model deltas -------------------------------------------------------
@@ -339,7 +371,7 @@ function liveClients(url, k, after) {
   })))
 }
 
-if (launchOk) {
+if (launchOk && PARTS.has('live')) {
   const counts = [1, 10, FANOUT].filter((k, i, a) => a.indexOf(k) === i)
   const turns = RUNS * counts.length
   const words = Array.from({ length: DELTAS }, (_, i) => ({ text: `w${i} ` }))

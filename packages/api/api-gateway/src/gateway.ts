@@ -5,7 +5,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import { ApiError, checkParams, HOST_STREAM_PATH, type HostStreamEvent, type MethodContract } from '@dsh/web-protocol'
-import { SseClient } from './sse.ts'
+import { SseClient, type FrameLog } from './sse.ts'
 import * as SessionHostPlugin from './host.ts'
 
 export interface CallInfo {
@@ -30,6 +30,13 @@ export interface StreamClient {
   send(event: string | undefined, data: unknown, id?: number): boolean
   /** Runs a run of sends as one write where the carrier can (optional). */
   batch?(fn: () => void): void
+  /**
+   * Writes one pre-serialised log frame of the session's FrameLog (optional; carriers that speak
+   * SSE write the shared bytes as they are). False when the client is gone.
+   */
+  writeFrame?(frame: Uint8Array): boolean
+  /** Writes the FrameLog's frames after `after` as one write (optional, with writeFrame). */
+  replay?(frames: FrameLog, after: number): boolean
   /** Tells the client to refetch and closes it. */
   resync(reason: string): void
   close(): void
@@ -237,6 +244,9 @@ class LazySse implements StreamClient {
   }
   get closed(): boolean { return this.client?.closed ?? false }
   send(event: string | undefined, data: unknown, id?: number): boolean { return this.open().send(event, data, id) }
+  batch(fn: () => void): void { this.open().batch(fn) }
+  writeFrame(frame: Uint8Array): boolean { return this.open().writeFrame(frame) }
+  replay(frames: FrameLog, after: number): boolean { return this.open().replay(frames, after) }
   resync(reason: string): void { this.open().resync(reason) }
   close(): void { this.client?.close() }
 }

@@ -15,6 +15,7 @@ import { resolveDshHome } from '@dsh/home-paths'
 import * as P from '@dsh/web-protocol'
 import { ApiError, type SessionRow, type SessionStatus, type WireEvent, type WireModel } from '@dsh/web-protocol'
 import type { StreamClient } from './gateway.ts'
+import { FrameLog } from './sse.ts'
 import { fileBackend, MetaStore, storageBackend } from './meta.ts'
 import { SessionIndex, type IndexRow } from './index-rows.ts'
 import type {} from '@dsh/llm'
@@ -83,6 +84,11 @@ interface Live {
   row: IndexRow
   /** JSON of the in-memory work last written to the metadata (see notePending). */
   pendingKey: string
+  /**
+   * The SSE frames of the log, built at the first stream client and then kept current by the
+   * session's events: each event is serialised once for every client, live or replayed.
+   */
+  frames?: FrameLog
 }
 
 // Optional services, read with ctx.get() when used: typed by each service's own declaration
@@ -108,6 +114,11 @@ export class SessionHost {
   private readonly meta: MetaStore
   /** Rows of sessions.list: stored summaries read once (and rescanned), live ones kept current. */
   readonly index: SessionIndex
+  /**
+   * Events of stored sessions that are not live, read once for `sessions.history` and paged from
+   * memory while their log file is unchanged (see storedEvents). A few sessions, least recent out.
+   */
+  private readonly stored = new Map<string, { key: string; events: readonly AnySessionEvent[] }>()
   private stopping = false
   private readonly offAnswerers: Array<() => void> = []
   private ready: Promise<void>
@@ -301,6 +312,8 @@ export class SessionHost {
 
   private async load(sessionId: string): Promise<Live> {
     await this.ready
+    // Live from here: history pages come from the session itself.
+    this.stored.delete(sessionId)
     if (this.meta.get(sessionId).removed) throw notFound(sessionId)
     await this.unloading.get(sessionId)
     let session = this.ctx.sessions.get(sessionId)
@@ -350,7 +363,11 @@ export class SessionHost {
     }
     live.off = session.subscribe((event) => {
       this.index.apply(live.row, event)
-      for (const client of live.clients) client.send(undefined, event, event.seq)
+      const frame = frameOf(live, event)
+      for (const client of live.clients) {
+        if (frame && client.writeFrame) client.writeFrame(frame)
+        else client.send(undefined, event, event.seq)
+      }
       if (event.type === 'turn/start' || event.type === 'turn/end') this.refreshStatus(live)
     })
     this.live.set(live.id, live)
@@ -595,19 +612,50 @@ export class SessionHost {
     } else {
       const persistence = this.opt('sessionPersistence')
       if (!persistence) throw notFound(p.sessionId)
-      let tail: AnySessionEvent[]
+      let stored: { events: readonly AnySessionEvent[]; from: number }
       try {
-        tail = await persistence.readFrom(p.sessionId, p.fromSeq)
+        stored = await this.storedEvents(persistence, p.sessionId, p.fromSeq)
       } catch (error) {
         const code = (error as { code?: string }).code
         if (code === 'NOT_FOUND' || code === 'BAD_ID') throw notFound(p.sessionId)
         throw new ApiError('INTERNAL', `sessions.history: cannot read session ${p.sessionId}: ${(error as Error).message}`)
       }
-      events = tail.slice(0, p.limit) as readonly WireEvent[]
-      total = p.fromSeq + tail.length
+      const start = p.fromSeq - stored.from
+      events = stored.events.slice(start, start + p.limit) as readonly WireEvent[]
+      total = stored.from + stored.events.length
     }
     const nextSeq = events.length ? events[events.length - 1].seq + 1 : Math.min(p.fromSeq, total)
     return { events: [...events], nextSeq, end: nextSeq >= total }
+  }
+
+  /**
+   * The stored events of a session that is not live, from `fromSeq` (`from` says where the
+   * returned array starts). With a backend that names its log file, the whole log is read once and
+   * kept with the file's identity, size and times: a later page is a slice of it as long as the
+   * file is unchanged (checked with one stat per call), and any write by this or another process
+   * makes it read again. Other backends read from `fromSeq` on every call.
+   */
+  private async storedEvents(persistence: NonNullable<Optional['sessionPersistence']>, sessionId: string, fromSeq: number): Promise<{ events: readonly AnySessionEvent[]; from: number }> {
+    const path = locatesLogs(persistence) ? await persistence.logPath(sessionId).catch(() => undefined) : undefined
+    const info = path ? await stat(path).catch(() => undefined) : undefined
+    if (!info) {
+      this.stored.delete(sessionId)
+      return { events: await persistence.readFrom(sessionId, fromSeq), from: fromSeq }
+    }
+    // Taken before the read: a write landing during it leaves a key older than the events read,
+    // which only costs a second read next time, never a stale page.
+    const key = `${path}\0${info.dev}:${info.ino}:${info.size}:${info.mtimeMs}:${info.ctimeMs}`
+    const cached = this.stored.get(sessionId)
+    if (cached?.key === key) {
+      this.stored.delete(sessionId)
+      this.stored.set(sessionId, cached)
+      return { events: cached.events, from: 0 }
+    }
+    const events = await persistence.readFrom(sessionId, 0)
+    this.stored.delete(sessionId)
+    this.stored.set(sessionId, { key, events })
+    while (this.stored.size > STORED_SESSIONS) this.stored.delete(this.stored.keys().next().value!)
+    return { events, from: 0 }
   }
 
   private async prompt(p: { sessionId: string; text: string; mode: P.PromptMode }) {
@@ -712,13 +760,17 @@ export class SessionHost {
     // land between the last replayed event and the first live one. The replay goes out as one
     // write where the client can batch.
     let open = true
-    const replay = () => {
-      for (const event of live.session.slice(after + 1)) {
-        if (!client.send(undefined, event, event.seq)) return void (open = false)
+    if (client.replay && client.writeFrame) {
+      open = client.replay(framesOf(live), after)
+    } else {
+      const replay = () => {
+        for (const event of live.session.slice(after + 1)) {
+          if (!client.send(undefined, event, event.seq)) return void (open = false)
+        }
       }
+      if (client.batch) client.batch(replay)
+      else replay()
     }
-    if (client.batch) client.batch(replay)
-    else replay()
     if (!open) return
     live.clients.add(client)
     client.onClose = () => {
@@ -762,6 +814,32 @@ export class SessionHost {
       this.refreshStatus(live)
     })
   }
+}
+
+/** Stored sessions whose events `sessions.history` keeps in memory at once. */
+const STORED_SESSIONS = 4
+
+/** A persistence backend that can name a session's log file (the JSONL one can). */
+interface LogLocator {
+  logPath(sessionId: string): Promise<string | undefined>
+}
+const locatesLogs = (persistence: object): persistence is LogLocator => typeof (persistence as Partial<LogLocator>).logPath === 'function'
+
+/** The live session's frame log, built from its events on first use. */
+function framesOf(live: Live): FrameLog {
+  if (!live.frames || live.frames.length !== live.session.length) live.frames = FrameLog.of(live.session.events)
+  return live.frames
+}
+
+/**
+ * The frame of a just-appended event, added to the frame log when there is one (no log yet: no
+ * stream client has asked for one). A log out of step with the session is rebuilt.
+ */
+function frameOf(live: Live, event: AnySessionEvent): Uint8Array | undefined {
+  const frames = live.frames
+  if (!frames) return undefined
+  if (event.seq === frames.length) return frames.append(event)
+  return framesOf(live).frame(event.seq)
 }
 
 const notFound = (sessionId: string) => new ApiError('SESSION_NOT_FOUND', `no session ${JSON.stringify(sessionId)}`, { field: 'sessionId' })

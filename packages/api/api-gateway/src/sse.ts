@@ -9,24 +9,100 @@ export interface SseOptions {
   onClose?: () => void
 }
 
-// Frames of log events, by event object: a log event is immutable once appended, so its frame is
-// serialised once and then written to every client that streams it, live or in a replay. Held
-// only as long as the event itself (the session in memory); state frames are not cached.
-const logFrames = new WeakMap<object, string>()
-
 /** `id:`/`event:`/`data:` lines of one SSE event (the data as one line of JSON). */
 export function formatFrame(event: string | undefined, data: unknown, id?: number): string {
-  const cacheable = id !== undefined && event === undefined && data !== null && typeof data === 'object'
-  if (cacheable) {
-    const cached = logFrames.get(data)
-    if (cached !== undefined) return cached
-  }
   let frame = ''
   if (id !== undefined) frame += `id: ${id}\n`
   if (event !== undefined && event !== 'message') frame += `event: ${event}\n`
   frame += `data: ${JSON.stringify(data)}\n\n`
-  if (cacheable) logFrames.set(data as object, frame)
   return frame
+}
+
+/**
+ * The SSE frames of one session's log events (`id: <seq>` plus the event as JSON), each
+ * serialised once into one growing buffer. A log event never changes once appended, so a replay
+ * from any seq is a slice of that buffer and a live event is one frame: every client is written
+ * the same bytes, with no per-client JSON or string encoding. Seqs are contiguous from 0.
+ */
+export class FrameLog {
+  private buf: Buffer
+  private used = 0
+  /** `ends[seq]`: the byte offset just past the frame of `seq`. */
+  private readonly ends: number[] = []
+
+  constructor(initialBytes = 64 * 1024) {
+    this.buf = Buffer.allocUnsafe(Math.max(1024, initialBytes))
+  }
+
+  /** A frame log of `events` (seq 0..n-1, in order). */
+  static of(events: readonly { seq: number }[]): FrameLog {
+    const log = new FrameLog()
+    for (const event of events) log.append(event)
+    return log
+  }
+
+  /** Number of frames (the next seq to append). */
+  get length(): number {
+    return this.ends.length
+  }
+
+  /** Bytes held by the frames. */
+  get bytes(): number {
+    return this.used
+  }
+
+  /**
+   * Serialises `event` (whose seq must be `length`) and returns its frame, a view that stays
+   * valid (later appends never move bytes a view was handed).
+   */
+  append(event: { seq: number }): Buffer {
+    if (event.seq !== this.ends.length) throw new RangeError(`FrameLog.append: expected seq ${this.ends.length}, got ${event.seq}`)
+    const text = `id: ${event.seq}\ndata: ${JSON.stringify(event)}\n\n`
+    const size = Buffer.byteLength(text)
+    if (this.used + size > this.buf.length) {
+      // Grow into a new buffer: views already handed out keep the old one alive until written.
+      const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.used + size))
+      this.buf.copy(next, 0, 0, this.used)
+      this.buf = next
+    }
+    const start = this.used
+    this.buf.write(text, start, size, 'utf8')
+    this.used += size
+    this.ends.push(this.used)
+    return this.buf.subarray(start, this.used)
+  }
+
+  /** The frame of `seq`, or undefined when there is none. */
+  frame(seq: number): Buffer | undefined {
+    if (!Number.isInteger(seq) || seq < 0 || seq >= this.ends.length) return undefined
+    return this.buf.subarray(seq === 0 ? 0 : this.ends[seq - 1], this.ends[seq])
+  }
+
+  /**
+   * The frames of every event after `after` (-1: all), at most `maxBytes` of them (whole frames
+   * only); `complete` is false when some were left out for the limit.
+   */
+  since(after: number, maxBytes = Infinity): { bytes: Buffer; complete: boolean } {
+    const first = Math.max(0, after + 1)
+    const start = first === 0 ? 0 : first <= this.ends.length ? this.ends[first - 1] : this.used
+    let end = this.used
+    let complete = true
+    if (end - start > maxBytes) {
+      complete = false
+      // The last frame that still fits: binary search over the frame ends.
+      let lo = first
+      let hi = this.ends.length - 1
+      end = start
+      while (lo <= hi) {
+        const mid = (lo + hi) >> 1
+        if (this.ends[mid] - start <= maxBytes) {
+          end = this.ends[mid]
+          lo = mid + 1
+        } else hi = mid - 1
+      }
+    }
+    return { bytes: this.buf.subarray(start, end), complete }
+  }
 }
 
 export class SseClient {
@@ -98,6 +174,35 @@ export class SseClient {
       return false
     }
     this.res.write(frame)
+    return true
+  }
+
+  /**
+   * Writes one pre-serialised log frame (the same bytes for every client). False when the client
+   * is gone or has fallen behind its buffer (it then got `resync` and is closed).
+   */
+  writeFrame(frame: Uint8Array): boolean {
+    if (this.closed) return false
+    if (this.res.writableLength > this.options.maxBufferedBytes) {
+      this.resync('the client fell behind its stream buffer')
+      return false
+    }
+    this.res.write(frame)
+    return true
+  }
+
+  /**
+   * Writes the frames after `after` as one write of shared bytes. A replay larger than the buffer
+   * bound writes what fits, then `resync` (the client refetches the history page by page).
+   */
+  replay(frames: FrameLog, after: number): boolean {
+    if (this.closed) return false
+    const { bytes, complete } = frames.since(after, Math.max(0, this.options.maxBufferedBytes - this.res.writableLength))
+    if (bytes.length) this.res.write(bytes)
+    if (!complete) {
+      this.resync('the client fell behind its stream buffer')
+      return false
+    }
     return true
   }
 
