@@ -181,6 +181,68 @@ describe('api-gateway over real HTTP', () => {
     for (const reader of readers) expect(reader.events.map((f) => f.data)).toEqual(history)
   })
 
+  it('clients resuming from many Last-Event-IDs each get exactly the log after their id, then every live event once', async () => {
+    const host = await boot(await mockModel([{ text: 'the first answer, in several deltas', chunkDelayMs: 1 }, { text: 'the second answer' }]), tempDir())
+    const { session } = await call(host, 'sessions.create', { cwd: tempDir(), model: MODEL })
+    const id = session.sessionId
+    const warm = new SseReader(`${host.url}/api/events/session/${id}`)
+    await call(host, 'sessions.prompt', { sessionId: id, text: 'one' })
+    await warm.until((f) => turnEnds(f) === 1)
+    const before = (await call(host, 'sessions.history', { sessionId: id })).events
+    expect(before.length).toBeGreaterThan(8)
+    // Half resume by header, half by ?after=, from every point of the log (and past none of it).
+    const afters = Array.from({ length: 40 }, (_, i) => (i % before.length) - 1)
+    const readers = afters.map((after, i) => i % 2
+      ? new SseReader(`${host.url}/api/events/session/${id}`, { 'last-event-id': String(after) })
+      : new SseReader(`${host.url}/api/events/session/${id}?after=${after}`))
+    await Promise.all(readers.map((r) => r.until((f) => f.some((x) => x.event === 'status'))))
+    readers.forEach((r, i) => expect(r.events.map((f) => f.data)).toEqual(before.slice(afters[i] + 1)))
+    await call(host, 'sessions.prompt', { sessionId: id, text: 'two' })
+    // Each reader has seen the second turn end once the ends it read plus those before its id make two.
+    const endsUpTo = (after: number) => before.slice(0, after + 1).filter((e: any) => e.type === 'turn/end').length
+    await Promise.all(readers.map((r, i) => r.until((f) => turnEnds(f) + endsUpTo(afters[i]) === 2)))
+    const after = (await call(host, 'sessions.history', { sessionId: id })).events
+    readers.forEach((r, i) => expect(r.events.map((f) => f.data)).toEqual(after.slice(afters[i] + 1)))
+    // The same bytes as a frame of each event written on its own.
+    const raw = await fetch(`${host.url}/api/events/session/${id}?after=2`)
+    const reader = raw.body!.getReader()
+    let text = ''
+    while (!text.includes('event: status')) text += new TextDecoder().decode((await reader.read()).value)
+    await reader.cancel()
+    expect(text.slice(0, text.indexOf('event: status'))).toBe(after.slice(3).map((e: any) => `id: ${e.seq}\ndata: ${JSON.stringify(e)}\n\n`).join(''))
+  })
+
+  it('sessions.history pages a stored session from one read while its log is unchanged, and reads it again after a write', async () => {
+    const home = tempDir()
+    const host = await boot(await mockModel([]), home)
+    const persistence = host.harness.ctx.get('sessionPersistence') as InstanceType<typeof JsonlPersistence>
+    // A session written by another writer (as another dsh process would), not live in this host.
+    const other = await createHarness({ plugins: [[JsonlPersistence, { root: join(home, 'sessions'), fsync: false, batchWindowMs: 1 }]] as never })
+    cleanup.push(() => other.dispose())
+    const writer = other.ctx.get('sessionPersistence') as InstanceType<typeof JsonlPersistence>
+    const id = '0b7f5c1e-1111-4000-8000-000000000001'
+    const ev = (seq: number) => ({ type: 'session/title', seq, time: 1_700_000_000_000 + seq, data: { title: `title ${seq}`, source: 'test' } })
+    await writer.create({ id, cwd: home })
+    await writer.append(id, Array.from({ length: 30 }, (_, i) => ev(i)) as never)
+    await writer.close(id)
+    const reads = vi.spyOn(persistence, 'readFrom')
+    const page = async (fromSeq: number, limit: number) => call(host, 'sessions.history', { sessionId: id, fromSeq, limit })
+    expect(await page(0, 10)).toMatchObject({ nextSeq: 10, end: false })
+    expect((await page(10, 10)).events.map((e: any) => e.seq)).toEqual(Array.from({ length: 10 }, (_, i) => 10 + i))
+    expect(await page(25, 10)).toMatchObject({ nextSeq: 30, end: true })
+    expect(await page(40, 10)).toEqual({ events: [], nextSeq: 30, end: true })
+    expect(reads).toHaveBeenCalledTimes(1)
+    // Another writer appends: the stored copy is not trusted any more.
+    await writer.load(id)
+    await writer.append(id, [ev(30), ev(31)] as never)
+    await writer.close(id)
+    const grown = await page(25, 10)
+    expect(grown.events.map((e: any) => e.data.title)).toEqual([25, 26, 27, 28, 29, 30, 31].map((n) => `title ${n}`))
+    expect(grown).toMatchObject({ nextSeq: 32, end: true })
+    expect(reads).toHaveBeenCalledTimes(2)
+    expect(await post(host, 'sessions.history', { sessionId: '0b7f5c1e-1111-4000-8000-000000000009' })).toMatchObject({ status: 404, body: { error: { code: 'SESSION_NOT_FOUND' } } })
+  })
+
   it('a second prompt while a turn runs is queued and runs after it', async () => {
     const host = await boot(await mockModel([{ text: 'first answer', delayMs: 150 }, { text: 'second answer' }]), tempDir())
     const { session } = await call(host, 'sessions.create', { cwd: tempDir(), model: MODEL })
