@@ -7,6 +7,7 @@ import Schema from 'schemastery'
 import type { AnySessionEvent } from '@dsh/session'
 import type { TokenUsage } from '@dsh/llm'
 import type { ProjectionUnit } from '@dsh/session-projection'
+import type {} from '@dsh/session-title'
 
 export const name = '@dsh/session-stats'
 export const inject = ['sessionProjections']
@@ -58,7 +59,22 @@ export interface TurnFigures extends Figures {
   reason?: string
 }
 
+/** Model calls made outside turns (e.g. title requests): counts, tokens and cost only. */
+export interface CallFigures {
+  calls: number
+  usageReported: number
+  tokens: TokenUsage
+  cost?: number
+  currency?: string
+  unpricedCalls: number
+}
+
 export interface SessionStats extends Figures {
+  /**
+   * Title requests (`title/usage` events of @dsh/session-title). A title call is not a turn: it is
+   * in the session's `modelCalls`, `tokens` and `cost`, and never in `perTurn`.
+   */
+  titleCalls: CallFigures
   turns: number
   /** Turns copied from another session (before the last `seed/end`), included in the figures. */
   seededEvents: number
@@ -83,8 +99,12 @@ export function emptyFigures(): Figures {
   return { steps: 0, modelCalls: 0, usageReported: 0, tokens: zeroTokens(), unpricedCalls: 0, firstTokenMs: 0, firstTokenCalls: 0, decodeMs: 0, modelMs: 0, toolMs: 0, tools: {} }
 }
 
+export function emptyCallFigures(): CallFigures {
+  return { calls: 0, usageReported: 0, tokens: zeroTokens(), unpricedCalls: 0 }
+}
+
 export function emptyStats(): SessionStats {
-  return { ...emptyFigures(), turns: 0, seededEvents: 0, perTurn: [] }
+  return { ...emptyFigures(), titleCalls: emptyCallFigures(), turns: 0, seededEvents: 0, perTurn: [] }
 }
 
 /** The price of a model: an entry naming the provider wins over one naming only the model. */
@@ -100,8 +120,9 @@ export function costOf(usage: TokenUsage, price: ModelPrice): number {
 
 const n = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) ? value : 0)
 
-function addCall(f: Figures, usage: Partial<TokenUsage> | undefined, cost: number | undefined, currency: string | undefined): void {
-  f.modelCalls++
+function addCall(f: Figures | CallFigures, usage: Partial<TokenUsage> | undefined, cost: number | undefined, currency: string | undefined): void {
+  if ('calls' in f) f.calls++
+  else f.modelCalls++
   if (usage) {
     f.usageReported++
     f.tokens.input += n(usage.input)
@@ -193,6 +214,15 @@ export function foldStats(state: State, event: AnySessionEvent): State {
       both((f) => addTool(f, call[0], event.time - call[1], event.data.error !== undefined || event.data.message.isError === true))
       break
     }
+    case 'title/usage': {
+      // Priced by the title request's own model (it may differ from the turns' model).
+      const price = priceOf(state.prices, event.data.provider, event.data.model)
+      const usage = event.data.usage
+      const cost = price && usage ? costOf({ ...zeroTokens(), ...usage }, price) : undefined
+      addCall(s, usage, cost, price?.currency)
+      addCall((s.titleCalls ??= emptyCallFigures()), usage, cost, price?.currency)
+      break
+    }
     case 'seed/end':
       s.seededEvents = event.seq
       break
@@ -200,11 +230,14 @@ export function foldStats(state: State, event: AnySessionEvent): State {
   return state
 }
 
+/** Bumped whenever `foldStats` changes (2: title requests). */
+const FOLD_VERSION = 2
+
 /** The unit, with a price table (changing prices changes the unit version, so caches are rebuilt). */
 export function statsUnit(prices: readonly ModelPrice[] = []): ProjectionUnit<State, SessionStats> {
   return {
     name: 'sessionStats',
-    version: 1 + hash(JSON.stringify(prices)),
+    version: FOLD_VERSION * 1_000_000 + hash(JSON.stringify(prices)),
     init: () => ({ stats: emptyStats(), calls: {}, prices: [...prices] }),
     fold: foldStats,
     value: (state) => state.stats,

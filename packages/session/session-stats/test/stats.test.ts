@@ -3,6 +3,7 @@ import { createHarness } from '@dsh/agent-loop-testkit'
 import { Session } from '@dsh/session'
 import SessionProjections from '@dsh/session-projection'
 import * as SessionStats from '@dsh/session-stats'
+import SessionTitleService from '@dsh/session-title'
 import { costOf, priceOf, statsOf, type SessionStats as Stats } from '@dsh/session-stats'
 
 const usage = [
@@ -87,6 +88,36 @@ describe('sessionStats', () => {
     const stats = statsOf(s.events)
     expect(stats).toMatchObject({ firstTokenMs: 30, decodeMs: 60, modelMs: 90, toolMs: 250, tools: { bash: { calls: 1, ms: 250, errors: 0 } } })
     expect(stats.perTurn[0]).toMatchObject({ startedAt: 0, endedAt: 402, reason: 'completed', toolMs: 250 })
+  })
+
+  it('a title request is counted apart from the turns and in the session totals, priced by its own model', async () => {
+    const turnUsage = { input: 400, output: 30, cacheRead: 100, cacheWrite: 0, reasoning: 2 }
+    const titleUsage = { input: 61, output: 6, cacheRead: 12, cacheWrite: 0, reasoning: 0 }
+    const prices = [
+      { model: 'scripted-1', input: 1, output: 2, currency: 'USD' },
+      { provider: 'titles', model: 'title-m', input: 10, output: 20, currency: 'USD' },
+    ]
+    const h = await createHarness({ script: [{ text: 'done', usage: turnUsage }], plugins: [[SessionTitleService], [SessionProjections], [SessionStats, { prices }]] })
+    try {
+      // Answers at once, so its usage lands while the turn is still open.
+      h.ctx.sessionTitle.registerProvider({ name: 'llm', cadence: 'first-prompt', generate: async () => ({ title: 'Short title', usage: titleUsage, provider: 'titles', model: 'title-m' }) })
+      expect((await h.prompt('name this session')).reason).toBe('completed')
+      await h.ctx.sessionTitle.settled(h.session.id)
+      const types = h.session.events.map((e) => e.type)
+      expect(types.indexOf('title/usage')).toBeLessThan(types.indexOf('turn/end'))
+      const stats = h.ctx.sessionProjections.snapshot(h.session.id)!.sessionStats as Stats
+      const both = Object.fromEntries(Object.keys(turnUsage).map((k) => [k, turnUsage[k as keyof typeof turnUsage] + titleUsage[k as keyof typeof titleUsage]]))
+      expect(stats.titleCalls).toEqual({ calls: 1, usageReported: 1, tokens: titleUsage, unpricedCalls: 0, cost: costOf(titleUsage, prices[1]), currency: 'USD' })
+      expect(stats).toMatchObject({ turns: 1, steps: 1, modelCalls: 2, usageReported: 2, tokens: both, unpricedCalls: 0 })
+      expect(stats.cost).toBeCloseTo(costOf(turnUsage, prices[0]) + costOf(titleUsage, prices[1]), 12)
+      expect(stats.perTurn[0]).toMatchObject({ modelCalls: 1, tokens: turnUsage })
+      expect(stats.perTurn[0].cost).toBeCloseTo(costOf(turnUsage, prices[0]), 12)
+      expect(statsOf(h.session.events, prices)).toEqual(stats)
+      // Without a price for the title model the call is unpriced.
+      expect(statsOf(h.session.events, [prices[0]])).toMatchObject({ unpricedCalls: 1, titleCalls: { unpricedCalls: 1 } })
+    } finally {
+      await h.dispose()
+    }
   })
 
   it('changing prices changes the unit version (cached figures are rebuilt)', () => {

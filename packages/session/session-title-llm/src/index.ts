@@ -67,13 +67,15 @@ export function apply(ctx: Context, config: Config): void {
         signal,
         metadata: { sessionId: request.sessionId, purpose: 'session-title' },
       })
-      return response.message.content
+      const title = response.message.content
         .filter((block) => block.type === 'text')
         .map((block) => (block as { text: string }).text)
         .join('')
         .split('\n')
         .map((line) => line.trim())
         .find(Boolean) ?? ''
+      // The usage goes along so the session's stats count the title request (apart from turns).
+      return { title, provider, model, ...(response.usage ? { usage: response.usage } : {}) }
     },
   })
 }

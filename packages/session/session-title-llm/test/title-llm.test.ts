@@ -4,6 +4,8 @@ import { LlmError, type LlmAdapter, type LlmRequest, type StreamChunk } from '@d
 import SessionTitleService from '@dsh/session-title'
 import * as TitleLlm from '@dsh/session-title-llm'
 
+const TITLE_USAGE = { input: 61, output: 6, cacheRead: 12, cacheWrite: 0, reasoning: 0 }
+
 /** A second route answering title requests: text, an error, or nothing until aborted. */
 function titler(answer: 'hang' | Error | string): LlmAdapter & { requests: LlmRequest[] } {
   const requests: LlmRequest[] = []
@@ -19,6 +21,7 @@ function titler(answer: 'hang' | Error | string): LlmAdapter & { requests: LlmRe
         return
       }
       yield { kind: 'text-delta', text: answer }
+      yield { kind: 'usage', usage: TITLE_USAGE }
       yield { kind: 'finish', reason: 'stop' }
     },
   }
@@ -49,6 +52,9 @@ describe('@dsh/session-title-llm', () => {
       expect(request.tools).toBeUndefined()
       expect(JSON.stringify(request.messages)).toContain('make it fast')
       expect(titleEvents(h)).toEqual(['fallback:the sessions list is slow with 1000 sessions, make it fast', 'llm:Speed up session listing'])
+      // What the title request cost is logged apart from the turns, with the route and model asked.
+      const usage = h.session.events.flatMap((e) => (e.type === 'title/usage' ? [e.data] : []))
+      expect(usage).toEqual([{ source: 'llm', provider: 'titler', model: 't1', usage: TITLE_USAGE }])
       // The main model never saw the title request.
       expect(h.model.requests).toHaveLength(2)
     } finally {

@@ -5,9 +5,19 @@
 import { Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import type { AnySessionEvent, Session, SessionId } from '@dsh/session'
-import type { UserContentBlock } from '@dsh/llm'
+import type { TokenUsage, UserContentBlock } from '@dsh/llm'
 import type {} from '@dsh/session-persistence'
 import type { ProjectionUnit } from '@dsh/session-projection'
+
+declare module '@dsh/session' {
+  interface SessionEventMap {
+    /**
+     * Tokens one title request of a provider used (log-only, never model-visible). A title call is
+     * not a turn: stats count it apart from the turns and in the session's totals.
+     */
+    'title/usage': TitleUsage
+  }
+}
 
 declare module 'cordis' {
   interface Context {
@@ -74,6 +84,25 @@ export function fallbackTitle(text: string, maxLength = 60): string | undefined 
   return `${cut.replace(/[\s,.;:!?-]+$/, '')}…`
 }
 
+/** The `title/usage` event: what one provider request cost. */
+export interface TitleUsage {
+  /** The provider's name (the `source` of the titles it writes). */
+  source: string
+  /** Route and model the provider asked, when it says. */
+  provider?: string
+  model?: string
+  usage: TokenUsage
+}
+
+/** What a provider may answer instead of bare text: the title plus what the request cost. */
+export interface TitleProposal {
+  title: string
+  /** Token usage of the request; logged as `title/usage` even when the title is not used. */
+  usage?: Partial<TokenUsage>
+  provider?: string
+  model?: string
+}
+
 /** What a provider is asked to title. */
 export interface TitleRequest {
   sessionId: SessionId
@@ -95,8 +124,8 @@ export interface TitleProvider {
   name: string
   /** `first-prompt`: once, for the first human prompt of a fresh session; `all-prompts`: after every human prompt. */
   cadence: TitleCadence
-  /** The title text; a rejection keeps the current title. */
-  generate(request: TitleRequest): Promise<string>
+  /** The title text (or a proposal carrying its usage); a rejection keeps the current title. */
+  generate(request: TitleRequest): Promise<string | TitleProposal>
 }
 
 export interface SessionTitleConfig {
@@ -125,6 +154,9 @@ export class SessionTitleService extends Service {
     this.home = ctx
     this.maxLength = config.maxLength ?? 60
     ctx.on('session/event', (session, event) => this.onEvent(session, event))
+    // `title/usage` is logged: persistence must know it. Ignorable: a reader without this plugin
+    // still loads the session (the event changes nothing else in the log).
+    ctx.inject(['sessionPersistence'], (inner) => void inner.sessionPersistence.registerEventType('title/usage', { ignorable: true }))
     ctx.on('session/deleted', (session) => this.cancel(session.id))
     ctx.inject(['sessionProjections'], (inner) => void inner.sessionProjections.register(titleUnit))
     ctx.effect(() => () => {
@@ -233,9 +265,13 @@ export class SessionTitleService extends Service {
             ...(current ? { current } : {}),
             signal: controller.signal,
           })
+          const text = typeof proposed === 'string' ? proposed : typeof proposed?.title === 'string' ? proposed.title : ''
+          // The tokens were spent whatever happens to the title: log them while the session is here.
+          const usage = typeof proposed === 'object' && proposed ? usageOf(proposed, provider.name) : undefined
+          if (usage && this.home.sessions.get(session.id) === session) session.append('title/usage', usage)
           // A superseded or cancelled revision never commits, even if the provider ignored the signal.
           if (controller.signal.aborted || this.home.sessions.get(session.id) !== session) return
-          const title = clean(typeof proposed === 'string' ? proposed : '', this.maxLength)
+          const title = clean(text, this.maxLength)
           if (!title) throw new Error('the provider returned an empty title')
           const latest = session.last('session/title')
           if (latest?.data.source === USER_SOURCE) return
@@ -269,6 +305,20 @@ export function humanPrompts(events: readonly AnySessionEvent[]): Array<{ seq: n
     if (text) out.push({ seq: event.seq, text })
   }
   return out
+}
+
+const count = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : 0)
+
+/** The `title/usage` of a proposal, or undefined when it reports no usage. */
+function usageOf(proposal: TitleProposal, source: string): TitleUsage | undefined {
+  const u = proposal.usage
+  if (!u || typeof u !== 'object') return undefined
+  return {
+    source,
+    ...(typeof proposal.provider === 'string' ? { provider: proposal.provider } : {}),
+    ...(typeof proposal.model === 'string' ? { model: proposal.model } : {}),
+    usage: { input: count(u.input), output: count(u.output), cacheRead: count(u.cacheRead), cacheWrite: count(u.cacheWrite), reasoning: count(u.reasoning) },
+  }
 }
 
 /** A provided title on one line: quotes and a trailing period dropped, cut to `maxLength`. */

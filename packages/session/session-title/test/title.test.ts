@@ -1,7 +1,12 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
+import { Context } from 'cordis'
 import { createHarness } from '@dsh/agent-loop-testkit'
-import type { AnySessionEvent } from '@dsh/session'
-import SessionTitleService, { fallbackTitle, foldSessionTitle, type TitleProvider, type TitleRequest } from '@dsh/session-title'
+import SessionStore, { type AnySessionEvent } from '@dsh/session'
+import JsonlPersistence from '@dsh/session-persistence-jsonl'
+import SessionTitleService, { fallbackTitle, foldSessionTitle, type TitleProposal, type TitleProvider, type TitleRequest } from '@dsh/session-title'
 
 const titles = (events: readonly AnySessionEvent[]) =>
   events.filter((e) => e.type === 'session/title').map((e) => (e.type === 'session/title' ? `${e.data.source}:${e.data.title}` : ''))
@@ -155,6 +160,75 @@ describe('ctx.sessionTitle', () => {
       expect(h.ctx.sessionTitle.provider()).toBeUndefined()
     } finally {
       await h.dispose()
+    }
+  })
+
+  it('logs the usage a provider reports as title/usage, even when the title is not used', async () => {
+    const pending: Array<ReturnType<typeof gate<string | TitleProposal>>> = []
+    const errors: string[] = []
+    const h = await createHarness({ script: [{ text: 'a' }, { text: 'b' }, { text: 'c' }], plugins: [[SessionTitleService]] })
+    const usages = () => h.session.events.flatMap((e) => (e.type === 'title/usage' ? [e.data] : []))
+    try {
+      h.ctx.on('session-title/error', (_id, _p, error) => void errors.push((error as Error).message))
+      h.ctx.sessionTitle.registerProvider({
+        name: 'metered',
+        cadence: 'all-prompts',
+        generate: () => {
+          const g = gate<string | TitleProposal>()
+          pending.push(g)
+          return g.promise
+        },
+      })
+      await h.prompt('one')
+      await h.prompt('two')
+      // The superseded request still spent tokens: they are logged, its title is not.
+      pending[0].open({ title: 'Stale', usage: { input: 10, output: 2 }, provider: 'route', model: 'm1' })
+      pending[1].open({ title: 'Fresh', usage: { input: 30, output: 4, cacheRead: 5, reasoning: 1 }, provider: 'route', model: 'm1' })
+      await h.ctx.sessionTitle.settled(h.session.id)
+      await new Promise((r) => setImmediate(r))
+      expect(titles(h.session.events)).toEqual(['fallback:one', 'metered:Fresh'])
+      expect(usages()).toEqual([
+        { source: 'metered', provider: 'route', model: 'm1', usage: { input: 10, output: 2, cacheRead: 0, cacheWrite: 0, reasoning: 0 } },
+        { source: 'metered', provider: 'route', model: 'm1', usage: { input: 30, output: 4, cacheRead: 5, cacheWrite: 0, reasoning: 1 } },
+      ])
+      // An empty title keeps the current one but its usage is logged; bad counts read as 0; a
+      // bare string or a proposal without usage logs nothing.
+      await h.prompt('three')
+      pending[2].open({ title: '  ', usage: { input: -3, output: Number.NaN } })
+      await h.ctx.sessionTitle.settled(h.session.id)
+      expect(errors).toEqual(['the provider returned an empty title'])
+      expect(usages().at(-1)).toEqual({ source: 'metered', usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, reasoning: 0 } })
+      expect(h.ctx.sessionTitle.get(h.session.id)?.title).toBe('Fresh')
+      const count = usages().length
+      const refreshing = h.ctx.sessionTitle.refresh(h.session.id)
+      pending[3].open({ title: 'No usage here' })
+      await refreshing
+      const refreshing2 = h.ctx.sessionTitle.refresh(h.session.id)
+      pending[4].open('Plain text')
+      await refreshing2
+      expect(usages()).toHaveLength(count)
+      expect(h.ctx.sessionTitle.get(h.session.id)?.title).toBe('Plain text')
+      // Log-only: no model request mentions it.
+      for (const request of h.model.requests) expect(JSON.stringify(request)).not.toContain('metered')
+    } finally {
+      await h.dispose()
+    }
+  })
+
+  it('registers title/usage with persistence as an ignorable type', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'dsh-title-'))
+    const ctx = new Context()
+    try {
+      await ctx.plugin(SessionStore)
+      await ctx.plugin(JsonlPersistence, { root: join(dir, 'sessions'), fsync: false })
+      const fiber = ctx.plugin(SessionTitleService)
+      await fiber
+      expect(ctx.sessionPersistence.isKnownType('title/usage')).toBe(true)
+      await fiber.dispose()
+      expect(ctx.sessionPersistence.isKnownType('title/usage')).toBe(false)
+    } finally {
+      await ctx.fiber.dispose?.()
+      rmSync(dir, { recursive: true, force: true })
     }
   })
 

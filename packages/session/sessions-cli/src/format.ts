@@ -61,6 +61,14 @@ export function formatStats(row: SessionListRow): string {
       `cost      ${s.cost !== undefined ? `${s.cost.toFixed(4)} ${s.currency ?? ''}`.trim() + (s.unpricedCalls ? ` (+${s.unpricedCalls} unpriced calls)` : '') : 'unknown (no price configured)'}`,
       `time      model ${formatDuration(s.modelMs)}   first token ${s.firstTokenCalls ? formatDuration(s.firstTokenMs / s.firstTokenCalls) : '-'} avg   decode ${formatDuration(s.decodeMs)}   tools ${formatDuration(s.toolMs)}`,
     )
+    const tc = s.titleCalls
+    if (tc && tc.calls > 0) {
+      const u = tc.tokens
+      lines.push(
+        `titling   ${tc.calls} model call${tc.calls === 1 ? '' : 's'} (not turns; in the totals above)   input ${u.input}   output ${u.output}   cache read ${u.cacheRead}   cache write ${u.cacheWrite}   reasoning ${u.reasoning}` +
+          (tc.cost !== undefined ? `   cost ${`${tc.cost.toFixed(4)} ${tc.currency ?? ''}`.trim()}` : ''),
+      )
+    }
     const tools = Object.entries(s.tools).sort((a, b) => b[1].ms - a[1].ms)
     if (tools.length) lines.push(`tools     ${tools.map(([name, f]) => `${name} ${f.calls}x ${formatDuration(f.ms)}${f.errors ? ` (${f.errors} failed)` : ''}`).join(', ')}`)
     for (const turn of s.perTurn) {
