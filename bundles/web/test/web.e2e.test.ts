@@ -116,6 +116,61 @@ describe('dsh web (real bin)', () => {
     expect(await web.exited).toEqual({ code: 0, signal: null })
   })
 
+  it('a page loaded during the boot lists the browser halves of rows still coming up, and its hashed assets load', async () => {
+    const { home, cwd } = workspace()
+    const marker = join(cwd, 'go-on')
+    // A built client of our own: index.html with the boot-manifest slot and one hashed asset.
+    const dist = join(cwd, 'dist')
+    mkdirSync(join(dist, 'assets'), { recursive: true })
+    writeFileSync(join(dist, 'index.html'), '<!doctype html><title>t</title><script type="application/json" id="dsh-boot"></script><script type="module" src="/assets/app-1a2b3c4d5e.js"></script>\n')
+    writeFileSync(join(dist, 'assets', 'app-1a2b3c4d5e.js'), 'console.log("app")\n')
+    // A plugin package with a browser half whose row is still applying while the page is asked for.
+    const pkg = join(cwd, 'slow-ui')
+    mkdirSync(pkg)
+    writeFileSync(join(pkg, 'package.json'), JSON.stringify({ name: 'slow-ui', type: 'module', exports: { '.': './index.mjs', './client': './client.js' } }))
+    writeFileSync(join(pkg, 'client.js'), 'export default {}\n')
+    writeFileSync(join(pkg, 'index.mjs'), `import { existsSync } from 'node:fs'\nexport const name = 'slow-ui'\nexport async function apply() {\n  for (let i = 0; i < 6000 && !existsSync(${JSON.stringify(marker)}); i++) await new Promise((r) => setTimeout(r, 10))\n}\n`)
+    writeFileSync(join(cwd, 'early.patch.yml'), `- id: frontend-static\n  config:\n    dist: ${JSON.stringify(dist)}\n- insert:\n    - id: slow-ui\n      name: ./slow-ui/index.mjs\n`)
+    const web = startWeb(['--no-open', '--port', '0', '--patch', 'early.patch.yml'], { DSH_HOME: home }, cwd)
+    const url = await web.firstLine
+    const manifestOf = (html: string) => JSON.parse(/<script type="application\/json" id="dsh-boot">(.*?)<\/script>/.exec(html)![1])
+    const api = get(`${url}api/plugins.list`, { 'content-type': 'application/json' }, 'POST', '{}')
+    let answered = false
+    void api.then(() => (answered = true))
+    const early = await get(url)
+    expect(early.status).toBe(200)
+    const asset = await get(`${url}assets/app-1a2b3c4d5e.js`)
+    expect(asset).toMatchObject({ status: 200, body: 'console.log("app")\n' })
+    expect(asset.headers['cache-control']).toContain('immutable')
+    // Still booting: the row has not come up, the API call waits.
+    expect(answered).toBe(false)
+    const rowsNow = manifestOf(early.body).plugins.map((p: { package: string }) => p.package)
+    expect(rowsNow).toContain('slow-ui')
+    writeFileSync(marker, '')
+    expect((await api).status).toBe(200)
+    const late = await get(url)
+    expect(manifestOf(late.body)).toEqual(manifestOf(early.body))
+    web.child.kill('SIGTERM')
+    expect(await web.exited).toEqual({ code: 0, signal: null })
+  })
+
+  it('a row failing after the page was served closes the listener and exits 1 with that row\'s error', async () => {
+    const { home, cwd } = workspace()
+    const marker = join(cwd, 'fail-now')
+    writeFileSync(join(cwd, 'fail.mjs'), `import { existsSync } from 'node:fs'\nexport const name = 'fail-row'\nexport async function apply() {\n  for (let i = 0; i < 6000 && !existsSync(${JSON.stringify(marker)}); i++) await new Promise((r) => setTimeout(r, 10))\n  throw new Error('the fixture row gave up')\n}\n`)
+    writeFileSync(join(cwd, 'fail.patch.yml'), '- insert:\n    - id: fail-row\n      name: ./fail.mjs\n')
+    const web = startWeb(['--no-open', '--port', '0', '--patch', 'fail.patch.yml'], { DSH_HOME: home }, cwd)
+    const url = await web.firstLine
+    expect((await get(url)).status).toBe(200)
+    // An API call made during the boot ends with the connection, never with a wrong answer.
+    const api = get(`${url}api/sessions.list`, { 'content-type': 'application/json' }, 'POST', '{}').then((r) => r.status, (e: Error) => e.message)
+    writeFileSync(marker, '')
+    expect(await web.exited).toEqual({ code: 1, signal: null })
+    expect(web.output().stderr).toMatch(/^dsh: boot failed: row fail-row \(.*fail\.mjs\): .*the fixture row gave up$/m)
+    expect(await api).not.toBe(200)
+    await expect(get(url)).rejects.toThrow(/ECONNREFUSED/)
+  })
+
   it('refuses a non-loopback bind without DSH_ACCESS_SECRET, a port in use, and bad flags, each with one line', async () => {
     const { home, cwd } = workspace()
     const noSecret = await runDsh(['web', '--no-open', '--host', '0.0.0.0', '--port', '0'], { cwd, env: { DSH_HOME: home } })

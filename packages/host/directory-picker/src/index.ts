@@ -46,9 +46,12 @@ interface ApiLike {
   register<P, R>(contract: MethodContract<P, R>, handler: (params: P) => R | Promise<R>): () => void
 }
 
-const collator = new Intl.Collator('en', { numeric: true, sensitivity: 'base' })
+// Made at the first listing: building a collator loads locale data (~10 ms), which the start of
+// the web host should not pay for a picker that may never open.
+let collator: Intl.Collator | undefined
 
 function byName(a: DirectoryEntry, b: DirectoryEntry): number {
+  collator ??= new Intl.Collator('en', { numeric: true, sensitivity: 'base' })
   return collator.compare(a.name, b.name) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)
 }
 

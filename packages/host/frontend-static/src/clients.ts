@@ -62,12 +62,19 @@ export function clientOfPackage(pkgName: string, pkgDir: string): ClientPlugin |
   return { package: pkgName, dir, ...(entry ? { entry } : {}), baseUrl: `/plugins/${pkgName}/` }
 }
 
-/** Every enabled, active row's browser half, in Loader order, one per package. */
-export function clientPlugins(loader: LoaderLike | undefined, cache?: Map<string, ClientPlugin | undefined>): ClientPlugin[] {
+/** Row states of a tree still coming up that will be active once it is (a failed row fails the boot). */
+const COMING_UP = new Set(['pending', 'loading', 'not-loaded', 'active'])
+
+/**
+ * Every enabled, active row's browser half, in Loader order, one per package. `booting`: the tree
+ * is still mounting, so rows on their way up (not yet imported or applied) count as well: a page
+ * loaded during the boot lists the same halves as one loaded after it.
+ */
+export function clientPlugins(loader: LoaderLike | undefined, cache?: Map<string, ClientPlugin | undefined>, booting = false): ClientPlugin[] {
   const out: ClientPlugin[] = []
   const seen = new Set<string>()
   for (const row of inventoryOf(loader)) {
-    if (!row.enabled || row.state !== 'active') continue
+    if (!row.enabled || (booting ? !COMING_UP.has(row.state) : row.state !== 'active')) continue
     const info = packageInfoOfModule(row.module)
     if (!info?.dir || seen.has(info.name)) continue
     seen.add(info.name)

@@ -5,7 +5,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { createReadStream } from 'node:fs'
 import { readFile, realpath, stat } from 'node:fs/promises'
 import { extname, resolve, sep } from 'node:path'
-import { brotliCompress, constants as zlib, gzip } from 'node:zlib'
+import { brotliCompress, brotliCompressSync, constants as zlib, gzip, gzipSync } from 'node:zlib'
 import { promisify } from 'node:util'
 
 const brotli = promisify(brotliCompress)
@@ -80,6 +80,9 @@ export function pickEncoding(header: string | string[] | undefined): Encoding {
   return 'identity'
 }
 
+/** Bodies up to this size are compressed synchronously. */
+export const SYNC_COMPRESS_BYTES = 16 * 1024
+
 /** Compressed bodies keyed by file identity and encoding, evicted oldest-first past a byte budget. */
 export class CompressionCache {
   private readonly entries = new Map<string, Buffer>()
@@ -101,9 +104,12 @@ export class CompressionCache {
     }
     this.misses++
     const raw = await body()
-    const out = encoding === 'br'
-      ? await brotli(raw, { params: { [zlib.BROTLI_PARAM_QUALITY]: 9, [zlib.BROTLI_PARAM_SIZE_HINT]: raw.length } })
-      : await gzipAsync(raw, { level: 9 })
+    const brOptions = { params: { [zlib.BROTLI_PARAM_QUALITY]: 9, [zlib.BROTLI_PARAM_SIZE_HINT]: raw.length } }
+    // A small body (index.html) is compressed in place: well under a millisecond, while a trip
+    // through the thread pool waits behind whatever else it holds (module loading at start-up).
+    const out = raw.length <= SYNC_COMPRESS_BYTES
+      ? (encoding === 'br' ? brotliCompressSync(raw, brOptions) : gzipSync(raw, { level: 9 }))
+      : encoding === 'br' ? await brotli(raw, brOptions) : await gzipAsync(raw, { level: 9 })
     if (out.length <= this.maxBytes) {
       this.entries.set(full, out)
       this.bytes += out.length

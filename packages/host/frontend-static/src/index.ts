@@ -3,8 +3,7 @@
 // compressed, SPA routes answered with index.html), and serves each enabled plugin's browser
 // half at `/plugins/<package-name>/<file>`.
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { existsSync, realpathSync, statSync } from 'node:fs'
-import { readFile, stat } from 'node:fs/promises'
+import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -106,11 +105,16 @@ export class FrontendStatic extends Service {
     })
   }
 
-  /** The boot manifest: enabled browser halves (with an entry file) in Loader order, and the launch folder. */
+  /**
+   * The boot manifest: enabled browser halves (with an entry file) in Loader order, and the launch
+   * folder. Asked while the app is still starting (the page is served early), it lists the rows
+   * on their way up too; their files are served once the app is up.
+   */
   manifest(): BootManifest {
+    const booting = !this.ctx.webServer.ready
     const plugins = this.config.plugins === false
       ? []
-      : clientPlugins(this.loaderView(), this.clientCache).filter((c) => c.entry).map((c) => ({ package: c.package, url: c.baseUrl + c.entry!.split('/').map(encodeURIComponent).join('/') }))
+      : clientPlugins(this.loaderView(), this.clientCache, booting).filter((c) => c.entry).map((c) => ({ package: c.package, url: c.baseUrl + c.entry!.split('/').map(encodeURIComponent).join('/') }))
     return { version: 1, plugins, launchCwd: this.config.launchCwd ?? process.cwd() }
   }
 
@@ -123,11 +127,16 @@ export class FrontendStatic extends Service {
     return this.ctx.get('loader') as LoaderLike | undefined
   }
 
-  private async readIndex(): Promise<string> {
+  /**
+   * index.html, re-read when its size or time changed. Synchronous on purpose: a few kB, and the
+   * page is asked for while the rest of the app is still loading, when every event-loop turn of
+   * an asynchronous read waits behind module loading; one stat per request keeps it current.
+   */
+  private readIndex(): string {
     const file = join(this.root, 'index.html')
-    const info = await stat(file)
+    const info = statSync(file)
     if (this.index.html === undefined || info.mtimeMs !== this.index.mtimeMs || info.size !== this.index.size) {
-      this.index.html = await readFile(file, 'utf8')
+      this.index.html = readFileSync(file, 'utf8')
       this.index.mtimeMs = info.mtimeMs
       this.index.size = info.size
     }
@@ -135,7 +144,7 @@ export class FrontendStatic extends Service {
   }
 
   private async sendIndex(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    let html = await this.readIndex()
+    let html = this.readIndex()
     if (html.includes(MANIFEST_SLOT)) {
       // `<` escaped so no value can close the script element.
       const json = JSON.stringify(this.manifest()).replace(/</g, '\\u003c')
@@ -154,6 +163,11 @@ export class FrontendStatic extends Service {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.setHeader('allow', 'GET, HEAD')
       sendError(res, 405, 'METHOD_NOT_ALLOWED', `${req.method} ${info.url.pathname}: no such method; static files answer GET and HEAD`)
+      return
+    }
+    // The page itself, with no file look-up (SPA routes below resolve to it as well).
+    if (info.url.pathname === '/' || info.url.pathname === '/index.html') {
+      await this.sendIndex(req, res)
       return
     }
     const found = await resolveUnder(this.root, info.url.pathname)

@@ -118,6 +118,23 @@ describe('the client directory', () => {
     expect(gunzipSync(index.body).toString()).toBe(INDEX)
   })
 
+  it('serves index.html as it is on disk now (an edit is never answered from memory), plain and compressed; large bodies compress too', async () => {
+    const { port } = await start()
+    expect((await get(port, '/')).body.toString()).toBe(INDEX)
+    expect(gunzipSync((await get(port, '/', { 'accept-encoding': 'gzip' })).body).toString()).toBe(INDEX)
+    const edited = INDEX.replace('<title>app</title>', '<title>edited app, longer</title>')
+    writeFileSync(join(dist, 'index.html'), edited)
+    expect((await get(port, '/')).body.toString()).toBe(edited)
+    expect((await get(port, '/index.html')).body.toString()).toBe(edited)
+    expect(brotliDecompressSync((await get(port, '/', { 'accept-encoding': 'br' })).body).toString()).toBe(edited)
+    // Past the in-place size (16 kB) compression goes through the thread pool; same bytes back.
+    const large = 'export const big = ' + JSON.stringify(Array.from({ length: 6000 }, (_, i) => `entry-${i}`)) + '\n'
+    writeFileSync(join(dist, 'assets', 'large-9f8e7d6c.js'), large)
+    const br = await get(port, '/assets/large-9f8e7d6c.js', { 'accept-encoding': 'br' })
+    expect(br.headers['content-encoding']).toBe('br')
+    expect(brotliDecompressSync(br.body).toString()).toBe(large)
+  })
+
   it('answers unknown paths with index.html (SPA routes), HEAD without a body, other methods 405 JSON', async () => {
     const { port } = await start()
     const route = await get(port, '/sessions/abc?tab=diff')
