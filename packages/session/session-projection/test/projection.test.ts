@@ -26,12 +26,13 @@ afterEach(() => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true })
 })
 
-async function tree(home: string, unit: ProjectionUnit<any, any> = counter) {
+/** `journalRatio: 0` makes every cache update a whole-document rewrite (tests that read or edit the document). */
+async function tree(home: string, unit: ProjectionUnit<any, any> = counter, journalRatio?: number) {
   const ctx = new Context()
   const mount = async (p: unknown, c?: unknown) => await ctx.plugin(p as Plugin, c as never)
   await mount(SessionStore)
   await mount(JsonlPersistence, { root: join(home, 'sessions'), fsync: false, batchWindowMs: 1, compression: 'none' })
-  await mount(JsonProjectionCache, { path: join(home, 'cache.json') })
+  await mount(JsonProjectionCache, { path: join(home, 'cache.json'), ...(journalRatio !== undefined ? { journalRatio } : {}) })
   await mount(SessionProjections)
   ctx.sessionProjections.register(unit)
   return ctx
@@ -132,7 +133,7 @@ describe('ctx.sessionProjections over stored sessions', () => {
 
   it('an entry that does not match its log (other last event, more events, other unit version) is rebuilt', async () => {
     const dir = home()
-    const ctx = await tree(dir)
+    const ctx = await tree(dir, counter, 0)
     await store(ctx, 3)
     await ctx.sessionProjections.list()
     const doc = JSON.parse(readFileSync(join(dir, 'cache.json'), 'utf8'))
@@ -144,13 +145,13 @@ describe('ctx.sessionProjections over stored sessions', () => {
     expect(Object.fromEntries(rows.map((r) => [r.summary.id, r.source]))).toEqual({ s0: 'rebuilt', s1: 'rebuilt', s2: 'cache' })
     expect(rows.find((r) => r.summary.id === 's0')!.values.counts).toMatchObject({ last: 'prompt 0' })
     // A new unit version invalidates every entry.
-    const bumped = await tree(dir, { ...counter, version: 2 })
+    const bumped = await tree(dir, { ...counter, version: 2 }, 0)
     expect((await bumped.sessionProjections.list()).map((r) => r.source)).toEqual(Array(3).fill('rebuilt'))
     // A refresh whose anchor event changed under it falls back to a rebuild.
     const doc2 = JSON.parse(readFileSync(join(dir, 'cache.json'), 'utf8'))
     doc2.checkpoints.s0.events -= 1
     writeFileSync(join(dir, 'cache.json'), JSON.stringify(doc2))
-    const b = await tree(dir, { ...counter, version: 2 })
+    const b = await tree(dir, { ...counter, version: 2 }, 0)
     expect((await b.sessionProjections.list()).find((r) => r.summary.id === 's0')!.source).toBe('rebuilt')
   })
 
@@ -178,7 +179,7 @@ describe('ctx.sessionProjections over stored sessions', () => {
 
   it('drops entries of sessions that are gone; live sessions come from memory', async () => {
     const dir = home()
-    const ctx = await tree(dir)
+    const ctx = await tree(dir, counter, 0)
     await store(ctx, 2)
     await ctx.sessionProjections.list()
     rmSync(join(dir, 'sessions'), { recursive: true })
