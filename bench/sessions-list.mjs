@@ -9,9 +9,10 @@
 // logs each listing read (the warm one must read none). Also times `dsh sessions --all` end to end
 // against `node -e 0` spawned in the same run.
 //   node bench/sessions-list.mjs        BENCH_SESSIONS=200 BENCH_RUNS=5 node bench/sessions-list.mjs
+// BENCH_KEEP=DIR generates the store into DIR once and reuses it on later runs (not deleted).
 import { register } from 'tsx/esm/api'
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
@@ -29,8 +30,11 @@ const { default: Cache } = await import(src('session/session-projection-cache/sr
 const { default: TitleService } = await import(src('session/session-title/src/index.ts'))
 const Stats = await import(src('session/session-stats/src/index.ts'))
 
-const root = mkdtempSync(join(tmpdir(), 'dsh-bench-sessions-'))
+const keep = process.env.BENCH_KEEP
+const root = keep ?? mkdtempSync(join(tmpdir(), 'dsh-bench-sessions-'))
 const home = join(root, 'home')
+const reuse = keep !== undefined && existsSync(join(home, 'sessions'))
+if (keep) mkdirSync(root, { recursive: true })
 const ctx = new Context()
 const mount = async (plugin, config) => await ctx.plugin(plugin, config)
 await mount(SessionStore)
@@ -54,8 +58,8 @@ function turn(session, i, n) {
   session.append('turn/end', { turn: n, reason: 'completed' })
 }
 
-process.stderr.write(`generating ${N} sessions in ${home}...\n`)
-for (let i = 0; i < N; i++) {
+if (!reuse) process.stderr.write(`generating ${N} sessions in ${home}...\n`)
+for (let i = 0; i < (reuse ? 0 : N); i++) {
   let t = 1_700_000_000_000 + i * 60_000
   const session = new Session({ cwd: `/work/project-${i % 7}`, id: `bench-${String(i).padStart(5, '0')}`, clock: () => (t += 50) })
   turn(session, i, 0)
@@ -119,24 +123,36 @@ console.log(`  of which cache readAll():          ${fmt(median(cacheRead))}   do
 console.log(`after one session grew:            ${fmt(after)}   logs read: ${afterReads} (refreshed ${report.refreshed}, cache ${report.cache})`)
 console.log(`goal: warm under 200 ms reading no log -> ${median(warm) < 200 && warmReads === 0 ? 'met' : 'NOT met'}`)
 
-// End to end: the real bin against the same home, beside node's own start-up.
+// End to end: the real bin against the same home, beside node's own start-up. BENCH_BASE=/other/checkout
+// also times that checkout's bin, alternately, on its own copy of the home (its cache is its own).
 const bin = fileURLToPath(new URL('../packages/boot/cli/bin/dsh.mjs', import.meta.url))
-const env = { PATH: process.env.PATH, HOME: home, DSH_HOME: home }
-const spawnTime = (args) => {
+const spawnTime = (args, where = home) => {
+  const env = { PATH: process.env.PATH, HOME: where, DSH_HOME: where }
   const start = performance.now()
   const r = spawnSync(process.execPath, args, { env, cwd: root, encoding: 'utf8' })
   if (r.status !== 0) throw new Error(`${args.join(' ')} exited ${r.status}: ${r.stderr}`)
   return performance.now() - start
 }
+const baseBin = process.env.BENCH_BASE ? join(process.env.BENCH_BASE, 'packages/boot/cli/bin/dsh.mjs') : undefined
+const baseHome = join(root, 'home-base')
+if (baseBin) {
+  rmSync(baseHome, { recursive: true, force: true })
+  cpSync(home, baseHome, { recursive: true })
+  rmSync(join(baseHome, 'storage'), { recursive: true, force: true })
+  spawnTime([baseBin, 'sessions', '--all'], baseHome)
+}
 spawnTime([bin, 'sessions', '--all']) // creates the profile and the cache entries of this process
 const nodeRuns = []
 const dshRuns = []
+const baseRuns = []
 for (let r = 0; r < Math.min(RUNS, 5); r++) {
   nodeRuns.push(spawnTime(['-e', '0']))
   dshRuns.push(spawnTime([bin, 'sessions', '--all']))
+  if (baseBin) baseRuns.push(spawnTime([baseBin, 'sessions', '--all'], baseHome))
 }
 console.log(`node -e 0:                         ${fmt(median(nodeRuns))}`)
 console.log(`dsh sessions --all (${N} rows):     ${fmt(median(dshRuns))}   ratio to node -e 0: ${(median(dshRuns) / median(nodeRuns)).toFixed(1)}`)
+if (baseBin) console.log(`  BENCH_BASE's dsh sessions --all:  ${fmt(median(baseRuns))}   ratio to node -e 0: ${(median(baseRuns) / median(nodeRuns)).toFixed(1)}`)
 
 await ctx.fiber.dispose?.()
-rmSync(root, { recursive: true, force: true })
+if (!keep) rmSync(root, { recursive: true, force: true })
