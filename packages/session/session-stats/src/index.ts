@@ -90,7 +90,8 @@ interface State {
   firstChunk?: number
   /** Tool calls awaiting a result: callId -> [name, start]. */
   calls: { [callId: string]: [string, number] }
-  prices: ModelPrice[]
+  /** Only in states of fold version 2 and earlier; the price table is the unit's, not the state's. */
+  prices?: ModelPrice[]
 }
 
 const zeroTokens = (): TokenUsage => ({ input: 0, output: 0, cacheRead: 0, cacheWrite: 0, reasoning: 0 })
@@ -146,8 +147,11 @@ function addTool(f: Figures, name: string, ms: number, error: boolean): void {
   f.toolMs += ms
 }
 
-/** Folds one event; `state` is mutated and returned. */
-export function foldStats(state: State, event: AnySessionEvent): State {
+/**
+ * Folds one event; `state` is mutated and returned. `prices` is the unit's table: it is kept out of
+ * the state so the cached checkpoint of every session does not carry a copy of it.
+ */
+export function foldStats(state: State, event: AnySessionEvent, prices: readonly ModelPrice[] = state.prices ?? []): State {
   const s = state.stats
   const turn = s.perTurn.at(-1)
   const open = turn && turn.endedAt === undefined ? turn : undefined
@@ -179,7 +183,7 @@ export function foldStats(state: State, event: AnySessionEvent): State {
       state.firstChunk ??= event.time
       break
     case 'assistant/message': {
-      const price = priceOf(state.prices, s.model?.provider, s.model?.model)
+      const price = priceOf(prices, s.model?.provider, s.model?.model)
       const usage = event.data.usage
       const cost = price && usage ? costOf({ ...zeroTokens(), ...usage }, price) : undefined
       const start = state.stepStart
@@ -216,7 +220,7 @@ export function foldStats(state: State, event: AnySessionEvent): State {
     }
     case 'title/usage': {
       // Priced by the title request's own model (it may differ from the turns' model).
-      const price = priceOf(state.prices, event.data.provider, event.data.model)
+      const price = priceOf(prices, event.data.provider, event.data.model)
       const usage = event.data.usage
       const cost = price && usage ? costOf({ ...zeroTokens(), ...usage }, price) : undefined
       addCall(s, usage, cost, price?.currency)
@@ -230,16 +234,17 @@ export function foldStats(state: State, event: AnySessionEvent): State {
   return state
 }
 
-/** Bumped whenever `foldStats` changes (2: title requests). */
-const FOLD_VERSION = 2
+/** Bumped whenever `foldStats` or its state changes (2: title requests; 3: no price table in the state). */
+const FOLD_VERSION = 3
 
 /** The unit, with a price table (changing prices changes the unit version, so caches are rebuilt). */
 export function statsUnit(prices: readonly ModelPrice[] = []): ProjectionUnit<State, SessionStats> {
+  const table = prices.map((price) => ({ ...price }))
   return {
     name: 'sessionStats',
     version: FOLD_VERSION * 1_000_000 + hash(JSON.stringify(prices)),
-    init: () => ({ stats: emptyStats(), calls: {}, prices: [...prices] }),
-    fold: foldStats,
+    init: () => ({ stats: emptyStats(), calls: {} }),
+    fold: (state, event) => foldStats(state, event, table),
     value: (state) => state.stats,
   }
 }

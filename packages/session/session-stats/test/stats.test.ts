@@ -120,7 +120,9 @@ describe('sessionStats', () => {
     }
   })
 
-  it('changing prices changes the unit version (cached figures are rebuilt)', () => {
+  it('changing prices changes the unit version (cached figures are rebuilt); the state carries no price table', () => {
     expect(SessionStats.statsUnit([]).version).not.toBe(SessionStats.statsUnit([{ model: 'm', input: 1, output: 1 }]).version)
+    const unit = SessionStats.statsUnit([{ model: 'm', input: 1, output: 1 }])
+    expect(JSON.stringify(unit.init())).not.toContain('"input":1')
   })
 })
