@@ -6,7 +6,7 @@
 import { parseArgs } from 'node:util'
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
-import type { SessionSummary } from '@dsh/session-persistence'
+import { summarize, type SessionSummary } from '@dsh/session-persistence'
 import type { ProjectionRow } from '@dsh/session-projection'
 import { fallbackTitle, type SessionTitle } from '@dsh/session-title'
 import type { SessionStats } from '@dsh/session-stats'
@@ -140,9 +140,9 @@ export async function runSessionsCommand(ctx: Context, argv: readonly string[], 
     return 1
   }
   if (cmd.command === 'search') return search(ctx, cmd, io, cwd)
-  const rows = (await ctx.sessionProjections.list()).map(rowOf)
   if (cmd.command === 'show') {
-    const row = rows.find((r) => r.id === cmd.id)
+    let row = await showFromLog(ctx, cmd.id!)
+    if (row === undefined) row = (await ctx.sessionProjections.list()).map(rowOf).find((r) => r.id === cmd.id) ?? null
     if (!row) {
       io.stderr.write(`dsh sessions: no stored session ${JSON.stringify(cmd.id)} (dsh sessions --all lists them)\n`)
       return 1
@@ -150,6 +150,7 @@ export async function runSessionsCommand(ctx: Context, argv: readonly string[], 
     io.stdout.write(cmd.format === 'json' ? JSON.stringify(row) + '\n' : formatStats(row))
     return 0
   }
+  const rows = (await ctx.sessionProjections.list()).map(rowOf)
   const shown = rows.filter((row) => cmd.all || (row.cwd === cwd && continuable(row)))
   if (cmd.format === 'json') {
     io.stdout.write(JSON.stringify(shown.map(compact)) + '\n')
@@ -161,6 +162,28 @@ export async function runSessionsCommand(ctx: Context, argv: readonly string[], 
   }
   io.stdout.write(sessionTable(shown, cmd.all))
   return 0
+}
+
+/**
+ * `show` of a stored session from its own log: its summary and every unit folded from the stored
+ * events, without listing every session (a fresh process spends most of a listing in
+ * `persistence.list()`). `null`: no such session; `undefined`: live, damaged or otherwise
+ * unreadable here, so the caller takes the listing, which says how.
+ */
+async function showFromLog(ctx: Context, id: string): Promise<SessionListRow | null | undefined> {
+  if (ctx.sessionProjections.snapshot(id)) return undefined
+  const persistence = ctx.get('sessionPersistence')
+  if (!persistence) return undefined
+  let loaded
+  try {
+    loaded = await persistence.inspect(id)
+  } catch (error) {
+    const code = (error as { code?: string }).code
+    return code === 'NOT_FOUND' || code === 'BAD_ID' ? null : undefined
+  }
+  // As stored: crash repairs are what a later load would append, not part of the log yet.
+  const events = loaded.events.slice(0, loaded.events.length - loaded.repairs.length)
+  return rowOf({ summary: summarize(loaded.header, events), values: ctx.sessionProjections.foldEvents(events), source: 'rebuilt' })
 }
 
 async function search(ctx: Context, cmd: ParsedCommand, io: Io, cwd: string): Promise<number> {

@@ -1,6 +1,6 @@
 // `dsh sessions`, `dsh sessions show` and `dsh sessions search` on the real bin: sessions made by
 // real one-shot runs against the mock model, listed with titles and stats, searched literally.
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
@@ -35,6 +35,7 @@ beforeAll(async () => {
       { toolCalls: [{ name: 'todo_write', arguments: JSON.stringify({ todos: [{ content: 'cook', status: 'in_progress' }] }) }], usage: usage[1] },
       { text: 'All read.', usage: usage[2] },
       { text: 'second session answer' },
+      { text: 'third session answer' },
     ] as never,
   })
   const first = await runDsh(['-p', '--output-format', 'json', 'Read notes.txt and tell me the ingredient'], { cwd, env: env() })
@@ -92,6 +93,10 @@ describe('dsh sessions', () => {
     })
     expect(Object.keys(row.stats.tools).sort()).toEqual(['read', 'todo_write'])
     expect(row.stats.perTurn).toHaveLength(1)
+    // `show` reads the one log; what it prints is the listing's row plus the per-turn figures.
+    const listed = JSON.parse((await runDsh(['sessions', '--all', '--output-format', 'json'], { cwd, env: env() })).stdout).find((r: { id: string }) => r.id === sessionId)
+    const { perTurn: _perTurn, ...whole } = row.stats
+    expect({ ...row, stats: whole }).toEqual(listed)
     const text = await runDsh(['sessions', 'show', sessionId], { cwd, env: env() })
     expect(text.stdout).toContain(`tokens    input ${sum((u) => u.prompt - u.cacheHit)}   output ${sum((u) => u.completion - u.reasoning)}`)
     expect(text.stdout).toContain('steps 3   model calls 3')
@@ -108,6 +113,25 @@ describe('dsh sessions', () => {
     expect(bad.stderr).toMatch(/no session contains/)
     const again = await runDsh(['sessions', 'search', 'cardamom', '--all', '--output-format', 'json'], { cwd, env: env() })
     expect(JSON.parse(again.stdout)).toHaveLength(1)
+  })
+
+  it('show of a damaged log falls back to the listing and says so', async () => {
+    const other = join(root, 'other')
+    mkdirSync(other, { recursive: true })
+    const third = await runDsh(['-p', '--output-format', 'json', 'a third task'], { cwd: other, env: env() })
+    expect(third.code, third.stderr).toBe(0)
+    const id = JSON.parse(third.stdout).sessionId
+    const dir = readdirSync(join(home, 'sessions'), { recursive: true, withFileTypes: true }).find((e) => e.isDirectory() && e.name === id)!
+    const log = readdirSync(join(dir.parentPath, id)).find((f) => f.startsWith('session.jsonl'))!
+    writeFileSync(join(dir.parentPath, id, log), 'this is not a session log\n')
+    const run = await runDsh(['sessions', 'show', id, '--output-format', 'json'], { cwd, env: env() })
+    expect(run.code, run.stderr).toBe(0)
+    const row = JSON.parse(run.stdout)
+    expect(row.id).toBe(id)
+    expect(typeof row.damaged).toBe('string')
+    expect(row.stats).toBeUndefined()
+    const text = await runDsh(['sessions', 'show', id], { cwd, env: env() })
+    expect(text.stdout).toMatch(/^damaged {3}\S/m)
   })
 
   it('bad usage is one line and exit 2; an unknown id is exit 1', async () => {
