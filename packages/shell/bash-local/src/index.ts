@@ -2,6 +2,7 @@
 // `ctx.subprocess`. Owns the bash-shaped decisions: command caps, timeout defaulting and capping,
 // timeout-versus-cancel classification and the non-interactive environment. Group mechanics
 // (retention, spill, scrub, kill escalation) belong to the subprocess provider.
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { isAbsolute, join, resolve as resolvePath } from 'node:path'
@@ -81,7 +82,11 @@ export class BashLocalExecutor extends ShellExecutor {
       throw new TypeError(`bash-local: output.headBytes + output.tailBytes (${headBytes + tailBytes}) must not exceed output.maxBytes (${maxBytes})`)
     }
     if (!isAbsolute(config.spillDir)) throw new TypeError(`bash-local: spillDir must be an absolute path, got ${JSON.stringify(config.spillDir)}`)
+    ctx.effect(() => () => this.mergeStartup.dispose(), 'bash-local: stderr startup file')
   }
+
+  /** The BASH_ENV file that points bash's stderr at its stdout pipe (see `runShellProcess`). */
+  protected readonly mergeStartup = new MergeStartupFile()
 
   async resolve(request: ShellRequest): Promise<ShellSpec> {
     if (request === null || typeof request !== 'object') throw new ShellError('INVALID_REQUEST', 'expected a shell request object')
@@ -158,7 +163,44 @@ export class BashLocalExecutor extends ShellExecutor {
       settings: this.config,
       options,
       started,
+      stderr: 'bash',
+      mergeStartup: this.mergeStartup,
     })
+  }
+}
+
+/** What the startup file runs: stderr onto stdout's pipe, then BASH_ENV is forgotten so nested bash scripts do not read it. */
+export const MERGE_STARTUP_SCRIPT = 'exec 2>&1\nunset BASH_ENV\n'
+
+/**
+ * A private startup file for non-interactive bash (`BASH_ENV`) that merges stderr into stdout
+ * before the `-c` command is parsed. Created on first use in a fresh 0700 temp dir (nobody else
+ * can change what bash sources), re-created when a temp cleaner removed it, removed on dispose.
+ * `path()` answers undefined when it cannot be written; the caller then merges another way.
+ */
+export class MergeStartupFile {
+  private dir: string | undefined
+  private file: string | undefined
+  private failed = false
+
+  path(): string | undefined {
+    if (this.failed) return undefined
+    if (this.file && existsSync(this.file)) return this.file
+    try {
+      if (!this.dir || !existsSync(this.dir)) this.dir = mkdtempSync(join(tmpdir(), 'dsh-bash-'))
+      const file = join(this.dir, 'merge-stderr.sh')
+      writeFileSync(file, MERGE_STARTUP_SCRIPT, { mode: 0o600 })
+      this.file = file
+      return file
+    } catch {
+      this.failed = true
+      return undefined
+    }
+  }
+
+  dispose(): void {
+    if (this.dir) rmSync(this.dir, { recursive: true, force: true })
+    this.dir = this.file = undefined
   }
 }
 
@@ -171,11 +213,29 @@ export interface ShellProcessRequest {
   /** Epoch ms the run started (for durationMs). */
   started: number
   /**
-   * `stdout` (default): the spawn puts stderr on stdout's pipe. `pipe`: the argv already does it
-   * (a sandbox wrapper's init); stderr keeps its own pipe, for the wrapper's own messages, and both
-   * are retained as one merged output.
+   * `stdout` (default): the spawn puts stderr on stdout's pipe (a `sh` runs `exec ... 2>&1` in
+   * front of the target). `pipe`: the argv already does it (a sandbox wrapper's init); stderr keeps
+   * its own pipe, for the wrapper's own messages, and both are retained as one merged output.
+   * `bash`: `file` is a bash running `-c <command>`; bash itself moves stderr onto stdout's pipe
+   * before the command (the `mergeStartup` file, named by BASH_ENV), so one process runs instead
+   * of sh then bash. Falls back to `stdout` when BASH_ENV is set for the command already or the
+   * startup file cannot be written.
    */
-  stderr?: 'stdout' | 'pipe'
+  stderr?: 'stdout' | 'pipe' | 'bash'
+  /** The startup file of `stderr: 'bash'`. */
+  mergeStartup?: MergeStartupFile
+}
+
+/** How the spawn merges stderr, and the variables that go with it. */
+function mergePlan(request: ShellProcessRequest): { stderr: 'stdout' | 'pipe'; env: Record<string, string> } {
+  const env = request.spec.env ?? {}
+  if (request.stderr !== 'bash') return { stderr: request.stderr ?? 'stdout', env }
+  // A BASH_ENV of the user's or the caller's stays in charge; the sh wrapper merges instead.
+  if (env.BASH_ENV !== undefined || process.env.BASH_ENV !== undefined) return { stderr: 'stdout', env }
+  const file = request.mergeStartup?.path()
+  if (!file) return { stderr: 'stdout', env }
+  // stderr keeps its own pipe for what bash prints before the startup file ran; retained merged.
+  return { stderr: 'pipe', env: { ...env, BASH_ENV: file } }
 }
 
 /**
@@ -197,15 +257,16 @@ export async function runShellProcess(subprocess: Context['subprocess'], request
     internal.abort()
   }
   options.signal?.addEventListener('abort', onAbort, { once: true })
+  const merge = mergePlan(request)
   try {
     const handle = subprocess.spawn({
       file: request.file,
       args: request.args,
       cwd: spec.cwd,
-      env: { base: 'scrubbed', set: spec.env },
+      env: { base: 'scrubbed', set: merge.env },
       stdin: 'ignore',
       // One pipe for both streams: the merged output keeps the order the command wrote it in.
-      stderr: request.stderr ?? 'stdout',
+      stderr: merge.stderr,
       kill: { graceMs: settings.killGraceMs },
       signal: internal.signal,
       retention: { ...spec.output, spillDir: settings.spillDir, spillPrefix: 'bash' },

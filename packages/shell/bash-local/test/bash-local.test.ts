@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Context } from 'cordis'
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ShellError, type ShellSpec } from '@dsh/shell'
@@ -157,6 +157,50 @@ describe('bash-local run', () => {
   it('merges stdout and stderr in the order the command wrote them', async () => {
     const result = await run('for i in 1 2 3 4 5 6 7 8; do echo out$i; echo err$i >&2; done')
     expect(result.output.head).toBe([1, 2, 3, 4, 5, 6, 7, 8].map((i) => `out${i}\nerr${i}\n`).join(''))
+  })
+
+  it('runs bash itself (no sh in front): one process, stderr merged by bash, BASH_ENV not left behind', async () => {
+    const spawned: Array<{ file: string; stderr?: string; bashEnv?: string }> = []
+    const spawn = ctx.subprocess.spawn.bind(ctx.subprocess)
+    ;(ctx.subprocess as { spawn: typeof spawn }).spawn = (spec) => (spawned.push({ file: spec.file, stderr: spec.stderr, bashEnv: spec.env?.set?.BASH_ENV }), spawn(spec))
+    try {
+      // The syntax error comes from parsing the command, after the startup file ran: merged too.
+      const result = await run('echo "[$BASH_ENV]"; echo out; echo err >&2; bash -c \'echo nested >&2\' 2>/dev/null\necho (')
+      expect(result.output.head).toMatch(/^\[\]\nout\nerr\n\S*bash: -c: line 2: syntax error near unexpected token `newline'\n\S*bash: -c: line 2: `echo \('\n$/)
+      expect(spawned).toHaveLength(1)
+      expect(spawned[0].file).toBe('bash')
+      expect(spawned[0].stderr).toBe('pipe')
+      expect(readFileSync(spawned[0].bashEnv!, 'utf8')).toBe('exec 2>&1\nunset BASH_ENV\n')
+      expect(statSync(join(spawned[0].bashEnv!, '..')).mode & 0o077).toBe(0)
+      // A temp cleaner removed the file: it is written again, order still kept.
+      rmSync(join(spawned[0].bashEnv!, '..'), { recursive: true, force: true })
+      expect((await run('echo a; echo b >&2; echo c')).output.head).toBe('a\nb\nc\n')
+      expect(existsSync(spawned[1].bashEnv!)).toBe(true)
+    } finally {
+      ;(ctx.subprocess as { spawn: typeof spawn }).spawn = spawn
+    }
+  })
+
+  it('keeps a BASH_ENV the caller set and merges with the sh wrapper instead', async () => {
+    writeFileSync(join(dir, 'own-env.sh'), 'OWN=yes\n')
+    const spec = await shell().resolve({ command: 'echo "own=$OWN"; echo e >&2; echo f', cwd: dir, env: { BASH_ENV: join(dir, 'own-env.sh') } })
+    const result = await shell().run(spec)
+    expect(result.output.head).toBe('own=yes\ne\nf\n')
+  })
+
+  it('removes its startup file when the executor is unloaded', async () => {
+    const local = new Context()
+    await local.plugin(LocalSubprocessService, {} as never)
+    const fiber = local.plugin(BashLocalExecutor, { spillDir: join(dir, 'spill2') } as never)
+    await fiber
+    let file: string | undefined
+    const spawn = local.subprocess.spawn.bind(local.subprocess)
+    ;(local.subprocess as { spawn: typeof spawn }).spawn = (spec) => ((file = spec.env?.set?.BASH_ENV), spawn(spec))
+    const spec = await local.shell.resolve({ command: 'echo x >&2', cwd: dir })
+    expect((await local.shell.run(spec)).output.head).toBe('x\n')
+    expect(existsSync(file!)).toBe(true)
+    await fiber.dispose()
+    expect(existsSync(join(file!, '..'))).toBe(false)
   })
 
   it('follows the caller output budget, capped by the configured maximum', async () => {

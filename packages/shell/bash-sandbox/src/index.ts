@@ -169,9 +169,10 @@ export class SandboxedBashExecutor extends BashLocalExecutor implements Sandboxe
   private async spawnInvocation(spec: ShellSpec, invocation: SandboxInvocation, options: ShellRunOptions, started: number, spillDir: string): Promise<ShellResult> {
     const [file, ...args] = invocation.argv
     // When the runner's wrapper already sends the command's stderr to its stdout, the runner is
-    // spawned directly (stderr: its own pipe, only the runner's own messages); else the spawn merges.
-    const stderr = invocation.stderrMerged ? 'pipe' : 'stdout'
-    return runShellProcess(this.ctx.subprocess, { file, args, spec, settings: { ...this.settings, spillDir }, options, started, stderr })
+    // spawned directly (stderr: its own pipe, only the runner's own messages); an unconfined
+    // command is bash itself, which merges through its startup file; else the spawn merges.
+    const stderr = invocation.stderrMerged ? 'pipe' : invocation.runner === 'none' && file === this.settings.bash && args[0] === '-c' ? 'bash' : 'stdout'
+    return runShellProcess(this.ctx.subprocess, { file, args, spec, settings: { ...this.settings, spillDir }, options, started, stderr, mergeStartup: this.mergeStartup })
   }
 }
 

@@ -132,6 +132,14 @@ describe('confined execution', () => {
     const { result } = await sh(ctx, `echo x > ${outside}/free`, { env: { DSH_SESSION_ID: session.id } })
     expect(result.sandbox).toMatchObject({ mode: 'danger-full-access', enforcement: 'none' })
     expect(readFileSync(join(outside, 'free'), 'utf8')).toBe('x\n')
+    // Unconfined, bash is spawned alone (no sh in front) and merges stderr itself, in order.
+    const spawned: Array<{ file: string; stderr?: string }> = []
+    const spawn = ctx.subprocess.spawn.bind(ctx.subprocess)
+    ;(ctx.subprocess as { spawn: typeof spawn }).spawn = (spec) => (spawned.push({ file: spec.file, stderr: spec.stderr }), spawn(spec))
+    const merged = await sh(ctx, 'echo one; echo two >&2; echo three', { sessionId: session.id })
+    expect(merged.text).toBe('one\ntwo\nthree\n')
+    expect(spawned).toEqual([{ file: 'bash', stderr: 'pipe' }])
+    ;(ctx.subprocess as { spawn: typeof spawn }).spawn = spawn
     const ro = ctx.sessions.create({ cwd: ws })
     ctx.sandboxPolicy.setMode(ro.id, 'read-only')
     const denied = await sh(ctx, 'echo x > inside', { sessionId: ro.id })
