@@ -146,6 +146,8 @@ export class SessionTitleService extends Service {
   // Mutated in place only (methods may run on a per-caller shadow of the service).
   private readonly providers: TitleProvider[] = []
   private readonly work = new Map<string, Work>()
+  /** Set when the plugin unloads: late answers then write nothing (their event type is unregistered). */
+  private readonly unloaded = { value: false }
   private readonly home: Context
   private readonly maxLength: number
 
@@ -160,6 +162,7 @@ export class SessionTitleService extends Service {
     ctx.on('session/deleted', (session) => this.cancel(session.id))
     ctx.inject(['sessionProjections'], (inner) => void inner.sessionProjections.register(titleUnit))
     ctx.effect(() => () => {
+      this.unloaded.value = true
       for (const id of [...this.work.keys()]) this.cancel(id)
     }, 'session-title: cancel work')
   }
@@ -268,7 +271,7 @@ export class SessionTitleService extends Service {
           const text = typeof proposed === 'string' ? proposed : typeof proposed?.title === 'string' ? proposed.title : ''
           // The tokens were spent whatever happens to the title: log them while the session is here.
           const usage = typeof proposed === 'object' && proposed ? usageOf(proposed, provider.name) : undefined
-          if (usage && this.home.sessions.get(session.id) === session) session.append('title/usage', usage)
+          if (usage && !this.unloaded.value && this.home.sessions.get(session.id) === session) session.append('title/usage', usage)
           // A superseded or cancelled revision never commits, even if the provider ignored the signal.
           if (controller.signal.aborted || this.home.sessions.get(session.id) !== session) return
           const title = clean(text, this.maxLength)

@@ -215,6 +215,23 @@ describe('ctx.sessionTitle', () => {
     }
   })
 
+  it('an answer that arrives after the plugin unloaded writes nothing, not even its usage', async () => {
+    const release = gate<string | TitleProposal>()
+    const h = await createHarness({ script: [{ text: 'a' }] })
+    try {
+      const mounted = await h.mount(SessionTitleService)
+      h.ctx.sessionTitle.registerProvider({ name: 'late', cadence: 'first-prompt', generate: () => release.promise })
+      await h.prompt('late answer')
+      const before = h.session.length
+      await mounted.dispose()
+      release.open({ title: 'Too late', usage: { input: 5, output: 1 } })
+      await new Promise((r) => setImmediate(r))
+      expect(h.session.length).toBe(before)
+    } finally {
+      await h.dispose()
+    }
+  })
+
   it('registers title/usage with persistence as an ignorable type', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'dsh-title-'))
     const ctx = new Context()
