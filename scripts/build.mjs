@@ -9,7 +9,8 @@
 //     of one per source: module loading (resolve, read, compile, link) was ~40% of a boot.
 // Package exports map the `development` condition to src/ (vitest, DSH_DEV=1) and `default`
 // to dist/, so a plain `node` launch never compiles TypeScript at start-up.
-// Runs from the root `prepare` script (pnpm install) and before the tests.
+// Runs from the root `prepare` script (pnpm install) and before the tests. Ends with
+// scripts/prelink.mjs (the shipped rows prelinked into one module file per host process).
 // `--no-bundle` writes the per-file outputs only (entries included). A package whose inputs (its
 // sources, package.json, this script, esbuild's version) match dist/.build-stamp.json is skipped.
 import { readdirSync, statSync, mkdirSync, writeFileSync, readFileSync, rmSync, existsSync, renameSync } from 'node:fs'
@@ -202,3 +203,9 @@ await Promise.all(
   }),
 )
 if (!process.argv.includes('--quiet')) console.log(`build: ${files} files written in ${roots.length} packages, ${Date.now() - started} ms`)
+// Then the prelinked row modules (one file per host process; see scripts/prelink.mjs).
+if (bundling && !process.exitCode) {
+  const { spawnSync } = await import('node:child_process')
+  const prelink = spawnSync(process.execPath, [join(root, 'scripts/prelink.mjs'), ...process.argv.filter((a) => a === '--quiet')], { stdio: 'inherit' })
+  if (prelink.status !== 0) process.exitCode = prelink.status ?? 1
+}

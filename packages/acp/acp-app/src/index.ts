@@ -117,7 +117,7 @@ export async function runAcp(opts: RunAcpOptions): Promise<number> {
       return 0
     }
     return await runTree(
-      () => bootComposition(comp, { bootInfo: { profile: 'acp', home, cwd, appArgs: [...opts.argv] } }),
+      () => bootComposition(comp, { bootInfo: { profile: 'acp', home, cwd, appArgs: [...opts.argv] }, prelink: 'acp' }),
       {
         name: 'dsh-acp',
         // Hot reload: edits of $DSH_HOME/cordis.patch.yml and the --patch files re-compose the tree.

@@ -119,7 +119,7 @@ export async function runApp(opts: RunOptions): Promise<number> {
       return 0
     }
     return await runTree(
-      () => bootComposition(comp, { bootInfo: { home, cwd, appArgs: opts.appArgs ?? [] }, stderr }),
+      () => bootComposition(comp, { bootInfo: { home, cwd, appArgs: opts.appArgs ?? [] }, stderr, prelink: 'dsh' }),
       {
         name: 'dsh', stderr, handleSignals: opts.handleSignals, exitWhenIdle: true,
         // Profiles that serve (web, tui) opt in with `dsh.profile.hotReload`; a one-shot never reloads.

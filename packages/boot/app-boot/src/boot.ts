@@ -5,6 +5,7 @@ import { DshUserError } from './errors.ts'
 import { isJsExpr } from './layer.ts'
 import { profileDirUrl, type Composition, type ResolvedRow } from './profile.ts'
 import { hasUserFileRows, shareInstallModules } from './shared-modules.ts'
+import { loadPrelinked, type PrelinkVariant } from './prelink.ts'
 
 /** What the launcher knew at boot; provided on the root context as `ctx.bootInfo`. */
 export interface BootInfo {
@@ -142,6 +143,11 @@ export interface BootOptions {
   importModule?: (url: string) => Promise<unknown>
   /** Upper bound for the `app/stopping` phase of `dispose()` (default DEFAULT_STOP_GRACE_MS). */
   stopGraceMs?: number
+  /**
+   * Load the rows from the prelinked modules of this host (scripts/prelink.mjs) when they cover
+   * every enabled row and are up to date; ignored when `importModule` is given. Default: off.
+   */
+  prelink?: PrelinkVariant
 }
 
 const PROBE = Symbol('probe')
@@ -317,6 +323,13 @@ export async function bootComposition(comp: Composition, opts: BootOptions = {})
     },
   })
   await host
+  if (!opts.importModule && opts.prelink) {
+    const urls = prepared.enabled.flatMap((r) => (r.url && !r.url.startsWith('cordis:') ? [r.url] : []))
+    const decision = await loadPrelinked(urls, opts.prelink)
+    const importers = decision.importers
+    if (importers) loader.importModule = (url) => (Object.hasOwn(importers, url) ? importers[url]() : importRowModule(url))
+    else if (opts.debug ?? Boolean(process.env.DSH_DEBUG)) stderr.write(`dsh: debug: rows load file by file: ${decision.reason}\n`)
+  }
 
   let disposed: Promise<void> | undefined
   // Only a tree that came up gets the stopping phase; a failed boot just unwinds.

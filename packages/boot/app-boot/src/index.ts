@@ -16,5 +16,6 @@ export {
   BootError, bootComposition, DEFAULT_STOP_GRACE_MS, DshLoader, formatFailure, probeComposition,
   type BootedTree, type BootFailure, type BootFailureKind, type BootInfo, type BootOptions, type ReloadReport, type StopInfo,
 } from './boot.ts'
+export { loadPrelinked, type PrelinkDecision, type PrelinkVariant } from './prelink.ts'
 export { watchLayers, type LayerWatcher, type WatchOptions } from './watch.ts'
 export { runApp, runTree, SIGNAL_EXIT_CODES, type RunOptions, type RunTreeOptions } from './app.ts'

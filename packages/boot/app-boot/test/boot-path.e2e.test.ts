@@ -1,7 +1,9 @@
 // End-to-end: what a boot of the headless profile loads. Work that only a later call needs (the
 // edit tool's diff library, the sandbox runner probe) must stay off the path of a boot that ends
 // at once, such as `dsh --profile headless --help`; and each workspace package loads as its
-// bundled entry (scripts/build.mjs), not as one module per source file.
+// bundled entry (scripts/build.mjs), not as one module per source file. By default the rows come
+// from the prelinked layer files (scripts/prelink.mjs), and no workspace package is loaded a
+// second time beside them.
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
@@ -14,10 +16,10 @@ const REGISTER = fileURLToPath(new URL('./fixtures/module-log/register.mjs', imp
 const REPO = fileURLToPath(new URL('../../../../', import.meta.url))
 
 /** Every module URL a real `dsh --profile headless --patch <empty> --help` loads (a full boot). */
-async function bootModules(): Promise<string[]> {
+async function bootModules(extraEnv: Record<string, string> = {}): Promise<string[]> {
   const root = mkdtempSync(join(tmpdir(), 'dsh-boot-path-'))
   const log = join(root, 'modules.txt')
-  const env = { HOME: root, DSH_HOME: join(root, 'dsh'), DSH_TEST_MODULE_LOG: log, NODE_OPTIONS: `--import ${REGISTER}` }
+  const env = { HOME: root, DSH_HOME: join(root, 'dsh'), DSH_TEST_MODULE_LOG: log, NODE_OPTIONS: `--import ${REGISTER}`, ...extraEnv }
   try {
     // An extra (empty) layer makes the launcher boot the tree for --help instead of printing the
     // bundle's fixed help text without a boot.
@@ -44,15 +46,33 @@ function exportedDistFiles(pkgDir: string): Set<string> {
 }
 
 describe('the boot path of dsh --profile headless --help', () => {
-  it('loads no module that only a later call needs (the diff library)', { timeout: 60_000 }, async () => {
-    const loaded = await bootModules()
-    // The log works: the boot loaded the row modules, the edit tool among them.
-    expect(loaded.some((url) => url.includes('/tool-fs/dist/'))).toBe(true)
-    expect(loaded.filter((url) => /\/node_modules\/diff\//.test(url))).toEqual([])
+  it('loads no module that only a later call needs (the diff library), prelinked or not', { timeout: 60_000 }, async () => {
+    for (const env of [{}, { DSH_NO_PRELINK: '1' }] as Array<Record<string, string>>) {
+      const loaded = await bootModules(env)
+      // The log works: the boot loaded the row modules, the edit tool among them.
+      expect(loaded.some((url) => url.includes(env.DSH_NO_PRELINK ? '/tool-fs/dist/' : '/prelinked/dsh/bundles-base.mjs'))).toBe(true)
+      expect(loaded.filter((url) => /\/node_modules\/diff\//.test(url))).toEqual([])
+    }
   })
 
-  it('loads each workspace package as its bundled entries, not one module per source file', { timeout: 60_000 }, async () => {
+  it('takes the rows from the prelinked layer files, and loads no workspace package twice', { timeout: 60_000 }, async () => {
     const loaded = await bootModules()
+    const prelinked = loaded.filter((url) => url.includes('/prelinked/dsh/')).map((url) => basename(fileURLToPath(url)))
+    expect(prelinked).toEqual(expect.arrayContaining(['bundles-base.mjs', 'bundles-headless.mjs']))
+    expect(prelinked.filter((f) => !f.startsWith('chunk-'))).toHaveLength(2)
+    // Beside them, only what the host loads itself before the rows (the bins, app-boot and its
+    // own imports): a row package's dist/ loaded here would be a second copy of bundled code.
+    const manifest = JSON.parse(readFileSync(join(REPO, 'prelinked/dsh/manifest.json'), 'utf8')) as { hostFiles: string[] }
+    const host = new Set(manifest.hostFiles)
+    const others = loaded
+      .filter((url) => url.startsWith('file://') && !url.includes('/node_modules/.pnpm/') && !url.includes('/prelinked/'))
+      .map((url) => fileURLToPath(url).slice(REPO.length))
+      .filter((file) => /\/dist\//.test(file) && !host.has(file))
+    expect(others).toEqual([])
+  })
+
+  it('without prelinking, loads each workspace package as its bundled entries, not one module per source file', { timeout: 60_000 }, async () => {
+    const loaded = await bootModules({ DSH_NO_PRELINK: '1' })
     const ours = loaded
       .filter((url) => url.startsWith('file://'))
       .map((url) => fileURLToPath(url))

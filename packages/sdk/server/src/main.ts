@@ -98,7 +98,7 @@ export async function main(opts: MainOptions): Promise<number> {
       return 0
     }
     return await runTree(
-      () => bootComposition(comp, { bootInfo: { profile: 'jsonrpc', home, cwd, appArgs: [] }, stderr }),
+      () => bootComposition(comp, { bootInfo: { profile: 'jsonrpc', home, cwd, appArgs: [] }, stderr, prelink: 'jsonrpc' }),
       {
         name: 'dsh-jsonrpc-agent', stderr,
         // Hot reload: edits of the user's layer files (CONFIG, --patch) re-compose the running tree.

@@ -1,0 +1,73 @@
+// loadPrelinked: prelinked layer files are used only when they cover every row and every input
+// file is unchanged; otherwise the reason is reported and the boot imports file by file.
+import { mkdirSync, mkdtempSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { afterEach, expect, it } from 'vitest'
+import { loadPrelinked } from '../src/prelink.ts'
+
+const roots: string[] = []
+afterEach(() => {
+  for (const root of roots.splice(0)) rmSync(root, { recursive: true, force: true })
+})
+
+/** A checkout with one row source file and a prelinked `dsh` variant built from it. */
+function checkout() {
+  const root = mkdtempSync(join(tmpdir(), 'dsh-prelink-'))
+  roots.push(root)
+  mkdirSync(join(root, 'pkg/dist'), { recursive: true })
+  const source = join(root, 'pkg/dist/index.js')
+  writeFileSync(source, 'export const name = "from-file"\n')
+  const rowUrl = pathToFileURL(source).href
+  const dir = join(root, 'prelinked/dsh')
+  mkdirSync(dir, { recursive: true })
+  // The layer file exports the row's namespace (what esbuild writes, inlined by hand).
+  writeFileSync(join(dir, 'bundles-base.mjs'), `const ns = Object.freeze({ name: 'from-prelinked' })\nexport const modules = { ${JSON.stringify(rowUrl)}: ns }\n`)
+  const st = statSync(source)
+  const manifest = { variant: 'dsh', layers: { 'bundles-base': { modules: [rowUrl] } }, inputs: [['pkg/dist/index.js', st.size, st.mtimeMs]] }
+  writeFileSync(join(dir, 'manifest.json'), JSON.stringify(manifest))
+  return { root, source, rowUrl, dir, manifest }
+}
+
+it('serves every covered row from the layer file while its inputs are unchanged', async () => {
+  const { root, rowUrl } = checkout()
+  const decision = await loadPrelinked([rowUrl], 'dsh', { root, env: {} })
+  expect(decision.reason).toBeUndefined()
+  expect(await decision.importers![rowUrl]()).toEqual({ name: 'from-prelinked' })
+})
+
+it('refuses, with the reason, a changed or missing input, an unlisted row, another variant, DSH_NO_PRELINK', async () => {
+  const a = checkout()
+  utimesSync(a.source, new Date(), new Date(Date.now() + 5_000))
+  expect((await loadPrelinked([a.rowUrl], 'dsh', { root: a.root, env: {} })).reason).toMatch(/pkg\/dist\/index\.js changed after prelinking/)
+
+  const b = checkout()
+  writeFileSync(b.source, 'export const name = "edited, same mtime is unlikely"\n')
+  expect((await loadPrelinked([b.rowUrl], 'dsh', { root: b.root, env: {} })).reason).toMatch(/changed after prelinking/)
+
+  const c = checkout()
+  rmSync(c.source)
+  expect((await loadPrelinked([c.rowUrl], 'dsh', { root: c.root, env: {} })).reason).toMatch(/is gone/)
+
+  const d = checkout()
+  const other = pathToFileURL(join(d.root, 'elsewhere/plugin.js')).href
+  const partial = await loadPrelinked([d.rowUrl, other], 'dsh', { root: d.root, env: {} })
+  expect(partial.importers).toBeUndefined()
+  expect(partial.reason).toBe(`row module ${other} is not prelinked`)
+
+  expect((await loadPrelinked([d.rowUrl], 'acp', { root: d.root, env: {} })).reason).toMatch(/no prelinked modules/)
+  mkdirSync(join(d.root, 'prelinked/acp'))
+  writeFileSync(join(d.root, 'prelinked/acp/manifest.json'), JSON.stringify({ ...d.manifest }))
+  expect((await loadPrelinked([d.rowUrl], 'acp', { root: d.root, env: {} })).reason).toMatch(/is not the acp variant's manifest/)
+
+  expect((await loadPrelinked([d.rowUrl], 'dsh', { root: d.root, env: { DSH_NO_PRELINK: '1' } })).reason).toBe('DSH_NO_PRELINK is set')
+})
+
+it('a layer file that does not load is a reason, not a crash', async () => {
+  const { root, rowUrl, dir } = checkout()
+  writeFileSync(join(dir, 'bundles-base.mjs'), 'export const modules = {\n')
+  const decision = await loadPrelinked([rowUrl], 'dsh', { root, env: {} })
+  expect(decision.importers).toBeUndefined()
+  expect(decision.reason).toMatch(/did not load/)
+})

@@ -1,0 +1,225 @@
+#!/usr/bin/env node
+// Prelinks the shipped plugin rows into one module file, so a boot loads one file instead of one
+// per package (resolving, reading, compiling and linking ~100 files was about a third of a boot).
+//
+// Input: every row named in the shipped patch layers (bundles/*/cordis.patch.yml and the apps'
+// own layers), resolved exactly as app-boot resolves them. Output, under <root>/prelinked/<variant>/
+// (one variant per host process: `dsh`, `acp`, `jsonrpc`, see VARIANTS):
+//   modules.mjs     `export const modules = { '<row url>': () => import(...) }`: one lazy thunk per
+//                   row module. esbuild inlines the dynamic imports, so each package's code is
+//                   evaluated only when its row is imported (a headless boot never runs web code).
+//   manifest.json   { modules: [row urls], inputs: [[file, size, mtimeMs]], hostFiles }: app-boot
+//                   uses the prelinked file only when every enabled row is listed and every input
+//                   file is unchanged (else it imports the files as before).
+// Kept out of the bundle (imported from their own files, so there is one instance per process):
+//   - npm packages and node: builtins (imported by absolute file URL, resolved from the importer,
+//     so pnpm's strict layout still applies);
+//   - every workspace file the host process loads itself before the rows (app-boot for dsh, plus
+//     the dsh-acp or dsh-jsonrpc-agent app module, and what they import): a second, bundled copy
+//     would break `instanceof` and module state shared with the host.
+// `import.meta.url` of each bundled file is replaced by that file's own URL, so workers, assets and
+// createRequire() keep resolving next to the original file.
+// Runs at the end of scripts/build.mjs.   node scripts/prelink.mjs [--quiet]
+import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { basename, dirname, join, relative } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { createHash } from 'node:crypto'
+import { build, version as esbuildVersion } from 'esbuild'
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+const outDir = join(root, 'prelinked')
+const quiet = process.argv.includes('--quiet')
+const started = Date.now()
+
+const appBootDist = join(root, 'packages/boot/app-boot/dist/index.js')
+if (!existsSync(appBootDist)) {
+  console.error('prelink: packages/boot/app-boot/dist is missing (run scripts/build.mjs first); nothing prelinked')
+  rmSync(outDir, { recursive: true, force: true })
+  process.exit(0)
+}
+const { parseLayer, resolveFrom } = await import(pathToFileURL(appBootDist).href)
+
+/** The shipped layers: bundles and the apps' own patch files (never tests or node_modules). */
+function layerFiles() {
+  const files = []
+  const visit = (dir, depth) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      if (entry.name === 'node_modules' || entry.name === 'test' || entry.name === 'dist' || entry.name.startsWith('.')) continue
+      const path = join(dir, entry.name)
+      if (entry.isDirectory() && depth < 3) visit(path, depth + 1)
+      else if (entry.isFile() && entry.name.endsWith('.patch.yml')) files.push(path)
+    }
+  }
+  visit(join(root, 'bundles'), 0)
+  visit(join(root, 'packages'), 0)
+  return files.sort()
+}
+
+/** The row module URLs each shipped layer names (children of groups included), by layer file. */
+function rowUrlsByLayer() {
+  const byLayer = new Map()
+  for (const file of layerFiles()) {
+    const urls = new Set()
+    const addRow = (row) => {
+      if (!row || typeof row !== 'object') return
+      if (typeof row.name === 'string' && !row.name.startsWith('cordis:')) {
+        const url = resolveFrom(row.name, file)
+        if (url && /\.m?js$/.test(url)) urls.add(url)
+      }
+      if (Array.isArray(row.config)) for (const child of row.config) addRow(child)
+    }
+    const layer = parseLayer(readFileSync(file, 'utf8'), file)
+    for (const op of layer.ops) {
+      if (op.kind === 'insert') for (const row of op.rows) addRow(row)
+      else if (typeof op.fields?.name === 'string') addRow({ name: op.fields.name, config: op.fields.config })
+    }
+    if (urls.size) byLayer.set(file, [...urls].sort())
+  }
+  return byLayer
+}
+
+const isWorkspaceFile = (file) => !relative(root, file).startsWith('..') && !file.includes(`${'/'}node_modules${'/'}.pnpm${'/'}`)
+
+/**
+ * Externalises npm packages, builtins and the workspace files `external(file)` names (by absolute
+ * file URL); every other workspace file is bundled.
+ */
+function externals(external) {
+  return {
+    name: 'dsh-prelink-externals',
+    setup(b) {
+      b.onResolve({ filter: /.*/ }, async (args) => {
+        if (args.pluginData === 'inner' || args.kind === 'entry-point') return undefined
+        if (args.path.startsWith('node:') || args.path.startsWith('file:')) return { external: true }
+        const hit = await b.resolve(args.path, { resolveDir: args.resolveDir, kind: args.kind, importer: args.importer, pluginData: 'inner' })
+        if (hit.errors.length) return { errors: hit.errors }
+        if (hit.external) return { external: true }
+        if (isWorkspaceFile(hit.path) && !external(hit.path)) return { path: hit.path }
+        return { path: pathToFileURL(hit.path).href, external: true }
+      })
+    },
+  }
+}
+
+/** Keeps each bundled file's own `import.meta.url`. */
+const importMeta = {
+  name: 'dsh-prelink-import-meta',
+  setup(b) {
+    b.onLoad({ filter: /\.m?js$/ }, (args) => {
+      let text = readFileSync(args.path, 'utf8')
+      if (text.includes('import.meta')) {
+        text = text.replaceAll('import.meta.url', JSON.stringify(pathToFileURL(args.path).href))
+        if (/import\.meta\.(resolve|dirname|filename)/.test(text)) {
+          return { errors: [{ text: `${relative(root, args.path)} uses import.meta beyond .url; prelinking cannot keep its meaning` }] }
+        }
+      }
+      return { contents: text, loader: 'js' }
+    })
+  },
+}
+
+/**
+ * One variant per host process: the workspace files its host modules reach (statically) are kept
+ * out, so the host and the rows share one instance of each. `dsh` is the dsh bin (app-boot only),
+ * `acp` dsh-acp, `jsonrpc` dsh-jsonrpc-agent; app-boot is told which one it runs in.
+ */
+const VARIANTS = {
+  dsh: [appBootDist],
+  acp: [appBootDist, join(root, 'packages/acp/acp-app/dist/index.js')],
+  jsonrpc: [appBootDist, join(root, 'packages/sdk/server/dist/main.js')],
+}
+
+const layers = rowUrlsByLayer()
+/** `bundles/base/cordis.patch.yml` -> `bundles-base`: the entry file name of a layer. */
+const entryName = (file) => relative(root, dirname(file)).replaceAll('/', '-') + (file.endsWith('cordis.patch.yml') ? '' : `-${basename(file, '.patch.yml')}`)
+// Up to date when this script, esbuild, the layers and every input are what the last run saw.
+const stamp = createHash('sha256').update(readFileSync(fileURLToPath(import.meta.url))).update(esbuildVersion)
+for (const file of layerFiles()) stamp.update(file).update(readFileSync(file))
+const stampHex = stamp.digest('hex').slice(0, 32)
+
+function upToDate(name) {
+  try {
+    const manifest = JSON.parse(readFileSync(join(outDir, name, 'manifest.json'), 'utf8'))
+    if (manifest.stamp !== stampHex) return false
+    return manifest.inputs.every(([file, size, mtimeMs]) => {
+      const st = statSync(join(root, file), { throwIfNoEntry: false })
+      return st && st.size === size && st.mtimeMs === mtimeMs
+    })
+  } catch {
+    return false
+  }
+}
+
+async function variant(name, hostEntries) {
+  if (upToDate(name)) return `${name}: up to date`
+  const scan = await build({
+    entryPoints: hostEntries.filter((f) => existsSync(f)), bundle: true, write: false, format: 'esm', platform: 'node',
+    target: 'node20', outdir: join(outDir, name, 'scan'), metafile: true, logLevel: 'silent', plugins: [externals(() => false)],
+  })
+  const hostFiles = new Set(Object.keys(scan.metafile.inputs).map((input) => join(root, input)).filter(isWorkspaceFile))
+  const isHost = (file) => hostFiles.has(file)
+
+  // One entry per layer, importing its row modules eagerly (a lazy wrapper cannot make the npm
+  // imports of the code it wraps lazy: they would all load at once). Code shared by several
+  // layers goes to chunk files, so each module exists once.
+  const sources = new Map()
+  const entries = []
+  for (const [file, urls] of layers) {
+    const id = entryName(file)
+    let text = '// Generated by scripts/prelink.mjs: the row modules of one shipped layer.\n'
+    urls.forEach((url, i) => (text += `import * as m${i} from ${JSON.stringify(isHost(fileURLToPath(url)) ? url : fileURLToPath(url))}\n`))
+    text += 'export const modules = {\n'
+    urls.forEach((url, i) => (text += `  ${JSON.stringify(url)}: m${i},\n`))
+    text += '}\n'
+    const virtual = join(root, `.prelink-entry-${id}.mjs`)
+    sources.set(virtual, text)
+    entries.push({ in: virtual, out: id })
+  }
+  const dir = join(outDir, name)
+  const result = await build({
+    entryPoints: entries, bundle: true, splitting: true, write: false, format: 'esm', platform: 'node', target: 'node20',
+    outdir: dir, entryNames: '[name]', chunkNames: 'chunk-[hash]', outExtension: { '.js': '.mjs' }, metafile: true, logLevel: 'silent', legalComments: 'none',
+    plugins: [
+      { name: 'dsh-prelink-entries', setup(b) {
+        b.onResolve({ filter: /\.prelink-entry-/ }, (args) => (sources.has(args.path) ? { path: args.path, namespace: 'prelink-entry' } : undefined))
+        b.onLoad({ filter: /.*/, namespace: 'prelink-entry' }, (args) => ({ contents: sources.get(args.path), loader: 'js', resolveDir: root }))
+      } },
+      externals(isHost),
+      importMeta,
+    ],
+  })
+  const inputs = Object.keys(result.metafile.inputs)
+    .filter((input) => !input.startsWith('prelink-entry:'))
+    .map((input) => join(root, input))
+    .sort()
+    .map((file) => {
+      const st = statSync(file)
+      return [relative(root, file), st.size, st.mtimeMs]
+    })
+  const manifest = {
+    note: 'generated by scripts/prelink.mjs; app-boot uses these files only while every input is unchanged',
+    variant: name,
+    stamp: stampHex,
+    layers: Object.fromEntries([...layers].map(([file, urls]) => [entryName(file), { layer: relative(root, file), modules: urls }])),
+    hostFiles: [...hostFiles].map((f) => relative(root, f)).sort(),
+    inputs,
+  }
+  rmSync(dir, { recursive: true, force: true })
+  mkdirSync(dir, { recursive: true })
+  let bytes = 0
+  for (const out of result.outputFiles) {
+    if (out.path.endsWith('.map')) continue
+    writeFileSync(out.path, out.contents)
+    bytes += out.contents.length
+  }
+  // The manifest last: a reader that sees it sees the matching files.
+  const temp = join(dir, `manifest.json.${process.pid}.tmp`)
+  writeFileSync(temp, `${JSON.stringify(manifest)}\n`)
+  renameSync(temp, join(dir, 'manifest.json'))
+  return `${name}: ${inputs.length} files into ${result.outputFiles.length}, ${(bytes / 1024).toFixed(0)} KiB, ${hostFiles.size} host files kept out`
+}
+
+const lines = await Promise.all(Object.entries(VARIANTS).map(([name, entries]) => variant(name, entries)))
+if (!quiet) {
+  console.log(`prelink: ${layers.size} layers; ${lines.join('; ')}; ${Date.now() - started} ms`)
+}
