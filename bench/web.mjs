@@ -375,49 +375,59 @@ if (launchOk && PARTS.has('live')) {
   const counts = [1, 10, FANOUT].filter((k, i, a) => a.indexOf(k) === i)
   const turns = RUNS * counts.length
   const words = Array.from({ length: DELTAS }, (_, i) => ({ text: `w${i} ` }))
-  let mock, web
+  // This checkout and (with BENCH_BASE) the base one, each with its own scripted model; their
+  // turns alternate.
+  const targets = [{ label: '', which: bin }, ...(baseBin ? [{ label: 'base ', which: baseBin }] : [])]
   try {
     const mod = await import(pathToFileURL(fileURLToPath(new URL('../packages/test-support/llm-mock-server/dist/index.js', import.meta.url))).href)
-    mock = await mod.startMockServer({ steps: Array.from({ length: turns }, () => ({ events: words })) })
-    web = await dshWeb({ DEEPSEEK_BASE_URL: mock.baseURL, DSH_PERMISSION_MODE: 'danger-full-access' })
-    const cwd = join(root, 'live')
-    mkdirSync(cwd, { recursive: true })
-    const { result } = JSON.parse(await post(web.url, 'sessions.create', { cwd }))
-    const id = result.session.sessionId
-    const streamUrl = `${web.url}/api/events/session/${id}`
-    const times = new Map(counts.map((k) => [k, []]))
+    for (const t of targets) {
+      t.mock = await mod.startMockServer({ steps: Array.from({ length: turns }, () => ({ events: words })) })
+      t.web = await dshWeb({ DEEPSEEK_BASE_URL: t.mock.baseURL, DSH_PERMISSION_MODE: 'danger-full-access' }, t.which)
+      const cwd = join(root, `live-${t.label.trim() || 'this'}`)
+      mkdirSync(cwd, { recursive: true })
+      const { result } = JSON.parse(await post(t.web.url, 'sessions.create', { cwd }))
+      t.id = result.session.sessionId
+      t.streamUrl = `${t.web.url}/api/events/session/${t.id}`
+      t.times = new Map(counts.map((k) => [k, []]))
+    }
     for (let run = 0; run < RUNS; run++) {
       for (const k of counts) {
-        // Live events only: start after the log's current end (an empty page past it gives its length).
-        const after = JSON.parse(await post(web.url, 'sessions.history', { sessionId: id, fromSeq: 1e9, limit: 1 })).result.nextSeq - 1
-        const clients = await liveClients(streamUrl, k, after)
-        const t0 = performance.now()
-        await post(web.url, 'sessions.prompt', { sessionId: id, text: `turn ${run} ${k}` })
-        await Promise.all(clients.map((c) => c.done))
-        times.get(k).push(performance.now() - t0)
-        // Let the turn settle (idle) before the next one.
-        for (let i = 0; i < 200; i++) {
-          const row = JSON.parse(await post(web.url, 'sessions.list', {})).result.sessions.find((s) => s.sessionId === id)
-          if (row.status === 'idle') break
-          await new Promise((r) => setTimeout(r, 10))
+        for (const t of targets) {
+          // Live events only: start after the log's current end.
+          const after = JSON.parse(await post(t.web.url, 'sessions.history', { sessionId: t.id, fromSeq: 1e9, limit: 1 })).result.nextSeq - 1
+          const clients = await liveClients(t.streamUrl, k, after)
+          const t0 = performance.now()
+          await post(t.web.url, 'sessions.prompt', { sessionId: t.id, text: `turn ${run} ${k}` })
+          await Promise.all(clients.map((c) => c.done))
+          t.times.get(k).push(performance.now() - t0)
+          // Let the turn settle (idle) before the next one.
+          for (let i = 0; i < 200; i++) {
+            const row = JSON.parse(await post(t.web.url, 'sessions.list', {})).result.sessions.find((s) => s.sessionId === t.id)
+            if (row.status === 'idle') break
+            await new Promise((r) => setTimeout(r, 10))
+          }
         }
       }
     }
-    const one = median(times.get(1))
     console.log(`live fan-out: one turn streaming ${DELTAS} model deltas (each a logged event) to K clients, median of ${RUNS}`)
-    for (const k of counts) {
-      const t = median(times.get(k))
-      if (k === 1) report('1 client: prompt → turn end', ms(t), ms(one), 'ratio 1.00x')
-      else {
-        const per = (t - one) / (k - 1)
-        report(`${k} clients`, ms(t), ms(one), `ratio ${(t / one).toFixed(2)}x, +${ms(per)} per added client = ${((per / one) * 100).toFixed(1)}% of the 1-client turn, ${((per * 1000) / DELTAS).toFixed(1)} µs per delta per client`)
+    for (const t of targets) {
+      const one = median(t.times.get(1))
+      for (const k of counts) {
+        const v = median(t.times.get(k))
+        if (k === 1) report(`${t.label}1 client: prompt → turn end`, ms(v), ms(one), 'ratio 1.00x')
+        else {
+          const per = (v - one) / (k - 1)
+          report(`${t.label}${k} clients`, ms(v), ms(one), `ratio ${(v / one).toFixed(2)}x, +${ms(per)} per added client = ${((per / one) * 100).toFixed(1)}% of the 1-client turn, ${((per * 1000) / DELTAS).toFixed(1)} µs per delta per client`)
+        }
       }
     }
   } catch (error) {
     console.log(`live fan-out: not measured: ${error.message}`)
   } finally {
-    if (web) await stop(web.child)
-    if (mock) await mock.close()
+    for (const t of targets) {
+      if (t.web) await stop(t.web.child)
+      if (t.mock) await t.mock.close()
+    }
   }
 }
 rmSync(root, { recursive: true, force: true })

@@ -89,6 +89,12 @@ interface Live {
    * session's events: each event is serialised once for every client, live or replayed.
    */
   frames?: FrameLog
+  /**
+   * The first seq appended since the clients were last written: log frames appended in one turn
+   * of the event loop (a burst of model deltas) go to each client as one write at its end.
+   */
+  pendingFrom?: number
+  flushTimer?: NodeJS.Immediate
 }
 
 // Optional services, read with ctx.get() when used: typed by each service's own declaration
@@ -287,6 +293,7 @@ export class SessionHost {
       }
       if (live.pendingKey) void this.meta.update(live.id, { pending: undefined }).catch(() => {})
       if (live.idleTimer) clearTimeout(live.idleTimer)
+      this.flushFrames(live)
       for (const client of [...live.clients]) client.close()
       live.off()
       await live.agent.dispose().catch(() => {})
@@ -364,10 +371,12 @@ export class SessionHost {
     live.off = session.subscribe((event) => {
       this.index.apply(live.row, event)
       const frame = frameOf(live, event)
+      let queued = false
       for (const client of live.clients) {
-        if (frame && client.writeFrame) client.writeFrame(frame)
+        if (frame && client.replay) queued = true
         else client.send(undefined, event, event.seq)
       }
+      if (queued) this.queueFrames(live, event.seq)
       if (event.type === 'turn/start' || event.type === 'turn/end') this.refreshStatus(live)
     })
     this.live.set(live.id, live)
@@ -415,7 +424,29 @@ export class SessionHost {
   }
 
   private broadcast(live: Live, event: string, data: unknown): void {
+    // State frames follow the log frames appended before them.
+    this.flushFrames(live)
     for (const client of live.clients) client.send(event, data)
+  }
+
+  /** Notes that log frames from `seq` on wait for the clients; written at the end of this loop turn. */
+  private queueFrames(live: Live, seq: number): void {
+    if (live.pendingFrom !== undefined) return
+    live.pendingFrom = seq
+    live.flushTimer = setImmediate(() => this.flushFrames(live))
+  }
+
+  /** Writes the waiting log frames to every client that takes frames: one shared slice, one write each. */
+  private flushFrames(live: Live): void {
+    const from = live.pendingFrom
+    if (from === undefined) return
+    live.pendingFrom = undefined
+    if (live.flushTimer) clearImmediate(live.flushTimer)
+    live.flushTimer = undefined
+    const frames = live.frames
+    if (!frames || from >= frames.length) return
+    // The same slice for every client; one that has fallen behind gets what fits, then resync.
+    for (const client of [...live.clients]) client.replay?.(frames, from - 1)
   }
 
   private changed(live: Live): SessionRow {
@@ -590,6 +621,7 @@ export class SessionHost {
     await this.meta.update(sessionId, { removed: true })
     if (live && this.live.get(sessionId) === live) {
       if (live.idleTimer) clearTimeout(live.idleTimer)
+      this.flushFrames(live)
       for (const client of [...live.clients]) client.close()
       live.clients.clear()
       await this.unload(live)
@@ -759,6 +791,9 @@ export class SessionHost {
     // Replay and subscribe in one synchronous stretch: appends are synchronous, so nothing can
     // land between the last replayed event and the first live one. The replay goes out as one
     // write where the client can batch.
+    // Frames still waiting go to the clients already attached first: the new one gets them in
+    // its replay, and never twice.
+    this.flushFrames(live)
     let open = true
     if (client.replay && client.writeFrame) {
       open = client.replay(framesOf(live), after)

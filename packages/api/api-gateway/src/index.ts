@@ -5,7 +5,7 @@ import { ApiGateway } from './gateway.ts'
 
 export { ApiGateway, readJsonBody, sendJson, type ApiGatewayConfig, type CallInfo, type MethodHandler, type RequestInfo, type SessionStreams, type StreamClient } from './gateway.ts'
 export { SessionHost, type SessionHostConfig } from './host.ts'
-export { SseClient } from './sse.ts'
+export { FrameLog, SseClient } from './sse.ts'
 export { ApiError, defineMethod } from '@dsh/web-protocol'
 
 export default ApiGateway

@@ -203,6 +203,15 @@ describe('api-gateway over real HTTP', () => {
     await Promise.all(readers.map((r, i) => r.until((f) => turnEnds(f) + endsUpTo(afters[i]) === 2)))
     const after = (await call(host, 'sessions.history', { sessionId: id })).events
     readers.forEach((r, i) => expect(r.events.map((f) => f.data)).toEqual(after.slice(afters[i] + 1)))
+    // Log frames written in bursts still come before the state frames that follow them: the
+    // idle status after the second turn's end.
+    for (const r of readers) {
+      await r.until((f) => f.some((x) => x.event === 'status' && x.data.status === 'idle' && f.indexOf(x) > f.findIndex((y) => y.data?.type === 'turn/end' && y.data.data.turn === 1)))
+      const kinds = r.frames.map((f) => (f.event === 'status' ? `status:${f.data.status}` : f.data?.type === 'turn/start' || f.data?.type === 'turn/end' ? `${f.data.type}:${f.data.data.turn}` : ''))
+      const end = kinds.indexOf('turn/end:1')
+      expect(end).toBeGreaterThanOrEqual(0)
+      expect(kinds.indexOf('status:idle', end)).toBeGreaterThan(end)
+    }
     // The same bytes as a frame of each event written on its own.
     const raw = await fetch(`${host.url}/api/events/session/${id}?after=2`)
     const reader = raw.body!.getReader()
