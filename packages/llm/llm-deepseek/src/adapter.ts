@@ -170,7 +170,7 @@ export class DeepSeekAdapter implements LlmAdapter {
       return withProvider(transportError(cause, phase, this.options.baseURL))
     }
 
-    let reader: ReadableStreamDefaultReader<string> | undefined
+    let reader: ReadableStreamDefaultReader<Uint8Array> | undefined
     try {
       const headers: { [name: string]: string } = {
         ...this.options.headers,
@@ -229,26 +229,37 @@ export class DeepSeekAdapter implements LlmAdapter {
         },
         maxBufferSize: MAX_EVENT_CHARS,
       })
-      reader = response.body.pipeThrough(byteCap(maxBytes, this.provider)).pipeThrough(new TextDecoderStream()).getReader()
+      // Bytes are counted and decoded inline: two TransformStreams (a byte cap, TextDecoderStream)
+      // in between cost several promise hops per chunk on every response.
+      reader = response.body.getReader()
+      const decoder = new TextDecoder()
+      let seen = 0
       let head = ''
       let sawEvent = false
       let done = false
       while (!done) {
         arm()
         let read: Awaited<ReturnType<typeof reader.read>>
+        let text: string
         try {
           read = await reader.read()
+          if (read.done) {
+            text = decoder.decode()
+          } else {
+            seen += read.value.byteLength
+            if (seen > maxBytes) throw tooLarge(maxBytes, this.provider)
+            text = decoder.decode(read.value, { stream: true })
+          }
         } catch (cause) {
           throw fault(cause, 'read')
         } finally {
           disarm()
         }
-        if (read.done) {
-          parser.reset({ consume: true })
-        } else {
-          if (head.length < SNIPPET) head += read.value.slice(0, SNIPPET - head.length)
-          parser.feed(read.value)
+        if (text) {
+          if (head.length < SNIPPET) head += text.slice(0, SNIPPET - head.length)
+          parser.feed(text)
         }
+        if (read.done) parser.reset({ consume: true })
         if (parseFailure) throw parseFailure
         if (events.length > 0) refill()
         const batch: StreamChunk[] = []
@@ -305,25 +316,10 @@ export class DeepSeekAdapter implements LlmAdapter {
   }
 }
 
-/**
- * Counts body bytes and errors the stream with `RESPONSE_TOO_LARGE` once more than `limit` have
- * arrived, so an endless or huge body is cut off after a bounded read.
- */
-function byteCap(limit: number, provider: string): TransformStream<Uint8Array, Uint8Array> {
-  let seen = 0
-  return new TransformStream({
-    transform(chunk, controller) {
-      seen += chunk.byteLength
-      if (seen > limit) {
-        controller.error(
-          new LlmError('RESPONSE_TOO_LARGE', `${PROVIDER_LABEL} sent more than ${limit} bytes in one response (maxResponseBytes); the rest was not read`, {
-            provider,
-          }),
-        )
-        return
-      }
-      controller.enqueue(chunk)
-    },
+/** The error of a response body past `limit` bytes (the rest is not read). */
+function tooLarge(limit: number, provider: string): LlmError {
+  return new LlmError('RESPONSE_TOO_LARGE', `${PROVIDER_LABEL} sent more than ${limit} bytes in one response (maxResponseBytes); the rest was not read`, {
+    provider,
   })
 }
 

@@ -55,6 +55,39 @@ describe('DeepSeek response bounds', () => {
     expect(sent).toBeLessThan(32 * MiB)
   })
 
+  it('decodes characters split across body chunks, and the cap counts bytes', async () => {
+    const frame = (content: string, finish: string | null = null) =>
+      `data: ${JSON.stringify({ id: 'x', object: 'chat.completion.chunk', created: 1, model: 'deepseek-v4-flash', choices: [{ index: 0, delta: { content }, finish_reason: finish }] })}\n\n`
+    const wire = Buffer.from(frame('héllo 中文 🎉') + frame('', 'stop') + 'data: [DONE]\n\n')
+    // One byte per chunk: every multi-byte character arrives in pieces.
+    const fetchBytes = (async () =>
+      new Response(
+        new ReadableStream<Uint8Array>({
+          start(controller) {
+            for (const byte of wire) controller.enqueue(Uint8Array.of(byte))
+            controller.close()
+          },
+        }),
+        { status: 200, headers: { 'content-type': 'text/event-stream' } },
+      )) as unknown as typeof fetch
+    const options = (maxResponseBytes?: number) => ({
+      provider: 'deepseek-official',
+      baseURL: 'http://127.0.0.1:9/v1',
+      getKey: () => KEY,
+      models: [],
+      streamIdleTimeoutMs: 10_000,
+      userAgent: 'test',
+      fetch: fetchBytes,
+      ...(maxResponseBytes ? { maxResponseBytes } : {}),
+    })
+    const adapter = new DeepSeek.DeepSeekAdapter(options() as never)
+    let text = ''
+    for await (const chunk of adapter.stream(request)) if (chunk.kind === 'text-delta') text += chunk.text
+    expect(text).toBe('héllo 中文 🎉')
+    const capped = new DeepSeek.DeepSeekAdapter(options(wire.length - 1) as never)
+    expect((await failure(capped)).error.code).toBe('RESPONSE_TOO_LARGE')
+  })
+
   it('one huge SSE body is cut at the cap, not read whole', async () => {
     const total = 64 * MiB
     const adapter = await serve([{ raw: { status: 200, contentType: 'text/event-stream', body: 'x'.repeat(64 * 1024), repeat: 1024 } }], {
