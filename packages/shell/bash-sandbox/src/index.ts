@@ -162,9 +162,12 @@ export class SandboxedBashExecutor extends BashLocalExecutor implements Sandboxe
   /** The configured spill dir, or (when left at bash-local's shared temp default) `<dsh home>/shell-output`. */
   private spillBase(): string {
     if (this.settings.spillDir !== DEFAULT_SPILL_DIR) return this.settings.spillDir
-    const home = this.ctx.sandboxPolicy.protectedPaths().readOnlyPaths[0]
-    return join(home, 'shell-output')
+    // Resolved once: the home is fixed for the process, and resolving it walked the real paths of
+    // the home and every layer file for each command, unconfined ones included.
+    return (this.homeSpillBase ??= join(this.ctx.sandboxPolicy.protectedPaths().readOnlyPaths[0], 'shell-output'))
   }
+
+  private homeSpillBase: string | undefined
 
   private async spawnInvocation(spec: ShellSpec, invocation: SandboxInvocation, options: ShellRunOptions, started: number, spillDir: string): Promise<ShellResult> {
     const [file, ...args] = invocation.argv

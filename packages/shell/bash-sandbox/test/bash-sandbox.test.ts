@@ -1,3 +1,4 @@
+import { DEFAULT_SPILL_DIR } from '@dsh/bash-local'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -123,6 +124,17 @@ describe('confined execution', () => {
     expect(result.status).toBe('failed')
     expect(result.error?.code).toBe('SANDBOX_UNAVAILABLE')
     expect(existsSync(join(ws, 'ran'))).toBe(false)
+  })
+
+  it('the default spill base (in the dsh home) is resolved once, not per command', async () => {
+    const { ctx } = await boot({ shell: { spillDir: DEFAULT_SPILL_DIR } })
+    const session = ctx.sessions.create({ cwd: ws })
+    ctx.sandboxPolicy.setMode(session.id, 'danger-full-access')
+    let walks = 0
+    const protectedPaths = ctx.sandboxPolicy.protectedPaths.bind(ctx.sandboxPolicy)
+    ;(ctx.sandboxPolicy as { protectedPaths: typeof protectedPaths }).protectedPaths = () => (walks++, protectedPaths())
+    for (const word of ['one', 'two', 'three']) expect((await sh(ctx, `echo ${word}`, { sessionId: session.id })).text).toBe(`${word}\n`)
+    expect(walks).toBe(1)
   })
 
   it('a session in danger-full-access runs unconfined; the session comes from DSH_SESSION_ID too', async () => {
