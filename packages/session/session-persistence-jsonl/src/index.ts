@@ -65,6 +65,8 @@ export function cwdKey(cwd: string): string {
 interface OpenLog {
   /** Unset until the first batch creates the log file (a session with no events has none). */
   handle?: fs.FileHandle
+  /** The handle was opened O_DSYNC: each write returns durable, no separate fdatasync. */
+  dsync?: boolean
   path: string
   compressed: boolean
   /** Byte length of the durable, intact log. */
@@ -183,10 +185,10 @@ export class JsonlPersistence extends SessionPersistence {
       return
     }
     try {
-      const handle = await fs.open(path, fsc.O_RDWR | fsc.O_APPEND)
+      const handle = await fs.open(path, this.appendFlags())
       const compressed = path.endsWith('.zstd')
       if (compressed) await this.codec()
-      this.open.set(id, { handle, path, compressed, size: (await handle.stat()).size, lockPath })
+      this.open.set(id, { handle, dsync: this.dsync, path, compressed, size: (await handle.stat()).size, lockPath })
     } catch (error) {
       await fs.rm(lockPath, { force: true })
       throw error
@@ -242,7 +244,7 @@ export class JsonlPersistence extends SessionPersistence {
         const { bytesWritten } = await log.handle.write(bytes, written, bytes.length - written)
         written += bytesWritten
       }
-      if (this.options.fsync) await log.handle.datasync()
+      if (this.options.fsync && !log.dsync) await log.handle.datasync()
       log.size += bytes.length
     } catch (error) {
       // Leave no half batch behind: the next write must start on a batch boundary.
@@ -357,6 +359,19 @@ export class JsonlPersistence extends SessionPersistence {
   }
 
   /** Writes the first batch aside, makes it durable, then renames it into place as the log. */
+  /**
+   * With fsync on, where the platform has O_DSYNC the log is opened with it: a batch is one
+   * `write()` that returns once the data is durable (what write + fdatasync guaranteed), one round
+   * trip to the thread pool instead of two on every checkpoint.
+   */
+  private get dsync(): boolean {
+    return this.options.fsync && typeof fsc.O_DSYNC === 'number' && fsc.O_DSYNC !== 0
+  }
+
+  private appendFlags(): number {
+    return fsc.O_RDWR | fsc.O_APPEND | (this.dsync ? fsc.O_DSYNC : 0)
+  }
+
   private async createLog(log: OpenLog, bytes: Uint8Array): Promise<void> {
     const tmp = `${log.path}.${process.pid}.tmp`
     try {
@@ -373,7 +388,8 @@ export class JsonlPersistence extends SessionPersistence {
       await fs.rm(tmp, { force: true })
       throw error
     }
-    log.handle = await fs.open(log.path, fsc.O_RDWR | fsc.O_APPEND)
+    log.handle = await fs.open(log.path, this.appendFlags())
+    log.dsync = this.dsync
     log.size = bytes.length
   }
 

@@ -175,3 +175,45 @@ describe('the list() summary cache (summary.json beside each log)', () => {
     expect(row.turns).toBe(2)
   })
 })
+
+describe.runIf(process.platform === 'linux')('durable writes', () => {
+  /** The open flags of this process's descriptor of `path` (from /proc), or undefined when none is open. */
+  async function openFlags(path: string): Promise<number | undefined> {
+    const { readdir, readlink } = await import('node:fs/promises')
+    for (const fd of await readdir('/proc/self/fd')) {
+      const target = await readlink(`/proc/self/fd/${fd}`).catch(() => '')
+      if (target !== path) continue
+      const info = await readFile(`/proc/self/fdinfo/${fd}`, 'utf8').catch(() => '')
+      const flags = /^flags:\s+([0-7]+)/m.exec(info)
+      if (flags) return parseInt(flags[1], 8)
+    }
+    return undefined
+  }
+
+  it.each(['zstd', 'none'] as const)('with fsync, the log is appended through an O_DSYNC descriptor, created or reopened (%s)', async (compression) => {
+    const { constants } = await import('node:fs')
+    const p = await open({ compression })
+    const log = eventLog('/w')
+    await p.create({ id: 'dsync', cwd: '/w' })
+    completeTurn(log, 0)
+    await p.append('dsync', log.session.events.map((e) => e))
+    const path = (await p.logPath('dsync'))!
+    expect((await openFlags(path))! & constants.O_DSYNC).toBe(constants.O_DSYNC)
+    await p.close('dsync')
+    const q = await open({ compression })
+    const loaded = await q.load('dsync')
+    expect((await openFlags(path))! & constants.O_DSYNC).toBe(constants.O_DSYNC)
+    const more = eventLog('/w')
+    completeTurn(more, 1)
+    const next = more.session.events.map((e, i) => ({ ...e, seq: loaded.events.length + i }))
+    await q.append('dsync', next)
+    await q.close('dsync')
+    const r = await open({ compression })
+    expect((await r.load('dsync')).events.length).toBe(loaded.events.length + next.length)
+    await r.close('dsync')
+    // Without fsync nothing waits for the disk.
+    const s = await open({ compression, fsync: false })
+    await s.load('dsync')
+    expect((await openFlags(path))! & constants.O_DSYNC).toBe(0)
+  })
+})
