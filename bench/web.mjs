@@ -17,7 +17,8 @@
 // A part that cannot run (a missing method, a failing boot) prints why instead of a number.
 // PARTS picks parts (launch,history,fanout,live; default all). BENCH_BASE=/other/checkout also
 // measures that checkout's dsh in the same run (launch runs alternate with this one's), printed
-// as "base" rows with this checkout's ratio against it.
+// as "base" rows with this checkout's ratio against it. BENCH_NODE_ARGS adds node flags to this
+// checkout's dsh (for --cpu-prof).
 //   node bench/web.mjs           RUNS=3 BENCH_EVENTS=2000 FANOUT=50 DELTAS=500 node bench/web.mjs
 import { spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -123,7 +124,9 @@ async function stop(child) {
 
 const BASELINE = `const fs=require('fs'),http=require('http');const j=process.env.JSON_FILE?fs.readFileSync(process.env.JSON_FILE):null;const s=process.env.SSE_FILE?fs.readFileSync(process.env.SSE_FILE):null;http.createServer((q,r)=>{if(q.url.startsWith('/json')){r.writeHead(200,{'content-type':'application/json'});r.end(j)}else if(q.url.startsWith('/sse')){r.writeHead(200,{'content-type':'text/event-stream'});r.write(s)}else r.end('ok')}).listen(0,'127.0.0.1',function(){console.log('http://127.0.0.1:'+this.address().port+'/')})`
 
-const dshWeb = (extraEnv = {}, which = bin) => launch(process.execPath, [which, 'web', '--no-open', '--port', '0'], { api: true, env: { ...env, ...extraEnv } })
+// BENCH_NODE_ARGS: node flags for this checkout's dsh web (e.g. "--cpu-prof --cpu-prof-dir=/tmp/p").
+const nodeArgs = (which) => (which === bin && process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ').filter(Boolean) : [])
+const dshWeb = (extraEnv = {}, which = bin) => launch(process.execPath, [...nodeArgs(which), which, 'web', '--no-open', '--port', '0'], { api: true, env: { ...env, ...extraEnv } })
 
 function postRaw(url, method, params) {
   return new Promise((resolve, reject) => {
