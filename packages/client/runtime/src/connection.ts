@@ -37,7 +37,7 @@ export interface SessionFeedState {
   loaded: boolean
   /** A permanent failure (the session does not exist); the feed stops retrying. */
   error?: { code: string; message: string }
-  /** Bumped on every change. */
+  /** Bumped on every published change. A run of streamed deltas (`assistant/chunk`) alone is published at most every DELTA_PUBLISH_MS; any other event, status or request within a frame. */
   version: number
 }
 
@@ -226,6 +226,10 @@ export class Connection extends Service {
   }
 }
 
+/** Log events of this type (streamed model deltas) are published at most this often (ms); every other change within a frame. */
+export const DELTA_PUBLISH_MS = 200
+const DELTA_TYPE = 'assistant/chunk'
+
 /** One session's log and live state; obtained from `ctx.connection.session(id)`. */
 export class SessionFeed implements ReadableStore<SessionFeedState> {
   closed = false
@@ -241,6 +245,8 @@ export class SessionFeed implements ReadableStore<SessionFeedState> {
   private abort?: AbortController
   private wake?: () => void
   private readonly batch = frameBatcher(() => this.publish())
+  /** A pending publish for streamed deltas only (see DELTA_PUBLISH_MS). */
+  private deltaTimer?: ReturnType<typeof setTimeout>
   private partial: Omit<SessionFeedState, 'events' | 'approvals' | 'questions' | 'version' | 'sessionId' | 'lastSeq'> = { queued: 0, live: false, loaded: false }
 
   constructor(readonly sessionId: string, private readonly connection: Connection, private readonly onClose: () => void) {
@@ -296,6 +302,8 @@ export class SessionFeed implements ReadableStore<SessionFeedState> {
     this.abort?.abort()
     this.wake?.()
     this.batch.cancel()
+    if (this.deltaTimer) clearTimeout(this.deltaTimer)
+    this.deltaTimer = undefined
     this.onClose()
   }
 
@@ -316,8 +324,18 @@ export class SessionFeed implements ReadableStore<SessionFeedState> {
   }
 
   private publish(): void {
+    if (this.deltaTimer) clearTimeout(this.deltaTimer)
+    this.deltaTimer = undefined
     this.snapshot = this.build(this.snapshot.version + 1)
     for (const listener of [...this.listeners]) listener()
+  }
+
+  private publishSoon(): void {
+    if (this.deltaTimer || this.closed) return
+    this.deltaTimer = setTimeout(() => {
+      this.deltaTimer = undefined
+      this.batch.schedule()
+    }, DELTA_PUBLISH_MS)
   }
 
   private change(patch: Partial<typeof this.partial>, now = false): void {
@@ -367,7 +385,11 @@ export class SessionFeed implements ReadableStore<SessionFeedState> {
                 gotEvents++
                 // Per event on the hot path: iterate the set itself (deleting during iteration is safe).
                 for (const listener of this.eventListeners) listener(event)
-                this.batch.schedule()
+                // A streamed delta changes nothing a feed reader derives promptly (views of the
+                // text fold it through onEvent): publish it within DELTA_PUBLISH_MS instead of
+                // every frame, so the readers of `events` do not re-render 60 times a second.
+                if (event.type === DELTA_TYPE) this.publishSoon()
+                else this.batch.schedule()
                 return
               }
               case 'status':

@@ -63,11 +63,15 @@ export async function readSse(url: string, options: { signal: AbortSignal; onOpe
   let sliceStart = now()
   let lines = 0
   for (;;) {
+    const before = now()
     const { value, done } = await reader.read()
     if (done) break
+    // A read that was already buffered resolves as a microtask of the same task: the slice goes
+    // on (resetting it here let a burst of reads become one long task). A read that waited for
+    // the network starts a fresh slice.
+    if (now() - before > SLICE_MS) sliceStart = now()
     buffer += value
     let start = 0
-    sliceStart = now()
     for (;;) {
       if (++lines % 64 === 0 && now() - sliceStart > SLICE_MS) {
         await yieldToPage()

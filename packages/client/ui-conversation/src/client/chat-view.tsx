@@ -39,7 +39,7 @@ const ContextRow = memo(function ContextRow({ node, t }: { node: ContextNode; t:
   )
 })
 
-/** The end of the newest reasoning line, for a one-line preview while it streams. */
+/** The end of the newest reasoning line, for a one-line preview while it streams (read from the node's bounded `preview`, never the whole text). */
 function tail(text: string, max = 90): string {
   const line = text.slice(text.lastIndexOf('\n', text.length - 2) + 1).trim()
   return line.length > max ? `…${line.slice(-max)}` : line
@@ -58,7 +58,7 @@ const ThinkingRow = memo(function ThinkingRow({ node, t }: { node: ThinkingNode;
       <summary>
         {node.streaming ? <span className="dsh-pulse" aria-hidden="true" /> : null}
         {label}
-        {node.streaming && !open ? <span className="dsh-thinking-preview" aria-hidden="true">{tail(node.text)}</span> : null}
+        {node.streaming && !open ? <span className="dsh-thinking-preview" aria-hidden="true">{tail(node.preview ?? node.text)}</span> : null}
       </summary>
       {open ? <div className="dsh-thinking-body">{node.text}</div> : null}
     </details>

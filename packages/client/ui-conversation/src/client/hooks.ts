@@ -17,7 +17,8 @@ export function useSnapshot(model: ConversationModel): ConversationSnapshot {
   const [, bump] = useReducer((n: number) => n + 1, 0)
   useEffect(() => {
     const batch = frameBatcher(bump)
-    const off = model.subscribe(() => batch.schedule())
+    // A deferred model already notifies once per frame: render in that frame, not the next.
+    const off = model.subscribe(model.deferred ? bump : () => batch.schedule())
     // A change between render and subscribe is picked up here.
     batch.schedule()
     return () => {

@@ -4,7 +4,7 @@
 // declares `conversation.chat.node`: each tool call is rendered through that slot's `tool` key
 // (ui-tool fills it), with a plain one-line fallback when nothing does.
 import type { Context } from 'cordis'
-import { memo, useEffect, useMemo } from 'react'
+import { memo, useCallback, useEffect, useMemo } from 'react'
 import { Slot, useCtx, type SessionSlotProps } from '@dsh/client-runtime'
 import type { ToolNode } from '../model/index.ts'
 import { ChatView } from './chat-view.tsx'
@@ -46,6 +46,8 @@ function PlainTool({ node, t }: { node: ToolNode; t: Translate }) {
 const ToolNodeView = memo(function ToolNodeView({ sessionId, node, t }: { sessionId: string; node: ToolNode; t: Translate }) {
   return <Slot name={CHAT_NODE_SLOT} slotKey="tool" single props={{ sessionId, node }} fallback={<PlainTool node={node} t={t} />} />
 })
+
+const MemoComposer = memo(Composer)
 
 export const name = '@dsh/ui-conversation'
 export const inject = ['slots', 'locale', 'remote', 'connection']
@@ -98,20 +100,23 @@ export function apply(ctx: Context): void {
       [snapshot.nodes.filter((n) => n.kind === 'user').length, sessionId],
     )
     const running = snapshot.turnRunning || snapshot.status === 'running' || snapshot.status === 'waiting'
-    const onSend = async (text: string, mode: SendMode) => {
+    // Stable props: the seat re-renders once per frame while an answer streams, the composer
+    // (and the pickers in its tools slot) only when what they show changes.
+    const onSend = useCallback(async (text: string, mode: SendMode) => {
       const sentAfter = model.snapshot().lastSeq
       const result = await c.remote.call('sessions.prompt', { sessionId, text, mode })
       if (result.disposition === 'queued') model.addQueued(text, 'queue', sentAfter)
       else if (result.disposition === 'steered') model.addQueued(text, 'steer', sentAfter)
-    }
-    const onCancel = () => {
+    }, [c, model, sessionId])
+    const onCancel = useCallback(() => {
       void c.remote.call('sessions.cancel', { sessionId }).catch(() => {})
-    }
-    const onDraftChange = (text: string) => {
+    }, [c, sessionId])
+    const onDraftChange = useCallback((text: string) => {
       if (text) store.drafts.set(sessionId, text)
       else store.drafts.delete(sessionId)
-    }
-    return <Composer key={sessionId} t={t} running={running} disabled={row?.archived === true} onSend={onSend} onCancel={onCancel} history={history} tools={<Slot name="conversation.composer.tools" props={{ sessionId, feed, ...(row ? { row } : {}) }} />} autoFocus initialText={store.drafts.get(sessionId) ?? ''} onDraftChange={onDraftChange} />
+    }, [sessionId])
+    const tools = useMemo(() => <Slot name="conversation.composer.tools" props={{ sessionId, feed, ...(row ? { row } : {}) }} />, [sessionId, feed, row])
+    return <MemoComposer key={sessionId} t={t} running={running} disabled={row?.archived === true} onSend={onSend} onCancel={onCancel} history={history} tools={tools} autoFocus initialText={store.drafts.get(sessionId) ?? ''} onDraftChange={onDraftChange} />
   }
 
   function PanelSections({ sessionId }: SessionSlotProps) {

@@ -1,11 +1,18 @@
 // Side-panel sections from the conversation model: the agent's plan (the latest todo_write list)
 // and the context figures (tokens of the last request, the session's totals, the model).
+// Both re-render only when what they show changes (not on every streamed delta).
+import { memo } from 'react'
+import { formatCount as fmt } from '@dsh/client-runtime'
 import type { ConversationSnapshot } from '../model/index.ts'
 import type { Translate } from './strings.ts'
 
-const fmt = (n: number) => n.toLocaleString()
+type SectionProps = { snapshot: ConversationSnapshot; t: Translate }
+const samePlan = (a: SectionProps, b: SectionProps) => a.t === b.t && a.snapshot.todos === b.snapshot.todos
+const sameContext = (a: SectionProps, b: SectionProps) =>
+  a.t === b.t && a.snapshot.usage === b.snapshot.usage && a.snapshot.lastInputTokens === b.snapshot.lastInputTokens &&
+  a.snapshot.model?.provider === b.snapshot.model?.provider && a.snapshot.model?.model === b.snapshot.model?.model
 
-export function PlanSection({ snapshot, t }: { snapshot: ConversationSnapshot; t: Translate }) {
+export const PlanSection = memo(function PlanSection({ snapshot, t }: SectionProps) {
   if (!snapshot.todos || snapshot.todos.length === 0) return null
   return (
     <section className="dsh-panel-section" data-panel="plan">
@@ -21,9 +28,9 @@ export function PlanSection({ snapshot, t }: { snapshot: ConversationSnapshot; t
       </ul>
     </section>
   )
-}
+}, samePlan)
 
-export function ContextSection({ snapshot, t }: { snapshot: ConversationSnapshot; t: Translate }) {
+export const ContextSection = memo(function ContextSection({ snapshot, t }: SectionProps) {
   if (snapshot.lastInputTokens === undefined && !snapshot.model) return null
   const u = snapshot.usage
   return (
@@ -34,4 +41,4 @@ export function ContextSection({ snapshot, t }: { snapshot: ConversationSnapshot
       {snapshot.model ? <div className="dsh-muted">{t('panel.model', { model: `${snapshot.model.provider}/${snapshot.model.model}` })}</div> : null}
     </section>
   )
-}
+}, sameContext)

@@ -16,6 +16,11 @@ interface Entry {
   timer?: ReturnType<typeof setTimeout>
 }
 
+const nextFrame = (run: () => void): void => {
+  if (typeof requestAnimationFrame === 'function') requestAnimationFrame(() => run())
+  else setTimeout(run, 16)
+}
+
 export class ConversationStore {
   private readonly entries = new Map<string, Entry>()
   /** Unsent composer text per session (kept while a takeover replaces the composer). */
@@ -27,7 +32,8 @@ export class ConversationStore {
   model(sessionId: string): ConversationModel {
     const found = this.entries.get(sessionId)
     if (found) return found.model
-    const model = new ConversationModel()
+    // Listeners (the seats) hear at most once per animation frame, however many deltas arrive.
+    const model = new ConversationModel({ schedule: nextFrame })
     const feed = this.connection.session(sessionId)
     const catchUp = () => {
       const state = feed.get()

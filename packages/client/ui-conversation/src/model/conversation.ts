@@ -57,7 +57,27 @@ const textOf = (content: unknown): { text: string; images: number } => {
   }
 }
 
+/** How long a thinking node's `preview` (the end of its text) is kept, in characters. */
+export const PREVIEW_CHARS = 240
+const clip = (text: string) => (text.length > PREVIEW_CHARS ? text.slice(-PREVIEW_CHARS) : text)
+
+export interface ConversationModelOptions {
+  /**
+   * Defers listener calls: `schedule(run)` is called once when the first change after a
+   * notification happens, and `run()` then notifies the listeners once for every change since
+   * (the session store passes one animation frame). Default: listeners hear every change at once.
+   */
+  schedule?: (run: () => void) => void
+}
+
 export class ConversationModel {
+  constructor(private readonly options: ConversationModelOptions = {}) {}
+
+  /** Listeners hear changes through `schedule` (coalesced), not at once. */
+  get deferred(): boolean {
+    return this.options.schedule !== undefined
+  }
+
   private nodes: ConversationNode[] = []
   private index = new Map<string, number>()
   private lastSeq = -1
@@ -75,6 +95,8 @@ export class ConversationModel {
   private title: string | undefined
   private model: { provider: string; model: string } | undefined
   private usage = emptyUsage()
+  /** The usage object snapshots share until the totals change. */
+  private usageView: UsageTotals | undefined
   private lastInputTokens: number | undefined
   private version = 0
   private snap: ConversationSnapshot | undefined
@@ -204,6 +226,7 @@ export class ConversationModel {
     this.title = undefined
     this.model = undefined
     this.usage = emptyUsage()
+    this.usageView = undefined
     this.lastInputTokens = undefined
     this.changed()
   }
@@ -224,7 +247,7 @@ export class ConversationModel {
       ...(this.todos ? { todos: this.todos } : {}),
       ...(this.title !== undefined ? { title: this.title } : {}),
       ...(this.model ? { model: this.model } : {}),
-      usage: { ...this.usage },
+      usage: (this.usageView ??= { ...this.usage }),
       ...(this.lastInputTokens !== undefined ? { lastInputTokens: this.lastInputTokens } : {}),
     }
     return this.snap
@@ -238,6 +261,7 @@ export class ConversationModel {
 
   private batching = 0
   private pendingNotify = false
+  private scheduled = false
 
   batch(fn: () => void): void {
     this.batching++
@@ -247,9 +271,16 @@ export class ConversationModel {
       this.batching--
       if (this.batching === 0 && this.pendingNotify) {
         this.pendingNotify = false
-        for (const listener of [...this.listeners]) listener()
+        this.notify()
       }
     }
+  }
+
+  /** Notifies now if a deferred notification is pending (see `schedule`). */
+  flush(): void {
+    if (!this.scheduled) return
+    this.scheduled = false
+    for (const listener of [...this.listeners]) listener()
   }
 
   private changed(): void {
@@ -258,7 +289,18 @@ export class ConversationModel {
       this.pendingNotify = true
       return
     }
-    for (const listener of [...this.listeners]) listener()
+    this.notify()
+  }
+
+  private notify(): void {
+    const schedule = this.options.schedule
+    if (!schedule) {
+      for (const listener of [...this.listeners]) listener()
+      return
+    }
+    if (this.scheduled) return
+    this.scheduled = true
+    schedule(() => this.flush())
   }
 
   // ---- folding ----
@@ -364,13 +406,16 @@ export class ConversationModel {
           live.lastKind = kind
           const key = this.stepKey(kind, live.counts[kind]++)
           live.keys.push(key)
-          if (kind === 'r') this.push({ kind: 'thinking', key, turn: this.turn, step: this.step, text, streaming: true })
+          if (kind === 'r') this.push({ kind: 'thinking', key, turn: this.turn, step: this.step, text, preview: clip(text), streaming: true })
           else this.push({ kind: 'assistant', key, turn: this.turn, step: this.step, text, streaming: true, interrupted: false })
           return
         }
         const key = this.stepKey(kind, live.counts[kind] - 1)
         const node = this.get(key) as ThinkingNode | AssistantNode | undefined
-        if (node) this.replace({ ...node, text: node.text + text })
+        // `node.text + text` stays a rope until someone reads the whole text; the thinking row
+        // shows `preview` (bounded), so a long stream costs O(delta) per delta.
+        if (node?.kind === 'thinking') this.replace({ ...node, text: node.text + text, preview: clip((node.preview ?? '') + text) })
+        else if (node) this.replace({ ...node, text: node.text + text })
         return
       }
       case 'tool-call-start': {
@@ -449,6 +494,7 @@ export class ConversationModel {
     const usage = data.usage as UsageTotals | undefined
     if (usage) {
       for (const k of ['input', 'output', 'cacheRead', 'cacheWrite', 'reasoning'] as const) this.usage[k] += Number(usage[k] ?? 0)
+      this.usageView = undefined
       this.lastInputTokens = Number(usage.input ?? 0) + Number(usage.cacheRead ?? 0) + Number(usage.cacheWrite ?? 0)
     }
     void event
@@ -551,6 +597,7 @@ export class ConversationModel {
 function sameNode(a: ConversationNode, b: ConversationNode): boolean {
   const keys = new Set([...Object.keys(a), ...Object.keys(b)])
   for (const key of keys) {
+    if (key === 'preview') continue // only shown while streaming
     if ((a as unknown as Record<string, unknown>)[key] !== (b as unknown as Record<string, unknown>)[key]) {
       if (key === 'input' && JSON.stringify((a as ToolNode).input) === JSON.stringify((b as ToolNode).input)) continue
       return false

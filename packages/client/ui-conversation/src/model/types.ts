@@ -35,6 +35,8 @@ export interface ThinkingNode {
   turn: number
   step: number
   text: string
+  /** The end of `text` (at most PREVIEW_CHARS characters), kept while it streams: a one-line preview that does not read the whole text. */
+  preview?: string
   /** Still receiving deltas. */
   streaming: boolean
   /** Milliseconds between the first and the last reasoning delta (log times), when known. */
