@@ -31,7 +31,7 @@ export interface SseFrame {
  * Reads one SSE response, calling `onFrame` per dispatched event. Resolves when the stream ends;
  * rejects on a network error or a non-200 answer (with the host's JSON error message when given).
  */
-export async function readSse(url: string, options: { signal: AbortSignal; onOpen?: () => void; onFrame: (frame: SseFrame) => void; fetch?: typeof fetch }): Promise<void> {
+export async function readSse(url: string, options: { signal: AbortSignal; onOpen?: () => void; onFrame: (frame: SseFrame) => void; fetch?: typeof fetch; /** Clock for the slices (tests); default `performance.now`. */ now?: () => number }): Promise<void> {
   const response = await (options.fetch ?? fetch)(url, { headers: { accept: 'text/event-stream' }, signal: options.signal, credentials: 'same-origin', cache: 'no-store' })
   if (!response.ok || !response.body) {
     let message = `${response.status}`
@@ -59,7 +59,7 @@ export async function readSse(url: string, options: { signal: AbortSignal; onOpe
   }
   // A network read can hold thousands of frames (a replay, a fast stream): handle them in slices
   // of at most SLICE_MS so one read never becomes one long main-thread task.
-  const now = typeof performance === 'object' ? () => performance.now() : () => Date.now()
+  const now = options.now ?? (typeof performance === 'object' ? () => performance.now() : () => Date.now())
   let sliceStart = now()
   let lines = 0
   for (;;) {

@@ -6,7 +6,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { Context } from 'cordis'
-import { createRuntime, RemoteError } from '../src/index.ts'
+import { createRuntime, DELTA_PUBLISH_MS, RemoteError } from '../src/index.ts'
 
 interface Script {
   /** Answers one session stream request (the n-th, with its `after`). */
@@ -91,6 +91,51 @@ describe('ctx.connection.session(id)', () => {
     expect(feed.get().events.map((e) => e.seq)).toEqual([0, 1, 2, 3, 4, 5])
     expect(requests.filter((r) => r.startsWith('/api/events/session/'))).toEqual(['/api/events/session/s1', '/api/events/session/s1?after=2'])
     await vi.waitFor(() => expect(feed.get()).toMatchObject({ status: 'idle', loaded: true, live: true }))
+    feed.release()
+  })
+
+  it('publishes streamed deltas (assistant/chunk) within DELTA_PUBLISH_MS, any other event within a frame, and hands every event to onEvent at once', async () => {
+    let stream: ServerResponse | undefined
+    const ctx = await start({
+      session(res) {
+        sse(res)
+        res.write('event: status\ndata: {"sessionId":"s9","status":"running","queued":0}\n\n')
+        stream = res
+      },
+    })
+    const feed = ctx.connection.session('s9')
+    await vi.waitFor(() => expect(feed.get()).toMatchObject({ loaded: true, live: true }), { timeout: 5000 })
+    const seen: number[] = []
+    feed.onEvent((e) => seen.push(e.seq))
+    let published = 0
+    feed.subscribe(() => published++)
+    // Timers from here on are driven by hand (the runtime's frame batcher uses setTimeout outside a browser).
+    const realTimeout = setTimeout
+    const until = async (done: () => boolean) => {
+      for (let i = 0; i < 500 && !done(); i++) await new Promise((resolve) => realTimeout(resolve, 10))
+      expect(done()).toBe(true)
+    }
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+    try {
+      for (let seq = 0; seq < 300; seq++) stream!.write(event(seq))
+      await until(() => seen.length === 300)
+      expect(seen).toEqual(Array.from({ length: 300 }, (_, i) => i))
+      vi.advanceTimersByTime(20) // a frame: deltas alone are not published yet
+      expect(published).toBe(0)
+      expect(feed.get().lastSeq).toBe(-1)
+      vi.advanceTimersByTime(DELTA_PUBLISH_MS)
+      expect(published).toBe(1)
+      expect(feed.get().lastSeq).toBe(299)
+      expect(feed.get().events).toHaveLength(300)
+      // Any other event is published within a frame.
+      stream!.write(event(300, 'turn/end'))
+      await until(() => seen.length === 301)
+      vi.advanceTimersByTime(20)
+      expect(published).toBe(2)
+      expect(feed.get().lastSeq).toBe(300)
+    } finally {
+      vi.useRealTimers()
+    }
     feed.release()
   })
 

@@ -16,6 +16,8 @@ const ASK_USER = fileURLToPath(new URL('../../../interaction/tool-ask-user/dist/
 const slow = (parts: string[], delayMs: number) => ({ events: parts.flatMap((text, i) => (i === 0 ? [{ text }] : [{ delayMs }, { text }])) })
 const escalate = (command: string) => ({ toolCalls: [{ name: 'bash', arguments: { command, description: command, sandbox_escalation: { justification: 'needs it' } } }] })
 
+const BURST_REASONING = Array.from({ length: 4000 }, (_, i) => (i % 500 === 0 ? `line ${i}\n` : `r${i} `))
+const BURST_TEXT = Array.from({ length: 2000 }, (_, i) => `a${i} `)
 const STREAM = ['Here ', 'comes ', 'a table:\n\n', '| tool | result |\n|---|---|\n', '| bash | ok |\n']
 const STEPS = [
   // 1. streaming
@@ -44,6 +46,8 @@ const STEPS = [
   { text: 'Hello from the second session.' },
   // 9. a reload in the middle of a reasoning + answer stream
   { events: [{ reasoning: 'Thinking it over. ' }, { delayMs: 300 }, { reasoning: 'Still thinking.' }, { delayMs: 300 }, ...['Reloaded ', 'answer ', 'arrives ', 'once.'].flatMap((text) => [{ text }, { delayMs: 300 }])] },
+  // 10. a burst: thousands of deltas as fast as the host sends them
+  { events: [...BURST_REASONING.map((reasoning) => ({ reasoning })), { delayMs: 1500 }, ...BURST_TEXT.map((text) => ({ text }))] },
 ]
 
 let app: WebApp
@@ -244,6 +248,23 @@ describe.skipIf(!hasChromium())('the conversation in Chromium', () => {
       // Opening the thinking row shows the whole reasoning.
       await page.locator('[data-node="thinking"] summary').click()
       await expect.poll(async () => (await page.locator('.dsh-thinking-body').allTextContents()).join('')).toBe('Thinking it over. Still thinking.')
+    })
+  })
+
+  it('a burst of 6,000 deltas: the thinking row previews the newest reasoning, then the exact texts show once', async () => {
+    await withArtifacts(page, 'conv-burst', async () => {
+      const rowsBefore = await page.locator('[data-node="thinking"]').count()
+      await send('burst')
+      // While it streams: the closed row previews the end of the newest line (bounded, with an ellipsis).
+      await expect.poll(async () => (await page.locator('[data-node="thinking"][data-streaming] .dsh-thinking-preview').allTextContents()).at(-1) ?? '', { timeout: 30_000 }).toMatch(/^….*r3999$/)
+      const preview = (await page.locator('.dsh-thinking-preview').allTextContents()).at(-1)!
+      expect(preview.length).toBeLessThanOrEqual(91)
+      await expect.poll(lastAnswer, { timeout: 30_000 }).toBe(BURST_TEXT.join(''))
+      await idle()
+      expect(await page.locator('[data-node="thinking"]').count()).toBe(rowsBefore + 1)
+      expect((await assistant().allTextContents()).filter((a) => a.startsWith('a0 a1 '))).toHaveLength(1)
+      await page.locator('[data-node="thinking"] summary').last().click()
+      await expect.poll(async () => (await page.locator('.dsh-thinking-body').allTextContents()).at(-1)).toBe(BURST_REASONING.join(''))
     })
   })
 

@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import type { SessionStreamEvent, WireEvent } from '@dsh/web-protocol'
-import { ConversationModel, foldConversation, type AssistantNode, type ConversationNode, type ThinkingNode, type ToolNode } from '../src/model/index.ts'
+import { ConversationModel, foldConversation, PREVIEW_CHARS, type AssistantNode, type ConversationNode, type ThinkingNode, type ToolNode } from '../src/model/index.ts'
 
 const load = (name: string): SessionStreamEvent[] => JSON.parse(readFileSync(new URL(`./fixtures/${name}.json`, import.meta.url), 'utf8'))
 const logOf = (frames: SessionStreamEvent[]): WireEvent[] => frames.flatMap((f) => (f.event === 'message' ? [f.data] : []))
@@ -219,5 +219,72 @@ describe('ConversationModel', () => {
     off()
     model.addQueued('x')
     expect(calls).toBe(2)
+  })
+})
+
+describe('ConversationModel under a burst of deltas', () => {
+  // A synthetic turn: N reasoning deltas, then M text deltas, each its own log event.
+  const burst = (reasoning: string[], text: string[]): WireEvent[] => {
+    const events: WireEvent[] = []
+    const push = (type: string, data: unknown) => events.push({ seq: events.length, type, time: events.length, data } as WireEvent)
+    push('turn/start', { turn: 0 })
+    push('step/start', { turn: 0, step: 0 })
+    for (const piece of reasoning) push('assistant/chunk', { chunk: { kind: 'reasoning-delta', text: piece } })
+    for (const piece of text) push('assistant/chunk', { chunk: { kind: 'text-delta', text: piece } })
+    return events
+  }
+  const reasoning = Array.from({ length: 20_000 }, (_, i) => (i % 997 === 0 ? `line ${i}\n` : `r${i} `))
+  const text = Array.from({ length: 500 }, (_, i) => `t${i} `)
+
+  it('with a scheduler, listeners hear once per scheduled run however many events arrive, and the text is exact', () => {
+    const runs: Array<() => void> = []
+    const model = new ConversationModel({ schedule: (run) => runs.push(run) })
+    let heard = 0
+    model.subscribe(() => heard++)
+    const events = burst(reasoning, text)
+    for (const event of events.slice(0, 10_000)) model.applyEvent(event)
+    expect(heard).toBe(0)
+    expect(runs).toHaveLength(1)
+    runs.shift()!()
+    expect(heard).toBe(1)
+    for (const event of events.slice(10_000)) model.applyEvent(event)
+    expect(runs).toHaveLength(1)
+    // flush() delivers a pending notification now; the scheduled run then has nothing to say.
+    model.flush()
+    expect(heard).toBe(2)
+    runs.shift()!()
+    expect(heard).toBe(2)
+    const snap = model.snapshot()
+    expect(snap.lastSeq).toBe(events.at(-1)!.seq)
+    const [thinking, answer] = snap.nodes as [ThinkingNode, AssistantNode]
+    expect(thinking).toMatchObject({ kind: 'thinking', streaming: false, text: reasoning.join('') })
+    expect(answer).toMatchObject({ kind: 'assistant', streaming: true, text: text.join('') })
+  })
+
+  it('keeps a bounded preview of the streaming reasoning: the end of its text', () => {
+    const model = new ConversationModel()
+    const events = burst(reasoning, [])
+    for (const event of events) model.applyEvent(event)
+    const thinking = model.snapshot().nodes[0] as ThinkingNode
+    expect(thinking.streaming).toBe(true)
+    expect(thinking.preview!.length).toBe(PREVIEW_CHARS)
+    expect(thinking.text.endsWith(thinking.preview!)).toBe(true)
+    expect(thinking.text).toBe(reasoning.join(''))
+    // A one-delta node previews all of it.
+    const short = new ConversationModel()
+    for (const event of burst(['just this'], [])) short.applyEvent(event)
+    expect((short.snapshot().nodes[0] as ThinkingNode).preview).toBe('just this')
+  })
+
+  it('keeps the usage object of snapshots while the totals stay the same', () => {
+    const model = new ConversationModel()
+    for (const event of burst(['a', 'b'], [])) model.applyEvent(event)
+    const first = model.snapshot()
+    model.applyEvent({ seq: 4, type: 'assistant/chunk', time: 4, data: { chunk: { kind: 'reasoning-delta', text: 'c' } } } as WireEvent)
+    expect(model.snapshot().version).not.toBe(first.version)
+    expect(model.snapshot().usage).toBe(first.usage)
+    model.applyEvent({ seq: 5, type: 'assistant/message', time: 5, data: { message: { role: 'assistant', content: [{ type: 'text', text: 'ok' }] }, usage: { input: 7, output: 2 } } } as WireEvent)
+    expect(model.snapshot().usage).not.toBe(first.usage)
+    expect(model.snapshot().usage).toMatchObject({ input: 7, output: 2 })
   })
 })
