@@ -6,7 +6,7 @@
 import { realpathSync } from 'node:fs'
 import { homedir, tmpdir } from 'node:os'
 import { isAbsolute, join, resolve as resolvePath } from 'node:path'
-import { Context, Service } from 'cordis'
+import { Context, Service, symbols } from 'cordis'
 import Schema from 'schemastery'
 import type {} from '@dsh/agent'
 import type {} from '@dsh/app-boot'
@@ -96,16 +96,18 @@ export class SandboxPolicyService extends Service {
 
   /** The mode in force: the session's override, else the permission preset's mode, else `defaultMode`. */
   modeFor(sessionId?: string): SandboxMode {
+    // Asked several times per tool call and per step: own state through the plain object (see unshadow).
+    const self = unshadow(this)
     if (sessionId !== undefined) {
-      const override = this.override(sessionId)
+      const override = self.override(sessionId)
       if (override) return override
     }
-    const presets = this.ctx.get('permissionPresets')
+    const presets = self.ctx.get('permissionPresets')
     if (presets && typeof presets.modeFor === 'function') {
       const mode = presets.modeFor(sessionId)
       if (isSandboxMode(mode)) return mode
     }
-    return this.config.defaultMode
+    return self.config.defaultMode
   }
 
   /**
@@ -135,15 +137,16 @@ export class SandboxPolicyService extends Service {
 
   /** One resolved policy for one call. */
   resolve(input: ResolveInput = {}): SandboxPolicy {
-    const mode = this.modeFor(input.sessionId)
-    const workspaceRoot = this.workspaceRoot(input)
+    const self = unshadow(this)
+    const mode = self.modeFor(input.sessionId)
+    const workspaceRoot = self.workspaceRoot(input)
     if (mode === 'danger-full-access') return { mode, workspaceRoot, writableRoots: [], network: true }
     const writableRoots =
       mode === 'workspace-write'
-        ? [...new Set([workspaceRoot, ...this.config.writableRoots.map(realpathOrSelf), ...this.config.tempDirs.map(realpathOrSelf)])]
+        ? [...new Set([workspaceRoot, ...self.config.writableRoots.map(realpathOrSelf), ...self.config.tempDirs.map(realpathOrSelf)])]
         : []
-    const { readOnlyPaths, hiddenPaths } = this.protectedPaths()
-    return { mode, workspaceRoot, writableRoots, network: this.config.network, readOnlyPaths, hiddenPaths }
+    const { readOnlyPaths, hiddenPaths } = self.protectedPaths()
+    return { mode, workspaceRoot, writableRoots, network: self.config.network, readOnlyPaths, hiddenPaths }
   }
 
   /**
@@ -237,6 +240,15 @@ function lastAnnouncement(session: Session): string | undefined {
     }
   }
   return undefined
+}
+
+/**
+ * The object behind a Cordis service reference: methods reached through `ctx.sandboxPolicy` run
+ * with `this` bound to a per-caller shadow whose every property read builds proxies (call
+ * tracing); the per-call paths read their own state through the plain object instead.
+ */
+function unshadow<T extends object>(value: T): T {
+  return ((value as Record<symbol, unknown>)[symbols.original] as T | undefined) ?? value
 }
 
 function realpathOrSelf(path: string): string {
