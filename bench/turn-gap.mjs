@@ -9,8 +9,11 @@
 // turn to the bare spawn.   BENCH_RUNS=5 BENCH_TURNS=20 node bench/turn-gap.mjs
 // BENCH_PATCH=layer.yml adds `--patch layer.yml` to every dsh run (to measure a configuration).
 // BENCH_BASE=/other/checkout measures that checkout's dsh too, interleaved (a before/after in one run).
+// BENCH_SEGMENTS=1 also splits each turn inside the dsh process (a small --import hook stamps
+// spawn(), the child's exit, each durable log write, each logged event and the HTTP request) and
+// prints the median of every segment per variant: where a turn's time goes, without a profiler.
 import { spawn } from 'node:child_process'
-import { mkdtempSync, mkdirSync } from 'node:fs'
+import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { request as httpRequest, createServer } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -62,11 +65,81 @@ function exec(file, args, opts = {}) {
 }
 
 const env = { PATH: process.env.PATH, HOME: root, DSH_HOME: join(root, 'home'), DEEPSEEK_API_KEY: 'sk-bench' }
-async function dshRun(mode, dshBin = bin) {
+
+// The segment hook: stamps in the dsh process, written as JSON at exit.
+const SEGMENTS = process.env.BENCH_SEGMENTS === '1'
+const hookFile = join(root, 'segments-hook.mjs')
+const marksFile = join(root, 'segments.json')
+if (SEGMENTS) {
+  writeFileSync(
+    hookFile,
+    `import cp from 'node:child_process'
+import http from 'node:http'
+import { promises as fsp, writeFileSync } from 'node:fs'
+import { syncBuiltinESMExports } from 'node:module'
+const marks = []
+const now = () => performance.now()
+const spawn = cp.ChildProcess.prototype.spawn
+cp.ChildProcess.prototype.spawn = function (...args) {
+  marks.push(['spawn()', now()])
+  const result = spawn.apply(this, args)
+  marks.push(['spawned', now()])
+  this.once('exit', () => marks.push(['child exit', now()]))
+  return result
+}
+const request = http.request
+http.request = function (...args) {
+  const req = request.apply(this, args)
+  marks.push(['http.request', now()])
+  return req
+}
+syncBuiltinESMExports()
+const probe = await fsp.open('/dev/null')
+const handle = Object.getPrototypeOf(probe)
+await probe.close()
+const write = handle.write
+handle.write = function (...args) {
+  marks.push(['log write', now()])
+  const done = write.apply(this, args)
+  done.then(() => marks.push(['log written', now()]), () => {})
+  return done
+}
+const out = process.stdout.write.bind(process.stdout)
+process.stdout.write = (chunk, ...rest) => {
+  const type = /"event":\\{"type":"([^"]+)"/.exec(String(chunk))?.[1]
+  if (type && type !== 'assistant/chunk') marks.push([type, now()])
+  return out(chunk, ...rest)
+}
+process.on('exit', () => writeFileSync(${JSON.stringify(marksFile)}, JSON.stringify(marks)))
+`,
+  )
+}
+const segments = {}
+function collectSegments(name) {
+  let marks
+  try {
+    marks = JSON.parse(readFileSync(marksFile, 'utf8'))
+  } catch {
+    return
+  }
+  rmSync(marksFile, { force: true })
+  const table = (segments[name] ??= new Map())
+  for (let i = 1; i < marks.length; i++) {
+    const key = `${marks[i - 1][0]} -> ${marks[i][0]}`
+    if (!table.has(key)) table.set(key, [])
+    table.get(key).push(marks[i][1] - marks[i - 1][1])
+  }
+}
+
+async function dshRun(mode, dshBin = bin, name) {
   upstream = await startMockServer({ steps })
   stamps = []
   const patch = process.env.BENCH_PATCH ? ['--patch', process.env.BENCH_PATCH] : []
-  await exec(process.execPath, [dshBin, '--profile', 'headless', ...patch, '--permission-mode', mode, 'run the bench'], { cwd: ws, env: { ...env, DEEPSEEK_BASE_URL: proxyURL } })
+  // stream-json output carries the events the segment hook stamps; text mode otherwise.
+  const hook = SEGMENTS ? ['--import', hookFile] : []
+  const output = SEGMENTS ? ['--output-format', 'stream-json'] : []
+  await exec(process.execPath, [...hook, dshBin, '--profile', 'headless', ...patch, '--permission-mode', mode, ...output, 'run the bench'], { cwd: ws, env: { ...env, DEEPSEEK_BASE_URL: proxyURL } })
+  if (SEGMENTS && name) collectSegments(name)
   await upstream.close()
   // Turn k: end of response k to arrival of request k+1 (the first turn also warms caches; skipped).
   const turns = []
@@ -87,10 +160,18 @@ if (baseBin) await dshRun('danger-full-access', baseBin)
 for (let r = 0; r < RUNS; r++) {
   for (const [name, mode] of Object.entries(modes)) {
     for (let i = 0; i < TURNS; i++) samples.bare.push(await exec('bash', ['-c', COMMAND], { cwd: ws, detached: true }))
-    samples[name].push(...(await dshRun(mode, name.startsWith('base ') ? baseBin : bin)))
+    samples[name].push(...(await dshRun(mode, name.startsWith('base ') ? baseBin : bin, name)))
   }
 }
 proxy.close()
+if (SEGMENTS) {
+  // Segments seen in (almost) every turn, in the order of the first run's turns.
+  const names = Object.keys(segments)
+  const keys = [...(segments[names[0]]?.keys() ?? [])].filter((key) => segments[names[0]].get(key).length >= RUNS * (TURNS - 1))
+  console.log(`median ms per segment (in-process stamps; stream-json output)`)
+  console.log(`${''.padEnd(36)} ${names.map((n) => n.padStart(16)).join(' ')}`)
+  for (const key of keys) console.log(`${key.padEnd(36)} ${names.map((n) => (segments[n].has(key) ? median(segments[n].get(key)).toFixed(2) : '-').padStart(16)).join(' ')}`)
+}
 const bare = median(samples.bare)
 console.log(`${RUNS} runs x ${TURNS} turns of bash \`${COMMAND}\` per mode (node ${process.version}); bare spawn: median ${bare.toFixed(2)} ms over ${samples.bare.length}`)
 for (const name of Object.keys(modes)) {
