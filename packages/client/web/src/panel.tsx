@@ -1,7 +1,7 @@
 // The shell's own side-panel section: the context meter (prompt tokens of the session's last
 // model request, from the usage logged with each assistant message).
 import { useMemo } from 'react'
-import { useT, type SessionSlotProps } from '@dsh/client-runtime'
+import { formatCount, useT, type SessionSlotProps } from '@dsh/client-runtime'
 import { NS } from './messages.ts'
 import { lastPromptTokens } from './fold.ts'
 
@@ -11,7 +11,7 @@ export function ContextMeter({ feed }: SessionSlotProps) {
   return (
     <section className="panel-section" data-testid="context-meter">
       <h3>{t('contextMeter')}</h3>
-      <p className="muted">{tokens === undefined ? t('noRequest') : t('tokens', { count: tokens.toLocaleString() })}</p>
+      <p className="muted">{tokens === undefined ? t('noRequest') : t('tokens', { count: formatCount(tokens) })}</p>
     </section>
   )
 }
