@@ -204,6 +204,7 @@ async function variant(name, hostEntries) {
     hostFiles: [...hostFiles].map((f) => relative(root, f)).sort(),
     inputs,
   }
+  unresolvedImports(result.outputFiles)
   rmSync(dir, { recursive: true, force: true })
   mkdirSync(dir, { recursive: true })
   let bytes = 0
@@ -219,7 +220,33 @@ async function variant(name, hostEntries) {
   return `${name}: ${inputs.length} files into ${result.outputFiles.length}, ${(bytes / 1024).toFixed(0)} KiB, ${hostFiles.size} host files kept out`
 }
 
-const lines = await Promise.all(Object.entries(VARIANTS).map(([name, entries]) => variant(name, entries)))
+/**
+ * A dynamic import whose specifier esbuild could not resolve (a template or computed string)
+ * stays as written, and a bare or relative specifier then resolves from prelinked/, not from the
+ * file it came from: the row fails only when that code path runs. Such an import fails the build
+ * here, naming the source, so it is rewritten with literal specifiers instead.
+ */
+function unresolvedImports(outputFiles) {
+  const problems = []
+  for (const out of outputFiles) {
+    if (out.path.endsWith('.map')) continue
+    const text = out.text
+    for (const m of text.matchAll(/\bimport\(\s*(["'`])([^"'`]*)/g)) {
+      if (/^(file|node|data):/.test(m[2]) || (m[1] !== '`' && /^\.\/chunk-\w+\.mjs$/.test(m[2]))) continue
+      const before = text.slice(0, m.index)
+      const source = [...before.matchAll(/^\/\/ (\S+)$/gm)].at(-1)?.[1] ?? relative(root, out.path)
+      problems.push(`${source}: import(${m[1]}${m[2]}${m[1] === '`' ? '...' : m[1]})`)
+    }
+  }
+  if (problems.length) {
+    throw new Error(`prelink: dynamic imports that cannot be resolved once bundled (use literal specifiers):\n  ${problems.join('\n  ')}`)
+  }
+}
+
+const lines = await Promise.all(Object.entries(VARIANTS).map(([name, entries]) => variant(name, entries))).catch((error) => {
+  console.error(error instanceof Error ? error.message : error)
+  process.exit(1)
+})
 if (!quiet) {
   console.log(`prelink: ${layers.size} layers; ${lines.join('; ')}; ${Date.now() - started} ms`)
 }

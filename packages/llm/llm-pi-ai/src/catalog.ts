@@ -40,25 +40,31 @@ export function loadRoot(): Promise<PiRoot> {
   return import('@earendil-works/pi-ai') as Promise<PiRoot>
 }
 
-const LAZY_API: { [api in ChatApi]: string } = {
-  'openai-completions': 'openAICompletionsApi',
-  'openai-responses': 'openAIResponsesApi',
-  'azure-openai-responses': 'azureOpenAIResponsesApi',
-  'openai-codex-responses': 'openAICodexResponsesApi',
-  'anthropic-messages': 'anthropicMessagesApi',
-  'google-generative-ai': 'googleGenerativeAIApi',
-  'google-vertex': 'googleVertexApi',
-  'mistral-conversations': 'mistralConversationsApi',
-  'bedrock-converse-stream': 'bedrockConverseStreamApi',
-  'pi-messages': 'piMessagesApi',
+type LazyModule = Promise<{ [name: string]: unknown }>
+/**
+ * pi-ai's lazy stream module and factory name per wire protocol. Each import is a literal so
+ * bundlers (scripts/prelink.mjs) resolve it; a computed specifier would stay bare and fail to
+ * resolve from the bundle's directory.
+ */
+const LAZY_API: { [api in ChatApi]: [load: () => LazyModule, factory: string] } = {
+  'openai-completions': [() => import('@earendil-works/pi-ai/api/openai-completions.lazy'), 'openAICompletionsApi'],
+  'openai-responses': [() => import('@earendil-works/pi-ai/api/openai-responses.lazy'), 'openAIResponsesApi'],
+  'azure-openai-responses': [() => import('@earendil-works/pi-ai/api/azure-openai-responses.lazy'), 'azureOpenAIResponsesApi'],
+  'openai-codex-responses': [() => import('@earendil-works/pi-ai/api/openai-codex-responses.lazy'), 'openAICodexResponsesApi'],
+  'anthropic-messages': [() => import('@earendil-works/pi-ai/api/anthropic-messages.lazy'), 'anthropicMessagesApi'],
+  'google-generative-ai': [() => import('@earendil-works/pi-ai/api/google-generative-ai.lazy'), 'googleGenerativeAIApi'],
+  'google-vertex': [() => import('@earendil-works/pi-ai/api/google-vertex.lazy'), 'googleVertexApi'],
+  'mistral-conversations': [() => import('@earendil-works/pi-ai/api/mistral-conversations.lazy'), 'mistralConversationsApi'],
+  'bedrock-converse-stream': [() => import('@earendil-works/pi-ai/api/bedrock-converse-stream.lazy'), 'bedrockConverseStreamApi'],
+  'pi-messages': [() => import('@earendil-works/pi-ai/api/pi-messages.lazy'), 'piMessagesApi'],
 }
 
 /** pi-ai's lazy stream implementation of one wire protocol (its SDK loads on the first request). */
 export async function lazyApi(api: ChatApi): Promise<ProviderStreams> {
-  const module = (await import(`@earendil-works/pi-ai/api/${api}.lazy`)) as { [name: string]: () => ProviderStreams }
-  const factory = module[LAZY_API[api]]
+  const [load, name] = LAZY_API[api]
+  const factory = (await load())[name]
   if (typeof factory !== 'function') throw new Error(`llm-pi-ai: pi-ai has no lazy implementation for '${api}'`)
-  return factory()
+  return (factory as () => ProviderStreams)()
 }
 
 export interface RouteRuntime {

@@ -39,7 +39,10 @@ describe('schedules in one-shot headless runs', () => {
     expect(result).toBe('Scheduled.')
     expect(server.requests).toHaveLength(2)
 
-    await new Promise((r) => setTimeout(r, 2500))
+    // Due 2 s after creation (during the first run); waiting 3.5 s after that run ended puts the
+    // second run's delivery at least 1.5 s past due, beyond the fixture's 1 s lateness threshold,
+    // however fast the second run boots.
+    await new Promise((r) => setTimeout(r, 3500))
     const second = await runDsh(['--profile', 'headless', '--patch', patch, '--output-format', 'stream-json', '--resume', sessionId, 'anything pending?'], { cwd, env })
     expect(second.stderr).toBe('')
     expect(second.code).toBe(0)
