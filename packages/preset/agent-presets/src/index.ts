@@ -132,7 +132,7 @@ export class AgentPresets extends Service {
   /** Every preset, by name (a home or configured directory shadows a built-in of the same name). */
   list(): PresetInfo[] {
     const found = new Map<string, PresetInfo>()
-    const home = join(this.config.home ?? this.ctx.get('homePaths')?.home ?? resolveDshHome(), 'presets')
+    const home = join(this.dshHome(), 'presets')
     const roots: Array<[string, PresetSource]> = [[BUILTIN_DIR, 'builtin'], [home, 'home'], ...this.config.directories.map((dir) => [dir, 'config'] as [string, PresetSource])]
     for (const [root, source] of roots) {
       let names: string[]
@@ -151,6 +151,10 @@ export class AgentPresets extends Service {
     return [...found.values()].sort((a, b) => (a.name < b.name ? -1 : 1))
   }
 
+  private dshHome(): string {
+    return this.config.home ?? this.ctx.get('homePaths')?.home ?? resolveDshHome()
+  }
+
   names(): string[] {
     return this.list().map((preset) => preset.name)
   }
@@ -163,7 +167,7 @@ export class AgentPresets extends Service {
   async load(name: string): Promise<LoadedRow[]> {
     const info = this.get(name)
     if (!info) throw new PresetError(`unknown agent preset "${name}"; available: ${this.names().join(', ')}`)
-    return loadPresetFile(info.file)
+    return loadPresetFile(info.file, [], join(this.dshHome(), '.cache', 'presets'))
   }
 
   /**

@@ -1,6 +1,9 @@
 // Reading and checking one preset file (`agent.cordis.yml`): a YAML list of rows
 // `{id, name, config?, disabled?}`. Every mistake is one line naming the file, the row and the field.
+import { createHash } from 'node:crypto'
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 export const PRESET_FILE = 'agent.cordis.yml'
@@ -37,19 +40,60 @@ export interface LoadedRow extends PresetRow {
 const OWN_FILE = fileURLToPath(import.meta.url)
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
 
-/** Parses and checks the rows of `file`, resolving and importing each row's module. */
-export async function loadPresetFile(file: string, bases: readonly string[] = []): Promise<LoadedRow[]> {
+/** True for values that survive a JSON round trip unchanged (what the parse cache may store). */
+function jsonSafe(value: unknown): boolean {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return true
+  if (typeof value === 'number') return Number.isFinite(value)
+  if (Array.isArray(value)) return value.every(jsonSafe)
+  if (isObject(value) && Object.getPrototypeOf(value) === Object.prototype) return Object.values(value).every(jsonSafe)
+  return false
+}
+
+/**
+ * The YAML document of a preset file, from `cacheDir/<sha256 of the text>.json` when a previous
+ * parse stored it there: a boot then never loads the yaml package for the default preset. Only
+ * successful, JSON-exact parses are stored; an unreadable or unwritable cache only costs the parse.
+ */
+async function parsePresetText(text: string, cacheDir: string | undefined): Promise<unknown> {
+  const entry = cacheDir ? join(cacheDir, `${createHash('sha256').update('preset-v1\0').update(text).digest('hex').slice(0, 32)}.json`) : undefined
+  if (entry) {
+    try {
+      return (JSON.parse(readFileSync(entry, 'utf8')) as { doc: unknown }).doc
+    } catch {
+      // not cached yet, or unreadable: parse
+    }
+  }
+  const { parse } = await import('yaml')
+  const doc: unknown = parse(text)
+  if (entry && cacheDir && jsonSafe(doc ?? null)) {
+    try {
+      mkdirSync(cacheDir, { recursive: true })
+      const temp = `${entry}.${process.pid}.tmp`
+      writeFileSync(temp, JSON.stringify({ doc: doc ?? null }))
+      renameSync(temp, entry)
+    } catch {
+      // a read-only home: parse every time
+    }
+  }
+  return doc
+}
+
+/**
+ * Parses and checks the rows of `file`, resolving and importing each row's module. `cacheDir`
+ * keeps parsed documents (see parsePresetText).
+ */
+export async function loadPresetFile(file: string, bases: readonly string[] = [], cacheDir?: string): Promise<LoadedRow[]> {
   let text: string
   try {
     text = await readFile(file, 'utf8')
   } catch (error) {
     throw new PresetError(`${file}: cannot read the preset file (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`)
   }
-  // Loaded on first use: a boot that composes no preset pays nothing for them.
-  const [{ parse }, { resolveFrom }] = await Promise.all([import('yaml'), import('@dsh/app-boot')])
+  // Loaded on first use: a boot that composes no preset pays nothing for it.
+  const { resolveFrom } = await import('@dsh/app-boot')
   let doc: unknown
   try {
-    doc = parse(text)
+    doc = await parsePresetText(text, cacheDir)
   } catch (error) {
     throw new PresetError(`${file}: not valid YAML: ${(error as Error).message.split('\n')[0]}`)
   }

@@ -172,3 +172,41 @@ describe('@dsh/agent-presets', () => {
     expect(h.model.requests).toHaveLength(0)
   })
 })
+
+describe('the parse cache of preset files', () => {
+  it('keeps a parsed document per text: a second load reads the cache, a changed text parses again', async () => {
+    const dir = home({ cached: '- id: persona\n  name: "@dsh/persona"\n' })
+    const file = join(dir, 'presets', 'cached', 'agent.cordis.yml')
+    const cacheDir = join(dir, '.cache', 'presets')
+    expect((await loadPresetFile(file, [], cacheDir)).map((r) => r.id)).toEqual(['persona'])
+    const { readdirSync, readFileSync } = await import('node:fs')
+    const [entry] = readdirSync(cacheDir)
+    expect(JSON.parse(readFileSync(join(cacheDir, entry), 'utf8'))).toEqual({ doc: [{ id: 'persona', name: '@dsh/persona' }] })
+    // The cached document is what the next load uses (a planted row id proves it), and it is
+    // still checked like a parsed one.
+    writeFileSync(join(cacheDir, entry), JSON.stringify({ doc: [{ id: 'from-cache', name: '@dsh/persona' }] }))
+    expect((await loadPresetFile(file, [], cacheDir)).map((r) => r.id)).toEqual(['from-cache'])
+    writeFileSync(join(cacheDir, entry), JSON.stringify({ doc: [{ id: 'from-cache', nam: 'x' }] }))
+    await expect(loadPresetFile(file, [], cacheDir)).rejects.toThrow(/nam: unknown field/)
+    // Another text is another entry; a corrupt entry is parsed again.
+    writeFileSync(file, '- id: other\n  name: "@dsh/persona"\n')
+    expect((await loadPresetFile(file, [], cacheDir)).map((r) => r.id)).toEqual(['other'])
+    expect(readdirSync(cacheDir)).toHaveLength(2)
+    writeFileSync(join(cacheDir, entry), '{not json')
+    writeFileSync(file, '- id: persona\n  name: "@dsh/persona"\n')
+    expect((await loadPresetFile(file, [], cacheDir)).map((r) => r.id)).toEqual(['persona'])
+  })
+
+  it('does not store a document JSON would change (.inf) and works with an unwritable cache', async () => {
+    const dir = home({ inf: '- id: persona\n  name: "@dsh/persona"\n  config:\n    x: .inf\n' })
+    const file = join(dir, 'presets', 'inf', 'agent.cordis.yml')
+    const cacheDir = join(dir, '.cache', 'presets')
+    const rows = await loadPresetFile(file, [], cacheDir)
+    expect((rows[0] as { config?: { x?: number } }).config?.x).toBe(Infinity)
+    const { existsSync } = await import('node:fs')
+    expect(existsSync(cacheDir) ? (await import('node:fs')).readdirSync(cacheDir) : []).toEqual([])
+    writeFileSync(join(dir, 'blocker'), '')
+    const ok = home({ p: '- id: persona\n  name: "@dsh/persona"\n' })
+    expect((await loadPresetFile(join(ok, 'presets', 'p', 'agent.cordis.yml'), [], join(dir, 'blocker', 'presets'))).map((r) => r.id)).toEqual(['persona'])
+  })
+})

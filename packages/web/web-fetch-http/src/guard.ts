@@ -97,12 +97,29 @@ export interface AddressGuardOptions {
 }
 
 export class AddressGuard {
-  private readonly v4 = V4.map((r) => ({ kind: r.kind, list: cidrList([r.cidr]) }))
-  private readonly v6 = V6.map((r) => ({ kind: r.kind, list: cidrList([r.cidr]) }))
-  private readonly allowed: BlockList
+  // Built on the first check, not at boot: Node compiles its IPv6 pattern on first use (~5-10 ms).
+  private lists?: { v4: Array<{ kind: string; list: BlockList }>; v6: Array<{ kind: string; list: BlockList }>; allowed: BlockList }
 
-  constructor(readonly options: AddressGuardOptions) {
-    this.allowed = cidrList(options.allowedRanges)
+  constructor(readonly options: AddressGuardOptions) {}
+
+  private get v4() {
+    return (this.lists ??= this.build()).v4
+  }
+
+  private get v6() {
+    return (this.lists ??= this.build()).v6
+  }
+
+  private get allowed() {
+    return (this.lists ??= this.build()).allowed
+  }
+
+  private build() {
+    return {
+      v4: V4.map((r) => ({ kind: r.kind, list: cidrList([r.cidr]) })),
+      v6: V6.map((r) => ({ kind: r.kind, list: cidrList([r.cidr]) })),
+      allowed: cidrList(this.options.allowedRanges),
+    }
   }
 
   /** Why `address` is refused ("loopback", "private", ...), or undefined when it may be used. */
