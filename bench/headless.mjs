@@ -2,7 +2,8 @@
 // Boot-to-exit wall time and peak RSS of a one-shot `dsh --profile headless` task with one tool
 // call, against @dsh/llm-mock-server on loopback, beside a bare `node -e 0` in the same run.
 // Runs alternate (N each, default 10); prints medians and ratios. BENCH_BASE=/other/checkout adds
-// that checkout's dsh to the same alternation (a before/after in one run).
+// that checkout's dsh to the same alternation (a before/after in one run). BENCH_NODE_ARGS adds
+// node flags to this checkout's dsh runs (for example `--cpu-prof --cpu-prof-dir=/tmp/p`).
 import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -17,6 +18,7 @@ const { startMockServer } = await import('../packages/test-support/llm-mock-serv
 const RUNS = Number(process.env.BENCH_RUNS ?? 10)
 const bin = fileURLToPath(new URL('../packages/boot/cli/bin/dsh.mjs', import.meta.url))
 const baseBin = process.env.BENCH_BASE ? join(resolve(process.env.BENCH_BASE), 'packages/boot/cli/bin/dsh.mjs') : undefined
+const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)
 const root = mkdtempSync(join(tmpdir(), 'dsh-bench-headless-'))
 const step = [
   { toolCalls: [{ name: 'bash', arguments: { command: 'echo bench', description: 'echo' } }] },
@@ -70,7 +72,7 @@ const base = []
 const bare = []
 for (let i = 0; i < RUNS; i++) {
   bare.push(await measure(['-e', '0'], env))
-  dsh.push(await measure([bin, '--profile', 'headless', 'run echo'], env))
+  dsh.push(await measure([...nodeArgs, bin, '--profile', 'headless', 'run echo'], env))
   if (baseBin) base.push(await measure([baseBin, '--profile', 'headless', 'run echo'], env))
 }
 await server.close()

@@ -9,6 +9,10 @@
 //     | u32le crc32(the 20 bytes before it)
 //   zstd frame: `frame length` bytes
 //
+// A batch written before the zstd codec has loaded (the WebAssembly fallback takes tens of
+// milliseconds, which would land before a one-shot's first model request) holds a *stored* zstd
+// frame: valid zstd whose blocks are raw bytes, written and read here without the codec.
+//
 // `.jsonl`: one record per line; a line counts only once its newline is written.
 import { crc32 } from 'node:zlib'
 import { recordProblem, type StoredRecord } from '@dsh/session-persistence'
@@ -27,9 +31,78 @@ export function encodeLines(records: readonly StoredRecord[]): Buffer {
   return Buffer.from(text, 'utf8')
 }
 
-export function encodeBatch(records: readonly StoredRecord[], codec: ZstdCodec, level: number): Buffer {
+const ZSTD_MAGIC = 0xfd2fb528
+/** The largest zstd block (128 KiB). */
+const MAX_BLOCK = 128 * 1024
+
+/**
+ * A zstd frame holding `raw` in raw (uncompressed) blocks: single segment, a 4-byte content size,
+ * no checksum (the batch header carries a crc32 of the frame).
+ */
+export function storedFrame(raw: Uint8Array): Buffer {
+  const blocks = Math.max(1, Math.ceil(raw.length / MAX_BLOCK))
+  const out = Buffer.allocUnsafe(4 + 1 + 4 + blocks * 3 + raw.length)
+  out.writeUInt32LE(ZSTD_MAGIC, 0)
+  out[4] = 0xa0 // Frame_Content_Size_flag 2 (4 bytes), Single_Segment_flag
+  out.writeUInt32LE(raw.length, 5)
+  let at = 9
+  for (let i = 0; i < blocks; i++) {
+    const chunk = raw.subarray(i * MAX_BLOCK, Math.min(raw.length, (i + 1) * MAX_BLOCK))
+    // Block header (u24le): Last_Block bit, Block_Type 0 (raw), Block_Size.
+    out.writeUIntLE((chunk.length << 3) | (i === blocks - 1 ? 1 : 0), at, 3)
+    out.set(chunk, at + 3)
+    at += 3 + chunk.length
+  }
+  return out
+}
+
+/**
+ * The content of a zstd frame made only of raw and RLE blocks (what storedFrame writes), or
+ * undefined when the frame has compressed blocks or is not one whole frame (the codec decides).
+ */
+export function unstoreFrame(frame: Uint8Array): Uint8Array | undefined {
+  const view = Buffer.from(frame.buffer, frame.byteOffset, frame.length)
+  if (view.length < 5 || view.readUInt32LE(0) !== ZSTD_MAGIC) return undefined
+  const fhd = view[4]!
+  const fcsFlag = fhd >> 6
+  const single = (fhd >> 5) & 1
+  const checksum = (fhd >> 2) & 1
+  const dictBytes = [0, 1, 2, 4][fhd & 3]!
+  const fcsBytes = fcsFlag === 0 ? single : [0, 2, 4, 8][fcsFlag]!
+  let at = 5 + (single ? 0 : 1) + dictBytes + fcsBytes
+  const parts: Uint8Array[] = []
+  for (;;) {
+    if (at + 3 > view.length) return undefined
+    const header = view.readUIntLE(at, 3)
+    const type = (header >> 1) & 3
+    const size = header >>> 3
+    at += 3
+    if (type === 0) {
+      if (at + size > view.length) return undefined
+      parts.push(view.subarray(at, at + size))
+      at += size
+    } else if (type === 1) {
+      if (at + 1 > view.length) return undefined
+      parts.push(Buffer.alloc(size, view[at]!))
+      at += 1
+    } else {
+      return undefined
+    }
+    if (header & 1) break
+  }
+  if (at + (checksum ? 4 : 0) !== view.length) return undefined
+  return parts.length === 1 ? parts[0]! : Buffer.concat(parts)
+}
+
+/** Thrown by scanZstd when a batch needs the codec and none was given. */
+export class CodecNeeded extends Error {}
+
+/**
+ * One batch: compressed with `codec`, or a stored frame when the codec has not loaded yet.
+ */
+export function encodeBatch(records: readonly StoredRecord[], codec: ZstdCodec | undefined, level: number): Buffer {
   const raw = encodeLines(records)
-  const frame = codec.compress(raw, level)
+  const frame = codec ? codec.compress(raw, level) : storedFrame(raw)
   const out = Buffer.allocUnsafe(BATCH_HEADER_SIZE + frame.length)
   out.writeUInt32LE(SKIPPABLE_MAGIC, 0)
   out.writeUInt32LE(24, 4)
@@ -66,7 +139,8 @@ const allZero = (buf: Buffer, from: number) => {
   return true
 }
 
-export function scanZstd(buf: Buffer, codec: ZstdCodec): ScanResult {
+/** `codec` may be absent while every batch is stored; a compressed one then throws CodecNeeded. */
+export function scanZstd(buf: Buffer, codec: ZstdCodec | undefined): ScanResult {
   const records: StoredRecord[] = []
   let offset = 0
   const torn = (reason: string): ScanResult => ({ records, goodLength: offset, torn: { reason } })
@@ -96,8 +170,11 @@ export function scanZstd(buf: Buffer, codec: ZstdCodec): ScanResult {
     if (firstSeq !== records.length) throw new FramingError(offset, `batch starts at seq ${firstSeq}, expected ${records.length}`)
     let raw: Uint8Array
     try {
-      raw = codec.decompress(frame, rawLength)
+      const stored = unstoreFrame(frame)
+      if (!stored && !codec) throw new CodecNeeded()
+      raw = stored ?? codec!.decompress(frame, rawLength)
     } catch (error) {
+      if (error instanceof CodecNeeded) throw error
       throw new FramingError(offset, `batch does not decompress (${(error as Error).message})`)
     }
     if (raw.length !== rawLength) throw new FramingError(offset, `batch decompressed to ${raw.length} bytes, expected ${rawLength}`)

@@ -24,15 +24,21 @@ import {
   processAlive,
   sessionNotFound,
 } from '@dsh/session-persistence'
-import { FramingError, encodeBatch, encodeLines, scanRaw, scanZstd } from './framing.ts'
-import { loadZstd, type ZstdCodec } from './zstd.ts'
+import { CodecNeeded, FramingError, encodeBatch, encodeLines, scanRaw, scanZstd } from './framing.ts'
+import { loadZstd, readyZstd, type ZstdCodec } from './zstd.ts'
 
-export { loadZstd, type ZstdCodec } from './zstd.ts'
-export { scanRaw, scanZstd, encodeBatch, encodeLines, BATCH_HEADER_SIZE, FramingError } from './framing.ts'
+export { loadZstd, readyZstd, type ZstdCodec } from './zstd.ts'
+export { scanRaw, scanZstd, encodeBatch, encodeLines, storedFrame, unstoreFrame, BATCH_HEADER_SIZE, FramingError } from './framing.ts'
 
 export const name = '@dsh/session-persistence-jsonl'
 
 export const LOG_ZSTD = 'session.jsonl.zstd'
+/**
+ * Where the WebAssembly codec is concerned (Node without zlib zstd), a log below this size is
+ * written in stored frames without loading it; the batch that finds the log this large starts
+ * the load, and batches after it are compressed once it is ready.
+ */
+export const STORE_BELOW = 64 * 1024
 export const LOG_RAW = 'session.jsonl'
 const HEADER_FILE = 'header.json'
 const LOCK_FILE = 'writer.lock'
@@ -102,15 +108,19 @@ export class JsonlPersistence extends SessionPersistence {
       zstdCodec: config.zstdCodec ?? 'auto',
       fsync: config.fsync ?? true,
     }
-    // Start loading the codec now, off the request path: the WebAssembly fallback takes tens of
-    // milliseconds to compile, which would otherwise land on the first flush (before the first
-    // model request). A failure here is reported again by the first real use.
-    if (this.options.compression === 'zstd') setImmediate(() => void this.codec().catch(() => {}))
   }
 
   /** The codec in use (loaded on first need). */
   codec(): Promise<ZstdCodec> {
     return loadZstd(this.options.zstdCodec)
+  }
+
+  /**
+   * The codec if loaded; else undefined (batches are stored meanwhile), and its load starts when
+   * `start`. node:zlib's is always loaded.
+   */
+  private readyCodec(start = true): ZstdCodec | undefined {
+    return readyZstd(this.options.zstdCodec, start)
   }
 
   /** Directory of a stored session, or undefined. */
@@ -157,7 +167,6 @@ export class JsonlPersistence extends SessionPersistence {
     const lockPath = await this.lock(header.id, dir)
     try {
       const compressed = this.options.compression === 'zstd'
-      if (compressed) await this.codec()
       const path = join(dir, compressed ? LOG_ZSTD : LOG_RAW)
       if (await exists(path)) throw Object.assign(new Error('log exists'), { code: 'EEXIST' })
       // The log file itself appears with its first batch (see backendWrite), so an existing
@@ -187,7 +196,6 @@ export class JsonlPersistence extends SessionPersistence {
     try {
       const handle = await fs.open(path, this.appendFlags())
       const compressed = path.endsWith('.zstd')
-      if (compressed) await this.codec()
       this.open.set(id, { handle, dsync: this.dsync, path, compressed, size: (await handle.stat()).size, lockPath })
     } catch (error) {
       await fs.rm(lockPath, { force: true })
@@ -209,7 +217,17 @@ export class JsonlPersistence extends SessionPersistence {
     const compressed = path.endsWith('.zstd')
     let scan
     try {
-      scan = compressed ? scanZstd(buf, await this.codec()) : scanRaw(buf)
+      if (!compressed) scan = scanRaw(buf)
+      else {
+        // Batches written before the codec loaded are stored frames: a log made only of those
+        // (a short one-shot session) reads without loading the codec.
+        try {
+          scan = scanZstd(buf, this.readyCodec(false))
+        } catch (error) {
+          if (!(error instanceof CodecNeeded)) throw error
+          scan = scanZstd(buf, await this.codec())
+        }
+      }
     } catch (error) {
       if (error instanceof FramingError) throw new SessionCorruptError(id, error.offset, `${error.reason} in ${path}`)
       throw error
@@ -233,7 +251,9 @@ export class JsonlPersistence extends SessionPersistence {
   protected async backendWrite(id: SessionId, records: StoredRecord[]): Promise<void> {
     const log = this.open.get(id)
     if (!log) throw new SessionPersistenceError('NOT_OPEN', id, `session ${id} is not open for writing`)
-    const bytes = log.compressed ? encodeBatch(records, await this.codec(), this.options.zstdLevel) : encodeLines(records)
+    // Until the codec has loaded, a batch is a stored zstd frame: no write waits for the
+    // WebAssembly compile, and a short log (most one-shot sessions) never loads it at all.
+    const bytes = log.compressed ? encodeBatch(records, this.readyCodec(log.size >= STORE_BELOW), this.options.zstdLevel) : encodeLines(records)
     if (!log.handle) {
       await this.createLog(log, bytes)
       return

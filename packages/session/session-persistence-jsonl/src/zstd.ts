@@ -15,28 +15,48 @@ type NodeZstd = {
   constants: Record<string, number>
 }
 
+let nodeCodec: ZstdCodec | undefined
 let loading: Promise<ZstdCodec> | undefined
+let wasmCodec: ZstdCodec | undefined
+
+function zlibCodec(): ZstdCodec | undefined {
+  const z = zlib as unknown as Partial<NodeZstd>
+  if (typeof z.zstdCompressSync !== 'function' || typeof z.zstdDecompressSync !== 'function') return undefined
+  const node = z as NodeZstd
+  const levelParam = node.constants.ZSTD_c_compressionLevel!
+  nodeCodec ??= {
+    name: 'node:zlib',
+    compress: (input, level) => node.zstdCompressSync(input, { params: { [levelParam]: level } }),
+    decompress: (input, size) => node.zstdDecompressSync(input, { maxOutputLength: Math.max(size, 1) }),
+  }
+  return nodeCodec
+}
 
 /** The codec of this process, chosen once. `prefer: 'wasm'` forces the fallback (tests). */
 export function loadZstd(prefer: 'auto' | 'wasm' = 'auto'): Promise<ZstdCodec> {
-  const z = zlib as unknown as Partial<NodeZstd>
-  if (prefer === 'auto' && typeof z.zstdCompressSync === 'function' && typeof z.zstdDecompressSync === 'function') {
-    const node = z as NodeZstd
-    const levelParam = node.constants.ZSTD_c_compressionLevel
-    return Promise.resolve({
-      name: 'node:zlib',
-      compress: (input, level) => node.zstdCompressSync(input, { params: { [levelParam]: level } }),
-      decompress: (input, size) => node.zstdDecompressSync(input, { maxOutputLength: Math.max(size, 1) }),
-    })
-  }
+  const node = prefer === 'auto' ? zlibCodec() : undefined
+  if (node) return Promise.resolve(node)
   loading ??= (async (): Promise<ZstdCodec> => {
     const wasm = await import('@bokuweb/zstd-wasm')
     await wasm.init()
-    return {
+    wasmCodec = {
       name: '@bokuweb/zstd-wasm',
       compress: (input, level) => wasm.compress(input, level),
       decompress: (input, size) => wasm.decompress(input, { defaultHeapSize: Math.max(size, 1) }),
     }
+    return wasmCodec
   })()
   return loading
+}
+
+/**
+ * The codec if it can be used right now (node:zlib always, the WebAssembly one once loaded), else
+ * undefined, after starting its load unless `start` is false (a failed load is reported by the
+ * next loadZstd).
+ */
+export function readyZstd(prefer: 'auto' | 'wasm' = 'auto', start = true): ZstdCodec | undefined {
+  const ready = (prefer === 'auto' ? zlibCodec() : undefined) ?? wasmCodec
+  if (ready || !start) return ready
+  loadZstd(prefer).catch(() => {})
+  return undefined
 }
