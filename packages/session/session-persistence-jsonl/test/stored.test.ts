@@ -15,7 +15,7 @@ beforeEach(async () => {
   root = await mkdtemp(join(tmpdir(), 'dsh-jsonl-stored-'))
 })
 afterEach(async () => {
-  for (const ctx of contexts.splice(0)) await ctx.registry.get(JsonlPersistence)?.dispose?.()
+  for (const ctx of contexts.splice(0)) await (ctx as unknown as { fiber: { dispose(): Promise<void> } }).fiber.dispose()
   await rm(root, { recursive: true, force: true })
 })
 
