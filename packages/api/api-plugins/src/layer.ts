@@ -1,7 +1,15 @@
 // Editing one patch layer (a YAML list of operations) in place: comments and the other operations
 // stay as the user wrote them; a row's change goes into its last `- id: X` operation, or a new one.
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
-import { isMap, isSeq, parseDocument, type YAMLMap } from 'yaml'
+import { createRequire } from 'node:module'
+import type * as Yaml from 'yaml'
+import type { YAMLMap } from 'yaml'
+
+// The yaml package is loaded at the first edit, not with the web host: compiling it is tens of
+// milliseconds of `dsh web`'s launch, and most runs never edit a layer.
+const load = createRequire(import.meta.url)
+let yamlModule: typeof Yaml | undefined
+const yaml = (): typeof Yaml => (yamlModule ??= load('yaml') as typeof Yaml)
 
 export interface RowChange {
   disabled?: boolean
@@ -14,6 +22,7 @@ export class LayerEditError extends Error {
 
 /** `text` with `change` applied to row `id`; throws LayerEditError for a layer that is not a list. */
 export function editLayerText(text: string, file: string, id: string, change: RowChange): string {
+  const { isMap, isSeq, parseDocument } = yaml()
   const doc = parseDocument(text)
   if (doc.errors.length) throw new LayerEditError(`${file}: not valid YAML (${doc.errors[0].message.split('\n')[0]}); fix it before changing plugins here`)
   if (doc.contents === null || doc.contents === undefined) doc.contents = doc.createNode([]) as never
