@@ -2,7 +2,7 @@
 // bundles, the DeepSeek adapter against @dsh/llm-mock-server on loopback.
 import { spawn } from 'node:child_process'
 import { createServer } from 'node:net'
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -253,5 +253,30 @@ describe('progress and failures on stderr', () => {
     const steps = stream.stdout.trim().split('\n').map((l) => JSON.parse(l)).filter((l) => l.type === 'event' && l.event.type === 'step/start')
     expect(steps.length).toBeGreaterThanOrEqual(1)
     expect(steps.length).toBeLessThanOrEqual(2)
+  })
+})
+
+describe('--permission-mode and the sandbox probe', () => {
+  /** A stand-in bubblewrap that records each invocation (the probe runs `bwrap ... -- true`). */
+  function fakeBwrap(root: string) {
+    const marker = join(root, 'bwrap-calls.txt')
+    const script = join(root, 'fake-bwrap.sh')
+    writeFileSync(script, `#!/bin/sh\necho "$*" >> ${JSON.stringify(marker)}\nexit 0\n`, { mode: 0o755 })
+    const patch = join(root, 'sandbox.patch.yml')
+    writeFileSync(patch, `- id: sandbox\n  config:\n    runner: bwrap\n    bwrap: ${JSON.stringify(script)}\n`)
+    return { marker, patch }
+  }
+
+  it('danger-full-access never spawns the probe; the default confining mode prewarms it', async () => {
+    const { root, home, cwd } = workspace()
+    const { marker, patch } = fakeBwrap(root)
+    // The answer comes 1.5 s after the request: a prewarm 50 ms after app/ready would have run.
+    const s = await mock([{ text: 'unconfined', delayMs: 1500 }, { text: 'confined', delayMs: 1500 }])
+    const danger = await runDsh(['-p', 'say hi', '--permission-mode', 'danger-full-access', '--patch', patch], { cwd, env: envFor(home, s) })
+    expect(danger).toMatchObject({ code: 0, stdout: 'unconfined\n' })
+    expect(existsSync(marker)).toBe(false)
+    const confined = await runDsh(['-p', 'say hi', '--patch', patch], { cwd, env: envFor(home, s) })
+    expect(confined).toMatchObject({ code: 0, stdout: 'confined\n' })
+    expect(readFileSync(marker, 'utf8')).toMatch(/--unshare-pid .*-- true/)
   })
 })

@@ -92,8 +92,16 @@ export class PermissionPresetService extends Service {
   private table = new Map<string, PermissionPreset>()
   private overrides = new Map<string, string>()
   private defaultName: string
-  /** Where the default came from: `config`, `settings` (the user's settings.yaml) or the env variable's name. */
-  defaultSource: string
+  /** setDefault's preset: above every other source for the rest of this process. */
+  private processDefault: string | undefined
+  private sourceBelow = 'config'
+  /**
+   * Where the default came from: `config`, `settings` (the user's settings.yaml), the env
+   * variable's name, or `process` (setDefault).
+   */
+  get defaultSource(): string {
+    return this.processDefault !== undefined ? 'process' : this.sourceBelow
+  }
 
   constructor(ctx: Context, config: PermissionPresetsConfig = PermissionPresetsConfig({} as PermissionPresetsConfig)) {
     super(ctx, 'permissionPresets')
@@ -105,10 +113,10 @@ export class PermissionPresetService extends Service {
     const fromEnv = config.env ? process.env[config.env]?.trim() : undefined
     if (fromEnv) {
       this.defaultName = this.check(fromEnv, `${config.env}`)
-      this.defaultSource = config.env
+      this.sourceBelow = config.env
     } else {
       this.defaultName = this.check(config.default, 'config field "default"')
-      this.defaultSource = 'config'
+      this.sourceBelow = 'config'
     }
     // The user's settings.yaml section `permissions: { default: <preset> }` sits between the row's
     // config and the environment variable, and follows live edits while the settings service runs.
@@ -119,7 +127,7 @@ export class PermissionPresetService extends Service {
         const section = sctx.settings.section(SETTINGS_NAMESPACE, schema)
         const follow = (value: { default?: string }) => {
           this.defaultName = value.default ?? configured
-          this.defaultSource = value.default !== undefined ? 'settings' : 'config'
+          this.sourceBelow = value.default !== undefined ? 'settings' : 'config'
         }
         follow(section.value)
         section.onChange(follow)
@@ -150,15 +158,28 @@ export class PermissionPresetService extends Service {
     return this.table.get(name)
   }
 
-  /** The default: the env variable, else settings.yaml `permissions.default`, else config `default`. */
+  /**
+   * The default: setDefault's preset, else the env variable, else settings.yaml
+   * `permissions.default`, else config `default`.
+   */
   get default(): PermissionPreset {
-    return this.table.get(this.defaultName)!
+    return this.table.get(this.processDefault ?? this.defaultName)!
+  }
+
+  /**
+   * Makes `name` the preset of sessions without an override for the rest of this process, above
+   * every other source (a one-shot's `--permission-mode`: its session and whatever it starts, and
+   * what plugins ask before that session exists, such as whether to prewarm the sandbox).
+   * `undefined` removes it. Throws PermissionPresetError naming the valid presets for a bad name.
+   */
+  setDefault(name: string | undefined): void {
+    this.processDefault = name === undefined ? undefined : this.check(name, 'permissionPresets.setDefault')
   }
 
   /** The session's preset: its override, else the default. No session: the default. */
   current(sessionId?: string): PermissionPreset {
     const name = sessionId !== undefined ? this.overrides.get(sessionId) : undefined
-    return this.table.get(name ?? this.defaultName)!
+    return this.table.get(name ?? this.processDefault ?? this.defaultName)!
   }
 
   /** The `sandbox/mode` knob for a session. */

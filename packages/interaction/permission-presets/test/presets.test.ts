@@ -35,6 +35,25 @@ describe('ctx.permissionPresets', () => {
     expect(ctx.permissionPresets.defaultSource).toBe('config')
   })
 
+  it('setDefault puts a preset above the env variable for the process; overrides still win; undefined removes it', async () => {
+    process.env.DSH_PERMISSION_MODE = 'read-only'
+    const { ctx } = await boot()
+    const presets = ctx.permissionPresets
+    presets.setDefault('danger-full-access')
+    expect(presets.modeFor()).toBe('danger-full-access')
+    expect(presets.default.name).toBe('danger-full-access')
+    expect(presets.defaultSource).toBe('process')
+    presets.set('s1', 'workspace-write')
+    expect(presets.modeFor('s1')).toBe('workspace-write')
+    expect(presets.modeFor('s2')).toBe('danger-full-access')
+    expect(() => presets.setDefault('yolo')).toThrow(/unknown permission preset "yolo" \(from permissionPresets.setDefault\); valid presets: danger-full-access, read-only, workspace-write/)
+    expect(presets.modeFor()).toBe('danger-full-access')
+    presets.setDefault(undefined)
+    expect(presets.modeFor()).toBe('read-only')
+    expect(presets.defaultSource).toBe('DSH_PERMISSION_MODE')
+    delete process.env.DSH_PERMISSION_MODE
+  })
+
   it('DSH_PERMISSION_MODE overrides the configured default; env: "" ignores it', async () => {
     process.env.DSH_PERMISSION_MODE = 'danger-full-access'
     const { ctx } = await boot({ default: 'workspace-write' })

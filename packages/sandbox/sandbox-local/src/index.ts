@@ -89,24 +89,29 @@ export class LocalSandbox extends SandboxService {
     readonly config: SandboxLocalConfig,
   ) {
     super(ctx)
-    // Probe in the background shortly after the app is ready (every row active, so the permission
-    // preset has decided the mode) and only when the default mode confines: the probe's wait then
-    // overlaps the start of the session instead of delaying the first confined command. The short
-    // delay keeps it off apps that stop at once (`--help`, a usage error), whose exit would
-    // otherwise wait for the probe child. A wrap() before then probes at once. Under
-    // danger-full-access, or outside an app, nothing starts until a confining wrap() asks for it.
+    // Probe in the background shortly after the app is ready and only when the default mode
+    // confines: the probe's wait then overlaps the start of the session instead of delaying the
+    // first confined command. The mode is asked again when the timer fires: a surface that reads
+    // its flags at app/ready (a one-shot's `--permission-mode danger-full-access`) has set the
+    // process default by then, and an unconfined run never spawns the probe. The short delay also
+    // keeps it off apps that stop at once (`--help`, a usage error), whose exit would otherwise
+    // wait for the probe child. A wrap() before then probes at once. Outside an app, nothing
+    // starts until a confining wrap() asks for it.
     const on = (ctx as unknown as { on(name: string, listener: () => void): () => void }).on.bind(ctx)
-    on('app/ready', () => {
+    const confinesByDefault = () => {
       const policy = this.ctx.get('sandboxPolicy')
       let mode: unknown
       try {
         mode = policy?.modeFor?.()
       } catch {}
-      if (mode !== 'workspace-write' && mode !== 'read-only') return
+      return mode === 'workspace-write' || mode === 'read-only'
+    }
+    on('app/ready', () => {
+      if (!confinesByDefault()) return
       this.cancelPrewarm()
       this.prewarmTimer = setTimeout(() => {
         this.prewarmTimer = undefined
-        this.prewarm()
+        if (confinesByDefault()) this.prewarm()
       }, this.config.prewarmDelayMs ?? 50)
       this.prewarmTimer.unref?.()
     })
