@@ -12,7 +12,25 @@ export function titleOf(row: SessionRow | undefined): string | undefined {
  * Opens a fresh session in `cwd`: reuses the newest empty (no turn yet) session there, else
  * creates one. Registers the folder as a workspace first when the workspace service exists.
  */
-export async function openFreshSession(ctx: Context, cwd: string): Promise<SessionRow> {
+const opening = new WeakMap<Context, Map<string, Promise<SessionRow>>>()
+
+/**
+ * An empty session in `cwd` (an existing one, else a new one). Calls for the same folder while one
+ * is in flight share it: the first-run session of a page that just opened and a "New session"
+ * clicked meanwhile are one session, so a prompt typed into the first is never left behind in a
+ * session the page then navigates away from.
+ */
+export function openFreshSession(ctx: Context, cwd: string): Promise<SessionRow> {
+  let byCwd = opening.get(ctx)
+  if (!byCwd) opening.set(ctx, (byCwd = new Map()))
+  const pending = byCwd.get(cwd)
+  if (pending) return pending
+  const started = createFreshSession(ctx, cwd).finally(() => byCwd.delete(cwd))
+  byCwd.set(cwd, started)
+  return started
+}
+
+async function createFreshSession(ctx: Context, cwd: string): Promise<SessionRow> {
   let workspaceId: string | undefined
   try {
     workspaceId = (await ctx.remote.call(workspacesCreate, { path: cwd })).workspace?.id

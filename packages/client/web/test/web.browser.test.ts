@@ -82,7 +82,9 @@ describe.skipIf(!hasChromium())('dsh web in Chromium', () => {
   it('a reload in the middle of a turn resumes it: every piece once, none lost', async () => {
     const { page, context, errors } = await openPage(browser, app.url)
     await withArtifacts(page, 'reload', async () => {
+      // Clicked while the page's first-run session may still be opening: both are one session.
       await page.locator('[data-testid="new-session"]').click()
+      await page.waitForURL(/\/s\/[^/]+$/)
       await expect.poll(() => composer(page).count()).toBe(1)
       await composer(page).fill('go slowly')
       await composer(page).press('Enter')
