@@ -270,8 +270,8 @@ describe('--permission-mode and the sandbox probe', () => {
   it('danger-full-access never spawns the probe; the default confining mode prewarms it', async () => {
     const { root, home, cwd } = workspace()
     const { marker, patch } = fakeBwrap(root)
-    // The answer comes 1.5 s after the request: a prewarm 50 ms after app/ready would have run.
-    const s = await mock([{ text: 'unconfined', delayMs: 1500 }, { text: 'confined', delayMs: 1500 }])
+    // The answer comes 0.7 s after the request: a prewarm 50 ms after app/ready would have run.
+    const s = await mock([{ text: 'unconfined', delayMs: 700 }, { text: 'confined', delayMs: 700 }])
     const danger = await runDsh(['-p', 'say hi', '--permission-mode', 'danger-full-access', '--patch', patch], { cwd, env: envFor(home, s) })
     expect(danger).toMatchObject({ code: 0, stdout: 'unconfined\n' })
     expect(existsSync(marker)).toBe(false)
