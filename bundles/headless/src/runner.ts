@@ -375,8 +375,8 @@ export async function runHeadless(ctx: Context, config: Config, io: Io & { stdin
     // The run's permission mode is the process default from here on, before anything awaits:
     // what plugins ask before the session exists (the sandbox's prewarm: none under
     // danger-full-access) sees it. A name that is not a preset is reported below.
-    const mode = options.permissionMode
-    if (mode !== undefined && ctx.get('permissionPresets')?.get(mode)) ctx.get('permissionPresets')!.setDefault(mode)
+    const runPresets = ctx.get('permissionPresets')
+    if (options.permissionMode !== undefined && runPresets?.get(options.permissionMode)) runPresets.setDefault(options.permissionMode)
     if (options.help) {
       io.stdout.write(HELP)
       return 0

@@ -8,10 +8,6 @@ export function titleOf(row: SessionRow | undefined): string | undefined {
   return row?.title?.trim() || row?.firstPrompt?.trim().split('\n')[0]?.slice(0, 80) || undefined
 }
 
-/**
- * Opens a fresh session in `cwd`: reuses the newest empty (no turn yet) session there, else
- * creates one. Registers the folder as a workspace first when the workspace service exists.
- */
 const opening = new WeakMap<Context, Map<string, Promise<SessionRow>>>()
 
 /**
@@ -30,6 +26,10 @@ export function openFreshSession(ctx: Context, cwd: string): Promise<SessionRow>
   return started
 }
 
+/**
+ * Reuses the newest empty (no turn yet) session in `cwd`, else creates one. Registers the folder as
+ * a workspace first when the workspace service exists.
+ */
 async function createFreshSession(ctx: Context, cwd: string): Promise<SessionRow> {
   let workspaceId: string | undefined
   try {

@@ -152,6 +152,20 @@ describe.skipIf(!hasChromium())('dsh web in Chromium', () => {
       await item.getByRole('menuitem', { name: 'Archive' }).click()
       await expect.poll(() => item.count()).toBe(0)
       expect((await app.call('sessions.list', {})).sessions.map((r: { sessionId: string }) => r.sessionId)).not.toContain(streamed)
+      // Two "New session" requests in one task (Alt+N twice) open one session, not two: with no
+      // empty session left to reuse, both would otherwise create one.
+      type Row = { sessionId: string; turns: number }
+      const empties = async () => ((await app.call('sessions.list', {})).sessions as Row[]).filter((r) => r.turns === 0)
+      for (const r of await empties()) await app.call('sessions.archive', { sessionId: r.sessionId, archived: true })
+      const fromUrl = page.url()
+      await page.evaluate(() => {
+        for (let i = 0; i < 2; i++) window.dispatchEvent(new KeyboardEvent('keydown', { code: 'KeyN', key: 'n', altKey: true }))
+      })
+      await expect.poll(() => page.url()).not.toBe(fromUrl)
+      await page.waitForTimeout(500) // anything a second request would create has been created by now
+      const opened = await empties()
+      expect(opened).toHaveLength(1)
+      expect(decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!)).toBe(opened[0]!.sessionId)
       // Search by title.
       await page.keyboard.press('/')
       await page.keyboard.type('go slow')

@@ -58,7 +58,9 @@ async function parsePresetText(text: string, cacheDir: string | undefined): Prom
   const entry = cacheDir ? join(cacheDir, `${createHash('sha256').update('preset-v1\0').update(text).digest('hex').slice(0, 32)}.json`) : undefined
   if (entry) {
     try {
-      return (JSON.parse(readFileSync(entry, 'utf8')) as { doc: unknown }).doc
+      const cached: unknown = JSON.parse(readFileSync(entry, 'utf8'))
+      if (isObject(cached) && 'doc' in cached) return cached.doc
+      // another shape (a damaged entry): parse, and the write below replaces it
     } catch {
       // not cached yet, or unreadable: parse
     }

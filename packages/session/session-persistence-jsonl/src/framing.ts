@@ -57,8 +57,10 @@ export function storedFrame(raw: Uint8Array): Buffer {
 }
 
 /**
- * The content of a zstd frame made only of raw and RLE blocks (what storedFrame writes), or
- * undefined when the frame has compressed blocks or is not one whole frame (the codec decides).
+ * The content of a zstd frame made only of raw blocks (what storedFrame writes), or undefined when
+ * the frame has RLE or compressed blocks or is not one whole frame (the codec decides, with its
+ * output bounded by the batch header's size). Raw blocks never expand, so a damaged or hostile
+ * frame cannot make this allocate more than the frame holds.
  */
 export function unstoreFrame(frame: Uint8Array): Uint8Array | undefined {
   const view = Buffer.from(frame.buffer, frame.byteOffset, frame.length)
@@ -77,17 +79,9 @@ export function unstoreFrame(frame: Uint8Array): Uint8Array | undefined {
     const type = (header >> 1) & 3
     const size = header >>> 3
     at += 3
-    if (type === 0) {
-      if (at + size > view.length) return undefined
-      parts.push(view.subarray(at, at + size))
-      at += size
-    } else if (type === 1) {
-      if (at + 1 > view.length) return undefined
-      parts.push(Buffer.alloc(size, view[at]!))
-      at += 1
-    } else {
-      return undefined
-    }
+    if (type !== 0 || at + size > view.length) return undefined
+    parts.push(view.subarray(at, at + size))
+    at += size
     if (header & 1) break
   }
   if (at + (checksum ? 4 : 0) !== view.length) return undefined

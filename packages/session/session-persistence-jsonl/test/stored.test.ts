@@ -109,5 +109,9 @@ describe('stored zstd frames', () => {
     expect(unstoreFrame(frame.subarray(0, frame.length - 1))).toBeUndefined()
     expect(unstoreFrame(Buffer.concat([frame, Buffer.from([0])]))).toBeUndefined()
     expect(unstoreFrame(Buffer.from('not zstd at all'))).toBeUndefined()
+    // A raw block of 0 bytes, then an RLE block (one byte to repeat 2 MiB - 1 times): never expanded here.
+    const rle = Buffer.from([0x28, 0xb5, 0x2f, 0xfd, 0x20, 0x00, 0, 0, 0, 0, 0, 0, 0x61])
+    rle.writeUIntLE(((2 ** 21 - 1) << 3) | (1 << 1) | 1, 9, 3)
+    expect(unstoreFrame(rle)).toBeUndefined()
   })
 })
