@@ -3,7 +3,7 @@
 // ones, preferred: they are ahead of their stored log); a provider implements full-text `search`.
 import { Context, Service } from 'cordis'
 import type { AnySessionEvent, Session, SessionId } from '@dsh/session'
-import type { SessionSummary } from '@dsh/session-persistence'
+import { HEADER_VERSION, summarize, type SessionSummary } from '@dsh/session-persistence'
 
 declare module 'cordis' {
   interface Context {
@@ -110,12 +110,15 @@ export abstract class SessionQuery extends Service {
 
   /** Stored and live sessions matching the filter, newest first. */
   async sessions(filter: SessionFilter = {}): Promise<SessionInfo[]> {
+    checkCount('limit', filter.limit)
     const persistence = this.ctx.get('sessionPersistence')
     const stored = persistence ? await persistence.list() : []
     const byId = new Map<string, SessionInfo>(stored.map((row) => [row.id, { ...row, live: false }]))
     for (const session of this.ctx.sessions.list()) {
       const row = byId.get(session.id)
-      byId.set(session.id, { ...(row ?? liveSummary(session)), live: true, events: Math.max(row?.events ?? 0, session.length), updatedAt: session.last()?.time ?? row?.updatedAt ?? Date.now() })
+      // The live log is ahead of the stored one: its title, first prompt and turns win.
+      const fresh = liveSummary(session)
+      byId.set(session.id, { ...row, ...fresh, createdAt: row?.createdAt ?? fresh.createdAt, live: true, events: Math.max(row?.events ?? 0, session.length), updatedAt: session.last()?.time ?? row?.updatedAt ?? Date.now() })
     }
     const needle = filter.titleContains?.toLowerCase()
     const ids = filter.sessionIds ? new Set(filter.sessionIds) : undefined
@@ -140,7 +143,9 @@ export abstract class SessionQuery extends Service {
   /** Events of one session (live preferred), filtered. Throws `NOT_FOUND` for an unknown id. */
   async read(sessionId: SessionId | string, options: ReadOptions = {}): Promise<AnySessionEvent[]> {
     const from = options.fromSeq ?? 0
-    if (!Number.isInteger(from) || from < 0) throw new SessionQueryError('BAD_QUERY', `fromSeq must be a non-negative integer, got ${String(options.fromSeq)}`)
+    checkCount('fromSeq', from)
+    checkCount('toSeq', options.toSeq)
+    checkCount('limit', options.limit)
     const live = this.ctx.sessions.get(sessionId)
     let events: AnySessionEvent[]
     if (live) events = live.slice(from, options.toSeq)
@@ -169,19 +174,16 @@ export abstract class SessionQuery extends Service {
   }
 }
 
+/** Throws `BAD_QUERY` unless `value` is undefined or a non-negative integer. */
+function checkCount(name: string, value: number | undefined): void {
+  if (value !== undefined && (!Number.isInteger(value) || value < 0)) throw new SessionQueryError('BAD_QUERY', `${name} must be a non-negative integer, got ${String(value)}`)
+}
+
+/** The summary persistence would compute for the live log (title, first prompt, turns, ...). */
 function liveSummary(session: Session): SessionSummary {
-  const created = session.events[0]?.time ?? Date.now()
-  const title = session.last('session/title')?.data.title
-  return {
-    id: session.id,
-    cwd: session.cwd,
-    createdAt: created,
-    updatedAt: session.last()?.time ?? created,
-    ...(title ? { title } : {}),
-    turns: session.events.filter((e) => e.type === 'turn/start').length,
-    events: session.length,
-    ...(session.parent ? { parentSession: { sessionId: session.parent.sessionId as SessionId, boundary: session.parent.boundary } } : {}),
-  }
+  const createdAt = session.events[0]?.time ?? Date.now()
+  const parentSession = session.parent ? { sessionId: session.parent.sessionId as SessionId, boundary: session.parent.boundary } : undefined
+  return summarize({ version: HEADER_VERSION, id: session.id, cwd: session.cwd, createdAt, ...(parentSession ? { parentSession } : {}) }, session.events)
 }
 
 export const name = '@dsh/session-query'
