@@ -73,6 +73,8 @@ export class SandboxPolicyService extends Service {
   private readonly overrides = new Map<string, SandboxMode | null>()
   private readonly roots = new Map<string, string>()
   private readonly announced = new WeakMap<Session, string | undefined>()
+  /** Optional services by name, as plain objects; an entry is dropped when Cordis reports that service changed. */
+  private readonly optional = new Map<string, unknown>()
 
   constructor(ctx: Context, config: SandboxPolicyConfig) {
     super(ctx, 'sandboxPolicy')
@@ -83,6 +85,10 @@ export class SandboxPolicyService extends Service {
       throw new TypeError(`sandbox-policy: fallbackRoot must be an absolute path, got ${JSON.stringify(config.fallbackRoot)}`)
     }
     this.config = config
+    // Optional services are read several times per call; `ctx.get` builds a tracing proxy each time
+    // (and every call through it a shadow), so the plain objects are kept until Cordis reports
+    // that the service changed.
+    ctx.on('internal/service', (name) => void unshadow(this).optional.delete(name))
     // `sandbox/mode` is logged: register it so sessions holding an override load again.
     ctx.inject(['sessionPersistence'], (inner) => void inner.sessionPersistence.registerEventType('sandbox/mode'))
     if (config.announce) {
@@ -102,7 +108,7 @@ export class SandboxPolicyService extends Service {
       const override = self.override(sessionId)
       if (override) return override
     }
-    const presets = self.ctx.get('permissionPresets')
+    const presets = self.service('permissionPresets')
     if (presets && typeof presets.modeFor === 'function') {
       const mode = presets.modeFor(sessionId)
       if (isSandboxMode(mode)) return mode
@@ -158,7 +164,7 @@ export class SandboxPolicyService extends Service {
     const home = realpathOrSelf(this.home())
     // The patch layers this process booted from (a `--patch` file or a bundle may lie in the
     // workspace): a confined command that rewrote one would run its `!!js` at the next start.
-    const layers = this.ctx.get('bootInfo')?.layerFiles ?? []
+    const layers = unshadow(this).service('bootInfo')?.layerFiles ?? []
     const readOnlyPaths = [...new Set([home, ...layers.map(realpathOrSelf), ...(this.config.readOnlyPaths ?? []).map(realpathOrSelf)])]
     const hiddenPaths = [...new Set([join(home, '.credentials.yaml'), join(home, '.env'), ...(this.config.hiddenPaths ?? []).map(realpathOrSelf)])]
     return { readOnlyPaths, hiddenPaths }
@@ -166,7 +172,7 @@ export class SandboxPolicyService extends Service {
 
   /** `ctx.homePaths.home` when loaded, else `$DSH_HOME` (a leading `~/` expanded), else `~/.dsh`. */
   private home(): string {
-    const service = this.ctx.get('homePaths')
+    const service = unshadow(this).service('homePaths')
     if (service && typeof service.home === 'string') return service.home
     const raw = process.env.DSH_HOME?.trim()
     if (!raw) return join(homedir(), '.dsh')
@@ -203,7 +209,7 @@ export class SandboxPolicyService extends Service {
   }
 
   private async runnerNotes(): Promise<string[]> {
-    const sandbox = this.ctx.get('sandbox')
+    const sandbox = unshadow(this).service('sandbox')
     if (!sandbox || typeof sandbox.describe !== 'function') return []
     try {
       const notes = (await sandbox.describe()).notes
@@ -223,8 +229,16 @@ export class SandboxPolicyService extends Service {
 
   private session(sessionId: string | undefined): Session | undefined {
     if (sessionId === undefined) return undefined
-    const sessions = this.ctx.get('sessions')
-    return sessions?.get(sessionId)
+    return unshadow(this).service('sessions')?.get(sessionId)
+  }
+
+  /** An optional service as its plain object (cached until it changes, see `optional`). */
+  private service<K extends 'permissionPresets' | 'bootInfo' | 'homePaths' | 'sandbox' | 'sessions'>(name: K): Context[K] | undefined {
+    if (this.optional.has(name)) return this.optional.get(name) as Context[K] | undefined
+    const value = this.ctx.get(name)
+    const plain = value === undefined || value === null ? undefined : unshadow(value as object)
+    this.optional.set(name, plain)
+    return plain as Context[K] | undefined
   }
 }
 

@@ -94,6 +94,32 @@ describe('resolution', () => {
     expect(ctx.sandboxPolicy.modeFor(session.id)).toBe('read-only')
   })
 
+  it('looks an optional service up once, and again after it changed (no stale preset service)', async () => {
+    const ctx = await boot()
+    // Count lookups of permissionPresets through the reflect service (what ctx.get uses).
+    const reflect = ctx.reflect as unknown as { get(name: string, strict?: boolean): unknown }
+    const get = reflect.get
+    let lookups = 0
+    reflect.get = function (name: string, strict?: boolean) {
+      if (name === 'permissionPresets') lookups++
+      return get.call(this, name, strict)
+    }
+    expect(ctx.sandboxPolicy.modeFor()).toBe('workspace-write')
+    expect(ctx.sandboxPolicy.modeFor()).toBe('workspace-write')
+    expect(ctx.sandboxPolicy.resolve({ cwd: ws }).mode).toBe('workspace-write')
+    expect(lookups).toBe(1)
+    // A presets service that appears later is seen at once.
+    const fiber = ctx.plugin(PermissionPresetService, { default: 'danger-full-access', env: '' } as never)
+    await fiber
+    expect(ctx.sandboxPolicy.modeFor()).toBe('danger-full-access')
+    expect(ctx.sandboxPolicy.modeFor()).toBe('danger-full-access')
+    expect(lookups).toBe(2)
+    // And one that goes away is not used any more.
+    await fiber.dispose()
+    expect(ctx.sandboxPolicy.modeFor()).toBe('workspace-write')
+    expect(lookups).toBe(3)
+  })
+
   it('keeps the dsh home read-only and its credential files unreadable in confining modes', async () => {
     const home = join(base, 'home')
     mkdirSync(home, { recursive: true })
