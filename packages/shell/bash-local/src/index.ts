@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { isAbsolute, join, resolve as resolvePath } from 'node:path'
-import { Context } from 'cordis'
+import { Context, symbols } from 'cordis'
 import Schema from 'schemastery'
 import { ShellError, ShellExecutor, type ShellLimits, type ShellOutput, type ShellOutputBudget, type ShellRequest, type ShellResult, type ShellRunOptions, type ShellSpec } from '@dsh/shell'
 import { decodeOutput, type ProcessExit, type RetainedOutput } from '@dsh/subprocess'
@@ -83,7 +83,15 @@ export class BashLocalExecutor extends ShellExecutor {
     }
     if (!isAbsolute(config.spillDir)) throw new TypeError(`bash-local: spillDir must be an absolute path, got ${JSON.stringify(config.spillDir)}`)
     ctx.effect(() => () => this.mergeStartup.dispose(), 'bash-local: stderr startup file')
+    this.subprocess = plainService(ctx.subprocess)
   }
+
+  /**
+   * `ctx.subprocess` as its plain object, read once: reaching a service through the context builds
+   * an Error and tracing proxies on every read. It is a required inject, so Cordis restarts this
+   * plugin (a new instance) whenever the service changes; the reference never goes stale.
+   */
+  protected readonly subprocess: Context['subprocess']
 
   /** The BASH_ENV file that points bash's stderr at its stdout pipe (see `runShellProcess`). */
   protected readonly mergeStartup = new MergeStartupFile()
@@ -156,7 +164,7 @@ export class BashLocalExecutor extends ShellExecutor {
     const started = Date.now()
     if (options.signal?.aborted) return cancelledBeforeStart()
 
-    return runShellProcess(this.ctx.subprocess, {
+    return runShellProcess(this.subprocess, {
       file: this.config.bash,
       args: ['-c', spec.command],
       spec,
@@ -167,6 +175,15 @@ export class BashLocalExecutor extends ShellExecutor {
       mergeStartup: this.mergeStartup,
     })
   }
+}
+
+/**
+ * The object behind a Cordis service reference (`ctx.x` answers a tracing proxy whose every method
+ * call builds a per-caller shadow). For services whose methods do not depend on the caller.
+ */
+export function plainService<T>(value: T): T {
+  if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return value
+  return ((value as Record<symbol, unknown>)[symbols.original] as T | undefined) ?? value
 }
 
 /** What the startup file runs: stderr onto stdout's pipe, then BASH_ENV is forgotten so nested bash scripts do not read it. */

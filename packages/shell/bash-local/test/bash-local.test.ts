@@ -247,3 +247,26 @@ describe('bash-local run', () => {
     expect(local.get('shell')).toBeUndefined()
   })
 })
+
+describe('bash-local service references', () => {
+  it('reads ctx.subprocess once, not per command, and follows a replaced subprocess service', async () => {
+    const local = new Context()
+    const subprocess = local.plugin(LocalSubprocessService, {} as never)
+    await subprocess
+    await local.plugin(BashLocalExecutor, { spillDir: join(dir, 'spill-refs') } as never)
+    let reads = 0
+    local.on('internal/get', (_ctx, name, _error, next) => {
+      if (name === 'subprocess') reads++
+      return next()
+    })
+    const once = async (command: string) => (await local.shell.run(await local.shell.resolve({ command, cwd: dir }))).output.head
+    expect(await once('echo one')).toBe('one\n')
+    expect(await once('echo two')).toBe('two\n')
+    expect(reads).toBe(0)
+    // The old service is disposed with its plugin; the executor restarts over the new one.
+    await subprocess.dispose()
+    await local.plugin(LocalSubprocessService, {} as never)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    expect(await once('echo three')).toBe('three\n')
+  })
+})

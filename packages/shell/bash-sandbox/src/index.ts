@@ -5,7 +5,7 @@
 // `ctx.approval` and, when allowed, runs that one command unconfined.
 import { join } from 'node:path'
 import { Context } from 'cordis'
-import { BashLocalExecutor, DEFAULT_SPILL_DIR, runShellProcess, type BashLocalConfig } from '@dsh/bash-local'
+import { BashLocalExecutor, DEFAULT_SPILL_DIR, plainService, runShellProcess, type BashLocalConfig } from '@dsh/bash-local'
 import { ShellError, type ShellRequest, type ShellResult, type ShellRunOptions, type ShellSpec } from '@dsh/shell'
 import {
   describePolicy,
@@ -32,14 +32,20 @@ export class SandboxedBashExecutor extends BashLocalExecutor implements Sandboxe
 
   private readonly settings: BashSandboxConfig
 
+  /** Required injects as plain objects, read once (see `subprocess` in bash-local). */
+  private readonly sandbox: Context['sandbox']
+  private readonly policy: Context['sandboxPolicy']
+
   constructor(ctx: Context, config: BashSandboxConfig) {
     super(ctx, config)
     this.settings = config
+    this.sandbox = plainService(ctx.sandbox)
+    this.policy = plainService(ctx.sandboxPolicy)
   }
 
   /** The mode a call of `sessionId` runs under (the capability tool-bash detects). */
   sandboxMode(sessionId?: string): SandboxMode {
-    return this.ctx.sandboxPolicy.modeFor(sessionId)
+    return this.policy.modeFor(sessionId)
   }
 
   async resolve(request: ShellRequest): Promise<ShellSpec> {
@@ -52,7 +58,7 @@ export class SandboxedBashExecutor extends BashLocalExecutor implements Sandboxe
         throw new ShellError('INVALID_REQUEST', 'sandbox_escalation needs {"justification": "<why the command must run outside the sandbox>"}')
       }
     }
-    const policy = this.ctx.sandboxPolicy.resolve({ ...(sessionId !== undefined ? { sessionId } : {}), cwd: request.cwd })
+    const policy = this.policy.resolve({ ...(sessionId !== undefined ? { sessionId } : {}), cwd: request.cwd })
     return {
       ...spec,
       executor: EXECUTOR,
@@ -104,7 +110,7 @@ export class SandboxedBashExecutor extends BashLocalExecutor implements Sandboxe
 
     let invocation: SandboxInvocation
     try {
-      invocation = await this.ctx.sandbox.wrap({ argv: [this.settings.bash, '-c', spec.command], cwd: spec.cwd, policy, mergeStderr: true })
+      invocation = await this.sandbox.wrap({ argv: [this.settings.bash, '-c', spec.command], cwd: spec.cwd, policy, mergeStderr: true })
     } catch (error) {
       if (!isSandboxError(error)) throw error
       const result = emptyResult('failed', Date.now() - started)
@@ -117,7 +123,7 @@ export class SandboxedBashExecutor extends BashLocalExecutor implements Sandboxe
     const result = await this.spawnInvocation(spec, invocation, options, started, spillDir)
     result.sandbox = { mode: invocation.mode, runner: invocation.runner, enforcement: invocation.enforcement, ...(escalationFacts ? { escalation: escalationFacts } : {}) }
     if (result.status === 'exited' || result.status === 'signaled') {
-      const denial = this.ctx.sandbox.detectDenial({ exitCode: result.exitCode, output: `${result.output.head}\n${result.output.tail}`, invocation })
+      const denial = this.sandbox.detectDenial({ exitCode: result.exitCode, output: `${result.output.head}\n${result.output.tail}`, invocation })
       if (denial) {
         result.sandbox.denial = denial
         spec.notes.push(this.denialNote(policy, invocation, denial.kind, denial.evidence))
@@ -164,7 +170,7 @@ export class SandboxedBashExecutor extends BashLocalExecutor implements Sandboxe
     if (this.settings.spillDir !== DEFAULT_SPILL_DIR) return this.settings.spillDir
     // Resolved once: the home is fixed for the process, and resolving it walked the real paths of
     // the home and every layer file for each command, unconfined ones included.
-    return (this.homeSpillBase ??= join(this.ctx.sandboxPolicy.protectedPaths().readOnlyPaths[0], 'shell-output'))
+    return (this.homeSpillBase ??= join(this.policy.protectedPaths().readOnlyPaths[0], 'shell-output'))
   }
 
   private homeSpillBase: string | undefined
@@ -175,7 +181,7 @@ export class SandboxedBashExecutor extends BashLocalExecutor implements Sandboxe
     // spawned directly (stderr: its own pipe, only the runner's own messages); an unconfined
     // command is bash itself, which merges through its startup file; else the spawn merges.
     const stderr = invocation.stderrMerged ? 'pipe' : invocation.runner === 'none' && file === this.settings.bash && args[0] === '-c' ? 'bash' : 'stdout'
-    return runShellProcess(this.ctx.subprocess, { file, args, spec, settings: { ...this.settings, spillDir }, options, started, stderr, mergeStartup: this.mergeStartup })
+    return runShellProcess(this.subprocess, { file, args, spec, settings: { ...this.settings, spillDir }, options, started, stderr, mergeStartup: this.mergeStartup })
   }
 }
 

@@ -387,3 +387,30 @@ describe('the runner probe', () => {
     expect(alive).toBe(false)
   })
 })
+
+describe('service references', () => {
+  it('reads its injected services once, not per call, and follows a replaced subprocess service', async () => {
+    const ctx = new Context()
+    await ctx.plugin(SessionStore)
+    const subprocess = ctx.plugin(LocalSubprocessService, {} as never)
+    await subprocess
+    await ctx.plugin(LocalSandbox, { runner: 'bwrap' } as never)
+    await ctx.plugin(SandboxPolicyService, { tempDirs: [temp] })
+    await ctx.plugin(SandboxedBashExecutor, { killGraceMs: 200, spillDir: spill } as never)
+    const reads: string[] = []
+    ctx.on('internal/get', (_ctx, name, _error, next) => {
+      if (['subprocess', 'sandbox', 'sandboxPolicy'].includes(name)) reads.push(name)
+      return next()
+    })
+    const id = ctx.sessions.create({ cwd: ws }).id
+    expect((await sh(ctx, 'echo confined', { sessionId: id })).text).toBe('confined\n')
+    ctx.sandboxPolicy.setMode(id, 'danger-full-access')
+    expect((await sh(ctx, 'echo unconfined', { sessionId: id })).text).toBe('unconfined\n')
+    expect(reads).toEqual([])
+    // A new subprocess provider restarts the executor: the old (disposed) service is never used.
+    await subprocess.dispose()
+    await ctx.plugin(LocalSubprocessService, {} as never)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    expect((await sh(ctx, 'echo again', { sessionId: id })).text).toBe('again\n')
+  })
+})

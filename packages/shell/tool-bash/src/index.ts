@@ -1,6 +1,6 @@
 // @dsh/tool-bash: the model-facing `bash` tool over the `ctx.shell` executor seam. When `ctx.jobs`
 // is mounted (before this row), `run_in_background` runs the command as a job of that registry.
-import { Context } from 'cordis'
+import { Context, symbols } from 'cordis'
 import Schema from 'schemastery'
 import { ShellError, type ShellLimits } from '@dsh/shell'
 import type {} from '@dsh/shell-env'
@@ -87,8 +87,23 @@ function isShellError(error: unknown): error is ShellError {
 
 export { PROMPT_SECTION } from './prompt.ts'
 
+/** The object behind a Cordis service reference (see `services` in `apply`). */
+function plainService<T>(value: T): T {
+  if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return value
+  return ((value as Record<symbol, unknown>)[symbols.original] as T | undefined) ?? value
+}
+
 export function apply(ctx: Context, config: ToolBashConfig): void {
   registerPromptSection(ctx)
+  // Services are read per call as plain objects: reaching one through the context builds an Error
+  // and tracing proxies each time. `shell` is a required inject (a change restarts this plugin);
+  // the optional `shellEnv` is looked up again after Cordis reports that it changed.
+  const shell = plainService(ctx.shell)
+  let shellEnvCache: { value: Context['shellEnv'] | undefined } | undefined
+  ctx.on('internal/service', (name) => {
+    if (name === 'shellEnv') shellEnvCache = undefined
+  })
+  const shellEnvNow = () => (shellEnvCache ??= { value: plainService(ctx.get('shellEnv')) ?? undefined }).value
   const { headBytes, tailBytes } = config.output
   const budget = { maxBytes: headBytes + tailBytes, headBytes, tailBytes }
   // A confining shell offers the model a way to ask the user for one unconfined run.
@@ -110,15 +125,15 @@ export function apply(ctx: Context, config: ToolBashConfig): void {
     concurrencySafe: false,
     timeoutMs: ctx.shell.limits.maxTimeoutMs + DEADLINE_SLACK_MS,
     async execute(args, call) {
-      const shellEnv = ctx.get('shellEnv')
+      const shellEnv = shellEnvNow()
       const env = shellEnv ? shellEnv.collect({ sessionId: call.sessionId, agentId: call.agentId, cwd: call.cwd }) : {}
       let spec
       try {
-        spec = await ctx.shell.resolve({
+        spec = await shell.resolve({
           command: args.command,
           cwd: call.cwd,
           workdir: args.workdir,
-          timeoutMs: args.timeoutMs ?? (args.run_in_background && jobs ? ctx.shell.limits.maxTimeoutMs : undefined),
+          timeoutMs: args.timeoutMs ?? (args.run_in_background && jobs ? shell.limits.maxTimeoutMs : undefined),
           env,
           output: budget,
           ...(sandboxed ? { sessionId: call.sessionId, sandboxEscalation: args.sandbox_escalation } : {}),
@@ -137,7 +152,7 @@ export function apply(ctx: Context, config: ToolBashConfig): void {
           command: args.command,
           owner: { ...(call.sessionId !== undefined ? { sessionId: call.sessionId } : {}), ...(call.agentId !== undefined ? { agentId: call.agentId } : {}) },
           run: async (io) => {
-            const result = await ctx.shell.run(spec, { signal: io.signal, onOutput: (chunk) => io.write(chunk.text) })
+            const result = await shell.run(spec, { signal: io.signal, onOutput: (chunk) => io.write(chunk.text) })
             if (result.status === 'exited') return { status: 'exited', exitCode: result.exitCode }
             if (result.status === 'cancelled') return { status: 'killed' }
             if (result.status === 'timeout') return { status: 'failed', error: { code: 'TIMEOUT', message: `stopped after its ${spec.timeoutMs} ms limit` } }
@@ -150,7 +165,7 @@ export function apply(ctx: Context, config: ToolBashConfig): void {
           meta: { jobId: record.id },
         }
       }
-      const result = await ctx.shell.run(spec, { signal: call.signal })
+      const result = await shell.run(spec, { signal: call.signal })
       return renderResult(result, spec)
     },
   })

@@ -165,3 +165,42 @@ describe('tool-bash', () => {
     }
   })
 })
+
+describe('tool-bash service references', () => {
+  it('reads ctx.shell once and ctx.shellEnv again only after it changed', async () => {
+    const local = new Context()
+    await local.plugin(ToolRegistry, {} as never)
+    await local.plugin(LocalSubprocessService, {} as never)
+    await local.plugin(BashLocalExecutor, bashLocalConfig() as never)
+    const shellEnv = local.plugin(ShellEnvRegistry, { home: '/srv/first' })
+    await shellEnv
+    await local.plugin(ToolBash, {})
+    let shellReads = 0
+    local.on('internal/get', (_ctx, name, _error, next) => {
+      if (name === 'shell') shellReads++
+      return next()
+    })
+    const reflect = local.reflect as unknown as { get(name: string, strict?: boolean): unknown }
+    const get = reflect.get
+    let envLookups = 0
+    reflect.get = function (name: string, strict?: boolean) {
+      if (name === 'shellEnv') envLookups++
+      return get.call(this, name, strict)
+    }
+    const home = async () => {
+      const result = await local.tools.execute({ callId: `h${++callNo}`, name: 'bash', arguments: JSON.stringify({ command: 'echo "[$DSH_HOME]"', description: 'home' }) }, { cwd: dir })
+      return text(result).split('\n')[0]
+    }
+    expect(await home()).toBe('[/srv/first]')
+    expect(await home()).toBe('[/srv/first]')
+    expect(shellReads).toBe(0)
+    expect(envLookups).toBe(1)
+    // Unloaded: its variables are gone at once (no stale registry).
+    await shellEnv.dispose()
+    expect(await home()).toBe('[]')
+    // A new registry is seen at once.
+    await local.plugin(ShellEnvRegistry, { home: '/srv/second' })
+    expect(await home()).toBe('[/srv/second]')
+    expect(envLookups).toBe(3)
+  })
+})
