@@ -1,4 +1,4 @@
-import type { Context } from 'cordis'
+import { symbols, type Context } from 'cordis'
 import {
   BlockAssembler,
   LlmError,
@@ -78,6 +78,13 @@ export class LoopAgent implements Agent {
   private nextTurn: number
   private lastHeader: string | undefined
   private idleWaiters: Array<() => void> = []
+  /**
+   * The services each step calls, as plain objects read once: reaching a service through the
+   * context builds an Error and tracing proxies on every read, and calls through the answer build a
+   * per-caller shadow. All three are required injects of agent-loop, whose agents are disposed when
+   * Cordis restarts it for a changed service, so these never go stale.
+   */
+  private readonly services: { llm: Context['llm']; tools: Context['tools']; systemPrompt: Context['systemPrompt'] }
 
   constructor(
     private readonly ctx: Context,
@@ -89,6 +96,7 @@ export class LoopAgent implements Agent {
     if (!model) throw new Error('no model selected: pass `model` or configure the agent-loop row `defaultModel`')
     this.model = { ...model }
     this.maxSteps = options.maxSteps ?? loop.maxSteps
+    this.services = { llm: plainService(ctx.llm), tools: plainService(ctx.tools), systemPrompt: plainService(ctx.systemPrompt) }
     this.session = options.session ?? ctx.sessions.create({ cwd: options.cwd })
     this.id = asAgentId(options.id ?? `agent-${this.session.id}`)
     this.scope = `agent:${this.id}`
@@ -326,8 +334,8 @@ export class LoopAgent implements Agent {
 
   private buildRequest(turn: number, step: number, signal: AbortSignal): LlmRequest {
     const { provider, model } = this.model
-    const tools = this.ctx.tools.schemas(this.scope)
-    const assembled = this.ctx.systemPrompt.assemble({ provider, model, cwd: this.cwd, scope: this.scope, tools, session: this.session })
+    const tools = this.services.tools.schemas(this.scope)
+    const assembled = this.services.systemPrompt.assemble({ provider, model, cwd: this.cwd, scope: this.scope, tools, session: this.session })
     const header = { provider, model, system: assembled.system, tools: assembled.tools }
     const headerJson = JSON.stringify(header)
     if (headerJson !== this.lastHeader) {
@@ -361,7 +369,7 @@ export class LoopAgent implements Agent {
     let iterator: AsyncIterator<Parameters<BlockAssembler['push']>[0]> | undefined
     try {
       if (signal.aborted) throw new LlmError('ABORTED', 'the request was cancelled')
-      iterator = this.ctx.llm.stream(request)[Symbol.asyncIterator]()
+      iterator = this.services.llm.stream(request)[Symbol.asyncIterator]()
       for (;;) {
         const next = await iterator.next()
         if (next.done || signal.aborted) break
@@ -449,7 +457,7 @@ export class LoopAgent implements Agent {
       throw failed
     }
     // Each result is logged as soon as it and every earlier call are done (call order).
-    await this.ctx.tools.executeAll(
+    await this.services.tools.executeAll(
       calls.map((c) => ({ callId: c.callId, name: c.name, arguments: c.arguments })),
       { sessionId: this.session.id, agentId: this.id, scope: this.scope, cwd: this.cwd, turn, step, signal },
       (result) => note('tool/result', result),
@@ -458,6 +466,11 @@ export class LoopAgent implements Agent {
     if (plugin && !signal.aborted) throw plugin
     return signal.aborted ? { kind: 'cancelled' } : { kind: 'tools' }
   }
+}
+
+/** The object behind a Cordis service reference (for services whose methods do not depend on the caller). */
+function plainService<T>(value: T): T {
+  return ((value as Record<symbol, unknown>)[symbols.original] as T | undefined) ?? value
 }
 
 /** Resolves true after `ms`, false if the signal aborts first. */

@@ -358,3 +358,27 @@ describe('plugin failures (issue 14 item 14)', () => {
     expect(types(harness.session.events).slice(-5)).toEqual(['tool/call', 'tool/result', 'tool/result', 'step/end', 'turn/end'])
   })
 })
+
+describe('service references', () => {
+  it('reads llm, tools and systemPrompt once per agent, not per step', async () => {
+    const reads: string[] = []
+    const counter = {
+      name: 'read-counter',
+      apply(ctx: Context) {
+        ctx.on('internal/get', (from, name, _error, next) => {
+          if (from.fiber?.runtime?.name === 'agent-loop' && ['llm', 'tools', 'systemPrompt'].includes(name)) reads.push(name)
+          return next()
+        })
+      },
+    }
+    harness = await createHarness({
+      script: [{ toolCalls: [{ name: 'echo', arguments: { value: 'a' } }] }, { toolCalls: [{ name: 'echo', arguments: { value: 'b' } }] }, { text: 'done' }],
+      plugins: [[counter]],
+    })
+    await harness.mount(toolPlugin('echo', (a) => `echo ${a.value}`))
+    const result = await harness.prompt('go')
+    expect(result).toMatchObject({ reason: 'completed', steps: 3 })
+    // At most once each, when the agent is created; none per step.
+    expect(reads.length).toBeLessThanOrEqual(3)
+  })
+})

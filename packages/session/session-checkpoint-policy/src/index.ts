@@ -1,7 +1,7 @@
 // @dsh/session-checkpoint-policy: semantic durability points for persisted agents. The log is made
 // durable before a model request leaves, before a top-level tool body runs (after logging
 // `tool/started`), and at each pre-step; when that fails, the call it guards does not happen.
-import type { Context } from 'cordis'
+import { symbols, type Context } from 'cordis'
 import Schema from 'schemastery'
 import type { } from '@dsh/agent'
 import type { ExecutePayload, ToolOutput } from '@dsh/tools'
@@ -55,11 +55,20 @@ export function isTopLevelCall(session: Session, callId: string): boolean {
   return false
 }
 
+/** The object behind a Cordis service reference (`ctx.x` builds an Error and tracing proxies per read). */
+function plainService<T>(value: T): T {
+  return ((value as Record<symbol, unknown>)[symbols.original] as T | undefined) ?? value
+}
+
 export function apply(ctx: Context, config: Config = {}) {
   const options = { beforeRequest: true, beforeTool: true, atPreStep: true, ...config }
+  // Both are required injects: Cordis restarts this plugin when either changes, so the plain
+  // objects read once here never go stale. Three checkpoints a turn used to read them each time.
+  const durableSessions = plainService(ctx.durableSessions)
+  const sessions = plainService(ctx.sessions)
   const checkpoint = async (sessionId: string, point: CheckpointError['point']) => {
     try {
-      await ctx.durableSessions.checkpoint(sessionId)
+      await durableSessions.checkpoint(sessionId)
     } catch (error) {
       throw new CheckpointError(sessionId, point, error)
     }
@@ -91,8 +100,8 @@ export function apply(ctx: Context, config: Config = {}) {
   if (options.beforeTool) {
     ctx.on('tools/execute', async (payload: ExecutePayload, next: () => Promise<ToolOutput>): Promise<ToolOutput> => {
       const sessionId = payload.context.sessionId
-      const session = sessionId === undefined ? undefined : ctx.sessions.get(sessionId)
-      if (!session || !ctx.durableSessions.isPersisted(session.id) || !isTopLevelCall(session, payload.call.callId)) return next()
+      const session = sessionId === undefined ? undefined : sessions.get(sessionId)
+      if (!session || !durableSessions.isPersisted(session.id) || !isTopLevelCall(session, payload.call.callId)) return next()
       try {
         session.append('tool/started', { callId: payload.call.callId })
         await checkpoint(session.id, 'tool')

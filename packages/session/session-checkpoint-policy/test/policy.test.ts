@@ -179,3 +179,27 @@ describe('a failed flush stops the call (sqlite held by another connection)', ()
     expect((await harness.ctx.sessionPersistence.readFrom(harness.session.id, 0)).length).toBe(harness.session.length)
   })
 })
+
+describe('service references', () => {
+  it('reads durableSessions and sessions once, not at each checkpoint', async () => {
+    const reads: string[] = []
+    const counter = {
+      name: 'read-counter',
+      apply(ctx: Context) {
+        ctx.on('internal/get', (from, name, _error, next) => {
+          if (from.fiber?.runtime?.name === Policy.name) reads.push(name)
+          return next()
+        })
+      },
+    }
+    harness = await createHarness({
+      script: [{ toolCalls: [{ name: 'probe', arguments: {} }] }, { text: 'done' }],
+      plugins: [[counter], [JsonlPersistence, { root }], [DurableSessions, {}], [Policy, {}], [probeTool([])]],
+    })
+    const result = await harness.prompt('go')
+    expect(result.reason).toBe('completed')
+    expect(harness.session.events.some((e) => e.type === 'tool/started')).toBe(true)
+    // Once each, when the policy loads; nothing per checkpoint.
+    expect(reads).toEqual(['durableSessions', 'sessions'])
+  })
+})
