@@ -325,7 +325,7 @@ export async function bootComposition(comp: Composition, opts: BootOptions = {})
   await host
   if (!opts.importModule && opts.prelink) {
     const urls = prepared.enabled.flatMap((r) => (r.url && !r.url.startsWith('cordis:') ? [r.url] : []))
-    const decision = await loadPrelinked(urls, opts.prelink)
+    const decision = await loadPrelinked(urls, opts.prelink, { importFile: importRowModule })
     const importers = decision.importers
     if (importers) loader.importModule = (url) => (Object.hasOwn(importers, url) ? importers[url]() : importRowModule(url))
     else if (opts.debug ?? Boolean(process.env.DSH_DEBUG)) stderr.write(`dsh: debug: rows load file by file: ${decision.reason}\n`)

@@ -3,6 +3,9 @@
 // instead of one per package. Used only when it is certainly equivalent to importing the files:
 // every enabled row is in a prelinked layer and every file they were built from is unchanged
 // (same size and mtime). Anything else imports file by file as before.
+// A layer's early rows (packages that list the row in `dsh.earlyRows`, such as the web server's
+// startup) are in their own small entry file: those files are loaded before the tree mounts, the
+// rest in the background, so an early row starts (a server listens) while the big files compile.
 import { readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
@@ -12,8 +15,11 @@ export type PrelinkVariant = 'dsh' | 'acp' | 'jsonrpc'
 
 interface Manifest {
   variant: string
-  /** Entry name (`bundles-base`) -> the row module URLs its file exports. */
-  layers: Record<string, { modules: string[] }>
+  /**
+   * Entry name (`bundles-base`, `bundles-web-early`) -> the row module URLs its file exports;
+   * `early` entries are loaded before the tree mounts, the others while it mounts.
+   */
+  layers: Record<string, { modules: string[]; early?: boolean }>
   inputs: Array<[file: string, size: number, mtimeMs: number]>
 }
 
@@ -34,7 +40,11 @@ export interface PrelinkDecision {
  * used. `dir` defaults to `<checkout>/prelinked/<variant>`; DSH_NO_PRELINK=1 turns the whole
  * mechanism off.
  */
-export async function loadPrelinked(urls: readonly string[], variant: PrelinkVariant, opts: { dir?: string; root?: string; env?: NodeJS.ProcessEnv } = {}): Promise<PrelinkDecision> {
+export async function loadPrelinked(
+  urls: readonly string[],
+  variant: PrelinkVariant,
+  opts: { dir?: string; root?: string; env?: NodeJS.ProcessEnv; importFile?: (url: string) => Promise<unknown> } = {},
+): Promise<PrelinkDecision> {
   const env = opts.env ?? process.env
   if (env.DSH_NO_PRELINK) return { reason: 'DSH_NO_PRELINK is set' }
   const root = opts.root ?? installRoot()
@@ -65,14 +75,31 @@ export async function loadPrelinked(urls: readonly string[], variant: PrelinkVar
       return { reason: `${file} is gone` }
     }
   }
-  const namespaces = new Map<string, unknown>()
+  const load = (entries: string[]) =>
+    Promise.all(entries.map((entry) => import(pathToFileURL(join(dir, `${entry}.mjs`)).href) as Promise<{ modules?: Record<string, unknown> }>)).then((loaded) => {
+      const namespaces = new Map<string, unknown>()
+      for (const mod of loaded) for (const [url, ns] of Object.entries(mod.modules ?? {})) namespaces.set(url, ns)
+      return namespaces
+    })
+  const early = [...needed].filter((entry) => manifest.layers[entry]?.early)
+  const rest = [...needed].filter((entry) => !manifest.layers[entry]?.early)
+  const importers: Importers = {}
   try {
-    const loaded = await Promise.all([...needed].map((entry) => import(pathToFileURL(join(dir, `${entry}.mjs`)).href) as Promise<{ modules?: Record<string, unknown> }>))
-    for (const mod of loaded) for (const [url, ns] of Object.entries(mod.modules ?? {})) namespaces.set(url, ns)
+    for (const [url, ns] of await load(early)) importers[url] = () => Promise.resolve(ns)
   } catch (error) {
     return { reason: `prelinked modules in ${dir} did not load: ${(error as Error)?.message ?? String(error)}` }
   }
-  const importers: Importers = {}
-  for (const [url, ns] of namespaces) importers[url] = () => Promise.resolve(ns)
+  if (rest.length) {
+    // The rest load while the early rows start. Every row of them resolves at once when all
+    // are loaded, so they apply in row order as before. A file that does not load falls back to
+    // importing the row's own module (the equivalent; a broken row then reports its own error).
+    const loading = load(rest)
+    loading.catch(() => undefined)
+    const importFile = opts.importFile ?? ((url: string) => import(url))
+    for (const url of urls) {
+      if (Object.hasOwn(importers, url)) continue
+      importers[url] = () => loading.then((namespaces) => (namespaces.has(url) ? namespaces.get(url) : importFile(url)), () => importFile(url))
+    }
+  }
   return { importers }
 }

@@ -4,7 +4,7 @@
 // bundled entry (scripts/build.mjs), not as one module per source file. By default the rows come
 // from the prelinked layer files (scripts/prelink.mjs), and no workspace package is loaded a
 // second time beside them.
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -58,8 +58,8 @@ describe('the boot path of dsh --profile headless --help', () => {
   it('takes the rows from the prelinked layer files, and loads no workspace package twice', { timeout: 60_000 }, async () => {
     const loaded = await bootModules()
     const prelinked = loaded.filter((url) => url.includes('/prelinked/dsh/')).map((url) => basename(fileURLToPath(url)))
-    expect(prelinked).toEqual(expect.arrayContaining(['bundles-base.mjs', 'bundles-headless.mjs']))
-    expect(prelinked.filter((f) => !f.startsWith('chunk-'))).toHaveLength(2)
+    expect(prelinked).toEqual(expect.arrayContaining(['bundles-base.mjs', 'bundles-base.early.mjs', 'bundles-headless.mjs']))
+    expect(prelinked.filter((f) => !f.startsWith('chunk-'))).toHaveLength(3)
     // Beside them, only what the host loads itself before the rows (the bins, app-boot and its
     // own imports): a row package's dist/ loaded here would be a second copy of bundled code.
     const manifest = JSON.parse(readFileSync(join(REPO, 'prelinked/dsh/manifest.json'), 'utf8')) as { hostFiles: string[] }
@@ -69,6 +69,19 @@ describe('the boot path of dsh --profile headless --help', () => {
       .map((url) => fileURLToPath(url).slice(REPO.length))
       .filter((file) => /\/dist\//.test(file) && !host.has(file))
     expect(others).toEqual([])
+  })
+
+  it('puts the rows packages list in dsh.earlyRows in their own small entries, marked early', () => {
+    const manifest = JSON.parse(readFileSync(join(REPO, 'prelinked/dsh/manifest.json'), 'utf8')) as { layers: Record<string, { modules: string[]; early?: boolean }> }
+    const early = Object.entries(manifest.layers).filter(([, layer]) => layer.early)
+    const files = (entry: string) => manifest.layers[entry].modules.map((url) => fileURLToPath(url).slice(REPO.length)).sort()
+    expect(early.map(([entry]) => entry).sort()).toEqual(['bundles-base.early', 'bundles-web.early'])
+    expect(files('bundles-base.early')).toEqual(['packages/boot/cmdline/dist/index.js'])
+    expect(files('bundles-web.early')).toEqual(['bundles/web/dist/startup.js', 'packages/host/frontend-static/dist/index.js'])
+    // Each row is in one entry only, and the early web file stays small (the server, its gate and
+    // the static files; no agent code).
+    for (const [, layer] of early) for (const url of layer.modules) expect(manifest.layers['bundles-base'].modules.concat(manifest.layers['bundles-web'].modules)).not.toContain(url)
+    expect(statSync(join(REPO, 'prelinked/dsh/bundles-web.early.mjs')).size).toBeLessThan(150_000)
   })
 
   it('without prelinking, loads each workspace package as its bundled entries, not one module per source file', { timeout: 60_000 }, async () => {

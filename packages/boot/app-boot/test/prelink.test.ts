@@ -64,10 +64,59 @@ it('refuses, with the reason, a changed or missing input, an unlisted row, anoth
   expect((await loadPrelinked([d.rowUrl], 'dsh', { root: d.root, env: { DSH_NO_PRELINK: '1' } })).reason).toBe('DSH_NO_PRELINK is set')
 })
 
-it('a layer file that does not load is a reason, not a crash', async () => {
-  const { root, rowUrl, dir } = checkout()
+it('an early layer file that does not load is a reason, not a crash', async () => {
+  const { root, rowUrl, dir, manifest } = checkout()
   writeFileSync(join(dir, 'bundles-base.mjs'), 'export const modules = {\n')
+  writeFileSync(join(dir, 'manifest.json'), JSON.stringify({ ...manifest, layers: { 'bundles-base': { modules: [rowUrl], early: true } } }))
   const decision = await loadPrelinked([rowUrl], 'dsh', { root, env: {} })
   expect(decision.importers).toBeUndefined()
   expect(decision.reason).toMatch(/did not load/)
+})
+
+/** The checkout plus an early row (its own entry file) next to the late one. */
+function withEarlyRow(late: string) {
+  const c = checkout()
+  const earlySource = join(c.root, 'pkg/dist/early.js')
+  writeFileSync(earlySource, 'export const name = "early-from-file"\n')
+  const earlyUrl = pathToFileURL(earlySource).href
+  writeFileSync(join(c.dir, 'bundles-base.early.mjs'), `export const modules = { ${JSON.stringify(earlyUrl)}: { name: 'early' } }\n`)
+  writeFileSync(join(c.dir, 'bundles-base.mjs'), late)
+  const st = statSync(earlySource)
+  const manifest = {
+    ...c.manifest,
+    layers: { 'bundles-base': { modules: [c.rowUrl] }, 'bundles-base.early': { modules: [earlyUrl], early: true } },
+    inputs: [...c.manifest.inputs, ['pkg/dist/early.js', st.size, st.mtimeMs]],
+  }
+  writeFileSync(join(c.dir, 'manifest.json'), JSON.stringify(manifest))
+  return { ...c, earlyUrl }
+}
+
+it('returns once the early rows are loaded; the other rows resolve when their files have loaded', async () => {
+  // The late file finishes evaluating only when the test opens the gate: were it awaited,
+  // loadPrelinked would never return.
+  let open!: () => void
+  ;(globalThis as Record<string, unknown>).__dshPrelinkGate = new Promise<void>((resolve) => (open = resolve))
+  const c = withEarlyRow('')
+  writeFileSync(join(c.dir, 'bundles-base.mjs'), `await globalThis.__dshPrelinkGate\nexport const modules = { ${JSON.stringify(c.rowUrl)}: { name: 'late' } }\n`)
+  const decision = await loadPrelinked([c.earlyUrl, c.rowUrl], 'dsh', { root: c.root, env: {} })
+  expect(decision.reason).toBeUndefined()
+  expect(await decision.importers![c.earlyUrl]()).toEqual({ name: 'early' })
+  let late: unknown
+  const pending = decision.importers![c.rowUrl]().then((ns) => (late = ns))
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  expect(late).toBeUndefined()
+  open()
+  await pending
+  expect(late).toEqual({ name: 'late' })
+})
+
+it('a late layer file that does not load falls back to the row\'s own module', async () => {
+  const c = withEarlyRow('export const modules = {\n')
+  const imported: string[] = []
+  const importFile = async (url: string) => (imported.push(url), import(url))
+  const decision = await loadPrelinked([c.earlyUrl, c.rowUrl], 'dsh', { root: c.root, env: {}, importFile })
+  expect(decision.reason).toBeUndefined()
+  expect(await decision.importers![c.earlyUrl]()).toEqual({ name: 'early' })
+  expect({ ...(await decision.importers![c.rowUrl]() as object) }).toEqual({ name: 'from-file' })
+  expect(imported).toEqual([c.rowUrl])
 })

@@ -6,7 +6,7 @@ import Schema from 'schemastery'
 import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { PluginRow, PluginState, pluginsList } from './contract.ts'
+import { pluginsList, type PluginRow, type PluginState } from './contract.ts'
 
 // The contract (and through it @dsh/web-protocol) is loaded only for the API method: the static
 // client imports this module for `inventoryOf` on the path to the first page of `dsh web`, which
@@ -132,8 +132,9 @@ export class PluginInventory extends Service {
       ctx.plugin({
         name: 'plugin-inventory-api',
         inject: ['api'],
-        apply: async (c: Context) => {
-          const { pluginsList } = await import('./contract.ts')
+        // Synchronous on purpose: an apply that awaits (a dynamic import) can still be running
+        // when app/ready is emitted, and a call held until then would miss the method.
+        apply: (c: Context) => {
           ;(c.get('api') as ApiLike).register(pluginsList, () => ({ plugins: this.list() }))
         },
       })
