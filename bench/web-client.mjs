@@ -14,7 +14,7 @@
 //                   while it streams (goal: none over 50 ms) and the time to the final text.
 // Whatever conversation view the web bundle mounts is measured (the shell's fallback otherwise).
 // RUNS (default 5). ONLY=ready,sessions,history,stream runs only those parts (default: all).
-// CHUNKS (default 100000), STREAM_TIMEOUT_S (default 900), TRACE=file.json saves a Chromium trace of the stream part. Needs `node scripts/build-client.mjs` (done here) and /usr/bin/chromium.
+// CHUNKS (default 100000), STREAM_TIMEOUT_S (default 900), TRACE=file.json saves a Chromium trace of the stream part (TRACE_PROFILE=0: without CPU samples, which add their own GC work). Needs `node scripts/build-client.mjs` (done here) and /usr/bin/chromium.
 import { execFileSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 
@@ -191,7 +191,7 @@ try {
     throw new Error('stream: the conversation view did not mount within 120 s')
   })
   const pageT0 = await page.evaluate(() => { globalThis.__longest = 0; globalThis.__over50 = 0; globalThis.__tasks = 0; globalThis.__long = []; return performance.now() })
-  if (process.env.TRACE) await browser.startTracing(page, { path: process.env.TRACE, categories: ['devtools.timeline', 'disabled-by-default-devtools.timeline', 'v8.execute', 'disabled-by-default-v8.cpu_profiler', 'v8', 'blink.user_timing'] })
+  if (process.env.TRACE) await browser.startTracing(page, { path: process.env.TRACE, categories: ['devtools.timeline', 'disabled-by-default-devtools.timeline', 'v8.execute', ...(process.env.TRACE_PROFILE === '0' ? [] : ['disabled-by-default-v8.cpu_profiler']), 'v8', 'blink.user_timing'] })
   const servedBefore = app.mock.served
   const s0 = Date.now()
   await app.call('sessions.prompt', { sessionId: stream, text: 'think a lot' })

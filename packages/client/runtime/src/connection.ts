@@ -240,6 +240,19 @@ export class SessionFeed implements ReadableStore<SessionFeedState> {
   private readonly questions = new Map<string, PendingQuestion>()
   private snapshot: SessionFeedState
   private readonly listeners = new Set<() => void>()
+  /** The state as of the last publish that carried more than streamed deltas (see `settled`). */
+  private settledSnapshot: SessionFeedState
+  /** Something other than a streamed delta changed since the last publish. */
+  private settledDirty = false
+  private readonly settledListeners = new Set<() => void>()
+  /**
+   * The feed as of its last change other than streamed deltas (`assistant/chunk` events): any
+   * other event, status, queue, approval, question, connection or error change. It is the same
+   * object `get()` returned at that publish, so its `version` and `lastSeq` are from then; its
+   * `events` is the same array, appended in place. Readers that derive nothing from deltas (the
+   * shell's slot props, pickers, panels) read this and do not re-render while an answer streams.
+   */
+  readonly settled: ReadableStore<SessionFeedState>
   private readonly eventListeners = new Set<(event: WireEvent) => void>()
   private readonly resetListeners = new Set<() => void>()
   private abort?: AbortController
@@ -251,6 +264,14 @@ export class SessionFeed implements ReadableStore<SessionFeedState> {
 
   constructor(readonly sessionId: string, private readonly connection: Connection, private readonly onClose: () => void) {
     this.snapshot = this.build(0)
+    this.settledSnapshot = this.snapshot
+    this.settled = {
+      get: () => this.settledSnapshot,
+      subscribe: (listener) => {
+        this.settledListeners.add(listener)
+        return () => void this.settledListeners.delete(listener)
+      },
+    }
     void this.loop()
   }
 
@@ -327,7 +348,19 @@ export class SessionFeed implements ReadableStore<SessionFeedState> {
     if (this.deltaTimer) clearTimeout(this.deltaTimer)
     this.deltaTimer = undefined
     this.snapshot = this.build(this.snapshot.version + 1)
+    const settle = this.settledDirty
+    if (settle) {
+      this.settledDirty = false
+      this.settledSnapshot = this.snapshot
+    }
     for (const listener of [...this.listeners]) listener()
+    if (settle) for (const listener of [...this.settledListeners]) listener()
+  }
+
+  /** Publishes within the frame, for the settled readers too (anything but a streamed delta). */
+  private schedule(): void {
+    this.settledDirty = true
+    this.batch.schedule()
   }
 
   private publishSoon(): void {
@@ -340,7 +373,7 @@ export class SessionFeed implements ReadableStore<SessionFeedState> {
 
   private change(patch: Partial<typeof this.partial>, now = false): void {
     Object.assign(this.partial, patch)
-    this.batch.schedule()
+    this.schedule()
     if (now) this.batch.flush()
   }
 
@@ -389,7 +422,7 @@ export class SessionFeed implements ReadableStore<SessionFeedState> {
                 // text fold it through onEvent): publish it within DELTA_PUBLISH_MS instead of
                 // every frame, so the readers of `events` do not re-render 60 times a second.
                 if (event.type === DELTA_TYPE) this.publishSoon()
-                else this.batch.schedule()
+                else this.schedule()
                 return
               }
               case 'status':
@@ -397,19 +430,19 @@ export class SessionFeed implements ReadableStore<SessionFeedState> {
                 return
               case 'approval':
                 this.approvals.set(data.requestId, data)
-                this.batch.schedule()
+                this.schedule()
                 return
               case 'approval/resolved':
                 this.approvals.delete(data.requestId)
-                this.batch.schedule()
+                this.schedule()
                 return
               case 'question':
                 this.questions.set(data.requestId, data)
-                this.batch.schedule()
+                this.schedule()
                 return
               case 'question/resolved':
                 this.questions.delete(data.requestId)
-                this.batch.schedule()
+                this.schedule()
                 return
               case 'resync':
                 resync = true
@@ -432,7 +465,7 @@ export class SessionFeed implements ReadableStore<SessionFeedState> {
           this.events.length = 0
           emptyResyncs = 0
           for (const listener of [...this.resetListeners]) listener()
-          this.batch.schedule()
+          this.schedule()
           continue
         }
       } else emptyResyncs = 0

@@ -26,7 +26,7 @@ export { Router, parseRoute, sessionPath, type Route } from './router.ts'
 export { ClientPlugins, type ClientPluginEntry, type LoadedPlugin, type ModuleImporter } from './plugins.ts'
 export { readManifest, parseManifest, MANIFEST_PATH, MANIFEST_ELEMENT_ID, type BootManifest } from './manifest.ts'
 export { readSse, StreamError, type SseFrame } from './sse.ts'
-export { RuntimeProvider, useCtx, useStore, useSlotEntries, Slot, SlotBoundary, useT, useSessionFeed, type SlotComponentProps } from './react.ts'
+export { RuntimeProvider, useCtx, useStore, useSlotEntries, Slot, SlotBoundary, useT, useSessionFeed, plainService, type SlotComponentProps, type SessionFeedOptions } from './react.ts'
 export { SLOTS, type SlotName, type SessionSlotProps } from './names.ts'
 
 declare module 'cordis' {

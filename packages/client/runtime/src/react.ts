@@ -1,7 +1,7 @@
 // React bindings of the runtime: the context provider, store hooks, `<Slot>`, translation and
 // session-feed hooks. Written with createElement so the package needs no JSX step.
-import { Component, createContext, createElement, Fragment, useContext, useEffect, useState, useSyncExternalStore, type ErrorInfo, type ReactNode } from 'react'
-import type { Context } from 'cordis'
+import { Component, createContext, createElement, Fragment, useCallback, useContext, useEffect, useMemo, useState, useSyncExternalStore, type ErrorInfo, type ReactNode } from 'react'
+import { symbols, type Context } from 'cordis'
 import type { ReadableStore } from './store.ts'
 import type { PropsOfSlot, SlotRecord } from './slots.ts'
 import type { SessionFeed, SessionFeedState } from './connection.ts'
@@ -21,6 +21,22 @@ export function useCtx(): Context {
   return ctx
 }
 
+/**
+ * The object behind a Cordis service reference. `ctx.locale` (any service read through a
+ * context) is a tracing proxy: every property read on it builds fresh proxies, which costs
+ * measurable time in hooks that run on every render. Read-only paths (stores, lookups,
+ * subscriptions) go through the plain object; calls that register effects (`register`) must
+ * still go through `ctx` so they are bound to the calling plugin. A plain object is returned as is.
+ */
+export function plainService<T extends object>(service: T): T {
+  return ((service as Record<symbol, unknown>)[symbols.original] as T | undefined) ?? service
+}
+
+/** The plain object of a root service (read once per mounted component; see `plainService`). */
+function usePlain<K extends 'locale' | 'slots' | 'connection'>(ctx: Context, name: K): Context[K] {
+  return useMemo(() => plainService(ctx[name]), [ctx, name])
+}
+
 /** The current value of a runtime store, re-rendering on change. */
 export function useStore<T>(store: ReadableStore<T>): T {
   return useSyncExternalStore(store.subscribe, store.get, store.get)
@@ -28,13 +44,11 @@ export function useStore<T>(store: ReadableStore<T>): T {
 
 /** Entries of a slot (and key), re-rendering when they change. */
 export function useSlotEntries(name: string, key?: string): readonly SlotRecord[] {
-  const ctx = useCtx()
-  const slots = ctx.slots
-  return useSyncExternalStore(
-    (listener) => slots.subscribe(name, listener),
-    () => slots.entries(name, key),
-    () => slots.entries(name, key),
-  )
+  const slots = usePlain(useCtx(), 'slots')
+  // Stable callbacks: React re-subscribes whenever `subscribe` changes identity.
+  const subscribe = useCallback((listener: () => void) => slots.subscribe(name, listener), [slots, name])
+  const get = useCallback(() => slots.entries(name, key), [slots, name, key])
+  return useSyncExternalStore(subscribe, get, get)
 }
 
 export interface SlotComponentProps<N extends string> {
@@ -85,34 +99,44 @@ export class SlotBoundary extends Component<{ record: SlotRecord; children?: Rea
   }
 }
 
-/** `t(key, vars)` of a namespace in the current language, re-rendering when it changes. */
+/**
+ * `t(key, vars)` of a namespace in the current language, re-rendering when it changes. The
+ * function keeps its identity while the language and the dictionaries stay the same, so it can
+ * be passed to memoized children without re-rendering them.
+ */
 export function useT(ns: string): Translate {
-  const ctx = useCtx()
-  const lang = useStore(ctx.locale.current)
-  const revision = useStore(ctx.locale.revision)
-  void revision
-  return (key, vars) => ctx.locale.t(ns, key, vars, lang)
+  const locale = usePlain(useCtx(), 'locale')
+  const lang = useStore(locale.current)
+  const revision = useStore(locale.revision)
+  return useMemo<Translate>(() => (key, vars) => locale.t(ns, key, vars, lang), [locale, ns, lang, revision])
+}
+
+export interface SessionFeedOptions {
+  /**
+   * `false`: the feed as of its last change other than streamed deltas (`feed.settled`), so the
+   * component does not re-render while an answer streams. Default `true` (every publish).
+   */
+  deltas?: boolean
 }
 
 /** A session's feed state (log + live state) while mounted; undefined until its feed is open. */
-export function useSessionFeed(sessionId: string | undefined): SessionFeedState | undefined {
-  const ctx = useCtx()
+export function useSessionFeed(sessionId: string | undefined, options: SessionFeedOptions = {}): SessionFeedState | undefined {
+  const connection = usePlain(useCtx(), 'connection')
   const [feed, setFeed] = useState<SessionFeed | undefined>(undefined)
   useEffect(() => {
     if (!sessionId) {
       setFeed(undefined)
       return
     }
-    const held = ctx.connection.session(sessionId)
+    const held = connection.session(sessionId)
     setFeed(held)
     return () => held.release()
-  }, [ctx, sessionId])
+  }, [connection, sessionId])
   // Until the effect has taken its hold, show a feed that is already open (switching back to a
   // session seen a moment ago paints at once instead of flashing "loading").
-  const current = feed && feed.sessionId === sessionId ? feed : sessionId ? ctx.connection.peek(sessionId) : undefined
-  return useSyncExternalStore(
-    (listener) => (current ? current.subscribe(listener) : () => {}),
-    () => current?.get(),
-    () => current?.get(),
-  )
+  const current = feed && feed.sessionId === sessionId ? feed : sessionId ? connection.peek(sessionId) : undefined
+  const store: ReadableStore<SessionFeedState> | undefined = current && options.deltas === false ? current.settled : current
+  const subscribe = useCallback((listener: () => void) => (store ? store.subscribe(listener) : () => {}), [store])
+  const get = useCallback(() => store?.get(), [store])
+  return useSyncExternalStore(subscribe, get, get)
 }

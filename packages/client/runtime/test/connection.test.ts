@@ -139,6 +139,67 @@ describe('ctx.connection.session(id)', () => {
     feed.release()
   })
 
+  it('feed.settled skips publishes of streamed deltas alone and follows every other change', async () => {
+    let stream: ServerResponse | undefined
+    const ctx = await start({
+      session(res) {
+        sse(res)
+        res.write('event: status\ndata: {"sessionId":"s8","status":"running","queued":0}\n\n')
+        stream = res
+      },
+    })
+    const feed = ctx.connection.session('s8')
+    await vi.waitFor(() => expect(feed.get()).toMatchObject({ loaded: true, live: true }), { timeout: 5000 })
+    await vi.waitFor(() => expect(feed.settled.get()).toBe(feed.get()), { timeout: 5000 })
+    const seen: number[] = []
+    feed.onEvent((e) => seen.push(e.seq))
+    let published = 0
+    let settled = 0
+    feed.subscribe(() => published++)
+    feed.settled.subscribe(() => settled++)
+    const before = feed.settled.get()
+    const realTimeout = setTimeout
+    const until = async (done: () => boolean) => {
+      for (let i = 0; i < 500 && !done(); i++) await new Promise((resolve) => realTimeout(resolve, 10))
+      expect(done()).toBe(true)
+    }
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+    try {
+      // Three separate delta publishes: the full feed hears each, the settled one none.
+      for (let round = 0; round < 3; round++) {
+        for (let seq = round * 10; seq < round * 10 + 10; seq++) stream!.write(event(seq))
+        await until(() => seen.length === round * 10 + 10)
+        vi.advanceTimersByTime(DELTA_PUBLISH_MS + 20)
+        expect(published).toBe(round + 1)
+        expect(feed.get().lastSeq).toBe(round * 10 + 9)
+      }
+      expect(settled).toBe(0)
+      expect(feed.settled.get()).toBe(before)
+      // The log array is shared (appended in place), so a settled reader still finds every event.
+      expect(feed.settled.get().events).toHaveLength(30)
+      // Any other event settles: the settled state is the published state of that frame.
+      stream!.write(event(30, 'turn/end'))
+      await until(() => seen.length === 31)
+      vi.advanceTimersByTime(20)
+      expect(published).toBe(4)
+      expect(settled).toBe(1)
+      expect(feed.settled.get()).toBe(feed.get())
+      expect(feed.settled.get().lastSeq).toBe(30)
+      // Deltas after it again leave the settled state alone; a status change settles.
+      stream!.write(event(31))
+      await until(() => seen.length === 32)
+      vi.advanceTimersByTime(DELTA_PUBLISH_MS + 20)
+      expect([published, settled]).toEqual([5, 1])
+      stream!.write('event: status\ndata: {"sessionId":"s8","status":"idle","queued":0}\n\n')
+      await until(() => (vi.advanceTimersByTime(20), feed.get().status === 'idle'))
+      expect(settled).toBe(2)
+      expect(feed.settled.get()).toMatchObject({ status: 'idle', lastSeq: 31 })
+    } finally {
+      vi.useRealTimers()
+    }
+    feed.release()
+  })
+
   it('reconnects from its last seq when a seq is skipped, and stops for good on a 404', async () => {
     const ctx = await start({
       session(res, n, after) {

@@ -93,7 +93,9 @@ function Conversation() {
   const route = useStore(ctx.router.route)
   const catalog = useStore(ctx.catalog.state)
   const shell = useShell()
-  const feed = useSessionFeed(route.sessionId)
+  // The settled feed: slot entries re-render when something other than a streamed delta changes
+  // (views of the streaming text follow it through their own feed or model).
+  const feed = useSessionFeed(route.sessionId, { deltas: false })
   const row = route.sessionId ? catalog.sessions.find((r) => r.sessionId === route.sessionId) ?? ctx.catalog.get(route.sessionId) : undefined
   const missingKey = useMissingKey()
   if (!route.sessionId) {
@@ -132,7 +134,7 @@ function SidePanel() {
   const ctx = useCtx()
   const t = useT(NS)
   const route = useStore(ctx.router.route)
-  const feed = useSessionFeed(route.sessionId)
+  const feed = useSessionFeed(route.sessionId, { deltas: false })
   return (
     <aside className="side-panel" aria-label={t('sidePanel')}>
       {route.sessionId && feed ? (() => {

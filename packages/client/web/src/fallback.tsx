@@ -2,12 +2,15 @@
 // `conversation.main` / `conversation.composer` at a lower order replaces them. They keep the
 // page usable (and testable) on their own: streamed text, tool calls, turn errors, a prompt box.
 import { useMemo, useRef, useState } from 'react'
-import { useCtx, useT, type SessionSlotProps } from '@dsh/client-runtime'
+import { useCtx, useSessionFeed, useT, type SessionSlotProps } from '@dsh/client-runtime'
 import { NS } from './messages.ts'
 import { foldItems } from './fold.ts'
 
-export function FallbackConversation({ feed }: SessionSlotProps) {
+export function FallbackConversation({ sessionId, feed: settled }: SessionSlotProps) {
   const t = useT(NS)
+  // Slot props carry the settled feed (no streamed deltas): this view shows the text as it
+  // streams, so it follows every publish of the feed itself.
+  const feed = useSessionFeed(sessionId) ?? settled
   const items = useMemo(() => foldItems(feed.events, feed.events.length), [feed.version, feed.events])
   return (
     <div className="fallback-conversation" role="log" aria-live="polite" aria-busy={feed.status === 'running'}>

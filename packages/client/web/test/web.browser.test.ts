@@ -20,6 +20,8 @@ beforeAll(async () => {
       slowSteps(['Streaming ', 'in ', 'visible ', 'pieces.'], 250) as never,
       slowSteps(SLOW, 300) as never,
       { text: 'Typed without a mouse.' },
+      // Reasoning deltas far enough apart that each is published on its own (DELTA_PUBLISH_MS).
+      { events: [...['Weighing ', 'the ', 'options ', 'one ', 'by ', 'one.'].flatMap((reasoning) => [{ reasoning }, { delayMs: 300 }]), { text: 'Thought it through.' }] } as never,
     ],
   })
   browser = await launchBrowser()
@@ -191,6 +193,45 @@ describe.skipIf(!hasChromium())('dsh web in Chromium', () => {
       await page.waitForSelector('html[data-ready="true"]')
       expect(await page.getAttribute('html', 'data-theme')).toBe('light')
       await expect.poll(() => page.locator('[data-testid="new-session"]').textContent()).toContain('New session')
+      expect(errors).toEqual([])
+    })
+    await context.close()
+  })
+
+  it('slot entries get the settled feed: streamed deltas alone re-render none of them, and `useT` keeps its identity', async () => {
+    const sessionId = (await app.call('sessions.create', { cwd: app.cwd, title: 'settled' })).session.sessionId
+    const { page, context, errors } = await openPage(browser, `${app.url}/s/${encodeURIComponent(sessionId)}`)
+    await withArtifacts(page, 'settled-feed', async () => {
+      await expect.poll(() => composer(page).count()).toBe(1)
+      // A side-panel entry that records each render: the feed version it got, the type of that
+      // feed's last event, and the identity of the runtime's `t`.
+      await page.evaluate(async () => {
+        const w = window as any
+        // The page's own copy of the runtime (through its import map; eval keeps vitest from rewriting the import).
+        const runtime = await (0, eval)("import('@dsh/client-runtime')")
+        w.__renders = []
+        w.__ts = new Set()
+        w.__dsh.slots.register('panel.side', {
+          id: 'render-probe',
+          component: (props: any) => {
+            w.__ts.add(runtime.useT('web'))
+            const feed = props.feed
+            w.__renders.push({ version: feed.version, last: feed.events[feed.lastSeq]?.type })
+            return null
+          },
+        })
+      })
+      await composer(page).fill('think in steps')
+      await composer(page).press('Enter')
+      await expect.poll(async () => (await assistantTexts(page)).at(-1) ?? '', { timeout: 20_000 }).toBe('Thought it through.')
+      await expect.poll(() => page.evaluate(() => (window as any).__renders.at(-1)?.last)).toBe('turn/end')
+      const renders: Array<{ version: number; last?: string }> = await page.evaluate(() => (window as any).__renders)
+      // Six reasoning deltas 300 ms apart are six publishes of the full feed; the settled feed
+      // changes only with other events (a delta can share a frame with one at most at the start).
+      const atDelta = new Set(renders.filter((r) => r.last === 'assistant/chunk').map((r) => r.version))
+      expect(atDelta.size).toBeLessThanOrEqual(1)
+      expect(new Set(renders.map((r) => r.version)).size).toBeGreaterThan(2)
+      expect(await page.evaluate(() => (window as any).__ts.size)).toBe(1)
       expect(errors).toEqual([])
     })
     await context.close()

@@ -1,15 +1,13 @@
 // Small React helpers shared by the seats: a translation function that keeps its identity while
 // the language and dictionaries stay the same (so memoised rows do not re-render on every
 // frame), and a frame-batched subscription to a conversation model.
-import { useEffect, useMemo, useReducer } from 'react'
-import { frameBatcher, useCtx, useStore, type Translate } from '@dsh/client-runtime'
+import { useEffect, useReducer } from 'react'
+import { frameBatcher, useT, type Translate } from '@dsh/client-runtime'
 import type { ConversationModel, ConversationSnapshot } from '../model/index.ts'
 
+/** The runtime's `useT` (stable identity; the locale service is read once per component). */
 export function useStableT(ns: string): Translate {
-  const ctx = useCtx()
-  const lang = useStore(ctx.locale.current)
-  const revision = useStore(ctx.locale.revision)
-  return useMemo<Translate>(() => (key, vars) => ctx.locale.t(ns, key, vars, lang), [ctx, ns, lang, revision])
+  return useT(ns)
 }
 
 /** The model's snapshot, re-rendering at most once per animation frame. */

@@ -6,7 +6,7 @@
 // above the generic card (the unkeyed `tool.call.toolview` entry, ui-tool's).
 import type { Context } from 'cordis'
 import { memo, useEffect, useMemo, useState, type MouseEvent, type ReactNode } from 'react'
-import { RemoteError, Slot, sessionPath, useCtx, useSessionFeed, useStore, type SessionFeedState, type SessionSlotProps, type Translate } from '@dsh/client-runtime'
+import { RemoteError, Slot, sessionPath, useCtx, useSessionFeed, useT, type SessionFeedState, type SessionSlotProps, type Translate } from '@dsh/client-runtime'
 import type { ToolNode } from '@dsh/ui-conversation/model'
 import { subagentsList, type WireSubagent } from '../contract.ts'
 import { durationOf, formatDuration, formatTokens, openIds, resolveOpen, SubagentFold, tokensOf, type SubagentNode } from '../fold.ts'
@@ -32,10 +32,9 @@ interface HostAnswer {
   error?: string
 }
 
-function useStableT(ctx: Context): Translate {
-  const lang = useStore(ctx.locale.current)
-  const revision = useStore(ctx.locale.revision)
-  return useMemo<Translate>(() => (key, vars) => ctx.locale.t(NAMESPACE, key, vars, lang), [ctx, lang, revision])
+/** The runtime's `useT` for this namespace (stable identity; the locale read once per component). */
+function useStableT(_ctx: Context): Translate {
+  return useT(NAMESPACE)
 }
 
 /** A clock that ticks every second while `active`. */
@@ -127,7 +126,7 @@ export function apply(ctx: Context): void {
   }
 
   function Nested({ sessionId, t, now }: { sessionId: string; t: Translate; now: number }) {
-    const feed = useSessionFeed(sessionId)
+    const feed = useSessionFeed(sessionId, { deltas: false })
     const { nodes } = useSubagents(sessionId, feed)
     if (feed?.error) return <div className="dsh-subagent-error" role="alert">{t('nestedFailed', { message: feed.error.message })}</div>
     if (!feed?.loaded) return <div className="dsh-muted" role="status">{t('nestedLoading')}</div>
@@ -190,7 +189,7 @@ export function apply(ctx: Context): void {
 
   function SubagentToolView(props: ToolViewProps) {
     const t = useStableT(ctx)
-    const feed = useSessionFeed(props.sessionId)
+    const feed = useSessionFeed(props.sessionId, { deltas: false })
     const { nodes } = useSubagents(props.sessionId, feed)
     const child = nodes.find((n) => n.callId === props.node.callId)
     const now = useNow(child?.status === 'running')

@@ -57,7 +57,7 @@ const CSS = `
 
 export const WorkflowCard = memo(function WorkflowCard({ sessionId, node }: WorkflowCardProps) {
   const t = useT(NAMESPACE)
-  const feed = useSessionFeed(sessionId)
+  const feed = useSessionFeed(sessionId, { deltas: false })
   const version = feed?.version
   const run = useMemo(() => (feed ? runOfCall(feed.events, node.callId) : undefined), [feed, version, node.callId])
   const described = typeof node.input?.description === 'string' ? node.input.description : typeof node.input?.objective === 'string' ? node.input.objective : ''
