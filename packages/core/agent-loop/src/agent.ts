@@ -84,7 +84,7 @@ export class LoopAgent implements Agent {
    * per-caller shadow. All three are required injects of agent-loop, whose agents are disposed when
    * Cordis restarts it for a changed service, so these never go stale.
    */
-  private readonly services: { llm: Context['llm']; tools: Context['tools']; systemPrompt: Context['systemPrompt'] }
+  private readonly services: { llm: Context['llm']; tools: Context['tools']; systemPrompt: Context['systemPrompt']; events: Context['events'] }
 
   constructor(
     private readonly ctx: Context,
@@ -96,7 +96,9 @@ export class LoopAgent implements Agent {
     if (!model) throw new Error('no model selected: pass `model` or configure the agent-loop row `defaultModel`')
     this.model = { ...model }
     this.maxSteps = options.maxSteps ?? loop.maxSteps
-    this.services = { llm: plainService(ctx.llm), tools: plainService(ctx.tools), systemPrompt: plainService(ctx.systemPrompt) }
+    // `events` too: `ctx.waterfall(...)` reads it through an accessor (two Errors and proxies per
+    // read); it is the root's built-in service and dispatches to the same listeners either way.
+    this.services = { llm: plainService(ctx.llm), tools: plainService(ctx.tools), systemPrompt: plainService(ctx.systemPrompt), events: plainService(ctx.events) }
     this.session = options.session ?? ctx.sessions.create({ cwd: options.cwd })
     this.id = asAgentId(options.id ?? `agent-${this.session.id}`)
     this.scope = `agent:${this.id}`
@@ -209,7 +211,7 @@ export class LoopAgent implements Agent {
           step,
           messages: claimed.map((q) => ({ content: q.content, source: q.source })),
         }
-        const decision: PreStepDecision = await this.ctx.waterfall('agent/pre-step', payload, async () => ({
+        const decision: PreStepDecision = await this.services.events.waterfall('agent/pre-step', payload, async () => ({
           action: 'enter' as const,
           messages: payload.messages,
         }))
@@ -359,7 +361,7 @@ export class LoopAgent implements Agent {
   private async runStep(turn: number, step: number, signal: AbortSignal): Promise<StepOutcome> {
     const { session } = this
     const request = this.buildRequest(turn, step, signal)
-    await this.ctx.waterfall('agent/request', { agent: this, turn, step, request }, async () => {})
+    await this.services.events.waterfall('agent/request', { agent: this, turn, step, request }, async () => {})
     const assembler = new BlockAssembler()
     let failure: LlmError | undefined
     // Only the stream itself can fail as the model: what our side does with a chunk (logging it,

@@ -360,8 +360,9 @@ describe('plugin failures (issue 14 item 14)', () => {
 })
 
 describe('service references', () => {
-  it('reads llm, tools and systemPrompt once per agent, not per step', async () => {
+  it('reads llm, tools and systemPrompt once per agent and dispatches its step events without ctx.waterfall', async () => {
     const reads: string[] = []
+    let waterfallReads = 0
     const counter = {
       name: 'read-counter',
       apply(ctx: Context) {
@@ -369,6 +370,14 @@ describe('service references', () => {
           if (from.fiber?.runtime?.name === 'agent-loop' && ['llm', 'tools', 'systemPrompt'].includes(name)) reads.push(name)
           return next()
         })
+        // `ctx.waterfall` is an accessor of the reflect service; count its reads by agent-loop.
+        const props = (ctx.reflect as unknown as { props: Record<string, { get: (this: Context, ...rest: unknown[]) => unknown }> }).props
+        const accessor = props.waterfall
+        const get = accessor.get
+        accessor.get = function (this: Context, ...rest: unknown[]) {
+          if (this.fiber?.runtime?.name === 'agent-loop') waterfallReads++
+          return get.apply(this, rest)
+        }
       },
     }
     harness = await createHarness({
@@ -378,7 +387,9 @@ describe('service references', () => {
     await harness.mount(toolPlugin('echo', (a) => `echo ${a.value}`))
     const result = await harness.prompt('go')
     expect(result).toMatchObject({ reason: 'completed', steps: 3 })
-    // At most once each, when the agent is created; none per step.
-    expect(reads.length).toBeLessThanOrEqual(3)
+    // Once each, when the agent was created; none per step.
+    expect(reads).toEqual(['llm', 'tools', 'systemPrompt'])
+    // agent/pre-step and agent/request went to the events service directly, three steps each.
+    expect(waterfallReads).toBe(0)
   })
 })

@@ -4,7 +4,7 @@
 // `tools/execute` (around the tool body) -> `tools/post-execute` -> `finalizeContent` ->
 // `tools/result` (observe only). Bad model input and tool failures become error results; nothing
 // here throws into the caller except misuse of the registration API.
-import { Context, Service } from 'cordis'
+import { Context, Service, symbols } from 'cordis'
 import Schema from 'schemastery'
 import { ScopedRegistry, standingScope } from '@dsh/scope'
 import type { ToolSchema } from '@dsh/llm'
@@ -73,10 +73,20 @@ export class ToolRegistry extends Service {
   private readonly restrictions = new ScopedRegistry<{ allow: (name: string) => boolean }>({ key: () => 'restriction', label: 'tool restriction' })
   private readonly compiler = new SchemaCompiler()
 
+  /**
+   * The events service as its plain object: `this.ctx.waterfall(...)` reaches it through a Cordis
+   * accessor that builds two Errors and a few proxies per read, four times per tool call. Events
+   * is the root's built-in service (it never changes), and dispatching through it directly passes
+   * the same arguments to the same listeners.
+   */
+  private readonly events: Context['events']
+
   constructor(ctx: Context, config: ToolRegistryConfig) {
     super(ctx, 'tools')
     this.mode = config.mode
     this.maxParallel = config.maxParallel
+    const events = ctx.events
+    this.events = ((events as unknown as Record<symbol, unknown>)[symbols.original] as Context['events'] | undefined) ?? events
   }
 
   /**
@@ -335,7 +345,7 @@ export class ToolRegistry extends Service {
     }
     const payload = toPayload(prepared.call, output)
     try {
-      this.ctx.emit('tools/result', payload, { call: prepared.call, context, ...(tool ? { tool } : {}) })
+      this.events.emit('tools/result', payload, { call: prepared.call, context, ...(tool ? { tool } : {}) })
     } catch (error) {
       this.ctx.logger('tools').warn('a tools/result listener threw: %s', messageOf(error))
     }
@@ -367,7 +377,7 @@ export class ToolRegistry extends Service {
 
       const pre: PreExecutePayload = { call, args, tool, context: callContext }
       try {
-        await this.ctx.waterfall('tools/pre-execute', pre, async () => {})
+        await this.events.waterfall('tools/pre-execute', pre, async () => {})
       } catch (error) {
         return internalError(tool.name, 'tools/pre-execute', error, false)
       }
@@ -395,7 +405,7 @@ export class ToolRegistry extends Service {
       }
       let output: ToolOutput
       try {
-        output = await this.ctx.waterfall('tools/execute', exec, () => dispatch(tool, exec.args, callContext))
+        output = await this.events.waterfall('tools/execute', exec, () => dispatch(tool, exec.args, callContext))
       } catch (error) {
         output = signal.aborted ? cancelled(tool.name, signal) : toolError(tool.name, error)
       }
@@ -404,7 +414,7 @@ export class ToolRegistry extends Service {
 
       const post: PostExecutePayload = { call, args: exec.args, tool, context: callContext, output }
       try {
-        await this.ctx.waterfall('tools/post-execute', post, async () => {})
+        await this.events.waterfall('tools/post-execute', post, async () => {})
       } catch (error) {
         return internalError(tool.name, 'tools/post-execute', error, true)
       }

@@ -475,3 +475,30 @@ describe('executeAll', () => {
     expect(results.map((r) => r.error?.code ?? 'ok')).toEqual(['INVALID_JSON', 'TOOL_ERROR', 'ok'])
   })
 })
+
+describe('event dispatch', () => {
+  it('dispatches the call stages through the events service, not the ctx.waterfall/ctx.emit accessors, to the same listeners', async () => {
+    const ctx = await boot()
+    const props = (ctx.reflect as unknown as { props: Record<string, { get: (this: Context, ...rest: unknown[]) => unknown }> }).props
+    let accessorReads = 0
+    for (const name of ['waterfall', 'emit']) {
+      const get = props[name].get
+      props[name].get = function (this: Context, ...rest: unknown[]) {
+        accessorReads++
+        return get.apply(this, rest)
+      }
+    }
+    ctx.tools.register(tool('t', async () => ({ content: 'body' })))
+    const seen: string[] = []
+    // Registered after the counter: these reads are the test's own, counted before the call.
+    ctx.on('tools/pre-execute', (_payload, next) => (seen.push('pre'), next()))
+    ctx.on('tools/execute', async (_payload, next) => (seen.push('execute'), next()))
+    ctx.on('tools/post-execute', (_payload, next) => (seen.push('post'), next()))
+    ctx.on('tools/result', () => void seen.push('result'))
+    accessorReads = 0
+    const result = await ctx.tools.execute({ callId: 'c1', name: 't', arguments: '{}' }, ctxOf)
+    expect(text(result)).toBe('body')
+    expect(seen).toEqual(['pre', 'execute', 'post', 'result'])
+    expect(accessorReads).toBe(0)
+  })
+})
