@@ -230,6 +230,21 @@ export class Connection extends Service {
 export const DELTA_PUBLISH_MS = 200
 const DELTA_TYPE = 'assistant/chunk'
 
+/**
+ * One string per distinct event type and chunk kind. `JSON.parse` makes a new string for every
+ * value longer than a few characters, so each held delta kept its own copies of
+ * 'assistant/chunk' and 'reasoning-delta': two of the six heap objects a delta costs for as long
+ * as the feed holds the log (GC work grows with them while an answer streams). Bounded, so a host
+ * sending odd types cannot grow it without end.
+ */
+const canonical = new Map<string, string>()
+function intern(value: string): string {
+  const known = canonical.get(value)
+  if (known !== undefined) return known
+  if (canonical.size < 512) canonical.set(value, value)
+  return value
+}
+
 /** One session's log and live state; obtained from `ctx.connection.session(id)`. */
 export class SessionFeed implements ReadableStore<SessionFeedState> {
   closed = false
@@ -413,6 +428,11 @@ export class SessionFeed implements ReadableStore<SessionFeedState> {
                   // A gap: reconnect from what we hold.
                   abort.abort()
                   return
+                }
+                if (typeof event.type === 'string') event.type = intern(event.type)
+                if (event.type === DELTA_TYPE) {
+                  const chunk = (event.data as { chunk?: { kind?: unknown } } | undefined)?.chunk
+                  if (chunk && typeof chunk.kind === 'string') chunk.kind = intern(chunk.kind)
                 }
                 this.events.push(event)
                 gotEvents++

@@ -175,6 +175,8 @@ describe('ctx.connection.session(id)', () => {
       }
       expect(settled).toBe(0)
       expect(feed.settled.get()).toBe(before)
+      // Held events keep their content (the feed shares one string per type and chunk kind).
+      expect(feed.get().events[7]).toEqual({ seq: 7, type: 'assistant/chunk', time: 0, data: { n: 7 } })
       // The log array is shared (appended in place), so a settled reader still finds every event.
       expect(feed.settled.get().events).toHaveLength(30)
       // Any other event settles: the settled state is the published state of that frame.
@@ -186,8 +188,9 @@ describe('ctx.connection.session(id)', () => {
       expect(feed.settled.get()).toBe(feed.get())
       expect(feed.settled.get().lastSeq).toBe(30)
       // Deltas after it again leave the settled state alone; a status change settles.
-      stream!.write(event(31))
+      stream!.write(`id: 31\ndata: ${JSON.stringify({ seq: 31, type: 'assistant/chunk', time: 5, data: { chunk: { kind: 'reasoning-delta', text: 'hm' } } })}\n\n`)
       await until(() => seen.length === 32)
+      expect(feed.get().events[31]).toEqual({ seq: 31, type: 'assistant/chunk', time: 5, data: { chunk: { kind: 'reasoning-delta', text: 'hm' } } })
       vi.advanceTimersByTime(DELTA_PUBLISH_MS + 20)
       expect([published, settled]).toEqual([5, 1])
       stream!.write('event: status\ndata: {"sessionId":"s8","status":"idle","queued":0}\n\n')
