@@ -265,9 +265,14 @@ function unshadow<T extends object>(value: T): T {
   return ((value as Record<symbol, unknown>)[symbols.original] as T | undefined) ?? value
 }
 
+/**
+ * The real path (symlinks resolved), or `path` itself when it does not exist. The native call (one
+ * libc realpath) answers the same as the JavaScript walk, which lstat'ed each component from
+ * JavaScript; several paths are resolved for every confined command and every step.
+ */
 function realpathOrSelf(path: string): string {
   try {
-    return realpathSync(path)
+    return realpathSync.native(path)
   } catch {
     return path
   }

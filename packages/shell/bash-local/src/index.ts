@@ -2,8 +2,7 @@
 // `ctx.subprocess`. Owns the bash-shaped decisions: command caps, timeout defaulting and capping,
 // timeout-versus-cancel classification and the non-interactive environment. Group mechanics
 // (retention, spill, scrub, kill escalation) belong to the subprocess provider.
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { stat } from 'node:fs/promises'
+import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { isAbsolute, join, resolve as resolvePath } from 'node:path'
 import { Context, symbols } from 'cordis'
@@ -113,12 +112,15 @@ export class BashLocalExecutor extends ShellExecutor {
       throw new ShellError('INVALID_REQUEST', 'workdir must be a non-empty path')
     }
     const dir = workdir === undefined ? cwd : resolvePath(cwd, workdir)
-    let isDir: boolean
+    // One local stat, synchronously: the spawn that follows stats the same directory synchronously
+    // anyway, and an asynchronous stat cost a thread-pool round trip before every command.
+    let isDir: boolean | undefined
     try {
-      isDir = (await stat(dir)).isDirectory()
+      isDir = statSync(dir, { throwIfNoEntry: false })?.isDirectory()
     } catch {
-      throw new ShellError('WORKDIR_NOT_FOUND', `working directory does not exist: ${dir}`)
+      // ENOTDIR, EACCES: as unusable as a missing directory.
     }
+    if (isDir === undefined) throw new ShellError('WORKDIR_NOT_FOUND', `working directory does not exist: ${dir}`)
     if (!isDir) throw new ShellError('WORKDIR_NOT_DIRECTORY', `working directory is not a directory: ${dir}`)
 
     const notes: string[] = []
