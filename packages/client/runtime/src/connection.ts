@@ -25,6 +25,12 @@ export interface PendingQuestion { requestId: string; sessionId: string; questio
 export interface SessionFeedState {
   sessionId: string
   events: readonly WireEvent[]
+  /**
+   * `events` without the streamed deltas (`assistant/chunk`), in seq order, appended in place.
+   * A reader that derives nothing from deltas scans this: a few hundred events where `events`
+   * may hold 100,000 after one long answer. Events keep their `seq` (it is not an index here).
+   */
+  withoutDeltas: readonly WireEvent[]
   /** Seq of the last event held; -1 before any. */
   lastSeq: number
   status?: SessionStatus
@@ -251,6 +257,7 @@ export class SessionFeed implements ReadableStore<SessionFeedState> {
   private holds = 0
   private lingerTimer?: ReturnType<typeof setTimeout>
   private readonly events: WireEvent[] = []
+  private readonly withoutDeltas: WireEvent[] = []
   private readonly approvals = new Map<string, PendingApproval>()
   private readonly questions = new Map<string, PendingQuestion>()
   private snapshot: SessionFeedState
@@ -275,7 +282,7 @@ export class SessionFeed implements ReadableStore<SessionFeedState> {
   private readonly batch = frameBatcher(() => this.publish())
   /** A pending publish for streamed deltas only (see DELTA_PUBLISH_MS). */
   private deltaTimer?: ReturnType<typeof setTimeout>
-  private partial: Omit<SessionFeedState, 'events' | 'approvals' | 'questions' | 'version' | 'sessionId' | 'lastSeq'> = { queued: 0, live: false, loaded: false }
+  private partial: Omit<SessionFeedState, 'events' | 'withoutDeltas' | 'approvals' | 'questions' | 'version' | 'sessionId' | 'lastSeq'> = { queued: 0, live: false, loaded: false }
 
   constructor(readonly sessionId: string, private readonly connection: Connection, private readonly onClose: () => void) {
     this.snapshot = this.build(0)
@@ -352,6 +359,7 @@ export class SessionFeed implements ReadableStore<SessionFeedState> {
       ...this.partial,
       sessionId: this.sessionId,
       events: this.events,
+      withoutDeltas: this.withoutDeltas,
       lastSeq: this.lastSeq,
       approvals: [...this.approvals.values()],
       questions: [...this.questions.values()],
@@ -435,6 +443,7 @@ export class SessionFeed implements ReadableStore<SessionFeedState> {
                   if (chunk && typeof chunk.kind === 'string') chunk.kind = intern(chunk.kind)
                 }
                 this.events.push(event)
+                if (event.type !== DELTA_TYPE) this.withoutDeltas.push(event)
                 gotEvents++
                 // Per event on the hot path: iterate the set itself (deleting during iteration is safe).
                 for (const listener of this.eventListeners) listener(event)
@@ -483,6 +492,7 @@ export class SessionFeed implements ReadableStore<SessionFeedState> {
         if (emptyResyncs >= 2) {
           // The host will not resume after our seq: start over from its log.
           this.events.length = 0
+          this.withoutDeltas.length = 0
           emptyResyncs = 0
           for (const listener of [...this.resetListeners]) listener()
           this.schedule()

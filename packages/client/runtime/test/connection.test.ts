@@ -187,12 +187,16 @@ describe('ctx.connection.session(id)', () => {
       expect(settled).toBe(1)
       expect(feed.settled.get()).toBe(feed.get())
       expect(feed.settled.get().lastSeq).toBe(30)
+      // The log without deltas holds only that event (the same object as in `events`).
+      expect(feed.get().withoutDeltas).toEqual([feed.get().events[30]])
+      expect(feed.get().withoutDeltas[0]).toBe(feed.get().events[30])
       // Deltas after it again leave the settled state alone; a status change settles.
       stream!.write(`id: 31\ndata: ${JSON.stringify({ seq: 31, type: 'assistant/chunk', time: 5, data: { chunk: { kind: 'reasoning-delta', text: 'hm' } } })}\n\n`)
       await until(() => seen.length === 32)
       expect(feed.get().events[31]).toEqual({ seq: 31, type: 'assistant/chunk', time: 5, data: { chunk: { kind: 'reasoning-delta', text: 'hm' } } })
       vi.advanceTimersByTime(DELTA_PUBLISH_MS + 20)
       expect([published, settled]).toEqual([5, 1])
+      expect(feed.get().withoutDeltas.map((e) => e.seq)).toEqual([30])
       stream!.write('event: status\ndata: {"sessionId":"s8","status":"idle","queued":0}\n\n')
       await until(() => (vi.advanceTimersByTime(20), feed.get().status === 'idle'))
       expect(settled).toBe(2)
@@ -238,7 +242,7 @@ describe('ctx.connection.session(id)', () => {
       session(res, n, after) {
         sse(res)
         if (n === 0) {
-          res.write(event(0))
+          res.write(event(0, 'turn/start'))
           res.write(event(1))
           res.end('event: resync\ndata: {"reason":"the client fell behind its stream buffer"}\n\n')
         } else if (n === 1) {
@@ -258,6 +262,8 @@ describe('ctx.connection.session(id)', () => {
     feed.onReset(() => resets++)
     await vi.waitFor(() => expect(resets).toBe(1), { timeout: 5000 })
     await vi.waitFor(() => expect(feed.get().events.map((e) => [e.seq, e.type])).toEqual([[0, 'turn/start']]))
+    // The log without deltas starts over with it (the first connect's turn/start is not kept twice).
+    expect(feed.get().withoutDeltas.map((e) => [e.seq, e.type])).toEqual([[0, 'turn/start']])
     expect(requests.filter((r) => r.includes('/s5'))).toEqual([
       '/api/events/session/s5', '/api/events/session/s5?after=1', '/api/events/session/s5?after=2', '/api/events/session/s5?after=2', '/api/events/session/s5',
     ])

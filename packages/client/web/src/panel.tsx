@@ -7,7 +7,7 @@ import { lastPromptTokens } from './fold.ts'
 
 export function ContextMeter({ feed }: SessionSlotProps) {
   const t = useT(NS)
-  const tokens = useMemo(() => lastPromptTokens(feed.events), [feed.version, feed.events])
+  const tokens = useMemo(() => lastPromptTokens(feed.withoutDeltas), [feed.version, feed.withoutDeltas])
   return (
     <section className="panel-section" data-testid="context-meter">
       <h3>{t('contextMeter')}</h3>

@@ -57,7 +57,7 @@ function PresetSeat({ sessionId, feed }: SessionSlotProps) {
   const t = (key: string, vars?: Record<string, string>) => ctx.locale.t(NAMESPACE, key, vars, lang)
   const [roster, setRoster] = useState<PresetsListResult>()
   const [error, setError] = useState<string>()
-  const state = useMemo(() => presetState(feed.events as readonly LoggedEvent[]), [feed.version, feed.events])
+  const state = useMemo(() => presetState(feed.withoutDeltas as readonly LoggedEvent[]), [feed.version, feed.withoutDeltas])
   useEffect(() => {
     let live = true
     ctx.remote.call(presetsList, { sessionId }).then((result) => live && setRoster(result), () => {})

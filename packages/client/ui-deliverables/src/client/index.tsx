@@ -34,7 +34,7 @@ export function apply(ctx: Context): void {
 
   function Deliverables({ feed }: SessionSlotProps) {
     const t = useT(NAMESPACE)
-    const { turn, files } = useMemo(() => lastTurnDeliverables(feed.events), [feed.version, feed.events])
+    const { turn, files } = useMemo(() => lastTurnDeliverables(feed.withoutDeltas), [feed.version, feed.withoutDeltas])
     const [open, setOpen] = useState<string | undefined>(undefined)
     if (!files.length) return null
     return (

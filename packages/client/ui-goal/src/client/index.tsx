@@ -46,7 +46,7 @@ export function apply(ctx: Context): void {
   function GoalBar({ sessionId, feed }: SessionSlotProps) {
     const c = useCtx()
     const t = useT(NAMESPACE)
-    const goal = useMemo(() => goalOf(feed.events as readonly LoggedEvent[]), [feed.version, feed.events])
+    const goal = useMemo(() => goalOf(feed.withoutDeltas as readonly LoggedEvent[]), [feed.version, feed.withoutDeltas])
     const [error, setError] = useState<string | undefined>(undefined)
     const [draft, setDraft] = useState<string | undefined>(undefined)
     const [cleared, setCleared] = useState<string | undefined>(undefined)
@@ -57,7 +57,7 @@ export function apply(ctx: Context): void {
       if (busy.current) return
       busy.current = true
       setError(undefined)
-      const events = (c.connection.peek(sessionId)?.get().events ?? feed.events) as readonly LoggedEvent[]
+      const events = (c.connection.peek(sessionId)?.get().withoutDeltas ?? feed.withoutDeltas) as readonly LoggedEvent[]
       const current = goalOf(events)
       try {
         if (!current) return

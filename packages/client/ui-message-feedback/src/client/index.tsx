@@ -49,8 +49,8 @@ export function apply(ctx: Context): void {
 
   function FeedbackSection({ sessionId, feed }: SessionSlotProps) {
     const t = useT(NAMESPACE)
-    const target = useMemo(() => lastFinalAnswer(feed.events), [feed.version, feed.events])
-    const current = useMemo(() => (target === undefined ? undefined : currentFeedback(feed.events).find((f) => f.messageSeq === target)), [feed.version, feed.events, target])
+    const target = useMemo(() => lastFinalAnswer(feed.withoutDeltas), [feed.version, feed.withoutDeltas])
+    const current = useMemo(() => (target === undefined ? undefined : currentFeedback(feed.withoutDeltas).find((f) => f.messageSeq === target)), [feed.version, feed.withoutDeltas, target])
     const [note, setNote] = useState<{ seq: number; text: string } | undefined>(undefined)
     const [state, setState] = useState<{ kind: 'saved' | 'error'; text?: string } | undefined>(undefined)
     if (target === undefined) return null

@@ -50,7 +50,7 @@ function PlanSeat({ sessionId, feed }: SessionSlotProps) {
   const ctx = useCtx()
   const lang = useStore(ctx.locale.current)
   const t = (key: string, vars?: Record<string, string>) => ctx.locale.t(NAMESPACE, key, vars, lang)
-  const active = useMemo(() => planActive(feed.events as readonly LoggedEvent[]), [feed.version, feed.events])
+  const active = useMemo(() => planActive(feed.withoutDeltas as readonly LoggedEvent[]), [feed.version, feed.withoutDeltas])
   const [busy, setBusy] = useState(false)
   const [error, setError] = useState<string>()
   const toggle = async () => {

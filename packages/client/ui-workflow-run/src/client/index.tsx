@@ -59,7 +59,7 @@ export const WorkflowCard = memo(function WorkflowCard({ sessionId, node }: Work
   const t = useT(NAMESPACE)
   const feed = useSessionFeed(sessionId, { deltas: false })
   const version = feed?.version
-  const run = useMemo(() => (feed ? runOfCall(feed.events, node.callId) : undefined), [feed, version, node.callId])
+  const run = useMemo(() => (feed ? runOfCall(feed.withoutDeltas, node.callId) : undefined), [feed, version, node.callId])
   const described = typeof node.input?.description === 'string' ? node.input.description : typeof node.input?.objective === 'string' ? node.input.objective : ''
   const title = `${t(node.name === 'ralph' ? 'ralph' : 'workflow')}${run?.description || described ? `: ${run?.description || described}` : ''}`
   if (!run) {
