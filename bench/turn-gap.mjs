@@ -12,6 +12,9 @@
 // BENCH_SEGMENTS=1 also splits each turn inside the dsh process (a small --import hook stamps
 // spawn(), the child's exit, each durable log write, each logged event and the HTTP request) and
 // prints the median of every segment per variant: where a turn's time goes, without a profiler.
+// BENCH_CPU=1 also reads the dsh process's own CPU time (user + system, all its threads) at each
+// model request and prints the median CPU ms per turn per variant: steadier than wall time when
+// the machine is loaded (it does not count waiting, and the command's own CPU is the child's).
 import { spawn } from 'node:child_process'
 import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { request as httpRequest, createServer } from 'node:http'
@@ -114,6 +117,40 @@ process.on('exit', () => writeFileSync(${JSON.stringify(marksFile)}, JSON.string
 `,
   )
 }
+const CPU = process.env.BENCH_CPU === '1'
+const cpuHookFile = join(root, 'cpu-hook.mjs')
+const cpuFile = join(root, 'cpu.json')
+if (CPU) {
+  writeFileSync(
+    cpuHookFile,
+    `import http from 'node:http'
+import { syncBuiltinESMExports } from 'node:module'
+import { writeFileSync } from 'node:fs'
+const cpu = []
+const request = http.request
+http.request = function (...args) {
+  const { user, system } = process.cpuUsage()
+  cpu.push((user + system) / 1000)
+  return request.apply(this, args)
+}
+syncBuiltinESMExports()
+process.on('exit', () => writeFileSync(${JSON.stringify(cpuFile)}, JSON.stringify(cpu)))
+`,
+  )
+}
+const cpuTurns = {}
+function collectCpu(name) {
+  let cpu
+  try {
+    cpu = JSON.parse(readFileSync(cpuFile, 'utf8'))
+  } catch {
+    return
+  }
+  rmSync(cpuFile, { force: true })
+  // Request k+1 minus request k is one turn; the first turn warms caches and is skipped.
+  const list = (cpuTurns[name] ??= [])
+  for (let k = 2; k < cpu.length; k++) list.push(cpu[k] - cpu[k - 1])
+}
 const segments = {}
 function collectSegments(name) {
   let marks
@@ -136,10 +173,11 @@ async function dshRun(mode, dshBin = bin, name) {
   stamps = []
   const patch = process.env.BENCH_PATCH ? ['--patch', process.env.BENCH_PATCH] : []
   // stream-json output carries the events the segment hook stamps; text mode otherwise.
-  const hook = SEGMENTS ? ['--import', hookFile] : []
+  const hook = [...(SEGMENTS ? ['--import', hookFile] : []), ...(CPU ? ['--import', cpuHookFile] : [])]
   const output = SEGMENTS ? ['--output-format', 'stream-json'] : []
   await exec(process.execPath, [...hook, dshBin, '--profile', 'headless', ...patch, '--permission-mode', mode, ...output, 'run the bench'], { cwd: ws, env: { ...env, DEEPSEEK_BASE_URL: proxyURL } })
   if (SEGMENTS && name) collectSegments(name)
+  if (CPU) name ? collectCpu(name) : rmSync(cpuFile, { force: true })
   await upstream.close()
   // Turn k: end of response k to arrival of request k+1 (the first turn also warms caches; skipped).
   const turns = []
@@ -171,6 +209,9 @@ if (SEGMENTS) {
   console.log(`median ms per segment (in-process stamps; stream-json output)`)
   console.log(`${''.padEnd(36)} ${names.map((n) => n.padStart(16)).join(' ')}`)
   for (const key of keys) console.log(`${key.padEnd(36)} ${names.map((n) => (segments[n].has(key) ? median(segments[n].get(key)).toFixed(2) : '-').padStart(16)).join(' ')}`)
+}
+if (CPU) {
+  console.log('dsh process CPU per turn (user + system, median ms): ' + Object.entries(cpuTurns).map(([name, list]) => `${name} ${median(list).toFixed(2)}`).join(', '))
 }
 const bare = median(samples.bare)
 console.log(`${RUNS} runs x ${TURNS} turns of bash \`${COMMAND}\` per mode (node ${process.version}); bare spawn: median ${bare.toFixed(2)} ms over ${samples.bare.length}`)

@@ -174,7 +174,7 @@ describe('tool-bash service references', () => {
     await local.plugin(BashLocalExecutor, bashLocalConfig() as never)
     const shellEnv = local.plugin(ShellEnvRegistry, { home: '/srv/first' })
     await shellEnv
-    await local.plugin(ToolBash, {})
+    await local.plugin(ToolBash, { output: { headBytes: 200, tailBytes: 200 } })
     let shellReads = 0
     local.on('internal/get', (_ctx, name, _error, next) => {
       if (name === 'shell') shellReads++
