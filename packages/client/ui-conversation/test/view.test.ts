@@ -6,7 +6,7 @@ import { renderToStaticMarkup } from 'react-dom/server'
 import { describe, expect, it } from 'vitest'
 import type { SessionStreamEvent } from '@dsh/web-protocol'
 import { foldConversation, type ToolNode } from '../src/model/index.ts'
-import { ChatView, WINDOW } from '../src/client/chat-view.tsx'
+import { ChatView, textBlocks, WINDOW } from '../src/client/chat-view.tsx'
 import { Composer } from '../src/client/composer.tsx'
 import { en, translator, zh } from '../src/client/strings.ts'
 import { ContextSection, PlanSection } from '../src/client/panel.tsx'
@@ -115,5 +115,39 @@ describe('dictionaries', () => {
   it('Chinese covers every English key', () => {
     expect(Object.keys(zh).sort()).toEqual(Object.keys(en).sort())
     for (const value of Object.values(zh)) expect(value.trim()).not.toBe('')
+  })
+})
+
+describe('textBlocks (the opened reasoning body)', () => {
+  const line = (i: number) => `reasoning line ${i} ${'x'.repeat(i % 7)}\n`
+  const text = Array.from({ length: 400 }, (_, i) => line(i)).join('') + 'and the unfinished tail'
+
+  it('cuts after a newline once a block holds `size` characters; the blocks join to the text', () => {
+    const blocks = textBlocks(text, [], 256)
+    expect(blocks.join('')).toBe(text)
+    expect(blocks.length).toBeGreaterThan(10)
+    for (const block of blocks.slice(0, -1)) {
+      expect(block.length).toBeGreaterThanOrEqual(256)
+      expect(block.endsWith('\n')).toBe(true)
+      // The cut is at the first newline from `size` on, not later.
+      expect(block.slice(0, -1).indexOf('\n', 255)).toBe(-1)
+    }
+    expect(textBlocks('short', [], 256)).toEqual(['short'])
+    expect(textBlocks('', [], 256)).toEqual([])
+  })
+
+  it('as the text grows, the earlier blocks are kept and only the rest is cut again', () => {
+    const first = textBlocks(text.slice(0, 5000), [], 256)
+    const grown = textBlocks(text, first, 256)
+    expect(grown).toEqual(textBlocks(text, [], 256))
+    expect(grown.slice(0, first.length - 1)).toEqual(first.slice(0, -1))
+  })
+
+  it('does not trust blocks of a text this one does not extend', () => {
+    const stale = textBlocks(text, [], 256)
+    const other = text.replace('reasoning line 3 ', 'REPLACED line 3 ')
+    expect(textBlocks(other, stale, 256).join('')).toBe(other)
+    expect(textBlocks(other, stale, 256)).toEqual(textBlocks(other, [], 256))
+    expect(textBlocks('fresh start\n', stale, 256)).toEqual(['fresh start\n'])
   })
 })

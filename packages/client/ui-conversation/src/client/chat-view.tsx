@@ -4,7 +4,7 @@
 // Only the newest WINDOW nodes are mounted at first (a long history paints as fast as a short
 // one); older ones are mounted STEP at a time when the reader scrolls to the top (or presses
 // "Show earlier"), keeping what is on screen in place.
-import { memo, useCallback, useEffect, useLayoutEffect, useRef, useState, type ReactNode } from 'react'
+import { memo, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, type ReactNode } from 'react'
 import type { AssistantNode, ContextNode, ConversationNode, ConversationSnapshot, NoticeNode, ThinkingNode, ToolNode, TurnEndNode, UserNode } from '../model/index.ts'
 import { Markdown } from '@dsh/ui-markdown'
 import type { Translate } from './strings.ts'
@@ -45,6 +45,43 @@ function tail(text: string, max = 90): string {
   return line.length > max ? `…${line.slice(-max)}` : line
 }
 
+/** An opened reasoning body is cut into blocks of at least this many characters, each ending after a newline. */
+export const BODY_BLOCK = 4096
+
+/**
+ * Cuts `text` into blocks that end after a newline once they hold `size` characters (the last
+ * block holds the rest). The complete blocks of `previous` (the cut of an earlier text) are
+ * reused while `text` still starts with them, so while reasoning streams only the last block is
+ * new: the earlier ones keep their identity and their rows skip re-rendering. Blocks of a text
+ * that does not extend `previous` are cut afresh.
+ */
+export function textBlocks(text: string, previous: readonly string[] = [], size = BODY_BLOCK): string[] {
+  const blocks: string[] = []
+  let at = 0
+  for (let i = 0; i < previous.length - 1 && text.startsWith(previous[i], at); i++) {
+    blocks.push(previous[i])
+    at += previous[i].length
+  }
+  while (at < text.length) {
+    const nl = text.length - at > size ? text.indexOf('\n', at + size - 1) : -1
+    const end = nl < 0 ? text.length : nl + 1
+    blocks.push(text.slice(at, end))
+    at = end
+  }
+  return blocks
+}
+
+const TextBlock = memo(function TextBlock({ text }: { text: string }) {
+  return <div>{text}</div>
+})
+
+/** The whole reasoning while its row is open; as it streams, only the last block re-renders. */
+function ThinkingBody({ text }: { text: string }) {
+  const last = useRef<string[]>([])
+  const blocks = useMemo(() => (last.current = textBlocks(text, last.current)), [text])
+  return <div className="dsh-thinking-body">{blocks.map((block, i) => <TextBlock key={i} text={block} />)}</div>
+}
+
 const ThinkingRow = memo(function ThinkingRow({ node, t }: { node: ThinkingNode; t: Translate }) {
   const label = node.streaming
     ? t('thinking')
@@ -60,7 +97,7 @@ const ThinkingRow = memo(function ThinkingRow({ node, t }: { node: ThinkingNode;
         {label}
         {node.streaming && !open ? <span className="dsh-thinking-preview" aria-hidden="true">{tail(node.preview ?? node.text)}</span> : null}
       </summary>
-      {open ? <div className="dsh-thinking-body">{node.text}</div> : null}
+      {open ? <ThinkingBody text={node.text} /> : null}
     </details>
   )
 })
