@@ -76,7 +76,10 @@ let built = 0
   const out = join(webDir, 'dist-web')
   const inputs = [join(webDir, 'src'), join(webDir, 'index.html'), join(webDir, 'build'), join(webDir, 'package.json'),
     join(root, 'packages/client/runtime/dist'), join(root, 'packages/api/web-protocol/dist'), join(root, 'packages/workspace/workspace/dist'),
-    join(root, 'packages/api/api-settings/dist')]
+    join(root, 'packages/api/api-settings/dist'),
+    // The shared libraries (react, cordis, ...) are bundled from node_modules: a new lockfile
+    // (a version or a patch) rebuilds the app.
+    join(root, 'pnpm-lock.yaml')]
   if (!fresh(out, inputs)) {
     try {
       const { buildApp } = await import(pathToFileURL(join(webDir, 'build/app.mjs')).href)

@@ -159,6 +159,9 @@ const entryName = (file) => relative(root, dirname(file)).replaceAll('/', '-') +
 const stamp = createHash('sha256').update(readFileSync(fileURLToPath(import.meta.url))).update(esbuildVersion)
 for (const file of layerFiles()) stamp.update(file).update(readFileSync(file))
 stamp.update(JSON.stringify([...layers])) // which rows are early (package.json dsh.earlyRows)
+// npm packages are imported by their resolved path (which holds the version and any patch hash):
+// a changed lockfile may move them, so it re-prelinks too.
+if (existsSync(join(root, 'pnpm-lock.yaml'))) stamp.update(readFileSync(join(root, 'pnpm-lock.yaml')))
 const stampHex = stamp.digest('hex').slice(0, 32)
 
 function upToDate(name) {

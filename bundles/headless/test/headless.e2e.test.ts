@@ -196,7 +196,7 @@ describe('dsh --profile headless', () => {
     const table = await dsh(['sessions'], { DSH_HOME: home }, cwd)
     expect(table.stdout).toContain(sessionId)
     expect(table.stdout).toContain('remember the word kiwi')
-  })
+  }, 60_000) // five launches of the bin
 
   it('--resume of an unknown session is one clear line', async () => {
     const { home, cwd } = workspace()
