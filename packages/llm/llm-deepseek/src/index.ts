@@ -1,5 +1,5 @@
 // @dsh/llm-deepseek: the DeepSeek chat-completions adapter, registered on ctx.llm as a route.
-import type { Context } from 'cordis'
+import { symbols, type Context } from 'cordis'
 import Schema from 'schemastery'
 import type { ModelInfo, ReasoningEffort } from '@dsh/llm'
 import type {} from '@dsh/credentials'
@@ -124,18 +124,28 @@ export function createAdapter(config: Config, getKey: KeySource = envKeySource(c
  */
 export function credentialsKeySource(ctx: Context, apiKeyEnv: string): KeySource {
   const fromEnv = envKeySource(apiKeyEnv)
+  // Looked up once and again only after Cordis reports that `credentials` changed (a lookup per
+  // request built a tracing proxy each time).
+  let cached: { value: Context['credentials'] | undefined } | undefined
+  ctx.on('internal/service', (name) => {
+    if (name === 'credentials') cached = undefined
+  })
   return async () => {
-    const credentials = ctx.get('credentials')
+    const credentials = (cached ??= { value: ctx.get('credentials') ?? undefined }).value
     return credentials ? await credentials.get(apiKeyEnv) : fromEnv()
   }
 }
 
 export function apply(ctx: Context, config: Config): void {
   const source = credentialsKeySource(ctx, config.apiKeyEnv)
+  // `llm` is a required inject (a change restarts this plugin): its plain object is read once
+  // instead of through the context per request (an Error and tracing proxies per read).
+  // `registerAdapter` below still goes through the context, which binds it to this plugin.
+  const llm = ((ctx.llm as unknown as Record<symbol, unknown>)[symbols.original] as Context['llm'] | undefined) ?? ctx.llm
   // The key sent is remembered by ctx.llm, which scrubs it from every error it passes on.
   const getKey: KeySource = async () => {
     const key = await source()
-    ctx.llm.rememberSecret(key)
+    llm.rememberSecret(key)
     return key
   }
   ctx.llm.registerAdapter(createAdapter(config, getKey))

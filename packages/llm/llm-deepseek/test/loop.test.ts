@@ -1,7 +1,7 @@
 // The adapter inside a real agent loop with @dsh/llm-retry: the acceptance path for
 // "a 429 with Retry-After then success (retried, logged)" and "a 400 (not retried)".
 import { afterEach, describe, expect, it } from 'vitest'
-import type { Message as LogMessage } from 'cordis'
+import { Service, type Context, type Message as LogMessage } from 'cordis'
 import { createHarness, type Harness } from '@dsh/agent-loop-testkit'
 import { startMockServer, type MockServer, type MockStep } from '@dsh/llm-mock-server'
 import * as Retry from '@dsh/llm-retry'
@@ -76,5 +76,48 @@ describe('llm-deepseek in the agent loop with llm-retry', () => {
     const { result } = await run([slow, slow, slow, slow, slow, slow], 'hi', { requestTimeoutMs: 300 })
     expect(result.error).toMatchObject({ code: 'DEADLINE_EXCEEDED' })
     expect(server!.requests).toHaveLength(1)
+  })
+})
+
+describe('service references', () => {
+  it('reads ctx.llm once, and ctx.credentials again only after it changed', async () => {
+    server = await startMockServer({ steps: [{ text: 'one' }, { text: 'two' }, { text: 'three' }] })
+    process.env[ENV] = 'sk-from-env'
+    let llmReads = 0
+    const counter = {
+      name: 'read-counter',
+      apply(ctx: Context) {
+        ctx.on('internal/get', (from, name, _error, next) => {
+          if (from.fiber?.runtime?.name === DeepSeek.name && name === 'llm') llmReads++
+          return next()
+        })
+      },
+    }
+    harness = await createHarness({ plugins: [[counter], [DeepSeek, { baseURL: server.baseURL, apiKeyEnv: ENV }]] })
+    const agent = harness.ctx.agents.create({ cwd: process.cwd(), model: { provider: 'deepseek-official', model: 'deepseek-v4-flash' } })
+    const auth = () => server!.requests.at(-1)!.headers.authorization
+    await agent.send('a')
+    expect(auth()).toBe('Bearer sk-from-env')
+    // A credentials service loaded after the first request is used from the next one.
+    const credentials = harness.ctx.plugin(
+      class extends Service {
+        constructor(ctx: Context) {
+          super(ctx, 'credentials')
+        }
+        async get(name: string) {
+          return name === ENV ? 'sk-from-credentials' : undefined
+        }
+      },
+    )
+    await credentials
+    await agent.send('b')
+    expect(auth()).toBe('Bearer sk-from-credentials')
+    // And once it is gone, the environment again.
+    await credentials.dispose()
+    await agent.send('c')
+    expect(auth()).toBe('Bearer sk-from-env')
+    // Twice when the plugin loaded (the plain object, registerAdapter), never per request.
+    expect(llmReads).toBe(2)
+    await agent.dispose()
   })
 })
