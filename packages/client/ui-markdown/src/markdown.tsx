@@ -169,6 +169,18 @@ export interface MarkdownProps {
   t: Translate
 }
 
+/** A small document that goes through every block rule the lexer tries on a typical answer. */
+const WARM_UP = '# Heading\n\nSetext\n---\n\nA paragraph with **bold**, *em*, `code`, ~~old~~ and [a link](https://example.com) <b>x</b>.\n\n> quoted\n\n- item\n- [x] task\n1. first\n\n```ts\nconst a = 1\n```\n\n    indented\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n***\n'
+
+/**
+ * Lexes a small sample once, so the lexer's regular expressions are compiled (V8 compiles each
+ * on its first use) before the first answer of a fresh page, not inside the frame that shows it.
+ * Call it when the page is idle; returns the block types the sample produced.
+ */
+export function warmUp(): string[] {
+  return Lexer.lex(WARM_UP, { gfm: true }).map((token) => token.type)
+}
+
 /** Renders Markdown `text` as React elements. */
 export const Markdown = memo(function Markdown({ text, streaming = false, t }: MarkdownProps) {
   const tokens = useMemo(() => Lexer.lex(text, { gfm: true }), [text])

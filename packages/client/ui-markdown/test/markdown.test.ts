@@ -2,7 +2,7 @@
 import { createElement as h } from 'react'
 import { renderToStaticMarkup } from 'react-dom/server'
 import { describe, expect, it } from 'vitest'
-import { Markdown, decodeEntities, languageOf, safeHref } from '../src/index.ts'
+import { Markdown, decodeEntities, languageOf, safeHref, warmUp } from '../src/index.ts'
 
 const LABELS: Record<string, string> = { copy: 'Copy', copied: 'Copied', taskDone: 'done', taskOpen: 'not done' }
 const t = (key: string) => LABELS[key] ?? key
@@ -40,5 +40,12 @@ describe('languageOf', () => {
     expect(languageOf('python title="x.py"')).toBe('python')
     expect(languageOf('brainfuck')).toBeUndefined()
     expect(languageOf(undefined)).toBeUndefined()
+  })
+})
+
+describe('warmUp', () => {
+  it('lexes a sample that reaches every common block rule (so their expressions are compiled before a real answer)', () => {
+    const types = new Set(warmUp())
+    for (const type of ['heading', 'paragraph', 'blockquote', 'list', 'code', 'table', 'hr', 'space']) expect(types).toContain(type)
   })
 })

@@ -14,7 +14,7 @@ import { ContextSection, PlanSection } from './panel.tsx'
 import { ConversationStore } from './store.ts'
 import { en, zh, type Translate } from './strings.ts'
 import { CSS } from './styles.ts'
-import { MARKDOWN_CSS } from '@dsh/ui-markdown'
+import { MARKDOWN_CSS, warmUp } from '@dsh/ui-markdown'
 
 export { ChatView, type ChatViewProps } from './chat-view.tsx'
 export { Composer, type ComposerProps, type SendMode } from './composer.tsx'
@@ -64,6 +64,15 @@ export function apply(ctx: Context): void {
     document.head.append(style)
     return () => style.remove()
   }, 'ui-conversation: stylesheet')
+  // Compile the Markdown lexer's expressions while the page is idle: the first answer of a fresh
+  // page then renders without that one-time cost inside its frame.
+  ctx.effect(() => {
+    const idle = (globalThis as { requestIdleCallback?: (run: () => void, options?: { timeout: number }) => number }).requestIdleCallback
+    if (typeof idle !== 'function' || typeof document === 'undefined') return () => {}
+    let cancelled = false
+    idle(() => void (cancelled || warmUp()), { timeout: 5000 })
+    return () => void (cancelled = true)
+  }, 'ui-conversation: markdown warm-up')
 
   /** The session's model, held while the calling seat is mounted. */
   function useSessionModel(sessionId: string) {

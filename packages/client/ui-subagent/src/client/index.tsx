@@ -64,9 +64,11 @@ export function apply(ctx: Context): void {
   const folds = new WeakMap<readonly unknown[], SubagentFold>()
   const foldOf = (feed: SessionFeedState | undefined): SubagentNode[] => {
     if (!feed) return []
-    let fold = folds.get(feed.events)
-    if (!fold) folds.set(feed.events, (fold = new SubagentFold()))
-    return fold.update(feed.events)
+    // Subagent events are never streamed deltas: fold the log without them (a long answer's
+    // 100,000 deltas are not scanned at all).
+    let fold = folds.get(feed.withoutDeltas)
+    if (!fold) folds.set(feed.withoutDeltas, (fold = new SubagentFold()))
+    return fold.update(feed.withoutDeltas)
   }
   // One `subagents.list` question in flight per session and set of open children.
   const inflight = new Map<string, Promise<HostAnswer>>()
