@@ -279,4 +279,48 @@ describe.skipIf(!hasChromium())('the conversation in Chromium', () => {
       await expect.poll(() => page.locator('select[aria-label="Reasoning"]').inputValue()).toBe('high')
     })
   })
+
+  it('useSnapshotSlice re-renders a seat only when its slice changes, not on every streamed frame', async () => {
+    const { page, context, errors } = await openPage(browser, app.url)
+    await withArtifacts(page, 'snapshot-slice', async () => {
+      // The page's own React and this half's module (eval keeps vitest from rewriting the imports).
+      const counts = await page.evaluate(async (url) => {
+        const load = (0, eval)('(u) => import(u)') as (u: string) => Promise<any>
+        const [react, dom, half] = await Promise.all([load('react'), load('react-dom/client'), load(url)])
+        const model = new half.ConversationModel({ schedule: (run: () => void) => requestAnimationFrame(() => run()) })
+        const renders = { slice: 0, full: 0 }
+        const Slice = () => { half.useSnapshotSlice(model, (s: any) => [s.turnRunning]); renders.slice++; return null }
+        const Full = () => { half.useSnapshot(model); renders.full++; return null }
+        const root = dom.createRoot(document.createElement('div'))
+        root.render(react.createElement(react.Fragment, null, react.createElement(Slice), react.createElement(Full)))
+        const frame = () => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)))
+        await frame()
+        let seq = 0
+        const event = (type: string, data: unknown) => model.applyEvent({ seq: seq++, type, time: Date.now(), data })
+        event('turn/start', { turn: 1 })
+        event('step/start', { turn: 1, step: 1 })
+        await frame()
+        const atStart = { ...renders }
+        for (let i = 0; i < 12; i++) {
+          event('assistant/chunk', { chunk: { kind: 'reasoning-delta', text: `part ${i} ` } })
+          await frame()
+          await frame()
+        }
+        const streamed = { slice: renders.slice - atStart.slice, full: renders.full - atStart.full }
+        event('turn/end', { turn: 1, reason: 'completed' })
+        await frame()
+        await frame()
+        const ended = renders.slice - atStart.slice - streamed.slice
+        root.unmount()
+        return { streamed, ended }
+      }, `${app.url}/plugins/@dsh/ui-conversation/index.js`)
+      // Twelve frames of reasoning: the full snapshot reader renders in each, the slice reader in none.
+      expect(counts.streamed.full).toBeGreaterThanOrEqual(10)
+      expect(counts.streamed.slice).toBe(0)
+      // The turn ending changes the slice: it renders again.
+      expect(counts.ended).toBeGreaterThanOrEqual(1)
+      expect(errors).toEqual([])
+    })
+    await context.close()
+  })
 })

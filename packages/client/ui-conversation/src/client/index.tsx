@@ -6,10 +6,10 @@
 import type { Context } from 'cordis'
 import { memo, useCallback, useEffect, useMemo } from 'react'
 import { Slot, useCtx, type SessionSlotProps } from '@dsh/client-runtime'
-import type { ToolNode } from '../model/index.ts'
+import type { ConversationSnapshot, ToolNode } from '../model/index.ts'
 import { ChatView } from './chat-view.tsx'
 import { Composer, type SendMode } from './composer.tsx'
-import { useSnapshot, useStableT } from './hooks.ts'
+import { useSnapshot, useSnapshotSlice, useStableT } from './hooks.ts'
 import { ContextSection, PlanSection } from './panel.tsx'
 import { ConversationStore } from './store.ts'
 import { en, zh, type Translate } from './strings.ts'
@@ -20,7 +20,7 @@ export { ChatView, type ChatViewProps } from './chat-view.tsx'
 export { Composer, type ComposerProps, type SendMode } from './composer.tsx'
 export { PlanSection, ContextSection } from './panel.tsx'
 export { ConversationStore } from './store.ts'
-export { useSnapshot, useStableT } from './hooks.ts'
+export { useSnapshot, useSnapshotSlice, useStableT } from './hooks.ts'
 export { en, zh, translator, type Translate } from './strings.ts'
 export * from '../model/index.ts'
 
@@ -48,6 +48,11 @@ const ToolNodeView = memo(function ToolNodeView({ sessionId, node, t }: { sessio
 })
 
 const MemoComposer = memo(Composer)
+
+/** What the composer seat shows from the snapshot: running state and the prompts (by count). */
+const composerSlice = (s: ConversationSnapshot) => [s.turnRunning, s.status, s.nodes.reduce((n, node) => (node.kind === 'user' ? n + 1 : n), 0)]
+/** What the panel sections show: the plan, the usage figures and the model. */
+const panelSlice = (s: ConversationSnapshot) => [s.todos, s.usage, s.lastInputTokens, s.model?.provider, s.model?.model]
 
 export const name = '@dsh/ui-conversation'
 export const inject = ['slots', 'locale', 'remote', 'connection']
@@ -101,7 +106,8 @@ export function apply(ctx: Context): void {
     const t = useStableT(NAMESPACE)
     const c = useCtx()
     const model = useSessionModel(sessionId)
-    const snapshot = useSnapshot(model)
+    // Re-renders when the running state or the prompts change, not on every streamed frame.
+    const snapshot = useSnapshotSlice(model, composerSlice)
     const history = useMemo(
       () => snapshot.nodes.flatMap((n) => (n.kind === 'user' ? [n.text] : [])),
       // The prompts change only when a user node is added.
@@ -109,8 +115,8 @@ export function apply(ctx: Context): void {
       [snapshot.nodes.filter((n) => n.kind === 'user').length, sessionId],
     )
     const running = snapshot.turnRunning || snapshot.status === 'running' || snapshot.status === 'waiting'
-    // Stable props: the seat re-renders once per frame while an answer streams, the composer
-    // (and the pickers in its tools slot) only when what they show changes.
+    // Stable props: the composer (and the pickers in its tools slot) re-render only when what
+    // they show changes.
     const onSend = useCallback(async (text: string, mode: SendMode) => {
       const sentAfter = model.snapshot().lastSeq
       const result = await c.remote.call('sessions.prompt', { sessionId, text, mode })
@@ -131,7 +137,7 @@ export function apply(ctx: Context): void {
   function PanelSections({ sessionId }: SessionSlotProps) {
     const t = useStableT(NAMESPACE)
     const model = useSessionModel(sessionId)
-    const snapshot = useSnapshot(model)
+    const snapshot = useSnapshotSlice(model, panelSlice)
     return (
       <>
         <PlanSection snapshot={snapshot} t={t} />
