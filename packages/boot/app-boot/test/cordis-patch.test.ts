@@ -5,10 +5,10 @@
 import { Context, Service } from 'cordis'
 import { expect, it } from 'vitest'
 
-class Counter extends Service {
+class PatchProbe extends Service {
   value = 0
   constructor(ctx: Context) {
-    super(ctx, 'counter')
+    super(ctx, 'patchProbe')
   }
   bump() {
     return ++this.value
@@ -17,28 +17,28 @@ class Counter extends Service {
 
 declare module 'cordis' {
   interface Context {
-    counter: Counter
+    patchProbe: PatchProbe
   }
 }
 
 it('reads of a service from one context return one proxy that still behaves as the service', async () => {
   const root = new Context()
-  await root.plugin(Counter)
-  let first: Counter | undefined
-  let second: Counter | undefined
+  await root.plugin(PatchProbe)
+  let first: PatchProbe | undefined
+  let second: PatchProbe | undefined
   await root.plugin({
     name: 'reader',
-    inject: ['counter'],
+    inject: ['patchProbe'],
     apply(ctx: Context) {
-      first = ctx.counter
-      second = ctx.counter
-      first.bump()
-      second.bump()
+      first = ctx.patchProbe
+      second = ctx.patchProbe
+      first!.bump()
+      second!.bump()
     },
   })
   expect(first).toBeDefined()
   expect(first).toBe(second)
-  expect(root.counter.value).toBe(2)
+  expect(root.patchProbe.value).toBe(2)
 })
 
 it('a read without inject throws with the reading function as the first frame', async () => {
@@ -65,9 +65,9 @@ it('a read without inject throws with the reading function as the first frame', 
 
 it('the stack is left as it was for reads that succeed (no stack limit leaks)', async () => {
   const root = new Context()
-  await root.plugin(Counter)
+  await root.plugin(PatchProbe)
   const limit = Error.stackTraceLimit
-  await root.plugin({ name: 'reader', inject: ['counter'], apply: (ctx: Context) => void ctx.counter.bump() })
+  await root.plugin({ name: 'reader', inject: ['patchProbe'], apply: (ctx: Context) => void ctx.patchProbe.bump() })
   expect(Error.stackTraceLimit).toBe(limit)
   expect(String(new Error('probe').stack).split('\n').length).toBeGreaterThan(1)
 })

@@ -1,6 +1,6 @@
 // The DeepSeek LlmAdapter: one POST per request, the SSE body framed by eventsource-parser and
 // translated chunk by chunk. Every failure leaves as an LlmError with a stable code.
-import { nodeFetch } from './http.ts'
+import { bodyReader, nodeFetch, type BodyReader } from './http.ts'
 import { createParser, type EventSourceMessage } from 'eventsource-parser'
 import { LlmError, redactError, secretList, type LlmAdapter, type LlmRequest, type ModelInfo, type StreamChunk } from '@dsh/llm'
 import { PROVIDER_LABEL, errorFromResponse, transportError } from './errors.ts'
@@ -170,7 +170,7 @@ export class DeepSeekAdapter implements LlmAdapter {
       return withProvider(transportError(cause, phase, this.options.baseURL))
     }
 
-    let reader: ReadableStreamDefaultReader<Uint8Array> | undefined
+    let reader: BodyReader | undefined
     try {
       const headers: { [name: string]: string } = {
         ...this.options.headers,
@@ -201,10 +201,11 @@ export class DeepSeekAdapter implements LlmAdapter {
         throw withProvider(errorFromResponse(response.status, response.headers, text))
       }
       const contentType = response.headers.get('content-type') ?? ''
-      if (!response.body || /json|html|xml/i.test(contentType)) {
+      const nodeReader = bodyReader(response)
+      if (!(nodeReader || response.body) || /json|html|xml/i.test(contentType)) {
         let text = ''
         try {
-          text = await readCapped(response, ERROR_BODY_BYTES)
+          text = await readCapped(response, ERROR_BODY_BYTES, nodeReader ?? response.body?.getReader())
         } catch (cause) {
           throw fault(cause, 'read')
         }
@@ -231,7 +232,7 @@ export class DeepSeekAdapter implements LlmAdapter {
       })
       // Bytes are counted and decoded inline: two TransformStreams (a byte cap, TextDecoderStream)
       // in between cost several promise hops per chunk on every response.
-      reader = response.body.getReader()
+      reader = nodeReader ?? response.body!.getReader()
       const decoder = new TextDecoder()
       let seen = 0
       let head = ''
@@ -324,9 +325,8 @@ function tooLarge(limit: number, provider: string): LlmError {
 }
 
 /** The first `limit` bytes of the body as UTF-8 (the rest is left unread and the body cancelled). */
-async function readCapped(response: Response, limit: number): Promise<string> {
-  if (!response.body) return ''
-  const reader = response.body.getReader()
+async function readCapped(response: Response, limit: number, reader: BodyReader | undefined = bodyReader(response) ?? response.body?.getReader()): Promise<string> {
+  if (!reader) return ''
   const chunks: Uint8Array[] = []
   let size = 0
   try {

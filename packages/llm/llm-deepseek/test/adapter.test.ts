@@ -7,6 +7,7 @@ import { startMockServer, type MockServer, type MockStep } from '@dsh/llm-mock-s
 import { userAgent } from '@dsh/brand'
 import * as DeepSeek from '../src/index.ts'
 import { DeepSeekAdapter, createAdapter, type Config } from '../src/index.ts'
+import { nodeFetch } from '../src/http.ts'
 
 const KEY = 'sk-test-key'
 let server: MockServer | undefined
@@ -52,6 +53,22 @@ async function failure(adapter: DeepSeekAdapter, req: LlmRequest = request()): P
 }
 
 describe('DeepSeekAdapter over the mock server', () => {
+  it('reads a node:http response from its node stream, never converting it to a web stream', async () => {
+    // Reading `body` would load Node's web-streams internals at the first response of a process.
+    const untouched: typeof fetch = async (input, init) => {
+      const response = await nodeFetch(input as string, init as never)
+      Object.defineProperty(response, 'body', { get: () => { throw new Error('the adapter read response.body') } })
+      return response
+    }
+    server = await startMockServer({ steps: [{ text: 'Streamed from the node stream.' }] })
+    const adapter = new DeepSeekAdapter({
+      provider: 'deepseek-official', baseURL: server.baseURL, getKey: () => KEY, models: [],
+      streamIdleTimeoutMs: 10_000, userAgent: 'test', fetch: untouched,
+    } as never)
+    const result = BlockAssembler.fold(await collect(adapter)).result()
+    expect(result.message.content).toEqual([{ type: 'text', text: 'Streamed from the node stream.' }])
+  })
+
   it('streams text and sends the request DeepSeek expects', async () => {
     const adapter = await serve([{ text: 'Hello there, friend.', usage: { prompt: 12, completion: 4, cacheHit: 8 } }])
     const chunks = await collect(adapter, request({ reasoningEffort: 'high', maxTokens: 64 }))

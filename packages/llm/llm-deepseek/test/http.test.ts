@@ -1,7 +1,7 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { nodeFetch } from '../src/http.ts'
+import { bodyReader, nodeFetch } from '../src/http.ts'
 
 let url = ''
 const server = createServer((req, res) => {
@@ -41,6 +41,33 @@ describe('nodeFetch', () => {
     const pending = reader.read()
     controller.abort(new Error('stop now'))
     await expect(pending).rejects.toThrow(/stop now/)
+  })
+
+  it('bodyReader reads the body from the node stream; an abort mid-read rejects the pending read', async () => {
+    const controller = new AbortController()
+    const res = await nodeFetch(`${url}/slow`, { signal: controller.signal })
+    const reader = bodyReader(res)!
+    const first = await reader.read()
+    expect(first.done).toBe(false)
+    expect(Buffer.from(first.value!).toString('utf8')).toBe('data: one\n\n')
+    const pending = reader.read()
+    controller.abort(new Error('stop now'))
+    await expect(pending).rejects.toThrow(/stop now/)
+    // Any other Response (a real fetch's) has no node stream: the caller uses body.
+    expect(bodyReader(new Response('x'))).toBeUndefined()
+  })
+
+  it('bodyReader reads a whole body to its end, and cancel releases it', async () => {
+    const all = await nodeFetch(`${url}/echo`, { method: 'POST', body: 'abc' })
+    const reader = bodyReader(all)!
+    let text = ''
+    for (let next = await reader.read(); !next.done; next = await reader.read()) text += Buffer.from(next.value).toString('utf8')
+    expect(JSON.parse(text)).toMatchObject({ method: 'POST', body: 'abc' })
+    const slow = await nodeFetch(`${url}/slow`)
+    const early = bodyReader(slow)!
+    await early.read()
+    await early.cancel()
+    expect((await early.read()).done).toBe(true)
   })
 
   it('rejects an aborted signal, a refused connection and an unsupported protocol', async () => {
