@@ -5,7 +5,7 @@ import { DshUserError } from './errors.ts'
 import { isJsExpr } from './layer.ts'
 import { profileDirUrl, type Composition, type ResolvedRow } from './profile.ts'
 import { hasUserFileRows, shareInstallModules } from './shared-modules.ts'
-import { loadPrelinked, type PrelinkVariant } from './prelink.ts'
+import { loadPrelinked, type PrelinkDecision, type PrelinkVariant } from './prelink.ts'
 
 /** What the launcher knew at boot; provided on the root context as `ctx.bootInfo`. */
 export interface BootInfo {
@@ -259,6 +259,25 @@ function checkRows(loader: DshLoader, enabled: readonly ResolvedRow[], errors: r
   return failures
 }
 
+/** The loader entry fields `settleEarly` reads (`_initTask` is private in the typings). */
+interface EntryInternals {
+  _initTask?: Promise<unknown>
+  fiber?: { await(): Promise<unknown> }
+}
+
+/**
+ * Waits until the rows of the early prelinked files have applied (their fibers settled, failed
+ * or pending on an inject); called right after the tree update starts, when every entry exists.
+ */
+async function settleEarly(loader: DshLoader, enabled: readonly ResolvedRow[], early: ReadonlySet<string>): Promise<void> {
+  const entries = enabled
+    .filter((r) => r.url && early.has(r.url))
+    .map((r) => loader.store[r.row.id] as unknown as EntryInternals | undefined)
+    .filter((e): e is EntryInternals => e !== undefined)
+  await Promise.allSettled(entries.map((e) => e._initTask))
+  await Promise.allSettled(entries.map((e) => e.fiber?.await()))
+}
+
 interface LoaderError {
   entry?: Entry
   error: unknown
@@ -323,12 +342,13 @@ export async function bootComposition(comp: Composition, opts: BootOptions = {})
     },
   })
   await host
+  let prelinked: PrelinkDecision | undefined
   if (!opts.importModule && opts.prelink) {
     const urls = prepared.enabled.flatMap((r) => (r.url && !r.url.startsWith('cordis:') ? [r.url] : []))
-    const decision = await loadPrelinked(urls, opts.prelink, { importFile: importRowModule })
-    const importers = decision.importers
+    prelinked = await loadPrelinked(urls, opts.prelink, { importFile: importRowModule })
+    const importers = prelinked.importers
     if (importers) loader.importModule = (url) => (Object.hasOwn(importers, url) ? importers[url]() : importRowModule(url))
-    else if (opts.debug ?? Boolean(process.env.DSH_DEBUG)) stderr.write(`dsh: debug: rows load file by file: ${decision.reason}\n`)
+    else if (opts.debug ?? Boolean(process.env.DSH_DEBUG)) stderr.write(`dsh: debug: rows load file by file: ${prelinked.reason}\n`)
   }
 
   let disposed: Promise<void> | undefined
@@ -371,7 +391,14 @@ export async function bootComposition(comp: Composition, opts: BootOptions = {})
     exitResolve(code)
   }
 
-  await loader.root.update(prepared.rows as never)
+  const updating = loader.root.update(prepared.rows as never)
+  if (prelinked?.startRest) {
+    // The early rows (already loaded) apply first; only then do the other files load, so an early
+    // server listens and prints its URL before the main thread is busy compiling them.
+    await settleEarly(loader, prepared.enabled, prelinked.early ?? new Set())
+    prelinked.startRest()
+  }
+  await updating
   await loader.await()
   if (exitDuringBoot) return { ctx, loader, exited, dispose, reload: async () => ({ ok: false, changed: [], added: [], removed: [], failures: [], message: 'the app is exiting' }) }
 

@@ -33,6 +33,13 @@ const installRoot = () => fileURLToPath(new URL('../../../../', import.meta.url)
 export interface PrelinkDecision {
   importers?: Importers
   reason?: string
+  /** The row URLs of the early files (already loaded). */
+  early?: ReadonlySet<string>
+  /**
+   * Starts loading the other files; their importers wait for it. Called by the boot once the
+   * early rows are up (so their work is not stuck behind compiling the big files); idempotent.
+   */
+  startRest?: () => void
 }
 
 /**
@@ -84,16 +91,22 @@ export async function loadPrelinked(
   const early = [...needed].filter((entry) => manifest.layers[entry]?.early)
   const rest = [...needed].filter((entry) => !manifest.layers[entry]?.early)
   const importers: Importers = {}
+  const earlyUrls = new Set<string>()
   try {
-    for (const [url, ns] of await load(early)) importers[url] = () => Promise.resolve(ns)
+    for (const [url, ns] of await load(early)) {
+      importers[url] = () => Promise.resolve(ns)
+      earlyUrls.add(url)
+    }
   } catch (error) {
     return { reason: `prelinked modules in ${dir} did not load: ${(error as Error)?.message ?? String(error)}` }
   }
+  let startRest = () => {}
   if (rest.length) {
-    // The rest load while the early rows start. Every row of them resolves at once when all
-    // are loaded, so they apply in row order as before. A file that does not load falls back to
-    // importing the row's own module (the equivalent; a broken row then reports its own error).
-    const loading = load(rest)
+    // The rest load once started (by the boot, after the early rows are up). Every row of them
+    // resolves at once when all are loaded, so they apply in row order as before. A file that
+    // does not load falls back to importing the row's own module (the equivalent; a broken row
+    // then reports its own error).
+    const loading = new Promise<void>((resolve) => (startRest = resolve)).then(() => load(rest))
     loading.catch(() => undefined)
     const importFile = opts.importFile ?? ((url: string) => import(url))
     for (const url of urls) {
@@ -101,5 +114,7 @@ export async function loadPrelinked(
       importers[url] = () => loading.then((namespaces) => (namespaces.has(url) ? namespaces.get(url) : importFile(url)), () => importFile(url))
     }
   }
-  return { importers }
+  // Without early rows there is nothing to wait for.
+  if (!earlyUrls.size) startRest()
+  return { importers, early: earlyUrls, startRest }
 }

@@ -91,19 +91,27 @@ function withEarlyRow(late: string) {
   return { ...c, earlyUrl }
 }
 
-it('returns once the early rows are loaded; the other rows resolve when their files have loaded', async () => {
-  // The late file finishes evaluating only when the test opens the gate: were it awaited,
-  // loadPrelinked would never return.
+it('returns once the early rows are loaded; the other files load only once started, their rows resolve when loaded', async () => {
+  // The late file records that it was evaluated, then finishes only when the test opens the gate:
+  // were it awaited, loadPrelinked would never return.
   let open!: () => void
-  ;(globalThis as Record<string, unknown>).__dshPrelinkGate = new Promise<void>((resolve) => (open = resolve))
+  const global = globalThis as Record<string, unknown>
+  global.__dshPrelinkGate = new Promise<void>((resolve) => (open = resolve))
+  global.__dshLateStarted = false
   const c = withEarlyRow('')
-  writeFileSync(join(c.dir, 'bundles-base.mjs'), `await globalThis.__dshPrelinkGate\nexport const modules = { ${JSON.stringify(c.rowUrl)}: { name: 'late' } }\n`)
+  writeFileSync(join(c.dir, 'bundles-base.mjs'), `globalThis.__dshLateStarted = true\nawait globalThis.__dshPrelinkGate\nexport const modules = { ${JSON.stringify(c.rowUrl)}: { name: 'late' } }\n`)
   const decision = await loadPrelinked([c.earlyUrl, c.rowUrl], 'dsh', { root: c.root, env: {} })
   expect(decision.reason).toBeUndefined()
+  expect([...decision.early!]).toEqual([c.earlyUrl])
   expect(await decision.importers![c.earlyUrl]()).toEqual({ name: 'early' })
   let late: unknown
   const pending = decision.importers![c.rowUrl]().then((ns) => (late = ns))
   await new Promise((resolve) => setTimeout(resolve, 20))
+  // Not even read before startRest: the early rows get the main thread first.
+  expect(global.__dshLateStarted).toBe(false)
+  decision.startRest!()
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  expect(global.__dshLateStarted).toBe(true)
   expect(late).toBeUndefined()
   open()
   await pending
@@ -117,6 +125,7 @@ it('a late layer file that does not load falls back to the row\'s own module', a
   const decision = await loadPrelinked([c.earlyUrl, c.rowUrl], 'dsh', { root: c.root, env: {}, importFile })
   expect(decision.reason).toBeUndefined()
   expect(await decision.importers![c.earlyUrl]()).toEqual({ name: 'early' })
+  decision.startRest!()
   expect({ ...(await decision.importers![c.rowUrl]() as object) }).toEqual({ name: 'from-file' })
   expect(imported).toEqual([c.rowUrl])
 })
