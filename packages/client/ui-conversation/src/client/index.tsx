@@ -70,12 +70,13 @@ export function apply(ctx: Context): void {
     return () => style.remove()
   }, 'ui-conversation: stylesheet')
   // Compile the Markdown lexer's expressions while the page is idle: the first answer of a fresh
-  // page then renders without that one-time cost inside its frame.
+  // page then renders without that one-time cost inside its frame. No timeout: a forced run
+  // could land in the middle of a stream, which is what this avoids.
   ctx.effect(() => {
-    const idle = (globalThis as { requestIdleCallback?: (run: () => void, options?: { timeout: number }) => number }).requestIdleCallback
+    const idle = (globalThis as { requestIdleCallback?: (run: () => void) => number }).requestIdleCallback
     if (typeof idle !== 'function' || typeof document === 'undefined') return () => {}
     let cancelled = false
-    idle(() => void (cancelled || warmUp()), { timeout: 5000 })
+    idle(() => void (cancelled || warmUp()))
     return () => void (cancelled = true)
   }, 'ui-conversation: markdown warm-up')
 
