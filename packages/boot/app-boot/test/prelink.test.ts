@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, rmSync, statSync, utimesSync, writeFileSync } f
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { afterEach, expect, it } from 'vitest'
+import { afterEach, expect, it, vi } from 'vitest'
 import { loadPrelinked } from '../src/prelink.ts'
 
 const roots: string[] = []
@@ -110,8 +110,7 @@ it('returns once the early rows are loaded; the other files load only once start
   // Not even read before startRest: the early rows get the main thread first.
   expect(global.__dshLateStarted).toBe(false)
   decision.startRest!()
-  await new Promise((resolve) => setTimeout(resolve, 20))
-  expect(global.__dshLateStarted).toBe(true)
+  await vi.waitFor(() => expect(global.__dshLateStarted).toBe(true), { timeout: 10_000, interval: 10 })
   expect(late).toBeUndefined()
   open()
   await pending
