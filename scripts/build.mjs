@@ -203,6 +203,39 @@ await Promise.all(
   }),
 )
 if (!process.argv.includes('--quiet')) console.log(`build: ${files} files written in ${roots.length} packages, ${Date.now() - started} ms`)
+
+// Native add-ons: each `native/<name>.c` of a package becomes `native/build/<name>.node`, compiled
+// with the system C compiler (`$CC`, else `cc`). They declare the Node-API functions they use, so
+// no Node headers are needed. Linux only (macOS's libuv already spawns with posix_spawn). A
+// package must work without its add-on: a failed compile is one warning line, not a failed build.
+if (process.platform === 'linux') {
+  const { spawnSync } = await import('node:child_process')
+  const cc = process.env.CC || 'cc'
+  const flags = ['-O2', '-fPIC', '-shared', '-fvisibility=hidden', '-Wall']
+  for (const pkg of roots) {
+    const dir = join(pkg, 'native')
+    if (!existsSync(dir)) continue
+    for (const entry of readdirSync(dir)) {
+      if (!entry.endsWith('.c')) continue
+      const source = join(dir, entry)
+      const target = join(dir, 'build', entry.replace(/\.c$/, '.node'))
+      const stampFile = `${target}.stamp`
+      const hash = createHash('sha256').update(readFileSync(source)).update(`\0${cc}\0${flags.join(' ')}`).digest('hex')
+      if (existsSync(target) && existsSync(stampFile) && readFileSync(stampFile, 'utf8') === hash) continue
+      mkdirSync(dirname(target), { recursive: true })
+      const temp = `${target}.${process.pid}.tmp`
+      const result = spawnSync(cc, [...flags, '-o', temp, source], { encoding: 'utf8' })
+      if (result.status === 0) {
+        renameSync(temp, target)
+        writeFileSync(stampFile, hash)
+      } else {
+        rmSync(temp, { force: true })
+        const why = result.error ? result.error.message : (result.stderr || '').trim().split('\n')[0]
+        console.warn(`build: ${relative(root, source)} not compiled (${why}); the package falls back to its portable path`)
+      }
+    }
+  }
+}
 // Then the prelinked row modules (one file per host process; see scripts/prelink.mjs).
 if (bundling && !process.exitCode) {
   const { spawnSync } = await import('node:child_process')

@@ -1,5 +1,5 @@
 // LocalSubprocessService: process groups and terminals on this machine.
-import { spawn as spawnChild, type ChildProcess } from 'node:child_process'
+import { spawn as spawnChild } from 'node:child_process'
 import { accessSync, constants as fsConstants, statSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { delimiter, isAbsolute, resolve as resolvePath } from 'node:path'
@@ -25,9 +25,12 @@ import { checkRetention } from './retention.ts'
 import { groupAlive, signalGroup } from './group.ts'
 import { Managed } from './managed.ts'
 import { sessionAlive, signalSession } from './session.ts'
+import { addonLoadError, nativeSpawn, type SpawnedChild } from './native-spawn.ts'
 
 export interface LocalSubprocessConfig {
   scrub: { deny: string[]; allow: string[] }
+  /** How pipe processes start: `auto` uses posix_spawn where the addon is built, else child_process. */
+  spawner?: 'auto' | 'child_process'
 }
 
 const patternList = Schema.array(String).role('table')
@@ -58,18 +61,28 @@ export class LocalSubprocessService extends SubprocessService {
         .description('Inherited variables whose names match one of these patterns (`*` wildcard, case-insensitive) are removed from every child environment.'),
       allow: patternList.default([]).description('Names kept even when a deny pattern matches.'),
     }).default({ deny: [...DEFAULT_SCRUB_DENY], allow: [] }),
+    spawner: Schema.union(['auto', 'child_process'])
+      .default('auto')
+      .description('`auto` starts pipe processes with posix_spawn (Linux, when the addon is built), else with child_process.spawn; `child_process` always uses child_process.spawn.'),
   })
 
   readonly scrubPolicy: ScrubPolicy
   private readonly isScrubbed: (name: string) => boolean
   private readonly live = new Set<Managed>()
   private disposed = false
+  /** What starts pipe processes: `posix_spawn` (the native addon) or `child_process`. */
+  readonly spawner: 'posix_spawn' | 'child_process'
+  /** Why `auto` fell back to child_process, when it did. */
+  readonly spawnerFallback: string | undefined
 
   constructor(ctx: Context, config: LocalSubprocessConfig) {
     super(ctx)
     const scrub = config?.scrub ?? { deny: [...DEFAULT_SCRUB_DENY], allow: [] }
     this.scrubPolicy = { deny: checkPatterns([...scrub.deny]), allow: checkPatterns([...scrub.allow]) }
     this.isScrubbed = createScrubber(this.scrubPolicy)
+    const fallback = config?.spawner === 'child_process' ? 'configured' : addonLoadError()
+    this.spawner = fallback === undefined ? 'posix_spawn' : 'child_process'
+    this.spawnerFallback = fallback
     ctx.effect(() => () => this.disposeAll(), 'subprocess-local: live processes')
   }
 
@@ -96,27 +109,38 @@ export class LocalSubprocessService extends SubprocessService {
 
     const managed = this.track(new Managed(spec.retention, mode, spec.kill.graceMs, () => this.live.delete(managed)))
     managed.ensureKeys(mode === 'merged' ? ['merged'] : mode === 'separate' ? ['stdout', 'stderr'] : [])
-    let child: ChildProcess | undefined
+    let child: SpawnedChild | undefined
     const env = this.buildEnv(spec.env)
     const located = checkCwd(spec.cwd) ?? findExecutable(spec.file, spec.cwd, env.PATH)
     if ('code' in located) {
       void managed.settle({ code: null, signal: null, spawnError: located })
     } else {
-      // Sharing one pipe needs the dup in the child: a POSIX shell sets 2>&1 and execs the target,
-      // so the pid, process group and argv of the target are unchanged.
-      const [file, args] =
-        spec.stderr === 'stdout' ? ['/bin/sh', ['-c', 'exec "$0" "$@" 2>&1', located.path, ...(spec.args ?? [])]] : [located.path, spec.args ?? []]
-      try {
-        child = spawnChild(file, args, {
-          cwd: spec.cwd,
-          env,
-          stdio: [spec.stdin === 'pipe' ? 'pipe' : 'ignore', 'pipe', 'pipe'],
-          // A new session and process group led by the child: the group is signalled as a whole.
-          detached: true,
-          windowsHide: true,
-        })
-      } catch (error) {
-        void managed.settle({ code: null, signal: null, spawnError: { code: 'SPAWN_FAILED', message: (error as Error).message } })
+      const merge = spec.stderr === 'stdout'
+      if (this.spawner === 'posix_spawn') {
+        try {
+          // posix_spawn dups stderr onto stdout's pipe itself: no shell in between.
+          child = nativeSpawn(located.path, spec.args ?? [], { cwd: spec.cwd, env, stdinPipe: spec.stdin === 'pipe', mergeStderr: merge })
+        } catch {
+          // A failed posix_spawn (the program vanished since it was located, a permission): the
+          // child_process path below reports it with the same codes as on every other platform.
+        }
+      }
+      // child_process cannot share one pipe between stdout and stderr: a POSIX shell sets 2>&1 and
+      // execs the target, so the pid, process group and argv of the target are unchanged.
+      const [file, args] = merge ? ['/bin/sh', ['-c', 'exec "$0" "$@" 2>&1', located.path, ...(spec.args ?? [])]] : [located.path, spec.args ?? []]
+      if (!child) {
+        try {
+          child = spawnChild(file, args, {
+            cwd: spec.cwd,
+            env,
+            stdio: [spec.stdin === 'pipe' ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+            // A new session and process group led by the child: the group is signalled as a whole.
+            detached: true,
+            windowsHide: true,
+          })
+        } catch (error) {
+          void managed.settle({ code: null, signal: null, spawnError: { code: 'SPAWN_FAILED', message: (error as Error).message } })
+        }
       }
     }
     if (child) this.wirePipes(managed, child, spec, drainMs)
@@ -209,7 +233,7 @@ export class LocalSubprocessService extends SubprocessService {
     }
   }
 
-  private wirePipes(managed: Managed, child: ChildProcess, spec: SpawnSpec, drainMs: number): void {
+  private wirePipes(managed: Managed, child: SpawnedChild, spec: SpawnSpec, drainMs: number): void {
     const streams = [child.stdout, child.stderr].filter((s): s is Readable => s !== null)
     const closed = Promise.all(streams.map((s) => new Promise<void>((resolve) => (s.closed ? resolve() : s.once('close', () => resolve())))))
     child.stdout?.on('data', (data: Buffer) => managed.ingest('stdout', data, child.stdout as Readable))

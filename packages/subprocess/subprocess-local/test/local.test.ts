@@ -15,8 +15,6 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'dsh-subprocess-'))
   mkdirSync(join(dir, 'bin-dir'))
   writeFileSync(join(dir, 'bin-dir', 'tool.sh'), '#!/bin/sh\nexit 7\n', { mode: 0o755 })
-  ctx = new Context()
-  await ctx.plugin(LocalSubprocessService, { scrub: { deny: ['*_API_KEY', 'AWS_*', '*_TOKEN'], allow: ['KEEP_THIS_TOKEN'] } } as never)
 })
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -53,7 +51,36 @@ async function sha256(path: string): Promise<string> {
   return hash.digest('hex')
 }
 
-describe('subprocess-local', () => {
+// Every behaviour holds for both ways of starting a pipe process.
+describe.each(['auto', 'child_process'] as const)('subprocess-local (spawner: %s)', (spawner) => {
+  beforeAll(async () => {
+    ctx = new Context()
+    await ctx.plugin(LocalSubprocessService, { scrub: { deny: ['*_API_KEY', 'AWS_*', '*_TOKEN'], allow: ['KEEP_THIS_TOKEN'] }, spawner } as never)
+  })
+
+  it('starts pipe processes with posix_spawn on Linux unless configured otherwise', () => {
+    const expected = spawner === 'auto' && process.platform === 'linux' ? 'posix_spawn' : 'child_process'
+    const local = service() as InstanceType<typeof LocalSubprocessService>
+    expect(local.spawner, String(local.spawnerFallback)).toBe(expected)
+  })
+
+  it('starts the child as a session leader with default signal actions and nothing blocked', async () => {
+    // cat changes no signal state: what /proc shows is what the child was started with. Node
+    // itself ignores SIGPIPE; a child that inherited that would never die of a closed pipe.
+    const handle = bash('', { file: 'cat', args: ['/proc/self/stat', '/proc/self/status'] })
+    const exit = await handle.exited
+    expect(exit.code).toBe(0)
+    const out = text(exit)
+    const stat = out.slice(out.indexOf(')') + 2).split(' ')
+    // Fields after the name: state, ppid, pgrp, session.
+    expect(Number(stat[2])).toBe(handle.pid)
+    expect(Number(stat[3])).toBe(handle.pid)
+    expect(out).toMatch(/^SigIgn:\s+0+$/m)
+    expect(out).toMatch(/^SigBlk:\s+0+$/m)
+    const killed = await bash('yes | head -c 10 >/dev/null; echo "${PIPESTATUS[0]}"').exited
+    expect(text(killed).trim()).toBe('141')
+  })
+
   it('runs a command and reports its exit code with merged output', async () => {
     const exit = await bash('echo out; echo err >&2; exit 3').exited
     expect(exit.code).toBe(3)
@@ -169,7 +196,7 @@ describe('subprocess-local', () => {
 
   it('runs in a working directory with spaces and unicode', async () => {
     const odd = join(dir, 'dir with spaces ü 日本')
-    mkdirSync(odd)
+    mkdirSync(odd, { recursive: true })
     const exit = await bash('pwd', { cwd: odd }).exited
     expect(text(exit)).toBe(`${odd}\n`)
   })

@@ -1,0 +1,215 @@
+// posix_spawn.node: starts a pipe process with posix_spawn(3) instead of libuv's fork + exec.
+//
+// On Linux, glibc's posix_spawn is clone(CLONE_VM | CLONE_VFORK): the child shares the parent's
+// memory until it execs, so no page table is copied and nothing is torn down at exec. libuv
+// (Node 20 to 24) forks, which on virtual machines with costly page-table work takes several
+// milliseconds per command from a Node-sized process (see .agents/notes/posix-spawn.md).
+//
+// Built by scripts/build.mjs with the system C compiler, no Node headers: the few Node-API
+// functions used are declared below (Node-API is a stable C ABI). When it is missing or fails to
+// load, @dsh/subprocess-local uses child_process.spawn as before.
+//
+// spawn(file, argv, envp, cwd, stdinPipe, mergeStderr) -> [pid, stdinFd, stdoutFd, stderrFd]
+//   (stdinFd -1 when stdin is /dev/null, stderrFd -1 when stderr shares stdout's pipe), or a
+//   negative errno. The child leads a new session (setsid), every signal
+//   is reset to its default action and none is blocked, as libuv does for its children.
+// reap(pid) -> -1 while running, the exit code (0-255), 256 + signal number, or -2 when the pid is
+//   not a child of this process (already reaped).
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+// --- Node-API (js_native_api.h / node_api.h), declared rather than included -----------------
+typedef struct napi_env__ *napi_env;
+typedef struct napi_value__ *napi_value;
+typedef struct napi_callback_info__ *napi_callback_info;
+typedef int napi_status; // napi_ok == 0
+typedef napi_value (*napi_callback)(napi_env env, napi_callback_info info);
+
+extern napi_status napi_get_cb_info(napi_env, napi_callback_info, size_t *, napi_value *, napi_value *, void **);
+extern napi_status napi_get_value_string_utf8(napi_env, napi_value, char *, size_t, size_t *);
+extern napi_status napi_get_value_int32(napi_env, napi_value, int32_t *);
+extern napi_status napi_get_value_bool(napi_env, napi_value, bool *);
+extern napi_status napi_get_array_length(napi_env, napi_value, uint32_t *);
+extern napi_status napi_get_element(napi_env, napi_value, uint32_t, napi_value *);
+extern napi_status napi_set_element(napi_env, napi_value, uint32_t, napi_value);
+extern napi_status napi_create_int32(napi_env, int32_t, napi_value *);
+extern napi_status napi_create_array_with_length(napi_env, size_t, napi_value *);
+extern napi_status napi_create_function(napi_env, const char *, size_t, napi_callback, void *, napi_value *);
+extern napi_status napi_set_named_property(napi_env, napi_value, const char *, napi_value);
+extern napi_status napi_throw_type_error(napi_env, const char *, const char *);
+
+static napi_value int_value(napi_env env, int32_t n) {
+  napi_value v = NULL;
+  napi_create_int32(env, n, &v);
+  return v;
+}
+
+// A JS string as a malloc'd C string; NULL (with a TypeError thrown) when it is not a string.
+static char *c_string(napi_env env, napi_value value) {
+  size_t len = 0;
+  if (napi_get_value_string_utf8(env, value, NULL, 0, &len) != 0) {
+    napi_throw_type_error(env, NULL, "posix_spawn: expected a string");
+    return NULL;
+  }
+  char *s = malloc(len + 1);
+  if (!s) return NULL;
+  napi_get_value_string_utf8(env, value, s, len + 1, &len);
+  return s;
+}
+
+static void free_list(char **list) {
+  if (!list) return;
+  for (char **p = list; *p; p++) free(*p);
+  free(list);
+}
+
+// A JS array of strings as a NULL-terminated char* array.
+static char **c_list(napi_env env, napi_value array) {
+  uint32_t n = 0;
+  if (napi_get_array_length(env, array, &n) != 0) {
+    napi_throw_type_error(env, NULL, "posix_spawn: expected an array of strings");
+    return NULL;
+  }
+  char **list = calloc((size_t)n + 1, sizeof(char *));
+  if (!list) return NULL;
+  for (uint32_t i = 0; i < n; i++) {
+    napi_value item;
+    napi_get_element(env, array, i, &item);
+    if (!(list[i] = c_string(env, item))) {
+      free_list(list);
+      return NULL;
+    }
+  }
+  return list;
+}
+
+static void close_pair(int fds[2]) {
+  if (fds[0] >= 0) close(fds[0]);
+  if (fds[1] >= 0) close(fds[1]);
+  fds[0] = fds[1] = -1;
+}
+
+static napi_value Spawn(napi_env env, napi_callback_info info) {
+  size_t argc = 6;
+  napi_value args[6];
+  napi_get_cb_info(env, info, &argc, args, NULL, NULL);
+  if (argc < 6) {
+    napi_throw_type_error(env, NULL, "posix_spawn: spawn(file, argv, envp, cwd, stdinPipe, mergeStderr)");
+    return NULL;
+  }
+  bool stdin_pipe = false, merge_stderr = false;
+  napi_get_value_bool(env, args[4], &stdin_pipe);
+  napi_get_value_bool(env, args[5], &merge_stderr);
+  char *file = c_string(env, args[0]);
+  char **argv = file ? c_list(env, args[1]) : NULL;
+  char **envp = argv ? c_list(env, args[2]) : NULL;
+  char *cwd = envp ? c_string(env, args[3]) : NULL;
+  napi_value result = NULL;
+  if (!cwd) goto done_strings;
+
+  int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+  int rc = 0;
+  // The parent's ends stay close-on-exec (no other child inherits them); dup2 onto 0-2 clears
+  // the flag for this child's copies only.
+  if ((stdin_pipe && pipe2(in, O_CLOEXEC) != 0) || pipe2(out, O_CLOEXEC) != 0 || (!merge_stderr && pipe2(err, O_CLOEXEC) != 0)) {
+    rc = errno;
+    goto done_pipes;
+  }
+
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attr;
+  sigset_t all, none;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawnattr_init(&attr);
+  sigfillset(&all);
+  // glibc's sigfillset leaves out its internal signals (32 up to SIGRTMIN), and its posix_spawn
+  // then starts the child with those ignored, which exec keeps. Setting their bits directly makes
+  // the child's dispositions all default, as with libuv's fork path.
+  for (int sig = 32; sig < SIGRTMIN; sig++) {
+    unsigned long *words = (unsigned long *)&all;
+    size_t width = 8 * sizeof(unsigned long);
+    words[(sig - 1) / width] |= 1UL << ((sig - 1) % width);
+  }
+  sigemptyset(&none);
+  if (stdin_pipe) rc = posix_spawn_file_actions_adddup2(&actions, in[0], 0);
+  else rc = posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  if (!rc) rc = posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  if (!rc) rc = posix_spawn_file_actions_adddup2(&actions, merge_stderr ? out[1] : err[1], 2);
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 29))
+  if (!rc) rc = posix_spawn_file_actions_addchdir_np(&actions, cwd);
+#else
+  if (!rc) rc = ENOSYS;
+#endif
+  // Node ignores SIGPIPE; the child must not inherit that (nor any other ignored signal).
+  if (!rc) rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+  if (!rc) rc = posix_spawnattr_setsigdefault(&attr, &all);
+  if (!rc) rc = posix_spawnattr_setsigmask(&attr, &none);
+  pid_t pid = -1;
+  if (!rc) rc = posix_spawn(&pid, file, &actions, &attr, argv, envp);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (rc) goto done_pipes;
+
+  // The child's ends belong to the child now.
+  if (stdin_pipe) close(in[0]);
+  close(out[1]);
+  if (!merge_stderr) close(err[1]);
+  napi_create_array_with_length(env, 4, &result);
+  napi_set_element(env, result, 0, int_value(env, pid));
+  napi_set_element(env, result, 1, int_value(env, stdin_pipe ? in[1] : -1));
+  napi_set_element(env, result, 2, int_value(env, out[0]));
+  napi_set_element(env, result, 3, int_value(env, merge_stderr ? -1 : err[0]));
+  goto done_strings;
+
+done_pipes:
+  close_pair(in);
+  close_pair(out);
+  close_pair(err);
+  result = int_value(env, -rc);
+done_strings:
+  free(file);
+  free_list(argv);
+  free_list(envp);
+  free(cwd);
+  return result;
+}
+
+static napi_value Reap(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value args[1];
+  int32_t pid = 0;
+  napi_get_cb_info(env, info, &argc, args, NULL, NULL);
+  if (argc < 1 || napi_get_value_int32(env, args[0], &pid) != 0 || pid <= 0) {
+    napi_throw_type_error(env, NULL, "posix_spawn: reap(pid) needs a positive pid");
+    return NULL;
+  }
+  int status = 0;
+  pid_t r;
+  do r = waitpid(pid, &status, WNOHANG);
+  while (r < 0 && errno == EINTR);
+  if (r == 0) return int_value(env, -1);
+  if (r < 0) return int_value(env, -2);
+  if (WIFEXITED(status)) return int_value(env, WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return int_value(env, 256 + WTERMSIG(status));
+  return int_value(env, -1);
+}
+
+// Node-API module registration (what NAPI_MODULE_INIT expands to).
+__attribute__((visibility("default"))) napi_value napi_register_module_v1(napi_env env, napi_value exports) {
+  napi_value fn;
+  napi_create_function(env, "spawn", 6, Spawn, NULL, &fn);
+  napi_set_named_property(env, exports, "spawn", fn);
+  napi_create_function(env, "reap", 4, Reap, NULL, &fn);
+  napi_set_named_property(env, exports, "reap", fn);
+  return exports;
+}

@@ -1,0 +1,134 @@
+// The posix_spawn path for pipe processes (native/posix_spawn.c, built by scripts/build.mjs).
+// It gives the little of ChildProcess that wirePipes uses: pid, stdin/stdout/stderr streams and
+// one 'exit' (code, signal). Exits are collected with waitpid(WNOHANG) on SIGCHLD; a slow poll
+// while children run keeps the event loop alive (as a ChildProcess handle does) and catches a
+// signal that arrived while no listener could see it.
+import { EventEmitter } from 'node:events'
+import { existsSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { Socket } from 'node:net'
+import { constants } from 'node:os'
+import type { Readable, Writable } from 'node:stream'
+import { fileURLToPath } from 'node:url'
+import { isMainThread } from 'node:worker_threads'
+
+interface Addon {
+  spawn(file: string, argv: string[], envp: string[], cwd: string, stdinPipe: boolean, mergeStderr: boolean): [number, number, number, number] | number
+  reap(pid: number): number
+}
+
+/** The subset of ChildProcess that LocalSubprocessService reads. */
+export interface SpawnedChild extends EventEmitter {
+  readonly pid?: number | undefined
+  readonly stdin: Writable | null
+  readonly stdout: Readable | null
+  readonly stderr: Readable | null
+}
+
+export interface NativeSpawnOptions {
+  cwd: string
+  env: Record<string, string>
+  stdinPipe: boolean
+  /** stderr is a second descriptor of stdout's pipe (the streams interleave in write order). */
+  mergeStderr: boolean
+}
+
+/** Where the build writes the addon (the same path from src/ and from the dist bundle). */
+export const ADDON_PATH = fileURLToPath(new URL('../native/build/posix_spawn.node', import.meta.url))
+
+let addon: Addon | null | undefined
+let loadError: string | undefined
+
+/** The addon, or null where it is not built or cannot load (then child_process is used). */
+export function loadAddon(): Addon | null {
+  if (addon !== undefined) return addon
+  addon = null
+  if (process.platform !== 'linux') loadError = 'posix_spawn path is built for Linux only'
+  // Exits are seen through SIGCHLD, which only the main thread's `process` receives.
+  else if (!isMainThread) loadError = 'not on the main thread'
+  else if (!existsSync(ADDON_PATH)) loadError = `not built (${ADDON_PATH})`
+  else {
+    try {
+      addon = createRequire(import.meta.url)(ADDON_PATH) as Addon
+    } catch (error) {
+      loadError = (error as Error).message
+    }
+  }
+  return addon
+}
+
+/** Why the addon is not in use, when it is not. */
+export function addonLoadError(): string | undefined {
+  loadAddon()
+  return loadError
+}
+
+const errnoNames = new Map<number, string>(Object.entries(constants.errno).map(([name, value]) => [value, name]))
+const signalNames = new Map<number, string>(Object.entries(constants.signals).map(([name, value]) => [value, name]))
+
+class NativeChild extends EventEmitter implements SpawnedChild {
+  pid: number | undefined
+  stdin: Writable | null = null
+  stdout: Readable | null = null
+  stderr: Readable | null = null
+}
+
+// Children spawned here and not yet reaped.
+const running = new Map<number, NativeChild>()
+let poll: NodeJS.Timeout | undefined
+let listening = false
+
+function reapAll(): void {
+  const native = addon
+  if (!native) return
+  for (const [pid, child] of running) {
+    const status = native.reap(pid)
+    if (status === -1) continue
+    running.delete(pid)
+    if (status === -2) child.emit('exit', null, null)
+    else if (status >= 256) child.emit('exit', null, signalNames.get(status - 256) ?? `SIG${status - 256}`)
+    else child.emit('exit', status, null)
+  }
+  if (running.size === 0 && poll) {
+    clearInterval(poll)
+    poll = undefined
+  }
+}
+
+/**
+ * Starts `file` (an absolute path) as the leader of a new session, stdout and stderr as pipes
+ * (or stderr onto stdout's pipe), stdin a pipe or /dev/null. Returns undefined when the addon is not available; throws an Error
+ * with `code` (an errno name) when posix_spawn fails.
+ */
+export function nativeSpawn(file: string, args: readonly string[], options: NativeSpawnOptions): SpawnedChild | undefined {
+  const native = loadAddon()
+  if (!native) return undefined
+  if (!listening) {
+    listening = true
+    process.on('SIGCHLD', reapAll)
+  }
+  const envp: string[] = []
+  for (const name in options.env) envp.push(`${name}=${options.env[name]}`)
+  const result = native.spawn(file, [file, ...args], envp, options.cwd, options.stdinPipe, options.mergeStderr)
+  if (typeof result === 'number') {
+    const code = errnoNames.get(-result) ?? 'SPAWN_FAILED'
+    throw Object.assign(new Error(`posix_spawn ${file}: ${code}`), { code, errno: result })
+  }
+  const [pid, stdinFd, stdoutFd, stderrFd] = result
+  const child = new NativeChild()
+  child.pid = pid
+  if (stdinFd >= 0) child.stdin = new Socket({ fd: stdinFd, readable: false, writable: true })
+  child.stdout = new Socket({ fd: stdoutFd, readable: true, writable: false })
+  if (stderrFd >= 0) child.stderr = new Socket({ fd: stderrFd, readable: true, writable: false })
+  running.set(pid, child)
+  // Keeps the loop alive while a child runs, and reaps even if a SIGCHLD went unseen.
+  poll ??= setInterval(reapAll, 200)
+  // Once both pipes closed the child has usually exited: look now rather than at the next signal.
+  const pipes = child.stderr ? [child.stdout, child.stderr] : [child.stdout]
+  let open = pipes.length
+  const closed = (): void => {
+    if (--open === 0) setImmediate(reapAll)
+  }
+  for (const pipe of pipes) pipe.once('close', closed)
+  return child
+}
