@@ -14,7 +14,7 @@
 //                   while it streams (goal: none over 50 ms) and the time to the final text.
 // Whatever conversation view the web bundle mounts is measured (the shell's fallback otherwise).
 // RUNS (default 5). ONLY=ready,sessions,history,stream runs only those parts (default: all).
-// CHUNKS (default 100000), STREAM_TIMEOUT_S (default 900), TRACE=file.json saves a Chromium trace of the stream part (TRACE_PROFILE=0: without CPU samples, which add their own GC work). Needs `node scripts/build-client.mjs` (done here) and /usr/bin/chromium.
+// CHUNKS (default 100000), STREAM_TIMEOUT_S (default 900), PROBE=1 counts stream reads and DOM mutations during the stream, TRACE=file.json saves a Chromium trace of the stream part (TRACE_PROFILE=0: without CPU samples, which add their own GC work). Needs `node scripts/build-client.mjs` (done here) and /usr/bin/chromium.
 import { execFileSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 
@@ -47,6 +47,7 @@ const browser = await launchBrowser()
 async function load(url, { waitReady = true } = {}) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } })
   const page = await context.newPage()
+  if (process.env.PROBE) await page.addInitScript(() => { globalThis.__probe = true })
   await page.addInitScript(() => {
     globalThis.__longest = 0
     globalThis.__over50 = 0
@@ -61,6 +62,28 @@ async function load(url, { waitReady = true } = {}) {
         }
       }).observe({ type: 'longtask', buffered: true })
     } catch {}
+    // PROBE=1 (stream part): counts stream reads and DOM churn, reported with the figures.
+    if (globalThis.__probe) {
+      const probe = (globalThis.__probeCounts = { reads: 0, readChars: 0, added: 0, removed: 0, text: 0, attrs: 0 })
+      const read = ReadableStreamDefaultReader.prototype.read
+      ReadableStreamDefaultReader.prototype.read = function () {
+        return read.call(this).then((r) => {
+          if (!r.done && r.value != null) (probe.reads++, (probe.readChars += r.value.length ?? 0))
+          return r
+        })
+      }
+      const count = (node) => 1 + [...node.childNodes].reduce((n, c) => n + count(c), 0)
+      addEventListener('DOMContentLoaded', () => new MutationObserver((records) => {
+        if (!globalThis.__probeOn) return
+        for (const r of records) {
+          if (r.type === 'childList') {
+            for (const n of r.addedNodes) probe.added += count(n)
+            for (const n of r.removedNodes) probe.removed += count(n)
+          } else if (r.type === 'characterData') probe.text++
+          else probe.attrs++
+        }
+      }).observe(document, { subtree: true, childList: true, characterData: true, attributes: true }))
+    }
   })
   await page.goto(url)
   if (waitReady) await page.waitForSelector('html[data-ready="true"]')
@@ -190,8 +213,8 @@ try {
   await page.waitForSelector('.dsh-chat, [role="log"]', { timeout: 120_000 }).catch(() => {
     throw new Error('stream: the conversation view did not mount within 120 s')
   })
-  const pageT0 = await page.evaluate(() => { globalThis.__longest = 0; globalThis.__over50 = 0; globalThis.__tasks = 0; globalThis.__long = []; return performance.now() })
-  if (process.env.TRACE) await browser.startTracing(page, { path: process.env.TRACE, categories: ['devtools.timeline', 'disabled-by-default-devtools.timeline', 'v8.execute', ...(process.env.TRACE_PROFILE === '0' ? [] : ['disabled-by-default-v8.cpu_profiler']), 'v8', 'blink.user_timing'] })
+  const pageT0 = await page.evaluate(() => { globalThis.__probeOn = true; if (globalThis.__probeCounts) for (const k in globalThis.__probeCounts) globalThis.__probeCounts[k] = 0; globalThis.__longest = 0; globalThis.__over50 = 0; globalThis.__tasks = 0; globalThis.__long = []; return performance.now() })
+  if (process.env.TRACE) await browser.startTracing(page, { path: process.env.TRACE, categories: ['devtools.timeline', 'disabled-by-default-devtools.timeline', 'v8.execute', ...(process.env.TRACE_PROFILE === '0' ? [] : ['disabled-by-default-v8.cpu_profiler']), 'v8', 'blink.user_timing', 'disabled-by-default-v8.gc', 'blink_gc', 'disabled-by-default-blink_gc', ...(process.env.TRACE_CATEGORIES ? process.env.TRACE_CATEGORIES.split(',') : [])] })
   const servedBefore = app.mock.served
   const s0 = Date.now()
   await app.call('sessions.prompt', { sessionId: stream, text: 'think a lot' })
@@ -213,10 +236,11 @@ try {
   }
   const streamMs = Date.now() - s0
   if (process.env.TRACE) await browser.stopTracing()
-  const { longest, over50, long, shownAt } = await page.evaluate(() => ({ longest: globalThis.__longest, over50: globalThis.__over50, long: globalThis.__long, shownAt: performance.now() }))
+  const { longest, over50, long, shownAt, probe } = await page.evaluate(() => ({ longest: globalThis.__longest, over50: globalThis.__over50, long: globalThis.__long, shownAt: performance.now(), probe: globalThis.__probeCounts }))
   console.log(`${CHUNKS.toLocaleString()} chunks  final text after ${ms(streamMs)}${hostDoneAt ? ` (host turn done after ${ms(hostDoneAt - s0)})` : ''}; longest main-thread task while streaming ${ms(longest)}, ${over50} task${over50 === 1 ? '' : 's'} over 50 ms (goal: none): ${longest <= 50 ? 'met' : 'MISSED'}`)
   // Where the long tasks fell: ms after the prompt call, with the page's clock (the last check is ~500 ms after the text showed).
   if (long.length) console.log(`  tasks over 50 ms at (ms after the prompt, duration): ${long.map(([at, d]) => `+${Math.round(at - pageT0)}:${d}`).join(', ')}; final text seen at +${Math.round(shownAt - pageT0)}`)
+  if (probe) console.log(`  probe: ${probe.reads} stream reads (${probe.readChars} chars/bytes), DOM nodes added ${probe.added}, removed ${probe.removed}, text changes ${probe.text}, attribute changes ${probe.attrs}`)
   await opened.context.close()
   }
 } finally {

@@ -26,6 +26,7 @@ export { Router, parseRoute, sessionPath, type Route } from './router.ts'
 export { ClientPlugins, type ClientPluginEntry, type LoadedPlugin, type ModuleImporter } from './plugins.ts'
 export { readManifest, parseManifest, MANIFEST_PATH, MANIFEST_ELEMENT_ID, type BootManifest } from './manifest.ts'
 export { readSse, StreamError, type SseFrame } from './sse.ts'
+export { Utf8Decoder } from './utf8.ts'
 export { RuntimeProvider, useCtx, useStore, useSlotEntries, Slot, SlotBoundary, useT, useSessionFeed, plainService, type SlotComponentProps, type SessionFeedOptions } from './react.ts'
 export { SLOTS, type SlotName, type SessionSlotProps } from './names.ts'
 

@@ -1,8 +1,11 @@
 // Server-Sent Events over fetch (not EventSource): the caller picks the resume point (`?after=`)
 // and the retry policy itself, and sees the end of a stream as an ordinary return.
+import { Utf8Decoder } from './utf8.ts'
 
 /** Longest stretch (ms) of frame handling before the reader yields to the page (input, paint). */
 const SLICE_MS = 8
+/** Bytes decoded and cut into lines at a time. */
+const PIECE_BYTES = 16 * 1024
 
 /** Resolves on a fresh task (after input and rendering had their turn), not a microtask. */
 function yieldToPage(): Promise<void> {
@@ -46,13 +49,17 @@ export async function readSse(url: string, options: { signal: AbortSignal; onOpe
     throw new StreamError(code, message, response.status)
   }
   options.onOpen?.()
-  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader()
+  // Bytes are decoded in script (see utf8.ts: the browser's decoders make strings that cost a
+  // long finalizer task after a major GC), a piece of at most PIECE_BYTES at a time, so the
+  // string being cut into lines stays small however much one network read holds.
+  const reader = response.body.getReader()
+  const decoder = new Utf8Decoder()
   let buffer = ''
   let event = ''
   let data: string[] = []
   let id: string | undefined
   const dispatch = () => {
-    if (data.length) options.onFrame({ event: event || 'message', data: data.join('\n'), ...(id !== undefined ? { id } : {}) })
+    if (data.length) options.onFrame({ event: event || 'message', data: data.length === 1 ? data[0] : data.join('\n'), ...(id !== undefined ? { id } : {}) })
     event = ''
     data = []
     id = undefined
@@ -70,33 +77,35 @@ export async function readSse(url: string, options: { signal: AbortSignal; onOpe
     // on (resetting it here let a burst of reads become one long task). A read that waited for
     // the network starts a fresh slice.
     if (now() - before > SLICE_MS) sliceStart = now()
-    buffer += value
-    let start = 0
-    for (;;) {
-      if (++lines % 64 === 0 && now() - sliceStart > SLICE_MS) {
-        await yieldToPage()
-        if (options.signal.aborted) return
-        sliceStart = now()
+    for (let at = 0; at < value.length; at += PIECE_BYTES) {
+      buffer += decoder.decode(value.subarray(at, at + PIECE_BYTES), { stream: true })
+      let start = 0
+      for (;;) {
+        if (++lines % 64 === 0 && now() - sliceStart > SLICE_MS) {
+          await yieldToPage()
+          if (options.signal.aborted) return
+          sliceStart = now()
+        }
+        const nl = buffer.indexOf('\n', start)
+        if (nl < 0) break
+        let line = buffer.slice(start, nl)
+        start = nl + 1
+        if (line.endsWith('\r')) line = line.slice(0, -1)
+        if (line === '') {
+          dispatch()
+          continue
+        }
+        if (line.startsWith(':')) continue
+        const colon = line.indexOf(':')
+        const field = colon < 0 ? line : line.slice(0, colon)
+        let rest = colon < 0 ? '' : line.slice(colon + 1)
+        if (rest.startsWith(' ')) rest = rest.slice(1)
+        if (field === 'data') data.push(rest)
+        else if (field === 'event') event = rest
+        else if (field === 'id') id = rest
       }
-      const nl = buffer.indexOf('\n', start)
-      if (nl < 0) break
-      let line = buffer.slice(start, nl)
-      start = nl + 1
-      if (line.endsWith('\r')) line = line.slice(0, -1)
-      if (line === '') {
-        dispatch()
-        continue
-      }
-      if (line.startsWith(':')) continue
-      const colon = line.indexOf(':')
-      const field = colon < 0 ? line : line.slice(0, colon)
-      let rest = colon < 0 ? '' : line.slice(colon + 1)
-      if (rest.startsWith(' ')) rest = rest.slice(1)
-      if (field === 'data') data.push(rest)
-      else if (field === 'event') event = rest
-      else if (field === 'id') id = rest
+      buffer = buffer.slice(start)
     }
-    buffer = buffer.slice(start)
   }
 }
 
