@@ -276,6 +276,53 @@ describe('ConversationModel under a burst of deltas', () => {
     expect((short.snapshot().nodes[0] as ThinkingNode).preview).toBe('just this')
   })
 
+  it('held deltas: a snapshot at any point shows exactly the text received so far, and the end is exact', () => {
+    // Deltas continuing a node are held and written into it when the nodes are read: whatever the
+    // reading pattern (every delta, every few, only at the end, other events in between), the
+    // text, the preview and node identity come out the same as one write per delta.
+    const events: WireEvent[] = []
+    const push = (type: string, data: unknown) => events.push({ seq: events.length, type, time: events.length, data } as WireEvent)
+    push('turn/start', { turn: 0 })
+    push('step/start', { turn: 0, step: 0 })
+    const r1 = Array.from({ length: 700 }, (_, i) => (i % 50 === 0 ? `line ${i}\n` : `a${i} `))
+    const t1 = Array.from({ length: 300 }, (_, i) => `b${i} `)
+    const r2 = Array.from({ length: 200 }, (_, i) => `c${i} `)
+    for (const piece of r1) push('assistant/chunk', { turn: 0, step: 0, chunk: { kind: 'reasoning-delta', text: piece } })
+    for (const piece of t1) push('assistant/chunk', { turn: 0, step: 0, chunk: { kind: 'text-delta', text: piece } })
+    push('assistant/chunk', { turn: 0, step: 0, chunk: { kind: 'usage', usage: { input: 1, output: 1 } } })
+    for (const piece of r2) push('assistant/chunk', { turn: 0, step: 0, chunk: { kind: 'reasoning-delta', text: piece } })
+    const expected = (upTo: number) => {
+      const reference = new ConversationModel()
+      for (let i = 0; i <= upTo; i++) {
+        reference.applyEvent(events[i])
+        reference.snapshot() // read after every event: each delta written on its own
+      }
+      return reference.snapshot().nodes
+    }
+    for (const every of [1, 3, 64, 10_000]) {
+      const model = new ConversationModel()
+      let previous = model.snapshot()
+      for (let i = 0; i < events.length; i++) {
+        model.applyEvent(events[i])
+        if (i % every !== every - 1 && i !== events.length - 1) continue
+        const snap = model.snapshot()
+        const want = expected(i)
+        expect(snap.nodes.map((n) => ({ ...n })), `reading every ${every}, at event ${i}`).toEqual(want.map((n) => ({ ...n })))
+        // Nodes no delta reached since the last read keep their identity.
+        for (const node of snap.nodes) {
+          const before = previous.nodes.find((n) => n.key === node.key)
+          if (before && (before as { text?: string }).text === (node as { text?: string }).text && before.kind === node.kind && (before as { streaming?: boolean }).streaming === (node as { streaming?: boolean }).streaming) expect(node).toBe(before)
+        }
+        previous = snap
+      }
+      const [thinking, answer, again] = previous.nodes as [ThinkingNode, AssistantNode, ThinkingNode]
+      expect(thinking).toMatchObject({ kind: 'thinking', streaming: false, text: r1.join('') })
+      expect(answer).toMatchObject({ kind: 'assistant', streaming: true, text: t1.join('') })
+      expect(again).toMatchObject({ kind: 'thinking', streaming: true, text: r2.join('') })
+      expect(again.preview).toBe(r2.join('').slice(-PREVIEW_CHARS))
+    }
+  })
+
   it('keeps the usage object of snapshots while the totals stay the same', () => {
     const model = new ConversationModel()
     for (const event of burst(['a', 'b'], [])) model.applyEvent(event)

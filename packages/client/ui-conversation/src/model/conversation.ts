@@ -102,6 +102,15 @@ export class ConversationModel {
   private snap: ConversationSnapshot | undefined
   private listeners = new Set<() => void>()
   private nextLocalId = 0
+  /**
+   * Streamed text not yet in its node: the deltas that continued the same thinking or answer
+   * node since it was last written. A delta only appends here; the node gets the joined text
+   * (one new node object, one concatenation, one preview cut) when anything reads the nodes
+   * (a snapshot, or any other event). Per delta that is one array slot instead of a new node,
+   * a rope cell and a preview string, the garbage that made the scavenges and the final major
+   * GC of a 100,000-delta answer long.
+   */
+  private open: { key: string; kind: 'r' | 't'; live: LiveStep; parts: string[] } | undefined
 
   /** Folds one log event (from `sessions.history` or a stream `message` frame). Returns whether it was applied. */
   applyEvent(event: WireEvent): boolean {
@@ -198,6 +207,7 @@ export class ConversationModel {
    * prompt claimed after it (the answer raced ahead of the reply), nothing is recorded.
    */
   addQueued(text: string, mode: 'queue' | 'steer' = 'queue', sentAfterSeq?: number): QueuedPrompt | undefined {
+    this.settleOpen()
     if (sentAfterSeq !== undefined && this.nodes.some((n) => n.kind === 'user' && n.seq > sentAfterSeq && n.text === text)) return undefined
     const prompt = { id: `q${this.nextLocalId++}`, text, mode }
     this.queued = [...this.queued, prompt]
@@ -215,6 +225,7 @@ export class ConversationModel {
 
   /** Clears the log-derived view (before refolding a session from seq 0). Queues and takeovers stay. */
   reset(): void {
+    this.open = undefined
     this.nodes = []
     this.index.clear()
     this.lastSeq = -1
@@ -233,6 +244,7 @@ export class ConversationModel {
 
   snapshot(): ConversationSnapshot {
     if (this.snap && this.snap.version === this.version) return this.snap
+    this.settleOpen()
     this.snap = {
       version: this.version,
       nodes: this.nodes.slice(),
@@ -307,6 +319,7 @@ export class ConversationModel {
 
   private fold(event: WireEvent): void {
     const data = (event.data ?? {}) as Record<string, any>
+    if (this.open && event.type !== 'assistant/chunk') this.settleOpen()
     switch (event.type) {
       case 'turn/start':
         this.turn = data.turn
@@ -399,7 +412,14 @@ export class ConversationModel {
         if (kind === 'r') {
           live.reasoningStart ??= event.time
           live.reasoningEnd = event.time
-        } else if (live.lastKind === 'r') {
+        }
+        const open = this.open
+        if (open && open.live === live && open.kind === kind && live.lastKind === kind) {
+          open.parts.push(text)
+          return
+        }
+        this.settleOpen()
+        if (kind === 't' && live.lastKind === 'r') {
           this.closeThinking(live)
         }
         if (live.lastKind !== kind) {
@@ -411,14 +431,11 @@ export class ConversationModel {
           return
         }
         const key = this.stepKey(kind, live.counts[kind] - 1)
-        const node = this.get(key) as ThinkingNode | AssistantNode | undefined
-        // `node.text + text` stays a rope until someone reads the whole text; the thinking row
-        // shows `preview` (bounded), so a long stream costs O(delta) per delta.
-        if (node?.kind === 'thinking') this.replace({ ...node, text: node.text + text, preview: clip((node.preview ?? '') + text) })
-        else if (node) this.replace({ ...node, text: node.text + text })
+        if (this.get(key)) this.open = { key, kind, live, parts: [text] }
         return
       }
       case 'tool-call-start': {
+        this.settleOpen()
         if (live.lastKind === 'r') this.closeThinking(live)
         live.lastKind = undefined
         const key = `tool:${chunk.callId}`
@@ -428,6 +445,7 @@ export class ConversationModel {
         return
       }
       case 'tool-call-delta': {
+        this.settleOpen()
         const key = live.toolIndex.get(chunk.index)
         const node = key ? (this.get(key) as ToolNode | undefined) : undefined
         if (node) this.replace({ ...node, arguments: node.arguments + String(chunk.argumentsDelta ?? '') })
@@ -438,6 +456,20 @@ export class ConversationModel {
       default:
         return
     }
+  }
+
+  /** Writes the held deltas into their node (see `open`). */
+  private settleOpen(): void {
+    const open = this.open
+    if (!open) return
+    this.open = undefined
+    const node = this.get(open.key)
+    if (node?.kind !== 'thinking' && node?.kind !== 'assistant') return
+    const added = open.parts.length === 1 ? open.parts[0] : open.parts.join('')
+    // `node.text + added` stays a rope (one cell per write, not per delta) until someone reads the
+    // whole text; the thinking row shows `preview` (bounded).
+    if (node.kind === 'thinking') this.replace({ ...node, text: node.text + added, preview: clip((node.preview ?? '') + added) })
+    else this.replace({ ...node, text: node.text + added })
   }
 
   private closeThinking(live: LiveStep): void {
