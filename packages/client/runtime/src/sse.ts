@@ -59,7 +59,11 @@ export async function readSse(url: string, options: { signal: AbortSignal; onOpe
   let data: string[] = []
   let id: string | undefined
   const dispatch = () => {
-    if (data.length) options.onFrame({ event: event || 'message', data: data.length === 1 ? data[0] : data.join('\n'), ...(id !== undefined ? { id } : {}) })
+    if (data.length) {
+      const frame: SseFrame = { event: event || 'message', data: data.length === 1 ? data[0] : data.join('\n') }
+      if (id !== undefined) frame.id = id
+      options.onFrame(frame)
+    }
     event = ''
     data = []
     id = undefined
