@@ -1,4 +1,4 @@
-import { symbols, type Context } from 'cordis'
+import type { Context } from 'cordis'
 import {
   BlockAssembler,
   LlmError,
@@ -25,6 +25,7 @@ import {
   type TurnResult,
 } from '@dsh/agent'
 import { Inbox, toBlocks, type QueuedInput } from './inbox.ts'
+import { plainService } from '@dsh/plain-service'
 
 export interface LoopOptions {
   maxSteps: number
@@ -470,10 +471,6 @@ export class LoopAgent implements Agent {
   }
 }
 
-/** The object behind a Cordis service reference (for services whose methods do not depend on the caller). */
-function plainService<T>(value: T): T {
-  return ((value as Record<symbol, unknown>)[symbols.original] as T | undefined) ?? value
-}
 
 /** Resolves true after `ms`, false if the signal aborts first. */
 function sleep(ms: number, signal: AbortSignal): Promise<boolean> {

@@ -6,11 +6,12 @@
 import { statSync } from 'node:fs'
 import { arch, release, type as osType } from 'node:os'
 import { basename, dirname, join } from 'node:path'
-import { Context, Service, symbols } from 'cordis'
+import { Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import { ScopedRegistry, standingScope } from '@dsh/scope'
 import type { ToolSchema } from '@dsh/llm'
 import { VARIABLE_NAME_PATTERN, placeholders, render, tidy } from './template.ts'
+import { plainService } from '@dsh/plain-service'
 
 export { VARIABLE_NAME_PATTERN } from './template.ts'
 
@@ -287,7 +288,7 @@ export class SystemPrompt extends Service {
   assemble(input: AssembleInput): AssembledPrompt {
     // Runs for every model request: own state through the plain object, not the per-caller shadow
     // Cordis binds `this` to (where each property read builds proxies).
-    const self = ((this as unknown as Record<symbol, SystemPrompt | undefined>)[symbols.original]) ?? this
+    const self = plainService(this)
     const cache = new Map<string, string>()
     const lookup = (where: string) => (name: string) => {
       const hit = cache.get(name)

@@ -4,7 +4,7 @@
 // `tools/execute` (around the tool body) -> `tools/post-execute` -> `finalizeContent` ->
 // `tools/result` (observe only). Bad model input and tool failures become error results; nothing
 // here throws into the caller except misuse of the registration API.
-import { Context, Service, symbols } from 'cordis'
+import { Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import { ScopedRegistry, standingScope } from '@dsh/scope'
 import type { ToolSchema } from '@dsh/llm'
@@ -26,6 +26,7 @@ import type {
   ToolOutput,
   ToolResultPayload,
 } from './types.ts'
+import { plainService } from '@dsh/plain-service'
 
 export const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/
 
@@ -85,8 +86,7 @@ export class ToolRegistry extends Service {
     super(ctx, 'tools')
     this.mode = config.mode
     this.maxParallel = config.maxParallel
-    const events = ctx.events
-    this.events = ((events as unknown as Record<symbol, unknown>)[symbols.original] as Context['events'] | undefined) ?? events
+    this.events = plainService(ctx.events)
   }
 
   /**

@@ -1,11 +1,12 @@
 // @dsh/llm-deepseek: the DeepSeek chat-completions adapter, registered on ctx.llm as a route.
-import { symbols, type Context } from 'cordis'
+import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { ModelInfo, ReasoningEffort } from '@dsh/llm'
 import type {} from '@dsh/credentials'
 import { userAgent } from '@dsh/brand'
 import { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_REQUEST_TIMEOUT_MS, DeepSeekAdapter, type KeySource } from './adapter.ts'
 import { defaultEffortTable, type EffortTable } from './wire.ts'
+import { plainService } from '@dsh/plain-service'
 
 export * from './adapter.ts'
 export * from './errors.ts'
@@ -141,7 +142,7 @@ export function apply(ctx: Context, config: Config): void {
   // `llm` is a required inject (a change restarts this plugin): its plain object is read once
   // instead of through the context per request (an Error and tracing proxies per read).
   // `registerAdapter` below still goes through the context, which binds it to this plugin.
-  const llm = ((ctx.llm as unknown as Record<symbol, unknown>)[symbols.original] as Context['llm'] | undefined) ?? ctx.llm
+  const llm = plainService(ctx.llm)
   // The key sent is remembered by ctx.llm, which scrubs it from every error it passes on.
   const getKey: KeySource = async () => {
     const key = await source()

@@ -6,7 +6,7 @@
 import { realpathSync } from 'node:fs'
 import { homedir, tmpdir } from 'node:os'
 import { isAbsolute, join, resolve as resolvePath } from 'node:path'
-import { Context, Service, symbols } from 'cordis'
+import { Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import type {} from '@dsh/agent'
 import type {} from '@dsh/app-boot'
@@ -15,6 +15,7 @@ import { describePolicy, isSandboxMode, SANDBOX_MODES, type SandboxMode, type Sa
 import type {} from '@dsh/session-persistence'
 import type {} from '@dsh/permission-presets'
 import type {} from '@dsh/home-paths'
+import { plainService } from '@dsh/plain-service'
 
 declare module 'cordis' {
   interface Context {
@@ -88,7 +89,7 @@ export class SandboxPolicyService extends Service {
     // Optional services are read several times per call; `ctx.get` builds a tracing proxy each time
     // (and every call through it a shadow), so the plain objects are kept until Cordis reports
     // that the service changed.
-    ctx.on('internal/service', (name) => void unshadow(this).optional.delete(name))
+    ctx.on('internal/service', (name) => void plainService(this).optional.delete(name))
     // `sandbox/mode` is logged: register it so sessions holding an override load again.
     ctx.inject(['sessionPersistence'], (inner) => void inner.sessionPersistence.registerEventType('sandbox/mode'))
     if (config.announce) {
@@ -103,7 +104,7 @@ export class SandboxPolicyService extends Service {
   /** The mode in force: the session's override, else the permission preset's mode, else `defaultMode`. */
   modeFor(sessionId?: string): SandboxMode {
     // Asked several times per tool call and per step: own state through the plain object (see unshadow).
-    const self = unshadow(this)
+    const self = plainService(this)
     if (sessionId !== undefined) {
       const override = self.override(sessionId)
       if (override) return override
@@ -143,7 +144,7 @@ export class SandboxPolicyService extends Service {
 
   /** One resolved policy for one call. */
   resolve(input: ResolveInput = {}): SandboxPolicy {
-    const self = unshadow(this)
+    const self = plainService(this)
     const mode = self.modeFor(input.sessionId)
     const workspaceRoot = self.workspaceRoot(input)
     if (mode === 'danger-full-access') return { mode, workspaceRoot, writableRoots: [], network: true }
@@ -164,7 +165,7 @@ export class SandboxPolicyService extends Service {
     const home = realpathOrSelf(this.home())
     // The patch layers this process booted from (a `--patch` file or a bundle may lie in the
     // workspace): a confined command that rewrote one would run its `!!js` at the next start.
-    const layers = unshadow(this).service('bootInfo')?.layerFiles ?? []
+    const layers = plainService(this).service('bootInfo')?.layerFiles ?? []
     const readOnlyPaths = [...new Set([home, ...layers.map(realpathOrSelf), ...(this.config.readOnlyPaths ?? []).map(realpathOrSelf)])]
     const hiddenPaths = [...new Set([join(home, '.credentials.yaml'), join(home, '.env'), ...(this.config.hiddenPaths ?? []).map(realpathOrSelf)])]
     return { readOnlyPaths, hiddenPaths }
@@ -172,7 +173,7 @@ export class SandboxPolicyService extends Service {
 
   /** `ctx.homePaths.home` when loaded, else `$DSH_HOME` (a leading `~/` expanded), else `~/.dsh`. */
   private home(): string {
-    const service = unshadow(this).service('homePaths')
+    const service = plainService(this).service('homePaths')
     if (service && typeof service.home === 'string') return service.home
     const raw = process.env.DSH_HOME?.trim()
     if (!raw) return join(homedir(), '.dsh')
@@ -209,7 +210,7 @@ export class SandboxPolicyService extends Service {
   }
 
   private async runnerNotes(): Promise<string[]> {
-    const sandbox = unshadow(this).service('sandbox')
+    const sandbox = plainService(this).service('sandbox')
     if (!sandbox || typeof sandbox.describe !== 'function') return []
     try {
       const notes = (await sandbox.describe()).notes
@@ -229,14 +230,14 @@ export class SandboxPolicyService extends Service {
 
   private session(sessionId: string | undefined): Session | undefined {
     if (sessionId === undefined) return undefined
-    return unshadow(this).service('sessions')?.get(sessionId)
+    return plainService(this).service('sessions')?.get(sessionId)
   }
 
   /** An optional service as its plain object (cached until it changes, see `optional`). */
   private service<K extends 'permissionPresets' | 'bootInfo' | 'homePaths' | 'sandbox' | 'sessions'>(name: K): Context[K] | undefined {
     if (this.optional.has(name)) return this.optional.get(name) as Context[K] | undefined
     const value = this.ctx.get(name)
-    const plain = value === undefined || value === null ? undefined : unshadow(value as object)
+    const plain = value === undefined || value === null ? undefined : plainService(value as object)
     this.optional.set(name, plain)
     return plain as Context[K] | undefined
   }
@@ -256,14 +257,6 @@ function lastAnnouncement(session: Session): string | undefined {
   return undefined
 }
 
-/**
- * The object behind a Cordis service reference: methods reached through `ctx.sandboxPolicy` run
- * with `this` bound to a per-caller shadow whose every property read builds proxies (call
- * tracing); the per-call paths read their own state through the plain object instead.
- */
-function unshadow<T extends object>(value: T): T {
-  return ((value as Record<symbol, unknown>)[symbols.original] as T | undefined) ?? value
-}
 
 /**
  * The real path (symlinks resolved), or `path` itself when it does not exist. The native call (one

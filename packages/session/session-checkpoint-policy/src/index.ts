@@ -1,12 +1,13 @@
 // @dsh/session-checkpoint-policy: semantic durability points for persisted agents. The log is made
 // durable before a model request leaves, before a top-level tool body runs (after logging
 // `tool/started`), and at each pre-step; when that fails, the call it guards does not happen.
-import { symbols, type Context } from 'cordis'
+import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { } from '@dsh/agent'
 import type { ExecutePayload, ToolOutput } from '@dsh/tools'
 import type { Session } from '@dsh/session'
 import type { } from '@dsh/session-persistence'
+import { plainService } from '@dsh/plain-service'
 
 export const name = '@dsh/session-checkpoint-policy'
 export const inject = ['durableSessions', 'sessions']
@@ -55,10 +56,6 @@ export function isTopLevelCall(session: Session, callId: string): boolean {
   return false
 }
 
-/** The object behind a Cordis service reference (`ctx.x` builds an Error and tracing proxies per read). */
-function plainService<T>(value: T): T {
-  return ((value as Record<symbol, unknown>)[symbols.original] as T | undefined) ?? value
-}
 
 export function apply(ctx: Context, config: Config = {}) {
   const options = { beforeRequest: true, beforeTool: true, atPreStep: true, ...config }

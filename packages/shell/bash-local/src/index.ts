@@ -5,10 +5,11 @@
 import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { isAbsolute, join, resolve as resolvePath } from 'node:path'
-import { Context, symbols } from 'cordis'
+import { Context } from 'cordis'
 import Schema from 'schemastery'
 import { ShellError, ShellExecutor, type ShellLimits, type ShellOutput, type ShellOutputBudget, type ShellRequest, type ShellResult, type ShellRunOptions, type ShellSpec } from '@dsh/shell'
 import { decodeOutput, type ProcessExit, type RetainedOutput } from '@dsh/subprocess'
+import { plainService } from '@dsh/plain-service'
 
 export const EXECUTOR = 'bash-local'
 
@@ -179,14 +180,6 @@ export class BashLocalExecutor extends ShellExecutor {
   }
 }
 
-/**
- * The object behind a Cordis service reference (`ctx.x` answers a tracing proxy whose every method
- * call builds a per-caller shadow). For services whose methods do not depend on the caller.
- */
-export function plainService<T>(value: T): T {
-  if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return value
-  return ((value as Record<symbol, unknown>)[symbols.original] as T | undefined) ?? value
-}
 
 /** What the startup file runs: stderr onto stdout's pipe, then BASH_ENV is forgotten so nested bash scripts do not read it. */
 export const MERGE_STARTUP_SCRIPT = 'exec 2>&1\nunset BASH_ENV\n'

@@ -5,7 +5,7 @@
 // `ctx.approval` and, when allowed, runs that one command unconfined.
 import { join } from 'node:path'
 import { Context } from 'cordis'
-import { BashLocalExecutor, DEFAULT_SPILL_DIR, plainService, runShellProcess, type BashLocalConfig } from '@dsh/bash-local'
+import { BashLocalExecutor, DEFAULT_SPILL_DIR, runShellProcess, type BashLocalConfig } from '@dsh/bash-local'
 import { ShellError, type ShellRequest, type ShellResult, type ShellRunOptions, type ShellSpec } from '@dsh/shell'
 import {
   describePolicy,
@@ -19,6 +19,7 @@ import {
 import type {} from '@dsh/sandbox-policy'
 import type { ApprovalOutcome } from '@dsh/user-approval'
 import type {} from '@dsh/tools'
+import { plainService } from '@dsh/plain-service'
 
 export { SANDBOX_ESCALATION_PARAMETER, isSandboxedShell } from '@dsh/sandbox'
 

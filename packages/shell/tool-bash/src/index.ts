@@ -1,6 +1,6 @@
 // @dsh/tool-bash: the model-facing `bash` tool over the `ctx.shell` executor seam. When `ctx.jobs`
 // is mounted (before this row), `run_in_background` runs the command as a job of that registry.
-import { Context, symbols } from 'cordis'
+import { Context } from 'cordis'
 import Schema from 'schemastery'
 import { ShellError, type ShellLimits } from '@dsh/shell'
 import type {} from '@dsh/shell-env'
@@ -9,6 +9,7 @@ import type { JsonSchema, ToolOutput } from '@dsh/tools'
 import { isSandboxedShell, SANDBOX_ESCALATION_PARAMETER } from '@dsh/sandbox'
 import { renderResult } from './render.ts'
 import { registerPromptSection } from './prompt.ts'
+import { plainService } from '@dsh/plain-service'
 
 export { renderOutput, renderResult } from './render.ts'
 
@@ -87,11 +88,6 @@ function isShellError(error: unknown): error is ShellError {
 
 export { PROMPT_SECTION } from './prompt.ts'
 
-/** The object behind a Cordis service reference (see `services` in `apply`). */
-function plainService<T>(value: T): T {
-  if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return value
-  return ((value as Record<symbol, unknown>)[symbols.original] as T | undefined) ?? value
-}
 
 export function apply(ctx: Context, config: ToolBashConfig): void {
   registerPromptSection(ctx)
