@@ -148,6 +148,8 @@ export interface BootOptions {
    * every enabled row and are up to date; ignored when `importModule` is given. Default: off.
    */
   prelink?: PrelinkVariant
+  /** The checkout whose `prelinked/<variant>` is read (default: the one this app-boot is in). */
+  prelinkRoot?: string
 }
 
 const PROBE = Symbol('probe')
@@ -345,7 +347,7 @@ export async function bootComposition(comp: Composition, opts: BootOptions = {})
   let prelinked: PrelinkDecision | undefined
   if (!opts.importModule && opts.prelink) {
     const urls = prepared.enabled.flatMap((r) => (r.url && !r.url.startsWith('cordis:') ? [r.url] : []))
-    prelinked = await loadPrelinked(urls, opts.prelink, { importFile: importRowModule })
+    prelinked = await loadPrelinked(urls, opts.prelink, { importFile: importRowModule, root: opts.prelinkRoot })
     const importers = prelinked.importers
     if (importers) loader.importModule = (url) => (Object.hasOwn(importers, url) ? importers[url]() : importRowModule(url))
     else if (opts.debug ?? Boolean(process.env.DSH_DEBUG)) stderr.write(`dsh: debug: rows load file by file: ${prelinked.reason}\n`)
