@@ -13,6 +13,12 @@
 #                  README's command on its own checkout already, so under the second Node line it
 #                  runs the engine-sensitive families (native add-ons, PTYs, the loader) and skips
 #                  the slow surface suites (browser, tmux, language servers)
+#   --tests-after FILE
+#                  do the install checks now, then wait until FILE holds a word: `run` starts the
+#                  tests, anything else skips them (exit 0 after the install checks). .ci/run starts
+#                  the check in the background while its own suite runs (the clone, the Node download
+#                  and the native add-on builds overlap the suite) and says `run` once the suite passed,
+#                  so the two test runs never compete for the two cores. Gives up if the caller exits.
 # Exit 0 when every step behaved; otherwise one line naming the step that did not.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,15 +30,20 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "fresh-machine-check: $*" >&2; exit 1; }
+# Seconds since the check started, on every progress line (CI prints these lines: they are the
+# phase timings of .agents/notes/ci-time.md).
+say() { echo "fresh-machine-check: [+${SECONDS}s] $*"; }
 node_major=
 with_tests=
 test_projects=
+tests_after=
 while (($#)); do
   case "$1" in
     --node) node_major=${2:?--node needs a major version}; shift 2 ;;
     --with-tests) with_tests=1; shift ;;
     --test-projects) test_projects=${2:?--test-projects needs a list of vitest projects}; shift 2 ;;
-    *) echo "usage: bash scripts/fresh-machine-check.sh [--node MAJOR] [--with-tests | --test-projects \"P ...\"]" >&2; exit 2 ;;
+    --tests-after) tests_after=${2:?--tests-after needs a file}; shift 2 ;;
+    *) echo "usage: bash scripts/fresh-machine-check.sh [--node MAJOR] [--with-tests | --test-projects \"P ...\"] [--tests-after FILE]" >&2; exit 2 ;;
   esac
 done
 
@@ -67,7 +78,7 @@ if [[ -n "$node_major" ]]; then
   [[ -x "$node_dir/bin/node" && -f "$node_dir/include/node/node.h" ]] || fail "node@$node_major from npm has no binary or headers"
   export PATH="$node_dir/bin:$PATH" npm_config_nodedir="$node_dir"
 fi
-echo "fresh-machine-check: node $(node --version)"
+say "node $(node --version)"
 # As the README says: offline machines build the native add-ons against local Node headers.
 if [[ -z "${npm_config_nodedir:-}" && -f /usr/include/node/node.h ]]; then export npm_config_nodedir=/usr; fi
 
@@ -83,11 +94,11 @@ for _ in $(seq 50); do [[ -s "$work/mock.url" ]] && break; sleep 0.1; done
 export DEEPSEEK_BASE_URL=$(head -1 "$work/mock.url")
 export DEEPSEEK_API_KEY=sk-fresh-machine-check
 
-echo "fresh-machine-check: install and one-shot, verbatim: $install_cmd"
+say "install and one-shot, verbatim: $install_cmd"
 out=$(cd "$work/dsh" && bash -c "$install_cmd" 2>"$work/install.err") || { tail -20 "$work/install.err" >&2; fail "the README install command failed"; }
 grep -q "README summarised" <<<"$out" || fail "the one-shot printed no answer: $out"
 
-echo "fresh-machine-check: global install, verbatim: $global_cmd"
+say "global install, verbatim: $global_cmd"
 (cd "$work/dsh" && bash -c "$global_cmd") >"$work/global.out" 2>&1 || { cat "$work/global.out" >&2; fail "the README global install failed"; }
 export PATH="$npm_config_prefix/bin:$PATH"
 project="$work/project"
@@ -101,17 +112,31 @@ reply=$(printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"
 grep -q '"protocolVersion"' <<<"$reply" || fail "dsh-acp did not answer initialize: $reply"
 [[ ! -e "$project/.dsh" ]] || fail "dsh wrote into the project directory"
 [[ -d "$HOME/.dsh" ]] || fail "dsh did not use \$HOME/.dsh"
+say "the global bins answered"
+if [[ -n "$tests_after" && ( -n "$with_tests" || -n "$test_projects" ) ]]; then
+  say "waiting for the word in $tests_after"
+  caller=$PPID
+  while [[ ! -s "$tests_after" ]]; do
+    kill -0 "$caller" 2>/dev/null || fail "the caller exited before saying whether to run the tests"
+    sleep 1
+  done
+  word=$(<"$tests_after")
+  if [[ "$word" != run ]]; then
+    say "tests skipped (the caller said: $word)"
+    with_tests= test_projects=
+  fi
+fi
 if [[ -n "$with_tests" ]]; then
   test_cmd=$(readme_block test)
   [[ -n "$test_cmd" ]] || fail "README.md has no readme:test block"
-  echo "fresh-machine-check: test suite, verbatim: $test_cmd"
+  say "test suite, verbatim: $test_cmd"
   unset DEEPSEEK_BASE_URL DEEPSEEK_API_KEY
   (cd "$work/dsh" && bash -c "$test_cmd") || fail "the README test command failed under node $(node --version)"
 elif [[ -n "$test_projects" ]]; then
   args=()
   for project in $test_projects; do args+=(--project "$project"); done
-  echo "fresh-machine-check: test projects under node $(node --version): $test_projects"
+  say "test projects under node $(node --version): $test_projects"
   unset DEEPSEEK_BASE_URL DEEPSEEK_API_KEY
   (cd "$work/dsh" && npx vitest run "${args[@]}") || fail "the test projects ($test_projects) failed under node $(node --version)"
 fi
-echo "fresh-machine-check: ok (node $(node --version), clean clone, HOME=$HOME, README commands verbatim)"
+say "ok (node $(node --version), clean clone, HOME=$HOME, README commands verbatim)"
