@@ -171,6 +171,7 @@ export class DeepSeekAdapter implements LlmAdapter {
     }
 
     let reader: BodyReader | undefined
+    let completed = false
     try {
       const headers: { [name: string]: string } = {
         ...this.options.headers,
@@ -290,6 +291,9 @@ export class DeepSeekAdapter implements LlmAdapter {
         }
         if (read.done) break
       }
+      // The body was read to its end (or to [DONE], after which only the terminator follows):
+      // whatever happens next, its connection is fit for the next request.
+      completed = true
 
       if (!done && !translator.finished) {
         if (!sawEvent) {
@@ -310,9 +314,15 @@ export class DeepSeekAdapter implements LlmAdapter {
       disarm()
       clearTimeout(deadline)
       signal?.removeEventListener('abort', onAbort)
-      if (reader) void reader.cancel().catch(() => {})
-      // Releases the socket when the consumer stopped early or an error left the body unread.
-      controller.abort()
+      if (completed && reader?.release) {
+        // A finished stream keeps its connection: the next request reuses it (no new TCP and TLS
+        // handshake per model turn).
+        reader.release()
+      } else {
+        if (reader) void reader.cancel().catch(() => {})
+        // Releases the socket when the consumer stopped early or an error left the body unread.
+        controller.abort()
+      }
     }
   }
 }

@@ -26,7 +26,17 @@ function abortError(reason: unknown): Error {
 export interface BodyReader {
   read(): Promise<{ done: true; value?: undefined } | { done: false; value: Uint8Array }>
   cancel(): Promise<void>
+  /**
+   * The caller has all it wanted of a body that ended normally (an SSE stream's `[DONE]`): the
+   * rest (usually only the chunked terminator) is read and dropped, so the keep-alive connection
+   * goes back to the agent for the next request instead of being torn down. A body that has not
+   * ended within `graceMs` is destroyed after all.
+   */
+  release?(graceMs?: number): void
 }
+
+/** How long a released body may take to end before its connection is destroyed. */
+export const RELEASE_GRACE_MS = 2_000
 
 const nodeBodies = new WeakMap<object, IncomingMessage>()
 
@@ -34,19 +44,61 @@ const nodeBodies = new WeakMap<object, IncomingMessage>()
  * A reader of the body of a response `nodeFetch` made, read from the node stream (its errors,
  * an abort among them, reject `read()`); undefined for any other response (use `body`). Do not
  * mix it with `body` on one response.
+ *
+ * It reads with `read()` on 'readable' rather than through the stream's async iterator: ending
+ * that iterator aborts the request (Node's stream destroyer does so for an IncomingMessage), which
+ * closed the keep-alive connection after every response.
  */
 export function bodyReader(response: Response): BodyReader | undefined {
   const incoming = nodeBodies.get(response)
   if (!incoming) return undefined
-  const chunks = incoming[Symbol.asyncIterator]()
+  let ended = false
+  let cancelled = false
+  let failure: Error | undefined
+  let wake: (() => void) | undefined
+  const notify = () => {
+    const resume = wake
+    wake = undefined
+    resume?.()
+  }
+  incoming.on('readable', notify)
+  incoming.once('end', () => {
+    ended = true
+    notify()
+  })
+  incoming.once('error', (error) => {
+    failure ??= error
+    notify()
+  })
+  incoming.once('close', () => {
+    if (!ended) failure ??= Object.assign(new Error('the connection closed before the response ended'), { code: 'ECONNRESET' })
+    notify()
+  })
   return {
     async read() {
-      const next = await chunks.next()
-      return next.done ? { done: true } : { done: false, value: next.value as Uint8Array }
+      for (;;) {
+        // As with a web reader: after cancel() a read is done, not an error.
+        if (cancelled) return { done: true }
+        if (failure) throw failure
+        const chunk = incoming.read() as Buffer | null
+        if (chunk !== null) return { done: false, value: chunk }
+        if (ended) return { done: true }
+        await new Promise<void>((resolve) => (wake = resolve))
+      }
     },
     async cancel() {
-      await chunks.return?.()
+      cancelled = true
       incoming.destroy()
+      notify()
+    },
+    release(graceMs = RELEASE_GRACE_MS) {
+      if (ended || failure || incoming.destroyed) return
+      // Flowing with no 'data' listener drops the rest; at 'end' the agent takes the socket back.
+      const timer = setTimeout(() => incoming.destroy(), graceMs)
+      timer.unref()
+      incoming.once('close', () => clearTimeout(timer))
+      incoming.off('readable', notify)
+      incoming.resume()
     },
   }
 }

@@ -1,6 +1,6 @@
-import { createServer, type Server } from 'node:http'
+import { createServer, globalAgent, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { Context } from 'cordis'
 import LlmService, { BlockAssembler, LlmError, type LlmRequest, type StreamChunk } from '@dsh/llm'
 import { startMockServer, type MockServer, type MockStep } from '@dsh/llm-mock-server'
@@ -67,6 +67,25 @@ describe('DeepSeekAdapter over the mock server', () => {
     } as never)
     const result = BlockAssembler.fold(await collect(adapter)).result()
     expect(result.message.content).toEqual([{ type: 'text', text: 'Streamed from the node stream.' }])
+  })
+
+  it('keeps the connection of a finished stream for the next request, and drops one a consumer abandoned', async () => {
+    // Tearing the socket down after every response meant a new TCP (and TLS) handshake per turn.
+    const adapter = await serve([{ text: 'one' }, { text: 'two' }, { text: 'three, left unread' }, { text: 'four' }])
+    // The rest of a finished body (the chunked terminator) drains right after the stream ends;
+    // then the socket waits in the agent's free list.
+    const freeSocket = () => vi.waitFor(() => expect(Object.values(globalAgent.freeSockets).flat().length).toBeGreaterThan(0), { timeout: 5_000, interval: 5 })
+    await collect(adapter)
+    await freeSocket()
+    await collect(adapter)
+    await freeSocket()
+    expect(server!.requests[1].remotePort).toBe(server!.requests[0].remotePort)
+    // A consumer that stops early leaves the body unread: that connection is not reused.
+    for await (const chunk of adapter.stream(request())) if (chunk) break
+    await collect(adapter)
+    const ports = server!.requests.map((r) => r.remotePort)
+    expect(ports[2]).toBe(ports[0])
+    expect(ports[3]).not.toBe(ports[2])
   })
 
   it('streams text and sends the request DeepSeek expects', async () => {

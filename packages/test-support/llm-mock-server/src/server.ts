@@ -43,6 +43,8 @@ export interface RecordedRequest {
   outcome: RequestOutcome
   /** True when the client disconnected before the response was complete. */
   aborted: boolean
+  /** The client's port: requests that share it came over one kept-alive connection. */
+  remotePort: number | undefined
   /** Body bytes handed to the socket for this request so far (headers excluded). */
   bytesWritten: number
 }
@@ -96,6 +98,7 @@ export async function startMockServer(options: MockServerOptions): Promise<MockS
       rawBody,
       outcome: 'served',
       aborted: false,
+      remotePort: req.socket.remotePort,
       bytesWritten: 0,
     }
     requests.push(record)
