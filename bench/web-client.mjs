@@ -14,8 +14,11 @@
 //                   while it streams (goal: none over 50 ms) and the time to the final text.
 // Whatever conversation view the web bundle mounts is measured (the shell's fallback otherwise).
 // RUNS (default 5). ONLY=ready,sessions,history,stream runs only those parts (default: all).
-// CHUNKS (default 100000), STREAM_TIMEOUT_S (default 900), PROBE=1 counts stream reads and DOM mutations during the stream, TRACE=file.json saves a Chromium trace of the stream part (TRACE_PROFILE=0: without CPU samples, which add their own GC work). Needs `node scripts/build-client.mjs` (done here) and /usr/bin/chromium.
+// CHUNKS (default 100000), STREAM_TIMEOUT_S (default 900), SETTLE_MS (default 1000: long tasks are counted this long after the final text shows), PROBE=1 counts stream reads and DOM mutations during the stream, TASK_CPU=1 traces the page's main thread and gives each long task's thread CPU time (a loaded machine deschedules the renderer mid-task), TRACE=file.json saves a Chromium trace of the stream part (TRACE_PROFILE=0: without CPU samples, which add their own GC work). Needs `node scripts/build-client.mjs` (done here) and /usr/bin/chromium.
 import { execFileSync } from 'node:child_process'
+import { readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
@@ -214,6 +217,11 @@ try {
     throw new Error('stream: the conversation view did not mount within 120 s')
   })
   const pageT0 = await page.evaluate(() => { globalThis.__probeOn = true; if (globalThis.__probeCounts) for (const k in globalThis.__probeCounts) globalThis.__probeCounts[k] = 0; globalThis.__longest = 0; globalThis.__over50 = 0; globalThis.__tasks = 0; globalThis.__long = []; return performance.now() })
+  // TASK_CPU=1 (or TRACE): a trace of the page's main thread gives each long task's thread CPU
+  // time besides its wall time. On a loaded machine a task can last 50 ms while it ran for 5: the
+  // renderer was descheduled. The CPU figure is what the page's own work costs.
+  const tracePath = process.env.TRACE || (process.env.TASK_CPU ? join(tmpdir(), `web-client-${process.pid}.json`) : undefined)
+  if (tracePath && !process.env.TRACE) await browser.startTracing(page, { path: tracePath, categories: ['disabled-by-default-devtools.timeline'] })
   if (process.env.TRACE) await browser.startTracing(page, { path: process.env.TRACE, categories: ['devtools.timeline', 'disabled-by-default-devtools.timeline', 'v8.execute', ...(process.env.TRACE_PROFILE === '0' ? [] : ['disabled-by-default-v8.cpu_profiler']), 'v8', 'blink.user_timing', 'disabled-by-default-v8.gc', 'blink_gc', 'disabled-by-default-blink_gc', ...(process.env.TRACE_CATEGORIES ? process.env.TRACE_CATEGORIES.split(',') : [])] })
   const servedBefore = app.mock.served
   const s0 = Date.now()
@@ -235,11 +243,26 @@ try {
     await new Promise((resolve) => setTimeout(resolve, 500))
   }
   const streamMs = Date.now() - s0
-  if (process.env.TRACE) await browser.stopTracing()
+  // The stream's garbage is collected after its end (a major GC's finalizer pass, a Blink heap
+  // sweep), and the longtask observer delivers entries a task later: count the SETTLE_MS (default
+  // 1000) after the final text showed too.
+  await new Promise((resolve) => setTimeout(resolve, Number(process.env.SETTLE_MS ?? 1000)))
   const { longest, over50, long, shownAt, probe } = await page.evaluate(() => ({ longest: globalThis.__longest, over50: globalThis.__over50, long: globalThis.__long, shownAt: performance.now(), probe: globalThis.__probeCounts }))
-  console.log(`${CHUNKS.toLocaleString()} chunks  final text after ${ms(streamMs)}${hostDoneAt ? ` (host turn done after ${ms(hostDoneAt - s0)})` : ''}; longest main-thread task while streaming ${ms(longest)}, ${over50} task${over50 === 1 ? '' : 's'} over 50 ms (goal: none): ${longest <= 50 ? 'met' : 'MISSED'}`)
+  if (tracePath) await browser.stopTracing()
+  console.log(`${CHUNKS.toLocaleString()} chunks  final text after ${ms(streamMs)}${hostDoneAt ? ` (host turn done after ${ms(hostDoneAt - s0)})` : ''}; longest main-thread task while streaming (and SETTLE_MS after) ${ms(longest)}, ${over50} task${over50 === 1 ? '' : 's'} over 50 ms (goal: none): ${longest <= 50 ? 'met' : 'MISSED'}`)
   // Where the long tasks fell: ms after the prompt call, with the page's clock (the last check is ~500 ms after the text showed).
-  if (long.length) console.log(`  tasks over 50 ms at (ms after the prompt, duration): ${long.map(([at, d]) => `+${Math.round(at - pageT0)}:${d}`).join(', ')}; final text seen at +${Math.round(shownAt - pageT0)}`)
+  if (long.length) console.log(`  tasks over 50 ms at (ms after the prompt, duration): ${long.map(([at, d]) => `+${Math.round(at - pageT0)}:${d}`).join(', ')}; final text seen by +${Math.round(shownAt - pageT0 - Number(process.env.SETTLE_MS ?? 1000))}`)
+  if (tracePath) {
+    // Renderer main thread: tasks over 50 ms of wall time, with their thread CPU time.
+    const events = JSON.parse(readFileSync(tracePath, 'utf8')).traceEvents
+    const main = events.find((e) => e.name === 'thread_name' && e.args?.name === 'CrRendererMain')
+    const tasks = events.filter((e) => main && e.pid === main.pid && e.tid === main.tid && e.name === 'RunTask' && e.ph === 'X')
+    const long = tasks.filter((e) => e.dur > 50_000)
+    const cpu = (e) => (e.tdur ?? e.dur) / 1000
+    const maxCpu = Math.max(0, ...tasks.map(cpu))
+    console.log(`  trace: ${long.length} task${long.length === 1 ? '' : 's'} over 50 ms wall (${long.map((e) => `${Math.round(e.dur / 1000)} ms wall / ${Math.round(cpu(e))} ms CPU`).join(', ') || 'none'}); longest task by CPU ${ms(maxCpu)}, ${tasks.filter((e) => cpu(e) > 50).length} over 50 ms of CPU`)
+    if (!process.env.TRACE) rmSync(tracePath, { force: true })
+  }
   if (probe) console.log(`  probe: ${probe.reads} stream reads (${probe.readChars} chars/bytes), DOM nodes added ${probe.added}, removed ${probe.removed}, text changes ${probe.text}, attribute changes ${probe.attrs}`)
   await opened.context.close()
   }
