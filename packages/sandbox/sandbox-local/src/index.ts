@@ -1,7 +1,8 @@
 // @dsh/sandbox-local: the Linux provider of `ctx.sandbox`. It probes its candidate runners once
 // (bubblewrap first, then Landlock through a small koffi helper), caches the first that works, and
 // wraps each argv for it. A confining mode with no working runner throws: it never runs unconfined.
-import { execFile, type ChildProcess } from 'node:child_process'
+import { execFile } from 'node:child_process'
+import { nativeSpawn, type SpawnedChild } from '@dsh/posix-spawn'
 import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { dirname, isAbsolute, join, sep } from 'node:path'
@@ -81,7 +82,7 @@ export class LocalSandbox extends SandboxService {
   /** The background probe scheduled on app/ready, until it starts or the app stops. */
   private prewarmTimer?: ReturnType<typeof setTimeout>
   /** Probe children still running; ended and awaited when the plugin unloads. */
-  private readonly probing = new Set<ChildProcess>()
+  private readonly probing = new Set<SpawnedChild>()
   private disposed = false
 
   constructor(
@@ -309,6 +310,40 @@ export class LocalSandbox extends SandboxService {
   /** Runs a probe child; it is tracked so an unload can end and reap it. */
   private run(file: string, args: string[]): Promise<{ code: number | null; output: string }> {
     if (this.disposed) return Promise.resolve({ code: null, output: 'the sandbox plugin was unloaded' })
+    return this.runNative(file, args) ?? this.runExecFile(file, args)
+  }
+
+  /**
+   * The probe through posix_spawn (no fork of the harness: several ms less per probe where page
+   * tables are costly to copy). Undefined where the add-on is not built or the spawn failed, so
+   * execFile runs it and reports the failure as before.
+   */
+  private runNative(file: string, args: string[]): Promise<{ code: number | null; output: string }> | undefined {
+    let child: SpawnedChild | undefined
+    try {
+      child = nativeSpawn(file, args, { cwd: process.cwd(), env: process.env as Record<string, string>, stdinPipe: false, searchPath: true })
+    } catch {
+      return undefined
+    }
+    if (!child) return undefined
+    const spawned = child
+    this.probing.add(spawned)
+    let stdout = ''
+    let stderr = ''
+    spawned.stdout?.setEncoding('utf8').on('data', (text: string) => (stdout += text))
+    spawned.stderr?.setEncoding('utf8').on('data', (text: string) => (stderr += text))
+    const timer = setTimeout(() => spawned.kill('SIGTERM'), this.config.probeTimeoutMs)
+    return new Promise((resolve) => {
+      spawned.once('close', (code: number | null, signal: string | null) => {
+        clearTimeout(timer)
+        this.probing.delete(spawned)
+        if (code === 0) return resolve({ code: 0, output: stdout })
+        resolve({ code, output: `${stderr}${stdout}` || `${file} was ended by ${signal ?? 'a signal'}` })
+      })
+    })
+  }
+
+  private runExecFile(file: string, args: string[]): Promise<{ code: number | null; output: string }> {
     return new Promise((resolve) => {
       const child = execFile(file, args, { timeout: this.config.probeTimeoutMs, encoding: 'utf8' }, (error, stdout, stderr) => {
         if (!error) return resolve({ code: 0, output: stdout })

@@ -25,7 +25,7 @@ import { checkRetention } from './retention.ts'
 import { groupAlive, signalGroup } from './group.ts'
 import { Managed } from './managed.ts'
 import { sessionAlive, signalSession } from './session.ts'
-import { addonLoadError, nativeSpawn, type SpawnedChild } from './native-spawn.ts'
+import { addonLoadError, nativeSpawn, type SpawnedChild } from '@dsh/posix-spawn'
 
 export interface LocalSubprocessConfig {
   scrub: { deny: string[]; allow: string[] }

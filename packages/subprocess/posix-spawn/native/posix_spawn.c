@@ -7,11 +7,12 @@
 //
 // Built by scripts/build.mjs with the system C compiler, no Node headers: the few Node-API
 // functions used are declared below (Node-API is a stable C ABI). When it is missing or fails to
-// load, @dsh/subprocess-local uses child_process.spawn as before.
+// load, its users (@dsh/subprocess-local, @dsh/sandbox-local) use child_process as before.
 //
-// spawn(file, argv, envp, cwd, stdinPipe, mergeStderr) -> [pid, stdinFd, stdoutFd, stderrFd]
-//   (stdinFd -1 when stdin is /dev/null, stderrFd -1 when stderr shares stdout's pipe), or a
-//   negative errno. The child leads a new session (setsid), every signal
+// spawn(file, argv, envp, cwd, stdinPipe, mergeStderr, searchPath) -> [pid, stdinFd, stdoutFd,
+//   stderrFd] (stdinFd -1 when stdin is /dev/null, stderrFd -1 when stderr shares stdout's pipe),
+//   or a negative errno. searchPath looks a bare file name up on this process's PATH
+//   (posix_spawnp). The child leads a new session (setsid), every signal
 //   is reset to its default action and none is blocked, as libuv does for its children.
 // reap(pid) -> -1 while running, the exit code (0-255), 256 + signal number, or -2 when the pid is
 //   not a child of this process (already reaped).
@@ -100,16 +101,17 @@ static void close_pair(int fds[2]) {
 }
 
 static napi_value Spawn(napi_env env, napi_callback_info info) {
-  size_t argc = 6;
-  napi_value args[6];
+  size_t argc = 7;
+  napi_value args[7];
   napi_get_cb_info(env, info, &argc, args, NULL, NULL);
-  if (argc < 6) {
-    napi_throw_type_error(env, NULL, "posix_spawn: spawn(file, argv, envp, cwd, stdinPipe, mergeStderr)");
+  if (argc < 7) {
+    napi_throw_type_error(env, NULL, "posix_spawn: spawn(file, argv, envp, cwd, stdinPipe, mergeStderr, searchPath)");
     return NULL;
   }
-  bool stdin_pipe = false, merge_stderr = false;
+  bool stdin_pipe = false, merge_stderr = false, search_path = false;
   napi_get_value_bool(env, args[4], &stdin_pipe);
   napi_get_value_bool(env, args[5], &merge_stderr);
+  napi_get_value_bool(env, args[6], &search_path);
   char *file = c_string(env, args[0]);
   char **argv = file ? c_list(env, args[1]) : NULL;
   char **envp = argv ? c_list(env, args[2]) : NULL;
@@ -155,7 +157,7 @@ static napi_value Spawn(napi_env env, napi_callback_info info) {
   if (!rc) rc = posix_spawnattr_setsigdefault(&attr, &all);
   if (!rc) rc = posix_spawnattr_setsigmask(&attr, &none);
   pid_t pid = -1;
-  if (!rc) rc = posix_spawn(&pid, file, &actions, &attr, argv, envp);
+  if (!rc) rc = (search_path ? posix_spawnp : posix_spawn)(&pid, file, &actions, &attr, argv, envp);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (rc) goto done_pipes;
@@ -207,7 +209,7 @@ static napi_value Reap(napi_env env, napi_callback_info info) {
 // Node-API module registration (what NAPI_MODULE_INIT expands to).
 __attribute__((visibility("default"))) napi_value napi_register_module_v1(napi_env env, napi_value exports) {
   napi_value fn;
-  napi_create_function(env, "spawn", 6, Spawn, NULL, &fn);
+  napi_create_function(env, "spawn", 7, Spawn, NULL, &fn);
   napi_set_named_property(env, exports, "spawn", fn);
   napi_create_function(env, "reap", 4, Reap, NULL, &fn);
   napi_set_named_property(env, exports, "reap", fn);

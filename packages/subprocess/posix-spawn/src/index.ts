@@ -1,8 +1,9 @@
-// The posix_spawn path for pipe processes (native/posix_spawn.c, built by scripts/build.mjs).
-// It gives the little of ChildProcess that wirePipes uses: pid, stdin/stdout/stderr streams and
-// one 'exit' (code, signal). Exits are collected with waitpid(WNOHANG) on SIGCHLD; a slow poll
-// while children run keeps the event loop alive (as a ChildProcess handle does) and catches a
-// signal that arrived while no listener could see it.
+// @dsh/posix-spawn: pipe processes started with posix_spawn (native/posix_spawn.c, built by
+// scripts/build.mjs). A child gives the part of ChildProcess its users read: pid, stdin/stdout/
+// stderr streams, exitCode/signalCode, kill(), 'exit' (code, signal) and 'close' once it exited
+// and its pipes closed. Exits are collected with waitpid(WNOHANG) on SIGCHLD; a slow poll while
+// children run keeps the event loop alive (as a ChildProcess handle does) and catches a signal
+// that arrived while no listener could see it.
 import { EventEmitter } from 'node:events'
 import { existsSync } from 'node:fs'
 import { createRequire } from 'node:module'
@@ -13,16 +14,19 @@ import { fileURLToPath } from 'node:url'
 import { isMainThread } from 'node:worker_threads'
 
 interface Addon {
-  spawn(file: string, argv: string[], envp: string[], cwd: string, stdinPipe: boolean, mergeStderr: boolean): [number, number, number, number] | number
+  spawn(file: string, argv: string[], envp: string[], cwd: string, stdinPipe: boolean, mergeStderr: boolean, searchPath: boolean): [number, number, number, number] | number
   reap(pid: number): number
 }
 
-/** The subset of ChildProcess that LocalSubprocessService reads. */
+/** The part of ChildProcess both a posix_spawn child and a child_process one give. */
 export interface SpawnedChild extends EventEmitter {
   readonly pid?: number | undefined
   readonly stdin: Writable | null
   readonly stdout: Readable | null
   readonly stderr: Readable | null
+  readonly exitCode: number | null
+  readonly signalCode: NodeJS.Signals | string | null
+  kill(signal?: NodeJS.Signals | number): boolean
 }
 
 export interface NativeSpawnOptions {
@@ -30,7 +34,9 @@ export interface NativeSpawnOptions {
   env: Record<string, string>
   stdinPipe: boolean
   /** stderr is a second descriptor of stdout's pipe (the streams interleave in write order). */
-  mergeStderr: boolean
+  mergeStderr?: boolean
+  /** `file` may be a bare name, looked up on this process's PATH (not `env.PATH`). */
+  searchPath?: boolean
 }
 
 /** Where the build writes the addon (the same path from src/ and from the dist bundle). */
@@ -71,6 +77,33 @@ class NativeChild extends EventEmitter implements SpawnedChild {
   stdin: Writable | null = null
   stdout: Readable | null = null
   stderr: Readable | null = null
+  exitCode: number | null = null
+  signalCode: string | null = null
+  exited = false
+  openPipes = 0
+
+  kill(signal: NodeJS.Signals | number = 'SIGTERM'): boolean {
+    if (this.exited || this.pid === undefined) return false
+    try {
+      process.kill(this.pid, signal)
+      return true
+    } catch {
+      return false
+    }
+  }
+
+  /** Marks the exit; 'close' follows once the pipes closed too (as with ChildProcess). */
+  settle(code: number | null, signal: string | null): void {
+    this.exited = true
+    this.exitCode = code
+    this.signalCode = signal
+    this.emit('exit', code, signal)
+    this.maybeClose()
+  }
+
+  maybeClose(): void {
+    if (this.exited && this.openPipes === 0) this.emit('close', this.exitCode, this.signalCode)
+  }
 }
 
 // Children spawned here and not yet reaped.
@@ -85,9 +118,9 @@ function reapAll(): void {
     const status = native.reap(pid)
     if (status === -1) continue
     running.delete(pid)
-    if (status === -2) child.emit('exit', null, null)
-    else if (status >= 256) child.emit('exit', null, signalNames.get(status - 256) ?? `SIG${status - 256}`)
-    else child.emit('exit', status, null)
+    if (status === -2) child.settle(null, null)
+    else if (status >= 256) child.settle(null, signalNames.get(status - 256) ?? `SIG${status - 256}`)
+    else child.settle(status, null)
   }
   if (running.size === 0 && poll) {
     clearInterval(poll)
@@ -109,7 +142,7 @@ export function nativeSpawn(file: string, args: readonly string[], options: Nati
   }
   const envp: string[] = []
   for (const name in options.env) envp.push(`${name}=${options.env[name]}`)
-  const result = native.spawn(file, [file, ...args], envp, options.cwd, options.stdinPipe, options.mergeStderr)
+  const result = native.spawn(file, [file, ...args], envp, options.cwd, options.stdinPipe, options.mergeStderr === true, options.searchPath === true)
   if (typeof result === 'number') {
     const code = errnoNames.get(-result) ?? 'SPAWN_FAILED'
     throw Object.assign(new Error(`posix_spawn ${file}: ${code}`), { code, errno: result })
@@ -125,9 +158,11 @@ export function nativeSpawn(file: string, args: readonly string[], options: Nati
   poll ??= setInterval(reapAll, 200)
   // Once both pipes closed the child has usually exited: look now rather than at the next signal.
   const pipes = child.stderr ? [child.stdout, child.stderr] : [child.stdout]
-  let open = pipes.length
+  child.openPipes = pipes.length
   const closed = (): void => {
-    if (--open === 0) setImmediate(reapAll)
+    if (--child.openPipes > 0) return
+    if (child.exited) child.maybeClose()
+    else setImmediate(reapAll)
   }
   for (const pipe of pipes) pipe.once('close', closed)
   return child
