@@ -141,6 +141,11 @@ export const STDIN_GRACE_MS = 3000
  * is the task); otherwise a pipe that sends nothing within `graceMs` is ignored (a parent that
  * spawned us with an open stdin it never writes). Undefined when there is nothing to read.
  */
+/** Ends a stdin read still waiting (set while one is): the app is stopping. */
+let abandonRead: (() => void) | undefined
+/** Set when a stop abandoned the read: the empty task it leaves is not a usage error to report. */
+let readAbandoned = false
+
 export async function readPipedStdin(untilEnd: boolean, graceMs = STDIN_GRACE_MS, explicit = false): Promise<string | undefined> {
   const stdin = process.stdin
   // A terminal is read only when asked for by name (the task "-"): type it, then end with ^D.
@@ -158,6 +163,7 @@ export async function readPipedStdin(untilEnd: boolean, graceMs = STDIN_GRACE_MS
     let timer: NodeJS.Timeout | undefined
     const finish = (value: string | undefined) => {
       if (timer) clearTimeout(timer)
+      abandonRead = undefined
       stdin.off('data', onData).off('end', onEnd).off('error', onError)
       stdin.pause()
       if (value === undefined) stdin.destroy()
@@ -174,6 +180,11 @@ export async function readPipedStdin(untilEnd: boolean, graceMs = STDIN_GRACE_MS
     const onError = () => finish(text || undefined)
     stdin.setEncoding('utf8').on('data', onData).on('end', onEnd).on('error', onError)
     if (!untilEnd) timer = setTimeout(() => finish(undefined), graceMs)
+    // A signal while waiting for a piped task: the open pipe must not keep the process up.
+    abandonRead = () => {
+      readAbandoned = true
+      finish(undefined)
+    }
   })
 }
 
@@ -387,6 +398,8 @@ export async function runHeadless(ctx: Context, config: Config, io: Io & { stdin
     else options.task = await completeTask(options.task, io.stdinReader)
   } catch (error) {
     if (error instanceof UsageError) {
+      // Stopped (a signal) while waiting for the task on stdin: the signal's exit code stands.
+      if (readAbandoned) return 1
       io.stderr.write(`dsh: ${error.message}\n`)
       return 2
     }
@@ -613,4 +626,5 @@ export function apply(ctx: Context, config: Config): void {
   }
   if (config.waitForReady) ctx.on('app/ready', () => void start())
   else void start()
+  ctx.on('app/stopping', () => abandonRead?.())
 }

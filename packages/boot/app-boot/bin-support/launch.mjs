@@ -7,8 +7,8 @@
 //    NODE_DISABLE_COMPILE_CACHE=1 turns it off). It lives in the dsh home, which confined commands
 //    cannot write, since cached code is executed.
 //  - The run's exit code becomes the process's; a plugin that leaked a handle cannot keep a
-//    finished process alive (forced exit 2 s later); a crash of the launcher itself is one line
-//    on stderr and exit 70.
+//    finished process alive (forced exit 2 s later; under DSH_DEBUG a line names what was still
+//    open); a crash of the launcher itself is one line on stderr and exit 70.
 import { homedir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -66,5 +66,11 @@ export async function launch(spec) {
     process.exit(70)
   }
   process.exitCode = code
-  setTimeout(() => process.exit(code), 2000).unref()
+  setTimeout(() => {
+    if (process.env.DSH_DEBUG) {
+      const open = process.getActiveResourcesInfo().filter((kind) => kind !== 'Timeout')
+      process.stderr.write(`${spec.name}: debug: forced exit: still running 2 s after the app ended (open: ${open.join(', ') || 'nothing named'})\n`)
+    }
+    process.exit(code)
+  }, 2000).unref()
 }

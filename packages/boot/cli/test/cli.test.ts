@@ -155,8 +155,11 @@ describe('dsh launcher', () => {
 }
 `)
       writeFileSync(join(home, 'server.yml'), '- insert:\n    - { id: server, name: ./server.mjs }\n')
-      const child = spawn(process.execPath, [BIN, '--patch', 'server.yml'], { cwd: home, env: { ...process.env, DSH_HOME: home } })
+      // stdin stays an open pipe: the one-shot waits on it for its task when the signal comes.
+      const child = spawn(process.execPath, [BIN, '--patch', 'server.yml'], { cwd: home, env: { ...process.env, DSH_HOME: home, DSH_DEBUG: '1' } })
       let out = ''
+      let err = ''
+      child.stderr.on('data', (d) => (err += d))
       await new Promise<void>((resolve) => child.stdout.on('data', (d) => {
         out += d
         if (out.includes('ready')) resolve()
@@ -165,6 +168,10 @@ describe('dsh launcher', () => {
       const status = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)))
       expect(status).toBe(code)
       expect(out).toBe('ready\ndisposed\n')
+      // The process ended because nothing was left open (the stdin read was abandoned), not by
+      // the launcher's forced exit; and a stop is not reported as a missing task.
+      expect(err).not.toMatch(/forced exit/)
+      expect(err).not.toMatch(/no task given/)
     }
   })
 })
