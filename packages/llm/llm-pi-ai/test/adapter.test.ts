@@ -217,7 +217,9 @@ describe('openai-compatible route over the mock server', () => {
   })
 
   it('ends a stalled stream with TIMEOUT after streamIdleTimeoutMs of silence', async () => {
-    await local([{ events: [{ text: 'partial ' }, { stall: true }] }], { streamIdleTimeoutMs: 150 })
+    // Long enough that the first delta always arrives before it under load (150 ms did not in a
+    // loaded run: the request itself, the SDK's first use, took longer, and no delta was seen).
+    await local([{ events: [{ text: 'partial ' }, { stall: true }] }], { streamIdleTimeoutMs: 1000 })
     const { error, chunks } = await failure()
     expect(error.code).toBe('TIMEOUT')
     expect(chunks).toEqual([{ kind: 'text-delta', text: 'partial ' }])
