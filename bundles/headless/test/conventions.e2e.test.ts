@@ -126,6 +126,7 @@ describe('piped stdin without "-"', () => {
 })
 
 describe('--continue, --resume and dsh sessions', () => {
+  // Several launches of the bin one after another: 20 s is too short on a loaded machine.
   it('-c continues the latest session; -r ID resumes one; -r alone lists this directory and exits 2', async () => {
     const { home, cwd } = workspace()
     const s = await mock([{ text: 'a1' }, { text: 'a2' }, { text: 'a3' }])
@@ -151,7 +152,7 @@ describe('--continue, --resume and dsh sessions', () => {
     const none = await runDsh(['-r'], { cwd: elsewhere, env })
     expect(none.code).toBe(2)
     expect(none.stderr.trim().split('\n')).toHaveLength(1)
-  })
+  }, 60_000)
 
   it('/help creates no session that --continue picks up', async () => {
     const { home, cwd } = workspace()

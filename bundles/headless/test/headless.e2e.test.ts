@@ -219,6 +219,7 @@ describe('dsh --profile headless', () => {
     expect(good).toMatchObject({ code: 0, stdout: 'ok\n' })
   })
 
+  // Several launches of the bin one after another: 20 s is too short on a loaded machine.
   it('runs a /command task without a model turn: /help, and /compact on a continued session', async () => {
     const { home, cwd } = workspace()
     const s = await withMock([{ text: 'the long answer' }, { text: 'the second answer' }, { text: 'Summary: the user asked for a long answer, then more.' }])
@@ -244,7 +245,7 @@ describe('dsh --profile headless', () => {
     const unknown = await dsh(['--profile', 'headless', '/frobnicate'], env, cwd)
     expect(unknown.code).toBe(1)
     expect(unknown.stderr.trim().split('\n')).toHaveLength(1)
-  })
+  }, 60_000)
 
   it('finds the DeepSeek key in $DSH_HOME/.credentials.yaml (mode 0600) through ctx.credentials', async () => {
     const { home, cwd } = workspace()
