@@ -147,6 +147,7 @@ let abandonRead: (() => void) | undefined
 let readAbandoned = false
 
 export async function readPipedStdin(untilEnd: boolean, graceMs = STDIN_GRACE_MS, explicit = false): Promise<string | undefined> {
+  readAbandoned = false
   const stdin = process.stdin
   // A terminal is read only when asked for by name (the task "-"): type it, then end with ^D.
   if (stdin.isTTY) return explicit ? readFileSync(0, 'utf8') : undefined

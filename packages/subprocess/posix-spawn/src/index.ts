@@ -130,8 +130,10 @@ function reapAll(): void {
 
 /**
  * Starts `file` (an absolute path) as the leader of a new session, stdout and stderr as pipes
- * (or stderr onto stdout's pipe), stdin a pipe or /dev/null. Returns undefined when the addon is not available; throws an Error
- * with `code` (an errno name) when posix_spawn fails.
+ * (or stderr onto stdout's pipe), stdin a pipe or /dev/null. Returns undefined when the addon is
+ * not available; throws an Error with `code` (an errno name) when posix_spawn fails, and with
+ * `code: 'ERR_INVALID_ARG_VALUE'` for a NUL byte in the file, an argument, the working directory
+ * or the environment (C strings would silently end there).
  */
 export function nativeSpawn(file: string, args: readonly string[], options: NativeSpawnOptions): SpawnedChild | undefined {
   const native = loadAddon()
@@ -142,6 +144,11 @@ export function nativeSpawn(file: string, args: readonly string[], options: Nati
   }
   const envp: string[] = []
   for (const name in options.env) envp.push(`${name}=${options.env[name]}`)
+  for (const [what, values] of [['file', [file]], ['an argument', args], ['cwd', [options.cwd]], ['the environment', envp]] as const) {
+    if (values.some((value) => value.includes('\0'))) {
+      throw Object.assign(new Error(`posix_spawn ${file.replaceAll('\0', '\\0')}: ${what} contains a NUL byte`), { code: 'ERR_INVALID_ARG_VALUE' })
+    }
+  }
   const result = native.spawn(file, [file, ...args], envp, options.cwd, options.stdinPipe, options.mergeStderr === true, options.searchPath === true)
   if (typeof result === 'number') {
     const code = errnoNames.get(-result) ?? 'SPAWN_FAILED'

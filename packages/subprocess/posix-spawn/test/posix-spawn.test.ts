@@ -78,6 +78,9 @@ describe.runIf(linux)('posix-spawn', () => {
     expect(() => start('sh', ['-c', 'exit 0'])).toThrow(expect.objectContaining({ code: 'ENOENT' }))
     expect(() => start(join(dir, 'missing'), [])).toThrow(expect.objectContaining({ code: 'ENOENT' }))
     expect(() => start('/bin/true', [], { cwd: join(dir, 'no-such-dir') })).toThrow(expect.objectContaining({ code: 'ENOENT' }))
+    // A NUL would end the C string early: refused, not truncated.
+    expect(() => start('/bin/echo', ['a\0b'])).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_VALUE' }))
+    expect(() => start('/bin/true', [], { env: { ...env, X: 'a\0b' } })).toThrow(/the environment contains a NUL byte/)
   })
 
   it('starts the child as a session leader with every signal at its default', async () => {
