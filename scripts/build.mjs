@@ -206,19 +206,24 @@ if (!process.argv.includes('--quiet')) console.log(`build: ${files} files writte
 
 // Native add-ons: each `native/<name>.c` of a package becomes `native/build/<name>.node`, compiled
 // with the system C compiler (`$CC`, else `cc`). They declare the Node-API functions they use, so
-// no Node headers are needed. Linux only (macOS's libuv already spawns with posix_spawn). A
-// package must work without its add-on: a failed compile is one warning line, not a failed build.
+// no Node headers are needed. A `native/<name>.main.c` becomes the executable `native/build/<name>`
+// (a helper program, such as @dsh/posix-spawn's spawn server). Linux only (macOS's libuv already
+// spawns with posix_spawn). A package must work without them: a failed compile is one warning
+// line, not a failed build.
 if (process.platform === 'linux') {
   const { spawnSync } = await import('node:child_process')
   const cc = process.env.CC || 'cc'
-  const flags = ['-O2', '-fPIC', '-shared', '-fvisibility=hidden', '-Wall']
+  const addonFlags = ['-O2', '-fPIC', '-shared', '-fvisibility=hidden', '-Wall']
+  const programFlags = ['-O2', '-Wall']
   for (const pkg of roots) {
     const dir = join(pkg, 'native')
     if (!existsSync(dir)) continue
     for (const entry of readdirSync(dir)) {
       if (!entry.endsWith('.c')) continue
+      const program = entry.endsWith('.main.c')
+      const flags = program ? programFlags : addonFlags
       const source = join(dir, entry)
-      const target = join(dir, 'build', entry.replace(/\.c$/, '.node'))
+      const target = join(dir, 'build', program ? entry.replace(/\.main\.c$/, '').replaceAll('_', '-') : entry.replace(/\.c$/, '.node'))
       const stampFile = `${target}.stamp`
       const hash = createHash('sha256').update(readFileSync(source)).update(`\0${cc}\0${flags.join(' ')}`).digest('hex')
       if (existsSync(target) && existsSync(stampFile) && readFileSync(stampFile, 'utf8') === hash) continue

@@ -2,12 +2,13 @@
 // (bubblewrap first, then Landlock through a small koffi helper), caches the first that works, and
 // wraps each argv for it. A confining mode with no working runner throws: it never runs unconfined.
 import { execFile } from 'node:child_process'
-import { nativeSpawn, type SpawnedChild } from '@dsh/posix-spawn'
+import { SpawnServer, nativeSpawn, spawnServerUnavailable, type SpawnedChild } from '@dsh/posix-spawn'
 import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { dirname, isAbsolute, join, sep } from 'node:path'
 import { Context } from 'cordis'
 import Schema from 'schemastery'
+import type { LaunchedChild, ProcessLauncher } from '@dsh/subprocess'
 import { SandboxError, SandboxService, isSandboxMode, type SandboxInvocation, type SandboxPolicy, type SandboxRunnerInfo, type SandboxWrapRequest } from '@dsh/sandbox'
 import type {} from '@dsh/sandbox-policy'
 
@@ -35,6 +36,10 @@ export interface SandboxLocalConfig {
   probeTimeoutMs: number
   /** Default 50. */
   prewarmDelayMs?: number
+  /** Default true: bwrap commands start through a spawn server per policy (see README). */
+  spawnServer?: boolean
+  /** Default 4: spawn servers (one per distinct policy) kept running at once. */
+  maxSpawnServers?: number
 }
 
 /** The Landlock launcher script (plain JavaScript, run by `config.node`). */
@@ -76,6 +81,10 @@ export class LocalSandbox extends SandboxService {
     prewarmDelayMs: Schema.natural()
       .default(50)
       .description('After app/ready, how long the background probe waits before it starts; an app that stops sooner (`--help`, a usage error) never probes.'),
+    spawnServer: Schema.boolean()
+      .default(true)
+      .description('bwrap runner: start commands through one long-lived sandbox per policy (a small spawn server inside it) instead of a new bwrap per command. Falls back to a bwrap per command where the server is not built.'),
+    maxSpawnServers: Schema.natural().min(1).default(4).description('Spawn servers (one per distinct policy) kept at once; the least recently used idle one is ended first.'),
   })
 
   private probe?: Promise<Probe>
@@ -84,6 +93,12 @@ export class LocalSandbox extends SandboxService {
   /** Probe children still running; ended and awaited when the plugin unloads. */
   private readonly probing = new Set<SpawnedChild>()
   private disposed = false
+  /** Running spawn servers by their bwrap prefix, least recently used first. */
+  private readonly servers = new Map<string, SpawnServer>()
+  /** Prefixes whose server failed before its first command started: those use a bwrap per command. */
+  private readonly failedServers = new Set<string>()
+  /** Why spawn servers are not used at all here (not built, not Linux), once known. */
+  spawnServerFallback: string | undefined
 
   constructor(
     ctx: Context,
@@ -120,6 +135,8 @@ export class LocalSandbox extends SandboxService {
     ctx.effect(() => () => {
       this.disposed = true
       this.cancelPrewarm()
+      for (const server of this.servers.values()) server.close()
+      this.servers.clear()
       return this.endProbes()
     })
   }
@@ -217,8 +234,14 @@ export class LocalSandbox extends SandboxService {
       // passes the command's exit status through.
       // With mergeStderr the init also sends the command's stderr to its stdout, so the caller
       // spawns bwrap directly instead of behind an `sh -c 'exec ... 2>&1'` of its own.
+      // The same confinement without a bwrap per command: a spawn server started once per distinct
+      // set of flags (bwrap's own init as PID 1 reaps; the server is PID 2 and starts each
+      // command). Everything but --as-pid-1 (the server is not PID 1) and the per-command --chdir
+      // and command is the same flag list, so the confinement is the same.
+      const prefix = [...args.filter((arg) => arg !== '--as-pid-1'), '--']
+      const launcher = this.config.spawnServer === false ? undefined : this.launcherFor(prefix, argv, cwd, merge)
       args.push('--chdir', cwd, '--', '/bin/sh', '-c', init, 'dsh-sandbox-init', ...argv)
-      return { argv: args, runner: 'bwrap', enforcement: 'enforced', mode: policy.mode, notes: [], ...(merge ? { stderrMerged: true } : {}) }
+      return { argv: args, runner: 'bwrap', enforcement: 'enforced', mode: policy.mode, notes: [], ...(merge ? { stderrMerged: true } : {}), ...(launcher ? { launcher } : {}) }
     }
     if (!policy.network && !selected.seccomp) {
       throw new SandboxError('SANDBOX_UNAVAILABLE', `the Landlock runner cannot turn the network off on ${process.arch} (no seccomp filter for it), so the command was not run`)
@@ -248,6 +271,60 @@ export class LocalSandbox extends SandboxService {
       notes,
       ...(merge ? { stderrMerged: true } : {}),
     }
+  }
+
+  /** Starts `argv` in `cwd` through the spawn server of `prefix` (started at the first launch). */
+  private launcherFor(prefix: string[], argv: string[], cwd: string, merge: boolean): ProcessLauncher | undefined {
+    this.spawnServerFallback ??= spawnServerUnavailable()
+    if (this.spawnServerFallback !== undefined) return undefined
+    const key = prefix.join('\0')
+    if (this.failedServers.has(key)) return undefined
+    return {
+      launch: ({ env, stdinPipe }) => {
+        const server = this.serverFor(key, prefix)
+        if (!server) return undefined
+        const child = server.spawn(argv[0]!, argv.slice(1), { cwd, env, stdinPipe, mergeStderr: merge })
+        // A server that dies before its first command started (bwrap refused a flag) is not tried
+        // again for this policy: its commands go back to a bwrap per command, which reports why.
+        child.once('error', () => {
+          if (server.closed && this.servers.get(key) === server) {
+            this.servers.delete(key)
+            if (!server.started) this.failedServers.add(key)
+          }
+        })
+        return child as LaunchedChild
+      },
+    }
+  }
+
+  private serverFor(key: string, prefix: string[]): SpawnServer | undefined {
+    if (this.disposed) return undefined
+    let server = this.servers.get(key)
+    if (server) this.servers.delete(key)
+    if (server?.closed) server = undefined
+    if (!server) {
+      try {
+        server = new SpawnServer({ prefix, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, sweep: true })
+      } catch (error) {
+        this.spawnServerFallback = (error as Error).message
+        return undefined
+      }
+    }
+    this.servers.set(key, server)
+    // Over the limit: end the least recently used servers that run nothing.
+    const limit = this.config.maxSpawnServers ?? 4
+    for (const [other, candidate] of this.servers) {
+      if (this.servers.size <= limit) break
+      if (candidate === server || candidate.running > 0) continue
+      candidate.close()
+      this.servers.delete(other)
+    }
+    return server
+  }
+
+  /** Spawn servers running now (diagnostics and tests). */
+  get spawnServers(): number {
+    return [...this.servers.values()].filter((server) => !server.closed).length
   }
 
   /** Probes the candidate runners once per service instance; later calls reuse the result. */

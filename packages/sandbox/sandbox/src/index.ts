@@ -2,6 +2,7 @@
 // argv that runs it confined (`wrap`), says how strongly it is enforced, and reads a finished
 // command's output for signs that the confinement refused something (`detectDenial`). Definition
 // only: no I/O here; `@dsh/sandbox-local` is the Linux provider.
+import type { ProcessLauncher } from '@dsh/subprocess'
 import { Context, Service } from 'cordis'
 
 declare module 'cordis' {
@@ -62,7 +63,7 @@ export interface SandboxWrapRequest {
  */
 export type SandboxEnforcement = 'enforced' | 'partial' | 'none'
 
-/** The argv to spawn instead of the original one. Plain data. */
+/** The argv to spawn instead of the original one, and optionally a faster way to start it. */
 export interface SandboxInvocation {
   argv: string[]
   /** Name of the runner that confines it (`bwrap`, `landlock`), or `none`. */
@@ -73,6 +74,12 @@ export interface SandboxInvocation {
   notes: string[]
   /** True when the argv itself sends the command's stderr to its stdout (see `mergeStderr`). */
   stderrMerged?: boolean
+  /**
+   * Starts the same command in the same confinement without running `argv`: a spawn server
+   * already running inside a sandbox of this policy. Hand it to `ctx.subprocess.spawn` as
+   * `launcher`; `argv` stays the fallback. It merges stderr exactly as `argv` would.
+   */
+  launcher?: ProcessLauncher
 }
 
 /** What a provider reports about itself. */

@@ -182,7 +182,8 @@ export class SandboxedBashExecutor extends BashLocalExecutor implements Sandboxe
     // spawned directly (stderr: its own pipe, only the runner's own messages); an unconfined
     // command is bash itself, which merges through its startup file; else the spawn merges.
     const stderr = invocation.stderrMerged ? 'pipe' : invocation.runner === 'none' && file === this.settings.bash && args[0] === '-c' ? 'bash' : 'stdout'
-    return runShellProcess(this.subprocess, { file, args, spec, settings: { ...this.settings, spillDir }, options, started, stderr, mergeStartup: this.mergeStartup })
+    const launcher = invocation.launcher
+    return runShellProcess(this.subprocess, { file, args, spec, settings: { ...this.settings, spillDir }, options, started, stderr, mergeStartup: this.mergeStartup, ...(launcher ? { launcher } : {}) })
   }
 }
 

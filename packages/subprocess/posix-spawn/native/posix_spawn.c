@@ -14,6 +14,14 @@
 //   or a negative errno. searchPath looks a bare file name up on this process's PATH
 //   (posix_spawnp). The child leads a new session (setsid), every signal
 //   is reset to its default action and none is blocked, as libuv does for its children.
+//   An optional 8th argument, a descriptor, becomes the child's fd 3 (a spawn server's control
+//   socket).
+// socketPair() -> [fd, fd], a connected Unix stream pair (both close-on-exec), or a negative errno.
+// closeFd(fd) -> 0 or a negative errno.
+// request(fd, bytes, stdinPipe, mergeStderr) -> [stdinFd, stdoutFd, stderrFd] like spawn: makes
+//   the pipes of a command a spawn server starts (native/spawn_server.main.c), sends `bytes` with
+//   the command's three ends attached (SCM_RIGHTS) and closes those ends here.
+// send(fd, bytes) -> 0 or a negative errno: `bytes` to the server, no descriptors.
 // reap(pid) -> -1 while running, the exit code (0-255), 256 + signal number, or -2 when the pid is
 //   not a child of this process (already reaped).
 #define _GNU_SOURCE
@@ -25,6 +33,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -48,6 +58,7 @@ extern napi_status napi_create_array_with_length(napi_env, size_t, napi_value *)
 extern napi_status napi_create_function(napi_env, const char *, size_t, napi_callback, void *, napi_value *);
 extern napi_status napi_set_named_property(napi_env, napi_value, const char *, napi_value);
 extern napi_status napi_throw_type_error(napi_env, const char *, const char *);
+extern napi_status napi_get_buffer_info(napi_env, napi_value, void **, size_t *);
 
 static napi_value int_value(napi_env env, int32_t n) {
   napi_value v = NULL;
@@ -101,8 +112,8 @@ static void close_pair(int fds[2]) {
 }
 
 static napi_value Spawn(napi_env env, napi_callback_info info) {
-  size_t argc = 7;
-  napi_value args[7];
+  size_t argc = 8;
+  napi_value args[8];
   napi_get_cb_info(env, info, &argc, args, NULL, NULL);
   if (argc < 7) {
     napi_throw_type_error(env, NULL, "posix_spawn: spawn(file, argv, envp, cwd, stdinPipe, mergeStderr, searchPath)");
@@ -112,6 +123,8 @@ static napi_value Spawn(napi_env env, napi_callback_info info) {
   napi_get_value_bool(env, args[4], &stdin_pipe);
   napi_get_value_bool(env, args[5], &merge_stderr);
   napi_get_value_bool(env, args[6], &search_path);
+  int32_t control_fd = -1;
+  if (argc >= 8) napi_get_value_int32(env, args[7], &control_fd);
   char *file = c_string(env, args[0]);
   char **argv = file ? c_list(env, args[1]) : NULL;
   char **envp = argv ? c_list(env, args[2]) : NULL;
@@ -147,6 +160,7 @@ static napi_value Spawn(napi_env env, napi_callback_info info) {
   else rc = posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   if (!rc) rc = posix_spawn_file_actions_adddup2(&actions, out[1], 1);
   if (!rc) rc = posix_spawn_file_actions_adddup2(&actions, merge_stderr ? out[1] : err[1], 2);
+  if (!rc && control_fd >= 0) rc = posix_spawn_file_actions_adddup2(&actions, control_fd, 3);
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 29))
   if (!rc) rc = posix_spawn_file_actions_addchdir_np(&actions, cwd);
 #else
@@ -206,6 +220,133 @@ static napi_value Reap(napi_env env, napi_callback_info info) {
   return int_value(env, -1);
 }
 
+static napi_value SocketPair(napi_env env, napi_callback_info info) {
+  int fds[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) return int_value(env, -errno);
+  napi_value result;
+  napi_create_array_with_length(env, 2, &result);
+  napi_set_element(env, result, 0, int_value(env, fds[0]));
+  napi_set_element(env, result, 1, int_value(env, fds[1]));
+  return result;
+}
+
+static napi_value CloseFd(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value args[1];
+  int32_t fd = -1;
+  napi_get_cb_info(env, info, &argc, args, NULL, NULL);
+  if (argc < 1 || napi_get_value_int32(env, args[0], &fd) != 0 || fd < 0) {
+    napi_throw_type_error(env, NULL, "posix_spawn: closeFd(fd) needs a descriptor");
+    return NULL;
+  }
+  return int_value(env, close(fd) == 0 ? 0 : -errno);
+}
+
+// Writes all of buf to a (possibly non-blocking) socket, the descriptors riding on the first
+// byte. Waits for room up to 10 s in all: the server reads a request as soon as it arrives.
+static int send_all(int fd, const char *buf, size_t len, const int *fds, int nfds) {
+  size_t done = 0;
+  int waited = 0;
+  while (done < len) {
+    union {
+      char buf[CMSG_SPACE(sizeof(int) * 3)];
+      struct cmsghdr align;
+    } control;
+    struct iovec iov = {(void *)(buf + done), len - done};
+    struct msghdr msg = {0};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    if (done == 0 && nfds > 0) {
+      memset(&control, 0, sizeof control);
+      msg.msg_control = control.buf;
+      msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+      struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+      c->cmsg_level = SOL_SOCKET;
+      c->cmsg_type = SCM_RIGHTS;
+      c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+      memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+    }
+    ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL);
+    if (n >= 0) {
+      done += (size_t)n;
+      continue;
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return errno;
+    struct pollfd p = {fd, POLLOUT, 0};
+    if (waited >= 10000) return ETIMEDOUT;
+    poll(&p, 1, 100);
+    waited += 100;
+  }
+  return 0;
+}
+
+static int buffer_arg(napi_env env, napi_value value, char **data, size_t *len) {
+  if (napi_get_buffer_info(env, value, (void **)data, len) != 0) {
+    napi_throw_type_error(env, NULL, "posix_spawn: expected a Buffer");
+    return -1;
+  }
+  return 0;
+}
+
+static napi_value Request(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value args[4];
+  napi_get_cb_info(env, info, &argc, args, NULL, NULL);
+  int32_t fd = -1;
+  bool stdin_pipe = false, merge_stderr = false;
+  char *data = NULL;
+  size_t len = 0;
+  if (argc < 4 || napi_get_value_int32(env, args[0], &fd) != 0 || fd < 0) {
+    napi_throw_type_error(env, NULL, "posix_spawn: request(fd, bytes, stdinPipe, mergeStderr)");
+    return NULL;
+  }
+  if (buffer_arg(env, args[1], &data, &len) != 0) return NULL;
+  napi_get_value_bool(env, args[2], &stdin_pipe);
+  napi_get_value_bool(env, args[3], &merge_stderr);
+  int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+  int devnull = -1, rc = 0;
+  if (stdin_pipe ? pipe2(in, O_CLOEXEC) != 0 : (devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) rc = errno;
+  else if (pipe2(out, O_CLOEXEC) != 0 || (!merge_stderr && pipe2(err, O_CLOEXEC) != 0)) rc = errno;
+  if (!rc) {
+    int ends[3] = {stdin_pipe ? in[0] : devnull, out[1], merge_stderr ? out[1] : err[1]};
+    rc = send_all(fd, data, len, ends, 3);
+  }
+  // The server holds its own copies now (or never got them): ours are closed either way.
+  if (devnull >= 0) close(devnull);
+  if (in[0] >= 0) close(in[0]);
+  if (out[1] >= 0) close(out[1]);
+  if (err[1] >= 0) close(err[1]);
+  in[0] = out[1] = err[1] = -1;
+  if (rc) {
+    close_pair(in);
+    close_pair(out);
+    close_pair(err);
+    return int_value(env, -rc);
+  }
+  napi_value result;
+  napi_create_array_with_length(env, 3, &result);
+  napi_set_element(env, result, 0, int_value(env, stdin_pipe ? in[1] : -1));
+  napi_set_element(env, result, 1, int_value(env, out[0]));
+  napi_set_element(env, result, 2, int_value(env, merge_stderr ? -1 : err[0]));
+  return result;
+}
+
+static napi_value Send(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value args[2];
+  napi_get_cb_info(env, info, &argc, args, NULL, NULL);
+  int32_t fd = -1;
+  char *data = NULL;
+  size_t len = 0;
+  if (argc < 2 || napi_get_value_int32(env, args[0], &fd) != 0 || fd < 0) {
+    napi_throw_type_error(env, NULL, "posix_spawn: send(fd, bytes)");
+    return NULL;
+  }
+  if (buffer_arg(env, args[1], &data, &len) != 0) return NULL;
+  return int_value(env, -send_all(fd, data, len, NULL, 0));
+}
+
 // Node-API module registration (what NAPI_MODULE_INIT expands to).
 __attribute__((visibility("default"))) napi_value napi_register_module_v1(napi_env env, napi_value exports) {
   napi_value fn;
@@ -213,5 +354,13 @@ __attribute__((visibility("default"))) napi_value napi_register_module_v1(napi_e
   napi_set_named_property(env, exports, "spawn", fn);
   napi_create_function(env, "reap", 4, Reap, NULL, &fn);
   napi_set_named_property(env, exports, "reap", fn);
+  napi_create_function(env, "socketPair", 10, SocketPair, NULL, &fn);
+  napi_set_named_property(env, exports, "socketPair", fn);
+  napi_create_function(env, "closeFd", 7, CloseFd, NULL, &fn);
+  napi_set_named_property(env, exports, "closeFd", fn);
+  napi_create_function(env, "request", 7, Request, NULL, &fn);
+  napi_set_named_property(env, exports, "request", fn);
+  napi_create_function(env, "send", 4, Send, NULL, &fn);
+  napi_set_named_property(env, exports, "send", fn);
   return exports;
 }

@@ -13,9 +13,13 @@ import type { Readable, Writable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import { isMainThread } from 'node:worker_threads'
 
-interface Addon {
-  spawn(file: string, argv: string[], envp: string[], cwd: string, stdinPipe: boolean, mergeStderr: boolean, searchPath: boolean): [number, number, number, number] | number
+export interface Addon {
+  spawn(file: string, argv: string[], envp: string[], cwd: string, stdinPipe: boolean, mergeStderr: boolean, searchPath: boolean, controlFd?: number): [number, number, number, number] | number
   reap(pid: number): number
+  socketPair(): [number, number] | number
+  closeFd(fd: number): number
+  request(fd: number, bytes: Buffer, stdinPipe: boolean, mergeStderr: boolean): [number, number, number] | number
+  send(fd: number, bytes: Buffer): number
 }
 
 /** The part of ChildProcess both a posix_spawn child and a child_process one give. */
@@ -37,6 +41,13 @@ export interface NativeSpawnOptions {
   mergeStderr?: boolean
   /** `file` may be a bare name, looked up on this process's PATH (not `env.PATH`). */
   searchPath?: boolean
+  /** A descriptor of this process that becomes the child's fd 3 (a spawn server's control socket). */
+  controlFd?: number
+  /**
+   * False: this child does not keep the event loop alive (a helper that lives as long as its
+   * owner needs it, such as a spawn server). Default true, as with a ChildProcess.
+   */
+  keepAlive?: boolean
 }
 
 /** Where the build writes the addon (the same path from src/ and from the dist bundle). */
@@ -69,6 +80,16 @@ export function addonLoadError(): string | undefined {
   return loadError
 }
 
+/** The name of an errno value (`ENOENT`), or undefined. */
+export function errnoName(errno: number): string | undefined {
+  return errnoNames.get(Math.abs(errno))
+}
+
+/** The name of a signal number (`SIGTERM`), or `SIG<n>`. */
+export function signalName(signal: number): string {
+  return signalNames.get(signal) ?? `SIG${signal}`
+}
+
 const errnoNames = new Map<number, string>(Object.entries(constants.errno).map(([name, value]) => [value, name]))
 const signalNames = new Map<number, string>(Object.entries(constants.signals).map(([name, value]) => [value, name]))
 
@@ -81,6 +102,7 @@ class NativeChild extends EventEmitter implements SpawnedChild {
   signalCode: string | null = null
   exited = false
   openPipes = 0
+  keepAlive = true
 
   kill(signal: NodeJS.Signals | number = 'SIGTERM'): boolean {
     if (this.exited || this.pid === undefined) return false
@@ -119,13 +141,23 @@ function reapAll(): void {
     if (status === -1) continue
     running.delete(pid)
     if (status === -2) child.settle(null, null)
-    else if (status >= 256) child.settle(null, signalNames.get(status - 256) ?? `SIG${status - 256}`)
+    else if (status >= 256) child.settle(null, signalName(status - 256))
     else child.settle(status, null)
   }
   if (running.size === 0 && poll) {
     clearInterval(poll)
     poll = undefined
   }
+  refPoll()
+}
+
+/** The poll keeps the event loop alive only while a child that should keep it alive runs. */
+function refPoll(): void {
+  if (!poll) return
+  let keep = false
+  for (const child of running.values()) if (child.keepAlive) keep = true
+  if (keep) poll.ref()
+  else poll.unref()
 }
 
 /**
@@ -149,7 +181,7 @@ export function nativeSpawn(file: string, args: readonly string[], options: Nati
       throw Object.assign(new Error(`posix_spawn ${file.replaceAll('\0', '\\0')}: ${what} contains a NUL byte`), { code: 'ERR_INVALID_ARG_VALUE' })
     }
   }
-  const result = native.spawn(file, [file, ...args], envp, options.cwd, options.stdinPipe, options.mergeStderr === true, options.searchPath === true)
+  const result = native.spawn(file, [file, ...args], envp, options.cwd, options.stdinPipe, options.mergeStderr === true, options.searchPath === true, options.controlFd ?? -1)
   if (typeof result === 'number') {
     const code = errnoNames.get(-result) ?? 'SPAWN_FAILED'
     throw Object.assign(new Error(`posix_spawn ${file}: ${code}`), { code, errno: result })
@@ -163,6 +195,11 @@ export function nativeSpawn(file: string, args: readonly string[], options: Nati
   running.set(pid, child)
   // Keeps the loop alive while a child runs, and reaps even if a SIGCHLD went unseen.
   poll ??= setInterval(reapAll, 200)
+  if (options.keepAlive === false) {
+    child.keepAlive = false
+    for (const stream of [child.stdin, child.stdout, child.stderr]) (stream as Socket | null)?.unref()
+  }
+  refPoll()
   // Once both pipes closed the child has usually exited: look now rather than at the next signal.
   const pipes = child.stderr ? [child.stdout, child.stderr] : [child.stdout]
   child.openPipes = pipes.length
@@ -174,3 +211,5 @@ export function nativeSpawn(file: string, args: readonly string[], options: Nati
   for (const pipe of pipes) pipe.once('close', closed)
   return child
 }
+
+export { SpawnServer, SPAWN_SERVER_PATH, spawnServerUnavailable, type ServerSpawnOptions, type SpawnServerOptions } from './server.ts'

@@ -15,6 +15,7 @@ import {
   createScrubber,
   scrubEnvironment,
   type EnvSpec,
+  type LaunchedChild,
   type ProcessHandle,
   type ScrubPolicy,
   type SpawnSpec,
@@ -74,6 +75,8 @@ export class LocalSubprocessService extends SubprocessService {
   readonly spawner: 'posix_spawn' | 'child_process'
   /** Why `auto` fell back to child_process, when it did. */
   readonly spawnerFallback: string | undefined
+  /** Pipe processes a spec's launcher started (a sandbox's spawn server), for diagnostics and tests. */
+  launched = 0
 
   constructor(ctx: Context, config: LocalSubprocessConfig) {
     super(ctx)
@@ -104,6 +107,7 @@ export class LocalSubprocessService extends SubprocessService {
     if (!['merged', 'separate', 'none'].includes(mode)) throw invalid('retentionMode must be "merged", "separate" or "none"')
     if (spec.stderr !== undefined && spec.stderr !== 'pipe' && spec.stderr !== 'stdout') throw invalid('stderr must be "pipe" or "stdout"')
     if (spec.stderr === 'stdout' && mode === 'separate') throw invalid('retentionMode "separate" needs stderr: "pipe"')
+    if (spec.launcher !== undefined && typeof spec.launcher?.launch !== 'function') throw invalid('launcher must be an object with a launch() method')
     const drainMs = spec.drainMs ?? DEFAULT_DRAIN_MS
     if (!Number.isSafeInteger(drainMs) || drainMs < 0) throw invalid('drainMs must be a non-negative integer')
 
@@ -116,7 +120,15 @@ export class LocalSubprocessService extends SubprocessService {
       void managed.settle({ code: null, signal: null, spawnError: located })
     } else {
       const merge = spec.stderr === 'stdout'
-      if (this.spawner === 'posix_spawn') {
+      if (spec.launcher) {
+        try {
+          child = spec.launcher.launch({ env, stdinPipe: spec.stdin === 'pipe' }) as SpawnedChild | undefined
+        } catch {
+          // The launcher is a shortcut: the spec's own command line starts the same command.
+        }
+        if (child) this.launched++
+      }
+      if (!child && this.spawner === 'posix_spawn') {
         try {
           // posix_spawn dups stderr onto stdout's pipe itself: no shell in between.
           child = nativeSpawn(located.path, spec.args ?? [], { cwd: spec.cwd, env, stdinPipe: spec.stdin === 'pipe', mergeStderr: merge })
@@ -152,7 +164,7 @@ export class LocalSubprocessService extends SubprocessService {
       exited: managed.exited,
       onOutput: (listener) => managed.onOutput(listener),
       signal: (signal = 'SIGTERM') => {
-        if (managed.pid !== undefined && !managed.done) signalGroup(managed.pid, signal)
+        if (!managed.done) managed.reach?.signal(signal)
       },
       terminate: () => managed.terminate('requested'),
       retained: () => managed.retained(),
@@ -241,13 +253,17 @@ export class LocalSubprocessService extends SubprocessService {
     child.stdin?.on('error', () => {
       // EPIPE when the child exits before reading its input: not a failure of the caller.
     })
-    if (child.pid !== undefined) {
+    const launched = (child as { reach?: LaunchedChild['reach'] }).reach
+    if (launched) {
+      // A launcher's child lives in another PID namespace: its pid means nothing here.
+      managed.reach = launched
+    } else if (child.pid !== undefined) {
       const pgid = child.pid
       managed.pid = pgid
       managed.reach = { alive: () => groupAlive(pgid), signal: (signal) => void signalGroup(pgid, signal) }
     }
     child.once('error', (error: NodeJS.ErrnoException) => {
-      if (child.pid === undefined) {
+      if (launched || child.pid === undefined) {
         void managed.settle({ code: null, signal: null, spawnError: { code: error.code ?? 'SPAWN_FAILED', message: error.message } })
       }
     })

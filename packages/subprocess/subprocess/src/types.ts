@@ -65,8 +65,47 @@ interface CommonSpawnSpec {
   retention?: RetentionSpec
 }
 
+/**
+ * A process started by someone other than the provider, on the provider's behalf: a sandbox's
+ * spawn server that starts commands inside an already running confinement. What the provider
+ * reads of it is the part of Node's ChildProcess below, plus how to reach the process group.
+ */
+export interface LaunchedChild {
+  /** In the launcher's own PID namespace, so never signalled directly: use `reach`. */
+  readonly pid?: number | undefined
+  readonly stdin: NodeJS.WritableStream | null
+  readonly stdout: NodeJS.ReadableStream | null
+  readonly stderr: NodeJS.ReadableStream | null
+  readonly reach: {
+    /** True while the group may have a live member (false once the leader's exit was reported). */
+    alive(): boolean
+    signal(signal: 'SIGTERM' | 'SIGKILL' | 'SIGINT' | 'SIGHUP' | NodeJS.Signals): void
+  }
+  /** 'error' (with an errno-named `code`) when it could not start; 'exit' (code, signal) once; 'close' after the pipes closed. */
+  on(event: 'error', listener: (error: NodeJS.ErrnoException) => void): this
+  on(event: 'exit' | 'close', listener: (code: number | null, signal: NodeJS.Signals | null) => void): this
+  once(event: 'error', listener: (error: NodeJS.ErrnoException) => void): this
+  once(event: 'exit' | 'close', listener: (code: number | null, signal: NodeJS.Signals | null) => void): this
+}
+
+/**
+ * Starts the command a spec stands for another way (see `SpawnSpec.launcher`). It already knows
+ * the command, its working directory and whether stderr goes to stdout's pipe; it gets the
+ * environment the provider built. Returns undefined (or throws) when it cannot, and the provider
+ * then spawns `file` and `args` itself.
+ */
+export interface ProcessLauncher {
+  launch(options: { env: Record<string, string>; stdinPipe: boolean }): LaunchedChild | undefined
+}
+
 /** A pipe-connected process group. */
 export interface SpawnSpec extends CommonSpawnSpec {
+  /**
+   * A faster way to start the same command (a sandbox's spawn server). `file`/`args` stay the
+   * full command line, used when the launcher cannot start it or the provider has no use for
+   * launchers; `stderr` is then the launcher's business (it merges as its command line would).
+   */
+  launcher?: ProcessLauncher
   /** `ignore` (default): stdin is /dev/null. `pipe`: writable through the handle. */
   stdin?: 'ignore' | 'pipe'
   /**
