@@ -95,8 +95,8 @@ export class LocalSandbox extends SandboxService {
   private disposed = false
   /** Running spawn servers by their bwrap prefix, least recently used first. */
   private readonly servers = new Map<string, SpawnServer>()
-  /** Prefixes whose server failed before its first command started: those use a bwrap per command. */
-  private readonly failedServers = new Set<string>()
+  /** Prefixes whose server did not come up, with why: those use a bwrap per command. */
+  readonly failedServers = new Map<string, string>()
   /** Why spawn servers are not used at all here (not built, not Linux), once known. */
   spawnServerFallback: string | undefined
 
@@ -239,7 +239,7 @@ export class LocalSandbox extends SandboxService {
       // command). Everything but --as-pid-1 (the server is not PID 1) and the per-command --chdir
       // and command is the same flag list, so the confinement is the same.
       const prefix = [...args.filter((arg) => arg !== '--as-pid-1'), '--']
-      const launcher = this.config.spawnServer === false ? undefined : this.launcherFor(prefix, argv, cwd, merge)
+      const launcher = this.config.spawnServer === false ? undefined : await this.launcherFor(prefix, argv, cwd, merge)
       args.push('--chdir', cwd, '--', '/bin/sh', '-c', init, 'dsh-sandbox-init', ...argv)
       return { argv: args, runner: 'bwrap', enforcement: 'enforced', mode: policy.mode, notes: [], ...(merge ? { stderrMerged: true } : {}), ...(launcher ? { launcher } : {}) }
     }
@@ -273,27 +273,26 @@ export class LocalSandbox extends SandboxService {
     }
   }
 
-  /** Starts `argv` in `cwd` through the spawn server of `prefix` (started at the first launch). */
-  private launcherFor(prefix: string[], argv: string[], cwd: string, merge: boolean): ProcessLauncher | undefined {
+  /**
+   * Starts `argv` in `cwd` through the spawn server of `prefix`, started (and awaited) at the first
+   * wrap of that policy. A server that does not come up (bwrap refused a flag) is not tried again
+   * for the policy: its commands run as a bwrap per command, which reports bwrap's own error.
+   */
+  private async launcherFor(prefix: string[], argv: string[], cwd: string, merge: boolean): Promise<ProcessLauncher | undefined> {
     this.spawnServerFallback ??= spawnServerUnavailable()
     if (this.spawnServerFallback !== undefined) return undefined
     const key = prefix.join('\0')
     if (this.failedServers.has(key)) return undefined
+    const server = this.serverFor(key, prefix)
+    if (!server) return undefined
+    if (!(await server.ready)) {
+      this.failedServers.set(key, server.closeReason ?? 'the spawn server ended at start')
+      if (this.servers.get(key) === server) this.servers.delete(key)
+      return undefined
+    }
     return {
-      launch: ({ env, stdinPipe }) => {
-        const server = this.serverFor(key, prefix)
-        if (!server) return undefined
-        const child = server.spawn(argv[0]!, argv.slice(1), { cwd, env, stdinPipe, mergeStderr: merge })
-        // A server that dies before its first command started (bwrap refused a flag) is not tried
-        // again for this policy: its commands go back to a bwrap per command, which reports why.
-        child.once('error', () => {
-          if (server.closed && this.servers.get(key) === server) {
-            this.servers.delete(key)
-            if (!server.started) this.failedServers.add(key)
-          }
-        })
-        return child as LaunchedChild
-      },
+      // A server that died since (it is replaced at the next wrap) leaves this command to argv.
+      launch: ({ env, stdinPipe }) => (server.closed ? undefined : (server.spawn(argv[0]!, argv.slice(1), { cwd, env, stdinPipe, mergeStderr: merge }) as LaunchedChild)),
     }
   }
 

@@ -63,6 +63,18 @@ async function sandbox(runner: RunnerChoice, extra: Record<string, unknown> = {}
 }
 
 function run(invocation: SandboxInvocation, cwd = ws): Promise<{ code: number; output: string }> {
+  const env = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: homedir() }
+  const launched = invocation.launcher?.launch({ env, stdinPipe: false })
+  if (launched) {
+    // The spawn server started it (in the invocation's cwd): the same command in the same sandbox.
+    let output = ''
+    launched.stdout!.on('data', (chunk) => (output += chunk))
+    launched.stderr?.on('data', (chunk) => (output += chunk))
+    return new Promise((resolve) => {
+      launched.once('error', (error) => resolve({ code: -1, output: `${output}${error.message}` }))
+      launched.once('close', (code, signal) => resolve({ code: code ?? (signal ? 128 : -1), output }))
+    })
+  }
   const [file, ...args] = invocation.argv
   // stdin must not be a socket: bash sources ~/.bashrc when it thinks rshd started it.
   const child = spawn(file, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: homedir() } })
@@ -97,15 +109,25 @@ for (const runner of ['bwrap', 'landlock'] as const) {
   if (info.runner !== runner) console.warn(`[sandbox-local] skipping the ${runner} tests: ${probes.get(runner)}`)
 }
 
-describe.each(['bwrap', 'landlock'] as const)('%s runner (forced)', (runner) => {
+const variants = [
+  { name: 'bwrap, a bwrap per command', runner: 'bwrap', config: { spawnServer: false } },
+  { name: 'bwrap, through its spawn server', runner: 'bwrap', config: {} },
+  { name: 'landlock', runner: 'landlock', config: {} },
+] as const
+
+describe.each(variants)('$name (forced)', ({ runner, config }) => {
   const skip = probes.get(runner) !== undefined
+  const viaServer = runner === 'bwrap' && !('spawnServer' in config)
   let service: LocalSandbox
   beforeAll(async () => {
-    if (!skip) service = await sandbox(runner)
+    if (!skip) service = await sandbox(runner, config)
   })
 
   it.skipIf(skip)('reports itself as the selected runner', async () => {
     expect(await service.describe()).toMatchObject({ runner, rejected: [] })
+    // The variant runs what it says: a launcher only with the spawn server.
+    const invocation = await service.wrap({ argv: ['true'], cwd: ws, policy: policy('workspace-write') })
+    expect(invocation.launcher !== undefined).toBe(viaServer)
   })
 
   it.skipIf(skip)('workspace-write: writing inside the workspace and the temp dir works', async () => {
@@ -117,19 +139,20 @@ describe.each(['bwrap', 'landlock'] as const)('%s runner (forced)', (runner) => 
   })
 
   it.skipIf(skip)('workspace-write: $HOME, /etc, a .. escape and a symlink escape are denied; reads work', async () => {
-    const home = join(homedir(), `.dsh-sandbox-probe-${runner}`)
+    const tag = viaServer ? `${runner}-server` : runner
+    const home = join(homedir(), `.dsh-sandbox-probe-${tag}`)
     const script = [
       `echo x > ${home} || echo home-denied`,
-      `echo x > /etc/dsh-sandbox-probe-${runner} || echo etc-denied`,
+      `echo x > /etc/dsh-sandbox-probe-${tag} || echo etc-denied`,
       `echo x > ../outside/dotdot || echo dotdot-denied`,
       `echo x > escape/link || echo link-denied`,
-      `ln -s /etc ${ws}/etc-link-${runner} && (echo x > ${ws}/etc-link-${runner}/dsh-probe || echo link2-denied)`,
+      `ln -s /etc ${ws}/etc-link-${tag} && (echo x > ${ws}/etc-link-${tag}/dsh-probe || echo link2-denied)`,
       'head -c 4 /etc/hostname > /dev/null && echo read-ok',
     ].join('; ')
     const result = await bash(service, 'workspace-write', script)
     for (const word of ['home-denied', 'etc-denied', 'dotdot-denied', 'link-denied', 'link2-denied', 'read-ok']) expect(result.output).toContain(word)
     expect(existsSync(home)).toBe(false)
-    expect(existsSync(`/etc/dsh-sandbox-probe-${runner}`)).toBe(false)
+    expect(existsSync(`/etc/dsh-sandbox-probe-${tag}`)).toBe(false)
     expect(existsSync(join(outside, 'dotdot'))).toBe(false)
     expect(existsSync(join(outside, 'link'))).toBe(false)
     expect(service.detectDenial({ exitCode: 1, output: `bash: ${home}: Read-only file system`, invocation: result.invocation })).toMatchObject({ kind: 'filesystem' })
@@ -175,6 +198,16 @@ describe.each(['bwrap', 'landlock'] as const)('%s runner (forced)', (runner) => 
     expect(output).not.toContain('ip-worked')
     expect(execFileSync('ip', ['addr', 'show', 'dev', 'lo'], { encoding: 'utf8' })).not.toContain(PROBE_ADDRESS)
     expect(output).not.toContain('parent-secret-value')
+    if (viaServer) {
+      // The spawn server's commands hold no capability either (the harness's environ is out of
+      // reach anyway: the server's /proc shows only its own namespace).
+      const served = await run(invocation)
+      expect(served.output).toContain('end')
+      expect(served.output).not.toContain('mknod-worked')
+      expect(served.output).not.toContain('ip-worked')
+      expect(existsSync(join(temp, `blk-${runner}`))).toBe(false)
+      expect(execFileSync('ip', ['addr', 'show', 'dev', 'lo'], { encoding: 'utf8' })).not.toContain(PROBE_ADDRESS)
+    }
   })
 
   it.skipIf(skip)('a process detached with setsid does not outlive the command', async () => {
@@ -245,6 +278,62 @@ describe('bwrap specifics', () => {
     const result = await bash(service, 'workspace-write', `mount -o remount,rw / 2>/dev/null; echo x > /dsh-remount-probe || echo denied`)
     expect(result.output).toContain('denied')
     expect(existsSync('/dsh-remount-probe')).toBe(false)
+  })
+})
+
+describe('spawn servers', () => {
+  const skip = probes.get('bwrap') !== undefined
+  const ours = () => spawnSync('pgrep', ['-P', String(process.pid), '-f', 'spawn-server'], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean).length
+
+  it.skipIf(skip)('one per distinct policy, the least recently used idle one ended past the limit, all ended on unload', async () => {
+    const ctx = new Context()
+    const fiber = ctx.plugin(LocalSandbox, { runner: 'bwrap', maxSpawnServers: 2 })
+    await fiber
+    const service = ctx.sandbox as LocalSandbox
+    const before = ours()
+    for (let i = 0; i < 3; i++) expect((await bash(service, 'workspace-write', 'echo same')).output).toBe('same\n')
+    expect(service.spawnServers).toBe(1)
+    expect((await bash(service, 'workspace-write', 'echo net', true)).output).toBe('net\n')
+    expect(service.spawnServers).toBe(2)
+    expect((await bash(service, 'read-only', 'echo ro')).output).toBe('ro\n')
+    expect(service.spawnServers).toBe(2)
+    expect(ours()).toBe(before + 2)
+    await fiber.dispose()
+    const end = Date.now() + 3000
+    while (ours() > before && Date.now() < end) await new Promise((r) => setTimeout(r, 20))
+    expect(ours()).toBe(before)
+  })
+
+  it.skipIf(skip)('a protected file that appears later is protected at once (it changes the policy, so the server)', async () => {
+    const service = await sandbox('bwrap')
+    const secret = join(ws, `later-${process.pid}.env`)
+    const protect = { hiddenPaths: [secret] }
+    expect((await bash(service, 'workspace-write', 'echo first', false, protect)).output).toBe('first\n')
+    writeFileSync(secret, 'TOKEN=sk-appeared-later\n')
+    const read = await bash(service, 'workspace-write', `cat ${secret}; echo x >> ${secret} || echo append-denied`, false, protect)
+    expect(read.output).not.toContain('sk-appeared-later')
+    expect(read.output).toContain('append-denied')
+    expect(readFileSync(secret, 'utf8')).toBe('TOKEN=sk-appeared-later\n')
+    rmSync(secret)
+  })
+
+  it.skipIf(skip)('a server that does not come up leaves its policy to a bwrap per command, which says why', async () => {
+    // A bwrap that works for everything but the server (as a flag only a server start uses would).
+    const fake = join(base, 'bwrap-no-server')
+    writeFileSync(fake, '#!/bin/sh\ncase "$*" in *spawn-server*) echo "bwrap: simulated refusal" >&2; exit 1;; esac\nexec bwrap "$@"\n', { mode: 0o755 })
+    const service = await sandbox('bwrap', { bwrap: fake })
+    const first = await bash(service, 'workspace-write', 'echo served-by-argv')
+    expect(first.invocation.launcher).toBeUndefined()
+    expect(first.output).toBe('served-by-argv\n')
+    expect([...service.failedServers.values()]).toEqual(['bwrap: simulated refusal'])
+    expect((await bash(service, 'workspace-write', 'echo again')).output).toBe('again\n')
+    expect(service.spawnServers).toBe(0)
+  })
+
+  it.skipIf(skip)('spawnServer: false never starts one', async () => {
+    const service = await sandbox('bwrap', { spawnServer: false })
+    expect((await bash(service, 'workspace-write', 'echo plain')).invocation.launcher).toBeUndefined()
+    expect(service.spawnServers).toBe(0)
   })
 })
 

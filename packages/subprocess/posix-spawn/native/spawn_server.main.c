@@ -10,6 +10,7 @@
 //       env[envc]. A file without a slash is looked up on the PATH of env. Exactly three descriptors ride along (SCM_RIGHTS): the command's 0, 1 and 2.
 //   'K' kill:  u32 id, u32 signal. Signals the command's process group.
 // replies (text lines):
+//   "R"                     ready (sent once at start: whatever ran in front of it is set up)
 //   "S <id> <pid>"          started (pid in this process's PID namespace)
 //   "X <id> <errno>"        not started (posix_spawn's error, or EPROTO for a malformed request)
 //   "E <id> <code> <sig>"   the command exited (code -1 when a signal ended it, sig 0 otherwise)
@@ -304,6 +305,7 @@ int main(int argc, char **argv) {
     perror("spawn-server: signalfd");
     return 2;
   }
+  reply("R\n");
   for (;;) {
     struct pollfd p[2] = {{CONTROL, POLLIN, 0}, {sfd, POLLIN, 0}};
     if (poll(p, 2, -1) < 0) {

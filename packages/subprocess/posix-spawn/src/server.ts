@@ -103,14 +103,19 @@ export class SpawnServer {
   private readonly process: SpawnedChild
   private nextId = 1
   private buffered = ''
+  private processClosed = false
   private stderrText = ''
   closed = false
   closeReason: string | undefined
-  /** True once a command started (the prefix did its setup and the server runs). */
+  /** True once the server said it runs (whatever ran in front of it did its setup). */
   started = false
+  /** Settles once the server runs (true) or ended before that (false); never rejects. */
+  readonly ready: Promise<boolean>
+  private markReady!: (ok: boolean) => void
 
   /** Throws (with `code`) when the addon, the server binary or the prefix's spawn is unavailable. */
   constructor(options: SpawnServerOptions) {
+    this.ready = new Promise((resolve) => (this.markReady = resolve))
     const why = spawnServerUnavailable()
     if (why !== undefined) throw Object.assign(new Error(`spawn server unavailable: ${why}`), { code: 'ENOTSUP' })
     const addon = loadAddon()!
@@ -132,6 +137,7 @@ export class SpawnServer {
       throw Object.assign(new Error('spawn server: posix_spawn unavailable'), { code: 'ENOTSUP' })
     }
     this.process = child
+    child.once('close', () => (this.processClosed = true))
     this.controlFd = mine
     this.control = new Socket({ fd: mine, readable: true, writable: false })
     this.control.setEncoding('utf8')
@@ -219,10 +225,14 @@ export class SpawnServer {
     while ((newline = this.buffered.indexOf('\n')) >= 0) {
       const [kind, idText, a, b] = this.buffered.slice(0, newline).split(' ')
       this.buffered = this.buffered.slice(newline + 1)
+      if (kind === 'R') {
+        this.started = true
+        this.markReady(true)
+        continue
+      }
       const child = this.jobs.get(Number(idText))
       if (!child) continue
       if (kind === 'S') {
-        this.started = true
         child.pid = Number(a)
       } else if (kind === 'X') {
         this.finish(child)
@@ -245,15 +255,34 @@ export class SpawnServer {
   private shutDown(): void {
     if (this.closed) return
     this.closed = true
-    this.closeReason = this.stderrText.trim().split('\n')[0] || undefined
     const jobs = [...this.jobs.values()]
     this.jobs.clear()
-    for (const child of jobs) {
-      if (child.pid === undefined) {
-        const why = this.closeReason ? `: ${this.closeReason}` : ''
+    // What the server (or the prefix: bwrap) printed arrives on its own pipes, maybe after the
+    // control socket closed: wait for them (briefly) before saying why it ended.
+    const waiting = jobs.filter((child) => child.pid === undefined)
+    let explained = false
+    const explain = () => {
+      if (explained) return
+      explained = true
+      this.closeReason ??= this.stderrText.trim().split('\n')[0] || undefined
+      this.markReady(false)
+      const why = this.closeReason ? `: ${this.closeReason}` : ''
+      for (const child of waiting) {
         child.emit('error', Object.assign(new Error(`the spawn server ended before the command started${why}`), { code: 'ECONNRESET' }))
         for (const pipe of [child.stdin, child.stdout, child.stderr]) pipe?.destroy()
-      } else {
+      }
+    }
+    if (this.processClosed || this.started) explain()
+    else {
+      const timer = setTimeout(explain, 500)
+      this.process.once('close', () => {
+        clearTimeout(timer)
+        explain()
+      })
+    }
+    for (const child of jobs) {
+      if (child.pid === undefined) continue
+      else {
         // The server ends its commands when it sees the end of its input, and its sandbox's
         // namespace ends with it; either way nothing more comes through these pipes.
         child.settle(null, 'SIGKILL')
