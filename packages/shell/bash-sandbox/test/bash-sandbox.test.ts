@@ -68,8 +68,12 @@ describe('confined execution', () => {
   it('runs inside the workspace and reports the sandbox facts', async () => {
     const { ctx } = await boot()
     expect(isSandboxedShell(ctx.shell)).toBe(true)
+    const launched = () => (ctx.subprocess as unknown as { launched: number }).launched
+    const before = launched()
     const { spec, result, text } = await sh(ctx, 'echo hi > note.txt && cat note.txt')
     expect(text).toBe('hi\n')
+    // bwrap commands start through sandbox-local's spawn server (the invocation's launcher).
+    expect(launched()).toBe(before + 1)
     expect(result).toMatchObject({ status: 'exited', exitCode: 0, sandbox: { mode: 'workspace-write', runner: 'bwrap', enforcement: 'enforced' } })
     expect(spec.executor).toBe('bash-sandbox')
     expect(spec.sandbox?.policy.writableRoots).toEqual([ws, temp])

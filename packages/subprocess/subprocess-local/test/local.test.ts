@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, createReadStream, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { SubprocessError, decodeOutput, type ProcessExit } from '@dsh/subprocess'
+import { SubprocessError, decodeOutput, type LaunchedChild, type ProcessExit, type ProcessLauncher } from '@dsh/subprocess'
 import LocalSubprocessService from '../src/index.ts'
 
 let ctx: Context
@@ -344,5 +344,68 @@ describe.each(['auto', 'child_process'] as const)('subprocess-local (spawner: %s
     ])
     expect(local.get('subprocess')).toBeUndefined()
     expect(`${outcome} ${errors.map(String).join(' ')}`).toMatch(/invalid environment name pattern "BAD PATTERN"/)
+  })
+})
+
+// A spec's launcher (a sandbox's spawn server) starts the command instead of the spec's own
+// command line; the provider keeps its output, timeout and kill handling.
+describe.runIf(process.platform === 'linux')('subprocess-local with a launcher', () => {
+  let local: Context
+  let server: import('@dsh/posix-spawn').SpawnServer
+  beforeAll(async () => {
+    local = new Context()
+    await local.plugin(LocalSubprocessService, {} as never)
+    const { SpawnServer } = await import('@dsh/posix-spawn')
+    server = new SpawnServer({ prefix: [], env: {} })
+  })
+  afterAll(() => server.close())
+
+  const launcher = (script: string, merge = true): ProcessLauncher => ({
+    launch: ({ env, stdinPipe }) => server.spawn('/bin/bash', ['-c', script], { cwd: dir, env, stdinPipe, mergeStderr: merge }) as unknown as LaunchedChild,
+  })
+  const spec = (script: string, extra: Record<string, unknown> = {}) => ({
+    // The command line says something else on purpose: whatever runs shows which path ran.
+    file: 'bash',
+    args: ['-c', 'echo from-argv'],
+    cwd: dir,
+    env: { set: { WHO: 'launched' } },
+    stderr: 'pipe' as const,
+    kill: { graceMs: 200 },
+    retention: { maxBytes: 64 * 1024, headBytes: 16 * 1024, tailBytes: 16 * 1024 },
+    launcher: launcher(script),
+    ...extra,
+  })
+
+  it('runs the launched command with the environment the provider built, and its exit code', async () => {
+    const before = (local.subprocess as unknown as { launched: number }).launched
+    const exit = await local.subprocess.spawn(spec('echo "$WHO"; echo err >&2; exit 4')).exited
+    expect(text(exit)).toBe('launched\nerr\n')
+    expect(exit.code).toBe(4)
+    expect((local.subprocess as unknown as { launched: number }).launched).toBe(before + 1)
+  })
+
+  it('a launcher that declines or throws leaves the command line to the provider', async () => {
+    const declines = await local.subprocess.spawn(spec('', { launcher: { launch: () => undefined } })).exited
+    expect(text(declines)).toBe('from-argv\n')
+    const throws = await local.subprocess.spawn(spec('', { launcher: { launch: () => { throw new Error('no server') } } })).exited
+    expect(text(throws)).toBe('from-argv\n')
+    expect(() => local.subprocess.spawn(spec('', { launcher: {} }))).toThrow(/launcher must be an object with a launch\(\) method/)
+  })
+
+  it('an abort terminates the launched command through the launcher (TERM, grace, KILL)', async () => {
+    const controller = new AbortController()
+    const handle = local.subprocess.spawn(spec("trap '' TERM; echo ready; sleep 30", { signal: controller.signal }))
+    await new Promise<void>((resolve) => handle.onOutput(() => resolve()))
+    controller.abort()
+    const exit = await handle.exited
+    expect(exit.terminated).toBe('aborted')
+    expect(exit.escalation).toBe('SIGKILL')
+    expect(exit.signal).toBe('SIGKILL')
+  })
+
+  it('a command the launcher cannot start ends with its spawn error', async () => {
+    const missing: ProcessLauncher = { launch: ({ env }) => server.spawn('/no/such/program', [], { cwd: dir, env, stdinPipe: false }) as unknown as LaunchedChild }
+    const exit = await local.subprocess.spawn(spec('', { launcher: missing })).exited
+    expect(exit.spawnError).toMatchObject({ code: 'ENOENT' })
   })
 })
