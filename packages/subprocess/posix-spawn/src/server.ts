@@ -144,7 +144,8 @@ export class SpawnServer {
     this.control.on('data', (text: string) => this.receive(text))
     this.control.on('error', () => {})
     this.control.on('close', () => this.shutDown())
-    this.control.unref()
+    // Referenced until the server says it runs: someone is waiting for `ready` (an otherwise
+    // idle loop would end the process right there); after that, only while commands run.
     for (const stream of [child.stdout, child.stderr]) {
       stream?.on('data', (data: Buffer) => {
         if (this.stderrText.length < 4096) this.stderrText += data.toString('utf8')
@@ -228,6 +229,7 @@ export class SpawnServer {
       if (kind === 'R') {
         this.started = true
         this.markReady(true)
+        if (this.jobs.size === 0) this.control.unref()
         continue
       }
       const child = this.jobs.get(Number(idText))
@@ -249,7 +251,7 @@ export class SpawnServer {
 
   private finish(child: ServerChild): void {
     this.jobs.delete(child.id)
-    if (this.jobs.size === 0 && !this.closed) this.control.unref()
+    if (this.jobs.size === 0 && this.started && !this.closed) this.control.unref()
   }
 
   private shutDown(): void {

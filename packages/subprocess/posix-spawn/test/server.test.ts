@@ -171,6 +171,18 @@ describe.runIf(linux)('spawn server', () => {
     expect(run.status).toBe(0)
   })
 
+  it('keeps the event loop alive while someone waits for it to come up, and only then lets go', () => {
+    const script = `
+      import { SpawnServer } from ${JSON.stringify(new URL('../src/index.ts', import.meta.url).href)}
+      const s = new SpawnServer({ prefix: ['/bin/sh', '-c', 'sleep 0.3; exec "$0" "$@"'], env: {} })
+      console.log('ready', await s.ready)
+    `
+    const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20_000 })
+    expect(run.error).toBeUndefined()
+    expect(run.stdout).toBe('ready true\n')
+    expect(run.status).toBe(0)
+  })
+
   describe.runIf(bwrapWorks)('inside bwrap', () => {
     const prefix = ['bwrap', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-pid', '--die-with-parent', '--unshare-net', '--bind', dir, dir, '--']
 
