@@ -239,7 +239,7 @@ export class LocalSandbox extends SandboxService {
       // command). Everything but --as-pid-1 (the server is not PID 1) and the per-command --chdir
       // and command is the same flag list, so the confinement is the same.
       const prefix = [...args.filter((arg) => arg !== '--as-pid-1'), '--']
-      const launcher = this.config.spawnServer === false ? undefined : await this.launcherFor(prefix, argv, cwd, merge)
+      const launcher = this.config.spawnServer === false || request.launcher === false ? undefined : await this.launcherFor(prefix, argv, cwd, merge)
       args.push('--chdir', cwd, '--', '/bin/sh', '-c', init, 'dsh-sandbox-init', ...argv)
       return { argv: args, runner: 'bwrap', enforcement: 'enforced', mode: policy.mode, notes: [], ...(merge ? { stderrMerged: true } : {}), ...(launcher ? { launcher } : {}) }
     }

@@ -330,10 +330,15 @@ describe('spawn servers', () => {
     expect(service.spawnServers).toBe(0)
   })
 
-  it.skipIf(skip)('spawnServer: false never starts one', async () => {
+  it.skipIf(skip)('spawnServer: false never starts one, nor does a request that runs its argv itself', async () => {
     const service = await sandbox('bwrap', { spawnServer: false })
     expect((await bash(service, 'workspace-write', 'echo plain')).invocation.launcher).toBeUndefined()
     expect(service.spawnServers).toBe(0)
+    const other = await sandbox('bwrap')
+    const invocation = await other.wrap({ argv: ['bash', '-c', 'echo on-a-pty'], cwd: ws, policy: policy('workspace-write'), launcher: false })
+    expect(invocation.launcher).toBeUndefined()
+    expect(other.spawnServers).toBe(0)
+    expect((await run(invocation)).output).toBe('on-a-pty\n')
   })
 })
 

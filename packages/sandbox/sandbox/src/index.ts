@@ -54,6 +54,11 @@ export interface SandboxWrapRequest {
    * so the caller need not start an extra process for it; otherwise the caller merges itself.
    */
   mergeStderr?: boolean
+  /**
+   * False: the caller will run `argv` itself (a terminal runs it on a PTY), so a provider need not
+   * prepare a `launcher` (sandbox-local would start a spawn server for it). Default true.
+   */
+  launcher?: boolean
 }
 
 /**

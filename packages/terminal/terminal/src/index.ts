@@ -154,7 +154,7 @@ export class TerminalService extends Service {
     const policy = this.home.get('sandboxPolicy')
     if (sandbox && policy) {
       try {
-        const invocation = await sandbox.wrap({ argv: command, cwd: options.cwd, policy: policy.resolve({ ...(owner.sessionId !== undefined ? { sessionId: owner.sessionId } : {}), cwd: options.cwd }) })
+        const invocation = await sandbox.wrap({ argv: command, cwd: options.cwd, policy: policy.resolve({ ...(owner.sessionId !== undefined ? { sessionId: owner.sessionId } : {}), cwd: options.cwd }), launcher: false })
         argv = invocation.argv
         confinement = invocation.runner
       } catch (error) {
