@@ -225,14 +225,17 @@ if (process.platform === 'linux') {
       const source = join(dir, entry)
       const target = join(dir, 'build', program ? entry.replace(/\.main\.c$/, '').replaceAll('_', '-') : entry.replace(/\.c$/, '.node'))
       const stampFile = `${target}.stamp`
-      const hash = createHash('sha256').update(readFileSync(source)).update(`\0${cc}\0${flags.join(' ')}`).digest('hex')
-      if (existsSync(target) && existsSync(stampFile) && readFileSync(stampFile, 'utf8') === hash) continue
+      // Headers beside the sources are part of every program of the directory.
+      const hash = createHash('sha256').update(readFileSync(source)).update(`\0${cc}\0${flags.join(' ')}`)
+      for (const header of readdirSync(dir).filter((name) => name.endsWith('.h')).sort()) hash.update(`\0${header}\0`).update(readFileSync(join(dir, header)))
+      const digest = hash.digest('hex')
+      if (existsSync(target) && existsSync(stampFile) && readFileSync(stampFile, 'utf8') === digest) continue
       mkdirSync(dirname(target), { recursive: true })
       const temp = `${target}.${process.pid}.tmp`
       const result = spawnSync(cc, [...flags, '-o', temp, source], { encoding: 'utf8' })
       if (result.status === 0) {
         renameSync(temp, target)
-        writeFileSync(stampFile, hash)
+        writeFileSync(stampFile, digest)
       } else {
         rmSync(temp, { force: true })
         const why = result.error ? result.error.message : (result.stderr || '').trim().split('\n')[0]

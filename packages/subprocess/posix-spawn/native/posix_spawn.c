@@ -39,6 +39,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "child_attr.h"
+
 // --- Node-API (js_native_api.h / node_api.h), declared rather than included -----------------
 typedef struct napi_env__ *napi_env;
 typedef struct napi_value__ *napi_value;
@@ -143,19 +145,8 @@ static napi_value Spawn(napi_env env, napi_callback_info info) {
 
   posix_spawn_file_actions_t actions;
   posix_spawnattr_t attr;
-  sigset_t all, none;
   posix_spawn_file_actions_init(&actions);
   posix_spawnattr_init(&attr);
-  sigfillset(&all);
-  // glibc's sigfillset leaves out its internal signals (32 up to SIGRTMIN), and its posix_spawn
-  // then starts the child with those ignored, which exec keeps. Setting their bits directly makes
-  // the child's dispositions all default, as with libuv's fork path.
-  for (int sig = 32; sig < SIGRTMIN; sig++) {
-    unsigned long *words = (unsigned long *)&all;
-    size_t width = 8 * sizeof(unsigned long);
-    words[(sig - 1) / width] |= 1UL << ((sig - 1) % width);
-  }
-  sigemptyset(&none);
   if (stdin_pipe) rc = posix_spawn_file_actions_adddup2(&actions, in[0], 0);
   else rc = posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   if (!rc) rc = posix_spawn_file_actions_adddup2(&actions, out[1], 1);
@@ -166,10 +157,7 @@ static napi_value Spawn(napi_env env, napi_callback_info info) {
 #else
   if (!rc) rc = ENOSYS;
 #endif
-  // Node ignores SIGPIPE; the child must not inherit that (nor any other ignored signal).
-  if (!rc) rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-  if (!rc) rc = posix_spawnattr_setsigdefault(&attr, &all);
-  if (!rc) rc = posix_spawnattr_setsigmask(&attr, &none);
+  if (!rc) rc = child_attr(&attr);
   pid_t pid = -1;
   if (!rc) rc = (search_path ? posix_spawnp : posix_spawn)(&pid, file, &actions, &attr, argv, envp);
   posix_spawn_file_actions_destroy(&actions);

@@ -44,6 +44,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "child_attr.h"
+
 #define CONTROL 3
 #define MAX_BODY (16u << 20)
 #define MAX_JOBS 4096
@@ -163,18 +165,8 @@ static void spawn_job(char *body, uint32_t len, int fds[3]) {
 
   posix_spawn_file_actions_t actions;
   posix_spawnattr_t attr;
-  sigset_t all, none;
   posix_spawn_file_actions_init(&actions);
   posix_spawnattr_init(&attr);
-  sigfillset(&all);
-  // glibc's internal signals (32 up to SIGRTMIN) are left out by sigfillset; set their bits so
-  // the command starts with every disposition at default (see posix_spawn.c).
-  for (int sig = 32; sig < SIGRTMIN; sig++) {
-    unsigned long *words = (unsigned long *)&all;
-    size_t width = 8 * sizeof(unsigned long);
-    words[(sig - 1) / width] |= 1UL << ((sig - 1) % width);
-  }
-  sigemptyset(&none);
   int rc = 0;
   char located[4096];
   if (!strchr(file, '/')) {
@@ -186,9 +178,7 @@ static void spawn_job(char *body, uint32_t len, int fds[3]) {
   }
   for (int i = 0; !rc && i < 3; i++) rc = posix_spawn_file_actions_adddup2(&actions, fds[i], i);
   if (!rc) rc = posix_spawn_file_actions_addchdir_np(&actions, cwd);
-  if (!rc) rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-  if (!rc) rc = posix_spawnattr_setsigdefault(&attr, &all);
-  if (!rc) rc = posix_spawnattr_setsigmask(&attr, &none);
+  if (!rc) rc = child_attr(&attr);
   pid_t pid = -1;
   if (!rc) rc = posix_spawn(&pid, file, &actions, &attr, argv, envp);
   posix_spawn_file_actions_destroy(&actions);

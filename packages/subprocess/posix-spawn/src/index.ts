@@ -11,6 +11,7 @@ import { Socket } from 'node:net'
 import { constants } from 'node:os'
 import type { Readable, Writable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
+import { ChildBase } from './child.ts'
 import { isMainThread } from 'node:worker_threads'
 
 export interface Addon {
@@ -93,15 +94,7 @@ export function signalName(signal: number): string {
 const errnoNames = new Map<number, string>(Object.entries(constants.errno).map(([name, value]) => [value, name]))
 const signalNames = new Map<number, string>(Object.entries(constants.signals).map(([name, value]) => [value, name]))
 
-class NativeChild extends EventEmitter implements SpawnedChild {
-  pid: number | undefined
-  stdin: Writable | null = null
-  stdout: Readable | null = null
-  stderr: Readable | null = null
-  exitCode: number | null = null
-  signalCode: string | null = null
-  exited = false
-  openPipes = 0
+class NativeChild extends ChildBase {
   keepAlive = true
 
   kill(signal: NodeJS.Signals | number = 'SIGTERM'): boolean {
@@ -114,18 +107,6 @@ class NativeChild extends EventEmitter implements SpawnedChild {
     }
   }
 
-  /** Marks the exit; 'close' follows once the pipes closed too (as with ChildProcess). */
-  settle(code: number | null, signal: string | null): void {
-    this.exited = true
-    this.exitCode = code
-    this.signalCode = signal
-    this.emit('exit', code, signal)
-    this.maybeClose()
-  }
-
-  maybeClose(): void {
-    if (this.exited && this.openPipes === 0) this.emit('close', this.exitCode, this.signalCode)
-  }
 }
 
 // Children spawned here and not yet reaped.
@@ -212,4 +193,5 @@ export function nativeSpawn(file: string, args: readonly string[], options: Nati
   return child
 }
 
+export { ChildBase } from './child.ts'
 export { SpawnServer, SPAWN_SERVER_PATH, spawnServerUnavailable, type ServerSpawnOptions, type SpawnServerOptions } from './server.ts'

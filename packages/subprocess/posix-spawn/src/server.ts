@@ -3,12 +3,11 @@
 // command costs a fork of a small process inside the confinement instead of setting the
 // confinement up again. Each command's pipes are made here and handed over with the request; its
 // start, failure and exit come back as text lines.
-import { EventEmitter } from 'node:events'
 import { existsSync } from 'node:fs'
 import { Socket } from 'node:net'
 import { constants } from 'node:os'
-import type { Readable, Writable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
+import { ChildBase } from './child.ts'
 import { addonLoadError, errnoName, loadAddon, nativeSpawn, signalName, type SpawnedChild } from './index.ts'
 
 /** The server executable scripts/build.mjs compiles (Linux). */
@@ -48,16 +47,7 @@ export interface GroupReach {
   signal(signal: NodeJS.Signals): void
 }
 
-class ServerChild extends EventEmitter implements SpawnedChild {
-  /** The command's pid in the server's PID namespace, once it started. */
-  pid: number | undefined
-  stdin: Writable | null = null
-  stdout: Readable | null = null
-  stderr: Readable | null = null
-  exitCode: number | null = null
-  signalCode: string | null = null
-  exited = false
-  openPipes = 0
+class ServerChild extends ChildBase {
   readonly reach: GroupReach
 
   constructor(
@@ -72,19 +62,6 @@ class ServerChild extends EventEmitter implements SpawnedChild {
   kill(signal: NodeJS.Signals | number = 'SIGTERM'): boolean {
     if (this.exited) return false
     return this.server.signal(this.id, signal)
-  }
-
-  settle(code: number | null, signal: string | null): void {
-    if (this.exited) return
-    this.exited = true
-    this.exitCode = code
-    this.signalCode = signal
-    this.emit('exit', code, signal)
-    this.maybeClose()
-  }
-
-  maybeClose(): void {
-    if (this.exited && this.openPipes === 0) this.emit('close', this.exitCode, this.signalCode)
   }
 }
 
