@@ -3,7 +3,8 @@
 // wraps each argv for it. A confining mode with no working runner throws: it never runs unconfined.
 import { execFile } from 'node:child_process'
 import { SpawnServer, nativeSpawn, spawnServerUnavailable, type SpawnedChild } from '@dsh/posix-spawn'
-import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, statSync, writeFileSync } from 'node:fs'
+import { release, version } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { dirname, isAbsolute, join, sep } from 'node:path'
 import { Context } from 'cordis'
@@ -11,6 +12,7 @@ import Schema from 'schemastery'
 import type { LaunchedChild, ProcessLauncher } from '@dsh/subprocess'
 import { SandboxError, SandboxService, isSandboxMode, type SandboxInvocation, type SandboxPolicy, type SandboxRunnerInfo, type SandboxWrapRequest } from '@dsh/sandbox'
 import type {} from '@dsh/sandbox-policy'
+import type {} from '@dsh/home-paths'
 
 /** PID 1 inside bwrap: forwards termination signals to the command's whole namespace. */
 export const PID1_INIT = [
@@ -40,6 +42,8 @@ export interface SandboxLocalConfig {
   spawnServer?: boolean
   /** Default 4: spawn servers (one per distinct policy) kept running at once. */
   maxSpawnServers?: number
+  /** Default true: reuse the last probe's result from `<dsh home>/.cache/sandbox-probe.json` (see README). */
+  probeCache?: boolean
 }
 
 /** The Landlock launcher script (plain JavaScript, run by `config.node`). */
@@ -69,6 +73,36 @@ export const PID_NAMESPACE_NOTE = 'Each command has its own process namespace: p
 export const NO_PID_NAMESPACE_NOTE =
   'Commands see the host\'s other processes, and processes a command leaves running (for example with setsid or nohup) are not ended when it finishes.'
 
+/** `name` looked up on this process's PATH, or undefined. */
+function onPath(name: string): string | undefined {
+  for (const dir of (process.env.PATH ?? '').split(':')) {
+    if (!dir) continue
+    const path = join(dir, name)
+    try {
+      if (statSync(path).isFile()) return path
+    } catch {}
+  }
+  return undefined
+}
+
+/** A stored probe result of the right shape (a file in the home could be damaged or old). */
+function isProbe(value: unknown): value is Probe {
+  if (value === null || typeof value !== 'object') return false
+  const probe = value as Probe
+  if (!Array.isArray(probe.rejected) || !Array.isArray(probe.notes) || !probe.notes.every((note) => typeof note === 'string')) return false
+  if (!probe.rejected.every((entry) => entry !== null && typeof entry === 'object' && typeof entry.runner === 'string' && typeof entry.reason === 'string')) return false
+  if (probe.selected === undefined) return true
+  const selected = probe.selected as Selected | null
+  if (selected === null || typeof selected !== 'object') return false
+  if (selected.runner === 'bwrap') return true
+  return selected.runner === 'landlock' && typeof selected.abi === 'number' && typeof selected.seccomp === 'boolean' && typeof selected.namespaces === 'boolean'
+}
+
+/** A spawn server's bwrap prefix from a command's flags: the same flags without --as-pid-1 (bwrap's init is PID 1, the server PID 2). */
+function serverPrefix(flags: string[]): string[] {
+  return [...flags.filter((arg) => arg !== '--as-pid-1'), '--']
+}
+
 export class LocalSandbox extends SandboxService {
   static Config: Schema<Partial<SandboxLocalConfig>, SandboxLocalConfig> = Schema.object({
     runner: Schema.union(['auto', 'bwrap', 'landlock', 'none'] as const)
@@ -85,6 +119,9 @@ export class LocalSandbox extends SandboxService {
       .default(true)
       .description('bwrap runner: start commands through one long-lived sandbox per policy (a small spawn server inside it) instead of a new bwrap per command. Falls back to a bwrap per command where the server is not built.'),
     maxSpawnServers: Schema.natural().min(1).default(4).description('Spawn servers (one per distinct policy) kept at once; the least recently used idle one is ended first.'),
+    probeCache: Schema.boolean()
+      .default(true)
+      .description('Start from the last probe result stored in the dsh home (keyed by the runner binaries, kernel, uid and user-namespace settings) and verify it in the background, instead of waiting for a probe in every process.'),
   })
 
   private probe?: Promise<Probe>
@@ -93,6 +130,8 @@ export class LocalSandbox extends SandboxService {
   /** Probe children still running; ended and awaited when the plugin unloads. */
   private readonly probing = new Set<SpawnedChild>()
   private disposed = false
+  /** The probe has finished (its result is known). */
+  private probeDone = false
   /** Running spawn servers by their bwrap prefix, least recently used first. */
   private readonly servers = new Map<string, SpawnServer>()
   /** Prefixes whose server did not come up, with why: those use a bwrap per command. */
@@ -193,8 +232,20 @@ export class LocalSandbox extends SandboxService {
     checkPolicy(policy)
     if (policy.mode === 'danger-full-access') return { argv: [...argv], runner: 'none', enforcement: 'none', mode: policy.mode, notes: [] }
 
+    // While the probe of a bwrap-capable configuration still runs (the first confined command of
+    // a process), this policy's spawn server starts beside it: both are bwrap starts that run on
+    // their own, so the first command waits for the slower of the two instead of their sum. A
+    // server started for nothing (the probe then picks Landlock) is ended below.
+    if (!this.probeDone && this.config.runner !== 'landlock' && this.config.runner !== 'none' && this.config.spawnServer !== false && request.launcher !== false) {
+      const early = this.bwrapPrefix(policy)
+      if (early && spawnServerUnavailable() === undefined) this.serverFor(early.join('\0'), early)
+    }
     const probe = await this.select()
     const selected = probe.selected
+    if (selected?.runner !== 'bwrap' && this.servers.size > 0) {
+      for (const server of this.servers.values()) server.close()
+      this.servers.clear()
+    }
     if (!selected) {
       const why = probe.rejected.map((entry) => `${entry.runner}: ${entry.reason}`).join('; ')
       throw new SandboxError(
@@ -221,12 +272,7 @@ export class LocalSandbox extends SandboxService {
       // --as-pid-1: the command itself is PID 1 of the new PID namespace. With bwrap's own reaper as
       // PID 1, the outer bwrap can exit while the reaper still lives, so the caller's process-group
       // reap found a live member and escalated (SIGTERM + polling) after most commands.
-      const args = [this.config.bwrap, '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-pid', '--as-pid-1', '--die-with-parent']
-      // As root, bwrap keeps every capability inside the sandbox, enough to remount `/` writable.
-      args.push('--cap-drop', 'ALL')
-      if (!policy.network) args.push('--unshare-net')
-      for (const root of writable) args.push('--bind', root, root)
-      args.push(...protectArgs(readOnly, hidden, writable))
+      const args = this.bwrapFlags(policy, writable, readOnly, hidden)
       // PID 1 of a namespace ignores every signal it has no handler for, so a bare command as
       // PID 1 would survive the caller's SIGTERM (a timeout or cancel would only land at the KILL
       // after the grace, and the command could keep going meanwhile). A tiny sh init takes PID 1:
@@ -238,7 +284,7 @@ export class LocalSandbox extends SandboxService {
       // set of flags (bwrap's own init as PID 1 reaps; the server is PID 2 and starts each
       // command). Everything but --as-pid-1 (the server is not PID 1) and the per-command --chdir
       // and command is the same flag list, so the confinement is the same.
-      const prefix = [...args.filter((arg) => arg !== '--as-pid-1'), '--']
+      const prefix = serverPrefix(args)
       const launcher = this.config.spawnServer === false || request.launcher === false ? undefined : await this.launcherFor(prefix, argv, cwd, merge)
       args.push('--chdir', cwd, '--', '/bin/sh', '-c', init, 'dsh-sandbox-init', ...argv)
       return { argv: args, runner: 'bwrap', enforcement: 'enforced', mode: policy.mode, notes: [], ...(merge ? { stderrMerged: true } : {}), ...(launcher ? { launcher } : {}) }
@@ -271,6 +317,25 @@ export class LocalSandbox extends SandboxService {
       notes,
       ...(merge ? { stderrMerged: true } : {}),
     }
+  }
+
+  /** bwrap and its flags for `policy`, up to (not including) the per-command --chdir and command. */
+  private bwrapFlags(policy: SandboxPolicy, writable: string[], readOnly: string[], hidden: string[]): string[] {
+    const args = [this.config.bwrap, '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-pid', '--as-pid-1', '--die-with-parent']
+    // As root, bwrap keeps every capability inside the sandbox, enough to remount `/` writable.
+    args.push('--cap-drop', 'ALL')
+    if (!policy.network) args.push('--unshare-net')
+    for (const root of writable) args.push('--bind', root, root)
+    args.push(...protectArgs(readOnly, hidden, writable))
+    return args
+  }
+
+  /** The spawn server prefix of `policy` (as `wrap()` will compute it), or undefined when `wrap()` will refuse it. */
+  private bwrapPrefix(policy: SandboxPolicy): string[] | undefined {
+    const writable = policy.mode === 'workspace-write' ? policy.writableRoots.filter((root) => existsSync(root)) : []
+    const readOnly = (policy.readOnlyPaths ?? []).filter((path) => path !== '/')
+    if (readOnly.some((path) => writable.some((root) => within(root, path)))) return undefined
+    return serverPrefix(this.bwrapFlags(policy, writable, readOnly, policy.hiddenPaths ?? []))
   }
 
   /**
@@ -326,9 +391,121 @@ export class LocalSandbox extends SandboxService {
     return [...this.servers.values()].filter((server) => !server.closed).length
   }
 
-  /** Probes the candidate runners once per service instance; later calls reuse the result. */
+  /**
+   * Probes the candidate runners once per service instance; later calls reuse the result. With a
+   * valid probe cache the stored result is used at once and a real probe verifies it in the
+   * background (after `prewarmDelayMs`); a different answer replaces it for later commands.
+   */
   private select(): Promise<Probe> {
-    return (this.probe ??= this.runProbe())
+    if (this.probe) return this.probe
+    const cached = this.readProbeCache()
+    if (cached) {
+      this.probeDone = true
+      this.probe = Promise.resolve(cached)
+      if (cached.selected?.runner === 'landlock' && this.config.runner === 'auto') this.warnLandlock(cached)
+      const timer = setTimeout(() => this.verifyCachedProbe(cached), this.config.prewarmDelayMs ?? 50)
+      timer.unref?.()
+      return this.probe
+    }
+    return (this.probe = this.runProbe()
+      .then((probe) => {
+        this.writeProbeCache(probe)
+        return probe
+      })
+      .finally(() => (this.probeDone = true)))
+  }
+
+  /** Runs the real probe behind a cached result; a different answer replaces it (and the cache). */
+  private verifyCachedProbe(cached: Probe): void {
+    if (this.disposed) return
+    void this.runProbe()
+      .then((fresh) => {
+        if (this.disposed) return
+        this.writeProbeCache(fresh)
+        if (JSON.stringify(fresh) === JSON.stringify(cached)) return
+        this.ctx.logger('sandbox').warn('the stored sandbox probe result was out of date; commands from now on use the new one (%s)', fresh.selected?.runner ?? 'no runner')
+        this.probe = Promise.resolve(fresh)
+        if (fresh.selected?.runner !== 'bwrap') {
+          for (const server of this.servers.values()) server.close()
+          this.servers.clear()
+        }
+      })
+      .catch(() => {})
+  }
+
+  /** `<dsh home>/.cache/sandbox-probe.json` when the app has a home service and the cache is on. */
+  private probeCachePath(): string | undefined {
+    if (this.config.probeCache === false) return undefined
+    const home = this.ctx.get('homePaths')?.home
+    return home ? join(home, '.cache', 'sandbox-probe.json') : undefined
+  }
+
+  /**
+   * What a probe's answer depends on besides the kernel's behaviour: the configuration, the
+   * runner binaries (path, size, mtime), the kernel build, the user and the user-namespace
+   * switches. Any change means a new probe.
+   */
+  private probeKey(): string {
+    const stamp = (file: string): string => {
+      const path = file.includes('/') ? file : onPath(file)
+      if (!path) return 'missing'
+      try {
+        const st = statSync(path)
+        return `${path}:${st.size}:${st.mtimeMs}`
+      } catch {
+        return 'missing'
+      }
+    }
+    const sysctl = (path: string): string => {
+      try {
+        return readFileSync(path, 'utf8').trim()
+      } catch {
+        return ''
+      }
+    }
+    return JSON.stringify({
+      v: 1,
+      runner: this.config.runner,
+      bwrap: stamp(this.config.bwrap),
+      node: stamp(this.config.node),
+      unshare: stamp(this.config.unshare),
+      helper: stamp(LANDLOCK_HELPER),
+      kernel: `${release()} ${version()}`,
+      uid: process.getuid?.() ?? -1,
+      sysctls: ['/proc/sys/kernel/unprivileged_userns_clone', '/proc/sys/user/max_user_namespaces', '/proc/sys/kernel/apparmor_restrict_unprivileged_userns'].map(sysctl),
+    })
+  }
+
+  private readProbeCache(): Probe | undefined {
+    const path = this.probeCachePath()
+    if (!path) return undefined
+    try {
+      const stored = JSON.parse(readFileSync(path, 'utf8')) as { key?: unknown; probe?: Probe }
+      if (stored.key !== this.probeKey() || !isProbe(stored.probe)) return undefined
+      return stored.probe
+    } catch {
+      return undefined // missing or unreadable: probe as usual (and rewrite it)
+    }
+  }
+
+  private writeProbeCache(probe: Probe): void {
+    const path = this.probeCachePath()
+    if (!path) return
+    try {
+      mkdirSync(dirname(path), { recursive: true, mode: 0o700 })
+      const temp = `${path}.${process.pid}.tmp`
+      writeFileSync(temp, JSON.stringify({ key: this.probeKey(), probe }) + '\n', { mode: 0o600 })
+      renameSync(temp, path)
+    } catch {
+      // A read-only home: every process probes, as without the cache.
+    }
+  }
+
+  private warnLandlock(probe: Probe): void {
+    // Loud on purpose: the fallback confines less than bubblewrap would.
+    this.ctx
+      .logger('sandbox')
+      .warn('bubblewrap does not work here (%s), so commands are confined by the weaker Landlock fallback. %s', probe.rejected[0]?.reason ?? 'rejected', probe.notes.join(' '))
   }
 
   private async runProbe(): Promise<Probe> {
@@ -345,13 +522,9 @@ export class LocalSandbox extends SandboxService {
       const result = await this.probeLandlock()
       if (typeof result !== 'string') {
         const notes = [LANDLOCK_NOTE, result.namespaces ? PID_NAMESPACE_NOTE : NO_PID_NAMESPACE_NOTE]
-        if (choice === 'auto') {
-          // Loud on purpose: the fallback confines less than bubblewrap would.
-          this.ctx
-            .logger('sandbox')
-            .warn('bubblewrap does not work here (%s), so commands are confined by the weaker Landlock fallback. %s', rejected[0]?.reason ?? 'rejected', notes.join(' '))
-        }
-        return { selected: { runner: 'landlock', ...result }, rejected, notes }
+        const probe: Probe = { selected: { runner: 'landlock', ...result }, rejected, notes }
+        if (choice === 'auto') this.warnLandlock(probe)
+        return probe
       }
       rejected.push({ runner: 'landlock', reason: result })
     }

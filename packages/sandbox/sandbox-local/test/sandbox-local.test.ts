@@ -7,6 +7,7 @@ import { homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context } from 'cordis'
 import { isSandboxError, type SandboxInvocation, type SandboxMode, type SandboxPolicy } from '@dsh/sandbox'
+import HomePaths from '@dsh/home-paths'
 import LocalSandbox, { LANDLOCK_NOTE, NO_PID_NAMESPACE_NOTE, PID_NAMESPACE_NOTE, type RunnerChoice } from '../src/index.ts'
 
 let base: string
@@ -339,6 +340,93 @@ describe('spawn servers', () => {
     expect(invocation.launcher).toBeUndefined()
     expect(other.spawnServers).toBe(0)
     expect((await run(invocation)).output).toBe('on-a-pty\n')
+  })
+})
+
+describe('probe cache', () => {
+  const skip = probes.get('bwrap') !== undefined
+  /** A bwrap that logs each call (probes end in `true`), so a test can count real probes. */
+  function loggingBwrap(name: string): { file: string; probes: () => number } {
+    const file = join(base, name)
+    const log = `${file}.log`
+    writeFileSync(file, `#!/bin/sh\necho "$*" >> ${log}\nexec bwrap "$@"\n`, { mode: 0o755 })
+    return { file, probes: () => (existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter((line) => line.endsWith(' true')).length : 0) }
+  }
+  async function withHome(home: string, config: Record<string, unknown>) {
+    const ctx = new Context()
+    await ctx.plugin(HomePaths, { home })
+    const fiber = ctx.plugin(LocalSandbox, { runner: 'auto', prewarmDelayMs: 20, ...config })
+    await fiber
+    return { service: ctx.sandbox as LocalSandbox, fiber }
+  }
+  const until = async (check: () => boolean) => {
+    for (let i = 0; i < 150 && !check(); i++) await new Promise((r) => setTimeout(r, 20))
+    return check()
+  }
+
+  it.skipIf(skip)('the next process starts from the stored result and verifies it in the background', async () => {
+    const home = join(base, 'home-cache-1')
+    const bwrap = loggingBwrap('bwrap-cache-1')
+    const first = await withHome(home, { bwrap: bwrap.file })
+    expect(await first.service.describe()).toMatchObject({ runner: 'bwrap' })
+    expect(bwrap.probes()).toBe(1)
+    const file = join(home, '.cache', 'sandbox-probe.json')
+    expect(JSON.parse(readFileSync(file, 'utf8')).probe).toMatchObject({ selected: { runner: 'bwrap' } })
+    await first.fiber.dispose()
+
+    const second = await withHome(home, { bwrap: bwrap.file })
+    expect(await second.service.describe()).toMatchObject({ runner: 'bwrap' })
+    // Answered from the file: no probe yet; the verification follows after prewarmDelayMs.
+    expect(bwrap.probes()).toBe(1)
+    expect(await until(() => bwrap.probes() === 2)).toBe(true)
+    expect((await bash(second.service, 'workspace-write', 'echo cached')).output).toBe('cached\n')
+    await second.fiber.dispose()
+  })
+
+  it.skipIf(skip)('a stored result that is out of date is replaced by the verification; a damaged or foreign one is ignored', async () => {
+    const home = join(base, 'home-cache-2')
+    const bwrap = loggingBwrap('bwrap-cache-2')
+    const first = await withHome(home, { bwrap: bwrap.file })
+    await first.service.describe()
+    await first.fiber.dispose()
+    const file = join(home, '.cache', 'sandbox-probe.json')
+    const stored = JSON.parse(readFileSync(file, 'utf8'))
+    // Same key, wrong answer (as if bwrap had worked once and broken since, inverted here).
+    writeFileSync(file, JSON.stringify({ key: stored.key, probe: { rejected: [{ runner: 'bwrap', reason: 'stale' }], notes: [] } }))
+    const stale = await withHome(home, { bwrap: bwrap.file })
+    expect(await stale.service.describe()).toMatchObject({ rejected: [{ runner: 'bwrap', reason: 'stale' }] })
+    expect(await until(() => bwrap.probes() === 2)).toBe(true)
+    expect(await until(() => JSON.parse(readFileSync(file, 'utf8')).probe.selected?.runner === 'bwrap')).toBe(true)
+    expect(await stale.service.describe()).toMatchObject({ runner: 'bwrap', rejected: [] })
+    await stale.fiber.dispose()
+
+    for (const content of ['{ not json', JSON.stringify({ key: stored.key, probe: { selected: { runner: 'chroot' }, rejected: [], notes: [] } }), JSON.stringify({ key: 'another machine', probe: stored.probe })]) {
+      writeFileSync(file, content)
+      const before = bwrap.probes()
+      const fresh = await withHome(home, { bwrap: bwrap.file })
+      expect(await fresh.service.describe()).toMatchObject({ runner: 'bwrap' })
+      expect(bwrap.probes()).toBe(before + 1)
+      expect(JSON.parse(readFileSync(file, 'utf8')).key).toBe(stored.key)
+      await fresh.fiber.dispose()
+    }
+  })
+
+  it.skipIf(skip)('is keyed by the runner binary, off with probeCache: false, and never written without a home', async () => {
+    const home = join(base, 'home-cache-3')
+    const one = loggingBwrap('bwrap-cache-3a')
+    const two = loggingBwrap('bwrap-cache-3b')
+    for (const bwrap of [one, two]) {
+      const run = await withHome(home, { bwrap: bwrap.file })
+      await run.service.describe()
+      await run.fiber.dispose()
+    }
+    expect([one.probes(), two.probes()]).toEqual([1, 1])
+    const off = await withHome(join(base, 'home-cache-4'), { bwrap: one.file, probeCache: false })
+    await off.service.describe()
+    await off.fiber.dispose()
+    expect(existsSync(join(base, 'home-cache-4', '.cache', 'sandbox-probe.json'))).toBe(false)
+    // The other tests of this file run without a home service: nothing to write to.
+    expect(existsSync(join(homedir(), '.dsh', '.cache', 'sandbox-probe.json')) && readFileSync(join(homedir(), '.dsh', '.cache', 'sandbox-probe.json'), 'utf8').includes(base)).toBe(false)
   })
 })
 
