@@ -14,7 +14,7 @@
 //                   while it streams (goal: none over 50 ms) and the time to the final text.
 // Whatever conversation view the web bundle mounts is measured (the shell's fallback otherwise).
 // RUNS (default 5). ONLY=ready,sessions,history,stream runs only those parts (default: all).
-// CHUNKS (default 100000), STREAM_TIMEOUT_S (default 900), SETTLE_MS (default 1000: long tasks are counted this long after the final text shows), PROBE=1 counts stream reads and DOM mutations during the stream, TASK_CPU=1 traces the page's main thread and gives each long task's thread CPU time (a loaded machine deschedules the renderer mid-task), TRACE=file.json saves a Chromium trace of the stream part (TRACE_PROFILE=0: without CPU samples, which add their own GC work). Needs `node scripts/build-client.mjs` (done here) and /usr/bin/chromium.
+// CHUNKS (default 100000), STREAM_TIMEOUT_S (default 900), SETTLE_MS (default 1000: long tasks are counted this long after the final text shows), PROBE=1 counts stream reads and DOM mutations during the stream, TASK_CPU=1 traces the page's main thread and gives each long task's thread CPU time (a loaded machine deschedules the renderer mid-task) and the TASK_CPU_TOP (default 6) biggest tasks by CPU, TRACE=file.json saves a Chromium trace of the stream part (TRACE_PROFILE=0: without CPU samples, which add their own GC work). Needs `node scripts/build-client.mjs` (done here) and /usr/bin/chromium.
 import { execFileSync } from 'node:child_process'
 import { readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -261,6 +261,12 @@ try {
     const cpu = (e) => (e.tdur ?? e.dur) / 1000
     const maxCpu = Math.max(0, ...tasks.map(cpu))
     console.log(`  trace: ${long.length} task${long.length === 1 ? '' : 's'} over 50 ms wall (${long.map((e) => `${Math.round(e.dur / 1000)} ms wall / ${Math.round(cpu(e))} ms CPU`).join(', ') || 'none'}); longest task by CPU ${ms(maxCpu)}, ${tasks.filter((e) => cpu(e) > 50).length} over 50 ms of CPU`)
+    // The biggest tasks by CPU (the trace's first task also holds the tracing's own start-up: skipped),
+    // placed after the prompt with the trace clock (the prompt call is ~the first traced task).
+    const t0 = tasks.length ? Math.min(...tasks.map((e) => e.ts)) : 0
+    const top = tasks.filter((e) => e.ts !== t0).sort((a, b) => cpu(b) - cpu(a)).slice(0, Number(process.env.TASK_CPU_TOP ?? 6))
+    const over = (n) => tasks.filter((e) => e.ts !== t0 && cpu(e) > n).length
+    console.log(`  trace: biggest tasks by CPU (ms after tracing began: CPU / wall): ${top.map((e) => `+${Math.round((e.ts - t0) / 1000)}: ${cpu(e).toFixed(1)} / ${(e.dur / 1000).toFixed(1)}`).join(', ')}; tasks over 8 / 12 / 16 ms of CPU: ${over(8)} / ${over(12)} / ${over(16)}`)
     if (!process.env.TRACE) rmSync(tracePath, { force: true })
   }
   if (probe) console.log(`  probe: ${probe.reads} stream reads (${probe.readChars} chars/bytes), DOM nodes added ${probe.added}, removed ${probe.removed}, text changes ${probe.text}, attribute changes ${probe.attrs}`)

@@ -72,7 +72,13 @@ export async function readSse(url: string, options: { signal: AbortSignal; onOpe
   // of at most SLICE_MS so one read never becomes one long main-thread task.
   const now = options.now ?? (typeof performance === 'object' ? () => performance.now() : () => Date.now())
   let sliceStart = now()
-  let lines = 0
+  // Work since the slice was last checked: one per line, plus one per KB of a long line (a frame
+  // of a few hundred KB, e.g. a committed message holding a long reasoning, is not one line's
+  // worth of work: the slice is checked before it is handled).
+  let work = 0
+  // Decoded pieces of a line that has not ended yet (no newline in them): joined once when it
+  // ends, not appended and rescanned piece after piece (quadratic in the line's length).
+  let pending: string[] = []
   for (;;) {
     const before = now()
     const { value, done } = await reader.read()
@@ -82,16 +88,33 @@ export async function readSse(url: string, options: { signal: AbortSignal; onOpe
     // the network starts a fresh slice.
     if (now() - before > SLICE_MS) sliceStart = now()
     for (let at = 0; at < value.length; at += PIECE_BYTES) {
-      buffer += decoder.decode(value.subarray(at, at + PIECE_BYTES), { stream: true })
+      const piece = decoder.decode(value.subarray(at, at + PIECE_BYTES), { stream: true })
+      if (!piece.includes('\n')) {
+        pending.push(piece)
+        continue
+      }
+      // Everything before `piece` holds no newline (it was searched already).
+      let from = buffer.length
+      if (pending.length) {
+        const held = pending.join('')
+        pending = []
+        from += held.length
+        buffer += held
+      }
+      buffer += piece
       let start = 0
       for (;;) {
-        if (++lines % 64 === 0 && now() - sliceStart > SLICE_MS) {
-          await yieldToPage()
-          if (options.signal.aborted) return
-          sliceStart = now()
-        }
-        const nl = buffer.indexOf('\n', start)
+        const nl = buffer.indexOf('\n', Math.max(start, from))
         if (nl < 0) break
+        work += 1 + ((nl - start) >> 10)
+        if (work >= 64) {
+          work = 0
+          if (now() - sliceStart > SLICE_MS) {
+            await yieldToPage()
+            if (options.signal.aborted) return
+            sliceStart = now()
+          }
+        }
         let line = buffer.slice(start, nl)
         start = nl + 1
         if (line.endsWith('\r')) line = line.slice(0, -1)

@@ -45,4 +45,44 @@ describe('readSse', () => {
     expect(handledWhenTaskRan).toBeDefined()
     expect(handledWhenTaskRan!).toBeLessThan(N)
   })
+
+  it('reads a frame of several hundred KB split across reads exactly, and checks the slice before handling it', async () => {
+    // Multi-byte text too, so pieces end inside a character as well as inside the line.
+    const long = JSON.stringify({ text: 'x '.repeat(120_000) + 'é€😀'.repeat(3000) + ' end' })
+    const whole = `id: 1\ndata: {"seq":1}\n\n` + `id: 2\nevent: message\ndata: ${long}\n\n` + `id: 3\ndata: {"seq":3}\n\n`
+    const bytes = new TextEncoder().encode(whole)
+    const cuts: number[] = []
+    for (let at = 0; at < bytes.length;) {
+      at += 1 + Math.floor(Math.random() * 50_000)
+      cuts.push(Math.min(at, bytes.length))
+    }
+    const fetchBytes: typeof fetch = async () => {
+      const body = new ReadableStream<Uint8Array>({
+        start(controller) {
+          let from = 0
+          for (const to of cuts) (controller.enqueue(bytes.slice(from, to)), (from = to))
+          controller.close()
+        },
+      })
+      return new Response(body, { status: 200 })
+    }
+    let clock = 0
+    let taskRan = false
+    let taskRanBeforeLong: boolean | undefined
+    setTimeout(() => (taskRan = true), 0)
+    const seen: string[] = []
+    await readSse('http://x/', {
+      signal: new AbortController().signal,
+      fetch: fetchBytes,
+      // Five milliseconds per reading: the slice is spent by the time the long line is found.
+      now: () => (clock += 5),
+      onFrame: (f) => {
+        if (f.id === '2') taskRanBeforeLong = taskRan
+        seen.push(`${f.event}:${f.id}:${f.data}`)
+      },
+    })
+    expect(seen).toEqual(['message:1:{"seq":1}', `message:2:${long}`, 'message:3:{"seq":3}'])
+    // The reader yielded (another task ran) before it handled the long frame.
+    expect(taskRanBeforeLong).toBe(true)
+  })
 })

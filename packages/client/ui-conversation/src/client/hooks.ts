@@ -1,7 +1,13 @@
 // Small React helpers shared by the seats: a translation function that keeps its identity while
 // the language and dictionaries stay the same (so memoised rows do not re-render on every
 // frame), and a frame-batched subscription to a conversation model.
-import { useEffect, useReducer, useRef } from 'react'
+//
+// A model change re-renders its readers as a transition: React renders it in its own task after
+// the frame that announced it, in slices that yield about every 5 ms, and never batches it into
+// the synchronous render of the feed's readers (store subscriptions render synchronously, and
+// React folds default-priority updates into that render). So the frame in which a turn starts or
+// ends no longer renders the shell's readers and the whole chat in one task.
+import { startTransition, useEffect, useReducer, useRef } from 'react'
 import { frameBatcher, useT, type Translate } from '@dsh/client-runtime'
 import type { ConversationModel, ConversationSnapshot } from '../model/index.ts'
 
@@ -20,7 +26,7 @@ function sameItems(a: readonly unknown[], b: readonly unknown[]): boolean {
  * prompts; the panel: plan and usage) skips the frames in which only the streaming text grew.
  */
 export function useSnapshotSlice(model: ConversationModel, slice: (snapshot: ConversationSnapshot) => readonly unknown[]): ConversationSnapshot {
-  const [, bump] = useReducer((n: number) => n + 1, 0)
+  const [, dispatch] = useReducer((n: number) => n + 1, 0)
   const snapshot = model.snapshot()
   const current = slice(snapshot)
   const seen = useRef(current)
@@ -29,7 +35,7 @@ export function useSnapshotSlice(model: ConversationModel, slice: (snapshot: Con
   select.current = slice
   useEffect(() => {
     const check = () => {
-      if (!sameItems(seen.current, select.current(model.snapshot()))) bump()
+      if (!sameItems(seen.current, select.current(model.snapshot()))) startTransition(dispatch)
     }
     const batch = frameBatcher(check)
     const off = model.subscribe(model.deferred ? check : () => batch.schedule())
@@ -45,10 +51,11 @@ export function useSnapshotSlice(model: ConversationModel, slice: (snapshot: Con
 
 /** The model's snapshot, re-rendering at most once per animation frame. */
 export function useSnapshot(model: ConversationModel): ConversationSnapshot {
-  const [, bump] = useReducer((n: number) => n + 1, 0)
+  const [, dispatch] = useReducer((n: number) => n + 1, 0)
   useEffect(() => {
+    const bump = () => startTransition(dispatch)
     const batch = frameBatcher(bump)
-    // A deferred model already notifies once per frame: render in that frame, not the next.
+    // A deferred model already notifies once per frame: render right after that frame, not a frame later.
     const off = model.subscribe(model.deferred ? bump : () => batch.schedule())
     // A change between render and subscribe is picked up here.
     batch.schedule()

@@ -88,20 +88,27 @@ export function apply(ctx: Context): void {
   }
 
   function ConversationMain({ sessionId, feed }: SessionSlotProps) {
+    // The settled feed changes with every event but a streamed delta; the chat needs only whether
+    // the log loaded or failed. The body re-renders on those and on the model's own changes, so
+    // the feed readers' render (synchronous, in the frame) does not carry the whole chat with it.
+    return <ConversationBody sessionId={sessionId} hasFeed={feed !== undefined} loaded={feed?.loaded === true} failed={feed?.error ? feed.error.message : undefined} />
+  }
+
+  const ConversationBody = memo(function ConversationBody({ sessionId, hasFeed, loaded, failed }: { sessionId: string; hasFeed: boolean; loaded: boolean; failed?: string }) {
     const t = useStableT(NAMESPACE)
     const model = useSessionModel(sessionId)
     const snapshot = useSnapshot(model)
     const renderTool = useMemo(() => (node: ToolNode) => <ToolNodeView sessionId={sessionId} node={node} t={t} />, [sessionId, t])
     // Before the first replay, an empty list means "not loaded yet", not "nothing said yet".
-    const empty = feed?.error
-      ? <span role="alert" className="dsh-warn">{t('loadFailed', { message: feed.error.message })}</span>
-      : feed && !feed.loaded ? <span role="status">{t('loading')}</span> : undefined
+    const empty = failed !== undefined
+      ? <span role="alert" className="dsh-warn">{t('loadFailed', { message: failed })}</span>
+      : hasFeed && !loaded ? <span role="status">{t('loading')}</span> : undefined
     return (
-      <div className="dsh-conv" data-session={sessionId} data-loaded={feed?.loaded || undefined}>
+      <div className="dsh-conv" data-session={sessionId} data-loaded={loaded || undefined}>
         <ChatView key={sessionId} snapshot={snapshot} t={t} renderTool={renderTool} {...(empty ? { empty } : {})} />
       </div>
     )
-  }
+  })
 
   function ComposerSeat({ sessionId, row, feed }: SessionSlotProps) {
     const t = useStableT(NAMESPACE)
