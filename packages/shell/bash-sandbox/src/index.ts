@@ -42,6 +42,30 @@ export class SandboxedBashExecutor extends BashLocalExecutor implements Sandboxe
     this.settings = config
     this.sandbox = plainService(ctx.sandbox)
     this.policy = plainService(ctx.sandboxPolicy)
+    // The first step of each session readies the sandbox its commands will use (sandbox-local
+    // starts the policy's spawn server) while the model request is in flight, so the session's
+    // first command does not wait for a bwrap start. A wrap with nothing run: no command starts.
+    const prepared = new WeakSet<object>()
+    ctx.on('agent/pre-step', (payload, next) => {
+      const session = payload.agent.session
+      if (!prepared.has(session)) {
+        prepared.add(session)
+        void this.prepare(session.id, payload.agent.cwd).catch(() => {})
+      }
+      return next()
+    })
+  }
+
+  /** Wraps a no-op under the policy `run()` will use for commands of `sessionId` in `cwd`. */
+  private async prepare(sessionId: string, cwd: string): Promise<void> {
+    const policy = this.policy.resolve({ sessionId, cwd })
+    if (policy.mode === 'danger-full-access') return
+    await this.sandbox.wrap({ argv: [this.settings.bash, '-c', ':'], cwd, policy: this.confinedPolicy(policy), mergeStderr: true })
+  }
+
+  /** The policy a confined command runs under: the spill dir stays out of the command's reach. */
+  private confinedPolicy(policy: SandboxPolicy): SandboxPolicy {
+    return policy.mode === 'danger-full-access' ? policy : { ...policy, readOnlyPaths: [...(policy.readOnlyPaths ?? []), this.spillBase()] }
   }
 
   /** The mode a call of `sessionId` runs under (the capability tool-bash detects). */
@@ -105,9 +129,8 @@ export class SandboxedBashExecutor extends BashLocalExecutor implements Sandboxe
 
     // The harness writes long output unconfined; the spill dir must be out of the command's reach:
     // by default a per-session dir under the (read-only) dsh home, and always read-only inside.
-    const spillBase = this.spillBase()
-    const spillDir = join(spillBase, sessionSegment(spec.sandbox.sessionId))
-    if (policy.mode !== 'danger-full-access') policy = { ...policy, readOnlyPaths: [...(policy.readOnlyPaths ?? []), spillBase] }
+    const spillDir = join(this.spillBase(), sessionSegment(spec.sandbox.sessionId))
+    policy = this.confinedPolicy(policy)
 
     let invocation: SandboxInvocation
     try {

@@ -392,6 +392,36 @@ describe('the runner probe', () => {
   })
 })
 
+describe('readying the sandbox at a session\'s first step', () => {
+  it('starts the spawn server its commands then use, once per session, and none for danger-full-access', async () => {
+    const { ctx } = await boot()
+    const service = ctx.sandbox as unknown as { spawnServers: number }
+    const launched = () => (ctx.subprocess as unknown as { launched: number }).launched
+    const step = (session: unknown) =>
+      (ctx as unknown as { waterfall(name: string, payload: unknown, next: () => Promise<unknown>): Promise<unknown> }).waterfall(
+        'agent/pre-step',
+        { agent: { session, cwd: ws }, turn: 0, step: 0, messages: [] },
+        async () => ({ action: 'enter', messages: [] }),
+      )
+    const session = ctx.sessions.create({ cwd: ws })
+    await step(session)
+    const end = Date.now() + 5000
+    while (service.spawnServers === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 10))
+    expect(service.spawnServers).toBe(1)
+    expect(launched()).toBe(0) // readied, nothing run
+    await step(session)
+    expect((await sh(ctx, 'echo first', { sessionId: session.id })).text).toBe('first\n')
+    expect(service.spawnServers).toBe(1) // the command went to the readied server
+    expect(launched()).toBe(1)
+
+    const free = ctx.sessions.create({ cwd: ws })
+    ctx.sandboxPolicy.setMode(free.id, 'danger-full-access')
+    await step(free)
+    await new Promise((r) => setTimeout(r, 100))
+    expect(service.spawnServers).toBe(1)
+  })
+})
+
 describe('service references', () => {
   it('reads its injected services once, not per call, and follows a replaced subprocess service', async () => {
     const ctx = new Context()
