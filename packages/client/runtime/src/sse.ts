@@ -4,6 +4,8 @@ import { Utf8Decoder } from './utf8.ts'
 
 /** Longest stretch (ms) of frame handling before the reader yields to the page (input, paint). */
 const SLICE_MS = 8
+/** A read at least this large that waited for the network is handled in a fresh task. */
+const BIG_READ = 32 * 1024
 /** Bytes decoded and cut into lines at a time. */
 const PIECE_BYTES = 16 * 1024
 
@@ -34,7 +36,7 @@ export interface SseFrame {
  * Reads one SSE response, calling `onFrame` per dispatched event. Resolves when the stream ends;
  * rejects on a network error or a non-200 answer (with the host's JSON error message when given).
  */
-export async function readSse(url: string, options: { signal: AbortSignal; onOpen?: () => void; onFrame: (frame: SseFrame) => void; fetch?: typeof fetch; /** Clock for the slices (tests); default `performance.now`. */ now?: () => number }): Promise<void> {
+export async function readSse(url: string, options: { signal: AbortSignal; onOpen?: () => void; onFrame: (frame: SseFrame) => void; fetch?: typeof fetch; /** Clock for the slices (tests); default `performance.now`. */ now?: () => number; /** How the reader yields to the page (tests); default a fresh task. */ yield?: () => Promise<void> }): Promise<void> {
   const response = await (options.fetch ?? fetch)(url, { headers: { accept: 'text/event-stream' }, signal: options.signal, credentials: 'same-origin', cache: 'no-store' })
   if (!response.ok || !response.body) {
     let message = `${response.status}`
@@ -71,6 +73,7 @@ export async function readSse(url: string, options: { signal: AbortSignal; onOpe
   // A network read can hold thousands of frames (a replay, a fast stream): handle them in slices
   // of at most SLICE_MS so one read never becomes one long main-thread task.
   const now = options.now ?? (typeof performance === 'object' ? () => performance.now() : () => Date.now())
+  const pause = options.yield ?? yieldToPage
   let sliceStart = now()
   // Work since the slice was last checked: one per line, plus one per KB of a long line (a frame
   // of a few hundred KB, e.g. a committed message holding a long reasoning, is not one line's
@@ -86,7 +89,17 @@ export async function readSse(url: string, options: { signal: AbortSignal; onOpe
     // A read that was already buffered resolves as a microtask of the same task: the slice goes
     // on (resetting it here let a burst of reads become one long task). A read that waited for
     // the network starts a fresh slice.
-    if (now() - before > SLICE_MS) sliceStart = now()
+    if (now() - before > SLICE_MS) {
+      sliceStart = now()
+      // The task that delivered a large read already spent a while receiving it (in traces of a
+      // fast stream, reads of 0.5-1 MB cost the delivering task 5-8 ms before this code ran):
+      // handle it in a fresh task, so receiving and handling are not one long task.
+      if (value.length >= BIG_READ) {
+        await pause()
+        if (options.signal.aborted) return
+        sliceStart = now()
+      }
+    }
     for (let at = 0; at < value.length; at += PIECE_BYTES) {
       const piece = decoder.decode(value.subarray(at, at + PIECE_BYTES), { stream: true })
       if (!piece.includes('\n')) {
@@ -110,7 +123,7 @@ export async function readSse(url: string, options: { signal: AbortSignal; onOpe
         if (work >= 64) {
           work = 0
           if (now() - sliceStart > SLICE_MS) {
-            await yieldToPage()
+            await pause()
             if (options.signal.aborted) return
             sliceStart = now()
           }

@@ -85,4 +85,20 @@ describe('readSse', () => {
     // The reader yielded (another task ran) before it handled the long frame.
     expect(taskRanBeforeLong).toBe(true)
   })
+
+  it('handles a large read that waited for the network in a fresh task, a small one at once', async () => {
+    const small = `id: 1\ndata: {"seq":1}\n\n`
+    const large = `id: 2\ndata: ${JSON.stringify({ text: 'y'.repeat(40_000) })}\n\n`
+    const log: string[] = []
+    let clock = 0
+    await readSse('http://x/', {
+      signal: new AbortController().signal,
+      fetch: bufferedFetch([small, large]),
+      // Every reading is 10 ms after the previous: each read looks like it waited for the network.
+      now: () => (clock += 10),
+      yield: async () => void log.push('yield'),
+      onFrame: (f) => void log.push(`frame ${f.id}`),
+    })
+    expect(log).toEqual(['frame 1', 'yield', 'frame 2'])
+  })
 })
