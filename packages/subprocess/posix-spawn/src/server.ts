@@ -61,9 +61,23 @@ class ServerChild extends ChildBase {
 
   kill(signal: NodeJS.Signals | number = 'SIGTERM'): boolean {
     if (this.exited) return false
-    return this.server.signal(this.id, signal)
+    const sent = this.server.signal(this.id, signal)
+    // A KILL the server does not answer within the grace means the server itself is stopped or
+    // stuck (a confined command can signal it): the whole sandbox is ended from outside, which
+    // ends this command too, so a timeout always finishes.
+    if (signal === 'SIGKILL' || signal === 9) {
+      const timer = setTimeout(() => {
+        if (!this.exited) this.server.abandon()
+      }, KILL_ANSWER_MS)
+      timer.unref()
+      this.once('exit', () => clearTimeout(timer))
+    }
+    return sent
   }
 }
+
+/** How long a KILL request may go unanswered before the server counts as stuck. */
+export const KILL_ANSWER_MS = 2000
 
 const signalNumbers = constants.signals as Record<string, number>
 
@@ -151,6 +165,9 @@ export class SpawnServer {
     if (!littleEndian) swapHeader(message, 5)
     const result = loadAddon()!.request(this.controlFd, message, options.stdinPipe, options.mergeStderr === true)
     if (typeof result === 'number') {
+      // A server that does not take requests (stopped, or its socket is gone) is of no more use,
+      // and a half-sent request would garble the stream: it is ended, the next caller starts anew.
+      this.abandon()
       const code = errnoName(result) ?? 'SPAWN_FAILED'
       throw Object.assign(new Error(`spawn server ${file}: ${code}`), { code })
     }
@@ -190,6 +207,15 @@ export class SpawnServer {
     if (this.closed) return
     this.control.destroy()
     this.shutDown()
+  }
+
+  /**
+   * Ends a server that no longer answers: its outer process is killed at once (bwrap's
+   * --die-with-parent then ends the sandbox and everything in it); commands end here as killed.
+   */
+  abandon(): void {
+    this.close()
+    this.process.kill('SIGKILL')
   }
 
   /** Commands started and not yet reported as exited. */

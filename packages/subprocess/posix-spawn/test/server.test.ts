@@ -137,6 +137,23 @@ describe.runIf(linux)('spawn server', () => {
     expect(() => s.spawn('/bin/true', [], { cwd: dir, env, stdinPipe: false })).toThrow(expect.objectContaining({ code: 'ECONNRESET' }))
   })
 
+  it('a KILL the server does not answer (it was stopped) ends the server from outside, and the command as killed', async () => {
+    const s = server()
+    const child = s.spawn('/bin/sleep', ['30'], { cwd: dir, env, stdinPipe: false })
+    const done = finished(child)
+    await until(() => child.pid !== undefined)
+    const serverPid = Number(
+      spawnSync('pgrep', ['-P', String(process.pid), '-x', 'spawn-server'], { encoding: 'utf8' }).stdout.trim().split('\n').at(-1),
+    )
+    process.kill(serverPid, 'SIGSTOP')
+    expect(child.kill('SIGKILL')).toBe(true)
+    expect(await done).toMatchObject({ code: null, signal: 'SIGKILL' })
+    expect(s.closed).toBe(true)
+    expect(await until(() => !alive(serverPid))).toBe(true)
+    // Without a sandbox around it the command is a host process that outlived its server.
+    process.kill(child.pid!, 'SIGKILL')
+  })
+
   it('close() kills what runs (the server sees the end of its input)', async () => {
     const s = server()
     const child = s.spawn('/bin/sh', ['-c', 'echo $$; exec sleep 30'], { cwd: dir, env, stdinPipe: false })
