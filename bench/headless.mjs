@@ -4,8 +4,10 @@
 // Runs alternate (N each, default 10); prints medians and ratios. BENCH_BASE=/other/checkout adds
 // that checkout's dsh to the same alternation (a before/after in one run). BENCH_NODE_ARGS adds
 // node flags to this checkout's dsh runs (for example `--cpu-prof --cpu-prof-dir=/tmp/p`).
+// With /usr/bin/time present each run also reports its CPU time (user + system, the steadier
+// figure on a loaded machine) and its peak RSS from the kernel; otherwise RSS is sampled.
 import { spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -28,11 +30,19 @@ const steps = []
 for (let i = 0; i < (RUNS + 1) * (baseBin ? 2 : 1); i++) steps.push(...step)
 const server = await startMockServer({ steps })
 
-/** Runs a command under /usr/bin/time-less measurement: wall time here, peak RSS from /proc. */
+const TIME = existsSync('/usr/bin/time') ? '/usr/bin/time' : undefined
+let timeFiles = 0
+
+/**
+ * Runs node with `args`: wall time here; CPU time and peak RSS from /usr/bin/time when present,
+ * else peak RSS sampled from /proc (no CPU figure).
+ */
 function measure(args, env) {
   return new Promise((resolve, reject) => {
+    const timeOut = TIME ? join(root, `time-${timeFiles++}.txt`) : undefined
+    const argv = TIME ? [TIME, ['-f', '%U %S %M', '-o', timeOut, process.execPath, ...args]] : [process.execPath, args]
     const t0 = performance.now()
-    const child = spawn(process.execPath, args, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(argv[0], argv[1], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] })
     let peak = 0
     let out = ''
     let err = ''
@@ -42,17 +52,20 @@ function measure(args, env) {
         if (m) peak = Math.max(peak, Number(m[1]) * 1024)
       } catch {}
     }
-    const timer = setInterval(sample, 5)
+    // Under /usr/bin/time the child is time itself: the kernel's figure is used instead.
+    const timer = TIME ? undefined : setInterval(sample, 5)
     child.stdout.on('data', (d) => (out += d))
     child.stderr.on('data', (d) => (err += d))
     child.on('error', reject)
     // VmHWM is the high-water mark; sampling it just before exit catches the peak.
-    child.on('exit', () => sample())
+    if (!TIME) child.on('exit', () => sample())
     child.on('close', (code) => {
       clearInterval(timer)
       const ms = performance.now() - t0
-      if (code !== 0) reject(new Error(`exit ${code}: ${err || out}`))
-      else resolve({ ms, rss: peak })
+      if (code !== 0) return reject(new Error(`exit ${code}: ${err || out}`))
+      if (!timeOut) return resolve({ ms, rss: peak })
+      const [user, sys, maxKb] = readFileSync(timeOut, 'utf8').trim().split('\n').pop().split(' ').map(Number)
+      resolve({ ms, cpu: (user + sys) * 1000, rss: maxKb * 1024 })
     })
   })
 }
@@ -85,11 +98,12 @@ const bMs = median(bare.map((r) => r.ms))
 const dRss = median(dsh.map((r) => r.rss)) / 2 ** 20
 const bRss = median(bare.map((r) => r.rss)) / 2 ** 20
 console.log(`runs: ${RUNS} each (one tool call per task, mock model on loopback)`)
-console.log(`node -e 0:             ${bMs.toFixed(0)} ms, peak RSS ${bRss.toFixed(0)} MB`)
-console.log(`dsh --profile headless: ${dMs.toFixed(0)} ms, peak RSS ${dRss.toFixed(0)} MB`)
+const cpu = (rs) => (TIME ? `, CPU ${median(rs.map((r) => r.cpu)).toFixed(0)} ms` : '')
+console.log(`node -e 0:             ${bMs.toFixed(0)} ms${cpu(bare)}, peak RSS ${bRss.toFixed(0)} MB`)
+console.log(`dsh --profile headless: ${dMs.toFixed(0)} ms${cpu(dsh)}, peak RSS ${dRss.toFixed(0)} MB`)
 console.log(`ratio: ${(dMs / bMs).toFixed(2)}x time, ${(dRss / bRss).toFixed(2)}x memory   (target: under 350 ms and 90 MB)`)
 if (baseBin) {
   const xMs = median(base.map((r) => r.ms))
   const xRss = median(base.map((r) => r.rss)) / 2 ** 20
-  console.log(`base (${process.env.BENCH_BASE}): ${xMs.toFixed(0)} ms, peak RSS ${xRss.toFixed(0)} MB, ratio ${(xMs / bMs).toFixed(2)}x time`)
+  console.log(`base (${process.env.BENCH_BASE}): ${xMs.toFixed(0)} ms${cpu(base)}, peak RSS ${xRss.toFixed(0)} MB, ratio ${(xMs / bMs).toFixed(2)}x time`)
 }
