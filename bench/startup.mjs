@@ -10,7 +10,7 @@
 // the parsed-layer cache is warm, as after any first use.
 // BENCH_BASE=/other/checkout adds the same dsh lines for that checkout (a before/after in one run).
 import { spawnSync } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -36,11 +36,25 @@ function lines(root, tag) {
 const cases = [...lines(fileURLToPath(new URL('..', import.meta.url)), '')]
 if (process.env.BENCH_BASE) cases.push(...lines(resolve(process.env.BENCH_BASE), 'base: '))
 
+// With /usr/bin/time present each run's CPU time (user + system) is recorded too: on a loaded
+// machine it moves far less than the wall time.
+const TIME = existsSync('/usr/bin/time') ? '/usr/bin/time' : undefined
+const timeOut = join(home, 'time.txt')
+const cpuOf = new Map()
+
 function time(argv) {
+  const cmd = TIME ? [TIME, '-f', '%U %S', '-o', timeOut, ...argv] : argv
   const start = process.hrtime.bigint()
-  const r = spawnSync(argv[0], argv.slice(1), { stdio: ['ignore', 'ignore', 'inherit'], env })
+  const r = spawnSync(cmd[0], cmd.slice(1), { stdio: ['ignore', 'ignore', 'inherit'], env })
   if (r.status !== 0) throw new Error(`${argv.join(' ')} exited ${r.status}`)
-  return Number(process.hrtime.bigint() - start) / 1e6
+  const ms = Number(process.hrtime.bigint() - start) / 1e6
+  if (TIME) {
+    const [user, sys] = readFileSync(timeOut, 'utf8').trim().split('\n').pop().split(' ').map(Number)
+    const list = cpuOf.get(argv) ?? []
+    list.push((user + sys) * 1000)
+    cpuOf.set(argv, list)
+  }
+  return ms
 }
 
 const median = (xs) => {
@@ -62,8 +76,9 @@ for (let i = 0; i < runs; i++) {
 rmSync(home, { recursive: true, force: true })
 const mb = median(bare)
 const width = Math.max(...cases.map((c) => c.label.length))
-console.log(`node ${process.version}, ${runs} runs per line; ${node.label} median ${mb.toFixed(1)} ms over ${bare.length} runs`)
+const cpu = (argv) => (TIME ? `  CPU ${median(cpuOf.get(argv)).toFixed(0).padStart(4)} ms` : '')
+console.log(`node ${process.version}, ${runs} runs per line; ${node.label} median ${mb.toFixed(1)} ms over ${bare.length} runs${cpu(node.argv)}`)
 cases.forEach((c, k) => {
   const m = median(samples[k])
-  console.log(`${c.label.padEnd(width)}  median ${m.toFixed(1).padStart(6)} ms  ${(m / mb).toFixed(2)}x node${c.target ? ` (target <= ${c.target}x)` : ''}`)
+  console.log(`${c.label.padEnd(width)}  median ${m.toFixed(1).padStart(6)} ms  ${(m / mb).toFixed(2)}x node${cpu(c.argv)}${c.target ? ` (target <= ${c.target}x)` : ''}`)
 })
