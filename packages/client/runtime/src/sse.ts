@@ -3,7 +3,7 @@
 import { Utf8Decoder } from './utf8.ts'
 
 /** Longest stretch (ms) of frame handling before the reader yields to the page (input, paint). */
-const SLICE_MS = 8
+const SLICE_MS = 5
 /** A read at least this large that waited for the network is handled in a fresh task. */
 const BIG_READ = 32 * 1024
 /** Bytes decoded and cut into lines at a time. */
