@@ -65,6 +65,12 @@ async function load(url, { waitReady = true } = {}) {
         }
       }).observe({ type: 'longtask', buffered: true })
     } catch {}
+    // Stream part: when the final text entered the page (page clock), from a MutationObserver that
+    // looks only at batches adding nodes (a few dozen over a stream), not from the 500 ms poll.
+    addEventListener('DOMContentLoaded', () => new MutationObserver((records) => {
+      if (!globalThis.__watchFinal || globalThis.__finalAt !== undefined) return
+      if (records.some((r) => r.addedNodes.length > 0) && document.body.textContent.includes(globalThis.__watchFinal)) globalThis.__finalAt = performance.now()
+    }).observe(document.body, { childList: true, subtree: true }))
     // PROBE=1 (stream part): counts stream reads and DOM churn, reported with the figures.
     if (globalThis.__probe) {
       const probe = (globalThis.__probeCounts = { reads: 0, readChars: 0, added: 0, removed: 0, text: 0, attrs: 0 })
@@ -216,7 +222,7 @@ try {
   await page.waitForSelector('.dsh-chat, [role="log"]', { timeout: 120_000 }).catch(() => {
     throw new Error('stream: the conversation view did not mount within 120 s')
   })
-  const pageT0 = await page.evaluate(() => { globalThis.__probeOn = true; if (globalThis.__probeCounts) for (const k in globalThis.__probeCounts) globalThis.__probeCounts[k] = 0; globalThis.__longest = 0; globalThis.__over50 = 0; globalThis.__tasks = 0; globalThis.__long = []; return performance.now() })
+  const pageT0 = await page.evaluate(() => { globalThis.__probeOn = true; globalThis.__watchFinal = 'Done thinking.'; if (globalThis.__probeCounts) for (const k in globalThis.__probeCounts) globalThis.__probeCounts[k] = 0; globalThis.__longest = 0; globalThis.__over50 = 0; globalThis.__tasks = 0; globalThis.__long = []; return performance.now() })
   // TASK_CPU=1 (or TRACE): a trace of the page's main thread gives each long task's thread CPU
   // time besides its wall time. On a loaded machine a task can last 50 ms while it ran for 5: the
   // renderer was descheduled. The CPU figure is what the page's own work costs.
@@ -247,10 +253,11 @@ try {
   // sweep), and the longtask observer delivers entries a task later: count the SETTLE_MS (default
   // 1000) after the final text showed too.
   await new Promise((resolve) => setTimeout(resolve, Number(process.env.SETTLE_MS ?? 1000)))
-  const { longest, over50, long, shownAt, probe } = await page.evaluate(() => ({ longest: globalThis.__longest, over50: globalThis.__over50, long: globalThis.__long, shownAt: performance.now(), probe: globalThis.__probeCounts }))
+  const { longest, over50, long, shownAt, probe, finalAt } = await page.evaluate(() => ({ longest: globalThis.__longest, over50: globalThis.__over50, long: globalThis.__long, shownAt: performance.now(), probe: globalThis.__probeCounts, finalAt: globalThis.__finalAt }))
   if (tracePath) await browser.stopTracing()
   console.log(`${CHUNKS.toLocaleString()} chunks  final text after ${ms(streamMs)}${hostDoneAt ? ` (host turn done after ${ms(hostDoneAt - s0)})` : ''}; longest main-thread task while streaming (and SETTLE_MS after) ${ms(longest)}, ${over50} task${over50 === 1 ? '' : 's'} over 50 ms (goal: none): ${longest <= 50 ? 'met' : 'MISSED'}`)
   // Where the long tasks fell: ms after the prompt call, with the page's clock (the last check is ~500 ms after the text showed).
+  if (finalAt !== undefined) console.log(`  final text entered the page +${Math.round(finalAt - pageT0)} ms after the prompt (page clock)`)
   if (long.length) console.log(`  tasks over 50 ms at (ms after the prompt, duration): ${long.map(([at, d]) => `+${Math.round(at - pageT0)}:${d}`).join(', ')}; final text seen by +${Math.round(shownAt - pageT0 - Number(process.env.SETTLE_MS ?? 1000))}`)
   if (tracePath) {
     // Renderer main thread: tasks over 50 ms of wall time, with their thread CPU time.
