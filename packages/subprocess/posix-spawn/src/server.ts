@@ -95,6 +95,8 @@ export class SpawnServer {
   private nextId = 1
   private buffered = ''
   private processClosed = false
+  /** close() was called: replies still in flight are dropped, so no command counts as "not started". */
+  private closedHere = false
   private stderrText = ''
   closed = false
   closeReason: string | undefined
@@ -205,6 +207,7 @@ export class SpawnServer {
   /** Ends the server: running commands are killed by it, and end here as killed. */
   close(): void {
     if (this.closed) return
+    this.closedHere = true
     this.control.destroy()
     this.shutDown()
   }
@@ -262,9 +265,11 @@ export class SpawnServer {
     this.closed = true
     const jobs = [...this.jobs.values()]
     this.jobs.clear()
+    // A command whose start reply was still in flight when this side closed may well be running
+    // (the server then kills it): it ends as killed, like the others, not as "never started".
+    const waiting = this.closedHere ? [] : jobs.filter((child) => child.pid === undefined)
     // What the server (or the prefix: bwrap) printed arrives on its own pipes, maybe after the
     // control socket closed: wait for them (briefly) before saying why it ended.
-    const waiting = jobs.filter((child) => child.pid === undefined)
     let explained = false
     const explain = () => {
       if (explained) return
@@ -286,13 +291,11 @@ export class SpawnServer {
       })
     }
     for (const child of jobs) {
-      if (child.pid === undefined) continue
-      else {
-        // The server ends its commands when it sees the end of its input, and its sandbox's
-        // namespace ends with it; either way nothing more comes through these pipes.
-        child.settle(null, 'SIGKILL')
-        for (const pipe of [child.stdin, child.stdout, child.stderr]) pipe?.destroy()
-      }
+      if (waiting.includes(child)) continue
+      // The server ends its commands when it sees the end of its input, and its sandbox's
+      // namespace ends with it; either way nothing more comes through these pipes.
+      child.settle(null, 'SIGKILL')
+      for (const pipe of [child.stdin, child.stdout, child.stderr]) pipe?.destroy()
     }
     // Time to read the end of its input and kill what runs; then it is killed itself.
     if (this.process.exitCode === null && this.process.signalCode === null) {

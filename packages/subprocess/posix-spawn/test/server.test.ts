@@ -154,6 +154,17 @@ describe.runIf(linux)('spawn server', () => {
     process.kill(child.pid!, 'SIGKILL')
   })
 
+  it('close() right after a spawn ends the command as killed, never as "not started"', async () => {
+    // The start reply may still be in flight when this side closes: the command may be running.
+    for (let i = 0; i < 20; i++) {
+      const s = server()
+      await s.ready
+      const done = finished(s.spawn('/bin/sh', ['-c', 'exec sleep 30'], { cwd: dir, env, stdinPipe: false }))
+      s.close()
+      expect(await done).toMatchObject({ code: null, signal: 'SIGKILL' })
+    }
+  })
+
   it('close() kills what runs (the server sees the end of its input)', async () => {
     const s = server()
     const child = s.spawn('/bin/sh', ['-c', 'echo $$; exec sleep 30'], { cwd: dir, env, stdinPipe: false })
@@ -168,10 +179,20 @@ describe.runIf(linux)('spawn server', () => {
 
   it('refuses --sweep outside a PID namespace of its own, and says why', async () => {
     const s = server({ sweep: true })
-    const result = await finished(s.spawn('/bin/true', [], { cwd: dir, env, stdinPipe: false }))
-    expect(result.error).toBe('ECONNRESET')
+    expect(await s.ready).toBe(false)
     expect(s.closed).toBe(true)
     expect(s.closeReason).toMatch(/--sweep needs a PID namespace of its own/)
+    expect(() => s.spawn('/bin/true', [], { cwd: dir, env, stdinPipe: false })).toThrow(expect.objectContaining({ code: 'ECONNRESET' }))
+    // A command sent before the refusal arrived ends with the reason.
+    const early = server({ sweep: true })
+    let result: Finished | undefined
+    try {
+      result = await finished(early.spawn('/bin/true', [], { cwd: dir, env, stdinPipe: false }))
+    } catch (error) {
+      // The server was already gone when the request was sent.
+      expect((error as NodeJS.ErrnoException).code).toMatch(/^(EPIPE|ECONNRESET)$/)
+    }
+    if (result) expect(result.error).toBe('ECONNRESET')
   })
 
   it('does not keep the event loop alive while idle', () => {
