@@ -119,16 +119,19 @@ describe.runIf(linux)('spawn server', () => {
     expect(await until(() => !alive(orphan))).toBe(true)
   })
 
-  it('ends running commands as killed when the server dies, and refuses new ones', async () => {
+  /** A server running `sleep 30`, with the server's own pid (the newest child of ours named spawn-server). */
+  async function sleeperOnItsOwnServer() {
     const s = server()
     const child = s.spawn('/bin/sleep', ['30'], { cwd: dir, env, stdinPipe: false })
     const done = finished(child)
     await until(() => child.pid !== undefined)
-    // The server's own process: the only child of ours named spawn-server.
-    const serverPid = Number(
-      spawnSync('pgrep', ['-P', String(process.pid), '-x', 'spawn-server'], { encoding: 'utf8' }).stdout.trim().split('\n').at(-1),
-    )
+    const serverPid = Number(spawnSync('pgrep', ['-P', String(process.pid), '-x', 'spawn-server'], { encoding: 'utf8' }).stdout.trim().split('\n').at(-1))
     expect(serverPid).toBeGreaterThan(0)
+    return { s, child, done, serverPid }
+  }
+
+  it('ends running commands as killed when the server dies, and refuses new ones', async () => {
+    const { s, child, done, serverPid } = await sleeperOnItsOwnServer()
     process.kill(serverPid, 'SIGKILL')
     expect(await done).toMatchObject({ code: null, signal: 'SIGKILL' })
     expect(s.closed).toBe(true)
@@ -138,13 +141,7 @@ describe.runIf(linux)('spawn server', () => {
   })
 
   it('a KILL the server does not answer (it was stopped) ends the server from outside, and the command as killed', async () => {
-    const s = server()
-    const child = s.spawn('/bin/sleep', ['30'], { cwd: dir, env, stdinPipe: false })
-    const done = finished(child)
-    await until(() => child.pid !== undefined)
-    const serverPid = Number(
-      spawnSync('pgrep', ['-P', String(process.pid), '-x', 'spawn-server'], { encoding: 'utf8' }).stdout.trim().split('\n').at(-1),
-    )
+    const { s, child, done, serverPid } = await sleeperOnItsOwnServer()
     process.kill(serverPid, 'SIGSTOP')
     expect(child.kill('SIGKILL')).toBe(true)
     expect(await done).toMatchObject({ code: null, signal: 'SIGKILL' })
