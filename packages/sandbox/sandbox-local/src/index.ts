@@ -130,14 +130,13 @@ export class LocalSandbox extends SandboxService {
   /** Probe children still running; ended and awaited when the plugin unloads. */
   private readonly probing = new Set<SpawnedChild>()
   private disposed = false
-  /** The probe has finished (its result is known). */
-  private probeDone = false
   /** Running spawn servers by their bwrap prefix, least recently used first. */
   private readonly servers = new Map<string, SpawnServer>()
   /** Prefixes whose server did not come up, with why: those use a bwrap per command. */
   readonly failedServers = new Map<string, string>()
   /** Why spawn servers are not used at all here (not built, not Linux), once known. */
   spawnServerFallback: string | undefined
+  private serversChecked = false
 
   constructor(
     ctx: Context,
@@ -232,20 +231,8 @@ export class LocalSandbox extends SandboxService {
     checkPolicy(policy)
     if (policy.mode === 'danger-full-access') return { argv: [...argv], runner: 'none', enforcement: 'none', mode: policy.mode, notes: [] }
 
-    // While the probe of a bwrap-capable configuration still runs (the first confined command of
-    // a process), this policy's spawn server starts beside it: both are bwrap starts that run on
-    // their own, so the first command waits for the slower of the two instead of their sum. A
-    // server started for nothing (the probe then picks Landlock) is ended below.
-    if (!this.probeDone && this.config.runner !== 'landlock' && this.config.runner !== 'none' && this.config.spawnServer !== false && request.launcher !== false) {
-      const early = this.bwrapPrefix(policy)
-      if (early && spawnServerUnavailable() === undefined) this.serverFor(early.join('\0'), early)
-    }
     const probe = await this.select()
     const selected = probe.selected
-    if (selected?.runner !== 'bwrap' && this.servers.size > 0) {
-      for (const server of this.servers.values()) server.close()
-      this.servers.clear()
-    }
     if (!selected) {
       const why = probe.rejected.map((entry) => `${entry.runner}: ${entry.reason}`).join('; ')
       throw new SandboxError(
@@ -330,21 +317,16 @@ export class LocalSandbox extends SandboxService {
     return args
   }
 
-  /** The spawn server prefix of `policy` (as `wrap()` will compute it), or undefined when `wrap()` will refuse it. */
-  private bwrapPrefix(policy: SandboxPolicy): string[] | undefined {
-    const writable = policy.mode === 'workspace-write' ? policy.writableRoots.filter((root) => existsSync(root)) : []
-    const readOnly = (policy.readOnlyPaths ?? []).filter((path) => path !== '/')
-    if (readOnly.some((path) => writable.some((root) => within(root, path)))) return undefined
-    return serverPrefix(this.bwrapFlags(policy, writable, readOnly, policy.hiddenPaths ?? []))
-  }
-
   /**
    * Starts `argv` in `cwd` through the spawn server of `prefix`, started (and awaited) at the first
    * wrap of that policy. A server that does not come up (bwrap refused a flag) is not tried again
    * for the policy: its commands run as a bwrap per command, which reports bwrap's own error.
    */
   private async launcherFor(prefix: string[], argv: string[], cwd: string, merge: boolean): Promise<ProcessLauncher | undefined> {
-    this.spawnServerFallback ??= spawnServerUnavailable()
+    if (!this.serversChecked) {
+      this.serversChecked = true
+      this.spawnServerFallback = spawnServerUnavailable()
+    }
     if (this.spawnServerFallback !== undefined) return undefined
     const key = prefix.join('\0')
     if (this.failedServers.has(key)) return undefined
@@ -400,19 +382,16 @@ export class LocalSandbox extends SandboxService {
     if (this.probe) return this.probe
     const cached = this.readProbeCache()
     if (cached) {
-      this.probeDone = true
       this.probe = Promise.resolve(cached)
       if (cached.selected?.runner === 'landlock' && this.config.runner === 'auto') this.warnLandlock(cached)
       const timer = setTimeout(() => this.verifyCachedProbe(cached), this.config.prewarmDelayMs ?? 50)
       timer.unref?.()
       return this.probe
     }
-    return (this.probe = this.runProbe()
-      .then((probe) => {
-        this.writeProbeCache(probe)
-        return probe
-      })
-      .finally(() => (this.probeDone = true)))
+    return (this.probe = this.runProbe().then((probe) => {
+      this.writeProbeCache(probe)
+      return probe
+    }))
   }
 
   /** Runs the real probe behind a cached result; a different answer replaces it (and the cache). */

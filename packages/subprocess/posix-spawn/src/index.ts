@@ -106,7 +106,6 @@ class NativeChild extends ChildBase {
       return false
     }
   }
-
 }
 
 // Children spawned here and not yet reaped.

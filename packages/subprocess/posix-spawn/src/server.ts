@@ -5,7 +5,7 @@
 // start, failure and exit come back as text lines.
 import { existsSync } from 'node:fs'
 import { Socket } from 'node:net'
-import { constants } from 'node:os'
+import { constants, endianness } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { ChildBase } from './child.ts'
 import { addonLoadError, errnoName, loadAddon, nativeSpawn, signalName, type SpawnedChild } from './index.ts'
@@ -137,8 +137,9 @@ export class SpawnServer {
     this.control.on('data', (text: string) => this.receive(text))
     this.control.on('error', () => {})
     this.control.on('close', () => this.shutDown())
-    // Referenced until the server says it runs: someone is waiting for `ready` (an otherwise
-    // idle loop would end the process right there); after that, only while commands run.
+    // The control socket stays referenced until the server says it runs: someone is waiting for
+    // `ready` (an otherwise idle loop would end the process right there); after that, only while
+    // commands run.
     for (const stream of [child.stdout, child.stderr]) {
       stream?.on('data', (data: Buffer) => {
         if (this.stderrText.length < 4096) this.stderrText += data.toString('utf8')
@@ -158,13 +159,8 @@ export class SpawnServer {
     const id = this.nextId++
     const body = Buffer.from(strings.join('\0') + '\0', 'utf8')
     const message = Buffer.allocUnsafe(20 + body.length)
-    message.writeUInt32LE(12 + body.length, 0)
-    message.writeUInt32LE(0x53, 4) // 'S'
-    message.writeUInt32LE(id, 8)
-    message.writeUInt32LE(args.length + 1, 12)
-    message.writeUInt32LE(envp.length, 16)
+    writeFields(message, [12 + body.length, 0x53 /* 'S' */, id, args.length + 1, envp.length])
     body.copy(message, 20)
-    if (!littleEndian) swapHeader(message, 5)
     const result = loadAddon()!.request(this.controlFd, message, options.stdinPipe, options.mergeStderr === true)
     if (typeof result === 'number') {
       // A server that does not take requests (stopped, or its socket is gone) is of no more use,
@@ -196,11 +192,7 @@ export class SpawnServer {
     const number = typeof signal === 'number' ? signal : signalNumbers[signal]
     if (this.closed || number === undefined || !this.jobs.has(id)) return false
     const message = Buffer.alloc(16)
-    message.writeUInt32LE(8, 0)
-    message.writeUInt32LE(0x4b, 4) // 'K'
-    message.writeUInt32LE(id, 8)
-    message.writeUInt32LE(number, 12)
-    if (!littleEndian) swapHeader(message, 4)
+    writeFields(message, [8, 0x4b /* 'K' */, id, number])
     return loadAddon()!.send(this.controlFd, message) === 0
   }
 
@@ -306,9 +298,9 @@ export class SpawnServer {
   }
 }
 
-const littleEndian = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1
+const hostOrder = endianness()
 
-/** Rewrites the first `count` little-endian u32 fields in host order (big-endian hosts). */
-function swapHeader(message: Buffer, count: number): void {
-  for (let i = 0; i < count; i++) message.writeUInt32BE(message.readUInt32LE(i * 4), i * 4)
+/** Writes `fields` as u32 in host byte order (the server reads them natively) from offset 0. */
+function writeFields(message: Buffer, fields: number[]): void {
+  fields.forEach((value, i) => (hostOrder === 'LE' ? message.writeUInt32LE(value, i * 4) : message.writeUInt32BE(value, i * 4)))
 }
