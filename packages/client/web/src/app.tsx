@@ -17,6 +17,10 @@ export function App({ launchCwd }: { launchCwd?: string }) {
   const newSession = useCallback(() => {
     if (!launchCwd && !ctx.catalog.state.get().sessions[0]) return
     const current = ctx.catalog.get(ctx.router.sessionId ?? '')
+    // The open session is already a fresh one (what openFreshSession would reuse): stay. Deciding
+    // this now, not after the asynchronous refresh, keeps a prompt typed right after the click in
+    // the session the page shows (the page used to move to a new session under it).
+    if (current && current.turns === 0 && current.queued === 0 && current.status !== 'running') return
     const cwd = current?.cwd ?? launchCwd ?? ctx.catalog.state.get().sessions[0].cwd
     void openFreshSession(ctx, cwd).then((row) => ctx.router.openSession(row.sessionId)).catch((e) => console.warn(`[dsh] ${(e as Error).message}`))
   }, [ctx, launchCwd])
