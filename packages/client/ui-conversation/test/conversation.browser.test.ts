@@ -297,8 +297,12 @@ describe.skipIf(!hasChromium())('the conversation in Chromium', () => {
         await frame()
         let seq = 0
         const event = (type: string, data: unknown) => model.applyEvent({ seq: seq++, type, time: Date.now(), data })
+        // Model changes render as transitions, in a task after the frame (later on a loaded
+        // machine): wait for the slice reader to have rendered the turn's start before counting.
+        const before = renders.slice
         event('turn/start', { turn: 1 })
         event('step/start', { turn: 1, step: 1 })
+        for (let i = 0; i < 100 && renders.slice === before; i++) await frame()
         await frame()
         const atStart = { ...renders }
         for (let i = 0; i < 12; i++) {
@@ -307,9 +311,9 @@ describe.skipIf(!hasChromium())('the conversation in Chromium', () => {
           await frame()
         }
         const streamed = { slice: renders.slice - atStart.slice, full: renders.full - atStart.full }
+        const beforeEnd = renders.slice
         event('turn/end', { turn: 1, reason: 'completed' })
-        await frame()
-        await frame()
+        for (let i = 0; i < 100 && renders.slice === beforeEnd; i++) await frame()
         const ended = renders.slice - atStart.slice - streamed.slice
         root.unmount()
         return { streamed, ended }
