@@ -4,7 +4,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Context, Service } from 'cordis'
 import Schema from 'schemastery'
-import { ApiError, checkParams, HOST_STREAM_PATH, type HostStreamEvent, type MethodContract } from '@dsh/web-protocol'
+import { ApiError, checkParams, CHUNK_RUNS_PARAM, HOST_STREAM_PATH, type HostStreamEvent, type MethodContract } from '@dsh/web-protocol'
 import { SseClient, type FrameLog } from './sse.ts'
 import * as SessionHostPlugin from './host.ts'
 
@@ -225,10 +225,13 @@ export class ApiGateway extends Service {
       }
       after = Number(rawAfter)
     }
+    const chunks = url.searchParams.get(CHUNK_RUNS_PARAM)
+    if (chunks !== null && chunks !== 'runs') throw new ApiError('INVALID_PARAMS', `${CHUNK_RUNS_PARAM}: expected "runs", got ${JSON.stringify(chunks)}`, { field: CHUNK_RUNS_PARAM })
     // Validate the session before the stream starts, so an unknown id is a JSON 404.
     await provider.attach(sessionId, new LazySse(req, res, {
       maxBufferedBytes: this.config.clientBufferBytes,
       heartbeatMs: this.config.heartbeatMs,
+      chunkRuns: chunks === 'runs',
     }), after)
   }
 }
@@ -237,7 +240,7 @@ export class ApiGateway extends Service {
 class LazySse implements StreamClient {
   private client: SseClient | undefined
   onClose?: () => void
-  constructor(private readonly req: IncomingMessage, private readonly res: ServerResponse, private readonly options: { maxBufferedBytes: number; heartbeatMs: number }) {}
+  constructor(private readonly req: IncomingMessage, private readonly res: ServerResponse, private readonly options: { maxBufferedBytes: number; heartbeatMs: number; chunkRuns: boolean }) {}
   private open(): SseClient {
     this.client ??= new SseClient(this.req, this.res, { ...this.options, onClose: () => this.onClose?.() })
     return this.client

@@ -2,10 +2,13 @@
 // yet pass `maxBufferedBytes`, the client gets a `resync` event and is closed, so a slow reader
 // never makes the host hold (or the agent wait for) an unbounded backlog.
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import { chunkRunKind, encodeChunkRun, type WireEvent } from '@dsh/web-protocol'
 
 export interface SseOptions {
   maxBufferedBytes: number
   heartbeatMs: number
+  /** The client asked for `chunks` frames (`?chunks=runs`): runs of deltas are sent as one frame each. */
+  chunkRuns?: boolean
   onClose?: () => void
 }
 
@@ -18,6 +21,10 @@ export function formatFrame(event: string | undefined, data: unknown, id?: numbe
   return frame
 }
 
+/** Most deltas in one `chunks` frame, and most characters of text (a frame stays a small task for the page to expand). */
+export const RUN_MAX_EVENTS = 256
+export const RUN_MAX_CHARS = 16 * 1024
+
 /**
  * The SSE frames of one session's log events (`id: <seq>` plus the event as JSON), each
  * serialised once into one growing buffer. A log event never changes once appended, so a replay
@@ -29,6 +36,8 @@ export class FrameLog {
   private used = 0
   /** `ends[seq]`: the byte offset just past the frame of `seq`. */
   private readonly ends: number[] = []
+  /** `deltas[seq]`: the event when it can join a `chunks` frame (a plain text or reasoning delta). */
+  private readonly deltas: (WireEvent | undefined)[] = []
 
   constructor(initialBytes = 64 * 1024) {
     this.buf = Buffer.allocUnsafe(Math.max(1024, initialBytes))
@@ -69,6 +78,7 @@ export class FrameLog {
     this.buf.write(text, start, size, 'utf8')
     this.used += size
     this.ends.push(this.used)
+    this.deltas.push(chunkRunKind(event) ? (event as WireEvent) : undefined)
     return this.buf.subarray(start, this.used)
   }
 
@@ -82,7 +92,8 @@ export class FrameLog {
    * The frames of every event after `after` (-1: all), at most `maxBytes` of them (whole frames
    * only); `complete` is false when some were left out for the limit.
    */
-  since(after: number, maxBytes = Infinity): { bytes: Buffer; complete: boolean } {
+  since(after: number, maxBytes = Infinity, chunkRuns = false): { bytes: Buffer; complete: boolean } {
+    if (chunkRuns) return this.runsSince(after, maxBytes)
     const first = Math.max(0, after + 1)
     const start = first === 0 ? 0 : first <= this.ends.length ? this.ends[first - 1] : this.used
     let end = this.used
@@ -102,6 +113,75 @@ export class FrameLog {
       }
     }
     return { bytes: this.buf.subarray(start, end), complete }
+  }
+
+  /**
+   * As `since`, for a client that takes `chunks` frames: each run of two or more consecutive
+   * deltas of one kind (at most RUN_MAX_EVENTS / RUN_MAX_CHARS) is one `chunks` frame whose id
+   * is its last seq; every other event is its shared frame. Runs are cut from `after` on, so a
+   * client resuming from any seq gets exactly the events after it.
+   */
+  private runsSince(after: number, maxBytes: number): { bytes: Buffer; complete: boolean } {
+    const parts: Buffer[] = []
+    let size = 0
+    const n = this.ends.length
+    let seq = Math.max(0, after + 1)
+    // Start of a stretch of plain frames not yet taken (they are contiguous in the buffer).
+    let plainFrom = seq
+    const takePlain = (to: number): boolean => {
+      if (to <= plainFrom) return true
+      const start = plainFrom === 0 ? 0 : this.ends[plainFrom - 1]
+      let end = this.ends[to - 1]
+      let fits = true
+      if (size + end - start > maxBytes) {
+        fits = false
+        // Whole frames only: the last one that still fits.
+        let last = plainFrom - 1
+        while (last + 1 < to && size + this.ends[last + 1] - start <= maxBytes) last++
+        end = last < plainFrom ? start : this.ends[last]
+      }
+      if (end > start) parts.push(this.buf.subarray(start, end))
+      size += end - start
+      plainFrom = to
+      return fits
+    }
+    let complete = true
+    while (seq < n) {
+      const first = this.deltas[seq]
+      let length = 0
+      if (first) {
+        const kind = (first.data as { chunk: { kind: string } }).chunk.kind
+        let chars = 0
+        for (;;) {
+          const event = this.deltas[seq + length]
+          if (!event || length >= RUN_MAX_EVENTS) break
+          const chunk = (event.data as { chunk: { kind: string; text: string } }).chunk
+          if (chunk.kind !== kind || (length > 0 && chars + chunk.text.length > RUN_MAX_CHARS)) break
+          chars += chunk.text.length
+          length++
+        }
+      }
+      if (length < 2) {
+        seq++
+        continue
+      }
+      if (!takePlain(seq)) {
+        complete = false
+        break
+      }
+      const last = seq + length - 1
+      const frame = Buffer.from(`id: ${last}\nevent: chunks\ndata: ${JSON.stringify(encodeChunkRun(this.deltas.slice(seq, last + 1) as WireEvent[]))}\n\n`)
+      if (size + frame.length > maxBytes) {
+        complete = false
+        break
+      }
+      parts.push(frame)
+      size += frame.length
+      seq = last + 1
+      plainFrom = seq
+    }
+    if (complete && !takePlain(n)) complete = false
+    return { bytes: parts.length === 1 ? parts[0] : Buffer.concat(parts, size), complete }
   }
 }
 
@@ -197,7 +277,7 @@ export class SseClient {
    */
   replay(frames: FrameLog, after: number): boolean {
     if (this.closed) return false
-    const { bytes, complete } = frames.since(after, Math.max(0, this.options.maxBufferedBytes - this.res.writableLength))
+    const { bytes, complete } = frames.since(after, Math.max(0, this.options.maxBufferedBytes - this.res.writableLength), this.options.chunkRuns)
     if (bytes.length) this.res.write(bytes)
     if (!complete) {
       this.resync('the client fell behind its stream buffer')

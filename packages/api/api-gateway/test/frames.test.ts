@@ -3,7 +3,8 @@
 import { createServer, request, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
-import { FrameLog, SseClient, formatFrame } from '../src/sse.ts'
+import { FrameLog, RUN_MAX_CHARS, RUN_MAX_EVENTS, SseClient, formatFrame } from '../src/sse.ts'
+import { logEvents, parseFrames } from './sse-reader.ts'
 
 const event = (seq: number, text = `event ${seq}`) => ({ type: 'user/message', seq, time: 1_700_000_000_000 + seq, data: { text } })
 
@@ -51,6 +52,74 @@ describe('FrameLog', () => {
   })
 })
 
+const delta = (seq: number, text: string, kind = 'reasoning-delta', extra: object = {}) => ({ type: 'assistant/chunk', seq, time: 1_700_000_000_000 + (seq >> 3), data: { chunk: { kind, text, ...extra } } })
+
+/** A log of deltas in runs of both kinds, broken by other events, a delta with a signature, a long run and long texts. */
+function mixedLog() {
+  const events: object[] = []
+  const push = (make: (seq: number) => object) => events.push(make(events.length))
+  push((s) => event(s))
+  for (let i = 0; i < 700; i++) push((s) => delta(s, i % 5 ? 'x ' : 'ünï ✓'))
+  push((s) => delta(s, 'signed', 'reasoning-delta', { signature: 'sig' }))
+  push((s) => delta(s, 'alone'))
+  push((s) => event(s))
+  for (let i = 0; i < 40; i++) push((s) => delta(s, `word ${i} `, i < 20 ? 'reasoning-delta' : 'text-delta'))
+  for (let i = 0; i < 6; i++) push((s) => delta(s, 'L'.repeat(RUN_MAX_CHARS / 2 - 1), 'text-delta'))
+  push((s) => ({ type: 'assistant/chunk', seq: s, time: 1, data: { chunk: { kind: 'usage', usage: { input: 1 } } } }))
+  push((s) => event(s))
+  return events as Array<{ seq: number }>
+}
+
+describe('FrameLog chunk runs', () => {
+  it('sends runs of deltas as chunks frames that expand to exactly the log after any seq', () => {
+    const events = mixedLog()
+    const log = FrameLog.of(events)
+    for (let after = -1; after <= events.length; after++) {
+      const { bytes, complete } = log.since(after, Infinity, true)
+      expect(complete).toBe(true)
+      const frames = parseFrames(bytes.toString('utf8'))
+      expect(logEvents(frames)).toEqual(events.slice(after + 1))
+      for (const frame of frames.filter((f) => f.event === 'chunks')) {
+        expect(frame.data.text.length).toBeGreaterThanOrEqual(2)
+        expect(frame.data.text.length).toBeLessThanOrEqual(RUN_MAX_EVENTS)
+        expect(frame.data.text.join('').length).toBeLessThanOrEqual(RUN_MAX_CHARS)
+      }
+    }
+    const frames = parseFrames(log.since(-1, Infinity, true).bytes.toString('utf8'))
+    // 700 deltas: three full runs and one of 700 - 3 * 256; the 40 words: one run per kind, the
+    // text one going on with the first long text; then the long texts two a frame (the last
+    // alone); everything else as its own frame.
+    expect(frames.filter((f) => f.event === 'chunks').map((f) => f.data.text.length)).toEqual([256, 256, 188, 20, 21, 2, 2])
+    expect(frames.filter((f) => f.event === 'message').map((f) => f.id)).toEqual([0, 701, 702, 703, 749, 750, 751])
+    // Events outside runs are the shared frames, byte for byte.
+    expect(log.since(700, Infinity, true).bytes.toString().startsWith(log.since(700).bytes.subarray(0, log.frame(701)!.length + log.frame(702)!.length + log.frame(703)!.length).toString())).toBe(true)
+    // Without runs: the frames of each event as before.
+    expect(log.since(-1).bytes.toString()).toBe(events.map((e) => formatFrame(undefined, e, e.seq)).join(''))
+  })
+
+  it('a run of short deltas costs a small part of the bytes of their frames', () => {
+    const log = FrameLog.of(Array.from({ length: 2000 }, (_, i) => delta(i, 'x ')))
+    const runs = log.since(-1, Infinity, true).bytes.length
+    expect(runs * 10).toBeLessThan(log.since(-1).bytes.length)
+  })
+
+  it('cuts a replay with runs at the last whole frame under a byte limit', () => {
+    const events = mixedLog()
+    const log = FrameLog.of(events)
+    for (const limit of [0, 100, 1500, 4000, 20_000, 40_000]) {
+      for (const after of [-1, 0, 300, 702]) {
+        const { bytes, complete } = log.since(after, limit, true)
+        expect(bytes.length).toBeLessThanOrEqual(limit)
+        const got = logEvents(parseFrames(bytes.toString()))
+        expect(got).toEqual(events.slice(after + 1, after + 1 + got.length))
+        expect(complete).toBe(got.length === events.length - after - 1)
+        // The next frame would not have fitted.
+        if (!complete) expect(log.since(after + got.length, Infinity, true).bytes.length + bytes.length).toBeGreaterThan(limit)
+      }
+    }
+  })
+})
+
 describe('SseClient raw writes', () => {
   let server: Server | undefined
   afterEach(async () => {
@@ -60,9 +129,9 @@ describe('SseClient raw writes', () => {
   })
 
   /** A server whose one stream gets `act(client)`; resolves with the bytes the reader received. */
-  async function stream(maxBufferedBytes: number, act: (client: SseClient) => void): Promise<string> {
+  async function stream(maxBufferedBytes: number, act: (client: SseClient) => void, chunkRuns = false): Promise<string> {
     server = createServer((req, res) => {
-      const client = new SseClient(req, res, { maxBufferedBytes, heartbeatMs: 0 })
+      const client = new SseClient(req, res, { maxBufferedBytes, heartbeatMs: 0, chunkRuns })
       act(client)
       client.close()
     })
@@ -109,5 +178,17 @@ describe('SseClient raw writes', () => {
     expect(body).toBe(log.since(-1, 4096).bytes.toString())
     expect(body.endsWith('\n\n')).toBe(true)
     expect(tail).toContain('fell behind')
+  })
+
+  it('a client that asked for chunk runs is written runs; the others each event', async () => {
+    const events = mixedLog()
+    const log = FrameLog.of(events)
+    const runs = await stream(1 << 20, (client) => expect(client.replay(log, 10)).toBe(true), true)
+    expect(runs).toBe(log.since(10, Infinity, true).bytes.toString())
+    expect(logEvents(parseFrames(runs))).toEqual(events.slice(11))
+    await new Promise((resolve) => server!.close(resolve))
+    server = undefined
+    const plain = await stream(1 << 20, (client) => expect(client.replay(log, 10)).toBe(true))
+    expect(plain).toBe(log.since(10).bytes.toString())
   })
 })

@@ -15,7 +15,7 @@ import ApprovalService from '@dsh/user-approval'
 import DurableSessions from '@dsh/session-persistence'
 import JsonlPersistence from '@dsh/session-persistence-jsonl'
 import ApiGateway from '../src/index.ts'
-import { SseReader as BaseReader, seqs, turnEnds } from './sse-reader.ts'
+import { logEvents, SseReader as BaseReader, seqs, turnEnds } from './sse-reader.ts'
 
 vi.setConfig({ testTimeout: 30_000 })
 
@@ -219,6 +219,59 @@ describe('api-gateway over real HTTP', () => {
     while (!text.includes('event: status')) text += new TextDecoder().decode((await reader.read()).value)
     await reader.cancel()
     expect(text.slice(0, text.indexOf('event: status'))).toBe(after.slice(3).map((e: any) => `id: ${e.seq}\ndata: ${JSON.stringify(e)}\n\n`).join(''))
+  })
+
+  it('a client asking for chunk runs gets streamed deltas in runs: the same events in a fraction of the bytes, and a resume from any seq gets exactly the rest', async () => {
+    const deltas = (n: number, text: (i: number) => string) => Array.from({ length: n }, (_, i) => ({ reasoning: text(i) }))
+    const host = await boot(await mockModel([{ events: [...deltas(3000, (i) => (i % 7 ? 'r ' : 'ünï ✓ ')), { text: 'the answer, ' }, { text: 'in two deltas' }] }]), tempDir())
+    const { session } = await call(host, 'sessions.create', { cwd: tempDir(), model: MODEL })
+    const path = `${host.url}/api/events/session/${session.sessionId}`
+    const bad = await fetch(`${path}?chunks=yes`)
+    expect(bad.status).toBe(400)
+    expect(await bad.json()).toMatchObject({ error: { code: 'INVALID_PARAMS', field: 'chunks', message: 'chunks: expected "runs", got "yes"' } })
+    const runs = new SseReader(`${path}?chunks=runs`)
+    const plain = new SseReader(path)
+    await Promise.all([runs, plain].map((r) => r.until((f) => f.some((x) => x.event === 'status'))))
+    await call(host, 'sessions.prompt', { sessionId: session.sessionId, text: 'think' })
+    await Promise.all([runs, plain].map((r) => r.until((f) => turnEnds(f) === 1)))
+    const history = (await call(host, 'sessions.history', { sessionId: session.sessionId, limit: 5000 })).events
+    expect(history.filter((e: any) => e.type === 'assistant/chunk').length).toBeGreaterThan(3000)
+    expect(plain.events.map((f) => f.data)).toEqual(history)
+    expect(plain.frames.some((f) => f.event === 'chunks')).toBe(false)
+    // The live stream came in runs (the deltas arrive from the model in bursts) and expands to the log.
+    expect(logEvents(runs.frames)).toEqual(history)
+    expect(runs.frames.filter((f) => f.event === 'chunks').length).toBeGreaterThan(0)
+    expect(runs.bytes * 5).toBeLessThan(plain.bytes)
+    // A replay from every kind of point: before the log, mid-run, at a run's edge, the last event.
+    const afters = [-1, 0, 1, 2, 3, 5, 100, 257, 258, 1000, 2999, 3001, ...history.slice(-4).map((e: any) => e.seq)]
+    const readers = afters.map((after, i) => i % 2 ? new SseReader(`${path}?chunks=runs`, { 'last-event-id': String(after) }) : new SseReader(`${path}?after=${after}&chunks=runs`))
+    await Promise.all(readers.map((r) => r.until((f) => f.some((x) => x.event === 'status'))))
+    readers.forEach((r, i) => expect(logEvents(r.frames)).toEqual(history.slice(afters[i] + 1)))
+  })
+
+  it('a chunk-runs stream dropped mid-answer resumes from its last id with exactly the remaining text', async () => {
+    const deltas = (n: number, from: number) => Array.from({ length: n }, (_, i) => ({ reasoning: `${from + i} ` }))
+    const host = await boot(await mockModel([{ events: [...deltas(2000, 0), { delayMs: 1500 }, ...deltas(2000, 2000), { text: 'done' }] }]), tempDir())
+    const { session } = await call(host, 'sessions.create', { cwd: tempDir(), model: MODEL })
+    const path = `${host.url}/api/events/session/${session.sessionId}?chunks=runs`
+    const first = new SseReader(path)
+    await first.until((f) => f.some((x) => x.event === 'status'))
+    await call(host, 'sessions.prompt', { sessionId: session.sessionId, text: 'count' })
+    // Dropped while the model pauses after its first 2000 deltas.
+    await first.until(() => logEvents(first.frames).filter((e) => e.type === 'assistant/chunk').length >= 2000)
+    first.close()
+    const held = logEvents(first.frames)
+    expect(turnEnds(first.frames)).toBe(0)
+    const lastId = first.frames.filter((f) => f.id !== undefined).at(-1)!.id!
+    expect(lastId).toBe(held.at(-1)!.seq)
+    const second = new SseReader(path, { 'last-event-id': String(lastId) })
+    await second.until((f) => turnEnds(f) === 1)
+    const all = [...held, ...logEvents(second.frames)]
+    expect(all.map((e) => e.seq)).toEqual(all.map((_, i) => i))
+    expect(all).toEqual((await call(host, 'sessions.history', { sessionId: session.sessionId, limit: 5000 })).events)
+    const reasoning = all.filter((e: any) => e.type === 'assistant/chunk' && e.data.chunk.kind === 'reasoning-delta').map((e: any) => e.data.chunk.text).join('')
+    expect(reasoning).toBe(Array.from({ length: 4000 }, (_, i) => `${i} `).join(''))
+    expect(second.frames.filter((f) => f.event === 'chunks').length).toBeGreaterThan(0)
   })
 
   it('sessions.history pages a stored session from one read while its log is unchanged, and reads it again after a write', async () => {

@@ -1,10 +1,13 @@
 // A real Server-Sent Events reader over node:http for the tests: parses frames as they arrive.
 import { request as httpRequest, type IncomingMessage } from 'node:http'
+import { expandChunkRun, type WireEvent } from '@dsh/web-protocol'
 
 export interface Frame { id?: number; event: string; data: any }
 
 export class SseReader {
   frames: Frame[] = []
+  /** Bytes of the body received so far. */
+  bytes = 0
   res?: IncomingMessage
   status = 0
   ended = false
@@ -27,6 +30,7 @@ export class SseReader {
   }
 
   private feed(text: string): void {
+    this.bytes += Buffer.byteLength(text)
     this.buffer += text
     let end: number
     while ((end = this.buffer.indexOf('\n\n')) >= 0) {
@@ -84,3 +88,42 @@ export class SseReader {
 
 export const turnEnds = (frames: Frame[]) => frames.filter((f) => f.data?.type === 'turn/end').length
 export const seqs = (frames: Frame[]) => frames.filter((f) => f.id !== undefined).map((f) => f.id!)
+
+/** The frames of a whole SSE text (the same parsing as the reader's). */
+export function parseFrames(text: string): Frame[] {
+  const frames: Frame[] = []
+  for (const block of text.split('\n\n')) {
+    const frame: Frame = { event: 'message', data: undefined }
+    let data = ''
+    for (const line of block.split('\n')) {
+      if (line.startsWith(':')) continue
+      const [field, ...rest] = line.split(': ')
+      const value = rest.join(': ')
+      if (field === 'id') frame.id = Number(value)
+      else if (field === 'event') frame.event = value
+      else if (field === 'data') data += value
+    }
+    if (data === '') continue
+    frame.data = JSON.parse(data)
+    frames.push(frame)
+  }
+  return frames
+}
+
+/**
+ * The log events a stream carried, in order: `message` frames as they are and `chunks` frames
+ * (runs of deltas) expanded; throws when a run's id is not its last seq or a run is malformed.
+ */
+export function logEvents(frames: Frame[]): WireEvent[] {
+  const events: WireEvent[] = []
+  for (const frame of frames) {
+    if (frame.id === undefined) continue
+    if (frame.event === 'chunks') {
+      const run = expandChunkRun(frame.data)
+      if (!run) throw new Error(`a malformed chunks frame: ${JSON.stringify(frame.data).slice(0, 200)}`)
+      if (run.at(-1)!.seq !== frame.id) throw new Error(`a chunks frame with id ${frame.id} ends at seq ${run.at(-1)!.seq}`)
+      events.push(...run)
+    } else events.push(frame.data)
+  }
+  return events
+}

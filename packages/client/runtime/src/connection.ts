@@ -3,7 +3,7 @@
 // events over `/api/events/session/<id>`, resuming after the last seq it holds on every reconnect
 // (no gap, no duplicate), with exponential backoff while the host is unreachable.
 import { Context, Service } from 'cordis'
-import { HOST_STREAM_PATH, sessionStreamPath, type HostStreamEvent, type SessionStatus, type WireApprovalRequest, type WireEvent, type WireQuestion } from '@dsh/web-protocol'
+import { CHUNK_EVENT_TYPE, CHUNK_RUNS_PARAM, expandChunkRun, HOST_STREAM_PATH, sessionStreamPath, type HostStreamEvent, type SessionStatus, type WireApprovalRequest, type WireEvent, type WireQuestion } from '@dsh/web-protocol'
 import { frameBatcher, Store, type ReadableStore } from './store.ts'
 import { readSse, StreamError } from './sse.ts'
 import type { Remote } from './remote.ts'
@@ -234,7 +234,7 @@ export class Connection extends Service {
 
 /** Log events of this type (streamed model deltas) are published at most this often (ms); every other change within a frame. */
 export const DELTA_PUBLISH_MS = 200
-const DELTA_TYPE = 'assistant/chunk'
+const DELTA_TYPE = CHUNK_EVENT_TYPE
 
 /**
  * One string per distinct event type and chunk kind. `JSON.parse` makes a new string for every
@@ -400,6 +400,14 @@ export class SessionFeed implements ReadableStore<SessionFeedState> {
     if (now) this.batch.flush()
   }
 
+  /** Holds one log event (the next seq) and hands it to the event listeners. */
+  private take(event: WireEvent): void {
+    this.events.push(event)
+    if (event.type !== DELTA_TYPE) this.withoutDeltas.push(event)
+    // Per event on the hot path: iterate the set itself (deleting during iteration is safe).
+    for (const listener of this.eventListeners) listener(event)
+  }
+
   private async loop(): Promise<void> {
     let failures = 0
     let emptyResyncs = 0
@@ -409,7 +417,9 @@ export class SessionFeed implements ReadableStore<SessionFeedState> {
       let gotEvents = 0
       let resync = false
       const after = this.lastSeq
-      const url = this.connection.streamUrl(sessionStreamPath(this.sessionId) + (after >= 0 ? `?after=${after}` : ''))
+      // `chunks=runs`: the host sends runs of streamed deltas as one `chunks` frame each (a tenth
+      // of the bytes and one frame per run), expanded here into the same log events.
+      const url = this.connection.streamUrl(sessionStreamPath(this.sessionId) + `?${CHUNK_RUNS_PARAM}=runs` + (after >= 0 ? `&after=${after}` : ''))
       try {
         await readSse(url, {
           signal: abort.signal,
@@ -442,17 +452,36 @@ export class SessionFeed implements ReadableStore<SessionFeedState> {
                   const chunk = (event.data as { chunk?: { kind?: unknown } } | undefined)?.chunk
                   if (chunk && typeof chunk.kind === 'string') chunk.kind = intern(chunk.kind)
                 }
-                this.events.push(event)
-                if (event.type !== DELTA_TYPE) this.withoutDeltas.push(event)
+                this.take(event)
                 gotEvents++
-                // Per event on the hot path: iterate the set itself (deleting during iteration is safe).
-                for (const listener of this.eventListeners) listener(event)
                 // A streamed delta changes nothing a feed reader derives promptly (views of the
                 // text fold it through onEvent): publish it within DELTA_PUBLISH_MS instead of
                 // every frame, so the readers of `events` do not re-render 60 times a second.
                 if (event.type === DELTA_TYPE) this.publishSoon()
                 else this.schedule()
                 return
+              }
+              case 'chunks': {
+                // A run of deltas: the log events seq..seq+n-1, each taken as a 'message' one.
+                const events = expandChunkRun(data)
+                if (!events) return
+                const last = events[events.length - 1].seq
+                if (last <= this.lastSeq) return // duplicate
+                if (events[0].seq > this.lastSeq + 1) {
+                  abort.abort()
+                  return
+                }
+                const kind = intern((events[0].data as { chunk: { kind: string } }).chunk.kind)
+                const skip = this.lastSeq + 1 - events[0].seq
+                for (let i = skip; i < events.length; i++) {
+                  const event = events[i]
+                  ;(event.data as { chunk: { kind: string } }).chunk.kind = kind
+                  this.take(event)
+                }
+                gotEvents += events.length - skip
+                this.publishSoon()
+                // Expanding and folding n events is about n lines' worth of reader work.
+                return events.length - skip
               }
               case 'status':
                 this.change({ status: data.status, queued: data.queued ?? 0, loaded: true })

@@ -36,7 +36,7 @@ export interface SseFrame {
  * Reads one SSE response, calling `onFrame` per dispatched event. Resolves when the stream ends;
  * rejects on a network error or a non-200 answer (with the host's JSON error message when given).
  */
-export async function readSse(url: string, options: { signal: AbortSignal; onOpen?: () => void; onFrame: (frame: SseFrame) => void; fetch?: typeof fetch; /** Clock for the slices (tests); default `performance.now`. */ now?: () => number; /** How the reader yields to the page (tests); default a fresh task. */ yield?: () => Promise<void> }): Promise<void> {
+export async function readSse(url: string, options: { signal: AbortSignal; onOpen?: () => void; /** May return the work the frame took beyond one line, in lines' worth (a frame carrying many events), so the reader yields in time. */ onFrame: (frame: SseFrame) => number | void; fetch?: typeof fetch; /** Clock for the slices (tests); default `performance.now`. */ now?: () => number; /** How the reader yields to the page (tests); default a fresh task. */ yield?: () => Promise<void> }): Promise<void> {
   const response = await (options.fetch ?? fetch)(url, { headers: { accept: 'text/event-stream' }, signal: options.signal, credentials: 'same-origin', cache: 'no-store' })
   if (!response.ok || !response.body) {
     let message = `${response.status}`
@@ -64,7 +64,8 @@ export async function readSse(url: string, options: { signal: AbortSignal; onOpe
     if (data.length) {
       const frame: SseFrame = { event: event || 'message', data: data.length === 1 ? data[0] : data.join('\n') }
       if (id !== undefined) frame.id = id
-      options.onFrame(frame)
+      const more = options.onFrame(frame)
+      if (typeof more === 'number' && more > 0) work += more
     }
     event = ''
     data = []

@@ -89,8 +89,49 @@ describe('ctx.connection.session(id)', () => {
     const feed = ctx.connection.session('s1')
     await vi.waitFor(() => expect(feed.get().lastSeq).toBe(5), { timeout: 5000 })
     expect(feed.get().events.map((e) => e.seq)).toEqual([0, 1, 2, 3, 4, 5])
-    expect(requests.filter((r) => r.startsWith('/api/events/session/'))).toEqual(['/api/events/session/s1', '/api/events/session/s1?after=2'])
+    expect(requests.filter((r) => r.startsWith('/api/events/session/'))).toEqual(['/api/events/session/s1?chunks=runs', '/api/events/session/s1?chunks=runs&after=2'])
     await vi.waitFor(() => expect(feed.get()).toMatchObject({ status: 'idle', loaded: true, live: true }))
+    feed.release()
+  })
+
+  it('expands chunks frames (runs of deltas) into the log events, skips what it holds, and resumes after the last whole frame', async () => {
+    const text = (seq: number) => `t${seq} ü`
+    // A run of deltas seq..seq+n-1 as the host writes it (`cut`: only the first bytes, a dropped stream).
+    const run = (seq: number, n: number, cut?: number) => {
+      const frame = `id: ${seq + n - 1}\nevent: chunks\ndata: ${JSON.stringify({ seq, kind: 'reasoning-delta', text: Array.from({ length: n }, (_, i) => text(seq + i)), time: [1000 + seq, ...Array.from({ length: n - 1 }, () => 1)] })}\n\n`
+      return cut === undefined ? frame : frame.slice(0, cut)
+    }
+    const ctx = await start({
+      session(res, n) {
+        sse(res)
+        if (n === 0) {
+          res.write(event(0, 'turn/start'))
+          res.write(run(1, 4))
+          res.end(run(5, 5, 40)) // dropped inside the next run
+        } else if (n === 1) {
+          // Repeats 3 and 4 inside a run; a malformed run is skipped; then a gap (11 missing).
+          res.write(run(3, 5))
+          res.write('id: 9\nevent: chunks\ndata: {"seq":8,"kind":"reasoning-delta","text":["a"],"time":[1,2]}\n\n')
+          res.write(run(8, 2))
+          res.write(event(10))
+          res.write(run(12, 2))
+        } else {
+          res.write(run(11, 3))
+          res.write('event: status\ndata: {"sessionId":"s8","status":"idle","queued":0}\n\n')
+        }
+      },
+    })
+    const feed = ctx.connection.session('s8')
+    const seen: number[] = []
+    feed.onEvent((e) => seen.push(e.seq))
+    await vi.waitFor(() => expect(feed.get()).toMatchObject({ lastSeq: 13, status: 'idle' }), { timeout: 5000 })
+    expect(requests.filter((r) => r.startsWith('/api/events/session/'))).toEqual(['/api/events/session/s8?chunks=runs', '/api/events/session/s8?chunks=runs&after=4', '/api/events/session/s8?chunks=runs&after=10'])
+    expect(seen).toEqual(Array.from({ length: 14 }, (_, i) => i))
+    const events = feed.get().events
+    expect(events.map((e) => e.seq)).toEqual(seen)
+    const deltas = events.filter((e) => e.seq !== 0 && e.seq !== 10)
+    expect(deltas).toEqual(deltas.map((e) => ({ seq: e.seq, type: 'assistant/chunk', time: 1000 + e.seq, data: { chunk: { kind: 'reasoning-delta', text: text(e.seq) } } })))
+    expect(feed.get().withoutDeltas.map((e) => e.seq)).toEqual([0])
     feed.release()
   })
 
@@ -265,7 +306,7 @@ describe('ctx.connection.session(id)', () => {
     // The log without deltas starts over with it (the first connect's turn/start is not kept twice).
     expect(feed.get().withoutDeltas.map((e) => [e.seq, e.type])).toEqual([[0, 'turn/start']])
     expect(requests.filter((r) => r.includes('/s5'))).toEqual([
-      '/api/events/session/s5', '/api/events/session/s5?after=1', '/api/events/session/s5?after=2', '/api/events/session/s5?after=2', '/api/events/session/s5',
+      '/api/events/session/s5?chunks=runs', '/api/events/session/s5?chunks=runs&after=1', '/api/events/session/s5?chunks=runs&after=2', '/api/events/session/s5?chunks=runs&after=2', '/api/events/session/s5?chunks=runs',
     ])
     feed.release()
   })

@@ -101,4 +101,26 @@ describe('readSse', () => {
     })
     expect(log).toEqual(['frame 1', 'yield', 'frame 2'])
   })
+
+  it('counts the work a frame reports (a run of many events) and yields within the slice after such frames', async () => {
+    const log: string[] = []
+    let clock = 0
+    await readSse('http://x/', {
+      signal: new AbortController().signal,
+      fetch: bufferedFetch([frames.slice(0, 200).join('')]),
+      now: () => clock,
+      yield: async () => void log.push('yield'),
+      // Each frame stands for 100 events and takes 1 ms.
+      onFrame: (f) => {
+        log.push(`frame ${f.id}`)
+        clock += 1
+        return 100
+      },
+    })
+    expect(log.filter((x) => x.startsWith('frame'))).toHaveLength(200)
+    // The slice (5 ms) is checked after every such frame: never more than 6 frames between yields.
+    const stretches = log.join(',').split('yield').map((part) => part.split(',').filter(Boolean).length)
+    expect(stretches.length).toBeGreaterThan(30)
+    expect(Math.max(...stretches)).toBeLessThanOrEqual(6)
+  })
 })
