@@ -1,4 +1,5 @@
 // Booting a composition into a real Cordis tree through @cordisjs/plugin-loader, failing loud.
+import { join } from 'node:path'
 import { Context, Logger, resolveConfig, type Exporter, type Fiber } from 'cordis'
 import { Entry, evaluate, Group, interpolate, Loader } from '@cordisjs/plugin-loader'
 import { DshUserError } from './errors.ts'
@@ -347,10 +348,18 @@ export async function bootComposition(comp: Composition, opts: BootOptions = {})
   let prelinked: PrelinkDecision | undefined
   if (!opts.importModule && opts.prelink) {
     const urls = prepared.enabled.flatMap((r) => (r.url && !r.url.startsWith('cordis:') ? [r.url] : []))
-    prelinked = await loadPrelinked(urls, opts.prelink, { importFile: importRowModule, root: opts.prelinkRoot })
+    // Stacks keep their V8 code cache where Node >= 22.1 keeps its own: <dsh home>/.cache/compile
+    // (the dsh home, which confined commands cannot write: cached code runs). Without a home, or
+    // with NODE_DISABLE_COMPILE_CACHE set, none.
+    const home = opts.bootInfo?.home
+    const cacheDir = home && !process.env.NODE_DISABLE_COMPILE_CACHE ? join(home, '.cache', 'compile') : false
+    prelinked = await loadPrelinked(urls, opts.prelink, { importFile: importRowModule, root: opts.prelinkRoot, cacheDir })
     const importers = prelinked.importers
     if (importers) loader.importModule = (url) => (Object.hasOwn(importers, url) ? importers[url]() : importRowModule(url))
-    else if (opts.debug ?? Boolean(process.env.DSH_DEBUG)) stderr.write(`dsh: debug: rows load file by file: ${prelinked.reason}\n`)
+    if (opts.debug ?? Boolean(process.env.DSH_DEBUG)) {
+      if (!importers) stderr.write(`dsh: debug: rows load file by file: ${prelinked.reason}\n`)
+      else if (prelinked.stack) stderr.write(`dsh: debug: rows from prelinked stack ${prelinked.stack.id} (code cache: ${prelinked.stack.cache})\n`)
+    }
   }
 
   let disposed: Promise<void> | undefined
@@ -417,6 +426,9 @@ export async function bootComposition(comp: Composition, opts: BootOptions = {})
   // start from here rather than from their own apply, so they never race a sibling row.
   ready = true
   await ctx.parallel('app/ready')
+  // The stack's code cache, written once nothing is left to compile for the boot (the first
+  // start of this build, or after V8 refused the cache); a few ms, once.
+  prelinked?.saveCodeCache?.()
   return { ctx, loader, exited, dispose, reload }
 }
 

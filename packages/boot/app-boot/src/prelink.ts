@@ -6,9 +6,15 @@
 // A layer's early rows (packages that list the row in `dsh.earlyRows`, such as the web server's
 // startup) are in their own small entry file: those files are loaded before the tree mounts, the
 // rest in the background, so an early row starts (a server listens) while the big files compile.
-import { readFileSync, statSync } from 'node:fs'
+// Stacks: when one stack file (the base layer plus the layer this boot adds, see
+// scripts/prelink.mjs) holds every enabled row, that file is compiled as a `vm.Script` with a V8
+// code cache kept in <dsh home>/.cache/compile, instead of importing the layer files: Node 20
+// keeps no compiled code for ES modules, and compiling them was about a tenth of a one-shot.
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
+import { createHash } from 'node:crypto'
+import { Script } from 'node:vm'
 
 /** Which host process boots: each has its own prelinked variant (see scripts/prelink.mjs). */
 export type PrelinkVariant = 'dsh' | 'acp' | 'jsonrpc'
@@ -21,7 +27,25 @@ interface Manifest {
    */
   layers: Record<string, { modules: string[]; early?: boolean }>
   inputs: Array<[file: string, size: number, mtimeMs: number]>
+  /** Stack id -> the stack: every row module of its layers, in one script. */
+  stacks?: Record<string, StackEntry>
 }
+
+interface StackEntry {
+  layers: string[]
+  modules: string[]
+  /** Its row modules that are early rows (loaded with the rest here: the stack is one file). */
+  early?: string[]
+  /** `<id>.script.js`: `(async function (imports, load) { ... return { modules } })`. */
+  script: string
+  /** `<id>.imports.mjs`: the script's static imports (`imports`, namespaces) and `load`, its import(). */
+  imports: string
+  /** sha256 (32 hex) of the script's text, from the build. */
+  hash: string
+}
+
+/** What happened to the code cache of a stack: used, absent, refused by V8, or turned off. */
+export type StackCache = 'used' | 'absent' | 'rejected' | 'off'
 
 /** Row module URL -> its module namespace. */
 type Importers = Record<string, () => Promise<unknown>>
@@ -40,6 +64,13 @@ export interface PrelinkDecision {
    * early rows are up (so their work is not stuck behind compiling the big files); idempotent.
    */
   startRest?: () => void
+  /** The stack the rows came from, when one did, and what happened to its code cache. */
+  stack?: { id: string; cache: StackCache }
+  /**
+   * Writes the stack's code cache (the functions compiled so far) when none was used; at most
+   * once, never throws. Undefined when there is nothing to write.
+   */
+  saveCodeCache?: () => void
 }
 
 /**
@@ -50,7 +81,14 @@ export interface PrelinkDecision {
 export async function loadPrelinked(
   urls: readonly string[],
   variant: PrelinkVariant,
-  opts: { dir?: string; root?: string; env?: NodeJS.ProcessEnv; importFile?: (url: string) => Promise<unknown> } = {},
+  opts: {
+    dir?: string
+    root?: string
+    env?: NodeJS.ProcessEnv
+    importFile?: (url: string) => Promise<unknown>
+    /** Where stacks' V8 code caches live; `false` (the default): none. */
+    cacheDir?: string | false
+  } = {},
 ): Promise<PrelinkDecision> {
   const env = opts.env ?? process.env
   if (env.DSH_NO_PRELINK) return { reason: 'DSH_NO_PRELINK is set' }
@@ -80,6 +118,22 @@ export async function loadPrelinked(
       if (st.size !== size || st.mtimeMs !== mtimeMs) return { reason: `${file} changed after prelinking` }
     } catch {
       return { reason: `${file} is gone` }
+    }
+  }
+  const stack = pickStack(manifest.stacks, urls)
+  if (stack) {
+    try {
+      const loaded = await loadStack(dir, stack[0], stack[1], variant, root, opts.cacheDir ?? false)
+      const importers: Importers = {}
+      for (const url of urls) {
+        if (!Object.hasOwn(loaded.modules, url)) throw new Error(`the stack does not export ${url}`)
+        const ns = loaded.modules[url]
+        importers[url] = () => Promise.resolve(ns)
+      }
+      const early = new Set((stack[1].early ?? []).filter((url) => Object.hasOwn(importers, url)))
+      return { importers, early, stack: { id: stack[0], cache: loaded.cache }, saveCodeCache: loaded.save }
+    } catch (error) {
+      return { reason: `prelinked stack ${stack[0]} in ${dir} did not load: ${(error as Error)?.message ?? String(error)}` }
     }
   }
   const load = (entries: string[]) =>
@@ -117,4 +171,91 @@ export async function loadPrelinked(
   // Without early rows there is nothing to wait for.
   if (!earlyUrls.size) startRest()
   return { importers, early: earlyUrls, startRest }
+}
+
+/** The stack with the fewest rows that holds every one of `urls`, if any. */
+function pickStack(stacks: Manifest['stacks'], urls: readonly string[]): [string, StackEntry] | undefined {
+  let best: [string, StackEntry] | undefined
+  for (const [id, stack] of Object.entries(stacks ?? {})) {
+    if (!stack || !Array.isArray(stack.modules) || typeof stack.script !== 'string' || typeof stack.imports !== 'string') continue
+    const held = new Set(stack.modules)
+    if (!urls.every((url) => held.has(url))) continue
+    if (!best || stack.modules.length < best[1].modules.length) best = [id, stack]
+  }
+  return best
+}
+
+/**
+ * Loads a stack: its imports module first (the npm packages and host files, in the order the
+ * bundled module imported them), then the script, compiled with the code cache when there is one
+ * for exactly this file. The cache file's name holds everything its validity depends on beyond
+ * what V8 checks itself (V8 checks its version and flags, but of the source only its length):
+ * the script's content hash from the build, its size and mtime here, and Node's version.
+ */
+async function loadStack(
+  dir: string,
+  id: string,
+  stack: StackEntry,
+  variant: PrelinkVariant,
+  root: string,
+  cacheDir: string | false,
+): Promise<{ modules: Record<string, unknown>; cache: StackCache; save?: () => void }> {
+  const { imports, load } = (await import(pathToFileURL(join(dir, stack.imports)).href)) as { imports: unknown[]; load: (specifier: string) => Promise<unknown> }
+  const file = join(dir, stack.script)
+  const source = readFileSync(file, 'utf8')
+  let cacheFile: string | undefined
+  let cachedData: Buffer | undefined
+  if (cacheDir) {
+    const st = statSync(file)
+    const key = createHash('sha256')
+      .update(`${root}\0${stack.hash}\0${st.size}\0${st.mtimeMs}\0${process.version}\0${process.arch}`)
+      .digest('hex')
+      .slice(0, 24)
+    cacheFile = join(cacheDir, `prelink-${variant}-${id}-${key}.v8`)
+    try {
+      cachedData = readFileSync(cacheFile)
+    } catch {
+      cachedData = undefined
+    }
+  }
+  // The script's import() calls go to `load`, the imports module's own import(): a dynamic import
+  // callback does not survive a code cache on Node 20.
+  const script = new Script(source, { filename: file, cachedData })
+  const cache: StackCache = !cacheFile ? 'off' : !cachedData ? 'absent' : script.cachedDataRejected ? 'rejected' : 'used'
+  const run = script.runInThisContext() as (imports: unknown[], load: (specifier: string) => Promise<unknown>) => Promise<{ modules?: Record<string, unknown> }>
+  const { modules } = await run(imports, load)
+  if (!modules || typeof modules !== 'object') throw new Error(`${file} exported no modules`)
+  let saved = false
+  const target = cacheFile
+  const save = target && cache !== 'used'
+    ? () => {
+        if (saved) return
+        saved = true
+        writeCodeCache(target, script)
+      }
+    : undefined
+  return { modules, cache, save }
+}
+
+/**
+ * Writes `script`'s code cache to `file` (a temp file renamed into place, so a reader never sees
+ * half of one), then removes older caches of the same stack. Failures (a read-only home) only
+ * mean the next start compiles again.
+ */
+function writeCodeCache(file: string, script: Script): void {
+  const dir = join(file, '..')
+  const name = file.slice(dir.length + 1)
+  const prefix = name.slice(0, name.lastIndexOf('-') + 1)
+  try {
+    const data = script.createCachedData()
+    mkdirSync(dir, { recursive: true })
+    const temp = `${file}.${process.pid}.tmp`
+    writeFileSync(temp, data)
+    renameSync(temp, file)
+    for (const other of readdirSync(dir)) {
+      if (other !== name && other.startsWith(prefix) && other.endsWith('.v8')) rmSync(join(dir, other), { force: true })
+    }
+  } catch {
+    // best effort
+  }
 }

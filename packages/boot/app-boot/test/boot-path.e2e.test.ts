@@ -2,9 +2,9 @@
 // edit tool's diff library, the sandbox runner probe) must stay off the path of a boot that ends
 // at once, such as `dsh --profile headless --help`; and each workspace package loads as its
 // bundled entry (scripts/build.mjs), not as one module per source file. By default the rows come
-// from the prelinked layer files (scripts/prelink.mjs), and no workspace package is loaded a
-// second time beside them.
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+// from the prelinked headless stack (scripts/prelink.mjs: one script with a V8 code cache in the
+// dsh home), and no workspace package is loaded a second time beside it.
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -18,20 +18,26 @@ const REPO = fileURLToPath(new URL('../../../../', import.meta.url))
 /** Every module URL a real `dsh --profile headless --patch <empty> --help` loads (a full boot). */
 async function bootModules(extraEnv: Record<string, string> = {}): Promise<string[]> {
   const root = mkdtempSync(join(tmpdir(), 'dsh-boot-path-'))
-  const log = join(root, 'modules.txt')
-  const env = { HOME: root, DSH_HOME: join(root, 'dsh'), DSH_TEST_MODULE_LOG: log, NODE_OPTIONS: `--import ${REGISTER}`, ...extraEnv }
   try {
-    // An extra (empty) layer makes the launcher boot the tree for --help instead of printing the
-    // bundle's fixed help text without a boot.
-    const layer = join(root, 'empty.patch.yml')
-    writeFileSync(layer, '[]\n')
-    const run = await runDsh(['--profile', 'headless', '--patch', layer, '--help'], { cwd: root, env })
-    expect(run.code, run.stderr).toBe(0)
-    expect(run.stdout).toContain('--output-format')
-    return readFileSync(log, 'utf8').split('\n').filter(Boolean)
+    return (await helpBoot(root, extraEnv)).loaded
   } finally {
     if (existsSync(root)) rmSync(root, { recursive: true, force: true })
   }
+}
+
+/** One `dsh --profile headless --patch <empty> --help` (a full boot) with its home under `root`. */
+async function helpBoot(root: string, extraEnv: Record<string, string> = {}): Promise<{ loaded: string[]; stderr: string }> {
+  const log = join(root, 'modules.txt')
+  rmSync(log, { force: true })
+  const env = { HOME: root, DSH_HOME: join(root, 'dsh'), DSH_TEST_MODULE_LOG: log, NODE_OPTIONS: `--import ${REGISTER}`, ...extraEnv }
+  // An extra (empty) layer makes the launcher boot the tree for --help instead of printing the
+  // bundle's fixed help text without a boot.
+  const layer = join(root, 'empty.patch.yml')
+  writeFileSync(layer, '[]\n')
+  const run = await runDsh(['--profile', 'headless', '--patch', layer, '--help'], { cwd: root, env })
+  expect(run.code, run.stderr).toBe(0)
+  expect(run.stdout).toContain('--output-format')
+  return { loaded: readFileSync(log, 'utf8').split('\n').filter(Boolean), stderr: run.stderr }
 }
 
 /** The dist files a workspace package exports (`default` targets), by package directory. */
@@ -50,16 +56,17 @@ describe('the boot path of dsh --profile headless --help', () => {
     for (const env of [{}, { DSH_NO_PRELINK: '1' }] as Array<Record<string, string>>) {
       const loaded = await bootModules(env)
       // The log works: the boot loaded the row modules, the edit tool among them.
-      expect(loaded.some((url) => url.includes(env.DSH_NO_PRELINK ? '/tool-fs/dist/' : '/prelinked/dsh/bundles-base.mjs'))).toBe(true)
+      expect(loaded.some((url) => url.includes(env.DSH_NO_PRELINK ? '/tool-fs/dist/' : '/prelinked/dsh/stack-bundles-headless.imports.mjs'))).toBe(true)
       expect(loaded.filter((url) => /\/node_modules\/diff\//.test(url))).toEqual([])
     }
   })
 
-  it('takes the rows from the prelinked layer files, and loads no workspace package twice', { timeout: 60_000 }, async () => {
+  it('takes the rows from the prelinked headless stack, and loads no workspace package twice', { timeout: 60_000 }, async () => {
     const loaded = await bootModules()
+    // The stack's script is compiled by app-boot (vm.Script), not imported: only its imports
+    // module goes through the module loader, and no layer file or chunk does.
     const prelinked = loaded.filter((url) => url.includes('/prelinked/dsh/')).map((url) => basename(fileURLToPath(url)))
-    expect(prelinked).toEqual(expect.arrayContaining(['bundles-base.mjs', 'bundles-base.early.mjs', 'bundles-headless.mjs']))
-    expect(prelinked.filter((f) => !f.startsWith('chunk-'))).toHaveLength(3)
+    expect(prelinked).toEqual(['stack-bundles-headless.imports.mjs'])
     // Beside them, only what the host loads itself before the rows (the bins, app-boot and its
     // own imports): a row package's dist/ loaded here would be a second copy of bundled code.
     const manifest = JSON.parse(readFileSync(join(REPO, 'prelinked/dsh/manifest.json'), 'utf8')) as { hostFiles: string[] }
@@ -69,6 +76,30 @@ describe('the boot path of dsh --profile headless --help', () => {
       .map((url) => fileURLToPath(url).slice(REPO.length))
       .filter((file) => /\/dist\//.test(file) && !host.has(file))
     expect(others).toEqual([])
+  })
+
+  it('keeps the stack\'s code cache in the dsh home: written by the first boot, used by the next, none when turned off', { timeout: 90_000 }, async () => {
+    const root = mkdtempSync(join(tmpdir(), 'dsh-boot-cache-'))
+    const cacheDir = join(root, 'dsh/.cache/compile')
+    const debug = { DSH_DEBUG: '1' }
+    const line = (stderr: string) => /rows from prelinked stack (\S+) \(code cache: (\w+)\)/.exec(stderr)?.slice(1)
+    try {
+      expect(line((await helpBoot(root, debug)).stderr)).toEqual(['stack-bundles-headless', 'absent'])
+      const files = readdirSync(cacheDir)
+      expect(files).toEqual([expect.stringMatching(/^prelink-dsh-stack-bundles-headless-\w+\.v8$/)])
+      expect(line((await helpBoot(root, debug)).stderr)).toEqual(['stack-bundles-headless', 'used'])
+      // A cache V8 refuses (here: damaged) is reported and replaced by a good one.
+      writeFileSync(join(cacheDir, files[0]), Buffer.alloc(4096, 7))
+      expect(line((await helpBoot(root, debug)).stderr)).toEqual(['stack-bundles-headless', 'rejected'])
+      expect(statSync(join(cacheDir, files[0])).size).toBeGreaterThan(100_000)
+      expect(line((await helpBoot(root, debug)).stderr)).toEqual(['stack-bundles-headless', 'used'])
+      // NODE_DISABLE_COMPILE_CACHE turns it off, as it does Node's own compile cache.
+      rmSync(cacheDir, { recursive: true })
+      expect(line((await helpBoot(root, { ...debug, NODE_DISABLE_COMPILE_CACHE: '1' })).stderr)).toEqual(['stack-bundles-headless', 'off'])
+      expect(existsSync(cacheDir)).toBe(false)
+    } finally {
+      rmSync(root, { recursive: true, force: true })
+    }
   })
 
   it('puts the rows packages list in dsh.earlyRows in their own small entries, marked early', () => {

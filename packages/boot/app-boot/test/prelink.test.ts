@@ -1,6 +1,6 @@
 // loadPrelinked: prelinked layer files are used only when they cover every row and every input
 // file is unchanged; otherwise the reason is reported and the boot imports file by file.
-import { mkdirSync, mkdtempSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -127,4 +127,82 @@ it('a late layer file that does not load falls back to the row\'s own module', a
   decision.startRest!()
   expect({ ...(await decision.importers![c.rowUrl]() as object) }).toEqual({ name: 'from-file' })
   expect(imported).toEqual([c.rowUrl])
+})
+
+/**
+ * The checkout plus a stack holding its row: `body` is the stack script's body (it returns
+ * `{ modules }`), written in the script form scripts/prelink-script.mjs produces.
+ */
+function withStack(body: string, extra: Record<string, unknown> = {}) {
+  const c = checkout()
+  const script = `(async function (__imports, __import) {"use strict";${body}\n})`
+  writeFileSync(join(c.dir, 'stack-test.script.js'), script)
+  writeFileSync(join(c.dir, 'stack-test.imports.mjs'), 'import * as i0 from "node:path"\nexport const imports = [i0]\nexport const load = (s) => import(s)\n')
+  const stack = { layers: ['bundles/base/cordis.patch.yml'], modules: [c.rowUrl], early: [], script: 'stack-test.script.js', imports: 'stack-test.imports.mjs', hash: 'h1', ...extra }
+  writeFileSync(join(c.dir, 'manifest.json'), JSON.stringify({ ...c.manifest, stacks: { 'stack-test': stack } }))
+  const cacheDir = join(c.root, 'home/.cache/compile')
+  return { ...c, cacheDir }
+}
+
+const STACK_BODY = (rowUrl: string) =>
+  `const sep = __imports[0].sep; return { modules: { ${JSON.stringify(rowUrl)}: { name: 'from-stack', sep, lazy: () => __import('node:os') } } }`
+
+it('serves the rows from a stack that holds them all, with no code cache unless given a directory', async () => {
+  // This stack holds another checkout's row: it does not cover this boot, the layer file does.
+  const other = checkout().rowUrl
+  const c = withStack(STACK_BODY(other), { modules: [other] })
+  const layerDecision = await loadPrelinked([c.rowUrl], 'dsh', { root: c.root, env: {}, cacheDir: c.cacheDir })
+  expect(layerDecision.stack).toBeUndefined()
+  expect(await layerDecision.importers![c.rowUrl]()).toEqual({ name: 'from-prelinked' })
+
+  const s = withStack('')
+  writeFileSync(join(s.dir, 'stack-test.script.js'), `(async function (__imports, __import) {"use strict";${STACK_BODY(s.rowUrl)}\n})`)
+  const decision = await loadPrelinked([s.rowUrl], 'dsh', { root: s.root, env: {} })
+  expect(decision.reason).toBeUndefined()
+  expect(decision.stack).toEqual({ id: 'stack-test', cache: 'off' })
+  expect(decision.saveCodeCache).toBeUndefined()
+  expect(decision.startRest).toBeUndefined()
+  const ns = (await decision.importers![s.rowUrl]()) as { name: string; sep: string }
+  expect(ns).toMatchObject({ name: 'from-stack', sep: '/' })
+})
+
+it('writes the code cache once, uses it next time (import() still works), and keys it to the exact script file', async () => {
+  const s = withStack('')
+  writeFileSync(join(s.dir, 'stack-test.script.js'), `(async function (__imports, __import) {"use strict";${STACK_BODY(s.rowUrl)}\n})`)
+  const first = await loadPrelinked([s.rowUrl], 'dsh', { root: s.root, env: {}, cacheDir: s.cacheDir })
+  expect(first.stack).toEqual({ id: 'stack-test', cache: 'absent' })
+  expect(existsSync(s.cacheDir)).toBe(false)
+  first.saveCodeCache!()
+  first.saveCodeCache!()
+  const written = readdirSync(s.cacheDir)
+  expect(written).toEqual([expect.stringMatching(/^prelink-dsh-stack-test-\w+\.v8$/)])
+
+  const second = await loadPrelinked([s.rowUrl], 'dsh', { root: s.root, env: {}, cacheDir: s.cacheDir })
+  expect(second.stack).toEqual({ id: 'stack-test', cache: 'used' })
+  expect(second.saveCodeCache).toBeUndefined()
+  // Functions that came from the cache still reach Node's loader through the imports module.
+  const ns = (await second.importers![s.rowUrl]()) as { lazy: () => Promise<{ platform?: unknown }> }
+  expect(typeof (await ns.lazy()).platform).toBe('function')
+
+  // A rebuilt script of the same length (V8 checks only the length) is another file to the
+  // cache: not served the old code, and its own cache replaces the old one.
+  const path = join(s.dir, 'stack-test.script.js')
+  writeFileSync(path, readFileSync(path, 'utf8').replace("'from-stack'", "'from-stacK'"))
+  utimesSync(path, new Date(), new Date(Date.now() + 5_000))
+  const third = await loadPrelinked([s.rowUrl], 'dsh', { root: s.root, env: {}, cacheDir: s.cacheDir })
+  expect(third.stack).toEqual({ id: 'stack-test', cache: 'absent' })
+  expect(((await third.importers![s.rowUrl]()) as { name: string }).name).toBe('from-stacK')
+  third.saveCodeCache!()
+  const now = readdirSync(s.cacheDir)
+  expect(now).toHaveLength(1)
+  expect(now[0]).not.toBe(written[0])
+})
+
+it('a stack that throws, or does not export a row it lists, is a reason (the boot then loads file by file)', async () => {
+  const a = withStack('throw new Error("row exploded")')
+  expect((await loadPrelinked([a.rowUrl], 'dsh', { root: a.root, env: {} })).reason).toMatch(/prelinked stack stack-test .* did not load: row exploded/)
+  const b = withStack('return { modules: {} }')
+  expect((await loadPrelinked([b.rowUrl], 'dsh', { root: b.root, env: {} })).reason).toMatch(/the stack does not export/)
+  const c = withStack('return {}')
+  expect((await loadPrelinked([c.rowUrl], 'dsh', { root: c.root, env: {} })).reason).toMatch(/exported no modules/)
 })

@@ -1,0 +1,91 @@
+// scripts/prelink-script.mjs: a bundled ES module turned into a function script plus a module of
+// its imports must mean what the module meant: the same bindings, the same import order, import()
+// still working, strings that merely look like imports untouched, and the same line numbers.
+// Anything the transform does not handle must fail the build, not ship.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { Script } from 'node:vm'
+import { afterEach, expect, it } from 'vitest'
+
+type ToScript = (text: string, id: string, expected?: number) => Promise<{ script: string; imports: string }>
+const { toScript } = (await import(pathToFileURL(join(import.meta.dirname, '../../../../scripts/prelink-script.mjs')).href)) as { toScript: ToScript }
+
+const dirs: string[] = []
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true })
+})
+
+/** Writes the pair, imports the imports module and runs the script: its exports. */
+async function run(text: string, expected?: number): Promise<{ exports: Record<string, unknown>; script: string; imports: string }> {
+  const { script, imports } = await toScript(text, 'stack-test', expected)
+  const dir = mkdtempSync(join(tmpdir(), 'dsh-prelink-script-'))
+  dirs.push(dir)
+  writeFileSync(join(dir, 'stack-test.imports.mjs'), imports)
+  const mod = (await import(pathToFileURL(join(dir, 'stack-test.imports.mjs')).href)) as { imports: unknown[]; load: (s: string) => Promise<unknown> }
+  const fn = new Script(script, { filename: join(dir, 'stack-test.script.js') }).runInThisContext() as (i: unknown[], l: unknown) => Promise<Record<string, unknown>>
+  return { exports: await fn(mod.imports, mod.load), script, imports }
+}
+
+// What esbuild writes for a bundle with externals: one-line and wrapped imports, default,
+// namespace and mixed forms, a side-effect import, an import() and one export at the end.
+const BUNDLE = [
+  'import { join, sep as separator } from "node:path";',
+  'import * as os from "node:os";',
+  'import fs from "node:fs";',
+  'import util, { format } from "node:util";',
+  'import "node:url";',
+  'import {',
+  '  EventEmitter,',
+  '  once as onceEvent',
+  '} from "node:events";',
+  '',
+  '// a comment saying import x from "nowhere"',
+  'var text = "import y from \'nowhere\'; import(\'nowhere\')";',
+  'var template = `export { nothing }`;',
+  'var lazy = () => import("node:crypto");',
+  'function fails() { throw new Error("line 15") }',
+  'var modules = { join: join("a", "b"), separator, platform: os.platform(), readFile: typeof fs.readFileSync, util: typeof util.inspect, format: format("%d", 1), emitter: typeof EventEmitter, onceEvent: typeof onceEvent, text, template, lazy, fails };',
+  'export {',
+  '  modules',
+  '};',
+  '',
+].join('\n')
+
+it('keeps every binding, strings and comments, and import()', async () => {
+  const { exports } = await run(BUNDLE, 6)
+  const modules = exports.modules as Record<string, unknown>
+  expect(modules).toMatchObject({
+    join: 'a/b', separator: '/', readFile: 'function', util: 'function', format: '1', emitter: 'function', onceEvent: 'function',
+    text: "import y from 'nowhere'; import('nowhere')",
+    template: 'export { nothing }',
+  })
+  expect(typeof modules.platform).toBe('string')
+  const crypto = (await (modules.lazy as () => Promise<{ createHash?: unknown }>)())
+  expect(typeof crypto.createHash).toBe('function')
+})
+
+it('imports the specifiers in the module\'s order, and keeps its line numbers', async () => {
+  const { exports, imports } = await run(BUNDLE)
+  expect([...imports.matchAll(/^import \* as i\d+ from "([^"]+)"$/gm)].map((m) => m[1])).toEqual([
+    'node:path', 'node:os', 'node:fs', 'node:util', 'node:url', 'node:events',
+  ])
+  let stack = ''
+  try {
+    ;((exports.modules as Record<string, () => void>).fails)()
+  } catch (error) {
+    stack = (error as Error).stack ?? ''
+  }
+  expect(stack).toMatch(/stack-test\.script\.js:15:/)
+})
+
+it('fails the build on what it cannot carry over', async () => {
+  // A count that differs from esbuild's: some import was not found.
+  await expect(toScript(BUNDLE, 'stack-test', 7)).rejects.toThrow(/found 6 import statements, esbuild reports 7/)
+  await expect(toScript('var u = import.meta.url;\nexport { u };\n', 'stack-test')).rejects.toThrow(/import\.meta|not handled/)
+  await expect(toScript('var a = 1, b = 2;\nexport { a };\nexport { b };\n', 'stack-test')).rejects.toThrow(/2 export statements/)
+  await expect(toScript('var a = 1;\n', 'stack-test')).rejects.toThrow(/0 export statements/)
+  await expect(toScript('import data from "./x.json" with { type: "json" };\nexport { data };\n', 'stack-test')).rejects.toThrow(/not handled/)
+  await expect(toScript('var a = ;\nexport { a };\n', 'stack-test')).rejects.toThrow()
+})
