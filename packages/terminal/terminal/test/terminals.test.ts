@@ -5,7 +5,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { Context } from 'cordis'
+import { spawnSync } from 'node:child_process'
 import LocalSubprocessService from '@dsh/subprocess-local'
+import LocalSandbox from '@dsh/sandbox-local'
+import SandboxPolicyService from '@dsh/sandbox-policy'
 import TerminalService, { TerminalError, cleanTerminalText, type TerminalConfig } from '../src/index.ts'
 
 let ctx: Context | undefined
@@ -114,5 +117,34 @@ describe('ctx.terminals', () => {
     for (let i = 0; i < 50 && c.terminals.list(me).length > 0; i++) await new Promise((r) => setTimeout(r, 50))
     expect(c.terminals.list(me)).toEqual([])
     expect(error(() => c.terminals.get(term.id, me)).code).toBe('UNKNOWN_TERMINAL')
+  })
+})
+
+describe('ctx.terminals under the local sandbox', () => {
+  const bwrap = spawnSync('bwrap', ['--ro-bind', '/', '/', '--dev', '/dev', '--unshare-pid', '--', 'true'], { stdio: 'ignore' }).status === 0
+
+  it.skipIf(!bwrap)('a terminal runs confined on its own PTY: the sandbox starts no spawn server for it', { timeout: 30_000 }, async () => {
+    ctx = new Context()
+    await ctx.plugin(LocalSubprocessService, {} as never)
+    await ctx.plugin(LocalSandbox, { runner: 'bwrap', prewarmDelayMs: 0 })
+    const cwd = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-terminal-sandboxed-')))
+    await ctx.plugin(SandboxPolicyService, { fallbackRoot: cwd })
+    await ctx.plugin(TerminalService, {})
+    const c = ctx
+    const sandbox = c.sandbox as LocalSandbox
+    const term = await c.terminals.open({ owner: me, cwd, command: ['bash', '--noprofile', '--norc', '-c', 'touch /opt/escape-$$ 2>/dev/null && echo wrote || echo refused; echo "tty: $(tty)"'] })
+    expect(term.confinement).toBe('bwrap')
+    const out = await readUntil(c, term.id, 0, /tty: /)
+    expect(out.text).toContain('refused')
+    // On a terminal (bwrap shows the PTY as /dev/console inside), not on pipes.
+    expect(out.text).toMatch(/tty: \/dev\//)
+    expect(out.text).not.toContain('not a tty')
+    // A terminal's command is the PTY's own process (launcher: false): no server was started.
+    expect(sandbox.spawnServers).toBe(0)
+    // The counter is live: a plain command under the same policy does start one.
+    const policy = c.sandboxPolicy.resolve({ cwd })
+    const invocation = await sandbox.wrap({ argv: ['true'], cwd, policy })
+    expect(invocation.launcher).toBeDefined()
+    expect(sandbox.spawnServers).toBe(1)
   })
 })
