@@ -206,3 +206,17 @@ it('a stack that throws, or does not export a row it lists, is a reason (the boo
   const c = withStack('return {}')
   expect((await loadPrelinked([c.rowUrl], 'dsh', { root: c.root, env: {} })).reason).toMatch(/exported no modules/)
 })
+
+it('a code cache that cannot be written (a home that is not writable) costs only the next compile', async () => {
+  const s = withStack('')
+  writeFileSync(join(s.dir, 'stack-test.script.js'), `(async function (__imports, __import) {"use strict";${STACK_BODY(s.rowUrl)}\n})`)
+  // The cache directory would sit under a regular file: mkdir fails whatever the user's rights.
+  const blocked = join(s.root, 'not-a-dir')
+  writeFileSync(blocked, '')
+  const first = await loadPrelinked([s.rowUrl], 'dsh', { root: s.root, env: {}, cacheDir: join(blocked, 'compile') })
+  expect(first.stack).toEqual({ id: 'stack-test', cache: 'absent' })
+  expect(() => first.saveCodeCache!()).not.toThrow()
+  const second = await loadPrelinked([s.rowUrl], 'dsh', { root: s.root, env: {}, cacheDir: join(blocked, 'compile') })
+  expect(second.stack).toEqual({ id: 'stack-test', cache: 'absent' })
+  expect(((await second.importers![s.rowUrl]()) as { name: string }).name).toBe('from-stack')
+})
