@@ -135,14 +135,13 @@ export class JsonlPersistence extends SessionPersistence {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
       throw error
     }
-    for (const key of keys) {
-      const dir = join(this.root, key, id)
-      if (await exists(join(dir, HEADER_FILE))) {
-        this.dirs.set(id, dir)
-        return dir
-      }
-    }
-    return undefined
+    // One check per project directory, all at once: a new session's id is looked up in every
+    // one of them, and one by one that was a file system round trip per project.
+    const dirs = keys.map((key) => join(this.root, key, id))
+    const found = await Promise.all(dirs.map((dir) => exists(join(dir, HEADER_FILE))))
+    const dir = dirs[found.indexOf(true)]
+    if (dir) this.dirs.set(id, dir)
+    return dir
   }
 
   /**
