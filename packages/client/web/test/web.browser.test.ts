@@ -50,6 +50,16 @@ describe.skipIf(!hasChromium())('dsh web in Chromium', () => {
       await page.waitForURL(/\/s\/[^/]+$/)
       expect(decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!)).toBe(sessionId)
       expect((await app.call('sessions.list', {})).sessions).toHaveLength(1)
+      // New session while the open session is still empty stays on it, decided at the click: no
+      // request at all (a request answered after a prompt typed at once moved the page under it).
+      let requests = 0
+      await page.route('**/api/workspaces.create', (route) => (requests++, route.continue()))
+      await page.route('**/api/sessions.create', (route) => (requests++, route.continue()))
+      await page.locator('[data-testid="new-session"]').click()
+      await page.waitForTimeout(300) // a request would have left within a task of the click
+      expect(requests).toBe(0)
+      expect(decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!)).toBe(sessionId)
+      await page.unrouteAll()
       expect(errors).toEqual([])
     })
     await context.close()
