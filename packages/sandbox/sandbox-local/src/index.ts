@@ -400,8 +400,9 @@ export class LocalSandbox extends SandboxService {
     void this.runProbe()
       .then((fresh) => {
         if (this.disposed) return
-        this.writeProbeCache(fresh)
+        // Confirmed: the stored result stays as it is (no rewrite on every start).
         if (JSON.stringify(fresh) === JSON.stringify(cached)) return
+        this.writeProbeCache(fresh)
         this.ctx.logger('sandbox').warn('the stored sandbox probe result was out of date; commands from now on use the new one (%s)', fresh.selected?.runner ?? 'no runner')
         this.probe = Promise.resolve(fresh)
         if (fresh.selected?.runner !== 'bwrap') {
