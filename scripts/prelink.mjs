@@ -315,7 +315,8 @@ async function stacks(dir, wanted, isHost) {
     const id = basename(out.path, '.mjs')
     const meta = result.metafile.outputs[relative(process.cwd(), out.path)] ?? Object.entries(result.metafile.outputs).find(([k]) => k.endsWith(`/${id}.mjs`))?.[1]
     const statements = meta?.imports?.filter((i) => i.kind === 'import-statement').length
-    const { script, imports } = await toScript(out.text, id, statements)
+    const { script, imports, warnings } = await toScript(out.text, id, statements)
+    for (const warning of warnings) console.warn(warning)
     const enc = new TextEncoder()
     files.push({ path: join(dir, `${id}.script.js`), contents: enc.encode(script) }, { path: join(dir, `${id}.imports.mjs`), contents: enc.encode(imports) })
     described[id].script = `${id}.script.js`

@@ -9,7 +9,7 @@ import { pathToFileURL } from 'node:url'
 import { Script } from 'node:vm'
 import { afterEach, expect, it } from 'vitest'
 
-type ToScript = (text: string, id: string, expected?: number) => Promise<{ script: string; imports: string }>
+type ToScript = (text: string, id: string, expected?: number) => Promise<{ script: string; imports: string; warnings: string[] }>
 const { toScript } = (await import(pathToFileURL(join(import.meta.dirname, '../../../../scripts/prelink-script.mjs')).href)) as { toScript: ToScript }
 
 const dirs: string[] = []
@@ -88,4 +88,12 @@ it('fails the build on what it cannot carry over', async () => {
   await expect(toScript('var a = 1;\n', 'stack-test')).rejects.toThrow(/0 export statements/)
   await expect(toScript('import data from "./x.json" with { type: "json" };\nexport { data };\n', 'stack-test')).rejects.toThrow(/not handled/)
   await expect(toScript('var a = ;\nexport { a };\n', 'stack-test')).rejects.toThrow()
+})
+
+it('warns about a non-ASCII character (one makes the whole script a two-byte string), naming its line', async () => {
+  expect((await toScript(BUNDLE, 'stack-test')).warnings).toEqual([])
+  const wide = BUNDLE.replace('var lazy', 'var quotes = /[\\u201C\\u201D]/;\nvar curly = /[“”]/;\nvar lazy')
+  const { warnings } = await toScript(wide, 'stack-test')
+  expect(warnings).toHaveLength(1)
+  expect(warnings[0]).toMatch(/stack-test has a non-ASCII character on line 15 .*curly/)
 })

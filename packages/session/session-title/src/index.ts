@@ -326,7 +326,9 @@ function usageOf(proposal: TitleProposal, source: string): TitleUsage | undefine
 
 /** A provided title on one line: quotes and a trailing period dropped, cut to `maxLength`. */
 function clean(title: string, maxLength: number): string {
-  const flat = title.replace(/\s+/g, ' ').trim().replace(/^["'`“‘]+|["'`”’]+$/g, '').replace(/\.$/, '').trim()
+  // Curly quotes as escapes: one non-ASCII character makes the whole prelinked stack a two-byte
+  // string (twice the memory, a slower decode and scan at every boot).
+  const flat = title.replace(/\s+/g, ' ').trim().replace(/^["'`\u201C\u2018]+|["'`\u201D\u2019]+$/g, '').replace(/\.$/, '').trim()
   return flat.length <= maxLength ? flat : `${flat.slice(0, maxLength - 1).trimEnd()}…`
 }
 
