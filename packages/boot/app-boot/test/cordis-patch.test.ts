@@ -2,6 +2,8 @@
 // the traceable proxy of a service is built once per (context, service), and the property traps
 // no longer build an Error with a stack for every service read, yet a failed read still throws
 // with the caller's frame on top.
+import { execFileSync } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
 import { Context, Service } from 'cordis'
 import { expect, it } from 'vitest'
 
@@ -222,4 +224,44 @@ it("a listener's context arguments are traced without a call of reflect.trace", 
     delete rawReflect.trace
   }
   expect(traceCalls).toBe(0)
+})
+
+// Third round (note .agents/notes/closure-names.md): closures Cordis creates per call (proxy
+// traps, an effect's disposers, a waterfall's next, ...) are no longer renamed with esbuild's
+// `__name()` (a redefined `name` turned each into a dictionary-mode object). They must keep the
+// names and the `name` descriptor the renaming gave them, now by inference.
+
+const nameDescriptor = (value: string) => ({ value, writable: false, enumerable: false, configurable: true })
+
+it("closures made per call keep their names: a waterfall's next and an effect's disposer", async () => {
+  const root = new Context()
+  let next: (() => unknown) | undefined
+  await root.plugin({
+    name: 'waterfall-listener',
+    apply(ctx: Context) {
+      ctx.on('patch-probe/fall' as never, ((payload: unknown, n: () => unknown) => ((next = n), n())) as never)
+    },
+  })
+  const result = (root.waterfall as (...args: unknown[]) => unknown)('patch-probe/fall', {}, () => 'inner')
+  expect(result).toBe('inner')
+  expect(Object.getOwnPropertyDescriptor(next, 'name')).toEqual(nameDescriptor('next'))
+  const disposeAsync = await root.effect(() => () => {})
+  expect(Object.getOwnPropertyDescriptor(disposeAsync, 'name')).toEqual(nameDescriptor('disposeAsync'))
+})
+
+it('closures made per call are fast-mode objects (no name redefined on them)', () => {
+  const code = `
+    import { Context } from 'cordis'
+    const root = new Context()
+    let next
+    await root.plugin({ name: 'w', apply(ctx) { ctx.on('probe/fall', (p, n) => ((next = n), n())) } })
+    root.waterfall('probe/fall', {}, () => 0)
+    const disposeAsync = await root.effect(() => () => {})
+    console.log(JSON.stringify([next.name, %HasFastProperties(next), disposeAsync.name, %HasFastProperties(disposeAsync)]))
+  `
+  const out = execFileSync(process.execPath, ['--allow-natives-syntax', '--input-type=module', '-e', code], {
+    cwd: fileURLToPath(new URL('..', import.meta.url)),
+    encoding: 'utf8',
+  })
+  expect(JSON.parse(out)).toEqual(['next', true, 'disposeAsync', true])
 })
