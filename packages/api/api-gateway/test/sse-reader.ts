@@ -34,21 +34,9 @@ export class SseReader {
     this.buffer += text
     let end: number
     while ((end = this.buffer.indexOf('\n\n')) >= 0) {
-      const block = this.buffer.slice(0, end)
+      const frame = parseBlock(this.buffer.slice(0, end))
       this.buffer = this.buffer.slice(end + 2)
-      const frame: Frame = { event: 'message', data: undefined }
-      let data = ''
-      for (const line of block.split('\n')) {
-        if (line.startsWith(':')) continue
-        const [field, ...rest] = line.split(': ')
-        const value = rest.join(': ')
-        if (field === 'id') frame.id = Number(value)
-        else if (field === 'event') frame.event = value
-        else if (field === 'data') data += value
-      }
-      if (data === '') continue
-      frame.data = JSON.parse(data)
-      this.frames.push(frame)
+      if (frame) this.frames.push(frame)
     }
     this.notify()
   }
@@ -91,23 +79,24 @@ export const seqs = (frames: Frame[]) => frames.filter((f) => f.id !== undefined
 
 /** The frames of a whole SSE text (the same parsing as the reader's). */
 export function parseFrames(text: string): Frame[] {
-  const frames: Frame[] = []
-  for (const block of text.split('\n\n')) {
-    const frame: Frame = { event: 'message', data: undefined }
-    let data = ''
-    for (const line of block.split('\n')) {
-      if (line.startsWith(':')) continue
-      const [field, ...rest] = line.split(': ')
-      const value = rest.join(': ')
-      if (field === 'id') frame.id = Number(value)
-      else if (field === 'event') frame.event = value
-      else if (field === 'data') data += value
-    }
-    if (data === '') continue
-    frame.data = JSON.parse(data)
-    frames.push(frame)
+  return text.split('\n\n').flatMap((block) => parseBlock(block) ?? [])
+}
+
+/** One SSE block (the lines between two blank lines) as a frame; undefined when it has no data. */
+function parseBlock(block: string): Frame | undefined {
+  const frame: Frame = { event: 'message', data: undefined }
+  let data = ''
+  for (const line of block.split('\n')) {
+    if (line.startsWith(':')) continue
+    const [field, ...rest] = line.split(': ')
+    const value = rest.join(': ')
+    if (field === 'id') frame.id = Number(value)
+    else if (field === 'event') frame.event = value
+    else if (field === 'data') data += value
   }
-  return frames
+  if (data === '') return undefined
+  frame.data = JSON.parse(data)
+  return frame
 }
 
 /**
