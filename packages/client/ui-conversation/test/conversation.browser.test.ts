@@ -164,7 +164,14 @@ describe.skipIf(!hasChromium())('the conversation in Chromium', () => {
       await submit.click()
       await expect.poll(lastAnswer, { timeout: 20_000 }).toBe('SQLite it is.')
       const card = page.locator('[data-node="tool"][data-tool="ask_user_question"]')
-      await card.locator('.dsh-tool-toggle').click()
+      // Open the card. The "Jump to latest" pill can sit over a card at the bottom edge and take
+      // a click meant for it (seen under CI load), so click until the toggle reports open.
+      const toggle = card.locator('.dsh-tool-toggle')
+      await toggle.scrollIntoViewIfNeeded()
+      await expect.poll(async () => {
+        if ((await toggle.getAttribute('aria-expanded')) !== 'true') await toggle.click()
+        return toggle.getAttribute('aria-expanded')
+      }, { timeout: 20_000 }).toBe('true')
       await expect.poll(async () => (await card.allTextContents()).join('')).toContain('selected: SQLite')
       await idle()
     })

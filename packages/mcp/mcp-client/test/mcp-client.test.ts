@@ -200,7 +200,8 @@ describe('@dsh/mcp-client reliability', () => {
     const result = await call(h, 'mcp__changing__wait', {})
     expect(result.error?.code).toBe('MCP_TIMEOUT')
     expect(text(result)).toContain('did not answer within 300 ms')
-    await until(() => existsSync(mark), 'the server to see the cancellation')
+    // writeFileSync creates the file before it writes it: wait for the content, not the file.
+    await until(() => existsSync(mark) && readFileSync(mark, 'utf8') === 'cancelled', 'the server to see the cancellation')
     expect(readFileSync(mark, 'utf8')).toBe('cancelled')
   })
 
