@@ -1,0 +1,93 @@
+// The local patch of @cordisjs/plugin-loader (patches/@cordisjs__plugin-loader@1.0.0-rc.0.patch,
+// note .agents/notes/plugin-loader-tasks.md): `getTasks()` walks the entries without generators,
+// and the checks that only ask whether any task is left (after each entry settles, and the
+// loader service's `check`) stop at the first one through `hasTasks()`. Same answers, same order.
+import { Context } from 'cordis'
+import { Group } from '@cordisjs/plugin-loader'
+import { expect, it } from 'vitest'
+import { DshLoader } from '../src/boot.ts'
+
+/** What getTasks() returned before the patch: every entry's pending task, in entries() order. */
+function unpatchedTasks(loader: DshLoader): unknown[] {
+  return [...loader.entries()].map((entry) => entry._initTask || entry.fiber?.inertia).filter((task) => task !== undefined && task !== null)
+}
+
+it('reports the same pending tasks, in the same order, as the generator walk while a tree mounts', async () => {
+  const root = new Context()
+  let loader!: DshLoader
+  await root.plugin({
+    name: 'host',
+    apply(ctx: Context) {
+      loader = new DshLoader(ctx, { baseUrl: 'file:///tmp/' })
+      loader.builtins.group = Group
+    },
+  })
+  const gates = new Map<string, () => void>()
+  const started: string[] = []
+  loader.importModule = async (url: string) => ({
+    name: url,
+    async apply() {
+      started.push(url)
+      await new Promise<void>((resolve) => gates.set(url, resolve))
+    },
+  })
+  const rows = [
+    { id: 'a', name: 'file:///a.js' },
+    { id: 'g', name: 'cordis:group', group: true, config: [{ id: 'b', name: 'file:///b.js' }, { id: 'c', name: 'file:///c.js' }] },
+    { id: 'd', name: 'file:///d.js' },
+  ]
+  const updating = loader.root.update(rows as never)
+  const check = () => {
+    const tasks = loader.getTasks()
+    expect(tasks).toEqual(unpatchedTasks(loader))
+    expect(loader.hasTasks()).toBe(tasks.length > 0)
+    return tasks.length
+  }
+  expect(check()).toBeGreaterThan(0)
+  // Every row starts and waits on its gate; then they finish one by one, in an order unlike
+  // the rows', checking the two answers at each step.
+  while (started.length < 4) await new Promise((resolve) => setTimeout(resolve, 1))
+  expect(check()).toBe(4)
+  for (const url of ['file:///c.js', 'file:///a.js', 'file:///d.js', 'file:///b.js']) {
+    gates.get(url)!()
+    await new Promise((resolve) => setTimeout(resolve, 1))
+    check()
+  }
+  await updating
+  await loader.await()
+  expect(loader.hasTasks()).toBe(false)
+  expect(loader.getTasks()).toEqual([])
+  await root.registry.get(loader.ctx.fiber.runtime!.callback)?.fibers[0]?.dispose()
+})
+
+it('announces the loader to the tree only once every entry has settled', async () => {
+  const root = new Context()
+  let loader!: DshLoader
+  await root.plugin({
+    name: 'host',
+    apply(ctx: Context) {
+      loader = new DshLoader(ctx, { baseUrl: 'file:///tmp/' })
+    },
+  })
+  let release!: () => void
+  // Tasks left at each announcement of the loader service (after an entry settles with none left).
+  const left: number[] = []
+  root.on('internal/service', (name: unknown) => {
+    if (name === 'loader') left.push(unpatchedTasks(loader).length)
+  })
+  loader.importModule = async (url: string) =>
+    url === 'file:///slow.js'
+      ? { name: 'slow', apply: () => new Promise<void>((resolve) => (release = resolve)) }
+      : { name: 'fast', apply() {} }
+  const updating = loader.root.update([{ id: 'fast', name: 'file:///fast.js' }, { id: 'slow', name: 'file:///slow.js' }] as never)
+  while (!release) await new Promise((resolve) => setTimeout(resolve, 1))
+  // The fast entry has settled while the slow one is pending: no announcement yet.
+  await new Promise((resolve) => setTimeout(resolve, 5))
+  expect(left).toEqual([])
+  release()
+  await updating
+  await loader.await()
+  await new Promise((resolve) => setTimeout(resolve, 5))
+  expect(left.length).toBeGreaterThan(0)
+  expect(left.every((n) => n === 0)).toBe(true)
+})
