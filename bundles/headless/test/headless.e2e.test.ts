@@ -162,6 +162,13 @@ describe('dsh --profile headless', () => {
     for (const flag of ['--output-format', '--model', '--max-steps', '-r, --resume', '-c, --continue', '-p, --print', '--all', '--patch FILE', '--profile NAME']) expect(help.stdout).toContain(flag)
   })
 
+  it('a one-shot reads settings.yaml once: the settings row runs without a file watcher', async () => {
+    const { home, cwd } = workspace()
+    const dump = await dsh(['--profile', 'headless', '--dump-config'], { DSH_HOME: home }, cwd)
+    expect(dump.code).toBe(0)
+    expect(dump.stdout).toMatch(/- id: settings\n\s+name: "@dsh\/settings-file"\n\s+config:\n\s+watch: false\n/)
+  })
+
   it('a turn that does not complete exits 1 with the reason on stderr', async () => {
     const { home, cwd } = workspace()
     const s = await withMock([{ error: { status: 400, message: 'bad request body' } }])
