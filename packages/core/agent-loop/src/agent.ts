@@ -206,11 +206,14 @@ export class LoopAgent implements Agent {
           this.inbox.restore(claimed)
           break
         }
+        // Work listeners defer to the response of this step's request (see RequestPayload.defer).
+        const gates: Array<Promise<unknown>> = []
         const payload = {
           agent: this as Agent,
           turn,
           step,
           messages: claimed.map((q) => ({ content: q.content, source: q.source })),
+          defer: deferInto(gates),
         }
         const decision: PreStepDecision = await this.services.events.waterfall('agent/pre-step', payload, async () => ({
           action: 'enter' as const,
@@ -228,7 +231,7 @@ export class LoopAgent implements Agent {
           session.append('user/message', { content: toBlocks(message.content), source: message.source })
         }
         claimed = []
-        const outcome = await this.runStep(turn, step, controller.signal)
+        const outcome = await this.runStep(turn, step, controller.signal, gates)
         if (outcome.kind === 'done' || outcome.kind === 'tools') {
           attempt = 0
           const last = session.last('assistant/message')
@@ -359,10 +362,25 @@ export class LoopAgent implements Agent {
     return request
   }
 
-  private async runStep(turn: number, step: number, signal: AbortSignal): Promise<StepOutcome> {
+  private async runStep(turn: number, step: number, signal: AbortSignal, gates: Array<Promise<unknown>> = []): Promise<StepOutcome> {
     const { session } = this
     const request = this.buildRequest(turn, step, signal)
-    await this.services.events.waterfall('agent/request', { agent: this, turn, step, request }, async () => {})
+    await this.services.events.waterfall('agent/request', { agent: this, turn, step, request, defer: deferInto(gates) }, async () => {})
+    // Deferred work (the request's durability checkpoint) runs while the request is in flight;
+    // nothing of the response is taken before it has finished. Its failure is our side's failure.
+    let gate: Promise<unknown> | undefined = gates.length > 0 ? Promise.all(gates) : undefined
+    gate?.catch(() => {}) // awaited below on every path; never an unhandled rejection meanwhile
+    const passGate = async (): Promise<{ error: unknown } | undefined> => {
+      if (!gate) return undefined
+      const pending = gate
+      gate = undefined
+      try {
+        await pending
+        return undefined
+      } catch (error) {
+        return { error }
+      }
+    }
     const assembler = new BlockAssembler()
     let failure: LlmError | undefined
     // Only the stream itself can fail as the model: what our side does with a chunk (logging it,
@@ -375,6 +393,10 @@ export class LoopAgent implements Agent {
       iterator = this.services.llm.stream(request)[Symbol.asyncIterator]()
       for (;;) {
         const next = await iterator.next()
+        if (gate) {
+          local = await passGate()
+          if (local) break
+        }
         if (next.done || signal.aborted) break
         try {
           session.append('assistant/chunk', { chunk: next.value })
@@ -387,6 +409,9 @@ export class LoopAgent implements Agent {
     } catch (error) {
       failure = toLlmError(error)
       iterator = undefined
+      // A failed stream is not looked at (retried or reported) before the deferred work is done;
+      // if that failed too, ours is the failure that counts.
+      local = await passGate()
     }
     // Stop a stream we left early (cancelled, or our side failed): closes the HTTP request.
     if (iterator && (local || signal.aborted)) await iterator.return?.().catch(() => {})
@@ -471,6 +496,17 @@ export class LoopAgent implements Agent {
   }
 }
 
+
+/**
+ * `defer` for a step's payloads: collects the promise (marked handled at once, so a rejection
+ * that arrives before the loop awaits it is not reported as unhandled; the loop still sees it).
+ */
+function deferInto(gates: Array<Promise<unknown>>): (work: Promise<unknown>) => void {
+  return (work) => {
+    work.catch(() => {})
+    gates.push(work)
+  }
+}
 
 /** Resolves true after `ms`, false if the signal aborts first. */
 function sleep(ms: number, signal: AbortSignal): Promise<boolean> {

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { Context } from 'cordis'
 import { createHarness, type Harness } from '@dsh/agent-loop-testkit'
 import type { SessionEvent } from '@dsh/session'
@@ -249,6 +249,81 @@ describe('agent loop', () => {
     expect(types(harness.session.events)).toEqual(['turn/start', 'step/start', 'user/message', 'request/header', 'step/end', 'turn/end'])
   })
 
+  it('sends the request before deferred work ends and takes none of the response until it has', async () => {
+    const order: string[] = []
+    let finish!: () => void
+    harness = await createHarness({
+      script: [
+        () => {
+          order.push('model saw the request')
+          return { text: 'answer' }
+        },
+      ],
+    })
+    await harness.mount({
+      name: 'slow-checkpoint',
+      apply(ctx: Context) {
+        ctx.on('agent/request', async (payload, next) => {
+          payload.defer!(new Promise<void>((resolve) => (finish = resolve)).then(() => void order.push('deferred work done')))
+          return next()
+        })
+        ctx.on('session/event', (_session, event) => {
+          if (event.type === 'assistant/chunk' && !order.includes('first chunk logged')) order.push('first chunk logged')
+        })
+      },
+    })
+    const result = harness.prompt('hi')
+    await vi.waitFor(() => expect(order).toEqual(['model saw the request']))
+    // The stream has its answer, but nothing of it is logged while the work is pending.
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    expect(harness.session.events.some((e) => e.type === 'assistant/chunk')).toBe(false)
+    finish()
+    expect(await result).toMatchObject({ reason: 'completed', text: 'answer' })
+    expect(order).toEqual(['model saw the request', 'deferred work done', 'first chunk logged'])
+  })
+
+  it('a deferred rejection (also deferred at pre-step) ends the turn with its code, nothing of the response logged, no retry', async () => {
+    harness = await createHarness({ script: [{ toolCalls: [{ name: 'echo', arguments: { value: 'x' } }] }, { text: 'a paid retry' }] })
+    let ran = 0
+    await harness.mount(toolPlugin('echo', (a) => (ran++, a.value)))
+    await harness.mount({
+      name: 'failing-deferred-checkpoint',
+      apply(ctx: Context) {
+        ctx.on('agent/request-error', (async () => ({ action: 'retry', delayMs: 0 })) as never)
+        ctx.on('agent/pre-step', async (payload, next) => {
+          payload.defer!(Promise.reject(Object.assign(new Error('disk full while flushing'), { code: 'CHECKPOINT_FAILED' })))
+          return next()
+        })
+      },
+    })
+    const result = await harness.prompt('hi')
+    expect(result).toMatchObject({ reason: 'error', error: { code: 'CHECKPOINT_FAILED', message: 'disk full while flushing' } })
+    expect(harness.model.requests).toHaveLength(1)
+    expect(ran).toBe(0)
+    expect(harness.session.events.some((e) => e.type === 'assistant/chunk')).toBe(false)
+    expect(types(harness.session.events)).toEqual(['turn/start', 'step/start', 'user/message', 'request/header', 'step/end', 'turn/end'])
+    expect(harness.session.last('step/end')!.data).toMatchObject({ finish: 'error' })
+  })
+
+  it('a deferred rejection wins over a failed stream: the turn ends with it, not as a provider error', async () => {
+    harness = await createHarness({ script: [{ error: { code: 'RATE_LIMIT', message: 'slow down' } }, { text: 'a paid retry' }] })
+    const seen: string[] = []
+    await harness.mount({
+      name: 'failing-deferred-checkpoint',
+      apply(ctx: Context) {
+        ctx.on('agent/request-error', async (payload) => (seen.push(payload.error.code), { action: 'retry', delayMs: 0 }))
+        ctx.on('agent/request', async (payload, next) => {
+          payload.defer!(new Promise((_, reject) => setTimeout(() => reject(Object.assign(new Error('flush failed'), { code: 'CHECKPOINT_FAILED' })), 10)))
+          return next()
+        })
+      },
+    })
+    const result = await harness.prompt('hi')
+    expect(result).toMatchObject({ reason: 'error', error: { code: 'CHECKPOINT_FAILED' } })
+    expect(seen).toEqual([])
+    expect(harness.model.requests).toHaveLength(1)
+  })
+
   it('logs each tool result as soon as it and the earlier calls are done', async () => {
     let seenBeforeSecond: string[] = []
     harness = await createHarness({
@@ -335,6 +410,7 @@ describe('plugin failures (issue 14 item 14)', () => {
     expect(result).toMatchObject({ reason: 'error', error: { code: 'PLUGIN_ERROR' } })
     expect(result.error!.message).toMatch(/^plugin "assistant-message-bomb" failed/)
     expect(ran).toBe(0)
+    expect(harness.session.events.some((e) => e.type === 'assistant/chunk')).toBe(false)
     expect(types(harness.session.events)).toEqual([
       'turn/start', 'step/start', 'user/message', 'request/header', 'assistant/message', 'tool/call', 'tool/call', 'tool/result', 'tool/result', 'step/end', 'turn/end',
     ])

@@ -81,6 +81,11 @@ export interface PreStepPayload {
   step: number
   /** The input this step will enter into the log, in order. Listeners may append to it. */
   messages: InjectedContext[]
+  /**
+   * Work the step's model response must wait for, without holding the request back (see
+   * `RequestPayload.defer`). Absent from loops that do not support it: then await the work.
+   */
+  defer?(work: Promise<unknown>): void
 }
 export type PreStepDecision =
   | { action: 'enter'; messages: InjectedContext[] }
@@ -92,6 +97,15 @@ export interface RequestPayload {
   step: number
   /** The request about to be sent. Changing model-visible fields here must be logged first. */
   request: LlmRequest
+  /**
+   * Work that may run while the request is in flight but must finish before anything of its
+   * response is logged or acted on (a durability checkpoint): the loop sends the request at once,
+   * then waits for every deferred promise before it takes the first chunk or a stream failure. A
+   * rejection ends the step (`step/end {finish: error}`, nothing of the response logged) and the
+   * turn `error` with the rejection's `code` (else INTERNAL), never as a provider error.
+   * Absent from loops that do not support it: then await the work before `next()`.
+   */
+  defer?(work: Promise<unknown>): void
 }
 
 export interface RequestErrorPayload {

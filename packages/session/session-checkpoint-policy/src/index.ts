@@ -1,6 +1,7 @@
 // @dsh/session-checkpoint-policy: semantic durability points for persisted agents. The log is made
-// durable before a model request leaves, before a top-level tool body runs (after logging
-// `tool/started`), and at each pre-step; when that fails, the call it guards does not happen.
+// durable before a model request's response is taken (the flush overlaps the request when the loop
+// offers `defer`, else before the request leaves), before a top-level tool body runs (after
+// logging `tool/started`), and at each pre-step; when that fails, what it guards does not happen.
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { } from '@dsh/agent'
@@ -19,12 +20,20 @@ export interface Config {
   beforeTool?: boolean
   /** Flush at each `agent/pre-step`. */
   atPreStep?: boolean
+  /**
+   * Let the pre-step and request flushes run while the request is in flight (the loop waits for
+   * them before it takes any of the response); false holds the request until they are done.
+   */
+  overlapRequest?: boolean
 }
 
 export const Config: Schema<Config> = Schema.object({
   beforeRequest: Schema.boolean().default(true).description('Flush before each model request.'),
   beforeTool: Schema.boolean().default(true).description('Log tool/started and flush before a top-level tool body runs.'),
   atPreStep: Schema.boolean().default(true).description('Flush at each pre-step boundary.'),
+  overlapRequest: Schema.boolean()
+    .default(true)
+    .description('Pre-step and request flushes run while the request is in flight; the response waits for them (false: the request waits).'),
 })
 
 export const CHECKPOINT_FAILED = 'CHECKPOINT_FAILED'
@@ -58,7 +67,7 @@ export function isTopLevelCall(session: Session, callId: string): boolean {
 
 
 export function apply(ctx: Context, config: Config = {}) {
-  const options = { beforeRequest: true, beforeTool: true, atPreStep: true, ...config }
+  const options = { beforeRequest: true, beforeTool: true, atPreStep: true, overlapRequest: true, ...config }
   // Both are required injects: Cordis restarts this plugin when either changes, so the plain
   // objects read once here never go stale. Three checkpoints a turn used to read them each time.
   const durableSessions = plainService(ctx.durableSessions)
@@ -75,6 +84,12 @@ export function apply(ctx: Context, config: Config = {}) {
     ctx.on(
       'agent/pre-step',
       async (payload, next) => {
+        // Overlapped: the step goes on; its response waits for this flush, and a failure of it
+        // ends the turn there (CHECKPOINT_FAILED) before anything of the response is logged.
+        if (options.overlapRequest && payload.defer) {
+          payload.defer(checkpoint(payload.agent.session.id, 'pre-step'))
+          return next()
+        }
         try {
           await checkpoint(payload.agent.session.id, 'pre-step')
         } catch (error) {
@@ -89,7 +104,10 @@ export function apply(ctx: Context, config: Config = {}) {
   if (options.beforeRequest) {
     // Registered last-in-line (not prepended) so listeners that log request changes run first.
     ctx.on('agent/request', async (payload, next) => {
-      await checkpoint(payload.agent.session.id, 'request')
+      // Overlapped: the request leaves now and the loop takes none of its response before every
+      // event logged so far (the user's prompt among them) is durable.
+      if (options.overlapRequest && payload.defer) payload.defer(checkpoint(payload.agent.session.id, 'request'))
+      else await checkpoint(payload.agent.session.id, 'request')
       return next()
     })
   }

@@ -45,7 +45,7 @@ function probeTool(seen: Array<{ pending: number; started: boolean }>) {
 }
 
 describe('checkpoints (jsonl)', () => {
-  it('makes the log durable before each request, each top-level tool body and each pre-step', async () => {
+  it('without overlap: makes the log durable before each request, each top-level tool body and each pre-step', async () => {
     const atRequest: number[] = []
     const atPreStep: number[] = []
     const inTool: Array<{ pending: number; started: boolean }> = []
@@ -74,7 +74,7 @@ describe('checkpoints (jsonl)', () => {
       plugins: [
         [JsonlPersistence, { root, batchWindowMs: 10_000 }],
         [DurableSessions, {}],
-        [Policy, {}],
+        [Policy, { overlapRequest: false }],
         [preStepProbe],
         [probeTool(inTool)],
       ],
@@ -122,8 +122,8 @@ describe('a failed flush stops the call (sqlite held by another connection)', ()
     }
   }
 
-  it('rejects the step at pre-step, then recovers with a contiguous log', async () => {
-    const { path, plugins } = mountSqlite()
+  it('without overlap: rejects the step at pre-step, then recovers with a contiguous log', async () => {
+    const { path, plugins } = mountSqlite({ overlapRequest: false })
     harness = await createHarness({ script: [{ text: 'hi' }], plugins })
     await harness.ctx.sessionPersistence.flush()
     const release = hold(path)
@@ -140,8 +140,8 @@ describe('a failed flush stops the call (sqlite held by another connection)', ()
     expect(stored.length).toBe(harness.session.length)
   })
 
-  it('fails the model request when the request checkpoint fails', async () => {
-    const { path, plugins } = mountSqlite({ atPreStep: false })
+  it('without overlap: fails the model request when the request checkpoint fails', async () => {
+    const { path, plugins } = mountSqlite({ atPreStep: false, overlapRequest: false })
     harness = await createHarness({ script: [{ text: 'hi' }], plugins })
     await harness.ctx.sessionPersistence.flush()
     const release = hold(path)
@@ -153,7 +153,8 @@ describe('a failed flush stops the call (sqlite held by another connection)', ()
   })
 
   it('answers the tool call with an error result and does not run the body', async () => {
-    const { path, plugins } = mountSqlite()
+    // Without overlap the request checkpoint has passed when the model answers (held below).
+    const { path, plugins } = mountSqlite({ overlapRequest: false })
     const ran: Array<{ pending: number; started: boolean }> = []
     let release: (() => void) | undefined
     harness = await createHarness({
@@ -175,6 +176,90 @@ describe('a failed flush stops the call (sqlite held by another connection)', ()
     expect(JSON.stringify(toolResult?.data)).toMatch(/not run/)
     // The next pre-step could not checkpoint either, so the turn stopped there.
     expect(result.reason).toBe('blocked')
+    await harness.ctx.sessionPersistence.flush()
+    expect((await harness.ctx.sessionPersistence.readFrom(harness.session.id, 0)).length).toBe(harness.session.length)
+  })
+})
+
+describe('overlapped with the request (overlapRequest, the default)', () => {
+  /** The jsonl backend on real files, each write held back a little and counted once durable. */
+  function slowJsonl(durable: { records: number }) {
+    return class SlowJsonl extends JsonlPersistence {
+      protected override async backendWrite(id: Parameters<JsonlPersistence['backendWrite']>[0], records: Parameters<JsonlPersistence['backendWrite']>[1]) {
+        await new Promise((resolve) => setTimeout(resolve, 30))
+        await super.backendWrite(id, records)
+        durable.records += records.length
+      }
+    }
+  }
+
+  it('sends the request before the log is durable and logs none of the response before it is (prompt included)', async () => {
+    const durable = { records: 0 }
+    const atRequest: Array<{ durable: number; logged: number }> = []
+    const atFirstChunk: Array<{ durable: number; seq: number }> = []
+    const inTool: Array<{ pending: number; started: boolean }> = []
+    let sessionId = ''
+    const chunkProbe = {
+      name: 'chunk-probe',
+      apply(ctx: Context) {
+        ctx.on('session/event', (session, event) => {
+          if (session.id !== sessionId || event.type !== 'assistant/chunk') return
+          const previous = session.events[event.seq - 1]
+          if (previous?.type !== 'assistant/chunk') atFirstChunk.push({ durable: durable.records, seq: event.seq })
+        })
+      },
+    }
+    harness = await createHarness({
+      script: [
+        () => {
+          atRequest.push({ durable: durable.records, logged: harness!.session.length })
+          return { toolCalls: [{ name: 'probe', arguments: {} }] }
+        },
+        () => {
+          atRequest.push({ durable: durable.records, logged: harness!.session.length })
+          return { text: 'done' }
+        },
+      ],
+      plugins: [
+        [slowJsonl(durable) as never, { root, batchWindowMs: 10_000 }],
+        [DurableSessions, {}],
+        [Policy, {}],
+        [chunkProbe],
+        [probeTool(inTool)],
+      ],
+    })
+    sessionId = harness.session.id
+    const result = await harness.prompt('go')
+    expect(result.reason).toBe('completed')
+    // The requests left while their flushes were still running...
+    expect(atRequest.length).toBe(2)
+    for (const seen of atRequest) expect(seen.durable).toBeLessThan(seen.logged)
+    // ...and the first chunk of each response was logged only once every earlier event (the
+    // user's prompt and the request header among them) was durable.
+    expect(atFirstChunk.length).toBe(2)
+    for (const seen of atFirstChunk) expect(seen.durable).toBe(seen.seq)
+    expect(inTool).toEqual([{ pending: 0, started: true }])
+  })
+
+  it('a failed flush lets the request go but drops its response: the turn ends CHECKPOINT_FAILED, then recovers', async () => {
+    const path = join(root, 'sessions.sqlite')
+    harness = await createHarness({
+      script: [{ toolCalls: [{ name: 'probe', arguments: {} }] }, { text: 'after recovery' }],
+      plugins: [[SqlitePersistence, { path, busyTimeoutMs: 20, batchWindowMs: 10_000 }], [DurableSessions, {}], [Policy, {}], [probeTool([])]] as never,
+    })
+    await harness.ctx.sessionPersistence.flush()
+    const other = new Database(path, { timeout: 0 })
+    other.exec('BEGIN EXCLUSIVE')
+    const failed = await harness.prompt('first')
+    other.exec('ROLLBACK')
+    other.close()
+    expect(failed.reason).toBe('error')
+    expect(failed.error?.code).toBe(Policy.CHECKPOINT_FAILED)
+    expect(harness.model.requests.length).toBe(1)
+    // Nothing of the response was logged or run.
+    expect(harness.session.events.some((e) => e.type === 'assistant/chunk' || e.type === 'tool/call' || e.type === 'tool/started')).toBe(false)
+    const ok = await harness.prompt('second')
+    expect(ok.reason).toBe('completed')
     await harness.ctx.sessionPersistence.flush()
     expect((await harness.ctx.sessionPersistence.readFrom(harness.session.id, 0)).length).toBe(harness.session.length)
   })
