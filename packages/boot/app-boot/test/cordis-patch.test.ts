@@ -4,7 +4,7 @@
 // with the caller's frame on top.
 import { execFileSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { Context, Service } from 'cordis'
+import { Context, type Fiber, Service } from 'cordis'
 import { expect, it } from 'vitest'
 
 class PatchProbe extends Service {
@@ -264,4 +264,334 @@ it('closures made per call are fast-mode objects (no name redefined on them)', (
     encoding: 'utf8',
   })
   expect(JSON.parse(out)).toEqual(['next', true, 'disposeAsync', true])
+})
+
+// Fourth round (note .agents/notes/cordis-notify-index.md): `reflect.notify(names)` no longer walks
+// every fiber of every runtime; an index from service name to the fibers whose `inject` names it
+// gives the same fibers in the same order (registry insertion order of the runtimes, then each
+// runtime's fibers in order). The expected orders below are those of the original walk, which
+// `walkOrder` re-implements without side effects.
+
+type AnyFiber = Fiber<Context>
+type Notify = (names: string[], filter?: (ctx: Context, name: string) => boolean) => AnyFiber[]
+const isolateKey = Symbol.for('cordis.isolate')
+const isolated = (ctx: Context, name: string) => (ctx as unknown as Record<symbol, Record<string, symbol>>)[isolateKey][name]
+
+function walkOrder(root: Context, names: string[], filter = (ctx: Context, name: string) => isolated(ctx, name) === isolated(root, name)) {
+  const fibers: AnyFiber[] = []
+  for (const runtime of root.registry.values()) {
+    for (const fiber of runtime.fibers) {
+      if (names.some((name) => name in fiber.inject && filter(fiber.ctx, name))) fibers.push(fiber)
+    }
+  }
+  return fibers
+}
+const notifyOf = (root: Context) => root.reflect.notify.bind(root.reflect) as unknown as Notify
+
+/** A consumer plugin of `inject` that logs `apply <label>` and `dispose <label>`. */
+function consumer(name: string, inject: string[], log: string[]) {
+  let n = 0
+  return {
+    name,
+    inject,
+    apply(ctx: Context) {
+      const label = `${name}#${++n}`
+      log.push(`apply ${label}`)
+      ctx.effect(() => () => void log.push(`dispose ${label}`))
+    },
+  }
+}
+function provider(name: string, value: unknown = {}) {
+  return { name: `provide-${name}`, apply: (ctx: Context) => void ctx.reflect.provide(name, value) }
+}
+const labelOf = (fiber: AnyFiber) => `${fiber.runtime?.name}:${fiber.uid}`
+
+it('notify visits the fibers in the order of the original walk: runtimes in registry order, then their fibers', async () => {
+  const root = new Context()
+  const log: string[] = []
+  await root.plugin(provider('svcA'))
+  const x = consumer('x', ['svcA'], log)
+  const y = consumer('y', ['svcA'], log)
+  const other = consumer('other', ['svcB'], log)
+  const x1 = root.plugin(x)
+  const o1 = root.plugin(other)
+  const y1 = root.plugin(y)
+  // A later fiber of an earlier runtime comes before the fibers of the later runtime.
+  const x2 = root.plugin(x)
+  const z = consumer('z', ['svcA', 'svcB'], log)
+  let z1!: AnyFiber
+  await root.plugin({ name: 'host', apply: (ctx: Context) => void (z1 = ctx.plugin(z)) })
+  await Promise.all([x1, o1, y1, x2, z1].map((f) => f.await().catch(() => {})))
+  const notified = notifyOf(root)(['svcA'])
+  expect(notified.map(labelOf)).toEqual(walkOrder(root, ['svcA']).map(labelOf))
+  expect(notified.map(labelOf)).toEqual([x1, x2, y1, z1].map(labelOf))
+  // Several names: each fiber once, still in walk order.
+  const both = notifyOf(root)(['svcB', 'svcA'])
+  expect(both.map(labelOf)).toEqual(walkOrder(root, ['svcB', 'svcA']).map(labelOf))
+  expect(both.map(labelOf)).toEqual([x1, x2, o1, y1, z1].map(labelOf))
+})
+
+it('a runtime removed and added again is visited after the runtimes added in between', async () => {
+  const root = new Context()
+  const log: string[] = []
+  await root.plugin(provider('svcA'))
+  const x = consumer('x', ['svcA'], log)
+  const y = consumer('y', ['svcA'], log)
+  const w = consumer('w', ['svcA'], log)
+  await root.plugin(x)
+  await root.plugin(y)
+  const w1 = root.plugin(w)
+  await w1
+  expect(notifyOf(root)(['svcA']).map((f) => f.runtime?.name)).toEqual(['x', 'y', 'w'])
+  root.registry.delete(x)
+  await root.plugin(x)
+  // The last fiber of a runtime going away removes the runtime too.
+  await w1.dispose()
+  await root.plugin(w)
+  const order = notifyOf(root)(['svcA']).map((f) => f.runtime?.name)
+  expect(order).toEqual(walkOrder(root, ['svcA']).map((f) => f.runtime?.name))
+  expect(order).toEqual(['y', 'x', 'w'])
+})
+
+it('a dependent plugin reloads when its service comes back, in the order of the walk', async () => {
+  const root = new Context()
+  const log: string[] = []
+  const x = consumer('x', ['svcA'], log)
+  const y = consumer('y', ['svcA'], log)
+  await root.plugin(x)
+  await root.plugin(y)
+  await root.plugin(x)
+  const first = root.plugin(provider('svcA', { n: 1 }))
+  await first
+  await new Promise((r) => setTimeout(r, 0))
+  expect(log).toEqual(['apply x#1', 'apply x#2', 'apply y#1'])
+  log.length = 0
+  await first.dispose()
+  expect(log).toEqual(['dispose x#1', 'dispose x#2', 'dispose y#1'])
+  log.length = 0
+  root.registry.delete(x)
+  await root.plugin(x)
+  await root.plugin(provider('svcA', { n: 2 }))
+  await new Promise((r) => setTimeout(r, 0))
+  expect(log).toEqual(['apply y#2', 'apply x#3'])
+})
+
+it('fibers under an isolated service are notified only for their own provider; the filter still runs per candidate', async () => {
+  const root = new Context()
+  const log: string[] = []
+  const outer = consumer('outer', ['svcA'], log)
+  const inner = consumer('inner', ['svcA'], log)
+  const unrelated = consumer('unrelated', ['svcB'], log)
+  const scope = root.isolate('svcA')
+  await root.plugin(outer)
+  await scope.plugin(inner)
+  await root.plugin(unrelated)
+  const rootProvider = root.plugin(provider('svcA'))
+  await rootProvider
+  await new Promise((r) => setTimeout(r, 0))
+  expect(log).toEqual(['apply outer#1'])
+  const scoped = scope.plugin(provider('svcA'))
+  await scoped
+  await new Promise((r) => setTimeout(r, 0))
+  expect(log).toEqual(['apply outer#1', 'apply inner#1'])
+  log.length = 0
+  await rootProvider.dispose()
+  expect(log).toEqual(['dispose outer#1'])
+  // A custom filter is called once per fiber that injects the name, in walk order.
+  const seen: string[] = []
+  const notified = notifyOf(root)(['svcA'], (ctx, name) => {
+    seen.push(`${ctx.fiber.runtime?.name}:${name}`)
+    return true
+  })
+  expect(seen).toEqual(['outer:svcA', 'inner:svcA'])
+  expect(notified.map((f) => f.runtime?.name)).toEqual(['outer', 'inner'])
+  expect(notifyOf(root)(['svcA']).map(labelOf)).toEqual(walkOrder(root, ['svcA']).map(labelOf))
+  expect(notifyOf(scope)(['svcA']).map((f) => f.runtime?.name)).toEqual(['inner'])
+})
+
+it('services provided and removed while their dependents load end in the same state', async () => {
+  const root = new Context()
+  const log: string[] = []
+  let release!: () => void
+  const gate = new Promise<void>((r) => (release = r))
+  let runs = 0
+  const slow = {
+    name: 'slow',
+    inject: ['svcA'],
+    async apply(ctx: Context) {
+      const label = `slow#${++runs}`
+      log.push(`apply ${label} ${(ctx.get('svcA') as { n: number }).n}`)
+      ctx.effect(() => () => void log.push(`dispose ${label}`))
+      await gate
+    },
+  }
+  const fast = consumer('fast', ['svcA', 'svcB'], log)
+  const other = consumer('other', ['svcA'], log)
+  root.plugin(fast)
+  root.plugin(slow)
+  root.plugin(other)
+  // Second fibers of the first two runtimes, pushed after the third runtime's.
+  root.plugin(fast)
+  root.plugin(slow)
+  const a1 = root.plugin(provider('svcA', { n: 1 }))
+  const b1 = root.plugin(provider('svcB'))
+  await a1
+  await new Promise((r) => setTimeout(r, 0))
+  // slow is still loading when its service goes and a new one comes.
+  void a1.dispose()
+  const a2 = root.plugin(provider('svcA', { n: 2 }))
+  release()
+  await a2
+  await b1
+  for (let i = 0; i < 5; i++) await new Promise((r) => setTimeout(r, 0))
+  // As with the original walk: the slow fibers unload once their first run has finished, and the
+  // fibers of a runtime come together, in registry order, every time.
+  expect(log).toEqual([
+    'apply slow#1 1',
+    'apply slow#2 1',
+    'apply other#1',
+    'apply fast#1',
+    'apply fast#2',
+    'dispose fast#1',
+    'dispose fast#2',
+    'dispose other#1',
+    'dispose slow#1',
+    'dispose slow#2',
+    'apply fast#3',
+    'apply fast#4',
+    'apply other#2',
+    'apply slow#3 2',
+    'apply slow#4 2',
+  ])
+  expect([...root.registry.values()].flatMap((r) => [...r.fibers]).map((f) => `${f.runtime?.name}:${f.state}`)).toEqual([
+    'fast:2',
+    'fast:2',
+    'slow:2',
+    'slow:2',
+    'other:2',
+    // The first provider's runtime left with its only fiber; the second one is a new runtime.
+    'provide-svcB:2',
+    'provide-svcA:2',
+  ])
+})
+
+it("an inject name added in `internal/plugin` (as the loader does) is indexed", async () => {
+  const root = new Context()
+  const log: string[] = []
+  root.on('internal/plugin', (fiber: AnyFiber) => {
+    if (fiber.uid && fiber.runtime?.name === 'late') (fiber.inject as Record<string, unknown>).svcC = null
+  })
+  const late = root.plugin(consumer('late', [], log))
+  await late
+  expect(log).toEqual([])
+  const c = root.plugin(provider('svcC'))
+  await c
+  await late.await()
+  expect(log).toEqual(['apply late#1'])
+  await c.dispose()
+  expect(log).toEqual(['apply late#1', 'dispose late#1'])
+  expect(notifyOf(root)(['svcC']).map((f) => f.runtime?.name)).toEqual(['late'])
+})
+
+it('notify does not look at fibers that inject none of the names', async () => {
+  const root = new Context()
+  const log: string[] = []
+  let checks = 0
+  // Counts `name in fiber.inject` on every fiber of one runtime (replaced before the fiber is
+  // pushed into its runtime, as the loader completes inject maps).
+  root.on('internal/plugin', (fiber: AnyFiber) => {
+    if (!fiber.uid || fiber.runtime?.name !== 'watched' || Object.hasOwn(fiber.inject, '__counted')) return
+    const target = Object.assign(Object.create(null), fiber.inject)
+    fiber.inject = new Proxy(target, { has: (t, p) => (checks++, Reflect.has(t, p)) })
+  })
+  for (let i = 0; i < 5; i++) await root.plugin(consumer('watched', ['svcA'], log))
+  await root.plugin(provider('svcB'))
+  checks = 0
+  const b2 = root.plugin({ name: 'b2', apply: (ctx: Context) => void ctx.reflect.provide('svcD', {}) })
+  await b2
+  await b2.dispose()
+  notifyOf(root)(['svcB', 'svcD'])
+  expect(checks).toBe(0)
+  // Still visited for their own service.
+  expect(notifyOf(root)(['svcA'])).toHaveLength(5)
+  expect(checks).toBe(5)
+})
+
+it('fibers and runtimes added or removed by a callback during the walk are visited as the original walk does', async () => {
+  const root = new Context()
+  const log: string[] = []
+  const x = consumer('x', ['svcA'], log)
+  const y = consumer('y', ['svcA'], log)
+  const w = consumer('w', ['svcA'], log)
+  const v = consumer('v', ['svcA'], log)
+  const x1 = root.plugin(x)
+  const x2 = root.plugin(x)
+  const y1 = root.plugin(y)
+  const w1 = root.plugin(w)
+  let y2!: AnyFiber
+  let v1!: AnyFiber
+  let fired = false
+  const notified = notifyOf(root)(['svcA'], (ctx) => {
+    if (ctx.fiber === (x1 as AnyFiber).ctx.fiber && !fired) {
+      fired = true
+      // The current runtime leaves the registry (its other fiber is still visited), a later one
+      // goes, a later one gains a fiber and a new one comes at the end.
+      root.registry.delete(x)
+      root.registry.delete(w)
+      y2 = root.plugin(y)
+      v1 = root.plugin(v)
+    }
+    return true
+  })
+  expect(notified.map(labelOf)).toEqual([x1, x2, y1, y2, v1].map(labelOf))
+  expect(w1.uid).toBe(null)
+  expect(walkOrder(root, ['svcA']).map(labelOf)).toEqual([y1, y2, v1].map(labelOf))
+  expect(notifyOf(root)(['svcA']).map(labelOf)).toEqual([y1, y2, v1].map(labelOf))
+})
+
+it('internal/status is still emitted to a listener added at any time', async () => {
+  const root = new Context()
+  const seen: string[] = []
+  const a = root.plugin({ name: 'a', apply() {} })
+  await a
+  const dispose = root.on('internal/status', (fiber: AnyFiber, old: number) => void seen.push(`${fiber.runtime?.name} ${old}->${fiber.state}`))
+  await a.dispose()
+  dispose()
+  const b = root.plugin({ name: 'b', apply() {} })
+  await b
+  expect(seen).toEqual(['a 2->5', 'a 5->4'])
+  // An event nobody listens to: emit does nothing, a waterfall still calls its inner function.
+  ;(root.emit as (...args: unknown[]) => void)('patch-probe/nobody', 1)
+  expect((root.waterfall as (...args: unknown[]) => unknown)('patch-probe/nobody', {}, () => 'inner')).toBe('inner')
+})
+
+it('a fiber disposed while its runtime stays is no longer notified', async () => {
+  const root = new Context()
+  const log: string[] = []
+  const x = consumer('x', ['svcA'], log)
+  const x1 = root.plugin(x)
+  const x2 = root.plugin(x)
+  const first = root.plugin(provider('svcA'))
+  await first
+  await Promise.all([x1.await(), x2.await()])
+  await x1.dispose()
+  await first.dispose()
+  await root.plugin(provider('svcA'))
+  await x2.await()
+  expect(log).toEqual(['apply x#1', 'apply x#2', 'dispose x#1', 'dispose x#2', 'apply x#3'])
+  expect(notifyOf(root)(['svcA']).map(labelOf)).toEqual([labelOf(x2)])
+})
+
+it('internal/service still reports each provided and removed service to its listeners', async () => {
+  const root = new Context()
+  const seen: string[] = []
+  root.on('internal/service', (name: string, value: unknown) => void seen.push(`${name} ${(value as { n?: number } | undefined)?.n}`))
+  const a = root.plugin(provider('svcA', { n: 1 }))
+  await a
+  await a.dispose()
+  const scope = root.isolate('svcA')
+  await scope.plugin(provider('svcA', { n: 2 }))
+  // Once when provided, once when its fiber became active, once when removed; the isolated
+  // provider is not reported to a listener outside the isolation.
+  expect(seen).toEqual(['svcA 1', 'svcA 1', 'svcA undefined'])
 })
