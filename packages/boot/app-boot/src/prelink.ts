@@ -13,6 +13,7 @@
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
+import { isAscii } from 'node:buffer'
 import { createHash } from 'node:crypto'
 import { Script } from 'node:vm'
 
@@ -202,7 +203,7 @@ async function loadStack(
 ): Promise<{ modules: Record<string, unknown>; cache: StackCache; save?: () => void }> {
   const { imports, load } = (await import(pathToFileURL(join(dir, stack.imports)).href)) as { imports: unknown[]; load: (specifier: string) => Promise<unknown> }
   const file = join(dir, stack.script)
-  const source = readFileSync(file, 'utf8')
+  const source = readSource(file)
   let cacheFile: string | undefined
   let cachedData: Buffer | undefined
   if (cacheDir) {
@@ -235,6 +236,16 @@ async function loadStack(
       }
     : undefined
   return { modules, cache, save }
+}
+
+/**
+ * A stack's text. The build keeps stacks ASCII (one-byte strings; it warns otherwise), and for
+ * ASCII bytes a latin1 decode gives the same string as UTF-8: Node 20's UTF-8 file decode took
+ * 16-34 ms for a 1.1 MB stack, the buffer read plus latin1 0.3 ms. Anything else decodes as UTF-8.
+ */
+export function readSource(file: string): string {
+  const bytes = readFileSync(file)
+  return bytes.toString(isAscii(bytes) ? 'latin1' : 'utf8')
 }
 
 /**

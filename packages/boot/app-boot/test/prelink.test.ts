@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { afterEach, expect, it, vi } from 'vitest'
-import { loadPrelinked } from '../src/prelink.ts'
+import { loadPrelinked, readSource } from '../src/prelink.ts'
 
 const roots: string[] = []
 afterEach(() => {
@@ -219,4 +219,16 @@ it('a code cache that cannot be written (a home that is not writable) costs only
   const second = await loadPrelinked([s.rowUrl], 'dsh', { root: s.root, env: {}, cacheDir: join(blocked, 'compile') })
   expect(second.stack).toEqual({ id: 'stack-test', cache: 'absent' })
   expect(((await second.importers![s.rowUrl]()) as { name: string }).name).toBe('from-stack')
+})
+
+it('reads a stack as the same string whether it is ASCII (latin1 fast path) or not (UTF-8)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'dsh-prelink-src-'))
+  const ascii = 'const a = "plain \\u00e9 escapes stay text";\n'.repeat(1000)
+  const wide = 'const b = "caf\u00e9 \u2014 \u{1F600}";\n'
+  writeFileSync(join(dir, 'ascii.js'), ascii)
+  writeFileSync(join(dir, 'wide.js'), wide)
+  expect(readSource(join(dir, 'ascii.js'))).toBe(ascii)
+  // A non-ASCII stack (the build warns about it) still decodes as UTF-8, not byte by byte.
+  expect(readSource(join(dir, 'wide.js'))).toBe(wide)
+  expect(readSource(join(dir, 'wide.js'))).toContain('\u{1F600}')
 })
