@@ -8,6 +8,7 @@ import { applyLayers, type ComposedRow } from './apply.ts'
 import { DshUserError } from './errors.ts'
 import { parseLayer, parseLayerCached, type Layer, type Row } from './layer.ts'
 import { isBareSpecifier, resolveFirst } from './resolve.ts'
+import { loadRowTable, type RowTable } from './row-table.ts'
 
 export interface ProfileManifest {
   name: string
@@ -176,6 +177,11 @@ export interface Composition {
   installBase: string
   /** The profile's `dsh.profile.hotReload` (false for compositions built from explicit layers). */
   hotReload?: boolean
+  /**
+   * How many row names the row table (row-table.ts) answered and how many of its entries failed
+   * their checks (the first reason), or why no table was used.
+   */
+  rowTable?: { used: number; fallback: number; firstFallback?: string; reason?: string }
 }
 
 export interface ComposeOptions {
@@ -187,13 +193,20 @@ export interface ComposeOptions {
   patches?: string[]
   installBase: string
   cwd?: string
+  /**
+   * The table of shipped rows' resolutions to use (row-table.ts); default: the one in this
+   * checkout's prelinked/ (each entry is checked first). `false`: resolve every name.
+   */
+  rowTable?: RowTable | false
 }
 
-function resolveRow(c: ComposedRow, installBase: string): ResolvedRow {
+function resolveRow(c: ComposedRow, installBase: string, table?: RowTable): ResolvedRow {
   const row = c.row
   const out: ResolvedRow = { ...c }
   if (row.name.startsWith('cordis:')) {
     out.url = row.name
+  } else if ((out.url = table?.lookup(c.nameFrom, row.name))) {
+    // The table's answer: what resolveFirst would give from nameFrom, checked.
   } else {
     const bases = isBareSpecifier(row.name) ? [c.nameFrom, installBase] : [c.nameFrom]
     out.url = resolveFirst(row.name, bases)
@@ -205,7 +218,7 @@ function resolveRow(c: ComposedRow, installBase: string): ResolvedRow {
   }
   if ((row.group || row.name === 'cordis:group') && Array.isArray(row.config)) {
     out.children = (row.config as Row[]).map((child) =>
-      resolveRow({ row: child, layers: c.layers, nameFrom: c.nameFrom }, installBase),
+      resolveRow({ row: child, layers: c.layers, nameFrom: c.nameFrom }, installBase, table),
     )
   }
   return out
@@ -239,25 +252,48 @@ export function collectLayers(opts: ComposeOptions): { profile: ProfileManifest;
 export function composeProfile(opts: ComposeOptions): Composition {
   const { profile, layers } = collectLayers(opts)
   const applied = applyLayers(layers)
+  const table = opts.rowTable === false ? undefined : (opts.rowTable ?? loadRowTable())
+  const rows = applied.rows.map((r) => resolveRow(r, opts.installBase, table))
   return {
     profile: { name: profile.name, dir: profile.dir },
     layers: layers.map((l) => ({ label: l.label, file: l.file })),
-    rows: applied.rows.map((r) => resolveRow(r, opts.installBase)),
+    rows,
     warnings: applied.warnings,
     installBase: opts.installBase,
     hotReload: profile.hotReload,
+    rowTable: tableReport(table),
   }
 }
 
+function tableReport(table: RowTable | undefined): Composition['rowTable'] {
+  if (!table) return undefined
+  const report = { ...table.stats, ...(table.reason ? { reason: table.reason } : {}) }
+  if (process.env.DSH_DEBUG) {
+    const line = table.reason
+      ? `no row table: ${table.reason}`
+      : `row table answered ${report.used} row names${report.fallback ? `; ${report.fallback} resolved anew (first: ${report.firstFallback})` : ''}`
+    process.stderr.write(`dsh: debug: ${line}\n`)
+  }
+  return report
+}
+
 /** Composes rows from explicit layers (tests, embedders); names resolve as in composeProfile. */
-export function composeLayers(layers: Layer[], installBase: string, profileDir: string = process.cwd()): Composition {
+export function composeLayers(
+  layers: Layer[],
+  installBase: string,
+  profileDir: string = process.cwd(),
+  opts: { rowTable?: RowTable | false } = {},
+): Composition {
   const applied = applyLayers(layers)
+  const table = opts.rowTable === false ? undefined : (opts.rowTable ?? loadRowTable())
+  const rows = applied.rows.map((r) => resolveRow(r, installBase, table))
   return {
     profile: { name: basename(profileDir), dir: profileDir },
     layers: layers.map((l) => ({ label: l.label, file: l.file })),
-    rows: applied.rows.map((r) => resolveRow(r, installBase)),
+    rows,
     warnings: applied.warnings,
     installBase,
+    rowTable: tableReport(table),
   }
 }
 

@@ -85,26 +85,43 @@ function splitSpecifier(specifier: string): { pkgName: string; subpath: string }
 }
 
 /**
+ * What decided a fast-path resolution (see resolveWithExports): the package.json paths tried and
+ * found absent, the one read, the path its export target was joined to and the real file that
+ * gave. The same inputs give the same answer; app-boot's row table (row-table.ts) records them.
+ */
+export interface ResolveTrace {
+  misses: string[]
+  pkgJson: string
+  linked: string
+  file: string
+}
+
+/**
  * The common case of a row name, cheaply: a package with an `exports` map found in a
  * `node_modules` above `fromDir`, its target for the `import` conditions (and this process's
  * `--conditions`), symlinks resolved.
  * One package.json read and one native realpath per name, where `require.resolve` walks, stats
  * and realpaths component by component (about 0.3 ms a name, most of a boot's composition).
  * Undefined leaves the name to Node's resolver (no exports map, a pattern export, no package).
+ * With `trace`, what decided a hit is written into it.
  */
-function resolveWithExports(specifier: string, fromDir: string): string | undefined {
+function resolveWithExports(specifier: string, fromDir: string, trace?: ResolveTrace): string | undefined {
   const split = splitSpecifier(specifier)
   if (!split) return undefined
+  const misses: string[] = []
   for (let dir = fromDir; ; dir = dirname(dir)) {
     if (basename(dir) !== 'node_modules') {
       const pkgDir = join(dir, 'node_modules', split.pkgName)
+      const pkgJson = join(pkgDir, 'package.json')
       let text: string | undefined
       try {
-        text = readFileSync(join(pkgDir, 'package.json'), 'utf8')
+        text = readFileSync(pkgJson, 'utf8')
       } catch {
         text = undefined
       }
-      if (text !== undefined) {
+      if (text === undefined) {
+        if (trace) misses.push(pkgJson)
+      } else {
         let exp: unknown
         try {
           exp = (JSON.parse(text) as { exports?: unknown }).exports
@@ -116,9 +133,12 @@ function resolveWithExports(specifier: string, fromDir: string): string | undefi
         const conditions = processConditions()
         const target = isSubpathMap ? pickExport((exp as Record<string, unknown>)[split.subpath], conditions) : split.subpath === '.' ? pickExport(exp, conditions) : undefined
         if (!target?.startsWith('./')) return undefined
+        const linked = join(pkgDir, target)
         try {
-          const file = realpathSync.native(join(pkgDir, target))
-          return statSync(file).isFile() ? file : undefined
+          const file = realpathSync.native(linked)
+          if (!statSync(file).isFile()) return undefined
+          if (trace) Object.assign(trace, { misses, pkgJson, linked, file })
+          return file
         } catch {
           return undefined
         }
@@ -126,6 +146,22 @@ function resolveWithExports(specifier: string, fromDir: string): string | undefi
     }
     if (dirname(dir) === dir) return undefined
   }
+}
+
+/** The `--conditions` this process resolves with besides `import`, `node` and `default`. */
+export function resolveConditions(): readonly string[] {
+  return processConditions()
+}
+
+/**
+ * `resolveFrom` for a bare name, with what decided the answer, when the fast path (a package
+ * with an `exports` map) answered it; undefined when it did not (Node's resolver would).
+ */
+export function traceResolve(specifier: string, fromFile: string): { url: string; trace: ResolveTrace } | undefined {
+  if (!isBareSpecifier(specifier)) return undefined
+  const trace = {} as ResolveTrace
+  const file = resolveWithExports(specifier, dirname(fromFile), trace)
+  return file ? { url: pathToFileURL(file).href, trace } : undefined
 }
 
 function isFile(path: string): boolean {
