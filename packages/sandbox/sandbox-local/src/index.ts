@@ -44,6 +44,8 @@ export interface SandboxLocalConfig {
   maxSpawnServers?: number
   /** Default true: reuse the last probe's result from `<dsh home>/.cache/sandbox-probe.json` (see README). */
   probeCache?: boolean
+  /** Default 3,600,000 (1 h): a stored result verified more recently is not probed again (0: every process verifies). */
+  probeVerifyIntervalMs?: number
 }
 
 /** The Landlock launcher script (plain JavaScript, run by `config.node`). */
@@ -122,9 +124,14 @@ export class LocalSandbox extends SandboxService {
     probeCache: Schema.boolean()
       .default(true)
       .description('Start from the last probe result stored in the dsh home (keyed by the runner binaries, kernel, uid and user-namespace settings) and verify it in the background, instead of waiting for a probe in every process.'),
+    probeVerifyIntervalMs: Schema.natural()
+      .default(3_600_000)
+      .description('A stored probe result verified less than this long ago is used without a background probe (a spawn server that fails to start verifies it at once); 0 verifies in every process.'),
   })
 
   private probe?: Promise<Probe>
+  /** A stored result in use that no probe of this process has confirmed (verified recently elsewhere). */
+  private unverified?: Probe
   /** The background probe scheduled on app/ready, until it starts or the app stops. */
   private prewarmTimer?: ReturnType<typeof setTimeout>
   /** Probe children still running; ended and awaited when the plugin unloads. */
@@ -333,6 +340,8 @@ export class LocalSandbox extends SandboxService {
     const server = this.serverFor(key, prefix)
     if (!server) return undefined
     if (!(await server.ready)) {
+      // Perhaps the stored probe result trusted without a probe is out of date: verify it now.
+      if (this.unverified) this.verifyCachedProbe(this.unverified)
       this.failedServers.set(key, server.closeReason ?? 'the spawn server ended at start')
       if (this.servers.get(key) === server) this.servers.delete(key)
       return undefined
@@ -380,10 +389,18 @@ export class LocalSandbox extends SandboxService {
    */
   private select(): Promise<Probe> {
     if (this.probe) return this.probe
-    const cached = this.readProbeCache()
-    if (cached) {
+    const stored = this.readProbeCache()
+    if (stored) {
+      const cached = stored.probe
       this.probe = Promise.resolve(cached)
       if (cached.selected?.runner === 'landlock' && this.config.runner === 'auto') this.warnLandlock(cached)
+      // Verified recently (by another process): trusted without a probe child of its own, unless
+      // a spawn server then fails to start (see launcherFor). Otherwise verified in the background.
+      const age = Date.now() - stored.verifiedAt
+      if (age >= 0 && age < (this.config.probeVerifyIntervalMs ?? 3_600_000)) {
+        this.unverified = cached
+        return this.probe
+      }
       const timer = setTimeout(() => this.verifyCachedProbe(cached), this.config.prewarmDelayMs ?? 50)
       timer.unref?.()
       return this.probe
@@ -397,11 +414,16 @@ export class LocalSandbox extends SandboxService {
   /** Runs the real probe behind a cached result; a different answer replaces it (and the cache). */
   private verifyCachedProbe(cached: Probe): void {
     if (this.disposed) return
+    this.unverified = undefined
     void this.runProbe()
       .then((fresh) => {
         if (this.disposed) return
-        // Confirmed: the stored result stays as it is (no rewrite on every start).
-        if (JSON.stringify(fresh) === JSON.stringify(cached)) return
+        // Confirmed: stamped as verified now, so processes within the interval skip the probe.
+        // With an interval of 0 nobody reads the stamp: no rewrite on every start.
+        if (JSON.stringify(fresh) === JSON.stringify(cached)) {
+          if ((this.config.probeVerifyIntervalMs ?? 3_600_000) > 0) this.writeProbeCache(fresh)
+          return
+        }
         this.writeProbeCache(fresh)
         this.ctx.logger('sandbox').warn('the stored sandbox probe result was out of date; commands from now on use the new one (%s)', fresh.selected?.runner ?? 'no runner')
         this.probe = Promise.resolve(fresh)
@@ -456,13 +478,14 @@ export class LocalSandbox extends SandboxService {
     })
   }
 
-  private readProbeCache(): Probe | undefined {
+  private readProbeCache(): { probe: Probe; verifiedAt: number } | undefined {
     const path = this.probeCachePath()
     if (!path) return undefined
     try {
-      const stored = JSON.parse(readFileSync(path, 'utf8')) as { key?: unknown; probe?: Probe }
+      const stored = JSON.parse(readFileSync(path, 'utf8')) as { key?: unknown; probe?: Probe; verifiedAt?: unknown }
       if (stored.key !== this.probeKey() || !isProbe(stored.probe)) return undefined
-      return stored.probe
+      // No stamp (an older file): as if verified long ago.
+      return { probe: stored.probe, verifiedAt: typeof stored.verifiedAt === 'number' && Number.isFinite(stored.verifiedAt) ? stored.verifiedAt : 0 }
     } catch {
       return undefined // missing or unreadable: probe as usual (and rewrite it)
     }
@@ -474,7 +497,7 @@ export class LocalSandbox extends SandboxService {
     try {
       mkdirSync(dirname(path), { recursive: true, mode: 0o700 })
       const temp = `${path}.${process.pid}.tmp`
-      writeFileSync(temp, JSON.stringify({ key: this.probeKey(), probe }) + '\n', { mode: 0o600 })
+      writeFileSync(temp, JSON.stringify({ key: this.probeKey(), probe, verifiedAt: Date.now() }) + '\n', { mode: 0o600 })
       renameSync(temp, path)
     } catch {
       // A read-only home: every process probes, as without the cache.

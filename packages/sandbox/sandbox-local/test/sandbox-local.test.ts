@@ -364,17 +364,17 @@ describe('probe cache', () => {
     return check()
   }
 
-  it.skipIf(skip)('the next process starts from the stored result and verifies it in the background', async () => {
+  it.skipIf(skip)('the next process starts from the stored result and verifies it in the background (probeVerifyIntervalMs: 0)', async () => {
     const home = join(base, 'home-cache-1')
     const bwrap = loggingBwrap('bwrap-cache-1')
-    const first = await withHome(home, { bwrap: bwrap.file })
+    const first = await withHome(home, { bwrap: bwrap.file, probeVerifyIntervalMs: 0 })
     expect(await first.service.describe()).toMatchObject({ runner: 'bwrap' })
     expect(bwrap.probes()).toBe(1)
     const file = join(home, '.cache', 'sandbox-probe.json')
     expect(JSON.parse(readFileSync(file, 'utf8')).probe).toMatchObject({ selected: { runner: 'bwrap' } })
     await first.fiber.dispose()
 
-    const second = await withHome(home, { bwrap: bwrap.file })
+    const second = await withHome(home, { bwrap: bwrap.file, probeVerifyIntervalMs: 0 })
     expect(await second.service.describe()).toMatchObject({ runner: 'bwrap' })
     // Answered from the file: no probe yet; the verification follows after prewarmDelayMs.
     expect(bwrap.probes()).toBe(1)
@@ -409,6 +409,60 @@ describe('probe cache', () => {
       expect(JSON.parse(readFileSync(file, 'utf8')).key).toBe(stored.key)
       await fresh.fiber.dispose()
     }
+  })
+
+  it.skipIf(skip)('a result verified within probeVerifyIntervalMs is used without a probe; an older one is verified and restamped', async () => {
+    const home = join(base, 'home-cache-5')
+    const bwrap = loggingBwrap('bwrap-cache-5')
+    const first = await withHome(home, { bwrap: bwrap.file })
+    await first.service.describe()
+    await first.fiber.dispose()
+    expect(bwrap.probes()).toBe(1)
+    const file = join(home, '.cache', 'sandbox-probe.json')
+    const stamped = JSON.parse(readFileSync(file, 'utf8'))
+    expect(Math.abs(stamped.verifiedAt - Date.now())).toBeLessThan(60_000)
+    // Within the interval: no probe child at all, however long the process lives.
+    const recent = await withHome(home, { bwrap: bwrap.file })
+    expect(await recent.service.describe()).toMatchObject({ runner: 'bwrap' })
+    expect((await bash(recent.service, 'workspace-write', 'echo trusted')).output).toBe('trusted\n')
+    await new Promise((r) => setTimeout(r, 200))
+    expect(bwrap.probes()).toBe(1)
+    await recent.fiber.dispose()
+    // Stamped longer ago than the interval (or not at all, or in the future): verified, then restamped.
+    for (const verifiedAt of [Date.now() - 2 * 3_600_000, undefined, Date.now() + 3_600_000]) {
+      writeFileSync(file, JSON.stringify({ key: stamped.key, probe: stamped.probe, ...(verifiedAt === undefined ? {} : { verifiedAt }) }))
+      const before = bwrap.probes()
+      const old = await withHome(home, { bwrap: bwrap.file })
+      expect(await old.service.describe()).toMatchObject({ runner: 'bwrap' })
+      expect(await until(() => bwrap.probes() === before + 1)).toBe(true)
+      expect(await until(() => Math.abs(JSON.parse(readFileSync(file, 'utf8')).verifiedAt - Date.now()) < 60_000)).toBe(true)
+      await old.fiber.dispose()
+    }
+  })
+
+  it.skipIf(skip)('a trusted result whose spawn server does not start is verified at once', async () => {
+    const home = join(base, 'home-cache-6')
+    const bwrap = loggingBwrap('bwrap-cache-6')
+    const first = await withHome(home, { bwrap: bwrap.file })
+    await first.service.describe()
+    await first.fiber.dispose()
+    // The same binary now refuses to start a server (as a changed machine might): the stored,
+    // recently verified answer is no longer trusted blindly.
+    const broken = join(base, 'bwrap-cache-6-broken')
+    writeFileSync(broken, `#!/bin/sh
+case "$*" in *spawn-server*) echo "bwrap: simulated refusal" >&2; exit 1;; esac
+exec ${bwrap.file} "$@"
+`, { mode: 0o755 })
+    const file = join(home, '.cache', 'sandbox-probe.json')
+    const stored = JSON.parse(readFileSync(file, 'utf8'))
+    const again = await withHome(home, { bwrap: broken })
+    // Same answer under the new binary's key, stamped as just verified.
+    const key = (again.service as unknown as { probeKey(): string }).probeKey()
+    writeFileSync(file, JSON.stringify({ key, probe: stored.probe, verifiedAt: Date.now() }))
+    const before = bwrap.probes()
+    expect((await bash(again.service, 'workspace-write', 'echo via-argv')).output).toBe('via-argv\n')
+    expect(await until(() => bwrap.probes() === before + 1)).toBe(true)
+    await again.fiber.dispose()
   })
 
   it.skipIf(skip)('is keyed by the runner binary, off with probeCache: false, and never written without a home', async () => {
