@@ -142,8 +142,8 @@ function project() {
 }
 
 /** Composes with the table and without; both must agree. Returns the table's report. */
-function agree(p: ReturnType<typeof project>) {
-  const fast = p.compose(p.fresh(p.file))
+function agree(p: ReturnType<typeof project>, file = p.file) {
+  const fast = p.compose(p.fresh(file))
   const real = p.compose(false)
   expect(urls(fast.rows)).toEqual(urls(real.rows))
   return { report: fast.rowTable!, rows: urls(real.rows) }
@@ -168,13 +168,29 @@ describe('row table: entries that can no longer be trusted fall back', () => {
     expect(report.firstFallback).toContain('package.json changed')
   })
 
-  it('a package.json replaced by another file of the same size and mtime (a symlink pointed elsewhere)', () => {
+  it('a package.json replaced (renamed over) by one of the same size and mtime, another target', () => {
     const p = project()
-    // A copy of the package with the same package.json text and times, exporting another file.
+    const pj = join(p.a, 'package.json')
+    // Whole seconds: utimes cannot set the nanoseconds a fresh file has.
+    utimesSync(pj, 1e9, 1e9)
+    const file = tableFile(buildRowTable([p.layerFile], p.root))
+    const st = statSync(pj)
+    write(join(p.a, 'o.js'), 'export {}\n')
+    const text = JSON.stringify({ name: '@x/a', exports: { '.': { import: './o.js' } } })
+    expect(text.length).toBeLessThanOrEqual(st.size)
+    writeFileSync(`${pj}.new`, text.padEnd(st.size))
+    utimesSync(`${pj}.new`, 1e9, 1e9)
+    renameSync(`${pj}.new`, pj)
+    expect(statSync(pj)).toMatchObject({ size: st.size, mtimeMs: st.mtimeMs })
+    const { report, rows } = agree(p, file)
+    expect(rows[0]).toContain('/o.js')
+    expect(report.firstFallback).toContain('package.json changed')
+  })
+
+  it('a package linked to another copy of it (same package.json text and times)', () => {
+    const p = project()
     const copy = join(p.root, 'store', 'copy')
     cpSync(p.a, copy, { recursive: true, preserveTimestamps: true })
-    const st = statSync(join(p.a, 'package.json'))
-    utimesSync(join(copy, 'package.json'), st.atime, st.mtime)
     unlinkSync(join(p.root, 'node_modules/@x/a'))
     symlinkSync(copy, join(p.root, 'node_modules/@x/a'))
     const { report, rows } = agree(p)
