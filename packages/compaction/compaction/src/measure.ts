@@ -39,10 +39,24 @@ export function messageTokens(message: Message, estimate: Estimator): number {
   return tokens
 }
 
-/** Estimated tokens of the system prompt and tool schemas of a request header. */
+// The logged `request/header` is frozen and stays the session's header until the prompt or the
+// tools change, while every step measures it (a JSON of all tool schemas, ~20 KB): once per
+// estimator and header object.
+const headerCache = new WeakMap<Estimator, WeakMap<object, number>>()
+
+/** Estimated tokens of the system prompt and tool schemas of a request header. Cached per (estimator, frozen header). */
 export function headerTokens(header: { system?: string; tools?: ToolSchema[] } | undefined, estimate: Estimator): number {
   if (!header) return 0
-  return estimate(header.system ?? '') + (header.tools?.length ? estimate(JSON.stringify(header.tools)) : 0)
+  let perEstimator = headerCache.get(estimate)
+  if (!perEstimator) headerCache.set(estimate, (perEstimator = new WeakMap()))
+  const hit = perEstimator.get(header)
+  if (hit !== undefined) return hit
+  const tokens = estimate(header.system ?? '') + (header.tools?.length ? estimate(JSON.stringify(header.tools)) : 0)
+  // Only a header that cannot change under the cache (the log deep-freezes its events).
+  if (Object.isFrozen(header) && (header.tools === undefined || (Object.isFrozen(header.tools) && header.tools.every((tool) => Object.isFrozen(tool))))) {
+    perEstimator.set(header, tokens)
+  }
+  return tokens
 }
 
 export interface MeasureOptions {

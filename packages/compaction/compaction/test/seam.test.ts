@@ -88,3 +88,24 @@ it('measures the next request from the header, surface and pending input, calibr
   s.surface.replaceRange(1, 2, [{ role: 'user', content: text('short') }])
   expect(measureNextRequest(s, { estimate, lastRequestInput: 1000 })).toBeLessThan(200)
 })
+
+it('measures a logged request header once per estimator; a header that can change is measured each time', async () => {
+  const { headerTokens } = await import('../src/index.ts')
+  const session = new Session({ cwd: '/' })
+  const tools = [{ name: 'bash', description: 'runs a command', parameters: { type: 'object', properties: { command: { type: 'string' } } } }]
+  session.append('request/header', { provider: 'p', model: 'm', system: 'You are a test.', tools })
+  const logged = session.last('request/header')!.data
+  let calls = 0
+  const counting = (t: string) => (calls++, estimate(t))
+  const first = headerTokens(logged, counting)
+  expect(first).toBe(estimate('You are a test.') + estimate(JSON.stringify(logged.tools)))
+  expect(headerTokens(logged, counting)).toBe(first)
+  expect(calls).toBe(2) // system + tools, once
+  // The same figure under another estimator is its own entry.
+  expect(headerTokens(logged, estimate)).toBe(first)
+  // A mutable header (not from the log) is never cached: a change shows at once.
+  const open = { system: 'short', tools: [...tools] }
+  const before = headerTokens(open, estimate)
+  open.tools.push({ name: 'grep', description: 'searches files for a pattern', parameters: { type: 'object', properties: {} } })
+  expect(headerTokens(open, estimate)).toBeGreaterThan(before)
+})
