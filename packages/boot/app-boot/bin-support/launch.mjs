@@ -6,9 +6,10 @@
 //  - Node >= 22.1 keeps compiled module code under <dsh home>/.cache/compile (nothing on Node 20;
 //    NODE_DISABLE_COMPILE_CACHE=1 turns it off). It lives in the dsh home, which confined commands
 //    cannot write, since cached code is executed.
-//  - The run's exit code becomes the process's; a plugin that leaked a handle cannot keep a
-//    finished process alive (forced exit 2 s later; under DSH_DEBUG a line names what was still
-//    open); a crash of the launcher itself is one line on stderr and exit 70.
+//  - The run's exit code becomes the process's. Once the app is disposed and stdout/stderr are
+//    flushed the process exits at once (no heap teardown); under DSH_DEBUG the event loop may
+//    drain instead, so a handle a plugin leaked shows: forced exit 2 s later with a line naming
+//    what was still open. A crash of the launcher itself is one line on stderr and exit 70.
 import { homedir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -66,6 +67,9 @@ export async function launch(spec) {
     process.exit(70)
   }
   process.exitCode = code
+  // Whatever is still open now was left by a plugin (the tree is disposed): the process exits
+  // 2 s later at the latest. Under DSH_DEBUG the event loop may drain, and a line names what
+  // kept it open.
   setTimeout(() => {
     if (process.env.DSH_DEBUG) {
       const open = process.getActiveResourcesInfo().filter((kind) => kind !== 'Timeout')
@@ -73,4 +77,26 @@ export async function launch(spec) {
     }
     process.exit(code)
   }, 2000).unref()
+  if (process.env.DSH_DEBUG) return
+  // Otherwise exit as soon as stdout and stderr are flushed: when the loop drains by itself, Node
+  // then tears down the whole heap page by page before the process ends, which took longer than
+  // the tree's dispose (see .agents/notes/exit-after-dispose.md); exit() leaves that to the kernel.
+  await Promise.all([flushed(process.stdout), flushed(process.stderr)])
+  process.exit(code)
+}
+
+/**
+ * Resolves once what was written to `stream` so far is handed to the OS (an empty write's
+ * callback runs after the writes queued before it); at once for a stream that is closed or gone.
+ * @param {NodeJS.WriteStream} stream
+ */
+function flushed(stream) {
+  return new Promise((resolve) => {
+    if (!stream.writable || stream.destroyed) return resolve(undefined)
+    try {
+      stream.write('', () => resolve(undefined))
+    } catch {
+      resolve(undefined)
+    }
+  })
 }

@@ -1,7 +1,7 @@
 // Every dsh bin starts through the one shared launcher (@dsh/app-boot/launch), so their start-up
 // (DSH_DEV on the sources, compile cache) and exit behaviour cannot drift apart again.
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -66,5 +66,49 @@ describe('the shared launcher', () => {
     expect(r.stdout).toMatch(/^dsh-jsonrpc-agent \d/)
     // The re-run loaded the TypeScript sources of the server package.
     expect(r.modules.some((m) => m.endsWith('/packages/sdk/server/src/main.ts'))).toBe(true)
+  })
+
+  describe('the exit after run() resolves', () => {
+    /** A bin whose run() writes 1 MiB to stdout, notes a natural drain, leaves `leak` open and resolves 3. */
+    function exitBin(leak: boolean) {
+      const dir = mkdtempSync(join(tmpdir(), 'dsh-launch-exit-'))
+      const bin = join(dir, 'bin.mjs')
+      writeFileSync(
+        bin,
+        `import { launch } from ${JSON.stringify(LAUNCHER)}\n` +
+          `await launch({ name: 'probe', bin: import.meta.url, argv: [], run: async () => {\n` +
+          `  process.on('beforeExit', () => process.stderr.write('drained\\n'))\n` +
+          (leak ? `  setInterval(() => {}, 1000)\n` : '') +
+          `  process.stdout.write('x'.repeat(1 << 20))\n` +
+          `  return 3\n` +
+          `} })\n`,
+      )
+      return { dir, bin }
+    }
+
+    it('exits with the code once stdout/stderr are flushed, without waiting for the loop to drain', () => {
+      const { dir, bin } = exitBin(false)
+      try {
+        const r = spawnSync(process.execPath, [bin], { env: { ...process.env, DSH_DEBUG: '' }, encoding: 'utf8', maxBuffer: 4 << 20, timeout: 30_000 })
+        expect(r.status).toBe(3)
+        expect(r.stdout.length).toBe(1 << 20)
+        // A natural drain would have emitted beforeExit (and then torn the heap down).
+        expect(r.stderr).not.toContain('drained')
+      } finally {
+        rmSync(dir, { recursive: true, force: true })
+      }
+    })
+
+    it('under DSH_DEBUG lets the loop drain and names a leaked handle when forcing the exit 2 s later', () => {
+      const { dir, bin } = exitBin(true)
+      try {
+        const r = spawnSync(process.execPath, [bin], { env: { ...process.env, DSH_DEBUG: '1' }, encoding: 'utf8', maxBuffer: 4 << 20, timeout: 30_000 })
+        expect(r.status).toBe(3)
+        expect(r.stdout.length).toBe(1 << 20)
+        expect(r.stderr).toMatch(/probe: debug: forced exit: still running 2 s after the app ended \(open: .*\)/)
+      } finally {
+        rmSync(dir, { recursive: true, force: true })
+      }
+    })
   })
 })
