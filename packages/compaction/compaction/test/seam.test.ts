@@ -104,7 +104,7 @@ it('measures a logged request header once per estimator; a header that can chang
   // The same figure under another estimator is its own entry.
   expect(headerTokens(logged, estimate)).toBe(first)
   // A mutable header (not from the log) is never cached: a change shows at once.
-  const open = { system: 'short', tools: [...tools] }
+  const open: { system: string; tools: Array<{ name: string; description: string; parameters: Record<string, unknown> }> } = { system: 'short', tools: [...tools] }
   const before = headerTokens(open, estimate)
   open.tools.push({ name: 'grep', description: 'searches files for a pattern', parameters: { type: 'object', properties: {} } })
   expect(headerTokens(open, estimate)).toBeGreaterThan(before)
