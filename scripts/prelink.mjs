@@ -11,6 +11,9 @@
 //   manifest.json   { modules: [row urls], inputs: [[file, size, mtimeMs]], hostFiles }: app-boot
 //                   uses the prelinked file only when every enabled row is listed and every input
 //                   file is unchanged (else it imports the files as before).
+//   ../rows.json    the row table: every shipped layer's row names resolved from their layer file,
+//                   with what decided each answer (app-boot src/row-table.ts checks an entry before
+//                   it answers a name at boot instead of reading the package's package.json).
 // Early rows: a package may list row modules in its package.json `dsh.earlyRows` (export subpaths,
 // "." for the main one), for rows that should start before the rest of the tree has even loaded
 // (the web server's startup and the static client, so the page is served while the big files
