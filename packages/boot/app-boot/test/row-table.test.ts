@@ -97,7 +97,7 @@ describe('row table: the shipped layers', () => {
       }
       console.log(JSON.stringify(out))
     `
-    const env = { ...process.env, NODE_OPTIONS: '' }
+    const env: NodeJS.ProcessEnv = { ...process.env, NODE_OPTIONS: '' }
     delete env.DSH_NO_PRELINK
     const stdout = execFileSync(process.execPath, ['--input-type=module', '-e', code, tempDir(), TEMPLATES, INSTALL_BASE, JSON.stringify(SHIPPED_LAYERS)], { env, encoding: 'utf8' })
     const results = JSON.parse(stdout) as Array<{ name: string; same: boolean; table: { used: number; fallback: number; reason?: string } }>
