@@ -410,7 +410,6 @@ describe('plugin failures (issue 14 item 14)', () => {
     expect(result).toMatchObject({ reason: 'error', error: { code: 'PLUGIN_ERROR' } })
     expect(result.error!.message).toMatch(/^plugin "assistant-message-bomb" failed/)
     expect(ran).toBe(0)
-    expect(harness.session.events.some((e) => e.type === 'assistant/chunk')).toBe(false)
     expect(types(harness.session.events)).toEqual([
       'turn/start', 'step/start', 'user/message', 'request/header', 'assistant/message', 'tool/call', 'tool/call', 'tool/result', 'tool/result', 'step/end', 'turn/end',
     ])
