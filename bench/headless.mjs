@@ -77,16 +77,20 @@ const env = {
   DEEPSEEK_BASE_URL: server.baseURL,
   DEEPSEEK_API_KEY: 'sk-bench',
 }
-// Warm-up: creates the profile and fills tsx's transform cache, as on any machine after first use.
+// The base checkout gets its own dsh home: its caches (stack code cache, sandbox probe result,
+// layer parses) are written in its own formats, and a shared home would make each side rewrite
+// what the other wrote at every alternation, which no user's home sees.
+const baseEnv = { ...env, DSH_HOME: join(root, 'home-base') }
+// Warm-up: creates the profile and fills the caches, as on any machine after first use.
 await measure([bin, '--profile', 'headless', 'warm up'], env)
-if (baseBin) await measure([baseBin, '--profile', 'headless', 'warm up'], env)
+if (baseBin) await measure([baseBin, '--profile', 'headless', 'warm up'], baseEnv)
 const dsh = []
 const base = []
 const bare = []
 for (let i = 0; i < RUNS; i++) {
   bare.push(await measure(['-e', '0'], env))
   dsh.push(await measure([...nodeArgs, bin, '--profile', 'headless', 'run echo'], env))
-  if (baseBin) base.push(await measure([baseBin, '--profile', 'headless', 'run echo'], env))
+  if (baseBin) base.push(await measure([baseBin, '--profile', 'headless', 'run echo'], baseEnv))
 }
 await server.close()
 const median = (xs) => {
