@@ -86,29 +86,26 @@ describe('the shared launcher', () => {
       return { dir, bin }
     }
 
-    it('exits with the code once stdout/stderr are flushed, without waiting for the loop to drain', () => {
-      const { dir, bin } = exitBin(false)
+    /** Runs the bin with DSH_DEBUG set to `debug`; the exit code and the whole stdout are always kept. */
+    function runExitBin(leak: boolean, debug: string) {
+      const { dir, bin } = exitBin(leak)
       try {
-        const r = spawnSync(process.execPath, [bin], { env: { ...process.env, DSH_DEBUG: '' }, encoding: 'utf8', maxBuffer: 4 << 20, timeout: 30_000 })
+        const r = spawnSync(process.execPath, [bin], { env: { ...process.env, DSH_DEBUG: debug }, encoding: 'utf8', maxBuffer: 4 << 20, timeout: 30_000 })
         expect(r.status).toBe(3)
         expect(r.stdout.length).toBe(1 << 20)
-        // A natural drain would have emitted beforeExit (and then torn the heap down).
-        expect(r.stderr).not.toContain('drained')
+        return r.stderr
       } finally {
         rmSync(dir, { recursive: true, force: true })
       }
+    }
+
+    it('exits with the code once stdout/stderr are flushed, without waiting for the loop to drain', () => {
+      // A natural drain would have emitted beforeExit (and then torn the heap down).
+      expect(runExitBin(false, '')).not.toContain('drained')
     })
 
     it('under DSH_DEBUG lets the loop drain and names a leaked handle when forcing the exit 2 s later', () => {
-      const { dir, bin } = exitBin(true)
-      try {
-        const r = spawnSync(process.execPath, [bin], { env: { ...process.env, DSH_DEBUG: '1' }, encoding: 'utf8', maxBuffer: 4 << 20, timeout: 30_000 })
-        expect(r.status).toBe(3)
-        expect(r.stdout.length).toBe(1 << 20)
-        expect(r.stderr).toMatch(/probe: debug: forced exit: still running 2 s after the app ended \(open: .*\)/)
-      } finally {
-        rmSync(dir, { recursive: true, force: true })
-      }
+      expect(runExitBin(true, '1')).toMatch(/probe: debug: forced exit: still running 2 s after the app ended \(open: .*\)/)
     })
   })
 })

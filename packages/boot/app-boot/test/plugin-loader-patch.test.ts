@@ -15,7 +15,8 @@ function unpatchedTasks(loader: DshLoader): unknown[] {
   return [...loader.entries()].map((entry) => entry._initTask || entry.fiber?.inertia).filter((task) => task !== undefined && task !== null)
 }
 
-it('reports the same pending tasks, in the same order, as the generator walk while a tree mounts', async () => {
+/** A real cordis root with a DshLoader (groups enabled) mounted under it. */
+async function mountLoader(): Promise<{ root: Context; loader: DshLoader }> {
   const root = new Context()
   let loader!: DshLoader
   await root.plugin({
@@ -25,6 +26,11 @@ it('reports the same pending tasks, in the same order, as the generator walk whi
       loader.builtins.group = Group
     },
   })
+  return { root, loader }
+}
+
+it('reports the same pending tasks, in the same order, as the generator walk while a tree mounts', async () => {
+  const { loader } = await mountLoader()
   const gates = new Map<string, () => void>()
   const started: string[] = []
   loader.importModule = async (url: string) => ({
@@ -63,14 +69,7 @@ it('reports the same pending tasks, in the same order, as the generator walk whi
 })
 
 it('announces the loader to the tree only once every entry has settled', async () => {
-  const root = new Context()
-  let loader!: DshLoader
-  await root.plugin({
-    name: 'host',
-    apply(ctx: Context) {
-      loader = new DshLoader(ctx, { baseUrl: 'file:///tmp/' })
-    },
-  })
+  const { root, loader } = await mountLoader()
   let release!: () => void
   // Tasks left at each announcement of the loader service (after an entry settles with none left).
   const left: number[] = []
