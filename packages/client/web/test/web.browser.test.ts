@@ -69,17 +69,23 @@ describe.skipIf(!hasChromium())('dsh web in Chromium', () => {
     const { page, context, errors } = await openPage(browser, app.url)
     await withArtifacts(page, 'stream', async () => {
       await page.waitForURL(/\/s\//)
+      // Every text the last assistant card shows, recorded in the page as the DOM changes: a
+      // poll from here could miss a piece when the machine is busy (the pieces are 250 ms apart).
+      await page.evaluate(() => {
+        const seen: string[] = []
+        ;(window as unknown as { __seen: string[] }).__seen = seen
+        const record = () => {
+          const bodies = document.querySelectorAll('[data-kind="assistant"] .body')
+          const last = bodies[bodies.length - 1]?.textContent ?? ''
+          if (last && seen[seen.length - 1] !== last) seen.push(last)
+        }
+        new MutationObserver(record).observe(document.body, { subtree: true, childList: true, characterData: true })
+      })
       await composer(page).fill('stream something')
       await composer(page).press('Enter')
-      const seen: string[] = []
       const final = 'Streaming in visible pieces.'
-      for (let i = 0; i < 400; i++) {
-        const texts = await assistantTexts(page)
-        const last = texts.at(-1) ?? ''
-        if (last && seen.at(-1) !== last) seen.push(last)
-        if (last === final) break
-        await page.waitForTimeout(25)
-      }
+      await expect.poll(() => assistantTexts(page), { timeout: 20_000 }).toEqual([final])
+      const seen = await page.evaluate(() => (window as unknown as { __seen: string[] }).__seen)
       expect(seen.at(-1)).toBe(final)
       expect(seen.length).toBeGreaterThan(2)
       for (const partial of seen) expect(final.startsWith(partial)).toBe(true)
