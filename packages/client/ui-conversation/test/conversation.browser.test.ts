@@ -252,9 +252,15 @@ describe.skipIf(!hasChromium())('the conversation in Chromium', () => {
       const answers = await assistant().allTextContents()
       expect(answers.filter((a) => a.includes('Reloaded'))).toEqual(['Reloaded answer arrives once.'])
       expect(await page.locator('[data-node="thinking"]').count()).toBe(1)
-      // Opening the thinking row shows the whole reasoning.
-      await page.locator('[data-node="thinking"] summary').click()
-      await expect.poll(async () => (await page.locator('.dsh-thinking-body').allTextContents()).join('')).toBe('Thinking it over. Still thinking.')
+      // Opening the thinking row shows the whole reasoning. The row is clicked until it is open: on
+      // a loaded machine a click can land while the card re-renders (or on the Jump to latest pill).
+      const row = page.locator('[data-node="thinking"]')
+      await expect
+        .poll(async () => {
+          if (!(await row.evaluate((el) => (el as HTMLDetailsElement).open))) await row.locator('summary').click()
+          return (await page.locator('.dsh-thinking-body').allTextContents()).join('')
+        }, { timeout: 20_000 })
+        .toBe('Thinking it over. Still thinking.')
     })
   })
 
