@@ -1,0 +1,50 @@
+#!/usr/bin/env node
+// @ts-check
+// The README's test command (`pnpm test`): every runner runs, whatever the one before it did, and
+// the run ends with one line per runner plus a combined verdict. A failure in vitest no longer
+// hides the Python SDK's tests (the old script chained them with `&&`).
+//
+// Usage: node scripts/test-all.mjs [vitest arguments...]
+//   Arguments are passed to vitest (e.g. a file filter or `--project core`); with arguments the
+//   Python tests are skipped, since a narrowed run is about the JavaScript side.
+// Exit status: 0 when every runner passed, else the first failing runner's status (1 if it died
+// from a signal).
+import { spawnSync } from 'node:child_process'
+import { mkdirSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+const extra = process.argv.slice(2)
+const results = join(root, 'node_modules', '.vitest', 'results.json')
+mkdirSync(dirname(results), { recursive: true })
+
+/** @type {Array<{ name: string, command: string, args: string[] }>} */
+const runners = [
+  {
+    name: 'vitest',
+    command: process.execPath,
+    args: [join(root, 'node_modules', 'vitest', 'vitest.mjs'), 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${results}`, ...extra],
+  },
+]
+if (extra.length === 0) runners.push({ name: 'python unittest', command: 'python3', args: ['-m', 'unittest', 'discover', '-s', 'python/tests'] })
+
+/** @type {Array<{ name: string, status: number, note: string }>} */
+const outcomes = []
+for (const runner of runners) {
+  const run = spawnSync(runner.command, runner.args, { cwd: root, stdio: 'inherit' })
+  if (run.error) {
+    const code = /** @type {NodeJS.ErrnoException} */ (run.error).code
+    outcomes.push({ name: runner.name, status: 1, note: `could not start ${runner.command} (${code ?? run.error.message})` })
+  } else if (run.signal) {
+    outcomes.push({ name: runner.name, status: 1, note: `killed by ${run.signal}` })
+  } else {
+    outcomes.push({ name: runner.name, status: run.status ?? 1, note: run.status === 0 ? 'passed' : `failed (exit ${run.status})` })
+  }
+}
+
+process.stdout.write('\ntest-all:\n')
+for (const outcome of outcomes) process.stdout.write(`  ${outcome.name}: ${outcome.note}\n`)
+const failed = outcomes.find((outcome) => outcome.status !== 0)
+process.stdout.write(`test-all: ${failed ? `FAILED (${outcomes.filter((o) => o.status !== 0).map((o) => o.name).join(', ')})` : 'every runner passed'}\n`)
+process.exit(failed ? failed.status : 0)
