@@ -3,11 +3,9 @@
 // abort signal, bounded output retention (the whole output spilled to a file beyond the bound),
 // owner scoping, and its end as an event. Jobs outlive the turn that started them and are killed
 // when the app stops or the registry unloads.
-import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { Context, Service } from 'cordis'
 import Schema from 'schemastery'
+import { DEFAULT_SPILL_CAP_BYTES, PrivateDir, SpillWriter, processTempDir, spillBudget } from '@dsh/spill-files'
 
 export type JobStatus = 'running' | 'exited' | 'failed' | 'killed'
 
@@ -33,6 +31,8 @@ export interface JobRecord {
   outputBytes: number
   /** File with the whole output, once it outgrew the in-memory bound. */
   spillPath?: string
+  /** Why the spill file is missing or incomplete (unsafe directory, full disk, the session's spill cap). */
+  spillError?: string
 }
 
 export interface JobIo {
@@ -66,6 +66,7 @@ export interface JobOutput {
   /** Bytes between the requested offset and `from` that are only in `spillPath`. */
   skipped: number
   spillPath?: string
+  spillError?: string
 }
 
 export type JobErrorCode = 'UNKNOWN_JOB' | 'JOB_REAPED' | 'TOO_MANY_JOBS' | 'INVALID_REQUEST'
@@ -98,6 +99,7 @@ export interface JobRegistryConfig {
   maxRunning: number
   keepFinished: number
   spillDir?: string
+  spillMaxBytes: number
   killGraceMs: number
 }
 
@@ -108,7 +110,7 @@ interface Live {
   chunks: Buffer[]
   retained: number
   base: number
-  spillFd?: number
+  spill?: SpillWriter
   done: Promise<JobRecord>
 }
 
@@ -119,7 +121,8 @@ export class JobRegistry extends Service {
     retainBytes: Schema.natural().min(1024).default(256 * 1024).description('Output bytes kept in memory per job; beyond this the whole output goes to a spill file.'),
     maxRunning: Schema.natural().min(1).default(16).description('Most jobs running at once.'),
     keepFinished: Schema.natural().default(50).description('Finished jobs kept for job_output; older ones are reaped.'),
-    spillDir: Schema.string().description('Directory for spill files (default: the system temp directory).'),
+    spillDir: Schema.string().description('Directory for spill files: a private directory (0700, owned by this user, not a symlink). Default: a private directory of this process under the system temp directory.'),
+    spillMaxBytes: Schema.natural().default(DEFAULT_SPILL_CAP_BYTES).description('Most bytes spilled per session across its jobs; past it the rest of the output is dropped (the newest retainBytes stay readable).'),
     killGraceMs: Schema.natural().default(5000).description('How long app stop waits for killed jobs to end.'),
   })
 
@@ -130,11 +133,12 @@ export class JobRegistry extends Service {
   private readonly reaped = new Set<string>()
   private readonly counters = new Map<string, number>()
   private readonly finishedOrder: string[] = []
+  private spillRoot: PrivateDir | undefined
 
   constructor(ctx: Context, config: Partial<JobRegistryConfig> = {}) {
     super(ctx, 'jobs')
     this.home = ctx
-    this.config = { retainBytes: 256 * 1024, maxRunning: 16, keepFinished: 50, killGraceMs: 5000, ...config }
+    this.config = { retainBytes: 256 * 1024, maxRunning: 16, keepFinished: 50, killGraceMs: 5000, spillMaxBytes: DEFAULT_SPILL_CAP_BYTES, ...config }
     // Jobs end with the app: killed while every row is still active, so their ends are reported.
     ;(ctx.on as (name: string, listener: () => Promise<void>) => () => void)('app/stopping', () => this.killAll())
     ctx.effect(() => () => void this.killAll(), 'jobs: kill all')
@@ -177,9 +181,9 @@ export class JobRegistry extends Service {
         if (end.exitCode !== undefined) record.exitCode = end.exitCode
         if (end.error && record.status !== 'killed') record.error = end.error
         record.finishedAt = Date.now()
-        if (live.spillFd !== undefined) {
-          closeSync(live.spillFd)
-          live.spillFd = undefined
+        if (live.spill) {
+          live.spill.close()
+          this.noteSpill(live)
         }
         this.finishedOrder.push(record.id)
         while (this.finishedOrder.length > this.config.keepFinished) {
@@ -230,6 +234,7 @@ export class JobRegistry extends Service {
       to: total,
       skipped: Math.max(0, Math.min(from, total) - Math.min(since, total)),
       ...(live.record.spillPath ? { spillPath: live.record.spillPath } : {}),
+      ...(live.record.spillError ? { spillError: live.record.spillError } : {}),
     }
   }
 
@@ -259,27 +264,58 @@ export class JobRegistry extends Service {
     live.record.outputBytes += bytes.length
     live.chunks.push(bytes)
     live.retained += bytes.length
-    if (live.spillFd !== undefined) writeSync(live.spillFd, bytes)
+    if (live.spill) {
+      live.spill.write(bytes)
+      this.noteSpill(live)
+    }
     if (live.retained <= this.config.retainBytes) return
     // Over the bound: from now on the whole output also goes to a file; memory keeps the tail.
-    if (live.spillFd === undefined && live.record.spillPath === undefined) {
-      try {
-        const dir = this.config.spillDir ?? join(tmpdir(), `dsh-jobs-${process.pid}`)
-        mkdirSync(dir, { recursive: true })
-        const path = join(dir, `${live.record.id}.log`)
-        live.spillFd = openSync(path, 'w')
-        for (const chunk of live.chunks) writeSync(live.spillFd, chunk)
-        live.record.spillPath = path
-      } catch (error) {
-        this.home.logger('jobs').warn('cannot spill the output of %s: %s', live.record.id, describe(error))
-      }
-    }
+    if (!live.spill && live.record.spillPath === undefined && live.record.spillError === undefined) this.openSpill(live)
     const all = Buffer.concat(live.chunks)
     const keep = all.subarray(all.length - this.config.retainBytes)
     live.base += all.length - keep.length
     live.chunks.length = 0
     live.chunks.push(Buffer.from(keep))
     live.retained = keep.length
+  }
+
+  /**
+   * Opens the job's spill file in the private spill directory (never following a link, never
+   * reusing a file) and writes what memory still holds. A refusal is kept on the record.
+   */
+  private openSpill(live: Live): void {
+    const session = live.record.owner.sessionId
+    try {
+      // Default: a fresh private directory per registry, so job ids (which restart with the
+      // registry) never meet an earlier file.
+      this.spillRoot ??= this.config.spillDir ? PrivateDir.ensure(this.config.spillDir) : processTempDir().tempSubdir('jobs-')
+      const budget = spillBudget(`jobs:${session ?? ''}`, this.config.spillMaxBytes)
+      let spill: SpillWriter | undefined
+      for (let n = 1; !spill; n++) {
+        try {
+          spill = new SpillWriter(this.spillRoot, n === 1 ? `${live.record.id}.log` : `${live.record.id}-${n}.log`, budget)
+        } catch (error) {
+          // A configured directory shared with an earlier process: never reuse its files.
+          if ((error as { code?: string }).code !== 'EEXIST' || n >= 100) throw error
+        }
+      }
+      live.spill = spill
+      live.record.spillPath = spill.path
+      for (const chunk of live.chunks) spill.write(chunk)
+      this.noteSpill(live)
+    } catch (error) {
+      live.record.spillError = `cannot spill the output of ${live.record.id}: ${describe(error)}`
+      this.home.logger('jobs').warn('%s', live.record.spillError)
+    }
+  }
+
+  /** Copies a spill writer's cap or error onto the record, once. */
+  private noteSpill(live: Live): void {
+    const spill = live.spill
+    if (!spill || live.record.spillError !== undefined) return
+    if (spill.error) live.record.spillError = spill.error
+    else if (spill.capped) live.record.spillError = `the session's spill cap (${this.config.spillMaxBytes} bytes) was reached: the spill file ends after ${spill.written} bytes`
+    if (live.record.spillError) this.home.logger('jobs').warn('%s: %s', live.record.id, live.record.spillError)
   }
 
   private async killAll(): Promise<void> {

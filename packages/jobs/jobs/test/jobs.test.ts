@@ -1,6 +1,6 @@
 // ctx.jobs on its own: ids, output cursors, the retention bound and its spill file, kill, owner
 // scoping, reaping, limits, a throwing body, and app stop.
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -91,6 +91,99 @@ describe('ctx.jobs', () => {
     job.finish({ status: 'exited', exitCode: 0 })
     await c.jobs.wait('bash-1')
     expect(readFileSync(out.spillPath!, 'utf8')).toBe(all)
+  })
+
+  // Issue #35: the old default spill dir was the predictable `<tmp>/dsh-jobs-<pid>`, opened with
+  // 'w' through whatever a confined command planted there (a link to $DSH_HOME/cordis.patch.yml
+  // turned the job's output into the next run's config). The files were also world-readable.
+  it('never writes through links planted at the old predictable spill path; files are private', async () => {
+    const home = mkdtempSync(join(tmpdir(), 'dsh-jobs-home-'))
+    const victim = join(home, 'cordis.patch.yml')
+    writeFileSync(victim, '# the user\'s layer\n')
+    const planted = mkdtempSync(join(tmpdir(), 'dsh-jobs-planted-'))
+    symlinkSync(victim, join(planted, 'bash-1.log'))
+    const predictable = join(tmpdir(), `dsh-jobs-${process.pid}`)
+    rmSync(predictable, { recursive: true, force: true })
+    symlinkSync(planted, predictable)
+    try {
+      const c = await boot({ retainBytes: 1024 })
+      const job = manual()
+      c.jobs.start({ kind: 'bash', description: 'flood', owner, run: job.run })
+      await job.ready
+      const payload = 'x: !!js/function "function () { return 1 }"\n'.repeat(100)
+      job.write(payload)
+      job.finish({ status: 'exited', exitCode: 0 })
+      const record = await c.jobs.wait('bash-1')
+      expect(readFileSync(victim, 'utf8')).toBe('# the user\'s layer\n')
+      expect(record.spillError).toBeUndefined()
+      const spillPath = record.spillPath!
+      expect(spillPath.startsWith(predictable)).toBe(false)
+      expect(readFileSync(spillPath, 'utf8')).toBe(payload)
+      expect(statSync(spillPath).mode & 0o777).toBe(0o600)
+      const dir = join(spillPath, '..')
+      expect(lstatSync(dir).isSymbolicLink()).toBe(false)
+      expect(statSync(dir).mode & 0o777).toBe(0o700)
+      expect(statSync(join(dir, '..')).mode & 0o777).toBe(0o700)
+    } finally {
+      rmSync(predictable, { force: true })
+      rmSync(planted, { recursive: true, force: true })
+      rmSync(home, { recursive: true, force: true })
+    }
+  })
+
+  it('refuses a configured spill dir that is a symlink, with a clear error on the record', async () => {
+    const target = mkdtempSync(join(tmpdir(), 'dsh-jobs-target-'))
+    const spillDir = join(mkdtempSync(join(tmpdir(), 'dsh-jobs-cfg-')), 'spill')
+    symlinkSync(target, spillDir)
+    const c = await boot({ retainBytes: 1024, spillDir })
+    const job = manual()
+    c.jobs.start({ kind: 'bash', description: 'flood', owner, run: job.run })
+    await job.ready
+    job.write('y'.repeat(4096))
+    const out = c.jobs.output('bash-1')
+    expect(out.spillPath).toBeUndefined()
+    expect(out.spillError).toBe(`cannot spill the output of bash-1: refusing to write into ${spillDir}: it is a symbolic link`)
+    expect(out.text).toBe('y'.repeat(1024))
+    job.finish({ status: 'exited', exitCode: 0 })
+    expect((await c.jobs.wait('bash-1')).spillError).toBe(out.spillError)
+    expect(readdirSync(target)).toEqual([])
+  })
+
+  it('never reuses a spill file an earlier process left in a configured dir', async () => {
+    const spillDir = mkdtempSync(join(tmpdir(), 'dsh-jobs-'))
+    writeFileSync(join(spillDir, 'bash-1.log'), 'earlier run\n')
+    const c = await boot({ retainBytes: 1024, spillDir })
+    const job = manual()
+    c.jobs.start({ kind: 'bash', description: 'flood', owner, run: job.run })
+    await job.ready
+    job.write('z'.repeat(2048))
+    job.finish({ status: 'exited', exitCode: 0 })
+    const record = await c.jobs.wait('bash-1')
+    expect(record.spillPath).toBe(join(spillDir, 'bash-1-2.log'))
+    expect(readFileSync(join(spillDir, 'bash-1.log'), 'utf8')).toBe('earlier run\n')
+    expect(readFileSync(record.spillPath!, 'utf8')).toBe('z'.repeat(2048))
+  })
+
+  it('stops spilling at the per-session cap, says so, and keeps the newest output readable', async () => {
+    const spillDir = mkdtempSync(join(tmpdir(), 'dsh-jobs-'))
+    const c = await boot({ retainBytes: 1024, spillDir, spillMaxBytes: 3000 })
+    const capped = { sessionId: `cap-${Date.now()}` }
+    const first = manual()
+    c.jobs.start({ kind: 'bash', description: 'one', owner: capped, run: first.run })
+    await first.ready
+    first.write('a'.repeat(2000))
+    first.finish({ status: 'exited', exitCode: 0 })
+    expect((await c.jobs.wait('bash-1')).spillError).toBeUndefined()
+    const second = manual()
+    c.jobs.start({ kind: 'bash', description: 'two', owner: capped, run: second.run })
+    await second.ready
+    second.write('b'.repeat(1500))
+    second.write('c'.repeat(600))
+    second.finish({ status: 'exited', exitCode: 0 })
+    const record = await c.jobs.wait('bash-2')
+    expect(record.spillError).toBe(`the session's spill cap (3000 bytes) was reached: the spill file ends after 1000 bytes`)
+    expect(readFileSync(record.spillPath!, 'utf8')).toMatch(/^b{1000}\n\[dsh: the spill cap of 3000 bytes for this session was reached/)
+    expect(c.jobs.output('bash-2').text.endsWith('c'.repeat(600))).toBe(true)
   })
 
   it('kill aborts a running job; owner scoping, unknown and reaped ids are refused', async () => {

@@ -93,7 +93,8 @@ export function apply(ctx: Context, config: ToolJobsConfig): void {
         text = text.slice(cut)
       }
       const notes: string[] = []
-      if (out.skipped > 0) notes.push(`${out.skipped} earlier bytes are no longer in memory${out.spillPath ? `; the whole output is in ${out.spillPath}` : ''}`)
+      if (out.skipped > 0) notes.push(`${out.skipped} earlier bytes are no longer in memory${out.spillPath ? `; the ${out.spillError ? 'spilled' : 'whole'} output is in ${out.spillPath}` : ''}`)
+      if (out.spillError) notes.push(out.spillError)
       if (cut > 0) notes.push(`the first ${cut} characters of this range were left out${out.spillPath ? ` (see ${out.spillPath})` : ''}`)
       const head = `Job ${out.id} (${statusText(record)}); output bytes ${out.from}-${out.to}, next: ${out.to}${notes.length ? `; ${notes.join('; ')}` : ''}.`
       const body = text === '' ? '(no new output)' : text
