@@ -1,28 +1,34 @@
 // @dsh/subagent-acp: the `acp` subagent provider. Each child is a fresh Agent Client Protocol agent
 // process (by default `dsh-acp`) driven with the official ACP SDK's client side over stdio: one
 // session in the parent's cwd, one prompt, and the text the agent streamed after its last tool
-// call as the answer. The process is stopped when the child ends.
-import { spawn } from 'node:child_process'
-import { Writable } from 'node:stream'
+// call as the answer. The process is stopped when the child ends. The child starts through
+// `ctx.subprocess` (own process group, scrubbed environment plus the named credentials) and is
+// confined like its parent: the parent session's sandbox mode, its patch layers and its
+// delegation depth travel as `--patch` arguments and environment variables (see @dsh/subagent).
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
 // Loaded on first use: the SDK is not needed to boot (most runs never start an ACP child).
 type AcpSdk = typeof import('@agentclientprotocol/sdk')
 let sdk: Promise<AcpSdk> | undefined
 const loadSdk = () => (sdk ??= import('@agentclientprotocol/sdk'))
-import type { ChildOutcome, ProviderChild, ProviderStartRequest, SubagentProvider } from '@dsh/subagent'
+import { childEnv, type ChildOutcome, type ProviderChild, type ProviderStartRequest, type SubagentProvider } from '@dsh/subagent'
 import type {} from '@dsh/subagent'
+import type {} from '@dsh/subprocess'
 
 export const name = 'subagent-acp'
-export const inject = ['subagents']
+export const inject = ['subagents', 'subprocess']
 
 export interface SubagentAcpConfig {
   /** Provider name under `ctx.subagents`. */
   provider: string
   /** argv of the agent: the executable, then its arguments. */
   command: string[]
-  /** Extra environment for the child (over this process's). */
+  /** Extra environment for the child (over the scrubbed inherited one). */
   env: Record<string, string>
+  /** Credentials the child gets (read through ctx.credentials, else this process's environment); every other credential-looking variable is scrubbed. */
+  credentials: string[]
+  /** The child is a dsh (`dsh-acp`): pass it the parent's patch layers as `--patch` arguments. Off for another ACP agent. */
+  dsh: boolean
   /** Grace between `session/cancel` (or the end of stdin) and SIGTERM, then SIGKILL. */
   stopGraceMs: number
 }
@@ -31,6 +37,8 @@ export const Config: Schema<Partial<SubagentAcpConfig>, SubagentAcpConfig> = Sch
   provider: Schema.string().default('acp').description('Name of the provider under ctx.subagents.'),
   command: Schema.array(Schema.string()).default(['dsh-acp']).description('The ACP agent to run: executable and arguments.'),
   env: Schema.dict(Schema.string()).default({}).description('Extra environment variables for the child.'),
+  credentials: Schema.array(Schema.string()).default(['DEEPSEEK_API_KEY', 'OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'OPENROUTER_API_KEY', 'GEMINI_API_KEY']).description('Credentials passed to the child; other credential-looking variables are scrubbed.'),
+  dsh: Schema.boolean().default(true).description('The child is dsh-acp: pass the parent\'s patch layers (--patch).'),
   stopGraceMs: Schema.natural().default(2000).description('How long a stopping child may take before it is killed.'),
 })
 
@@ -44,7 +52,7 @@ function outcomeOf(stopReason: string, text: string): ChildOutcome {
   return { status: 'failed', text, error: { code: `ACP_${stopReason.toUpperCase()}`, message: `the ACP agent stopped: ${stopReason}` } }
 }
 
-export function acpProvider(config: SubagentAcpConfig): SubagentProvider {
+export function acpProvider(ctx: Context, config: SubagentAcpConfig): SubagentProvider {
   const [file, ...args] = config.command
   return {
     name: config.provider,
@@ -53,34 +61,59 @@ export function acpProvider(config: SubagentAcpConfig): SubagentProvider {
       if (!file) throw new Error('subagent-acp: config.command is empty')
       const acp = await loadSdk()
       const { parent, prompt } = request
-      const child = spawn(file, args, { cwd: parent.cwd, env: { ...process.env, ...config.env }, stdio: ['pipe', 'pipe', 'pipe'] })
+      // A dsh child composes its own base and reads the home patch itself; it gets the parent's
+      // own --patch layers, and (through the environment) its mode, depth and limit.
+      const layerArgs = config.dsh ? request.inherit.patchFiles.flatMap((f) => ['--patch', f]) : []
+      const env = await childEnv(ctx, config.credentials, config.env, request.inherit)
+      const child = ctx.subprocess.spawn({
+        file,
+        args: [...args, ...layerArgs],
+        cwd: parent.cwd,
+        env,
+        stdin: 'pipe',
+        retentionMode: 'none',
+        kill: { graceMs: config.stopGraceMs },
+      })
       let stderr = ''
-      child.stderr.on('data', (d: Buffer) => {
-        stderr = (stderr + d.toString('utf8')).slice(-STDERR_TAIL)
+      const errText = new TextDecoder()
+      let controller!: ReadableStreamDefaultController<Uint8Array>
+      const readable = new ReadableStream<Uint8Array>({ start: (c) => void (controller = c) })
+      child.onOutput((chunk) => {
+        if (chunk.stream === 'stderr') stderr = (stderr + errText.decode(chunk.data, { stream: true })).slice(-STDERR_TAIL)
+        else controller.enqueue(new Uint8Array(chunk.data))
       })
-      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-        child.on('close', (code, signal) => resolve({ code, signal }))
+      let gone = false
+      const exited = child.exited.then((exit) => {
+        gone = true
+        try {
+          controller.close()
+        } catch {
+          // already closed
+        }
+        return { code: exit.code, signal: exit.signal, spawnError: exit.spawnError }
       })
-      const spawned = new Promise<void>((resolve, reject) => {
-        child.once('spawn', () => resolve())
-        child.once('error', reject)
-      })
-      await spawned
-      child.on('error', () => {})
-      child.stdin.on('error', () => {})
-      const readable = new ReadableStream<Uint8Array>({
-        start(controller) {
-          child.stdout.on('data', (d: Buffer) => controller.enqueue(new Uint8Array(d)))
-          child.stdout.on('end', () => {
-            try {
-              controller.close()
-            } catch {
-              // already closed
-            }
-          })
+      if (child.pid === undefined) {
+        const { spawnError } = await exited
+        throw new Error(`spawn ${file} ${spawnError?.code ?? 'SPAWN_FAILED'}${spawnError?.message ? ` (${spawnError.message})` : ''}`)
+      }
+      let stdinOpen = true
+      const writable = new WritableStream<Uint8Array>({
+        write(data) {
+          if (stdinOpen && !gone) child.write(data)
+        },
+        close() {
+          endStdin()
         },
       })
-      const writable = Writable.toWeb(child.stdin) as WritableStream<Uint8Array>
+      const endStdin = () => {
+        if (!stdinOpen) return
+        stdinOpen = false
+        try {
+          child.closeStdin()
+        } catch {
+          // the process is gone
+        }
+      }
       // The answer: text streamed after the agent's last tool call.
       let text = ''
       let acpSession: string | undefined
@@ -96,12 +129,9 @@ export function acpProvider(config: SubagentAcpConfig): SubagentProvider {
         .onRequest('session/request_permission', () => ({ outcome: { outcome: 'cancelled' as const } }))
       const conn = app.connect(acp.ndJsonStream(writable, readable))
       let stopping = false
+      // TERM to the child's process group, the grace, then KILL (the subprocess seam escalates).
       const kill = () => {
-        if (child.exitCode !== null || child.signalCode !== null) return
-        child.kill('SIGTERM')
-        setTimeout(() => {
-          if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-        }, config.stopGraceMs).unref()
+        if (!gone) void child.terminate()
       }
       const died = exited.then(({ code, signal }) => {
         const how = signal ? `was killed by ${signal}` : `exited with code ${code}`
@@ -143,7 +173,7 @@ export function acpProvider(config: SubagentAcpConfig): SubagentProvider {
         },
         async dispose() {
           stopping = true
-          child.stdin.end()
+          endStdin()
           const timer = setTimeout(kill, config.stopGraceMs)
           timer.unref()
           await exited
@@ -156,5 +186,5 @@ export function acpProvider(config: SubagentAcpConfig): SubagentProvider {
 }
 
 export function apply(ctx: Context, config: SubagentAcpConfig): void {
-  ctx.subagents.registerProvider(acpProvider(config))
+  ctx.subagents.registerProvider(acpProvider(ctx, config))
 }

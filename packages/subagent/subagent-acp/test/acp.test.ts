@@ -9,6 +9,7 @@ import { createHarness, type Harness } from '@dsh/agent-loop-testkit'
 import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
 import SubagentService, { SubagentError } from '@dsh/subagent'
 import * as SubagentAcp from '../src/index.ts'
+import LocalSubprocess from '@dsh/subprocess-local'
 
 const dshAcp = fileURLToPath(new URL('../node_modules/@dsh/acp-app/bin/dsh-acp.mjs', import.meta.url))
 const diesMidTurn = fileURLToPath(new URL('./fixtures/dies-mid-turn.mjs', import.meta.url))
@@ -28,6 +29,7 @@ async function boot(steps: unknown[], command?: string[]) {
   harness = await createHarness({
     cwd,
     plugins: [
+      [LocalSubprocess, {}],
       [SubagentService, { timeoutMs: 0 }],
       [SubagentAcp, { command: command ?? [process.execPath, dshAcp], env: { DSH_HOME: join(cwd, 'home'), DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'x' }, stopGraceMs: 500 }],
     ],

@@ -6,10 +6,13 @@
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { TokenUsage } from '@dsh/llm'
-import { startLineProcess, type ChildOutcome, type ProviderChild, type ProviderStartRequest, type SubagentProvider } from '@dsh/subagent'
+import { childEnv, startLineProcess, type ChildOutcome, type ProviderChild, type ProviderStartRequest, type SubagentProvider } from '@dsh/subagent'
+/** The parent's sandbox mode, as the seam hands it to a provider. */
+type SandboxMode = ProviderStartRequest['inherit']['mode']
+import type {} from '@dsh/subprocess'
 
 export const name = 'subagent-claude-code'
-export const inject = ['subagents']
+export const inject = ['subagents', 'subprocess']
 
 export type ClaudePermissionMode = 'default' | 'acceptEdits' | 'bypassPermissions' | 'plan'
 
@@ -20,6 +23,8 @@ export interface SubagentClaudeCodeConfig {
   /** Extra arguments after the ones the wire needs. */
   args: string[]
   env: Record<string, string>
+  /** Credentials the child gets; every other credential-looking variable is scrubbed. */
+  credentials: string[]
   /** `--model` for the child; empty: Claude Code's own default. */
   model: string
   /** `--permission-mode`; empty: Claude Code's default (tools needing approval are refused in a headless run). */
@@ -34,19 +39,41 @@ export const Config: Schema<Partial<SubagentClaudeCodeConfig>, SubagentClaudeCod
   command: Schema.string().default('claude').description('The Claude Code executable (on PATH, or a path).'),
   args: Schema.array(Schema.string()).default([]).description('Extra arguments for the executable.'),
   env: Schema.dict(Schema.string()).default({}).description('Extra environment variables for the child.'),
+  credentials: Schema.array(Schema.string()).default(['ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN', 'CLAUDE_CODE_OAUTH_TOKEN']).description('Credentials passed to the child; other credential-looking variables are scrubbed.'),
   model: Schema.string().default('').description('Model for the child (--model); empty: its default.'),
   permissionMode: Schema.union(['', 'default', 'acceptEdits', 'bypassPermissions', 'plan'] as const).default('').description('--permission-mode for the child; empty: its default.'),
   maxTurns: Schema.natural().default(0).description('--max-turns for the child; 0: no limit.'),
   closeTimeoutMs: Schema.natural().default(2000).description('How long a closing child may take before it is terminated.'),
 }) as Schema<Partial<SubagentClaudeCodeConfig>, SubagentClaudeCodeConfig>
 
-/** The argv the stream-json wire needs, then the configured options. */
-export function claudeArgs(config: SubagentClaudeCodeConfig): string[] {
+/** Claude Code's tools that change files or run commands: refused to the child of a read-only parent. */
+export const WRITING_TOOLS = ['Bash', 'Edit', 'MultiEdit', 'Write', 'NotebookEdit']
+
+/**
+ * The `--permission-mode` a child of a parent in `mode` runs with: the configured one, lowered
+ * so it never grants more than the parent has (`bypassPermissions` only under danger-full-access,
+ * `acceptEdits` not under read-only). Headless, a tool that needs approval is refused.
+ */
+export function childPermissionMode(configured: '' | ClaudePermissionMode, mode: SandboxMode): '' | ClaudePermissionMode {
+  if (mode === 'danger-full-access') return configured
+  if (mode === 'workspace-write') return configured === 'bypassPermissions' ? 'acceptEdits' : configured
+  return configured === 'plan' ? 'plan' : 'default'
+}
+
+/**
+ * The argv the stream-json wire needs, then the configured options, then what the parent's mode
+ * imposes (last, so it wins): a read-only parent's child is refused every writing tool.
+ */
+export function claudeArgs(config: SubagentClaudeCodeConfig, mode: SandboxMode = 'danger-full-access'): string[] {
   const args = ['-p', '--output-format', 'stream-json', '--input-format', 'stream-json', '--verbose']
   if (config.model) args.push('--model', config.model)
-  if (config.permissionMode) args.push('--permission-mode', config.permissionMode)
   if (config.maxTurns > 0) args.push('--max-turns', String(config.maxTurns))
-  return [...args, ...config.args]
+  args.push(...config.args)
+  const permissionMode = childPermissionMode(config.permissionMode, mode)
+  if (permissionMode) args.push('--permission-mode', permissionMode)
+  else if (mode !== 'danger-full-access') args.push('--permission-mode', 'default')
+  if (mode === 'read-only') args.push('--disallowedTools', WRITING_TOOLS.join(','))
+  return args
 }
 
 /** A user message line of the stream-json input. */
@@ -77,7 +104,7 @@ export function outcomeOfResult(line: Json, lastText: string): ChildOutcome {
   return { status: 'failed', text: lastText, error: { code: `CLAUDE_${subtype.toUpperCase().replace(/[^A-Z0-9]+/g, '_')}`, message: detail }, ...(usage ? { usage } : {}) }
 }
 
-export function claudeCodeProvider(config: SubagentClaudeCodeConfig): SubagentProvider {
+export function claudeCodeProvider(ctx: Context, config: SubagentClaudeCodeConfig): SubagentProvider {
   return {
     name: config.provider,
     description: 'a Claude Code run (the `claude` CLI) in this workspace with its own tools and model; give it the whole task',
@@ -97,10 +124,12 @@ export function claudeCodeProvider(config: SubagentClaudeCodeConfig): SubagentPr
       let proc
       try {
         proc = await startLineProcess({
+          subprocess: ctx.subprocess,
           command: config.command,
-          args: claudeArgs(config),
+          args: claudeArgs(config, request.inherit.mode),
           cwd: parent.cwd,
-          env: { ...process.env, ...config.env },
+          env: await childEnv(ctx, config.credentials, config.env, request.inherit),
+          killGraceMs: config.closeTimeoutMs,
           onMessage(message) {
             const line = message as Json
             if (!line || typeof line !== 'object') return
@@ -148,5 +177,5 @@ export function claudeCodeProvider(config: SubagentClaudeCodeConfig): SubagentPr
 }
 
 export function apply(ctx: Context, config: SubagentClaudeCodeConfig): void {
-  ctx.subagents.registerProvider(claudeCodeProvider(config))
+  ctx.subagents.registerProvider(claudeCodeProvider(ctx, config))
 }

@@ -9,6 +9,7 @@ import { createHarness, type Harness, type ScriptEntry } from '@dsh/agent-loop-t
 import SubagentService, { SubagentError } from '@dsh/subagent'
 import * as ToolSubagent from '@dsh/tool-subagent'
 import * as ClaudeCode from '../src/index.ts'
+import LocalSubprocess from '@dsh/subprocess-local'
 
 const FAKE = fileURLToPath(new URL('./fixtures/fake-claude.mjs', import.meta.url))
 
@@ -25,6 +26,7 @@ async function boot(config: Partial<ClaudeCode.SubagentClaudeCodeConfig> = {}, s
     cwd,
     ...(script ? { script } : {}),
     plugins: [
+      [LocalSubprocess, {}],
       [SubagentService, { timeoutMs: 0 }],
       [ToolSubagent, {}],
       [ClaudeCode, { command: FAKE, ...config }],
@@ -51,7 +53,7 @@ describe('subagent provider claude-code', () => {
     const record = await h.ctx.subagents.run({ parent: h.agent, provider: 'claude-code', description: 'd', prompt: 'read it' })
     expect(record.text).toContain('model claude-sonnet-x')
     expect(ClaudeCode.claudeArgs({ ...ClaudeCode.Config({}), model: 'm', permissionMode: 'plan', maxTurns: 4 })).toEqual([
-      '-p', '--output-format', 'stream-json', '--input-format', 'stream-json', '--verbose', '--model', 'm', '--permission-mode', 'plan', '--max-turns', '4',
+      '-p', '--output-format', 'stream-json', '--input-format', 'stream-json', '--verbose', '--model', 'm', '--max-turns', '4', '--permission-mode', 'plan',
     ])
   })
 

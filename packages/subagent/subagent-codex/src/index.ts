@@ -7,10 +7,13 @@
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { TokenUsage } from '@dsh/llm'
-import { startLineProcess, type ChildOutcome, type LineProcess, type ProviderChild, type ProviderStartRequest, type SubagentProvider } from '@dsh/subagent'
+import { childEnv, startLineProcess, type ChildOutcome, type LineProcess, type ProviderChild, type ProviderStartRequest, type SubagentProvider } from '@dsh/subagent'
+/** The parent's sandbox mode, as the seam hands it to a provider. */
+type SandboxMode = ProviderStartRequest['inherit']['mode']
+import type {} from '@dsh/subprocess'
 
 export const name = 'subagent-codex'
-export const inject = ['subagents']
+export const inject = ['subagents', 'subprocess']
 
 export interface SubagentCodexConfig {
   provider: string
@@ -18,11 +21,13 @@ export interface SubagentCodexConfig {
   /** Arguments that start the app-server on stdio. */
   args: string[]
   env: Record<string, string>
+  /** Credentials the child gets; every other credential-looking variable is scrubbed. */
+  credentials: string[]
   /** `model` of thread/start; empty: Codex's default. */
   model: string
   /** `approvalPolicy` of thread/start. */
   approvalPolicy: 'never' | 'on-request' | 'on-failure' | 'untrusted'
-  /** `sandbox` of thread/start. */
+  /** `sandbox` of thread/start: the most the child gets; a stricter parent mode lowers it. */
   sandbox: 'read-only' | 'workspace-write' | 'danger-full-access'
   /** How long each request (initialize, thread/start, turn/start) may take. */
   requestTimeoutMs: number
@@ -34,6 +39,7 @@ export const Config: Schema<Partial<SubagentCodexConfig>, SubagentCodexConfig> =
   command: Schema.string().default('codex').description('The Codex executable (on PATH, or a path).'),
   args: Schema.array(Schema.string()).default(['app-server']).description('Arguments that start the app-server on stdio.'),
   env: Schema.dict(Schema.string()).default({}).description('Extra environment variables for the child.'),
+  credentials: Schema.array(Schema.string()).default(['OPENAI_API_KEY', 'CODEX_API_KEY']).description('Credentials passed to the child; other credential-looking variables are scrubbed.'),
   model: Schema.string().default('').description('Model for the thread; empty: its default.'),
   approvalPolicy: Schema.union(['never', 'on-request', 'on-failure', 'untrusted'] as const).default('never').description('approvalPolicy of the thread (requests that still come are declined).'),
   sandbox: Schema.union(['read-only', 'workspace-write', 'danger-full-access'] as const).default('workspace-write').description('sandbox of the thread.'),
@@ -42,6 +48,13 @@ export const Config: Schema<Partial<SubagentCodexConfig>, SubagentCodexConfig> =
 }) as Schema<Partial<SubagentCodexConfig>, SubagentCodexConfig>
 
 type Json = Record<string, any>
+
+const STRICTNESS: readonly SandboxMode[] = ['read-only', 'workspace-write', 'danger-full-access']
+
+/** Codex's `sandbox` for a child of a parent in `mode`: the configured one, never looser than the parent's. */
+export function childSandbox(configured: SandboxMode, mode: SandboxMode): SandboxMode {
+  return STRICTNESS[Math.min(STRICTNESS.indexOf(configured), STRICTNESS.indexOf(mode))]
+}
 
 /** Token usage of a `thread/tokenUsage/updated` notification (its running total). */
 export function usageOf(params: Json | undefined): TokenUsage | undefined {
@@ -113,7 +126,7 @@ class Peer {
   }
 }
 
-export function codexProvider(config: SubagentCodexConfig, version = '0.1.0'): SubagentProvider {
+export function codexProvider(ctx: Context, config: SubagentCodexConfig, version = '0.1.0'): SubagentProvider {
   return {
     name: config.provider,
     description: 'a Codex run (`codex app-server`) in this workspace with its own tools and model; give it the whole task',
@@ -165,10 +178,12 @@ export function codexProvider(config: SubagentCodexConfig, version = '0.1.0'): S
       })
       try {
         peer.proc = await startLineProcess({
+          subprocess: ctx.subprocess,
           command: config.command,
           args: config.args,
           cwd: parent.cwd,
-          env: { ...process.env, ...config.env },
+          env: await childEnv(ctx, config.credentials, config.env, request.inherit),
+          killGraceMs: config.closeTimeoutMs,
           onMessage: (message) => peer.receive(message),
         })
       } catch (error) {
@@ -189,7 +204,7 @@ export function codexProvider(config: SubagentCodexConfig, version = '0.1.0'): S
         const thread = await peer.request('thread/start', {
           cwd: parent.cwd,
           approvalPolicy: config.approvalPolicy,
-          sandbox: config.sandbox,
+          sandbox: childSandbox(config.sandbox, request.inherit.mode),
           ...(config.model ? { model: config.model } : {}),
         })
         threadId = String(thread.thread?.id ?? '')
@@ -220,5 +235,5 @@ export function codexProvider(config: SubagentCodexConfig, version = '0.1.0'): S
 }
 
 export function apply(ctx: Context, config: SubagentCodexConfig): void {
-  ctx.subagents.registerProvider(codexProvider(config))
+  ctx.subagents.registerProvider(codexProvider(ctx, config))
 }

@@ -9,6 +9,7 @@ import { createHarness, type Harness, type ScriptEntry } from '@dsh/agent-loop-t
 import SubagentService, { SubagentError } from '@dsh/subagent'
 import * as ToolSubagent from '@dsh/tool-subagent'
 import * as Codex from '../src/index.ts'
+import LocalSubprocess from '@dsh/subprocess-local'
 
 const FAKE = fileURLToPath(new URL('./fixtures/fake-codex.mjs', import.meta.url))
 
@@ -25,6 +26,7 @@ async function boot(config: Partial<Codex.SubagentCodexConfig> = {}, script?: Sc
     cwd,
     ...(script ? { script } : {}),
     plugins: [
+      [LocalSubprocess, {}],
       [SubagentService, { timeoutMs: 0 }],
       [ToolSubagent, {}],
       [Codex, { command: FAKE, ...config }],

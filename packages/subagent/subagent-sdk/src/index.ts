@@ -1,14 +1,18 @@
 // @dsh/subagent-sdk: the `sdk` subagent provider. Each child is a complete dsh runtime in a fresh
 // `dsh-jsonrpc-agent` process, driven through @dsh/sdk-client: one session in the parent's cwd, one
 // prompt; the turn's result is the child's outcome. The process is closed when the child ends.
+// The child is confined like its parent: the parent session's sandbox mode, delegation depth and
+// limit travel in its environment (scrubbed of every credential but the named ones), the
+// parent's own patch layers as `--patch` arguments (see @dsh/subagent).
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { PromptResult } from '@dsh/sdk-client'
-import type { ChildOutcome, ProviderChild, ProviderStartRequest, SubagentProvider } from '@dsh/subagent'
+import { childEnv, type ChildOutcome, type ProviderChild, type ProviderStartRequest, type SubagentProvider } from '@dsh/subagent'
 import type {} from '@dsh/subagent'
+import { createScrubber, scrubEnvironment } from '@dsh/subprocess'
 
 export const name = 'subagent-sdk'
-export const inject = ['subagents']
+export const inject = ['subagents', 'subprocess']
 
 export interface SubagentSdkConfig {
   provider: string
@@ -17,6 +21,8 @@ export interface SubagentSdkConfig {
   /** Extra arguments (e.g. `--patch FILE`). */
   args: string[]
   env: Record<string, string>
+  /** Credentials the child gets (read through ctx.credentials, else this process's environment); every other credential-looking variable is scrubbed. */
+  credentials: string[]
   /** Pass the parent's `provider/model` to the child (off: the child's own default model). */
   inheritModel: boolean
   closeTimeoutMs: number
@@ -27,6 +33,7 @@ export const Config: Schema<Partial<SubagentSdkConfig>, SubagentSdkConfig> = Sch
   command: Schema.array(Schema.string()).default([]).description('The SDK server to run; empty: dsh-jsonrpc-agent.'),
   args: Schema.array(Schema.string()).default([]).description('Extra arguments for the server.'),
   env: Schema.dict(Schema.string()).default({}).description('Extra environment variables for the child.'),
+  credentials: Schema.array(Schema.string()).default(['DEEPSEEK_API_KEY', 'OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'OPENROUTER_API_KEY', 'GEMINI_API_KEY']).description('Credentials passed to the child; other credential-looking variables are scrubbed.'),
   inheritModel: Schema.boolean().default(true).description("Run the child on the parent's model."),
   closeTimeoutMs: Schema.natural().default(2000).description('How long a closing child may take before it is killed.'),
 })
@@ -40,7 +47,7 @@ export function outcomeOf(result: PromptResult): ChildOutcome {
   return { status: 'failed', text: result.text, usage, error: result.error ?? { code: result.reason.toUpperCase(), message: `the child's turn ended ${result.reason}` } }
 }
 
-export function sdkProvider(config: SubagentSdkConfig): SubagentProvider {
+export function sdkProvider(ctx: Context, config: SubagentSdkConfig): SubagentProvider {
   return {
     name: config.provider,
     description: 'a complete dsh runtime in its own process (its own composition, session and tools); give it the whole task',
@@ -48,11 +55,15 @@ export function sdkProvider(config: SubagentSdkConfig): SubagentProvider {
       const { parent, prompt } = request
       // Loaded on first use: booting does not need the client.
       const { Harness } = await import('@dsh/sdk-client')
+      // The environment the subprocess seam would build: its scrub policy over this process's
+      // variables, then the named credentials, the row's env and the inheritance variables.
+      const spec = await childEnv(ctx, config.credentials, config.env, request.inherit)
+      const env = { ...scrubEnvironment(process.env, createScrubber(ctx.subprocess.scrubPolicy)).env, ...spec.set }
       const harness = await Harness.start({
         ...(config.command.length > 0 ? { bin: config.command } : {}),
-        args: config.args,
+        args: [...config.args, ...request.inherit.patchFiles.flatMap((f) => ['--patch', f])],
         cwd: parent.cwd,
-        env: { ...process.env, ...config.env },
+        env,
         closeTimeoutMs: config.closeTimeoutMs,
       })
       let session
@@ -87,5 +98,5 @@ export function sdkProvider(config: SubagentSdkConfig): SubagentProvider {
 }
 
 export function apply(ctx: Context, config: SubagentSdkConfig): void {
-  ctx.subagents.registerProvider(sdkProvider(config))
+  ctx.subagents.registerProvider(sdkProvider(ctx, config))
 }

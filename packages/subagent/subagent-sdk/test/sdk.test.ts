@@ -8,6 +8,7 @@ import { createHarness, type Harness } from '@dsh/agent-loop-testkit'
 import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
 import SubagentService, { SubagentError } from '@dsh/subagent'
 import * as SubagentSdk from '../src/index.ts'
+import LocalSubprocess from '@dsh/subprocess-local'
 
 let harness: Harness | undefined
 let server: MockServer | undefined
@@ -24,6 +25,7 @@ async function boot(steps: unknown[], extra: Partial<SubagentSdk.SubagentSdkConf
   harness = await createHarness({
     cwd,
     plugins: [
+      [LocalSubprocess, {}],
       [SubagentService, { timeoutMs: 0 }],
       // The parent runs on the in-process scripted model, which the child does not have.
       [SubagentSdk, { inheritModel: false, env: { DSH_HOME: join(cwd, 'home'), DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'x' }, ...extra }],

@@ -5,6 +5,7 @@ import type { Context } from 'cordis'
 import type { TurnResult } from '@dsh/agent'
 import type { Session } from '@dsh/session'
 import type {} from '@dsh/permission-presets'
+import type {} from '@dsh/sandbox-policy'
 import type { ChildOutcome, ProviderChild, SubagentProvider } from './types.ts'
 
 /** The seq right after the parent's last completed turn (its running turn, if any, is left out). */
@@ -48,6 +49,10 @@ export function inProcessProvider(ctx: Context, mode: 'spawn' | 'fork', options:
       const presets = ctx.get('permissionPresets')
       const inherited = presets?.current(parent.session.id)
       if (presets && inherited && inherited.name !== presets.default.name) presets.set(session.id, inherited.name)
+      // A mode set on the parent session itself (a sandbox override, not a preset) holds for the child too.
+      const policy = ctx.get('sandboxPolicy')
+      const parentMode = policy?.modeFor(parent.session.id)
+      if (policy && parentMode && policy.modeFor(session.id) !== parentMode) policy.setMode(session.id, parentMode)
       let agent
       try {
         session.append('subagent/link', link)

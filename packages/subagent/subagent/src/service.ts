@@ -7,6 +7,7 @@ import type { Agent } from '@dsh/agent'
 import type { Session } from '@dsh/session'
 import type {} from '@dsh/session-persistence'
 import { inProcessProvider } from './in-process.ts'
+import { inheritanceOf, inheritedDepth, DEPTH_ENV } from './inherit.ts'
 import {
   SubagentError,
   type ChildOutcome,
@@ -85,10 +86,17 @@ export class SubagentService extends Service {
     this.handedOverBox.n = n
   }
 
+  /** Depth of this process's root agents: 0, or what the parent dsh set when this process is a subagent. */
+  readonly baseDepth: number
+
   constructor(ctx: Context, config: Partial<SubagentServiceConfig> = {}) {
     super(ctx, 'subagents')
     this.home = ctx
     this.config = { defaultProvider: 'spawn', maxDepth: 2, maxConcurrent: 4, maxQueued: 16, timeoutMs: 600_000, ...config }
+    // A subagent process keeps its parent's depth and limit: the tighter of the two limits holds.
+    const inherited = inheritedDepth()
+    this.baseDepth = inherited.depth
+    if (inherited.maxDepth !== undefined) this.config.maxDepth = Math.min(this.config.maxDepth, inherited.maxDepth)
     // The three event types are logged: persistence must know them or the sessions do not load.
     ctx.inject(['sessionPersistence'], (inner) => {
       for (const type of SUBAGENT_EVENT_TYPES) inner.sessionPersistence.registerEventType(type)
@@ -140,7 +148,7 @@ export class SubagentService extends Service {
 
   /** Delegation depth of an agent: 0 for a root, n for a child n levels down. */
   depthOf(agent: Agent | string): number {
-    return this.depthOfAgent.get(typeof agent === 'string' ? agent : agent.id) ?? 0
+    return this.depthOfAgent.get(typeof agent === 'string' ? agent : agent.id) ?? this.baseDepth
   }
 
   /**
@@ -163,7 +171,8 @@ export class SubagentService extends Service {
     }
     const depth = this.depthOf(parent) + 1
     if (depth > this.config.maxDepth) {
-      throw new SubagentError('DEPTH_LIMIT', `delegation depth limit reached: this agent is at depth ${depth - 1} and the limit is ${this.config.maxDepth}; do the work yourself`)
+      const where = this.baseDepth > 0 && depth - 1 === this.baseDepth ? ` (it is itself a subagent in a process its parent started, ${DEPTH_ENV}=${this.baseDepth})` : ''
+      throw new SubagentError('DEPTH_LIMIT', `delegation depth limit reached: this agent is at depth ${depth - 1}${where} and the limit is ${this.config.maxDepth}; do the work yourself`)
     }
     // First come, first served: a fresh request does not overtake the ones already waiting.
     if (this.running.size + this.handedOver >= this.config.maxConcurrent || this.waiting.length > 0) {
@@ -198,7 +207,8 @@ export class SubagentService extends Service {
     this.childrenOf(session.id).set(link.id, live)
     let child: ProviderChild
     try {
-      child = await provider.start({ parent, link, description, prompt })
+      const inherit = inheritanceOf(this.home, parent, depth, this.config.maxDepth)
+      child = await provider.start({ parent, link, description, prompt, inherit })
     } catch (error) {
       this.release(live)
       this.childrenOf(session.id).delete(link.id)

@@ -2,6 +2,7 @@
 import type { Agent } from '@dsh/agent'
 import type { TokenUsage } from '@dsh/llm'
 import type { LoggedError } from '@dsh/session'
+import type { ChildInheritance } from './inherit.ts'
 
 /** Where a child is in its life. `interrupted`: the host stopped before the child finished (read from a log). */
 export type SubagentStatus = 'running' | 'completed' | 'failed' | 'cancelled' | 'interrupted'
@@ -52,6 +53,11 @@ export interface ProviderStartRequest {
   link: SubagentLink
   description: string
   prompt: string
+  /**
+   * What the child inherits from its parent: sandbox mode and policy, the user's patch layers,
+   * depth and limit. A provider that starts another process must confine the child by it.
+   */
+  inherit: ChildInheritance
 }
 
 /** A running child as a provider hands it to the seam. */
