@@ -539,7 +539,7 @@ export class AcpServer extends Service {
     const abort = () => controller.abort(signal.reason)
     signal.addEventListener('abort', abort, { once: true })
     const timer = this.config.permissionTimeoutMs > 0
-      ? setTimeout(() => controller.abort(new Error('timed out')), this.config.permissionTimeoutMs)
+      ? setTimeout(() => controller.abort(new Error(`no answer within ${this.config.permissionTimeoutMs} ms`)), this.config.permissionTimeoutMs)
       : undefined
     live.permissions.add(controller)
     const toolCallId = live.running.at(-1) ?? `approval-${request.id}`
@@ -560,7 +560,11 @@ export class AcpServer extends Service {
       if (!choice) return { decision: 'rejected', reason: `the client chose an unknown option ${JSON.stringify(response.outcome.optionId)}` }
       return { decision: choice }
     } catch (error) {
-      return { decision: 'rejected', reason: `the client did not answer the permission request (${errorText(error)})` }
+      // A JSON-RPC error, a closed connection, a timeout or a cancelled prompt: never an allow.
+      // The SDK rejects a request it stopped waiting for with a generic error: the abort's own
+      // reason says why (timeout or cancellation).
+      const why = controller.signal.aborted ? errorText(controller.signal.reason) : errorText(error)
+      return { decision: 'rejected', reason: `the client did not answer the permission request (${why})` }
     } finally {
       if (timer) clearTimeout(timer)
       signal.removeEventListener('abort', abort)
