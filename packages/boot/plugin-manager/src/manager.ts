@@ -69,8 +69,13 @@ export class PluginManager {
     return dir
   }
 
+  /**
+   * npm in the profile directory, always with `--ignore-scripts`: no lifecycle script of the
+   * package or of its dependencies (preinstall, install, postinstall, a directory's prepare) runs,
+   * so a package refused afterwards has executed nothing and the rollback leaves nothing behind.
+   */
   private npm(dir: string, args: string[]): void {
-    const r = spawnSync(this.opts.npm ?? 'npm', [...args, '--no-audit', '--no-fund', '--legacy-peer-deps', '--loglevel=error'], {
+    const r = spawnSync(this.opts.npm ?? 'npm', [...args, '--ignore-scripts', '--no-audit', '--no-fund', '--legacy-peer-deps', '--loglevel=error'], {
       cwd: dir,
       encoding: 'utf8',
       env: { ...process.env, npm_config_update_notifier: 'false' },
