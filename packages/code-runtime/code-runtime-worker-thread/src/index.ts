@@ -1,13 +1,17 @@
 // @dsh/code-runtime-worker-thread: the `ctx.codeRuntime` provider that runs each program in ONE
 // fresh Node worker thread (separate isolate, empty environment, heap cap, hard termination).
-// Containment, not a security boundary: a program can do what the process can (fs, network).
+// Not a security boundary: a program can do what the harness process can (files, network, the
+// process's memory and /proc entry). So it runs programs only where the session's sandbox mode is
+// danger-full-access; in a confining mode it refuses (REFUSED) and @dsh/code-runtime-subprocess is
+// the provider to load.
 import type { Context } from 'cordis'
+import type {} from '@dsh/sandbox-policy'
 import Schema from 'schemastery'
 import { CodeRuntime, checkRequest, type CodeRunRequest, type CodeRunResult, type ResolvedCodeRun } from '@dsh/code-runtime'
 import { runInWorker } from './run.ts'
 
 export { runInWorker, type RunLimits } from './run.ts'
-export { stripTypes, TypeStripError } from './strip.ts'
+export { stripTypes, TypeStripError } from '@dsh/code-runtime'
 
 export interface WorkerThreadCodeRuntimeConfig {
   timeoutMs: number
@@ -48,7 +52,22 @@ export class WorkerThreadCodeRuntime extends CodeRuntime {
   }
 
   run(request: CodeRunRequest): Promise<CodeRunResult> {
-    return runInWorker(this.resolve(request), { maxLogChars: this.config.maxLogChars })
+    const resolved = this.resolve(request)
+    // Fail closed: with a sandbox policy in the world, only danger-full-access runs in-process.
+    const policy = this.ctx.get('sandboxPolicy')
+    const mode = policy?.modeFor(resolved.sessionId)
+    if (policy && mode !== 'danger-full-access') {
+      return Promise.resolve({
+        logs: [],
+        calls: 0,
+        durationMs: 0,
+        error: {
+          code: 'REFUSED',
+          message: `the program was not run: this runtime runs programs inside the dsh process, unconfined, and the session's sandbox mode is ${mode}. Use the tools directly, or ask the user to switch to danger-full-access (or to load @dsh/code-runtime-subprocess, which confines programs)`,
+        },
+      })
+    }
+    return runInWorker(resolved, { maxLogChars: this.config.maxLogChars })
   }
 }
 

@@ -1,6 +1,8 @@
 // @dsh/code-runtime: the Code Mode execution seam (`ctx.codeRuntime`). A provider runs one program
 // (TypeScript or JavaScript, the body of an async function) in isolation, with host functions
-// ("bindings") bridged in, and reports `{value, logs, error?}`. No I/O here: vocabulary only.
+// ("bindings") bridged in, and reports `{value, logs, error?}`. No I/O here: the vocabulary, plus
+// the pieces every provider shares (type stripping, the program-side source, the host-side state).
+import { isAbsolute } from 'node:path'
 import { Service, type Context } from 'cordis'
 
 /** A JSON value as a run result may carry it. */
@@ -42,6 +44,13 @@ export interface CodeRunRequest {
   filename?: string
   /** Observes each console line as it is produced (they are also returned in `logs`). */
   onLog?: (log: CodeLog) => void
+  /**
+   * The session the program runs for: a confining provider runs it under that session's sandbox
+   * policy (mode, writable roots, network). Absent: the policy of calls without a session.
+   */
+  sessionId?: string
+  /** Absolute working directory of the program (the calling tool's cwd). Default: the provider's choice (the session's workspace root). */
+  cwd?: string
 }
 
 /** A request after the provider's defaulting: what `run` executes. */
@@ -76,6 +85,8 @@ export const CODE_RUN_ERROR_CODES = [
   'UNSERIALIZABLE',
   /** The runtime itself failed (the isolate could not start, a protocol error). */
   'INTERNAL',
+  /** The provider refused to run the program: it cannot confine it as the session's sandbox mode requires. */
+  'REFUSED',
 ] as const
 export type CodeRunErrorCode = (typeof CODE_RUN_ERROR_CODES)[number]
 
@@ -134,6 +145,8 @@ export function checkRequest(request: CodeRunRequest): string | undefined {
   for (const [key, value] of [['timeoutMs', request.timeoutMs], ['memoryMb', request.memoryMb]] as const) {
     if (value !== undefined && (typeof value !== 'number' || !Number.isFinite(value) || value <= 0)) return `${key} must be a positive number`
   }
+  if (request.sessionId !== undefined && (typeof request.sessionId !== 'string' || request.sessionId === '')) return 'sessionId must be a non-empty string'
+  if (request.cwd !== undefined && (typeof request.cwd !== 'string' || !isAbsolute(request.cwd))) return 'cwd must be an absolute path'
   const identifier = /^[A-Za-z_$][A-Za-z0-9_$]*$/
   for (const [space, table] of Object.entries(request.bindings ?? {})) {
     if (!identifier.test(space)) return `binding namespace ${JSON.stringify(space)} is not a JavaScript identifier`
@@ -171,5 +184,21 @@ export function formatRunResult(result: CodeRunResult, options: { maxChars?: num
   }
   return text
 }
+
+export { stripTypes, TypeStripError } from './strip.ts'
+export { PROGRAM_HOST_SOURCE, programSource } from './program-source.ts'
+export {
+  RunState,
+  cancelledError,
+  checkProgramMessage,
+  memoryError,
+  messageOf,
+  reasonOf,
+  timeoutError,
+  type HostReply,
+  type ProgramMessage,
+  type ProgramStart,
+  type RunOutcome,
+} from './host.ts'
 
 export const name = 'code-runtime'

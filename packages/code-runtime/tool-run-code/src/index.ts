@@ -44,7 +44,7 @@ export const SECTION_ID = 'code-mode'
 export const SDK_VARIABLE = 'codeModeSdk'
 
 const INTRO = [
-  'Code Mode: `run_code` runs a TypeScript program (the body of an async function) in a fresh, isolated worker.',
+  'Code Mode: `run_code` runs a TypeScript program (the body of an async function) in a fresh process, confined like bash.',
   'Inside the program every tool listed below is an async function of the `tools` object. Each call goes through',
   'the same checks as a direct tool call (approvals, sandbox, guards) and resolves with the tool\'s text output;',
   'a failed call throws an Error whose `code` names the failure (catch it to carry on). `console.log` notes what',
@@ -118,6 +118,9 @@ export function apply(ctx: Context, config: ToolRunCodeConfig): void {
           bindings: { tools: run.bindings() },
           timeoutMs: args.timeout_ms ?? config.timeoutMs,
           signal: call.signal,
+          // The runtime confines the program by this session's sandbox policy, in the call's cwd.
+          ...(call.sessionId !== undefined ? { sessionId: call.sessionId } : {}),
+          cwd: call.cwd,
         })
       } catch (error) {
         return fail('RUNTIME_FAILED', `the program could not be run: ${error instanceof Error ? error.message : String(error)}`)
@@ -126,7 +129,8 @@ export function apply(ctx: Context, config: ToolRunCodeConfig): void {
       const text = formatRunResult(result, { maxChars: config.maxOutputChars })
       if (result.error) {
         const code = `PROGRAM_${result.error.code}`
-        return { content: `Error [${code}]: the program did not finish.\n\n${text}`, isError: true, error: { code, message: result.error.message }, meta }
+        const what = result.error.code === 'REFUSED' ? 'the program was not run' : 'the program did not finish'
+        return { content: `Error [${code}]: ${what}.\n\n${text}`, isError: true, error: { code, message: result.error.message }, meta }
       }
       return { content: text, meta }
     },
