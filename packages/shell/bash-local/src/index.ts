@@ -2,14 +2,14 @@
 // `ctx.subprocess`. Owns the bash-shaped decisions: command caps, timeout defaulting and capping,
 // timeout-versus-cancel classification and the non-interactive environment. Group mechanics
 // (retention, spill, scrub, kill escalation) belong to the subprocess provider.
-import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, statSync } from 'node:fs'
 import { isAbsolute, join, resolve as resolvePath } from 'node:path'
 import { Context } from 'cordis'
 import Schema from 'schemastery'
 import { ShellError, ShellExecutor, type ShellLimits, type ShellOutput, type ShellOutputBudget, type ShellRequest, type ShellResult, type ShellRunOptions, type ShellSpec } from '@dsh/shell'
 import { decodeOutput, type ProcessExit, type ProcessLauncher, type RetainedOutput } from '@dsh/subprocess'
 import { plainService } from '@dsh/plain-service'
+import { DEFAULT_SPILL_CAP_BYTES, processTempDir, processTempSubdir, systemTempDir, type PrivateDir } from '@dsh/spill-files'
 
 export const EXECUTOR = 'bash-local'
 
@@ -39,11 +39,16 @@ export interface BashLocalConfig {
   drainMs: number
   output: { maxBytes: number; headBytes: number; tailBytes: number }
   spillDir: string
+  spillMaxBytes: number
   environment: Record<string, string>
 }
 
-/** bash-local's default spill dir (bash-sandbox replaces it with a per-session dir in the protected dsh home). */
-export const DEFAULT_SPILL_DIR = join(tmpdir(), 'dsh-shell-output')
+/**
+ * The configured value that stands for bash-local's default spill dir: at run time a private
+ * directory of this process (`<system temp>/dsh-<pid>-XXXXXX/shell-output`, from @dsh/spill-files),
+ * never this guessable path. bash-sandbox replaces it with a per-session dir in the protected dsh home.
+ */
+export const DEFAULT_SPILL_DIR = join(systemTempDir(), 'dsh-shell-output')
 
 export class BashLocalExecutor extends ShellExecutor {
   static inject = ['subprocess']
@@ -59,7 +64,8 @@ export class BashLocalExecutor extends ShellExecutor {
       headBytes: Schema.natural().default(256 << 10).description('Bytes of the beginning kept in memory once output passes maxBytes.'),
       tailBytes: Schema.natural().default(256 << 10).description('Bytes of the end kept in memory once output passes maxBytes.'),
     }).default({ maxBytes: 1 << 20, headBytes: 256 << 10, tailBytes: 256 << 10 }),
-    spillDir: Schema.string().default(DEFAULT_SPILL_DIR).description('Directory of spill files holding the complete output of long commands.'),
+    spillDir: Schema.string().default(DEFAULT_SPILL_DIR).description('Directory of spill files holding the complete output of long commands (a private directory: real, owned by this user, 0700). The default stands for a private directory of this process.'),
+    spillMaxBytes: Schema.natural().default(DEFAULT_SPILL_CAP_BYTES).description('Most bytes spilled into one spill directory (one session under bash-sandbox) by this process; past it the rest of the output is dropped and the result says so (head and tail are still kept).'),
     environment: Schema.dict(String)
       .default({ ...MODEL_FRIENDLY_ENV })
       .description('Variables set for every command (replaces the whole default set when given).'),
@@ -186,12 +192,13 @@ export const MERGE_STARTUP_SCRIPT = 'exec 2>&1\nunset BASH_ENV\n'
 
 /**
  * A private startup file for non-interactive bash (`BASH_ENV`) that merges stderr into stdout
- * before the `-c` command is parsed. Created on first use in a fresh 0700 temp dir (nobody else
- * can change what bash sources), re-created when a temp cleaner removed it, removed on dispose.
- * `path()` answers undefined when it cannot be written; the caller then merges another way.
+ * before the `-c` command is parsed. Created on first use in a fresh private directory of
+ * @dsh/spill-files (0700, nobody else can change what bash sources), re-created when a temp
+ * cleaner removed it, removed on dispose. `path()` answers undefined when it cannot be written;
+ * the caller then merges another way.
  */
 export class MergeStartupFile {
-  private dir: string | undefined
+  private dir: PrivateDir | undefined
   private file: string | undefined
   private failed = false
 
@@ -199,11 +206,16 @@ export class MergeStartupFile {
     if (this.failed) return undefined
     if (this.file && existsSync(this.file)) return this.file
     try {
-      if (!this.dir || !existsSync(this.dir)) this.dir = mkdtempSync(join(tmpdir(), 'dsh-bash-'))
-      const file = join(this.dir, 'merge-stderr.sh')
-      writeFileSync(file, MERGE_STARTUP_SCRIPT, { mode: 0o600 })
-      this.file = file
-      return file
+      if (this.dir) {
+        try {
+          this.dir.verify()
+        } catch {
+          this.dir = undefined
+        }
+      }
+      this.dir ??= processTempDir().tempSubdir('bash-')
+      this.file = this.dir.writeFile(`merge-stderr-${Date.now().toString(36)}.sh`, MERGE_STARTUP_SCRIPT)
+      return this.file
     } catch {
       this.failed = true
       return undefined
@@ -211,7 +223,7 @@ export class MergeStartupFile {
   }
 
   dispose(): void {
-    if (this.dir) rmSync(this.dir, { recursive: true, force: true })
+    this.dir?.remove()
     this.dir = this.file = undefined
   }
 }
@@ -220,7 +232,7 @@ export interface ShellProcessRequest {
   file: string
   args: string[]
   spec: ShellSpec
-  settings: { killGraceMs: number; spillDir?: string; drainMs: number }
+  settings: { killGraceMs: number; spillDir?: string; spillMaxBytes?: number; drainMs: number }
   options: ShellRunOptions
   /** Epoch ms the run started (for durationMs). */
   started: number
@@ -283,7 +295,12 @@ export async function runShellProcess(subprocess: Context['subprocess'], request
       stderr: merge.stderr,
       kill: { graceMs: settings.killGraceMs },
       signal: internal.signal,
-      retention: { ...spec.output, spillDir: settings.spillDir, spillPrefix: 'bash' },
+      retention: {
+        ...spec.output,
+        ...spillDirOf(settings.spillDir, spec.notes),
+        ...(settings.spillMaxBytes !== undefined ? { spillMaxBytes: settings.spillMaxBytes } : {}),
+        spillPrefix: 'bash',
+      },
       retentionMode: 'merged',
       drainMs: settings.drainMs,
       reapGroup: true,
@@ -298,10 +315,26 @@ export async function runShellProcess(subprocess: Context['subprocess'], request
         if (text) listener({ stream: chunk.stream, text })
       })
     }
-    return classify(await handle.exited, cause, Date.now() - started)
+    const exit = await handle.exited
+    const spillError = exit.output.merged?.spillError
+    // The model learns that the complete output is not (all) on disk, and why.
+    if (spillError) spec.notes.push(`the complete output could not be kept: ${spillError}`)
+    return classify(exit, cause, Date.now() - started)
   } finally {
     clearTimeout(timer)
     options.signal?.removeEventListener('abort', onAbort)
+  }
+}
+
+/** The retention's spill dir: the configured one, or for the default this process's private `shell-output` dir. */
+function spillDirOf(configured: string | undefined, notes: string[]): { spillDir?: string } {
+  if (configured === undefined) return {}
+  if (configured !== DEFAULT_SPILL_DIR) return { spillDir: configured }
+  try {
+    return { spillDir: processTempSubdir('shell-output').path }
+  } catch (error) {
+    notes.push(`long output cannot be spilled to a file: ${error instanceof Error ? error.message : String(error)}`)
+    return {}
   }
 }
 

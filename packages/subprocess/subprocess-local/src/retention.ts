@@ -1,14 +1,11 @@
 // Bounded output retention: the whole stream in memory up to `maxBytes`; past it, a fixed head
 // copy, a fixed-size tail ring and the complete stream in a spill file. Memory held is at most
-// `maxBytes` before the cap and `headBytes + tailBytes` after it, plus the spill stream's write
-// buffer, which the caller bounds by pausing its source whenever `push` returns false.
-import { chmodSync, constants, createWriteStream, lstatSync, mkdirSync, openSync, type WriteStream } from 'node:fs'
-import { join } from 'node:path'
+// `maxBytes` before the cap and `headBytes + tailBytes` after it. The spill file is written
+// synchronously through @dsh/spill-files (private dir, O_EXCL|O_NOFOLLOW, a per-directory byte
+// budget): a full disk or the budget stops the file and is recorded, never a stuck stream.
 import { randomBytes } from 'node:crypto'
+import { DEFAULT_SPILL_CAP_BYTES, PrivateDir, SpillWriter, spillBudget } from '@dsh/spill-files'
 import type { RetainedOutput, RetentionSpec } from '@dsh/subprocess'
-
-/** Bytes the spill stream may buffer before `push` asks the source to pause. */
-const SPILL_HIGH_WATER = 1 << 20
 
 export class OutputRetention {
   private total = 0
@@ -18,15 +15,13 @@ export class OutputRetention {
   private ring: Buffer | undefined
   private ringPos = 0
   private ringFilled = 0
-  private spill: WriteStream | undefined
+  private spill: SpillWriter | undefined
   private spillPath: string | undefined
   private spillError: string | undefined
-  private spillDone: Promise<void> = Promise.resolve()
-  private drainWaiters: Array<() => void> = []
 
   constructor(private readonly spec: RetentionSpec) {}
 
-  /** Appends a chunk. Returns false when the spill file is backlogged: pause the source until `onDrain`. */
+  /** Appends a chunk. Returns false when the source should pause until `onDrain` (never, since spill writes are synchronous). */
   push(chunk: Uint8Array): boolean {
     if (chunk.byteLength === 0) return true
     this.total += chunk.byteLength
@@ -39,22 +34,16 @@ export class OutputRetention {
     return this.writeSpill(chunk)
   }
 
-  /** Calls `listener` once the spill stream has drained (immediately when it is not backlogged). */
+  /** Calls `listener` at once: nothing is ever backlogged. */
   onDrain(listener: () => void): void {
-    if (!this.spill || !this.spill.writableNeedDrain) listener()
-    else this.drainWaiters.push(listener)
+    listener()
   }
 
-  /** Flushes and closes the spill file. Safe to call more than once. */
+  /** Closes the spill file. Safe to call more than once; never waits on the disk. */
   async finish(): Promise<void> {
-    if (this.spill && !this.spill.writableEnded) {
-      const stream = this.spill
-      this.spillDone = new Promise<void>((resolve) => {
-        stream.once('close', () => resolve())
-        stream.end()
-      })
-    }
-    await this.spillDone
+    if (!this.spill) return
+    this.spill.close()
+    this.noteSpill()
   }
 
   snapshot(): RetainedOutput {
@@ -92,25 +81,13 @@ export class OutputRetention {
     const dir = this.spec.spillDir as string
     const name = `${this.spec.spillPrefix ?? 'output'}-${Date.now()}-${randomBytes(4).toString('hex')}.log`
     try {
-      // Output may contain secrets: the directory and files are private to this user. The command
-      // that produced it may have replaced the directory with a symlink: the directory must be a
-      // real one we own with no access for others, and the file is created, never followed.
-      mkdirSync(dir, { recursive: true, mode: 0o700 })
-      const stat = lstatSync(dir)
-      if (stat.isSymbolicLink() || !stat.isDirectory()) throw new Error(`refusing to spill into ${dir}: it is ${stat.isSymbolicLink() ? 'a symbolic link' : 'not a directory'}`)
-      const uid = process.getuid?.()
-      if (uid !== undefined && stat.uid !== uid) throw new Error(`refusing to spill into ${dir}: it is owned by uid ${stat.uid}, not by this user`)
-      if ((stat.mode & 0o077) !== 0) chmodSync(dir, 0o700)
-      const path = join(dir, name)
-      const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600)
-      this.spillPath = path
-      const stream = createWriteStream('', { fd, highWaterMark: SPILL_HIGH_WATER })
-      stream.on('error', (error) => {
-        this.spillError = error.message
-        this.releaseDrain()
-      })
-      stream.on('drain', () => this.releaseDrain())
-      this.spill = stream
+      // Output may contain secrets, and the command that produced it may have planted links: a
+      // private directory (real, ours, 0700) and a new 0600 file, never followed or reused. The
+      // budget is shared by every stream spilling into the same directory (per session under
+      // bash-sandbox, whose spill dirs are per session).
+      const budget = spillBudget(`dir:${dir}`, this.spec.spillMaxBytes ?? DEFAULT_SPILL_CAP_BYTES)
+      this.spill = new SpillWriter(PrivateDir.ensure(dir), name, budget)
+      this.spillPath = this.spill.path
     } catch (error) {
       this.spillError = (error as Error).message
     }
@@ -118,13 +95,17 @@ export class OutputRetention {
 
   private writeSpill(chunk: Uint8Array): boolean {
     if (!this.spill || this.spillError !== undefined) return true
-    return this.spill.write(chunk)
+    this.spill.write(chunk)
+    this.noteSpill()
+    return true
   }
 
-  private releaseDrain(): void {
-    const waiters = this.drainWaiters
-    this.drainWaiters = []
-    for (const waiter of waiters) waiter()
+  /** Keeps the writer's error, or the cap it reached, as the retention's spill error. */
+  private noteSpill(): void {
+    const spill = this.spill as SpillWriter
+    if (this.spillError !== undefined) return
+    if (spill.error) this.spillError = spill.error
+    else if (spill.capped) this.spillError = `the spill cap of ${this.spec.spillMaxBytes ?? DEFAULT_SPILL_CAP_BYTES} bytes for ${this.spec.spillDir} was reached: ${spill.path} holds only the first ${spill.written} bytes of the output`
   }
 
   private pushTail(chunk: Uint8Array): void {
@@ -162,5 +143,6 @@ export function checkRetention(spec: RetentionSpec): string | undefined {
   if (spec.headBytes + spec.tailBytes > spec.maxBytes) return 'retention.headBytes + retention.tailBytes must not exceed retention.maxBytes'
   if (spec.spillDir !== undefined && (typeof spec.spillDir !== 'string' || spec.spillDir === '')) return 'retention.spillDir must be a non-empty string'
   if (spec.spillPrefix !== undefined && !/^[A-Za-z0-9_.-]{1,64}$/.test(spec.spillPrefix)) return 'retention.spillPrefix must match [A-Za-z0-9_.-]{1,64}'
+  if (spec.spillMaxBytes !== undefined && (!Number.isSafeInteger(spec.spillMaxBytes) || spec.spillMaxBytes < 0)) return 'retention.spillMaxBytes must be a non-negative integer'
   return undefined
 }

@@ -26,6 +26,11 @@ export interface RetentionSpec {
   spillDir?: string
   /** File name prefix for spill files (default `output`). */
   spillPrefix?: string
+  /**
+   * Most bytes spilled into `spillDir` by every stream of this process that uses the same
+   * directory (default 256 MiB); past it the file ends with a marker and `spillError` says so.
+   */
+  spillMaxBytes?: number
 }
 
 /**
