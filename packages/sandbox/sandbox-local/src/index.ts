@@ -3,7 +3,7 @@
 // wraps each argv for it. A confining mode with no working runner throws: it never runs unconfined.
 import { execFile } from 'node:child_process'
 import { SpawnServer, nativeSpawn, spawnServerUnavailable, type SpawnedChild } from '@dsh/posix-spawn'
-import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, renameSync, statSync, writeFileSync } from 'node:fs'
 import { release, version } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { dirname, isAbsolute, join, sep } from 'node:path'
@@ -69,6 +69,9 @@ interface Probe {
 /** What the Landlock runner does not confine; stated to the model with the policy. */
 export const LANDLOCK_NOTE =
   'This sandbox is the Landlock fallback (bubblewrap does not work here): commands run without capabilities and cannot gain privileges; Unix-domain sockets on the filesystem stay reachable.'
+/** What the Landlock runner cannot do for the project control files (stated with the policy). */
+export const LANDLOCK_CONTROL_NOTE =
+  'Landlock cannot keep part of a writable directory read-only, so the project control files of the workspace (.mcp.json, .claude/, .codex/, .dsh/, .env, .git/hooks, .git/config) stay writable for commands here; file edits still refuse them.'
 /** Added when `unshare` gives each Landlock command its own PID and mount namespace. */
 export const PID_NAMESPACE_NOTE = 'Each command has its own process namespace: processes it leaves running end when it finishes.'
 /** Added when the Landlock runner cannot give each command its own PID namespace. */
@@ -200,10 +203,12 @@ export class LocalSandbox extends SandboxService {
 
   async describe(): Promise<SandboxRunnerInfo> {
     const probe = await this.select()
+    // Not stored in the probe (a cached probe from before this note would lack it).
+    const notes = probe.selected?.runner === 'landlock' ? [...new Set([...probe.notes, LANDLOCK_CONTROL_NOTE])] : probe.notes
     return {
       ...(probe.selected ? { runner: probe.selected.runner } : {}),
       rejected: probe.rejected.map((entry) => ({ ...entry })),
-      ...(probe.notes.length > 0 ? { notes: [...probe.notes] } : {}),
+      ...(notes.length > 0 ? { notes: [...notes] } : {}),
     }
   }
 
@@ -266,7 +271,7 @@ export class LocalSandbox extends SandboxService {
       // --as-pid-1: the command itself is PID 1 of the new PID namespace. With bwrap's own reaper as
       // PID 1, the outer bwrap can exit while the reaper still lives, so the caller's process-group
       // reap found a live member and escalated (SIGTERM + polling) after most commands.
-      const args = this.bwrapFlags(policy, writable, readOnly, hidden)
+      const args = this.bwrapFlags(policy, writable, readOnly, hidden, policy.controlPaths ?? [])
       // PID 1 of a namespace ignores every signal it has no handler for, so a bare command as
       // PID 1 would survive the caller's SIGTERM (a timeout or cancel would only land at the KILL
       // after the grace, and the command could keep going meanwhile). A tiny sh init takes PID 1:
@@ -298,6 +303,9 @@ export class LocalSandbox extends SandboxService {
     }
     const spec = Buffer.from(JSON.stringify({ writable, network: policy.network, hidden })).toString('base64')
     const notes = policy.network ? [] : ['network: IPv4/IPv6 sockets are refused; Unix-domain sockets on the filesystem stay reachable']
+    // A control path under a writable root stays writable here (Landlock only adds rights); the
+    // project-trust consent still guards what dsh starts from them.
+    if ((policy.controlPaths ?? []).some((path) => writable.some((root) => within(path, root)))) notes.push(LANDLOCK_CONTROL_NOTE)
     const helper = [this.config.node, LANDLOCK_HELPER, spec, '--']
     if (!selected.namespaces) return { argv: [...helper, ...argv], runner: 'landlock', enforcement: 'enforced', mode: policy.mode, notes }
     // Own PID namespace: when the command ends, the kernel ends everything it left behind (setsid
@@ -314,13 +322,13 @@ export class LocalSandbox extends SandboxService {
   }
 
   /** bwrap and its flags for `policy`, up to (not including) the per-command --chdir and command. */
-  private bwrapFlags(policy: SandboxPolicy, writable: string[], readOnly: string[], hidden: string[]): string[] {
+  private bwrapFlags(policy: SandboxPolicy, writable: string[], readOnly: string[], hidden: string[], control: string[]): string[] {
     const args = [this.config.bwrap, '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-pid', '--as-pid-1', '--die-with-parent']
     // As root, bwrap keeps every capability inside the sandbox, enough to remount `/` writable.
     args.push('--cap-drop', 'ALL')
     if (!policy.network) args.push('--unshare-net')
     for (const root of writable) args.push('--bind', root, root)
-    args.push(...protectArgs(readOnly, hidden, writable))
+    args.push(...protectArgs(readOnly, hidden, writable, control))
     return args
   }
 
@@ -618,8 +626,17 @@ function within(path: string, root: string): boolean {
  * every other entry bound back read-only, so a credential file the harness creates later is not
  * visible either. A missing read-only path under a writable root is created (mode 0700) first, so
  * a command cannot create it.
+ *
+ * `control` paths (the project control files, `SandboxPolicy.controlPaths`) are bound read-only
+ * where they exist under a writable root; a missing one is left alone, since a mount point for it
+ * would be an empty file or directory in the user's tree (see the README's Known Limitations).
+ *
+ * A bind mount only pins its own path: a directory that merely contains one can still be renamed
+ * away and rebuilt with a fresh file in the old place (`mv .git .git2; mkdir .git; echo ... >
+ * .git/config`). So every directory between the outermost writable root and a protected path is
+ * bound onto itself first (still writable, but a mount point, which rename and rmdir refuse).
  */
-export function protectArgs(readOnly: readonly string[], hidden: readonly string[], writable: readonly string[]): string[] {
+export function protectArgs(readOnly: readonly string[], hidden: readonly string[], writable: readonly string[], control: readonly string[] = []): string[] {
   const args: string[] = []
   const isDir = (path: string) => {
     try {
@@ -635,6 +652,13 @@ export function protectArgs(readOnly: readonly string[], hidden: readonly string
   // A path inside another protected path is read-only with it (and its mount point could not be
   // created inside the read-only parent).
   const outermost = [...new Set(readOnly)].filter((path, _, all) => existsSync(path) && !all.some((other) => other !== path && within(path, other)))
+  // Control paths that exist (symlinks resolved: a mount lands on the link's target) under a
+  // writable root and outside the read-only paths (already covered); only the outermost ones.
+  const present = [...new Set(control.map(realpathOrUndefined).filter((path): path is string => path !== undefined && path !== '/'))].filter(
+    (path) => writable.some((root) => within(path, root)) && !outermost.some((other) => within(path, other)),
+  )
+  const controlled = present.filter((path) => !present.some((other) => other !== path && within(path, other)))
+  args.push(...pinArgs([...outermost, ...controlled], writable))
   for (const path of outermost) {
     const inside = hidden.filter((entry) => dirname(entry) === path)
     if (inside.length === 0 || !isDir(path)) {
@@ -649,12 +673,38 @@ export function protectArgs(readOnly: readonly string[], hidden: readonly string
     }
     args.push('--remount-ro', path)
   }
+  for (const path of controlled) args.push('--ro-bind', path, path)
   for (const path of hidden) {
     if (covered.has(path) || !existsSync(path)) continue
     if (isDir(path)) args.push('--tmpfs', path, '--remount-ro', path)
     else args.push('--ro-bind', '/dev/null', path)
   }
   return args
+}
+
+/**
+ * `--bind D D` for every directory strictly between the outermost writable root holding a
+ * protected path and that path, shallowest first (see protectArgs). bwrap binds recursively from
+ * the host's view, so a later, shallower bind would hide the ones below it: the order matters.
+ */
+function pinArgs(protectedPaths: readonly string[], writable: readonly string[]): string[] {
+  const pins = new Set<string>()
+  for (const path of protectedPaths) {
+    const roots = writable.filter((root) => root !== path && within(path, root))
+    if (roots.length === 0) continue
+    const outer = roots.reduce((a, b) => (b.length < a.length ? b : a))
+    for (let dir = dirname(path); dir !== outer && within(dir, outer) && dir !== dirname(dir); dir = dirname(dir)) pins.add(dir)
+  }
+  const sorted = [...pins].sort((a, b) => a.split(sep).length - b.split(sep).length || a.localeCompare(b))
+  return sorted.flatMap((dir) => ['--bind', dir, dir])
+}
+
+function realpathOrUndefined(path: string): string | undefined {
+  try {
+    return realpathSync.native(path)
+  } catch {
+    return undefined
+  }
 }
 
 function checkPolicy(policy: SandboxPolicy): void {

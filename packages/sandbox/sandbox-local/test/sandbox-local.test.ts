@@ -4,11 +4,12 @@ import { execFileSync, spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:net'
 import { homedir, tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { Context } from 'cordis'
 import { isSandboxError, type SandboxInvocation, type SandboxMode, type SandboxPolicy } from '@dsh/sandbox'
 import HomePaths from '@dsh/home-paths'
-import LocalSandbox, { LANDLOCK_NOTE, NO_PID_NAMESPACE_NOTE, PID_NAMESPACE_NOTE, type RunnerChoice } from '../src/index.ts'
+import { projectControlPaths } from '@dsh/sandbox-policy'
+import LocalSandbox, { LANDLOCK_CONTROL_NOTE, LANDLOCK_NOTE, NO_PID_NAMESPACE_NOTE, PID_NAMESPACE_NOTE, type RunnerChoice } from '../src/index.ts'
 
 let base: string
 let ws: string
@@ -258,6 +259,96 @@ describe.each(variants)('$name (forced)', ({ runner, config }) => {
     }
     expect(existsSync(join(inner, 'cordis.patch.yml'))).toBe(false)
     expect(existsSync(join(inner, 'profiles'))).toBe(false)
+  })
+
+  it.skipIf(skip)('the project control files stay read-only and cannot be moved away; nothing is added to the tree', async () => {
+    // The project lies two levels inside the writable temp dir (as a checkout under /tmp does), so
+    // renaming a directory above a protected file is tried too.
+    const project = join(temp, `nest-${viaServer ? 'server' : runner}`, 'proj')
+    const git = (...args: string[]) => execFileSync('git', ['-C', project, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH, HOME: base, GIT_CONFIG_NOSYSTEM: '1' } })
+    mkdirSync(join(project, '.claude'), { recursive: true })
+    git('init', '-q')
+    writeFileSync(join(project, '.mcp.json'), '{"mcpServers":{}}\n')
+    writeFileSync(join(project, '.claude', 'settings.json'), '{}\n')
+    writeFileSync(join(project, '.git', 'hooks', 'pre-commit'), '#!/bin/sh\nexit 0\n')
+    const before = (path: string) => readFileSync(join(project, path), 'utf8')
+    const originals = Object.fromEntries(['.mcp.json', '.claude/settings.json', '.git/hooks/pre-commit', '.git/config'].map((path) => [path, before(path)]))
+    const entries = () => readdirSync(project).sort()
+    const listed = entries()
+    const protect: Partial<SandboxPolicy> = { workspaceRoot: project, writableRoots: [project, temp], controlPaths: projectControlPaths(project) }
+    const attack = [
+      'echo evil > .mcp.json || echo mcp-write-denied',
+      'rm -f .mcp.json 2>/dev/null; mv .mcp.json moved.json || echo mcp-move-denied',
+      'echo evil > .claude/settings.json || echo claude-write-denied',
+      'echo evil > .claude/settings.local.json || echo claude-create-denied',
+      'mv .claude claude2 || echo claude-move-denied',
+      'echo evil >> .git/hooks/pre-commit || echo hook-write-denied',
+      'echo evil > .git/hooks/post-checkout || echo hook-create-denied',
+      'printf "[core]\\n\\tfsmonitor = /bin/evil\\n" >> .git/config || echo config-write-denied',
+      'mv .git git2 || echo git-move-denied',
+      `mv ${project} ${project}2 || echo project-move-denied`,
+      `mv ${dirname(project)} ${dirname(project)}2 || echo parent-move-denied`,
+      // Positive control: the rest of the project, git's own files included, stays writable.
+      'echo ok > notes.txt && git add notes.txt && echo git-add-ok',
+    ].join('; ')
+    const invocation = await service.wrap({ argv: ['bash', '-c', attack], cwd: project, policy: policy('workspace-write', false, protect) })
+    if (runner === 'landlock') {
+      // Landlock only adds rights: the runner says so instead of refusing (see the README).
+      expect(invocation.notes).toContain(LANDLOCK_CONTROL_NOTE)
+      return
+    }
+    const result = await run(invocation, project)
+    for (const denied of ['mcp-write', 'mcp-move', 'claude-write', 'claude-create', 'claude-move', 'hook-write', 'hook-create', 'config-write', 'git-move', 'project-move', 'parent-move']) {
+      expect(result.output).toContain(`${denied}-denied`)
+    }
+    expect(result.output).toContain('git-add-ok')
+    for (const [path, text] of Object.entries(originals)) expect(before(path)).toBe(text)
+    expect(existsSync(join(project, '.git', 'hooks', 'post-checkout'))).toBe(false)
+    expect(existsSync(join(project, '.claude', 'settings.local.json'))).toBe(false)
+    // Only the command's own file is new: no mount point was left for the missing .codex, .dsh, .env.
+    expect(entries()).toEqual([...listed, 'notes.txt'].sort())
+    expect(git('ls-files')).toBe('notes.txt\n')
+  })
+
+  it.skipIf(skip || runner === 'landlock')('a dsh home deeper inside a writable dir cannot be swapped by renaming a directory above it', async () => {
+    const home = join(temp, `deep-${viaServer ? 'server' : runner}`, 'home')
+    mkdirSync(home, { recursive: true })
+    writeFileSync(join(home, 'settings.yaml'), 'theme: plain\n')
+    const above = dirname(home)
+    const attack = `mv ${above} ${above}.old || echo rename-denied; mkdir -p ${home} && echo "- insert: []" > ${home}/cordis.patch.yml || echo plant-denied`
+    const result = await bash(service, 'workspace-write', attack, false, { readOnlyPaths: [home] })
+    expect(result.output).toContain('rename-denied')
+    expect(result.output).toContain('plant-denied')
+    expect(existsSync(`${above}.old`)).toBe(false)
+    expect(existsSync(join(home, 'cordis.patch.yml'))).toBe(false)
+  })
+
+  it.skipIf(skip)('a linked worktree: its .git file and the real git directory it points to stay read-only', async () => {
+    const main = join(temp, `main-${viaServer ? 'server' : runner}`)
+    const tree = join(temp, `tree-${viaServer ? 'server' : runner}`)
+    const git = (cwd: string, ...args: string[]) => execFileSync('git', ['-C', cwd, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH, HOME: base, GIT_CONFIG_NOSYSTEM: '1', GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' } })
+    mkdirSync(main, { recursive: true })
+    git(main, 'init', '-q')
+    git(main, 'commit', '-q', '--allow-empty', '-m', 'first')
+    git(main, 'worktree', 'add', '-q', tree)
+    const pointer = readFileSync(join(tree, '.git'), 'utf8')
+    const config = readFileSync(join(main, '.git', 'config'), 'utf8')
+    const protect: Partial<SandboxPolicy> = { workspaceRoot: tree, writableRoots: [tree, temp], controlPaths: projectControlPaths(tree) }
+    const attack = [
+      `echo "gitdir: ${temp}/evil" > .git || echo pointer-write-denied`,
+      `echo evil >> ${main}/.git/config || echo common-config-denied`,
+      `echo evil > ${main}/.git/hooks/pre-commit || echo common-hook-denied`,
+      `mv ${main}/.git ${main}/git2 || echo common-move-denied`,
+      'echo ok > notes.txt && echo tree-write-ok',
+    ].join('; ')
+    const invocation = await service.wrap({ argv: ['bash', '-c', attack], cwd: tree, policy: policy('workspace-write', false, protect) })
+    if (runner === 'landlock') return expect(invocation.notes).toContain(LANDLOCK_CONTROL_NOTE)
+    const result = await run(invocation, tree)
+    for (const denied of ['pointer-write', 'common-config', 'common-hook', 'common-move']) expect(result.output).toContain(`${denied}-denied`)
+    expect(result.output).toContain('tree-write-ok')
+    expect(readFileSync(join(tree, '.git'), 'utf8')).toBe(pointer)
+    expect(readFileSync(join(main, '.git', 'config'), 'utf8')).toBe(config)
+    expect(existsSync(join(main, '.git', 'hooks', 'pre-commit'))).toBe(false)
   })
 
   it.skipIf(skip)('refuses a workspace inside the protected home', async () => {

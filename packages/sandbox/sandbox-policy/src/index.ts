@@ -3,7 +3,7 @@
 // its immutable workspace root, and hands every enforcing capability (bash-sandbox, fs-sandbox) one
 // resolved policy per call. Before each model request it tells the model the policy in force, as a
 // logged user message that is only appended when the policy text changed (see README).
-import { realpathSync } from 'node:fs'
+import { lstatSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs'
 import { homedir, tmpdir } from 'node:os'
 import { isAbsolute, join, resolve as resolvePath } from 'node:path'
 import { Context, Service } from 'cordis'
@@ -11,7 +11,7 @@ import Schema from 'schemastery'
 import type {} from '@dsh/agent'
 import type {} from '@dsh/app-boot'
 import type { Session } from '@dsh/session'
-import { describePolicy, isSandboxMode, SANDBOX_MODES, type SandboxMode, type SandboxPolicy } from '@dsh/sandbox'
+import { describePolicy, GIT_DIR_CONTROL_PATHS, isSandboxMode, PROJECT_CONTROL_PATHS, SANDBOX_MODES, type SandboxMode, type SandboxPolicy } from '@dsh/sandbox'
 import type {} from '@dsh/session-persistence'
 import type {} from '@dsh/permission-presets'
 import type {} from '@dsh/home-paths'
@@ -153,7 +153,10 @@ export class SandboxPolicyService extends Service {
         ? [...new Set([workspaceRoot, ...self.config.writableRoots.map(realpathOrSelf), ...self.config.tempDirs.map(realpathOrSelf)])]
         : []
     const { readOnlyPaths, hiddenPaths } = self.protectedPaths()
-    return { mode, workspaceRoot, writableRoots, network: self.config.network, readOnlyPaths, hiddenPaths }
+    // The project control files of the workspace and of each configured writable root (the temp
+    // directories are nobody's project): read-only for commands, refused to file edits.
+    const controlPaths = [...new Set([workspaceRoot, ...self.config.writableRoots.map(realpathOrSelf)].flatMap(projectControlPaths))]
+    return { mode, workspaceRoot, writableRoots, network: self.config.network, readOnlyPaths, hiddenPaths, controlPaths }
   }
 
   /**
@@ -257,6 +260,96 @@ function lastAnnouncement(session: Session): string | undefined {
   return undefined
 }
 
+
+/** Most git directories `projectControlPaths` visits under `modules/` and `worktrees/` (a bound on a huge tree). */
+const MAX_GIT_DIRS = 256
+
+/**
+ * The project control files of `root` as absolute paths (see `PROJECT_CONTROL_PATHS`), present or
+ * not: each entry of the list under `root`, and for git the control entries of the real git
+ * directory. A `.git` that is not a directory (a worktree's or submodule's `.git` file, or none
+ * yet) is itself a control path, since it says where git finds its configuration; the directory
+ * it points to, its common directory (`commondir`), the submodules' directories (`modules/`) and
+ * the linked worktrees' directories (`worktrees/`) each contribute hooks, config,
+ * config.worktree and commondir. An existing entry reached through symlinks is listed under its
+ * real path as well.
+ */
+export function projectControlPaths(root: string): string[] {
+  const paths = new Set<string>()
+  const add = (path: string) => {
+    paths.add(path)
+    const real = realpathOrSelf(path)
+    if (real !== path) paths.add(real)
+  }
+  for (const entry of PROJECT_CONTROL_PATHS) add(join(root, entry))
+  const dotGit = join(root, '.git')
+  let gitDir: string | undefined
+  const link = lstatOrUndefined(dotGit)
+  if (link?.isFile()) {
+    add(dotGit)
+    const pointer = /^gitdir:\s*(.+?)\s*$/m.exec(readOrEmpty(dotGit))
+    if (pointer) gitDir = resolvePath(root, pointer[1])
+  } else if (link === undefined) {
+    add(dotGit)
+  } else if (statOrUndefined(dotGit)?.isDirectory()) {
+    gitDir = realpathOrSelf(dotGit)
+  }
+  if (gitDir === undefined) return [...paths]
+  const seen = new Set<string>()
+  const visit = (dir: string, depth: number) => {
+    if (seen.size >= MAX_GIT_DIRS || seen.has(dir) || depth > 8) return
+    seen.add(dir)
+    for (const entry of GIT_DIR_CONTROL_PATHS) add(join(dir, entry))
+    const common = readOrEmpty(join(dir, 'commondir')).trim()
+    if (common) visit(realpathOrSelf(resolvePath(dir, common)), depth + 1)
+    for (const nested of gitDirsUnder(join(dir, 'modules'), 4)) visit(nested, depth + 1)
+    for (const worktree of gitDirsUnder(join(dir, 'worktrees'), 1)) visit(worktree, depth + 1)
+  }
+  visit(gitDir, 0)
+  return [...paths]
+}
+
+/** Git directories (a directory holding `HEAD`) at most `levels` below `dir` (submodule names may hold slashes). */
+function gitDirsUnder(dir: string, levels: number): string[] {
+  let names: string[]
+  try {
+    names = readdirSync(dir)
+  } catch {
+    return []
+  }
+  const found: string[] = []
+  for (const name of names.slice(0, MAX_GIT_DIRS)) {
+    const path = join(dir, name)
+    if (!statOrUndefined(path)?.isDirectory()) continue
+    if (statOrUndefined(join(path, 'HEAD'))?.isFile()) found.push(realpathOrSelf(path))
+    else if (levels > 1) found.push(...gitDirsUnder(path, levels - 1))
+  }
+  return found
+}
+
+function lstatOrUndefined(path: string) {
+  try {
+    return lstatSync(path)
+  } catch {
+    return undefined
+  }
+}
+
+function statOrUndefined(path: string) {
+  try {
+    return statSync(path)
+  } catch {
+    return undefined
+  }
+}
+
+function readOrEmpty(path: string): string {
+  try {
+    return readFileSync(path, 'utf8').slice(0, 4096)
+  } catch {
+    return ''
+  }
+}
 
 /**
  * The real path (symlinks resolved), or `path` itself when it does not exist. The native call (one

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { execFileSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -6,8 +7,8 @@ import { Context } from 'cordis'
 import SessionStore from '@dsh/session'
 import PermissionPresetService from '@dsh/permission-presets'
 import { createHarness } from '@dsh/agent-loop-testkit'
-import { SandboxService, type SandboxInvocation, type SandboxRunnerInfo } from '@dsh/sandbox'
-import SandboxPolicyService, { ANNOUNCE_SOURCE } from '../src/index.ts'
+import { PROJECT_CONTROL_PATHS, SandboxService, type SandboxInvocation, type SandboxRunnerInfo } from '@dsh/sandbox'
+import SandboxPolicyService, { ANNOUNCE_SOURCE, projectControlPaths } from '../src/index.ts'
 
 /** A provider of the `ctx.sandbox` contract that reports runner limitations (as the Landlock fallback does). */
 class NotedSandbox extends SandboxService {
@@ -46,14 +47,14 @@ describe('resolution', () => {
   it('defaults to workspace-write over the session cwd (symlinks resolved) and the temp dirs, network off', async () => {
     const ctx = await boot()
     const session = ctx.sessions.create({ cwd: join(base, 'ws-link') })
-    expect(ctx.sandboxPolicy.resolve({ sessionId: session.id })).toEqual({ mode: 'workspace-write', workspaceRoot: ws, writableRoots: [ws, temp], network: false, readOnlyPaths: expect.any(Array), hiddenPaths: expect.any(Array) })
+    expect(ctx.sandboxPolicy.resolve({ sessionId: session.id })).toEqual({ mode: 'workspace-write', workspaceRoot: ws, writableRoots: [ws, temp], network: false, readOnlyPaths: expect.any(Array), hiddenPaths: expect.any(Array), controlPaths: expect.any(Array) })
     expect(ctx.sandboxPolicy.resolve({ cwd: other }).workspaceRoot).toBe(other)
     expect(ctx.sandboxPolicy.resolve().workspaceRoot).toBe(other)
   })
 
   it('read-only has no writable roots; danger-full-access has network', async () => {
     const ro = await boot({ defaultMode: 'read-only', network: true })
-    expect(ro.sandboxPolicy.resolve({ cwd: ws })).toEqual({ mode: 'read-only', workspaceRoot: ws, writableRoots: [], network: true, readOnlyPaths: expect.any(Array), hiddenPaths: expect.any(Array) })
+    expect(ro.sandboxPolicy.resolve({ cwd: ws })).toEqual({ mode: 'read-only', workspaceRoot: ws, writableRoots: [], network: true, readOnlyPaths: expect.any(Array), hiddenPaths: expect.any(Array), controlPaths: expect.any(Array) })
     const full = await boot({ defaultMode: 'danger-full-access' })
     expect(full.sandboxPolicy.resolve({ cwd: ws })).toEqual({ mode: 'danger-full-access', workspaceRoot: ws, writableRoots: [], network: true })
   })
@@ -141,6 +142,49 @@ describe('resolution', () => {
     }
   })
 
+  it('lists the project control files of the workspace and of each configured writable root, the real git directories included', async () => {
+    const git = (cwd: string, ...args: string[]) =>
+      execFileSync('git', ['-C', cwd, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH, HOME: base, GIT_CONFIG_NOSYSTEM: '1', GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t', GIT_ALLOW_PROTOCOL: 'file' } })
+    const repo = join(base, 'repo')
+    const lib = join(base, 'lib')
+    const tree = join(base, 'tree')
+    const extra = join(base, 'extra')
+    for (const dir of [repo, lib, extra]) mkdirSync(dir)
+    git(lib, 'init', '-q')
+    git(lib, 'commit', '-q', '--allow-empty', '-m', 'lib')
+    git(repo, 'init', '-q')
+    git(repo, 'commit', '-q', '--allow-empty', '-m', 'repo')
+    git(repo, '-c', 'protocol.file.allow=always', 'submodule', 'add', '-q', lib, 'vendor/lib')
+    git(repo, 'worktree', 'add', '-q', tree)
+    const ctx = await boot({ writableRoots: [extra] })
+
+    const main = ctx.sandboxPolicy.resolve({ cwd: repo }).controlPaths!
+    for (const entry of ['.mcp.json', '.claude', '.codex', '.dsh', '.env', '.git/hooks', '.git/config', '.git/config.worktree', '.git/commondir']) expect(main).toContain(join(repo, entry))
+    // The submodule's git directory lies under .git/modules; the linked worktree's under .git/worktrees.
+    for (const dir of [join(repo, '.git', 'modules', 'vendor', 'lib'), join(repo, '.git', 'worktrees', 'tree')]) {
+      for (const entry of ['hooks', 'config', 'config.worktree', 'commondir']) expect(main).toContain(join(dir, entry))
+    }
+    // A directory .git is not itself a control path (git must write its index and objects).
+    expect(main).not.toContain(join(repo, '.git'))
+    // Each configured writable root is a project too; a temp dir is not.
+    expect(main).toContain(join(extra, '.mcp.json'))
+    expect(main.some((path) => path.startsWith(temp))).toBe(false)
+
+    // A worktree's .git is a file: it and the directory it points to (and the common one) are listed.
+    const linked = ctx.sandboxPolicy.resolve({ cwd: tree }).controlPaths!
+    expect(linked).toContain(join(tree, '.git'))
+    for (const path of [join(repo, '.git', 'worktrees', 'tree', 'config.worktree'), join(repo, '.git', 'worktrees', 'tree', 'commondir'), join(repo, '.git', 'config'), join(repo, '.git', 'hooks')]) {
+      expect(linked).toContain(path)
+    }
+    // So is a submodule's checkout, whose .git file points into the parent's .git/modules.
+    const sub = ctx.sandboxPolicy.resolve({ cwd: join(repo, 'vendor', 'lib') }).controlPaths!
+    expect(sub).toContain(join(repo, 'vendor', 'lib', '.git'))
+    expect(sub).toContain(join(repo, '.git', 'modules', 'vendor', 'lib', 'hooks'))
+    // No repository at all: .git itself (a directory or a pointer file one could create) is listed.
+    expect(ctx.sandboxPolicy.resolve({ cwd: other }).controlPaths).toContain(join(other, '.git'))
+    expect(projectControlPaths(other)).toEqual(expect.arrayContaining(PROJECT_CONTROL_PATHS.map((entry) => join(other, entry))))
+  })
+
   it('rejects bad config and bad calls', async () => {
     for (const config of [{ tempDirs: ['tmp'] }, { writableRoots: ['rel/dir'] }, { fallbackRoot: 'x' }, { defaultMode: 'yolo' }]) {
       const ctx = new Context()
@@ -168,7 +212,7 @@ describe('model experience', () => {
     const announcements = harness.session.events.filter((e) => e.type === 'user/message' && (e.data as { source: { plugin?: string } }).source.plugin === ANNOUNCE_SOURCE.plugin)
     expect(announcements).toHaveLength(2)
     const first = harness.model.requests[0].messages
-    expect(JSON.stringify(first[0])).toContain(`[sandbox policy] workspace-write: commands and file edits may write only under ${ws}, ${temp}; network access is off.`)
+    expect(JSON.stringify(first[0])).toContain(`[sandbox policy] workspace-write: commands and file edits may write only under ${ws}, ${temp}; network access is off; project control files (.mcp.json, .claude, .codex, .dsh, .env, .git/hooks, .git/config) stay read-only.`)
     expect(JSON.stringify(first[1])).toContain('first')
     // The second request's history extends the first: the prefix (and the provider's cache) survives.
     expect(JSON.stringify(harness.model.requests[1].messages.slice(0, first.length))).toBe(JSON.stringify(first))

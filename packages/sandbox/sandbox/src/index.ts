@@ -40,7 +40,32 @@ export interface SandboxPolicy {
   readOnlyPaths?: string[]
   /** Absolute paths that must not be readable at all in a confining mode (credential files). */
   hiddenPaths?: string[]
+  /**
+   * Absolute paths of the project control files of the writable roots (see
+   * `PROJECT_CONTROL_PATHS`): files that make dsh or git start programs. They stay read-only in
+   * every confining mode. Unlike `readOnlyPaths`, an entry may not exist yet: a runner protects
+   * the existing ones (it must not create the missing ones in the user's tree), and file edits
+   * refuse to create or change any of them. A runner that cannot protect existing entries says so
+   * in its notes instead of refusing to run.
+   */
+  controlPaths?: string[]
 }
+
+/**
+ * The project control files, relative to a writable root: each one names programs that dsh (MCP
+ * servers, hooks, credentials) or git (hooks, `core.fsmonitor`, filters, pagers) starts later,
+ * outside any sandbox. Confined commands and file edits must not create or change them. The one
+ * list every enforcing capability reads (through `SandboxPolicy.controlPaths`, which
+ * `@dsh/sandbox-policy` resolves from it, the real git directory of a `.git` file included).
+ */
+export const PROJECT_CONTROL_PATHS: readonly string[] = ['.mcp.json', '.claude', '.codex', '.dsh', '.env', '.git/hooks', '.git/config']
+
+/**
+ * Inside a git directory (`.git`, the directory a `.git` file points to, its common directory and
+ * each submodule's directory under `modules/`): the entries that make git start programs or say
+ * where the rest of the repository lies.
+ */
+export const GIT_DIR_CONTROL_PATHS: readonly string[] = ['hooks', 'config', 'config.worktree', 'commondir']
 
 export interface SandboxWrapRequest {
   /** The command to confine; `argv[0]` is an absolute path or a name looked up on PATH. */
@@ -192,7 +217,8 @@ export function describePolicy(policy: SandboxPolicy): string {
     case 'workspace-write':
       return (
         `workspace-write: commands and file edits may write only under ${policy.writableRoots.join(', ')}` +
-        `${policy.network ? '; network access is allowed' : '; network access is off'}.`
+        `${policy.network ? '; network access is allowed' : '; network access is off'}` +
+        `${(policy.controlPaths ?? []).length > 0 ? `; project control files (${PROJECT_CONTROL_PATHS.join(', ')}) stay read-only` : ''}.`
       )
   }
 }
