@@ -28,6 +28,7 @@ import type {} from '@dsh/session-persistence'
 import type {} from '@dsh/token-meter'
 import {
   ApprovalPanel,
+  ConfirmPanel,
   MentionProvider,
   Picker,
   QuestionPanel,
@@ -94,6 +95,8 @@ export class TuiApp {
   private contextWindow?: number
   private readonly branch?: string
   private stopped = false
+  /** The user just declined a confirmation: the next Shift+Tab moves past unconfined presets. */
+  private skipUnconfined = false
 
   constructor(
     private readonly ctx: Context,
@@ -487,13 +490,50 @@ export class TuiApp {
     this.transcript.notice(`permission mode: ${value}`)
   }
 
+  /** Shift+Tab: the next permission preset; one without confinement only after an explicit `y`. */
   private cycleMode(): void {
     const presets = this.opt('permissionPresets')
     if (!presets) return
-    const names = presets.names()
-    const next = names[(names.indexOf(presets.current(this.session.id).name) + 1) % names.length]
-    presets.set(this.session.id, next)
-    this.flash(`permission mode: ${next}`)
+    const list = presets.list()
+    const sessionId = this.session.id
+    const current = presets.current(sessionId).name
+    const at = list.findIndex((preset) => preset.name === current)
+    const skip = this.skipUnconfined
+    this.skipUnconfined = false
+    const next = list.map((_, i) => list[(at + 1 + i) % list.length]).find((preset) => !(skip && preset.mode === 'danger-full-access'))
+    if (!next || next.name === current) return
+    if (next.mode !== 'danger-full-access') {
+      presets.set(sessionId, next.name)
+      this.flash(`permission mode: ${next.name}`)
+      return
+    }
+    void this.confirm(
+      `Switch to ${next.name}?`,
+      `${next.description}\nCommands would no longer be confined to the workspace.`,
+      `y switches · any other key keeps ${current}`,
+    ).then((yes) => {
+      // Only from the mode the question was asked in (a session switch or /permissions may have moved on).
+      if (this.session.id !== sessionId || presets.current(sessionId).name !== current) return
+      if (yes) {
+        presets.set(sessionId, next.name)
+        this.flash(`permission mode: ${next.name}`)
+      } else {
+        this.skipUnconfined = true
+        this.flash(`permission mode unchanged: ${current} · Shift+Tab again skips ${next.name}`, 4000)
+      }
+    })
+  }
+
+  /** A yes/no panel in place of the editor; anything but `y` (or the panel closing) is no. */
+  private confirm(title: string, body: string, hint: string): Promise<boolean> {
+    return new Promise((resolve) => {
+      let finish = () => {}
+      const panel = new ConfirmPanel(title, body, hint, this.p, (yes) => {
+        finish()
+        resolve(yes)
+      })
+      finish = this.takeover(panel, () => resolve(false))
+    })
   }
 
   /** Sessions of this directory that ran a turn, newest first. */

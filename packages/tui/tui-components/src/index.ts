@@ -5,6 +5,6 @@ export { palette, markdownTheme, editorTheme, selectListTheme, type Palette, typ
 export { highlightCode } from './highlight.ts'
 export { ToolCard, toolSubject, diffLines, sanitize, BASH_TAIL_LINES, DIFF_LINES, EXPANDED_LINES, type ToolState, type ToolResultView } from './tool-card.ts'
 export { Transcript, AssistantEntry, TextBlock, firstBlockBoundary } from './transcript.ts'
-export { ApprovalPanel, QuestionPanel, Picker } from './panels.ts'
+export { ApprovalPanel, ConfirmPanel, QuestionPanel, Picker } from './panels.ts'
 export { StatusLine, statusText, gitBranch, tildePath, type StatusFields } from './status.ts'
 export { MentionProvider, listFiles, mentionQuery, rankFiles, MAX_FILES } from './mentions.ts'

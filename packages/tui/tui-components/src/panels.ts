@@ -249,3 +249,32 @@ export class Picker implements Component, Focusable {
     return frame(this.p, this.title, [...this.list.render(width), hint], width)
   }
 }
+
+/**
+ * A yes/no question that defaults to no: `y` answers yes; every other key (n, Esc, Enter, a
+ * repeated shortcut, a paste) answers no, so a key pressed out of habit never confirms.
+ */
+export class ConfirmPanel implements Component, Focusable {
+  focused = false
+  private done = false
+
+  constructor(
+    private readonly title: string,
+    private readonly body: string,
+    private readonly hint: string,
+    private readonly p: Palette,
+    private readonly resolve: (yes: boolean) => void,
+  ) {}
+
+  invalidate(): void {}
+
+  handleInput(data: string): void {
+    if (this.done) return
+    this.done = true
+    this.resolve(data === 'y' || data === 'Y')
+  }
+
+  render(width: number): string[] {
+    return frame(this.p, this.title, [...wrap(this.body, width), '', this.p.gray(this.hint)], width)
+  }
+}
