@@ -1,14 +1,15 @@
 // @dsh/fs-sandbox: `SandboxedFileSystem`, the host filesystem of @dsh/fs-local with a per-call mode
 // fence. Every mutation (write, edit, remove, mkdir) is checked against the policy
 // `ctx.sandboxPolicy` resolves for the call's session, after `..` and symlinks are resolved. The
-// policy's protected paths (the dsh home) are never changed in a confining mode, and its hidden
+// policy's protected paths (the dsh home) and the project control files (`.mcp.json`, `.claude/`,
+// the git hooks and config...) are never created or changed in a confining mode, and its hidden
 // paths (credential files) are not read either; other reads always pass. Everything else (atomic write, edit critical section, gates, events) is inherited.
 import { lstatSync, realpathSync } from 'node:fs'
 import { basename, dirname, join, sep } from 'node:path'
 import type { Context } from 'cordis'
 import { FsError, type EditResult, type EditTransform, type FsCallOptions, type ReadResult, type RemoveOptions, type WriteOptions, type WriteResult } from '@dsh/fs'
 import { LocalFileSystem, type LocalFileSystemConfig } from '@dsh/fs-local'
-import { describePolicy, type SandboxPolicy } from '@dsh/sandbox'
+import { describePolicy, PROJECT_CONTROL_PATHS, type SandboxPolicy } from '@dsh/sandbox'
 import type {} from '@dsh/sandbox-policy'
 
 /** Error code of a mutation the sandbox mode forbids. */
@@ -46,7 +47,7 @@ export class SandboxedFileSystem extends LocalFileSystem {
   }
 
   override async remove(path: string, options: RemoveOptions = {}): Promise<void> {
-    this.fence(path, 'remove', options)
+    this.fence(path, 'remove', options, true)
     return super.remove(path, options)
   }
 
@@ -65,13 +66,27 @@ export class SandboxedFileSystem extends LocalFileSystem {
    * location: `..` is normalised and every existing component's symlinks are followed, so neither a
    * link inside the workspace nor a relative escape reaches outside it.
    */
-  private fence(path: string, verb: string, options: { session?: string }): void {
+  private fence(path: string, verb: string, options: { session?: string }, removal = false): void {
     const abs = this.resolve(path)
     const policy = this.policyFor(options.session)
     if (policy.mode === 'danger-full-access') return
     const real = realLocation(abs)
+    // A removal takes everything below the path with it: removing a directory that holds a
+    // protected path (`.git`, a parent of the dsh home) is a change to that path.
+    const touches = (entry: string) => within(real ?? abs, entry) || within(abs, entry) || (removal && (within(entry, real ?? abs) || within(entry, abs)))
+    // The project control files (sandbox-policy's one list): present or not, no edit creates or
+    // changes them, since dsh or git would later start the programs they name.
+    const control = (policy.controlPaths ?? []).find(touches)
+    if (control !== undefined) {
+      throw new FsError(
+        SANDBOX_DENIED,
+        abs,
+        `the sandbox refused to ${verb} ${abs}: ${control === abs || within(abs, control) ? '' : `it holds ${control}, `}a project control file (${PROJECT_CONTROL_PATHS.join(', ')}) that makes dsh or git start programs, which stays read-only in ${policy.mode} mode. ` +
+          'Ask the user to make this change, or to switch to danger-full-access.',
+      )
+    }
     // dsh's own home (profiles, patch layers, sessions, spills) stays read-only even under a writable root.
-    const guarded = [...(policy.readOnlyPaths ?? []), ...(policy.hiddenPaths ?? [])].find((entry) => within(real ?? abs, entry) || within(abs, entry))
+    const guarded = [...(policy.readOnlyPaths ?? []), ...(policy.hiddenPaths ?? [])].find(touches)
     if (guarded !== undefined) {
       throw new FsError(
         SANDBOX_DENIED,

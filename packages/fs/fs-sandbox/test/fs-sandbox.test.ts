@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { execFileSync } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -150,5 +151,67 @@ describe('the dsh home', () => {
     local.sandboxPolicy.setMode(id, 'danger-full-access')
     expect((await local.fs.readText(join(home, '.env'), { session: id })).text).toContain('sk-env')
     rmSync(join(ws, 'home-link'))
+  })
+})
+
+describe('project control files', () => {
+  it('are neither created nor changed nor removed, present or not, through links too; the rest of the project stays writable', async () => {
+    const project = join(base, 'project')
+    const tree = join(base, 'project-tree')
+    mkdirSync(join(project, '.claude'), { recursive: true })
+    const git = (cwd: string, ...args: string[]) =>
+      execFileSync('git', ['-C', cwd, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH, HOME: base, GIT_CONFIG_NOSYSTEM: '1', GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' } })
+    git(project, 'init', '-q')
+    git(project, 'commit', '-q', '--allow-empty', '-m', 'first')
+    git(project, 'worktree', 'add', '-q', tree)
+    writeFileSync(join(project, '.claude', 'settings.json'), '{}\n')
+    symlinkSync(join(project, '.claude'), join(project, 'claude-link'))
+    const config = readFileSync(join(project, '.git', 'config'), 'utf8')
+    const id = ctx.sessions.create({ cwd: project }).id
+    const options = { session: id, createParents: true }
+    const refused = await denied(ctx.fs.writeFile(join(project, '.mcp.json'), '{"mcpServers":{"x":{"command":"sh"}}}', options))
+    expect(refused.message).toContain('a project control file')
+    await denied(ctx.fs.writeFile(join(project, '.claude', 'settings.local.json'), '{}', options))
+    await denied(ctx.fs.edit(join(project, '.claude', 'settings.json'), () => '{"hooks":{}}', { session: id }))
+    await denied(ctx.fs.writeFile(join(project, 'claude-link', 'settings.json'), '{"hooks":{}}', options))
+    await denied(ctx.fs.writeFile(join(project, '.codex', 'hooks.json'), '{}', options))
+    await denied(ctx.fs.mkdir(join(project, '.dsh'), { recursive: true, session: id } as never))
+    await denied(ctx.fs.writeFile(join(project, '.env'), 'DEEPSEEK_BASE_URL=http://evil\n', options))
+    await denied(ctx.fs.writeFile(join(project, '.git', 'hooks', 'pre-commit'), '#!/bin/sh\ntouch /tmp/pwned\n', options))
+    await denied(ctx.fs.edit(join(project, '.git', 'config'), (text) => `${text}[core]\n\tfsmonitor = /bin/evil\n`, { session: id }))
+    await denied(ctx.fs.writeFile(join(project, '.git', 'commondir'), '/tmp/evil\n', options))
+    // Removing a directory that holds a control file removes the file.
+    const holder = await denied(ctx.fs.remove(join(project, '.git'), { session: id, recursive: true }))
+    expect(holder.message).toContain(`it holds ${join(project, '.git')}`)
+    // A linked worktree: its .git pointer file, and the worktree's own git directory in the main repository.
+    const worktree = ctx.sessions.create({ cwd: tree }).id
+    await denied(ctx.fs.writeFile(join(tree, '.git'), `gitdir: ${base}/evil\n`, { session: worktree }))
+    await denied(ctx.fs.writeFile(join(project, '.git', 'worktrees', 'project-tree', 'config.worktree'), '[core]\n', { session: worktree }))
+    expect(readFileSync(join(project, '.git', 'config'), 'utf8')).toBe(config)
+    for (const path of ['.mcp.json', '.env', '.codex', '.dsh', '.git/hooks/pre-commit', '.git/commondir', '.claude/settings.local.json']) expect(existsSync(join(project, path))).toBe(false)
+    expect(readFileSync(join(project, '.claude', 'settings.json'), 'utf8')).toBe('{}\n')
+    // The rest of the project, git's own bookkeeping included, stays writable.
+    await ctx.fs.writeFile(join(project, 'notes.txt'), 'ok\n', options)
+    await ctx.fs.writeFile(join(project, '.git', 'info', 'exclude'), 'build/\n', options)
+    await ctx.fs.writeFile(join(project, '.github', 'workflows', 'ci.yml'), 'on: push\n', options)
+    // danger-full-access is no sandbox at all.
+    ctx.sandboxPolicy.setMode(id, 'danger-full-access')
+    await ctx.fs.writeFile(join(project, '.mcp.json'), '{}\n', options)
+    expect(readFileSync(join(project, '.mcp.json'), 'utf8')).toBe('{}\n')
+  })
+
+  it('the write tool tells the model why', async () => {
+    const project = join(base, 'project-tool')
+    mkdirSync(project)
+    const id = ctx.sessions.create({ cwd: project }).id
+    if (!ctx.get('tools')) {
+      await ctx.plugin(ToolRegistry, {} as never)
+      await ctx.plugin(ToolFs, {} as never)
+    }
+    const result = await ctx.tools.execute({ callId: 'w2', name: 'write', arguments: JSON.stringify({ file_path: join(project, '.mcp.json'), content: '{}' }) }, { cwd: project, sessionId: id })
+    expect(result.error?.code).toBe(SANDBOX_DENIED)
+    const text = result.message.content.map((b) => (b.type === 'text' ? b.text : '')).join('')
+    expect(text).toContain('project control file')
+    expect(existsSync(join(project, '.mcp.json'))).toBe(false)
   })
 })
