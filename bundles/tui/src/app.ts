@@ -323,7 +323,7 @@ export class TuiApp {
     const shared = this.opt('commands')?.list() ?? []
     const items = [...LOCAL_COMMANDS, ...shared.filter((c) => !LOCAL_COMMANDS.some((l) => l.name === c.name))]
     const commands = new CombinedAutocompleteProvider(items.map((c) => ({ name: c.name, description: c.description })), this.options.cwd, null)
-    this.editor.setAutocompleteProvider(new MentionProvider(commands, this.options.cwd))
+    this.editor.setAutocompleteProvider(new MentionProvider(commands, this.options.cwd, this.ctx.get('subprocess') ?? undefined))
   }
 
   // ---- takeovers ----

@@ -1,8 +1,8 @@
 // What a user may name in `dsh plugin add|update`: an npm package (optionally with a version or
 // tag), a local package directory, or a packed tarball. Local specs become absolute paths so the
 // install does not depend on where the profile directory is.
-import { execFileSync } from 'node:child_process'
 import { existsSync, readFileSync, statSync } from 'node:fs'
+import { gunzipSync } from 'node:zlib'
 import { isAbsolute, join, resolve } from 'node:path'
 import { PluginError } from './errors.ts'
 
@@ -38,19 +38,51 @@ function readManifestName(text: string, where: string): string {
   return pkg.name
 }
 
-/** The package.json inside a tarball: npm packs it as `package/package.json` (others use another top folder). */
+/** Largest tarball read (compressed and unpacked): a plugin package is far smaller. */
+const TARBALL_LIMIT = 256 << 20
+
+/**
+ * The package.json inside a tarball: npm packs it as `package/package.json` (others use another
+ * top folder). Read in this process (gzip, then the 512-byte tar headers), so naming a tarball
+ * starts no program.
+ */
 function tarballManifest(file: string): string {
-  const run = (args: string[]) => execFileSync('tar', args, { encoding: 'utf8', maxBuffer: 16 << 20, stdio: ['ignore', 'pipe', 'pipe'] })
-  let listing: string
+  let archive: Buffer
   try {
-    listing = run(['-tzf', file])
-  } catch {
-    throw new PluginError(`${file}: not a readable .tgz package (tar could not list it)`)
+    const raw = readFileSync(file)
+    archive = raw[0] === 0x1f && raw[1] === 0x8b ? gunzipSync(raw, { maxOutputLength: TARBALL_LIMIT }) : raw
+  } catch (error) {
+    throw new PluginError(`${file}: not a readable .tgz package (${firstLine(error)})`)
   }
-  const entry = listing.split('\n').find((line) => /^[^/]+\/package\.json$/.test(line.trim()))
-  if (!entry) throw new PluginError(`${file}: the tarball has no <folder>/package.json at its top`)
-  return run(['-xzOf', file, entry.trim()])
+  const text = (bytes: Buffer) => bytes.toString('utf8').replace(/\0.*$/s, '')
+  let longName: string | undefined
+  let sawEntry = false
+  for (let at = 0; at + 512 <= archive.length; ) {
+    const header = archive.subarray(at, at + 512)
+    if (header.every((byte) => byte === 0)) break
+    const size = Number.parseInt(text(header.subarray(124, 136)).trim() || '0', 8)
+    const sum = Number.parseInt(text(header.subarray(148, 156)).trim(), 8)
+    let check = 0
+    for (let i = 0; i < 512; i++) check += i >= 148 && i < 156 ? 0x20 : header[i]
+    if (!Number.isFinite(size) || size < 0 || sum !== check) break
+    sawEntry = true
+    const type = String.fromCharCode(header[156] || 0x30)
+    const body = archive.subarray(at + 512, at + 512 + size)
+    at += 512 + Math.ceil(size / 512) * 512
+    if (type === 'L') {
+      longName = text(body)
+      continue
+    }
+    const prefix = text(header.subarray(345, 500))
+    const name = (longName ?? (prefix ? `${prefix}/${text(header.subarray(0, 100))}` : text(header.subarray(0, 100)))).replace(/^\.\//, '')
+    longName = undefined
+    if ((type === '0' || type === '\0') && /^[^/]+\/package\.json$/.test(name)) return body.toString('utf8')
+  }
+  if (!sawEntry) throw new PluginError(`${file}: not a readable .tgz package (no tar entries found)`)
+  throw new PluginError(`${file}: the tarball has no <folder>/package.json at its top`)
 }
+
+const firstLine = (error: unknown) => String((error as Error)?.message ?? error).split('\n')[0]
 
 /** Classifies `raw`; relative paths resolve against `cwd`. Throws a PluginError (exit 2) for a spec that is none of the three. */
 export function parseSpec(raw: string, cwd: string): PluginSpec {

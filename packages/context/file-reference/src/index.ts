@@ -2,13 +2,14 @@
 // every `@path` in it (inside the session directory) adds one logged context message after it
 // with the file's content, or a one-line reason it has none (missing, outside, directory, binary),
 // so what the model saw is in the log and survives a resume. With `ctx.api` mounted it serves
-// `files.search` for the composer's `@` menu: ripgrep's file list (.gitignore respected), fuzzy
-// ranked.
+// `files.search` for the composer's `@` menu: ripgrep's file list (.gitignore respected, started
+// through `ctx.subprocess`), fuzzy ranked.
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { InjectedContext, PreStepPayload } from '@dsh/agent'
 import type {} from '@dsh/api-gateway'
 import type {} from '@dsh/session'
+import type { SubprocessService } from '@dsh/subprocess'
 import { ApiError } from '@dsh/web-protocol'
 import { filesSearch } from './contract.ts'
 import { mentionedPaths, renderMention, resolveMention } from './mentions.ts'
@@ -66,10 +67,10 @@ export function apply(ctx: Context, raw: Partial<FileReferenceConfig> = {}): voi
   })
 
   const listings = new Map<string, Promise<Listing>>()
-  const listing = (cwd: string) => {
+  const listing = (subprocess: SubprocessService, cwd: string) => {
     let found = listings.get(cwd)
     if (!found) {
-      found = listFiles(cwd, config.maxFiles)
+      found = listFiles(subprocess, cwd, config.maxFiles)
       listings.set(cwd, found)
       const drop = () => setTimeout(() => listings.get(cwd) === found && listings.delete(cwd), config.listCacheMs).unref?.()
       found.then(drop, () => listings.delete(cwd))
@@ -77,7 +78,7 @@ export function apply(ctx: Context, raw: Partial<FileReferenceConfig> = {}): voi
     return found
   }
 
-  ctx.inject(['api', 'sessions'], (inner) => {
+  ctx.inject(['api', 'sessions', 'subprocess'], (inner) => {
     const api = inner.api
     const cwdOf = async (sessionId: string): Promise<string> => {
       const live = inner.sessions.get(sessionId)
@@ -91,7 +92,7 @@ export function apply(ctx: Context, raw: Partial<FileReferenceConfig> = {}): voi
       const cwd = await cwdOf(sessionId)
       let found: Listing
       try {
-        found = await listing(cwd)
+        found = await listing(inner.subprocess, cwd)
       } catch (error) {
         throw new ApiError('UNAVAILABLE', `files.search: ${(error as Error).message}`)
       }

@@ -1,46 +1,57 @@
 // The workspace file list (ripgrep --files: .gitignore and hidden files respected) and the fuzzy
-// ranking of mention candidates.
-import { spawn } from 'node:child_process'
+// ranking of mention candidates. ripgrep starts through `ctx.subprocess` (scrubbed environment,
+// its own process group, killed with the call), like every program dsh starts.
 import { rgPath } from '@vscode/ripgrep'
+import type { SubprocessService } from '@dsh/subprocess'
 
 export interface Listing { files: string[]; truncated: boolean; at: number }
 
-/** Every non-ignored file under `cwd`, relative with forward slashes, at most `max`. */
-export function listFiles(cwd: string, max: number, timeoutMs = 10_000): Promise<Listing> {
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn(rgPath, ['--no-config', '--files', '--no-require-git', '--color', 'never', '--no-messages'], { cwd, stdio: ['ignore', 'pipe', 'pipe'] })
-    const files: string[] = []
-    let rest = ''
-    let truncated = false
-    const timer = setTimeout(() => {
-      truncated = true
-      child.kill('SIGKILL')
-    }, timeoutMs)
-    child.stdout.setEncoding('utf8')
-    child.stdout.on('data', (chunk: string) => {
-      if (truncated) return
-      const lines = (rest + chunk).split('\n')
+/** Every non-ignored file under `cwd`, relative with forward slashes, at most `max`. Rejects when ripgrep cannot start. */
+export async function listFiles(subprocess: Pick<SubprocessService, 'spawn'>, cwd: string, max: number, timeoutMs = 10_000, signal?: AbortSignal): Promise<Listing> {
+  const stop = new AbortController()
+  const timer = setTimeout(() => stop.abort(), timeoutMs)
+  const onAbort = () => stop.abort()
+  signal?.addEventListener('abort', onAbort, { once: true })
+  const files: string[] = []
+  let rest = ''
+  let truncated = false
+  const decoder = new TextDecoder()
+  try {
+    const handle = subprocess.spawn({
+      file: rgPath,
+      args: ['--no-config', '--files', '--no-require-git', '--color', 'never', '--no-messages'],
+      cwd,
+      env: { base: 'scrubbed' },
+      stdin: 'ignore',
+      kill: { graceMs: 200 },
+      signal: stop.signal,
+      retentionMode: 'none',
+    })
+    handle.onOutput((chunk) => {
+      if (chunk.stream !== 'stdout' || truncated) return
+      const lines = (rest + decoder.decode(chunk.data, { stream: true })).split('\n')
       rest = lines.pop() ?? ''
       for (const line of lines) {
         if (!line) continue
         if (files.length >= max) {
           truncated = true
-          child.kill('SIGKILL')
+          stop.abort()
           return
         }
         files.push(line.replace(/^\.\//, '').replace(/\\/g, '/'))
       }
     })
-    child.on('error', (error) => {
-      clearTimeout(timer)
-      reject(new Error(`ripgrep could not be started: ${error.message}`))
-    })
-    child.on('close', () => {
-      clearTimeout(timer)
-      if (!truncated && rest && files.length < max) files.push(rest.replace(/^\.\//, ''))
-      resolvePromise({ files, truncated, at: Date.now() })
-    })
-  })
+    const exit = await handle.exited
+    if (exit.spawnError) throw new Error(`ripgrep could not be started: ${exit.spawnError.message}`)
+    // Stopped by the timeout or the caller: what was listed so far, marked as cut.
+    if (exit.terminated === 'aborted') truncated = true
+    rest += decoder.decode()
+    if (!truncated && rest && files.length < max) files.push(rest.replace(/^\.\//, ''))
+    return { files, truncated, at: Date.now() }
+  } finally {
+    clearTimeout(timer)
+    signal?.removeEventListener('abort', onAbort)
+  }
 }
 
 /** Subsequence score (higher is better); undefined when `query` is not a subsequence. */

@@ -5,7 +5,9 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { Context } from 'cordis'
 import { createHarness, type Harness } from '@dsh/agent-loop-testkit'
+import LocalSubprocessService from '@dsh/subprocess-local'
 import FileReference, { listFiles, mentionedPaths, rank } from '../src/index.ts'
 
 let dir: string
@@ -23,6 +25,13 @@ afterEach(async () => {
   harness = undefined
   rmSync(dir, { recursive: true, force: true })
 })
+
+/** The real subprocess seam ripgrep starts through. */
+async function subprocess() {
+  const ctx = new Context()
+  await ctx.plugin(LocalSubprocessService, {} as never)
+  return ctx.subprocess
+}
 
 const userMessages = (h: Harness) => h.session.events.filter((e) => e.type === 'user/message').map((e) => e.data as { content: Array<{ type: string; text: string }>; source: { kind: string; label?: string } })
 const lastRequestText = (h: Harness) => JSON.stringify(h.model.requests.at(-1)!.messages)
@@ -66,10 +75,10 @@ describe('file-reference', () => {
     writeFileSync(join(dir, 'ignored', 'x.ts'), '')
     writeFileSync(join(dir, 'debug.log'), '')
     writeFileSync(join(dir, '.hidden'), '')
-    const { files, truncated } = await listFiles(dir, 1000)
+    const { files, truncated } = await listFiles(await subprocess(), dir, 1000)
     expect(files.sort()).toEqual(['big.txt', 'blob.bin', 'notes.md', 'src/main.ts'])
     expect(truncated).toBe(false)
-    expect((await listFiles(dir, 2)).truncated).toBe(true)
+    expect((await listFiles(await subprocess(), dir, 2)).truncated).toBe(true)
     expect(rank(files, 'main', 5)[0]).toBe('src/main.ts')
     expect(rank(files, 'smts', 5)).toEqual(['src/main.ts'])
     expect(rank(files, 'zzz', 5)).toEqual([])

@@ -1,23 +1,24 @@
 // `@` file mentions for the editor: `@part` completes to a path of the working directory whose
 // relative path contains `part` (case-insensitive), shortest first. The file list comes from
-// `rg --files` (the packaged ripgrep: .gitignore honoured, hidden files skipped), cached for a few
-// seconds; everything else (slash commands, Tab path completion) is the wrapped provider's.
-import { execFile } from 'node:child_process'
-import { rgPath } from '@vscode/ripgrep'
+// `rg --files` (the packaged ripgrep: .gitignore honoured, hidden files skipped) started through
+// `ctx.subprocess` by @dsh/file-reference's lister, cached for a few seconds; everything else
+// (slash commands, Tab path completion) is the wrapped provider's.
 import type { AutocompleteItem, AutocompleteProvider, AutocompleteSuggestions } from '@mariozechner/pi-tui'
+import { listFiles as listWorkspace } from '@dsh/file-reference'
+import type { SubprocessService } from '@dsh/subprocess'
 
 /** Files listed at most; a bigger tree is cut (the mention still works for what was listed). */
 export const MAX_FILES = 20_000
 const CACHE_MS = 5000
 const SHOWN = 20
 
-export function listFiles(cwd: string, signal?: AbortSignal): Promise<string[]> {
-  return new Promise((resolve) => {
-    execFile(rgPath, ['--files', '--no-messages'], { cwd, maxBuffer: 32 * 1024 * 1024, ...(signal ? { signal } : {}) }, (_error, stdout) => {
-      // rg exits 1 when nothing is found; a failed listing offers no mentions rather than an error.
-      resolve(String(stdout ?? '').split('\n').filter(Boolean).slice(0, MAX_FILES))
-    })
-  })
+/** The files of `cwd` (at most MAX_FILES); a listing that fails offers no mentions rather than an error. */
+export async function listFiles(subprocess: Pick<SubprocessService, 'spawn'>, cwd: string, signal?: AbortSignal): Promise<string[]> {
+  try {
+    return (await listWorkspace(subprocess, cwd, MAX_FILES, 10_000, signal)).files
+  } catch {
+    return []
+  }
 }
 
 /** The `@query` that ends `text`, or undefined. */
@@ -40,10 +41,12 @@ export class MentionProvider implements AutocompleteProvider {
   constructor(
     private readonly inner: AutocompleteProvider,
     private readonly cwd: string,
+    /** Where ripgrep starts; without it `@` offers no files. */
+    private readonly subprocess?: Pick<SubprocessService, 'spawn'>,
   ) {}
 
   private files(): Promise<string[]> {
-    if (!this.cache || Date.now() - this.cache.at > CACHE_MS) this.cache = { at: Date.now(), files: listFiles(this.cwd) }
+    if (!this.cache || Date.now() - this.cache.at > CACHE_MS) this.cache = { at: Date.now(), files: this.subprocess ? listFiles(this.subprocess, this.cwd) : Promise.resolve([]) }
     return this.cache.files
   }
 

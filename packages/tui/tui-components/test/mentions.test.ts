@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { CombinedAutocompleteProvider } from '@mariozechner/pi-tui'
+import { Context } from 'cordis'
+import LocalSubprocessService from '@dsh/subprocess-local'
 import { MentionProvider, listFiles, mentionQuery, rankFiles } from '../src/mentions.ts'
 
 function tree(): string {
@@ -20,6 +22,13 @@ function tree(): string {
   return root
 }
 
+/** The real subprocess seam ripgrep starts through. */
+async function subprocess() {
+  const ctx = new Context()
+  await ctx.plugin(LocalSubprocessService, {} as never)
+  return ctx.subprocess
+}
+
 describe('@ mentions', () => {
   it('finds the query at the end of the text only after a space or at the start', () => {
     expect(mentionQuery('@')).toBe('')
@@ -30,15 +39,15 @@ describe('@ mentions', () => {
 
   it('lists files with ripgrep (ignore files honoured) and ranks substring matches shortest first', async () => {
     const root = tree()
-    const files = await listFiles(root)
+    const files = await listFiles(await subprocess(), root)
     expect(files.sort()).toEqual(['README.md', 'src/app.ts', 'src/deep/application.ts'])
     expect(rankFiles(files, 'APP')).toEqual(['src/app.ts', 'src/deep/application.ts'])
-    expect(await listFiles(join(root, 'missing'))).toEqual([])
+    expect(await listFiles(await subprocess(), join(root, 'missing'))).toEqual([])
   })
 
   it('suggests @paths and completes them with a trailing space; slash commands still reach the wrapped provider', async () => {
     const root = tree()
-    const provider = new MentionProvider(new CombinedAutocompleteProvider([{ name: 'help', description: 'List commands' }], root, null), root)
+    const provider = new MentionProvider(new CombinedAutocompleteProvider([{ name: 'help', description: 'List commands' }], root, null), root, await subprocess())
     const signal = new AbortController().signal
     const got = await provider.getSuggestions(['see @deep'], 0, 9, { signal })
     expect(got).toEqual({ items: [{ value: '@src/deep/application.ts', label: 'src/deep/application.ts' }], prefix: '@deep' })
