@@ -79,4 +79,41 @@ describe('subagent provider claude-code', () => {
     expect(SubagentError.is(error)).toBe(true)
     expect(error).toMatchObject({ code: 'START_FAILED', message: expect.stringContaining('"/nonexistent/claude" was not found') })
   })
+
+  describe('a child is confined like its parent', () => {
+    const inherit = (mode: 'read-only' | 'workspace-write' | 'danger-full-access') => ({
+      mode,
+      patchFiles: [],
+      depth: 1,
+      maxDepth: 2,
+      env: { DSH_PERMISSION_MODE: mode, DSH_SUBAGENT_DEPTH: '1', DSH_SUBAGENT_MAX_DEPTH: '2' },
+    })
+    const run = async (h: Harness, mode: 'read-only' | 'workspace-write' | 'danger-full-access', config: Partial<ClaudeCode.SubagentClaudeCodeConfig> = {}) => {
+      const provider = ClaudeCode.claudeCodeProvider(h.ctx, { ...ClaudeCode.Config({}), command: FAKE, ...config })
+      const link = { id: 'sub-9', provider: 'claude-code', parentSessionId: h.session.id, parentAgentId: h.agent.id, depth: 1 }
+      const child = await provider.start({ parent: h.agent, link, description: 'd', prompt: 'FAKE:report', inherit: inherit(mode) })
+      const outcome = await child.result
+      await child.dispose()
+      return outcome.text
+    }
+
+    it('a read-only parent\'s child is refused every writing tool, and bypassPermissions is lowered', async () => {
+      const h = await boot()
+      expect(await run(h, 'read-only', { permissionMode: 'bypassPermissions' })).toMatch(/^permission-mode=default disallowed=Bash,Edit,MultiEdit,Write,NotebookEdit /)
+      expect(await run(h, 'workspace-write', { permissionMode: 'bypassPermissions' })).toMatch(/^permission-mode=acceptEdits disallowed=- /)
+      expect(await run(h, 'danger-full-access', { permissionMode: 'bypassPermissions' })).toMatch(/^permission-mode=bypassPermissions disallowed=- /)
+    })
+
+    it('the child sees its own credentials and the depth, not the parent\'s other secrets', async () => {
+      process.env.SECRET_PROBE_TOKEN = 'do-not-leak'
+      process.env.ANTHROPIC_API_KEY = 'the-child-needs-this'
+      try {
+        const h = await boot()
+        expect(await run(h, 'workspace-write')).toMatch(/SECRET_PROBE_TOKEN=unset ANTHROPIC_API_KEY=set DSH_SUBAGENT_DEPTH=set$/)
+      } finally {
+        delete process.env.SECRET_PROBE_TOKEN
+        delete process.env.ANTHROPIC_API_KEY
+      }
+    })
+  })
 })

@@ -80,4 +80,36 @@ describe('subagent provider codex', () => {
     const refused = await h2.ctx.subagents.start({ parent: h2.agent, provider: 'codex', description: 'd', prompt: 'p' }).catch((e: unknown) => e)
     expect(refused).toMatchObject({ code: 'START_FAILED', message: expect.stringContaining('expects "app-server"') })
   })
+
+  describe('a child is confined like its parent', () => {
+    const run = async (h: Harness, mode: 'read-only' | 'workspace-write' | 'danger-full-access', config: Partial<Codex.SubagentCodexConfig> = {}) => {
+      const provider = Codex.codexProvider(h.ctx, { ...Codex.Config({}), command: FAKE, ...config })
+      const link = { id: 'sub-9', provider: 'codex', parentSessionId: h.session.id, parentAgentId: h.agent.id, depth: 1 }
+      const inherit = { mode, patchFiles: [], depth: 1, maxDepth: 2, env: { DSH_PERMISSION_MODE: mode, DSH_SUBAGENT_DEPTH: '1', DSH_SUBAGENT_MAX_DEPTH: '2' } }
+      const child = await provider.start({ parent: h.agent, link, description: 'd', prompt: 'FAKE:report', inherit })
+      const outcome = await child.result
+      await child.dispose()
+      return outcome.text
+    }
+
+    it('the thread\'s sandbox is never looser than the parent\'s mode', async () => {
+      const h = await boot()
+      expect(await run(h, 'read-only', { sandbox: 'danger-full-access' })).toMatch(/^sandbox=read-only /)
+      expect(await run(h, 'workspace-write', { sandbox: 'danger-full-access' })).toMatch(/^sandbox=workspace-write /)
+      expect(await run(h, 'danger-full-access', { sandbox: 'workspace-write' })).toMatch(/^sandbox=workspace-write /)
+      expect(await run(h, 'danger-full-access', { sandbox: 'danger-full-access' })).toMatch(/^sandbox=danger-full-access /)
+    })
+
+    it('the child sees its own credentials and the depth, not the parent\'s other secrets', async () => {
+      process.env.SECRET_PROBE_TOKEN = 'do-not-leak'
+      process.env.OPENAI_API_KEY = 'the-child-needs-this'
+      try {
+        const h = await boot()
+        expect(await run(h, 'workspace-write')).toMatch(/SECRET_PROBE_TOKEN=unset OPENAI_API_KEY=set DSH_SUBAGENT_DEPTH=set$/)
+      } finally {
+        delete process.env.SECRET_PROBE_TOKEN
+        delete process.env.OPENAI_API_KEY
+      }
+    })
+  })
 })
