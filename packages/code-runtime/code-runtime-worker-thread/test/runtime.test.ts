@@ -2,6 +2,7 @@
 import { Context } from 'cordis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { CodeRunRequest } from '@dsh/code-runtime'
+import SandboxPolicyService from '@dsh/sandbox-policy'
 import WorkerThreadCodeRuntime, { stripTypes } from '../src/index.ts'
 
 let ctx: Context
@@ -133,5 +134,21 @@ describe('code-runtime-worker-thread', () => {
   it('config is validated: timeoutMs above maxTimeoutMs fails the plugin', async () => {
     const bad = new Context()
     await expect(bad.plugin(WorkerThreadCodeRuntime, { timeoutMs: 10, maxTimeoutMs: 5 })).rejects.toThrow(/exceeds maxTimeoutMs/)
+  })
+
+  it('with a sandbox policy loaded it runs programs only in danger-full-access and refuses the rest (fail closed)', async () => {
+    const guarded = new Context()
+    await guarded.plugin(SandboxPolicyService, { defaultMode: 'workspace-write' } as never)
+    await guarded.plugin(WorkerThreadCodeRuntime, {})
+    try {
+      const refused = await guarded.codeRuntime.run({ code: 'return 1', sessionId: 'S1' })
+      expect(refused.value).toBeUndefined()
+      expect(refused.error?.code).toBe('REFUSED')
+      expect(refused.error?.message).toMatch(/^the program was not run: this runtime runs programs inside the dsh process, unconfined, and the session's sandbox mode is workspace-write\./)
+      guarded.sandboxPolicy.setMode('S2', 'danger-full-access')
+      expect((await guarded.codeRuntime.run({ code: 'return 2', sessionId: 'S2' })).value).toBe(2)
+    } finally {
+      await (guarded.fiber as unknown as { dispose(): Promise<void> }).dispose()
+    }
   })
 })
