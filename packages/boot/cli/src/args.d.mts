@@ -1,6 +1,6 @@
 export declare const DEFAULT_PROFILE: string
 export declare const PRINT_PROFILE: string
-export declare const SUBCOMMAND_BINS: Record<'acp' | 'jsonrpc' | 'mcp' | 'plugin', { bin: string; url: URL }>
+export declare const SUBCOMMAND_BINS: Record<'acp' | 'jsonrpc' | 'mcp' | 'plugin' | 'trust', { bin: string; url: URL }>
 export interface LauncherArgs {
   action: 'help' | 'version' | 'run' | 'subcommand' | 'error'
   profile: string
@@ -8,7 +8,7 @@ export interface LauncherArgs {
   patches: string[]
   dumpConfig: boolean
   appArgs: string[]
-  subcommand?: 'acp' | 'jsonrpc' | 'mcp' | 'plugin'
+  subcommand?: 'acp' | 'jsonrpc' | 'mcp' | 'plugin' | 'trust'
   error?: string
 }
 export declare function parseLauncherArgs(argv: readonly string[]): LauncherArgs

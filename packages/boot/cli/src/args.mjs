@@ -20,6 +20,7 @@ export const SUBCOMMAND_BINS = {
   jsonrpc: { bin: 'dsh-jsonrpc-agent', url: new URL('../../../sdk/server/bin/dsh-jsonrpc-agent.mjs', import.meta.url) },
   mcp: { bin: 'dsh-mcp', url: new URL('../../../mcp/mcp-client/bin/dsh-mcp.mjs', import.meta.url) },
   plugin: { bin: 'dsh-plugin', url: new URL('../../plugin-manager/bin/dsh-plugin.mjs', import.meta.url) },
+  trust: { bin: 'dsh-trust', url: new URL('../../../interaction/project-trust/bin/dsh-trust.mjs', import.meta.url) },
 }
 
 /** The patch layer `dsh sessions` adds (see packages/session/sessions-cli). */
@@ -33,7 +34,7 @@ export const SESSIONS_PATCH = fileURLToPath(new URL('../../../session/sessions-c
  * @property {string[]} patches
  * @property {boolean} dumpConfig
  * @property {string[]} appArgs
- * @property {'acp' | 'jsonrpc' | 'mcp' | 'plugin'} [subcommand]  action 'subcommand': which bin runs, with appArgs as its argv
+ * @property {'acp' | 'jsonrpc' | 'mcp' | 'plugin' | 'trust'} [subcommand]  action 'subcommand': which bin runs, with appArgs as its argv
  * @property {string} [error]  one-line usage error (action 'error', exit 2)
  */
 
@@ -93,7 +94,7 @@ export function parseLauncherArgs(argv) {
       return out
     } else if (i === 0 && Object.hasOwn(SUBCOMMAND_BINS, token)) {
       // `dsh acp ...` / `dsh jsonrpc ...`: the rest is that bin's own argv, untouched.
-      return { ...out, action: 'subcommand', subcommand: /** @type {'acp' | 'jsonrpc' | 'mcp' | 'plugin'} */ (token), appArgs: argv.slice(1) }
+      return { ...out, action: 'subcommand', subcommand: /** @type {'acp' | 'jsonrpc' | 'mcp' | 'plugin' | 'trust'} */ (token), appArgs: argv.slice(1) }
     } else {
       front = false
       if (token === '-p' || token === '--print') print = true
@@ -125,6 +126,9 @@ Usage:
   dsh plugin add|remove|update|list|new [--profile NAME] ...
                                         install plugin packages into a profile ("dsh plugin
                                         --help")
+  dsh trust [DIR] | --revoke [DIR] | --list
+                                        trust what a project directory ships for dsh to run
+                                        (.mcp.json servers, hook files); "dsh trust --help"
   dsh web [app arguments...]            same as --profile web
 
 Launcher flags (accepted anywhere before "--"; never passed to the app):

@@ -5,8 +5,10 @@
 // `approval/requested`. Hooks come
 // from `~/.claude/settings.json`, the project's `.claude/settings.json` and
 // `.claude/settings.local.json`, and this row's `hooks`; each run is logged as `hook/run`.
+// The project's files are the project's, not the user's: their hooks run only once the user
+// trusted that content through `ctx.projectTrust`.
 import { homedir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { join, relative, resolve } from 'node:path'
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { Agent } from '@dsh/agent'
@@ -15,6 +17,7 @@ import type { ToolOutput } from '@dsh/tools'
 import type {} from '@dsh/compaction'
 import type {} from '@dsh/user-approval'
 import { decodeOutcome, logHookRun, matches, mostRestrictive, registerHookEvents, runHookCommand, type HookOutcome, type PermissionDecision } from '@dsh/hook-protocol'
+import type { ProjectTrustRequests, TrustItem, TrustRequest } from '@dsh/project-trust'
 import { checkHooks, readSettingsHooks, type HookEntry, type SupportedEvent } from './config.ts'
 
 export { checkHooks, readSettingsHooks, SUPPORTED_EVENTS, UNSUPPORTED_EVENTS, type HookEntry, type SupportedEvent } from './config.ts'
@@ -74,12 +77,67 @@ export interface HookDialect {
   dialect: string
   /** Package name, the `source.plugin` of messages a hook adds. */
   plugin: string
-  /** JSON files whose top-level `hooks` key is read, in order (missing files are fine). */
+  /** The user's JSON files whose top-level `hooks` key is read, in order (missing files are fine). */
   files: string[]
+  /** The project's hook files: read like `files`, but their hooks run only once the project is trusted. */
+  project?: ProjectHookFiles
   toolName(name: string): string
   env: Record<string, string>
   /** Extra stdin fields for every event. */
   extraInput?: () => Record<string, unknown>
+}
+
+export interface ProjectHookFiles {
+  /** The project-trust source id, e.g. `hooks-claude-code`. */
+  source: string
+  /** A human label, e.g. "Claude Code hooks". */
+  label: string
+  /** The project directory. */
+  dir: string
+  /** Absolute paths of the project's hook files. */
+  files: string[]
+}
+
+/** What a project's hook entries would run, for `@dsh/project-trust` (the timeout is not part of it). */
+export function hookTrustItems(entries: readonly HookEntry[], dir: string): TrustItem[] {
+  return entries.map((entry) => ({
+    file: relative(dir, entry.origin) || entry.origin,
+    kind: 'hook',
+    name: `${entry.event}${entry.matcher !== undefined ? `[${entry.matcher}]` : ''}`,
+    display: entry.command,
+    run: { event: entry.event, matcher: entry.matcher ?? null, command: entry.command },
+  }))
+}
+
+/** Reads the project's hook files: every entry, the problems, and the trust request they make. */
+export function readProjectHooks(project: ProjectHookFiles, defaultTimeoutMs = 60_000): { entries: HookEntry[]; problems: string[]; request: TrustRequest } {
+  const entries: HookEntry[] = []
+  const problems: string[] = []
+  for (const file of project.files) {
+    const read = readSettingsHooks(file)
+    if (read.problem) problems.push(read.problem)
+    const checked = checkHooks(read.hooks, file, defaultTimeoutMs)
+    problems.push(...checked.problems)
+    for (const entry of checked.entries) {
+      if (!entries.some((e) => e.event === entry.event && e.matcher === entry.matcher && e.command === entry.command)) entries.push(entry)
+    }
+  }
+  return { entries, problems, request: { source: project.source, label: project.label, dir: project.dir, items: hookTrustItems(entries, project.dir) } }
+}
+
+/** The project hook files of a Claude Code row: none when `projectSettings` is off, and never the user's own file (cwd = home). */
+function claudeProjectFiles(config: Partial<HooksClaudeCodeConfig> | undefined, cwd: string): ProjectHookFiles | undefined {
+  if (config?.projectSettings === false) return undefined
+  const userFile = config?.userSettings === false ? undefined : join(config?.userHome ?? homedir(), '.claude', 'settings.json')
+  const files = [resolve(cwd, '.claude', 'settings.json'), resolve(cwd, '.claude', 'settings.local.json')].filter((file) => userFile === undefined || resolve(file) !== resolve(userFile))
+  return { source: 'hooks-claude-code', label: 'Claude Code hooks', dir: cwd, files }
+}
+
+/** What this row would run from the project of `cwd` (for `dsh trust`; the same items the row gates with). */
+export const projectTrustRequests: ProjectTrustRequests = (config, cwd) => {
+  const c = config as Partial<HooksClaudeCodeConfig> | undefined
+  const project = claudeProjectFiles(c, typeof c?.cwd === 'string' && c.cwd !== '' ? resolve(cwd, c.cwd) : cwd)
+  return project ? [readProjectHooks(project).request] : []
 }
 
 export interface BridgeOptions {
@@ -114,11 +172,12 @@ export function apply(ctx: Context, config: HooksClaudeCodeConfig): void {
   const cwd = config.cwd ?? process.cwd()
   const files: string[] = []
   if (config.userSettings) files.push(join(config.userHome ?? homedir(), '.claude', 'settings.json'))
-  if (config.projectSettings) files.push(resolve(cwd, '.claude', 'settings.json'), resolve(cwd, '.claude', 'settings.local.json'))
+  const project = claudeProjectFiles(config, cwd)
   createHookBridge(ctx, { hooks: config.hooks, cwd, defaultTimeoutSec: config.defaultTimeoutSec, maxStopContinuations: config.maxStopContinuations }, {
     dialect: 'claude-code',
     plugin: '@dsh/hooks-claude-code',
     files,
+    ...(project ? { project } : {}),
     toolName: claudeToolName,
     env: { CLAUDE_PROJECT_DIR: cwd },
   })
@@ -148,8 +207,35 @@ export function createHookBridge(ctx: Context, config: BridgeOptions, dialect: H
     load(read.hooks, file)
   }
   load(config.hooks, 'config')
+  // The project's hooks wait for consent: listeners are registered for their events too, but `run`
+  // sees only `entries`, which they join once `ctx.projectTrust` starts them. Without a
+  // project-trust row they never run (fail closed).
+  const held: HookEntry[] = []
+  if (dialect.project) {
+    const project = readProjectHooks(dialect.project, defaultTimeoutMs)
+    for (const problem of project.problems) ctx.logger('hooks').warn(problem)
+    for (const entry of project.entries) {
+      if (!entries.some((e) => e.event === entry.event && e.matcher === entry.matcher && e.command === entry.command)) held.push(entry)
+    }
+    if (held.length > 0) {
+      const request = { ...project.request, items: hookTrustItems(held, dialect.project.dir) }
+      ctx.inject(['projectTrust'], (inner) => {
+        inner.effect(() => {
+          let off: () => void = () => {}
+          try {
+            off = inner.projectTrust.gate(request, () => {
+              entries.push(...held.filter((entry) => !entries.includes(entry)))
+            })
+          } catch (error) {
+            ctx.logger('hooks').warn(`the project's hooks were not enabled: ${(error as Error).message}`)
+          }
+          return off
+        }, `hooks: ${dialect.dialect} project hooks behind project trust`)
+      })
+    }
+  }
   registerHookEvents(ctx)
-  if (entries.length === 0) return
+  if (entries.length === 0 && held.length === 0) return
 
   const env = dialect.env
   const run = async (
@@ -185,7 +271,7 @@ export function createHookBridge(ctx: Context, config: BridgeOptions, dialect: H
     hook_event_name: event,
     ...dialect.extraInput?.(),
   })
-  const has = (event: SupportedEvent) => entries.some((e) => e.event === event)
+  const has = (event: SupportedEvent) => entries.some((e) => e.event === event) || held.some((e) => e.event === event)
 
   if (has('PreToolUse')) {
     ctx.on('tools/pre-execute', async (payload, next) => {

@@ -2,12 +2,14 @@
 // project's `.codex/hooks.json`, and this row's `hooks`) on the same interception points as the
 // Claude Code bridge. Codex's hook format follows Claude Code's (events, matchers, exit code 2,
 // JSON answers), so the bridge is shared; this package owns what differs: where hooks live, the
-// tool names hooks see (`Bash`, `apply_patch`, MCP names) and the `model` stdin field.
+// tool names hooks see (`Bash`, `apply_patch`, MCP names) and the `model` stdin field. The
+// project's `.codex/hooks.json` runs only once the user trusted it (`ctx.projectTrust`).
 import { homedir } from 'node:os'
 import { join, resolve } from 'node:path'
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
-import { createHookBridge } from '@dsh/hooks-claude-code'
+import { createHookBridge, readProjectHooks, type ProjectHookFiles } from '@dsh/hooks-claude-code'
+import type { ProjectTrustRequests } from '@dsh/project-trust'
 import type {} from '@dsh/hook-protocol'
 import type {} from '@dsh/agent'
 
@@ -43,6 +45,22 @@ export const Config: Schema<Partial<HooksCodexConfig>, HooksCodexConfig> = Schem
   maxStopContinuations: Schema.natural().default(5).description('Consecutive turns a Stop hook may start before its block is ignored.'),
 })
 
+function codexProjectFiles(config: Partial<HooksCodexConfig> | undefined, cwd: string): ProjectHookFiles | undefined {
+  if (config?.projectHooks === false) return undefined
+  const home = config?.codexHome ?? (process.env.CODEX_HOME || join(homedir(), '.codex'))
+  const file = resolve(cwd, '.codex', 'hooks.json')
+  // A project that is the Codex home itself: that file is the user's.
+  if (config?.userHooks !== false && resolve(home, 'hooks.json') === file) return undefined
+  return { source: 'hooks-codex', label: 'Codex hooks', dir: cwd, files: [file] }
+}
+
+/** What this row would run from the project of `cwd` (for `dsh trust`; the same items the row gates with). */
+export const projectTrustRequests: ProjectTrustRequests = (config, cwd) => {
+  const c = config as Partial<HooksCodexConfig> | undefined
+  const project = codexProjectFiles(c, typeof c?.cwd === 'string' && c.cwd !== '' ? resolve(cwd, c.cwd) : cwd)
+  return project ? [readProjectHooks(project).request] : []
+}
+
 export const name = 'hooks-codex'
 export const inject = ['subprocess', 'sessions']
 
@@ -51,7 +69,7 @@ export function apply(ctx: Context, config: HooksCodexConfig): void {
   const home = config.codexHome ?? (process.env.CODEX_HOME || join(homedir(), '.codex'))
   const files: string[] = []
   if (config.userHooks) files.push(join(home, 'hooks.json'))
-  if (config.projectHooks) files.push(resolve(cwd, '.codex', 'hooks.json'))
+  const project = codexProjectFiles(config, cwd)
   let model = ''
   ctx.on('agent/pre-step', async (payload, next) => {
     model = payload.agent.model.model
@@ -61,6 +79,7 @@ export function apply(ctx: Context, config: HooksCodexConfig): void {
     dialect: 'codex',
     plugin: '@dsh/hooks-codex',
     files,
+    ...(project ? { project } : {}),
     toolName: codexToolName,
     env: {},
     extraInput: () => ({ model }),

@@ -34,7 +34,7 @@ mcpServers settings), waits for each one's first connection attempt, prints thei
 `
 
 /** Row ids (of the base bundle) the client needs besides its own rows: the tools are registered, never offered. */
-const SUPPORT_IDS = new Set(['home-paths', 'cmdline', 'settings', 'subprocess', 'tools'])
+const SUPPORT_IDS = new Set(['home-paths', 'cmdline', 'settings', 'subprocess', 'tools', 'project-trust'])
 
 function parse(argv: string[]): { profile: string; patches: string[]; json: boolean } | { help: true } | { error: string } {
   const out = { profile: 'headless', patches: [] as string[], json: false }

@@ -4,6 +4,7 @@
 // one-line reason, never an exception that would stop the others or the boot.
 import { readFileSync } from 'node:fs'
 import { isAbsolute, join, resolve } from 'node:path'
+import type { JsonValue, TrustItem } from '@dsh/project-trust'
 
 export type McpSource = 'config' | 'project' | 'user' | 'session'
 export type McpTransportKind = 'stdio' | 'http' | 'sse'
@@ -175,4 +176,35 @@ export function readProjectFile(dir: string): { table?: unknown; path: string; p
   }
   if (!isRecord(parsed)) return { path, problem: `${path}: expected an object with "mcpServers"` }
   return { path, table: parsed.mcpServers }
+}
+
+/** A shell-like rendering of one command line, for people (quoting only where needed). */
+export function commandLine(words: readonly string[]): string {
+  return words.map((word) => (/^[A-Za-z0-9_./@%+=:,-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`)).join(' ')
+}
+
+/**
+ * What a project `mcpServers` table would run, for `@dsh/project-trust`: every entry that is not
+ * `disabled: true`, as written in the file (before `${VAR}` expansion, so the consent does not
+ * depend on the environment and no secret is shown), with one display line each.
+ */
+export function projectTrustItems(table: unknown, file: string): TrustItem[] {
+  if (!isRecord(table)) return []
+  const items: TrustItem[] = []
+  for (const [name, raw] of Object.entries(table)) {
+    if (isRecord(raw) && raw.disabled === true) continue
+    let display: string
+    if (isRecord(raw) && typeof raw.command === 'string') {
+      const args = Array.isArray(raw.args) ? raw.args.map(String) : []
+      const env = isRecord(raw.env) ? Object.entries(raw.env).map(([key, value]) => `${key}=${String(value)}`) : []
+      display = [commandLine([raw.command, ...args]), env.length ? `(env ${commandLine(env)})` : '', typeof raw.cwd === 'string' ? `(cwd ${raw.cwd})` : '']
+        .filter(Boolean)
+        .join(' ')
+    } else if (isRecord(raw) && typeof raw.url === 'string') {
+      const headers = isRecord(raw.headers) ? Object.keys(raw.headers) : []
+      display = `${raw.url}${headers.length ? ` (headers ${headers.join(', ')})` : ''}`
+    } else display = JSON.stringify(raw) ?? String(raw)
+    items.push({ file, kind: 'mcp-server', name, display, run: (raw ?? null) as JsonValue })
+  }
+  return items
 }

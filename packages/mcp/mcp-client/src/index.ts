@@ -2,6 +2,9 @@
 // as `mcp__<server>__<tool>`. Servers come from this row's `servers`, the project's `.mcp.json`
 // and the `mcpServers` settings namespace (in that order of precedence), in the `mcpServers`
 // shape other agents use. `ctx.mcp` lists them with their state and mounts per-session servers.
+// The project's `.mcp.json` is the project's, not the user's: its servers start only through
+// `ctx.projectTrust` (consent per directory and content), never without it.
+import { resolve } from 'node:path'
 import { Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import type { Session } from '@dsh/session'
@@ -10,13 +13,34 @@ import type {} from '@dsh/settings'
 import type {} from '@dsh/agent'
 import type { SubprocessService } from '@dsh/subprocess'
 import type {} from '@dsh/tools'
-import { checkServer, checkTable, readProjectFile, type CheckedServer, type McpSource } from './config.ts'
+import type { ProjectTrust, ProjectTrustRequests, TrustRequest } from '@dsh/project-trust'
+import { checkServer, checkTable, projectTrustItems, readProjectFile, type CheckedServer, type McpSource } from './config.ts'
 import { McpServerConnection, type ConnectionOptions, type McpServerStatus } from './server.ts'
 import { fromAcpServer } from './acp.ts'
 
 export type { McpServerState, McpServerStatus, RetryOptions } from './server.ts'
 export type { CheckedServer, McpSource, McpTransportKind, ServerSpec } from './config.ts'
-export { checkServer, checkTable, expandVariables, readProjectFile } from './config.ts'
+export { checkServer, checkTable, commandLine, expandVariables, projectTrustItems, readProjectFile } from './config.ts'
+
+/** The project-trust source id of `.mcp.json` servers. */
+export const TRUST_SOURCE = 'mcp'
+
+function projectRequest(dir: string): { request: TrustRequest; table: unknown; path: string; problem?: string } {
+  const project = readProjectFile(dir)
+  return {
+    request: { source: TRUST_SOURCE, label: 'MCP servers', dir, items: projectTrustItems(project.table, '.mcp.json') },
+    table: project.table,
+    path: project.path,
+    ...(project.problem ? { problem: project.problem } : {}),
+  }
+}
+
+/** What this row would start from the project of `cwd` (for `dsh trust`; the same items the row gates with). */
+export const projectTrustRequests: ProjectTrustRequests = (config, cwd) => {
+  if (config?.projectFile === false) return []
+  const dir = typeof config?.cwd === 'string' && config.cwd !== '' ? resolve(cwd, config.cwd) : cwd
+  return [projectRequest(dir).request]
+}
 export { toolName } from './names.ts'
 export { fromAcpServer } from './acp.ts'
 export { mapResult } from './results.ts'
@@ -106,6 +130,9 @@ export class McpClient extends Service {
   })
 
   private readonly servers = new Map<string, McpServerConnection | CheckedServer>()
+  /** Project servers waiting for the user's trust (listed as disabled until then). */
+  private readonly held = new Map<string, CheckedServer>()
+  private trust: ProjectTrust | undefined
   private readonly cwd: string
 
   constructor(
@@ -136,11 +163,42 @@ export class McpClient extends Service {
     const table = checkTable(this.config.servers, { source: 'config', origin: 'config', cwd: this.cwd, env })
     mount(table.servers)
     if (this.config.projectFile) {
-      const project = readProjectFile(this.cwd)
+      const project = projectRequest(this.cwd)
       if (project.problem) this.problem(project.problem)
       const checked = checkTable(project.table, { source: 'project', origin: project.path, cwd: this.cwd, env })
       if (checked.problem) this.problem(checked.problem)
-      mount(checked.servers)
+      // Entries that start nothing (invalid, disabled) are listed at once; the others wait for
+      // consent. Their names are claimed now, so a settings server of the same name stays shadowed.
+      mount(checked.servers.filter((entry) => !('spec' in entry)))
+      const runnable = checked.servers.filter((entry) => 'spec' in entry && !claimed.has(entry.name))
+      for (const entry of runnable) {
+        claimed.add(entry.name)
+        this.held.set(entry.name, entry)
+      }
+      if (runnable.length > 0) {
+        // No project-trust row: the servers stay held (fail closed) and are listed as untrusted.
+        ctx.inject(['projectTrust'], (inner) => {
+          inner.effect(() => {
+            this.trust = inner.projectTrust
+            let off: () => void = () => {}
+            try {
+              off = inner.projectTrust.gate(project.request, () => {
+                for (const entry of runnable) {
+                  if (this.held.get(entry.name) !== entry) continue
+                  this.held.delete(entry.name)
+                  this.mountChecked(entry)
+                }
+              })
+            } catch (error) {
+              this.problem(`the project's MCP servers were not started: ${(error as Error).message}`)
+            }
+            return () => {
+              off()
+              this.trust = undefined
+            }
+          }, 'mcp: project servers behind project trust')
+        })
+      }
     }
     if (this.config.userSettings) {
       ctx.inject(['settings'], (inner) => {
@@ -181,7 +239,9 @@ export class McpClient extends Service {
       })
     })
     // The first request of a turn waits (bounded) for servers still starting, so their tools are offered.
+    // Project servers still waiting for consent are settled first (asked once, or skipped).
     ctx.on('agent/pre-step', async (payload, next) => {
+      if (this.held.size > 0) await this.trust?.consent({ sessionId: payload.agent.session.id })
       await this.ready(payload.agent.scope)
       return next()
     }, { prepend: true })
@@ -189,8 +249,12 @@ export class McpClient extends Service {
 
   /** Every known server (invalid and disabled ones included), sorted by scope then name. */
   list(): McpServerStatus[] {
-    return [...this.servers.values()]
-      .map((entry) => (entry instanceof McpServerConnection ? entry.status() : staticStatus(entry)))
+    const held = [...this.held.values()].map((entry): McpServerStatus => ({
+      ...staticStatus({ name: entry.name, source: entry.source, origin: entry.origin, disabled: true }),
+      ...('spec' in entry ? { transport: entry.spec.transport } : {}),
+      error: `the project is not trusted: run "dsh trust ${this.cwd}" to start it`,
+    }))
+    return [...[...this.servers.values()].map((entry) => (entry instanceof McpServerConnection ? entry.status() : staticStatus(entry))), ...held]
       .sort((a, b) => (a.scope ?? '').localeCompare(b.scope ?? '') || a.name.localeCompare(b.name))
   }
 
@@ -206,7 +270,7 @@ export class McpClient extends Service {
   add(name: string, raw: unknown, options: AddServerOptions = {}): () => void {
     const source = options.source ?? 'session'
     const checked = checkServer(name, raw, { source, origin: options.origin ?? source, cwd: options.cwd ?? this.cwd, env: process.env })
-    if (this.servers.has(keyOf(name, options.scope))) throw new Error(`mcp.add: a server named "${name}" is already mounted${options.scope ? ` in scope ${options.scope}` : ''}`)
+    if (this.servers.has(keyOf(name, options.scope)) || (options.scope === undefined && this.held.has(name))) throw new Error(`mcp.add: a server named "${name}" is already mounted${options.scope ? ` in scope ${options.scope}` : ''}`)
     let key: string | undefined
     const dispose = this.ctx.effect(() => {
       key = this.mountChecked(checked, options.scope)
