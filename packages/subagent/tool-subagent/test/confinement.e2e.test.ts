@@ -109,4 +109,15 @@ describe('subagents in another process are confined like their parent', () => {
     expect(refused).toContain('DEPTH_LIMIT')
     expect(refused).toContain('delegation depth limit reached: this agent is at depth 2 (it is itself a subagent in a process its parent started, DSH_SUBAGENT_DEPTH=2) and the limit is 2; do the work yourself')
   })
+
+  it('a malformed inherited depth fails the start with one line naming the variable', { timeout: 60_000 }, async () => {
+    const { home, cwd } = workspace()
+    server = await startMockServer({ steps: [{ text: 'never asked' }] as never })
+    const run = await runDsh(['--profile', 'headless', 'hello'], { cwd, env: { ...env(home), DSH_SUBAGENT_DEPTH: 'two' } })
+    expect(run.code).not.toBe(0)
+    expect(run.stderr.trim()).toBe(
+      'dsh: boot failed: row subagents (@dsh/subagent): apply failed: DSH_SUBAGENT_DEPTH must be a whole number from 0 to 999 (got "two"); it is set by a parent dsh for its subagent process',
+    )
+    expect(server.requests).toHaveLength(0)
+  })
 })
