@@ -227,7 +227,16 @@ export async function resolveModel(ctx: Context, spec: string | undefined, fallb
 interface Io {
   stdout: NodeJS.WritableStream
   stderr: NodeJS.WritableStream
+  /**
+   * Aborted (with the stream's error) once stdout cannot take more output: its reader went away
+   * (`dsh -p ... | head -1`). The run then stops its turn, writes nothing more and exits
+   * {@link EXIT_OUTPUT_CLOSED}.
+   */
+  outputGone?: AbortSignal
 }
+
+/** Exit status of a run whose stdout reader went away: 128 + SIGPIPE, as shells report a program a closed pipe ended. */
+export const EXIT_OUTPUT_CLOSED = 141
 
 interface SessionRow {
   id: string
@@ -460,7 +469,10 @@ export async function runHeadless(ctx: Context, config: Config, io: Io & { stdin
     maxSteps: options.maxSteps ?? config.maxSteps,
   })
   if (options.permissionMode !== undefined) presets!.set(agent.session.id, options.permissionMode)
-  const write = (line: unknown) => io.stdout.write(JSON.stringify(line) + '\n')
+  const gone = io.outputGone
+  // Nothing is written once the reader is gone, and a running turn stops (no tokens spent on output nobody reads).
+  const out = (text: string) => void (gone?.aborted || io.stdout.write(text))
+  const write = (line: unknown) => out(JSON.stringify(line) + '\n')
   // Progress only where a human watches: text mode, stderr on a terminal.
   const progress =
     options.outputFormat === 'text' && (io.stderr as { isTTY?: boolean }).isTTY ? (line: string) => io.stderr.write(`dsh: ${line}\n`) : undefined
@@ -528,7 +540,7 @@ export async function runHeadless(ctx: Context, config: Config, io: Io & { stdin
           return 1
         }
         if (options.outputFormat === 'text') {
-          if (done.output) io.stdout.write(done.output.endsWith('\n') ? done.output : done.output + '\n')
+          if (done.output) out(done.output.endsWith('\n') ? done.output : done.output + '\n')
         } else {
           write({ type: 'command', sessionId: agent.session.id, command: done.name, output: done.output ?? '' })
         }
@@ -539,15 +551,21 @@ export async function runHeadless(ctx: Context, config: Config, io: Io & { stdin
     }
   }
   let result: TurnResult
+  const stopTurn = () => agent.abort('stdout was closed by its reader')
+  gone?.addEventListener('abort', stopTurn, { once: true })
   try {
+    if (gone?.aborted && !commandTurn) return EXIT_OUTPUT_CLOSED
+    if (gone?.aborted) stopTurn()
     result = commandTurn ? await commandTurn : await agent.send(options.task)
     await agent.idle()
   } finally {
+    gone?.removeEventListener('abort', stopTurn)
     off()
   }
+  if (gone?.aborted) return EXIT_OUTPUT_CLOSED
   const turns = agent.session.events.filter((e) => e.type === 'turn/end').length
   if (options.outputFormat === 'text') {
-    if (result.text) io.stdout.write(result.text.endsWith('\n') ? result.text : result.text + '\n')
+    if (result.text) out(result.text.endsWith('\n') ? result.text : result.text + '\n')
   } else {
     const isError = result.reason !== 'completed'
     write({
@@ -611,7 +629,15 @@ function sumUsage(a: TokenUsage, b: Partial<TokenUsage>): TokenUsage {
 }
 
 export function apply(ctx: Context, config: Config): void {
-  const io: Io = { stdout: process.stdout, stderr: process.stderr }
+  // An error on stdout (EPIPE: the reader of a pipe went away) would otherwise be an unhandled
+  // 'error' event: a stack trace and exit 1 in the middle of the run.
+  const gone = new AbortController()
+  const onStdoutError = (error: Error) => gone.abort(error)
+  ctx.effect(() => {
+    process.stdout.on('error', onStdoutError)
+    return () => void process.stdout.off('error', onStdoutError)
+  })
+  const io: Io = { stdout: process.stdout, stderr: process.stderr, outputGone: gone.signal }
   const start = async () => {
     let code: number
     try {
@@ -620,6 +646,13 @@ export function apply(ctx: Context, config: Config): void {
       io.stderr.write(`dsh: headless run failed: ${(error as Error)?.message ?? error}\n`)
       code = 1
     }
+    // The result's write may fail only after the run returned: wait until stdout took it.
+    await new Promise<void>((resolve) => {
+      if (gone.signal.aborted) return resolve()
+      io.stdout.write('', () => resolve())
+    })
+    // A reader that left is the pipe's normal end (141); any other stdout failure is a failure (1).
+    if (gone.signal.aborted) code = (gone.signal.reason as NodeJS.ErrnoException)?.code === 'EPIPE' ? EXIT_OUTPUT_CLOSED : 1
     // app-boot's loader takes an exit code; the plugin-loader typings declare `exit()` bare.
     const loader = ctx.get('loader') as { exit?(code: number): void } | undefined
     if (loader?.exit) loader.exit(code)

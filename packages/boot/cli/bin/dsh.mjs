@@ -37,6 +37,16 @@ function wantsTui(a) {
   }
   return true
 }
+// A reader that goes away early (`dsh sessions | head -1`, `dsh -p ... | head`) is the normal end of
+// a pipe, not a crash: without a listener an EPIPE on stdout (or stderr, under `2>&1`) is an
+// unhandled 'error' event, a stack trace and exit 1. Output to a closed pipe is dropped; the
+// one-shot runner also stops its turn and exits 141. Any other stdout error is one line.
+process.stdout.on('error', (/** @type {NodeJS.ErrnoException} */ error) => {
+  if (error.code !== 'EPIPE') process.stderr.write(`dsh: cannot write to stdout: ${error.message}\n`)
+})
+process.stderr.on('error', () => {
+  // Nowhere left to report it.
+})
 const args = parseLauncherArgs(process.argv.slice(2))
 if (wantsTui(args)) args.profile = 'tui'
 
