@@ -9,7 +9,7 @@ import Schema from 'schemastery'
 import { ShellError, ShellExecutor, type ShellLimits, type ShellOutput, type ShellOutputBudget, type ShellRequest, type ShellResult, type ShellRunOptions, type ShellSpec } from '@dsh/shell'
 import { decodeOutput, type ProcessExit, type ProcessLauncher, type RetainedOutput } from '@dsh/subprocess'
 import { plainService } from '@dsh/plain-service'
-import { DEFAULT_SPILL_CAP_BYTES, processTempDir, processTempSubdir, systemTempDir, type PrivateDir } from '@dsh/spill-files'
+import { DEFAULT_SPILL_CAP_BYTES, dshRunDir, processTempSubdir, systemTempDir, type PrivateDir } from '@dsh/spill-files'
 
 export const EXECUTOR = 'bash-local'
 
@@ -192,9 +192,9 @@ export const MERGE_STARTUP_SCRIPT = 'exec 2>&1\nunset BASH_ENV\n'
 
 /**
  * A private startup file for non-interactive bash (`BASH_ENV`) that merges stderr into stdout
- * before the `-c` command is parsed. Created on first use in a fresh private directory of
- * @dsh/spill-files (0700, nobody else can change what bash sources), re-created when a temp
- * cleaner removed it, removed on dispose. `path()` answers undefined when it cannot be written;
+ * before the `-c` command is parsed. Created on first use in a fresh private directory under
+ * `$DSH_HOME/run` (@dsh/spill-files: 0700, and read-only inside the sandbox, so no confined command
+ * can change what an unconfined bash sources), re-created when it was removed, removed on dispose. `path()` answers undefined when it cannot be written;
  * the caller then merges another way.
  */
 export class MergeStartupFile {
@@ -213,7 +213,9 @@ export class MergeStartupFile {
           this.dir = undefined
         }
       }
-      this.dir ??= processTempDir().tempSubdir('bash-')
+      // In the dsh home, not the temp dir: a confined command (same user, temp dir writable) must
+      // not be able to edit what the next unconfined bash sources.
+      this.dir ??= dshRunDir().tempSubdir('bash-')
       this.file = this.dir.writeFile(`merge-stderr-${Date.now().toString(36)}.sh`, MERGE_STARTUP_SCRIPT)
       return this.file
     } catch {

@@ -7,6 +7,7 @@
 import { chmodSync, closeSync, constants, lstatSync, mkdirSync, mkdtempSync, openSync, rmSync, unlinkSync, writeSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, dirname, isAbsolute, join } from 'node:path'
+import { resolveDshHome } from '@dsh/home-paths'
 
 /** Default per-session cap of spilled bytes (256 MiB). */
 export const DEFAULT_SPILL_CAP_BYTES = 256 * 1024 * 1024
@@ -172,6 +173,15 @@ export function processTempDir(): PrivateDir {
   }
   processDir = PrivateDir.create(systemTempDir(), `dsh-${process.pid}-`)
   return processDir
+}
+
+/**
+ * `$DSH_HOME/run`, a private directory for files that steer an unconfined program (bash's startup
+ * file): the dsh home is read-only inside the sandbox, while the system temp directory is writable
+ * by confined commands, which run as the same user and so could rewrite anything kept there.
+ */
+export function dshRunDir(): PrivateDir {
+  return PrivateDir.ensure(join(resolveDshHome(), 'run'))
 }
 
 /** The private directory `<processTempDir()>/<name>`. */
