@@ -34,6 +34,9 @@ describe('dsh --profile headless with Claude Code hooks', () => {
         { text: 'ok' },
       ] as never,
     })
+    // The project's hooks run only once the user trusted the project.
+    const trusted = await runDsh(['trust', cwd], { cwd: root, env: { DSH_HOME: join(root, 'home'), HOME: join(root, 'userhome') } })
+    expect(trusted.code).toBe(0)
     const run = await runDsh(['--profile', 'headless', '--patch', patch, '--output-format', 'stream-json', 'tidy up'], {
       cwd,
       env: { DSH_HOME: join(root, 'home'), HOME: join(root, 'userhome'), DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'x' },

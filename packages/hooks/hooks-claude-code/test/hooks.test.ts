@@ -13,6 +13,8 @@ import BasicCompactionEngine from '@dsh/compaction-basic'
 import ApprovalService from '@dsh/user-approval'
 import SubagentService from '@dsh/subagent'
 import * as ToolSubagent from '@dsh/tool-subagent'
+import HomePaths from '@dsh/home-paths'
+import ProjectTrust, { TrustStore, trustAll } from '@dsh/project-trust'
 
 let harness: Harness | undefined
 afterEach(async () => {
@@ -49,11 +51,21 @@ function workspace() {
   return { root, cwd, home, script }
 }
 
+/**
+ * The project's hook files run only once the user trusted them (@dsh/project-trust): these tests
+ * trust what the project holds when they boot, as `dsh trust` would, and mount the trust rows.
+ */
+async function trusted(ws: ReturnType<typeof workspace>, config: object = {}): Promise<Array<[unknown, unknown?]>> {
+  const dshHome = join(ws.root, 'dsh-home')
+  await trustAll(TrustStore.inHome(dshHome), HooksClaudeCode.projectTrustRequests({ cwd: ws.cwd, userHome: ws.home, ...config }, ws.cwd))
+  return [[HomePaths, { home: dshHome }], [ProjectTrust, {}]]
+}
+
 async function boot(ws: ReturnType<typeof workspace>, script: unknown[], config: object = {}) {
   harness = await createHarness({
     cwd: ws.cwd,
     script: script as never,
-    plugins: [[SubprocessLocal, {}], [FakeBash], [HooksClaudeCode, { cwd: ws.cwd, userHome: ws.home, ...config }]] as never,
+    plugins: [...(await trusted(ws, config)), [SubprocessLocal, {}], [FakeBash], [HooksClaudeCode, { cwd: ws.cwd, userHome: ws.home, ...config }]] as never,
   })
   return harness
 }
@@ -66,6 +78,42 @@ async function until(probe: () => boolean) {
 const bash = (command: string) => ({ toolCalls: [{ name: 'bash', arguments: { command } }] })
 
 describe('@dsh/hooks-claude-code', () => {
+  it('runs the user\'s hooks but not the project\'s until the project is trusted (no trust row: never)', async () => {
+    for (const withTrustRow of [true, false]) {
+      const ws = workspace()
+      const userLog = join(ws.root, 'user.log')
+      const projectLog = join(ws.root, 'project.log')
+      const hook = (command: string) => JSON.stringify({ hooks: { UserPromptSubmit: [{ hooks: [{ type: 'command', command }] }] } })
+      writeFileSync(join(ws.home, '.claude/settings.json'), hook(`echo user >> ${userLog}`))
+      writeFileSync(join(ws.cwd, '.claude/settings.local.json'), hook(`echo project >> ${projectLog}`))
+      const trustRows = withTrustRow ? [[HomePaths, { home: join(ws.root, 'dsh-home') }], [ProjectTrust, {}]] : []
+      harness = await createHarness({
+        cwd: ws.cwd,
+        script: [{ text: 'ok' }] as never,
+        plugins: [...trustRows, [SubprocessLocal, {}], [HooksClaudeCode, { cwd: ws.cwd, userHome: ws.home }]] as never,
+      })
+      await harness.prompt('hello')
+      expect(readFileSync(userLog, 'utf8')).toBe('user\n')
+      expect(existsSync(projectLog)).toBe(false)
+      await harness.dispose()
+      harness = undefined
+    }
+  })
+
+  it('a project that is the user\'s home reads ~/.claude/settings.json as the user\'s file', async () => {
+    const ws = workspace()
+    const log = join(ws.root, 'home.log')
+    writeFileSync(join(ws.home, '.claude/settings.json'), JSON.stringify({ hooks: { UserPromptSubmit: [{ hooks: [{ type: 'command', command: `echo home >> ${log}` }] }] } }))
+    expect(HooksClaudeCode.projectTrustRequests({ userHome: ws.home }, ws.home)[0]!.items).toEqual([])
+    harness = await createHarness({
+      cwd: ws.home,
+      script: [{ text: 'ok' }] as never,
+      plugins: [[HomePaths, { home: join(ws.root, 'dsh-home') }], [ProjectTrust, {}], [SubprocessLocal, {}], [HooksClaudeCode, { cwd: ws.home, userHome: ws.home }]] as never,
+    })
+    await harness.prompt('hello')
+    expect(readFileSync(log, 'utf8')).toBe('home\n')
+  })
+
   it('PreToolUse: a project hook that exits 2 blocks rm and feeds stderr to the model; other commands run', async () => {
     const ws = workspace()
     const capture = join(ws.root, 'stdin.json')
@@ -201,7 +249,7 @@ describe('@dsh/hooks-claude-code: PreCompact, Notification, SubagentStop', () =>
     harness = await createHarness({
       cwd: ws.cwd,
       script: [{ text: 'first answer' }, { text: 'second answer' }, { text: 'A summary of the work so far.' }] as never,
-      plugins: [[SubprocessLocal, {}], [TokenMeter], [BasicCompactionEngine, { auto: false, keepRecentTokens: 0 }], [HooksClaudeCode, { cwd: ws.cwd, userHome: ws.home }]] as never,
+      plugins: [...(await trusted(ws)), [SubprocessLocal, {}], [TokenMeter], [BasicCompactionEngine, { auto: false, keepRecentTokens: 0 }], [HooksClaudeCode, { cwd: ws.cwd, userHome: ws.home }]] as never,
     })
     const h = harness
     await h.prompt('one')
@@ -222,7 +270,7 @@ describe('@dsh/hooks-claude-code: PreCompact, Notification, SubagentStop', () =>
     writeFileSync(join(ws.cwd, '.claude/settings.json'), JSON.stringify({ hooks: { Notification: [{ hooks: [{ type: 'command', command: hook }] }] } }))
     harness = await createHarness({
       cwd: ws.cwd,
-      plugins: [[SubprocessLocal, {}], [ApprovalService, {}], [HooksClaudeCode, { cwd: ws.cwd, userHome: ws.home }]] as never,
+      plugins: [...(await trusted(ws)), [SubprocessLocal, {}], [ApprovalService, {}], [HooksClaudeCode, { cwd: ws.cwd, userHome: ws.home }]] as never,
     })
     const h = harness
     // No answerer is mounted: the request resolves `unavailable`, after it was announced.
@@ -255,7 +303,7 @@ describe('@dsh/hooks-claude-code: PreCompact, Notification, SubagentStop', () =>
     harness = await createHarness({
       cwd: ws.cwd,
       script: [{ toolCalls: [{ name: 'subagent', arguments: { description: 'look', prompt: 'Say what you see.' } }] }, { text: 'child answer' }, { text: 'parent done' }] as never,
-      plugins: [[SubprocessLocal, {}], [SubagentService, {}], [ToolSubagent, {}], [HooksClaudeCode, { cwd: ws.cwd, userHome: ws.home }]] as never,
+      plugins: [...(await trusted(ws)), [SubprocessLocal, {}], [SubagentService, {}], [ToolSubagent, {}], [HooksClaudeCode, { cwd: ws.cwd, userHome: ws.home }]] as never,
     })
     const h = harness
     await h.prompt('delegate')

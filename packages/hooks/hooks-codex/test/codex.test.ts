@@ -8,6 +8,8 @@ import { createHarness, type Harness } from '@dsh/agent-loop-testkit'
 import SubprocessLocal from '@dsh/subprocess-local'
 import type { HookRunRecord } from '@dsh/hook-protocol'
 import * as HooksCodex from '../src/index.ts'
+import HomePaths from '@dsh/home-paths'
+import ProjectTrust, { TrustStore, trustAll } from '@dsh/project-trust'
 
 let harness: Harness | undefined
 afterEach(async () => {
@@ -38,10 +40,13 @@ describe('@dsh/hooks-codex', () => {
     writeFileSync(hook, `#!/bin/sh\ninput=$(cat)\nprintf '%s' "$input" > ${capture}\ncase "$input" in *'.env'*) echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"secrets stay untouched"}}';; esac\nexit 0\n`)
     chmodSync(hook, 0o755)
     writeFileSync(join(cwd, '.codex/hooks.json'), JSON.stringify({ hooks: { PreToolUse: [{ matcher: '^apply_patch$', hooks: [{ type: 'command', command: hook, timeout: 5 }] }], PermissionRequest: [] } }))
+    // The project's hooks run once the user trusted them, as `dsh trust` records it.
+    const dshHome = join(root, 'dsh-home')
+    await trustAll(TrustStore.inHome(dshHome), HooksCodex.projectTrustRequests({ cwd, codexHome: join(root, 'codex-home') }, cwd))
     harness = await createHarness({
       cwd,
       script: [{ toolCalls: [{ name: 'edit', arguments: { file_path: '.env' } }] }, { toolCalls: [{ name: 'edit', arguments: { file_path: 'a.ts' } }] }, { text: 'done' }] as never,
-      plugins: [[SubprocessLocal, {}], [FakeEdit], [HooksCodex, { cwd, codexHome: join(root, 'codex-home') }]] as never,
+      plugins: [[HomePaths, { home: dshHome }], [ProjectTrust, {}], [SubprocessLocal, {}], [FakeEdit], [HooksCodex, { cwd, codexHome: join(root, 'codex-home') }]] as never,
     })
     await harness.prompt('edit things')
     const results = harness.session.events.filter((e) => e.type === 'tool/result').map((e) => (e.data as { message: { content: { text: string }[] } }).message.content[0].text)

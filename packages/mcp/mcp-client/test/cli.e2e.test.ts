@@ -27,6 +27,13 @@ describe('dsh mcp list', () => {
       }),
     )
     const env = { DSH_HOME: join(root, 'home') }
+    // Untrusted: the project's runnable servers are listed, not started; the invalid one is listed as such.
+    const untrusted = await runDsh(['mcp', 'list'], { cwd, env })
+    expect(untrusted.code).toBe(0)
+    const before = untrusted.stdout.trim().split('\n')
+    expect(before.find((l) => l.startsWith('everything'))).toMatch(/^everything\s+project\s+stdio\s+disabled\s+0\s+the project is not trusted: run "dsh trust .*" to start it$/)
+    expect(before.find((l) => l.startsWith('bad'))).toMatch(/^bad\s+project\s+-\s+invalid\s+0\s+"url" must be http or https/)
+    expect((await runDsh(['trust', cwd], { cwd, env })).code).toBe(0)
     const run = await runDsh(['mcp', 'list'], { cwd, env })
     expect(run.stderr).toBe('')
     expect(run.code).toBe(0)

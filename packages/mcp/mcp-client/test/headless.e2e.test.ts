@@ -36,6 +36,8 @@ describe('dsh --profile headless with MCP servers from .mcp.json', () => {
     server = await startMockServer({
       steps: [{ toolCalls: [{ id: 'c_echo', name: 'mcp__everything__echo', arguments: { message: 'through dsh' } }] }, { text: 'ok' }] as never,
     })
+    // The project's servers start only once the user trusted the project.
+    expect((await runDsh(['trust', cwd], { cwd, env: { DSH_HOME: home } })).code).toBe(0)
     const run = await runDsh(['--profile', 'headless', '--output-format', 'stream-json', 'echo something'], {
       cwd,
       env: { DSH_HOME: home, DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'x' },

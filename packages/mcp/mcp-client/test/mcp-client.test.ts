@@ -14,7 +14,10 @@ import SpillLocal from '@dsh/spill-local'
 import * as SpillPolicy from '@dsh/spill-policy'
 import { MemorySettings } from '@dsh/settings'
 import type { ToolResultPayload } from '@dsh/tools'
-import McpClient, { type McpServerStatus } from '../src/index.ts'
+import HomePaths from '@dsh/home-paths'
+import ProjectTrust, { TrustStore, trustAll, TRUST_OPTION } from '@dsh/project-trust'
+import UserQuestions from '@dsh/user-questions'
+import McpClient, { projectTrustRequests, type McpServerStatus } from '../src/index.ts'
 
 const require = createRequire(import.meta.url)
 const everything = join(require.resolve('@modelcontextprotocol/server-everything/package.json'), '..', 'dist', 'index.js')
@@ -38,6 +41,12 @@ async function boot(config: Record<string, unknown>, options: { script?: unknown
     plugins: [...((options.before ?? []) as never[]), [SubprocessLocal, {}], ...(options.noClient ? [] : [[McpClient, { cwd, ...fast, ...config }]])] as never,
   })
   return harness
+}
+
+/** Trusts the project's current .mcp.json as `dsh trust` would, and returns the trust rows to mount. */
+async function trustedProject(cwd: string, home: string): Promise<Array<[unknown, unknown?]>> {
+  await trustAll(TrustStore.inHome(home), projectTrustRequests({}, cwd))
+  return [[HomePaths, { home }], [ProjectTrust, {}]]
 }
 
 async function until<T>(probe: () => T | undefined | false, what: string, ms = 15_000): Promise<T> {
@@ -267,6 +276,7 @@ describe('@dsh/mcp-client configuration', () => {
 
   it('reads the project .mcp.json and the mcpServers settings; the row wins over both', async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'dsh-mcp-project-'))
+    const home = mkdtempSync(join(tmpdir(), 'dsh-mcp-home-'))
     writeFileSync(
       join(cwd, '.mcp.json'),
       JSON.stringify({
@@ -278,7 +288,14 @@ describe('@dsh/mcp-client configuration', () => {
     )
     const h = await boot(
       { servers: { shared: { command: process.execPath, args: [changing] } } },
-      { cwd, before: [[MemorySettings, { initial: { mcpServers: { user: { command: process.execPath, args: [changing] }, project: { command: 'from-settings' } } } }]] },
+      {
+        cwd,
+        before: [
+          // The project's servers start once the user trusted them, as `dsh trust` records it.
+          ...(await trustedProject(cwd, home)),
+          [MemorySettings, { initial: { mcpServers: { user: { command: process.execPath, args: [changing] }, project: { command: 'from-settings' } } } }],
+        ],
+      },
     )
     await connected(h, 'project')
     await connected(h, 'user')
@@ -287,6 +304,42 @@ describe('@dsh/mcp-client configuration', () => {
     expect(status(h, 'user')?.source).toBe('user')
     expect(status(h, 'shared')?.source).toBe('config')
     expect(text(await call(h, 'mcp__project__whoami', {}))).toMatch(/ fallback$/)
+  })
+
+  it('holds the project\'s servers until the project is trusted, and starts them on a human\'s yes', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'dsh-mcp-untrusted-'))
+    const home = mkdtempSync(join(tmpdir(), 'dsh-mcp-home-'))
+    writeFileSync(join(cwd, '.mcp.json'), JSON.stringify({ mcpServers: { project: { command: process.execPath, args: [changing] }, off: { command: 'x', disabled: true } } }))
+    const asked: string[] = []
+    const human = {
+      name: 'human',
+      inject: ['userQuestions'],
+      apply(ctx: import('cordis').Context) {
+        ctx.userQuestions.registerAnswerer({ name: 'tui', answer: (request) => (asked.push(request.questions[0]!.question), { trust: { selected: [TRUST_OPTION] } }) })
+      },
+    }
+    const h = await boot(
+      { servers: { row: { command: process.execPath, args: [changing] } } },
+      { cwd, script: [{ text: 'ok' }], before: [[HomePaths, { home }], [UserQuestions, {}], [ProjectTrust, {}], [human]] },
+    )
+    await connected(h, 'row')
+    expect(status(h, 'project')).toMatchObject({ state: 'disabled', source: 'project', transport: 'stdio', error: expect.stringContaining('the project is not trusted') })
+    expect(status(h, 'off')?.state).toBe('disabled')
+    // The first step asks once, showing the command; the yes starts the server before the request.
+    await h.prompt('hello')
+    expect(asked).toHaveLength(1)
+    expect(asked[0]).toContain(`project (.mcp.json): ${process.execPath} ${changing}`)
+    await connected(h, 'project')
+    expect(new TrustStore(join(home, 'trusted-projects.json')).list()).toHaveLength(1)
+  })
+
+  it('without a project-trust row the project\'s servers never start', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'dsh-mcp-no-trust-'))
+    writeFileSync(join(cwd, '.mcp.json'), JSON.stringify({ mcpServers: { project: { command: process.execPath, args: [changing] } } }))
+    const h = await boot({ servers: { row: { command: process.execPath, args: [changing] } } }, { cwd, script: [{ text: 'ok' }] })
+    await connected(h, 'row')
+    await h.prompt('hello')
+    expect(status(h, 'project')?.state).toBe('disabled')
   })
 
   it('keeps going when .mcp.json is not valid JSON', async () => {
