@@ -37,3 +37,4 @@ export abstract class SubprocessService extends Service {
 
 export const name = 'subprocess'
 export default SubprocessService
+export * from './git.ts'
