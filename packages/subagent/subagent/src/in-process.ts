@@ -52,7 +52,8 @@ export function inProcessProvider(ctx: Context, mode: 'spawn' | 'fork', options:
       // A mode set on the parent session itself (a sandbox override, not a preset) holds for the child too.
       const policy = ctx.get('sandboxPolicy')
       const parentMode = policy?.modeFor(parent.session.id)
-      if (policy && parentMode && policy.modeFor(session.id) !== parentMode) policy.setMode(session.id, parentMode)
+      const overridden = Boolean(policy && parentMode && policy.modeFor(session.id) !== parentMode)
+      if (overridden) policy!.setMode(session.id, parentMode!)
       let agent
       try {
         session.append('subagent/link', link)
@@ -87,6 +88,8 @@ export function inProcessProvider(ctx: Context, mode: 'spawn' | 'fork', options:
           // The child's log stays in persistence; the live copy leaves the store.
           ctx.sessions.delete(session.id)
           if (presets && inherited && inherited.name !== presets.default.name) presets.clear(session.id)
+          // The session already left the store, so clearing logs nothing; it only frees the entry.
+          if (overridden) policy!.setMode(session.id, null)
         },
       }
     },

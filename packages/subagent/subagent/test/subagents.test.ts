@@ -4,7 +4,8 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { createHarness, type Harness } from '@dsh/agent-loop-testkit'
 import { Session } from '@dsh/session'
-import SubagentService, { SubagentError, type SubagentServiceConfig } from '../src/index.ts'
+import SandboxPolicyService from '@dsh/sandbox-policy'
+import SubagentService, { SubagentError, type ChildInheritance, type SubagentServiceConfig } from '../src/index.ts'
 import { lastUserText, router, type AgentScript } from './router.ts'
 
 let harness: Harness | undefined
@@ -246,5 +247,45 @@ describe('ctx.subagents', () => {
     expect(again.code).toBe('START_FAILED')
     expect(() => h.ctx.subagents.registerProvider({ name: 'broken', start: () => Promise.reject(new Error('x')) })).toThrow('already registered')
     expect(() => h.ctx.subagents.registerProvider({ name: 'Bad Name', start: () => Promise.reject(new Error('x')) })).toThrow('invalid provider name')
+  })
+})
+
+describe('what a child inherits from its parent', () => {
+  it('a child in another process is handed the parent session\'s mode and the depth variables; an in-process child gets a session override too', async () => {
+    harness = await createHarness({ script: router([['wait', hang]]), plugins: [[SandboxPolicyService, { defaultMode: 'workspace-write', announce: false }], [SubagentService, {}]] })
+    const h = harness
+    h.ctx.sandboxPolicy.setMode(h.session.id, 'read-only')
+    let seen: ChildInheritance | undefined
+    h.ctx.subagents.registerProvider({
+      name: 'probe',
+      start: ({ inherit }) => {
+        seen = inherit
+        return { result: Promise.resolve({ status: 'completed', text: 'ok' }), abort() {}, async dispose() {} }
+      },
+    })
+    await h.ctx.subagents.run({ parent: h.agent, provider: 'probe', description: 'probe', prompt: 'p' })
+    expect(seen).toMatchObject({ mode: 'read-only', depth: 1, maxDepth: 2, patchFiles: [], policy: { mode: 'read-only', writableRoots: [] } })
+    expect(seen!.env).toEqual({ DSH_PERMISSION_MODE: 'read-only', DSH_SUBAGENT_DEPTH: '1', DSH_SUBAGENT_MAX_DEPTH: '2' })
+    // The in-process child's own session is read-only as well, although the preset default is not.
+    const started = await h.ctx.subagents.start({ parent: h.agent, description: 'wait', prompt: 'wait' })
+    expect(h.ctx.sandboxPolicy.modeFor(started.record.sessionId)).toBe('read-only')
+    h.ctx.subagents.interrupt(h.agent, started.record.id)
+    await started.finished
+  })
+
+  it('a process started as a subagent keeps its parent\'s depth and limit', async () => {
+    process.env.DSH_SUBAGENT_DEPTH = '2'
+    process.env.DSH_SUBAGENT_MAX_DEPTH = '2'
+    try {
+      const h = await boot([], { maxDepth: 5 })
+      expect(h.ctx.subagents.baseDepth).toBe(2)
+      expect(h.ctx.subagents.depthOf(h.agent)).toBe(2)
+      const refused = await rejection(h.ctx.subagents.start({ parent: h.agent, description: 'd', prompt: 'p' }))
+      expect(refused.code).toBe('DEPTH_LIMIT')
+      expect(refused.message).toBe('delegation depth limit reached: this agent is at depth 2 (it is itself a subagent in a process its parent started, DSH_SUBAGENT_DEPTH=2) and the limit is 2; do the work yourself')
+    } finally {
+      delete process.env.DSH_SUBAGENT_DEPTH
+      delete process.env.DSH_SUBAGENT_MAX_DEPTH
+    }
   })
 })
