@@ -126,12 +126,16 @@ export class DeepSeekAdapter implements LlmAdapter {
           }, deadlineMs)
         : undefined
     const maxBytes = this.options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES
-    // The idle budget is spent only while waiting on the socket, and refilled only by real data
-    // (headers, an SSE event): keep-alive comments keep the socket busy but do not refill it.
+    // The idle budget is spent only while waiting on the socket, and refilled only by progress
+    // (the response headers, then events carrying text, reasoning, a tool call, usage or a
+    // finish): keep-alive comments and chunks that carry nothing keep the socket busy but do not
+    // refill it, so a server repeating them ends at streamIdleTimeoutMs, not at the deadline.
     const idleMs = this.options.streamIdleTimeoutMs
     let idleLeft = idleMs
     let waitStart = 0
-    let commentsOnly = false
+    // What arrived since the last refill, for the TIMEOUT message: nothing, or the last kind of
+    // traffic that did not count as progress.
+    let idleTraffic: 'keep-alive comments' | 'chunks without content' | undefined
     let timer: ReturnType<typeof setTimeout> | undefined
     const disarm = () => {
       if (timer === undefined) return
@@ -149,7 +153,7 @@ export class DeepSeekAdapter implements LlmAdapter {
     }
     const refill = () => {
       idleLeft = idleMs
-      commentsOnly = false
+      idleTraffic = undefined
     }
     const withProvider = (error: LlmError): LlmError =>
       error.provider
@@ -158,7 +162,7 @@ export class DeepSeekAdapter implements LlmAdapter {
     const fault = (cause: unknown, phase: 'connect' | 'read'): LlmError => {
       if (stop === 'abort') return aborted()
       if (stop === 'idle') {
-        const what = commentsOnly ? 'only keep-alive comments' : 'nothing'
+        const what = idleTraffic ? `only ${idleTraffic}` : 'nothing'
         return new LlmError('TIMEOUT', `${PROVIDER_LABEL} sent ${what} for ${idleMs} ms (streamIdleTimeoutMs)`, { provider: this.provider })
       }
       if (stop === 'deadline') {
@@ -222,7 +226,7 @@ export class DeepSeekAdapter implements LlmAdapter {
       const parser = createParser({
         onEvent: (event) => events.push(event),
         // Comments (keep-alives) deliberately leave the idle budget alone; noted for the message.
-        onComment: () => void (commentsOnly = true),
+        onComment: () => void (idleTraffic = 'keep-alive comments'),
         onError: (error) => {
           // Unknown field names are ignored per the SSE spec; only a runaway buffer is fatal.
           if (error.type === 'max-buffer-size-exceeded') {
@@ -263,8 +267,8 @@ export class DeepSeekAdapter implements LlmAdapter {
         }
         if (read.done) parser.reset({ consume: true })
         if (parseFailure) throw parseFailure
-        if (events.length > 0) refill()
         const batch: StreamChunk[] = []
+        const received = events.length > 0
         for (const event of events.splice(0)) {
           sawEvent = true
           const data = event.data.trim()
@@ -285,6 +289,8 @@ export class DeepSeekAdapter implements LlmAdapter {
             throw LlmError.is(error) ? withProvider(error) : error
           }
         }
+        if (done || translator.takeProgress()) refill()
+        else if (received) idleTraffic = 'chunks without content'
         for (const chunk of batch) {
           yield chunk
           if (signal?.aborted) throw aborted()

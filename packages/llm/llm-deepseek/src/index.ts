@@ -72,7 +72,7 @@ export const Config: Schema<Partial<Config>, Config> = Schema.object({
   streamIdleTimeoutMs: Schema.natural()
     .min(1)
     .default(300_000)
-    .description('Longest wait for real data (headers or an SSE event; keep-alive comments do not count) before TIMEOUT.'),
+    .description('Longest wait for progress (headers, or an event with content, reasoning, a tool call, usage or a finish; keep-alive comments and empty chunks do not count) before TIMEOUT.'),
   maxResponseBytes: Schema.natural()
     .min(1)
     .default(DEFAULT_MAX_RESPONSE_BYTES)

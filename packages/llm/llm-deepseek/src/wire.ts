@@ -211,6 +211,18 @@ export class StreamTranslator {
   private usage: TokenUsage | undefined
   private finishReason: FinishReason | undefined
   private content = false
+  private progressed = false
+
+  /**
+   * Whether the payloads pushed since the last call carried anything: text, reasoning, a tool
+   * call's id, name or arguments, usage or a finish reason. Reading it resets it. A chunk with an
+   * empty delta, empty strings or no choices is not progress (it must not hold a stream open).
+   */
+  takeProgress(): boolean {
+    const progressed = this.progressed
+    this.progressed = false
+    return progressed
+  }
 
   /** Whether any text, reasoning or tool call has been produced. */
   get hasContent(): boolean {
@@ -234,7 +246,10 @@ export class StreamTranslator {
     const record = payload as { [key: string]: unknown }
     if (record.error !== undefined) throw streamError(record.error)
     const out: StreamChunk[] = []
-    if (record.usage && typeof record.usage === 'object') this.usage = mapUsage(record.usage as WireUsage)
+    if (record.usage && typeof record.usage === 'object') {
+      this.usage = mapUsage(record.usage as WireUsage)
+      this.progressed = true
+    }
     const choices = record.choices
     if (choices === undefined || choices === null) return out
     if (!Array.isArray(choices)) throw new LlmError('PROTOCOL', 'DeepSeek sent a chunk whose `choices` is not an array')
@@ -244,10 +259,12 @@ export class StreamTranslator {
       const delta = (choice.delta ?? {}) as { [key: string]: unknown }
       if (typeof delta.reasoning_content === 'string' && delta.reasoning_content !== '') {
         this.content = true
+        this.progressed = true
         out.push({ kind: 'reasoning-delta', text: delta.reasoning_content })
       }
       if (typeof delta.content === 'string' && delta.content !== '') {
         this.content = true
+        this.progressed = true
         out.push({ kind: 'text-delta', text: delta.content })
       }
       if (Array.isArray(delta.tool_calls)) {
@@ -257,6 +274,7 @@ export class StreamTranslator {
         const mapped = mapFinishReason(choice.finish_reason)
         if (mapped instanceof LlmError) throw mapped
         this.finishReason = mapped
+        this.progressed = true
         this.endTools(out)
       }
     }
@@ -282,10 +300,17 @@ export class StreamTranslator {
     }
     if (slot.ended) throw new LlmError('PROTOCOL', `DeepSeek sent a delta for tool call ${index} after it ended`)
     const fn = (call.function ?? {}) as { name?: unknown; arguments?: unknown }
-    if (typeof call.id === 'string' && call.id !== '' && !slot.callId) slot.callId = call.id
+    if (typeof call.id === 'string' && call.id !== '' && !slot.callId) {
+      slot.callId = call.id
+      this.progressed = true
+    }
     // A name may in principle arrive in pieces before the call starts; once started it is fixed.
-    if (typeof fn.name === 'string' && fn.name !== '' && !slot.started) slot.name = (slot.name ?? '') + fn.name
+    if (typeof fn.name === 'string' && fn.name !== '' && !slot.started) {
+      slot.name = (slot.name ?? '') + fn.name
+      this.progressed = true
+    }
     const args = typeof fn.arguments === 'string' ? fn.arguments : ''
+    if (args !== '') this.progressed = true
     if (!slot.started) {
       if (!slot.name) {
         slot.pending += args

@@ -71,4 +71,16 @@ describe('dsh headless: runaway responses are bounded and not retried blindly', 
     expect(server!.requests).toHaveLength(2)
     expect(server!.requests[0].aborted).toBe(true)
   })
+
+  it('data chunks that carry nothing end in TIMEOUT at streamIdleTimeoutMs, not at the request deadline', { timeout: 60_000 }, async () => {
+    // Issue #35: empty deltas, empty content and empty choice lists are not progress.
+    const run = await dsh([{ events: [{ forever: { empty: true, intervalMs: 10 } }] }, { text: 'recovered' }], '    streamIdleTimeoutMs: 500\n    requestTimeoutMs: 20000')
+    // Before the fix every chunk refilled the budget: the request ran to DEADLINE_EXCEEDED.
+    expect(run.stdout).not.toContain('DEADLINE_EXCEEDED')
+    expect(run.code).toBe(0)
+    expect(JSON.parse(run.stdout)).toMatchObject({ reason: 'completed', result: 'recovered' })
+    expect(server!.requests).toHaveLength(2)
+    expect(server!.requests[0].aborted).toBe(true)
+    expect(server!.requests[0].bytesWritten).toBeGreaterThan(1000)
+  })
 })

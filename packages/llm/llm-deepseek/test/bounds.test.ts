@@ -118,6 +118,26 @@ describe('DeepSeek response bounds', () => {
     await expect.poll(() => server!.requests[0].aborted).toBe(true)
   })
 
+  it('data chunks that carry nothing end in TIMEOUT at streamIdleTimeoutMs', async () => {
+    // Issue #35: empty deltas, empty content and empty choice lists do not refill the idle budget.
+    const adapter = await serve([{ events: [{ forever: { empty: true, intervalMs: 10 } }] }], { streamIdleTimeoutMs: 300, requestTimeoutMs: 20_000 })
+    const { error, chunks } = await failure(adapter)
+    expect(error.code).toBe('TIMEOUT')
+    expect(error.message).toBe('DeepSeek sent only chunks without content for 300 ms (streamIdleTimeoutMs)')
+    expect(chunks).toEqual([])
+    await expect.poll(() => server!.requests[0].aborted).toBe(true)
+    expect(server!.requests[0].bytesWritten).toBeGreaterThan(1000)
+  })
+
+  it('a stream of text slower than nothing-for-the-budget but steady completes', async () => {
+    // Positive control for the rule above: each real delta refills the budget, so a response
+    // longer than streamIdleTimeoutMs with empty chunks in between still ends normally.
+    const adapter = await serve([{ events: [{ text: 'a' }, { delayMs: 150 }, { frame: 'data: {"choices":[{"index":0,"delta":{}}]}\n\n' }, { delayMs: 150 }, { text: 'b' }, { delayMs: 150 }, { text: 'c' }] }], { streamIdleTimeoutMs: 400 })
+    const text: string[] = []
+    for await (const chunk of adapter.stream(request)) if (chunk.kind === 'text-delta') text.push(chunk.text)
+    expect(text.join('')).toBe('abc')
+  })
+
   it('the new config fields have defaults and reject bad values', () => {
     const config = DeepSeek.Config({})
     expect(config.maxResponseBytes).toBe(256 * MiB)

@@ -169,10 +169,13 @@ export class PiAiAdapter implements LlmAdapter {
     let finished = false
     let produced = false
     try {
+      // The idle budget is refilled only by an event that produced something (text, reasoning, a
+      // tool call or its arguments) or ends the response: pi-ai also emits events for chunks that
+      // carry nothing (block starts, empty tool-call deltas), and a server repeating those is idle.
       arm()
       for await (const event of events) {
-        clearTimeout(timer)
         if (event.type === 'done') {
+          clearTimeout(timer)
           finished = true
           if (!produced && event.reason !== 'length') throw this.error('EMPTY_RESPONSE', 'the response had no text, reasoning or tool call')
           yield { kind: 'usage', usage: toTokenUsage(event.message.usage) }
@@ -180,11 +183,16 @@ export class PiAiAdapter implements LlmAdapter {
           return
         }
         if (event.type === 'error') {
+          clearTimeout(timer)
           finished = true
           yield* this.failure(event.error, wire, timedOut, pastDeadline, request.signal, model.contextWindow)
           return
         }
-        for (const chunk of mapper.map(event)) {
+        const chunks = mapper.map(event)
+        if (chunks.length === 0) continue
+        // The consumer's time between chunks is not the server's idleness.
+        clearTimeout(timer)
+        for (const chunk of chunks) {
           produced ||= chunk.kind === 'text-delta' || chunk.kind === 'reasoning-delta' || chunk.kind === 'tool-call-start'
           yield chunk
         }
@@ -214,7 +222,7 @@ export class PiAiAdapter implements LlmAdapter {
       throw this.error('RESPONSE_TOO_LARGE', `the response passed ${row.maxResponseBytes} bytes (maxResponseBytes); the rest was not read`)
     }
     if (pastDeadline) throw this.error('DEADLINE_EXCEEDED', `the response did not finish within ${row.requestTimeoutMs} ms (requestTimeoutMs)`)
-    if (timedOut) throw new LlmError('TIMEOUT', `${this.provider}: no data for ${this.options.row.streamIdleTimeoutMs} ms`, { provider: this.provider })
+    if (timedOut) throw new LlmError('TIMEOUT', `${this.provider}: no content for ${this.options.row.streamIdleTimeoutMs} ms (streamIdleTimeoutMs)`, { provider: this.provider })
     if (caller?.aborted || message.stopReason === 'aborted') throw this.error('ABORTED', 'request aborted by the caller')
     // pi-ai reports a content-filter stop as an error; it is a finish reason here.
     if (/finish_reason: content_filter/.test(text)) {

@@ -84,7 +84,7 @@ export const RouteConfig: Schema<Partial<RouteConfig>, RouteConfig> = Schema.obj
   headers: Schema.dict(Schema.string()).default({}).description('Extra HTTP headers.'),
   compat: Schema.dict(Schema.any()).default({}).description('pi-ai compat flags for every model of the route.'),
   maxTokens: Schema.natural().min(1).description('Output limit when the request names none.'),
-  streamIdleTimeoutMs: Schema.natural().min(1).default(300_000).description('Longest wait for the next stream event (keep-alive comments do not count) before TIMEOUT.'),
+  streamIdleTimeoutMs: Schema.natural().min(1).default(300_000).description('Longest wait for progress (text, reasoning, a tool call or the end; keep-alive comments and empty chunks do not count) before TIMEOUT.'),
   maxResponseBytes: Schema.natural().min(1).default(DEFAULT_MAX_RESPONSE_BYTES).description('Body bytes read from one response before RESPONSE_TOO_LARGE (not retried by default).'),
   requestTimeoutMs: Schema.natural().default(DEFAULT_REQUEST_TIMEOUT_MS).description('Wall-clock bound on one request before DEADLINE_EXCEEDED (not retried by default); 0 disables.'),
 }) as Schema<Partial<RouteConfig>, RouteConfig>

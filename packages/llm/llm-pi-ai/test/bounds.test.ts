@@ -61,6 +61,32 @@ describe('pi-ai response bounds', () => {
     await expect.poll(() => server!.requests[0].aborted).toBe(true)
   })
 
+  it('data chunks that carry nothing (empty deltas, empty choices) end in TIMEOUT', async () => {
+    // Issue #35: only content, reasoning, tool calls, usage or a finish refill the idle budget.
+    await local([{ events: [{ forever: { empty: true, intervalMs: 10 } }] }], { streamIdleTimeoutMs: 2000 })
+    const { error, chunks } = await failure()
+    expect(error.code).toBe('TIMEOUT')
+    expect(error.message).toContain('2000 ms')
+    expect(chunks).toEqual([])
+    await expect.poll(() => server!.requests[0].aborted).toBe(true)
+    // Positive control: the server really kept sending chunks past the budget.
+    expect(server!.requests[0].bytesWritten).toBeGreaterThan(2000)
+  })
+
+  it('repeated tool-call deltas that add nothing end in TIMEOUT', async () => {
+    // pi-ai turns each `tool_calls: [{index: 0}]` chunk into an event with an empty delta; only the
+    // first one starts a call, the rest carry nothing and must not refill the idle budget.
+    const frame = `data: ${JSON.stringify({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'read' } }] } }] })}\n\n`
+    await local([{ events: [{ forever: { frame, intervalMs: 10 } }] }], { streamIdleTimeoutMs: 2000, requestTimeoutMs: 10_000 })
+    const { error, chunks } = await failure()
+    expect(error.code).toBe('TIMEOUT')
+    // One call started (pi-ai may close it as the request is cut off), not one per repeated frame.
+    expect(chunks[0]?.kind).toBe('tool-call-start')
+    expect(chunks.filter((c) => c.kind === 'tool-call-start')).toHaveLength(1)
+    expect(chunks.length).toBeLessThanOrEqual(3)
+    await expect.poll(() => server!.requests[0].aborted).toBe(true)
+  })
+
   it('an endless stream of text ends with RESPONSE_TOO_LARGE after a bounded read', async () => {
     await local([{ events: [{ forever: { text: 'and on ' } }] }], { maxResponseBytes: 256 * 1024 })
     const { error, chunks } = await failure()

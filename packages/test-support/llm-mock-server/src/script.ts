@@ -41,11 +41,12 @@ export type MockEvent =
   /** Raw text written to the body as-is (e.g. a malformed `data:` line). */
   | { frame: string }
   /**
-   * Never ends: repeats a text delta (or a `: keep-alive` comment) until the client disconnects,
-   * pausing `intervalMs` (default 0 for text, 10 for keep-alives) between writes and honouring
-   * backpressure. Later events are never reached.
+   * Never ends: repeats a text delta, a `: keep-alive` comment, (`empty`) a `data:` chunk that
+   * carries nothing (an empty delta, an empty content string, an empty choices list, in turn) or
+   * a raw `frame` until the client disconnects, pausing `intervalMs` (default 0 for text, 10
+   * otherwise) between writes and honouring backpressure. Later events are never reached.
    */
-  | { forever: { text?: string; keepAlive?: true; intervalMs?: number } }
+  | { forever: { text?: string; keepAlive?: true; empty?: true; frame?: string; intervalMs?: number } }
 
 export interface MockUsage {
   /** Wire `prompt_tokens` (includes cache hits). */
@@ -269,10 +270,12 @@ function validateStep(c: Checker, value: unknown, path: string): void {
         case 'delayMs': c.natural(v, q); break
         case 'forever': {
           const f = c.object(v, q)
-          c.keys(f, q, ['text', 'keepAlive', 'intervalMs'])
-          if ((f.text === undefined) === (f.keepAlive === undefined)) c.fail(q, 'expected exactly one of text or keepAlive')
+          c.keys(f, q, ['text', 'keepAlive', 'empty', 'frame', 'intervalMs'])
+          if ([f.text, f.keepAlive, f.empty, f.frame].filter((x) => x !== undefined).length !== 1) c.fail(q, 'expected exactly one of text, keepAlive, empty or frame')
+          if (f.frame !== undefined && c.string(f.frame, `${q}.frame`) === '') c.fail(`${q}.frame`, 'expected a non-empty string')
           if (f.text !== undefined && c.string(f.text, `${q}.text`) === '') c.fail(`${q}.text`, 'expected a non-empty string')
           if (f.keepAlive !== undefined && f.keepAlive !== true) c.fail(`${q}.keepAlive`, `expected true, got ${describe(f.keepAlive)}`)
+          if (f.empty !== undefined && f.empty !== true) c.fail(`${q}.empty`, `expected true, got ${describe(f.empty)}`)
           c.optional(f, 'intervalMs', q, (x, y) => c.natural(x, y))
           break
         }

@@ -293,7 +293,7 @@ type Action =
   | { kind: 'comment'; text: string }
   | { kind: 'reset' }
   | { kind: 'raw'; text: string }
-  | { kind: 'forever'; text?: string; comment?: string; intervalMs: number }
+  | { kind: 'forever'; text?: string; comment?: string; empty?: true; frame?: string; intervalMs: number }
 
 interface ToolAccumulator { index: number; id: string; name: string; arguments: string }
 
@@ -379,7 +379,11 @@ function planResponse(step: MockResponseStep, stepIndex: number, request: Json):
       plan.actions.push(
         f.text !== undefined
           ? { kind: 'forever', text: f.text, intervalMs: f.intervalMs ?? 0 }
-          : { kind: 'forever', comment: 'keep-alive', intervalMs: f.intervalMs ?? 10 },
+          : f.empty
+            ? { kind: 'forever', empty: true, intervalMs: f.intervalMs ?? 10 }
+            : f.frame !== undefined
+              ? { kind: 'forever', frame: f.frame, intervalMs: f.intervalMs ?? 10 }
+            : { kind: 'forever', comment: 'keep-alive', intervalMs: f.intervalMs ?? 10 },
       )
     }
   }
@@ -445,9 +449,19 @@ async function streamResponse(res: ServerResponse, plan: Plan, request: Json, ab
       return
     }
     if (action.kind === 'forever') {
-      const text = action.text !== undefined ? frame([choice({ content: action.text })]) : `: ${action.comment}\n\n`
+      // Chunks that are valid JSON yet carry no content, reasoning, tool call, usage or finish.
+      const empties = [frame([choice({})]), frame([choice({ content: '' })]), frame([])]
+      let turn = 0
+      const next = () =>
+        action.text !== undefined
+          ? frame([choice({ content: action.text })])
+          : action.empty
+            ? empties[turn++ % empties.length]
+            : action.frame !== undefined
+              ? action.frame
+              : `: ${action.comment}\n\n`
       while (!abort.aborted) {
-        await write(res, text, record, abort)
+        await write(res, next(), record, abort)
         // Yield to the event loop even without a pause, so a disconnect is noticed.
         if (action.intervalMs > 0) await sleep(action.intervalMs, abort)
         else await new Promise((resolve) => setImmediate(resolve))

@@ -392,6 +392,25 @@ describe('llm-mock-server fault modes: endless, keep-alive only, huge, echoing',
     expect(lines.length).toBeGreaterThan(10)
   })
 
+  it('forever empty sends data chunks that carry nothing', async () => {
+    const server = await start({ steps: [{ events: [{ forever: { empty: true, intervalMs: 1 } }] }] })
+    const response = await chat(server, { stream: true })
+    const text = await readSome(response, 2000)
+    const chunks = text.split('\n\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6)))
+    expect(chunks.length).toBeGreaterThan(6)
+    // After the role frame: nothing but empty deltas, empty content and empty choice lists, in turn.
+    const shapes = new Set(chunks.slice(1).map((c) => JSON.stringify(c.choices.map((x: { delta: unknown; finish_reason: unknown }) => [x.delta, x.finish_reason]))))
+    expect([...shapes].sort()).toEqual(['[[{"content":""},null]]', '[[{},null]]', '[]'])
+    expect(chunks.every((c) => c.usage === undefined)).toBe(true)
+  })
+
+  it('forever frame repeats a raw frame', async () => {
+    const server = await start({ steps: [{ events: [{ forever: { frame: 'data: {"x":1}\n\n', intervalMs: 1 } }] }] })
+    const response = await chat(server, { stream: true })
+    const text = await readSome(response, 500)
+    expect(text.split('data: {"x":1}\n\n').length).toBeGreaterThan(5)
+  })
+
   it('raw repeat streams a huge body without building it', async () => {
     const server = await start({ steps: [{ raw: { status: 200, contentType: 'text/plain', body: 'x'.repeat(1000), repeat: 1000 } }] })
     const response = await chat(server, {})
@@ -410,7 +429,7 @@ describe('llm-mock-server fault modes: endless, keep-alive only, huge, echoing',
   })
 
   it('validates the new fields', async () => {
-    await expect(start({ steps: [{ events: [{ forever: {} }] }] as never })).rejects.toThrow(/steps\[0\]\.events\[0\]\.forever: expected exactly one of text or keepAlive/)
+    await expect(start({ steps: [{ events: [{ forever: {} }] }] as never })).rejects.toThrow(/steps\[0\]\.events\[0\]\.forever: expected exactly one of text, keepAlive, empty or frame/)
     await expect(start({ steps: [{ raw: { body: 'x', repeat: 0 } }] as never })).rejects.toThrow(/raw\.repeat: expected at least 1/)
     await expect(start({ steps: [{ error: { status: 401, body: 'x', echoHeaders: true } }] as never })).rejects.toThrow(/echoHeaders applies to the default body/)
   })
