@@ -1,6 +1,7 @@
 // @dsh/session-persistence-jsonl: the default `ctx.sessionPersistence` backend. One directory per
 // session under `<root>/<cwd-key>/<id>/`: `header.json`, the log (`session.jsonl.zstd` or
-// `session.jsonl`), a writer lock and a rebuildable `summary.json` cache for `list()`.
+// `session.jsonl`), `log.created` (written with the first batch: the log must exist from then
+// on), a writer lock and a rebuildable `summary.json` cache for `list()`.
 import { createHash } from 'node:crypto'
 import { constants as fsc, promises as fs } from 'node:fs'
 import { hostname } from 'node:os'
@@ -43,6 +44,11 @@ export const LOG_RAW = 'session.jsonl'
 const HEADER_FILE = 'header.json'
 const LOCK_FILE = 'writer.lock'
 const SUMMARY_FILE = 'summary.json'
+/**
+ * Created beside the log by its first batch and holding the log's file name: a session directory
+ * with this marker and no log lost its log (damage), one without either never wrote an event.
+ */
+const CREATED_FILE = 'log.created'
 /** Sessions whose `list()` row is computed concurrently. */
 const LIST_CONCURRENCY = 16
 
@@ -138,7 +144,9 @@ export class JsonlPersistence extends SessionPersistence {
     // One check per project directory, all at once: a new session's id is looked up in every
     // one of them, and one by one that was a file system round trip per project.
     const dirs = keys.map((key) => join(this.root, key, id))
-    const found = await Promise.all(dirs.map((dir) => exists(join(dir, HEADER_FILE))))
+    // A directory whose header is gone but whose log or log marker remains is still this session
+    // (damaged, and reported as such by readHeader), never "not found".
+    const found = await Promise.all(dirs.map((dir) => anyExists(dir, [HEADER_FILE, LOG_ZSTD, LOG_RAW, CREATED_FILE])))
     const dir = dirs[found.indexOf(true)]
     if (dir) this.dirs.set(id, dir)
     return dir
@@ -187,6 +195,12 @@ export class JsonlPersistence extends SessionPersistence {
     const lockPath = await this.lock(id, dir)
     const path = await this.existingLog(id)
     if (!path) {
+      // A log that was created and is gone: writing would start a fresh log over lost history.
+      const missing = await this.missingLog(id, dir)
+      if (missing) {
+        await fs.rm(lockPath, { force: true })
+        throw missing
+      }
       // Created, never written: the first batch creates the log in this build's format.
       const compressed = this.options.compression === 'zstd'
       this.open.set(id, { path: join(dir, compressed ? LOG_ZSTD : LOG_RAW), compressed, size: 0, lockPath })
@@ -207,8 +221,12 @@ export class JsonlPersistence extends SessionPersistence {
     if (!dir) throw sessionNotFound(id)
     const header = await this.readHeader(id, dir)
     const path = await this.existingLog(id)
-    // No log file: the session was created and nothing was ever written to it.
-    if (!path) return { header, records: [] }
+    if (!path) {
+      const missing = await this.missingLog(id, dir)
+      if (missing) throw missing
+      // No log file and no marker: the session was created and nothing was ever written to it.
+      return { header, records: [] }
+    }
     const buf = await fs.readFile(path)
     // The first batch creates the file whole (written aside, then renamed into place), so an
     // empty log, or one without a single intact batch, lost its events: refuse, never load it empty.
@@ -329,24 +347,34 @@ export class JsonlPersistence extends SessionPersistence {
       this.dirs.set(id, dir)
       return cached
     }
-    if (!(await exists(join(dir, HEADER_FILE)))) return undefined
+    if (!(await anyExists(dir, [HEADER_FILE, LOG_ZSTD, LOG_RAW, CREATED_FILE]))) return undefined
     this.dirs.set(id, dir)
+    const header = await this.readHeader(id, dir)
     const path = await this.existingLog(id)
-    if (!path) return new SummaryBuilder(await this.readHeader(id, dir)).result()
-    const size = (await fs.stat(path)).size
+    if (!path) {
+      const missing = await this.missingLog(id, dir)
+      if (missing) throw missing
+      return new SummaryBuilder(header).result()
+    }
+    const [size, headerStat] = await Promise.all([fs.stat(path).then((st) => st.size), fs.stat(join(dir, HEADER_FILE))])
     const read = await this.backendRead(id, 'inspect')
     const builder = new SummaryBuilder(read.header)
     for (const record of read.records) builder.add(record.event as never)
     const summary = builder.result()
     const intact = read.tornTail ? read.tornTail.offset : size
     const file = path.slice(dir.length + 1)
-    if (intact === size) await writeAtomic(join(dir, SUMMARY_FILE), JSON.stringify({ size, file, summary }) + '\n', false).catch(() => {})
+    const headerStamp = stampOf(headerStat)
+    if (intact === size) await writeAtomic(join(dir, SUMMARY_FILE), JSON.stringify({ size, file, header: headerStamp, summary }) + '\n', false).catch(() => {})
     return summary
   }
 
-  /** The cached summary when its recorded log is still the session's log, at the recorded size. */
+  /**
+   * The cached summary when its recorded log is still the session's log, at the recorded size, and
+   * `header.json` is the one read then (same size and modification time): a header damaged after
+   * the cache was written takes the full path and is reported.
+   */
   private async cachedSummary(id: SessionId, dir: string): Promise<SessionSummary | undefined> {
-    let cached: { size?: unknown; file?: unknown; summary?: SessionSummary }
+    let cached: { size?: unknown; file?: unknown; header?: unknown; summary?: SessionSummary }
     try {
       cached = JSON.parse(await fs.readFile(join(dir, SUMMARY_FILE), 'utf8'))
     } catch {
@@ -354,27 +382,74 @@ export class JsonlPersistence extends SessionPersistence {
     }
     // An older cache without `file`, or a cache of another session: rebuilt.
     if (cached?.summary?.id !== id || typeof cached.size !== 'number' || (cached.file !== LOG_ZSTD && cached.file !== LOG_RAW)) return undefined
+    if (typeof cached.header !== 'string') return undefined
     // A compressed log is preferred over a raw one, so a cached raw log must not have a rival.
     if (cached.file === LOG_RAW && (await exists(join(dir, LOG_ZSTD)))) return undefined
-    const size = await fs.stat(join(dir, cached.file)).then((st) => st.size, () => -1)
-    return size === cached.size ? cached.summary : undefined
+    const [size, header] = await Promise.all([
+      fs.stat(join(dir, cached.file)).then((st) => st.size, () => -1),
+      fs.stat(join(dir, HEADER_FILE)).then(stampOf, () => undefined),
+    ])
+    return size === cached.size && header === cached.header ? cached.summary : undefined
   }
 
   /**
-   * The row of a session whose log cannot be read: listed (by the log's mtime) with `damaged`, so
-   * `latest()` stops at it. Undefined when even the header is unreadable (the cwd is unknown).
+   * The row of a session whose header or log cannot be read: listed (by the newest of its files'
+   * mtimes) with `damaged`, so `latest()` and `--continue` stop at it instead of picking an older
+   * session. Without a readable header the cwd is recovered from what the directory key can
+   * confirm (see recoverCwd); the creation time is then the directory's.
    */
   private async damagedSummary(id: SessionId, dir: string, error: unknown): Promise<SessionSummary | undefined> {
-    let header: SessionHeader
-    try {
-      header = await this.readHeader(id, dir)
-    } catch {
-      return undefined
+    const damaged = (error as Error)?.message ?? String(error)
+    const header = await this.readHeader(id, dir).catch(() => undefined)
+    const times = await Promise.all(
+      [LOG_ZSTD, LOG_RAW, CREATED_FILE, HEADER_FILE].map((file) => fs.stat(join(dir, file)).then((st) => st.mtimeMs, () => 0)),
+    )
+    const mtime = Math.floor(Math.max(...times))
+    if (header) {
+      const row = new SummaryBuilder(header).result()
+      return { ...row, updatedAt: Math.max(row.updatedAt, mtime), damaged }
     }
-    const path = await this.existingLog(id).catch(() => undefined)
-    const mtime = path ? await fs.stat(path).then((st) => st.mtimeMs, () => header.createdAt) : header.createdAt
-    const row = new SummaryBuilder(header).result()
-    return { ...row, updatedAt: Math.max(row.updatedAt, Math.floor(mtime)), damaged: (error as Error)?.message ?? String(error) }
+    const born = await fs.stat(dir).then((st) => Math.floor(st.birthtimeMs || st.mtimeMs), () => mtime)
+    return { id, cwd: await this.recoverCwd(id, dir), createdAt: Math.min(born, mtime || born), updatedAt: Math.max(born, mtime), turns: 0, events: 0, damaged }
+  }
+
+  /**
+   * The cwd of a session whose header is unreadable. The directory key ends in a hash of the cwd,
+   * so a candidate is accepted only when its key is the directory's: the session's own summary
+   * cache, an intact sibling header (every session of one directory key shares the cwd), and this
+   * process's cwd (so `--continue` from that directory finds the damage). '' when none matches.
+   */
+  private async recoverCwd(id: SessionId, dir: string): Promise<string> {
+    const keyDir = dirname(dir)
+    const key = keyDir.slice(this.root.length + 1)
+    const candidates: string[] = []
+    const cached = await fs.readFile(join(dir, SUMMARY_FILE), 'utf8').then((text) => JSON.parse(text)?.summary?.cwd, () => undefined)
+    if (typeof cached === 'string') candidates.push(cached)
+    candidates.push(process.cwd())
+    for (const candidate of candidates) if (cwdKey(candidate) === key) return candidate
+    const siblings = await fs.readdir(keyDir).catch(() => [] as string[])
+    for (const sibling of siblings) {
+      if (sibling === id || !isValidSessionId(sibling)) continue
+      const cwd = await fs.readFile(join(keyDir, sibling, HEADER_FILE), 'utf8').then((text) => JSON.parse(text)?.cwd, () => undefined)
+      if (typeof cwd === 'string' && cwdKey(cwd) === key) return cwd
+    }
+    return ''
+  }
+
+  /**
+   * The damage of a session directory whose log was created (its marker is there) and is gone;
+   * undefined when no log was ever created.
+   */
+  private async missingLog(id: SessionId, dir: string): Promise<SessionCorruptError | undefined> {
+    let file: string
+    try {
+      file = (await fs.readFile(join(dir, CREATED_FILE), 'utf8')).trim()
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+      throw error
+    }
+    const name = file === LOG_RAW || file === LOG_ZSTD ? file : LOG_ZSTD
+    return new SessionCorruptError(id, 0, `the log ${join(dir, name)} is missing (${join(dir, CREATED_FILE)} records that it was written): its events are lost`)
   }
 
   /** Writes the first batch aside, makes it durable, then renames it into place as the log. */
@@ -404,6 +479,7 @@ export class JsonlPersistence extends SessionPersistence {
         while (written < bytes.length) written += (await handle.write(bytes, written, bytes.length - written)).bytesWritten
         await fs.rename(tmp, log.path)
         await syncDir(dirname(log.path))
+        await markCreated(log.path)
       } catch (error) {
         await handle?.close().catch(() => {})
         await fs.rm(tmp, { force: true })
@@ -424,6 +500,7 @@ export class JsonlPersistence extends SessionPersistence {
       }
       await fs.rename(tmp, log.path)
       if (this.options.fsync) await syncDir(dirname(log.path))
+      await markCreated(log.path)
     } catch (error) {
       await fs.rm(tmp, { force: true })
       throw error
@@ -433,21 +510,34 @@ export class JsonlPersistence extends SessionPersistence {
     log.size = bytes.length
   }
 
+  /**
+   * The session's header. A header that is missing while the log (or its marker) remains, not
+   * JSON, or not a valid header is `BAD_HEADER` naming the file: damage, never "not found".
+   */
   private async readHeader(id: SessionId, dir: string): Promise<SessionHeader> {
+    const path = join(dir, HEADER_FILE)
     let text: string
     try {
-      text = await fs.readFile(join(dir, HEADER_FILE), 'utf8')
+      text = await fs.readFile(path, 'utf8')
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw sessionNotFound(id)
-      throw error
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
+      if (await anyExists(dir, [LOG_ZSTD, LOG_RAW, CREATED_FILE])) {
+        throw new SessionPersistenceError('BAD_HEADER', id, `session ${id}: ${path} is missing while its log remains`)
+      }
+      throw sessionNotFound(id)
     }
     let value: unknown
     try {
       value = JSON.parse(text)
     } catch {
-      throw new SessionPersistenceError('BAD_HEADER', id, `session ${id}: ${join(dir, HEADER_FILE)} is not valid JSON`)
+      throw new SessionPersistenceError('BAD_HEADER', id, `session ${id}: ${path} is not valid JSON`)
     }
-    return parseHeader(id, value)
+    try {
+      return parseHeader(id, value)
+    } catch (error) {
+      if (!(error instanceof SessionPersistenceError)) throw error
+      throw new SessionPersistenceError('BAD_HEADER', id, `${error.message} (${path})`)
+    }
   }
 
   /**
@@ -489,6 +579,24 @@ async function exists(path: string): Promise<boolean> {
   } catch {
     return false
   }
+}
+
+async function anyExists(dir: string, files: string[]): Promise<boolean> {
+  return (await Promise.all(files.map((file) => exists(join(dir, file))))).includes(true)
+}
+
+/** Size and modification time of a file, as the summary cache records them. */
+function stampOf(st: { size: number; mtimeMs: number }): string {
+  return `${st.size}:${st.mtimeMs}`
+}
+
+/**
+ * Records beside a just-created log that it exists. Written after the log's rename is durable, so
+ * the marker never precedes the log; losing the marker to a crash only forgoes detecting a later
+ * loss of that log.
+ */
+async function markCreated(logPath: string): Promise<void> {
+  await fs.writeFile(join(dirname(logPath), CREATED_FILE), logPath.slice(dirname(logPath).length + 1) + '\n', { mode: 0o600 })
 }
 
 async function writeAtomic(path: string, text: string, durable = true): Promise<void> {
