@@ -639,6 +639,10 @@ export function apply(ctx: Context, config: Config): void {
   })
   const io: Io = { stdout: process.stdout, stderr: process.stderr, outputGone: gone.signal }
   const start = async () => {
+    // app-boot's loader takes an exit code; the plugin-loader typings declare `exit()` bare. Read
+    // before the run: after a signal stopped the app, the disposed context no longer has it (and
+    // the signal's status stands).
+    const loader = ctx.get('loader') as { exit?(code: number): void } | undefined
     let code: number
     try {
       code = await runHeadless(ctx, config, io)
@@ -653,8 +657,6 @@ export function apply(ctx: Context, config: Config): void {
     })
     // A reader that left is the pipe's normal end (141); any other stdout failure is a failure (1).
     if (gone.signal.aborted) code = (gone.signal.reason as NodeJS.ErrnoException)?.code === 'EPIPE' ? EXIT_OUTPUT_CLOSED : 1
-    // app-boot's loader takes an exit code; the plugin-loader typings declare `exit()` bare.
-    const loader = ctx.get('loader') as { exit?(code: number): void } | undefined
     if (loader?.exit) loader.exit(code)
     else process.exitCode = code
   }
