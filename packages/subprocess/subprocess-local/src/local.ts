@@ -26,12 +26,17 @@ import { checkRetention } from './retention.ts'
 import { groupAlive, signalGroup } from './group.ts'
 import { Managed } from './managed.ts'
 import { sessionAlive, signalSession } from './session.ts'
-import { addonLoadError, nativeSpawn, type SpawnedChild } from '@dsh/posix-spawn'
+import { addonLoadError, guard, nativeSpawn, watchdogUnavailable, type SpawnedChild } from '@dsh/posix-spawn'
 
 export interface LocalSubprocessConfig {
   scrub: { deny: string[]; allow: string[] }
   /** How pipe processes start: `auto` uses posix_spawn where the addon is built, else child_process. */
   spawner?: 'auto' | 'child_process'
+  /**
+   * A watchdog process ends every running process group (pipes and terminals) when this process
+   * dies, even by SIGKILL. Default true.
+   */
+  watchdog?: boolean
 }
 
 const patternList = Schema.array(String).role('table')
@@ -65,6 +70,9 @@ export class LocalSubprocessService extends SubprocessService {
     spawner: Schema.union(['auto', 'child_process'])
       .default('auto')
       .description('`auto` starts pipe processes with posix_spawn (Linux, when the addon is built), else with child_process.spawn; `child_process` always uses child_process.spawn.'),
+    watchdog: Schema.boolean()
+      .default(true)
+      .description('A small watchdog process (started with the first process) ends every process group still running when this process dies, even by SIGKILL: SIGTERM, then SIGKILL after the process\'s grace.'),
   })
 
   readonly scrubPolicy: ScrubPolicy
@@ -77,6 +85,9 @@ export class LocalSubprocessService extends SubprocessService {
   readonly spawnerFallback: string | undefined
   /** Pipe processes a spec's launcher started (a sandbox's spawn server), for diagnostics and tests. */
   launched = 0
+  /** Whether process groups are guarded by the watchdog, and why not when they are not. */
+  readonly watchdog: boolean
+  readonly watchdogFallback: string | undefined
 
   constructor(ctx: Context, config: LocalSubprocessConfig) {
     super(ctx)
@@ -86,6 +97,8 @@ export class LocalSubprocessService extends SubprocessService {
     const fallback = config?.spawner === 'child_process' ? 'configured' : addonLoadError()
     this.spawner = fallback === undefined ? 'posix_spawn' : 'child_process'
     this.spawnerFallback = fallback
+    this.watchdogFallback = config?.watchdog === false ? 'configured' : watchdogUnavailable()
+    this.watchdog = this.watchdogFallback === undefined
     ctx.effect(() => () => this.disposeAll(), 'subprocess-local: live processes')
   }
 
@@ -212,6 +225,7 @@ export class LocalSubprocessService extends SubprocessService {
       const term = pty
       const sid = term.pid
       managed.pid = sid
+      this.guard(managed, sid, spec.kill.graceMs)
       // The child is a session leader (setsid); job control inside may create more process
       // groups, so terminal cleanup reaches the whole session, not only the leader's group.
       managed.reach = { alive: () => sessionAlive(sid), signal: (signal) => signalSession(sid, signal) }
@@ -260,6 +274,7 @@ export class LocalSubprocessService extends SubprocessService {
     } else if (child.pid !== undefined) {
       const pgid = child.pid
       managed.pid = pgid
+      this.guard(managed, pgid, spec.kill.graceMs)
       managed.reach = { alive: () => groupAlive(pgid), signal: (signal) => void signalGroup(pgid, signal) }
     }
     child.once('error', (error: NodeJS.ErrnoException) => {
@@ -279,6 +294,14 @@ export class LocalSubprocessService extends SubprocessService {
         await managed.settle({ code, signal: signalName(signal) })
       })()
     })
+  }
+
+  /**
+   * Hands group (and session) `id` to the watchdog until the process's exit record is made: by
+   * then the leader exited and the group was reaped (or the caller chose to leave it).
+   */
+  private guard(managed: Managed, id: number, graceMs: number): void {
+    if (this.watchdog) managed.unguard = guard(id, graceMs)
   }
 
   private track(managed: Managed): Managed {

@@ -27,6 +27,8 @@ export class Managed {
   private resolveExit!: (exit: ProcessExit) => void
   readonly exited: Promise<ProcessExit>
   reach: Reach | undefined
+  /** Ends the watchdog's guard of this process's group once the exit record is made. */
+  unguard: (() => void) | undefined
   private abortCleanup: (() => void) | undefined
 
   constructor(
@@ -139,6 +141,8 @@ export class Managed {
     if (this.escalation) exit.escalation = this.escalation
     if (fields.spawnError) exit.spawnError = fields.spawnError
     this.listeners.clear()
+    this.unguard?.()
+    this.unguard = undefined
     this.onSettled()
     this.resolveExit(exit)
   }
