@@ -175,8 +175,9 @@ export abstract class SandboxService extends Service {
 }
 
 // Messages the C library and common tools print when the kernel refuses a write (EROFS from a
-// read-only bind, EACCES/EPERM from Landlock) or a socket (no network namespace route, seccomp).
-const FILESYSTEM_SIGNS = [/read-only file system/i, /permission denied/i, /operation not permitted/i]
+// read-only bind, EACCES/EPERM from Landlock, EBUSY from renaming or removing a protected mount
+// point) or a socket (no network namespace route, seccomp).
+const FILESYSTEM_SIGNS = [/read-only file system/i, /permission denied/i, /operation not permitted/i, /device or resource busy/i]
 const NETWORK_SIGNS = [
   /network is unreachable/i,
   /could not resolve host/i,
