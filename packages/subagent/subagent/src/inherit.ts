@@ -52,6 +52,28 @@ export function inheritedDepth(env: NodeJS.ProcessEnv = process.env): { depth: n
   return maxDepth === undefined ? { depth } : { depth, maxDepth }
 }
 
+const STRICTNESS: readonly SandboxMode[] = ['read-only', 'workspace-write', 'danger-full-access']
+
+/** True when `mode` allows more than `floor`. */
+export function looserThan(mode: SandboxMode, floor: SandboxMode): boolean {
+  return STRICTNESS.indexOf(mode) > STRICTNESS.indexOf(floor)
+}
+
+/**
+ * The mode a subagent process's sessions may not loosen: the parent's, from `DSH_PERMISSION_MODE`,
+ * only when `DSH_SUBAGENT_DEPTH` says a parent dsh started this process. Undefined otherwise.
+ * Throws one line for a value that is no sandbox mode.
+ */
+export function inheritedModeFloor(env: NodeJS.ProcessEnv = process.env): SandboxMode | undefined {
+  if (inheritedDepth(env).depth === 0) return undefined
+  const raw = env[MODE_ENV]?.trim()
+  if (!raw) return undefined
+  if (!(STRICTNESS as readonly string[]).includes(raw)) {
+    throw new Error(`${MODE_ENV} must be one of ${STRICTNESS.join(', ')} in a subagent process (got ${JSON.stringify(raw)}); it is set by the parent dsh`)
+  }
+  return raw as SandboxMode
+}
+
 /** The nearest package.json above `file` names a dsh package: a bundle's, a profile's or an app's own layer. */
 function shippedLayer(file: string): boolean {
   let dir = dirname(file)

@@ -7,7 +7,8 @@ import type { Agent } from '@dsh/agent'
 import type { Session } from '@dsh/session'
 import type {} from '@dsh/session-persistence'
 import { inProcessProvider } from './in-process.ts'
-import { inheritanceOf, inheritedDepth, DEPTH_ENV } from './inherit.ts'
+import { inheritanceOf, inheritedDepth, inheritedModeFloor, looserThan, DEPTH_ENV } from './inherit.ts'
+import type {} from '@dsh/sandbox-policy'
 import {
   SubagentError,
   type ChildOutcome,
@@ -97,6 +98,16 @@ export class SubagentService extends Service {
     const inherited = inheritedDepth()
     this.baseDepth = inherited.depth
     if (inherited.maxDepth !== undefined) this.config.maxDepth = Math.min(this.config.maxDepth, inherited.maxDepth)
+    // ... and its sandbox mode as a floor: DSH_PERMISSION_MODE normally makes it the preset
+    // default, but a layer that turns that variable off or drops the presets row must not let a
+    // read-only parent's child write. A session that would run looser gets the parent's mode.
+    const floor = inheritedModeFloor()
+    if (floor) {
+      ctx.on('session/created', (session) => {
+        const policy = ctx.get('sandboxPolicy')
+        if (policy && looserThan(policy.modeFor(session.id), floor)) policy.setMode(session.id, floor)
+      })
+    }
     // The three event types are logged: persistence must know them or the sessions do not load.
     ctx.inject(['sessionPersistence'], (inner) => {
       for (const type of SUBAGENT_EVENT_TYPES) inner.sessionPersistence.registerEventType(type)

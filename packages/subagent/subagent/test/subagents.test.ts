@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { createHarness, type Harness } from '@dsh/agent-loop-testkit'
 import { Session } from '@dsh/session'
 import SandboxPolicyService from '@dsh/sandbox-policy'
-import SubagentService, { SubagentError, type ChildInheritance, type SubagentServiceConfig } from '../src/index.ts'
+import SubagentService, { inheritedDepth, inheritedModeFloor, SubagentError, type ChildInheritance, type SubagentServiceConfig } from '../src/index.ts'
 import { lastUserText, router, type AgentScript } from './router.ts'
 
 let harness: Harness | undefined
@@ -287,5 +287,17 @@ describe('what a child inherits from its parent', () => {
       delete process.env.DSH_SUBAGENT_DEPTH
       delete process.env.DSH_SUBAGENT_MAX_DEPTH
     }
+  })
+
+  it('the inherited variables: bad values are one-line errors; the mode floor holds only in a subagent process', () => {
+    expect(() => inheritedDepth({ DSH_SUBAGENT_DEPTH: '-1' })).toThrow('DSH_SUBAGENT_DEPTH must be a whole number from 0 to 999 (got "-1"); it is set by a parent dsh for its subagent process')
+    expect(() => inheritedDepth({ DSH_SUBAGENT_MAX_DEPTH: '1e3' })).toThrow('DSH_SUBAGENT_MAX_DEPTH must be a whole number from 0 to 999 (got "1e3")')
+    expect(inheritedDepth({})).toEqual({ depth: 0 })
+    expect(() => inheritedModeFloor({ DSH_SUBAGENT_DEPTH: '1', DSH_PERMISSION_MODE: 'sideways' })).toThrow(
+      'DSH_PERMISSION_MODE must be one of read-only, workspace-write, danger-full-access in a subagent process (got "sideways"); it is set by the parent dsh',
+    )
+    expect(inheritedModeFloor({ DSH_SUBAGENT_DEPTH: '1', DSH_PERMISSION_MODE: 'read-only' })).toBe('read-only')
+    // A user's own DSH_PERMISSION_MODE (a preset name) in a root process is the presets' business.
+    expect(inheritedModeFloor({ DSH_PERMISSION_MODE: 'my-preset' })).toBeUndefined()
   })
 })

@@ -20,7 +20,7 @@ const acpBin = fileURLToPath(new URL('../../subagent-acp/node_modules/@dsh/acp-a
 const sdkBin = fileURLToPath(new URL('../../subagent-sdk/node_modules/@dsh/sdk-server/bin/dsh-jsonrpc-agent.mjs', import.meta.url))
 
 /** A workspace, a home, and a --patch layer that points the acp and sdk rows at the real bins. */
-function workspace() {
+function workspace(extraLayer: string[] = []) {
   const root = mkdtempSync(join(tmpdir(), 'dsh-e2e-subagent-confine-'))
   const home = join(root, 'home')
   const cwd = join(root, 'work')
@@ -33,6 +33,7 @@ function workspace() {
       `  config: { command: [${JSON.stringify(process.execPath)}, ${JSON.stringify(acpBin)}], stopGraceMs: 500 }`,
       '- id: subagent-sdk',
       `  config: { command: [${JSON.stringify(process.execPath)}, ${JSON.stringify(sdkBin)}] }`,
+      ...extraLayer,
       '',
     ].join('\n'),
   )
@@ -58,8 +59,8 @@ function writeScript(provider: 'acp' | 'sdk') {
   ]
 }
 
-async function delegateWrite(provider: 'acp' | 'sdk', mode: 'read-only' | 'workspace-write') {
-  const { home, cwd, patch } = workspace()
+async function delegateWrite(provider: 'acp' | 'sdk', mode: 'read-only' | 'workspace-write', extraLayer: string[] = []) {
+  const { home, cwd, patch } = workspace(extraLayer)
   server = await startMockServer({ steps: writeScript(provider) as never })
   const run = await runDsh(['--profile', 'headless', '--patch', patch, '--permission-mode', mode, '--output-format', 'json', 'delegate a write'], { cwd, env: env(home) })
   expect(run.stderr).toBe('')
@@ -85,6 +86,15 @@ describe('subagents in another process are confined like their parent', () => {
 
     const rw = await delegateWrite('sdk', 'workspace-write')
     expect(readFileSync(join(rw.cwd, 'made-by-child.txt'), 'utf8')).toBe('x\n')
+  })
+
+  it('a layer that makes the child ignore DSH_PERMISSION_MODE still cannot loosen the parent\'s mode', { timeout: 120_000 }, async () => {
+    // The parent's own --patch (passed on to the child) turns the presets' variable off: the child's
+    // preset default would be workspace-write, but its sessions keep the read-only floor.
+    const presetsOff = ['- id: permission-presets', "  config: { default: workspace-write, env: '' }"]
+    const ro = await delegateWrite('acp', 'read-only', presetsOff)
+    expect(existsSync(join(ro.cwd, 'made-by-child.txt'))).toBe(false)
+    expect(ro.childTool).toMatch(/Read-only file system/)
   })
 
   it('a chain of acp children stops at the depth limit with an error the model can act on', { timeout: 120_000 }, async () => {
