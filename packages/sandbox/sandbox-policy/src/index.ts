@@ -278,6 +278,8 @@ export function projectControlPaths(root: string): string[] {
   const paths = new Set<string>()
   const add = (path: string) => {
     paths.add(path)
+    // Most entries do not exist: look without throwing (an exception per path costs more than the rest).
+    if (lstatOrUndefined(path) === undefined) return
     const real = realpathOrSelf(path)
     if (real !== path) paths.add(real)
   }
@@ -312,6 +314,7 @@ export function projectControlPaths(root: string): string[] {
 /** Git directories (a directory holding `HEAD`) at most `levels` below `dir` (submodule names may hold slashes). */
 function gitDirsUnder(dir: string, levels: number): string[] {
   let names: string[]
+  if (!statOrUndefined(dir)?.isDirectory()) return []
   try {
     names = readdirSync(dir)
   } catch {
@@ -329,7 +332,7 @@ function gitDirsUnder(dir: string, levels: number): string[] {
 
 function lstatOrUndefined(path: string) {
   try {
-    return lstatSync(path)
+    return lstatSync(path, { throwIfNoEntry: false })
   } catch {
     return undefined
   }
@@ -337,13 +340,14 @@ function lstatOrUndefined(path: string) {
 
 function statOrUndefined(path: string) {
   try {
-    return statSync(path)
+    return statSync(path, { throwIfNoEntry: false })
   } catch {
     return undefined
   }
 }
 
 function readOrEmpty(path: string): string {
+  if (!statOrUndefined(path)?.isFile()) return ''
   try {
     return readFileSync(path, 'utf8').slice(0, 4096)
   } catch {
