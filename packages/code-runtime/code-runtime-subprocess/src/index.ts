@@ -46,7 +46,7 @@ export class SubprocessCodeRuntime extends CodeRuntime {
   static inject = ['subprocess', 'sandbox', 'sandboxPolicy']
   static Config: Schema<Partial<SubprocessCodeRuntimeConfig>, SubprocessCodeRuntimeConfig> = Schema.object({
     timeoutMs: Schema.natural().min(1).default(60_000).description('Time budget of a run that names none, in ms (binding calls included).'),
-    maxTimeoutMs: Schema.natural().min(1).default(600_000).description('Largest time budget a request may ask for, in ms.'),
+    maxTimeoutMs: Schema.natural().min(1).default(1_800_000).description('Largest time budget a request may ask for, in ms (a workflow script may run 30 minutes; run_code caps its own).'),
     memoryMb: Schema.natural().min(16).default(256).description('Heap cap of each program process, in MiB (V8 old generation).'),
     maxLogChars: Schema.natural().min(0).default(50_000).description('Console output kept per run, in characters.'),
     maxMessageBytes: Schema.natural().min(1024).default(16 * 1024 * 1024).description('Largest message between the program and dsh (a call argument, a tool result, a return value), in bytes.'),

@@ -26,12 +26,14 @@ declare module '@dsh/session' {
 
 export interface ToolRunCodeConfig {
   timeoutMs: number
+  maxTimeoutMs: number
   maxCalls: number
   maxOutputChars: number
 }
 
 export const Config: Schema<Partial<ToolRunCodeConfig>, ToolRunCodeConfig> = Schema.object({
   timeoutMs: Schema.natural().min(1).default(120_000).description('Time budget of a program that names none, in ms (the runtime caps it).'),
+  maxTimeoutMs: Schema.natural().min(1).default(600_000).description('Largest time budget a program may ask for with timeout_ms, in ms (the runtime caps it too).'),
   maxCalls: Schema.natural().min(1).default(500).description('Most tool calls one program may make.'),
   maxOutputChars: Schema.natural().min(200).default(40_000).description('Longest result text shown to the model; the middle is cut beyond it.'),
 })
@@ -70,6 +72,7 @@ const textOf = (result: ToolResultPayload) =>
   result.message.content.map((block) => (block.type === 'text' ? block.text : `[${block.type} omitted]`)).join('')
 
 export function apply(ctx: Context, config: ToolRunCodeConfig): void {
+  if (config.timeoutMs > config.maxTimeoutMs) throw new TypeError(`tool-run-code: timeoutMs (${config.timeoutMs}) exceeds maxTimeoutMs (${config.maxTimeoutMs})`)
   ctx.inject(['sessionPersistence'], (inner) => {
     for (const type of RUN_CODE_EVENT_TYPES) inner.sessionPersistence.registerEventType(type)
   })
@@ -102,7 +105,7 @@ export function apply(ctx: Context, config: ToolRunCodeConfig): void {
       type: 'object',
       properties: {
         code: { type: 'string', description: 'The program (TypeScript or JavaScript), the body of an async function.' },
-        timeout_ms: { type: 'integer', minimum: 1, description: `Time budget in ms (default ${config.timeoutMs}).` },
+        timeout_ms: { type: 'integer', minimum: 1, description: `Time budget in ms (default ${config.timeoutMs}, at most ${config.maxTimeoutMs}).` },
       },
       required: ['code'],
       additionalProperties: false,
@@ -116,7 +119,7 @@ export function apply(ctx: Context, config: ToolRunCodeConfig): void {
           code: args.code,
           language: 'typescript',
           bindings: { tools: run.bindings() },
-          timeoutMs: args.timeout_ms ?? config.timeoutMs,
+          timeoutMs: Math.min(args.timeout_ms ?? config.timeoutMs, config.maxTimeoutMs),
           signal: call.signal,
           // The runtime confines the program by this session's sandbox policy, in the call's cwd.
           ...(call.sessionId !== undefined ? { sessionId: call.sessionId } : {}),

@@ -192,6 +192,13 @@ describe('tool-run-code', () => {
     expect(text).toBe('Error [PROGRAM_TIMEOUT]: the program did not finish.\n\nProgram failed (TIMEOUT): the program ran longer than its 300 ms limit and was stopped')
   })
 
+  it('timeout_ms is capped at maxTimeoutMs; a default above the cap is a config error', async () => {
+    const { h } = await boot({ config: { timeoutMs: 300, maxTimeoutMs: 300 }, script: [runCode('while (true) {}', { timeout_ms: 600_000 }), { text: 'capped' }] })
+    await h.prompt('loop')
+    expect(toolText(h.model.requests[1], 'c1')).toBe('Error [PROGRAM_TIMEOUT]: the program did not finish.\n\nProgram failed (TIMEOUT): the program ran longer than its 300 ms limit and was stopped')
+    await expect(h.mount(ToolRunCode, { timeoutMs: 1000, maxTimeoutMs: 500 })).rejects.toThrow('tool-run-code: timeoutMs (1000) exceeds maxTimeoutMs (500)')
+  })
+
   it('a program that throws shows the stack of its own code, with the console output before it', async () => {
     const program = ['console.log("before")', 'function parse(text: string): number {', '  if (!/^\\d+$/.test(text)) throw new SyntaxError(`not a number: ${text}`)', '  return Number(text)', '}', 'return parse("x1")'].join('\n')
     const { h } = await boot({ script: [runCode(program), { text: 'saw it' }] })

@@ -1,11 +1,13 @@
-// @dsh/workflow-worker-thread: the `ctx.workflowEngine` provider. Each run executes its script in
-// ONE fresh worker thread (through @dsh/code-runtime-worker-thread's runner); the children stay on
-// the host and are started through `ctx.subagents`, reached from the script over the worker's
-// message port as `agents.spawn({...})`.
+// @dsh/workflow-worker-thread: the `ctx.workflowEngine` provider. Each run executes its script
+// (code the model wrote) through `ctx.codeRuntime` for the parent agent's session and cwd, so it is
+// confined like run_code (the base bundle's runtime: a child process in the session's sandbox);
+// without a runtime it falls back to @dsh/code-runtime-worker-thread's in-process runner only where
+// nothing is confined. The children stay on the host and are started through `ctx.subagents`,
+// reached from the script as `agents.spawn({...})`.
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { Agent } from '@dsh/agent'
-import type { Binding } from '@dsh/code-runtime'
+import type { Binding, CodeLog, CodeRunRequest, CodeRunResult } from '@dsh/code-runtime'
 import { runInWorker } from '@dsh/code-runtime-worker-thread'
 import { SubagentError, type SubagentRecord } from '@dsh/subagent'
 import {
@@ -115,24 +117,23 @@ export class WorkerThreadWorkflowEngine extends WorkflowEngine {
     }
 
     try {
-      const outcome = await runInWorker(
-        {
-          code: request.script,
-          language: 'javascript',
-          bindings: { agents: { spawn } },
-          globals: { input: request.input ?? null },
-          timeoutMs: limits.timeoutMs,
-          memoryMb: this.config.memoryMb,
-          filename: 'workflow.js',
-          ...(outer ? { signal: outer } : {}),
-          onLog: (log) => emit({ type: 'log', level: log.level, text: log.text }),
-        },
-        { maxLogChars: this.config.maxLogChars },
-      )
+      const outcome = await this.runScript({
+        code: request.script,
+        language: 'javascript',
+        bindings: { agents: { spawn } },
+        globals: { input: request.input ?? null },
+        timeoutMs: limits.timeoutMs,
+        memoryMb: this.config.memoryMb,
+        filename: 'workflow.js',
+        ...(outer ? { signal: outer } : {}),
+        onLog: (log) => emit({ type: 'log', level: log.level, text: log.text }),
+        sessionId: request.parent.session.id,
+        cwd: request.parent.cwd,
+      })
       // The script ended: nothing it started may outlive it.
       runEnd.abort(new Error('the workflow run ended'))
       await Promise.all(slots.drained())
-      const logs = outcome.logs
+      const logs = capLogs(outcome.logs, this.config.maxLogChars)
       if (!outcome.error) return done({ status: 'completed', logs, ...(outcome.value !== undefined ? { value: outcome.value } : {}) })
       const status = outcome.error.code === 'CANCELLED' ? 'cancelled' : 'failed'
       return done({ status, logs, error: outcome.error })
@@ -140,6 +141,30 @@ export class WorkerThreadWorkflowEngine extends WorkflowEngine {
       runEnd.abort(new Error('the workflow run ended'))
       outer?.removeEventListener('abort', onOuter)
     }
+  }
+
+  /**
+   * Runs the script through `ctx.codeRuntime` (which confines it by the session's sandbox policy,
+   * or refuses). Without a runtime, the in-process worker runs it only when no sandbox policy is
+   * loaded or the session is danger-full-access; otherwise the run is refused (fail closed).
+   */
+  private async runScript(script: CodeRunRequest & { sessionId: string; cwd: string }): Promise<CodeRunResult> {
+    const runtime = this.ctx.get('codeRuntime')
+    if (runtime) return runtime.run(script)
+    const policy = this.ctx.get('sandboxPolicy')
+    const mode = policy?.modeFor(script.sessionId)
+    if (policy && mode !== 'danger-full-access') {
+      return {
+        logs: [],
+        calls: 0,
+        durationMs: 0,
+        error: { code: 'REFUSED', message: `the script was not run: no code runtime is loaded to confine it, and the session's sandbox mode is ${mode}` },
+      }
+    }
+    return runInWorker(
+      { ...script, language: 'javascript', bindings: script.bindings ?? {}, globals: script.globals ?? {}, timeoutMs: script.timeoutMs ?? this.config.timeoutMs, memoryMb: script.memoryMb ?? this.config.memoryMb, filename: script.filename ?? 'workflow.js' },
+      { maxLogChars: this.config.maxLogChars },
+    )
   }
 
   /**
@@ -169,6 +194,18 @@ export class WorkerThreadWorkflowEngine extends WorkflowEngine {
       }
     }
   }
+}
+
+/** The first `max` characters of console output (a runtime keeps up to its own cap). */
+function capLogs(logs: CodeLog[], max: number): CodeLog[] {
+  const kept: CodeLog[] = []
+  let room = max
+  for (const log of logs) {
+    if (room <= 0) break
+    kept.push(log.text.length <= room ? log : { level: log.level, text: log.text.slice(0, room) })
+    room -= log.text.length
+  }
+  return kept
 }
 
 function toChild(record: SubagentRecord, index: number, description: string): WorkflowChildResult {
