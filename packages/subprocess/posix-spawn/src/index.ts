@@ -2,8 +2,8 @@
 // scripts/build.mjs). A child gives the part of ChildProcess its users read: pid, stdin/stdout/
 // stderr streams, exitCode/signalCode, kill(), 'exit' (code, signal) and 'close' once it exited
 // and its pipes closed. Exits are collected with waitpid(WNOHANG) on SIGCHLD; a slow poll while
-// children run keeps the event loop alive (as a ChildProcess handle does) and catches a signal
-// that arrived while no listener could see it.
+// children that keep the event loop alive run keeps it alive (as a ChildProcess handle does) and
+// reaps them even if a SIGCHLD went unseen.
 import { EventEmitter } from 'node:events'
 import { existsSync } from 'node:fs'
 import { createRequire } from 'node:module'
@@ -124,20 +124,19 @@ function reapAll(): void {
     else if (status >= 256) child.settle(null, signalName(status - 256))
     else child.settle(status, null)
   }
-  if (running.size === 0 && poll) {
-    clearInterval(poll)
-    poll = undefined
-  }
-  refPoll()
+  stopPoll()
 }
 
-/** The poll keeps the event loop alive only while a child that should keep it alive runs. */
-function refPoll(): void {
+/**
+ * The poll runs only while a child that keeps the event loop alive runs: long-lived helpers (the
+ * watchdog, spawn servers) would otherwise wake an idle harness five times a second for good.
+ * Their exits still arrive through SIGCHLD.
+ */
+function stopPoll(): void {
   if (!poll) return
-  let keep = false
-  for (const child of running.values()) if (child.keepAlive) keep = true
-  if (keep) poll.ref()
-  else poll.unref()
+  for (const child of running.values()) if (child.keepAlive) return
+  clearInterval(poll)
+  poll = undefined
 }
 
 /**
@@ -173,13 +172,14 @@ export function nativeSpawn(file: string, args: readonly string[], options: Nati
   child.stdout = new Socket({ fd: stdoutFd, readable: true, writable: false })
   if (stderrFd >= 0) child.stderr = new Socket({ fd: stderrFd, readable: true, writable: false })
   running.set(pid, child)
-  // Keeps the loop alive while a child runs, and reaps even if a SIGCHLD went unseen.
-  poll ??= setInterval(reapAll, 200)
   if (options.keepAlive === false) {
     child.keepAlive = false
     for (const stream of [child.stdin, child.stdout, child.stderr]) (stream as Socket | null)?.unref()
+  } else {
+    // Keeps the loop alive while the child runs (as a ChildProcess handle does), and reaps even if
+    // a SIGCHLD went unseen.
+    poll ??= setInterval(reapAll, 200)
   }
-  refPoll()
   // Once both pipes closed the child has usually exited: look now rather than at the next signal.
   const pipes = child.stderr ? [child.stdout, child.stderr] : [child.stdout]
   child.openPipes = pipes.length
