@@ -59,6 +59,12 @@ export interface HarnessOptions {
   onApproval?: ApprovalHandler
   /** How long close() waits for a clean exit before killing (default 5000 ms). */
   closeTimeoutMs?: number
+  /**
+   * Starts the server process instead of `child_process.spawn` (a host's process seam, e.g. dsh's
+   * `sdk` subagent provider through `ctx.subprocess`). It must return a ChildProcess-compatible
+   * object with piped stdin/stdout/stderr that emits `error`, `exit` and `close`.
+   */
+  spawnProcess?: (file: string, args: string[], options: { cwd?: string; env: NodeJS.ProcessEnv }) => ChildProcess
 }
 
 export type ApprovalHandler = (request: ApprovalRequestedNotification) =>
@@ -341,11 +347,14 @@ export class Harness {
   /** Spawns the server and performs `initialize` (checking the protocol version). */
   static async start(options: HarnessOptions = {}): Promise<Harness> {
     const command = commandOf(options.bin)
-    const child = spawn(command[0], [...command.slice(1), ...(options.args ?? [])], {
-      cwd: options.cwd,
-      env: options.env ?? process.env,
-      stdio: ['pipe', 'pipe', options.stderr === 'inherit' ? 'inherit' : 'pipe'],
-    })
+    const argv = [...command.slice(1), ...(options.args ?? [])]
+    const child = options.spawnProcess
+      ? options.spawnProcess(command[0], argv, { cwd: options.cwd, env: options.env ?? process.env })
+      : spawn(command[0], argv, {
+          cwd: options.cwd,
+          env: options.env ?? process.env,
+          stdio: ['pipe', 'pipe', options.stderr === 'inherit' ? 'inherit' : 'pipe'],
+        })
     track(child)
     const harness = new Harness(child, options, command)
     harness.attach()

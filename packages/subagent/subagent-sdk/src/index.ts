@@ -9,7 +9,8 @@ import Schema from 'schemastery'
 import type { PromptResult } from '@dsh/sdk-client'
 import { childEnv, type ChildOutcome, type ProviderChild, type ProviderStartRequest, type SubagentProvider } from '@dsh/subagent'
 import type {} from '@dsh/subagent'
-import { createScrubber, scrubEnvironment } from '@dsh/subprocess'
+import type {} from '@dsh/subprocess'
+import { seamSpawner } from './process.ts'
 
 export const name = 'subagent-sdk'
 export const inject = ['subagents', 'subprocess']
@@ -55,15 +56,14 @@ export function sdkProvider(ctx: Context, config: SubagentSdkConfig): SubagentPr
       const { parent, prompt } = request
       // Loaded on first use: booting does not need the client.
       const { Harness } = await import('@dsh/sdk-client')
-      // The environment the subprocess seam would build: its scrub policy over this process's
-      // variables, then the named credentials, the row's env and the inheritance variables.
-      const spec = await childEnv(ctx, config.credentials, config.env, request.inherit)
-      const env = { ...scrubEnvironment(process.env, createScrubber(ctx.subprocess.scrubPolicy)).env, ...spec.set }
+      // Started through ctx.subprocess with the seam's scrubbed environment, then the named
+      // credentials, the row's env and the inheritance variables.
+      const env = await childEnv(ctx, config.credentials, config.env, request.inherit)
       const harness = await Harness.start({
         ...(config.command.length > 0 ? { bin: config.command } : {}),
         args: [...config.args, ...request.inherit.patchFiles.flatMap((f) => ['--patch', f])],
         cwd: parent.cwd,
-        env,
+        spawnProcess: seamSpawner({ subprocess: ctx.subprocess, env, graceMs: config.closeTimeoutMs }),
         closeTimeoutMs: config.closeTimeoutMs,
       })
       let session
