@@ -3,10 +3,13 @@
 // `@dsh/sdk-client`'s Harness as the ChildProcess-shaped object its `spawnProcess` option asks for:
 // piped stdin/stdout/stderr, `pid`, `exitCode`/`signalCode`, `kill()`, and the `error`, `exit` and
 // `close` events.
-import type { ChildProcess } from 'node:child_process'
+import type { HarnessOptions } from '@dsh/sdk-client'
 import { EventEmitter } from 'node:events'
 import { PassThrough, Writable } from 'node:stream'
 import type { EnvSpec, SubprocessService } from '@dsh/subprocess'
+
+/** What Harness.start expects back from `spawnProcess` (Node's ChildProcess shape). */
+type ServerProcess = ReturnType<NonNullable<HarnessOptions['spawnProcess']>>
 
 export interface SeamProcessOptions {
   subprocess: SubprocessService
@@ -18,7 +21,7 @@ export interface SeamProcessOptions {
 
 /** A `spawnProcess` for Harness.start that starts the server through `ctx.subprocess`. */
 export function seamSpawner(options: SeamProcessOptions) {
-  return (file: string, args: string[], spawnOptions: { cwd?: string }): ChildProcess => {
+  return (file: string, args: string[], spawnOptions: { cwd?: string }): ServerProcess => {
     if (!spawnOptions.cwd) throw new Error('subagent-sdk: the server needs a working directory')
     const handle = options.subprocess.spawn({
       file,
@@ -86,6 +89,6 @@ export function seamSpawner(options: SeamProcessOptions) {
       // After the output streams delivered what they hold, as Node's own 'close'.
       setImmediate(() => child.emit('close', exit.code, exit.signal))
     })
-    return child as unknown as ChildProcess
+    return child as unknown as ServerProcess
   }
 }
