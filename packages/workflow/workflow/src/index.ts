@@ -67,7 +67,7 @@ export interface WorkflowRunRequest {
   onEvent?: (event: WorkflowRunEvent) => void
 }
 
-export const WORKFLOW_ERROR_CODES = ['SYNTAX', 'THROWN', 'TIMEOUT', 'MEMORY', 'CANCELLED', 'UNSERIALIZABLE', 'DEPTH_LIMIT', 'INTERNAL'] as const
+export const WORKFLOW_ERROR_CODES = ['SYNTAX', 'THROWN', 'TIMEOUT', 'MEMORY', 'CANCELLED', 'UNSERIALIZABLE', 'DEPTH_LIMIT', 'INTERNAL', 'REFUSED'] as const
 export type WorkflowErrorCode = (typeof WORKFLOW_ERROR_CODES)[number]
 
 export interface WorkflowRunResult {

@@ -57,7 +57,7 @@ describe('describePrompt', () => {
 
 describe('WORKFLOW_ERROR_CODES', () => {
   it('lists every run error code once', () => {
-    expect([...WORKFLOW_ERROR_CODES]).toEqual(['SYNTAX', 'THROWN', 'TIMEOUT', 'MEMORY', 'CANCELLED', 'UNSERIALIZABLE', 'DEPTH_LIMIT', 'INTERNAL'])
+    expect([...WORKFLOW_ERROR_CODES]).toEqual(['SYNTAX', 'THROWN', 'TIMEOUT', 'MEMORY', 'CANCELLED', 'UNSERIALIZABLE', 'DEPTH_LIMIT', 'INTERNAL', 'REFUSED'])
     expect(new Set(WORKFLOW_ERROR_CODES).size).toBe(WORKFLOW_ERROR_CODES.length)
     expect(Workflow.name).toBe('workflow')
   })
