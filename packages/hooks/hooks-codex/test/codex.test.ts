@@ -1,5 +1,5 @@
 // Codex hooks from a project's .codex/hooks.json, as real shell scripts on the real agent loop.
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -31,6 +31,28 @@ const FakeEdit = {
 }
 
 describe('@dsh/hooks-codex', () => {
+  it('runs the Codex home\'s hooks but not the project\'s .codex/hooks.json until the project is trusted', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'dsh-codex-untrusted-'))
+    const cwd = join(root, 'project')
+    const codexHome = join(root, 'codex-home')
+    mkdirSync(join(cwd, '.codex'), { recursive: true })
+    mkdirSync(codexHome)
+    const hook = (command: string) => JSON.stringify({ hooks: { UserPromptSubmit: [{ hooks: [{ type: 'command', command }] }] } })
+    writeFileSync(join(codexHome, 'hooks.json'), hook(`echo user >> ${join(root, 'user.log')}`))
+    writeFileSync(join(cwd, '.codex/hooks.json'), hook(`echo project >> ${join(root, 'project.log')}`))
+    harness = await createHarness({
+      cwd,
+      script: [{ text: 'ok' }] as never,
+      plugins: [[HomePaths, { home: join(root, 'dsh-home') }], [ProjectTrust, {}], [SubprocessLocal, {}], [HooksCodex, { cwd, codexHome }]] as never,
+    })
+    const skipped: string[] = []
+    harness.ctx.on('project-trust/skipped', (evaluations) => void skipped.push(...evaluations.map((e) => `${e.source}: ${e.items.map((i) => i.display).join()}`)))
+    await harness.prompt('hello')
+    expect(readFileSync(join(root, 'user.log'), 'utf8')).toBe('user\n')
+    expect(existsSync(join(root, 'project.log'))).toBe(false)
+    expect(skipped).toEqual([`hooks-codex: echo project >> ${join(root, 'project.log')}`])
+  })
+
   it('runs .codex/hooks.json: an apply_patch matcher blocks an edit of a protected file, with Codex stdin', async () => {
     const root = mkdtempSync(join(tmpdir(), 'dsh-codex-hooks-'))
     const cwd = join(root, 'project')
