@@ -127,9 +127,15 @@ function ensureRunning(): 'running' | 'started' | false {
     current.broken = true
     if (running !== current) return
     running = undefined
-    // Someone ended the watchdog while groups run: a new one takes them over, unless it died
-    // at once (then the next guard() tries again rather than looping here).
-    if (guarded.size > 0 && Date.now() - current.startedAt > 1000 && ensureRunning() === 'started') sendAll()
+    // Someone ended the watchdog while groups run: a new one takes them over. At most one start
+    // a second, so a watchdog that cannot run does not become a spawn loop.
+    if (guarded.size === 0) return
+    const restart = (): void => {
+      if (!running && guarded.size > 0 && ensureRunning() === 'started') sendAll()
+    }
+    const wait = current.startedAt + 1000 - Date.now()
+    if (wait <= 0) restart()
+    else setTimeout(restart, wait).unref()
   })
   return 'started'
 }

@@ -2,7 +2,7 @@
 // built package) starts process groups and guards them; the test SIGKILLs the harness and waits
 // until what it guarded is gone.
 import { spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -43,13 +43,30 @@ function gone(pid: number): boolean {
   }
 }
 
-/** Polls `check` until it holds; fails after `ms` naming `what`. */
-async function until(what: string, check: () => boolean, ms = 30_000): Promise<void> {
+/** Polls `check` until it answers something truthy; fails after `ms` naming `what`. */
+async function until<T>(what: string, check: () => T | undefined | false, ms = 30_000): Promise<T> {
   const deadline = Date.now() + ms
-  while (!check()) {
+  for (;;) {
+    const value = check()
+    if (value) return value
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
     await new Promise((resolve) => setTimeout(resolve, 25))
   }
+}
+
+/** A child of `parent` running the watchdog, other than `except`. */
+function watchdogOf(parent: number, except?: number): number | undefined {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry) || Number(entry) === except) continue
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'latin1')
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) !== parent) continue
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0')[0] === WATCHDOG_PATH) return Number(entry)
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return undefined
 }
 
 function readPid(file: string): number {
@@ -136,6 +153,16 @@ describe.runIf(linux)('watchdog', () => {
     expect(code).toBe(0)
     // Its input ended with the harness: it exits too, having nothing left to end.
     await until('the watchdog to exit', () => gone(watchdog))
+  })
+
+  it('replaces a watchdog that was killed while groups run, and the new one ends them', { timeout: 60_000 }, async () => {
+    const { child, pids, watchdog } = await harness([{ script: `trap '' TERM; sleep 600`, graceMs: 100 }])
+    process.kill(watchdog, 'SIGKILL')
+    await until('the watchdog to be killed', () => gone(watchdog))
+    const replacement = await until('a new watchdog', () => watchdogOf(child.pid!, watchdog))
+    await killHarness(child)
+    await until('the guarded group to end', () => pids.every(gone))
+    await until('the new watchdog to exit', () => gone(replacement))
   })
 
   // Pid reuse made real: as root, /proc/sys/kernel/ns_last_pid hands a guarded, finished group's
