@@ -108,7 +108,7 @@ export class SubprocessCodeRuntime extends CodeRuntime {
     } catch (error) {
       if (!isSandboxError(error)) return state.finish({ error: { code: 'INTERNAL', message: `the program's process could not be prepared: ${messageOf(error)}` } })
       return state.finish({
-        error: { code: 'REFUSED', message: `the program was not run: it must run confined in the session's ${policy.mode} sandbox, and ${error.message}` },
+        error: { code: 'REFUSED', message: `the program was not run because the session's ${policy.mode} sandbox cannot confine it: ${error.message}` },
       })
     }
     if (resolved.signal?.aborted) return state.finish({ error: { code: 'CANCELLED', message: 'the run was cancelled before it started' } })

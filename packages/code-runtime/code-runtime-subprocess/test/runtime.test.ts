@@ -279,7 +279,7 @@ describe('code-runtime-subprocess: programs are confined like bash (workspace-wr
       const target = join(outside, 'no-runner.txt')
       const result = await run({ code: `process.getBuiltinModule("fs").writeFileSync(${JSON.stringify(target)}, "x")` }, bare)
       expect(result.error?.code).toBe('REFUSED')
-      expect(result.error?.message).toMatch(/^the program was not run: it must run confined in the session's workspace-write sandbox, and /)
+      expect(result.error?.message).toMatch(/^the program was not run because the session's workspace-write sandbox cannot confine it: no working sandbox runner/)
       expect(existsSync(target)).toBe(false)
     } finally {
       await dispose(bare)

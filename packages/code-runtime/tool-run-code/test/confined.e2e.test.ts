@@ -103,4 +103,31 @@ describe('run_code through the real bin is confined like bash (workspace-write)'
     expect(JSON.stringify(server.requests.map((r) => r.body))).not.toContain(KEY)
     expect(readFileSync(join(cwd, 'notes/a.md'), 'utf8')).toBe('alpha\n')
   })
+
+  it('with no sandbox runner the program is refused with a clear error and nothing runs', { timeout: 120_000 }, async () => {
+    const root = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-code-refused-')))
+    const home = join(root, 'home')
+    const cwd = join(root, 'work')
+    mkdirSync(cwd, { recursive: true })
+    const patch = join(root, 'code.patch.yml')
+    writeFileSync(patch, ['- id: tools', '  config:', '    mode: code', '- id: sandbox', '  config:', '    runner: none', ''].join('\n'))
+    const target = join(cwd, 'ran.txt')
+    const code = `process.getBuiltinModule("fs").writeFileSync(${JSON.stringify(target)}, "ran")`
+    server = await startMockServer({ steps: [{ toolCalls: [{ id: 'c_refused', name: 'run_code', arguments: { code } }] }, { text: 'refused' }] as never })
+    const env = { DSH_HOME: home, HOME: home, DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: KEY }
+    const run = await runDsh(['--profile', 'headless', '--patch', patch, '--output-format', 'stream-json', 'try'], { cwd, env })
+    expect(run.code).toBe(0)
+    const events = run.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
+      .filter((l) => l.type === 'event')
+      .map((l) => l.event as { type: string; data: Record<string, any> })
+    const result = events.find((e) => e.type === 'tool/result' && e.data.message.callId === 'c_refused')!.data
+    expect(result.error.code).toBe('PROGRAM_REFUSED')
+    expect(result.message.content[0].text).toMatch(
+      /^Error \[PROGRAM_REFUSED\]: the program was not run\.\n\nProgram failed \(REFUSED\): the program was not run because the session's workspace-write sandbox cannot confine it: no working sandbox runner/,
+    )
+    expect(existsSync(target)).toBe(false)
+  })
 })
