@@ -6,12 +6,16 @@
 //   node landlock-exec.mjs --probe                      prints {"abi":N,"seccomp":bool} and exits 0
 //   node landlock-exec.mjs <base64 JSON spec> -- argv...
 //
-// spec: {"writable": [abs paths], "network": bool, "hidden"?: [abs paths]}
+// spec: {"writable": [abs paths], "network": bool, "hidden"?: [abs paths],
+//        "mounts"?: {"namespace": "mnt:[N]", "pins": [abs dirs], "readOnly": [abs paths]}}
+// With `mounts` (only inside a private mount namespace of its own, which `namespace`, the
+// harness's mount namespace, must differ from) it first binds each pin onto itself and each
+// read-only path read-only: the project control files inside a writable root (see README).
 // Before the rulesets it drops every capability (bounding, ambient, inheritable, permitted,
 // effective) and sets no_new_privs, so a harness running as root does not hand root's powers on.
 // Exit status 125 with one line on stderr when confinement cannot be applied: the target never runs.
 import { createRequire } from 'node:module'
-import { accessSync, closeSync, constants, fstatSync, openSync, readdirSync, statSync, writeSync } from 'node:fs'
+import { accessSync, closeSync, constants, fstatSync, openSync, readdirSync, readlinkSync, statSync, writeSync } from 'node:fs'
 import { delimiter, dirname, isAbsolute, join } from 'node:path'
 
 const require = createRequire(import.meta.url)
@@ -34,6 +38,7 @@ const execve = libc.func('int execve(const char *path, const char **argv, const 
 const signal = libc.func('void *signal(int sig, void *handler)')
 const fcntl = libc.func('int fcntl(int fd, int cmd, ...)')
 const errno = () => koffi.errno()
+const mount = libc.func('int mount(const char *source, const char *target, const char *fstype, unsigned long flags, const void *data)')
 
 const SYS = { landlock_create_ruleset: 444, landlock_add_rule: 445, landlock_restrict_self: 446 }
 const SECCOMP = {
@@ -202,6 +207,38 @@ function applySeccomp() {
   if (rc !== 0) die(`seccomp(SET_MODE_FILTER) failed (errno ${errno()})`)
 }
 
+const MS = { RDONLY: 1, REMOUNT: 32, BIND: 4096, REC: 16384 }
+
+/**
+ * Pins (a directory bound onto itself: still writable, but rename and rmdir refuse a mount point)
+ * shallowest first, then read-only binds. Only in a mount namespace other than the harness's, so
+ * nothing here can reach the host's mounts; before the capabilities go and before Landlock (which
+ * forbids mount changes once it is in force).
+ */
+function applyMounts(mounts) {
+  let own
+  try {
+    own = readlinkSync('/proc/self/ns/mnt')
+  } catch (error) {
+    die(`cannot read /proc/self/ns/mnt: ${error.message}`)
+  }
+  if (own === mounts.namespace) die('refusing to change mounts: not in a mount namespace of its own')
+  for (const dir of mounts.pins) {
+    if (mount(dir, dir, null, MS.BIND | MS.REC, null) !== 0) die(`bind ${dir} failed (errno ${errno()})`)
+  }
+  for (const path of mounts.readOnly) {
+    if (mount(path, path, null, MS.BIND | MS.REC, null) !== 0) die(`bind ${path} failed (errno ${errno()})`)
+    if (mount(null, path, null, MS.REMOUNT | MS.BIND | MS.RDONLY, null) !== 0) die(`read-only remount of ${path} failed (errno ${errno()})`)
+  }
+  // The working directory still points below the new mounts (at what was there before them), so
+  // relative paths would miss them: enter it again by name, which lands on the top mount.
+  try {
+    process.chdir(process.cwd())
+  } catch (error) {
+    die(`cannot re-enter the working directory: ${error.message}`)
+  }
+}
+
 function which(file, env) {
   if (file.includes('/')) return file
   for (const dir of (env.PATH ?? '/usr/local/bin:/usr/bin:/bin').split(delimiter)) {
@@ -232,6 +269,10 @@ const absolutePaths = (list) => Array.isArray(list) && list.every((p) => typeof 
 if (!absolutePaths(spec.writable) || typeof spec.network !== 'boolean' || (spec.hidden !== undefined && !absolutePaths(spec.hidden))) {
   die('the spec needs {writable: [absolute paths], network: boolean, hidden?: [absolute paths]}')
 }
+const mounts = spec.mounts
+if (mounts !== undefined && (mounts === null || typeof mounts.namespace !== 'string' || !absolutePaths(mounts.pins) || !absolutePaths(mounts.readOnly))) {
+  die('spec.mounts needs {namespace: string, pins: [absolute paths], readOnly: [absolute paths]}')
+}
 const argv = args.slice(2)
 const env = { ...process.env }
 const file = which(argv[0], env)
@@ -241,6 +282,7 @@ if (!file) {
 }
 const abi = landlockAbi()
 if (abi < 1) die('Landlock is not available on this kernel')
+if (mounts) applyMounts(mounts)
 dropCapabilities()
 if (!spec.network) {
   if (!SECCOMP) die(`no seccomp filter for architecture ${process.arch}; cannot turn the network off`)

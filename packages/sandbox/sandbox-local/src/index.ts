@@ -3,7 +3,7 @@
 // wraps each argv for it. A confining mode with no working runner throws: it never runs unconfined.
 import { execFile } from 'node:child_process'
 import { SpawnServer, nativeSpawn, spawnServerUnavailable, type SpawnedChild } from '@dsh/posix-spawn'
-import { existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, renameSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, readdirSync, readlinkSync, realpathSync, renameSync, statSync, writeFileSync } from 'node:fs'
 import { release, version } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { dirname, isAbsolute, join, sep } from 'node:path'
@@ -71,7 +71,7 @@ export const LANDLOCK_NOTE =
   'This sandbox is the Landlock fallback (bubblewrap does not work here): commands run without capabilities and cannot gain privileges; Unix-domain sockets on the filesystem stay reachable.'
 /** What the Landlock runner cannot do for the project control files (stated with the policy). */
 export const LANDLOCK_CONTROL_NOTE =
-  'Landlock cannot keep part of a writable directory read-only, so the project control files of the workspace (.mcp.json, .claude/, .codex/, .dsh/, .env, .git/hooks, .git/config) stay writable for commands here; file edits still refuse them.'
+  'Without a mount namespace of its own Landlock cannot keep part of a writable directory read-only, so the project control files of the workspace (.mcp.json, .claude/, .codex/, .dsh/, .env, .git/hooks, .git/config) stay writable for commands here; file edits still refuse them.'
 /** Added when `unshare` gives each Landlock command its own PID and mount namespace. */
 export const PID_NAMESPACE_NOTE = 'Each command has its own process namespace: processes it leaves running end when it finishes.'
 /** Added when the Landlock runner cannot give each command its own PID namespace. */
@@ -204,7 +204,7 @@ export class LocalSandbox extends SandboxService {
   async describe(): Promise<SandboxRunnerInfo> {
     const probe = await this.select()
     // Not stored in the probe (a cached probe from before this note would lack it).
-    const notes = probe.selected?.runner === 'landlock' ? [...new Set([...probe.notes, LANDLOCK_CONTROL_NOTE])] : probe.notes
+    const notes = probe.selected?.runner === 'landlock' && !probe.selected.namespaces ? [...new Set([...probe.notes, LANDLOCK_CONTROL_NOTE])] : probe.notes
     return {
       ...(probe.selected ? { runner: probe.selected.runner } : {}),
       rejected: probe.rejected.map((entry) => ({ ...entry })),
@@ -301,11 +301,14 @@ export class LocalSandbox extends SandboxService {
         )
       }
     }
-    const spec = Buffer.from(JSON.stringify({ writable, network: policy.network, hidden })).toString('base64')
+    // Landlock only adds rights. In a mount namespace of its own (namespaces, as root) the helper
+    // binds the existing control files read-only before Landlock, as bwrap does; otherwise they
+    // stay writable, and the project-trust consent still guards what dsh starts from them.
+    const controlled = controlTargets(policy.controlPaths ?? [], writable)
+    const mounts = selected.namespaces && controlled.length > 0 ? { namespace: ownMountNamespace(), pins: pinDirs(controlled, writable), readOnly: controlled } : undefined
+    const spec = Buffer.from(JSON.stringify({ writable, network: policy.network, hidden, ...(mounts ? { mounts } : {}) })).toString('base64')
     const notes = policy.network ? [] : ['network: IPv4/IPv6 sockets are refused; Unix-domain sockets on the filesystem stay reachable']
-    // A control path under a writable root stays writable here (Landlock only adds rights); the
-    // project-trust consent still guards what dsh starts from them.
-    if ((policy.controlPaths ?? []).some((path) => writable.some((root) => within(path, root)))) notes.push(LANDLOCK_CONTROL_NOTE)
+    if (!selected.namespaces && (policy.controlPaths ?? []).some((path) => writable.some((root) => within(path, root)))) notes.push(LANDLOCK_CONTROL_NOTE)
     const helper = [this.config.node, LANDLOCK_HELPER, spec, '--']
     if (!selected.namespaces) return { argv: [...helper, ...argv], runner: 'landlock', enforcement: 'enforced', mode: policy.mode, notes }
     // Own PID namespace: when the command ends, the kernel ends everything it left behind (setsid
@@ -652,13 +655,8 @@ export function protectArgs(readOnly: readonly string[], hidden: readonly string
   // A path inside another protected path is read-only with it (and its mount point could not be
   // created inside the read-only parent).
   const outermost = [...new Set(readOnly)].filter((path, _, all) => existsSync(path) && !all.some((other) => other !== path && within(path, other)))
-  // Control paths that exist (symlinks resolved: a mount lands on the link's target) under a
-  // writable root and outside the read-only paths (already covered); only the outermost ones.
-  const present = [...new Set(control.map(realpathOrUndefined).filter((path): path is string => path !== undefined && path !== '/'))].filter(
-    (path) => writable.some((root) => within(path, root)) && !outermost.some((other) => within(path, other)),
-  )
-  const controlled = present.filter((path) => !present.some((other) => other !== path && within(path, other)))
-  args.push(...pinArgs([...outermost, ...controlled], writable))
+  const controlled = controlTargets(control, writable, outermost)
+  for (const dir of pinDirs([...outermost, ...controlled], writable)) args.push('--bind', dir, dir)
   for (const path of outermost) {
     const inside = hidden.filter((entry) => dirname(entry) === path)
     if (inside.length === 0 || !isDir(path)) {
@@ -683,11 +681,24 @@ export function protectArgs(readOnly: readonly string[], hidden: readonly string
 }
 
 /**
- * `--bind D D` for every directory strictly between the outermost writable root holding a
- * protected path and that path, shallowest first (see protectArgs). bwrap binds recursively from
- * the host's view, so a later, shallower bind would hide the ones below it: the order matters.
+ * The control paths to bind read-only: those that exist (symlinks resolved: a mount lands on the
+ * link's target) under a writable root and outside the read-only paths (already covered); only
+ * the outermost ones.
  */
-function pinArgs(protectedPaths: readonly string[], writable: readonly string[]): string[] {
+export function controlTargets(control: readonly string[], writable: readonly string[], readOnly: readonly string[] = []): string[] {
+  const present = [...new Set(control.map(realpathOrUndefined).filter((path): path is string => path !== undefined && path !== '/'))].filter(
+    (path) => writable.some((root) => within(path, root)) && !readOnly.some((other) => within(path, other)),
+  )
+  return present.filter((path) => !present.some((other) => other !== path && within(path, other)))
+}
+
+/**
+ * Every directory strictly between the outermost writable root holding a protected path and that
+ * path, shallowest first, to be bound onto itself (see protectArgs). Binds are recursive and
+ * bwrap takes them from the host's view, so a later, shallower bind would hide the ones below
+ * it: the order matters.
+ */
+export function pinDirs(protectedPaths: readonly string[], writable: readonly string[]): string[] {
   const pins = new Set<string>()
   for (const path of protectedPaths) {
     const roots = writable.filter((root) => root !== path && within(path, root))
@@ -695,8 +706,16 @@ function pinArgs(protectedPaths: readonly string[], writable: readonly string[])
     const outer = roots.reduce((a, b) => (b.length < a.length ? b : a))
     for (let dir = dirname(path); dir !== outer && within(dir, outer) && dir !== dirname(dir); dir = dirname(dir)) pins.add(dir)
   }
-  const sorted = [...pins].sort((a, b) => a.split(sep).length - b.split(sep).length || a.localeCompare(b))
-  return sorted.flatMap((dir) => ['--bind', dir, dir])
+  return [...pins].sort((a, b) => a.split(sep).length - b.split(sep).length || a.localeCompare(b))
+}
+
+/** This process's mount namespace (`mnt:[N]`): the Landlock helper refuses to mount in it. */
+function ownMountNamespace(): string {
+  try {
+    return readlinkSync('/proc/self/ns/mnt')
+  } catch {
+    return 'unknown'
+  }
 }
 
 function realpathOrUndefined(path: string): string | undefined {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { spawn } from 'node:child_process'
 import { execFileSync, spawnSync } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:net'
 import { homedir, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -9,7 +9,7 @@ import { Context } from 'cordis'
 import { isSandboxError, type SandboxInvocation, type SandboxMode, type SandboxPolicy } from '@dsh/sandbox'
 import HomePaths from '@dsh/home-paths'
 import { projectControlPaths } from '@dsh/sandbox-policy'
-import LocalSandbox, { LANDLOCK_CONTROL_NOTE, LANDLOCK_NOTE, NO_PID_NAMESPACE_NOTE, PID_NAMESPACE_NOTE, type RunnerChoice } from '../src/index.ts'
+import LocalSandbox, { LANDLOCK_CONTROL_NOTE, LANDLOCK_HELPER, LANDLOCK_NOTE, NO_PID_NAMESPACE_NOTE, PID_NAMESPACE_NOTE, type RunnerChoice } from '../src/index.ts'
 
 let base: string
 let ws: string
@@ -292,11 +292,13 @@ describe.each(variants)('$name (forced)', ({ runner, config }) => {
       'echo ok > notes.txt && git add notes.txt && echo git-add-ok',
     ].join('; ')
     const invocation = await service.wrap({ argv: ['bash', '-c', attack], cwd: project, policy: policy('workspace-write', false, protect) })
-    if (runner === 'landlock') {
-      // Landlock only adds rights: the runner says so instead of refusing (see the README).
+    if (runner === 'landlock' && !(await service.describe()).notes?.includes(PID_NAMESPACE_NOTE)) {
+      // Landlock only adds rights; without a mount namespace of its own the runner says so
+      // instead of refusing (see the README).
       expect(invocation.notes).toContain(LANDLOCK_CONTROL_NOTE)
       return
     }
+    expect(invocation.notes).not.toContain(LANDLOCK_CONTROL_NOTE)
     const result = await run(invocation, project)
     for (const denied of ['mcp-write', 'mcp-move', 'claude-write', 'claude-create', 'claude-move', 'hook-write', 'hook-create', 'config-write', 'git-move', 'project-move', 'parent-move']) {
       expect(result.output).toContain(`${denied}-denied`)
@@ -342,7 +344,7 @@ describe.each(variants)('$name (forced)', ({ runner, config }) => {
       'echo ok > notes.txt && echo tree-write-ok',
     ].join('; ')
     const invocation = await service.wrap({ argv: ['bash', '-c', attack], cwd: tree, policy: policy('workspace-write', false, protect) })
-    if (runner === 'landlock') return expect(invocation.notes).toContain(LANDLOCK_CONTROL_NOTE)
+    if (runner === 'landlock' && !(await service.describe()).notes?.includes(PID_NAMESPACE_NOTE)) return expect(invocation.notes).toContain(LANDLOCK_CONTROL_NOTE)
     const result = await run(invocation, tree)
     for (const denied of ['pointer-write', 'common-config', 'common-hook', 'common-move']) expect(result.output).toContain(`${denied}-denied`)
     expect(result.output).toContain('tree-write-ok')
@@ -650,6 +652,21 @@ describe('bad input', () => {
       const error = await service.wrap(request as never).catch((e) => e)
       expect(error.code).toBe('INVALID_POLICY')
     }
+  })
+
+  it('the Landlock helper refuses a bad mounts spec, and to mount in the mount namespace of its caller', () => {
+    const helper = (mounts: unknown) => {
+      const spec = Buffer.from(JSON.stringify({ writable: [ws], network: true, mounts })).toString('base64')
+      return spawnSync(process.execPath, [LANDLOCK_HELPER, spec, '--', 'true'], { encoding: 'utf8' })
+    }
+    const bad = helper({ namespace: 'x', pins: ['rel'], readOnly: [] })
+    expect(bad.status).toBe(125)
+    expect(bad.stderr).toContain('spec.mounts needs')
+    // Run directly, the helper shares this process's mount namespace: mounting there would change
+    // the host's view, so it must refuse before touching anything.
+    const own = helper({ namespace: readlinkSync('/proc/self/ns/mnt'), pins: [], readOnly: [join(ws, 'nothing')] })
+    expect(own.status).toBe(125)
+    expect(own.stderr).toContain('not in a mount namespace of its own')
   })
 
   it('rejects a bad runner choice at load', async () => {
