@@ -41,8 +41,10 @@ struct guarded {
   pid_t id;
   int grace_ms;
   unsigned long long start; // the leader's start time (clock ticks since boot), 0 if unknown
-  int killed;
-  int done;
+  int killed;  // SIGKILL was sent
+  int done;    // nothing of it is left (or it is someone else's now)
+  int pending; // the signal the next sweep sends, 0 for none
+  int live;    // live processes the last sweep found
 };
 
 static struct guarded *list = NULL;
@@ -92,28 +94,37 @@ static unsigned long long start_of(pid_t pid) {
   return read_stat(name, &f) == 0 ? f.start : 0;
 }
 
-static int has_proc = -1;
-
-// Sends `sig` (0: none) to every live process of `id`; returns how many live ones there were.
-static int sweep(pid_t id, int sig) {
-  int live = 0;
-  if (sig) kill(-id, sig);
-  if (has_proc == -1) has_proc = access("/proc/self/stat", R_OK) == 0;
-  if (!has_proc) return kill(-id, 0) == 0;
-  DIR *dir = opendir("/proc");
-  if (!dir) return kill(-id, 0) == 0;
-  struct dirent *e;
-  while ((e = readdir(dir)) != NULL) {
-    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
-    struct stat_fields f;
-    if (read_stat(e->d_name, &f) != 0) continue;
-    if (f.pgrp != id && f.session != id) continue;
-    if (f.state == 'Z' || f.state == 'X') continue; // zombies hold nothing; their parent reaps them
-    live++;
-    if (sig) kill((pid_t)strtol(e->d_name, NULL, 10), sig);
+// One pass over every process: each guarded id that is not done and has `pending` set gets that
+// signal (its group, then each of its processes), and `live` counts the id's live processes.
+// Zombies count as gone: they hold nothing, and their parent (or PID 1) reaps them.
+static void sweep(void) {
+  for (size_t i = 0; i < count; i++) {
+    list[i].live = 0;
+    if (!list[i].done && list[i].pending) kill(-list[i].id, list[i].pending);
   }
-  closedir(dir);
-  return live;
+  DIR *dir = opendir("/proc");
+  if (!dir) {
+    // No /proc: the group is all that can be reached.
+    for (size_t i = 0; i < count; i++) list[i].live = !list[i].done && kill(-list[i].id, 0) == 0;
+  } else {
+    struct dirent *e;
+    while ((e = readdir(dir)) != NULL) {
+      if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+      struct stat_fields f;
+      if (read_stat(e->d_name, &f) != 0 || f.state == 'Z' || f.state == 'X') continue;
+      for (size_t i = 0; i < count; i++) {
+        struct guarded *g = &list[i];
+        if (g->done || (f.pgrp != g->id && f.session != g->id)) continue;
+        g->live++;
+        if (g->pending) kill((pid_t)strtol(e->d_name, NULL, 10), g->pending);
+      }
+    }
+    closedir(dir);
+  }
+  for (size_t i = 0; i < count; i++) {
+    list[i].pending = 0;
+    if (list[i].live == 0) list[i].done = 1;
+  }
 }
 
 static struct guarded *find(pid_t id) {
@@ -142,6 +153,8 @@ static void guard(pid_t id, int grace_ms) {
   g->start = start_of(id);
   g->killed = 0;
   g->done = 0;
+  g->pending = 0;
+  g->live = 0;
 }
 
 static void forget(pid_t id) {
@@ -180,26 +193,28 @@ static int reused(const struct guarded *g) {
 static void end_everything(void) {
   long long began = now_ms();
   for (size_t i = 0; i < count; i++) {
-    if (reused(&list[i]) || sweep(list[i].id, SIGTERM) == 0) list[i].done = 1;
+    if (reused(&list[i])) list[i].done = 1;
+    else list[i].pending = SIGTERM;
   }
   for (;;) {
-    int waiting = 0;
+    sweep();
     long long elapsed = now_ms() - began;
+    int waiting = 0;
     for (size_t i = 0; i < count; i++) {
       struct guarded *g = &list[i];
       if (g->done) continue;
-      if (sweep(g->id, 0) == 0) {
-        g->done = 1;
-        continue;
-      }
+      waiting = 1;
       if (!g->killed && elapsed >= g->grace_ms) {
-        sweep(g->id, SIGKILL);
+        g->pending = SIGKILL;
         g->killed = 1;
       }
-      waiting = 1;
     }
     // Killed processes go at once; a second past the longest grace, nothing more can be done.
     if (!waiting || elapsed > MAX_GRACE_MS + 1000) return;
+    // A KILL just decided is sent without waiting for the next poll.
+    int now = 0;
+    for (size_t i = 0; i < count; i++) now |= list[i].pending != 0;
+    if (now) continue;
     struct timespec pause = {0, POLL_MS * 1000000L};
     nanosleep(&pause, NULL);
   }
