@@ -11,7 +11,7 @@ import Schema from 'schemastery'
 type AcpSdk = typeof import('@agentclientprotocol/sdk')
 let sdk: Promise<AcpSdk> | undefined
 const loadSdk = () => (sdk ??= import('@agentclientprotocol/sdk'))
-import { childEnv, type ChildOutcome, type ProviderChild, type ProviderStartRequest, type SubagentProvider } from '@dsh/subagent'
+import { childEnv, writePolicyLayer, type ChildOutcome, type ProviderChild, type ProviderStartRequest, type SubagentProvider } from '@dsh/subagent'
 import type {} from '@dsh/subagent'
 import type {} from '@dsh/subprocess'
 
@@ -63,8 +63,10 @@ export function acpProvider(ctx: Context, config: SubagentAcpConfig): SubagentPr
       const { parent, prompt } = request
       // A dsh child composes its own base and reads the home patch itself; it gets the parent's
       // own --patch layers, and (through the environment) its mode, depth and limit.
-      const layerArgs = config.dsh ? request.inherit.patchFiles.flatMap((f) => ['--patch', f]) : []
+      // Last, the parent's resolved sandbox policy (writable roots, network, protected paths).
       const env = await childEnv(ctx, config.credentials, config.env, request.inherit)
+      const policyLayer = config.dsh ? writePolicyLayer(request.inherit) : undefined
+      const layerArgs = config.dsh ? [...request.inherit.patchFiles, ...(policyLayer ? [policyLayer.file] : [])].flatMap((f) => ['--patch', f]) : []
       const child = ctx.subprocess.spawn({
         file,
         args: [...args, ...layerArgs],
@@ -85,6 +87,7 @@ export function acpProvider(ctx: Context, config: SubagentAcpConfig): SubagentPr
       let gone = false
       const exited = child.exited.then((exit) => {
         gone = true
+        policyLayer?.remove()
         try {
           controller.close()
         } catch {

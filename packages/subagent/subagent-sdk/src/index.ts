@@ -6,8 +6,8 @@
 // parent's own patch layers as `--patch` arguments (see @dsh/subagent).
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
-import type { PromptResult } from '@dsh/sdk-client'
-import { childEnv, type ChildOutcome, type ProviderChild, type ProviderStartRequest, type SubagentProvider } from '@dsh/subagent'
+import type { Harness as HarnessClient, PromptResult } from '@dsh/sdk-client'
+import { childEnv, writePolicyLayer, type ChildOutcome, type ProviderChild, type ProviderStartRequest, type SubagentProvider } from '@dsh/subagent'
 import type {} from '@dsh/subagent'
 import type {} from '@dsh/subprocess'
 import { seamSpawner } from './process.ts'
@@ -59,13 +59,23 @@ export function sdkProvider(ctx: Context, config: SubagentSdkConfig): SubagentPr
       // Started through ctx.subprocess with the seam's scrubbed environment, then the named
       // credentials, the row's env and the inheritance variables.
       const env = await childEnv(ctx, config.credentials, config.env, request.inherit)
-      const harness = await Harness.start({
-        ...(config.command.length > 0 ? { bin: config.command } : {}),
-        args: [...config.args, ...request.inherit.patchFiles.flatMap((f) => ['--patch', f])],
-        cwd: parent.cwd,
-        spawnProcess: seamSpawner({ subprocess: ctx.subprocess, env, graceMs: config.closeTimeoutMs }),
-        closeTimeoutMs: config.closeTimeoutMs,
-      })
+      // Last, the parent's resolved sandbox policy (writable roots, network, protected paths).
+      const policyLayer = writePolicyLayer(request.inherit)
+      const layers = [...request.inherit.patchFiles, ...(policyLayer ? [policyLayer.file] : [])]
+      let harness: HarnessClient
+      try {
+        harness = await Harness.start({
+          ...(config.command.length > 0 ? { bin: config.command } : {}),
+          args: [...config.args, ...layers.flatMap((f) => ['--patch', f])],
+          cwd: parent.cwd,
+          spawnProcess: seamSpawner({ subprocess: ctx.subprocess, env, graceMs: config.closeTimeoutMs }),
+          closeTimeoutMs: config.closeTimeoutMs,
+        })
+      } catch (error) {
+        policyLayer?.remove()
+        throw error
+      }
+      void harness.exited.then(() => policyLayer?.remove())
       let session
       try {
         session = await harness.createSession({ cwd: parent.cwd, ...(config.inheritModel ? { model: `${parent.model.provider}/${parent.model.model}` } : {}) })

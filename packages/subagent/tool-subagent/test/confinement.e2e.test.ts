@@ -2,7 +2,7 @@
 // #35). The real `dsh --profile headless` bin is the parent; its `acp` and `sdk` children are the
 // real `dsh-acp` and `dsh-jsonrpc-agent` bins; one @dsh/llm-mock-server scripts all of them (the
 // requests arrive one after another: parent, child, grandchild...). Real bash in the real sandbox.
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -95,6 +95,31 @@ describe('subagents in another process are confined like their parent', () => {
     const ro = await delegateWrite('acp', 'read-only', presetsOff)
     expect(existsSync(join(ro.cwd, 'made-by-child.txt'))).toBe(false)
     expect(ro.childTool).toMatch(/Read-only file system/)
+  })
+
+  it('an sdk child keeps the parent\'s whole policy, also what came from a layer it does not read (the home patch)', { timeout: 120_000 }, async () => {
+    const { home, cwd, patch } = workspace()
+    writeFileSync(join(cwd, 'plain.txt'), 'plain-words\n')
+    writeFileSync(join(cwd, 'secret.txt'), 'secret-words\n')
+    // The parent's home patch hides secret.txt; dsh-jsonrpc-agent does not read the home patch.
+    mkdirSync(home, { recursive: true })
+    writeFileSync(join(home, 'cordis.patch.yml'), `- id: sandbox-policy\n  config: { hiddenPaths: [${JSON.stringify(join(realpathSync(cwd), 'secret.txt'))}] }\n`)
+    server = await startMockServer({
+      steps: [
+        { toolCalls: [call('s', 'subagent', { provider: 'sdk', description: 'read', prompt: 'read both files (sdk)' })] },
+        { expect: { lastContains: '(sdk)' }, toolCalls: [call('cb', 'bash', { command: 'cat plain.txt; cat secret.txt', description: 'read both' })] },
+        { expect: { lastRole: 'tool' }, text: 'child read' },
+        { expect: { lastContains: 'child read' }, text: 'parent done' },
+      ] as never,
+    })
+    const run = await runDsh(['--profile', 'headless', '--patch', patch, '--output-format', 'json', 'delegate a read'], { cwd, env: env(home) })
+    expect(run.stderr).toBe('')
+    expect(server.requests.filter((r) => r.outcome !== 'served').map((r) => r.index)).toEqual([])
+    const childTool = toolText(2, 'cb')
+    expect(childTool).toContain('plain-words')
+    expect(childTool).not.toContain('secret-words')
+    // The generated layer lived in a private directory under $DSH_HOME/run, gone with the child.
+    expect(readdirSync(join(home, 'run')).filter((name) => name.startsWith('subagent-'))).toEqual([])
   })
 
   it('a chain of acp children stops at the depth limit with an error the model can act on', { timeout: 120_000 }, async () => {
