@@ -15,7 +15,7 @@ let base: string
 let repo: string
 let marker: string
 let subprocess: SubprocessService
-let ctx: Context
+let fiber: { dispose(): unknown } | undefined
 
 const IDENTITY = { GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' }
 const marks = () => (existsSync(marker) ? readFileSync(marker, 'utf8').split('\n').filter(Boolean) : [])
@@ -76,13 +76,15 @@ beforeAll(async () => {
     writeFileSync(join(repo, '.git', 'hooks', hook), `#!/bin/sh\n${run(`hook-${hook}`)}\n`)
     chmodSync(join(repo, '.git', 'hooks', hook), 0o755)
   }
-  ctx = new Context()
-  await ctx.plugin(LocalSubprocessService, {})
+  const ctx = new Context()
+  const loading = ctx.plugin(LocalSubprocessService, {} as never)
+  fiber = loading
+  await loading
   subprocess = ctx.subprocess
 })
 
 afterAll(async () => {
-  await ctx?.dispose?.()
+  await fiber?.dispose()
   rmSync(base, { recursive: true, force: true })
 })
 
