@@ -17,7 +17,7 @@ import type { ToolOutput } from '@dsh/tools'
 import type {} from '@dsh/compaction'
 import type {} from '@dsh/user-approval'
 import { decodeOutcome, logHookRun, matches, mostRestrictive, registerHookEvents, runHookCommand, type HookOutcome, type PermissionDecision } from '@dsh/hook-protocol'
-import type { ProjectTrustRequests, TrustItem, TrustRequest } from '@dsh/project-trust'
+import { projectFileDigests, type ProjectTrustRequests, type TrustItem, type TrustRequest } from '@dsh/project-trust'
 import { checkHooks, readSettingsHooks, type HookEntry, type SupportedEvent } from './config.ts'
 
 export { checkHooks, readSettingsHooks, SUPPORTED_EVENTS, UNSUPPORTED_EVENTS, type HookEntry, type SupportedEvent } from './config.ts'
@@ -98,15 +98,23 @@ export interface ProjectHookFiles {
   files: string[]
 }
 
-/** What a project's hook entries would run, for `@dsh/project-trust` (the timeout is not part of it). */
+/**
+ * What a project's hook entries would run, for `@dsh/project-trust`: event, matcher, command and
+ * the digests of the project's own files the command names (`$CLAUDE_PROJECT_DIR/...` included),
+ * so a trusted hook script that a confined command rewrote is asked about again. The timeout is
+ * not part of it.
+ */
 export function hookTrustItems(entries: readonly HookEntry[], dir: string): TrustItem[] {
-  return entries.map((entry) => ({
-    file: relative(dir, entry.origin) || entry.origin,
-    kind: 'hook',
-    name: `${entry.event}${entry.matcher !== undefined ? `[${entry.matcher}]` : ''}`,
-    display: entry.command,
-    run: { event: entry.event, matcher: entry.matcher ?? null, command: entry.command },
-  }))
+  return entries.map((entry) => {
+    const words = entry.command.replace(/\$\{?CLAUDE_PROJECT_DIR\}?/g, dir).split(/[\s;&|()<>]+/)
+    return {
+      file: relative(dir, entry.origin) || entry.origin,
+      kind: 'hook',
+      name: `${entry.event}${entry.matcher !== undefined ? `[${entry.matcher}]` : ''}`,
+      display: entry.command,
+      run: { event: entry.event, matcher: entry.matcher ?? null, command: entry.command, files: projectFileDigests(dir, words) },
+    }
+  })
 }
 
 /** Reads the project's hook files: every entry, the problems, and the trust request they make. */

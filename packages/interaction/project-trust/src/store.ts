@@ -4,7 +4,7 @@
 // rewritten, so a damaged file is fixed or removed by the user, not silently lost.
 import { createHash } from 'node:crypto'
 import { mkdirSync, readFileSync, realpathSync, statSync } from 'node:fs'
-import { dirname, join } from 'node:path'
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
 import { withFileLock, writeAtomic } from '@dsh/atomic-write'
 
 /** The store's file name under $DSH_HOME. */
@@ -91,6 +91,48 @@ export function sortItems(items: readonly TrustItem[]): TrustItem[] {
 export function hashItems(source: string, items: readonly TrustItem[]): string {
   const body = canonicalJson({ source, items: sortItems(items).map(({ file, kind, name, run }) => ({ file, kind, name, run })) })
   return createHash('sha256').update(body).digest('hex')
+}
+
+/** Files larger than this are named by size and mtime instead of read for their digest. */
+const MAX_DIGEST_BYTES = 16 * 1024 * 1024
+
+/**
+ * Digests of the project's own files that `words` (a command and its arguments, as written)
+ * name: a trusted `.mcp.json` entry `sh ./tools/server.sh` must not keep running after a confined
+ * command rewrote `tools/server.sh`. Each word that is not an option and resolves (against `base`,
+ * default `dir`) to a regular file inside the real project directory contributes
+ * `{<path relative to dir>: sha256}`. Files outside the project are the user's and not hashed.
+ */
+export function projectFileDigests(dir: string, words: readonly string[], base: string = dir): Record<string, string> {
+  let root: string
+  try {
+    root = realpathSync(dir)
+  } catch {
+    return {}
+  }
+  const out: Record<string, string> = {}
+  for (const raw of words) {
+    const word = raw.replace(/['"]/g, '')
+    if (word === '' || word.startsWith('-') || word.includes('\0')) continue
+    let real: string
+    try {
+      real = realpathSync(isAbsolute(word) ? word : resolve(base, word))
+    } catch {
+      continue
+    }
+    const rel = relative(root, real)
+    if (rel === '' || rel.startsWith('..') || isAbsolute(rel) || rel.split(sep)[0] === '..') continue
+    try {
+      const info = statSync(real)
+      if (!info.isFile()) continue
+      out[rel] = info.size > MAX_DIGEST_BYTES
+        ? `size ${info.size} mtime ${info.mtimeMs}`
+        : createHash('sha256').update(readFileSync(real)).digest('hex')
+    } catch {
+      // unreadable: nothing to pin
+    }
+  }
+  return out
 }
 
 /** The real path of a project directory; a clear error when it does not exist or is not a directory. */

@@ -4,7 +4,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, statSync
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { hashItems, projectDir, TrustStore, TrustStoreError, type TrustItem } from '../src/store.ts'
+import { hashItems, projectDir, projectFileDigests, TrustStore, TrustStoreError, type TrustItem } from '../src/store.ts'
 
 function fixture() {
   const root = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-trust-store-')))
@@ -95,5 +95,20 @@ describe('TrustStore', () => {
     expect(() => projectDir(join(root, 'missing'))).toThrow(/no such directory/)
     writeFileSync(join(root, 'file'), '')
     expect(() => projectDir(join(root, 'file'))).toThrow(/not a directory/)
+  })
+
+  it('pins the project files a command line names, and only those', () => {
+    const { root, project } = fixture()
+    mkdirSync(join(project, 'tools'))
+    writeFileSync(join(project, 'tools', 'server.sh'), 'echo one\n')
+    writeFileSync(join(root, 'outside.sh'), 'echo outside\n')
+    const words = ['sh', '-c', '"tools/server.sh"', join(root, 'outside.sh'), 'missing.sh', '--flag', 'tools']
+    const first = projectFileDigests(project, words)
+    expect(Object.keys(first)).toEqual(['tools/server.sh'])
+    writeFileSync(join(project, 'tools', 'server.sh'), 'echo two\n')
+    expect(projectFileDigests(project, words)['tools/server.sh']).not.toBe(first['tools/server.sh'])
+    // A symlink inside the project that points outside it is not the project's file.
+    symlinkSync(join(root, 'outside.sh'), join(project, 'link.sh'))
+    expect(projectFileDigests(project, ['link.sh'])).toEqual({})
   })
 })

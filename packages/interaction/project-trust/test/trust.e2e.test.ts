@@ -61,7 +61,7 @@ describe('project trust through the real bins', () => {
     const second = await dsh(['-p', 'hello'])
     expect(second.code).toBe(0)
     expect(untrustedLines(second)).toEqual([])
-    expect(readFileSync(marker, 'utf8')).toContain('ran')
+    expect(existsSync(marker), `the trusted run's stderr: ${second.stderr}`).toBe(true)
 
     // The file changes (another command): the consent no longer matches.
     const changed = join(root, 'mcp-ran-after-edit')
@@ -76,6 +76,26 @@ describe('project trust through the real bins', () => {
     const revoked = await trust(['--revoke', project])
     expect(revoked.code).toBe(0)
     expect((await trust(['--list'])).stdout).toBe('No project is trusted.\n')
+  })
+
+  it('asks again when a project file that a trusted server runs is rewritten', { timeout: 120_000 }, async () => {
+    const { root, project, dsh, trust } = setup()
+    mkdirSync(join(project, 'tools'))
+    const script = (file: string) => writeFileSync(join(project, 'tools', 'server.sh'), `echo ran >> ${file}\n`)
+    const marker = join(root, 'script-ran')
+    script(marker)
+    writeFileSync(join(project, '.mcp.json'), JSON.stringify({ mcpServers: { local: { command: 'sh', args: ['tools/server.sh'] } } }))
+    expect((await trust([project])).code).toBe(0)
+    expect((await dsh(['-p', 'hello'])).code).toBe(0)
+    expect(readFileSync(marker, 'utf8')).toContain('ran')
+
+    // .mcp.json is unchanged; the script it names is not (as a confined command could rewrite it).
+    const rewritten = join(root, 'script-ran-after-rewrite')
+    script(rewritten)
+    const after = await dsh(['-p', 'hello'])
+    expect(after.code).toBe(0)
+    expect(existsSync(rewritten)).toBe(false)
+    expect(untrustedLines(after)).toHaveLength(1)
   })
 
   it('runs a project Claude Code hook only after `dsh trust`, and asks again after an edit', { timeout: 120_000 }, async () => {

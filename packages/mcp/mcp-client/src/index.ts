@@ -28,7 +28,7 @@ export const TRUST_SOURCE = 'mcp'
 function projectRequest(dir: string): { request: TrustRequest; table: unknown; path: string; problem?: string } {
   const project = readProjectFile(dir)
   return {
-    request: { source: TRUST_SOURCE, label: 'MCP servers', dir, items: projectTrustItems(project.table, '.mcp.json') },
+    request: { source: TRUST_SOURCE, label: 'MCP servers', dir, items: projectTrustItems(project.table, '.mcp.json', dir) },
     table: project.table,
     path: project.path,
     ...(project.problem ? { problem: project.problem } : {}),
