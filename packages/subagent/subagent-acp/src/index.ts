@@ -27,8 +27,11 @@ export interface SubagentAcpConfig {
   env: Record<string, string>
   /** Credentials the child gets (read through ctx.credentials, else this process's environment); every other credential-looking variable is scrubbed. */
   credentials: string[]
-  /** The child is a dsh (`dsh-acp`): pass it the parent's patch layers as `--patch` arguments. Off for another ACP agent. */
-  dsh: boolean
+  /**
+   * The child is a dsh (`dsh-acp`): pass it the parent's patch layers and policy as `--patch`
+   * arguments. `auto`: when an element of `command` is a `dsh-acp` file.
+   */
+  dsh: boolean | 'auto'
   /** Grace between `session/cancel` (or the end of stdin) and SIGTERM, then SIGKILL. */
   stopGraceMs: number
 }
@@ -38,7 +41,7 @@ export const Config: Schema<Partial<SubagentAcpConfig>, SubagentAcpConfig> = Sch
   command: Schema.array(Schema.string()).default(['dsh-acp']).description('The ACP agent to run: executable and arguments.'),
   env: Schema.dict(Schema.string()).default({}).description('Extra environment variables for the child.'),
   credentials: Schema.array(Schema.string()).default(['DEEPSEEK_API_KEY', 'OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'OPENROUTER_API_KEY', 'GEMINI_API_KEY']).description('Credentials passed to the child; other credential-looking variables are scrubbed.'),
-  dsh: Schema.boolean().default(true).description('The child is dsh-acp: pass the parent\'s patch layers (--patch).'),
+  dsh: Schema.union([Schema.const('auto'), Schema.boolean()]).default('auto').description('The child is dsh-acp: pass the parent\'s patch layers and policy (--patch); auto: when the command runs a dsh-acp file.'),
   stopGraceMs: Schema.natural().default(2000).description('How long a stopping child may take before it is killed.'),
 })
 
@@ -52,8 +55,14 @@ function outcomeOf(stopReason: string, text: string): ChildOutcome {
   return { status: 'failed', text, error: { code: `ACP_${stopReason.toUpperCase()}`, message: `the ACP agent stopped: ${stopReason}` } }
 }
 
+/** Does `command` run dsh-acp (`dsh-acp`, `/path/dsh-acp`, `node /path/dsh-acp.mjs`)? */
+export function runsDshAcp(command: readonly string[]): boolean {
+  return command.some((part) => /(^|[\\/])dsh-acp(\.[cm]?js)?$/.test(part))
+}
+
 export function acpProvider(ctx: Context, config: SubagentAcpConfig): SubagentProvider {
   const [file, ...args] = config.command
+  const isDsh = config.dsh === 'auto' ? runsDshAcp(config.command) : config.dsh
   return {
     name: config.provider,
     description: `an out-of-process ACP agent (${file ?? '?'}): its own runtime, session and tools; give it the whole task`,
@@ -65,8 +74,8 @@ export function acpProvider(ctx: Context, config: SubagentAcpConfig): SubagentPr
       // own --patch layers, and (through the environment) its mode, depth and limit.
       // Last, the parent's resolved sandbox policy (writable roots, network, protected paths).
       const env = await childEnv(ctx, config.credentials, config.env, request.inherit)
-      const policyLayer = config.dsh ? writePolicyLayer(request.inherit) : undefined
-      const layerArgs = config.dsh ? [...request.inherit.patchFiles, ...(policyLayer ? [policyLayer.file] : [])].flatMap((f) => ['--patch', f]) : []
+      const policyLayer = isDsh ? writePolicyLayer(request.inherit) : undefined
+      const layerArgs = isDsh ? [...request.inherit.patchFiles, ...(policyLayer ? [policyLayer.file] : [])].flatMap((f) => ['--patch', f]) : []
       const child = ctx.subprocess.spawn({
         file,
         args: [...args, ...layerArgs],

@@ -75,4 +75,11 @@ describe('subagent provider acp', () => {
     expect(error).toMatchObject({ code: 'START_FAILED' })
     expect((error as Error).message).toMatch(/^provider "acp" could not start the child: spawn \/nonexistent\/acp-agent ENOENT/)
   })
+
+  it('passes the parent\'s layers only to a dsh-acp child (auto): another ACP agent gets its own argv', () => {
+    expect(SubagentAcp.runsDshAcp(['dsh-acp'])).toBe(true)
+    expect(SubagentAcp.runsDshAcp([process.execPath, dshAcp])).toBe(true)
+    expect(SubagentAcp.runsDshAcp([process.execPath, diesMidTurn])).toBe(false)
+    expect(SubagentAcp.runsDshAcp(['my-dsh-acp-wrapper', '--stdio'])).toBe(false)
+  })
 })
