@@ -14,6 +14,9 @@ export function claimStdout(): FrameWriter {
   const stdout = process.stdout
   const original = stdout.write.bind(stdout) as (chunk: Uint8Array | string, cb: (error?: Error | null) => void) => boolean
   const stderr = process.stderr
+  // A client that closes its end (EPIPE) ends the connection, it does not crash the process: the
+  // failed frame write rejects below, and the stream's 'error' event is handled here.
+  stdout.on('error', () => {})
   stdout.write = ((chunk: Uint8Array | string, encoding?: unknown, cb?: unknown) =>
     // Redirected writes keep Node's overloads: (chunk, cb) or (chunk, encoding, cb).
     (stderr.write as (...args: unknown[]) => boolean)(chunk, encoding, cb)) as typeof stdout.write
