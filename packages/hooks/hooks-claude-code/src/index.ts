@@ -17,7 +17,7 @@ import type { ToolOutput } from '@dsh/tools'
 import type {} from '@dsh/compaction'
 import type {} from '@dsh/user-approval'
 import { decodeOutcome, logHookRun, matches, mostRestrictive, registerHookEvents, runHookCommand, type HookOutcome, type PermissionDecision } from '@dsh/hook-protocol'
-import { projectFileDigests, type ProjectTrustRequests, type TrustItem, type TrustRequest } from '@dsh/project-trust'
+import { projectFileDigests, shellCommandTargets, type ProjectTrustRequests, type TrustItem, type TrustRequest } from '@dsh/project-trust'
 import { checkHooks, readSettingsHooks, type HookEntry, type SupportedEvent } from './config.ts'
 
 export { checkHooks, readSettingsHooks, SUPPORTED_EVENTS, UNSUPPORTED_EVENTS, type HookEntry, type SupportedEvent } from './config.ts'
@@ -100,13 +100,13 @@ export interface ProjectHookFiles {
 
 /**
  * What a project's hook entries would run, for `@dsh/project-trust`: event, matcher, command and
- * the digests of the project's own files the command names (`$CLAUDE_PROJECT_DIR/...` included),
+ * the digests of the project's own files the command executes (`$CLAUDE_PROJECT_DIR/...` included),
  * so a trusted hook script that a confined command rewrote is asked about again. The timeout is
  * not part of it.
  */
 export function hookTrustItems(entries: readonly HookEntry[], dir: string): TrustItem[] {
   return entries.map((entry) => {
-    const words = entry.command.replace(/\$\{?CLAUDE_PROJECT_DIR\}?/g, dir).split(/[\s;&|()<>]+/)
+    const words = shellCommandTargets(entry.command.replace(/\$\{?CLAUDE_PROJECT_DIR\}?/g, dir))
     return {
       file: relative(dir, entry.origin) || entry.origin,
       kind: 'hook',

@@ -135,6 +135,37 @@ export function projectFileDigests(dir: string, words: readonly string[], base: 
   return out
 }
 
+/** Programs whose first non-option argument is the script they run. */
+const INTERPRETERS = new Set(['sh', 'bash', 'zsh', 'dash', 'ksh', 'fish', 'node', 'nodejs', 'python', 'python3', 'ruby', 'perl', 'php', 'deno', 'bun', 'tsx', 'ts-node', 'lua', 'Rscript', 'pwsh'])
+
+/**
+ * The words of one simple command that name code it executes: the program itself, and for an
+ * interpreter (`sh`, `node`, `python3`, ...) its script, the first argument that is not an option
+ * (`run` of `deno run` / `bun run` skipped). Data files a program is given (`--db app.sqlite`) are
+ * not code and are left out, so a server that writes its own database does not lose its consent.
+ * `sh -c 'text'` runs text, not a file: nothing is added for it.
+ */
+export function commandTargets(words: readonly string[]): string[] {
+  const list = words.map((word) => word.replace(/['"]/g, '')).filter((word) => word !== '')
+  while (list.length && /^[A-Za-z_][A-Za-z0-9_]*=/.test(list[0]!)) list.shift()
+  const program = list[0]
+  if (program === undefined) return []
+  const base = program.split('/').pop()!.replace(/\d+(\.\d+)*$/, '')
+  if (!INTERPRETERS.has(base) && !INTERPRETERS.has(program.split('/').pop()!)) return [program]
+  const rest = list.slice(1)
+  if (rest.includes('-c') || rest.includes('-e') || rest.includes('--eval')) return [program]
+  const script = rest.find((word, i) => !word.startsWith('-') && !(i === 0 && word === 'run'))
+  return script === undefined ? [program] : [program, script]
+}
+
+/** The executed files of a shell command line: each simple command's `commandTargets` (output redirections dropped). */
+export function shellCommandTargets(command: string): string[] {
+  return command
+    .replace(/\d*>>?&?\s*\S+/g, ' ')
+    .split(/\s*(?:&&|\|\||[;|&()\n])\s*/)
+    .flatMap((simple) => commandTargets(simple.trim().split(/\s+/)))
+}
+
 /** The real path of a project directory; a clear error when it does not exist or is not a directory. */
 export function projectDir(dir: string): string {
   let real: string

@@ -4,7 +4,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, statSync
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { hashItems, projectDir, projectFileDigests, TrustStore, TrustStoreError, type TrustItem } from '../src/store.ts'
+import { commandTargets, hashItems, projectDir, projectFileDigests, shellCommandTargets, TrustStore, TrustStoreError, type TrustItem } from '../src/store.ts'
 
 function fixture() {
   const root = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-trust-store-')))
@@ -110,5 +110,14 @@ describe('TrustStore', () => {
     // A symlink inside the project that points outside it is not the project's file.
     symlinkSync(join(root, 'outside.sh'), join(project, 'link.sh'))
     expect(projectFileDigests(project, ['link.sh'])).toEqual({})
+  })
+
+  it('picks the executed files of a command line, not its data files', () => {
+    expect(commandTargets(['node', 'tools/server.js', '--db', 'data/app.db'])).toEqual(['node', 'tools/server.js'])
+    expect(commandTargets(['./bin/server', '--db', 'data/app.db'])).toEqual(['./bin/server'])
+    expect(commandTargets(['python3.12', '-u', 'srv.py'])).toEqual(['python3.12', 'srv.py'])
+    expect(commandTargets(['deno', 'run', '-A', 'main.ts'])).toEqual(['deno', 'main.ts'])
+    expect(commandTargets(['sh', '-c', 'echo hi > out'])).toEqual(['sh'])
+    expect(shellCommandTargets('FOO=1 "$D"/.claude/hooks/check.sh --strict >> log.txt && node x.js 2> err.log')).toEqual(['$D/.claude/hooks/check.sh', 'node', 'x.js'])
   })
 })

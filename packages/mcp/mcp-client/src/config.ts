@@ -4,7 +4,7 @@
 // one-line reason, never an exception that would stop the others or the boot.
 import { readFileSync } from 'node:fs'
 import { isAbsolute, join, resolve } from 'node:path'
-import { projectFileDigests, type JsonValue, type TrustItem } from '@dsh/project-trust'
+import { commandTargets, projectFileDigests, type JsonValue, type TrustItem } from '@dsh/project-trust'
 
 export type McpSource = 'config' | 'project' | 'user' | 'session'
 export type McpTransportKind = 'stdio' | 'http' | 'sse'
@@ -187,8 +187,8 @@ export function commandLine(words: readonly string[]): string {
  * What a project `mcpServers` table would run, for `@dsh/project-trust`: every entry that is not
  * `disabled: true`, as written in the file (before `${VAR}` expansion, so the consent does not
  * depend on the environment and no secret is shown), plus the digests of the project's own files
- * its command line names (a trusted `node tools/server.js` stops being trusted when that file
- * changes), with one display line each.
+ * its command line executes (the program, an interpreter's script: a trusted `node
+ * tools/server.js` stops being trusted when that file changes), with one display line each.
  */
 export function projectTrustItems(table: unknown, file: string, dir: string): TrustItem[] {
   if (!isRecord(table)) return []
@@ -199,7 +199,7 @@ export function projectTrustItems(table: unknown, file: string, dir: string): Tr
     let files: Record<string, string> = {}
     if (isRecord(raw) && typeof raw.command === 'string') {
       const args = Array.isArray(raw.args) ? raw.args.map(String) : []
-      files = projectFileDigests(dir, [raw.command, ...args], typeof raw.cwd === 'string' ? resolve(dir, raw.cwd) : dir)
+      files = projectFileDigests(dir, commandTargets([raw.command, ...args]), typeof raw.cwd === 'string' ? resolve(dir, raw.cwd) : dir)
       const env = isRecord(raw.env) ? Object.entries(raw.env).map(([key, value]) => `${key}=${String(value)}`) : []
       display = [commandLine([raw.command, ...args]), env.length ? `(env ${commandLine(env)})` : '', typeof raw.cwd === 'string' ? `(cwd ${raw.cwd})` : '']
         .filter(Boolean)
