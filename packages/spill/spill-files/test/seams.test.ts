@@ -5,7 +5,8 @@
 // method declarations like `fork(...)` and calls such as `ctx.subprocess.spawn(...)` do not count)
 // and checked for:
 //   - importing or requiring `child_process` or `node-pty` (any spelling, static or dynamic);
-//   - calling a bare `spawn`, `spawnSync`, `exec`, `execSync`, `execFile`, `execFileSync` or `fork`;
+//   - calling a bare `spawn`, `spawnSync`, `exec`, `execSync`, `execFile`, `execFileSync` or `fork`,
+//     or reaching native process code (`process.binding`, `process._linkedBinding`, `process.dlopen`);
 //   - calling `tmpdir()`/`os.tmpdir()`, `mkdtemp`/`mkdtempSync`, or reading `TMPDIR`;
 //   - naming a path under /tmp, /var/tmp or /dev/shm.
 // A file that cannot use a seam is on ALLOWED with a one-line reason; an entry that no longer
@@ -31,6 +32,7 @@ const ALLOWED: Record<string, string> = {
 
 const SOURCE = /\.(ts|tsx|mts|cts|js|mjs|cjs)$/
 const SPAWNERS = new Set(['spawn', 'spawnSync', 'exec', 'execSync', 'execFile', 'execFileSync', 'fork'])
+const NATIVE = new Set(['binding', '_linkedBinding', 'dlopen'])
 const PROCESS_MODULES = /(^|[/:])(child_process|node-pty)$/
 const TEMP_PATH = /^(\/tmp|\/var\/tmp|\/dev\/shm)(\/|$)/
 
@@ -80,6 +82,7 @@ export function violations(path: string, text: string): string[] {
       const callee = node.expression
       const name = ts.isIdentifier(callee) ? callee.text : ts.isPropertyAccessExpression(callee) ? callee.name.text : undefined
       if (ts.isIdentifier(callee) && name && SPAWNERS.has(name)) report(node, `calls ${name}()`)
+      if (ts.isPropertyAccessExpression(callee) && ts.isIdentifier(callee.expression) && callee.expression.text === 'process' && name && NATIVE.has(name)) report(node, `calls process.${name}()`)
       if (name === 'tmpdir') report(node, 'calls tmpdir()')
       if (name === 'mkdtemp' || name === 'mkdtempSync') report(node, `calls ${name}()`)
     } else if (ts.isIdentifier(node) && node.text === 'TMPDIR') {
@@ -118,6 +121,8 @@ describe('seams', () => {
       'spawn("rg", [])',
       'execFileSync("tar", [])',
       'fork("x.js")',
+      "process.binding('spawn_sync')",
+      "process.getBuiltinModule('node:child_process')",
       'const d = os.tmpdir()',
       'tmpdir()',
       'await mkdtemp(prefix)',
