@@ -4,7 +4,6 @@
 // `ctx.subprocess` with an exact environment (PATH only: no credential is in its reach), and its
 // binding calls travel back over stdin/stdout as newline-delimited JSON, checked and size-capped
 // at the boundary. No runner for a confining mode: the run is refused (REFUSED), nothing starts.
-import { StringDecoder } from 'node:string_decoder'
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import {
@@ -98,9 +97,8 @@ export class SubprocessCodeRuntime extends CodeRuntime {
     const start = await state.start()
     if ('message' in start) return state.finish({ error: start })
 
-    const session = resolved.sessionId !== undefined ? { sessionId: resolved.sessionId } : {}
-    const cwd = resolved.cwd ?? this.policy.workspaceRoot(session)
-    const policy = this.policy.resolve({ ...session, cwd })
+    const cwd = resolved.cwd ?? this.policy.workspaceRoot(resolved.sessionId !== undefined ? { sessionId: resolved.sessionId } : {})
+    const policy = this.policyFor({ ...resolved, cwd })
     const argv = [this.config.node ?? process.execPath, `--max-old-space-size=${resolved.memoryMb}`, '--no-warnings', '-e', CHILD_SOURCE, CHILD_MARKER]
     let invocation: SandboxInvocation
     try {
@@ -172,8 +170,10 @@ export class SubprocessCodeRuntime extends CodeRuntime {
         send(message)
       }
 
-      const decoder = new StringDecoder('utf8')
-      let pending = ''
+      // The unfinished line, as raw bytes: a newline byte never sits inside a UTF-8 sequence, so
+      // lines are cut on bytes and decoded whole; each byte is scanned once.
+      let partial: Buffer[] = []
+      let partialBytes = 0
       const receive = (line: string) => {
         let raw: unknown
         try {
@@ -202,15 +202,19 @@ export class SubprocessCodeRuntime extends CodeRuntime {
           stderrTail = (stderrTail + Buffer.from(chunk.data).toString('utf8')).slice(-STDERR_TAIL)
           return
         }
-        pending += decoder.write(Buffer.from(chunk.data))
-        let newline: number
-        while (!done && (newline = pending.indexOf('\n')) >= 0) {
-          const line = pending.slice(0, newline)
-          pending = pending.slice(newline + 1)
-          if (Buffer.byteLength(line) > maxBytes) return end({ error: tooLarge(maxBytes) })
+        let data = Buffer.from(chunk.data.buffer, chunk.data.byteOffset, chunk.data.byteLength)
+        for (let newline = data.indexOf(10); !done && newline >= 0; newline = data.indexOf(10)) {
+          if (partialBytes + newline > maxBytes) return end({ error: tooLarge(maxBytes) })
+          const line = Buffer.concat([...partial, data.subarray(0, newline)]).toString('utf8')
+          partial = []
+          partialBytes = 0
+          data = data.subarray(newline + 1)
           if (line !== '') receive(line)
         }
-        if (!done && Buffer.byteLength(pending) > maxBytes) end({ error: tooLarge(maxBytes) })
+        if (done || data.byteLength === 0) return
+        partialBytes += data.byteLength
+        if (partialBytes > maxBytes) return end({ error: tooLarge(maxBytes) })
+        partial.push(Buffer.from(data))
       })
       void handle.exited.then((exit) => {
         if (done) return

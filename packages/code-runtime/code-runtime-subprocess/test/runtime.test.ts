@@ -142,6 +142,11 @@ describe('code-runtime-subprocess: the program contract in a confined child', ()
     }
   })
 
+  it('a value larger than a pipe chunk, with multi-byte characters, arrives whole', async () => {
+    const result = await run({ code: 'return "é✓𝄞".repeat(40000)' })
+    expect(result.value).toBe('é✓𝄞'.repeat(40000))
+  })
+
   it('resolve() fills defaults and rejects malformed requests, sessionId and cwd included', () => {
     expect(ctx.codeRuntime.resolve({ code: 'x', timeoutMs: 999_999 })).toMatchObject({ language: 'typescript', timeoutMs: 20_000, memoryMb: 64, filename: 'program.ts' })
     expect(() => ctx.codeRuntime.resolve({ code: 'x', cwd: 'relative' })).toThrow('codeRuntime.run: cwd must be an absolute path')
