@@ -10,6 +10,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { WATCHDOG_PATH, watchdogUnavailable } from '../src/index.ts'
 
 const HARNESS = fileURLToPath(new URL('./fixtures/guarding-harness.mjs', import.meta.url))
+const WORKER_HARNESS = fileURLToPath(new URL('./fixtures/guarding-worker.mjs', import.meta.url))
 const linux = process.platform === 'linux'
 const dir = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-watchdog-')))
 const started: number[] = []
@@ -83,9 +84,16 @@ interface Group {
 async function harness(groups: Group[], mode: 'stay' | 'idle' = 'stay'): Promise<{ child: ChildProcess; pids: number[]; watchdog: number }> {
   const child = spawn(process.execPath, [HARNESS, JSON.stringify(groups), mode], { stdio: ['ignore', 'pipe', 'pipe'] })
   harnesses.push(child)
+  const { pids, watchdog } = JSON.parse(await firstLine(child)) as { pids: number[]; watchdog: number }
+  started.push(...pids)
+  return { child, pids, watchdog }
+}
+
+/** The first line the harness prints (fails when it ends first). */
+function firstLine(child: ChildProcess): Promise<string> {
   let stderr = ''
-  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()))
-  const line = await new Promise<string>((resolve, reject) => {
+  child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()))
+  return new Promise<string>((resolve, reject) => {
     let out = ''
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString()
@@ -93,9 +101,6 @@ async function harness(groups: Group[], mode: 'stay' | 'idle' = 'stay'): Promise
     })
     child.once('exit', () => reject(new Error(`the harness ended early: ${stderr}`)))
   })
-  const { pids, watchdog } = JSON.parse(line) as { pids: number[]; watchdog: number }
-  started.push(...pids)
-  return { child, pids, watchdog }
 }
 
 async function killHarness(child: ChildProcess): Promise<void> {
@@ -163,6 +168,19 @@ describe.runIf(linux)('watchdog', () => {
     await killHarness(child)
     await until('the guarded group to end', () => pids.every(gone))
     await until('the new watchdog to exit', () => gone(replacement))
+  })
+
+  it('guards from a worker thread too (the watchdog then starts through child_process)', { timeout: 60_000 }, async () => {
+    const grandchild = join(dir, 'worker-grandchild.pid')
+    const child = spawn(process.execPath, [WORKER_HARNESS, `trap '' TERM; sleep 600 & echo $! > ${grandchild}; wait`], { stdio: ['ignore', 'pipe', 'inherit'] })
+    harnesses.push(child)
+    const { pids, watchdog } = JSON.parse(await firstLine(child)) as { pids: number[]; watchdog: number }
+    started.push(...pids)
+    expect(watchdog).toBeGreaterThan(1)
+    const sleeper = await until('the grandchild to start', () => existsSync(grandchild) && readFileSync(grandchild, 'utf8').endsWith('\n') && readPid(grandchild))
+    await killHarness(child)
+    await until('the guarded group to end', () => [...pids, sleeper].every(gone))
+    await until('the watchdog to exit', () => gone(watchdog))
   })
 
   // Pid reuse made real: as root, /proc/sys/kernel/ns_last_pid hands a guarded, finished group's
