@@ -61,8 +61,20 @@ export function childPermissionMode(configured: '' | ClaudePermissionMode, mode:
 }
 
 /**
+ * Settings (`--settings`, above the project's and the user's own) for a child of a confined
+ * parent: Claude Code's Bash sandbox on, failing when it cannot start and never run outside it
+ * (so a project's `.claude/settings.json` cannot allow unconfined commands), and no hooks (a
+ * hook command runs outside every sandbox; a cloned project may ship some).
+ */
+export function confinedSettings(mode: SandboxMode): Record<string, unknown> | undefined {
+  if (mode === 'danger-full-access') return undefined
+  return { sandbox: { enabled: true, failIfUnavailable: true, allowUnsandboxedCommands: false }, disableAllHooks: true }
+}
+
+/**
  * The argv the stream-json wire needs, then the configured options, then what the parent's mode
- * imposes (last, so it wins): a read-only parent's child is refused every writing tool.
+ * imposes (last, so it wins): a read-only parent's child is refused every writing tool, and any
+ * confined parent's child runs Bash in Claude Code's own sandbox, without hooks.
  */
 export function claudeArgs(config: SubagentClaudeCodeConfig, mode: SandboxMode = 'danger-full-access'): string[] {
   const args = ['-p', '--output-format', 'stream-json', '--input-format', 'stream-json', '--verbose']
@@ -73,6 +85,8 @@ export function claudeArgs(config: SubagentClaudeCodeConfig, mode: SandboxMode =
   if (permissionMode) args.push('--permission-mode', permissionMode)
   else if (mode !== 'danger-full-access') args.push('--permission-mode', 'default')
   if (mode === 'read-only') args.push('--disallowedTools', WRITING_TOOLS.join(','))
+  const settings = confinedSettings(mode)
+  if (settings) args.push('--settings', JSON.stringify(settings))
   return args
 }
 

@@ -81,6 +81,7 @@ describe('subagent provider claude-code', () => {
   })
 
   describe('a child is confined like its parent', () => {
+    const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
     const inherit = (mode: 'read-only' | 'workspace-write' | 'danger-full-access') => ({
       mode,
       patchFiles: [],
@@ -99,9 +100,11 @@ describe('subagent provider claude-code', () => {
 
     it('a read-only parent\'s child is refused every writing tool, and bypassPermissions is lowered', async () => {
       const h = await boot()
-      expect(await run(h, 'read-only', { permissionMode: 'bypassPermissions' })).toMatch(/^permission-mode=default disallowed=Bash,Edit,MultiEdit,Write,NotebookEdit /)
-      expect(await run(h, 'workspace-write', { permissionMode: 'bypassPermissions' })).toMatch(/^permission-mode=acceptEdits disallowed=- /)
-      expect(await run(h, 'danger-full-access', { permissionMode: 'bypassPermissions' })).toMatch(/^permission-mode=bypassPermissions disallowed=- /)
+      // Bash in Claude Code's own sandbox (never outside it) and no hooks, above the project's settings.
+      const sandboxed = JSON.stringify({ sandbox: { enabled: true, failIfUnavailable: true, allowUnsandboxedCommands: false }, disableAllHooks: true })
+      expect(await run(h, 'read-only', { permissionMode: 'bypassPermissions' })).toMatch(new RegExp(`^permission-mode=default disallowed=Bash,Edit,MultiEdit,Write,NotebookEdit settings=${escape(sandboxed)} `))
+      expect(await run(h, 'workspace-write', { permissionMode: 'bypassPermissions' })).toMatch(new RegExp(`^permission-mode=acceptEdits disallowed=- settings=${escape(sandboxed)} `))
+      expect(await run(h, 'danger-full-access', { permissionMode: 'bypassPermissions' })).toMatch(/^permission-mode=bypassPermissions disallowed=- settings=- /)
     })
 
     it('the child sees its own credentials and the depth, not the parent\'s other secrets', async () => {
