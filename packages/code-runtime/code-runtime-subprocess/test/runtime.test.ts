@@ -75,6 +75,8 @@ function programProcesses(): number[] {
 describe('code-runtime-subprocess: the program contract in a confined child', () => {
   it('runs TypeScript with bindings, captures the console, returns JSON; the program sees only PATH and no require', async () => {
     const seen: unknown[] = []
+    const launched = () => (ctx.subprocess as unknown as { launched: number }).launched
+    const before = launched()
     const result = await run({
       code: [
         'interface Hit { path: string }',
@@ -96,6 +98,8 @@ describe('code-runtime-subprocess: the program contract in a confined child', ()
     ])
     expect(result.calls).toBe(2)
     expect(seen).toEqual([{ v: 2 }, { v: 3 }])
+    // Started through sandbox-local's spawn server (the invocation's launcher), stdin piped.
+    expect(launched()).toBe(before + 1)
   })
 
   it('a throwing program reports the stack of its own code, with its own line numbers', async () => {
