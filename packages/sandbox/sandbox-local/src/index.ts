@@ -719,6 +719,8 @@ function ownMountNamespace(): string {
 }
 
 function realpathOrUndefined(path: string): string | undefined {
+  // Most control paths do not exist: no exception per path (existsSync does not throw).
+  if (!existsSync(path)) return undefined
   try {
     return realpathSync.native(path)
   } catch {
