@@ -1,5 +1,5 @@
 // Keyless end-to-end through the real `dsh` bin and the scripted model server, in workspace-write
-// with Code Mode on: one run_code program tries every door the in-process worker left open (a
+// with the `code` agent preset (Code Mode): one run_code program tries every door the in-process worker left open (a
 // write outside the workspace, the API key in its environment or any /proc/*/environ, a spawned
 // process writing outside, a socket to a loopback server of the host) and calls a tool through
 // the SDK. A second program asks for more than one message may carry.
@@ -42,9 +42,6 @@ describe('run_code through the real bin is confined like bash (workspace-write)'
     writeFileSync(
       patch,
       [
-        '- id: tools',
-        '  config:',
-        '    mode: code',
         // No temp dirs among the writable roots: `outside` (under the temp dir) is outside them all.
         '- id: sandbox-policy',
         '  config:',
@@ -81,12 +78,14 @@ describe('run_code through the real bin is confined like bash (workspace-write)'
     ].join('\n')
     const runCode = (id: string, code: string) => ({ toolCalls: [{ id, name: 'run_code', arguments: { code } }] })
     server = await startMockServer({ steps: [runCode('c_probe', PROBE), { text: 'done' }] as never })
-    const env = { DSH_HOME: home, HOME: home, DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: KEY }
+    // The built-in `code` agent preset: Code Mode presentation (run_code only).
+    const env = { DSH_HOME: home, HOME: home, DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: KEY, DSH_PRESET: 'code' }
     const run = await runDsh(['--profile', 'headless', '--patch', patch, '--output-format', 'stream-json', 'probe'], { cwd, env })
     expect(run.stderr).toBe('')
     expect(run.code).toBe(0)
     const lines = run.stdout.trim().split('\n').map((l) => JSON.parse(l))
     const events = lines.filter((l) => l.type === 'event').map((l) => l.event as { type: string; data: Record<string, any> })
+    expect((server.requests[0].body as { tools: Array<{ function: { name: string } }> }).tools.map((t) => t.function.name)).toEqual(['run_code'])
     const result = events.find((e) => e.type === 'tool/result' && e.data.message.callId === 'c_probe')!.data
     const text = (result.message.content as Array<{ text: string }>).map((b) => b.text).join('')
     expect(result.error).toBeUndefined()
