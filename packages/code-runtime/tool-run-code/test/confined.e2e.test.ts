@@ -1,8 +1,8 @@
 // Keyless end-to-end through the real `dsh` bin and the scripted model server, in workspace-write
-// with the `code` agent preset (Code Mode): one run_code program tries every door the in-process worker left open (a
-// write outside the workspace, the API key in its environment or any /proc/*/environ, a spawned
-// process writing outside, a socket to a loopback server of the host) and calls a tool through
-// the SDK. A second program asks for more than one message may carry.
+// with the built-in `code` agent preset: one run_code program tries every door the in-process
+// worker left open (a write outside the workspace, the API key in its environment or any
+// /proc/*/environ, a spawned process writing outside, a socket to a loopback server of the host)
+// and calls a tool through the SDK. With no sandbox runner a program is refused and nothing runs.
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
