@@ -51,12 +51,29 @@ export async function enableCompileCache() {
 }
 
 /**
+ * A reader that goes away early (`dsh-plugin list | head -1`) is the normal end of a pipe, not a
+ * crash: without a listener, EPIPE on stdout (or on stderr under `2>&1`) is an unhandled 'error'
+ * event, a stack trace and exit 1. Output to a closed pipe is dropped; another stdout error is one
+ * line. Nothing is added when the bin installed its own listener first (dsh, dsh-jsonrpc-agent).
+ * @param {string} name
+ */
+export function quietClosedPipes(name) {
+  if (process.stdout.listenerCount('error') === 0) {
+    process.stdout.on('error', (/** @type {NodeJS.ErrnoException} */ error) => {
+      if (error.code !== 'EPIPE') process.stderr.write(`${name}: cannot write to stdout: ${error.message}\n`)
+    })
+  }
+  if (process.stderr.listenerCount('error') === 0) process.stderr.on('error', () => {})
+}
+
+/**
  * Starts a bin: DSH_DEV respawn, compile cache, then `run()`; its resolved number is the exit code.
  * @param {{ name: string, bin: string | URL, argv: readonly string[], run: () => Promise<number> }} spec
  *   `name` prefixes the internal-error line; `run` imports what it needs (dist/ or, under DSH_DEV,
  *   the sources; see `runsSources()`) and runs it.
  */
 export async function launch(spec) {
+  quietClosedPipes(spec.name)
   await respawnOnSourcesIfDev(spec.bin, spec.argv)
   await enableCompileCache()
   let code
