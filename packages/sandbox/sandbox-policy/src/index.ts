@@ -3,7 +3,7 @@
 // its immutable workspace root, and hands every enforcing capability (bash-sandbox, fs-sandbox) one
 // resolved policy per call. Before each model request it tells the model the policy in force, as a
 // logged user message that is only appended when the policy text changed (see README).
-import { lstatSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs'
+import { lstatSync, opendirSync, readdirSync, readFileSync, realpathSync, statSync, type Dir } from 'node:fs'
 import { homedir, tmpdir } from 'node:os'
 import { isAbsolute, join, resolve as resolvePath } from 'node:path'
 import { Context, Service } from 'cordis'
@@ -284,19 +284,6 @@ export function projectControlPaths(root: string): string[] {
     if (real !== path) paths.add(real)
   }
   for (const entry of PROJECT_CONTROL_PATHS) add(join(root, entry))
-  const dotGit = join(root, '.git')
-  let gitDir: string | undefined
-  const link = lstatOrUndefined(dotGit)
-  if (link?.isFile()) {
-    add(dotGit)
-    const pointer = /^gitdir:\s*(.+?)\s*$/m.exec(readOrEmpty(dotGit))
-    if (pointer) gitDir = resolvePath(root, pointer[1])
-  } else if (link === undefined) {
-    add(dotGit)
-  } else if (statOrUndefined(dotGit)?.isDirectory()) {
-    gitDir = realpathOrSelf(dotGit)
-  }
-  if (gitDir === undefined) return [...paths]
   const seen = new Set<string>()
   const visit = (dir: string, depth: number) => {
     if (seen.size >= MAX_GIT_DIRS || seen.has(dir) || depth > 8) return
@@ -307,8 +294,66 @@ export function projectControlPaths(root: string): string[] {
     for (const nested of gitDirsUnder(join(dir, 'modules'), 4)) visit(nested, depth + 1)
     for (const worktree of gitDirsUnder(join(dir, 'worktrees'), 1)) visit(worktree, depth + 1)
   }
-  visit(gitDir, 0)
+  /** The git files of the work tree at `tree`; `missing` lists a `.git` that does not exist yet. */
+  const workTree = (tree: string, missing: boolean) => {
+    const dotGit = join(tree, '.git')
+    const link = lstatOrUndefined(dotGit)
+    if (link?.isFile()) {
+      add(dotGit)
+      const pointer = /^gitdir:\s*(.+?)\s*$/m.exec(readOrEmpty(dotGit))
+      if (pointer) visit(realpathOrSelf(resolvePath(tree, pointer[1])), 0)
+    } else if (link === undefined) {
+      if (missing) add(dotGit)
+    } else if (statOrUndefined(dotGit)?.isDirectory()) {
+      visit(realpathOrSelf(dotGit), 0)
+    }
+  }
+  workTree(root, true)
+  // Repositories one level down (a directory of checkouts opened as the workspace): their hooks
+  // and config run when the user later works in them. (A repository created in an existing
+  // subdirectory is seen once the root itself changes; see childRepositories.)
+  for (const child of childRepositories(root)) workTree(child, false)
   return [...paths]
+}
+
+/** Most entries of a writable root scanned for repositories one level down (a home directory is skipped). */
+const MAX_ROOT_ENTRIES = 512
+
+/** Per root: its mtime when scanned and the subdirectories that held a `.git` then. */
+const childRepoCache = new Map<string, { mtimeMs: number; repos: string[] }>()
+
+/**
+ * The subdirectories of `root` holding a `.git` (not followed through symlinks), none when it has
+ * more than MAX_ROOT_ENTRIES entries. Rescanned only when the root's mtime changes (an entry
+ * added, removed or renamed), since this runs for every resolved policy.
+ */
+function childRepositories(root: string): string[] {
+  const mtimeMs = statOrUndefined(root)?.mtimeMs
+  if (mtimeMs === undefined) return []
+  const cached = childRepoCache.get(root)
+  if (cached && cached.mtimeMs === mtimeMs) return cached.repos
+  const repos: string[] = []
+  let dir: Dir | undefined
+  try {
+    dir = opendirSync(root)
+    let count = 0
+    for (let entry = dir.readSync(); entry !== null; entry = dir.readSync()) {
+      if (++count > MAX_ROOT_ENTRIES) {
+        repos.length = 0
+        break
+      }
+      if (!entry.isDirectory() || entry.name === '.git' || entry.name === 'node_modules') continue
+      const child = join(root, entry.name)
+      if (lstatOrUndefined(join(child, '.git')) !== undefined) repos.push(child)
+    }
+  } catch {
+    repos.length = 0
+  } finally {
+    dir?.closeSync()
+  }
+  if (childRepoCache.size > 64) childRepoCache.clear()
+  childRepoCache.set(root, { mtimeMs, repos })
+  return repos
 }
 
 /** Git directories (a directory holding `HEAD`) at most `levels` below `dir` (submodule names may hold slashes). */

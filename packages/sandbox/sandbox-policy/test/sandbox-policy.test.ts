@@ -180,6 +180,16 @@ describe('resolution', () => {
     const sub = ctx.sandboxPolicy.resolve({ cwd: join(repo, 'vendor', 'lib') }).controlPaths!
     expect(sub).toContain(join(repo, 'vendor', 'lib', '.git'))
     expect(sub).toContain(join(repo, '.git', 'modules', 'vendor', 'lib', 'hooks'))
+    // A directory of checkouts: the repositories one level down are covered too (not their missing .git).
+    const checkouts = join(base, 'checkouts')
+    mkdirSync(join(checkouts, 'plain'), { recursive: true })
+    git(base, 'clone', '-q', repo, join(checkouts, 'clone'))
+    const many = ctx.sandboxPolicy.resolve({ cwd: checkouts }).controlPaths!
+    for (const entry of ['hooks', 'config']) expect(many).toContain(join(checkouts, 'clone', '.git', entry))
+    expect(many.some((path) => path.startsWith(join(checkouts, 'plain')))).toBe(false)
+    // One cloned later is seen at once (the directory's mtime changed).
+    git(base, 'clone', '-q', repo, join(checkouts, 'later'))
+    expect(ctx.sandboxPolicy.resolve({ cwd: checkouts }).controlPaths).toContain(join(checkouts, 'later', '.git', 'hooks'))
     // No repository at all: .git itself (a directory or a pointer file one could create) is listed.
     expect(ctx.sandboxPolicy.resolve({ cwd: other }).controlPaths).toContain(join(other, '.git'))
     expect(projectControlPaths(other)).toEqual(expect.arrayContaining(PROJECT_CONTROL_PATHS.map((entry) => join(other, entry))))
