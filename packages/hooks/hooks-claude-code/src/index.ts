@@ -17,7 +17,7 @@ import type { ToolOutput } from '@dsh/tools'
 import type {} from '@dsh/compaction'
 import type {} from '@dsh/user-approval'
 import { decodeOutcome, logHookRun, matches, mostRestrictive, registerHookEvents, runHookCommand, type HookOutcome, type PermissionDecision } from '@dsh/hook-protocol'
-import { projectFileDigests, shellCommandTargets, type ProjectTrustRequests, type TrustItem, type TrustRequest } from '@dsh/project-trust'
+import { projectFileDigests, shellCommandTargets, type ProjectTrust, type ProjectTrustRequests, type TrustItem, type TrustRequest } from '@dsh/project-trust'
 import { checkHooks, readSettingsHooks, type HookEntry, type SupportedEvent } from './config.ts'
 
 export { checkHooks, readSettingsHooks, SUPPORTED_EVENTS, UNSUPPORTED_EVENTS, type HookEntry, type SupportedEvent } from './config.ts'
@@ -219,6 +219,7 @@ export function createHookBridge(ctx: Context, config: BridgeOptions, dialect: H
   // sees only `entries`, which they join once `ctx.projectTrust` starts them. Without a
   // project-trust row they never run (fail closed).
   const held: HookEntry[] = []
+  let trust: ProjectTrust | undefined
   if (dialect.project) {
     const project = readProjectHooks(dialect.project, defaultTimeoutMs)
     for (const problem of project.problems) ctx.logger('hooks').warn(problem)
@@ -229,6 +230,7 @@ export function createHookBridge(ctx: Context, config: BridgeOptions, dialect: H
       const request = { ...project.request, items: hookTrustItems(held, dialect.project.dir) }
       ctx.inject(['projectTrust'], (inner) => {
         inner.effect(() => {
+          trust = inner.projectTrust
           let off: () => void = () => {}
           try {
             off = inner.projectTrust.gate(request, () => {
@@ -237,7 +239,10 @@ export function createHookBridge(ctx: Context, config: BridgeOptions, dialect: H
           } catch (error) {
             ctx.logger('hooks').warn(`the project's hooks were not enabled: ${(error as Error).message}`)
           }
-          return off
+          return () => {
+            off()
+            trust = undefined
+          }
         }, `hooks: ${dialect.dialect} project hooks behind project trust`)
       })
     }
@@ -249,10 +254,10 @@ export function createHookBridge(ctx: Context, config: BridgeOptions, dialect: H
   const run = async (
     event: SupportedEvent,
     input: { [key: string]: unknown },
-    options: { toolName?: string; matchOn?: string; session?: Session; cwd: string; signal?: AbortSignal },
+    options: { toolName?: string; matchOn?: string; session?: Session; cwd: string; signal?: AbortSignal; among?: readonly HookEntry[] },
   ): Promise<Ran[]> => {
     const subject = options.toolName ?? options.matchOn
-    const selected = entries.filter((e) => e.event === event && (subject === undefined || matches(e.matcher, subject)))
+    const selected = (options.among ?? entries).filter((e) => e.event === event && (subject === undefined || matches(e.matcher, subject)))
     return Promise.all(
       selected.map(async (entry) => {
         const result = await runHookCommand(ctx.subprocess, { command: entry.command, cwd: options.cwd, env, input, timeoutMs: entry.timeoutMs, ...(options.signal ? { signal: options.signal } : {}) })
@@ -378,26 +383,36 @@ export function createHookBridge(ctx: Context, config: BridgeOptions, dialect: H
   if (has('SessionStart')) {
     // Runs when an agent is created; the agent's first step waits for it and enters what the hooks
     // print (plain stdout or additionalContext) as context messages ahead of the first prompt.
-    const starting = new WeakMap<Agent, Promise<string[]>>()
+    // A project's SessionStart hooks trusted at the session's first step (the human was asked
+    // then) run at that step, after the ones that started with the agent.
+    const starting = new WeakMap<Agent, { contexts: Promise<string[]>; ran: HookEntry[]; source: string }>()
+    const contextsOf = (ran: Ran[]) =>
+      ran.flatMap(({ outcome }) => {
+        if (outcome.kind !== 'ok') return []
+        const context = outcome.json ? text(specific(outcome.json)?.additionalContext) : text(outcome.stdout)
+        return context ? [context] : []
+      })
     ctx.on('agent/created', (agent) => {
       const source = agent.session.events.some((e) => e.type === 'turn/start') ? 'resume' : 'startup'
       const input = { ...common('SessionStart', agent.session.id, agent.cwd), source }
-      starting.set(
-        agent,
-        run('SessionStart', input, { matchOn: source, session: agent.session, cwd: agent.cwd }).then((ran) =>
-          ran.flatMap(({ outcome }) => {
-            if (outcome.kind !== 'ok') return []
-            const context = outcome.json ? text(specific(outcome.json)?.additionalContext) : text(outcome.stdout)
-            return context ? [context] : []
-          }),
-        ),
-      )
+      const ran = entries.filter((e) => e.event === 'SessionStart')
+      starting.set(agent, { contexts: run('SessionStart', input, { matchOn: source, session: agent.session, cwd: agent.cwd, among: ran }).then(contextsOf), ran, source })
     })
     ctx.on('agent/pre-step', async (payload, next) => {
       const pending = starting.get(payload.agent)
       if (pending) {
         starting.delete(payload.agent)
-        for (const context of await pending) payload.messages.unshift({ content: context, source: { ...SOURCE, label: 'SessionStart hook' } })
+        const agent = payload.agent
+        const contexts = await pending.contexts
+        if (held.some((e) => e.event === 'SessionStart')) {
+          await trust?.consent({ sessionId: agent.session.id })
+          const late = entries.filter((e) => e.event === 'SessionStart' && !pending.ran.includes(e))
+          if (late.length > 0) {
+            const input = { ...common('SessionStart', agent.session.id, agent.cwd), source: pending.source }
+            contexts.push(...contextsOf(await run('SessionStart', input, { matchOn: pending.source, session: agent.session, cwd: agent.cwd, among: late })))
+          }
+        }
+        for (const context of contexts) payload.messages.unshift({ content: context, source: { ...SOURCE, label: 'SessionStart hook' } })
       }
       return next()
     }, { prepend: true })

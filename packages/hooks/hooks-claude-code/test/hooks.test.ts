@@ -14,7 +14,8 @@ import ApprovalService from '@dsh/user-approval'
 import SubagentService from '@dsh/subagent'
 import * as ToolSubagent from '@dsh/tool-subagent'
 import HomePaths from '@dsh/home-paths'
-import ProjectTrust, { TrustStore, trustAll } from '@dsh/project-trust'
+import ProjectTrust, { TrustStore, trustAll, TRUST_OPTION } from '@dsh/project-trust'
+import UserQuestions from '@dsh/user-questions'
 
 let harness: Harness | undefined
 afterEach(async () => {
@@ -98,6 +99,32 @@ describe('@dsh/hooks-claude-code', () => {
       await harness.dispose()
       harness = undefined
     }
+  })
+
+  it('a project SessionStart hook trusted at the first step (a human said yes) runs at that step', async () => {
+    const ws = workspace()
+    writeFileSync(join(ws.cwd, '.claude/settings.json'), JSON.stringify({ hooks: { SessionStart: [{ hooks: [{ type: 'command', command: 'cat >/dev/null; echo "project context"' }] }] } }))
+    writeFileSync(join(ws.home, '.claude/settings.json'), JSON.stringify({ hooks: { SessionStart: [{ hooks: [{ type: 'command', command: 'cat >/dev/null; echo "user context"' }] }] } }))
+    const asked: string[] = []
+    const human = {
+      name: 'human',
+      inject: ['userQuestions'],
+      apply(ctx: Context) {
+        ctx.userQuestions.registerAnswerer({ name: 'tui', answer: (request) => (asked.push(request.questions[0]!.question), { trust: { selected: [TRUST_OPTION] } }) })
+      },
+    }
+    harness = await createHarness({
+      cwd: ws.cwd,
+      script: [{ text: 'ok' }] as never,
+      plugins: [[HomePaths, { home: join(ws.root, 'dsh-home') }], [UserQuestions, {}], [ProjectTrust, {}], [human], [SubprocessLocal, {}], [HooksClaudeCode, { cwd: ws.cwd, userHome: ws.home }]] as never,
+    })
+    await harness.prompt('hello')
+    expect(asked).toHaveLength(1)
+    const sent = JSON.stringify(harness.model.requests[0]!.messages)
+    expect(sent).toContain('user context')
+    expect(sent).toContain('project context')
+    expect(sent.indexOf('user context')).toBeLessThan(sent.indexOf('hello'))
+    expect(sent.indexOf('project context')).toBeLessThan(sent.indexOf('hello'))
   })
 
   it('a project that is the user\'s home reads ~/.claude/settings.json as the user\'s file', async () => {
