@@ -172,3 +172,72 @@ describe('@dsh/acp plan mode', () => {
     expect(harness.ctx.planMode.isActive(created.sessionId)).toBe(false)
   })
 })
+
+describe('@dsh/acp permission requests fail closed', () => {
+  /** A `touch` tool gated by an approval request; `ran` counts its executions. */
+  async function gated(permissionTimeoutMs: number, answer: (params: acp.RequestPermissionRequest) => acp.RequestPermissionResponse | Promise<acp.RequestPermissionResponse>) {
+    harness = await createHarness({
+      script: [{ toolCalls: [{ name: 'touch', arguments: {} }] }, { text: 'after' }],
+      plugins: [
+        [AgentDefaultModel, { provider: SCRIPTED_PROVIDER, model: SCRIPTED_MODEL }],
+        [ApprovalService, {}],
+      ],
+    })
+    const state = { ran: 0, outcomes: [] as string[] }
+    await harness.mount({
+      name: 'touch-gate',
+      inject: ['tools', 'approval'],
+      apply(ctx: import('cordis').Context) {
+        ctx.tools.register({ name: 'touch', description: 'Touch', parameters: { type: 'object', properties: {} }, execute: () => ((state.ran++), { content: 'touched' }) } as never)
+        ctx.on('tools/pre-execute', async (payload, next) => {
+          if (payload.tool.name !== 'touch') return next()
+          const outcome = await ctx.approval.request({ sessionId: payload.context.sessionId, kind: 'command', title: 'Touch', action: {} }, { signal: payload.context.signal })
+          state.outcomes.push(`${outcome.decision}: ${outcome.reason ?? ''}`)
+          if (outcome.decision === 'allowed-once' || outcome.decision === 'allowed-always') return next()
+          payload.decision = { deny: `not approved: ${outcome.reason ?? outcome.decision}`, code: 'NOT_APPROVED' }
+        })
+      },
+    })
+    await harness.mount(AcpServer, { stdio: false, permissionTimeoutMs })
+    const { agentSide, clientSide } = pipe()
+    harness.ctx.acp.connect(agentSide)
+    const conn = acp.client({ name: 't' }).onRequest('session/request_permission', ({ params }) => answer(params)).connect(clientSide)
+    await conn.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} })
+    const cwd = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-acp-perm-')))
+    const { sessionId } = await conn.agent.request('session/new', { cwd, mcpServers: [] })
+    const stop = await conn.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'touch it' }] })
+    return { ...state, stop: stop.stopReason }
+  }
+
+  it('an allow runs the tool (positive control)', async () => {
+    const r = await gated(0, () => ({ outcome: { outcome: 'selected', optionId: 'allow_once' } }))
+    expect(r).toMatchObject({ ran: 1, stop: 'end_turn', outcomes: ['allowed-once: '] })
+  })
+
+  it('a JSON-RPC error answer is a rejection', async () => {
+    const r = await gated(0, () => {
+      throw new acp.RequestError(-32000, 'editor exploded')
+    })
+    expect(r.ran).toBe(0)
+    expect(r.outcomes).toEqual([expect.stringMatching(/^rejected: the client did not answer the permission request \(.*editor exploded.*\)$/)])
+  })
+
+  it('no answer within permissionTimeoutMs is a rejection', async () => {
+    let release!: () => void
+    const r = await gated(50, () => new Promise((resolve) => (release = () => resolve({ outcome: { outcome: 'selected', optionId: 'allow_once' } }))))
+    release()
+    expect(r.ran).toBe(0)
+    expect(r.outcomes).toEqual(['rejected: the client did not answer the permission request (no answer within 50 ms)'])
+  })
+
+  it('an unknown option or a cancelled outcome is a rejection', async () => {
+    const unknown = await gated(0, () => ({ outcome: { outcome: 'selected', optionId: 'allow_everything_forever' } }))
+    expect(unknown.ran).toBe(0)
+    expect(unknown.outcomes[0]).toMatch(/^rejected: the client chose an unknown option/)
+    await harness!.dispose()
+    harness = undefined
+    const cancelled = await gated(0, () => ({ outcome: { outcome: 'cancelled' } }))
+    expect(cancelled.ran).toBe(0)
+    expect(cancelled.outcomes).toEqual(['rejected: the client cancelled the permission request'])
+  })
+})
