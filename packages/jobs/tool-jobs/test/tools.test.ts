@@ -18,13 +18,13 @@ afterEach(async () => {
   harness = undefined
 })
 
-async function boot(script: ScriptEntry[]) {
+async function boot(script: ScriptEntry[], jobs: object = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'dsh-tool-jobs-'))
   harness = await createHarness({
     cwd: dir,
     script,
     plugins: [
-      [JobRegistry, {}],
+      [JobRegistry, jobs],
       [LocalSubprocessService, {}],
       [BashLocalExecutor, { defaultTimeoutMs: 5_000, maxTimeoutMs: 60_000, killGraceMs: 200, spillDir: join(dir, '.spill') }],
       [ToolBash, {}],
@@ -97,6 +97,23 @@ describe('tool-jobs with bash run_in_background', () => {
     expect(seen(4)).toBe('Error [UNKNOWN_JOB]: no background job "bash-9" (known: bash-1)')
     expect(seen(5)).toMatch(/^Error \[INVALID_ARGUMENTS\]/)
     expect(seen(6)).toMatch(/^Error \[INVALID_ARGUMENTS\]/)
+  })
+
+  it('job_output says when the session\'s spill cap cut the spill file, and where the rest is not', { timeout: 30_000 }, async () => {
+    const h = await boot(
+      [
+        call('bash', { command: "head -c 5000 /dev/zero | tr '\\0' x", description: 'long', run_in_background: true }, 'c1'),
+        { text: 'started' },
+        call('job_output', { id: 'bash-1', since: 0 }, 'c2'),
+        { text: 'read' },
+      ],
+      { retainBytes: 1024, spillMaxBytes: 2000 },
+    )
+    await h.prompt('start')
+    expect(await h.ctx.jobs.wait('bash-1')).toMatchObject({ status: 'exited', outputBytes: 5000 })
+    await h.prompt('read it')
+    const text = lastTool(h.model.requests[3])
+    expect(text).toMatch(/^Job bash-1 \(exited with code 0\); output bytes 3976-5000, next: 5000; 3976 earlier bytes are no longer in memory; the spilled output is in \/\S+\/bash-1\.log; the session's spill cap \(2000 bytes\) was reached: the spill file ends after 2000 bytes\.\nx{1024}$/)
   })
 
   it('app stop kills running jobs', { timeout: 30_000 }, async () => {
