@@ -64,17 +64,24 @@ describe('dsh plugin runs no lifecycle scripts', () => {
     expect(existsSync(join(profileDir, 'node_modules', 'noisy-tar'))).toBe(false)
   }, 240_000)
 
-  it('an accepted plugin from a tarball and its dependency ran no scripts at add or update (positive control: the row mounts)', async () => {
+  it('an accepted plugin from a tarball and its dependencies ran no scripts at add or update (positive control: the row mounts)', async () => {
     const dep = pack(packageDir('noisy-dep', {}, 'export const x = 1\n'))
+    // A git dependency (npm prepares one by running its prepare script unless scripts are off).
+    const gitDep = packageDir('noisy-git', {}, 'export const y = 2\n')
+    const git = (...args: string[]) => execFileSync('git', ['-c', 'user.email=t@example.invalid', '-c', 'user.name=t', ...args], { cwd: gitDep, stdio: 'pipe' })
+    git('init', '-q')
+    git('add', '.')
+    git('commit', '-qm', 'fixture')
     const dir = packageDir(
       'dsh-plugin-noisy',
-      { dsh: { plugin: {} }, dependencies: { 'noisy-dep': `file:${dep}` } },
+      { dsh: { plugin: {} }, dependencies: { 'noisy-dep': `file:${dep}`, 'noisy-git': `git+file://${gitDep}` } },
       "export const name = 'noisy'\nexport function apply() {}\n",
     )
     const tarball = pack(dir)
     const add = await plugin('add', tarball, '--profile', 'headless')
     expect(add, add.stderr).toMatchObject({ code: 0, stdout: 'added dsh-plugin-noisy@1.0.0 to profile headless as row noisy\n' })
     expect(existsSync(join(profileDir, 'node_modules', 'noisy-dep', 'index.js'))).toBe(true)
+    expect(existsSync(join(profileDir, 'node_modules', 'noisy-git', 'index.js'))).toBe(true)
     expect(readdirSync(markers)).toEqual([])
 
     const update = await plugin('update', 'dsh-plugin-noisy', '--profile', 'headless')
