@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest'
 import { visibleWidth } from '@mariozechner/pi-tui'
 import type { ApprovalAnswer, ApprovalId, ApprovalRequest } from '@dsh/user-approval'
 import type { QuestionAnswer } from '@dsh/user-questions'
-import { ApprovalPanel, Picker, QuestionPanel } from '../src/panels.ts'
+import { ApprovalPanel, ConfirmPanel, Picker, QuestionPanel } from '../src/panels.ts'
 import { gitBranch, statusText } from '../src/status.ts'
 import { markdownTheme, palette } from '../src/theme.ts'
 import { highlightCode } from '../src/highlight.ts'
@@ -85,6 +85,29 @@ describe('ToolCard', () => {
     expect(plainText(grep.render(80))).toEqual(['● grep TODO  in src', '  ⎿ no matches'])
     expect(sanitize(`${ESC}[31mred${ESC}[0m\tx\r\n${ESC}]0;title\x07y`)).toBe('red    x\ny')
     expect(toolSubject('bash', 'not json')).toBe('')
+  })
+})
+
+describe('ConfirmPanel', () => {
+  const answer = (keys: string[]) => {
+    const answers: boolean[] = []
+    const panel = new ConfirmPanel('Switch to danger-full-access?', 'No confinement.', 'y switches · any other key keeps workspace-write', plain, (yes) => answers.push(yes))
+    for (const key of keys) panel.handleInput(key)
+    return { answers, panel }
+  }
+
+  it('only y (or Y) is yes; the first other key of any kind is no, and only one answer is given', () => {
+    expect(answer(['y']).answers).toEqual([true])
+    expect(answer(['Y']).answers).toEqual([true])
+    for (const key of ['n', ESC, '\r', '\x1b[Z', ' ', '\x03', 'yes']) expect(answer([key]).answers, JSON.stringify(key)).toEqual([false])
+    expect(answer(['n', 'y']).answers).toEqual([false])
+  })
+
+  it('renders the question, the body and the hint within the width', () => {
+    const lines = answer([]).panel.render(30)
+    for (const line of lines) expect(visibleWidth(line)).toBeLessThanOrEqual(30)
+    expect(lines.join('\n')).toMatch(/Switch to danger-full-acces/)
+    expect(lines.join('\n')).toContain('No confinement.')
   })
 })
 
