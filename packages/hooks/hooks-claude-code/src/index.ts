@@ -105,16 +105,18 @@ export interface ProjectHookFiles {
  * not part of it.
  */
 export function hookTrustItems(entries: readonly HookEntry[], dir: string): TrustItem[] {
-  return entries.map((entry) => {
-    const words = shellCommandTargets(entry.command.replace(/\$\{?CLAUDE_PROJECT_DIR\}?/g, dir))
-    return {
-      file: relative(dir, entry.origin) || entry.origin,
-      kind: 'hook',
-      name: `${entry.event}${entry.matcher !== undefined ? `[${entry.matcher}]` : ''}`,
-      display: entry.command,
-      run: { event: entry.event, matcher: entry.matcher ?? null, command: entry.command, files: projectFileDigests(dir, words) },
-    }
-  })
+  return entries.map((entry) => ({
+    file: relative(dir, entry.origin) || entry.origin,
+    kind: 'hook',
+    name: `${entry.event}${entry.matcher !== undefined ? `[${entry.matcher}]` : ''}`,
+    display: entry.command,
+    run: { event: entry.event, matcher: entry.matcher ?? null, command: entry.command, files: hookFileDigests(entry, dir) },
+  }))
+}
+
+/** The digests of the project files a hook's command executes. */
+export function hookFileDigests(entry: HookEntry, dir: string): Record<string, string> {
+  return projectFileDigests(dir, shellCommandTargets(entry.command.replace(/\$\{?CLAUDE_PROJECT_DIR\}?/g, dir)))
 }
 
 /** Reads the project's hook files: every entry, the problems, and the trust request they make. */
@@ -219,6 +221,8 @@ export function createHookBridge(ctx: Context, config: BridgeOptions, dialect: H
   // sees only `entries`, which they join once `ctx.projectTrust` starts them. Without a
   // project-trust row they never run (fail closed).
   const held: HookEntry[] = []
+  const pinned = new Map<HookEntry, { dir: string; files: string }>()
+  const canonical = (files: Record<string, string>) => JSON.stringify(Object.entries(files).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
   let trust: ProjectTrust | undefined
   if (dialect.project) {
     const project = readProjectHooks(dialect.project, defaultTimeoutMs)
@@ -227,7 +231,11 @@ export function createHookBridge(ctx: Context, config: BridgeOptions, dialect: H
       if (!entries.some((e) => e.event === entry.event && e.matcher === entry.matcher && e.command === entry.command)) held.push(entry)
     }
     if (held.length > 0) {
-      const request = { ...project.request, items: hookTrustItems(held, dialect.project.dir) }
+      const dir = dialect.project.dir
+      const request = { ...project.request, items: hookTrustItems(held, dir) }
+      // A trusted project hook runs only while the project files it executes are still the ones
+      // consented to: a confined command may rewrite a hook script during the session.
+      for (const [i, entry] of held.entries()) pinned.set(entry, { dir, files: canonical((request.items[i]!.run as { files: Record<string, string> }).files) })
       ctx.inject(['projectTrust'], (inner) => {
         inner.effect(() => {
           trust = inner.projectTrust
@@ -257,7 +265,15 @@ export function createHookBridge(ctx: Context, config: BridgeOptions, dialect: H
     options: { toolName?: string; matchOn?: string; session?: Session; cwd: string; signal?: AbortSignal; among?: readonly HookEntry[] },
   ): Promise<Ran[]> => {
     const subject = options.toolName ?? options.matchOn
-    const selected = (options.among ?? entries).filter((e) => e.event === event && (subject === undefined || matches(e.matcher, subject)))
+    const selected = (options.among ?? entries).filter((e) => {
+      if (e.event !== event || (subject !== undefined && !matches(e.matcher, subject))) return false
+      const pin = pinned.get(e)
+      if (pin && canonical(hookFileDigests(e, pin.dir)) !== pin.files) {
+        ctx.logger('hooks').warn(`the project hook "${e.command}" (${e.origin}) was not run: a file it executes changed after the project was trusted`)
+        return false
+      }
+      return true
+    })
     return Promise.all(
       selected.map(async (entry) => {
         const result = await runHookCommand(ctx.subprocess, { command: entry.command, cwd: options.cwd, env, input, timeoutMs: entry.timeoutMs, ...(options.signal ? { signal: options.signal } : {}) })

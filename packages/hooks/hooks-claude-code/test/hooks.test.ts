@@ -127,6 +127,20 @@ describe('@dsh/hooks-claude-code', () => {
     expect(sent.indexOf('project context')).toBeLessThan(sent.indexOf('hello'))
   })
 
+  it('a trusted project hook stops running once a script it executes is rewritten', async () => {
+    const ws = workspace()
+    const log = join(ws.root, 'hook.log')
+    mkdirSync(join(ws.cwd, 'tools'))
+    writeFileSync(join(ws.cwd, 'tools', 'check.sh'), `cat >/dev/null; echo original >> ${log}\n`)
+    writeFileSync(join(ws.cwd, '.claude/settings.json'), JSON.stringify({ hooks: { PreToolUse: [{ matcher: 'Bash', hooks: [{ type: 'command', command: 'sh "$CLAUDE_PROJECT_DIR"/tools/check.sh' }] }] } }))
+    const h = await boot(ws, [bash('ls'), bash('ls'), { text: 'done' }])
+    // Between the two calls the script is rewritten, as a confined command could do.
+    h.ctx.on('tools/result', () => writeFileSync(join(ws.cwd, 'tools', 'check.sh'), `cat >/dev/null; echo rewritten >> ${log}\n`))
+    await h.prompt('list twice')
+    expect(readFileSync(log, 'utf8')).toBe('original\n')
+    expect(runs(h).map((r) => r.outcome)).toEqual(['ok'])
+  })
+
   it('a project that is the user\'s home reads ~/.claude/settings.json as the user\'s file', async () => {
     const ws = workspace()
     const log = join(ws.root, 'home.log')
