@@ -183,8 +183,8 @@ describe('LocalFileSystem', () => {
     const c = new Context()
     const errors: unknown[] = []
     c.on('internal/error' as never, ((e: unknown) => errors.push(e)) as never)
-    c.plugin(LocalFileSystem, { chunkBytes: 12 } as never)
-    await new Promise((resolve) => setTimeout(resolve, 50))
+    // The fiber settles with the schema error: wait for that, not for time.
+    await expect(c.plugin(LocalFileSystem, { chunkBytes: 12 } as never)).rejects.toThrow(/4096/)
     expect(c.get('fs')).toBeUndefined()
   })
 })
