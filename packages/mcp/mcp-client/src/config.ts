@@ -178,6 +178,13 @@ export function readProjectFile(dir: string): { table?: unknown; path: string; p
   return { path, table: parsed.mcpServers }
 }
 
+/** The digests of the project files a raw stdio server entry executes (its program, an interpreter's script). */
+export function serverFileDigests(raw: unknown, dir: string): Record<string, string> {
+  if (!isRecord(raw) || typeof raw.command !== 'string') return {}
+  const args = Array.isArray(raw.args) ? raw.args.map(String) : []
+  return projectFileDigests(dir, commandTargets([raw.command, ...args]), typeof raw.cwd === 'string' ? resolve(dir, raw.cwd) : dir)
+}
+
 /** A shell-like rendering of one command line, for people (quoting only where needed). */
 export function commandLine(words: readonly string[]): string {
   return words.map((word) => (/^[A-Za-z0-9_./@%+=:,-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`)).join(' ')
@@ -196,10 +203,9 @@ export function projectTrustItems(table: unknown, file: string, dir: string): Tr
   for (const [name, raw] of Object.entries(table)) {
     if (isRecord(raw) && raw.disabled === true) continue
     let display: string
-    let files: Record<string, string> = {}
+    const files = serverFileDigests(raw, dir)
     if (isRecord(raw) && typeof raw.command === 'string') {
       const args = Array.isArray(raw.args) ? raw.args.map(String) : []
-      files = projectFileDigests(dir, commandTargets([raw.command, ...args]), typeof raw.cwd === 'string' ? resolve(dir, raw.cwd) : dir)
       const env = isRecord(raw.env) ? Object.entries(raw.env).map(([key, value]) => `${key}=${String(value)}`) : []
       display = [commandLine([raw.command, ...args]), env.length ? `(env ${commandLine(env)})` : '', typeof raw.cwd === 'string' ? `(cwd ${raw.cwd})` : '']
         .filter(Boolean)

@@ -14,7 +14,7 @@ import type {} from '@dsh/agent'
 import type { SubprocessService } from '@dsh/subprocess'
 import type {} from '@dsh/tools'
 import type { ProjectTrust, ProjectTrustRequests, TrustRequest } from '@dsh/project-trust'
-import { checkServer, checkTable, projectTrustItems, readProjectFile, type CheckedServer, type McpSource } from './config.ts'
+import { checkServer, checkTable, projectTrustItems, readProjectFile, serverFileDigests, type CheckedServer, type McpSource } from './config.ts'
 import { McpServerConnection, type ConnectionOptions, type McpServerStatus } from './server.ts'
 import { fromAcpServer } from './acp.ts'
 
@@ -130,8 +130,11 @@ export class McpClient extends Service {
   })
 
   private readonly servers = new Map<string, McpServerConnection | CheckedServer>()
-  /** Project servers waiting for the user's trust (listed as disabled until then). */
+  /** Project servers waiting for the user's trust (listed as disabled until then), and why. */
   private readonly held = new Map<string, CheckedServer>()
+  private readonly heldReason = new Map<string, string>()
+  /** Started project servers: the digests of the project files each executes, as consented. */
+  private readonly pins = new Map<string, { raw: unknown; files: string }>()
   private trust: ProjectTrust | undefined
   private readonly cwd: string
 
@@ -174,6 +177,8 @@ export class McpClient extends Service {
       for (const entry of runnable) {
         claimed.add(entry.name)
         this.held.set(entry.name, entry)
+        const raw = (project.table as Record<string, unknown>)[entry.name]
+        this.pins.set(entry.name, { raw, files: digestKey(serverFileDigests(raw, this.cwd)) })
       }
       if (runnable.length > 0) {
         // No project-trust row: the servers stay held (fail closed) and are listed as untrusted.
@@ -252,7 +257,7 @@ export class McpClient extends Service {
     const held = [...this.held.values()].map((entry): McpServerStatus => ({
       ...staticStatus({ name: entry.name, source: entry.source, origin: entry.origin, disabled: true }),
       ...('spec' in entry ? { transport: entry.spec.transport } : {}),
-      error: `the project is not trusted: run "dsh trust ${this.cwd}" to start it`,
+      error: this.heldReason.get(entry.name) ?? `the project is not trusted: run "dsh trust ${this.cwd}" to start it`,
     }))
     return [...[...this.servers.values()].map((entry) => (entry instanceof McpServerConnection ? entry.status() : staticStatus(entry))), ...held]
       .sort((a, b) => (a.scope ?? '').localeCompare(b.scope ?? '') || a.name.localeCompare(b.name))
@@ -334,6 +339,9 @@ export class McpClient extends Service {
         onStatus: (status, notice) => {
           if (notice) this.ctx.logger('mcp').warn(notice)
           this.ctx.emit('mcp/status', status, notice)
+          // A project server about to be started again runs only while the files it executes are
+          // the consented ones (a confined command may have rewritten its script meanwhile).
+          if (status.state === 'retrying' && entry.source === 'project' && scope === undefined) this.recheck(entry, key)
         },
         onProgress: (progress) => this.ctx.emit('mcp/progress', progress),
       }, scope)
@@ -349,6 +357,19 @@ export class McpClient extends Service {
       }
     }
     return key
+  }
+
+  private recheck(entry: CheckedServer, key: string): void {
+    const pin = this.pins.get(entry.name)
+    if (!pin || digestKey(serverFileDigests(pin.raw, this.cwd)) === pin.files) return
+    this.remove(key)
+    this.held.set(entry.name, entry)
+    const reason = `a file it executes changed after the project was trusted; it was stopped (run "dsh trust ${this.cwd}" to trust the new content)`
+    this.heldReason.set(entry.name, reason)
+    const notice = `MCP server "${entry.name}" was not restarted: ${reason}.`
+    this.ctx.logger('mcp').warn(notice)
+    const status = this.get(entry.name)
+    if (status) this.ctx.emit('mcp/status', status, notice)
   }
 
   private remove(key: string): void {
@@ -370,6 +391,8 @@ export class McpClient extends Service {
     }
   }
 }
+
+const digestKey = (files: Record<string, string>) => JSON.stringify(Object.entries(files).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
 
 function keyOf(name: string, scope: string | undefined): string {
   return scope === undefined ? name : `${scope}\u0000${name}`

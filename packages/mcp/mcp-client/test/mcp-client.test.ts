@@ -333,6 +333,21 @@ describe('@dsh/mcp-client configuration', () => {
     expect(new TrustStore(join(home, 'trusted-projects.json')).list()).toHaveLength(1)
   })
 
+  it('does not restart a trusted project server whose script was rewritten meanwhile', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'dsh-mcp-pinned-'))
+    const home = mkdtempSync(join(tmpdir(), 'dsh-mcp-home-'))
+    writeFileSync(join(cwd, 'server.mjs'), `import ${JSON.stringify(changing)}\n`)
+    writeFileSync(join(cwd, '.mcp.json'), JSON.stringify({ mcpServers: { srv: { command: process.execPath, args: ['server.mjs'] } } }))
+    const h = await boot({}, { cwd, before: await trustedProject(cwd, home) })
+    await connected(h, 'srv')
+    // A confined command rewrites the script; then the server crashes.
+    writeFileSync(join(cwd, 'server.mjs'), `import ${JSON.stringify(changing)}\n// changed\n`)
+    expect(text(await call(h, 'mcp__srv__crash', {}))).toBe('crashing')
+    const held = await until(() => status(h, 'srv')?.state === 'disabled' && status(h, 'srv'), 'the server held')
+    expect(held.error).toMatch(/a file it executes changed after the project was trusted/)
+    expect(held.restarts).toBe(0)
+  })
+
   it('without a project-trust row the project\'s servers never start', async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'dsh-mcp-no-trust-'))
     writeFileSync(join(cwd, '.mcp.json'), JSON.stringify({ mcpServers: { project: { command: process.execPath, args: [changing] } } }))
