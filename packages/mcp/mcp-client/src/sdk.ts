@@ -10,6 +10,10 @@ export interface Sdk {
   McpError: typeof import('@modelcontextprotocol/sdk/types.js').McpError
   ReadBuffer: typeof import('@modelcontextprotocol/sdk/shared/stdio.js').ReadBuffer
   serializeMessage: typeof import('@modelcontextprotocol/sdk/shared/stdio.js').serializeMessage
+  deserializeMessage: typeof import('@modelcontextprotocol/sdk/shared/stdio.js').deserializeMessage
+  /** `tools/list` pages are read loosely and each tool checked on its own (see server.ts). */
+  PaginatedResultSchema: typeof import('@modelcontextprotocol/sdk/types.js').PaginatedResultSchema
+  ToolSchema: typeof import('@modelcontextprotocol/sdk/types.js').ToolSchema
 }
 
 export type { Client }
@@ -34,6 +38,9 @@ export function loadSdk(): Promise<Sdk> {
       McpError: types.McpError,
       ReadBuffer: stdio.ReadBuffer,
       serializeMessage: stdio.serializeMessage,
+      deserializeMessage: stdio.deserializeMessage,
+      PaginatedResultSchema: types.PaginatedResultSchema,
+      ToolSchema: types.ToolSchema,
     }
     return sdk
   })

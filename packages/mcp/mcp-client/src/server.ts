@@ -2,6 +2,10 @@
 // `ctx.tools`, follows `notifications/tools/list_changed`, restarts after a crash, and forwards
 // calls with a per-call timeout and cancellation. Everything it goes through is reported as a
 // status change; the service turns the interesting ones into logged notices.
+//
+// A server's tool list is read loosely and each tool checked on its own (the SDK's schema, its
+// output-schema compiler, the registry): one tool dsh cannot use is skipped with a notice naming
+// it and why, and the server's other tools still load.
 import type { Context } from 'cordis'
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
 import type { Tool } from '@modelcontextprotocol/sdk/types.js'
@@ -9,9 +13,9 @@ import { loadSdk, sdk as loadedSdk, type Client, type Sdk } from './sdk.ts'
 import type { SubprocessService } from '@dsh/subprocess'
 import type { JsonSchema, ToolCallContext, ToolOutput } from '@dsh/tools'
 import type { McpSource, McpTransportKind, ServerSpec } from './config.ts'
-import { toolName } from './names.ts'
+import { hashedToolName, nameBoard, toolName, type NameBoard } from './names.ts'
 import { mapResult } from './results.ts'
-import { SubprocessStdioTransport } from './stdio-transport.ts'
+import { MESSAGE_TOO_LARGE, SubprocessStdioTransport, type TooLargeData } from './stdio-transport.ts'
 
 export type McpServerState = 'starting' | 'connected' | 'retrying' | 'failed' | 'invalid' | 'disabled' | 'closed'
 
@@ -27,6 +31,8 @@ export interface McpServerStatus {
   state: McpServerState
   /** Registered (model-facing) tool names, sorted. */
   tools: string[]
+  /** Tools the server offers that dsh could not register, with why (absent when none). */
+  skipped?: Array<{ tool: string; reason: string }>
   /** Failed attempts since the last stable connection. */
   failures: number
   /** Restarts after a connection was lost. */
@@ -75,6 +81,28 @@ interface Registered {
   dispose(): void
 }
 
+/** Checks a structured result against the tool's output schema: undefined when it conforms. */
+type OutputCheck = (value: unknown) => { valid: boolean; errorMessage?: string }
+
+/** Compiles a JSON schema into a check, throwing on a schema it cannot compile (the SDK's ajv). */
+interface SchemaCompiler {
+  getValidator(schema: unknown): OutputCheck
+}
+
+/**
+ * The client's own JSON-schema validator (ajv, as `listTools()` would use it to cache output
+ * schemas). The SDK keeps it in a private field; the SDK version is pinned exactly, and without the
+ * field output schemas are simply not checked. Importing the SDK's ajv provider module separately
+ * broke in the prelinked bundle ("Ajv is not a constructor"), hence the field.
+ */
+function compilerOf(client: Client): SchemaCompiler | undefined {
+  const field = (client as unknown as { _jsonSchemaValidator?: Partial<SchemaCompiler> })._jsonSchemaValidator
+  return typeof field?.getValidator === 'function' ? (field as SchemaCompiler) : undefined
+}
+
+/** A connection failure described while the process was still up (closing it kills it). */
+class ConnectFailure extends Error {}
+
 export class McpServerConnection {
   private state: McpServerState = 'starting'
   private client?: Client
@@ -88,6 +116,17 @@ export class McpServerConnection {
   private stableTimer?: NodeJS.Timeout
   private wakeRetry?: () => void
   private readonly registered = new Map<string, Registered>()
+  /** The last tool list read (valid tools only), kept to register again when names change. */
+  private listed: Tool[] = []
+  /** Tools refused when the list was read, and all refused tools after the last register. */
+  private listSkipped: Array<{ tool: string; reason: string }> = []
+  private skipped: Array<{ tool: string; reason: string }> = []
+  private validator?: SchemaCompiler
+  /** Skips already reported, so a refresh does not repeat the notice. */
+  private readonly reported = new Set<string>()
+  /** Output-schema checks by raw tool name (the SDK's own, done here since tools are listed here). */
+  private outputChecks = new Map<string, OutputCheck>()
+  private readonly board: NameBoard
   private waiters: Array<() => void> = []
   private running = false
   /** Settles once the first connection attempt has finished, whatever its outcome. */
@@ -104,6 +143,9 @@ export class McpServerConnection {
     readonly scope?: string,
   ) {
     this.firstAttempt = new Promise((resolve) => (this.settleFirst = resolve))
+    // Keyed by the service's options object: the one thing every connection of a service shares
+    // by identity (a Cordis context reached through a service may be a fresh proxy each time).
+    this.board = nameBoard(host.options, scope)
   }
 
   status(): McpServerStatus {
@@ -115,6 +157,7 @@ export class McpServerConnection {
       transport: this.spec.transport,
       state: this.state,
       tools: [...this.registered.keys()].sort(),
+      ...(this.skipped.length ? { skipped: this.skipped.map((s) => ({ ...s })) } : {}),
       failures: this.failures,
       restarts: this.restarts,
       ...(this.lastError !== undefined ? { error: this.lastError } : {}),
@@ -149,6 +192,7 @@ export class McpServerConnection {
     this.wakeRetry?.()
     for (const entry of this.registered.values()) entry.dispose()
     this.registered.clear()
+    this.board.leave(this.name)
     const client = this.client
     this.client = undefined
     this.setState('closed')
@@ -186,7 +230,7 @@ export class McpServerConnection {
         } catch (error) {
           if (this.disposed) return
           this.failures++
-          this.lastError = describeFailure(error, this.transport)
+          this.lastError = error instanceof ConnectFailure ? error.message : describeFailure(error, this.transport)
           this.settleFirst()
           const { maxAttempts } = this.host.options.retry
           if (this.failures >= maxAttempts) {
@@ -248,11 +292,15 @@ export class McpServerConnection {
       const tools = await this.listAll(client)
       if (this.disposed) throw new Error('disposed')
       this.client = client
+      this.validator = compilerOf(client)
       live = true
       this.sync(tools)
     } catch (error) {
+      // Described before the close below terminates the process, so a refused handshake or list
+      // is not reported as the SIGTERM that close sends.
+      const reason = describeFailure(error, transport)
       await client.close().catch(() => {})
-      throw error
+      throw new ConnectFailure(reason, { cause: error })
     }
     const recovered = this.failures > 0 || this.restarts > 0
     this.lastError = undefined
@@ -263,13 +311,21 @@ export class McpServerConnection {
     this.setState('connected', recovered ? `MCP server "${this.name}" is connected again (${this.registered.size} tools).` : undefined)
   }
 
-  private async listAll(client: Client): Promise<Tool[]> {
-    const tools: Tool[] = []
+  /**
+   * Every page of `tools/list`, read with a schema that checks only the page: `client.listTools()`
+   * validates the whole list at once (one malformed tool, or an output schema ajv cannot compile,
+   * rejects it and with it the server), so each tool is checked on its own in `sync`.
+   */
+  private async listAll(client: Client): Promise<unknown[]> {
+    const { PaginatedResultSchema } = loadedSdk!
+    const tools: unknown[] = []
     let cursor: string | undefined
     const seen = new Set<string>()
     do {
-      const page = await client.listTools(cursor ? { cursor } : undefined, { timeout: this.host.options.connectTimeoutMs })
-      tools.push(...page.tools)
+      const page = await client.request({ method: 'tools/list', ...(cursor ? { params: { cursor } } : {}) }, PaginatedResultSchema, { timeout: this.host.options.connectTimeoutMs })
+      const listed = (page as { tools?: unknown }).tools
+      if (!Array.isArray(listed)) throw new Error('the server answered tools/list without a tools array')
+      tools.push(...listed)
       cursor = page.nextCursor
       if (cursor !== undefined) {
         if (seen.has(cursor)) break
@@ -312,17 +368,70 @@ export class McpServerConnection {
     this.timer.unref?.()
   }
 
-  /** Registers new tools, replaces changed ones and removes vanished ones. */
-  private sync(tools: Tool[]): void {
-    const next = new Map<string, Tool>()
+  /**
+   * Checks each listed tool on its own: the SDK's tool schema, a task-only tool (dsh calls tools
+   * directly), an output schema the validator cannot compile. Valid tools are registered (see
+   * `register`); the rest are skipped with a notice naming each and why.
+   */
+  private sync(listed: unknown[]): void {
+    const { ToolSchema } = loadedSdk!
+    const tools: Tool[] = []
+    const skipped: Array<{ tool: string; reason: string }> = []
+    const checks = new Map<string, OutputCheck>()
+    const nameOf = (raw: unknown) => {
+      const name = (raw as { name?: unknown } | null)?.name
+      return typeof name === 'string' && name !== '' ? name : JSON.stringify(name ?? null)
+    }
+    for (const raw of listed) {
+      const parsed = ToolSchema.safeParse(raw)
+      if (!parsed.success) {
+        skipped.push({ tool: nameOf(raw), reason: `its definition does not follow the MCP schema (${zodSummary(parsed.error)})` })
+        continue
+      }
+      const tool = parsed.data as Tool
+      if (tool.execution?.taskSupport === 'required') {
+        skipped.push({ tool: tool.name, reason: 'it can only run as an MCP task, which dsh does not start' })
+        continue
+      }
+      if (tool.outputSchema && this.validator) {
+        try {
+          checks.set(tool.name, this.validator.getValidator(tool.outputSchema))
+        } catch (error) {
+          skipped.push({ tool: tool.name, reason: `its output schema is invalid (${firstLine(error)})` })
+          continue
+        }
+      }
+      tools.push(tool)
+    }
+    this.listed = tools
+    this.listSkipped = skipped
+    this.outputChecks = checks
+    this.register()
+  }
+
+  /**
+   * Registers new tools, replaces changed ones and removes vanished ones. A tool the registry
+   * refuses (its input schema) is skipped like the ones `sync` refused. Names another server of the
+   * same scope also claims are registered under a hashed name (see NameBoard).
+   */
+  private register(): void {
+    const skipped = [...this.listSkipped]
+    const plain = new Map<string, Tool>()
     const taken = new Set<string>()
-    for (const tool of tools) {
-      if (typeof tool?.name !== 'string' || tool.name === '') continue
+    for (const tool of this.listed) {
       const name = toolName(this.name, tool.name, taken)
       if (taken.has(name)) continue
       taken.add(name)
-      next.set(name, tool)
+      plain.set(name, tool)
     }
+    const changed = this.board.update(this.name, new Map([...plain].map(([name, tool]) => [name, tool.name])), () => {
+      if (!this.disposed) {
+        this.register()
+        this.host.onStatus(this.status())
+      }
+    })
+    const next = new Map<string, Tool>()
+    for (const [name, tool] of plain) next.set(this.board.contested(name) ? hashedToolName(this.name, tool.name) : name, tool)
     for (const [name, entry] of this.registered) {
       const tool = next.get(name)
       if (!tool || keyOf(tool) !== entry.key) {
@@ -343,9 +452,27 @@ export class McpServerConnection {
         })
         this.registered.set(name, { raw: tool.name, key: keyOf(tool), dispose })
       } catch (error) {
-        this.host.ctx.logger('mcp').warn('MCP server "%s": tool %s skipped: %s', this.name, JSON.stringify(tool.name), (error as Error).message)
+        skipped.push({ tool: tool.name, reason: `${REGISTRY_REASON}${firstLine(error)}` })
       }
     }
+    this.skipped = skipped
+    this.noticeSkips()
+    for (const name of changed) {
+      const claims = this.board.claimants(name)
+      if (claims.length < 2) continue
+      // One notice per newly contested name, from the server whose listing made it so.
+      const list = claims.map((c) => `${hashedToolName(c.server, c.tool)} (server "${c.server}", tool "${c.tool}")`).join(', ')
+      this.host.onStatus(this.status(), `MCP servers ${claims.map((c) => `"${c.server}"`).join(' and ')} both offer a tool named ${name}; to keep them apart, each is registered under a name with a hash suffix: ${list}.`)
+    }
+  }
+
+  /** One notice for the skips not reported yet, naming the server, each tool and why. */
+  private noticeSkips(): void {
+    const fresh = this.skipped.filter((s) => !this.reported.has(`${s.tool}\u0000${s.reason}`))
+    if (fresh.length === 0) return
+    for (const s of fresh) this.reported.add(`${s.tool}\u0000${s.reason}`)
+    const list = fresh.map((s) => `tool "${s.tool}" (${s.reason})`).join('; ')
+    this.host.onStatus(this.status(), `MCP server "${this.name}": skipped ${list}. Its other tools are available.`)
   }
 
   private describe(tool: Tool): string {
@@ -394,10 +521,24 @@ export class McpServerConnection {
             ...(progress.message !== undefined ? { message: progress.message } : {}),
           }),
       })
+      const check = this.outputChecks.get(tool)
+      if (check && !result.isError) {
+        if (!result.structuredContent) {
+          return failure('MCP_ERROR', `tool "${call.name}" (MCP server "${this.name}") declares an output schema but returned no structured content.`)
+        }
+        const verdict = check(result.structuredContent)
+        if (!verdict.valid) {
+          return failure('MCP_ERROR', `tool "${call.name}" (MCP server "${this.name}") returned structured content that does not match its output schema: ${verdict.errorMessage ?? 'invalid'}.`)
+        }
+      }
       return mapResult(result, { server: this.name, tool })
     } catch (error) {
       if (call.signal.aborted) throw error
       const { ErrorCode, McpError } = loadedSdk!
+      if (error instanceof McpError && error.code === MESSAGE_TOO_LARGE && (error.data as TooLargeData | undefined)?.reason === 'message-too-large') {
+        const data = error.data as TooLargeData
+        return failure('MCP_TOO_LARGE', `the answer of tool "${call.name}" (MCP server "${this.name}") was ${formatBytes(data.bytes)}, over the ${formatBytes(data.limit)} message cap, so it was dropped. Ask for less (a smaller range, a filter, a page).`)
+      }
       if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
         return failure('MCP_TIMEOUT', `tool "${call.name}" (MCP server "${this.name}") did not answer within ${formatMs(timeout)}; the request was cancelled on the server. Its effects, if any, may be partial.`)
       }
@@ -410,6 +551,25 @@ export class McpServerConnection {
       return failure('MCP_ERROR', `MCP server "${this.name}" refused the call to "${call.name}": ${message}`)
     }
   }
+}
+
+const REGISTRY_REASON = 'the tool registry refused it: '
+
+function firstLine(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error)
+  return text.split('\n')[0].slice(0, 300)
+}
+
+/** The first few issues of a zod error, as `path: message`. */
+function zodSummary(error: { issues?: Array<{ path: PropertyKey[]; message: string }> }): string {
+  const issues = error.issues ?? []
+  const parts = issues.slice(0, 3).map((issue) => `${issue.path.length ? issue.path.map(String).join('.') : '(root)'}: ${issue.message}`)
+  return parts.join('; ') + (issues.length > 3 ? `; and ${issues.length - 3} more` : '') || 'invalid'
+}
+
+function formatBytes(bytes: number): string {
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`
 }
 
 function failure(code: string, sentence: string): ToolOutput {
