@@ -158,7 +158,8 @@ describe('settings-file', () => {
     await until(() => errors(logs).length > 0, 'the error')
     // A second event with the same bad content is not reported again.
     externalWrite('web:\n  port: 2\n  list: [1, 2\nother: x\n')
-    await new Promise((resolve) => setTimeout(resolve, 100))
+    // Re-read the same bad text through the reload path now, rather than hoping the watcher did.
+    await (ctx.settings as FileSettings).refresh()
     expect(errors(logs)).toHaveLength(1)
     expect(errors(logs)[0]).toContain(`${file}:4`)
     expect(errors(logs)[0]).toContain('keeping the last good settings')
@@ -263,8 +264,11 @@ describe('settings-file', () => {
     const { ctx, fiber } = await boot()
     const service = ctx.settings as FileSettings
     await fiber.dispose()
+    // Positive control: a live instance on the same file, with a longer debounce, sees the edit
+    // only after the unloaded one would have.
+    const witness = await boot({ debounceMs: 200 })
     externalWrite('late:\n  v: 1\n')
-    await new Promise((resolve) => setTimeout(resolve, 100))
+    await until(() => witness.ctx.settings.get('late') !== undefined, 'the witness to see the edit')
     expect(service.namespaces()).toEqual([])
     await expect(service.update('a', { v: 1 })).rejects.toThrow(/no longer loaded/)
   })
