@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { Context, type Message as LogMessage } from 'cordis'
 import { createServer, type Server } from 'node:http'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
@@ -205,7 +205,7 @@ describe('models.discover', () => {
     const llm = ctx.get('llm') as LlmService
     expect(llm.listProviders()).toContain('mock')
     ctx.registry.delete(ApiModels as never)
-    await new Promise((resolve) => setTimeout(resolve, 10))
-    expect(llm.listProviders()).not.toContain('mock')
+    // The fibers dispose asynchronously: wait for the route to go, however long that takes.
+    await vi.waitFor(() => expect(llm.listProviders()).not.toContain('mock'), { timeout: 10_000 })
   })
 })
