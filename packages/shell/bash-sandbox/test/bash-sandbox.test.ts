@@ -1,5 +1,5 @@
 import { DEFAULT_SPILL_DIR } from '@dsh/bash-local'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -263,13 +263,15 @@ describe('through the bash tool', () => {
 
 it('composes from rows without config, in any order', async () => {
   const ctx = new Context()
-  ctx.plugin(SandboxedBashExecutor)
-  await new Promise((resolve) => setTimeout(resolve, 20))
+  const executor = ctx.plugin(SandboxedBashExecutor)
+  // Positive control: a row with nothing to wait for, added after the executor, is active once
+  // awaited; an executor that did not wait for its services would have provided `shell` by then.
+  await ctx.plugin({ name: 'control', apply() {} })
   expect(ctx.get('shell')).toBeUndefined()
   await ctx.plugin(SandboxPolicyService)
   await ctx.plugin(LocalSandbox)
   await ctx.plugin(LocalSubprocessService)
-  await new Promise((resolve) => setTimeout(resolve, 20))
+  await executor
   expect(ctx.shell.limits).toEqual({ defaultTimeoutMs: 120_000, maxTimeoutMs: 600_000 })
   const spec = await ctx.shell.resolve({ command: 'echo ok', cwd: ws })
   expect((await ctx.shell.run(spec)).output.head).toBe('ok\n')
@@ -339,15 +341,31 @@ describe('the runner probe', () => {
     return { ctx, sandbox }
   }
 
+  /**
+   * Emits what app-boot emits once every row is active (and `more`, e.g. app/stopping), then runs
+   * whatever timer that scheduled: the prewarm timer's probe child is spawned synchronously when it
+   * fires, and the sandbox's dispose waits for its probe children, so after `sandbox.dispose()` a
+   * probe that was started has left its marker. No wall-clock wait either way.
+   */
+  async function readyAndRunTimers(ctx: Context, more?: (events: { parallel(name: string, ...args: unknown[]): Promise<void> }) => Promise<void>) {
+    const events = ctx as unknown as { parallel(name: string, ...args: unknown[]): Promise<void> }
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+    try {
+      await events.parallel('app/ready')
+      await more?.(events)
+      // Only the timers pending now (the prewarm delay), not the probe's own kill timer it starts.
+      vi.runOnlyPendingTimers()
+    } finally {
+      vi.useRealTimers()
+    }
+  }
+
   it('danger-full-access never starts a probe', async () => {
     const marker = join(base, 'probe-ran-danger')
     const { ctx, sandbox } = await bootProbe('danger-full-access', fakeBwrap(`touch ${marker}`))
-    // What app-boot emits once every row is active.
-    await (ctx as unknown as { parallel(name: string): Promise<void> }).parallel('app/ready')
+    await readyAndRunTimers(ctx)
     const { text } = await sh(ctx, 'echo unconfined')
     expect(text).toBe('unconfined\n')
-    // Give a (wrongly) started background probe ample chance to show itself.
-    await new Promise((resolve) => setTimeout(resolve, 300))
     await sandbox.dispose()
     expect(existsSync(marker)).toBe(false)
   })
@@ -355,11 +373,7 @@ describe('the runner probe', () => {
   it('an app that stops right after app/ready (dsh --help) never starts a probe', async () => {
     const marker = join(base, 'probe-ran-stopped')
     const { ctx, sandbox } = await bootProbe('workspace-write', fakeBwrap(`touch ${marker}`))
-    const events = ctx as unknown as { parallel(name: string, ...args: unknown[]): Promise<void> }
-    await events.parallel('app/ready')
-    await events.parallel('app/stopping', { reason: 'exit', code: 0 })
-    // Give a (wrongly) started background probe ample chance to show itself.
-    await new Promise((resolve) => setTimeout(resolve, 300))
+    await readyAndRunTimers(ctx, (events) => events.parallel('app/stopping', { reason: 'exit', code: 0 }))
     await sandbox.dispose()
     expect(existsSync(marker)).toBe(false)
   })
@@ -367,10 +381,10 @@ describe('the runner probe', () => {
   it('a confining default mode still probes in the background soon after app/ready', async () => {
     const marker = join(base, 'probe-ran-ready')
     const { ctx, sandbox } = await bootProbe('workspace-write', fakeBwrap(`touch ${marker}`))
-    await (ctx as unknown as { parallel(name: string): Promise<void> }).parallel('app/ready')
-    for (let i = 0; i < 500 && !existsSync(marker); i++) await new Promise((resolve) => setTimeout(resolve, 10))
-    expect(existsSync(marker)).toBe(true)
+    // The positive control of the two tests above: the same steps do start the probe here.
+    await readyAndRunTimers(ctx)
     await sandbox.dispose()
+    expect(existsSync(marker)).toBe(true)
   })
 
   it('unloading the plugin ends a running probe and reaps it', async () => {
@@ -405,8 +419,7 @@ describe('readying the sandbox at a session\'s first step', () => {
       )
     const session = ctx.sessions.create({ cwd: ws })
     await step(session)
-    const end = Date.now() + 5000
-    while (service.spawnServers === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 10))
+    await vi.waitFor(() => expect(service.spawnServers).toBeGreaterThan(0), { timeout: 30_000, interval: 10 })
     expect(service.spawnServers).toBe(1)
     expect(launched()).toBe(0) // readied, nothing run
     await step(session)
@@ -417,8 +430,16 @@ describe('readying the sandbox at a session\'s first step', () => {
     const free = ctx.sessions.create({ cwd: ws })
     ctx.sandboxPolicy.setMode(free.id, 'danger-full-access')
     await step(free)
-    await new Promise((r) => setTimeout(r, 100))
-    expect(service.spawnServers).toBe(1)
+    // Positive control through the same path: a confined session in another workspace (so another
+    // policy), stepped after it, readies its own server and its command runs there; a server
+    // readied for the unconfined one would have started first.
+    const elsewhere = join(base, 'ws-later')
+    mkdirSync(elsewhere, { recursive: true })
+    const later = ctx.sessions.create({ cwd: elsewhere })
+    await step(later)
+    await vi.waitFor(() => expect(service.spawnServers).toBeGreaterThan(1), { timeout: 30_000, interval: 10 })
+    expect((await sh(ctx, 'echo later', { sessionId: later.id })).text).toBe('later\n')
+    expect(service.spawnServers).toBe(2)
   })
 })
 
@@ -430,7 +451,8 @@ describe('service references', () => {
     await subprocess
     await ctx.plugin(LocalSandbox, { runner: 'bwrap' } as never)
     await ctx.plugin(SandboxPolicyService, { tempDirs: [temp] })
-    await ctx.plugin(SandboxedBashExecutor, { killGraceMs: 200, spillDir: spill } as never)
+    const executor = ctx.plugin(SandboxedBashExecutor, { killGraceMs: 200, spillDir: spill } as never)
+    await executor
     const reads: string[] = []
     ctx.on('internal/get', (_ctx, name, _error, next) => {
       if (['subprocess', 'sandbox', 'sandboxPolicy'].includes(name)) reads.push(name)
@@ -444,7 +466,7 @@ describe('service references', () => {
     // A new subprocess provider restarts the executor: the old (disposed) service is never used.
     await subprocess.dispose()
     await ctx.plugin(LocalSubprocessService, {} as never)
-    await new Promise((resolve) => setTimeout(resolve, 20))
+    await executor
     expect((await sh(ctx, 'echo again', { sessionId: id })).text).toBe('again\n')
   })
 })
