@@ -395,7 +395,7 @@ describe('spawn servers', () => {
     expect(service.spawnServers).toBe(2)
     expect(ours()).toBe(before + 2)
     await fiber.dispose()
-    const end = Date.now() + 3000
+    const end = Date.now() + 10_000
     while (ours() > before && Date.now() < end) await new Promise((r) => setTimeout(r, 20))
     expect(ours()).toBe(before)
   })
@@ -455,7 +455,8 @@ describe('probe cache', () => {
     return { service: ctx.sandbox as LocalSandbox, fiber }
   }
   const until = async (check: () => boolean) => {
-    for (let i = 0; i < 150 && !check(); i++) await new Promise((r) => setTimeout(r, 20))
+    // A generous bound (a probe under load can take seconds); it only matters when the check fails.
+    for (let i = 0; i < 600 && !check(); i++) await new Promise((r) => setTimeout(r, 20))
     return check()
   }
 
@@ -518,11 +519,19 @@ describe('probe cache', () => {
     expect(Math.abs(stamped.verifiedAt - Date.now())).toBeLessThan(60_000)
     // Within the interval: no probe child at all, however long the process lives.
     const recent = await withHome(home, { bwrap: bwrap.file })
-    expect(await recent.service.describe()).toMatchObject({ runner: 'bwrap' })
+    // The read of the stored result schedules any verification (after prewarmDelayMs): with fake
+    // timers, run whatever it scheduled now. A probe child starts when its timer fires, and dispose
+    // waits for probe children, so after dispose the log holds every probe that ran.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+    try {
+      expect(await recent.service.describe()).toMatchObject({ runner: 'bwrap' })
+      vi.runOnlyPendingTimers()
+    } finally {
+      vi.useRealTimers()
+    }
     expect((await bash(recent.service, 'workspace-write', 'echo trusted')).output).toBe('trusted\n')
-    await new Promise((r) => setTimeout(r, 200))
-    expect(bwrap.probes()).toBe(1)
     await recent.fiber.dispose()
+    expect(bwrap.probes()).toBe(1)
     // Stamped longer ago than the interval (or not at all, or in the future): verified, then restamped.
     for (const verifiedAt of [Date.now() - 2 * 3_600_000, undefined, Date.now() + 3_600_000]) {
       writeFileSync(file, JSON.stringify({ key: stamped.key, probe: stamped.probe, ...(verifiedAt === undefined ? {} : { verifiedAt }) }))
@@ -671,10 +680,9 @@ describe('bad input', () => {
 
   it('rejects a bad runner choice at load', async () => {
     const ctx = new Context()
-    const fiber = ctx.plugin(LocalSandbox, { runner: 'seatbelt' } as never)
-    await new Promise((resolve) => setTimeout(resolve, 20))
+    // The fiber settles with the config error: wait for that, not for time.
+    await expect(ctx.plugin(LocalSandbox, { runner: 'seatbelt' } as never)).rejects.toThrow(/seatbelt|runner/)
     expect(ctx.get('sandbox')).toBeUndefined()
-    void fiber
   })
 })
 
