@@ -1,10 +1,9 @@
-// The browser halves as Cordis plugins on a real root with the runtime's slot and locale
-// services: what each registers, and that unloading the plugin takes all of it away.
+// ui-tool's browser half as a Cordis plugin on a real root with the runtime's slot and locale
+// services: what it registers, and that unloading the plugin takes all of it away.
 import { Context } from 'cordis'
 import { describe, expect, it } from 'vitest'
 import { Locale, Remote, SlotRegistry } from '@dsh/client-runtime'
 import uiTool from '../src/client/index.tsx'
-import uiTakeover from '../../ui-takeover/src/client/index.tsx'
 
 async function root() {
   const ctx = new Context()
@@ -36,15 +35,5 @@ describe('browser halves', () => {
     const Mine = () => null
     ctx.slots.register('tool.call.toolview', { id: 'mine', key: 'bash', order: 0, component: Mine })
     expect(ctx.slots.entries('tool.call.toolview', 'bash')[0].component).toBe(Mine)
-  })
-
-  it('ui-takeover fills the approval and question keys of the takeover seat; unloading removes them', async () => {
-    const ctx = await root()
-    const fiber = ctx.plugin(uiTakeover)
-    await fiber
-    expect(ctx.slots.entries('conversation.composer.takeover', 'approval').map((e) => e.id)).toEqual(['ui-takeover'])
-    expect(ctx.slots.entries('conversation.composer.takeover', 'question').map((e) => e.id)).toEqual(['ui-takeover'])
-    await fiber.dispose()
-    expect(ctx.slots.names()).toEqual([])
   })
 })
