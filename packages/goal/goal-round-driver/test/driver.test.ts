@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { Harness } from '@dsh/agent-loop-testkit'
 import type { Agent } from '@dsh/agent'
 import type { Context } from 'cordis'
@@ -110,8 +110,9 @@ describe('@dsh/goal-round-driver', () => {
     const done = harness.prompt('go')
     await done
     // round 1 is running and hangs; cancel it
-    for (let i = 0; i < 50 && types(harness, 'goal/round').length === 0; i++) await new Promise((r) => setTimeout(r, 10))
-    await new Promise((r) => setTimeout(r, 20))
+    // The hanging step is taken once round 1's model request is in flight.
+    await vi.waitFor(() => expect(harness!.model.remaining).toBe(0), { timeout: 15_000, interval: 5 })
+    expect(types(harness, 'goal/round')).toHaveLength(1)
     harness.agent.abort()
     await harness.agent.idle()
     expect(currentGoal(harness.session)).toMatchObject({ status: 'paused', rounds: 1, note: 'paused because the turn was cancelled' })
@@ -136,7 +137,9 @@ describe('@dsh/goal-round-driver', () => {
     harness = await goalHarness([{ text: 'hello again' }, work, { text: 'r' }, complete, { text: 'done' }], { session })
     await earlier.dispose()
     const before = harness.session.length
-    await new Promise((r) => setTimeout(r, 30))
+    // A round would be sent to the agent (which then drives a turn); wait for the agent to have
+    // nothing left to drive, not for time.
+    await harness.agent.idle()
     expect(harness.session.length).toBe(before)
     expect(harness.ctx.goals.isArmed(session)).toBe(false)
     expect(currentGoal(session)!.status).toBe('active')
