@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest'
 import { DEFAULT_PROFILE, PRINT_PROFILE, SUBCOMMAND_BINS, parseLauncherArgs } from '../src/index.ts'
+import { SESSIONS_PATCH } from '../src/args.mjs'
 
 describe('parseLauncherArgs', () => {
+  it('`dsh sessions` adds the sessions layer to the one-shot profile and passes the rest through', () => {
+    const args = parseLauncherArgs(['sessions', 'show', 'abc', '--output-format', 'json'])
+    expect(args).toMatchObject({ action: 'run', profile: 'headless', appArgs: ['show', 'abc', '--output-format', 'json'] })
+    expect(args.patches).toEqual([SESSIONS_PATCH])
+  })
+
   it('takes launcher flags before or after the task and hands the rest to the app in order', () => {
     expect(parseLauncherArgs(['--profile', 'headless', '--patch', 'a.yml', '--patch=b.yml', 'fix it', '--patch', 'c'])).toMatchObject({
       action: 'run', profile: 'headless', profileGiven: true, patches: ['a.yml', 'b.yml', 'c'], appArgs: ['fix it'],

@@ -6,7 +6,6 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { runDsh } from '../../../test-support/cli-testkit/src/index.ts'
 import { startMockServer, type MockServer } from '../../../test-support/llm-mock-server/src/index.ts'
-import { parseLauncherArgs, SESSIONS_PATCH } from '../../../boot/cli/src/args.mjs'
 
 vi.setConfig({ testTimeout: 90_000, hookTimeout: 180_000 })
 
@@ -51,12 +50,6 @@ afterAll(async () => {
 })
 
 describe('dsh sessions', () => {
-  it('the launcher adds the sessions layer and passes the rest through', () => {
-    const args = parseLauncherArgs(['sessions', 'show', 'abc', '--output-format', 'json'])
-    expect(args).toMatchObject({ action: 'run', profile: 'headless', appArgs: ['show', 'abc', '--output-format', 'json'] })
-    expect(args.patches).toEqual([SESSIONS_PATCH])
-  })
-
   it('lists this directory with titles and stats; --all lists every directory', async () => {
     const run = await runDsh(['sessions', '--output-format', 'json'], { cwd, env: env() })
     expect(run.code, run.stderr).toBe(0)
