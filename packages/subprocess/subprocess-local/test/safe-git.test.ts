@@ -8,8 +8,8 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSy
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context } from 'cordis'
-import { GIT_DRIVER_QUERY, gitDriverOverrides, runSafeGit, safeGitSpec, type SubprocessService } from '../src/index.ts'
-import LocalSubprocessService from '../../subprocess-local/src/index.ts'
+import { GIT_DRIVER_QUERY, gitDriverOverrides, runSafeGit, safeGitSpec, type SubprocessService } from '@dsh/subprocess'
+import LocalSubprocessService from '../src/index.ts'
 
 let base: string
 let repo: string
