@@ -3,7 +3,7 @@
 import { mkdtempSync, realpathSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { Context } from 'cordis'
 import { spawnSync } from 'node:child_process'
 import LocalSubprocessService from '@dsh/subprocess-local'
@@ -114,8 +114,8 @@ describe('ctx.terminals', () => {
     const { c, cwd } = await boot()
     const term = await c.terminals.open({ owner: me, cwd, command: ['sleep', '60'] })
     c.emit('agent/disposed', { id: 'agent-1' } as never)
-    for (let i = 0; i < 50 && c.terminals.list(me).length > 0; i++) await new Promise((r) => setTimeout(r, 50))
-    expect(c.terminals.list(me)).toEqual([])
+    // Closing terminates the child (a signal, then its exit): wait for that, with room for a loaded machine.
+    await vi.waitFor(() => expect(c.terminals.list(me)).toEqual([]), { timeout: 25_000, interval: 20 })
     expect(error(() => c.terminals.get(term.id, me)).code).toBe('UNKNOWN_TERMINAL')
   })
 })
