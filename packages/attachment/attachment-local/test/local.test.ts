@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { Context } from 'cordis'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import LocalAttachments from '../src/index.ts'
-import { png } from '../../attachment/test/png.ts'
+import { png } from '@dsh/attachment/test-png'
 
 let root: string
 beforeEach(() => {

@@ -1,7 +1,7 @@
 // Image sniffing, admission limits, and the message token format.
 import { describe, expect, it } from 'vitest'
 import { admit, attachmentToken, expandText, findTokens, isAttachmentId, sniffImage } from '../src/index.ts'
-import { png } from './png.ts'
+import { png } from '@dsh/attachment/test-png'
 
 const ID = `sha256:${'a'.repeat(64)}` as const
 

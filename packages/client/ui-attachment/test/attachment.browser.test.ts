@@ -6,7 +6,7 @@ import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { hasChromium, launchBrowser, openPage, startWebApp, withArtifacts, type Browser, type Page, type WebApp } from '@dsh/web-testkit'
-import { png } from '../../../attachment/attachment/test/png.ts'
+import { png } from '@dsh/attachment/test-png'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
 

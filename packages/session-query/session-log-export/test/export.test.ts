@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { startWebApp, type WebApp } from '@dsh/web-testkit'
-import { png } from '../../../attachment/attachment/test/png.ts'
+import { png } from '@dsh/attachment/test-png'
 import { zip } from '../src/zip.ts'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })

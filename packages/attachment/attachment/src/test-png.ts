@@ -1,4 +1,5 @@
-// A real PNG encoder for tests (RGB, no filter): signature, IHDR, IDAT, IEND with CRCs.
+// `@dsh/attachment/test-png`, for tests only: a real PNG encoder (RGB, no filter: signature, IHDR,
+// IDAT, IEND with CRCs), shared by the tests of every package that handles image attachments.
 import { deflateSync } from 'node:zlib'
 
 const TABLE = Array.from({ length: 256 }, (_, n) => {
