@@ -2,11 +2,10 @@
 // in both logs, the limits, cancellation from every direction, messages, and records read back
 // from a reloaded parent log.
 import { afterEach, describe, expect, it } from 'vitest'
-import { createHarness, type Harness } from '@dsh/agent-loop-testkit'
+import { createHarness, lastUserText, router, type AgentScript, type Harness } from '@dsh/agent-loop-testkit'
 import { Session } from '@dsh/session'
 import SandboxPolicyService from '@dsh/sandbox-policy'
 import SubagentService, { inheritedDepth, inheritedModeFloor, SubagentError, type ChildInheritance, type SubagentServiceConfig } from '../src/index.ts'
-import { lastUserText, router, type AgentScript } from './router.ts'
 
 let harness: Harness | undefined
 afterEach(async () => {
@@ -114,7 +113,14 @@ describe('ctx.subagents', () => {
     expect(overflow).toMatchObject({ code: 'CONCURRENCY_LIMIT', message: expect.stringContaining('2 more are waiting') })
     withdrawn.abort()
     expect((await rejection(third)).code).toBe('CANCELLED')
-    await new Promise((resolve) => setTimeout(resolve, 20))
+    // Withdrawing a waiter frees no slot: the queue still holds `second`. Shown through the queue
+    // itself rather than by waiting: one more request waits, and the next is refused naming two.
+    const probe = new AbortController()
+    const fourth = h.ctx.subagents.start({ parent: h.agent, description: 'probe', prompt: 'quick', signal: probe.signal })
+    const full = await rejection(h.ctx.subagents.start({ parent: h.agent, description: 'x', prompt: 'quick' }))
+    expect(full).toMatchObject({ code: 'CONCURRENCY_LIMIT', message: expect.stringContaining('2 more are waiting') })
+    probe.abort()
+    expect((await rejection(fourth)).code).toBe('CANCELLED')
     expect(secondStarted).toBe(false)
     // A nested child never waits (its parent holds a slot): refused with a reason.
     const child = h.ctx.agents.get(first.record.agentId!)!
