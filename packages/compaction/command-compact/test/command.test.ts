@@ -1,4 +1,4 @@
-import { afterEach, expect, it } from 'vitest'
+import { afterEach, expect, it, vi } from 'vitest'
 import type { Context } from 'cordis'
 import TokenMeter from '@dsh/token-meter'
 import CommandRegistry from '@dsh/commands'
@@ -65,9 +65,11 @@ it('/compact during a turn waits for the turn, then compacts with the focus', as
   const turn = h.prompt('wait for the gate')
   await g.running
   let settled = false
+  const waits = vi.spyOn(h.agent, 'idle')
   const command = h.ctx.commands.dispatch(h.agent, '/compact the gate result').then((r) => ((settled = true), r))
-  await new Promise((r) => setTimeout(r, 30))
-  // Nothing happens while the turn runs.
+  // The command has reached its wait for the turn (an event, not a delay)...
+  await vi.waitFor(() => expect(waits).toHaveBeenCalled(), { timeout: 10_000, interval: 5 })
+  // ...and nothing happens while the turn runs.
   expect(settled).toBe(false)
   expect(h.session.events.some((e) => e.type === 'compaction/start')).toBe(false)
   g.release()
