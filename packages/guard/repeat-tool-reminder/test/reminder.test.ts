@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import type { Context } from 'cordis'
-import { createHarness, type Harness } from '@dsh/agent-loop-testkit'
+import { createHarness, SCRIPTED_MODEL, type Harness } from '@dsh/agent-loop-testkit'
 import * as Reminder from '../src/index.ts'
 import { canonicalJson, reminderLevel } from '../src/index.ts'
 
@@ -71,6 +71,27 @@ describe('@dsh/repeat-tool-reminder', () => {
     ], { thresholds: [2] , repeatEvery: 0 })
     const reminded = results.map((r) => r.message.content[0].text.includes('Reminder'))
     expect(reminded).toEqual([false, true, false, true, false, false, true])
+  })
+
+  it('counts each session on its own: two sessions repeating the same call do not share a run', async () => {
+    // Turns alternate between two sessions, each calling probe {q:x} once per turn. Per session that
+    // is a run of 1, then 2: only each session's own second call is reminded.
+    const oneCall = [{ toolCalls: [{ name: 'probe', arguments: { q: 'x' } }] }, { text: 'done' }]
+    harness = await createHarness({ script: [...oneCall, ...oneCall, ...oneCall, ...oneCall], plugins: [[Probe], [Reminder, { thresholds: [2], repeatEvery: 0 }]] })
+    const other = harness.ctx.agents.create({ cwd: process.cwd(), model: { provider: harness.model.provider, model: SCRIPTED_MODEL } })
+    try {
+      expect(other.session.id).not.toBe(harness.session.id)
+      const reminded = (agent: { session: Harness['session'] }) =>
+        agent.session.events.filter((e) => e.type === 'tool/result').map((e) => (e.data as Result).message.content[0].text.includes('Reminder'))
+      await harness.prompt('first')
+      await other.send('first')
+      await harness.prompt('second')
+      await other.send('second')
+      expect(reminded(harness)).toEqual([false, true])
+      expect(reminded(other)).toEqual([false, true])
+    } finally {
+      await other.dispose()
+    }
   })
 
   it('counts calls of one step in call order', async () => {
