@@ -7,7 +7,7 @@ import { isIP } from 'node:net'
 import { networkInterfaces } from 'node:os'
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
-import { isJsonContentType, sendError, sendJson, type RequestInfo } from '@dsh/webserver'
+import { documentPolicy, isJsonContentType, sendError, sendJson, type RequestInfo } from '@dsh/webserver'
 
 export const name = 'access-gate'
 export const inject = ['webServer']
@@ -199,8 +199,18 @@ export function apply(ctx: Context, config: Config) {
 
   async function login(req: IncomingMessage, res: ServerResponse, info: RequestInfo): Promise<void> {
     if (req.method === 'GET' || req.method === 'HEAD') {
-      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'x-frame-options': 'DENY' })
-      res.end(LOGIN_PAGE(info.url.searchParams.has('failed') ? '<p class="e">Wrong secret.</p>' : '', safeNext(info.url.searchParams.get('next'))))
+      const page = LOGIN_PAGE(info.url.searchParams.has('failed') ? '<p class="e">Wrong secret.</p>' : '', safeNext(info.url.searchParams.get('next')))
+      // The page's own CSP (its one inline style by hash, its form posting here); the webserver
+      // already set the other security headers. Its referrer policy is `same-origin`, not
+      // `no-referrer`: under no-referrer a browser sends `Origin: null` with the form's POST,
+      // which the origin check above refuses; cross-origin requests still carry no referrer.
+      res.writeHead(200, {
+        'content-type': 'text/html; charset=utf-8',
+        'cache-control': 'no-store',
+        'content-security-policy': documentPolicy(page, { formAction: "'self'" }),
+        'referrer-policy': 'same-origin',
+      })
+      res.end(page)
       return
     }
     if (req.method !== 'POST') return sendError(res, 405, 'METHOD_NOT_ALLOWED', `${LOGIN_PATH} takes GET or POST`)

@@ -9,7 +9,7 @@ import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Context, Service } from 'cordis'
 import Schema from 'schemastery'
-import { sendError, type RequestInfo } from '@dsh/webserver'
+import { documentPolicy, sendError, type RequestInfo } from '@dsh/webserver'
 import type { LoaderLike } from '@dsh/plugin-inventory'
 import { CompressionCache, isHashedName, resolveUnder, sendFile } from './files.ts'
 import { clientPlugins, splitPluginPath, type ClientPlugin } from './clients.ts'
@@ -99,7 +99,7 @@ export class FrontendStatic extends Service {
       match: 'exact',
       handle: (req, res) => {
         const body = JSON.stringify(this.manifest())
-        res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' })
+        res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' })
         res.end(req.method === 'HEAD' ? undefined : body)
       },
     })
@@ -153,6 +153,9 @@ export class FrontendStatic extends Service {
     const taps = this.ctx.webServer as unknown as IndexTaps
     if (typeof taps.applyIndexTaps === 'function') html = await taps.applyIndexTaps(html)
     const body = Buffer.from(html, 'utf8')
+    // The page's CSP from the page as served: its import map and boot data by hash, nothing else
+    // inline. Browser halves add <style> elements at run time, so inline styles are allowed.
+    res.setHeader('content-security-policy', documentPolicy(html, { styles: 'inline' }))
     await sendFile(req, res, { path: join(this.root, 'index.html'), size: body.length, mtimeMs: 0 }, {
       cacheControl: REVALIDATE, body, cache: this.cache, compress: this.config.compress !== false,
     })

@@ -1,5 +1,8 @@
 // `ctx.webServer`: the one node:http server of the web host. Plugins add exact/prefix routes, one
 // fallback and request guards; every error response is JSON `{error: {code, message, field?}}`.
+// Every response carries the security headers (no framing, no sniffing, no referrer, a CSP that
+// allows nothing); a route serving an HTML document sets its own CSP with `documentPolicy`.
+import { createHash } from 'node:crypto'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import { Context, Service } from 'cordis'
@@ -57,6 +60,72 @@ export interface WebServerConfig {
 export type EarlyFilter = (req: IncomingMessage, info: RequestInfo, route: Route | undefined) => boolean
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+
+/**
+ * The CSP of every response that is not an HTML document (JSON, modules, styles, errors, event
+ * streams): nothing may load, and nothing may frame it. Security invariants, not configuration.
+ */
+export const RESOURCE_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+
+/** Headers set on every response before any guard or route runs (a route may tighten the CSP). */
+export const SECURITY_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  'x-frame-options': 'DENY',
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'content-security-policy': RESOURCE_CSP,
+})
+
+/** `'sha256-<base64>'` of a script's or style's text, as a CSP source. */
+export function cspHash(text: string): string {
+  return `'sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}'`
+}
+
+/** The text of every inline element `tag` (`script` without `src`, `style`) in `html`, in order. */
+export function inlineBlocks(html: string, tag: 'script' | 'style'): string[] {
+  const out: string[] = []
+  const pattern = new RegExp(`<${tag}\\b([^>]*)>([\\s\\S]*?)</${tag}\\s*>`, 'gi')
+  for (const match of html.matchAll(pattern)) {
+    if (tag === 'script' && /(?:^|\s)src\s*=/i.test(match[1])) continue
+    out.push(match[2])
+  }
+  return out
+}
+
+export interface DocumentPolicyOptions {
+  /**
+   * `hashes` (default): only the document's own inline `<style>` elements, by hash. `inline`:
+   * any inline style (for pages whose scripts add `<style>` elements at run time).
+   */
+  styles?: 'hashes' | 'inline'
+  /** `form-action` sources (default `'none'`). */
+  formAction?: string
+}
+
+/**
+ * The CSP of an HTML document as served: scripts from this origin plus each inline script it
+ * really contains (the import map, data blocks) by its sha256, nothing else inline; styles per
+ * `options.styles`; fetches, images and fonts from this origin (images also `data:` and `blob:`);
+ * no plugins, no `<base>`, and no framing by anyone.
+ */
+export function documentPolicy(html: string, options: DocumentPolicyOptions = {}): string {
+  const scripts = [...new Set(inlineBlocks(html, 'script').map(cspHash))]
+  const styles = options.styles === 'inline' ? ["'unsafe-inline'"] : [...new Set(inlineBlocks(html, 'style').map(cspHash))]
+  return [
+    "default-src 'none'",
+    `script-src ${["'self'", ...scripts].join(' ')}`,
+    `style-src ${["'self'", ...styles].join(' ')}`,
+    "img-src 'self' data: blob:",
+    "font-src 'self' data:",
+    "connect-src 'self'",
+    "manifest-src 'self'",
+    "media-src 'self' data: blob:",
+    "worker-src 'self'",
+    "object-src 'none'",
+    "base-uri 'none'",
+    `form-action ${options.formAction ?? "'none'"}`,
+    "frame-ancestors 'none'",
+  ].join('; ')
+}
 
 /** `127.0.0.0/8`, `::1` and their IPv4-mapped IPv6 forms. */
 export function isLoopbackAddress(address: string | undefined): boolean {
@@ -244,7 +313,8 @@ export class WebServer extends Service {
     })
     // A malformed request line or header: answer 400 and drop the connection.
     server.on('clientError', (_error, socket) => {
-      if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n')
+      const headers = Object.entries(SECURITY_HEADERS).map(([name, value]) => `${name}: ${value}\r\n`).join('')
+      if (socket.writable) socket.end(`HTTP/1.1 400 Bad Request\r\nconnection: close\r\n${headers}content-length: 0\r\n\r\n`)
       else socket.destroy()
     })
     await new Promise<void>((resolve, reject) => {
@@ -344,6 +414,8 @@ export class WebServer extends Service {
   }
 
   private async dispatch(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // First, so every answer (a 503 while starting, a guard's refusal, an error) carries them.
+    for (const [name, value] of Object.entries(SECURITY_HEADERS)) res.setHeader(name, value)
     try {
       // Before app/ready nothing is routed until the guards are in place (an early filter is set).
       while (!this.isReady && !this.earlyFilter) if (!(await this.hold(res))) return
