@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { DSH_BIN } from '@dsh/cli-testkit'
+import { DSH_BIN, runDsh } from '@dsh/cli-testkit'
 import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
 
 const mocks: MockServer[] = []
@@ -75,6 +75,11 @@ describe('dsh with a stdout whose reader went away', () => {
     expect(JSON.parse(r.seen.split('\n')[0])).toMatchObject({ type: 'event' })
     quiet(r)
     expect(r.code).toBe(141)
+    // The stopped turn was closed in the log like a cancelled one: a continuation needs no repair.
+    const next = await startMockServer({ steps: [{ expect: { lastContains: 'go on' }, text: 'continued' }] as never })
+    mocks.push(next)
+    const continued = await runDsh(['-p', '-c', 'go on'], { cwd, env: { ...env, DEEPSEEK_BASE_URL: next.baseURL } })
+    expect(continued, continued.stderr).toMatchObject({ code: 0, stdout: 'continued\n', stderr: '' })
   }, 60_000)
 
   it.each([['text'], ['json']])('--output-format %s with stdout closed before the result: exit 141, nothing on stderr', async (format) => {
