@@ -113,7 +113,8 @@ export function outcomeOfResult(line: Json, lastText: string): ChildOutcome {
   const usage = usageOf(line.usage)
   const text = typeof line.result === 'string' ? line.result : lastText
   if (line.subtype === 'success' && line.is_error !== true) return { status: 'completed', text, ...(usage ? { usage } : {}) }
-  const subtype = typeof line.subtype === 'string' ? line.subtype : 'error'
+  // A `success` subtype flagged `is_error` (the CLI's API errors) is named a plain error, not "success".
+  const subtype = typeof line.subtype === 'string' && line.subtype !== 'success' ? line.subtype : 'error'
   const detail = typeof line.result === 'string' && line.result ? line.result : Array.isArray(line.errors) && line.errors.length ? String(line.errors[0]) : `Claude Code ended with ${subtype}`
   return { status: 'failed', text: lastText, error: { code: `CLAUDE_${subtype.toUpperCase().replace(/[^A-Z0-9]+/g, '_')}`, message: detail }, ...(usage ? { usage } : {}) }
 }

@@ -66,6 +66,12 @@ describe('subagent provider claude-code', () => {
     expect(crashed.error!.message).toContain('crashed on purpose')
   })
 
+  it('a result flagged is_error fails the child even when its subtype says success', async () => {
+    const h = await boot()
+    const record = await h.ctx.subagents.run({ parent: h.agent, provider: 'claude-code', description: 'd', prompt: 'FAKE:api-error' })
+    expect(record).toMatchObject({ status: 'failed', error: { code: 'CLAUDE_ERROR', message: 'API Error: 401 invalid x-api-key' } })
+  })
+
   it('interrupting a running child ends it cancelled and ends the process', async () => {
     const h = await boot({ closeTimeoutMs: 500 })
     const started = await h.ctx.subagents.start({ parent: h.agent, provider: 'claude-code', description: 'd', prompt: 'FAKE:hang' })
