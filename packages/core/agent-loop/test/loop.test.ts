@@ -272,10 +272,20 @@ describe('agent loop', () => {
         })
       },
     })
+    // Count the chunks the loop has taken from the stream (the model's own stream, wrapped).
+    let taken = 0
+    const model = harness.model as unknown as { stream(request: unknown): AsyncIterable<unknown> }
+    const stream = model.stream.bind(model)
+    model.stream = async function* (request) {
+      for await (const chunk of stream(request)) {
+        taken++
+        yield chunk
+      }
+    }
     const result = harness.prompt('hi')
     await vi.waitFor(() => expect(order).toEqual(['model saw the request']))
-    // The stream has its answer, but nothing of it is logged while the work is pending.
-    await new Promise((resolve) => setTimeout(resolve, 20))
+    // The loop has taken the first chunk of the answer, but logs nothing of it while the work is pending.
+    await vi.waitFor(() => expect(taken).toBeGreaterThan(0))
     expect(harness.session.events.some((e) => e.type === 'assistant/chunk')).toBe(false)
     finish()
     expect(await result).toMatchObject({ reason: 'completed', text: 'answer' })
