@@ -1,11 +1,10 @@
 // The four tools through the real loop: parallel foreground children, a background child's notice,
 // bad arguments, depth refusal, cancellation cascading from the parent's turn, and the controls.
 import { afterEach, describe, expect, it } from 'vitest'
-import { createHarness, type Harness } from '@dsh/agent-loop-testkit'
+import { createHarness, lastUserText, router, type AgentScript, type Harness } from '@dsh/agent-loop-testkit'
 import type { LlmRequest } from '@dsh/llm'
 import SubagentService, { type SubagentServiceConfig } from '@dsh/subagent'
 import * as ToolSubagent from '../src/index.ts'
-import { lastUserText, router, type AgentScript } from '../../subagent/test/router.ts'
 
 let harness: Harness | undefined
 afterEach(async () => {

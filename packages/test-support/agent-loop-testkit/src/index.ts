@@ -12,6 +12,7 @@ import type { Session } from '@dsh/session'
 import { SCRIPTED_MODEL, ScriptedModel, type ScriptEntry } from './scripted-model.ts'
 
 export * from './scripted-model.ts'
+export * from './agent-router.ts'
 
 export interface HarnessOptions {
   /** The model's answers, one per request. */

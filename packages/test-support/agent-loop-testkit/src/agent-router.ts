@@ -1,8 +1,9 @@
-// Test helper: a scripted model that answers per agent. Each agent's requests are counted on their
-// own, and the agent's script is chosen by the text of its first user message (the task), so
-// parallel children get the right answers whatever order their requests arrive in.
+// A scripted model that answers per agent, for tests with several agents (subagents, forks). Each
+// agent's requests are counted on their own, and the agent's script is chosen by the text of its
+// first user message (the task), so parallel children get the right answers whatever order their
+// requests arrive in.
 import type { LlmRequest } from '@dsh/llm'
-import type { ScriptEntry, ScriptedStep } from '@dsh/agent-loop-testkit'
+import type { ScriptEntry, ScriptedStep } from './scripted-model.ts'
 
 export type AgentScript = (step: number, request: LlmRequest) => ScriptedStep
 
