@@ -12,11 +12,16 @@ import { nativeSpawn, type SpawnedChild } from './index.ts'
 /** The watchdog executable scripts/build.mjs compiles (Linux). */
 export const WATCHDOG_PATH = fileURLToPath(new URL('../native/build/watchdog', import.meta.url))
 
-/** Why no watchdog can run here, or undefined when one can. */
+let unavailable: string | undefined | null = null
+
+/** Why no watchdog can run here, or undefined when one can (looked up once). */
 export function watchdogUnavailable(): string | undefined {
-  if (process.platform !== 'linux') return 'the watchdog is built for Linux only'
-  if (!existsSync(WATCHDOG_PATH)) return `not built (${WATCHDOG_PATH})`
-  return undefined
+  if (unavailable === null) {
+    if (process.platform !== 'linux') unavailable = 'the watchdog is built for Linux only'
+    else if (!existsSync(WATCHDOG_PATH)) unavailable = `not built (${WATCHDOG_PATH})`
+    else unavailable = undefined
+  }
+  return unavailable
 }
 
 interface Entry {
