@@ -3,6 +3,7 @@
 // The `dsh` launcher. `--help` and `--version` are answered here with nothing but node:fs, so
 // they start as fast as node itself; a real boot loads the transpiled packages (dist/).
 import { readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import { SUBCOMMAND_BINS, launcherHelp, parseLauncherArgs } from '../src/args.mjs'
 
@@ -17,6 +18,25 @@ function isHeadlessHelp(a) {
   if (a.action !== 'run' || a.profile !== 'headless' || a.patches.length > 0 || a.dumpConfig) return false
   const rest = a.appArgs.filter((t) => t !== '-p' && t !== '--print')
   return rest.length === 1 && (rest[0] === '--help' || rest[0] === '-h')
+}
+/**
+ * A shipped profile's fixed help text, read without a boot: the last of the template's bundles
+ * whose package.json names a help module (`dsh.bundle.help`, a subpath exporting `HELP`) gives it.
+ * The launcher knows bundles only through the profile's list, as a boot does; undefined when no
+ * bundle of the profile has one.
+ * @param {string} profile
+ * @returns {Promise<string | undefined>}
+ */
+async function profileHelp(profile) {
+  const template = JSON.parse(readFileSync(new URL(`../../../../profiles/${profile}/package.json`, import.meta.url), 'utf8'))
+  /** @type {string[]} */
+  const bundles = template.dsh?.profile?.bundles ?? []
+  const require = createRequire(import.meta.url)
+  for (const bundle of [...bundles].reverse()) {
+    const help = JSON.parse(readFileSync(require.resolve(`${bundle}/package.json`), 'utf8')).dsh?.bundle?.help
+    if (typeof help === 'string') return (await import(`${bundle}/${help.replace(/^\.\//, '')}`)).HELP
+  }
+  return undefined
 }
 /**
  * The terminal UI is the default in an interactive terminal (stdin and stdout): with no --profile,
@@ -49,6 +69,8 @@ process.stderr.on('error', () => {
 })
 const args = parseLauncherArgs(process.argv.slice(2))
 if (wantsTui(args)) args.profile = 'tui'
+/** @type {string | undefined} */
+let fixedHelp
 
 if (args.action === 'help' || args.action === 'version') {
   const { version } = JSON.parse(readFileSync(pkgUrl, 'utf8'))
@@ -59,11 +81,10 @@ if (args.action === 'help' || args.action === 'version') {
   const { url } = SUBCOMMAND_BINS[args.subcommand]
   process.argv = [process.argv[0], fileURLToPath(url), ...args.appArgs]
   await import(url.href)
-} else if (isHeadlessHelp(args)) {
+} else if (isHeadlessHelp(args) && (fixedHelp = await profileHelp(args.profile)) !== undefined) {
   // `dsh -p --help` / `dsh --profile headless --help`: the one-shot profile's help is a fixed text
   // owned by its bundle, printed without booting the tree (a boot costs ~10x node's start-up).
-  const { HELP } = await import('@dsh/bundle-headless/help')
-  process.stdout.write(HELP)
+  process.stdout.write(fixedHelp)
 } else if (args.action === 'error') {
   process.stderr.write(`dsh: ${args.error}\ndsh: see "dsh --help"\n`)
   process.exitCode = 2
