@@ -1,0 +1,87 @@
+#!/usr/bin/env node
+// @ts-check
+// Checks the floors of the architecture (.dependency-cruiser.cjs: no arrow from a lower floor to a
+// higher one, browser code imports only browser code, the wire contract and contract subpaths, no
+// relative import into another package) over every package, bundle and cookbook recipe.
+// Exits 0 when clean, 1 listing each violation as "rule: from -> to", 2 when the check cannot run.
+// Usage: node scripts/check-architecture.mjs [--root DIR] [--config FILE]
+//   --root    the tree to check (default: this repository); it must hold packages/ and/or bundles/
+//   --config  the rule file (default: <this repository>/.dependency-cruiser.cjs)
+import { spawnSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const REPO = fileURLToPath(new URL('..', import.meta.url))
+const TOP_DIRS = ['packages', 'bundles', 'examples']
+
+/** @param {string[]} argv */
+function parse(argv) {
+  const out = { root: REPO, config: join(REPO, '.dependency-cruiser.cjs') }
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i]
+    const value = argv[i + 1]
+    if ((flag === '--root' || flag === '--config') && value !== undefined && !value.startsWith('--')) {
+      out[flag === '--root' ? 'root' : 'config'] = resolve(value)
+      i++
+    } else {
+      throw new Error(`unknown or incomplete argument "${flag}" (usage: check-architecture.mjs [--root DIR] [--config FILE])`)
+    }
+  }
+  return out
+}
+
+function main() {
+  let args
+  try {
+    args = parse(process.argv.slice(2))
+  } catch (error) {
+    process.stderr.write(`check-architecture: ${/** @type {Error} */ (error).message}\n`)
+    return 2
+  }
+  if (!existsSync(args.config)) {
+    process.stderr.write(`check-architecture: no rule file at ${args.config}\n`)
+    return 2
+  }
+  const dirs = TOP_DIRS.filter((d) => existsSync(join(args.root, d)))
+  if (dirs.length === 0) {
+    process.stderr.write(`check-architecture: ${args.root} holds none of ${TOP_DIRS.join(', ')}\n`)
+    return 2
+  }
+  // The package exports only its API, so its bin is found by path (the root devDependency).
+  const bin = join(REPO, 'node_modules', 'dependency-cruiser', 'bin', 'dependency-cruise.mjs')
+  if (!existsSync(bin)) {
+    process.stderr.write(`check-architecture: dependency-cruiser is not installed (${bin}); run pnpm install\n`)
+    return 2
+  }
+  const started = Date.now()
+  // The rules name paths relative to the root, so the cruiser runs there.
+  const run = spawnSync(process.execPath, [bin, '--config', args.config, '--output-type', 'json', ...dirs], {
+    cwd: args.root,
+    encoding: 'utf8',
+    maxBuffer: 256 * 1024 * 1024,
+  })
+  if (run.error || !run.stdout) {
+    process.stderr.write(`check-architecture: dependency-cruiser did not run: ${run.error?.message ?? run.stderr.trim()}\n`)
+    return 2
+  }
+  /** @type {{ summary: { violations: { rule: { name: string }, from: string, to: string }[], totalCruised: number } }} */
+  let result
+  try {
+    result = JSON.parse(run.stdout)
+  } catch {
+    process.stderr.write(`check-architecture: unreadable dependency-cruiser output: ${run.stderr.trim() || run.stdout.slice(0, 200)}\n`)
+    return 2
+  }
+  const { violations, totalCruised } = result.summary
+  const seconds = ((Date.now() - started) / 1000).toFixed(1)
+  if (violations.length === 0) {
+    process.stdout.write(`check-architecture: ${totalCruised} modules, no violation (${seconds}s)\n`)
+    return 0
+  }
+  const lines = violations.map((v) => `${v.rule.name}: ${v.from} -> ${v.to}`).sort()
+  process.stderr.write(`${lines.join('\n')}\ncheck-architecture: ${violations.length} violation(s) in ${totalCruised} modules (${seconds}s); the rules and their reasons are in .dependency-cruiser.cjs\n`)
+  return 1
+}
+
+process.exitCode = main()
