@@ -110,9 +110,9 @@ describe.skipIf(!hasChromium())('dsh web under its CSP in Chromium', () => {
   it('the full app boots and answers a prompt with no CSP violation and no console error', async () => {
     const context = await browser!.newContext({ locale: 'en-US', viewport: { width: 1280, height: 800 } })
     // Every violation is reported to the page as an event: record them before any script runs.
-    await context.addInitScript(() => {
-      const seen: string[] = ((window as unknown as { __violations: string[] }).__violations = [])
-      document.addEventListener('securitypolicyviolation', (e) => seen.push(`${e.violatedDirective} ${e.blockedURI} ${e.sample}`))
+    // (Page code as a string: this package's type check has no DOM library.)
+    await context.addInitScript({
+      content: "window.__violations = []; document.addEventListener('securitypolicyviolation', (e) => window.__violations.push(e.violatedDirective + ' ' + e.blockedURI + ' ' + e.sample))",
     })
     const page = await context.newPage()
     const errors: string[] = []
@@ -123,12 +123,12 @@ describe.skipIf(!hasChromium())('dsh web under its CSP in Chromium', () => {
       await page.waitForSelector('html[data-ready="true"]', { timeout: 30_000 })
       await page.waitForURL(/\/s\/[^/]+$/)
       // The browser halves loaded (they add their <style> elements at run time).
-      await expect.poll(() => page.evaluate(() => document.querySelectorAll('style').length)).toBeGreaterThan(3)
+      await expect.poll(() => page.evaluate('document.querySelectorAll("style").length')).toBeGreaterThan(3)
       const input = page.locator('textarea.dsh-composer-input')
       await input.fill('hello under the policy')
       await input.press('Enter')
       await expect.poll(() => page.locator('[data-node="assistant"] .dsh-md').allTextContents(), { timeout: 30_000 }).toEqual(['Answered under the CSP.'])
-      expect(await page.evaluate(() => (window as unknown as { __violations: string[] }).__violations)).toEqual([])
+      expect(await page.evaluate('window.__violations')).toEqual([])
       expect(errors).toEqual([])
     })
     await context.close()

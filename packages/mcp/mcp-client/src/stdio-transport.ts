@@ -92,8 +92,13 @@ export class SubprocessStdioTransport implements Transport {
 
   async send(message: JSONRPCMessage): Promise<void> {
     if (this.closed || !this.handle) throw new Error(this.describeExit() ?? 'the server process is not running')
-    if ('method' in message && 'id' in message) this.outstanding.add(message.id)
-    else if (message.method === 'notifications/cancelled') this.outstanding.delete((message.params as { requestId?: string | number } | undefined)?.requestId ?? NaN)
+    if ('method' in message) {
+      if ('id' in message) this.outstanding.add(message.id)
+      else if (message.method === 'notifications/cancelled') {
+        const cancelled = (message.params as { requestId?: unknown } | undefined)?.requestId
+        if (typeof cancelled === 'string' || typeof cancelled === 'number') this.outstanding.delete(cancelled)
+      }
+    }
     this.handle.write(this.sdk.serializeMessage(message))
   }
 
@@ -141,7 +146,7 @@ export class SubprocessStdioTransport implements Transport {
       this.onerror?.(error as Error)
       return
     }
-    if (!('method' in message) && 'id' in message) this.outstanding.delete(message.id)
+    if (!('method' in message) && 'id' in message && message.id !== undefined) this.outstanding.delete(message.id)
     this.onmessage?.(message)
   }
 
