@@ -347,7 +347,8 @@ export class JsonlPersistence extends SessionPersistence {
       this.dirs.set(id, dir)
       return cached
     }
-    if (!(await anyExists(dir, [HEADER_FILE, LOG_ZSTD, LOG_RAW, CREATED_FILE]))) return undefined
+    // A header, or else a log or its marker (a session whose header is gone: damage, reported).
+    if (!(await exists(join(dir, HEADER_FILE))) && !(await anyExists(dir, [LOG_ZSTD, LOG_RAW, CREATED_FILE]))) return undefined
     this.dirs.set(id, dir)
     const header = await this.readHeader(id, dir)
     const path = await this.existingLog(id)
