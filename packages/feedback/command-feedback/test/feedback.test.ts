@@ -10,7 +10,7 @@ import CommandRegistry from '@dsh/commands'
 import SessionStore from '@dsh/session'
 import { DurableSessions } from '@dsh/session-persistence'
 // Not a dependency of this package: reached through the workspace tree (test-only).
-import JsonlPersistence from '../../../session/session-persistence-jsonl/src/index.ts'
+import JsonlPersistence from '@dsh/session-persistence-jsonl'
 import * as CommandFeedback from '../src/index.ts'
 import { Config, recordFeedback } from '../src/index.ts'
 

@@ -10,7 +10,7 @@ import { DurableSessions } from '@dsh/session-persistence'
 import ApiGateway from '@dsh/api-gateway'
 import { ApiError, checkParams } from '@dsh/web-protocol'
 // Not a dependency of this package: reached through the workspace tree (test-only).
-import JsonlPersistence from '../../../session/session-persistence-jsonl/src/index.ts'
+import JsonlPersistence from '@dsh/session-persistence-jsonl'
 import * as MessageFeedbackPlugin from '../src/index.ts'
 import { currentFeedback, FeedbackError, messageFeedbackList, messageFeedbackPut, rateMessage, type MessageFeedback } from '../src/index.ts'
 

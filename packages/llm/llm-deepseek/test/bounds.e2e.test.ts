@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { startMockServer, type MockServer, type MockStep } from '@dsh/llm-mock-server'
 // cli-testkit is not a dependency of this package; its source is imported directly so the test
 // needs no lockfile change.
-import { runDsh } from '../../../test-support/cli-testkit/src/index.ts'
+import { runDsh } from '@dsh/cli-testkit'
 
 const MiB = 1024 * 1024
 let server: MockServer | undefined

@@ -9,7 +9,7 @@ import { REDACTED } from '@dsh/llm'
 import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
 // cli-testkit is not a dependency of this package; its source is imported directly so the test
 // needs no lockfile change.
-import { runDsh } from '../../../test-support/cli-testkit/src/index.ts'
+import { runDsh } from '@dsh/cli-testkit'
 
 const KEY = 'sk-e2e-redaction-4f9c2a7e1b3d5f60'
 let server: MockServer | undefined

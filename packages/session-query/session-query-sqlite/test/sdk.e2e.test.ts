@@ -6,8 +6,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, describe, expect, it, vi } from 'vitest'
-import { startMockServer, type MockServer } from '../../../test-support/llm-mock-server/src/index.ts'
-import { Harness } from '../../../sdk/client/src/index.ts'
+import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
+import { Harness } from '@dsh/sdk-client'
 
 vi.setConfig({ testTimeout: 90_000 })
 

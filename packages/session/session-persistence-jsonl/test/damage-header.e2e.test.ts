@@ -6,8 +6,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpath
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { runDsh } from '../../../test-support/cli-testkit/src/index.ts'
-import { startMockServer, type MockServer } from '../../../test-support/llm-mock-server/src/index.ts'
+import { runDsh } from '@dsh/cli-testkit'
+import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
 
 vi.setConfig({ testTimeout: 60_000 })
 

@@ -4,8 +4,8 @@ import { mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSyn
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { runDsh } from '../../../test-support/cli-testkit/src/index.ts'
-import { startMockServer, type MockServer } from '../../../test-support/llm-mock-server/src/index.ts'
+import { runDsh } from '@dsh/cli-testkit'
+import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
 
 vi.setConfig({ testTimeout: 90_000, hookTimeout: 180_000 })
 

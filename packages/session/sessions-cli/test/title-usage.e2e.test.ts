@@ -8,8 +8,8 @@ import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { runDsh } from '../../../test-support/cli-testkit/src/index.ts'
-import { startMockServer, type MockServer } from '../../../test-support/llm-mock-server/src/index.ts'
+import { runDsh } from '@dsh/cli-testkit'
+import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
 
 vi.setConfig({ testTimeout: 90_000, hookTimeout: 180_000 })
 

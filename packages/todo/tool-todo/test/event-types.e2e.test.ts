@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
 import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
 import { runDsh } from '@dsh/cli-testkit'
-import { composeProfile, type ResolvedRow } from '../../../boot/app-boot/src/index.ts'
+import { composeProfile, type ResolvedRow } from '@dsh/app-boot'
 
 const probe = fileURLToPath(new URL('./fixtures/event-type-probe.mjs', import.meta.url))
 const repo = fileURLToPath(new URL('../../../../', import.meta.url))
