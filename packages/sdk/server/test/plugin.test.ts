@@ -1,7 +1,7 @@
 // In process: the jsonrpc plugin mounted into a real tree (agent-loop testkit + approval service),
 // spoken to over in-memory streams with the protocol's own connection.
 import { PassThrough } from 'node:stream'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createHarness, SCRIPTED_MODEL, type Harness } from '@dsh/agent-loop-testkit'
 import ApprovalService from '@dsh/user-approval'
 import { JsonRpcConnection } from '@dsh/sdk-protocol'
@@ -45,9 +45,26 @@ describe('jsonrpc plugin (in process)', () => {
     await client.request('initialize', { protocolVersion: 1 })
     await handle.dispose()
     expect(approval.answerers()).not.toContain('sdk-jsonrpc')
-    let answered = false
-    void client.request('session/list', {}).then(() => (answered = true), () => (answered = true))
-    await new Promise((r) => setTimeout(r, 50))
-    expect(answered).toBe(false)
+    // Every reply on the wire.
+    const { output } = (globalThis as Record<symbol, { output: PassThrough }>)[jsonrpc.STDIO_KEY]
+    const replies: Array<{ id: unknown; error?: { data?: { code?: string } } }> = []
+    let buffered = ''
+    output.on('data', (chunk) => {
+      buffered += chunk
+      const lines = buffered.split('\n')
+      buffered = lines.pop()!
+      for (const line of lines) {
+        const message = line.trim() ? JSON.parse(line) : {}
+        if ('result' in message || 'error' in message) replies.push(message)
+      }
+    })
+    // Positive control: a fresh (uninitialized) server on the same streams, whose listener comes
+    // after the unloaded one's, answers the request through the same path; an unloaded server
+    // still reading would have answered it first (SHUTTING_DOWN).
+    const fresh = await tree!.mount(jsonrpc as never, { waitForReady: false })
+    void client.request('session/list', {}).catch(() => {})
+    await vi.waitFor(() => expect(replies.map((r) => r.error?.data?.code)).toContain('NOT_INITIALIZED'), { timeout: 10_000, interval: 5 })
+    expect(replies.map((r) => r.error?.data?.code)).toEqual(['NOT_INITIALIZED'])
+    await fresh.dispose()
   })
 })
