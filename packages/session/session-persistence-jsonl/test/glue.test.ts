@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterEach, beforeEach, expect, it } from 'vitest'
+import { afterEach, beforeEach, expect, it, vi } from 'vitest'
 import { Context } from 'cordis'
 import SessionStore from '@dsh/session'
 import { DurableSessions } from '@dsh/session-persistence'
@@ -51,9 +51,9 @@ it('persists new sessions and forks, resumes them into the store, and continues 
   await expect(b.durableSessions.resume(s.id)).rejects.toThrow(/already live/)
   b.sessions.delete(s.id)
   await b.sessionPersistence.flush()
-  // Deleting from the store closes the writer; the next resume repairs the open turn.
-  await new Promise((r) => setTimeout(r, 20))
-  const again = await b.durableSessions.resume(s.id)
+  // Deleting from the store closes the writer (in the background); the next resume repairs the
+  // open turn. Wait for the close by retrying the resume (LOCKED until the writer is gone).
+  const again = await vi.waitFor(() => b.durableSessions.resume(s.id), { timeout: 10_000, interval: 10 })
   expect(again.loaded.repairs).toEqual([{ kind: 'turn-end', turn: 1 }])
   expect((await b.durableSessions.resumeLatest('/elsewhere'))).toBeUndefined()
 })
