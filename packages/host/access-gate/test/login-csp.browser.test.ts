@@ -4,9 +4,7 @@
 import { Context } from 'cordis'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import WebServer, { type WebServerConfig } from '@dsh/webserver'
-// web-testkit is not a dependency of this package; its source is imported directly so the test
-// needs no lockfile change.
-import { hasChromium, launchBrowser, type Browser } from '../../../test-support/web-testkit/src/index.ts'
+import { hasChromium, launchBrowser, type Browser } from '@dsh/web-testkit'
 import * as gate from '../src/index.ts'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 })

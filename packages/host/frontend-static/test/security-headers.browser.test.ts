@@ -7,9 +7,7 @@ import { createHash } from 'node:crypto'
 import { createServer, type Server } from 'node:http'
 import { connect } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-// web-testkit is not a dependency of this package; its source is imported directly so the test
-// needs no lockfile change (playwright-core resolves from web-testkit's own folder).
-import { hasChromium, launchBrowser, startWebApp, withArtifacts, type Browser, type WebApp } from '../../../test-support/web-testkit/src/index.ts'
+import { hasChromium, launchBrowser, startWebApp, withArtifacts, type Browser, type WebApp } from '@dsh/web-testkit'
 
 vi.setConfig({ testTimeout: 90_000, hookTimeout: 90_000 })
 
