@@ -81,6 +81,17 @@ describe('MCP tools dsh cannot use', () => {
   })
 })
 
+describe('MCP connection failures', () => {
+  it('are reported by what failed, not by the SIGTERM the cleanup sends', async () => {
+    const h = await boot({ servers: { hostile: { command: process.execPath, args: [hostile], env: { DSH_TEST_TOOLS: 'list-error' } } } })
+    const s = await settled(h, 'hostile')
+    expect(s.state).toBe('failed')
+    // Before: "the server process was killed by SIGTERM".
+    expect(s.error).toContain('the tool catalogue is locked')
+    expect(s.error).not.toMatch(/SIGTERM/)
+  })
+})
+
 describe('MCP answers over the message cap', () => {
   it.each([
     ['the SDK (id written last)', 'mcp__hostile__huge'],
