@@ -263,6 +263,11 @@ describe('ctx.connection.session(id)', () => {
           for (let seq = 2; seq <= 5; seq++) res.write(event(seq))
           return
         }
+        if (requests.at(-1)!.includes('/s4')) {
+          // The control: a host error that is retried (with backoff).
+          res.writeHead(500, { 'content-type': 'application/json' })
+          return res.end(JSON.stringify({ error: { code: 'INTERNAL', message: 'try again' } }))
+        }
         res.writeHead(404, { 'content-type': 'application/json' })
         res.end(JSON.stringify({ error: { code: 'SESSION_NOT_FOUND', message: 'gone' } }))
       },
@@ -272,8 +277,13 @@ describe('ctx.connection.session(id)', () => {
     const gone = ctx.connection.session('s3')
     await vi.waitFor(() => expect(gone.get().error).toEqual({ code: 'SESSION_NOT_FOUND', message: 'gone' }))
     const before = requests.length
-    await new Promise((resolve) => setTimeout(resolve, 200))
+    // Positive control through the same reconnect path: a feed opened after the 404 that the host
+    // keeps failing retries with backoff; its third request comes after two backoff waits, each at
+    // least as long as the first retry a 404 would have had, so a retry of s3 would be in by then.
+    const control = ctx.connection.session('s4')
+    await vi.waitFor(() => expect(requests.slice(before).filter((r) => r.includes('/s4')).length).toBeGreaterThanOrEqual(3), { timeout: 10_000, interval: 5 })
     expect(requests.slice(before).filter((r) => r.includes('/s3'))).toEqual([])
+    control.release()
     feed.release()
     gone.release()
   })
