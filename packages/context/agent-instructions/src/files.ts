@@ -3,6 +3,13 @@
 // a file's state.
 import { open, realpath, stat } from 'node:fs/promises'
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
+import { openedPath } from '@dsh/sandbox-policy'
+
+/**
+ * Why a found instruction file must not be read for the model (see sandbox-policy's
+ * `harnessReadRefusal`), given its path and what was really opened; undefined when it may.
+ */
+export type ReadCheck = (path: string, opened: string | undefined) => string | undefined
 
 export type Found =
   | { kind: 'file'; path: string; real: string; text: string; size: number; shownBytes: number }
@@ -26,11 +33,11 @@ function utf8Prefix(bytes: Buffer, limit: number): Buffer {
 
 /**
  * The instruction file of `dir`: the first of `names` that exists as a regular file (symlinks
- * followed). Reads at most `maxBytes` of it. A name that exists but cannot be used (unreadable,
+ * followed). Reads at most `maxBytes` of it, unless `check` refuses it (a `problem`). A name that exists but cannot be used (unreadable,
  * a symlink loop, not a regular file) is a `problem`, and the next name is not tried: falling back
  * past a broken primary file would hide it.
  */
-export async function findInstructionFile(dir: string, names: readonly string[], maxBytes: number): Promise<Found> {
+export async function findInstructionFile(dir: string, names: readonly string[], maxBytes: number, check?: ReadCheck): Promise<Found> {
   for (const name of names) {
     const path = join(dir, name)
     let info
@@ -47,6 +54,9 @@ export async function findInstructionFile(dir: string, names: readonly string[],
       const real = await realpath(path)
       const handle = await open(path, 'r')
       try {
+        // Checked on what was opened (a link swapped after realpath changes nothing), before a byte is read.
+        const refused = check?.(path, openedPath(handle.fd))
+        if (refused !== undefined) return { kind: 'problem', path, reason: `not read: ${refused}` }
         const buffer = Buffer.alloc(Math.min(info.size, maxBytes) + 4)
         const { bytesRead } = await handle.read(buffer, 0, buffer.byteLength, 0)
         const size = Math.max(info.size, bytesRead)

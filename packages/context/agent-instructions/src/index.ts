@@ -10,7 +10,8 @@ import type { InjectedContext, PreStepDecision, PreStepPayload } from '@dsh/agen
 import type { Session } from '@dsh/session'
 import type { PostExecutePayload } from '@dsh/tools'
 import { resolveDshHome } from '@dsh/home-paths'
-import { chain, findInstructionFile, projectRoot, realOrUndefined, touchedDir, type Found } from './files.ts'
+import { harnessReadRefusal } from '@dsh/sandbox-policy'
+import { chain, findInstructionFile, projectRoot, realOrUndefined, touchedDir, type Found, type ReadCheck } from './files.ts'
 import { bodyOf, messageOf, renderBody, renderChanged, renderLoaded, renderOmitted, renderRemoved, type Rendered, type Scope } from './render.ts'
 
 export { chain, findInstructionFile, projectRoot } from './files.ts'
@@ -98,19 +99,33 @@ export function apply(ctx: Context, config: Config): void {
     return map
   }
 
-  async function read(dir: string, maxBytes: number): Promise<Found> {
-    const found = await findInstructionFile(dir, config.fileNames, maxBytes)
+  /**
+   * What may be read for `session`: a project file only when its real path lies in the project
+   * root (a cloned repository's `AGENTS.md` linked to `~/.ssh/id_rsa` or the dsh credentials is
+   * not sent to the model), and in a confining mode nothing the sandbox hides (sandbox-policy's
+   * `harnessReadRefusal`: credential files, per-process /proc entries). The user-global file may
+   * be a link anywhere the user chose, except into those.
+   */
+  const checkFor = (session: Session, cwd: string, root: string | undefined): ReadCheck => {
+    const policy = ctx.get('sandboxPolicy')?.resolve({ sessionId: session.id, cwd })
+    return (path, opened) => harnessReadRefusal(path, policy, { ...(root !== undefined ? { roots: [root] } : {}), ...(opened !== undefined ? { opened } : {}) })
+  }
+
+  async function read(dir: string, maxBytes: number, check: ReadCheck): Promise<Found> {
+    const found = await findInstructionFile(dir, config.fileNames, maxBytes, check)
     if (found.kind === 'problem') warn(found.path, found.reason)
     return found
   }
 
   /** The session-start chain: user-global file, then root..cwd. */
-  async function initialChain(cwd: string): Promise<Rendered[]> {
+  async function initialChain(session: Session, cwd: string): Promise<Rendered[]> {
     const out: Rendered[] = []
     const seen = new Set<string>()
     let budget = config.maxInitialBytes
+    const root = await projectRoot(cwd, config.rootMarkers)
     const add = async (dir: string, scope: Scope) => {
-      const found = await read(dir, Math.max(1, Math.min(config.maxFileBytes, budget)))
+      const check = checkFor(session, cwd, scope === 'user' ? undefined : root)
+      const found = await read(dir, Math.max(1, Math.min(config.maxFileBytes, budget)), check)
       if (found.kind !== 'file' || seen.has(found.real)) return
       seen.add(found.real)
       if (budget <= 0) {
@@ -121,13 +136,13 @@ export function apply(ctx: Context, config: Config): void {
       out.push(renderLoaded(found.path, scope, renderBody(found.text, found.size, found.shownBytes, found.path)))
     }
     if (config.userGlobal) await add(globalDir(), 'user')
-    const root = await projectRoot(cwd, config.rootMarkers)
     for (const dir of chain(root, resolvePath(cwd))) await add(dir, 'project')
     return out
   }
 
   /** New, changed and removed files in `dirs`, compared with what the model knows. */
-  async function discover(session: Session, dirs: string[]): Promise<Rendered[]> {
+  async function discover(session: Session, cwd: string, root: string, dirs: string[]): Promise<Rendered[]> {
+    const check = checkFor(session, cwd, root)
     const state = known(session)
     const live = new Set<string>()
     for (const [path, body] of state) {
@@ -137,7 +152,7 @@ export function apply(ctx: Context, config: Config): void {
     }
     const out: Rendered[] = []
     for (const dir of dirs) {
-      const found = await read(dir, config.maxFileBytes)
+      const found = await read(dir, config.maxFileBytes, check)
       if (found.kind === 'problem') continue
       // Files the model knows in this directory that are gone (or replaced by another name).
       for (const file of config.fileNames) {
@@ -172,7 +187,7 @@ export function apply(ctx: Context, config: Config): void {
       if (session.last('step/start') || known(session).size > 0) return next()
       let loaded: Rendered[] = []
       try {
-        loaded = await initialChain(cwd)
+        loaded = await initialChain(session, cwd)
       } catch (error) {
         logger.warn('loading instruction files failed: %s', error instanceof Error ? error.message : String(error))
       }
@@ -200,7 +215,7 @@ export function apply(ctx: Context, config: Config): void {
           const dir = await touchedDir(resolvePath(context.cwd, target))
           const dirs = chain(root, dir)
           if (dirs.length === 0) return
-          const found = await discover(session, dirs)
+          const found = await discover(session, agent.cwd, root, dirs)
           let queue = pending.get(session)
           if (!queue) pending.set(session, (queue = new Map()))
           for (const r of found) {

@@ -10,9 +10,10 @@ import type { InjectedContext, PreStepPayload } from '@dsh/agent'
 import type {} from '@dsh/api-gateway'
 import type {} from '@dsh/session'
 import type { SubprocessService } from '@dsh/subprocess'
+import type {} from '@dsh/sandbox-policy'
 import { ApiError } from '@dsh/web-protocol'
 import { filesSearch } from './contract.ts'
-import { mentionedPaths, renderMention, resolveMention } from './mentions.ts'
+import { mentionedPaths, renderMention, resolveMention, type SandboxPolicy } from './mentions.ts'
 import { listFiles, rank, type Listing } from './search.ts'
 
 export { filesSearch, type FileMatch } from './contract.ts'
@@ -44,9 +45,9 @@ const textOf = (content: InjectedContext['content']): string =>
   typeof content === 'string' ? content : content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('\n')
 
 /** The context messages for the mentions in `text` (none when it mentions nothing). */
-export async function expandMentions(cwd: string, text: string, config: Pick<FileReferenceConfig, 'maxBytes' | 'maxMentions'>): Promise<InjectedContext[]> {
+export async function expandMentions(cwd: string, text: string, config: Pick<FileReferenceConfig, 'maxBytes' | 'maxMentions'>, policy?: SandboxPolicy): Promise<InjectedContext[]> {
   const paths = mentionedPaths(text).slice(0, config.maxMentions)
-  const resolved = await Promise.all(paths.map((p) => resolveMention(cwd, p, config.maxBytes)))
+  const resolved = await Promise.all(paths.map((p) => resolveMention(cwd, p, config.maxBytes, policy)))
   // `@a.md` and `@a.md.` name one file: include it once.
   const unique = resolved.filter((m, i) => resolved.findIndex((o) => o.path === m.path) === i)
   return unique.map((m) => ({ content: renderMention(m), source: { kind: 'plugin' as const, plugin: SOURCE_PLUGIN, label: `@${m.path}` } }))
@@ -60,7 +61,8 @@ export function apply(ctx: Context, raw: Partial<FileReferenceConfig> = {}): voi
     for (const message of payload.messages) {
       out.push(message)
       if (message.source.kind !== 'human') continue
-      out.push(...(await expandMentions(payload.agent.cwd, textOf(message.content), config)))
+      const { session, cwd } = payload.agent
+      out.push(...(await expandMentions(cwd, textOf(message.content), config, ctx.get('sandboxPolicy')?.resolve({ sessionId: session.id, cwd }))))
     }
     payload.messages.splice(0, payload.messages.length, ...out)
     return next()

@@ -3,6 +3,10 @@
 // has none), so what the model saw is in the log.
 import { open, realpath, stat } from 'node:fs/promises'
 import { isAbsolute, relative, resolve, sep } from 'node:path'
+import { harnessReadRefusal, openedPath } from '@dsh/sandbox-policy'
+
+/** The session's resolved sandbox policy (undefined: no policy owner loaded). */
+export type SandboxPolicy = Parameters<typeof harnessReadRefusal>[1]
 
 const TOKEN = /(^|\s)@([^\s]+)/g
 const TRAILING = /[,.;:!?)\]}'"`]+$/
@@ -35,8 +39,13 @@ const inside = (root: string, target: string) => {
   return rel === '' || (!rel.startsWith('..' + sep) && rel !== '..' && !isAbsolute(rel))
 }
 
-/** Reads one mention; never throws. */
-export async function resolveMention(cwd: string, mention: string, maxBytes: number): Promise<ResolvedMention> {
+/**
+ * Reads one mention; never throws. What was really opened must lie in the session directory, and
+ * under a confining `policy` must not be something the sandbox hides (sandbox-policy's
+ * `harnessReadRefusal`): the check runs on the open descriptor, so a link swapped after the
+ * path checks changes nothing.
+ */
+export async function resolveMention(cwd: string, mention: string, maxBytes: number, policy?: SandboxPolicy): Promise<ResolvedMention> {
   let candidate = mention
   let info = await stat(resolve(cwd, candidate)).catch(() => undefined)
   if (!info && TRAILING.test(mention)) {
@@ -59,6 +68,9 @@ export async function resolveMention(cwd: string, mention: string, maxBytes: num
   let handle
   try {
     handle = await open(full, 'r')
+    const opened = openedPath(handle.fd)
+    const refused = harnessReadRefusal(full, policy, { roots: [root], ...(opened !== undefined ? { opened } : {}) })
+    if (refused !== undefined) return { ...base, status: 'unreadable', content: `not read: ${refused}` }
     const size = info.size
     const buffer = Buffer.alloc(Math.min(size, maxBytes))
     const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0)

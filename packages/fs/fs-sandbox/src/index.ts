@@ -3,14 +3,16 @@
 // `ctx.sandboxPolicy` resolves for the call's session, after `..` and symlinks are resolved. The
 // policy's protected paths (the dsh home) and the project control files (`.mcp.json`, `.claude/`,
 // the git hooks and config...) are never created or changed in a confining mode, and its hidden
-// paths (credential files) are not read either; other reads always pass. Everything else (atomic write, edit critical section, gates, events) is inherited.
+// paths (credential files) and the per-process entries of /proc (dsh's own environment and memory)
+// are not read or listed either (sandbox-policy's `harnessReadRefusal`); other reads always pass.
+// Everything else (atomic write, edit critical section, gates, events) is inherited.
 import { lstatSync, realpathSync } from 'node:fs'
 import { basename, dirname, join, sep } from 'node:path'
 import type { Context } from 'cordis'
-import { FsError, type EditResult, type EditTransform, type FsCallOptions, type ReadResult, type RemoveOptions, type WriteOptions, type WriteResult } from '@dsh/fs'
+import { FsError, type DirEntry, type EditResult, type EditTransform, type FsCallOptions, type ReadResult, type RemoveOptions, type WriteOptions, type WriteResult } from '@dsh/fs'
 import { LocalFileSystem, type LocalFileSystemConfig } from '@dsh/fs-local'
 import { describePolicy, PROJECT_CONTROL_PATHS, type SandboxPolicy } from '@dsh/sandbox'
-import type {} from '@dsh/sandbox-policy'
+import { harnessReadRefusal } from '@dsh/sandbox-policy'
 
 /** Error code of a mutation the sandbox mode forbids. */
 export const SANDBOX_DENIED = 'SANDBOX_DENIED'
@@ -26,14 +28,18 @@ export class SandboxedFileSystem extends LocalFileSystem {
   override async readFile(path: string, options: FsCallOptions = {}): Promise<ReadResult> {
     const abs = this.resolve(path)
     const policy = this.policyFor(options.session)
-    if (policy.mode !== 'danger-full-access' && (policy.hiddenPaths ?? []).length > 0) {
-      const real = realLocation(abs) ?? abs
-      const hidden = (policy.hiddenPaths ?? []).find((entry) => within(real, entry) || within(abs, entry))
-      if (hidden !== undefined) {
-        throw new FsError(SANDBOX_DENIED, abs, `the sandbox refused to read ${abs}: it holds dsh's credentials, which are not readable in ${policy.mode} mode.`)
-      }
-    }
+    // The harness reads for the model outside the sandbox: it must not hand over what a confined
+    // command could not see (the credential files, dsh's environment and memory under /proc).
+    const refusal = harnessReadRefusal(abs, policy)
+    if (refusal !== undefined) throw new FsError(SANDBOX_DENIED, abs, `the sandbox refused to read ${abs}: ${refusal}.`)
     return super.readFile(path, options)
+  }
+
+  override async list(path: string): Promise<DirEntry[]> {
+    const abs = this.resolve(path)
+    const refusal = harnessReadRefusal(abs, this.policyFor())
+    if (refusal !== undefined) throw new FsError(SANDBOX_DENIED, abs, `the sandbox refused to list ${abs}: ${refusal}.`)
+    return super.list(path)
   }
 
   override async writeFile(path: string, data: string | Uint8Array, options: WriteOptions = {}): Promise<WriteResult> {

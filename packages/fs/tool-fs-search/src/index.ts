@@ -1,7 +1,9 @@
 // @dsh/tool-fs-search: model-facing `glob` and `grep` over the packaged ripgrep binary.
 //
 // Every call spawns rg with a fixed argv that starts with `--no-config`; model-provided values are
-// single argv elements in `--flag=value` form, so no shell and no quoting exist anywhere. Output
+// single argv elements in `--flag=value` form, so no shell and no quoting exist anywhere. In a
+// confining mode rg runs inside the session's sandbox (`ctx.sandbox.wrap`) when a provider is
+// loaded, and the search root must pass sandbox-policy's `harnessReadRefusal` in any case. Output
 // paths are relative to the call's working directory (absolute when outside it), and results are
 // capped with the cap stated in the text the model reads.
 import { realpath, stat } from 'node:fs/promises'
@@ -10,8 +12,8 @@ import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { ToolCallContext, ToolOutput } from '@dsh/tools'
 import type {} from '@dsh/subprocess'
-import type {} from '@dsh/sandbox-policy'
-import { RG_PATH, runRg, type RgOutcome } from './rg.ts'
+import { harnessReadRefusal } from '@dsh/sandbox-policy'
+import { RG_PATH, runRg, type RgOptions, type RgOutcome } from './rg.ts'
 import { registerPromptSection } from './prompt.ts'
 
 export { RG_PATH, runRg, type RgOptions, type RgOutcome } from './rg.ts'
@@ -61,18 +63,35 @@ interface Target {
   display(path: string): string
   /** `--glob=!...` exclusions for unreadable paths under the searched directory. */
   exclude: string[]
+  /** More exclusions when rg runs outside the sandbox: the per-process entries of /proc. */
+  unconfinedExclude: string[]
 }
 
 const within = (path: string, dir: string) => path === dir || path.startsWith(dir.endsWith(sep) ? dir : dir + sep)
 
+/** The session's sandbox policy for this call; undefined without a policy owner. */
+function policyFor(ctx: Context, call: ToolCallContext): SandboxPolicy | undefined {
+  return ctx.get('sandboxPolicy')?.resolve({ sessionId: call.sessionId, cwd: call.cwd })
+}
+
+type SandboxPolicy = ReturnType<Context['sandboxPolicy']['resolve']>
+
 /**
- * The sandbox's unreadable paths (dsh's credential files) for this call. rg runs outside the
- * sandbox, so the tool itself keeps it away from them; none without a policy or unconfined.
+ * In a confining mode rg runs inside the session's sandbox (`ctx.sandbox.wrap`), like a bash
+ * command: a private /proc and the hidden paths then apply to what it walks. Undefined when the
+ * mode does not confine or no sandbox provider is loaded; a runner that cannot confine (no bwrap,
+ * no Landlock) also leaves rg unconfined, where the tool's own guards (`locate`) still hold.
  */
-function hiddenPathsFor(ctx: Context, call: ToolCallContext): { hidden: string[]; mode?: string } {
-  const policy = ctx.get('sandboxPolicy')?.resolve({ sessionId: call.sessionId, cwd: call.cwd })
-  if (!policy || policy.mode === 'danger-full-access') return { hidden: [] }
-  return { hidden: policy.hiddenPaths ?? [], mode: policy.mode }
+async function confine(ctx: Context, policy: SandboxPolicy | undefined, argv: string[], cwd: string): Promise<RgOptions['confined']> {
+  const sandbox = ctx.get('sandbox')
+  if (!sandbox || !policy || policy.mode === 'danger-full-access') return undefined
+  try {
+    const invocation = await sandbox.wrap({ argv: [RG_PATH, ...argv], cwd, policy })
+    return { argv: invocation.argv, ...(invocation.launcher ? { launcher: invocation.launcher } : {}) }
+  } catch (error) {
+    if (error instanceof Error && error.name === 'SandboxError') return undefined
+    throw error
+  }
 }
 
 /** Exclusions go last among the globs (rg lets a later glob override an earlier one), before `--`. */
@@ -81,8 +100,12 @@ function excluding(args: string[], exclude: readonly string[]): string[] {
   return [...args.slice(0, end), ...exclude, ...args.slice(end)]
 }
 
-async function locate(path: string | undefined, call: ToolCallContext, guard: { hidden: string[]; mode?: string }): Promise<Target | ToolOutput> {
+async function locate(path: string | undefined, call: ToolCallContext, policy: SandboxPolicy | undefined): Promise<Target | ToolOutput> {
   const abs = resolve(call.cwd, path ?? '.')
+  // Before anything touches it: the search root must be readable for the model (not a hidden
+  // credential file, not dsh's or another process's /proc entry, directly or through links).
+  const refusal = harnessReadRefusal(abs, policy)
+  if (refusal !== undefined) return fail('SANDBOX_DENIED', `the sandbox refused to search ${abs}: ${refusal}. Search elsewhere.`)
   let info: Awaited<ReturnType<typeof stat>>
   try {
     info = await stat(abs)
@@ -92,12 +115,18 @@ async function locate(path: string | undefined, call: ToolCallContext, guard: { 
     return fail('PATH_ERROR', `the path ${abs} cannot be searched (${code ?? String(error)}).`)
   }
   const real = await realpath(abs).catch(() => abs)
-  if (guard.hidden.some((entry) => within(real, entry) || within(abs, entry))) {
-    return fail('SANDBOX_DENIED', `${abs} is not readable in the ${guard.mode} sandbox (dsh's own credential files are off limits); search elsewhere.`)
-  }
+  const hidden = policy && policy.mode !== 'danger-full-access' ? (policy.hiddenPaths ?? []) : []
   // rg anchors no glob to an absolute search root, so a hidden file under the searched directory
-  // is excluded by its name wherever it occurs below (a wider net than needed, never a narrower one).
-  const exclude = [...new Set(guard.hidden.filter((entry) => within(entry, real) && entry !== real).map((entry) => `--glob=!${basename(entry)}`))]
+  // is excluded by its name wherever it occurs below (a wider net than needed, never a narrower
+  // one). An rg that runs unconfined (no sandbox provider, or no runner) skips the per-process
+  // entries of /proc the same way when it walks /proc or `/` (it does not follow the links of
+  // /dev/fd); a confined rg has a private /proc and needs no such net.
+  const exclude = [...new Set(hidden.filter((entry) => within(entry, real) && entry !== real).map((entry) => `--glob=!${basename(entry)}`))]
+  const unconfinedExclude: string[] = []
+  if (policy && policy.mode !== 'danger-full-access') {
+    if (real === '/proc') unconfinedExclude.push('--glob=!{self,thread-self,[0-9]*}')
+    else if (within('/proc', real)) unconfinedExclude.push('--glob=!proc')
+  }
   const rel = relative(call.cwd, abs)
   const inside = !(rel.startsWith('..') || isAbsolute(rel))
   const arg = rel === '' ? '.' : inside ? rel : abs
@@ -109,7 +138,7 @@ async function locate(path: string | undefined, call: ToolCallContext, guard: { 
         const shown = relative(call.cwd, path)
         return shown.startsWith('..') || isAbsolute(shown) ? path : shown
       }
-  return { abs, arg, isFile: info.isFile(), display, exclude }
+  return { abs, arg, isFile: info.isFile(), display, exclude, unconfinedExclude }
 }
 
 export function baseArgs(config: ToolFsSearchConfig): string[] {
@@ -175,14 +204,18 @@ export function apply(ctx: Context, config: ToolFsSearchConfig): void {
     },
     concurrencySafe: true,
     async execute(args, call) {
-      const target = await locate(args.path, call, hiddenPathsFor(ctx, call))
+      const policy = policyFor(ctx, call)
+      const target = await locate(args.path, call, policy)
       if ('content' in target) return target
       if (target.isFile) return fail('NOT_A_DIRECTORY', `the path ${target.abs} is a file; glob searches directories. Pass its parent directory, or use read.`)
       const files: string[] = []
       let bytes = 0
       let byteCapped = false
-      const outcome = await runRg(ctx.subprocess, excluding(globArgs(config, args.pattern, target.arg), target.exclude), {
+      const argv = excluding(globArgs(config, args.pattern, target.arg), target.exclude)
+      const confined = await confine(ctx, policy, argv, call.cwd)
+      const outcome = await runRg(ctx.subprocess, confined ? argv : excluding(argv, target.unconfinedExclude), {
         cwd: call.cwd,
+        ...(confined ? { confined } : {}),
         signal: call.signal,
         timeoutMs: config.timeoutMs,
         onLine(line) {
@@ -232,7 +265,8 @@ export function apply(ctx: Context, config: ToolFsSearchConfig): void {
     },
     concurrencySafe: true,
     async execute(args, call) {
-      const target = await locate(args.path, call, hiddenPathsFor(ctx, call))
+      const policy = policyFor(ctx, call)
+      const target = await locate(args.path, call, policy)
       if ('content' in target) return target
       const out: string[] = []
       let shown = 0
@@ -240,8 +274,11 @@ export function apply(ctx: Context, config: ToolFsSearchConfig): void {
       let bytes = 0
       let byteCapped = false
       let lastFile: string | undefined
-      const outcome = await runRg(ctx.subprocess, excluding(grepArgs(config, args.pattern, target.arg, args.include), target.exclude), {
+      const argv = excluding(grepArgs(config, args.pattern, target.arg, args.include), target.exclude)
+      const confined = await confine(ctx, policy, argv, call.cwd)
+      const outcome = await runRg(ctx.subprocess, confined ? argv : excluding(argv, target.unconfinedExclude), {
         cwd: call.cwd,
+        ...(confined ? { confined } : {}),
         signal: call.signal,
         timeoutMs: config.timeoutMs,
         onLine(line) {

@@ -1,7 +1,7 @@
-// Runs the packaged ripgrep binary through the `ctx.subprocess` seam with a fixed argv (no shell)
-// and streams its stdout in lines.
+// Runs the packaged ripgrep binary through the `ctx.subprocess` seam with a fixed argv (no shell),
+// confined by the session's sandbox when the caller wrapped it, and streams its stdout in lines.
 import { rgPath } from '@vscode/ripgrep'
-import type { SubprocessService } from '@dsh/subprocess'
+import type { ProcessLauncher, SubprocessService } from '@dsh/subprocess'
 
 /** Absolute path of the ripgrep binary shipped in `@vscode/ripgrep`'s platform package. */
 export const RG_PATH: string = rgPath
@@ -13,6 +13,11 @@ export interface RgOptions {
   /** Called with each complete stdout line (without the newline). Return false to stop parsing;
    *  the remaining lines are then only counted. */
   onLine(line: string): boolean
+  /**
+   * The confined command to start instead of rg itself (`ctx.sandbox.wrap` of `[RG_PATH, ...argv]`):
+   * its argv and, when the runner has one, the launcher of an already running confinement.
+   */
+  confined?: { argv: readonly string[]; launcher?: ProcessLauncher }
 }
 
 export interface RgOutcome {
@@ -53,9 +58,10 @@ export async function runRg(subprocess: SubprocessService, argv: readonly string
     if (start < buffer.length) pending = Buffer.from(buffer.subarray(start))
   }
 
+  const [file, ...args] = options.confined ? options.confined.argv : [RG_PATH, ...argv]
   const handle = subprocess.spawn({
-    file: RG_PATH,
-    args: [...argv],
+    file: file!,
+    args,
     cwd: options.cwd,
     // `--no-config` already ignores it; removing it too keeps the child's view plain.
     env: { set: { RIPGREP_CONFIG_PATH: undefined } },
@@ -64,6 +70,7 @@ export async function runRg(subprocess: SubprocessService, argv: readonly string
     stdin: 'ignore',
     stderr: 'pipe',
     retentionMode: 'none',
+    ...(options.confined?.launcher ? { launcher: options.confined.launcher } : {}),
   })
   handle.onOutput((chunk) => {
     if (chunk.stream === 'stdout') consume(chunk.data)

@@ -16,6 +16,10 @@ import type {} from '@dsh/session-persistence'
 import type {} from '@dsh/permission-presets'
 import type {} from '@dsh/home-paths'
 import { plainService } from '@dsh/plain-service'
+import { existingProcessTempDir } from '@dsh/spill-files'
+import { harnessReadRefusal, type HarnessReadOptions } from './harness-read.ts'
+
+export { harnessReadRefusal, isProcessEntry, openedPath, realLocation, type HarnessReadOptions } from './harness-read.ts'
 
 declare module 'cordis' {
   interface Context {
@@ -156,6 +160,13 @@ export class SandboxPolicyService extends Service {
     // The project control files of the workspace and of each configured writable root (the temp
     // directories are nobody's project): read-only for commands, refused to file edits.
     const controlPaths = [...new Set([workspaceRoot, ...self.config.writableRoots.map(realpathOrSelf)].flatMap(projectControlPaths))]
+    // dsh's private temp directory (job spills, bash-local spills; once created) lies under /tmp, a writable root:
+    // a confined command must neither read-modify nor delete what the harness keeps there. It goes
+    // with the control paths, which a runner makes read-only where it can without refusing to run
+    // (the Landlock runner cannot carve a read-only hole in a writable tree, and a readOnlyPaths
+    // entry inside /tmp would make it refuse every command).
+    const spill = privateTempDir()
+    if (spill !== undefined && mode === 'workspace-write') controlPaths.push(spill)
     return { mode, workspaceRoot, writableRoots, network: self.config.network, readOnlyPaths, hiddenPaths, controlPaths }
   }
 
@@ -172,6 +183,14 @@ export class SandboxPolicyService extends Service {
     const readOnlyPaths = [...new Set([home, ...layers.map(realpathOrSelf), ...(this.config.readOnlyPaths ?? []).map(realpathOrSelf)])]
     const hiddenPaths = [...new Set([join(home, '.credentials.yaml'), join(home, '.env'), ...(this.config.hiddenPaths ?? []).map(realpathOrSelf)])]
     return { readOnlyPaths, hiddenPaths }
+  }
+
+  /**
+   * Why the harness must not read `path` for the model in the call's session, or undefined (see
+   * `harnessReadRefusal`): the policy of `input` is resolved first.
+   */
+  readRefusal(path: string, input: ResolveInput = {}, options: HarnessReadOptions = {}): string | undefined {
+    return harnessReadRefusal(path, plainService(this).resolve(input), options)
   }
 
   /** `ctx.homePaths.home` when loaded, else `$DSH_HOME` (a leading `~/` expanded), else `~/.dsh`. */
@@ -260,6 +279,12 @@ function lastAnnouncement(session: Session): string | undefined {
   return undefined
 }
 
+
+/** This process's private temp directory once something created it, symlinks resolved. */
+function privateTempDir(): string | undefined {
+  const dir = existingProcessTempDir()
+  return dir === undefined ? undefined : realpathOrSelf(dir)
+}
 
 /** Most git directories `projectControlPaths` visits under `modules/` and `worktrees/` (a bound on a huge tree). */
 const MAX_GIT_DIRS = 256

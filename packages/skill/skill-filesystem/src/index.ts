@@ -2,13 +2,19 @@
 // holding a SKILL.md; the roots are the project's `.dsh/skills`, `.claude/skills` and
 // `.agents/skills` (under the working directory) and the user's `$DSH_HOME/skills`. Parsed files
 // are cached by path, mtime and size, so listing on every prompt assembly costs a few stats.
-import { readdirSync, readFileSync, statSync } from 'node:fs'
-import { readFile } from 'node:fs/promises'
+import { closeSync, openSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { isAbsolute, join, relative, resolve } from 'node:path'
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import { parseSkillFile, SkillError, type LoadedSkill, type ParsedSkill, type SkillInfo, type SkillListing, type SkillProblem } from '@dsh/skill'
 import type {} from '@dsh/home-paths'
+import { harnessReadRefusal, openedPath } from '@dsh/sandbox-policy'
+
+/** A resolved sandbox policy (undefined: no policy owner loaded). */
+type SandboxPolicy = Parameters<typeof harnessReadRefusal>[1]
+
+/** Thrown for a SKILL.md the harness must not read for the model. */
+class Refused extends Error {}
 
 export interface SkillFilesystemConfig {
   /** Project roots, relative to the working directory, in priority order. */
@@ -35,8 +41,16 @@ type Cached = { key: string; result: { skill: ParsedSkill } | { problem: string 
 /** Lists and loads SKILL.md directories under the given roots. Exported for tests and embedders. */
 export class SkillDirectories {
   private readonly cache = new Map<string, Cached>()
+  /** Per listed SKILL.md: the working directory it was found for and whether it is a project skill. */
+  private readonly origins = new Map<string, { cwd: string; project: boolean }>()
 
-  constructor(private readonly config: { projectDirs: string[]; userDir: string; maxFiles: number }) {}
+  /**
+   * `policy` gives the sandbox policy for a working directory: in a confining mode a SKILL.md the
+   * sandbox hides is not read (sandbox-policy's `harnessReadRefusal`). A project skill must
+   * really lie in the working directory in every mode (a cloned repository's skill linked to a
+   * file elsewhere is not read); the user's skills may be links anywhere the user chose.
+   */
+  constructor(private readonly config: { projectDirs: string[]; userDir: string; maxFiles: number; policy?: (cwd: string) => SandboxPolicy }) {}
 
   /** Roots for `cwd`, highest priority first: project roots, then the user root. */
   roots(cwd: string): { dir: string; kind: 'project' | 'user' }[] {
@@ -66,6 +80,7 @@ export class SkillDirectories {
           continue
         }
         if (!stat.isFile()) continue
+        this.origins.set(file, { cwd, project: root.kind === 'project' })
         const parsed = this.parse(file, `${stat.mtimeMs}:${stat.size}`)
         if ('problem' in parsed) {
           problems.push({ location: file, message: parsed.problem })
@@ -83,8 +98,9 @@ export class SkillDirectories {
   async load(info: SkillInfo): Promise<LoadedSkill> {
     let text: string
     try {
-      text = await readFile(info.location, 'utf8')
+      text = this.read(info.location)
     } catch (error) {
+      if (error instanceof Refused) throw new SkillError('UNREADABLE', `not reading ${info.location}: ${error.message}`)
       throw new SkillError('UNREADABLE', `cannot read ${info.location} (${(error as NodeJS.ErrnoException).code ?? String(error)})`)
     }
     const parsed = parseSkillFile(text)
@@ -98,13 +114,36 @@ export class SkillDirectories {
     if (hit && hit.key === key) return hit.result
     let result: Cached['result']
     try {
-      const parsed = parseSkillFile(readFileSync(file, 'utf8'))
+      const parsed = parseSkillFile(this.read(file))
       result = parsed.ok ? { skill: parsed.skill } : { problem: parsed.problem }
     } catch (error) {
+      // A refusal depends on the mode, which may change: never cached.
+      if (error instanceof Refused) return { problem: `not read: ${error.message}` }
       result = { problem: `cannot read the file (${(error as NodeJS.ErrnoException).code ?? String(error)})` }
     }
     this.cache.set(file, { key, result })
     return result
+  }
+
+  /**
+   * The text of a SKILL.md, checked on what was really opened (a link swapped after the listing
+   * changes nothing) before a byte is read; throws `Refused` with the reason.
+   */
+  private read(file: string): string {
+    const user = relative(this.config.userDir, file)
+    const origin = this.origins.get(file) ?? { cwd: process.cwd(), project: user.startsWith('..') || isAbsolute(user) }
+    const fd = openSync(file, 'r')
+    try {
+      const opened = openedPath(fd)
+      const refused = harnessReadRefusal(file, this.config.policy?.(origin.cwd), {
+        ...(origin.project ? { roots: [origin.cwd] } : {}),
+        ...(opened !== undefined ? { opened } : {}),
+      })
+      if (refused !== undefined) throw new Refused(refused)
+      return readFileSync(fd, 'utf8')
+    } finally {
+      closeSync(fd)
+    }
   }
 
   /** The skill's files other than SKILL.md, breadth first, at most `maxFiles`. */
@@ -145,6 +184,7 @@ export function apply(ctx: Context, config: SkillFilesystemConfig): void {
     projectDirs: config.projectDirs,
     userDir: config.userDir ?? ctx.homePaths.skills,
     maxFiles: config.maxFiles,
+    policy: (cwd) => ctx.get('sandboxPolicy')?.resolve({ cwd }),
   })
   ctx.skills.register({
     id: 'filesystem',

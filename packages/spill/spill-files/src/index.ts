@@ -175,6 +175,17 @@ export function processTempDir(): PrivateDir {
   return processDir
 }
 
+/** The path of this process's private temp directory when it exists already (never creates it). */
+export function existingProcessTempDir(): string | undefined {
+  if (!processDir) return undefined
+  try {
+    processDir.verify()
+    return processDir.path
+  } catch {
+    return undefined
+  }
+}
+
 /**
  * `$DSH_HOME/run`, a private directory for files that steer an unconfined program (bash's startup
  * file): the dsh home is read-only inside the sandbox, while the system temp directory is writable
