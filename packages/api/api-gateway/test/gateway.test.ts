@@ -423,7 +423,8 @@ describe('api-gateway over real HTTP', () => {
         return undefined
       }
     }
-    for (let i = 0; i < 200 && !metaOf()?.pending; i++) await new Promise((r) => setTimeout(r, 25))
+    // The metadata file is rewritten in the background: wait for it, with room for a loaded machine.
+    await vi.waitFor(() => expect(metaOf()?.pending).toBeDefined(), { timeout: 15_000, interval: 25 })
     expect(metaOf().pending).toEqual({ queued: [], approvals: [{ requestId, kind: 'tool', title: 'guarded: deploy' }], questions: [] })
     await host.close()
     expect(JSON.parse(readFileSync(join(home, 'web', 'sessions.json'), 'utf8')).sessions[session.sessionId].pending).toBeUndefined()
