@@ -13,7 +13,7 @@ import { performance } from 'node:perf_hooks'
 
 register()
 const { createHarness } = await import('../packages/test-support/agent-loop-testkit/src/index.ts')
-const { default: TokenMeter } = await import('../packages/llm/token-meter/src/index.ts')
+const { default: TokenMeter } = await import('../packages/session/token-meter/src/index.ts')
 const { default: BasicCompactionEngine } = await import('../packages/compaction/compaction-basic/src/index.ts')
 const { default: ToolResultPruner } = await import('../packages/compaction/compaction-tool-result-pruner/src/index.ts')
 
