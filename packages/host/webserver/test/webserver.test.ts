@@ -1,7 +1,7 @@
 import { request as httpRequest } from 'node:http'
 import { createServer } from 'node:net'
 import { Context } from 'cordis'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import WebServer, { HttpError, isLoopbackAddress, type WebServerConfig } from '../src/index.ts'
 
 const fibers: { dispose(): unknown }[] = []
@@ -16,6 +16,9 @@ async function start(config: Partial<WebServerConfig> = {}) {
   await fiber
   return { ctx, fiber, server: ctx.webServer, base: ctx.webServer.url }
 }
+
+/** Requests the server holds right now (before app/ready): what the hold tests wait on instead of time. */
+const holding = (ctx: Context) => (ctx.webServer as unknown as { held: number }).held
 
 async function json(res: Response) {
   return { status: res.status, type: res.headers.get('content-type'), body: (await res.json()) as { error: { code: string } } & Record<string, unknown> }
@@ -168,12 +171,13 @@ describe('@dsh/webserver', () => {
     let guarded = 0
     ctx.webServer.addGuard(() => (guarded++, true))
     const held = text('/page')
-    await new Promise((r) => setTimeout(r, 50))
+    // Wait for the request to reach the hold (the server's count of held requests), not for time.
+    await vi.waitFor(() => expect(holding(ctx)).toBe(1), { timeout: 10_000, interval: 5 })
     expect(order).toEqual([])
     expect(guarded).toBe(0)
     ctx.webServer.serveBeforeReady((req, info, route) => req.method === 'GET' && !route && !info.url.pathname.startsWith('/api'))
-    // Admitted but no handler yet: still held; the fallback appearing releases it.
-    await new Promise((r) => setTimeout(r, 50))
+    // Admitted but no handler yet: past the guards, then held again; the fallback appearing releases it.
+    await vi.waitFor(() => expect([guarded, holding(ctx)]).toEqual([1, 1]), { timeout: 10_000, interval: 5 })
     expect(order).toEqual([])
     ctx.webServer.registerFallback((_q, res) => res.end('page'))
     expect(await held).toBe('200 page')
@@ -183,7 +187,7 @@ describe('@dsh/webserver', () => {
     const api = text('/api/x')
     const other = text('/api/missing')
     expect(await text('/other')).toBe('200 page')
-    await new Promise((r) => setTimeout(r, 50))
+    await vi.waitFor(() => expect(holding(ctx)).toBe(2), { timeout: 10_000, interval: 5 })
     expect(order.map((o) => o.split(' ')[0])).toEqual(['/page', '/other'])
     await ready()
     expect(await api).toBe('200 api')
@@ -197,7 +201,7 @@ describe('@dsh/webserver', () => {
     const { ctx, fiber, base } = await start({ waitForReady: true, holdBeforeReady: true, maxHeldRequests: 1 })
     ctx.webServer.registerFallback((_q, res) => res.end('page'))
     const first = fetch(`${base}/a`).then((r) => r.status, (e: Error) => e.name)
-    await new Promise((r) => setTimeout(r, 50))
+    await vi.waitFor(() => expect(holding(ctx)).toBe(1), { timeout: 10_000, interval: 5 })
     expect(await json(await fetch(`${base}/b`))).toMatchObject({ status: 503, body: { error: { code: 'STARTING' } } })
     await fiber.dispose()
     expect(await first).toBe('TypeError')
