@@ -55,6 +55,25 @@ const PROVIDERS = [
   '^packages/acp/acp/src/client-fs\\.ts$',
 ]
 
+/**
+ * Known exceptions: arrows the rules forbid that could not be removed yet, each named, with its
+ * reason and the issue that tracks it. The check prints them on every run (severity info) without
+ * failing; anything else from the same file still fails.
+ */
+const EXCEPTIONS = [
+  {
+    name: 'exception-api-models-imports-llm-providers',
+    comment:
+      "api-models (the web UI's model settings) declares @dsh/llm-pi-ai routes at run time (RouteConfig, " +
+      'checkRoutes, buildRoute, PiAiAdapter) and reads the DeepSeek default route and base URL. The fix ' +
+      'is for each provider to own its settings endpoints (a host half of llm-pi-ai / llm-deepseek, or a ' +
+      'route-declaration method on ctx.llm), a refactor of the model settings API; issue #44.',
+    from: '^packages/api/api-models/src/',
+    to: '^packages/llm/llm-(deepseek|pi-ai)/',
+    rule: 'consumer-never-imports-provider',
+  },
+]
+
 /** Who may import a provider: other providers (one may wrap another), boot glue and test-support. */
 const MAY_IMPORT_PROVIDERS = [...PROVIDERS, '^packages/boot/', '^packages/test-support/', '^bundles/']
 
@@ -117,9 +136,24 @@ module.exports = {
         'Only another provider, boot glue, test-support or a bundle may import a provider; everyone ' +
         'else reaches the seam through its definition (ctx.<service>).',
       severity: 'error',
-      from: { path: SHIPPED, pathNot: MAY_IMPORT_PROVIDERS },
+      from: { path: SHIPPED, pathNot: [...MAY_IMPORT_PROVIDERS, ...EXCEPTIONS.map((e) => e.from)] },
       to: { path: PROVIDERS },
     },
+    // The excepted files are still held to the rule for every other provider.
+    ...EXCEPTIONS.map((e) => ({
+      name: e.rule,
+      comment: `As above, for ${e.from} apart from its known exception (${e.name}).`,
+      severity: 'error',
+      from: { path: e.from },
+      to: { path: PROVIDERS, pathNot: e.to },
+    })),
+    ...EXCEPTIONS.map((e) => ({
+      name: e.name,
+      comment: e.comment,
+      severity: 'info',
+      from: { path: e.from },
+      to: { path: e.to },
+    })),
     {
       name: 'no-package-imports-a-bundle',
       comment: 'Bundles compose packages; no package (the launcher included) imports a bundle.',
