@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createHarness, type Harness, type ScriptEntry } from '@dsh/agent-loop-testkit'
 import * as Schedule from '../src/index.ts'
 import { pendingSchedules, REMINDER_SOURCE } from '../src/index.ts'
@@ -21,6 +21,20 @@ const call = (name: string, args: object) => ({ toolCalls: [{ name, arguments: a
 const reminders = (h: Harness) =>
   h.session.events.flatMap((e) => (e.type === 'user/message' && e.data.source.kind === 'plugin' && e.data.source.plugin === REMINDER_SOURCE ? [(e.data.content[0] as { text: string }).text] : []))
 
+/**
+ * Runs `body` on a fake clock (setTimeout and Date): the schedule's timers fire when the test
+ * advances time, synchronously (a delivery logs `schedule/fired` in the timer callback), never by
+ * waiting; so "nothing fired" after an advance means no timer was armed for it.
+ */
+async function onFakeClock(body: () => Promise<void>): Promise<void> {
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] })
+  try {
+    await body()
+  } finally {
+    vi.useRealTimers()
+  }
+}
+
 async function until(check: () => boolean, ms = 8000) {
   const end = Date.now() + ms
   while (!check()) {
@@ -37,7 +51,7 @@ describe('@dsh/schedule', () => {
     expect(pendingSchedules(h.session)).toHaveLength(1)
     // A long-lived host asks before unloading an idle session: a pending reminder keeps it live.
     expect(h.ctx.bail('session/keep-alive', h.session)).toBe('1 pending reminder')
-    await until(() => h.session.events.filter((e) => e.type === 'turn/end').length === 2)
+    await until(() => h.session.events.filter((e) => e.type === 'turn/end').length === 2, 15_000)
     expect(reminders(h)).toEqual(['[Scheduled reminder sch-1] Check the build log'])
     const fired = h.session.last('schedule/fired')!.data
     expect(fired).toMatchObject({ id: 'sch-1', late: false })
@@ -50,21 +64,27 @@ describe('@dsh/schedule', () => {
   })
 
   it('every_seconds repeats until cancelled; list shows it', async () => {
-    const h = await boot(
-      [call('schedule_create', { every_seconds: 1, prompt: 'tick' }), call('schedule_list', {}), { text: 'ok' }, { text: 'tick 1' }, call('schedule_cancel', { id: 'sch-1' }), { text: 'stopped' }],
-      { config: { minEverySeconds: 1 } },
-    )
-    await h.prompt('tick every second')
-    expect(text(results(h)[1])).toMatch(/^1 pending reminder \(it is now .*\):\n- sch-1 \(every, every 1 s\) next at .* \(in 1 s\): "tick"$/)
-    await until(() => h.session.events.some((e) => e.type === 'schedule/cancelled'))
-    await h.agent.idle()
-    await new Promise((r) => setTimeout(r, 1300))
-    // the second delivery's turn cancelled it
-    expect(reminders(h)).toEqual(['[Scheduled reminder sch-1] tick', '[Scheduled reminder sch-1] tick'])
-    const count = reminders(h).length
-    await new Promise((r) => setTimeout(r, 1200))
-    expect(reminders(h).length).toBe(count)
-    expect(pendingSchedules(h.session)).toEqual([])
+    await onFakeClock(async () => {
+      const h = await boot(
+        [call('schedule_create', { every_seconds: 1, prompt: 'tick' }), call('schedule_list', {}), { text: 'ok' }, { text: 'tick 1' }, call('schedule_cancel', { id: 'sch-1' }), { text: 'stopped' }],
+        { config: { minEverySeconds: 1 } },
+      )
+      await h.prompt('tick every second')
+      expect(text(results(h)[1])).toMatch(/^1 pending reminder \(it is now .*\):\n- sch-1 \(every, every 1 s\) next at .* \(in 1 s\): "tick"$/)
+      vi.advanceTimersByTime(1000)
+      await h.agent.idle()
+      expect(reminders(h)).toEqual(['[Scheduled reminder sch-1] tick'])
+      vi.advanceTimersByTime(1000)
+      await h.agent.idle()
+      // the second delivery's turn cancelled it
+      expect(h.session.events.some((e) => e.type === 'schedule/cancelled')).toBe(true)
+      expect(reminders(h)).toEqual(['[Scheduled reminder sch-1] tick', '[Scheduled reminder sch-1] tick'])
+      // Many intervals later: a timer still armed would have fired in the advance.
+      vi.advanceTimersByTime(10_000)
+      await h.agent.idle()
+      expect(reminders(h)).toHaveLength(2)
+      expect(pendingSchedules(h.session)).toEqual([])
+    })
   })
 
   it('a reminder that fell due while no agent was live is delivered once, marked late', async () => {
@@ -88,9 +108,13 @@ describe('@dsh/schedule', () => {
     expect((next[0].nextAt - dueAt) % 600_000).toBe(0)
     // delivered once: a further agent on the same log delivers nothing
     await h.agent.dispose()
-    const again = await boot([], { session })
-    await new Promise((r) => setTimeout(r, 100))
-    expect(reminders(again)).toHaveLength(2)
+    await onFakeClock(async () => {
+      const again = await boot([], { session })
+      // Anything overdue would fire in this advance (sch-2's next occurrence is ten minutes away).
+      vi.advanceTimersByTime(1000)
+      expect(reminders(again)).toHaveLength(2)
+      expect(again.session.events.filter((e) => e.type === 'schedule/fired')).toHaveLength(2)
+    })
   })
 
   it('refuses bad input with a clear error and logs nothing', async () => {
@@ -136,26 +160,33 @@ describe('@dsh/schedule', () => {
   })
 
   it('unloading the plugin removes the tools and stops the timers', async () => {
-    const h2 = await createHarness({})
-    harnesses.push(h2)
-    const mounted = await h2.mount(Schedule, {})
-    expect(h2.ctx.tools.get('schedule_create')).toBeDefined()
-    h2.session.append('schedule/created', { id: 'sch-1', kind: 'after', prompt: 'never', dueAt: Date.now() + 200, createdAt: Date.now() })
-    await mounted.dispose()
-    expect(h2.ctx.tools.get('schedule_create')).toBeUndefined()
-    await new Promise((r) => setTimeout(r, 400))
-    expect(h2.session.events.some((e) => e.type === 'schedule/fired')).toBe(false)
+    await onFakeClock(async () => {
+      const h2 = await createHarness({})
+      harnesses.push(h2)
+      // Logged before the mount, so the mount arms a timer for it (the live agent's pending reminder).
+      h2.session.append('schedule/created', { id: 'sch-1', kind: 'after', prompt: 'never', dueAt: Date.now() + 200, createdAt: Date.now() })
+      const mounted = await h2.mount(Schedule, {})
+      expect(h2.ctx.tools.get('schedule_create')).toBeDefined()
+      expect(vi.getTimerCount()).toBeGreaterThan(0)
+      await mounted.dispose()
+      expect(h2.ctx.tools.get('schedule_create')).toBeUndefined()
+      vi.advanceTimersByTime(10_000)
+      expect(h2.session.events.some((e) => e.type === 'schedule/fired')).toBe(false)
+    })
   })
 
   it("a subagent's session cannot schedule, and its agent arms nothing", async () => {
     const first = await boot([])
     const child = first.ctx.sessions.create({ cwd: '/w', parent: { sessionId: first.session.id, boundary: 0 } })
     child.append('schedule/created', { id: 'sch-1', kind: 'after', prompt: 'copied', dueAt: Date.now() - 1000, createdAt: Date.now() - 2000 })
-    const h = await boot([call('schedule_create', { after_seconds: 5, prompt: 'x' }), { text: 'ok' }], { session: child })
-    await h.prompt('go')
-    expect(results(h)[0].error?.code).toBe('SUBAGENT_SESSION')
-    await new Promise((r) => setTimeout(r, 100))
-    expect(h.session.events.some((e) => e.type === 'schedule/fired')).toBe(false)
+    await onFakeClock(async () => {
+      const h = await boot([call('schedule_create', { after_seconds: 5, prompt: 'x' }), { text: 'ok' }], { session: child })
+      await h.prompt('go')
+      expect(results(h)[0].error?.code).toBe('SUBAGENT_SESSION')
+      // The copied reminder is overdue: a timer armed for it would fire in this advance.
+      vi.advanceTimersByTime(10_000)
+      expect(h.session.events.some((e) => e.type === 'schedule/fired')).toBe(false)
+    })
   })
 
   it('/schedule lists and cancels for the human; bad lines are one-line errors', async () => {
