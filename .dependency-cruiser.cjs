@@ -1,7 +1,6 @@
 // The floors of the architecture (ARCHITECTURE.md sections 1, 2 and 5a: layout, seams, faces) as
-// dependency-cruiser rules, checked by
-// `pnpm arch` (scripts/check-architecture.mjs) and in .ci/run. Paths are relative to the
-// repository root. Floors, bottom up:
+// dependency-cruiser rules, checked by `pnpm arch` (scripts/check-architecture.mjs) and in .ci/run.
+// Paths are relative to the repository root. Floors, bottom up:
 //
 //   util           packages/util/*: leaf helpers (brand, home-paths, atomic-write, plain-service)
 //   definitions    the vocabulary of the core (session, agent, tools, system-prompt, scope) and each
