@@ -46,7 +46,7 @@ async function setup(mode: 'workspace-write' | 'read-only' | 'danger-full-access
     plugins: [
       [LocalSubprocess, {}],
       [SandboxPolicyService, { defaultMode: mode, tempDirs: [] }],
-      ...(sandbox ? ([[LocalSandbox, { probeCache: false }]] as const) : []),
+      ...(sandbox ? [[LocalSandbox, { probeCache: false }] as [typeof LocalSandbox, object]] : []),
       [Search, { hidden: true }],
     ],
   })
