@@ -6,13 +6,15 @@
 // paths (credential files) and the per-process entries of /proc (dsh's own environment and memory)
 // are not read or listed either (sandbox-policy's `harnessReadRefusal`); other reads always pass.
 // Everything else (atomic write, edit critical section, gates, events) is inherited.
+import { AsyncLocalStorage } from 'node:async_hooks'
 import { lstatSync, realpathSync } from 'node:fs'
+import { open } from 'node:fs/promises'
 import { basename, dirname, join, sep } from 'node:path'
 import type { Context } from 'cordis'
 import { FsError, type DirEntry, type EditResult, type EditTransform, type FsCallOptions, type ReadResult, type RemoveOptions, type WriteOptions, type WriteResult } from '@dsh/fs'
 import { LocalFileSystem, type LocalFileSystemConfig } from '@dsh/fs-local'
 import { describePolicy, PROJECT_CONTROL_PATHS, type SandboxPolicy } from '@dsh/sandbox'
-import { harnessReadRefusal } from '@dsh/sandbox-policy'
+import { harnessReadRefusal, openedPath } from '@dsh/sandbox-policy'
 
 /** Error code of a mutation the sandbox mode forbids. */
 export const SANDBOX_DENIED = 'SANDBOX_DENIED'
@@ -20,6 +22,8 @@ export const SANDBOX_DENIED = 'SANDBOX_DENIED'
 export class SandboxedFileSystem extends LocalFileSystem {
   static inject = ['sandboxPolicy']
   static Config = LocalFileSystem.Config
+  /** The policy of the `readFile` in progress, for the check on the opened descriptor (`readBytes`). */
+  private readonly reading = new AsyncLocalStorage<SandboxPolicy>()
 
   constructor(ctx: Context, config: LocalFileSystemConfig) {
     super(ctx, config)
@@ -32,7 +36,27 @@ export class SandboxedFileSystem extends LocalFileSystem {
     // command could not see (the credential files, dsh's environment and memory under /proc).
     const refusal = harnessReadRefusal(abs, policy)
     if (refusal !== undefined) throw new FsError(SANDBOX_DENIED, abs, `the sandbox refused to read ${abs}: ${refusal}.`)
-    return super.readFile(path, options)
+    return this.reading.run(policy, () => super.readFile(path, options))
+  }
+
+  /**
+   * Reads through a descriptor and checks what it really has open before a byte is read: a link
+   * in the workspace swapped between the path check and the open (to `/proc/<dsh>/environ`, a
+   * credential file) is refused as well.
+   */
+  protected override async readBytes(path: string, signal?: AbortSignal): Promise<Uint8Array> {
+    const policy = this.reading.getStore()
+    if (policy === undefined || policy.mode === 'danger-full-access') return super.readBytes(path, signal)
+    const handle = await open(path, 'r')
+    try {
+      const opened = openedPath(handle.fd)
+      const refusal = harnessReadRefusal(path, policy, opened !== undefined ? { opened } : {})
+      if (refusal !== undefined) throw new FsError(SANDBOX_DENIED, path, `the sandbox refused to read ${path}: ${refusal}.`)
+      const buffer = await handle.readFile(signal ? { signal } : {})
+      return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength)
+    } finally {
+      await handle.close()
+    }
   }
 
   override async list(path: string): Promise<DirEntry[]> {

@@ -64,6 +64,42 @@ async function refusal(path: string, id = session): Promise<FsError> {
   return error as FsError
 }
 
+/** Swaps `link` to `target` right after the path check, as a concurrent process could. */
+class RacingFileSystem extends SandboxedFileSystem {
+  swap?: { link: string; target: string }
+  protected override async statPath(path: string) {
+    const stat = await super.statPath(path)
+    if (this.swap && path === this.swap.link) {
+      rmSync(this.swap.link)
+      symlinkSync(this.swap.target, this.swap.link)
+      this.swap = undefined
+    }
+    return stat
+  }
+}
+
+it('a link swapped to /proc after the path check is refused on the opened descriptor', async () => {
+  const local = new Context()
+  await local.plugin(SessionStore)
+  local.provide('homePaths', { home } as never)
+  await local.plugin(SandboxPolicyService, { tempDirs: [] })
+  await local.plugin(RacingFileSystem, { durable: false })
+  const id = local.sessions.create({ cwd: ws }).id
+  const link = join(ws, 'swapped')
+  symlinkSync(join(ws, 'ok.txt'), link)
+  const racing = local.fs as RacingFileSystem
+  racing.swap = { link, target: `/proc/${child.pid}/environ` }
+  const error = await racing.readText(link, { session: id }).then(
+    (read) => new Error(`read: ${read.text.slice(0, 80)}`),
+    (e: unknown) => e,
+  )
+  expect(racing.swap).toBeUndefined()
+  expect((error as FsError).code).toBe(SANDBOX_DENIED)
+  expect((error as FsError).message, (error as FsError).message).toContain(`/proc/${child.pid}/environ`)
+  expect((error as FsError).message).not.toContain(PLANTED)
+  rmSync(link)
+})
+
 describe('per-process /proc entries in a confining mode', () => {
   it('are refused, by every spelling: self, thread-self, a pid, a task, mem, cmdline, fd, root, /dev/fd', async () => {
     const pid = child.pid!

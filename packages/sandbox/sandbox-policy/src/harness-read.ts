@@ -59,23 +59,26 @@ export function harnessReadRefusal(path: string, policy: SandboxPolicy | undefin
   }
   if (policy === undefined || policy.mode === 'danger-full-access') return undefined
   const hidden = policy.hiddenPaths ?? []
+  const lead = (place: string) => (place === abs ? 'it is' : `it leads to ${place}, which is`)
   for (const place of places) {
     const entry = hidden.find((candidate) => within(place, candidate))
-    if (entry !== undefined) return `${place === abs ? 'it is' : `it leads to ${place}, which is`} under ${entry}, dsh's credentials, which are not readable in ${policy.mode} mode`
-    if (isProcessEntry(place)) {
-      return (
-        `${place === abs ? 'it is' : `it leads to ${place}, which is`} a per-process /proc entry (a process's environment, memory, command line or open files, ` +
-        `dsh's own included), which is not readable in ${policy.mode} mode; commands run in the sandbox see only their own processes there`
-      )
-    }
+    if (entry !== undefined) return `${lead(place)} under ${entry}, dsh's credentials, which are not readable in ${policy.mode} mode`
+  }
+  // By name first (the message then names the /proc path), then by filesystem type.
+  const proc = places.find((place) => isProcessEntry(place, false)) ?? places.find((place) => isProcessEntry(place))
+  if (proc !== undefined) {
+    return (
+      `${lead(proc)} a per-process /proc entry (a process's environment, memory, command line or open files, ` +
+      `dsh's own included), which is not readable in ${policy.mode} mode; commands run in the sandbox see only their own processes there`
+    )
   }
   return undefined
 }
 
 /** True when `path` is a per-process /proc entry (or dsh's /dev/fd alias), or lies on a procfs mounted elsewhere. */
-export function isProcessEntry(path: string): boolean {
+export function isProcessEntry(path: string, statfs = true): boolean {
   if (PROC_PROCESS.test(path) || DEV_FD.test(path)) return true
-  if (path === '/proc' || path.startsWith('/proc/')) return false
+  if (!statfs || path === '/proc' || path.startsWith('/proc/')) return false
   // A procfs mounted somewhere else: its layout is unknown here, so all of it counts.
   try {
     return statfsSync(path).type === PROC_SUPER_MAGIC
