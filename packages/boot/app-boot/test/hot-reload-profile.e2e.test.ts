@@ -9,6 +9,7 @@ import { FIXTURES, tempDir, write } from './helpers.ts'
 
 const DSH = fileURLToPath(new URL('../../cli/bin/dsh.mjs', import.meta.url))
 const KEEPALIVE = join(FIXTURES, 'keepalive.mjs')
+const WITNESS = join(FIXTURES, 'edit-witness.mjs')
 const kills: (() => void)[] = []
 afterAll(() => kills.forEach((k) => k()))
 
@@ -17,7 +18,9 @@ function start(hotReload: boolean) {
   const dir = join(home, 'profiles', 'p')
   write(join(dir, 'package.json'), JSON.stringify({ name: 'p', dsh: { profile: { bundles: [], ...(hotReload ? { hotReload: true } : {}) } } }))
   const patch = join(dir, 'cordis.patch.yml')
-  const rows = (label: string) => `- insert:\n    - { id: k, name: ${JSON.stringify(KEEPALIVE)}, config: { label: ${label} } }\n`
+  // Without hot reload, a witness row watches the same patch (see the test below).
+  const witness = hotReload ? '' : `    - { id: w, name: ${JSON.stringify(WITNESS)}, config: { file: ${JSON.stringify(patch)}, delayMs: 1500 } }\n`
+  const rows = (label: string) => `- insert:\n    - { id: k, name: ${JSON.stringify(KEEPALIVE)}, config: { label: ${label} } }\n${witness}`
   writeFileSync(patch, rows('one'))
   const child = spawn(process.execPath, [DSH, '--profile', 'p'], { cwd: home, env: { PATH: process.env.PATH, HOME: process.env.HOME, DSH_HOME: home }, stdio: ['ignore', 'pipe', 'pipe'] })
   kills.push(() => child.kill('SIGKILL'))
@@ -47,9 +50,11 @@ it('a hotReload profile restarts the changed row on an edit; SIGTERM still stops
 it('without dsh.profile.hotReload an edit changes nothing', async () => {
   const app = start(false)
   await app.until('keepalive apply one')
+  await app.until('witness watching')
   app.edit('two')
-  // Give a watcher (there must be none) far more than its debounce to act.
-  await new Promise((r) => setTimeout(r, 1500))
+  // Positive control: a witness in the same process sees the same file event and reports it 1.5 s
+  // later, ten times the hot-reload debounce: a reload watcher (there must be none) would have acted.
+  await app.until('witness saw an edit')
   expect(app.stderr()).not.toContain('reload')
   expect(app.stderr()).not.toContain('apply two')
   app.child.kill('SIGTERM')
