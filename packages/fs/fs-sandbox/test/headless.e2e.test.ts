@@ -23,6 +23,7 @@ it('read and grep of /proc/self/environ (and links to it) are refused; the key n
   const cwd = join(root, 'work')
   mkdirSync(cwd, { recursive: true })
   symlinkSync('/proc/self', join(cwd, 'me'))
+  writeFileSync(join(cwd, 'notes.md'), 'alpha beta\n')
   const patch = join(root, 'confined.patch.yml')
   writeFileSync(
     patch,
@@ -46,6 +47,8 @@ it('read and grep of /proc/self/environ (and links to it) are refused; the key n
           call('r3', 'read', { file_path: '/proc/thread-self/environ' }),
           call('g1', 'grep', { pattern: 'DEEPSEEK', path: '/proc/self/environ' }),
           call('g2', 'grep', { pattern: 'DEEPSEEK', path: 'me' }),
+          // The control: a search of the workspace works (rg runs inside the session's sandbox).
+          call('g3', 'grep', { pattern: 'alpha', path: '.' }),
         ],
       },
       { text: 'done' },
@@ -58,6 +61,7 @@ it('read and grep of /proc/self/environ (and links to it) are refused; the key n
   expect(JSON.stringify(server.requests.map((r) => r.body))).not.toContain(KEY)
   // Each call came back refused, saying why.
   const tools = (server.requests[1].body as { messages: Array<{ role: string; content: string }> }).messages.filter((m) => m.role === 'tool')
-  expect(tools).toHaveLength(5)
-  for (const message of tools) expect(message.content).toMatch(/SANDBOX_DENIED.*per-process \/proc entry/)
+  expect(tools).toHaveLength(6)
+  for (const message of tools.slice(0, 5)) expect(message.content).toMatch(/SANDBOX_DENIED.*per-process \/proc entry/)
+  expect(tools[5].content).toMatch(/^Found 1 matching line for "alpha"\.\nnotes\.md\n {2}1: alpha beta/)
 })
