@@ -2,6 +2,8 @@
 // test files of the package under mutation, with the root config's timeouts. No global setup: it
 // would rebuild dist/ and the browser client inside every Stryker sandbox, and a mutant is tested
 // through the package's sources, which the tests import directly.
+// End-to-end and browser tests are left out: they start the real bins or the built client, which
+// Stryker's node_modules link resolves to the original tree's dist/, so they never see a mutant.
 import { defineConfig } from 'vitest/config'
 
 const pkg = process.env.DSH_MUTATION_PACKAGE
@@ -10,6 +12,7 @@ if (!pkg) throw new Error('vitest.mutation.config.ts: DSH_MUTATION_PACKAGE is no
 export default defineConfig({
   test: {
     include: [`${pkg}/test/**/*.test.ts`],
+    exclude: ['**/node_modules/**', '**/*.e2e.test.ts', '**/*.browser.test.ts'],
     testTimeout: 20_000,
     hookTimeout: 20_000,
     expect: { poll: { timeout: 10_000 } },
