@@ -42,7 +42,7 @@ type Cached = { key: string; result: { skill: ParsedSkill } | { problem: string 
 export class SkillDirectories {
   private readonly cache = new Map<string, Cached>()
   /** Per listed SKILL.md: the working directory it was found for and whether it is a project skill. */
-  private readonly origins = new Map<string, { cwd: string; project: boolean }>()
+  private readonly origins = new Map<string, { cwd: string; project: boolean; root: string }>()
 
   /**
    * `policy` gives the sandbox policy for a working directory: in a confining mode a SKILL.md the
@@ -53,9 +53,11 @@ export class SkillDirectories {
   constructor(private readonly config: { projectDirs: string[]; userDir: string; maxFiles: number; policy?: (cwd: string) => SandboxPolicy }) {}
 
   /** Roots for `cwd`, highest priority first: project roots, then the user root. */
-  roots(cwd: string): { dir: string; kind: 'project' | 'user' }[] {
-    const project = this.config.projectDirs.map((dir) => ({ dir: isAbsolute(dir) ? dir : resolve(cwd, dir), kind: 'project' as const }))
-    return [...project, { dir: this.config.userDir, kind: 'user' as const }]
+  roots(cwd: string): { dir: string; kind: 'project' | 'user'; within: string }[] {
+    // A project skill must really lie in the working directory; a root the user configured as an
+    // absolute path is the user's own choice, and its skills must lie in it.
+    const project = this.config.projectDirs.map((dir) => (isAbsolute(dir) ? { dir, kind: 'project' as const, within: dir } : { dir: resolve(cwd, dir), kind: 'project' as const, within: cwd }))
+    return [...project, { dir: this.config.userDir, kind: 'user' as const, within: this.config.userDir }]
   }
 
   list(cwd: string): SkillListing {
@@ -80,7 +82,7 @@ export class SkillDirectories {
           continue
         }
         if (!stat.isFile()) continue
-        this.origins.set(file, { cwd, project: root.kind === 'project' })
+        this.origins.set(file, { cwd, project: root.kind === 'project', root: root.within })
         const parsed = this.parse(file, `${stat.mtimeMs}:${stat.size}`)
         if ('problem' in parsed) {
           problems.push({ location: file, message: parsed.problem })
@@ -131,12 +133,12 @@ export class SkillDirectories {
    */
   private read(file: string): string {
     const user = relative(this.config.userDir, file)
-    const origin = this.origins.get(file) ?? { cwd: process.cwd(), project: user.startsWith('..') || isAbsolute(user) }
+    const origin = this.origins.get(file) ?? { cwd: process.cwd(), project: user.startsWith('..') || isAbsolute(user), root: process.cwd() }
     const fd = openSync(file, 'r')
     try {
       const opened = openedPath(fd)
       const refused = harnessReadRefusal(file, this.config.policy?.(origin.cwd), {
-        ...(origin.project ? { roots: [origin.cwd] } : {}),
+        ...(origin.project ? { roots: [origin.root] } : {}),
         ...(opened !== undefined ? { opened } : {}),
       })
       if (refused !== undefined) throw new Refused(refused)
