@@ -106,7 +106,13 @@ it('returns once the early rows are loaded; the other files load only once start
   expect(await decision.importers![c.earlyUrl]()).toEqual({ name: 'early' })
   let late: unknown
   const pending = decision.importers![c.rowUrl]().then((ns) => (late = ns))
-  await new Promise((resolve) => setTimeout(resolve, 20))
+  // Positive control through the same path: once the call's own promise steps have run (a
+  // macrotask), a module file of the same directory is imported and has run; an import of the
+  // late file the call had started would have been issued first and have begun to run.
+  writeFileSync(join(c.dir, 'probe.mjs'), 'globalThis.__dshProbeRan = true\n')
+  await new Promise((resolve) => setImmediate(resolve))
+  await import(pathToFileURL(join(c.dir, 'probe.mjs')).href)
+  expect(global.__dshProbeRan).toBe(true)
   // Not even read before startRest: the early rows get the main thread first.
   expect(global.__dshLateStarted).toBe(false)
   decision.startRest!()
