@@ -4,7 +4,7 @@
 // loader service's `check`) stop at the first one through `hasTasks()`. Same answers, same order.
 import { Context } from 'cordis'
 import { Group } from '@cordisjs/plugin-loader'
-import { expect, it } from 'vitest'
+import { expect, it, vi } from 'vitest'
 import { DshLoader } from '../src/boot.ts'
 
 /** The patch adds `hasTasks()`; plugin-loader's own types do not declare it. */
@@ -82,13 +82,14 @@ it('announces the loader to the tree only once every entry has settled', async (
       : { name: 'fast', apply() {} }
   const updating = loader.root.update([{ id: 'fast', name: 'file:///fast.js' }, { id: 'slow', name: 'file:///slow.js' }] as never)
   while (!release) await new Promise((resolve) => setTimeout(resolve, 1))
-  // The fast entry has settled while the slow one is pending: no announcement yet.
-  await new Promise((resolve) => setTimeout(resolve, 5))
+  // The fast entry has settled while the slow one is pending (only its task is left), and the
+  // check that follows a settle (promise steps) has run: no announcement yet.
+  await vi.waitFor(() => expect(unpatchedTasks(loader)).toHaveLength(1), { timeout: 10_000, interval: 1 })
+  await new Promise((resolve) => setImmediate(resolve))
   expect(left).toEqual([])
   release()
   await updating
   await loader.await()
-  await new Promise((resolve) => setTimeout(resolve, 5))
-  expect(left.length).toBeGreaterThan(0)
+  await vi.waitFor(() => expect(left.length).toBeGreaterThan(0), { timeout: 10_000, interval: 1 })
   expect(left.every((n) => n === 0)).toBe(true)
 })
