@@ -1,7 +1,8 @@
 // Edges of the sandbox policy that mutation testing (`pnpm mutation sandbox-policy`) showed no other
 // test pinned: control files reached through symlinks, a worktree pointer file without a trailing
 // newline, which home is protected when only $DSH_HOME names it, a preset service answering
-// something that is not a mode, the model-facing statement per mode, and setMode's refusals.
+// something that is not a mode, the model-facing statement per mode (runner notes included), and
+// setMode's refusals.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { execFileSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
@@ -9,6 +10,8 @@ import { homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context } from 'cordis'
 import SessionStore from '@dsh/session'
+import { createHarness } from '@dsh/agent-loop-testkit'
+import { SandboxService, type SandboxInvocation, type SandboxRunnerInfo } from '@dsh/sandbox'
 import SandboxPolicyService, { projectControlPaths } from '../src/index.ts'
 
 let base: string
@@ -155,5 +158,37 @@ describe('modes', () => {
     ctx.sandboxPolicy.setMode('s1', 'read-only')
     ctx.sandboxPolicy.setMode('s1', null)
     expect(changes).toEqual([['s1', 'read-only'], ['s1', 'workspace-write']])
+  })
+})
+
+/** A `ctx.sandbox` provider whose runner reports notes, one of them not text. */
+class NotingSandbox extends SandboxService {
+  async describe(): Promise<SandboxRunnerInfo> {
+    return { runner: 'landlock', rejected: [], notes: ['Note one.', 42 as never, 'Note two.'] }
+  }
+  async wrap(): Promise<SandboxInvocation> {
+    throw new Error('not used')
+  }
+}
+
+describe('the announcement', () => {
+  it('appends the runner\'s text notes, space-separated, only when something is confined', async () => {
+    const ws = dir('announce-ws')
+    const harness = await createHarness({ cwd: ws, script: [{ text: 'a' }], plugins: [[NotingSandbox, {}], [SandboxPolicyService, { tempDirs: [temp] }]] })
+    const full = await createHarness({ cwd: ws, script: [{ text: 'b' }], plugins: [[NotingSandbox, {}], [SandboxPolicyService, { tempDirs: [temp] }]] })
+    try {
+      await harness.prompt('go')
+      const confined = JSON.stringify(harness.model.requests[0].messages[0])
+      expect(confined).toContain('for an exception. Note one. Note two.')
+      expect(confined).not.toContain('42')
+      full.ctx.sandboxPolicy.setMode(full.session.id, 'danger-full-access')
+      await full.prompt('go')
+      const open = JSON.stringify(full.model.requests[0].messages[0])
+      expect(open).toContain('[sandbox policy] danger-full-access')
+      expect(open).not.toContain('Note one.')
+    } finally {
+      await full.dispose()
+      await harness.dispose()
+    }
   })
 })
