@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { Context } from 'cordis'
 import { createHarness, type Harness } from '@dsh/agent-loop-testkit'
 import CommandRegistry from '@dsh/commands'
@@ -100,8 +100,7 @@ describe('@dsh/plan-mode', () => {
     h.ctx.planMode.enter(h.session)
     const context = { cwd: '/', sessionId: h.session.id, agentId: h.agent.id, scope: h.agent.scope }
     const first = h.ctx.tools.execute({ callId: 'a', name: 'exit_plan_mode', arguments: '{"plan":"one"}' }, context)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-    expect(h.ctx.planMode.reviewPending(h.session.id)).toBe(true)
+    await vi.waitFor(() => expect(h.ctx.planMode.reviewPending(h.session.id)).toBe(true), { timeout: 10_000, interval: 5 })
     const second = await h.ctx.tools.execute({ callId: 'b', name: 'exit_plan_mode', arguments: '{"plan":"two"}' }, context)
     expect(second.error?.code).toBe('REVIEW_PENDING')
     release({ plan: { selected: ['Approve'] } })
