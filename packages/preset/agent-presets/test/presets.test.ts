@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { Context } from 'cordis'
 import { createHarness, type Harness, type HarnessOptions } from '@dsh/agent-loop-testkit'
 import AgentPresets, { loadPresetFile, presetOf } from '../src/index.ts'
@@ -133,8 +133,7 @@ describe('@dsh/agent-presets', () => {
     await h.prompt('go')
     expect(h.ctx.tools.list(h.agent.scope).map((t) => t.name)).toEqual(['read'])
     await h.agent.dispose()
-    await new Promise((resolve) => setTimeout(resolve, 20))
-    expect(h.ctx.tools.list(h.agent.scope).map((t) => t.name)).toEqual(['bash', 'read', 'write'])
+    await vi.waitFor(() => expect(h.ctx.tools.list(h.agent.scope).map((t) => t.name)).toEqual(['bash', 'read', 'write']), { timeout: 10_000, interval: 5 })
   })
 
   it('an unknown default preset fails the row at load, naming what exists; the env variable overrides', async () => {
