@@ -1,7 +1,7 @@
 // The workflow tool on the real loop, with the real subagent service and the worker-thread engine:
 // parallel children (one failing), caps, the time limit, cancellation cascading to children,
 // depth refusal, bad scripts, and the logged run folded back into a record.
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createHarness, type Harness } from '@dsh/agent-loop-testkit'
 import SubagentService from '@dsh/subagent'
 import WorkerThreadWorkflowEngine, { type WorkerThreadWorkflowEngineConfig } from '@dsh/workflow-worker-thread'
@@ -173,8 +173,7 @@ describe('tool-workflow', () => {
     })
     const result = await h.prompt('orchestrate')
     expect(result.reason).toBe('cancelled')
-    await new Promise((r) => setTimeout(r, 100))
-    expect(h.ctx.subagents.list(h.agent).map((r) => r.status)).toEqual(['cancelled', 'cancelled'])
+    await vi.waitFor(() => expect(h.ctx.subagents.list(h.agent).map((r) => r.status)).toEqual(['cancelled', 'cancelled']), { timeout: 10_000, interval: 5 })
     const [run] = ToolWorkflow.workflowRuns(h.session.events)
     expect(run.status).toBe('cancelled')
   })
