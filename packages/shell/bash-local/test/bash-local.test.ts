@@ -253,7 +253,8 @@ describe('bash-local service references', () => {
     const local = new Context()
     const subprocess = local.plugin(LocalSubprocessService, {} as never)
     await subprocess
-    await local.plugin(BashLocalExecutor, { spillDir: join(dir, 'spill-refs') } as never)
+    const executor = local.plugin(BashLocalExecutor, { spillDir: join(dir, 'spill-refs') } as never)
+    await executor
     let reads = 0
     local.on('internal/get', (_ctx, name, _error, next) => {
       if (name === 'subprocess') reads++
@@ -266,7 +267,7 @@ describe('bash-local service references', () => {
     // The old service is disposed with its plugin; the executor restarts over the new one.
     await subprocess.dispose()
     await local.plugin(LocalSubprocessService, {} as never)
-    await new Promise((resolve) => setTimeout(resolve, 20))
+    await executor
     expect(await once('echo three')).toBe('three\n')
   })
 })
