@@ -3,7 +3,7 @@
 import { realpathSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import * as acp from '@agentclientprotocol/sdk'
 import { createHarness, SCRIPTED_MODEL, SCRIPTED_PROVIDER, type Harness } from '@dsh/agent-loop-testkit'
 import AgentDefaultModel from '@dsh/agent-default-model'
@@ -76,8 +76,7 @@ describe('@dsh/acp in process', () => {
     await server.dispose()
     expect(ctx.approval.answerers()).not.toContain('acp')
     expect(ctx.get('acp')).toBeUndefined()
-    await new Promise((r) => setTimeout(r, 10))
-    expect(ctx.agents.list().length).toBe(agentsBefore - 1)
+    await vi.waitFor(() => expect(ctx.agents.list().length).toBe(agentsBefore - 1), { timeout: 10_000, interval: 5 })
   })
 })
 
@@ -110,7 +109,7 @@ describe('@dsh/acp commands', () => {
     const result = await conn.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: '/echo hi there' }] })
     expect(result.stopReason).toBe('end_turn')
     // The announcement follows the session/new response on a later tick.
-    await new Promise((r) => setTimeout(r, 20))
+    await vi.waitFor(() => expect(updates.some((u) => u.update.sessionUpdate === 'available_commands_update')).toBe(true), { timeout: 10_000, interval: 5 })
     const announced = updates.find((u) => u.update.sessionUpdate === 'available_commands_update')?.update as { availableCommands: { name: string; input?: { hint: string } }[] }
     expect(announced.availableCommands.map((c) => c.name)).toEqual(expect.arrayContaining(['echo', 'help']))
     expect(announced.availableCommands.find((c) => c.name === 'echo')?.input).toEqual({ hint: '<text>' })
