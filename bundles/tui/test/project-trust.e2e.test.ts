@@ -40,7 +40,9 @@ describe('project trust in the terminal UI', () => {
     expect(existsSync(marker)).toBe(false)
     s.keys('Enter')
     await s.waitFor(/first answer/)
-    expect(readFileSync(marker, 'utf8')).toBe('ran\n')
+    // The command is no MCP server: it exits at once, and mcp-client's retry policy may start it
+    // again before the turn ends (under load it did). What matters: nothing before the answer.
+    expect(readFileSync(marker, 'utf8')).toMatch(/^(ran\n)+$/)
     expect(readFileSync(join(ws.home, 'trusted-projects.json'), 'utf8')).toContain(ws.cwd)
     await s.close()
     open = []

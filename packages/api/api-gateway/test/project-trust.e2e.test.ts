@@ -64,7 +64,9 @@ describe('project trust through the web wire', () => {
     expect(mock.requests).toHaveLength(0)
     await call(url, 'questions.respond', { requestId: question.requestId, answers: { trust: { selected: ['Trust and run'] } } })
     await stream.until((f) => turnEnds(f) === 1)
-    expect(readFileSync(marker, 'utf8')).toBe('ran\n')
+    // The command is no MCP server: it exits at once, and mcp-client's retry policy may start it
+    // again before the turn ends (under load it did). What matters: nothing before the answer.
+    expect(readFileSync(marker, 'utf8')).toMatch(/^(ran\n)+$/)
     expect(readFileSync(join(home, 'trusted-projects.json'), 'utf8')).toContain(cwd)
   })
 })
