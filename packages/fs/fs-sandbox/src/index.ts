@@ -7,14 +7,16 @@
 // are not read or listed either (sandbox-policy's `harnessReadRefusal`); other reads always pass.
 // Everything else (atomic write, edit critical section, gates, events) is inherited.
 import { AsyncLocalStorage } from 'node:async_hooks'
-import { lstatSync, realpathSync } from 'node:fs'
 import { open } from 'node:fs/promises'
-import { basename, dirname, join, sep } from 'node:path'
+import { sep } from 'node:path'
 import type { Context } from 'cordis'
 import { FsError, type DirEntry, type EditResult, type EditTransform, type FsCallOptions, type ReadResult, type RemoveOptions, type WriteOptions, type WriteResult } from '@dsh/fs'
 import { LocalFileSystem, type LocalFileSystemConfig } from '@dsh/fs-local'
 import { describePolicy, PROJECT_CONTROL_PATHS, type SandboxPolicy } from '@dsh/sandbox'
-import { harnessReadRefusal, openedPath } from '@dsh/sandbox-policy'
+import { harnessReadRefusal, openedPath, realLocation } from '@dsh/sandbox-policy'
+
+/** The shared resolution of a path's real location (sandbox-policy's); re-exported for callers of this package. */
+export { realLocation }
 
 /** Error code of a mutation the sandbox mode forbids. */
 export const SANDBOX_DENIED = 'SANDBOX_DENIED'
@@ -134,34 +136,6 @@ export class SandboxedFileSystem extends LocalFileSystem {
       `the sandbox refused to ${verb} ${where}: the session is in ${policy.mode} mode, so ${allowed}. ` +
         `Policy: ${describePolicy(policy)} Change files inside the workspace, or ask the user to change the sandbox mode.`,
     )
-  }
-}
-
-/**
- * `abs` with the symlinks of its longest existing prefix resolved (missing tail components kept).
- * Undefined when a parent component is a dangling symlink (its real location is unknowable).
- */
-export function realLocation(abs: string): string | undefined {
-  const missing: string[] = []
-  let current = abs
-  for (;;) {
-    try {
-      return missing.length === 0 ? realpathSync(current) : join(realpathSync(current), ...missing.reverse())
-    } catch {
-      if (current !== abs && isLink(current)) return undefined
-      const parent = dirname(current)
-      if (parent === current) return abs
-      missing.push(basename(current))
-      current = parent
-    }
-  }
-}
-
-function isLink(path: string): boolean {
-  try {
-    return lstatSync(path).isSymbolicLink()
-  } catch {
-    return false
   }
 }
 
