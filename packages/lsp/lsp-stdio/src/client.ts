@@ -53,14 +53,19 @@ export class LanguageServerClient {
     readonly root: string,
     private readonly requestTimeoutMs: number,
     private readonly openGraceMs: number,
+    /** Turns the server's argv into the one that runs it confined (the sandbox's wrap); identity when absent. */
+    private readonly confine?: (argv: string[], cwd: string) => Promise<string[]>,
   ) {
     this.ready = this.start()
   }
 
   private async start(): Promise<void> {
+    const original = [this.spec.command, ...this.spec.args]
+    // A refusal (no sandbox runner for a confining mode) rejects `ready`: the server never starts.
+    const argv = this.confine ? await this.confine(original, this.root) : original
     const handle = this.subprocess.spawn({
-      file: this.spec.command,
-      args: this.spec.args,
+      file: argv[0]!,
+      args: argv.slice(1),
       cwd: this.root,
       env: { set: this.spec.env },
       stdin: 'pipe',

@@ -9,6 +9,8 @@ import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import { LspError, type Diagnostic, type Location, type LspProvider, type Position, type SymbolInfo } from '@dsh/lsp'
 import type {} from '@dsh/subprocess'
+import type {} from '@dsh/sandbox'
+import type {} from '@dsh/sandbox-policy'
 import { LanguageServerClient, uriOf, type RawDiagnostic } from './client.ts'
 
 export interface ServerConfig {
@@ -138,6 +140,26 @@ export function findRoot(dir: string, markers: string[]): string {
   }
 }
 
+/**
+ * The argv that runs a server confined by the deployment's sandbox policy for its root, when the
+ * sandbox seam is mounted. A server reads the project's files and may load code the project ships
+ * (TypeScript language-service plugins named in tsconfig.json, pyright's configured paths), so it
+ * runs like a command the model started. Servers are shared by every session working under one
+ * root, so the policy is the root's default mode, not one session's override.
+ */
+function confinement(ctx: Context): ((argv: string[], cwd: string) => Promise<string[]>) | undefined {
+  const sandbox = ctx.get('sandbox')
+  const policy = ctx.get('sandboxPolicy')
+  if (!sandbox || !policy) return undefined
+  return async (argv, cwd) => {
+    try {
+      return (await sandbox.wrap({ argv, cwd, policy: policy.resolve({ cwd }), launcher: false })).argv
+    } catch (error) {
+      throw new Error(`the sandbox cannot confine it: ${(error as Error).message}`)
+    }
+  }
+}
+
 export function apply(ctx: Context, config: LspStdioConfig): void {
   for (const [serverName, server] of Object.entries(config.servers)) {
     const clients = new Map<string, LanguageServerClient>()
@@ -152,7 +174,7 @@ export function apply(ctx: Context, config: LspStdioConfig): void {
       const root = findRoot(extname(path) ? dirname(path) : path, server.rootMarkers)
       let client = clients.get(root)
       if (!client || client.dead) {
-        client = new LanguageServerClient(ctx.subprocess, spec, root, config.requestTimeoutMs, config.openGraceMs)
+        client = new LanguageServerClient(ctx.subprocess, spec, root, config.requestTimeoutMs, config.openGraceMs, confinement(ctx))
         clients.set(root, client)
       }
       try {
