@@ -11,7 +11,7 @@ import {
   RunState,
   cancelledError,
   checkProgramMessage,
-  checkRequest,
+  resolveCodeRun,
   memoryError,
   messageOf,
   timeoutError,
@@ -70,17 +70,7 @@ export class SubprocessCodeRuntime extends CodeRuntime {
 
   /** Defaults from config; `timeoutMs` is capped at `maxTimeoutMs`. Throws TypeError for a malformed request. */
   resolve(request: CodeRunRequest): ResolvedCodeRun {
-    const problem = checkRequest(request)
-    if (problem) throw new TypeError(`codeRuntime.run: ${problem}`)
-    return {
-      ...request,
-      language: request.language ?? 'typescript',
-      bindings: request.bindings ?? {},
-      globals: request.globals ?? {},
-      timeoutMs: Math.min(request.timeoutMs ?? this.config.timeoutMs, this.config.maxTimeoutMs),
-      memoryMb: request.memoryMb ?? this.config.memoryMb,
-      filename: request.filename ?? 'program.ts',
-    }
+    return resolveCodeRun(request, this.config)
   }
 
   /** The policy a run of `request` is confined by (the session's, for the program's cwd). */

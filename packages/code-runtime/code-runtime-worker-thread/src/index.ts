@@ -7,7 +7,7 @@
 import type { Context } from 'cordis'
 import type {} from '@dsh/sandbox-policy'
 import Schema from 'schemastery'
-import { CodeRuntime, checkRequest, type CodeRunRequest, type CodeRunResult, type ResolvedCodeRun } from '@dsh/code-runtime'
+import { CodeRuntime, resolveCodeRun, type CodeRunRequest, type CodeRunResult, type ResolvedCodeRun } from '@dsh/code-runtime'
 import { runInWorker } from './run.ts'
 
 export { runInWorker, type RunLimits } from './run.ts'
@@ -38,17 +38,7 @@ export class WorkerThreadCodeRuntime extends CodeRuntime {
 
   /** Defaults from config; `timeoutMs` is capped at `maxTimeoutMs`. Throws TypeError for a malformed request. */
   resolve(request: CodeRunRequest): ResolvedCodeRun {
-    const problem = checkRequest(request)
-    if (problem) throw new TypeError(`codeRuntime.run: ${problem}`)
-    return {
-      ...request,
-      language: request.language ?? 'typescript',
-      bindings: request.bindings ?? {},
-      globals: request.globals ?? {},
-      timeoutMs: Math.min(request.timeoutMs ?? this.config.timeoutMs, this.config.maxTimeoutMs),
-      memoryMb: request.memoryMb ?? this.config.memoryMb,
-      filename: request.filename ?? 'program.ts',
-    }
+    return resolveCodeRun(request, this.config)
   }
 
   run(request: CodeRunRequest): Promise<CodeRunResult> {

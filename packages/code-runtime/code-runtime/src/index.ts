@@ -135,6 +135,24 @@ declare module 'cordis' {
   }
 }
 
+/**
+ * A provider's `resolve`: checks the request (TypeError naming the first problem) and fills the
+ * defaults from the provider's config, with `timeoutMs` capped at `maxTimeoutMs`.
+ */
+export function resolveCodeRun(request: CodeRunRequest, defaults: { timeoutMs: number; maxTimeoutMs: number; memoryMb: number }): ResolvedCodeRun {
+  const problem = checkRequest(request)
+  if (problem) throw new TypeError(`codeRuntime.run: ${problem}`)
+  return {
+    ...request,
+    language: request.language ?? 'typescript',
+    bindings: request.bindings ?? {},
+    globals: request.globals ?? {},
+    timeoutMs: Math.min(request.timeoutMs ?? defaults.timeoutMs, defaults.maxTimeoutMs),
+    memoryMb: request.memoryMb ?? defaults.memoryMb,
+    filename: request.filename ?? 'program.ts',
+  }
+}
+
 /** Checks the shape of a request; returns a sentence naming the first problem, or undefined. */
 export function checkRequest(request: CodeRunRequest): string | undefined {
   if (request === null || typeof request !== 'object') return 'expected a request object'
