@@ -194,4 +194,4 @@ export function nativeSpawn(file: string, args: readonly string[], options: Nati
 
 export { ChildBase } from './child.ts'
 export { SpawnServer, SPAWN_SERVER_PATH, spawnServerUnavailable, type ServerSpawnOptions, type SpawnServerOptions } from './server.ts'
-export { guard, startWatchdog, watchdogStatus, watchdogUnavailable, WATCHDOG_PATH } from './watchdog.ts'
+export { guard, watchdogStatus, watchdogUnavailable, WATCHDOG_PATH } from './watchdog.ts'

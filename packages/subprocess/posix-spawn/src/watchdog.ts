@@ -63,16 +63,6 @@ export function guard(id: number, graceMs: number): () => void {
   }
 }
 
-/**
- * Starts the watchdog now if none runs (idempotent; false where none can run). A caller about to
- * spawn calls it first, so the first process is never running unguarded while the watchdog starts.
- */
-export function startWatchdog(): boolean {
-  const state = ensureRunning()
-  if (state === 'started') sendAll()
-  return state !== false
-}
-
 /** The watchdog's state, for diagnostics and tests. */
 export function watchdogStatus(): { pid: number | undefined; guarded: number; starts: number; error: string | undefined } {
   return { pid: running && !running.broken ? running.child.pid : undefined, guarded: guarded.size, starts, error: startError }

@@ -26,7 +26,7 @@ import { checkRetention } from './retention.ts'
 import { groupAlive, signalGroup } from './group.ts'
 import { Managed } from './managed.ts'
 import { sessionAlive, signalSession } from './session.ts'
-import { addonLoadError, guard, nativeSpawn, startWatchdog, watchdogUnavailable, type SpawnedChild } from '@dsh/posix-spawn'
+import { addonLoadError, guard, nativeSpawn, watchdogUnavailable, type SpawnedChild } from '@dsh/posix-spawn'
 
 export interface LocalSubprocessConfig {
   scrub: { deny: string[]; allow: string[] }
@@ -133,8 +133,6 @@ export class LocalSubprocessService extends SubprocessService {
       void managed.settle({ code: null, signal: null, spawnError: located })
     } else {
       const merge = spec.stderr === 'stdout'
-      // The watchdog runs before the first process does: no moment with a process unguarded.
-      if (this.watchdog && !spec.launcher) startWatchdog()
       if (spec.launcher) {
         try {
           child = spec.launcher.launch({ env, stdinPipe: spec.stdin === 'pipe' }) as SpawnedChild | undefined
@@ -209,7 +207,6 @@ export class LocalSubprocessService extends SubprocessService {
     if ('code' in located) {
       void managed.settle({ code: null, signal: null, spawnError: located })
     } else {
-      if (this.watchdog) startWatchdog()
       try {
         pty = loadPty().spawn(located.path, spec.args ?? [], {
           name: spec.termName ?? 'xterm-256color',
