@@ -10,7 +10,6 @@ import {
   CodeRuntime,
   RunState,
   cancelledError,
-  checkProgramMessage,
   resolveCodeRun,
   memoryError,
   messageOf,
@@ -173,18 +172,7 @@ export class SubprocessCodeRuntime extends CodeRuntime {
           return state.record({ level: 'log', text: line })
         }
         if (raw === null || typeof raw !== 'object' || typeof (raw as { t?: unknown }).t !== 'string') return state.record({ level: 'log', text: line })
-        const message = checkProgramMessage(raw)
-        if (typeof message === 'string') return end({ error: { code: 'INTERNAL', message: `the program's process sent a malformed message: ${message}` } })
-        switch (message.t) {
-          case 'log':
-            return state.record({ level: message.level, text: message.text })
-          case 'call':
-            return void state.answer(message).then(reply)
-          case 'done':
-            return end(RunState.done(message))
-          case 'fail':
-            return end({ error: { code: message.code, message: message.message, ...(message.stack ? { stack: message.stack } : {}) } })
-        }
+        state.receive(raw, "the program's process", end, reply)
       }
       handle.onOutput((chunk) => {
         if (done) return

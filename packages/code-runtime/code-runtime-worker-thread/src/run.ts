@@ -3,7 +3,7 @@
 // signal by terminating the worker, and collect `{value, logs, error?}`. The worker runs inside
 // the harness process, unconfined: the provider uses it only where nothing is to be confined.
 import { Worker } from 'node:worker_threads'
-import { RunState, cancelledError, checkProgramMessage, memoryError, messageOf, timeoutError, type CodeRunResult, type HostReply, type ResolvedCodeRun, type RunOutcome } from '@dsh/code-runtime'
+import { RunState, cancelledError, memoryError, messageOf, timeoutError, type CodeRunResult, type HostReply, type ResolvedCodeRun, type RunOutcome } from '@dsh/code-runtime'
 import { WORKER_SOURCE } from './worker-source.ts'
 
 export interface RunLimits {
@@ -54,18 +54,7 @@ export async function runInWorker(request: ResolvedCodeRun, limits: RunLimits): 
 
     worker.on('message', (raw: unknown) => {
       if (done) return
-      const message = checkProgramMessage(raw)
-      if (typeof message === 'string') return end({ error: { code: 'INTERNAL', message: `the worker sent a malformed message: ${message}` } })
-      switch (message.t) {
-        case 'log':
-          return state.record({ level: message.level, text: message.text })
-        case 'call':
-          return void state.answer(message).then(reply)
-        case 'done':
-          return end(RunState.done(message))
-        case 'fail':
-          return end({ error: { code: message.code, message: message.message, ...(message.stack ? { stack: message.stack } : {}) } })
-      }
+      state.receive(raw, 'the worker', end, reply)
     })
     worker.on('error', (error: Error & { code?: string }) => {
       end({ error: error.code === 'ERR_WORKER_OUT_OF_MEMORY' ? memoryError(request.memoryMb) : { code: 'INTERNAL', message: `the worker failed: ${messageOf(error)}` } })

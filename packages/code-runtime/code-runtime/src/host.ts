@@ -124,6 +124,26 @@ export class RunState {
     }
   }
 
+  /**
+   * Acts on one raw message from the program's transport: logs are recorded, calls answered
+   * through `reply`, and `done`/`fail` (or a malformed message, named with `from`) end the run
+   * through `end`. One dispatch for every provider, so they cannot differ on what a message means.
+   */
+  receive(raw: unknown, from: string, end: (outcome: RunOutcome) => void, reply: (message: HostReply) => void): void {
+    const message = checkProgramMessage(raw)
+    if (typeof message === 'string') return end({ error: { code: 'INTERNAL', message: `${from} sent a malformed message: ${message}` } })
+    switch (message.t) {
+      case 'log':
+        return this.record({ level: message.level, text: message.text })
+      case 'call':
+        return void this.answer(message).then(reply)
+      case 'done':
+        return end(RunState.done(message))
+      case 'fail':
+        return end({ error: { code: message.code, message: message.message, ...(message.stack ? { stack: message.stack } : {}) } })
+    }
+  }
+
   /** The outcome of a `done` message. */
   static done(message: Extract<ProgramMessage, { t: 'done' }>): RunOutcome {
     if (message.json === undefined) return {}
