@@ -23,8 +23,25 @@
  * of their own, so they sit on the consumer floor.
  */
 const DEFINITION_FAMILIES = [
-  'attachment', 'code-runtime', 'compaction', 'credentials', 'fs', 'goal', 'jobs', 'llm', 'lsp', 'sandbox',
-  'settings', 'shell', 'skill', 'spill', 'storage', 'subprocess', 'web', 'workflow', 'workspace',
+  'attachment',
+  'code-runtime',
+  'compaction',
+  'credentials',
+  'fs',
+  'goal',
+  'jobs',
+  'llm',
+  'lsp',
+  'sandbox',
+  'settings',
+  'shell',
+  'skill',
+  'spill',
+  'storage',
+  'subprocess',
+  'web',
+  'workflow',
+  'workspace',
 ]
 const DEFINITIONS = [
   '^packages/core/(session|agent|tools|system-prompt|scope)/',
@@ -89,11 +106,7 @@ const BROWSER = '^packages/client/[^/]+/src/'
 const CLIENT_HOST_ENTRIES = '^packages/client/(ui-(?!markdown/)[^/]+|web)/src/index\\.tsx?$'
 
 /** What browser code may import from the workspace: browser code, the wire contract, contract subpaths. */
-const BROWSER_MAY_IMPORT = [
-  BROWSER,
-  '^packages/api/web-protocol/src/',
-  CONTRACTS,
-]
+const BROWSER_MAY_IMPORT = [BROWSER, '^packages/api/web-protocol/src/', CONTRACTS]
 
 module.exports = {
   forbidden: [
@@ -187,8 +200,8 @@ module.exports = {
     {
       name: 'no-relative-import-into-another-package',
       comment:
-        "A file reaches another package only by its name and public exports, never by a relative path " +
-        "into its src/ or test/ (export the helper, or move it to a test-support package).",
+        'A file reaches another package only by its name and public exports, never by a relative path ' +
+        'into its src/ or test/ (export the helper, or move it to a test-support package).',
       severity: 'error',
       from: { path: '^(packages/[^/]+/[^/]+|bundles/[^/]+|examples/[^/]+)/' },
       to: {

@@ -15,7 +15,9 @@ import { performance } from 'node:perf_hooks'
 const appPkg = new URL('../packages/acp/acp-app/package.json', import.meta.url)
 const req = createRequire(appPkg)
 const acp = await import(pathToFileURL(req.resolve('@agentclientprotocol/sdk')).href)
-const { startMockServer } = await import(new URL('../packages/test-support/llm-mock-server/dist/index.js', import.meta.url).href)
+const { startMockServer } = await import(
+  new URL('../packages/test-support/llm-mock-server/dist/index.js', import.meta.url).href
+)
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 20)
 const bin = fileURLToPath(new URL('../packages/acp/acp-app/bin/dsh-acp.mjs', import.meta.url))
@@ -25,7 +27,13 @@ const server = await startMockServer({ steps: Array.from({ length: 2 * RUNS + 1 
 
 const child = spawn(process.execPath, [bin], {
   cwd: root,
-  env: { PATH: process.env.PATH, HOME: root, DSH_HOME: join(root, 'home'), DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'sk-bench' },
+  env: {
+    PATH: process.env.PATH,
+    HOME: root,
+    DSH_HOME: join(root, 'home'),
+    DEEPSEEK_BASE_URL: server.baseURL,
+    DEEPSEEK_API_KEY: 'sk-bench',
+  },
   stdio: ['pipe', 'pipe', 'inherit'],
 })
 const readable = new ReadableStream({
@@ -45,7 +53,13 @@ const { sessionId } = await agent.request('session/new', { cwd: root, mcpServers
 
 async function viaAcp() {
   let first
-  const got = new Promise((resolve) => (onChunk = () => { first ??= performance.now(); resolve() }))
+  const got = new Promise(
+    (resolve) =>
+      (onChunk = () => {
+        first ??= performance.now()
+        resolve()
+      }),
+  )
   const t0 = performance.now()
   const done = agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'hello' }] })
   await got

@@ -26,7 +26,13 @@ mkdirSync(cwd, { recursive: true })
 const names = Array.from({ length: CALLS }, (_, i) => `file${String(i + 1).padStart(2, '0')}.txt`)
 // ~2 KB per file: a realistic small source file's worth of text.
 for (const [i, name] of names.entries()) {
-  writeFileSync(join(cwd, name), Array.from({ length: 40 }, (_, line) => `file ${i + 1} line ${line + 1}: ${line % 7 === 0 ? 'TODO check this' : 'ordinary content here'}`).join('\n') + '\n')
+  writeFileSync(
+    join(cwd, name),
+    Array.from(
+      { length: 40 },
+      (_, line) => `file ${i + 1} line ${line + 1}: ${line % 7 === 0 ? 'TODO check this' : 'ordinary content here'}`,
+    ).join('\n') + '\n',
+  )
 }
 const patch = join(root, 'code.patch.yml')
 writeFileSync(patch, '- id: tools\n  config:\n    mode: code\n')
@@ -44,15 +50,37 @@ const PROGRAM = [
 const forms = {
   'native-seq': { args: [], steps: () => [...names.map((n, i) => ({ toolCalls: [read(n, i)] })), { text: 'done' }] },
   'native-par': { args: [], steps: () => [{ toolCalls: names.map(read) }, { text: 'done' }] },
-  code: { args: ['--patch', patch], steps: () => [{ toolCalls: [{ id: 'p1', name: 'run_code', arguments: { code: PROGRAM } }] }, { text: 'done' }] },
+  code: {
+    args: ['--patch', patch],
+    steps: () => [{ toolCalls: [{ id: 'p1', name: 'run_code', arguments: { code: PROGRAM } }] }, { text: 'done' }],
+  },
 }
 
 function runOnce(form) {
   return new Promise(async (resolve, reject) => {
     const server = await startMockServer({ steps: forms[form].steps() })
-    const env = { PATH: process.env.PATH, HOME: root, DSH_HOME: join(root, 'home'), DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'sk-bench', DSH_PERMISSION_MODE: 'danger-full-access' }
+    const env = {
+      PATH: process.env.PATH,
+      HOME: root,
+      DSH_HOME: join(root, 'home'),
+      DEEPSEEK_BASE_URL: server.baseURL,
+      DEEPSEEK_API_KEY: 'sk-bench',
+      DSH_PERMISSION_MODE: 'danger-full-access',
+    }
     const t0 = performance.now()
-    const child = spawn(process.execPath, [bin, '--profile', 'headless', ...forms[form].args, '--output-format', 'json', 'count the TODO lines in the 20 files'], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(
+      process.execPath,
+      [
+        bin,
+        '--profile',
+        'headless',
+        ...forms[form].args,
+        '--output-format',
+        'json',
+        'count the TODO lines in the 20 files',
+      ],
+      { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] },
+    )
     let out = ''
     let err = ''
     child.stdout.on('data', (d) => (out += d))
@@ -62,7 +90,8 @@ function runOnce(form) {
       const requests = server.requests.filter((r) => r.path.endsWith('/chat/completions'))
       const promptChars = requests.reduce((sum, r) => sum + (r.rawBody?.length ?? JSON.stringify(r.body).length), 0)
       await server.close()
-      if (code !== 0 || JSON.parse(out).result !== 'done') return reject(new Error(`${form} failed (${code}): ${err || out}`))
+      if (code !== 0 || JSON.parse(out).result !== 'done')
+        return reject(new Error(`${form} failed (${code}): ${err || out}`))
       resolve({ ms, requests: requests.length, promptTokens: Math.round(promptChars / 4) })
     })
   })
@@ -74,13 +103,27 @@ await runOnce('code') // warm the compile cache
 for (let i = 0; i < RUNS; i++) for (const form of Object.keys(forms)) results[form].push(await runOnce(form))
 
 const summary = Object.fromEntries(
-  Object.entries(results).map(([form, runs]) => [form, { requests: runs[0].requests, promptTokens: runs[0].promptTokens, wallMs: Math.round(median(runs.map((r) => r.ms))) }]),
+  Object.entries(results).map(([form, runs]) => [
+    form,
+    {
+      requests: runs[0].requests,
+      promptTokens: runs[0].promptTokens,
+      wallMs: Math.round(median(runs.map((r) => r.ms))),
+    },
+  ]),
 )
-console.log(`Code Mode bench: ${CALLS} reads, ${RUNS} runs per form (median wall time; prompt tokens estimated as request characters / 4)`)
+console.log(
+  `Code Mode bench: ${CALLS} reads, ${RUNS} runs per form (median wall time; prompt tokens estimated as request characters / 4)`,
+)
 console.log('form        requests  prompt tokens  wall ms')
-for (const [form, s] of Object.entries(summary)) console.log(`${form.padEnd(11)} ${String(s.requests).padStart(8)}  ${String(s.promptTokens).padStart(13)}  ${String(s.wallMs).padStart(7)}`)
+for (const [form, s] of Object.entries(summary))
+  console.log(
+    `${form.padEnd(11)} ${String(s.requests).padStart(8)}  ${String(s.promptTokens).padStart(13)}  ${String(s.wallMs).padStart(7)}`,
+  )
 for (const base of ['native-seq', 'native-par']) {
   const c = summary.code
   const b = summary[base]
-  console.log(`code / ${base}: requests ${(c.requests / b.requests).toFixed(2)}, prompt tokens ${(c.promptTokens / b.promptTokens).toFixed(2)}, wall time ${(c.wallMs / b.wallMs).toFixed(2)}`)
+  console.log(
+    `code / ${base}: requests ${(c.requests / b.requests).toFixed(2)}, prompt tokens ${(c.promptTokens / b.promptTokens).toFixed(2)}, wall time ${(c.wallMs / b.wallMs).toFixed(2)}`,
+  )
 }

@@ -23,7 +23,11 @@ const PATTERN = process.env.BENCH_PATTERN ?? 'needle\\d+'
 
 const root = mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'dsh-bench-grep-'))
 const body = (i) =>
-  Array.from({ length: 40 }, (_, l) => (l % 10 === 3 ? `  const value${l} = needle${i} + ${l} // match` : `  let filler${l} = "lorem ipsum dolor ${i}-${l}"`)).join('\n') + '\n'
+  Array.from({ length: 40 }, (_, l) =>
+    l % 10 === 3
+      ? `  const value${l} = needle${i} + ${l} // match`
+      : `  let filler${l} = "lorem ipsum dolor ${i}-${l}"`,
+  ).join('\n') + '\n'
 for (let d = 0; d < Math.ceil(FILES / 100); d++) {
   const dir = join(root, `pkg${d}`, 'src')
   mkdirSync(dir, { recursive: true })
@@ -49,7 +53,10 @@ function direct() {
   })
 }
 async function viaTool() {
-  const result = await tool.execute({ pattern: PATTERN }, { callId: 'bench', name: 'grep', cwd: root, signal: new AbortController().signal })
+  const result = await tool.execute(
+    { pattern: PATTERN },
+    { callId: 'bench', name: 'grep', cwd: root, signal: new AbortController().signal },
+  )
   if (result.isError) throw new Error(String(result.content))
   return result
 }
@@ -73,7 +80,10 @@ for (let i = 0; i < RUNS; i++) {
   t = performance.now()
   sample = await viaTool()
   toolTimes.push(performance.now() - t)
-  if (i === 0) console.log(`rg stdout: ${(bytes / 1024 / 1024).toFixed(1)} MiB; tool: ${sample.meta.total} matching lines, ${sample.meta.shown} shown`)
+  if (i === 0)
+    console.log(
+      `rg stdout: ${(bytes / 1024 / 1024).toFixed(1)} MiB; tool: ${sample.meta.total} matching lines, ${sample.meta.shown} shown`,
+    )
 }
 const rgMedian = median(rgTimes)
 const toolMedian = median(toolTimes)

@@ -19,7 +19,9 @@ const { startMockServer } = await import('../packages/test-support/llm-mock-serv
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 10)
 const bin = fileURLToPath(new URL('../packages/boot/cli/bin/dsh.mjs', import.meta.url))
-const baseBin = process.env.BENCH_BASE ? join(resolve(process.env.BENCH_BASE), 'packages/boot/cli/bin/dsh.mjs') : undefined
+const baseBin = process.env.BENCH_BASE
+  ? join(resolve(process.env.BENCH_BASE), 'packages/boot/cli/bin/dsh.mjs')
+  : undefined
 const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)
 const root = mkdtempSync(join(tmpdir(), 'dsh-bench-headless-'))
 const step = [
@@ -105,9 +107,13 @@ console.log(`runs: ${RUNS} each (one tool call per task, mock model on loopback)
 const cpu = (rs) => (TIME ? `, CPU ${median(rs.map((r) => r.cpu)).toFixed(0)} ms` : '')
 console.log(`node -e 0:             ${bMs.toFixed(0)} ms${cpu(bare)}, peak RSS ${bRss.toFixed(0)} MB`)
 console.log(`dsh --profile headless: ${dMs.toFixed(0)} ms${cpu(dsh)}, peak RSS ${dRss.toFixed(0)} MB`)
-console.log(`ratio: ${(dMs / bMs).toFixed(2)}x time, ${(dRss / bRss).toFixed(2)}x memory   (target: under 350 ms and 90 MB)`)
+console.log(
+  `ratio: ${(dMs / bMs).toFixed(2)}x time, ${(dRss / bRss).toFixed(2)}x memory   (target: under 350 ms and 90 MB)`,
+)
 if (baseBin) {
   const xMs = median(base.map((r) => r.ms))
   const xRss = median(base.map((r) => r.rss)) / 2 ** 20
-  console.log(`base (${process.env.BENCH_BASE}): ${xMs.toFixed(0)} ms${cpu(base)}, peak RSS ${xRss.toFixed(0)} MB, ratio ${(xMs / bMs).toFixed(2)}x time`)
+  console.log(
+    `base (${process.env.BENCH_BASE}): ${xMs.toFixed(0)} ms${cpu(base)}, peak RSS ${xRss.toFixed(0)} MB, ratio ${(xMs / bMs).toFixed(2)}x time`,
+  )
 }

@@ -45,7 +45,8 @@ async function run(label, withPruner) {
     // Prefix shared with the previous request (log messages are shared objects, so identity works).
     if (previous && previous.system === request.system) {
       let shared = headerChars
-      for (let i = 0; i < request.messages.length && previous.messages[i] === request.messages[i]; i++) shared += charsOf(request.messages[i])
+      for (let i = 0; i < request.messages.length && previous.messages[i] === request.messages[i]; i++)
+        shared += charsOf(request.messages[i])
       reusedTokens += tokens(shared)
     }
     previous = request
@@ -55,14 +56,21 @@ async function run(label, withPruner) {
     else {
       uncompactedTokens += tokens(headerChars + uncompactedChars)
       const n = agentSteps++
-      step = n < STEPS ? { usage, toolCalls: [{ name: 'read', arguments: { path: `src/module${n}.ts` } }] } : { usage, text: 'finished' }
+      step =
+        n < STEPS
+          ? { usage, toolCalls: [{ name: 'read', arguments: { path: `src/module${n}.ts` } }] }
+          : { usage, text: 'finished' }
     }
     modelMs += performance.now() - t0
     return step
   }
   const plugins = [[TokenMeter], [BasicCompactionEngine, {}]]
   if (withPruner) plugins.push([ToolResultPruner, {}])
-  const harness = await createHarness({ script: Array.from({ length: STEPS * 2 }, () => entry), maxSteps: STEPS + 10, plugins })
+  const harness = await createHarness({
+    script: Array.from({ length: STEPS * 2 }, () => entry),
+    maxSteps: STEPS + 10,
+    plugins,
+  })
   await harness.mount({
     name: 'read-tool',
     inject: ['tools'],
@@ -74,7 +82,8 @@ async function run(label, withPruner) {
         concurrencySafe: true,
         execute: (args) => {
           let text = ''
-          for (let line = 0; text.length < RESULT; line++) text += `${args.path}:${line}: export const v${line} = ${line * 7} // value\n`
+          for (let line = 0; text.length < RESULT; line++)
+            text += `${args.path}:${line}: export const v${line} = ${line * 7} // value\n`
           return { content: text.slice(0, RESULT) }
         },
       })
@@ -84,7 +93,9 @@ async function run(label, withPruner) {
   harness.session.subscribe((event) => {
     if (event.type === 'step/start') marks.push([performance.now(), modelMs])
     if (event.type === 'user/message' || event.type === 'assistant/message' || event.type === 'tool/result') {
-      uncompactedChars += JSON.stringify(event.type === 'user/message' ? { role: 'user', content: event.data.content } : event.data.message).length
+      uncompactedChars += JSON.stringify(
+        event.type === 'user/message' ? { role: 'user', content: event.data.content } : event.data.message,
+      ).length
     }
   })
   const t0 = performance.now()
@@ -102,16 +113,28 @@ async function run(label, withPruner) {
   }
   const events = harness.session.events
   const compactions = events.filter((e) => e.type === 'compaction/end' && e.data.status === 'compacted').length
-  const pruned = events.filter((e) => e.type === 'surface/replace' && e.data.meta?.by === '@dsh/compaction-tool-result-pruner').length
+  const pruned = events.filter(
+    (e) => e.type === 'surface/replace' && e.data.meta?.by === '@dsh/compaction-tool-result-pruner',
+  ).length
   const early = overhead(1, Math.min(100, STEPS))
   const late = overhead(Math.max(STEPS - 99, 1), STEPS)
   console.log(`\n== ${label}`)
-  console.log(`steps: ${STEPS + 1}, events in log: ${events.length}, wall: ${total.toFixed(0)} ms (model script ${modelMs.toFixed(0)} ms)`)
-  console.log(`harness overhead per step, steps 1-100: ${early.toFixed(3)} ms; steps ${STEPS - 99}-${STEPS}: ${late.toFixed(3)} ms (late/early ${(late / early).toFixed(2)}x)`)
+  console.log(
+    `steps: ${STEPS + 1}, events in log: ${events.length}, wall: ${total.toFixed(0)} ms (model script ${modelMs.toFixed(0)} ms)`,
+  )
+  console.log(
+    `harness overhead per step, steps 1-100: ${early.toFixed(3)} ms; steps ${STEPS - 99}-${STEPS}: ${late.toFixed(3)} ms (late/early ${(late / early).toFixed(2)}x)`,
+  )
   console.log(`compactions: ${compactions}, pruned tool results: ${pruned}`)
-  console.log(`prompt tokens sent: ${sentTokens.toLocaleString('en')} vs uncompacted ${uncompactedTokens.toLocaleString('en')} (${((100 * sentTokens) / uncompactedTokens).toFixed(1)}%)`)
-  console.log(`prompt tokens repeating the previous request's prefix (cacheable): ${((100 * reusedTokens) / sentTokens).toFixed(1)}%`)
-  console.log(`last request: ~${tokens((previous.system ?? '').length + JSON.stringify(previous.messages).length)} tokens of a 128,000 window`)
+  console.log(
+    `prompt tokens sent: ${sentTokens.toLocaleString('en')} vs uncompacted ${uncompactedTokens.toLocaleString('en')} (${((100 * sentTokens) / uncompactedTokens).toFixed(1)}%)`,
+  )
+  console.log(
+    `prompt tokens repeating the previous request's prefix (cacheable): ${((100 * reusedTokens) / sentTokens).toFixed(1)}%`,
+  )
+  console.log(
+    `last request: ~${tokens((previous.system ?? '').length + JSON.stringify(previous.messages).length)} tokens of a 128,000 window`,
+  )
   await harness.dispose()
 }
 

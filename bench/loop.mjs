@@ -74,7 +74,9 @@ const overhead = (from, to) => {
 const early = overhead(1, Math.min(100, STEPS))
 const late = overhead(Math.max(STEPS - 99, 1), STEPS)
 const events = harness.session.length
-console.log(`steps: ${STEPS + 1}, events in log: ${events}, total: ${total.toFixed(0)} ms, model time: ${modelMs.toFixed(0)} ms`)
+console.log(
+  `steps: ${STEPS + 1}, events in log: ${events}, total: ${total.toFixed(0)} ms, model time: ${modelMs.toFixed(0)} ms`,
+)
 console.log(`harness overhead per step, steps 1-100:    ${early.toFixed(3)} ms`)
 console.log(`harness overhead per step, steps ${STEPS - 99}-${STEPS}: ${late.toFixed(3)} ms`)
 console.log(`growth (late / early): ${(late / early).toFixed(2)}x   (target: < 1 ms per step, no growth)`)

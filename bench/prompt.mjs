@@ -43,7 +43,11 @@ const run = (extra) =>
       DEEPSEEK_API_KEY: 'sk-bench',
       ...(process.env.SHELL ? { SHELL: process.env.SHELL } : {}),
     }
-    const child = spawn(process.execPath, [bin, '--profile', 'headless', ...extra, 'hi'], { cwd: project, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [bin, '--profile', 'headless', ...extra, 'hi'], {
+      cwd: project,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
     let err = ''
     child.stderr.on('data', (d) => (err += d))
     child.stdout.resume()
@@ -82,13 +86,17 @@ try {
   const every = measure(chats[1], 'headless + every base tool row')
   if (args.has('--json')) for (const { result } of [shipped, every]) console.log(JSON.stringify(result))
   else {
-    console.log('estimator: ceil(characters / 4) per part (as @dsh/token-meter estimate); tool schemas as sent on the wire')
+    console.log(
+      'estimator: ceil(characters / 4) per part (as @dsh/token-meter estimate); tool schemas as sent on the wire',
+    )
     for (const { result: r } of [shipped, every]) {
       console.log(`\n${r.label}: ${r.tools.join(', ')}`)
       console.log(`  system prompt : ${String(r.systemBytes).padStart(6)} bytes  ~${r.systemTokens} tokens`)
       console.log(`  tool schemas  : ${String(r.toolSchemaBytes).padStart(6)} bytes  ~${r.toolSchemaTokens} tokens`)
       console.log(`  total fixed   : ${String(r.totalBytes).padStart(6)} bytes  ~${r.totalTokens} tokens`)
-      console.log(`  ratio to the ${GOAL_TOKENS}-token goal: ${r.ratioToGoal} (${r.totalTokens <= GOAL_TOKENS ? 'within' : 'over'})`)
+      console.log(
+        `  ratio to the ${GOAL_TOKENS}-token goal: ${r.ratioToGoal} (${r.totalTokens <= GOAL_TOKENS ? 'within' : 'over'})`,
+      )
     }
   }
   if (args.has('--print')) console.log(`\n--- system prompt (shipped) ---\n${shipped.system}\n--- end ---`)

@@ -43,7 +43,8 @@ async function once(ctx) {
   const spec = await ctx.shell.resolve({ command: COMMAND, cwd: ws })
   const result = await ctx.shell.run(spec)
   const ms = performance.now() - t0
-  if (result.status !== 'exited' || result.exitCode !== 0) throw new Error(`bench command failed: ${JSON.stringify(result)}`)
+  if (result.status !== 'exited' || result.exitCode !== 0)
+    throw new Error(`bench command failed: ${JSON.stringify(result)}`)
   return ms
 }
 
@@ -55,7 +56,8 @@ for (const name of ['baseline', 'bwrap', 'landlock']) {
 }
 for (const v of Object.values(variants)) for (let i = 0; i < 5; i++) await once(v.ctx) // warm-up
 for (let done = 0; done < RUNS; done += BLOCK) {
-  for (const v of Object.values(variants)) for (let i = 0; i < Math.min(BLOCK, RUNS - done); i++) v.samples.push(await once(v.ctx))
+  for (const v of Object.values(variants))
+    for (let i = 0; i < Math.min(BLOCK, RUNS - done); i++) v.samples.push(await once(v.ctx))
 }
 
 const median = (xs) => {
@@ -70,7 +72,9 @@ for (const [name, v] of Object.entries(variants)) {
   if (v === base) console.log(line)
   else {
     const overhead = median(v.samples) - median(base.samples)
-    console.log(`${line}  overhead ${overhead.toFixed(2)} ms/command (median; ratio ${(median(v.samples) / median(base.samples)).toFixed(2)}x)  ${overhead < 15 ? 'under' : 'OVER'} the 15 ms target`)
+    console.log(
+      `${line}  overhead ${overhead.toFixed(2)} ms/command (median; ratio ${(median(v.samples) / median(base.samples)).toFixed(2)}x)  ${overhead < 15 ? 'under' : 'OVER'} the 15 ms target`,
+    )
   }
 }
 rmSync(ws, { recursive: true, force: true })

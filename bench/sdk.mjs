@@ -26,7 +26,9 @@ const TARGET = 50_000
 const bin = fileURLToPath(new URL('../packages/sdk/server/bin/dsh-jsonrpc-agent.mjs', import.meta.url))
 const root = mkdtempSync(join(tmpdir(), 'dsh-bench-sdk-'))
 
-const mockBin = fileURLToPath(new URL('../packages/test-support/llm-mock-server/bin/dsh-llm-mock-server.mjs', import.meta.url))
+const mockBin = fileURLToPath(
+  new URL('../packages/test-support/llm-mock-server/bin/dsh-llm-mock-server.mjs', import.meta.url),
+)
 const burstTool = fileURLToPath(new URL('./fixtures/sdk-burst-tool.ts', import.meta.url))
 
 const burst = [{ toolCalls: [{ name: 'bench_burst', arguments: { count: N } }] }, { text: 'done' }]
@@ -41,7 +43,13 @@ writeFileSync(patchFile, `- insert:\n    - id: sdk-burst-tool\n      name: ${JSO
 
 const mock = spawn(process.execPath, [mockBin, '--script', scriptFile], { stdio: ['ignore', 'pipe', 'inherit'] })
 const baseURL = await new Promise((resolve) => mock.stdout.once('data', (d) => resolve(String(d).trim())))
-const env = { PATH: process.env.PATH, HOME: root, DSH_HOME: join(root, 'home'), DEEPSEEK_BASE_URL: baseURL, DEEPSEEK_API_KEY: 'sk-bench' }
+const env = {
+  PATH: process.env.PATH,
+  HOME: root,
+  DSH_HOME: join(root, 'home'),
+  DEEPSEEK_BASE_URL: baseURL,
+  DEEPSEEK_API_KEY: 'sk-bench',
+}
 
 const cpuMs = (u) => (u.user + u.system) / 1000
 
@@ -118,7 +126,13 @@ mock.kill('SIGTERM')
 const summarize = (runs) => {
   const ms = median(runs.map((r) => r.ms))
   const cpu = median(runs.map((r) => r.cpu))
-  return { eventsPerSec: Math.round((runs[0].count / ms) * 1000), ms, cpuMs: cpu, cpuUsPerEvent: (cpu * 1000) / runs[0].count, count: runs[0].count }
+  return {
+    eventsPerSec: Math.round((runs[0].count / ms) * 1000),
+    ms,
+    cpuMs: cpu,
+    cpuUsPerEvent: (cpu * 1000) / runs[0].count,
+    count: runs[0].count,
+  }
 }
 const t = summarize(ticks)
 const m = summarize(chunks)
@@ -126,9 +140,12 @@ const b = summarize(bare)
 if (t.count !== N) throw new Error(`expected ${N} bench/tick events, got ${t.count}`)
 if (m.count < N) throw new Error(`expected at least ${N} assistant/chunk events, got ${m.count}`)
 const fmt = (x) => x.toLocaleString('en-US')
-const line = (label, r) => `  ${label}: ${fmt(r.eventsPerSec)} events/s (${r.ms.toFixed(1)} ms), client CPU ${r.cpuMs.toFixed(1)} ms = ${r.cpuUsPerEvent.toFixed(2)} us/event`
+const line = (label, r) =>
+  `  ${label}: ${fmt(r.eventsPerSec)} events/s (${r.ms.toFixed(1)} ms), client CPU ${r.cpuMs.toFixed(1)} ms = ${r.cpuUsPerEvent.toFixed(2)} us/event`
 console.log(`sdk notification throughput, ${fmt(N)} events per run, median of ${RUNS} runs`)
 console.log(line('notification stream (session appends -> Harness)', t))
 console.log(line('model stream (SSE deltas -> agent loop -> Harness)', m))
 console.log(line('baseline (bare frames -> client connection)', b))
-console.log(`  ratio notification/baseline: ${(t.eventsPerSec / b.eventsPerSec).toFixed(2)}; target ${fmt(TARGET)} events/s: ${t.eventsPerSec >= TARGET ? 'met' : 'NOT met'}`)
+console.log(
+  `  ratio notification/baseline: ${(t.eventsPerSec / b.eventsPerSec).toFixed(2)}; target ${fmt(TARGET)} events/s: ${t.eventsPerSec >= TARGET ? 'met' : 'NOT met'}`,
+)

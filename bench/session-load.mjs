@@ -17,9 +17,18 @@ register()
 const here = fileURLToPath(import.meta.url)
 const pkg = (p) => new URL(`../packages/session/${p}`, import.meta.url).href
 const BACKENDS = {
-  'jsonl-zstd': { module: pkg('session-persistence-jsonl/src/index.ts'), config: (root) => ({ root: join(root, 'zstd'), compression: 'zstd' }) },
-  'jsonl-raw': { module: pkg('session-persistence-jsonl/src/index.ts'), config: (root) => ({ root: join(root, 'raw'), compression: 'none' }) },
-  sqlite: { module: pkg('session-persistence-sqlite/src/index.ts'), config: (root) => ({ path: join(root, 'sessions.sqlite') }) },
+  'jsonl-zstd': {
+    module: pkg('session-persistence-jsonl/src/index.ts'),
+    config: (root) => ({ root: join(root, 'zstd'), compression: 'zstd' }),
+  },
+  'jsonl-raw': {
+    module: pkg('session-persistence-jsonl/src/index.ts'),
+    config: (root) => ({ root: join(root, 'raw'), compression: 'none' }),
+  },
+  sqlite: {
+    module: pkg('session-persistence-sqlite/src/index.ts'),
+    config: (root) => ({ path: join(root, 'sessions.sqlite') }),
+  },
 }
 
 async function mount(name, root) {
@@ -39,7 +48,10 @@ function buildEvents(count) {
   for (let turn = 0; events.length < count; turn++) {
     push('turn/start', { turn })
     push('step/start', { turn, step: 0 })
-    push('user/message', { content: [{ type: 'text', text: `task ${turn}: ${blob(300, turn)}` }], source: { kind: 'human' } })
+    push('user/message', {
+      content: [{ type: 'text', text: `task ${turn}: ${blob(300, turn)}` }],
+      source: { kind: 'human' },
+    })
     let text = ''
     for (let i = 0; i < 60; i++) {
       const delta = `word${i} and more `
@@ -47,9 +59,25 @@ function buildEvents(count) {
       push('assistant/chunk', { chunk: { kind: 'text-delta', text: delta } })
     }
     const callId = `call-${turn}`
-    push('assistant/message', { message: { role: 'assistant', content: [{ type: 'text', text }, { type: 'tool-call', callId, name: 'read', arguments: '{"file_path":"src/a.ts"}' }] }, usage: { input: 1000, output: 100 } })
+    push('assistant/message', {
+      message: {
+        role: 'assistant',
+        content: [
+          { type: 'text', text },
+          { type: 'tool-call', callId, name: 'read', arguments: '{"file_path":"src/a.ts"}' },
+        ],
+      },
+      usage: { input: 1000, output: 100 },
+    })
     push('tool/call', { callId, name: 'read', arguments: '{"file_path":"src/a.ts"}' })
-    push('tool/result', { message: { role: 'tool', callId, name: 'read', content: [{ type: 'text', text: blob(3000 + (turn % 5) * 500, turn) }] } })
+    push('tool/result', {
+      message: {
+        role: 'tool',
+        callId,
+        name: 'read',
+        content: [{ type: 'text', text: blob(3000 + (turn % 5) * 500, turn) }],
+      },
+    })
     push('step/end', { turn, step: 0 })
     push('turn/end', { turn, reason: 'completed' })
   }
@@ -98,13 +126,17 @@ try {
     await dispose()
   }
   const run = (mode) => {
-    const out = spawnSync(process.execPath, ['--import', 'tsx', here, '--child', mode, root, 'bench'], { encoding: 'utf8' })
+    const out = spawnSync(process.execPath, ['--import', 'tsx', here, '--child', mode, root, 'bench'], {
+      encoding: 'utf8',
+    })
     if (out.status !== 0) throw new Error(`${mode} child failed: ${out.stderr}`)
     return JSON.parse(out.stdout)
   }
   const baseline = run('baseline')
   console.log(`session-load: ${COUNT} events, raw JSONL ${(rawBytes / 1e6).toFixed(1)} MB`)
-  console.log(`baseline   read + JSON.parse every line: ${baseline.ms.toFixed(0)} ms, peak RSS ${baseline.rssMb.toFixed(0)} MB`)
+  console.log(
+    `baseline   read + JSON.parse every line: ${baseline.ms.toFixed(0)} ms, peak RSS ${baseline.rssMb.toFixed(0)} MB`,
+  )
   for (const name of Object.keys(BACKENDS)) {
     const r = run(name)
     if (r.count !== COUNT) throw new Error(`${name} loaded ${r.count} events, expected ${COUNT}`)

@@ -48,12 +48,23 @@ function turn(session, i, n) {
   session.append('turn/start', { turn: n })
   session.append('step/start', { turn: n, step: 0 })
   session.append('request/header', { provider: 'bench', model: 'bench-model', system: 'You are a bench.', tools: [] })
-  session.append('user/message', { content: [{ type: 'text', text: `Task ${i}.${n}: refactor module ${i} and keep the tests green` }], source: { kind: 'human' } })
+  session.append('user/message', {
+    content: [{ type: 'text', text: `Task ${i}.${n}: refactor module ${i} and keep the tests green` }],
+    source: { kind: 'human' },
+  })
   if (n === 0) session.append('session/title', { title: `Refactor module ${i}`, source: 'fallback' })
   session.append('assistant/chunk', { chunk: { kind: 'text-delta', text: 'Looking' } })
-  session.append('assistant/message', { message: { role: 'assistant', content: [{ type: 'tool-call', callId: `c${n}`, name: 'read', arguments: '{"file_path":"a.ts"}' }] }, usage: { input: 900, output: 40, cacheRead: 800, cacheWrite: 0, reasoning: 0 } })
+  session.append('assistant/message', {
+    message: {
+      role: 'assistant',
+      content: [{ type: 'tool-call', callId: `c${n}`, name: 'read', arguments: '{"file_path":"a.ts"}' }],
+    },
+    usage: { input: 900, output: 40, cacheRead: 800, cacheWrite: 0, reasoning: 0 },
+  })
   session.append('tool/call', { callId: `c${n}`, name: 'read', arguments: '{"file_path":"a.ts"}' })
-  session.append('tool/result', { message: { role: 'tool', callId: `c${n}`, name: 'read', content: [{ type: 'text', text: 'x'.repeat(2000) }] } })
+  session.append('tool/result', {
+    message: { role: 'tool', callId: `c${n}`, name: 'read', content: [{ type: 'text', text: 'x'.repeat(2000) }] },
+  })
   session.append('step/end', { turn: n, step: 0 })
   session.append('turn/end', { turn: n, reason: 'completed' })
 }
@@ -61,7 +72,11 @@ function turn(session, i, n) {
 if (!reuse) process.stderr.write(`generating ${N} sessions in ${home}...\n`)
 for (let i = 0; i < (reuse ? 0 : N); i++) {
   let t = 1_700_000_000_000 + i * 60_000
-  const session = new Session({ cwd: `/work/project-${i % 7}`, id: `bench-${String(i).padStart(5, '0')}`, clock: () => (t += 50) })
+  const session = new Session({
+    cwd: `/work/project-${i % 7}`,
+    id: `bench-${String(i).padStart(5, '0')}`,
+    clock: () => (t += 50),
+  })
   turn(session, i, 0)
   await ctx.sessionPersistence.create({ id: session.id, cwd: session.cwd, createdAt: 1_700_000_000_000 + i * 60_000 })
   await ctx.sessionPersistence.append(session.id, session.events)
@@ -118,9 +133,15 @@ const fmt = (ms) => `${ms.toFixed(1)} ms`
 console.log(`sessions: ${N}, runs: ${RUNS}`)
 console.log(`cold listing (builds the cache):   ${fmt(cold)}   logs read: ${coldReads}`)
 console.log(`baseline persistence.list():       ${fmt(median(base))}`)
-console.log(`warm listing from the cache:       ${fmt(median(warm))}   logs read: ${warmReads}   ratio to baseline: ${(median(warm) / median(base)).toFixed(2)}`)
-console.log(`  of which cache readAll():          ${fmt(median(cacheRead))}   document: ${(cacheBytes / 1024).toFixed(0)} KiB`)
-console.log(`after one session grew:            ${fmt(after)}   logs read: ${afterReads} (refreshed ${report.refreshed}, cache ${report.cache})`)
+console.log(
+  `warm listing from the cache:       ${fmt(median(warm))}   logs read: ${warmReads}   ratio to baseline: ${(median(warm) / median(base)).toFixed(2)}`,
+)
+console.log(
+  `  of which cache readAll():          ${fmt(median(cacheRead))}   document: ${(cacheBytes / 1024).toFixed(0)} KiB`,
+)
+console.log(
+  `after one session grew:            ${fmt(after)}   logs read: ${afterReads} (refreshed ${report.refreshed}, cache ${report.cache})`,
+)
 console.log(`goal: warm under 200 ms reading no log -> ${median(warm) < 200 && warmReads === 0 ? 'met' : 'NOT met'}`)
 
 // End to end: the real bin against the same home, beside node's own start-up. BENCH_BASE=/other/checkout
@@ -151,8 +172,13 @@ for (let r = 0; r < Math.min(RUNS, 5); r++) {
   if (baseBin) baseRuns.push(spawnTime([baseBin, 'sessions', '--all'], baseHome))
 }
 console.log(`node -e 0:                         ${fmt(median(nodeRuns))}`)
-console.log(`dsh sessions --all (${N} rows):     ${fmt(median(dshRuns))}   ratio to node -e 0: ${(median(dshRuns) / median(nodeRuns)).toFixed(1)}`)
-if (baseBin) console.log(`  BENCH_BASE's dsh sessions --all:  ${fmt(median(baseRuns))}   ratio to node -e 0: ${(median(baseRuns) / median(nodeRuns)).toFixed(1)}`)
+console.log(
+  `dsh sessions --all (${N} rows):     ${fmt(median(dshRuns))}   ratio to node -e 0: ${(median(dshRuns) / median(nodeRuns)).toFixed(1)}`,
+)
+if (baseBin)
+  console.log(
+    `  BENCH_BASE's dsh sessions --all:  ${fmt(median(baseRuns))}   ratio to node -e 0: ${(median(baseRuns) / median(nodeRuns)).toFixed(1)}`,
+  )
 
 await ctx.fiber.dispose?.()
 if (!keep) rmSync(root, { recursive: true, force: true })

@@ -28,9 +28,20 @@ function lines(root, tag) {
   // node_modules/.bin/dsh is pnpm's shell shim: what `pnpm exec dsh` (and a global link) runs.
   const shim = join(root, 'node_modules/.bin/dsh')
   return [
-    { label: `${tag}dsh --help`, target: 3, argv: existsSync(shim) ? [shim, '--help'] : [process.execPath, bin, '--help'] },
-    { label: `${tag}dsh --profile headless --help`, target: 4, argv: [process.execPath, bin, '--profile', 'headless', '--help'] },
-    { label: `${tag}boot: --profile headless --patch empty --help`, argv: [process.execPath, bin, '--profile', 'headless', '--patch', empty, '--help'] },
+    {
+      label: `${tag}dsh --help`,
+      target: 3,
+      argv: existsSync(shim) ? [shim, '--help'] : [process.execPath, bin, '--help'],
+    },
+    {
+      label: `${tag}dsh --profile headless --help`,
+      target: 4,
+      argv: [process.execPath, bin, '--profile', 'headless', '--help'],
+    },
+    {
+      label: `${tag}boot: --profile headless --patch empty --help`,
+      argv: [process.execPath, bin, '--profile', 'headless', '--patch', empty, '--help'],
+    },
   ]
 }
 const cases = [...lines(fileURLToPath(new URL('..', import.meta.url)), '')]
@@ -77,8 +88,12 @@ rmSync(home, { recursive: true, force: true })
 const mb = median(bare)
 const width = Math.max(...cases.map((c) => c.label.length))
 const cpu = (argv) => (TIME ? `  CPU ${median(cpuOf.get(argv)).toFixed(0).padStart(4)} ms` : '')
-console.log(`node ${process.version}, ${runs} runs per line; ${node.label} median ${mb.toFixed(1)} ms over ${bare.length} runs${cpu(node.argv)}`)
+console.log(
+  `node ${process.version}, ${runs} runs per line; ${node.label} median ${mb.toFixed(1)} ms over ${bare.length} runs${cpu(node.argv)}`,
+)
 cases.forEach((c, k) => {
   const m = median(samples[k])
-  console.log(`${c.label.padEnd(width)}  median ${m.toFixed(1).padStart(6)} ms  ${(m / mb).toFixed(2)}x node${cpu(c.argv)}${c.target ? ` (target <= ${c.target}x)` : ''}`)
+  console.log(
+    `${c.label.padEnd(width)}  median ${m.toFixed(1).padStart(6)} ms  ${(m / mb).toFixed(2)}x node${cpu(c.argv)}${c.target ? ` (target <= ${c.target}x)` : ''}`,
+  )
 })

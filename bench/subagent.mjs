@@ -39,7 +39,9 @@ for (let i = 0; i < CHILDREN; i++) {
 globalThis.gc?.()
 const rss1 = process.memoryUsage().rss
 const heap1 = process.memoryUsage().heapUsed
-console.log(`per live in-process child: RSS ${((rss1 - rss0) / CHILDREN / 1024 / 1024).toFixed(2)} MB, JS heap ${((heap1 - heap0) / CHILDREN / 1024 / 1024).toFixed(2)} MB (${CHILDREN} children${globalThis.gc ? '' : '; run with --expose-gc for a steadier figure'})`)
+console.log(
+  `per live in-process child: RSS ${((rss1 - rss0) / CHILDREN / 1024 / 1024).toFixed(2)} MB, JS heap ${((heap1 - heap0) / CHILDREN / 1024 / 1024).toFixed(2)} MB (${CHILDREN} children${globalThis.gc ? '' : '; run with --expose-gc for a steadier figure'})`,
+)
 for (const c of live) ctx.subagents.interrupt(agent, c.record.id)
 await Promise.all(live.map((c) => c.finished))
 const base = []
@@ -62,6 +64,8 @@ for (let i = 0; i < RUNS; i++) {
 }
 const b = median(base)
 const s = median(spawnT)
-console.log(`spawn child to first request: median ${s.toFixed(2)} ms; plain agent baseline ${b.toFixed(2)} ms; overhead ${(s - b).toFixed(2)} ms (ratio ${(s / b).toFixed(2)})`)
+console.log(
+  `spawn child to first request: median ${s.toFixed(2)} ms; plain agent baseline ${b.toFixed(2)} ms; overhead ${(s - b).toFixed(2)} ms (ratio ${(s / b).toFixed(2)})`,
+)
 
 await harness.dispose()

@@ -21,7 +21,9 @@ import { performance } from 'node:perf_hooks'
 
 const req = createRequire(new URL('../bundles/tui/package.json', import.meta.url))
 const pty = req('node-pty')
-const { startMockServer } = await import(new URL('../packages/test-support/llm-mock-server/dist/index.js', import.meta.url).href)
+const { startMockServer } = await import(
+  new URL('../packages/test-support/llm-mock-server/dist/index.js', import.meta.url).href
+)
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 3)
 const COLS = 100
@@ -58,8 +60,20 @@ for (let n = 1; n <= 2000; n++) {
   streamed.push({ text: `- line ${n} of the streamed reply\n` })
   if (n % 10 === 0) streamed.push({ text: '\n' })
 }
-const server = await startMockServer({ steps: [{ events: streamed, chunkDelayMs: 5 }, { events: streamed, chunkDelayMs: 1 }] })
-const envFor = (root) => ({ PATH: process.env.PATH, HOME: root, TERM: 'xterm-256color', DSH_HOME: join(root, 'home'), DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'sk-bench' })
+const server = await startMockServer({
+  steps: [
+    { events: streamed, chunkDelayMs: 5 },
+    { events: streamed, chunkDelayMs: 1 },
+  ],
+})
+const envFor = (root) => ({
+  PATH: process.env.PATH,
+  HOME: root,
+  TERM: 'xterm-256color',
+  DSH_HOME: join(root, 'home'),
+  DEEPSEEK_BASE_URL: server.baseURL,
+  DEEPSEEK_API_KEY: 'sk-bench',
+})
 
 // 1. Start to first frame.
 const starts = []
@@ -140,9 +154,15 @@ app.term.kill()
 await server.close()
 
 const ms = (x) => `${x.toFixed(1)} ms`
-console.log(`start to first frame: ${ms(median(starts))} (bare node in a PTY: ${ms(median(baseStarts))}, ratio ${(median(starts) / median(baseStarts)).toFixed(1)}x; dsh -p /help to exit: ${ms(median(headlessRuns))}, ratio ${(median(starts) / median(headlessRuns)).toFixed(2)}x; runs ${RUNS})`)
-console.log(`idle RSS at 15 s: ${rss.toFixed(1)} MB (idle bare node: ${baseRss.toFixed(1)} MB; ratio ${(rss / baseRss).toFixed(1)}x; goal under 100 MB)`)
-console.log(`keystroke to echo: median ${ms(median(echo))}, worst ${ms(Math.max(...echo))} (cat in a PTY: ${ms(median(catEcho))}; ratio ${(median(echo) / median(catEcho)).toFixed(1)}x)`)
+console.log(
+  `start to first frame: ${ms(median(starts))} (bare node in a PTY: ${ms(median(baseStarts))}, ratio ${(median(starts) / median(baseStarts)).toFixed(1)}x; dsh -p /help to exit: ${ms(median(headlessRuns))}, ratio ${(median(starts) / median(headlessRuns)).toFixed(2)}x; runs ${RUNS})`,
+)
+console.log(
+  `idle RSS at 15 s: ${rss.toFixed(1)} MB (idle bare node: ${baseRss.toFixed(1)} MB; ratio ${(rss / baseRss).toFixed(1)}x; goal under 100 MB)`,
+)
+console.log(
+  `keystroke to echo: median ${ms(median(echo))}, worst ${ms(Math.max(...echo))} (cat in a PTY: ${ms(median(catEcho))}; ratio ${(median(echo) / median(catEcho)).toFixed(1)}x)`,
+)
 console.log(paced)
 console.log(flooded)
 process.exit(0)

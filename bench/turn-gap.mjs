@@ -31,13 +31,16 @@ const RUNS = Number(process.env.BENCH_RUNS ?? 5)
 const TURNS = Number(process.env.BENCH_TURNS ?? 20)
 const COMMAND = process.env.BENCH_COMMAND ?? 'echo bench'
 const bin = fileURLToPath(new URL('../packages/boot/cli/bin/dsh.mjs', import.meta.url))
-const baseBin = process.env.BENCH_BASE ? join(resolve(process.env.BENCH_BASE), 'packages/boot/cli/bin/dsh.mjs') : undefined
+const baseBin = process.env.BENCH_BASE
+  ? join(resolve(process.env.BENCH_BASE), 'packages/boot/cli/bin/dsh.mjs')
+  : undefined
 const root = mkdtempSync(join(tmpdir(), 'dsh-bench-turn-gap-'))
 const ws = join(root, 'ws')
 mkdirSync(ws)
 
 const steps = []
-for (let i = 0; i < TURNS; i++) steps.push({ toolCalls: [{ name: 'bash', arguments: { command: COMMAND, description: `turn ${i}` } }] })
+for (let i = 0; i < TURNS; i++)
+  steps.push({ toolCalls: [{ name: 'bash', arguments: { command: COMMAND, description: `turn ${i}` } }] })
 steps.push({ text: 'done' })
 
 // One mock server per run (each run consumes the whole script); the proxy stamps every request.
@@ -63,7 +66,9 @@ function exec(file, args, opts = {}) {
     child.stdout.on('data', (d) => (out += d))
     child.stderr.on('data', (d) => (out += d))
     child.on('error', reject)
-    child.on('close', (code) => (code === 0 ? resolve(performance.now() - t0) : reject(new Error(`${file} exited ${code}: ${out}`))))
+    child.on('close', (code) =>
+      code === 0 ? resolve(performance.now() - t0) : reject(new Error(`${file} exited ${code}: ${out}`)),
+    )
   })
 }
 
@@ -175,7 +180,11 @@ async function dshRun(mode, dshBin = bin, name) {
   // stream-json output carries the events the segment hook stamps; text mode otherwise.
   const hook = [...(SEGMENTS ? ['--import', hookFile] : []), ...(CPU ? ['--import', cpuHookFile] : [])]
   const output = SEGMENTS ? ['--output-format', 'stream-json'] : []
-  await exec(process.execPath, [...hook, dshBin, '--profile', 'headless', ...patch, '--permission-mode', mode, ...output, 'run the bench'], { cwd: ws, env: { ...env, DEEPSEEK_BASE_URL: proxyURL } })
+  await exec(
+    process.execPath,
+    [...hook, dshBin, '--profile', 'headless', ...patch, '--permission-mode', mode, ...output, 'run the bench'],
+    { cwd: ws, env: { ...env, DEEPSEEK_BASE_URL: proxyURL } },
+  )
   if (SEGMENTS && name) collectSegments(name)
   if (CPU) name ? collectCpu(name) : rmSync(cpuFile, { force: true })
   await upstream.close()
@@ -205,18 +214,32 @@ proxy.close()
 if (SEGMENTS) {
   // Segments seen in (almost) every turn, in the order of the first run's turns.
   const names = Object.keys(segments)
-  const keys = [...(segments[names[0]]?.keys() ?? [])].filter((key) => segments[names[0]].get(key).length >= RUNS * (TURNS - 1))
+  const keys = [...(segments[names[0]]?.keys() ?? [])].filter(
+    (key) => segments[names[0]].get(key).length >= RUNS * (TURNS - 1),
+  )
   console.log(`median ms per segment (in-process stamps; stream-json output)`)
   console.log(`${''.padEnd(36)} ${names.map((n) => n.padStart(16)).join(' ')}`)
-  for (const key of keys) console.log(`${key.padEnd(36)} ${names.map((n) => (segments[n].has(key) ? median(segments[n].get(key)).toFixed(2) : '-').padStart(16)).join(' ')}`)
+  for (const key of keys)
+    console.log(
+      `${key.padEnd(36)} ${names.map((n) => (segments[n].has(key) ? median(segments[n].get(key)).toFixed(2) : '-').padStart(16)).join(' ')}`,
+    )
 }
 if (CPU) {
-  console.log('dsh process CPU per turn (user + system, median ms): ' + Object.entries(cpuTurns).map(([name, list]) => `${name} ${median(list).toFixed(2)}`).join(', '))
+  console.log(
+    'dsh process CPU per turn (user + system, median ms): ' +
+      Object.entries(cpuTurns)
+        .map(([name, list]) => `${name} ${median(list).toFixed(2)}`)
+        .join(', '),
+  )
 }
 const bare = median(samples.bare)
-console.log(`${RUNS} runs x ${TURNS} turns of bash \`${COMMAND}\` per mode (node ${process.version}); bare spawn: median ${bare.toFixed(2)} ms over ${samples.bare.length}`)
+console.log(
+  `${RUNS} runs x ${TURNS} turns of bash \`${COMMAND}\` per mode (node ${process.version}); bare spawn: median ${bare.toFixed(2)} ms over ${samples.bare.length}`,
+)
 for (const name of Object.keys(modes)) {
   const turn = median(samples[name])
-  console.log(`${name.padEnd(16)} turn median ${turn.toFixed(2)} ms  gap ${(turn - bare).toFixed(2)} ms  ratio ${(turn / bare).toFixed(2)}x bare`)
+  console.log(
+    `${name.padEnd(16)} turn median ${turn.toFixed(2)} ms  gap ${(turn - bare).toFixed(2)} ms  ratio ${(turn / bare).toFixed(2)}x bare`,
+  )
 }
 process.exit(0)

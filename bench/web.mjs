@@ -92,7 +92,10 @@ function launch(cmd, args, options = {}) {
       seen = true
       // An API call sent as the URL appears: answered once every row is up.
       const api = options.api
-        ? postRaw(url, 'sessions.list', {}).then(() => performance.now() - t0, () => NaN)
+        ? postRaw(url, 'sessions.list', {}).then(
+            () => performance.now() - t0,
+            () => NaN,
+          )
         : Promise.resolve(NaN)
       for (;;) {
         try {
@@ -125,17 +128,34 @@ async function stop(child) {
 const BASELINE = `const fs=require('fs'),http=require('http');const j=process.env.JSON_FILE?fs.readFileSync(process.env.JSON_FILE):null;const s=process.env.SSE_FILE?fs.readFileSync(process.env.SSE_FILE):null;http.createServer((q,r)=>{if(q.url.startsWith('/json')){r.writeHead(200,{'content-type':'application/json'});r.end(j)}else if(q.url.startsWith('/sse')){r.writeHead(200,{'content-type':'text/event-stream'});r.write(s)}else r.end('ok')}).listen(0,'127.0.0.1',function(){console.log('http://127.0.0.1:'+this.address().port+'/')})`
 
 // BENCH_NODE_ARGS: node flags for this checkout's dsh web (e.g. "--cpu-prof --cpu-prof-dir=/tmp/p").
-const nodeArgs = (which) => (which === bin && process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ').filter(Boolean) : [])
-const dshWeb = (extraEnv = {}, which = bin) => launch(process.execPath, [...nodeArgs(which), which, 'web', '--no-open', '--port', '0'], { api: true, env: { ...env, ...extraEnv } })
+const nodeArgs = (which) =>
+  which === bin && process.env.BENCH_NODE_ARGS ? process.env.BENCH_NODE_ARGS.split(' ').filter(Boolean) : []
+const dshWeb = (extraEnv = {}, which = bin) =>
+  launch(process.execPath, [...nodeArgs(which), which, 'web', '--no-open', '--port', '0'], {
+    api: true,
+    env: { ...env, ...extraEnv },
+  })
 
 function postRaw(url, method, params) {
   return new Promise((resolve, reject) => {
     const body = JSON.stringify(params)
-    const req = request(`${url}/api/${method}`, { method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      const chunks = []
-      res.on('data', (c) => chunks.push(c))
-      res.on('end', () => (res.statusCode === 200 ? resolve(Buffer.concat(chunks)) : reject(new Error(`${method}: HTTP ${res.statusCode}`))))
-    })
+    const req = request(
+      `${url}/api/${method}`,
+      {
+        method: 'POST',
+        agent: false,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
+      (res) => {
+        const chunks = []
+        res.on('data', (c) => chunks.push(c))
+        res.on('end', () =>
+          res.statusCode === 200
+            ? resolve(Buffer.concat(chunks))
+            : reject(new Error(`${method}: HTTP ${res.statusCode}`)),
+        )
+      },
+    )
     req.on('error', reject)
     req.end(body)
   })
@@ -154,7 +174,14 @@ if (PARTS.has('launch')) {
     await stop((await dshWeb()).child)
     if (baseBin) await stop((await dshWeb({}, baseBin)).child)
     await stop((await nodeServer()).child)
-    const d = [], n = [], dr = [], nr = [], da = [], b = [], br = [], ba = []
+    const d = [],
+      n = [],
+      dr = [],
+      nr = [],
+      da = [],
+      b = [],
+      br = [],
+      ba = []
     for (let i = 0; i < RUNS; i++) {
       const a = await dshWeb()
       d.push(a.ms), dr.push(a.rss), da.push(a.apiMs)
@@ -171,13 +198,24 @@ if (PARTS.has('launch')) {
     const [md, mn, mdr, mnr] = [median(d), median(n), median(dr), median(nr)]
     console.log(`web bench: launch median of ${RUNS} runs each`)
     report('dsh web → first 200', ms(md), ms(mn), `ratio ${(md / mn).toFixed(2)}x`, '< 300 ms')
-    report('dsh web RSS at first 200', `${mdr.toFixed(0)} MB`, `${mnr.toFixed(0)} MB`, `ratio ${(mdr / mnr).toFixed(2)}x`, '< 100 MB')
+    report(
+      'dsh web RSS at first 200',
+      `${mdr.toFixed(0)} MB`,
+      `${mnr.toFixed(0)} MB`,
+      `ratio ${(mdr / mnr).toFixed(2)}x`,
+      '< 100 MB',
+    )
     const mda = median(da)
     report('dsh web → first API answer', ms(mda), ms(mn), `ratio ${(mda / mn).toFixed(2)}x`)
     if (baseBin) {
       const [mb, mbr, mba] = [median(b), median(br), median(ba)]
       report('base dsh web → first 200', ms(mb), ms(mn), `this checkout ${(md / mb).toFixed(2)}x of base`)
-      report('base dsh web RSS at first 200', `${mbr.toFixed(0)} MB`, `${mnr.toFixed(0)} MB`, `this checkout ${(mdr / mbr).toFixed(2)}x of base`)
+      report(
+        'base dsh web RSS at first 200',
+        `${mbr.toFixed(0)} MB`,
+        `${mnr.toFixed(0)} MB`,
+        `this checkout ${(mdr / mbr).toFixed(2)}x of base`,
+      )
       report('base dsh web → first API answer', ms(mba), ms(mn), `this checkout ${(mda / mba).toFixed(2)}x of base`)
     }
     launchOk = true
@@ -194,15 +232,29 @@ function buildEvents(count) {
   for (let turn = 0; events.length < count; turn++) {
     push('turn/start', { turn })
     push('step/start', { turn, step: 0 })
-    push('user/message', { content: [{ type: 'text', text: `task ${turn}: `.padEnd(300, 'lorem ipsum ') }], source: { kind: 'human' } })
+    push('user/message', {
+      content: [{ type: 'text', text: `task ${turn}: `.padEnd(300, 'lorem ipsum ') }],
+      source: { kind: 'human' },
+    })
     let text = ''
     for (let i = 0; i < 20 && events.length < count - 6; i++) {
       text += `word${i} `
       push('assistant/chunk', { chunk: { kind: 'text-delta', text: `word${i} ` } })
     }
     const callId = `call-${turn}`
-    push('assistant/message', { message: { role: 'assistant', content: [{ type: 'text', text }, { type: 'tool-call', callId, name: 'read', arguments: '{"file_path":"src/a.ts"}' }] }, usage: { input: 1000, output: 100 } })
-    push('tool/result', { message: { role: 'tool', callId, name: 'read', content: [{ type: 'text', text: ''.padEnd(1500, 'file text ') }] } })
+    push('assistant/message', {
+      message: {
+        role: 'assistant',
+        content: [
+          { type: 'text', text },
+          { type: 'tool-call', callId, name: 'read', arguments: '{"file_path":"src/a.ts"}' },
+        ],
+      },
+      usage: { input: 1000, output: 100 },
+    })
+    push('tool/result', {
+      message: { role: 'tool', callId, name: 'read', content: [{ type: 'text', text: ''.padEnd(1500, 'file text ') }] },
+    })
     push('step/end', { turn, step: 0 })
     push('turn/end', { turn, reason: 'completed' })
   }
@@ -211,7 +263,11 @@ function buildEvents(count) {
 
 async function writeSession(id, cwd) {
   const { Context } = await import('cordis')
-  const mod = await import(pathToFileURL(fileURLToPath(new URL('../packages/session/session-persistence-jsonl/dist/index.js', import.meta.url))).href)
+  const mod = await import(
+    pathToFileURL(
+      fileURLToPath(new URL('../packages/session/session-persistence-jsonl/dist/index.js', import.meta.url)),
+    ).href
+  )
   const ctx = new Context()
   const fiber = ctx.plugin(mod.default, { root: join(dshHome, 'sessions'), compression: 'zstd' })
   await fiber
@@ -225,7 +281,11 @@ async function writeSession(id, cwd) {
 }
 
 async function post(url, method, params) {
-  const res = await fetch(`${url}/api/${method}`, { method: 'POST', headers: { 'content-type': 'application/json', origin: url }, body: JSON.stringify(params) })
+  const res = await fetch(`${url}/api/${method}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', origin: url },
+    body: JSON.stringify(params),
+  })
   const text = await res.text()
   if (res.status !== 200) throw new Error(`${method}: HTTP ${res.status} ${text.slice(0, 200)}`)
   return text
@@ -294,7 +354,9 @@ async function historyAndFanout(which, label, id, count) {
         await stop(base.child)
         base = undefined
         const [mw, mb] = [median(warm), median(b)]
-        console.log(`${label}history: sessions.history of a ${count}-event stored session, ${(page.length / 1e6).toFixed(2)} MB of JSON`)
+        console.log(
+          `${label}history: sessions.history of a ${count}-event stored session, ${(page.length / 1e6).toFixed(2)} MB of JSON`,
+        )
         report(`${label}first page (read from disk)`, ms(cold), ms(mb), `ratio ${(cold / mb).toFixed(1)}x`)
         report(`${label}warm page, median of ${warm.length}`, ms(mw), ms(mb), `ratio ${(mw / mb).toFixed(1)}x`)
       } catch (error) {
@@ -310,13 +372,31 @@ async function historyAndFanout(which, label, id, count) {
         const sseFile = join(root, 'replay.sse')
         writeFileSync(sseFile, sample.toString('utf8').replace(/^[\s\S]*?(?=(id|event|data): )/, ''))
         base = await nodeServer({ SSE_FILE: sseFile, JSON_FILE: sseFile })
-        const one = median([await fanout(streamUrl, lastId, 1), await fanout(streamUrl, lastId, 1), await fanout(streamUrl, lastId, 1)])
-        const many = median([await fanout(streamUrl, lastId, FANOUT), await fanout(streamUrl, lastId, FANOUT), await fanout(streamUrl, lastId, FANOUT)])
-        const bOne = median([await fanout(base.url + '/sse', lastId, 1), await fanout(base.url + '/sse', lastId, 1), await fanout(base.url + '/sse', lastId, 1)])
-        const bMany = median([await fanout(base.url + '/sse', lastId, FANOUT), await fanout(base.url + '/sse', lastId, FANOUT), await fanout(base.url + '/sse', lastId, FANOUT)])
+        const one = median([
+          await fanout(streamUrl, lastId, 1),
+          await fanout(streamUrl, lastId, 1),
+          await fanout(streamUrl, lastId, 1),
+        ])
+        const many = median([
+          await fanout(streamUrl, lastId, FANOUT),
+          await fanout(streamUrl, lastId, FANOUT),
+          await fanout(streamUrl, lastId, FANOUT),
+        ])
+        const bOne = median([
+          await fanout(base.url + '/sse', lastId, 1),
+          await fanout(base.url + '/sse', lastId, 1),
+          await fanout(base.url + '/sse', lastId, 1),
+        ])
+        const bMany = median([
+          await fanout(base.url + '/sse', lastId, FANOUT),
+          await fanout(base.url + '/sse', lastId, FANOUT),
+          await fanout(base.url + '/sse', lastId, FANOUT),
+        ])
         const per = (many - one) / (FANOUT - 1)
         const bPer = (bMany - bOne) / (FANOUT - 1)
-        console.log(`${label}fan-out: ${FANOUT} SSE clients each reading the ${count}-event replay (${(sample.length / 1e6).toFixed(2)} MB per client)`)
+        console.log(
+          `${label}fan-out: ${FANOUT} SSE clients each reading the ${count}-event replay (${(sample.length / 1e6).toFixed(2)} MB per client)`,
+        )
         report(`${label}1 client`, ms(one), ms(bOne), `ratio ${(one / bOne).toFixed(1)}x`)
         report(`${label}${FANOUT} clients`, ms(many), ms(bMany), `ratio ${(many / bMany).toFixed(1)}x`)
         report(`${label}cost per added client`, ms(per), ms(bPer), `ratio ${(per / bPer).toFixed(1)}x`)
@@ -350,28 +430,38 @@ if (launchOk && (PARTS.has('history') || PARTS.has('fanout'))) {
 // ---- 4. live fan-out of model deltas -------------------------------------------------------
 /** Connects `k` SSE clients after `after`, resolves once each has its status frame. */
 function liveClients(url, k, after) {
-  return Promise.all(Array.from({ length: k }, () => new Promise((resolve, reject) => {
-    const req = request(`${url}?after=${after}`, { agent: false, headers: { accept: 'text/event-stream' } }, (res) => {
-      const client = { req, done: undefined, seen: 0 }
-      let tail = ''
-      let status = false
-      client.done = new Promise((resolveDone) => {
-        res.on('data', (c) => {
-          tail = (tail + c.toString('utf8')).slice(-8192)
-          if (!status && tail.includes('event: status')) {
-            status = true
-            resolve(client)
-          }
-          if (tail.includes('"type":"turn/end"')) {
-            req.destroy()
-            resolveDone()
-          }
-        })
-      })
-    })
-    req.on('error', (e) => (e.code === 'ECONNRESET' ? undefined : reject(e)))
-    req.end()
-  })))
+  return Promise.all(
+    Array.from(
+      { length: k },
+      () =>
+        new Promise((resolve, reject) => {
+          const req = request(
+            `${url}?after=${after}`,
+            { agent: false, headers: { accept: 'text/event-stream' } },
+            (res) => {
+              const client = { req, done: undefined, seen: 0 }
+              let tail = ''
+              let status = false
+              client.done = new Promise((resolveDone) => {
+                res.on('data', (c) => {
+                  tail = (tail + c.toString('utf8')).slice(-8192)
+                  if (!status && tail.includes('event: status')) {
+                    status = true
+                    resolve(client)
+                  }
+                  if (tail.includes('"type":"turn/end"')) {
+                    req.destroy()
+                    resolveDone()
+                  }
+                })
+              })
+            },
+          )
+          req.on('error', (e) => (e.code === 'ECONNRESET' ? undefined : reject(e)))
+          req.end()
+        }),
+    ),
+  )
 }
 
 if (launchOk && PARTS.has('live')) {
@@ -382,7 +472,10 @@ if (launchOk && PARTS.has('live')) {
   // turns alternate.
   const targets = [{ label: '', which: bin }, ...(baseBin ? [{ label: 'base ', which: baseBin }] : [])]
   try {
-    const mod = await import(pathToFileURL(fileURLToPath(new URL('../packages/test-support/llm-mock-server/dist/index.js', import.meta.url))).href)
+    const mod = await import(
+      pathToFileURL(fileURLToPath(new URL('../packages/test-support/llm-mock-server/dist/index.js', import.meta.url)))
+        .href
+    )
     for (const t of targets) {
       t.mock = await mod.startMockServer({ steps: Array.from({ length: turns }, () => ({ events: words })) })
       t.web = await dshWeb({ DEEPSEEK_BASE_URL: t.mock.baseURL, DSH_PERMISSION_MODE: 'danger-full-access' }, t.which)
@@ -397,7 +490,9 @@ if (launchOk && PARTS.has('live')) {
       for (const k of counts) {
         for (const t of targets) {
           // Live events only: start after the log's current end.
-          const after = JSON.parse(await post(t.web.url, 'sessions.history', { sessionId: t.id, fromSeq: 1e9, limit: 1 })).result.nextSeq - 1
+          const after =
+            JSON.parse(await post(t.web.url, 'sessions.history', { sessionId: t.id, fromSeq: 1e9, limit: 1 })).result
+              .nextSeq - 1
           const clients = await liveClients(t.streamUrl, k, after)
           const t0 = performance.now()
           await post(t.web.url, 'sessions.prompt', { sessionId: t.id, text: `turn ${run} ${k}` })
@@ -405,14 +500,18 @@ if (launchOk && PARTS.has('live')) {
           t.times.get(k).push(performance.now() - t0)
           // Let the turn settle (idle) before the next one.
           for (let i = 0; i < 200; i++) {
-            const row = JSON.parse(await post(t.web.url, 'sessions.list', {})).result.sessions.find((s) => s.sessionId === t.id)
+            const row = JSON.parse(await post(t.web.url, 'sessions.list', {})).result.sessions.find(
+              (s) => s.sessionId === t.id,
+            )
             if (row.status === 'idle') break
             await new Promise((r) => setTimeout(r, 10))
           }
         }
       }
     }
-    console.log(`live fan-out: one turn streaming ${DELTAS} model deltas (each a logged event) to K clients, median of ${RUNS}`)
+    console.log(
+      `live fan-out: one turn streaming ${DELTAS} model deltas (each a logged event) to K clients, median of ${RUNS}`,
+    )
     for (const t of targets) {
       const one = median(t.times.get(1))
       for (const k of counts) {
@@ -420,7 +519,12 @@ if (launchOk && PARTS.has('live')) {
         if (k === 1) report(`${t.label}1 client: prompt → turn end`, ms(v), ms(one), 'ratio 1.00x')
         else {
           const per = (v - one) / (k - 1)
-          report(`${t.label}${k} clients`, ms(v), ms(one), `ratio ${(v / one).toFixed(2)}x, +${ms(per)} per added client = ${((per / one) * 100).toFixed(1)}% of the 1-client turn, ${((per * 1000) / DELTAS).toFixed(1)} µs per delta per client`)
+          report(
+            `${t.label}${k} clients`,
+            ms(v),
+            ms(one),
+            `ratio ${(v / one).toFixed(2)}x, +${ms(per)} per added client = ${((per / one) * 100).toFixed(1)}% of the 1-client turn, ${((per * 1000) / DELTAS).toFixed(1)} µs per delta per client`,
+          )
         }
       }
     }

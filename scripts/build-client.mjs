@@ -74,12 +74,19 @@ let built = 0
 // 1. The app.
 {
   const out = join(webDir, 'dist-web')
-  const inputs = [join(webDir, 'src'), join(webDir, 'index.html'), join(webDir, 'build'), join(webDir, 'package.json'),
-    join(root, 'packages/client/runtime/dist'), join(root, 'packages/api/web-protocol/dist'), join(root, 'packages/workspace/workspace/dist'),
+  const inputs = [
+    join(webDir, 'src'),
+    join(webDir, 'index.html'),
+    join(webDir, 'build'),
+    join(webDir, 'package.json'),
+    join(root, 'packages/client/runtime/dist'),
+    join(root, 'packages/api/web-protocol/dist'),
+    join(root, 'packages/workspace/workspace/dist'),
     join(root, 'packages/api/api-settings/dist'),
     // The shared libraries (react, cordis, ...) are bundled from node_modules: a new lockfile
     // (a version or a patch) rebuilds the app.
-    join(root, 'pnpm-lock.yaml')]
+    join(root, 'pnpm-lock.yaml'),
+  ]
   if (!fresh(out, inputs)) {
     try {
       const { buildApp } = await import(pathToFileURL(join(webDir, 'build/app.mjs')).href)
@@ -101,7 +108,8 @@ for (const group of ['packages', 'bundles']) {
   for (const a of readdirSync(base)) {
     const dir = join(base, a)
     if (existsSync(join(dir, 'package.json'))) dirs.push(dir)
-    else if (statSync(dir).isDirectory()) for (const b of readdirSync(dir)) if (existsSync(join(dir, b, 'package.json'))) dirs.push(join(dir, b))
+    else if (statSync(dir).isDirectory())
+      for (const b of readdirSync(dir)) if (existsSync(join(dir, b, 'package.json'))) dirs.push(join(dir, b))
   }
 }
 dirs.push(...extra)

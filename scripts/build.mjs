@@ -51,7 +51,10 @@ function* walkAll(dir) {
 }
 
 const rewrite = (code) =>
-  code.replace(/((?:from|import)\s*\(?\s*['"])(\.{1,2}\/[^'"]+?)\.(m?)ts(['"])/g, (_, a, spec, m, q) => `${a}${spec}.${m}js${q}`)
+  code.replace(
+    /((?:from|import)\s*\(?\s*['"])(\.{1,2}\/[^'"]+?)\.(m?)ts(['"])/g,
+    (_, a, spec, m, q) => `${a}${spec}.${m}js${q}`,
+  )
 
 /**
  * The package's exported entries that have a TypeScript source: `{ development: './src/X.ts',
@@ -108,7 +111,10 @@ async function bundleEntries(pkg, src, out) {
 }
 
 // What every package's outputs depend on besides its own files.
-const buildKey = createHash('sha256').update(readFileSync(fileURLToPath(import.meta.url))).update(`\0${esbuildVersion}\0${bundling}`).digest('hex')
+const buildKey = createHash('sha256')
+  .update(readFileSync(fileURLToPath(import.meta.url)))
+  .update(`\0${esbuildVersion}\0${bundling}`)
+  .digest('hex')
 
 /** Hash of the package's inputs, or undefined when one cannot be read. */
 function inputsHash(pkg, src) {
@@ -158,7 +164,13 @@ await Promise.all(
       const code = readFileSync(file, 'utf8')
       let result
       try {
-        result = await transform(code, { loader: 'ts', format: 'esm', target: 'node20', sourcefile: file, sourcemap: 'external' })
+        result = await transform(code, {
+          loader: 'ts',
+          format: 'esm',
+          target: 'node20',
+          sourcefile: file,
+          sourcemap: 'external',
+        })
       } catch (error) {
         console.error(`build: ${relative(root, file)}: ${error.message.split('\n')[0]}`)
         process.exitCode = 1
@@ -186,7 +198,10 @@ await Promise.all(
     }
     // Recorded only for a clean build: a failed file or bundle is retried next time.
     if (hash && !failed) {
-      outputs.set(join(out, STAMP), `${JSON.stringify({ hash, files: [...outputs.keys()].map((f) => relative(out, f)) })}\n`)
+      outputs.set(
+        join(out, STAMP),
+        `${JSON.stringify({ hash, files: [...outputs.keys()].map((f) => relative(out, f)) })}\n`,
+      )
     }
     const wanted = new Set(outputs.keys())
     for (const [target, text] of outputs) {
@@ -198,11 +213,13 @@ await Promise.all(
       if (!target.endsWith('.map') && !target.endsWith(STAMP)) files++
     }
     if (existsSync(out)) {
-      for (const stale of walkAll(out)) if (!wanted.has(stale) && !stale.endsWith('.tmp')) rmSync(stale, { force: true })
+      for (const stale of walkAll(out))
+        if (!wanted.has(stale) && !stale.endsWith('.tmp')) rmSync(stale, { force: true })
     }
   }),
 )
-if (!process.argv.includes('--quiet')) console.log(`build: ${files} files written in ${roots.length} packages, ${Date.now() - started} ms`)
+if (!process.argv.includes('--quiet'))
+  console.log(`build: ${files} files written in ${roots.length} packages, ${Date.now() - started} ms`)
 
 // Native add-ons: each `native/<name>.c` of a package becomes `native/build/<name>.node`, compiled
 // with the system C compiler (`$CC`, else `cc`). They declare the Node-API functions they use, so
@@ -223,11 +240,20 @@ if (process.platform === 'linux') {
       const program = entry.endsWith('.main.c')
       const flags = program ? programFlags : addonFlags
       const source = join(dir, entry)
-      const target = join(dir, 'build', program ? entry.replace(/\.main\.c$/, '').replaceAll('_', '-') : entry.replace(/\.c$/, '.node'))
+      const target = join(
+        dir,
+        'build',
+        program ? entry.replace(/\.main\.c$/, '').replaceAll('_', '-') : entry.replace(/\.c$/, '.node'),
+      )
       const stampFile = `${target}.stamp`
       // Headers beside the sources are part of every program of the directory.
-      const hash = createHash('sha256').update(readFileSync(source)).update(`\0${cc}\0${flags.join(' ')}`)
-      for (const header of readdirSync(dir).filter((name) => name.endsWith('.h')).sort()) hash.update(`\0${header}\0`).update(readFileSync(join(dir, header)))
+      const hash = createHash('sha256')
+        .update(readFileSync(source))
+        .update(`\0${cc}\0${flags.join(' ')}`)
+      for (const header of readdirSync(dir)
+        .filter((name) => name.endsWith('.h'))
+        .sort())
+        hash.update(`\0${header}\0`).update(readFileSync(join(dir, header)))
       const digest = hash.digest('hex')
       if (existsSync(target) && existsSync(stampFile) && readFileSync(stampFile, 'utf8') === digest) continue
       mkdirSync(dirname(target), { recursive: true })
@@ -239,7 +265,9 @@ if (process.platform === 'linux') {
       } else {
         rmSync(temp, { force: true })
         const why = result.error ? result.error.message : (result.stderr || '').trim().split('\n')[0]
-        console.warn(`build: ${relative(root, source)} not compiled (${why}); the package falls back to its portable path`)
+        console.warn(
+          `build: ${relative(root, source)} not compiled (${why}); the package falls back to its portable path`,
+        )
       }
     }
   }
@@ -247,6 +275,10 @@ if (process.platform === 'linux') {
 // Then the prelinked row modules (one file per host process; see scripts/prelink.mjs).
 if (bundling && !process.exitCode) {
   const { spawnSync } = await import('node:child_process')
-  const prelink = spawnSync(process.execPath, [join(root, 'scripts/prelink.mjs'), ...process.argv.filter((a) => a === '--quiet')], { stdio: 'inherit' })
+  const prelink = spawnSync(
+    process.execPath,
+    [join(root, 'scripts/prelink.mjs'), ...process.argv.filter((a) => a === '--quiet')],
+    { stdio: 'inherit' },
+  )
   if (prelink.status !== 0) process.exitCode = prelink.status ?? 1
 }

@@ -26,7 +26,9 @@ function parse(argv) {
       out[flag === '--root' ? 'root' : 'config'] = resolve(value)
       i++
     } else {
-      throw new Error(`unknown or incomplete argument "${flag}" (usage: check-architecture.mjs [--root DIR] [--config FILE])`)
+      throw new Error(
+        `unknown or incomplete argument "${flag}" (usage: check-architecture.mjs [--root DIR] [--config FILE])`,
+      )
     }
   }
   return out
@@ -63,7 +65,9 @@ function main() {
     maxBuffer: 256 * 1024 * 1024,
   })
   if (run.error || !run.stdout) {
-    process.stderr.write(`check-architecture: dependency-cruiser did not run: ${run.error?.message ?? run.stderr.trim()}\n`)
+    process.stderr.write(
+      `check-architecture: dependency-cruiser did not run: ${run.error?.message ?? run.stderr.trim()}\n`,
+    )
     return 2
   }
   /** @type {{ summary: { violations: { rule: { name: string, severity: string }, from: string, to: string }[], totalCruised: number } }} */
@@ -71,22 +75,32 @@ function main() {
   try {
     result = JSON.parse(run.stdout)
   } catch {
-    process.stderr.write(`check-architecture: unreadable dependency-cruiser output: ${run.stderr.trim() || run.stdout.slice(0, 200)}\n`)
+    process.stderr.write(
+      `check-architecture: unreadable dependency-cruiser output: ${run.stderr.trim() || run.stdout.slice(0, 200)}\n`,
+    )
     return 2
   }
   const { totalCruised } = result.summary
   const seconds = ((Date.now() - started) / 1000).toFixed(1)
-  const line = (/** @type {{ rule: { name: string }, from: string, to: string }} */ v) => `${v.rule.name}: ${v.from} -> ${v.to}`
+  const line = (/** @type {{ rule: { name: string }, from: string, to: string }} */ v) =>
+    `${v.rule.name}: ${v.from} -> ${v.to}`
   // Known exceptions are info-level rules: listed on every run, never a failure.
-  const known = result.summary.violations.filter((v) => v.rule.severity === 'info').map(line).sort()
+  const known = result.summary.violations
+    .filter((v) => v.rule.severity === 'info')
+    .map(line)
+    .sort()
   const violations = result.summary.violations.filter((v) => v.rule.severity !== 'info')
   if (known.length > 0) process.stdout.write(known.map((l) => `known exception ${l}`).join('\n') + '\n')
   if (violations.length === 0) {
-    process.stdout.write(`check-architecture: ${totalCruised} modules, no violation, ${known.length} known exception(s) (${seconds}s)\n`)
+    process.stdout.write(
+      `check-architecture: ${totalCruised} modules, no violation, ${known.length} known exception(s) (${seconds}s)\n`,
+    )
     return 0
   }
   const lines = violations.map(line).sort()
-  process.stderr.write(`${lines.join('\n')}\ncheck-architecture: ${violations.length} violation(s) in ${totalCruised} modules (${seconds}s); the rules and their reasons are in .dependency-cruiser.cjs\n`)
+  process.stderr.write(
+    `${lines.join('\n')}\ncheck-architecture: ${violations.length} violation(s) in ${totalCruised} modules (${seconds}s); the rules and their reasons are in .dependency-cruiser.cjs\n`,
+  )
   return 1
 }
 

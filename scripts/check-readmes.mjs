@@ -96,7 +96,8 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   }
   const problems = allProblems(root)
   if (problems.length) {
-    for (const p of process.argv.includes('--all') ? problems : problems.slice(0, 1)) console.error(`check-readmes: ${p}`)
+    for (const p of process.argv.includes('--all') ? problems : problems.slice(0, 1))
+      console.error(`check-readmes: ${p}`)
     process.exit(1)
   }
   console.log(`check-readmes: ok (${packageDirs(root).length} READMEs)`)

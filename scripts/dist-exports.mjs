@@ -18,7 +18,8 @@ for (const group of ['packages', 'bundles']) {
     const dir = join(base, a)
     if (existsSync(join(dir, 'package.json'))) manifests.push(join(dir, 'package.json'))
     else if (statSync(dir).isDirectory()) {
-      for (const b of readdirSync(dir)) if (existsSync(join(dir, b, 'package.json'))) manifests.push(join(dir, b, 'package.json'))
+      for (const b of readdirSync(dir))
+        if (existsSync(join(dir, b, 'package.json'))) manifests.push(join(dir, b, 'package.json'))
     }
   }
 }
@@ -37,10 +38,14 @@ for (const file of manifests) {
   const early = pkg.dsh?.earlyRows
   if (early !== undefined) {
     const subpaths = pkg.exports && typeof pkg.exports === 'object' ? Object.keys(pkg.exports) : []
-    const wrong = Array.isArray(early) ? early.filter((entry) => typeof entry !== 'string' || !subpaths.includes(entry)) : [early]
+    const wrong = Array.isArray(early)
+      ? early.filter((entry) => typeof entry !== 'string' || !subpaths.includes(entry))
+      : [early]
     for (const entry of wrong) {
       badEarly++
-      console.error(`dist-exports: ${relative(root, file)} dsh.earlyRows lists ${JSON.stringify(entry)}, which is not one of its exports (${subpaths.join(', ') || 'none'})`)
+      console.error(
+        `dist-exports: ${relative(root, file)} dsh.earlyRows lists ${JSON.stringify(entry)}, which is not one of its exports (${subpaths.join(', ') || 'none'})`,
+      )
     }
   }
   if (!pkg.exports || typeof pkg.exports !== 'object') continue

@@ -54,7 +54,8 @@ function resolvePackage(arg) {
   const all = workspacePackages()
   const byName = all.filter((p) => p.name === arg || p.short === arg)
   if (byName.length === 1) return byName[0].dir
-  if (byName.length > 1) fail(`${arg} names several packages (${byName.map((p) => p.dir).join(', ')}): pass the directory`)
+  if (byName.length > 1)
+    fail(`${arg} names several packages (${byName.map((p) => p.dir).join(', ')}): pass the directory`)
   fail(`no workspace package named ${arg} (pass packages/<family>/<name>, @dsh/<name> or <name>)`)
 }
 
@@ -90,7 +91,10 @@ const { Stryker } = await import('@stryker-mutator/core')
 const stryker = new Stryker({
   testRunner: 'vitest',
   // pnpm keeps the runner out of core's own node_modules, so name it by its resolved path.
-  plugins: [fileURLToPath(import.meta.resolve('@stryker-mutator/vitest-runner')), join(root, 'scripts', 'stryker-ignorers.mjs')],
+  plugins: [
+    fileURLToPath(import.meta.resolve('@stryker-mutator/vitest-runner')),
+    join(root, 'scripts', 'stryker-ignorers.mjs'),
+  ],
   // Config-schema documentation strings and log-only statements are not mutated (see that file).
   ignorers: ['DshDocText', 'DshLogCall'],
   vitest: {
@@ -129,4 +133,6 @@ for (const m of results) {
   if (m.status !== 'CompileError' && m.status !== 'RuntimeError' && m.status !== 'Ignored') valid++
 }
 const score = valid ? ((100 * detected) / valid).toFixed(2) : 'n/a'
-process.stdout.write(`mutation: ${pkgDir}: ${detected}/${valid} mutants detected, score ${score} % (report: ${reportDir}/index.html)\n`)
+process.stdout.write(
+  `mutation: ${pkgDir}: ${detected}/${valid} mutants detected, score ${score} % (report: ${reportDir}/index.html)\n`,
+)

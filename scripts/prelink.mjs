@@ -47,14 +47,17 @@ if (!existsSync(appBootDist)) {
   process.exit(0)
 }
 const { parseLayer, resolveFrom } = await import(pathToFileURL(appBootDist).href)
-const { buildRowTable, writeRowTable } = await import(pathToFileURL(join(root, 'packages/boot/app-boot/dist/row-table.js')).href)
+const { buildRowTable, writeRowTable } = await import(
+  pathToFileURL(join(root, 'packages/boot/app-boot/dist/row-table.js')).href
+)
 
 /** The shipped layers: bundles and the apps' own patch files (never tests or node_modules). */
 function layerFiles() {
   const files = []
   const visit = (dir, depth) => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
-      if (entry.name === 'node_modules' || entry.name === 'test' || entry.name === 'dist' || entry.name.startsWith('.')) continue
+      if (entry.name === 'node_modules' || entry.name === 'test' || entry.name === 'dist' || entry.name.startsWith('.'))
+        continue
       const path = join(dir, entry.name)
       if (entry.isDirectory() && depth < 3) visit(path, depth + 1)
       else if (entry.isFile() && entry.name.endsWith('.patch.yml')) files.push(path)
@@ -106,7 +109,8 @@ function rowUrlsByLayer() {
   return byLayer
 }
 
-const isWorkspaceFile = (file) => !relative(root, file).startsWith('..') && !file.includes(`${'/'}node_modules${'/'}.pnpm${'/'}`)
+const isWorkspaceFile = (file) =>
+  !relative(root, file).startsWith('..') && !file.includes(`${'/'}node_modules${'/'}.pnpm${'/'}`)
 
 /**
  * Externalises npm packages, builtins and the workspace files `external(file)` names (by absolute
@@ -119,7 +123,12 @@ function externals(external) {
       b.onResolve({ filter: /.*/ }, async (args) => {
         if (args.pluginData === 'inner' || args.kind === 'entry-point') return undefined
         if (args.path.startsWith('node:') || args.path.startsWith('file:')) return { external: true }
-        const hit = await b.resolve(args.path, { resolveDir: args.resolveDir, kind: args.kind, importer: args.importer, pluginData: 'inner' })
+        const hit = await b.resolve(args.path, {
+          resolveDir: args.resolveDir,
+          kind: args.kind,
+          importer: args.importer,
+          pluginData: 'inner',
+        })
         if (hit.errors.length) return { errors: hit.errors }
         if (hit.external) return { external: true }
         if (isWorkspaceFile(hit.path) && !external(hit.path)) return { path: hit.path }
@@ -138,7 +147,11 @@ const importMeta = {
       if (text.includes('import.meta')) {
         text = text.replaceAll('import.meta.url', JSON.stringify(pathToFileURL(args.path).href))
         if (/import\.meta\.(resolve|dirname|filename)/.test(text)) {
-          return { errors: [{ text: `${relative(root, args.path)} uses import.meta beyond .url; prelinking cannot keep its meaning` }] }
+          return {
+            errors: [
+              { text: `${relative(root, args.path)} uses import.meta beyond .url; prelinking cannot keep its meaning` },
+            ],
+          }
         }
       }
       return { contents: text, loader: 'js' }
@@ -172,9 +185,14 @@ const STACKS = {
 
 const layers = rowUrlsByLayer()
 /** `bundles/base/cordis.patch.yml` -> `bundles-base`: the entry file name of a layer. */
-const entryName = (file) => relative(root, dirname(file)).replaceAll('/', '-') + (file.endsWith('cordis.patch.yml') ? '' : `-${basename(file, '.patch.yml')}`)
+const entryName = (file) =>
+  relative(root, dirname(file)).replaceAll('/', '-') +
+  (file.endsWith('cordis.patch.yml') ? '' : `-${basename(file, '.patch.yml')}`)
 // Up to date when this script, esbuild, the layers and every input are what the last run saw.
-const stamp = createHash('sha256').update(readFileSync(fileURLToPath(import.meta.url))).update(readFileSync(fileURLToPath(new URL('./prelink-script.mjs', import.meta.url)))).update(esbuildVersion)
+const stamp = createHash('sha256')
+  .update(readFileSync(fileURLToPath(import.meta.url)))
+  .update(readFileSync(fileURLToPath(new URL('./prelink-script.mjs', import.meta.url))))
+  .update(esbuildVersion)
 for (const file of layerFiles()) stamp.update(file).update(readFileSync(file))
 stamp.update(JSON.stringify([...layers])) // which rows are early (package.json dsh.earlyRows)
 // npm packages are imported by their resolved path (which holds the version and any patch hash):
@@ -199,10 +217,22 @@ function upToDate(name) {
 async function variant(name, hostEntries) {
   if (upToDate(name)) return `${name}: up to date`
   const scan = await build({
-    entryPoints: hostEntries.filter((f) => existsSync(f)), bundle: true, write: false, format: 'esm', platform: 'node',
-    target: 'node20', outdir: join(outDir, name, 'scan'), metafile: true, logLevel: 'silent', plugins: [externals(() => false)],
+    entryPoints: hostEntries.filter((f) => existsSync(f)),
+    bundle: true,
+    write: false,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    outdir: join(outDir, name, 'scan'),
+    metafile: true,
+    logLevel: 'silent',
+    plugins: [externals(() => false)],
   })
-  const hostFiles = new Set(Object.keys(scan.metafile.inputs).map((input) => join(root, input)).filter(isWorkspaceFile))
+  const hostFiles = new Set(
+    Object.keys(scan.metafile.inputs)
+      .map((input) => join(root, input))
+      .filter(isWorkspaceFile),
+  )
   const isHost = (file) => hostFiles.has(file)
 
   // One entry per layer, importing its row modules eagerly (a lazy wrapper cannot make the npm
@@ -212,7 +242,10 @@ async function variant(name, hostEntries) {
   const entries = []
   const entryFiles = []
   for (const [file, { urls: all, early }] of layers) {
-    for (const [id, urls, isEarly] of [[entryName(file), all, false], [`${entryName(file)}.early`, early, true]]) {
+    for (const [id, urls, isEarly] of [
+      [entryName(file), all, false],
+      [`${entryName(file)}.early`, early, true],
+    ]) {
       if (!urls.length) continue
       entries.push(rowEntry(sources, id, urls, isHost, 'the row modules of one shipped layer'))
       entryFiles.push([id, { layer: relative(root, file), modules: urls, ...(isEarly ? { early: true } : {}) }])
@@ -261,7 +294,10 @@ async function variant(name, hostEntries) {
  */
 function rowEntry(sources, id, urls, isHost, what) {
   let text = `// Generated by scripts/prelink.mjs: ${what}.\n`
-  urls.forEach((url, i) => (text += `import * as m${i} from ${JSON.stringify(isHost(fileURLToPath(url)) ? url : fileURLToPath(url))}\n`))
+  urls.forEach(
+    (url, i) =>
+      (text += `import * as m${i} from ${JSON.stringify(isHost(fileURLToPath(url)) ? url : fileURLToPath(url))}\n`),
+  )
   text += `export const modules = {\n${urls.map((url, i) => `  ${JSON.stringify(url)}: m${i},\n`).join('')}}\n`
   const virtual = join(root, `.prelink-entry-${id}.mjs`)
   sources.set(virtual, text)
@@ -271,14 +307,34 @@ function rowEntry(sources, id, urls, isHost, what) {
 /** Bundles the virtual `entries` into `dir` (in memory): with shared chunks, or each on its own. */
 function bundle(entries, sources, dir, isHost, splitting) {
   return build({
-    entryPoints: entries, bundle: true, splitting, write: false, format: 'esm', platform: 'node', target: 'node20',
-    outdir: dir, entryNames: '[name]', ...(splitting ? { chunkNames: 'chunk-[hash]' } : {}), outExtension: { '.js': '.mjs' },
-    metafile: true, logLevel: 'silent', legalComments: 'none',
+    entryPoints: entries,
+    bundle: true,
+    splitting,
+    write: false,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    outdir: dir,
+    entryNames: '[name]',
+    ...(splitting ? { chunkNames: 'chunk-[hash]' } : {}),
+    outExtension: { '.js': '.mjs' },
+    metafile: true,
+    logLevel: 'silent',
+    legalComments: 'none',
     plugins: [
-      { name: 'dsh-prelink-entries', setup(b) {
-        b.onResolve({ filter: /\.prelink-entry-/ }, (args) => (sources.has(args.path) ? { path: args.path, namespace: 'prelink-entry' } : undefined))
-        b.onLoad({ filter: /.*/, namespace: 'prelink-entry' }, (args) => ({ contents: sources.get(args.path), loader: 'js', resolveDir: root }))
-      } },
+      {
+        name: 'dsh-prelink-entries',
+        setup(b) {
+          b.onResolve({ filter: /\.prelink-entry-/ }, (args) =>
+            sources.has(args.path) ? { path: args.path, namespace: 'prelink-entry' } : undefined,
+          )
+          b.onLoad({ filter: /.*/, namespace: 'prelink-entry' }, (args) => ({
+            contents: sources.get(args.path),
+            loader: 'js',
+            resolveDir: root,
+          }))
+        },
+      },
       externals(isHost),
       importMeta,
     ],
@@ -315,12 +371,17 @@ async function stacks(dir, wanted, isHost) {
   const files = []
   for (const out of result.outputFiles) {
     const id = basename(out.path, '.mjs')
-    const meta = result.metafile.outputs[relative(process.cwd(), out.path)] ?? Object.entries(result.metafile.outputs).find(([k]) => k.endsWith(`/${id}.mjs`))?.[1]
+    const meta =
+      result.metafile.outputs[relative(process.cwd(), out.path)] ??
+      Object.entries(result.metafile.outputs).find(([k]) => k.endsWith(`/${id}.mjs`))?.[1]
     const statements = meta?.imports?.filter((i) => i.kind === 'import-statement').length
     const { script, imports, warnings } = await toScript(out.text, id, statements)
     for (const warning of warnings) console.warn(warning)
     const enc = new TextEncoder()
-    files.push({ path: join(dir, `${id}.script.js`), contents: enc.encode(script) }, { path: join(dir, `${id}.imports.mjs`), contents: enc.encode(imports) })
+    files.push(
+      { path: join(dir, `${id}.script.js`), contents: enc.encode(script) },
+      { path: join(dir, `${id}.imports.mjs`), contents: enc.encode(imports) },
+    )
     described[id].script = `${id}.script.js`
     described[id].imports = `${id}.imports.mjs`
     described[id].hash = createHash('sha256').update(script).digest('hex').slice(0, 32)
@@ -347,7 +408,9 @@ function unresolvedImports(outputFiles) {
     }
   }
   if (problems.length) {
-    throw new Error(`prelink: dynamic imports that cannot be resolved once bundled (use literal specifiers):\n  ${problems.join('\n  ')}`)
+    throw new Error(
+      `prelink: dynamic imports that cannot be resolved once bundled (use literal specifiers):\n  ${problems.join('\n  ')}`,
+    )
   }
 }
 
@@ -368,10 +431,12 @@ function rowTable() {
   return `row table: ${Object.values(table.layers).reduce((n, rows) => n + Object.keys(rows).length, 0)} names`
 }
 
-const lines = await Promise.all(Object.entries(VARIANTS).map(([name, entries]) => variant(name, entries))).catch((error) => {
-  console.error(error instanceof Error ? error.message : error)
-  process.exit(1)
-})
+const lines = await Promise.all(Object.entries(VARIANTS).map(([name, entries]) => variant(name, entries))).catch(
+  (error) => {
+    console.error(error instanceof Error ? error.message : error)
+    process.exit(1)
+  },
+)
 lines.push(rowTable())
 if (!quiet) {
   console.log(`prelink: ${layers.size} layers; ${lines.join('; ')}; ${Date.now() - started} ms`)

@@ -27,7 +27,10 @@ class DocTextIgnorer {
 
 function isLoggerObject(node) {
   // ctx.logger('name'), this.ctx.logger('name'), logger, log, this.logger
-  if (node.type === 'CallExpression') return propertyName(node.callee) === 'logger' || (node.callee.type === 'Identifier' && node.callee.name === 'logger')
+  if (node.type === 'CallExpression')
+    return (
+      propertyName(node.callee) === 'logger' || (node.callee.type === 'Identifier' && node.callee.name === 'logger')
+    )
   if (node.type === 'Identifier') return node.name === 'logger' || node.name === 'log'
   return propertyName(node) === 'logger' || propertyName(node) === 'log'
 }

@@ -24,10 +24,22 @@ const runners = [
   {
     name: 'vitest',
     command: process.execPath,
-    args: [join(root, 'node_modules', 'vitest', 'vitest.mjs'), 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${results}`, ...extra],
+    args: [
+      join(root, 'node_modules', 'vitest', 'vitest.mjs'),
+      'run',
+      '--reporter=default',
+      '--reporter=json',
+      `--outputFile.json=${results}`,
+      ...extra,
+    ],
   },
 ]
-if (extra.length === 0) runners.push({ name: 'python unittest', command: 'python3', args: ['-m', 'unittest', 'discover', '-s', 'python/tests'] })
+if (extra.length === 0)
+  runners.push({
+    name: 'python unittest',
+    command: 'python3',
+    args: ['-m', 'unittest', 'discover', '-s', 'python/tests'],
+  })
 
 /** @type {Array<{ name: string, status: number, note: string }>} */
 const outcomes = []
@@ -35,16 +47,33 @@ for (const runner of runners) {
   const run = spawnSync(runner.command, runner.args, { cwd: root, stdio: 'inherit' })
   if (run.error) {
     const code = /** @type {NodeJS.ErrnoException} */ (run.error).code
-    outcomes.push({ name: runner.name, status: 1, note: `could not start ${runner.command} (${code ?? run.error.message})` })
+    outcomes.push({
+      name: runner.name,
+      status: 1,
+      note: `could not start ${runner.command} (${code ?? run.error.message})`,
+    })
   } else if (run.signal) {
     outcomes.push({ name: runner.name, status: 1, note: `killed by ${run.signal}` })
   } else {
-    outcomes.push({ name: runner.name, status: run.status ?? 1, note: run.status === 0 ? 'passed' : `failed (exit ${run.status})` })
+    outcomes.push({
+      name: runner.name,
+      status: run.status ?? 1,
+      note: run.status === 0 ? 'passed' : `failed (exit ${run.status})`,
+    })
   }
 }
 
 process.stdout.write('\ntest-all:\n')
 for (const outcome of outcomes) process.stdout.write(`  ${outcome.name}: ${outcome.note}\n`)
 const failed = outcomes.find((outcome) => outcome.status !== 0)
-process.stdout.write(`test-all: ${failed ? `FAILED (${outcomes.filter((o) => o.status !== 0).map((o) => o.name).join(', ')})` : 'every runner passed'}\n`)
+process.stdout.write(
+  `test-all: ${
+    failed
+      ? `FAILED (${outcomes
+          .filter((o) => o.status !== 0)
+          .map((o) => o.name)
+          .join(', ')})`
+      : 'every runner passed'
+  }\n`,
+)
 process.exit(failed ? failed.status : 0)

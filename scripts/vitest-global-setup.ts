@@ -17,6 +17,10 @@ export default function setup(): void {
   const state = globalThis as { [built]?: boolean }
   if (state[built]) return
   state[built] = true
-  execFileSync(process.execPath, [fileURLToPath(new URL('./build.mjs', import.meta.url)), '--quiet'], { stdio: 'inherit' })
-  execFileSync(process.execPath, [fileURLToPath(new URL('./build-client.mjs', import.meta.url)), '--quiet'], { stdio: 'inherit' })
+  execFileSync(process.execPath, [fileURLToPath(new URL('./build.mjs', import.meta.url)), '--quiet'], {
+    stdio: 'inherit',
+  })
+  execFileSync(process.execPath, [fileURLToPath(new URL('./build-client.mjs', import.meta.url)), '--quiet'], {
+    stdio: 'inherit',
+  })
 }

@@ -7,7 +7,10 @@
 import { defineConfig } from 'vitest/config'
 
 const pkg = process.env.DSH_MUTATION_PACKAGE
-if (!pkg) throw new Error('vitest.mutation.config.ts: DSH_MUTATION_PACKAGE is not set (run it through `pnpm mutation <package>`)')
+if (!pkg)
+  throw new Error(
+    'vitest.mutation.config.ts: DSH_MUTATION_PACKAGE is not set (run it through `pnpm mutation <package>`)',
+  )
 
 export default defineConfig({
   test: {

@@ -107,11 +107,13 @@ export function parseHeadlessArgs(argv: readonly string[]): HeadlessOptions {
   let maxSteps: number | undefined
   if (values['max-steps'] !== undefined) {
     maxSteps = Number(values['max-steps'])
-    if (!Number.isInteger(maxSteps) || maxSteps < 1) throw new UsageError(`--max-steps must be a positive integer, not '${values['max-steps']}'`)
+    if (!Number.isInteger(maxSteps) || maxSteps < 1)
+      throw new UsageError(`--max-steps must be a positive integer, not '${values['max-steps']}'`)
   }
   const resumePick = pick || values.resume === ''
   const resume = values.resume === '' ? undefined : values.resume
-  if ((resume !== undefined || resumePick) && values.continue) throw new UsageError('--resume and --continue cannot be combined')
+  if ((resume !== undefined || resumePick) && values.continue)
+    throw new UsageError('--resume and --continue cannot be combined')
   const listSessions = values['list-sessions'] ?? false
   const all = values.all ?? false
   if (all && !listSessions) throw new UsageError('--all only applies to "dsh sessions"')
@@ -146,7 +148,11 @@ let abandonRead: (() => void) | undefined
 /** Set when a stop abandoned the read: the empty task it leaves is not a usage error to report. */
 let readAbandoned = false
 
-export async function readPipedStdin(untilEnd: boolean, graceMs = STDIN_GRACE_MS, explicit = false): Promise<string | undefined> {
+export async function readPipedStdin(
+  untilEnd: boolean,
+  graceMs = STDIN_GRACE_MS,
+  explicit = false,
+): Promise<string | undefined> {
   readAbandoned = false
   const stdin = process.stdin
   // A terminal is read only when asked for by name (the task "-"): type it, then end with ^D.
@@ -195,7 +201,8 @@ export async function readPipedStdin(untilEnd: boolean, graceMs = STDIN_GRACE_MS
  */
 export async function completeTask(
   task: string,
-  read: (untilEnd: boolean, explicit: boolean) => Promise<string | undefined> = (untilEnd, explicit) => readPipedStdin(untilEnd, STDIN_GRACE_MS, explicit),
+  read: (untilEnd: boolean, explicit: boolean) => Promise<string | undefined> = (untilEnd, explicit) =>
+    readPipedStdin(untilEnd, STDIN_GRACE_MS, explicit),
 ): Promise<string> {
   let full = task
   if (task === '-' || task === '') {
@@ -209,9 +216,14 @@ export async function completeTask(
 }
 
 /** Resolves `--model` against the registered routes. Throws UsageError naming what exists. */
-export async function resolveModel(ctx: Context, spec: string | undefined, fallback: ModelSelection | undefined): Promise<ModelSelection> {
+export async function resolveModel(
+  ctx: Context,
+  spec: string | undefined,
+  fallback: ModelSelection | undefined,
+): Promise<ModelSelection> {
   if (spec === undefined) {
-    if (!fallback) throw new UsageError('no model configured: pass --model PROVIDER/MODEL or add the agent-default-model row')
+    if (!fallback)
+      throw new UsageError('no model configured: pass --model PROVIDER/MODEL or add the agent-default-model row')
     return fallback
   }
   let resolved: { provider: string; model: string }
@@ -281,11 +293,21 @@ export function sessionTable(rows: SessionRow[], withCwd: boolean, now = Date.no
     formatAge(r.updatedAt ?? r.createdAt, now),
     String(r.turns),
     ...(withCwd ? [r.cwd] : []),
-    r.damaged !== undefined ? `(damaged: ${oneLine(r.damaged)})` : oneLine(r.title ?? r.firstPrompt ?? '') || '(no prompt)',
+    r.damaged !== undefined
+      ? `(damaged: ${oneLine(r.damaged)})`
+      : oneLine(r.title ?? r.firstPrompt ?? '') || '(no prompt)',
   ])
   const all = [header, ...cells]
   const widths = header.map((_, i) => Math.max(...all.map((row) => row[i].length)))
-  return all.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : i === 2 ? cell.padStart(widths[i]) : cell.padEnd(widths[i]))).join('  ')).join('\n') + '\n'
+  return (
+    all
+      .map((row) =>
+        row
+          .map((cell, i) => (i === row.length - 1 ? cell : i === 2 ? cell.padStart(widths[i]) : cell.padEnd(widths[i])))
+          .join('  '),
+      )
+      .join('\n') + '\n'
+  )
 }
 
 async function listSessions(ctx: Context, options: HeadlessOptions, io: Io): Promise<number> {
@@ -301,7 +323,11 @@ async function listSessions(ctx: Context, options: HeadlessOptions, io: Io): Pro
     return 0
   }
   if (sessions.length === 0) {
-    io.stderr.write(options.all ? 'dsh: no stored sessions\n' : `dsh: no stored sessions for ${cwd} (dsh sessions --all lists every one)\n`)
+    io.stderr.write(
+      options.all
+        ? 'dsh: no stored sessions\n'
+        : `dsh: no stored sessions for ${cwd} (dsh sessions --all lists every one)\n`,
+    )
     return 0
   }
   io.stdout.write(sessionTable(sessions, options.all))
@@ -318,10 +344,14 @@ async function pickSession(ctx: Context, io: Io): Promise<number> {
   const cwd = process.cwd()
   const recent = (await store.list()).filter((row) => row.cwd === cwd && continuable(row)).slice(0, 10)
   if (recent.length === 0) {
-    io.stderr.write(`dsh: --resume needs a session id, and there is no stored session for ${cwd} (dsh sessions --all lists every one)\n`)
+    io.stderr.write(
+      `dsh: --resume needs a session id, and there is no stored session for ${cwd} (dsh sessions --all lists every one)\n`,
+    )
     return 2
   }
-  io.stderr.write(`dsh: --resume needs a session id; recent sessions here:\n${sessionTable(recent, false)}dsh: run again with: dsh -r ID "task"\n`)
+  io.stderr.write(
+    `dsh: --resume needs a session id; recent sessions here:\n${sessionTable(recent, false)}dsh: run again with: dsh -r ID "task"\n`,
+  )
   return 2
 }
 
@@ -333,7 +363,11 @@ export function isUnreachable(error: { code?: string; message?: string; cause?: 
   let current: unknown = error
   for (let depth = 0; current && depth < 6; depth++) {
     const { code, message } = current as { code?: unknown; message?: unknown }
-    if ((typeof code === 'string' && UNREACHABLE.test(code)) || (typeof message === 'string' && UNREACHABLE.test(message))) return true
+    if (
+      (typeof code === 'string' && UNREACHABLE.test(code)) ||
+      (typeof message === 'string' && UNREACHABLE.test(message))
+    )
+      return true
     current = (current as { cause?: unknown }).cause
   }
   return false
@@ -353,9 +387,12 @@ function watchRetries(ctx: Context, progress: ((line: string) => void) | undefin
       const unreachable = isUnreachable(payload.error)
       if (unreachable && payload.attempt > 1) return { action: 'fail' }
       let decision = await next()
-      if (unreachable && decision.action === 'retry') decision = { action: 'retry', delayMs: Math.min(decision.delayMs, UNREACHABLE_RETRY_MS) }
+      if (unreachable && decision.action === 'retry')
+        decision = { action: 'retry', delayMs: Math.min(decision.delayMs, UNREACHABLE_RETRY_MS) }
       if (decision.action === 'retry') {
-        progress?.(`retrying in ${(decision.delayMs / 1000).toFixed(1)}s after ${payload.error.code}: ${payload.error.message}`)
+        progress?.(
+          `retrying in ${(decision.delayMs / 1000).toFixed(1)}s after ${payload.error.code}: ${payload.error.message}`,
+        )
       }
       return decision
     },
@@ -372,7 +409,9 @@ export function toolTitle(name: string, args: string): string {
   } catch {
     // Arguments that are not JSON: the name alone.
   }
-  const detail = ['description', 'command', 'file_path', 'path', 'pattern', 'query'].map((k) => parsed[k]).find((v) => typeof v === 'string' && v.trim())
+  const detail = ['description', 'command', 'file_path', 'path', 'pattern', 'query']
+    .map((k) => parsed[k])
+    .find((v) => typeof v === 'string' && v.trim())
   if (typeof detail !== 'string') return name
   const flat = detail.replace(/\s+/g, ' ').trim()
   return `${name}: ${flat.length > 80 ? flat.slice(0, 77) + '...' : flat}`
@@ -389,7 +428,11 @@ function progressOf(session: Session, model: ModelSelection, progress: (line: st
   })
 }
 
-export async function runHeadless(ctx: Context, config: Config, io: Io & { stdinReader?: (untilEnd: boolean, explicit: boolean) => Promise<string | undefined> }): Promise<number> {
+export async function runHeadless(
+  ctx: Context,
+  config: Config,
+  io: Io & { stdinReader?: (untilEnd: boolean, explicit: boolean) => Promise<string | undefined> },
+): Promise<number> {
   let options: HeadlessOptions
   try {
     options = parseHeadlessArgs(ctx.get('cmdlineArgs')?.argv ?? [])
@@ -397,7 +440,8 @@ export async function runHeadless(ctx: Context, config: Config, io: Io & { stdin
     // what plugins ask before the session exists (the sandbox's prewarm: none under
     // danger-full-access) sees it. A name that is not a preset is reported below.
     const runPresets = ctx.get('permissionPresets')
-    if (options.permissionMode !== undefined && runPresets?.get(options.permissionMode)) runPresets.setDefault(options.permissionMode)
+    if (options.permissionMode !== undefined && runPresets?.get(options.permissionMode))
+      runPresets.setDefault(options.permissionMode)
     if (options.help) {
       io.stdout.write(HELP)
       return 0
@@ -439,7 +483,9 @@ export async function runHeadless(ctx: Context, config: Config, io: Io & { stdin
       return 2
     }
     if (!presets.names().includes(options.permissionMode)) {
-      io.stderr.write(`dsh: unknown --permission-mode '${options.permissionMode}'; valid: ${presets.names().join(', ')}\n`)
+      io.stderr.write(
+        `dsh: unknown --permission-mode '${options.permissionMode}'; valid: ${presets.names().join(', ')}\n`,
+      )
       return 2
     }
   }
@@ -451,7 +497,9 @@ export async function runHeadless(ctx: Context, config: Config, io: Io & { stdin
     }
     const recorded = session?.last('preset/selected')?.data.name
     if (recorded !== undefined && recorded !== options.preset) {
-      io.stderr.write(`dsh: session ${session!.id} is composed from preset '${recorded}'; --preset cannot change it (leave --preset out)\n`)
+      io.stderr.write(
+        `dsh: session ${session!.id} is composed from preset '${recorded}'; --preset cannot change it (leave --preset out)\n`,
+      )
       return 2
     }
     try {
@@ -475,11 +523,15 @@ export async function runHeadless(ctx: Context, config: Config, io: Io & { stdin
   const write = (line: unknown) => out(JSON.stringify(line) + '\n')
   // Progress only where a human watches: text mode, stderr on a terminal.
   const progress =
-    options.outputFormat === 'text' && (io.stderr as { isTTY?: boolean }).isTTY ? (line: string) => io.stderr.write(`dsh: ${line}\n`) : undefined
+    options.outputFormat === 'text' && (io.stderr as { isTTY?: boolean }).isTTY
+      ? (line: string) => io.stderr.write(`dsh: ${line}\n`)
+      : undefined
   const offs: Array<() => void> = [watchRetries(ctx, progress)]
   if (progress) offs.push(progressOf(agent.session, model, progress))
   if (options.outputFormat === 'stream-json') {
-    offs.push(agent.session.subscribe((event: SessionEvent) => write({ type: 'event', sessionId: agent.session.id, event })))
+    offs.push(
+      agent.session.subscribe((event: SessionEvent) => write({ type: 'event', sessionId: agent.session.id, event })),
+    )
     // Subagents' own sessions (and theirs, recursively): each opens with `subagent/link` naming
     // its parent session; their events are printed tagged with the child id.
     const children = new Map<string, { id: string; parentSessionId: string }>()
@@ -488,7 +540,8 @@ export async function runHeadless(ctx: Context, config: Config, io: Io & { stdin
         const type: string = event.type
         if (type === 'subagent/link') {
           const link = event.data as unknown as { id: string; parentSessionId: string }
-          if (link.parentSessionId === agent.session.id || children.has(link.parentSessionId)) children.set(session.id, { id: link.id, parentSessionId: link.parentSessionId })
+          if (link.parentSessionId === agent.session.id || children.has(link.parentSessionId))
+            children.set(session.id, { id: link.id, parentSessionId: link.parentSessionId })
         }
         const child = children.get(session.id)
         if (child) write({ type: 'event', sessionId: session.id, subagent: child, event })
@@ -532,7 +585,9 @@ export async function runHeadless(ctx: Context, config: Config, io: Io & { stdin
         } else {
           write({ type: 'command', sessionId: agent.session.id, command: done.name, output: done.output ?? '' })
         }
-        commandTurn = agent.idle().then(() => started ?? Promise.reject(new Error(`/${done.name} started a turn that did not end`)))
+        commandTurn = agent
+          .idle()
+          .then(() => started ?? Promise.reject(new Error(`/${done.name} started a turn that did not end`)))
       } else if (done.handled) {
         off()
         if (!done.ok) {
@@ -656,7 +711,8 @@ export function apply(ctx: Context, config: Config): void {
       io.stdout.write('', () => resolve())
     })
     // A reader that left is the pipe's normal end (141); any other stdout failure is a failure (1).
-    if (gone.signal.aborted) code = (gone.signal.reason as NodeJS.ErrnoException)?.code === 'EPIPE' ? EXIT_OUTPUT_CLOSED : 1
+    if (gone.signal.aborted)
+      code = (gone.signal.reason as NodeJS.ErrnoException)?.code === 'EPIPE' ? EXIT_OUTPUT_CLOSED : 1
     if (loader?.exit) loader.exit(code)
     else process.exitCode = code
   }

@@ -38,9 +38,18 @@ interface Closed {
  * Runs the bin with stdout a pipe; once `closeWhen(stdoutSoFar)` holds (checked at spawn and on
  * every chunk) the read end is destroyed, so the child's next write fails with EPIPE.
  */
-function runAndClose(args: string[], env: Record<string, string>, cwd: string, closeWhen: (seen: string) => boolean): Promise<Closed> {
+function runAndClose(
+  args: string[],
+  env: Record<string, string>,
+  cwd: string,
+  closeWhen: (seen: string) => boolean,
+): Promise<Closed> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [DSH_BIN, ...args], { cwd, env: { PATH: process.env.PATH!, HOME: process.env.HOME!, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [DSH_BIN, ...args], {
+      cwd,
+      env: { PATH: process.env.PATH!, HOME: process.env.HOME!, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
     children.push(child)
     let seen = ''
     let stderr = ''
@@ -68,10 +77,14 @@ describe('dsh with a stdout whose reader went away', () => {
   it('stream-json | head -1: the endless turn stops, exit 141, no stack trace', async () => {
     const { home, cwd } = workspace()
     // The model streams until the client disconnects: only a run that stops its turn can exit.
-    const mock = await startMockServer({ steps: [{ events: [{ text: 'first ' }, { forever: { text: 'more ', intervalMs: 2 } }] }] as never })
+    const mock = await startMockServer({
+      steps: [{ events: [{ text: 'first ' }, { forever: { text: 'more ', intervalMs: 2 } }] }] as never,
+    })
     mocks.push(mock)
     const env = { DSH_HOME: home, DEEPSEEK_BASE_URL: mock.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' }
-    const r = await runAndClose(['-p', '--output-format', 'stream-json', 'talk forever'], env, cwd, (seen) => seen.includes('\n'))
+    const r = await runAndClose(['-p', '--output-format', 'stream-json', 'talk forever'], env, cwd, (seen) =>
+      seen.includes('\n'),
+    )
     expect(JSON.parse(r.seen.split('\n')[0])).toMatchObject({ type: 'event' })
     quiet(r)
     expect(r.code).toBe(141)
@@ -82,17 +95,21 @@ describe('dsh with a stdout whose reader went away', () => {
     expect(continued, continued.stderr).toMatchObject({ code: 0, stdout: 'continued\n', stderr: '' })
   }, 60_000)
 
-  it.each([['text'], ['json']])('--output-format %s with stdout closed before the result: exit 141, nothing on stderr', async (format) => {
-    const { home, cwd } = workspace()
-    const mock = await startMockServer({ steps: [{ text: 'x'.repeat(200_000) }] as never })
-    mocks.push(mock)
-    const env = { DSH_HOME: home, DEEPSEEK_BASE_URL: mock.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' }
-    const r = await runAndClose(['-p', '--output-format', format, 'say a lot'], env, cwd, () => true)
-    quiet(r)
-    expect(r.code).toBe(141)
-    // Positive control: the turn did run (the model was asked), only its output went nowhere.
-    expect(mock.requests).toHaveLength(1)
-  }, 60_000)
+  it.each([['text'], ['json']])(
+    '--output-format %s with stdout closed before the result: exit 141, nothing on stderr',
+    async (format) => {
+      const { home, cwd } = workspace()
+      const mock = await startMockServer({ steps: [{ text: 'x'.repeat(200_000) }] as never })
+      mocks.push(mock)
+      const env = { DSH_HOME: home, DEEPSEEK_BASE_URL: mock.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' }
+      const r = await runAndClose(['-p', '--output-format', format, 'say a lot'], env, cwd, () => true)
+      quiet(r)
+      expect(r.code).toBe(141)
+      // Positive control: the turn did run (the model was asked), only its output went nowhere.
+      expect(mock.requests).toHaveLength(1)
+    },
+    60_000,
+  )
 
   it('the launcher and the sessions listing write to a closed pipe quietly', async () => {
     const { home, cwd } = workspace()
@@ -102,7 +119,12 @@ describe('dsh with a stdout whose reader went away', () => {
     // A stored session, so the listing has rows to print.
     const stored = await runAndClose(['-p', 'hi'], env, cwd, () => false)
     expect(stored.code, stored.stderr).toBe(0)
-    for (const args of [['--help'], ['sessions', '--all'], ['sessions', '--all', '--output-format', 'json'], ['--dump-config']]) {
+    for (const args of [
+      ['--help'],
+      ['sessions', '--all'],
+      ['sessions', '--all', '--output-format', 'json'],
+      ['--dump-config'],
+    ]) {
       const r = await runAndClose(args, env, cwd, () => true)
       expect(r.stderr, args.join(' ')).toBe('')
       expect(r.signal).toBeNull()

@@ -27,15 +27,28 @@ async function mock(steps: unknown[]) {
   return server
 }
 
-const envFor = (home: string, s: MockServer) => ({ DSH_HOME: home, DEEPSEEK_BASE_URL: s.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' })
-const lastUser = (s: MockServer, i: number) => JSON.stringify((s.requests[i].body as { messages: unknown[] }).messages.at(-1))
+const envFor = (home: string, s: MockServer) => ({
+  DSH_HOME: home,
+  DEEPSEEK_BASE_URL: s.baseURL,
+  DEEPSEEK_API_KEY: 'sk-test-not-a-real-key',
+})
+const lastUser = (s: MockServer, i: number) =>
+  JSON.stringify((s.requests[i].body as { messages: unknown[] }).messages.at(-1))
 
 describe('dsh -p / --print', () => {
   it('dsh -p "task" and dsh --print "task" run one task and print the answer', async () => {
     const { home, cwd } = workspace()
     const s = await mock([{ text: 'one' }, { text: 'two' }])
-    expect(await runDsh(['-p', 'first task'], { cwd, env: envFor(home, s) })).toMatchObject({ code: 0, stdout: 'one\n', stderr: '' })
-    expect(await runDsh(['--print', 'second task'], { cwd, env: envFor(home, s) })).toMatchObject({ code: 0, stdout: 'two\n', stderr: '' })
+    expect(await runDsh(['-p', 'first task'], { cwd, env: envFor(home, s) })).toMatchObject({
+      code: 0,
+      stdout: 'one\n',
+      stderr: '',
+    })
+    expect(await runDsh(['--print', 'second task'], { cwd, env: envFor(home, s) })).toMatchObject({
+      code: 0,
+      stdout: 'two\n',
+      stderr: '',
+    })
     expect(lastUser(s, 0)).toContain('first task')
     expect(lastUser(s, 1)).toContain('second task')
   })
@@ -45,7 +58,10 @@ describe('dsh -p / --print', () => {
     const s = await mock([{ text: 'after' }])
     const patch = join(cwd, 'steps.patch.yml')
     writeFileSync(patch, '- id: headless-runner\n  config:\n    maxSteps: 1\n')
-    const run = await runDsh(['-p', 'fix it', '--output-format', 'json', '--model', 'deepseek-v4-flash', '--patch', patch], { cwd, env: envFor(home, s) })
+    const run = await runDsh(
+      ['-p', 'fix it', '--output-format', 'json', '--model', 'deepseek-v4-flash', '--patch', patch],
+      { cwd, env: envFor(home, s) },
+    )
     expect(run.code).toBe(0)
     expect(JSON.parse(run.stdout)).toMatchObject({ result: 'after', steps: 1 })
     expect(lastUser(s, 0)).toContain('fix it')
@@ -93,7 +109,11 @@ describe('piped stdin without "-"', () => {
   it('is appended to the task as context when both are given', async () => {
     const { home, cwd } = workspace()
     const s = await mock([{ text: 'reviewed' }])
-    const run = await runDsh(['-p', 'review this diff'], { cwd, env: envFor(home, s), stdin: '+added line\n-removed line\n' })
+    const run = await runDsh(['-p', 'review this diff'], {
+      cwd,
+      env: envFor(home, s),
+      stdin: '+added line\n-removed line\n',
+    })
     expect(run).toMatchObject({ code: 0, stdout: 'reviewed\n' })
     const sent = JSON.parse(lastUser(s, 0)) as { content: unknown }
     const text = typeof sent.content === 'string' ? sent.content : JSON.stringify(sent.content)
@@ -172,8 +192,12 @@ describe('--continue, --resume and dsh sessions', () => {
     mkdirSync(other)
     const s = await mock([{ text: 'here' }, { text: 'there' }])
     const env = envFor(home, s)
-    const here = JSON.parse((await runDsh(['-p', 'task in project', '--output-format', 'json'], { cwd, env })).stdout).session_id
-    const there = JSON.parse((await runDsh(['-p', 'task in other', '--output-format', 'json'], { cwd: other, env })).stdout).session_id
+    const here = JSON.parse(
+      (await runDsh(['-p', 'task in project', '--output-format', 'json'], { cwd, env })).stdout,
+    ).session_id
+    const there = JSON.parse(
+      (await runDsh(['-p', 'task in other', '--output-format', 'json'], { cwd: other, env })).stdout,
+    ).session_id
     const local = await runDsh(['sessions'], { cwd, env: { DSH_HOME: home } })
     expect(local.code).toBe(0)
     expect(local.stdout).toContain(here)
@@ -188,7 +212,9 @@ describe('--continue, --resume and dsh sessions', () => {
     expect(lines[1].slice(titleAt)).toMatch(/^task in (project|other)$/)
     expect(lines[2].slice(titleAt)).toMatch(/^task in (project|other)$/)
     expect(all.stdout).toContain(other)
-    const json = JSON.parse((await runDsh(['sessions', '--all', '--output-format', 'json'], { cwd, env: { DSH_HOME: home } })).stdout)
+    const json = JSON.parse(
+      (await runDsh(['sessions', '--all', '--output-format', 'json'], { cwd, env: { DSH_HOME: home } })).stdout,
+    )
     expect(json).toHaveLength(2)
   })
 })
@@ -196,7 +222,10 @@ describe('--continue, --resume and dsh sessions', () => {
 describe('progress and failures on stderr', () => {
   it('is quiet when stderr is not a terminal, even with tool calls', async () => {
     const { home, cwd } = workspace()
-    const s = await mock([{ toolCalls: [{ name: 'bash', arguments: { command: 'echo hi', description: 'say hi' } }] }, { text: 'done' }])
+    const s = await mock([
+      { toolCalls: [{ name: 'bash', arguments: { command: 'echo hi', description: 'say hi' } }] },
+      { text: 'done' },
+    ])
     const run = await runDsh(['-p', 'say hi', '--permission-mode', 'danger-full-access'], { cwd, env: envFor(home, s) })
     expect(run).toMatchObject({ code: 0, stdout: 'done\n', stderr: '' })
   })
@@ -251,7 +280,11 @@ describe('progress and failures on stderr', () => {
     expect(text.stderr).toContain('ECONNREFUSED')
     // Every retry is a fresh step in the log: one request and at most one retry.
     const stream = await runDsh(['-p', 'hi', '--output-format', 'stream-json'], { cwd, env })
-    const steps = stream.stdout.trim().split('\n').map((l) => JSON.parse(l)).filter((l) => l.type === 'event' && l.event.type === 'step/start')
+    const steps = stream.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
+      .filter((l) => l.type === 'event' && l.event.type === 'step/start')
     expect(steps.length).toBeGreaterThanOrEqual(1)
     expect(steps.length).toBeLessThanOrEqual(2)
   })
@@ -272,8 +305,14 @@ describe('--permission-mode and the sandbox probe', () => {
     const { root, home, cwd } = workspace()
     const { marker, patch } = fakeBwrap(root)
     // The answer comes 0.7 s after the request: a prewarm 50 ms after app/ready would have run.
-    const s = await mock([{ text: 'unconfined', delayMs: 700 }, { text: 'confined', delayMs: 700 }])
-    const danger = await runDsh(['-p', 'say hi', '--permission-mode', 'danger-full-access', '--patch', patch], { cwd, env: envFor(home, s) })
+    const s = await mock([
+      { text: 'unconfined', delayMs: 700 },
+      { text: 'confined', delayMs: 700 },
+    ])
+    const danger = await runDsh(['-p', 'say hi', '--permission-mode', 'danger-full-access', '--patch', patch], {
+      cwd,
+      env: envFor(home, s),
+    })
     expect(danger).toMatchObject({ code: 0, stdout: 'unconfined\n' })
     expect(existsSync(marker)).toBe(false)
     const confined = await runDsh(['-p', 'say hi', '--patch', patch], { cwd, env: envFor(home, s) })

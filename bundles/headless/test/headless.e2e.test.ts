@@ -9,7 +9,8 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
 import { DSH_BIN, runDsh } from '@dsh/cli-testkit'
 
-const dsh = (args: string[], env: Record<string, string | undefined>, cwd: string, stdin?: string) => runDsh(args, { cwd, env, stdin })
+const dsh = (args: string[], env: Record<string, string | undefined>, cwd: string, stdin?: string) =>
+  runDsh(args, { cwd, env, stdin })
 
 let server: MockServer | undefined
 afterEach(async () => {
@@ -40,7 +41,11 @@ describe('dsh --profile headless', () => {
     const run = await dsh(['--profile', 'headless', 'capital of France?'], envFor(home, s), cwd)
     expect(run).toMatchObject({ code: 0, stdout: 'Paris is the capital of France.\n' })
     expect(run.stderr).toBe('')
-    const body = s.requests[0].body as { model: string; messages: { role: string; content: unknown }[]; stream: boolean }
+    const body = s.requests[0].body as {
+      model: string
+      messages: { role: string; content: unknown }[]
+      stream: boolean
+    }
     expect(body.model).toBe('deepseek-v4-flash')
     expect(body.stream).toBe(true)
     expect(body.messages.at(-1)).toMatchObject({ role: 'user' })
@@ -57,7 +62,11 @@ describe('dsh --profile headless', () => {
       { toolCalls: [{ name: 'bash', arguments: { command: 'cat notes.txt | wc -l', description: 'count lines' } }] },
       { text: 'Edited.' },
     ])
-    const run = await dsh(['--profile', 'headless', '--output-format', 'json', 'replace beta with gamma'], envFor(home, s), cwd)
+    const run = await dsh(
+      ['--profile', 'headless', '--output-format', 'json', 'replace beta with gamma'],
+      envFor(home, s),
+      cwd,
+    )
     expect(run.code).toBe(0)
     const result = JSON.parse(run.stdout)
     expect(result).toMatchObject({ type: 'result', result: 'Edited.', reason: 'completed', turns: 1, steps: 4 })
@@ -78,7 +87,10 @@ describe('dsh --profile headless', () => {
     const s = await withMock([{ text: 'streamed answer' }])
     const run = await dsh(['--profile', 'headless', '--output-format', 'stream-json', 'hi'], envFor(home, s), cwd)
     expect(run.code).toBe(0)
-    const lines = run.stdout.trim().split('\n').map((l) => JSON.parse(l))
+    const lines = run.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
     const types = lines.filter((l) => l.type === 'event').map((l) => l.event.type)
     expect(types[0]).toBe('turn/start')
     expect(types).toContain('assistant/chunk')
@@ -105,10 +117,14 @@ describe('dsh --profile headless', () => {
     // parent 1+2, child 10+20, grandchild 100
     expect(result.usage.output).toBe(133)
     expect(result.subagentUsage.output).toBe(130)
-    expect(result.usage.input).toBe(5 * result.subagentUsage.input / 3)
+    expect(result.usage.input).toBe((5 * result.subagentUsage.input) / 3)
     // Without children the result has no rollup fields.
     await server!.close()
-    const plain = await dsh(['--profile', 'headless', '--output-format', 'json', 'hi'], envFor(home, (server = await withMock([{ text: 'hello', usage: u(7) }]))), cwd)
+    const plain = await dsh(
+      ['--profile', 'headless', '--output-format', 'json', 'hi'],
+      envFor(home, (server = await withMock([{ text: 'hello', usage: u(7) }]))),
+      cwd,
+    )
     const alone = JSON.parse(plain.stdout)
     expect(alone.usage.output).toBe(7)
     expect(alone).not.toHaveProperty('subagentUsage')
@@ -159,7 +175,18 @@ describe('dsh --profile headless', () => {
     expect(badFormat.code).toBe(2)
     const help = await dsh(['--profile', 'headless', '--help'], { DSH_HOME: home }, cwd)
     expect(help.code).toBe(0)
-    for (const flag of ['--output-format', '--model', '--max-steps', '-r, --resume', '-c, --continue', '-p, --print', '--all', '--patch FILE', '--profile NAME']) expect(help.stdout).toContain(flag)
+    for (const flag of [
+      '--output-format',
+      '--model',
+      '--max-steps',
+      '-r, --resume',
+      '-c, --continue',
+      '-p, --print',
+      '--all',
+      '--patch FILE',
+      '--profile NAME',
+    ])
+      expect(help.stdout).toContain(flag)
   })
 
   it('a one-shot reads settings.yaml once: the settings row runs without a file watcher', async () => {
@@ -186,7 +213,11 @@ describe('dsh --profile headless', () => {
     const first = await dsh(['--profile', 'headless', '--output-format', 'json', 'remember the word kiwi'], env, cwd)
     expect(first.code).toBe(0)
     const { sessionId } = JSON.parse(first.stdout)
-    const second = await dsh(['--profile', 'headless', '--resume', sessionId, '--output-format', 'json', 'which word?'], env, cwd)
+    const second = await dsh(
+      ['--profile', 'headless', '--resume', sessionId, '--output-format', 'json', 'which word?'],
+      env,
+      cwd,
+    )
     expect(second.code).toBe(0)
     expect(JSON.parse(second.stdout)).toMatchObject({ sessionId, result: 'second answer', turns: 2 })
     const history = (s.requests[1].body as { messages: { role: string; content: unknown }[] }).messages
@@ -208,7 +239,11 @@ describe('dsh --profile headless', () => {
   it('--resume of an unknown session is one clear line', async () => {
     const { home, cwd } = workspace()
     const s = await withMock([{ text: 'never' }])
-    const run = await dsh(['--profile', 'headless', '--resume', '00000000-0000-4000-8000-000000000000', 'hi'], envFor(home, s), cwd)
+    const run = await dsh(
+      ['--profile', 'headless', '--resume', '00000000-0000-4000-8000-000000000000', 'hi'],
+      envFor(home, s),
+      cwd,
+    )
     expect(run.code).not.toBe(0)
     expect(run.stderr.trim().split('\n')).toHaveLength(1)
     expect(run.stderr).toMatch(/00000000-0000-4000-8000-000000000000/)
@@ -222,14 +257,22 @@ describe('dsh --profile headless', () => {
     expect(bad.code).toBe(2)
     expect(bad.stderr).toContain("unknown --permission-mode 'yolo'")
     expect(bad.stderr).toContain('danger-full-access')
-    const good = await dsh(['--profile', 'headless', '--permission-mode', 'danger-full-access', 'hi'], envFor(home, s), cwd)
+    const good = await dsh(
+      ['--profile', 'headless', '--permission-mode', 'danger-full-access', 'hi'],
+      envFor(home, s),
+      cwd,
+    )
     expect(good).toMatchObject({ code: 0, stdout: 'ok\n' })
   })
 
   // Several launches of the bin one after another: 20 s is too short on a loaded machine.
   it('runs a /command task without a model turn: /help, and /compact on a continued session', async () => {
     const { home, cwd } = workspace()
-    const s = await withMock([{ text: 'the long answer' }, { text: 'the second answer' }, { text: 'Summary: the user asked for a long answer, then more.' }])
+    const s = await withMock([
+      { text: 'the long answer' },
+      { text: 'the second answer' },
+      { text: 'Summary: the user asked for a long answer, then more.' },
+    ])
     const env = envFor(home, s)
     // Keep nothing verbatim but the first human message, so a short session has something to compact.
     const patch = join(cwd, 'compact.patch.yml')
@@ -240,10 +283,17 @@ describe('dsh --profile headless', () => {
     expect(s.requests).toHaveLength(0)
     expect((await dsh(['--profile', 'headless', 'write a long answer'], env, cwd)).code).toBe(0)
     expect((await dsh(['--profile', 'headless', '--continue', 'and more'], env, cwd)).code).toBe(0)
-    const compact = await dsh(['--patch', patch, '--profile', 'headless', '--continue', '--output-format', 'stream-json', '/compact'], env, cwd)
+    const compact = await dsh(
+      ['--patch', patch, '--profile', 'headless', '--continue', '--output-format', 'stream-json', '/compact'],
+      env,
+      cwd,
+    )
     expect(compact.stderr).toBe('')
     expect(compact.code).toBe(0)
-    const lines = compact.stdout.trim().split('\n').map((l) => JSON.parse(l))
+    const lines = compact.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
     const types = lines.filter((l) => l.type === 'event').map((l) => l.event.type)
     expect(types).toEqual(expect.arrayContaining(['compaction/start', 'compaction/summary', 'compaction/end']))
     expect(lines.at(-1)).toMatchObject({ type: 'command', command: 'compact' })
@@ -268,11 +318,19 @@ describe('dsh --profile headless', () => {
   it('a run killed mid-tool loses nothing: --continue repairs the turn and the orphaned call', async () => {
     const { home, cwd } = workspace()
     const s = await withMock([
-      { toolCalls: [{ name: 'bash', arguments: { command: 'echo started > marker; sleep 30', description: 'long job' } }] },
+      {
+        toolCalls: [
+          { name: 'bash', arguments: { command: 'echo started > marker; sleep 30', description: 'long job' } },
+        ],
+      },
       { text: 'picked up after the crash' },
     ])
     const env = { PATH: process.env.PATH!, HOME: process.env.HOME!, ...envFor(home, s) }
-    const child = spawn(process.execPath, [DSH_BIN, '--profile', 'headless', '--output-format', 'stream-json', 'run the long job'], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(
+      process.execPath,
+      [DSH_BIN, '--profile', 'headless', '--output-format', 'stream-json', 'run the long job'],
+      { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] },
+    )
     let out = ''
     child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d))
     // Wait until the tool body is running (its marker file exists), then kill dsh outright.
@@ -281,7 +339,11 @@ describe('dsh --profile headless', () => {
     child.kill('SIGKILL')
     await new Promise((r) => child.on('close', r))
     const sessionId = JSON.parse(out.split('\n')[0]).sessionId
-    const resumed = await dsh(['--profile', 'headless', '--continue', '--output-format', 'json', 'what happened?'], envFor(home, s), cwd)
+    const resumed = await dsh(
+      ['--profile', 'headless', '--continue', '--output-format', 'json', 'what happened?'],
+      envFor(home, s),
+      cwd,
+    )
     expect(resumed.code).toBe(0)
     expect(JSON.parse(resumed.stdout)).toMatchObject({ sessionId, result: 'picked up after the crash' })
     // The repair is reported once on stderr and is part of what the model sees.
@@ -309,29 +371,54 @@ describe('dsh --profile headless', () => {
       if (!cond()) throw new Error(`timed out waiting for ${what}`)
     }
     function start(args: string[], env: Record<string, string>, cwd: string) {
-      const child = spawn(process.execPath, [DSH_BIN, ...args], { cwd, env: { PATH: process.env.PATH!, HOME: cwd, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
-      const run = { child, stdout: '', stderr: '', exit: new Promise<{ code: number | null; signal: string | null }>((r) => child.on('close', (code, signal) => r({ code, signal }))) }
+      const child = spawn(process.execPath, [DSH_BIN, ...args], {
+        cwd,
+        env: { PATH: process.env.PATH!, HOME: cwd, ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+      const run = {
+        child,
+        stdout: '',
+        stderr: '',
+        exit: new Promise<{ code: number | null; signal: string | null }>((r) =>
+          child.on('close', (code, signal) => r({ code, signal })),
+        ),
+      }
       child.stdout.setEncoding('utf8').on('data', (d: string) => (run.stdout += d))
       child.stderr.setEncoding('utf8').on('data', (d: string) => (run.stderr += d))
       return run
     }
 
-    for (const [signal, status] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+    for (const [signal, status] of [
+      ['SIGINT', 130],
+      ['SIGTERM', 143],
+    ] as const) {
       it(`${signal} while the model streams exits ${status}, logs turn/end cancelled and leaves no lock`, async () => {
         const { home, cwd } = workspace()
         const s = await withMock([{ events: [{ text: 'working on it' }, { stall: true }] }, { text: 'resumed fine' }])
-        const run = start([...plainLogs(cwd), '--profile', 'headless', '--output-format', 'stream-json', 'long task'], envFor(home, s), cwd)
+        const run = start(
+          [...plainLogs(cwd), '--profile', 'headless', '--output-format', 'stream-json', 'long task'],
+          envFor(home, s),
+          cwd,
+        )
         await until(() => run.stdout.includes('working on it'), 'the first chunk')
         run.child.kill(signal)
         expect(await run.exit).toEqual({ code: status, signal: null })
         expect(run.stderr).not.toMatch(/inactive context|\n\s+at /)
         const sessionId = JSON.parse(run.stdout.split('\n')[0]).sessionId
         const dir = sessionDir(home, sessionId)
-        const log = readFileSync(join(dir, 'session.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l))
+        const log = readFileSync(join(dir, 'session.jsonl'), 'utf8')
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l))
         expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { turn: 0, reason: 'cancelled' } })
         expect(existsSync(join(dir, 'writer.lock'))).toBe(false)
         // The next run continues the closed turn: nothing to repair.
-        const next = await dsh([...plainLogs(cwd), '--profile', 'headless', '--continue', '--output-format', 'json', 'go on'], envFor(home, s), cwd)
+        const next = await dsh(
+          [...plainLogs(cwd), '--profile', 'headless', '--continue', '--output-format', 'json', 'go on'],
+          envFor(home, s),
+          cwd,
+        )
         expect(next.code).toBe(0)
         expect(next.stderr).toBe('')
         expect(JSON.parse(next.stdout)).toMatchObject({ sessionId, result: 'resumed fine', turns: 2 })
@@ -340,15 +427,28 @@ describe('dsh --profile headless', () => {
 
     it('SIGTERM during a running bash tool closes the tool call and the turn', async () => {
       const { home, cwd } = workspace()
-      const s = await withMock([{ toolCalls: [{ name: 'bash', arguments: { command: 'echo started > marker; sleep 30', description: 'long job' } }] }])
-      const run = start([...plainLogs(cwd), '--profile', 'headless', '--output-format', 'stream-json', 'run the long job'], envFor(home, s), cwd)
+      const s = await withMock([
+        {
+          toolCalls: [
+            { name: 'bash', arguments: { command: 'echo started > marker; sleep 30', description: 'long job' } },
+          ],
+        },
+      ])
+      const run = start(
+        [...plainLogs(cwd), '--profile', 'headless', '--output-format', 'stream-json', 'run the long job'],
+        envFor(home, s),
+        cwd,
+      )
       await until(() => existsSync(join(cwd, 'marker')), 'the tool to start')
       run.child.kill('SIGTERM')
       expect(await run.exit).toEqual({ code: 143, signal: null })
       expect(run.stderr).not.toMatch(/inactive context|\n\s+at /)
       const sessionId = JSON.parse(run.stdout.split('\n')[0]).sessionId
       const dir = sessionDir(home, sessionId)
-      const types = readFileSync(join(dir, 'session.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l))
+      const types = readFileSync(join(dir, 'session.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l))
       expect(types.map((e) => e.type)).toContain('tool/result')
       expect(types.at(-1)).toMatchObject({ type: 'turn/end', data: { reason: 'cancelled' } })
       expect(existsSync(join(dir, 'writer.lock'))).toBe(false)
@@ -359,9 +459,16 @@ describe('dsh --profile headless', () => {
       const marker = join(cwd, 'stopping.marker')
       const fixture = fileURLToPath(new URL('./fixtures/stall-stop.mjs', import.meta.url))
       const patch = join(cwd, 'stall.patch.yml')
-      writeFileSync(patch, `- insert:\n    - id: stall-stop\n      name: ${JSON.stringify(fixture)}\n      config:\n        marker: ${JSON.stringify(marker)}\n`)
+      writeFileSync(
+        patch,
+        `- insert:\n    - id: stall-stop\n      name: ${JSON.stringify(fixture)}\n      config:\n        marker: ${JSON.stringify(marker)}\n`,
+      )
       const s = await withMock([{ events: [{ text: 'working on it' }, { stall: true }] }])
-      const run = start(['--patch', patch, '--profile', 'headless', '--output-format', 'stream-json', 'long task'], envFor(home, s), cwd)
+      const run = start(
+        ['--patch', patch, '--profile', 'headless', '--output-format', 'stream-json', 'long task'],
+        envFor(home, s),
+        cwd,
+      )
       await until(() => run.stdout.includes('working on it'), 'the first chunk')
       run.child.kill('SIGINT')
       await until(() => existsSync(marker), 'the stopping phase')

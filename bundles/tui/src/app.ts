@@ -44,7 +44,16 @@ import {
 } from '@dsh/tui-components'
 
 /** Optional services, typed by their own packages' declarations; read with ctx.get() when used. */
-type Optional = Pick<Context, 'agentDefaultModel' | 'durableSessions' | 'permissionPresets' | 'commands' | 'approval' | 'userQuestions' | 'tokenMeter'>
+type Optional = Pick<
+  Context,
+  | 'agentDefaultModel'
+  | 'durableSessions'
+  | 'permissionPresets'
+  | 'commands'
+  | 'approval'
+  | 'userQuestions'
+  | 'tokenMeter'
+>
 
 export interface SessionChoice {
   id: string
@@ -208,7 +217,8 @@ export class TuiApp {
 
   private renderQueue(): void {
     this.queuedView.clear()
-    for (const text of this.queued) this.queuedView.addChild(new TextBlock(text, this.p.gray('queued › '), '         ', this.p.gray))
+    for (const text of this.queued)
+      this.queuedView.addChild(new TextBlock(text, this.p.gray('queued › '), '         ', this.p.gray))
     this.tui.requestRender()
   }
 
@@ -227,7 +237,9 @@ export class TuiApp {
       model: `${model.provider}/${model.model}`,
       ...(model.reasoningEffort ? { effort: model.reasoningEffort } : {}),
       ...(this.opt('permissionPresets') ? { mode: this.opt('permissionPresets')!.current(this.session.id).name } : {}),
-      ...(meter?.lastRequestInput(this.session) !== undefined ? { contextUsed: meter.lastRequestInput(this.session) } : {}),
+      ...(meter?.lastRequestInput(this.session) !== undefined
+        ? { contextUsed: meter.lastRequestInput(this.session) }
+        : {}),
       ...(this.contextWindow ? { contextWindow: this.contextWindow } : {}),
       ...(usage
         ? {
@@ -316,14 +328,22 @@ export class TuiApp {
       this.queued.push(text)
       this.renderQueue()
     }
-    this.agent.send(text).catch((error: unknown) => this.transcript.notice(`dsh: ${(error as Error)?.message ?? error}`, this.p.red))
+    this.agent
+      .send(text)
+      .catch((error: unknown) => this.transcript.notice(`dsh: ${(error as Error)?.message ?? error}`, this.p.red))
   }
 
   private refreshCompletion(): void {
     const shared = this.opt('commands')?.list() ?? []
     const items = [...LOCAL_COMMANDS, ...shared.filter((c) => !LOCAL_COMMANDS.some((l) => l.name === c.name))]
-    const commands = new CombinedAutocompleteProvider(items.map((c) => ({ name: c.name, description: c.description })), this.options.cwd, null)
-    this.editor.setAutocompleteProvider(new MentionProvider(commands, this.options.cwd, this.ctx.get('subprocess') ?? undefined))
+    const commands = new CombinedAutocompleteProvider(
+      items.map((c) => ({ name: c.name, description: c.description })),
+      this.options.cwd,
+      null,
+    )
+    this.editor.setAutocompleteProvider(
+      new MentionProvider(commands, this.options.cwd, this.ctx.get('subprocess') ?? undefined),
+    )
   }
 
   // ---- takeovers ----
@@ -393,7 +413,9 @@ export class TuiApp {
         finish()
         resolve(answer)
       })
-      finish = this.takeover(panel, () => resolve({ decision: 'rejected', reason: 'the terminal UI closed before an answer' }))
+      finish = this.takeover(panel, () =>
+        resolve({ decision: 'rejected', reason: 'the terminal UI closed before an answer' }),
+      )
       signal.addEventListener('abort', () => finish(), { once: true })
     })
   }
@@ -414,10 +436,16 @@ export class TuiApp {
   pick(title: string, items: SelectItem[], selected = 0): Promise<string | undefined> {
     return new Promise((resolve) => {
       let finish = () => {}
-      const picker = new Picker(title, items, this.p, (value) => {
-        finish()
-        resolve(value)
-      }, selected)
+      const picker = new Picker(
+        title,
+        items,
+        this.p,
+        (value) => {
+          finish()
+          resolve(value)
+        },
+        selected,
+      )
       finish = this.takeover(picker, () => resolve(undefined))
     })
   }
@@ -453,9 +481,17 @@ export class TuiApp {
       const items: SelectItem[] = []
       for (const provider of this.ctx.llm.listProviders()) {
         const models = await this.ctx.llm.listModels(provider).catch(() => [])
-        for (const m of models) items.push({ value: `${provider}/${m.id}`, label: `${provider}/${m.id}`, ...(m.displayName ? { description: m.displayName } : {}) })
+        for (const m of models)
+          items.push({
+            value: `${provider}/${m.id}`,
+            label: `${provider}/${m.id}`,
+            ...(m.displayName ? { description: m.displayName } : {}),
+          })
       }
-      const at = Math.max(0, items.findIndex((i) => i.value === `${current.provider}/${current.model}`))
+      const at = Math.max(
+        0,
+        items.findIndex((i) => i.value === `${current.provider}/${current.model}`),
+      )
       const value = await this.pick('Model', items, at)
       if (value === undefined) return
       const slash = value.indexOf('/')
@@ -471,7 +507,9 @@ export class TuiApp {
     if (effort === 'default') delete next.reasoningEffort
     else next.reasoningEffort = effort as ReasoningEffort
     this.agent.model = next
-    this.transcript.notice(`model: ${next.provider}/${next.model}${next.reasoningEffort ? ` (${next.reasoningEffort})` : ''}`)
+    this.transcript.notice(
+      `model: ${next.provider}/${next.model}${next.reasoningEffort ? ` (${next.reasoningEffort})` : ''}`,
+    )
     void this.loadContextWindow()
   }
 
@@ -483,7 +521,10 @@ export class TuiApp {
     const value = await this.pick(
       'Permission mode',
       list.map((preset) => ({ value: preset.name, label: preset.name, description: preset.description })),
-      Math.max(0, list.findIndex((preset) => preset.name === current)),
+      Math.max(
+        0,
+        list.findIndex((preset) => preset.name === current),
+      ),
     )
     if (value === undefined) return
     presets.set(this.session.id, value)
@@ -500,7 +541,9 @@ export class TuiApp {
     const at = list.findIndex((preset) => preset.name === current)
     const skip = this.skipUnconfined
     this.skipUnconfined = false
-    const next = list.map((_, i) => list[(at + 1 + i) % list.length]).find((preset) => !(skip && preset.mode === 'danger-full-access'))
+    const next = list
+      .map((_, i) => list[(at + 1 + i) % list.length])
+      .find((preset) => !(skip && preset.mode === 'danger-full-access'))
     if (!next || next.name === current) return
     if (next.mode !== 'danger-full-access') {
       presets.set(sessionId, next.name)
@@ -542,7 +585,10 @@ export class TuiApp {
     if (!store) return []
     const rows = await store.list()
     return rows
-      .filter((row) => row.cwd === this.options.cwd && row.id !== this.session.id && (row.turns > 0 || row.damaged !== undefined))
+      .filter(
+        (row) =>
+          row.cwd === this.options.cwd && row.id !== this.session.id && (row.turns > 0 || row.damaged !== undefined),
+      )
       .map((row) => ({
         id: row.id,
         label: (row.title ?? row.firstPrompt ?? '(no prompt)').replace(/\s+/g, ' ').trim().slice(0, 80),
@@ -551,10 +597,14 @@ export class TuiApp {
   }
 
   async pickSession(): Promise<void> {
-    if (!this.opt('durableSessions')) return this.transcript.notice('resuming needs a session-persistence row in the profile', this.p.red)
+    if (!this.opt('durableSessions'))
+      return this.transcript.notice('resuming needs a session-persistence row in the profile', this.p.red)
     const choices = await this.sessionChoices()
     if (choices.length === 0) return this.transcript.notice(`no other stored session for ${this.options.cwd}`)
-    const id = await this.pick('Resume a session', choices.map((c) => ({ value: c.id, label: c.label, description: c.description })))
+    const id = await this.pick(
+      'Resume a session',
+      choices.map((c) => ({ value: c.id, label: c.label, description: c.description })),
+    )
     if (id !== undefined) await this.openSession(id)
   }
 

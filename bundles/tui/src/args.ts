@@ -60,7 +60,8 @@ export function parseTuiArgs(argv: readonly string[]): TuiOptions {
   const { values, positionals } = parsed
   const resume = values.resume === '' ? undefined : values.resume
   const resumePick = pick || values.resume === ''
-  if ((resume !== undefined || resumePick) && values.continue) throw new UsageError('--resume and --continue cannot be combined')
+  if ((resume !== undefined || resumePick) && values.continue)
+    throw new UsageError('--resume and --continue cannot be combined')
   return {
     prompt: positionals.join(' '),
     ...(values.model !== undefined ? { model: values.model } : {}),

@@ -36,12 +36,14 @@ type Optional = Pick<Context, 'cmdlineArgs' | 'agentDefaultModel' | 'durableSess
   loader?: { exit?(code: number): void }
 }
 
-const opt = <K extends keyof Optional>(ctx: Context, key: K): Optional[K] | undefined => ctx.get(key as never) as Optional[K] | undefined
+const opt = <K extends keyof Optional>(ctx: Context, key: K): Optional[K] | undefined =>
+  ctx.get(key as never) as Optional[K] | undefined
 
 async function resolveModel(ctx: Context, spec: string | undefined): Promise<ModelSelection> {
   const fallback = opt(ctx, 'agentDefaultModel')?.get()
   if (spec === undefined) {
-    if (!fallback) throw new UsageError('no model configured: pass --model PROVIDER/MODEL or add the agent-default-model row')
+    if (!fallback)
+      throw new UsageError('no model configured: pass --model PROVIDER/MODEL or add the agent-default-model row')
     return fallback
   }
   let resolved: { provider: string; model: string }
@@ -53,7 +55,11 @@ async function resolveModel(ctx: Context, spec: string | undefined): Promise<Mod
   return { ...(fallback?.provider === resolved.provider ? fallback : {}), ...resolved }
 }
 
-async function openSession(ctx: Context, options: TuiOptions, cwd: string): Promise<{ session?: Session; warnings: string[] }> {
+async function openSession(
+  ctx: Context,
+  options: TuiOptions,
+  cwd: string,
+): Promise<{ session?: Session; warnings: string[] }> {
   if (options.resume === undefined && !options.continue) return { warnings: [] }
   const store = opt(ctx, 'durableSessions')
   if (!store) throw new UsageError('--resume/--continue need a session-persistence row in the profile')
@@ -95,7 +101,10 @@ export async function runTui(ctx: Context, config: Config, exit: (code: number) 
     return exit(0)
   }
   if (config.requireTty && !(process.stdin.isTTY && process.stdout.isTTY)) {
-    return fail(2, 'the terminal UI needs an interactive terminal on stdin and stdout; for a one-shot run use: dsh -p "task"')
+    return fail(
+      2,
+      'the terminal UI needs an interactive terminal on stdin and stdout; for a one-shot run use: dsh -p "task"',
+    )
   }
   const cwd = process.cwd()
   let model: ModelSelection
@@ -106,7 +115,9 @@ export async function runTui(ctx: Context, config: Config, exit: (code: number) 
     if (options.permissionMode !== undefined) {
       if (!presets) throw new UsageError('--permission-mode needs the permission-presets row in the profile')
       if (!presets.names().includes(options.permissionMode)) {
-        throw new UsageError(`unknown --permission-mode '${options.permissionMode}'; valid: ${presets.names().join(', ')}`)
+        throw new UsageError(
+          `unknown --permission-mode '${options.permissionMode}'; valid: ${presets.names().join(', ')}`,
+        )
       }
     }
     opened = await openSession(ctx, options, cwd)
@@ -126,10 +137,13 @@ export async function runTui(ctx: Context, config: Config, exit: (code: number) 
   app = new TuiApp(ctx, { agent, cwd, onExit: leave })
   process.once('exit', restoreTerminal)
   // Unloading the row (signal, loader exit, an embedder's dispose) stops the UI and restores the terminal.
-  ctx.effect(() => () => {
-    app?.stop()
-    process.off('exit', restoreTerminal)
-  }, 'tui: restore the terminal')
+  ctx.effect(
+    () => () => {
+      app?.stop()
+      process.off('exit', restoreTerminal)
+    },
+    'tui: restore the terminal',
+  )
   app.start()
   for (const warning of opened.warnings) app.notice(`warning: ${warning}`)
   if (options.resumePick) await app.pickSession()

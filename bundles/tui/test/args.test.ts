@@ -12,7 +12,10 @@ describe('parseTuiArgs', () => {
     // The same optional-value rule as headless (@dsh/cmdline): `--resume=` is bare, `--` ends options.
     expect(parseTuiArgs(['--resume='])).toMatchObject({ resumePick: true })
     expect(parseTuiArgs(['--resume', '--', '-r'])).toMatchObject({ resumePick: true, prompt: '-r' })
-    expect(parseTuiArgs(['--permission-mode', 'read-only', 'fix', 'it'])).toMatchObject({ permissionMode: 'read-only', prompt: 'fix it' })
+    expect(parseTuiArgs(['--permission-mode', 'read-only', 'fix', 'it'])).toMatchObject({
+      permissionMode: 'read-only',
+      prompt: 'fix it',
+    })
   })
 
   it('rejects unknown options and -r with -c in one line', () => {

@@ -15,7 +15,10 @@ afterAll(() => killServer())
 
 describe('dsh dispatch', () => {
   it('opens the terminal UI for a bare `dsh` in a terminal, and for --model / --permission-mode', async () => {
-    const s = await TuiSession.start({ steps: [{ text: 'Hi from the TUI.' }], args: ['--permission-mode', 'read-only'] })
+    const s = await TuiSession.start({
+      steps: [{ text: 'Hi from the TUI.' }],
+      args: ['--permission-mode', 'read-only'],
+    })
     open.push(s)
     await s.waitFor(/read-only/)
     s.type('hello')
@@ -59,7 +62,10 @@ describe('dsh dispatch', () => {
     expect(tui.code).toBe(2)
     expect(tui.stderr.trim().split('\n')).toHaveLength(1)
     expect(tui.stderr).toMatch(/needs an interactive terminal/)
-    const bad = await runDsh(['--profile', 'tui', '--bogus'], { cwd, env: { DSH_HOME: home, DEEPSEEK_API_KEY: 'sk-test' } })
+    const bad = await runDsh(['--profile', 'tui', '--bogus'], {
+      cwd,
+      env: { DSH_HOME: home, DEEPSEEK_API_KEY: 'sk-test' },
+    })
     expect(bad.code).toBe(2)
     expect(bad.stderr).toMatch(/Unknown option '--bogus'/)
     const help = await runDsh(['--profile', 'tui', '--help'], { cwd, env: { DSH_HOME: home } })

@@ -48,7 +48,9 @@ async function until(test: () => boolean, what: string, timeoutMs = 60_000): Pro
 describe('streaming 2,000 lines', () => {
   it('writes no full-screen or scrollback clear after the first frame, and ends on the expected screen', async () => {
     server = await startMockServer({
-      steps: [{ events: reply().map((text) => ({ text })), chunkDelayMs: 1, usage: { prompt: 1000, completion: 5000 } }] as never,
+      steps: [
+        { events: reply().map((text) => ({ text })), chunkDelayMs: 1, usage: { prompt: 1000, completion: 5000 } },
+      ] as never,
     })
     const root = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-tui-flicker-')))
     const home = join(root, 'home')
@@ -63,7 +65,13 @@ describe('streaming 2,000 lines', () => {
       DEEPSEEK_BASE_URL: server.baseURL,
       DEEPSEEK_API_KEY: 'sk-test-not-a-real-key',
     }
-    term = pty.spawn(process.execPath, [DSH_BIN, '--profile', 'tui'], { name: 'xterm-256color', cols: COLS, rows: ROWS, cwd, env })
+    term = pty.spawn(process.execPath, [DSH_BIN, '--profile', 'tui'], {
+      name: 'xterm-256color',
+      cols: COLS,
+      rows: ROWS,
+      cwd,
+      env,
+    })
     const chunks: string[] = []
     term.onData((data) => chunks.push(data))
     const output = () => chunks.join('')
@@ -74,7 +82,11 @@ describe('streaming 2,000 lines', () => {
     await new Promise((r) => setTimeout(r, 200))
     term.write('\r')
     // The bullet is coloured, so the raw stream is searched for the text after it.
-    await until(() => output().includes(item(LINES).slice(2)) && output().includes('↓5.0k'), 'the last line and the final usage', 120_000)
+    await until(
+      () => output().includes(item(LINES).slice(2)) && output().includes('↓5.0k'),
+      'the last line and the final usage',
+      120_000,
+    )
     // Let the last frames land.
     await new Promise((r) => setTimeout(r, 500))
     const all = output()
@@ -104,7 +116,8 @@ describe('streaming 2,000 lines', () => {
     expect(visible.map((l) => l.replace(/\s+$/, ''))).toEqual(expected.map((l) => l.replace(/\s+$/, '')))
     // The scrollback keeps the whole reply: every line is there once, in order.
     const history: string[] = []
-    for (let row = 0; row < buffer.length; row++) history.push(buffer.getLine(row)?.translateToString(true).trimEnd() ?? '')
+    for (let row = 0; row < buffer.length; row++)
+      history.push(buffer.getLine(row)?.translateToString(true).trimEnd() ?? '')
     const items = history.filter((l) => l.startsWith('- line '))
     expect(items).toHaveLength(LINES)
     expect(items[0]).toBe(item(1))

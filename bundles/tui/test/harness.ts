@@ -16,10 +16,18 @@ export function tmux(...args: string[]): string {
   // new session is retried a few times (each try is a fresh server start).
   for (let attempt = 1; ; attempt++) {
     try {
-      return execFileSync('tmux', ['-L', SOCKET, '-f', '/dev/null', ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
+      return execFileSync('tmux', ['-L', SOCKET, '-f', '/dev/null', ...args], {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
     } catch (error) {
       const stderr = String((error as { stderr?: unknown }).stderr ?? '')
-      if (args[0] !== 'new-session' || attempt >= 5 || !/server exited unexpectedly|lost server|no server running/.test(stderr)) throw error
+      if (
+        args[0] !== 'new-session' ||
+        attempt >= 5 ||
+        !/server exited unexpectedly|lost server|no server running/.test(stderr)
+      )
+        throw error
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100 * attempt)
     }
   }
@@ -76,7 +84,19 @@ export class TuiSession {
     // The terminal modes left behind are printed too: `icanon echo` (restored) or `-icanon -echo` (raw).
     const modes = `stty -a | tr ' ;' '\\n\\n' | grep -xE -- '-?(icanon|echo)' | tr '\\n' ' '`
     const command = `env -u NO_COLOR ${envArgs.join(' ')} ${bin}; echo "[exited $?] [modes: $(${modes})]"; sleep 600`
-    tmux('new-session', '-d', '-s', name, '-x', String(options.cols ?? 100), '-y', String(options.rows ?? 30), '-c', ws.cwd, command)
+    tmux(
+      'new-session',
+      '-d',
+      '-s',
+      name,
+      '-x',
+      String(options.cols ?? 100),
+      '-y',
+      String(options.rows ?? 30),
+      '-c',
+      ws.cwd,
+      command,
+    )
     tmux('set-option', '-t', name, 'window-size', 'manual')
     return new TuiSession(name, server, ws, options.server === undefined)
   }
@@ -88,7 +108,9 @@ export class TuiSession {
 
   /** Visible screen lines with trailing spaces removed. */
   lines(): string[] {
-    return this.screen().split('\n').map((l) => l.replace(/\s+$/, ''))
+    return this.screen()
+      .split('\n')
+      .map((l) => l.replace(/\s+$/, ''))
   }
 
   /** The whole pane including scrollback. */
@@ -140,7 +162,9 @@ export class TuiSession {
 
   /** tmux's view of the pane: cursor visible (1/0) and alternate screen on (1/0). */
   cursorAndAltScreen(): { cursor: string; alternate: string } {
-    const [cursor, alternate] = tmux('display-message', '-p', '-t', this.name, '#{cursor_flag} #{alternate_on}').trim().split(' ')
+    const [cursor, alternate] = tmux('display-message', '-p', '-t', this.name, '#{cursor_flag} #{alternate_on}')
+      .trim()
+      .split(' ')
     return { cursor, alternate }
   }
 

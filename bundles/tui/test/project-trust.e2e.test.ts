@@ -30,7 +30,10 @@ describe('project trust in the terminal UI', () => {
   it('asks once with the exact command; a yes runs it and is remembered', async () => {
     const ws = workspace()
     const marker = join(ws.root, 'mcp-ran')
-    writeFileSync(join(ws.cwd, '.mcp.json'), JSON.stringify({ mcpServers: { pwn: { command: 'sh', args: ['-c', `echo ran >> ${marker}`] } } }))
+    writeFileSync(
+      join(ws.cwd, '.mcp.json'),
+      JSON.stringify({ mcpServers: { pwn: { command: 'sh', args: ['-c', `echo ran >> ${marker}`] } } }),
+    )
     const s = await start(ws, [{ text: 'first answer' }])
     s.type('hello')
     s.keys('Enter')
@@ -59,7 +62,10 @@ describe('project trust in the terminal UI', () => {
   it('"Not now" leaves the project\'s server stopped and records nothing', async () => {
     const ws = workspace()
     const marker = join(ws.root, 'mcp-ran')
-    writeFileSync(join(ws.cwd, '.mcp.json'), JSON.stringify({ mcpServers: { pwn: { command: 'sh', args: ['-c', `echo ran >> ${marker}`] } } }))
+    writeFileSync(
+      join(ws.cwd, '.mcp.json'),
+      JSON.stringify({ mcpServers: { pwn: { command: 'sh', args: ['-c', `echo ran >> ${marker}`] } } }),
+    )
     const s = await start(ws, [{ text: 'answer without it' }])
     s.type('hello')
     s.keys('Enter')

@@ -25,7 +25,13 @@ const STATUS = /deepseek-official\/deepseek-v4-flash/
 describe('dsh --profile tui in tmux', () => {
   it('streams a reply in place; the final screen shows the Markdown answer and the status line', async () => {
     const s = await start({
-      steps: [{ reasoning: 'Thinking about capitals.', text: '# Answer\n\nThe capital of France is **Paris**.\n\n- first point\n- second point', chunkDelayMs: 5 }],
+      steps: [
+        {
+          reasoning: 'Thinking about capitals.',
+          text: '# Answer\n\nThe capital of France is **Paris**.\n\n- first point\n- second point',
+          chunkDelayMs: 5,
+        },
+      ],
     })
     await s.waitFor(STATUS)
     s.type('capital of France?')
@@ -47,7 +53,9 @@ describe('dsh --profile tui in tmux', () => {
       ws,
       steps: [
         { toolCalls: [{ name: 'read', arguments: { file_path: 'notes.txt' } }] },
-        { toolCalls: [{ name: 'edit', arguments: { file_path: 'notes.txt', old_string: 'beta', new_string: 'gamma' } }] },
+        {
+          toolCalls: [{ name: 'edit', arguments: { file_path: 'notes.txt', old_string: 'beta', new_string: 'gamma' } }],
+        },
         { toolCalls: [{ name: 'bash', arguments: { command: 'seq 1 20; echo finished', description: 'count' } }] },
         { text: 'All done.' },
       ],
@@ -77,9 +85,31 @@ describe('dsh --profile tui in tmux', () => {
   it('asks for approval in a panel answered by keys: n denies, y allows once', async () => {
     const s = await start({
       steps: [
-        { toolCalls: [{ name: 'bash', arguments: { command: 'echo outside > escaped.txt', description: 'write', sandbox_escalation: { justification: 'needs to write' } } }] },
+        {
+          toolCalls: [
+            {
+              name: 'bash',
+              arguments: {
+                command: 'echo outside > escaped.txt',
+                description: 'write',
+                sandbox_escalation: { justification: 'needs to write' },
+              },
+            },
+          ],
+        },
         { text: 'Denied, as you said.' },
-        { toolCalls: [{ name: 'bash', arguments: { command: 'echo approved-run', description: 'echo', sandbox_escalation: { justification: 'please' } } }] },
+        {
+          toolCalls: [
+            {
+              name: 'bash',
+              arguments: {
+                command: 'echo approved-run',
+                description: 'echo',
+                sandbox_escalation: { justification: 'please' },
+              },
+            },
+          ],
+        },
         { text: 'Ran it.' },
       ],
     })
@@ -109,7 +139,12 @@ describe('dsh --profile tui in tmux', () => {
   })
 
   it('Esc cancels a running turn; the editor takes the next prompt', async () => {
-    const s = await start({ steps: [{ events: [{ text: 'streaming ' }, { forever: { text: 'more ', intervalMs: 20 } }] }, { text: 'Second answer.' }] })
+    const s = await start({
+      steps: [
+        { events: [{ text: 'streaming ' }, { forever: { text: 'more ', intervalMs: 20 } }] },
+        { text: 'Second answer.' },
+      ],
+    })
     await s.waitFor(STATUS)
     s.type('go on forever')
     s.keys('Enter')
@@ -154,7 +189,9 @@ describe('dsh --profile tui in tmux', () => {
 
   it('resumes a stored session from the picker (-r) and with -c', async () => {
     const ws = workspace()
-    const server = await startMockServer({ steps: [{ text: 'First reply.' }, { text: 'Reply after resume.' }, { text: 'Reply after continue.' }] as never })
+    const server = await startMockServer({
+      steps: [{ text: 'First reply.' }, { text: 'Reply after resume.' }, { text: 'Reply after continue.' }] as never,
+    })
     try {
       const first = await start({ ws, server })
       await first.waitFor(STATUS)
@@ -204,14 +241,18 @@ describe('dsh --profile tui in tmux', () => {
     expect(lines.length).toBe(20)
     for (const line of lines) expect(displayWidth(line.replace(/\s+$/, ''))).toBeLessThanOrEqual(60)
     // The bottom of the screen is the live area at the new width: the reply's end, editor, status.
-    expect(lines.some((l) => l.startsWith('deepseek-official/')), screen).toBe(true)
+    expect(
+      lines.some((l) => l.startsWith('deepseek-official/')),
+      screen,
+    ).toBe(true)
     expect(screen).toMatch(/word119/)
     const rule = lines.find((l) => l.startsWith('─'))!
     expect(rule.replace(/\s+$/, '')).toHaveLength(60)
   })
 
   it('aligns CJK text: a table with wide characters keeps its columns straight', async () => {
-    const table = '| 名前 | 說明 |\n| --- | --- |\n| 東京 | 日本の首都 |\n| Paris | capital |\n\n中文段落：宽字符占两列。'
+    const table =
+      '| 名前 | 說明 |\n| --- | --- |\n| 東京 | 日本の首都 |\n| Paris | capital |\n\n中文段落：宽字符占两列。'
     const s = await start({ steps: [{ text: table }] })
     await s.waitFor(STATUS)
     s.type('表')
@@ -237,10 +278,25 @@ describe('dsh --profile tui in tmux', () => {
 })
 
 describe('panels and pickers', () => {
-  it('asks the model\'s question in a panel and sends the picked answer back', async () => {
+  it("asks the model's question in a panel and sends the picked answer back", async () => {
     const s = await start({
       steps: [
-        { toolCalls: [{ name: 'ask_user_question', arguments: { questions: [{ id: 'db', question: 'Which database should I use?', options: [{ label: 'SQLite' }, { label: 'Postgres' }] }] } }] },
+        {
+          toolCalls: [
+            {
+              name: 'ask_user_question',
+              arguments: {
+                questions: [
+                  {
+                    id: 'db',
+                    question: 'Which database should I use?',
+                    options: [{ label: 'SQLite' }, { label: 'Postgres' }],
+                  },
+                ],
+              },
+            },
+          ],
+        },
         { text: 'Going with your choice.' },
       ],
     })
@@ -306,7 +362,14 @@ describe('panels and pickers', () => {
   it('Ctrl+C in an approval panel denies, never allows', async () => {
     const s = await start({
       steps: [
-        { toolCalls: [{ name: 'bash', arguments: { command: 'echo x > y.txt', description: 'w', sandbox_escalation: { justification: 'j' } } }] },
+        {
+          toolCalls: [
+            {
+              name: 'bash',
+              arguments: { command: 'echo x > y.txt', description: 'w', sandbox_escalation: { justification: 'j' } },
+            },
+          ],
+        },
         { text: 'Understood.' },
       ],
     })
@@ -321,10 +384,7 @@ describe('panels and pickers', () => {
 
   it('queues a message typed while a turn runs and sends it within that turn', async () => {
     const s = await start({
-      steps: [
-        { text: 'working on the first', chunkDelayMs: 0, delayMs: 1500 },
-        { text: 'Saw the follow-up.' },
-      ],
+      steps: [{ text: 'working on the first', chunkDelayMs: 0, delayMs: 1500 }, { text: 'Saw the follow-up.' }],
     })
     await s.waitFor(STATUS)
     s.type('first')
@@ -354,7 +414,9 @@ describe('terminal restore', () => {
 
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     it(`restores the terminal when killed with ${signal} mid-stream`, async () => {
-      const s = await start({ steps: [{ events: [{ text: 'streaming ' }, { forever: { text: 'more ', intervalMs: 20 } }] }] })
+      const s = await start({
+        steps: [{ events: [{ text: 'streaming ' }, { forever: { text: 'more ', intervalMs: 20 } }] }],
+      })
       await s.waitFor(STATUS)
       s.type('go')
       s.keys('Enter')

@@ -40,7 +40,9 @@ export const Config: Schema<Config> = Schema.object({
   open: Schema.boolean().default(true),
   printUrl: Schema.boolean().default(true),
   trustedHosts: Schema.array(String).default([]),
-  maxBodyBytes: Schema.natural().min(1).default(1024 * 1024),
+  maxBodyBytes: Schema.natural()
+    .min(1)
+    .default(1024 * 1024),
   maxLoginFailures: Schema.natural().min(1).default(5),
   earlyStatic: Schema.boolean().default(true),
 })
@@ -112,13 +114,15 @@ export function parseWebArgs(argv: readonly string[]): WebOptions {
   const out: WebOptions = { open: !values['no-open'], trustedHosts: [], help: false }
   if (values.host !== undefined) {
     const host = String(values.host).trim()
-    if (!host || /[\s/]/.test(host)) throw new UsageError(`--host must be an address or host name, not '${values.host}'`)
+    if (!host || /[\s/]/.test(host))
+      throw new UsageError(`--host must be an address or host name, not '${values.host}'`)
     out.host = host.replace(/^\[(.*)\]$/, '$1')
   }
   if (values.port !== undefined) {
     const text = String(values.port)
     const port = Number(text)
-    if (!/^\d+$/.test(text) || port > 65535) throw new UsageError(`--port must be a number from 0 to 65535, not '${text}'`)
+    if (!/^\d+$/.test(text) || port > 65535)
+      throw new UsageError(`--port must be a number from 0 to 65535, not '${text}'`)
     out.port = port
   }
   for (const host of (values['trusted-host'] as string[] | undefined) ?? []) {
@@ -130,7 +134,11 @@ export function parseWebArgs(argv: readonly string[]): WebOptions {
 }
 
 /** Why no browser is opened, or undefined when one should be. */
-export function browserSkipReason(env: NodeJS.ProcessEnv, platform: NodeJS.Platform, open: boolean): string | undefined {
+export function browserSkipReason(
+  env: NodeJS.ProcessEnv,
+  platform: NodeJS.Platform,
+  open: boolean,
+): string | undefined {
   if (!open) return '--no-open'
   if (env.SSH_CONNECTION || env.SSH_TTY) return 'an SSH session'
   if (platform !== 'darwin' && platform !== 'win32' && !env.DISPLAY && !env.WAYLAND_DISPLAY) return 'no display'
@@ -140,7 +148,11 @@ export function browserSkipReason(env: NodeJS.ProcessEnv, platform: NodeJS.Platf
 /** Starts the platform's URL opener, detached; every failure is ignored. */
 export function openBrowser(url: string, platform: NodeJS.Platform = process.platform): void {
   const [command, args] =
-    platform === 'darwin' ? ['open', [url]] : platform === 'win32' ? ['cmd', ['/c', 'start', '""', url]] : ['xdg-open', [url]]
+    platform === 'darwin'
+      ? ['open', [url]]
+      : platform === 'win32'
+        ? ['cmd', ['/c', 'start', '""', url]]
+        : ['xdg-open', [url]]
   try {
     const child = spawn(command, args as string[], { detached: true, stdio: 'ignore', windowsHide: true })
     child.on('error', () => {})
@@ -161,10 +173,14 @@ export function displayUrl(host: string, port: number): string {
  * `await()` resolves (app-boot reports row failures itself), so the error is read off the fiber.
  */
 async function mount(ctx: Context, plugin: unknown, config: unknown): Promise<void> {
-  const fiber = ctx.plugin(plugin as never, config as never) as unknown as PromiseLike<unknown> & { _error?: unknown; state: number }
+  const fiber = ctx.plugin(plugin as never, config as never) as unknown as PromiseLike<unknown> & {
+    _error?: unknown
+    state: number
+  }
   await fiber
   if (fiber._error) throw fiber._error
-  if (fiber.state !== 2 /* FiberState.ACTIVE */) throw new Error(`${(plugin as { name?: string }).name ?? 'plugin'} did not start`)
+  if (fiber.state !== 2 /* FiberState.ACTIVE */)
+    throw new Error(`${(plugin as { name?: string }).name ?? 'plugin'} did not start`)
 }
 
 interface Loader {
@@ -202,7 +218,13 @@ export async function apply(ctx: Context, config: Config) {
   try {
     // Nothing is routed until the gate's guard is in place (waitForReady); requests arriving
     // before app/ready are held rather than refused.
-    await mount(ctx, WebServer, { host, port, maxBodyBytes: config.maxBodyBytes, waitForReady: true, holdBeforeReady: true })
+    await mount(ctx, WebServer, {
+      host,
+      port,
+      maxBodyBytes: config.maxBodyBytes,
+      waitForReady: true,
+      holdBeforeReady: true,
+    })
     server = ctx.get('webServer') as WebServer
     await mount(ctx, accessGate, {
       trustedHosts: [...config.trustedHosts, ...options.trustedHosts],
@@ -217,15 +239,21 @@ export async function apply(ctx: Context, config: Config) {
 
   // Damaged stored data (a malformed storage file set aside) is the user's to know about: one line
   // on stderr, whether or not the debug logger is on.
-  ctx.on('storage/warning' as never, ((warning: { domain?: string; message: string }) => {
-    process.stderr.write(`dsh: warning: ${warning.message}\n`)
-  }) as never)
+  ctx.on(
+    'storage/warning' as never,
+    ((warning: { domain?: string; message: string }) => {
+      process.stderr.write(`dsh: warning: ${warning.message}\n`)
+    }) as never,
+  )
 
   // A web server stopped by SIGINT/SIGTERM has done its job: exit 0 (the shared runTree reports
   // the code on this StopInfo, which app/stopping listeners receive).
-  ctx.on('app/stopping' as never, ((info: { reason: string; code: number }) => {
-    if (info.reason === 'signal') info.code = 0
-  }) as never)
+  ctx.on(
+    'app/stopping' as never,
+    ((info: { reason: string; code: number }) => {
+      if (info.reason === 'signal') info.code = 0
+    }) as never,
+  )
 
   // Start listening before the slow rows: the gate's guard is in place, so the static client (the
   // fallback, GET/HEAD) is served from now on, while API calls, streams and plugin files wait for

@@ -7,7 +7,17 @@ import { browserSkipReason, displayUrl, isEarlyStatic, openBrowser, parseWebArgs
 describe('dsh web flags', () => {
   it('parses host, port, --no-open and repeated --trusted-host', () => {
     expect(parseWebArgs([])).toEqual({ open: true, trustedHosts: [], help: false })
-    expect(parseWebArgs(['--host', '0.0.0.0', '--port=0', '--no-open', '--trusted-host', 'a.lan', '--trusted-host=b.lan:8443'])).toEqual({
+    expect(
+      parseWebArgs([
+        '--host',
+        '0.0.0.0',
+        '--port=0',
+        '--no-open',
+        '--trusted-host',
+        'a.lan',
+        '--trusted-host=b.lan:8443',
+      ]),
+    ).toEqual({
       host: '0.0.0.0',
       port: 0,
       open: false,

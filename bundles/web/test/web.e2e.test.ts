@@ -53,7 +53,9 @@ function get(url: string, headers: Record<string, string> = {}, method = 'GET', 
       let text = ''
       res.setEncoding('utf8').on('data', (c) => (text += c))
       res.on('end', () => resolve({ status: res.statusCode!, body: text, headers: res.headers }))
-    }).on('error', reject).end(body)
+    })
+      .on('error', reject)
+      .end(body)
   })
 }
 
@@ -75,7 +77,9 @@ describe('dsh web (real bin)', () => {
       request(`${url}api/events/host`, (res) => {
         const closed = new Promise<void>((done) => res.on('close', () => done()))
         res.setEncoding('utf8').once('data', (first: string) => resolve({ first, closed }))
-      }).on('error', reject).end()
+      })
+        .on('error', reject)
+        .end()
     })
     expect(stream.first).toContain('data:')
     web.child.kill('SIGTERM')
@@ -89,12 +93,17 @@ describe('dsh web (real bin)', () => {
     // A row that holds app/ready back (the loader waits for every row) until the test has read
     // the page: it waits for a marker file (at most 60 s).
     const marker = join(cwd, 'page-served')
-    writeFileSync(join(cwd, 'slow.mjs'), `import { existsSync } from 'node:fs'\nexport const name = 'slow-row'\nexport async function apply() {\n  for (let i = 0; i < 6000 && !existsSync(${JSON.stringify(marker)}); i++) await new Promise((r) => setTimeout(r, 10))\n}\n`)
+    writeFileSync(
+      join(cwd, 'slow.mjs'),
+      `import { existsSync } from 'node:fs'\nexport const name = 'slow-row'\nexport async function apply() {\n  for (let i = 0; i < 6000 && !existsSync(${JSON.stringify(marker)}); i++) await new Promise((r) => setTimeout(r, 10))\n}\n`,
+    )
     writeFileSync(join(cwd, 'slow.patch.yml'), '- insert:\n    - id: slow-row\n      name: ./slow.mjs\n')
     const web = startWeb(['--no-open', '--port', '0', '--patch', 'slow.patch.yml'], { DSH_HOME: home }, cwd)
     const url = await web.firstLine
     const events: string[] = []
-    const api = get(`${url}api/plugins.list`, { 'content-type': 'application/json' }, 'POST', '{}').then((r) => (events.push('api'), r))
+    const api = get(`${url}api/plugins.list`, { 'content-type': 'application/json' }, 'POST', '{}').then(
+      (r) => (events.push('api'), r),
+    )
     const stream = get(`${url}api/events/nothing-here`).then((r) => (events.push('unknown-api-path'), r))
     const page = await get(url)
     events.push('page')
@@ -122,18 +131,31 @@ describe('dsh web (real bin)', () => {
     // A built client of our own: index.html with the boot-manifest slot and one hashed asset.
     const dist = join(cwd, 'dist')
     mkdirSync(join(dist, 'assets'), { recursive: true })
-    writeFileSync(join(dist, 'index.html'), '<!doctype html><title>t</title><script type="application/json" id="dsh-boot"></script><script type="module" src="/assets/app-1a2b3c4d5e.js"></script>\n')
+    writeFileSync(
+      join(dist, 'index.html'),
+      '<!doctype html><title>t</title><script type="application/json" id="dsh-boot"></script><script type="module" src="/assets/app-1a2b3c4d5e.js"></script>\n',
+    )
     writeFileSync(join(dist, 'assets', 'app-1a2b3c4d5e.js'), 'console.log("app")\n')
     // A plugin package with a browser half whose row is still applying while the page is asked for.
     const pkg = join(cwd, 'slow-ui')
     mkdirSync(pkg)
-    writeFileSync(join(pkg, 'package.json'), JSON.stringify({ name: 'slow-ui', type: 'module', exports: { '.': './index.mjs', './client': './client.js' } }))
+    writeFileSync(
+      join(pkg, 'package.json'),
+      JSON.stringify({ name: 'slow-ui', type: 'module', exports: { '.': './index.mjs', './client': './client.js' } }),
+    )
     writeFileSync(join(pkg, 'client.js'), 'export default {}\n')
-    writeFileSync(join(pkg, 'index.mjs'), `import { existsSync } from 'node:fs'\nexport const name = 'slow-ui'\nexport async function apply() {\n  for (let i = 0; i < 6000 && !existsSync(${JSON.stringify(marker)}); i++) await new Promise((r) => setTimeout(r, 10))\n}\n`)
-    writeFileSync(join(cwd, 'early.patch.yml'), `- id: frontend-static\n  config:\n    dist: ${JSON.stringify(dist)}\n- insert:\n    - id: slow-ui\n      name: ./slow-ui/index.mjs\n`)
+    writeFileSync(
+      join(pkg, 'index.mjs'),
+      `import { existsSync } from 'node:fs'\nexport const name = 'slow-ui'\nexport async function apply() {\n  for (let i = 0; i < 6000 && !existsSync(${JSON.stringify(marker)}); i++) await new Promise((r) => setTimeout(r, 10))\n}\n`,
+    )
+    writeFileSync(
+      join(cwd, 'early.patch.yml'),
+      `- id: frontend-static\n  config:\n    dist: ${JSON.stringify(dist)}\n- insert:\n    - id: slow-ui\n      name: ./slow-ui/index.mjs\n`,
+    )
     const web = startWeb(['--no-open', '--port', '0', '--patch', 'early.patch.yml'], { DSH_HOME: home }, cwd)
     const url = await web.firstLine
-    const manifestOf = (html: string) => JSON.parse(/<script type="application\/json" id="dsh-boot">(.*?)<\/script>/.exec(html)![1])
+    const manifestOf = (html: string) =>
+      JSON.parse(/<script type="application\/json" id="dsh-boot">(.*?)<\/script>/.exec(html)![1])
     const api = get(`${url}api/plugins.list`, { 'content-type': 'application/json' }, 'POST', '{}')
     let answered = false
     void api.then(() => (answered = true))
@@ -154,16 +176,22 @@ describe('dsh web (real bin)', () => {
     expect(await web.exited).toEqual({ code: 0, signal: null })
   })
 
-  it('a row failing after the page was served closes the listener and exits 1 with that row\'s error', async () => {
+  it("a row failing after the page was served closes the listener and exits 1 with that row's error", async () => {
     const { home, cwd } = workspace()
     const marker = join(cwd, 'fail-now')
-    writeFileSync(join(cwd, 'fail.mjs'), `import { existsSync } from 'node:fs'\nexport const name = 'fail-row'\nexport async function apply() {\n  for (let i = 0; i < 6000 && !existsSync(${JSON.stringify(marker)}); i++) await new Promise((r) => setTimeout(r, 10))\n  throw new Error('the fixture row gave up')\n}\n`)
+    writeFileSync(
+      join(cwd, 'fail.mjs'),
+      `import { existsSync } from 'node:fs'\nexport const name = 'fail-row'\nexport async function apply() {\n  for (let i = 0; i < 6000 && !existsSync(${JSON.stringify(marker)}); i++) await new Promise((r) => setTimeout(r, 10))\n  throw new Error('the fixture row gave up')\n}\n`,
+    )
     writeFileSync(join(cwd, 'fail.patch.yml'), '- insert:\n    - id: fail-row\n      name: ./fail.mjs\n')
     const web = startWeb(['--no-open', '--port', '0', '--patch', 'fail.patch.yml'], { DSH_HOME: home }, cwd)
     const url = await web.firstLine
     expect((await get(url)).status).toBe(200)
     // An API call made during the boot ends with the connection, never with a wrong answer.
-    const api = get(`${url}api/sessions.list`, { 'content-type': 'application/json' }, 'POST', '{}').then((r) => r.status, (e: Error) => e.message)
+    const api = get(`${url}api/sessions.list`, { 'content-type': 'application/json' }, 'POST', '{}').then(
+      (r) => r.status,
+      (e: Error) => e.message,
+    )
     writeFileSync(marker, '')
     expect(await web.exited).toEqual({ code: 1, signal: null })
     expect(web.output().stderr).toMatch(/^dsh: boot failed: row fail-row \(.*fail\.mjs\): .*the fixture row gave up$/m)
@@ -173,7 +201,10 @@ describe('dsh web (real bin)', () => {
 
   it('refuses a non-loopback bind without DSH_ACCESS_SECRET, a port in use, and bad flags, each with one line', async () => {
     const { home, cwd } = workspace()
-    const noSecret = await runDsh(['web', '--no-open', '--host', '0.0.0.0', '--port', '0'], { cwd, env: { DSH_HOME: home } })
+    const noSecret = await runDsh(['web', '--no-open', '--host', '0.0.0.0', '--port', '0'], {
+      cwd,
+      env: { DSH_HOME: home },
+    })
     expect(noSecret.code).toBe(1)
     expect(noSecret.stdout).toBe('')
     expect(noSecret.stderr).toBe(
@@ -187,17 +218,32 @@ describe('dsh web (real bin)', () => {
       const busy = await runDsh(['web', '--no-open', '--port', String(port)], { cwd, env: { DSH_HOME: home } })
       expect(busy.code).toBe(1)
       expect(busy.stdout).toBe('')
-      expect(busy.stderr).toBe(`dsh: cannot listen on 127.0.0.1:${port}: the port is already in use (pick another with --port, or --port 0 for any free one)\n`)
+      expect(busy.stderr).toBe(
+        `dsh: cannot listen on 127.0.0.1:${port}: the port is already in use (pick another with --port, or --port 0 for any free one)\n`,
+      )
     } finally {
       blocker.close()
     }
 
     // A row that needs ctx.webServer (as the API gateway does) waits on the server that a usage
     // error never starts: the usage error still wins, as one line with exit 2.
-    writeFileSync(join(cwd, 'needs-server.mjs'), "export const name = 'needs-server'\nexport const inject = ['webServer']\nexport function apply() {}\n")
-    writeFileSync(join(cwd, 'dependent.patch.yml'), '- insert:\n    - id: needs-server\n      name: ./needs-server.mjs\n')
-    const bad = await runDsh(['web', '--patch', 'dependent.patch.yml', '--port', 'eighty'], { cwd, env: { DSH_HOME: home } })
-    expect(bad).toMatchObject({ code: 2, stdout: '', stderr: "dsh: --port must be a number from 0 to 65535, not 'eighty' (see: dsh web --help)\n" })
+    writeFileSync(
+      join(cwd, 'needs-server.mjs'),
+      "export const name = 'needs-server'\nexport const inject = ['webServer']\nexport function apply() {}\n",
+    )
+    writeFileSync(
+      join(cwd, 'dependent.patch.yml'),
+      '- insert:\n    - id: needs-server\n      name: ./needs-server.mjs\n',
+    )
+    const bad = await runDsh(['web', '--patch', 'dependent.patch.yml', '--port', 'eighty'], {
+      cwd,
+      env: { DSH_HOME: home },
+    })
+    expect(bad).toMatchObject({
+      code: 2,
+      stdout: '',
+      stderr: "dsh: --port must be a number from 0 to 65535, not 'eighty' (see: dsh web --help)\n",
+    })
 
     const help = await runDsh(['web', '--patch', 'dependent.patch.yml', '--help'], { cwd, env: { DSH_HOME: home } })
     expect(help.code).toBe(0)
@@ -208,7 +254,11 @@ describe('dsh web (real bin)', () => {
   it('--host 0.0.0.0 with DSH_ACCESS_SECRET: requests need the login cookie; SIGINT also exits 0', async () => {
     const { home, cwd } = workspace()
     const secret = 'e2e-secret-of-enough-length'
-    const web = startWeb(['--no-open', '--host', '0.0.0.0', '--port', '0'], { DSH_HOME: home, DSH_ACCESS_SECRET: secret }, cwd)
+    const web = startWeb(
+      ['--no-open', '--host', '0.0.0.0', '--port', '0'],
+      { DSH_HOME: home, DSH_ACCESS_SECRET: secret },
+      cwd,
+    )
     const url = await web.firstLine
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/)
     const json = { 'content-type': 'application/json' }

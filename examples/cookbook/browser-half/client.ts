@@ -25,7 +25,11 @@ export function ToolTally(props: SessionSlotProps) {
     { className: 'cookbook-tool-tally', 'data-session': props.sessionId },
     createElement('h3', null, 'Tools used'),
     rows.length
-      ? createElement('ul', null, ...rows.map(([tool, n]) => createElement('li', { key: tool, 'data-tool': tool }, `${tool}: ${n}`)))
+      ? createElement(
+          'ul',
+          null,
+          ...rows.map(([tool, n]) => createElement('li', { key: tool, 'data-tool': tool }, `${tool}: ${n}`)),
+        )
       : createElement('p', null, 'No tool calls yet.'),
   )
 }

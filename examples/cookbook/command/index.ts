@@ -23,7 +23,10 @@ export function apply(ctx: Context) {
       const only = args.trim()
       if (only) return `${only}: ${counts.get(only) ?? 0} call(s)`
       if (!counts.size) return 'No tool was called in this session yet.'
-      return [...counts].sort((a, b) => b[1] - a[1]).map(([tool, n]) => `${tool}: ${n}`).join('\n')
+      return [...counts]
+        .sort((a, b) => b[1] - a[1])
+        .map(([tool, n]) => `${tool}: ${n}`)
+        .join('\n')
     },
   })
 }

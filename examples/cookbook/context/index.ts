@@ -38,19 +38,23 @@ function lastEntered(events: readonly AnySessionEvent[]): string | undefined {
 }
 
 export function apply(ctx: Context, config: Config) {
-  ctx.on('agent/pre-step', async (payload: PreStepPayload, next: () => Promise<PreStepDecision>) => {
-    if (payload.step !== 0) return next()
-    let notes: string
-    try {
-      notes = readFileSync(join(payload.agent.cwd, config.file), 'utf8').slice(0, config.maxChars)
-    } catch {
-      return next() // no notes file: nothing to add
-    }
-    const text = `${PREFIX}${notes}\n</project-notes>`
-    if (lastEntered(payload.agent.session.events) === text) return next()
-    const decision = await next()
-    if (decision.action !== 'enter') return decision
-    const message: InjectedContext = { content: text, source: SOURCE }
-    return { ...decision, messages: [message, ...decision.messages] }
-  }, { prepend: true })
+  ctx.on(
+    'agent/pre-step',
+    async (payload: PreStepPayload, next: () => Promise<PreStepDecision>) => {
+      if (payload.step !== 0) return next()
+      let notes: string
+      try {
+        notes = readFileSync(join(payload.agent.cwd, config.file), 'utf8').slice(0, config.maxChars)
+      } catch {
+        return next() // no notes file: nothing to add
+      }
+      const text = `${PREFIX}${notes}\n</project-notes>`
+      if (lastEntered(payload.agent.session.events) === text) return next()
+      const decision = await next()
+      if (decision.action !== 'enter') return decision
+      const message: InjectedContext = { content: text, source: SOURCE }
+      return { ...decision, messages: [message, ...decision.messages] }
+    },
+    { prepend: true },
+  )
 }

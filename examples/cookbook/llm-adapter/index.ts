@@ -5,7 +5,16 @@
 // failure becomes an LlmError with a stable code (so retry and error handling work unchanged).
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
-import { LlmError, type LlmAdapter, type LlmErrorCode, type LlmRequest, type Message, type ModelInfo, type StreamChunk, type FinishReason } from '@dsh/llm'
+import {
+  LlmError,
+  type LlmAdapter,
+  type LlmErrorCode,
+  type LlmRequest,
+  type Message,
+  type ModelInfo,
+  type StreamChunk,
+  type FinishReason,
+} from '@dsh/llm'
 
 export const name = 'cookbook-openai-compatible'
 export const inject = ['llm']
@@ -21,8 +30,12 @@ export interface Config {
 export const Config: Schema<Partial<Config>, Config> = Schema.object({
   route: Schema.string().default('openai-compatible').description('Route name requests select (`provider`).'),
   baseURL: Schema.string().required().description('Endpoint base, e.g. http://127.0.0.1:8080/v1'),
-  apiKeyEnv: Schema.string().description('Environment variable with the bearer token (absent: no Authorization header).'),
-  models: Schema.array(Schema.object({ id: Schema.string().required(), contextWindow: Schema.natural().default(128_000) })).default([]),
+  apiKeyEnv: Schema.string().description(
+    'Environment variable with the bearer token (absent: no Authorization header).',
+  ),
+  models: Schema.array(
+    Schema.object({ id: Schema.string().required(), contextWindow: Schema.natural().default(128_000) }),
+  ).default([]),
 })
 
 type WireMessage = Record<string, unknown>
@@ -37,7 +50,15 @@ export function toWire(request: LlmRequest): WireMessage[] {
       out.push({
         role: 'assistant',
         content: text(m) || null,
-        ...(calls.length ? { tool_calls: calls.map((c) => ({ id: c.callId, type: 'function', function: { name: c.name, arguments: c.arguments } })) } : {}),
+        ...(calls.length
+          ? {
+              tool_calls: calls.map((c) => ({
+                id: c.callId,
+                type: 'function',
+                function: { name: c.name, arguments: c.arguments },
+              })),
+            }
+          : {}),
       })
     } else if (m.role === 'tool') out.push({ role: 'tool', tool_call_id: m.callId, content: text(m) })
     else out.push({ role: 'user', content: text(m) })
@@ -45,7 +66,12 @@ export function toWire(request: LlmRequest): WireMessage[] {
   return out
 }
 
-const FINISH: Record<string, FinishReason> = { stop: 'stop', tool_calls: 'tool-calls', length: 'length', content_filter: 'content-filter' }
+const FINISH: Record<string, FinishReason> = {
+  stop: 'stop',
+  tool_calls: 'tool-calls',
+  length: 'length',
+  content_filter: 'content-filter',
+}
 
 function statusCode(status: number): LlmErrorCode {
   if (status === 401 || status === 403) return 'INVALID_CREDENTIAL'
@@ -64,27 +90,40 @@ async function* sseData(body: ReadableStream<Uint8Array>): AsyncGenerator<string
     while ((end = buffer.search(/\r?\n\r?\n/)) >= 0) {
       const event = buffer.slice(0, end)
       buffer = buffer.slice(end).replace(/^\r?\n\r?\n/, '')
-      const data = event.split(/\r?\n/).filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trimStart()).join('\n')
+      const data = event
+        .split(/\r?\n/)
+        .filter((l) => l.startsWith('data:'))
+        .map((l) => l.slice(5).trimStart())
+        .join('\n')
       if (data) yield data
     }
   }
 }
 
 export class OpenAICompatibleAdapter implements LlmAdapter {
-  constructor(readonly config: Config, private readonly env: NodeJS.ProcessEnv = process.env) {}
+  constructor(
+    readonly config: Config,
+    private readonly env: NodeJS.ProcessEnv = process.env,
+  ) {}
 
   get provider() {
     return this.config.route
   }
 
   listModels(): ModelInfo[] {
-    return this.config.models.map((m) => ({ provider: this.config.route, id: m.id, contextWindow: m.contextWindow, supportsTools: true }))
+    return this.config.models.map((m) => ({
+      provider: this.config.route,
+      id: m.id,
+      contextWindow: m.contextWindow,
+      supportsTools: true,
+    }))
   }
 
   async *stream(request: LlmRequest): AsyncIterable<StreamChunk> {
     const provider = this.config.route
     const key = this.config.apiKeyEnv ? this.env[this.config.apiKeyEnv] : undefined
-    if (this.config.apiKeyEnv && !key) throw new LlmError('MISSING_CREDENTIAL', `${this.config.apiKeyEnv} is not set`, { provider })
+    if (this.config.apiKeyEnv && !key)
+      throw new LlmError('MISSING_CREDENTIAL', `${this.config.apiKeyEnv} is not set`, { provider })
     let response: Response
     try {
       response = await fetch(`${this.config.baseURL.replace(/\/$/, '')}/chat/completions`, {
@@ -102,17 +141,26 @@ export class OpenAICompatibleAdapter implements LlmAdapter {
       })
     } catch (error) {
       if (request.signal?.aborted) throw new LlmError('ABORTED', 'the request was aborted', { provider })
-      throw new LlmError('TRANSPORT', `cannot reach ${this.config.baseURL}: ${(error as Error).message}`, { provider, cause: error })
+      throw new LlmError('TRANSPORT', `cannot reach ${this.config.baseURL}: ${(error as Error).message}`, {
+        provider,
+        cause: error,
+      })
     }
     if (!response.ok || !response.body) {
       const text = (await response.text().catch(() => '')).slice(0, 300)
-      throw new LlmError(statusCode(response.status), `HTTP ${response.status}: ${text}`, { provider, status: response.status })
+      throw new LlmError(statusCode(response.status), `HTTP ${response.status}: ${text}`, {
+        provider,
+        status: response.status,
+      })
     }
     const open = new Map<number, boolean>()
     let finished = false
     for await (const data of sseData(response.body)) {
       if (data === '[DONE]') break
-      let frame: { choices?: { delta?: Record<string, any>; finish_reason?: string | null }[]; usage?: Record<string, number> }
+      let frame: {
+        choices?: { delta?: Record<string, any>; finish_reason?: string | null }[]
+        usage?: Record<string, number>
+      }
       try {
         frame = JSON.parse(data)
       } catch {
@@ -122,12 +170,22 @@ export class OpenAICompatibleAdapter implements LlmAdapter {
       const delta = choice?.delta ?? {}
       if (delta.reasoning_content) yield { kind: 'reasoning-delta', text: String(delta.reasoning_content) }
       if (delta.content) yield { kind: 'text-delta', text: String(delta.content) }
-      for (const call of (delta.tool_calls ?? []) as { index: number; id?: string; function?: { name?: string; arguments?: string } }[]) {
+      for (const call of (delta.tool_calls ?? []) as {
+        index: number
+        id?: string
+        function?: { name?: string; arguments?: string }
+      }[]) {
         if (!open.has(call.index)) {
           open.set(call.index, true)
-          yield { kind: 'tool-call-start', index: call.index, callId: call.id ?? `call_${call.index}`, name: call.function?.name ?? '' }
+          yield {
+            kind: 'tool-call-start',
+            index: call.index,
+            callId: call.id ?? `call_${call.index}`,
+            name: call.function?.name ?? '',
+          }
         }
-        if (call.function?.arguments) yield { kind: 'tool-call-delta', index: call.index, argumentsDelta: call.function.arguments }
+        if (call.function?.arguments)
+          yield { kind: 'tool-call-delta', index: call.index, argumentsDelta: call.function.arguments }
       }
       if (choice?.finish_reason) {
         for (const index of open.keys()) yield { kind: 'tool-call-end', index }
@@ -137,7 +195,16 @@ export class OpenAICompatibleAdapter implements LlmAdapter {
       }
       if (frame.usage) {
         const cached = frame.usage.prompt_cache_hit_tokens ?? 0
-        yield { kind: 'usage', usage: { input: (frame.usage.prompt_tokens ?? 0) - cached, output: frame.usage.completion_tokens ?? 0, cacheRead: cached, cacheWrite: 0, reasoning: 0 } }
+        yield {
+          kind: 'usage',
+          usage: {
+            input: (frame.usage.prompt_tokens ?? 0) - cached,
+            output: frame.usage.completion_tokens ?? 0,
+            cacheRead: cached,
+            cacheWrite: 0,
+            reasoning: 0,
+          },
+        }
       }
     }
     if (!finished) throw new LlmError('EMPTY_RESPONSE', 'the stream ended without a finish reason', { provider })

@@ -6,7 +6,14 @@ import { existsSync, statSync } from 'node:fs'
 import { resolve } from 'node:path'
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
-import { ShellError, ShellExecutor, type ShellLimits, type ShellRequest, type ShellResult, type ShellSpec } from '@dsh/shell'
+import {
+  ShellError,
+  ShellExecutor,
+  type ShellLimits,
+  type ShellRequest,
+  type ShellResult,
+  type ShellSpec,
+} from '@dsh/shell'
 
 export interface Config {
   /** Text put before the command in every answer. */
@@ -23,13 +30,17 @@ export default class DryRunShell extends ShellExecutor {
   /** Every command this executor was asked to run, in order (for inspection). */
   readonly seen: string[] = []
 
-  constructor(ctx: Context, readonly config: Config) {
+  constructor(
+    ctx: Context,
+    readonly config: Config,
+  ) {
     super(ctx)
   }
 
   // Defaulting is explicit and visible: the caps land in the spec, not deep inside run().
   async resolve(request: ShellRequest): Promise<ShellSpec> {
-    if (!request.command.trim()) throw new ShellError('INVALID_REQUEST', 'The command is empty; pass the shell command to run.')
+    if (!request.command.trim())
+      throw new ShellError('INVALID_REQUEST', 'The command is empty; pass the shell command to run.')
     const cwd = resolve(request.cwd, request.workdir ?? '.')
     if (!existsSync(cwd)) throw new ShellError('WORKDIR_NOT_FOUND', `The working directory ${cwd} does not exist.`)
     if (!statSync(cwd).isDirectory()) throw new ShellError('WORKDIR_NOT_DIRECTORY', `${cwd} is not a directory.`)
@@ -47,10 +58,20 @@ export default class DryRunShell extends ShellExecutor {
   }
 
   async run(spec: ShellSpec): Promise<ShellResult> {
-    if (spec.executor !== 'dry-run') throw new ShellError('FOREIGN_SPEC', `This spec was resolved by ${spec.executor}; resolve it with this executor first.`)
+    if (spec.executor !== 'dry-run')
+      throw new ShellError(
+        'FOREIGN_SPEC',
+        `This spec was resolved by ${spec.executor}; resolve it with this executor first.`,
+      )
     this.seen.push(spec.command)
     const text = `${this.config.banner} ${spec.command} (in ${spec.cwd})\n`
     const bytes = Buffer.byteLength(text)
-    return { status: 'exited', exitCode: 0, signal: null, durationMs: 0, output: { head: text, tail: '', totalBytes: bytes, truncated: false, omittedBytes: 0 } }
+    return {
+      status: 'exited',
+      exitCode: 0,
+      signal: null,
+      durationMs: 0,
+      output: { head: text, tail: '', totalBytes: bytes, truncated: false, omittedBytes: 0 },
+    }
   }
 }

@@ -26,7 +26,11 @@ it('registers its panel while loaded and renders the tally from the session log'
   const feed = { events } as unknown as SessionFeedState
   const html = renderToStaticMarkup(createElement(entries[0].component, { sessionId: 's1', feed }))
   expect(html).toContain('<li data-tool="bash">bash: 2</li><li data-tool="read">read: 1</li>')
-  expect(renderToStaticMarkup(createElement(ToolTally, { sessionId: 's1', feed: { events: [] } as unknown as SessionFeedState }))).toContain('No tool calls yet.')
+  expect(
+    renderToStaticMarkup(
+      createElement(ToolTally, { sessionId: 's1', feed: { events: [] } as unknown as SessionFeedState }),
+    ),
+  ).toContain('No tool calls yet.')
 
   await fiber.dispose()
   expect(ctx.slots.entries('panel.side')).toEqual([])

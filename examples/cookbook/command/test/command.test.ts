@@ -12,12 +12,21 @@ it('/tools-used counts the tool calls of the session and never reaches the model
   harness = await createHarness({
     plugins: [[CommandRegistry, {}], [toolsUsed], [wordCount, {}]],
     script: [
-      { toolCalls: [{ name: 'word_count', arguments: { text: 'a b' } }, { name: 'word_count', arguments: { text: 'c' } }] },
+      {
+        toolCalls: [
+          { name: 'word_count', arguments: { text: 'a b' } },
+          { name: 'word_count', arguments: { text: 'c' } },
+        ],
+      },
       { text: 'done' },
     ],
   })
   const { ctx, agent } = harness
-  expect(await ctx.commands.dispatch(agent, '/tools-used')).toMatchObject({ handled: true, ok: true, output: 'No tool was called in this session yet.' })
+  expect(await ctx.commands.dispatch(agent, '/tools-used')).toMatchObject({
+    handled: true,
+    ok: true,
+    output: 'No tool was called in this session yet.',
+  })
   await harness.prompt('count twice')
   const events = harness.session.events.length
   expect(await ctx.commands.dispatch(agent, '/tools-used')).toMatchObject({ ok: true, output: 'word_count: 2' })

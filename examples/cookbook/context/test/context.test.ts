@@ -19,7 +19,9 @@ it('enters NOTES.md before the first request, logs it, and repeats it only after
 
   await harness.prompt('first')
   expect(requestText(harness, 0)).toContain('Use tabs.')
-  const logged = harness.session.events.filter((e) => e.type === 'user/message' && (e.data as { source: { kind: string } }).source.kind === 'plugin')
+  const logged = harness.session.events.filter(
+    (e) => e.type === 'user/message' && (e.data as { source: { kind: string } }).source.kind === 'plugin',
+  )
   expect(logged).toHaveLength(1)
 
   await harness.prompt('second')

@@ -15,8 +15,14 @@ it('the bash tool runs on the swapped ctx.shell: the model sees the dry-run answ
   const cwd = mkdtempSync(join(tmpdir(), 'cookbook-dry-'))
   harness = await createHarness({
     cwd,
-    plugins: [[DryRunShell, { banner: 'DRY:' }], [toolBash, {}]],
-    script: [{ toolCalls: [{ name: 'bash', arguments: { command: 'touch created.txt', description: 'create a file' } }] }, { text: 'done' }],
+    plugins: [
+      [DryRunShell, { banner: 'DRY:' }],
+      [toolBash, {}],
+    ],
+    script: [
+      { toolCalls: [{ name: 'bash', arguments: { command: 'touch created.txt', description: 'create a file' } }] },
+      { text: 'done' },
+    ],
   })
   await harness.prompt('create a file')
   const toolResult = JSON.stringify(harness.model.requests[1].messages.at(-1))
@@ -30,8 +36,14 @@ it('a bad working directory is a ShellError the model can act on', async () => {
   const cwd = mkdtempSync(join(tmpdir(), 'cookbook-dry-'))
   harness = await createHarness({
     cwd,
-    plugins: [[DryRunShell, {}], [toolBash, {}]],
-    script: [{ toolCalls: [{ name: 'bash', arguments: { command: 'ls', workdir: 'missing', description: 'list' } }] }, { text: 'done' }],
+    plugins: [
+      [DryRunShell, {}],
+      [toolBash, {}],
+    ],
+    script: [
+      { toolCalls: [{ name: 'bash', arguments: { command: 'ls', workdir: 'missing', description: 'list' } }] },
+      { text: 'done' },
+    ],
   })
   await harness.prompt('list')
   expect(JSON.stringify(harness.model.requests[1].messages.at(-1))).toContain('does not exist')

@@ -5,8 +5,18 @@ import { existsSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import {
-  applyDotEnv, applyLayers, bootComposition, composeLayers, dumpComposition, DshUserError, parseLayer, readLayerFile, resolveBundle, runTree,
-  type Composition, type Layer,
+  applyDotEnv,
+  applyLayers,
+  bootComposition,
+  composeLayers,
+  dumpComposition,
+  DshUserError,
+  parseLayer,
+  readLayerFile,
+  resolveBundle,
+  runTree,
+  type Composition,
+  type Layer,
 } from '@dsh/app-boot'
 import { homeLayout, resolveDshHome } from '@dsh/home-paths'
 import { claimStdout } from '@dsh/acp'
@@ -70,7 +80,10 @@ export interface ComposeAcpOptions {
 /** The ordered layers of dsh-acp: base bundle, this app's layer, fallbacks, home patch, --patch files. */
 export function composeAcp(opts: ComposeAcpOptions): Composition {
   const base = resolveBundle('@dsh/bundle-base', appDir, pkgFile)
-  const layers: Layer[] = [readLayerFile(base.patch, 'bundle @dsh/bundle-base'), readLayerFile(appLayerFile, 'app @dsh/acp-app')]
+  const layers: Layer[] = [
+    readLayerFile(base.patch, 'bundle @dsh/bundle-base'),
+    readLayerFile(appLayerFile, 'app @dsh/acp-app'),
+  ]
   const ids = new Set(applyLayers(layers).rows.map((r) => r.row.id))
   const missing = FALLBACK_ROWS.filter((r) => !ids.has(r.id))
   if (missing.length) {

@@ -65,7 +65,6 @@ function hostPids(marker: string): number[] {
   return found
 }
 
-
 async function until(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
   const end = Date.now() + ms
   while (!cond()) {
@@ -100,14 +99,19 @@ describe('dsh-acp', () => {
     })
     const { sessionId } = await p.agent.request('session/new', { cwd, mcpServers: [] })
     expect(typeof sessionId).toBe('string')
-    const response = await p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'replace beta with gamma' }] })
+    const response = await p.agent.request('session/prompt', {
+      sessionId,
+      prompt: [{ type: 'text', text: 'replace beta with gamma' }],
+    })
     expect(response.stopReason).toBe('end_turn')
     expect(readFileSync(join(cwd, 'notes.txt'), 'utf8')).toBe('alpha\ngamma\n')
 
     expect(p.updates.every((u) => u.sessionId === sessionId)).toBe(true)
     expect(text(p, 'agent_thought_chunk')).toBe('Look first.')
     expect(text(p, 'agent_message_chunk')).toBe('Checking the workspace.Replaced beta with gamma.')
-    const calls = p.updates.map((u) => u.update).filter((u): u is Extract<acp.SessionUpdate, { sessionUpdate: 'tool_call' }> => u.sessionUpdate === 'tool_call')
+    const calls = p.updates
+      .map((u) => u.update)
+      .filter((u): u is Extract<acp.SessionUpdate, { sessionUpdate: 'tool_call' }> => u.sessionUpdate === 'tool_call')
     expect(calls.map((c) => [c.title, c.kind, c.status])).toEqual([
       ['Say hello', 'execute', 'pending'],
       ['read notes.txt', 'read', 'pending'],
@@ -115,7 +119,12 @@ describe('dsh-acp', () => {
     ])
     expect(calls[1].locations).toEqual([{ path: join(cwd, 'notes.txt') }])
     const updatesOf = (id: string) =>
-      p.updates.map((u) => u.update).filter((u): u is Extract<acp.SessionUpdate, { sessionUpdate: 'tool_call_update' }> => u.sessionUpdate === 'tool_call_update' && u.toolCallId === id)
+      p.updates
+        .map((u) => u.update)
+        .filter(
+          (u): u is Extract<acp.SessionUpdate, { sessionUpdate: 'tool_call_update' }> =>
+            u.sessionUpdate === 'tool_call_update' && u.toolCallId === id,
+        )
     const bash = updatesOf(calls[0].toolCallId)
     expect(bash.map((u) => u.status)).toEqual(['in_progress', 'completed'])
     expect(JSON.stringify(bash[1].content)).toContain('hello-from-bash')
@@ -137,7 +146,17 @@ describe('dsh-acp', () => {
   it('session/cancel mid-tool ends the turn cancelled and kills the tool process', async () => {
     const { home, cwd } = workspace()
     const s = await mock([
-      { toolCalls: [{ name: 'bash', arguments: { command: 'echo $$ > shell.pid; sleep 30.4242 & echo $! > sleep.pid; wait', description: 'Wait a long time' } }] },
+      {
+        toolCalls: [
+          {
+            name: 'bash',
+            arguments: {
+              command: 'echo $$ > shell.pid; sleep 30.4242 & echo $! > sleep.pid; wait',
+              description: 'Wait a long time',
+            },
+          },
+        ],
+      },
       { text: 'never reached' },
     ])
     const p = await start(envFor(home, s), cwd)
@@ -145,12 +164,18 @@ describe('dsh-acp', () => {
     const { sessionId } = await p.agent.request('session/new', { cwd, mcpServers: [] })
     const prompt = p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'wait' }] })
     await p.waitFor((u) => u.update.sessionUpdate === 'tool_call_update' && u.update.status === 'in_progress')
-    await until(() => existsSync(join(cwd, 'sleep.pid')) && readFileSync(join(cwd, 'sleep.pid'), 'utf8').trim() !== '', 'the tool to start')
+    await until(
+      () => existsSync(join(cwd, 'sleep.pid')) && readFileSync(join(cwd, 'sleep.pid'), 'utf8').trim() !== '',
+      'the tool to start',
+    )
     expect(hostPids('sleep 30.4242').length).toBeGreaterThan(0)
     await p.agent.notify('session/cancel', { sessionId })
     expect((await prompt).stopReason).toBe('cancelled')
     await until(() => hostPids('sleep 30.4242').length === 0, 'the tool processes to be killed')
-    const final = p.updates.map((u) => u.update).filter((u) => u.sessionUpdate === 'tool_call_update').at(-1)
+    const final = p.updates
+      .map((u) => u.update)
+      .filter((u) => u.sessionUpdate === 'tool_call_update')
+      .at(-1)
     expect(final).toMatchObject({ status: 'failed' })
     expect(s.requests).toHaveLength(1)
     // The session still works after a cancel.
@@ -161,13 +186,20 @@ describe('dsh-acp', () => {
   it('closing stdin mid-turn cancels the work, kills the tool and exits 0 with the log complete', async () => {
     const { home, cwd } = workspace()
     const s = await mock([
-      { toolCalls: [{ name: 'bash', arguments: { command: 'sleep 30.5151 & echo $! > sleep.pid; wait', description: 'Wait' } }] },
+      {
+        toolCalls: [
+          { name: 'bash', arguments: { command: 'sleep 30.5151 & echo $! > sleep.pid; wait', description: 'Wait' } },
+        ],
+      },
     ])
     const p = await start(envFor(home, s), cwd)
     await initialize(p.agent)
     const { sessionId } = await p.agent.request('session/new', { cwd, mcpServers: [] })
     void p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'wait' }] }).catch(() => {})
-    await until(() => existsSync(join(cwd, 'sleep.pid')) && readFileSync(join(cwd, 'sleep.pid'), 'utf8').trim() !== '', 'the tool to start')
+    await until(
+      () => existsSync(join(cwd, 'sleep.pid')) && readFileSync(join(cwd, 'sleep.pid'), 'utf8').trim() !== '',
+      'the tool to start',
+    )
     expect(hostPids('sleep 30.5151').length).toBeGreaterThan(0)
     expect(await p.close()).toBe(0)
     await until(() => hostPids('sleep 30.5151').length === 0, 'the tool process to be killed')
@@ -176,7 +208,7 @@ describe('dsh-acp', () => {
     const again = await start(envFor(home, s), cwd)
     await initialize(again.agent)
     await again.agent.request('session/load', { sessionId, cwd, mcpServers: [] })
-    expect(normalise(again.updates, cwd).map((u) => (u as { sessionUpdate: string; status?: string }))).toMatchObject([
+    expect(normalise(again.updates, cwd).map((u) => u as { sessionUpdate: string; status?: string })).toMatchObject([
       { sessionUpdate: 'user_message_chunk' },
       { sessionUpdate: 'tool_call', status: 'pending' },
       { sessionUpdate: 'tool_call_update', status: 'failed' },
@@ -184,7 +216,10 @@ describe('dsh-acp', () => {
     expect(await again.close()).toBe(0)
   })
 
-  for (const [signal, status] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+  for (const [signal, status] of [
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+  ] as const) {
     it(`${signal} mid-turn exits ${status}, logs the cancelled turn end and session/load sees the closed turn`, async () => {
       const { home, cwd } = workspace()
       const s = await mock([{ events: [{ text: 'partial answer' }, { stall: true }] }, { text: 'after the restart' }])
@@ -193,15 +228,22 @@ describe('dsh-acp', () => {
       const p = await start(envFor(home, s), cwd, ['--patch', patch])
       await initialize(p.agent)
       const { sessionId } = await p.agent.request('session/new', { cwd, mcpServers: [] })
-      void p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'long task' }] }).catch(() => {})
+      void p.agent
+        .request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'long task' }] })
+        .catch(() => {})
       await p.waitFor((n) => n.update.sessionUpdate === 'agent_message_chunk')
       p.child.kill(signal)
       expect(await p.exited).toBe(status)
       expect(p.stderr()).not.toMatch(/inactive context|\n\s+at /)
       assertOnlyFrames(p.stdoutLines())
       const sessions = join(home, 'sessions')
-      const dir = readdirSync(sessions).map((k) => join(sessions, k, sessionId)).find((d) => existsSync(d))!
-      const log = readFileSync(join(dir, 'session.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l))
+      const dir = readdirSync(sessions)
+        .map((k) => join(sessions, k, sessionId))
+        .find((d) => existsSync(d))!
+      const log = readFileSync(join(dir, 'session.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l))
       expect(log.at(-1)).toMatchObject({ type: 'turn/end', data: { turn: 0, reason: 'cancelled' } })
       expect(existsSync(join(dir, 'writer.lock'))).toBe(false)
 
@@ -225,7 +267,14 @@ describe('dsh-acp', () => {
     const first = await start(envFor(home, s), cwd)
     await initialize(first.agent)
     const { sessionId } = await first.agent.request('session/new', { cwd, mcpServers: [] })
-    expect((await first.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'remember the word kiwi' }] })).stopReason).toBe('end_turn')
+    expect(
+      (
+        await first.agent.request('session/prompt', {
+          sessionId,
+          prompt: [{ type: 'text', text: 'remember the word kiwi' }],
+        })
+      ).stopReason,
+    ).toBe('end_turn')
     expect(await first.close()).toBe(0)
 
     const second = await start(envFor(home, s), cwd)
@@ -239,27 +288,43 @@ describe('dsh-acp', () => {
     ])
     const listed = await second.agent.request('session/list', {})
     expect(listed.sessions.map((x) => x.sessionId)).toContain(sessionId)
-    const r = await second.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'which word did I say?' }] })
+    const r = await second.agent.request('session/prompt', {
+      sessionId,
+      prompt: [{ type: 'text', text: 'which word did I say?' }],
+    })
     expect(r.stopReason).toBe('end_turn')
     const messages = JSON.stringify((s.requests[1].body as { messages: unknown[] }).messages)
     expect(messages).toContain('remember the word kiwi')
     expect(messages).toContain('Noted: kiwi.')
-    await expect(second.agent.request('session/load', { sessionId: 'no-such-session', cwd, mcpServers: [] })).rejects.toMatchObject({ code: -32002 })
+    await expect(
+      second.agent.request('session/load', { sessionId: 'no-such-session', cwd, mcpServers: [] }),
+    ).rejects.toMatchObject({ code: -32002 })
     expect(await second.close()).toBe(0)
     assertOnlyFrames(second.stdoutLines())
   })
 
   it('forwards approval requests as session/request_permission: allow runs, reject and cancel deny', async () => {
     const { home, cwd } = workspace()
-    const bash = (word: string) => ({ toolCalls: [{ name: 'bash', arguments: { command: `echo ${word}`, description: `Echo ${word}` } }] })
-    const s = await mock([bash('allowed-word'), { text: 'ran' }, bash('rejected-word'), { text: 'denied' }, bash('cancelled-word'), { text: 'denied too' }])
+    const bash = (word: string) => ({
+      toolCalls: [{ name: 'bash', arguments: { command: `echo ${word}`, description: `Echo ${word}` } }],
+    })
+    const s = await mock([
+      bash('allowed-word'),
+      { text: 'ran' },
+      bash('rejected-word'),
+      { text: 'denied' },
+      bash('cancelled-word'),
+      { text: 'denied too' },
+    ])
     const gate = fileURLToPath(new URL('./fixtures/approval-gate.yml', import.meta.url))
     const p = await start(envFor(home, s), cwd, ['--patch', gate])
     await initialize(p.agent)
     const { sessionId } = await p.agent.request('session/new', { cwd, mcpServers: [] })
 
     p.onPermission = () => ({ outcome: { outcome: 'selected', optionId: 'allow_once' } })
-    expect((await p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'one' }] })).stopReason).toBe('end_turn')
+    expect(
+      (await p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'one' }] })).stopReason,
+    ).toBe('end_turn')
     expect(p.permissions).toHaveLength(1)
     const req = p.permissions[0]
     expect(req.sessionId).toBe(sessionId)
@@ -270,14 +335,20 @@ describe('dsh-acp', () => {
     expect(toolText(s, 1)).toContain('allowed-word')
 
     p.onPermission = () => ({ outcome: { outcome: 'selected', optionId: 'reject_once' } })
-    expect((await p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'two' }] })).stopReason).toBe('end_turn')
+    expect(
+      (await p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'two' }] })).stopReason,
+    ).toBe('end_turn')
     expect(toolText(s, 3)).toContain('not approved')
     expect(toolText(s, 3)).not.toContain('rejected-word\n[exit code')
 
     p.onPermission = () => ({ outcome: { outcome: 'cancelled' } })
-    expect((await p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'three' }] })).stopReason).toBe('end_turn')
+    expect(
+      (await p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'three' }] })).stopReason,
+    ).toBe('end_turn')
     expect(toolText(s, 5)).toContain('cancelled the permission request')
-    const failed = p.updates.map((u) => u.update).filter((u) => u.sessionUpdate === 'tool_call_update' && u.status === 'failed')
+    const failed = p.updates
+      .map((u) => u.update)
+      .filter((u) => u.sessionUpdate === 'tool_call_update' && u.status === 'failed')
     expect(failed).toHaveLength(2)
     expect(p.permissions).toHaveLength(3)
     expect(await p.close()).toBe(0)
@@ -289,17 +360,29 @@ describe('dsh-acp', () => {
     const s = await mock([{ delayMs: 800, text: 'slow answer' }])
     const p = await start(envFor(home, s), cwd)
     await initialize(p.agent)
-    await expect(p.agent.request('session/new', { cwd: 'relative/dir', mcpServers: [] })).rejects.toMatchObject({ code: -32602 })
-    await expect(p.agent.request('session/new', { cwd: join(cwd, 'missing'), mcpServers: [] })).rejects.toMatchObject({ code: -32602 })
+    await expect(p.agent.request('session/new', { cwd: 'relative/dir', mcpServers: [] })).rejects.toMatchObject({
+      code: -32602,
+    })
+    await expect(p.agent.request('session/new', { cwd: join(cwd, 'missing'), mcpServers: [] })).rejects.toMatchObject({
+      code: -32602,
+    })
     const { sessionId } = await p.agent.request('session/new', { cwd, mcpServers: [] })
-    await expect(p.agent.request('session/prompt', { sessionId: 'nope', prompt: [{ type: 'text', text: 'x' }] })).rejects.toMatchObject({ code: -32002 })
     await expect(
-      p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'image', data: 'AAAA', mimeType: 'image/png' }] }),
+      p.agent.request('session/prompt', { sessionId: 'nope', prompt: [{ type: 'text', text: 'x' }] }),
+    ).rejects.toMatchObject({ code: -32002 })
+    await expect(
+      p.agent.request('session/prompt', {
+        sessionId,
+        prompt: [{ type: 'image', data: 'AAAA', mimeType: 'image/png' }],
+      }),
     ).rejects.toMatchObject({ code: -32602 })
     const first = p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'first' }] })
     await new Promise((r) => setTimeout(r, 100))
     const second = p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'second' }] })
-    await expect(second).rejects.toMatchObject({ code: -32600, message: expect.stringContaining('already has a prompt in flight') })
+    await expect(second).rejects.toMatchObject({
+      code: -32600,
+      message: expect.stringContaining('already has a prompt in flight'),
+    })
     expect((await first).stopReason).toBe('end_turn')
     expect(s.requests).toHaveLength(1)
     expect(await p.close()).toBe(0)
@@ -313,11 +396,18 @@ describe('dsh-acp', () => {
     await initialize(p.agent)
     const created = await p.agent.request('session/new', { cwd, mcpServers: [] })
     expect(created.modes?.currentModeId).toBe('workspace-write')
-    expect(created.modes?.availableModes.map((m) => m.id)).toEqual(expect.arrayContaining(['workspace-write', 'danger-full-access']))
+    expect(created.modes?.availableModes.map((m) => m.id)).toEqual(
+      expect.arrayContaining(['workspace-write', 'danger-full-access']),
+    )
     await p.agent.request('session/set_mode', { sessionId: created.sessionId, modeId: 'danger-full-access' })
     await p.waitFor((u) => u.update.sessionUpdate === 'current_mode_update')
-    expect(p.updates.at(-1)?.update).toEqual({ sessionUpdate: 'current_mode_update', currentModeId: 'danger-full-access' })
-    await expect(p.agent.request('session/set_mode', { sessionId: created.sessionId, modeId: 'yolo' })).rejects.toMatchObject({ code: -32602 })
+    expect(p.updates.at(-1)?.update).toEqual({
+      sessionUpdate: 'current_mode_update',
+      currentModeId: 'danger-full-access',
+    })
+    await expect(
+      p.agent.request('session/set_mode', { sessionId: created.sessionId, modeId: 'yolo' }),
+    ).rejects.toMatchObject({ code: -32602 })
     expect(await p.close()).toBe(0)
   })
 
@@ -332,7 +422,9 @@ describe('dsh-acp', () => {
     const p = await start(envFor(home, s), cwd)
     await initialize(p.agent)
     const { sessionId } = await p.agent.request('session/new', { cwd, mcpServers: [] })
-    expect((await p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'plan it' }] })).stopReason).toBe('end_turn')
+    expect(
+      (await p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'plan it' }] })).stopReason,
+    ).toBe('end_turn')
     const plan = p.updates.map((u) => u.update).find((u) => u.sessionUpdate === 'plan')
     expect(plan).toEqual({ sessionUpdate: 'plan', entries: todos.map((t) => ({ ...t, priority: 'medium' })) })
     const call = p.updates.map((u) => u.update).find((u) => u.sessionUpdate === 'tool_call')
@@ -351,7 +443,10 @@ describe('dsh-acp', () => {
       prompt: [
         { type: 'text', text: 'look at these' },
         { type: 'resource_link', name: 'main.ts', uri: `file://${cwd}/main.ts` },
-        { type: 'resource', resource: { uri: `file://${cwd}/buffer.ts`, mimeType: 'text/x-typescript', text: 'const unsaved = 1' } },
+        {
+          type: 'resource',
+          resource: { uri: `file://${cwd}/buffer.ts`, mimeType: 'text/x-typescript', text: 'const unsaved = 1' },
+        },
       ],
     })
     const last = JSON.stringify((s.requests[0].body as { messages: unknown[] }).messages.at(-1))
@@ -378,7 +473,9 @@ describe('dsh-acp', () => {
     await p.exposeFs({ read: () => '', write: (path) => void writes.push(path) })
     await initialize(p.agent, { fs: { readTextFile: true, writeTextFile: true } })
     const { sessionId } = await p.agent.request('session/new', { cwd, mcpServers: [] })
-    expect((await p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'write it' }] })).stopReason).toBe('end_turn')
+    expect(
+      (await p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'write it' }] })).stopReason,
+    ).toBe('end_turn')
     expect(writes).toEqual([])
     expect(existsSync(outside)).toBe(false)
     expect(toolText(s, 1)).toContain('SANDBOX_DENIED')
@@ -413,15 +510,21 @@ describe('dsh-acp', () => {
     })
     await initialize(p.agent, { fs: { readTextFile: true, writeTextFile: true } })
     const { sessionId } = await p.agent.request('session/new', { cwd, mcpServers: [] })
-    expect((await p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'edit it' }] })).stopReason).toBe('end_turn')
+    expect(
+      (await p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'edit it' }] })).stopReason,
+    ).toBe('end_turn')
     expect(toolText(s, 1)).toContain('unsaved line')
     expect(writes).toEqual([{ path: file, content: 'alpha\ngamma\nunsaved line\n' }])
     expect(reads.every((r) => r === file)).toBe(true)
     // The disk was never written: the editor owns the change.
     expect(readFileSync(file, 'utf8')).toBe('alpha\nbeta\n')
     expect(toolText(s, 3)).toContain('beta')
-    const diff = p.updates.map((u) => u.update).find((u) => u.sessionUpdate === 'tool_call_update' && u.content?.[0]?.type === 'diff')
-    expect(diff).toMatchObject({ content: [{ type: 'diff', oldText: 'alpha\nbeta\nunsaved line\n', newText: 'alpha\ngamma\nunsaved line\n' }] })
+    const diff = p.updates
+      .map((u) => u.update)
+      .find((u) => u.sessionUpdate === 'tool_call_update' && u.content?.[0]?.type === 'diff')
+    expect(diff).toMatchObject({
+      content: [{ type: 'diff', oldText: 'alpha\nbeta\nunsaved line\n', newText: 'alpha\ngamma\nunsaved line\n' }],
+    })
     expect(await p.close()).toBe(0)
     assertOnlyFrames(p.stdoutLines())
   })
@@ -434,7 +537,9 @@ describe('dsh-acp', () => {
     run.child.stdin.write('{this is not json\n')
     await until(() => lines().length >= 1, 'the parse error')
     expect(lines()[0]).toMatchObject({ id: null, error: { code: -32700 } })
-    run.child.stdin.write(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: 1 } }) + '\n')
+    run.child.stdin.write(
+      JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: 1 } }) + '\n',
+    )
     await until(() => lines().length >= 2, 'the initialize response')
     run.child.stdin.write(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'no/such/method', params: {} }) + '\n')
     await until(() => lines().length >= 3, 'the method-not-found response')
@@ -448,17 +553,30 @@ describe('dsh-acp', () => {
   it('answers an oversized message and a wrong jsonrpc version with -32600 errors and keeps serving', async () => {
     const { home, cwd } = workspace()
     const run = spawnBin([], { DSH_HOME: home, DEEPSEEK_API_KEY: 'sk-test' }, cwd)
-    const lines = () => run.stdoutLines().map((l) => JSON.parse(l) as { id?: unknown; result?: unknown; error?: { code: number } })
+    const lines = () =>
+      run.stdoutLines().map((l) => JSON.parse(l) as { id?: unknown; result?: unknown; error?: { code: number } })
     run.child.stdin.on('error', () => {})
-    run.child.stdin.write(JSON.stringify({ jsonrpc: '1.0', id: 7, method: 'initialize', params: { protocolVersion: 1 } }) + '\n')
+    run.child.stdin.write(
+      JSON.stringify({ jsonrpc: '1.0', id: 7, method: 'initialize', params: { protocolVersion: 1 } }) + '\n',
+    )
     await until(() => lines().length >= 1, 'the wrong-version answer')
     expect(lines()[0]).toMatchObject({ id: 7, error: { code: -32600 } })
     // Over the 32 MiB default: the SDK alone would end the connection here.
-    run.child.stdin.write(JSON.stringify({ jsonrpc: '2.0', id: 8, method: 'initialize', params: { pad: 'x'.repeat(33 * 1024 * 1024) } }) + '\n')
+    run.child.stdin.write(
+      JSON.stringify({ jsonrpc: '2.0', id: 8, method: 'initialize', params: { pad: 'x'.repeat(33 * 1024 * 1024) } }) +
+        '\n',
+    )
     await until(() => lines().length >= 2, 'the oversized-message answer', 60_000)
     expect(lines()[1]).toMatchObject({ id: null, error: { code: -32600 } })
     expect(run.stderr()).toMatch(/dsh-acp: dropped an incoming message longer than 33554432 bytes/)
-    run.child.stdin.write(JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'initialize', params: { protocolVersion: 1, clientCapabilities: {} } }) + '\n')
+    run.child.stdin.write(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 9,
+        method: 'initialize',
+        params: { protocolVersion: 1, clientCapabilities: {} },
+      }) + '\n',
+    )
     await until(() => lines().length >= 3, 'the initialize response')
     expect(lines()[2]).toMatchObject({ id: 9, result: { protocolVersion: 1 } })
     run.child.stdin.end()

@@ -17,12 +17,19 @@ afterEach(async () => {
 describe('dsh-acp with a stdout the editor closed', () => {
   it('a streaming turn whose updates can no longer be written ends the connection: exit 0, no stack trace', async () => {
     const { home, cwd } = workspace()
-    server = await startMockServer({ steps: [{ events: [{ text: 'first ' }, { forever: { text: 'more ', intervalMs: 2 } }] }] as never })
-    const p = await startAcp({ DSH_HOME: home, DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' }, cwd)
+    server = await startMockServer({
+      steps: [{ events: [{ text: 'first ' }, { forever: { text: 'more ', intervalMs: 2 } }] }] as never,
+    })
+    const p = await startAcp(
+      { DSH_HOME: home, DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' },
+      cwd,
+    )
     running.push(p)
     await initialize(p.agent)
     const { sessionId } = await p.agent.request('session/new', { cwd, mcpServers: [] })
-    void p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'talk forever' }] }).catch(() => {})
+    void p.agent
+      .request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'talk forever' }] })
+      .catch(() => {})
     await p.waitFor((n) => n.update.sessionUpdate === 'agent_message_chunk')
     // Only the read end closes: stdin stays open, so nothing but the failed write can end the run.
     p.child.stdout.destroy()

@@ -21,7 +21,9 @@ export function workspace(): Workspace {
   return { root, home: join(root, 'home'), cwd: root }
 }
 
-export type PermissionHandler = (request: acp.RequestPermissionRequest) => acp.RequestPermissionResponse | Promise<acp.RequestPermissionResponse>
+export type PermissionHandler = (
+  request: acp.RequestPermissionRequest,
+) => acp.RequestPermissionResponse | Promise<acp.RequestPermissionResponse>
 
 export interface Spawned {
   child: ChildProcessWithoutNullStreams
@@ -62,7 +64,11 @@ export interface AcpProcess extends Spawned {
   close(): Promise<number | null>
 }
 
-export async function startAcp(env: Record<string, string | undefined>, cwd: string, args: string[] = []): Promise<AcpProcess> {
+export async function startAcp(
+  env: Record<string, string | undefined>,
+  cwd: string,
+  args: string[] = [],
+): Promise<AcpProcess> {
   const spawned = spawnBin(args, env, cwd)
   const { child } = spawned
   // A tee of the child's stdout into the SDK: the raw text is kept by spawnBin's listener.
@@ -82,7 +88,8 @@ export async function startAcp(env: Record<string, string | undefined>, cwd: str
   const noFs = () => {
     throw new Error('this test client does not serve fs requests')
   }
-  const app = acp.client({ name: 'dsh-acp-test' })
+  const app = acp
+    .client({ name: 'dsh-acp-test' })
     .onNotification('session/update', ({ params }) => {
       updates.push(params)
       for (const w of [...waiters]) {
@@ -124,8 +131,15 @@ export async function startAcp(env: Record<string, string | undefined>, cwd: str
   return proc
 }
 
-export async function initialize(agent: acp.ClientContext, capabilities: acp.ClientCapabilities = {}): Promise<acp.InitializeResponse> {
-  return agent.request('initialize', { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: capabilities, clientInfo: { name: 'test', version: '0' } })
+export async function initialize(
+  agent: acp.ClientContext,
+  capabilities: acp.ClientCapabilities = {},
+): Promise<acp.InitializeResponse> {
+  return agent.request('initialize', {
+    protocolVersion: acp.PROTOCOL_VERSION,
+    clientCapabilities: capabilities,
+    clientInfo: { name: 'test', version: '0' },
+  })
 }
 
 /** Every stdout line is one JSON-RPC 2.0 message. */

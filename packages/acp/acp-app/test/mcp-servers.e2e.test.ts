@@ -8,7 +8,12 @@ import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
 import { assertOnlyFrames, initialize, startAcp, workspace, type AcpProcess } from './harness.ts'
 
 const require = createRequire(import.meta.url)
-const everything = join(require.resolve('@modelcontextprotocol/server-everything/package.json'), '..', 'dist', 'index.js')
+const everything = join(
+  require.resolve('@modelcontextprotocol/server-everything/package.json'),
+  '..',
+  'dist',
+  'index.js',
+)
 
 let server: MockServer | undefined
 const running: AcpProcess[] = []
@@ -31,7 +36,10 @@ describe('dsh-acp with the editor’s MCP servers', () => {
         { text: 'second session answer' },
       ] as never,
     })
-    const p = await startAcp({ DSH_HOME: home, DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' }, cwd)
+    const p = await startAcp(
+      { DSH_HOME: home, DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' },
+      cwd,
+    )
     running.push(p)
     const init = await initialize(p.agent)
     expect(init.agentCapabilities?.mcpCapabilities).toEqual({ http: true, sse: true })
@@ -40,7 +48,10 @@ describe('dsh-acp with the editor’s MCP servers', () => {
       { name: 'broken', command: '', args: [], env: [] },
     ]
     const { sessionId } = await p.agent.request('session/new', { cwd, mcpServers } as never)
-    const answer = await p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'echo something' }] })
+    const answer = await p.agent.request('session/prompt', {
+      sessionId,
+      prompt: [{ type: 'text', text: 'echo something' }],
+    })
     expect(answer.stopReason).toBe('end_turn')
     const requests = server.requests as unknown as Request[]
     expect(toolNames(requests[0])).toContain('mcp__everything__echo')

@@ -25,7 +25,9 @@ afterEach(async () => {
 const GATE = fileURLToPath(new URL('./fixtures/approval-gate.yml', import.meta.url))
 
 /** A bash call that leaves `name` in the working directory when it runs. */
-const writes = (name: string) => ({ toolCalls: [{ name: 'bash', arguments: { command: `echo ran > ${name}`, description: `Write ${name}` } }] })
+const writes = (name: string) => ({
+  toolCalls: [{ name: 'bash', arguments: { command: `echo ran > ${name}`, description: `Write ${name}` } }],
+})
 
 /** What the model was told about the last tool call of request `i`. */
 const toolText = (s: MockServer, i: number) => {
@@ -46,15 +48,20 @@ async function setup(steps: unknown[], permissionTimeoutMs: number) {
   running.push(p)
   await initialize(p.agent)
   const { sessionId } = await p.agent.request('session/new', { cwd, mcpServers: [] })
-  const prompt = async (text: string) => (await p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text }] })).stopReason
+  const prompt = async (text: string) =>
+    (await p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text }] })).stopReason
   return { p, s: server, cwd, prompt }
 }
 
-const failedCalls = (p: AcpProcess) => p.updates.map((u) => u.update).filter((u) => u.sessionUpdate === 'tool_call_update' && u.status === 'failed')
+const failedCalls = (p: AcpProcess) =>
+  p.updates.map((u) => u.update).filter((u) => u.sessionUpdate === 'tool_call_update' && u.status === 'failed')
 
 describe('dsh-acp permission requests fail closed', () => {
   it('a JSON-RPC error from the client rejects the call; an allow (positive control) runs it', async () => {
-    const { p, s, cwd, prompt } = await setup([writes('allowed.txt'), { text: 'done' }, writes('errored.txt'), { text: 'refused' }], 0)
+    const { p, s, cwd, prompt } = await setup(
+      [writes('allowed.txt'), { text: 'done' }, writes('errored.txt'), { text: 'refused' }],
+      0,
+    )
 
     p.onPermission = () => ({ outcome: { outcome: 'selected', optionId: 'allow_once' } })
     expect(await prompt('one')).toBe('end_turn')
@@ -80,14 +87,18 @@ describe('dsh-acp permission requests fail closed', () => {
     p.onPermission = () => {
       asked()
       // Never settles while the test looks; released in afterEach.
-      return new Promise<acp.RequestPermissionResponse>((resolve) => release.push(() => resolve({ outcome: { outcome: 'cancelled' } })))
+      return new Promise<acp.RequestPermissionResponse>((resolve) =>
+        release.push(() => resolve({ outcome: { outcome: 'cancelled' } })),
+      )
     }
     const stop = prompt('go')
     await wasAsked
     expect(await stop).toBe('end_turn')
     expect(existsSync(join(cwd, 'unanswered.txt'))).toBe(false)
     expect(s.requests).toHaveLength(2)
-    expect(toolText(s, 1)).toContain('not approved: the client did not answer the permission request (no answer within 300 ms)')
+    expect(toolText(s, 1)).toContain(
+      'not approved: the client did not answer the permission request (no answer within 300 ms)',
+    )
     expect(failedCalls(p)).toHaveLength(1)
   })
 })

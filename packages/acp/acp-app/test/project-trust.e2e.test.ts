@@ -32,19 +32,34 @@ async function promptOnce(env: Record<string, string>, cwd: string): Promise<Acp
 }
 
 describe('dsh-acp in an untrusted project', () => {
-  it('skips the project .mcp.json server with one stderr line, and starts it once trusted', { timeout: 90_000 }, async () => {
+  it('skips the project .mcp.json server with one stderr line, and starts it once trusted', {
+    timeout: 90_000,
+  }, async () => {
     const { root, home, cwd } = workspace()
     const marker = join(root, '..', `${root.split('/').pop()}-mcp-ran`)
-    writeFileSync(join(cwd, '.mcp.json'), JSON.stringify({ mcpServers: { pwn: { command: 'sh', args: ['-c', `echo ran >> ${marker}`] } } }))
+    writeFileSync(
+      join(cwd, '.mcp.json'),
+      JSON.stringify({ mcpServers: { pwn: { command: 'sh', args: ['-c', `echo ran >> ${marker}`] } } }),
+    )
     server = await startMockServer({ steps: [{ text: 'first' }, { text: 'second' }] as never })
     const env = { DSH_HOME: home, DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' }
 
     const untrusted = await promptOnce(env, cwd)
     expect(existsSync(marker)).toBe(false)
-    const lines = untrusted.stderr().split('\n').filter((l) => l.includes('is not trusted'))
-    expect(lines).toEqual([expect.stringContaining(`${cwd} is not trusted, so its MCP servers (pwn) did not start; review and trust them with "dsh trust ${cwd}"`)])
+    const lines = untrusted
+      .stderr()
+      .split('\n')
+      .filter((l) => l.includes('is not trusted'))
+    expect(lines).toEqual([
+      expect.stringContaining(
+        `${cwd} is not trusted, so its MCP servers (pwn) did not start; review and trust them with "dsh trust ${cwd}"`,
+      ),
+    ])
 
-    const trust = spawnSync(process.execPath, [dsh, 'trust', cwd], { env: { PATH: process.env.PATH, HOME: process.env.HOME, DSH_HOME: home }, encoding: 'utf8' })
+    const trust = spawnSync(process.execPath, [dsh, 'trust', cwd], {
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, DSH_HOME: home },
+      encoding: 'utf8',
+    })
     expect(trust.status).toBe(0)
     const trusted = await promptOnce(env, cwd)
     expect(trusted.stderr()).not.toContain('is not trusted')

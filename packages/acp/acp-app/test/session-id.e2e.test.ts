@@ -38,7 +38,8 @@ async function fixture() {
   cpSync(inside, outside, { recursive: true })
   const header = JSON.parse(readFileSync(join(outside, 'header.json'), 'utf8'))
   writeFileSync(join(outside, 'header.json'), JSON.stringify({ ...header, id: EVIL }))
-  const snapshot = () => Object.fromEntries(readdirSync(outside).map((f) => [f, readFileSync(join(outside, f)).toString('base64')]))
+  const snapshot = () =>
+    Object.fromEntries(readdirSync(outside).map((f) => [f, readFileSync(join(outside, f)).toString('base64')]))
   // session/load asks no model: the key only lets the profile boot.
   const env = { DSH_HOME: home, HOME: home, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' }
   return { cwd, outside, before: snapshot(), snapshot, env }
@@ -50,9 +51,13 @@ describe('a session id with ../ is refused by ACP', () => {
     const acp = await startAcp(f.env, f.cwd)
     running.push(acp)
     await initialize(acp.agent)
-    const error = await acp.agent.request('session/load', { sessionId: EVIL, cwd: f.cwd, mcpServers: [] }).catch((e: unknown) => e)
+    const error = await acp.agent
+      .request('session/load', { sessionId: EVIL, cwd: f.cwd, mcpServers: [] })
+      .catch((e: unknown) => e)
     expect(error).toMatchObject({ code: -32602 })
-    expect(String((error as Error).message) + JSON.stringify((error as { data?: unknown }).data ?? '')).toMatch(/invalid session id/)
+    expect(String((error as Error).message) + JSON.stringify((error as { data?: unknown }).data ?? '')).toMatch(
+      /invalid session id/,
+    )
     expect(acp.updates).toEqual([])
     await acp.agent.request('session/load', { sessionId: 'victim', cwd: f.cwd, mcpServers: [] })
     expect(f.snapshot()).toEqual(f.before)

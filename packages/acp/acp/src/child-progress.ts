@@ -29,7 +29,11 @@ function parseArgs(raw: unknown): Record<string, unknown> {
 }
 
 /** The content of one progress update: the child's recent tool calls, then its latest text. */
-export function progressText(record: Pick<SubagentRecord, 'id' | 'provider' | 'description'>, lines: readonly string[], text: string): string {
+export function progressText(
+  record: Pick<SubagentRecord, 'id' | 'provider' | 'description'>,
+  lines: readonly string[],
+  text: string,
+): string {
   const head = `Subagent ${record.id} (${record.provider}) is working on: ${record.description}`
   const calls = lines.slice(-MAX_LINES).map((line) => `- ${line}`)
   const said = text ? [`> ${text.length > MAX_TEXT ? `${text.slice(0, MAX_TEXT - 3)}...` : text}`] : []

@@ -23,7 +23,8 @@ const isId = (value: unknown): value is string | number =>
   typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value))
 
 const errorFrame = (id: string | number | null, message: string, data?: unknown) =>
-  JSON.stringify({ jsonrpc: '2.0', id, error: { code: -32600, message, ...(data === undefined ? {} : { data }) } }) + '\n'
+  JSON.stringify({ jsonrpc: '2.0', id, error: { code: -32600, message, ...(data === undefined ? {} : { data }) } }) +
+  '\n'
 
 /**
  * A request (it has a `method` and an id) whose `jsonrpc` member is not "2.0": answered here with

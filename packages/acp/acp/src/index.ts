@@ -6,8 +6,19 @@ export { AcpServer, Config, type LiveSession } from './server.ts'
 export { claimStdout, stdioStreams, type FrameWriter } from './stdio.ts'
 export { DEFAULT_MAX_MESSAGE_BYTES, guardFrames, wrongVersionReply, type FrameGuardOptions } from './framing.ts'
 export {
-  DEFAULT_TOOL_KINDS, diffHunks, planEntries, promptToBlocks, PromptContentError, stopReason, toolLocations, toolTitle, Translator,
-  type CapturedDiff, type PromptOptions, type ToolKind, type TranslatorOptions,
+  DEFAULT_TOOL_KINDS,
+  diffHunks,
+  planEntries,
+  promptToBlocks,
+  PromptContentError,
+  stopReason,
+  toolLocations,
+  toolTitle,
+  Translator,
+  type CapturedDiff,
+  type PromptOptions,
+  type ToolKind,
+  type TranslatorOptions,
 } from './translate.ts'
 
 declare module 'cordis' {

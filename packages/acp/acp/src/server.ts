@@ -14,7 +14,14 @@ import type { ApprovalAnswer, ApprovalChoice, ApprovalRequest } from '@dsh/user-
 import { clientFsRoute, type ClientFsRoute } from './client-route.ts'
 import { DEFAULT_MAX_MESSAGE_BYTES } from './framing.ts'
 import { stdioStreams } from './stdio.ts'
-import { DEFAULT_TOOL_KINDS, promptToBlocks, PromptContentError, stopReason, Translator, type ToolKind } from './translate.ts'
+import {
+  DEFAULT_TOOL_KINDS,
+  promptToBlocks,
+  PromptContentError,
+  stopReason,
+  Translator,
+  type ToolKind,
+} from './translate.ts'
 import type {} from '@dsh/session-persistence'
 import type {} from '@dsh/agent-default-model'
 import type {} from '@dsh/commands'
@@ -30,7 +37,18 @@ const { version } = createRequire(import.meta.url)('../package.json') as { versi
 /** The ACP session mode that stands for plan mode. */
 export const PLAN_MODE_ID = 'plan'
 
-const TOOL_KINDS = ['read', 'edit', 'delete', 'move', 'search', 'execute', 'think', 'fetch', 'switch_mode', 'other'] as const
+const TOOL_KINDS = [
+  'read',
+  'edit',
+  'delete',
+  'move',
+  'search',
+  'execute',
+  'think',
+  'fetch',
+  'switch_mode',
+  'other',
+] as const
 
 interface Config {
   stdio: boolean
@@ -54,14 +72,31 @@ export const Config: Schema<Config> = Schema.object({
   agentName: Schema.string().default('dsh').description('agentInfo.name in the initialize response.'),
   agentTitle: Schema.string().default('dsh').description('agentInfo.title in the initialize response.'),
   maxSteps: Schema.natural().min(1).description('Model requests one prompt may take (default: the agent-loop row).'),
-  promptImages: Schema.boolean().default(false).description('Accept image prompt content (advertised as promptCapabilities.image).'),
-  toolKinds: Schema.dict(Schema.union([...TOOL_KINDS])).default({}).description('Tool name -> ACP tool kind, over the built-in table.'),
+  promptImages: Schema.boolean()
+    .default(false)
+    .description('Accept image prompt content (advertised as promptCapabilities.image).'),
+  toolKinds: Schema.dict(Schema.union([...TOOL_KINDS]))
+    .default({})
+    .description('Tool name -> ACP tool kind, over the built-in table.'),
   maxToolOutputChars: Schema.natural().default(20000).description('Characters of a tool result shown to the client.'),
-  captureDiffs: Schema.boolean().default(true).description('Read files before and after edit/write calls to send full-text diffs.'),
-  maxDiffBytes: Schema.natural().default(1024 * 1024).description('Files larger than this get hunk diffs only.'),
-  permissionTimeoutMs: Schema.natural().default(0).description('How long a permission request may wait for the client; 0 waits until the turn is cancelled.'),
-  maxMessageBytes: Schema.natural().min(1).default(DEFAULT_MAX_MESSAGE_BYTES).description('Longest incoming stdio message (bytes); a longer one is dropped and answered with a JSON-RPC error.'),
-  clientFsTools: Schema.array(String).default(['read', 'edit', 'write']).description('Tools whose file reads and writes go through the client when it advertises fs capabilities (needs @dsh/acp/client-fs as the fs row).'),
+  captureDiffs: Schema.boolean()
+    .default(true)
+    .description('Read files before and after edit/write calls to send full-text diffs.'),
+  maxDiffBytes: Schema.natural()
+    .default(1024 * 1024)
+    .description('Files larger than this get hunk diffs only.'),
+  permissionTimeoutMs: Schema.natural()
+    .default(0)
+    .description('How long a permission request may wait for the client; 0 waits until the turn is cancelled.'),
+  maxMessageBytes: Schema.natural()
+    .min(1)
+    .default(DEFAULT_MAX_MESSAGE_BYTES)
+    .description('Longest incoming stdio message (bytes); a longer one is dropped and answered with a JSON-RPC error.'),
+  clientFsTools: Schema.array(String)
+    .default(['read', 'edit', 'write'])
+    .description(
+      'Tools whose file reads and writes go through the client when it advertises fs capabilities (needs @dsh/acp/client-fs as the fs row).',
+    ),
 })
 
 interface Connection {
@@ -107,11 +142,18 @@ export class AcpServer extends Service {
   private readonly closing = new WeakMap<acp.AgentConnection, Promise<void>>()
   private readonly toolKinds: Record<string, ToolKind>
 
-  constructor(ctx: Context, public config: Config) {
+  constructor(
+    ctx: Context,
+    public config: Config,
+  ) {
     super(ctx, 'acp')
     this.toolKinds = { ...DEFAULT_TOOL_KINDS, ...config.toolKinds }
     // Outermost on pre-execute, so a gate asking for approval there is attributed to its call.
-    ctx.on('tools/pre-execute', (payload, next) => this.tracking(payload.context.sessionId, payload.call.callId, next), { prepend: true })
+    ctx.on(
+      'tools/pre-execute',
+      (payload, next) => this.tracking(payload.context.sessionId, payload.call.callId, next),
+      { prepend: true },
+    )
     ctx.on('tools/execute', (payload, next) => this.aroundTool(payload, next))
     ctx.inject(['approval'], (inner) => {
       const approval = inner.approval
@@ -123,20 +165,27 @@ export class AcpServer extends Service {
       inner.effect(() => off)
     })
     // Any change of a session's preset (ours or another surface's) is reported as its mode.
-    ;(ctx.on as (name: string, listener: (change: { sessionId: string; preset: { name: string } }) => void) => () => void)(
-      'permission-presets/changed',
-      ({ sessionId, preset }) => {
-        const live = this.sessions.get(sessionId)
-        if (live) this.send(live, { sessionUpdate: 'current_mode_update', currentModeId: this.currentMode(sessionId) ?? preset.name })
-      },
-    )
+    ;(
+      ctx.on as (
+        name: string,
+        listener: (change: { sessionId: string; preset: { name: string } }) => void,
+      ) => () => void
+    )('permission-presets/changed', ({ sessionId, preset }) => {
+      const live = this.sessions.get(sessionId)
+      if (live)
+        this.send(live, {
+          sessionUpdate: 'current_mode_update',
+          currentModeId: this.currentMode(sessionId) ?? preset.name,
+        })
+    })
     // A foreground subagent of a client's session streams its progress into its tool call.
     const progress = new ChildProgress((sessionId, update) => {
       const live = this.sessions.get(sessionId)
       if (live) this.send(live, update)
     })
     ctx.on('subagent/started', (record) => {
-      if (this.sessions.has(record.parentSessionId) && record.sessionId) progress.started(record, ctx.sessions.get(record.sessionId))
+      if (this.sessions.has(record.parentSessionId) && record.sessionId)
+        progress.started(record, ctx.sessions.get(record.sessionId))
     })
     ctx.on('subagent/finished', (record) => progress.finished(record))
     ctx.effect(() => () => progress.dispose(), 'acp: subagent progress')
@@ -147,9 +196,12 @@ export class AcpServer extends Service {
       if (live && mode !== undefined) this.send(live, { sessionUpdate: 'current_mode_update', currentModeId: mode })
     })
     if (config.stdio) ctx.on('app/ready', () => void this.serveStdio())
-    ctx.effect(() => () => {
-      for (const s of [...this.sessions.values()]) this.closeSession(s)
-    }, 'acp: close sessions')
+    ctx.effect(
+      () => () => {
+        for (const s of [...this.sessions.values()]) this.closeSession(s)
+      },
+      'acp: close sessions',
+    )
   }
 
   /** The live ACP sessions, by id. */
@@ -177,7 +229,8 @@ export class AcpServer extends Service {
   connect(stream: acp.Stream): acp.AgentConnection {
     const state: Connection = { id: this.nextConnection++, capabilities: {}, sessions: new Set() }
     this.connections.add(state)
-    const app = acp.agent({ name: this.config.agentName })
+    const app = acp
+      .agent({ name: this.config.agentName })
       .onRequest('initialize', ({ params }) => this.initialize(state, params))
       .onRequest('session/new', ({ params }) => this.newSession(state, params))
       .onRequest('session/load', ({ params }) => this.loadSession(state, params))
@@ -187,7 +240,10 @@ export class AcpServer extends Service {
       .onNotification('session/cancel', ({ params }) => this.cancel(params.sessionId))
     const conn = app.connect(stream)
     state.client = conn.client
-    this.closing.set(conn, conn.closed.catch(() => {}).then(() => this.disconnect(state)))
+    this.closing.set(
+      conn,
+      conn.closed.catch(() => {}).then(() => this.disconnect(state)),
+    )
     return conn
   }
 
@@ -237,7 +293,11 @@ export class AcpServer extends Service {
     if (!servers?.length) return
     const mcp = this.ctx.get('mcp')
     if (!mcp) return this.log(`ignoring ${servers.length} MCP server(s): no MCP client is mounted`)
-    live.unmountMcp = mcp.addAcpServers(servers, { scope: live.agent.scope, cwd: live.cwd, origin: `ACP session ${live.id}` })
+    live.unmountMcp = mcp.addAcpServers(servers, {
+      scope: live.agent.scope,
+      cwd: live.cwd,
+      origin: `ACP session ${live.id}`,
+    })
   }
 
   private createAgent(cwd: string, session?: Session): Agent {
@@ -251,7 +311,12 @@ export class AcpServer extends Service {
   }
 
   private attach(state: Connection, agent: Agent, cwd: string): LiveSession {
-    const translator = new Translator({ sessionId: agent.session.id, cwd, toolKinds: this.toolKinds, maxToolOutputChars: this.config.maxToolOutputChars })
+    const translator = new Translator({
+      sessionId: agent.session.id,
+      cwd,
+      toolKinds: this.toolKinds,
+      maxToolOutputChars: this.config.maxToolOutputChars,
+    })
     const live: LiveSession = {
       id: agent.session.id,
       agent,
@@ -314,7 +379,10 @@ export class AcpServer extends Service {
     const durable = this.durable
     if (!durable) throw acp.RequestError.methodNotFound('session/load')
     if (this.sessions.has(params.sessionId)) {
-      throw acp.RequestError.invalidRequest({ sessionId: params.sessionId }, `session ${params.sessionId} is already open on a connection`)
+      throw acp.RequestError.invalidRequest(
+        { sessionId: params.sessionId },
+        `session ${params.sessionId} is already open on a connection`,
+      )
     }
     let session: Session
     try {
@@ -322,8 +390,15 @@ export class AcpServer extends Service {
     } catch (error) {
       const code = (error as { code?: string }).code
       if (code === 'NOT_FOUND') throw acp.RequestError.sessionNotFound(params.sessionId)
-      if (code === 'BAD_ID') throw acp.RequestError.invalidParams({ sessionId: params.sessionId }, `cannot load session: ${errorText(error)}`)
-      throw acp.RequestError.invalidRequest({ sessionId: params.sessionId, code }, `cannot load session ${params.sessionId}: ${errorText(error)}`)
+      if (code === 'BAD_ID')
+        throw acp.RequestError.invalidParams(
+          { sessionId: params.sessionId },
+          `cannot load session: ${errorText(error)}`,
+        )
+      throw acp.RequestError.invalidRequest(
+        { sessionId: params.sessionId, code },
+        `cannot load session ${params.sessionId}: ${errorText(error)}`,
+      )
     }
     const agent = this.createAgent(cwd, session)
     const live = this.attach(state, agent, cwd)
@@ -355,8 +430,15 @@ export class AcpServer extends Service {
   private modes(sessionId: string): acp.SessionModeState | undefined {
     const presets = this.presets
     if (!presets) return undefined
-    const availableModes: acp.SessionMode[] = presets.list().map((p) => ({ id: p.name, name: p.name, description: p.description }))
-    if (this.ctx.get('planMode')) availableModes.push({ id: PLAN_MODE_ID, name: 'plan', description: 'Plan mode: investigate and propose a plan; nothing changes until you approve it.' })
+    const availableModes: acp.SessionMode[] = presets
+      .list()
+      .map((p) => ({ id: p.name, name: p.name, description: p.description }))
+    if (this.ctx.get('planMode'))
+      availableModes.push({
+        id: PLAN_MODE_ID,
+        name: 'plan',
+        description: 'Plan mode: investigate and propose a plan; nothing changes until you approve it.',
+      })
     return { currentModeId: this.currentMode(sessionId) ?? presets.current(sessionId).name, availableModes }
   }
 
@@ -387,7 +469,12 @@ export class AcpServer extends Service {
     return {
       sessions: rows
         .filter((r) => !params.cwd || r.cwd === params.cwd)
-        .map((r) => ({ sessionId: r.id, cwd: r.cwd, title: r.title ?? r.firstPrompt ?? null, updatedAt: new Date(r.updatedAt).toISOString() })),
+        .map((r) => ({
+          sessionId: r.id,
+          cwd: r.cwd,
+          title: r.title ?? r.firstPrompt ?? null,
+          updatedAt: new Date(r.updatedAt).toISOString(),
+        })),
     }
   }
 
@@ -409,7 +496,8 @@ export class AcpServer extends Service {
     try {
       blocks = promptToBlocks(params.prompt, { images: this.config.promptImages })
     } catch (error) {
-      if (error instanceof PromptContentError) throw acp.RequestError.invalidParams({ sessionId: live.id }, error.message)
+      if (error instanceof PromptContentError)
+        throw acp.RequestError.invalidParams({ sessionId: live.id }, error.message)
       throw error
     }
     const prompt = { cancelled: false }
@@ -435,7 +523,10 @@ export class AcpServer extends Service {
       const reason = stopReason(result, live.lastFinish)
       if (reason) return { stopReason: reason }
       const detail = result.error ? `${result.error.code}: ${result.error.message}` : result.reason
-      throw acp.RequestError.internalError({ reason: result.reason, error: result.error }, `the turn ended ${result.reason} (${detail})`)
+      throw acp.RequestError.internalError(
+        { reason: result.reason, error: result.error },
+        `the turn ended ${result.reason} (${detail})`,
+      )
     } finally {
       signal.removeEventListener('abort', onAbort)
       live.prompt = undefined
@@ -456,7 +547,10 @@ export class AcpServer extends Service {
     live.unmountMcp?.()
     this.sessions.delete(live.id)
     live.connection.sessions.delete(live)
-    void live.agent.idle().then(() => live.agent.dispose()).catch((error) => this.log(`closing ${live.id}: ${errorText(error)}`))
+    void live.agent
+      .idle()
+      .then(() => live.agent.dispose())
+      .catch((error) => this.log(`closing ${live.id}: ${errorText(error)}`))
   }
 
   private async disconnect(state: Connection): Promise<void> {
@@ -473,7 +567,9 @@ export class AcpServer extends Service {
       if (size > this.config.maxDiffBytes) return undefined
       return { exists: true, text: fs ? (await fs.readText(path)).text : await readFile(path, 'utf8') }
     } catch (error) {
-      return (error as { code?: string }).code === 'NOT_FOUND' || (error as { code?: string }).code === 'ENOENT' ? { exists: false } : undefined
+      return (error as { code?: string }).code === 'NOT_FOUND' || (error as { code?: string }).code === 'ENOENT'
+        ? { exists: false }
+        : undefined
     }
   }
 
@@ -486,15 +582,21 @@ export class AcpServer extends Service {
     const args = (payload.args ?? {}) as { file_path?: unknown }
     const file = typeof args.file_path === 'string' ? resolve(payload.context.cwd, args.file_path) : undefined
     const capture = this.config.captureDiffs && file && (name === 'edit' || name === 'write')
-    const body = () => this.tracking(live.id, callId, async () => {
-      const before = capture ? await this.readForDiff(file) : undefined
-      const output = await next()
-      if (before && file && !output.isError && !output.error) {
-        const after = await this.readForDiff(file)
-        if (after?.exists) live.translator.captureDiff(callId, { path: file, oldText: before.exists ? before.text : null, newText: after.text })
-      }
-      return output
-    })
+    const body = () =>
+      this.tracking(live.id, callId, async () => {
+        const before = capture ? await this.readForDiff(file) : undefined
+        const output = await next()
+        if (before && file && !output.isError && !output.error) {
+          const after = await this.readForDiff(file)
+          if (after?.exists)
+            live.translator.captureDiff(callId, {
+              path: file,
+              oldText: before.exists ? before.text : null,
+              newText: after.text,
+            })
+        }
+        return output
+      })
     const route = this.clientRoute(live, name)
     return route ? clientFsRoute.run(route, body) : body()
   }
@@ -538,26 +640,41 @@ export class AcpServer extends Service {
     const controller = new AbortController()
     const abort = () => controller.abort(signal.reason)
     signal.addEventListener('abort', abort, { once: true })
-    const timer = this.config.permissionTimeoutMs > 0
-      ? setTimeout(() => controller.abort(new Error(`no answer within ${this.config.permissionTimeoutMs} ms`)), this.config.permissionTimeoutMs)
-      : undefined
+    const timer =
+      this.config.permissionTimeoutMs > 0
+        ? setTimeout(
+            () => controller.abort(new Error(`no answer within ${this.config.permissionTimeoutMs} ms`)),
+            this.config.permissionTimeoutMs,
+          )
+        : undefined
     live.permissions.add(controller)
     const toolCallId = live.running.at(-1) ?? `approval-${request.id}`
     try {
-      const response = await client.request('session/request_permission', {
-        sessionId: live.id,
-        toolCall: {
-          toolCallId,
-          title: request.title,
-          status: 'pending',
-          rawInput: request.action,
-          ...(request.detail ? { content: [{ type: 'content', content: { type: 'text', text: request.detail } }] } : {}),
+      const response = await client.request(
+        'session/request_permission',
+        {
+          sessionId: live.id,
+          toolCall: {
+            toolCallId,
+            title: request.title,
+            status: 'pending',
+            rawInput: request.action,
+            ...(request.detail
+              ? { content: [{ type: 'content', content: { type: 'text', text: request.detail } }] }
+              : {}),
+          },
+          options: choices.map((c) => CHOICE_OPTIONS[c]),
         },
-        options: choices.map((c) => CHOICE_OPTIONS[c]),
-      }, { cancellationSignal: controller.signal, stopWaitingOnCancel: true })
-      if (response.outcome.outcome === 'cancelled') return { decision: 'rejected', reason: 'the client cancelled the permission request' }
+        { cancellationSignal: controller.signal, stopWaitingOnCancel: true },
+      )
+      if (response.outcome.outcome === 'cancelled')
+        return { decision: 'rejected', reason: 'the client cancelled the permission request' }
       const choice = byId.get(response.outcome.optionId)
-      if (!choice) return { decision: 'rejected', reason: `the client chose an unknown option ${JSON.stringify(response.outcome.optionId)}` }
+      if (!choice)
+        return {
+          decision: 'rejected',
+          reason: `the client chose an unknown option ${JSON.stringify(response.outcome.optionId)}`,
+        }
       return { decision: choice }
     } catch (error) {
       // A JSON-RPC error, a closed connection, a timeout or a cancelled prompt: never an allow.

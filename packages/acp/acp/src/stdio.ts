@@ -12,7 +12,10 @@ export function claimStdout(): FrameWriter {
   const existing = g[KEY]
   if (existing) return existing
   const stdout = process.stdout
-  const original = stdout.write.bind(stdout) as (chunk: Uint8Array | string, cb: (error?: Error | null) => void) => boolean
+  const original = stdout.write.bind(stdout) as (
+    chunk: Uint8Array | string,
+    cb: (error?: Error | null) => void,
+  ) => boolean
   const stderr = process.stderr
   // A client that closes its end (EPIPE) ends the connection, it does not crash the process: the
   // failed frame write rejects below, and the stream's 'error' event is handled here.
@@ -33,7 +36,10 @@ export function claimStdout(): FrameWriter {
  * `guardFrames` first: an oversized line or a request with the wrong `jsonrpc` version is answered
  * here (whole frames, written like the SDK's own) and the connection keeps serving.
  */
-export function stdioStreams(options: { maxMessageBytes?: number } = {}): { output: WritableStream<Uint8Array>; input: ReadableStream<Uint8Array> } {
+export function stdioStreams(options: { maxMessageBytes?: number } = {}): {
+  output: WritableStream<Uint8Array>
+  input: ReadableStream<Uint8Array>
+} {
   const write = claimStdout()
   const output = new WritableStream<Uint8Array>({ write: (chunk) => write(chunk) })
   const raw = Readable.toWeb(process.stdin) as unknown as ReadableStream<Uint8Array>

@@ -76,7 +76,8 @@ export function toolLocations(args: Record<string, unknown>, cwd: string): acp.T
   const file = str(args.file_path) ?? str(args.path)
   if (!file) return []
   const path = isAbsolute(file) ? file : resolve(cwd, file)
-  const line = typeof args.offset === 'number' && Number.isInteger(args.offset) && args.offset > 0 ? args.offset : undefined
+  const line =
+    typeof args.offset === 'number' && Number.isInteger(args.offset) && args.offset > 0 ? args.offset : undefined
   return [line ? { path, line } : { path }]
 }
 
@@ -118,7 +119,12 @@ export function planEntries(todos: unknown): acp.PlanEntry[] {
     const content = str(todo.content) ?? str(todo.text) ?? str(todo.title) ?? str(todo.activeForm)
     if (!content) return []
     const raw = String(todo.status ?? (todo.done === true ? 'completed' : 'pending'))
-    const status: acp.PlanEntryStatus = raw === 'completed' || raw === 'done' ? 'completed' : raw === 'in_progress' || raw === 'active' ? 'in_progress' : 'pending'
+    const status: acp.PlanEntryStatus =
+      raw === 'completed' || raw === 'done'
+        ? 'completed'
+        : raw === 'in_progress' || raw === 'active'
+          ? 'in_progress'
+          : 'pending'
     const p = String(todo.priority ?? 'medium')
     const priority: acp.PlanEntryPriority = p === 'high' || p === 'low' ? p : 'medium'
     return [{ content, status, priority }]
@@ -127,7 +133,10 @@ export function planEntries(todos: unknown): acp.PlanEntry[] {
 
 /** Plan entries from a Markdown plan: its list items (or every non-empty line), pending. */
 export function planFromText(plan: string): acp.PlanEntry[] {
-  const lines = plan.split('\n').map((line) => line.trim()).filter((line) => line !== '')
+  const lines = plan
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '')
   const items = lines.filter((line) => /^([-*+]|\d+[.)])\s+/.test(line))
   return (items.length > 0 ? items : lines).map((line) => ({
     content: line.replace(/^([-*+]|\d+[.)])\s+/, ''),
@@ -213,15 +222,17 @@ export class Translator {
         const args = parseArgs(event.data.arguments)
         this.calls.set(callId, { name, args })
         const locations = toolLocations(args, this.options.cwd)
-        return [{
-          sessionUpdate: 'tool_call',
-          toolCallId: callId,
-          title: toolTitle(name, args),
-          kind: this.kind(name),
-          status: 'pending',
-          rawInput: args,
-          ...(locations.length ? { locations } : {}),
-        }]
+        return [
+          {
+            sessionUpdate: 'tool_call',
+            toolCallId: callId,
+            title: toolTitle(name, args),
+            kind: this.kind(name),
+            status: 'pending',
+            rawInput: args,
+            ...(locations.length ? { locations } : {}),
+          },
+        ]
       }
       case 'tool/result': {
         const { message, error, meta } = event.data
@@ -247,7 +258,9 @@ export class Translator {
         if (type === 'plan/mode') {
           // A plan leaving plan mode (approved) is shown as the session's plan: one entry per item.
           const plan = (event.data as { plan?: unknown }).plan
-          return typeof plan === 'string' && plan.trim() !== '' ? [{ sessionUpdate: 'plan', entries: planFromText(plan) }] : []
+          return typeof plan === 'string' && plan.trim() !== ''
+            ? [{ sessionUpdate: 'plan', entries: planFromText(plan) }]
+            : []
         }
         if (type.startsWith('compaction/') && !replay) {
           const note = this.compactionNote(type, event.data as CompactionData)
@@ -270,7 +283,10 @@ export class Translator {
     const before = data.id ? this.compactionBefore.get(data.id) : undefined
     if (data.id) this.compactionBefore.delete(data.id)
     if (data.status === 'compacted') {
-      const sizes = before !== undefined && typeof data.tokensAfter === 'number' ? `: ~${before} -> ~${data.tokensAfter} tokens` : ''
+      const sizes =
+        before !== undefined && typeof data.tokensAfter === 'number'
+          ? `: ~${before} -> ~${data.tokensAfter} tokens`
+          : ''
       return `[conversation compacted${sizes}]\n`
     }
     return `[compaction failed: ${data.error?.message ?? 'unknown error'}; history unchanged]\n`
@@ -362,12 +378,18 @@ export function promptToBlocks(prompt: readonly acp.ContentBlock[], options: Pro
           const mime = r.mimeType ? ` mimeType="${r.mimeType}"` : ''
           out.push({ type: 'text', text: `<resource uri="${r.uri}"${mime}>\n${r.text}\n</resource>` })
         } else {
-          out.push({ type: 'text', text: `[Attached binary resource ${r.uri}${r.mimeType ? ` (${r.mimeType})` : ''}: not shown]` })
+          out.push({
+            type: 'text',
+            text: `[Attached binary resource ${r.uri}${r.mimeType ? ` (${r.mimeType})` : ''}: not shown]`,
+          })
         }
         break
       }
       case 'image':
-        if (!options.images) throw new PromptContentError(`prompt[${i}]: image content is not accepted (promptCapabilities.image is false)`)
+        if (!options.images)
+          throw new PromptContentError(
+            `prompt[${i}]: image content is not accepted (promptCapabilities.image is false)`,
+          )
         out.push({ type: 'image', mediaType: block.mimeType, data: block.data })
         break
       default:

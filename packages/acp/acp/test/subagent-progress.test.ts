@@ -19,10 +19,18 @@ afterEach(async () => {
   harness = undefined
 })
 
-it('streams a foreground child\'s tool calls and text into its subagent tool call, then the result', async () => {
+it("streams a foreground child's tool calls and text into its subagent tool call, then the result", async () => {
   harness = await createHarness({
     script: [
-      { toolCalls: [{ name: 'subagent', arguments: { description: 'survey the agents', prompt: 'list the agents' }, callId: 'call_sub' }] },
+      {
+        toolCalls: [
+          {
+            name: 'subagent',
+            arguments: { description: 'survey the agents', prompt: 'list the agents' },
+            callId: 'call_sub',
+          },
+        ],
+      },
       { toolCalls: [{ name: 'list_agents', arguments: {} }] },
       { text: 'the child found nothing to list' },
       { text: 'parent done' },
@@ -39,14 +47,22 @@ it('streams a foreground child\'s tool calls and text into its subagent tool cal
   const b = new TransformStream<Uint8Array, Uint8Array>()
   harness.ctx.acp.connect(acp.ndJsonStream(a.writable, b.readable))
   const updates: acp.SessionNotification[] = []
-  const conn = acp.client({ name: 't' }).onNotification('session/update', ({ params }) => void updates.push(params)).connect(acp.ndJsonStream(b.writable, a.readable))
+  const conn = acp
+    .client({ name: 't' })
+    .onNotification('session/update', ({ params }) => void updates.push(params))
+    .connect(acp.ndJsonStream(b.writable, a.readable))
   await conn.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} })
   const cwd = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-acp-sub-')))
   const { sessionId } = await conn.agent.request('session/new', { cwd, mcpServers: [] })
-  expect((await conn.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'delegate' }] })).stopReason).toBe('end_turn')
+  expect(
+    (await conn.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'delegate' }] }))
+      .stopReason,
+  ).toBe('end_turn')
 
   const forCall = updates.map((u) => u.update).filter((u) => 'toolCallId' in u && u.toolCallId === 'call_sub')
-  const progress = forCall.filter((u) => u.sessionUpdate === 'tool_call_update' && u.status === 'in_progress' && u.content)
+  const progress = forCall.filter(
+    (u) => u.sessionUpdate === 'tool_call_update' && u.status === 'in_progress' && u.content,
+  )
   const texts = progress.map((u) => JSON.stringify((u as { content: unknown }).content))
   expect(texts[0]).toContain('Subagent sub-1 (spawn) is working on: survey the agents')
   expect(texts.some((t) => t.includes('- list_agents'))).toBe(true)

@@ -2,10 +2,25 @@ import { describe, expect, it } from 'vitest'
 import { Session, type AnySessionEvent } from '@dsh/session'
 import { emptyUsage } from '@dsh/llm'
 import type { TurnResult } from '@dsh/agent'
-import { diffHunks, planEntries, promptToBlocks, PromptContentError, stopReason, toolLocations, toolTitle, Translator, DEFAULT_TOOL_KINDS } from '../src/index.ts'
+import {
+  diffHunks,
+  planEntries,
+  promptToBlocks,
+  PromptContentError,
+  stopReason,
+  toolLocations,
+  toolTitle,
+  Translator,
+  DEFAULT_TOOL_KINDS,
+} from '../src/index.ts'
 
 const result = (reason: TurnResult['reason'], error?: TurnResult['error']): TurnResult => ({
-  turn: 0, reason, text: '', usage: emptyUsage(), steps: 1, ...(error ? { error } : {}),
+  turn: 0,
+  reason,
+  text: '',
+  usage: emptyUsage(),
+  steps: 1,
+  ...(error ? { error } : {}),
 })
 
 describe('stopReason', () => {
@@ -27,12 +42,15 @@ describe('stopReason', () => {
 
 describe('promptToBlocks', () => {
   it('keeps text, references links and wraps embedded text resources', () => {
-    const blocks = promptToBlocks([
-      { type: 'text', text: 'fix it' },
-      { type: 'resource_link', name: 'a.ts', uri: 'file:///w/a.ts', mimeType: 'text/x-typescript' },
-      { type: 'resource', resource: { uri: 'file:///w/b.ts', text: 'let b = 2' } },
-      { type: 'resource', resource: { uri: 'file:///w/c.bin', blob: 'AAAA', mimeType: 'application/octet-stream' } },
-    ], { images: false })
+    const blocks = promptToBlocks(
+      [
+        { type: 'text', text: 'fix it' },
+        { type: 'resource_link', name: 'a.ts', uri: 'file:///w/a.ts', mimeType: 'text/x-typescript' },
+        { type: 'resource', resource: { uri: 'file:///w/b.ts', text: 'let b = 2' } },
+        { type: 'resource', resource: { uri: 'file:///w/c.bin', blob: 'AAAA', mimeType: 'application/octet-stream' } },
+      ],
+      { images: false },
+    )
     expect(blocks).toEqual([
       { type: 'text', text: 'fix it' },
       { type: 'text', text: '[Referenced resource: a.ts <file:///w/a.ts> (text/x-typescript)]' },
@@ -44,7 +62,9 @@ describe('promptToBlocks', () => {
     const image = { type: 'image' as const, data: 'AAAA', mimeType: 'image/png' }
     expect(() => promptToBlocks([image], { images: false })).toThrow(PromptContentError)
     expect(promptToBlocks([image], { images: true })).toEqual([{ type: 'image', data: 'AAAA', mediaType: 'image/png' }])
-    expect(() => promptToBlocks([{ type: 'audio', data: 'AAAA', mimeType: 'audio/wav' }], { images: true })).toThrow(/audio content is not accepted/)
+    expect(() => promptToBlocks([{ type: 'audio', data: 'AAAA', mimeType: 'audio/wav' }], { images: true })).toThrow(
+      /audio content is not accepted/,
+    )
     expect(() => promptToBlocks([], { images: false })).toThrow(/empty/)
   })
 })
@@ -63,19 +83,22 @@ describe('tool presentation', () => {
     expect(toolLocations({ command: 'ls' }, '/w')).toEqual([])
   })
   it('splits a unified diff into one diff per hunk', () => {
-    const unified = '--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n@@ -10,2 +10,2 @@\n ten\n-eleven\n+ELEVEN\n\\ No newline at end of file\n'
+    const unified =
+      '--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n@@ -10,2 +10,2 @@\n ten\n-eleven\n+ELEVEN\n\\ No newline at end of file\n'
     expect(diffHunks('/w/f', unified)).toEqual([
       { type: 'diff', path: '/w/f', oldText: 'one\ntwo\nthree', newText: 'one\nTWO\nthree' },
       { type: 'diff', path: '/w/f', oldText: 'ten\neleven', newText: 'ten\nELEVEN' },
     ])
   })
   it('plan entries from todo shapes', () => {
-    expect(planEntries([
-      { content: 'write tests', status: 'in_progress', priority: 'high' },
-      { text: 'ship', done: true },
-      { title: 'later' },
-      { nothing: true },
-    ])).toEqual([
+    expect(
+      planEntries([
+        { content: 'write tests', status: 'in_progress', priority: 'high' },
+        { text: 'ship', done: true },
+        { title: 'later' },
+        { nothing: true },
+      ]),
+    ).toEqual([
       { content: 'write tests', status: 'in_progress', priority: 'high' },
       { content: 'ship', status: 'completed', priority: 'medium' },
       { content: 'later', status: 'pending', priority: 'medium' },
@@ -85,7 +108,8 @@ describe('tool presentation', () => {
 })
 
 describe('Translator', () => {
-  const make = () => new Translator({ sessionId: 's', cwd: '/w', toolKinds: DEFAULT_TOOL_KINDS, maxToolOutputChars: 10 })
+  const make = () =>
+    new Translator({ sessionId: 's', cwd: '/w', toolKinds: DEFAULT_TOOL_KINDS, maxToolOutputChars: 10 })
   const events = (build: (s: Session) => void): AnySessionEvent[] => {
     const s = new Session({ cwd: '/w' })
     build(s)
@@ -98,9 +122,20 @@ describe('Translator', () => {
       s.append('step/start', { turn: 0, step: 0 })
       s.append('assistant/chunk', { chunk: { kind: 'reasoning-delta', text: 'hm' } })
       s.append('assistant/chunk', { chunk: { kind: 'text-delta', text: 'Hi' } })
-      s.append('assistant/message', { message: { role: 'assistant', content: [{ type: 'reasoning', text: 'hm' }, { type: 'text', text: 'Hi' }] } })
+      s.append('assistant/message', {
+        message: {
+          role: 'assistant',
+          content: [
+            { type: 'reasoning', text: 'hm' },
+            { type: 'text', text: 'Hi' },
+          ],
+        },
+      })
     })
-    expect(log.flatMap((e) => t.translate(e)).map((u) => u.sessionUpdate)).toEqual(['agent_thought_chunk', 'agent_message_chunk'])
+    expect(log.flatMap((e) => t.translate(e)).map((u) => u.sessionUpdate)).toEqual([
+      'agent_thought_chunk',
+      'agent_message_chunk',
+    ])
   })
 
   it('shows a message that was never streamed', () => {
@@ -109,7 +144,9 @@ describe('Translator', () => {
       s.append('step/start', { turn: 0, step: 0 })
       s.append('assistant/message', { message: { role: 'assistant', content: [{ type: 'text', text: 'whole' }] } })
     })
-    expect(log.flatMap((e) => t.translate(e))).toEqual([{ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'whole' } }])
+    expect(log.flatMap((e) => t.translate(e))).toEqual([
+      { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'whole' } },
+    ])
   })
 
   it('replay shows human messages and whole assistant messages, never chunks or injected context', () => {
@@ -130,19 +167,44 @@ describe('Translator', () => {
     const t = make()
     const log = events((s) => {
       s.append('tool/call', { callId: 'c1', name: 'bash', arguments: '{"command":"seq 100"}' })
-      s.append('tool/result', { message: { role: 'tool', callId: 'c1', name: 'bash', content: [{ type: 'text', text: '1\n2\n3\n4\n5\n6\n7' }] } })
+      s.append('tool/result', {
+        message: { role: 'tool', callId: 'c1', name: 'bash', content: [{ type: 'text', text: '1\n2\n3\n4\n5\n6\n7' }] },
+      })
       s.append('tool/call', { callId: 'c2', name: 'write', arguments: '{"file_path":"n.txt","content":"new"}' })
-      s.append('tool/result', { message: { role: 'tool', callId: 'c2', name: 'write', content: [{ type: 'text', text: 'Created' }] }, meta: { path: '/w/n.txt', created: true } })
+      s.append('tool/result', {
+        message: { role: 'tool', callId: 'c2', name: 'write', content: [{ type: 'text', text: 'Created' }] },
+        meta: { path: '/w/n.txt', created: true },
+      })
       s.append('tool/call', { callId: 'c3', name: 'edit', arguments: 'not json' })
-      s.append('tool/result', { message: { role: 'tool', callId: 'c3', name: 'edit', content: [{ type: 'text', text: 'bad' }], isError: true }, error: { code: 'INVALID_JSON', message: 'bad' } })
+      s.append('tool/result', {
+        message: { role: 'tool', callId: 'c3', name: 'edit', content: [{ type: 'text', text: 'bad' }], isError: true },
+        error: { code: 'INVALID_JSON', message: 'bad' },
+      })
       s.append('tool/call', { callId: 'c4', name: 'edit', arguments: '{"file_path":"/w/e"}' })
-      s.append('tool/result', { message: { role: 'tool', callId: 'c4', name: 'edit', content: [{ type: 'text', text: 'Edited' }] }, meta: { path: '/w/e', diff: '@@ -1 +1 @@\n-x\n+y\n' } })
+      s.append('tool/result', {
+        message: { role: 'tool', callId: 'c4', name: 'edit', content: [{ type: 'text', text: 'Edited' }] },
+        meta: { path: '/w/e', diff: '@@ -1 +1 @@\n-x\n+y\n' },
+      })
     })
     t.captureDiff('c4', { path: '/w/e', oldText: 'x\n', newText: 'y\n' })
     const out = log.flatMap((e) => t.translate(e))
     expect(out[0]).toMatchObject({ sessionUpdate: 'tool_call', kind: 'execute', title: 'seq 100', status: 'pending' })
-    expect(out[1]).toMatchObject({ status: 'completed', content: [{ type: 'content', content: { type: 'text', text: expect.stringMatching(/^1\n2\n3\n4\n5\n\n… \[3 more characters not shown\]$/) } }] })
-    expect(out[3]).toMatchObject({ status: 'completed', content: [{ type: 'diff', path: '/w/n.txt', oldText: null, newText: 'new' }] })
+    expect(out[1]).toMatchObject({
+      status: 'completed',
+      content: [
+        {
+          type: 'content',
+          content: {
+            type: 'text',
+            text: expect.stringMatching(/^1\n2\n3\n4\n5\n\n… \[3 more characters not shown\]$/),
+          },
+        },
+      ],
+    })
+    expect(out[3]).toMatchObject({
+      status: 'completed',
+      content: [{ type: 'diff', path: '/w/n.txt', oldText: null, newText: 'new' }],
+    })
     expect(out[4]).toMatchObject({ sessionUpdate: 'tool_call', title: 'edit', rawInput: {} })
     expect(out[5]).toMatchObject({ status: 'failed', rawOutput: { error: { code: 'INVALID_JSON' } } })
     expect(out[7]).toMatchObject({ content: [{ type: 'diff', path: '/w/e', oldText: 'x\n', newText: 'y\n' }] })
@@ -153,17 +215,17 @@ describe('compaction reporting', () => {
   const ev = (seq: number, type: string, data: unknown) => ({ type, seq, time: 0, data }) as unknown as AnySessionEvent
   it('reports a compaction as agent message chunks, live only', () => {
     const t = new Translator({ sessionId: 's', cwd: '/w', toolKinds: DEFAULT_TOOL_KINDS, maxToolOutputChars: 10 })
-    const chunks = (u: unknown[]) => u.map((x) => ((x as { content: { text: string } }).content.text))
+    const chunks = (u: unknown[]) => u.map((x) => (x as { content: { text: string } }).content.text)
     expect(chunks(t.translate(ev(1, 'compaction/start', { id: 'c1', reason: 'auto', tokensBefore: 90000 })))).toEqual([
       '\n[compacting the conversation (auto)...]\n',
     ])
     expect(chunks(t.translate(ev(2, 'compaction/summary', { id: 'c1', text: 'secret summary' })))).toEqual([])
-    expect(chunks(t.translate(ev(3, 'compaction/end', { id: 'c1', status: 'compacted', tokensAfter: 12000 })))).toEqual([
-      '[conversation compacted: ~90000 -> ~12000 tokens]\n',
-    ])
-    expect(chunks(t.translate(ev(4, 'compaction/end', { id: 'c2', status: 'failed', error: { message: 'empty summary' } })))).toEqual([
-      '[compaction failed: empty summary; history unchanged]\n',
-    ])
+    expect(chunks(t.translate(ev(3, 'compaction/end', { id: 'c1', status: 'compacted', tokensAfter: 12000 })))).toEqual(
+      ['[conversation compacted: ~90000 -> ~12000 tokens]\n'],
+    )
+    expect(
+      chunks(t.translate(ev(4, 'compaction/end', { id: 'c2', status: 'failed', error: { message: 'empty summary' } }))),
+    ).toEqual(['[compaction failed: empty summary; history unchanged]\n'])
     expect(t.translate(ev(5, 'compaction/start', { id: 'c3', reason: 'manual' }), true)).toEqual([])
   })
 })

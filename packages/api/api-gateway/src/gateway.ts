@@ -4,7 +4,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Context, Service } from 'cordis'
 import Schema from 'schemastery'
-import { ApiError, checkParams, CHUNK_RUNS_PARAM, HOST_STREAM_PATH, type HostStreamEvent, type MethodContract } from '@dsh/web-protocol'
+import {
+  ApiError,
+  checkParams,
+  CHUNK_RUNS_PARAM,
+  HOST_STREAM_PATH,
+  type HostStreamEvent,
+  type MethodContract,
+} from '@dsh/web-protocol'
 import { SseClient, type FrameLog } from './sse.ts'
 import * as SessionHostPlugin from './host.ts'
 
@@ -81,14 +88,26 @@ const isLoopback = (address: string | undefined) =>
 
 export class ApiGateway extends Service {
   static Config: Schema<ApiGatewayConfig> = Schema.object({
-    maxBodyBytes: Schema.natural().min(1).default(1024 * 1024).description('Largest accepted request body (bytes).'),
-    clientBufferBytes: Schema.natural().min(1024).default(4 * 1024 * 1024).description('Bytes a stream client may fall behind before it gets resync and is closed.'),
+    maxBodyBytes: Schema.natural()
+      .min(1)
+      .default(1024 * 1024)
+      .description('Largest accepted request body (bytes).'),
+    clientBufferBytes: Schema.natural()
+      .min(1024)
+      .default(4 * 1024 * 1024)
+      .description('Bytes a stream client may fall behind before it gets resync and is closed.'),
     heartbeatMs: Schema.natural().default(15_000).description('Comment line sent on idle streams (0: none).'),
     sessions: Schema.boolean().default(true).description('Mount the session host.'),
-    idleMs: Schema.natural().default(10 * 60_000).description('Unload a live session idle this long (ms).'),
+    idleMs: Schema.natural()
+      .default(10 * 60_000)
+      .description('Unload a live session idle this long (ms).'),
     metaFile: Schema.string().description('Per-session metadata file. Default: $DSH_HOME/web/sessions.json.'),
     maxSteps: Schema.natural().min(1).description('Most model requests per turn; default: the agent-loop row.'),
-    listRescanMs: Schema.natural().default(30_000).description('sessions.list re-reads the stored summaries when its index is older than this (ms); live sessions are kept current by their events.'),
+    listRescanMs: Schema.natural()
+      .default(30_000)
+      .description(
+        'sessions.list re-reads the stored summaries when its index is older than this (ms); live sessions are kept current by their events.',
+      ),
   })
 
   // Mutated in place only (methods may run on a per-caller shadow of `this`).
@@ -99,23 +118,49 @@ export class ApiGateway extends Service {
 
   constructor(ctx: Context, config: Partial<ApiGatewayConfig> = {}) {
     super(ctx, 'api')
-    this.config = { maxBodyBytes: 1024 * 1024, clientBufferBytes: 4 * 1024 * 1024, heartbeatMs: 15_000, sessions: true, idleMs: 10 * 60_000, listRescanMs: 30_000, ...config }
+    this.config = {
+      maxBodyBytes: 1024 * 1024,
+      clientBufferBytes: 4 * 1024 * 1024,
+      heartbeatMs: 15_000,
+      sessions: true,
+      idleMs: 10 * 60_000,
+      listRescanMs: 30_000,
+      ...config,
+    }
     if (this.config.sessions) {
-      ctx.plugin(SessionHostPlugin, { idleMs: this.config.idleMs, metaFile: this.config.metaFile, maxSteps: this.config.maxSteps, listRescanMs: this.config.listRescanMs })
+      ctx.plugin(SessionHostPlugin, {
+        idleMs: this.config.idleMs,
+        metaFile: this.config.metaFile,
+        maxSteps: this.config.maxSteps,
+        listRescanMs: this.config.listRescanMs,
+      })
     }
     // The HTTP carrier on ctx.webServer, active whenever that service is there.
     ctx.plugin({
       name: 'api-gateway-http',
       inject: ['api', 'webServer'],
       apply(c: Context) {
-        const server = (c as unknown as { webServer: { register(route: { path: string; match: 'exact' | 'prefix'; handle(req: IncomingMessage, res: ServerResponse, info: RequestInfo): unknown }): unknown } }).webServer
+        const server = (
+          c as unknown as {
+            webServer: {
+              register(route: {
+                path: string
+                match: 'exact' | 'prefix'
+                handle(req: IncomingMessage, res: ServerResponse, info: RequestInfo): unknown
+              }): unknown
+            }
+          }
+        ).webServer
         server.register({ path: '/api', match: 'prefix', handle: (req, res, info) => c.api.handleHttp(req, res, info) })
       },
     })
-    ctx.effect(() => () => {
-      for (const client of [...this.hostClients]) client.close()
-      this.hostClients.clear()
-    }, 'api-gateway: close host streams')
+    ctx.effect(
+      () => () => {
+        for (const client of [...this.hostClients]) client.close()
+        this.hostClients.clear()
+      },
+      'api-gateway: close host streams',
+    )
   }
 
   /**
@@ -123,7 +168,8 @@ export class ApiGateway extends Service {
    * `handler`. An effect of the calling plugin; also returns a disposer. Duplicate names throw.
    */
   register<P, R>(contract: MethodContract<P, R>, handler: MethodHandler<P, R>): () => void {
-    if (!contract || typeof contract.name !== 'string' || typeof contract.params !== 'function') throw new TypeError('api.register: a contract needs a name and a params schema')
+    if (!contract || typeof contract.name !== 'string' || typeof contract.params !== 'function')
+      throw new TypeError('api.register: a contract needs a name and a params schema')
     if (typeof handler !== 'function') throw new TypeError(`api.register: ${contract.name} needs a handler function`)
     const methods = this.methods
     if (methods.has(contract.name)) throw new Error(`api.register: method ${contract.name} is already registered`)
@@ -146,7 +192,8 @@ export class ApiGateway extends Service {
   async call(name: string, raw: unknown, call: CallInfo): Promise<unknown> {
     const entry = this.methods.get(name)
     if (!entry) throw new ApiError('UNKNOWN_METHOD', `unknown method ${JSON.stringify(name)}`)
-    if (entry.contract.loopbackOnly && !call.loopback) throw new ApiError('FORBIDDEN', `${name} is only available to loopback callers`)
+    if (entry.contract.loopbackOnly && !call.loopback)
+      throw new ApiError('FORBIDDEN', `${name} is only available to loopback callers`)
     const params = checkParams(entry.contract, raw)
     return entry.handler(params, call)
   }
@@ -178,8 +225,10 @@ export class ApiGateway extends Service {
     try {
       if (url.pathname === HOST_STREAM_PATH) return this.openHost(req, res)
       const sessionPrefix = '/api/events/session/'
-      if (url.pathname.startsWith(sessionPrefix)) return await this.openSession(req, res, url, decodeURIComponent(url.pathname.slice(sessionPrefix.length)))
-      if (!url.pathname.startsWith('/api/')) throw new ApiError('NOT_FOUND', `no route ${url.pathname}`, { status: 404 })
+      if (url.pathname.startsWith(sessionPrefix))
+        return await this.openSession(req, res, url, decodeURIComponent(url.pathname.slice(sessionPrefix.length)))
+      if (!url.pathname.startsWith('/api/'))
+        throw new ApiError('NOT_FOUND', `no route ${url.pathname}`, { status: 404 })
       const name = url.pathname.slice('/api/'.length)
       if (req.method !== 'POST') {
         res.setHeader('allow', 'POST')
@@ -193,7 +242,8 @@ export class ApiGateway extends Service {
       const result = await this.call(name, body, { loopback, signal: abort.signal })
       sendJson(res, 200, { result: result ?? {} })
     } catch (error) {
-      const apiError = error instanceof ApiError ? error : new ApiError('INTERNAL', (error as Error)?.message ?? String(error))
+      const apiError =
+        error instanceof ApiError ? error : new ApiError('INTERNAL', (error as Error)?.message ?? String(error))
       if (!(error instanceof ApiError)) this.ctx.logger('api').warn(error)
       if (res.headersSent) return void res.end()
       sendJson(res, apiError.status, apiError.toBody())
@@ -201,7 +251,8 @@ export class ApiGateway extends Service {
   }
 
   private openHost(req: IncomingMessage, res: ServerResponse): void {
-    if (req.method !== 'GET') throw new ApiError('METHOD_NOT_ALLOWED', 'event streams are read with GET', { status: 405 })
+    if (req.method !== 'GET')
+      throw new ApiError('METHOD_NOT_ALLOWED', 'event streams are read with GET', { status: 405 })
     const clients = this.hostClients
     const client = new SseClient(req, res, {
       maxBufferedBytes: this.config.clientBufferBytes,
@@ -213,7 +264,8 @@ export class ApiGateway extends Service {
   }
 
   private async openSession(req: IncomingMessage, res: ServerResponse, url: URL, sessionId: string): Promise<void> {
-    if (req.method !== 'GET') throw new ApiError('METHOD_NOT_ALLOWED', 'event streams are read with GET', { status: 405 })
+    if (req.method !== 'GET')
+      throw new ApiError('METHOD_NOT_ALLOWED', 'event streams are read with GET', { status: 405 })
     const provider = this.streams.provider
     if (!provider) throw new ApiError('UNAVAILABLE', 'no session host is mounted')
     const header = req.headers['last-event-id']
@@ -221,18 +273,29 @@ export class ApiGateway extends Service {
     let after = -1
     if (rawAfter !== undefined && rawAfter !== null && rawAfter !== '') {
       if (!/^-?\d+$/.test(rawAfter.trim()) || Number(rawAfter) < -1) {
-        throw new ApiError('INVALID_PARAMS', `after: expected a session seq (an integer >= -1), got ${JSON.stringify(rawAfter)}`, { field: 'after' })
+        throw new ApiError(
+          'INVALID_PARAMS',
+          `after: expected a session seq (an integer >= -1), got ${JSON.stringify(rawAfter)}`,
+          { field: 'after' },
+        )
       }
       after = Number(rawAfter)
     }
     const chunks = url.searchParams.get(CHUNK_RUNS_PARAM)
-    if (chunks !== null && chunks !== 'runs') throw new ApiError('INVALID_PARAMS', `${CHUNK_RUNS_PARAM}: expected "runs", got ${JSON.stringify(chunks)}`, { field: CHUNK_RUNS_PARAM })
+    if (chunks !== null && chunks !== 'runs')
+      throw new ApiError('INVALID_PARAMS', `${CHUNK_RUNS_PARAM}: expected "runs", got ${JSON.stringify(chunks)}`, {
+        field: CHUNK_RUNS_PARAM,
+      })
     // Validate the session before the stream starts, so an unknown id is a JSON 404.
-    await provider.attach(sessionId, new LazySse(req, res, {
-      maxBufferedBytes: this.config.clientBufferBytes,
-      heartbeatMs: this.config.heartbeatMs,
-      chunkRuns: chunks === 'runs',
-    }), after)
+    await provider.attach(
+      sessionId,
+      new LazySse(req, res, {
+        maxBufferedBytes: this.config.clientBufferBytes,
+        heartbeatMs: this.config.heartbeatMs,
+        chunkRuns: chunks === 'runs',
+      }),
+      after,
+    )
   }
 }
 
@@ -240,23 +303,45 @@ export class ApiGateway extends Service {
 class LazySse implements StreamClient {
   private client: SseClient | undefined
   onClose?: () => void
-  constructor(private readonly req: IncomingMessage, private readonly res: ServerResponse, private readonly options: { maxBufferedBytes: number; heartbeatMs: number; chunkRuns: boolean }) {}
+  constructor(
+    private readonly req: IncomingMessage,
+    private readonly res: ServerResponse,
+    private readonly options: { maxBufferedBytes: number; heartbeatMs: number; chunkRuns: boolean },
+  ) {}
   private open(): SseClient {
     this.client ??= new SseClient(this.req, this.res, { ...this.options, onClose: () => this.onClose?.() })
     return this.client
   }
-  get closed(): boolean { return this.client?.closed ?? false }
-  send(event: string | undefined, data: unknown, id?: number): boolean { return this.open().send(event, data, id) }
-  batch(fn: () => void): void { this.open().batch(fn) }
-  writeFrame(frame: Uint8Array): boolean { return this.open().writeFrame(frame) }
-  replay(frames: FrameLog, after: number): boolean { return this.open().replay(frames, after) }
-  resync(reason: string): void { this.open().resync(reason) }
-  close(): void { this.client?.close() }
+  get closed(): boolean {
+    return this.client?.closed ?? false
+  }
+  send(event: string | undefined, data: unknown, id?: number): boolean {
+    return this.open().send(event, data, id)
+  }
+  batch(fn: () => void): void {
+    this.open().batch(fn)
+  }
+  writeFrame(frame: Uint8Array): boolean {
+    return this.open().writeFrame(frame)
+  }
+  replay(frames: FrameLog, after: number): boolean {
+    return this.open().replay(frames, after)
+  }
+  resync(reason: string): void {
+    this.open().resync(reason)
+  }
+  close(): void {
+    this.client?.close()
+  }
 }
 
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body)
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' })
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+    'cache-control': 'no-store',
+  })
   res.end(text)
 }
 
@@ -280,7 +365,12 @@ export async function readJsonBody(req: IncomingMessage, maxBytes: number): Prom
   }
   const text = Buffer.concat(chunks).toString('utf8')
   if (text.trim() === '') return {}
-  if (type && !/^application\/json\b/i.test(type)) throw new ApiError('UNSUPPORTED_MEDIA_TYPE', `expected Content-Type: application/json, got ${JSON.stringify(type)}`, { status: 415 })
+  if (type && !/^application\/json\b/i.test(type))
+    throw new ApiError(
+      'UNSUPPORTED_MEDIA_TYPE',
+      `expected Content-Type: application/json, got ${JSON.stringify(type)}`,
+      { status: 415 },
+    )
   try {
     return JSON.parse(text)
   } catch (error) {

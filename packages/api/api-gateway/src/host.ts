@@ -41,7 +41,8 @@ export interface InterruptedWork {
   questions: Array<{ requestId: string; questions: string[] }>
 }
 
-const isEmptyWork = (w: InterruptedWork | undefined) => !w || (!w.queued.length && !w.approvals.length && !w.questions.length)
+const isEmptyWork = (w: InterruptedWork | undefined) =>
+  !w || (!w.queued.length && !w.approvals.length && !w.questions.length)
 
 export interface SessionHostConfig {
   /** A live session with no turn, no queued prompt and no stream client is unloaded after this long. */
@@ -55,10 +56,14 @@ export interface SessionHostConfig {
 }
 
 export const SessionHostConfig: Schema<SessionHostConfig> = Schema.object({
-  idleMs: Schema.natural().default(10 * 60_000).description('Unload a live session idle this long (ms).'),
+  idleMs: Schema.natural()
+    .default(10 * 60_000)
+    .description('Unload a live session idle this long (ms).'),
   metaFile: Schema.string().description('Per-session metadata file. Default: $DSH_HOME/web/sessions.json.'),
   maxSteps: Schema.natural().min(1).description('Most model requests per turn.'),
-  listRescanMs: Schema.natural().default(30_000).description('Re-read stored session summaries when the list index is older than this (ms).'),
+  listRescanMs: Schema.natural()
+    .default(30_000)
+    .description('Re-read stored session summaries when the list index is older than this (ms).'),
 })
 
 interface Pending<T> {
@@ -99,7 +104,10 @@ interface Live {
 
 // Optional services, read with ctx.get() when used: typed by each service's own declaration
 // (the packages are dependencies for their types), except the two this package does not depend on.
-type Optional = Pick<Context, 'llm' | 'durableSessions' | 'sessionPersistence' | 'approval' | 'userQuestions' | 'permissionPresets' | 'commands'> & {
+type Optional = Pick<
+  Context,
+  'llm' | 'durableSessions' | 'sessionPersistence' | 'approval' | 'userQuestions' | 'permissionPresets' | 'commands'
+> & {
   agentDefaultModel?: { get(): ModelSelection }
   workspaces?: { get(id: string): unknown }
 }
@@ -129,7 +137,10 @@ export class SessionHost {
   private readonly offAnswerers: Array<() => void> = []
   private ready: Promise<void>
 
-  constructor(private readonly ctx: Context, private readonly config: SessionHostConfig) {
+  constructor(
+    private readonly ctx: Context,
+    private readonly config: SessionHostConfig,
+  ) {
     // An explicit metaFile wins; else the storage hub when it is mounted; else the default file.
     const storage = ctx.get('storage' as never) as Parameters<typeof storageBackend>[0] | undefined
     this.meta = new MetaStore(
@@ -140,7 +151,10 @@ export class SessionHost {
     this.ready = this.meta.load().then(() => {
       if (this.meta.warning) ctx.logger('api-gateway').warn(this.meta.warning)
     })
-    this.index = new SessionIndex(async () => (await this.opt('durableSessions')?.list()) ?? [], config.listRescanMs ?? 30_000)
+    this.index = new SessionIndex(
+      async () => (await this.opt('durableSessions')?.list()) ?? [],
+      config.listRescanMs ?? 30_000,
+    )
   }
 
   private opt<K extends keyof Optional>(key: K): Optional[K] | undefined {
@@ -185,12 +199,15 @@ export class SessionHost {
     })
     api.register(P.sessionsSetPermissionMode, async (p) => {
       const presets = this.opt('permissionPresets')
-      if (!presets) throw new ApiError('UNAVAILABLE', 'sessions.setPermissionMode: no permission-presets row is mounted')
+      if (!presets)
+        throw new ApiError('UNAVAILABLE', 'sessions.setPermissionMode: no permission-presets row is mounted')
       const live = await this.open(p.sessionId)
       try {
         presets.set(p.sessionId, p.mode)
       } catch (error) {
-        throw new ApiError('INVALID_PARAMS', `sessions.setPermissionMode: mode: ${(error as Error).message}`, { field: 'mode' })
+        throw new ApiError('INVALID_PARAMS', `sessions.setPermissionMode: mode: ${(error as Error).message}`, {
+          field: 'mode',
+        })
       }
       await this.meta.update(p.sessionId, { permissionMode: p.mode })
       this.changed(live)
@@ -199,24 +216,45 @@ export class SessionHost {
     api.register(P.sessionsFork, (p) => this.fork(p))
     api.register(P.approvalsRespond, (p) => {
       const pending = this.approvals.get(p.requestId)
-      if (!pending) throw new ApiError('REQUEST_NOT_FOUND', `approvals.respond: no pending approval request ${JSON.stringify(p.requestId)} (already answered, cancelled, or never asked)`, { field: 'requestId' })
-      pending.resolve({ decision: p.decision, ...(p.reason !== undefined ? { reason: p.reason } : {}), ...(p.message !== undefined ? { message: p.message } : {}) })
+      if (!pending)
+        throw new ApiError(
+          'REQUEST_NOT_FOUND',
+          `approvals.respond: no pending approval request ${JSON.stringify(p.requestId)} (already answered, cancelled, or never asked)`,
+          { field: 'requestId' },
+        )
+      pending.resolve({
+        decision: p.decision,
+        ...(p.reason !== undefined ? { reason: p.reason } : {}),
+        ...(p.message !== undefined ? { message: p.message } : {}),
+      })
       return {}
     })
     api.register(P.questionsRespond, (p) => {
       const pending = this.questions.get(p.requestId)
-      if (!pending) throw new ApiError('REQUEST_NOT_FOUND', `questions.respond: no pending question request ${JSON.stringify(p.requestId)} (already answered, cancelled, or never asked)`, { field: 'requestId' })
+      if (!pending)
+        throw new ApiError(
+          'REQUEST_NOT_FOUND',
+          `questions.respond: no pending question request ${JSON.stringify(p.requestId)} (already answered, cancelled, or never asked)`,
+          { field: 'requestId' },
+        )
       pending.resolve(p.answers as Record<string, QuestionAnswer>)
       return {}
     })
     api.register(P.llmProviders, () => {
       const fallback = this.opt('agentDefaultModel')?.get()
-      return { providers: this.opt('llm')?.listProviders() ?? [], ...(fallback ? { default: toWireModel(fallback) } : {}) }
+      return {
+        providers: this.opt('llm')?.listProviders() ?? [],
+        ...(fallback ? { default: toWireModel(fallback) } : {}),
+      }
     })
     api.register(P.llmModels, async (p) => {
       const llm = this.opt('llm')
       if (!llm?.listProviders().includes(p.provider)) {
-        throw new ApiError('INVALID_PARAMS', `llm.models: provider: no provider ${JSON.stringify(p.provider)}; registered: ${llm?.listProviders().join(', ') || '(none)'}`, { field: 'provider' })
+        throw new ApiError(
+          'INVALID_PARAMS',
+          `llm.models: provider: no provider ${JSON.stringify(p.provider)}; registered: ${llm?.listProviders().join(', ') || '(none)'}`,
+          { field: 'provider' },
+        )
       }
       return { models: (await llm.listModels(p.provider)).map((m) => ({ ...m, id: m.id })) }
     })
@@ -226,7 +264,12 @@ export class SessionHost {
       if (!commands) throw new ApiError('UNAVAILABLE', 'commands.execute: no commands row is mounted')
       const live = await this.open(p.sessionId)
       const result = await commands.dispatch(live.agent, p.line, { signal: call.signal })
-      if (!result.handled) throw new ApiError('INVALID_PARAMS', `commands.execute: line: ${JSON.stringify(p.line.slice(0, 40))} is not a command line (/name args)`, { field: 'line' })
+      if (!result.handled)
+        throw new ApiError(
+          'INVALID_PARAMS',
+          `commands.execute: line: ${JSON.stringify(p.line.slice(0, 40))} is not a command line (/name args)`,
+          { field: 'line' },
+        )
       return result.ok
         ? { ok: true, name: result.name, ...(result.output !== undefined ? { output: result.output } : {}) }
         : { ok: false, name: result.name, error: result.error }
@@ -234,31 +277,51 @@ export class SessionHost {
 
     const approval = this.opt('approval')
     if (approval) {
-      this.offAnswerers.push(approval.registerAnswerer({
-        name: 'web',
-        accepts: (request) => request.sessionId !== undefined && this.live.has(request.sessionId),
-        answer: (request, { signal }) => this.ask(this.approvals, request.sessionId!, String(request.id), signal, (live) => {
-          live.approvals.set(String(request.id), request)
-          this.broadcast(live, 'approval', approvalFrame(request))
-        }, (live, outcome) => {
-          live.approvals.delete(String(request.id))
-          this.broadcast(live, 'approval/resolved', { requestId: String(request.id), decision: outcome })
+      this.offAnswerers.push(
+        approval.registerAnswerer({
+          name: 'web',
+          accepts: (request) => request.sessionId !== undefined && this.live.has(request.sessionId),
+          answer: (request, { signal }) =>
+            this.ask(
+              this.approvals,
+              request.sessionId!,
+              String(request.id),
+              signal,
+              (live) => {
+                live.approvals.set(String(request.id), request)
+                this.broadcast(live, 'approval', approvalFrame(request))
+              },
+              (live, outcome) => {
+                live.approvals.delete(String(request.id))
+                this.broadcast(live, 'approval/resolved', { requestId: String(request.id), decision: outcome })
+              },
+            ),
         }),
-      }))
+      )
     }
     const questions = this.opt('userQuestions')
     if (questions) {
-      this.offAnswerers.push(questions.registerAnswerer({
-        name: 'web',
-        accepts: (request) => request.sessionId !== undefined && this.live.has(request.sessionId),
-        answer: (request, { signal }) => this.ask(this.questions, request.sessionId!, String(request.id), signal, (live) => {
-          live.questions.set(String(request.id), request)
-          this.broadcast(live, 'question', questionFrame(request))
-        }, (live, outcome) => {
-          live.questions.delete(String(request.id))
-          this.broadcast(live, 'question/resolved', { requestId: String(request.id), status: outcome })
+      this.offAnswerers.push(
+        questions.registerAnswerer({
+          name: 'web',
+          accepts: (request) => request.sessionId !== undefined && this.live.has(request.sessionId),
+          answer: (request, { signal }) =>
+            this.ask(
+              this.questions,
+              request.sessionId!,
+              String(request.id),
+              signal,
+              (live) => {
+                live.questions.set(String(request.id), request)
+                this.broadcast(live, 'question', questionFrame(request))
+              },
+              (live, outcome) => {
+                live.questions.delete(String(request.id))
+                this.broadcast(live, 'question/resolved', { requestId: String(request.id), status: outcome })
+              },
+            ),
         }),
-      }))
+      )
     }
     // The graceful stop of a dsh app: turns are cancelled and their ends logged while the
     // persistence rows are still active. Unloading the plugin alone stops too (not awaited).
@@ -274,7 +337,8 @@ export class SessionHost {
     this.stopping = true
     // What only memory holds (queued prompts, unanswered requests) is reported in each log below.
     const interrupted = new Map([...this.live.values()].map((live) => [live, this.pendingOf(live)]))
-    for (const pending of [...this.approvals.values(), ...this.questions.values()]) pending.reject(new Error('the web host is stopping'))
+    for (const pending of [...this.approvals.values(), ...this.questions.values()])
+      pending.reject(new Error('the web host is stopping'))
     for (const off of this.offAnswerers.splice(0)) off()
     const lives = [...this.live.values()]
     for (const live of lives) {
@@ -288,7 +352,9 @@ export class SessionHost {
         try {
           live.session.append('web/interrupted', { reason: 'stopped', ...work! })
         } catch (error) {
-          this.ctx.logger('api-gateway').warn(`session ${live.id}: cannot log the interrupted work: ${(error as Error).message}`)
+          this.ctx
+            .logger('api-gateway')
+            .warn(`session ${live.id}: cannot log the interrupted work: ${(error as Error).message}`)
         }
       }
       if (live.pendingKey) void this.meta.update(live.id, { pending: undefined }).catch(() => {})
@@ -297,7 +363,9 @@ export class SessionHost {
       for (const client of [...live.clients]) client.close()
       live.off()
       await live.agent.dispose().catch(() => {})
-      await this.opt('durableSessions')?.checkpoint(live.id).catch(() => {})
+      await this.opt('durableSessions')
+        ?.checkpoint(live.id)
+        .catch(() => {})
     }
     this.live.clear()
     await this.meta.flush()
@@ -332,7 +400,11 @@ export class SessionHost {
       } catch (error) {
         const code = (error as { code?: string }).code
         if (code === 'NOT_FOUND' || code === 'BAD_ID') throw notFound(sessionId)
-        if (code === 'LOCKED') throw new ApiError('SESSION_LOCKED', `session ${sessionId} is open in another process: ${(error as Error).message}`)
+        if (code === 'LOCKED')
+          throw new ApiError(
+            'SESSION_LOCKED',
+            `session ${sessionId} is open in another process: ${(error as Error).message}`,
+          )
         throw new ApiError('INTERNAL', `cannot load session ${sessionId}: ${(error as Error).message}`)
       }
     }
@@ -343,30 +415,53 @@ export class SessionHost {
         session.append('web/interrupted', { reason: 'crashed', ...meta.pending! })
         await this.meta.update(sessionId, { pending: undefined })
       } catch (error) {
-        this.ctx.logger('api-gateway').warn(`session ${sessionId}: cannot log the interrupted work: ${(error as Error).message}`)
+        this.ctx
+          .logger('api-gateway')
+          .warn(`session ${sessionId}: cannot log the interrupted work: ${(error as Error).message}`)
       }
     }
     let model: ModelSelection | undefined
-    if (meta.model) model = await this.resolveModel(`${meta.model.provider}/${meta.model.model}`, meta.model.reasoningEffort).catch(() => undefined)
+    if (meta.model)
+      model = await this.resolveModel(`${meta.model.provider}/${meta.model.model}`, meta.model.reasoningEffort).catch(
+        () => undefined,
+      )
     const header = session.last('request/header')
-    if (!model && header) model = await this.resolveModel(`${header.data.provider}/${header.data.model}`).catch(() => undefined)
+    if (!model && header)
+      model = await this.resolveModel(`${header.data.provider}/${header.data.model}`).catch(() => undefined)
     model ??= await this.resolveModel(undefined)
     if (meta.permissionMode) {
       try {
         this.opt('permissionPresets')?.set(sessionId, meta.permissionMode)
       } catch (error) {
-        this.ctx.logger('api-gateway').warn(`session ${sessionId}: stored permission mode ignored: ${(error as Error).message}`)
+        this.ctx
+          .logger('api-gateway')
+          .warn(`session ${sessionId}: stored permission mode ignored: ${(error as Error).message}`)
       }
     }
-    const agent = this.ctx.agents.create({ cwd: session.cwd, session, model, ...(this.config.maxSteps ? { maxSteps: this.config.maxSteps } : {}) })
+    const agent = this.ctx.agents.create({
+      cwd: session.cwd,
+      session,
+      model,
+      ...(this.config.maxSteps ? { maxSteps: this.config.maxSteps } : {}),
+    })
     return this.adopt(agent)
   }
 
   private adopt(agent: Agent): Live {
     const session = agent.session
     const live: Live = {
-      id: session.id, agent, session, queue: [], driving: false, approvals: new Map(), questions: new Map(),
-      clients: new Set(), status: 'idle', off: () => {}, row: this.index.track(session.id, session.cwd, session.events), pendingKey: '',
+      id: session.id,
+      agent,
+      session,
+      queue: [],
+      driving: false,
+      approvals: new Map(),
+      questions: new Map(),
+      clients: new Set(),
+      status: 'idle',
+      off: () => {},
+      row: this.index.track(session.id, session.cwd, session.events),
+      pendingKey: '',
     }
     live.off = session.subscribe((event) => {
       this.index.apply(live.row, event)
@@ -395,7 +490,10 @@ export class SessionHost {
     return {
       queued: [...live.queue],
       approvals: [...live.approvals.values()].map((r) => ({ requestId: String(r.id), kind: r.kind, title: r.title })),
-      questions: [...live.questions.values()].map((r) => ({ requestId: String(r.id), questions: r.questions.map((q) => q.question) })),
+      questions: [...live.questions.values()].map((r) => ({
+        requestId: String(r.id),
+        questions: r.questions.map((q) => q.question),
+      })),
     }
   }
 
@@ -410,7 +508,9 @@ export class SessionHost {
     const key = isEmptyWork(work) ? '' : JSON.stringify(work)
     if (key === live.pendingKey) return
     live.pendingKey = key
-    this.meta.update(live.id, { pending: key ? work : undefined }).catch((error: Error) => this.warn(`session ${live.id}: cannot keep the queued work: ${error.message}`))
+    this.meta
+      .update(live.id, { pending: key ? work : undefined })
+      .catch((error: Error) => this.warn(`session ${live.id}: cannot keep the queued work: ${error.message}`))
   }
 
   private refreshStatus(live: Live): void {
@@ -479,14 +579,22 @@ export class SessionHost {
   private scheduleIdle(live: Live): void {
     if (live.idleTimer) clearTimeout(live.idleTimer)
     live.idleTimer = undefined
-    if (this.stopping || live.clients.size > 0 || live.driving || live.queue.length > 0 || live.agent.status === 'running') return
+    if (
+      this.stopping ||
+      live.clients.size > 0 ||
+      live.driving ||
+      live.queue.length > 0 ||
+      live.agent.status === 'running'
+    )
+      return
     live.idleTimer = setTimeout(() => void this.unload(live), this.config.idleMs)
     live.idleTimer.unref?.()
   }
 
   /** Drops an idle session's agent; a persisted session also leaves memory (it resumes on use). */
   private async unload(live: Live): Promise<void> {
-    if (this.live.get(live.id) !== live || live.clients.size > 0 || live.driving || live.agent.status === 'running') return
+    if (this.live.get(live.id) !== live || live.clients.size > 0 || live.driving || live.agent.status === 'running')
+      return
     if (live.approvals.size > 0 || live.questions.size > 0) return
     // A plugin that needs the session live (a pending reminder) keeps it; ask again later.
     if (this.ctx.bail('session/keep-alive', live.agent.session)) {
@@ -503,7 +611,9 @@ export class SessionHost {
         await durable.checkpoint(live.id).catch(() => {})
         // Release the log's writer lock before the session leaves memory, so a resume right
         // after this finds it closed (durable sessions would close it only in the background).
-        await this.opt('sessionPersistence')?.close(live.id).catch(() => {})
+        await this.opt('sessionPersistence')
+          ?.close(live.id)
+          .catch(() => {})
         this.ctx.sessions.delete(live.id)
       }
       this.refreshStatusStored(live.id)
@@ -526,34 +636,60 @@ export class SessionHost {
     if (!this.stopping) this.ctx.logger('api-gateway').warn(message)
   }
 
-  private async create(p: { cwd?: string; workspaceId?: string; model?: string; reasoningEffort?: P.ReasoningEffort; title?: string }): Promise<{ session: SessionRow }> {
+  private async create(p: {
+    cwd?: string
+    workspaceId?: string
+    model?: string
+    reasoningEffort?: P.ReasoningEffort
+    title?: string
+  }): Promise<{ session: SessionRow }> {
     if (this.stopping) throw new ApiError('UNAVAILABLE', 'the web host is stopping')
     await this.ready
     let cwd: string
     if (p.workspaceId !== undefined) {
-      if (p.cwd !== undefined) throw new ApiError('INVALID_PARAMS', 'sessions.create: pass either cwd or workspaceId, not both', { field: 'cwd' })
+      if (p.cwd !== undefined)
+        throw new ApiError('INVALID_PARAMS', 'sessions.create: pass either cwd or workspaceId, not both', {
+          field: 'cwd',
+        })
       const workspaces = this.opt('workspaces')
-      if (!workspaces) throw new ApiError('UNAVAILABLE', 'sessions.create: workspaceId: no workspace service is mounted; pass cwd')
+      if (!workspaces)
+        throw new ApiError('UNAVAILABLE', 'sessions.create: workspaceId: no workspace service is mounted; pass cwd')
       const workspace = (await workspaces.get(p.workspaceId)) as { path?: string } | undefined
-      if (!workspace?.path) throw new ApiError('WORKSPACE_NOT_FOUND', `sessions.create: no workspace ${JSON.stringify(p.workspaceId)}`, { field: 'workspaceId' })
+      if (!workspace?.path)
+        throw new ApiError('WORKSPACE_NOT_FOUND', `sessions.create: no workspace ${JSON.stringify(p.workspaceId)}`, {
+          field: 'workspaceId',
+        })
       cwd = workspace.path
     } else if (p.cwd !== undefined) {
       cwd = resolve(p.cwd)
     } else {
-      throw new ApiError('INVALID_PARAMS', 'sessions.create: cwd: pass cwd (a directory) or workspaceId', { field: 'cwd' })
+      throw new ApiError('INVALID_PARAMS', 'sessions.create: cwd: pass cwd (a directory) or workspaceId', {
+        field: 'cwd',
+      })
     }
     const info = await stat(cwd).catch(() => undefined)
-    if (!info) throw new ApiError('NOT_A_DIRECTORY', `sessions.create: cwd: ${cwd} does not exist`, { field: p.workspaceId !== undefined ? 'workspaceId' : 'cwd' })
-    if (!info.isDirectory()) throw new ApiError('NOT_A_DIRECTORY', `sessions.create: cwd: ${cwd} is not a directory`, { field: p.workspaceId !== undefined ? 'workspaceId' : 'cwd' })
+    if (!info)
+      throw new ApiError('NOT_A_DIRECTORY', `sessions.create: cwd: ${cwd} does not exist`, {
+        field: p.workspaceId !== undefined ? 'workspaceId' : 'cwd',
+      })
+    if (!info.isDirectory())
+      throw new ApiError('NOT_A_DIRECTORY', `sessions.create: cwd: ${cwd} is not a directory`, {
+        field: p.workspaceId !== undefined ? 'workspaceId' : 'cwd',
+      })
     const model = await this.resolveModel(p.model, p.reasoningEffort)
-    const agent = this.ctx.agents.create({ cwd, model, ...(this.config.maxSteps ? { maxSteps: this.config.maxSteps } : {}) })
+    const agent = this.ctx.agents.create({
+      cwd,
+      model,
+      ...(this.config.maxSteps ? { maxSteps: this.config.maxSteps } : {}),
+    })
     const live = this.adopt(agent)
     if (p.title?.trim()) live.session.append('session/title', { title: p.title.trim(), source: 'user' })
     // Announced before any await: a short idleMs may unload it meanwhile, and `stored` must not
     // reach the host stream before `added`.
     const row = this.rowOf(live)
     this.publishHost({ type: 'session/added', session: row })
-    if (p.model !== undefined || p.reasoningEffort !== undefined) await this.meta.update(live.id, { model: toWireModel(model) })
+    if (p.model !== undefined || p.reasoningEffort !== undefined)
+      await this.meta.update(live.id, { model: toWireModel(model) })
     return { session: row }
   }
 
@@ -562,14 +698,28 @@ export class SessionHost {
     let boundary = source.session.length
     if (p.beforeTurn !== undefined) {
       const start = source.session.events.find((e) => e.type === 'turn/start' && e.data.turn === p.beforeTurn)
-      if (!start) throw new ApiError('INVALID_PARAMS', `sessions.fork: beforeTurn: session ${p.sessionId} has no turn ${p.beforeTurn}`, { field: 'beforeTurn' })
+      if (!start)
+        throw new ApiError(
+          'INVALID_PARAMS',
+          `sessions.fork: beforeTurn: session ${p.sessionId} has no turn ${p.beforeTurn}`,
+          { field: 'beforeTurn' },
+        )
       boundary = start.seq
     }
     if (!source.session.isTurnBoundary(boundary)) {
-      throw new ApiError('SESSION_BUSY', `sessions.fork: session ${p.sessionId} is inside a turn at seq ${boundary}; pass beforeTurn or wait for the turn to end`, { status: 409, field: 'beforeTurn' })
+      throw new ApiError(
+        'SESSION_BUSY',
+        `sessions.fork: session ${p.sessionId} is inside a turn at seq ${boundary}; pass beforeTurn or wait for the turn to end`,
+        { status: 409, field: 'beforeTurn' },
+      )
     }
     const session = this.ctx.sessions.fork(source.session, boundary)
-    const agent = this.ctx.agents.create({ cwd: session.cwd, session, model: { ...source.agent.model }, ...(this.config.maxSteps ? { maxSteps: this.config.maxSteps } : {}) })
+    const agent = this.ctx.agents.create({
+      cwd: session.cwd,
+      session,
+      model: { ...source.agent.model },
+      ...(this.config.maxSteps ? { maxSteps: this.config.maxSteps } : {}),
+    })
     const live = this.adopt(agent)
     const meta = this.meta.get(source.id)
     if (meta.model) await this.meta.update(live.id, { model: meta.model })
@@ -578,7 +728,14 @@ export class SessionHost {
     return { session: row }
   }
 
-  private async list(p: { query?: string; cwd?: string; includeArchived: boolean; refresh?: boolean; offset: number; limit: number }) {
+  private async list(p: {
+    query?: string
+    cwd?: string
+    includeArchived: boolean
+    refresh?: boolean
+    offset: number
+    limit: number
+  }) {
     await this.ready
     const query = p.query?.trim().toLowerCase()
     const cwd = p.cwd !== undefined ? resolve(p.cwd) : undefined
@@ -589,15 +746,25 @@ export class SessionHost {
       if (cwd !== undefined && row.cwd !== cwd) continue
       if (query && !(row.title ?? row.firstPrompt ?? '').toLowerCase().includes(query)) continue
       const live = this.live.get(row.id)
-      matches.push(live ? this.rowOf(live) : {
-        sessionId: row.id, cwd: row.cwd,
-        ...(row.title !== undefined ? { title: row.title } : {}),
-        ...(row.firstPrompt !== undefined ? { firstPrompt: row.firstPrompt } : {}),
-        createdAt: row.createdAt, updatedAt: row.updatedAt, turns: row.turns, events: row.events,
-        archived: meta.archived === true, status: 'stored', queued: 0,
-        ...(meta.model ? { model: meta.model } : {}),
-        ...(meta.permissionMode ? { permissionMode: meta.permissionMode } : {}),
-      })
+      matches.push(
+        live
+          ? this.rowOf(live)
+          : {
+              sessionId: row.id,
+              cwd: row.cwd,
+              ...(row.title !== undefined ? { title: row.title } : {}),
+              ...(row.firstPrompt !== undefined ? { firstPrompt: row.firstPrompt } : {}),
+              createdAt: row.createdAt,
+              updatedAt: row.updatedAt,
+              turns: row.turns,
+              events: row.events,
+              archived: meta.archived === true,
+              status: 'stored',
+              queued: 0,
+              ...(meta.model ? { model: meta.model } : {}),
+              ...(meta.permissionMode ? { permissionMode: meta.permissionMode } : {}),
+            },
+      )
     }
     matches.sort((a, b) => b.updatedAt - a.updatedAt || (a.sessionId < b.sessionId ? -1 : 1))
     const page = matches.slice(p.offset, p.offset + p.limit)
@@ -614,8 +781,19 @@ export class SessionHost {
     await this.ready
     if (this.meta.get(sessionId).removed) throw notFound(sessionId)
     const live = this.live.get(sessionId)
-    if (live && (live.driving || live.agent.status === 'running' || live.queue.length > 0 || live.approvals.size > 0 || live.questions.size > 0)) {
-      throw new ApiError('SESSION_BUSY', `sessions.remove: session ${sessionId} has a turn running, waiting or queued; cancel it first`, { status: 409, field: 'sessionId' })
+    if (
+      live &&
+      (live.driving ||
+        live.agent.status === 'running' ||
+        live.queue.length > 0 ||
+        live.approvals.size > 0 ||
+        live.questions.size > 0)
+    ) {
+      throw new ApiError(
+        'SESSION_BUSY',
+        `sessions.remove: session ${sessionId} has a turn running, waiting or queued; cancel it first`,
+        { status: 409, field: 'sessionId' },
+      )
     }
     if (!live) await this.exists(sessionId)
     await this.meta.update(sessionId, { removed: true })
@@ -650,7 +828,10 @@ export class SessionHost {
       } catch (error) {
         const code = (error as { code?: string }).code
         if (code === 'NOT_FOUND' || code === 'BAD_ID') throw notFound(p.sessionId)
-        throw new ApiError('INTERNAL', `sessions.history: cannot read session ${p.sessionId}: ${(error as Error).message}`)
+        throw new ApiError(
+          'INTERNAL',
+          `sessions.history: cannot read session ${p.sessionId}: ${(error as Error).message}`,
+        )
       }
       const start = p.fromSeq - stored.from
       events = stored.events.slice(start, start + p.limit) as readonly WireEvent[]
@@ -667,7 +848,11 @@ export class SessionHost {
    * file is unchanged (checked with one stat per call), and any write by this or another process
    * makes it read again. Other backends read from `fromSeq` on every call.
    */
-  private async storedEvents(persistence: NonNullable<Optional['sessionPersistence']>, sessionId: string, fromSeq: number): Promise<{ events: readonly AnySessionEvent[]; from: number }> {
+  private async storedEvents(
+    persistence: NonNullable<Optional['sessionPersistence']>,
+    sessionId: string,
+    fromSeq: number,
+  ): Promise<{ events: readonly AnySessionEvent[]; from: number }> {
     const path = locatesLogs(persistence) ? await persistence.logPath(sessionId).catch(() => undefined) : undefined
     const info = path ? await stat(path).catch(() => undefined) : undefined
     if (!info) {
@@ -693,17 +878,26 @@ export class SessionHost {
   private async prompt(p: { sessionId: string; text: string; mode: P.PromptMode }) {
     await this.ready
     if (this.meta.get(p.sessionId).archived) {
-      throw new ApiError('SESSION_ARCHIVED', `sessions.prompt: session ${p.sessionId} is archived; restore it with sessions.archive {archived: false} first`, { field: 'sessionId' })
+      throw new ApiError(
+        'SESSION_ARCHIVED',
+        `sessions.prompt: session ${p.sessionId} is archived; restore it with sessions.archive {archived: false} first`,
+        { field: 'sessionId' },
+      )
     }
     const live = await this.open(p.sessionId)
-    if (this.meta.get(p.sessionId).archived) throw new ApiError('SESSION_ARCHIVED', `sessions.prompt: session ${p.sessionId} is archived`, { field: 'sessionId' })
+    if (this.meta.get(p.sessionId).archived)
+      throw new ApiError('SESSION_ARCHIVED', `sessions.prompt: session ${p.sessionId} is archived`, {
+        field: 'sessionId',
+      })
     if (!live.driving && live.agent.status !== 'running') {
       this.drive(live, p.text)
       return { disposition: 'started' as const, queued: live.queue.length }
     }
     if (p.mode === 'steer') {
       // The running turn claims it at its next step (the agent's own inbox); never lost.
-      live.agent.send(p.text).catch((error: Error) => this.warn(`session ${live.id}: steered prompt failed: ${error.message}`))
+      live.agent
+        .send(p.text)
+        .catch((error: Error) => this.warn(`session ${live.id}: steered prompt failed: ${error.message}`))
       return { disposition: 'steered' as const, queued: live.queue.length }
     }
     live.queue.push(p.text)
@@ -720,7 +914,9 @@ export class SessionHost {
     const next = async () => {
       let current: string | undefined = text
       while (current !== undefined && !this.stopping && this.live.get(live.id) === live) {
-        await live.agent.send(current).catch((error: Error) => this.warn(`session ${live.id}: turn failed: ${error.message}`))
+        await live.agent
+          .send(current)
+          .catch((error: Error) => this.warn(`session ${live.id}: turn failed: ${error.message}`))
         await live.agent.idle().catch(() => {})
         current = this.meta.get(live.id).archived ? undefined : live.queue.shift()
       }
@@ -760,13 +956,20 @@ export class SessionHost {
 
   private async resolveModel(spec: string | undefined, effort?: P.ReasoningEffort): Promise<ModelSelection> {
     const fallback = this.opt('agentDefaultModel')?.get()
-    const withEffort = (m: ModelSelection): ModelSelection => (effort !== undefined ? { ...m, reasoningEffort: effort } : m)
+    const withEffort = (m: ModelSelection): ModelSelection =>
+      effort !== undefined ? { ...m, reasoningEffort: effort } : m
     if (spec === undefined) {
-      if (!fallback) throw new ApiError('INVALID_PARAMS', 'no default model is configured; pass model "provider/model"', { field: 'model' })
+      if (!fallback)
+        throw new ApiError('INVALID_PARAMS', 'no default model is configured; pass model "provider/model"', {
+          field: 'model',
+        })
       return withEffort(fallback)
     }
     const llm = this.opt('llm')
-    if (!llm) throw new ApiError('MODEL_NOT_FOUND', `model: ${JSON.stringify(spec)}: no model service is mounted`, { field: 'model' })
+    if (!llm)
+      throw new ApiError('MODEL_NOT_FOUND', `model: ${JSON.stringify(spec)}: no model service is mounted`, {
+        field: 'model',
+      })
     let resolved: { provider: string; model: string }
     try {
       resolved = await llm.resolveModelSpec(spec, fallback?.provider)
@@ -819,7 +1022,14 @@ export class SessionHost {
 
   // ---- approvals and questions ----
 
-  private ask<T>(table: Map<string, Pending<T>>, sessionId: string, requestId: string, signal: AbortSignal, publish: (live: Live) => void, settled: (live: Live, outcome: string) => void): Promise<T> {
+  private ask<T>(
+    table: Map<string, Pending<T>>,
+    sessionId: string,
+    requestId: string,
+    signal: AbortSignal,
+    publish: (live: Live) => void,
+    settled: (live: Live, outcome: string) => void,
+  ): Promise<T> {
     return new Promise<T>((resolvePromise, rejectPromise) => {
       const live = this.live.get(sessionId)
       if (!live || this.stopping) return rejectPromise(new Error('the web session is not open'))
@@ -858,7 +1068,8 @@ const STORED_SESSIONS = 4
 interface LogLocator {
   logPath(sessionId: string): Promise<string | undefined>
 }
-const locatesLogs = (persistence: object): persistence is LogLocator => typeof (persistence as Partial<LogLocator>).logPath === 'function'
+const locatesLogs = (persistence: object): persistence is LogLocator =>
+  typeof (persistence as Partial<LogLocator>).logPath === 'function'
 
 /** The live session's frame log, built from its events on first use. */
 function framesOf(live: Live): FrameLog {
@@ -877,7 +1088,8 @@ function frameOf(live: Live, event: AnySessionEvent): Uint8Array | undefined {
   return framesOf(live).frame(event.seq)
 }
 
-const notFound = (sessionId: string) => new ApiError('SESSION_NOT_FOUND', `no session ${JSON.stringify(sessionId)}`, { field: 'sessionId' })
+const notFound = (sessionId: string) =>
+  new ApiError('SESSION_NOT_FOUND', `no session ${JSON.stringify(sessionId)}`, { field: 'sessionId' })
 
 const toWireModel = (model: ModelSelection): WireModel => ({
   provider: model.provider,
@@ -890,13 +1102,21 @@ function approvalFrame(request: ApprovalRequest) {
     requestId: String(request.id),
     sessionId: request.sessionId!,
     request: {
-      kind: request.kind, title: request.title,
+      kind: request.kind,
+      title: request.title,
       ...(request.detail !== undefined ? { detail: request.detail } : {}),
-      action: request.action, options: [...request.options], time: request.time,
+      action: request.action,
+      options: [...request.options],
+      time: request.time,
     },
   }
 }
 
 function questionFrame(request: QuestionsRequest) {
-  return { requestId: String(request.id), sessionId: request.sessionId!, questions: request.questions.map((q) => ({ ...q })), time: request.time }
+  return {
+    requestId: String(request.id),
+    sessionId: request.sessionId!,
+    questions: request.questions.map((q) => ({ ...q })),
+    time: request.time,
+  }
 }

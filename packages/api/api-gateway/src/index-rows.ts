@@ -21,7 +21,10 @@ export function humanPromptOf(event: AnySessionEvent): string | undefined {
   if (event.type !== 'user/message') return undefined
   const data = event.data as { source?: { kind?: string }; content?: Array<{ type: string; text?: string }> }
   if (data.source?.kind !== 'human') return undefined
-  return (data.content ?? []).map((block) => (block.type === 'text' ? block.text ?? '' : '')).join('').slice(0, 200)
+  return (data.content ?? [])
+    .map((block) => (block.type === 'text' ? (block.text ?? '') : ''))
+    .join('')
+    .slice(0, 200)
 }
 
 export class SessionIndex {
@@ -31,7 +34,10 @@ export class SessionIndex {
   /** Calls of the loader so far (tests read it). */
   scans = 0
 
-  constructor(private readonly load: () => Promise<SessionSummary[]>, private readonly rescanMs: number) {}
+  constructor(
+    private readonly load: () => Promise<SessionSummary[]>,
+    private readonly rescanMs: number,
+  ) {}
 
   /** The rows, after the first build; a stale index is answered as is and rebuilt in the background. */
   async current(refresh = false): Promise<IterableIterator<IndexRow>> {
@@ -51,7 +57,12 @@ export class SessionIndex {
           // A row this host keeps current from events is at least as new as the file.
           if (known && known.events > s.events) continue
           this.rows.set(s.id, {
-            id: s.id, cwd: s.cwd, createdAt: s.createdAt, updatedAt: s.updatedAt, turns: s.turns, events: s.events,
+            id: s.id,
+            cwd: s.cwd,
+            createdAt: s.createdAt,
+            updatedAt: s.updatedAt,
+            turns: s.turns,
+            events: s.events,
             ...(s.title !== undefined ? { title: s.title } : {}),
             ...(s.firstPrompt !== undefined ? { firstPrompt: s.firstPrompt } : {}),
           })
@@ -70,7 +81,14 @@ export class SessionIndex {
 
   /** A row built from a whole log (a session this host adopts). */
   track(id: string, cwd: string, events: readonly AnySessionEvent[]): IndexRow {
-    const row: IndexRow = { id, cwd, createdAt: events[0]?.time ?? Date.now(), updatedAt: events.at(-1)?.time ?? Date.now(), turns: 0, events: 0 }
+    const row: IndexRow = {
+      id,
+      cwd,
+      createdAt: events[0]?.time ?? Date.now(),
+      updatedAt: events.at(-1)?.time ?? Date.now(),
+      turns: 0,
+      events: 0,
+    }
     for (const event of events) this.apply(row, event)
     this.rows.set(id, row)
     return row

@@ -27,11 +27,21 @@ export const SessionMetaSchema: Schema<SessionMeta> = Schema.object({
   model: optionalObject(WireModelSchema),
   permissionMode: Schema.string(),
   removed: Schema.boolean(),
-  pending: optionalObject(Schema.object({
-    queued: Schema.array(Schema.string()).default([]),
-    approvals: Schema.array(Schema.object({ requestId: Schema.string().required(), kind: Schema.string().required(), title: Schema.string().required() })).default([]),
-    questions: Schema.array(Schema.object({ requestId: Schema.string().required(), questions: Schema.array(Schema.string()).default([]) })).default([]),
-  })),
+  pending: optionalObject(
+    Schema.object({
+      queued: Schema.array(Schema.string()).default([]),
+      approvals: Schema.array(
+        Schema.object({
+          requestId: Schema.string().required(),
+          kind: Schema.string().required(),
+          title: Schema.string().required(),
+        }),
+      ).default([]),
+      questions: Schema.array(
+        Schema.object({ requestId: Schema.string().required(), questions: Schema.array(Schema.string()).default([]) }),
+      ).default([]),
+    }),
+  ),
 }) as Schema<SessionMeta>
 
 export interface MetaBackend {
@@ -58,7 +68,10 @@ export function fileBackend(path: string): MetaBackend {
         const parsed = JSON.parse(text) as { sessions?: Record<string, SessionMeta> }
         return { rows: Object.entries(parsed.sessions ?? {}).filter(([, row]) => row && typeof row === 'object') }
       } catch (error) {
-        return { rows: [], warning: `${path} is not valid JSON (${(error as Error).message}); session metadata starts empty` }
+        return {
+          rows: [],
+          warning: `${path} is not valid JSON (${(error as Error).message}); session metadata starts empty`,
+        }
       }
     },
     async write(_id, _row, rows) {

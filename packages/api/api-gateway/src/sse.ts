@@ -65,7 +65,8 @@ export class FrameLog {
    * valid (later appends never move bytes a view was handed).
    */
   append(event: { seq: number }): Buffer {
-    if (event.seq !== this.ends.length) throw new RangeError(`FrameLog.append: expected seq ${this.ends.length}, got ${event.seq}`)
+    if (event.seq !== this.ends.length)
+      throw new RangeError(`FrameLog.append: expected seq ${this.ends.length}, got ${event.seq}`)
     const text = `id: ${event.seq}\ndata: ${JSON.stringify(event)}\n\n`
     const size = Buffer.byteLength(text)
     if (this.used + size > this.buf.length) {
@@ -170,7 +171,9 @@ export class FrameLog {
         break
       }
       const last = seq + length - 1
-      const frame = Buffer.from(`id: ${last}\nevent: chunks\ndata: ${JSON.stringify(encodeChunkRun(this.deltas.slice(seq, last + 1) as WireEvent[]))}\n\n`)
+      const frame = Buffer.from(
+        `id: ${last}\nevent: chunks\ndata: ${JSON.stringify(encodeChunkRun(this.deltas.slice(seq, last + 1) as WireEvent[]))}\n\n`,
+      )
       if (size + frame.length > maxBytes) {
         complete = false
         break
@@ -189,7 +192,11 @@ export class SseClient {
   closed = false
   private heartbeat: NodeJS.Timeout | undefined
 
-  constructor(readonly req: IncomingMessage, readonly res: ServerResponse, private readonly options: SseOptions) {
+  constructor(
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+    private readonly options: SseOptions,
+  ) {
     res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache, no-transform',
@@ -277,7 +284,11 @@ export class SseClient {
    */
   replay(frames: FrameLog, after: number): boolean {
     if (this.closed) return false
-    const { bytes, complete } = frames.since(after, Math.max(0, this.options.maxBufferedBytes - this.res.writableLength), this.options.chunkRuns)
+    const { bytes, complete } = frames.since(
+      after,
+      Math.max(0, this.options.maxBufferedBytes - this.res.writableLength),
+      this.options.chunkRuns,
+    )
     if (bytes.length) this.res.write(bytes)
     if (!complete) {
       this.resync('the client fell behind its stream buffer')

@@ -6,18 +6,28 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { FrameLog, RUN_MAX_CHARS, RUN_MAX_EVENTS, SseClient, formatFrame } from '../src/sse.ts'
 import { logEvents, parseFrames } from './sse-reader.ts'
 
-const event = (seq: number, text = `event ${seq}`) => ({ type: 'user/message', seq, time: 1_700_000_000_000 + seq, data: { text } })
+const event = (seq: number, text = `event ${seq}`) => ({
+  type: 'user/message',
+  seq,
+  time: 1_700_000_000_000 + seq,
+  data: { text },
+})
 
 describe('FrameLog', () => {
   it('holds each event as the frame formatFrame writes, and slices replays after any seq', () => {
     const events = Array.from({ length: 50 }, (_, i) => event(i, 'ünïcode ✓ '.repeat(i % 7)))
     const log = FrameLog.of(events)
     expect(log.length).toBe(50)
-    const text = (after: number) => events.slice(after + 1).map((e) => formatFrame(undefined, e, e.seq)).join('')
+    const text = (after: number) =>
+      events
+        .slice(after + 1)
+        .map((e) => formatFrame(undefined, e, e.seq))
+        .join('')
     for (const after of [-1, 0, 1, 17, 48, 49, 60]) expect(log.since(after).bytes.toString('utf8')).toBe(text(after))
     expect(log.since(-1).complete).toBe(true)
     expect(log.bytes).toBe(Buffer.byteLength(text(-1)))
-    for (const seq of [0, 1, 30, 49]) expect(log.frame(seq)!.toString('utf8')).toBe(formatFrame(undefined, events[seq], seq))
+    for (const seq of [0, 1, 30, 49])
+      expect(log.frame(seq)!.toString('utf8')).toBe(formatFrame(undefined, events[seq], seq))
     expect(log.frame(50)).toBeUndefined()
     expect(log.frame(-1)).toBeUndefined()
   })
@@ -52,7 +62,12 @@ describe('FrameLog', () => {
   })
 })
 
-const delta = (seq: number, text: string, kind = 'reasoning-delta', extra: object = {}) => ({ type: 'assistant/chunk', seq, time: 1_700_000_000_000 + (seq >> 3), data: { chunk: { kind, text, ...extra } } })
+const delta = (seq: number, text: string, kind = 'reasoning-delta', extra: object = {}) => ({
+  type: 'assistant/chunk',
+  seq,
+  time: 1_700_000_000_000 + (seq >> 3),
+  data: { chunk: { kind, text, ...extra } },
+})
 
 /** A log of deltas in runs of both kinds, broken by other events, a delta with a signature, a long run and long texts. */
 function mixedLog() {
@@ -89,10 +104,22 @@ describe('FrameLog chunk runs', () => {
     // 700 deltas: three full runs and one of 700 - 3 * 256; the 40 words: one run per kind, the
     // text one going on with the first long text; then the long texts two a frame (the last
     // alone); everything else as its own frame.
-    expect(frames.filter((f) => f.event === 'chunks').map((f) => f.data.text.length)).toEqual([256, 256, 188, 20, 21, 2, 2])
+    expect(frames.filter((f) => f.event === 'chunks').map((f) => f.data.text.length)).toEqual([
+      256, 256, 188, 20, 21, 2, 2,
+    ])
     expect(frames.filter((f) => f.event === 'message').map((f) => f.id)).toEqual([0, 701, 702, 703, 749, 750, 751])
     // Events outside runs are the shared frames, byte for byte.
-    expect(log.since(700, Infinity, true).bytes.toString().startsWith(log.since(700).bytes.subarray(0, log.frame(701)!.length + log.frame(702)!.length + log.frame(703)!.length).toString())).toBe(true)
+    expect(
+      log
+        .since(700, Infinity, true)
+        .bytes.toString()
+        .startsWith(
+          log
+            .since(700)
+            .bytes.subarray(0, log.frame(701)!.length + log.frame(702)!.length + log.frame(703)!.length)
+            .toString(),
+        ),
+    ).toBe(true)
     // Without runs: the frames of each event as before.
     expect(log.since(-1).bytes.toString()).toBe(events.map((e) => formatFrame(undefined, e, e.seq)).join(''))
   })
@@ -114,7 +141,8 @@ describe('FrameLog chunk runs', () => {
         expect(got).toEqual(events.slice(after + 1, after + 1 + got.length))
         expect(complete).toBe(got.length === events.length - after - 1)
         // The next frame would not have fitted.
-        if (!complete) expect(log.since(after + got.length, Infinity, true).bytes.length + bytes.length).toBeGreaterThan(limit)
+        if (!complete)
+          expect(log.since(after + got.length, Infinity, true).bytes.length + bytes.length).toBeGreaterThan(limit)
       }
     }
   })
@@ -129,7 +157,11 @@ describe('SseClient raw writes', () => {
   })
 
   /** A server whose one stream gets `act(client)`; resolves with the bytes the reader received. */
-  async function stream(maxBufferedBytes: number, act: (client: SseClient) => void, chunkRuns = false): Promise<string> {
+  async function stream(
+    maxBufferedBytes: number,
+    act: (client: SseClient) => void,
+    chunkRuns = false,
+  ): Promise<string> {
     server = createServer((req, res) => {
       const client = new SseClient(req, res, { maxBufferedBytes, heartbeatMs: 0, chunkRuns })
       act(client)
@@ -143,7 +175,9 @@ describe('SseClient raw writes', () => {
         res.setEncoding('utf8')
         res.on('data', (c: string) => (text += c))
         res.on('end', () => resolve(text))
-      }).on('error', reject).end()
+      })
+        .on('error', reject)
+        .end()
     })
   }
 
@@ -151,7 +185,11 @@ describe('SseClient raw writes', () => {
     const events = Array.from({ length: 30 }, (_, i) => event(i))
     const log = FrameLog.of(events.slice(0, 20))
     const live = events.slice(20).map((e) => log.append(e))
-    const expected = (after: number) => events.slice(after + 1).map((e) => formatFrame(undefined, e, e.seq)).join('')
+    const expected = (after: number) =>
+      events
+        .slice(after + 1)
+        .map((e) => formatFrame(undefined, e, e.seq))
+        .join('')
     for (const after of [-1, 4, 19]) {
       const text = await stream(1 << 20, (client) => {
         expect(client.replay(FrameLog.of(events.slice(0, 20)), after)).toBe(true)

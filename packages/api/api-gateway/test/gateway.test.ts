@@ -26,20 +26,37 @@ const guardedTool = {
   name: 'guarded-tool',
   inject: ['tools', 'approval'],
   apply(ctx: Context) {
-    const c = ctx as unknown as { tools: { register(def: unknown): () => void }; approval: { request(i: unknown, o: unknown): Promise<{ decision: string }> } }
+    const c = ctx as unknown as {
+      tools: { register(def: unknown): () => void }
+      approval: { request(i: unknown, o: unknown): Promise<{ decision: string }> }
+    }
     c.tools.register({
       name: 'guarded',
       description: 'Does something that needs approval.',
       parameters: { type: 'object', properties: { what: { type: 'string' } }, required: ['what'] },
       async execute(args: { what: string }, call: { sessionId?: string; signal: AbortSignal }) {
-        const outcome = await c.approval.request({ sessionId: call.sessionId, kind: 'tool', title: `guarded: ${args.what}`, action: { what: args.what }, options: ['allowed-once', 'rejected'] }, { signal: call.signal })
+        const outcome = await c.approval.request(
+          {
+            sessionId: call.sessionId,
+            kind: 'tool',
+            title: `guarded: ${args.what}`,
+            action: { what: args.what },
+            options: ['allowed-once', 'rejected'],
+          },
+          { signal: call.signal },
+        )
         return { content: `decision: ${outcome.decision}` }
       },
     })
   },
 }
 
-interface Host { harness: Harness; server: Server; url: string; close(): Promise<void> }
+interface Host {
+  harness: Harness
+  server: Server
+  url: string
+  close(): Promise<void>
+}
 const cleanup: Array<() => Promise<void> | void> = []
 afterEach(async () => {
   while (cleanup.length) await cleanup.pop()!()
@@ -87,7 +104,12 @@ async function boot(mock: MockServer, home: string, gateway: Record<string, unkn
   return { harness, server, url, close }
 }
 
-async function post(host: Host, method: string, params: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
+async function post(
+  host: Host,
+  method: string,
+  params: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: any }> {
   const res = await fetch(`${host.url}/api/${method}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
@@ -112,38 +134,73 @@ class SseReader extends BaseReader {
 describe('api-gateway over real HTTP', () => {
   it('answers bad input with a JSON error naming the problem', async () => {
     const host = await boot(await mockModel([]), tempDir())
-    expect(await post(host, 'sessions.nope', {})).toMatchObject({ status: 404, body: { error: { code: 'UNKNOWN_METHOD', message: expect.stringContaining('sessions.nope') } } })
+    expect(await post(host, 'sessions.nope', {})).toMatchObject({
+      status: 404,
+      body: { error: { code: 'UNKNOWN_METHOD', message: expect.stringContaining('sessions.nope') } },
+    })
     const missing = await post(host, 'sessions.prompt', { sessionId: 'x' })
     expect(missing).toMatchObject({ status: 400, body: { error: { code: 'INVALID_PARAMS', field: 'text' } } })
     expect(missing.body.error.message).toContain('sessions.prompt: text')
-    expect(await post(host, 'sessions.history', { sessionId: 'x', limit: -2 })).toMatchObject({ status: 400, body: { error: { code: 'INVALID_PARAMS', field: 'limit' } } })
-    expect(await post(host, 'sessions.prompt', '{"sessionId": ')).toMatchObject({ status: 400, body: { error: { code: 'INVALID_JSON' } } })
-    expect(await post(host, 'sessions.list', 'x'.repeat(2 * 1024 * 1024))).toMatchObject({ status: 413, body: { error: { code: 'PAYLOAD_TOO_LARGE' } } })
+    expect(await post(host, 'sessions.history', { sessionId: 'x', limit: -2 })).toMatchObject({
+      status: 400,
+      body: { error: { code: 'INVALID_PARAMS', field: 'limit' } },
+    })
+    expect(await post(host, 'sessions.prompt', '{"sessionId": ')).toMatchObject({
+      status: 400,
+      body: { error: { code: 'INVALID_JSON' } },
+    })
+    expect(await post(host, 'sessions.list', 'x'.repeat(2 * 1024 * 1024))).toMatchObject({
+      status: 413,
+      body: { error: { code: 'PAYLOAD_TOO_LARGE' } },
+    })
     const unknown = '3f1c0c1e-0000-4000-8000-000000000000'
-    expect(await post(host, 'sessions.prompt', { sessionId: unknown, text: 'hi' })).toMatchObject({ status: 404, body: { error: { code: 'SESSION_NOT_FOUND', message: expect.stringContaining(unknown) } } })
-    expect(await post(host, 'sessions.history', { sessionId: unknown })).toMatchObject({ status: 404, body: { error: { code: 'SESSION_NOT_FOUND' } } })
+    expect(await post(host, 'sessions.prompt', { sessionId: unknown, text: 'hi' })).toMatchObject({
+      status: 404,
+      body: { error: { code: 'SESSION_NOT_FOUND', message: expect.stringContaining(unknown) } },
+    })
+    expect(await post(host, 'sessions.history', { sessionId: unknown })).toMatchObject({
+      status: 404,
+      body: { error: { code: 'SESSION_NOT_FOUND' } },
+    })
     const stream = await fetch(`${host.url}/api/events/session/${unknown}`)
     expect(stream.status).toBe(404)
     expect(await stream.json()).toMatchObject({ error: { code: 'SESSION_NOT_FOUND' } })
-    expect(await post(host, 'sessions.create', { cwd: join(tempDir(), 'missing'), model: MODEL })).toMatchObject({ status: 400, body: { error: { code: 'NOT_A_DIRECTORY', field: 'cwd' } } })
-    expect(await post(host, 'sessions.create', { cwd: tempDir(), model: 'deepseek-official/none' })).toMatchObject({ status: 400, body: { error: { code: 'MODEL_NOT_FOUND', field: 'model' } } })
+    expect(await post(host, 'sessions.create', { cwd: join(tempDir(), 'missing'), model: MODEL })).toMatchObject({
+      status: 400,
+      body: { error: { code: 'NOT_A_DIRECTORY', field: 'cwd' } },
+    })
+    expect(await post(host, 'sessions.create', { cwd: tempDir(), model: 'deepseek-official/none' })).toMatchObject({
+      status: 400,
+      body: { error: { code: 'MODEL_NOT_FOUND', field: 'model' } },
+    })
 
     const cwd = tempDir()
     const { session } = await call(host, 'sessions.create', { cwd, model: MODEL })
     await call(host, 'sessions.archive', { sessionId: session.sessionId })
-    expect(await post(host, 'sessions.prompt', { sessionId: session.sessionId, text: 'hi' })).toMatchObject({ status: 409, body: { error: { code: 'SESSION_ARCHIVED', field: 'sessionId' } } })
+    expect(await post(host, 'sessions.prompt', { sessionId: session.sessionId, text: 'hi' })).toMatchObject({
+      status: 409,
+      body: { error: { code: 'SESSION_ARCHIVED', field: 'sessionId' } },
+    })
     expect((await call(host, 'sessions.list', { cwd })).sessions).toEqual([])
-    expect((await call(host, 'sessions.list', { cwd, includeArchived: true })).sessions).toMatchObject([{ sessionId: session.sessionId, archived: true }])
+    expect((await call(host, 'sessions.list', { cwd, includeArchived: true })).sessions).toMatchObject([
+      { sessionId: session.sessionId, archived: true },
+    ])
   })
 
   it('a stream dropped mid-turn resumes from Last-Event-ID with no gap or duplicate; the approval is answered over the wire', async () => {
-    const mock = await mockModel([{ toolCalls: [{ name: 'guarded', arguments: { what: 'deploy' } }] }, { text: 'deployed' }])
+    const mock = await mockModel([
+      { toolCalls: [{ name: 'guarded', arguments: { what: 'deploy' } }] },
+      { text: 'deployed' },
+    ])
     const host = await boot(mock, tempDir())
     const { session } = await call(host, 'sessions.create', { cwd: tempDir(), model: MODEL, title: 'deploy things' })
     const id = session.sessionId
     const first = new SseReader(`${host.url}/api/events/session/${id}`)
     await first.until((f) => f.some((x) => x.event === 'status'))
-    expect(await call(host, 'sessions.prompt', { sessionId: id, text: 'please deploy' })).toEqual({ disposition: 'started', queued: 0 })
+    expect(await call(host, 'sessions.prompt', { sessionId: id, text: 'please deploy' })).toEqual({
+      disposition: 'started',
+      queued: 0,
+    })
     await first.until((f) => f.some((x) => x.event === 'approval'))
     const approval = first.frames.find((x) => x.event === 'approval')!.data
     expect(approval.request).toMatchObject({ title: 'guarded: deploy', options: ['allowed-once', 'rejected'] })
@@ -154,8 +211,12 @@ describe('api-gateway over real HTTP', () => {
     // The pending approval is re-sent to the new connection.
     await second.until((f) => f.some((x) => x.event === 'approval'))
     expect(second.frames.find((x) => x.event === 'status')!.data.status).toBe('waiting')
-    expect(await call(host, 'approvals.respond', { requestId: approval.requestId, decision: 'allowed-once' })).toEqual({})
-    expect(await post(host, 'approvals.respond', { requestId: approval.requestId, decision: 'allowed-once' })).toMatchObject({ status: 404, body: { error: { code: 'REQUEST_NOT_FOUND' } } })
+    expect(await call(host, 'approvals.respond', { requestId: approval.requestId, decision: 'allowed-once' })).toEqual(
+      {},
+    )
+    expect(
+      await post(host, 'approvals.respond', { requestId: approval.requestId, decision: 'allowed-once' }),
+    ).toMatchObject({ status: 404, body: { error: { code: 'REQUEST_NOT_FOUND' } } })
     await second.until((f) => turnEnds(f) === 1)
 
     const all = [...seqs(first.frames), ...seqs(second.frames)]
@@ -166,13 +227,22 @@ describe('api-gateway over real HTTP', () => {
     expect([...first.events, ...second.events].map((f) => f.data)).toEqual(history.events)
     const result = history.events.find((e: any) => e.type === 'tool/result')
     expect(JSON.stringify(result.data)).toContain('decision: allowed-once')
-    expect(second.frames.find((x) => x.event === 'approval/resolved')!.data).toEqual({ requestId: approval.requestId, decision: 'allowed-once' })
+    expect(second.frames.find((x) => x.event === 'approval/resolved')!.data).toEqual({
+      requestId: approval.requestId,
+      decision: 'allowed-once',
+    })
   })
 
   it('50 concurrent stream clients of one session receive identical streams', async () => {
-    const host = await boot(await mockModel([{ text: 'a fairly long answer streamed as several deltas', chunkDelayMs: 1 }]), tempDir())
+    const host = await boot(
+      await mockModel([{ text: 'a fairly long answer streamed as several deltas', chunkDelayMs: 1 }]),
+      tempDir(),
+    )
     const { session } = await call(host, 'sessions.create', { cwd: tempDir(), model: MODEL })
-    const readers = Array.from({ length: 50 }, () => new SseReader(`${host.url}/api/events/session/${session.sessionId}`))
+    const readers = Array.from(
+      { length: 50 },
+      () => new SseReader(`${host.url}/api/events/session/${session.sessionId}`),
+    )
     await Promise.all(readers.map((r) => r.until((f) => f.some((x) => x.event === 'status'))))
     await call(host, 'sessions.prompt', { sessionId: session.sessionId, text: 'go' })
     await Promise.all(readers.map((r) => r.until((f) => turnEnds(f) === 1)))
@@ -182,7 +252,13 @@ describe('api-gateway over real HTTP', () => {
   })
 
   it('clients resuming from many Last-Event-IDs each get exactly the log after their id, then every live event once', async () => {
-    const host = await boot(await mockModel([{ text: 'the first answer, in several deltas', chunkDelayMs: 1 }, { text: 'the second answer' }]), tempDir())
+    const host = await boot(
+      await mockModel([
+        { text: 'the first answer, in several deltas', chunkDelayMs: 1 },
+        { text: 'the second answer' },
+      ]),
+      tempDir(),
+    )
     const { session } = await call(host, 'sessions.create', { cwd: tempDir(), model: MODEL })
     const id = session.sessionId
     const warm = new SseReader(`${host.url}/api/events/session/${id}`)
@@ -192,9 +268,11 @@ describe('api-gateway over real HTTP', () => {
     expect(before.length).toBeGreaterThan(8)
     // Half resume by header, half by ?after=, from every point of the log (and past none of it).
     const afters = Array.from({ length: 40 }, (_, i) => (i % before.length) - 1)
-    const readers = afters.map((after, i) => i % 2
-      ? new SseReader(`${host.url}/api/events/session/${id}`, { 'last-event-id': String(after) })
-      : new SseReader(`${host.url}/api/events/session/${id}?after=${after}`))
+    const readers = afters.map((after, i) =>
+      i % 2
+        ? new SseReader(`${host.url}/api/events/session/${id}`, { 'last-event-id': String(after) })
+        : new SseReader(`${host.url}/api/events/session/${id}?after=${after}`),
+    )
     await Promise.all(readers.map((r) => r.until((f) => f.some((x) => x.event === 'status'))))
     readers.forEach((r, i) => expect(r.events.map((f) => f.data)).toEqual(before.slice(afters[i] + 1)))
     await call(host, 'sessions.prompt', { sessionId: id, text: 'two' })
@@ -206,8 +284,21 @@ describe('api-gateway over real HTTP', () => {
     // Log frames written in bursts still come before the state frames that follow them: the
     // idle status after the second turn's end.
     for (const r of readers) {
-      await r.until((f) => f.some((x) => x.event === 'status' && x.data.status === 'idle' && f.indexOf(x) > f.findIndex((y) => y.data?.type === 'turn/end' && y.data.data.turn === 1)))
-      const kinds = r.frames.map((f) => (f.event === 'status' ? `status:${f.data.status}` : f.data?.type === 'turn/start' || f.data?.type === 'turn/end' ? `${f.data.type}:${f.data.data.turn}` : ''))
+      await r.until((f) =>
+        f.some(
+          (x) =>
+            x.event === 'status' &&
+            x.data.status === 'idle' &&
+            f.indexOf(x) > f.findIndex((y) => y.data?.type === 'turn/end' && y.data.data.turn === 1),
+        ),
+      )
+      const kinds = r.frames.map((f) =>
+        f.event === 'status'
+          ? `status:${f.data.status}`
+          : f.data?.type === 'turn/start' || f.data?.type === 'turn/end'
+            ? `${f.data.type}:${f.data.data.turn}`
+            : '',
+      )
       const end = kinds.indexOf('turn/end:1')
       expect(end).toBeGreaterThanOrEqual(0)
       expect(kinds.indexOf('status:idle', end)).toBeGreaterThan(end)
@@ -218,17 +309,36 @@ describe('api-gateway over real HTTP', () => {
     let text = ''
     while (!text.includes('event: status')) text += new TextDecoder().decode((await reader.read()).value)
     await reader.cancel()
-    expect(text.slice(0, text.indexOf('event: status'))).toBe(after.slice(3).map((e: any) => `id: ${e.seq}\ndata: ${JSON.stringify(e)}\n\n`).join(''))
+    expect(text.slice(0, text.indexOf('event: status'))).toBe(
+      after
+        .slice(3)
+        .map((e: any) => `id: ${e.seq}\ndata: ${JSON.stringify(e)}\n\n`)
+        .join(''),
+    )
   })
 
   it('a client asking for chunk runs gets streamed deltas in runs: the same events in a fraction of the bytes, and a resume from any seq gets exactly the rest', async () => {
-    const deltas = (n: number, text: (i: number) => string) => Array.from({ length: n }, (_, i) => ({ reasoning: text(i) }))
-    const host = await boot(await mockModel([{ events: [...deltas(3000, (i) => (i % 7 ? 'r ' : 'ünï ✓ ')), { text: 'the answer, ' }, { text: 'in two deltas' }] }]), tempDir())
+    const deltas = (n: number, text: (i: number) => string) =>
+      Array.from({ length: n }, (_, i) => ({ reasoning: text(i) }))
+    const host = await boot(
+      await mockModel([
+        {
+          events: [
+            ...deltas(3000, (i) => (i % 7 ? 'r ' : 'ünï ✓ ')),
+            { text: 'the answer, ' },
+            { text: 'in two deltas' },
+          ],
+        },
+      ]),
+      tempDir(),
+    )
     const { session } = await call(host, 'sessions.create', { cwd: tempDir(), model: MODEL })
     const path = `${host.url}/api/events/session/${session.sessionId}`
     const bad = await fetch(`${path}?chunks=yes`)
     expect(bad.status).toBe(400)
-    expect(await bad.json()).toMatchObject({ error: { code: 'INVALID_PARAMS', field: 'chunks', message: 'chunks: expected "runs", got "yes"' } })
+    expect(await bad.json()).toMatchObject({
+      error: { code: 'INVALID_PARAMS', field: 'chunks', message: 'chunks: expected "runs", got "yes"' },
+    })
     const runs = new SseReader(`${path}?chunks=runs`)
     const plain = new SseReader(path)
     await Promise.all([runs, plain].map((r) => r.until((f) => f.some((x) => x.event === 'status'))))
@@ -244,14 +354,21 @@ describe('api-gateway over real HTTP', () => {
     expect(runs.bytes * 5).toBeLessThan(plain.bytes)
     // A replay from every kind of point: before the log, mid-run, at a run's edge, the last event.
     const afters = [-1, 0, 1, 2, 3, 5, 100, 257, 258, 1000, 2999, 3001, ...history.slice(-4).map((e: any) => e.seq)]
-    const readers = afters.map((after, i) => i % 2 ? new SseReader(`${path}?chunks=runs`, { 'last-event-id': String(after) }) : new SseReader(`${path}?after=${after}&chunks=runs`))
+    const readers = afters.map((after, i) =>
+      i % 2
+        ? new SseReader(`${path}?chunks=runs`, { 'last-event-id': String(after) })
+        : new SseReader(`${path}?after=${after}&chunks=runs`),
+    )
     await Promise.all(readers.map((r) => r.until((f) => f.some((x) => x.event === 'status'))))
     readers.forEach((r, i) => expect(logEvents(r.frames)).toEqual(history.slice(afters[i] + 1)))
   })
 
   it('a chunk-runs stream dropped mid-answer resumes from its last id with exactly the remaining text', async () => {
     const deltas = (n: number, from: number) => Array.from({ length: n }, (_, i) => ({ reasoning: `${from + i} ` }))
-    const host = await boot(await mockModel([{ events: [...deltas(2000, 0), { delayMs: 1500 }, ...deltas(2000, 2000), { text: 'done' }] }]), tempDir())
+    const host = await boot(
+      await mockModel([{ events: [...deltas(2000, 0), { delayMs: 1500 }, ...deltas(2000, 2000), { text: 'done' }] }]),
+      tempDir(),
+    )
     const { session } = await call(host, 'sessions.create', { cwd: tempDir(), model: MODEL })
     const path = `${host.url}/api/events/session/${session.sessionId}?chunks=runs`
     const first = new SseReader(path)
@@ -269,7 +386,10 @@ describe('api-gateway over real HTTP', () => {
     const all = [...held, ...logEvents(second.frames)]
     expect(all.map((e) => e.seq)).toEqual(all.map((_, i) => i))
     expect(all).toEqual((await call(host, 'sessions.history', { sessionId: session.sessionId, limit: 5000 })).events)
-    const reasoning = all.filter((e: any) => e.type === 'assistant/chunk' && e.data.chunk.kind === 'reasoning-delta').map((e: any) => e.data.chunk.text).join('')
+    const reasoning = all
+      .filter((e: any) => e.type === 'assistant/chunk' && e.data.chunk.kind === 'reasoning-delta')
+      .map((e: any) => e.data.chunk.text)
+      .join('')
     expect(reasoning).toBe(Array.from({ length: 4000 }, (_, i) => `${i} `).join(''))
     expect(second.frames.filter((f) => f.event === 'chunks').length).toBeGreaterThan(0)
   })
@@ -279,16 +399,24 @@ describe('api-gateway over real HTTP', () => {
     const host = await boot(await mockModel([]), home)
     const persistence = host.harness.ctx.get('sessionPersistence') as InstanceType<typeof JsonlPersistence>
     // A session written by another writer (as another dsh process would), not live in this host.
-    const other = await createHarness({ plugins: [[JsonlPersistence, { root: join(home, 'sessions'), fsync: false, batchWindowMs: 1 }]] as never })
+    const other = await createHarness({
+      plugins: [[JsonlPersistence, { root: join(home, 'sessions'), fsync: false, batchWindowMs: 1 }]] as never,
+    })
     cleanup.push(() => other.dispose())
     const writer = other.ctx.get('sessionPersistence') as InstanceType<typeof JsonlPersistence>
     const id = '0b7f5c1e-1111-4000-8000-000000000001'
-    const ev = (seq: number) => ({ type: 'session/title', seq, time: 1_700_000_000_000 + seq, data: { title: `title ${seq}`, source: 'test' } })
+    const ev = (seq: number) => ({
+      type: 'session/title',
+      seq,
+      time: 1_700_000_000_000 + seq,
+      data: { title: `title ${seq}`, source: 'test' },
+    })
     await writer.create({ id, cwd: home })
     await writer.append(id, Array.from({ length: 30 }, (_, i) => ev(i)) as never)
     await writer.close(id)
     const reads = vi.spyOn(persistence, 'readFrom')
-    const page = async (fromSeq: number, limit: number) => call(host, 'sessions.history', { sessionId: id, fromSeq, limit })
+    const page = async (fromSeq: number, limit: number) =>
+      call(host, 'sessions.history', { sessionId: id, fromSeq, limit })
     expect(await page(0, 10)).toMatchObject({ nextSeq: 10, end: false })
     expect((await page(10, 10)).events.map((e: any) => e.seq)).toEqual(Array.from({ length: 10 }, (_, i) => 10 + i))
     expect(await page(25, 10)).toMatchObject({ nextSeq: 30, end: true })
@@ -302,15 +430,26 @@ describe('api-gateway over real HTTP', () => {
     expect(grown.events.map((e: any) => e.data.title)).toEqual([25, 26, 27, 28, 29, 30, 31].map((n) => `title ${n}`))
     expect(grown).toMatchObject({ nextSeq: 32, end: true })
     expect(reads).toHaveBeenCalledTimes(2)
-    expect(await post(host, 'sessions.history', { sessionId: '0b7f5c1e-1111-4000-8000-000000000009' })).toMatchObject({ status: 404, body: { error: { code: 'SESSION_NOT_FOUND' } } })
+    expect(await post(host, 'sessions.history', { sessionId: '0b7f5c1e-1111-4000-8000-000000000009' })).toMatchObject({
+      status: 404,
+      body: { error: { code: 'SESSION_NOT_FOUND' } },
+    })
   })
 
   it('a second prompt while a turn runs is queued and runs after it', async () => {
-    const host = await boot(await mockModel([{ text: 'first answer', delayMs: 150 }, { text: 'second answer' }]), tempDir())
+    const host = await boot(
+      await mockModel([{ text: 'first answer', delayMs: 150 }, { text: 'second answer' }]),
+      tempDir(),
+    )
     const { session } = await call(host, 'sessions.create', { cwd: tempDir(), model: MODEL })
     const reader = new SseReader(`${host.url}/api/events/session/${session.sessionId}`)
-    expect((await call(host, 'sessions.prompt', { sessionId: session.sessionId, text: 'one' })).disposition).toBe('started')
-    expect(await call(host, 'sessions.prompt', { sessionId: session.sessionId, text: 'two' })).toEqual({ disposition: 'queued', queued: 1 })
+    expect((await call(host, 'sessions.prompt', { sessionId: session.sessionId, text: 'one' })).disposition).toBe(
+      'started',
+    )
+    expect(await call(host, 'sessions.prompt', { sessionId: session.sessionId, text: 'two' })).toEqual({
+      disposition: 'queued',
+      queued: 1,
+    })
     await reader.until((f) => turnEnds(f) === 2)
     const users = reader.events.filter((f) => f.data.type === 'user/message').map((f) => f.data.data.content[0].text)
     expect(users).toEqual(['one', 'two'])
@@ -333,7 +472,10 @@ describe('api-gateway over real HTTP', () => {
 
     const again = await boot(mock, home)
     const listed = await call(again, 'sessions.list', { query: 'memory' })
-    expect(listed).toMatchObject({ total: 1, sessions: [{ sessionId: id, title: 'Memory test', status: 'stored', cwd }] })
+    expect(listed).toMatchObject({
+      total: 1,
+      sessions: [{ sessionId: id, title: 'Memory test', status: 'stored', cwd }],
+    })
     expect((await call(again, 'sessions.history', { sessionId: id })).events).toEqual(before)
     // Paged by seq.
     const page = await call(again, 'sessions.history', { sessionId: id, fromSeq: 2, limit: 3 })
@@ -385,7 +527,10 @@ describe('api-gateway over real HTTP', () => {
 
   it('stopping the host mid-turn cancels the turn and logs its end before the tree goes away', async () => {
     const home = tempDir()
-    const mock = await mockModel([{ events: [{ text: 'thinking about it' }, { stall: true }] }, { text: 'after restart' }])
+    const mock = await mockModel([
+      { events: [{ text: 'thinking about it' }, { stall: true }] },
+      { text: 'after restart' },
+    ])
     const host = await boot(mock, home)
     const cwd = tempDir()
     const { session } = await call(host, 'sessions.create', { cwd, model: MODEL })
@@ -399,7 +544,10 @@ describe('api-gateway over real HTTP', () => {
     const events = (await call(again, 'sessions.history', { sessionId: session.sessionId })).events
     expect(events.at(-2)).toMatchObject({ type: 'turn/end', data: { turn: 0, reason: 'cancelled' } })
     // The queued prompt never ran: the log says so, for the client to show.
-    expect(events.at(-1)).toMatchObject({ type: 'web/interrupted', data: { reason: 'stopped', queued: ['queued behind it'], approvals: [], questions: [] } })
+    expect(events.at(-1)).toMatchObject({
+      type: 'web/interrupted',
+      data: { reason: 'stopped', queued: ['queued behind it'], approvals: [], questions: [] },
+    })
     expect(events.filter((e: any) => e.type === 'turn/start')).toHaveLength(1)
     // Nothing is reported twice: loading it again adds nothing.
     const reader2 = new SseReader(`${again.url}/api/events/session/${session.sessionId}?after=${events.length - 1}`)
@@ -409,7 +557,10 @@ describe('api-gateway over real HTTP', () => {
 
   it('an approval pending at the stop is reported in the log as interrupted work', async () => {
     const home = tempDir()
-    const host = await boot(await mockModel([{ toolCalls: [{ name: 'guarded', arguments: { what: 'deploy' } }] }, { text: 'never reached' }]), home)
+    const host = await boot(
+      await mockModel([{ toolCalls: [{ name: 'guarded', arguments: { what: 'deploy' } }] }, { text: 'never reached' }]),
+      home,
+    )
     const { session } = await call(host, 'sessions.create', { cwd: tempDir(), model: MODEL })
     const reader = new SseReader(`${host.url}/api/events/session/${session.sessionId}`)
     await call(host, 'sessions.prompt', { sessionId: session.sessionId, text: 'deploy it' })
@@ -425,23 +576,45 @@ describe('api-gateway over real HTTP', () => {
     }
     // The metadata file is rewritten in the background: wait for it, with room for a loaded machine.
     await vi.waitFor(() => expect(metaOf()?.pending).toBeDefined(), { timeout: 15_000, interval: 25 })
-    expect(metaOf().pending).toEqual({ queued: [], approvals: [{ requestId, kind: 'tool', title: 'guarded: deploy' }], questions: [] })
+    expect(metaOf().pending).toEqual({
+      queued: [],
+      approvals: [{ requestId, kind: 'tool', title: 'guarded: deploy' }],
+      questions: [],
+    })
     await host.close()
-    expect(JSON.parse(readFileSync(join(home, 'web', 'sessions.json'), 'utf8')).sessions[session.sessionId].pending).toBeUndefined()
+    expect(
+      JSON.parse(readFileSync(join(home, 'web', 'sessions.json'), 'utf8')).sessions[session.sessionId].pending,
+    ).toBeUndefined()
     const again = await boot(await mockModel([]), home)
     const events = (await call(again, 'sessions.history', { sessionId: session.sessionId })).events
-    expect(events.at(-1)).toMatchObject({ type: 'web/interrupted', data: { reason: 'stopped', queued: [], approvals: [{ requestId, title: 'guarded: deploy' }] } })
+    expect(events.at(-1)).toMatchObject({
+      type: 'web/interrupted',
+      data: { reason: 'stopped', queued: [], approvals: [{ requestId, title: 'guarded: deploy' }] },
+    })
   })
 })
 
 describe('sessions.list index and sessions.remove', () => {
   /** Writes a finished one-turn session straight into the store, as another process would. */
   async function storeSession(ctx: Context, id: string, cwd: string, title: string, time: number): Promise<void> {
-    const persistence = (ctx as unknown as { sessionPersistence: { create(h: unknown): Promise<unknown>; append(id: string, e: unknown[]): Promise<void>; close(id: string): Promise<void> } }).sessionPersistence
+    const persistence = (
+      ctx as unknown as {
+        sessionPersistence: {
+          create(h: unknown): Promise<unknown>
+          append(id: string, e: unknown[]): Promise<void>
+          close(id: string): Promise<void>
+        }
+      }
+    ).sessionPersistence
     await persistence.create({ id, cwd, createdAt: time })
     await persistence.append(id, [
       { type: 'turn/start', seq: 0, time, data: { turn: 0 } },
-      { type: 'user/message', seq: 1, time, data: { content: [{ type: 'text', text: `prompt of ${title}` }], source: { kind: 'human' } } },
+      {
+        type: 'user/message',
+        seq: 1,
+        time,
+        data: { content: [{ type: 'text', text: `prompt of ${title}` }], source: { kind: 'human' } },
+      },
       { type: 'session/title', seq: 2, time, data: { title, source: 'user' } },
       { type: 'turn/end', seq: 3, time: time + 1, data: { turn: 0, reason: 'completed' } },
     ])
@@ -454,7 +627,8 @@ describe('sessions.list index and sessions.remove', () => {
     const host = await boot(mock, home, { listRescanMs: 3_600_000 })
     const ctx = host.harness.ctx
     const cwd = tempDir()
-    for (let i = 0; i < 300; i++) await storeSession(ctx, `stored-${String(i).padStart(3, '0')}`, cwd, `stored ${i}`, 1_700_000_000_000 + i * 10)
+    for (let i = 0; i < 300; i++)
+      await storeSession(ctx, `stored-${String(i).padStart(3, '0')}`, cwd, `stored ${i}`, 1_700_000_000_000 + i * 10)
     // Count reads of the store's summaries.
     const persistence = ctx.get('sessionPersistence' as never) as unknown as { list(): Promise<unknown[]> }
     const original = persistence.list.bind(persistence)
@@ -463,11 +637,34 @@ describe('sessions.list index and sessions.remove', () => {
 
     const first = await call(host, 'sessions.list', { cwd, limit: 500 })
     expect(first.total).toBe(300)
-    expect(first.sessions[0]).toMatchObject({ sessionId: 'stored-299', title: 'stored 299', firstPrompt: 'prompt of stored 299', turns: 1, events: 4, status: 'stored' })
+    expect(first.sessions[0]).toMatchObject({
+      sessionId: 'stored-299',
+      title: 'stored 299',
+      firstPrompt: 'prompt of stored 299',
+      turns: 1,
+      events: 4,
+      status: 'stored',
+    })
     const page = await call(host, 'sessions.list', { cwd, offset: 50, limit: 50 })
-    expect(page.sessions.map((s: any) => s.sessionId)).toEqual(Array.from({ length: 50 }, (_, i) => `stored-${String(249 - i).padStart(3, '0')}`))
+    expect(page.sessions.map((s: any) => s.sessionId)).toEqual(
+      Array.from({ length: 50 }, (_, i) => `stored-${String(249 - i).padStart(3, '0')}`),
+    )
     expect(page.nextOffset).toBe(100)
-    expect((await call(host, 'sessions.list', { cwd, query: 'STORED 12' })).sessions.map((s: any) => s.title).sort()).toEqual(['stored 12', 'stored 120', 'stored 121', 'stored 122', 'stored 123', 'stored 124', 'stored 125', 'stored 126', 'stored 127', 'stored 128', 'stored 129'])
+    expect(
+      (await call(host, 'sessions.list', { cwd, query: 'STORED 12' })).sessions.map((s: any) => s.title).sort(),
+    ).toEqual([
+      'stored 12',
+      'stored 120',
+      'stored 121',
+      'stored 122',
+      'stored 123',
+      'stored 124',
+      'stored 125',
+      'stored 126',
+      'stored 127',
+      'stored 128',
+      'stored 129',
+    ])
     expect(scans).toBe(1)
 
     // A live session: created, prompted and renamed here; its row follows its events.
@@ -478,24 +675,51 @@ describe('sessions.list index and sessions.remove', () => {
     await reader.until((f) => turnEnds(f) === 1)
     await call(host, 'sessions.rename', { sessionId: session.sessionId, title: 'Live one' })
     const top = (await call(host, 'sessions.list', { cwd, limit: 1 })).sessions[0]
-    expect(top).toMatchObject({ sessionId: session.sessionId, title: 'Live one', firstPrompt: 'hello from the index test', turns: 1 })
+    expect(top).toMatchObject({
+      sessionId: session.sessionId,
+      title: 'Live one',
+      firstPrompt: 'hello from the index test',
+      turns: 1,
+    })
     expect(top.events).toBe((await call(host, 'sessions.history', { sessionId: session.sessionId })).events.length)
     expect((await call(host, 'sessions.list', { cwd })).total).toBe(301)
 
     // Remove a stored session: gone from the list, history and prompt; the host stream says so.
     expect(await call(host, 'sessions.remove', { sessionId: 'stored-150' })).toEqual({ sessionId: 'stored-150' })
     await hostStream.until((f) => f.some((x) => x.data?.type === 'session/removed'))
-    expect(hostStream.frames.find((x) => x.data?.type === 'session/removed')!.data).toEqual({ type: 'session/removed', sessionId: 'stored-150' })
-    expect((await call(host, 'sessions.list', { cwd, includeArchived: true, limit: 500 })).sessions.map((s: any) => s.sessionId)).not.toContain('stored-150')
-    expect(await post(host, 'sessions.history', { sessionId: 'stored-150' })).toMatchObject({ status: 404, body: { error: { code: 'SESSION_NOT_FOUND' } } })
-    expect(await post(host, 'sessions.prompt', { sessionId: 'stored-150', text: 'hi' })).toMatchObject({ status: 404, body: { error: { code: 'SESSION_NOT_FOUND' } } })
-    expect(await post(host, 'sessions.remove', { sessionId: 'stored-150' })).toMatchObject({ status: 404, body: { error: { code: 'SESSION_NOT_FOUND' } } })
-    expect(await post(host, 'sessions.remove', { sessionId: 'never-was' })).toMatchObject({ status: 404, body: { error: { code: 'SESSION_NOT_FOUND' } } })
+    expect(hostStream.frames.find((x) => x.data?.type === 'session/removed')!.data).toEqual({
+      type: 'session/removed',
+      sessionId: 'stored-150',
+    })
+    expect(
+      (await call(host, 'sessions.list', { cwd, includeArchived: true, limit: 500 })).sessions.map(
+        (s: any) => s.sessionId,
+      ),
+    ).not.toContain('stored-150')
+    expect(await post(host, 'sessions.history', { sessionId: 'stored-150' })).toMatchObject({
+      status: 404,
+      body: { error: { code: 'SESSION_NOT_FOUND' } },
+    })
+    expect(await post(host, 'sessions.prompt', { sessionId: 'stored-150', text: 'hi' })).toMatchObject({
+      status: 404,
+      body: { error: { code: 'SESSION_NOT_FOUND' } },
+    })
+    expect(await post(host, 'sessions.remove', { sessionId: 'stored-150' })).toMatchObject({
+      status: 404,
+      body: { error: { code: 'SESSION_NOT_FOUND' } },
+    })
+    expect(await post(host, 'sessions.remove', { sessionId: 'never-was' })).toMatchObject({
+      status: 404,
+      body: { error: { code: 'SESSION_NOT_FOUND' } },
+    })
 
     // A busy session is refused; once cancelled it is removed and its stream ends.
     await call(host, 'sessions.prompt', { sessionId: session.sessionId, text: 'keep going' })
     await reader.until((f) => f.filter((x) => x.data?.type === 'assistant/chunk').length >= 2)
-    expect(await post(host, 'sessions.remove', { sessionId: session.sessionId })).toMatchObject({ status: 409, body: { error: { code: 'SESSION_BUSY', field: 'sessionId' } } })
+    expect(await post(host, 'sessions.remove', { sessionId: session.sessionId })).toMatchObject({
+      status: 409,
+      body: { error: { code: 'SESSION_BUSY', field: 'sessionId' } },
+    })
     await call(host, 'sessions.cancel', { sessionId: session.sessionId })
     await reader.until((f) => turnEnds(f) === 2)
     await reader.until((f) => f.some((x) => x.event === 'status' && x.data.status === 'idle'))
@@ -507,16 +731,26 @@ describe('sessions.list index and sessions.remove', () => {
     // A session written by another process appears with refresh (or at the next rescan).
     await storeSession(ctx, 'outside-1', cwd, 'from outside', 1_800_000_000_000)
     expect((await call(host, 'sessions.list', { cwd, limit: 1 })).sessions[0].sessionId).not.toBe('outside-1')
-    expect((await call(host, 'sessions.list', { cwd, limit: 1, refresh: true })).sessions[0]).toMatchObject({ sessionId: 'outside-1', title: 'from outside' })
+    expect((await call(host, 'sessions.list', { cwd, limit: 1, refresh: true })).sessions[0]).toMatchObject({
+      sessionId: 'outside-1',
+      title: 'from outside',
+    })
     expect(scans).toBe(2)
     await host.close()
 
     // The removal is kept across a restart.
     const again = await boot(mock, home)
-    const rows = (await call(again, 'sessions.list', { cwd, includeArchived: true, limit: 500 })).sessions.map((s: any) => s.sessionId)
+    const rows = (await call(again, 'sessions.list', { cwd, includeArchived: true, limit: 500 })).sessions.map(
+      (s: any) => s.sessionId,
+    )
     expect(rows).not.toContain('stored-150')
     expect(rows.filter((id: string) => !/^stored-|^outside-/.test(id))).toEqual([])
-    const want = new Set([...Array.from({ length: 300 }, (_, i) => `stored-${String(i).padStart(3, '0')}`).filter((id) => id !== 'stored-150'), 'outside-1'])
+    const want = new Set([
+      ...Array.from({ length: 300 }, (_, i) => `stored-${String(i).padStart(3, '0')}`).filter(
+        (id) => id !== 'stored-150',
+      ),
+      'outside-1',
+    ])
     expect(rows.filter((id: string) => !want.has(id))).toEqual([])
     expect(rows.filter((id: string, i: number) => rows.indexOf(id) !== i)).toEqual([])
     expect(rows).toHaveLength(300)

@@ -33,13 +33,19 @@ const askingTool = {
   name: 'asking-tool',
   inject: ['tools', 'userQuestions'],
   apply(ctx: Context) {
-    const c = ctx as unknown as { tools: { register(def: unknown): () => void }; userQuestions: { ask(q: unknown, o: unknown): Promise<unknown> } }
+    const c = ctx as unknown as {
+      tools: { register(def: unknown): () => void }
+      userQuestions: { ask(q: unknown, o: unknown): Promise<unknown> }
+    }
     c.tools.register({
       name: 'ask',
       description: 'Asks the human.',
       parameters: { type: 'object', properties: {} },
       async execute(_args: unknown, call: { sessionId?: string; signal: AbortSignal }) {
-        const outcome = await c.userQuestions.ask([{ id: 'db', question: 'Which database?', options: [{ label: 'Postgres' }, { label: 'SQLite' }] }], { sessionId: call.sessionId, signal: call.signal })
+        const outcome = await c.userQuestions.ask(
+          [{ id: 'db', question: 'Which database?', options: [{ label: 'Postgres' }, { label: 'SQLite' }] }],
+          { sessionId: call.sessionId, signal: call.signal },
+        )
         return { content: JSON.stringify(outcome) }
       },
     })
@@ -75,7 +81,11 @@ async function boot(steps: MockStep[], gateway: Record<string, unknown> = {}, be
   const ctx = harness.ctx as Context & { api: ApiGateway; webServer: WebServer }
   const url = ctx.webServer.url
   const post = async (method: string, params: unknown) => {
-    const res = await fetch(`${url}/api/${method}`, { method: 'POST', headers: { 'content-type': 'application/json', origin: url }, body: JSON.stringify(params) })
+    const res = await fetch(`${url}/api/${method}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: url },
+      body: JSON.stringify(params),
+    })
     return { status: res.status, body: (await res.json()) as any }
   }
   const call = async (method: string, params: unknown) => {
@@ -87,7 +97,11 @@ async function boot(steps: MockStep[], gateway: Record<string, unknown> = {}, be
 }
 
 /** Reads an SSE stream with fetch until `done(frames)`; returns the parsed data frames. */
-async function readStream(url: string, done: (frames: Array<{ event: string; data: any; id?: number }>) => boolean, onOpen?: () => Promise<void>) {
+async function readStream(
+  url: string,
+  done: (frames: Array<{ event: string; data: any; id?: number }>) => boolean,
+  onOpen?: () => Promise<void>,
+) {
   const abort = new AbortController()
   cleanup.push(() => abort.abort())
   const res = await fetch(url, { signal: abort.signal })
@@ -123,33 +137,65 @@ async function readStream(url: string, done: (frames: Array<{ event: string; dat
 describe('api-gateway on ctx.webServer', () => {
   it('a registered method is served, validated, refused to non-loopback callers when loopbackOnly, and gone after unload', async () => {
     const { harness, ctx, post } = await boot([])
-    const echo = defineMethod('demo.echo', { params: Schema.object({ word: Schema.string().required() }), result: Schema.object({ word: Schema.string() }), loopbackOnly: true })
-    const fiber = await harness.mount({ name: 'demo', inject: ['api'], apply: (c: Context) => void (c as any).api.register(echo, (p: { word: string }) => ({ word: p.word.toUpperCase() })) } as never)
+    const echo = defineMethod('demo.echo', {
+      params: Schema.object({ word: Schema.string().required() }),
+      result: Schema.object({ word: Schema.string() }),
+      loopbackOnly: true,
+    })
+    const fiber = await harness.mount({
+      name: 'demo',
+      inject: ['api'],
+      apply: (c: Context) =>
+        void (c as any).api.register(echo, (p: { word: string }) => ({ word: p.word.toUpperCase() })),
+    } as never)
     expect(await post('demo.echo', { word: 'hi' })).toEqual({ status: 200, body: { result: { word: 'HI' } } })
-    expect(await post('demo.echo', {})).toMatchObject({ status: 400, body: { error: { code: 'INVALID_PARAMS', field: 'word' } } })
-    await expect(ctx.api.call('demo.echo', { word: 'x' }, { loopback: false, signal: new AbortController().signal })).rejects.toMatchObject({ code: 'FORBIDDEN', status: 403 })
+    expect(await post('demo.echo', {})).toMatchObject({
+      status: 400,
+      body: { error: { code: 'INVALID_PARAMS', field: 'word' } },
+    })
+    await expect(
+      ctx.api.call('demo.echo', { word: 'x' }, { loopback: false, signal: new AbortController().signal }),
+    ).rejects.toMatchObject({ code: 'FORBIDDEN', status: 403 })
     expect(() => ctx.api.register(echo, () => ({ word: '' }))).toThrow(/already registered/)
     await fiber.dispose()
-    expect(await post('demo.echo', { word: 'hi' })).toMatchObject({ status: 404, body: { error: { code: 'UNKNOWN_METHOD' } } })
+    expect(await post('demo.echo', { word: 'hi' })).toMatchObject({
+      status: 404,
+      body: { error: { code: 'UNKNOWN_METHOD' } },
+    })
   })
 
   it('a question is answered over the wire', async () => {
-    const { url, call, post, cwd } = await boot([{ toolCalls: [{ name: 'ask', arguments: {} }] }, { text: 'using Postgres' }])
+    const { url, call, post, cwd } = await boot([
+      { toolCalls: [{ name: 'ask', arguments: {} }] },
+      { text: 'using Postgres' },
+    ])
     const { session } = await call('sessions.create', { cwd, model: MODEL })
     let answered: Promise<unknown> | undefined
-    const frames = await readStream(`${url}/api/events/session/${session.sessionId}`, (f) => {
-      const question = f.find((x) => x.event === 'question')
-      if (question && !answered) {
-        expect(question.data.questions).toEqual([{ id: 'db', question: 'Which database?', options: [{ label: 'Postgres' }, { label: 'SQLite' }] }])
-        answered = (async () => {
-          expect(await post('questions.respond', { requestId: 'nope', answers: {} })).toMatchObject({ status: 404, body: { error: { code: 'REQUEST_NOT_FOUND', field: 'requestId' } } })
-          return call('questions.respond', { requestId: question.data.requestId, answers: { db: { selected: ['Postgres'] } } })
-        })()
-      }
-      return f.some((x) => x.data?.type === 'turn/end')
-    }, async () => {
-      await call('sessions.prompt', { sessionId: session.sessionId, text: 'pick a db' })
-    })
+    const frames = await readStream(
+      `${url}/api/events/session/${session.sessionId}`,
+      (f) => {
+        const question = f.find((x) => x.event === 'question')
+        if (question && !answered) {
+          expect(question.data.questions).toEqual([
+            { id: 'db', question: 'Which database?', options: [{ label: 'Postgres' }, { label: 'SQLite' }] },
+          ])
+          answered = (async () => {
+            expect(await post('questions.respond', { requestId: 'nope', answers: {} })).toMatchObject({
+              status: 404,
+              body: { error: { code: 'REQUEST_NOT_FOUND', field: 'requestId' } },
+            })
+            return call('questions.respond', {
+              requestId: question.data.requestId,
+              answers: { db: { selected: ['Postgres'] } },
+            })
+          })()
+        }
+        return f.some((x) => x.data?.type === 'turn/end')
+      },
+      async () => {
+        await call('sessions.prompt', { sessionId: session.sessionId, text: 'pick a db' })
+      },
+    )
     expect(await answered).toEqual({})
     expect(frames.find((x) => x.event === 'question/resolved')!.data.status).toBe('answered')
     const result = frames.find((x) => x.data?.type === 'tool/result')!
@@ -161,43 +207,90 @@ describe('api-gateway on ctx.webServer', () => {
     const { call, post, cwd } = await boot([])
     const { session } = await call('sessions.create', { cwd, model: MODEL })
     const id = session.sessionId
-    expect(session).toMatchObject({ status: 'idle', model: { provider: 'deepseek-official', model: 'deepseek-v4-flash' }, permissionMode: 'workspace-write' })
-    expect(await call('sessions.setModel', { sessionId: id, model: MODEL, reasoningEffort: 'high' })).toEqual({ model: { provider: 'deepseek-official', model: 'deepseek-v4-flash', reasoningEffort: 'high' } })
-    expect(await post('sessions.setModel', { sessionId: id, model: MODEL, reasoningEffort: 'huge' })).toMatchObject({ status: 400, body: { error: { code: 'INVALID_PARAMS', field: 'reasoningEffort' } } })
-    expect(await call('sessions.setPermissionMode', { sessionId: id, mode: 'read-only' })).toEqual({ mode: 'read-only' })
+    expect(session).toMatchObject({
+      status: 'idle',
+      model: { provider: 'deepseek-official', model: 'deepseek-v4-flash' },
+      permissionMode: 'workspace-write',
+    })
+    expect(await call('sessions.setModel', { sessionId: id, model: MODEL, reasoningEffort: 'high' })).toEqual({
+      model: { provider: 'deepseek-official', model: 'deepseek-v4-flash', reasoningEffort: 'high' },
+    })
+    expect(await post('sessions.setModel', { sessionId: id, model: MODEL, reasoningEffort: 'huge' })).toMatchObject({
+      status: 400,
+      body: { error: { code: 'INVALID_PARAMS', field: 'reasoningEffort' } },
+    })
+    expect(await call('sessions.setPermissionMode', { sessionId: id, mode: 'read-only' })).toEqual({
+      mode: 'read-only',
+    })
     const bad = await post('sessions.setPermissionMode', { sessionId: id, mode: 'yolo' })
     expect(bad).toMatchObject({ status: 400, body: { error: { code: 'INVALID_PARAMS', field: 'mode' } } })
     expect(bad.body.error.message).toContain('read-only')
     const listed = (await call('sessions.list', { cwd })).sessions[0]
     expect(listed).toMatchObject({ sessionId: id, permissionMode: 'read-only', model: { reasoningEffort: 'high' } })
     expect((await call('commands.list', {})).commands.map((c: { name: string }) => c.name)).toContain('help')
-    expect(await call('commands.execute', { sessionId: id, line: '/help' })).toMatchObject({ ok: true, name: 'help', output: expect.stringContaining('/help') })
-    expect(await call('commands.execute', { sessionId: id, line: '/nope' })).toMatchObject({ ok: false, error: { code: 'UNKNOWN_COMMAND' } })
-    expect(await post('commands.execute', { sessionId: id, line: 'plain text' })).toMatchObject({ status: 400, body: { error: { field: 'line' } } })
+    expect(await call('commands.execute', { sessionId: id, line: '/help' })).toMatchObject({
+      ok: true,
+      name: 'help',
+      output: expect.stringContaining('/help'),
+    })
+    expect(await call('commands.execute', { sessionId: id, line: '/nope' })).toMatchObject({
+      ok: false,
+      error: { code: 'UNKNOWN_COMMAND' },
+    })
+    expect(await post('commands.execute', { sessionId: id, line: 'plain text' })).toMatchObject({
+      status: 400,
+      body: { error: { field: 'line' } },
+    })
     expect(await call('llm.providers', {})).toMatchObject({ providers: expect.arrayContaining(['deepseek-official']) })
-    expect((await call('llm.models', { provider: 'deepseek-official' })).models.map((m: { id: string }) => m.id)).toContain('deepseek-v4-flash')
-    expect(await post('llm.models', { provider: 'nope' })).toMatchObject({ status: 400, body: { error: { field: 'provider' } } })
+    expect(
+      (await call('llm.models', { provider: 'deepseek-official' })).models.map((m: { id: string }) => m.id),
+    ).toContain('deepseek-v4-flash')
+    expect(await post('llm.models', { provider: 'nope' })).toMatchObject({
+      status: 400,
+      body: { error: { field: 'provider' } },
+    })
   })
 
   it('the host stream reports added and status; an idle session is unloaded and resumes on the next prompt', async () => {
     const { harness, url, call, cwd } = await boot([{ text: 'one' }, { text: 'two' }], { idleMs: 20 })
     let id = ''
-    const frames = await readStream(`${url}/api/events/host`, (f) => f.some((x) => x.event === 'test-error') || f.findLastIndex((x) => x.data.status === 'stored') > f.findIndex((x) => x.data.status === 'idle') && f.some((x) => x.data.status === 'idle'), async () => {
-      id = (await call('sessions.create', { cwd, model: MODEL, title: 'kept' })).session.sessionId
-      // A connected stream client keeps the session loaded; it unloads once the client leaves.
-      await readStream(`${url}/api/events/session/${id}`, (f) => f.some((x) => x.data?.type === 'turn/end'), async () => {
-        await call('sessions.prompt', { sessionId: id, text: 'first' })
-      })
-    })
+    const frames = await readStream(
+      `${url}/api/events/host`,
+      (f) =>
+        f.some((x) => x.event === 'test-error') ||
+        (f.findLastIndex((x) => x.data.status === 'stored') > f.findIndex((x) => x.data.status === 'idle') &&
+          f.some((x) => x.data.status === 'idle')),
+      async () => {
+        id = (await call('sessions.create', { cwd, model: MODEL, title: 'kept' })).session.sessionId
+        // A connected stream client keeps the session loaded; it unloads once the client leaves.
+        await readStream(
+          `${url}/api/events/session/${id}`,
+          (f) => f.some((x) => x.data?.type === 'turn/end'),
+          async () => {
+            await call('sessions.prompt', { sessionId: id, text: 'first' })
+          },
+        )
+      },
+    )
     const types = frames.map((f) => `${f.data.type}${f.data.status ? ':' + f.data.status : ''}`)
     // (On a slow machine the new session may also unload between create and the stream opening.)
     expect(types.slice(0, 2)).toEqual(['hello', 'session/added'])
     expect(types.slice(-3)).toEqual(['session/status:running', 'session/status:idle', 'session/status:stored'])
     expect(harness.ctx.sessions.get(id)).toBeUndefined()
-    expect((await call('sessions.list', { cwd })).sessions[0]).toMatchObject({ sessionId: id, status: 'stored', turns: 1 })
+    expect((await call('sessions.list', { cwd })).sessions[0]).toMatchObject({
+      sessionId: id,
+      status: 'stored',
+      turns: 1,
+    })
     await call('sessions.prompt', { sessionId: id, text: 'second' })
-    const history = await readStream(`${url}/api/events/session/${id}`, (f) => f.filter((x) => x.data?.type === 'turn/end').length === 2)
-    expect(history.filter((f) => f.data.type === 'user/message').map((f) => f.data.data.content[0].text)).toEqual(['first', 'second'])
+    const history = await readStream(
+      `${url}/api/events/session/${id}`,
+      (f) => f.filter((x) => x.data?.type === 'turn/end').length === 2,
+    )
+    expect(history.filter((f) => f.data.type === 'user/message').map((f) => f.data.data.content[0].text)).toEqual([
+      'first',
+      'second',
+    ])
   })
 
   it('an idle session that a plugin keeps alive (session/keep-alive) stays loaded until it lets go', async () => {
@@ -218,18 +311,27 @@ describe('api-gateway on ctx.webServer', () => {
     const { url, call, post, cwd } = await boot([{ text: 'one' }, { text: 'two' }])
     const { session } = await call('sessions.create', { cwd, model: MODEL })
     const id = session.sessionId
-    const source = await readStream(`${url}/api/events/session/${id}`, (f) => f.filter((x) => x.data?.type === 'turn/end').length === 2, async () => {
-      await call('sessions.prompt', { sessionId: id, text: 'first' })
-      await call('sessions.prompt', { sessionId: id, text: 'second' })
-    })
+    const source = await readStream(
+      `${url}/api/events/session/${id}`,
+      (f) => f.filter((x) => x.data?.type === 'turn/end').length === 2,
+      async () => {
+        await call('sessions.prompt', { sessionId: id, text: 'first' })
+        await call('sessions.prompt', { sessionId: id, text: 'second' })
+      },
+    )
     const turnOne = source.find((x) => x.data?.type === 'turn/start' && x.data.data.turn === 1)!.id!
     const { session: fork } = await call('sessions.fork', { sessionId: id, beforeTurn: 1 })
     expect(fork).toMatchObject({ cwd, turns: 1, status: 'idle' })
     const events = (await call('sessions.history', { sessionId: fork.sessionId })).events
     expect(events.slice(0, -1)).toEqual(source.filter((x) => x.id !== undefined && x.id < turnOne).map((x) => x.data))
     expect(events.at(-1)).toMatchObject({ type: 'seed/end', data: { fromSession: id, boundary: turnOne } })
-    expect(await post('sessions.fork', { sessionId: id, beforeTurn: 7 })).toMatchObject({ status: 400, body: { error: { code: 'INVALID_PARAMS', field: 'beforeTurn' } } })
-    const ahead = await readStream(`${url}/api/events/session/${id}?after=999`, (f) => f.some((x) => x.event === 'resync'))
+    expect(await post('sessions.fork', { sessionId: id, beforeTurn: 7 })).toMatchObject({
+      status: 400,
+      body: { error: { code: 'INVALID_PARAMS', field: 'beforeTurn' } },
+    })
+    const ahead = await readStream(`${url}/api/events/session/${id}?after=999`, (f) =>
+      f.some((x) => x.event === 'resync'),
+    )
     expect(ahead.map((x) => x.event)).toEqual(['resync'])
     const bad = await fetch(`${url}/api/events/session/${id}?after=soon`)
     expect(bad.status).toBe(400)
@@ -241,7 +343,13 @@ describe('api-gateway on ctx.webServer', () => {
     const { session } = await call('sessions.create', { cwd, model: MODEL })
     await call('sessions.archive', { sessionId: session.sessionId })
     await call('sessions.setPermissionMode', { sessionId: session.sessionId, mode: 'read-only' })
-    const storage = (ctx as unknown as { storage: { domain(name: string, schema: unknown): { get(key: string): Promise<unknown> } } }).storage
-    expect(await storage.domain('web-sessions', Schema.any()).get(session.sessionId)).toMatchObject({ archived: true, permissionMode: 'read-only', model: { provider: 'deepseek-official' } })
+    const storage = (
+      ctx as unknown as { storage: { domain(name: string, schema: unknown): { get(key: string): Promise<unknown> } } }
+    ).storage
+    expect(await storage.domain('web-sessions', Schema.any()).get(session.sessionId)).toMatchObject({
+      archived: true,
+      permissionMode: 'read-only',
+      model: { provider: 'deepseek-official' },
+    })
   })
 })

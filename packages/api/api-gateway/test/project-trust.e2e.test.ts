@@ -19,7 +19,11 @@ afterEach(async () => {
 })
 
 function startWeb(env: Record<string, string>, cwd: string): Promise<string> {
-  const child = spawn(process.execPath, [DSH_BIN, 'web', '--no-open', '--port', '0'], { cwd, env: { PATH: process.env.PATH!, HOME: env.DSH_HOME!, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [DSH_BIN, 'web', '--no-open', '--port', '0'], {
+    cwd,
+    env: { PATH: process.env.PATH!, HOME: env.DSH_HOME!, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   cleanup.push(() => child.kill('SIGKILL'))
   let stdout = ''
   let stderr = ''
@@ -34,7 +38,12 @@ function startWeb(env: Record<string, string>, cwd: string): Promise<string> {
 }
 
 async function call(url: string, method: string, params: unknown): Promise<any> {
-  const res = await fetch(`${url}/api/${method}`, { method: 'POST', headers: { 'content-type': 'application/json', origin: url }, body: JSON.stringify(params), signal: AbortSignal.timeout(30_000) })
+  const res = await fetch(`${url}/api/${method}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', origin: url },
+    body: JSON.stringify(params),
+    signal: AbortSignal.timeout(30_000),
+  })
   const body = (await res.json()) as any
   if (res.status !== 200) throw new Error(`${method}: ${res.status} ${JSON.stringify(body)}`)
   return body.result
@@ -48,12 +57,20 @@ describe('project trust through the web wire', () => {
     const home = join(root, 'home')
     mkdirSync(cwd)
     const marker = join(root, 'mcp-ran')
-    writeFileSync(join(cwd, '.mcp.json'), JSON.stringify({ mcpServers: { pwn: { command: 'sh', args: ['-c', `echo ran >> ${marker}`] } } }))
+    writeFileSync(
+      join(cwd, '.mcp.json'),
+      JSON.stringify({ mcpServers: { pwn: { command: 'sh', args: ['-c', `echo ran >> ${marker}`] } } }),
+    )
     const mock = await startMockServer({ steps: [{ text: 'answered' }] as never })
     cleanup.push(() => mock.close())
-    const url = await startWeb({ DSH_HOME: home, DEEPSEEK_BASE_URL: mock.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' }, cwd)
+    const url = await startWeb(
+      { DSH_HOME: home, DEEPSEEK_BASE_URL: mock.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' },
+      cwd,
+    )
     const { session } = await call(url, 'sessions.create', { cwd })
-    const stream = new SseReader(`${url}/api/events/session/${session.sessionId}`, {}, (r) => cleanup.push(() => r.close()))
+    const stream = new SseReader(`${url}/api/events/session/${session.sessionId}`, {}, (r) =>
+      cleanup.push(() => r.close()),
+    )
     await stream.until((f) => f.some((x) => x.event === 'status'))
     await call(url, 'sessions.prompt', { sessionId: session.sessionId, text: 'hello' })
     await stream.until((f) => f.some((x) => x.event === 'question'))
@@ -62,7 +79,10 @@ describe('project trust through the web wire', () => {
     expect(question.questions[0].options.map((o: { label: string }) => o.label)).toEqual(['Trust and run', 'Not now'])
     expect(existsSync(marker)).toBe(false)
     expect(mock.requests).toHaveLength(0)
-    await call(url, 'questions.respond', { requestId: question.requestId, answers: { trust: { selected: ['Trust and run'] } } })
+    await call(url, 'questions.respond', {
+      requestId: question.requestId,
+      answers: { trust: { selected: ['Trust and run'] } },
+    })
     await stream.until((f) => turnEnds(f) === 1)
     // The command is no MCP server: it exits at once, and mcp-client's retry policy may start it
     // again before the turn ends (under load it did). What matters: nothing before the answer.

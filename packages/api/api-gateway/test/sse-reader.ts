@@ -2,7 +2,11 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http'
 import { expandChunkRun, type WireEvent } from '@dsh/web-protocol'
 
-export interface Frame { id?: number; event: string; data: any }
+export interface Frame {
+  id?: number
+  event: string
+  data: any
+}
 
 export class SseReader {
   frames: Frame[] = []
@@ -56,7 +60,8 @@ export class SseReader {
    */
   async until(test: (frames: Frame[]) => boolean, timeoutMs = 60_000): Promise<void> {
     const deadline = Date.now() + timeoutMs
-    const seen = () => JSON.stringify(this.frames.map((f) => f.event + (f.id ?? '') + (f.data?.type ? `:${f.data.type}` : '')))
+    const seen = () =>
+      JSON.stringify(this.frames.map((f) => f.event + (f.id ?? '') + (f.data?.type ? `:${f.data.type}` : '')))
     while (!test(this.frames)) {
       if (this.ended) throw new Error(`the stream ended first; frames: ${seen()}`)
       const left = deadline - Date.now()
@@ -110,7 +115,8 @@ export function logEvents(frames: Frame[]): WireEvent[] {
     if (frame.event === 'chunks') {
       const run = expandChunkRun(frame.data)
       if (!run) throw new Error(`a malformed chunks frame: ${JSON.stringify(frame.data).slice(0, 200)}`)
-      if (run.at(-1)!.seq !== frame.id) throw new Error(`a chunks frame with id ${frame.id} ends at seq ${run.at(-1)!.seq}`)
+      if (run.at(-1)!.seq !== frame.id)
+        throw new Error(`a chunks frame with id ${frame.id} ends at seq ${run.at(-1)!.seq}`)
       events.push(...run)
     } else events.push(frame.data)
   }

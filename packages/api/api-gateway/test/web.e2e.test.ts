@@ -40,7 +40,11 @@ function startWeb(env: Record<string, string>, cwd: string) {
 }
 
 async function raw(url: string, method: string, params: unknown): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${url}/api/${method}`, { method: 'POST', headers: { 'content-type': 'application/json', origin: url }, body: JSON.stringify(params) })
+  const res = await fetch(`${url}/api/${method}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', origin: url },
+    body: JSON.stringify(params),
+  })
   return { status: res.status, body: await res.json() }
 }
 
@@ -98,15 +102,24 @@ describe('dsh web (real bin) with the api gateway', () => {
       ],
     })
     cleanup.push(() => mock.close())
-    const env = { DSH_HOME: home, DEEPSEEK_BASE_URL: mock.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key', DSH_PERMISSION_MODE: 'danger-full-access' }
+    const env = {
+      DSH_HOME: home,
+      DEEPSEEK_BASE_URL: mock.baseURL,
+      DEEPSEEK_API_KEY: 'sk-test-not-a-real-key',
+      DSH_PERMISSION_MODE: 'danger-full-access',
+    }
 
     const web = startWeb(env, cwd)
     const url = await web.url
     const { session } = await call(url, 'sessions.create', { cwd })
-    const events = await readTurn(url, session.sessionId, -1, () => call(url, 'sessions.prompt', { sessionId: session.sessionId, text: 'do the things' }))
+    const events = await readTurn(url, session.sessionId, -1, () =>
+      call(url, 'sessions.prompt', { sessionId: session.sessionId, text: 'do the things' }),
+    )
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i))
     const types = events.map((e) => e.type)
-    expect(types).toEqual(expect.arrayContaining(['user/message', 'assistant/chunk', 'tool/call', 'tool/result', 'turn/end']))
+    expect(types).toEqual(
+      expect.arrayContaining(['user/message', 'assistant/chunk', 'tool/call', 'tool/result', 'turn/end']),
+    )
     expect(events.filter((e) => e.type === 'tool/call').map((e) => e.data.name)).toEqual(['bash', 'write'])
     expect(JSON.stringify(events.find((e) => e.type === 'tool/result').data)).toContain('from-bash')
     expect(events.at(-1).data.reason).toBe('completed')
@@ -120,11 +133,19 @@ describe('dsh web (real bin) with the api gateway', () => {
     const again = startWeb(env, cwd)
     const url2 = await again.url
     expect((await call(url2, 'sessions.list', { cwd })).sessions).toEqual([])
-    expect((await call(url2, 'sessions.list', { cwd, includeArchived: true })).sessions).toMatchObject([{ sessionId: session.sessionId, status: 'stored', turns: 1, archived: true }])
+    expect((await call(url2, 'sessions.list', { cwd, includeArchived: true })).sessions).toMatchObject([
+      { sessionId: session.sessionId, status: 'stored', turns: 1, archived: true },
+    ])
     const refused = await raw(url2, 'sessions.prompt', { sessionId: session.sessionId, text: 'again' })
     expect(refused).toMatchObject({ status: 409, body: { error: { code: 'SESSION_ARCHIVED' } } })
-    expect(await raw(url2, 'sessions.frobnicate', {})).toMatchObject({ status: 404, body: { error: { code: 'UNKNOWN_METHOD' } } })
-    expect(await raw(url2, 'sessions.history', {})).toMatchObject({ status: 400, body: { error: { code: 'INVALID_PARAMS', field: 'sessionId' } } })
+    expect(await raw(url2, 'sessions.frobnicate', {})).toMatchObject({
+      status: 404,
+      body: { error: { code: 'UNKNOWN_METHOD' } },
+    })
+    expect(await raw(url2, 'sessions.history', {})).toMatchObject({
+      status: 400,
+      body: { error: { code: 'INVALID_PARAMS', field: 'sessionId' } },
+    })
     expect((await call(url2, 'sessions.history', { sessionId: session.sessionId })).events).toEqual(before)
     again.child.kill('SIGTERM')
     expect(await again.exited).toBe(0)

@@ -44,7 +44,10 @@ function startWeb(env: Record<string, string>, cwd: string) {
     child.kill('SIGTERM')
     let timer: NodeJS.Timeout | undefined
     const hung = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`dsh web did not exit within 30 s of SIGTERM; stderr: ${stderr.slice(-2000)}`)), 30_000)
+      timer = setTimeout(
+        () => reject(new Error(`dsh web did not exit within 30 s of SIGTERM; stderr: ${stderr.slice(-2000)}`)),
+        30_000,
+      )
     })
     try {
       return await Promise.race([exited, hung])
@@ -75,15 +78,21 @@ function project() {
   return { home: join(root, 'home'), cwd }
 }
 
-const reader = (url: string, headers: Record<string, string> = {}) => new SseReader(url, headers, (r) => cleanup.push(() => r.close()))
+const reader = (url: string, headers: Record<string, string> = {}) =>
+  new SseReader(url, headers, (r) => cleanup.push(() => r.close()))
 
 describe('the browser wire through the real dsh web', () => {
   // One clean CI run timed this test out at 120 s (not reproduced in 7 loaded reruns). Every wait
   // now has its own deadline naming the frames seen, calls and the shutdown time out with the
   // server's stderr, and one retry keeps a starved run from failing the build while saying why.
-  it('approvals over the wire (one allowed, one rejected) while the stream is dropped and resumed with Last-Event-ID', { retry: 1 }, async () => {
+  it('approvals over the wire (one allowed, one rejected) while the stream is dropped and resumed with Last-Event-ID', {
+    retry: 1,
+  }, async () => {
     const { home, cwd } = project()
-    const escalate = (command: string) => ({ name: 'bash', arguments: { command, description: 'needs the network', sandbox_escalation: { justification: 'the test asks' } } })
+    const escalate = (command: string) => ({
+      name: 'bash',
+      arguments: { command, description: 'needs the network', sandbox_escalation: { justification: 'the test asks' } },
+    })
     const mock = await startMockServer({
       steps: [
         { toolCalls: [escalate(`touch ${join(cwd, 'allowed.txt')}`)] },
@@ -92,7 +101,15 @@ describe('the browser wire through the real dsh web', () => {
       ],
     })
     cleanup.push(() => mock.close())
-    const web = startWeb({ DSH_HOME: home, DEEPSEEK_BASE_URL: mock.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key', DSH_PERMISSION_MODE: 'workspace-write' }, cwd)
+    const web = startWeb(
+      {
+        DSH_HOME: home,
+        DEEPSEEK_BASE_URL: mock.baseURL,
+        DEEPSEEK_API_KEY: 'sk-test-not-a-real-key',
+        DSH_PERMISSION_MODE: 'workspace-write',
+      },
+      cwd,
+    )
     const url = await web.url
     const { session } = await call(url, 'sessions.create', { cwd })
     const id = session.sessionId
@@ -100,10 +117,16 @@ describe('the browser wire through the real dsh web', () => {
 
     const first = reader(streamUrl)
     await first.until((f) => f.some((x) => x.event === 'status'))
-    expect(await call(url, 'sessions.prompt', { sessionId: id, text: 'touch two files' })).toEqual({ disposition: 'started', queued: 0 })
+    expect(await call(url, 'sessions.prompt', { sessionId: id, text: 'touch two files' })).toEqual({
+      disposition: 'started',
+      queued: 0,
+    })
     await first.until((f) => f.some((x) => x.event === 'approval'))
     const allow = first.frames.find((x) => x.event === 'approval')!.data
-    expect(allow).toMatchObject({ sessionId: id, request: { options: expect.arrayContaining(['allowed-once', 'rejected']) } })
+    expect(allow).toMatchObject({
+      sessionId: id,
+      request: { options: expect.arrayContaining(['allowed-once', 'rejected']) },
+    })
     expect(JSON.stringify(allow.request)).toContain('allowed.txt')
     // Drop the stream mid-turn, with the approval pending.
     first.close()
@@ -118,7 +141,9 @@ describe('the browser wire through the real dsh web', () => {
     await second.until((f) => f.filter((x) => x.event === 'approval').length === 2)
     const deny = second.frames.filter((x) => x.event === 'approval')[1].data
     expect(JSON.stringify(deny.request)).toContain('denied.txt')
-    expect(await call(url, 'approvals.respond', { requestId: deny.requestId, decision: 'rejected', reason: 'not today' })).toEqual({})
+    expect(
+      await call(url, 'approvals.respond', { requestId: deny.requestId, decision: 'rejected', reason: 'not today' }),
+    ).toEqual({})
     await second.until((f) => turnEnds(f) === 1)
 
     // No gap, no duplicate: the two streams together are the log, in order.
@@ -142,9 +167,14 @@ describe('the browser wire through the real dsh web', () => {
 
   it('50 concurrent stream clients on one session receive identical streams', async () => {
     const { home, cwd } = project()
-    const mock = await startMockServer({ steps: [{ text: 'a fairly long answer that the mock streams as several separate deltas', chunkDelayMs: 2 }] })
+    const mock = await startMockServer({
+      steps: [{ text: 'a fairly long answer that the mock streams as several separate deltas', chunkDelayMs: 2 }],
+    })
     cleanup.push(() => mock.close())
-    const web = startWeb({ DSH_HOME: home, DEEPSEEK_BASE_URL: mock.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' }, cwd)
+    const web = startWeb(
+      { DSH_HOME: home, DEEPSEEK_BASE_URL: mock.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' },
+      cwd,
+    )
     const url = await web.url
     const { session } = await call(url, 'sessions.create', { cwd })
     const readers = Array.from({ length: 50 }, () => reader(`${url}/api/events/session/${session.sessionId}`))
@@ -159,7 +189,9 @@ describe('the browser wire through the real dsh web', () => {
 
   it('a host killed with a prompt queued behind a running turn reports it in the log at the next start', async () => {
     const { home, cwd } = project()
-    const mock = await startMockServer({ steps: [{ events: [{ text: 'working on it' }, { stall: true }] }, { text: 'after the crash' }] })
+    const mock = await startMockServer({
+      steps: [{ events: [{ text: 'working on it' }, { stall: true }] }, { text: 'after the crash' }],
+    })
     cleanup.push(() => mock.close())
     const env = { DSH_HOME: home, DEEPSEEK_BASE_URL: mock.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' }
     const web = startWeb(env, cwd)
@@ -168,7 +200,10 @@ describe('the browser wire through the real dsh web', () => {
     const id = session.sessionId
     const stream = reader(`${url}/api/events/session/${id}`)
     await call(url, 'sessions.prompt', { sessionId: id, text: 'first, long' })
-    expect(await call(url, 'sessions.prompt', { sessionId: id, text: 'second, queued' })).toEqual({ disposition: 'queued', queued: 1 })
+    expect(await call(url, 'sessions.prompt', { sessionId: id, text: 'second, queued' })).toEqual({
+      disposition: 'queued',
+      queued: 1,
+    })
     await stream.until((f) => f.some((x) => x.data?.type === 'assistant/chunk'))
     // Give the queued-work record its write, as a host running for a while would have.
     const metaFile = join(home, 'storage', 'web-sessions.json')
@@ -188,7 +223,11 @@ describe('the browser wire through the real dsh web', () => {
     const history = (await call(url2, 'sessions.history', { sessionId: id })).events
     expect(history.filter((e: any) => e.type === 'web/interrupted')).toHaveLength(1)
     // The queued prompt never reached the log as a message: only the first one did.
-    expect(history.filter((e: any) => e.type === 'user/message' && e.data.source.kind === 'human').map((e: any) => e.data.content[0].text)).toEqual(['first, long'])
+    expect(
+      history
+        .filter((e: any) => e.type === 'user/message' && e.data.source.kind === 'human')
+        .map((e: any) => e.data.content[0].text),
+    ).toEqual(['first, long'])
     expect(history.at(-2)).toMatchObject({ type: 'turn/end', data: { reason: 'interrupted' } })
     again.child.kill('SIGTERM')
     expect(await again.exited).toBe(0)

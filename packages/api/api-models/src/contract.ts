@@ -35,12 +35,18 @@ const ProviderSchema: Schema<WireProvider> = Schema.object({
   models: Schema.array(Schema.string()),
 }) as Schema<WireProvider>
 
-const ROUTE_NAME = Schema.string().pattern(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/).max(64).required()
+const ROUTE_NAME = Schema.string()
+  .pattern(/^[A-Za-z0-9][A-Za-z0-9._:-]*$/)
+  .max(64)
+  .required()
 
 export const modelsCatalog = defineMethod('models.catalog', {
   params: Schema.object({}) as Schema<Record<string, never>>,
-  result: Schema.object({ providers: Schema.array(ProviderSchema).required() }) as Schema<{ providers: WireProvider[] }>,
-  description: 'Every provider a key can be set for (DeepSeek, each pi-ai provider, declared endpoints): route, key name and whether it is set, routed or not.',
+  result: Schema.object({ providers: Schema.array(ProviderSchema).required() }) as Schema<{
+    providers: WireProvider[]
+  }>,
+  description:
+    'Every provider a key can be set for (DeepSeek, each pi-ai provider, declared endpoints): route, key name and whether it is set, routed or not.',
 })
 
 export interface SetKeyResult {
@@ -52,14 +58,18 @@ export interface SetKeyResult {
 }
 
 export const modelsSetKey = defineMethod('models.setKey', {
-  params: Schema.object({ provider: ROUTE_NAME, value: Schema.string().min(1).max(4096).required() }) as Schema<{ provider: string; value: string }>,
+  params: Schema.object({ provider: ROUTE_NAME, value: Schema.string().min(1).max(4096).required() }) as Schema<{
+    provider: string
+    value: string
+  }>,
   result: Schema.object({
     provider: ProviderSchema.required(),
     verified: Schema.boolean().required(),
     note: Schema.string(),
   }) as Schema<SetKeyResult>,
   loopbackOnly: true,
-  description: 'Checks a key with the provider, then stores it through ctx.credentials (a rejected key is not stored: 400 KEY_REJECTED). A pi-ai provider gets its route too.',
+  description:
+    'Checks a key with the provider, then stores it through ctx.credentials (a rejected key is not stored: 400 KEY_REJECTED). A pi-ai provider gets its route too.',
 })
 
 export const modelsForgetKey = defineMethod('models.forgetKey', {
@@ -69,7 +79,10 @@ export const modelsForgetKey = defineMethod('models.forgetKey', {
   description: "Removes a provider's key from the writable credentials layer (a key set in the environment stays).",
 })
 
-export interface EndpointModel { id: string; contextWindow?: number }
+export interface EndpointModel {
+  id: string
+  contextWindow?: number
+}
 
 export interface AddEndpointParams {
   name: string
@@ -84,11 +97,16 @@ export const modelsAddEndpoint = defineMethod('models.addEndpoint', {
     name: ROUTE_NAME,
     baseURL: Schema.string().min(1).required(),
     apiKey: Schema.string().max(4096),
-    models: Schema.array(Schema.object({ id: Schema.string().min(1).required(), contextWindow: Schema.natural().min(1) })).min(1).required(),
+    models: Schema.array(
+      Schema.object({ id: Schema.string().min(1).required(), contextWindow: Schema.natural().min(1) }),
+    )
+      .min(1)
+      .required(),
   }) as Schema<AddEndpointParams>,
   result: Schema.object({ provider: ProviderSchema.required() }) as Schema<{ provider: WireProvider }>,
   loopbackOnly: true,
-  description: 'Declares an OpenAI-compatible endpoint with its models as a route of ctx.llm, live (stored in the llm-routes settings section).',
+  description:
+    'Declares an OpenAI-compatible endpoint with its models as a route of ctx.llm, live (stored in the llm-routes settings section).',
 })
 
 export const modelsRemoveProvider = defineMethod('models.removeProvider', {
@@ -106,5 +124,5 @@ export const modelsDiscover = defineMethod('models.discover', {
   }) as Schema<{ provider?: string; baseURL?: string; apiKey?: string }>,
   result: Schema.object({ models: Schema.array(Schema.string()).required() }) as Schema<{ models: string[] }>,
   loopbackOnly: true,
-  description: "Asks a provider (by route) or an endpoint (by baseURL) for its model ids (GET <base>/models).",
+  description: 'Asks a provider (by route) or an endpoint (by baseURL) for its model ids (GET <base>/models).',
 })

@@ -12,10 +12,29 @@ import type {} from '@dsh/llm'
 import type {} from '@dsh/api-gateway'
 import type {} from '@dsh/api-settings'
 import type {} from '@dsh/permission-presets'
-import { checkRoutes, keyLookup, loadCatalog, buildRoute, PiAiAdapter, RouteConfig, RouteConfigError, OPENAI_COMPATIBLE } from '@dsh/llm-pi-ai'
+import {
+  checkRoutes,
+  keyLookup,
+  loadCatalog,
+  buildRoute,
+  PiAiAdapter,
+  RouteConfig,
+  RouteConfigError,
+  OPENAI_COMPATIBLE,
+} from '@dsh/llm-pi-ai'
 import { resolveBaseURL, DEFAULT_ROUTE as DEEPSEEK_ROUTE } from '@dsh/llm-deepseek'
 import { userAgent } from '@dsh/brand'
-import { modelsAddEndpoint, modelsCatalog, modelsDiscover, modelsForgetKey, modelsRemoveProvider, modelsSetKey, type AddEndpointParams, type SetKeyResult, type WireProvider } from './contract.ts'
+import {
+  modelsAddEndpoint,
+  modelsCatalog,
+  modelsDiscover,
+  modelsForgetKey,
+  modelsRemoveProvider,
+  modelsSetKey,
+  type AddEndpointParams,
+  type SetKeyResult,
+  type WireProvider,
+} from './contract.ts'
 import { probe, protocolOfApi, type ProbeOutcome, type ProbeTarget } from './probe.ts'
 
 export * from './contract.ts'
@@ -27,12 +46,17 @@ export const SETTINGS_NAMESPACE = 'llm-routes'
 export const PERMISSIONS_NAMESPACE = 'permissions'
 
 type Route = ReturnType<typeof RouteConfig>
-export interface RoutesSection { routes: Record<string, Route> }
+export interface RoutesSection {
+  routes: Record<string, Route>
+}
 const RoutesSchema = Schema.object({
-  routes: Schema.dict(RouteConfig).default({}).description('Routes of @dsh/llm-pi-ai declared from the web UI, by route name.'),
+  routes: Schema.dict(RouteConfig)
+    .default({})
+    .description('Routes of @dsh/llm-pi-ai declared from the web UI, by route name.'),
 }) as Schema<Partial<RoutesSection>, RoutesSection>
 /** The section's validator. It works on a copy: settings values are frozen and schemastery fills defaults in place. */
-export const RoutesSettings = (value: unknown): RoutesSection => RoutesSchema(value === undefined ? undefined : structuredClone(value) as never)
+export const RoutesSettings = (value: unknown): RoutesSection =>
+  RoutesSchema(value === undefined ? undefined : (structuredClone(value) as never))
 
 export interface Config {
   /** Longest wait for a provider's model listing (key check, discovery). */
@@ -46,14 +70,24 @@ export interface Config {
 }
 
 export const Config: Schema<Partial<Config>, Config> = Schema.object({
-  probeTimeoutMs: Schema.natural().min(1).default(10_000).description('Longest wait for a provider model listing (key check, discovery).'),
-  defaultContextWindow: Schema.natural().min(1).default(131_072).description('Context window of an endpoint model declared without one.'),
+  probeTimeoutMs: Schema.natural()
+    .min(1)
+    .default(10_000)
+    .description('Longest wait for a provider model listing (key check, discovery).'),
+  defaultContextWindow: Schema.natural()
+    .min(1)
+    .default(131_072)
+    .description('Context window of an endpoint model declared without one.'),
   deepseek: Schema.object({
     route: Schema.string().default(DEEPSEEK_ROUTE).description('Route of @dsh/llm-deepseek.'),
     keyName: Schema.string().default('DEEPSEEK_API_KEY').description('Credential holding the DeepSeek key.'),
-    baseURL: Schema.string().description('Endpoint used to check a DeepSeek key. Default: $DEEPSEEK_BASE_URL, else the public API.'),
+    baseURL: Schema.string().description(
+      'Endpoint used to check a DeepSeek key. Default: $DEEPSEEK_BASE_URL, else the public API.',
+    ),
   }).default({ route: DEEPSEEK_ROUTE, keyName: 'DEEPSEEK_API_KEY' } as never),
-  exposePermissions: Schema.boolean().default(true).description('Expose the permissions section (default permission mode of new sessions) to the settings API.'),
+  exposePermissions: Schema.boolean()
+    .default(true)
+    .description('Expose the permissions section (default permission mode of new sessions) to the settings API.'),
 }) as Schema<Partial<Config>, Config>
 
 export const name = 'api-models'
@@ -79,7 +113,10 @@ async function piProviders(catalog: Catalog): Promise<PiProvider[]> {
     const auth = provider.auth.apiKey
     if (auth) {
       try {
-        await auth.resolve({ ctx: { env: async (n: string) => void asked.push(n), fileExists: async () => false }, signal: new AbortController().signal } as never)
+        await auth.resolve({
+          ctx: { env: async (n: string) => void asked.push(n), fileExists: async () => false },
+          signal: new AbortController().signal,
+        } as never)
       } catch {
         // only the names it asked for matter
       }
@@ -95,7 +132,10 @@ async function piProviders(catalog: Catalog): Promise<PiProvider[]> {
 
 /** `my-endpoint` -> `MY_ENDPOINT_API_KEY`. */
 export function keyNameOf(route: string): string {
-  const stem = route.toUpperCase().replace(/[^A-Z0-9]+/g, '_').replace(/^_+|_+$/g, '')
+  const stem = route
+    .toUpperCase()
+    .replace(/[^A-Z0-9]+/g, '_')
+    .replace(/^_+|_+$/g, '')
   return `${/^[0-9]/.test(stem) ? 'KEY_' : ''}${stem || 'ENDPOINT'}_API_KEY`
 }
 
@@ -107,7 +147,8 @@ export function apply(ctx: Context, config: Config): void {
   const logger = ctx.logger('api-models')
   const section = ctx.settings.section(SETTINGS_NAMESPACE, RoutesSettings)
   let catalogPromise: Promise<{ catalog: Catalog; providers: PiProvider[] }> | undefined
-  const pi = () => (catalogPromise ??= loadCatalog().then(async (catalog) => ({ catalog, providers: await piProviders(catalog) })))
+  const pi = () =>
+    (catalogPromise ??= loadCatalog().then(async (catalog) => ({ catalog, providers: await piProviders(catalog) })))
   const lookup = keyLookup(ctx)
   const agent = userAgent()
 
@@ -115,42 +156,52 @@ export function apply(ctx: Context, config: Config): void {
   let registered: Array<() => void> = []
   const problems = new Map<string, string>()
   let active = true
-  ctx.effect(() => () => {
-    active = false
-  }, 'api-models: active')
+  ctx.effect(
+    () => () => {
+      active = false
+    },
+    'api-models: active',
+  )
 
   let chain: Promise<void> = Promise.resolve()
   const sync = (): Promise<void> => {
-    chain = chain.then(async () => {
-      for (const dispose of registered) dispose()
-      registered = []
-      problems.clear()
-      const routes = Object.entries(section.value.routes)
-      if (!active || !routes.length) return
-      const { catalog } = await pi()
-      for (const [route, row] of routes) {
-        if (!active) return
-        try {
-          if (ctx.llm.listProviders().includes(route)) throw new Error(`route '${route}' is already registered by another row`)
-          checkRoutes({ routes: { [route]: row } }, catalog)
-          const runtime = await buildRoute(route, row, catalog, catalog.root)
+    chain = chain
+      .then(async () => {
+        for (const dispose of registered) dispose()
+        registered = []
+        problems.clear()
+        const routes = Object.entries(section.value.routes)
+        if (!active || !routes.length) return
+        const { catalog } = await pi()
+        for (const [route, row] of routes) {
           if (!active) return
-          registered.push(ctx.llm.registerAdapter(new PiAiAdapter({
-            runtime,
-            row,
-            root: catalog.root,
-            lookup,
-            whereToSet: async (n) => whereToSet(n),
-            userAgent: agent,
-            rememberSecret: (value) => ctx.llm.rememberSecret(value),
-          })))
-        } catch (error) {
-          const message = (error as Error).message
-          problems.set(route, message)
-          logger.warn('%s: route %s not registered: %s', section.namespace, route, message)
+          try {
+            if (ctx.llm.listProviders().includes(route))
+              throw new Error(`route '${route}' is already registered by another row`)
+            checkRoutes({ routes: { [route]: row } }, catalog)
+            const runtime = await buildRoute(route, row, catalog, catalog.root)
+            if (!active) return
+            registered.push(
+              ctx.llm.registerAdapter(
+                new PiAiAdapter({
+                  runtime,
+                  row,
+                  root: catalog.root,
+                  lookup,
+                  whereToSet: async (n) => whereToSet(n),
+                  userAgent: agent,
+                  rememberSecret: (value) => ctx.llm.rememberSecret(value),
+                }),
+              ),
+            )
+          } catch (error) {
+            const message = (error as Error).message
+            problems.set(route, message)
+            logger.warn('%s: route %s not registered: %s', section.namespace, route, message)
+          }
         }
-      }
-    }).catch((error) => logger.warn('syncing routes failed: %s', (error as Error).message))
+      })
+      .catch((error) => logger.warn('syncing routes failed: %s', (error as Error).message))
     return chain
   }
   section.onChange(() => void sync())
@@ -200,7 +251,14 @@ export function apply(ctx: Context, config: Config): void {
     out.push(deepseek)
     for (const [route, row] of Object.entries(managed)) {
       if (row.provider !== OPENAI_COMPATIBLE && providers.some((p) => p.id === route && !row.provider)) continue
-      const entry: WireProvider = { id: route, label: route, kind: 'openai-compatible', routed: routed.has(route) && !problems.has(route), managed: true, models: row.models.map((m) => m.id) }
+      const entry: WireProvider = {
+        id: route,
+        label: route,
+        kind: 'openai-compatible',
+        routed: routed.has(route) && !problems.has(route),
+        managed: true,
+        models: row.models.map((m) => m.id),
+      }
       if (row.baseURL) entry.baseURL = row.baseURL
       if (row.apiKeyEnv) {
         entry.keyName = row.apiKeyEnv
@@ -209,7 +267,13 @@ export function apply(ctx: Context, config: Config): void {
       out.push(entry)
     }
     for (const provider of providers) {
-      const entry: WireProvider = { id: provider.id, label: provider.label, kind: 'pi-ai', routed: routed.has(provider.id) && !problems.has(provider.id), managed: !!managed[provider.id] }
+      const entry: WireProvider = {
+        id: provider.id,
+        label: provider.label,
+        kind: 'pi-ai',
+        routed: routed.has(provider.id) && !problems.has(provider.id),
+        managed: !!managed[provider.id],
+      }
       const baseURL = managed[provider.id]?.baseURL ?? provider.baseURL
       if (baseURL) entry.baseURL = baseURL
       if (provider.keyNames[0]) {
@@ -221,12 +285,25 @@ export function apply(ctx: Context, config: Config): void {
     return out
   }
 
-  async function find(id: string, field: string): Promise<{ wire: WireProvider; target?: Omit<ProbeTarget, 'key'>; pi?: PiProvider }> {
+  async function find(
+    id: string,
+    field: string,
+  ): Promise<{ wire: WireProvider; target?: Omit<ProbeTarget, 'key'>; pi?: PiProvider }> {
     const all = await list()
     const wire = all.find((p) => p.id === id)
-    if (!wire) throw apiError('UNKNOWN_PROVIDER', `no provider ${JSON.stringify(id)} (known: ${all.map((p) => p.id).slice(0, 40).join(', ')}, ...)`, 404, field)
+    if (!wire)
+      throw apiError(
+        'UNKNOWN_PROVIDER',
+        `no provider ${JSON.stringify(id)} (known: ${all
+          .map((p) => p.id)
+          .slice(0, 40)
+          .join(', ')}, ...)`,
+        404,
+        field,
+      )
     if (wire.kind === 'deepseek') return { wire, target: { protocol: 'openai', baseURL: deepseekBase() } }
-    if (wire.kind === 'openai-compatible') return { wire, ...(wire.baseURL ? { target: { protocol: 'openai' as const, baseURL: wire.baseURL } } : {}) }
+    if (wire.kind === 'openai-compatible')
+      return { wire, ...(wire.baseURL ? { target: { protocol: 'openai' as const, baseURL: wire.baseURL } } : {}) }
     const { providers } = await pi()
     const entry = providers.find((p) => p.id === id)!
     const row = section.value.routes[id]
@@ -236,7 +313,12 @@ export function apply(ctx: Context, config: Config): void {
   }
 
   function refused(provider: string, outcome: Extract<ProbeOutcome, { kind: 'rejected' }>): ApiError {
-    return apiError('KEY_REJECTED', `${provider} rejected the key (HTTP ${outcome.status}: ${outcome.message || 'unauthorized'}); it was not stored`, 400, 'value')
+    return apiError(
+      'KEY_REJECTED',
+      `${provider} rejected the key (HTTP ${outcome.status}: ${outcome.message || 'unauthorized'}); it was not stored`,
+      400,
+      'value',
+    )
   }
 
   async function writeRoutes(next: Record<string, unknown>): Promise<void> {
@@ -255,10 +337,16 @@ export function apply(ctx: Context, config: Config): void {
     const service = credentials()
     if (!service) throw apiError('UNAVAILABLE', 'models.setKey: no credentials provider is mounted', 503)
     const value = params.value.trim()
-    if (!value || /\s/.test(value)) throw apiError('INVALID_PARAMS', 'models.setKey: a key is one word without spaces', 400, 'value')
+    if (!value || /\s/.test(value))
+      throw apiError('INVALID_PARAMS', 'models.setKey: a key is one word without spaces', 400, 'value')
     const { wire, target } = await find(params.provider, 'provider')
     if (!wire.keyName) {
-      throw apiError('NO_KEY', `models.setKey: ${wire.label} takes no API key here (keyless endpoint, or ambient auth of its SDK)`, 400, 'provider')
+      throw apiError(
+        'NO_KEY',
+        `models.setKey: ${wire.label} takes no API key here (keyless endpoint, or ambient auth of its SDK)`,
+        400,
+        'provider',
+      )
     }
     let verified = false
     let note: string | undefined
@@ -271,7 +359,13 @@ export function apply(ctx: Context, config: Config): void {
     try {
       await service.set(wire.keyName, value)
     } catch (error) {
-      throw apiError((error as { code?: string }).code ?? 'INTERNAL', `models.setKey: ${String((error as Error).message).split(value).join('[redacted]')}`, 409)
+      throw apiError(
+        (error as { code?: string }).code ?? 'INTERNAL',
+        `models.setKey: ${String((error as Error).message)
+          .split(value)
+          .join('[redacted]')}`,
+        409,
+      )
     }
     ctx.llm.rememberSecret(value)
     // A pi-ai provider becomes usable once it has a route.
@@ -290,7 +384,11 @@ export function apply(ctx: Context, config: Config): void {
     try {
       await service.unset(wire.keyName)
     } catch (error) {
-      throw apiError((error as { code?: string }).code ?? 'INTERNAL', `models.forgetKey: ${(error as Error).message}`, 409)
+      throw apiError(
+        (error as { code?: string }).code ?? 'INTERNAL',
+        `models.forgetKey: ${(error as Error).message}`,
+        409,
+      )
     }
     return { provider: (await list()).find((p) => p.id === wire.id)! }
   }
@@ -300,37 +398,63 @@ export function apply(ctx: Context, config: Config): void {
     await chain
     const managedNow = section.value.routes
     if (ctx.llm.listProviders().includes(name) && !managedNow[name]) {
-      throw apiError('ROUTE_TAKEN', `models.addEndpoint: route '${name}' is already registered by another row; pick another name`, 409, 'name')
+      throw apiError(
+        'ROUTE_TAKEN',
+        `models.addEndpoint: route '${name}' is already registered by another row; pick another name`,
+        409,
+        'name',
+      )
     }
     const seen = new Set<string>()
     for (const [i, model] of params.models.entries()) {
-      if (seen.has(model.id)) throw apiError('INVALID_PARAMS', `models.addEndpoint: models[${i}].id: duplicate model id '${model.id}'`, 400, `models[${i}].id`)
+      if (seen.has(model.id))
+        throw apiError(
+          'INVALID_PARAMS',
+          `models.addEndpoint: models[${i}].id: duplicate model id '${model.id}'`,
+          400,
+          `models[${i}].id`,
+        )
       seen.add(model.id)
     }
     const row: Record<string, unknown> = {
       provider: OPENAI_COMPATIBLE,
       baseURL: params.baseURL.trim(),
-      models: params.models.map((m) => ({ id: m.id.trim(), contextWindow: m.contextWindow ?? config.defaultContextWindow })),
+      models: params.models.map((m) => ({
+        id: m.id.trim(),
+        contextWindow: m.contextWindow ?? config.defaultContextWindow,
+      })),
     }
     const apiKey = params.apiKey?.trim()
     if (apiKey) row.apiKeyEnv = keyNameOf(name)
     try {
       checkRoutes({ routes: { [name]: RouteConfig(row as never) } }, undefined)
     } catch (error) {
-      if (error instanceof RouteConfigError) throw apiError('INVALID_PARAMS', `models.addEndpoint: ${error.field || 'name'}: ${error.message.replace(/^llm-pi-ai: routes\.[^:]*: /, '')}`, 400, error.field || 'name')
+      if (error instanceof RouteConfigError)
+        throw apiError(
+          'INVALID_PARAMS',
+          `models.addEndpoint: ${error.field || 'name'}: ${error.message.replace(/^llm-pi-ai: routes\.[^:]*: /, '')}`,
+          400,
+          error.field || 'name',
+        )
       throw apiError('INVALID_PARAMS', `models.addEndpoint: ${(error as Error).message}`, 400)
     }
     if (apiKey) {
-      const outcome = await probe({ protocol: 'openai', baseURL: row.baseURL as string, key: apiKey }, config.probeTimeoutMs, signal)
+      const outcome = await probe(
+        { protocol: 'openai', baseURL: row.baseURL as string, key: apiKey },
+        config.probeTimeoutMs,
+        signal,
+      )
       if (outcome.kind === 'rejected') throw refused(name, outcome)
       const service = credentials()
-      if (!service) throw apiError('UNAVAILABLE', 'models.addEndpoint: no credentials provider is mounted to keep the key', 503)
+      if (!service)
+        throw apiError('UNAVAILABLE', 'models.addEndpoint: no credentials provider is mounted to keep the key', 503)
       await service.set(row.apiKeyEnv as string, apiKey)
       ctx.llm.rememberSecret(apiKey)
     }
     await writeRoutes({ ...storedRoutes(), [name]: row })
     const problem = problems.get(name)
-    if (problem) throw apiError('ROUTE_FAILED', `models.addEndpoint: the route was stored but not registered: ${problem}`, 500)
+    if (problem)
+      throw apiError('ROUTE_FAILED', `models.addEndpoint: the route was stored but not registered: ${problem}`, 500)
     return { provider: (await list()).find((p) => p.id === name)! }
   }
 
@@ -342,12 +466,21 @@ export function apply(ctx: Context, config: Config): void {
     return { removed: true }
   }
 
-  async function discover(params: { provider?: string; baseURL?: string; apiKey?: string }, signal: AbortSignal): Promise<{ models: string[] }> {
+  async function discover(
+    params: { provider?: string; baseURL?: string; apiKey?: string },
+    signal: AbortSignal,
+  ): Promise<{ models: string[] }> {
     let target: ProbeTarget
     let label: string
     if (params.provider) {
       const found = await find(params.provider, 'provider')
-      if (!found.target) throw apiError('UNSUPPORTED', `models.discover: no model listing is known for ${found.wire.label}'s protocol`, 400, 'provider')
+      if (!found.target)
+        throw apiError(
+          'UNSUPPORTED',
+          `models.discover: no model listing is known for ${found.wire.label}'s protocol`,
+          400,
+          'provider',
+        )
       const key = params.apiKey || (found.wire.keyName ? await lookup(found.wire.keyName) : undefined)
       target = { ...found.target, ...(key ? { key } : {}) }
       label = found.wire.label
@@ -356,8 +489,20 @@ export function apply(ctx: Context, config: Config): void {
       label = params.baseURL
     } else throw apiError('INVALID_PARAMS', 'models.discover: give a provider or a baseURL', 400, 'provider')
     const outcome = await probe(target, config.probeTimeoutMs, signal)
-    if (outcome.kind === 'rejected') throw apiError('KEY_REJECTED', `${label} rejected the key (HTTP ${outcome.status}: ${outcome.message || 'unauthorized'})`, 400, params.provider ? 'provider' : 'apiKey')
-    if (outcome.kind === 'failed') throw apiError('DISCOVERY_FAILED', `models.discover: ${outcome.message}`, 502, params.provider ? 'provider' : 'baseURL')
+    if (outcome.kind === 'rejected')
+      throw apiError(
+        'KEY_REJECTED',
+        `${label} rejected the key (HTTP ${outcome.status}: ${outcome.message || 'unauthorized'})`,
+        400,
+        params.provider ? 'provider' : 'apiKey',
+      )
+    if (outcome.kind === 'failed')
+      throw apiError(
+        'DISCOVERY_FAILED',
+        `models.discover: ${outcome.message}`,
+        502,
+        params.provider ? 'provider' : 'baseURL',
+      )
     return { models: outcome.models }
   }
 
@@ -365,8 +510,13 @@ export function apply(ctx: Context, config: Config): void {
   // but builds its schema from the running preset table, so it is exposed from here.
   if (config.exposePermissions) {
     ctx.inject(['settingsCatalog', 'permissionPresets'], (c) => {
-      const schema = Schema.object({ default: Schema.union(c.permissionPresets.names()).description('Permission mode of new sessions.') })
-      c.settingsCatalog.expose(PERMISSIONS_NAMESPACE, schema, { title: 'Default permission mode', description: 'The permission mode new sessions start with.' })
+      const schema = Schema.object({
+        default: Schema.union(c.permissionPresets.names()).description('Permission mode of new sessions.'),
+      })
+      c.settingsCatalog.expose(PERMISSIONS_NAMESPACE, schema, {
+        title: 'Default permission mode',
+        description: 'The permission mode new sessions start with.',
+      })
     })
   }
 

@@ -47,11 +47,22 @@ function request(target: ProbeTarget): { url: string; headers: Record<string, st
 /** Model ids of a listing body: OpenAI/Anthropic `data[].id`, Google `models[].name`. */
 export function modelIdsOf(body: unknown): string[] {
   const record = body as { data?: unknown; models?: unknown } | null
-  const list = Array.isArray(record?.data) ? record.data : Array.isArray(record?.models) ? record.models : Array.isArray(body) ? body : []
+  const list = Array.isArray(record?.data)
+    ? record.data
+    : Array.isArray(record?.models)
+      ? record.models
+      : Array.isArray(body)
+        ? body
+        : []
   const ids: string[] = []
   for (const item of list as unknown[]) {
     const entry = item as { id?: unknown; name?: unknown }
-    const id = typeof entry?.id === 'string' ? entry.id : typeof entry?.name === 'string' ? entry.name.replace(/^models\//, '') : undefined
+    const id =
+      typeof entry?.id === 'string'
+        ? entry.id
+        : typeof entry?.name === 'string'
+          ? entry.name.replace(/^models\//, '')
+          : undefined
     if (id) ids.push(id)
   }
   return [...new Set(ids)].sort()
@@ -73,13 +84,17 @@ export async function probe(target: ProbeTarget, timeoutMs: number, signal?: Abo
   const { url: href, headers } = request(target)
   const timeout = AbortSignal.timeout(timeoutMs)
   try {
-    const res = await fetch(href, { headers, signal: signal ? AbortSignal.any([signal, timeout]) : timeout, redirect: 'error' })
+    const res = await fetch(href, {
+      headers,
+      signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+      redirect: 'error',
+    })
     const text = (await res.text()).slice(0, 1 << 20)
     if (res.status === 401 || res.status === 403) {
       let message = text
       try {
         const parsed = JSON.parse(text) as { error?: { message?: unknown } | string; message?: unknown }
-        const inner = typeof parsed.error === 'string' ? parsed.error : parsed.error?.message ?? parsed.message
+        const inner = typeof parsed.error === 'string' ? parsed.error : (parsed.error?.message ?? parsed.message)
         if (typeof inner === 'string') message = inner
       } catch {
         // not JSON: the raw text
@@ -93,7 +108,9 @@ export async function probe(target: ProbeTarget, timeoutMs: number, signal?: Abo
       return { kind: 'failed', message: `${href} did not answer JSON` }
     }
   } catch (error) {
-    const reason = timeout.aborted ? `no answer within ${timeoutMs} ms` : scrub(String((error as Error)?.cause ?? (error as Error)?.message ?? error), target.key)
+    const reason = timeout.aborted
+      ? `no answer within ${timeoutMs} ms`
+      : scrub(String((error as Error)?.cause ?? (error as Error)?.message ?? error), target.key)
     return { kind: 'failed', message: `${href}: ${reason}` }
   }
 }

@@ -30,15 +30,21 @@ function startGate(): Promise<void> {
     if (req.url !== '/v1/models') return void res.writeHead(404).end()
     if (req.headers.authorization !== `Bearer ${GOOD}`) {
       res.writeHead(401, { 'content-type': 'application/json' })
-      return void res.end(JSON.stringify({ error: { message: 'Incorrect API key provided', type: 'invalid_request_error', code: 'invalid_api_key' } }))
+      return void res.end(
+        JSON.stringify({
+          error: { message: 'Incorrect API key provided', type: 'invalid_request_error', code: 'invalid_api_key' },
+        }),
+      )
     }
     res.writeHead(200, { 'content-type': 'application/json' })
     res.end(JSON.stringify({ object: 'list', data: [{ id: 'gate-large' }, { id: 'gate-small' }] }))
   })
-  return new Promise((resolve) => gate.listen(0, '127.0.0.1', () => {
-    gateURL = `http://127.0.0.1:${(gate.address() as { port: number }).port}/v1`
-    resolve()
-  }))
+  return new Promise((resolve) =>
+    gate.listen(0, '127.0.0.1', () => {
+      gateURL = `http://127.0.0.1:${(gate.address() as { port: number }).port}/v1`
+      resolve()
+    }),
+  )
 }
 
 beforeEach(async () => {
@@ -57,7 +63,9 @@ beforeEach(async () => {
   await ctx.plugin(MemorySettings, { initial: {} })
   await ctx.plugin(LlmService)
   await ctx.plugin(LocalCredentials, { home: join(root, 'home'), cwd: root, projectEnv: false, checkAtStart: false })
-  await ctx.plugin(ApiModels, { deepseek: { route: 'deepseek-official', keyName: 'DSH_TEST_DEEPSEEK_KEY', baseURL: gateURL } } as never)
+  await ctx.plugin(ApiModels, {
+    deepseek: { route: 'deepseek-official', keyName: 'DSH_TEST_DEEPSEEK_KEY', baseURL: gateURL },
+  } as never)
   port = (ctx.get('webServer') as WebServer).port
 })
 
@@ -73,8 +81,19 @@ afterEach(async () => {
   rmSync(root, { recursive: true, force: true })
 })
 
-async function call(method: string, params: unknown): Promise<{ status: number; text: string; body: { result?: any; error?: { code: string; message: string; field?: string } } }> {
-  const res = await fetch(`http://127.0.0.1:${port}/api/${method}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(params) })
+async function call(
+  method: string,
+  params: unknown,
+): Promise<{
+  status: number
+  text: string
+  body: { result?: any; error?: { code: string; message: string; field?: string } }
+}> {
+  const res = await fetch(`http://127.0.0.1:${port}/api/${method}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(params),
+  })
   const text = await res.text()
   return { status: res.status, text, body: JSON.parse(text) }
 }
@@ -92,7 +111,12 @@ describe('models.catalog', () => {
     const { status, body } = await call('models.catalog', {})
     expect(status).toBe(200)
     const providers = body.result.providers as ApiModels.WireProvider[]
-    expect(providers[0]).toMatchObject({ id: 'deepseek-official', kind: 'deepseek', keyName: 'DSH_TEST_DEEPSEEK_KEY', keyConfigured: false })
+    expect(providers[0]).toMatchObject({
+      id: 'deepseek-official',
+      kind: 'deepseek',
+      keyName: 'DSH_TEST_DEEPSEEK_KEY',
+      keyConfigured: false,
+    })
     const openai = providers.find((p) => p.id === 'openai')!
     expect(openai).toMatchObject({ kind: 'pi-ai', keyName: 'OPENAI_API_KEY', routed: false, managed: false })
     expect(providers.find((p) => p.id === 'anthropic')?.keyName).toMatch(/^ANTHROPIC_/)
@@ -146,19 +170,38 @@ describe('models.setKey', () => {
   })
 
   it('answers bad input with the field named', async () => {
-    expect((await call('models.setKey', { provider: 'nope', value: GOOD })).body.error).toMatchObject({ code: 'UNKNOWN_PROVIDER', field: 'provider' })
-    expect((await call('models.setKey', { provider: 'deepseek-official', value: 'two words' })).body.error).toMatchObject({ code: 'INVALID_PARAMS', field: 'value' })
+    expect((await call('models.setKey', { provider: 'nope', value: GOOD })).body.error).toMatchObject({
+      code: 'UNKNOWN_PROVIDER',
+      field: 'provider',
+    })
+    expect(
+      (await call('models.setKey', { provider: 'deepseek-official', value: 'two words' })).body.error,
+    ).toMatchObject({ code: 'INVALID_PARAMS', field: 'value' })
   })
 })
 
 describe('models.addEndpoint', () => {
   it('declares an OpenAI-compatible route that answers at once, and removes it', async () => {
-    const { status, body } = await call('models.addEndpoint', { name: 'mock', baseURL: mock.baseURL, models: [{ id: 'mock-coder', contextWindow: 32000 }] })
+    const { status, body } = await call('models.addEndpoint', {
+      name: 'mock',
+      baseURL: mock.baseURL,
+      models: [{ id: 'mock-coder', contextWindow: 32000 }],
+    })
     expect(status).toBe(200)
-    expect(body.result.provider).toMatchObject({ id: 'mock', kind: 'openai-compatible', routed: true, managed: true, models: ['mock-coder'] })
+    expect(body.result.provider).toMatchObject({
+      id: 'mock',
+      kind: 'openai-compatible',
+      routed: true,
+      managed: true,
+      models: ['mock-coder'],
+    })
     const llm = ctx.get('llm') as LlmService
     let text = ''
-    for await (const chunk of llm.stream({ provider: 'mock', model: 'mock-coder', messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }] } as never)) {
+    for await (const chunk of llm.stream({
+      provider: 'mock',
+      model: 'mock-coder',
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }],
+    } as never)) {
       if (chunk.kind === 'text-delta') text += chunk.text
     }
     expect(text).toBe('from the endpoint')
@@ -168,36 +211,71 @@ describe('models.addEndpoint', () => {
   })
 
   it('keeps the endpoint key as a credential, refusing one the endpoint rejects', async () => {
-    const rejected = await call('models.addEndpoint', { name: 'gate', baseURL: gateURL, apiKey: BAD, models: [{ id: 'gate-large' }] })
+    const rejected = await call('models.addEndpoint', {
+      name: 'gate',
+      baseURL: gateURL,
+      apiKey: BAD,
+      models: [{ id: 'gate-large' }],
+    })
     expect(rejected.body.error).toMatchObject({ code: 'KEY_REJECTED' })
     expect((ctx.get('settings') as MemorySettings).get(ApiModels.SETTINGS_NAMESPACE)).toBeUndefined()
-    const ok = await call('models.addEndpoint', { name: 'gate', baseURL: gateURL, apiKey: GOOD, models: [{ id: 'gate-large' }] })
+    const ok = await call('models.addEndpoint', {
+      name: 'gate',
+      baseURL: gateURL,
+      apiKey: GOOD,
+      models: [{ id: 'gate-large' }],
+    })
     expect(ok.body.result.provider).toMatchObject({ keyName: 'GATE_API_KEY', keyConfigured: true, routed: true })
     expect(await (ctx.get('credentials') as LocalCredentials).get('GATE_API_KEY')).toBe(GOOD)
     // Discovery with the stored key.
-    expect((await call('models.discover', { provider: 'gate' })).body.result.models).toEqual(['gate-large', 'gate-small'])
+    expect((await call('models.discover', { provider: 'gate' })).body.result.models).toEqual([
+      'gate-large',
+      'gate-small',
+    ])
   })
 
   it('refuses a bad endpoint naming the field, and a taken route name', async () => {
     const bad = await call('models.addEndpoint', { name: 'x', baseURL: 'ftp://example', models: [{ id: 'a' }] })
     expect(bad.body.error).toMatchObject({ code: 'INVALID_PARAMS', field: 'baseURL' })
-    const dup = await call('models.addEndpoint', { name: 'x', baseURL: mock.baseURL, models: [{ id: 'a' }, { id: 'a' }] })
+    const dup = await call('models.addEndpoint', {
+      name: 'x',
+      baseURL: mock.baseURL,
+      models: [{ id: 'a' }, { id: 'a' }],
+    })
     expect(dup.body.error).toMatchObject({ field: 'models[1].id' })
     await call('models.setKey', { provider: 'groq', value: 'gsk-k' })
-    const taken = await call('models.addEndpoint', { name: 'deepseek-official', baseURL: mock.baseURL, models: [{ id: 'a' }] })
+    const taken = await call('models.addEndpoint', {
+      name: 'deepseek-official',
+      baseURL: mock.baseURL,
+      models: [{ id: 'a' }],
+    })
     // deepseek-official is not registered in this test tree, so the name is free; a registered one is refused.
     expect(taken.status).toBe(200)
-    ctx.plugin({ name: 'other', inject: ['llm'], apply: (c: Context) => void c.llm.registerAdapter({ provider: 'other', stream: async function* () {}, listModels: async () => [] } as never) })
+    ctx.plugin({
+      name: 'other',
+      inject: ['llm'],
+      apply: (c: Context) =>
+        void c.llm.registerAdapter({
+          provider: 'other',
+          stream: async function* () {},
+          listModels: async () => [],
+        } as never),
+    })
     const refused = await call('models.addEndpoint', { name: 'other', baseURL: mock.baseURL, models: [{ id: 'a' }] })
     expect(refused.body.error).toMatchObject({ code: 'ROUTE_TAKEN', field: 'name' })
   }, 30_000)
 })
 
 describe('models.discover', () => {
-  it('lists an endpoint\'s models, and says when it cannot', async () => {
+  it("lists an endpoint's models, and says when it cannot", async () => {
     expect((await call('models.discover', { baseURL: mock.baseURL })).body.result.models).toEqual(['deepseek-v4-flash'])
-    expect((await call('models.discover', { baseURL: gateURL, apiKey: BAD })).body.error).toMatchObject({ code: 'KEY_REJECTED' })
-    expect((await call('models.discover', { baseURL: 'http://127.0.0.1:1/v1' })).body.error).toMatchObject({ code: 'DISCOVERY_FAILED', field: 'baseURL' })
+    expect((await call('models.discover', { baseURL: gateURL, apiKey: BAD })).body.error).toMatchObject({
+      code: 'KEY_REJECTED',
+    })
+    expect((await call('models.discover', { baseURL: 'http://127.0.0.1:1/v1' })).body.error).toMatchObject({
+      code: 'DISCOVERY_FAILED',
+      field: 'baseURL',
+    })
   })
 
   it('unloading the plugin unregisters its routes', async () => {

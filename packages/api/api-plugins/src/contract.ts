@@ -25,7 +25,9 @@ const DetailSchema: Schema<PluginDetail> = Schema.object({
   row: PluginRowSchema.required(),
   schema: Schema.any(),
   config: Schema.any(),
-  secrets: Schema.array(Schema.object({ path: Schema.string().required(), set: Schema.boolean().required() })).required(),
+  secrets: Schema.array(
+    Schema.object({ path: Schema.string().required(), set: Schema.boolean().required() }),
+  ).required(),
   editable: Schema.boolean().required(),
   reason: Schema.string(),
   toggleable: Schema.boolean().required(),
@@ -37,11 +39,14 @@ const ROW_ID = Schema.string().min(1).max(200).required()
 export const pluginsDescribe = defineMethod('plugins.describe', {
   params: Schema.object({ id: ROW_ID }) as Schema<{ id: string }>,
   result: DetailSchema,
-  description: "One row of the plugin tree with its config schema (JSON) and composed config (secrets left out).",
+  description: 'One row of the plugin tree with its config schema (JSON) and composed config (secrets left out).',
 })
 
 export const pluginsSetEnabled = defineMethod('plugins.setEnabled', {
-  params: Schema.object({ id: ROW_ID, enabled: Schema.boolean().required() }) as Schema<{ id: string; enabled: boolean }>,
+  params: Schema.object({ id: ROW_ID, enabled: Schema.boolean().required() }) as Schema<{
+    id: string
+    enabled: boolean
+  }>,
   result: DetailSchema,
   loopbackOnly: true,
   description: "Enables or disables a row now and in the profile's patch layer (kept for the next start).",
@@ -51,5 +56,6 @@ export const pluginsConfigure = defineMethod('plugins.configure', {
   params: Schema.object({ id: ROW_ID, config: Schema.any().required() }) as Schema<{ id: string; config: unknown }>,
   result: DetailSchema,
   loopbackOnly: true,
-  description: "Validates a row's new config against its plugin's schema, writes it to the profile's patch layer and applies it now. A secret field left out keeps its value.",
+  description:
+    "Validates a row's new config against its plugin's schema, writes it to the profile's patch layer and applies it now. A secret field left out keeps its value.",
 })

@@ -24,11 +24,23 @@ export interface Config {
   protect: string[]
 }
 
-export const DEFAULT_PROTECTED = ['web-startup', 'api-gateway', 'frontend-static', 'plugin-inventory', 'api-plugins', 'settings', 'storage']
+export const DEFAULT_PROTECTED = [
+  'web-startup',
+  'api-gateway',
+  'frontend-static',
+  'plugin-inventory',
+  'api-plugins',
+  'settings',
+  'storage',
+]
 
 export const Config: Schema<Partial<Config>, Config> = Schema.object({
-  layer: Schema.union(['profile', 'home'] as const).default('profile').description("Patch layer written: the profile's cordis.patch.yml, or $DSH_HOME/cordis.patch.yml."),
-  protect: Schema.array(Schema.string()).default(DEFAULT_PROTECTED).description('Row ids that cannot be disabled or reconfigured from the web UI.'),
+  layer: Schema.union(['profile', 'home'] as const)
+    .default('profile')
+    .description("Patch layer written: the profile's cordis.patch.yml, or $DSH_HOME/cordis.patch.yml."),
+  protect: Schema.array(Schema.string())
+    .default(DEFAULT_PROTECTED)
+    .description('Row ids that cannot be disabled or reconfigured from the web UI.'),
 }) as Schema<Partial<Config>, Config>
 
 export const name = 'api-plugins'
@@ -86,7 +98,9 @@ function fieldOf(error: unknown): string {
 }
 
 function reasonOf(error: unknown): string {
-  return String((error as Error)?.message ?? error).split('\n')[0].replace(/^\$(\.[^\s]*)?\s+/, '')
+  return String((error as Error)?.message ?? error)
+    .split('\n')[0]
+    .replace(/^\$(\.[^\s]*)?\s+/, '')
 }
 
 export function apply(ctx: Context, config: Config): void {
@@ -133,7 +147,8 @@ export function apply(ctx: Context, config: Config): void {
   async function describe(id: string): Promise<PluginDetail> {
     const entry = entryOf(id)
     const row = ctx.pluginInventory.list().find((r) => r.id === id)
-    if (!row) throw new ApiError('UNKNOWN_ROW', `no row ${JSON.stringify(id)} in the plugin tree`, { status: 404, field: 'id' })
+    if (!row)
+      throw new ApiError('UNKNOWN_ROW', `no row ${JSON.stringify(id)} in the plugin tree`, { status: 404, field: 'id' })
     const schema = await schemaOf(entry)
     const raw = entry.options.config
     const layer = layerFile()
@@ -146,18 +161,24 @@ export function apply(ctx: Context, config: Config): void {
       else {
         let value: unknown
         try {
-          value = schema(raw === undefined ? undefined : structuredClone(raw) as never)
+          value = schema(raw === undefined ? undefined : (structuredClone(raw) as never))
         } catch {
           value = raw === undefined ? undefined : structuredClone(raw)
         }
         const paths = secretPaths(schema)
         for (const path of paths) {
           const taken = takeAt(value, path)
-          detail.secrets.push({ path, set: taken.found && taken.value !== undefined && taken.value !== null && taken.value !== '' })
+          detail.secrets.push({
+            path,
+            set: taken.found && taken.value !== undefined && taken.value !== null && taken.value !== '',
+          })
         }
         if (value !== undefined) detail.config = value
       }
-    } else reasons.push(entry.fiber || row.state === 'disabled' ? 'the plugin declares no config schema' : 'its module is not loaded')
+    } else
+      reasons.push(
+        entry.fiber || row.state === 'disabled' ? 'the plugin declares no config schema' : 'its module is not loaded',
+      )
     if (protect.has(id)) reasons.push('this row runs the web UI itself')
     if (!layer) reasons.push('no patch layer is known (not a dsh boot)')
     detail.editable = reasons.length === 0
@@ -166,14 +187,24 @@ export function apply(ctx: Context, config: Config): void {
   }
 
   function writable(method: string, id: string): string {
-    if (protect.has(id)) throw new ApiError('PROTECTED_ROW', `${method}: row "${id}" runs the web UI itself and cannot be changed here`, { status: 409, field: 'id' })
+    if (protect.has(id))
+      throw new ApiError('PROTECTED_ROW', `${method}: row "${id}" runs the web UI itself and cannot be changed here`, {
+        status: 409,
+        field: 'id',
+      })
     const layer = layerFile()
-    if (!layer) throw new ApiError('UNAVAILABLE', `${method}: no patch layer is known (not a dsh boot)`, { status: 503 })
+    if (!layer)
+      throw new ApiError('UNAVAILABLE', `${method}: no patch layer is known (not a dsh boot)`, { status: 503 })
     return layer
   }
 
   /** Writes the change; returns a function that puts the file back as it was. */
-  function write(method: string, layer: string, id: string, change: { disabled?: boolean; config?: unknown }): () => void {
+  function write(
+    method: string,
+    layer: string,
+    id: string,
+    change: { disabled?: boolean; config?: unknown },
+  ): () => void {
     const before = existsSync(layer) ? readFileSync(layer, 'utf8') : undefined
     try {
       editLayerFile(layer, id, change)
@@ -182,8 +213,11 @@ export function apply(ctx: Context, config: Config): void {
         else writeFileSync(layer, before)
       }
     } catch (error) {
-      if (error instanceof LayerEditError) throw new ApiError('LAYER_INVALID', `${method}: ${error.message}`, { status: 409 })
-      throw new ApiError('WRITE_FAILED', `${method}: could not write ${layer}: ${(error as Error).message}`, { status: 500 })
+      if (error instanceof LayerEditError)
+        throw new ApiError('LAYER_INVALID', `${method}: ${error.message}`, { status: 409 })
+      throw new ApiError('WRITE_FAILED', `${method}: could not write ${layer}: ${(error as Error).message}`, {
+        status: 500,
+      })
     }
   }
 
@@ -194,7 +228,12 @@ export function apply(ctx: Context, config: Config): void {
     const options: Record<string, unknown> = { disabled: !enabled }
     if (enabled) {
       const url = moduleUrl(entry)
-      if (!url) throw new ApiError('UNRESOLVED', `plugins.setEnabled: module ${JSON.stringify(entry.options.name)} of row "${id}" cannot be resolved`, { status: 409, field: 'id' })
+      if (!url)
+        throw new ApiError(
+          'UNRESOLVED',
+          `plugins.setEnabled: module ${JSON.stringify(entry.options.name)} of row "${id}" cannot be resolved`,
+          { status: 409, field: 'id' },
+        )
       if (url !== entry.options.name) options.name = url
     }
     const undo = write('plugins.setEnabled', layer, id, { disabled: !enabled })
@@ -215,16 +254,33 @@ export function apply(ctx: Context, config: Config): void {
     undo()
     await revert()
     await loader()!.await()
-    throw new ApiError('APPLY_FAILED', `${method}: row "${id}" failed to start (${reason}); the change was undone`, { status: 409, field: method === 'plugins.configure' ? 'config' : 'enabled' })
+    throw new ApiError('APPLY_FAILED', `${method}: row "${id}" failed to start (${reason}); the change was undone`, {
+      status: 409,
+      field: method === 'plugins.configure' ? 'config' : 'enabled',
+    })
   }
 
   async function configure(id: string, next: unknown): Promise<PluginDetail> {
     const entry = entryOf(id)
     const layer = writable('plugins.configure', id)
-    if (hasExpression(entry.options.config)) throw new ApiError('NOT_EDITABLE', `plugins.configure: row "${id}" has !!js expressions in its config; edit ${layer} instead`, { status: 409, field: 'id' })
+    if (hasExpression(entry.options.config))
+      throw new ApiError(
+        'NOT_EDITABLE',
+        `plugins.configure: row "${id}" has !!js expressions in its config; edit ${layer} instead`,
+        { status: 409, field: 'id' },
+      )
     const schema = await schemaOf(entry)
-    if (!schema) throw new ApiError('NOT_EDITABLE', `plugins.configure: row "${id}" has no config schema to check a config against`, { status: 409, field: 'id' })
-    if (!next || typeof next !== 'object' || Array.isArray(next)) throw new ApiError('INVALID_CONFIG', 'plugins.configure: config must be an object', { status: 400, field: 'config' })
+    if (!schema)
+      throw new ApiError(
+        'NOT_EDITABLE',
+        `plugins.configure: row "${id}" has no config schema to check a config against`,
+        { status: 409, field: 'id' },
+      )
+    if (!next || typeof next !== 'object' || Array.isArray(next))
+      throw new ApiError('INVALID_CONFIG', 'plugins.configure: config must be an object', {
+        status: 400,
+        field: 'config',
+      })
     const value = structuredClone(next) as Record<string, unknown>
     // A secret left out of the form keeps what the row had.
     const previous = structuredClone(entry.options.config ?? {}) as Record<string, unknown>
@@ -238,7 +294,10 @@ export function apply(ctx: Context, config: Config): void {
       schema(structuredClone(value) as never)
     } catch (error) {
       const field = fieldOf(error)
-      throw new ApiError('INVALID_CONFIG', `plugins.configure: row "${id}", field ${field}: ${reasonOf(error)}`, { status: 400, field })
+      throw new ApiError('INVALID_CONFIG', `plugins.configure: row "${id}", field ${field}: ${reasonOf(error)}`, {
+        status: 400,
+        field,
+      })
     }
     const undo = write('plugins.configure', layer, id, { config: value })
     const tree = loader()!

@@ -24,13 +24,17 @@ export class LayerEditError extends Error {
 export function editLayerText(text: string, file: string, id: string, change: RowChange): string {
   const { isMap, isSeq, parseDocument } = yaml()
   const doc = parseDocument(text)
-  if (doc.errors.length) throw new LayerEditError(`${file}: not valid YAML (${doc.errors[0].message.split('\n')[0]}); fix it before changing plugins here`)
+  if (doc.errors.length)
+    throw new LayerEditError(
+      `${file}: not valid YAML (${doc.errors[0].message.split('\n')[0]}); fix it before changing plugins here`,
+    )
   if (doc.contents === null || doc.contents === undefined) doc.contents = doc.createNode([]) as never
   const list = doc.contents
-  if (!isSeq(list)) throw new LayerEditError(`${file}: a patch layer is a YAML list of operations; fix it before changing plugins here`)
+  if (!isSeq(list))
+    throw new LayerEditError(`${file}: a patch layer is a YAML list of operations; fix it before changing plugins here`)
   let target: YAMLMap | undefined
   for (const item of list.items) {
-    if (isMap(item) && (item as YAMLMap).get('id') as unknown === id && !item.has('insert')) target = item as YAMLMap
+    if (isMap(item) && ((item as YAMLMap).get('id') as unknown) === id && !item.has('insert')) target = item as YAMLMap
   }
   if (!target) {
     target = doc.createNode({ id }) as YAMLMap

@@ -7,7 +7,9 @@ import { editLayerFile, editLayerText, LayerEditError } from '../src/layer.ts'
 
 describe('editing a patch layer', () => {
   it('appends an operation to an empty or absent layer', () => {
-    expect(parse(editLayerText('', 'f.yml', 'tool-bash', { disabled: true }))).toEqual([{ id: 'tool-bash', disabled: true }])
+    expect(parse(editLayerText('', 'f.yml', 'tool-bash', { disabled: true }))).toEqual([
+      { id: 'tool-bash', disabled: true },
+    ])
     const dir = mkdtempSync(join(tmpdir(), 'dsh-layer-'))
     try {
       const file = join(dir, 'cordis.patch.yml')
@@ -38,12 +40,17 @@ describe('editing a patch layer', () => {
       { id: 'timeout-policy', config: { defaultMs: 5 } },
     ])
     // A config replaces the whole config of that operation.
-    expect(parse(editLayerText(text, 'f.yml', 'timeout-policy', { config: { perTool: { bash: 1 } } }))[2]).toEqual({ id: 'timeout-policy', config: { perTool: { bash: 1 } } })
+    expect(parse(editLayerText(text, 'f.yml', 'timeout-policy', { config: { perTool: { bash: 1 } } }))[2]).toEqual({
+      id: 'timeout-policy',
+      config: { perTool: { bash: 1 } },
+    })
   })
 
   it('refuses a layer that is not a list, or not YAML, naming the file', () => {
     expect(() => editLayerText('a: 1\n', 'p.yml', 'x', { disabled: true })).toThrow(LayerEditError)
-    expect(() => editLayerText('a: 1\n', 'p.yml', 'x', { disabled: true })).toThrow(/^p\.yml: a patch layer is a YAML list/)
+    expect(() => editLayerText('a: 1\n', 'p.yml', 'x', { disabled: true })).toThrow(
+      /^p\.yml: a patch layer is a YAML list/,
+    )
     expect(() => editLayerText('- id: [\n', 'p.yml', 'x', { disabled: true })).toThrow(/^p\.yml: not valid YAML/)
   })
 

@@ -12,7 +12,8 @@ vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 })
 
 let app: WebApp
 const layer = () => join(app.home, '.dsh', 'profiles', 'web', 'cordis.patch.yml')
-const toolsOf = (i: number) => ((app.mock.requests[i].body as { tools?: { function: { name: string } }[] }).tools ?? []).map((t) => t.function.name)
+const toolsOf = (i: number) =>
+  ((app.mock.requests[i].body as { tools?: { function: { name: string } }[] }).tools ?? []).map((t) => t.function.name)
 
 async function prompt(text: string): Promise<void> {
   const before = app.mock.requests.length
@@ -45,7 +46,12 @@ afterAll(async () => {
 describe('plugin rows through the API', () => {
   it('describes a row with its schema and composed config', async () => {
     const detail = await app.call('plugins.describe', { id: 'timeout-policy' })
-    expect(detail.row).toMatchObject({ id: 'timeout-policy', package: '@dsh/timeout-policy', enabled: true, state: 'active' })
+    expect(detail.row).toMatchObject({
+      id: 'timeout-policy',
+      package: '@dsh/timeout-policy',
+      enabled: true,
+      state: 'active',
+    })
     expect(detail.editable).toBe(true)
     expect(detail.config).toMatchObject({ defaultMs: 0 })
     expect(detail.layer).toBe(layer())
@@ -73,17 +79,29 @@ describe('plugin rows through the API', () => {
 
   it('refuses a bad config naming the field and writes nothing; a good one is applied and kept', async () => {
     const before = existsSync(layer()) ? readFileSync(layer(), 'utf8') : ''
-    expect(await callError('plugins.configure', { id: 'timeout-policy', config: { defaultMs: -5, perTool: {} } })).toMatch(/400 INVALID_CONFIG: .*field config\.defaultMs/)
+    expect(
+      await callError('plugins.configure', { id: 'timeout-policy', config: { defaultMs: -5, perTool: {} } }),
+    ).toMatch(/400 INVALID_CONFIG: .*field config\.defaultMs/)
     expect(existsSync(layer()) ? readFileSync(layer(), 'utf8') : '').toBe(before)
-    const ok = await app.call('plugins.configure', { id: 'timeout-policy', config: { defaultMs: 120000, perTool: { bash: 5000 } } })
+    const ok = await app.call('plugins.configure', {
+      id: 'timeout-policy',
+      config: { defaultMs: 120000, perTool: { bash: 5000 } },
+    })
     expect(ok.config).toEqual({ defaultMs: 120000, perTool: { bash: 5000 } })
     expect(ok.row.state).toBe('active')
-    expect(parse(readFileSync(layer(), 'utf8'))).toContainEqual({ id: 'timeout-policy', config: { defaultMs: 120000, perTool: { bash: 5000 } } })
+    expect(parse(readFileSync(layer(), 'utf8'))).toContainEqual({
+      id: 'timeout-policy',
+      config: { defaultMs: 120000, perTool: { bash: 5000 } },
+    })
     expect(await callError('plugins.setEnabled', { id: 'api-gateway', enabled: false })).toMatch(/409 PROTECTED_ROW/)
   })
 
   it('never sends a secret field, and keeps it when a saved config leaves it out', async () => {
-    const res = await fetch(`${app.url}/api/plugins.describe`, { method: 'POST', headers: { 'content-type': 'application/json', origin: app.url }, body: JSON.stringify({ id: 'secret-fixture' }) })
+    const res = await fetch(`${app.url}/api/plugins.describe`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: app.url },
+      body: JSON.stringify({ id: 'secret-fixture' }),
+    })
     const text = await res.text()
     expect(text).not.toContain('tok-never-sent-123')
     const detail = JSON.parse(text).result
@@ -91,20 +109,31 @@ describe('plugin rows through the API', () => {
     expect(detail.secrets).toEqual([{ path: 'token', set: true }])
     const saved = await app.call('plugins.configure', { id: 'secret-fixture', config: { label: 'second' } })
     expect(saved.config).toEqual({ label: 'second' })
-    expect(parse(readFileSync(layer(), 'utf8'))).toContainEqual({ id: 'secret-fixture', config: { label: 'second', token: 'tok-never-sent-123' } })
+    expect(parse(readFileSync(layer(), 'utf8'))).toContainEqual({
+      id: 'secret-fixture',
+      config: { label: 'second', token: 'tok-never-sent-123' },
+    })
   })
 
   it('a config the schema accepts but the plugin refuses at start is undone, in the tree and the file', async () => {
     const before = readFileSync(layer(), 'utf8')
-    const message = await callError('plugins.configure', { id: 'llm-pi-ai', config: { routes: { broken: { provider: 'no-such-provider' } } } })
-    expect(message).toMatch(/409 APPLY_FAILED: plugins\.configure: row "llm-pi-ai" failed to start \(.*no-such-provider.*\); the change was undone/)
+    const message = await callError('plugins.configure', {
+      id: 'llm-pi-ai',
+      config: { routes: { broken: { provider: 'no-such-provider' } } },
+    })
+    expect(message).toMatch(
+      /409 APPLY_FAILED: plugins\.configure: row "llm-pi-ai" failed to start \(.*no-such-provider.*\); the change was undone/,
+    )
     expect(readFileSync(layer(), 'utf8')).toBe(before)
     // The profile's file watcher (hot reload) may see the short-lived edit too; it settles on the
     // restored file.
-    await vi.waitFor(async () => {
-      const detail = await app.call('plugins.describe', { id: 'llm-pi-ai' })
-      expect(detail.row.state).toBe('active')
-      expect(detail.config).toEqual({ routes: {} })
-    }, { timeout: 10_000, interval: 200 })
+    await vi.waitFor(
+      async () => {
+        const detail = await app.call('plugins.describe', { id: 'llm-pi-ai' })
+        expect(detail.row.state).toBe('active')
+        expect(detail.config).toEqual({ routes: {} })
+      },
+      { timeout: 10_000, interval: 200 },
+    )
   })
 })

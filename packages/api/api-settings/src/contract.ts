@@ -63,33 +63,51 @@ const Section: Schema<WireSection> = Schema.object({
   description: Schema.string(),
   schema: Schema.any(),
   value: Schema.any(),
-  secrets: Schema.array(Schema.object({ path: Schema.string().required(), set: Schema.boolean().required() })).required(),
+  secrets: Schema.array(
+    Schema.object({ path: Schema.string().required(), set: Schema.boolean().required() }),
+  ).required(),
   error: Schema.object({ field: Schema.string().required(), message: Schema.string().required() }),
 }) as Schema<WireSection>
 
-const NAMESPACE = Schema.string().pattern(/^[A-Za-z][A-Za-z0-9_-]*$/).required()
-const CREDENTIAL_NAME = Schema.string().pattern(/^[A-Za-z_][A-Za-z0-9_]*$/).required()
+const NAMESPACE = Schema.string()
+  .pattern(/^[A-Za-z][A-Za-z0-9_-]*$/)
+  .required()
+const CREDENTIAL_NAME = Schema.string()
+  .pattern(/^[A-Za-z_][A-Za-z0-9_]*$/)
+  .required()
 
 export const settingsDescribe = defineMethod('settings.describe', {
   params: Schema.object({}) as Schema<Record<string, never>>,
-  result: Schema.object({ location: Schema.string().required(), sections: Schema.array(Section).required() }) as Schema<{ location: string; sections: WireSection[] }>,
+  result: Schema.object({
+    location: Schema.string().required(),
+    sections: Schema.array(Section).required(),
+  }) as Schema<{ location: string; sections: WireSection[] }>,
   description: 'The exposed settings sections: schema (JSON), current value, secret fields (set or not), error.',
 })
 
 export const settingsUpdate = defineMethod('settings.update', {
-  params: Schema.object({ namespace: NAMESPACE, patch: Schema.dict(Schema.any()).required() }) as Schema<{ namespace: string; patch: Record<string, unknown> }>,
+  params: Schema.object({ namespace: NAMESPACE, patch: Schema.dict(Schema.any()).required() }) as Schema<{
+    namespace: string
+    patch: Record<string, unknown>
+  }>,
   result: Section as Schema<WireSection>,
-  description: 'Deep-merges a patch into an exposed section after validating the result against its schema; null deletes nothing, it replaces.',
+  description:
+    'Deep-merges a patch into an exposed section after validating the result against its schema; null deletes nothing, it replaces.',
 })
 
 export const credentialsDescribe = defineMethod('credentials.describe', {
   params: Schema.object({ names: Schema.array(CREDENTIAL_NAME) }) as Schema<{ names?: string[] }>,
-  result: Schema.object({ credentials: Schema.array(Credential).required() }) as Schema<{ credentials: WireCredential[] }>,
+  result: Schema.object({ credentials: Schema.array(Credential).required() }) as Schema<{
+    credentials: WireCredential[]
+  }>,
   description: 'Which credentials are set and where (the known ones, or the names given). Never a value.',
 })
 
 export const credentialsSet = defineMethod('credentials.set', {
-  params: Schema.object({ name: CREDENTIAL_NAME, value: Schema.string().required() }) as Schema<{ name: string; value: string }>,
+  params: Schema.object({ name: CREDENTIAL_NAME, value: Schema.string().required() }) as Schema<{
+    name: string
+    value: string
+  }>,
   result: Schema.object({ credential: Credential.required() }) as Schema<{ credential: WireCredential }>,
   loopbackOnly: true,
   description: 'Stores a known credential in the writable layer; answers where it is now set, never the value.',

@@ -46,7 +46,10 @@ export interface SettingsCatalogConfig {
 
 /** The part of `ctx.api` (@dsh/api-gateway) used here, so the gateway stays optional at runtime. */
 interface ApiLike {
-  register<P, R>(contract: MethodContract<P, R>, handler: (params: P, call: { loopback: boolean }) => R | Promise<R>): () => void
+  register<P, R>(
+    contract: MethodContract<P, R>,
+    handler: (params: P, call: { loopback: boolean }) => R | Promise<R>,
+  ): () => void
 }
 
 interface SchemaShape {
@@ -118,7 +121,10 @@ function credentialFailure(method: string, error: unknown, secret?: string): Api
   if (secret) message = message.split(secret).join('[redacted]')
   if (error instanceof CredentialError) {
     const field = error.code === 'INVALID_VALUE' ? 'value' : error.code === 'INVALID_NAME' ? 'name' : undefined
-    return new ApiError(error.code, message, { status: CREDENTIAL_STATUS[error.code] ?? 500, ...(field ? { field } : {}) })
+    return new ApiError(error.code, message, {
+      status: CREDENTIAL_STATUS[error.code] ?? 500,
+      ...(field ? { field } : {}),
+    })
   }
   return new ApiError('INTERNAL', `${method} failed: ${message}`, { status: 500 })
 }
@@ -126,11 +132,18 @@ function credentialFailure(method: string, error: unknown, secret?: string): Api
 export class SettingsCatalog extends Service {
   static inject = ['settings']
   static Config: Schema<SettingsCatalogConfig> = Schema.object({
-    exposeModel: Schema.boolean().default(true).description('Expose the model section (the default model of new sessions).'),
-    credentials: Schema.array(Schema.object({
-      name: Schema.string().pattern(/^[A-Za-z_][A-Za-z0-9_]*$/).required(),
-      description: Schema.string(),
-    })).default([{ name: 'DEEPSEEK_API_KEY', description: 'DeepSeek API key' }])
+    exposeModel: Schema.boolean()
+      .default(true)
+      .description('Expose the model section (the default model of new sessions).'),
+    credentials: Schema.array(
+      Schema.object({
+        name: Schema.string()
+          .pattern(/^[A-Za-z_][A-Za-z0-9_]*$/)
+          .required(),
+        description: Schema.string(),
+      }),
+    )
+      .default([{ name: 'DEEPSEEK_API_KEY', description: 'DeepSeek API key' }])
       .description('Credentials described by default and settable by loopback callers.'),
   })
 
@@ -140,10 +153,14 @@ export class SettingsCatalog extends Service {
 
   constructor(ctx: Context, config: SettingsCatalogConfig = {}) {
     super(ctx, 'settingsCatalog')
-    for (const entry of config.credentials ?? [{ name: 'DEEPSEEK_API_KEY', description: 'DeepSeek API key' }]) this.noteCredential(entry.name, entry.description)
+    for (const entry of config.credentials ?? [{ name: 'DEEPSEEK_API_KEY', description: 'DeepSeek API key' }])
+      this.noteCredential(entry.name, entry.description)
     const catalog = this
     if (config.exposeModel !== false) {
-      this.expose(MODEL_NAMESPACE, ModelSettings, { title: 'Default model', description: 'The model new sessions start with.' })
+      this.expose(MODEL_NAMESPACE, ModelSettings, {
+        title: 'Default model',
+        description: 'The model new sessions start with.',
+      })
     }
     ctx.plugin({
       name: 'api-settings-methods',
@@ -183,7 +200,10 @@ export class SettingsCatalog extends Service {
   expose(namespace: string, schema: SectionSchema<unknown>, options: ExposeOptions = {}): () => void {
     // Throws for a bad namespace or a schema without defaults, as ctx.settings.section does.
     this.ctx.settings.section(namespace, schema)
-    if (typeof (schema as unknown as Schema).toJSON !== 'function') throw new TypeError(`settingsCatalog.expose("${namespace}"): the schema must be a schemastery schema (it is sent as JSON)`)
+    if (typeof (schema as unknown as Schema).toJSON !== 'function')
+      throw new TypeError(
+        `settingsCatalog.expose("${namespace}"): the schema must be a schemastery schema (it is sent as JSON)`,
+      )
     const sections = this.sections
     if (sections.has(namespace)) throw new Error(`settingsCatalog.expose: section "${namespace}" is already exposed`)
     const entry: ExposedSection = { namespace, schema: schema as unknown as Schema, ...options }
@@ -198,8 +218,12 @@ export class SettingsCatalog extends Service {
 
   /** Adds a credential to the known list (described by default, settable). An effect of the caller. */
   exposeCredential(name: string, options: { description?: string } = {}): () => void {
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new TypeError(`settingsCatalog.exposeCredential: invalid credential name ${JSON.stringify(name)}`)
-    const dispose = this.ctx.effect(() => this.noteCredential(name, options.description), `settings-catalog:credential:${name}`)
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
+      throw new TypeError(`settingsCatalog.exposeCredential: invalid credential name ${JSON.stringify(name)}`)
+    const dispose = this.ctx.effect(
+      () => this.noteCredential(name, options.description),
+      `settings-catalog:credential:${name}`,
+    )
     return () => void dispose()
   }
 
@@ -224,13 +248,19 @@ export class SettingsCatalog extends Service {
   }
 
   describeSettings(): { location: string; sections: WireSection[] } {
-    const sections = [...this.sections.values()].sort((a, b) => a.namespace.localeCompare(b.namespace)).map((entry) => this.sectionOf(entry))
+    const sections = [...this.sections.values()]
+      .sort((a, b) => a.namespace.localeCompare(b.namespace))
+      .map((entry) => this.sectionOf(entry))
     return { location: this.ctx.settings.location, sections }
   }
 
   async updateSettings(namespace: string, patch: Record<string, unknown>): Promise<WireSection> {
     const entry = this.sections.get(namespace)
-    if (!entry) throw new ApiError('UNKNOWN_SECTION', `settings.update: no exposed settings section "${namespace}"`, { status: 404, field: 'namespace' })
+    if (!entry)
+      throw new ApiError('UNKNOWN_SECTION', `settings.update: no exposed settings section "${namespace}"`, {
+        status: 404,
+        field: 'namespace',
+      })
     const settings = this.ctx.settings
     try {
       await settings.update(namespace, patch as never, {
@@ -238,10 +268,16 @@ export class SettingsCatalog extends Service {
       })
     } catch (error) {
       if (error instanceof SettingsValidationError) {
-        throw new ApiError('INVALID_SETTINGS', `settings.update: section "${namespace}", field "${error.field}": ${error.reason}`, { status: 400, field: error.field })
+        throw new ApiError(
+          'INVALID_SETTINGS',
+          `settings.update: section "${namespace}", field "${error.field}": ${error.reason}`,
+          { status: 400, field: error.field },
+        )
       }
-      if (error instanceof TypeError) throw new ApiError('INVALID_PARAMS', `settings.update: patch: ${error.message}`, { field: 'patch' })
-      if (error instanceof SettingsError) throw new ApiError('SETTINGS_UNAVAILABLE', `settings.update: ${error.message}`, { status: 503 })
+      if (error instanceof TypeError)
+        throw new ApiError('INVALID_PARAMS', `settings.update: patch: ${error.message}`, { field: 'patch' })
+      if (error instanceof SettingsError)
+        throw new ApiError('SETTINGS_UNAVAILABLE', `settings.update: ${error.message}`, { status: 503 })
       throw error
     }
     return this.sectionOf(entry)
@@ -254,7 +290,8 @@ export class SettingsCatalog extends Service {
 
   async describeCredentials(names?: string[]): Promise<{ credentials: WireCredential[] }> {
     const credentials = this.ctx.get('credentials') as Context['credentials'] | undefined
-    if (!credentials) throw new ApiError('UNAVAILABLE', 'credentials.describe: no credentials provider is mounted', { status: 503 })
+    if (!credentials)
+      throw new ApiError('UNAVAILABLE', 'credentials.describe: no credentials provider is mounted', { status: 503 })
     const list = names?.length ? [...new Set(names)] : this.credentialNames()
     const out: WireCredential[] = []
     for (const name of list) {
@@ -271,10 +308,15 @@ export class SettingsCatalog extends Service {
     // The gateway refuses loopbackOnly methods already; this holds for any other carrier too.
     if (!loopback) throw new ApiError('FORBIDDEN', `${method} is only available to loopback callers`)
     if (!this.credentialNotes.has(name)) {
-      throw new ApiError('UNKNOWN_CREDENTIAL', `${method}: "${name}" is not a known credential (known: ${this.credentialNames().join(', ') || 'none'})`, { status: 404, field: 'name' })
+      throw new ApiError(
+        'UNKNOWN_CREDENTIAL',
+        `${method}: "${name}" is not a known credential (known: ${this.credentialNames().join(', ') || 'none'})`,
+        { status: 404, field: 'name' },
+      )
     }
     const credentials = this.ctx.get('credentials') as Context['credentials'] | undefined
-    if (!credentials) throw new ApiError('UNAVAILABLE', `${method}: no credentials provider is mounted`, { status: 503 })
+    if (!credentials)
+      throw new ApiError('UNAVAILABLE', `${method}: no credentials provider is mounted`, { status: 503 })
     return credentials
   }
 
@@ -284,7 +326,8 @@ export class SettingsCatalog extends Service {
       await credentials.set(name, value)
       const credential = wireCredential(await credentials.describe(name), this.note(name))
       // Belt and braces: nothing built here may carry the value out.
-      if (value && JSON.stringify(credential).includes(value)) throw new Error('the description would reveal the value; refused')
+      if (value && JSON.stringify(credential).includes(value))
+        throw new Error('the description would reveal the value; refused')
       return { credential }
     } catch (error) {
       throw credentialFailure('credentials.set', error, value)

@@ -21,9 +21,13 @@ let port: number
 let logs: LogMessage[]
 
 const WebSettings = Schema.object({
-  theme: Schema.union(['light', 'dark', 'system'] as const).default('system').description('Colour theme.'),
+  theme: Schema.union(['light', 'dark', 'system'] as const)
+    .default('system')
+    .description('Colour theme.'),
   fontSize: Schema.natural().min(8).max(40).default(14),
-  proxy: Schema.object({ url: Schema.string().default(''), token: Schema.string().role('secret') }).default({ url: '' } as never),
+  proxy: Schema.object({ url: Schema.string().default(''), token: Schema.string().role('secret') }).default({
+    url: '',
+  } as never),
 })
 
 beforeEach(async () => {
@@ -38,7 +42,9 @@ beforeEach(async () => {
   ctx.logger.exporter({ levels: { default: 5 }, export: (m) => void logs.push(m) })
   await ctx.plugin(WebServer, { port: 0 } as never)
   await ctx.plugin(ApiGateway, { sessions: false } as never)
-  await ctx.plugin(MemorySettings, { initial: { web: { theme: 'dark', proxy: { url: 'http://proxy', token: 'tok-secret-123' } } } })
+  await ctx.plugin(MemorySettings, {
+    initial: { web: { theme: 'dark', proxy: { url: 'http://proxy', token: 'tok-secret-123' } } },
+  })
   await ctx.plugin(LocalCredentials, { home, cwd: root, projectEnv: false, checkAtStart: false })
   await ctx.plugin(SettingsCatalog, { exposeModel: false, credentials: [{ name: NAME, description: 'test key' }] })
   port = (ctx.get('webServer') as WebServer).port
@@ -53,7 +59,14 @@ afterEach(async () => {
   rmSync(root, { recursive: true, force: true })
 })
 
-async function call(method: string, params: unknown): Promise<{ status: number; text: string; body: { result?: any; error?: { code: string; message: string; field?: string } } }> {
+async function call(
+  method: string,
+  params: unknown,
+): Promise<{
+  status: number
+  text: string
+  body: { result?: any; error?: { code: string; message: string; field?: string } }
+}> {
   const res = await fetch(`http://127.0.0.1:${port}/api/${method}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -73,13 +86,23 @@ function catalog(): SettingsCatalog {
 
 describe('settings.describe / settings.update', () => {
   it('describes exposed sections with their schema JSON and value; secret fields say only whether they are set', async () => {
-    const exposure = ctx.plugin({ name: 'web-prefs', inject: ['settingsCatalog'], apply: (c: Context) => void (c.get('settingsCatalog') as SettingsCatalog).expose('web', WebSettings, { title: 'Appearance' }) })
+    const exposure = ctx.plugin({
+      name: 'web-prefs',
+      inject: ['settingsCatalog'],
+      apply: (c: Context) =>
+        void (c.get('settingsCatalog') as SettingsCatalog).expose('web', WebSettings, { title: 'Appearance' }),
+    })
     await exposure
     const { status, body, text } = await call('settings.describe', {})
     expect(status).toBe(200)
     expect(text).not.toContain('tok-secret-123')
     const [section] = body.result.sections
-    expect(section).toMatchObject({ namespace: 'web', title: 'Appearance', value: { theme: 'dark', fontSize: 14, proxy: { url: 'http://proxy' } }, secrets: [{ path: 'proxy.token', set: true }] })
+    expect(section).toMatchObject({
+      namespace: 'web',
+      title: 'Appearance',
+      value: { theme: 'dark', fontSize: 14, proxy: { url: 'http://proxy' } },
+      secrets: [{ path: 'proxy.token', set: true }],
+    })
     // The schema JSON rebuilds into a working schema (what a browser does with it).
     const rebuilt = Schema(section.schema)
     expect(rebuilt(undefined)).toMatchObject({ theme: 'system', fontSize: 14 })
@@ -117,7 +140,9 @@ describe('settings.describe / settings.update', () => {
 describe('credentials.describe / set / unset', () => {
   it('a secret value goes in and never comes out: set answers where, describe says configured, the file holds it, no response or log has it', async () => {
     const before = await call('credentials.describe', {})
-    expect(before.body.result.credentials).toEqual([expect.objectContaining({ name: NAME, description: 'test key', configured: false, shadowed: [] })])
+    expect(before.body.result.credentials).toEqual([
+      expect.objectContaining({ name: NAME, description: 'test key', configured: false, shadowed: [] }),
+    ])
 
     const set = await call('credentials.set', { name: NAME, value: SECRET })
     expect(set.status).toBe(200)
@@ -128,7 +153,9 @@ describe('credentials.describe / set / unset', () => {
     expect(after.text).not.toContain(SECRET)
     expect(after.body.result.credentials[0]).toMatchObject({ configured: true, source: 'credentials-file' })
     expect(await credentials().get(NAME)).toBe(SECRET)
-    const stored = readdirSync(home).map((f) => readFileSync(join(home, f), 'utf8')).join('\n')
+    const stored = readdirSync(home)
+      .map((f) => readFileSync(join(home, f), 'utf8'))
+      .join('\n')
     expect(stored).toContain(SECRET)
     expect((await call('settings.describe', {})).text).not.toContain(SECRET)
 
@@ -148,8 +175,12 @@ describe('credentials.describe / set / unset', () => {
 
   it('refuses non-loopback callers, unknown names, bad names and empty values, each with one JSON error and no value in it', async () => {
     // A non-loopback caller (as the gateway sees one) through the same method table.
-    await expect(api().call('credentials.set', { name: NAME, value: SECRET }, { loopback: false } as never)).rejects.toMatchObject({ code: 'FORBIDDEN' })
-    await expect(api().call('credentials.unset', { name: NAME }, { loopback: false } as never)).rejects.toMatchObject({ code: 'FORBIDDEN' })
+    await expect(
+      api().call('credentials.set', { name: NAME, value: SECRET }, { loopback: false } as never),
+    ).rejects.toMatchObject({ code: 'FORBIDDEN' })
+    await expect(api().call('credentials.unset', { name: NAME }, { loopback: false } as never)).rejects.toMatchObject({
+      code: 'FORBIDDEN',
+    })
     // The handler holds the line too, for a carrier that forgets the contract flag.
     await expect(catalog().setCredential(NAME, SECRET, false)).rejects.toMatchObject({ code: 'FORBIDDEN' })
     expect(await credentials().get(NAME)).toBeUndefined()
@@ -174,7 +205,12 @@ describe('credentials.describe / set / unset', () => {
 
   it('exposeCredential adds a known name for as long as the exposing plugin lives', async () => {
     const other = `APISETTINGS_${process.pid}_OTHER_KEY`
-    const fiber = ctx.plugin({ name: 'adapter', inject: ['settingsCatalog'], apply: (c: Context) => void (c.get('settingsCatalog') as SettingsCatalog).exposeCredential(other, { description: 'other' }) })
+    const fiber = ctx.plugin({
+      name: 'adapter',
+      inject: ['settingsCatalog'],
+      apply: (c: Context) =>
+        void (c.get('settingsCatalog') as SettingsCatalog).exposeCredential(other, { description: 'other' }),
+    })
     await fiber
     expect(catalog().credentialNames()).toEqual([NAME, other].sort())
     await fiber.dispose()
@@ -195,9 +231,18 @@ describe('the model section', () => {
     await ctx.plugin(SettingsCatalog, {})
     port = (ctx.get('webServer') as WebServer).port
     const described = await call('settings.describe', {})
-    expect(described.body.result.sections).toEqual([expect.objectContaining({ namespace: 'model', title: 'Default model', value: {} })])
-    const ok = await call('settings.update', { namespace: 'model', patch: { provider: 'deepseek-official', model: 'deepseek-chat', reasoningEffort: 'high' } })
-    expect(ok.body.result.value).toEqual({ provider: 'deepseek-official', model: 'deepseek-chat', reasoningEffort: 'high' })
+    expect(described.body.result.sections).toEqual([
+      expect.objectContaining({ namespace: 'model', title: 'Default model', value: {} }),
+    ])
+    const ok = await call('settings.update', {
+      namespace: 'model',
+      patch: { provider: 'deepseek-official', model: 'deepseek-chat', reasoningEffort: 'high' },
+    })
+    expect(ok.body.result.value).toEqual({
+      provider: 'deepseek-official',
+      model: 'deepseek-chat',
+      reasoningEffort: 'high',
+    })
     const bad = await call('settings.update', { namespace: 'model', patch: { reasoningEffort: 'extreme' } })
     expect(bad.body.error).toMatchObject({ code: 'INVALID_SETTINGS', field: 'model.reasoningEffort' })
     expect(settings().get('model')).toMatchObject({ reasoningEffort: 'high' })

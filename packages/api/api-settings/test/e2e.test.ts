@@ -38,14 +38,20 @@ describe('dsh web settings and credentials methods (real bin)', () => {
         void exited.then(() => reject(new Error(`dsh web exited before printing a URL; stderr: ${stderr}`)))
       })
       const call = async (method: string, params: unknown) => {
-        const res = await fetch(`${url}/api/${method}`, { method: 'POST', headers: { 'content-type': 'application/json', origin: url }, body: JSON.stringify(params) })
+        const res = await fetch(`${url}/api/${method}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', origin: url },
+          body: JSON.stringify(params),
+        })
         const text = await res.text()
         responses.push(text)
         return { status: res.status, body: JSON.parse(text) }
       }
 
       const before = await call('credentials.describe', {})
-      expect(before.body.result.credentials).toEqual([expect.objectContaining({ name: 'DEEPSEEK_API_KEY', configured: false })])
+      expect(before.body.result.credentials).toEqual([
+        expect.objectContaining({ name: 'DEEPSEEK_API_KEY', configured: false }),
+      ])
 
       const set = await call('credentials.set', { name: 'DEEPSEEK_API_KEY', value: SECRET })
       expect(set.status).toBe(200)

@@ -20,8 +20,14 @@ export type ResultOf<C> = C extends MethodContract<any, infer R> ? R : never
 const METHOD_NAME = /^[a-z][A-Za-z0-9]*(\.[a-z][A-Za-z0-9]*)+$/
 
 /** Declares one method. Names are dotted lower-camel words (`sessions.list`). */
-export function defineMethod<P, R>(name: string, spec: { params: Schema<P>; result: Schema<R>; loopbackOnly?: boolean; description?: string }): MethodContract<P, R> {
-  if (!METHOD_NAME.test(name)) throw new TypeError(`defineMethod: bad method name ${JSON.stringify(name)} (expected dotted lower-camel words such as "sessions.list")`)
+export function defineMethod<P, R>(
+  name: string,
+  spec: { params: Schema<P>; result: Schema<R>; loopbackOnly?: boolean; description?: string },
+): MethodContract<P, R> {
+  if (!METHOD_NAME.test(name))
+    throw new TypeError(
+      `defineMethod: bad method name ${JSON.stringify(name)} (expected dotted lower-camel words such as "sessions.list")`,
+    )
   return Object.freeze({ name, ...spec })
 }
 
@@ -70,14 +76,20 @@ export class ApiError extends Error {
   override name = 'ApiError'
   readonly status: number
   readonly field?: string
-  constructor(readonly code: ApiErrorCode, message: string, options: { status?: number; field?: string } = {}) {
+  constructor(
+    readonly code: ApiErrorCode,
+    message: string,
+    options: { status?: number; field?: string } = {},
+  ) {
     super(message)
     this.status = options.status ?? DEFAULT_STATUS[code] ?? 400
     if (options.field !== undefined) this.field = options.field
   }
 
   toBody(): ErrorBody {
-    return { error: { code: this.code, message: this.message, ...(this.field !== undefined ? { field: this.field } : {}) } }
+    return {
+      error: { code: this.code, message: this.message, ...(this.field !== undefined ? { field: this.field } : {}) },
+    }
   }
 }
 

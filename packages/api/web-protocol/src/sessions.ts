@@ -4,12 +4,21 @@ import Schema from 'schemastery'
 import { defineMethod } from './contract.ts'
 
 export type ReasoningEffort = 'off' | 'low' | 'high' | 'max'
-export const ReasoningEffortSchema: Schema<ReasoningEffort> = Schema.union(['off', 'low', 'high', 'max'] as const) as Schema<ReasoningEffort>
+export const ReasoningEffortSchema: Schema<ReasoningEffort> = Schema.union([
+  'off',
+  'low',
+  'high',
+  'max',
+] as const) as Schema<ReasoningEffort>
 
 /** `stored`: only on disk; `idle`/`running`/`waiting` (an approval or question is pending): live. */
 export type SessionStatus = 'stored' | 'idle' | 'running' | 'waiting'
 
-export interface WireModel { provider: string; model: string; reasoningEffort?: ReasoningEffort }
+export interface WireModel {
+  provider: string
+  model: string
+  reasoningEffort?: ReasoningEffort
+}
 export const WireModelSchema: Schema<WireModel> = Schema.object({
   provider: Schema.string().required(),
   model: Schema.string().required(),
@@ -20,7 +29,8 @@ export const WireModelSchema: Schema<WireModel> = Schema.object({
  * An object-valued field that may be absent. schemastery fills a missing object field with `{}`
  * and then checks its required keys, so an optional object needs this union.
  */
-export const optionalObject = <T>(schema: Schema<T>): Schema<T | undefined> => Schema.union([schema, Schema.const(undefined)]) as Schema<T | undefined>
+export const optionalObject = <T>(schema: Schema<T>): Schema<T | undefined> =>
+  Schema.union([schema, Schema.const(undefined)]) as Schema<T | undefined>
 
 export interface SessionRow {
   sessionId: string
@@ -55,7 +65,12 @@ export const SessionRowSchema: Schema<SessionRow> = Schema.object({
 }) as Schema<SessionRow>
 
 /** One session log event as stored: `seq` is contiguous from 0 and is the SSE event id. */
-export interface WireEvent { seq: number; type: string; time: number; data: unknown }
+export interface WireEvent {
+  seq: number
+  type: string
+  time: number
+  data: unknown
+}
 export const WireEventSchema: Schema<WireEvent> = Schema.object({
   seq: Schema.natural().required(),
   type: Schema.string().required(),
@@ -71,7 +86,11 @@ export const sessionsList = defineMethod('sessions.list', {
     query: Schema.string().description('Case-insensitive substring of the title (or the first prompt when untitled).'),
     cwd: Schema.string().description('Only sessions of this directory.'),
     includeArchived: Schema.boolean().default(false),
-    refresh: Schema.boolean().default(false).description('Re-read the stored sessions before answering (sessions written by other processes appear at the next periodic rescan otherwise).'),
+    refresh: Schema.boolean()
+      .default(false)
+      .description(
+        'Re-read the stored sessions before answering (sessions written by other processes appear at the next periodic rescan otherwise).',
+      ),
     offset: Schema.natural().default(0),
     limit: Schema.natural().min(1).max(500).default(50),
   }),
@@ -87,7 +106,9 @@ export const sessionsCreate = defineMethod('sessions.create', {
   params: Schema.object({
     cwd: Schema.string().description('An existing directory.'),
     workspaceId: Schema.string().description('A workspace of ctx.workspaces; its directory is the cwd.'),
-    model: Schema.string().description('"provider/model" or a model of the default provider; default: the configured default model.'),
+    model: Schema.string().description(
+      '"provider/model" or a model of the default provider; default: the configured default model.',
+    ),
     reasoningEffort: ReasoningEffortSchema,
     title: Schema.string(),
   }),
@@ -112,7 +133,8 @@ export const sessionsHistory = defineMethod('sessions.history', {
 
 export type PromptMode = 'queue' | 'steer'
 export const sessionsPrompt = defineMethod('sessions.prompt', {
-  description: 'Sends a human message. While a turn runs, `queue` (default) runs it after the turn, `steer` hands it to the running turn at its next step.',
+  description:
+    'Sends a human message. While a turn runs, `queue` (default) runs it after the turn, `steer` hands it to the running turn at its next step.',
   params: Schema.object({
     sessionId,
     text: Schema.string().min(1).required(),
@@ -143,13 +165,18 @@ export const sessionsArchive = defineMethod('sessions.archive', {
 })
 
 export const sessionsRemove = defineMethod('sessions.remove', {
-  description: 'Removes a session from the web host: it leaves every list, its streams close, and `session/removed` goes out on the host stream. Refused (409 SESSION_BUSY) while a turn runs, waits for an answer or has queued prompts. The log stays on disk (other surfaces can still resume it).',
+  description:
+    'Removes a session from the web host: it leaves every list, its streams close, and `session/removed` goes out on the host stream. Refused (409 SESSION_BUSY) while a turn runs, waits for an answer or has queued prompts. The log stays on disk (other surfaces can still resume it).',
   params: Schema.object({ sessionId }),
   result: Schema.object({ sessionId: Schema.string().required() }),
 })
 
 export const sessionsSetModel = defineMethod('sessions.setModel', {
-  params: Schema.object({ sessionId, model: Schema.string().min(1).required(), reasoningEffort: ReasoningEffortSchema }),
+  params: Schema.object({
+    sessionId,
+    model: Schema.string().min(1).required(),
+    reasoningEffort: ReasoningEffortSchema,
+  }),
   result: Schema.object({ model: WireModelSchema.required() }),
 })
 
@@ -159,8 +186,12 @@ export const sessionsSetPermissionMode = defineMethod('sessions.setPermissionMod
 })
 
 export const sessionsFork = defineMethod('sessions.fork', {
-  description: 'A new session holding the log before turn `beforeTurn` (default: the whole log, which must not end inside a turn).',
-  params: Schema.object({ sessionId, beforeTurn: Schema.natural().description('Number of the turn to leave out, with everything after it.') }),
+  description:
+    'A new session holding the log before turn `beforeTurn` (default: the whole log, which must not end inside a turn).',
+  params: Schema.object({
+    sessionId,
+    beforeTurn: Schema.natural().description('Number of the turn to leave out, with everything after it.'),
+  }),
   result: Schema.object({ session: SessionRowSchema.required() }),
 })
 
@@ -175,18 +206,26 @@ export const approvalsRespond = defineMethod('approvals.respond', {
   result: Schema.object({}),
 })
 
-export interface WireQuestionAnswer { selected: string[]; text?: string }
+export interface WireQuestionAnswer {
+  selected: string[]
+  text?: string
+}
 export const questionsRespond = defineMethod('questions.respond', {
   params: Schema.object({
     requestId: Schema.string().min(1).required(),
-    answers: Schema.dict(Schema.object({ selected: Schema.array(Schema.string()).default([]), text: Schema.string() })).required(),
+    answers: Schema.dict(
+      Schema.object({ selected: Schema.array(Schema.string()).default([]), text: Schema.string() }),
+    ).required(),
   }),
   result: Schema.object({}),
 })
 
 export const llmProviders = defineMethod('llm.providers', {
   params: Schema.object({}),
-  result: Schema.object({ providers: Schema.array(Schema.string()).required(), default: optionalObject(WireModelSchema) }) as Schema<{ providers: string[]; default?: WireModel }>,
+  result: Schema.object({
+    providers: Schema.array(Schema.string()).required(),
+    default: optionalObject(WireModelSchema),
+  }) as Schema<{ providers: string[]; default?: WireModel }>,
 })
 
 export const llmModels = defineMethod('llm.models', {
@@ -194,10 +233,22 @@ export const llmModels = defineMethod('llm.models', {
   result: Schema.object({ models: Schema.array(Schema.object({ id: Schema.string().required() })).required() }),
 })
 
-export interface CommandInfo { name: string; description: string; usage?: string }
+export interface CommandInfo {
+  name: string
+  description: string
+  usage?: string
+}
 export const commandsList = defineMethod('commands.list', {
   params: Schema.object({}),
-  result: Schema.object({ commands: Schema.array(Schema.object({ name: Schema.string().required(), description: Schema.string().required(), usage: Schema.string() })).required() }) as Schema<{ commands: CommandInfo[] }>,
+  result: Schema.object({
+    commands: Schema.array(
+      Schema.object({
+        name: Schema.string().required(),
+        description: Schema.string().required(),
+        usage: Schema.string(),
+      }),
+    ).required(),
+  }) as Schema<{ commands: CommandInfo[] }>,
 })
 
 export const commandsExecute = defineMethod('commands.execute', {
@@ -213,7 +264,21 @@ export const commandsExecute = defineMethod('commands.execute', {
 
 /** Every contract this package declares, in one list (a host registers them, a client may list them). */
 export const sessionContracts = [
-  sessionsList, sessionsCreate, sessionsHistory, sessionsPrompt, sessionsCancel, sessionsRename, sessionsArchive,
-  sessionsRemove, sessionsSetModel, sessionsSetPermissionMode, sessionsFork, approvalsRespond, questionsRespond, llmProviders, llmModels,
-  commandsList, commandsExecute,
+  sessionsList,
+  sessionsCreate,
+  sessionsHistory,
+  sessionsPrompt,
+  sessionsCancel,
+  sessionsRename,
+  sessionsArchive,
+  sessionsRemove,
+  sessionsSetModel,
+  sessionsSetPermissionMode,
+  sessionsFork,
+  approvalsRespond,
+  questionsRespond,
+  llmProviders,
+  llmModels,
+  commandsList,
+  commandsExecute,
 ] as const

@@ -81,7 +81,8 @@ export interface WireChunkRun {
   time: number[]
 }
 
-const isPlain = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
+const isPlain = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value)
 
 /** Whether a log event can travel in a `WireChunkRun` (and come out of it equal); its chunk kind, else undefined. */
 export function chunkRunKind(event: unknown): RunKind | undefined {
@@ -95,7 +96,12 @@ export function chunkRunKind(event: unknown): RunKind | undefined {
   if (keys !== 4 || !isPlain(data)) return undefined
   for (const key in data) if (key !== 'chunk') return undefined
   const chunk = data.chunk
-  if (!isPlain(chunk) || typeof chunk.text !== 'string' || (chunk.kind !== 'text-delta' && chunk.kind !== 'reasoning-delta')) return undefined
+  if (
+    !isPlain(chunk) ||
+    typeof chunk.text !== 'string' ||
+    (chunk.kind !== 'text-delta' && chunk.kind !== 'reasoning-delta')
+  )
+    return undefined
   for (const key in chunk) if (key !== 'kind' && key !== 'text') return undefined
   return chunk.kind
 }
@@ -111,7 +117,8 @@ export function encodeChunkRun(events: readonly WireEvent[]): WireChunkRun {
   let last = 0
   for (let i = 0; i < events.length; i++) {
     const event = events[i]
-    if (event.seq !== first.seq + i || (i > 0 && chunkRunKind(event) !== kind)) throw new TypeError(`encodeChunkRun: event ${event.seq} does not continue the run`)
+    if (event.seq !== first.seq + i || (i > 0 && chunkRunKind(event) !== kind))
+      throw new TypeError(`encodeChunkRun: event ${event.seq} does not continue the run`)
     text.push((event.data as { chunk: { text: string } }).chunk.text)
     time.push(i === 0 ? event.time : event.time - last)
     last = event.time
@@ -126,7 +133,8 @@ export function encodeChunkRun(events: readonly WireEvent[]): WireChunkRun {
 export function expandChunkRun(run: unknown): WireEvent[] | undefined {
   if (!isPlain(run)) return undefined
   const { seq, kind, text, time } = run
-  if (!Number.isSafeInteger(seq) || (seq as number) < 0 || (kind !== 'text-delta' && kind !== 'reasoning-delta')) return undefined
+  if (!Number.isSafeInteger(seq) || (seq as number) < 0 || (kind !== 'text-delta' && kind !== 'reasoning-delta'))
+    return undefined
   if (!Array.isArray(text) || !Array.isArray(time) || text.length === 0 || text.length !== time.length) return undefined
   const events: WireEvent[] = new Array(text.length)
   let at = 0

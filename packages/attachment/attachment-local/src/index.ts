@@ -12,7 +12,15 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { dirname, join, parse } from 'node:path'
 import { Context, Service } from 'cordis'
 import Schema from 'schemastery'
-import { AttachmentError, admit, attachmentToken, isAttachmentId, sniffImage, type AttachmentRef, type AttachmentStore } from '@dsh/attachment'
+import {
+  AttachmentError,
+  admit,
+  attachmentToken,
+  isAttachmentId,
+  sniffImage,
+  type AttachmentRef,
+  type AttachmentStore,
+} from '@dsh/attachment'
 import { resolveDshHome } from '@dsh/home-paths'
 import type {} from '@dsh/webserver'
 
@@ -31,12 +39,26 @@ export interface AttachmentLocalConfig {
 
 export const Config: Schema<Partial<AttachmentLocalConfig>, AttachmentLocalConfig> = Schema.object({
   root: Schema.string().description('Store root; default <DSH_HOME>/attachments/v1.'),
-  maxBytes: Schema.natural().min(1).default(5 * 1024 * 1024).description('Largest image admitted, in bytes.'),
-  maxPixels: Schema.natural().min(1).default(40_000_000).description('Largest image admitted, in pixels (width x height).'),
+  maxBytes: Schema.natural()
+    .min(1)
+    .default(5 * 1024 * 1024)
+    .description('Largest image admitted, in bytes.'),
+  maxPixels: Schema.natural()
+    .min(1)
+    .default(40_000_000)
+    .description('Largest image admitted, in pixels (width x height).'),
   http: Schema.boolean().default(true).description('Serve the upload and download routes on ctx.webServer.'),
 }) as Schema<Partial<AttachmentLocalConfig>, AttachmentLocalConfig>
 
-const STATUS: Record<string, number> = { NOT_AN_IMAGE: 415, TOO_LARGE: 413, TOO_MANY_PIXELS: 413, EMPTY: 400, BAD_ID: 400, NOT_FOUND: 404, CORRUPT: 500 }
+const STATUS: Record<string, number> = {
+  NOT_AN_IMAGE: 415,
+  TOO_LARGE: 413,
+  TOO_MANY_PIXELS: 413,
+  EMPTY: 400,
+  BAD_ID: 400,
+  NOT_FOUND: 404,
+  CORRUPT: 500,
+}
 
 async function syncDir(path: string): Promise<void> {
   if (process.platform === 'win32') return
@@ -62,7 +84,8 @@ export class LocalAttachments extends Service implements AttachmentStore {
   }
 
   pathOf(id: string): string {
-    if (!isAttachmentId(id)) throw new AttachmentError('BAD_ID', `not an attachment id: ${JSON.stringify(id)} (expected sha256:<64 hex>)`)
+    if (!isAttachmentId(id))
+      throw new AttachmentError('BAD_ID', `not an attachment id: ${JSON.stringify(id)} (expected sha256:<64 hex>)`)
     const hex = id.slice(7)
     return join(this.root, 'objects', hex.slice(0, 2), hex)
   }
@@ -91,7 +114,13 @@ export class LocalAttachments extends Service implements AttachmentStore {
     const id = `sha256:${hex}` as const
     const ref: AttachmentRef = { id, ...info, bytes: data.length, ...(options.name ? { name: options.name } : {}) }
     const target = this.pathOf(id)
-    if (await stat(target).then((s) => s.size === data.length, () => false)) return ref
+    if (
+      await stat(target).then(
+        (s) => s.size === data.length,
+        () => false,
+      )
+    )
+      return ref
     await this.ensureDurable()
     const temp = join(this.root, 'staging', `${hex}.${process.pid}.${randomBytes(6).toString('hex')}`)
     const handle = await open(temp, 'wx', 0o600)
@@ -124,10 +153,12 @@ export class LocalAttachments extends Service implements AttachmentStore {
     try {
       data = await readFile(path)
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new AttachmentError('NOT_FOUND', `no attachment ${id}`)
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT')
+        throw new AttachmentError('NOT_FOUND', `no attachment ${id}`)
       throw error
     }
-    if (`sha256:${createHash('sha256').update(data).digest('hex')}` !== id) throw new AttachmentError('CORRUPT', `attachment ${id} does not match its digest`)
+    if (`sha256:${createHash('sha256').update(data).digest('hex')}` !== id)
+      throw new AttachmentError('CORRUPT', `attachment ${id} does not match its digest`)
     // Limits are admission policy only: a stored object stays readable if they shrink later.
     const info = sniffImage(data)
     if (!info) throw new AttachmentError('CORRUPT', `attachment ${id} is no longer a readable image`)
@@ -135,7 +166,10 @@ export class LocalAttachments extends Service implements AttachmentStore {
   }
 
   async has(id: string): Promise<boolean> {
-    return stat(this.pathOf(id)).then(() => true, () => false)
+    return stat(this.pathOf(id)).then(
+      () => true,
+      () => false,
+    )
   }
 
   private routes(inner: Context): void {
@@ -155,27 +189,46 @@ export class LocalAttachments extends Service implements AttachmentStore {
         if (req.method === 'GET' && rest.startsWith('/')) {
           try {
             const { ref, data } = await this.get(decodeURIComponent(rest.slice(1)))
-            res.writeHead(200, { 'content-type': ref.mediaType, 'content-length': data.length, 'cache-control': 'private, max-age=31536000, immutable', 'x-content-type-options': 'nosniff' }).end(data)
+            res
+              .writeHead(200, {
+                'content-type': ref.mediaType,
+                'content-length': data.length,
+                'cache-control': 'private, max-age=31536000, immutable',
+                'x-content-type-options': 'nosniff',
+              })
+              .end(data)
           } catch (error) {
             answerError(res, error)
           }
           return
         }
-        if (req.method !== 'POST' || rest !== '') return fail(res, 405, 'METHOD_NOT_ALLOWED', 'POST /attachments with JSON {name?, data: <base64>}; GET /attachments/<id>')
+        if (req.method !== 'POST' || rest !== '')
+          return fail(
+            res,
+            405,
+            'METHOD_NOT_ALLOWED',
+            'POST /attachments with JSON {name?, data: <base64>}; GET /attachments/<id>',
+          )
         // JSON like every write of the web host (the access gate's CSRF rule); base64 costs 4/3.
         let body: { name?: unknown; data?: unknown }
         try {
-          body = (await server.readJson(req, { maxBytes: Math.ceil((this.config.maxBytes * 4) / 3) + 4096 })) as typeof body
+          body = (await server.readJson(req, {
+            maxBytes: Math.ceil((this.config.maxBytes * 4) / 3) + 4096,
+          })) as typeof body
         } catch (error) {
-          if ((error as { status?: number }).status === 413) return fail(res, 413, 'TOO_LARGE', `the image is over the limit of ${this.config.maxBytes} bytes`)
+          if ((error as { status?: number }).status === 413)
+            return fail(res, 413, 'TOO_LARGE', `the image is over the limit of ${this.config.maxBytes} bytes`)
           throw error
         }
-        if (!body || typeof body !== 'object' || typeof body.data !== 'string') return fail(res, 400, 'INVALID_PARAMS', 'data: expected the image as a base64 string')
+        if (!body || typeof body !== 'object' || typeof body.data !== 'string')
+          return fail(res, 400, 'INVALID_PARAMS', 'data: expected the image as a base64 string')
         const bytes = Buffer.from(body.data, 'base64')
         try {
           const name = typeof body.name === 'string' ? body.name.slice(0, 200) : undefined
           const ref = await this.put(bytes, name ? { name } : {})
-          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ attachment: ref, token: attachmentToken(ref) }))
+          res
+            .writeHead(200, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ attachment: ref, token: attachmentToken(ref) }))
         } catch (error) {
           answerError(res, error)
         }

@@ -1,7 +1,11 @@
 // Image format and dimensions from the bytes themselves (PNG, JPEG, GIF, WebP). The declared
 // media type is never trusted.
 
-export interface ImageInfo { mediaType: 'image/png' | 'image/jpeg' | 'image/gif' | 'image/webp'; width: number; height: number }
+export interface ImageInfo {
+  mediaType: 'image/png' | 'image/jpeg' | 'image/gif' | 'image/webp'
+  width: number
+  height: number
+}
 
 /** The image's format and size, or undefined when the bytes are not a (complete header of a) known image. */
 export function sniffImage(b: Uint8Array): ImageInfo | undefined {

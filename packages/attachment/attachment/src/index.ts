@@ -20,11 +20,21 @@ export interface AttachmentRef extends ImageInfo {
   name?: string
 }
 
-export type AttachmentErrorCode = 'NOT_AN_IMAGE' | 'TOO_LARGE' | 'TOO_MANY_PIXELS' | 'NOT_FOUND' | 'CORRUPT' | 'BAD_ID' | 'EMPTY'
+export type AttachmentErrorCode =
+  | 'NOT_AN_IMAGE'
+  | 'TOO_LARGE'
+  | 'TOO_MANY_PIXELS'
+  | 'NOT_FOUND'
+  | 'CORRUPT'
+  | 'BAD_ID'
+  | 'EMPTY'
 
 export class AttachmentError extends Error {
   override name = 'AttachmentError'
-  constructor(readonly code: AttachmentErrorCode, message: string) {
+  constructor(
+    readonly code: AttachmentErrorCode,
+    message: string,
+  ) {
     super(message)
   }
 }
@@ -59,11 +69,19 @@ const TOKEN = /\[image (sha256:[0-9a-f]{64})(?: ([^\]\n]*))?\]/g
 
 /** Every attachment token in `text`, in order. */
 export function findTokens(text: string): Array<{ id: AttachmentId; name?: string; index: number; length: number }> {
-  return [...text.matchAll(TOKEN)].map((m) => ({ id: m[1] as AttachmentId, ...(m[2] ? { name: m[2] } : {}), index: m.index!, length: m[0].length }))
+  return [...text.matchAll(TOKEN)].map((m) => ({
+    id: m[1] as AttachmentId,
+    ...(m[2] ? { name: m[2] } : {}),
+    index: m.index!,
+    length: m[0].length,
+  }))
 }
 
 /** Splits `text` at its tokens: text parts and the tokens between them. */
-export async function expandText(text: string, resolve: (token: { id: AttachmentId; name?: string }) => Promise<UserContentBlock>): Promise<UserContentBlock[]> {
+export async function expandText(
+  text: string,
+  resolve: (token: { id: AttachmentId; name?: string }) => Promise<UserContentBlock>,
+): Promise<UserContentBlock[]> {
   const out: UserContentBlock[] = []
   let at = 0
   for (const token of findTokens(text)) {
@@ -85,7 +103,9 @@ export interface AttachmentConfig {
   images: 'auto' | 'never'
 }
 export const Config: Schema<Partial<AttachmentConfig>, AttachmentConfig> = Schema.object({
-  images: Schema.union(['auto', 'never'] as const).default('auto').description('auto: images go to models that accept them; never: always described as text.'),
+  images: Schema.union(['auto', 'never'] as const)
+    .default('auto')
+    .description('auto: images go to models that accept them; never: always described as text.'),
 }) as Schema<Partial<AttachmentConfig>, AttachmentConfig>
 
 const unavailable = (label: string, why: string): TextBlock => ({ type: 'text', text: `[image ${label}: ${why}]` })
@@ -96,9 +116,14 @@ export function apply(ctx: Context, config: Partial<AttachmentConfig> = {}): voi
   // store is immutable by digest, so the same log always derives the same request.
   ctx.on('agent/request', async (payload: RequestPayload, next) => {
     const { request } = payload
-    const hasToken = request.messages.some((m) => m.role === 'user' && m.content.some((b) => b.type === 'text' && b.text.includes('[image sha256:')))
+    const hasToken = request.messages.some(
+      (m) => m.role === 'user' && m.content.some((b) => b.type === 'text' && b.text.includes('[image sha256:')),
+    )
     if (!hasToken) return next()
-    const info = mode === 'auto' ? await ctx.llm.resolveModelInfo(request.provider, request.model).catch(() => undefined) : undefined
+    const info =
+      mode === 'auto'
+        ? await ctx.llm.resolveModelInfo(request.provider, request.model).catch(() => undefined)
+        : undefined
     const vision = info?.supportsImages === true
     const messages: Message[] = []
     for (const message of request.messages) {
@@ -112,15 +137,21 @@ export function apply(ctx: Context, config: Partial<AttachmentConfig> = {}): voi
           content.push(block)
           continue
         }
-        content.push(...(await expandText(block.text, async ({ id, name: label = id }) => {
-          if (!vision) return unavailable(label, `an image the user attached; the current model (${request.provider}/${request.model}) cannot see images, so only its name is given`)
-          try {
-            const { ref, data } = await ctx.attachments.get(id)
-            return { type: 'image', mediaType: ref.mediaType, data: data.toString('base64') }
-          } catch (error) {
-            return unavailable(label, `the attached image is not available (${(error as Error).message})`)
-          }
-        })))
+        content.push(
+          ...(await expandText(block.text, async ({ id, name: label = id }) => {
+            if (!vision)
+              return unavailable(
+                label,
+                `an image the user attached; the current model (${request.provider}/${request.model}) cannot see images, so only its name is given`,
+              )
+            try {
+              const { ref, data } = await ctx.attachments.get(id)
+              return { type: 'image', mediaType: ref.mediaType, data: data.toString('base64') }
+            } catch (error) {
+              return unavailable(label, `the attached image is not available (${(error as Error).message})`)
+            }
+          })),
+        )
       }
       messages.push({ ...message, content })
     }
@@ -134,9 +165,14 @@ export default { name, inject, Config, apply }
 /** Admission check shared by providers: format from the bytes, limits. Throws AttachmentError. */
 export function admit(data: Uint8Array, limits: { maxBytes: number; maxPixels: number }): ImageInfo {
   if (data.length === 0) throw new AttachmentError('EMPTY', 'the upload is empty')
-  if (data.length > limits.maxBytes) throw new AttachmentError('TOO_LARGE', `the image is ${data.length} bytes; the limit is ${limits.maxBytes} bytes`)
+  if (data.length > limits.maxBytes)
+    throw new AttachmentError('TOO_LARGE', `the image is ${data.length} bytes; the limit is ${limits.maxBytes} bytes`)
   const info = sniffImage(data)
   if (!info) throw new AttachmentError('NOT_AN_IMAGE', 'not a PNG, JPEG, GIF or WebP image (or the file is truncated)')
-  if (info.width * info.height > limits.maxPixels) throw new AttachmentError('TOO_MANY_PIXELS', `the image is ${info.width}x${info.height} pixels; the limit is ${limits.maxPixels} pixels`)
+  if (info.width * info.height > limits.maxPixels)
+    throw new AttachmentError(
+      'TOO_MANY_PIXELS',
+      `the image is ${info.width}x${info.height} pixels; the limit is ${limits.maxPixels} pixels`,
+    )
   return info
 }

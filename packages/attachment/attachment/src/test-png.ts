@@ -22,7 +22,11 @@ const chunk = (type: string, data: Buffer) => {
 }
 
 /** A width x height PNG filled with one colour (or noise, to make it large). */
-export function png(width: number, height: number, options: { noise?: boolean; rgb?: [number, number, number] } = {}): Buffer {
+export function png(
+  width: number,
+  height: number,
+  options: { noise?: boolean; rgb?: [number, number, number] } = {},
+): Buffer {
   const ihdr = Buffer.alloc(13)
   ihdr.writeUInt32BE(width, 0)
   ihdr.writeUInt32BE(height, 4)
@@ -45,5 +49,10 @@ export function png(width: number, height: number, options: { noise?: boolean; r
       }
     }
   }
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr), chunk('IDAT', deflateSync(raw, { level: options.noise ? 0 : 9 })), chunk('IEND', Buffer.alloc(0))])
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', ihdr),
+    chunk('IDAT', deflateSync(raw, { level: options.noise ? 0 : 9 })),
+    chunk('IEND', Buffer.alloc(0)),
+  ])
 }

@@ -39,7 +39,11 @@ export async function respawnOnSourcesIfDev(bin, argv) {
   // tsx resolved from here (app-boot depends on it), not from the working directory, which may be
   // any project.
   const tsx = import.meta.resolve('tsx')
-  const r = spawnSync(process.execPath, ['--conditions=development', '--import', tsx, ...process.execArgv, file, ...argv], { stdio: 'inherit' })
+  const r = spawnSync(
+    process.execPath,
+    ['--conditions=development', '--import', tsx, ...process.execArgv, file, ...argv],
+    { stdio: 'inherit' },
+  )
   process.exit(r.status ?? 1)
 }
 
@@ -90,7 +94,9 @@ export async function launch(spec) {
   setTimeout(() => {
     if (process.env.DSH_DEBUG) {
       const open = process.getActiveResourcesInfo().filter((kind) => kind !== 'Timeout')
-      process.stderr.write(`${spec.name}: debug: forced exit: still running 2 s after the app ended (open: ${open.join(', ') || 'nothing named'})\n`)
+      process.stderr.write(
+        `${spec.name}: debug: forced exit: still running 2 s after the app ended (open: ${open.join(', ') || 'nothing named'})\n`,
+      )
     }
     process.exit(code)
   }, 2000).unref()

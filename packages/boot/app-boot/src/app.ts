@@ -28,7 +28,11 @@ export interface RunOptions {
 }
 
 /** Exit status per handled signal: 128 + the signal number, as shells report it. */
-export const SIGNAL_EXIT_CODES: Readonly<Record<'SIGINT' | 'SIGTERM' | 'SIGHUP', number>> = { SIGINT: 130, SIGTERM: 143, SIGHUP: 129 }
+export const SIGNAL_EXIT_CODES: Readonly<Record<'SIGINT' | 'SIGTERM' | 'SIGHUP', number>> = {
+  SIGINT: 130,
+  SIGTERM: 143,
+  SIGHUP: 129,
+}
 
 export interface RunTreeOptions {
   /** Program name prefixing the lines this prints (`dsh`, `dsh-acp`, `dsh-jsonrpc-agent`). */
@@ -81,7 +85,12 @@ export async function runTree(boot: () => Promise<BootedTree>, opts: RunTreeOpti
     const tree = await boot()
     if (opts.watch && opts.watch.files.length) {
       // catchUp: an edit saved while the tree was booting is applied too.
-      const watcher = watchLayers(tree, { ...opts.watch, name: opts.name, catchUp: true, report: (line) => void stderr.write(line + '\n') })
+      const watcher = watchLayers(tree, {
+        ...opts.watch,
+        name: opts.name,
+        catchUp: true,
+        report: (line) => void stderr.write(line + '\n'),
+      })
       cleanups.push(() => watcher.close())
     }
     if (opts.exitWhenIdle) {
@@ -111,7 +120,14 @@ export async function runApp(opts: RunOptions): Promise<number> {
     const home = resolveDshHome(env)
     applyDotEnv({ env, cwd, home })
     const { dir } = ensureProfile(home, opts.profile, opts.templatesDir)
-    const composeOpts = { home, profileName: opts.profile, profileDir: dir, patches: opts.patches, installBase: opts.installBase, cwd }
+    const composeOpts = {
+      home,
+      profileName: opts.profile,
+      profileDir: dir,
+      patches: opts.patches,
+      installBase: opts.installBase,
+      cwd,
+    }
     const comp = composeProfile(composeOpts)
     for (const w of comp.warnings) stderr.write(`dsh: warning: ${w}\n`)
     if (opts.dumpConfig) {
@@ -121,11 +137,19 @@ export async function runApp(opts: RunOptions): Promise<number> {
     return await runTree(
       () => bootComposition(comp, { bootInfo: { home, cwd, appArgs: opts.appArgs ?? [] }, stderr, prelink: 'dsh' }),
       {
-        name: 'dsh', stderr, handleSignals: opts.handleSignals, exitWhenIdle: true,
+        name: 'dsh',
+        stderr,
+        handleSignals: opts.handleSignals,
+        exitWhenIdle: true,
         // Profiles that serve (web, tui) opt in with `dsh.profile.hotReload`; a one-shot never reloads.
         watch: comp.hotReload
           ? {
-              files: [join(dir, 'cordis.patch.yml'), join(dir, 'package.json'), homeLayout(home).patch, ...(opts.patches ?? []).map((p) => resolve(cwd, p))],
+              files: [
+                join(dir, 'cordis.patch.yml'),
+                join(dir, 'package.json'),
+                homeLayout(home).patch,
+                ...(opts.patches ?? []).map((p) => resolve(cwd, p)),
+              ],
               recompose: () => composeProfile(composeOpts),
             }
           : undefined,

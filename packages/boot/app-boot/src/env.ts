@@ -6,7 +6,13 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parseEnv } from 'node:util'
 import {
-  filterProjectEnv, findEnvSyntaxError, HOME_ENV_FORBIDDEN, homeLayout, ignoredEnvWarning, PROJECT_ENV_ALLOW_VAR, projectEnvAllowlist,
+  filterProjectEnv,
+  findEnvSyntaxError,
+  HOME_ENV_FORBIDDEN,
+  homeLayout,
+  ignoredEnvWarning,
+  PROJECT_ENV_ALLOW_VAR,
+  projectEnvAllowlist,
 } from '@dsh/home-paths'
 import { DshUserError } from './errors.ts'
 
@@ -44,7 +50,12 @@ export function layerEnv(env: NodeJS.ProcessEnv, files: readonly string[]): Reco
   return applied
 }
 
-function fill(env: NodeJS.ProcessEnv, values: Record<string, string>, file: string, applied: Record<string, string>): void {
+function fill(
+  env: NodeJS.ProcessEnv,
+  values: Record<string, string>,
+  file: string,
+  applied: Record<string, string>,
+): void {
   for (const [key, value] of Object.entries(values)) {
     if (env[key] !== undefined) continue
     env[key] = value
@@ -78,7 +89,10 @@ export function applyDotEnv(opts: DotEnvOptions): Record<string, string> {
   const extra = env[PROJECT_ENV_ALLOW_VAR] ?? home?.[PROJECT_ENV_ALLOW_VAR]
   let allow: Set<string>
   try {
-    allow = projectEnvAllowlist(extra, env[PROJECT_ENV_ALLOW_VAR] !== undefined ? PROJECT_ENV_ALLOW_VAR : `${homeFile}: ${PROJECT_ENV_ALLOW_VAR}`)
+    allow = projectEnvAllowlist(
+      extra,
+      env[PROJECT_ENV_ALLOW_VAR] !== undefined ? PROJECT_ENV_ALLOW_VAR : `${homeFile}: ${PROJECT_ENV_ALLOW_VAR}`,
+    )
   } catch (error) {
     throw new DshUserError((error as Error).message)
   }

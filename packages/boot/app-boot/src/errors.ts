@@ -4,7 +4,10 @@
  */
 export class DshUserError extends Error {
   override name = 'DshUserError'
-  constructor(message: string, readonly exitCode: 1 | 2 = 1) {
+  constructor(
+    message: string,
+    readonly exitCode: 1 | 2 = 1,
+  ) {
     super(message)
   }
 }

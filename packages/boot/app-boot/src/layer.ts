@@ -116,13 +116,15 @@ function checkField(file: string, where: string, field: string, value: unknown, 
       if (value.includes(':')) fail(file, at, 'must not contain ":" (the loader uses it to separate nested ids)')
       return
     case 'name':
-      if (typeof value !== 'string' || !value) fail(file, at, 'must be a non-empty string (a package name or a relative path)')
+      if (typeof value !== 'string' || !value)
+        fail(file, at, 'must be a non-empty string (a package name or a relative path)')
       return
     case 'config':
       return
     case 'disabled':
       if (value === null && !forInsert) return
-      if (typeof value !== 'boolean' && !(value instanceof JsExpr)) fail(file, at, 'must be true, false or a !!js expression')
+      if (typeof value !== 'boolean' && !(value instanceof JsExpr))
+        fail(file, at, 'must be true, false or a !!js expression')
       return
     case 'group':
       if (value === null && !forInsert) return
@@ -157,7 +159,7 @@ function checkRow(file: string, where: string, raw: unknown): Row {
   const row = raw as unknown as Row
   if (row.group || row.name === 'cordis:group') {
     if (row.config !== undefined && row.config !== null && !Array.isArray(row.config)) {
-      fail(file, `${where}.config`, 'a group row\'s config must be a list of rows')
+      fail(file, `${where}.config`, "a group row's config must be a list of rows")
     }
     const ids = new Set<string>()
     ;((row.config as unknown[] | undefined) ?? []).forEach((child, i) => {
@@ -171,7 +173,8 @@ function checkRow(file: string, where: string, raw: unknown): Row {
 
 function checkOp(file: string, index: number, raw: unknown): Op {
   const where = `[${index}]`
-  if (!isPlainObject(raw)) fail(file, where, 'an operation must be a map: "- id: <row id>" with fields, or "- insert: [rows]"')
+  if (!isPlainObject(raw))
+    fail(file, where, 'an operation must be a map: "- id: <row id>" with fields, or "- insert: [rows]"')
   if ('insert' in raw) {
     const extra = Object.keys(raw).filter((k) => k !== 'insert')
     if (extra.length) fail(file, `${where}.${extra[0]}`, 'an "insert" operation takes no other fields')
@@ -223,7 +226,10 @@ export function parseLayer(text: string, file: string, label: string = file): La
  */
 export function parseLayerCached(text: string, file: string, label: string, cacheDir: string | undefined): Layer {
   if (!cacheDir) return parseLayer(text, file, label)
-  const entry = join(cacheDir, `${createHash('sha256').update(parserStamp()).update('\0').update(text).digest('hex').slice(0, 32)}.json`)
+  const entry = join(
+    cacheDir,
+    `${createHash('sha256').update(parserStamp()).update('\0').update(text).digest('hex').slice(0, 32)}.json`,
+  )
   try {
     const ops = reviveJsExpr(JSON.parse(readFileSync(entry, 'utf8'))) as Op[]
     return { file, label, ops }
@@ -257,7 +263,8 @@ function reviveJsExpr(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(reviveJsExpr)
   if (value && typeof value === 'object') {
     const keys = Object.keys(value)
-    if (keys.length === 1 && keys[0] === '__jsExpr' && typeof (value as JsExpr).__jsExpr === 'string') return new JsExpr((value as JsExpr).__jsExpr)
+    if (keys.length === 1 && keys[0] === '__jsExpr' && typeof (value as JsExpr).__jsExpr === 'string')
+      return new JsExpr((value as JsExpr).__jsExpr)
     const out: Record<string, unknown> = {}
     for (const key of keys) out[key] = reviveJsExpr((value as Record<string, unknown>)[key])
     return out

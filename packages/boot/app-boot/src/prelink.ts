@@ -101,12 +101,18 @@ export async function loadPrelinked(
   } catch {
     return { reason: `no prelinked modules at ${dir}` }
   }
-  if (manifest.variant !== variant || !manifest.layers || typeof manifest.layers !== 'object' || !Array.isArray(manifest.inputs)) {
+  if (
+    manifest.variant !== variant ||
+    !manifest.layers ||
+    typeof manifest.layers !== 'object' ||
+    !Array.isArray(manifest.inputs)
+  ) {
     return { reason: `${join(dir, 'manifest.json')} is not the ${variant} variant's manifest` }
   }
   // The fewest layer files that hold every row: the layer of each row, first listed first.
   const layerOf = new Map<string, string>()
-  for (const [entry, layer] of Object.entries(manifest.layers)) for (const url of layer.modules ?? []) if (!layerOf.has(url)) layerOf.set(url, entry)
+  for (const [entry, layer] of Object.entries(manifest.layers))
+    for (const url of layer.modules ?? []) if (!layerOf.has(url)) layerOf.set(url, entry)
   const needed = new Set<string>()
   for (const url of urls) {
     const entry = layerOf.get(url)
@@ -134,11 +140,18 @@ export async function loadPrelinked(
       const early = new Set((stack[1].early ?? []).filter((url) => Object.hasOwn(importers, url)))
       return { importers, early, stack: { id: stack[0], cache: loaded.cache }, saveCodeCache: loaded.save }
     } catch (error) {
-      return { reason: `prelinked stack ${stack[0]} in ${dir} did not load: ${(error as Error)?.message ?? String(error)}` }
+      return {
+        reason: `prelinked stack ${stack[0]} in ${dir} did not load: ${(error as Error)?.message ?? String(error)}`,
+      }
     }
   }
   const load = (entries: string[]) =>
-    Promise.all(entries.map((entry) => import(pathToFileURL(join(dir, `${entry}.mjs`)).href) as Promise<{ modules?: Record<string, unknown> }>)).then((loaded) => {
+    Promise.all(
+      entries.map(
+        (entry) =>
+          import(pathToFileURL(join(dir, `${entry}.mjs`)).href) as Promise<{ modules?: Record<string, unknown> }>,
+      ),
+    ).then((loaded) => {
       const namespaces = new Map<string, unknown>()
       for (const mod of loaded) for (const [url, ns] of Object.entries(mod.modules ?? {})) namespaces.set(url, ns)
       return namespaces
@@ -166,7 +179,11 @@ export async function loadPrelinked(
     const importFile = opts.importFile ?? ((url: string) => import(url))
     for (const url of urls) {
       if (Object.hasOwn(importers, url)) continue
-      importers[url] = () => loading.then((namespaces) => (namespaces.has(url) ? namespaces.get(url) : importFile(url)), () => importFile(url))
+      importers[url] = () =>
+        loading.then(
+          (namespaces) => (namespaces.has(url) ? namespaces.get(url) : importFile(url)),
+          () => importFile(url),
+        )
     }
   }
   // Without early rows there is nothing to wait for.
@@ -178,7 +195,13 @@ export async function loadPrelinked(
 function pickStack(stacks: Manifest['stacks'], urls: readonly string[]): [string, StackEntry] | undefined {
   let best: [string, StackEntry] | undefined
   for (const [id, stack] of Object.entries(stacks ?? {})) {
-    if (!stack || !Array.isArray(stack.modules) || typeof stack.script !== 'string' || typeof stack.imports !== 'string') continue
+    if (
+      !stack ||
+      !Array.isArray(stack.modules) ||
+      typeof stack.script !== 'string' ||
+      typeof stack.imports !== 'string'
+    )
+      continue
     const held = new Set(stack.modules)
     if (!urls.every((url) => held.has(url))) continue
     if (!best || stack.modules.length < best[1].modules.length) best = [id, stack]
@@ -201,7 +224,10 @@ async function loadStack(
   root: string,
   cacheDir: string | false,
 ): Promise<{ modules: Record<string, unknown>; cache: StackCache; save?: () => void }> {
-  const { imports, load } = (await import(pathToFileURL(join(dir, stack.imports)).href)) as { imports: unknown[]; load: (specifier: string) => Promise<unknown> }
+  const { imports, load } = (await import(pathToFileURL(join(dir, stack.imports)).href)) as {
+    imports: unknown[]
+    load: (specifier: string) => Promise<unknown>
+  }
   const file = join(dir, stack.script)
   const source = readSource(file)
   let cacheFile: string | undefined
@@ -222,19 +248,29 @@ async function loadStack(
   // The script's import() calls go to `load`, the imports module's own import(): a dynamic import
   // callback does not survive a code cache on Node 20.
   const script = new Script(source, { filename: file, cachedData })
-  const cache: StackCache = !cacheFile ? 'off' : !cachedData ? 'absent' : script.cachedDataRejected ? 'rejected' : 'used'
-  const run = script.runInThisContext() as (imports: unknown[], load: (specifier: string) => Promise<unknown>) => Promise<{ modules?: Record<string, unknown> }>
+  const cache: StackCache = !cacheFile
+    ? 'off'
+    : !cachedData
+      ? 'absent'
+      : script.cachedDataRejected
+        ? 'rejected'
+        : 'used'
+  const run = script.runInThisContext() as (
+    imports: unknown[],
+    load: (specifier: string) => Promise<unknown>,
+  ) => Promise<{ modules?: Record<string, unknown> }>
   const { modules } = await run(imports, load)
   if (!modules || typeof modules !== 'object') throw new Error(`${file} exported no modules`)
   let saved = false
   const target = cacheFile
-  const save = target && cache !== 'used'
-    ? () => {
-        if (saved) return
-        saved = true
-        writeCodeCache(target, script)
-      }
-    : undefined
+  const save =
+    target && cache !== 'used'
+      ? () => {
+          if (saved) return
+          saved = true
+          writeCodeCache(target, script)
+        }
+      : undefined
   return { modules, cache, save }
 }
 

@@ -56,7 +56,9 @@ export function readProfile(dir: string, name: string = basename(dir)): ProfileM
   const pkg = readJson(packageJson)
   const bundles = field(pkg, 'dsh.profile.bundles')
   if (bundles === undefined) {
-    throw new DshUserError(`${packageJson}: field "dsh.profile.bundles" is missing; a profile lists its bundles there, e.g. ["@dsh/bundle-base"]`)
+    throw new DshUserError(
+      `${packageJson}: field "dsh.profile.bundles" is missing; a profile lists its bundles there, e.g. ["@dsh/bundle-base"]`,
+    )
   }
   if (!Array.isArray(bundles) || bundles.some((b) => typeof b !== 'string' || !b)) {
     throw new DshUserError(`${packageJson}: field "dsh.profile.bundles" must be a list of package names`)
@@ -90,7 +92,9 @@ export function resolveBundle(name: string, profileDir: string, installBase: str
     packageJson = findPackageJson(name, profileDir) ?? findPackageJson(name, dirname(installBase))
   }
   if (!packageJson) {
-    throw new DshUserError(`bundle ${name} is not installed: looked from ${profileDir} and from the dsh installation (${dirname(installBase)})`)
+    throw new DshUserError(
+      `bundle ${name} is not installed: looked from ${profileDir} and from the dsh installation (${dirname(installBase)})`,
+    )
   }
   const pkg = readJson(packageJson)
   const patch = field(pkg, 'dsh.bundle.patch')
@@ -98,7 +102,9 @@ export function resolveBundle(name: string, profileDir: string, installBase: str
     throw new DshUserError(`${packageJson}: field "dsh.bundle.patch" is missing: ${name} is not a dsh bundle`)
   }
   if (typeof patch !== 'string' || !patch) {
-    throw new DshUserError(`${packageJson}: field "dsh.bundle.patch" must be a relative path to the bundle's patch file`)
+    throw new DshUserError(
+      `${packageJson}: field "dsh.bundle.patch" must be a relative path to the bundle's patch file`,
+    )
   }
   const patchFile = resolve(dirname(packageJson), patch)
   if (!existsSync(patchFile)) {
@@ -113,7 +119,9 @@ export function readLayerFile(file: string, label: string, cacheDir?: string): L
   try {
     text = readFileSync(file, 'utf8')
   } catch (error) {
-    throw new DshUserError(`${file}: cannot read patch layer: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`)
+    throw new DshUserError(
+      `${file}: cannot read patch layer: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+    )
   }
   return parseLayerCached(text, file, label, cacheDir)
 }
@@ -126,7 +134,9 @@ export function layerCacheDir(home: string): string | undefined {
 
 export function listProfileTemplates(templatesDir: string): string[] {
   if (!existsSync(templatesDir)) return []
-  return readdirSync(templatesDir).filter((n) => existsSync(join(templatesDir, n, 'package.json'))).sort()
+  return readdirSync(templatesDir)
+    .filter((n) => existsSync(join(templatesDir, n, 'package.json')))
+    .sort()
 }
 
 /**
@@ -142,10 +152,15 @@ export function ensureProfile(home: string, name: string, templatesDir: string):
   const template = join(templatesDir, name)
   if (!existsSync(join(template, 'package.json'))) {
     const existing = existsSync(homeLayout(home).profiles)
-      ? readdirSync(homeLayout(home).profiles).filter((n) => existsSync(join(homeLayout(home).profiles, n, 'package.json')))
+      ? readdirSync(homeLayout(home).profiles).filter((n) =>
+          existsSync(join(homeLayout(home).profiles, n, 'package.json')),
+        )
       : []
     const known = [...new Set([...listProfileTemplates(templatesDir), ...existing])].sort()
-    throw new DshUserError(`unknown profile "${name}": no ${join(dir, 'package.json')} and no template of that name (known: ${known.join(', ') || 'none'})`, 2)
+    throw new DshUserError(
+      `unknown profile "${name}": no ${join(dir, 'package.json')} and no template of that name (known: ${known.join(', ') || 'none'})`,
+      2,
+    )
   }
   mkdirSync(dir, { recursive: true })
   cpSync(template, dir, {

@@ -59,8 +59,13 @@ function resolveEsmPackage(specifier: string, fromDir: string): string | undefin
       let target: string | undefined
       if (pkg.exports !== undefined) {
         const exp = pkg.exports
-        const isSubpathMap = exp && typeof exp === 'object' && !Array.isArray(exp) && Object.keys(exp).some((k) => k.startsWith('.'))
-        target = isSubpathMap ? pickExport((exp as Record<string, unknown>)[subpath]) : subpath === '.' ? pickExport(exp) : undefined
+        const isSubpathMap =
+          exp && typeof exp === 'object' && !Array.isArray(exp) && Object.keys(exp).some((k) => k.startsWith('.'))
+        target = isSubpathMap
+          ? pickExport((exp as Record<string, unknown>)[subpath])
+          : subpath === '.'
+            ? pickExport(exp)
+            : undefined
       } else if (subpath === '.') {
         target = pkg.module ?? pkg.main ?? 'index.js'
       } else {
@@ -129,9 +134,14 @@ function resolveWithExports(specifier: string, fromDir: string, trace?: ResolveT
           return undefined
         }
         if (exp === undefined || exp === null) return undefined
-        const isSubpathMap = typeof exp === 'object' && !Array.isArray(exp) && Object.keys(exp).some((k) => k.startsWith('.'))
+        const isSubpathMap =
+          typeof exp === 'object' && !Array.isArray(exp) && Object.keys(exp).some((k) => k.startsWith('.'))
         const conditions = processConditions()
-        const target = isSubpathMap ? pickExport((exp as Record<string, unknown>)[split.subpath], conditions) : split.subpath === '.' ? pickExport(exp, conditions) : undefined
+        const target = isSubpathMap
+          ? pickExport((exp as Record<string, unknown>)[split.subpath], conditions)
+          : split.subpath === '.'
+            ? pickExport(exp, conditions)
+            : undefined
         if (!target?.startsWith('./')) return undefined
         const linked = join(pkgDir, target)
         try {
@@ -208,5 +218,11 @@ export function resolveFirst(specifier: string, bases: readonly string[]): strin
 }
 
 export function isBareSpecifier(name: string): boolean {
-  return !(name.startsWith('./') || name.startsWith('../') || name.startsWith('file:') || isAbsolute(name) || name.startsWith('cordis:'))
+  return !(
+    name.startsWith('./') ||
+    name.startsWith('../') ||
+    name.startsWith('file:') ||
+    isAbsolute(name) ||
+    name.startsWith('cordis:')
+  )
 }

@@ -63,7 +63,8 @@ function rowNames(file: string): string[] {
   const layer = parseLayer(readFileSync(file, 'utf8'), file)
   for (const op of layer.ops) {
     if (op.kind === 'insert') for (const row of op.rows) add(row)
-    else if (typeof op.fields?.name === 'string') add({ name: op.fields.name, config: op.fields.config } as Partial<Row>)
+    else if (typeof op.fields?.name === 'string')
+      add({ name: op.fields.name, config: op.fields.config } as Partial<Row>)
   }
   return [...names].sort()
 }
@@ -118,14 +119,22 @@ export function loadRowTable(opts: { file?: string; root?: string; env?: NodeJS.
   } catch {
     return none(`no row table at ${file}`)
   }
-  if (!data || data.version !== 1 || typeof data.layers !== 'object' || !data.layers || !Array.isArray(data.conditions)) {
+  if (
+    !data ||
+    data.version !== 1 ||
+    typeof data.layers !== 'object' ||
+    !data.layers ||
+    !Array.isArray(data.conditions)
+  ) {
     return none(`${file} is not a row table`)
   }
   const root = opts.root ?? installRoot()
   if (data.root !== root) return none(`${file} was built in ${data.root}, not ${root}`)
   const conditions = resolveConditions()
   if (data.conditions.length !== conditions.length || data.conditions.some((c, i) => c !== conditions[i])) {
-    return none(`${file} was resolved with conditions [${data.conditions.join(', ')}], this process has [${conditions.join(', ')}]`)
+    return none(
+      `${file} was resolved with conditions [${data.conditions.join(', ')}], this process has [${conditions.join(', ')}]`,
+    )
   }
   const stats: RowTable['stats'] = { used: 0, fallback: 0 }
   const fallback = (why: string) => {
@@ -143,7 +152,8 @@ export function loadRowTable(opts: { file?: string; root?: string; env?: NodeJS.
         if (statSync(miss, { throwIfNoEntry: false })) return fallback(`${miss} appeared`)
       }
       const st = statSync(pkgJson, { throwIfNoEntry: false })
-      if (!st || st.dev !== dev || st.ino !== ino || st.size !== size || st.mtimeMs !== mtimeMs) return fallback(`${pkgJson} changed`)
+      if (!st || st.dev !== dev || st.ino !== ino || st.size !== size || st.mtimeMs !== mtimeMs)
+        return fallback(`${pkgJson} changed`)
       let now: string
       try {
         now = realpathSync.native(linked)

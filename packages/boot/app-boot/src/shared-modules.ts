@@ -37,9 +37,9 @@ let registered = false
 export function hasUserFileRows(rows: readonly ResolvedRow[], userDirs: readonly string[] = []): boolean {
   const prefixes = userDirs.map((d) => pathToFileURL(d.endsWith('/') ? d : d + '/').href)
   const user = (r: ResolvedRow): boolean =>
-    (typeof r.row.name === 'string' && !isBareSpecifier(r.row.name) && !r.row.name.startsWith('cordis:'))
-    || (r.url !== undefined && prefixes.some((p) => r.url!.startsWith(p)))
-    || (r.children ? r.children.some(user) : false)
+    (typeof r.row.name === 'string' && !isBareSpecifier(r.row.name) && !r.row.name.startsWith('cordis:')) ||
+    (r.url !== undefined && prefixes.some((p) => r.url!.startsWith(p))) ||
+    (r.children ? r.children.some(user) : false)
   return rows.some(user)
 }
 
@@ -51,5 +51,7 @@ export function hasUserFileRows(rows: readonly ResolvedRow[], userDirs: readonly
 export function shareInstallModules(installBase: string): void {
   if (registered) return
   registered = true
-  register(`data:text/javascript,${encodeURIComponent(HOOKS)}`, { data: { parentURL: pathToFileURL(installBase).href } })
+  register(`data:text/javascript,${encodeURIComponent(HOOKS)}`, {
+    data: { parentURL: pathToFileURL(installBase).href },
+  })
 }

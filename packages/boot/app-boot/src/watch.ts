@@ -74,7 +74,9 @@ export function watchLayers(tree: Pick<BootedTree, 'reload'>, opts: WatchOptions
     }
     if (result.message) return
     if (!result.ok) {
-      opts.report(`${name}: reload refused: ${result.failures.map((f) => describe(f, comp)).join('; ')}; keeping the running tree`)
+      opts.report(
+        `${name}: reload refused: ${result.failures.map((f) => describe(f, comp)).join('; ')}; keeping the running tree`,
+      )
       return
     }
     const parts = [
@@ -93,7 +95,9 @@ export function watchLayers(tree: Pick<BootedTree, 'reload'>, opts: WatchOptions
       running = running.then(async () => {
         if (!dirty || closed) return
         dirty = false
-        await reloadOnce().catch((error) => opts.report(`${name}: reload failed: ${(error as Error)?.message ?? error}`))
+        await reloadOnce().catch((error) =>
+          opts.report(`${name}: reload failed: ${(error as Error)?.message ?? error}`),
+        )
       })
     }, opts.debounceMs ?? 150)
     timer.unref?.()

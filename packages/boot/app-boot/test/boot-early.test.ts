@@ -30,13 +30,19 @@ it('applies the early rows before the other prelinked files are evaluated', asyn
     earlyFile,
     `export const name = 'early-row'\nexport async function apply() {\n  await new Promise((resolve) => setTimeout(resolve, 150))\n  globalThis.__dshBootOrder.push('early applied')\n}\n`,
   )
-  writeFileSync(lateFile, `export const name = 'late-row'\nexport function apply() {\n  globalThis.__dshBootOrder.push('late applied')\n}\n`)
+  writeFileSync(
+    lateFile,
+    `export const name = 'late-row'\nexport function apply() {\n  globalThis.__dshBootOrder.push('late applied')\n}\n`,
+  )
   const earlyUrl = pathToFileURL(earlyFile).href
   const lateUrl = pathToFileURL(lateFile).href
 
   const dir = join(root, 'prelinked/dsh')
   mkdirSync(dir, { recursive: true })
-  writeFileSync(join(dir, 'bundles-base.early.mjs'), `import * as ns from ${JSON.stringify(earlyUrl)}\nexport const modules = { ${JSON.stringify(earlyUrl)}: ns }\n`)
+  writeFileSync(
+    join(dir, 'bundles-base.early.mjs'),
+    `import * as ns from ${JSON.stringify(earlyUrl)}\nexport const modules = { ${JSON.stringify(earlyUrl)}: ns }\n`,
+  )
   writeFileSync(
     join(dir, 'bundles-base.mjs'),
     `import * as ns from ${JSON.stringify(lateUrl)}\nglobalThis.__dshBootOrder.push('late file evaluated')\nexport const modules = { ${JSON.stringify(lateUrl)}: ns }\n`,

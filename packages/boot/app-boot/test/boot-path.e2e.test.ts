@@ -26,10 +26,19 @@ async function bootModules(extraEnv: Record<string, string> = {}): Promise<strin
 }
 
 /** One `dsh --profile headless --patch <empty> --help` (a full boot) with its home under `root`. */
-async function helpBoot(root: string, extraEnv: Record<string, string> = {}): Promise<{ loaded: string[]; stderr: string }> {
+async function helpBoot(
+  root: string,
+  extraEnv: Record<string, string> = {},
+): Promise<{ loaded: string[]; stderr: string }> {
   const log = join(root, 'modules.txt')
   rmSync(log, { force: true })
-  const env = { HOME: root, DSH_HOME: join(root, 'dsh'), DSH_TEST_MODULE_LOG: log, NODE_OPTIONS: `--import ${REGISTER}`, ...extraEnv }
+  const env = {
+    HOME: root,
+    DSH_HOME: join(root, 'dsh'),
+    DSH_TEST_MODULE_LOG: log,
+    NODE_OPTIONS: `--import ${REGISTER}`,
+    ...extraEnv,
+  }
   // An extra (empty) layer makes the launcher boot the tree for --help instead of printing the
   // bundle's fixed help text without a boot.
   const layer = join(root, 'empty.patch.yml')
@@ -42,7 +51,9 @@ async function helpBoot(root: string, extraEnv: Record<string, string> = {}): Pr
 
 /** The dist files a workspace package exports (`default` targets), by package directory. */
 function exportedDistFiles(pkgDir: string): Set<string> {
-  const { exports } = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8')) as { exports?: Record<string, unknown> }
+  const { exports } = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8')) as {
+    exports?: Record<string, unknown>
+  }
   const files = new Set<string>()
   for (const value of Object.values(exports ?? {})) {
     const target = typeof value === 'string' ? value : (value as { default?: unknown })?.default
@@ -52,16 +63,24 @@ function exportedDistFiles(pkgDir: string): Set<string> {
 }
 
 describe('the boot path of dsh --profile headless --help', () => {
-  it('loads no module that only a later call needs (the diff library), prelinked or not', { timeout: 60_000 }, async () => {
+  it('loads no module that only a later call needs (the diff library), prelinked or not', {
+    timeout: 60_000,
+  }, async () => {
     for (const env of [{}, { DSH_NO_PRELINK: '1' }] as Array<Record<string, string>>) {
       const loaded = await bootModules(env)
       // The log works: the boot loaded the row modules, the edit tool among them.
-      expect(loaded.some((url) => url.includes(env.DSH_NO_PRELINK ? '/tool-fs/dist/' : '/prelinked/dsh/stack-bundles-headless.imports.mjs'))).toBe(true)
+      expect(
+        loaded.some((url) =>
+          url.includes(env.DSH_NO_PRELINK ? '/tool-fs/dist/' : '/prelinked/dsh/stack-bundles-headless.imports.mjs'),
+        ),
+      ).toBe(true)
       expect(loaded.filter((url) => /\/node_modules\/diff\//.test(url))).toEqual([])
     }
   })
 
-  it('takes the rows from the prelinked headless stack, and loads no workspace package twice', { timeout: 60_000 }, async () => {
+  it('takes the rows from the prelinked headless stack, and loads no workspace package twice', {
+    timeout: 60_000,
+  }, async () => {
     const loaded = await bootModules()
     // The stack's script is compiled by app-boot (vm.Script), not imported: only its imports
     // module goes through the module loader, and no layer file or chunk does.
@@ -69,16 +88,22 @@ describe('the boot path of dsh --profile headless --help', () => {
     expect(prelinked).toEqual(['stack-bundles-headless.imports.mjs'])
     // Beside them, only what the host loads itself before the rows (the bins, app-boot and its
     // own imports): a row package's dist/ loaded here would be a second copy of bundled code.
-    const manifest = JSON.parse(readFileSync(join(REPO, 'prelinked/dsh/manifest.json'), 'utf8')) as { hostFiles: string[] }
+    const manifest = JSON.parse(readFileSync(join(REPO, 'prelinked/dsh/manifest.json'), 'utf8')) as {
+      hostFiles: string[]
+    }
     const host = new Set(manifest.hostFiles)
     const others = loaded
-      .filter((url) => url.startsWith('file://') && !url.includes('/node_modules/.pnpm/') && !url.includes('/prelinked/'))
+      .filter(
+        (url) => url.startsWith('file://') && !url.includes('/node_modules/.pnpm/') && !url.includes('/prelinked/'),
+      )
       .map((url) => fileURLToPath(url).slice(REPO.length))
       .filter((file) => /\/dist\//.test(file) && !host.has(file))
     expect(others).toEqual([])
   })
 
-  it('keeps the stack\'s code cache in the dsh home: written by the first boot, used by the next, none when turned off', { timeout: 90_000 }, async () => {
+  it("keeps the stack's code cache in the dsh home: written by the first boot, used by the next, none when turned off", {
+    timeout: 90_000,
+  }, async () => {
     const root = mkdtempSync(join(tmpdir(), 'dsh-boot-cache-'))
     const cacheDir = join(root, 'dsh/.cache/compile')
     const debug = { DSH_DEBUG: '1' }
@@ -96,27 +121,44 @@ describe('the boot path of dsh --profile headless --help', () => {
       expect(line((await helpBoot(root, debug)).stderr)).toEqual(['stack-bundles-headless', 'used'])
       // NODE_DISABLE_COMPILE_CACHE turns it off, as it does Node's own compile cache.
       rmSync(cacheDir, { recursive: true })
-      expect(line((await helpBoot(root, { ...debug, NODE_DISABLE_COMPILE_CACHE: '1' })).stderr)).toEqual(['stack-bundles-headless', 'off'])
-      expect(existsSync(cacheDir) ? readdirSync(cacheDir).filter((name) => name.startsWith('prelink-')) : []).toEqual([])
+      expect(line((await helpBoot(root, { ...debug, NODE_DISABLE_COMPILE_CACHE: '1' })).stderr)).toEqual([
+        'stack-bundles-headless',
+        'off',
+      ])
+      expect(existsSync(cacheDir) ? readdirSync(cacheDir).filter((name) => name.startsWith('prelink-')) : []).toEqual(
+        [],
+      )
     } finally {
       rmSync(root, { recursive: true, force: true })
     }
   })
 
   it('puts the rows packages list in dsh.earlyRows in their own small entries, marked early', () => {
-    const manifest = JSON.parse(readFileSync(join(REPO, 'prelinked/dsh/manifest.json'), 'utf8')) as { layers: Record<string, { modules: string[]; early?: boolean }> }
+    const manifest = JSON.parse(readFileSync(join(REPO, 'prelinked/dsh/manifest.json'), 'utf8')) as {
+      layers: Record<string, { modules: string[]; early?: boolean }>
+    }
     const early = Object.entries(manifest.layers).filter(([, layer]) => layer.early)
-    const files = (entry: string) => manifest.layers[entry].modules.map((url) => fileURLToPath(url).slice(REPO.length)).sort()
+    const files = (entry: string) =>
+      manifest.layers[entry].modules.map((url) => fileURLToPath(url).slice(REPO.length)).sort()
     expect(early.map(([entry]) => entry).sort()).toEqual(['bundles-base.early', 'bundles-web.early'])
     expect(files('bundles-base.early')).toEqual(['packages/boot/cmdline/dist/index.js'])
-    expect(files('bundles-web.early')).toEqual(['bundles/web/dist/startup.js', 'packages/host/frontend-static/dist/index.js'])
+    expect(files('bundles-web.early')).toEqual([
+      'bundles/web/dist/startup.js',
+      'packages/host/frontend-static/dist/index.js',
+    ])
     // Each row is in one entry only, and the early web file stays small (the server, its gate and
     // the static files; no agent code).
-    for (const [, layer] of early) for (const url of layer.modules) expect(manifest.layers['bundles-base'].modules.concat(manifest.layers['bundles-web'].modules)).not.toContain(url)
+    for (const [, layer] of early)
+      for (const url of layer.modules)
+        expect(manifest.layers['bundles-base'].modules.concat(manifest.layers['bundles-web'].modules)).not.toContain(
+          url,
+        )
     expect(statSync(join(REPO, 'prelinked/dsh/bundles-web.early.mjs')).size).toBeLessThan(150_000)
   })
 
-  it('without prelinking, loads each workspace package as its bundled entries, not one module per source file', { timeout: 60_000 }, async () => {
+  it('without prelinking, loads each workspace package as its bundled entries, not one module per source file', {
+    timeout: 60_000,
+  }, async () => {
     const loaded = await bootModules({ DSH_NO_PRELINK: '1' })
     const ours = loaded
       .filter((url) => url.startsWith('file://'))

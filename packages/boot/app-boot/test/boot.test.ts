@@ -78,24 +78,39 @@ describe('bootComposition', () => {
 
   it('fails on a config that does not match the plugin schema, naming row and field', async () => {
     const e = await bootFailure(`- insert:\n    - { id: counter, name: ./counter.ts, config: { start: many } }\n`)
-    expect(e.message).toBe('dsh: boot failed: row counter (./counter.ts): invalid config: field config.start: expected number but got many')
+    expect(e.message).toBe(
+      'dsh: boot failed: row counter (./counter.ts): invalid config: field config.start: expected number but got many',
+    )
     expect(e.failures[0].kind).toBe('config')
   })
 
   it('fails on an unmet inject, naming the missing service', async () => {
     const e = await bootFailure(`- insert:\n    - { id: consumer, name: ./consumer.ts }\n`)
-    expect(e.message).toBe('dsh: boot failed: row consumer (./consumer.ts): unmet inject: "counter" (no active row provides it)')
+    expect(e.message).toBe(
+      'dsh: boot failed: row consumer (./consumer.ts): unmet inject: "counter" (no active row provides it)',
+    )
   })
 
   it('honours an inject added by the row itself', async () => {
     const e = await bootFailure(`- insert:\n    - { id: prepend, name: ./prepend.ts, inject: [nothingProvidesThis] }\n`)
-    expect(e.failures).toEqual([{ id: 'prepend', name: './prepend.ts', kind: 'inject', cause: 'unmet inject: "nothingProvidesThis" (no active row provides it)' }])
+    expect(e.failures).toEqual([
+      {
+        id: 'prepend',
+        name: './prepend.ts',
+        kind: 'inject',
+        cause: 'unmet inject: "nothingProvidesThis" (no active row provides it)',
+      },
+    ])
   })
 
   it('fails on an unresolvable name before mounting anything', async () => {
-    const e = await bootFailure(`- insert:\n    - { id: counter, name: ./counter.ts, config: { start: 1 } }\n    - { id: ghost, name: "@dsh/does-not-exist" }\n`)
+    const e = await bootFailure(
+      `- insert:\n    - { id: counter, name: ./counter.ts, config: { start: 1 } }\n    - { id: ghost, name: "@dsh/does-not-exist" }\n`,
+    )
     expect(e.failures).toHaveLength(1)
-    expect(e.message).toBe(`dsh: boot failed: row ghost (@dsh/does-not-exist): cannot resolve module "@dsh/does-not-exist" from ${join(FIXTURES, 'inline.yml')} or the dsh installation`)
+    expect(e.message).toBe(
+      `dsh: boot failed: row ghost (@dsh/does-not-exist): cannot resolve module "@dsh/does-not-exist" from ${join(FIXTURES, 'inline.yml')} or the dsh installation`,
+    )
   })
 
   it('fails when apply throws or the module throws at import, reporting roots before inject fallout', async () => {
@@ -104,17 +119,30 @@ describe('bootComposition', () => {
     - { id: bad-import, name: ./throws-import.ts }
     - { id: consumer, name: ./consumer.ts }
 `)
-    expect(e.failures.map((f) => [f.id, f.kind])).toEqual([['broken', 'apply'], ['bad-import', 'import']])
+    expect(e.failures.map((f) => [f.id, f.kind])).toEqual([
+      ['broken', 'apply'],
+      ['bad-import', 'import'],
+    ])
     expect(e.failures[0].cause).toBe('apply failed: the fixture refuses to start')
     expect(e.failures[1].cause).toBe('cannot load: broken at import time')
   })
 
   it('disposes the partial tree when the boot fails', async () => {
-    const comp = composeLayers([parseLayer(`- insert:
+    const comp = composeLayers(
+      [
+        parseLayer(
+          `- insert:
     - { id: counter, name: ./counter.ts, config: { start: 1 } }
     - { id: prepend, name: ./prepend.ts }
     - { id: broken, name: ./throws-apply.ts }
-`, join(FIXTURES, 'x.yml'), 'x')], INSTALL_BASE, FIXTURES)
+`,
+          join(FIXTURES, 'x.yml'),
+          'x',
+        ),
+      ],
+      INSTALL_BASE,
+      FIXTURES,
+    )
     const context = new Context()
     await expect(bootComposition(comp, { importModule, context })).rejects.toThrow(BootError)
     expect(context.get('counter')).toBeUndefined()
@@ -124,6 +152,8 @@ describe('bootComposition', () => {
 
   it('reports a failing !!js disabled expression by row and field', async () => {
     const e = await bootFailure(`- insert:\n    - { id: counter, name: ./counter.ts, disabled: !!js "nope.x" }\n`)
-    expect(e.message).toBe('dsh: boot failed: row counter (./counter.ts): field disabled: !!js nope.x: nope is not defined')
+    expect(e.message).toBe(
+      'dsh: boot failed: row counter (./counter.ts): field disabled: !!js nope.x: nope is not defined',
+    )
   })
 })

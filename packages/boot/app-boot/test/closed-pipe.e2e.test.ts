@@ -21,7 +21,9 @@ const BINS = [
 ]
 
 /** Runs `bin --help` with stdout a pipe whose read end is closed before the bin prints. */
-function helpIntoClosedPipe(bin: string): Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }> {
+function helpIntoClosedPipe(
+  bin: string,
+): Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }> {
   const root = mkdtempSync(join(tmpdir(), 'dsh-closed-pipe-'))
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [join(REPO, bin), '--help'], {

@@ -275,9 +275,14 @@ it('closures made per call are fast-mode objects (no name redefined on them)', (
 type AnyFiber = Fiber<Context>
 type Notify = (names: string[], filter?: (ctx: Context, name: string) => boolean) => AnyFiber[]
 const isolateKey = Symbol.for('cordis.isolate')
-const isolated = (ctx: Context, name: string) => (ctx as unknown as Record<symbol, Record<string, symbol>>)[isolateKey][name]
+const isolated = (ctx: Context, name: string) =>
+  (ctx as unknown as Record<symbol, Record<string, symbol>>)[isolateKey][name]
 
-function walkOrder(root: Context, names: string[], filter = (ctx: Context, name: string) => isolated(ctx, name) === isolated(root, name)) {
+function walkOrder(
+  root: Context,
+  names: string[],
+  filter = (ctx: Context, name: string) => isolated(ctx, name) === isolated(root, name),
+) {
   const fibers: AnyFiber[] = []
   for (const runtime of root.registry.values()) {
     for (const fiber of runtime.fibers) {
@@ -463,19 +468,21 @@ it('services provided and removed while their dependents load end in the same st
     'apply slow#3 2',
     'apply slow#4 2',
   ])
-  expect([...root.registry.values()].flatMap((r) => [...r.fibers]).map((f) => `${f.runtime?.name}:${f.state}`)).toEqual([
-    'fast:2',
-    'fast:2',
-    'slow:2',
-    'slow:2',
-    'other:2',
-    // The first provider's runtime left with its only fiber; the second one is a new runtime.
-    'provide-svcB:2',
-    'provide-svcA:2',
-  ])
+  expect([...root.registry.values()].flatMap((r) => [...r.fibers]).map((f) => `${f.runtime?.name}:${f.state}`)).toEqual(
+    [
+      'fast:2',
+      'fast:2',
+      'slow:2',
+      'slow:2',
+      'other:2',
+      // The first provider's runtime left with its only fiber; the second one is a new runtime.
+      'provide-svcB:2',
+      'provide-svcA:2',
+    ],
+  )
 })
 
-it("an inject name added in `internal/plugin` (as the loader does) is indexed", async () => {
+it('an inject name added in `internal/plugin` (as the loader does) is indexed', async () => {
   const root = new Context()
   const log: string[] = []
   root.on('internal/plugin', (fiber: AnyFiber) => {
@@ -554,7 +561,10 @@ it('internal/status is still emitted to a listener added at any time', async () 
   const seen: string[] = []
   const a = root.plugin({ name: 'a', apply() {} })
   await a
-  const dispose = root.on('internal/status', (fiber: AnyFiber, old: number) => void seen.push(`${fiber.runtime?.name} ${old}->${fiber.state}`))
+  const dispose = root.on(
+    'internal/status',
+    (fiber: AnyFiber, old: number) => void seen.push(`${fiber.runtime?.name} ${old}->${fiber.state}`),
+  )
   await a.dispose()
   dispose()
   const b = root.plugin({ name: 'b', apply() {} })
@@ -585,7 +595,10 @@ it('a fiber disposed while its runtime stays is no longer notified', async () =>
 it('internal/service still reports each provided and removed service to its listeners', async () => {
   const root = new Context()
   const seen: string[] = []
-  root.on('internal/service', (name: string, value: unknown) => void seen.push(`${name} ${(value as { n?: number } | undefined)?.n}`))
+  root.on(
+    'internal/service',
+    (name: string, value: unknown) => void seen.push(`${name} ${(value as { n?: number } | undefined)?.n}`),
+  )
   const a = root.plugin(provider('svcA', { n: 1 }))
   await a
   await a.dispose()

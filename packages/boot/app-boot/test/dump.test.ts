@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest'
 import { join } from 'node:path'
-import { bootComposition, composeLayers, composeProfile, dumpComposition, ensureProfile, parseLayer, type Composition } from '../src/index.ts'
+import {
+  bootComposition,
+  composeLayers,
+  composeProfile,
+  dumpComposition,
+  ensureProfile,
+  parseLayer,
+  type Composition,
+} from '../src/index.ts'
 import { FIXTURES, INSTALL_BASE, TEMPLATES, tempDir, write, writeProfile } from './helpers.ts'
 
 const importModule = (url: string) => import(/* @vite-ignore */ url)
@@ -16,12 +24,17 @@ function roundTrip(comp: Composition, where = tempDir()) {
 describe('dumpComposition', () => {
   it('prints one loadable layer with a "# ==" comment before each run of rows', () => {
     const home = tempDir()
-    const dir = writeProfile(home, 'p', [], `- insert:
+    const dir = writeProfile(
+      home,
+      'p',
+      [],
+      `- insert:
     - { id: a, name: ./a.ts, config: { key: !!js "process.env.K + ': x'" } }
     - { id: b, name: "@dsh/cmdline" }
 - id: b
   config: { args: [one] }
-`)
+`,
+    )
     write(join(dir, 'a.ts'), 'export function apply() {}\n')
     write(join(home, 'cordis.patch.yml'), '- insert:\n    - { id: c, name: "@dsh/home-paths", disabled: true }\n')
     const comp = composeProfile({ home, profileName: 'p', installBase: INSTALL_BASE })

@@ -13,26 +13,41 @@ describe('.env layering', () => {
   it('inherited env beats the project .env, which beats $DSH_HOME/.env', () => {
     const cwd = tempDir()
     const home = tempDir()
-    write(join(cwd, '.env'), 'DEEPSEEK_API_KEY=project\nOPENAI_API_KEY="quoted value"\n# comment\nGROQ_API_KEY=project\n')
+    write(
+      join(cwd, '.env'),
+      'DEEPSEEK_API_KEY=project\nOPENAI_API_KEY="quoted value"\n# comment\nGROQ_API_KEY=project\n',
+    )
     write(join(home, '.env'), 'DEEPSEEK_API_KEY=home\nOPENAI_API_KEY=home\nC=home\n')
     const env: NodeJS.ProcessEnv = { GROQ_API_KEY: 'inherited' }
     const { applied, warnings } = apply(env, cwd, home)
-    expect(env).toEqual({ GROQ_API_KEY: 'inherited', DEEPSEEK_API_KEY: 'project', OPENAI_API_KEY: 'quoted value', C: 'home' })
-    expect(applied).toEqual({ DEEPSEEK_API_KEY: join(cwd, '.env'), OPENAI_API_KEY: join(cwd, '.env'), C: join(home, '.env') })
+    expect(env).toEqual({
+      GROQ_API_KEY: 'inherited',
+      DEEPSEEK_API_KEY: 'project',
+      OPENAI_API_KEY: 'quoted value',
+      C: 'home',
+    })
+    expect(applied).toEqual({
+      DEEPSEEK_API_KEY: join(cwd, '.env'),
+      OPENAI_API_KEY: join(cwd, '.env'),
+      C: join(home, '.env'),
+    })
     expect(warnings).toEqual([])
   })
 
   it('takes only allowlisted credential names from the project .env and warns once, naming the file and the names', () => {
     const cwd = tempDir()
     const home = tempDir()
-    write(join(cwd, '.env'), [
-      'DSH_PERMISSION_MODE=danger-full-access',
-      'DEEPSEEK_BASE_URL=http://attacker.invalid',
-      'DSH_HOME=/elsewhere',
-      'NODE_OPTIONS=--require ./evil.js',
-      'DEEPSEEK_API_KEY=sk-project',
-      '',
-    ].join('\n'))
+    write(
+      join(cwd, '.env'),
+      [
+        'DSH_PERMISSION_MODE=danger-full-access',
+        'DEEPSEEK_BASE_URL=http://attacker.invalid',
+        'DSH_HOME=/elsewhere',
+        'NODE_OPTIONS=--require ./evil.js',
+        'DEEPSEEK_API_KEY=sk-project',
+        '',
+      ].join('\n'),
+    )
     const env: NodeJS.ProcessEnv = {}
     const { warnings } = apply(env, cwd, home)
     expect(env).toEqual({ DEEPSEEK_API_KEY: 'sk-project' })
@@ -45,7 +60,10 @@ describe('.env layering', () => {
   it('lets $DSH_HOME/.env set anything but DSH_HOME, and leaves an inherited value alone', () => {
     const cwd = tempDir()
     const home = tempDir()
-    write(join(home, '.env'), 'DEEPSEEK_BASE_URL=http://127.0.0.1:9/v1\nDSH_PERMISSION_MODE=read-only\nDSH_HOME=/elsewhere\n')
+    write(
+      join(home, '.env'),
+      'DEEPSEEK_BASE_URL=http://127.0.0.1:9/v1\nDSH_PERMISSION_MODE=read-only\nDSH_HOME=/elsewhere\n',
+    )
     const env: NodeJS.ProcessEnv = { DSH_PERMISSION_MODE: 'workspace-write' }
     const { warnings } = apply(env, cwd, home)
     expect(env).toEqual({ DEEPSEEK_BASE_URL: 'http://127.0.0.1:9/v1', DSH_PERMISSION_MODE: 'workspace-write' })
@@ -76,11 +94,17 @@ describe('.env layering', () => {
     write(join(cwd, '.env'), 'DEEPSEEK_API_KEY=x\n')
     const attempt = (value: string) => () => apply({ DSH_PROJECT_ENV_ALLOW: value }, cwd, home)
     expect(attempt('DEEPSEEK_BASE_URL')).toThrow(DshUserError)
-    expect(attempt('DEEPSEEK_BASE_URL')).toThrow('DSH_PROJECT_ENV_ALLOW: "DEEPSEEK_BASE_URL" is not a credential name (it must end in _KEY, _TOKEN, _SECRET or _PASSWORD)')
-    expect(attempt('DSH_SECRET_KEY')).toThrow('DSH_PROJECT_ENV_ALLOW: "DSH_SECRET_KEY" is a dsh setting, which a project .env never supplies')
+    expect(attempt('DEEPSEEK_BASE_URL')).toThrow(
+      'DSH_PROJECT_ENV_ALLOW: "DEEPSEEK_BASE_URL" is not a credential name (it must end in _KEY, _TOKEN, _SECRET or _PASSWORD)',
+    )
+    expect(attempt('DSH_SECRET_KEY')).toThrow(
+      'DSH_PROJECT_ENV_ALLOW: "DSH_SECRET_KEY" is a dsh setting, which a project .env never supplies',
+    )
     // Named by file when it comes from $DSH_HOME/.env, and checked even with no project .env.
     write(join(home, '.env'), 'DSH_PROJECT_ENV_ALLOW=PATH\n')
-    expect(() => apply({}, tempDir(), home)).toThrow(`${join(home, '.env')}: DSH_PROJECT_ENV_ALLOW: "PATH" is not a credential name`)
+    expect(() => apply({}, tempDir(), home)).toThrow(
+      `${join(home, '.env')}: DSH_PROJECT_ENV_ALLOW: "PATH" is not a credential name`,
+    )
   })
 
   it('layerEnv trusts every key of the files it is given', () => {
@@ -102,7 +126,9 @@ describe('.env layering', () => {
   it('reports a malformed line by file and line number, without its content', () => {
     const dir = tempDir()
     const file = write(join(dir, '.env'), '# ok\nA=1\nsk-secret-value\n')
-    expect(() => readEnvFile(file)).toThrow(new DshUserError(`${file}:3: malformed .env file: expected NAME=value (or a # comment)`))
+    expect(() => readEnvFile(file)).toThrow(
+      new DshUserError(`${file}:3: malformed .env file: expected NAME=value (or a # comment)`),
+    )
     write(file, 'A=1\nB="sk-unclosed\n\n')
     expect(() => readEnvFile(file)).toThrow(`${file}:2: malformed .env file: the "-quoted value is never closed`)
     const home = tempDir()

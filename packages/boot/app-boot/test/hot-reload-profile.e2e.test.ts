@@ -16,13 +16,23 @@ afterAll(() => kills.forEach((k) => k()))
 function start(hotReload: boolean) {
   const home = tempDir('dsh-hot-profile-')
   const dir = join(home, 'profiles', 'p')
-  write(join(dir, 'package.json'), JSON.stringify({ name: 'p', dsh: { profile: { bundles: [], ...(hotReload ? { hotReload: true } : {}) } } }))
+  write(
+    join(dir, 'package.json'),
+    JSON.stringify({ name: 'p', dsh: { profile: { bundles: [], ...(hotReload ? { hotReload: true } : {}) } } }),
+  )
   const patch = join(dir, 'cordis.patch.yml')
   // Without hot reload, a witness row watches the same patch (see the test below).
-  const witness = hotReload ? '' : `    - { id: w, name: ${JSON.stringify(WITNESS)}, config: { file: ${JSON.stringify(patch)}, delayMs: 1500 } }\n`
-  const rows = (label: string) => `- insert:\n    - { id: k, name: ${JSON.stringify(KEEPALIVE)}, config: { label: ${label} } }\n${witness}`
+  const witness = hotReload
+    ? ''
+    : `    - { id: w, name: ${JSON.stringify(WITNESS)}, config: { file: ${JSON.stringify(patch)}, delayMs: 1500 } }\n`
+  const rows = (label: string) =>
+    `- insert:\n    - { id: k, name: ${JSON.stringify(KEEPALIVE)}, config: { label: ${label} } }\n${witness}`
   writeFileSync(patch, rows('one'))
-  const child = spawn(process.execPath, [DSH, '--profile', 'p'], { cwd: home, env: { PATH: process.env.PATH, HOME: process.env.HOME, DSH_HOME: home }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [DSH, '--profile', 'p'], {
+    cwd: home,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, DSH_HOME: home },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   kills.push(() => child.kill('SIGKILL'))
   let stderr = ''
   const waiters: (() => void)[] = []
@@ -64,10 +74,15 @@ it('without dsh.profile.hotReload an edit changes nothing', async () => {
 it('dsh-acp re-composes on an edit of $DSH_HOME/cordis.patch.yml while it serves', async () => {
   const home = tempDir('dsh-hot-acp-')
   const patch = join(home, 'cordis.patch.yml')
-  const rows = (label: string) => `- insert:\n    - { id: k, name: ${JSON.stringify(KEEPALIVE)}, config: { label: ${label} } }\n`
+  const rows = (label: string) =>
+    `- insert:\n    - { id: k, name: ${JSON.stringify(KEEPALIVE)}, config: { label: ${label} } }\n`
   write(patch, rows('one'))
   const bin = fileURLToPath(new URL('../../../acp/acp-app/bin/dsh-acp.mjs', import.meta.url))
-  const child = spawn(process.execPath, [bin], { cwd: home, env: { PATH: process.env.PATH, HOME: process.env.HOME, DSH_HOME: home }, stdio: ['pipe', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [bin], {
+    cwd: home,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, DSH_HOME: home },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  })
   kills.push(() => child.kill('SIGKILL'))
   let stderr = ''
   const waiters: (() => void)[] = []

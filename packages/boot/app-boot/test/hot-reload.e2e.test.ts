@@ -19,26 +19,42 @@ afterAll(async () => {
   await mock?.close()
 })
 
-interface Frame { id?: number; method?: string; params?: any; result?: any; error?: any }
+interface Frame {
+  id?: number
+  method?: string
+  params?: any
+  result?: any
+  error?: any
+}
 
 it('a running SDK host picks up a changed config and a disabled row, and refuses invalid edits while serving', async () => {
   const call = (id: string) => ({ toolCalls: [{ id, name: 'hello', arguments: { name: 'Ada' } }] })
   mock = await startMockServer({
     steps: [
-      call('c1'), { expect: { lastRole: 'tool', lastContains: 'Hello, Ada!' }, text: 'one' },
-      call('c2'), { expect: { lastRole: 'tool', lastContains: 'Howdy, Ada!' }, text: 'two' },
-      call('c3'), { expect: { lastRole: 'tool', lastContains: 'Howdy, Ada!' }, text: 'three' },
+      call('c1'),
+      { expect: { lastRole: 'tool', lastContains: 'Hello, Ada!' }, text: 'one' },
+      call('c2'),
+      { expect: { lastRole: 'tool', lastContains: 'Howdy, Ada!' }, text: 'two' },
+      call('c3'),
+      { expect: { lastRole: 'tool', lastContains: 'Howdy, Ada!' }, text: 'three' },
       { text: 'four' },
     ] as never,
   })
   const root = mkdtempSync(join(tmpdir(), 'dsh-hot-reload-'))
   const patch = join(root, 'plugins.patch.yml')
-  const row = (config: string, extra = '') => `- insert:\n    - id: hello\n      name: ${JSON.stringify(HELLO)}\n      config: ${config}\n${extra}`
+  const row = (config: string, extra = '') =>
+    `- insert:\n    - id: hello\n      name: ${JSON.stringify(HELLO)}\n      config: ${config}\n${extra}`
   writeFileSync(patch, row('{ greeting: Hello }'))
 
   child = spawn(process.execPath, [BIN, '--patch', patch], {
     cwd: root,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, DSH_HOME: join(root, 'home'), DEEPSEEK_BASE_URL: mock.baseURL, DEEPSEEK_API_KEY: 'sk-test' },
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      DSH_HOME: join(root, 'home'),
+      DEEPSEEK_BASE_URL: mock.baseURL,
+      DEEPSEEK_API_KEY: 'sk-test',
+    },
     stdio: ['pipe', 'pipe', 'pipe'],
   })
   const frames: Frame[] = []
@@ -70,13 +86,22 @@ it('a running SDK host picks up a changed config and a disabled row, and refuses
     if (f.error) throw new Error(`${method}: ${JSON.stringify(f.error)}`)
     return f.result
   }
-  const stderrLine = (pattern: RegExp, from: number) => until(() => stderr.slice(from).split('\n').find((l) => pattern.test(l)))
+  const stderrLine = (pattern: RegExp, from: number) =>
+    until(() =>
+      stderr
+        .slice(from)
+        .split('\n')
+        .find((l) => pattern.test(l)),
+    )
   const prompt = async (sessionId: string, turn: number) => {
     await request('session/prompt', { sessionId, prompt: 'greet Ada' })
-    const idle = await until(() => frames.find((f) => f.method === 'session/status' && f.params.status === 'idle' && f.params.turn === turn))
+    const idle = await until(() =>
+      frames.find((f) => f.method === 'session/status' && f.params.status === 'idle' && f.params.turn === turn),
+    )
     return idle.params.result.text as string
   }
-  const offered = (i: number) => ((mock!.requests[i].body as { tools?: { function: { name: string } }[] }).tools ?? []).map((t) => t.function.name)
+  const offered = (i: number) =>
+    ((mock!.requests[i].body as { tools?: { function: { name: string } }[] }).tools ?? []).map((t) => t.function.name)
 
   await request('initialize', { protocolVersion: 1 })
   const { sessionId } = await request('session/create', { cwd: root })
@@ -93,11 +118,15 @@ it('a running SDK host picks up a changed config and a disabled row, and refuses
   mark = stderr.length
   writeFileSync(patch, row('{ greeting: Hi, punctuation: "?" }'))
   const refused = await stderrLine(/reload/, mark)
-  expect(refused, stderr).toMatch(/^dsh-jsonrpc-agent: reload refused: row hello \(.*index\.js\) in .*plugins\.patch\.yml: invalid config: field config\.punctuation: .*; keeping the running tree$/)
+  expect(refused, stderr).toMatch(
+    /^dsh-jsonrpc-agent: reload refused: row hello \(.*index\.js\) in .*plugins\.patch\.yml: invalid config: field config\.punctuation: .*; keeping the running tree$/,
+  )
   // Malformed YAML: refused with file:line:col.
   mark = stderr.length
   writeFileSync(patch, '- insert:\n    - id: hello\n      name: [\n')
-  expect(await stderrLine(/reload/, mark)).toMatch(/^dsh-jsonrpc-agent: reload refused: .*plugins\.patch\.yml:\d+:\d+: .*; keeping the running tree$/)
+  expect(await stderrLine(/reload/, mark)).toMatch(
+    /^dsh-jsonrpc-agent: reload refused: .*plugins\.patch\.yml:\d+:\d+: .*; keeping the running tree$/,
+  )
   expect(await prompt(sessionId, 2)).toBe('three')
 
   // A disabled row: its tool is gone from the next request.

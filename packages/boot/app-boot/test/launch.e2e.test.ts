@@ -19,7 +19,14 @@ function run(bin: string, args: string[], env: Record<string, string> = {}) {
   try {
     const r = spawnSync(process.execPath, [join(REPO, bin), ...args], {
       cwd: root,
-      env: { ...process.env, DSH_HOME: join(root, 'home'), HOME: root, DSH_TEST_MODULE_LOG: log, NODE_OPTIONS: `--import ${REGISTER}`, ...env },
+      env: {
+        ...process.env,
+        DSH_HOME: join(root, 'home'),
+        HOME: root,
+        DSH_TEST_MODULE_LOG: log,
+        NODE_OPTIONS: `--import ${REGISTER}`,
+        ...env,
+      },
       encoding: 'utf8',
       timeout: 60_000,
     })
@@ -90,7 +97,12 @@ describe('the shared launcher', () => {
     function runExitBin(leak: boolean, debug: string) {
       const { dir, bin } = exitBin(leak)
       try {
-        const r = spawnSync(process.execPath, [bin], { env: { ...process.env, DSH_DEBUG: debug }, encoding: 'utf8', maxBuffer: 4 << 20, timeout: 30_000 })
+        const r = spawnSync(process.execPath, [bin], {
+          env: { ...process.env, DSH_DEBUG: debug },
+          encoding: 'utf8',
+          maxBuffer: 4 << 20,
+          timeout: 30_000,
+        })
         expect(r.status).toBe(3)
         expect(r.stdout.length).toBe(1 << 20)
         return r.stderr
@@ -105,7 +117,9 @@ describe('the shared launcher', () => {
     })
 
     it('under DSH_DEBUG lets the loop drain and names a leaked handle when forcing the exit 2 s later', () => {
-      expect(runExitBin(true, '1')).toMatch(/probe: debug: forced exit: still running 2 s after the app ended \(open: .*\)/)
+      expect(runExitBin(true, '1')).toMatch(
+        /probe: debug: forced exit: still running 2 s after the app ended \(open: .*\)/,
+      )
     })
   })
 })

@@ -43,7 +43,10 @@ describe('parsed-layer cache', () => {
     parseLayerCached(text, '/x/layer.yml', 'test', dir)
     const [entry] = readdirSync(dir)
     // A planted entry (valid ops, different from the text) proves where the warm result comes from.
-    writeFileSync(join(dir, entry), JSON.stringify([{ kind: 'patch', index: 0, id: 'from-cache', fields: { disabled: { __jsExpr: 'true' } } }]))
+    writeFileSync(
+      join(dir, entry),
+      JSON.stringify([{ kind: 'patch', index: 0, id: 'from-cache', fields: { disabled: { __jsExpr: 'true' } } }]),
+    )
     const warm = parseLayerCached(text, '/x/layer.yml', 'test', dir)
     expect(warm.ops).toMatchObject([{ kind: 'patch', id: 'from-cache' }])
     expect(isJsExpr((warm.ops[0] as PatchOp).fields.disabled)).toBe(true)
@@ -57,7 +60,10 @@ describe('parsed-layer cache', () => {
     const dir = join(home, '.cache', 'layers')
     const entries = readdirSync(dir)
     expect(entries).toHaveLength(1)
-    writeFileSync(join(dir, entries[0]), JSON.stringify([{ kind: 'insert', index: 0, rows: [{ id: 'from-cache', name: '@dsh/home-paths' }] }]))
+    writeFileSync(
+      join(dir, entries[0]),
+      JSON.stringify([{ kind: 'insert', index: 0, rows: [{ id: 'from-cache', name: '@dsh/home-paths' }] }]),
+    )
     expect(ids()).toEqual(['from-cache'])
     process.env.DSH_LAYER_CACHE = '0'
     try {

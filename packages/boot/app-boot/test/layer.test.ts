@@ -18,14 +18,17 @@ function errorOf(fn: () => unknown): LayerError {
 
 describe('parseLayer', () => {
   it('parses insert and id operations, keeping !!js as {__jsExpr}', () => {
-    const l = parseLayer(`
+    const l = parseLayer(
+      `
 - insert:
     - id: a
       name: pkg-a
       config: { key: !!js process.env.KEY, nested: [1, !!js "2 + 2"] }
 - id: a
   disabled: !!js process.env.OFF === '1'
-`, F)
+`,
+      F,
+    )
     expect(l.ops).toHaveLength(2)
     const [ins, patch] = l.ops
     expect(ins.kind).toBe('insert')
@@ -33,7 +36,11 @@ describe('parseLayer', () => {
     expect(isJsExpr(config!.key)).toBe(true)
     expect(config!.key).toEqual({ __jsExpr: 'process.env.KEY' })
     expect(config!.nested[1]).toEqual({ __jsExpr: '2 + 2' })
-    expect(patch).toMatchObject({ kind: 'patch', id: 'a', fields: { disabled: { __jsExpr: "process.env.OFF === '1'" } } })
+    expect(patch).toMatchObject({
+      kind: 'patch',
+      id: 'a',
+      fields: { disabled: { __jsExpr: "process.env.OFF === '1'" } },
+    })
   })
 
   it('accepts an empty document and an empty list', () => {
@@ -51,24 +58,38 @@ describe('parseLayer', () => {
   })
 
   it('names the item and field of a bad row', () => {
-    expect(errorOf(() => parseLayer('- insert:\n    - { id: a, name: 3 }\n', F)).message)
-      .toBe(`${F}: [0].insert[0].name: must be a non-empty string (a package name or a relative path)`)
-    expect(errorOf(() => parseLayer('- id: x\n  config: {}\n- insert:\n    - { id: a }\n', F)).message)
-      .toBe(`${F}: [1].insert[0].name: is required`)
-    expect(errorOf(() => parseLayer('- id: a\n  colour: red\n', F)).message).toMatch(/^\/cfg\/cordis\.patch\.yml: \[0\]\.colour: unknown field/)
-    expect(errorOf(() => parseLayer('- id: a\n  disabled: maybe\n', F)).message).toBe(`${F}: [0].disabled: must be true, false or a !!js expression`)
-    expect(errorOf(() => parseLayer('- id: "a:b"\n  disabled: true\n', F)).message).toMatch(/\[0\]\.id: must not contain ":"/)
+    expect(errorOf(() => parseLayer('- insert:\n    - { id: a, name: 3 }\n', F)).message).toBe(
+      `${F}: [0].insert[0].name: must be a non-empty string (a package name or a relative path)`,
+    )
+    expect(errorOf(() => parseLayer('- id: x\n  config: {}\n- insert:\n    - { id: a }\n', F)).message).toBe(
+      `${F}: [1].insert[0].name: is required`,
+    )
+    expect(errorOf(() => parseLayer('- id: a\n  colour: red\n', F)).message).toMatch(
+      /^\/cfg\/cordis\.patch\.yml: \[0\]\.colour: unknown field/,
+    )
+    expect(errorOf(() => parseLayer('- id: a\n  disabled: maybe\n', F)).message).toBe(
+      `${F}: [0].disabled: must be true, false or a !!js expression`,
+    )
+    expect(errorOf(() => parseLayer('- id: "a:b"\n  disabled: true\n', F)).message).toMatch(
+      /\[0\]\.id: must not contain ":"/,
+    )
     expect(errorOf(() => parseLayer('- id: a\n', F)).message).toBe(`${F}: [0]: patch of "a" lists no field to replace`)
-    expect(errorOf(() => parseLayer('- insert: []\n  id: a\n', F)).message).toBe(`${F}: [0].id: an "insert" operation takes no other fields`)
+    expect(errorOf(() => parseLayer('- insert: []\n  id: a\n', F)).message).toBe(
+      `${F}: [0].id: an "insert" operation takes no other fields`,
+    )
     expect(errorOf(() => parseLayer('- 42\n', F)).message).toMatch(/\[0\]: an operation must be a map/)
-    expect(errorOf(() => parseLayer('- insert:\n    - { id: a, name: b, inject: [1] }\n', F)).message).toBe(`${F}: [0].insert[0].inject[0]: must be a service name`)
+    expect(errorOf(() => parseLayer('- insert:\n    - { id: a, name: b, inject: [1] }\n', F)).message).toBe(
+      `${F}: [0].insert[0].inject[0]: must be a service name`,
+    )
   })
 
   it('allows !!js only inside config and disabled', () => {
-    expect(errorOf(() => parseLayer('- insert:\n    - { id: a, name: !!js "x" }\n', F)).message)
-      .toBe(`${F}: [0].insert[0].name: !!js is only allowed inside "config" and "disabled"`)
-    expect(errorOf(() => parseLayer('- id: a\n  inject: [!!js x]\n', F)).message)
-      .toBe(`${F}: [0].inject[0]: !!js is only allowed inside "config" and "disabled"`)
+    expect(errorOf(() => parseLayer('- insert:\n    - { id: a, name: !!js "x" }\n', F)).message).toBe(
+      `${F}: [0].insert[0].name: !!js is only allowed inside "config" and "disabled"`,
+    )
+    expect(errorOf(() => parseLayer('- id: a\n  inject: [!!js x]\n', F)).message).toBe(
+      `${F}: [0].inject[0]: !!js is only allowed inside "config" and "disabled"`,
+    )
   })
 })
 
@@ -79,7 +100,9 @@ describe('applyLayers', () => {
       layer('- id: a\n  config: { y: { w: 3 } }\n  disabled: true\n', 'profile'),
     ])
     expect(warnings).toEqual([])
-    expect(rows.map((r) => r.row)).toEqual([{ id: 'a', name: 'pkg-a', config: { y: { w: 3 } }, inject: ['foo'], disabled: true }])
+    expect(rows.map((r) => r.row)).toEqual([
+      { id: 'a', name: 'pkg-a', config: { y: { w: 3 } }, inject: ['foo'], disabled: true },
+    ])
     expect(rows[0].layers).toEqual(['bundle', 'profile'])
   })
 
@@ -98,7 +121,10 @@ describe('applyLayers', () => {
       layer('- id: b\n  config: { n: 2 }\n- id: a\n  config: { n: 3 }\n', 'three'),
     ])
     expect(warnings).toEqual([])
-    expect(rows.map((r) => [r.row.id, r.row.config])).toEqual([['a', { n: 3 }], ['b', { n: 2 }]])
+    expect(rows.map((r) => [r.row.id, r.row.config])).toEqual([
+      ['a', { n: 3 }],
+      ['b', { n: 2 }],
+    ])
   })
 
   it('warns, naming the layer, when a patch names a missing id', () => {
@@ -108,11 +134,15 @@ describe('applyLayers', () => {
   })
 
   it('rejects a duplicate id, naming the file and both layers', () => {
-    const e = errorOf(() => applyLayers([
-      layer('- insert:\n    - { id: a, name: x }\n', 'first'),
-      layer('- insert:\n    - { id: b, name: y }\n    - { id: a, name: z }\n', 'second'),
-    ]))
-    expect(e.message).toBe('/cfg/second.yml: [0].insert[1].id: duplicate id "a" (already inserted by first); patch it with "- id: a" instead')
+    const e = errorOf(() =>
+      applyLayers([
+        layer('- insert:\n    - { id: a, name: x }\n', 'first'),
+        layer('- insert:\n    - { id: b, name: y }\n    - { id: a, name: z }\n', 'second'),
+      ]),
+    )
+    expect(e.message).toBe(
+      '/cfg/second.yml: [0].insert[1].id: duplicate id "a" (already inserted by first); patch it with "- id: a" instead',
+    )
   })
 
   it('records which layer last set the name (names resolve from there)', () => {

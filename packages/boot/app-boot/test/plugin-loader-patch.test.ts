@@ -12,7 +12,9 @@ const hasTasks = (loader: DshLoader) => (loader as DshLoader & { hasTasks(): boo
 
 /** What getTasks() returned before the patch: every entry's pending task, in entries() order. */
 function unpatchedTasks(loader: DshLoader): unknown[] {
-  return [...loader.entries()].map((entry) => entry._initTask || entry.fiber?.inertia).filter((task) => task !== undefined && task !== null)
+  return [...loader.entries()]
+    .map((entry) => entry._initTask || entry.fiber?.inertia)
+    .filter((task) => task !== undefined && task !== null)
 }
 
 /** A real cordis root with a DshLoader (groups enabled) mounted under it. */
@@ -42,7 +44,15 @@ it('reports the same pending tasks, in the same order, as the generator walk whi
   })
   const rows = [
     { id: 'a', name: 'file:///a.js' },
-    { id: 'g', name: 'cordis:group', group: true, config: [{ id: 'b', name: 'file:///b.js' }, { id: 'c', name: 'file:///c.js' }] },
+    {
+      id: 'g',
+      name: 'cordis:group',
+      group: true,
+      config: [
+        { id: 'b', name: 'file:///b.js' },
+        { id: 'c', name: 'file:///c.js' },
+      ],
+    },
     { id: 'd', name: 'file:///d.js' },
   ]
   const updating = loader.root.update(rows as never)
@@ -80,7 +90,10 @@ it('announces the loader to the tree only once every entry has settled', async (
     url === 'file:///slow.js'
       ? { name: 'slow', apply: () => new Promise<void>((resolve) => (release = resolve)) }
       : { name: 'fast', apply() {} }
-  const updating = loader.root.update([{ id: 'fast', name: 'file:///fast.js' }, { id: 'slow', name: 'file:///slow.js' }] as never)
+  const updating = loader.root.update([
+    { id: 'fast', name: 'file:///fast.js' },
+    { id: 'slow', name: 'file:///slow.js' },
+  ] as never)
   while (!release) await new Promise((resolve) => setTimeout(resolve, 1))
   // The fast entry has settled while the slow one is pending (only its task is left), and the
   // check that follows a settle (promise steps) has run: no announcement yet.

@@ -9,8 +9,14 @@ import { pathToFileURL } from 'node:url'
 import { Script } from 'node:vm'
 import { afterEach, expect, it } from 'vitest'
 
-type ToScript = (text: string, id: string, expected?: number) => Promise<{ script: string; imports: string; warnings: string[] }>
-const { toScript } = (await import(pathToFileURL(join(import.meta.dirname, '../../../../scripts/prelink-script.mjs')).href)) as { toScript: ToScript }
+type ToScript = (
+  text: string,
+  id: string,
+  expected?: number,
+) => Promise<{ script: string; imports: string; warnings: string[] }>
+const { toScript } = (await import(
+  pathToFileURL(join(import.meta.dirname, '../../../../scripts/prelink-script.mjs')).href
+)) as { toScript: ToScript }
 
 const dirs: string[] = []
 afterEach(() => {
@@ -18,13 +24,22 @@ afterEach(() => {
 })
 
 /** Writes the pair, imports the imports module and runs the script: its exports. */
-async function run(text: string, expected?: number): Promise<{ exports: Record<string, unknown>; script: string; imports: string }> {
+async function run(
+  text: string,
+  expected?: number,
+): Promise<{ exports: Record<string, unknown>; script: string; imports: string }> {
   const { script, imports } = await toScript(text, 'stack-test', expected)
   const dir = mkdtempSync(join(tmpdir(), 'dsh-prelink-script-'))
   dirs.push(dir)
   writeFileSync(join(dir, 'stack-test.imports.mjs'), imports)
-  const mod = (await import(pathToFileURL(join(dir, 'stack-test.imports.mjs')).href)) as { imports: unknown[]; load: (s: string) => Promise<unknown> }
-  const fn = new Script(script, { filename: join(dir, 'stack-test.script.js') }).runInThisContext() as (i: unknown[], l: unknown) => Promise<Record<string, unknown>>
+  const mod = (await import(pathToFileURL(join(dir, 'stack-test.imports.mjs')).href)) as {
+    imports: unknown[]
+    load: (s: string) => Promise<unknown>
+  }
+  const fn = new Script(script, { filename: join(dir, 'stack-test.script.js') }).runInThisContext() as (
+    i: unknown[],
+    l: unknown,
+  ) => Promise<Record<string, unknown>>
   return { exports: await fn(mod.imports, mod.load), script, imports }
 }
 
@@ -42,7 +57,7 @@ const BUNDLE = [
   '} from "node:events";',
   '',
   '// a comment saying import x from "nowhere"',
-  'var text = "import y from \'nowhere\'; import(\'nowhere\')";',
+  "var text = \"import y from 'nowhere'; import('nowhere')\";",
   'var template = `export { nothing }`;',
   'var lazy = () => import("node:crypto");',
   'function fails() { throw new Error("line 15") }',
@@ -57,23 +72,34 @@ it('keeps every binding, strings and comments, and import()', async () => {
   const { exports } = await run(BUNDLE, 6)
   const modules = exports.modules as Record<string, unknown>
   expect(modules).toMatchObject({
-    join: 'a/b', separator: '/', readFile: 'function', util: 'function', format: '1', emitter: 'function', onceEvent: 'function',
+    join: 'a/b',
+    separator: '/',
+    readFile: 'function',
+    util: 'function',
+    format: '1',
+    emitter: 'function',
+    onceEvent: 'function',
     text: "import y from 'nowhere'; import('nowhere')",
     template: 'export { nothing }',
   })
   expect(typeof modules.platform).toBe('string')
-  const crypto = (await (modules.lazy as () => Promise<{ createHash?: unknown }>)())
+  const crypto = await (modules.lazy as () => Promise<{ createHash?: unknown }>)()
   expect(typeof crypto.createHash).toBe('function')
 })
 
-it('imports the specifiers in the module\'s order, and keeps its line numbers', async () => {
+it("imports the specifiers in the module's order, and keeps its line numbers", async () => {
   const { exports, imports } = await run(BUNDLE)
   expect([...imports.matchAll(/^import \* as i\d+ from "([^"]+)"$/gm)].map((m) => m[1])).toEqual([
-    'node:path', 'node:os', 'node:fs', 'node:util', 'node:url', 'node:events',
+    'node:path',
+    'node:os',
+    'node:fs',
+    'node:util',
+    'node:url',
+    'node:events',
   ])
   let stack = ''
   try {
-    ;((exports.modules as Record<string, () => void>).fails)()
+    ;(exports.modules as Record<string, () => void>).fails()
   } catch (error) {
     stack = (error as Error).stack ?? ''
   }
@@ -83,10 +109,16 @@ it('imports the specifiers in the module\'s order, and keeps its line numbers', 
 it('fails the build on what it cannot carry over', async () => {
   // A count that differs from esbuild's: some import was not found.
   await expect(toScript(BUNDLE, 'stack-test', 7)).rejects.toThrow(/found 6 import statements, esbuild reports 7/)
-  await expect(toScript('var u = import.meta.url;\nexport { u };\n', 'stack-test')).rejects.toThrow(/import\.meta|not handled/)
-  await expect(toScript('var a = 1, b = 2;\nexport { a };\nexport { b };\n', 'stack-test')).rejects.toThrow(/2 export statements/)
+  await expect(toScript('var u = import.meta.url;\nexport { u };\n', 'stack-test')).rejects.toThrow(
+    /import\.meta|not handled/,
+  )
+  await expect(toScript('var a = 1, b = 2;\nexport { a };\nexport { b };\n', 'stack-test')).rejects.toThrow(
+    /2 export statements/,
+  )
   await expect(toScript('var a = 1;\n', 'stack-test')).rejects.toThrow(/0 export statements/)
-  await expect(toScript('import data from "./x.json" with { type: "json" };\nexport { data };\n', 'stack-test')).rejects.toThrow(/not handled/)
+  await expect(
+    toScript('import data from "./x.json" with { type: "json" };\nexport { data };\n', 'stack-test'),
+  ).rejects.toThrow(/not handled/)
   await expect(toScript('var a = ;\nexport { a };\n', 'stack-test')).rejects.toThrow()
 })
 

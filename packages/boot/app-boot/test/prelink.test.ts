@@ -1,6 +1,16 @@
 // loadPrelinked: prelinked layer files are used only when they cover every row and every input
 // file is unchanged; otherwise the reason is reported and the boot imports file by file.
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -23,9 +33,16 @@ function checkout() {
   const dir = join(root, 'prelinked/dsh')
   mkdirSync(dir, { recursive: true })
   // The layer file exports the row's namespace (what esbuild writes, inlined by hand).
-  writeFileSync(join(dir, 'bundles-base.mjs'), `const ns = Object.freeze({ name: 'from-prelinked' })\nexport const modules = { ${JSON.stringify(rowUrl)}: ns }\n`)
+  writeFileSync(
+    join(dir, 'bundles-base.mjs'),
+    `const ns = Object.freeze({ name: 'from-prelinked' })\nexport const modules = { ${JSON.stringify(rowUrl)}: ns }\n`,
+  )
   const st = statSync(source)
-  const manifest = { variant: 'dsh', layers: { 'bundles-base': { modules: [rowUrl] } }, inputs: [['pkg/dist/index.js', st.size, st.mtimeMs]] }
+  const manifest = {
+    variant: 'dsh',
+    layers: { 'bundles-base': { modules: [rowUrl] } },
+    inputs: [['pkg/dist/index.js', st.size, st.mtimeMs]],
+  }
   writeFileSync(join(dir, 'manifest.json'), JSON.stringify(manifest))
   return { root, source, rowUrl, dir, manifest }
 }
@@ -40,7 +57,9 @@ it('serves every covered row from the layer file while its inputs are unchanged'
 it('refuses, with the reason, a changed or missing input, an unlisted row, another variant, DSH_NO_PRELINK', async () => {
   const a = checkout()
   utimesSync(a.source, new Date(), new Date(Date.now() + 5_000))
-  expect((await loadPrelinked([a.rowUrl], 'dsh', { root: a.root, env: {} })).reason).toMatch(/pkg\/dist\/index\.js changed after prelinking/)
+  expect((await loadPrelinked([a.rowUrl], 'dsh', { root: a.root, env: {} })).reason).toMatch(
+    /pkg\/dist\/index\.js changed after prelinking/,
+  )
 
   const b = checkout()
   writeFileSync(b.source, 'export const name = "edited, same mtime is unlikely"\n')
@@ -59,15 +78,22 @@ it('refuses, with the reason, a changed or missing input, an unlisted row, anoth
   expect((await loadPrelinked([d.rowUrl], 'acp', { root: d.root, env: {} })).reason).toMatch(/no prelinked modules/)
   mkdirSync(join(d.root, 'prelinked/acp'))
   writeFileSync(join(d.root, 'prelinked/acp/manifest.json'), JSON.stringify({ ...d.manifest }))
-  expect((await loadPrelinked([d.rowUrl], 'acp', { root: d.root, env: {} })).reason).toMatch(/is not the acp variant's manifest/)
+  expect((await loadPrelinked([d.rowUrl], 'acp', { root: d.root, env: {} })).reason).toMatch(
+    /is not the acp variant's manifest/,
+  )
 
-  expect((await loadPrelinked([d.rowUrl], 'dsh', { root: d.root, env: { DSH_NO_PRELINK: '1' } })).reason).toBe('DSH_NO_PRELINK is set')
+  expect((await loadPrelinked([d.rowUrl], 'dsh', { root: d.root, env: { DSH_NO_PRELINK: '1' } })).reason).toBe(
+    'DSH_NO_PRELINK is set',
+  )
 })
 
 it('an early layer file that does not load is a reason, not a crash', async () => {
   const { root, rowUrl, dir, manifest } = checkout()
   writeFileSync(join(dir, 'bundles-base.mjs'), 'export const modules = {\n')
-  writeFileSync(join(dir, 'manifest.json'), JSON.stringify({ ...manifest, layers: { 'bundles-base': { modules: [rowUrl], early: true } } }))
+  writeFileSync(
+    join(dir, 'manifest.json'),
+    JSON.stringify({ ...manifest, layers: { 'bundles-base': { modules: [rowUrl], early: true } } }),
+  )
   const decision = await loadPrelinked([rowUrl], 'dsh', { root, env: {} })
   expect(decision.importers).toBeUndefined()
   expect(decision.reason).toMatch(/did not load/)
@@ -79,7 +105,10 @@ function withEarlyRow(late: string) {
   const earlySource = join(c.root, 'pkg/dist/early.js')
   writeFileSync(earlySource, 'export const name = "early-from-file"\n')
   const earlyUrl = pathToFileURL(earlySource).href
-  writeFileSync(join(c.dir, 'bundles-base.early.mjs'), `export const modules = { ${JSON.stringify(earlyUrl)}: { name: 'early' } }\n`)
+  writeFileSync(
+    join(c.dir, 'bundles-base.early.mjs'),
+    `export const modules = { ${JSON.stringify(earlyUrl)}: { name: 'early' } }\n`,
+  )
   writeFileSync(join(c.dir, 'bundles-base.mjs'), late)
   const st = statSync(earlySource)
   const manifest = {
@@ -99,7 +128,10 @@ it('returns once the early rows are loaded; the other files load only once start
   global.__dshPrelinkGate = new Promise<void>((resolve) => (open = resolve))
   global.__dshLateStarted = false
   const c = withEarlyRow('')
-  writeFileSync(join(c.dir, 'bundles-base.mjs'), `globalThis.__dshLateStarted = true\nawait globalThis.__dshPrelinkGate\nexport const modules = { ${JSON.stringify(c.rowUrl)}: { name: 'late' } }\n`)
+  writeFileSync(
+    join(c.dir, 'bundles-base.mjs'),
+    `globalThis.__dshLateStarted = true\nawait globalThis.__dshPrelinkGate\nexport const modules = { ${JSON.stringify(c.rowUrl)}: { name: 'late' } }\n`,
+  )
   const decision = await loadPrelinked([c.earlyUrl, c.rowUrl], 'dsh', { root: c.root, env: {} })
   expect(decision.reason).toBeUndefined()
   expect([...decision.early!]).toEqual([c.earlyUrl])
@@ -123,7 +155,7 @@ it('returns once the early rows are loaded; the other files load only once start
   expect(late).toEqual({ name: 'late' })
 })
 
-it('a late layer file that does not load falls back to the row\'s own module', async () => {
+it("a late layer file that does not load falls back to the row's own module", async () => {
   const c = withEarlyRow('export const modules = {\n')
   const imported: string[] = []
   const importFile = async (url: string) => (imported.push(url), import(url))
@@ -131,7 +163,7 @@ it('a late layer file that does not load falls back to the row\'s own module', a
   expect(decision.reason).toBeUndefined()
   expect(await decision.importers![c.earlyUrl]()).toEqual({ name: 'early' })
   decision.startRest!()
-  expect({ ...(await decision.importers![c.rowUrl]() as object) }).toEqual({ name: 'from-file' })
+  expect({ ...((await decision.importers![c.rowUrl]()) as object) }).toEqual({ name: 'from-file' })
   expect(imported).toEqual([c.rowUrl])
 })
 
@@ -143,8 +175,19 @@ function withStack(body: string, extra: Record<string, unknown> = {}) {
   const c = checkout()
   const script = `(async function (__imports, __import) {"use strict";${body}\n})`
   writeFileSync(join(c.dir, 'stack-test.script.js'), script)
-  writeFileSync(join(c.dir, 'stack-test.imports.mjs'), 'import * as i0 from "node:path"\nexport const imports = [i0]\nexport const load = (s) => import(s)\n')
-  const stack = { layers: ['bundles/base/cordis.patch.yml'], modules: [c.rowUrl], early: [], script: 'stack-test.script.js', imports: 'stack-test.imports.mjs', hash: 'h1', ...extra }
+  writeFileSync(
+    join(c.dir, 'stack-test.imports.mjs'),
+    'import * as i0 from "node:path"\nexport const imports = [i0]\nexport const load = (s) => import(s)\n',
+  )
+  const stack = {
+    layers: ['bundles/base/cordis.patch.yml'],
+    modules: [c.rowUrl],
+    early: [],
+    script: 'stack-test.script.js',
+    imports: 'stack-test.imports.mjs',
+    hash: 'h1',
+    ...extra,
+  }
   writeFileSync(join(c.dir, 'manifest.json'), JSON.stringify({ ...c.manifest, stacks: { 'stack-test': stack } }))
   const cacheDir = join(c.root, 'home/.cache/compile')
   return { ...c, cacheDir }
@@ -162,7 +205,10 @@ it('serves the rows from a stack that holds them all, with no code cache unless 
   expect(await layerDecision.importers![c.rowUrl]()).toEqual({ name: 'from-prelinked' })
 
   const s = withStack('')
-  writeFileSync(join(s.dir, 'stack-test.script.js'), `(async function (__imports, __import) {"use strict";${STACK_BODY(s.rowUrl)}\n})`)
+  writeFileSync(
+    join(s.dir, 'stack-test.script.js'),
+    `(async function (__imports, __import) {"use strict";${STACK_BODY(s.rowUrl)}\n})`,
+  )
   const decision = await loadPrelinked([s.rowUrl], 'dsh', { root: s.root, env: {} })
   expect(decision.reason).toBeUndefined()
   expect(decision.stack).toEqual({ id: 'stack-test', cache: 'off' })
@@ -174,7 +220,10 @@ it('serves the rows from a stack that holds them all, with no code cache unless 
 
 it('writes the code cache once, uses it next time (import() still works), and keys it to the exact script file', async () => {
   const s = withStack('')
-  writeFileSync(join(s.dir, 'stack-test.script.js'), `(async function (__imports, __import) {"use strict";${STACK_BODY(s.rowUrl)}\n})`)
+  writeFileSync(
+    join(s.dir, 'stack-test.script.js'),
+    `(async function (__imports, __import) {"use strict";${STACK_BODY(s.rowUrl)}\n})`,
+  )
   const first = await loadPrelinked([s.rowUrl], 'dsh', { root: s.root, env: {}, cacheDir: s.cacheDir })
   expect(first.stack).toEqual({ id: 'stack-test', cache: 'absent' })
   expect(existsSync(s.cacheDir)).toBe(false)
@@ -206,16 +255,23 @@ it('writes the code cache once, uses it next time (import() still works), and ke
 
 it('a stack that throws, or does not export a row it lists, is a reason (the boot then loads file by file)', async () => {
   const a = withStack('throw new Error("row exploded")')
-  expect((await loadPrelinked([a.rowUrl], 'dsh', { root: a.root, env: {} })).reason).toMatch(/prelinked stack stack-test .* did not load: row exploded/)
+  expect((await loadPrelinked([a.rowUrl], 'dsh', { root: a.root, env: {} })).reason).toMatch(
+    /prelinked stack stack-test .* did not load: row exploded/,
+  )
   const b = withStack('return { modules: {} }')
-  expect((await loadPrelinked([b.rowUrl], 'dsh', { root: b.root, env: {} })).reason).toMatch(/the stack does not export/)
+  expect((await loadPrelinked([b.rowUrl], 'dsh', { root: b.root, env: {} })).reason).toMatch(
+    /the stack does not export/,
+  )
   const c = withStack('return {}')
   expect((await loadPrelinked([c.rowUrl], 'dsh', { root: c.root, env: {} })).reason).toMatch(/exported no modules/)
 })
 
 it('a code cache that cannot be written (a home that is not writable) costs only the next compile', async () => {
   const s = withStack('')
-  writeFileSync(join(s.dir, 'stack-test.script.js'), `(async function (__imports, __import) {"use strict";${STACK_BODY(s.rowUrl)}\n})`)
+  writeFileSync(
+    join(s.dir, 'stack-test.script.js'),
+    `(async function (__imports, __import) {"use strict";${STACK_BODY(s.rowUrl)}\n})`,
+  )
   // The cache directory would sit under a regular file: mkdir fails whatever the user's rights.
   const blocked = join(s.root, 'not-a-dir')
   writeFileSync(blocked, '')

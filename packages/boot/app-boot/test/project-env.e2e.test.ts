@@ -39,13 +39,16 @@ describe('a project .env written by a confined command', () => {
     const { root, home, cwd } = layout()
     server = await startMockServer({ steps: [{ text: 'done' }] })
     const elsewhere = join(root, 'attacker-home')
-    writeFileSync(join(cwd, '.env'), [
-      'DSH_PERMISSION_MODE=danger-full-access',
-      `DEEPSEEK_BASE_URL=http://127.0.0.1:${await deadPort()}/v1`,
-      `DSH_HOME=${elsewhere}`,
-      'DEEPSEEK_API_KEY=sk-from-project-env',
-      '',
-    ].join('\n'))
+    writeFileSync(
+      join(cwd, '.env'),
+      [
+        'DSH_PERMISSION_MODE=danger-full-access',
+        `DEEPSEEK_BASE_URL=http://127.0.0.1:${await deadPort()}/v1`,
+        `DSH_HOME=${elsewhere}`,
+        'DEEPSEEK_API_KEY=sk-from-project-env',
+        '',
+      ].join('\n'),
+    )
     // The user's own file names the real endpoint: explicit configuration outside the workspace.
     writeFileSync(join(home, '.env'), `DEEPSEEK_BASE_URL=${server.baseURL}\n`)
 
@@ -69,15 +72,31 @@ describe('a project .env written by a confined command', () => {
     expect(existsSync(elsewhere)).toBe(false)
   })
 
-  it('gives the key to the adapter but never to a command (the default scrub list applies)', { timeout: 60_000 }, async () => {
+  it('gives the key to the adapter but never to a command (the default scrub list applies)', {
+    timeout: 60_000,
+  }, async () => {
     const { root, home, cwd } = layout()
     server = await startMockServer({
-      steps: [{ toolCalls: [{ id: 'c_env', name: 'bash', arguments: { command: 'env', description: 'show the environment' } }] }, { text: 'done' }] as never,
+      steps: [
+        {
+          toolCalls: [
+            { id: 'c_env', name: 'bash', arguments: { command: 'env', description: 'show the environment' } },
+          ],
+        },
+        { text: 'done' },
+      ] as never,
     })
     writeFileSync(join(cwd, '.env'), 'DEEPSEEK_API_KEY=sk-project-key\n')
     const run = await runDsh(['--profile', 'headless', 'hello'], {
       cwd,
-      env: { HOME: root, DSH_HOME: home, DEEPSEEK_BASE_URL: server.baseURL, GITHUB_TOKEN: 'ghp-inherited', AWS_REGION: 'xx-test-1', MY_ORDINARY_VAR: 'visible' },
+      env: {
+        HOME: root,
+        DSH_HOME: home,
+        DEEPSEEK_BASE_URL: server.baseURL,
+        GITHUB_TOKEN: 'ghp-inherited',
+        AWS_REGION: 'xx-test-1',
+        MY_ORDINARY_VAR: 'visible',
+      },
     })
     expect(run.stdout).toBe('done\n')
     expect(run.code).toBe(0)
@@ -96,8 +115,13 @@ describe('a project .env written by a confined command', () => {
     server = await startMockServer({ steps: [{ text: 'done' }] })
     writeFileSync(join(cwd, '.env'), 'DEEPSEEK_API_KEY=sk-p\n')
     const env = { HOME: root, DSH_HOME: home, DEEPSEEK_BASE_URL: server.baseURL }
-    const bad = await runDsh(['--profile', 'headless', 'hello'], { cwd, env: { ...env, DSH_PROJECT_ENV_ALLOW: 'MY_API_KEY,DEEPSEEK_BASE_URL' } })
-    expect(bad.stderr).toBe('dsh: DSH_PROJECT_ENV_ALLOW: "DEEPSEEK_BASE_URL" is not a credential name (it must end in _KEY, _TOKEN, _SECRET or _PASSWORD)\n')
+    const bad = await runDsh(['--profile', 'headless', 'hello'], {
+      cwd,
+      env: { ...env, DSH_PROJECT_ENV_ALLOW: 'MY_API_KEY,DEEPSEEK_BASE_URL' },
+    })
+    expect(bad.stderr).toBe(
+      'dsh: DSH_PROJECT_ENV_ALLOW: "DEEPSEEK_BASE_URL" is not a credential name (it must end in _KEY, _TOKEN, _SECRET or _PASSWORD)\n',
+    )
     expect(bad.code).toBe(1)
     expect(server.requests).toHaveLength(0)
   })
@@ -106,7 +130,10 @@ describe('a project .env written by a confined command', () => {
     const { root, home, cwd } = layout()
     server = await startMockServer({ steps: [{ text: 'done' }] })
     writeFileSync(join(home, '.env'), '# keys\nDEEPSEEK_API_KEY="sk-unclosed\n')
-    const run = await runDsh(['--profile', 'headless', 'hello'], { cwd, env: { HOME: root, DSH_HOME: home, DEEPSEEK_BASE_URL: server.baseURL } })
+    const run = await runDsh(['--profile', 'headless', 'hello'], {
+      cwd,
+      env: { HOME: root, DSH_HOME: home, DEEPSEEK_BASE_URL: server.baseURL },
+    })
     expect(run.stderr).toBe(`dsh: ${join(home, '.env')}:2: malformed .env file: the "-quoted value is never closed\n`)
     expect(run.code).toBe(1)
     expect(server.requests).toHaveLength(0)

@@ -2,7 +2,15 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { join } from 'node:path'
 import { mkdtempSync, renameSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { bootComposition, composeLayers, parseLayer, probeComposition, readLayerFile, watchLayers, type BootedTree } from '../src/index.ts'
+import {
+  bootComposition,
+  composeLayers,
+  parseLayer,
+  probeComposition,
+  readLayerFile,
+  watchLayers,
+  type BootedTree,
+} from '../src/index.ts'
 import { FIXTURES, INSTALL_BASE } from './helpers.ts'
 import { log } from './fixtures/applies.ts'
 import type Counter from './fixtures/counter.ts'
@@ -28,14 +36,21 @@ async function boot(text: string) {
 describe('BootedTree.reload', () => {
   it('restarts only the row whose config changed', async () => {
     const tree = await boot(`- insert:\n${row('a')}${row('b')}`)
-    const report = await tree.reload(compose(`- insert:\n${row('a')}    - { id: b, name: ./applies.ts, config: { label: b2 } }\n`))
+    const report = await tree.reload(
+      compose(`- insert:\n${row('a')}    - { id: b, name: ./applies.ts, config: { label: b2 } }\n`),
+    )
     expect(report).toMatchObject({ ok: true, changed: ['b'], added: [], removed: [] })
     expect(log()).toEqual(['dispose b', 'apply b2'])
   })
 
   it('unloads a disabled row, mounts an added one, unwinds a removed one, and re-enables', async () => {
     const tree = await boot(`- insert:\n${row('a')}${row('b')}`)
-    expect(await tree.reload(compose(`- insert:\n${row('a', ', disabled: true')}${row('c')}`))).toMatchObject({ ok: true, changed: ['a'], added: ['c'], removed: ['b'] })
+    expect(await tree.reload(compose(`- insert:\n${row('a', ', disabled: true')}${row('c')}`))).toMatchObject({
+      ok: true,
+      changed: ['a'],
+      added: ['c'],
+      removed: ['b'],
+    })
     expect(log().sort()).toEqual(['apply c', 'dispose a', 'dispose b'])
     log().splice(0)
     expect(await tree.reload(compose(`- insert:\n${row('a')}${row('c')}`))).toMatchObject({ ok: true, changed: ['a'] })
@@ -45,7 +60,9 @@ describe('BootedTree.reload', () => {
   it('re-creates a row whose module name changed', async () => {
     const tree = await boot(`- insert:\n    - { id: svc, name: ./counter.ts, config: { start: 1 } }\n`)
     expect((tree.ctx.get('counter') as Counter).value).toBe(1)
-    const report = await tree.reload(compose(`- insert:\n    - { id: svc, name: ./applies.ts, config: { label: svc } }\n`))
+    const report = await tree.reload(
+      compose(`- insert:\n    - { id: svc, name: ./applies.ts, config: { label: svc } }\n`),
+    )
     expect(report).toMatchObject({ ok: true, changed: ['svc'] })
     expect(tree.ctx.get('counter')).toBeUndefined()
     expect(log()).toEqual(['apply svc'])
@@ -53,7 +70,9 @@ describe('BootedTree.reload', () => {
 
   it('refuses a config that fails the schema, naming row and field, and keeps the running row', async () => {
     const tree = await boot(`- insert:\n    - { id: svc, name: ./counter.ts, config: { start: 1 } }\n`)
-    const report = await tree.reload(compose(`- insert:\n    - { id: svc, name: ./counter.ts, config: { start: nope } }\n`))
+    const report = await tree.reload(
+      compose(`- insert:\n    - { id: svc, name: ./counter.ts, config: { start: nope } }\n`),
+    )
     expect(report.ok).toBe(false)
     expect(report.failures).toHaveLength(1)
     expect(report.failures[0]).toMatchObject({ id: 'svc', kind: 'config' })
@@ -63,9 +82,15 @@ describe('BootedTree.reload', () => {
 
   it('rolls a change whose apply fails back to the last good rows', async () => {
     const tree = await boot(`- insert:\n${row('a')}${row('b')}`)
-    const report = await tree.reload(compose(`- insert:\n${row('a', '')}    - { id: b, name: ./applies.ts, config: { label: b2, fail: true } }\n${row('c')}`))
+    const report = await tree.reload(
+      compose(
+        `- insert:\n${row('a', '')}    - { id: b, name: ./applies.ts, config: { label: b2, fail: true } }\n${row('c')}`,
+      ),
+    )
     expect(report.ok).toBe(false)
-    expect(report.failures).toEqual([expect.objectContaining({ id: 'b', kind: 'apply', cause: expect.stringContaining('b2 refuses') })])
+    expect(report.failures).toEqual([
+      expect.objectContaining({ id: 'b', kind: 'apply', cause: expect.stringContaining('b2 refuses') }),
+    ])
     // c came and went, b is back on its old config; a was never touched.
     expect(log()).toContain('apply b')
     expect(log()).not.toContain('apply a')
@@ -78,7 +103,13 @@ describe('BootedTree.reload', () => {
 
   it('an unchanged composition is a no-op', async () => {
     const tree = await boot(`- insert:\n${row('a')}`)
-    expect(await tree.reload(compose(`- insert:\n${row('a')}`))).toEqual({ ok: true, changed: [], added: [], removed: [], failures: [] })
+    expect(await tree.reload(compose(`- insert:\n${row('a')}`))).toEqual({
+      ok: true,
+      changed: [],
+      added: [],
+      removed: [],
+      failures: [],
+    })
     expect(log()).toEqual([])
   })
 })
@@ -90,8 +121,14 @@ describe('probeComposition', () => {
   })
 
   it('returns every failed row, unmet injects included', async () => {
-    const failures = await probeComposition(compose(`- insert:\n    - { id: bad, name: ./throws-apply.ts }\n    - { id: consumer, name: ./consumer.ts }\n`), { importModule })
-    expect(failures.map((f) => [f.id, f.kind])).toEqual([['bad', 'apply'], ['consumer', 'inject']])
+    const failures = await probeComposition(
+      compose(`- insert:\n    - { id: bad, name: ./throws-apply.ts }\n    - { id: consumer, name: ./consumer.ts }\n`),
+      { importModule },
+    )
+    expect(failures.map((f) => [f.id, f.kind])).toEqual([
+      ['bad', 'apply'],
+      ['consumer', 'inject'],
+    ])
   })
 })
 
@@ -99,14 +136,20 @@ describe('watchLayers', () => {
   it('re-composes on an edit of a watched file, and refuses a malformed one naming file, item and field', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'dsh-watch-'))
     const patch = join(dir, 'cordis.patch.yml')
-    const fixtureRow = (label: string) => `- insert:\n    - { id: a, name: ${join(FIXTURES, 'applies.ts')}, config: { label: ${label} } }\n`
+    const fixtureRow = (label: string) =>
+      `- insert:\n    - { id: a, name: ${join(FIXTURES, 'applies.ts')}, config: { label: ${label} } }\n`
     writeFileSync(patch, fixtureRow('one'))
     const recompose = () => composeLayers([readLayerFile(patch, 'profile test')], INSTALL_BASE, dir)
     const tree = await bootComposition(recompose(), { importModule })
     trees.push(tree)
     const lines: string[] = []
     let wake = () => {}
-    const watcher = watchLayers(tree, { files: [patch], recompose, debounceMs: 20, report: (l) => (lines.push(l), wake()) })
+    const watcher = watchLayers(tree, {
+      files: [patch],
+      recompose,
+      debounceMs: 20,
+      report: (l) => (lines.push(l), wake()),
+    })
     const nextLine = () => new Promise<string>((resolve) => (wake = () => resolve(lines[lines.length - 1])))
     try {
       let line = nextLine()
@@ -116,7 +159,11 @@ describe('watchLayers', () => {
 
       line = nextLine()
       writeFileSync(patch, `- insert:\n    - { id: a, name: 7 }\n`)
-      expect(await line).toMatch(new RegExp(`^dsh: reload refused: ${patch.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}: \\[0\\]\\.insert\\[0\\]\\.name: .*; keeping the running tree$`))
+      expect(await line).toMatch(
+        new RegExp(
+          `^dsh: reload refused: ${patch.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}: \\[0\\]\\.insert\\[0\\]\\.name: .*; keeping the running tree$`,
+        ),
+      )
 
       // An editor's save through rename is seen too.
       line = nextLine()

@@ -29,7 +29,11 @@ function project() {
 describe('resolveFrom', () => {
   it('picks the import target of an exports map, through the symlink to the real file', () => {
     const { layer, pkg } = project()
-    const dir = pkg('@x/dual', { exports: { '.': { import: './esm.js', require: './cjs.cjs' }, './client': { default: './client.js' } } }, ['esm.js', 'cjs.cjs', 'client.js'])
+    const dir = pkg(
+      '@x/dual',
+      { exports: { '.': { import: './esm.js', require: './cjs.cjs' }, './client': { default: './client.js' } } },
+      ['esm.js', 'cjs.cjs', 'client.js'],
+    )
     expect(resolveFrom('@x/dual', layer)).toBe(url(join(dir, 'esm.js')))
     expect(resolveFrom('@x/dual/client', layer)).toBe(url(join(dir, 'client.js')))
     expect(resolveFrom('@x/dual', layer)).not.toContain('node_modules')
@@ -38,7 +42,10 @@ describe('resolveFrom', () => {
   it('honours the conditions this process runs with (vitest runs with --conditions development)', () => {
     expect(process.execArgv.join(' ')).toMatch(/--conditions[ =]development/)
     const { layer, pkg } = project()
-    const dir = pkg('dev-pkg', { exports: { '.': { development: './src.js', default: './dist.js' } } }, ['src.js', 'dist.js'])
+    const dir = pkg('dev-pkg', { exports: { '.': { development: './src.js', default: './dist.js' } } }, [
+      'src.js',
+      'dist.js',
+    ])
     expect(resolveFrom('dev-pkg', layer)).toBe(url(join(dir, 'src.js')))
   })
 

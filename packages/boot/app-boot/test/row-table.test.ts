@@ -2,7 +2,18 @@
 // table, but only when each entry's checks pass; every answer must equal real resolution. Real
 // files, real symlinks, real resolution (composeProfile/composeLayers with the table off).
 import { execFileSync } from 'node:child_process'
-import { cpSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs'
+import {
+  cpSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  unlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { describe, expect, it } from 'vitest'
@@ -24,7 +35,10 @@ const SHIPPED_LAYERS = [
 
 /** Every row (group children included) as `id name -> url`, for comparing compositions. */
 function urls(rows: ResolvedRow[] | undefined): string[] {
-  return (rows ?? []).flatMap((r) => [`${r.row.id ?? ''} ${r.row.name} -> ${r.url ?? r.resolveError}`, ...urls(r.children)])
+  return (rows ?? []).flatMap((r) => [
+    `${r.row.id ?? ''} ${r.row.name} -> ${r.url ?? r.resolveError}`,
+    ...urls(r.children),
+  ])
 }
 
 /**
@@ -64,7 +78,9 @@ describe('row table: the shipped layers', () => {
     // The app layers (dsh-acp, dsh-jsonrpc-agent, `dsh sessions`) on top of the base layer.
     for (const extra of SHIPPED_LAYERS.slice(4)) {
       const layers = onBase(extra)
-      const fast = composeLayers(layers, INSTALL_BASE, dirname(extra), { rowTable: loadRowTable({ file, root: CHECKOUT, env: {} }) })
+      const fast = composeLayers(layers, INSTALL_BASE, dirname(extra), {
+        rowTable: loadRowTable({ file, root: CHECKOUT, env: {} }),
+      })
       const real = composeLayers(layers, INSTALL_BASE, dirname(extra), { rowTable: false })
       expect(urls(fast.rows)).toEqual(urls(real.rows))
       expect(fast.rowTable?.used).toBeGreaterThan(50)
@@ -99,8 +115,16 @@ describe('row table: the shipped layers', () => {
     `
     const env: NodeJS.ProcessEnv = { ...process.env, NODE_OPTIONS: '' }
     delete env.DSH_NO_PRELINK
-    const stdout = execFileSync(process.execPath, ['--input-type=module', '-e', code, tempDir(), TEMPLATES, INSTALL_BASE, JSON.stringify(SHIPPED_LAYERS)], { env, encoding: 'utf8' })
-    const results = JSON.parse(stdout) as Array<{ name: string; same: boolean; table: { used: number; fallback: number; reason?: string } }>
+    const stdout = execFileSync(
+      process.execPath,
+      ['--input-type=module', '-e', code, tempDir(), TEMPLATES, INSTALL_BASE, JSON.stringify(SHIPPED_LAYERS)],
+      { env, encoding: 'utf8' },
+    )
+    const results = JSON.parse(stdout) as Array<{
+      name: string
+      same: boolean
+      table: { used: number; fallback: number; reason?: string }
+    }>
     expect(results).toHaveLength(6)
     for (const r of results) {
       expect(r.same, r.name).toBe(true)
@@ -118,7 +142,10 @@ describe('row table: the shipped layers', () => {
  */
 function project() {
   const root = tempDir('dsh-rowtable-proj-')
-  const layerFile = write(join(root, 'bundle', 'sub', 'cordis.patch.yml'), '- insert:\n    - { id: a, name: "@x/a" }\n    - { id: b, name: "@x/b/extra" }\n')
+  const layerFile = write(
+    join(root, 'bundle', 'sub', 'cordis.patch.yml'),
+    '- insert:\n    - { id: a, name: "@x/a" }\n    - { id: b, name: "@x/b/extra" }\n',
+  )
   const pkg = (name: string, exports: unknown, files: string[], at = join(root, 'store', name.replace('/', '+'))) => {
     write(join(at, 'package.json'), JSON.stringify({ name, exports }))
     for (const f of files) write(join(at, f), `export const from = ${JSON.stringify(at)}\n`)
@@ -153,15 +180,24 @@ describe('row table: entries that can no longer be trusted fall back', () => {
   it('answers both names from the table while nothing changed', () => {
     const p = project()
     const table = JSON.parse(readFileSync(p.file, 'utf8')) as RowTableFile
-    expect(table.layers[p.layerFile]['@x/a'][1]).toEqual([join(p.root, 'bundle/sub/node_modules/@x/a/package.json'), join(p.root, 'bundle/node_modules/@x/a/package.json')])
+    expect(table.layers[p.layerFile]['@x/a'][1]).toEqual([
+      join(p.root, 'bundle/sub/node_modules/@x/a/package.json'),
+      join(p.root, 'bundle/node_modules/@x/a/package.json'),
+    ])
     const { report, rows } = agree(p)
     expect(report).toMatchObject({ used: 2, fallback: 0 })
-    expect(rows).toEqual([`a @x/a -> ${pathToFileURL(join(p.a, 'dist/a.js')).href}`, `b @x/b/extra -> ${pathToFileURL(join(p.b, 'lib/extra.js')).href}`])
+    expect(rows).toEqual([
+      `a @x/a -> ${pathToFileURL(join(p.a, 'dist/a.js')).href}`,
+      `b @x/b/extra -> ${pathToFileURL(join(p.b, 'lib/extra.js')).href}`,
+    ])
   })
 
   it('a package.json edited (another export target)', () => {
     const p = project()
-    writeFileSync(join(p.a, 'package.json'), JSON.stringify({ name: '@x/a', exports: { '.': { import: './dist/other.js' } } }))
+    writeFileSync(
+      join(p.a, 'package.json'),
+      JSON.stringify({ name: '@x/a', exports: { '.': { import: './dist/other.js' } } }),
+    )
     const { report, rows } = agree(p)
     expect(rows[0]).toContain('dist/other.js')
     expect(report).toMatchObject({ used: 1, fallback: 1 })
@@ -236,8 +272,12 @@ describe('row table: entries that can no longer be trusted fall back', () => {
     const other = tableFile({ ...table, conditions: [...table.conditions, 'extra'] })
     expect(loadRowTable({ file: other, root: p.root, env: {} }).reason).toMatch(/resolved with conditions .*extra/)
     expect(resolveConditions()).toContain('development') // vitest's own
-    expect(loadRowTable({ file: tableFile({ ...table, conditions: [] }), root: p.root, env: {} }).reason).toContain('conditions []')
-    expect(loadRowTable({ file: p.file, root: p.root, env: { DSH_NO_PRELINK: '1' } }).reason).toBe('DSH_NO_PRELINK is set')
+    expect(loadRowTable({ file: tableFile({ ...table, conditions: [] }), root: p.root, env: {} }).reason).toContain(
+      'conditions []',
+    )
+    expect(loadRowTable({ file: p.file, root: p.root, env: { DSH_NO_PRELINK: '1' } }).reason).toBe(
+      'DSH_NO_PRELINK is set',
+    )
     expect(loadRowTable({ file: join(p.root, 'nope.json'), root: p.root, env: {} }).reason).toContain('no row table')
     writeFileSync(other, '{"version":2}')
     expect(loadRowTable({ file: other, root: p.root, env: {} }).reason).toContain('is not a row table')

@@ -46,12 +46,23 @@ describe.each([
     expect(port.name).toBe('schema')
     expect(port.length).toBe(1)
     expect(Object.prototype.hasOwnProperty.call(port, 'prototype')).toBe(true)
-    expect(Object.getOwnPropertyDescriptor(port, 'name')).toEqual({ value: 'schema', writable: false, enumerable: false, configurable: true })
+    expect(Object.getOwnPropertyDescriptor(port, 'name')).toEqual({
+      value: 'schema',
+      writable: false,
+      enumerable: false,
+      configurable: true,
+    })
   })
 
   it('schemas are instances of Schema, copies too, and Schema.from passes them through', () => {
     const base = Schema.string()
-    const copies = [base, base.description('d'), base.default('x').required(), new Schema({ type: 'string' }), Schema(base)]
+    const copies = [
+      base,
+      base.description('d'),
+      base.default('x').required(),
+      new Schema({ type: 'string' }),
+      Schema(base),
+    ]
     for (const schema of copies) {
       expect(schema).toBeInstanceOf(Schema)
       expect(Object.getPrototypeOf(schema)).toBe(Schema.prototype)
@@ -74,7 +85,12 @@ describe.each([
     for (const uid of uids) expect(typeof uid).toBe('number')
     expect(new Set(uids).size).toBe(3)
     expect(b.uid).toBeGreaterThan(a.uid)
-    expect(Object.getOwnPropertyDescriptor(b, 'uid')).toEqual({ value: b.uid, writable: false, enumerable: false, configurable: false })
+    expect(Object.getOwnPropertyDescriptor(b, 'uid')).toEqual({
+      value: b.uid,
+      writable: false,
+      enumerable: false,
+      configurable: false,
+    })
     expect(Object.keys(b)).not.toContain('uid')
     expect(() => {
       ;(b as { uid: number }).uid = 1
@@ -114,7 +130,12 @@ describe.each([
     // A schema built from plain options binds its own toString, as does one given a toString.
     const plain = new Schema({ type: 'boolean' })
     expect(plain.toString.call(undefined)).toBe('boolean')
-    const custom = new Schema({ type: 'boolean', toString(this: { type: string }) { return `custom ${this.type}` } } as never)
+    const custom = new Schema({
+      type: 'boolean',
+      toString(this: { type: string }) {
+        return `custom ${this.type}`
+      },
+    } as never)
     expect(custom.toString.call(undefined)).toBe('custom boolean')
   })
 
@@ -132,7 +153,9 @@ describe.each([
     expect(standard.vendor).toBe('schemastery')
     expect(standard.validate.name).toBe('validate')
     expect(standard.validate({ n: 2 })).toEqual({ value: { n: 2 } })
-    expect(standard.validate({ n: 0 })).toEqual({ issues: [{ message: '$.n expected number >= 1 but got 0', path: ['n'] }] })
+    expect(standard.validate({ n: 0 })).toEqual({
+      issues: [{ message: '$.n expected number >= 1 but got 0', path: ['n'] }],
+    })
     expect(Object.keys(schema)).not.toContain('~standard')
   })
 
@@ -160,17 +183,29 @@ describe.each([
     const input = { list: [1, 'x'], dict: { k1: true }, flags: ['w'], len: 'four' }
     expect(revived(structuredClone(input))).toEqual(config(structuredClone(input) as never))
     expect(revived({ ...structuredClone(input), len: 'ab' }).len).toBe(2)
-    expect(() => revived({ ...structuredClone(input), dict: { k3: true } })).toThrow('expected "k1" | "k2" but got "k3"')
+    expect(() => revived({ ...structuredClone(input), dict: { k3: true } })).toThrow(
+      'expected "k1" | "k2" but got "k3"',
+    )
     expect(() => revived({ ...structuredClone(input), list: [] })).toThrow('$.list[0] missing required value')
     // A second round trip gives the same JSON (up to the new uids).
     const again = JSON.parse(JSON.stringify(revived))
     expect(Object.keys(again.refs).length).toBe(Object.keys(json.refs).length)
 
-    interface Tree { name?: string; children?: Tree[] }
-    const tree: SchemaType<Tree> = Schema.lazy(() => Schema.object({ name: Schema.string(), children: Schema.array(tree) }))
+    interface Tree {
+      name?: string
+      children?: Tree[]
+    }
+    const tree: SchemaType<Tree> = Schema.lazy(() =>
+      Schema.object({ name: Schema.string(), children: Schema.array(tree) }),
+    )
     const treeJson = JSON.parse(JSON.stringify(tree))
     const revivedTree = new Schema(treeJson) as SchemaType<Tree>
-    expect(revivedTree({ name: 'r', children: [{ name: 'c', children: [] }] })).toEqual({ name: 'r', children: [{ name: 'c', children: [] }] })
-    expect(() => revivedTree({ children: [{ name: 1 }] } as never)).toThrow('$.children[0].name expected string but got 1')
+    expect(revivedTree({ name: 'r', children: [{ name: 'c', children: [] }] })).toEqual({
+      name: 'r',
+      children: [{ name: 'c', children: [] }],
+    })
+    expect(() => revivedTree({ children: [{ name: 1 }] } as never)).toThrow(
+      '$.children[0].name expected string but got 1',
+    )
   })
 })

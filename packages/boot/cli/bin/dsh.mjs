@@ -28,7 +28,9 @@ function isHeadlessHelp(a) {
  * @returns {Promise<string | undefined>}
  */
 async function profileHelp(profile) {
-  const template = JSON.parse(readFileSync(new URL(`../../../../profiles/${profile}/package.json`, import.meta.url), 'utf8'))
+  const template = JSON.parse(
+    readFileSync(new URL(`../../../../profiles/${profile}/package.json`, import.meta.url), 'utf8'),
+  )
   /** @type {string[]} */
   const bundles = template.dsh?.profile?.bundles ?? []
   const require = createRequire(import.meta.url)
@@ -45,7 +47,8 @@ async function profileHelp(profile) {
  * @param {import('../src/args.mjs').LauncherArgs} a
  */
 function wantsTui(a) {
-  if (a.action !== 'run' || a.profileGiven || a.dumpConfig || !process.stdin.isTTY || !process.stdout.isTTY) return false
+  if (a.action !== 'run' || a.profileGiven || a.dumpConfig || !process.stdin.isTTY || !process.stdout.isTTY)
+    return false
   const rest = a.appArgs
   for (let i = 0; i < rest.length; i++) {
     const t = rest[i]

@@ -24,7 +24,9 @@ export const SUBCOMMAND_BINS = {
 }
 
 /** The patch layer `dsh sessions` adds (see packages/session/sessions-cli). */
-export const SESSIONS_PATCH = fileURLToPath(new URL('../../../session/sessions-cli/sessions.patch.yml', import.meta.url))
+export const SESSIONS_PATCH = fileURLToPath(
+  new URL('../../../session/sessions-cli/sessions.patch.yml', import.meta.url),
+)
 
 /**
  * @typedef {object} LauncherArgs
@@ -44,7 +46,14 @@ export const SESSIONS_PATCH = fileURLToPath(new URL('../../../session/sessions-c
  */
 export function parseLauncherArgs(argv) {
   /** @type {LauncherArgs} */
-  const out = { action: 'run', profile: DEFAULT_PROFILE, profileGiven: false, patches: [], dumpConfig: false, appArgs: [] }
+  const out = {
+    action: 'run',
+    profile: DEFAULT_PROFILE,
+    profileGiven: false,
+    patches: [],
+    dumpConfig: false,
+    appArgs: [],
+  }
   /** @param {string} message */
   const fail = (message) => ({ ...out, action: /** @type {const} */ ('error'), error: message })
   // Before the first app argument: subcommand words, --help and --version are the launcher's.
@@ -94,7 +103,12 @@ export function parseLauncherArgs(argv) {
       return out
     } else if (i === 0 && Object.hasOwn(SUBCOMMAND_BINS, token)) {
       // `dsh acp ...` / `dsh jsonrpc ...`: the rest is that bin's own argv, untouched.
-      return { ...out, action: 'subcommand', subcommand: /** @type {'acp' | 'jsonrpc' | 'mcp' | 'plugin' | 'trust'} */ (token), appArgs: argv.slice(1) }
+      return {
+        ...out,
+        action: 'subcommand',
+        subcommand: /** @type {'acp' | 'jsonrpc' | 'mcp' | 'plugin' | 'trust'} */ (token),
+        appArgs: argv.slice(1),
+      }
     } else {
       front = false
       if (token === '-p' || token === '--print') print = true

@@ -5,31 +5,57 @@ import { SESSIONS_PATCH } from '../src/args.mjs'
 describe('parseLauncherArgs', () => {
   it('`dsh sessions` adds the sessions layer to the one-shot profile and passes the rest through', () => {
     const args = parseLauncherArgs(['sessions', 'show', 'abc', '--output-format', 'json'])
-    expect(args).toMatchObject({ action: 'run', profile: 'headless', appArgs: ['show', 'abc', '--output-format', 'json'] })
+    expect(args).toMatchObject({
+      action: 'run',
+      profile: 'headless',
+      appArgs: ['show', 'abc', '--output-format', 'json'],
+    })
     expect(args.patches).toEqual([SESSIONS_PATCH])
   })
 
   it('takes launcher flags before or after the task and hands the rest to the app in order', () => {
-    expect(parseLauncherArgs(['--profile', 'headless', '--patch', 'a.yml', '--patch=b.yml', 'fix it', '--patch', 'c'])).toMatchObject({
-      action: 'run', profile: 'headless', profileGiven: true, patches: ['a.yml', 'b.yml', 'c'], appArgs: ['fix it'],
+    expect(
+      parseLauncherArgs(['--profile', 'headless', '--patch', 'a.yml', '--patch=b.yml', 'fix it', '--patch', 'c']),
+    ).toMatchObject({
+      action: 'run',
+      profile: 'headless',
+      profileGiven: true,
+      patches: ['a.yml', 'b.yml', 'c'],
+      appArgs: ['fix it'],
     })
     expect(parseLauncherArgs(['--profile=web', '--', '--dump-config']).appArgs).toEqual(['--dump-config'])
     expect(parseLauncherArgs(['--port=1', '--profile', 'x'])).toMatchObject({ profile: 'x', appArgs: ['--port=1'] })
     expect(parseLauncherArgs(['-p', 'fix it', '--model', 'm', '--profile', 'p', '--dump-config'])).toMatchObject({
-      profile: 'p', dumpConfig: true, appArgs: ['-p', 'fix it', '--model', 'm'],
+      profile: 'p',
+      dumpConfig: true,
+      appArgs: ['-p', 'fix it', '--model', 'm'],
     })
     // After `--` nothing is read: the app gets the rest, with the `--` when it follows app arguments.
-    expect(parseLauncherArgs(['fix', '--', '--profile', 'x'])).toMatchObject({ profile: DEFAULT_PROFILE, appArgs: ['fix', '--', '--profile', 'x'] })
+    expect(parseLauncherArgs(['fix', '--', '--profile', 'x'])).toMatchObject({
+      profile: DEFAULT_PROFILE,
+      appArgs: ['fix', '--', '--profile', 'x'],
+    })
   })
 
   it('-p/--print selects the one-shot profile unless --profile says otherwise', () => {
-    expect(parseLauncherArgs(['-p', 'task'])).toMatchObject({ action: 'run', profile: PRINT_PROFILE, appArgs: ['-p', 'task'] })
-    expect(parseLauncherArgs(['task', '--print'])).toMatchObject({ profile: PRINT_PROFILE, appArgs: ['task', '--print'] })
+    expect(parseLauncherArgs(['-p', 'task'])).toMatchObject({
+      action: 'run',
+      profile: PRINT_PROFILE,
+      appArgs: ['-p', 'task'],
+    })
+    expect(parseLauncherArgs(['task', '--print'])).toMatchObject({
+      profile: PRINT_PROFILE,
+      appArgs: ['task', '--print'],
+    })
     expect(parseLauncherArgs(['--profile', 'mine', '-p', 'task'])).toMatchObject({ profile: 'mine' })
   })
 
   it('acp and jsonrpc in first position run those bins with the rest of the arguments', () => {
-    expect(parseLauncherArgs(['acp', '--patch', 'x.yml'])).toMatchObject({ action: 'subcommand', subcommand: 'acp', appArgs: ['--patch', 'x.yml'] })
+    expect(parseLauncherArgs(['acp', '--patch', 'x.yml'])).toMatchObject({
+      action: 'subcommand',
+      subcommand: 'acp',
+      appArgs: ['--patch', 'x.yml'],
+    })
     expect(parseLauncherArgs(['jsonrpc'])).toMatchObject({ action: 'subcommand', subcommand: 'jsonrpc', appArgs: [] })
     expect(parseLauncherArgs(['-p', 'acp'])).toMatchObject({ action: 'run', appArgs: ['-p', 'acp'] })
     expect(SUBCOMMAND_BINS.acp.url.pathname).toMatch(/acp-app\/bin\/dsh-acp\.mjs$/)
@@ -56,8 +82,14 @@ describe('parseLauncherArgs', () => {
   })
 
   it('reports a flag without its value as a usage error', () => {
-    expect(parseLauncherArgs(['--profile'])).toMatchObject({ action: 'error', error: '--profile needs a profile name, e.g. --profile headless' })
+    expect(parseLauncherArgs(['--profile'])).toMatchObject({
+      action: 'error',
+      error: '--profile needs a profile name, e.g. --profile headless',
+    })
     expect(parseLauncherArgs(['--patch', '--dump-config'])).toMatchObject({ action: 'error' })
-    expect(parseLauncherArgs(['--profile', 'a', '--profile', 'b'])).toMatchObject({ action: 'error', error: '--profile given twice (a, b)' })
+    expect(parseLauncherArgs(['--profile', 'a', '--profile', 'b'])).toMatchObject({
+      action: 'error',
+      error: '--profile given twice (a, b)',
+    })
   })
 })

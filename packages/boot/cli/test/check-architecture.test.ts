@@ -18,21 +18,48 @@ function run(...args: string[]) {
 /** The packages of the clean tree, by directory: [package name, files (path -> source)]. */
 const CLEAN: Record<string, [string, Record<string, string>]> = {
   'packages/util/brand': ['@dsh/brand', { 'src/index.ts': "export const brand = 'dsh'\n" }],
-  'packages/llm/llm': ['@dsh/llm', { 'src/index.ts': "import { brand } from '@dsh/brand'\nexport const llm = brand\n" }],
-  'packages/llm/llm-deepseek': ['@dsh/llm-deepseek', { 'src/index.ts': "import { llm } from '@dsh/llm'\nexport const adapter = llm\n" }],
-  'packages/core/session': ['@dsh/session', { 'src/index.ts': "import type { llm } from '@dsh/llm'\nexport type Event = typeof llm\n" }],
-  'packages/shell/tool-bash': ['@dsh/tool-bash', { 'src/index.ts': "import type { Event } from '@dsh/session'\nexport type E = Event\n", 'test/helper.ts': 'export const h = 1\n', 'test/a.test.ts': "import { h } from './helper.ts'\nexport const a = h\n" }],
+  'packages/llm/llm': [
+    '@dsh/llm',
+    { 'src/index.ts': "import { brand } from '@dsh/brand'\nexport const llm = brand\n" },
+  ],
+  'packages/llm/llm-deepseek': [
+    '@dsh/llm-deepseek',
+    { 'src/index.ts': "import { llm } from '@dsh/llm'\nexport const adapter = llm\n" },
+  ],
+  'packages/core/session': [
+    '@dsh/session',
+    { 'src/index.ts': "import type { llm } from '@dsh/llm'\nexport type Event = typeof llm\n" },
+  ],
+  'packages/shell/tool-bash': [
+    '@dsh/tool-bash',
+    {
+      'src/index.ts': "import type { Event } from '@dsh/session'\nexport type E = Event\n",
+      'test/helper.ts': 'export const h = 1\n',
+      'test/a.test.ts': "import { h } from './helper.ts'\nexport const a = h\n",
+    },
+  ],
   'packages/api/web-protocol': ['@dsh/web-protocol', { 'src/index.ts': 'export const wire = 1\n' }],
-  'packages/client/runtime': ['@dsh/client-runtime', { 'src/index.ts': "import { wire } from '@dsh/web-protocol'\nexport const runtime = wire\n" }],
-  'packages/client/ui-goal': ['@dsh/ui-goal', {
-    'src/index.ts': "import { readFileSync } from 'node:fs'\nimport { contract } from './contract.ts'\nexport const host = [readFileSync, contract]\n",
-    'src/contract.ts': "import { wire } from '@dsh/web-protocol'\nexport const contract = wire\n",
-    'src/client/index.ts': "import { runtime } from '@dsh/client-runtime'\nimport { contract } from '../contract.ts'\nexport const half = [runtime, contract]\n",
-  }],
+  'packages/client/runtime': [
+    '@dsh/client-runtime',
+    { 'src/index.ts': "import { wire } from '@dsh/web-protocol'\nexport const runtime = wire\n" },
+  ],
+  'packages/client/ui-goal': [
+    '@dsh/ui-goal',
+    {
+      'src/index.ts':
+        "import { readFileSync } from 'node:fs'\nimport { contract } from './contract.ts'\nexport const host = [readFileSync, contract]\n",
+      'src/contract.ts': "import { wire } from '@dsh/web-protocol'\nexport const contract = wire\n",
+      'src/client/index.ts':
+        "import { runtime } from '@dsh/client-runtime'\nimport { contract } from '../contract.ts'\nexport const half = [runtime, contract]\n",
+    },
+  ],
   'bundles/headless': ['@dsh/bundle-headless', { 'src/help.ts': "export const HELP = 'usage'\n" }],
   'packages/fs/fs-local': ['@dsh/fs-local', { 'src/index.ts': 'export const local = 1\n' }],
   // the one known exception of the config: api-models imports an LLM provider
-  'packages/api/api-models': ['@dsh/api-models', { 'src/index.ts': "import { adapter } from '@dsh/llm-deepseek'\nexport const models = adapter\n" }],
+  'packages/api/api-models': [
+    '@dsh/api-models',
+    { 'src/index.ts': "import { adapter } from '@dsh/llm-deepseek'\nexport const models = adapter\n" },
+  ],
 }
 
 /** Writes the clean tree plus `extra` files (path -> source, over the clean ones) and links every package. */
@@ -40,7 +67,12 @@ function tree(extra: Record<string, string> = {}): string {
   const root = mkdtempSync(join(tmpdir(), 'dsh-arch-'))
   const files: Record<string, string> = {}
   for (const [dir, [name, sources]] of Object.entries(CLEAN)) {
-    const exports = { '.': { development: './src/index.ts' }, './client': { development: './src/client/index.ts' }, './contract': { development: './src/contract.ts' }, './help': { development: './src/help.ts' } }
+    const exports = {
+      '.': { development: './src/index.ts' },
+      './client': { development: './src/client/index.ts' },
+      './contract': { development: './src/contract.ts' },
+      './help': { development: './src/help.ts' },
+    }
     files[`${dir}/package.json`] = JSON.stringify({ name, type: 'module', exports })
     for (const [path, source] of Object.entries(sources)) files[`${dir}/${path}`] = source
     mkdirSync(join(root, 'node_modules', '@dsh'), { recursive: true })
@@ -76,32 +108,96 @@ describe('check-architecture', () => {
 
   // One tree holding one bad arrow per rule, each in its own file; every line must be reported.
   const BAD: Array<[string, Record<string, string>, string]> = [
-    ['a definition imports a provider', { 'packages/core/session/src/index.ts': "import { adapter } from '@dsh/llm-deepseek'\nexport const e = adapter\n" },
-      'definitions-import-only-definitions: packages/core/session/src/index.ts -> packages/llm/llm-deepseek/src/index.ts'],
-    ['a definition imports a consumer by a type-only import', { 'packages/llm/llm/src/index.ts': "import type { E } from '@dsh/tool-bash'\nexport type L = E\nexport const llm = 1\n" },
-      'definitions-import-only-definitions: packages/llm/llm/src/index.ts -> packages/shell/tool-bash/src/index.ts'],
-    ['a consumer imports a provider', { 'packages/shell/tool-bash/src/run.ts': "import { adapter } from '@dsh/llm-deepseek'\nexport const t = adapter\n" },
-      'consumer-never-imports-provider: packages/shell/tool-bash/src/run.ts -> packages/llm/llm-deepseek/src/index.ts'],
-    ['an llm-family package imports the core', { 'packages/llm/llm-deepseek/src/index.ts': "import type { Event } from '@dsh/session'\nexport type A = Event\nexport const adapter = 1\n" },
-      'llm-floor-below-core: packages/llm/llm-deepseek/src/index.ts -> packages/core/session/src/index.ts'],
-    ['util imports a package above it', { 'packages/util/brand/src/index.ts': "import type { Event } from '@dsh/session'\nexport type B = Event\nexport const brand = 'dsh'\n" },
-      'util-is-the-ground-floor: packages/util/brand/src/index.ts -> packages/core/session/src/index.ts'],
-    ['a package bin imports a bundle', { 'packages/shell/tool-bash/bin/t.mjs': "const { HELP } = await import('@dsh/bundle-headless/help')\nconsole.log(HELP)\n" },
-      'no-package-imports-a-bundle: packages/shell/tool-bash/bin/t.mjs -> bundles/headless/src/help.ts'],
-    ['a browser half imports its host half', { 'packages/client/ui-goal/src/client/a.ts': "import { host } from '../index.ts'\nexport const half = host\n" },
-      'browser-imports-no-host-entry: packages/client/ui-goal/src/client/a.ts -> packages/client/ui-goal/src/index.ts'],
-    ['a browser half imports a server package', { 'packages/client/ui-goal/src/client/b.ts': "import type { Event } from '@dsh/session'\nexport type H = Event\n" },
-      'browser-imports-only-client-contract-and-runtime: packages/client/ui-goal/src/client/b.ts -> packages/core/session/src/index.ts'],
-    ['a browser half imports a Node builtin', { 'packages/client/ui-goal/src/client/c.ts': "import { join } from 'node:path'\nexport const half = join\n" },
-      'browser-imports-no-node-builtins: packages/client/ui-goal/src/client/c.ts -> path'],
-    ['a contract imports a Node builtin', { 'packages/client/ui-goal/src/contract.ts': "import { join } from 'node:path'\nexport const contract = join\n" },
-      'contract-has-no-node-imports: packages/client/ui-goal/src/contract.ts -> path'],
-    ['the excepted file imports a provider its exception does not name', { 'packages/api/api-models/src/fs.ts': "import { local } from '@dsh/fs-local'\nexport const f = local\n" },
-      'consumer-never-imports-provider: packages/api/api-models/src/fs.ts -> packages/fs/fs-local/src/index.ts'],
-    ["a test imports another package's test helper by a relative path", { 'packages/llm/llm-deepseek/test/a.test.ts': "import { h } from '../../../shell/tool-bash/test/helper.ts'\nexport const a = h\n" },
-      'no-relative-import-into-another-package: packages/llm/llm-deepseek/test/a.test.ts -> packages/shell/tool-bash/test/helper.ts'],
-    ["a source file imports another package's src by a relative path", { 'packages/shell/tool-bash/src/wire.ts': "import { wire } from '../../../api/web-protocol/src/index.ts'\nexport const t = wire\n" },
-      'no-relative-import-into-another-package: packages/shell/tool-bash/src/wire.ts -> packages/api/web-protocol/src/index.ts'],
+    [
+      'a definition imports a provider',
+      {
+        'packages/core/session/src/index.ts': "import { adapter } from '@dsh/llm-deepseek'\nexport const e = adapter\n",
+      },
+      'definitions-import-only-definitions: packages/core/session/src/index.ts -> packages/llm/llm-deepseek/src/index.ts',
+    ],
+    [
+      'a definition imports a consumer by a type-only import',
+      {
+        'packages/llm/llm/src/index.ts':
+          "import type { E } from '@dsh/tool-bash'\nexport type L = E\nexport const llm = 1\n",
+      },
+      'definitions-import-only-definitions: packages/llm/llm/src/index.ts -> packages/shell/tool-bash/src/index.ts',
+    ],
+    [
+      'a consumer imports a provider',
+      {
+        'packages/shell/tool-bash/src/run.ts':
+          "import { adapter } from '@dsh/llm-deepseek'\nexport const t = adapter\n",
+      },
+      'consumer-never-imports-provider: packages/shell/tool-bash/src/run.ts -> packages/llm/llm-deepseek/src/index.ts',
+    ],
+    [
+      'an llm-family package imports the core',
+      {
+        'packages/llm/llm-deepseek/src/index.ts':
+          "import type { Event } from '@dsh/session'\nexport type A = Event\nexport const adapter = 1\n",
+      },
+      'llm-floor-below-core: packages/llm/llm-deepseek/src/index.ts -> packages/core/session/src/index.ts',
+    ],
+    [
+      'util imports a package above it',
+      {
+        'packages/util/brand/src/index.ts':
+          "import type { Event } from '@dsh/session'\nexport type B = Event\nexport const brand = 'dsh'\n",
+      },
+      'util-is-the-ground-floor: packages/util/brand/src/index.ts -> packages/core/session/src/index.ts',
+    ],
+    [
+      'a package bin imports a bundle',
+      {
+        'packages/shell/tool-bash/bin/t.mjs':
+          "const { HELP } = await import('@dsh/bundle-headless/help')\nconsole.log(HELP)\n",
+      },
+      'no-package-imports-a-bundle: packages/shell/tool-bash/bin/t.mjs -> bundles/headless/src/help.ts',
+    ],
+    [
+      'a browser half imports its host half',
+      { 'packages/client/ui-goal/src/client/a.ts': "import { host } from '../index.ts'\nexport const half = host\n" },
+      'browser-imports-no-host-entry: packages/client/ui-goal/src/client/a.ts -> packages/client/ui-goal/src/index.ts',
+    ],
+    [
+      'a browser half imports a server package',
+      {
+        'packages/client/ui-goal/src/client/b.ts': "import type { Event } from '@dsh/session'\nexport type H = Event\n",
+      },
+      'browser-imports-only-client-contract-and-runtime: packages/client/ui-goal/src/client/b.ts -> packages/core/session/src/index.ts',
+    ],
+    [
+      'a browser half imports a Node builtin',
+      { 'packages/client/ui-goal/src/client/c.ts': "import { join } from 'node:path'\nexport const half = join\n" },
+      'browser-imports-no-node-builtins: packages/client/ui-goal/src/client/c.ts -> path',
+    ],
+    [
+      'a contract imports a Node builtin',
+      { 'packages/client/ui-goal/src/contract.ts': "import { join } from 'node:path'\nexport const contract = join\n" },
+      'contract-has-no-node-imports: packages/client/ui-goal/src/contract.ts -> path',
+    ],
+    [
+      'the excepted file imports a provider its exception does not name',
+      { 'packages/api/api-models/src/fs.ts': "import { local } from '@dsh/fs-local'\nexport const f = local\n" },
+      'consumer-never-imports-provider: packages/api/api-models/src/fs.ts -> packages/fs/fs-local/src/index.ts',
+    ],
+    [
+      "a test imports another package's test helper by a relative path",
+      {
+        'packages/llm/llm-deepseek/test/a.test.ts':
+          "import { h } from '../../../shell/tool-bash/test/helper.ts'\nexport const a = h\n",
+      },
+      'no-relative-import-into-another-package: packages/llm/llm-deepseek/test/a.test.ts -> packages/shell/tool-bash/test/helper.ts',
+    ],
+    [
+      "a source file imports another package's src by a relative path",
+      {
+        'packages/shell/tool-bash/src/wire.ts':
+          "import { wire } from '../../../api/web-protocol/src/index.ts'\nexport const t = wire\n",
+      },
+      'no-relative-import-into-another-package: packages/shell/tool-bash/src/wire.ts -> packages/api/web-protocol/src/index.ts',
+    ],
   ]
   let bad: ReturnType<typeof run> | undefined
   const badRun = () => (bad ??= check(Object.assign({}, ...BAD.map(([, extra]) => extra))))
@@ -116,7 +212,9 @@ describe('check-architecture', () => {
   it('rejects unknown arguments and a root without packages in one line, exit 2', () => {
     const bad = run('--nope')
     expect(bad.status).toBe(2)
-    expect(bad.stderr).toBe('check-architecture: unknown or incomplete argument "--nope" (usage: check-architecture.mjs [--root DIR] [--config FILE])\n')
+    expect(bad.stderr).toBe(
+      'check-architecture: unknown or incomplete argument "--nope" (usage: check-architecture.mjs [--root DIR] [--config FILE])\n',
+    )
     const empty = mkdtempSync(join(tmpdir(), 'dsh-arch-empty-'))
     try {
       const none = run('--root', empty)

@@ -61,10 +61,14 @@ describe('check-readmes', () => {
   })
 
   it('names the file and the sections out of order', () => {
-    const bad = GOOD.replace('## Model Experience', '## Tmp').replace('## Known Limitations', '## Model Experience').replace('## Tmp', '## Known Limitations')
+    const bad = GOOD.replace('## Model Experience', '## Tmp')
+      .replace('## Known Limitations', '## Model Experience')
+      .replace('## Tmp', '## Known Limitations')
     const r = run(tree({ 'bundles/base': bad }))
     expect(r.status).toBe(1)
-    expect(r.stderr).toBe('check-readmes: bundles/base/README.md: "## Known Limitations" (line 13) must come after "## Model Experience" (line 17)\n')
+    expect(r.stderr).toBe(
+      'check-readmes: bundles/base/README.md: "## Known Limitations" (line 13) must come after "## Model Experience" (line 17)\n',
+    )
   })
 
   it('requires an intro paragraph before the first section', () => {
@@ -75,7 +79,11 @@ describe('check-readmes', () => {
   })
 
   it('reports a package without a README, and --all lists every failing file', () => {
-    const root = tree({ 'packages/a/one': undefined, 'packages/a/two': GOOD.replace('## Config', '## Settings'), 'packages/c/ok': GOOD })
+    const root = tree({
+      'packages/a/one': undefined,
+      'packages/a/two': GOOD.replace('## Config', '## Settings'),
+      'packages/c/ok': GOOD,
+    })
     const first = run(root)
     expect(first.status).toBe(1)
     expect(first.stderr).toBe('check-readmes: packages/a/one/README.md: missing\n')

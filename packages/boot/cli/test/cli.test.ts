@@ -15,7 +15,12 @@ function dsh(args: string[], opts: { home?: string; cwd?: string } = {}) {
   const home = opts.home ?? mkdtempSync(join(tmpdir(), 'dsh-cli-'))
   const env: NodeJS.ProcessEnv = { ...process.env, DSH_HOME: home }
   delete env.DSH_DEBUG
-  const r = spawnSync(process.execPath, [BIN, ...args], { env, cwd: opts.cwd ?? home, encoding: 'utf8', timeout: 30_000 })
+  const r = spawnSync(process.execPath, [BIN, ...args], {
+    env,
+    cwd: opts.cwd ?? home,
+    encoding: 'utf8',
+    timeout: 30_000,
+  })
   return { code: r.status, stdout: r.stdout, stderr: r.stderr, home }
 }
 
@@ -68,8 +73,12 @@ describe('dsh launcher', () => {
     expect(readFileSync(join(r.home, 'profiles', 'headless', 'package.json'), 'utf8')).toContain('@dsh/bundle-headless')
   })
 
-  it('answers the one-shot profile\'s help without a boot (no profile is even created)', () => {
-    for (const args of [['-p', '--help'], ['--profile', 'headless', '-h'], ['--print', '--help']]) {
+  it("answers the one-shot profile's help without a boot (no profile is even created)", () => {
+    for (const args of [
+      ['-p', '--help'],
+      ['--profile', 'headless', '-h'],
+      ['--print', '--help'],
+    ]) {
       const r = dsh(args)
       expect(r, args.join(' ')).toMatchObject({ code: 0, stderr: '' })
       expect(r.stdout).toContain('Usage: dsh -p "task"')
@@ -98,10 +107,16 @@ describe('dsh launcher', () => {
 
   it('fails loud on a config that fails the plugin schema: one line naming row and field', () => {
     const home = mkdtempSync(join(tmpdir(), 'dsh-cli-'))
-    writeFileSync(join(home, 'bad.yml'), `- insert:\n    - { id: counter, name: ${join(FIXTURES, 'counter.ts')}, config: { start: lots } }\n`)
+    writeFileSync(
+      join(home, 'bad.yml'),
+      `- insert:\n    - { id: counter, name: ${join(FIXTURES, 'counter.ts')}, config: { start: lots } }\n`,
+    )
     const r = dsh(['--patch', 'bad.yml'], { home })
     expect(r.code).toBe(1)
-    expectOneLine(r.stderr, /^dsh: boot failed: row counter \(.*counter\.ts\): invalid config: field config\.start: expected number but got lots$/)
+    expectOneLine(
+      r.stderr,
+      /^dsh: boot failed: row counter \(.*counter\.ts\): invalid config: field config\.start: expected number but got lots$/,
+    )
   })
 
   it('fails loud on a malformed layer, an unresolvable name and a non-bundle package', () => {
@@ -114,7 +129,10 @@ describe('dsh launcher', () => {
     writeFileSync(join(home, 'ghost.yml'), '- insert:\n    - { id: ghost, name: "@dsh/no-such-plugin" }\n')
     r = dsh(['--patch', 'ghost.yml'], { home })
     expect(r.code).toBe(1)
-    expectOneLine(r.stderr, /^dsh: boot failed: row ghost \(@dsh\/no-such-plugin\): cannot resolve module "@dsh\/no-such-plugin" from .*ghost\.yml or the dsh installation$/)
+    expectOneLine(
+      r.stderr,
+      /^dsh: boot failed: row ghost \(@dsh\/no-such-plugin\): cannot resolve module "@dsh\/no-such-plugin" from .*ghost\.yml or the dsh installation$/,
+    )
 
     profile(home, 'odd', [join(FIXTURES, 'no-dsh-field')])
     r = dsh(['--profile', 'odd'], { home })
@@ -128,7 +146,9 @@ describe('dsh launcher', () => {
     const r = dsh(['--profile', 'headless', '--list-sessions'], { home })
     expect(r.code).toBe(0)
     const [warning, ...rest] = r.stderr.trimEnd().split('\n')
-    expect(warning).toMatch(/^dsh: warning: home \(.*cordis\.patch\.yml\): \[0\] id "no-such-row" names no row; skipped$/)
+    expect(warning).toMatch(
+      /^dsh: warning: home \(.*cordis\.patch\.yml\): \[0\] id "no-such-row" names no row; skipped$/,
+    )
     // The booted app then ran: it reports that there is nothing stored yet.
     expect(rest).toEqual([expect.stringMatching(/^dsh: no stored sessions for /)])
   })
@@ -136,34 +156,51 @@ describe('dsh launcher', () => {
   it('passes app arguments (including --help after --profile) to ctx.cmdlineArgs', () => {
     const home = mkdtempSync(join(tmpdir(), 'dsh-cli-'))
     const probe = join(home, 'probe.mjs')
-    writeFileSync(probe, `export const inject = ['cmdlineArgs']\nexport function apply(ctx) { process.stdout.write(JSON.stringify(ctx.cmdlineArgs.argv) + '\\n') }\n`)
-    writeFileSync(join(home, 'probe.yml'), `- insert:\n    - { id: probe, name: ./probe.mjs }\n- id: headless-runner\n  disabled: true\n`)
+    writeFileSync(
+      probe,
+      `export const inject = ['cmdlineArgs']\nexport function apply(ctx) { process.stdout.write(JSON.stringify(ctx.cmdlineArgs.argv) + '\\n') }\n`,
+    )
+    writeFileSync(
+      join(home, 'probe.yml'),
+      `- insert:\n    - { id: probe, name: ./probe.mjs }\n- id: headless-runner\n  disabled: true\n`,
+    )
     const r = dsh(['--profile', 'headless', '--patch', 'probe.yml', '--help', 'x'], { home })
     expect(r.stderr).toBe('')
     expect(r.stdout).toBe('["--help","x"]\n')
   })
 
   it('disposes the tree and exits on SIGINT and SIGTERM', async () => {
-    for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+    for (const [signal, code] of [
+      ['SIGINT', 130],
+      ['SIGTERM', 143],
+    ] as const) {
       const home = mkdtempSync(join(tmpdir(), 'dsh-cli-'))
-      writeFileSync(join(home, 'server.mjs'), `export function apply(ctx) {
+      writeFileSync(
+        join(home, 'server.mjs'),
+        `export function apply(ctx) {
   ctx.effect(() => {
     const timer = setInterval(() => {}, 1000)
     process.stdout.write('ready\\n')
     return () => { clearInterval(timer); process.stdout.write('disposed\\n') }
   })
 }
-`)
+`,
+      )
       writeFileSync(join(home, 'server.yml'), '- insert:\n    - { id: server, name: ./server.mjs }\n')
       // stdin stays an open pipe: the one-shot waits on it for its task when the signal comes.
-      const child = spawn(process.execPath, [BIN, '--patch', 'server.yml'], { cwd: home, env: { ...process.env, DSH_HOME: home, DSH_DEBUG: '1' } })
+      const child = spawn(process.execPath, [BIN, '--patch', 'server.yml'], {
+        cwd: home,
+        env: { ...process.env, DSH_HOME: home, DSH_DEBUG: '1' },
+      })
       let out = ''
       let err = ''
       child.stderr.on('data', (d) => (err += d))
-      await new Promise<void>((resolve) => child.stdout.on('data', (d) => {
-        out += d
-        if (out.includes('ready')) resolve()
-      }))
+      await new Promise<void>((resolve) =>
+        child.stdout.on('data', (d) => {
+          out += d
+          if (out.includes('ready')) resolve()
+        }),
+      )
       child.kill(signal)
       const status = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)))
       expect(status).toBe(code)

@@ -30,7 +30,12 @@ it('the README plugin example works as written, from a profile directory with no
   const profileDir = join(home, 'profiles', 'headless')
   const project = join(root, 'project')
   mkdirSync(project, { recursive: true })
-  const env = { DSH_HOME: home, GREETING: 'hi', DEEPSEEK_BASE_URL: mock.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' }
+  const env = {
+    DSH_HOME: home,
+    GREETING: 'hi',
+    DEEPSEEK_BASE_URL: mock.baseURL,
+    DEEPSEEK_API_KEY: 'sk-test-not-a-real-key',
+  }
   // First run creates the profile from its template; then the user adds the README's two files.
   const dump = await runDsh(['--profile', 'headless', '--dump-config'], { cwd: project, env })
   expect(dump.code, dump.stderr).toBe(0)

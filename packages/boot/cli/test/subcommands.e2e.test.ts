@@ -6,7 +6,12 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { runDsh } from '@dsh/cli-testkit'
 
-const frames = (stdout: string) => stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l))
+const frames = (stdout: string) =>
+  stdout
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l))
 
 describe('dsh subcommands', () => {
   it('dsh acp is the ACP agent: it answers initialize on stdout and exits when stdin closes', async () => {
@@ -23,7 +28,11 @@ describe('dsh subcommands', () => {
   it('dsh jsonrpc is the SDK agent: it answers initialize with protocol frames only on stdout', async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'dsh-sub-'))
     const init = { jsonrpc: '2.0', id: 7, method: 'initialize', params: { protocolVersion: 1 } }
-    const run = await runDsh(['jsonrpc'], { cwd, env: { DSH_HOME: join(cwd, 'home') }, stdin: JSON.stringify(init) + '\n' })
+    const run = await runDsh(['jsonrpc'], {
+      cwd,
+      env: { DSH_HOME: join(cwd, 'home') },
+      stdin: JSON.stringify(init) + '\n',
+    })
     expect(run.code).toBe(0)
     const replies = frames(run.stdout)
     expect(replies.every((f) => f.jsonrpc === '2.0')).toBe(true)
@@ -34,7 +43,10 @@ describe('dsh subcommands', () => {
 
   it('a subcommand word after another argument is a task word, not a subcommand', async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'dsh-sub-'))
-    const run = await runDsh(['--profile', 'headless', 'acp', '--version'], { cwd, env: { DSH_HOME: join(cwd, 'home') } })
+    const run = await runDsh(['--profile', 'headless', 'acp', '--version'], {
+      cwd,
+      env: { DSH_HOME: join(cwd, 'home') },
+    })
     expect(run.stdout).not.toContain('dsh-acp')
   })
 })

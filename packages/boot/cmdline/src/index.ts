@@ -76,7 +76,9 @@ export function splitOptionalValues(
       break
     }
     const next = argv[i + 1]
-    const flag = flags.find((f) => token === `--${f.long}` || token === `--${f.long}=` || (f.short !== undefined && token === `-${f.short}`))
+    const flag = flags.find(
+      (f) => token === `--${f.long}` || token === `--${f.long}=` || (f.short !== undefined && token === `-${f.short}`),
+    )
     const valueless = next === undefined || (next.startsWith('-') && next !== '-')
     if (flag && (token.endsWith('=') || valueless)) bare.add(flag.long)
     else args.push(token)
@@ -87,8 +89,9 @@ export function splitOptionalValues(
 export class CmdlineArgs extends Service {
   static Config: Schema<CmdlineConfig> = Schema.object({
     // A union keeps an absent `args` absent (a bare array schema would default it to []).
-    args: Schema.union([Schema.array(String), Schema.const(null)])
-      .description('Explicit arguments. Default: the launcher\'s app arguments.'),
+    args: Schema.union([Schema.array(String), Schema.const(null)]).description(
+      "Explicit arguments. Default: the launcher's app arguments.",
+    ),
   })
 
   /** The raw app arguments, exactly as given after the launcher flags. */

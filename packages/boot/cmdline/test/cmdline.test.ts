@@ -27,7 +27,10 @@ describe('ctx.cmdlineArgs', () => {
     expect(c.has('help')).toBe(true)
     expect(c.value('port')).toBe('8080')
     expect(c.value('help')).toBeUndefined()
-    expect(c.parse({ port: { type: 'string' }, help: { type: 'boolean' } }).values).toEqual({ port: '8080', help: true })
+    expect(c.parse({ port: { type: 'string' }, help: { type: 'boolean' } }).values).toEqual({
+      port: '8080',
+      help: true,
+    })
     await fiber.dispose()
     expect(ctx.get('cmdlineArgs')).toBeUndefined()
   })

@@ -68,9 +68,14 @@ function parse(argv: readonly string[]): Parsed | { error: string } | { help: tr
     }
   }
   const arity: Record<string, number> = { add: 1, remove: 1, update: 1, new: 1, list: 0 }
-  if (!(command in arity)) return { error: `unknown plugin command ${JSON.stringify(command)} (add, remove, update, list, new)` }
+  if (!(command in arity))
+    return { error: `unknown plugin command ${JSON.stringify(command)} (add, remove, update, list, new)` }
   if (out.args.length !== arity[command]) {
-    return { error: arity[command] ? `${command} takes exactly one ${command === 'add' ? 'package spec' : command === 'new' ? 'package name' : 'package name'}` : `${command} takes no arguments` }
+    return {
+      error: arity[command]
+        ? `${command} takes exactly one ${command === 'add' ? 'package spec' : command === 'new' ? 'package name' : 'package name'}`
+        : `${command} takes no arguments`,
+    }
   }
   return out
 }
@@ -110,7 +115,11 @@ export async function runPluginCommand(opts: PluginCommandOptions): Promise<numb
     // The proof mounts rows whose `!!js` config may read the environment, as a real run would.
     applyDotEnv({ env, cwd, home })
     const manager = new PluginManager({
-      home, cwd, installBase: opts.installBase, templatesDir: opts.templatesDir, importModule: opts.importModule,
+      home,
+      cwd,
+      installBase: opts.installBase,
+      templatesDir: opts.templatesDir,
+      importModule: opts.importModule,
       log: (line) => void stderr.write(line + '\n'),
     })
     const profile = p.profile ?? 'headless'
@@ -123,8 +132,13 @@ export async function runPluginCommand(opts: PluginCommandOptions): Promise<numb
       }
       case 'remove': {
         const r = manager.remove(p.args[0], profile)
-        stdout.write(`removed ${p.args[0]} from profile ${profile}${r.removed.length ? ` (${r.removed.join(', ')})` : ''}\n`)
-        for (const id of r.dangling) stderr.write(`dsh plugin: note: cordis.patch.yml still patches row ${id}, which no longer exists (a warning at each start); delete that entry if you no longer need it\n`)
+        stdout.write(
+          `removed ${p.args[0]} from profile ${profile}${r.removed.length ? ` (${r.removed.join(', ')})` : ''}\n`,
+        )
+        for (const id of r.dangling)
+          stderr.write(
+            `dsh plugin: note: cordis.patch.yml still patches row ${id}, which no longer exists (a warning at each start); delete that entry if you no longer need it\n`,
+          )
         return 0
       }
       case 'update': {
@@ -136,7 +150,12 @@ export async function runPluginCommand(opts: PluginCommandOptions): Promise<numb
         const all: Record<string, PluginStatus[]> = {}
         for (const name of manager.profiles(p.profile)) all[name] = await manager.list(name, p.check)
         if (p.json) stdout.write(JSON.stringify(all, null, 2) + '\n')
-        else stdout.write(Object.entries(all).map(([n, l]) => formatList(n, l)).join('') || 'no profiles yet\n')
+        else
+          stdout.write(
+            Object.entries(all)
+              .map(([n, l]) => formatList(n, l))
+              .join('') || 'no profiles yet\n',
+          )
         return 0
       }
     }

@@ -75,14 +75,21 @@ export class PluginManager {
    * so a package refused afterwards has executed nothing and the rollback leaves nothing behind.
    */
   private npm(dir: string, args: string[]): void {
-    const r = spawnSync(this.opts.npm ?? 'npm', [...args, '--ignore-scripts', '--no-audit', '--no-fund', '--legacy-peer-deps', '--loglevel=error'], {
-      cwd: dir,
-      encoding: 'utf8',
-      env: { ...process.env, npm_config_update_notifier: 'false' },
-    })
+    const r = spawnSync(
+      this.opts.npm ?? 'npm',
+      [...args, '--ignore-scripts', '--no-audit', '--no-fund', '--legacy-peer-deps', '--loglevel=error'],
+      {
+        cwd: dir,
+        encoding: 'utf8',
+        env: { ...process.env, npm_config_update_notifier: 'false' },
+      },
+    )
     if (r.error) throw new PluginError(`cannot run npm: ${firstLine(r.error)}`)
     if (r.status !== 0) {
-      const lines = `${r.stderr}\n${r.stdout}`.split('\n').map((l) => l.replace(/^npm (error|ERR!)\s*/, '').trim()).filter((l) => l && !/^(A complete log|code |errno |syscall )/.test(l))
+      const lines = `${r.stderr}\n${r.stdout}`
+        .split('\n')
+        .map((l) => l.replace(/^npm (error|ERR!)\s*/, '').trim())
+        .filter((l) => l && !/^(A complete log|code |errno |syscall )/.test(l))
       throw new PluginError(`npm ${args[0]} failed: ${lines[0] ?? `exit status ${r.status}`}`)
     }
   }
@@ -115,14 +122,25 @@ export class PluginManager {
   }
 
   private compose(profile: string, dir: string): Composition {
-    return composeProfile({ home: this.opts.home, profileName: profile, profileDir: dir, installBase: this.opts.installBase, cwd: this.opts.cwd })
+    return composeProfile({
+      home: this.opts.home,
+      profileName: profile,
+      profileDir: dir,
+      installBase: this.opts.installBase,
+      cwd: this.opts.cwd,
+    })
   }
 
   /** Ids of the rows that `manifest`'s package contributes to the composition. */
   private rowsFor(comp: Composition, dir: string, m: PluginManifest): string[] {
     const pkgDir = join(dir, 'node_modules', m.name) + '/'
     return comp.rows
-      .filter((r) => r.row.name === m.name || r.layers.includes(`bundle ${m.name}`) || (r.url && decodeURIComponent(new URL(r.url).pathname).startsWith(pkgDir)))
+      .filter(
+        (r) =>
+          r.row.name === m.name ||
+          r.layers.includes(`bundle ${m.name}`) ||
+          (r.url && decodeURIComponent(new URL(r.url).pathname).startsWith(pkgDir)),
+      )
       .map((r) => r.row.id)
   }
 
@@ -134,7 +152,10 @@ export class PluginManager {
     const write = process.stdout.write
     process.stdout.write = process.stderr.write.bind(process.stderr) as typeof process.stdout.write
     try {
-      return await probeComposition(comp, { bootInfo: { home: this.opts.home, cwd: this.opts.cwd }, importModule: this.opts.importModule })
+      return await probeComposition(comp, {
+        bootInfo: { home: this.opts.home, cwd: this.opts.cwd },
+        importModule: this.opts.importModule,
+      })
     } finally {
       process.stdout.write = write
     }
@@ -148,7 +169,8 @@ export class PluginManager {
     const failures = await this.probe(comp)
     const own = failures.filter((f) => ids.includes(f.id))
     if (own.length) throw new PluginError(describeFailure(own[0]))
-    for (const f of failures) this.log(`dsh plugin: note: row ${f.id} of profile ${profile} fails without this plugin's help: ${f.cause}`)
+    for (const f of failures)
+      this.log(`dsh plugin: note: row ${f.id} of profile ${profile} fails without this plugin's help: ${f.cause}`)
   }
 
   async add(raw: string, profile: string): Promise<AddResult> {
@@ -156,7 +178,9 @@ export class PluginManager {
     const dir = this.profileDir(profile, true)
     const installed = dependencies(dir)
     if (installed[spec.name] !== undefined) {
-      throw new PluginError(`${spec.name} is already installed in profile ${profile}; use "dsh plugin update ${spec.name}" or remove it first`)
+      throw new PluginError(
+        `${spec.name} is already installed in profile ${profile}; use "dsh plugin update ${spec.name}" or remove it first`,
+      )
     }
     const before = this.compose(profile, dir)
     const snap = this.snapshot(dir)
@@ -167,14 +191,22 @@ export class PluginManager {
       let mounted: AddResult['mounted']
       if (m.kind === 'row') {
         const clash = before.rows.find((r) => r.row.id === m.id)
-        if (clash) throw new PluginError(`row id "${m.id}" is already used in profile ${profile} (by ${clash.row.name}, from ${clash.layers.join(', ')})`)
-        const row = { id: m.id, name: m.name, ...(m.config !== undefined ? { config: m.config } : {}), ...(m.disabled ? { disabled: true } : {}) }
+        if (clash)
+          throw new PluginError(
+            `row id "${m.id}" is already used in profile ${profile} (by ${clash.row.name}, from ${clash.layers.join(', ')})`,
+          )
+        const row = {
+          id: m.id,
+          name: m.name,
+          ...(m.config !== undefined ? { config: m.config } : {}),
+          ...(m.disabled ? { disabled: true } : {}),
+        }
         addRow(join(dir, 'cordis.patch.yml'), row, `dsh plugin add ${spec.raw} (${m.name}@${m.version})`)
         mounted = { kind: 'row', id: m.id }
       } else {
         const pkgFile = join(dir, 'package.json')
         const pkg = readJson(pkgFile)
-        const p = ((pkg.dsh ??= {}) as Record<string, Record<string, unknown>>).profile ??= {}
+        const p = (((pkg.dsh ??= {}) as Record<string, Record<string, unknown>>).profile ??= {})
         const bundles = (Array.isArray(p.bundles) ? p.bundles : []) as string[]
         if (!bundles.includes(m.name)) p.bundles = [...bundles, m.name]
         writeAtomic(pkgFile, JSON.stringify(pkg, null, 2) + '\n')
@@ -184,7 +216,11 @@ export class PluginManager {
       return { name: m.name, version: m.version, profile, mounted }
     } catch (error) {
       this.rollback(dir, snap)
-      if (error instanceof PluginError) throw new PluginError(`cannot add ${spec.raw} to profile ${profile}: ${error.message}; rolled back`, error.exitCode)
+      if (error instanceof PluginError)
+        throw new PluginError(
+          `cannot add ${spec.raw} to profile ${profile}: ${error.message}; rolled back`,
+          error.exitCode,
+        )
       throw new PluginError(`cannot add ${spec.raw} to profile ${profile}: ${firstLine(error)}; rolled back`)
     }
   }
@@ -195,7 +231,10 @@ export class PluginManager {
     const installed = dependencies(dir)
     if (installed[name] === undefined) {
       const known = Object.keys(installed)
-      throw new PluginError(`${name} is not installed in profile ${profile} (installed: ${known.join(', ') || 'nothing'})`, 2)
+      throw new PluginError(
+        `${name} is not installed in profile ${profile} (installed: ${known.join(', ') || 'nothing'})`,
+        2,
+      )
     }
     const result = removeRows(join(dir, 'cordis.patch.yml'), name)
     const pkgFile = join(dir, 'package.json')
@@ -216,19 +255,27 @@ export class PluginManager {
     const at = raw.indexOf('@', 1)
     const name = at > 0 ? raw.slice(0, at) : raw
     const recorded = dependencies(dir)[name]
-    if (recorded === undefined) throw new PluginError(`${name} is not installed in profile ${profile}; use "dsh plugin add"`, 2)
+    if (recorded === undefined)
+      throw new PluginError(`${name} is not installed in profile ${profile}; use "dsh plugin add"`, 2)
     const pkgJson = join(dir, 'node_modules', name, 'package.json')
     const from = existsSync(pkgJson) ? String(readJson(pkgJson).version) : 'missing'
     const target = recorded.startsWith('file:') ? resolve(dir, recorded.slice(5)) : at > 0 ? raw : `${name}@latest`
     const snap = this.snapshot(dir)
     try {
-      this.npm(dir, ['install', '--save', ...(recorded.startsWith('file:') && !/\.(tgz|tar\.gz|tar)$/.test(target) ? ['--install-links'] : []), target])
+      this.npm(dir, [
+        'install',
+        '--save',
+        ...(recorded.startsWith('file:') && !/\.(tgz|tar\.gz|tar)$/.test(target) ? ['--install-links'] : []),
+        target,
+      ])
       const m = readPluginManifest(pkgJson)
       await this.prove(profile, dir, m)
       return { name, from, to: m.version }
     } catch (error) {
       this.rollback(dir, snap)
-      throw new PluginError(`cannot update ${name} in profile ${profile}: ${error instanceof PluginError ? error.message : firstLine(error)}; rolled back`)
+      throw new PluginError(
+        `cannot update ${name} in profile ${profile}: ${error instanceof PluginError ? error.message : firstLine(error)}; rolled back`,
+      )
     }
   }
 
@@ -237,7 +284,9 @@ export class PluginManager {
     if (profile) return [profile]
     const root = homeLayout(this.opts.home).profiles
     if (!existsSync(root)) return []
-    return readdirSync(root).filter((n) => existsSync(join(root, n, 'package.json'))).sort()
+    return readdirSync(root)
+      .filter((n) => existsSync(join(root, n, 'package.json')))
+      .sort()
   }
 
   /** Each installed dsh plugin of the profile and whether its rows mount (`check`: by mounting the tree). */
@@ -248,7 +297,13 @@ export class PluginManager {
     for (const [name, spec] of Object.entries(dependencies(dir))) {
       const pkgJson = join(dir, 'node_modules', name, 'package.json')
       if (!existsSync(pkgJson)) {
-        out.push({ name, version: 'missing', spec, rows: [], note: 'not in node_modules; run "dsh plugin update" or "npm install" in the profile' })
+        out.push({
+          name,
+          version: 'missing',
+          spec,
+          rows: [],
+          note: 'not in node_modules; run "dsh plugin update" or "npm install" in the profile',
+        })
         continue
       }
       let m: PluginManifest
@@ -279,7 +334,9 @@ export class PluginManager {
         else if (failed) status.rows.push({ id, state: 'fails', cause: failed.cause })
         else status.rows.push({ id, state: 'mounts' })
       }
-      if (!status.rows.length) status.note = m.kind === 'row' ? `no row names it in ${join(dir, 'cordis.patch.yml')}` : 'not in the profile\'s bundle list'
+      if (!status.rows.length)
+        status.note =
+          m.kind === 'row' ? `no row names it in ${join(dir, 'cordis.patch.yml')}` : "not in the profile's bundle list"
     }
     return out
   }

@@ -80,7 +80,10 @@ export function removeRows(file: string, pkg: string): { removed: string[]; dang
     }
     const node = item as { commentBefore?: string | null }
     if (isSeq(rows) && rows.items.length === 0) {
-      const own = (node.commentBefore ?? '').split('\n').filter((l) => !l.startsWith(' dsh plugin add ')).join('\n')
+      const own = (node.commentBefore ?? '')
+        .split('\n')
+        .filter((l) => !l.startsWith(' dsh plugin add '))
+        .join('\n')
       if (own.trim()) carried = carried ? `${carried}\n${own}` : own
       continue
     }

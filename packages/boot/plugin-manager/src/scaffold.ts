@@ -128,7 +128,11 @@ npm pack         # ${name.replace(/^@/, '').replace('/', '-')}-0.1.0.tgz, instal
 
 /** Writes the package into `<cwd>/<name without scope>`; refuses to overwrite an existing directory. */
 export function scaffold(name: string, cwd: string, into?: string): ScaffoldResult {
-  if (!isPackageName(name)) throw new PluginError(`${JSON.stringify(name)} is not a valid npm package name (lowercase, e.g. dsh-plugin-hello or @me/dsh-plugin-hello)`, 2)
+  if (!isPackageName(name))
+    throw new PluginError(
+      `${JSON.stringify(name)} is not a valid npm package name (lowercase, e.g. dsh-plugin-hello or @me/dsh-plugin-hello)`,
+      2,
+    )
   const dir = resolve(cwd, into ?? name.replace(/^@[^/]+\//, ''))
   if (existsSync(dir)) throw new PluginError(`${dir} already exists; pick another name or directory`, 2)
   const out = files(name)

@@ -74,7 +74,9 @@ function tarballManifest(file: string): string {
       continue
     }
     const prefix = text(header.subarray(345, 500))
-    const name = (longName ?? (prefix ? `${prefix}/${text(header.subarray(0, 100))}` : text(header.subarray(0, 100)))).replace(/^\.\//, '')
+    const name = (
+      longName ?? (prefix ? `${prefix}/${text(header.subarray(0, 100))}` : text(header.subarray(0, 100)))
+    ).replace(/^\.\//, '')
     longName = undefined
     if ((type === '0' || type === '\0') && /^[^/]+\/package\.json$/.test(name)) return body.toString('utf8')
   }
@@ -86,22 +88,36 @@ const firstLine = (error: unknown) => String((error as Error)?.message ?? error)
 
 /** Classifies `raw`; relative paths resolve against `cwd`. Throws a PluginError (exit 2) for a spec that is none of the three. */
 export function parseSpec(raw: string, cwd: string): PluginSpec {
-  const looksLocal = raw.startsWith('.') || isAbsolute(raw) || raw.startsWith('~') || /\.(tgz|tar\.gz|tar)$/.test(raw) || raw.startsWith('file:')
+  const looksLocal =
+    raw.startsWith('.') ||
+    isAbsolute(raw) ||
+    raw.startsWith('~') ||
+    /\.(tgz|tar\.gz|tar)$/.test(raw) ||
+    raw.startsWith('file:')
   if (looksLocal) {
     const path = resolve(cwd, raw.replace(/^file:/, ''))
     if (!existsSync(path)) throw new PluginError(`${raw}: no such file or directory (${path})`, 2)
     if (statSync(path).isDirectory()) {
       const pkg = join(path, 'package.json')
-      if (!existsSync(pkg)) throw new PluginError(`${raw}: the directory has no package.json, so it is not a package`, 2)
+      if (!existsSync(pkg))
+        throw new PluginError(`${raw}: the directory has no package.json, so it is not a package`, 2)
       return { kind: 'dir', name: readManifestName(readFileSync(pkg, 'utf8'), pkg), install: path, raw }
     }
-    return { kind: 'tarball', name: readManifestName(tarballManifest(path), `${raw} (package.json inside)`), install: path, raw }
+    return {
+      kind: 'tarball',
+      name: readManifestName(tarballManifest(path), `${raw} (package.json inside)`),
+      install: path,
+      raw,
+    }
   }
   // name, name@version, @scope/name, @scope/name@range
   const at = raw.indexOf('@', 1)
   const name = at > 0 ? raw.slice(0, at) : raw
   if (!isPackageName(name) || (at > 0 && at === raw.length - 1)) {
-    throw new PluginError(`${JSON.stringify(raw)} is not a package name, a directory or a tarball (e.g. dsh-plugin-hello, dsh-plugin-hello@1.2.0, ./my-plugin, ./my-plugin-0.1.0.tgz)`, 2)
+    throw new PluginError(
+      `${JSON.stringify(raw)} is not a package name, a directory or a tarball (e.g. dsh-plugin-hello, dsh-plugin-hello@1.2.0, ./my-plugin, ./my-plugin-0.1.0.tgz)`,
+      2,
+    )
   }
   return { kind: 'npm', name, install: raw, raw }
 }

@@ -12,17 +12,23 @@ describe('profile patch edits', () => {
   it('add then remove gives back the template byte for byte, and the added row parses as a layer', () => {
     const file = join(temp(), 'cordis.patch.yml')
     writeFileSync(file, TEMPLATE)
-    addRow(file, { id: 'hello', name: 'dsh-plugin-hello', config: { greeting: 'Hi' } }, 'dsh plugin add ./x.tgz (dsh-plugin-hello@0.1.0)')
+    addRow(
+      file,
+      { id: 'hello', name: 'dsh-plugin-hello', config: { greeting: 'Hi' } },
+      'dsh plugin add ./x.tgz (dsh-plugin-hello@0.1.0)',
+    )
     const text = readFileSync(file, 'utf8')
     expect(text.startsWith(TEMPLATE.slice(0, TEMPLATE.lastIndexOf('[]')))).toBe(true)
     const layer = parseLayer(text, file, 'profile')
-    expect(layer.ops).toEqual([{ kind: 'insert', index: 0, rows: [{ id: 'hello', name: 'dsh-plugin-hello', config: { greeting: 'Hi' } }] }])
+    expect(layer.ops).toEqual([
+      { kind: 'insert', index: 0, rows: [{ id: 'hello', name: 'dsh-plugin-hello', config: { greeting: 'Hi' } }] },
+    ])
     expect(rowsOf(file, 'dsh-plugin-hello')).toEqual(['hello'])
     expect(removeRows(file, 'dsh-plugin-hello')).toEqual({ removed: ['hello'], dangling: [] })
     expect(readFileSync(file, 'utf8')).toBe(TEMPLATE)
   })
 
-  it('keeps the user\'s own operations, comments and !!js values; reports patches left dangling', () => {
+  it("keeps the user's own operations, comments and !!js values; reports patches left dangling", () => {
     const file = join(temp(), 'cordis.patch.yml')
     const user = `# mine\n- id: llm\n  config: { key: !!js process.env.K } # keep\n- insert:\n    - { id: other, name: ./x.ts }\n    - { id: wave, name: dsh-plugin-wave }\n- id: wave\n  disabled: true\n`
     writeFileSync(file, user)
@@ -41,7 +47,9 @@ describe('profile patch edits', () => {
     addRow(join(dir, 'new.yml'), { id: 'a', name: 'p' }, 'c')
     expect(parseLayer(readFileSync(join(dir, 'new.yml'), 'utf8'), 'f', 'l').ops).toHaveLength(1)
     writeFileSync(join(dir, 'map.yml'), 'a: 1\n')
-    expect(() => addRow(join(dir, 'map.yml'), { id: 'a', name: 'p' }, 'c')).toThrow(/map\.yml: cannot edit: the layer must be a YAML list/)
+    expect(() => addRow(join(dir, 'map.yml'), { id: 'a', name: 'p' }, 'c')).toThrow(
+      /map\.yml: cannot edit: the layer must be a YAML list/,
+    )
     writeFileSync(join(dir, 'bad.yml'), '- [\n')
     expect(() => addRow(join(dir, 'bad.yml'), { id: 'a', name: 'p' }, 'c')).toThrow(/bad\.yml:\d+:\d+: cannot edit/)
     expect(readFileSync(join(dir, 'bad.yml'), 'utf8')).toBe('- [\n')
@@ -50,7 +58,11 @@ describe('profile patch edits', () => {
 
 describe('specs and ids', () => {
   it('classifies names, versions, directories and tarballs; rejects the rest in one line', () => {
-    expect(parseSpec('dsh-plugin-x@1.2.0', '/')).toMatchObject({ kind: 'npm', name: 'dsh-plugin-x', install: 'dsh-plugin-x@1.2.0' })
+    expect(parseSpec('dsh-plugin-x@1.2.0', '/')).toMatchObject({
+      kind: 'npm',
+      name: 'dsh-plugin-x',
+      install: 'dsh-plugin-x@1.2.0',
+    })
     expect(parseSpec('@me/dsh-plugin-x', '/')).toMatchObject({ kind: 'npm', name: '@me/dsh-plugin-x' })
     expect(() => parseSpec('Not A Name', '/')).toThrow(/is not a package name, a directory or a tarball/)
     expect(() => parseSpec('x@', '/')).toThrow(/is not a package name/)

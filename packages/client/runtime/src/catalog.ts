@@ -135,7 +135,9 @@ export class Catalog extends Service {
   }
 
   private publish(patch: Partial<CatalogState>): void {
-    const sessions = [...this.rows.values()].filter((r) => !r.archived).sort((a, b) => b.updatedAt - a.updatedAt || (a.sessionId < b.sessionId ? 1 : -1))
+    const sessions = [...this.rows.values()]
+      .filter((r) => !r.archived)
+      .sort((a, b) => b.updatedAt - a.updatedAt || (a.sessionId < b.sessionId ? 1 : -1))
     this.state.set({ ...this.state.get(), ...patch, sessions })
   }
 }

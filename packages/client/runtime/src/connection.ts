@@ -3,7 +3,18 @@
 // events over `/api/events/session/<id>`, resuming after the last seq it holds on every reconnect
 // (no gap, no duplicate), with exponential backoff while the host is unreachable.
 import { Context, Service } from 'cordis'
-import { CHUNK_EVENT_TYPE, CHUNK_RUNS_PARAM, expandChunkRun, HOST_STREAM_PATH, sessionStreamPath, type HostStreamEvent, type SessionStatus, type WireApprovalRequest, type WireEvent, type WireQuestion } from '@dsh/web-protocol'
+import {
+  CHUNK_EVENT_TYPE,
+  CHUNK_RUNS_PARAM,
+  expandChunkRun,
+  HOST_STREAM_PATH,
+  sessionStreamPath,
+  type HostStreamEvent,
+  type SessionStatus,
+  type WireApprovalRequest,
+  type WireEvent,
+  type WireQuestion,
+} from '@dsh/web-protocol'
 import { frameBatcher, Store, type ReadableStore } from './store.ts'
 import { readSse, StreamError } from './sse.ts'
 import type { Remote } from './remote.ts'
@@ -18,8 +29,16 @@ export interface ConnectionConfig {
   lingerMs?: number
 }
 
-export interface PendingApproval { requestId: string; sessionId: string; request: WireApprovalRequest }
-export interface PendingQuestion { requestId: string; sessionId: string; questions: WireQuestion[] }
+export interface PendingApproval {
+  requestId: string
+  sessionId: string
+  request: WireApprovalRequest
+}
+export interface PendingQuestion {
+  requestId: string
+  sessionId: string
+  questions: WireQuestion[]
+}
 
 /** What a session view renders from. `events` is the log from seq 0, appended in place: treat it as read-only and key memos on `version`. */
 export interface SessionFeedState {
@@ -118,7 +137,8 @@ export class Connection extends Service {
    * feed gives it back, and a feed nobody holds closes after `lingerMs`.
    */
   session(sessionId: string): SessionFeed {
-    if (typeof sessionId !== 'string' || !sessionId) throw new TypeError('connection.session: sessionId must be a non-empty string')
+    if (typeof sessionId !== 'string' || !sessionId)
+      throw new TypeError('connection.session: sessionId must be a non-empty string')
     let feed = this.feeds.get(sessionId)
     if (!feed || feed.closed) {
       feed = new SessionFeed(sessionId, this, () => this.feeds.delete(sessionId))
@@ -282,9 +302,16 @@ export class SessionFeed implements ReadableStore<SessionFeedState> {
   private readonly batch = frameBatcher(() => this.publish())
   /** A pending publish for streamed deltas only (see DELTA_PUBLISH_MS). */
   private deltaTimer?: ReturnType<typeof setTimeout>
-  private partial: Omit<SessionFeedState, 'events' | 'withoutDeltas' | 'approvals' | 'questions' | 'version' | 'sessionId' | 'lastSeq'> = { queued: 0, live: false, loaded: false }
+  private partial: Omit<
+    SessionFeedState,
+    'events' | 'withoutDeltas' | 'approvals' | 'questions' | 'version' | 'sessionId' | 'lastSeq'
+  > = { queued: 0, live: false, loaded: false }
 
-  constructor(readonly sessionId: string, private readonly connection: Connection, private readonly onClose: () => void) {
+  constructor(
+    readonly sessionId: string,
+    private readonly connection: Connection,
+    private readonly onClose: () => void,
+  ) {
     this.snapshot = this.build(0)
     this.settledSnapshot = this.snapshot
     this.settled = {
@@ -419,7 +446,9 @@ export class SessionFeed implements ReadableStore<SessionFeedState> {
       const after = this.lastSeq
       // `chunks=runs`: the host sends runs of streamed deltas as one `chunks` frame each (a tenth
       // of the bytes and one frame per run), expanded here into the same log events.
-      const url = this.connection.streamUrl(sessionStreamPath(this.sessionId) + `?${CHUNK_RUNS_PARAM}=runs` + (after >= 0 ? `&after=${after}` : ''))
+      const url = this.connection.streamUrl(
+        sessionStreamPath(this.sessionId) + `?${CHUNK_RUNS_PARAM}=runs` + (after >= 0 ? `&after=${after}` : ''),
+      )
       try {
         await readSse(url, {
           signal: abort.signal,

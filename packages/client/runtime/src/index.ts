@@ -18,7 +18,16 @@ export { Store, frameBatcher, type ReadableStore } from './store.ts'
 export { SlotRegistry, type SlotEntry, type SlotProps, type SlotRecord, type PropsOfSlot } from './slots.ts'
 export { Remote, RemoteError, type RemoteMethods, type InputOf, type CallOptions, type RemoteConfig } from './remote.ts'
 export { formatCount } from './format.ts'
-export { Connection, SessionFeed, DELTA_PUBLISH_MS, type OnlineState, type SessionFeedState, type PendingApproval, type PendingQuestion, type ConnectionConfig } from './connection.ts'
+export {
+  Connection,
+  SessionFeed,
+  DELTA_PUBLISH_MS,
+  type OnlineState,
+  type SessionFeedState,
+  type PendingApproval,
+  type PendingQuestion,
+  type ConnectionConfig,
+} from './connection.ts'
 export { Locale, pickLang, LANGS, type Lang, type Messages, type Dictionary, type Translate } from './locale.ts'
 export { Theme, type ThemePreference, type ColorScheme } from './theme.ts'
 export { Catalog, type CatalogState } from './catalog.ts'
@@ -27,7 +36,19 @@ export { ClientPlugins, type ClientPluginEntry, type LoadedPlugin, type ModuleIm
 export { readManifest, parseManifest, MANIFEST_PATH, MANIFEST_ELEMENT_ID, type BootManifest } from './manifest.ts'
 export { readSse, StreamError, type SseFrame } from './sse.ts'
 export { Utf8Decoder } from './utf8.ts'
-export { RuntimeProvider, useCtx, useStore, useSlotEntries, Slot, SlotBoundary, useT, useSessionFeed, plainService, type SlotComponentProps, type SessionFeedOptions } from './react.ts'
+export {
+  RuntimeProvider,
+  useCtx,
+  useStore,
+  useSlotEntries,
+  Slot,
+  SlotBoundary,
+  useT,
+  useSessionFeed,
+  plainService,
+  type SlotComponentProps,
+  type SessionFeedOptions,
+} from './react.ts'
 export { SLOTS, type SlotName, type SessionSlotProps } from './names.ts'
 
 declare module 'cordis' {

@@ -8,7 +8,10 @@ export const LANGS: readonly Lang[] = ['en', 'zh']
 
 /** Messages of one namespace: key -> text with `{name}` placeholders. */
 export type Messages = Record<string, string>
-export interface Dictionary { en: Messages; zh?: Messages }
+export interface Dictionary {
+  en: Messages
+  zh?: Messages
+}
 
 export type Translate = (key: string, vars?: Record<string, string | number>) => string
 
@@ -61,7 +64,8 @@ export class Locale extends Service {
 
   /** Switches the language and remembers the choice. */
   set(lang: Lang): void {
-    if (!LANGS.includes(lang)) throw new TypeError(`locale.set: unknown language ${JSON.stringify(lang)} (expected ${LANGS.join(' or ')})`)
+    if (!LANGS.includes(lang))
+      throw new TypeError(`locale.set: unknown language ${JSON.stringify(lang)} (expected ${LANGS.join(' or ')})`)
     try {
       globalThis.localStorage?.setItem(STORAGE_KEY, lang)
     } catch {
@@ -74,7 +78,8 @@ export class Locale extends Service {
   /** Adds a namespace's messages; an effect of the caller. Later registrations of a namespace win per key. */
   register(ns: string, dictionary: Dictionary): () => void {
     if (!ns || typeof ns !== 'string') throw new TypeError('locale.register: namespace must be a non-empty string')
-    if (!dictionary || typeof dictionary.en !== 'object') throw new TypeError(`locale.register(${ns}): a dictionary needs at least its en messages`)
+    if (!dictionary || typeof dictionary.en !== 'object')
+      throw new TypeError(`locale.register(${ns}): a dictionary needs at least its en messages`)
     const dispose = this.ctx.effect(() => {
       const list = this.dictionaries.get(ns) ?? []
       list.push(dictionary)
@@ -82,7 +87,10 @@ export class Locale extends Service {
       this.revision.update((n) => n + 1)
       return () => {
         const current = this.dictionaries.get(ns) ?? []
-        this.dictionaries.set(ns, current.filter((d) => d !== dictionary))
+        this.dictionaries.set(
+          ns,
+          current.filter((d) => d !== dictionary),
+        )
         this.revision.update((n) => n + 1)
       }
     }, `locale:${ns}`)

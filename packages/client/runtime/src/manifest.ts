@@ -16,8 +16,11 @@ export const MANIFEST_PATH = '/client-manifest.json'
 
 export function parseManifest(value: unknown): BootManifest {
   const v = value as Partial<BootManifest> | null
-  if (!v || typeof v !== 'object' || v.version !== 1 || !Array.isArray(v.plugins)) throw new TypeError('boot manifest: expected {version: 1, plugins: [...]}')
-  const plugins = v.plugins.filter((p): p is ClientPluginEntry => !!p && typeof p.package === 'string' && typeof p.url === 'string')
+  if (!v || typeof v !== 'object' || v.version !== 1 || !Array.isArray(v.plugins))
+    throw new TypeError('boot manifest: expected {version: 1, plugins: [...]}')
+  const plugins = v.plugins.filter(
+    (p): p is ClientPluginEntry => !!p && typeof p.package === 'string' && typeof p.url === 'string',
+  )
   return { version: 1, plugins, ...(typeof v.launchCwd === 'string' ? { launchCwd: v.launchCwd } : {}) }
 }
 

@@ -40,7 +40,10 @@ export class ClientPlugins extends Service {
   // sees @cordisjs/plugin-loader's augmentation (host halves type-checked with the client).
   private readonly fibers = new Map<string, ReturnType<Context['plugin']>>()
 
-  constructor(ctx: Context, private readonly importer: ModuleImporter = defaultImporter) {
+  constructor(
+    ctx: Context,
+    private readonly importer: ModuleImporter = defaultImporter,
+  ) {
     super(ctx, 'clientPlugins')
   }
 
@@ -66,7 +69,12 @@ export class ClientPlugins extends Service {
       // service appears later): say which services it waits for.
       if ((fiber.state as number) !== ACTIVE) {
         const missing = Object.keys(fiber.inject ?? {}).filter((name) => this.ctx.get(name) === undefined)
-        this.setState({ package: entry.package, url: entry.url, state: 'waiting', error: `it waits for ${missing.length ? missing.join(', ') : 'its services'}` })
+        this.setState({
+          package: entry.package,
+          url: entry.url,
+          state: 'waiting',
+          error: `it waits for ${missing.length ? missing.join(', ') : 'its services'}`,
+        })
         return
       }
       this.setState({ package: entry.package, url: entry.url, state: 'active' })

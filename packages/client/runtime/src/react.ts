@@ -1,6 +1,19 @@
 // React bindings of the runtime: the context provider, store hooks, `<Slot>`, translation and
 // session-feed hooks. Written with createElement so the package needs no JSX step.
-import { Component, createContext, createElement, Fragment, useCallback, useContext, useEffect, useMemo, useState, useSyncExternalStore, type ErrorInfo, type ReactNode } from 'react'
+import {
+  Component,
+  createContext,
+  createElement,
+  Fragment,
+  useCallback,
+  useContext,
+  useEffect,
+  useMemo,
+  useState,
+  useSyncExternalStore,
+  type ErrorInfo,
+  type ReactNode,
+} from 'react'
 import { symbols, type Context } from 'cordis'
 import type { ReadableStore } from './store.ts'
 import type { PropsOfSlot, SlotRecord } from './slots.ts'
@@ -72,12 +85,18 @@ export function Slot<N extends string>(p: SlotComponentProps<N>): ReactNode {
     Fragment,
     null,
     ...shown.map((record) =>
-      createElement(SlotBoundary, { key: `${record.id}#${record.serial}`, record }, createElement(record.component, (p.props ?? {}) as object)),
+      createElement(
+        SlotBoundary,
+        { key: `${record.id}#${record.serial}`, record },
+        createElement(record.component, (p.props ?? {}) as object),
+      ),
     ),
   )
 }
 
-interface BoundaryState { error?: Error }
+interface BoundaryState {
+  error?: Error
+}
 
 /** One slot entry that throws while rendering shows a one-line notice instead of taking the page down. */
 export class SlotBoundary extends Component<{ record: SlotRecord; children?: ReactNode }, BoundaryState> {
@@ -88,12 +107,19 @@ export class SlotBoundary extends Component<{ record: SlotRecord; children?: Rea
   }
 
   override componentDidCatch(error: Error, info: ErrorInfo): void {
-    console.warn(`[dsh] slot ${this.props.record.slot} entry ${this.props.record.id}${this.props.record.owner ? ` (${this.props.record.owner})` : ''} failed: ${error.message}`, info.componentStack)
+    console.warn(
+      `[dsh] slot ${this.props.record.slot} entry ${this.props.record.id}${this.props.record.owner ? ` (${this.props.record.owner})` : ''} failed: ${error.message}`,
+      info.componentStack,
+    )
   }
 
   override render(): ReactNode {
     if (this.state.error) {
-      return createElement('div', { role: 'alert', className: 'dsh-slot-error', 'data-slot-error': this.props.record.id }, `${this.props.record.id}: ${this.state.error.message}`)
+      return createElement(
+        'div',
+        { role: 'alert', className: 'dsh-slot-error', 'data-slot-error': this.props.record.id },
+        `${this.props.record.id}: ${this.state.error.message}`,
+      )
     }
     return this.props.children
   }
@@ -120,7 +146,10 @@ export interface SessionFeedOptions {
 }
 
 /** A session's feed state (log + live state) while mounted; undefined until its feed is open. */
-export function useSessionFeed(sessionId: string | undefined, options: SessionFeedOptions = {}): SessionFeedState | undefined {
+export function useSessionFeed(
+  sessionId: string | undefined,
+  options: SessionFeedOptions = {},
+): SessionFeedState | undefined {
   const connection = usePlain(useCtx(), 'connection')
   const [feed, setFeed] = useState<SessionFeed | undefined>(undefined)
   useEffect(() => {
@@ -135,7 +164,8 @@ export function useSessionFeed(sessionId: string | undefined, options: SessionFe
   // Until the effect has taken its hold, show a feed that is already open (switching back to a
   // session seen a moment ago paints at once instead of flashing "loading").
   const current = feed && feed.sessionId === sessionId ? feed : sessionId ? connection.peek(sessionId) : undefined
-  const store: ReadableStore<SessionFeedState> | undefined = current && options.deltas === false ? current.settled : current
+  const store: ReadableStore<SessionFeedState> | undefined =
+    current && options.deltas === false ? current.settled : current
   const subscribe = useCallback((listener: () => void) => (store ? store.subscribe(listener) : () => {}), [store])
   const get = useCallback(() => store?.get(), [store])
   return useSyncExternalStore(subscribe, get, get)

@@ -42,7 +42,12 @@ export interface CallOptions {
 /** A failed call: the host's error code and message, or `NETWORK` when the host could not be reached. */
 export class RemoteError extends Error {
   override name = 'RemoteError'
-  constructor(readonly code: string, message: string, readonly status = 0, readonly field?: string) {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly status = 0,
+    readonly field?: string,
+  ) {
     super(message)
   }
 }
@@ -67,7 +72,11 @@ export class Remote extends Service {
 
   /** Calls a method by contract (typed by it) or by a name of `RemoteMethods`. */
   call<C extends MethodContract<any, any>>(contract: C, params: InputOf<C>, options?: CallOptions): Promise<ResultOf<C>>
-  call<K extends keyof RemoteMethods>(name: K, params: InputOf<RemoteMethods[K]>, options?: CallOptions): Promise<ResultOf<RemoteMethods[K]>>
+  call<K extends keyof RemoteMethods>(
+    name: K,
+    params: InputOf<RemoteMethods[K]>,
+    options?: CallOptions,
+  ): Promise<ResultOf<RemoteMethods[K]>>
   call(name: string, params: unknown, options?: CallOptions): Promise<unknown>
   async call(target: string | MethodContract<any, any>, params: unknown, options: CallOptions = {}): Promise<unknown> {
     const name = typeof target === 'string' ? target : target.name
@@ -90,12 +99,21 @@ export class Remote extends Service {
     try {
       body = await response.json()
     } catch {
-      throw new RemoteError('BAD_RESPONSE', `${name}: the host answered ${response.status} without a JSON body`, response.status)
+      throw new RemoteError(
+        'BAD_RESPONSE',
+        `${name}: the host answered ${response.status} without a JSON body`,
+        response.status,
+      )
     }
     if (!response.ok || !body || typeof body !== 'object' || !('result' in body)) {
       const error = body?.error
-      if (error && typeof error.code === 'string') throw new RemoteError(error.code, String(error.message ?? error.code), response.status, error.field)
-      throw new RemoteError('BAD_RESPONSE', `${name}: the host answered ${response.status} with no result`, response.status)
+      if (error && typeof error.code === 'string')
+        throw new RemoteError(error.code, String(error.message ?? error.code), response.status, error.field)
+      throw new RemoteError(
+        'BAD_RESPONSE',
+        `${name}: the host answered ${response.status} with no result`,
+        response.status,
+      )
     }
     return body.result
   }

@@ -50,17 +50,26 @@ export class SlotRegistry extends Service {
    * disposer. A duplicate id in the same slot and key throws.
    */
   register<N extends string>(name: N, entry: SlotEntry<PropsOfSlot<N>>): () => void {
-    if (typeof name !== 'string' || !SLOT_NAME.test(name)) throw new TypeError(`slots.register: bad slot name ${JSON.stringify(name)} (dotted lower-camel words such as "conversation.main")`)
-    if (!entry || typeof entry !== 'object') throw new TypeError(`slots.register(${name}): expected {id, component, order?, key?}`)
-    if (typeof entry.id !== 'string' || !entry.id) throw new TypeError(`slots.register(${name}): id must be a non-empty string`)
+    if (typeof name !== 'string' || !SLOT_NAME.test(name))
+      throw new TypeError(
+        `slots.register: bad slot name ${JSON.stringify(name)} (dotted lower-camel words such as "conversation.main")`,
+      )
+    if (!entry || typeof entry !== 'object')
+      throw new TypeError(`slots.register(${name}): expected {id, component, order?, key?}`)
+    if (typeof entry.id !== 'string' || !entry.id)
+      throw new TypeError(`slots.register(${name}): id must be a non-empty string`)
     if (typeof entry.component !== 'function' && (typeof entry.component !== 'object' || entry.component === null)) {
       throw new TypeError(`slots.register(${name}, ${entry.id}): component must be a React component`)
     }
-    if (entry.order !== undefined && !Number.isFinite(entry.order)) throw new TypeError(`slots.register(${name}, ${entry.id}): order must be a finite number`)
-    if (entry.key !== undefined && (typeof entry.key !== 'string' || !entry.key)) throw new TypeError(`slots.register(${name}, ${entry.id}): key must be a non-empty string`)
+    if (entry.order !== undefined && !Number.isFinite(entry.order))
+      throw new TypeError(`slots.register(${name}, ${entry.id}): order must be a finite number`)
+    if (entry.key !== undefined && (typeof entry.key !== 'string' || !entry.key))
+      throw new TypeError(`slots.register(${name}, ${entry.id}): key must be a non-empty string`)
     const list = this.slots.get(name) ?? []
     if (list.some((r) => r.id === entry.id && r.key === entry.key)) {
-      throw new Error(`slots.register(${name}): an entry ${JSON.stringify(entry.id)}${entry.key ? ` for key ${JSON.stringify(entry.key)}` : ''} is already registered`)
+      throw new Error(
+        `slots.register(${name}): an entry ${JSON.stringify(entry.id)}${entry.key ? ` for key ${JSON.stringify(entry.key)}` : ''} is already registered`,
+      )
     }
     const record: SlotRecord = {
       slot: name,
@@ -120,7 +129,10 @@ export class SlotRegistry extends Service {
   private remove(record: SlotRecord): void {
     const list = this.slots.get(record.slot)
     if (!list || !list.includes(record)) return
-    this.slots.set(record.slot, list.filter((r) => r !== record))
+    this.slots.set(
+      record.slot,
+      list.filter((r) => r !== record),
+    )
     this.changed(record.slot)
   }
 

@@ -36,8 +36,23 @@ export interface SseFrame {
  * Reads one SSE response, calling `onFrame` per dispatched event. Resolves when the stream ends;
  * rejects on a network error or a non-200 answer (with the host's JSON error message when given).
  */
-export async function readSse(url: string, options: { signal: AbortSignal; onOpen?: () => void; /** May return the work the frame took beyond one line, in lines' worth (a frame carrying many events), so the reader yields in time. */ onFrame: (frame: SseFrame) => number | void; fetch?: typeof fetch; /** Clock for the slices (tests); default `performance.now`. */ now?: () => number; /** How the reader yields to the page (tests); default a fresh task. */ yield?: () => Promise<void> }): Promise<void> {
-  const response = await (options.fetch ?? fetch)(url, { headers: { accept: 'text/event-stream' }, signal: options.signal, credentials: 'same-origin', cache: 'no-store' })
+export async function readSse(
+  url: string,
+  options: {
+    signal: AbortSignal
+    onOpen?: () => void /** May return the work the frame took beyond one line, in lines' worth (a frame carrying many events), so the reader yields in time. */
+    onFrame: (frame: SseFrame) => number | void
+    fetch?: typeof fetch /** Clock for the slices (tests); default `performance.now`. */
+    now?: () => number /** How the reader yields to the page (tests); default a fresh task. */
+    yield?: () => Promise<void>
+  },
+): Promise<void> {
+  const response = await (options.fetch ?? fetch)(url, {
+    headers: { accept: 'text/event-stream' },
+    signal: options.signal,
+    credentials: 'same-origin',
+    cache: 'no-store',
+  })
   if (!response.ok || !response.body) {
     let message = `${response.status}`
     let code = 'HTTP_' + response.status
@@ -152,7 +167,11 @@ export async function readSse(url: string, options: { signal: AbortSignal; onOpe
 
 export class StreamError extends Error {
   override name = 'StreamError'
-  constructor(readonly code: string, message: string, readonly status: number) {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly status: number,
+  ) {
     super(message)
   }
 }

@@ -27,7 +27,9 @@ export class Theme extends Service {
     } catch {
       // no storage
     }
-    this.preference = new Store<ThemePreference>(stored === 'light' || stored === 'dark' || stored === 'system' ? stored : 'system')
+    this.preference = new Store<ThemePreference>(
+      stored === 'light' || stored === 'dark' || stored === 'system' ? stored : 'system',
+    )
     this.media = globalThis.matchMedia?.('(prefers-color-scheme: dark)')
     this.resolved = new Store<ColorScheme>(this.resolve())
     this.apply()
@@ -42,7 +44,8 @@ export class Theme extends Service {
   }
 
   set(preference: ThemePreference): void {
-    if (!['light', 'dark', 'system'].includes(preference)) throw new TypeError(`theme.set: unknown theme ${JSON.stringify(preference)} (light, dark or system)`)
+    if (!['light', 'dark', 'system'].includes(preference))
+      throw new TypeError(`theme.set: unknown theme ${JSON.stringify(preference)} (light, dark or system)`)
     try {
       globalThis.localStorage?.setItem(STORAGE_KEY, preference)
     } catch {

@@ -27,7 +27,8 @@ afterEach(async () => {
   requests.length = 0
 })
 
-const event = (seq: number, type = 'assistant/chunk') => `id: ${seq}\ndata: ${JSON.stringify({ seq, type, time: 0, data: { n: seq } })}\n\n`
+const event = (seq: number, type = 'assistant/chunk') =>
+  `id: ${seq}\ndata: ${JSON.stringify({ seq, type, time: 0, data: { n: seq } })}\n\n`
 const sse = (res: ServerResponse) => res.writeHead(200, { 'content-type': 'text/event-stream' })
 
 async function start(script: Script): Promise<Context> {
@@ -36,7 +37,8 @@ async function start(script: Script): Promise<Context> {
   server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url!, 'http://x')
     requests.push(url.pathname + url.search)
-    if (url.pathname === '/api/events/host') return script.host ? script.host(res, hostN++) : (sse(res), res.write('data: {"type":"hello"}\n\n'))
+    if (url.pathname === '/api/events/host')
+      return script.host ? script.host(res, hostN++) : (sse(res), res.write('data: {"type":"hello"}\n\n'))
     if (url.pathname.startsWith('/api/events/session/')) {
       const after = url.searchParams.get('after')
       return script.session?.(res, sessionN++, after === null ? undefined : Number(after))
@@ -44,7 +46,9 @@ async function start(script: Script): Promise<Context> {
     if (url.pathname === '/api/sessions.list') return res.end(JSON.stringify({ result: { sessions: [], total: 0 } }))
     if (url.pathname === '/api/sessions.cancel') {
       res.writeHead(404, { 'content-type': 'application/json' })
-      return res.end(JSON.stringify({ error: { code: 'SESSION_NOT_FOUND', message: 'no session "x"', field: 'sessionId' } }))
+      return res.end(
+        JSON.stringify({ error: { code: 'SESSION_NOT_FOUND', message: 'no session "x"', field: 'sessionId' } }),
+      )
     }
     res.writeHead(404, { 'content-type': 'application/json' })
     res.end(JSON.stringify({ error: { code: 'UNKNOWN_METHOD', message: 'no such method' } }))
@@ -61,7 +65,12 @@ describe('ctx.remote', () => {
     expect(await ctx.remote.call('sessions.list', {})).toEqual({ sessions: [], total: 0 })
     const failure = await ctx.remote.call('sessions.cancel', { sessionId: 'x' }).catch((e) => e)
     expect(failure).toBeInstanceOf(RemoteError)
-    expect(failure).toMatchObject({ code: 'SESSION_NOT_FOUND', status: 404, field: 'sessionId', message: 'no session "x"' })
+    expect(failure).toMatchObject({
+      code: 'SESSION_NOT_FOUND',
+      status: 404,
+      field: 'sessionId',
+      message: 'no session "x"',
+    })
     server!.closeAllConnections()
     await new Promise((resolve) => server!.close(resolve))
     const offline = await ctx.remote.call('sessions.list', {}).catch((e) => e)
@@ -81,7 +90,7 @@ describe('ctx.connection.session(id)', () => {
           res.end() // dropped mid-turn
         } else {
           // The resumed stream repeats seq 2 (a duplicate) before the new ones.
-          for (let seq = (after ?? -1); seq < 6; seq++) if (seq >= 0) res.write(event(seq))
+          for (let seq = after ?? -1; seq < 6; seq++) if (seq >= 0) res.write(event(seq))
           res.write('event: status\ndata: {"sessionId":"s1","status":"idle","queued":0}\n\n')
         }
       },
@@ -89,7 +98,10 @@ describe('ctx.connection.session(id)', () => {
     const feed = ctx.connection.session('s1')
     await vi.waitFor(() => expect(feed.get().lastSeq).toBe(5), { timeout: 5000 })
     expect(feed.get().events.map((e) => e.seq)).toEqual([0, 1, 2, 3, 4, 5])
-    expect(requests.filter((r) => r.startsWith('/api/events/session/'))).toEqual(['/api/events/session/s1?chunks=runs', '/api/events/session/s1?chunks=runs&after=2'])
+    expect(requests.filter((r) => r.startsWith('/api/events/session/'))).toEqual([
+      '/api/events/session/s1?chunks=runs',
+      '/api/events/session/s1?chunks=runs&after=2',
+    ])
     await vi.waitFor(() => expect(feed.get()).toMatchObject({ status: 'idle', loaded: true, live: true }))
     feed.release()
   })
@@ -125,12 +137,23 @@ describe('ctx.connection.session(id)', () => {
     const seen: number[] = []
     feed.onEvent((e) => seen.push(e.seq))
     await vi.waitFor(() => expect(feed.get()).toMatchObject({ lastSeq: 13, status: 'idle' }), { timeout: 5000 })
-    expect(requests.filter((r) => r.startsWith('/api/events/session/'))).toEqual(['/api/events/session/s8?chunks=runs', '/api/events/session/s8?chunks=runs&after=4', '/api/events/session/s8?chunks=runs&after=10'])
+    expect(requests.filter((r) => r.startsWith('/api/events/session/'))).toEqual([
+      '/api/events/session/s8?chunks=runs',
+      '/api/events/session/s8?chunks=runs&after=4',
+      '/api/events/session/s8?chunks=runs&after=10',
+    ])
     expect(seen).toEqual(Array.from({ length: 14 }, (_, i) => i))
     const events = feed.get().events
     expect(events.map((e) => e.seq)).toEqual(seen)
     const deltas = events.filter((e) => e.seq !== 0 && e.seq !== 10)
-    expect(deltas).toEqual(deltas.map((e) => ({ seq: e.seq, type: 'assistant/chunk', time: 1000 + e.seq, data: { chunk: { kind: 'reasoning-delta', text: text(e.seq) } } })))
+    expect(deltas).toEqual(
+      deltas.map((e) => ({
+        seq: e.seq,
+        type: 'assistant/chunk',
+        time: 1000 + e.seq,
+        data: { chunk: { kind: 'reasoning-delta', text: text(e.seq) } },
+      })),
+    )
     expect(feed.get().withoutDeltas.map((e) => e.seq)).toEqual([0])
     feed.release()
   })
@@ -232,9 +255,16 @@ describe('ctx.connection.session(id)', () => {
       expect(feed.get().withoutDeltas).toEqual([feed.get().events[30]])
       expect(feed.get().withoutDeltas[0]).toBe(feed.get().events[30])
       // Deltas after it again leave the settled state alone; a status change settles.
-      stream!.write(`id: 31\ndata: ${JSON.stringify({ seq: 31, type: 'assistant/chunk', time: 5, data: { chunk: { kind: 'reasoning-delta', text: 'hm' } } })}\n\n`)
+      stream!.write(
+        `id: 31\ndata: ${JSON.stringify({ seq: 31, type: 'assistant/chunk', time: 5, data: { chunk: { kind: 'reasoning-delta', text: 'hm' } } })}\n\n`,
+      )
       await until(() => seen.length === 32)
-      expect(feed.get().events[31]).toEqual({ seq: 31, type: 'assistant/chunk', time: 5, data: { chunk: { kind: 'reasoning-delta', text: 'hm' } } })
+      expect(feed.get().events[31]).toEqual({
+        seq: 31,
+        type: 'assistant/chunk',
+        time: 5,
+        data: { chunk: { kind: 'reasoning-delta', text: 'hm' } },
+      })
       vi.advanceTimersByTime(DELTA_PUBLISH_MS + 20)
       expect([published, settled]).toEqual([5, 1])
       expect(feed.get().withoutDeltas.map((e) => e.seq)).toEqual([30])
@@ -281,7 +311,10 @@ describe('ctx.connection.session(id)', () => {
     // keeps failing retries with backoff; its third request comes after two backoff waits, each at
     // least as long as the first retry a 404 would have had, so a retry of s3 would be in by then.
     const control = ctx.connection.session('s4')
-    await vi.waitFor(() => expect(requests.slice(before).filter((r) => r.includes('/s4')).length).toBeGreaterThanOrEqual(3), { timeout: 10_000, interval: 5 })
+    await vi.waitFor(
+      () => expect(requests.slice(before).filter((r) => r.includes('/s4')).length).toBeGreaterThanOrEqual(3),
+      { timeout: 10_000, interval: 5 },
+    )
     expect(requests.slice(before).filter((r) => r.includes('/s3'))).toEqual([])
     control.release()
     feed.release()
@@ -316,7 +349,11 @@ describe('ctx.connection.session(id)', () => {
     // The log without deltas starts over with it (the first connect's turn/start is not kept twice).
     expect(feed.get().withoutDeltas.map((e) => [e.seq, e.type])).toEqual([[0, 'turn/start']])
     expect(requests.filter((r) => r.includes('/s5'))).toEqual([
-      '/api/events/session/s5?chunks=runs', '/api/events/session/s5?chunks=runs&after=1', '/api/events/session/s5?chunks=runs&after=2', '/api/events/session/s5?chunks=runs&after=2', '/api/events/session/s5?chunks=runs',
+      '/api/events/session/s5?chunks=runs',
+      '/api/events/session/s5?chunks=runs&after=1',
+      '/api/events/session/s5?chunks=runs&after=2',
+      '/api/events/session/s5?chunks=runs&after=2',
+      '/api/events/session/s5?chunks=runs',
     ])
     feed.release()
   })
@@ -329,9 +366,13 @@ describe('ctx.connection.session(id)', () => {
       session(res) {
         sse(res)
         res.write(event(0))
-        res.write(`event: approval\ndata: ${JSON.stringify({ requestId: 'r1', sessionId: 's4', request: { kind: 'bash', title: 'Run ls', action: {}, options: [], time: 0 } })}\n\n`)
+        res.write(
+          `event: approval\ndata: ${JSON.stringify({ requestId: 'r1', sessionId: 's4', request: { kind: 'bash', title: 'Run ls', action: {}, options: [], time: 0 } })}\n\n`,
+        )
         res.write('event: status\ndata: {"sessionId":"s4","status":"waiting","queued":0}\n\n')
-        void shown.then(() => res.write('event: approval/resolved\ndata: {"requestId":"r1","decision":"allowed-once"}\n\n'))
+        void shown.then(() =>
+          res.write('event: approval/resolved\ndata: {"requestId":"r1","decision":"allowed-once"}\n\n'),
+        )
       },
     })
     const feed = ctx.connection.session('s4')

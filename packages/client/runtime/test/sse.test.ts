@@ -5,16 +5,18 @@ import { describe, expect, it } from 'vitest'
 import { readSse } from '../src/index.ts'
 
 /** A fetch whose body holds `chunks` already queued (as a fast stream or a replay arrives). */
-const bufferedFetch = (chunks: string[]): typeof fetch => async () => {
-  const encoder = new TextEncoder()
-  const body = new ReadableStream<Uint8Array>({
-    start(controller) {
-      for (const chunk of chunks) controller.enqueue(encoder.encode(chunk))
-      controller.close()
-    },
-  })
-  return new Response(body, { status: 200, headers: { 'content-type': 'text/event-stream' } })
-}
+const bufferedFetch =
+  (chunks: string[]): typeof fetch =>
+  async () => {
+    const encoder = new TextEncoder()
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (const chunk of chunks) controller.enqueue(encoder.encode(chunk))
+        controller.close()
+      },
+    })
+    return new Response(body, { status: 200, headers: { 'content-type': 'text/event-stream' } })
+  }
 
 describe('readSse', () => {
   const N = 3000
@@ -25,7 +27,11 @@ describe('readSse', () => {
     const pieces: string[] = []
     for (let at = 0; at < whole.length; at += 37) pieces.push(whole.slice(at, at + 37))
     const seen: string[] = []
-    await readSse('http://x/', { signal: new AbortController().signal, fetch: bufferedFetch(pieces), onFrame: (f) => seen.push(`${f.event}:${f.id}:${f.data}`) })
+    await readSse('http://x/', {
+      signal: new AbortController().signal,
+      fetch: bufferedFetch(pieces),
+      onFrame: (f) => seen.push(`${f.event}:${f.id}:${f.data}`),
+    })
     expect(seen).toEqual(Array.from({ length: N }, (_, i) => `message:${i}:{"seq":${i}}`))
   })
 
@@ -49,10 +55,11 @@ describe('readSse', () => {
   it('reads a frame of several hundred KB split across reads exactly, and checks the slice before handling it', async () => {
     // Multi-byte text too, so pieces end inside a character as well as inside the line.
     const long = JSON.stringify({ text: 'x '.repeat(120_000) + 'é€😀'.repeat(3000) + ' end' })
-    const whole = `id: 1\ndata: {"seq":1}\n\n` + `id: 2\nevent: message\ndata: ${long}\n\n` + `id: 3\ndata: {"seq":3}\n\n`
+    const whole =
+      `id: 1\ndata: {"seq":1}\n\n` + `id: 2\nevent: message\ndata: ${long}\n\n` + `id: 3\ndata: {"seq":3}\n\n`
     const bytes = new TextEncoder().encode(whole)
     const cuts: number[] = []
-    for (let at = 0; at < bytes.length;) {
+    for (let at = 0; at < bytes.length; ) {
       at += 1 + Math.floor(Math.random() * 50_000)
       cuts.push(Math.min(at, bytes.length))
     }
@@ -60,7 +67,7 @@ describe('readSse', () => {
       const body = new ReadableStream<Uint8Array>({
         start(controller) {
           let from = 0
-          for (const to of cuts) (controller.enqueue(bytes.slice(from, to)), (from = to))
+          for (const to of cuts) controller.enqueue(bytes.slice(from, to)), (from = to)
           controller.close()
         },
       })
@@ -119,7 +126,10 @@ describe('readSse', () => {
     })
     expect(log.filter((x) => x.startsWith('frame'))).toHaveLength(200)
     // The slice (5 ms) is checked after every such frame: never more than 6 frames between yields.
-    const stretches = log.join(',').split('yield').map((part) => part.split(',').filter(Boolean).length)
+    const stretches = log
+      .join(',')
+      .split('yield')
+      .map((part) => part.split(',').filter(Boolean).length)
     expect(stretches.length).toBeGreaterThan(30)
     expect(Math.max(...stretches)).toBeLessThanOrEqual(6)
   })

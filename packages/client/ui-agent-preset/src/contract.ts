@@ -18,11 +18,14 @@ export interface PresetsListResult {
 export const presetsList = defineMethod('presets.list', {
   params: Schema.object({ sessionId: Schema.string() }) as unknown as Schema<{ sessionId?: string }>,
   result: Schema.any() as unknown as Schema<PresetsListResult>,
-  description: 'The agent presets, the default, and a session\'s recorded preset.',
+  description: "The agent presets, the default, and a session's recorded preset.",
 })
 
 export const presetsSelect = defineMethod('presets.select', {
-  params: Schema.object({ sessionId: Schema.string().min(1).required(), name: Schema.string().min(1).required() }) as unknown as Schema<{ sessionId: string; name: string }>,
+  params: Schema.object({
+    sessionId: Schema.string().min(1).required(),
+    name: Schema.string().min(1).required(),
+  }) as unknown as Schema<{ sessionId: string; name: string }>,
   result: Schema.object({ preset: Schema.string() }) as unknown as Schema<{ preset: string }>,
   description: 'Chooses the preset of a session that has not recorded one (a new session); a session keeps its preset.',
 })

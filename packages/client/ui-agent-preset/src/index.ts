@@ -31,11 +31,16 @@ export function apply(ctx: Context): void {
     })
     inner.api.register(presetsSelect, (p) => {
       const session = sessionOf(p.sessionId)
-      if (!session) throw new ApiError('SESSION_NOT_FOUND', `presets.select: session ${p.sessionId} is not open in this host; open it and try again`)
+      if (!session)
+        throw new ApiError(
+          'SESSION_NOT_FOUND',
+          `presets.select: session ${p.sessionId} is not open in this host; open it and try again`,
+        )
       try {
         ctx.agentPresets.select(session, p.name)
       } catch (error) {
-        if (error instanceof PresetError) throw new ApiError('INVALID_PARAMS', `presets.select: name: ${error.message}`, { field: 'name', status: 409 })
+        if (error instanceof PresetError)
+          throw new ApiError('INVALID_PARAMS', `presets.select: name: ${error.message}`, { field: 'name', status: 409 })
         throw error
       }
       return { preset: p.name }

@@ -4,7 +4,16 @@
 // a failing command shows its error and keeps nothing half-done; text that is not a listed command
 // still goes to the model.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { hasChromium, launchBrowser, openPage, startWebApp, withArtifacts, type Browser, type Page, type WebApp } from '@dsh/web-testkit'
+import {
+  hasChromium,
+  launchBrowser,
+  openPage,
+  startWebApp,
+  withArtifacts,
+  type Browser,
+  type Page,
+  type WebApp,
+} from '@dsh/web-testkit'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
 
@@ -37,11 +46,15 @@ describe.skipIf(!hasChromium())('ui-commands in the browser', () => {
   })
   const input = () => page.locator('textarea.dsh-composer-input')
   const sessionId = () => new URL(page.url()).pathname.split('/').pop()!
-  const history = async () => (await app.call<{ events: Array<{ type: string; data: any }> }>('sessions.history', { sessionId: sessionId() })).events
+  const history = async () =>
+    (await app.call<{ events: Array<{ type: string; data: any }> }>('sessions.history', { sessionId: sessionId() }))
+      .events
 
   it('"/" lists every command with its arguments; typing filters; Esc closes', async () => {
     await withArtifacts(page, 'commands-menu', async () => {
-      const listed = (await app.call<{ commands: Array<{ name: string }> }>('commands.list')).commands.map((c) => c.name)
+      const listed = (await app.call<{ commands: Array<{ name: string }> }>('commands.list')).commands.map(
+        (c) => c.name,
+      )
       expect(listed).toContain('compact')
       await input().click()
       await page.keyboard.type('/')
@@ -50,7 +63,7 @@ describe.skipIf(!hasChromium())('ui-commands in the browser', () => {
       expect(await page.locator('[data-trigger-item="compact"] .label').textContent()).toBe('/compact [focus]')
       expect(await page.locator('[data-trigger-item="compact"] .detail').textContent()).toMatch(/Summarize/)
       await page.keyboard.type('comp')
-      await expect.poll(async () => (await items.first().getAttribute('data-trigger-item'))).toBe('compact')
+      await expect.poll(async () => await items.first().getAttribute('data-trigger-item')).toBe('compact')
       await page.keyboard.press('Escape')
       await expect.poll(() => page.locator('[data-trigger-menu]').count()).toBe(0)
       // Esc closed the menu; the text is untouched.
@@ -61,7 +74,10 @@ describe.skipIf(!hasChromium())('ui-commands in the browser', () => {
 
   it('/compact picked from the menu runs without a model turn and compacts the log', async () => {
     await withArtifacts(page, 'commands-compact', async () => {
-      for (const [text, answer] of [['Tell me about apples', 'apples and their'], ['And pears?', 'about pears']]) {
+      for (const [text, answer] of [
+        ['Tell me about apples', 'apples and their'],
+        ['And pears?', 'about pears'],
+      ]) {
         await input().fill(text)
         await input().press('Enter')
         await page.locator('[data-node="assistant"]', { hasText: answer }).waitFor()
@@ -90,7 +106,9 @@ describe.skipIf(!hasChromium())('ui-commands in the browser', () => {
       await input().fill('/goal --rounds many')
       await input().press('Enter')
       await expect.poll(() => page.locator('[data-command-result]').getAttribute('data-command-result')).toBe('error')
-      expect(await page.locator('[data-command-result] pre').textContent()).toMatch(/--rounds must be a positive whole number/)
+      expect(await page.locator('[data-command-result] pre').textContent()).toMatch(
+        /--rounds must be a positive whole number/,
+      )
       expect(await input().inputValue()).toBe('/goal --rounds many')
       await page.locator('[data-command-result] button').click()
       await input().fill('/usr/bin/env')

@@ -8,13 +8,28 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { hasChromium, launchBrowser, openPage, startWebApp, withArtifacts, type Browser, type Page, type WebApp } from '@dsh/web-testkit'
+import {
+  hasChromium,
+  launchBrowser,
+  openPage,
+  startWebApp,
+  withArtifacts,
+  type Browser,
+  type Page,
+  type WebApp,
+} from '@dsh/web-testkit'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
 
 const ASK_USER = fileURLToPath(new URL('../../../interaction/tool-ask-user/dist/index.js', import.meta.url))
-const slow = (parts: string[], delayMs: number) => ({ events: parts.flatMap((text, i) => (i === 0 ? [{ text }] : [{ delayMs }, { text }])) })
-const escalate = (command: string) => ({ toolCalls: [{ name: 'bash', arguments: { command, description: command, sandbox_escalation: { justification: 'needs it' } } }] })
+const slow = (parts: string[], delayMs: number) => ({
+  events: parts.flatMap((text, i) => (i === 0 ? [{ text }] : [{ delayMs }, { text }])),
+})
+const escalate = (command: string) => ({
+  toolCalls: [
+    { name: 'bash', arguments: { command, description: command, sandbox_escalation: { justification: 'needs it' } } },
+  ],
+})
 
 const BURST_REASONING = Array.from({ length: 4000 }, (_, i) => (i % 500 === 0 ? `line ${i}\n` : `r${i} `))
 const BURST_TEXT = Array.from({ length: 2000 }, (_, i) => `a${i} `)
@@ -23,7 +38,11 @@ const STEPS = [
   // 1. streaming
   slow(STREAM, 250),
   // 2. bash, read, edit
-  { toolCalls: [{ name: 'bash', arguments: { command: "printf 'one\\ntwo\\n'; exit 3", description: 'Print two lines' } }] },
+  {
+    toolCalls: [
+      { name: 'bash', arguments: { command: "printf 'one\\ntwo\\n'; exit 3", description: 'Print two lines' } },
+    ],
+  },
   { toolCalls: [{ name: 'read', arguments: { file_path: 'notes.txt' } }] },
   { toolCalls: [{ name: 'edit', arguments: { file_path: 'notes.txt', old_string: 'beta', new_string: 'BETA' } }] },
   { text: 'Edited the notes.' },
@@ -32,7 +51,23 @@ const STEPS = [
   escalate('echo denied-outside'),
   { text: 'One allowed, one denied.' },
   // 4. question
-  { toolCalls: [{ name: 'ask_user_question', arguments: { questions: [{ id: 'db', question: 'Which database?', header: 'Database', options: [{ label: 'SQLite', description: 'one file' }, { label: 'Postgres' }] }] } }] },
+  {
+    toolCalls: [
+      {
+        name: 'ask_user_question',
+        arguments: {
+          questions: [
+            {
+              id: 'db',
+              question: 'Which database?',
+              header: 'Database',
+              options: [{ label: 'SQLite', description: 'one file' }, { label: 'Postgres' }],
+            },
+          ],
+        },
+      },
+    ],
+  },
   { text: 'SQLite it is.' },
   // 5. cancel mid-stream
   { events: [{ text: 'Once upon ' }, { delayMs: 100 }, { text: 'a time' }, { stall: true }] },
@@ -45,9 +80,23 @@ const STEPS = [
   // 8. another session
   { text: 'Hello from the second session.' },
   // 9. a reload in the middle of a reasoning + answer stream
-  { events: [{ reasoning: 'Thinking it over. ' }, { delayMs: 300 }, { reasoning: 'Still thinking.' }, { delayMs: 300 }, ...['Reloaded ', 'answer ', 'arrives ', 'once.'].flatMap((text) => [{ text }, { delayMs: 300 }])] },
+  {
+    events: [
+      { reasoning: 'Thinking it over. ' },
+      { delayMs: 300 },
+      { reasoning: 'Still thinking.' },
+      { delayMs: 300 },
+      ...['Reloaded ', 'answer ', 'arrives ', 'once.'].flatMap((text) => [{ text }, { delayMs: 300 }]),
+    ],
+  },
   // 10. a burst: thousands of deltas as fast as the host sends them
-  { events: [...BURST_REASONING.map((reasoning) => ({ reasoning })), { delayMs: 2500 }, ...BURST_TEXT.map((text) => ({ text }))] },
+  {
+    events: [
+      ...BURST_REASONING.map((reasoning) => ({ reasoning })),
+      { delayMs: 2500 },
+      ...BURST_TEXT.map((text) => ({ text })),
+    ],
+  },
 ]
 
 let app: WebApp
@@ -92,7 +141,11 @@ describe.skipIf(!hasChromium())('the conversation in Chromium', () => {
       const seen: string[] = []
       const final = STREAM.join('')
       for (let i = 0; i < 400; i++) {
-        const text = (await assistant().last().textContent().catch(() => '')) ?? ''
+        const text =
+          (await assistant()
+            .last()
+            .textContent()
+            .catch(() => '')) ?? ''
         if (text && seen.at(-1) !== text) seen.push(text)
         if (await page.locator('[data-node="assistant"]:not([data-streaming]) table').count()) break
         await page.waitForTimeout(20)
@@ -101,7 +154,9 @@ describe.skipIf(!hasChromium())('the conversation in Chromium', () => {
       // Each piece extends the previous one.
       for (let i = 1; i < seen.length; i++) expect(seen[i].length).toBeGreaterThanOrEqual(seen[i - 1].length)
       expect(seen[0].length).toBeLessThan(final.length - 10)
-      await expect.poll(() => page.locator('[data-node="assistant"] table td').allTextContents()).toEqual(['bash', 'ok'])
+      await expect
+        .poll(() => page.locator('[data-node="assistant"] table td').allTextContents())
+        .toEqual(['bash', 'ok'])
       expect(await page.locator('[data-node="user"]').allTextContents()).toEqual(['show me a table'])
       expect(await assistant().count()).toBe(1)
       await idle()
@@ -132,7 +187,12 @@ describe.skipIf(!hasChromium())('the conversation in Chromium', () => {
     await withArtifacts(page, 'conv-approvals', async () => {
       await page.locator('select[aria-label="Permissions"]').selectOption('workspace-write')
       const sessionId = decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!)
-      await expect.poll(async () => (await app.call('sessions.list', {})).sessions.find((s: any) => s.sessionId === sessionId)?.permissionMode).toBe('workspace-write')
+      await expect
+        .poll(
+          async () =>
+            (await app.call('sessions.list', {})).sessions.find((s: any) => s.sessionId === sessionId)?.permissionMode,
+        )
+        .toBe('workspace-write')
       await send('run things outside')
       const takeover = page.locator('.dsh-approval')
       await expect.poll(() => lastText('.dsh-approval h3'), { timeout: 20_000 }).toContain('echo allowed-outside')
@@ -168,10 +228,15 @@ describe.skipIf(!hasChromium())('the conversation in Chromium', () => {
       // a click meant for it (seen under CI load), so click until the toggle reports open.
       const toggle = card.locator('.dsh-tool-toggle')
       await toggle.scrollIntoViewIfNeeded()
-      await expect.poll(async () => {
-        if ((await toggle.getAttribute('aria-expanded')) !== 'true') await toggle.click()
-        return toggle.getAttribute('aria-expanded')
-      }, { timeout: 20_000 }).toBe('true')
+      await expect
+        .poll(
+          async () => {
+            if ((await toggle.getAttribute('aria-expanded')) !== 'true') await toggle.click()
+            return toggle.getAttribute('aria-expanded')
+          },
+          { timeout: 20_000 },
+        )
+        .toBe('true')
       await expect.poll(async () => (await card.allTextContents()).join('')).toContain('selected: SQLite')
       await idle()
     })
@@ -182,7 +247,9 @@ describe.skipIf(!hasChromium())('the conversation in Chromium', () => {
       await send('tell a story')
       await expect.poll(lastAnswer, { timeout: 20_000 }).toContain('a time')
       await input().press('Escape')
-      await expect.poll(() => page.locator('[data-node="turn-end"][data-reason="cancelled"]').count(), { timeout: 20_000 }).toBe(1)
+      await expect
+        .poll(() => page.locator('[data-node="turn-end"][data-reason="cancelled"]').count(), { timeout: 20_000 })
+        .toBe(1)
       const last = page.locator('[data-node="assistant"]').last()
       expect(await last.locator('.dsh-md').textContent()).toBe('Once upon a time')
       expect(await last.textContent()).toContain('Stopped before the answer finished')
@@ -232,7 +299,9 @@ describe.skipIf(!hasChromium())('the conversation in Chromium', () => {
       await send('hello there')
       await expect.poll(lastAnswer, { timeout: 20_000 }).toBe('Hello from the second session.')
       await page.locator(`.session-item[data-session-id="${first}"]`).click()
-      await expect.poll(async () => (await page.locator('[data-node="user"]').allTextContents())[0]).toBe('show me a table')
+      await expect
+        .poll(async () => (await page.locator('[data-node="user"]').allTextContents())[0])
+        .toBe('show me a table')
       expect(await page.getByText('Hello from the second session.').count()).toBe(0)
       expect(errors).toEqual([])
     })
@@ -241,9 +310,13 @@ describe.skipIf(!hasChromium())('the conversation in Chromium', () => {
   it('a reload mid-stream resumes the turn: the thinking row and the answer appear once each', async () => {
     await withArtifacts(page, 'conv-reload', async () => {
       await send('think then answer')
-      await expect.poll(() => page.locator('[data-node="thinking"][data-streaming]').count(), { timeout: 20_000 }).toBe(1)
+      await expect
+        .poll(() => page.locator('[data-node="thinking"][data-streaming]').count(), { timeout: 20_000 })
+        .toBe(1)
       // While it streams, the closed row says so and previews the newest reasoning.
-      expect((await page.locator('[data-node="thinking"] summary').allTextContents())[0]).toMatch(/^Thinking…Thinking it over/)
+      expect((await page.locator('[data-node="thinking"] summary').allTextContents())[0]).toMatch(
+        /^Thinking…Thinking it over/,
+      )
       await expect.poll(lastAnswer, { timeout: 20_000 }).toContain('Reloaded')
       await page.reload()
       await page.waitForSelector('html[data-ready="true"]')
@@ -256,10 +329,13 @@ describe.skipIf(!hasChromium())('the conversation in Chromium', () => {
       // a loaded machine a click can land while the card re-renders (or on the Jump to latest pill).
       const row = page.locator('[data-node="thinking"]')
       await expect
-        .poll(async () => {
-          if (!(await row.evaluate((el) => (el as HTMLDetailsElement).open))) await row.locator('summary').click()
-          return (await page.locator('.dsh-thinking-body').allTextContents()).join('')
-        }, { timeout: 20_000 })
+        .poll(
+          async () => {
+            if (!(await row.evaluate((el) => (el as HTMLDetailsElement).open))) await row.locator('summary').click()
+            return (await page.locator('.dsh-thinking-body').allTextContents()).join('')
+          },
+          { timeout: 20_000 },
+        )
         .toBe('Thinking it over. Still thinking.')
     })
   })
@@ -270,7 +346,9 @@ describe.skipIf(!hasChromium())('the conversation in Chromium', () => {
       await send('burst')
       // While it streams: the closed row previews the end of the newest line received (bounded,
       // with an ellipsis). Which delta is newest when the page looks depends on the machine's load.
-      const streamingPreview = async () => (await page.locator('[data-node="thinking"][data-streaming] .dsh-thinking-preview').allTextContents()).at(-1) ?? ''
+      const streamingPreview = async () =>
+        (await page.locator('[data-node="thinking"][data-streaming] .dsh-thinking-preview').allTextContents()).at(-1) ??
+        ''
       await expect.poll(streamingPreview, { timeout: 30_000 }).toMatch(/^….*r\d+$/)
       const preview = await streamingPreview()
       expect(preview.length).toBeLessThanOrEqual(91)
@@ -280,7 +358,9 @@ describe.skipIf(!hasChromium())('the conversation in Chromium', () => {
       expect(await page.locator('[data-node="thinking"]').count()).toBe(rowsBefore + 1)
       expect((await assistant().allTextContents()).filter((a) => a.startsWith('a0 a1 '))).toHaveLength(1)
       await page.locator('[data-node="thinking"] summary').last().click()
-      await expect.poll(async () => (await page.locator('.dsh-thinking-body').allTextContents()).at(-1)).toBe(BURST_REASONING.join(''))
+      await expect
+        .poll(async () => (await page.locator('.dsh-thinking-body').allTextContents()).at(-1))
+        .toBe(BURST_REASONING.join(''))
     })
   })
 
@@ -288,7 +368,13 @@ describe.skipIf(!hasChromium())('the conversation in Chromium', () => {
     await withArtifacts(page, 'conv-effort', async () => {
       const sessionId = decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!)
       await page.locator('select[aria-label="Reasoning"]').selectOption('high')
-      await expect.poll(async () => (await app.call('sessions.list', {})).sessions.find((s: any) => s.sessionId === sessionId)?.model?.reasoningEffort).toBe('high')
+      await expect
+        .poll(
+          async () =>
+            (await app.call('sessions.list', {})).sessions.find((s: any) => s.sessionId === sessionId)?.model
+              ?.reasoningEffort,
+        )
+        .toBe('high')
       await expect.poll(() => page.locator('select[aria-label="Reasoning"]').inputValue()).toBe('high')
     })
   })
@@ -302,8 +388,16 @@ describe.skipIf(!hasChromium())('the conversation in Chromium', () => {
         const [react, dom, half] = await Promise.all([load('react'), load('react-dom/client'), load(url)])
         const model = new half.ConversationModel({ schedule: (run: () => void) => requestAnimationFrame(() => run()) })
         const renders = { slice: 0, full: 0 }
-        const Slice = () => { half.useSnapshotSlice(model, (s: any) => [s.turnRunning]); renders.slice++; return null }
-        const Full = () => { half.useSnapshot(model); renders.full++; return null }
+        const Slice = () => {
+          half.useSnapshotSlice(model, (s: any) => [s.turnRunning])
+          renders.slice++
+          return null
+        }
+        const Full = () => {
+          half.useSnapshot(model)
+          renders.full++
+          return null
+        }
         const root = dom.createRoot(document.createElement('div'))
         root.render(react.createElement(react.Fragment, null, react.createElement(Slice), react.createElement(Full)))
         const frame = () => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)))

@@ -4,12 +4,23 @@
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import type { SessionStreamEvent, WireEvent } from '@dsh/web-protocol'
-import { ConversationModel, foldConversation, PREVIEW_CHARS, type AssistantNode, type ConversationNode, type ThinkingNode, type ToolNode } from '../src/model/index.ts'
+import {
+  ConversationModel,
+  foldConversation,
+  PREVIEW_CHARS,
+  type AssistantNode,
+  type ConversationNode,
+  type ThinkingNode,
+  type ToolNode,
+} from '../src/model/index.ts'
 
-const load = (name: string): SessionStreamEvent[] => JSON.parse(readFileSync(new URL(`./fixtures/${name}.json`, import.meta.url), 'utf8'))
-const logOf = (frames: SessionStreamEvent[]): WireEvent[] => frames.flatMap((f) => (f.event === 'message' ? [f.data] : []))
+const load = (name: string): SessionStreamEvent[] =>
+  JSON.parse(readFileSync(new URL(`./fixtures/${name}.json`, import.meta.url), 'utf8'))
+const logOf = (frames: SessionStreamEvent[]): WireEvent[] =>
+  frames.flatMap((f) => (f.event === 'message' ? [f.data] : []))
 const kinds = (nodes: readonly ConversationNode[]) => nodes.map((n) => (n.kind === 'tool' ? `tool:${n.name}` : n.kind))
-const upTo = (frames: SessionStreamEvent[], seq: number) => frames.filter((f) => f.event !== 'message' || f.data.seq <= seq)
+const upTo = (frames: SessionStreamEvent[], seq: number) =>
+  frames.filter((f) => f.event !== 'message' || f.data.seq <= seq)
 
 describe('ConversationModel', () => {
   const tools = load('tools-turn')
@@ -17,13 +28,28 @@ describe('ConversationModel', () => {
   it('folds a recorded tool turn into ordered view nodes', () => {
     const snap = foldConversation(tools)
     expect(kinds(snap.nodes)).toEqual([
-      'context', 'user', 'thinking', 'assistant', 'tool:bash', 'tool:todo_write', 'tool:read', 'tool:edit', 'tool:grep', 'tool:glob', 'tool:read', 'assistant',
+      'context',
+      'user',
+      'thinking',
+      'assistant',
+      'tool:bash',
+      'tool:todo_write',
+      'tool:read',
+      'tool:edit',
+      'tool:grep',
+      'tool:glob',
+      'tool:read',
+      'assistant',
     ])
     expect(snap.turnRunning).toBe(false)
     expect(snap.lastSeq).toBe(logOf(tools).at(-1)!.seq)
     const toolNodes = snap.nodes.filter((n): n is ToolNode => n.kind === 'tool')
     const bash = toolNodes[0]
-    expect(bash).toMatchObject({ status: 'done', input: { command: 'cat notes.txt; echo done >&2; exit 3' }, result: { isError: false, meta: { exitCode: 3 } } })
+    expect(bash).toMatchObject({
+      status: 'done',
+      input: { command: 'cat notes.txt; echo done >&2; exit 3' },
+      result: { isError: false, meta: { exitCode: 3 } },
+    })
     expect(bash.result!.text).toContain('alpha\nbeta')
     expect(toolNodes.find((n) => n.name === 'edit')!.result!.meta!.diff).toContain('-beta\n+BETA')
     const failed = toolNodes.at(-1)!
@@ -42,7 +68,10 @@ describe('ConversationModel', () => {
     const firstText = seqOf((e) => e.type === 'assistant/chunk' && (e.data as any).chunk.kind === 'text-delta')
     const midThinking = foldConversation(upTo(tools, firstText - 1))
     const thinking = midThinking.nodes.find((n): n is ThinkingNode => n.kind === 'thinking')!
-    expect(thinking).toMatchObject({ streaming: true, text: 'The user wants the notes tidied. First look at the file.' })
+    expect(thinking).toMatchObject({
+      streaming: true,
+      text: 'The user wants the notes tidied. First look at the file.',
+    })
     expect(midThinking.turnRunning).toBe(true)
 
     const partial = foldConversation(upTo(tools, firstText))
@@ -55,12 +84,22 @@ describe('ConversationModel', () => {
       const snap = foldConversation(upTo(tools, seq))
       const keys = snap.nodes.map((n) => n.key)
       expect(new Set(keys).size).toBe(keys.length)
-      const all = snap.nodes.filter((n): n is AssistantNode => n.kind === 'assistant').map((n) => n.text).join('|')
+      const all = snap.nodes
+        .filter((n): n is AssistantNode => n.kind === 'assistant')
+        .map((n) => n.text)
+        .join('|')
       expect(all.split('Let me').length).toBeLessThanOrEqual(2)
     }
-    const committed = foldConversation(upTo(tools, seqOf((e) => e.type === 'assistant/message')))
+    const committed = foldConversation(
+      upTo(
+        tools,
+        seqOf((e) => e.type === 'assistant/message'),
+      ),
+    )
     const texts = committed.nodes.filter((n): n is AssistantNode => n.kind === 'assistant')
-    expect(texts).toEqual([expect.objectContaining({ key: streaming[0].key, text: 'Let me look first.', streaming: false })])
+    expect(texts).toEqual([
+      expect.objectContaining({ key: streaming[0].key, text: 'Let me look first.', streaming: false }),
+    ])
     expect(committed.nodes.find((n) => n.kind === 'tool')).toMatchObject({ name: 'bash', status: 'running' })
   })
 
@@ -68,7 +107,12 @@ describe('ConversationModel', () => {
     const log = logOf(tools)
     const delta = log.find((e) => e.type === 'assistant/chunk' && (e.data as any).chunk.kind === 'tool-call-delta')!
     const snap = foldConversation(upTo(tools, delta.seq))
-    expect(snap.nodes.at(-1)).toMatchObject({ kind: 'tool', name: 'bash', status: 'streaming', arguments: expect.stringContaining('"command"') })
+    expect(snap.nodes.at(-1)).toMatchObject({
+      kind: 'tool',
+      name: 'bash',
+      status: 'streaming',
+      arguments: expect.stringContaining('"command"'),
+    })
   })
 
   it('ignores replayed events and reports a hole until it is filled', () => {
@@ -104,7 +148,9 @@ describe('ConversationModel', () => {
     const frames = load('cancelled-turn')
     const snap = foldConversation(frames)
     const text = snap.nodes.filter((n): n is AssistantNode => n.kind === 'assistant')
-    expect(text).toEqual([expect.objectContaining({ text: 'Once upon a time and then', interrupted: true, streaming: false })])
+    expect(text).toEqual([
+      expect.objectContaining({ text: 'Once upon a time and then', interrupted: true, streaming: false }),
+    ])
     expect(snap.nodes.at(-1)).toMatchObject({ kind: 'turn-end', reason: 'cancelled', rejected: [] })
     expect(snap.turnRunning).toBe(false)
   })
@@ -112,14 +158,19 @@ describe('ConversationModel', () => {
   it('a queued follow-up shows as queued until its turn claims it', () => {
     const frames = load('queued-turns')
     const model = new ConversationModel()
-    const firstUser = frames.findIndex((f) => f.event === 'message' && f.data.type === 'user/message' && (f.data.data as any).source.kind === 'human')
+    const firstUser = frames.findIndex(
+      (f) => f.event === 'message' && f.data.type === 'user/message' && (f.data.data as any).source.kind === 'human',
+    )
     model.applyEvents(frames.slice(0, firstUser + 1).flatMap((f) => (f.event === 'message' ? [f.data] : [])))
     model.addQueued('second question')
     expect(model.snapshot().queued.map((q) => q.text)).toEqual(['second question'])
     for (const frame of frames.slice(firstUser + 1)) model.applyFrame(frame)
     const snap = model.snapshot()
     expect(snap.queued).toEqual([])
-    expect(snap.nodes.filter((n) => n.kind === 'user').map((n) => (n as any).text)).toEqual(['first question', 'second question'])
+    expect(snap.nodes.filter((n) => n.kind === 'user').map((n) => (n as any).text)).toEqual([
+      'first question',
+      'second question',
+    ])
     expect(kinds(snap.nodes)).toEqual(['context', 'user', 'assistant', 'user', 'assistant'])
   })
 
@@ -140,7 +191,11 @@ describe('ConversationModel', () => {
     for (const frame of frames.slice(0, firstApproval + 2)) model.applyFrame(frame)
     let snap = model.snapshot()
     expect(snap.approvals).toHaveLength(1)
-    expect(snap.approvals[0].request).toMatchObject({ kind: 'command', title: 'Run `echo outside` outside the sandbox', options: ['allowed-once', 'allowed-always', 'rejected'] })
+    expect(snap.approvals[0].request).toMatchObject({
+      kind: 'command',
+      title: 'Run `echo outside` outside the sandbox',
+      options: ['allowed-once', 'allowed-always', 'rejected'],
+    })
     expect(snap.status).toBe('waiting')
     model.applyFrame(frames[firstApproval]) // re-sent on reconnect
     expect(model.snapshot().approvals).toHaveLength(1)
@@ -168,12 +223,27 @@ describe('ConversationModel', () => {
     const model = new ConversationModel()
     const bad: WireEvent[] = [
       { seq: 0, type: 'assistant/chunk', time: 1, data: {} },
-      { seq: 1, type: 'assistant/chunk', time: 1, data: { chunk: { kind: 'tool-call-delta', index: 9, argumentsDelta: 'x' } } },
+      {
+        seq: 1,
+        type: 'assistant/chunk',
+        time: 1,
+        data: { chunk: { kind: 'tool-call-delta', index: 9, argumentsDelta: 'x' } },
+      },
       { seq: 2, type: 'something/else', time: 1, data: null },
-      { seq: 3, type: 'tool/result', time: 1, data: { message: { callId: 'orphan', name: 'bash', content: 'not an array' } } },
+      {
+        seq: 3,
+        type: 'tool/result',
+        time: 1,
+        data: { message: { callId: 'orphan', name: 'bash', content: 'not an array' } },
+      },
       { seq: 4, type: 'assistant/message', time: 1, data: { message: null } },
       { seq: 5, type: 'user/message', time: 1, data: {} },
-      { seq: 6, type: 'turn/end', time: 1, data: { turn: 0, reason: 'error', error: { code: 'SERVER', message: 'the provider failed' } } },
+      {
+        seq: 6,
+        type: 'turn/end',
+        time: 1,
+        data: { turn: 0, reason: 'error', error: { code: 'SERVER', message: 'the provider failed' } },
+      },
     ]
     expect(() => model.applyEvents(bad)).not.toThrow()
     const snap = model.snapshot()
@@ -186,7 +256,11 @@ describe('ConversationModel', () => {
     const model = new ConversationModel()
     let calls = 0
     model.subscribe(() => calls++)
-    const approval = { requestId: 'a1', sessionId: 's', request: { kind: 'tool', title: 't', action: {}, options: ['allowed-once'], time: 0 } }
+    const approval = {
+      requestId: 'a1',
+      sessionId: 's',
+      request: { kind: 'tool', title: 't', action: {}, options: ['allowed-once'], time: 0 },
+    }
     model.syncLive({ status: 'waiting', queued: 0, approvals: [approval], questions: [] })
     expect(calls).toBe(1)
     const snap = model.snapshot()
@@ -226,7 +300,8 @@ describe('ConversationModel under a burst of deltas', () => {
   // A synthetic turn: N reasoning deltas, then M text deltas, each its own log event.
   const burst = (reasoning: string[], text: string[]): WireEvent[] => {
     const events: WireEvent[] = []
-    const push = (type: string, data: unknown) => events.push({ seq: events.length, type, time: events.length, data } as WireEvent)
+    const push = (type: string, data: unknown) =>
+      events.push({ seq: events.length, type, time: events.length, data } as WireEvent)
     push('turn/start', { turn: 0 })
     push('step/start', { turn: 0, step: 0 })
     for (const piece of reasoning) push('assistant/chunk', { chunk: { kind: 'reasoning-delta', text: piece } })
@@ -281,16 +356,19 @@ describe('ConversationModel under a burst of deltas', () => {
     // reading pattern (every delta, every few, only at the end, other events in between), the
     // text, the preview and node identity come out the same as one write per delta.
     const events: WireEvent[] = []
-    const push = (type: string, data: unknown) => events.push({ seq: events.length, type, time: events.length, data } as WireEvent)
+    const push = (type: string, data: unknown) =>
+      events.push({ seq: events.length, type, time: events.length, data } as WireEvent)
     push('turn/start', { turn: 0 })
     push('step/start', { turn: 0, step: 0 })
     const r1 = Array.from({ length: 700 }, (_, i) => (i % 50 === 0 ? `line ${i}\n` : `a${i} `))
     const t1 = Array.from({ length: 300 }, (_, i) => `b${i} `)
     const r2 = Array.from({ length: 200 }, (_, i) => `c${i} `)
-    for (const piece of r1) push('assistant/chunk', { turn: 0, step: 0, chunk: { kind: 'reasoning-delta', text: piece } })
+    for (const piece of r1)
+      push('assistant/chunk', { turn: 0, step: 0, chunk: { kind: 'reasoning-delta', text: piece } })
     for (const piece of t1) push('assistant/chunk', { turn: 0, step: 0, chunk: { kind: 'text-delta', text: piece } })
     push('assistant/chunk', { turn: 0, step: 0, chunk: { kind: 'usage', usage: { input: 1, output: 1 } } })
-    for (const piece of r2) push('assistant/chunk', { turn: 0, step: 0, chunk: { kind: 'reasoning-delta', text: piece } })
+    for (const piece of r2)
+      push('assistant/chunk', { turn: 0, step: 0, chunk: { kind: 'reasoning-delta', text: piece } })
     const expected = (upTo: number) => {
       const reference = new ConversationModel()
       for (let i = 0; i <= upTo; i++) {
@@ -307,11 +385,20 @@ describe('ConversationModel under a burst of deltas', () => {
         if (i % every !== every - 1 && i !== events.length - 1) continue
         const snap = model.snapshot()
         const want = expected(i)
-        expect(snap.nodes.map((n) => ({ ...n })), `reading every ${every}, at event ${i}`).toEqual(want.map((n) => ({ ...n })))
+        expect(
+          snap.nodes.map((n) => ({ ...n })),
+          `reading every ${every}, at event ${i}`,
+        ).toEqual(want.map((n) => ({ ...n })))
         // Nodes no delta reached since the last read keep their identity.
         for (const node of snap.nodes) {
           const before = previous.nodes.find((n) => n.key === node.key)
-          if (before && (before as { text?: string }).text === (node as { text?: string }).text && before.kind === node.kind && (before as { streaming?: boolean }).streaming === (node as { streaming?: boolean }).streaming) expect(node).toBe(before)
+          if (
+            before &&
+            (before as { text?: string }).text === (node as { text?: string }).text &&
+            before.kind === node.kind &&
+            (before as { streaming?: boolean }).streaming === (node as { streaming?: boolean }).streaming
+          )
+            expect(node).toBe(before)
         }
         previous = snap
       }
@@ -327,10 +414,20 @@ describe('ConversationModel under a burst of deltas', () => {
     const model = new ConversationModel()
     for (const event of burst(['a', 'b'], [])) model.applyEvent(event)
     const first = model.snapshot()
-    model.applyEvent({ seq: 4, type: 'assistant/chunk', time: 4, data: { chunk: { kind: 'reasoning-delta', text: 'c' } } } as WireEvent)
+    model.applyEvent({
+      seq: 4,
+      type: 'assistant/chunk',
+      time: 4,
+      data: { chunk: { kind: 'reasoning-delta', text: 'c' } },
+    } as WireEvent)
     expect(model.snapshot().version).not.toBe(first.version)
     expect(model.snapshot().usage).toBe(first.usage)
-    model.applyEvent({ seq: 5, type: 'assistant/message', time: 5, data: { message: { role: 'assistant', content: [{ type: 'text', text: 'ok' }] }, usage: { input: 7, output: 2 } } } as WireEvent)
+    model.applyEvent({
+      seq: 5,
+      type: 'assistant/message',
+      time: 5,
+      data: { message: { role: 'assistant', content: [{ type: 'text', text: 'ok' }] }, usage: { input: 7, output: 2 } },
+    } as WireEvent)
     expect(model.snapshot().usage).not.toBe(first.usage)
     expect(model.snapshot().usage).toMatchObject({ input: 7, output: 2 })
   })

@@ -11,14 +11,18 @@ import { Composer } from '../src/client/composer.tsx'
 import { en, translator, zh } from '../src/client/strings.ts'
 import { ContextSection, PlanSection } from '../src/client/panel.tsx'
 
-const load = (name: string): SessionStreamEvent[] => JSON.parse(readFileSync(new URL(`./fixtures/${name}.json`, import.meta.url), 'utf8'))
+const load = (name: string): SessionStreamEvent[] =>
+  JSON.parse(readFileSync(new URL(`./fixtures/${name}.json`, import.meta.url), 'utf8'))
 const t = translator(en)
 const tool = (node: ToolNode) => h('div', { className: 'card' }, `${node.name}:${node.status}`)
 
 describe('ChatView', () => {
   it('mounts only the newest WINDOW nodes of a long history, with a control for the earlier ones', () => {
     const events = Array.from({ length: 150 }, (_, i) => ({
-      seq: i, time: i, type: 'user/message', data: { content: [{ type: 'text', text: `prompt ${i}` }], source: { kind: 'human' } },
+      seq: i,
+      time: i,
+      type: 'user/message',
+      data: { content: [{ type: 'text', text: `prompt ${i}` }], source: { kind: 'human' } },
     }))
     const snapshot = foldConversation(events as never)
     expect(snapshot.nodes).toHaveLength(150)
@@ -29,7 +33,9 @@ describe('ChatView', () => {
     expect(html).toContain(`data-earlier="${150 - WINDOW}"`)
     expect(html).toContain(`Show earlier messages (${150 - WINDOW})`)
     // A short conversation has no such control.
-    const short = renderToStaticMarkup(h(ChatView, { snapshot: foldConversation(events.slice(0, 5) as never), t, renderTool: tool }))
+    const short = renderToStaticMarkup(
+      h(ChatView, { snapshot: foldConversation(events.slice(0, 5) as never), t, renderTool: tool }),
+    )
     expect(short).not.toContain('data-earlier')
     expect(short.match(/data-node="user"/g)).toHaveLength(5)
   })
@@ -45,7 +51,9 @@ describe('ChatView', () => {
     expect(html).toContain('<td>notes.txt</td>')
     expect(html).not.toContain('Working')
     // The sandbox note is collapsed context, not a user bubble.
-    expect(html).toMatch(/<details class="dsh-context" data-node="context"><summary>Context from sandbox policy<\/summary>/)
+    expect(html).toMatch(
+      /<details class="dsh-context" data-node="context"><summary>Context from sandbox policy<\/summary>/,
+    )
   })
 
   it('marks a cancelled turn and its interrupted text; shows queued prompts; speaks Chinese', () => {
@@ -61,22 +69,42 @@ describe('ChatView', () => {
 
   it('shows a streaming answer with a caret and a working row while a tool runs', () => {
     const frames = load('tools-turn')
-    const firstText = frames.findIndex((f) => f.event === 'message' && f.data.type === 'assistant/chunk' && (f.data.data as any).chunk.kind === 'text-delta')
-    const thinking = renderToStaticMarkup(h(ChatView, { snapshot: foldConversation(frames.slice(0, firstText)), t, renderTool: tool }))
-    expect(thinking).toMatch(/<summary><span class="dsh-pulse" aria-hidden="true"><\/span>Thinking…<span class="dsh-thinking-preview" aria-hidden="true">The user wants the notes tidied. First look at the file.<\/span><\/summary>/)
-    const streaming = renderToStaticMarkup(h(ChatView, { snapshot: foldConversation(frames.slice(0, firstText + 1)), t, renderTool: tool }))
+    const firstText = frames.findIndex(
+      (f) =>
+        f.event === 'message' && f.data.type === 'assistant/chunk' && (f.data.data as any).chunk.kind === 'text-delta',
+    )
+    const thinking = renderToStaticMarkup(
+      h(ChatView, { snapshot: foldConversation(frames.slice(0, firstText)), t, renderTool: tool }),
+    )
+    expect(thinking).toMatch(
+      /<summary><span class="dsh-pulse" aria-hidden="true"><\/span>Thinking…<span class="dsh-thinking-preview" aria-hidden="true">The user wants the notes tidied. First look at the file.<\/span><\/summary>/,
+    )
+    const streaming = renderToStaticMarkup(
+      h(ChatView, { snapshot: foldConversation(frames.slice(0, firstText + 1)), t, renderTool: tool }),
+    )
     expect(streaming).toContain('data-streaming="true"')
     expect(streaming).toContain('dsh-caret')
     const call = frames.findIndex((f) => f.event === 'message' && f.data.type === 'tool/call')
-    const running = renderToStaticMarkup(h(ChatView, { snapshot: foldConversation(frames.slice(0, call + 1)), t, renderTool: tool }))
+    const running = renderToStaticMarkup(
+      h(ChatView, { snapshot: foldConversation(frames.slice(0, call + 1)), t, renderTool: tool }),
+    )
     expect(running).toContain('bash:running')
   })
 
   it('lists prompts queued behind the running turn', () => {
     const frames = load('queued-turns')
-    const upToFirst = frames.slice(0, frames.findIndex((f) => f.event === 'message' && f.data.type === 'assistant/chunk'))
+    const upToFirst = frames.slice(
+      0,
+      frames.findIndex((f) => f.event === 'message' && f.data.type === 'assistant/chunk'),
+    )
     const snapshot = foldConversation(upToFirst)
-    const html = renderToStaticMarkup(h(ChatView, { snapshot: { ...snapshot, queued: [{ id: 'q0', text: 'second question', mode: 'queue' }] }, t, renderTool: tool }))
+    const html = renderToStaticMarkup(
+      h(ChatView, {
+        snapshot: { ...snapshot, queued: [{ id: 'q0', text: 'second question', mode: 'queue' }] },
+        t,
+        renderTool: tool,
+      }),
+    )
     expect(html).toMatch(/data-node="queued".*Queued.*second question/s)
     expect(html).toContain('Working…')
   })
@@ -92,7 +120,9 @@ describe('Composer', () => {
     expect(busy).toMatch(/>Steer<\/button>.*>Queue<\/button>.*>Stop<\/button>/s)
   })
   it('is replaced by a takeover, and read-only when disabled', () => {
-    expect(renderToStaticMarkup(h(Composer, { ...base, running: true, takeover: h('div', null, 'APPROVE?') }))).toBe('<div class="dsh-composer dsh-composer-takeover"><div>APPROVE?</div></div>')
+    expect(renderToStaticMarkup(h(Composer, { ...base, running: true, takeover: h('div', null, 'APPROVE?') }))).toBe(
+      '<div class="dsh-composer dsh-composer-takeover"><div>APPROVE?</div></div>',
+    )
     expect(renderToStaticMarkup(h(Composer, { ...base, running: false, disabled: true }))).toContain('readOnly=""')
   })
 })
@@ -101,7 +131,9 @@ describe('side panel sections', () => {
   it('show the latest plan and the context figures, and nothing for a fresh session', () => {
     const snapshot = foldConversation(load('tools-turn'))
     const plan = renderToStaticMarkup(h(PlanSection, { snapshot, t }))
-    expect(plan).toMatch(/data-status="completed".*Read notes.*data-status="in_progress".*Fix beta.*data-status="pending".*Report/s)
+    expect(plan).toMatch(
+      /data-status="completed".*Read notes.*data-status="in_progress".*Fix beta.*data-status="pending".*Report/s,
+    )
     const context = renderToStaticMarkup(h(ContextSection, { snapshot, t }))
     expect(context).toContain(`data-tokens="${snapshot.lastInputTokens}"`)
     expect(context).toContain('Model: deepseek-official/')

@@ -11,27 +11,50 @@ export interface FileChange {
   after: string
 }
 
-export interface Deliverable { path: string; changes: FileChange[]; added: number; removed: number }
+export interface Deliverable {
+  path: string
+  changes: FileChange[]
+  added: number
+  removed: number
+}
 
 /** Lines of a text (a final newline ends the last line, it does not start another). */
 const split = (s: string) => (s.endsWith('\n') ? s.slice(0, -1) : s).split('\n')
 const lines = (s: string | undefined) => (s ? split(s).length : 0)
 
-function changeOf(seq: number, tool: string, args: Record<string, unknown>): { path: string; change: FileChange } | undefined {
+function changeOf(
+  seq: number,
+  tool: string,
+  args: Record<string, unknown>,
+): { path: string; change: FileChange } | undefined {
   const str = (k: string) => (typeof args[k] === 'string' ? (args[k] as string) : undefined)
-  if (tool === 'write' && str('file_path') !== undefined) return { path: str('file_path')!, change: { seq, tool, kind: 'create', after: str('content') ?? '' } }
-  if (tool === 'edit' && str('file_path') !== undefined) return { path: str('file_path')!, change: { seq, tool, kind: 'edit', before: str('old_string') ?? '', after: str('new_string') ?? '' } }
+  if (tool === 'write' && str('file_path') !== undefined)
+    return { path: str('file_path')!, change: { seq, tool, kind: 'create', after: str('content') ?? '' } }
+  if (tool === 'edit' && str('file_path') !== undefined)
+    return {
+      path: str('file_path')!,
+      change: { seq, tool, kind: 'edit', before: str('old_string') ?? '', after: str('new_string') ?? '' },
+    }
   if (tool === 'str_replace_editor' && str('path') !== undefined) {
     const command = str('command')
-    if (command === 'create') return { path: str('path')!, change: { seq, tool, kind: 'create', after: str('file_text') ?? '' } }
-    if (command === 'str_replace') return { path: str('path')!, change: { seq, tool, kind: 'edit', before: str('old_str') ?? '', after: str('new_str') ?? '' } }
-    if (command === 'insert') return { path: str('path')!, change: { seq, tool, kind: 'edit', before: '', after: str('new_str') ?? '' } }
+    if (command === 'create')
+      return { path: str('path')!, change: { seq, tool, kind: 'create', after: str('file_text') ?? '' } }
+    if (command === 'str_replace')
+      return {
+        path: str('path')!,
+        change: { seq, tool, kind: 'edit', before: str('old_str') ?? '', after: str('new_str') ?? '' },
+      }
+    if (command === 'insert')
+      return { path: str('path')!, change: { seq, tool, kind: 'edit', before: '', after: str('new_str') ?? '' } }
   }
   return undefined
 }
 
 /** Files changed by the last turn that has started (successful calls only), in first-change order. */
-export function lastTurnDeliverables(events: ReadonlyArray<{ seq: number; type: string; data: unknown }>): { turn?: number; files: Deliverable[] } {
+export function lastTurnDeliverables(events: ReadonlyArray<{ seq: number; type: string; data: unknown }>): {
+  turn?: number
+  files: Deliverable[]
+} {
   let turn: number | undefined
   let pending = new Map<string, { path: string; change: FileChange }>()
   let files = new Map<string, Deliverable>()

@@ -2,28 +2,54 @@
 // writes and edits a file lists it with its line counts and shows the diff; a failed edit is not
 // listed.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { hasChromium, launchBrowser, openPage, startWebApp, withArtifacts, type Browser, type WebApp } from '@dsh/web-testkit'
+import {
+  hasChromium,
+  launchBrowser,
+  openPage,
+  startWebApp,
+  withArtifacts,
+  type Browser,
+  type WebApp,
+} from '@dsh/web-testkit'
 import { diffLines, lastTurnDeliverables } from '../src/deliverables.ts'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
 
 describe('lastTurnDeliverables', () => {
   it('groups successful changes of the last turn by path; failed and other calls are left out', () => {
-    const call = (seq: number, callId: string, name: string, args: unknown) => ({ seq, type: 'tool/call', data: { callId, name, arguments: JSON.stringify(args) } })
-    const result = (seq: number, callId: string, isError = false) => ({ seq, type: 'tool/result', data: { message: { role: 'tool', callId, name: 'x', content: [], ...(isError ? { isError } : {}) } } })
+    const call = (seq: number, callId: string, name: string, args: unknown) => ({
+      seq,
+      type: 'tool/call',
+      data: { callId, name, arguments: JSON.stringify(args) },
+    })
+    const result = (seq: number, callId: string, isError = false) => ({
+      seq,
+      type: 'tool/result',
+      data: { message: { role: 'tool', callId, name: 'x', content: [], ...(isError ? { isError } : {}) } },
+    })
     const events = [
-      { seq: 0, type: 'turn/start', data: { turn: 1 } }, call(1, 'a', 'write', { file_path: 'old.txt', content: 'x' }), result(2, 'a'),
+      { seq: 0, type: 'turn/start', data: { turn: 1 } },
+      call(1, 'a', 'write', { file_path: 'old.txt', content: 'x' }),
+      result(2, 'a'),
       { seq: 3, type: 'turn/start', data: { turn: 2 } },
-      call(4, 'b', 'write', { file_path: 'n.txt', content: 'one\ntwo' }), result(5, 'b'),
-      call(6, 'c', 'edit', { file_path: 'n.txt', old_string: 'two', new_string: 'TWO\nthree' }), result(7, 'c'),
-      call(8, 'd', 'edit', { file_path: 'bad.txt', old_string: 'x', new_string: 'y' }), result(9, 'd', true),
-      call(10, 'e', 'bash', { command: 'ls' }), result(11, 'e'),
-      call(12, 'f', 'str_replace_editor', { command: 'create', path: 'c.md', file_text: '# c' }), result(13, 'f'),
+      call(4, 'b', 'write', { file_path: 'n.txt', content: 'one\ntwo' }),
+      result(5, 'b'),
+      call(6, 'c', 'edit', { file_path: 'n.txt', old_string: 'two', new_string: 'TWO\nthree' }),
+      result(7, 'c'),
+      call(8, 'd', 'edit', { file_path: 'bad.txt', old_string: 'x', new_string: 'y' }),
+      result(9, 'd', true),
+      call(10, 'e', 'bash', { command: 'ls' }),
+      result(11, 'e'),
+      call(12, 'f', 'str_replace_editor', { command: 'create', path: 'c.md', file_text: '# c' }),
+      result(13, 'f'),
       { seq: 14, type: 'tool/call', data: { callId: 'g', name: 'write', arguments: '{broken' } },
     ]
     const { turn, files } = lastTurnDeliverables(events)
     expect(turn).toBe(2)
-    expect(files.map((f) => [f.path, f.added, f.removed, f.changes.length])).toEqual([['n.txt', 4, 1, 2], ['c.md', 1, 0, 1]])
+    expect(files.map((f) => [f.path, f.added, f.removed, f.changes.length])).toEqual([
+      ['n.txt', 4, 1, 2],
+      ['c.md', 1, 0, 1],
+    ])
     expect(diffLines(files[0].changes[1])).toEqual(['-two', '+TWO', '+three'])
     expect(lastTurnDeliverables([]).files).toEqual([])
     expect(diffLines({ seq: 0, tool: 'write', kind: 'create', after: 'a\nb\n' })).toEqual(['+a', '+b'])
@@ -37,8 +63,14 @@ describe.skipIf(!hasChromium())('ui-deliverables in the browser', () => {
     app = await startWebApp({
       steps: [
         { toolCalls: [{ name: 'write', arguments: { file_path: 'notes.txt', content: 'alpha\nbeta\n' } }] },
-        { toolCalls: [{ name: 'edit', arguments: { file_path: 'notes.txt', old_string: 'beta', new_string: 'BETA' } }] },
-        { toolCalls: [{ name: 'edit', arguments: { file_path: 'notes.txt', old_string: 'no such text', new_string: 'x' } }] },
+        {
+          toolCalls: [{ name: 'edit', arguments: { file_path: 'notes.txt', old_string: 'beta', new_string: 'BETA' } }],
+        },
+        {
+          toolCalls: [
+            { name: 'edit', arguments: { file_path: 'notes.txt', old_string: 'no such text', new_string: 'x' } },
+          ],
+        },
         { text: 'Wrote the notes.' },
       ] as never,
     })

@@ -4,7 +4,15 @@
 import { mkdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { hasChromium, launchBrowser, openPage, startWebApp, withArtifacts, type Browser, type WebApp } from '@dsh/web-testkit'
+import {
+  hasChromium,
+  launchBrowser,
+  openPage,
+  startWebApp,
+  withArtifacts,
+  type Browser,
+  type WebApp,
+} from '@dsh/web-testkit'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
 
@@ -35,7 +43,9 @@ describe.skipIf(!hasChromium())('ui-directory-picker in the browser', () => {
       await dialog.locator('[data-directory-entry="doomed"]').click()
       await expect.poll(() => dialog.locator('[role="alert"]').textContent()).toMatch(/doomed/)
       await dialog.locator('[data-directory-entry="alpha"]').click()
-      await expect.poll(() => dialog.locator('[data-directory-path]').textContent()).toBe(join(app.home, 'projects', 'alpha'))
+      await expect
+        .poll(() => dialog.locator('[data-directory-path]').textContent())
+        .toBe(join(app.home, 'projects', 'alpha'))
       await dialog.locator('[data-directory-use]').click()
       await expect.poll(() => dialog.count()).toBe(0)
       const { workspaces } = await app.call('workspaces.list')

@@ -26,7 +26,10 @@ const Ref = {
 const Result = Schema.object({ goal: Schema.any() }) as unknown as Schema<{ goal: WireGoal | null }>
 const budget = Schema.union([Schema.natural().min(1), Schema.const(null)])
 
-export interface GoalRef { sessionId: string; expectedRevision: number }
+export interface GoalRef {
+  sessionId: string
+  expectedRevision: number
+}
 export interface GoalEditParams extends GoalRef {
   objective?: string
   maxRounds?: number | null
@@ -34,10 +37,27 @@ export interface GoalEditParams extends GoalRef {
 }
 
 export const goalsEdit = defineMethod('goals.edit', {
-  params: Schema.object({ ...Ref, objective: Schema.string().min(1), maxRounds: budget, maxTokens: budget }) as unknown as Schema<GoalEditParams>,
+  params: Schema.object({
+    ...Ref,
+    objective: Schema.string().min(1),
+    maxRounds: budget,
+    maxTokens: budget,
+  }) as unknown as Schema<GoalEditParams>,
   result: Result,
   description: "Changes the session goal's objective or budgets (null removes a budget).",
 })
-export const goalsPause = defineMethod('goals.pause', { params: Schema.object(Ref) as Schema<GoalRef>, result: Result, description: 'Pauses the session goal.' })
-export const goalsResume = defineMethod('goals.resume', { params: Schema.object(Ref) as Schema<GoalRef>, result: Result, description: 'Resumes a paused session goal (or arms an active one waiting after a restart).' })
-export const goalsClear = defineMethod('goals.clear', { params: Schema.object(Ref) as Schema<GoalRef>, result: Result, description: 'Clears the session goal.' })
+export const goalsPause = defineMethod('goals.pause', {
+  params: Schema.object(Ref) as Schema<GoalRef>,
+  result: Result,
+  description: 'Pauses the session goal.',
+})
+export const goalsResume = defineMethod('goals.resume', {
+  params: Schema.object(Ref) as Schema<GoalRef>,
+  result: Result,
+  description: 'Resumes a paused session goal (or arms an active one waiting after a restart).',
+})
+export const goalsClear = defineMethod('goals.clear', {
+  params: Schema.object(Ref) as Schema<GoalRef>,
+  result: Result,
+  description: 'Clears the session goal.',
+})

@@ -16,16 +16,28 @@ export const inject = ['goals', 'sessions']
 export interface Config {}
 export const Config: Schema<Config> = Schema.object({})
 
-const STATUS: Record<string, number> = { NO_GOAL: 404, STALE_GOAL: 409, STALE_REVISION: 409, GOAL_FINISHED: 409, BUDGET_SPENT: 409, GOAL_EXISTS: 409, INVALID_GOAL: 400 }
+const STATUS: Record<string, number> = {
+  NO_GOAL: 404,
+  STALE_GOAL: 409,
+  STALE_REVISION: 409,
+  GOAL_FINISHED: 409,
+  BUDGET_SPENT: 409,
+  GOAL_EXISTS: 409,
+  INVALID_GOAL: 400,
+}
 
 export function apply(ctx: Context): void {
   const goals: GoalService = ctx.goals
   const sessionOf = (sessionId: string): Session => {
     const session = ctx.sessions.get(sessionId)
-    if (!session) throw new ApiError('SESSION_NOT_FOUND', `session ${sessionId} is not open in this host; open it and try again`)
+    if (!session)
+      throw new ApiError('SESSION_NOT_FOUND', `session ${sessionId} is not open in this host; open it and try again`)
     return session
   }
-  const run = (ref: GoalRef, change: (session: Session, guard: { by: 'human'; expectedRevision: number }) => Goal | null) => {
+  const run = (
+    ref: GoalRef,
+    change: (session: Session, guard: { by: 'human'; expectedRevision: number }) => Goal | null,
+  ) => {
     const session = sessionOf(ref.sessionId)
     try {
       return { goal: change(session, { by: 'human', expectedRevision: ref.expectedRevision }) as WireGoal | null }
@@ -37,12 +49,20 @@ export function apply(ctx: Context): void {
   ctx.inject(['api'], (inner) => {
     inner.api.register(goalsEdit, (p) =>
       run(p, (session, guard) =>
-        goals.edit(session, {
-          ...(p.objective !== undefined ? { objective: p.objective } : {}),
-          ...(p.maxRounds !== undefined ? { maxRounds: p.maxRounds } : {}),
-          ...(p.maxTokens !== undefined ? { maxTokens: p.maxTokens } : {}),
-        }, guard)))
-    inner.api.register(goalsPause, (p) => run(p, (session, guard) => goals.setStatus(session, 'paused', { ...guard, note: 'paused by the user' })))
+        goals.edit(
+          session,
+          {
+            ...(p.objective !== undefined ? { objective: p.objective } : {}),
+            ...(p.maxRounds !== undefined ? { maxRounds: p.maxRounds } : {}),
+            ...(p.maxTokens !== undefined ? { maxTokens: p.maxTokens } : {}),
+          },
+          guard,
+        ),
+      ),
+    )
+    inner.api.register(goalsPause, (p) =>
+      run(p, (session, guard) => goals.setStatus(session, 'paused', { ...guard, note: 'paused by the user' })),
+    )
     inner.api.register(goalsResume, (p) =>
       run(p, (session, guard) => {
         const goal = goals.get(session)
@@ -51,12 +71,14 @@ export function apply(ctx: Context): void {
           return goal
         }
         return goals.setStatus(session, 'active', guard)
-      }))
+      }),
+    )
     inner.api.register(goalsClear, (p) =>
       run(p, (session, guard) => {
         goals.clear(session, guard)
         return null
-      }))
+      }),
+    )
   })
 }
 

@@ -3,7 +3,15 @@
 // progress pause it; the bar shows it, edits the objective, resumes it (one more round spends the
 // round budget) and clears it. A stale revision is refused by the host.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { hasChromium, launchBrowser, openPage, startWebApp, withArtifacts, type Browser, type WebApp } from '@dsh/web-testkit'
+import {
+  hasChromium,
+  launchBrowser,
+  openPage,
+  startWebApp,
+  withArtifacts,
+  type Browser,
+  type WebApp,
+} from '@dsh/web-testkit'
 
 vi.setConfig({ testTimeout: 90_000, hookTimeout: 90_000 })
 
@@ -44,7 +52,9 @@ describe.skipIf(!hasChromium())('ui-goal in the browser', () => {
       await bar.locator('[data-goal-action="edit"]').click()
       await bar.locator('input').fill('Write and send the quarterly report')
       await bar.locator('input').press('Enter')
-      await expect.poll(() => bar.locator('[data-goal-objective]').textContent()).toBe('Write and send the quarterly report')
+      await expect
+        .poll(() => bar.locator('[data-goal-objective]').textContent())
+        .toBe('Write and send the quarterly report')
 
       // a mutation computed from an old revision
       const stale = await app.call('goals.pause', { sessionId, expectedRevision: 1 }).catch((e: Error) => e)
@@ -56,15 +66,31 @@ describe.skipIf(!hasChromium())('ui-goal in the browser', () => {
 
       await bar.locator('[data-goal-action="clear"]').click()
       await expect.poll(() => page.locator('.dsh-goalbar').count()).toBe(0)
-      const history = (await app.call('sessions.history', { sessionId })) as { events: Array<{ type: string; data: { by: string; action: string } }> }
+      const history = (await app.call('sessions.history', { sessionId })) as {
+        events: Array<{ type: string; data: { by: string; action: string } }>
+      }
       expect(history.events.filter((e) => e.type === 'goal/set').map((e) => `${e.data.by}:${e.data.action}`)).toEqual([
-        'model:create', 'driver:account', 'driver:account', 'driver:stall', 'human:edit', 'human:resume', 'driver:limit', 'human:clear',
+        'model:create',
+        'driver:account',
+        'driver:account',
+        'driver:stall',
+        'human:edit',
+        'human:resume',
+        'driver:limit',
+        'human:clear',
       ])
       // bad input through the host methods: one clear error each
-      const refused = async (method: string, params: object) => ((await app.call(method, params).catch((e: Error) => e)) as Error).message
-      expect(await refused('goals.edit', { sessionId, expectedRevision: 9, maxRounds: 0 })).toMatch(/^goals\.edit: 400 INVALID_PARAMS: .*maxRounds/)
-      expect(await refused('goals.pause', { sessionId, expectedRevision: 9 })).toBe('goals.pause: 404 NO_GOAL: this session has no goal')
-      expect(await refused('goals.pause', { sessionId: 'no-such-session', expectedRevision: 1 })).toMatch(/^goals\.pause: 404 SESSION_NOT_FOUND: session no-such-session is not open in this host/)
+      const refused = async (method: string, params: object) =>
+        ((await app.call(method, params).catch((e: Error) => e)) as Error).message
+      expect(await refused('goals.edit', { sessionId, expectedRevision: 9, maxRounds: 0 })).toMatch(
+        /^goals\.edit: 400 INVALID_PARAMS: .*maxRounds/,
+      )
+      expect(await refused('goals.pause', { sessionId, expectedRevision: 9 })).toBe(
+        'goals.pause: 404 NO_GOAL: this session has no goal',
+      )
+      expect(await refused('goals.pause', { sessionId: 'no-such-session', expectedRevision: 1 })).toMatch(
+        /^goals\.pause: 404 SESSION_NOT_FOUND: session no-such-session is not open in this host/,
+      )
       expect(errors).toEqual([])
     })
   })

@@ -17,7 +17,11 @@ export interface TriggerMatch {
   query: string
 }
 
-export function findTrigger(text: string, caret: number, chars: readonly TriggerChar[] = ['/', '@']): TriggerMatch | undefined {
+export function findTrigger(
+  text: string,
+  caret: number,
+  chars: readonly TriggerChar[] = ['/', '@'],
+): TriggerMatch | undefined {
   if (caret < 1 || caret > text.length) return undefined
   let start = caret
   while (start > 0 && !/\s/.test(text[start - 1])) start--
@@ -31,7 +35,12 @@ export function findTrigger(text: string, caret: number, chars: readonly Trigger
 }
 
 /** `text` with `[start, end)` replaced by `insert`, and where the caret goes. */
-export function replaceRange(text: string, start: number, end: number, insert: string): { text: string; caret: number } {
+export function replaceRange(
+  text: string,
+  start: number,
+  end: number,
+  insert: string,
+): { text: string; caret: number } {
   return { text: text.slice(0, start) + insert + text.slice(end), caret: start + insert.length }
 }
 
@@ -70,7 +79,9 @@ export interface TriggerCandidate {
   insert?: string
 }
 
-export interface TriggerSession { sessionId: string }
+export interface TriggerSession {
+  sessionId: string
+}
 
 /** The composer input a pick or an Enter handler works on. */
 export interface ComposerInput {
@@ -87,14 +98,26 @@ export interface TriggerSource {
   group?: string
   /** Lower first (default 0). */
   order?: number
-  candidates(query: string, session: TriggerSession, signal: AbortSignal): TriggerCandidate[] | Promise<TriggerCandidate[]>
+  candidates(
+    query: string,
+    session: TriggerSession,
+    signal: AbortSignal,
+  ): TriggerCandidate[] | Promise<TriggerCandidate[]>
   /** Default: the token becomes `insert ?? label` and a space. */
-  pick?(candidate: TriggerCandidate, session: TriggerSession, input: ComposerInput, match: TriggerMatch): void | Promise<void>
+  pick?(
+    candidate: TriggerCandidate,
+    session: TriggerSession,
+    input: ComposerInput,
+    match: TriggerMatch,
+  ): void | Promise<void>
   /** Claims Enter for a line (no menu open): return the handler, or undefined to pass. */
   matchEnter?(text: string, session: TriggerSession): ((input: ComposerInput) => void | Promise<void>) | undefined
 }
 
-export interface MenuGroup { source: TriggerSource; items: TriggerCandidate[] }
+export interface MenuGroup {
+  source: TriggerSource
+  items: TriggerCandidate[]
+}
 export interface MenuState {
   sessionId: string
   match: TriggerMatch
@@ -119,4 +142,3 @@ declare module 'cordis' {
     inputTriggers: InputTriggersApi
   }
 }
-

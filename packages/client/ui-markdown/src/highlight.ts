@@ -25,9 +25,29 @@ const LANGUAGES: Record<string, Loader> = {
 }
 
 const ALIASES: Record<string, string> = {
-  ts: 'typescript', tsx: 'typescript', mts: 'typescript', js: 'javascript', jsx: 'javascript', mjs: 'javascript', cjs: 'javascript',
-  py: 'python', sh: 'bash', shell: 'bash', zsh: 'bash', console: 'bash', yml: 'yaml', rs: 'rust', golang: 'go',
-  html: 'xml', svg: 'xml', md: 'markdown', 'c++': 'cpp', h: 'c', hpp: 'cpp', jsonc: 'json', patch: 'diff',
+  ts: 'typescript',
+  tsx: 'typescript',
+  mts: 'typescript',
+  js: 'javascript',
+  jsx: 'javascript',
+  mjs: 'javascript',
+  cjs: 'javascript',
+  py: 'python',
+  sh: 'bash',
+  shell: 'bash',
+  zsh: 'bash',
+  console: 'bash',
+  yml: 'yaml',
+  rs: 'rust',
+  golang: 'go',
+  html: 'xml',
+  svg: 'xml',
+  md: 'markdown',
+  'c++': 'cpp',
+  h: 'c',
+  hpp: 'cpp',
+  jsonc: 'json',
+  patch: 'diff',
 }
 
 /** The language a fence tag names, or undefined when none of the shipped ones fits. */

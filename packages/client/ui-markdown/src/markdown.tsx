@@ -40,7 +40,11 @@ function inline(tokens: Token[] | undefined, keyPrefix = ''): ReactNode[] {
     const key = `${keyPrefix}${i}`
     switch (token.type) {
       case 'text':
-        return (token as Tokens.Text).tokens ? <span key={key}>{inline((token as Tokens.Text).tokens, `${key}.`)}</span> : decodeEntities((token as Tokens.Text).text)
+        return (token as Tokens.Text).tokens ? (
+          <span key={key}>{inline((token as Tokens.Text).tokens, `${key}.`)}</span>
+        ) : (
+          decodeEntities((token as Tokens.Text).text)
+        )
       case 'escape':
         return (token as Tokens.Escape).text
       case 'strong':
@@ -50,19 +54,35 @@ function inline(tokens: Token[] | undefined, keyPrefix = ''): ReactNode[] {
       case 'del':
         return <del key={key}>{inline((token as Tokens.Del).tokens, `${key}.`)}</del>
       case 'codespan':
-        return <code key={key} className="dsh-md-code">{decodeEntities((token as Tokens.Codespan).text)}</code>
+        return (
+          <code key={key} className="dsh-md-code">
+            {decodeEntities((token as Tokens.Codespan).text)}
+          </code>
+        )
       case 'br':
         return <br key={key} />
       case 'link': {
         const link = token as Tokens.Link
         const href = safeHref(link.href)
         const children = inline(link.tokens, `${key}.`)
-        return href ? <a key={key} href={href} target="_blank" rel="noopener noreferrer" title={link.title ?? undefined}>{children}</a> : <span key={key}>{children}</span>
+        return href ? (
+          <a key={key} href={href} target="_blank" rel="noopener noreferrer" title={link.title ?? undefined}>
+            {children}
+          </a>
+        ) : (
+          <span key={key}>{children}</span>
+        )
       }
       case 'image': {
         const image = token as Tokens.Image
         const href = safeHref(image.href)
-        return href ? <a key={key} href={href} target="_blank" rel="noopener noreferrer">{image.text || href}</a> : image.text
+        return href ? (
+          <a key={key} href={href} target="_blank" rel="noopener noreferrer">
+            {image.text || href}
+          </a>
+        ) : (
+          image.text
+        )
       }
       case 'html':
         return (token as Tokens.HTML).text
@@ -81,28 +101,42 @@ function CodeBlock({ text, lang, complete, t }: { text: string; lang?: string; c
   useEffect(() => {
     if (!complete || !language || html?.source === text) return
     let live = true
-    highlight(text, language).then((value) => live && setHtml({ source: text, html: value }), () => {})
+    highlight(text, language).then(
+      (value) => live && setHtml({ source: text, html: value }),
+      () => {},
+    )
     return () => {
       live = false
     }
   }, [text, language, complete, html?.source])
   const copy = () => {
-    void globalThis.navigator?.clipboard?.writeText(text).then(() => {
-      setCopied(true)
-      setTimeout(() => setCopied(false), 1500)
-    }, () => {})
+    void globalThis.navigator?.clipboard?.writeText(text).then(
+      () => {
+        setCopied(true)
+        setTimeout(() => setCopied(false), 1500)
+      },
+      () => {},
+    )
   }
   const highlighted = html && html.source === text
   return (
     <div className="dsh-md-pre" data-lang={lang || undefined}>
       <div className="dsh-md-pre-bar">
         <span className="dsh-md-pre-lang">{lang || ''}</span>
-        <button type="button" className="dsh-link-button" onClick={copy}>{copied ? t('copied') : t('copy')}</button>
+        <button type="button" className="dsh-link-button" onClick={copy}>
+          {copied ? t('copied') : t('copy')}
+        </button>
       </div>
       <pre>
-        {highlighted
-          ? <code className={`hljs language-${language}`} data-highlighted="yes" dangerouslySetInnerHTML={{ __html: html.html }} />
-          : <code>{text}</code>}
+        {highlighted ? (
+          <code
+            className={`hljs language-${language}`}
+            data-highlighted="yes"
+            dangerouslySetInnerHTML={{ __html: html.html }}
+          />
+        ) : (
+          <code>{text}</code>
+        )}
       </pre>
     </div>
   )
@@ -116,7 +150,13 @@ function Block({ token, complete, t }: { token: Token; complete: boolean; t: Tra
     case 'paragraph':
       return <p>{inline((token as Tokens.Paragraph).tokens)}</p>
     case 'text':
-      return <p>{(token as Tokens.Text).tokens ? inline((token as Tokens.Text).tokens) : decodeEntities((token as Tokens.Text).text)}</p>
+      return (
+        <p>
+          {(token as Tokens.Text).tokens
+            ? inline((token as Tokens.Text).tokens)
+            : decodeEntities((token as Tokens.Text).text)}
+        </p>
+      )
     case 'heading': {
       const heading = token as Tokens.Heading
       const level = Math.min(6, Math.max(1, heading.depth))
@@ -124,18 +164,38 @@ function Block({ token, complete, t }: { token: Token; complete: boolean; t: Tra
       return <Tag>{inline(heading.tokens)}</Tag>
     }
     case 'code':
-      return <CodeBlock text={(token as Tokens.Code).text} lang={(token as Tokens.Code).lang} complete={complete} t={t} />
+      return (
+        <CodeBlock text={(token as Tokens.Code).text} lang={(token as Tokens.Code).lang} complete={complete} t={t} />
+      )
     case 'hr':
       return <hr />
     case 'blockquote':
-      return <blockquote>{(token as Tokens.Blockquote).tokens.map((child, i) => <Block key={i} token={child} complete={complete} t={t} />)}</blockquote>
+      return (
+        <blockquote>
+          {(token as Tokens.Blockquote).tokens.map((child, i) => (
+            <Block key={i} token={child} complete={complete} t={t} />
+          ))}
+        </blockquote>
+      )
     case 'list': {
       const list = token as Tokens.List
       const items = list.items.map((item, i) => (
         <li key={i} className={item.task ? 'dsh-md-task' : undefined}>
-          {item.task ? <input type="checkbox" checked={item.checked === true} readOnly disabled aria-label={item.checked ? t('taskDone') : t('taskOpen')} /> : null}
+          {item.task ? (
+            <input
+              type="checkbox"
+              checked={item.checked === true}
+              readOnly
+              disabled
+              aria-label={item.checked ? t('taskDone') : t('taskOpen')}
+            />
+          ) : null}
           {item.tokens.map((child, j) =>
-            child.type === 'checkbox' ? null : child.type === 'text' && !list.loose ? <span key={j}>{inline((child as Tokens.Text).tokens ?? [child])}</span> : <Block key={j} token={child} complete={complete} t={t} />,
+            child.type === 'checkbox' ? null : child.type === 'text' && !list.loose ? (
+              <span key={j}>{inline((child as Tokens.Text).tokens ?? [child])}</span>
+            ) : (
+              <Block key={j} token={child} complete={complete} t={t} />
+            ),
           )}
         </li>
       ))
@@ -147,8 +207,26 @@ function Block({ token, complete, t }: { token: Token; complete: boolean; t: Tra
       return (
         <div className="dsh-md-table">
           <table>
-            <thead><tr>{table.header.map((cell, i) => <th key={i} style={align(cell.align)}>{inline(cell.tokens)}</th>)}</tr></thead>
-            <tbody>{table.rows.map((row, r) => <tr key={r}>{row.map((cell, i) => <td key={i} style={align(cell.align)}>{inline(cell.tokens)}</td>)}</tr>)}</tbody>
+            <thead>
+              <tr>
+                {table.header.map((cell, i) => (
+                  <th key={i} style={align(cell.align)}>
+                    {inline(cell.tokens)}
+                  </th>
+                ))}
+              </tr>
+            </thead>
+            <tbody>
+              {table.rows.map((row, r) => (
+                <tr key={r}>
+                  {row.map((cell, i) => (
+                    <td key={i} style={align(cell.align)}>
+                      {inline(cell.tokens)}
+                    </td>
+                  ))}
+                </tr>
+              ))}
+            </tbody>
           </table>
         </div>
       )
@@ -170,7 +248,8 @@ export interface MarkdownProps {
 }
 
 /** A small document that goes through every block rule the lexer tries on a typical answer. */
-const WARM_UP = '# Heading\n\nSetext\n---\n\nA paragraph with **bold**, *em*, `code`, ~~old~~ and [a link](https://example.com) <b>x</b>.\n\n> quoted\n\n- item\n- [x] task\n1. first\n\n```ts\nconst a = 1\n```\n\n    indented\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n***\n'
+const WARM_UP =
+  '# Heading\n\nSetext\n---\n\nA paragraph with **bold**, *em*, `code`, ~~old~~ and [a link](https://example.com) <b>x</b>.\n\n> quoted\n\n- item\n- [x] task\n1. first\n\n```ts\nconst a = 1\n```\n\n    indented\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n***\n'
 
 /**
  * Lexes a small sample once, so the lexer's regular expressions are compiled (V8 compiles each
@@ -187,7 +266,9 @@ export const Markdown = memo(function Markdown({ text, streaming = false, t }: M
   const last = tokens.length - 1
   return (
     <div className="dsh-md">
-      {tokens.map((token, i) => <MemoBlock key={i} token={token} complete={!streaming || i < last} t={t} />)}
+      {tokens.map((token, i) => (
+        <MemoBlock key={i} token={token} complete={!streaming || i < last} t={t} />
+      ))}
     </div>
   )
 })

@@ -9,11 +9,22 @@ const t = (key: string) => LABELS[key] ?? key
 
 describe('Markdown', () => {
   it('renders GFM tables, task lists, code blocks and inline marks as elements', () => {
-    const html = renderToStaticMarkup(h(Markdown, { t, text: '# Title\n\n| a | b |\n|---|:-:|\n| **1** | `x<y` |\n\n- [x] done\n- [ ] open\n\n```ts\nconst a = 1\n```\n\n~~old~~ [site](https://example.com)' }))
+    const html = renderToStaticMarkup(
+      h(Markdown, {
+        t,
+        text: '# Title\n\n| a | b |\n|---|:-:|\n| **1** | `x<y` |\n\n- [x] done\n- [ ] open\n\n```ts\nconst a = 1\n```\n\n~~old~~ [site](https://example.com)',
+      }),
+    )
     expect(html).toContain('<h1>Title</h1>')
-    expect(html).toMatch(/<table>.*<th>a<\/th><th style="text-align:center">b<\/th>.*<strong>1<\/strong>.*<code class="dsh-md-code">x&lt;y<\/code>/s)
-    expect(html).toContain('<li class="dsh-md-task"><input type="checkbox" readOnly="" disabled="" aria-label="done" checked=""/><span>done</span></li>')
-    expect(html).toContain('<li class="dsh-md-task"><input type="checkbox" readOnly="" disabled="" aria-label="not done"/><span>open</span></li>')
+    expect(html).toMatch(
+      /<table>.*<th>a<\/th><th style="text-align:center">b<\/th>.*<strong>1<\/strong>.*<code class="dsh-md-code">x&lt;y<\/code>/s,
+    )
+    expect(html).toContain(
+      '<li class="dsh-md-task"><input type="checkbox" readOnly="" disabled="" aria-label="done" checked=""/><span>done</span></li>',
+    )
+    expect(html).toContain(
+      '<li class="dsh-md-task"><input type="checkbox" readOnly="" disabled="" aria-label="not done"/><span>open</span></li>',
+    )
     expect(html).toContain('data-lang="ts"')
     expect(html).toContain('<code>const a = 1</code>')
     expect(html).toContain('<del>old</del>')
@@ -21,7 +32,12 @@ describe('Markdown', () => {
   })
 
   it('never injects HTML from the text and drops unsafe link targets', () => {
-    const html = renderToStaticMarkup(h(Markdown, { t, text: 'hi <script>alert(1)</script> <img src=x onerror=alert(1)>\n\n[x](javascript:alert(1)) &amp; &#x4e2d;' }))
+    const html = renderToStaticMarkup(
+      h(Markdown, {
+        t,
+        text: 'hi <script>alert(1)</script> <img src=x onerror=alert(1)>\n\n[x](javascript:alert(1)) &amp; &#x4e2d;',
+      }),
+    )
     expect(html).not.toContain('<script>')
     expect(html).not.toContain('<img')
     expect(html).toContain('&lt;script&gt;')
@@ -46,6 +62,7 @@ describe('languageOf', () => {
 describe('warmUp', () => {
   it('lexes a sample that reaches every common block rule (so their expressions are compiled before a real answer)', () => {
     const types = new Set(warmUp())
-    for (const type of ['heading', 'paragraph', 'blockquote', 'list', 'code', 'table', 'hr', 'space']) expect(types).toContain(type)
+    for (const type of ['heading', 'paragraph', 'blockquote', 'list', 'code', 'table', 'hr', 'space'])
+      expect(types).toContain(type)
   })
 })

@@ -2,7 +2,15 @@
 // lists the routed providers' models, a route added after the page opened appears when the picker
 // is focused, and a choice (model, then effort) is the session's model for the next request.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { hasChromium, launchBrowser, openPage, startWebApp, withArtifacts, type Browser, type WebApp } from '@dsh/web-testkit'
+import {
+  hasChromium,
+  launchBrowser,
+  openPage,
+  startWebApp,
+  withArtifacts,
+  type Browser,
+  type WebApp,
+} from '@dsh/web-testkit'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
 
@@ -34,10 +42,18 @@ describe.skipIf(!hasChromium())('the composer model picker', () => {
       await picker.focus()
       await expect.poll(() => picker.locator('option[value="late/late-model"]').count()).toBe(1)
       await picker.selectOption('late/late-model')
-      const row = async () => ((await app.call('sessions.list', {})).sessions as { sessionId: string; model?: { provider: string; model: string; reasoningEffort?: string } }[]).find((s) => s.sessionId === sessionId)
+      const row = async () =>
+        (
+          (await app.call('sessions.list', {})).sessions as {
+            sessionId: string
+            model?: { provider: string; model: string; reasoningEffort?: string }
+          }[]
+        ).find((s) => s.sessionId === sessionId)
       await expect.poll(async () => (await row())?.model).toMatchObject({ provider: 'late', model: 'late-model' })
       await page.locator('[data-testid="composer-model"] select').nth(1).selectOption('low')
-      await expect.poll(async () => (await row())?.model).toEqual({ provider: 'late', model: 'late-model', reasoningEffort: 'low' })
+      await expect
+        .poll(async () => (await row())?.model)
+        .toEqual({ provider: 'late', model: 'late-model', reasoningEffort: 'low' })
       await page.locator('[data-composer="true"]').fill('which model?')
       await page.locator('[data-composer="true"]').press('Enter')
       await expect.poll(() => chats().length, { timeout: 30_000 }).toBe(1)

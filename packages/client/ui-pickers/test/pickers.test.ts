@@ -18,18 +18,24 @@ describe('pickers', () => {
   })
 
   it('a custom mode the host reports is listed too; no mode falls back to the default', () => {
-    expect(renderToStaticMarkup(h(PermissionPicker, { t, current: 'ci-locked', onSelect: () => {} }))).toContain('<option value="ci-locked" selected="">Permissions: ci-locked</option>')
-    expect(renderToStaticMarkup(h(PermissionPicker, { t: translator(zh), onSelect: () => {} }))).toContain('<option value="workspace-write" selected="">权限: 工作区</option>')
+    expect(renderToStaticMarkup(h(PermissionPicker, { t, current: 'ci-locked', onSelect: () => {} }))).toContain(
+      '<option value="ci-locked" selected="">Permissions: ci-locked</option>',
+    )
+    expect(renderToStaticMarkup(h(PermissionPicker, { t: translator(zh), onSelect: () => {} }))).toContain(
+      '<option value="workspace-write" selected="">权限: 工作区</option>',
+    )
   })
 
   it('the model picker shows the current model while the catalog loads', () => {
-    const html = renderToStaticMarkup(h(ModelPicker, {
-      t,
-      current: { provider: 'deepseek-official', model: 'deepseek-v4-flash', reasoningEffort: 'high' },
-      listProviders: async () => ({ providers: [] }),
-      listModels: async () => [],
-      onSelect: () => {},
-    }))
+    const html = renderToStaticMarkup(
+      h(ModelPicker, {
+        t,
+        current: { provider: 'deepseek-official', model: 'deepseek-v4-flash', reasoningEffort: 'high' },
+        listProviders: async () => ({ providers: [] }),
+        listModels: async () => [],
+        onSelect: () => {},
+      }),
+    )
     expect(html).toContain('Loading models…')
     expect(html).toContain('<option value="high" selected="">Reasoning: High</option>')
   })

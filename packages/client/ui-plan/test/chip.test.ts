@@ -10,7 +10,12 @@ describe('ui-plan', () => {
   it('folds the last plan/mode event of the log', () => {
     expect(planActive([])).toBe(false)
     expect(planActive([{ type: 'plan/mode', data: { active: true } }, { type: 'turn/start' }])).toBe(true)
-    expect(planActive([{ type: 'plan/mode', data: { active: true } }, { type: 'plan/mode', data: { active: false } }])).toBe(false)
+    expect(
+      planActive([
+        { type: 'plan/mode', data: { active: true } },
+        { type: 'plan/mode', data: { active: false } },
+      ]),
+    ).toBe(false)
   })
 
   it('shows the state and what a click does', () => {

@@ -5,7 +5,16 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { hasChromium, launchBrowser, openPage, startWebApp, withArtifacts, type Browser, type Page, type WebApp } from '@dsh/web-testkit'
+import {
+  hasChromium,
+  launchBrowser,
+  openPage,
+  startWebApp,
+  withArtifacts,
+  type Browser,
+  type Page,
+  type WebApp,
+} from '@dsh/web-testkit'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
 
@@ -43,18 +52,23 @@ describe.skipIf(!hasChromium())('ui-reference in the browser', () => {
     await withArtifacts(page, 'reference-file', async () => {
       await input().click()
       await page.keyboard.type('look at @mai')
-      await expect.poll(async () => (await items().allTextContents())).toEqual(['src/main.ts'])
+      await expect.poll(async () => await items().allTextContents()).toEqual(['src/main.ts'])
       await page.keyboard.press('Enter')
       expect(await input().inputValue()).toBe('look at @src/main.ts ')
       await page.keyboard.type('please')
       await page.keyboard.press('Enter')
       await page.locator('[data-node="assistant"]', { hasText: 'It exports the answer.' }).waitFor()
       expect(lastRequest()).toContain('<file path=\\"src/main.ts\\">\\nexport const answer = 42\\n</file>')
-      const { events } = await app.call('sessions.history', { sessionId: new URL(page.url()).pathname.split('/').pop() })
+      const { events } = await app.call('sessions.history', {
+        sessionId: new URL(page.url()).pathname.split('/').pop(),
+      })
       // The context message follows the human one in the log.
       const sources = events.filter((e: any) => e.type === 'user/message').map((e: any) => e.data.source)
       const human = sources.findIndex((s: any) => s.kind === 'human')
-      expect(sources.slice(human, human + 2)).toEqual([{ kind: 'human' }, { kind: 'plugin', plugin: '@dsh/file-reference', label: '@src/main.ts' }])
+      expect(sources.slice(human, human + 2)).toEqual([
+        { kind: 'human' },
+        { kind: 'plugin', plugin: '@dsh/file-reference', label: '@src/main.ts' },
+      ])
     })
   })
 

@@ -5,7 +5,16 @@ import { createServer, type Server } from 'node:http'
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { hasChromium, launchBrowser, openPage, startWebApp, withArtifacts, type Browser, type Page, type WebApp } from '@dsh/web-testkit'
+import {
+  hasChromium,
+  launchBrowser,
+  openPage,
+  startWebApp,
+  withArtifacts,
+  type Browser,
+  type Page,
+  type WebApp,
+} from '@dsh/web-testkit'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
 
@@ -21,7 +30,15 @@ beforeAll(async () => {
     if (req.url !== '/v1/models') return void res.writeHead(404).end()
     if (req.headers.authorization !== `Bearer ${GOOD}`) {
       res.writeHead(401, { 'content-type': 'application/json' })
-      return void res.end(JSON.stringify({ error: { message: 'Authentication Fails, Your api key is invalid', type: 'authentication_error', code: 'invalid_request_error' } }))
+      return void res.end(
+        JSON.stringify({
+          error: {
+            message: 'Authentication Fails, Your api key is invalid',
+            type: 'authentication_error',
+            code: 'invalid_request_error',
+          },
+        }),
+      )
     }
     res.writeHead(200, { 'content-type': 'application/json' })
     res.end(JSON.stringify({ object: 'list', data: [{ id: 'deepseek-v4-flash', object: 'model' }] }))
@@ -61,18 +78,26 @@ describe.skipIf(!hasChromium())('a key the provider rejects', () => {
       await page.locator('.footer-controls button[aria-label="Settings"]').click()
       await page.locator('[data-testid="settings-dialog"] [data-section="models"]').click()
       const status = await paste(page, BAD)
-      expect(status).toMatch(/^The provider rejected this key; it was not stored\. DeepSeek rejected the key \(HTTP 401: Authentication Fails, Your api key is invalid\)/)
+      expect(status).toMatch(
+        /^The provider rejected this key; it was not stored\. DeepSeek rejected the key \(HTTP 401: Authentication Fails, Your api key is invalid\)/,
+      )
       expect(status).not.toContain(BAD)
       expect(stored()).not.toContain(BAD)
       const { credentials } = await app.call('credentials.describe', { names: ['DEEPSEEK_API_KEY'] })
       expect(credentials[0].configured).toBe(false)
-      await expect.poll(() => page.locator('[data-provider="deepseek-official"] [data-testid="key-badge"]').textContent()).toBe('no key')
+      await expect
+        .poll(() => page.locator('[data-provider="deepseek-official"] [data-testid="key-badge"]').textContent())
+        .toBe('no key')
       expect(await paste(page, GOOD)).toBe('Key stored and accepted by the provider.')
       expect(stored()).toContain('DEEPSEEK_API_KEY')
-      await expect.poll(() => page.locator('[data-provider="deepseek-official"] [data-testid="key-badge"]').textContent()).toBe('key set')
+      await expect
+        .poll(() => page.locator('[data-provider="deepseek-official"] [data-testid="key-badge"]').textContent())
+        .toBe('key set')
       // Forgetting it takes it out of the credentials file.
       await page.locator('[data-provider="deepseek-official"] [data-testid="key-forget"]').click()
-      await expect.poll(() => page.locator('[data-provider="deepseek-official"] [data-testid="key-badge"]').textContent()).toBe('no key')
+      await expect
+        .poll(() => page.locator('[data-provider="deepseek-official"] [data-testid="key-badge"]').textContent())
+        .toBe('no key')
       expect(stored()).not.toContain(GOOD)
       // The failed call's 400 is the only console error the page may log.
       expect(errors.filter((e) => !/status of 400/.test(e))).toEqual([])

@@ -8,7 +8,16 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { parse } from 'yaml'
-import { hasChromium, launchBrowser, openPage, startWebApp, withArtifacts, type Browser, type Page, type WebApp } from '@dsh/web-testkit'
+import {
+  hasChromium,
+  launchBrowser,
+  openPage,
+  startWebApp,
+  withArtifacts,
+  type Browser,
+  type Page,
+  type WebApp,
+} from '@dsh/web-testkit'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
 
@@ -20,7 +29,11 @@ let browser: Browser
 beforeAll(async () => {
   app = await startWebApp({
     noKey: true,
-    steps: [{ text: 'Answered with the pasted key.' }, { text: 'Answered by the endpoint model.' }, { text: 'Answered without bash.' }],
+    steps: [
+      { text: 'Answered with the pasted key.' },
+      { text: 'Answered by the endpoint model.' },
+      { text: 'Answered without bash.' },
+    ],
   })
   browser = await launchBrowser()
 })
@@ -34,7 +47,8 @@ const composer = (page: Page) => page.locator('[data-composer="true"]')
 const layer = () => join(app.home, '.dsh', 'profiles', 'web', 'cordis.patch.yml')
 /** Model requests only (the key check and discovery GET /models too). */
 const chats = () => app.mock.requests.filter((r) => r.path.endsWith('/chat/completions'))
-const toolsOf = (i: number) => ((chats()[i].body as { tools?: { function: { name: string } }[] }).tools ?? []).map((t) => t.function.name)
+const toolsOf = (i: number) =>
+  ((chats()[i].body as { tools?: { function: { name: string } }[] }).tools ?? []).map((t) => t.function.name)
 
 async function openSettings(page: Page, section: string): Promise<void> {
   await page.locator('.footer-controls button[aria-label="Settings"]').click()
@@ -59,7 +73,9 @@ describe.skipIf(!hasChromium())('Settings in Chromium', () => {
       expect(await page.locator('[data-testid="missing-key"]').count()).toBe(1)
       await deepseek.locator('[data-testid="key-input"]').fill(KEY)
       await deepseek.locator('[data-testid="key-save"]').click()
-      await expect.poll(() => deepseek.locator('[data-testid="provider-status"]').textContent()).toBe('Key stored and accepted by the provider.')
+      await expect
+        .poll(() => deepseek.locator('[data-testid="provider-status"]').textContent())
+        .toBe('Key stored and accepted by the provider.')
       await expect.poll(() => deepseek.locator('[data-testid="key-badge"]').textContent()).toBe('key set')
       expect(await deepseek.locator('[data-testid="key-input"]').inputValue()).toBe('')
       expect(await page.content()).not.toContain(KEY)
@@ -86,8 +102,12 @@ describe.skipIf(!hasChromium())('Settings in Chromium', () => {
       await expect.poll(() => form.locator('input[name="models"]').inputValue()).toBe('deepseek-v4-flash')
       await form.locator('input[name="models"]').fill('mock-coder, mock-small')
       await form.getByRole('button', { name: 'Add', exact: true }).click()
-      await expect.poll(() => form.locator('[data-testid="endpoint-status"]').textContent()).toBe('Endpoint mockep added.')
-      await expect.poll(() => page.locator('[data-provider="mockep"] [data-testid="provider-models"] code').allTextContents()).toEqual(['mock-coder', 'mock-small'])
+      await expect
+        .poll(() => form.locator('[data-testid="endpoint-status"]').textContent())
+        .toBe('Endpoint mockep added.')
+      await expect
+        .poll(() => page.locator('[data-provider="mockep"] [data-testid="provider-models"] code').allTextContents())
+        .toEqual(['mock-coder', 'mock-small'])
       await page.keyboard.press('Escape')
       const picker = page.locator('[data-testid="composer-model-select"]')
       await picker.focus()
@@ -138,13 +158,17 @@ describe.skipIf(!hasChromium())('Settings in Chromium', () => {
       await expect.poll(() => field.inputValue()).toBe('0')
       await field.fill('-5')
       await form.locator('[data-testid="plugin-save"]').click()
-      await expect.poll(() => form.locator('[data-testid="plugin-form-status"]').textContent()).toMatch(/^config\.defaultMs: /)
+      await expect
+        .poll(() => form.locator('[data-testid="plugin-form-status"]').textContent())
+        .toMatch(/^config\.defaultMs: /)
       expect(await form.locator('[data-field="defaultMs"]').getAttribute('data-invalid')).toBe('true')
-      const written = existsSync(layer()) ? parse(readFileSync(layer(), 'utf8')) ?? [] : []
+      const written = existsSync(layer()) ? (parse(readFileSync(layer(), 'utf8')) ?? []) : []
       expect(written.some((op: { id?: string }) => op.id === 'timeout-policy')).toBe(false)
       await field.fill('90000')
       await form.locator('[data-testid="plugin-save"]').click()
-      await expect.poll(() => form.locator('[data-testid="plugin-form-status"]').textContent()).toBe('Configuration saved and applied.')
+      await expect
+        .poll(() => form.locator('[data-testid="plugin-form-status"]').textContent())
+        .toBe('Configuration saved and applied.')
       expect((await app.call('plugins.describe', { id: 'timeout-policy' })).config).toMatchObject({ defaultMs: 90000 })
       expect(errors).toEqual([])
     })
@@ -160,7 +184,14 @@ describe.skipIf(!hasChromium())('Settings in Chromium', () => {
       await expect.poll(() => select.locator('option').count()).toBeGreaterThan(2)
       await select.selectOption('read-only')
       await page.locator('[data-testid="settings-general"]').getByRole('button', { name: 'Save' }).last().click()
-      await expect.poll(async () => ((await app.call('settings.describe', {})).sections as { namespace: string; value: unknown }[]).find((s) => s.namespace === 'permissions')?.value).toEqual({ default: 'read-only' })
+      await expect
+        .poll(
+          async () =>
+            ((await app.call('settings.describe', {})).sections as { namespace: string; value: unknown }[]).find(
+              (s) => s.namespace === 'permissions',
+            )?.value,
+        )
+        .toEqual({ default: 'read-only' })
       expect(errors).toEqual([])
     })
     await context.close()

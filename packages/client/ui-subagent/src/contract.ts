@@ -6,7 +6,13 @@ import { defineMethod } from '@dsh/web-protocol'
 
 export type WireSubagentStatus = 'running' | 'completed' | 'failed' | 'cancelled' | 'interrupted'
 
-export interface WireTokenUsage { input: number; output: number; cacheRead: number; cacheWrite: number; reasoning: number }
+export interface WireTokenUsage {
+  input: number
+  output: number
+  cacheRead: number
+  cacheWrite: number
+  reasoning: number
+}
 
 /** One child of a session as the host knows it (a snapshot of `SubagentRecord`). */
 export interface WireSubagent {
@@ -25,11 +31,18 @@ export interface WireSubagent {
   error?: { code: string; message: string }
 }
 
-export interface SubagentsListParams { sessionId: string }
-export interface SubagentsListResult { children: WireSubagent[] }
+export interface SubagentsListParams {
+  sessionId: string
+}
+export interface SubagentsListResult {
+  children: WireSubagent[]
+}
 
 export const subagentsList = defineMethod('subagents.list', {
-  params: Schema.object({ sessionId: Schema.string().min(1).required().description('Parent session id.') }) as unknown as Schema<SubagentsListParams>,
+  params: Schema.object({
+    sessionId: Schema.string().min(1).required().description('Parent session id.'),
+  }) as unknown as Schema<SubagentsListParams>,
   result: Schema.object({ children: Schema.array(Schema.any()) }) as unknown as Schema<SubagentsListResult>,
-  description: 'The subagents started in a session: live ones with their current status, and those its log records (one that never finished and is not live is interrupted).',
+  description:
+    'The subagents started in a session: live ones with their current status, and those its log records (one that never finished and is not live is interrupted).',
 })

@@ -91,7 +91,8 @@ export class SubagentFold {
     const text = str(d.text)
     if (text) node.text = text
     const error = d.error as { code?: unknown; message?: unknown } | undefined
-    if (error && typeof error === 'object') node.error = { code: String(error.code ?? 'ERROR'), message: String(error.message ?? '') }
+    if (error && typeof error === 'object')
+      node.error = { code: String(error.code ?? 'ERROR'), message: String(error.message ?? '') }
     if (d.usage && typeof d.usage === 'object') node.usage = d.usage as WireTokenUsage
     return true
   }
@@ -112,7 +113,11 @@ export function openIds(nodes: readonly SubagentNode[]): string[] {
  * when it lists the child, else `interrupted` (nothing in the host runs it). Finished children
  * keep what the log says. Without an answer (`undefined`), nodes are returned as they are.
  */
-export function resolveOpen(nodes: SubagentNode[], host: readonly WireSubagent[] | undefined, asked?: ReadonlySet<string>): SubagentNode[] {
+export function resolveOpen(
+  nodes: SubagentNode[],
+  host: readonly WireSubagent[] | undefined,
+  asked?: ReadonlySet<string>,
+): SubagentNode[] {
   if (!host) return nodes
   const byId = new Map(host.map((c) => [c.id, c]))
   let changed = false

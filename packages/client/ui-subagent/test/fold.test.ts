@@ -1,6 +1,15 @@
 // The log fold and the host answer, over logs shaped like the subagent seam writes them.
 import { describe, expect, it } from 'vitest'
-import { durationOf, foldSubagents, formatDuration, formatTokens, openIds, resolveOpen, SubagentFold, tokensOf } from '../src/fold.ts'
+import {
+  durationOf,
+  foldSubagents,
+  formatDuration,
+  formatTokens,
+  openIds,
+  resolveOpen,
+  SubagentFold,
+  tokensOf,
+} from '../src/fold.ts'
 import { en, zh } from '../src/client/strings.ts'
 import type { WireSubagent } from '../src/contract.ts'
 
@@ -9,12 +18,32 @@ let seq = 0
 const ev = (type: string, time: number, data: unknown) => ({ seq: seq++, type, time, data })
 const LOG = [
   ev('turn/start', 1, { turn: 0 }),
-  ev('subagent/started', 10, { id: 'sub-1', provider: 'spawn', description: 'one', depth: 1, background: false, callId: 'c1', sessionId: 's-1' }),
-  ev('subagent/started', 20, { id: 'sub-2', provider: 'acp', description: 'two', depth: 1, background: true, callId: 'c2' }),
+  ev('subagent/started', 10, {
+    id: 'sub-1',
+    provider: 'spawn',
+    description: 'one',
+    depth: 1,
+    background: false,
+    callId: 'c1',
+    sessionId: 's-1',
+  }),
+  ev('subagent/started', 20, {
+    id: 'sub-2',
+    provider: 'acp',
+    description: 'two',
+    depth: 1,
+    background: true,
+    callId: 'c2',
+  }),
   ev('subagent/report', 25, { id: 'sub-2', message: 'halfway' }),
   ev('subagent/finished', 1510, { id: 'sub-1', status: 'completed', text: 'answer', usage }),
   ev('subagent/started', 30, { id: 'sub-3', provider: 'spawn', description: 'three', depth: 1, background: false }),
-  ev('subagent/finished', 40, { id: 'sub-3', status: 'failed', text: '', error: { code: 'CHILD_ERROR', message: 'boom' } }),
+  ev('subagent/finished', 40, {
+    id: 'sub-3',
+    status: 'failed',
+    text: '',
+    error: { code: 'CHILD_ERROR', message: 'boom' },
+  }),
   // Noise: a report of an unknown child, an event without an id, a bogus status.
   ev('subagent/report', 50, { id: 'sub-9', message: 'nobody' }),
   ev('subagent/finished', 50, {}),
@@ -31,7 +60,14 @@ describe('foldSubagents', () => {
       ['sub-3', 'failed', 'spawn', false],
       ['sub-4', 'failed', 'fork', true],
     ])
-    expect(nodes[0]).toMatchObject({ callId: 'c1', sessionId: 's-1', startedAt: 10, finishedAt: 1510, text: 'answer', usage })
+    expect(nodes[0]).toMatchObject({
+      callId: 'c1',
+      sessionId: 's-1',
+      startedAt: 10,
+      finishedAt: 1510,
+      text: 'answer',
+      usage,
+    })
     expect(nodes[1].reports).toEqual(['halfway'])
     expect(nodes[2].error).toEqual({ code: 'CHILD_ERROR', message: 'boom' })
     expect(openIds(nodes)).toEqual(['sub-2'])
@@ -55,13 +91,25 @@ describe('foldSubagents', () => {
 
 describe('resolveOpen', () => {
   const nodes = foldSubagents(LOG)
-  const wire = (id: string, status: WireSubagent['status'], extra: Partial<WireSubagent> = {}): WireSubagent => ({ id, provider: 'acp', description: '', depth: 1, background: true, status, startedAt: 20, ...extra })
+  const wire = (id: string, status: WireSubagent['status'], extra: Partial<WireSubagent> = {}): WireSubagent => ({
+    id,
+    provider: 'acp',
+    description: '',
+    depth: 1,
+    background: true,
+    status,
+    startedAt: 20,
+    ...extra,
+  })
 
   it('a child open in the log that the host does not run is interrupted; one it runs stays running', () => {
     expect(resolveOpen(nodes, [])[1].status).toBe('interrupted')
     expect(resolveOpen(nodes, [wire('sub-2', 'interrupted')])[1].status).toBe('interrupted')
     expect(resolveOpen(nodes, [wire('sub-2', 'running')])).toBe(nodes)
-    expect(resolveOpen(nodes, [wire('sub-2', 'cancelled', { finishedAt: 90 })])[1]).toMatchObject({ status: 'cancelled', finishedAt: 90 })
+    expect(resolveOpen(nodes, [wire('sub-2', 'cancelled', { finishedAt: 90 })])[1]).toMatchObject({
+      status: 'cancelled',
+      finishedAt: 90,
+    })
   })
 
   it('finished children keep the log; no answer changes nothing; a child started after the question is not judged', () => {

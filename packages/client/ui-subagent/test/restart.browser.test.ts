@@ -3,14 +3,27 @@
 // it as interrupted, which only the host's `subagents.list` can tell (the log says "open").
 import { execFileSync } from 'node:child_process'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { hasChromium, launchBrowser, openPage, startWebApp, withArtifacts, type Browser, type WebApp } from '@dsh/web-testkit'
+import {
+  hasChromium,
+  launchBrowser,
+  openPage,
+  startWebApp,
+  withArtifacts,
+  type Browser,
+  type WebApp,
+} from '@dsh/web-testkit'
 
 vi.setConfig({ testTimeout: 90_000, hookTimeout: 90_000 })
 
 const call = (id: string, name: string, args: object) => ({ id, name, arguments: args })
 const STEPS = [
   // 0 parent: a background child, then bash that waits for a file nobody writes.
-  { toolCalls: [call('c_bg', 'subagent', { description: 'Hang forever', prompt: 'HANG', background: true }), call('c_wait', 'bash', { command: 'while [ ! -f never ]; do sleep 0.1; done', description: 'Wait' })] },
+  {
+    toolCalls: [
+      call('c_bg', 'subagent', { description: 'Hang forever', prompt: 'HANG', background: true }),
+      call('c_wait', 'bash', { command: 'while [ ! -f never ]; do sleep 0.1; done', description: 'Wait' }),
+    ],
+  },
   // 1 the child's request never answers.
   { events: [{ stall: true }] },
 ]
@@ -52,7 +65,9 @@ describe.skipIf(!hasChromium())('ui-subagent after a host restart', () => {
       await expect.poll(() => row.getAttribute('data-status'), { timeout: 30_000 }).toBe('interrupted')
       expect(await row.locator('.dsh-subagent-spinner').count()).toBe(0)
       const sessionId = new URL(page.url()).pathname.split('/').pop()!
-      expect((await app.call('subagents.list', { sessionId })).children.map((c: any) => [c.id, c.status])).toEqual([['sub-1', 'interrupted']])
+      expect((await app.call('subagents.list', { sessionId })).children.map((c: any) => [c.id, c.status])).toEqual([
+        ['sub-1', 'interrupted'],
+      ])
       expect(errors.filter((e) => !/Failed to load resource|ERR_CONNECTION/.test(e))).toEqual([])
     })
   })

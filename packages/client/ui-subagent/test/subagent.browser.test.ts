@@ -6,7 +6,16 @@
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { hasChromium, launchBrowser, openPage, startWebApp, withArtifacts, type Browser, type Page, type WebApp } from '@dsh/web-testkit'
+import {
+  hasChromium,
+  launchBrowser,
+  openPage,
+  startWebApp,
+  withArtifacts,
+  type Browser,
+  type Page,
+  type WebApp,
+} from '@dsh/web-testkit'
 
 vi.setConfig({ testTimeout: 90_000, hookTimeout: 90_000 })
 
@@ -14,7 +23,12 @@ const call = (id: string, name: string, args: object) => ({ id, name, arguments:
 const gate = (file: string, echo: string) => `while [ ! -f ${file} ]; do sleep 0.1; done; echo ${echo}`
 const STEPS = [
   // 0 parent: a background child, then wait for gate-1.
-  { toolCalls: [call('c_bg', 'subagent', { description: 'Watch the logs', prompt: 'WATCH', background: true }), call('c_wait', 'bash', { command: gate('gate-1', 'gate-1-open'), description: 'Wait' })] },
+  {
+    toolCalls: [
+      call('c_bg', 'subagent', { description: 'Watch the logs', prompt: 'WATCH', background: true }),
+      call('c_wait', 'bash', { command: gate('gate-1', 'gate-1-open'), description: 'Wait' }),
+    ],
+  },
   // 1-2 background child sub-1: a report, then its answer.
   { toolCalls: [call('c_rep', 'report', { message: 'The logs look quiet so far.' })] },
   { text: 'Watcher done.' },
@@ -61,7 +75,9 @@ describe.skipIf(!hasChromium())('ui-subagent in the browser', () => {
       await expect.poll(() => bg.getAttribute('data-status'), { timeout: 30_000 }).toBe('completed')
       expect(await bg.getAttribute('data-background')).toBe('true')
       expect(await bg.locator('.dsh-subagent-desc').textContent()).toBe('Watch the logs')
-      expect(await bg.locator('[data-testid="subagent-report"]').allTextContents()).toEqual(['The logs look quiet so far.'])
+      expect(await bg.locator('[data-testid="subagent-report"]').allTextContents()).toEqual([
+        'The logs look quiet so far.',
+      ])
       expect(await bg.locator('[data-testid="subagent-tokens"]').textContent()).toMatch(/tokens$/)
       expect(await bg.locator('[data-testid="subagent-duration"]').count()).toBe(1)
       const bgCard = page.locator('.dsh-subagent-card[data-call="c_bg"] [data-testid="subagent-strip"]')
@@ -74,14 +90,18 @@ describe.skipIf(!hasChromium())('ui-subagent in the browser', () => {
       expect(await fg.locator('.dsh-subagent-spinner').count()).toBe(1)
       expect(await fg.getAttribute('data-background')).toBeNull()
       const fgCard = page.locator('.dsh-subagent-card[data-call="c_fg"]')
-      await expect.poll(() => fgCard.locator('[data-testid="subagent-strip"]').getAttribute('data-status')).toBe('running')
+      await expect
+        .poll(() => fgCard.locator('[data-testid="subagent-strip"]').getAttribute('data-status'))
+        .toBe('running')
       // The generic card still renders below the strip.
       expect(await fgCard.locator('[data-tool="subagent"]').count()).toBe(1)
 
       writeFileSync(join(app.cwd, 'gate-2'), '')
       await page.locator('[data-node="assistant"]', { hasText: 'All done.' }).waitFor({ timeout: 30_000 })
       await expect.poll(() => fg.getAttribute('data-status')).toBe('completed')
-      await expect.poll(() => fgCard.locator('[data-testid="subagent-strip"]').getAttribute('data-status')).toBe('completed')
+      await expect
+        .poll(() => fgCard.locator('[data-testid="subagent-strip"]').getAttribute('data-status'))
+        .toBe('completed')
       expect(await fg.locator('.dsh-subagent-spinner').count()).toBe(0)
 
       // The grandchild nests under sub-2 once its session is loaded.
@@ -123,7 +143,9 @@ describe.skipIf(!hasChromium())('ui-subagent in the browser', () => {
       const section = zh.page.locator('[data-panel="subagents"]')
       await section.waitFor()
       expect(await section.locator('h3').textContent()).toBe('子代理')
-      await expect.poll(() => section.locator('li[data-subagent="sub-2"] .dsh-subagent-status').first().textContent()).toBe('已完成')
+      await expect
+        .poll(() => section.locator('li[data-subagent="sub-2"] .dsh-subagent-status').first().textContent())
+        .toBe('已完成')
       expect(zh.errors).toEqual([])
     } finally {
       await zh.context.close()

@@ -16,7 +16,13 @@ export const emptyForm = (): QuestionFormState => ({ selected: {}, text: {} })
 export function toggleOption(state: QuestionFormState, q: WireQuestion, label: string): QuestionFormState {
   const current = state.selected[q.id] ?? []
   const picked = current.includes(label)
-  const next = q.multiSelect ? (picked ? current.filter((l) => l !== label) : [...current, label]) : picked ? [] : [label]
+  const next = q.multiSelect
+    ? picked
+      ? current.filter((l) => l !== label)
+      : [...current, label]
+    : picked
+      ? []
+      : [label]
   // Keep the options' order, whatever order they were clicked in.
   const order = (q.options ?? []).map((o) => o.label)
   next.sort((a, b) => order.indexOf(a) - order.indexOf(b))
@@ -32,7 +38,10 @@ export function isAnswered(state: QuestionFormState, q: WireQuestion): boolean {
 }
 
 /** The `answers` param of `questions.respond`: only answered questions, labels of known options. */
-export function buildAnswers(questions: readonly WireQuestion[], state: QuestionFormState): Record<string, WireQuestionAnswer> {
+export function buildAnswers(
+  questions: readonly WireQuestion[],
+  state: QuestionFormState,
+): Record<string, WireQuestionAnswer> {
   const answers: Record<string, WireQuestionAnswer> = {}
   for (const q of questions) {
     const labels = new Set((q.options ?? []).map((o) => o.label))

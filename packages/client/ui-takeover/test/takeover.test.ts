@@ -11,7 +11,8 @@ import { ApprovalTakeover } from '../src/client/approval.tsx'
 import { QuestionTakeover } from '../src/client/question.tsx'
 import { en, translator, zh } from '../src/client/strings.ts'
 
-const load = (name: string): SessionStreamEvent[] => JSON.parse(readFileSync(new URL(`../../ui-conversation/test/fixtures/${name}.json`, import.meta.url), 'utf8'))
+const load = (name: string): SessionStreamEvent[] =>
+  JSON.parse(readFileSync(new URL(`../../ui-conversation/test/fixtures/${name}.json`, import.meta.url), 'utf8'))
 const t = translator(en)
 const pendingAt = (name: string, event: string) => {
   const frames = load(name)
@@ -36,11 +37,19 @@ describe('question answers', () => {
     expect(isAnswered(form, db)).toBe(false)
     form = toggleOption(form, db, 'SQLite')
     form = setText(form, why, '  keep it small ')
-    expect(buildAnswers(questions, form)).toEqual({ db: { selected: ['SQLite'] }, why: { selected: [], text: 'keep it small' } })
+    expect(buildAnswers(questions, form)).toEqual({
+      db: { selected: ['SQLite'] },
+      why: { selected: [], text: 'keep it small' },
+    })
   })
 
   it('multi choice keeps the options order and drops unknown labels', () => {
-    const multi: WireQuestion = { id: 'm', question: '?', multiSelect: true, options: [{ label: 'a' }, { label: 'b' }, { label: 'c' }] }
+    const multi: WireQuestion = {
+      id: 'm',
+      question: '?',
+      multiSelect: true,
+      options: [{ label: 'a' }, { label: 'b' }, { label: 'c' }],
+    }
     let form = toggleOption(emptyForm(), multi, 'c')
     form = toggleOption(form, multi, 'a')
     expect(form.selected.m).toEqual(['a', 'c'])
@@ -62,8 +71,13 @@ describe('takeovers', () => {
   })
 
   it('approval: only the offered options show', () => {
-    const approval: PendingApproval = { requestId: 'r1', request: { kind: 'tool', title: 'guarded', action: {}, options: ['allowed-once', 'rejected'], time: 0 } }
-    const html = renderToStaticMarkup(h(ApprovalTakeover, { approval, more: 2, t: translator(zh), onRespond: () => {}, onStop: () => {} }))
+    const approval: PendingApproval = {
+      requestId: 'r1',
+      request: { kind: 'tool', title: 'guarded', action: {}, options: ['allowed-once', 'rejected'], time: 0 },
+    }
+    const html = renderToStaticMarkup(
+      h(ApprovalTakeover, { approval, more: 2, t: translator(zh), onRespond: () => {}, onStop: () => {} }),
+    )
     expect(html).toContain('允许一次')
     expect(html).not.toContain('本会话内允许')
     expect(html).toContain('还有 2 个在等待')

@@ -4,7 +4,8 @@
 import type { JsonObject, ToolNode } from '@dsh/ui-conversation/model'
 
 const str = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined)
-const num = (value: unknown): number | undefined => (typeof value === 'number' && Number.isFinite(value) ? value : undefined)
+const num = (value: unknown): number | undefined =>
+  typeof value === 'number' && Number.isFinite(value) ? value : undefined
 
 /** `1.2 s`, `340 ms`, `2 min 5 s`. */
 export function formatDuration(ms: number | undefined): string | undefined {
@@ -29,7 +30,8 @@ export interface BashView {
   totalBytes?: number
 }
 
-const STATUS_LINE = /\n?\[(exit code: -?\d+|terminated by signal [^\]]+|timed out after [^\]]*|cancelled; [^\]]*|could not start: [^\]]*)\]$/
+const STATUS_LINE =
+  /\n?\[(exit code: -?\d+|terminated by signal [^\]]+|timed out after [^\]]*|cancelled; [^\]]*|could not start: [^\]]*)\]$/
 
 export function bashView(node: ToolNode): BashView {
   const meta = node.result?.meta ?? {}
@@ -49,8 +51,19 @@ export function bashView(node: ToolNode): BashView {
 }
 
 export type DiffLineType = 'add' | 'del' | 'ctx' | 'hunk' | 'meta'
-export interface DiffLine { type: DiffLineType; text: string; oldNo?: number; newNo?: number }
-export interface DiffView { oldPath?: string; newPath?: string; lines: DiffLine[]; added: number; removed: number }
+export interface DiffLine {
+  type: DiffLineType
+  text: string
+  oldNo?: number
+  newNo?: number
+}
+export interface DiffView {
+  oldPath?: string
+  newPath?: string
+  lines: DiffLine[]
+  added: number
+  removed: number
+}
 
 /** Parses a unified diff (one or more files) into typed lines with line numbers. */
 export function parseUnifiedDiff(diff: string): DiffView {
@@ -69,7 +82,14 @@ export function parseUnifiedDiff(diff: string): DiffView {
       view.lines.push({ type: 'hunk', text: row })
       continue
     }
-    if (!inHunk || row.startsWith('--- ') || row.startsWith('+++ ') || row.startsWith('====') || row.startsWith('Index: ') || row.startsWith('diff ')) {
+    if (
+      !inHunk ||
+      row.startsWith('--- ') ||
+      row.startsWith('+++ ') ||
+      row.startsWith('====') ||
+      row.startsWith('Index: ') ||
+      row.startsWith('diff ')
+    ) {
       if (row.startsWith('--- ')) view.oldPath = row.slice(4).replace(/^a\//, '').split('\t')[0]
       else if (row.startsWith('+++ ')) view.newPath = row.slice(4).replace(/^b\//, '').split('\t')[0]
       if (row.startsWith('--- ') || row.startsWith('+++ ') || row.startsWith('diff ')) inHunk = false
@@ -94,7 +114,11 @@ export function parseUnifiedDiff(diff: string): DiffView {
 export function additionDiff(content: string): DiffView {
   const rows = content.split('\n')
   if (rows.at(-1) === '') rows.pop()
-  return { lines: rows.map((text, i) => ({ type: 'add' as const, text, newNo: i + 1 })), added: rows.length, removed: 0 }
+  return {
+    lines: rows.map((text, i) => ({ type: 'add' as const, text, newNo: i + 1 })),
+    added: rows.length,
+    removed: 0,
+  }
 }
 
 export interface FileChangeView {
@@ -116,7 +140,8 @@ export function fileChangeView(node: ToolNode): FileChangeView {
   const created = typeof meta.created === 'boolean' ? meta.created : undefined
   let diff: DiffView | undefined
   if (typeof meta.diff === 'string') diff = parseUnifiedDiff(meta.diff)
-  else if (node.name === 'write' && typeof input.content === 'string' && node.status !== 'error') diff = additionDiff(input.content)
+  else if (node.name === 'write' && typeof input.content === 'string' && node.status !== 'error')
+    diff = additionDiff(input.content)
   else if (node.status !== 'done' && typeof input.old_string === 'string' && typeof input.new_string === 'string') {
     // Not applied yet (or failed): show what the call asks for.
     diff = {
@@ -128,7 +153,13 @@ export function fileChangeView(node: ToolNode): FileChangeView {
       removed: input.old_string.split('\n').length,
     }
   }
-  return { path, ...(str(meta.path) ? { absolutePath: str(meta.path) } : {}), ...(created !== undefined ? { created } : {}), ...(diff ? { diff } : {}), diffOmitted: meta.diffOmitted === true }
+  return {
+    path,
+    ...(str(meta.path) ? { absolutePath: str(meta.path) } : {}),
+    ...(created !== undefined ? { created } : {}),
+    ...(diff ? { diff } : {}),
+    diffOmitted: meta.diffOmitted === true,
+  }
 }
 
 /** Which of the tool's facts a one-line summary shows (read, grep, glob, ls and kin). */
@@ -149,14 +180,26 @@ export function summaryView(node: ToolNode): SummaryView {
       const subject = str(input.file_path) ?? str(meta.path) ?? '?'
       const total = num(meta.totalLines)
       if (total !== undefined && num(meta.firstLine) !== undefined) {
-        return { subject, countsKey: 'read.lines', counts: { first: num(meta.firstLine)!, last: num(meta.lastLine) ?? total, total } }
+        return {
+          subject,
+          countsKey: 'read.lines',
+          counts: { first: num(meta.firstLine)!, last: num(meta.lastLine) ?? total, total },
+        }
       }
       return { subject }
     }
     case 'grep':
-      return { subject: str(input.pattern) ?? '?', ...(num(meta.total) !== undefined ? { countsKey: 'grep.matches', counts: { total: num(meta.total)!, files: num(meta.files) ?? 0 } } : {}) }
+      return {
+        subject: str(input.pattern) ?? '?',
+        ...(num(meta.total) !== undefined
+          ? { countsKey: 'grep.matches', counts: { total: num(meta.total)!, files: num(meta.files) ?? 0 } }
+          : {}),
+      }
     case 'glob':
-      return { subject: str(input.pattern) ?? '?', ...(num(meta.total) !== undefined ? { countsKey: 'glob.files', counts: { total: num(meta.total)! } } : {}) }
+      return {
+        subject: str(input.pattern) ?? '?',
+        ...(num(meta.total) !== undefined ? { countsKey: 'glob.files', counts: { total: num(meta.total)! } } : {}),
+      }
     default: {
       const first = Object.values(input).find((v) => typeof v === 'string') as string | undefined
       return { subject: first ?? '' }
@@ -164,7 +207,9 @@ export function summaryView(node: ToolNode): SummaryView {
   }
 }
 
-export interface TodoView { items: Array<{ content: string; status: string }> }
+export interface TodoView {
+  items: Array<{ content: string; status: string }>
+}
 
 export function todoView(node: ToolNode): TodoView {
   const todos = Array.isArray(node.input?.todos) ? (node.input!.todos as JsonObject[]) : []

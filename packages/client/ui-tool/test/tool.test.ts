@@ -6,12 +6,22 @@ import { renderToStaticMarkup } from 'react-dom/server'
 import { describe, expect, it } from 'vitest'
 import type { SessionStreamEvent } from '@dsh/web-protocol'
 import { foldConversation, type ToolNode } from '@dsh/ui-conversation/model'
-import { additionDiff, bashView, fileChangeView, formatDuration, parseUnifiedDiff, summaryView, todoView } from '../src/present.ts'
+import {
+  additionDiff,
+  bashView,
+  fileChangeView,
+  formatDuration,
+  parseUnifiedDiff,
+  summaryView,
+  todoView,
+} from '../src/present.ts'
 import { BashCard, DiffCard, GenericCard, SummaryCard, TodoCard, cardFor } from '../src/client/cards.tsx'
 import { LongText } from '../src/client/long-text.tsx'
 import { en, translator, zh } from '../src/client/strings.ts'
 
-const frames: SessionStreamEvent[] = JSON.parse(readFileSync(new URL('../../ui-conversation/test/fixtures/tools-turn.json', import.meta.url), 'utf8'))
+const frames: SessionStreamEvent[] = JSON.parse(
+  readFileSync(new URL('../../ui-conversation/test/fixtures/tools-turn.json', import.meta.url), 'utf8'),
+)
 const tools = foldConversation(frames).nodes.filter((n): n is ToolNode => n.kind === 'tool')
 const byName = (name: string, nth = 0) => tools.filter((n) => n.name === name)[nth]
 const t = translator(en)
@@ -20,7 +30,13 @@ const render = (card: any, node: ToolNode) => renderToStaticMarkup(h(card, { nod
 describe('presentation data', () => {
   it('bash: command, output without the status line, exit code and duration from meta', () => {
     const view = bashView(byName('bash'))
-    expect(view).toMatchObject({ command: 'cat notes.txt; echo done >&2; exit 3', description: 'Show the notes', exitCode: 3, status: 'exited', truncated: false })
+    expect(view).toMatchObject({
+      command: 'cat notes.txt; echo done >&2; exit 3',
+      description: 'Show the notes',
+      exitCode: 3,
+      status: 'exited',
+      truncated: false,
+    })
     expect(view.output).toBe('alpha\nbeta\ngamma\ndone')
     expect(view.durationMs).toBeGreaterThanOrEqual(0)
     expect(formatDuration(340)).toBe('340 ms')
@@ -46,8 +62,16 @@ describe('presentation data', () => {
   })
 
   it('read/grep/glob: one-line summaries from arguments and meta; todo_write: its items', () => {
-    expect(summaryView(byName('read'))).toEqual({ subject: 'notes.txt', countsKey: 'read.lines', counts: { first: 1, last: 3, total: 3 } })
-    expect(summaryView(byName('grep'))).toEqual({ subject: 'BETA', countsKey: 'grep.matches', counts: { total: 1, files: 1 } })
+    expect(summaryView(byName('read'))).toEqual({
+      subject: 'notes.txt',
+      countsKey: 'read.lines',
+      counts: { first: 1, last: 3, total: 3 },
+    })
+    expect(summaryView(byName('grep'))).toEqual({
+      subject: 'BETA',
+      countsKey: 'grep.matches',
+      counts: { total: 1, files: 1 },
+    })
     expect(summaryView(byName('glob'))).toEqual({ subject: '*.txt', countsKey: 'glob.files', counts: { total: 1 } })
     expect(summaryView(byName('read', 1))).toEqual({ subject: 'missing.txt' })
     expect(todoView(byName('todo_write')).items.map((i) => i.status)).toEqual(['completed', 'in_progress', 'pending'])
@@ -85,18 +109,44 @@ describe('cards', () => {
 
   it('todo card: a checklist', () => {
     const html = render(TodoCard, byName('todo_write'))
-    expect(html).toMatch(/data-status="completed".*Read notes.*data-status="in_progress".*Fix beta.*data-status="pending".*Report/s)
+    expect(html).toMatch(
+      /data-status="completed".*Read notes.*data-status="in_progress".*Fix beta.*data-status="pending".*Report/s,
+    )
   })
 
   it('unknown tools get the generic card with arguments and output', () => {
     expect(cardFor('mystery')).toBe(GenericCard)
     expect(cardFor('bash')).toBe(BashCard)
-    const node: ToolNode = { kind: 'tool', key: 'tool:x', turn: 0, step: 0, callId: 'x', name: 'mystery', arguments: '{"a":1', status: 'done', result: { text: 'ok', images: 0, isError: false } }
+    const node: ToolNode = {
+      kind: 'tool',
+      key: 'tool:x',
+      turn: 0,
+      step: 0,
+      callId: 'x',
+      name: 'mystery',
+      arguments: '{"a":1',
+      status: 'done',
+      result: { text: 'ok', images: 0, isError: false },
+    }
     // A success starts collapsed (one line); a failure opens with its arguments and error.
     const ok = renderToStaticMarkup(h(GenericCard, { node, t }))
     expect(ok).toContain('aria-expanded="false"')
     expect(ok).not.toContain('dsh-tool-body')
-    const failed = renderToStaticMarkup(h(GenericCard, { node: { ...node, status: 'error', result: { text: 'bad', images: 0, isError: true, error: { code: 'INVALID_ARGUMENTS', message: 'arguments are not JSON' } } }, t }))
+    const failed = renderToStaticMarkup(
+      h(GenericCard, {
+        node: {
+          ...node,
+          status: 'error',
+          result: {
+            text: 'bad',
+            images: 0,
+            isError: true,
+            error: { code: 'INVALID_ARGUMENTS', message: 'arguments are not JSON' },
+          },
+        },
+        t,
+      }),
+    )
     expect(failed).toContain('The model sent arguments that are not valid JSON')
     expect(failed).toContain('arguments are not JSON')
   })

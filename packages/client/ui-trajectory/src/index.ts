@@ -18,7 +18,11 @@ export interface UiTrajectoryConfig {
 }
 
 export const Config: Schema<Partial<UiTrajectoryConfig>, UiTrajectoryConfig> = Schema.object({
-  prices: Schema.dict(PriceSchema).default({}).description('Model prices (USD per million tokens) keyed "provider/model" or "model"; a model without one shows no cost.'),
+  prices: Schema.dict(PriceSchema)
+    .default({})
+    .description(
+      'Model prices (USD per million tokens) keyed "provider/model" or "model"; a model without one shows no cost.',
+    ),
 }) as Schema<Partial<UiTrajectoryConfig>, UiTrajectoryConfig>
 
 export function apply(ctx: Context, config: Partial<UiTrajectoryConfig> = {}): void {

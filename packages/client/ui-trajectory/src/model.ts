@@ -3,12 +3,28 @@
 // turn, with totals and (when a price is known for the model) cost. Pure and browser-safe.
 
 /** The log fields this reads (a WireEvent or a SessionEvent). */
-export interface LogEvent { seq: number; type: string; time: number; data: unknown }
+export interface LogEvent {
+  seq: number
+  type: string
+  time: number
+  data: unknown
+}
 
-export interface Usage { input: number; output: number; cacheRead: number; cacheWrite: number; reasoning: number }
+export interface Usage {
+  input: number
+  output: number
+  cacheRead: number
+  cacheWrite: number
+  reasoning: number
+}
 
 /** USD per million tokens. `cacheRead`/`cacheWrite` default to `input`. */
-export interface Price { input: number; output: number; cacheRead?: number; cacheWrite?: number }
+export interface Price {
+  input: number
+  output: number
+  cacheRead?: number
+  cacheWrite?: number
+}
 
 export interface ToolSpan {
   callId: string
@@ -61,7 +77,10 @@ export interface Totals extends Usage {
   unpriced: number
 }
 
-export interface Trajectory { turns: TurnRow[]; totals: Totals }
+export interface Trajectory {
+  turns: TurnRow[]
+  totals: Totals
+}
 
 const emptyUsage = (): Usage => ({ input: 0, output: 0, cacheRead: 0, cacheWrite: 0, reasoning: 0 })
 const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0)
@@ -69,11 +88,21 @@ const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v)
 function usageOf(raw: unknown): Usage | undefined {
   if (!raw || typeof raw !== 'object') return undefined
   const u = raw as Record<string, unknown>
-  return { input: num(u.input), output: num(u.output), cacheRead: num(u.cacheRead), cacheWrite: num(u.cacheWrite), reasoning: num(u.reasoning) }
+  return {
+    input: num(u.input),
+    output: num(u.output),
+    cacheRead: num(u.cacheRead),
+    cacheWrite: num(u.cacheWrite),
+    reasoning: num(u.reasoning),
+  }
 }
 
 /** The price of `provider/model`, else of the bare model id. */
-export function priceOf(prices: Readonly<Record<string, Price>> | undefined, provider: string | undefined, model: string | undefined): Price | undefined {
+export function priceOf(
+  prices: Readonly<Record<string, Price>> | undefined,
+  provider: string | undefined,
+  model: string | undefined,
+): Price | undefined {
   if (!prices || !model) return undefined
   return (provider ? prices[`${provider}/${model}`] : undefined) ?? prices[model]
 }
@@ -81,11 +110,12 @@ export function priceOf(prices: Readonly<Record<string, Price>> | undefined, pro
 /** Cost in USD; reasoning tokens bill as output. */
 export function costOf(usage: Usage, price: Price): number {
   return (
-    usage.input * price.input +
-    usage.cacheRead * (price.cacheRead ?? price.input) +
-    usage.cacheWrite * (price.cacheWrite ?? price.input) +
-    (usage.output + usage.reasoning) * price.output
-  ) / 1_000_000
+    (usage.input * price.input +
+      usage.cacheRead * (price.cacheRead ?? price.input) +
+      usage.cacheWrite * (price.cacheWrite ?? price.input) +
+      (usage.output + usage.reasoning) * price.output) /
+    1_000_000
+  )
 }
 
 export function buildTrajectory(events: readonly LogEvent[], prices?: Readonly<Record<string, Price>>): Trajectory {

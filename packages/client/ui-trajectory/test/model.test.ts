@@ -5,7 +5,13 @@ import { buildTrajectory, costOf, formatMs, priceOf, turnRange, type LogEvent } 
 
 let seq = 0
 const ev = (time: number, type: string, data: unknown): LogEvent => ({ seq: seq++, type, time, data })
-const usage = (input: number, output: number, cacheRead = 0, reasoning = 0) => ({ input, output, cacheRead, cacheWrite: 0, reasoning })
+const usage = (input: number, output: number, cacheRead = 0, reasoning = 0) => ({
+  input,
+  output,
+  cacheRead,
+  cacheWrite: 0,
+  reasoning,
+})
 
 const LOG: LogEvent[] = [
   ev(1000, 'turn/start', { turn: 1 }),
@@ -30,10 +36,29 @@ describe('buildTrajectory', () => {
     expect(turns).toHaveLength(1)
     expect(turns[0]).toMatchObject({ turn: 1, start: 1000, end: 2002, reason: 'completed' })
     const [a, b] = turns[0].requests
-    expect(a).toMatchObject({ step: 1, provider: 'deepseek-official', model: 'deepseek-v4-flash', ttftMs: 300, latencyMs: 500, usage: usage(100, 20, 1000, 5), finish: 'tool-calls' })
+    expect(a).toMatchObject({
+      step: 1,
+      provider: 'deepseek-official',
+      model: 'deepseek-v4-flash',
+      ttftMs: 300,
+      latencyMs: 500,
+      usage: usage(100, 20, 1000, 5),
+      finish: 'tool-calls',
+    })
     expect(a.tools).toEqual([{ callId: 'c1', name: 'bash', start: 1510, end: 1810, durationMs: 300, isError: true }])
     expect(b).toMatchObject({ step: 2, model: 'deepseek-v4-flash', ttftMs: 80, latencyMs: 180, tools: [] })
-    expect(totals).toMatchObject({ requests: 2, toolCalls: 1, input: 150, output: 30, cacheRead: 1000, reasoning: 5, latencyMs: 680, toolMs: 300, cost: 0, unpriced: 2 })
+    expect(totals).toMatchObject({
+      requests: 2,
+      toolCalls: 1,
+      input: 150,
+      output: 30,
+      cacheRead: 1000,
+      reasoning: 5,
+      latencyMs: 680,
+      toolMs: 300,
+      cost: 0,
+      unpriced: 2,
+    })
     expect(turnRange(turns[0])).toEqual({ start: 1000, end: 2002 })
   })
 
@@ -59,7 +84,11 @@ describe('buildTrajectory', () => {
       ev(70, 'assistant/chunk', { chunk: { kind: 'text-delta', text: 'x' } }),
     ])
     expect(turns.map((t) => t.turn)).toEqual([3, 4])
-    expect(turns[0].requests[0]).toMatchObject({ interrupted: true, latencyMs: 10, tools: [{ callId: 'x', name: 'read', start: 30 }] })
+    expect(turns[0].requests[0]).toMatchObject({
+      interrupted: true,
+      latencyMs: 10,
+      tools: [{ callId: 'x', name: 'read', start: 30 }],
+    })
     expect(turns[0].requests[0].tools[0].durationMs).toBeUndefined()
     expect(turns[0].requests[0].ttftMs).toBeUndefined()
     expect(turns[1].end).toBeUndefined()
@@ -70,6 +99,12 @@ describe('buildTrajectory', () => {
   })
 
   it('formats durations', () => {
-    expect([formatMs(undefined), formatMs(12.4), formatMs(1500), formatMs(12_500), formatMs(125_000)]).toEqual(['–', '12 ms', '1.50 s', '12.5 s', '2 m 5 s'])
+    expect([formatMs(undefined), formatMs(12.4), formatMs(1500), formatMs(12_500), formatMs(125_000)]).toEqual([
+      '–',
+      '12 ms',
+      '1.50 s',
+      '12.5 s',
+      '2 m 5 s',
+    ])
   })
 })

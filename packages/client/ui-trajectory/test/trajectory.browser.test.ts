@@ -2,13 +2,27 @@
 // turn (two tool steps and an answer) shows three request rows with the token figures the mock
 // reported, each tool call with a duration, the totals, and a cost from the configured price.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { hasChromium, launchBrowser, openPage, startWebApp, withArtifacts, type Browser, type WebApp } from '@dsh/web-testkit'
+import {
+  hasChromium,
+  launchBrowser,
+  openPage,
+  startWebApp,
+  withArtifacts,
+  type Browser,
+  type WebApp,
+} from '@dsh/web-testkit'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
 
 const STEPS = [
-  { toolCalls: [{ name: 'bash', arguments: { command: 'echo one', description: 'one' } }], usage: { prompt: 1200, completion: 40, cacheHit: 1024 } },
-  { toolCalls: [{ name: 'bash', arguments: { command: 'echo two', description: 'two' } }], usage: { prompt: 1300, completion: 30, cacheHit: 1200 } },
+  {
+    toolCalls: [{ name: 'bash', arguments: { command: 'echo one', description: 'one' } }],
+    usage: { prompt: 1200, completion: 40, cacheHit: 1024 },
+  },
+  {
+    toolCalls: [{ name: 'bash', arguments: { command: 'echo two', description: 'two' } }],
+    usage: { prompt: 1300, completion: 30, cacheHit: 1200 },
+  },
   { text: 'Both commands ran.', usage: { prompt: 1400, completion: 12, cacheHit: 1300 } },
 ]
 // Prices: $1/M input, $2/M output, $0.5/M cache read.
@@ -42,9 +56,21 @@ describe.skipIf(!hasChromium())('ui-trajectory in the browser', () => {
       await expect.poll(() => rows.count()).toBe(3)
       const cell = (row: number, col: string) => rows.nth(row).locator(`td[data-col="${col}"]`).textContent()
       // input = prompt - cache hits; output = completion.
-      expect([await cell(0, 'input'), await cell(0, 'output'), await cell(0, 'cacheRead')]).toEqual(['176', '40', '1,024'])
-      expect([await cell(1, 'input'), await cell(1, 'output'), await cell(1, 'cacheRead')]).toEqual(['100', '30', '1,200'])
-      expect([await cell(2, 'input'), await cell(2, 'output'), await cell(2, 'cacheRead')]).toEqual(['100', '12', '1,300'])
+      expect([await cell(0, 'input'), await cell(0, 'output'), await cell(0, 'cacheRead')]).toEqual([
+        '176',
+        '40',
+        '1,024',
+      ])
+      expect([await cell(1, 'input'), await cell(1, 'output'), await cell(1, 'cacheRead')]).toEqual([
+        '100',
+        '30',
+        '1,200',
+      ])
+      expect([await cell(2, 'input'), await cell(2, 'output'), await cell(2, 'cacheRead')]).toEqual([
+        '100',
+        '12',
+        '1,300',
+      ])
       expect(await rows.nth(0).locator('[data-tool="bash"]').textContent()).toMatch(/^bash \d/)
       expect(await rows.nth(2).locator('td[data-col="tools"]').textContent()).toBe('–')
       for (let i = 0; i < 3; i++) expect(await cell(i, 'latency')).toMatch(/\d+ (ms|s)$/)

@@ -34,7 +34,8 @@ type Obj = Record<string, unknown>
 const obj = (value: unknown): Obj => (value && typeof value === 'object' ? (value as Obj) : {})
 const str = (value: unknown, fallback = '') => (typeof value === 'string' ? value : fallback)
 const STATUSES = ['completed', 'failed', 'cancelled'] as const
-const ended = (value: unknown): (typeof STATUSES)[number] => (STATUSES.includes(value as never) ? (value as (typeof STATUSES)[number]) : 'failed')
+const ended = (value: unknown): (typeof STATUSES)[number] =>
+  STATUSES.includes(value as never) ? (value as (typeof STATUSES)[number]) : 'failed'
 const errorOf = (value: unknown) => {
   const e = obj(value)
   return typeof e.code === 'string' ? { code: e.code, message: str(e.message) } : undefined
@@ -63,12 +64,20 @@ export function foldRuns(events: readonly FeedEvent[]): Map<string, RunView> {
     const run = runs.get(runId)
     if (!run) continue
     if (event.type === 'tool-workflow/child-started') {
-      run.children.push({ index: Number(data.index) || 0, id: str(data.id), description: str(data.description), status: 'running' })
+      run.children.push({
+        index: Number(data.index) || 0,
+        id: str(data.id),
+        description: str(data.description),
+        status: 'running',
+      })
     } else if (event.type === 'tool-workflow/child-finished') {
       const child = obj(data.child)
       const id = str(child.id)
       let view = run.children.find((c) => c.id === id)
-      if (!view) run.children.push((view = { index: Number(child.index) || 0, id, description: str(child.description), status: 'running' }))
+      if (!view)
+        run.children.push(
+          (view = { index: Number(child.index) || 0, id, description: str(child.description), status: 'running' }),
+        )
       view.status = ended(child.status)
       view.text = str(child.text)
       const error = errorOf(child.error)
@@ -77,7 +86,8 @@ export function foldRuns(events: readonly FeedEvent[]): Map<string, RunView> {
       run.status = ended(data.status)
       const error = errorOf(data.error)
       if (error) run.error = error
-      if (Array.isArray(data.logs)) run.logs = data.logs.map((l) => ({ level: str(obj(l).level, 'log'), text: str(obj(l).text) }))
+      if (Array.isArray(data.logs))
+        run.logs = data.logs.map((l) => ({ level: str(obj(l).level, 'log'), text: str(obj(l).text) }))
       if (typeof data.durationMs === 'number') run.durationMs = data.durationMs
     }
   }

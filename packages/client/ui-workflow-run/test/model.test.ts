@@ -10,10 +10,27 @@ describe('workflow run fold', () => {
   it('folds started, child and finished events into the run of a call; children keep start order', () => {
     const events = [
       ev('tool/call', { callId: 'w1' }),
-      ev('tool-workflow/started', { runId: 'wf-1', callId: 'w1', tool: 'workflow', description: 'three', script: 's', limits: {} }),
+      ev('tool-workflow/started', {
+        runId: 'wf-1',
+        callId: 'w1',
+        tool: 'workflow',
+        description: 'three',
+        script: 's',
+        limits: {},
+      }),
       ev('tool-workflow/child-started', { runId: 'wf-1', index: 1, id: 'sub-2', description: 'b', provider: 'spawn' }),
       ev('tool-workflow/child-started', { runId: 'wf-1', index: 0, id: 'sub-1', description: 'a', provider: 'spawn' }),
-      ev('tool-workflow/child-finished', { runId: 'wf-1', child: { id: 'sub-2', index: 1, description: 'b', status: 'failed', text: '', error: { code: 'SERVER', message: 'down' } } }),
+      ev('tool-workflow/child-finished', {
+        runId: 'wf-1',
+        child: {
+          id: 'sub-2',
+          index: 1,
+          description: 'b',
+          status: 'failed',
+          text: '',
+          error: { code: 'SERVER', message: 'down' },
+        },
+      }),
     ]
     const running = runOfCall(events, 'w1')!
     expect(running.status).toBe('running')
@@ -21,13 +38,28 @@ describe('workflow run fold', () => {
       ['sub-1', 'running'],
       ['sub-2', 'failed'],
     ])
-    events.push(ev('tool-workflow/finished', { runId: 'wf-1', status: 'completed', logs: [{ level: 'log', text: 'x' }], durationMs: 5 }))
-    expect(runOfCall(events, 'w1')).toMatchObject({ status: 'completed', durationMs: 5, logs: [{ level: 'log', text: 'x' }] })
+    events.push(
+      ev('tool-workflow/finished', {
+        runId: 'wf-1',
+        status: 'completed',
+        logs: [{ level: 'log', text: 'x' }],
+        durationMs: 5,
+      }),
+    )
+    expect(runOfCall(events, 'w1')).toMatchObject({
+      status: 'completed',
+      durationMs: 5,
+      logs: [{ level: 'log', text: 'x' }],
+    })
     expect(runOfCall(events, 'other')).toBeUndefined()
   })
 
   it('skips malformed events and events of unknown runs', () => {
-    const runs = foldRuns([ev('tool-workflow/started', null), ev('tool-workflow/child-started', { runId: 'nope', id: 'x' }), ev('tool-workflow/finished', { runId: 'wf-9', status: 'weird' })])
+    const runs = foldRuns([
+      ev('tool-workflow/started', null),
+      ev('tool-workflow/child-started', { runId: 'nope', id: 'x' }),
+      ev('tool-workflow/finished', { runId: 'wf-9', status: 'weird' }),
+    ])
     expect(runs.size).toBe(0)
   })
 
@@ -41,7 +73,10 @@ describe('workflow run fold', () => {
     await connection
     const fiber = ctx.plugin(plugin, {} as never)
     await fiber
-    for (const tool of ['workflow', 'ralph']) expect(ctx.slots.entries('tool.call.toolview', tool).map((e) => [e.id, e.order])).toEqual([['ui-workflow-run', 50]])
+    for (const tool of ['workflow', 'ralph'])
+      expect(ctx.slots.entries('tool.call.toolview', tool).map((e) => [e.id, e.order])).toEqual([
+        ['ui-workflow-run', 50],
+      ])
     expect(ctx.locale.t('workflowRun', 'status.failed')).toBe('失败')
     await fiber.dispose()
     expect(ctx.slots.entries('tool.call.toolview', 'workflow')).toEqual([])

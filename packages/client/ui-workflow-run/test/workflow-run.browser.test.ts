@@ -2,11 +2,20 @@
 // call that fans out three children (one refused by the model server) renders as a run card with
 // every child and its outcome, folded from the session's tool-workflow/* events.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { hasChromium, launchBrowser, openPage, startWebApp, withArtifacts, type Browser, type WebApp } from '@dsh/web-testkit'
+import {
+  hasChromium,
+  launchBrowser,
+  openPage,
+  startWebApp,
+  withArtifacts,
+  type Browser,
+  type WebApp,
+} from '@dsh/web-testkit'
 
 vi.setConfig({ testTimeout: 90_000, hookTimeout: 90_000 })
 
-const SCRIPT = 'return await Promise.all(["one", "two", "three"].map((p) => agents.spawn({ prompt: "look at part " + p, description: "part " + p })))'
+const SCRIPT =
+  'return await Promise.all(["one", "two", "three"].map((p) => agents.spawn({ prompt: "look at part " + p, description: "part " + p })))'
 const STEPS = [
   { toolCalls: [{ id: 'c_wf', name: 'workflow', arguments: { script: SCRIPT, description: 'three parts' } }] },
   { text: 'part fine' },
@@ -48,7 +57,11 @@ describe.skipIf(!hasChromium())('ui-workflow-run in the browser', () => {
       await expect.poll(() => children.count()).toBe(3)
       const statuses = await children.evaluateAll((items) => items.map((li) => li.getAttribute('data-status')))
       expect(statuses.sort()).toEqual(['completed', 'completed', 'failed'])
-      expect((await card.locator('.dsh-wf-desc').allTextContents()).sort()).toEqual(['part one', 'part three', 'part two'])
+      expect((await card.locator('.dsh-wf-desc').allTextContents()).sort()).toEqual([
+        'part one',
+        'part three',
+        'part two',
+      ])
       expect(errors).toEqual([])
     })
   })

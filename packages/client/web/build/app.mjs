@@ -18,9 +18,7 @@ export function importMapHtml(map, preloadFiles = []) {
   const imports = Object.fromEntries(Object.entries(map).map(([name, file]) => [name, `/${file}`]))
   // Every file the shell's imports reach, so the browser fetches them in one round instead of
   // discovering the shared chunks only after the entries arrive.
-  const preload = preloadFiles
-    .map((file) => `<link rel="modulepreload" href="/${file}">`)
-    .join('\n    ')
+  const preload = preloadFiles.map((file) => `<link rel="modulepreload" href="/${file}">`).join('\n    ')
   return `<script type="importmap">${JSON.stringify({ imports })}</script>\n    ${preload}`
 }
 
@@ -105,7 +103,9 @@ async function buildInto(OUT_DIR, quiet) {
   mkdirSync(OUT_DIR, { recursive: true })
   writeFileSync(join(OUT_DIR, 'shared.json'), JSON.stringify(map, null, 2) + '\n')
   // The closure of what the shell imports at start (everything but the unused entries).
-  const wanted = ['react', 'react/jsx-runtime', 'react-dom/client', 'cordis', '@dsh/client-runtime'].map((n) => map[n]).filter(Boolean)
+  const wanted = ['react', 'react/jsx-runtime', 'react-dom/client', 'cordis', '@dsh/client-runtime']
+    .map((n) => map[n])
+    .filter(Boolean)
   const preloadFiles = []
   const visit = (file) => {
     if (preloadFiles.includes(file)) return

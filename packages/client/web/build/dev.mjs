@@ -43,12 +43,17 @@ function workspaceHalves() {
 }
 const halves = workspaceHalves()
 
-const proxy = Object.fromEntries(['/api', '/plugins', '/auth', '/client-manifest.json'].map((path) => [path, {
-  target,
-  changeOrigin: true,
-  // The host's access gate wants its own origin on state-changing requests.
-  configure: (p) => p.on('proxyReq', (req) => req.getHeader('origin') && req.setHeader('origin', target)),
-}]))
+const proxy = Object.fromEntries(
+  ['/api', '/plugins', '/auth', '/client-manifest.json'].map((path) => [
+    path,
+    {
+      target,
+      changeOrigin: true,
+      // The host's access gate wants its own origin on state-changing requests.
+      configure: (p) => p.on('proxyReq', (req) => req.getHeader('origin') && req.setHeader('origin', target)),
+    },
+  ]),
+)
 
 const server = await createServer({
   configFile: false,
@@ -75,16 +80,29 @@ const server = await createServer({
       // An import map must come before every module script, Vite's own included.
       transformIndexHtml: {
         order: 'post',
-        handler: (html) => html.replace('<!-- dsh:import-map -->', '').replace(/<head>/i, `<head>\n    <script type="importmap">${JSON.stringify({ imports: Object.fromEntries(SHARED.map((n) => [n, `/@id/dsh-shared:${n}`])) })}</script>`),
+        handler: (html) =>
+          html
+            .replace('<!-- dsh:import-map -->', '')
+            .replace(
+              /<head>/i,
+              `<head>\n    <script type="importmap">${JSON.stringify({ imports: Object.fromEntries(SHARED.map((n) => [n, `/@id/dsh-shared:${n}`])) })}</script>`,
+            ),
       },
     },
   ],
   resolve: { conditions: ['development', 'browser', 'module', 'import', 'default'] },
-  server: { port, strictPort: false, proxy, watch: { ignored: ['**/dist-web*/**', '**/dist-client/**', '**/dist/**'] } },
+  server: {
+    port,
+    strictPort: false,
+    proxy,
+    watch: { ignored: ['**/dist-web*/**', '**/dist-client/**', '**/dist/**'] },
+  },
   clearScreen: false,
   // Tests give each dev server its own dependency cache (parallel runs would share one otherwise).
   ...(process.env.DSH_DEV_CACHE_DIR ? { cacheDir: process.env.DSH_DEV_CACHE_DIR } : {}),
 })
 await server.listen()
 server.printUrls()
-console.log(`  proxying /api, /plugins, /auth to ${target}; from sources: ${[...halves.keys()].join(', ') || 'no browser halves'}`)
+console.log(
+  `  proxying /api, /plugins, /auth to ${target}; from sources: ${[...halves.keys()].join(', ') || 'no browser halves'}`,
+)

@@ -1,7 +1,17 @@
 // The app shell: three columns (sidebar, conversation, collapsible side panel), the host
 // banner, keyboard shortcuts, the missing-key notice and the first-run session.
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react'
-import { Slot, useCtx, useSessionFeed, useStore, useT, LANGS, type Lang, type SessionSlotProps, type ThemePreference } from '@dsh/client-runtime'
+import {
+  Slot,
+  useCtx,
+  useSessionFeed,
+  useStore,
+  useT,
+  LANGS,
+  type Lang,
+  type SessionSlotProps,
+  type ThemePreference,
+} from '@dsh/client-runtime'
 import { NS } from './messages.ts'
 import { Sidebar } from './sidebar.tsx'
 import { ShellContext, useShell, type ShellState } from './state.ts'
@@ -22,32 +32,40 @@ export function App({ launchCwd }: { launchCwd?: string }) {
     // the session the page shows (the page used to move to a new session under it).
     if (current && current.turns === 0 && current.queued === 0 && current.status !== 'running') return
     const cwd = current?.cwd ?? launchCwd ?? ctx.catalog.state.get().sessions[0].cwd
-    void openFreshSession(ctx, cwd).then((row) => ctx.router.openSession(row.sessionId)).catch((e) => console.warn(`[dsh] ${(e as Error).message}`))
+    void openFreshSession(ctx, cwd)
+      .then((row) => ctx.router.openSession(row.sessionId))
+      .catch((e) => console.warn(`[dsh] ${(e as Error).message}`))
   }, [ctx, launchCwd])
-  const state = useMemo<ShellState>(() => ({
-    panelOpen,
-    togglePanel: () => setPanelOpen((open) => {
-      try {
-        globalThis.localStorage?.setItem('dsh.panel', open ? 'closed' : 'open')
-      } catch {
-        // no storage
-      }
-      return !open
+  const state = useMemo<ShellState>(
+    () => ({
+      panelOpen,
+      togglePanel: () =>
+        setPanelOpen((open) => {
+          try {
+            globalThis.localStorage?.setItem('dsh.panel', open ? 'closed' : 'open')
+          } catch {
+            // no storage
+          }
+          return !open
+        }),
+      dialog,
+      openDialog: setDialog,
+      newSession,
+      searchRef,
+      launchCwd,
     }),
-    dialog,
-    openDialog: setDialog,
-    newSession,
-    searchRef,
-    launchCwd,
-  }), [panelOpen, dialog, newSession, launchCwd])
+    [panelOpen, dialog, newSession, launchCwd],
+  )
 
   // First run: a page opened on no session goes to a fresh session in the launch folder.
   useEffect(() => {
     if (ctx.router.sessionId || !launchCwd) return
     let cancelled = false
-    void openFreshSession(ctx, launchCwd).then((row) => {
-      if (!cancelled && !ctx.router.sessionId) ctx.router.openSession(row.sessionId, { replace: true })
-    }).catch((e) => console.warn(`[dsh] first session: ${(e as Error).message}`))
+    void openFreshSession(ctx, launchCwd)
+      .then((row) => {
+        if (!cancelled && !ctx.router.sessionId) ctx.router.openSession(row.sessionId, { replace: true })
+      })
+      .catch((e) => console.warn(`[dsh] first session: ${(e as Error).message}`))
     return () => {
       cancelled = true
     }
@@ -71,7 +89,14 @@ export function App({ launchCwd }: { launchCwd?: string }) {
         {panelOpen ? <SidePanel /> : null}
       </div>
       {dialog === 'shortcuts' ? <ShortcutsDialog onClose={() => setDialog(undefined)} /> : null}
-      {dialog === 'settings' ? <Slot name="settings.dialog" single props={{ onClose: closeSettings }} fallback={<SettingsDialog onClose={closeSettings} />} /> : null}
+      {dialog === 'settings' ? (
+        <Slot
+          name="settings.dialog"
+          single
+          props={{ onClose: closeSettings }}
+          fallback={<SettingsDialog onClose={closeSettings} />}
+        />
+      ) : null}
       <Slot name="app.overlay" />
     </ShellContext.Provider>
   )
@@ -85,8 +110,16 @@ function HostBanner() {
   const failed = plugins.filter((p) => p.state === 'failed')
   return (
     <div className="banners">
-      {state === 'offline' ? <div className="banner offline" role="status" data-testid="offline-banner">{t('offline')}</div> : null}
-      {failed.map((p) => <div key={p.package} className="banner warn" role="status">{t('pluginFailed', { name: p.package, message: p.error ?? '' })}</div>)}
+      {state === 'offline' ? (
+        <div className="banner offline" role="status" data-testid="offline-banner">
+          {t('offline')}
+        </div>
+      ) : null}
+      {failed.map((p) => (
+        <div key={p.package} className="banner warn" role="status">
+          {t('pluginFailed', { name: p.package, message: p.error ?? '' })}
+        </div>
+      ))}
     </div>
   )
 }
@@ -100,12 +133,23 @@ function Conversation() {
   // The settled feed: slot entries re-render when something other than a streamed delta changes
   // (views of the streaming text follow it through their own feed or model).
   const feed = useSessionFeed(route.sessionId, { deltas: false })
-  const row = route.sessionId ? catalog.sessions.find((r) => r.sessionId === route.sessionId) ?? ctx.catalog.get(route.sessionId) : undefined
+  const row = route.sessionId
+    ? (catalog.sessions.find((r) => r.sessionId === route.sessionId) ?? ctx.catalog.get(route.sessionId))
+    : undefined
   const missingKey = useMissingKey()
   if (!route.sessionId) {
-    return <main className="conversation empty"><p className="muted">{shell.launchCwd ? t('loading') : t('noSession')}</p></main>
+    return (
+      <main className="conversation empty">
+        <p className="muted">{shell.launchCwd ? t('loading') : t('noSession')}</p>
+      </main>
+    )
   }
-  if (!feed) return <main className="conversation"><p className="muted">{t('loading')}</p></main>
+  if (!feed)
+    return (
+      <main className="conversation">
+        <p className="muted">{t('loading')}</p>
+      </main>
+    )
   const props: SessionSlotProps = { sessionId: route.sessionId, feed, ...(row ? { row } : {}) }
   const approval = feed.approvals[0]
   const question = feed.questions[0]
@@ -113,19 +157,45 @@ function Conversation() {
     <main className="conversation" data-session-id={route.sessionId}>
       <header className="conversation-header">
         <h1 className="session-title">{titleOf(row) ?? t('untitled')}</h1>
-        <div className="pickers"><Slot name="conversation.header.pickers" props={props} /></div>
-        <button type="button" className="icon" aria-label={t('togglePanel')} aria-pressed={shell.panelOpen} onClick={shell.togglePanel}>▥</button>
+        <div className="pickers">
+          <Slot name="conversation.header.pickers" props={props} />
+        </div>
+        <button
+          type="button"
+          className="icon"
+          aria-label={t('togglePanel')}
+          aria-pressed={shell.panelOpen}
+          onClick={shell.togglePanel}
+        >
+          ▥
+        </button>
       </header>
-      {feed.error ? <p className="error" role="alert">{t('sessionMissing')}</p> : null}
+      {feed.error ? (
+        <p className="error" role="alert">
+          {t('sessionMissing')}
+        </p>
+      ) : null}
       <div className="conversation-scroll">
         {feed.loaded ? <Slot name="conversation.main" props={props} single /> : <p className="muted">{t('loading')}</p>}
       </div>
       {missingKey ? <KeyNotice missing={missingKey} /> : null}
       <div className="composer-area">
         {approval ? (
-          <Slot name="conversation.composer.takeover" slotKey="approval" single props={{ ...props, approval }} fallback={<p className="takeover-note">{t('waitingApproval')}</p>} />
+          <Slot
+            name="conversation.composer.takeover"
+            slotKey="approval"
+            single
+            props={{ ...props, approval }}
+            fallback={<p className="takeover-note">{t('waitingApproval')}</p>}
+          />
         ) : question ? (
-          <Slot name="conversation.composer.takeover" slotKey="question" single props={{ ...props, question }} fallback={<p className="takeover-note">{t('waitingQuestion')}</p>} />
+          <Slot
+            name="conversation.composer.takeover"
+            slotKey="question"
+            single
+            props={{ ...props, question }}
+            fallback={<p className="takeover-note">{t('waitingQuestion')}</p>}
+          />
         ) : (
           <Slot name="conversation.composer" props={props} single />
         )}
@@ -141,11 +211,13 @@ function SidePanel() {
   const feed = useSessionFeed(route.sessionId, { deltas: false })
   return (
     <aside className="side-panel" aria-label={t('sidePanel')}>
-      {route.sessionId && feed ? (() => {
-        const props = { sessionId: route.sessionId, feed, row: ctx.catalog.get(route.sessionId) }
-        // The shell's context meter stands in until a package fills the panel.
-        return <Slot name="panel.side" props={props} fallback={<ContextMeter {...props} />} />
-      })() : null}
+      {route.sessionId && feed
+        ? (() => {
+            const props = { sessionId: route.sessionId, feed, row: ctx.catalog.get(route.sessionId) }
+            // The shell's context meter stands in until a package fills the panel.
+            return <Slot name="panel.side" props={props} fallback={<ContextMeter {...props} />} />
+          })()
+        : null}
     </aside>
   )
 }
@@ -163,7 +235,9 @@ const SHORTCUTS: Array<[string, string]> = [
 
 function typing(target: EventTarget | null): boolean {
   const el = target as HTMLElement | null
-  return !!el && (el.tagName === 'INPUT' || el.tagName === 'TEXTAREA' || el.tagName === 'SELECT' || el.isContentEditable)
+  return (
+    !!el && (el.tagName === 'INPUT' || el.tagName === 'TEXTAREA' || el.tagName === 'SELECT' || el.isContentEditable)
+  )
 }
 
 function useShortcuts(state: ShellState) {
@@ -202,7 +276,15 @@ function useShortcuts(state: ShellState) {
   }, [ctx, state])
 }
 
-export function Dialog({ title, onClose, children }: { title: string; onClose: () => void; children: React.ReactNode }) {
+export function Dialog({
+  title,
+  onClose,
+  children,
+}: {
+  title: string
+  onClose: () => void
+  children: React.ReactNode
+}) {
   const t = useT(NS)
   const ref = useRef<HTMLDivElement>(null)
   useEffect(() => {
@@ -213,7 +295,12 @@ export function Dialog({ title, onClose, children }: { title: string; onClose: (
   return (
     <div className="dialog-backdrop" onClick={(e) => e.target === e.currentTarget && onClose()}>
       <div className="dialog" role="dialog" aria-modal="true" aria-label={title} ref={ref}>
-        <header><h2>{title}</h2><button type="button" className="icon" aria-label={t('close')} onClick={onClose}>×</button></header>
+        <header>
+          <h2>{title}</h2>
+          <button type="button" className="icon" aria-label={t('close')} onClick={onClose}>
+            ×
+          </button>
+        </header>
         {children}
       </div>
     </div>
@@ -226,7 +313,12 @@ function ShortcutsDialog({ onClose }: { onClose: () => void }) {
     <Dialog title={t('shortcuts')} onClose={onClose}>
       <dl className="shortcuts" data-testid="shortcuts">
         {SHORTCUTS.map(([key, label]) => (
-          <div key={key}><dt><kbd>{key}</kbd></dt><dd>{t(label)}</dd></div>
+          <div key={key}>
+            <dt>
+              <kbd>{key}</kbd>
+            </dt>
+            <dd>{t(label)}</dd>
+          </div>
         ))}
       </dl>
     </Dialog>
@@ -244,20 +336,37 @@ export function FooterControls() {
     <div className="footer-controls">
       <label>
         <span className="visually-hidden">{t('language')}</span>
-        <select aria-label={t('language')} value={lang} onChange={(e) => ctx.locale.set(e.target.value as Lang)} data-testid="language">
-          {LANGS.map((l) => <option key={l} value={l}>{l === 'en' ? 'English' : '中文'}</option>)}
+        <select
+          aria-label={t('language')}
+          value={lang}
+          onChange={(e) => ctx.locale.set(e.target.value as Lang)}
+          data-testid="language"
+        >
+          {LANGS.map((l) => (
+            <option key={l} value={l}>
+              {l === 'en' ? 'English' : '中文'}
+            </option>
+          ))}
         </select>
       </label>
       <label>
         <span className="visually-hidden">{t('theme')}</span>
-        <select aria-label={t('theme')} value={theme} onChange={(e) => ctx.theme.set(e.target.value as ThemePreference)}>
+        <select
+          aria-label={t('theme')}
+          value={theme}
+          onChange={(e) => ctx.theme.set(e.target.value as ThemePreference)}
+        >
           <option value="system">{t('themeSystem')}</option>
           <option value="light">{t('themeLight')}</option>
           <option value="dark">{t('themeDark')}</option>
         </select>
       </label>
-      <button type="button" className="icon" aria-label={t('settings')} onClick={() => shell.openDialog('settings')}>⚙</button>
-      <button type="button" className="icon" aria-label={t('shortcuts')} onClick={() => shell.openDialog('shortcuts')}>?</button>
+      <button type="button" className="icon" aria-label={t('settings')} onClick={() => shell.openDialog('settings')}>
+        ⚙
+      </button>
+      <button type="button" className="icon" aria-label={t('shortcuts')} onClick={() => shell.openDialog('shortcuts')}>
+        ?
+      </button>
     </div>
   )
 }

@@ -15,9 +15,28 @@ export function FallbackConversation({ sessionId, feed: settled }: SessionSlotPr
   return (
     <div className="fallback-conversation" role="log" aria-live="polite" aria-busy={feed.status === 'running'}>
       {items.map((item) => (
-        <div key={item.key} className={'msg msg-' + item.kind} data-kind={item.kind} data-streaming={item.streaming ? 'true' : undefined}>
-          <div className="who">{item.kind === 'user' ? t('you') : item.kind === 'tool' ? t('tool', { name: item.name ?? '' }) : item.kind === 'assistant' ? t('assistant') : ''}</div>
-          <div className="body">{item.kind === 'error' ? t('turnFailed', { message: item.text }) : item.kind === 'note' ? t('turnCancelled') : item.text}</div>
+        <div
+          key={item.key}
+          className={'msg msg-' + item.kind}
+          data-kind={item.kind}
+          data-streaming={item.streaming ? 'true' : undefined}
+        >
+          <div className="who">
+            {item.kind === 'user'
+              ? t('you')
+              : item.kind === 'tool'
+                ? t('tool', { name: item.name ?? '' })
+                : item.kind === 'assistant'
+                  ? t('assistant')
+                  : ''}
+          </div>
+          <div className="body">
+            {item.kind === 'error'
+              ? t('turnFailed', { message: item.text })
+              : item.kind === 'note'
+                ? t('turnCancelled')
+                : item.text}
+          </div>
         </div>
       ))}
       {feed.status === 'running' ? <div className="msg msg-note running">{t('running')}</div> : null}
@@ -45,7 +64,13 @@ export function FallbackComposer({ sessionId, feed }: SessionSlotProps) {
   }
   const running = feed.status === 'running' || feed.status === 'waiting'
   return (
-    <form className="fallback-composer" onSubmit={(e) => { e.preventDefault(); void send() }}>
+    <form
+      className="fallback-composer"
+      onSubmit={(e) => {
+        e.preventDefault()
+        void send()
+      }}
+    >
       <textarea
         ref={area}
         data-composer="true"
@@ -66,9 +91,19 @@ export function FallbackComposer({ sessionId, feed }: SessionSlotProps) {
       />
       <div className="composer-actions">
         {feed.queued > 0 ? <span className="muted">{t('queued', { count: feed.queued })}</span> : null}
-        {error ? <span className="error" role="alert">{error}</span> : null}
-        {running ? <button type="button" onClick={() => void ctx.remote.call('sessions.cancel', { sessionId }).catch(() => {})}>{t('cancel')}</button> : null}
-        <button type="submit" className="primary" disabled={!text.trim()}>{t('send')}</button>
+        {error ? (
+          <span className="error" role="alert">
+            {error}
+          </span>
+        ) : null}
+        {running ? (
+          <button type="button" onClick={() => void ctx.remote.call('sessions.cancel', { sessionId }).catch(() => {})}>
+            {t('cancel')}
+          </button>
+        ) : null}
+        <button type="submit" className="primary" disabled={!text.trim()}>
+          {t('send')}
+        </button>
       </div>
     </form>
   )

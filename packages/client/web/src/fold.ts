@@ -1,7 +1,13 @@
 // The fallback view's fold of the session log into display items.
 import type { WireEvent } from '@dsh/web-protocol'
 
-export interface Item { key: string; kind: 'user' | 'assistant' | 'tool' | 'error' | 'note'; text: string; name?: string; streaming?: boolean }
+export interface Item {
+  key: string
+  kind: 'user' | 'assistant' | 'tool' | 'error' | 'note'
+  text: string
+  name?: string
+  streaming?: boolean
+}
 
 /** Folds the log into display items; text deltas of an unfinished message are joined into one item. */
 export function foldItems(events: readonly WireEvent[], upTo: number): Item[] {
@@ -31,12 +37,18 @@ export function foldItems(events: readonly WireEvent[], upTo: number): Item[] {
         break
       }
       case 'tool/call':
-        items.push({ key: `t${e.seq}`, kind: 'tool', name: data?.name, text: String(data?.arguments ?? '').slice(0, 300) })
+        items.push({
+          key: `t${e.seq}`,
+          kind: 'tool',
+          name: data?.name,
+          text: String(data?.arguments ?? '').slice(0, 300),
+        })
         break
       case 'turn/end':
         if (streaming) streaming.streaming = false
         streaming = undefined
-        if (data?.reason === 'error' && data.error) items.push({ key: `e${e.seq}`, kind: 'error', text: `${data.error.message}`, name: data.error.code })
+        if (data?.reason === 'error' && data.error)
+          items.push({ key: `e${e.seq}`, kind: 'error', text: `${data.error.message}`, name: data.error.code })
         else if (data?.reason === 'cancelled') items.push({ key: `c${e.seq}`, kind: 'note', text: 'cancelled' })
         break
     }

@@ -38,7 +38,9 @@ async function createFreshSession(ctx: Context, cwd: string): Promise<SessionRow
     // no workspace row, or a remote browser: the cwd alone is enough
   }
   await ctx.catalog.refresh().catch(() => {})
-  const empty = ctx.catalog.state.get().sessions.find((r) => r.cwd === cwd && r.turns === 0 && r.queued === 0 && r.status !== 'running')
+  const empty = ctx.catalog.state
+    .get()
+    .sessions.find((r) => r.cwd === cwd && r.turns === 0 && r.queued === 0 && r.status !== 'running')
   if (empty) return empty
   const { session } = await ctx.remote.call('sessions.create', workspaceId ? { workspaceId } : { cwd })
   ctx.catalog.upsert(session)
@@ -62,20 +64,33 @@ export async function archiveSession(ctx: Context, row: SessionRow): Promise<voi
 }
 
 /** A folder of the sidebar with its sessions (newest first, as the catalog orders them). */
-export interface Group { key: string; name: string; path: string; rows: SessionRow[] }
+export interface Group {
+  key: string
+  name: string
+  path: string
+  rows: SessionRow[]
+}
 
 /**
  * Workspaces in the user's order (each even when empty, unless searching), then other folders in
  * the order of their newest session; a query keeps the sessions whose title contains it.
  */
-export function groupSessions(sessions: readonly SessionRow[], workspaces: readonly { id: string; name: string; path: string }[], query: string): Group[] {
+export function groupSessions(
+  sessions: readonly SessionRow[],
+  workspaces: readonly { id: string; name: string; path: string }[],
+  query: string,
+): Group[] {
   const q = query.trim().toLowerCase()
   const rows = q ? sessions.filter((r) => (titleOf(r) ?? '').toLowerCase().includes(q)) : sessions
   const groups = new Map<string, Group>()
   for (const w of workspaces) groups.set(w.path, { key: w.id, name: w.name, path: w.path, rows: [] })
   for (const row of rows) {
     let group = groups.get(row.cwd)
-    if (!group) groups.set(row.cwd, (group = { key: row.cwd, name: row.cwd.split('/').filter(Boolean).pop() ?? row.cwd, path: row.cwd, rows: [] }))
+    if (!group)
+      groups.set(
+        row.cwd,
+        (group = { key: row.cwd, name: row.cwd.split('/').filter(Boolean).pop() ?? row.cwd, path: row.cwd, rows: [] }),
+      )
     group.rows.push(row)
   }
   return [...groups.values()].filter((g) => g.rows.length > 0 || !q)

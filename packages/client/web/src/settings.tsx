@@ -8,7 +8,10 @@ import { NS } from './messages.ts'
 import { Dialog } from './app.tsx'
 import { useShell } from './state.ts'
 
-export interface MissingKey { provider: string; name: string }
+export interface MissingKey {
+  provider: string
+  name: string
+}
 
 /** The credential the default provider needs and lacks, when it does. */
 export const keyState = new Store<MissingKey | undefined>(undefined)
@@ -35,8 +38,12 @@ export function KeyNotice({ missing }: { missing: MissingKey }) {
   const shell = useShell()
   return (
     <div className="notice" role="alert" data-testid="missing-key">
-      <p>{t('missingKey', { provider: missing.provider })} {t('missingKeyHow', { name: missing.name })}</p>
-      <button type="button" className="primary" onClick={() => shell.openDialog('settings')}>{t('openSettings')}</button>
+      <p>
+        {t('missingKey', { provider: missing.provider })} {t('missingKeyHow', { name: missing.name })}
+      </p>
+      <button type="button" className="primary" onClick={() => shell.openDialog('settings')}>
+        {t('openSettings')}
+      </button>
     </div>
   )
 }
@@ -61,12 +68,20 @@ export function SettingsDialog({ onClose }: { onClose: () => void }) {
   }
   return (
     <Dialog title={t('settings')} onClose={onClose}>
-      <form className="settings-form" onSubmit={(e) => { e.preventDefault(); if (value.trim()) void save() }}>
+      <form
+        className="settings-form"
+        onSubmit={(e) => {
+          e.preventDefault()
+          if (value.trim()) void save()
+        }}
+      >
         <label>
           {t('apiKey', { name })}
           <input type="password" autoComplete="off" value={value} onChange={(e) => setValue(e.target.value)} />
         </label>
-        <button type="submit" className="primary" disabled={!value.trim()}>{t('save')}</button>
+        <button type="submit" className="primary" disabled={!value.trim()}>
+          {t('save')}
+        </button>
         {status ? <p role="status">{status}</p> : null}
       </form>
     </Dialog>

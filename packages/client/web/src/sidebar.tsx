@@ -16,12 +16,17 @@ export function Sidebar() {
   const route = useStore(ctx.router.route)
   const shell = useShell()
   const [query, setQuery] = useState('')
-  const groups = useMemo(() => groupSessions(catalog.sessions, catalog.workspaces, query), [catalog.sessions, catalog.workspaces, query])
+  const groups = useMemo(
+    () => groupSessions(catalog.sessions, catalog.workspaces, query),
+    [catalog.sessions, catalog.workspaces, query],
+  )
   return (
     <nav className="sidebar" aria-label={t('sessions')}>
       <div className="sidebar-top">
         <span className="wordmark">dsh</span>
-        <button type="button" className="primary" onClick={() => shell.newSession()} data-testid="new-session">+ {t('newSession')}</button>
+        <button type="button" className="primary" onClick={() => shell.newSession()} data-testid="new-session">
+          + {t('newSession')}
+        </button>
         <Slot name="sidebar.header" />
       </div>
       <input
@@ -66,7 +71,9 @@ function SessionGroup({ group, current }: { group: Group; current?: string }) {
         ))}
       </ul>
       {group.rows.length > limit ? (
-        <button type="button" className="link" onClick={() => setLimit(limit + PAGE)}>{t('showMore', { count: Math.min(PAGE, group.rows.length - limit) })}</button>
+        <button type="button" className="link" onClick={() => setLimit(limit + PAGE)}>
+          {t('showMore', { count: Math.min(PAGE, group.rows.length - limit) })}
+        </button>
       ) : null}
     </section>
   )
@@ -93,7 +100,15 @@ function SessionItem({ row, active }: { row: SessionRow; active: boolean }) {
   return (
     <li className={'session-item' + (active ? ' active' : '')} data-session-id={row.sessionId} data-status={row.status}>
       {editing ? (
-        <input ref={input} className="rename" defaultValue={titleOf(row) ?? ''} aria-label={t('renamePrompt')} autoFocus onKeyDown={onRenameKey} onBlur={() => setEditing(false)} />
+        <input
+          ref={input}
+          className="rename"
+          defaultValue={titleOf(row) ?? ''}
+          aria-label={t('renamePrompt')}
+          autoFocus
+          onKeyDown={onRenameKey}
+          onBlur={() => setEditing(false)}
+        />
       ) : (
         <a
           href={`/s/${encodeURIComponent(row.sessionId)}`}
@@ -105,15 +120,43 @@ function SessionItem({ row, active }: { row: SessionRow; active: boolean }) {
           }}
         >
           <span className="title">{title}</span>
-          {row.status === 'running' || row.status === 'waiting' ? <span className={'dot ' + row.status} aria-hidden="true" /> : null}
+          {row.status === 'running' || row.status === 'waiting' ? (
+            <span className={'dot ' + row.status} aria-hidden="true" />
+          ) : null}
         </a>
       )}
-      <button type="button" className="icon" aria-label={t('sessionActions')} aria-expanded={menu} onClick={() => setMenu(!menu)}>⋯</button>
+      <button
+        type="button"
+        className="icon"
+        aria-label={t('sessionActions')}
+        aria-expanded={menu}
+        onClick={() => setMenu(!menu)}
+      >
+        ⋯
+      </button>
       {menu ? (
         <div className="menu" role="menu" onKeyDown={(e) => e.key === 'Escape' && setMenu(false)}>
-          <button type="button" role="menuitem" autoFocus onClick={() => { setMenu(false); setEditing(true) }}>{t('rename')}</button>
-          <button type="button" role="menuitem" onClick={() => run(async () => ctx.router.openSession((await forkSession(ctx, row)).sessionId))}>{t('fork')}</button>
-          <button type="button" role="menuitem" onClick={() => run(() => archiveSession(ctx, row))}>{t('archive')}</button>
+          <button
+            type="button"
+            role="menuitem"
+            autoFocus
+            onClick={() => {
+              setMenu(false)
+              setEditing(true)
+            }}
+          >
+            {t('rename')}
+          </button>
+          <button
+            type="button"
+            role="menuitem"
+            onClick={() => run(async () => ctx.router.openSession((await forkSession(ctx, row)).sessionId))}
+          >
+            {t('fork')}
+          </button>
+          <button type="button" role="menuitem" onClick={() => run(() => archiveSession(ctx, row))}>
+            {t('archive')}
+          </button>
         </div>
       ) : null}
     </li>

@@ -7,7 +7,15 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { hasChromium, launchBrowser, openPage, startWebApp, withArtifacts, type Browser, type WebApp } from '@dsh/web-testkit'
+import {
+  hasChromium,
+  launchBrowser,
+  openPage,
+  startWebApp,
+  withArtifacts,
+  type Browser,
+  type WebApp,
+} from '@dsh/web-testkit'
 import { SHELL_ONLY_PATCH } from './shell-only.ts'
 
 vi.setConfig({ testTimeout: 90_000, hookTimeout: 90_000 })
@@ -21,7 +29,10 @@ const cache = mkdtempSync(join(tmpdir(), 'dsh-dev-cache-'))
 
 beforeAll(async () => {
   app = await startWebApp({ patch: SHELL_ONLY_PATCH, steps: [{ text: 'Answered through the dev server.' }] })
-  dev = spawn(process.execPath, [DEV, '--port', '0'], { env: { ...process.env, DSH_WEB_URL: app.url, DSH_DEV_CACHE_DIR: cache }, stdio: ['ignore', 'pipe', 'pipe'] })
+  dev = spawn(process.execPath, [DEV, '--port', '0'], {
+    env: { ...process.env, DSH_WEB_URL: app.url, DSH_DEV_CACHE_DIR: cache },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   let out = ''
   devUrl = await new Promise<string>((resolve, reject) => {
     dev!.stdout!.setEncoding('utf8').on('data', (d: string) => {
@@ -46,12 +57,16 @@ describe.skipIf(!hasChromium())('pnpm dev:web', () => {
     const { page, context, errors } = await openPage(browser, devUrl)
     await withArtifacts(page, 'dev-server', async () => {
       await page.waitForURL(/\/s\//)
-      const fromSources = await page.evaluate(() => performance.getEntriesByType('resource').some((r) => r.name.includes('/src/main.tsx')))
+      const fromSources = await page.evaluate(() =>
+        performance.getEntriesByType('resource').some((r) => r.name.includes('/src/main.tsx')),
+      )
       expect(fromSources).toBe(true)
       const box = page.locator('[data-composer="true"]')
       await box.fill('through vite')
       await box.press('Enter')
-      await expect.poll(() => page.locator('[data-kind="assistant"] .body').allTextContents(), { timeout: 20_000 }).toEqual(['Answered through the dev server.'])
+      await expect
+        .poll(() => page.locator('[data-kind="assistant"] .body').allTextContents(), { timeout: 20_000 })
+        .toEqual(['Answered through the dev server.'])
       expect(errors).toEqual([])
     })
     await context.close()

@@ -4,7 +4,15 @@
 // API key explained in the page and stored from its Settings dialog.
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { hasChromium, launchBrowser, openPage, startWebApp, withArtifacts, type Browser, type WebApp } from '@dsh/web-testkit'
+import {
+  hasChromium,
+  launchBrowser,
+  openPage,
+  startWebApp,
+  withArtifacts,
+  type Browser,
+  type WebApp,
+} from '@dsh/web-testkit'
 import { SHELL_ONLY_PATCH } from './shell-only.ts'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 })
@@ -16,7 +24,11 @@ let browser: Browser
 
 beforeAll(async () => {
   // The package is copied into the project folder; the patch row names it relative to the patch file.
-  app = await startWebApp({ noKey: true, copy: { 'hello-ui': FIXTURE }, patch: SHELL_ONLY_PATCH + '- insert:\n    - id: hello-ui\n      name: ./hello-ui/index.js\n' })
+  app = await startWebApp({
+    noKey: true,
+    copy: { 'hello-ui': FIXTURE },
+    patch: SHELL_ONLY_PATCH + '- insert:\n    - id: hello-ui\n      name: ./hello-ui/index.js\n',
+  })
   browser = await launchBrowser()
 })
 
@@ -28,7 +40,10 @@ afterAll(async () => {
 describe.skipIf(!hasChromium())('a plugin browser half outside the app', () => {
   it('is listed in the boot manifest, renders in the side panel with working hooks, follows the language, and unloads', async () => {
     const manifest = await (await fetch(app.url + '/client-manifest.json')).json()
-    expect(manifest.plugins).toContainEqual({ package: '@dsh-fixture/hello-ui', url: '/plugins/@dsh-fixture/hello-ui/index.js' })
+    expect(manifest.plugins).toContainEqual({
+      package: '@dsh-fixture/hello-ui',
+      url: '/plugins/@dsh-fixture/hello-ui/index.js',
+    })
     expect(manifest.launchCwd).toBe(app.cwd)
     const { page, context, errors } = await openPage(browser, app.url)
     await withArtifacts(page, 'plugin-half', async () => {

@@ -5,19 +5,41 @@ import { groupSessions, titleOf } from '../src/sessions.ts'
 import { shellMessages } from '../src/messages.ts'
 
 const row = (id: string, cwd: string, extra: Partial<SessionRow> = {}): SessionRow => ({
-  sessionId: id, cwd, createdAt: 0, updatedAt: 0, turns: 0, events: 0, archived: false, status: 'idle', queued: 0, ...extra,
+  sessionId: id,
+  cwd,
+  createdAt: 0,
+  updatedAt: 0,
+  turns: 0,
+  events: 0,
+  archived: false,
+  status: 'idle',
+  queued: 0,
+  ...extra,
 })
 let seq = 0
 const ev = (type: string, data: unknown): WireEvent => ({ seq: seq++, type, time: 0, data })
 
 describe('sidebar grouping', () => {
   it('puts workspaces first in their order, then other folders, and filters by title or first prompt', () => {
-    const sessions = [row('a', '/x/other', { title: 'Fix the build' }), row('b', '/w/one', { firstPrompt: 'add a test\nsecond line' }), row('c', '/w/two')]
-    const workspaces = [{ id: 'w2', name: 'Two', path: '/w/two' }, { id: 'w1', name: 'One', path: '/w/one' }, { id: 'w3', name: 'Empty', path: '/w/empty' }]
+    const sessions = [
+      row('a', '/x/other', { title: 'Fix the build' }),
+      row('b', '/w/one', { firstPrompt: 'add a test\nsecond line' }),
+      row('c', '/w/two'),
+    ]
+    const workspaces = [
+      { id: 'w2', name: 'Two', path: '/w/two' },
+      { id: 'w1', name: 'One', path: '/w/one' },
+      { id: 'w3', name: 'Empty', path: '/w/empty' },
+    ]
     expect(groupSessions(sessions, workspaces, '').map((g) => [g.name, g.rows.map((r) => r.sessionId)])).toEqual([
-      ['Two', ['c']], ['One', ['b']], ['Empty', []], ['other', ['a']],
+      ['Two', ['c']],
+      ['One', ['b']],
+      ['Empty', []],
+      ['other', ['a']],
     ])
-    expect(groupSessions(sessions, workspaces, 'ADD A').map((g) => [g.name, g.rows.map((r) => r.sessionId)])).toEqual([['One', ['b']]])
+    expect(groupSessions(sessions, workspaces, 'ADD A').map((g) => [g.name, g.rows.map((r) => r.sessionId)])).toEqual([
+      ['One', ['b']],
+    ])
     expect(groupSessions(sessions, workspaces, 'nothing like it')).toEqual([])
     expect(titleOf(sessions[1])).toBe('add a test')
     expect(titleOf(sessions[2])).toBeUndefined()
@@ -34,14 +56,23 @@ describe('fallback fold', () => {
       ev('assistant/chunk', { chunk: { kind: 'text-delta', text: 'lo!' } }),
     ]
     const mid = foldItems(events, events.length)
-    expect(mid.map((i) => [i.kind, i.text, i.streaming ?? false])).toEqual([['user', 'hello', false], ['assistant', 'Hello!', true]])
+    expect(mid.map((i) => [i.kind, i.text, i.streaming ?? false])).toEqual([
+      ['user', 'hello', false],
+      ['assistant', 'Hello!', true],
+    ])
     events.push(
-      ev('assistant/message', { message: { role: 'assistant', content: [{ type: 'text', text: 'Hello!' }] }, usage: { input: 100, output: 5, cacheRead: 900, cacheWrite: 0, reasoning: 0 } }),
+      ev('assistant/message', {
+        message: { role: 'assistant', content: [{ type: 'text', text: 'Hello!' }] },
+        usage: { input: 100, output: 5, cacheRead: 900, cacheWrite: 0, reasoning: 0 },
+      }),
       ev('tool/call', { callId: 'c1', name: 'bash', arguments: '{"command":"ls"}' }),
       ev('turn/end', { turn: 0, reason: 'error', error: { code: 'MISSING_CREDENTIAL', message: 'no key' } }),
     )
     expect(foldItems(events, events.length).map((i) => [i.kind, i.text, i.streaming ?? false])).toEqual([
-      ['user', 'hello', false], ['assistant', 'Hello!', false], ['tool', '{"command":"ls"}', false], ['error', 'no key', false],
+      ['user', 'hello', false],
+      ['assistant', 'Hello!', false],
+      ['tool', '{"command":"ls"}', false],
+      ['error', 'no key', false],
     ])
     expect(lastPromptTokens(events)).toBe(1000)
     expect(lastPromptTokens(events.slice(0, 3))).toBeUndefined()

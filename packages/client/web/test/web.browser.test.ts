@@ -2,13 +2,24 @@
 // a streamed answer, a reload mid-turn, keyboard-only use, the Chinese locale and the
 // host-unreachable banner. One host and one browser for the file; each test takes a fresh page.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { hasChromium, launchBrowser, openPage, startWebApp, withArtifacts, type Browser, type Page, type WebApp } from '@dsh/web-testkit'
+import {
+  hasChromium,
+  launchBrowser,
+  openPage,
+  startWebApp,
+  withArtifacts,
+  type Browser,
+  type Page,
+  type WebApp,
+} from '@dsh/web-testkit'
 import { SHELL_ONLY_PATCH } from './shell-only.ts'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 })
 
 const SLOW = ['Alpha ', 'beta ', 'gamma ', 'delta ', 'epsilon ', 'zeta ', 'eta ', 'theta.']
-const slowSteps = (words: string[], delayMs: number) => ({ events: words.flatMap((text, i) => (i === 0 ? [{ text }] : [{ delayMs }, { text }])) })
+const slowSteps = (words: string[], delayMs: number) => ({
+  events: words.flatMap((text, i) => (i === 0 ? [{ text }] : [{ delayMs }, { text }])),
+})
 
 let app: WebApp
 let browser: Browser
@@ -21,7 +32,15 @@ beforeAll(async () => {
       slowSteps(SLOW, 300) as never,
       { text: 'Typed without a mouse.' },
       // Reasoning deltas far enough apart that each is published on its own (DELTA_PUBLISH_MS).
-      { events: [...['Weighing ', 'the ', 'options ', 'one ', 'by ', 'one.'].flatMap((reasoning) => [{ reasoning }, { delayMs: 300 }]), { text: 'Thought it through.' }] } as never,
+      {
+        events: [
+          ...['Weighing ', 'the ', 'options ', 'one ', 'by ', 'one.'].flatMap((reasoning) => [
+            { reasoning },
+            { delayMs: 300 },
+          ]),
+          { text: 'Thought it through.' },
+        ],
+      } as never,
     ],
   })
   browser = await launchBrowser()
@@ -169,7 +188,9 @@ describe.skipIf(!hasChromium())('dsh web in Chromium', () => {
       await item.getByRole('button', { name: 'Session actions' }).click()
       await item.getByRole('menuitem', { name: 'Archive' }).click()
       await expect.poll(() => item.count()).toBe(0)
-      expect((await app.call('sessions.list', {})).sessions.map((r: { sessionId: string }) => r.sessionId)).not.toContain(streamed)
+      expect(
+        (await app.call('sessions.list', {})).sessions.map((r: { sessionId: string }) => r.sessionId),
+      ).not.toContain(streamed)
       // Two "New session" requests in one task (Alt+N twice) open one session, not two: with no
       // empty session left to reuse, both would otherwise create one.
       type Row = { sessionId: string; turns: number }
@@ -177,7 +198,8 @@ describe.skipIf(!hasChromium())('dsh web in Chromium', () => {
       for (const r of await empties()) await app.call('sessions.archive', { sessionId: r.sessionId, archived: true })
       const fromUrl = page.url()
       await page.evaluate(() => {
-        for (let i = 0; i < 2; i++) window.dispatchEvent(new KeyboardEvent('keydown', { code: 'KeyN', key: 'n', altKey: true }))
+        for (let i = 0; i < 2; i++)
+          window.dispatchEvent(new KeyboardEvent('keydown', { code: 'KeyN', key: 'n', altKey: true }))
       })
       await expect.poll(() => page.url()).not.toBe(fromUrl)
       await page.waitForTimeout(500) // anything a second request would create has been created by now
@@ -239,7 +261,9 @@ describe.skipIf(!hasChromium())('dsh web in Chromium', () => {
       })
       await composer(page).fill('think in steps')
       await composer(page).press('Enter')
-      await expect.poll(async () => (await assistantTexts(page)).at(-1) ?? '', { timeout: 20_000 }).toBe('Thought it through.')
+      await expect
+        .poll(async () => (await assistantTexts(page)).at(-1) ?? '', { timeout: 20_000 })
+        .toBe('Thought it through.')
       await expect.poll(() => page.evaluate(() => (window as any).__renders.at(-1)?.last)).toBe('turn/end')
       const renders: Array<{ version: number; last?: string }> = await page.evaluate(() => (window as any).__renders)
       // Six reasoning deltas 300 ms apart are six publishes of the full feed; the settled feed

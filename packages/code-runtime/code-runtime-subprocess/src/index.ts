@@ -43,11 +43,27 @@ const STDERR_TAIL = 4096
 export class SubprocessCodeRuntime extends CodeRuntime {
   static inject = ['subprocess', 'sandbox', 'sandboxPolicy']
   static Config: Schema<Partial<SubprocessCodeRuntimeConfig>, SubprocessCodeRuntimeConfig> = Schema.object({
-    timeoutMs: Schema.natural().min(1).default(60_000).description('Time budget of a run that names none, in ms (binding calls included).'),
-    maxTimeoutMs: Schema.natural().min(1).default(1_800_000).description('Largest time budget a request may ask for, in ms (a workflow script may run 30 minutes; run_code caps its own).'),
-    memoryMb: Schema.natural().min(16).default(256).description('Heap cap of each program process, in MiB (V8 old generation).'),
+    timeoutMs: Schema.natural()
+      .min(1)
+      .default(60_000)
+      .description('Time budget of a run that names none, in ms (binding calls included).'),
+    maxTimeoutMs: Schema.natural()
+      .min(1)
+      .default(1_800_000)
+      .description(
+        'Largest time budget a request may ask for, in ms (a workflow script may run 30 minutes; run_code caps its own).',
+      ),
+    memoryMb: Schema.natural()
+      .min(16)
+      .default(256)
+      .description('Heap cap of each program process, in MiB (V8 old generation).'),
     maxLogChars: Schema.natural().min(0).default(50_000).description('Console output kept per run, in characters.'),
-    maxMessageBytes: Schema.natural().min(1024).default(16 * 1024 * 1024).description('Largest message between the program and dsh (a call argument, a tool result, a return value), in bytes.'),
+    maxMessageBytes: Schema.natural()
+      .min(1024)
+      .default(16 * 1024 * 1024)
+      .description(
+        'Largest message between the program and dsh (a call argument, a tool result, a return value), in bytes.',
+      ),
     node: Schema.string().description('Node binary that runs programs. Default: the one running dsh.'),
   })
 
@@ -60,8 +76,12 @@ export class SubprocessCodeRuntime extends CodeRuntime {
     readonly config: SubprocessCodeRuntimeConfig,
   ) {
     super(ctx)
-    if (config.timeoutMs > config.maxTimeoutMs) throw new TypeError(`code-runtime-subprocess: timeoutMs (${config.timeoutMs}) exceeds maxTimeoutMs (${config.maxTimeoutMs})`)
-    if (config.node !== undefined && config.node.trim() === '') throw new TypeError('code-runtime-subprocess: node must name a Node binary (or be left out)')
+    if (config.timeoutMs > config.maxTimeoutMs)
+      throw new TypeError(
+        `code-runtime-subprocess: timeoutMs (${config.timeoutMs}) exceeds maxTimeoutMs (${config.maxTimeoutMs})`,
+      )
+    if (config.node !== undefined && config.node.trim() === '')
+      throw new TypeError('code-runtime-subprocess: node must name a Node binary (or be left out)')
     this.subprocess = plainService(ctx.subprocess)
     this.sandbox = plainService(ctx.sandbox)
     this.policy = plainService(ctx.sandboxPolicy)
@@ -82,28 +102,51 @@ export class SubprocessCodeRuntime extends CodeRuntime {
   async run(request: CodeRunRequest): Promise<CodeRunResult> {
     const resolved = this.resolve(request)
     const state = new RunState(resolved, this.config.maxLogChars)
-    if (resolved.signal?.aborted) return state.finish({ error: { code: 'CANCELLED', message: 'the run was cancelled before it started' } })
+    if (resolved.signal?.aborted)
+      return state.finish({ error: { code: 'CANCELLED', message: 'the run was cancelled before it started' } })
     const start = await state.start()
     if ('message' in start) return state.finish({ error: start })
 
-    const cwd = resolved.cwd ?? this.policy.workspaceRoot(resolved.sessionId !== undefined ? { sessionId: resolved.sessionId } : {})
+    const cwd =
+      resolved.cwd ??
+      this.policy.workspaceRoot(resolved.sessionId !== undefined ? { sessionId: resolved.sessionId } : {})
     const policy = this.policyFor({ ...resolved, cwd })
-    const argv = [this.config.node ?? process.execPath, `--max-old-space-size=${resolved.memoryMb}`, '--no-warnings', '-e', CHILD_SOURCE, CHILD_MARKER]
+    const argv = [
+      this.config.node ?? process.execPath,
+      `--max-old-space-size=${resolved.memoryMb}`,
+      '--no-warnings',
+      '-e',
+      CHILD_SOURCE,
+      CHILD_MARKER,
+    ]
     let invocation: SandboxInvocation
     try {
       invocation = await this.sandbox.wrap({ argv, cwd, policy })
     } catch (error) {
-      if (!isSandboxError(error)) return state.finish({ error: { code: 'INTERNAL', message: `the program's process could not be prepared: ${messageOf(error)}` } })
+      if (!isSandboxError(error))
+        return state.finish({
+          error: { code: 'INTERNAL', message: `the program's process could not be prepared: ${messageOf(error)}` },
+        })
       return state.finish({
-        error: { code: 'REFUSED', message: `the program was not run because the session's ${policy.mode} sandbox cannot confine it: ${error.message}` },
+        error: {
+          code: 'REFUSED',
+          message: `the program was not run because the session's ${policy.mode} sandbox cannot confine it: ${error.message}`,
+        },
       })
     }
-    if (resolved.signal?.aborted) return state.finish({ error: { code: 'CANCELLED', message: 'the run was cancelled before it started' } })
+    if (resolved.signal?.aborted)
+      return state.finish({ error: { code: 'CANCELLED', message: 'the run was cancelled before it started' } })
     return this.supervise(resolved, state, start, invocation, cwd)
   }
 
   /** Starts the confined child, speaks the protocol with it, and ends the run. Never rejects. */
-  private supervise(request: ResolvedCodeRun, state: RunState, start: object, invocation: SandboxInvocation, cwd: string): Promise<CodeRunResult> {
+  private supervise(
+    request: ResolvedCodeRun,
+    state: RunState,
+    start: object,
+    invocation: SandboxInvocation,
+    cwd: string,
+  ): Promise<CodeRunResult> {
     const [file, ...args] = invocation.argv
     const maxBytes = this.config.maxMessageBytes
     let handle: ProcessHandle
@@ -122,7 +165,11 @@ export class SubprocessCodeRuntime extends CodeRuntime {
         ...(invocation.launcher ? { launcher: invocation.launcher } : {}),
       })
     } catch (error) {
-      return Promise.resolve(state.finish({ error: { code: 'INTERNAL', message: `the program's process could not start: ${messageOf(error)}` } }))
+      return Promise.resolve(
+        state.finish({
+          error: { code: 'INTERNAL', message: `the program's process could not start: ${messageOf(error)}` },
+        }),
+      )
     }
 
     return new Promise<CodeRunResult>((resolve) => {
@@ -154,7 +201,13 @@ export class SubprocessCodeRuntime extends CodeRuntime {
         if (done) return
         const line = JSON.stringify(message)
         if (Buffer.byteLength(line) > maxBytes) {
-          return send({ t: 'reply', id: message.id, ok: false, message: `the result is larger than the ${maxBytes}-byte message limit; ask for less (a range, a filter)`, code: 'MESSAGE_TOO_LARGE' })
+          return send({
+            t: 'reply',
+            id: message.id,
+            ok: false,
+            message: `the result is larger than the ${maxBytes}-byte message limit; ask for less (a range, a filter)`,
+            code: 'MESSAGE_TOO_LARGE',
+          })
         }
         send(message)
       }
@@ -171,7 +224,8 @@ export class SubprocessCodeRuntime extends CodeRuntime {
           // Not a message: the program wrote to its standard output directly (a file descriptor write).
           return state.record({ level: 'log', text: line })
         }
-        if (raw === null || typeof raw !== 'object' || typeof (raw as { t?: unknown }).t !== 'string') return state.record({ level: 'log', text: line })
+        if (raw === null || typeof raw !== 'object' || typeof (raw as { t?: unknown }).t !== 'string')
+          return state.record({ level: 'log', text: line })
         state.receive(raw, "the program's process", end, reply)
       }
       handle.onOutput((chunk) => {
@@ -196,11 +250,23 @@ export class SubprocessCodeRuntime extends CodeRuntime {
       })
       void handle.exited.then((exit) => {
         if (done) return
-        if (exit.spawnError) return end({ error: { code: 'INTERNAL', message: `the program's process could not start: ${exit.spawnError.code} ${exit.spawnError.message}` } })
-        if (/heap out of memory|Reached heap limit/i.test(stderrTail)) return end({ error: memoryError(request.memoryMb) })
+        if (exit.spawnError)
+          return end({
+            error: {
+              code: 'INTERNAL',
+              message: `the program's process could not start: ${exit.spawnError.code} ${exit.spawnError.message}`,
+            },
+          })
+        if (/heap out of memory|Reached heap limit/i.test(stderrTail))
+          return end({ error: memoryError(request.memoryMb) })
         const last = stderrTail.trim().split('\n').at(-1)?.trim()
         const how = exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`
-        end({ error: { code: 'INTERNAL', message: `the program's process exited (${how}) before the program finished${last ? `: ${last}` : ''}` } })
+        end({
+          error: {
+            code: 'INTERNAL',
+            message: `the program's process exited (${how}) before the program finished${last ? `: ${last}` : ''}`,
+          },
+        })
       })
 
       send({ t: 'start', ...start })
@@ -209,7 +275,10 @@ export class SubprocessCodeRuntime extends CodeRuntime {
 }
 
 function tooLarge(maxBytes: number) {
-  return { code: 'INTERNAL' as const, message: `the program sent a message larger than the ${maxBytes}-byte limit (a call argument or return value); pass or return less` }
+  return {
+    code: 'INTERNAL' as const,
+    message: `the program sent a message larger than the ${maxBytes}-byte limit (a call argument or return value); pass or return less`,
+  }
 }
 
 export const name = 'code-runtime-subprocess'

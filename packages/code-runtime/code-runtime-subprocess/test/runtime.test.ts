@@ -25,7 +25,13 @@ async function boot(options: { runner?: 'bwrap' | 'none'; runtime?: Record<strin
   await booted.plugin(LocalSubprocessService, {} as never)
   await booted.plugin(LocalSandbox, { runner: options.runner ?? 'bwrap', probeCache: false } as never)
   await booted.plugin(SandboxPolicyService, { tempDirs: [temp], fallbackRoot: ws } as never)
-  await booted.plugin(SubprocessCodeRuntime, { timeoutMs: 10_000, maxTimeoutMs: 20_000, memoryMb: 64, maxLogChars: 200, ...options.runtime } as never)
+  await booted.plugin(SubprocessCodeRuntime, {
+    timeoutMs: 10_000,
+    maxTimeoutMs: 20_000,
+    memoryMb: 64,
+    maxLogChars: 200,
+    ...options.runtime,
+  } as never)
   return booted
 }
 
@@ -44,7 +50,8 @@ afterAll(async () => {
   rmSync(base, { recursive: true, force: true })
 })
 
-const run = (request: CodeRunRequest, context = ctx) => context.codeRuntime.run({ cwd: ws, sessionId: 'S1', ...request })
+const run = (request: CodeRunRequest, context = ctx) =>
+  context.codeRuntime.run({ cwd: ws, sessionId: 'S1', ...request })
 
 /** Live processes descending from this test process whose command line names the program child. */
 function programProcesses(): number[] {
@@ -90,7 +97,14 @@ describe('code-runtime-subprocess: the program contract in a confined child', ()
       bindings: { tools: { echo: async (arg) => (seen.push(arg), arg) } },
     })
     expect(result.error).toBeUndefined()
-    expect(result.value).toEqual({ a: { v: 2 }, b: { v: 3 }, env: ['PATH'], require: 'undefined', hit: { path: 'p' }, cwd: ws })
+    expect(result.value).toEqual({
+      a: { v: 2 },
+      b: { v: 3 },
+      env: ['PATH'],
+      require: 'undefined',
+      hit: { path: 'p' },
+      cwd: ws,
+    })
     expect(result.logs).toEqual([
       { level: 'log', text: 'start { x: 2 }' },
       { level: 'warn', text: 'careful' },
@@ -103,23 +117,52 @@ describe('code-runtime-subprocess: the program contract in a confined child', ()
   })
 
   it('a throwing program reports the stack of its own code, with its own line numbers', async () => {
-    const result = await run({ code: ['type N = number', 'function explode(n: N): never {', '  throw new RangeError(`bad ${n}`)', '}', 'return explode(7)'].join('\n') })
-    expect(result.error).toEqual({ code: 'THROWN', message: 'RangeError: bad 7', stack: '    at explode (program.ts:3:9)\n    at program.ts:5:8' })
+    const result = await run({
+      code: [
+        'type N = number',
+        'function explode(n: N): never {',
+        '  throw new RangeError(`bad ${n}`)',
+        '}',
+        'return explode(7)',
+      ].join('\n'),
+    })
+    expect(result.error).toEqual({
+      code: 'THROWN',
+      message: 'RangeError: bad 7',
+      stack: '    at explode (program.ts:3:9)\n    at program.ts:5:8',
+    })
   })
 
   it('time limit, heap cap, binding rejections and bad programs', async () => {
-    expect((await run({ code: 'while (true) {}', timeoutMs: 300 })).error).toEqual({ code: 'TIMEOUT', message: 'the program ran longer than its 300 ms limit and was stopped' })
-    expect((await run({ code: 'const a = []\nwhile (true) a.push(new Array(10000).fill("x" + a.length))', memoryMb: 32 })).error?.code).toBe('MEMORY')
+    expect((await run({ code: 'while (true) {}', timeoutMs: 300 })).error).toEqual({
+      code: 'TIMEOUT',
+      message: 'the program ran longer than its 300 ms limit and was stopped',
+    })
+    expect(
+      (await run({ code: 'const a = []\nwhile (true) a.push(new Array(10000).fill("x" + a.length))', memoryMb: 32 }))
+        .error?.code,
+    ).toBe('MEMORY')
     const denied = await run({
       code: 'try { await tools.write({}) } catch (e) { return [e.message, e.code] }',
-      bindings: { tools: { write: async () => Promise.reject(Object.assign(new Error('the call was denied'), { code: 'DENIED' })) } },
+      bindings: {
+        tools: {
+          write: async () => Promise.reject(Object.assign(new Error('the call was denied'), { code: 'DENIED' })),
+        },
+      },
     })
     expect(denied.value).toEqual(['the call was denied', 'DENIED'])
-    expect((await run({ code: 'let x = (;' })).error).toEqual({ code: 'SYNTAX', message: 'SyntaxError: Unexpected token (line 1, column 10)' })
+    expect((await run({ code: 'let x = (;' })).error).toEqual({
+      code: 'SYNTAX',
+      message: 'SyntaxError: Unexpected token (line 1, column 10)',
+    })
     expect((await run({ code: 'foo(', language: 'javascript' })).error?.code).toBe('SYNTAX')
-    expect((await run({ code: 'await tools.reed({})', bindings: { tools: { read: async () => 1 } } })).error?.message).toBe('TypeError: tools.reed does not exist. Available: read')
+    expect(
+      (await run({ code: 'await tools.reed({})', bindings: { tools: { read: async () => 1 } } })).error?.message,
+    ).toBe('TypeError: tools.reed does not exist. Available: read')
     expect((await run({ code: 'return () => 1' })).error?.code).toBe('UNSERIALIZABLE')
-    const late = await run({ code: 'setTimeout(() => { throw new TypeError("late") }, 5)\nawait new Promise((r) => setTimeout(r, 2000))' })
+    const late = await run({
+      code: 'setTimeout(() => { throw new TypeError("late") }, 5)\nawait new Promise((r) => setTimeout(r, 2000))',
+    })
     expect(late.error).toMatchObject({ code: 'THROWN', message: 'TypeError: late' })
     expect((await run({ code: 'process.exit(3)' })).error?.message).toMatch(/process.exit\(\) is not available/)
     const logs = await run({ code: 'for (let i = 0; i < 50; i++) console.log("line " + i + " ..........")\nreturn 1' })
@@ -132,14 +175,32 @@ describe('code-runtime-subprocess: the program contract in a confined child', ()
     const small = await boot({ runtime: { maxMessageBytes: 4096 } })
     try {
       const fd = 'const fs = process.getBuiltinModule("fs")\n'
-      expect((await run({ code: `${fd}fs.writeSync(1, "plain line\\n")\nreturn 1` }, small)).logs).toEqual([{ level: 'log', text: 'plain line' }])
-      const forged = await run({ code: `${fd}fs.writeSync(1, JSON.stringify({ t: "log", level: "shout", text: "x" }) + "\\n")\nawait new Promise(() => {})` }, small)
-      expect(forged.error).toEqual({ code: 'INTERNAL', message: "the program's process sent a malformed message: a log message has no valid level" })
+      expect((await run({ code: `${fd}fs.writeSync(1, "plain line\\n")\nreturn 1` }, small)).logs).toEqual([
+        { level: 'log', text: 'plain line' },
+      ])
+      const forged = await run(
+        {
+          code: `${fd}fs.writeSync(1, JSON.stringify({ t: "log", level: "shout", text: "x" }) + "\\n")\nawait new Promise(() => {})`,
+        },
+        small,
+      )
+      expect(forged.error).toEqual({
+        code: 'INTERNAL',
+        message: "the program's process sent a malformed message: a log message has no valid level",
+      })
       const big = await run({ code: 'return "x".repeat(10000)' }, small)
-      expect(big.error?.message).toBe('the program sent a message larger than the 4096-byte limit (a call argument or return value); pass or return less')
+      expect(big.error?.message).toBe(
+        'the program sent a message larger than the 4096-byte limit (a call argument or return value); pass or return less',
+      )
       const unended = await run({ code: `${fd}fs.writeSync(1, "y".repeat(10000))\nawait new Promise(() => {})` }, small)
       expect(unended.error?.code).toBe('INTERNAL')
-      const answer = await run({ code: 'try { await tools.big({}) } catch (e) { return e.code }', bindings: { tools: { big: async () => 'z'.repeat(10000) } } }, small)
+      const answer = await run(
+        {
+          code: 'try { await tools.big({}) } catch (e) { return e.code }',
+          bindings: { tools: { big: async () => 'z'.repeat(10000) } },
+        },
+        small,
+      )
       expect(answer.value).toBe('MESSAGE_TOO_LARGE')
     } finally {
       await dispose(small)
@@ -152,9 +213,18 @@ describe('code-runtime-subprocess: the program contract in a confined child', ()
   })
 
   it('resolve() fills defaults and rejects malformed requests, sessionId and cwd included', () => {
-    expect(ctx.codeRuntime.resolve({ code: 'x', timeoutMs: 999_999 })).toMatchObject({ language: 'typescript', timeoutMs: 20_000, memoryMb: 64, filename: 'program.ts' })
-    expect(() => ctx.codeRuntime.resolve({ code: 'x', cwd: 'relative' })).toThrow('codeRuntime.run: cwd must be an absolute path')
-    expect(() => ctx.codeRuntime.resolve({ code: 'x', sessionId: '' })).toThrow('codeRuntime.run: sessionId must be a non-empty string')
+    expect(ctx.codeRuntime.resolve({ code: 'x', timeoutMs: 999_999 })).toMatchObject({
+      language: 'typescript',
+      timeoutMs: 20_000,
+      memoryMb: 64,
+      filename: 'program.ts',
+    })
+    expect(() => ctx.codeRuntime.resolve({ code: 'x', cwd: 'relative' })).toThrow(
+      'codeRuntime.run: cwd must be an absolute path',
+    )
+    expect(() => ctx.codeRuntime.resolve({ code: 'x', sessionId: '' })).toThrow(
+      'codeRuntime.run: sessionId must be a non-empty string',
+    )
   })
 })
 
@@ -177,7 +247,9 @@ describe('code-runtime-subprocess: programs are confined like bash (workspace-wr
     // process.env of this (harness) process gets a planted key; /proc/<pid>/environ shows only a
     // process's initial environment, so that part is checked with this process's own entries.
     const planted = 'sk-planted-code-runtime-0123456789'
-    const initial = readFileSync('/proc/self/environ', 'latin1').split('\0').filter((entry) => entry.includes('=') && !entry.startsWith('PATH='))
+    const initial = readFileSync('/proc/self/environ', 'latin1')
+      .split('\0')
+      .filter((entry) => entry.includes('=') && !entry.startsWith('PATH='))
     expect(initial.length).toBeGreaterThan(0)
     const saved = process.env.DEEPSEEK_API_KEY
     process.env.DEEPSEEK_API_KEY = planted
@@ -240,7 +312,11 @@ describe('code-runtime-subprocess: programs are confined like bash (workspace-wr
       expect(result.value).toMatch(/^E(CONNREFUSED|NETUNREACH|ACCES|PERM)$/)
       // Positive control: the same server answers this process.
       const { connect } = await import('node:net')
-      const reply = await new Promise<string>((resolve, reject) => connect(port, '127.0.0.1').on('data', (d) => resolve(String(d))).on('error', reject))
+      const reply = await new Promise<string>((resolve, reject) =>
+        connect(port, '127.0.0.1')
+          .on('data', (d) => resolve(String(d)))
+          .on('error', reject),
+      )
       expect(reply).toBe('hello from the host\n')
       expect(connections).toBe(1)
     } finally {
@@ -264,7 +340,10 @@ describe('code-runtime-subprocess: programs are confined like bash (workspace-wr
         },
       },
     })
-    expect(result.error).toEqual({ code: 'CANCELLED', message: 'the run was cancelled (user pressed stop) and the program was stopped' })
+    expect(result.error).toEqual({
+      code: 'CANCELLED',
+      message: 'the run was cancelled (user pressed stop) and the program was stopped',
+    })
     expect(during.length).toBeGreaterThan(0)
     await expect.poll(() => programProcesses(), { timeout: 10_000, interval: 50 }).toEqual([])
   })
@@ -274,7 +353,13 @@ describe('code-runtime-subprocess: programs are confined like bash (workspace-wr
     try {
       danger.sandboxPolicy.setMode('S-danger', 'danger-full-access')
       const target = join(outside, 'full-access.txt')
-      const result = await run({ sessionId: 'S-danger', code: `process.getBuiltinModule("fs").writeFileSync(${JSON.stringify(target)}, "ok")\nreturn Object.keys(process.env)` }, danger)
+      const result = await run(
+        {
+          sessionId: 'S-danger',
+          code: `process.getBuiltinModule("fs").writeFileSync(${JSON.stringify(target)}, "ok")\nreturn Object.keys(process.env)`,
+        },
+        danger,
+      )
       expect(result.value).toEqual(['PATH'])
       expect(readFileSync(target, 'utf8')).toBe('ok')
     } finally {
@@ -286,9 +371,14 @@ describe('code-runtime-subprocess: programs are confined like bash (workspace-wr
     const bare = await boot({ runner: 'none' })
     try {
       const target = join(outside, 'no-runner.txt')
-      const result = await run({ code: `process.getBuiltinModule("fs").writeFileSync(${JSON.stringify(target)}, "x")` }, bare)
+      const result = await run(
+        { code: `process.getBuiltinModule("fs").writeFileSync(${JSON.stringify(target)}, "x")` },
+        bare,
+      )
       expect(result.error?.code).toBe('REFUSED')
-      expect(result.error?.message).toMatch(/^the program was not run because the session's workspace-write sandbox cannot confine it: no working sandbox runner/)
+      expect(result.error?.message).toMatch(
+        /^the program was not run because the session's workspace-write sandbox cannot confine it: no working sandbox runner/,
+      )
       expect(existsSync(target)).toBe(false)
     } finally {
       await dispose(bare)

@@ -7,7 +7,13 @@
 import type { Context } from 'cordis'
 import type {} from '@dsh/sandbox-policy'
 import Schema from 'schemastery'
-import { CodeRuntime, resolveCodeRun, type CodeRunRequest, type CodeRunResult, type ResolvedCodeRun } from '@dsh/code-runtime'
+import {
+  CodeRuntime,
+  resolveCodeRun,
+  type CodeRunRequest,
+  type CodeRunResult,
+  type ResolvedCodeRun,
+} from '@dsh/code-runtime'
 import { runInWorker } from './run.ts'
 
 export { runInWorker, type RunLimits } from './run.ts'
@@ -22,8 +28,16 @@ export interface WorkerThreadCodeRuntimeConfig {
 
 export class WorkerThreadCodeRuntime extends CodeRuntime {
   static Config: Schema<Partial<WorkerThreadCodeRuntimeConfig>, WorkerThreadCodeRuntimeConfig> = Schema.object({
-    timeoutMs: Schema.natural().min(1).default(60_000).description('Time budget of a run that names none, in ms (binding calls included).'),
-    maxTimeoutMs: Schema.natural().min(1).default(1_800_000).description('Largest time budget a request may ask for, in ms (a workflow script may run 30 minutes; run_code caps its own).'),
+    timeoutMs: Schema.natural()
+      .min(1)
+      .default(60_000)
+      .description('Time budget of a run that names none, in ms (binding calls included).'),
+    maxTimeoutMs: Schema.natural()
+      .min(1)
+      .default(1_800_000)
+      .description(
+        'Largest time budget a request may ask for, in ms (a workflow script may run 30 minutes; run_code caps its own).',
+      ),
     memoryMb: Schema.natural().min(8).default(256).description('Heap cap of each worker, in MiB (V8 old generation).'),
     maxLogChars: Schema.natural().min(0).default(50_000).description('Console output kept per run, in characters.'),
   })
@@ -33,7 +47,10 @@ export class WorkerThreadCodeRuntime extends CodeRuntime {
     readonly config: WorkerThreadCodeRuntimeConfig,
   ) {
     super(ctx)
-    if (config.timeoutMs > config.maxTimeoutMs) throw new TypeError(`code-runtime-worker-thread: timeoutMs (${config.timeoutMs}) exceeds maxTimeoutMs (${config.maxTimeoutMs})`)
+    if (config.timeoutMs > config.maxTimeoutMs)
+      throw new TypeError(
+        `code-runtime-worker-thread: timeoutMs (${config.timeoutMs}) exceeds maxTimeoutMs (${config.maxTimeoutMs})`,
+      )
   }
 
   /** Defaults from config; `timeoutMs` is capped at `maxTimeoutMs`. Throws TypeError for a malformed request. */

@@ -3,7 +3,17 @@
 // signal by terminating the worker, and collect `{value, logs, error?}`. The worker runs inside
 // the harness process, unconfined: the provider uses it only where nothing is to be confined.
 import { Worker } from 'node:worker_threads'
-import { RunState, cancelledError, memoryError, messageOf, timeoutError, type CodeRunResult, type HostReply, type ResolvedCodeRun, type RunOutcome } from '@dsh/code-runtime'
+import {
+  RunState,
+  cancelledError,
+  memoryError,
+  messageOf,
+  timeoutError,
+  type CodeRunResult,
+  type HostReply,
+  type ResolvedCodeRun,
+  type RunOutcome,
+} from '@dsh/code-runtime'
 import { WORKER_SOURCE } from './worker-source.ts'
 
 export interface RunLimits {
@@ -14,7 +24,8 @@ export interface RunLimits {
 /** Runs `request` (already resolved) in a fresh worker. Never rejects. */
 export async function runInWorker(request: ResolvedCodeRun, limits: RunLimits): Promise<CodeRunResult> {
   const state = new RunState(request, limits.maxLogChars)
-  if (request.signal?.aborted) return state.finish({ error: { code: 'CANCELLED', message: 'the run was cancelled before it started' } })
+  if (request.signal?.aborted)
+    return state.finish({ error: { code: 'CANCELLED', message: 'the run was cancelled before it started' } })
   const start = await state.start()
   if ('message' in start) return state.finish({ error: start })
 
@@ -26,13 +37,19 @@ export async function runInWorker(request: ResolvedCodeRun, limits: RunLimits): 
       env: {},
       stdout: true,
       stderr: true,
-      resourceLimits: { maxOldGenerationSizeMb: request.memoryMb, maxYoungGenerationSizeMb: Math.max(4, Math.min(32, Math.floor(request.memoryMb / 4))) },
+      resourceLimits: {
+        maxOldGenerationSizeMb: request.memoryMb,
+        maxYoungGenerationSizeMb: Math.max(4, Math.min(32, Math.floor(request.memoryMb / 4))),
+      },
     })
   } catch (error) {
     return state.finish({ error: { code: 'INTERNAL', message: `the worker could not start: ${messageOf(error)}` } })
   }
   // The program host captures the process streams; anything else written there is output too.
-  for (const [stream, level] of [[worker.stdout, 'log'], [worker.stderr, 'error']] as const) {
+  for (const [stream, level] of [
+    [worker.stdout, 'log'],
+    [worker.stderr, 'error'],
+  ] as const) {
     stream.setEncoding('utf8')
     stream.on('data', (chunk: string) => state.record({ level, text: chunk.replace(/\n$/, '') }))
   }
@@ -57,16 +74,28 @@ export async function runInWorker(request: ResolvedCodeRun, limits: RunLimits): 
       state.receive(raw, 'the worker', end, reply)
     })
     worker.on('error', (error: Error & { code?: string }) => {
-      end({ error: error.code === 'ERR_WORKER_OUT_OF_MEMORY' ? memoryError(request.memoryMb) : { code: 'INTERNAL', message: `the worker failed: ${messageOf(error)}` } })
+      end({
+        error:
+          error.code === 'ERR_WORKER_OUT_OF_MEMORY'
+            ? memoryError(request.memoryMb)
+            : { code: 'INTERNAL', message: `the worker failed: ${messageOf(error)}` },
+      })
     })
-    worker.on('exit', (code) => end({ error: { code: 'INTERNAL', message: `the worker exited (code ${code}) before the program finished` } }))
+    worker.on('exit', (code) =>
+      end({ error: { code: 'INTERNAL', message: `the worker exited (code ${code}) before the program finished` } }),
+    )
 
     function reply(message: HostReply) {
       if (done) return
       try {
         worker.postMessage(message)
       } catch (error) {
-        worker.postMessage({ t: 'reply', id: message.id, ok: false, message: `the host's answer could not be sent: ${messageOf(error)}` })
+        worker.postMessage({
+          t: 'reply',
+          id: message.id,
+          ok: false,
+          message: `the host's answer could not be sent: ${messageOf(error)}`,
+        })
       }
     }
   })

@@ -1,7 +1,15 @@
 // The host side of one run, shared by providers: type stripping, the message vocabulary of
 // PROGRAM_HOST_SOURCE checked at the boundary, the console cap, binding calls, and the result.
 // Providers add only how the program is started, stopped and reached.
-import type { CodeLog, CodeLogLevel, CodeRunError, CodeRunErrorCode, CodeRunResult, JsonValue, ResolvedCodeRun } from './index.ts'
+import type {
+  CodeLog,
+  CodeLogLevel,
+  CodeRunError,
+  CodeRunErrorCode,
+  CodeRunResult,
+  JsonValue,
+  ResolvedCodeRun,
+} from './index.ts'
 import { stripTypes, TypeStripError } from './strip.ts'
 
 /** A message from the program, after validation. */
@@ -12,7 +20,9 @@ export type ProgramMessage =
   | { t: 'fail'; code: CodeRunErrorCode; message: string; stack?: string }
 
 /** A reply to a call, as the program host expects it. */
-export type HostReply = { t: 'reply'; id: number; ok: true; value?: unknown } | { t: 'reply'; id: number; ok: false; message: string; code?: string }
+export type HostReply =
+  | { t: 'reply'; id: number; ok: true; value?: unknown }
+  | { t: 'reply'; id: number; ok: false; message: string; code?: string }
 
 /** What the program host needs to start: the program (types stripped), names and globals. */
 export interface ProgramStart {
@@ -28,7 +38,16 @@ export interface RunOutcome {
 }
 
 const LEVELS: readonly string[] = ['log', 'info', 'warn', 'error', 'debug']
-const FAIL_CODES: readonly string[] = ['SYNTAX', 'THROWN', 'TIMEOUT', 'MEMORY', 'CANCELLED', 'UNSERIALIZABLE', 'INTERNAL', 'REFUSED']
+const FAIL_CODES: readonly string[] = [
+  'SYNTAX',
+  'THROWN',
+  'TIMEOUT',
+  'MEMORY',
+  'CANCELLED',
+  'UNSERIALIZABLE',
+  'INTERNAL',
+  'REFUSED',
+]
 
 export const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error))
 
@@ -55,7 +74,12 @@ export function checkProgramMessage(raw: unknown): ProgramMessage | string {
       if (typeof m.code !== 'string' || !FAIL_CODES.includes(m.code)) return 'a fail message has an unknown code'
       if (typeof m.message !== 'string') return 'a fail message has no message'
       if (m.stack !== undefined && typeof m.stack !== 'string') return 'a fail message has a non-string stack'
-      return { t: 'fail', code: m.code as CodeRunErrorCode, message: m.message, ...(m.stack !== undefined ? { stack: m.stack } : {}) }
+      return {
+        t: 'fail',
+        code: m.code as CodeRunErrorCode,
+        message: m.message,
+        ...(m.stack !== undefined ? { stack: m.stack } : {}),
+      }
     default:
       return `unknown message type ${JSON.stringify(m.t)}`
   }
@@ -113,14 +137,28 @@ export class RunState {
   /** Runs one binding call and builds the reply (never throws). */
   async answer(call: Extract<ProgramMessage, { t: 'call' }>): Promise<HostReply> {
     this.calls++
-    const fn = Object.hasOwn(this.request.bindings, call.ns) && Object.hasOwn(this.request.bindings[call.ns]!, call.name) ? this.request.bindings[call.ns]![call.name] : undefined
+    const fn =
+      Object.hasOwn(this.request.bindings, call.ns) && Object.hasOwn(this.request.bindings[call.ns]!, call.name)
+        ? this.request.bindings[call.ns]![call.name]
+        : undefined
     try {
       if (!fn) throw new TypeError(`${call.ns}.${call.name} does not exist`)
       const value = await fn(call.arg, { signal: this.lifetime.signal })
-      return { t: 'reply', id: call.id, ok: true, ...(value === undefined ? {} : { value: JSON.parse(JSON.stringify(value)) as unknown }) }
+      return {
+        t: 'reply',
+        id: call.id,
+        ok: true,
+        ...(value === undefined ? {} : { value: JSON.parse(JSON.stringify(value)) as unknown }),
+      }
     } catch (error) {
       const code = (error as { code?: unknown })?.code
-      return { t: 'reply', id: call.id, ok: false, message: messageOf(error), ...(typeof code === 'string' ? { code } : {}) }
+      return {
+        t: 'reply',
+        id: call.id,
+        ok: false,
+        message: messageOf(error),
+        ...(typeof code === 'string' ? { code } : {}),
+      }
     }
   }
 
@@ -131,7 +169,8 @@ export class RunState {
    */
   receive(raw: unknown, from: string, end: (outcome: RunOutcome) => void, reply: (message: HostReply) => void): void {
     const message = checkProgramMessage(raw)
-    if (typeof message === 'string') return end({ error: { code: 'INTERNAL', message: `${from} sent a malformed message: ${message}` } })
+    if (typeof message === 'string')
+      return end({ error: { code: 'INTERNAL', message: `${from} sent a malformed message: ${message}` } })
     switch (message.t) {
       case 'log':
         return this.record({ level: message.level, text: message.text })
@@ -140,7 +179,9 @@ export class RunState {
       case 'done':
         return end(RunState.done(message))
       case 'fail':
-        return end({ error: { code: message.code, message: message.message, ...(message.stack ? { stack: message.stack } : {}) } })
+        return end({
+          error: { code: message.code, message: message.message, ...(message.stack ? { stack: message.stack } : {}) },
+        })
     }
   }
 
@@ -156,7 +197,8 @@ export class RunState {
 
   /** Ends the run: pending calls are aborted, later output dropped, the result built. */
   finish(outcome: RunOutcome): CodeRunResult {
-    if (!this.lifetime.signal.aborted) this.lifetime.abort(new Error(outcome.error ? `the program ended (${outcome.error.code})` : 'the program ended'))
+    if (!this.lifetime.signal.aborted)
+      this.lifetime.abort(new Error(outcome.error ? `the program ended (${outcome.error.code})` : 'the program ended'))
     this.closed = true
     return {
       ...(outcome.value !== undefined ? { value: outcome.value } : {}),
@@ -176,6 +218,15 @@ export function reasonOf(signal: AbortSignal): string {
   return reason === undefined ? 'aborted' : String(reason)
 }
 
-export const timeoutError = (ms: number): CodeRunError => ({ code: 'TIMEOUT', message: `the program ran longer than its ${ms} ms limit and was stopped` })
-export const cancelledError = (signal: AbortSignal): CodeRunError => ({ code: 'CANCELLED', message: `the run was cancelled (${reasonOf(signal)}) and the program was stopped` })
-export const memoryError = (mb: number): CodeRunError => ({ code: 'MEMORY', message: `the program used more than its ${mb} MiB heap limit and was stopped` })
+export const timeoutError = (ms: number): CodeRunError => ({
+  code: 'TIMEOUT',
+  message: `the program ran longer than its ${ms} ms limit and was stopped`,
+})
+export const cancelledError = (signal: AbortSignal): CodeRunError => ({
+  code: 'CANCELLED',
+  message: `the run was cancelled (${reasonOf(signal)}) and the program was stopped`,
+})
+export const memoryError = (mb: number): CodeRunError => ({
+  code: 'MEMORY',
+  message: `the program used more than its ${mb} MiB heap limit and was stopped`,
+})

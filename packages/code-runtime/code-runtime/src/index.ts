@@ -54,7 +54,8 @@ export interface CodeRunRequest {
 }
 
 /** A request after the provider's defaulting: what `run` executes. */
-export interface ResolvedCodeRun extends Omit<CodeRunRequest, 'language' | 'timeoutMs' | 'memoryMb' | 'filename' | 'bindings' | 'globals'> {
+export interface ResolvedCodeRun
+  extends Omit<CodeRunRequest, 'language' | 'timeoutMs' | 'memoryMb' | 'filename' | 'bindings' | 'globals'> {
   language: CodeLanguage
   bindings: BindingNamespaces
   globals: Record<string, JsonValue>
@@ -139,7 +140,10 @@ declare module 'cordis' {
  * A provider's `resolve`: checks the request (TypeError naming the first problem) and fills the
  * defaults from the provider's config, with `timeoutMs` capped at `maxTimeoutMs`.
  */
-export function resolveCodeRun(request: CodeRunRequest, defaults: { timeoutMs: number; maxTimeoutMs: number; memoryMb: number }): ResolvedCodeRun {
+export function resolveCodeRun(
+  request: CodeRunRequest,
+  defaults: { timeoutMs: number; maxTimeoutMs: number; memoryMb: number },
+): ResolvedCodeRun {
   const problem = checkRequest(request)
   if (problem) throw new TypeError(`codeRuntime.run: ${problem}`)
   return {
@@ -160,20 +164,28 @@ export function checkRequest(request: CodeRunRequest): string | undefined {
   if (request.language !== undefined && request.language !== 'typescript' && request.language !== 'javascript') {
     return `language must be "typescript" or "javascript", not ${JSON.stringify(request.language)}`
   }
-  for (const [key, value] of [['timeoutMs', request.timeoutMs], ['memoryMb', request.memoryMb]] as const) {
-    if (value !== undefined && (typeof value !== 'number' || !Number.isFinite(value) || value <= 0)) return `${key} must be a positive number`
+  for (const [key, value] of [
+    ['timeoutMs', request.timeoutMs],
+    ['memoryMb', request.memoryMb],
+  ] as const) {
+    if (value !== undefined && (typeof value !== 'number' || !Number.isFinite(value) || value <= 0))
+      return `${key} must be a positive number`
   }
-  if (request.sessionId !== undefined && (typeof request.sessionId !== 'string' || request.sessionId === '')) return 'sessionId must be a non-empty string'
-  if (request.cwd !== undefined && (typeof request.cwd !== 'string' || !isAbsolute(request.cwd))) return 'cwd must be an absolute path'
+  if (request.sessionId !== undefined && (typeof request.sessionId !== 'string' || request.sessionId === ''))
+    return 'sessionId must be a non-empty string'
+  if (request.cwd !== undefined && (typeof request.cwd !== 'string' || !isAbsolute(request.cwd)))
+    return 'cwd must be an absolute path'
   const identifier = /^[A-Za-z_$][A-Za-z0-9_$]*$/
   for (const [space, table] of Object.entries(request.bindings ?? {})) {
     if (!identifier.test(space)) return `binding namespace ${JSON.stringify(space)} is not a JavaScript identifier`
     if (table === null || typeof table !== 'object') return `bindings.${space} must be an object of functions`
-    for (const [name, fn] of Object.entries(table)) if (typeof fn !== 'function') return `bindings.${space}.${name} must be a function`
+    for (const [name, fn] of Object.entries(table))
+      if (typeof fn !== 'function') return `bindings.${space}.${name} must be a function`
   }
   for (const name of Object.keys(request.globals ?? {})) {
     if (!identifier.test(name)) return `global ${JSON.stringify(name)} is not a JavaScript identifier`
-    if (request.bindings && name in request.bindings) return `global ${JSON.stringify(name)} collides with a binding namespace`
+    if (request.bindings && name in request.bindings)
+      return `global ${JSON.stringify(name)} collides with a binding namespace`
   }
   return undefined
 }
@@ -182,16 +194,23 @@ export function checkRequest(request: CodeRunRequest): string | undefined {
 export function formatRunResult(result: CodeRunResult, options: { maxChars?: number } = {}): string {
   const parts: string[] = []
   if (result.logs.length > 0) {
-    const lines = result.logs.map((log) => (log.level === 'log' || log.level === 'info' ? log.text : `[${log.level}] ${log.text}`))
+    const lines = result.logs.map((log) =>
+      log.level === 'log' || log.level === 'info' ? log.text : `[${log.level}] ${log.text}`,
+    )
     parts.push(`Console output:\n${lines.join('\n')}`)
-    if (result.droppedLogChars) parts.push(`[... ${result.droppedLogChars} more characters of console output were dropped ...]`)
+    if (result.droppedLogChars)
+      parts.push(`[... ${result.droppedLogChars} more characters of console output were dropped ...]`)
   }
   if (result.error) {
-    parts.push(`Program failed (${result.error.code}): ${result.error.message}${result.error.stack ? `\n${result.error.stack}` : ''}`)
+    parts.push(
+      `Program failed (${result.error.code}): ${result.error.message}${result.error.stack ? `\n${result.error.stack}` : ''}`,
+    )
   } else if (result.value === undefined) {
     parts.push('Program finished; it returned nothing.')
   } else {
-    parts.push(`Return value:\n${typeof result.value === 'string' ? result.value : JSON.stringify(result.value, null, 2)}`)
+    parts.push(
+      `Return value:\n${typeof result.value === 'string' ? result.value : JSON.stringify(result.value, null, 2)}`,
+    )
   }
   const text = parts.join('\n\n')
   const max = options.maxChars

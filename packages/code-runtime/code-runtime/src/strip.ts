@@ -18,7 +18,11 @@ export async function stripTypes(code: string): Promise<string> {
   const transform = await (transformReady ??= import('sucrase').then((m) => m.transform))
   let output: string
   try {
-    output = transform(`${OPEN}\n${code}\n${CLOSE}`, { transforms: ['typescript'], disableESTransforms: true, production: true }).code
+    output = transform(`${OPEN}\n${code}\n${CLOSE}`, {
+      transforms: ['typescript'],
+      disableESTransforms: true,
+      production: true,
+    }).code
   } catch (error) {
     throw new TypeStripError(relocate(error instanceof Error ? error.message : String(error)))
   }
@@ -32,5 +36,8 @@ export async function stripTypes(code: string): Promise<string> {
 
 /** Sucrase reports `(line:col)` of the wrapped text: shift the line back by the wrapper's one line. */
 function relocate(message: string): string {
-  return message.replace(/\((\d+):(\d+)\)/, (_, line: string, col: string) => `(line ${Number(line) - 1}, column ${col})`)
+  return message.replace(
+    /\((\d+):(\d+)\)/,
+    (_, line: string, col: string) => `(line ${Number(line) - 1}, column ${col})`,
+  )
 }

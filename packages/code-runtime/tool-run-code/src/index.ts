@@ -32,10 +32,19 @@ export interface ToolRunCodeConfig {
 }
 
 export const Config: Schema<Partial<ToolRunCodeConfig>, ToolRunCodeConfig> = Schema.object({
-  timeoutMs: Schema.natural().min(1).default(120_000).description('Time budget of a program that names none, in ms (the runtime caps it).'),
-  maxTimeoutMs: Schema.natural().min(1).default(600_000).description('Largest time budget a program may ask for with timeout_ms, in ms (the runtime caps it too).'),
+  timeoutMs: Schema.natural()
+    .min(1)
+    .default(120_000)
+    .description('Time budget of a program that names none, in ms (the runtime caps it).'),
+  maxTimeoutMs: Schema.natural()
+    .min(1)
+    .default(600_000)
+    .description('Largest time budget a program may ask for with timeout_ms, in ms (the runtime caps it too).'),
   maxCalls: Schema.natural().min(1).default(500).description('Most tool calls one program may make.'),
-  maxOutputChars: Schema.natural().min(200).default(40_000).description('Longest result text shown to the model; the middle is cut beyond it.'),
+  maxOutputChars: Schema.natural()
+    .min(200)
+    .default(40_000)
+    .description('Longest result text shown to the model; the middle is cut beyond it.'),
 })
 
 export const name = 'tool-run-code'
@@ -48,16 +57,23 @@ export const SDK_VARIABLE = 'codeModeSdk'
 const INTRO = [
   'Code Mode: `run_code` runs a TypeScript program (the body of an async function) in a fresh process, confined like bash.',
   'Inside the program every tool listed below is an async function of the `tools` object. Each call goes through',
-  'the same checks as a direct tool call (approvals, sandbox, guards) and resolves with the tool\'s text output;',
+  "the same checks as a direct tool call (approvals, sandbox, guards) and resolves with the tool's text output;",
   'a failed call throws an Error whose `code` names the failure (catch it to carry on). `console.log` notes what',
   'you want to see; `return` a JSON value as the result. Do loops, filtering and combining inside one program',
   'instead of many separate calls; run independent calls together with `Promise.all`. No `import`: use `tools`.',
 ].join('\n')
 
 /** The prompt text for a set of program-callable tools under `mode`. Empty in native mode. */
-export function sdkSection(tools: readonly SdkTool[], mode: 'native' | 'code' | 'both', render: (tool: SdkTool) => string = renderTool): string {
+export function sdkSection(
+  tools: readonly SdkTool[],
+  mode: 'native' | 'code' | 'both',
+  render: (tool: SdkTool) => string = renderTool,
+): string {
   if (mode === 'native') return ''
-  const direct = mode === 'both' ? '\nThe same tools can also be called directly; prefer `run_code` when a task needs several calls.' : ''
+  const direct =
+    mode === 'both'
+      ? '\nThe same tools can also be called directly; prefer `run_code` when a task needs several calls.'
+      : ''
   return `${INTRO}${direct}\n\n\`\`\`ts\n${renderDeclarations(tools, render)}\n\`\`\``
 }
 
@@ -72,7 +88,8 @@ const textOf = (result: ToolResultPayload) =>
   result.message.content.map((block) => (block.type === 'text' ? block.text : `[${block.type} omitted]`)).join('')
 
 export function apply(ctx: Context, config: ToolRunCodeConfig): void {
-  if (config.timeoutMs > config.maxTimeoutMs) throw new TypeError(`tool-run-code: timeoutMs (${config.timeoutMs}) exceeds maxTimeoutMs (${config.maxTimeoutMs})`)
+  if (config.timeoutMs > config.maxTimeoutMs)
+    throw new TypeError(`tool-run-code: timeoutMs (${config.timeoutMs}) exceeds maxTimeoutMs (${config.maxTimeoutMs})`)
   ctx.inject(['sessionPersistence'], (inner) => {
     for (const type of RUN_CODE_EVENT_TYPES) inner.sessionPersistence.registerEventType(type)
   })
@@ -105,7 +122,11 @@ export function apply(ctx: Context, config: ToolRunCodeConfig): void {
       type: 'object',
       properties: {
         code: { type: 'string', description: 'The program (TypeScript or JavaScript), the body of an async function.' },
-        timeout_ms: { type: 'integer', minimum: 1, description: `Time budget in ms (default ${config.timeoutMs}, at most ${config.maxTimeoutMs}).` },
+        timeout_ms: {
+          type: 'integer',
+          minimum: 1,
+          description: `Time budget in ms (default ${config.timeoutMs}, at most ${config.maxTimeoutMs}).`,
+        },
       },
       required: ['code'],
       additionalProperties: false,
@@ -126,14 +147,22 @@ export function apply(ctx: Context, config: ToolRunCodeConfig): void {
           cwd: call.cwd,
         })
       } catch (error) {
-        return fail('RUNTIME_FAILED', `the program could not be run: ${error instanceof Error ? error.message : String(error)}`)
+        return fail(
+          'RUNTIME_FAILED',
+          `the program could not be run: ${error instanceof Error ? error.message : String(error)}`,
+        )
       }
       const meta = { calls: run.count, durationMs: result.durationMs, logLines: result.logs.length }
       const text = formatRunResult(result, { maxChars: config.maxOutputChars })
       if (result.error) {
         const code = `PROGRAM_${result.error.code}`
         const what = result.error.code === 'REFUSED' ? 'the program was not run' : 'the program did not finish'
-        return { content: `Error [${code}]: ${what}.\n\n${text}`, isError: true, error: { code, message: result.error.message }, meta }
+        return {
+          content: `Error [${code}]: ${what}.\n\n${text}`,
+          isError: true,
+          error: { code, message: result.error.message },
+          meta,
+        }
       }
       return { content: text, meta }
     },
@@ -153,11 +182,15 @@ class ProgramCalls {
 
   bindings(): Record<string, Binding> {
     const table: Record<string, Binding> = {}
-    for (const def of this.ctx.tools.programTools(this.call.scope)) table[def.name] = (arg, { signal }) => this.invoke(def, arg, signal)
+    for (const def of this.ctx.tools.programTools(this.call.scope))
+      table[def.name] = (arg, { signal }) => this.invoke(def, arg, signal)
     return table
   }
 
-  private log<K extends (typeof RUN_CODE_EVENT_TYPES)[number]>(type: K, data: import('@dsh/session').SessionEventMap[K]): void {
+  private log<K extends (typeof RUN_CODE_EVENT_TYPES)[number]>(
+    type: K,
+    data: import('@dsh/session').SessionEventMap[K],
+  ): void {
     const session = this.call.sessionId !== undefined ? this.ctx.sessions.get(this.call.sessionId) : undefined
     if (!session) return
     try {
@@ -170,7 +203,12 @@ class ProgramCalls {
 
   private async invoke(def: ToolDefinition, arg: unknown, signal: AbortSignal): Promise<string> {
     if (this.count >= this.maxCalls) {
-      throw Object.assign(new Error(`this program already made ${this.maxCalls} tool calls, the most one program may make; return what you have`), { code: 'TOO_MANY_CALLS' })
+      throw Object.assign(
+        new Error(
+          `this program already made ${this.maxCalls} tool calls, the most one program may make; return what you have`,
+        ),
+        { code: 'TOO_MANY_CALLS' },
+      )
     }
     const index = ++this.count
     const parentCallId = this.call.callId
@@ -179,10 +217,16 @@ class ProgramCalls {
     try {
       argumentsJson = JSON.stringify(arg === undefined ? {} : arg)
     } catch (error) {
-      throw Object.assign(new TypeError(`${callExpression('tools', def.name)}: the arguments are not JSON (${(error as Error).message})`), { code: 'INVALID_JSON' })
+      throw Object.assign(
+        new TypeError(`${callExpression('tools', def.name)}: the arguments are not JSON (${(error as Error).message})`),
+        { code: 'INVALID_JSON' },
+      )
     }
     this.log('tool-run-code/call', { parentCallId, callId, name: def.name, arguments: argumentsJson })
-    const safe = typeof def.concurrencySafe === 'function' ? safely(() => (def.concurrencySafe as (a: unknown) => boolean)(arg)) : def.concurrencySafe === true
+    const safe =
+      typeof def.concurrencySafe === 'function'
+        ? safely(() => (def.concurrencySafe as (a: unknown) => boolean)(arg))
+        : def.concurrencySafe === true
     const release = await this.gate.enter(!safe)
     let result: ToolResultPayload
     try {

@@ -25,7 +25,8 @@ function doc(text: unknown, indent: string): string {
   return `${indent}/**\n${lines.map((line) => `${indent} * ${line}`.trimEnd()).join('\n')}\n${indent} */\n`
 }
 
-const literal = (value: unknown) => (value === null || ['string', 'number', 'boolean'].includes(typeof value) ? JSON.stringify(value) : 'unknown')
+const literal = (value: unknown) =>
+  value === null || ['string', 'number', 'boolean'].includes(typeof value) ? JSON.stringify(value) : 'unknown'
 
 /** A TypeScript type expression for a JSON Schema (draft-07 subset; anything else reads `unknown`). */
 export function schemaType(schema: unknown, indent = '', depth = 0): string {
@@ -37,9 +38,11 @@ export function schemaType(schema: unknown, indent = '', depth = 0): string {
   if (Array.isArray(s.enum)) return s.enum.length > 0 ? s.enum.map(literal).join(' | ') : 'never'
   for (const key of ['anyOf', 'oneOf'] as const) {
     const list = s[key]
-    if (Array.isArray(list) && list.length > 0) return list.map((item) => wrap(schemaType(item, indent, depth + 1))).join(' | ')
+    if (Array.isArray(list) && list.length > 0)
+      return list.map((item) => wrap(schemaType(item, indent, depth + 1))).join(' | ')
   }
-  if (Array.isArray(s.allOf) && s.allOf.length > 0) return s.allOf.map((item) => wrap(schemaType(item, indent, depth + 1))).join(' & ')
+  if (Array.isArray(s.allOf) && s.allOf.length > 0)
+    return s.allOf.map((item) => wrap(schemaType(item, indent, depth + 1))).join(' & ')
   const type = s.type
   if (Array.isArray(type)) return type.map((t) => wrap(schemaType({ ...s, type: t }, indent, depth + 1))).join(' | ')
   switch (type) {
@@ -75,7 +78,9 @@ function objectType(s: Schema, indent: string, depth: number): string {
   const lines: string[] = []
   for (const [key, value] of Object.entries(properties)) {
     const description = value && typeof value === 'object' ? (value as Schema).description : undefined
-    lines.push(`${doc(description, inner)}${inner}${memberName(key)}${required.has(key) ? '' : '?'}: ${schemaType(value, inner, depth + 1)}`)
+    lines.push(
+      `${doc(description, inner)}${inner}${memberName(key)}${required.has(key) ? '' : '?'}: ${schemaType(value, inner, depth + 1)}`,
+    )
   }
   const extra = s.additionalProperties
   if (extra !== undefined && extra !== false && (Object.keys(properties).length === 0 || typeof extra === 'object')) {
@@ -94,7 +99,10 @@ export interface SdkTool {
 /** The declaration of one tool as a member of the `tools` object. */
 export function renderTool(tool: SdkTool): string {
   const params = schemaType(tool.parameters, '  ')
-  const optional = !(Array.isArray((tool.parameters as Schema).required) && ((tool.parameters as Schema).required as unknown[]).length > 0)
+  const optional = !(
+    Array.isArray((tool.parameters as Schema).required) &&
+    ((tool.parameters as Schema).required as unknown[]).length > 0
+  )
   return `${doc(tool.description, '  ')}  ${memberName(tool.name)}(args${optional ? '?' : ''}: ${params}): Promise<string>`
 }
 

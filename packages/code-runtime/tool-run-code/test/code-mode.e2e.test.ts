@@ -26,10 +26,18 @@ const SUMMARY = [
   'return { todo: todos.length }',
 ].join('\n')
 
-const THROWS = ['function must(ok: boolean, what: string): void {', '  if (!ok) throw new Error(`missing ${what}`)', '}', 'must(true, "a")', 'must(false, "b")'].join('\n')
+const THROWS = [
+  'function must(ok: boolean, what: string): void {',
+  '  if (!ok) throw new Error(`missing ${what}`)',
+  '}',
+  'must(true, "a")',
+  'must(false, "b")',
+].join('\n')
 
 describe('Code Mode end to end (dsh --profile headless, tools.mode: code)', () => {
-  it('reads, greps and writes through run_code with an approval inside; a loop hits the time limit; a throw shows its own stack', { timeout: 120_000 }, async () => {
+  it('reads, greps and writes through run_code with an approval inside; a loop hits the time limit; a throw shows its own stack', {
+    timeout: 120_000,
+  }, async () => {
     const root = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-code-mode-')))
     const home = join(root, 'home')
     const cwd = join(root, 'work')
@@ -58,7 +66,9 @@ describe('Code Mode end to end (dsh --profile headless, tools.mode: code)', () =
         '',
       ].join('\n'),
     )
-    const runCode = (id: string, code: string, extra: object = {}) => ({ toolCalls: [{ id, name: 'run_code', arguments: { code, ...extra } }] })
+    const runCode = (id: string, code: string, extra: object = {}) => ({
+      toolCalls: [{ id, name: 'run_code', arguments: { code, ...extra } }],
+    })
     server = await startMockServer({
       steps: [
         { expect: { tools: ['run_code'] }, ...runCode('c_sum', SUMMARY) },
@@ -67,25 +77,46 @@ describe('Code Mode end to end (dsh --profile headless, tools.mode: code)', () =
         { text: 'summary written' },
       ] as never,
     })
-    const env = { DSH_HOME: home, HOME: home, DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' }
-    const run = await runDsh(['--profile', 'headless', '--patch', patch, '--output-format', 'stream-json', 'summarise the notes'], { cwd, env })
+    const env = {
+      DSH_HOME: home,
+      HOME: home,
+      DEEPSEEK_BASE_URL: server.baseURL,
+      DEEPSEEK_API_KEY: 'sk-test-not-a-real-key',
+    }
+    const run = await runDsh(
+      ['--profile', 'headless', '--patch', patch, '--output-format', 'stream-json', 'summarise the notes'],
+      { cwd, env },
+    )
     expect(run.stderr).toBe('')
     expect(run.code).toBe(0)
-    const lines = run.stdout.trim().split('\n').map((l) => JSON.parse(l))
+    const lines = run.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
     expect(lines.at(-1)).toMatchObject({ type: 'result', result: 'summary written', reason: 'completed' })
 
     // The model saw run_code only, with the generated API of the other tools in the prompt.
-    const first = server.requests[0].body as { tools: Array<{ function: { name: string } }>; messages: Array<{ role: string; content: string }> }
+    const first = server.requests[0].body as {
+      tools: Array<{ function: { name: string } }>
+      messages: Array<{ role: string; content: string }>
+    }
     expect(first.tools.map((t) => t.function.name)).toEqual(['run_code'])
     const system = first.messages.find((m) => m.role === 'system')!.content
     expect(system).toContain('declare const tools: {')
     expect(system).toMatch(/\n {2}read\(args: \{/)
     expect(system).toMatch(/\n {2}bash\(args: \{/)
 
-    expect(readFileSync(join(cwd, 'summary.md'), 'utf8')).toBe('# Summary (both notes read)\n- TODO: first\n- TODO: second\n')
-    const events = lines.filter((l) => l.type === 'event').map((l) => l.event as { type: string; data: Record<string, any> })
-    const results = new Map(events.filter((e) => e.type === 'tool/result').map((e) => [e.data.message.callId as string, e.data]))
-    const text = (id: string) => (results.get(id)!.message.content as Array<{ text: string }>).map((b) => b.text).join('')
+    expect(readFileSync(join(cwd, 'summary.md'), 'utf8')).toBe(
+      '# Summary (both notes read)\n- TODO: first\n- TODO: second\n',
+    )
+    const events = lines
+      .filter((l) => l.type === 'event')
+      .map((l) => l.event as { type: string; data: Record<string, any> })
+    const results = new Map(
+      events.filter((e) => e.type === 'tool/result').map((e) => [e.data.message.callId as string, e.data]),
+    )
+    const text = (id: string) =>
+      (results.get(id)!.message.content as Array<{ text: string }>).map((b) => b.text).join('')
 
     expect(text('c_sum')).toBe(
       [
@@ -109,17 +140,29 @@ describe('Code Mode end to end (dsh --profile headless, tools.mode: code)', () =
     ])
     const bash = events.find((e) => e.type === 'tool-run-code/result' && e.data.callId === 'c_sum.5')!.data.result
     expect(bash.error).toBeUndefined()
-    expect(bash.message.content[0].text).toContain('the user approved running this command outside the sandbox (this once)')
+    expect(bash.message.content[0].text).toContain(
+      'the user approved running this command outside the sandbox (this once)',
+    )
 
     expect(results.get('c_loop')!.error.code).toBe('PROGRAM_TIMEOUT')
     expect(text('c_loop')).toContain('the program ran longer than its 500 ms limit and was stopped')
 
     expect(results.get('c_throw')!.error.code).toBe('PROGRAM_THROWN')
     expect(text('c_throw')).toBe(
-      ['Error [PROGRAM_THROWN]: the program did not finish.', '', 'Program failed (THROWN): Error: missing b', '    at must (program.ts:2:18)', '    at program.ts:5:1'].join('\n'),
+      [
+        'Error [PROGRAM_THROWN]: the program did not finish.',
+        '',
+        'Program failed (THROWN): Error: missing b',
+        '    at must (program.ts:2:18)',
+        '    at program.ts:5:1',
+      ].join('\n'),
     )
 
     // A direct call to another tool would have been refused: only run_code is callable by the model.
-    expect(events.filter((e) => e.type === 'tool/call').map((e) => e.data.name)).toEqual(['run_code', 'run_code', 'run_code'])
+    expect(events.filter((e) => e.type === 'tool/call').map((e) => e.data.name)).toEqual([
+      'run_code',
+      'run_code',
+      'run_code',
+    ])
   })
 })

@@ -23,7 +23,9 @@ afterEach(async () => {
 const KEY = 'sk-test-code-runtime-not-a-real-key'
 
 describe('run_code through the real bin is confined like bash (workspace-write)', () => {
-  it('a program cannot write outside, find the key, spawn its way out or reach a loopback server; its tool calls still work', { timeout: 120_000 }, async () => {
+  it('a program cannot write outside, find the key, spawn its way out or reach a loopback server; its tool calls still work', {
+    timeout: 120_000,
+  }, async () => {
     const root = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-code-confined-')))
     const home = join(root, 'home')
     const cwd = join(root, 'work')
@@ -79,13 +81,29 @@ describe('run_code through the real bin is confined like bash (workspace-write)'
     const runCode = (id: string, code: string) => ({ toolCalls: [{ id, name: 'run_code', arguments: { code } }] })
     server = await startMockServer({ steps: [runCode('c_probe', PROBE), { text: 'done' }] as never })
     // The built-in `code` agent preset: Code Mode presentation (run_code only).
-    const env = { DSH_HOME: home, HOME: home, DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: KEY, DSH_PRESET: 'code' }
-    const run = await runDsh(['--profile', 'headless', '--patch', patch, '--output-format', 'stream-json', 'probe'], { cwd, env })
+    const env = {
+      DSH_HOME: home,
+      HOME: home,
+      DEEPSEEK_BASE_URL: server.baseURL,
+      DEEPSEEK_API_KEY: KEY,
+      DSH_PRESET: 'code',
+    }
+    const run = await runDsh(['--profile', 'headless', '--patch', patch, '--output-format', 'stream-json', 'probe'], {
+      cwd,
+      env,
+    })
     expect(run.stderr).toBe('')
     expect(run.code).toBe(0)
-    const lines = run.stdout.trim().split('\n').map((l) => JSON.parse(l))
-    const events = lines.filter((l) => l.type === 'event').map((l) => l.event as { type: string; data: Record<string, any> })
-    expect((server.requests[0].body as { tools: Array<{ function: { name: string } }> }).tools.map((t) => t.function.name)).toEqual(['run_code'])
+    const lines = run.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
+    const events = lines
+      .filter((l) => l.type === 'event')
+      .map((l) => l.event as { type: string; data: Record<string, any> })
+    expect(
+      (server.requests[0].body as { tools: Array<{ function: { name: string } }> }).tools.map((t) => t.function.name),
+    ).toEqual(['run_code'])
     const result = events.find((e) => e.type === 'tool/result' && e.data.message.callId === 'c_probe')!.data
     const text = (result.message.content as Array<{ text: string }>).map((b) => b.text).join('')
     expect(result.error).toBeUndefined()
@@ -97,24 +115,39 @@ describe('run_code through the real bin is confined like bash (workspace-write)'
     expect(existsSync(join(outside, 'spawned.txt'))).toBe(false)
     expect(connections).toBe(0)
     // The tool call of the program went through the pipeline and was logged as a sub-call.
-    expect(events.filter((e) => e.type === 'tool-run-code/call').map((e) => [e.data.callId, e.data.name])).toEqual([['c_probe.1', 'read']])
+    expect(events.filter((e) => e.type === 'tool-run-code/call').map((e) => [e.data.callId, e.data.name])).toEqual([
+      ['c_probe.1', 'read'],
+    ])
     // The key never appears in what the model was sent back.
     expect(JSON.stringify(server.requests.map((r) => r.body))).not.toContain(KEY)
     expect(readFileSync(join(cwd, 'notes/a.md'), 'utf8')).toBe('alpha\n')
   })
 
-  it('with no sandbox runner the program is refused with a clear error and nothing runs', { timeout: 120_000 }, async () => {
+  it('with no sandbox runner the program is refused with a clear error and nothing runs', {
+    timeout: 120_000,
+  }, async () => {
     const root = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-code-refused-')))
     const home = join(root, 'home')
     const cwd = join(root, 'work')
     mkdirSync(cwd, { recursive: true })
     const patch = join(root, 'code.patch.yml')
-    writeFileSync(patch, ['- id: tools', '  config:', '    mode: code', '- id: sandbox', '  config:', '    runner: none', ''].join('\n'))
+    writeFileSync(
+      patch,
+      ['- id: tools', '  config:', '    mode: code', '- id: sandbox', '  config:', '    runner: none', ''].join('\n'),
+    )
     const target = join(cwd, 'ran.txt')
     const code = `process.getBuiltinModule("fs").writeFileSync(${JSON.stringify(target)}, "ran")`
-    server = await startMockServer({ steps: [{ toolCalls: [{ id: 'c_refused', name: 'run_code', arguments: { code } }] }, { text: 'refused' }] as never })
+    server = await startMockServer({
+      steps: [
+        { toolCalls: [{ id: 'c_refused', name: 'run_code', arguments: { code } }] },
+        { text: 'refused' },
+      ] as never,
+    })
     const env = { DSH_HOME: home, HOME: home, DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: KEY }
-    const run = await runDsh(['--profile', 'headless', '--patch', patch, '--output-format', 'stream-json', 'try'], { cwd, env })
+    const run = await runDsh(['--profile', 'headless', '--patch', patch, '--output-format', 'stream-json', 'try'], {
+      cwd,
+      env,
+    })
     expect(run.code).toBe(0)
     const events = run.stdout
       .trim()

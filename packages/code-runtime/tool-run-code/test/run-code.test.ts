@@ -29,21 +29,43 @@ function workspaceTools(cwd: string) {
       ctx.tools.register<{ path: string }>({
         name: 'read',
         description: 'Read a text file.',
-        parameters: { type: 'object', properties: { path: { type: 'string', description: 'Relative path.' } }, required: ['path'], additionalProperties: false },
+        parameters: {
+          type: 'object',
+          properties: { path: { type: 'string', description: 'Relative path.' } },
+          required: ['path'],
+          additionalProperties: false,
+        },
         concurrencySafe: true,
         execute: async (args) => ({ content: await readFile(join(cwd, args.path), 'utf8') }),
       })
       ctx.tools.register<{ pattern: string; text: string }>({
         name: 'grep',
         description: 'Lines of `text` matching a regular expression.',
-        parameters: { type: 'object', properties: { pattern: { type: 'string' }, text: { type: 'string' } }, required: ['pattern', 'text'] },
+        parameters: {
+          type: 'object',
+          properties: { pattern: { type: 'string' }, text: { type: 'string' } },
+          required: ['pattern', 'text'],
+        },
         concurrencySafe: true,
-        execute: (args) => ({ content: args.text.split('\n').filter((line) => new RegExp(args.pattern).test(line)).join('\n') }),
+        execute: (args) => ({
+          content: args.text
+            .split('\n')
+            .filter((line) => new RegExp(args.pattern).test(line))
+            .join('\n'),
+        }),
       })
       ctx.tools.register<{ path: string; content: string }>({
         name: 'write',
         description: 'Write a file.',
-        parameters: { type: 'object', properties: { path: { type: 'string' }, content: { type: 'string' }, mode: { enum: ['create', 'overwrite'] } }, required: ['path', 'content'] },
+        parameters: {
+          type: 'object',
+          properties: {
+            path: { type: 'string' },
+            content: { type: 'string' },
+            mode: { enum: ['create', 'overwrite'] },
+          },
+          required: ['path', 'content'],
+        },
         execute: async (args) => {
           await writeFile(join(cwd, args.path), args.content)
           return { content: `wrote ${args.content.length} characters to ${args.path}` }
@@ -52,7 +74,12 @@ function workspaceTools(cwd: string) {
       ctx.on('tools/pre-execute', async (payload, next) => {
         if (payload.tool.name !== 'write') return next()
         const outcome = await ctx.approval.request(
-          { sessionId: payload.context.sessionId, kind: 'tool', title: `write ${(payload.args as { path: string }).path}`, action: payload.args as never },
+          {
+            sessionId: payload.context.sessionId,
+            kind: 'tool',
+            title: `write ${(payload.args as { path: string }).path}`,
+            action: payload.args as never,
+          },
           { signal: payload.context.signal },
         )
         if (outcome.decision !== 'allowed-once' && outcome.decision !== 'allowed-always') {
@@ -88,7 +115,10 @@ async function boot({ script, mode = 'code', answer = 'allowed-once', config = {
           name: 'test-answerer',
           inject: ['approval'],
           apply(ctx: Context) {
-            ctx.approval.registerAnswerer({ name: 'test', answer: async (req) => (asked.push(req), { decision: answer }) })
+            ctx.approval.registerAnswerer({
+              name: 'test',
+              answer: async (req) => (asked.push(req), { decision: answer }),
+            })
           },
         },
       ],
@@ -101,10 +131,14 @@ async function boot({ script, mode = 'code', answer = 'allowed-once', config = {
   return { h, cwd, asked }
 }
 
-const runCode = (code: string, extra: object = {}, callId = 'c1') => ({ toolCalls: [{ name: 'run_code', arguments: { code, ...extra }, callId }] })
+const runCode = (code: string, extra: object = {}, callId = 'c1') => ({
+  toolCalls: [{ name: 'run_code', arguments: { code, ...extra }, callId }],
+})
 const toolText = (request: LlmRequest, callId: string) => {
   const message = request.messages.find((m) => m.role === 'tool' && m.callId === callId)
-  return message && message.role === 'tool' ? message.content.map((b) => (b.type === 'text' ? b.text : '')).join('') : undefined
+  return message && message.role === 'tool'
+    ? message.content.map((b) => (b.type === 'text' ? b.text : '')).join('')
+    : undefined
 }
 
 const SUMMARY_PROGRAM = [
@@ -118,17 +152,27 @@ const SUMMARY_PROGRAM = [
 
 describe('tool-run-code', () => {
   it('in code mode the model sees only run_code plus the generated API; direct calls to other tools are unknown', async () => {
-    const { h } = await boot({ script: [{ toolCalls: [{ name: 'read', arguments: { path: 'a.txt' }, callId: 'd1' }] }, { text: 'ok' }] })
+    const { h } = await boot({
+      script: [{ toolCalls: [{ name: 'read', arguments: { path: 'a.txt' }, callId: 'd1' }] }, { text: 'ok' }],
+    })
     await h.prompt('go')
     const first = h.model.requests[0]
     expect(first.tools?.map((t) => t.name)).toEqual(['run_code'])
     expect(first.system).toContain('Code Mode: `run_code` runs a TypeScript program')
     expect(first.system).toContain(
-      ['  /** Read a text file. */', '  read(args: {', '    /** Relative path. */', '    path: string', '  }): Promise<string>'].join('\n'),
+      [
+        '  /** Read a text file. */',
+        '  read(args: {',
+        '    /** Relative path. */',
+        '    path: string',
+        '  }): Promise<string>',
+      ].join('\n'),
     )
     expect(first.system).toContain('mode?: "create" | "overwrite"')
     expect(first.system).not.toMatch(/run_code\(args/)
-    expect(toolText(h.model.requests[1], 'd1')).toBe('Error [UNKNOWN_TOOL]: there is no tool named "read". Available tools: run_code. Use one of these exact names.')
+    expect(toolText(h.model.requests[1], 'd1')).toBe(
+      'Error [UNKNOWN_TOOL]: there is no tool named "read". Available tools: run_code. Use one of these exact names.',
+    )
   })
 
   it('native mode offers every tool but run_code and no API section; both offers everything', async () => {
@@ -148,34 +192,51 @@ describe('tool-run-code', () => {
     writeFileSync(join(cwd, 'a.txt'), 'one\nTODO: fix a\nthree\n')
     writeFileSync(join(cwd, 'b.txt'), 'TODO: fix b\nok\n')
     const origins: Array<[string, string | undefined, string | undefined]> = []
-    h.ctx.on('tools/pre-execute', (payload, next) => (origins.push([payload.tool.name, payload.context.origin, payload.context.parentCallId]), next()), { prepend: true })
+    h.ctx.on(
+      'tools/pre-execute',
+      (payload, next) => (
+        origins.push([payload.tool.name, payload.context.origin, payload.context.parentCallId]), next()
+      ),
+      { prepend: true },
+    )
     const result = await h.prompt('summarise the TODOs')
     expect(result.reason).toBe('completed')
     expect(readFileSync(join(cwd, 'summary.md'), 'utf8')).toBe('# TODOs\nTODO: fix a\nTODO: fix b\n')
     expect(asked.map((r) => r.title)).toEqual(['write summary.md'])
-    expect(toolText(h.model.requests[1], 'c1')).toBe('Console output:\nfound 2 TODO lines\n\nReturn value:\n{\n  "count": 2\n}')
+    expect(toolText(h.model.requests[1], 'c1')).toBe(
+      'Console output:\nfound 2 TODO lines\n\nReturn value:\n{\n  "count": 2\n}',
+    )
     expect(origins.filter(([name]) => name !== 'run_code')).toEqual([
       ['read', 'code', 'c1'],
       ['read', 'code', 'c1'],
       ['grep', 'code', 'c1'],
       ['write', 'code', 'c1'],
     ])
-    const calls = h.session.events.filter((e) => e.type === 'tool-run-code/call').map((e) => e.data as { callId: string; name: string; parentCallId: string })
+    const calls = h.session.events
+      .filter((e) => e.type === 'tool-run-code/call')
+      .map((e) => e.data as { callId: string; name: string; parentCallId: string })
     expect(calls.map((c) => [c.callId, c.name, c.parentCallId])).toEqual([
       ['c1.1', 'read', 'c1'],
       ['c1.2', 'read', 'c1'],
       ['c1.3', 'grep', 'c1'],
       ['c1.4', 'write', 'c1'],
     ])
-    const results = h.session.events.filter((e) => e.type === 'tool-run-code/result').map((e) => e.data as ToolRunCodeResult)
+    const results = h.session.events
+      .filter((e) => e.type === 'tool-run-code/result')
+      .map((e) => e.data as ToolRunCodeResult)
     expect(results.map((r) => r.callId).sort()).toEqual(['c1.1', 'c1.2', 'c1.3', 'c1.4'])
-    expect(results.find((r) => r.callId === 'c1.4')!.result.message.content).toEqual([{ type: 'text', text: 'wrote 32 characters to summary.md' }])
+    expect(results.find((r) => r.callId === 'c1.4')!.result.message.content).toEqual([
+      { type: 'text', text: 'wrote 32 characters to summary.md' },
+    ])
     // Sub-calls are not model messages: the history holds one call and one result.
-    expect(h.model.requests[1].messages.filter((m) => m.role === 'tool').map((m) => (m.role === 'tool' ? m.callId : ''))).toEqual(['c1'])
+    expect(
+      h.model.requests[1].messages.filter((m) => m.role === 'tool').map((m) => (m.role === 'tool' ? m.callId : '')),
+    ).toEqual(['c1'])
   })
 
   it('a rejected approval inside a program throws the denial at the call; the program can catch it', async () => {
-    const program = 'try { await tools.write({ path: "x.txt", content: "x" }) } catch (e) { return { code: e.code, message: e.message } }'
+    const program =
+      'try { await tools.write({ path: "x.txt", content: "x" }) } catch (e) { return { code: e.code, message: e.message } }'
     const { h, cwd } = await boot({ answer: 'rejected', script: [runCode(program), { text: 'done' }] })
     await h.prompt('go')
     const text = toolText(h.model.requests[1], 'c1')!
@@ -185,22 +246,40 @@ describe('tool-run-code', () => {
   })
 
   it('an infinite loop is killed by the time limit and the turn goes on', async () => {
-    const { h } = await boot({ script: [runCode('let i = 0\nwhile (true) i++', { timeout_ms: 300 }), { text: 'recovered' }] })
+    const { h } = await boot({
+      script: [runCode('let i = 0\nwhile (true) i++', { timeout_ms: 300 }), { text: 'recovered' }],
+    })
     const result = await h.prompt('loop')
     expect(result).toMatchObject({ reason: 'completed', text: 'recovered' })
     const text = toolText(h.model.requests[1], 'c1')!
-    expect(text).toBe('Error [PROGRAM_TIMEOUT]: the program did not finish.\n\nProgram failed (TIMEOUT): the program ran longer than its 300 ms limit and was stopped')
+    expect(text).toBe(
+      'Error [PROGRAM_TIMEOUT]: the program did not finish.\n\nProgram failed (TIMEOUT): the program ran longer than its 300 ms limit and was stopped',
+    )
   })
 
   it('timeout_ms is capped at maxTimeoutMs; a default above the cap is a config error', async () => {
-    const { h } = await boot({ config: { timeoutMs: 300, maxTimeoutMs: 300 }, script: [runCode('while (true) {}', { timeout_ms: 600_000 }), { text: 'capped' }] })
+    const { h } = await boot({
+      config: { timeoutMs: 300, maxTimeoutMs: 300 },
+      script: [runCode('while (true) {}', { timeout_ms: 600_000 }), { text: 'capped' }],
+    })
     await h.prompt('loop')
-    expect(toolText(h.model.requests[1], 'c1')).toBe('Error [PROGRAM_TIMEOUT]: the program did not finish.\n\nProgram failed (TIMEOUT): the program ran longer than its 300 ms limit and was stopped')
-    await expect(h.mount(ToolRunCode, { timeoutMs: 1000, maxTimeoutMs: 500 })).rejects.toThrow('tool-run-code: timeoutMs (1000) exceeds maxTimeoutMs (500)')
+    expect(toolText(h.model.requests[1], 'c1')).toBe(
+      'Error [PROGRAM_TIMEOUT]: the program did not finish.\n\nProgram failed (TIMEOUT): the program ran longer than its 300 ms limit and was stopped',
+    )
+    await expect(h.mount(ToolRunCode, { timeoutMs: 1000, maxTimeoutMs: 500 })).rejects.toThrow(
+      'tool-run-code: timeoutMs (1000) exceeds maxTimeoutMs (500)',
+    )
   })
 
   it('a program that throws shows the stack of its own code, with the console output before it', async () => {
-    const program = ['console.log("before")', 'function parse(text: string): number {', '  if (!/^\\d+$/.test(text)) throw new SyntaxError(`not a number: ${text}`)', '  return Number(text)', '}', 'return parse("x1")'].join('\n')
+    const program = [
+      'console.log("before")',
+      'function parse(text: string): number {',
+      '  if (!/^\\d+$/.test(text)) throw new SyntaxError(`not a number: ${text}`)',
+      '  return Number(text)',
+      '}',
+      'return parse("x1")',
+    ].join('\n')
     const { h } = await boot({ script: [runCode(program), { text: 'saw it' }] })
     await h.prompt('go')
     expect(toolText(h.model.requests[1], 'c1')).toBe(
@@ -220,7 +299,8 @@ describe('tool-run-code', () => {
   })
 
   it('a program cannot call run_code, and an unknown tool name fails with the list of tools', async () => {
-    const program = 'const out: string[] = []\nfor (const f of [() => tools.run_code({ code: "1" }), () => tools.reed({})]) { try { await f() } catch (e) { out.push(e.message) } }\nreturn out'
+    const program =
+      'const out: string[] = []\nfor (const f of [() => tools.run_code({ code: "1" }), () => tools.reed({})]) { try { await f() } catch (e) { out.push(e.message) } }\nreturn out'
     const { h } = await boot({ script: [runCode(program), { text: 'ok' }] })
     await h.prompt('go')
     const text = toolText(h.model.requests[1], 'c1')!
@@ -249,10 +329,19 @@ describe('tool-run-code', () => {
   })
 
   it('bad arguments: an empty program is refused with a clear error; the call cap holds', async () => {
-    const { h } = await boot({ config: { maxCalls: 2 }, script: [runCode('   '), runCode('for (let i = 0; i < 5; i++) await tools.grep({ pattern: "a", text: "a" })', {}, 'c2'), { text: 'ok' }] })
+    const { h } = await boot({
+      config: { maxCalls: 2 },
+      script: [
+        runCode('   '),
+        runCode('for (let i = 0; i < 5; i++) await tools.grep({ pattern: "a", text: "a" })', {}, 'c2'),
+        { text: 'ok' },
+      ],
+    })
     writeFileSync(join(h.agent.cwd, 'a.txt'), 'x')
     await h.prompt('go')
-    expect(toolText(h.model.requests[1], 'c1')).toBe('Error [EMPTY_PROGRAM]: the program is empty; pass the code to run in `code`.')
+    expect(toolText(h.model.requests[1], 'c1')).toBe(
+      'Error [EMPTY_PROGRAM]: the program is empty; pass the code to run in `code`.',
+    )
     const capped = toolText(h.model.requests[2], 'c2')!
     expect(capped).toContain('Error [PROGRAM_THROWN]')
     expect(capped).toContain('already made 2 tool calls')

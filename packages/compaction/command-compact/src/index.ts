@@ -19,7 +19,10 @@ export interface Config {
 }
 
 export const Config: Schema<Config> = Schema.object({
-  command: Schema.string().pattern(/^[a-z][a-z0-9-]*$/).default('compact').description('Command name without the slash.'),
+  command: Schema.string()
+    .pattern(/^[a-z][a-z0-9-]*$/)
+    .default('compact')
+    .description('Command name without the slash.'),
 })
 
 /** One line for the human describing `result`. */
@@ -50,7 +53,8 @@ export function apply(ctx: Context, config: Config): void {
       })
       const durable = ctx.get('durableSessions')
       if (result.status === 'compacted' && durable) await durable.checkpoint(session.id).catch(() => {})
-      if (result.status === 'failed') throw new Error(`${result.error.code}: ${result.error.message}; the history is unchanged`)
+      if (result.status === 'failed')
+        throw new Error(`${result.error.code}: ${result.error.message}; the history is unchanged`)
       return describe(result)
     },
   })

@@ -59,7 +59,10 @@ it('/compact during a turn waits for the turn, then compacts with the focus', as
   const steps = [
     () => ({ toolCalls: [{ name: 'wait', arguments: {} }] }),
     () => ({ text: 'the wait is over' }),
-    (r: LlmRequest) => (isSummary(r) ? { text: 'Summary: waited once for the gate; the result was 6000 x characters.' } : { text: 'unexpected' }),
+    (r: LlmRequest) =>
+      isSummary(r)
+        ? { text: 'Summary: waited once for the gate; the result was 6000 x characters.' }
+        : { text: 'unexpected' },
   ]
   const h = await harness(steps, [[g.plugin]])
   const turn = h.prompt('wait for the gate')
@@ -75,7 +78,12 @@ it('/compact during a turn waits for the turn, then compacts with the focus', as
   g.release()
   await turn
   const result = await command
-  expect(result).toMatchObject({ handled: true, name: 'compact', ok: true, output: expect.stringMatching(/^Compacted the conversation/) })
+  expect(result).toMatchObject({
+    handled: true,
+    name: 'compact',
+    ok: true,
+    output: expect.stringMatching(/^Compacted the conversation/),
+  })
   const events = h.session.events
   const turnEnd = events.findIndex((e) => e.type === 'turn/end')
   const start = events.findIndex((e) => e.type === 'compaction/start')
@@ -88,17 +96,29 @@ it('/compact during a turn waits for the turn, then compacts with the focus', as
 })
 
 it('reports a failed summary as a failed command and leaves history alone', async () => {
-  const steps = [() => ({ text: 'a first answer that is long enough to be worth summarizing at all' }), () => ({ text: '' })]
+  const steps = [
+    () => ({ text: 'a first answer that is long enough to be worth summarizing at all' }),
+    () => ({ text: '' }),
+  ]
   const h = await harness(steps)
   await h.prompt('hello')
   const before = JSON.stringify(h.session.deriveMessages())
   const result = await h.ctx.commands.dispatch(h.agent, '/compact')
-  expect(result).toMatchObject({ handled: true, ok: false, error: { code: 'COMMAND_FAILED', message: expect.stringContaining('EMPTY_SUMMARY') } })
+  expect(result).toMatchObject({
+    handled: true,
+    ok: false,
+    error: { code: 'COMMAND_FAILED', message: expect.stringContaining('EMPTY_SUMMARY') },
+  })
   expect(JSON.stringify(h.session.deriveMessages())).toBe(before)
-  expect(h.session.events.filter((e) => e.type === 'compaction/end').map((e) => (e.data as { status: string }).status)).toEqual(['failed'])
+  expect(
+    h.session.events.filter((e) => e.type === 'compaction/end').map((e) => (e.data as { status: string }).status),
+  ).toEqual(['failed'])
 })
 
 it('says so when there is nothing to compact', async () => {
   const h = await harness([])
-  expect(await h.ctx.commands.dispatch(h.agent, '/compact')).toMatchObject({ ok: true, output: expect.stringMatching(/^Nothing compacted/) })
+  expect(await h.ctx.commands.dispatch(h.agent, '/compact')).toMatchObject({
+    ok: true,
+    output: expect.stringMatching(/^Nothing compacted/),
+  })
 })

@@ -29,7 +29,8 @@ import type {} from '@dsh/token-meter'
 export const ENGINE = '@dsh/compaction-basic'
 
 /** Opening line of the summary message that replaces the compacted range. */
-export const SUMMARY_HEADER = '[Context compacted: the earlier part of this conversation was replaced by the summary below.]'
+export const SUMMARY_HEADER =
+  '[Context compacted: the earlier part of this conversation was replaced by the summary below.]'
 
 export const DEFAULT_INSTRUCTION = [
   'Stop the task for a moment: the conversation above is about to be compacted.',
@@ -65,24 +66,38 @@ export interface Config {
 }
 
 export const Config: Schema<Partial<Config>, Config> = Schema.object({
-  auto: Schema.boolean().default(true).description('Compact automatically before a request that would pass the trigger.'),
-  overflowRetry: Schema.boolean().default(true).description('After CONTEXT_OVERFLOW, compact once and retry the request once.'),
+  auto: Schema.boolean()
+    .default(true)
+    .description('Compact automatically before a request that would pass the trigger.'),
+  overflowRetry: Schema.boolean()
+    .default(true)
+    .description('After CONTEXT_OVERFLOW, compact once and retry the request once.'),
   contextWindow: Schema.natural().min(1024).description('Context window in tokens; overrides the model catalog.'),
-  triggerRatio: Schema.number().min(0.1).max(0.98).default(0.8).description('Fraction of the window at which to compact.'),
+  triggerRatio: Schema.number()
+    .min(0.1)
+    .max(0.98)
+    .default(0.8)
+    .description('Fraction of the window at which to compact.'),
   keepRecentTokens: Schema.natural().min(0).default(20_000).description('Recent tokens kept verbatim.'),
-  pinHead: Schema.boolean().default(true).description('Keep the first human message and the context before it verbatim.'),
+  pinHead: Schema.boolean()
+    .default(true)
+    .description('Keep the first human message and the context before it verbatim.'),
   pinHeadMaxTokens: Schema.natural().default(8_000).description('Largest head that is pinned.'),
   summaryMaxTokens: Schema.natural().min(256).default(4_096).description('maxTokens of the summary request.'),
   minSummaryChars: Schema.natural().min(1).default(20).description('A shorter summary counts as empty.'),
   timeoutMs: Schema.natural().min(1).default(180_000).description('Abort the summary request after this long.'),
-  instruction: Schema.string().default(DEFAULT_INSTRUCTION).description('The summary instruction sent as the last user message.'),
+  instruction: Schema.string()
+    .default(DEFAULT_INSTRUCTION)
+    .description('The summary instruction sent as the last user message.'),
 })
 
 const textOf = (content: readonly { type: string; text?: string }[]): string =>
-  content.map((block) => (block.type === 'text' ? block.text ?? '' : '')).join('')
+  content.map((block) => (block.type === 'text' ? (block.text ?? '') : '')).join('')
 
 const logged = (error: unknown): LoggedError =>
-  LlmError.is(error) ? { code: error.code, message: error.message } : { code: 'INTERNAL', message: error instanceof Error ? error.message : String(error) }
+  LlmError.is(error)
+    ? { code: error.code, message: error.message }
+    : { code: 'INTERNAL', message: error instanceof Error ? error.message : String(error) }
 
 export class BasicCompactionEngine extends CompactionEngine {
   static inject = ['llm', 'sessions', 'tokenMeter']
@@ -105,7 +120,8 @@ export class BasicCompactionEngine extends CompactionEngine {
     const meter = ctx.tokenMeter
     this.estimate = (text) => meter.estimate(text)
     ctx.inject(['sessionPersistence'], (inner) => {
-      const persistence = (inner as unknown as { sessionPersistence: { registerEventType(type: string): () => void } }).sessionPersistence
+      const persistence = (inner as unknown as { sessionPersistence: { registerEventType(type: string): () => void } })
+        .sessionPersistence
       // The call is bound to `inner`, so the registrations unwind with this plugin.
       for (const type of COMPACTION_EVENT_TYPES) persistence.registerEventType(type)
     })
@@ -134,11 +150,18 @@ export class BasicCompactionEngine extends CompactionEngine {
 
   /** Estimated prompt tokens of the next request of `session`. */
   pressure(session: Session, pending: readonly Message[] = []): number {
-    return measureNextRequest(session, { estimate: this.estimate, lastRequestInput: this.ctx.tokenMeter.lastRequestInput(session), pending })
+    return measureNextRequest(session, {
+      estimate: this.estimate,
+      lastRequestInput: this.ctx.tokenMeter.lastRequestInput(session),
+      pending,
+    })
   }
 
   /** Compacts when the next request would pass the trigger; otherwise does nothing. */
-  async maybeCompact(session: Session, options: Omit<CompactOptions, 'reason'> = {}): Promise<CompactionResult | undefined> {
+  async maybeCompact(
+    session: Session,
+    options: Omit<CompactOptions, 'reason'> = {},
+  ): Promise<CompactionResult | undefined> {
     await this.settled(session)
     const header = session.last('request/header')?.data
     if (!header) return undefined
@@ -165,7 +188,10 @@ export class BasicCompactionEngine extends CompactionEngine {
     return decision
   }
 
-  private async requestError(payload: RequestErrorPayload, next: () => Promise<RequestErrorDecision>): Promise<RequestErrorDecision> {
+  private async requestError(
+    payload: RequestErrorPayload,
+    next: () => Promise<RequestErrorDecision>,
+  ): Promise<RequestErrorDecision> {
     const { agent, error } = payload
     if (error.code !== 'CONTEXT_OVERFLOW' || !this.config.overflowRetry) return next()
     const session = agent.session
@@ -252,9 +278,15 @@ export class BasicCompactionEngine extends CompactionEngine {
       return fail(logged(error))
     }
     if (summary.length < config.minSummaryChars) {
-      return fail({ code: 'EMPTY_SUMMARY', message: `the summary had ${summary.length} characters (at least ${config.minSummaryChars} needed)` })
+      return fail({
+        code: 'EMPTY_SUMMARY',
+        message: `the summary had ${summary.length} characters (at least ${config.minSummaryChars} needed)`,
+      })
     }
-    const replacement: UserMessage = { role: 'user', content: [{ type: 'text', text: `${SUMMARY_HEADER}\n\n${summary}` }] }
+    const replacement: UserMessage = {
+      role: 'user',
+      content: [{ type: 'text', text: `${SUMMARY_HEADER}\n\n${summary}` }],
+    }
     let replaceSeq: number
     try {
       replaceSeq = session.surface.replaceRange(fromSeq, toSeq, [replacement], { by: ENGINE, compaction: id }).seq

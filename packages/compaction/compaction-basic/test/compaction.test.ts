@@ -15,7 +15,11 @@ async function harness(script: ReturnType<typeof readingScript>, config: Partial
   const h = await createHarness({
     script,
     maxSteps: 200,
-    plugins: [[TokenMeter], [readTool(size)], [BasicCompactionEngine, { contextWindow: 8_000, keepRecentTokens: 2_000, ...config }]],
+    plugins: [
+      [TokenMeter],
+      [readTool(size)],
+      [BasicCompactionEngine, { contextWindow: 8_000, keepRecentTokens: 2_000, ...config }],
+    ],
   })
   harnesses.push(h)
   return h
@@ -70,7 +74,9 @@ describe('automatic compaction', () => {
     // The next agent request keeps system, tools and the pinned head byte for byte, then the summary.
     expect(after.system).toBe(before.system)
     expect(json(after.tools)).toBe(json(before.tools))
-    const summaryIndex = after.messages.findIndex((m) => m.role === 'user' && m.content.some((b) => b.type === 'text' && b.text.startsWith(SUMMARY_HEADER)))
+    const summaryIndex = after.messages.findIndex(
+      (m) => m.role === 'user' && m.content.some((b) => b.type === 'text' && b.text.startsWith(SUMMARY_HEADER)),
+    )
     expect(summaryIndex).toBe(1)
     expect(json(after.messages.slice(0, summaryIndex))).toBe(json(before.messages.slice(0, summaryIndex)))
     expect(after.messages[0]).toEqual({ role: 'user', content: [{ type: 'text', text: 'read the files' }] })
@@ -100,9 +106,17 @@ describe('automatic compaction', () => {
 
     // Restore into a fresh tree from the events and continue: the model sees the compacted history.
     const next = await harness(readingScript({ reads: 0, final: 'continued' }))
-    const restored = next.ctx.sessions.create({ id: 'restored', cwd: session.cwd, events: events.map((e) => ({ ...e })) })
+    const restored = next.ctx.sessions.create({
+      id: 'restored',
+      cwd: session.cwd,
+      events: events.map((e) => ({ ...e })),
+    })
     expect(json(restored.deriveMessages())).toBe(json(session.deriveMessages()))
-    const agent = next.ctx.agents.create({ cwd: session.cwd, session: restored, model: { provider: 'scripted', model: SCRIPTED_MODEL } })
+    const agent = next.ctx.agents.create({
+      cwd: session.cwd,
+      session: restored,
+      model: { provider: 'scripted', model: SCRIPTED_MODEL },
+    })
     const result = await agent.send('and now?')
     expect(result.text).toBe('continued')
     const request = next.model.requests.at(-1)!
@@ -116,7 +130,9 @@ describe('automatic compaction', () => {
     const starts = ofType(h.session.events, 'compaction/start')
     expect(starts.length).toBeGreaterThanOrEqual(2)
     // One summary on the surface at a time.
-    const summaries = h.session.deriveMessages().filter((m) => m.role === 'user' && (m.content[0] as { text: string }).text.startsWith(SUMMARY_HEADER))
+    const summaries = h.session
+      .deriveMessages()
+      .filter((m) => m.role === 'user' && (m.content[0] as { text: string }).text.startsWith(SUMMARY_HEADER))
     expect(summaries).toHaveLength(1)
     // The second summary request replayed the first summary (cache reuse of the compacted prefix).
     const second = h.model.requests.filter(isCompactionRequest)[1]
@@ -137,11 +153,16 @@ describe('oversized tool-call arguments (issue 14 item 12)', () => {
       script: readingScript({
         reads: 6,
         final: 'done despite the big call',
-        agentStep: (_request, n) => (n === 0 ? { toolCalls: [{ name: 'read', arguments: { path: 'src/big.ts', content: huge } }] } : undefined),
+        agentStep: (_request, n) =>
+          n === 0 ? { toolCalls: [{ name: 'read', arguments: { path: 'src/big.ts', content: huge } }] } : undefined,
       }),
       maxSteps: 200,
       sessionStore: { maxToolArgumentChars: 2_000 },
-      plugins: [[TokenMeter], [readTool(2_000)], [BasicCompactionEngine, { contextWindow: 8_000, keepRecentTokens: 2_000 }]],
+      plugins: [
+        [TokenMeter],
+        [readTool(2_000)],
+        [BasicCompactionEngine, { contextWindow: 8_000, keepRecentTokens: 2_000 }],
+      ],
     })
     harnesses.push(h)
     const result = await h.prompt('read the files')
@@ -159,7 +180,11 @@ describe('failures leave history untouched', () => {
     ['an empty summary', () => ({ text: '' })],
   ] as const) {
     it(`${label} is logged and the turn still completes`, async () => {
-      const h = await harness(readingScript({ reads: 8, summary }), { contextWindow: 20_000, keepRecentTokens: 1_000, triggerRatio: 0.3 })
+      const h = await harness(readingScript({ reads: 8, summary }), {
+        contextWindow: 20_000,
+        keepRecentTokens: 1_000,
+        triggerRatio: 0.3,
+      })
       const result = await h.prompt('read')
       expect(result.reason).toBe('completed')
       const events = h.session.events
@@ -190,7 +215,8 @@ describe('provider context overflow', () => {
     const script = readingScript({
       reads: 6,
       agentStep: (request: LlmRequest) => {
-        if (!compacted && requestTokens(request) > 4_000) return { error: { code: 'CONTEXT_OVERFLOW', message: 'maximum context length exceeded' } }
+        if (!compacted && requestTokens(request) > 4_000)
+          return { error: { code: 'CONTEXT_OVERFLOW', message: 'maximum context length exceeded' } }
         if (json(request.messages).includes(SUMMARY_HEADER)) compacted = true
         return undefined
       },
@@ -209,7 +235,8 @@ describe('provider context overflow', () => {
   it('fails the turn when the retried request overflows again', async () => {
     const script = readingScript({
       reads: 6,
-      agentStep: (_request: LlmRequest, n: number) => (n >= 4 ? { error: { code: 'CONTEXT_OVERFLOW', message: 'too long' } } : undefined),
+      agentStep: (_request: LlmRequest, n: number) =>
+        n >= 4 ? { error: { code: 'CONTEXT_OVERFLOW', message: 'too long' } } : undefined,
     })
     const h = await harness(script, { auto: false, keepRecentTokens: 1_000 })
     const result = await h.prompt('read six files')

@@ -14,7 +14,8 @@ export const readTool = (size: number) => ({
       concurrencySafe: true,
       execute: (args: { path: string }) => {
         let text = ''
-        for (let line = 0; text.length < size; line++) text += `${args.path}:${line}: const value${line} = compute(${line});\n`
+        for (let line = 0; text.length < size; line++)
+          text += `${args.path}:${line}: const value${line} = compute(${line});\n`
         return { content: text.slice(0, size) }
       },
     })
@@ -25,7 +26,12 @@ export const isCompactionRequest = (request: LlmRequest) => request.metadata?.pu
 
 /** Estimated prompt tokens of a request, as the provider would roughly count it. */
 export const requestTokens = (request: LlmRequest) =>
-  Math.ceil(((request.system ?? '').length + JSON.stringify(request.tools ?? []).length + JSON.stringify(request.messages).length) / 4)
+  Math.ceil(
+    ((request.system ?? '').length +
+      JSON.stringify(request.tools ?? []).length +
+      JSON.stringify(request.messages).length) /
+      4,
+  )
 
 /**
  * A script that reads `reads` files (one per step), then answers `final`, and answers every
@@ -41,7 +47,12 @@ export function readingScript(options: {
   const entry = (request: LlmRequest): ScriptedStep => {
     const usage = { input: requestTokens(request), output: 20 }
     if (isCompactionRequest(request)) {
-      return { usage, ...(options.summary?.(request) ?? { text: 'Summary: the user asked to read files; files read so far were all TypeScript.' }) }
+      return {
+        usage,
+        ...(options.summary?.(request) ?? {
+          text: 'Summary: the user asked to read files; files read so far were all TypeScript.',
+        }),
+      }
     }
     const n = agentSteps++
     const custom = options.agentStep?.(request, n)

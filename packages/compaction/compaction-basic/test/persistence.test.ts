@@ -41,10 +41,21 @@ it('registers the compaction event types so a compacted session resumes from dis
   s.append('assistant/message', { message: { role: 'assistant', content: text('long answer') } })
   s.append('turn/end', { turn: 0, reason: 'completed' })
   s.append('compaction/start', {
-    id: 'c1', reason: 'manual', engine: '@dsh/compaction-basic', provider: 'p', model: 'm', fromSeq: 2, toSeq: 3, tokensBefore: 10, instruction: 'summarize',
+    id: 'c1',
+    reason: 'manual',
+    engine: '@dsh/compaction-basic',
+    provider: 'p',
+    model: 'm',
+    fromSeq: 2,
+    toSeq: 3,
+    tokensBefore: 10,
+    instruction: 'summarize',
   })
   s.append('compaction/summary', { id: 'c1', text: 'the answer was long' })
-  const replace = s.surface.replaceRange(2, 3, [{ role: 'user', content: text('summary') }], { by: '@dsh/compaction-basic', compaction: 'c1' })
+  const replace = s.surface.replaceRange(2, 3, [{ role: 'user', content: text('summary') }], {
+    by: '@dsh/compaction-basic',
+    compaction: 'c1',
+  })
   s.append('compaction/end', { id: 'c1', status: 'compacted', replaceSeq: replace.seq, tokensAfter: 5 })
   await a.durableSessions.checkpoint(s.id)
   const derived = JSON.stringify(s.deriveMessages())

@@ -45,8 +45,15 @@ export interface Config {
 export const Config: Schema<Partial<Config>, Config> = Schema.object({
   auto: Schema.boolean().default(true).description('Prune before a request that passes the trigger.'),
   contextWindow: Schema.natural().min(1024).description('Context window in tokens; overrides the model catalog.'),
-  triggerRatio: Schema.number().min(0.05).max(0.98).default(0.5).description('Fraction of the window at which to prune.'),
-  maxResultTokens: Schema.natural().min(16).default(1_000).description('Old results above this many tokens are pruned.'),
+  triggerRatio: Schema.number()
+    .min(0.05)
+    .max(0.98)
+    .default(0.5)
+    .description('Fraction of the window at which to prune.'),
+  maxResultTokens: Schema.natural()
+    .min(16)
+    .default(1_000)
+    .description('Old results above this many tokens are pruned.'),
   headChars: Schema.natural().default(1_500).description('Characters kept from the start of a pruned result.'),
   tailChars: Schema.natural().default(500).description('Characters kept from the end of a pruned result.'),
   keepRecentTokens: Schema.natural().default(16_000).description('The most recent tokens are never pruned.'),
@@ -115,7 +122,12 @@ export class ToolResultPruner extends Service {
     const omitted = tailStart - headEnd
     if (omitted === 0 && images === 0) return undefined
     const pruned = text.slice(0, headEnd) + omissionMarker(omitted, images) + text.slice(tailStart)
-    const out: ToolMessage = { role: 'tool', callId: message.callId, name: message.name, content: [{ type: 'text', text: pruned }] }
+    const out: ToolMessage = {
+      role: 'tool',
+      callId: message.callId,
+      name: message.name,
+      content: [{ type: 'text', text: pruned }],
+    }
     if (message.isError) out.isError = true
     return out
   }
@@ -141,7 +153,8 @@ export class ToolResultPruner extends Service {
       if (after) targets.push({ seq: node.seq, before: node.message, after })
     }
     let savedTokens = 0
-    for (const { before, after } of targets) savedTokens += messageTokens(before, this.estimate) - messageTokens(after, this.estimate)
+    for (const { before, after } of targets)
+      savedTokens += messageTokens(before, this.estimate) - messageTokens(after, this.estimate)
     if (targets.length === 0 || savedTokens < (options.minSavedTokens ?? 0)) return { pruned: 0, savedTokens: 0 }
     for (const { seq, before, after } of targets) {
       const original = before.content.reduce((n, block) => n + (block.type === 'text' ? block.text.length : 0), 0)
@@ -156,7 +169,11 @@ export class ToolResultPruner extends Service {
     if (!header) return undefined
     const window = await this.contextWindow(header.provider, header.model)
     if (!window) return undefined
-    const tokens = measureNextRequest(session, { estimate: this.estimate, lastRequestInput: this.ctx.tokenMeter.lastRequestInput(session), pending })
+    const tokens = measureNextRequest(session, {
+      estimate: this.estimate,
+      lastRequestInput: this.ctx.tokenMeter.lastRequestInput(session),
+      pending,
+    })
     if (tokens <= window * this.config.triggerRatio) return undefined
     return this.prune(session, { minSavedTokens: this.config.minBatchTokens })
   }

@@ -24,7 +24,13 @@ const bigTool = (size: number) => ({
   },
 })
 
-const tokensOf = (request: LlmRequest) => Math.ceil(((request.system ?? '').length + JSON.stringify(request.tools ?? []).length + JSON.stringify(request.messages).length) / 4)
+const tokensOf = (request: LlmRequest) =>
+  Math.ceil(
+    ((request.system ?? '').length +
+      JSON.stringify(request.tools ?? []).length +
+      JSON.stringify(request.messages).length) /
+      4,
+  )
 
 function script(steps: number) {
   let n = 0
@@ -37,7 +43,11 @@ function script(steps: number) {
 }
 
 async function harness(steps: number, size: number, config: Partial<Config> = {}) {
-  const h = await createHarness({ script: script(steps), maxSteps: steps + 5, plugins: [[TokenMeter], [bigTool(size)], [ToolResultPruner, config]] })
+  const h = await createHarness({
+    script: script(steps),
+    maxSteps: steps + 5,
+    plugins: [[TokenMeter], [bigTool(size)], [ToolResultPruner, config]],
+  })
   harnesses.push(h)
   return h
 }
@@ -45,7 +55,12 @@ async function harness(steps: number, size: number, config: Partial<Config> = {}
 describe('tool-result pruning', () => {
   it('keeps every request of a 500-result session under the 128k window while the log keeps everything', async () => {
     // 500 results of ~8 KB (~2,000 tokens each): about a million tokens unpruned.
-    const h = await harness(500, 8_000, { maxResultTokens: 500, headChars: 200, tailChars: 100, keepRecentTokens: 8_000 })
+    const h = await harness(500, 8_000, {
+      maxResultTokens: 500,
+      headChars: 200,
+      tailChars: 100,
+      keepRecentTokens: 8_000,
+    })
     const result = await h.prompt('dump 500 logs')
     expect(result).toMatchObject({ reason: 'completed', steps: 501 })
     const peak = Math.max(...h.model.requests.map(tokensOf))
@@ -55,7 +70,8 @@ describe('tool-result pruning', () => {
     // The raw log keeps every full result; the surface shows head, marker and tail.
     const results = h.session.events.filter((e) => e.type === 'tool/result')
     expect(results).toHaveLength(500)
-    for (const r of results) expect((r.data as { message: ToolMessage }).message.content[0]).toMatchObject({ type: 'text' })
+    for (const r of results)
+      expect((r.data as { message: ToolMessage }).message.content[0]).toMatchObject({ type: 'text' })
     expect(results.every((r) => JSON.stringify(r.data).length > 8_000)).toBe(true)
     const surface = h.session.deriveMessages().filter((m): m is ToolMessage => m.role === 'tool')
     const first = (surface[0].content[0] as { text: string }).text
@@ -66,7 +82,9 @@ describe('tool-result pruning', () => {
     expect((surface.at(-1)!.content[0] as { text: string }).text.length).toBeGreaterThan(8_000)
     // Pruning happens in batches (a cache break per batch), not on every step.
     const replaces = h.session.events.filter((e) => e.type === 'surface/replace')
-    const batches = new Set(replaces.map((e) => h.session.events.slice(0, e.seq).filter((x) => x.type === 'step/start').length))
+    const batches = new Set(
+      replaces.map((e) => h.session.events.slice(0, e.seq).filter((x) => x.type === 'step/start').length),
+    )
     expect(replaces.length / batches.size).toBeGreaterThanOrEqual(3)
     expect(replaces.every((e) => (e.data as { meta?: { by?: string } }).meta?.by === PRUNER)).toBe(true)
     expect(JSON.stringify(h.session.deriveMessages())).toBe(JSON.stringify(deriveMessagesFromEvents(h.session.events)))
@@ -85,15 +103,33 @@ describe('tool-result pruning', () => {
     expect(first.pruned).toBe(6)
     expect(first.savedTokens).toBeGreaterThan(10_000)
     expect(h.ctx.toolResultPruner.prune(h.session).pruned).toBe(0)
-    const pruned = h.ctx.toolResultPruner.pruneMessage({ role: 'tool', callId: 'c', name: 'dump', isError: true, content: [{ type: 'text', text: 'y'.repeat(9_000) }] })
+    const pruned = h.ctx.toolResultPruner.pruneMessage({
+      role: 'tool',
+      callId: 'c',
+      name: 'dump',
+      isError: true,
+      content: [{ type: 'text', text: 'y'.repeat(9_000) }],
+    })
     expect(pruned).toMatchObject({ callId: 'c', name: 'dump', isError: true })
-    expect(h.ctx.toolResultPruner.pruneMessage({ role: 'tool', callId: 'c', name: 'dump', content: [{ type: 'text', text: 'short' }] })).toBeUndefined()
+    expect(
+      h.ctx.toolResultPruner.pruneMessage({
+        role: 'tool',
+        callId: 'c',
+        name: 'dump',
+        content: [{ type: 'text', text: 'short' }],
+      }),
+    ).toBeUndefined()
   })
 
   it('does not split a surrogate pair at the cut', async () => {
     const h = await harness(0, 0, { headChars: 3, tailChars: 3, maxResultTokens: 16 })
     const text = '\u{1F600}'.repeat(200)
-    const pruned = h.ctx.toolResultPruner.pruneMessage({ role: 'tool', callId: 'c', name: 't', content: [{ type: 'text', text }] })!
+    const pruned = h.ctx.toolResultPruner.pruneMessage({
+      role: 'tool',
+      callId: 'c',
+      name: 't',
+      content: [{ type: 'text', text }],
+    })!
     const out = (pruned.content[0] as { text: string }).text
     expect(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(out)).toBe(false)
     expect(out.length).toBeLessThan(text.length)

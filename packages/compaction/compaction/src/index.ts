@@ -69,7 +69,15 @@ export interface CompactOptions {
 }
 
 export type CompactionResult =
-  | { status: 'compacted'; id: CompactionId; fromSeq: number; toSeq: number; tokensBefore: number; tokensAfter: number; summary: string }
+  | {
+      status: 'compacted'
+      id: CompactionId
+      fromSeq: number
+      toSeq: number
+      tokensBefore: number
+      tokensAfter: number
+      summary: string
+    }
   | { status: 'skipped'; reason: string }
   | { status: 'failed'; id: CompactionId; error: LoggedError }
 
@@ -105,7 +113,10 @@ export abstract class CompactionEngine extends Service {
   // Shared by caller views of the service; mutated in place.
   private readonly locks = new Map<string, Promise<unknown>>()
 
-  constructor(ctx: Context, readonly engine: string) {
+  constructor(
+    ctx: Context,
+    readonly engine: string,
+  ) {
     super(ctx, 'compaction')
   }
 

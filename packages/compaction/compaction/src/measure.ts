@@ -45,7 +45,10 @@ export function messageTokens(message: Message, estimate: Estimator): number {
 const headerCache = new WeakMap<Estimator, WeakMap<object, number>>()
 
 /** Estimated tokens of the system prompt and tool schemas of a request header. Cached per (estimator, frozen header). */
-export function headerTokens(header: { system?: string; tools?: ToolSchema[] } | undefined, estimate: Estimator): number {
+export function headerTokens(
+  header: { system?: string; tools?: ToolSchema[] } | undefined,
+  estimate: Estimator,
+): number {
   if (!header) return 0
   let perEstimator = headerCache.get(estimate)
   if (!perEstimator) headerCache.set(estimate, (perEstimator = new WeakMap()))
@@ -53,7 +56,11 @@ export function headerTokens(header: { system?: string; tools?: ToolSchema[] } |
   if (hit !== undefined) return hit
   const tokens = estimate(header.system ?? '') + (header.tools?.length ? estimate(JSON.stringify(header.tools)) : 0)
   // Only a header that cannot change under the cache (the log deep-freezes its events).
-  if (Object.isFrozen(header) && (header.tools === undefined || (Object.isFrozen(header.tools) && header.tools.every((tool) => Object.isFrozen(tool))))) {
+  if (
+    Object.isFrozen(header) &&
+    (header.tools === undefined ||
+      (Object.isFrozen(header.tools) && header.tools.every((tool) => Object.isFrozen(tool))))
+  ) {
     perEstimator.set(header, tokens)
   }
   return tokens
@@ -88,7 +95,8 @@ export function measureNextRequest(session: Session, options: MeasureOptions): n
   if (lastReplace && lastReplace.seq > lastAssistant.seq) return estimated
   // Everything from the answer of the last request on was not part of its input.
   let tail = 0
-  for (let i = nodes.length - 1; i >= 0 && nodes[i].seq >= lastAssistant.seq; i--) tail += messageTokens(nodes[i].message, estimate)
+  for (let i = nodes.length - 1; i >= 0 && nodes[i].seq >= lastAssistant.seq; i--)
+    tail += messageTokens(nodes[i].message, estimate)
   return Math.max(estimated, options.lastRequestInput + tail + pending)
 }
 

@@ -81,7 +81,10 @@ it('measures the next request from the header, surface and pending input, calibr
   const pending = [{ role: 'user' as const, content: text('p'.repeat(40)) }]
   expect(measureNextRequest(s, { estimate, pending })).toBe(plain + 14)
   // The provider counted more than the heuristic: its figure plus the new tail wins.
-  const answer = s.append('assistant/message', { message: { role: 'assistant', content: text('a'.repeat(40)) }, usage: { input: 900, output: 10, cacheRead: 100, cacheWrite: 0, reasoning: 0 } })
+  const answer = s.append('assistant/message', {
+    message: { role: 'assistant', content: text('a'.repeat(40)) },
+    usage: { input: 900, output: 10, cacheRead: 100, cacheWrite: 0, reasoning: 0 },
+  })
   const answerTokens = messageTokens((answer as SessionEvent<'assistant/message'>).data.message, estimate)
   expect(measureNextRequest(s, { estimate, lastRequestInput: 1000 })).toBe(1000 + answerTokens)
   // After a surface rewrite the old figure no longer describes the history.
@@ -92,7 +95,13 @@ it('measures the next request from the header, surface and pending input, calibr
 it('measures a logged request header once per estimator; a header that can change is measured each time', async () => {
   const { headerTokens } = await import('../src/index.ts')
   const session = new Session({ cwd: '/' })
-  const tools = [{ name: 'bash', description: 'runs a command', parameters: { type: 'object', properties: { command: { type: 'string' } } } }]
+  const tools = [
+    {
+      name: 'bash',
+      description: 'runs a command',
+      parameters: { type: 'object', properties: { command: { type: 'string' } } },
+    },
+  ]
   session.append('request/header', { provider: 'p', model: 'm', system: 'You are a test.', tools })
   const logged = session.last('request/header')!.data
   let calls = 0
@@ -104,8 +113,15 @@ it('measures a logged request header once per estimator; a header that can chang
   // The same figure under another estimator is its own entry.
   expect(headerTokens(logged, estimate)).toBe(first)
   // A mutable header (not from the log) is never cached: a change shows at once.
-  const open: { system: string; tools: Array<{ name: string; description: string; parameters: Record<string, unknown> }> } = { system: 'short', tools: [...tools] }
+  const open: {
+    system: string
+    tools: Array<{ name: string; description: string; parameters: Record<string, unknown> }>
+  } = { system: 'short', tools: [...tools] }
   const before = headerTokens(open, estimate)
-  open.tools.push({ name: 'grep', description: 'searches files for a pattern', parameters: { type: 'object', properties: {} } })
+  open.tools.push({
+    name: 'grep',
+    description: 'searches files for a pattern',
+    parameters: { type: 'object', properties: {} },
+  })
   expect(headerTokens(open, estimate)).toBeGreaterThan(before)
 })

@@ -37,7 +37,12 @@ function utf8Prefix(bytes: Buffer, limit: number): Buffer {
  * a symlink loop, not a regular file) is a `problem`, and the next name is not tried: falling back
  * past a broken primary file would hide it.
  */
-export async function findInstructionFile(dir: string, names: readonly string[], maxBytes: number, check?: ReadCheck): Promise<Found> {
+export async function findInstructionFile(
+  dir: string,
+  names: readonly string[],
+  maxBytes: number,
+  check?: ReadCheck,
+): Promise<Found> {
   for (const name of names) {
     const path = join(dir, name)
     let info

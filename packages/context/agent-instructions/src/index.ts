@@ -11,8 +11,26 @@ import type { Session } from '@dsh/session'
 import type { PostExecutePayload } from '@dsh/tools'
 import { resolveDshHome } from '@dsh/home-paths'
 import { harnessReadRefusal } from '@dsh/sandbox-policy'
-import { chain, findInstructionFile, projectRoot, realOrUndefined, touchedDir, type Found, type ReadCheck } from './files.ts'
-import { bodyOf, messageOf, renderBody, renderChanged, renderLoaded, renderOmitted, renderRemoved, type Rendered, type Scope } from './render.ts'
+import {
+  chain,
+  findInstructionFile,
+  projectRoot,
+  realOrUndefined,
+  touchedDir,
+  type Found,
+  type ReadCheck,
+} from './files.ts'
+import {
+  bodyOf,
+  messageOf,
+  renderBody,
+  renderChanged,
+  renderLoaded,
+  renderOmitted,
+  renderRemoved,
+  type Rendered,
+  type Scope,
+} from './render.ts'
 
 export { chain, findInstructionFile, projectRoot } from './files.ts'
 export { bodyOf, renderBody, renderChanged, renderLoaded, renderRemoved } from './render.ts'
@@ -35,17 +53,31 @@ export const Config: Schema<Partial<Config>, Config> = Schema.object({
   fileNames: Schema.array(String)
     .default(['AGENTS.md', 'CLAUDE.md'])
     .description('Instruction file names, in order of preference: in each directory the first that exists is used.'),
-  userGlobal: Schema.boolean().default(true).description('Load the user-global file from `globalDir` at session start.'),
-  globalDir: Schema.string().description('Directory of the user-global file. Default: $DSH_HOME (ctx.homePaths when mounted).'),
+  userGlobal: Schema.boolean()
+    .default(true)
+    .description('Load the user-global file from `globalDir` at session start.'),
+  globalDir: Schema.string().description(
+    'Directory of the user-global file. Default: $DSH_HOME (ctx.homePaths when mounted).',
+  ),
   rootMarkers: Schema.array(String)
     .default(['.git'])
     .description('Names whose presence marks the project root; the project chain runs from there down to the cwd.'),
-  maxFileBytes: Schema.natural().min(1).default(32_768).description('Bytes of one file shown to the model; the rest is cut with a stated marker.'),
-  maxInitialBytes: Schema.natural().min(1).default(131_072).description('Bytes of all files loaded at session start together.'),
-  discoverNested: Schema.boolean().default(true).description('Report new, changed and removed instruction files after filesystem tool calls.'),
+  maxFileBytes: Schema.natural()
+    .min(1)
+    .default(32_768)
+    .description('Bytes of one file shown to the model; the rest is cut with a stated marker.'),
+  maxInitialBytes: Schema.natural()
+    .min(1)
+    .default(131_072)
+    .description('Bytes of all files loaded at session start together.'),
+  discoverNested: Schema.boolean()
+    .default(true)
+    .description('Report new, changed and removed instruction files after filesystem tool calls.'),
   tools: Schema.array(String)
     .default(['read', 'write', 'edit', 'glob', 'grep'])
-    .description('Tools whose successful calls trigger discovery; their `file_path` or `path` argument names what they touched.'),
+    .description(
+      'Tools whose successful calls trigger discovery; their `file_path` or `path` argument names what they touched.',
+    ),
 })
 
 export const SOURCE_PLUGIN = name
@@ -56,7 +88,8 @@ type Known = Map<string, string | undefined>
 export function apply(ctx: Context, config: Config): void {
   if (config.fileNames.length === 0) throw new TypeError('agent-instructions: fileNames must name at least one file')
   for (const file of config.fileNames) {
-    if (file === '' || file.includes('/') || file.includes('\0')) throw new TypeError(`agent-instructions: fileNames entry ${JSON.stringify(file)} must be a plain file name`)
+    if (file === '' || file.includes('/') || file.includes('\0'))
+      throw new TypeError(`agent-instructions: fileNames entry ${JSON.stringify(file)} must be a plain file name`)
   }
   const logger = ctx.logger('agent-instructions')
   const warned = new Set<string>()
@@ -108,7 +141,11 @@ export function apply(ctx: Context, config: Config): void {
    */
   const checkFor = (session: Session, cwd: string, root: string | undefined): ReadCheck => {
     const policy = ctx.get('sandboxPolicy')?.resolve({ sessionId: session.id, cwd })
-    return (path, opened) => harnessReadRefusal(path, policy, { ...(root !== undefined ? { roots: [root] } : {}), ...(opened !== undefined ? { opened } : {}) })
+    return (path, opened) =>
+      harnessReadRefusal(path, policy, {
+        ...(root !== undefined ? { roots: [root] } : {}),
+        ...(opened !== undefined ? { opened } : {}),
+      })
   }
 
   async function read(dir: string, maxBytes: number, check: ReadCheck): Promise<Found> {
@@ -177,7 +214,10 @@ export function apply(ctx: Context, config: Config): void {
     return out
   }
 
-  const toContext = (r: Rendered): InjectedContext => ({ content: r.text, source: { kind: 'plugin', plugin: name, label: r.path } })
+  const toContext = (r: Rendered): InjectedContext => ({
+    content: r.text,
+    source: { kind: 'plugin', plugin: name, label: r.path },
+  })
 
   ctx.on(
     'agent/pre-step',
@@ -206,7 +246,8 @@ export function apply(ctx: Context, config: Config): void {
       const agent = ctx.agents.get(context.agentId)
       if (!agent) return
       const args = (payload.args ?? {}) as { file_path?: unknown; path?: unknown }
-      const target = typeof args.file_path === 'string' ? args.file_path : typeof args.path === 'string' ? args.path : '.'
+      const target =
+        typeof args.file_path === 'string' ? args.file_path : typeof args.path === 'string' ? args.path : '.'
       const { session } = agent
       const previous = locks.get(session) ?? Promise.resolve()
       const run = previous.then(async () => {
@@ -223,7 +264,10 @@ export function apply(ctx: Context, config: Config): void {
             agent.inject(toContext(r))
           }
         } catch (error) {
-          logger.warn('discovering instruction files failed: %s', error instanceof Error ? error.message : String(error))
+          logger.warn(
+            'discovering instruction files failed: %s',
+            error instanceof Error ? error.message : String(error),
+          )
         }
       })
       locks.set(session, run)

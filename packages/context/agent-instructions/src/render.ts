@@ -32,7 +32,11 @@ export function renderChanged(path: string, body: string): Rendered {
 }
 
 export function renderRemoved(path: string): Rendered {
-  return { path, body: undefined, text: `Instructions file ${path} was removed; its earlier instructions no longer apply.` }
+  return {
+    path,
+    body: undefined,
+    text: `Instructions file ${path} was removed; its earlier instructions no longer apply.`,
+  }
 }
 
 export function renderOmitted(path: string, size: number, budget: number): string {

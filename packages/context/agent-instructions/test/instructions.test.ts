@@ -45,7 +45,10 @@ async function setup(opts: { cwd: string; script: ScriptEntry[]; config?: object
     ],
   })
   const warnings: string[] = []
-  harness.ctx.logger.exporter({ levels: { default: 3 }, export: (m) => void warnings.push(format(...((m as { args?: unknown[] }).args ?? []))) })
+  harness.ctx.logger.exporter({
+    levels: { default: 3 },
+    export: (m) => void warnings.push(format(...((m as { args?: unknown[] }).args ?? []))),
+  })
   return { harness, warnings }
 }
 
@@ -63,7 +66,11 @@ describe('session-start chain', () => {
       'repo/pkg/sub/CLAUDE.md': 'sub: ignored',
     })
     const cwd = join(root, 'repo/pkg/sub')
-    const { harness } = await setup({ cwd, script: [{ text: 'a' }, { text: 'b' }], config: { globalDir: join(root, 'home') } })
+    const { harness } = await setup({
+      cwd,
+      script: [{ text: 'a' }, { text: 'b' }],
+      config: { globalDir: join(root, 'home') },
+    })
     await harness.prompt('hello')
     const loaded = ours(harness.session.events)
     expect(loaded.map((m) => m.label)).toEqual([
@@ -72,8 +79,12 @@ describe('session-start chain', () => {
       join(root, 'repo/pkg/CLAUDE.md'),
       join(root, 'repo/pkg/sub/AGENTS.md'),
     ])
-    expect(loaded[0].text).toBe(`Instructions from ${join(root, 'home/AGENTS.md')} (user-global instructions, apply to every project):\nglobal: be brief`)
-    expect(loaded[1].text).toBe(`Instructions from ${join(root, 'repo/AGENTS.md')} (project instructions):\nroot: run the tests`)
+    expect(loaded[0].text).toBe(
+      `Instructions from ${join(root, 'home/AGENTS.md')} (user-global instructions, apply to every project):\nglobal: be brief`,
+    )
+    expect(loaded[1].text).toBe(
+      `Instructions from ${join(root, 'repo/AGENTS.md')} (project instructions):\nroot: run the tests`,
+    )
     // The model saw all four before the human message.
     const seen = JSON.stringify(harness.model.requests[0].messages)
     expect(seen.indexOf('sub: primary name wins')).toBeLessThan(seen.indexOf('hello'))
@@ -86,7 +97,12 @@ describe('session-start chain', () => {
     await harness.dispose()
 
     // Resumed: the chain is in the log already and is not loaded twice.
-    const resumed = await setup({ cwd, script: [{ text: 'c' }], session: new Session({ cwd, events }), config: { globalDir: join(root, 'home') } })
+    const resumed = await setup({
+      cwd,
+      script: [{ text: 'c' }],
+      session: new Session({ cwd, events }),
+      config: { globalDir: join(root, 'home') },
+    })
     await resumed.harness.prompt('after resume')
     expect(ours(resumed.harness.session.events)).toHaveLength(4)
     await resumed.harness.dispose()
@@ -94,12 +110,20 @@ describe('session-start chain', () => {
 
   it('uses the cwd alone when no root marker is found, and loads nothing for an empty tree', async () => {
     const root = tree({ 'proj/AGENTS.md': 'only me', 'proj/deeper/': '' })
-    const { harness } = await setup({ cwd: join(root, 'proj'), script: [{ text: 'a' }], config: { rootMarkers: ['.no-such-marker'] } })
+    const { harness } = await setup({
+      cwd: join(root, 'proj'),
+      script: [{ text: 'a' }],
+      config: { rootMarkers: ['.no-such-marker'] },
+    })
     await harness.prompt('hi')
     expect(ours(harness.session.events).map((m) => m.label)).toEqual([join(root, 'proj/AGENTS.md')])
     await harness.dispose()
 
-    const empty = await setup({ cwd: join(root, 'proj/deeper'), script: [{ text: 'a' }], config: { rootMarkers: ['.no-such-marker'] } })
+    const empty = await setup({
+      cwd: join(root, 'proj/deeper'),
+      script: [{ text: 'a' }],
+      config: { rootMarkers: ['.no-such-marker'] },
+    })
     await empty.harness.prompt('hi')
     expect(ours(empty.harness.session.events)).toEqual([])
     await empty.harness.dispose()
@@ -108,13 +132,21 @@ describe('session-start chain', () => {
   it('cuts a huge file with a stated marker and keeps the session-start budget', async () => {
     const huge = 'é'.repeat(60_000) // 120,000 bytes of two-byte characters
     const root = tree({ '.git/': '', 'AGENTS.md': huge, 'a/AGENTS.md': 'x'.repeat(500), 'a/b/AGENTS.md': 'third' })
-    const { harness } = await setup({ cwd: join(root, 'a/b'), script: [{ text: 'a' }], config: { maxFileBytes: 1001, maxInitialBytes: 1400 } })
+    const { harness } = await setup({
+      cwd: join(root, 'a/b'),
+      script: [{ text: 'a' }],
+      config: { maxFileBytes: 1001, maxInitialBytes: 1400 },
+    })
     await harness.prompt('hi')
     const [first, second, third] = ours(harness.session.events)
-    expect(first.text).toContain(`[truncated: showing the first 1000 of 120000 bytes of ${join(root, 'AGENTS.md')}; read the file for the rest]`)
+    expect(first.text).toContain(
+      `[truncated: showing the first 1000 of 120000 bytes of ${join(root, 'AGENTS.md')}; read the file for the rest]`,
+    )
     expect(first.text).not.toContain('\uFFFD')
     expect(second.text).toContain(`[truncated: showing the first 400 of 500 bytes`)
-    expect(third.text).toContain(`[omitted: the 1400-byte budget for instructions loaded at session start is used up; read ${join(root, 'a/b/AGENTS.md')} (5 bytes) directly]`)
+    expect(third.text).toContain(
+      `[omitted: the 1400-byte budget for instructions loaded at session start is used up; read ${join(root, 'a/b/AGENTS.md')} (5 bytes) directly]`,
+    )
     await harness.dispose()
   })
 })
@@ -146,7 +178,9 @@ describe('nested discovery after filesystem tool calls', () => {
     await harness.prompt('look at deep/file.ts')
     let msgs = ours(harness.session.events)
     expect(msgs.map((m) => m.label)).toEqual([join(root, 'AGENTS.md'), join(root, 'src/AGENTS.md'), libFile])
-    expect(msgs[2].text).toBe(`Instructions from ${libFile} (nested instructions, apply to files under this directory):\nlib rules v1`)
+    expect(msgs[2].text).toBe(
+      `Instructions from ${libFile} (nested instructions, apply to files under this directory):\nlib rules v1`,
+    )
     // Injected after the tool result, so the second request of the turn carries them.
     expect(JSON.stringify(harness.model.requests[0].messages)).not.toContain('src rules')
     expect(JSON.stringify(harness.model.requests[1].messages)).toContain('lib rules v1')
@@ -154,21 +188,43 @@ describe('nested discovery after filesystem tool calls', () => {
     await harness.prompt('bump the version')
     msgs = ours(harness.session.events)
     expect(msgs).toHaveLength(4)
-    expect(msgs[3].text).toBe(`Instructions from ${libFile} changed; this version replaces the earlier one:\nlib rules v2`)
+    expect(msgs[3].text).toBe(
+      `Instructions from ${libFile} changed; this version replaces the earlier one:\nlib rules v2`,
+    )
 
     await harness.prompt('remove it and look again')
     msgs = ours(harness.session.events)
-    expect(msgs.slice(4)).toEqual([{ label: libFile, text: `Instructions file ${libFile} was removed; its earlier instructions no longer apply.` }])
+    expect(msgs.slice(4)).toEqual([
+      { label: libFile, text: `Instructions file ${libFile} was removed; its earlier instructions no longer apply.` },
+    ])
     // docs/ has no instructions, the others are unchanged: nothing more.
     expect(harness.model.requests).toHaveLength(7)
     await harness.dispose()
   })
 
   it('ignores failed calls, paths outside the project, and stops when unloaded', async () => {
-    const root = tree({ 'repo/.git/': '', 'repo/a/AGENTS.md': 'a rules', 'elsewhere/AGENTS.md': 'outside', 'elsewhere/x.txt': 'x' })
+    const root = tree({
+      'repo/.git/': '',
+      'repo/a/AGENTS.md': 'a rules',
+      'elsewhere/AGENTS.md': 'outside',
+      'elsewhere/x.txt': 'x',
+    })
     const repo = join(root, 'repo')
-    const script: ScriptEntry[] = [read(join(repo, 'a/missing.txt')), read(join(root, 'elsewhere/x.txt')), { text: 'ok' }, read(join(repo, 'a')), { text: 'ok' }]
-    const harness = await createHarness({ cwd: repo, script, plugins: [[LocalFileSystem, {}], [ToolFs, {}]] })
+    const script: ScriptEntry[] = [
+      read(join(repo, 'a/missing.txt')),
+      read(join(root, 'elsewhere/x.txt')),
+      { text: 'ok' },
+      read(join(repo, 'a')),
+      { text: 'ok' },
+    ]
+    const harness = await createHarness({
+      cwd: repo,
+      script,
+      plugins: [
+        [LocalFileSystem, {}],
+        [ToolFs, {}],
+      ],
+    })
     const mounted = await harness.mount(Instructions, { globalDir: join(base, 'no-home') })
     await harness.prompt('1')
     expect(ours(harness.session.events)).toEqual([])
@@ -192,7 +248,11 @@ describe('hostile trees', () => {
     const root = tree({ '.git/': '', 'd/AGENTS.md': 'd rules', 'd/x.txt': 'x', 'loopy/': '' })
     symlinkSync('AGENTS.md', join(root, 'loopy/AGENTS.md')) // points at itself
     symlinkSync('.', join(root, 'd/loop')) // d/loop/loop/... is d
-    const script: ScriptEntry[] = [read(join(root, 'd/loop/loop/loop/x.txt')), read(join(root, 'd/x.txt')), { text: 'ok' }]
+    const script: ScriptEntry[] = [
+      read(join(root, 'd/loop/loop/loop/x.txt')),
+      read(join(root, 'd/x.txt')),
+      { text: 'ok' },
+    ]
     const { harness, warnings } = await setup({ cwd: join(root, 'loopy'), script })
     const result = await harness.prompt('go')
     expect(result.reason).toBe('completed')
@@ -203,13 +263,30 @@ describe('hostile trees', () => {
   })
 
   it('skips unreadable files with a warning and keeps going', async () => {
-    const root = tree({ '.git/': '', 'AGENTS.md': 'root rules', 'io/': '', 'fifo/': '', 'locked/AGENTS.md': 'secret', 'ok/AGENTS.md': 'ok rules' })
+    const root = tree({
+      '.git/': '',
+      'AGENTS.md': 'root rules',
+      'io/': '',
+      'fifo/': '',
+      'locked/AGENTS.md': 'secret',
+      'ok/AGENTS.md': 'ok rules',
+    })
     symlinkSync('/proc/self/mem', join(root, 'io/AGENTS.md')) // a regular file whose read fails with EIO
     execFileSync('mkfifo', [join(root, 'fifo/AGENTS.md')])
     chmodSync(join(root, 'locked/AGENTS.md'), 0)
     const script: ScriptEntry[] = [
-      { toolCalls: ['io', 'fifo', 'locked', 'ok'].map((d) => ({ name: 'read', arguments: { file_path: join(root, d, 'nothing-here') } })) },
-      { toolCalls: ['io', 'fifo', 'locked', 'ok'].map((d) => ({ name: 'write', arguments: { file_path: join(root, d, 'new.txt'), content: 'n' } })) },
+      {
+        toolCalls: ['io', 'fifo', 'locked', 'ok'].map((d) => ({
+          name: 'read',
+          arguments: { file_path: join(root, d, 'nothing-here') },
+        })),
+      },
+      {
+        toolCalls: ['io', 'fifo', 'locked', 'ok'].map((d) => ({
+          name: 'write',
+          arguments: { file_path: join(root, d, 'new.txt'), content: 'n' },
+        })),
+      },
       { text: 'ok' },
     ]
     const { harness, warnings } = await setup({ cwd: join(root, 'io'), script })
@@ -235,7 +312,11 @@ describe('hostile trees', () => {
 
   it('refuses bad config at load', () => {
     expect(() => Instructions.Config({ maxFileBytes: 0 })).toThrow()
-    expect(() => Instructions.apply({ logger: () => ({}) } as never, Instructions.Config({ fileNames: ['a/AGENTS.md'] }))).toThrow(/plain file name/)
-    expect(() => Instructions.apply({ logger: () => ({}) } as never, Instructions.Config({ fileNames: [] }))).toThrow(/at least one/)
+    expect(() =>
+      Instructions.apply({ logger: () => ({}) } as never, Instructions.Config({ fileNames: ['a/AGENTS.md'] })),
+    ).toThrow(/plain file name/)
+    expect(() => Instructions.apply({ logger: () => ({}) } as never, Instructions.Config({ fileNames: [] }))).toThrow(
+      /at least one/,
+    )
   })
 })

@@ -22,12 +22,18 @@ const SSH = 'PLANTED-PRIVATE-KEY-BODY'
 
 async function run(mode: string) {
   // Reading a file in lib/ makes the plugin discover lib/CLAUDE.md (a link to the SSH key).
-  mock = await startMockServer({ steps: [{ toolCalls: [{ id: 'r1', name: 'read', arguments: { file_path: '../lib/x.txt' } }] }, { text: 'Understood.' }] as never })
+  mock = await startMockServer({
+    steps: [
+      { toolCalls: [{ id: 'r1', name: 'read', arguments: { file_path: '../lib/x.txt' } }] },
+      { text: 'Understood.' },
+    ] as never,
+  })
   const root = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-instructions-links-')))
   const home = join(root, 'home')
   const repo = join(root, 'repo')
   const ssh = join(root, 'user', '.ssh')
-  for (const dir of [home, ssh, join(repo, '.git'), join(repo, 'app'), join(repo, 'lib'), join(repo, 'docs')]) mkdirSync(dir, { recursive: true })
+  for (const dir of [home, ssh, join(repo, '.git'), join(repo, 'app'), join(repo, 'lib'), join(repo, 'docs')])
+    mkdirSync(dir, { recursive: true })
   writeFileSync(join(home, '.credentials.yaml'), `deepseek: ${KEY}\n`, { mode: 0o600 })
   writeFileSync(join(ssh, 'id_rsa'), `-----BEGIN KEY-----\n${SSH}\n`)
   writeFileSync(join(repo, 'docs', 'rules.md'), 'INSIDE: linked rules from docs')
@@ -59,7 +65,9 @@ async function run(mode: string) {
 }
 
 for (const mode of ['workspace-write', 'danger-full-access']) {
-  it(`${mode}: an instruction file linked outside the project is not sent; one linked inside is`, { timeout: 60_000 }, async () => {
+  it(`${mode}: an instruction file linked outside the project is not sent; one linked inside is`, {
+    timeout: 60_000,
+  }, async () => {
     const { result, seen } = await run(mode)
     expect(result, result.stderr).toMatchObject({ code: 0, stdout: 'Understood.\n' })
     expect(mock!.requests).toHaveLength(2)

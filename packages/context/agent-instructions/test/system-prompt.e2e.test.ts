@@ -22,7 +22,13 @@ beforeAll(async () => {
   execFileSync('git', ['init', '-q', repo])
   writeFileSync(join(repo, 'AGENTS.md'), 'PROJECT RULE: use pnpm')
   mkdirSync(join(root, 'home'))
-  env = { HOME: root, DSH_HOME: join(root, 'home'), SHELL: '/bin/zsh', DEEPSEEK_BASE_URL: mock.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' }
+  env = {
+    HOME: root,
+    DSH_HOME: join(root, 'home'),
+    SHELL: '/bin/zsh',
+    DEEPSEEK_BASE_URL: mock.baseURL,
+    DEEPSEEK_API_KEY: 'sk-test-not-a-real-key',
+  }
 })
 afterAll(async () => {
   await mock?.close()
@@ -36,7 +42,8 @@ interface WireMessage {
 const messagesOf = (index: number) => (mock.requests[index].body as { messages: WireMessage[] }).messages
 const systemOf = (index: number) => String(messagesOf(index).find((m) => m.role === 'system')?.content ?? '')
 
-const localDate = (now: Date) => `${now.getFullYear()}-${String(now.getMonth() + 1).padStart(2, '0')}-${String(now.getDate()).padStart(2, '0')}`
+const localDate = (now: Date) =>
+  `${now.getFullYear()}-${String(now.getMonth() + 1).padStart(2, '0')}-${String(now.getDate()).padStart(2, '0')}`
 
 it('sends identity, tool guidance, environment facts and the date, stable-first, before the instruction files', async () => {
   const before = localDate(new Date())
@@ -61,7 +68,10 @@ it('sends identity, tool guidance, environment facts and the date, stable-first,
     `Session date: ${date}`,
   ]
   const at = parts.map((part) => system.indexOf(part))
-  expect(at.every((i) => i >= 0), JSON.stringify(Object.fromEntries(parts.map((p, i) => [p, at[i]])))).toBe(true)
+  expect(
+    at.every((i) => i >= 0),
+    JSON.stringify(Object.fromEntries(parts.map((p, i) => [p, at[i]]))),
+  ).toBe(true)
   expect([...at].sort((a, b) => a - b)).toEqual(at)
   // The instruction file is history: after the system message, before the task.
   const messages = messagesOf(0)
@@ -76,7 +86,9 @@ it('--continue resumes with the byte-identical system prompt and tool list', asy
   const run = await runDsh(['--profile', 'headless', '--continue', 'again'], { cwd: repo, env })
   expect(run, run.stderr).toMatchObject({ code: 0, stdout: 'two\n' })
   expect(systemOf(1)).toBe(systemOf(0))
-  expect(JSON.stringify((mock.requests[1].body as { tools: unknown }).tools)).toBe(JSON.stringify((mock.requests[0].body as { tools: unknown }).tools))
+  expect(JSON.stringify((mock.requests[1].body as { tools: unknown }).tools)).toBe(
+    JSON.stringify((mock.requests[0].body as { tools: unknown }).tools),
+  )
 }, 60_000)
 
 it('a disabled tool row takes its section with it', async () => {

@@ -3,10 +3,13 @@
 import Schema from 'schemastery'
 import { defineMethod } from '@dsh/web-protocol'
 
-export interface FileMatch { path: string }
+export interface FileMatch {
+  path: string
+}
 
 export const filesSearch = defineMethod('files.search', {
-  description: "Workspace files of a session's directory matching `query` (fuzzy), best first; files ignored by .gitignore and hidden files are not listed.",
+  description:
+    "Workspace files of a session's directory matching `query` (fuzzy), best first; files ignored by .gitignore and hidden files are not listed.",
   params: Schema.object({
     sessionId: Schema.string().min(1).required(),
     query: Schema.string().default(''),

@@ -45,16 +45,30 @@ const textOf = (content: InjectedContext['content']): string =>
   typeof content === 'string' ? content : content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('\n')
 
 /** The context messages for the mentions in `text` (none when it mentions nothing). */
-export async function expandMentions(cwd: string, text: string, config: Pick<FileReferenceConfig, 'maxBytes' | 'maxMentions'>, policy?: SandboxPolicy): Promise<InjectedContext[]> {
+export async function expandMentions(
+  cwd: string,
+  text: string,
+  config: Pick<FileReferenceConfig, 'maxBytes' | 'maxMentions'>,
+  policy?: SandboxPolicy,
+): Promise<InjectedContext[]> {
   const paths = mentionedPaths(text).slice(0, config.maxMentions)
   const resolved = await Promise.all(paths.map((p) => resolveMention(cwd, p, config.maxBytes, policy)))
   // `@a.md` and `@a.md.` name one file: include it once.
   const unique = resolved.filter((m, i) => resolved.findIndex((o) => o.path === m.path) === i)
-  return unique.map((m) => ({ content: renderMention(m), source: { kind: 'plugin' as const, plugin: SOURCE_PLUGIN, label: `@${m.path}` } }))
+  return unique.map((m) => ({
+    content: renderMention(m),
+    source: { kind: 'plugin' as const, plugin: SOURCE_PLUGIN, label: `@${m.path}` },
+  }))
 }
 
 export function apply(ctx: Context, raw: Partial<FileReferenceConfig> = {}): void {
-  const config: FileReferenceConfig = { maxBytes: 100_000, maxMentions: 10, maxFiles: 50_000, listCacheMs: 5_000, ...raw }
+  const config: FileReferenceConfig = {
+    maxBytes: 100_000,
+    maxMentions: 10,
+    maxFiles: 50_000,
+    listCacheMs: 5_000,
+    ...raw,
+  }
 
   ctx.on('agent/pre-step', async (payload: PreStepPayload, next) => {
     const out: InjectedContext[] = []
@@ -62,7 +76,14 @@ export function apply(ctx: Context, raw: Partial<FileReferenceConfig> = {}): voi
       out.push(message)
       if (message.source.kind !== 'human') continue
       const { session, cwd } = payload.agent
-      out.push(...(await expandMentions(cwd, textOf(message.content), config, ctx.get('sandboxPolicy')?.resolve({ sessionId: session.id, cwd }))))
+      out.push(
+        ...(await expandMentions(
+          cwd,
+          textOf(message.content),
+          config,
+          ctx.get('sandboxPolicy')?.resolve({ sessionId: session.id, cwd }),
+        )),
+      )
     }
     payload.messages.splice(0, payload.messages.length, ...out)
     return next()
@@ -74,7 +95,8 @@ export function apply(ctx: Context, raw: Partial<FileReferenceConfig> = {}): voi
     if (!found) {
       found = listFiles(subprocess, cwd, config.maxFiles)
       listings.set(cwd, found)
-      const drop = () => setTimeout(() => listings.get(cwd) === found && listings.delete(cwd), config.listCacheMs).unref?.()
+      const drop = () =>
+        setTimeout(() => listings.get(cwd) === found && listings.delete(cwd), config.listCacheMs).unref?.()
       found.then(drop, () => listings.delete(cwd))
     }
     return found
@@ -85,9 +107,16 @@ export function apply(ctx: Context, raw: Partial<FileReferenceConfig> = {}): voi
     const cwdOf = async (sessionId: string): Promise<string> => {
       const live = inner.sessions.get(sessionId)
       if (live) return live.cwd
-      const { sessions } = await api.call('sessions.list', { includeArchived: true, limit: 500 }, { loopback: true, signal: AbortSignal.timeout(10_000) }) as { sessions: Array<{ sessionId: string; cwd: string }> }
+      const { sessions } = (await api.call(
+        'sessions.list',
+        { includeArchived: true, limit: 500 },
+        { loopback: true, signal: AbortSignal.timeout(10_000) },
+      )) as { sessions: Array<{ sessionId: string; cwd: string }> }
       const row = sessions.find((s) => s.sessionId === sessionId)
-      if (!row) throw new ApiError('SESSION_NOT_FOUND', `files.search: no session ${JSON.stringify(sessionId)}`, { field: 'sessionId' })
+      if (!row)
+        throw new ApiError('SESSION_NOT_FOUND', `files.search: no session ${JSON.stringify(sessionId)}`, {
+          field: 'sessionId',
+        })
       return row.cwd
     }
     api.register(filesSearch, async ({ sessionId, query, limit }) => {
@@ -98,7 +127,10 @@ export function apply(ctx: Context, raw: Partial<FileReferenceConfig> = {}): voi
       } catch (error) {
         throw new ApiError('UNAVAILABLE', `files.search: ${(error as Error).message}`)
       }
-      return { files: rank(found.files, query.trim().replace(/^@/, ''), limit).map((path) => ({ path })), truncated: found.truncated }
+      return {
+        files: rank(found.files, query.trim().replace(/^@/, ''), limit).map((path) => ({ path })),
+        truncated: found.truncated,
+      }
     })
   })
 }

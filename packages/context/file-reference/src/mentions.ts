@@ -45,7 +45,12 @@ const inside = (root: string, target: string) => {
  * `harnessReadRefusal`): the check runs on the open descriptor, so a link swapped after the
  * path checks changes nothing.
  */
-export async function resolveMention(cwd: string, mention: string, maxBytes: number, policy?: SandboxPolicy): Promise<ResolvedMention> {
+export async function resolveMention(
+  cwd: string,
+  mention: string,
+  maxBytes: number,
+  policy?: SandboxPolicy,
+): Promise<ResolvedMention> {
   let candidate = mention
   let info = await stat(resolve(cwd, candidate)).catch(() => undefined)
   if (!info && TRAILING.test(mention)) {
@@ -76,7 +81,13 @@ export async function resolveMention(cwd: string, mention: string, maxBytes: num
     const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0)
     const bytes = buffer.subarray(0, bytesRead)
     if (bytes.includes(0)) return { ...base, status: 'binary', size }
-    return { ...base, status: 'ok', size, content: bytes.toString('utf8'), ...(size > bytesRead ? { truncatedBytes: size - bytesRead } : {}) }
+    return {
+      ...base,
+      status: 'ok',
+      size,
+      content: bytes.toString('utf8'),
+      ...(size > bytesRead ? { truncatedBytes: size - bytesRead } : {}),
+    }
   } catch (error) {
     return { ...base, status: 'unreadable', content: (error as NodeJS.ErrnoException).code ?? (error as Error).message }
   } finally {

@@ -4,10 +4,20 @@
 import { rgPath } from '@vscode/ripgrep'
 import type { SubprocessService } from '@dsh/subprocess'
 
-export interface Listing { files: string[]; truncated: boolean; at: number }
+export interface Listing {
+  files: string[]
+  truncated: boolean
+  at: number
+}
 
 /** Every non-ignored file under `cwd`, relative with forward slashes, at most `max`. Rejects when ripgrep cannot start. */
-export async function listFiles(subprocess: Pick<SubprocessService, 'spawn'>, cwd: string, max: number, timeoutMs = 10_000, signal?: AbortSignal): Promise<Listing> {
+export async function listFiles(
+  subprocess: Pick<SubprocessService, 'spawn'>,
+  cwd: string,
+  max: number,
+  timeoutMs = 10_000,
+  signal?: AbortSignal,
+): Promise<Listing> {
   const stop = new AbortController()
   const timer = setTimeout(() => stop.abort(), timeoutMs)
   const onAbort = () => stop.abort()
@@ -78,11 +88,15 @@ export function score(query: string, path: string): number | undefined {
 }
 
 export function rank(files: readonly string[], query: string, limit: number): string[] {
-  if (!query) return [...files].sort((a, b) => a.split('/').length - b.split('/').length || a.localeCompare(b)).slice(0, limit)
+  if (!query)
+    return [...files].sort((a, b) => a.split('/').length - b.split('/').length || a.localeCompare(b)).slice(0, limit)
   const hits: Array<{ f: string; s: number }> = []
   for (const f of files) {
     const s = score(query, f)
     if (s !== undefined) hits.push({ f, s })
   }
-  return hits.sort((a, b) => b.s - a.s || a.f.localeCompare(b.f)).slice(0, limit).map((h) => h.f)
+  return hits
+    .sort((a, b) => b.s - a.s || a.f.localeCompare(b.f))
+    .slice(0, limit)
+    .map((h) => h.f)
 }

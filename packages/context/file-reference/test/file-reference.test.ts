@@ -33,7 +33,10 @@ async function subprocess() {
   return ctx.subprocess
 }
 
-const userMessages = (h: Harness) => h.session.events.filter((e) => e.type === 'user/message').map((e) => e.data as { content: Array<{ type: string; text: string }>; source: { kind: string; label?: string } })
+const userMessages = (h: Harness) =>
+  h.session.events
+    .filter((e) => e.type === 'user/message')
+    .map((e) => e.data as { content: Array<{ type: string; text: string }>; source: { kind: string; label?: string } })
 const lastRequestText = (h: Harness) => JSON.stringify(h.model.requests.at(-1)!.messages)
 
 describe('file-reference', () => {
@@ -51,9 +54,13 @@ describe('file-reference', () => {
     symlinkSync('/etc/hostname', join(dir, 'escape'))
     harness = await createHarness({ cwd: dir, script: [{ text: 'ok' }], plugins: [[FileReference, { maxBytes: 100 }]] })
     await harness.prompt('see @gone.ts, @../secret @src @blob.bin @escape @big.txt and @notes.md. Again @notes.md')
-    const texts = userMessages(harness).slice(1).map((m) => m.content[0].text)
+    const texts = userMessages(harness)
+      .slice(1)
+      .map((m) => m.content[0].text)
     expect(texts).toHaveLength(7)
-    expect(texts[0]).toMatch(/^<file path="gone.ts" unavailable="missing">The user mentioned @gone.ts, but no such file exists/)
+    expect(texts[0]).toMatch(
+      /^<file path="gone.ts" unavailable="missing">The user mentioned @gone.ts, but no such file exists/,
+    )
     expect(texts[1]).toMatch(/unavailable="outside">.*outside the session directory/)
     expect(texts[2]).toMatch(/^<file path="src" unavailable="not-a-file">/)
     expect(texts[3]).toMatch(/unavailable="binary">.*\(4 bytes\)/)

@@ -29,10 +29,22 @@ it('a mention leading to the credentials is refused in a confining mode and incl
   ctx.provide('homePaths', { home } as never)
   await ctx.plugin(SandboxPolicyService, {})
   const config = { maxBytes: 10_000, maxMentions: 10 }
-  const confined = await expandMentions(root, 'see @readme.md and @notes.md', config, ctx.sandboxPolicy.resolve({ cwd: root }))
+  const confined = await expandMentions(
+    root,
+    'see @readme.md and @notes.md',
+    config,
+    ctx.sandboxPolicy.resolve({ cwd: root }),
+  )
   expect(confined.map(text).join('\n')).not.toContain(KEY)
-  expect(text(confined[0])).toMatch(/unavailable="unreadable">The user mentioned @readme\.md, but it could not be read \(not read: it leads to .*\.credentials\.yaml, which is under .*dsh's credentials/)
+  expect(text(confined[0])).toMatch(
+    /unavailable="unreadable">The user mentioned @readme\.md, but it could not be read \(not read: it leads to .*\.credentials\.yaml, which is under .*dsh's credentials/,
+  )
   expect(text(confined[1])).toContain('alpha')
-  const open = await expandMentions(root, 'see @readme.md', config, { mode: 'danger-full-access', workspaceRoot: root, writableRoots: [], network: true })
+  const open = await expandMentions(root, 'see @readme.md', config, {
+    mode: 'danger-full-access',
+    workspaceRoot: root,
+    writableRoots: [],
+    network: true,
+  })
   expect(text(open[0])).toContain(KEY)
 })

@@ -36,10 +36,17 @@ export function mentionedSessions(text: string): string[] {
 }
 
 type Block = { type: string; text?: string }
-const textOf = (blocks: unknown): string => (Array.isArray(blocks) ? (blocks as Block[]).flatMap((b) => (b.type === 'text' && b.text ? [b.text] : [])).join('\n') : '')
+const textOf = (blocks: unknown): string =>
+  Array.isArray(blocks)
+    ? (blocks as Block[]).flatMap((b) => (b.type === 'text' && b.text ? [b.text] : [])).join('\n')
+    : ''
 
 /** The summary text of a session from its row and log (pure). */
-export function summarize(row: SessionRow, events: readonly WireEvent[], config: Pick<SessionReferenceConfig, 'maxChars' | 'answers'>): string {
+export function summarize(
+  row: SessionRow,
+  events: readonly WireEvent[],
+  config: Pick<SessionReferenceConfig, 'maxChars' | 'answers'>,
+): string {
   let opening = ''
   let compaction = ''
   const answers: Array<{ turn: number; text: string }> = []
@@ -53,7 +60,9 @@ export function summarize(row: SessionRow, events: readonly WireEvent[], config:
     } else if (e.type === 'user/message' && d.source?.kind === 'human' && !opening) opening = textOf(d.content)
     else if (e.type === 'assistant/message') lastAnswer = textOf(d.message?.content) || lastAnswer
     else if (e.type === 'turn/end' && lastAnswer) answers.push({ turn, text: lastAnswer })
-    else if (e.type === 'surface/replace') compaction = (d.messages as Array<{ content: unknown }> | undefined)?.map((m) => textOf(m.content)).join('\n') ?? compaction
+    else if (e.type === 'surface/replace')
+      compaction =
+        (d.messages as Array<{ content: unknown }> | undefined)?.map((m) => textOf(m.content)).join('\n') ?? compaction
   }
   const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n)}…` : s)
   const budget = Math.floor(config.maxChars / 4)
@@ -72,17 +81,27 @@ export function apply(ctx: Context, raw: Partial<SessionReferenceConfig> = {}): 
   const config: SessionReferenceConfig = { maxChars: 8_000, maxMentions: 3, answers: 3, ...raw }
   ctx.inject(['api'], (inner) => {
     const api = inner.api
-    const call = <T>(method: string, params: unknown) => api.call(method, params, { loopback: true, signal: AbortSignal.timeout(15_000) }) as Promise<T>
+    const call = <T>(method: string, params: unknown) =>
+      api.call(method, params, { loopback: true, signal: AbortSignal.timeout(15_000) }) as Promise<T>
 
     const describe = async (sessionId: string, self: string): Promise<string> => {
       const attr = `id="${sessionId}"`
-      if (sessionId === self) return `<session ${attr} unavailable="self">The user mentioned this session itself; nothing was added.</session>`
-      const { sessions } = await call<{ sessions: SessionRow[] }>('sessions.list', { includeArchived: true, limit: 500 })
+      if (sessionId === self)
+        return `<session ${attr} unavailable="self">The user mentioned this session itself; nothing was added.</session>`
+      const { sessions } = await call<{ sessions: SessionRow[] }>('sessions.list', {
+        includeArchived: true,
+        limit: 500,
+      })
       const row = sessions.find((s) => s.sessionId === sessionId)
-      if (!row) return `<session ${attr} unavailable="missing">The user mentioned session ${sessionId}, which does not exist (it may have been removed).</session>`
+      if (!row)
+        return `<session ${attr} unavailable="missing">The user mentioned session ${sessionId}, which does not exist (it may have been removed).</session>`
       const events: WireEvent[] = []
-      for (let fromSeq = 0; ;) {
-        const page = await call<{ events: WireEvent[]; nextSeq: number; end: boolean }>('sessions.history', { sessionId, fromSeq, limit: 5000 })
+      for (let fromSeq = 0; ; ) {
+        const page = await call<{ events: WireEvent[]; nextSeq: number; end: boolean }>('sessions.history', {
+          sessionId,
+          fromSeq,
+          limit: 5000,
+        })
         events.push(...page.events)
         if (page.end || page.events.length === 0) break
         fromSeq = page.nextSeq
@@ -98,7 +117,10 @@ export function apply(ctx: Context, raw: Partial<SessionReferenceConfig> = {}): 
         if (message.source.kind !== 'human') continue
         const text = typeof message.content === 'string' ? message.content : textOf(message.content)
         for (const id of mentionedSessions(text).slice(0, config.maxMentions)) {
-          const content = await describe(id, payload.agent.session.id).catch((error: Error) => `<session id="${id}" unavailable="error">Session ${id} could not be read: ${error.message}</session>`)
+          const content = await describe(id, payload.agent.session.id).catch(
+            (error: Error) =>
+              `<session id="${id}" unavailable="error">Session ${id} could not be read: ${error.message}</session>`,
+          )
           out.push({ content, source: { kind: 'plugin', plugin: SOURCE_PLUGIN, label: `@session:${id}` } })
         }
       }

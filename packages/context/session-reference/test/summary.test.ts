@@ -3,7 +3,18 @@
 import { describe, expect, it } from 'vitest'
 import { mentionedSessions, summarize } from '../src/index.ts'
 
-const row = { sessionId: 's1', cwd: '/work/p', title: 'Port the parser', createdAt: 0, updatedAt: Date.UTC(2026, 0, 2), turns: 2, events: 9, archived: false, status: 'stored' as const, queued: 0 }
+const row = {
+  sessionId: 's1',
+  cwd: '/work/p',
+  title: 'Port the parser',
+  createdAt: 0,
+  updatedAt: Date.UTC(2026, 0, 2),
+  turns: 2,
+  events: 9,
+  archived: false,
+  status: 'stored' as const,
+  queued: 0,
+}
 let seq = 0
 const ev = (type: string, data: unknown) => ({ seq: seq++, type, time: 0, data })
 const text = (t: string) => [{ type: 'text', text: t }]
@@ -13,7 +24,11 @@ const EVENTS = [
   ev('user/message', { content: text('Port the parser to Rust'), source: { kind: 'human' } }),
   ev('assistant/message', { message: { role: 'assistant', content: text('Ported it.') } }),
   ev('turn/end', { turn: 1, reason: 'completed' }),
-  ev('surface/replace', { fromSeq: 0, toSeq: 5, messages: [{ role: 'user', content: text('Earlier: the parser was ported.') }] }),
+  ev('surface/replace', {
+    fromSeq: 0,
+    toSeq: 5,
+    messages: [{ role: 'user', content: text('Earlier: the parser was ported.') }],
+  }),
   ev('turn/start', { turn: 2 }),
   ev('user/message', { content: text('Now the tests'), source: { kind: 'human' } }),
   ev('assistant/message', { message: { role: 'assistant', content: text('Tests pass.') } }),
@@ -41,7 +56,10 @@ describe('session-reference', () => {
   })
 
   it('finds @session:<id> mentions once each, at word boundaries', () => {
-    expect(mentionedSessions('see @session:abc-1 and @session:abc-1, x@session:no @session:def')).toEqual(['abc-1', 'def'])
+    expect(mentionedSessions('see @session:abc-1 and @session:abc-1, x@session:no @session:def')).toEqual([
+      'abc-1',
+      'def',
+    ])
     expect(mentionedSessions('@src/a.ts')).toEqual([])
   })
 })

@@ -35,7 +35,13 @@ export function zonedTime(epochMs: number, zone: string): ZonedTime {
   const get = (type: Intl.DateTimeFormatPartTypes) => parts.find((p) => p.type === type)?.value ?? ''
   const gmt = get('timeZoneName') // "GMT+01:00", or "GMT" for a zero offset
   const offset = gmt === 'GMT' || gmt === '' ? '+00:00' : gmt.replace(/^GMT/, '')
-  return { date: `${get('year')}-${get('month')}-${get('day')}`, time: `${get('hour')}:${get('minute')}`, weekday: get('weekday'), offset, zone }
+  return {
+    date: `${get('year')}-${get('month')}-${get('day')}`,
+    time: `${get('hour')}:${get('minute')}`,
+    weekday: get('weekday'),
+    offset,
+    zone,
+  }
 }
 
 const PREFIX = 'current time: '
@@ -49,7 +55,9 @@ export function renderNote(now: ZonedTime, elapsedMs: number | undefined): strin
 /** Zone and local date of an earlier note; undefined when the text is not one of ours. */
 export function parseNote(text: string): { date: string; zone: string } | undefined {
   if (!text.startsWith(PREFIX)) return undefined
-  const match = /^current time: (\d{4}-\d{2}-\d{2}) \d{2}:\d{2} [A-Za-z]+, UTC[+-]\d{2}:\d{2}, time zone (\S+)$/m.exec(text)
+  const match = /^current time: (\d{4}-\d{2}-\d{2}) \d{2}:\d{2} [A-Za-z]+, UTC[+-]\d{2}:\d{2}, time zone (\S+)$/m.exec(
+    text,
+  )
   return match ? { date: match[1], zone: match[2] } : undefined
 }
 

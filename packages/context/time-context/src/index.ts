@@ -21,12 +21,18 @@ export interface Config {
 }
 
 export const Config: Schema<Partial<Config>, Config> = Schema.object({
-  timeZone: Schema.string().description('IANA time zone (e.g. Europe/Berlin). Absent: the system zone, read at each sample.'),
+  timeZone: Schema.string().description(
+    'IANA time zone (e.g. Europe/Berlin). Absent: the system zone, read at each sample.',
+  ),
   refreshIntervalMs: Schema.natural()
     .min(1)
     .default(600_000)
-    .description('A new note is injected once this long has passed since the previous one (a zone or date change injects earlier).'),
-  firstStepOnly: Schema.boolean().default(false).description('Sample only on the first step of a turn instead of before every request.'),
+    .description(
+      'A new note is injected once this long has passed since the previous one (a zone or date change injects earlier).',
+    ),
+  firstStepOnly: Schema.boolean()
+    .default(false)
+    .description('Sample only on the first step of a turn instead of before every request.'),
 })
 
 interface Note {
@@ -78,9 +84,13 @@ export function apply(ctx: Context, config: Config): void {
       const nowMs = session.clock()
       const now = zonedTime(nowMs, config.timeZone ?? systemZone())
       const last = notes.latest(session)
-      const due = !last || last.zone !== now.zone || last.date !== now.date || nowMs - last.time >= config.refreshIntervalMs
+      const due =
+        !last || last.zone !== now.zone || last.date !== now.date || nowMs - last.time >= config.refreshIntervalMs
       if (!due) return next()
-      const message: InjectedContext = { content: renderNote(now, last ? nowMs - last.time : undefined), source: SOURCE }
+      const message: InjectedContext = {
+        content: renderNote(now, last ? nowMs - last.time : undefined),
+        source: SOURCE,
+      }
       const decision = await next()
       if (decision.action !== 'enter') return decision
       return { ...decision, messages: [message, ...decision.messages] }

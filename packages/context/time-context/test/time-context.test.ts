@@ -17,23 +17,45 @@ const T0 = Date.UTC(2026, 2, 28, 22, 30)
 
 async function setup(config: object, clock: { now: number }, session?: Session) {
   const s = session ?? new Session({ cwd: process.cwd(), clock: () => clock.now })
-  return createHarness({ script: Array.from({ length: 20 }, () => ({ text: 'ok' })), session: s, plugins: [[TimeContext, config]] })
+  return createHarness({
+    script: Array.from({ length: 20 }, () => ({ text: 'ok' })),
+    session: s,
+    plugins: [[TimeContext, config]],
+  })
 }
 
 describe('rendering', () => {
   it('renders a zoned time with its offset and parses it back', () => {
     const berlin = zonedTime(T0, 'Europe/Berlin')
-    expect(berlin).toEqual({ date: '2026-03-28', time: '23:30', weekday: 'Saturday', offset: '+01:00', zone: 'Europe/Berlin' })
-    expect(zonedTime(T0 + 3 * 3600_000, 'Europe/Berlin')).toMatchObject({ date: '2026-03-29', time: '03:30', offset: '+02:00' })
+    expect(berlin).toEqual({
+      date: '2026-03-28',
+      time: '23:30',
+      weekday: 'Saturday',
+      offset: '+01:00',
+      zone: 'Europe/Berlin',
+    })
+    expect(zonedTime(T0 + 3 * 3600_000, 'Europe/Berlin')).toMatchObject({
+      date: '2026-03-29',
+      time: '03:30',
+      offset: '+02:00',
+    })
     expect(zonedTime(T0, 'UTC')).toMatchObject({ offset: '+00:00', time: '22:30' })
     expect(zonedTime(T0, 'Asia/Kolkata')).toMatchObject({ offset: '+05:30', date: '2026-03-29', time: '04:00' })
     const text = renderNote(berlin, 75 * 60_000)
-    expect(text).toBe('current time: 2026-03-28 23:30 Saturday, UTC+01:00, time zone Europe/Berlin\nelapsed since the previous time note: 1 h 15 min')
+    expect(text).toBe(
+      'current time: 2026-03-28 23:30 Saturday, UTC+01:00, time zone Europe/Berlin\nelapsed since the previous time note: 1 h 15 min',
+    )
     expect(parseNote(text)).toEqual({ date: '2026-03-28', zone: 'Europe/Berlin' })
     expect(parseNote('something else')).toBeUndefined()
   })
   it('formats elapsed time coarsely', () => {
-    expect([5_000, 12 * 60_000, 3 * 3600_000, 50 * 3600_000, -1].map(formatElapsed)).toEqual(['5 s', '12 min', '3 h', '2 d 2 h', '0 s'])
+    expect([5_000, 12 * 60_000, 3 * 3600_000, 50 * 3600_000, -1].map(formatElapsed)).toEqual([
+      '5 s',
+      '12 min',
+      '3 h',
+      '2 d 2 h',
+      '0 s',
+    ])
   })
 })
 
@@ -42,7 +64,9 @@ describe('time-context in the loop', () => {
     const clock = { now: T0 }
     const harness = await setup({ timeZone: 'Europe/Berlin', refreshIntervalMs: 3_600_000 }, clock)
     await harness.prompt('one')
-    expect(notes(harness.session.events)).toEqual(['current time: 2026-03-28 23:30 Saturday, UTC+01:00, time zone Europe/Berlin'])
+    expect(notes(harness.session.events)).toEqual([
+      'current time: 2026-03-28 23:30 Saturday, UTC+01:00, time zone Europe/Berlin',
+    ])
     expect(JSON.stringify(harness.model.requests[0].messages)).toContain('current time: 2026-03-28 23:30')
 
     clock.now += 10 * 60_000 // 23:40, same day, inside the hour: nothing
@@ -75,9 +99,15 @@ describe('time-context in the loop', () => {
     expect(notes(second.session.events)).toHaveLength(1)
     await second.dispose()
 
-    const third = await setup({ timeZone: 'Asia/Tokyo', refreshIntervalMs: 3_600_000 }, clock, new Session({ cwd: process.cwd(), clock: () => clock.now, events: restored.events }))
+    const third = await setup(
+      { timeZone: 'Asia/Tokyo', refreshIntervalMs: 3_600_000 },
+      clock,
+      new Session({ cwd: process.cwd(), clock: () => clock.now, events: restored.events }),
+    )
     await third.prompt('three')
-    expect(notes(third.session.events)[1]).toMatch(/time zone Asia\/Tokyo\nelapsed since the previous time note: 1 min$/)
+    expect(notes(third.session.events)[1]).toMatch(
+      /time zone Asia\/Tokyo\nelapsed since the previous time note: 1 min$/,
+    )
     await third.dispose()
   })
 
@@ -92,7 +122,11 @@ describe('time-context in the loop', () => {
     expect(notes(harness.session.events)).toHaveLength(2)
     await harness.dispose()
 
-    const h2 = await createHarness({ script, session: new Session({ cwd: process.cwd(), clock: () => clock.now }), plugins: [[TimeContext, { refreshIntervalMs: 1, firstStepOnly: true }]] })
+    const h2 = await createHarness({
+      script,
+      session: new Session({ cwd: process.cwd(), clock: () => clock.now }),
+      plugins: [[TimeContext, { refreshIntervalMs: 1, firstStepOnly: true }]],
+    })
     h2.ctx.on('tools/result', () => void (clock.now += 5_000))
     await h2.prompt('go')
     expect(notes(h2.session.events)).toHaveLength(1)
@@ -115,7 +149,10 @@ describe('time-context in the loop', () => {
 
   it('stops when unloaded', async () => {
     const clock = { now: T0 }
-    const harness = await createHarness({ script: [{ text: 'a' }, { text: 'b' }], session: new Session({ cwd: process.cwd(), clock: () => clock.now }) })
+    const harness = await createHarness({
+      script: [{ text: 'a' }, { text: 'b' }],
+      session: new Session({ cwd: process.cwd(), clock: () => clock.now }),
+    })
     const mounted = await harness.mount(TimeContext, { refreshIntervalMs: 1 })
     await harness.prompt('1')
     await mounted.dispose()
@@ -130,7 +167,9 @@ describe('time-context in the loop', () => {
     const logs: string[] = []
     harness.ctx.on('internal/error' as never, ((e: unknown) => void logs.push(String(e))) as never)
     expect(() => TimeContext.Config({ refreshIntervalMs: 0 })).toThrow()
-    expect(() => TimeContext.apply(harness.ctx, TimeContext.Config({ timeZone: 'Mars/Olympus' }))).toThrow(/Mars\/Olympus/)
+    expect(() => TimeContext.apply(harness.ctx, TimeContext.Config({ timeZone: 'Mars/Olympus' }))).toThrow(
+      /Mars\/Olympus/,
+    )
     await harness.dispose()
   })
 })

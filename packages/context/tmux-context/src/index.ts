@@ -10,7 +10,16 @@ import type {} from '@dsh/shell'
 import { InjectionIndex } from './history.ts'
 import { controllingTty, parseReading, probeCommand, renderMessage, renderState, stateOf } from './reading.ts'
 
-export { controllingTty, parseReading, probeCommand, renderMessage, renderState, stateOf, TMUX_FORMAT, type TmuxReading } from './reading.ts'
+export {
+  controllingTty,
+  parseReading,
+  probeCommand,
+  renderMessage,
+  renderState,
+  stateOf,
+  TMUX_FORMAT,
+  type TmuxReading,
+} from './reading.ts'
 
 export const name = '@dsh/tmux-context'
 /** No required services: without `ctx.shell` the plugin stays mounted and does nothing. */
@@ -35,7 +44,9 @@ const OUTPUT_BUDGET = { maxBytes: 16_384, headBytes: 8_192, tailBytes: 8_192 }
 
 export function apply(ctx: Context, config: Config): void {
   if (!Number.isSafeInteger(config.refreshIntervalMs) || config.refreshIntervalMs < 0) {
-    throw new TypeError(`tmux-context: refreshIntervalMs must be a non-negative safe integer, got ${config.refreshIntervalMs}`)
+    throw new TypeError(
+      `tmux-context: refreshIntervalMs must be a non-negative safe integer, got ${config.refreshIntervalMs}`,
+    )
   }
   const logger = ctx.logger('tmux-context')
   const history = new InjectionIndex(name)
@@ -49,10 +60,18 @@ export function apply(ctx: Context, config: Config): void {
     const self = controllingTty()
     let result
     try {
-      const spec = await shell.resolve({ command: probeCommand(typeof self === 'string' ? self : process.pid), cwd, timeoutMs: config.timeoutMs, output: OUTPUT_BUDGET })
+      const spec = await shell.resolve({
+        command: probeCommand(typeof self === 'string' ? self : process.pid),
+        cwd,
+        timeoutMs: config.timeoutMs,
+        output: OUTPUT_BUDGET,
+      })
       result = await shell.run(spec)
     } catch (error) {
-      logger.warn('the shell executor refused the tmux probe: %s', error instanceof Error ? error.message : String(error))
+      logger.warn(
+        'the shell executor refused the tmux probe: %s',
+        error instanceof Error ? error.message : String(error),
+      )
       return undefined
     }
     if (result.status !== 'exited' || result.exitCode !== 0 || result.output.truncated) return undefined

@@ -26,14 +26,31 @@ it('dsh --profile headless in a tmux pane sends the tmux location with the first
   const dir = mkdtempSync(join(server.dir, 'e2e-'))
   const patch = join(dir, 'tmux.patch.yml')
   // bundles/base carries the row disabled (opt-in); the patch enables it.
-  writeFileSync(patch, `- id: tmux-context\n  name: ${JSON.stringify(plugin)}\n  disabled: false\n  config:\n    refreshIntervalMs: 0\n`)
+  writeFileSync(
+    patch,
+    `- id: tmux-context\n  name: ${JSON.stringify(plugin)}\n  disabled: false\n  config:\n    refreshIntervalMs: 0\n`,
+  )
   const out = join(dir, 'out')
   const err = join(dir, 'err')
   const rc = join(dir, 'rc')
   const command = `node ${quote(bin)} --profile headless --patch ${quote(patch)} 'where am I?' >${quote(out)} 2>${quote(err)}; echo $? >${quote(rc)}.tmp; mv ${quote(rc)}.tmp ${quote(rc)}`
-  const env = { DSH_HOME: join(dir, 'home'), DEEPSEEK_BASE_URL: mock.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' }
+  const env = {
+    DSH_HOME: join(dir, 'home'),
+    DEEPSEEK_BASE_URL: mock.baseURL,
+    DEEPSEEK_API_KEY: 'sk-test-not-a-real-key',
+  }
   const paneId = server.tmux(
-    'new-window', '-d', '-P', '-F', '#{pane_id}', '-t', 'main:', '-n', 'e2e', '-c', dir,
+    'new-window',
+    '-d',
+    '-P',
+    '-F',
+    '#{pane_id}',
+    '-t',
+    'main:',
+    '-n',
+    'e2e',
+    '-c',
+    dir,
     ...Object.entries(env).flatMap(([k, v]) => ['-e', `${k}=${v}`]),
     command,
   )

@@ -9,7 +9,8 @@ import * as TmuxContext from '../src/index.ts'
 import { controllingTty, parseReading, probeCommand, TMUX_FORMAT } from '../src/index.ts'
 import { injections } from './tmux-server.ts'
 
-const line = (name: string, layout = 'b25d,160x47,0,0,1') => ['main', '2', name, '0', '%7', '1', '1', layout].join('\t') + '\n'
+const line = (name: string, layout = 'b25d,160x47,0,0,1') =>
+  ['main', '2', name, '0', '%7', '1', '1', layout].join('\t') + '\n'
 
 /** A provider answering every command with `state.output`, or refusing when `state.refuse` is set. */
 function cannedShell(state: { output: string; exitCode?: number; refuse?: 'resolve' | 'run'; commands: string[] }) {
@@ -22,7 +23,16 @@ function cannedShell(state: { output: string; exitCode?: number; refuse?: 'resol
     async resolve(request: ShellRequest): Promise<ShellSpec> {
       if (state.refuse === 'resolve') throw new ShellError('INVALID_REQUEST', 'policy: no commands here')
       state.commands.push(request.command)
-      return { executor: 'canned', dialect: 'bash', command: request.command, cwd: request.cwd, timeoutMs: 1000, output: request.output!, env: {}, notes: [] }
+      return {
+        executor: 'canned',
+        dialect: 'bash',
+        command: request.command,
+        cwd: request.cwd,
+        timeoutMs: 1000,
+        output: request.output!,
+        env: {},
+        notes: [],
+      }
     }
     async run(): Promise<ShellResult> {
       if (state.refuse === 'run') throw new Error('sandbox is down')
@@ -52,11 +62,26 @@ async function setup(state: Parameters<typeof cannedShell>[0], config: object = 
 describe('parseReading', () => {
   it('accepts one well-formed line', () => {
     expect(parseReading(line('editor'))).toEqual({
-      session: 'main', windowIndex: 2, windowName: 'editor', paneIndex: 0, paneId: '%7', windowActive: true, paneActive: true, layout: 'b25d,160x47,0,0,1',
+      session: 'main',
+      windowIndex: 2,
+      windowName: 'editor',
+      paneIndex: 0,
+      paneId: '%7',
+      windowActive: true,
+      paneActive: true,
+      layout: 'b25d,160x47,0,0,1',
     })
   })
   it('rejects malformed readings', () => {
-    for (const bad of ['', 'garbage\n', line('a\tb'), line('x').replace('%7', '7'), line('x').replace('\t1\t1\t', '\tyes\t1\t'), line('x') + line('y'), line('x', '')]) {
+    for (const bad of [
+      '',
+      'garbage\n',
+      line('a\tb'),
+      line('x').replace('%7', '7'),
+      line('x').replace('\t1\t1\t', '\tyes\t1\t'),
+      line('x') + line('y'),
+      line('x', ''),
+    ]) {
       expect(parseReading(bad)).toBeUndefined()
     }
   })
@@ -126,7 +151,11 @@ describe('tmux-context scheduling', () => {
     const gate = await harness.mount({
       name: 'gate',
       apply(ctx: Context) {
-        ctx.on('agent/pre-step', async () => ({ action: 'reject' as const, code: 'NO', reason: 'blocked for the test' }))
+        ctx.on('agent/pre-step', async () => ({
+          action: 'reject' as const,
+          code: 'NO',
+          reason: 'blocked for the test',
+        }))
       },
     })
     const blocked = await harness.prompt('1')

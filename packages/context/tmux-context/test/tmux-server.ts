@@ -30,7 +30,10 @@ export class TmuxServer {
   }
 
   tmux(...args: string[]): string {
-    return execFileSync('tmux', ['-L', this.socket, ...args], { encoding: 'utf8', env: { ...process.env, TMUX: '' } }).trimEnd()
+    return execFileSync('tmux', ['-L', this.socket, ...args], {
+      encoding: 'utf8',
+      env: { ...process.env, TMUX: '' },
+    }).trimEnd()
   }
 
   /** Starts the pane agent in a new window named `name`; resolves once it serves HTTP. */
@@ -42,11 +45,26 @@ export class TmuxServer {
     const env = JSON.stringify({ ...config, cwd })
     const command = `exec node --import tsx ${quote(DRIVER)} ${quote(portFile)} 2>${quote(errFile)}`
     const [windowId, paneId] = this.tmux(
-      'new-window', '-d', '-P', '-F', '#{window_id} #{pane_id}', '-t', 'main:', '-n', name, '-c', REPO, '-e', `DSH_TEST_CONFIG=${env}`, command,
+      'new-window',
+      '-d',
+      '-P',
+      '-F',
+      '#{window_id} #{pane_id}',
+      '-t',
+      'main:',
+      '-n',
+      name,
+      '-c',
+      REPO,
+      '-e',
+      `DSH_TEST_CONFIG=${env}`,
+      command,
     ).split(' ')
     for (let i = 0; i < 600 && !existsSync(portFile); i++) await new Promise((r) => setTimeout(r, 50))
     if (!existsSync(portFile)) {
-      throw new Error(`pane agent did not start: ${existsSync(errFile) ? readFileSync(errFile, 'utf8') : '(no stderr)'}`)
+      throw new Error(
+        `pane agent did not start: ${existsSync(errFile) ? readFileSync(errFile, 'utf8') : '(no stderr)'}`,
+      )
     }
     return new PaneAgent(Number(readFileSync(portFile, 'utf8')), windowId, paneId, errFile)
   }
@@ -89,7 +107,10 @@ export class PaneAgent {
 export function injections(events: AnySessionEvent[], plugin = '@dsh/tmux-context'): string[] {
   return events.flatMap((e) => {
     if (e.type !== 'user/message') return []
-    const data = e.data as { content: Array<{ type: string; text?: string }>; source: { kind: string; plugin?: string } }
+    const data = e.data as {
+      content: Array<{ type: string; text?: string }>
+      source: { kind: string; plugin?: string }
+    }
     if (data.source.kind !== 'plugin' || data.source.plugin !== plugin) return []
     return [data.content.map((b) => b.text ?? '').join('')]
   })

@@ -72,7 +72,8 @@ describe('tmux-context in a real tmux pane', () => {
     // A PATH with ps and tr but no tmux.
     const bin = join(server.dir, 'bin-without-tmux')
     mkdirSync(bin, { recursive: true })
-    for (const tool of ['ps', 'tr']) symlinkSync(execFileSync('which', [tool], { encoding: 'utf8' }).trim(), join(bin, tool))
+    for (const tool of ['ps', 'tr'])
+      symlinkSync(execFileSync('which', [tool], { encoding: 'utf8' }).trim(), join(bin, tool))
     const agent = await agentIn('epsilon', { bash: { bash: '/bin/bash', environment: { PATH: bin } } })
     const state = await agent.call('/prompt')
     expect(injections(state.events)).toEqual([])
@@ -89,7 +90,9 @@ describe('tmux-context with an inherited TMUX_PANE', () => {
     process.env.TMUX_PANE = agent.paneId
     try {
       // tmux itself answers with this environment, so only the tty comparison rejects it.
-      expect(execFileSync('tmux', ['display-message', '-t', agent.paneId, '-p', '#{pane_id}'], { encoding: 'utf8' }).trim()).toBe(agent.paneId)
+      expect(
+        execFileSync('tmux', ['display-message', '-t', agent.paneId, '-p', '#{pane_id}'], { encoding: 'utf8' }).trim(),
+      ).toBe(agent.paneId)
       const logs: string[] = []
       const harness = await createHarness({
         script: [{ text: 'ok' }],
@@ -99,7 +102,10 @@ describe('tmux-context with an inherited TMUX_PANE', () => {
           [TmuxContext, {}],
         ],
       })
-      harness.ctx.logger.exporter({ levels: { default: 3 }, export: (m) => void logs.push(String((m as { content?: unknown }).content ?? m)) })
+      harness.ctx.logger.exporter({
+        levels: { default: 3 },
+        export: (m) => void logs.push(String((m as { content?: unknown }).content ?? m)),
+      })
       const result = await harness.prompt('hi')
       expect(result.reason).toBe('completed')
       expect(injections([...harness.session.events])).toEqual([])

@@ -17,7 +17,12 @@ describe('ctx.agentDefaultModel', () => {
   })
 
   it('returns the configured selection as a fresh copy each time', async () => {
-    const { ctx } = await mount({ provider: 'openrouter', model: 'some/model', reasoningEffort: 'max', maxTokens: 2048 })
+    const { ctx } = await mount({
+      provider: 'openrouter',
+      model: 'some/model',
+      reasoningEffort: 'max',
+      maxTokens: 2048,
+    })
     const first = ctx.agentDefaultModel.get()
     expect(first).toEqual({ provider: 'openrouter', model: 'some/model', reasoningEffort: 'max', maxTokens: 2048 })
     first.model = 'changed'
@@ -46,7 +51,10 @@ describe('ctx.agentDefaultModel', () => {
   })
 
   it('gives an entry point the selection to create an agent with', async () => {
-    const h = await createHarness({ script: [{ text: 'hi' }], plugins: [[AgentDefaultModel, { provider: 'scripted', model: 'scripted-1' }]] })
+    const h = await createHarness({
+      script: [{ text: 'hi' }],
+      plugins: [[AgentDefaultModel, { provider: 'scripted', model: 'scripted-1' }]],
+    })
     try {
       const agent = h.ctx.agents.create({ cwd: process.cwd(), model: h.ctx.agentDefaultModel.get() })
       expect(agent.model).toEqual({ provider: 'scripted', model: 'scripted-1' })
@@ -64,10 +72,23 @@ describe('settings.yaml `model:` section', () => {
     const ctx = new Context()
     await ctx.plugin(MemorySettings, { initial: { model: { model: 'deepseek-v4-pro', reasoningEffort: 'high' } } })
     await ctx.plugin(AgentDefaultModel, { maxTokens: 1000 } as never)
-    expect(ctx.agentDefaultModel.get()).toEqual({ provider: 'deepseek-official', model: 'deepseek-v4-pro', reasoningEffort: 'high', maxTokens: 1000 })
+    expect(ctx.agentDefaultModel.get()).toEqual({
+      provider: 'deepseek-official',
+      model: 'deepseek-v4-pro',
+      reasoningEffort: 'high',
+      maxTokens: 1000,
+    })
     await ctx.settings.update('model', { reasoningEffort: undefined, maxTokens: 50 })
-    expect(ctx.agentDefaultModel.get()).toEqual({ provider: 'deepseek-official', model: 'deepseek-v4-pro', maxTokens: 50 })
+    expect(ctx.agentDefaultModel.get()).toEqual({
+      provider: 'deepseek-official',
+      model: 'deepseek-v4-pro',
+      maxTokens: 50,
+    })
     await ctx.settings.replace('model', { reasoningEffort: 'medium' })
-    expect(ctx.agentDefaultModel.get()).toEqual({ provider: 'deepseek-official', model: 'deepseek-v4-flash', maxTokens: 1000 })
+    expect(ctx.agentDefaultModel.get()).toEqual({
+      provider: 'deepseek-official',
+      model: 'deepseek-v4-flash',
+      maxTokens: 1000,
+    })
   })
 })

@@ -43,14 +43,18 @@ function storedEvents(home: string, sessionId: string): Array<{ type: string; se
   const events = logs
     .flatMap((f) => readFileSync(f, 'utf8').split('\n').filter(Boolean))
     .map((line) => JSON.parse(line))
-    .flatMap((record) => (Array.isArray(record?.events) ? record.events : record?.type && typeof record.seq === 'number' ? [record] : []))
+    .flatMap((record) =>
+      Array.isArray(record?.events) ? record.events : record?.type && typeof record.seq === 'number' ? [record] : [],
+    )
   return events.sort((a: { seq: number }, b: { seq: number }) => a.seq - b.seq)
 }
 
 const lastResult = (stdout: string) => JSON.parse(stdout.trim().split('\n').at(-1)!)
 
 describe('item 12: an oversized tool-call argument does not make the session unresumable', () => {
-  it('replays a 10 MB argument as a bounded excerpt plus a marker, in the same turn and after --resume; the file keeps it whole', { timeout: 120_000 }, async () => {
+  it('replays a 10 MB argument as a bounded excerpt plus a marker, in the same turn and after --resume; the file keeps it whole', {
+    timeout: 120_000,
+  }, async () => {
     const { home, cwd, plain } = world()
     const huge = 'z'.repeat(10 * 1024 * 1024)
     server = await startMockServer({
@@ -61,12 +65,18 @@ describe('item 12: an oversized tool-call argument does not make the session unr
       ],
     })
     const env = { DSH_HOME: home, DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'x' }
-    const first = await runDsh(['--profile', 'headless', '--patch', plain, '--output-format', 'json', 'upload it'], { cwd, env })
+    const first = await runDsh(['--profile', 'headless', '--patch', plain, '--output-format', 'json', 'upload it'], {
+      cwd,
+      env,
+    })
     expect(first.stderr).toBe('')
     expect(first.code).toBe(0)
     const { sessionId } = lastResult(first.stdout)
 
-    const second = await runDsh(['--profile', 'headless', '--patch', plain, '--output-format', 'json', '--resume', sessionId, 'and now?'], { cwd, env })
+    const second = await runDsh(
+      ['--profile', 'headless', '--patch', plain, '--output-format', 'json', '--resume', sessionId, 'and now?'],
+      { cwd, env },
+    )
     expect(second.stderr).toBe('')
     expect(second.code).toBe(0)
     expect(lastResult(second.stdout)).toMatchObject({ result: 'resumed fine', reason: 'completed' })
@@ -76,10 +86,16 @@ describe('item 12: an oversized tool-call argument does not make the session unr
     for (const request of server.requests.slice(1)) {
       const body = JSON.stringify(request.body)
       expect(body.length).toBeLessThan(200_000)
-      const messages = (request.body as { messages: Array<{ role: string; tool_calls?: Array<{ id: string; function: { arguments: string } }> }> }).messages
+      const messages = (
+        request.body as {
+          messages: Array<{ role: string; tool_calls?: Array<{ id: string; function: { arguments: string } }> }>
+        }
+      ).messages
       const call = messages.flatMap((m) => m.tool_calls ?? []).find((c) => c.id === 'c_huge')!
       const replayed = JSON.parse(call.function.arguments)
-      expect(replayed.dsh_arguments_omitted).toMatch(/^These arguments were 10,485,77\d characters long, over the 100,000-character replay limit/)
+      expect(replayed.dsh_arguments_omitted).toMatch(
+        /^These arguments were 10,485,77\d characters long, over the 100,000-character replay limit/,
+      )
       expect(replayed.excerpt).toBe(`{"payload":"${'z'.repeat(1000 - 12)}`)
     }
     // The session file still holds the full argument.
@@ -89,7 +105,9 @@ describe('item 12: an oversized tool-call argument does not make the session unr
 })
 
 describe('item 14: plugin failures end the turn as plugin errors, never as provider errors', () => {
-  it('a session listener throwing on assistant/chunk: one model request, PLUGIN_ERROR naming the plugin, the step closed', { timeout: 60_000 }, async () => {
+  it('a session listener throwing on assistant/chunk: one model request, PLUGIN_ERROR naming the plugin, the step closed', {
+    timeout: 60_000,
+  }, async () => {
     const { root, home, cwd, plain } = world()
     writeFileSync(
       join(root, 'chunk-bomb.mjs'),
@@ -105,10 +123,13 @@ export function apply(ctx) {
     writeFileSync(patch, '- insert:\n  - id: chunk-bomb\n    name: ./chunk-bomb.mjs\n')
     // A second step would answer a retry; it must never be requested.
     server = await startMockServer({ steps: [{ text: 'the first answer' }, { text: 'a paid retry' }] })
-    const run = await runDsh(['--profile', 'headless', '--patch', plain, '--patch', patch, '--output-format', 'json', 'hello'], {
-      cwd,
-      env: { DSH_HOME: home, DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'x' },
-    })
+    const run = await runDsh(
+      ['--profile', 'headless', '--patch', plain, '--patch', patch, '--output-format', 'json', 'hello'],
+      {
+        cwd,
+        env: { DSH_HOME: home, DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'x' },
+      },
+    )
     expect(server.requests).toHaveLength(1)
     expect(run.code).toBe(1)
     const result = lastResult(run.stdout)
@@ -126,6 +147,8 @@ export function apply(ctx) {
     expect(events.filter((e) => e.type === 'step/start')).toHaveLength(1)
     expect(events.at(-2)!.data).toMatchObject({ finish: 'error' })
     expect(events.at(-1)!.data).toMatchObject({ reason: 'error', error: { code: 'PLUGIN_ERROR' } })
-    expect(events.at(-1)!.data.error.message).toMatch(/^plugin "chunk-bomb" failed in session\/event listener on "assistant\/chunk": chunk-bomb exploded/)
+    expect(events.at(-1)!.data.error.message).toMatch(
+      /^plugin "chunk-bomb" failed in session\/event listener on "assistant\/chunk": chunk-bomb exploded/,
+    )
   })
 })

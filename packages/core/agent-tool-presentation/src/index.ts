@@ -11,7 +11,9 @@ export interface ToolPresentationConfig {
 }
 
 export const Config: Schema<Partial<ToolPresentationConfig>, ToolPresentationConfig> = Schema.object({
-  mode: Schema.union(['native', 'code', 'both'] as const).default('native').description('native: every schema; code: Code Mode only; both.'),
+  mode: Schema.union(['native', 'code', 'both'] as const)
+    .default('native')
+    .description('native: every schema; code: Code Mode only; both.'),
 })
 
 export const name = 'agent-tool-presentation'
@@ -20,7 +22,9 @@ export const inject = ['tools']
 export function apply(ctx: Context, config: ToolPresentationConfig): void {
   const scope = standingScope(ctx)
   if (scope === undefined) {
-    throw new Error('agent-tool-presentation is a row of an agent preset (agent.cordis.yml); for the whole deployment set the tools row\'s mode instead')
+    throw new Error(
+      "agent-tool-presentation is a row of an agent preset (agent.cordis.yml); for the whole deployment set the tools row's mode instead",
+    )
   }
   ctx.tools.setPresentAs(scope, config.mode)
 }

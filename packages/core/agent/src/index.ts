@@ -135,7 +135,10 @@ declare module 'cordis' {
     'agent/turn-end'(agent: Agent, result: TurnResult): void
     'agent/pre-step'(payload: PreStepPayload, next: () => Promise<PreStepDecision>): Promise<PreStepDecision>
     'agent/request'(payload: RequestPayload, next: () => Promise<void>): Promise<void>
-    'agent/request-error'(payload: RequestErrorPayload, next: () => Promise<RequestErrorDecision>): Promise<RequestErrorDecision>
+    'agent/request-error'(
+      payload: RequestErrorPayload,
+      next: () => Promise<RequestErrorDecision>,
+    ): Promise<RequestErrorDecision>
     'agent/turn-stopping'(payload: TurnStoppingPayload): Promise<void> | void
   }
 }

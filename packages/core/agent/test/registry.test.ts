@@ -15,7 +15,9 @@ describe('ctx.agents', () => {
   it('refuses to create an agent with no loop mounted, naming the row to add', async () => {
     const ctx = new Context()
     await ctx.plugin(AgentRegistry)
-    expect(() => ctx.agents.create({ cwd: process.cwd() })).toThrow(/no agent loop is mounted: add the @dsh\/agent-loop row/)
+    expect(() => ctx.agents.create({ cwd: process.cwd() })).toThrow(
+      /no agent loop is mounted: add the @dsh\/agent-loop row/,
+    )
   })
 
   it('tracks created agents, emits created/disposed, and refuses a duplicate id', async () => {
@@ -29,7 +31,9 @@ describe('ctx.agents', () => {
     const second = ctx.agents.create({ cwd: process.cwd(), model: agent.model, id: 'second' })
     expect(created).toEqual(['second'])
     expect(ctx.agents.list().map((a) => a.id)).toEqual([agent.id, 'second'])
-    expect(() => ctx.agents.create({ cwd: process.cwd(), model: agent.model, id: 'second' })).toThrow(/agent id 'second' is already in use/)
+    expect(() => ctx.agents.create({ cwd: process.cwd(), model: agent.model, id: 'second' })).toThrow(
+      /agent id 'second' is already in use/,
+    )
     await second.dispose()
     expect(disposed).toEqual(['second'])
     expect(ctx.agents.get('second')).toBeUndefined()

@@ -20,8 +20,12 @@ export interface Config extends RetryPolicy {
 export const Config: Schema<Partial<Config>, Config> = Schema.intersect([
   retryPolicySchema,
   Schema.object({
-    providers: Schema.dict(retryPolicySchema).default({}).description('Policies per provider route (exact match), replacing the default.'),
-    maxRetryAfterMs: Schema.natural().default(60_000).description('Longest server Retry-After honoured; a longer one fails the step.'),
+    providers: Schema.dict(retryPolicySchema)
+      .default({})
+      .description('Policies per provider route (exact match), replacing the default.'),
+    maxRetryAfterMs: Schema.natural()
+      .default(60_000)
+      .description('Longest server Retry-After honoured; a longer one fails the step.'),
     random: Schema.function().description('Jitter randomness in [0, 1) (tests).'),
   }),
 ]) as unknown as Schema<Partial<Config>, Config>
@@ -31,7 +35,12 @@ export const Config: Schema<Partial<Config>, Config> = Schema.intersect([
  * `maxDelayMs`, spread by `jitter` (0.1 = plus or minus 10%), and never shorter than the
  * server's `retryAfterMs`.
  */
-export function backoffDelay(policy: RetryPolicy, attempt: number, retryAfterMs: number | undefined, random: () => number = Math.random): number {
+export function backoffDelay(
+  policy: RetryPolicy,
+  attempt: number,
+  retryAfterMs: number | undefined,
+  random: () => number = Math.random,
+): number {
   const exponent = Math.max(0, attempt - 1)
   const base = Math.min(policy.maxDelayMs, policy.initialDelayMs * 2 ** exponent)
   const spread = policy.jitter * (2 * random() - 1)
@@ -47,11 +56,17 @@ export function routeOf(payload: RequestErrorPayload): string {
 export type Decision = { retry: true; delayMs: number } | { retry: false; why: 'code' | 'exhausted' | 'retry-after' }
 
 /** The pure decision for one failure under `config` (no logging, no waterfall). */
-export function decide(config: Config, route: string, error: Pick<LlmError, 'code' | 'retryAfterMs'>, attempt: number): Decision {
+export function decide(
+  config: Config,
+  route: string,
+  error: Pick<LlmError, 'code' | 'retryAfterMs'>,
+  attempt: number,
+): Decision {
   const policy = config.providers[route] ?? config
   if (!policy.codes.includes(error.code)) return { retry: false, why: 'code' }
   if (attempt > policy.maxRetries) return { retry: false, why: 'exhausted' }
-  if (error.retryAfterMs !== undefined && error.retryAfterMs > config.maxRetryAfterMs) return { retry: false, why: 'retry-after' }
+  if (error.retryAfterMs !== undefined && error.retryAfterMs > config.maxRetryAfterMs)
+    return { retry: false, why: 'retry-after' }
   return { retry: true, delayMs: backoffDelay(policy, attempt, error.retryAfterMs, config.random) }
 }
 
@@ -79,7 +94,12 @@ export function apply(ctx: Context, config: Config): void {
     if (decision.why === 'exhausted') {
       logger.warn('giving up on %s after %d attempts: %s: %s (%s)', route, attempt, error.code, error.message, where)
     } else if (decision.why === 'retry-after') {
-      logger.warn('not retrying %s: the server asked to wait %dms, over maxRetryAfterMs (%s)', route, error.retryAfterMs, where)
+      logger.warn(
+        'not retrying %s: the server asked to wait %dms, over maxRetryAfterMs (%s)',
+        route,
+        error.retryAfterMs,
+        where,
+      )
     }
     return next()
   })

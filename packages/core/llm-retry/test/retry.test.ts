@@ -11,7 +11,12 @@ afterEach(async () => {
 })
 
 /** Tiny delays keep the tests fast; jitter 0 keeps the delays exact. */
-const fast = (extra: Partial<Config> = {}): Partial<Config> => ({ initialDelayMs: 1, maxDelayMs: 4, jitter: 0, ...extra })
+const fast = (extra: Partial<Config> = {}): Partial<Config> => ({
+  initialDelayMs: 1,
+  maxDelayMs: 4,
+  jitter: 0,
+  ...extra,
+})
 
 async function boot(script: ScriptEntry[], config: Partial<Config>) {
   harness = await createHarness({ script, plugins: [[Retry, config]] })
@@ -28,7 +33,9 @@ describe('backoffDelay', () => {
 
   it('doubles from 500 ms up to the 10 s cap', () => {
     const mid = () => 0.5
-    expect([1, 2, 3, 4, 5, 6, 7].map((n) => backoffDelay(policy, n, undefined, mid))).toEqual([500, 1000, 2000, 4000, 8000, 10_000, 10_000])
+    expect([1, 2, 3, 4, 5, 6, 7].map((n) => backoffDelay(policy, n, undefined, mid))).toEqual([
+      500, 1000, 2000, 4000, 8000, 10_000, 10_000,
+    ])
   })
 
   it('spreads each delay by at most the jitter fraction', () => {
@@ -74,7 +81,10 @@ describe('decide', () => {
   })
 
   it('refuses a Retry-After over maxRetryAfterMs', () => {
-    expect(decide(config, 'x', { code: 'RATE_LIMIT', retryAfterMs: 120_000 }, 1)).toEqual({ retry: false, why: 'retry-after' })
+    expect(decide(config, 'x', { code: 'RATE_LIMIT', retryAfterMs: 120_000 }, 1)).toEqual({
+      retry: false,
+      why: 'retry-after',
+    })
     expect(decide(config, 'x', { code: 'RATE_LIMIT', retryAfterMs: 30_000 }, 1)).toMatchObject({ retry: true })
   })
 
@@ -104,7 +114,11 @@ describe('llm-retry in the agent loop', () => {
   })
 
   it('draws jitter from the injected random source', async () => {
-    const { h, logs } = await boot([{ error: { code: 'SERVER' } }, { text: 'ok' }], { initialDelayMs: 10, jitter: 0.5, random: () => 0 })
+    const { h, logs } = await boot([{ error: { code: 'SERVER' } }, { text: 'ok' }], {
+      initialDelayMs: 10,
+      jitter: 0.5,
+      random: () => 0,
+    })
     await h.prompt('go')
     // 10 ms spread by -50%.
     expect(retryLogs(logs)[0].args[4]).toBe(5)
@@ -127,7 +141,10 @@ describe('llm-retry in the agent loop', () => {
   })
 
   it('does not retry a bad request', async () => {
-    const { h, logs } = await boot([{ error: { code: 'BAD_REQUEST', message: 'invalid tools' } }, { text: 'never' }], fast())
+    const { h, logs } = await boot(
+      [{ error: { code: 'BAD_REQUEST', message: 'invalid tools' } }, { text: 'never' }],
+      fast(),
+    )
     const result = await h.prompt('go')
     expect(result.reason).toBe('error')
     expect(result.error).toMatchObject({ code: 'BAD_REQUEST' })

@@ -225,7 +225,8 @@ export interface Extendable {
 
 /** A context derived from `ctx` whose plugins register into `scope` by default. */
 export function withStandingScope<C extends Extendable>(ctx: C, scope: string): C {
-  if (typeof scope !== 'string' || scope === '') throw new TypeError('withStandingScope: scope must be a non-empty string')
+  if (typeof scope !== 'string' || scope === '')
+    throw new TypeError('withStandingScope: scope must be a non-empty string')
   return ctx.extend({ [STANDING]: scope })
 }
 

@@ -2,7 +2,10 @@ import { describe, expect, it } from 'vitest'
 import { Context } from 'cordis'
 import { ScopeConflictError, ScopedRegistry, scopeKey } from '../src/index.ts'
 
-interface Item { name: string; tag: string }
+interface Item {
+  name: string
+  tag: string
+}
 const item = (name: string, tag = 'global'): Item => ({ name, tag })
 const registry = (duplicates?: 'throw' | 'stack') =>
   new ScopedRegistry<Item>({ key: (i) => i.name, label: 'tool', duplicates })

@@ -13,7 +13,15 @@ export {
   type SurfaceNodeKind,
   type SurfaceReplaceData,
 } from './surface.ts'
-export { Session, SessionAppendError, newSessionId, type SessionListener, type SessionOptions, type SessionParent, type SubscribeOptions } from './session.ts'
+export {
+  Session,
+  SessionAppendError,
+  newSessionId,
+  type SessionListener,
+  type SessionOptions,
+  type SessionParent,
+  type SubscribeOptions,
+} from './session.ts'
 export { PLUGIN_ERROR, PluginError, emitNamed, serialNamed } from './plugin-error.ts'
 export { SessionForkError, SessionStore, type CreateSessionOptions } from './store.ts'
 import { SessionStore } from './store.ts'

@@ -60,7 +60,8 @@ function copy(value: unknown, path: string, ancestors: Set<object>): JsonValue {
   ancestors.add(value)
   try {
     if (Array.isArray(value)) {
-      if (Object.getPrototypeOf(value) !== Array.prototype) throw new JsonValueError(path, `is ${describe(value)} (not a plain array)`)
+      if (Object.getPrototypeOf(value) !== Array.prototype)
+        throw new JsonValueError(path, `is ${describe(value)} (not a plain array)`)
       const keys = Object.keys(value)
       if (keys.length !== value.length) {
         const hole = findHole(value)
@@ -77,13 +78,15 @@ function copy(value: unknown, path: string, ancestors: Set<object>): JsonValue {
       return Object.freeze(out) as JsonValue[]
     }
     const proto: unknown = Object.getPrototypeOf(value)
-    if (proto !== Object.prototype && proto !== null) throw new JsonValueError(path, `is ${describe(value)} (not a plain object)`)
+    if (proto !== Object.prototype && proto !== null)
+      throw new JsonValueError(path, `is ${describe(value)} (not a plain object)`)
     const out: { [key: string]: JsonValue } = {}
     for (const key of Object.keys(value)) {
       const field: unknown = (value as Record<string, unknown>)[key]
       if (field === undefined) continue
       const child = copy(field, joinKey(path, key), ancestors)
-      if (key === '__proto__') Object.defineProperty(out, key, { value: child, enumerable: true, writable: true, configurable: true })
+      if (key === '__proto__')
+        Object.defineProperty(out, key, { value: child, enumerable: true, writable: true, configurable: true })
       else out[key] = child
     }
     return Object.freeze(out)

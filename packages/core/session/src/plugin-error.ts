@@ -22,7 +22,9 @@ export class PluginError extends Error {
     /** Further failures of the same dispatch (other listeners), if any. */
     readonly others: readonly PluginError[] = [],
   ) {
-    const more = others.length ? ` (and ${others.length} more: ${others.map((e) => `plugin "${e.plugin}"`).join(', ')})` : ''
+    const more = others.length
+      ? ` (and ${others.length} more: ${others.map((e) => `plugin "${e.plugin}"`).join(', ')})`
+      : ''
     super(`plugin "${plugin}" failed in ${where}: ${messageOf(cause)}${more}`, { cause })
   }
 
@@ -91,7 +93,9 @@ export function emitNamed(ctx: Context, name: string, where: string, args: unkno
     try {
       Reflect.apply(hook.callback, null, args)
     } catch (error) {
-      errors.push(PluginError.is(error) && error instanceof PluginError ? error : new PluginError(pluginName(hook), where, error))
+      errors.push(
+        PluginError.is(error) && error instanceof PluginError ? error : new PluginError(pluginName(hook), where, error),
+      )
     }
   }
   const combined = combinePluginErrors(errors)

@@ -76,14 +76,18 @@ export class Session {
   private dispatching = false
 
   constructor(options: SessionOptions) {
-    if (typeof options.cwd !== 'string' || options.cwd === '') throw new TypeError('Session: cwd must be a non-empty string')
-    if (options.id !== undefined && (typeof options.id !== 'string' || options.id === '')) throw new TypeError('Session: id must be a non-empty string')
+    if (typeof options.cwd !== 'string' || options.cwd === '')
+      throw new TypeError('Session: cwd must be a non-empty string')
+    if (options.id !== undefined && (typeof options.id !== 'string' || options.id === ''))
+      throw new TypeError('Session: id must be a non-empty string')
     this.id = asSessionId(options.id ?? randomUUID())
     this.cwd = options.cwd
-    if (options.parent) this.parent = Object.freeze({ sessionId: options.parent.sessionId, boundary: options.parent.boundary })
+    if (options.parent)
+      this.parent = Object.freeze({ sessionId: options.parent.sessionId, boundary: options.parent.boundary })
     this.clock = options.clock ?? Date.now
     const cap = options.maxToolArgumentChars ?? DEFAULT_MAX_TOOL_ARGUMENT_CHARS
-    if (!Number.isSafeInteger(cap) || cap < 0) throw new TypeError('Session: maxToolArgumentChars must be a non-negative integer')
+    if (!Number.isSafeInteger(cap) || cap < 0)
+      throw new TypeError('Session: maxToolArgumentChars must be a non-negative integer')
     this.surface = new SessionSurface((data) => this.append('surface/replace', data), cap)
     if (options.events) for (const event of options.events) this.restoreOne(event)
   }
@@ -106,10 +110,15 @@ export class Session {
    * (`code: 'PLUGIN_ERROR'`, naming the owner) although the event is logged.
    */
   append<K extends SessionEventType>(type: K, data: SessionEventMap[K]): SessionEvent<K> {
-    if (typeof type !== 'string' || (type as string) === '') throw new SessionAppendError(String(type), 'type', 'must be a non-empty string')
+    if (typeof type !== 'string' || (type as string) === '')
+      throw new SessionAppendError(String(type), 'type', 'must be a non-empty string')
     const frozen = this.validate(type, data)
     if (type === 'surface/replace') {
-      const problem = checkReplace(this.surface.nodes, frozen as unknown as SessionEventMap['surface/replace'], this.log.length)
+      const problem = checkReplace(
+        this.surface.nodes,
+        frozen as unknown as SessionEventMap['surface/replace'],
+        this.log.length,
+      )
       if (problem) throw new SessionAppendError(type, problem.path, problem.reason)
     }
     const event = Object.freeze({ type, seq: this.log.length, time: this.clock(), data: frozen }) as SessionEvent<K>
@@ -177,12 +186,23 @@ export class Session {
     if (!minted.has(event)) {
       if (!event || typeof event !== 'object') throw new SessionAppendError('?', `events[${seq}]`, 'is not an event')
       const { type, time } = event
-      if (typeof type !== 'string' || (type as string) === '') throw new SessionAppendError(String(type), `events[${seq}].type`, 'must be a non-empty string')
-      if (event.seq !== seq) throw new SessionAppendError(type, `events[${seq}].seq`, `is ${String(event.seq)}, expected ${seq} (seq must be contiguous from 0)`)
-      if (typeof time !== 'number' || !Number.isFinite(time)) throw new SessionAppendError(type, `events[${seq}].time`, 'must be a finite number')
+      if (typeof type !== 'string' || (type as string) === '')
+        throw new SessionAppendError(String(type), `events[${seq}].type`, 'must be a non-empty string')
+      if (event.seq !== seq)
+        throw new SessionAppendError(
+          type,
+          `events[${seq}].seq`,
+          `is ${String(event.seq)}, expected ${seq} (seq must be contiguous from 0)`,
+        )
+      if (typeof time !== 'number' || !Number.isFinite(time))
+        throw new SessionAppendError(type, `events[${seq}].time`, 'must be a finite number')
       event = Object.freeze({ type, seq, time, data: this.validate(type, event.data) }) as SessionEvent
     } else if (event.seq !== seq) {
-      throw new SessionAppendError(event.type, `events[${seq}].seq`, `is ${event.seq}, expected ${seq} (seq must be contiguous from 0)`)
+      throw new SessionAppendError(
+        event.type,
+        `events[${seq}].seq`,
+        `is ${event.seq}, expected ${seq} (seq must be contiguous from 0)`,
+      )
     }
     const any = event as AnySessionEvent
     if (any.type === 'surface/replace') {
@@ -211,7 +231,11 @@ export class Session {
           try {
             listener(next)
           } catch (error) {
-            errors.push(error instanceof PluginError ? error : new PluginError(owner ?? 'a session listener', `session listener on "${next.type}"`, error))
+            errors.push(
+              error instanceof PluginError
+                ? error
+                : new PluginError(owner ?? 'a session listener', `session listener on "${next.type}"`, error),
+            )
           }
         }
       }

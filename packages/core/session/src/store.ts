@@ -56,7 +56,9 @@ export class SessionStore extends Service {
   static Config: Schema<SessionStore.Config> = Schema.object({
     maxToolArgumentChars: Schema.natural()
       .default(DEFAULT_MAX_TOOL_ARGUMENT_CHARS)
-      .description('Longest tool-call arguments string replayed to the model as-is; longer ones become an excerpt plus a marker (the log keeps them whole).'),
+      .description(
+        'Longest tool-call arguments string replayed to the model as-is; longer ones become an excerpt plus a marker (the log keeps them whole).',
+      ),
   })
 
   // Fields are only mutated in place: inside methods `this` is a per-caller shadow.
@@ -68,14 +70,21 @@ export class SessionStore extends Service {
     super(ctx, 'sessions')
     this.home = ctx
     this.maxToolArgumentChars = config.maxToolArgumentChars ?? DEFAULT_MAX_TOOL_ARGUMENT_CHARS
-    ctx.effect(() => () => {
-      for (const id of [...this.entries.keys()]) this.remove(id)
-    }, 'sessions: clear store')
+    ctx.effect(
+      () => () => {
+        for (const id of [...this.entries.keys()]) this.remove(id)
+      },
+      'sessions: clear store',
+    )
   }
 
   create(options: CreateSessionOptions): Session {
-    if (options.id !== undefined && this.entries.has(options.id)) throw new Error(`session "${options.id}" already exists`)
-    const session = new Session({ maxToolArgumentChars: this.maxToolArgumentChars, ...options } satisfies SessionOptions)
+    if (options.id !== undefined && this.entries.has(options.id))
+      throw new Error(`session "${options.id}" already exists`)
+    const session = new Session({
+      maxToolArgumentChars: this.maxToolArgumentChars,
+      ...options,
+    } satisfies SessionOptions)
     return this.adopt(session)
   }
 
@@ -98,7 +107,9 @@ export class SessionStore extends Service {
     if (!from) throw new SessionForkError(`cannot fork: no session "${String(source)}" in the store`)
     const at = boundary ?? from.length
     if (!Number.isInteger(at) || at < 0 || at > from.length) {
-      throw new SessionForkError(`cannot fork session "${from.id}" at ${String(boundary)}: boundary must be an integer in [0, ${from.length}]`)
+      throw new SessionForkError(
+        `cannot fork session "${from.id}" at ${String(boundary)}: boundary must be an integer in [0, ${from.length}]`,
+      )
     }
     if (!from.isTurnBoundary(at)) {
       throw new SessionForkError(
@@ -126,10 +137,15 @@ export class SessionStore extends Service {
     const home = this.home
     // `this.ctx` is the caller's context: bind the session's membership to the caller plugin.
     // First, so an inactive caller context throws before anything is registered.
-    const unbind = this.ctx === home ? undefined : this.ctx.effect(() => () => void this.remove(session.id), `sessions: ${session.id}`)
+    const unbind =
+      this.ctx === home
+        ? undefined
+        : this.ctx.effect(() => () => void this.remove(session.id), `sessions: ${session.id}`)
     // Each `session/event` listener is called on its own so a throwing one is reported as a
     // PluginError naming its plugin (and the others still run).
-    const unsubscribe = session.subscribe((event) => emitNamed(home, 'session/event', `session/event listener on "${event.type}"`, [session, event]))
+    const unsubscribe = session.subscribe((event) =>
+      emitNamed(home, 'session/event', `session/event listener on "${event.type}"`, [session, event]),
+    )
     this.entries.set(session.id, {
       session,
       release: () => {

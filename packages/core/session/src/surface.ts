@@ -72,7 +72,10 @@ const position = (node: SurfaceNode): number => node.replaces?.fromSeq ?? node.s
  * The message an event contributes, or `undefined` when it is not message-producing. Tool-call
  * arguments longer than `maxToolArgumentChars` are replaced by a bounded excerpt and a marker.
  */
-export function messageOf(event: AnySessionEvent, maxToolArgumentChars = DEFAULT_MAX_TOOL_ARGUMENT_CHARS): Message | undefined {
+export function messageOf(
+  event: AnySessionEvent,
+  maxToolArgumentChars = DEFAULT_MAX_TOOL_ARGUMENT_CHARS,
+): Message | undefined {
   switch (event.type) {
     case 'user/message':
       return Object.freeze({ role: 'user', content: event.data.content }) as Message
@@ -91,15 +94,25 @@ export function messageOf(event: AnySessionEvent, maxToolArgumentChars = DEFAULT
  * replacement in two (it may contain them whole, which re-compacts them). An earlier replacement
  * with no messages left no nodes, so there is nothing to cut.
  */
-export function checkReplace(nodes: readonly SurfaceNode[], data: SurfaceReplaceData, length: number): { path: string; reason: string } | undefined {
+export function checkReplace(
+  nodes: readonly SurfaceNode[],
+  data: SurfaceReplaceData,
+  length: number,
+): { path: string; reason: string } | undefined {
   const { fromSeq, toSeq } = data
-  if (!Number.isSafeInteger(fromSeq) || fromSeq < 0) return { path: 'data.fromSeq', reason: 'must be a non-negative integer' }
-  if (!Number.isSafeInteger(toSeq) || toSeq < fromSeq) return { path: 'data.toSeq', reason: `must be an integer >= fromSeq (${fromSeq})` }
+  if (!Number.isSafeInteger(fromSeq) || fromSeq < 0)
+    return { path: 'data.fromSeq', reason: 'must be a non-negative integer' }
+  if (!Number.isSafeInteger(toSeq) || toSeq < fromSeq)
+    return { path: 'data.toSeq', reason: `must be an integer >= fromSeq (${fromSeq})` }
   if (toSeq > length) return { path: 'data.toSeq', reason: `is past the end of the log (length ${length})` }
   if (!Array.isArray(data.messages)) return { path: 'data.messages', reason: 'must be an array of messages' }
   for (let i = 0; i < data.messages.length; i++) {
     const message = data.messages[i] as Partial<Message> | null
-    if (!message || (message.role !== 'user' && message.role !== 'assistant' && message.role !== 'tool') || !Array.isArray(message.content)) {
+    if (
+      !message ||
+      (message.role !== 'user' && message.role !== 'assistant' && message.role !== 'tool') ||
+      !Array.isArray(message.content)
+    ) {
       return { path: `data.messages[${i}]`, reason: 'is not a user, assistant or tool message' }
     }
   }
@@ -120,7 +133,9 @@ export function checkReplace(nodes: readonly SurfaceNode[], data: SurfaceReplace
 
 function replacementNodes(seq: number, data: SurfaceReplaceData, max: number): SurfaceNode[] {
   const replaces = Object.freeze({ fromSeq: data.fromSeq, toSeq: data.toSeq })
-  return data.messages.map((message) => Object.freeze({ seq, kind: 'surface/replace' as const, message: boundToolArguments(message, max), replaces }))
+  return data.messages.map((message) =>
+    Object.freeze({ seq, kind: 'surface/replace' as const, message: boundToolArguments(message, max), replaces }),
+  )
 }
 
 /** Index of the first node whose position is >= `seq` (nodes are sorted by position). */
@@ -186,8 +201,14 @@ export class SessionSurface {
    * drops an assistant tool call but keeps its result (or the reverse) yields a history that
    * providers reject.
    */
-  replaceRange(fromSeq: number, toSeq: number, replacement: Message[], meta?: { [key: string]: unknown }): SessionEvent<'surface/replace'> {
-    const data: SurfaceReplaceData = meta === undefined ? { fromSeq, toSeq, messages: replacement } : { fromSeq, toSeq, messages: replacement, meta }
+  replaceRange(
+    fromSeq: number,
+    toSeq: number,
+    replacement: Message[],
+    meta?: { [key: string]: unknown },
+  ): SessionEvent<'surface/replace'> {
+    const data: SurfaceReplaceData =
+      meta === undefined ? { fromSeq, toSeq, messages: replacement } : { fromSeq, toSeq, messages: replacement, meta }
     return this.appendReplace(data) as SessionEvent<'surface/replace'>
   }
 
@@ -220,7 +241,10 @@ export class SessionSurface {
  * Reference derivation: scans `events` from scratch and returns the history the surface would
  * hold after them. O(events); used by invariants and tests as an independent re-derivation.
  */
-export function deriveMessagesFromEvents(events: readonly AnySessionEvent[], maxToolArgumentChars = DEFAULT_MAX_TOOL_ARGUMENT_CHARS): Message[] {
+export function deriveMessagesFromEvents(
+  events: readonly AnySessionEvent[],
+  maxToolArgumentChars = DEFAULT_MAX_TOOL_ARGUMENT_CHARS,
+): Message[] {
   let nodes: SurfaceNode[] = []
   for (const event of events) {
     if (event.type === 'surface/replace') {

@@ -10,7 +10,12 @@ const newSession = () => new Session({ cwd: '/work', clock: ticking() })
 const text = (t: string) => [{ type: 'text' as const, text: t }]
 const human = { kind: 'human' as const }
 const assistant = (t: string): AssistantMessage => ({ role: 'assistant', content: text(t) })
-const toolResult = (callId: string, t: string): ToolMessage => ({ role: 'tool', callId, name: 'echo', content: text(t) })
+const toolResult = (callId: string, t: string): ToolMessage => ({
+  role: 'tool',
+  callId,
+  name: 'echo',
+  content: text(t),
+})
 
 describe('Session.append', () => {
   it('assigns contiguous seq from 0 and times from the injected clock', () => {
@@ -45,7 +50,11 @@ describe('Session.append', () => {
   const cycle: Record<string, unknown> = { a: 1 }
   cycle.self = cycle
   const bad: [string, unknown, string][] = [
-    ['undefined in an array', { content: [{ type: 'text', text: 'a' }, undefined] }, 'data.content[1] is undefined inside an array'],
+    [
+      'undefined in an array',
+      { content: [{ type: 'text', text: 'a' }, undefined] },
+      'data.content[1] is undefined inside an array',
+    ],
     ['a function', { content: [{ type: 'text', text: () => 'x' }] }, 'data.content[0].text is a function'],
     ['a symbol', { meta: { tag: Symbol('x') } }, 'data.meta.tag is a symbol'],
     ['a bigint', { meta: { n: 10n } }, 'data.meta.n is a bigint'],
@@ -79,7 +88,10 @@ describe('Session.append', () => {
   it('drops undefined-valued object properties and accepts shared (non-cyclic) references', () => {
     const s = newSession()
     const shared = { type: 'text' as const, text: 'x' }
-    const e = s.append('user/message', { content: [shared, shared], source: { kind: 'plugin', plugin: 'p', label: undefined } })
+    const e = s.append('user/message', {
+      content: [shared, shared],
+      source: { kind: 'plugin', plugin: 'p', label: undefined },
+    })
     expect(Object.keys(e.data.source)).toEqual(['kind', 'plugin'])
     expect(e.data.content).toEqual([shared, shared])
     expect(JSON.parse(JSON.stringify(e))).toEqual(e)
@@ -158,7 +170,10 @@ describe('surface and deriveMessages', () => {
     s.append('step/start', { turn: 0, step: 0 })
     s.append('user/message', { content: text('hi'), source: human })
     s.append('assistant/chunk', { chunk: { kind: 'text-delta', text: 'x' } })
-    const call: AssistantMessage = { role: 'assistant', content: [{ type: 'tool-call', callId: 'c1', name: 'echo', arguments: '{}' }] }
+    const call: AssistantMessage = {
+      role: 'assistant',
+      content: [{ type: 'tool-call', callId: 'c1', name: 'echo', arguments: '{}' }],
+    }
     s.append('assistant/message', { message: call })
     s.append('tool/call', { callId: 'c1', name: 'echo', arguments: '{}' })
     s.append('tool/result', { message: toolResult('c1', 'echoed') })
@@ -204,11 +219,21 @@ describe('surface and deriveMessages', () => {
     expect(event.type).toBe('surface/replace')
     expect(event.seq).toBe(8)
     expect(s.length).toBe(9)
-    expect(s.deriveMessages().map((m) => (m.content[0] as { text: string }).text)).toEqual(['summary of u0..a1', 'u2', 'a2', 'u3', 'a3'])
+    expect(s.deriveMessages().map((m) => (m.content[0] as { text: string }).text)).toEqual([
+      'summary of u0..a1',
+      'u2',
+      'a2',
+      'u3',
+      'a3',
+    ])
     expect(s.surface.nodes[0]).toMatchObject({ seq: 8, kind: 'surface/replace', replaces: { fromSeq: 0, toSeq: 4 } })
     // Re-compacting a range that contains the earlier replacement absorbs it.
     s.surface.replaceRange(0, 6, [{ role: 'user', content: text('bigger summary') }])
-    expect(s.deriveMessages().map((m) => (m.content[0] as { text: string }).text)).toEqual(['bigger summary', 'u3', 'a3'])
+    expect(s.deriveMessages().map((m) => (m.content[0] as { text: string }).text)).toEqual([
+      'bigger summary',
+      'u3',
+      'a3',
+    ])
     expect(s.deriveMessages()).toEqual(deriveMessagesFromEvents(s.events))
   })
 
@@ -237,7 +262,8 @@ describe('surface and deriveMessages', () => {
     for (let i = 0; i < 1500; i++) {
       const r = random()
       if (r < 0.2) s.append('user/message', { content: text(`u${i}`), source: human })
-      else if (r < 0.4) s.append('assistant/message', { message: assistant(`a${i}`), interrupted: random() < 0.2 ? true : undefined })
+      else if (r < 0.4)
+        s.append('assistant/message', { message: assistant(`a${i}`), interrupted: random() < 0.2 ? true : undefined })
       else if (r < 0.55) s.append('tool/result', { message: toolResult(`c${i}`, `r${i}`) })
       else if (r < 0.85) s.append('assistant/chunk', { chunk: { kind: 'text-delta', text: 'x' } })
       else if (r < 0.95) s.append('step/end', { turn: 0, step: i })
@@ -246,7 +272,10 @@ describe('surface and deriveMessages', () => {
         const from = Math.floor(random() * s.length)
         const to = from + Math.floor(random() * (s.length - from + 1))
         const cuts = s.surface.nodes.some(
-          (n) => n.replaces && !(n.replaces.fromSeq >= from && n.replaces.toSeq <= to) && !(n.replaces.toSeq <= from || n.replaces.fromSeq >= to),
+          (n) =>
+            n.replaces &&
+            !(n.replaces.fromSeq >= from && n.replaces.toSeq <= to) &&
+            !(n.replaces.toSeq <= from || n.replaces.fromSeq >= to),
         )
         if (cuts) continue
         s.surface.replaceRange(from, to, random() < 0.5 ? [] : [{ role: 'user', content: text(`sum${i}`) }])
@@ -271,7 +300,9 @@ describe('restoring a log', () => {
 
     const gap = [persisted[0], { ...persisted[1], seq: 5 }]
     expect(() => new Session({ cwd: '/', events: gap })).toThrow('events[1].seq is 5, expected 1')
-    const corrupt = [{ ...persisted[0], data: { content: [null, undefined], source: human } }] as unknown as SessionEvent[]
+    const corrupt = [
+      { ...persisted[0], data: { content: [null, undefined], source: human } },
+    ] as unknown as SessionEvent[]
     expect(() => new Session({ cwd: '/', events: corrupt })).toThrow(SessionAppendError)
   })
 })

@@ -127,7 +127,11 @@ describe('ctx.sessions', () => {
     const { sessions } = await boot()
     const src = sessions.create({ cwd: '/' })
     turn(src, 0)
-    const copy = sessions.create({ cwd: '/', id: 'restored', events: JSON.parse(JSON.stringify(src.events)) as AnySessionEvent[] })
+    const copy = sessions.create({
+      cwd: '/',
+      id: 'restored',
+      events: JSON.parse(JSON.stringify(src.events)) as AnySessionEvent[],
+    })
     expect(copy.events).toEqual(src.events)
     expect(copy.deriveMessages()).toEqual(src.deriveMessages())
   })
@@ -191,7 +195,9 @@ describe('plugin failures and oversized tool arguments', () => {
     }
     expect(thrown).toBeInstanceOf(PluginError)
     expect(thrown).toMatchObject({ code: 'PLUGIN_ERROR', plugin: 'chunk-bomb' })
-    expect((thrown as Error).message).toBe('plugin "chunk-bomb" failed in session/event listener on "assistant/chunk": boom on chunk')
+    expect((thrown as Error).message).toBe(
+      'plugin "chunk-bomb" failed in session/event listener on "assistant/chunk": boom on chunk',
+    )
     expect(s.last()?.type).toBe('assistant/chunk')
     expect(seen).toEqual(['turn/start', 'assistant/chunk'])
   })
@@ -215,7 +221,9 @@ describe('plugin failures and oversized tool arguments', () => {
     const [first, second] = replayed.content as Array<{ arguments: string }>
     expect(second.arguments).toBe(small)
     const marker = JSON.parse(first.arguments)
-    expect(marker[OMITTED_ARGUMENTS_KEY]).toMatch(/^These arguments were 214 characters long, over the 50-character replay limit/)
+    expect(marker[OMITTED_ARGUMENTS_KEY]).toMatch(
+      /^These arguments were 214 characters long, over the 50-character replay limit/,
+    )
     expect(marker.excerpt).toBe(big.slice(0, 50))
     // The log is untouched, and the reference derivation agrees given the same limit.
     expect((s.last('assistant/message')!.data.message.content[0] as { arguments: string }).arguments).toBe(big)

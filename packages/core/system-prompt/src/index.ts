@@ -73,7 +73,7 @@ export class SystemPromptError extends Error {
 }
 
 export const DEFAULT_IDENTITY =
-  'You are dsh, a coding agent running inside the dsh harness. You work in the user\'s project ' +
+  "You are dsh, a coding agent running inside the dsh harness. You work in the user's project " +
   'through the tools you are given: read before you change things, make the smallest change that ' +
   'solves the task, check your work when you can, and report plainly what you did and what is left.'
 
@@ -121,7 +121,13 @@ export const BUILTIN_SECTIONS: readonly ResolvedSection[] = [
     id: 'dsh:environment',
     order: 900,
     stable: true,
-    text: ['Environment:', '- Working directory: {{cwd}}', '- Git repository: {{git}}', '- Platform: {{os}}', '- User shell: {{shell}}'].join('\n'),
+    text: [
+      'Environment:',
+      '- Working directory: {{cwd}}',
+      '- Git repository: {{git}}',
+      '- Platform: {{os}}',
+      '- User shell: {{shell}}',
+    ].join('\n'),
   },
   {
     id: 'dsh:date',
@@ -171,7 +177,9 @@ export function contributeSection(ctx: Context, section: PromptSection): void {
 
 export class SystemPrompt extends Service {
   static Config: Schema<SystemPromptConfig> = Schema.object({
-    identity: Schema.string().default(DEFAULT_IDENTITY).description('The harness identity: always the first part of the prompt.'),
+    identity: Schema.string()
+      .default(DEFAULT_IDENTITY)
+      .description('The harness identity: always the first part of the prompt.'),
     persona: Schema.string().default('').description('The deployment persona, placed after the stable sections.'),
     variables: Schema.dict(Schema.string()).default({}).description('Static `{{name}}` variables.'),
     sections: Schema.dict(Schema.union([Schema.const(false), Schema.string()]))
@@ -181,7 +189,10 @@ export class SystemPrompt extends Service {
 
   readonly identity: string
   private readonly variablesTable = new Map<string, VariableResolver>()
-  private readonly sectionsTable = new ScopedRegistry<SectionEntry>({ key: (section) => section.id, label: 'prompt section' })
+  private readonly sectionsTable = new ScopedRegistry<SectionEntry>({
+    key: (section) => section.id,
+    label: 'prompt section',
+  })
   private readonly personas = new ScopedRegistry<PersonaEntry>({ key: () => 'persona', label: 'persona' })
   private readonly defaultPersona: string
   private readonly overrides: ReadonlyMap<string, string | false>
@@ -191,7 +202,8 @@ export class SystemPrompt extends Service {
     for (const name of BUILTIN_VARIABLES) this.variablesTable.set(name, builtins[name])
     for (const [name, value] of Object.entries(config.variables ?? {})) {
       checkVariableName(name, 'config.variables')
-      if (this.variablesTable.has(name)) throw new SystemPromptError(`config.variables: "${name}" is a built-in variable and cannot be redefined`)
+      if (this.variablesTable.has(name))
+        throw new SystemPromptError(`config.variables: "${name}" is a built-in variable and cannot be redefined`)
       this.variablesTable.set(name, () => value)
     }
     this.checkText('config.identity', config.identity)
@@ -200,7 +212,8 @@ export class SystemPrompt extends Service {
     this.defaultPersona = config.persona
     const overrides = new Map<string, string | false>()
     for (const [id, value] of Object.entries(config.sections ?? {})) {
-      if (value !== false && typeof value !== 'string') throw new TypeError(`config.sections["${id}"]: expected false or a string`)
+      if (value !== false && typeof value !== 'string')
+        throw new TypeError(`config.sections["${id}"]: expected false or a string`)
       if (typeof value === 'string') this.checkText(`config.sections["${id}"]`, value)
       overrides.set(id, value)
     }
@@ -213,17 +226,28 @@ export class SystemPrompt extends Service {
    * an unknown variable. Undone by the disposer or when the calling plugin unloads.
    */
   registerSection(section: PromptSection): () => void {
-    if (section === null || typeof section !== 'object') throw new TypeError('systemPrompt.registerSection: expected a section object')
+    if (section === null || typeof section !== 'object')
+      throw new TypeError('systemPrompt.registerSection: expected a section object')
     const { id, order, text } = section
     // A section that names no scope goes into the caller's standing scope (a preset row's mount).
     const scope = section.scope ?? standingScope(this.ctx)
-    if (typeof id !== 'string' || id === '') throw new TypeError('systemPrompt.registerSection: id must be a non-empty string')
-    if (typeof order !== 'number' || !Number.isFinite(order)) throw new TypeError(`prompt section "${id}": order must be a finite number`)
+    if (typeof id !== 'string' || id === '')
+      throw new TypeError('systemPrompt.registerSection: id must be a non-empty string')
+    if (typeof order !== 'number' || !Number.isFinite(order))
+      throw new TypeError(`prompt section "${id}": order must be a finite number`)
     if (typeof text !== 'string') throw new TypeError(`prompt section "${id}": text must be a string`)
-    if (section.stable !== undefined && typeof section.stable !== 'boolean') throw new TypeError(`prompt section "${id}": stable must be a boolean`)
-    if (scope !== undefined && (typeof scope !== 'string' || scope === '')) throw new TypeError(`prompt section "${id}": scope must be a non-empty string when given`)
+    if (section.stable !== undefined && typeof section.stable !== 'boolean')
+      throw new TypeError(`prompt section "${id}": stable must be a boolean`)
+    if (scope !== undefined && (typeof scope !== 'string' || scope === ''))
+      throw new TypeError(`prompt section "${id}": scope must be a non-empty string when given`)
     this.checkText(`prompt section "${id}"`, text)
-    const entry: SectionEntry = { id, order, text, stable: section.stable ?? true, ...(scope !== undefined ? { scope } : {}) }
+    const entry: SectionEntry = {
+      id,
+      order,
+      text,
+      stable: section.stable ?? true,
+      ...(scope !== undefined ? { scope } : {}),
+    }
     const table = this.sectionsTable
     const dispose = this.ctx.effect(() => table.register(entry, { scope }), `prompt-section:${id}`)
     return () => void dispose()
@@ -299,7 +323,9 @@ export class SystemPrompt extends Service {
       try {
         value = resolve(input)
       } catch (error) {
-        throw new SystemPromptError(`variable "${name}" failed to resolve: ${(error as Error)?.message ?? String(error)}`)
+        throw new SystemPromptError(
+          `variable "${name}" failed to resolve: ${(error as Error)?.message ?? String(error)}`,
+        )
       }
       const text = typeof value === 'string' ? value : String(value)
       cache.set(name, text)
@@ -310,10 +336,15 @@ export class SystemPrompt extends Service {
     if (persona?.owns) return { system: tidy(render(persona.text, lookup('persona'))), tools }
     const parts: string[] = [render(self.identity, lookup('identity'))]
     const sections = self.ordered(input.scope)
-    for (const section of sections) if (section.stable) parts.push(render(section.text, lookup(`prompt section "${section.id}"`)))
+    for (const section of sections)
+      if (section.stable) parts.push(render(section.text, lookup(`prompt section "${section.id}"`)))
     parts.push(render(self.persona(input.scope), lookup('persona')))
-    for (const section of sections) if (!section.stable) parts.push(render(section.text, lookup(`prompt section "${section.id}"`)))
-    const system = parts.map(tidy).filter((part) => part !== '').join('\n\n')
+    for (const section of sections)
+      if (!section.stable) parts.push(render(section.text, lookup(`prompt section "${section.id}"`)))
+    const system = parts
+      .map(tidy)
+      .filter((part) => part !== '')
+      .join('\n\n')
     return { system, tools }
   }
 

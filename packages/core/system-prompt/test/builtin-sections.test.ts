@@ -31,7 +31,12 @@ describe('built-in sections', () => {
     const plain = join(root, 'plain')
     mkdirSync(plain)
     const ctx = await boot()
-    const inRepo = ctx.systemPrompt.assemble({ provider: 'p', model: 'm', cwd: join(repo, 'src'), date: '2026-01-02' }).system
+    const inRepo = ctx.systemPrompt.assemble({
+      provider: 'p',
+      model: 'm',
+      cwd: join(repo, 'src'),
+      date: '2026-01-02',
+    }).system
     expect(inRepo).toContain(`- Working directory: ${join(repo, 'src')}\n`)
     expect(inRepo).toContain('- Git repository: yes\n')
     expect(inRepo).toContain(`- Platform: ${osType()} `)
@@ -52,9 +57,17 @@ describe('built-in sections', () => {
       expect(index, needle).toBeGreaterThanOrEqual(0)
       return index
     }
-    const order = ['IDENTITY', 'Working rules:', 'TOOL X', 'Environment:', 'PERSONA', 'VOLATILE', 'Session date:'].map(at)
+    const order = ['IDENTITY', 'Working rules:', 'TOOL X', 'Environment:', 'PERSONA', 'VOLATILE', 'Session date:'].map(
+      at,
+    )
     expect(order).toEqual([...order].sort((a, b) => a - b))
-    expect(ctx.systemPrompt.sections().map((s) => s.id)).toEqual(['dsh:working', 'tool:x', 'dsh:environment', 'late', 'dsh:date'])
+    expect(ctx.systemPrompt.sections().map((s) => s.id)).toEqual([
+      'dsh:working',
+      'tool:x',
+      'dsh:environment',
+      'late',
+      'dsh:date',
+    ])
     expect(BUILTIN_SECTIONS.every((s) => s.stable === (s.id !== 'dsh:date'))).toBe(true)
   })
 
@@ -77,7 +90,9 @@ describe('built-in sections', () => {
     expect(ctx.systemPrompt.assemble({ provider: 'p', model: 'm', cwd: root, session }).system).toBe(before)
     // A session that starts now sees the repository.
     const fresh = { events: [{ time: DAY_1 }] }
-    expect(ctx.systemPrompt.assemble({ provider: 'p', model: 'm', cwd: root, session: fresh }).system).toContain('- Git repository: yes\n')
+    expect(ctx.systemPrompt.assemble({ provider: 'p', model: 'm', cwd: root, session: fresh }).system).toContain(
+      '- Git repository: yes\n',
+    )
   })
 
   it('config drops or replaces any section by id, tool sections included', async () => {
@@ -91,9 +106,9 @@ describe('built-in sections', () => {
   })
 
   it('a replacement text naming an unknown variable fails the plugin at load with one clear error', async () => {
-    await expect(new Context().plugin(SystemPrompt, { sections: { 'dsh:date': 'Day {{dayy}}' } } as never)).rejects.toThrow(
-      /config\.sections\["dsh:date"\] uses unknown variable "\{\{dayy\}\}"/,
-    )
+    await expect(
+      new Context().plugin(SystemPrompt, { sections: { 'dsh:date': 'Day {{dayy}}' } } as never),
+    ).rejects.toThrow(/config\.sections\["dsh:date"\] uses unknown variable "\{\{dayy\}\}"/)
     await expect(new Context().plugin(SystemPrompt, { sections: { 'dsh:date': 3 } } as never)).rejects.toThrow()
   })
 })

@@ -17,7 +17,13 @@ describe('a persona that owns the prompt', () => {
     const ctx = await boot()
     ctx.systemPrompt.registerSection({ id: 'rules', order: 1, text: 'RULES' })
     const undo = ctx.systemPrompt.setPersona('You are Ada, working in {{cwd}}.', 'agent:a', { owns: true })
-    expect(ctx.systemPrompt.assemble({ ...input, scope: 'agent:a', tools: [{ name: 'z', description: '', parameters: { type: 'object' } }] })).toEqual({
+    expect(
+      ctx.systemPrompt.assemble({
+        ...input,
+        scope: 'agent:a',
+        tools: [{ name: 'z', description: '', parameters: { type: 'object' } }],
+      }),
+    ).toEqual({
       system: 'You are Ada, working in /w.',
       tools: [{ name: 'z', description: '', parameters: { type: 'object' } }],
     })
@@ -29,7 +35,7 @@ describe('a persona that owns the prompt', () => {
 })
 
 describe('standing scope', () => {
-  it('scopes a plugin\'s sections and persona when they name no scope', async () => {
+  it("scopes a plugin's sections and persona when they name no scope", async () => {
     const ctx = await boot()
     const fiber = withStandingScope(ctx, 'agent:a').plugin({
       name: 'preset-row',

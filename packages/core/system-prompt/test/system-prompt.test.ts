@@ -29,8 +29,17 @@ describe('system prompt', () => {
     sp.registerSection({ id: 'volatile-a', order: 0, text: 'VOLATILE 0', stable: false })
     sp.registerSection({ id: 'empty', order: 5, text: '   ' })
     const { system } = sp.assemble(input)
-    expect(system).toBe(['IDENTITY', 'STABLE 10a', 'STABLE 10b', 'STABLE 20', 'PERSONA', 'VOLATILE 0', 'VOLATILE 1'].join('\n\n'))
-    expect(sp.sections().map((s) => s.id)).toEqual(['empty', 'stable-a', 'stable-b', 'stable-z', 'volatile-a', 'volatile-b'])
+    expect(system).toBe(
+      ['IDENTITY', 'STABLE 10a', 'STABLE 10b', 'STABLE 20', 'PERSONA', 'VOLATILE 0', 'VOLATILE 1'].join('\n\n'),
+    )
+    expect(sp.sections().map((s) => s.id)).toEqual([
+      'empty',
+      'stable-a',
+      'stable-b',
+      'stable-z',
+      'volatile-a',
+      'volatile-b',
+    ])
   })
 
   it('is deterministic regardless of registration order, and sorts tools by name', async () => {
@@ -58,7 +67,11 @@ describe('system prompt', () => {
     const ctx = await boot({ identity: 'I am on {{ os }}.', variables: { product: 'dsh' } })
     const sp = ctx.systemPrompt
     sp.registerVariable('where', (vars) => `bash in ${vars.cwd}`)
-    sp.registerSection({ id: 'env', order: 0, text: 'model={{model}} provider={{provider}} cwd={{cwd}} date={{date}} {{product}} {{where}}' })
+    sp.registerSection({
+      id: 'env',
+      order: 0,
+      text: 'model={{model}} provider={{provider}} cwd={{cwd}} date={{date}} {{product}} {{where}}',
+    })
     const { system } = sp.assemble(input)
     expect(system).toMatch(/^I am on \S+ \S+ \(\S+\)\.\n\n/)
     expect(system.split('\n\n')[1]).toBe(
@@ -71,14 +84,18 @@ describe('system prompt', () => {
 
   it('rejects an unknown variable at registration, naming the section and the variable', async () => {
     const ctx = await boot()
-    expect(() => ctx.systemPrompt.registerSection({ id: 'git', order: 1, text: 'Branch: {{branch}}' })).toThrow(SystemPromptError)
+    expect(() => ctx.systemPrompt.registerSection({ id: 'git', order: 1, text: 'Branch: {{branch}}' })).toThrow(
+      SystemPromptError,
+    )
     expect(() => ctx.systemPrompt.registerSection({ id: 'git', order: 1, text: 'Branch: {{branch}}' })).toThrow(
       /prompt section "git" uses unknown variable "\{\{branch\}\}"/,
     )
     expect(ctx.systemPrompt.sections()).toEqual([])
     expect(() => ctx.systemPrompt.setPersona('Hi {{nobody}}')).toThrow(/persona uses unknown variable "\{\{nobody\}\}"/)
     // Config is checked when the plugin loads.
-    await expect(new Context().plugin(SystemPrompt, { identity: 'I am {{who}}' } as never)).rejects.toThrow(/config.identity uses unknown variable/)
+    await expect(new Context().plugin(SystemPrompt, { identity: 'I am {{who}}' } as never)).rejects.toThrow(
+      /config.identity uses unknown variable/,
+    )
     await expect(new Context().plugin(SystemPrompt, { variables: { cwd: 'x' } } as never)).rejects.toThrow(/built-in/)
   })
 
@@ -102,7 +119,9 @@ describe('system prompt', () => {
     sp.setPersona('CHILD PERSONA', 'agent:child')
     expect(() => sp.setPersona('AGAIN', 'agent:child')).toThrow(/already registered/)
     expect(sp.assemble(input).system).toBe('ID\n\nGLOBAL RULES\n\nGLOBAL PERSONA')
-    expect(sp.assemble({ ...input, scope: 'agent:child' }).system).toBe('ID\n\nCHILD RULES\n\nREPORT BACK\n\nCHILD PERSONA')
+    expect(sp.assemble({ ...input, scope: 'agent:child' }).system).toBe(
+      'ID\n\nCHILD RULES\n\nREPORT BACK\n\nCHILD PERSONA',
+    )
     expect(sp.assemble({ ...input, scope: 'agent:other' }).system).toBe('ID\n\nGLOBAL RULES\n\nGLOBAL PERSONA')
     const dispose = sp.setPersona('DEPLOYMENT PERSONA')
     expect(sp.assemble(input).system).toBe('ID\n\nGLOBAL RULES\n\nDEPLOYMENT PERSONA')
@@ -143,6 +162,8 @@ describe('system prompt', () => {
     sp.registerSection({ id: 'uses-v', order: 0, text: 'v={{v}}' })
     expect(sp.assemble(input).system).toBe('ID\n\nv=value')
     dropVar()
-    expect(() => sp.assemble(input)).toThrow(/prompt section "uses-v" uses variable "\{\{v\}\}", which is no longer defined/)
+    expect(() => sp.assemble(input)).toThrow(
+      /prompt section "uses-v" uses variable "\{\{v\}\}", which is no longer defined/,
+    )
   })
 })

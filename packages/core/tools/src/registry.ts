@@ -58,7 +58,10 @@ export class ToolRegistry extends Service {
     mode: Schema.union(['native', 'code', 'both'] as const)
       .default('native')
       .description('How tools are presented to the model: native function calling, Code Mode, or both.'),
-    maxParallel: Schema.natural().min(1).default(8).description('Upper bound of concurrency-safe calls running at once.'),
+    maxParallel: Schema.natural()
+      .min(1)
+      .default(8)
+      .description('Upper bound of concurrency-safe calls running at once.'),
   })
 
   /** The configured default presentation mode. */
@@ -71,7 +74,10 @@ export class ToolRegistry extends Service {
     key: () => 'mode',
     label: 'tool presentation',
   })
-  private readonly restrictions = new ScopedRegistry<{ allow: (name: string) => boolean }>({ key: () => 'restriction', label: 'tool restriction' })
+  private readonly restrictions = new ScopedRegistry<{ allow: (name: string) => boolean }>({
+    key: () => 'restriction',
+    label: 'tool restriction',
+  })
   private readonly compiler = new SchemaCompiler()
 
   /**
@@ -96,9 +102,12 @@ export class ToolRegistry extends Service {
    * `withStandingScope`, e.g. a row of an agent preset) goes into that scope.
    */
   register<A>(def: ToolDefinition<A>): () => void {
-    if (def === null || typeof def !== 'object') throw new TypeError('tools.register: expected a tool definition object')
+    if (def === null || typeof def !== 'object')
+      throw new TypeError('tools.register: expected a tool definition object')
     if (typeof def.name !== 'string' || !TOOL_NAME_PATTERN.test(def.name)) {
-      throw new TypeError(`tools.register: invalid tool name ${JSON.stringify(def.name)} (must match ${TOOL_NAME_PATTERN})`)
+      throw new TypeError(
+        `tools.register: invalid tool name ${JSON.stringify(def.name)} (must match ${TOOL_NAME_PATTERN})`,
+      )
     }
     if (typeof def.description !== 'string') throw new TypeError(`tool "${def.name}": description must be a string`)
     if (typeof def.execute !== 'function') throw new TypeError(`tool "${def.name}": execute must be a function`)
@@ -106,7 +115,12 @@ export class ToolRegistry extends Service {
       throw new TypeError(`tool "${def.name}": scope must be a non-empty string when given`)
     }
     const scope = def.scope ?? standingScope(this.ctx)
-    const entry: Entry = { def: def as ToolDefinition, validate: this.compiler.compile(def.name, def.parameters), live: true, ...(scope !== undefined ? { scope } : {}) }
+    const entry: Entry = {
+      def: def as ToolDefinition,
+      validate: this.compiler.compile(def.name, def.parameters),
+      live: true,
+      ...(scope !== undefined ? { scope } : {}),
+    }
     const entries = this.entries
     const dispose = this.ctx.effect(() => {
       const remove = entries.register(entry, { scope })
@@ -126,7 +140,8 @@ export class ToolRegistry extends Service {
     if (guard === null || typeof guard !== 'object' || typeof guard.check !== 'function') {
       throw new TypeError('tools.registerGuard: expected {name, check}')
     }
-    if (typeof guard.name !== 'string' || guard.name === '') throw new TypeError('tools.registerGuard: name must be a non-empty string')
+    if (typeof guard.name !== 'string' || guard.name === '')
+      throw new TypeError('tools.registerGuard: name must be a non-empty string')
     if (this.guards.some((entry) => entry.guard.name === guard.name)) {
       throw new TypeError(`tools.registerGuard: guard "${guard.name}" is already registered`)
     }
@@ -163,7 +178,8 @@ export class ToolRegistry extends Service {
    * One restriction per scope; undone by the disposer or when the calling plugin unloads.
    */
   restrict(scope: string, allow: (name: string) => boolean): () => void {
-    if (typeof scope !== 'string' || scope === '') throw new TypeError('tools.restrict: scope must be a non-empty string')
+    if (typeof scope !== 'string' || scope === '')
+      throw new TypeError('tools.restrict: scope must be a non-empty string')
     if (typeof allow !== 'function') throw new TypeError('tools.restrict: allow must be a function')
     const restrictions = this.restrictions
     const dispose = this.ctx.effect(() => restrictions.register({ allow }, { scope }), `tool-restriction:${scope}`)
@@ -184,7 +200,11 @@ export class ToolRegistry extends Service {
    * sorted by name so the request prefix stays cacheable.
    */
   schemas(scope?: string): ToolSchema[] {
-    return this.presented(scope).map((def) => ({ name: def.name, description: def.description, parameters: def.parameters }))
+    return this.presented(scope).map((def) => ({
+      name: def.name,
+      description: def.description,
+      parameters: def.parameters,
+    }))
   }
 
   /**
@@ -212,9 +232,13 @@ export class ToolRegistry extends Service {
 
   /** Overrides the presentation mode for one agent scope; undone by the disposer or plugin unload. */
   setPresentAs(scope: string, mode: ToolMode): () => void {
-    if (mode !== 'native' && mode !== 'code' && mode !== 'both') throw new TypeError(`tools.setPresentAs: invalid mode ${JSON.stringify(mode)}`)
+    if (mode !== 'native' && mode !== 'code' && mode !== 'both')
+      throw new TypeError(`tools.setPresentAs: invalid mode ${JSON.stringify(mode)}`)
     const presentation = this.presentation
-    const dispose = this.ctx.effect(() => presentation.register({ scope, mode }, { scope }), `tool-presentation:${scope}`)
+    const dispose = this.ctx.effect(
+      () => presentation.register({ scope, mode }, { scope }),
+      `tool-presentation:${scope}`,
+    )
     return () => void dispose()
   }
 
@@ -259,7 +283,8 @@ export class ToolRegistry extends Service {
         continue
       }
       let end = index
-      while (end < prepared.length && (prepared[end].kind === 'done' || (prepared[end] as { safe: boolean }).safe)) end++
+      while (end < prepared.length && (prepared[end].kind === 'done' || (prepared[end] as { safe: boolean }).safe))
+        end++
       await this.pool(index, end, async (i) => {
         settle(i, await this.run(prepared[i], context))
       })
@@ -352,7 +377,12 @@ export class ToolRegistry extends Service {
     return payload
   }
 
-  private async pipeline(call: ToolCallRequest, tool: ToolDefinition, args: unknown, context: ExecuteContext): Promise<ToolOutput> {
+  private async pipeline(
+    call: ToolCallRequest,
+    tool: ToolDefinition,
+    args: unknown,
+    context: ExecuteContext,
+  ): Promise<ToolOutput> {
     const controller = new AbortController()
     const outer = context.signal
     const follow = () => controller.abort(outer?.reason)
@@ -390,7 +420,9 @@ export class ToolRegistry extends Service {
         try {
           verdict = await guard.check(resolved)
         } catch (error) {
-          return denied(tool.name, { deny: `guard "${guard.name}" failed (${messageOf(error)}), so the call was refused` })
+          return denied(tool.name, {
+            deny: `guard "${guard.name}" failed (${messageOf(error)}), so the call was refused`,
+          })
         }
         if (verdict && typeof verdict.deny === 'string') return denied(tool.name, verdict as ToolDenial)
       }
@@ -480,12 +512,20 @@ function toolError(name: string, error: unknown): ToolOutput {
 
 function cancelled(name: string, signal: AbortSignal): ToolOutput {
   const reason = abortReason(signal)
-  return errorOutput('CANCELLED', `tool "${name}" was cancelled before it finished (${reason}); any effects it had may be partial.`, reason)
+  return errorOutput(
+    'CANCELLED',
+    `tool "${name}" was cancelled before it finished (${reason}); any effects it had may be partial.`,
+    reason,
+  )
 }
 
 function cancelledBeforeStart(name: string, signal: AbortSignal): ToolOutput {
   const reason = abortReason(signal)
-  return errorOutput('CANCELLED', `tool "${name}" was cancelled before it started (${reason}); it had no effect.`, reason)
+  return errorOutput(
+    'CANCELLED',
+    `tool "${name}" was cancelled before it started (${reason}); it had no effect.`,
+    reason,
+  )
 }
 
 function internalError(name: string, stage: string, error: unknown, ran: boolean): ToolOutput {

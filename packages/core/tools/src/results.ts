@@ -26,7 +26,8 @@ export function abortReason(signal: AbortSignal): string {
 
 /** Returns why `value` is not a well-formed ToolOutput, or undefined when it is. */
 export function checkOutput(value: unknown): string | undefined {
-  if (value === null || typeof value !== 'object') return `expected an object with "content", got ${value === null ? 'null' : typeof value}`
+  if (value === null || typeof value !== 'object')
+    return `expected an object with "content", got ${value === null ? 'null' : typeof value}`
   const output = value as ToolOutput
   if (typeof output.content === 'string') return undefined
   if (!Array.isArray(output.content)) return '"content" must be a string or an array of text/image blocks'

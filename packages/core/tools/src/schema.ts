@@ -15,33 +15,48 @@ const MAX_REPORTED_ERRORS = 8
 const JSON_TYPES = new Set(['string', 'number', 'integer', 'boolean', 'object', 'array', 'null'])
 /** Keywords whose value must be a schema object (or, for items, an array of them). */
 const SUBSCHEMA_MAPS = ['properties', 'patternProperties', 'definitions', '$defs'] as const
-const SUBSCHEMAS = ['items', 'additionalProperties', 'not', 'if', 'then', 'else', 'contains', 'propertyNames', 'additionalItems'] as const
+const SUBSCHEMAS = [
+  'items',
+  'additionalProperties',
+  'not',
+  'if',
+  'then',
+  'else',
+  'contains',
+  'propertyNames',
+  'additionalItems',
+] as const
 const SUBSCHEMA_LISTS = ['allOf', 'anyOf', 'oneOf'] as const
 const NON_NEGATIVE = ['minLength', 'maxLength', 'minItems', 'maxItems', 'minProperties', 'maxProperties'] as const
 
 /** The first structural mistake in `schema` (a path and a reason), or undefined. Not a full meta-validation. */
 export function schemaProblem(schema: unknown, path = ''): string | undefined {
   if (typeof schema === 'boolean') return undefined
-  if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) return `${path || '(root)'}: a schema must be an object or a boolean`
+  if (schema === null || typeof schema !== 'object' || Array.isArray(schema))
+    return `${path || '(root)'}: a schema must be an object or a boolean`
   const s = schema as Record<string, unknown>
   if (s.type !== undefined) {
     const types = Array.isArray(s.type) ? s.type : [s.type]
     const bad = types.find((t) => typeof t !== 'string' || !JSON_TYPES.has(t))
-    if (bad !== undefined || types.length === 0) return `${path}/type: must be a JSON type or a list of them, not ${JSON.stringify(s.type)}`
+    if (bad !== undefined || types.length === 0)
+      return `${path}/type: must be a JSON type or a list of them, not ${JSON.stringify(s.type)}`
   }
   if (s.required !== undefined && (!Array.isArray(s.required) || s.required.some((r) => typeof r !== 'string'))) {
     return `${path}/required: must be a list of property names`
   }
   if (s.enum !== undefined && !Array.isArray(s.enum)) return `${path}/enum: must be a list`
-  if (s.pattern !== undefined && !isRegExpSource(s.pattern)) return `${path}/pattern: must be a regular expression string`
+  if (s.pattern !== undefined && !isRegExpSource(s.pattern))
+    return `${path}/pattern: must be a regular expression string`
   for (const key of NON_NEGATIVE) {
     const v = s[key]
-    if (v !== undefined && !(Number.isInteger(v) && (v as number) >= 0)) return `${path}/${key}: must be a non-negative integer`
+    if (v !== undefined && !(Number.isInteger(v) && (v as number) >= 0))
+      return `${path}/${key}: must be a non-negative integer`
   }
   for (const key of SUBSCHEMA_MAPS) {
     const map = s[key]
     if (map === undefined) continue
-    if (map === null || typeof map !== 'object' || Array.isArray(map)) return `${path}/${key}: must be an object of schemas`
+    if (map === null || typeof map !== 'object' || Array.isArray(map))
+      return `${path}/${key}: must be an object of schemas`
     for (const [name, sub] of Object.entries(map)) {
       const problem = schemaProblem(sub, `${path}/${key}/${name}`)
       if (problem) return problem
@@ -80,7 +95,8 @@ function isRegExpSource(value: unknown): boolean {
 
 let ValidatorClass: typeof ValidatorType | undefined
 const loadValidator = (): typeof ValidatorType =>
-  (ValidatorClass ??= (createRequire(import.meta.url)('@cfworker/json-schema') as { Validator: typeof ValidatorType }).Validator)
+  (ValidatorClass ??= (createRequire(import.meta.url)('@cfworker/json-schema') as { Validator: typeof ValidatorType })
+    .Validator)
 
 export class SchemaCompiler {
   /** Checks `schema` now and returns the validator of the tool's arguments; throws a TypeError naming the tool. */
@@ -113,7 +129,22 @@ export class SchemaCompiler {
 }
 
 /** Keywords whose failure only says "a child failed"; the child's own error is the useful line. */
-const CASCADE = new Set(['properties', 'items', 'additionalItems', 'patternProperties', 'prefixItems', 'contains', '$ref', 'allOf', 'if', 'then', 'else', 'dependentSchemas', 'unevaluatedProperties', 'unevaluatedItems'])
+const CASCADE = new Set([
+  'properties',
+  'items',
+  'additionalItems',
+  'patternProperties',
+  'prefixItems',
+  'contains',
+  '$ref',
+  'allOf',
+  'if',
+  'then',
+  'else',
+  'dependentSchemas',
+  'unevaluatedProperties',
+  'unevaluatedItems',
+])
 
 function summarize(errors: readonly OutputUnit[], schema: object): string[] {
   const lines: string[] = []
@@ -125,7 +156,8 @@ function summarize(errors: readonly OutputUnit[], schema: object): string[] {
     seen.add(line)
     lines.push(line)
   }
-  if (lines.length === 0 && errors.length > 0) lines.push(`${where(errors[0].instanceLocation)}: does not match the schema`)
+  if (lines.length === 0 && errors.length > 0)
+    lines.push(`${where(errors[0].instanceLocation)}: does not match the schema`)
   if (lines.length > MAX_REPORTED_ERRORS) {
     const more = lines.length - MAX_REPORTED_ERRORS
     return [...lines.slice(0, MAX_REPORTED_ERRORS), `(${more} more)`]
@@ -165,7 +197,9 @@ function describe(error: OutputUnit, schema: object): string | undefined {
     case 'false': {
       // `additionalProperties: false` reports each extra property at its own location.
       const slash = at.lastIndexOf('/')
-      return slash >= 0 ? `${at.slice(0, slash) || '(root)'}: unexpected property "${at.slice(slash + 1)}"` : `${at}: not allowed`
+      return slash >= 0
+        ? `${at.slice(0, slash) || '(root)'}: unexpected property "${at.slice(slash + 1)}"`
+        : `${at}: not allowed`
     }
     case 'type':
       return `${at}: must be ${Array.isArray(value) ? value.join(' or ') : String(value)}`

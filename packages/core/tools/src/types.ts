@@ -157,7 +157,9 @@ export interface ToolGuard {
   /** Only calls in this agent scope are checked; absent: every call. */
   scope?: string
   /** Return `{deny}` to refuse the call. Guards run in registration order; the first denial wins. */
-  check(call: Readonly<ResolvedCall>): ToolDenial | { deny?: undefined } | void | Promise<ToolDenial | { deny?: undefined } | void>
+  check(
+    call: Readonly<ResolvedCall>,
+  ): ToolDenial | { deny?: undefined } | void | Promise<ToolDenial | { deny?: undefined } | void>
 }
 
 /** Stable error codes the registry itself produces. */

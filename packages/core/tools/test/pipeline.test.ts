@@ -86,7 +86,12 @@ describe('pipeline', () => {
       'result',
     ])
     expect(result).toEqual({
-      message: { role: 'tool', callId: 'c1', name: 'read', content: [{ type: 'text', text: 'contents of a.txt (final)' }] },
+      message: {
+        role: 'tool',
+        callId: 'c1',
+        name: 'read',
+        content: [{ type: 'text', text: 'contents of a.txt (final)' }],
+      },
       meta: { bytes: 3 },
     })
     expect(results[0][0]).toBe(result)
@@ -113,7 +118,9 @@ describe('pipeline', () => {
     expect(touched).toBe(false)
     expect(result.message.isError).toBe(true)
     expect(result.error?.code).toBe('INVALID_JSON')
-    expect(text(result)).toMatch(/^Error \[INVALID_JSON\]: the arguments for tool "read" are not valid JSON \(.+\)\. Call the tool again/)
+    expect(text(result)).toMatch(
+      /^Error \[INVALID_JSON\]: the arguments for tool "read" are not valid JSON \(.+\)\. Call the tool again/,
+    )
     expect(seen).toEqual(['INVALID_JSON'])
   })
 
@@ -124,11 +131,15 @@ describe('pipeline', () => {
     ctx.tools.register(tool('secret', () => ({ content: '' }), { scope: 'agent:other' }))
     const result = await ctx.tools.execute({ callId: 'c', name: 'reed', arguments: '{}' }, ctxOf)
     expect(result.error).toEqual({ code: 'UNKNOWN_TOOL', message: 'unknown tool "reed"' })
-    expect(text(result)).toBe('Error [UNKNOWN_TOOL]: there is no tool named "reed". Available tools: read, write. Use one of these exact names.')
+    expect(text(result)).toBe(
+      'Error [UNKNOWN_TOOL]: there is no tool named "reed". Available tools: read, write. Use one of these exact names.',
+    )
     expect(result.message.name).toBe('reed')
 
     const empty = await boot()
-    expect(text(await empty.tools.execute({ callId: 'c', name: 'x', arguments: '' }, ctxOf))).toContain('No tools are available here.')
+    expect(text(await empty.tools.execute({ callId: 'c', name: 'x', arguments: '' }, ctxOf))).toContain(
+      'No tools are available here.',
+    )
   })
 
   it('schema-invalid arguments become INVALID_ARGUMENTS with path and message', async () => {
@@ -144,11 +155,16 @@ describe('pipeline', () => {
         },
       }),
     )
-    const result = await ctx.tools.execute({ callId: 'c', name: 'read', arguments: '{"count": -1, "mode": "c", "extra": 1}' }, ctxOf)
+    const result = await ctx.tools.execute(
+      { callId: 'c', name: 'read', arguments: '{"count": -1, "mode": "c", "extra": 1}' },
+      ctxOf,
+    )
     expect(ran).toBe(false)
     expect(result.error?.code).toBe('INVALID_ARGUMENTS')
     const body = text(result)
-    expect(body).toMatch(/^Error \[INVALID_ARGUMENTS\]: the arguments for tool "read" do not match its parameters schema:/)
+    expect(body).toMatch(
+      /^Error \[INVALID_ARGUMENTS\]: the arguments for tool "read" do not match its parameters schema:/,
+    )
     expect(body).toContain('- (root): missing required property "path"')
     expect(body).toContain('- (root): unexpected property "extra"')
     expect(body).toContain('- /count: must be >= 0')
@@ -175,7 +191,9 @@ describe('pipeline', () => {
     expect(result.message.isError).toBe(true)
     expect(result.error).toEqual({ code: 'TOOL_ERROR', message: 'disk on fire' })
     expect(text(result)).toBe('Error [TOOL_ERROR]: tool "boom" failed: disk on fire')
-    expect((await ctx.tools.execute({ callId: 'c', name: 'reject', arguments: '{}' }, ctxOf)).error?.message).toBe('async fire')
+    expect((await ctx.tools.execute({ callId: 'c', name: 'reject', arguments: '{}' }, ctxOf)).error?.message).toBe(
+      'async fire',
+    )
     const garbage = await ctx.tools.execute({ callId: 'c', name: 'garbage', arguments: '{}' }, ctxOf)
     expect(garbage.error?.code).toBe('TOOL_ERROR')
     expect(text(garbage)).toContain('returned an invalid result')
@@ -184,12 +202,17 @@ describe('pipeline', () => {
 
   it('a tool-reported error keeps its code; bare isError defaults to TOOL_ERROR', async () => {
     const ctx = await boot()
-    ctx.tools.register(tool('coded', () => ({ content: 'no such file', error: { code: 'ENOENT', message: 'no such file' } })))
+    ctx.tools.register(
+      tool('coded', () => ({ content: 'no such file', error: { code: 'ENOENT', message: 'no such file' } })),
+    )
     ctx.tools.register(tool('bare', () => ({ content: [{ type: 'text', text: 'bad' }], isError: true })))
     const coded = await ctx.tools.execute({ callId: 'c', name: 'coded', arguments: '{}' }, ctxOf)
     expect(coded.message.isError).toBe(true)
     expect(coded.error).toEqual({ code: 'ENOENT', message: 'no such file' })
-    expect((await ctx.tools.execute({ callId: 'c', name: 'bare', arguments: '{}' }, ctxOf)).error).toEqual({ code: 'TOOL_ERROR', message: 'bad' })
+    expect((await ctx.tools.execute({ callId: 'c', name: 'bare', arguments: '{}' }, ctxOf)).error).toEqual({
+      code: 'TOOL_ERROR',
+      message: 'bad',
+    })
   })
 
   it('tools/pre-execute denies by setting decision; later stages do not run', async () => {
@@ -208,7 +231,9 @@ describe('pipeline', () => {
     const result = await ctx.tools.execute({ callId: 'c', name: 'rm', arguments: '{}' }, ctxOf)
     expect(stages).toEqual([])
     expect(result.error).toEqual({ code: 'POLICY', message: 'deleting files is disabled in this profile' })
-    expect(text(result)).toBe('Error [POLICY]: the call to tool "rm" was not run: deleting files is disabled in this profile')
+    expect(text(result)).toBe(
+      'Error [POLICY]: the call to tool "rm" was not run: deleting files is disabled in this profile',
+    )
   })
 
   it('an outer pre-execute listener can overturn an inner denial and rewrite arguments', async () => {
@@ -260,7 +285,10 @@ describe('pipeline', () => {
     dispose()
     ctx.tools.registerGuard({ name: 'child-only', scope: 'agent:child', check: () => ({ deny: 'not for children' }) })
     expect(text(await ctx.tools.execute({ callId: 'c', name: 't', arguments: '{}' }, ctxOf))).toBe('ran')
-    expect((await ctx.tools.execute({ callId: 'c', name: 't', arguments: '{}' }, { ...ctxOf, scope: 'agent:child' })).error?.code).toBe('DENIED')
+    expect(
+      (await ctx.tools.execute({ callId: 'c', name: 't', arguments: '{}' }, { ...ctxOf, scope: 'agent:child' })).error
+        ?.code,
+    ).toBe('DENIED')
   })
 
   it('tools/post-execute may replace the output', async () => {
@@ -324,7 +352,10 @@ describe('pipeline', () => {
     const started = deferred()
     ctx.tools.register(tool('hang', () => (started.resolve(), new Promise(() => {}))))
     const controller = new AbortController()
-    const pending = ctx.tools.execute({ callId: 'c', name: 'hang', arguments: '{}' }, { ...ctxOf, signal: controller.signal })
+    const pending = ctx.tools.execute(
+      { callId: 'c', name: 'hang', arguments: '{}' },
+      { ...ctxOf, signal: controller.signal },
+    )
     await started.promise
     controller.abort()
     const result = await pending
@@ -347,7 +378,9 @@ describe('pipeline', () => {
     )
     expect(runs).toBe(0)
     expect(results.map((r) => r.error?.code)).toEqual(['CANCELLED', 'CANCELLED'])
-    expect(text(results[0])).toBe('Error [CANCELLED]: tool "t" was cancelled before it started (user pressed Esc); it had no effect.')
+    expect(text(results[0])).toBe(
+      'Error [CANCELLED]: tool "t" was cancelled before it started (user pressed Esc); it had no effect.',
+    )
   })
 })
 
@@ -356,7 +389,9 @@ describe('executeAll', () => {
     const ctx = await boot()
     const releaseSlow = deferred()
     const delivered: string[] = []
-    ctx.tools.register(tool('slow', async () => (await releaseSlow.promise, { content: 'slow' }), { concurrencySafe: true }))
+    ctx.tools.register(
+      tool('slow', async () => (await releaseSlow.promise, { content: 'slow' }), { concurrencySafe: true }),
+    )
     ctx.tools.register(tool('fast', async () => ({ content: 'fast' }), { concurrencySafe: true }))
     const done = ctx.tools.executeAll(
       [
@@ -377,8 +412,14 @@ describe('executeAll', () => {
     const ctx = await boot()
     const aStarted = deferred()
     const bStarted = deferred()
-    ctx.tools.register(tool('a', async () => (aStarted.resolve(), await bStarted.promise, { content: 'a' }), { concurrencySafe: true }))
-    ctx.tools.register(tool('b', async () => (bStarted.resolve(), await aStarted.promise, { content: 'b' }), { concurrencySafe: () => true }))
+    ctx.tools.register(
+      tool('a', async () => (aStarted.resolve(), await bStarted.promise, { content: 'a' }), { concurrencySafe: true }),
+    )
+    ctx.tools.register(
+      tool('b', async () => (bStarted.resolve(), await aStarted.promise, { content: 'b' }), {
+        concurrencySafe: () => true,
+      }),
+    )
     const results = await ctx.tools.executeAll(
       [
         { callId: '1', name: 'a', arguments: '{}' },
@@ -406,7 +447,9 @@ describe('executeAll', () => {
       return { content: `${name}:${args.path}` }
     }
     ctx.tools.register(tool('write', body('write')))
-    ctx.tools.register(tool('read', body('read'), { concurrencySafe: (args: { path?: string }) => args.path !== 'unsafe' }))
+    ctx.tools.register(
+      tool('read', body('read'), { concurrencySafe: (args: { path?: string }) => args.path !== 'unsafe' }),
+    )
     const calls = [
       { callId: '1', name: 'write', arguments: '{"path":"1"}' },
       { callId: '2', name: 'read', arguments: '{"path":"unsafe"}' },
@@ -414,7 +457,14 @@ describe('executeAll', () => {
     ]
     const results = await ctx.tools.executeAll(calls, ctxOf)
     expect(maxActive).toBe(1)
-    expect(log).toEqual(['start:write:1', 'end:write:1', 'start:read:unsafe', 'end:read:unsafe', 'start:write:3', 'end:write:3'])
+    expect(log).toEqual([
+      'start:write:1',
+      'end:write:1',
+      'start:read:unsafe',
+      'end:read:unsafe',
+      'start:write:3',
+      'end:write:3',
+    ])
     expect(results.map(text)).toEqual(['write:1', 'read:unsafe', 'write:3'])
   })
 
@@ -441,7 +491,11 @@ describe('executeAll', () => {
     const results = await ctx.tools.executeAll(
       [
         { callId: '0', name: 'write', arguments: '' },
-        ...['a', 'b', 'c', 'd'].map((p, i) => ({ callId: String(i + 1), name: 'read', arguments: JSON.stringify({ path: p }) })),
+        ...['a', 'b', 'c', 'd'].map((p, i) => ({
+          callId: String(i + 1),
+          name: 'read',
+          arguments: JSON.stringify({ path: p }),
+        })),
         { callId: '9', name: 'nope', arguments: '' },
       ],
       ctxOf,
@@ -479,7 +533,9 @@ describe('executeAll', () => {
 describe('event dispatch', () => {
   it('dispatches the call stages through the events service, not the ctx.waterfall/ctx.emit accessors, to the same listeners', async () => {
     const ctx = await boot()
-    const props = (ctx.reflect as unknown as { props: Record<string, { get: (this: Context, ...rest: unknown[]) => unknown }> }).props
+    const props = (
+      ctx.reflect as unknown as { props: Record<string, { get: (this: Context, ...rest: unknown[]) => unknown }> }
+    ).props
     let accessorReads = 0
     for (const name of ['waterfall', 'emit']) {
       const get = props[name].get

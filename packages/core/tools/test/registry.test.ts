@@ -36,9 +36,9 @@ describe('registry', () => {
     const ctx = await boot()
     expect(() => ctx.tools.register(echo('has space'))).toThrow(/invalid tool name/)
     expect(() => ctx.tools.register(echo('x'.repeat(65)))).toThrow(/invalid tool name/)
-    expect(() => ctx.tools.register(echo('a', { parameters: { type: 'object', properties: { n: { type: 'strnig' } } } }))).toThrow(
-      /tool "a": parameters are not a valid JSON Schema/,
-    )
+    expect(() =>
+      ctx.tools.register(echo('a', { parameters: { type: 'object', properties: { n: { type: 'strnig' } } } })),
+    ).toThrow(/tool "a": parameters are not a valid JSON Schema/)
     expect(() => ctx.tools.register(echo('b', { parameters: { type: 'string' } }))).toThrow(/type "object"/)
     expect(ctx.tools.list()).toEqual([])
   })
@@ -49,7 +49,9 @@ describe('registry', () => {
     expect(() => ctx.tools.register(echo('read'))).toThrow(/already registered/)
     const scoped = echo('read', { scope: 'agent:a', description: 'scoped read' })
     ctx.tools.register(scoped)
-    expect(() => ctx.tools.register(echo('read', { scope: 'agent:a' }))).toThrow(/already registered in scope "agent:a"/)
+    expect(() => ctx.tools.register(echo('read', { scope: 'agent:a' }))).toThrow(
+      /already registered in scope "agent:a"/,
+    )
     expect(ctx.tools.get('read')?.description).toBe('read tool')
     expect(ctx.tools.get('read', 'agent:a')?.description).toBe('scoped read')
     expect(ctx.tools.get('read', 'agent:b')?.description).toBe('read tool')
@@ -86,14 +88,19 @@ describe('registry', () => {
       apply(c: Context) {
         c.tools.register(echo('one'))
         c.tools.register(echo('one', { scope: 'agent:a' }))
-        c.tools.registerGuard({ name: 'no-kept', check: (call) => (call.tool.name === 'kept' ? { deny: 'blocked' } : undefined) })
+        c.tools.registerGuard({
+          name: 'no-kept',
+          check: (call) => (call.tool.name === 'kept' ? { deny: 'blocked' } : undefined),
+        })
         c.tools.setPresentAs('agent:a', 'both')
       },
     })
     await fiber
     expect(ctx.tools.list('agent:a').map((t) => t.name)).toEqual(['kept', 'one'])
     expect(ctx.tools.presentAs('agent:a')).toBe('both')
-    expect((await ctx.tools.execute({ callId: 'c1', name: 'kept', arguments: '{}' }, { cwd: '/' })).error?.code).toBe('DENIED')
+    expect((await ctx.tools.execute({ callId: 'c1', name: 'kept', arguments: '{}' }, { cwd: '/' })).error?.code).toBe(
+      'DENIED',
+    )
 
     await fiber.dispose()
     expect(ctx.tools.list('agent:a').map((t) => t.name)).toEqual(['kept'])
@@ -127,7 +134,8 @@ describe('registry', () => {
 
 describe('presentation modes (Code Mode)', () => {
   const entry = () => echo('run_code', { codeEntry: true })
-  const text = (r: { message: { content: Array<{ type: string; text?: string }> } }) => r.message.content.map((b) => b.text ?? '').join('')
+  const text = (r: { message: { content: Array<{ type: string; text?: string }> } }) =>
+    r.message.content.map((b) => b.text ?? '').join('')
 
   it('native hides the entry tool; code presents only it; both presents all', async () => {
     const ctx = await boot()
@@ -155,14 +163,22 @@ describe('presentation modes (Code Mode)', () => {
       seen = { origin: payload.context.origin, parent: payload.context.parentCallId }
       return next()
     })
-    const nested = await ctx.tools.execute({ callId: 'c1.1', name: 'read', arguments: '{"text":"x"}' }, { cwd: '/', origin: 'code', parentCallId: 'c1' })
+    const nested = await ctx.tools.execute(
+      { callId: 'c1.1', name: 'read', arguments: '{"text":"x"}' },
+      { cwd: '/', origin: 'code', parentCallId: 'c1' },
+    )
     expect(nested.error).toBeUndefined()
     expect(text(nested)).toBe('read:x')
     expect(seen).toEqual({ origin: 'code', parent: 'c1' })
-    const recursive = await ctx.tools.execute({ callId: 'c1.2', name: 'run_code', arguments: '{}' }, { cwd: '/', origin: 'code' })
+    const recursive = await ctx.tools.execute(
+      { callId: 'c1.2', name: 'run_code', arguments: '{}' },
+      { cwd: '/', origin: 'code' },
+    )
     expect(recursive.error?.code).toBe('UNKNOWN_TOOL')
     expect(text(recursive)).toContain('Available tools: read.')
-    expect((await ctx.tools.execute({ callId: 'c2', name: 'run_code', arguments: '{}' }, { cwd: '/' })).error).toBeUndefined()
+    expect(
+      (await ctx.tools.execute({ callId: 'c2', name: 'run_code', arguments: '{}' }, { cwd: '/' })).error,
+    ).toBeUndefined()
   })
 
   it('in native mode the entry tool is unknown to the model', async () => {

@@ -26,7 +26,10 @@ describe('restrict', () => {
     expect(ctx.tools.schemas('agent:a').map((s) => s.name)).toEqual(['bash', 'read'])
     expect(ctx.tools.schemas('agent:b').map((s) => s.name)).toEqual(['bash', 'read', 'write'])
     expect(ctx.tools.get('write', 'agent:a')).toBeUndefined()
-    const hidden = await ctx.tools.execute({ callId: 'c1', name: 'write', arguments: '{}' }, { cwd: '/', scope: 'agent:a' })
+    const hidden = await ctx.tools.execute(
+      { callId: 'c1', name: 'write', arguments: '{}' },
+      { cwd: '/', scope: 'agent:a' },
+    )
     expect(hidden.error?.code).toBe('UNKNOWN_TOOL')
     expect(hidden.message.content[0]).toMatchObject({ text: expect.stringContaining('Available tools: bash, read.') })
     // A tool registered for the scope itself is not limited by the restriction.
@@ -41,7 +44,11 @@ describe('restrict', () => {
   it('is undone when the restricting plugin unloads', async () => {
     const ctx = await boot()
     ctx.tools.register(echo('read'))
-    const fiber = ctx.plugin({ name: 'limiter', inject: ['tools'], apply: (inner: Context) => void inner.tools.restrict('agent:a', () => false) })
+    const fiber = ctx.plugin({
+      name: 'limiter',
+      inject: ['tools'],
+      apply: (inner: Context) => void inner.tools.restrict('agent:a', () => false),
+    })
     await fiber
     expect(ctx.tools.list('agent:a')).toEqual([])
     await fiber.dispose()
@@ -50,18 +57,26 @@ describe('restrict', () => {
 })
 
 describe('standing scope', () => {
-  it('puts a plugin\'s scope-less registrations into the standing scope of its context', async () => {
+  it("puts a plugin's scope-less registrations into the standing scope of its context", async () => {
     const ctx = await boot()
     ctx.tools.register(echo('edit'))
     const scoped = withStandingScope(ctx, 'agent:a')
-    const fiber = scoped.plugin({ name: 'preset-tool', inject: ['tools'], apply: (inner: Context) => void inner.tools.register(echo('edit')) })
+    const fiber = scoped.plugin({
+      name: 'preset-tool',
+      inject: ['tools'],
+      apply: (inner: Context) => void inner.tools.register(echo('edit')),
+    })
     await fiber
     // Same name as the global tool: no conflict, it shadows it for agent a only.
     expect(ctx.tools.list('agent:a').map((t) => t.name)).toEqual(['edit'])
     expect(ctx.tools.get('edit', 'agent:a')?.scope).toBeUndefined()
     expect(ctx.tools.get('edit', 'agent:a')).not.toBe(ctx.tools.get('edit'))
     // A second mount for another agent does not collide either.
-    const other = withStandingScope(ctx, 'agent:b').plugin({ name: 'preset-tool', inject: ['tools'], apply: (inner: Context) => void inner.tools.register(echo('edit')) })
+    const other = withStandingScope(ctx, 'agent:b').plugin({
+      name: 'preset-tool',
+      inject: ['tools'],
+      apply: (inner: Context) => void inner.tools.register(echo('edit')),
+    })
     await other
     await fiber.dispose()
     expect(ctx.tools.get('edit', 'agent:a')).toBe(ctx.tools.get('edit'))

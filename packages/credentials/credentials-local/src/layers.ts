@@ -48,7 +48,10 @@ async function readOrAbsent(path: string, id: string): Promise<string | LayerRea
   } catch (error) {
     const code = errno(error)
     if (code === 'ENOENT' || code === 'ENOTDIR') return { status: 'absent' }
-    return { status: 'refused', error: new CredentialError('MALFORMED_FILE', `cannot read ${path} (${code ?? 'error'})`, { path }) }
+    return {
+      status: 'refused',
+      error: new CredentialError('MALFORMED_FILE', `cannot read ${path} (${code ?? 'error'})`, { path }),
+    }
   }
 }
 
@@ -57,14 +60,25 @@ async function readOrAbsent(path: string, id: string): Promise<string | LayerRea
  * `NAME=value` makes the layer malformed). With `allow`, only those names are read (the project
  * `.env`, which a confined command can write, supplies credentials only).
  */
-export function dotenvLayer(id: 'project-env' | 'home-env', path: string, label: string, allow?: ReadonlySet<string>): Layer {
+export function dotenvLayer(
+  id: 'project-env' | 'home-env',
+  path: string,
+  label: string,
+  allow?: ReadonlySet<string>,
+): Layer {
   return {
     info: { id, label, path, writable: false },
     async read() {
       const text = await readOrAbsent(path, id)
       if (typeof text !== 'string') return text
       const bad = findEnvSyntaxError(text)
-      if (bad) return { status: 'malformed', error: new CredentialError('MALFORMED_FILE', `${path}:${bad.line}: malformed .env file: ${bad.problem}`, { path }) }
+      if (bad)
+        return {
+          status: 'malformed',
+          error: new CredentialError('MALFORMED_FILE', `${path}:${bad.line}: malformed .env file: ${bad.problem}`, {
+            path,
+          }),
+        }
       const values = new Map<string, string>()
       for (const [key, value] of Object.entries(parseEnv(text))) {
         if (allow && !allow.has(key)) continue
@@ -91,10 +105,24 @@ export function parseCredentialsFile(path: string, text: string): { doc: Documen
     // The parser's own message can quote file content (a secret); report only its place and code.
     const pos = first.linePos?.[0]
     const where = pos ? `${path}:${pos.line}:${pos.col}` : path
-    return { doc, error: new CredentialError('MALFORMED_FILE', `${where}: malformed credentials file (${first.code}); expected lines of NAME: value`, { path }) }
+    return {
+      doc,
+      error: new CredentialError(
+        'MALFORMED_FILE',
+        `${where}: malformed credentials file (${first.code}); expected lines of NAME: value`,
+        { path },
+      ),
+    }
   }
   if (doc.contents !== null && !yaml().isMap(doc.contents)) {
-    return { doc, error: new CredentialError('MALFORMED_FILE', `${path}: malformed credentials file: the top level must be a mapping of NAME: value`, { path }) }
+    return {
+      doc,
+      error: new CredentialError(
+        'MALFORMED_FILE',
+        `${path}: malformed credentials file: the top level must be a mapping of NAME: value`,
+        { path },
+      ),
+    }
   }
   return { doc }
 }
@@ -110,9 +138,13 @@ export function credentialsFileLayer(path: string): Layer {
       } catch (error) {
         const code = errno(error)
         if (code === 'ENOENT' || code === 'ENOTDIR') return { status: 'absent' }
-        return { status: 'refused', error: new CredentialError('MALFORMED_FILE', `cannot read ${path} (${code ?? 'error'})`, { path }) }
+        return {
+          status: 'refused',
+          error: new CredentialError('MALFORMED_FILE', `cannot read ${path} (${code ?? 'error'})`, { path }),
+        }
       }
-      if (mode & OPEN_BITS) return { status: 'refused', error: new CredentialError('INSECURE_FILE', insecureMessage(path, mode), { path }) }
+      if (mode & OPEN_BITS)
+        return { status: 'refused', error: new CredentialError('INSECURE_FILE', insecureMessage(path, mode), { path }) }
       const text = await readOrAbsent(path, 'credentials-file')
       if (typeof text !== 'string') return text
       const { doc, error } = parseCredentialsFile(path, text)
@@ -126,7 +158,13 @@ export function credentialsFileLayer(path: string): Layer {
             const value = String(pair.value.value ?? '')
             if (present(value)) values.set(key, value)
           } else if (pair.value !== null) {
-            values.set(key, new CredentialError('MALFORMED_FILE', `${path}: ${key} must be a plain string value`, { path, credential: key }))
+            values.set(
+              key,
+              new CredentialError('MALFORMED_FILE', `${path}: ${key} must be a plain string value`, {
+                path,
+                credential: key,
+              }),
+            )
           }
         }
       }

@@ -4,7 +4,13 @@ import { mkdir, readFile, stat } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path'
 import { Context, Service } from 'cordis'
 import Schema from 'schemastery'
-import { homeLayout, PROJECT_ENV_ALLOW_VAR, PROJECT_ENV_CREDENTIALS, projectEnvAllowlist, resolveDshHome } from '@dsh/home-paths'
+import {
+  homeLayout,
+  PROJECT_ENV_ALLOW_VAR,
+  PROJECT_ENV_CREDENTIALS,
+  projectEnvAllowlist,
+  resolveDshHome,
+} from '@dsh/home-paths'
 
 /** Variable names that hold secrets by their shape. */
 const SECRET_NAME = /(?:^|_)(?:KEY|TOKEN|SECRET|PASSWORD)$/
@@ -16,7 +22,15 @@ import {
   type CredentialLayer,
 } from '@dsh/credentials'
 import { writeAtomic } from '@dsh/atomic-write'
-import { credentialsFileLayer, dotenvLayer, envLayer, insecureMessage, parseCredentialsFile, type Layer, type LayerRead } from './layers.ts'
+import {
+  credentialsFileLayer,
+  dotenvLayer,
+  envLayer,
+  insecureMessage,
+  parseCredentialsFile,
+  type Layer,
+  type LayerRead,
+} from './layers.ts'
 
 export interface LocalCredentialsConfig {
   /** The dsh home holding `.env` and `.credentials.yaml`. Default: `$DSH_HOME`, else `~/.dsh`. */
@@ -34,12 +48,20 @@ export interface LocalCredentialsConfig {
 }
 
 export const Config: Schema<Partial<LocalCredentialsConfig>, LocalCredentialsConfig> = Schema.object({
-  home: Schema.string().description('The dsh home holding .env and .credentials.yaml. Default: $DSH_HOME, else ~/.dsh.'),
+  home: Schema.string().description(
+    'The dsh home holding .env and .credentials.yaml. Default: $DSH_HOME, else ~/.dsh.',
+  ),
   cwd: Schema.string().description('Project directory whose .env is read. Default: the working directory.'),
   projectEnv: Schema.boolean().default(true).description('Read the project .env (allowlisted credential names only).'),
-  projectEnvAllow: Schema.array(Schema.string()).default([]).description('Extra credential names the project .env may supply (names ending in _KEY, _TOKEN, _SECRET or _PASSWORD).'),
+  projectEnvAllow: Schema.array(Schema.string())
+    .default([])
+    .description(
+      'Extra credential names the project .env may supply (names ending in _KEY, _TOKEN, _SECRET or _PASSWORD).',
+    ),
   credentialsFile: Schema.string().description('The credentials file. Default: <home>/.credentials.yaml.'),
-  checkAtStart: Schema.boolean().default(true).description('Check every credential file at start; a malformed, insecure or unreadable one fails the row.'),
+  checkAtStart: Schema.boolean()
+    .default(true)
+    .description('Check every credential file at start; a malformed, insecure or unreadable one fails the row.'),
 }) as Schema<Partial<LocalCredentialsConfig>, LocalCredentialsConfig>
 
 export interface ResolvedPaths {
@@ -49,7 +71,11 @@ export interface ResolvedPaths {
 }
 
 /** The explicit defaulting step for every file this provider reads. */
-export function resolvePaths(config: Partial<LocalCredentialsConfig>, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): ResolvedPaths {
+export function resolvePaths(
+  config: Partial<LocalCredentialsConfig>,
+  env: NodeJS.ProcessEnv = process.env,
+  cwd = process.cwd(),
+): ResolvedPaths {
   const layout = homeLayout(config.home ? resolveDshHome({ DSH_HOME: config.home }) : resolveDshHome(env))
   // resolveDshHome doubles as the path expander: `~`, `~/x` and relative paths become absolute.
   const expand = (path: string) => resolveDshHome({ DSH_HOME: path })
@@ -70,7 +96,10 @@ export class LocalCredentials extends CredentialsService {
   /** Serializes this process's writes to the credentials file. */
   private readonly writes = { tail: Promise.resolve() as Promise<unknown> }
 
-  constructor(ctx: Context, private readonly config: Partial<LocalCredentialsConfig> = {}) {
+  constructor(
+    ctx: Context,
+    private readonly config: Partial<LocalCredentialsConfig> = {},
+  ) {
     super(ctx)
     this.paths = resolvePaths(config)
     // Extra names come from trusted places only: this row's config and the environment (which a
@@ -81,7 +110,16 @@ export class LocalCredentials extends CredentialsService {
     ])
     this.layers = [
       envLayer(process.env),
-      ...(this.paths.projectEnv ? [dotenvLayer('project-env', this.paths.projectEnv, `${this.paths.projectEnv} (project; provider credentials only)`, this.projectEnvAllow)] : []),
+      ...(this.paths.projectEnv
+        ? [
+            dotenvLayer(
+              'project-env',
+              this.paths.projectEnv,
+              `${this.paths.projectEnv} (project; provider credentials only)`,
+              this.projectEnvAllow,
+            ),
+          ]
+        : []),
       dotenvLayer('home-env', this.paths.homeEnv, this.paths.homeEnv),
       credentialsFileLayer(this.paths.credentialsFile),
     ]
@@ -98,7 +136,8 @@ export class LocalCredentials extends CredentialsService {
       if (layer.info.id === 'env') continue
       const read = await layer.read()
       if (read.status === 'refused' || read.status === 'malformed') throw read.error
-      if (read.status === 'ok') for (const value of read.values.values()) if (value instanceof CredentialError) throw value
+      if (read.status === 'ok')
+        for (const value of read.values.values()) if (value instanceof CredentialError) throw value
     }
   }
 
@@ -129,7 +168,13 @@ export class LocalCredentials extends CredentialsService {
       const everything = layer.info.id === 'credentials-file'
       for (const [name, value] of read.values) {
         if (typeof value !== 'string') continue
-        if (everything || this.projectEnvAllow.has(name) || PROJECT_ENV_CREDENTIALS.includes(name) || SECRET_NAME.test(name)) out.add(value)
+        if (
+          everything ||
+          this.projectEnvAllow.has(name) ||
+          PROJECT_ENV_CREDENTIALS.includes(name) ||
+          SECRET_NAME.test(name)
+        )
+          out.add(value)
       }
     }
     return [...out]
@@ -165,7 +210,11 @@ export class LocalCredentials extends CredentialsService {
   async set(name: string, value: string): Promise<void> {
     checkCredentialName(name)
     if (typeof value !== 'string' || value === '') {
-      throw new CredentialError('INVALID_VALUE', `credentials.set(${name}): the value must be a non-empty string (use unset to remove it)`, { credential: name })
+      throw new CredentialError(
+        'INVALID_VALUE',
+        `credentials.set(${name}): the value must be a non-empty string (use unset to remove it)`,
+        { credential: name },
+      )
     }
     await this.edit(name, (doc) => void doc.set(name, value))
   }
@@ -181,16 +230,22 @@ export class LocalCredentials extends CredentialsService {
       let text = ''
       try {
         const info = await stat(path)
-        if (info.mode & 0o077) throw new CredentialError('INSECURE_FILE', insecureMessage(path, info.mode), { path, credential: name })
+        if (info.mode & 0o077)
+          throw new CredentialError('INSECURE_FILE', insecureMessage(path, info.mode), { path, credential: name })
         text = await readFile(path, 'utf8')
       } catch (error) {
         if (error instanceof CredentialError) throw error
         if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
-          throw new CredentialError('MALFORMED_FILE', `cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`, { path })
+          throw new CredentialError(
+            'MALFORMED_FILE',
+            `cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
+            { path },
+          )
         }
       }
       const { doc, error } = parseCredentialsFile(path, text)
-      if (error) throw new CredentialError(error.code, `${error.message}; nothing was written`, { path, credential: name })
+      if (error)
+        throw new CredentialError(error.code, `${error.message}; nothing was written`, { path, credential: name })
       if (doc.contents === null) doc.contents = doc.createNode({}) as never
       change(doc)
       await mkdir(dirname(path), { recursive: true, mode: 0o700 })

@@ -31,7 +31,10 @@ async function boot(config: Partial<LocalCredentialsConfig> = {}) {
 }
 
 async function failure(promise: Promise<unknown>): Promise<CredentialError> {
-  const error = await promise.then(() => undefined, (e: unknown) => e)
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  )
   expect(error).toBeInstanceOf(CredentialError)
   return error as CredentialError
 }
@@ -83,7 +86,9 @@ describe('set() values', () => {
     for (const value of [undefined, 42, { v: 1 }]) {
       const error = await failure(credentials.set(NAME, value as never))
       expect(error.code).toBe('INVALID_VALUE')
-      expect(error.message).toBe(`credentials.set(${NAME}): the value must be a non-empty string (use unset to remove it)`)
+      expect(error.message).toBe(
+        `credentials.set(${NAME}): the value must be a non-empty string (use unset to remove it)`,
+      )
     }
   })
 })

@@ -45,15 +45,25 @@ function writeCredentials(text: string, mode = 0o600) {
 }
 
 async function failure(promise: Promise<unknown>): Promise<CredentialError> {
-  const error = await promise.then(() => undefined, (e: unknown) => e)
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  )
   expect(error).toBeInstanceOf(CredentialError)
   return error as CredentialError
 }
 
 describe('resolvePaths', () => {
   it('puts .env and .credentials.yaml under $DSH_HOME and the project .env in the cwd', () => {
-    expect(resolvePaths({}, { DSH_HOME: '/h' }, '/p')).toEqual({ projectEnv: '/p/.env', homeEnv: '/h/.env', credentialsFile: '/h/.credentials.yaml' })
-    expect(resolvePaths({ projectEnv: false, credentialsFile: '/c.yaml' }, { DSH_HOME: '/h' }, '/p')).toEqual({ homeEnv: '/h/.env', credentialsFile: '/c.yaml' })
+    expect(resolvePaths({}, { DSH_HOME: '/h' }, '/p')).toEqual({
+      projectEnv: '/p/.env',
+      homeEnv: '/h/.env',
+      credentialsFile: '/h/.credentials.yaml',
+    })
+    expect(resolvePaths({ projectEnv: false, credentialsFile: '/c.yaml' }, { DSH_HOME: '/h' }, '/p')).toEqual({
+      homeEnv: '/h/.env',
+      credentialsFile: '/c.yaml',
+    })
     expect(resolvePaths({ cwd: '~/proj', credentialsFile: '~/k.yaml' }, { DSH_HOME: '/h' }, '/p')).toMatchObject({
       projectEnv: join(homedir(), 'proj', '.env'),
       credentialsFile: join(homedir(), 'k.yaml'),
@@ -81,7 +91,11 @@ describe('precedence', () => {
     rmSync(join(home, '.env'))
     expect(await credentials.get(NAME)).toBe('from-file')
     described = await credentials.describe(NAME)
-    expect(described).toMatchObject({ configured: true, source: { id: 'credentials-file', writable: true }, shadowed: [] })
+    expect(described).toMatchObject({
+      configured: true,
+      source: { id: 'credentials-file', writable: true },
+      shadowed: [],
+    })
     writeCredentials('OTHER: x\n')
     expect(await credentials.get(NAME)).toBeUndefined()
     expect((await credentials.describe(NAME)).configured).toBe(false)
@@ -113,7 +127,10 @@ describe('precedence', () => {
   })
 
   it('reads only allowlisted credential names from the project .env, every name from the home .env', async () => {
-    writeFileSync(join(project, '.env'), `${NAME}=project\nDEEPSEEK_BASE_URL=http://attacker.invalid\nOPENAI_API_KEY=sk-p\n`)
+    writeFileSync(
+      join(project, '.env'),
+      `${NAME}=project\nDEEPSEEK_BASE_URL=http://attacker.invalid\nOPENAI_API_KEY=sk-p\n`,
+    )
     writeFileSync(join(home, '.env'), `DEEPSEEK_BASE_URL=http://home.invalid\nDSH_HOME=/elsewhere\n`)
     const strict = await boot({ projectEnvAllow: [] })
     expect(await strict.get(NAME)).toBeUndefined()
@@ -224,7 +241,10 @@ describe('the start check', () => {
   async function start(): Promise<unknown> {
     const root = new Context()
     const fiber = root.plugin(LocalCredentials, { home, cwd: project })
-    const error = await Promise.resolve(fiber).then(() => undefined, (e: unknown) => e)
+    const error = await Promise.resolve(fiber).then(
+      () => undefined,
+      (e: unknown) => e,
+    )
     if (!error) expect(root.get('credentials')).toBeDefined()
     else expect(root.get('credentials')).toBeUndefined()
     return error
@@ -242,18 +262,24 @@ describe('the start check', () => {
     writeCredentials(`${NAME}: ${SECRET}\n${NAME}: "${SECRET}-unterminated\n`)
     let error = await start()
     expect(error).toBeInstanceOf(CredentialError)
-    expect((error as CredentialError).message).toMatch(new RegExp(`^${credentialsFile().replace(/[.]/g, '\\.')}:\\d+:\\d+: malformed credentials file`))
+    expect((error as CredentialError).message).toMatch(
+      new RegExp(`^${credentialsFile().replace(/[.]/g, '\\.')}:\\d+:\\d+: malformed credentials file`),
+    )
     expect((error as CredentialError).message).not.toContain('sk-')
 
     writeCredentials(`${NAME}: ${SECRET}\n`, 0o644)
-    expect((await start() as CredentialError).code).toBe('INSECURE_FILE')
+    expect(((await start()) as CredentialError).code).toBe('INSECURE_FILE')
 
     writeCredentials(`${NAME}:\n  nested: ${SECRET}\n`)
-    expect((await start() as CredentialError).message).toBe(`${credentialsFile()}: ${NAME} must be a plain string value`)
+    expect(((await start()) as CredentialError).message).toBe(
+      `${credentialsFile()}: ${NAME} must be a plain string value`,
+    )
 
     writeCredentials('')
     writeFileSync(join(project, '.env'), `OPENAI_API_KEY=1\n${SECRET}\n`)
-    expect((await start() as CredentialError).message).toBe(`${join(project, '.env')}:2: malformed .env file: expected NAME=value (or a # comment)`)
+    expect(((await start()) as CredentialError).message).toBe(
+      `${join(project, '.env')}:2: malformed .env file: expected NAME=value (or a # comment)`,
+    )
   })
 })
 
@@ -314,7 +340,9 @@ describe('knownValues (for scrubbing output)', () => {
     writeFileSync(join(home, '.env'), `MY_SERVICE_TOKEN=home-secret-3\nDEEPSEEK_BASE_URL=http://home.invalid\n`)
     writeCredentials('odd_name: file-secret-4\n')
     const values = await (await boot()).knownValues()
-    expect(values).toEqual(expect.arrayContaining(['env-secret-value-1', 'project-secret-2', 'home-secret-3', 'file-secret-4']))
+    expect(values).toEqual(
+      expect.arrayContaining(['env-secret-value-1', 'project-secret-2', 'home-secret-3', 'file-secret-4']),
+    )
     expect(values.some((v) => v.startsWith('http'))).toBe(false)
   })
 })

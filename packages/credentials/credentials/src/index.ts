@@ -15,7 +15,10 @@ export const CREDENTIAL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 
 export function checkCredentialName(name: unknown): asserts name is string {
   if (typeof name !== 'string' || !CREDENTIAL_NAME.test(name)) {
-    throw new CredentialError('INVALID_NAME', `invalid credential name ${JSON.stringify(String(name)).slice(0, 80)}: use letters, digits and "_", not starting with a digit`)
+    throw new CredentialError(
+      'INVALID_NAME',
+      `invalid credential name ${JSON.stringify(String(name)).slice(0, 80)}: use letters, digits and "_", not starting with a digit`,
+    )
   }
 }
 
@@ -113,7 +116,11 @@ export abstract class CredentialsService extends Service {
     if (value !== undefined) return value
     const { layers } = await this.describe(name)
     const what = hint ? ` (${hint})` : ''
-    throw new CredentialError('MISSING_CREDENTIAL', `missing credential ${name}${what}; set it in one of, highest precedence first: ${whereToSet(name, layers)}`, { credential: name })
+    throw new CredentialError(
+      'MISSING_CREDENTIAL',
+      `missing credential ${name}${what}; set it in one of, highest precedence first: ${whereToSet(name, layers)}`,
+      { credential: name },
+    )
   }
 }
 

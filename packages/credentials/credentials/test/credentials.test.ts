@@ -1,10 +1,19 @@
 import { describe, expect, it } from 'vitest'
 import { Context } from 'cordis'
-import { CredentialError, CredentialsService, checkCredentialName, type CredentialDescription, type CredentialLayer } from '../src/index.ts'
+import {
+  CredentialError,
+  CredentialsService,
+  checkCredentialName,
+  type CredentialDescription,
+  type CredentialLayer,
+} from '../src/index.ts'
 
 /** The smallest provider: one read-only in-memory layer. */
 class FixedCredentials extends CredentialsService {
-  constructor(ctx: Context, private readonly values: Record<string, string> = {}) {
+  constructor(
+    ctx: Context,
+    private readonly values: Record<string, string> = {},
+  ) {
     super(ctx)
   }
   private layer(status: CredentialLayer['status']): CredentialLayer {
@@ -35,7 +44,9 @@ describe('ctx.credentials', () => {
     const error = (await ctx.credentials.require('B_KEY', 'for service B').catch((e: unknown) => e)) as CredentialError
     expect(error).toBeInstanceOf(CredentialError)
     expect(error.code).toBe('MISSING_CREDENTIAL')
-    expect(error.message).toBe('missing credential B_KEY (for service B); set it in one of, highest precedence first: the fixed test table')
+    expect(error.message).toBe(
+      'missing credential B_KEY (for service B); set it in one of, highest precedence first: the fixed test table',
+    )
   })
 
   it('validates names without echoing long input', () => {

@@ -23,7 +23,10 @@ export interface CommandFeedbackConfig {
   maxChars: number
 }
 export const Config: Schema<Partial<CommandFeedbackConfig>, CommandFeedbackConfig> = Schema.object({
-  command: Schema.string().pattern(/^[a-z][a-z0-9-]*$/).default('feedback').description('Command name without the slash.'),
+  command: Schema.string()
+    .pattern(/^[a-z][a-z0-9-]*$/)
+    .default('feedback')
+    .description('Command name without the slash.'),
   maxChars: Schema.natural().min(1).default(4000).description('Longest feedback text accepted.'),
 }) as Schema<Partial<CommandFeedbackConfig>, CommandFeedbackConfig>
 
@@ -43,7 +46,8 @@ export function apply(ctx: Context, raw: Partial<CommandFeedbackConfig> = {}): v
     description: 'Record feedback about this session in its log (never sent to the model).',
     usage: '<text>',
     run(args, { session }) {
-      if (args.length > config.maxChars) throw new Error(`feedback is ${args.length} characters; the limit is ${config.maxChars}`)
+      if (args.length > config.maxChars)
+        throw new Error(`feedback is ${args.length} characters; the limit is ${config.maxChars}`)
       const event = recordFeedback(session, args)
       return `Thanks: feedback recorded in the session log (seq ${event.seq}).`
     },

@@ -38,11 +38,23 @@ const feedbackEvents = (h: Harness) => h.session.events.filter((e) => e.type ===
 describe('/feedback', () => {
   it('records the trimmed text as one feedback/record event in the session log, without a model turn', async () => {
     const h = await harness()
-    expect(h.ctx.commands.get('feedback')).toEqual({ name: 'feedback', description: expect.stringContaining('never sent to the model'), usage: '<text>' })
+    expect(h.ctx.commands.get('feedback')).toEqual({
+      name: 'feedback',
+      description: expect.stringContaining('never sent to the model'),
+      usage: '<text>',
+    })
     const result = await h.ctx.commands.dispatch(h.agent, '/feedback   the diff view was great  ')
     const [event] = feedbackEvents(h)
-    expect(event).toMatchObject({ type: 'feedback/record', data: { text: 'the diff view was great', source: 'command' } })
-    expect(result).toEqual({ handled: true, name: 'feedback', ok: true, output: `Thanks: feedback recorded in the session log (seq ${event.seq}).` })
+    expect(event).toMatchObject({
+      type: 'feedback/record',
+      data: { text: 'the diff view was great', source: 'command' },
+    })
+    expect(result).toEqual({
+      handled: true,
+      name: 'feedback',
+      ok: true,
+      output: `Thanks: feedback recorded in the session log (seq ${event.seq}).`,
+    })
     expect(h.session.events).toHaveLength(1)
     expect(h.model.requests).toHaveLength(0)
     // Multi-line feedback is kept whole.
@@ -56,9 +68,15 @@ describe('/feedback', () => {
       handled: true,
       name: 'feedback',
       ok: false,
-      error: { code: 'COMMAND_FAILED', message: '/feedback failed: feedback text is empty; usage: /feedback <what went well or wrong>' },
+      error: {
+        code: 'COMMAND_FAILED',
+        message: '/feedback failed: feedback text is empty; usage: /feedback <what went well or wrong>',
+      },
     })
-    expect(await h.ctx.commands.dispatch(h.agent, '/feedback   \t  ')).toMatchObject({ ok: false, error: { message: expect.stringContaining('feedback text is empty') } })
+    expect(await h.ctx.commands.dispatch(h.agent, '/feedback   \t  ')).toMatchObject({
+      ok: false,
+      error: { message: expect.stringContaining('feedback text is empty') },
+    })
     expect(await h.ctx.commands.dispatch(h.agent, '/feedback 12345678901')).toEqual({
       handled: true,
       name: 'feedback',
@@ -80,7 +98,10 @@ describe('/feedback', () => {
     expect(feedbackEvents(h).map((e) => e.data)).toEqual([{ text: 'slow today', source: 'command' }])
     await fiber.dispose()
     expect(h.ctx.commands.get('rate-session')).toBeUndefined()
-    expect(await h.ctx.commands.dispatch(h.agent, '/rate-session again')).toMatchObject({ ok: false, error: { code: 'UNKNOWN_COMMAND' } })
+    expect(await h.ctx.commands.dispatch(h.agent, '/rate-session again')).toMatchObject({
+      ok: false,
+      error: { code: 'UNKNOWN_COMMAND' },
+    })
   })
 })
 
@@ -90,17 +111,30 @@ describe('config', () => {
     const h = await harness({})
     expect(h.ctx.commands.get('feedback')).toBeDefined()
     expect(await h.ctx.commands.dispatch(h.agent, `/feedback ${'x'.repeat(4000)}`)).toMatchObject({ ok: true })
-    expect(await h.ctx.commands.dispatch(h.agent, `/feedback ${'x'.repeat(4001)}`)).toMatchObject({ ok: false, error: { message: '/feedback failed: feedback is 4001 characters; the limit is 4000' } })
+    expect(await h.ctx.commands.dispatch(h.agent, `/feedback ${'x'.repeat(4001)}`)).toMatchObject({
+      ok: false,
+      error: { message: '/feedback failed: feedback is 4001 characters; the limit is 4000' },
+    })
   })
 
   it('refuses a bad command name or limit at load and registers nothing', async () => {
-    for (const bad of [{ command: 'Feed Back' }, { command: '/feedback' }, { command: '' }, { maxChars: 0 }, { maxChars: -3 }, { maxChars: 'lots' }]) {
+    for (const bad of [
+      { command: 'Feed Back' },
+      { command: '/feedback' },
+      { command: '' },
+      { maxChars: 0 },
+      { maxChars: -3 },
+      { maxChars: 'lots' },
+    ]) {
       expect(() => Config(bad as never)).toThrow()
       const h = await createHarness({ plugins: [[CommandRegistry]] })
       harnesses.push(h)
       const fiber = h.ctx.plugin(CommandFeedback, bad as never)
       const outcome = await Promise.race([
-        Promise.resolve(fiber).then(() => 'loaded', () => 'refused'),
+        Promise.resolve(fiber).then(
+          () => 'loaded',
+          () => 'refused',
+        ),
         new Promise<string>((resolve) => setTimeout(() => resolve('pending'), 100)),
       ])
       expect(outcome, JSON.stringify(bad)).not.toBe('loaded')
@@ -117,7 +151,9 @@ describe('recordFeedback', () => {
     const session = ctx.sessions.create({ cwd: '/w' })
     const event = recordFeedback(session, ' from the web ', 'web')
     expect(event).toMatchObject({ seq: 0, type: 'feedback/record', data: { text: 'from the web', source: 'web' } })
-    expect(() => recordFeedback(session, '  \n ')).toThrow('feedback text is empty; usage: /feedback <what went well or wrong>')
+    expect(() => recordFeedback(session, '  \n ')).toThrow(
+      'feedback text is empty; usage: /feedback <what went well or wrong>',
+    )
     expect(session.events).toHaveLength(1)
   })
 })
@@ -151,6 +187,8 @@ describe('persistence', () => {
     // ...one with it reloads the log.
     const b = await tree(true)
     const { session } = await b.durableSessions.resume(s.id)
-    expect(session.events.map((e) => [e.type, e.data])).toEqual([['feedback/record', { text: 'keep this', source: 'command' }]])
+    expect(session.events.map((e) => [e.type, e.data])).toEqual([
+      ['feedback/record', { text: 'keep this', source: 'command' }],
+    ])
   })
 })

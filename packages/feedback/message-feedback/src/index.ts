@@ -25,16 +25,29 @@ export type MessageFeedbackConfig = Record<string, never>
 export const Config: Schema<MessageFeedbackConfig> = Schema.object({}) as Schema<MessageFeedbackConfig>
 
 export class FeedbackError extends Error {
-  constructor(readonly code: 'NOT_A_MESSAGE' | 'NOT_FINAL', message: string) {
+  constructor(
+    readonly code: 'NOT_A_MESSAGE' | 'NOT_FINAL',
+    message: string,
+  ) {
     super(message)
   }
 }
 
 /** Appends one rating; throws FeedbackError when `messageSeq` is not a finalized assistant message. */
-export function rateMessage(session: Session, messageSeq: number, rating: Rating, note?: string): SessionEvent<'feedback/message'> {
+export function rateMessage(
+  session: Session,
+  messageSeq: number,
+  rating: Rating,
+  note?: string,
+): SessionEvent<'feedback/message'> {
   const target = session.events[messageSeq]
-  if (!target || target.type !== 'assistant/message') throw new FeedbackError('NOT_A_MESSAGE', `seq ${messageSeq} of session ${session.id} is not an assistant message`)
-  if ((target as SessionEvent<'assistant/message'>).data.interrupted) throw new FeedbackError('NOT_FINAL', `the assistant message at seq ${messageSeq} was interrupted and cannot be rated`)
+  if (!target || target.type !== 'assistant/message')
+    throw new FeedbackError('NOT_A_MESSAGE', `seq ${messageSeq} of session ${session.id} is not an assistant message`)
+  if ((target as SessionEvent<'assistant/message'>).data.interrupted)
+    throw new FeedbackError(
+      'NOT_FINAL',
+      `the assistant message at seq ${messageSeq} was interrupted and cannot be rated`,
+    )
   const trimmed = note?.trim()
   return session.append('feedback/message', { messageSeq, rating, ...(trimmed ? { note: trimmed } : {}) })
 }
@@ -46,16 +59,25 @@ export function apply(ctx: Context): void {
   ctx.inject(['api'], (inner) => {
     const live = (sessionId: string) => {
       const session = ctx.sessions.get(sessionId)
-      if (!session) throw new ApiError('SESSION_NOT_FOUND', `no loaded session ${JSON.stringify(sessionId)} (open it first)`, { field: 'sessionId' })
+      if (!session)
+        throw new ApiError('SESSION_NOT_FOUND', `no loaded session ${JSON.stringify(sessionId)} (open it first)`, {
+          field: 'sessionId',
+        })
       return session
     }
     inner.api.register(messageFeedbackPut, ({ sessionId, messageSeq, rating, note }) => {
       const session = live(sessionId)
       try {
         const event = rateMessage(session, messageSeq, rating, note)
-        return { feedback: { messageSeq, rating, ...(event.data.note ? { note: event.data.note } : {}), time: event.time }, seq: event.seq }
+        return {
+          feedback: { messageSeq, rating, ...(event.data.note ? { note: event.data.note } : {}), time: event.time },
+          seq: event.seq,
+        }
       } catch (error) {
-        if (error instanceof FeedbackError) throw new ApiError('INVALID_PARAMS', `messageFeedback.put: messageSeq: ${error.message}`, { field: 'messageSeq' })
+        if (error instanceof FeedbackError)
+          throw new ApiError('INVALID_PARAMS', `messageFeedback.put: messageSeq: ${error.message}`, {
+            field: 'messageSeq',
+          })
         throw error
       }
     })

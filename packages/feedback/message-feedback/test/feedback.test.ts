@@ -12,7 +12,14 @@ import { ApiError, checkParams } from '@dsh/web-protocol'
 // Not a dependency of this package: reached through the workspace tree (test-only).
 import JsonlPersistence from '@dsh/session-persistence-jsonl'
 import * as MessageFeedbackPlugin from '../src/index.ts'
-import { currentFeedback, FeedbackError, messageFeedbackList, messageFeedbackPut, rateMessage, type MessageFeedback } from '../src/index.ts'
+import {
+  currentFeedback,
+  FeedbackError,
+  messageFeedbackList,
+  messageFeedbackPut,
+  rateMessage,
+  type MessageFeedback,
+} from '../src/index.ts'
 
 let root: string
 const trees: Context[] = []
@@ -67,7 +74,11 @@ describe('rateMessage', () => {
     const ctx = await tree()
     const s = conversation(ctx)
     const like = rateMessage(s, 1, 'like', '  clear and short  ')
-    expect(like).toMatchObject({ seq: 4, type: 'feedback/message', data: { messageSeq: 1, rating: 'like', note: 'clear and short' } })
+    expect(like).toMatchObject({
+      seq: 4,
+      type: 'feedback/message',
+      data: { messageSeq: 1, rating: 'like', note: 'clear and short' },
+    })
     expect(rateMessage(s, 3, 'dislike', '   ').data).toEqual({ messageSeq: 3, rating: 'dislike' })
     expect(rateMessage(s, 1, 'none').data).toEqual({ messageSeq: 1, rating: 'none' })
     expect(s.events.slice(4).map((e) => e.type)).toEqual(['feedback/message', 'feedback/message', 'feedback/message'])
@@ -76,10 +87,16 @@ describe('rateMessage', () => {
   it('refuses a seq that is not an assistant message, or an interrupted one, logging nothing', async () => {
     const ctx = await tree()
     const s = conversation(ctx)
-    expect(failure(() => rateMessage(s, 0, 'like'))).toBe(`NOT_A_MESSAGE: seq 0 of session ${s.id} is not an assistant message`)
-    expect(failure(() => rateMessage(s, 99, 'like'))).toBe(`NOT_A_MESSAGE: seq 99 of session ${s.id} is not an assistant message`)
+    expect(failure(() => rateMessage(s, 0, 'like'))).toBe(
+      `NOT_A_MESSAGE: seq 0 of session ${s.id} is not an assistant message`,
+    )
+    expect(failure(() => rateMessage(s, 99, 'like'))).toBe(
+      `NOT_A_MESSAGE: seq 99 of session ${s.id} is not an assistant message`,
+    )
     expect(failure(() => rateMessage(s, -1, 'like'))).toMatch(/^NOT_A_MESSAGE: seq -1 /)
-    expect(failure(() => rateMessage(s, 2, 'dislike'))).toBe('NOT_FINAL: the assistant message at seq 2 was interrupted and cannot be rated')
+    expect(failure(() => rateMessage(s, 2, 'dislike'))).toBe(
+      'NOT_FINAL: the assistant message at seq 2 was interrupted and cannot be rated',
+    )
     // A feedback event is not itself rateable.
     rateMessage(s, 1, 'like')
     expect(failure(() => rateMessage(s, 4, 'like'))).toMatch(/^NOT_A_MESSAGE: seq 4 /)
@@ -103,7 +120,10 @@ describe('currentFeedback', () => {
     rateMessage(s, 1, 'none')
     expect(currentFeedback(s.events).map((f) => f.messageSeq)).toEqual([3])
     rateMessage(s, 1, 'like')
-    expect(currentFeedback(s.events).map((f) => [f.messageSeq, f.rating])).toEqual([[1, 'like'], [3, 'dislike']])
+    expect(currentFeedback(s.events).map((f) => [f.messageSeq, f.rating])).toEqual([
+      [1, 'like'],
+      [3, 'dislike'],
+    ])
   })
 })
 
@@ -114,12 +134,21 @@ describe('messageFeedback.put / messageFeedback.list', () => {
     const ctx = await tree({ api: true })
     expect(ctx.api.list()).toEqual(expect.arrayContaining(['messageFeedback.list', 'messageFeedback.put']))
     const s = conversation(ctx)
-    const put = (await ctx.api.call('messageFeedback.put', { sessionId: s.id, messageSeq: 1, rating: 'like', note: ' nice ' }, call)) as { feedback: MessageFeedback; seq: number }
+    const put = (await ctx.api.call(
+      'messageFeedback.put',
+      { sessionId: s.id, messageSeq: 1, rating: 'like', note: ' nice ' },
+      call,
+    )) as { feedback: MessageFeedback; seq: number }
     expect(put).toEqual({ feedback: { messageSeq: 1, rating: 'like', note: 'nice', time: s.events[4].time }, seq: 4 })
     expect(() => messageFeedbackPut.result(put)).not.toThrow()
     await ctx.api.call('messageFeedback.put', { sessionId: s.id, messageSeq: 3, rating: 'dislike' }, call)
     const list = await ctx.api.call('messageFeedback.list', { sessionId: s.id }, call)
-    expect(list).toEqual({ feedback: [{ messageSeq: 1, rating: 'like', note: 'nice', time: s.events[4].time }, { messageSeq: 3, rating: 'dislike', time: s.events[5].time }] })
+    expect(list).toEqual({
+      feedback: [
+        { messageSeq: 1, rating: 'like', note: 'nice', time: s.events[4].time },
+        { messageSeq: 3, rating: 'dislike', time: s.events[5].time },
+      ],
+    })
     expect(() => messageFeedbackList.result(list as never)).not.toThrow()
   })
 
@@ -139,28 +168,58 @@ describe('messageFeedback.put / messageFeedback.list', () => {
       { sessionId: s.id, messageSeq: 1, rating: 'like', note: 'x'.repeat(4001) },
       { sessionId: s.id, messageSeq: 1, rating: 'like', note: 7 },
     ]) {
-      await expect(put(bad), JSON.stringify(bad).slice(0, 80)).rejects.toMatchObject({ code: 'INVALID_PARAMS', message: expect.stringMatching(/^messageFeedback\.put: /) })
+      await expect(put(bad), JSON.stringify(bad).slice(0, 80)).rejects.toMatchObject({
+        code: 'INVALID_PARAMS',
+        message: expect.stringMatching(/^messageFeedback\.put: /),
+      })
     }
     await expect(put({ sessionId: s.id, messageSeq: 1, rating: 'love' })).rejects.toMatchObject({ field: 'rating' })
     // A negative or fractional seq is refused by the schema, before any session lookup.
     for (const messageSeq of [-1, 1.5]) {
-      await expect(put({ sessionId: 'nope', messageSeq, rating: 'like' })).rejects.toMatchObject({ code: 'INVALID_PARAMS', field: 'messageSeq' })
+      await expect(put({ sessionId: 'nope', messageSeq, rating: 'like' })).rejects.toMatchObject({
+        code: 'INVALID_PARAMS',
+        field: 'messageSeq',
+      })
     }
-    await expect(put({ sessionId: s.id, messageSeq: 1, rating: 'like', note: 'x'.repeat(4001) })).rejects.toMatchObject({ field: 'note' })
-    await expect(ctx.api.call('messageFeedback.list', {}, call)).rejects.toMatchObject({ code: 'INVALID_PARAMS', field: 'sessionId' })
-    await expect(put({ sessionId: 'nope', messageSeq: 1, rating: 'like' })).rejects.toMatchObject({ code: 'SESSION_NOT_FOUND', message: 'no loaded session "nope" (open it first)', field: 'sessionId' })
-    await expect(ctx.api.call('messageFeedback.list', { sessionId: 'nope' }, call)).rejects.toMatchObject({ code: 'SESSION_NOT_FOUND' })
+    await expect(put({ sessionId: s.id, messageSeq: 1, rating: 'like', note: 'x'.repeat(4001) })).rejects.toMatchObject(
+      { field: 'note' },
+    )
+    await expect(ctx.api.call('messageFeedback.list', {}, call)).rejects.toMatchObject({
+      code: 'INVALID_PARAMS',
+      field: 'sessionId',
+    })
+    await expect(put({ sessionId: 'nope', messageSeq: 1, rating: 'like' })).rejects.toMatchObject({
+      code: 'SESSION_NOT_FOUND',
+      message: 'no loaded session "nope" (open it first)',
+      field: 'sessionId',
+    })
+    await expect(ctx.api.call('messageFeedback.list', { sessionId: 'nope' }, call)).rejects.toMatchObject({
+      code: 'SESSION_NOT_FOUND',
+    })
     const notFinal = put({ sessionId: s.id, messageSeq: 2, rating: 'like' })
     await expect(notFinal).rejects.toBeInstanceOf(ApiError)
-    await expect(notFinal).rejects.toMatchObject({ code: 'INVALID_PARAMS', field: 'messageSeq', message: 'messageFeedback.put: messageSeq: the assistant message at seq 2 was interrupted and cannot be rated' })
-    await expect(put({ sessionId: s.id, messageSeq: 0, rating: 'like' })).rejects.toMatchObject({ code: 'INVALID_PARAMS', field: 'messageSeq' })
+    await expect(notFinal).rejects.toMatchObject({
+      code: 'INVALID_PARAMS',
+      field: 'messageSeq',
+      message: 'messageFeedback.put: messageSeq: the assistant message at seq 2 was interrupted and cannot be rated',
+    })
+    await expect(put({ sessionId: s.id, messageSeq: 0, rating: 'like' })).rejects.toMatchObject({
+      code: 'INVALID_PARAMS',
+      field: 'messageSeq',
+    })
     // Nothing was logged by any refused call.
     expect(s.events).toHaveLength(4)
   })
 
   it('the contracts validate on their own (browser side) and unloading withdraws the methods', async () => {
-    expect(checkParams(messageFeedbackPut, { sessionId: 's', messageSeq: 0, rating: 'none' })).toEqual({ sessionId: 's', messageSeq: 0, rating: 'none' })
-    expect(() => checkParams(messageFeedbackPut, { sessionId: 's', messageSeq: 0, rating: 'meh' })).toThrow(/^messageFeedback\.put: rating: /)
+    expect(checkParams(messageFeedbackPut, { sessionId: 's', messageSeq: 0, rating: 'none' })).toEqual({
+      sessionId: 's',
+      messageSeq: 0,
+      rating: 'none',
+    })
+    expect(() => checkParams(messageFeedbackPut, { sessionId: 's', messageSeq: 0, rating: 'meh' })).toThrow(
+      /^messageFeedback\.put: rating: /,
+    )
     expect(() => messageFeedbackList.result({ feedback: [{ messageSeq: 1, rating: 'like' }] } as never)).toThrow()
     const ctx = new Context()
     trees.push(ctx)

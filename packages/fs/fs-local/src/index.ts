@@ -23,7 +23,9 @@ export const TEMP_SUFFIX = '.dsh-tmp'
 
 export class LocalFileSystem extends FileSystem {
   static Config: Schema<Partial<LocalFileSystemConfig>, LocalFileSystemConfig> = Schema.object({
-    durable: Schema.boolean().default(true).description('fsync the temp file before the rename and the directory after it.'),
+    durable: Schema.boolean()
+      .default(true)
+      .description('fsync the temp file before the rename and the directory after it.'),
     chunkBytes: Schema.natural()
       .min(4096)
       .default(1 << 20)
@@ -105,7 +107,13 @@ export class LocalFileSystem extends FileSystem {
 }
 
 function toStat(stat: import('node:fs').Stats): FileStat {
-  const kind: FileKind = stat.isFile() ? 'file' : stat.isDirectory() ? 'directory' : stat.isSymbolicLink() ? 'symlink' : 'other'
+  const kind: FileKind = stat.isFile()
+    ? 'file'
+    : stat.isDirectory()
+      ? 'directory'
+      : stat.isSymbolicLink()
+        ? 'symlink'
+        : 'other'
   return { kind, size: stat.size, mtimeMs: stat.mtimeMs, mode: stat.mode & 0o7777 }
 }
 

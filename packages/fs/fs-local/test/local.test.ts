@@ -1,5 +1,16 @@
 import { spawn } from 'node:child_process'
-import { mkdtempSync, promises as fsp, readFileSync, readdirSync, rmSync, statSync, writeFileSync, chmodSync, symlinkSync, readlinkSync } from 'node:fs'
+import {
+  mkdtempSync,
+  promises as fsp,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  chmodSync,
+  symlinkSync,
+  readlinkSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -80,7 +91,11 @@ describe('LocalFileSystem', () => {
     const path = join(dir, 'keep.txt')
     writeFileSync(path, 'keep')
     const boom = new RangeError('no match')
-    await expect(ctx.fs.edit(path, () => { throw boom })).rejects.toBe(boom)
+    await expect(
+      ctx.fs.edit(path, () => {
+        throw boom
+      }),
+    ).rejects.toBe(boom)
     expect(readFileSync(path, 'utf8')).toBe('keep')
   })
 
@@ -176,7 +191,8 @@ describe('LocalFileSystem', () => {
     if (sawPartialTemp) expect(content.toString()).toBe(old)
     expect(sawPartialTemp).toBe(true)
     // A leftover temp file is recognizable and never the target's name.
-    for (const name of readdirSync(dir).filter((n) => n.startsWith('.big.bin.'))) expect(name.endsWith(TEMP_SUFFIX)).toBe(true)
+    for (const name of readdirSync(dir).filter((n) => n.startsWith('.big.bin.')))
+      expect(name.endsWith(TEMP_SUFFIX)).toBe(true)
   }, 30_000)
 
   it('rejects bad config at load', async () => {

@@ -20,7 +20,9 @@ export interface ObservationPolicyConfig {
 export const Config: Schema<Partial<ObservationPolicyConfig>, ObservationPolicyConfig> = Schema.object({
   trustMtime: Schema.boolean()
     .default(true)
-    .description('Treat an unchanged size and mtime as unchanged content (no re-hash). Off: hash the file before every guarded write.'),
+    .description(
+      'Treat an unchanged size and mtime as unchanged content (no re-hash). Off: hash the file before every guarded write.',
+    ),
   maxSessions: Schema.natural().min(1).default(256).description('Sessions whose observations are kept at once.'),
   maxPathsPerSession: Schema.natural().min(1).default(20_000).description('Observed paths kept per session.'),
 })

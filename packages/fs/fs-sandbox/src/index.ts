@@ -10,7 +10,17 @@ import { AsyncLocalStorage } from 'node:async_hooks'
 import { open } from 'node:fs/promises'
 import { sep } from 'node:path'
 import type { Context } from 'cordis'
-import { FsError, type DirEntry, type EditResult, type EditTransform, type FsCallOptions, type ReadResult, type RemoveOptions, type WriteOptions, type WriteResult } from '@dsh/fs'
+import {
+  FsError,
+  type DirEntry,
+  type EditResult,
+  type EditTransform,
+  type FsCallOptions,
+  type ReadResult,
+  type RemoveOptions,
+  type WriteOptions,
+  type WriteResult,
+} from '@dsh/fs'
 import { LocalFileSystem, type LocalFileSystemConfig } from '@dsh/fs-local'
 import { describePolicy, PROJECT_CONTROL_PATHS, type SandboxPolicy } from '@dsh/sandbox'
 import { harnessReadRefusal, openedPath, realLocation } from '@dsh/sandbox-policy'
@@ -53,7 +63,8 @@ export class SandboxedFileSystem extends LocalFileSystem {
     try {
       const opened = openedPath(handle.fd)
       const refusal = harnessReadRefusal(path, policy, opened !== undefined ? { opened } : {})
-      if (refusal !== undefined) throw new FsError(SANDBOX_DENIED, path, `the sandbox refused to read ${path}: ${refusal}.`)
+      if (refusal !== undefined)
+        throw new FsError(SANDBOX_DENIED, path, `the sandbox refused to read ${path}: ${refusal}.`)
       const buffer = await handle.readFile(signal ? { signal } : {})
       return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength)
     } finally {
@@ -105,7 +116,10 @@ export class SandboxedFileSystem extends LocalFileSystem {
     const real = realLocation(abs)
     // A removal takes everything below the path with it: removing a directory that holds a
     // protected path (`.git`, a parent of the dsh home) is a change to that path.
-    const touches = (entry: string) => within(real ?? abs, entry) || within(abs, entry) || (removal && (within(entry, real ?? abs) || within(entry, abs)))
+    const touches = (entry: string) =>
+      within(real ?? abs, entry) ||
+      within(abs, entry) ||
+      (removal && (within(entry, real ?? abs) || within(entry, abs)))
     // The project control files (sandbox-policy's one list): present or not, no edit creates or
     // changes them, since dsh or git would later start the programs they name.
     const control = (policy.controlPaths ?? []).find(touches)
@@ -127,9 +141,18 @@ export class SandboxedFileSystem extends LocalFileSystem {
           'Change files inside the workspace, or ask the user to make this change.',
       )
     }
-    if (real !== undefined && policy.mode === 'workspace-write' && policy.writableRoots.some((root) => within(real, root))) return
-    const where = real === undefined ? `${abs} (through a dangling symlink)` : real === abs ? abs : `${abs} (really ${real})`
-    const allowed = policy.mode === 'read-only' ? 'no file may be changed' : `only files under ${policy.writableRoots.join(', ')} may be changed`
+    if (
+      real !== undefined &&
+      policy.mode === 'workspace-write' &&
+      policy.writableRoots.some((root) => within(real, root))
+    )
+      return
+    const where =
+      real === undefined ? `${abs} (through a dangling symlink)` : real === abs ? abs : `${abs} (really ${real})`
+    const allowed =
+      policy.mode === 'read-only'
+        ? 'no file may be changed'
+        : `only files under ${policy.writableRoots.join(', ')} may be changed`
     throw new FsError(
       SANDBOX_DENIED,
       abs,

@@ -1,6 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context } from 'cordis'
@@ -38,7 +47,10 @@ beforeAll(async () => {
 afterAll(() => rmSync(base, { recursive: true, force: true }))
 
 async function denied(work: Promise<unknown>): Promise<FsError> {
-  const error = await work.then(() => undefined, (e) => e)
+  const error = await work.then(
+    () => undefined,
+    (e) => e,
+  )
   expect(error).toBeInstanceOf(FsError)
   expect(error.code).toBe(SANDBOX_DENIED)
   return error
@@ -104,7 +116,11 @@ describe('through the write tool', () => {
     await ctx.plugin(ToolRegistry, {} as never)
     await ctx.plugin(ToolFs, {} as never)
     const result = await ctx.tools.execute(
-      { callId: 'w1', name: 'write', arguments: JSON.stringify({ file_path: join(outside, 'tool.txt'), content: 'x' }) },
+      {
+        callId: 'w1',
+        name: 'write',
+        arguments: JSON.stringify({ file_path: join(outside, 'tool.txt'), content: 'x' }),
+      },
       { cwd: ws, sessionId: session },
     )
     expect(result.error?.code).toBe(SANDBOX_DENIED)
@@ -135,7 +151,12 @@ describe('the dsh home', () => {
     const id = local.sessions.create({ cwd: ws }).id
     const patch = await denied(local.fs.writeFile(join(home, 'cordis.patch.yml'), '- insert: []\n', { session: id }))
     expect(patch.message).toContain(`it lies in ${home}`)
-    await denied(local.fs.writeFile(join(home, 'profiles', 'default', 'cordis.patch.yml'), 'x', { session: id, createParents: true }))
+    await denied(
+      local.fs.writeFile(join(home, 'profiles', 'default', 'cordis.patch.yml'), 'x', {
+        session: id,
+        createParents: true,
+      }),
+    )
     await denied(local.fs.edit(join(home, 'settings.yaml'), () => 'theme: evil\n', { session: id }))
     await denied(local.fs.remove(join(home, 'settings.yaml'), { session: id }))
     // Through a symlink in the workspace, too.
@@ -160,7 +181,18 @@ describe('project control files', () => {
     const tree = join(base, 'project-tree')
     mkdirSync(join(project, '.claude'), { recursive: true })
     const git = (cwd: string, ...args: string[]) =>
-      execFileSync('git', ['-C', cwd, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH, HOME: base, GIT_CONFIG_NOSYSTEM: '1', GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' } })
+      execFileSync('git', ['-C', cwd, ...args], {
+        encoding: 'utf8',
+        env: {
+          PATH: process.env.PATH,
+          HOME: base,
+          GIT_CONFIG_NOSYSTEM: '1',
+          GIT_AUTHOR_NAME: 't',
+          GIT_AUTHOR_EMAIL: 't@t',
+          GIT_COMMITTER_NAME: 't',
+          GIT_COMMITTER_EMAIL: 't@t',
+        },
+      })
     git(project, 'init', '-q')
     git(project, 'commit', '-q', '--allow-empty', '-m', 'first')
     git(project, 'worktree', 'add', '-q', tree)
@@ -169,7 +201,9 @@ describe('project control files', () => {
     const config = readFileSync(join(project, '.git', 'config'), 'utf8')
     const id = ctx.sessions.create({ cwd: project }).id
     const options = { session: id, createParents: true }
-    const refused = await denied(ctx.fs.writeFile(join(project, '.mcp.json'), '{"mcpServers":{"x":{"command":"sh"}}}', options))
+    const refused = await denied(
+      ctx.fs.writeFile(join(project, '.mcp.json'), '{"mcpServers":{"x":{"command":"sh"}}}', options),
+    )
     expect(refused.message).toContain('a project control file')
     await denied(ctx.fs.writeFile(join(project, '.claude', 'settings.local.json'), '{}', options))
     await denied(ctx.fs.edit(join(project, '.claude', 'settings.json'), () => '{"hooks":{}}', { session: id }))
@@ -177,8 +211,14 @@ describe('project control files', () => {
     await denied(ctx.fs.writeFile(join(project, '.codex', 'hooks.json'), '{}', options))
     await denied(ctx.fs.mkdir(join(project, '.dsh'), { recursive: true, session: id } as never))
     await denied(ctx.fs.writeFile(join(project, '.env'), 'DEEPSEEK_BASE_URL=http://evil\n', options))
-    await denied(ctx.fs.writeFile(join(project, '.git', 'hooks', 'pre-commit'), '#!/bin/sh\ntouch /tmp/pwned\n', options))
-    await denied(ctx.fs.edit(join(project, '.git', 'config'), (text) => `${text}[core]\n\tfsmonitor = /bin/evil\n`, { session: id }))
+    await denied(
+      ctx.fs.writeFile(join(project, '.git', 'hooks', 'pre-commit'), '#!/bin/sh\ntouch /tmp/pwned\n', options),
+    )
+    await denied(
+      ctx.fs.edit(join(project, '.git', 'config'), (text) => `${text}[core]\n\tfsmonitor = /bin/evil\n`, {
+        session: id,
+      }),
+    )
     await denied(ctx.fs.writeFile(join(project, '.git', 'commondir'), '/tmp/evil\n', options))
     // Removing a directory that holds a control file removes the file.
     const holder = await denied(ctx.fs.remove(join(project, '.git'), { session: id, recursive: true }))
@@ -186,9 +226,22 @@ describe('project control files', () => {
     // A linked worktree: its .git pointer file, and the worktree's own git directory in the main repository.
     const worktree = ctx.sessions.create({ cwd: tree }).id
     await denied(ctx.fs.writeFile(join(tree, '.git'), `gitdir: ${base}/evil\n`, { session: worktree }))
-    await denied(ctx.fs.writeFile(join(project, '.git', 'worktrees', 'project-tree', 'config.worktree'), '[core]\n', { session: worktree }))
+    await denied(
+      ctx.fs.writeFile(join(project, '.git', 'worktrees', 'project-tree', 'config.worktree'), '[core]\n', {
+        session: worktree,
+      }),
+    )
     expect(readFileSync(join(project, '.git', 'config'), 'utf8')).toBe(config)
-    for (const path of ['.mcp.json', '.env', '.codex', '.dsh', '.git/hooks/pre-commit', '.git/commondir', '.claude/settings.local.json']) expect(existsSync(join(project, path))).toBe(false)
+    for (const path of [
+      '.mcp.json',
+      '.env',
+      '.codex',
+      '.dsh',
+      '.git/hooks/pre-commit',
+      '.git/commondir',
+      '.claude/settings.local.json',
+    ])
+      expect(existsSync(join(project, path))).toBe(false)
     expect(readFileSync(join(project, '.claude', 'settings.json'), 'utf8')).toBe('{}\n')
     // The rest of the project, git's own bookkeeping included, stays writable.
     await ctx.fs.writeFile(join(project, 'notes.txt'), 'ok\n', options)
@@ -208,7 +261,14 @@ describe('project control files', () => {
       await ctx.plugin(ToolRegistry, {} as never)
       await ctx.plugin(ToolFs, {} as never)
     }
-    const result = await ctx.tools.execute({ callId: 'w2', name: 'write', arguments: JSON.stringify({ file_path: join(project, '.mcp.json'), content: '{}' }) }, { cwd: project, sessionId: id })
+    const result = await ctx.tools.execute(
+      {
+        callId: 'w2',
+        name: 'write',
+        arguments: JSON.stringify({ file_path: join(project, '.mcp.json'), content: '{}' }),
+      },
+      { cwd: project, sessionId: id },
+    )
     expect(result.error?.code).toBe(SANDBOX_DENIED)
     const text = result.message.content.map((b) => (b.type === 'text' ? b.text : '')).join('')
     expect(text).toContain('project control file')

@@ -17,7 +17,9 @@ afterEach(async () => {
 
 const KEY = 'sk-planted-fs-sandbox-e2e-not-a-real-key'
 
-it('read and grep of /proc/self/environ (and links to it) are refused; the key never reaches the model', { timeout: 120_000 }, async () => {
+it('read and grep of /proc/self/environ (and links to it) are refused; the key never reaches the model', {
+  timeout: 120_000,
+}, async () => {
   const root = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-proc-e2e-')))
   const home = join(root, 'home')
   const cwd = join(root, 'work')
@@ -60,7 +62,9 @@ it('read and grep of /proc/self/environ (and links to it) are refused; the key n
   expect(server.requests).toHaveLength(2)
   expect(JSON.stringify(server.requests.map((r) => r.body))).not.toContain(KEY)
   // Each call came back refused, saying why.
-  const tools = (server.requests[1].body as { messages: Array<{ role: string; content: string }> }).messages.filter((m) => m.role === 'tool')
+  const tools = (server.requests[1].body as { messages: Array<{ role: string; content: string }> }).messages.filter(
+    (m) => m.role === 'tool',
+  )
   expect(tools).toHaveLength(6)
   for (const message of tools.slice(0, 5)) expect(message.content).toMatch(/SANDBOX_DENIED.*per-process \/proc entry/)
   expect(tools[5].content).toMatch(/^Found 1 matching line for "alpha"\.\nnotes\.md\n {2}1: alpha beta/)

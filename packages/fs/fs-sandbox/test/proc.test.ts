@@ -130,7 +130,10 @@ describe('per-process /proc entries in a confining mode', () => {
   })
 
   it('cannot be listed', async () => {
-    const error = await (ctx.fs as SandboxedFileSystem).list('/proc/self/fd').then(() => undefined, (e: unknown) => e)
+    const error = await (ctx.fs as SandboxedFileSystem).list('/proc/self/fd').then(
+      () => undefined,
+      (e: unknown) => e,
+    )
     expect((error as FsError).code).toBe(SANDBOX_DENIED)
   })
 
@@ -141,7 +144,10 @@ describe('per-process /proc entries in a confining mode', () => {
 
   it('the read tool answers SANDBOX_DENIED and the key never reaches its result', async () => {
     for (const path of [`/proc/${child.pid}/environ`, join(ws, 'proc-dir', 'environ'), '/proc/self/environ']) {
-      const result = await ctx.tools.execute({ callId: 'r', name: 'read', arguments: JSON.stringify({ file_path: path }) }, { cwd: ws, sessionId: session })
+      const result = await ctx.tools.execute(
+        { callId: 'r', name: 'read', arguments: JSON.stringify({ file_path: path }) },
+        { cwd: ws, sessionId: session },
+      )
       const text = result.message.content.map((b) => (b.type === 'text' ? b.text : '')).join('')
       expect(result.error?.code, path).toBe(SANDBOX_DENIED)
       expect(text).toContain('the sandbox refused to read')

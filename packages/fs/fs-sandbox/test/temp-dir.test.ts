@@ -49,8 +49,16 @@ it('the private temp directory is read-only to a confined command (real bwrap)',
     `echo ok > ${join(base, 'ws', 'inside.txt')} && echo workspace-writable`,
     'true',
   ].join('; ')
-  const invocation = await ctx.sandbox.wrap({ argv: ['/bin/sh', '-c', script], cwd: join(base, 'ws'), policy, launcher: false })
-  const out = execFileSync(invocation.argv[0]!, invocation.argv.slice(1), { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })
+  const invocation = await ctx.sandbox.wrap({
+    argv: ['/bin/sh', '-c', script],
+    cwd: join(base, 'ws'),
+    policy,
+    launcher: false,
+  })
+  const out = execFileSync(invocation.argv[0]!, invocation.argv.slice(1), {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'ignore'],
+  })
   expect(out).toContain('job output')
   expect(out).toContain('workspace-writable')
   expect(out).not.toMatch(/overwrote|removed|added/)

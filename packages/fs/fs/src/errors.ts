@@ -54,7 +54,8 @@ export function toFsError(error: unknown, path: string): FsError {
   if (error instanceof FsError) return error
   const errno = (error as { code?: unknown } | null)?.code
   const code: FsErrorCode = typeof errno === 'string' ? (ERRNO[errno] ?? 'IO') : 'IO'
-  if ((error as { name?: unknown } | null)?.name === 'AbortError') return new FsError('ABORTED', path, `${path}: operation was aborted`, { cause: error })
+  if ((error as { name?: unknown } | null)?.name === 'AbortError')
+    return new FsError('ABORTED', path, `${path}: operation was aborted`, { cause: error })
   const detail = code === 'IO' && error instanceof Error ? ` (${error.message})` : ''
   return new FsError(code, path, `${path} ${SENTENCE[code]}${detail}`, { cause: error })
 }

@@ -88,7 +88,12 @@ export abstract class FileSystem extends Service {
       // The stat reported is taken after the read so an observation never predates the content.
       const stat = (await this.statPath(abs)) ?? before
       const hash = sha256(bytes)
-      this.observe('fs/read', { path: abs, ...(options.session !== undefined ? { session: options.session } : {}), stat, hash })
+      this.observe('fs/read', {
+        path: abs,
+        ...(options.session !== undefined ? { session: options.session } : {}),
+        stat,
+        hash,
+      })
       return { path: abs, bytes, stat, hash }
     })
   }
@@ -112,7 +117,8 @@ export abstract class FileSystem extends Service {
           kind: 'write',
           ...(options.session !== undefined ? { session: options.session } : {}),
           ...(current ? { current } : {}),
-          currentHash: () => (cached ??= current ? this.readBytes(abs).then(sha256, () => undefined) : Promise.resolve(undefined)),
+          currentHash: () =>
+            (cached ??= current ? this.readBytes(abs).then(sha256, () => undefined) : Promise.resolve(undefined)),
         })
         const stat = await this.commitBytes(abs, bytes, {
           mode: current?.mode ?? options.mode,
@@ -151,7 +157,11 @@ export abstract class FileSystem extends Service {
           currentHash: async () => rawHash,
         })
         const bytes = encoder.encode(after)
-        const stat = await this.commitBytes(abs, bytes, { mode: current.mode, createParents: false, signal: options.signal })
+        const stat = await this.commitBytes(abs, bytes, {
+          mode: current.mode,
+          createParents: false,
+          signal: options.signal,
+        })
         const result: EditResult = { path: abs, created: false, stat, hash: sha256(bytes), before, after }
         this.wrote('edit', result, options.session)
         return result
@@ -194,7 +204,12 @@ export abstract class FileSystem extends Service {
           currentHash: async () => (current.kind === 'file' ? sha256(await this.readBytes(abs)) : undefined),
         })
         await this.removePath(abs, options.recursive === true)
-        this.observe('fs/wrote', { path: abs, kind: 'remove', ...(options.session !== undefined ? { session: options.session } : {}), created: false })
+        this.observe('fs/wrote', {
+          path: abs,
+          kind: 'remove',
+          ...(options.session !== undefined ? { session: options.session } : {}),
+          created: false,
+        })
       }),
     )
   }
@@ -205,7 +220,12 @@ export abstract class FileSystem extends Service {
   protected async gate(payload: FsBeforeWritePayload): Promise<void> {
     await this.ctx.waterfall('fs/before-write', payload, async () => {})
     const deny = payload.deny
-    if (deny) throw new FsError(deny.code || 'DENIED', payload.path, deny.message || `writing ${payload.path} was refused by a policy`)
+    if (deny)
+      throw new FsError(
+        deny.code || 'DENIED',
+        payload.path,
+        deny.message || `writing ${payload.path} was refused by a policy`,
+      )
   }
 
   private wrote(kind: FsMutationKind, result: WriteResult, session: string | undefined): void {
@@ -224,7 +244,9 @@ export abstract class FileSystem extends Service {
     try {
       this.ctx.emit(name, event as never)
     } catch (error) {
-      this.ctx.logger('fs').warn('a %s listener threw: %s', name, error instanceof Error ? error.message : String(error))
+      this.ctx
+        .logger('fs')
+        .warn('a %s listener threw: %s', name, error instanceof Error ? error.message : String(error))
     }
   }
 

@@ -2,7 +2,16 @@
 // provider here proves the contract holds for any provider, independent of fs-local.
 import { Context } from 'cordis'
 import { describe, expect, it } from 'vitest'
-import { FileSystem, FsError, PathLock, sha256, toFsError, type CommitOptions, type DirEntry, type FileStat } from '../src/index.ts'
+import {
+  FileSystem,
+  FsError,
+  PathLock,
+  sha256,
+  toFsError,
+  type CommitOptions,
+  type DirEntry,
+  type FileStat,
+} from '../src/index.ts'
 
 class MemoryFileSystem extends FileSystem {
   files = new Map<string, { bytes: Uint8Array; mtimeMs: number; mode: number }>()
@@ -55,7 +64,9 @@ describe('FileSystem contract', () => {
     expect(seen.filter((s) => s.startsWith('edit'))).toHaveLength(10)
     expect(seen.slice(-2)).toEqual(['read /a s', 'remove /a false'])
     expect(ctx.fs.resolve('b/c', '/root')).toBe('/root/b/c')
-    expect(sha256(new TextEncoder().encode('abc'))).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad')
+    expect(sha256(new TextEncoder().encode('abc'))).toBe(
+      'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad',
+    )
   })
 
   it('PathLock runs holders of one key in order and other keys concurrently', async () => {
@@ -70,7 +81,11 @@ describe('FileSystem contract', () => {
     await Promise.all([slow, second, other])
     expect(order).toEqual(['other', 'first', 'second'])
     expect(lock.size).toBe(0)
-    await expect(lock.run('k', async () => { throw new Error('boom') })).rejects.toThrow('boom')
+    await expect(
+      lock.run('k', async () => {
+        throw new Error('boom')
+      }),
+    ).rejects.toThrow('boom')
     expect(await lock.run('k', async () => 42)).toBe(42)
   })
 

@@ -32,14 +32,23 @@ export interface ToolFsSearchConfig {
 export const Config: Schema<Partial<ToolFsSearchConfig>, ToolFsSearchConfig> = Schema.object({
   maxFiles: Schema.natural().min(1).default(200).description('Paths one `glob` result lists.'),
   maxMatches: Schema.natural().min(1).default(500).description('Matching lines one `grep` result lists.'),
-  maxOutputBytes: Schema.natural().min(1024).default(64 * 1024).description('Bytes of one result text; listing stops at a line boundary.'),
-  maxLineLength: Schema.natural().min(40).default(500).description('Characters of a matching line shown (rg --max-columns with a preview).'),
+  maxOutputBytes: Schema.natural()
+    .min(1024)
+    .default(64 * 1024)
+    .description('Bytes of one result text; listing stops at a line boundary.'),
+  maxLineLength: Schema.natural()
+    .min(40)
+    .default(500)
+    .description('Characters of a matching line shown (rg --max-columns with a preview).'),
   sort: Schema.union(['path', 'none'] as const)
     .default('path')
     .description('`path`: deterministic order (rg --sort path, single-threaded); `none`: rg parallel order.'),
   hidden: Schema.boolean().default(false).description('Search hidden files and directories (.git is always skipped).'),
   respectIgnore: Schema.boolean().default(true).description('Honour .gitignore, .ignore and .rgignore files.'),
-  timeoutMs: Schema.natural().min(100).default(60_000).description('rg is killed after this long; the partial result says so.'),
+  timeoutMs: Schema.natural()
+    .min(100)
+    .default(60_000)
+    .description('rg is killed after this long; the partial result says so.'),
 })
 
 export const name = 'tool-fs-search'
@@ -82,7 +91,12 @@ type SandboxPolicy = ReturnType<Context['sandboxPolicy']['resolve']>
  * mode does not confine or no sandbox provider is loaded; a runner that cannot confine (no bwrap,
  * no Landlock) also leaves rg unconfined, where the tool's own guards (`locate`) still hold.
  */
-async function confine(ctx: Context, policy: SandboxPolicy | undefined, argv: string[], cwd: string): Promise<RgOptions['confined']> {
+async function confine(
+  ctx: Context,
+  policy: SandboxPolicy | undefined,
+  argv: string[],
+  cwd: string,
+): Promise<RgOptions['confined']> {
   const sandbox = ctx.get('sandbox')
   if (!sandbox || !policy || policy.mode === 'danger-full-access') return undefined
   try {
@@ -100,18 +114,27 @@ function excluding(args: string[], exclude: readonly string[]): string[] {
   return [...args.slice(0, end), ...exclude, ...args.slice(end)]
 }
 
-async function locate(path: string | undefined, call: ToolCallContext, policy: SandboxPolicy | undefined): Promise<Target | ToolOutput> {
+async function locate(
+  path: string | undefined,
+  call: ToolCallContext,
+  policy: SandboxPolicy | undefined,
+): Promise<Target | ToolOutput> {
   const abs = resolve(call.cwd, path ?? '.')
   // Before anything touches it: the search root must be readable for the model (not a hidden
   // credential file, not dsh's or another process's /proc entry, directly or through links).
   const refusal = harnessReadRefusal(abs, policy)
-  if (refusal !== undefined) return fail('SANDBOX_DENIED', `the sandbox refused to search ${abs}: ${refusal}. Search elsewhere.`)
+  if (refusal !== undefined)
+    return fail('SANDBOX_DENIED', `the sandbox refused to search ${abs}: ${refusal}. Search elsewhere.`)
   let info: Awaited<ReturnType<typeof stat>>
   try {
     info = await stat(abs)
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code
-    if (code === 'ENOENT' || code === 'ENOTDIR') return fail('NOT_FOUND', `the path ${abs} does not exist. Give an existing directory (or omit path to search the working directory).`)
+    if (code === 'ENOENT' || code === 'ENOTDIR')
+      return fail(
+        'NOT_FOUND',
+        `the path ${abs} does not exist. Give an existing directory (or omit path to search the working directory).`,
+      )
     return fail('PATH_ERROR', `the path ${abs} cannot be searched (${code ?? String(error)}).`)
   }
   const real = await realpath(abs).catch(() => abs)
@@ -121,7 +144,11 @@ async function locate(path: string | undefined, call: ToolCallContext, policy: S
   // one). An rg that runs unconfined (no sandbox provider, or no runner) skips the per-process
   // entries of /proc the same way when it walks /proc or `/` (it does not follow the links of
   // /dev/fd); a confined rg has a private /proc and needs no such net.
-  const exclude = [...new Set(hidden.filter((entry) => within(entry, real) && entry !== real).map((entry) => `--glob=!${basename(entry)}`))]
+  const exclude = [
+    ...new Set(
+      hidden.filter((entry) => within(entry, real) && entry !== real).map((entry) => `--glob=!${basename(entry)}`),
+    ),
+  ]
   const unconfinedExclude: string[] = []
   if (policy && policy.mode !== 'danger-full-access') {
     if (real === '/proc') unconfinedExclude.push('--glob=!{self,thread-self,[0-9]*}')
@@ -166,7 +193,10 @@ function rgFailure(outcome: RgOutcome, what: 'pattern' | 'include' | 'glob'): To
   if (outcome.spawnError) return fail('RG_UNAVAILABLE', `ripgrep could not be started (${outcome.spawnError}).`)
   const stderr = outcome.stderr.trim()
   if (/regex parse error|error parsing regex|regex.*(too big|size limit)/i.test(stderr)) {
-    return fail('INVALID_REGEX', `the pattern is not a valid regular expression (Rust regex syntax). ripgrep said:\n${stderr}\nFix the pattern; escape literal characters such as ( [ { . * + ? with a backslash.`)
+    return fail(
+      'INVALID_REGEX',
+      `the pattern is not a valid regular expression (Rust regex syntax). ripgrep said:\n${stderr}\nFix the pattern; escape literal characters such as ( [ { . * + ? with a backslash.`,
+    )
   }
   if (/error parsing glob|invalid glob/i.test(stderr)) {
     return fail('INVALID_GLOB', `the ${what} is not a valid glob. ripgrep said:\n${stderr}`)
@@ -176,7 +206,8 @@ function rgFailure(outcome: RgOutcome, what: 'pattern' | 'include' | 'glob'): To
 
 function notes(outcome: RgOutcome, config: ToolFsSearchConfig): string[] {
   const out: string[] = []
-  if (outcome.timedOut) out.push(`The search was stopped after ${config.timeoutMs / 1000} s, so the counts are incomplete.`)
+  if (outcome.timedOut)
+    out.push(`The search was stopped after ${config.timeoutMs / 1000} s, so the counts are incomplete.`)
   const stderr = outcome.stderr.trim()
   if (outcome.code === 2 && stderr) out.push(`Some paths could not be searched: ${stderr.split('\n')[0]}`)
   return out
@@ -196,7 +227,11 @@ export function apply(ctx: Context, config: ToolFsSearchConfig): void {
     parameters: {
       type: 'object',
       properties: {
-        pattern: { type: 'string', minLength: 1, description: 'Glob pattern matched against paths relative to the searched directory.' },
+        pattern: {
+          type: 'string',
+          minLength: 1,
+          description: 'Glob pattern matched against paths relative to the searched directory.',
+        },
         path: { type: 'string', minLength: 1, description: 'Directory to search (default: the working directory).' },
       },
       required: ['pattern'],
@@ -207,7 +242,11 @@ export function apply(ctx: Context, config: ToolFsSearchConfig): void {
       const policy = policyFor(ctx, call)
       const target = await locate(args.path, call, policy)
       if ('content' in target) return target
-      if (target.isFile) return fail('NOT_A_DIRECTORY', `the path ${target.abs} is a file; glob searches directories. Pass its parent directory, or use read.`)
+      if (target.isFile)
+        return fail(
+          'NOT_A_DIRECTORY',
+          `the path ${target.abs} is a file; glob searches directories. Pass its parent directory, or use read.`,
+        )
       const files: string[] = []
       let bytes = 0
       let byteCapped = false
@@ -231,11 +270,16 @@ export function apply(ctx: Context, config: ToolFsSearchConfig): void {
       })
       const failure = rgFailure(outcome, 'glob')
       if (failure) return failure
-      if (outcome.code === 2 && outcome.lines === 0) return fail('RG_ERROR', `ripgrep failed: ${outcome.stderr.trim() || `exit code ${outcome.code}`}`)
+      if (outcome.code === 2 && outcome.lines === 0)
+        return fail('RG_ERROR', `ripgrep failed: ${outcome.stderr.trim() || `exit code ${outcome.code}`}`)
       const total = outcome.lines
       const meta = { total, shown: files.length, root: target.abs, capped: total > files.length }
       const extra = notes(outcome, config)
-      if (total === 0) return { content: [`No files match ${JSON.stringify(args.pattern)} in ${target.abs}.`, ...extra].join(' '), meta }
+      if (total === 0)
+        return {
+          content: [`No files match ${JSON.stringify(args.pattern)} in ${target.abs}.`, ...extra].join(' '),
+          meta,
+        }
       let header = `Found ${plural(total, 'file')} matching ${JSON.stringify(args.pattern)}.`
       if (total > files.length) {
         const cap = byteCapped ? `${config.maxOutputBytes} bytes of output` : `${config.maxFiles} files`
@@ -257,7 +301,11 @@ export function apply(ctx: Context, config: ToolFsSearchConfig): void {
       type: 'object',
       properties: {
         pattern: { type: 'string', minLength: 1, description: 'Regular expression to search for.' },
-        path: { type: 'string', minLength: 1, description: 'Directory or file to search (default: the working directory).' },
+        path: {
+          type: 'string',
+          minLength: 1,
+          description: 'Directory or file to search (default: the working directory).',
+        },
         include: { type: 'string', minLength: 1, description: 'Glob of the files to search, e.g. "*.py".' },
       },
       required: ['pattern'],
@@ -306,12 +354,14 @@ export function apply(ctx: Context, config: ToolFsSearchConfig): void {
       })
       const failure = rgFailure(outcome, args.include !== undefined ? 'include' : 'pattern')
       if (failure) return failure
-      if (outcome.code === 2 && outcome.lines === 0) return fail('RG_ERROR', `ripgrep failed: ${outcome.stderr.trim() || `exit code ${outcome.code}`}`)
+      if (outcome.code === 2 && outcome.lines === 0)
+        return fail('RG_ERROR', `ripgrep failed: ${outcome.stderr.trim() || `exit code ${outcome.code}`}`)
       const total = outcome.lines
       const meta = { total, shown, files, root: target.abs, capped: total > shown }
       const extra = notes(outcome, config)
       const scope = `${target.abs}${args.include ? ` (files matching ${JSON.stringify(args.include)})` : ''}`
-      if (total === 0) return { content: [`No matches for ${JSON.stringify(args.pattern)} in ${scope}.`, ...extra].join(' '), meta }
+      if (total === 0)
+        return { content: [`No matches for ${JSON.stringify(args.pattern)} in ${scope}.`, ...extra].join(' '), meta }
       let header = `Found ${plural(total, 'matching line')} for ${JSON.stringify(args.pattern)}.`
       if (total > shown) {
         const cap = byteCapped ? `${config.maxOutputBytes} bytes of output` : `${config.maxMatches} matching lines`

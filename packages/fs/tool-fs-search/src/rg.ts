@@ -33,7 +33,11 @@ export interface RgOutcome {
 
 const STDERR_CAP = 16 * 1024
 
-export async function runRg(subprocess: SubprocessService, argv: readonly string[], options: RgOptions): Promise<RgOutcome> {
+export async function runRg(
+  subprocess: SubprocessService,
+  argv: readonly string[],
+  options: RgOptions,
+): Promise<RgOutcome> {
   let lines = 0
   let parsing = true
   let stderr = ''
@@ -45,7 +49,9 @@ export async function runRg(subprocess: SubprocessService, argv: readonly string
   }
   const consume = (chunk: Uint8Array) => {
     if (!parsing) return countRest(chunk, 0)
-    const buffer = pending ? Buffer.concat([pending, chunk]) : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+    const buffer = pending
+      ? Buffer.concat([pending, chunk])
+      : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
     pending = undefined
     let start = 0
     for (let at = buffer.indexOf(10); at !== -1; at = buffer.indexOf(10, start)) {

@@ -30,9 +30,14 @@ async function setup(mode: 'workspace-write' | 'danger-full-access') {
   writeFileSync(join(home, 'notes.txt'), 'sk-not-a-secret\n')
   harness = await createHarness({
     cwd: ws,
-    plugins: [[LocalSubprocess, {}], [SandboxPolicyService, { defaultMode: mode, hiddenPaths: [join(home, '.credentials.yaml')] }], [Search, { hidden: true }]],
+    plugins: [
+      [LocalSubprocess, {}],
+      [SandboxPolicyService, { defaultMode: mode, hiddenPaths: [join(home, '.credentials.yaml')] }],
+      [Search, { hidden: true }],
+    ],
   })
-  const call = (name: string, args: object) => harness!.ctx.tools.execute({ callId: `c${Math.random()}`, name, arguments: JSON.stringify(args) }, { cwd: ws })
+  const call = (name: string, args: object) =>
+    harness!.ctx.tools.execute({ callId: `c${Math.random()}`, name, arguments: JSON.stringify(args) }, { cwd: ws })
   return { home, call }
 }
 
@@ -51,5 +56,7 @@ it('refuses a hidden file as the target and skips it inside a searched directory
 
 it('danger-full-access hides nothing', async () => {
   const { home, call } = await setup('danger-full-access')
-  expect(text(await call('grep', { pattern: 'sk-', path: join(home, '.credentials.yaml') }))).toContain('sk-secret-value')
+  expect(text(await call('grep', { pattern: 'sk-', path: join(home, '.credentials.yaml') }))).toContain(
+    'sk-secret-value',
+  )
 })

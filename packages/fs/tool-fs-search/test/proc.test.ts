@@ -50,7 +50,8 @@ async function setup(mode: 'workspace-write' | 'read-only' | 'danger-full-access
       [Search, { hidden: true }],
     ],
   })
-  return (name: string, args: object) => harness!.ctx.tools.execute({ callId: `c${Math.random()}`, name, arguments: JSON.stringify(args) }, { cwd: ws })
+  return (name: string, args: object) =>
+    harness!.ctx.tools.execute({ callId: `c${Math.random()}`, name, arguments: JSON.stringify(args) }, { cwd: ws })
 }
 
 it('refuses a per-process /proc entry as the search root, directly or through a link', async () => {
@@ -64,7 +65,7 @@ it('refuses a per-process /proc entry as the search root, directly or through a 
   expect(text(glob)).toMatch(/SANDBOX_DENIED/)
 })
 
-it('a walk of /proc in the sandbox sees only the sandbox\'s own processes', async () => {
+it("a walk of /proc in the sandbox sees only the sandbox's own processes", async () => {
   const call = await setup('workspace-write', true)
   const grep = await call('grep', { pattern: 'sk-planted', path: '/proc', include: 'environ' })
   expect(text(grep)).not.toContain(PLANTED)
@@ -87,5 +88,7 @@ it('a walk of /proc without a sandbox provider skips the per-process entries', a
 
 it('danger-full-access has no sandbox: the search reads what the user can', async () => {
   const call = await setup('danger-full-access', true)
-  expect(text(await call('grep', { pattern: 'sk-planted', path: `/proc/${child.pid}/environ` }))).toMatch(/^Found 1 matching line/)
+  expect(text(await call('grep', { pattern: 'sk-planted', path: `/proc/${child.pid}/environ` }))).toMatch(
+    /^Found 1 matching line/,
+  )
 })

@@ -19,7 +19,10 @@ beforeAll(async () => {
   mkdirSync(join(small, 'src', 'sub dir ü'), { recursive: true })
   mkdirSync(join(small, '.hidden'), { recursive: true })
   writeFileSync(join(small, 'src', 'main.ts'), 'export function main() {\n  return helper(1)\n}\n')
-  writeFileSync(join(small, 'src', 'helper.ts'), 'export const helper = (x: number) => x + 1\n// TODO: tidy --version\n')
+  writeFileSync(
+    join(small, 'src', 'helper.ts'),
+    'export const helper = (x: number) => x + 1\n// TODO: tidy --version\n',
+  )
   writeFileSync(join(small, 'src', 'sub dir ü', 'ñoño 文件.ts'), 'const helper = "unicode path"\n')
   writeFileSync(join(small, 'src', 'notes.md'), 'helper docs\n')
   writeFileSync(join(small, '.hidden', 'secret.ts'), 'helper hidden\n')
@@ -31,9 +34,16 @@ beforeAll(async () => {
   for (let d = 0; d < 1000; d++) {
     const sub = join(big, `d${String(d).padStart(3, '0')}`)
     mkdirSync(sub, { recursive: true })
-    for (let f = 0; f < 100; f++) writeFileSync(join(sub, `f${String(f).padStart(2, '0')}.txt`), `line one\nneedle ${d}-${f}\n`)
+    for (let f = 0; f < 100; f++)
+      writeFileSync(join(sub, `f${String(f).padStart(2, '0')}.txt`), `line one\nneedle ${d}-${f}\n`)
   }
-  harness = await createHarness({ cwd: small, plugins: [[LocalSubprocess, {}], [Search, {}]] })
+  harness = await createHarness({
+    cwd: small,
+    plugins: [
+      [LocalSubprocess, {}],
+      [Search, {}],
+    ],
+  })
 }, 60_000)
 afterAll(async () => {
   await harness?.dispose()
@@ -49,7 +59,9 @@ describe('glob', () => {
   it('lists matching files relative to the working directory, sorted, skipping ignored and hidden files', async () => {
     const result = await call('glob', { pattern: '**/*.ts' })
     expect(result.error).toBeUndefined()
-    expect(text(result)).toBe(['Found 3 files matching "**/*.ts".', 'src/helper.ts', 'src/main.ts', 'src/sub dir ü/ñoño 文件.ts'].join('\n'))
+    expect(text(result)).toBe(
+      ['Found 3 files matching "**/*.ts".', 'src/helper.ts', 'src/main.ts', 'src/sub dir ü/ñoño 文件.ts'].join('\n'),
+    )
     const under = await call('glob', { pattern: '*.ts', path: 'src/sub dir ü' })
     expect(text(under)).toBe('Found 1 file matching "*.ts".\nsrc/sub dir ü/ñoño 文件.ts')
     const fromInside = await call('glob', { pattern: '*.md', path: '..' }, join(dir, 'small', 'src'))
@@ -71,7 +83,9 @@ describe('glob', () => {
   it('bounds a 100k-file result and states the cap', async () => {
     const result = await call('glob', { pattern: '*.txt' }, big)
     const lines = text(result).split('\n')
-    expect(lines[0]).toBe('Found 100000 files matching "*.txt"; showing the first 200 (cap: 200 files). Use a narrower pattern or path to see the rest.')
+    expect(lines[0]).toBe(
+      'Found 100000 files matching "*.txt"; showing the first 200 (cap: 200 files). Use a narrower pattern or path to see the rest.',
+    )
     expect(lines).toHaveLength(201)
     expect(lines[1]).toBe('d000/f00.txt')
     expect(result.meta).toMatchObject({ total: 100000, shown: 200, capped: true })
@@ -97,8 +111,12 @@ describe('grep', () => {
   })
 
   it('filters by include, searches one file, and treats a dash pattern as a pattern', async () => {
-    expect(text(await call('grep', { pattern: 'helper', include: '*.md' }))).toBe('Found 1 matching line for "helper".\nsrc/notes.md\n  1: helper docs')
-    expect(text(await call('grep', { pattern: 'x \\+ 1', path: 'src/helper.ts' }))).toContain('src/helper.ts\n  1: export const helper')
+    expect(text(await call('grep', { pattern: 'helper', include: '*.md' }))).toBe(
+      'Found 1 matching line for "helper".\nsrc/notes.md\n  1: helper docs',
+    )
+    expect(text(await call('grep', { pattern: 'x \\+ 1', path: 'src/helper.ts' }))).toContain(
+      'src/helper.ts\n  1: export const helper',
+    )
     expect(text(await call('grep', { pattern: '--version' }))).toContain('  2: // TODO: tidy --version')
     expect(text(await call('grep', { pattern: 'absent-string' }))).toMatch(/^No matches for "absent-string" in /)
   })
@@ -151,12 +169,25 @@ describe('grep', () => {
   it('runs through the agent loop and is unloaded with its plugin', async () => {
     const local = await createHarness({
       cwd: join(dir, 'small'),
-      plugins: [[LocalSubprocess, {}], [Search, {}]],
-      script: [{ toolCalls: [{ name: 'grep', arguments: { pattern: 'TODO' } }, { name: 'glob', arguments: { pattern: '*.md' } }] }, { text: 'ok' }],
+      plugins: [
+        [LocalSubprocess, {}],
+        [Search, {}],
+      ],
+      script: [
+        {
+          toolCalls: [
+            { name: 'grep', arguments: { pattern: 'TODO' } },
+            { name: 'glob', arguments: { pattern: '*.md' } },
+          ],
+        },
+        { text: 'ok' },
+      ],
     })
     try {
       await local.prompt('find todos')
-      const results = local.session.events.filter((e) => e.type === 'tool/result').map((e) => e.data as ToolResultPayload)
+      const results = local.session.events
+        .filter((e) => e.type === 'tool/result')
+        .map((e) => e.data as ToolResultPayload)
       expect(text(results[0])).toContain('src/helper.ts\n  2: // TODO')
       expect(text(results[1])).toContain('src/notes.md')
       expect(local.ctx.tools.list().map((t) => t.name)).toEqual(['glob', 'grep'])

@@ -34,12 +34,28 @@ function lineOf(text: string, index: number): number {
 }
 
 /** Replaces `oldString` in `text`; throws MatchError (naming the count) when it is ambiguous or absent. */
-export function replaceExact(text: string, oldString: string, newString: string, replaceAll: boolean, path: string): Replacement {
+export function replaceExact(
+  text: string,
+  oldString: string,
+  newString: string,
+  replaceAll: boolean,
+  path: string,
+): Replacement {
   if (oldString === '') {
     if (text !== '') {
-      throw new MatchError('EMPTY_OLD_STRING', 0, `old_string is empty but ${path} is not; give the exact text to replace, or use write to replace the whole file.`)
+      throw new MatchError(
+        'EMPTY_OLD_STRING',
+        0,
+        `old_string is empty but ${path} is not; give the exact text to replace, or use write to replace the whole file.`,
+      )
     }
-    return { after: newString, count: 1, firstLine: 1, lastLine: Math.max(1, newString.split('\n').length), crlf: false }
+    return {
+      after: newString,
+      count: 1,
+      firstLine: 1,
+      lastLine: Math.max(1, newString.split('\n').length),
+      crlf: false,
+    }
   }
   let search = oldString
   let insert = newString
@@ -69,7 +85,9 @@ export function replaceExact(text: string, oldString: string, newString: string,
   }
   const at = text.indexOf(search)
   // split/join and slicing avoid String.replace's `$&` substitution patterns.
-  const after = replaceAll ? text.split(search).join(insert) : text.slice(0, at) + insert + text.slice(at + search.length)
+  const after = replaceAll
+    ? text.split(search).join(insert)
+    : text.slice(0, at) + insert + text.slice(at + search.length)
   const firstLine = lineOf(after, at)
   const lastLine = firstLine + Math.max(0, insert.split('\n').length - 1)
   return { after, count: replaceAll ? count : 1, firstLine, lastLine, crlf }

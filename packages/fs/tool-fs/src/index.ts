@@ -30,12 +30,26 @@ export interface ToolFsConfig {
 
 export const Config: Schema<Partial<ToolFsConfig>, ToolFsConfig> = Schema.object({
   defaultLimit: Schema.natural().min(1).default(2000).description('Lines `read` returns when the call gives no limit.'),
-  maxLineLength: Schema.natural().min(80).default(2000).description('Characters of one line shown before it is cut with a marker.'),
-  maxOutputBytes: Schema.natural().min(1024).default(256 * 1024).description('Bytes of one `read` result; the window stops early at a line boundary.'),
-  maxFileBytes: Schema.natural().min(1024).default(32 * 1024 * 1024).description('Larger files are not read (the model is told to use grep or bash).'),
-  maxImageBytes: Schema.natural().min(1024).default(5 * 1024 * 1024).description('Largest image `read_image` returns.'),
+  maxLineLength: Schema.natural()
+    .min(80)
+    .default(2000)
+    .description('Characters of one line shown before it is cut with a marker.'),
+  maxOutputBytes: Schema.natural()
+    .min(1024)
+    .default(256 * 1024)
+    .description('Bytes of one `read` result; the window stops early at a line boundary.'),
+  maxFileBytes: Schema.natural()
+    .min(1024)
+    .default(32 * 1024 * 1024)
+    .description('Larger files are not read (the model is told to use grep or bash).'),
+  maxImageBytes: Schema.natural()
+    .min(1024)
+    .default(5 * 1024 * 1024)
+    .description('Largest image `read_image` returns.'),
   diffContext: Schema.natural().default(3).description('Context lines of the unified diff in `meta.diff`.'),
-  maxDiffBytes: Schema.natural().default(4 * 1024 * 1024).description('Edits of larger files carry no diff (meta.diffOmitted).'),
+  maxDiffBytes: Schema.natural()
+    .default(4 * 1024 * 1024)
+    .description('Edits of larger files carry no diff (meta.diffOmitted).'),
   readImage: Schema.boolean().default(true).description('Register `read_image`.'),
 })
 
@@ -71,9 +85,13 @@ export function apply(ctx: Context, config: ToolFsConfig): void {
 
   async function tooLarge(abs: string, limit: number, what: string): Promise<ToolOutput | undefined> {
     const stat = await ctx.fs.stat(abs)
-    if (stat.kind === 'directory') return fail('IS_DIRECTORY', `${abs} is a directory, not a file. Use glob to list files in it.`)
+    if (stat.kind === 'directory')
+      return fail('IS_DIRECTORY', `${abs} is a directory, not a file. Use glob to list files in it.`)
     if (stat.size > limit) {
-      return fail('FILE_TOO_LARGE', `${abs} is ${sizeLabel(stat.size)}, over the ${sizeLabel(limit)} limit of ${what}. Use grep to find the part you need, or bash (e.g. sed -n) to print a range.`)
+      return fail(
+        'FILE_TOO_LARGE',
+        `${abs} is ${sizeLabel(stat.size)}, over the ${sizeLabel(limit)} limit of ${what}. Use grep to find the part you need, or bash (e.g. sed -n) to print a range.`,
+      )
     }
     return undefined
   }
@@ -89,9 +107,17 @@ export function apply(ctx: Context, config: ToolFsConfig): void {
     parameters: {
       type: 'object',
       properties: {
-        file_path: { type: 'string', minLength: 1, description: 'Path of the file, absolute or relative to the working directory.' },
+        file_path: {
+          type: 'string',
+          minLength: 1,
+          description: 'Path of the file, absolute or relative to the working directory.',
+        },
         offset: { type: 'integer', minimum: 1, description: '1-based line to start from (default 1).' },
-        limit: { type: 'integer', minimum: 1, description: `Number of lines to return (default ${config.defaultLimit}).` },
+        limit: {
+          type: 'integer',
+          minimum: 1,
+          description: `Number of lines to return (default ${config.defaultLimit}).`,
+        },
       },
       required: ['file_path'],
       additionalProperties: false,
@@ -108,10 +134,16 @@ export function apply(ctx: Context, config: ToolFsConfig): void {
           const hint = config.readImage
             ? 'call read_image with this file_path to view it.'
             : 'no image viewer tool is available here.'
-          return fail('IS_IMAGE', `${abs} is a ${image.label} image (${sizeLabel(stat.size)}). The read tool shows text only; ${hint}`)
+          return fail(
+            'IS_IMAGE',
+            `${abs} is a ${image.label} image (${sizeLabel(stat.size)}). The read tool shows text only; ${hint}`,
+          )
         }
         if (looksBinary(bytes)) {
-          return fail('BINARY_FILE', `${abs} is a binary file (${sizeLabel(stat.size)}) and has no text to show. Use bash (e.g. file, xxd, strings) if you need to inspect it.`)
+          return fail(
+            'BINARY_FILE',
+            `${abs} is a binary file (${sizeLabel(stat.size)}) and has no text to show. Use bash (e.g. file, xxd, strings) if you need to inspect it.`,
+          )
         }
         const text = new TextDecoder().decode(bytes)
         const offset = args.offset ?? 1
@@ -122,16 +154,28 @@ export function apply(ctx: Context, config: ToolFsConfig): void {
           maxOutputBytes: config.maxOutputBytes,
         })
         if (!window.ok) {
-          return fail('OFFSET_OUT_OF_RANGE', `offset ${offset} is past the end of ${abs}, which has ${plural(window.totalLines, 'line')}. Use an offset from 1 to ${window.totalLines}.`)
+          return fail(
+            'OFFSET_OUT_OF_RANGE',
+            `offset ${offset} is past the end of ${abs}, which has ${plural(window.totalLines, 'line')}. Use an offset from 1 to ${window.totalLines}.`,
+          )
         }
-        const meta = { path: abs, totalLines: window.totalLines, firstLine: window.first, lastLine: window.last, bytes: stat.size }
+        const meta = {
+          path: abs,
+          totalLines: window.totalLines,
+          firstLine: window.first,
+          lastLine: window.last,
+          bytes: stat.size,
+        }
         if (window.totalLines === 0) return { content: `(${abs} is empty.)`, meta }
         const notes: string[] = []
         if (window.first > 1 || window.last < window.totalLines) {
           notes.push(`Showing lines ${window.first}-${window.last} of ${window.totalLines}.`)
           if (window.last < window.totalLines) notes.push(`Call read with offset=${window.last + 1} to continue.`)
         }
-        if (window.truncatedLines > 0) notes.push(`${plural(window.truncatedLines, 'line')} longer than ${config.maxLineLength} characters ${window.truncatedLines === 1 ? 'was' : 'were'} cut.`)
+        if (window.truncatedLines > 0)
+          notes.push(
+            `${plural(window.truncatedLines, 'line')} longer than ${config.maxLineLength} characters ${window.truncatedLines === 1 ? 'was' : 'were'} cut.`,
+          )
         return { content: notes.length ? `${window.text}\n\n(${notes.join(' ')})` : window.text, meta }
       } catch (error) {
         return fromError(error)
@@ -159,7 +203,8 @@ export function apply(ctx: Context, config: ToolFsConfig): void {
           if (large) return large
           const { bytes, stat } = await ctx.fs.readFile(abs, { ...session(call), signal: call.signal })
           const image = sniffImage(bytes)
-          if (!image) return fail('NOT_AN_IMAGE', `${abs} is not a PNG, JPEG, GIF or WebP image. Use read for text files.`)
+          if (!image)
+            return fail('NOT_AN_IMAGE', `${abs} is not a PNG, JPEG, GIF or WebP image. Use read for text files.`)
           return {
             content: [
               { type: 'text', text: `${abs}: ${image.label} image, ${sizeLabel(stat.size)}.` },
@@ -183,7 +228,11 @@ export function apply(ctx: Context, config: ToolFsConfig): void {
     parameters: {
       type: 'object',
       properties: {
-        file_path: { type: 'string', minLength: 1, description: 'Path of the file, absolute or relative to the working directory.' },
+        file_path: {
+          type: 'string',
+          minLength: 1,
+          description: 'Path of the file, absolute or relative to the working directory.',
+        },
         content: { type: 'string', description: 'The complete new content of the file.' },
       },
       required: ['file_path', 'content'],
@@ -192,7 +241,11 @@ export function apply(ctx: Context, config: ToolFsConfig): void {
     async execute(args, call) {
       try {
         const abs = resolve(args.file_path, call)
-        const result = await ctx.fs.writeFile(abs, args.content, { ...session(call), createParents: true, signal: call.signal })
+        const result = await ctx.fs.writeFile(abs, args.content, {
+          ...session(call),
+          createParents: true,
+          signal: call.signal,
+        })
         const lines = splitLines(args.content).length
         const verb = result.created ? 'Created' : 'Overwrote'
         return {
@@ -215,26 +268,45 @@ export function apply(ctx: Context, config: ToolFsConfig): void {
     parameters: {
       type: 'object',
       properties: {
-        file_path: { type: 'string', minLength: 1, description: 'Path of the file, absolute or relative to the working directory.' },
+        file_path: {
+          type: 'string',
+          minLength: 1,
+          description: 'Path of the file, absolute or relative to the working directory.',
+        },
         old_string: { type: 'string', description: 'The exact text to replace.' },
         new_string: { type: 'string', description: 'The text to put in its place (must differ from old_string).' },
-        replace_all: { type: 'boolean', description: 'Replace every occurrence instead of requiring exactly one (default false).' },
+        replace_all: {
+          type: 'boolean',
+          description: 'Replace every occurrence instead of requiring exactly one (default false).',
+        },
       },
       required: ['file_path', 'old_string', 'new_string'],
       additionalProperties: false,
     },
     async execute(args, call) {
       if (args.old_string === args.new_string) {
-        return fail('NO_CHANGE', 'old_string and new_string are identical, so the edit would change nothing. Give the new text in new_string.')
+        return fail(
+          'NO_CHANGE',
+          'old_string and new_string are identical, so the edit would change nothing. Give the new text in new_string.',
+        )
       }
       try {
         const abs = resolve(args.file_path, call)
         const display = relative(call.cwd, abs) || abs
         if (args.old_string === '' && !(await ctx.fs.exists(abs))) {
-          const result = await ctx.fs.writeFile(abs, args.new_string, { ...session(call), createParents: true, signal: call.signal })
+          const result = await ctx.fs.writeFile(abs, args.new_string, {
+            ...session(call),
+            createParents: true,
+            signal: call.signal,
+          })
           return {
             content: `Created ${abs} (${plural(splitLines(args.new_string).length, 'line')}).`,
-            meta: { path: abs, created: true, replacements: 0, ...(await diffMeta(display, '', args.new_string, result.stat.size)) },
+            meta: {
+              path: abs,
+              created: true,
+              replacements: 0,
+              ...(await diffMeta(display, '', args.new_string, result.stat.size)),
+            },
           }
         }
         let replacement: ReturnType<typeof replaceExact> | undefined
@@ -248,10 +320,18 @@ export function apply(ctx: Context, config: ToolFsConfig): void {
         )
         const r = replacement!
         const where = r.firstLine === r.lastLine ? `line ${r.firstLine}` : `lines ${r.firstLine}-${r.lastLine}`
-        const what = r.count === 1 ? `replaced 1 occurrence (now ${where})` : `replaced all ${r.count} occurrences (the first is now ${where})`
+        const what =
+          r.count === 1
+            ? `replaced 1 occurrence (now ${where})`
+            : `replaced all ${r.count} occurrences (the first is now ${where})`
         return {
           content: `Edited ${abs}: ${what}.${r.crlf ? ' The file uses CRLF line endings; they were kept.' : ''}`,
-          meta: { path: abs, created: false, replacements: r.count, ...(await diffMeta(display, result.before, result.after, result.before.length + result.after.length)) },
+          meta: {
+            path: abs,
+            created: false,
+            replacements: r.count,
+            ...(await diffMeta(display, result.before, result.after, result.before.length + result.after.length)),
+          },
         }
       } catch (error) {
         return fromError(error)
@@ -259,11 +339,20 @@ export function apply(ctx: Context, config: ToolFsConfig): void {
     },
   })
 
-  async function diffMeta(display: string, before: string, after: string, size: number): Promise<{ diff: string } | { diffOmitted: true }> {
+  async function diffMeta(
+    display: string,
+    before: string,
+    after: string,
+    size: number,
+  ): Promise<{ diff: string } | { diffOmitted: true }> {
     if (size > config.maxDiffBytes) return { diffOmitted: true }
     // `diff` (about 20 modules) loads at the first edit, not at every boot.
     const { createTwoFilesPatch } = await loadDiff()
-    return { diff: createTwoFilesPatch(`a/${display}`, `b/${display}`, before, after, undefined, undefined, { context: config.diffContext }) }
+    return {
+      diff: createTwoFilesPatch(`a/${display}`, `b/${display}`, before, after, undefined, undefined, {
+        context: config.diffContext,
+      }),
+    }
   }
 }
 

@@ -18,7 +18,13 @@ afterEach(() => {
 describe('system prompt section', () => {
   it('is in the system prompt while the tool is loaded and removed with the tool plugin', async () => {
     dir = mkdtempSync(join(tmpdir(), 'dsh-prompt-section-'))
-    const { loaded, unloaded } = await promptAcrossUnload(Tool, { cwd: dir, plugins: [[LocalFileSystem, {}], [Policy, {}]] })
+    const { loaded, unloaded } = await promptAcrossUnload(Tool, {
+      cwd: dir,
+      plugins: [
+        [LocalFileSystem, {}],
+        [Policy, {}],
+      ],
+    })
     expect(loaded).toContain('Files (read, write, edit):')
     expect(loaded).toContain(Tool.PROMPT_SECTION.text)
     expect(loaded.indexOf(Tool.PROMPT_SECTION.text)).toBeLessThan(loaded.indexOf('Environment:'))

@@ -29,9 +29,13 @@ afterAll(async () => {
 })
 
 function call(name: string, args: object, session = 'S1'): Promise<ToolResultPayload> {
-  return harness.ctx.tools.execute({ callId: `c${++seq}`, name, arguments: JSON.stringify(args) }, { cwd: dir, sessionId: session })
+  return harness.ctx.tools.execute(
+    { callId: `c${++seq}`, name, arguments: JSON.stringify(args) },
+    { cwd: dir, sessionId: session },
+  )
 }
-const text = (result: ToolResultPayload) => result.message.content.map((b) => (b.type === 'text' ? b.text : `[${b.type}]`)).join('\n')
+const text = (result: ToolResultPayload) =>
+  result.message.content.map((b) => (b.type === 'text' ? b.text : `[${b.type}]`)).join('\n')
 
 describe('read', () => {
   it('returns a line-numbered window and states how to continue', async () => {
@@ -123,10 +127,16 @@ describe('edit', () => {
   it('replaces one exact match and carries a unified diff in meta', async () => {
     writeFileSync(join(dir, 'code.ts'), 'const a = 1\nconst b = 2\nconst c = 3\n')
     await call('read', { file_path: 'code.ts' })
-    const result = await call('edit', { file_path: 'code.ts', old_string: 'const b = 2', new_string: 'const b = 20 // $& stays literal' })
+    const result = await call('edit', {
+      file_path: 'code.ts',
+      old_string: 'const b = 2',
+      new_string: 'const b = 20 // $& stays literal',
+    })
     expect(result.error).toBeUndefined()
     expect(text(result)).toBe(`Edited ${join(dir, 'code.ts')}: replaced 1 occurrence (now line 2).`)
-    expect(readFileSync(join(dir, 'code.ts'), 'utf8')).toBe('const a = 1\nconst b = 20 // $& stays literal\nconst c = 3\n')
+    expect(readFileSync(join(dir, 'code.ts'), 'utf8')).toBe(
+      'const a = 1\nconst b = 20 // $& stays literal\nconst c = 3\n',
+    )
     const diff = String(result.meta?.diff)
     expect(diff).toContain('--- a/code.ts')
     expect(diff).toContain('+++ b/code.ts')
@@ -144,7 +154,12 @@ describe('edit', () => {
     expect(text(many)).toContain('occurs 3 times')
     expect(text(many)).toContain('replace_all')
     expect(readFileSync(join(dir, 'dup.txt'), 'utf8')).toBe('x = 1\nx = 1\nx = 1\n')
-    const all = await call('edit', { file_path: 'dup.txt', old_string: 'x = 1', new_string: 'x = 2', replace_all: true })
+    const all = await call('edit', {
+      file_path: 'dup.txt',
+      old_string: 'x = 1',
+      new_string: 'x = 2',
+      replace_all: true,
+    })
     expect(text(all)).toContain('replaced all 3 occurrences')
     expect(readFileSync(join(dir, 'dup.txt'), 'utf8')).toBe('x = 2\nx = 2\nx = 2\n')
     const same = await call('edit', { file_path: 'dup.txt', old_string: 'x', new_string: 'x' })
@@ -163,7 +178,9 @@ describe('edit', () => {
     expect(text(stale)).toContain('Read it again')
     expect(readFileSync(join(dir, 'unread.txt'), 'utf8')).toBe('alpha changed behind your back\n')
     // A different session's read does not help session S2.
-    expect((await call('edit', { file_path: 'unread.txt', old_string: 'alpha', new_string: 'beta' }, 'S2')).error?.code).toBe('FILE_NOT_READ')
+    expect(
+      (await call('edit', { file_path: 'unread.txt', old_string: 'alpha', new_string: 'beta' }, 'S2')).error?.code,
+    ).toBe('FILE_NOT_READ')
   })
 
   it('keeps CRLF line endings, creates a file from an empty old_string, and reports a missing file', async () => {
@@ -194,7 +211,11 @@ describe('through the agent loop', () => {
       ],
       script: [
         { toolCalls: [{ name: 'write', arguments: { file_path: 'loop/notes.md', content: 'draft one\n' } }] },
-        { toolCalls: [{ name: 'edit', arguments: { file_path: 'loop/notes.md', old_string: 'draft one', new_string: 'final' } }] },
+        {
+          toolCalls: [
+            { name: 'edit', arguments: { file_path: 'loop/notes.md', old_string: 'draft one', new_string: 'final' } },
+          ],
+        },
         { toolCalls: [{ name: 'read', arguments: { file_path: 'loop/notes.md' } }] },
         { text: 'done' },
       ],

@@ -74,7 +74,10 @@ export function replaceOnce(text: string, oldStr: string, newStr: string, path: 
 export function insertAfter(text: string, afterLine: number, newStr: string, path: string): Replaced {
   const total = linesOf(text).length
   if (!Number.isInteger(afterLine) || afterLine < 0 || afterLine > total) {
-    throw new EditorError('INVALID_LINE', `insert_line ${afterLine} is outside ${path}, which has ${total} line${total === 1 ? '' : 's'}. Use a value from 0 (top of the file) to ${total} (after the last line).`)
+    throw new EditorError(
+      'INVALID_LINE',
+      `insert_line ${afterLine} is outside ${path}, which has ${total} line${total === 1 ? '' : 's'}. Use a value from 0 (top of the file) to ${total} (after the last line).`,
+    )
   }
   const eol = text.includes('\r\n') ? '\r\n' : '\n'
   let insert = eol === '\r\n' ? newStr.replaceAll('\r\n', '\n').replaceAll('\n', '\r\n') : newStr
@@ -94,7 +97,13 @@ export function insertAfter(text: string, afterLine: number, newStr: string, pat
 }
 
 /** `cat -n`-style numbering of lines `first..last` (1-based, inclusive), long lines cut at `maxLineLength`. */
-export function numbered(lines: string[], first: number, last: number, maxLineLength: number, maxBytes = Infinity): { text: string; last: number; cut: number } {
+export function numbered(
+  lines: string[],
+  first: number,
+  last: number,
+  maxLineLength: number,
+  maxBytes = Infinity,
+): { text: string; last: number; cut: number } {
   const out: string[] = []
   let bytes = 0
   let cut = 0

@@ -15,7 +15,14 @@ let seq = 0
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'dsh-editor-'))
-  harness = await createHarness({ cwd: dir, plugins: [[LocalFileSystem, {}], [Policy, {}], [Editor, {}]] })
+  harness = await createHarness({
+    cwd: dir,
+    plugins: [
+      [LocalFileSystem, {}],
+      [Policy, {}],
+      [Editor, {}],
+    ],
+  })
 })
 afterAll(async () => {
   await harness.dispose()
@@ -23,7 +30,10 @@ afterAll(async () => {
 })
 
 function call(args: object, session = 'S1'): Promise<ToolResultPayload> {
-  return harness.ctx.tools.execute({ callId: `c${++seq}`, name: 'str_replace_editor', arguments: JSON.stringify(args) }, { cwd: dir, sessionId: session })
+  return harness.ctx.tools.execute(
+    { callId: `c${++seq}`, name: 'str_replace_editor', arguments: JSON.stringify(args) },
+    { cwd: dir, sessionId: session },
+  )
 }
 const text = (r: ToolResultPayload) => r.message.content.map((b) => (b.type === 'text' ? b.text : '')).join('\n')
 const file = (name: string) => readFileSync(join(dir, name), 'utf8')
@@ -38,7 +48,9 @@ describe('str_replace_editor', () => {
   it('view numbers lines, honours view_range and rejects a bad range', async () => {
     writeFileSync(join(dir, 'v.txt'), 'a\nb\nc\nd\n')
     expect(text(await call({ command: 'view', path: 'v.txt' }))).toBe('     1\ta\n     2\tb\n     3\tc\n     4\td')
-    expect(text(await call({ command: 'view', path: 'v.txt', view_range: [2, 3] }))).toBe('     2\tb\n     3\tc\n\n(Showing lines 2-3 of 4.)')
+    expect(text(await call({ command: 'view', path: 'v.txt', view_range: [2, 3] }))).toBe(
+      '     2\tb\n     3\tc\n\n(Showing lines 2-3 of 4.)',
+    )
     expect(text(await call({ command: 'view', path: 'v.txt', view_range: [3, -1] }))).toContain('     4\td')
     const bad = await call({ command: 'view', path: 'v.txt', view_range: [5, 6] })
     expect(bad.error?.code).toBe('INVALID_RANGE')
@@ -65,7 +77,12 @@ describe('str_replace_editor', () => {
   it('str_replace replaces exactly one occurrence and shows a numbered snippet', async () => {
     writeFileSync(join(dir, 'code.ts'), 'const a = 1\nconst b = 2\nconst c = 3\n')
     await call({ command: 'view', path: 'code.ts' })
-    const r = await call({ command: 'str_replace', path: 'code.ts', old_str: 'const b = 2', new_str: 'const b = 20\nconst bb = 21' })
+    const r = await call({
+      command: 'str_replace',
+      path: 'code.ts',
+      old_str: 'const b = 2',
+      new_str: 'const b = 20\nconst bb = 21',
+    })
     expect(r.error).toBeUndefined()
     expect(file('code.ts')).toBe('const a = 1\nconst b = 20\nconst bb = 21\nconst c = 3\n')
     expect(text(r)).toContain('(now lines 2-3)')
@@ -82,7 +99,9 @@ describe('str_replace_editor', () => {
     const none = await call({ command: 'str_replace', path: 'dup.txt', old_str: 'q', new_str: 'z' })
     expect(none.error?.code).toBe('NO_MATCH')
     expect(file('dup.txt')).toBe('x\ny\nx\n')
-    expect((await call({ command: 'str_replace', path: 'dup.txt', old_str: 'y', new_str: 'y' })).error?.code).toBe('NO_CHANGE')
+    expect((await call({ command: 'str_replace', path: 'dup.txt', old_str: 'y', new_str: 'y' })).error?.code).toBe(
+      'NO_CHANGE',
+    )
     // deletion with new_str left out
     await call({ command: 'str_replace', path: 'dup.txt', old_str: 'y\n' })
     expect(file('dup.txt')).toBe('x\nx\n')
@@ -126,14 +145,27 @@ describe('str_replace_editor', () => {
     expect(stale.error?.code).toBe('FILE_STALE')
     expect(file('gate.txt')).toBe('hello world, changed elsewhere\n')
     await call({ command: 'view', path: 'gate.txt' }, 'S2')
-    expect((await call({ command: 'str_replace', path: 'gate.txt', old_str: 'hello', new_str: 'bye' }, 'S2')).error).toBeUndefined()
+    expect(
+      (await call({ command: 'str_replace', path: 'gate.txt', old_str: 'hello', new_str: 'bye' }, 'S2')).error,
+    ).toBeUndefined()
   })
 
   it('runs inside an agent turn', async () => {
     const h = await createHarness({
       cwd: dir,
-      script: [{ toolCalls: [{ name: 'str_replace_editor', arguments: { command: 'create', path: 'agent.txt', file_text: 'hi\n' } }] }, { text: 'done' }],
-      plugins: [[LocalFileSystem, {}], [Policy, {}], [Editor, {}]],
+      script: [
+        {
+          toolCalls: [
+            { name: 'str_replace_editor', arguments: { command: 'create', path: 'agent.txt', file_text: 'hi\n' } },
+          ],
+        },
+        { text: 'done' },
+      ],
+      plugins: [
+        [LocalFileSystem, {}],
+        [Policy, {}],
+        [Editor, {}],
+      ],
     })
     try {
       await h.prompt('make it')

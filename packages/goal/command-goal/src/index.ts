@@ -10,7 +10,8 @@ export const inject = ['commands', 'goals']
 export interface Config {}
 export const Config: Schema<Config> = Schema.object({})
 
-export const USAGE = '[objective [--rounds N] [--tokens N]] | edit [objective] [--rounds N|none] [--tokens N|none] | pause | resume | complete [summary] | clear'
+export const USAGE =
+  '[objective [--rounds N] [--tokens N]] | edit [objective] [--rounds N|none] [--tokens N|none] | pause | resume | complete [summary] | clear'
 
 /** A mistake in the command line: one line for the human. */
 export class GoalUsageError extends Error {}
@@ -24,9 +25,13 @@ export interface ParsedGoalLine {
 function budget(flag: string, raw: string | undefined, allowNone: boolean): number | null {
   if (raw === undefined) throw new GoalUsageError(`${flag} needs a value`)
   if (allowNone && raw === 'none') return null
-  if (!/^-?\d+$/.test(raw)) throw new GoalUsageError(`${flag} must be a positive whole number${allowNone ? ' or "none"' : ''} (got ${JSON.stringify(raw)})`)
+  if (!/^-?\d+$/.test(raw))
+    throw new GoalUsageError(
+      `${flag} must be a positive whole number${allowNone ? ' or "none"' : ''} (got ${JSON.stringify(raw)})`,
+    )
   const value = Number(raw)
-  if (!Number.isSafeInteger(value) || value <= 0) throw new GoalUsageError(`${flag} must be a positive whole number (got ${raw}); leave it out for no limit`)
+  if (!Number.isSafeInteger(value) || value <= 0)
+    throw new GoalUsageError(`${flag} must be a positive whole number (got ${raw}); leave it out for no limit`)
   return value
 }
 
@@ -51,7 +56,12 @@ export function showGoal(goal: Goal | null, armed: boolean): string {
   const rounds = goal.maxRounds !== undefined ? `${goal.rounds}/${goal.maxRounds}` : `${goal.rounds}`
   const tokens = goal.maxTokens !== undefined ? `${goal.tokens}/${goal.maxTokens}` : `${goal.tokens}`
   const idle = goal.status === 'active' && !armed ? ' (waiting: /goal resume or send a message to continue)' : ''
-  return [`Goal ${goal.id}: ${goal.status}${idle}`, `Objective: ${goal.objective}`, `Rounds ${rounds}, tokens ${tokens}`, ...(goal.note ? [`Note: ${goal.note}`] : [])].join('\n')
+  return [
+    `Goal ${goal.id}: ${goal.status}${idle}`,
+    `Objective: ${goal.objective}`,
+    `Rounds ${rounds}, tokens ${tokens}`,
+    ...(goal.note ? [`Note: ${goal.note}`] : []),
+  ].join('\n')
 }
 
 export function apply(ctx: Context): void {
@@ -92,7 +102,8 @@ export function apply(ctx: Context): void {
             if (parsed.text) edit.objective = parsed.text
             if (parsed.rounds !== undefined) edit.maxRounds = parsed.rounds
             if (parsed.tokens !== undefined) edit.maxTokens = parsed.tokens
-            if (Object.keys(edit).length === 0) throw new GoalUsageError('/goal edit needs a new objective, --rounds or --tokens')
+            if (Object.keys(edit).length === 0)
+              throw new GoalUsageError('/goal edit needs a new objective, --rounds or --tokens')
             return showGoal(goals.edit(session, edit, { by }), goals.isArmed(session))
           }
           default: {

@@ -24,8 +24,14 @@ export interface Config {
 }
 
 export const Config: Schema<Config> = Schema.object({
-  maxIdleRounds: Schema.natural().min(1).default(2).description('Consecutive rounds without a (non-goal) tool call after which the goal is paused.'),
-  defaultMaxRounds: Schema.natural().min(1).default(50).description('Most rounds of a goal that has no round budget of its own.'),
+  maxIdleRounds: Schema.natural()
+    .min(1)
+    .default(2)
+    .description('Consecutive rounds without a (non-goal) tool call after which the goal is paused.'),
+  defaultMaxRounds: Schema.natural()
+    .min(1)
+    .default(50)
+    .description('Most rounds of a goal that has no round budget of its own.'),
 })
 
 export function roundPrompt(goal: Goal, round: number): string {
@@ -39,7 +45,8 @@ export function roundPrompt(goal: Goal, round: number): string {
   ].join('\n')
 }
 
-const isRound = (message: InjectedContext): boolean => message.source.kind === 'plugin' && message.source.plugin === ROUND_SOURCE
+const isRound = (message: InjectedContext): boolean =>
+  message.source.kind === 'plugin' && message.source.plugin === ROUND_SOURCE
 
 function madeProgress(session: Session, fromSeq: number): boolean {
   for (const event of session.slice(fromSeq)) {
@@ -66,7 +73,9 @@ export function apply(ctx: Context, config: Config): void {
     if (queued.has(id) || agent.status === 'disposed') return
     queued.add(id)
     agent
-      .send(roundPrompt(goal, goal.rounds + 1), { source: { kind: 'plugin', plugin: ROUND_SOURCE, label: `goal round ${goal.rounds + 1}` } })
+      .send(roundPrompt(goal, goal.rounds + 1), {
+        source: { kind: 'plugin', plugin: ROUND_SOURCE, label: `goal round ${goal.rounds + 1}` },
+      })
       .catch(() => {})
       .finally(() => queued.delete(id))
   }
@@ -77,7 +86,8 @@ export function apply(ctx: Context, config: Config): void {
     const { session } = payload.agent
     if (payload.step !== 0) {
       // A round prompt only ever opens a turn; one claimed mid-turn (as steering) is dropped.
-      for (let i = payload.messages.length - 1; i >= 0; i--) if (isRound(payload.messages[i])) payload.messages.splice(i, 1)
+      for (let i = payload.messages.length - 1; i >= 0; i--)
+        if (isRound(payload.messages[i])) payload.messages.splice(i, 1)
       return next()
     }
     const rounds = payload.messages.filter(isRound)
@@ -93,7 +103,8 @@ export function apply(ctx: Context, config: Config): void {
       if (isRound(payload.messages[i]) && !(keep && payload.messages[i] === first)) payload.messages.splice(i, 1)
     }
     if (!keep) {
-      if (payload.messages.length === 0) return { action: 'reject', code: 'GOAL_ROUND_DROPPED', reason: 'the goal stopped before its round began' }
+      if (payload.messages.length === 0)
+        return { action: 'reject', code: 'GOAL_ROUND_DROPPED', reason: 'the goal stopped before its round began' }
       return next()
     }
     const round = goal!.rounds + 1
@@ -112,7 +123,14 @@ export function apply(ctx: Context, config: Config): void {
     let progress = true
     if (thisRound) {
       progress = madeProgress(session, thisRound.startSeq)
-      session.append('goal/round-end', { goalId: thisRound.goalId, round: thisRound.round, turn: result.turn, reason: result.reason, tokens, progress })
+      session.append('goal/round-end', {
+        goalId: thisRound.goalId,
+        round: thisRound.round,
+        turn: result.turn,
+        reason: result.reason,
+        tokens,
+        progress,
+      })
     }
     const goal = goals.get(session)
     if (!goal || goal.status !== 'active') {
@@ -128,14 +146,23 @@ export function apply(ctx: Context, config: Config): void {
     const counted = thisRound?.goalId === goal.id
     const roundsAfter = goal.rounds + (counted ? 1 : 0)
     let stop: { status: 'paused'; note: string; action: GoalAction } | undefined
-    if (result.reason === 'cancelled') stop = { status: 'paused', note: 'paused because the turn was cancelled', action: 'stop' }
+    if (result.reason === 'cancelled')
+      stop = { status: 'paused', note: 'paused because the turn was cancelled', action: 'stop' }
     else if (result.reason !== 'completed') {
       const detail = result.error ? ` (${result.error.code}: ${result.error.message})` : ''
       stop = { status: 'paused', note: `paused because the turn ended ${result.reason}${detail}`, action: 'stop' }
     } else if (streak >= config.maxIdleRounds) {
-      stop = { status: 'paused', note: `paused after ${streak} rounds in a row without progress (no tool calls)`, action: 'stall' }
+      stop = {
+        status: 'paused',
+        note: `paused after ${streak} rounds in a row without progress (no tool calls)`,
+        action: 'stall',
+      }
     } else if (goal.maxRounds === undefined && roundsAfter >= config.defaultMaxRounds) {
-      stop = { status: 'paused', note: `paused after ${roundsAfter} rounds (the driver's limit for goals without a round budget)`, action: 'limit' }
+      stop = {
+        status: 'paused',
+        note: `paused after ${roundsAfter} rounds (the driver's limit for goals without a round budget)`,
+        action: 'limit',
+      }
     }
     if (stop) idleStreak.delete(session.id)
     const after = goals.account(session, { tokens, round: counted }, stop)

@@ -12,25 +12,37 @@ afterEach(async () => {
   harness = undefined
 })
 
-const create = (args: object) => ({ toolCalls: [{ name: 'create_goal', arguments: { objective: 'Make the widget pass its tests', ...args } }] })
+const create = (args: object) => ({
+  toolCalls: [{ name: 'create_goal', arguments: { objective: 'Make the widget pass its tests', ...args } }],
+})
 const types = (h: Harness, type: string) => h.session.events.filter((e) => e.type === type)
 const userTexts = (h: Harness) =>
-  h.session.events.flatMap((e) => (e.type === 'user/message' ? [{ text: (e.data.content[0] as { text: string }).text, source: e.data.source }] : []))
+  h.session.events.flatMap((e) =>
+    e.type === 'user/message' ? [{ text: (e.data.content[0] as { text: string }).text, source: e.data.source }] : [],
+  )
 
 describe('@dsh/goal-round-driver', () => {
   it('runs rounds until the model marks the goal complete, then stops', async () => {
     harness = await goalHarness([
-      create({ max_rounds: 5 }), { text: 'goal set' },
-      work, { text: 'round 1 done' },
-      work, { text: 'round 2 done' },
-      complete, { text: 'finished' },
+      create({ max_rounds: 5 }),
+      { text: 'goal set' },
+      work,
+      { text: 'round 1 done' },
+      work,
+      { text: 'round 2 done' },
+      complete,
+      { text: 'finished' },
     ])
     await harness.prompt('keep at it until the widget passes')
     await harness.agent.idle()
     const goal = currentGoal(harness.session)!
     expect(goal).toMatchObject({ status: 'complete', rounds: 3, note: 'all done' })
     expect(types(harness, 'goal/round').map((e) => (e.data as { round: number }).round)).toEqual([1, 2, 3])
-    expect(types(harness, 'goal/round-end').map((e) => (e.data as { progress: boolean }).progress)).toEqual([true, true, false])
+    expect(types(harness, 'goal/round-end').map((e) => (e.data as { progress: boolean }).progress)).toEqual([
+      true,
+      true,
+      false,
+    ])
     expect(types(harness, 'turn/end')).toHaveLength(4)
     const rounds = userTexts(harness).filter((m) => m.source.kind === 'plugin')
     expect(rounds).toHaveLength(3)
@@ -43,7 +55,15 @@ describe('@dsh/goal-round-driver', () => {
   })
 
   it('stops on the round budget (budget-limited) without further rounds', async () => {
-    harness = await goalHarness([create({ max_rounds: 2 }), { text: 'set' }, work, { text: 'r1' }, work, { text: 'r2' }, { text: 'never asked' }])
+    harness = await goalHarness([
+      create({ max_rounds: 2 }),
+      { text: 'set' },
+      work,
+      { text: 'r1' },
+      work,
+      { text: 'r2' },
+      { text: 'never asked' },
+    ])
     await harness.prompt('go')
     await harness.agent.idle()
     const goal = currentGoal(harness.session)!
@@ -55,24 +75,45 @@ describe('@dsh/goal-round-driver', () => {
 
   it('stops on the token budget', async () => {
     // 15 tokens per request: the creating turn spends 30, round 1 spends 30 more (60 >= 50).
-    harness = await goalHarness([create({ token_budget: 50 }), { text: 'set' }, work, { text: 'r1' }, { text: 'never asked' }])
+    harness = await goalHarness([
+      create({ token_budget: 50 }),
+      { text: 'set' },
+      work,
+      { text: 'r1' },
+      { text: 'never asked' },
+    ])
     await harness.prompt('go')
     await harness.agent.idle()
-    expect(currentGoal(harness.session)).toMatchObject({ status: 'budget-limited', rounds: 1, tokens: 60, note: 'the token budget is spent (60 of 50 tokens)' })
+    expect(currentGoal(harness.session)).toMatchObject({
+      status: 'budget-limited',
+      rounds: 1,
+      tokens: 60,
+      note: 'the token budget is spent (60 of 50 tokens)',
+    })
     expect(harness.model.remaining).toBe(1)
   })
 
   it('pauses after repeated rounds without progress', async () => {
-    harness = await goalHarness([create({}), { text: 'set' }, { text: 'thinking' }, { text: 'still thinking' }, { text: 'never asked' }], { driver: { maxIdleRounds: 2 } })
+    harness = await goalHarness(
+      [create({}), { text: 'set' }, { text: 'thinking' }, { text: 'still thinking' }, { text: 'never asked' }],
+      { driver: { maxIdleRounds: 2 } },
+    )
     await harness.prompt('go')
     await harness.agent.idle()
-    expect(currentGoal(harness.session)).toMatchObject({ status: 'paused', rounds: 2, note: 'paused after 2 rounds in a row without progress (no tool calls)' })
+    expect(currentGoal(harness.session)).toMatchObject({
+      status: 'paused',
+      rounds: 2,
+      note: 'paused after 2 rounds in a row without progress (no tool calls)',
+    })
     expect(harness.session.last('goal/set')!.data.action).toBe('stall')
     expect(harness.model.remaining).toBe(1)
   })
 
   it('a goal without a round budget stops at the driver limit', async () => {
-    harness = await goalHarness([create({}), { text: 'set' }, work, { text: 'r1' }, work, { text: 'r2' }, { text: 'never' }], { driver: { defaultMaxRounds: 2 } })
+    harness = await goalHarness(
+      [create({}), { text: 'set' }, work, { text: 'r1' }, work, { text: 'r2' }, { text: 'never' }],
+      { driver: { defaultMaxRounds: 2 } },
+    )
     await harness.prompt('go')
     await harness.agent.idle()
     expect(currentGoal(harness.session)).toMatchObject({ status: 'paused', rounds: 2 })
@@ -94,7 +135,10 @@ describe('@dsh/goal-round-driver', () => {
         })
       },
     }
-    harness = await goalHarness([create({ max_rounds: 1 }), { text: 'set' }, { text: 'status: working' }, complete, { text: 'done' }], { plugins: [[interject]] })
+    harness = await goalHarness(
+      [create({ max_rounds: 1 }), { text: 'set' }, { text: 'status: working' }, complete, { text: 'done' }],
+      { plugins: [[interject]] },
+    )
     await harness.prompt('go')
     await harness.agent.idle()
     const messages = userTexts(harness)
@@ -115,7 +159,11 @@ describe('@dsh/goal-round-driver', () => {
     expect(types(harness, 'goal/round')).toHaveLength(1)
     harness.agent.abort()
     await harness.agent.idle()
-    expect(currentGoal(harness.session)).toMatchObject({ status: 'paused', rounds: 1, note: 'paused because the turn was cancelled' })
+    expect(currentGoal(harness.session)).toMatchObject({
+      status: 'paused',
+      rounds: 1,
+      note: 'paused because the turn was cancelled',
+    })
     expect(types(harness, 'goal/round-end').at(-1)!.data).toMatchObject({ reason: 'cancelled', round: 1 })
   })
 
@@ -123,7 +171,10 @@ describe('@dsh/goal-round-driver', () => {
     harness = await goalHarness([create({}), { text: 'set' }, { error: { code: 'SERVER', message: 'boom' } }])
     await harness.prompt('go')
     await harness.agent.idle()
-    expect(currentGoal(harness.session)).toMatchObject({ status: 'paused', note: 'paused because the turn ended error (SERVER: boom)' })
+    expect(currentGoal(harness.session)).toMatchObject({
+      status: 'paused',
+      note: 'paused because the turn ended error (SERVER: boom)',
+    })
   })
 
   it('a resumed session keeps its active goal but starts no round until a human message', async () => {

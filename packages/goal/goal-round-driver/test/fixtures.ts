@@ -24,7 +24,13 @@ export function goalHarness(script: ScriptEntry[], options: Omit<HarnessOptions,
   return createHarness({
     ...options,
     script,
-    plugins: [[GoalService, {}], [Driver, options.driver ?? {}], [ToolGoal, {}], [WorkTool], ...(options.plugins ?? [])],
+    plugins: [
+      [GoalService, {}],
+      [Driver, options.driver ?? {}],
+      [ToolGoal, {}],
+      [WorkTool],
+      ...(options.plugins ?? []),
+    ],
   })
 }
 
@@ -37,4 +43,8 @@ export function goalIdIn(request: LlmRequest): string {
 }
 
 export const work = { toolCalls: [{ name: 'work', arguments: {} }] }
-export const complete: ScriptEntry = (request) => ({ toolCalls: [{ name: 'update_goal', arguments: { goal_id: goalIdIn(request), status: 'complete', summary: 'all done' } }] })
+export const complete: ScriptEntry = (request) => ({
+  toolCalls: [
+    { name: 'update_goal', arguments: { goal_id: goalIdIn(request), status: 'complete', summary: 'all done' } },
+  ],
+})

@@ -23,11 +23,22 @@ async function run(steps: unknown[]) {
   const cwd = join(root, 'work')
   mkdirSync(cwd)
   server = await startMockServer({ steps: steps as never })
-  const result = await runDsh(['--profile', 'headless', '--output-format', 'stream-json', 'keep going until progress.txt has three lines'], {
-    cwd,
-    env: { DSH_HOME: join(root, 'home'), DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'x', DSH_PERMISSION_MODE: 'danger-full-access' },
-  })
-  const lines = result.stdout.trim().split('\n').map((l) => JSON.parse(l))
+  const result = await runDsh(
+    ['--profile', 'headless', '--output-format', 'stream-json', 'keep going until progress.txt has three lines'],
+    {
+      cwd,
+      env: {
+        DSH_HOME: join(root, 'home'),
+        DEEPSEEK_BASE_URL: server.baseURL,
+        DEEPSEEK_API_KEY: 'x',
+        DSH_PERMISSION_MODE: 'danger-full-access',
+      },
+    },
+  )
+  const lines = result.stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l))
   const events = lines.filter((l) => l.type === 'event' && !l.subagent).map((l) => l.event)
   return { result, lines, events }
 }
@@ -39,9 +50,13 @@ describe('goals through dsh --profile headless', () => {
     const { result, lines, events } = await run([
       call('c0', 'create_goal', { objective: 'progress.txt has three lines', max_rounds: 5 }),
       { text: 'Goal set; starting.' },
-      work('c1'), { text: 'one line' },
-      work('c2'), { text: 'two lines' },
-      work('c3'), call('c4', 'update_goal', { goal_id: 'goal-1', status: 'complete', summary: 'three lines written' }), { text: 'Done.' },
+      work('c1'),
+      { text: 'one line' },
+      work('c2'),
+      { text: 'two lines' },
+      work('c3'),
+      call('c4', 'update_goal', { goal_id: 'goal-1', status: 'complete', summary: 'three lines written' }),
+      { text: 'Done.' },
     ])
     expect(result.stderr).toBe('')
     expect(result.code).toBe(0)
@@ -59,13 +74,19 @@ describe('goals through dsh --profile headless', () => {
     const { result, events } = await run([
       call('c0', 'create_goal', { objective: 'never quite done', max_rounds: 2 }),
       { text: 'Goal set.' },
-      work('c1'), { text: 'still going' },
-      work('c2'), { text: 'still going' },
+      work('c1'),
+      { text: 'still going' },
+      work('c2'),
+      { text: 'still going' },
     ])
     expect(result.code).toBe(0)
     expect(server!.remaining).toBe(0)
     expect(server!.requests).toHaveLength(6)
     const last = goals(events).at(-1)
-    expect(last).toMatchObject({ by: 'driver', action: 'limit', goal: { status: 'budget-limited', rounds: 2, note: 'the round budget is spent (2 of 2 rounds)' } })
+    expect(last).toMatchObject({
+      by: 'driver',
+      action: 'limit',
+      goal: { status: 'budget-limited', rounds: 2, note: 'the round budget is spent (2 of 2 rounds)' },
+    })
   })
 })

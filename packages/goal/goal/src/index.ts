@@ -21,7 +21,17 @@ export const asGoalId = (value: string): GoalId => value as GoalId
 export const GOAL_STATUSES = ['active', 'paused', 'budget-limited', 'complete'] as const
 export type GoalStatus = (typeof GOAL_STATUSES)[number]
 export type GoalActor = 'human' | 'model' | 'driver'
-export type GoalAction = 'create' | 'edit' | 'pause' | 'resume' | 'complete' | 'clear' | 'account' | 'limit' | 'stall' | 'stop'
+export type GoalAction =
+  | 'create'
+  | 'edit'
+  | 'pause'
+  | 'resume'
+  | 'complete'
+  | 'clear'
+  | 'account'
+  | 'limit'
+  | 'stall'
+  | 'stop'
 
 export interface Goal {
   id: GoalId
@@ -158,15 +168,20 @@ export const isOpen = (goal: Goal | null): goal is Goal => goal !== null && goal
 /** A positive whole number, or a GoalError naming the field. */
 export function checkBudget(field: string, value: unknown): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
-    throw new GoalError('INVALID_GOAL', `${field} must be a positive whole number (got ${JSON.stringify(value)}); leave it out for no limit`)
+    throw new GoalError(
+      'INVALID_GOAL',
+      `${field} must be a positive whole number (got ${JSON.stringify(value)}); leave it out for no limit`,
+    )
   }
   return value
 }
 
 /** What is spent of a goal's budgets: undefined while something is left. */
 export function spentBudget(goal: Goal): string | undefined {
-  if (goal.maxRounds !== undefined && goal.rounds >= goal.maxRounds) return `the round budget is spent (${goal.rounds} of ${goal.maxRounds} rounds)`
-  if (goal.maxTokens !== undefined && goal.tokens >= goal.maxTokens) return `the token budget is spent (${goal.tokens} of ${goal.maxTokens} tokens)`
+  if (goal.maxRounds !== undefined && goal.rounds >= goal.maxRounds)
+    return `the round budget is spent (${goal.rounds} of ${goal.maxRounds} rounds)`
+  if (goal.maxTokens !== undefined && goal.tokens >= goal.maxTokens)
+    return `the token budget is spent (${goal.tokens} of ${goal.maxTokens} tokens)`
   return undefined
 }
 
@@ -190,7 +205,8 @@ export class GoalService extends Service {
     // The events are registered as ignorable: round prompts are ordinary `user/message` events,
     // so a reader without this plugin still derives the same history.
     ctx.inject(['sessionPersistence'], (inner) => {
-      for (const type of ['goal/set', 'goal/round', 'goal/round-end']) inner.sessionPersistence.registerEventType(type, { ignorable: true })
+      for (const type of ['goal/set', 'goal/round', 'goal/round-end'])
+        inner.sessionPersistence.registerEventType(type, { ignorable: true })
     })
   }
 
@@ -215,10 +231,14 @@ export class GoalService extends Service {
   }
 
   private objective(text: unknown): string {
-    if (typeof text !== 'string' || text.trim() === '') throw new GoalError('INVALID_GOAL', 'the objective is empty; describe what must be true when the goal is done')
+    if (typeof text !== 'string' || text.trim() === '')
+      throw new GoalError('INVALID_GOAL', 'the objective is empty; describe what must be true when the goal is done')
     const trimmed = text.trim()
     if (trimmed.length > this.config.maxObjectiveChars) {
-      throw new GoalError('INVALID_GOAL', `the objective has ${trimmed.length} characters; keep it under ${this.config.maxObjectiveChars}`)
+      throw new GoalError(
+        'INVALID_GOAL',
+        `the objective has ${trimmed.length} characters; keep it under ${this.config.maxObjectiveChars}`,
+      )
     }
     return trimmed
   }
@@ -226,20 +246,37 @@ export class GoalService extends Service {
   private guard(goal: Goal | null, guard: Guard): Goal {
     if (!goal) throw new GoalError('NO_GOAL', 'this session has no goal')
     if (guard.goalId !== undefined && guard.goalId !== goal.id) {
-      throw new GoalError('STALE_GOAL', `goal ${guard.goalId} is no longer the session's goal (the current one is ${goal.id})`)
+      throw new GoalError(
+        'STALE_GOAL',
+        `goal ${guard.goalId} is no longer the session's goal (the current one is ${goal.id})`,
+      )
     }
     if (guard.expectedRevision !== undefined && guard.expectedRevision !== goal.revision) {
-      throw new GoalError('STALE_REVISION', `the goal changed since it was read (revision ${goal.revision}, expected ${guard.expectedRevision}); read it again`)
+      throw new GoalError(
+        'STALE_REVISION',
+        `the goal changed since it was read (revision ${goal.revision}, expected ${guard.expectedRevision}); read it again`,
+      )
     }
     return goal
   }
 
-  private commit(session: Session, previous: Goal | null, goal: Goal | null, by: GoalActor, action: GoalAction): Goal | null {
+  private commit(
+    session: Session,
+    previous: Goal | null,
+    goal: Goal | null,
+    by: GoalActor,
+    action: GoalAction,
+  ): Goal | null {
     // A subagent's session (a fork copies its parent's goal events) never owns a goal of its own.
-    if (session.parent) throw new GoalError('SUBAGENT_SESSION', "goals belong to the top-level session, not a subagent's; report progress to your parent instead")
+    if (session.parent)
+      throw new GoalError(
+        'SUBAGENT_SESSION',
+        "goals belong to the top-level session, not a subagent's; report progress to your parent instead",
+      )
     session.append('goal/set', { goal, by, action })
     if (!goal || goal.status !== 'active') this.armed.delete(session.id)
-    else if (by !== 'driver' && (action === 'create' || action === 'resume' || action === 'edit')) this.armed.add(session.id)
+    else if (by !== 'driver' && (action === 'create' || action === 'resume' || action === 'edit'))
+      this.armed.add(session.id)
     this.ctx.emit('goal/changed', { session, goal, previous, by, action })
     return goal
   }
@@ -254,7 +291,10 @@ export class GoalService extends Service {
   create(session: Session, input: CreateGoalInput, by: GoalActor): Goal {
     const previous = currentGoal(session)
     if (isOpen(previous)) {
-      throw new GoalError('GOAL_EXISTS', `the session already has an open goal (${previous.id}, ${previous.status}: ${JSON.stringify(previous.objective.slice(0, 80))}); it must be completed or cleared first`)
+      throw new GoalError(
+        'GOAL_EXISTS',
+        `the session already has an open goal (${previous.id}, ${previous.status}: ${JSON.stringify(previous.objective.slice(0, 80))}); it must be completed or cleared first`,
+      )
     }
     const objective = this.objective(input.objective)
     const now = Date.now()
@@ -277,17 +317,27 @@ export class GoalService extends Service {
   /** Changes the objective or budgets. A finished goal cannot be edited. */
   edit(session: Session, edit: GoalEdit, guard: Guard): Goal {
     const previous = this.guard(currentGoal(session), guard)
-    if (previous.status === 'complete') throw new GoalError('GOAL_FINISHED', `goal ${previous.id} is complete; create a new one instead`)
+    if (previous.status === 'complete')
+      throw new GoalError('GOAL_FINISHED', `goal ${previous.id} is complete; create a new one instead`)
     const patch: Partial<Goal> = {}
     if (edit.objective !== undefined) patch.objective = this.objective(edit.objective)
-    if (edit.maxRounds !== undefined) patch.maxRounds = edit.maxRounds === null ? undefined : checkBudget('maxRounds', edit.maxRounds)
-    if (edit.maxTokens !== undefined) patch.maxTokens = edit.maxTokens === null ? undefined : checkBudget('maxTokens', edit.maxTokens)
+    if (edit.maxRounds !== undefined)
+      patch.maxRounds = edit.maxRounds === null ? undefined : checkBudget('maxRounds', edit.maxRounds)
+    if (edit.maxTokens !== undefined)
+      patch.maxTokens = edit.maxTokens === null ? undefined : checkBudget('maxTokens', edit.maxTokens)
     if (edit.note !== undefined) patch.note = edit.note
-    if (edit.objective === undefined && edit.maxRounds === undefined && edit.maxTokens === undefined && edit.note === undefined) throw new GoalError('INVALID_GOAL', 'nothing to change: give an objective or a budget')
+    if (
+      edit.objective === undefined &&
+      edit.maxRounds === undefined &&
+      edit.maxTokens === undefined &&
+      edit.note === undefined
+    )
+      throw new GoalError('INVALID_GOAL', 'nothing to change: give an objective or a budget')
     let goal = this.next(previous, patch)
     // A raised budget revives a budget-limited goal; a lowered one limits an active goal.
     if (goal.status === 'budget-limited' && !spentBudget(goal)) goal = { ...goal, status: 'active' }
-    else if (goal.status === 'active' && spentBudget(goal)) goal = { ...goal, status: 'budget-limited', note: spentBudget(goal) }
+    else if (goal.status === 'active' && spentBudget(goal))
+      goal = { ...goal, status: 'budget-limited', note: spentBudget(goal) }
     return this.commit(session, previous, goal, guard.by, 'edit')!
   }
 
@@ -315,11 +365,18 @@ export class GoalService extends Service {
    * For the round driver: adds a finished turn's tokens (and a round) to the active goal and
    * applies a budget limit or a stop. Returns the new value.
    */
-  account(session: Session, usage: { tokens: number; round: boolean }, stop?: { status: 'paused'; note: string; action: GoalAction }): Goal | null {
+  account(
+    session: Session,
+    usage: { tokens: number; round: boolean },
+    stop?: { status: 'paused'; note: string; action: GoalAction },
+  ): Goal | null {
     const previous = currentGoal(session)
     // A round is counted even when the goal left `active` during it (completed, paused by the human).
     if (!previous || (previous.status !== 'active' && !usage.round)) return previous
-    let goal = this.next(previous, { tokens: previous.tokens + Math.max(0, Math.round(usage.tokens)), rounds: previous.rounds + (usage.round ? 1 : 0) })
+    let goal = this.next(previous, {
+      tokens: previous.tokens + Math.max(0, Math.round(usage.tokens)),
+      rounds: previous.rounds + (usage.round ? 1 : 0),
+    })
     let action: GoalAction = 'account'
     const spent = previous.status === 'active' ? spentBudget(goal) : undefined
     if (previous.status !== 'active') {

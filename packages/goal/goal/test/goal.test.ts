@@ -71,7 +71,9 @@ describe('@dsh/goal', () => {
     expect(code(() => ctx.goals.edit(s, { objective: 'C' }, { by: 'human', expectedRevision: goal.revision }))).toBe(
       'STALE_REVISION: the goal changed since it was read (revision 2, expected 1); read it again',
     )
-    expect(code(() => ctx.goals.setStatus(s, 'paused', { by: 'human', goalId: 'goal-9' }))).toBe("STALE_GOAL: goal goal-9 is no longer the session's goal (the current one is goal-1)")
+    expect(code(() => ctx.goals.setStatus(s, 'paused', { by: 'human', goalId: 'goal-9' }))).toBe(
+      "STALE_GOAL: goal goal-9 is no longer the session's goal (the current one is goal-1)",
+    )
     expect(s.length).toBe(before)
     expect(currentGoal(s)!.objective).toBe('B')
   })
@@ -79,15 +81,23 @@ describe('@dsh/goal', () => {
   it('budgets: zero, negative and fractional budgets are refused; a spent budget blocks resume until raised', async () => {
     const ctx = await tree(true)
     const s = ctx.sessions.create({ cwd: '/w' })
-    expect(code(() => ctx.goals.create(s, { objective: 'A', maxRounds: 0 }, 'human'))).toBe('INVALID_GOAL: maxRounds must be a positive whole number (got 0); leave it out for no limit')
-    expect(code(() => ctx.goals.create(s, { objective: 'A', maxTokens: -1 }, 'human'))).toMatch(/^INVALID_GOAL: maxTokens must be a positive whole number \(got -1\)/)
-    expect(code(() => ctx.goals.create(s, { objective: 'A', maxRounds: 1.5 }, 'human'))).toMatch(/^INVALID_GOAL: maxRounds .* \(got 1\.5\)/)
+    expect(code(() => ctx.goals.create(s, { objective: 'A', maxRounds: 0 }, 'human'))).toBe(
+      'INVALID_GOAL: maxRounds must be a positive whole number (got 0); leave it out for no limit',
+    )
+    expect(code(() => ctx.goals.create(s, { objective: 'A', maxTokens: -1 }, 'human'))).toMatch(
+      /^INVALID_GOAL: maxTokens must be a positive whole number \(got -1\)/,
+    )
+    expect(code(() => ctx.goals.create(s, { objective: 'A', maxRounds: 1.5 }, 'human'))).toMatch(
+      /^INVALID_GOAL: maxRounds .* \(got 1\.5\)/,
+    )
     expect(s.length).toBe(0)
     ctx.goals.create(s, { objective: 'A', maxRounds: 1 }, 'human')
     const limited = ctx.goals.account(s, { tokens: 10, round: true })!
     expect(limited).toMatchObject({ status: 'budget-limited', note: 'the round budget is spent (1 of 1 rounds)' })
     expect(ctx.goals.isArmed(s)).toBe(false)
-    expect(code(() => ctx.goals.setStatus(s, 'active', { by: 'human' }))).toBe('BUDGET_SPENT: cannot resume: the round budget is spent (1 of 1 rounds); raise the budget first')
+    expect(code(() => ctx.goals.setStatus(s, 'active', { by: 'human' }))).toBe(
+      'BUDGET_SPENT: cannot resume: the round budget is spent (1 of 1 rounds); raise the budget first',
+    )
     expect(code(() => ctx.goals.edit(s, { maxRounds: -3 }, { by: 'human' }))).toMatch(/^INVALID_GOAL/)
     // Raising the budget revives it; lowering it below use limits it again.
     expect(ctx.goals.edit(s, { maxRounds: 3 }, { by: 'human' })).toMatchObject({ status: 'active' })
@@ -103,20 +113,31 @@ describe('@dsh/goal', () => {
     ctx.goals.create(s, { objective: 'A' }, 'model')
     expect(code(() => ctx.goals.create(s, { objective: 'B' }, 'human'))).toMatch(/^GOAL_EXISTS/)
     ctx.goals.setStatus(s, 'complete', { by: 'model', note: 'done' })
-    expect(code(() => ctx.goals.setStatus(s, 'paused', { by: 'human' }))).toBe('GOAL_FINISHED: goal goal-1 is already complete')
+    expect(code(() => ctx.goals.setStatus(s, 'paused', { by: 'human' }))).toBe(
+      'GOAL_FINISHED: goal goal-1 is already complete',
+    )
     expect(code(() => ctx.goals.edit(s, { objective: 'x' }, { by: 'human' }))).toMatch(/^GOAL_FINISHED/)
     expect(ctx.goals.create(s, { objective: 'B' }, 'human').id).toBe('goal-2')
     ctx.goals.clear(s, { by: 'human' })
     expect(currentGoal(s)).toBeNull()
     expect(code(() => ctx.goals.clear(s, { by: 'human' }))).toBe('NO_GOAL: this session has no goal')
-    expect(changes.map((c) => `${c.by}:${c.action}:${c.goal?.status ?? null}`)).toEqual(['model:create:active', 'model:complete:complete', 'human:create:active', 'human:clear:null'])
+    expect(changes.map((c) => `${c.by}:${c.action}:${c.goal?.status ?? null}`)).toEqual([
+      'model:create:active',
+      'model:complete:complete',
+      'human:create:active',
+      'human:clear:null',
+    ])
   })
 
   it('refuses an empty or over-long objective', async () => {
     const ctx = await tree(false)
     await ctx.plugin(GoalService, { maxObjectiveChars: 20 })
     const s = ctx.sessions.create({ cwd: '/w' })
-    expect(code(() => ctx.goals.create(s, { objective: ' \n ' }, 'human'))).toBe('INVALID_GOAL: the objective is empty; describe what must be true when the goal is done')
-    expect(code(() => ctx.goals.create(s, { objective: 'x'.repeat(21) }, 'human'))).toBe('INVALID_GOAL: the objective has 21 characters; keep it under 20')
+    expect(code(() => ctx.goals.create(s, { objective: ' \n ' }, 'human'))).toBe(
+      'INVALID_GOAL: the objective is empty; describe what must be true when the goal is done',
+    )
+    expect(code(() => ctx.goals.create(s, { objective: 'x'.repeat(21) }, 'human'))).toBe(
+      'INVALID_GOAL: the objective has 21 characters; keep it under 20',
+    )
   })
 })

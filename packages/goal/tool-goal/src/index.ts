@@ -26,8 +26,10 @@ function fail(code: string, message: string): ToolOutput {
 
 /** The goal as the model reads it: a few labelled lines. */
 export function describeGoal(goal: Goal): string {
-  const rounds = goal.maxRounds !== undefined ? `${goal.rounds} of ${goal.maxRounds}` : `${goal.rounds} (no round budget)`
-  const tokens = goal.maxTokens !== undefined ? `${goal.tokens} of ${goal.maxTokens}` : `${goal.tokens} (no token budget)`
+  const rounds =
+    goal.maxRounds !== undefined ? `${goal.rounds} of ${goal.maxRounds}` : `${goal.rounds} (no round budget)`
+  const tokens =
+    goal.maxTokens !== undefined ? `${goal.tokens} of ${goal.maxTokens}` : `${goal.tokens} (no token budget)`
   return [
     `Goal ${goal.id} (${goal.status})`,
     `Objective: ${goal.objective}`,
@@ -36,7 +38,13 @@ export function describeGoal(goal: Goal): string {
   ].join('\n')
 }
 
-const meta = (goal: Goal) => ({ goalId: goal.id, status: goal.status, revision: goal.revision, rounds: goal.rounds, tokens: goal.tokens })
+const meta = (goal: Goal) => ({
+  goalId: goal.id,
+  status: goal.status,
+  revision: goal.revision,
+  rounds: goal.rounds,
+  tokens: goal.tokens,
+})
 
 /** The seq of the `turn/start` of `turn`, or -1. */
 function turnStartSeq(session: Session, turn: number | undefined): number {
@@ -62,8 +70,10 @@ export function apply(ctx: Context, config: Config): void {
   const goals: GoalService = ctx.goals
   // The calling agent's own session first (it may live outside this store, e.g. a resumed log).
   const sessionOf = (call: ToolCallContext): Session | undefined =>
-    (call.agentId !== undefined ? ctx.agents.get(call.agentId)?.session : undefined) ?? (call.sessionId !== undefined ? ctx.sessions.get(call.sessionId) : undefined)
-  const noSession = () => fail('NO_SESSION', 'this call is not attached to a session, so there is no goal to read or change.')
+    (call.agentId !== undefined ? ctx.agents.get(call.agentId)?.session : undefined) ??
+    (call.sessionId !== undefined ? ctx.sessions.get(call.sessionId) : undefined)
+  const noSession = () =>
+    fail('NO_SESSION', 'this call is not attached to a session, so there is no goal to read or change.')
   const asResult = (error: unknown): ToolOutput => {
     if (GoalError.is(error)) return fail(error.code, `${error.message}.`)
     throw error
@@ -71,7 +81,8 @@ export function apply(ctx: Context, config: Config): void {
 
   ctx.tools.register<Record<string, never>>({
     name: 'get_goal',
-    description: 'Read the session goal: its id, status (active | paused | budget-limited | complete), objective, and the rounds and tokens spent against its budgets.',
+    description:
+      'Read the session goal: its id, status (active | paused | budget-limited | complete), objective, and the rounds and tokens spent against its budgets.',
     parameters: { type: 'object', properties: {}, additionalProperties: false },
     concurrencySafe: true,
     execute(_args, call) {
@@ -146,10 +157,17 @@ export function apply(ctx: Context, config: Config): void {
       try {
         const current = goals.get(session)
         if (current && current.id === args.goal_id && editedSince(session, turnStartSeq(session, call.turn))) {
-          return fail('STALE_ROUND', `the user changed goal ${current.id} after this round started; read it with get_goal and check the objective again before completing it.`)
+          return fail(
+            'STALE_ROUND',
+            `the user changed goal ${current.id} after this round started; read it with get_goal and check the objective again before completing it.`,
+          )
         }
         const summary = args.summary?.trim()
-        const goal = goals.setStatus(session, 'complete', { by: 'model', goalId: args.goal_id, ...(summary ? { note: summary.slice(0, 500) } : {}) })
+        const goal = goals.setStatus(session, 'complete', {
+          by: 'model',
+          goalId: args.goal_id,
+          ...(summary ? { note: summary.slice(0, 500) } : {}),
+        })
         return { content: `Goal ${goal.id} is complete. No further rounds will start.`, meta: meta(goal) }
       } catch (error) {
         return asResult(error)

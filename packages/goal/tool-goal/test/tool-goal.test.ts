@@ -16,7 +16,13 @@ const call = (name: string, args: object) => ({ toolCalls: [{ name, arguments: a
 
 // Without the round driver: these tests look at the tools alone.
 async function boot(script: ScriptEntry[], config: object = {}) {
-  harness = await createHarness({ script, plugins: [[GoalService, {}], [ToolGoal, config]] })
+  harness = await createHarness({
+    script,
+    plugins: [
+      [GoalService, {}],
+      [ToolGoal, config],
+    ],
+  })
   return harness
 }
 
@@ -38,8 +44,15 @@ describe('@dsh/tool-goal', () => {
     )
     expect(text(r[2])).toBe('Goal goal-1 (active)\nObjective: All tests pass\nRounds: 0 of 4. Tokens: 0 of 10000.')
     expect(text(r[3])).toBe('Goal goal-1 is complete. No further rounds will start.')
-    expect(currentGoal(h.session)).toMatchObject({ status: 'complete', note: 'tests pass (ran npm test)', createdBy: 'model' })
-    expect(h.session.events.filter((e) => e.type === 'goal/set').map((e) => [e.data.by, e.data.action])).toEqual([['model', 'create'], ['model', 'complete']])
+    expect(currentGoal(h.session)).toMatchObject({
+      status: 'complete',
+      note: 'tests pass (ran npm test)',
+      createdBy: 'model',
+    })
+    expect(h.session.events.filter((e) => e.type === 'goal/set').map((e) => [e.data.by, e.data.action])).toEqual([
+      ['model', 'create'],
+      ['model', 'complete'],
+    ])
   })
 
   it('refuses a second open goal, a zero or negative budget, and an empty objective', async () => {
@@ -53,10 +66,22 @@ describe('@dsh/tool-goal', () => {
     ])
     await h.prompt('go')
     const r = results(h)
-    expect(r.map((x) => x.error?.code)).toEqual(['INVALID_GOAL', 'INVALID_GOAL', 'INVALID_GOAL', undefined, 'GOAL_EXISTS'])
-    expect(text(r[0])).toBe('Error [INVALID_GOAL]: maxRounds must be a positive whole number (got 0); leave it out for no limit.')
-    expect(text(r[1])).toBe('Error [INVALID_GOAL]: maxTokens must be a positive whole number (got -5); leave it out for no limit.')
-    expect(text(r[4])).toBe('Error [GOAL_EXISTS]: the session already has an open goal (goal-1, active: "first"); it must be completed or cleared first.')
+    expect(r.map((x) => x.error?.code)).toEqual([
+      'INVALID_GOAL',
+      'INVALID_GOAL',
+      'INVALID_GOAL',
+      undefined,
+      'GOAL_EXISTS',
+    ])
+    expect(text(r[0])).toBe(
+      'Error [INVALID_GOAL]: maxRounds must be a positive whole number (got 0); leave it out for no limit.',
+    )
+    expect(text(r[1])).toBe(
+      'Error [INVALID_GOAL]: maxTokens must be a positive whole number (got -5); leave it out for no limit.',
+    )
+    expect(text(r[4])).toBe(
+      'Error [GOAL_EXISTS]: the session already has an open goal (goal-1, active: "first"); it must be completed or cleared first.',
+    )
     expect(h.session.events.filter((e) => e.type === 'goal/set')).toHaveLength(1)
   })
 
@@ -75,11 +100,19 @@ describe('@dsh/tool-goal', () => {
     await h.prompt('go')
     let r = results(h)
     expect(r.map((x) => x.error?.code)).toEqual(['NO_GOAL', undefined, 'STALE_GOAL', 'STALE_ROUND'])
-    expect(text(r[2])).toBe("Error [STALE_GOAL]: goal goal-7 is no longer the session's goal (the current one is goal-1).")
-    expect(text(r[3])).toBe('Error [STALE_ROUND]: the user changed goal goal-1 after this round started; read it with get_goal and check the objective again before completing it.')
+    expect(text(r[2])).toBe(
+      "Error [STALE_GOAL]: goal goal-7 is no longer the session's goal (the current one is goal-1).",
+    )
+    expect(text(r[3])).toBe(
+      'Error [STALE_ROUND]: the user changed goal goal-1 after this round started; read it with get_goal and check the objective again before completing it.',
+    )
     expect(currentGoal(h.session)!.status).toBe('active')
     // In the next turn the edit is old news: completing works; completing again is refused.
-    h.model.push(call('update_goal', { goal_id: 'goal-1', status: 'complete' }), call('update_goal', { goal_id: 'goal-1', status: 'complete' }), { text: 'ok' })
+    h.model.push(
+      call('update_goal', { goal_id: 'goal-1', status: 'complete' }),
+      call('update_goal', { goal_id: 'goal-1', status: 'complete' }),
+      { text: 'ok' },
+    )
     await h.prompt('the objective is met now')
     r = results(h)
     expect(r.slice(4).map((x) => x.error?.code)).toEqual([undefined, 'GOAL_FINISHED'])
@@ -87,7 +120,9 @@ describe('@dsh/tool-goal', () => {
   })
 
   it('the model cannot pause or clear (schema), and create_goal can be switched off', async () => {
-    const h = await boot([call('update_goal', { goal_id: 'goal-1', status: 'paused' }), { text: 'ok' }], { allowCreate: false })
+    const h = await boot([call('update_goal', { goal_id: 'goal-1', status: 'paused' }), { text: 'ok' }], {
+      allowCreate: false,
+    })
     await h.prompt('go')
     expect(results(h)[0].error?.code).toBe('INVALID_ARGUMENTS')
     expect(h.ctx.tools.get('create_goal')).toBeUndefined()
@@ -107,10 +142,19 @@ describe('@dsh/tool-goal', () => {
     const parent = await createHarness({ plugins: [[GoalService, {}]] })
     const child = parent.ctx.sessions.create({ cwd: '/w', parent: { sessionId: parent.session.id, boundary: 0 } })
     await parent.agent.dispose()
-    harness = await createHarness({ session: child, script: [call('create_goal', { objective: 'mine' }), { text: 'ok' }], plugins: [[GoalService, {}], [ToolGoal, {}]] })
+    harness = await createHarness({
+      session: child,
+      script: [call('create_goal', { objective: 'mine' }), { text: 'ok' }],
+      plugins: [
+        [GoalService, {}],
+        [ToolGoal, {}],
+      ],
+    })
     await parent.dispose()
     await harness.prompt('go')
-    expect(text(results(harness)[0])).toBe("Error [SUBAGENT_SESSION]: goals belong to the top-level session, not a subagent's; report progress to your parent instead.")
+    expect(text(results(harness)[0])).toBe(
+      "Error [SUBAGENT_SESSION]: goals belong to the top-level session, not a subagent's; report progress to your parent instead.",
+    )
     expect(currentGoal(harness.session)).toBeNull()
   })
 })

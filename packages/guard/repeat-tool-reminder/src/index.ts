@@ -15,8 +15,12 @@ export interface RepeatReminderConfig {
 }
 
 export const Config: Schema<Partial<RepeatReminderConfig>, RepeatReminderConfig> = Schema.object({
-  thresholds: Schema.array(Schema.natural().min(2)).default([3, 5, 8]).description('Run lengths of identical consecutive calls that get a reminder.'),
-  repeatEvery: Schema.natural().default(4).description('After the last threshold, remind every N more identical calls (0: never).'),
+  thresholds: Schema.array(Schema.natural().min(2))
+    .default([3, 5, 8])
+    .description('Run lengths of identical consecutive calls that get a reminder.'),
+  repeatEvery: Schema.natural()
+    .default(4)
+    .description('After the last threshold, remind every N more identical calls (0: never).'),
   maxSessions: Schema.natural().min(1).default(256).description('Sessions tracked at once.'),
 })
 
@@ -38,7 +42,8 @@ export function reminderLevel(run: number, config: Pick<RepeatReminderConfig, 't
   const index = config.thresholds.indexOf(run)
   if (index !== -1) return index + 1
   const last = config.thresholds.at(-1)
-  if (last !== undefined && config.repeatEvery > 0 && run > last && (run - last) % config.repeatEvery === 0) return config.thresholds.length
+  if (last !== undefined && config.repeatEvery > 0 && run > last && (run - last) % config.repeatEvery === 0)
+    return config.thresholds.length
   return 0
 }
 

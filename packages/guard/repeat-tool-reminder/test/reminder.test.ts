@@ -40,7 +40,8 @@ async function run(steps: { name: string; arguments: object | string }[][], conf
   return harness.session.events.filter((e) => e.type === 'tool/result').map((e) => e.data as Result)
 }
 
-const same = (n: number, args: object = { q: 'x' }) => Array.from({ length: n }, () => [{ name: 'probe', arguments: args }])
+const same = (n: number, args: object = { q: 'x' }) =>
+  Array.from({ length: n }, () => [{ name: 'probe', arguments: args }])
 
 describe('@dsh/repeat-tool-reminder', () => {
   it('attaches an escalating reminder at the configured run lengths, and nothing else changes', async () => {
@@ -48,7 +49,9 @@ describe('@dsh/repeat-tool-reminder', () => {
     const texts = results.map((r) => r.message.content[0].text)
     expect(texts[0]).toBe('answer to x')
     expect(texts[1]).toBe('answer to x')
-    expect(texts[2]).toMatch(/^answer to x\n\n\[Reminder from the harness: this is your 3rd consecutive call to probe with exactly the same arguments\. Its result is unlikely to change/)
+    expect(texts[2]).toMatch(
+      /^answer to x\n\n\[Reminder from the harness: this is your 3rd consecutive call to probe with exactly the same arguments\. Its result is unlikely to change/,
+    )
     expect(texts[3]).toBe('answer to x')
     expect(texts[4]).toMatch(/5th consecutive call.*Repeating it again will not help/)
     expect(texts[7]).toMatch(/8th consecutive call.*stuck in a loop/)
@@ -60,15 +63,18 @@ describe('@dsh/repeat-tool-reminder', () => {
   })
 
   it('treats reordered keys as the same call and different arguments as a new run', async () => {
-    const results = await run([
-      [{ name: 'probe', arguments: { q: 'x', opts: { a: 1, b: 2 } } }],
-      [{ name: 'probe', arguments: { opts: { b: 2, a: 1 }, q: 'x' } }],
-      [{ name: 'probe', arguments: { q: 'y' } }],
-      [{ name: 'probe', arguments: { q: 'y' } }],
-      [{ name: 'other', arguments: {} }],
-      [{ name: 'probe', arguments: { q: 'y' } }],
-      [{ name: 'probe', arguments: { q: 'y' } }],
-    ], { thresholds: [2] , repeatEvery: 0 })
+    const results = await run(
+      [
+        [{ name: 'probe', arguments: { q: 'x', opts: { a: 1, b: 2 } } }],
+        [{ name: 'probe', arguments: { opts: { b: 2, a: 1 }, q: 'x' } }],
+        [{ name: 'probe', arguments: { q: 'y' } }],
+        [{ name: 'probe', arguments: { q: 'y' } }],
+        [{ name: 'other', arguments: {} }],
+        [{ name: 'probe', arguments: { q: 'y' } }],
+        [{ name: 'probe', arguments: { q: 'y' } }],
+      ],
+      { thresholds: [2], repeatEvery: 0 },
+    )
     const reminded = results.map((r) => r.message.content[0].text.includes('Reminder'))
     expect(reminded).toEqual([false, true, false, true, false, false, true])
   })
@@ -77,12 +83,20 @@ describe('@dsh/repeat-tool-reminder', () => {
     // Turns alternate between two sessions, each calling probe {q:x} once per turn. Per session that
     // is a run of 1, then 2: only each session's own second call is reminded.
     const oneCall = [{ toolCalls: [{ name: 'probe', arguments: { q: 'x' } }] }, { text: 'done' }]
-    harness = await createHarness({ script: [...oneCall, ...oneCall, ...oneCall, ...oneCall], plugins: [[Probe], [Reminder, { thresholds: [2], repeatEvery: 0 }]] })
-    const other = harness.ctx.agents.create({ cwd: process.cwd(), model: { provider: harness.model.provider, model: SCRIPTED_MODEL } })
+    harness = await createHarness({
+      script: [...oneCall, ...oneCall, ...oneCall, ...oneCall],
+      plugins: [[Probe], [Reminder, { thresholds: [2], repeatEvery: 0 }]],
+    })
+    const other = harness.ctx.agents.create({
+      cwd: process.cwd(),
+      model: { provider: harness.model.provider, model: SCRIPTED_MODEL },
+    })
     try {
       expect(other.session.id).not.toBe(harness.session.id)
       const reminded = (agent: { session: Harness['session'] }) =>
-        agent.session.events.filter((e) => e.type === 'tool/result').map((e) => (e.data as Result).message.content[0].text.includes('Reminder'))
+        agent.session.events
+          .filter((e) => e.type === 'tool/result')
+          .map((e) => (e.data as Result).message.content[0].text.includes('Reminder'))
       await harness.prompt('first')
       await other.send('first')
       await harness.prompt('second')
@@ -100,7 +114,9 @@ describe('@dsh/repeat-tool-reminder', () => {
   })
 
   it('keeps reminding every repeatEvery calls after the last threshold', async () => {
-    expect([1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map((n) => reminderLevel(n, { thresholds: [3, 5], repeatEvery: 2 }))).toEqual([0, 0, 1, 0, 2, 0, 2, 0, 2, 0])
+    expect(
+      [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map((n) => reminderLevel(n, { thresholds: [3, 5], repeatEvery: 2 })),
+    ).toEqual([0, 0, 1, 0, 2, 0, 2, 0, 2, 0])
     expect(reminderLevel(9, { thresholds: [3, 5], repeatEvery: 0 })).toBe(0)
   })
 
@@ -113,11 +129,16 @@ describe('@dsh/repeat-tool-reminder', () => {
   })
 
   it('unloading stops the reminders', async () => {
-    harness = await createHarness({ script: [...same(3).map((toolCalls) => ({ toolCalls })), { text: 'done' }], plugins: [[Probe]] })
+    harness = await createHarness({
+      script: [...same(3).map((toolCalls) => ({ toolCalls })), { text: 'done' }],
+      plugins: [[Probe]],
+    })
     const fiber = await harness.mount(Reminder, {})
     await fiber.dispose()
     await harness.prompt('go')
-    const texts = harness.session.events.filter((e) => e.type === 'tool/result').map((e) => (e.data as Result).message.content[0].text)
+    const texts = harness.session.events
+      .filter((e) => e.type === 'tool/result')
+      .map((e) => (e.data as Result).message.content[0].text)
     expect(texts.every((t) => t === 'answer to x')).toBe(true)
   })
 })

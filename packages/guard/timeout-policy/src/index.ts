@@ -14,7 +14,9 @@ export interface TimeoutPolicyConfig {
 
 export const Config: Schema<Partial<TimeoutPolicyConfig>, TimeoutPolicyConfig> = Schema.object({
   defaultMs: Schema.natural().default(0).description('Deadline in ms for tools that declare no timeoutMs (0: none).'),
-  perTool: Schema.dict(Schema.natural()).default({}).description('Deadline in ms per tool name, overriding the tool\'s own timeoutMs (0: none).'),
+  perTool: Schema.dict(Schema.natural())
+    .default({})
+    .description("Deadline in ms per tool name, overriding the tool's own timeoutMs (0: none)."),
 })
 
 export const name = 'timeout-policy'
@@ -42,7 +44,12 @@ export function timeoutOutput(toolName: string, ms: number): ToolOutput {
   const sentence =
     `tool "${toolName}" did not finish within its ${formatDuration(ms)} time limit and was stopped; any effects it had may be partial. ` +
     'Try a smaller or faster step (narrow the input, split the work, or run long jobs in the background) rather than repeating the same call.'
-  return { content: `Error [${TOOL_TIMEOUT}]: ${sentence}`, isError: true, error: { code: TOOL_TIMEOUT, message: `timed out after ${ms} ms` }, meta: { timeoutMs: ms } }
+  return {
+    content: `Error [${TOOL_TIMEOUT}]: ${sentence}`,
+    isError: true,
+    error: { code: TOOL_TIMEOUT, message: `timed out after ${ms} ms` },
+    meta: { timeoutMs: ms },
+  }
 }
 
 export function apply(ctx: Context, config: TimeoutPolicyConfig): void {

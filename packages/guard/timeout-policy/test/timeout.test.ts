@@ -43,10 +43,15 @@ async function run(calls: { name: string; ms: number }[], config: object) {
     plugins: [[sleepers(log)], [TimeoutPolicy, config]],
   })
   await harness.prompt('go')
-  const results = harness.session.events.filter((e) => e.type === 'tool/result').map((e) => e.data as {
-    message: { content: { text: string }[]; isError?: boolean }
-    error?: { code: string; message: string }
-  })
+  const results = harness.session.events
+    .filter((e) => e.type === 'tool/result')
+    .map(
+      (e) =>
+        e.data as {
+          message: { content: { text: string }[]; isError?: boolean }
+          error?: { code: string; message: string }
+        },
+    )
   return { results, log }
 }
 
@@ -55,7 +60,9 @@ describe('@dsh/timeout-policy', () => {
     const { results, log } = await run([{ name: 'sleep', ms: 60_000 }], {})
     expect(results[0].error).toEqual({ code: 'TOOL_TIMEOUT', message: 'timed out after 50 ms' })
     expect(results[0].message.isError).toBe(true)
-    expect(results[0].message.content[0].text).toMatch(/^Error \[TOOL_TIMEOUT\]: tool "sleep" did not finish within its 50 ms time limit and was stopped/)
+    expect(results[0].message.content[0].text).toMatch(
+      /^Error \[TOOL_TIMEOUT\]: tool "sleep" did not finish within its 50 ms time limit and was stopped/,
+    )
     expect(log).toEqual(['aborted'])
     // the model saw it
     const seen = harness!.model.requests[1].messages.find((m) => m.role === 'tool')
@@ -87,7 +94,13 @@ describe('@dsh/timeout-policy', () => {
   })
 
   it('times out each call on its own deadline', async () => {
-    const { results } = await run([{ name: 'sleep', ms: 60_000 }, { name: 'sleep', ms: 1 }], {})
+    const { results } = await run(
+      [
+        { name: 'sleep', ms: 60_000 },
+        { name: 'sleep', ms: 1 },
+      ],
+      {},
+    )
     expect(results.map((r) => r.error?.code)).toEqual(['TOOL_TIMEOUT', undefined])
   })
 
@@ -104,7 +117,9 @@ describe('@dsh/timeout-policy', () => {
     const policy = await harness.mount(TimeoutPolicy, {})
     await policy.dispose()
     await harness.prompt('go')
-    const result = harness.session.events.find((e) => e.type === 'tool/result')!.data as { message: { content: { text: string }[] } }
+    const result = harness.session.events.find((e) => e.type === 'tool/result')!.data as {
+      message: { content: { text: string }[] }
+    }
     expect(result.message.content[0].text).toBe('slept 120')
   })
 })

@@ -74,7 +74,10 @@ const MAX_LOGGED_INPUT = 16 * 1024
 const MAX_MESSAGE = 2000
 
 /** Runs `command` with `/bin/sh -c`, writes `input` as JSON to its stdin, and collects its answer. Never rejects. */
-export async function runHookCommand(subprocess: SubprocessService, options: RunHookOptions): Promise<HookProcessResult> {
+export async function runHookCommand(
+  subprocess: SubprocessService,
+  options: RunHookOptions,
+): Promise<HookProcessResult> {
   const started = Date.now()
   const max = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT
   const controller = new AbortController()
@@ -124,7 +127,15 @@ export async function runHookCommand(subprocess: SubprocessService, options: Run
       ...(exit.spawnError ? { spawnError: `${exit.spawnError.code}: ${exit.spawnError.message}` } : {}),
     }
   } catch (error) {
-    return { exitCode: null, signal: null, stdout: '', stderr: '', durationMs: Date.now() - started, timedOut, spawnError: (error as Error).message }
+    return {
+      exitCode: null,
+      signal: null,
+      stdout: '',
+      stderr: '',
+      durationMs: Date.now() - started,
+      timedOut,
+      spawnError: (error as Error).message,
+    }
   } finally {
     clearTimeout(timer)
     outer?.removeEventListener('abort', follow)
@@ -139,13 +150,15 @@ const bounded = (text: string) => (text.length > MAX_MESSAGE ? `${text.slice(0, 
  */
 export function decodeOutcome(result: HookProcessResult, timeoutMs: number): HookOutcome {
   if (result.spawnError) return { kind: 'error', message: `the hook could not start (${result.spawnError})` }
-  if (result.timedOut) return { kind: 'timeout', message: `the hook did not finish within ${timeoutMs / 1000} s and was stopped` }
+  if (result.timedOut)
+    return { kind: 'timeout', message: `the hook did not finish within ${timeoutMs / 1000} s and was stopped` }
   if (result.exitCode === 0) {
     const text = result.stdout.trim()
     if (text.startsWith('{')) {
       try {
         const json = JSON.parse(text) as unknown
-        if (json !== null && typeof json === 'object' && !Array.isArray(json)) return { kind: 'ok', stdout: result.stdout, json: json as { [key: string]: unknown } }
+        if (json !== null && typeof json === 'object' && !Array.isArray(json))
+          return { kind: 'ok', stdout: result.stdout, json: json as { [key: string]: unknown } }
       } catch {
         // Not JSON after all: plain output.
       }
@@ -156,7 +169,8 @@ export function decodeOutcome(result: HookProcessResult, timeoutMs: number): Hoo
     const reason = result.stderr.trim() || result.stdout.trim() || 'blocked by a hook (exit code 2, no message)'
     return { kind: 'block', message: bounded(reason) }
   }
-  const how = result.exitCode === null ? `was killed by ${result.signal ?? 'a signal'}` : `exited with code ${result.exitCode}`
+  const how =
+    result.exitCode === null ? `was killed by ${result.signal ?? 'a signal'}` : `exited with code ${result.exitCode}`
   const detail = result.stderr.trim().split('\n').at(-1)
   return { kind: 'error', message: bounded(`the hook ${how}${detail ? `: ${detail}` : ''}`) }
 }
@@ -196,7 +210,11 @@ export function registerHookEvents(ctx: Context): void {
 export function logHookRun(
   ctx: Context,
   session: Session | undefined,
-  record: Omit<HookRunRecord, 'input' | 'inputBytes' | 'outcome' | 'message' | 'exitCode' | 'durationMs'> & { input: unknown; result: HookProcessResult; outcome: HookOutcome },
+  record: Omit<HookRunRecord, 'input' | 'inputBytes' | 'outcome' | 'message' | 'exitCode' | 'durationMs'> & {
+    input: unknown
+    result: HookProcessResult
+    outcome: HookOutcome
+  },
 ): void {
   const json = JSON.stringify(record.input ?? {})
   const bytes = Buffer.byteLength(json)
@@ -216,7 +234,9 @@ export function logHookRun(
     ...(message !== undefined ? { message } : {}),
   }
   if (record.outcome.kind === 'error' || record.outcome.kind === 'timeout') {
-    ctx.logger('hooks').warn('%s hook %s (%s): %s', record.event, JSON.stringify(record.command), record.origin, message)
+    ctx
+      .logger('hooks')
+      .warn('%s hook %s (%s): %s', record.event, JSON.stringify(record.command), record.origin, message)
   }
   if (!session) return
   try {

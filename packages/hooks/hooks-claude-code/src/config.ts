@@ -3,7 +3,17 @@
 // Entries are checked one by one; a bad one is a problem sentence, never an exception.
 import { readFileSync } from 'node:fs'
 
-export const SUPPORTED_EVENTS = ['PreToolUse', 'PostToolUse', 'UserPromptSubmit', 'Stop', 'SubagentStop', 'SessionStart', 'SessionEnd', 'PreCompact', 'Notification'] as const
+export const SUPPORTED_EVENTS = [
+  'PreToolUse',
+  'PostToolUse',
+  'UserPromptSubmit',
+  'Stop',
+  'SubagentStop',
+  'SessionStart',
+  'SessionEnd',
+  'PreCompact',
+  'Notification',
+] as const
 export type SupportedEvent = (typeof SUPPORTED_EVENTS)[number]
 
 /** Events of the Claude Code vocabulary this bridge does not run yet (reported once, skipped). */
@@ -19,7 +29,8 @@ export interface HookEntry {
   origin: string
 }
 
-const isRecord = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value)
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  value !== null && typeof value === 'object' && !Array.isArray(value)
 
 /** Reads the `hooks` key of one settings file. Missing file: nothing; unreadable or bad JSON: a problem. */
 export function readSettingsHooks(path: string): { hooks?: unknown; problem?: string } {
@@ -42,7 +53,11 @@ export function readSettingsHooks(path: string): { hooks?: unknown; problem?: st
 }
 
 /** Flattens a `hooks` table into entries; every unusable part is one problem naming where it is. */
-export function checkHooks(table: unknown, origin: string, defaultTimeoutMs: number): { entries: HookEntry[]; problems: string[] } {
+export function checkHooks(
+  table: unknown,
+  origin: string,
+  defaultTimeoutMs: number,
+): { entries: HookEntry[]; problems: string[] } {
   const entries: HookEntry[] = []
   const problems: string[] = []
   if (table === undefined || table === null) return { entries, problems }
@@ -63,14 +78,19 @@ export function checkHooks(table: unknown, origin: string, defaultTimeoutMs: num
     groups.forEach((group, i) => {
       const where = `${origin}: hooks.${event}[${i}]`
       if (!isRecord(group)) return void problems.push(`${where} must be an object with "hooks"`)
-      if (group.matcher !== undefined && typeof group.matcher !== 'string') return void problems.push(`${where}.matcher must be a string`)
-      if (!Array.isArray(group.hooks)) return void problems.push(`${where}.hooks must be a list of {type: "command", command}`)
+      if (group.matcher !== undefined && typeof group.matcher !== 'string')
+        return void problems.push(`${where}.matcher must be a string`)
+      if (!Array.isArray(group.hooks))
+        return void problems.push(`${where}.hooks must be a list of {type: "command", command}`)
       group.hooks.forEach((hook, j) => {
         const at = `${where}.hooks[${j}]`
         if (!isRecord(hook)) return void problems.push(`${at} must be an object`)
-        if (hook.type !== 'command') return void problems.push(`${at}: only type "command" is supported, not ${JSON.stringify(hook.type)}`)
-        if (typeof hook.command !== 'string' || hook.command.trim() === '') return void problems.push(`${at}.command must be a non-empty string`)
-        if (hook.timeout !== undefined && (typeof hook.timeout !== 'number' || !(hook.timeout > 0))) return void problems.push(`${at}.timeout must be a positive number of seconds`)
+        if (hook.type !== 'command')
+          return void problems.push(`${at}: only type "command" is supported, not ${JSON.stringify(hook.type)}`)
+        if (typeof hook.command !== 'string' || hook.command.trim() === '')
+          return void problems.push(`${at}.command must be a non-empty string`)
+        if (hook.timeout !== undefined && (typeof hook.timeout !== 'number' || !(hook.timeout > 0)))
+          return void problems.push(`${at}.timeout must be a positive number of seconds`)
         entries.push({
           event: event as SupportedEvent,
           ...(group.matcher !== undefined ? { matcher: group.matcher as string } : {}),

@@ -16,11 +16,34 @@ import type { Session } from '@dsh/session'
 import type { ToolOutput } from '@dsh/tools'
 import type {} from '@dsh/compaction'
 import type {} from '@dsh/user-approval'
-import { decodeOutcome, logHookRun, matches, mostRestrictive, registerHookEvents, runHookCommand, type HookOutcome, type PermissionDecision } from '@dsh/hook-protocol'
-import { projectFileDigests, shellCommandTargets, type ProjectTrust, type ProjectTrustRequests, type TrustItem, type TrustRequest } from '@dsh/project-trust'
+import {
+  decodeOutcome,
+  logHookRun,
+  matches,
+  mostRestrictive,
+  registerHookEvents,
+  runHookCommand,
+  type HookOutcome,
+  type PermissionDecision,
+} from '@dsh/hook-protocol'
+import {
+  projectFileDigests,
+  shellCommandTargets,
+  type ProjectTrust,
+  type ProjectTrustRequests,
+  type TrustItem,
+  type TrustRequest,
+} from '@dsh/project-trust'
 import { checkHooks, readSettingsHooks, type HookEntry, type SupportedEvent } from './config.ts'
 
-export { checkHooks, readSettingsHooks, SUPPORTED_EVENTS, UNSUPPORTED_EVENTS, type HookEntry, type SupportedEvent } from './config.ts'
+export {
+  checkHooks,
+  readSettingsHooks,
+  SUPPORTED_EVENTS,
+  UNSUPPORTED_EVENTS,
+  type HookEntry,
+  type SupportedEvent,
+} from './config.ts'
 
 /** dsh tool names and the Claude Code names hooks match on and receive. Others pass unchanged (MCP tools share the `mcp__server__tool` form). */
 export const TOOL_NAMES: Readonly<Record<string, string>> = {
@@ -56,13 +79,21 @@ export interface HooksClaudeCodeConfig {
 }
 
 export const Config: Schema<Partial<HooksClaudeCodeConfig>, HooksClaudeCodeConfig> = Schema.object({
-  hooks: Schema.dict(Schema.any()).default({}).description('Hooks in the Claude Code shape: {PreToolUse: [{matcher, hooks: [{type: command, command, timeout}]}], ...}.'),
+  hooks: Schema.dict(Schema.any())
+    .default({})
+    .description(
+      'Hooks in the Claude Code shape: {PreToolUse: [{matcher, hooks: [{type: command, command, timeout}]}], ...}.',
+    ),
   userSettings: Schema.boolean().default(true).description('Read ~/.claude/settings.json.'),
-  projectSettings: Schema.boolean().default(true).description('Read .claude/settings.json and .claude/settings.local.json of the project.'),
+  projectSettings: Schema.boolean()
+    .default(true)
+    .description('Read .claude/settings.json and .claude/settings.local.json of the project.'),
   cwd: Schema.string().description('Project directory (default: the process working directory).'),
   userHome: Schema.string().description('Home directory holding .claude/settings.json (default: the OS home).'),
   defaultTimeoutSec: Schema.number().min(0.001).default(60).description('Timeout of a hook without one (seconds).'),
-  maxStopContinuations: Schema.natural().default(5).description('Consecutive turns a Stop hook may start before its block is ignored.'),
+  maxStopContinuations: Schema.natural()
+    .default(5)
+    .description('Consecutive turns a Stop hook may start before its block is ignored.'),
 })
 
 export const name = 'hooks-claude-code'
@@ -110,7 +141,12 @@ export function hookTrustItems(entries: readonly HookEntry[], dir: string): Trus
     kind: 'hook',
     name: `${entry.event}${entry.matcher !== undefined ? `[${entry.matcher}]` : ''}`,
     display: entry.command,
-    run: { event: entry.event, matcher: entry.matcher ?? null, command: entry.command, files: hookFileDigests(entry, dir) },
+    run: {
+      event: entry.event,
+      matcher: entry.matcher ?? null,
+      command: entry.command,
+      files: hookFileDigests(entry, dir),
+    },
   }))
 }
 
@@ -120,7 +156,10 @@ export function hookFileDigests(entry: HookEntry, dir: string): Record<string, s
 }
 
 /** Reads the project's hook files: every entry, the problems, and the trust request they make. */
-export function readProjectHooks(project: ProjectHookFiles, defaultTimeoutMs = 60_000): { entries: HookEntry[]; problems: string[]; request: TrustRequest } {
+export function readProjectHooks(
+  project: ProjectHookFiles,
+  defaultTimeoutMs = 60_000,
+): { entries: HookEntry[]; problems: string[]; request: TrustRequest } {
   const entries: HookEntry[] = []
   const problems: string[] = []
   for (const file of project.files) {
@@ -129,17 +168,33 @@ export function readProjectHooks(project: ProjectHookFiles, defaultTimeoutMs = 6
     const checked = checkHooks(read.hooks, file, defaultTimeoutMs)
     problems.push(...checked.problems)
     for (const entry of checked.entries) {
-      if (!entries.some((e) => e.event === entry.event && e.matcher === entry.matcher && e.command === entry.command)) entries.push(entry)
+      if (!entries.some((e) => e.event === entry.event && e.matcher === entry.matcher && e.command === entry.command))
+        entries.push(entry)
     }
   }
-  return { entries, problems, request: { source: project.source, label: project.label, dir: project.dir, items: hookTrustItems(entries, project.dir) } }
+  return {
+    entries,
+    problems,
+    request: {
+      source: project.source,
+      label: project.label,
+      dir: project.dir,
+      items: hookTrustItems(entries, project.dir),
+    },
+  }
 }
 
 /** The project hook files of a Claude Code row: none when `projectSettings` is off, and never the user's own file (cwd = home). */
-function claudeProjectFiles(config: Partial<HooksClaudeCodeConfig> | undefined, cwd: string): ProjectHookFiles | undefined {
+function claudeProjectFiles(
+  config: Partial<HooksClaudeCodeConfig> | undefined,
+  cwd: string,
+): ProjectHookFiles | undefined {
   if (config?.projectSettings === false) return undefined
-  const userFile = config?.userSettings === false ? undefined : join(config?.userHome ?? homedir(), '.claude', 'settings.json')
-  const files = [resolve(cwd, '.claude', 'settings.json'), resolve(cwd, '.claude', 'settings.local.json')].filter((file) => userFile === undefined || resolve(file) !== resolve(userFile))
+  const userFile =
+    config?.userSettings === false ? undefined : join(config?.userHome ?? homedir(), '.claude', 'settings.json')
+  const files = [resolve(cwd, '.claude', 'settings.json'), resolve(cwd, '.claude', 'settings.local.json')].filter(
+    (file) => userFile === undefined || resolve(file) !== resolve(userFile),
+  )
   return { source: 'hooks-claude-code', label: 'Claude Code hooks', dir: cwd, files }
 }
 
@@ -165,7 +220,9 @@ interface Ran {
 const field = (json: { [key: string]: unknown } | undefined, key: string): unknown => json?.[key]
 const specific = (json: { [key: string]: unknown } | undefined): { [key: string]: unknown } | undefined => {
   const value = json?.hookSpecificOutput
-  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as { [key: string]: unknown }) : undefined
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+    ? (value as { [key: string]: unknown })
+    : undefined
 }
 const text = (value: unknown) => (typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined)
 
@@ -175,7 +232,9 @@ function appendText(output: ToolOutput, note: string): ToolOutput {
 }
 
 function outputText(output: ToolOutput): string {
-  return typeof output.content === 'string' ? output.content : output.content.map((b) => (b.type === 'text' ? b.text : `[${b.type}]`)).join('\n')
+  return typeof output.content === 'string'
+    ? output.content
+    : output.content.map((b) => (b.type === 'text' ? b.text : `[${b.type}]`)).join('\n')
 }
 
 export function apply(ctx: Context, config: HooksClaudeCodeConfig): void {
@@ -183,14 +242,23 @@ export function apply(ctx: Context, config: HooksClaudeCodeConfig): void {
   const files: string[] = []
   if (config.userSettings) files.push(join(config.userHome ?? homedir(), '.claude', 'settings.json'))
   const project = claudeProjectFiles(config, cwd)
-  createHookBridge(ctx, { hooks: config.hooks, cwd, defaultTimeoutSec: config.defaultTimeoutSec, maxStopContinuations: config.maxStopContinuations }, {
-    dialect: 'claude-code',
-    plugin: '@dsh/hooks-claude-code',
-    files,
-    ...(project ? { project } : {}),
-    toolName: claudeToolName,
-    env: { CLAUDE_PROJECT_DIR: cwd },
-  })
+  createHookBridge(
+    ctx,
+    {
+      hooks: config.hooks,
+      cwd,
+      defaultTimeoutSec: config.defaultTimeoutSec,
+      maxStopContinuations: config.maxStopContinuations,
+    },
+    {
+      dialect: 'claude-code',
+      plugin: '@dsh/hooks-claude-code',
+      files,
+      ...(project ? { project } : {}),
+      toolName: claudeToolName,
+      env: { CLAUDE_PROJECT_DIR: cwd },
+    },
+  )
 }
 
 /**
@@ -208,7 +276,8 @@ export function createHookBridge(ctx: Context, config: BridgeOptions, dialect: H
     for (const problem of checked.problems) ctx.logger('hooks').warn(problem)
     for (const entry of checked.entries) {
       // The same command for the same event and matcher, declared twice, runs once.
-      if (!entries.some((e) => e.event === entry.event && e.matcher === entry.matcher && e.command === entry.command)) entries.push(entry)
+      if (!entries.some((e) => e.event === entry.event && e.matcher === entry.matcher && e.command === entry.command))
+        entries.push(entry)
     }
   }
   for (const file of dialect.files) {
@@ -222,20 +291,23 @@ export function createHookBridge(ctx: Context, config: BridgeOptions, dialect: H
   // project-trust row they never run (fail closed).
   const held: HookEntry[] = []
   const pinned = new Map<HookEntry, { dir: string; files: string }>()
-  const canonical = (files: Record<string, string>) => JSON.stringify(Object.entries(files).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+  const canonical = (files: Record<string, string>) =>
+    JSON.stringify(Object.entries(files).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
   let trust: ProjectTrust | undefined
   if (dialect.project) {
     const project = readProjectHooks(dialect.project, defaultTimeoutMs)
     for (const problem of project.problems) ctx.logger('hooks').warn(problem)
     for (const entry of project.entries) {
-      if (!entries.some((e) => e.event === entry.event && e.matcher === entry.matcher && e.command === entry.command)) held.push(entry)
+      if (!entries.some((e) => e.event === entry.event && e.matcher === entry.matcher && e.command === entry.command))
+        held.push(entry)
     }
     if (held.length > 0) {
       const dir = dialect.project.dir
       const request = { ...project.request, items: hookTrustItems(held, dir) }
       // A trusted project hook runs only while the project files it executes are still the ones
       // consented to: a confined command may rewrite a hook script during the session.
-      for (const [i, entry] of held.entries()) pinned.set(entry, { dir, files: canonical((request.items[i]!.run as { files: Record<string, string> }).files) })
+      for (const [i, entry] of held.entries())
+        pinned.set(entry, { dir, files: canonical((request.items[i]!.run as { files: Record<string, string> }).files) })
       ctx.inject(['projectTrust'], (inner) => {
         inner.effect(() => {
           trust = inner.projectTrust
@@ -262,21 +334,39 @@ export function createHookBridge(ctx: Context, config: BridgeOptions, dialect: H
   const run = async (
     event: SupportedEvent,
     input: { [key: string]: unknown },
-    options: { toolName?: string; matchOn?: string; session?: Session; cwd: string; signal?: AbortSignal; among?: readonly HookEntry[] },
+    options: {
+      toolName?: string
+      matchOn?: string
+      session?: Session
+      cwd: string
+      signal?: AbortSignal
+      among?: readonly HookEntry[]
+    },
   ): Promise<Ran[]> => {
     const subject = options.toolName ?? options.matchOn
     const selected = (options.among ?? entries).filter((e) => {
       if (e.event !== event || (subject !== undefined && !matches(e.matcher, subject))) return false
       const pin = pinned.get(e)
       if (pin && canonical(hookFileDigests(e, pin.dir)) !== pin.files) {
-        ctx.logger('hooks').warn(`the project hook "${e.command}" (${e.origin}) was not run: a file it executes changed after the project was trusted`)
+        ctx
+          .logger('hooks')
+          .warn(
+            `the project hook "${e.command}" (${e.origin}) was not run: a file it executes changed after the project was trusted`,
+          )
         return false
       }
       return true
     })
     return Promise.all(
       selected.map(async (entry) => {
-        const result = await runHookCommand(ctx.subprocess, { command: entry.command, cwd: options.cwd, env, input, timeoutMs: entry.timeoutMs, ...(options.signal ? { signal: options.signal } : {}) })
+        const result = await runHookCommand(ctx.subprocess, {
+          command: entry.command,
+          cwd: options.cwd,
+          env,
+          input,
+          timeoutMs: entry.timeoutMs,
+          ...(options.signal ? { signal: options.signal } : {}),
+        })
         const outcome = decodeOutcome(result, entry.timeoutMs)
         logHookRun(ctx, options.session, {
           dialect: dialect.dialect,
@@ -306,8 +396,18 @@ export function createHookBridge(ctx: Context, config: BridgeOptions, dialect: H
     ctx.on('tools/pre-execute', async (payload, next) => {
       const toolName = toolNameOf(payload.tool.name)
       const session = payload.context.sessionId !== undefined ? ctx.sessions.get(payload.context.sessionId) : undefined
-      const input = { ...common('PreToolUse', payload.context.sessionId, payload.context.cwd), tool_name: toolName, tool_input: payload.args, tool_use_id: payload.call.callId }
-      const ran = await run('PreToolUse', input, { toolName, ...(session ? { session } : {}), cwd: payload.context.cwd, signal: payload.context.signal })
+      const input = {
+        ...common('PreToolUse', payload.context.sessionId, payload.context.cwd),
+        tool_name: toolName,
+        tool_input: payload.args,
+        tool_use_id: payload.call.callId,
+      }
+      const ran = await run('PreToolUse', input, {
+        toolName,
+        ...(session ? { session } : {}),
+        cwd: payload.context.cwd,
+        signal: payload.context.signal,
+      })
       const decisions: PermissionDecision[] = []
       const reasons: string[] = []
       let updated: unknown
@@ -334,10 +434,14 @@ export function createHookBridge(ctx: Context, config: BridgeOptions, dialect: H
         }
         if (decision === 'deny' || decision === 'allow' || decision === 'ask') decisions.push(decision)
         if (decision === 'deny' && reason) reasons.push(reason)
-        if (hso?.updatedInput !== null && typeof hso?.updatedInput === 'object' && !Array.isArray(hso.updatedInput)) updated = hso.updatedInput
+        if (hso?.updatedInput !== null && typeof hso?.updatedInput === 'object' && !Array.isArray(hso.updatedInput))
+          updated = hso.updatedInput
       }
       if (mostRestrictive(decisions) === 'deny') {
-        payload.decision = { deny: `a PreToolUse hook blocked it: ${reasons.join('; ') || 'no reason given'}`, code: 'HOOK_DENIED' }
+        payload.decision = {
+          deny: `a PreToolUse hook blocked it: ${reasons.join('; ') || 'no reason given'}`,
+          code: 'HOOK_DENIED',
+        }
         return
       }
       if (updated !== undefined) payload.args = updated
@@ -358,12 +462,19 @@ export function createHookBridge(ctx: Context, config: BridgeOptions, dialect: H
         tool_response: { content: outputText(payload.output), is_error: isError },
         tool_use_id: payload.call.callId,
       }
-      const ran = await run('PostToolUse', input, { toolName, ...(session ? { session } : {}), cwd: payload.context.cwd })
+      const ran = await run('PostToolUse', input, {
+        toolName,
+        ...(session ? { session } : {}),
+        cwd: payload.context.cwd,
+      })
       const notes: string[] = []
       for (const { outcome } of ran) {
         if (outcome.kind === 'block') notes.push(`[PostToolUse hook feedback] ${outcome.message}`)
         if (outcome.kind !== 'ok') continue
-        if (field(outcome.json, 'decision') === 'block') notes.push(`[PostToolUse hook feedback] ${text(field(outcome.json, 'reason')) ?? 'the hook flagged this result'}`)
+        if (field(outcome.json, 'decision') === 'block')
+          notes.push(
+            `[PostToolUse hook feedback] ${text(field(outcome.json, 'reason')) ?? 'the hook flagged this result'}`,
+          )
         const context = text(specific(outcome.json)?.additionalContext)
         if (context) notes.push(`[PostToolUse hook context] ${context}`)
       }
@@ -375,23 +486,37 @@ export function createHookBridge(ctx: Context, config: BridgeOptions, dialect: H
     ctx.on('agent/pre-step', async (payload, next) => {
       const human = payload.messages.filter((m) => m.source.kind === 'human')
       if (human.length === 0) return next()
-      const prompt = human.map((m) => (typeof m.content === 'string' ? m.content : m.content.map((b) => (b.type === 'text' ? b.text : '')).join(''))).join('\n\n')
+      const prompt = human
+        .map((m) =>
+          typeof m.content === 'string' ? m.content : m.content.map((b) => (b.type === 'text' ? b.text : '')).join(''),
+        )
+        .join('\n\n')
       const agent = payload.agent
       const input = { ...common('UserPromptSubmit', agent.session.id, agent.cwd), prompt }
       const ran = await run('UserPromptSubmit', input, { session: agent.session, cwd: agent.cwd })
       const contexts: string[] = []
       for (const { outcome } of ran) {
-        if (outcome.kind === 'block') return { action: 'reject', code: 'HOOK_BLOCKED', reason: `a UserPromptSubmit hook blocked the prompt: ${outcome.message}` }
+        if (outcome.kind === 'block')
+          return {
+            action: 'reject',
+            code: 'HOOK_BLOCKED',
+            reason: `a UserPromptSubmit hook blocked the prompt: ${outcome.message}`,
+          }
         if (outcome.kind !== 'ok') continue
         const json = outcome.json
         if (field(json, 'decision') === 'block' || field(json, 'continue') === false) {
           const reason = text(field(json, 'reason')) ?? text(field(json, 'stopReason')) ?? 'no reason given'
-          return { action: 'reject', code: 'HOOK_BLOCKED', reason: `a UserPromptSubmit hook blocked the prompt: ${reason}` }
+          return {
+            action: 'reject',
+            code: 'HOOK_BLOCKED',
+            reason: `a UserPromptSubmit hook blocked the prompt: ${reason}`,
+          }
         }
         const context = json ? text(specific(json)?.additionalContext) : text(outcome.stdout)
         if (context) contexts.push(context)
       }
-      for (const context of contexts) payload.messages.push({ content: context, source: { ...SOURCE, label: 'UserPromptSubmit hook' } })
+      for (const context of contexts)
+        payload.messages.push({ content: context, source: { ...SOURCE, label: 'UserPromptSubmit hook' } })
       return next()
     })
   }
@@ -412,26 +537,49 @@ export function createHookBridge(ctx: Context, config: BridgeOptions, dialect: H
       const source = agent.session.events.some((e) => e.type === 'turn/start') ? 'resume' : 'startup'
       const input = { ...common('SessionStart', agent.session.id, agent.cwd), source }
       const ran = entries.filter((e) => e.event === 'SessionStart')
-      starting.set(agent, { contexts: run('SessionStart', input, { matchOn: source, session: agent.session, cwd: agent.cwd, among: ran }).then(contextsOf), ran, source })
+      starting.set(agent, {
+        contexts: run('SessionStart', input, {
+          matchOn: source,
+          session: agent.session,
+          cwd: agent.cwd,
+          among: ran,
+        }).then(contextsOf),
+        ran,
+        source,
+      })
     })
-    ctx.on('agent/pre-step', async (payload, next) => {
-      const pending = starting.get(payload.agent)
-      if (pending) {
-        starting.delete(payload.agent)
-        const agent = payload.agent
-        const contexts = await pending.contexts
-        if (held.some((e) => e.event === 'SessionStart')) {
-          await trust?.consent({ sessionId: agent.session.id })
-          const late = entries.filter((e) => e.event === 'SessionStart' && !pending.ran.includes(e))
-          if (late.length > 0) {
-            const input = { ...common('SessionStart', agent.session.id, agent.cwd), source: pending.source }
-            contexts.push(...contextsOf(await run('SessionStart', input, { matchOn: pending.source, session: agent.session, cwd: agent.cwd, among: late })))
+    ctx.on(
+      'agent/pre-step',
+      async (payload, next) => {
+        const pending = starting.get(payload.agent)
+        if (pending) {
+          starting.delete(payload.agent)
+          const agent = payload.agent
+          const contexts = await pending.contexts
+          if (held.some((e) => e.event === 'SessionStart')) {
+            await trust?.consent({ sessionId: agent.session.id })
+            const late = entries.filter((e) => e.event === 'SessionStart' && !pending.ran.includes(e))
+            if (late.length > 0) {
+              const input = { ...common('SessionStart', agent.session.id, agent.cwd), source: pending.source }
+              contexts.push(
+                ...contextsOf(
+                  await run('SessionStart', input, {
+                    matchOn: pending.source,
+                    session: agent.session,
+                    cwd: agent.cwd,
+                    among: late,
+                  }),
+                ),
+              )
+            }
           }
+          for (const context of contexts)
+            payload.messages.unshift({ content: context, source: { ...SOURCE, label: 'SessionStart hook' } })
         }
-        for (const context of contexts) payload.messages.unshift({ content: context, source: { ...SOURCE, label: 'SessionStart hook' } })
-      }
-      return next()
-    }, { prepend: true })
+        return next()
+      },
+      { prepend: true },
+    )
   }
 
   if (has('SessionEnd')) {
@@ -457,7 +605,11 @@ export function createHookBridge(ctx: Context, config: BridgeOptions, dialect: H
     // background, so a slow hook never delays the question.
     ctx.on('approval/requested', (request) => {
       const session = request.sessionId !== undefined ? ctx.sessions.get(request.sessionId) : undefined
-      const input = { ...common('Notification', request.sessionId, cwd), message: `dsh needs your permission: ${request.title}`, notification_type: 'permission_prompt' }
+      const input = {
+        ...common('Notification', request.sessionId, cwd),
+        message: `dsh needs your permission: ${request.title}`,
+        notification_type: 'permission_prompt',
+      }
       void run('Notification', input, { matchOn: 'permission_prompt', ...(session ? { session } : {}), cwd })
     })
   }
@@ -480,13 +632,15 @@ export function createHookBridge(ctx: Context, config: BridgeOptions, dialect: H
       const reasons: string[] = []
       for (const { outcome } of ran) {
         if (outcome.kind === 'block') reasons.push(outcome.message)
-        else if (outcome.kind === 'ok' && field(outcome.json, 'decision') === 'block') reasons.push(text(field(outcome.json, 'reason')) ?? 'a Stop hook asked to continue')
+        else if (outcome.kind === 'ok' && field(outcome.json, 'decision') === 'block')
+          reasons.push(text(field(outcome.json, 'reason')) ?? 'a Stop hook asked to continue')
       }
       // A child's run ends with its first turn (its answer is the parent's tool result), so a
       // SubagentStop block is logged but does not continue the child.
       if (event === 'SubagentStop') return
       if (reasons.length === 0 || count >= config.maxStopContinuations) {
-        if (reasons.length > 0) ctx.logger('hooks').warn('Stop hook asked to continue %d times in a row; stopping anyway', count)
+        if (reasons.length > 0)
+          ctx.logger('hooks').warn('Stop hook asked to continue %d times in a row; stopping anyway', count)
         continued.delete(agent)
         return
       }

@@ -24,9 +24,15 @@ describe('dsh --profile headless with Claude Code hooks', () => {
     mkdirSync(join(cwd, '.claude'), { recursive: true })
     writeFileSync(join(cwd, 'keep.txt'), 'precious')
     const guard = join(root, 'guard.sh')
-    writeFileSync(guard, '#!/bin/sh\ncase "$(cat)" in *\'"rm \'*) echo "rm is blocked by the project hook" >&2; exit 2;; esac\nexit 0\n')
+    writeFileSync(
+      guard,
+      '#!/bin/sh\ncase "$(cat)" in *\'"rm \'*) echo "rm is blocked by the project hook" >&2; exit 2;; esac\nexit 0\n',
+    )
     chmodSync(guard, 0o755)
-    writeFileSync(join(cwd, '.claude/settings.json'), JSON.stringify({ hooks: { PreToolUse: [{ matcher: 'Bash', hooks: [{ type: 'command', command: guard }] }] } }))
+    writeFileSync(
+      join(cwd, '.claude/settings.json'),
+      JSON.stringify({ hooks: { PreToolUse: [{ matcher: 'Bash', hooks: [{ type: 'command', command: guard }] }] } }),
+    )
     server = await startMockServer({
       steps: [
         { toolCalls: [{ id: 'c_rm', name: 'bash', arguments: { command: 'rm keep.txt', description: 'delete' } }] },
@@ -35,18 +41,34 @@ describe('dsh --profile headless with Claude Code hooks', () => {
       ] as never,
     })
     // The project's hooks run only once the user trusted the project.
-    const trusted = await runDsh(['trust', cwd], { cwd: root, env: { DSH_HOME: join(root, 'home'), HOME: join(root, 'userhome') } })
+    const trusted = await runDsh(['trust', cwd], {
+      cwd: root,
+      env: { DSH_HOME: join(root, 'home'), HOME: join(root, 'userhome') },
+    })
     expect(trusted.code).toBe(0)
     const run = await runDsh(['--profile', 'headless', '--patch', patch, '--output-format', 'stream-json', 'tidy up'], {
       cwd,
-      env: { DSH_HOME: join(root, 'home'), HOME: join(root, 'userhome'), DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'x' },
+      env: {
+        DSH_HOME: join(root, 'home'),
+        HOME: join(root, 'userhome'),
+        DEEPSEEK_BASE_URL: server.baseURL,
+        DEEPSEEK_API_KEY: 'x',
+      },
     })
     expect(run.code).toBe(0)
-    const toolText = (i: number) => (server!.requests[i].body as { messages: { role: string; content: string }[] }).messages.filter((m) => m.role === 'tool').at(-1)!.content
+    const toolText = (i: number) =>
+      (server!.requests[i].body as { messages: { role: string; content: string }[] }).messages
+        .filter((m) => m.role === 'tool')
+        .at(-1)!.content
     expect(toolText(1)).toContain('a PreToolUse hook blocked it: rm is blocked by the project hook')
     expect(toolText(2)).toContain('still-here')
     expect(existsSync(join(cwd, 'keep.txt'))).toBe(true)
-    const events = run.stdout.trim().split('\n').map((l) => JSON.parse(l)).filter((l) => l.type === 'event').map((l) => l.event)
+    const events = run.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
+      .filter((l) => l.type === 'event')
+      .map((l) => l.event)
     const hookRuns = events.filter((e) => e.type === 'hook/run').map((e) => e.data)
     expect(hookRuns.map((r) => [r.event, r.toolName, r.outcome])).toEqual([
       ['PreToolUse', 'Bash', 'block'],

@@ -42,7 +42,9 @@ export const Config: Schema<Partial<HooksCodexConfig>, HooksCodexConfig> = Schem
   cwd: Schema.string().description('Project directory (default: the process working directory).'),
   codexHome: Schema.string().description('Codex home (default: $CODEX_HOME, else ~/.codex).'),
   defaultTimeoutSec: Schema.number().min(0.001).default(60).description('Timeout of a hook without one (seconds).'),
-  maxStopContinuations: Schema.natural().default(5).description('Consecutive turns a Stop hook may start before its block is ignored.'),
+  maxStopContinuations: Schema.natural()
+    .default(5)
+    .description('Consecutive turns a Stop hook may start before its block is ignored.'),
 })
 
 function codexProjectFiles(config: Partial<HooksCodexConfig> | undefined, cwd: string): ProjectHookFiles | undefined {
@@ -71,17 +73,30 @@ export function apply(ctx: Context, config: HooksCodexConfig): void {
   if (config.userHooks) files.push(join(home, 'hooks.json'))
   const project = codexProjectFiles(config, cwd)
   let model = ''
-  ctx.on('agent/pre-step', async (payload, next) => {
-    model = payload.agent.model.model
-    return next()
-  }, { prepend: true })
-  createHookBridge(ctx, { hooks: config.hooks, cwd, defaultTimeoutSec: config.defaultTimeoutSec, maxStopContinuations: config.maxStopContinuations }, {
-    dialect: 'codex',
-    plugin: '@dsh/hooks-codex',
-    files,
-    ...(project ? { project } : {}),
-    toolName: codexToolName,
-    env: {},
-    extraInput: () => ({ model }),
-  })
+  ctx.on(
+    'agent/pre-step',
+    async (payload, next) => {
+      model = payload.agent.model.model
+      return next()
+    },
+    { prepend: true },
+  )
+  createHookBridge(
+    ctx,
+    {
+      hooks: config.hooks,
+      cwd,
+      defaultTimeoutSec: config.defaultTimeoutSec,
+      maxStopContinuations: config.maxStopContinuations,
+    },
+    {
+      dialect: 'codex',
+      plugin: '@dsh/hooks-codex',
+      files,
+      ...(project ? { project } : {}),
+      toolName: codexToolName,
+      env: {},
+      extraInput: () => ({ model }),
+    },
+  )
 }

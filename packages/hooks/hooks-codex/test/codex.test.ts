@@ -31,22 +31,32 @@ const FakeEdit = {
 }
 
 describe('@dsh/hooks-codex', () => {
-  it('runs the Codex home\'s hooks but not the project\'s .codex/hooks.json until the project is trusted', async () => {
+  it("runs the Codex home's hooks but not the project's .codex/hooks.json until the project is trusted", async () => {
     const root = mkdtempSync(join(tmpdir(), 'dsh-codex-untrusted-'))
     const cwd = join(root, 'project')
     const codexHome = join(root, 'codex-home')
     mkdirSync(join(cwd, '.codex'), { recursive: true })
     mkdirSync(codexHome)
-    const hook = (command: string) => JSON.stringify({ hooks: { UserPromptSubmit: [{ hooks: [{ type: 'command', command }] }] } })
+    const hook = (command: string) =>
+      JSON.stringify({ hooks: { UserPromptSubmit: [{ hooks: [{ type: 'command', command }] }] } })
     writeFileSync(join(codexHome, 'hooks.json'), hook(`echo user >> ${join(root, 'user.log')}`))
     writeFileSync(join(cwd, '.codex/hooks.json'), hook(`echo project >> ${join(root, 'project.log')}`))
     harness = await createHarness({
       cwd,
       script: [{ text: 'ok' }] as never,
-      plugins: [[HomePaths, { home: join(root, 'dsh-home') }], [ProjectTrust, {}], [SubprocessLocal, {}], [HooksCodex, { cwd, codexHome }]] as never,
+      plugins: [
+        [HomePaths, { home: join(root, 'dsh-home') }],
+        [ProjectTrust, {}],
+        [SubprocessLocal, {}],
+        [HooksCodex, { cwd, codexHome }],
+      ] as never,
     })
     const skipped: string[] = []
-    harness.ctx.on('project-trust/skipped', (evaluations) => void skipped.push(...evaluations.map((e) => `${e.source}: ${e.items.map((i) => i.display).join()}`)))
+    harness.ctx.on(
+      'project-trust/skipped',
+      (evaluations) =>
+        void skipped.push(...evaluations.map((e) => `${e.source}: ${e.items.map((i) => i.display).join()}`)),
+    )
     await harness.prompt('hello')
     expect(readFileSync(join(root, 'user.log'), 'utf8')).toBe('user\n')
     expect(existsSync(join(root, 'project.log'))).toBe(false)
@@ -59,23 +69,55 @@ describe('@dsh/hooks-codex', () => {
     mkdirSync(join(cwd, '.codex'), { recursive: true })
     const capture = join(root, 'stdin.json')
     const hook = join(root, 'protect.sh')
-    writeFileSync(hook, `#!/bin/sh\ninput=$(cat)\nprintf '%s' "$input" > ${capture}\ncase "$input" in *'.env'*) echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"secrets stay untouched"}}';; esac\nexit 0\n`)
+    writeFileSync(
+      hook,
+      `#!/bin/sh\ninput=$(cat)\nprintf '%s' "$input" > ${capture}\ncase "$input" in *'.env'*) echo '{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"secrets stay untouched"}}';; esac\nexit 0\n`,
+    )
     chmodSync(hook, 0o755)
-    writeFileSync(join(cwd, '.codex/hooks.json'), JSON.stringify({ hooks: { PreToolUse: [{ matcher: '^apply_patch$', hooks: [{ type: 'command', command: hook, timeout: 5 }] }], PermissionRequest: [] } }))
+    writeFileSync(
+      join(cwd, '.codex/hooks.json'),
+      JSON.stringify({
+        hooks: {
+          PreToolUse: [{ matcher: '^apply_patch$', hooks: [{ type: 'command', command: hook, timeout: 5 }] }],
+          PermissionRequest: [],
+        },
+      }),
+    )
     // The project's hooks run once the user trusted them, as `dsh trust` records it.
     const dshHome = join(root, 'dsh-home')
-    await trustAll(TrustStore.inHome(dshHome), HooksCodex.projectTrustRequests({ cwd, codexHome: join(root, 'codex-home') }, cwd))
+    await trustAll(
+      TrustStore.inHome(dshHome),
+      HooksCodex.projectTrustRequests({ cwd, codexHome: join(root, 'codex-home') }, cwd),
+    )
     harness = await createHarness({
       cwd,
-      script: [{ toolCalls: [{ name: 'edit', arguments: { file_path: '.env' } }] }, { toolCalls: [{ name: 'edit', arguments: { file_path: 'a.ts' } }] }, { text: 'done' }] as never,
-      plugins: [[HomePaths, { home: dshHome }], [ProjectTrust, {}], [SubprocessLocal, {}], [FakeEdit], [HooksCodex, { cwd, codexHome: join(root, 'codex-home') }]] as never,
+      script: [
+        { toolCalls: [{ name: 'edit', arguments: { file_path: '.env' } }] },
+        { toolCalls: [{ name: 'edit', arguments: { file_path: 'a.ts' } }] },
+        { text: 'done' },
+      ] as never,
+      plugins: [
+        [HomePaths, { home: dshHome }],
+        [ProjectTrust, {}],
+        [SubprocessLocal, {}],
+        [FakeEdit],
+        [HooksCodex, { cwd, codexHome: join(root, 'codex-home') }],
+      ] as never,
     })
     await harness.prompt('edit things')
-    const results = harness.session.events.filter((e) => e.type === 'tool/result').map((e) => (e.data as { message: { content: { text: string }[] } }).message.content[0].text)
+    const results = harness.session.events
+      .filter((e) => e.type === 'tool/result')
+      .map((e) => (e.data as { message: { content: { text: string }[] } }).message.content[0].text)
     expect(results[0]).toContain('a PreToolUse hook blocked it: secrets stay untouched')
     expect(results[1]).toBe('edited a.ts')
     const stdin = JSON.parse(readFileSync(capture, 'utf8'))
-    expect(stdin).toMatchObject({ hook_event_name: 'PreToolUse', tool_name: 'apply_patch', tool_input: { file_path: 'a.ts' }, cwd, model: harness.agent.model.model })
+    expect(stdin).toMatchObject({
+      hook_event_name: 'PreToolUse',
+      tool_name: 'apply_patch',
+      tool_input: { file_path: 'a.ts' },
+      cwd,
+      model: harness.agent.model.model,
+    })
     const runs = harness.session.events.filter((e) => e.type === 'hook/run').map((e) => e.data as HookRunRecord)
     expect(runs.map((r) => [r.dialect, r.toolName, r.origin])).toEqual([
       ['codex', 'apply_patch', join(cwd, '.codex/hooks.json')],

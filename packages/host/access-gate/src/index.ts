@@ -38,7 +38,10 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
 
 /** `localhost`, `*.localhost`, 127.0.0.0/8 and ::1. */
 export function isLoopbackHostname(hostname: string): boolean {
-  const h = hostname.toLowerCase().replace(/^\[|\]$/g, '').replace(/\.$/, '')
+  const h = hostname
+    .toLowerCase()
+    .replace(/^\[|\]$/g, '')
+    .replace(/\.$/, '')
   if (h === 'localhost' || h.endsWith('.localhost')) return true
   if (h === '::1') return true
   return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h.replace(/^::ffff:/, ''))
@@ -113,7 +116,9 @@ export function apply(ctx: Context, config: Config) {
   const localAddresses = (): Set<string> => {
     const out = new Set<string>()
     if (!wildcard) out.add(server.host.toLowerCase())
-    else for (const list of Object.values(networkInterfaces())) for (const a of list ?? []) out.add(a.address.toLowerCase())
+    else
+      for (const list of Object.values(networkInterfaces()))
+        for (const a of list ?? []) out.add(a.address.toLowerCase())
     return out
   }
 
@@ -167,7 +172,9 @@ export function apply(ctx: Context, config: Config) {
   }
 
   const safeNext = (value: unknown): string =>
-    typeof value === 'string' && value.startsWith('/') && !value.startsWith('//') && !value.startsWith('/\\') ? value : '/'
+    typeof value === 'string' && value.startsWith('/') && !value.startsWith('//') && !value.startsWith('/\\')
+      ? value
+      : '/'
 
   async function readLoginBody(req: IncomingMessage): Promise<{ secret?: unknown; next?: unknown; form: boolean }> {
     const type = (req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase()
@@ -199,7 +206,10 @@ export function apply(ctx: Context, config: Config) {
 
   async function login(req: IncomingMessage, res: ServerResponse, info: RequestInfo): Promise<void> {
     if (req.method === 'GET' || req.method === 'HEAD') {
-      const page = LOGIN_PAGE(info.url.searchParams.has('failed') ? '<p class="e">Wrong secret.</p>' : '', safeNext(info.url.searchParams.get('next')))
+      const page = LOGIN_PAGE(
+        info.url.searchParams.has('failed') ? '<p class="e">Wrong secret.</p>' : '',
+        safeNext(info.url.searchParams.get('next')),
+      )
       // The page's own CSP (its one inline style by hash, its form posting here); the webserver
       // already set the other security headers. Its referrer policy is `same-origin`, not
       // `no-referrer`: under no-referrer a browser sends `Origin: null` with the form's POST,
@@ -220,7 +230,12 @@ export function apply(ctx: Context, config: Config) {
     if (recent.length >= config.maxFailures) {
       const retry = Math.max(1, Math.ceil((recent[0] + config.failureWindowMs - now) / 1000))
       req.resume()
-      return sendJson(res, 429, { error: { code: 'TOO_MANY_ATTEMPTS', message: `too many failed logins; retry in ${retry} s` } }, { 'retry-after': String(retry) })
+      return sendJson(
+        res,
+        429,
+        { error: { code: 'TOO_MANY_ATTEMPTS', message: `too many failed logins; retry in ${retry} s` } },
+        { 'retry-after': String(retry) },
+      )
     }
     let body: Awaited<ReturnType<typeof readLoginBody>>
     try {
@@ -252,7 +267,12 @@ export function apply(ctx: Context, config: Config) {
   server.addGuard(async (req, res, info) => {
     const hostHeader = req.headers.host
     if (!hostAllowed(hostHeader)) {
-      sendError(res, 421, 'BAD_HOST', `the Host header ${JSON.stringify(hostHeader ?? '')} is not loopback or a trusted host (add it with --trusted-host)`)
+      sendError(
+        res,
+        421,
+        'BAD_HOST',
+        `the Host header ${JSON.stringify(hostHeader ?? '')} is not loopback or a trusted host (add it with --trusted-host)`,
+      )
       return false
     }
     const method = req.method ?? 'GET'
@@ -263,14 +283,25 @@ export function apply(ctx: Context, config: Config) {
       // with neither is not from a browser page, so there is no ambient authority to forge.
       const fromBrowser = origin !== undefined || req.headers['sec-fetch-site'] !== undefined
       if (fromBrowser && (origin === undefined || !originAllowed(origin, hostHeader!))) {
-        sendError(res, 403, 'BAD_ORIGIN', `cross-origin ${method} refused (Origin ${JSON.stringify(origin ?? '')} is not this server)`)
+        sendError(
+          res,
+          403,
+          'BAD_ORIGIN',
+          `cross-origin ${method} refused (Origin ${JSON.stringify(origin ?? '')} is not this server)`,
+        )
         return false
       }
       const type = req.headers['content-type']
-      const formLogin = isLogin && (type ?? '').split(';')[0].trim().toLowerCase() === 'application/x-www-form-urlencoded'
+      const formLogin =
+        isLogin && (type ?? '').split(';')[0].trim().toLowerCase() === 'application/x-www-form-urlencoded'
       if (!formLogin && !isJsonContentType(type)) {
         res.setHeader('connection', 'close')
-        sendError(res, 415, 'UNSUPPORTED_MEDIA_TYPE', `a ${method} request needs Content-Type: application/json (got ${JSON.stringify(type ?? '')})`)
+        sendError(
+          res,
+          415,
+          'UNSUPPORTED_MEDIA_TYPE',
+          `a ${method} request needs Content-Type: application/json (got ${JSON.stringify(type ?? '')})`,
+        )
         return false
       }
     }
@@ -282,10 +313,20 @@ export function apply(ctx: Context, config: Config) {
     if (hasSession(req)) return true
     const accept = req.headers.accept ?? ''
     if ((method === 'GET' || method === 'HEAD') && accept.includes('text/html')) {
-      res.writeHead(303, { location: `${LOGIN_PATH}?next=${encodeURIComponent(info.url.pathname + info.url.search)}`, 'cache-control': 'no-store' }).end()
+      res
+        .writeHead(303, {
+          location: `${LOGIN_PATH}?next=${encodeURIComponent(info.url.pathname + info.url.search)}`,
+          'cache-control': 'no-store',
+        })
+        .end()
       return false
     }
-    sendError(res, 401, 'UNAUTHENTICATED', `sign in first: POST ${LOGIN_PATH} with {"secret": ...} (the value of ${SECRET_ENV})`)
+    sendError(
+      res,
+      401,
+      'UNAUTHENTICATED',
+      `sign in first: POST ${LOGIN_PATH} with {"secret": ...} (the value of ${SECRET_ENV})`,
+    )
     return false
   })
 }

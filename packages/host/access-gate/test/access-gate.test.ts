@@ -46,15 +46,23 @@ interface Reply {
   json(): { error?: { code: string; message: string; field?: string }; result?: unknown }
 }
 
-function send(port: number, opts: { method?: string; path?: string; headers?: Record<string, string>; body?: string | Buffer } = {}): Promise<Reply> {
+function send(
+  port: number,
+  opts: { method?: string; path?: string; headers?: Record<string, string>; body?: string | Buffer } = {},
+): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const headers = { host: `127.0.0.1:${port}`, ...opts.headers }
-    const req = request({ host: '127.0.0.1', port, method: opts.method ?? 'GET', path: opts.path ?? '/', headers }, (res) => {
-      let text = ''
-      res.setEncoding('utf8')
-      res.on('data', (c) => (text += c))
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, text, json: () => JSON.parse(text) }))
-    })
+    const req = request(
+      { host: '127.0.0.1', port, method: opts.method ?? 'GET', path: opts.path ?? '/', headers },
+      (res) => {
+        let text = ''
+        res.setEncoding('utf8')
+        res.on('data', (c) => (text += c))
+        res.on('end', () =>
+          resolve({ status: res.statusCode!, headers: res.headers, text, json: () => JSON.parse(text) }),
+        )
+      },
+    )
     req.on('error', reject)
     req.end(opts.body)
   })
@@ -107,10 +115,20 @@ describe('@dsh/access-gate on a loopback bind', () => {
       expect(r.json().error?.code).toBe('BAD_ORIGIN')
     }
     // A browser request without Origin but with fetch metadata is refused as well.
-    const meta = await send(port, { method: 'POST', path: '/api/echo', headers: { 'content-type': 'application/json', 'sec-fetch-site': 'cross-site' }, body: '{}' })
+    const meta = await send(port, {
+      method: 'POST',
+      path: '/api/echo',
+      headers: { 'content-type': 'application/json', 'sec-fetch-site': 'cross-site' },
+      body: '{}',
+    })
     expect(meta.status).toBe(403)
     // A non-browser client (no Origin, no Sec-Fetch-*) may write.
-    const cli = await send(port, { method: 'POST', path: '/api/echo', headers: { 'content-type': 'application/json' }, body: '{"b":2}' })
+    const cli = await send(port, {
+      method: 'POST',
+      path: '/api/echo',
+      headers: { 'content-type': 'application/json' },
+      body: '{"b":2}',
+    })
     expect(cli.json()).toEqual({ result: { b: 2 } })
   })
 
@@ -121,7 +139,11 @@ describe('@dsh/access-gate on a loopback bind', () => {
       expect(r.status, type).toBe(415)
       expect(r.json().error?.code).toBe('UNSUPPORTED_MEDIA_TYPE')
     }
-    const del = await send(port, { method: 'DELETE', path: '/api/echo', headers: { origin: `http://127.0.0.1:${port}` } })
+    const del = await send(port, {
+      method: 'DELETE',
+      path: '/api/echo',
+      headers: { origin: `http://127.0.0.1:${port}` },
+    })
     expect(del.status).toBe(415)
   })
 
@@ -131,7 +153,11 @@ describe('@dsh/access-gate on a loopback bind', () => {
     const r = await send(port, {
       method: 'POST',
       path: '/api/echo',
-      headers: { 'content-type': 'application/json', origin: `http://127.0.0.1:${port}`, 'content-length': String(big.length) },
+      headers: {
+        'content-type': 'application/json',
+        origin: `http://127.0.0.1:${port}`,
+        'content-length': String(big.length),
+      },
       body: big,
     })
     expect(r.status).toBe(413)
@@ -151,9 +177,13 @@ describe('@dsh/access-gate on a non-loopback bind', () => {
     const server = ctx.plugin(WebServer, { host: '0.0.0.0', port: 0 } as WebServerConfig)
     fibers.push(server)
     await server
-    await expect(ctx.plugin(gate, {} as gate.Config)).rejects.toThrow(/needs DSH_ACCESS_SECRET set to a secret of at least 16 characters; refusing to start/)
+    await expect(ctx.plugin(gate, {} as gate.Config)).rejects.toThrow(
+      /needs DSH_ACCESS_SECRET set to a secret of at least 16 characters; refusing to start/,
+    )
     process.env.DSH_ACCESS_SECRET = 'short-secret'
-    await expect(ctx.plugin(gate, {} as gate.Config)).rejects.toThrow('DSH_ACCESS_SECRET has 12 characters; a non-loopback bind (0.0.0.0) needs at least 16')
+    await expect(ctx.plugin(gate, {} as gate.Config)).rejects.toThrow(
+      'DSH_ACCESS_SECRET has 12 characters; a non-loopback bind (0.0.0.0) needs at least 16',
+    )
     expect(gate.checkBind('127.0.0.1', {})).toBeUndefined()
     expect(gate.checkBind('::1', {})).toBeUndefined()
   })
@@ -189,9 +219,19 @@ describe('@dsh/access-gate on a non-loopback bind', () => {
     // A made-up cookie is not a session.
     expect((await send(port, { path: '/api/echo', headers: { cookie: 'dsh_access=forged' } })).status).toBe(401)
     // JSON login works too, and the login POST is still bound by the Origin rule.
-    const jsonLogin = await send(port, { method: 'POST', path: '/auth/login', headers: { 'content-type': 'application/json' }, body: '{"secret":"correct horse battery staple"}' })
+    const jsonLogin = await send(port, {
+      method: 'POST',
+      path: '/auth/login',
+      headers: { 'content-type': 'application/json' },
+      body: '{"secret":"correct horse battery staple"}',
+    })
     expect(jsonLogin.json()).toEqual({ result: { ok: true } })
-    const crossLogin = await send(port, { method: 'POST', path: '/auth/login', headers: { 'content-type': 'application/json', origin: 'http://evil.example' }, body: '{"secret":"correct horse battery staple"}' })
+    const crossLogin = await send(port, {
+      method: 'POST',
+      path: '/auth/login',
+      headers: { 'content-type': 'application/json', origin: 'http://evil.example' },
+      body: '{"secret":"correct horse battery staple"}',
+    })
     expect(crossLogin.status).toBe(403)
   })
 
@@ -199,7 +239,12 @@ describe('@dsh/access-gate on a non-loopback bind', () => {
     process.env.DSH_ACCESS_SECRET = 'another-long-secret-value'
     const { port } = await boot('0.0.0.0', { maxFailures: 3 })
     const attempt = (secret: string) =>
-      send(port, { method: 'POST', path: '/auth/login', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ secret }) })
+      send(port, {
+        method: 'POST',
+        path: '/auth/login',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ secret }),
+      })
     for (let i = 0; i < 3; i++) {
       const r = await attempt(`wrong-${i}`)
       expect(r.status).toBe(401)

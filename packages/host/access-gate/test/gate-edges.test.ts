@@ -52,24 +52,40 @@ interface Reply {
   text: string
 }
 
-function send(port: number, opts: { method?: string; path?: string; headers?: Record<string, string>; body?: string } = {}): Promise<Reply> {
+function send(
+  port: number,
+  opts: { method?: string; path?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const headers = { host: `127.0.0.1:${port}`, ...opts.headers }
-    const req = request({ host: '127.0.0.1', port, method: opts.method ?? 'GET', path: opts.path ?? '/', headers }, (res) => {
-      let text = ''
-      res.setEncoding('utf8')
-      res.on('data', (c) => (text += c))
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, text }))
-    })
+    const req = request(
+      { host: '127.0.0.1', port, method: opts.method ?? 'GET', path: opts.path ?? '/', headers },
+      (res) => {
+        let text = ''
+        res.setEncoding('utf8')
+        res.on('data', (c) => (text += c))
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, text }))
+      },
+    )
     req.on('error', reject)
     req.end(opts.body)
   })
 }
 
 const formLogin = (port: number, body: string, type = 'application/x-www-form-urlencoded') =>
-  send(port, { method: 'POST', path: gate.LOGIN_PATH, headers: { 'content-type': type, origin: `http://127.0.0.1:${port}` }, body })
+  send(port, {
+    method: 'POST',
+    path: gate.LOGIN_PATH,
+    headers: { 'content-type': type, origin: `http://127.0.0.1:${port}` },
+    body,
+  })
 const jsonLogin = (port: number, secret: unknown) =>
-  send(port, { method: 'POST', path: gate.LOGIN_PATH, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ secret }) })
+  send(port, {
+    method: 'POST',
+    path: gate.LOGIN_PATH,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ secret }),
+  })
 const tokenOf = (reply: Reply) => String(reply.headers['set-cookie']).split(';')[0]!
 
 describe('a refused request never reaches the route', () => {
@@ -77,13 +93,38 @@ describe('a refused request never reaches the route', () => {
     const { port, reached } = await boot()
     const json = { 'content-type': 'application/json' }
     expect((await send(port, { path: '/api/act', headers: { host: 'evil.example' } })).status).toBe(421)
-    expect((await send(port, { method: 'POST', path: '/api/act', headers: { ...json, origin: 'http://evil.example' }, body: '{}' })).status).toBe(403)
-    expect((await send(port, { method: 'POST', path: '/api/act', headers: { 'content-type': 'text/plain' }, body: '{}' })).status).toBe(415)
+    expect(
+      (
+        await send(port, {
+          method: 'POST',
+          path: '/api/act',
+          headers: { ...json, origin: 'http://evil.example' },
+          body: '{}',
+        })
+      ).status,
+    ).toBe(403)
+    expect(
+      (await send(port, { method: 'POST', path: '/api/act', headers: { 'content-type': 'text/plain' }, body: '{}' }))
+        .status,
+    ).toBe(415)
     expect(reached).toEqual([])
     // Positive control: the same route is reached by an allowed write, and by the safe methods
     // without any body type.
-    expect((await send(port, { method: 'POST', path: '/api/act', headers: { ...json, origin: `http://127.0.0.1:${port}` }, body: '{}' })).status).toBe(200)
-    for (const method of ['GET', 'HEAD', 'OPTIONS']) expect((await send(port, { method, path: '/api/act', headers: { origin: 'http://evil.example' } })).status, method).toBe(200)
+    expect(
+      (
+        await send(port, {
+          method: 'POST',
+          path: '/api/act',
+          headers: { ...json, origin: `http://127.0.0.1:${port}` },
+          body: '{}',
+        })
+      ).status,
+    ).toBe(200)
+    for (const method of ['GET', 'HEAD', 'OPTIONS'])
+      expect(
+        (await send(port, { method, path: '/api/act', headers: { origin: 'http://evil.example' } })).status,
+        method,
+      ).toBe(200)
     expect(reached).toEqual(['POST', 'GET', 'HEAD', 'OPTIONS'])
   })
 
@@ -95,7 +136,16 @@ describe('a refused request never reaches the route', () => {
     expect(nav.headers.location).toBe('/auth/login?next=%2Fapi%2Fact%3Fx%3D1')
     expect(nav.headers['cache-control']).toBe('no-store')
     // A POST that asks for HTML is not redirected: it gets the 401.
-    expect((await send(port, { method: 'POST', path: '/api/act', headers: { accept: 'text/html', 'content-type': 'application/json' }, body: '{}' })).status).toBe(401)
+    expect(
+      (
+        await send(port, {
+          method: 'POST',
+          path: '/api/act',
+          headers: { accept: 'text/html', 'content-type': 'application/json' },
+          body: '{}',
+        })
+      ).status,
+    ).toBe(401)
     expect(reached).toEqual([])
     const token = tokenOf(await jsonLogin(port, SECRET))
     expect((await send(port, { path: '/api/act', headers: { cookie: token } })).status).toBe(200)
@@ -146,13 +196,27 @@ describe('the login endpoint', () => {
 
   it('refuses other methods, a secret that is not a string, and a body over 4 KiB', async () => {
     const { port } = await boot('0.0.0.0')
-    const put = await send(port, { method: 'PUT', path: gate.LOGIN_PATH, headers: { 'content-type': 'application/json' }, body: '{}' })
+    const put = await send(port, {
+      method: 'PUT',
+      path: gate.LOGIN_PATH,
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    })
     expect(put.status).toBe(405)
     expect(JSON.parse(put.text).error.code).toBe('METHOD_NOT_ALLOWED')
     const notString = await jsonLogin(port, 12345)
     expect(notString.status).toBe(401)
-    expect(JSON.parse(notString.text).error).toEqual({ code: 'BAD_SECRET', message: 'the access secret is wrong', field: 'secret' })
-    const big = await send(port, { method: 'POST', path: gate.LOGIN_PATH, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ secret: 'x'.repeat(5000) }) })
+    expect(JSON.parse(notString.text).error).toEqual({
+      code: 'BAD_SECRET',
+      message: 'the access secret is wrong',
+      field: 'secret',
+    })
+    const big = await send(port, {
+      method: 'POST',
+      path: gate.LOGIN_PATH,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ secret: 'x'.repeat(5000) }),
+    })
     expect(big.status).toBe(413)
     expect(JSON.parse(big.text).error.code).toBe('PAYLOAD_TOO_LARGE')
     // Just under the limit is read (and is a wrong secret).
@@ -167,7 +231,9 @@ describe('the login endpoint', () => {
     expect(String(login.headers['set-cookie'])).toContain('; Max-Age=90')
     const token = tokenOf(login)
     // Cookies with spaces around the separator and other cookies beside it are read.
-    expect((await send(short.port, { path: '/api/act', headers: { cookie: `a=1;  ${token} ; =x; b` } })).status).toBe(200)
+    expect((await send(short.port, { path: '/api/act', headers: { cookie: `a=1;  ${token} ; =x; b` } })).status).toBe(
+      200,
+    )
     vi.setSystemTime(start + 89_000)
     expect((await send(short.port, { path: '/api/act', headers: { cookie: token } })).status).toBe(200)
     vi.setSystemTime(start + 91_000)
@@ -203,7 +269,12 @@ describe('Host and Origin', () => {
     const { port, reached } = await boot('127.0.0.1', { trustedHosts: [' DSH.Internal ', '', 'proxy.lan:8443'] })
     expect((await send(port, { path: '/api/act', headers: { host: 'dsh.internal' } })).status).toBe(200)
     const post = (origin: string) =>
-      send(port, { method: 'POST', path: '/api/act', headers: { 'content-type': 'application/json', origin }, body: '{}' })
+      send(port, {
+        method: 'POST',
+        path: '/api/act',
+        headers: { 'content-type': 'application/json', origin },
+        body: '{}',
+      })
     expect((await post('http://dsh.internal')).status).toBe(200)
     expect((await post('https://proxy.lan:8443')).status).toBe(200)
     expect((await post('https://proxy.lan:9999')).status).toBe(403)
@@ -213,18 +284,40 @@ describe('Host and Origin', () => {
     expect(reached).toEqual(['GET', 'POST', 'POST'])
   })
 
-  it('bound to all addresses, a Host naming one of this machine\'s addresses is accepted and a foreign one is not', async () => {
+  it("bound to all addresses, a Host naming one of this machine's addresses is accepted and a foreign one is not", async () => {
     const { port } = await boot('0.0.0.0')
-    const own = Object.values(networkInterfaces()).flatMap((list) => list ?? []).find((a) => a.family === 'IPv4' && !a.internal)
-    if (own) expect((await send(port, { path: '/auth/login', headers: { host: `${own.address}:${port}` } })).status).toBe(200)
+    const own = Object.values(networkInterfaces())
+      .flatMap((list) => list ?? [])
+      .find((a) => a.family === 'IPv4' && !a.internal)
+    if (own)
+      expect((await send(port, { path: '/auth/login', headers: { host: `${own.address}:${port}` } })).status).toBe(200)
     expect((await send(port, { path: '/auth/login', headers: { host: `203.0.113.9:${port}` } })).status).toBe(421)
   })
 
   it('isLoopbackHostname and splitHost read only whole, well-formed names', () => {
-    for (const name of ['localhost', 'LOCALHOST.', 'a.localhost', '[::1]', '::1', '127.0.0.1', '127.255.0.12', '::ffff:127.0.0.1', '127.0.0.1.']) {
+    for (const name of [
+      'localhost',
+      'LOCALHOST.',
+      'a.localhost',
+      '[::1]',
+      '::1',
+      '127.0.0.1',
+      '127.255.0.12',
+      '::ffff:127.0.0.1',
+      '127.0.0.1.',
+    ]) {
       expect(gate.isLoopbackHostname(name), name).toBe(true)
     }
-    for (const name of ['1127.0.0.1', 'x127.0.0.1', '127.0.0.1000', '127.0.0', '127.0.0.1.evil', 'localhost.evil', 'fe80::ffff:127.0.0.1', '[::1]x']) {
+    for (const name of [
+      '1127.0.0.1',
+      'x127.0.0.1',
+      '127.0.0.1000',
+      '127.0.0',
+      '127.0.0.1.evil',
+      'localhost.evil',
+      'fe80::ffff:127.0.0.1',
+      '[::1]x',
+    ]) {
       expect(gate.isLoopbackHostname(name), name).toBe(false)
     }
     expect(gate.splitHost(' Example.COM:80 ')).toEqual({ hostname: 'example.com', port: '80' })
@@ -238,6 +331,8 @@ describe('Host and Origin', () => {
 
   it('a secret of exactly the minimum length is accepted', () => {
     expect(gate.checkBind('0.0.0.0', { DSH_ACCESS_SECRET: 'x'.repeat(gate.MIN_SECRET_LENGTH) })).toBeUndefined()
-    expect(gate.checkBind('0.0.0.0', { DSH_ACCESS_SECRET: 'x'.repeat(gate.MIN_SECRET_LENGTH - 1) })).toMatch(/needs at least 16/)
+    expect(gate.checkBind('0.0.0.0', { DSH_ACCESS_SECRET: 'x'.repeat(gate.MIN_SECRET_LENGTH - 1) })).toMatch(
+      /needs at least 16/,
+    )
   })
 })

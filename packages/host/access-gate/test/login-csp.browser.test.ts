@@ -57,7 +57,8 @@ describe.skipIf(!hasChromium())('the sign-in page under its CSP', () => {
     const context = await browser!.newContext()
     // (Page code as a string: this package's type check has no DOM library.)
     await context.addInitScript({
-      content: "window.__violations = []; document.addEventListener('securitypolicyviolation', (e) => window.__violations.push(e.violatedDirective + ' ' + e.blockedURI + ' ' + e.sample))",
+      content:
+        "window.__violations = []; document.addEventListener('securitypolicyviolation', (e) => window.__violations.push(e.violatedDirective + ' ' + e.blockedURI + ' ' + e.sample))",
     })
     const page = await context.newPage()
     await page.goto(`http://127.0.0.1:${port}/somewhere`)

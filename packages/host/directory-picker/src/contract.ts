@@ -40,7 +40,9 @@ export const hostListDirectory = defineMethod('host.listDirectory', {
   description: 'Lists one directory level of the host: directories first, hidden entries on request, a bounded count.',
   loopbackOnly: true,
   params: Schema.object({
-    path: Schema.string().description('Absolute directory path (a leading ~ is the home directory). Default: the home directory.'),
+    path: Schema.string().description(
+      'Absolute directory path (a leading ~ is the home directory). Default: the home directory.',
+    ),
     showHidden: Schema.boolean().default(false).description('Include names starting with a dot.'),
     directoriesOnly: Schema.boolean().default(false).description('Leave files out.'),
     limit: Schema.natural().min(1).description('Most entries returned; capped by the host config.'),

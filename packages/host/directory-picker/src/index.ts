@@ -7,7 +7,13 @@ import { dirname, isAbsolute, join, resolve } from 'node:path'
 import { Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import { ApiError, type MethodContract } from '@dsh/web-protocol'
-import { hostCreateDirectory, hostListDirectory, type DirectoryEntry, type DirectoryEntryKind, type DirectoryListing } from './contract.ts'
+import {
+  hostCreateDirectory,
+  hostListDirectory,
+  type DirectoryEntry,
+  type DirectoryEntryKind,
+  type DirectoryListing,
+} from './contract.ts'
 
 export * from './contract.ts'
 
@@ -57,19 +63,23 @@ function byName(a: DirectoryEntry, b: DirectoryEntry): number {
 
 /** `~`/`~/x` expand; anything else must be absolute. */
 function absolute(raw: unknown, field: string): string {
-  if (typeof raw !== 'string' || raw.trim() === '') throw new ApiError('INVALID_PARAMS', `${field}: give an absolute directory path`, { field })
+  if (typeof raw !== 'string' || raw.trim() === '')
+    throw new ApiError('INVALID_PARAMS', `${field}: give an absolute directory path`, { field })
   if (raw.includes('\0')) throw new ApiError('INVALID_PARAMS', `${field}: contains a NUL character`, { field })
   const text = raw.trim()
   const expanded = text === '~' ? homedir() : text.startsWith('~/') ? join(homedir(), text.slice(2)) : text
-  if (!isAbsolute(expanded)) throw new ApiError('INVALID_PARAMS', `${field}: ${JSON.stringify(text)} is not absolute`, { field })
+  if (!isAbsolute(expanded))
+    throw new ApiError('INVALID_PARAMS', `${field}: ${JSON.stringify(text)} is not absolute`, { field })
   return resolve(expanded)
 }
 
 function fsError(error: unknown, path: string, field: string): ApiError {
   const code = (error as NodeJS.ErrnoException).code
-  if (code === 'ENOENT') return new ApiError('PATH_NOT_FOUND', `${field}: ${path} does not exist`, { status: 400, field })
+  if (code === 'ENOENT')
+    return new ApiError('PATH_NOT_FOUND', `${field}: ${path} does not exist`, { status: 400, field })
   if (code === 'ENOTDIR') return new ApiError('NOT_A_DIRECTORY', `${field}: ${path} is not a directory`, { field })
-  if (code === 'EACCES' || code === 'EPERM') return new ApiError('PERMISSION_DENIED', `${field}: permission denied for ${path}`, { status: 403, field })
+  if (code === 'EACCES' || code === 'EPERM')
+    return new ApiError('PERMISSION_DENIED', `${field}: permission denied for ${path}`, { status: 403, field })
   if (code === 'EEXIST') return new ApiError('ALREADY_EXISTS', `${path} already exists`, { status: 409, field: 'name' })
   return new ApiError('FS_ERROR', `${field}: ${path}: ${code ?? (error as Error).message}`, { status: 500, field })
 }
@@ -93,7 +103,8 @@ export class DirectoryPicker extends Service {
   async list(options: ListOptions = {}): Promise<DirectoryListing> {
     const path = options.path === undefined ? homedir() : absolute(options.path, 'path')
     const limit = Math.min(options.limit ?? this.config.defaultLimit, this.config.maxLimit)
-    if (!Number.isInteger(limit) || limit < 1) throw new ApiError('INVALID_PARAMS', 'limit: expected a positive integer', { field: 'limit' })
+    if (!Number.isInteger(limit) || limit < 1)
+      throw new ApiError('INVALID_PARAMS', 'limit: expected a positive integer', { field: 'limit' })
     let dir
     try {
       const info = await stat(path)
@@ -141,11 +152,24 @@ export class DirectoryPicker extends Service {
   /** Creates `<parent>/<name>` (one level; the parent must exist). Resolves to its path. */
   async createDirectory(parent: string, name: string): Promise<{ path: string }> {
     const base = absolute(parent, 'parent')
-    if (typeof name !== 'string' || name.trim() === '') throw new ApiError('INVALID_PARAMS', 'name: a directory name must not be empty', { field: 'name' })
-    if (name !== name.trim()) throw new ApiError('INVALID_PARAMS', 'name: a directory name must not start or end with spaces', { field: 'name' })
-    if (name === '.' || name === '..' || /[/\\\0]/.test(name)) throw new ApiError('INVALID_PARAMS', `name: ${JSON.stringify(name)} is not a single directory name (no "/", "\\", ".", "..")`, { field: 'name' })
-    if (/[\u0000-\u001f\u007f]/.test(name)) throw new ApiError('INVALID_PARAMS', 'name: a directory name must not contain control characters', { field: 'name' })
-    if (Buffer.byteLength(name) > 255) throw new ApiError('INVALID_PARAMS', 'name: a directory name is at most 255 bytes', { field: 'name' })
+    if (typeof name !== 'string' || name.trim() === '')
+      throw new ApiError('INVALID_PARAMS', 'name: a directory name must not be empty', { field: 'name' })
+    if (name !== name.trim())
+      throw new ApiError('INVALID_PARAMS', 'name: a directory name must not start or end with spaces', {
+        field: 'name',
+      })
+    if (name === '.' || name === '..' || /[/\\\0]/.test(name))
+      throw new ApiError(
+        'INVALID_PARAMS',
+        `name: ${JSON.stringify(name)} is not a single directory name (no "/", "\\", ".", "..")`,
+        { field: 'name' },
+      )
+    if (/[\u0000-\u001f\u007f]/.test(name))
+      throw new ApiError('INVALID_PARAMS', 'name: a directory name must not contain control characters', {
+        field: 'name',
+      })
+    if (Buffer.byteLength(name) > 255)
+      throw new ApiError('INVALID_PARAMS', 'name: a directory name is at most 255 bytes', { field: 'name' })
     try {
       const info = await stat(base)
       if (!info.isDirectory()) throw Object.assign(new Error('not a directory'), { code: 'ENOTDIR' })

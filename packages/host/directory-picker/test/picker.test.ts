@@ -54,7 +54,10 @@ describe('ctx.directoryPicker.list', () => {
       ['dangling', 'other'],
       ['README.md', 'file'],
     ])
-    expect(listing.entries.find((e) => e.name === 'link-to-src')).toMatchObject({ symlink: true, path: join(dir, 'link-to-src') })
+    expect(listing.entries.find((e) => e.name === 'link-to-src')).toMatchObject({
+      symlink: true,
+      path: join(dir, 'link-to-src'),
+    })
     expect(listing).toMatchObject({ truncated: false, total: 8 })
 
     const hidden = await ctx.directoryPicker.list({ path: dir, showHidden: true })
@@ -85,9 +88,19 @@ describe('ctx.directoryPicker.list', () => {
 
   it('a missing path, a file and a relative path are one clear error each', async () => {
     const { ctx } = await boot()
-    await expect(ctx.directoryPicker.list({ path: join(dir, 'nope') })).rejects.toMatchObject({ code: 'PATH_NOT_FOUND', field: 'path', message: `path: ${join(dir, 'nope')} does not exist` })
-    await expect(ctx.directoryPicker.list({ path: join(dir, 'a.txt') })).rejects.toMatchObject({ code: 'NOT_A_DIRECTORY', field: 'path' })
-    await expect(ctx.directoryPicker.list({ path: 'src' })).rejects.toMatchObject({ code: 'INVALID_PARAMS', field: 'path' })
+    await expect(ctx.directoryPicker.list({ path: join(dir, 'nope') })).rejects.toMatchObject({
+      code: 'PATH_NOT_FOUND',
+      field: 'path',
+      message: `path: ${join(dir, 'nope')} does not exist`,
+    })
+    await expect(ctx.directoryPicker.list({ path: join(dir, 'a.txt') })).rejects.toMatchObject({
+      code: 'NOT_A_DIRECTORY',
+      field: 'path',
+    })
+    await expect(ctx.directoryPicker.list({ path: 'src' })).rejects.toMatchObject({
+      code: 'INVALID_PARAMS',
+      field: 'path',
+    })
   })
 })
 
@@ -96,12 +109,25 @@ describe('ctx.directoryPicker.createDirectory', () => {
     const { ctx } = await boot()
     expect(await ctx.directoryPicker.createDirectory(dir, 'new project')).toEqual({ path: join(dir, 'new project') })
     expect(statSync(join(dir, 'new project')).isDirectory()).toBe(true)
-    await expect(ctx.directoryPicker.createDirectory(dir, 'new project')).rejects.toMatchObject({ code: 'ALREADY_EXISTS', status: 409, field: 'name' })
+    await expect(ctx.directoryPicker.createDirectory(dir, 'new project')).rejects.toMatchObject({
+      code: 'ALREADY_EXISTS',
+      status: 409,
+      field: 'name',
+    })
     for (const bad of ['', '.', '..', 'a/b', 'a\\b', ' padded', 'tab\there']) {
-      await expect(ctx.directoryPicker.createDirectory(dir, bad), JSON.stringify(bad)).rejects.toMatchObject({ code: 'INVALID_PARAMS', field: 'name' })
+      await expect(ctx.directoryPicker.createDirectory(dir, bad), JSON.stringify(bad)).rejects.toMatchObject({
+        code: 'INVALID_PARAMS',
+        field: 'name',
+      })
     }
-    await expect(ctx.directoryPicker.createDirectory(join(dir, 'nope'), 'x')).rejects.toMatchObject({ code: 'PATH_NOT_FOUND', field: 'parent' })
-    await expect(ctx.directoryPicker.createDirectory(join(dir, 'a.txt'), 'x')).rejects.toMatchObject({ code: 'NOT_A_DIRECTORY', field: 'parent' })
+    await expect(ctx.directoryPicker.createDirectory(join(dir, 'nope'), 'x')).rejects.toMatchObject({
+      code: 'PATH_NOT_FOUND',
+      field: 'parent',
+    })
+    await expect(ctx.directoryPicker.createDirectory(join(dir, 'a.txt'), 'x')).rejects.toMatchObject({
+      code: 'NOT_A_DIRECTORY',
+      field: 'parent',
+    })
     expect(existsSync(join(dir, 'nope'))).toBe(false)
   })
 })
@@ -111,20 +137,54 @@ describe('host.* methods over HTTP', () => {
     const { ctx, picker } = await boot({}, true)
     const url = (ctx as unknown as { webServer: { url: string } }).webServer.url
     const post = async (method: string, params: unknown) => {
-      const res = await fetch(`${url}/api/${method}`, { method: 'POST', headers: { 'content-type': 'application/json', origin: url }, body: JSON.stringify(params) })
+      const res = await fetch(`${url}/api/${method}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', origin: url },
+        body: JSON.stringify(params),
+      })
       return { status: res.status, body: (await res.json()) as any }
     }
     const listed = await post('host.listDirectory', { path: dir, limit: 2 })
-    expect(listed).toMatchObject({ status: 200, body: { result: { path: dir, truncated: true, total: 8, entries: [{ name: 'build9' }, { name: 'build10' }] } } })
-    expect(await post('host.createDirectory', { parent: dir, name: 'made' })).toEqual({ status: 200, body: { result: { path: join(dir, 'made') } } })
-    expect(await post('host.listDirectory', { path: join(dir, 'gone') })).toMatchObject({ status: 400, body: { error: { code: 'PATH_NOT_FOUND', field: 'path' } } })
-    expect(await post('host.createDirectory', { parent: dir })).toMatchObject({ status: 400, body: { error: { code: 'INVALID_PARAMS', field: 'name' } } })
-    expect(await post('host.listDirectory', { limit: 0 })).toMatchObject({ status: 400, body: { error: { code: 'INVALID_PARAMS', field: 'limit' } } })
-    const api = (ctx as unknown as { api: { call(name: string, params: unknown, call: { loopback: boolean; signal: AbortSignal }): Promise<unknown> } }).api
-    await expect(api.call('host.listDirectory', { path: dir }, { loopback: false, signal: new AbortController().signal })).rejects.toMatchObject({ code: 'FORBIDDEN', status: 403 })
-    await expect(api.call('host.createDirectory', { parent: dir, name: 'remote' }, { loopback: false, signal: new AbortController().signal })).rejects.toMatchObject({ code: 'FORBIDDEN' })
+    expect(listed).toMatchObject({
+      status: 200,
+      body: { result: { path: dir, truncated: true, total: 8, entries: [{ name: 'build9' }, { name: 'build10' }] } },
+    })
+    expect(await post('host.createDirectory', { parent: dir, name: 'made' })).toEqual({
+      status: 200,
+      body: { result: { path: join(dir, 'made') } },
+    })
+    expect(await post('host.listDirectory', { path: join(dir, 'gone') })).toMatchObject({
+      status: 400,
+      body: { error: { code: 'PATH_NOT_FOUND', field: 'path' } },
+    })
+    expect(await post('host.createDirectory', { parent: dir })).toMatchObject({
+      status: 400,
+      body: { error: { code: 'INVALID_PARAMS', field: 'name' } },
+    })
+    expect(await post('host.listDirectory', { limit: 0 })).toMatchObject({
+      status: 400,
+      body: { error: { code: 'INVALID_PARAMS', field: 'limit' } },
+    })
+    const api = (
+      ctx as unknown as {
+        api: { call(name: string, params: unknown, call: { loopback: boolean; signal: AbortSignal }): Promise<unknown> }
+      }
+    ).api
+    await expect(
+      api.call('host.listDirectory', { path: dir }, { loopback: false, signal: new AbortController().signal }),
+    ).rejects.toMatchObject({ code: 'FORBIDDEN', status: 403 })
+    await expect(
+      api.call(
+        'host.createDirectory',
+        { parent: dir, name: 'remote' },
+        { loopback: false, signal: new AbortController().signal },
+      ),
+    ).rejects.toMatchObject({ code: 'FORBIDDEN' })
     expect(existsSync(join(dir, 'remote'))).toBe(false)
     await picker.dispose()
-    expect(await post('host.listDirectory', { path: dir })).toMatchObject({ status: 404, body: { error: { code: 'UNKNOWN_METHOD' } } })
+    expect(await post('host.listDirectory', { path: dir })).toMatchObject({
+      status: 404,
+      body: { error: { code: 'UNKNOWN_METHOD' } },
+    })
   })
 })

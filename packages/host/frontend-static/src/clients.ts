@@ -70,7 +70,11 @@ const COMING_UP = new Set(['pending', 'loading', 'not-loaded', 'active'])
  * is still mounting, so rows on their way up (not yet imported or applied) count as well: a page
  * loaded during the boot lists the same halves as one loaded after it.
  */
-export function clientPlugins(loader: LoaderLike | undefined, cache?: Map<string, ClientPlugin | undefined>, booting = false): ClientPlugin[] {
+export function clientPlugins(
+  loader: LoaderLike | undefined,
+  cache?: Map<string, ClientPlugin | undefined>,
+  booting = false,
+): ClientPlugin[] {
   const out: ClientPlugin[] = []
   const seen = new Set<string>()
   for (const row of inventoryOf(loader)) {

@@ -62,7 +62,7 @@ export type Encoding = 'br' | 'gzip' | 'identity'
 
 /** The best encoding the client accepts: br, then gzip; `q=0` refuses one. */
 export function pickEncoding(header: string | string[] | undefined): Encoding {
-  const text = Array.isArray(header) ? header.join(',') : header ?? ''
+  const text = Array.isArray(header) ? header.join(',') : (header ?? '')
   const accepted = new Map<string, number>()
   for (const part of text.split(',')) {
     const [token, ...params] = part.trim().toLowerCase().split(';')
@@ -107,9 +107,14 @@ export class CompressionCache {
     const brOptions = { params: { [zlib.BROTLI_PARAM_QUALITY]: 9, [zlib.BROTLI_PARAM_SIZE_HINT]: raw.length } }
     // A small body (index.html) is compressed in place: well under a millisecond, while a trip
     // through the thread pool waits behind whatever else it holds (module loading at start-up).
-    const out = raw.length <= SYNC_COMPRESS_BYTES
-      ? (encoding === 'br' ? brotliCompressSync(raw, brOptions) : gzipSync(raw, { level: 9 }))
-      : encoding === 'br' ? await brotli(raw, brOptions) : await gzipAsync(raw, { level: 9 })
+    const out =
+      raw.length <= SYNC_COMPRESS_BYTES
+        ? encoding === 'br'
+          ? brotliCompressSync(raw, brOptions)
+          : gzipSync(raw, { level: 9 })
+        : encoding === 'br'
+          ? await brotli(raw, brOptions)
+          : await gzipAsync(raw, { level: 9 })
     if (out.length <= this.maxBytes) {
       this.entries.set(full, out)
       this.bytes += out.length
@@ -169,7 +174,12 @@ export interface SendOptions {
 }
 
 /** Answers a GET/HEAD with one file: type, caching, ETag/304, negotiated compression. */
-export async function sendFile(req: IncomingMessage, res: ServerResponse, file: { path: string; size: number; mtimeMs: number }, options: SendOptions): Promise<void> {
+export async function sendFile(
+  req: IncomingMessage,
+  res: ServerResponse,
+  file: { path: string; size: number; mtimeMs: number },
+  options: SendOptions,
+): Promise<void> {
   const type = contentTypeOf(file.path)
   res.setHeader('content-type', type)
   res.setHeader('cache-control', options.cacheControl)
@@ -190,7 +200,9 @@ export async function sendFile(req: IncomingMessage, res: ServerResponse, file: 
   const encoding = compressible ? pickEncoding(req.headers['accept-encoding']) : 'identity'
   const head = req.method === 'HEAD'
   if (encoding !== 'identity') {
-    const key = options.body ? `body:${file.path}:${hashOf(options.body)}` : `${file.path}\0${file.mtimeMs}\0${file.size}`
+    const key = options.body
+      ? `body:${file.path}:${hashOf(options.body)}`
+      : `${file.path}\0${file.mtimeMs}\0${file.size}`
     const body = await options.cache.get(key, encoding, async () => options.body ?? (await readFile(file.path)))
     res.setHeader('content-encoding', encoding)
     res.setHeader('content-length', body.length)

@@ -14,7 +14,14 @@ import type { LoaderLike } from '@dsh/plugin-inventory'
 import { CompressionCache, isHashedName, resolveUnder, sendFile } from './files.ts'
 import { clientPlugins, splitPluginPath, type ClientPlugin } from './clients.ts'
 
-export { CompressionCache, contentTypeOf, isHashedName, pickEncoding, resolveUnder, MIN_COMPRESS_BYTES } from './files.ts'
+export {
+  CompressionCache,
+  contentTypeOf,
+  isHashedName,
+  pickEncoding,
+  resolveUnder,
+  MIN_COMPRESS_BYTES,
+} from './files.ts'
 export { clientOfPackage, clientPlugins, splitPluginPath, type ClientPlugin } from './clients.ts'
 
 declare module 'cordis' {
@@ -70,11 +77,21 @@ interface IndexTaps {
 export class FrontendStatic extends Service {
   static inject = ['webServer']
   static Config: Schema<FrontendStaticConfig> = Schema.object({
-    dist: Schema.string().description('Directory of the built browser client (holds index.html). Default: the built @dsh/client-web, else the placeholder page of @dsh/frontend-static.'),
-    launchCwd: Schema.string().description('The folder the page opens its first session in. Default: the working directory of the process.'),
-    plugins: Schema.boolean().default(true).description('Serve each enabled plugin\'s ./client export at /plugins/<package-name>/.'),
-    compress: Schema.boolean().default(true).description('Compress text bodies with brotli or gzip by Accept-Encoding.'),
-    cacheBytes: Schema.natural().default(32 * 1024 * 1024).description('Byte budget of the compressed-body cache.'),
+    dist: Schema.string().description(
+      'Directory of the built browser client (holds index.html). Default: the built @dsh/client-web, else the placeholder page of @dsh/frontend-static.',
+    ),
+    launchCwd: Schema.string().description(
+      'The folder the page opens its first session in. Default: the working directory of the process.',
+    ),
+    plugins: Schema.boolean()
+      .default(true)
+      .description("Serve each enabled plugin's ./client export at /plugins/<package-name>/."),
+    compress: Schema.boolean()
+      .default(true)
+      .description('Compress text bodies with brotli or gzip by Accept-Encoding.'),
+    cacheBytes: Schema.natural()
+      .default(32 * 1024 * 1024)
+      .description('Byte budget of the compressed-body cache.'),
   })
 
   /** The real path of the served directory. */
@@ -83,16 +100,25 @@ export class FrontendStatic extends Service {
   private readonly index: { mtimeMs: number; size: number; html?: string } = { mtimeMs: -1, size: -1 }
   private readonly clientCache = new Map<string, ClientPlugin | undefined>()
 
-  constructor(ctx: Context, readonly config: FrontendStaticConfig) {
+  constructor(
+    ctx: Context,
+    readonly config: FrontendStaticConfig,
+  ) {
     super(ctx, 'frontendStatic')
     const dist = resolve(config.dist ?? builtClientDist() ?? PLACEHOLDER_DIST)
-    if (!existsSync(dist) || !statSync(dist).isDirectory()) throw new Error(`frontend-static: the client directory ${dist} does not exist or is not a directory`)
-    if (!existsSync(join(dist, 'index.html'))) throw new Error(`frontend-static: ${dist} has no index.html (is the client built?)`)
+    if (!existsSync(dist) || !statSync(dist).isDirectory())
+      throw new Error(`frontend-static: the client directory ${dist} does not exist or is not a directory`)
+    if (!existsSync(join(dist, 'index.html')))
+      throw new Error(`frontend-static: ${dist} has no index.html (is the client built?)`)
     this.root = realpathSync(dist)
     this.cache = new CompressionCache(config.cacheBytes)
     ctx.webServer.registerFallback((req, res, info) => this.handleApp(req, res, info))
     if (config.plugins !== false) {
-      ctx.webServer.register({ path: '/plugins', match: 'prefix', handle: (req, res, info) => this.handlePlugin(req, res, info) })
+      ctx.webServer.register({
+        path: '/plugins',
+        match: 'prefix',
+        handle: (req, res, info) => this.handlePlugin(req, res, info),
+      })
     }
     ctx.webServer.register({
       path: MANIFEST_PATH,
@@ -112,9 +138,15 @@ export class FrontendStatic extends Service {
    */
   manifest(): BootManifest {
     const booting = !this.ctx.webServer.ready
-    const plugins = this.config.plugins === false
-      ? []
-      : clientPlugins(this.loaderView(), this.clientCache, booting).filter((c) => c.entry).map((c) => ({ package: c.package, url: c.baseUrl + c.entry!.split('/').map(encodeURIComponent).join('/') }))
+    const plugins =
+      this.config.plugins === false
+        ? []
+        : clientPlugins(this.loaderView(), this.clientCache, booting)
+            .filter((c) => c.entry)
+            .map((c) => ({
+              package: c.package,
+              url: c.baseUrl + c.entry!.split('/').map(encodeURIComponent).join('/'),
+            }))
     return { version: 1, plugins, launchCwd: this.config.launchCwd ?? process.cwd() }
   }
 
@@ -156,16 +188,29 @@ export class FrontendStatic extends Service {
     // The page's CSP from the page as served: its import map and boot data by hash, nothing else
     // inline. Browser halves add <style> elements at run time, so inline styles are allowed.
     res.setHeader('content-security-policy', documentPolicy(html, { styles: 'inline' }))
-    await sendFile(req, res, { path: join(this.root, 'index.html'), size: body.length, mtimeMs: 0 }, {
-      cacheControl: REVALIDATE, body, cache: this.cache, compress: this.config.compress !== false,
-    })
+    await sendFile(
+      req,
+      res,
+      { path: join(this.root, 'index.html'), size: body.length, mtimeMs: 0 },
+      {
+        cacheControl: REVALIDATE,
+        body,
+        cache: this.cache,
+        compress: this.config.compress !== false,
+      },
+    )
   }
 
   /** The fallback: files of the client directory, index.html for every other GET. */
   async handleApp(req: IncomingMessage, res: ServerResponse, info: RequestInfo): Promise<void> {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.setHeader('allow', 'GET, HEAD')
-      sendError(res, 405, 'METHOD_NOT_ALLOWED', `${req.method} ${info.url.pathname}: no such method; static files answer GET and HEAD`)
+      sendError(
+        res,
+        405,
+        'METHOD_NOT_ALLOWED',
+        `${req.method} ${info.url.pathname}: no such method; static files answer GET and HEAD`,
+      )
       return
     }
     // The page itself, with no file look-up (SPA routes below resolve to it as well).
@@ -183,7 +228,9 @@ export class FrontendStatic extends Service {
       return
     }
     await sendFile(req, res, found, {
-      cacheControl: isHashedName(found.path) ? IMMUTABLE : REVALIDATE, cache: this.cache, compress: this.config.compress !== false,
+      cacheControl: isHashedName(found.path) ? IMMUTABLE : REVALIDATE,
+      cache: this.cache,
+      compress: this.config.compress !== false,
     })
   }
 
@@ -206,7 +253,7 @@ export class FrontendStatic extends Service {
     }
     const found = await resolveUnder(client.dir, parts.file)
     if (found.kind === 'outside') {
-      sendError(res, 403, 'FORBIDDEN_PATH', 'the path leads outside the plugin\'s client directory')
+      sendError(res, 403, 'FORBIDDEN_PATH', "the path leads outside the plugin's client directory")
       return
     }
     if (found.kind === 'missing') {
@@ -214,7 +261,9 @@ export class FrontendStatic extends Service {
       return
     }
     await sendFile(req, res, found, {
-      cacheControl: isHashedName(found.path) ? IMMUTABLE : REVALIDATE, cache: this.cache, compress: this.config.compress !== false,
+      cacheControl: isHashedName(found.path) ? IMMUTABLE : REVALIDATE,
+      cache: this.cache,
+      compress: this.config.compress !== false,
     })
   }
 

@@ -11,12 +11,19 @@ const root = mkdtempSync(join(tmpdir(), 'dsh-frontend-static-e2e-'))
 afterAll(() => rmSync(root, { recursive: true, force: true }))
 
 describe('dsh web serves the client directory and plugin browser halves (real bin)', () => {
-  it('the app at /, a patch-mounted package\'s ./client files at /plugins/@acme/dsh-ui/, the row in plugins.list', async () => {
+  it("the app at /, a patch-mounted package's ./client files at /plugins/@acme/dsh-ui/, the row in plugins.list", async () => {
     const home = join(root, 'home')
     const cwd = join(root, 'project')
     const pkg = join(cwd, 'acme-ui')
     mkdirSync(join(pkg, 'client'), { recursive: true })
-    writeFileSync(join(pkg, 'package.json'), JSON.stringify({ name: '@acme/dsh-ui', type: 'module', exports: { '.': './index.js', './client': './client/main.js' } }))
+    writeFileSync(
+      join(pkg, 'package.json'),
+      JSON.stringify({
+        name: '@acme/dsh-ui',
+        type: 'module',
+        exports: { '.': './index.js', './client': './client/main.js' },
+      }),
+    )
     writeFileSync(join(pkg, 'index.js'), `export const name = 'acme-ui'\nexport function apply() {}\n`)
     writeFileSync(join(pkg, 'client', 'main.js'), `export default function activate() { return 'acme' }\n`)
     writeFileSync(join(pkg, 'client', 'view-Ab12Cd34.js'), `export const view = 1\n`)
@@ -47,7 +54,8 @@ describe('dsh web serves the client directory and plugin browser halves (real bi
       expect(page.headers.get('cache-control')).toBe('no-cache')
       const html = await page.text()
       // The built client (or, when it is not built, the placeholder) with the boot manifest naming the half.
-      if (html.includes('id="dsh-boot"')) expect(html).toContain('{"package":"@acme/dsh-ui","url":"/plugins/@acme/dsh-ui/main.js"}')
+      if (html.includes('id="dsh-boot"'))
+        expect(html).toContain('{"package":"@acme/dsh-ui","url":"/plugins/@acme/dsh-ui/main.js"}')
       else expect(html).toContain('client is not built')
       // A client-side route gets the same page.
       expect((await fetch(url + '/sessions/123')).status).toBe(200)
@@ -61,11 +69,20 @@ describe('dsh web serves the client directory and plugin browser halves (real bi
       const escape = await fetch(url + '/plugins/@acme/dsh-ui/..%2fpackage.json')
       expect(escape.status).toBe(403)
 
-      const list = await fetch(url + '/api/plugins.list', { method: 'POST', headers: { 'content-type': 'application/json', origin: url }, body: '{}' })
+      const list = await fetch(url + '/api/plugins.list', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', origin: url },
+        body: '{}',
+      })
       expect(list.status).toBe(200)
-      const rows = ((await list.json()) as { result: { plugins: { id: string; package?: string; state: string }[] } }).result.plugins
-      expect(rows).toContainEqual(expect.objectContaining({ id: 'acme-ui', package: '@acme/dsh-ui', enabled: true, state: 'active' }))
-      expect(rows).toContainEqual(expect.objectContaining({ id: 'frontend-static', package: '@dsh/frontend-static', state: 'active' }))
+      const rows = ((await list.json()) as { result: { plugins: { id: string; package?: string; state: string }[] } })
+        .result.plugins
+      expect(rows).toContainEqual(
+        expect.objectContaining({ id: 'acme-ui', package: '@acme/dsh-ui', enabled: true, state: 'active' }),
+      )
+      expect(rows).toContainEqual(
+        expect.objectContaining({ id: 'frontend-static', package: '@dsh/frontend-static', state: 'active' }),
+      )
     } finally {
       child.kill('SIGTERM')
       const code = await exited

@@ -14,7 +14,13 @@ class TestLoader extends Loader {
 }
 
 /** Writes `<root>/node_modules/<pkg>/{package.json,index.js}` and returns the index file URL. */
-export function writePackage(root: string, pkg: string, source: string, extra: Record<string, unknown> = {}, files: Record<string, string> = {}): string {
+export function writePackage(
+  root: string,
+  pkg: string,
+  source: string,
+  extra: Record<string, unknown> = {},
+  files: Record<string, string> = {},
+): string {
   const dir = join(root, 'node_modules', pkg)
   mkdirSync(dir, { recursive: true })
   for (const [file, text] of Object.entries(files)) {

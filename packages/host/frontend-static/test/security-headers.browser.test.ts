@@ -35,7 +35,11 @@ function expectSecurityHeaders(headers: Headers, what: string): void {
   expect(csp, what).toMatch(/default-src 'none'/)
 }
 
-const directive = (csp: string, name: string) => csp.split(';').map((d) => d.trim()).find((d) => d.startsWith(`${name} `)) ?? ''
+const directive = (csp: string, name: string) =>
+  csp
+    .split(';')
+    .map((d) => d.trim())
+    .find((d) => d.startsWith(`${name} `)) ?? ''
 const sha = (text: string) => `'sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}'`
 
 describe('dsh web response headers', () => {
@@ -45,10 +49,14 @@ describe('dsh web response headers', () => {
     expectSecurityHeaders(page.headers, 'GET /')
     const csp = page.headers.get('content-security-policy')!
     // Scripts: this origin plus each inline script of the page as served, by hash; nothing else inline.
-    const inline = [...html.matchAll(/<script\b([^>]*)>([\s\S]*?)<\/script>/g)].filter((m) => !/\bsrc=/.test(m[1])).map((m) => m[2])
+    const inline = [...html.matchAll(/<script\b([^>]*)>([\s\S]*?)<\/script>/g)]
+      .filter((m) => !/\bsrc=/.test(m[1]))
+      .map((m) => m[2])
     expect(inline.length).toBeGreaterThanOrEqual(2) // the import map and the boot manifest
     expect(html).toContain('<script type="importmap">')
-    expect(directive(csp, 'script-src').split(' ').slice(1).sort()).toEqual(["'self'", ...new Set(inline.map(sha))].sort())
+    expect(directive(csp, 'script-src').split(' ').slice(1).sort()).toEqual(
+      ["'self'", ...new Set(inline.map(sha))].sort(),
+    )
     expect(directive(csp, 'script-src')).not.toContain('unsafe')
     expect(directive(csp, 'connect-src')).toBe("connect-src 'self'")
     expect(directive(csp, 'object-src')).toBe("object-src 'none'")
@@ -56,10 +64,16 @@ describe('dsh web response headers', () => {
     const module = /<script type="module"[^>]*src="([^"]+)"/.exec(html)![1]
     const style = /<link rel="stylesheet"[^>]*href="([^"]+)"/.exec(html)![1]
     const shared = /"(\/shared\/[^"]+\.js)"/.exec(html)![1]
-    const manifest = (await (await fetch(`${app.url}/client-manifest.json`)).json()) as { plugins: Array<{ url: string }> }
+    const manifest = (await (await fetch(`${app.url}/client-manifest.json`)).json()) as {
+      plugins: Array<{ url: string }>
+    }
     expect(manifest.plugins.length).toBeGreaterThan(3)
     const post = (method: string, body: unknown, headers: Record<string, string> = {}) =>
-      fetch(`${app.url}/api/${method}`, { method: 'POST', headers: { 'content-type': 'application/json', origin: app.url, ...headers }, body: JSON.stringify(body) })
+      fetch(`${app.url}/api/${method}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', origin: app.url, ...headers },
+        body: JSON.stringify(body),
+      })
     const responses: Array<[string, () => Promise<Response>, number]> = [
       ['an ES module', () => fetch(app.url + module), 200],
       ['a shared module of the import map', () => fetch(app.url + shared), 200],
@@ -70,8 +84,25 @@ describe('dsh web response headers', () => {
       ['API JSON', () => post('sessions.list', {}), 200],
       ['an API error', () => post('no.such.method', {}), 404],
       ['an API call from a foreign origin', () => post('sessions.list', {}, { origin: 'http://evil.example' }), 403],
-      ['a malformed JSON body', () => fetch(`${app.url}/api/sessions.list`, { method: 'POST', headers: { 'content-type': 'application/json', origin: app.url }, body: '{' }), 400],
-      ['a wrong method on a static file', () => fetch(app.url + module, { method: 'DELETE', headers: { 'content-type': 'application/json', origin: app.url } }), 405],
+      [
+        'a malformed JSON body',
+        () =>
+          fetch(`${app.url}/api/sessions.list`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', origin: app.url },
+            body: '{',
+          }),
+        400,
+      ],
+      [
+        'a wrong method on a static file',
+        () =>
+          fetch(app.url + module, {
+            method: 'DELETE',
+            headers: { 'content-type': 'application/json', origin: app.url },
+          }),
+        405,
+      ],
       ['a refused request (no JSON content type)', () => fetch(app.url + module, { method: 'DELETE' }), 415],
       ['a missing plugin file', () => fetch(`${app.url}/plugins/@dsh/no-such-plugin/x.js`), 404],
     ]
@@ -83,11 +114,16 @@ describe('dsh web response headers', () => {
     }
     // A document's CSP is only on the page; everything else gets the allow-nothing one.
     const json = await post('sessions.list', {})
-    expect(json.headers.get('content-security-policy')).toBe("default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
+    expect(json.headers.get('content-security-policy')).toBe(
+      "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+    )
 
     // An event stream (headers only; the stream stays open).
     const controller = new AbortController()
-    const stream = await fetch(`${app.url}/api/events/host`, { headers: { origin: app.url, accept: 'text/event-stream' }, signal: controller.signal })
+    const stream = await fetch(`${app.url}/api/events/host`, {
+      headers: { origin: app.url, accept: 'text/event-stream' },
+      signal: controller.signal,
+    })
     expect(stream.headers.get('content-type')).toMatch(/text\/event-stream/)
     expectSecurityHeaders(stream.headers, 'an event stream')
     controller.abort()
@@ -96,7 +132,11 @@ describe('dsh web response headers', () => {
     const raw = await new Promise<string>((resolve, reject) => {
       const socket = connect(app.port, '127.0.0.1', () => socket.write('NOT A REQUEST\r\n\r\n'))
       let text = ''
-      socket.setEncoding('utf8').on('data', (d) => (text += d)).on('end', () => resolve(text)).on('error', reject)
+      socket
+        .setEncoding('utf8')
+        .on('data', (d) => (text += d))
+        .on('end', () => resolve(text))
+        .on('error', reject)
     })
     expect(raw).toMatch(/^HTTP\/1\.1 400/)
     expect(raw.toLowerCase()).toContain('x-frame-options: deny')
@@ -110,7 +150,8 @@ describe.skipIf(!hasChromium())('dsh web under its CSP in Chromium', () => {
     // Every violation is reported to the page as an event: record them before any script runs.
     // (Page code as a string: this package's type check has no DOM library.)
     await context.addInitScript({
-      content: "window.__violations = []; document.addEventListener('securitypolicyviolation', (e) => window.__violations.push(e.violatedDirective + ' ' + e.blockedURI + ' ' + e.sample))",
+      content:
+        "window.__violations = []; document.addEventListener('securitypolicyviolation', (e) => window.__violations.push(e.violatedDirective + ' ' + e.blockedURI + ' ' + e.sample))",
     })
     const page = await context.newPage()
     const errors: string[] = []
@@ -125,7 +166,9 @@ describe.skipIf(!hasChromium())('dsh web under its CSP in Chromium', () => {
       const input = page.locator('textarea.dsh-composer-input')
       await input.fill('hello under the policy')
       await input.press('Enter')
-      await expect.poll(() => page.locator('[data-node="assistant"] .dsh-md').allTextContents(), { timeout: 30_000 }).toEqual(['Answered under the CSP.'])
+      await expect
+        .poll(() => page.locator('[data-node="assistant"] .dsh-md').allTextContents(), { timeout: 30_000 })
+        .toEqual(['Answered under the CSP.'])
       expect(await page.evaluate('window.__violations')).toEqual([])
       expect(errors).toEqual([])
     })
@@ -137,7 +180,10 @@ describe.skipIf(!hasChromium())('dsh web under its CSP in Chromium', () => {
     other = createServer((req, res) => {
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
       if (req.url === '/inner') res.end('<!doctype html><p id="inner">framed fine</p>')
-      else res.end(`<!doctype html><iframe id="app" src="${app.url}/"></iframe><iframe id="control" src="/inner"></iframe>`)
+      else
+        res.end(
+          `<!doctype html><iframe id="app" src="${app.url}/"></iframe><iframe id="control" src="/inner"></iframe>`,
+        )
     })
     await new Promise<void>((resolve) => other!.listen(0, '127.0.0.1', () => resolve()))
     const otherUrl = `http://127.0.0.1:${(other.address() as { port: number }).port}`
@@ -148,11 +194,22 @@ describe.skipIf(!hasChromium())('dsh web under its CSP in Chromium', () => {
     const requested: string[] = []
     const blocked: string[] = []
     page.on('request', (req) => void (req.url().startsWith(app.url) && requested.push(new URL(req.url()).pathname)))
-    page.on('requestfailed', (req) => void (req.url().startsWith(app.url) && blocked.push(req.failure()?.errorText ?? '')))
+    page.on(
+      'requestfailed',
+      (req) => void (req.url().startsWith(app.url) && blocked.push(req.failure()?.errorText ?? '')),
+    )
     await page.goto(otherUrl)
     await withArtifacts(page, 'csp-framing', async () => {
       // Positive control: a frame of a page without those headers renders.
-      await expect.poll(() => page.frame({ url: `${otherUrl}/inner` })?.locator('#inner').textContent().catch(() => null)).toBe('framed fine')
+      await expect
+        .poll(() =>
+          page
+            .frame({ url: `${otherUrl}/inner` })
+            ?.locator('#inner')
+            .textContent()
+            .catch(() => null),
+        )
+        .toBe('framed fine')
       // The browser blocks the app's document in the frame and says why.
       await expect.poll(() => blocked).toEqual(['net::ERR_BLOCKED_BY_RESPONSE'])
       expect(messages.some((m) => m.includes("frame-ancestors 'none'"))).toBe(true)

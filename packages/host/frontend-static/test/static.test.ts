@@ -6,10 +6,21 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import WebServer from '@dsh/webserver'
-import FrontendStatic, { builtClientDist, IMMUTABLE, isHashedName, pickEncoding, PLACEHOLDER_DIST, REVALIDATE } from '../src/index.ts'
+import FrontendStatic, {
+  builtClientDist,
+  IMMUTABLE,
+  isHashedName,
+  pickEncoding,
+  PLACEHOLDER_DIST,
+  REVALIDATE,
+} from '../src/index.ts'
 import { bootLoader, writePackage } from './loader.ts'
 
-interface Reply { status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }
+interface Reply {
+  status: number
+  headers: Record<string, string | string[] | undefined>
+  body: Buffer
+}
 
 /** A raw request: the path is sent exactly as given (no client-side normalization). */
 function get(port: number, path: string, headers: Record<string, string> = {}, method = 'GET'): Promise<Reply> {
@@ -29,7 +40,8 @@ let dist: string
 let ctx: Context
 let app: { dispose(): unknown } | undefined
 
-const BIG_JS = 'export const words = [' + Array.from({ length: 400 }, (_, i) => JSON.stringify(`word-${i}`)).join(', ') + ']\n'
+const BIG_JS =
+  'export const words = [' + Array.from({ length: 400 }, (_, i) => JSON.stringify(`word-${i}`)).join(', ') + ']\n'
 const INDEX = '<!doctype html><title>app</title><div id="root"></div>' + '<!-- padding -->'.repeat(100)
 
 beforeEach(() => {
@@ -50,7 +62,10 @@ afterEach(async () => {
   rmSync(root, { recursive: true, force: true })
 })
 
-async function start(config: Record<string, unknown> = {}, before?: (c: Context) => Promise<void>): Promise<{ port: number; fs: FrontendStatic }> {
+async function start(
+  config: Record<string, unknown> = {},
+  before?: (c: Context) => Promise<void>,
+): Promise<{ port: number; fs: FrontendStatic }> {
   const fiber = new Context().plugin({ name: 'test-host', apply() {} })
   await fiber
   app = fiber
@@ -158,7 +173,13 @@ describe('the client directory', () => {
   it('refuses paths leading outside the directory with 403, by encoded slashes or by symlink', async () => {
     symlinkSync(join(root, 'secret.txt'), join(dist, 'leak.txt'))
     const { port } = await start()
-    for (const path of ['/..%2fsecret.txt', '/assets/..%2f..%2fsecret.txt', '/..%5csecret.txt', '/leak.txt', '/a%00b']) {
+    for (const path of [
+      '/..%2fsecret.txt',
+      '/assets/..%2f..%2fsecret.txt',
+      '/..%5csecret.txt',
+      '/leak.txt',
+      '/a%00b',
+    ]) {
       const reply = await get(port, path)
       expect(reply.status, path).toBe(403)
       expect(JSON.parse(reply.body.toString()).error.code, path).toBe('FORBIDDEN_PATH')
@@ -197,14 +218,28 @@ describe('the client directory', () => {
 })
 
 describe('plugin browser halves at /plugins/<package>/<file>', () => {
-  it('serves an enabled package\'s ./client export directory; disabled, unknown or client-less packages are 404; traversal 403', async () => {
-    const ui = writePackage(root, '@fixture/ui', `export const name = 'ui'; export function apply() {}`, { exports: { '.': './index.js', './client': { browser: './client/entry.js' } } }, {
-      'client/entry.js': 'export default function activate() {}\n',
-      'client/chunk-A1b2C3d4.js': 'export const x = 1\n',
-      'secret.js': 'not in the client directory',
+  it("serves an enabled package's ./client export directory; disabled, unknown or client-less packages are 404; traversal 403", async () => {
+    const ui = writePackage(
+      root,
+      '@fixture/ui',
+      `export const name = 'ui'; export function apply() {}`,
+      { exports: { '.': './index.js', './client': { browser: './client/entry.js' } } },
+      {
+        'client/entry.js': 'export default function activate() {}\n',
+        'client/chunk-A1b2C3d4.js': 'export const x = 1\n',
+        'secret.js': 'not in the client directory',
+      },
+    )
+    const off = writePackage(
+      root,
+      'fixture-off',
+      `export const name = 'off'; export function apply() {}`,
+      { exports: { '.': './index.js', './client/': './web/' } },
+      { 'web/entry.js': '1' },
+    )
+    const plain = writePackage(root, 'fixture-plain', `export const name = 'plain'; export function apply() {}`, {
+      exports: { '.': './index.js' },
     })
-    const off = writePackage(root, 'fixture-off', `export const name = 'off'; export function apply() {}`, { exports: { '.': './index.js', './client/': './web/' } }, { 'web/entry.js': '1' })
-    const plain = writePackage(root, 'fixture-plain', `export const name = 'plain'; export function apply() {}`, { exports: { '.': './index.js' } })
     const { port, fs } = await start({}, async (c) => {
       await bootLoader(c, [
         { id: 'ui', name: ui },
@@ -237,13 +272,35 @@ describe('plugin browser halves at /plugins/<package>/<file>', () => {
   })
 
   it('puts the boot manifest (enabled halves, launch folder) into the index page and at /client-manifest.json', async () => {
-    writeFileSync(join(dist, 'index.html'), '<!doctype html><script type="application/json" id="dsh-boot"></script><div id="root"></div>')
-    const ui = writePackage(root, '@fixture/ui', `export const name = 'ui'; export function apply() {}`, { exports: { '.': './index.js', './client': './client/entry.js' } }, { 'client/entry.js': 'export default {}\n' })
-    const off = writePackage(root, 'fixture-off', `export const name = 'off'; export function apply() {}`, { exports: { '.': './index.js', './client': './web/entry.js' } }, { 'web/entry.js': '1' })
+    writeFileSync(
+      join(dist, 'index.html'),
+      '<!doctype html><script type="application/json" id="dsh-boot"></script><div id="root"></div>',
+    )
+    const ui = writePackage(
+      root,
+      '@fixture/ui',
+      `export const name = 'ui'; export function apply() {}`,
+      { exports: { '.': './index.js', './client': './client/entry.js' } },
+      { 'client/entry.js': 'export default {}\n' },
+    )
+    const off = writePackage(
+      root,
+      'fixture-off',
+      `export const name = 'off'; export function apply() {}`,
+      { exports: { '.': './index.js', './client': './web/entry.js' } },
+      { 'web/entry.js': '1' },
+    )
     const { port } = await start({ launchCwd: '/work/</script>' }, async (c) => {
-      await bootLoader(c, [{ id: 'ui', name: ui }, { id: 'off', name: off, disabled: true }])
+      await bootLoader(c, [
+        { id: 'ui', name: ui },
+        { id: 'off', name: off, disabled: true },
+      ])
     })
-    const expected = { version: 1, plugins: [{ package: '@fixture/ui', url: '/plugins/@fixture/ui/entry.js' }], launchCwd: '/work/</script>' }
+    const expected = {
+      version: 1,
+      plugins: [{ package: '@fixture/ui', url: '/plugins/@fixture/ui/entry.js' }],
+      launchCwd: '/work/</script>',
+    }
     const json = await get(port, '/client-manifest.json')
     expect(json.status).toBe(200)
     expect(json.headers['cache-control']).toBe('no-store')

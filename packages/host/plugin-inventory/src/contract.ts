@@ -3,7 +3,15 @@
 import Schema from 'schemastery'
 import { defineMethod } from '@dsh/web-protocol'
 
-export type PluginState = 'pending' | 'loading' | 'active' | 'failed' | 'disposed' | 'unloading' | 'disabled' | 'not-loaded'
+export type PluginState =
+  | 'pending'
+  | 'loading'
+  | 'active'
+  | 'failed'
+  | 'disposed'
+  | 'unloading'
+  | 'disabled'
+  | 'not-loaded'
 
 export interface PluginRow {
   /** The Loader entry id (the row id of the profile), e.g. `llm-deepseek` or `group:child`. */
@@ -26,7 +34,16 @@ export const PluginRowSchema: Schema<PluginRow> = Schema.object({
   module: Schema.string().required(),
   package: Schema.string(),
   enabled: Schema.boolean().required(),
-  state: Schema.union(['pending', 'loading', 'active', 'failed', 'disposed', 'unloading', 'disabled', 'not-loaded'] as const).required(),
+  state: Schema.union([
+    'pending',
+    'loading',
+    'active',
+    'failed',
+    'disposed',
+    'unloading',
+    'disabled',
+    'not-loaded',
+  ] as const).required(),
   error: Schema.string(),
   parent: Schema.string(),
 }) as Schema<PluginRow>

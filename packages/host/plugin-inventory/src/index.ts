@@ -35,10 +35,20 @@ export interface LoaderLike {
 
 /** The part of `ctx.api` (@dsh/api-gateway) this package calls; typed here, not imported, so the gateway stays optional. */
 interface ApiLike {
-  register(contract: typeof pluginsList, handler: (params: Record<string, never>) => { plugins: PluginRow[] }): () => void
+  register(
+    contract: typeof pluginsList,
+    handler: (params: Record<string, never>) => { plugins: PluginRow[] },
+  ): () => void
 }
 
-const STATES: Record<number, PluginState> = { 0: 'pending', 1: 'loading', 2: 'active', 3: 'failed', 4: 'disposed', 5: 'unloading' }
+const STATES: Record<number, PluginState> = {
+  0: 'pending',
+  1: 'loading',
+  2: 'active',
+  3: 'failed',
+  4: 'disposed',
+  5: 'unloading',
+}
 
 function firstLine(error: unknown): string {
   const text = error instanceof Error ? error.message : String(error)
@@ -122,7 +132,9 @@ export interface PluginInventoryConfig {
 
 export class PluginInventory extends Service {
   static Config: Schema<PluginInventoryConfig> = Schema.object({
-    api: Schema.boolean().default(true).description('Register the plugins.list method on ctx.api when the gateway is mounted.'),
+    api: Schema.boolean()
+      .default(true)
+      .description('Register the plugins.list method on ctx.api when the gateway is mounted.'),
   })
 
   constructor(ctx: Context, config: PluginInventoryConfig = {}) {

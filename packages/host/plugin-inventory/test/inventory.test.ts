@@ -36,7 +36,14 @@ describe('pluginInventory.list()', () => {
     const rows = ctx.pluginInventory.list()
     expect(rows).toEqual([
       { id: 'ok', module: ok, package: '@fixture/ok', enabled: true, state: 'active' },
-      { id: 'broken', module: broken, package: '@fixture/broken', enabled: true, state: 'failed', error: 'kaput: the widget is missing' },
+      {
+        id: 'broken',
+        module: broken,
+        package: '@fixture/broken',
+        enabled: true,
+        state: 'failed',
+        error: 'kaput: the widget is missing',
+      },
       { id: 'off', module: off, package: 'fixture-off', enabled: false, state: 'disabled' },
       { id: 'inner', module: nested, package: '@fixture/nested', enabled: true, state: 'active', parent: 'grp' },
     ])
@@ -65,10 +72,17 @@ describe('pluginInventory.list()', () => {
     const inventory = ctx.plugin(PluginInventory)
     await inventory
     const port = (ctx.get('webServer') as WebServer).port
-    const post = () => fetch(`http://127.0.0.1:${port}/api/plugins.list`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
+    const post = () =>
+      fetch(`http://127.0.0.1:${port}/api/plugins.list`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{}',
+      })
     const res = await post()
     expect(res.status).toBe(200)
-    expect(await res.json()).toEqual({ result: { plugins: [{ id: 'ok', module: ok, package: '@fixture/ok', enabled: true, state: 'active' }] } })
+    expect(await res.json()).toEqual({
+      result: { plugins: [{ id: 'ok', module: ok, package: '@fixture/ok', enabled: true, state: 'active' }] },
+    })
     await inventory.dispose()
     const gone = await post()
     expect(gone.status).toBe(404)

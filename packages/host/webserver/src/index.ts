@@ -35,7 +35,12 @@ export interface Route {
 /** A request failure with its HTTP status; `sendError` turns it into the JSON error body. */
 export class HttpError extends Error {
   override name = 'HttpError'
-  constructor(readonly status: number, readonly code: string, message: string, readonly field?: string) {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly field?: string,
+  ) {
     super(message)
   }
 }
@@ -109,7 +114,8 @@ export interface DocumentPolicyOptions {
  */
 export function documentPolicy(html: string, options: DocumentPolicyOptions = {}): string {
   const scripts = [...new Set(inlineBlocks(html, 'script').map(cspHash))]
-  const styles = options.styles === 'inline' ? ["'unsafe-inline'"] : [...new Set(inlineBlocks(html, 'style').map(cspHash))]
+  const styles =
+    options.styles === 'inline' ? ["'unsafe-inline'"] : [...new Set(inlineBlocks(html, 'style').map(cspHash))]
   return [
     "default-src 'none'",
     `script-src ${["'self'", ...scripts].join(' ')}`,
@@ -143,7 +149,12 @@ export function sendError(res: ServerResponse, status: number, code: string, mes
   sendJson(res, status, { error: field === undefined ? { code, message } : { code, message, field } })
 }
 
-export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   const text = JSON.stringify(body)
   res.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',
@@ -196,14 +207,16 @@ export function readJson(req: IncomingMessage, options: { maxBytes?: number } = 
     }
     const onEnd = () => {
       const text = Buffer.concat(chunks).toString('utf8')
-      if (text.trim() === '') return finish(new HttpError(400, 'INVALID_JSON', 'the request body is empty; expected JSON'))
+      if (text.trim() === '')
+        return finish(new HttpError(400, 'INVALID_JSON', 'the request body is empty; expected JSON'))
       try {
         finish(undefined, JSON.parse(text))
       } catch (error) {
         finish(new HttpError(400, 'INVALID_JSON', `the request body is not valid JSON: ${(error as Error).message}`))
       }
     }
-    const onError = (error: Error) => finish(new HttpError(400, 'BAD_REQUEST', `reading the request body failed: ${error.message}`))
+    const onError = (error: Error) =>
+      finish(new HttpError(400, 'BAD_REQUEST', `reading the request body failed: ${error.message}`))
     req.on('data', onData)
     req.on('end', onEnd)
     req.on('error', onError)
@@ -216,12 +229,19 @@ interface GuardEntry {
 
 export class WebServer extends Service {
   static Config: Schema<WebServerConfig> = Schema.object({
-    host: Schema.string().default('127.0.0.1').description('Bind address; anything but loopback needs DSH_ACCESS_SECRET (@dsh/access-gate).'),
+    host: Schema.string()
+      .default('127.0.0.1')
+      .description('Bind address; anything but loopback needs DSH_ACCESS_SECRET (@dsh/access-gate).'),
     port: Schema.natural().max(65535).default(3080).description('TCP port; 0 lets the OS pick a free one.'),
     maxBodyBytes: Schema.natural().min(1).default(DEFAULT_MAX_BODY_BYTES).description('Default body cap of readJson.'),
     waitForReady: Schema.boolean().default(false).description('Route nothing before app/ready.'),
-    holdBeforeReady: Schema.boolean().default(false).description('Before app/ready, hold requests until it instead of answering 503.'),
-    maxHeldRequests: Schema.natural().min(1).default(256).description('Requests held at once before app/ready; past it, 503.'),
+    holdBeforeReady: Schema.boolean()
+      .default(false)
+      .description('Before app/ready, hold requests until it instead of answering 503.'),
+    maxHeldRequests: Schema.natural()
+      .min(1)
+      .default(256)
+      .description('Requests held at once before app/ready; past it, 503.'),
   })
 
   private readonly exact = new Map<string, Route>()
@@ -239,17 +259,23 @@ export class WebServer extends Service {
   private changed = new Promise<void>((resolve) => (this.wake = resolve))
   private boundPort = 0
 
-  constructor(ctx: Context, readonly config: WebServerConfig) {
+  constructor(
+    ctx: Context,
+    readonly config: WebServerConfig,
+  ) {
     super(ctx, 'webServer')
     this.isReady = !config.waitForReady
     this.readyPromise = new Promise<void>((resolve) => (this.markReady = resolve))
     if (this.isReady) this.markReady()
     else {
-      ctx.on('app/ready' as never, (() => {
-        this.isReady = true
-        this.markReady()
-        this.poke()
-      }) as never)
+      ctx.on(
+        'app/ready' as never,
+        (() => {
+          this.isReady = true
+          this.markReady()
+          this.poke()
+        }) as never,
+      )
     }
     // Stop accepting at the start of the graceful stop; open connections end at dispose.
     ctx.on('app/stopping' as never, (() => void this.server?.close()) as never)
@@ -313,12 +339,16 @@ export class WebServer extends Service {
     })
     // A malformed request line or header: answer 400 and drop the connection.
     server.on('clientError', (_error, socket) => {
-      const headers = Object.entries(SECURITY_HEADERS).map(([name, value]) => `${name}: ${value}\r\n`).join('')
-      if (socket.writable) socket.end(`HTTP/1.1 400 Bad Request\r\nconnection: close\r\n${headers}content-length: 0\r\n\r\n`)
+      const headers = Object.entries(SECURITY_HEADERS)
+        .map(([name, value]) => `${name}: ${value}\r\n`)
+        .join('')
+      if (socket.writable)
+        socket.end(`HTTP/1.1 400 Bad Request\r\nconnection: close\r\n${headers}content-length: 0\r\n\r\n`)
       else socket.destroy()
     })
     await new Promise<void>((resolve, reject) => {
-      const onError = (error: NodeJS.ErrnoException) => reject(describeListenError(error, this.config.host, this.config.port))
+      const onError = (error: NodeJS.ErrnoException) =>
+        reject(describeListenError(error, this.config.host, this.config.port))
       server.once('error', onError)
       server.listen(this.config.port, this.config.host, () => {
         server.off('error', onError)
@@ -348,11 +378,13 @@ export class WebServer extends Service {
    * same table throws. Undone by the returned disposer or when the calling plugin unloads.
    */
   register(route: Route): () => void {
-    if (!route || typeof route.handle !== 'function') throw new TypeError('webServer.register: expected {path, match, handle}')
+    if (!route || typeof route.handle !== 'function')
+      throw new TypeError('webServer.register: expected {path, match, handle}')
     if (typeof route.path !== 'string' || !route.path.startsWith('/')) {
       throw new TypeError(`webServer.register: path must start with "/": ${JSON.stringify(route.path)}`)
     }
-    if (route.match !== 'exact' && route.match !== 'prefix') throw new TypeError(`webServer.register: match must be "exact" or "prefix"`)
+    if (route.match !== 'exact' && route.match !== 'prefix')
+      throw new TypeError(`webServer.register: match must be "exact" or "prefix"`)
     const path = route.match === 'prefix' && route.path.length > 1 ? route.path.replace(/\/+$/, '') : route.path
     const table = route.match === 'exact' ? this.exact : this.prefixes
     if (table.has(path)) throw new Error(`webServer.register: ${route.match} route ${path} is already registered`)
@@ -452,7 +484,9 @@ export class WebServer extends Service {
         if (error.status === 413 || error.status === 415) res.setHeader('connection', 'close')
         sendError(res, error.status, error.code, error.message, error.field)
       } else {
-        this.ctx.logger('webserver').warn('request %s %s failed: %s', req.method, req.url, (error as Error)?.stack ?? error)
+        this.ctx
+          .logger('webserver')
+          .warn('request %s %s failed: %s', req.method, req.url, (error as Error)?.stack ?? error)
         sendError(res, 500, 'INTERNAL', 'the request failed on the server')
       }
     }
@@ -493,7 +527,8 @@ function describeListenError(error: NodeJS.ErrnoException, host: string, port: n
   let message: string
   if (error.code === 'EADDRINUSE') message = `cannot listen on ${where}: the port is already in use`
   else if (error.code === 'EACCES') message = `cannot listen on ${where}: permission denied`
-  else if (error.code === 'EADDRNOTAVAIL' || error.code === 'ENOTFOUND') message = `cannot listen on ${where}: no such local address`
+  else if (error.code === 'EADDRNOTAVAIL' || error.code === 'ENOTFOUND')
+    message = `cannot listen on ${where}: no such local address`
   else message = `cannot listen on ${where}: ${error.message}`
   return Object.assign(new Error(message), { code: error.code })
 }

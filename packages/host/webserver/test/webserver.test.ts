@@ -21,7 +21,11 @@ async function start(config: Partial<WebServerConfig> = {}) {
 const holding = (ctx: Context) => (ctx.webServer as unknown as { held: number }).held
 
 async function json(res: Response) {
-  return { status: res.status, type: res.headers.get('content-type'), body: (await res.json()) as { error: { code: string } } & Record<string, unknown> }
+  return {
+    status: res.status,
+    type: res.headers.get('content-type'),
+    body: (await res.json()) as { error: { code: string } } & Record<string, unknown>,
+  }
 }
 
 describe('@dsh/webserver', () => {
@@ -113,7 +117,8 @@ describe('@dsh/webserver', () => {
         res.end(JSON.stringify({ got: body }))
       },
     })
-    const post = (body: string, type = 'application/json') => fetch(`${base}/echo`, { method: 'POST', headers: { 'content-type': type }, body })
+    const post = (body: string, type = 'application/json') =>
+      fetch(`${base}/echo`, { method: 'POST', headers: { 'content-type': type }, body })
     expect(await json(await post('{"a":1}'))).toMatchObject({ status: 200, body: { got: { a: 1 } } })
     expect(await json(await post('{"a":1}', 'application/json; charset=utf-8'))).toMatchObject({ status: 200 })
     expect(await json(await post('a=1', 'application/x-www-form-urlencoded'))).toMatchObject({
@@ -127,11 +132,15 @@ describe('@dsh/webserver', () => {
     })
     // A chunked upload with no content-length is cut off at the cap as well.
     const chunked = await new Promise<{ status?: number; body: string }>((resolve, reject) => {
-      const req = httpRequest(`${base}/echo`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
-        let body = ''
-        res.on('data', (c) => (body += c))
-        res.on('end', () => resolve({ status: res.statusCode, body }))
-      })
+      const req = httpRequest(
+        `${base}/echo`,
+        { method: 'POST', headers: { 'content-type': 'application/json' } },
+        (res) => {
+          let body = ''
+          res.on('data', (c) => (body += c))
+          res.on('end', () => resolve({ status: res.statusCode, body }))
+        },
+      )
       req.on('error', reject)
       req.write('"' + 'y'.repeat(600))
       req.end('y'.repeat(600) + '"')
@@ -141,8 +150,20 @@ describe('@dsh/webserver', () => {
 
   it('a handler throwing HttpError answers its JSON error with the field; any other throw is a 500 JSON', async () => {
     const { ctx, base } = await start()
-    ctx.webServer.register({ path: '/bad', match: 'exact', handle: () => { throw new HttpError(422, 'INVALID_PARAMS', 'name: expected string', 'name') } })
-    ctx.webServer.register({ path: '/boom', match: 'exact', handle: () => { throw new Error('kaput') } })
+    ctx.webServer.register({
+      path: '/bad',
+      match: 'exact',
+      handle: () => {
+        throw new HttpError(422, 'INVALID_PARAMS', 'name: expected string', 'name')
+      },
+    })
+    ctx.webServer.register({
+      path: '/boom',
+      match: 'exact',
+      handle: () => {
+        throw new Error('kaput')
+      },
+    })
     ctx.logger('webserver').level = 0
     expect(await json(await fetch(`${base}/bad`))).toMatchObject({
       status: 422,
@@ -166,7 +187,12 @@ describe('@dsh/webserver', () => {
     const { ctx, base } = await start({ waitForReady: true, holdBeforeReady: true })
     const order: string[] = []
     const ready = () => (ctx.parallel as (name: string) => Promise<void>)('app/ready')
-    const text = (p: string) => fetch(base + p).then(async (r) => { const t = `${r.status} ${await r.text()}`; order.push(`${p} ${t}`); return t })
+    const text = (p: string) =>
+      fetch(base + p).then(async (r) => {
+        const t = `${r.status} ${await r.text()}`
+        order.push(`${p} ${t}`)
+        return t
+      })
     // Before any early filter nothing is routed, not even past the guards.
     let guarded = 0
     ctx.webServer.addGuard(() => (guarded++, true))
@@ -175,7 +201,9 @@ describe('@dsh/webserver', () => {
     await vi.waitFor(() => expect(holding(ctx)).toBe(1), { timeout: 10_000, interval: 5 })
     expect(order).toEqual([])
     expect(guarded).toBe(0)
-    ctx.webServer.serveBeforeReady((req, info, route) => req.method === 'GET' && !route && !info.url.pathname.startsWith('/api'))
+    ctx.webServer.serveBeforeReady(
+      (req, info, route) => req.method === 'GET' && !route && !info.url.pathname.startsWith('/api'),
+    )
     // Admitted but no handler yet: past the guards, then held again; the fallback appearing releases it.
     await vi.waitFor(() => expect([guarded, holding(ctx)]).toEqual([1, 1]), { timeout: 10_000, interval: 5 })
     expect(order).toEqual([])
@@ -200,7 +228,10 @@ describe('@dsh/webserver', () => {
   it('holdBeforeReady: past maxHeldRequests a request gets 503 STARTING; a held request whose server stops is closed', async () => {
     const { ctx, fiber, base } = await start({ waitForReady: true, holdBeforeReady: true, maxHeldRequests: 1 })
     ctx.webServer.registerFallback((_q, res) => res.end('page'))
-    const first = fetch(`${base}/a`).then((r) => r.status, (e: Error) => e.name)
+    const first = fetch(`${base}/a`).then(
+      (r) => r.status,
+      (e: Error) => e.name,
+    )
     await vi.waitFor(() => expect(holding(ctx)).toBe(1), { timeout: 10_000, interval: 5 })
     expect(await json(await fetch(`${base}/b`))).toMatchObject({ status: 503, body: { error: { code: 'STARTING' } } })
     await fiber.dispose()
@@ -208,7 +239,6 @@ describe('@dsh/webserver', () => {
   })
 
   it('a port in use fails the start with one message naming host and port', async () => {
-
     const blocker = createServer()
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve))
     const port = (blocker.address() as { port: number }).port
@@ -251,7 +281,9 @@ describe('@dsh/webserver', () => {
       httpRequest(`${base}/stream`, (res) => {
         streamClosed = new Promise<void>((done) => res.on('close', () => done()))
         res.once('data', () => resolve())
-      }).on('error', reject).end()
+      })
+        .on('error', reject)
+        .end()
     })
     await fiber.dispose()
     await kaSocketClosed
@@ -267,6 +299,7 @@ describe('@dsh/webserver', () => {
 
   it('isLoopbackAddress covers 127/8, ::1 and mapped forms only', () => {
     for (const a of ['127.0.0.1', '127.9.8.7', '::1', '::ffff:127.0.0.1']) expect(isLoopbackAddress(a)).toBe(true)
-    for (const a of ['10.0.0.1', '::ffff:192.168.1.2', '0.0.0.0', '', undefined, '128.0.0.1']) expect(isLoopbackAddress(a)).toBe(false)
+    for (const a of ['10.0.0.1', '::ffff:192.168.1.2', '0.0.0.0', '', undefined, '128.0.0.1'])
+      expect(isLoopbackAddress(a)).toBe(false)
   })
 })

@@ -74,7 +74,8 @@ export class AnonymousUserId extends Service {
   get(): string {
     if (this.cached && tryRead(this.file) === this.cached) return this.cached
     const result = readOrCreate(this.file)
-    if (result.origin === 'replaced') this.ctx.logger('anonymous-user-id').warn('%s did not hold a UUID; a new id was created', this.file)
+    if (result.origin === 'replaced')
+      this.ctx.logger('anonymous-user-id').warn('%s did not hold a UUID; a new id was created', this.file)
     this.cached = result.id
     return result.id
   }

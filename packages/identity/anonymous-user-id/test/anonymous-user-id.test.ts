@@ -39,7 +39,9 @@ describe('@dsh/anonymous-user-id', () => {
     const code = `import('${script}').then((m) => console.log(m.readOrCreate(process.argv[1]).id))`
     const file = join(dir, FILE_NAME)
     const runs = [0, 1, 2].map(() =>
-      spawnSync(process.execPath, ['--import', 'tsx', '--conditions=development', '-e', code, file], { encoding: 'utf8' }),
+      spawnSync(process.execPath, ['--import', 'tsx', '--conditions=development', '-e', code, file], {
+        encoding: 'utf8',
+      }),
     )
     const ids = new Set(runs.map((r) => r.stdout.trim()))
     expect(runs.every((r) => r.status === 0)).toBe(true)

@@ -32,7 +32,8 @@ export class AnswererList<R, A extends Answerer<R>> {
     if (answerer === null || typeof answerer !== 'object' || typeof answerer.answer !== 'function') {
       throw new TypeError(`${method}: expected {name, answer}`)
     }
-    if (typeof answerer.name !== 'string' || answerer.name === '') throw new TypeError(`${method}: name must be a non-empty string`)
+    if (typeof answerer.name !== 'string' || answerer.name === '')
+      throw new TypeError(`${method}: name must be a non-empty string`)
     const entries = this.entries
     const dispose = ctx.effect(() => {
       const entry: AnswererEntry<A> = { answerer, gone: new AbortController() }
@@ -61,7 +62,9 @@ export class AnswererList<R, A extends Answerer<R>> {
       try {
         if (!entry.answerer.accepts || entry.answerer.accepts(request)) return { entry }
       } catch (error) {
-        return { error: `${this.label} answerer "${entry.answerer.name}" failed to route ${what}: ${error instanceof Error ? error.message : String(error)}` }
+        return {
+          error: `${this.label} answerer "${entry.answerer.name}" failed to route ${what}: ${error instanceof Error ? error.message : String(error)}`,
+        }
       }
     }
     return undefined

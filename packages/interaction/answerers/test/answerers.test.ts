@@ -2,7 +2,9 @@ import { Context } from 'cordis'
 import { describe, expect, it } from 'vitest'
 import { AnswererList, type Answerer } from '../src/index.ts'
 
-interface Req { kind: string }
+interface Req {
+  kind: string
+}
 type A = Answerer<Req> & { answer(): string }
 
 describe('AnswererList', () => {
@@ -35,8 +37,16 @@ describe('AnswererList', () => {
     const root = new Context()
     expect(() => list.register(root, { name: '', answer: () => '' })).toThrow(/name must be a non-empty string/)
     expect(() => list.register(root, { name: 'x' } as never)).toThrow(/expected \{name, answer\}/)
-    list.register(root, { name: 'boom', accepts: () => { throw new Error('bad routing') }, answer: () => '' })
-    expect(list.pick({ kind: 'x' }, 'the questions')).toEqual({ error: 'question answerer "boom" failed to route the questions: bad routing' })
+    list.register(root, {
+      name: 'boom',
+      accepts: () => {
+        throw new Error('bad routing')
+      },
+      answer: () => '',
+    })
+    expect(list.pick({ kind: 'x' }, 'the questions')).toEqual({
+      error: 'question answerer "boom" failed to route the questions: bad routing',
+    })
     expect(list.available({ kind: 'x' })).toBe(false)
     expect(new AnswererList<Req, A>('approval').pick({ kind: 'x' })).toBeUndefined()
   })

@@ -94,7 +94,9 @@ export class CommandRegistry extends Service {
   register(command: Command): () => void {
     if (!command || typeof command.run !== 'function') throw new TypeError('commands.register: a command needs run()')
     if (typeof command.name !== 'string' || !COMMAND_NAME.test(command.name)) {
-      throw new TypeError(`commands.register: invalid name ${JSON.stringify(command.name)} (lower-case letters, digits and dashes, starting with a letter)`)
+      throw new TypeError(
+        `commands.register: invalid name ${JSON.stringify(command.name)} (lower-case letters, digits and dashes, starting with a letter)`,
+      )
     }
     if (typeof command.description !== 'string' || command.description === '') {
       throw new TypeError(`commands.register: /${command.name} needs a description`)
@@ -120,7 +122,12 @@ export class CommandRegistry extends Service {
 
   get(name: string): CommandInfo | undefined {
     const command = this.table.get(name)
-    return command && (command.usage ? { name: command.name, description: command.description, usage: command.usage } : { name: command.name, description: command.description })
+    return (
+      command &&
+      (command.usage
+        ? { name: command.name, description: command.description, usage: command.usage }
+        : { name: command.name, description: command.description })
+    )
   }
 
   /** Whether `text` is a command line (`/name` or `/name args`), registered or not. */
@@ -144,16 +151,31 @@ export class CommandRegistry extends Service {
         handled: true,
         name: parsed.name,
         ok: false,
-        error: { code: 'UNKNOWN_COMMAND', message: `unknown command /${parsed.name}; available: ${known.length ? known.join(', ') : '(none)'}` },
+        error: {
+          code: 'UNKNOWN_COMMAND',
+          message: `unknown command /${parsed.name}; available: ${known.length ? known.join(', ') : '(none)'}`,
+        },
       }
     } else {
       try {
-        const out = await command.run(parsed.args, { agent, session: agent.session, ...(options.signal ? { signal: options.signal } : {}) })
+        const out = await command.run(parsed.args, {
+          agent,
+          session: agent.session,
+          ...(options.signal ? { signal: options.signal } : {}),
+        })
         const output = typeof out === 'string' ? out : out?.output
-        result = output === undefined ? { handled: true, name: parsed.name, ok: true } : { handled: true, name: parsed.name, ok: true, output }
+        result =
+          output === undefined
+            ? { handled: true, name: parsed.name, ok: true }
+            : { handled: true, name: parsed.name, ok: true, output }
       } catch (error) {
         const message = error instanceof Error ? error.message : String(error)
-        result = { handled: true, name: parsed.name, ok: false, error: { code: 'COMMAND_FAILED', message: `/${parsed.name} failed: ${message}` } }
+        result = {
+          handled: true,
+          name: parsed.name,
+          ok: false,
+          error: { code: 'COMMAND_FAILED', message: `/${parsed.name} failed: ${message}` },
+        }
       }
     }
     this.ctx.emit('commands/dispatched', agent, result)

@@ -32,7 +32,15 @@ describe('command lines', () => {
     expect(parseCommandLine('/compact')).toEqual({ name: 'compact', args: '' })
     expect(parseCommandLine('  /compact   the tests \n')).toEqual({ name: 'compact', args: 'the tests' })
     expect(parseCommandLine('/compact\nline two')).toEqual({ name: 'compact', args: 'line two' })
-    for (const text of ['compact', '/usr/bin/env is missing', '//compact', '/Compact', '/', '/ compact', 'say /compact']) {
+    for (const text of [
+      'compact',
+      '/usr/bin/env is missing',
+      '//compact',
+      '/Compact',
+      '/',
+      '/ compact',
+      'say /compact',
+    ]) {
       expect(parseCommandLine(text)).toBeUndefined()
     }
   })
@@ -92,6 +100,9 @@ describe('ctx.commands', () => {
     expect(h.ctx.commands.get('echo')).toMatchObject({ name: 'echo' })
     await plugin.dispose()
     expect(h.ctx.commands.get('echo')).toBeUndefined()
-    expect(await h.ctx.commands.dispatch(h.agent, '/echo x')).toMatchObject({ ok: false, error: { code: 'UNKNOWN_COMMAND' } })
+    expect(await h.ctx.commands.dispatch(h.agent, '/echo x')).toMatchObject({
+      ok: false,
+      error: { code: 'UNKNOWN_COMMAND' },
+    })
   })
 })

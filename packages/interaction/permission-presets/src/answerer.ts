@@ -14,9 +14,16 @@ export interface PresetAnswererConfig {
 }
 
 export const Config: Schema<PresetAnswererConfig> = Schema.object({
-  hint: Schema.string().default(DEFAULT_POLICY_HINT).description('Appended to the rejection reason when the policy needs a human.'),
+  hint: Schema.string()
+    .default(DEFAULT_POLICY_HINT)
+    .description('Appended to the rejection reason when the policy needs a human.'),
 })
 
 export function apply(ctx: Context, config: PresetAnswererConfig) {
-  ctx.approval.registerAnswerer(policyAnswerer((request) => ctx.permissionPresets.policyFor(request.sessionId), { name: 'permission-preset-policy', hint: config.hint }))
+  ctx.approval.registerAnswerer(
+    policyAnswerer((request) => ctx.permissionPresets.policyFor(request.sessionId), {
+      name: 'permission-preset-policy',
+      hint: config.hint,
+    }),
+  )
 }

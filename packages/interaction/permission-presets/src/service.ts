@@ -36,12 +36,14 @@ export const BUILTIN_PRESETS: Readonly<Record<string, PresetDefinition & { descr
   'read-only': {
     mode: 'read-only',
     approval: 'ask',
-    description: 'Look, do not touch: commands and file tools may read but write nothing, no network. Anything more asks for approval.',
+    description:
+      'Look, do not touch: commands and file tools may read but write nothing, no network. Anything more asks for approval.',
   },
   'workspace-write': {
     mode: 'workspace-write',
     approval: 'ask',
-    description: 'Commands run confined: writes only inside the workspace and temp dirs, no network. Stepping outside asks for approval.',
+    description:
+      'Commands run confined: writes only inside the workspace and temp dirs, no network. Stepping outside asks for approval.',
   },
   'danger-full-access': {
     mode: 'danger-full-access',
@@ -56,15 +58,25 @@ export const SETTINGS_NAMESPACE = 'permissions'
 const PRESET_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/
 
 export const PermissionPresetsConfig: Schema<PermissionPresetsConfig> = Schema.object({
-  default: Schema.string().default('workspace-write').description('Preset of sessions without an override (unless the env variable names one).'),
-  env: Schema.string().default('DSH_PERMISSION_MODE').description("Environment variable that overrides `default` when set; '' disables."),
+  default: Schema.string()
+    .default('workspace-write')
+    .description('Preset of sessions without an override (unless the env variable names one).'),
+  env: Schema.string()
+    .default('DSH_PERMISSION_MODE')
+    .description("Environment variable that overrides `default` when set; '' disables."),
   presets: Schema.dict(
     Schema.object({
-      mode: Schema.union([...SANDBOX_MODES]).required().description('Sandbox mode.'),
-      approval: Schema.union([...APPROVAL_POLICIES]).required().description('Approval policy.'),
+      mode: Schema.union([...SANDBOX_MODES])
+        .required()
+        .description('Sandbox mode.'),
+      approval: Schema.union([...APPROVAL_POLICIES])
+        .required()
+        .description('Approval policy.'),
       description: Schema.string().description('One line for selectors.'),
     }),
-  ).default({}).description('Extra presets, or replacements of built-in ones by name.'),
+  )
+    .default({})
+    .description('Extra presets, or replacements of built-in ones by name.'),
 })
 
 export interface PresetChange {
@@ -106,7 +118,10 @@ export class PermissionPresetService extends Service {
   constructor(ctx: Context, config: PermissionPresetsConfig = PermissionPresetsConfig({} as PermissionPresetsConfig)) {
     super(ctx, 'permissionPresets')
     for (const [name, def] of Object.entries({ ...BUILTIN_PRESETS, ...config.presets })) {
-      if (!PRESET_NAME.test(name)) throw new PermissionPresetError(`permission-presets: invalid preset name ${JSON.stringify(name)} in presets (lowercase letters, digits, . _ -)`)
+      if (!PRESET_NAME.test(name))
+        throw new PermissionPresetError(
+          `permission-presets: invalid preset name ${JSON.stringify(name)} in presets (lowercase letters, digits, . _ -)`,
+        )
       const description = def.description ?? `sandbox ${def.mode}, approval ${def.approval}`
       this.table.set(name, Object.freeze({ name, mode: def.mode, approval: def.approval, description }))
     }
@@ -123,7 +138,9 @@ export class PermissionPresetService extends Service {
     if (!fromEnv) {
       const configured = this.defaultName
       ctx.inject(['settings'], (sctx) => {
-        const schema = Schema.object({ default: Schema.union(this.names()).description('Preset of sessions without an override.') })
+        const schema = Schema.object({
+          default: Schema.union(this.names()).description('Preset of sessions without an override.'),
+        })
         const section = sctx.settings.section(SETTINGS_NAMESPACE, schema)
         const follow = (value: { default?: string }) => {
           this.defaultName = value.default ?? configured
@@ -134,14 +151,19 @@ export class PermissionPresetService extends Service {
         sctx.effect(() => () => follow({}))
       })
     }
-    ctx.on('session/deleted' as never, ((session: { id?: string }) => {
-      if (session && typeof session.id === 'string') this.overrides.delete(session.id)
-    }) as never)
+    ctx.on(
+      'session/deleted' as never,
+      ((session: { id?: string }) => {
+        if (session && typeof session.id === 'string') this.overrides.delete(session.id)
+      }) as never,
+    )
   }
 
   private check(name: string, where: string): string {
     if (this.table.has(name)) return name
-    throw new PermissionPresetError(`unknown permission preset ${JSON.stringify(name)} (from ${where}); valid presets: ${this.names().join(', ')}`)
+    throw new PermissionPresetError(
+      `unknown permission preset ${JSON.stringify(name)} (from ${where}); valid presets: ${this.names().join(', ')}`,
+    )
   }
 
   /** Preset names, sorted. */
@@ -194,7 +216,8 @@ export class PermissionPresetService extends Service {
 
   /** Overrides a session's preset. Throws `PermissionPresetError` naming the valid presets for a bad name. */
   set(sessionId: string, name: string): PermissionPreset {
-    if (typeof sessionId !== 'string' || sessionId === '') throw new TypeError('permissionPresets.set: sessionId must be a non-empty string')
+    if (typeof sessionId !== 'string' || sessionId === '')
+      throw new TypeError('permissionPresets.set: sessionId must be a non-empty string')
     this.check(name, 'permissionPresets.set')
     const previous = this.current(sessionId)
     this.overrides.set(sessionId, name)

@@ -4,7 +4,12 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { Context } from 'cordis'
 import { MemorySettings } from '@dsh/settings'
-import PermissionPresetService, { PermissionPresetError, PresetAnswerer, SANDBOX_MODES, type PresetChange } from '../src/index.ts'
+import PermissionPresetService, {
+  PermissionPresetError,
+  PresetAnswerer,
+  SANDBOX_MODES,
+  type PresetChange,
+} from '../src/index.ts'
 
 const saved = process.env.DSH_PERMISSION_MODE
 afterEach(() => {
@@ -14,12 +19,19 @@ afterEach(() => {
 
 function construct(config: Record<string, unknown> = {}) {
   // The service class itself, so a refused config is a thrown error to assert on.
-  return new PermissionPresetService(new Context(), { env: '', default: 'workspace-write', presets: {}, ...config } as never)
+  return new PermissionPresetService(new Context(), {
+    env: '',
+    default: 'workspace-write',
+    presets: {},
+    ...config,
+  } as never)
 }
 
 describe('configured preset names', () => {
   it('accepts lowercase names of letters, digits, dot, underscore and dash, up to 64 characters', () => {
-    const presets = Object.fromEntries(['ok.name_1-x', '9lives', 'a'.repeat(64)].map((name) => [name, { mode: 'read-only', approval: 'ask' }]))
+    const presets = Object.fromEntries(
+      ['ok.name_1-x', '9lives', 'a'.repeat(64)].map((name) => [name, { mode: 'read-only', approval: 'ask' }]),
+    )
     expect(construct({ presets }).names()).toEqual(expect.arrayContaining(Object.keys(presets)))
   })
 
@@ -33,7 +45,9 @@ describe('configured preset names', () => {
       }
       expect(error, name).toBeInstanceOf(PermissionPresetError)
       expect((error as Error).name).toBe('PermissionPresetError')
-      expect((error as Error).message).toBe(`permission-presets: invalid preset name ${JSON.stringify(name)} in presets (lowercase letters, digits, . _ -)`)
+      expect((error as Error).message).toBe(
+        `permission-presets: invalid preset name ${JSON.stringify(name)} in presets (lowercase letters, digits, . _ -)`,
+      )
     }
   })
 })
@@ -49,7 +63,9 @@ describe('the default', () => {
   it('returns to the configured default when the settings service goes away', async () => {
     delete process.env.DSH_PERMISSION_MODE
     const ctx = new Context()
-    const settings = ctx.plugin(MemorySettings, { initial: { permissions: { default: 'danger-full-access' } } as never })
+    const settings = ctx.plugin(MemorySettings, {
+      initial: { permissions: { default: 'danger-full-access' } } as never,
+    })
     await settings
     await ctx.plugin(PermissionPresetService, { default: 'read-only' } as never)
     await expect.poll(() => ctx.permissionPresets.defaultSource).toBe('settings')
@@ -64,7 +80,9 @@ describe('session overrides', () => {
   it('set() refuses a missing or non-string session id with one line, and a bad preset naming where it came from', () => {
     const service = construct()
     for (const id of ['', undefined, 7]) {
-      expect(() => service.set(id as never, 'read-only'), String(id)).toThrow(/^permissionPresets\.set: sessionId must be a non-empty string$/)
+      expect(() => service.set(id as never, 'read-only'), String(id)).toThrow(
+        /^permissionPresets\.set: sessionId must be a non-empty string$/,
+      )
     }
     expect(() => service.set('s1', 'nope')).toThrow('unknown permission preset "nope" (from permissionPresets.set)')
   })
@@ -78,7 +96,13 @@ describe('session overrides', () => {
     ctx.permissionPresets.clear('s2') // nothing to clear: no change
     expect(changes).toEqual([])
     ctx.permissionPresets.set('s1', 'read-only') // positive control
-    expect(changes).toEqual([{ sessionId: 's1', preset: ctx.permissionPresets.get('read-only'), previous: ctx.permissionPresets.get('workspace-write') }])
+    expect(changes).toEqual([
+      {
+        sessionId: 's1',
+        preset: ctx.permissionPresets.get('read-only'),
+        previous: ctx.permissionPresets.get('workspace-write'),
+      },
+    ])
   })
 })
 

@@ -16,7 +16,10 @@ async function boot(config?: unknown) {
   ctx.on('internal/error' as never, ((e: unknown) => errors.push(e)) as never)
   const fiber = ctx.plugin(PermissionPresetService, config as never)
   const outcome = await Promise.race([
-    Promise.resolve(fiber).then(() => 'loaded', (error: unknown) => String(error)),
+    Promise.resolve(fiber).then(
+      () => 'loaded',
+      (error: unknown) => String(error),
+    ),
     new Promise<string>((resolve) => setTimeout(() => resolve('pending'), 200)),
   ])
   return { ctx, outcome, errors: errors.map(String).join(' ') }
@@ -28,8 +31,15 @@ describe('ctx.permissionPresets', () => {
     const { ctx } = await boot()
     expect(ctx.permissionPresets.names()).toEqual(['danger-full-access', 'read-only', 'workspace-write'])
     expect(ctx.permissionPresets.get('read-only')).toMatchObject({ mode: 'read-only', approval: 'ask' })
-    expect(ctx.permissionPresets.current()).toMatchObject({ name: 'workspace-write', mode: 'workspace-write', approval: 'ask' })
-    expect(ctx.permissionPresets.get('danger-full-access')).toMatchObject({ mode: 'danger-full-access', approval: 'never' })
+    expect(ctx.permissionPresets.current()).toMatchObject({
+      name: 'workspace-write',
+      mode: 'workspace-write',
+      approval: 'ask',
+    })
+    expect(ctx.permissionPresets.get('danger-full-access')).toMatchObject({
+      mode: 'danger-full-access',
+      approval: 'never',
+    })
     expect(ctx.permissionPresets.modeFor('s1')).toBe('workspace-write')
     expect(ctx.permissionPresets.policyFor('s1')).toBe('ask')
     expect(ctx.permissionPresets.defaultSource).toBe('config')
@@ -46,7 +56,9 @@ describe('ctx.permissionPresets', () => {
     presets.set('s1', 'workspace-write')
     expect(presets.modeFor('s1')).toBe('workspace-write')
     expect(presets.modeFor('s2')).toBe('danger-full-access')
-    expect(() => presets.setDefault('yolo')).toThrow(/unknown permission preset "yolo" \(from permissionPresets.setDefault\); valid presets: danger-full-access, read-only, workspace-write/)
+    expect(() => presets.setDefault('yolo')).toThrow(
+      /unknown permission preset "yolo" \(from permissionPresets.setDefault\); valid presets: danger-full-access, read-only, workspace-write/,
+    )
     expect(presets.modeFor()).toBe('danger-full-access')
     presets.setDefault(undefined)
     expect(presets.modeFor()).toBe('read-only')
@@ -71,15 +83,21 @@ describe('ctx.permissionPresets', () => {
     process.env.DSH_PERMISSION_MODE = 'yolo'
     const fromEnv = await boot()
     expect(fromEnv.ctx.get('permissionPresets')).toBeUndefined()
-    expect(`${fromEnv.outcome} ${fromEnv.errors}`).toContain('unknown permission preset "yolo" (from DSH_PERMISSION_MODE); valid presets: danger-full-access, read-only, workspace-write')
+    expect(`${fromEnv.outcome} ${fromEnv.errors}`).toContain(
+      'unknown permission preset "yolo" (from DSH_PERMISSION_MODE); valid presets: danger-full-access, read-only, workspace-write',
+    )
     delete process.env.DSH_PERMISSION_MODE
     const fromConfig = await boot({ default: 'full' })
-    expect(`${fromConfig.outcome} ${fromConfig.errors}`).toContain('unknown permission preset "full" (from config field "default")')
+    expect(`${fromConfig.outcome} ${fromConfig.errors}`).toContain(
+      'unknown permission preset "full" (from config field "default")',
+    )
     const badMode = await boot({ presets: { strict: { mode: 'paranoid', approval: 'ask' } } })
     expect(badMode.ctx.get('permissionPresets')).toBeUndefined()
     const { ctx } = await boot()
     expect(() => ctx.permissionPresets.set('s1', 'nope')).toThrow(PermissionPresetError)
-    expect(() => ctx.permissionPresets.set('s1', 'nope')).toThrow(/valid presets: danger-full-access, read-only, workspace-write/)
+    expect(() => ctx.permissionPresets.set('s1', 'nope')).toThrow(
+      /valid presets: danger-full-access, read-only, workspace-write/,
+    )
   })
 
   it('configured presets join the table and may replace a built-in', async () => {
@@ -92,8 +110,16 @@ describe('ctx.permissionPresets', () => {
       },
     })
     expect(ctx.permissionPresets.names()).toEqual(['danger-full-access', 'read-only', 'workspace-write'])
-    expect(ctx.permissionPresets.current()).toEqual({ name: 'read-only', mode: 'read-only', approval: 'on-failure', description: 'look, do not touch' })
-    expect(ctx.permissionPresets.get('workspace-write')).toMatchObject({ approval: 'reject', description: 'sandbox workspace-write, approval reject' })
+    expect(ctx.permissionPresets.current()).toEqual({
+      name: 'read-only',
+      mode: 'read-only',
+      approval: 'on-failure',
+      description: 'look, do not touch',
+    })
+    expect(ctx.permissionPresets.get('workspace-write')).toMatchObject({
+      approval: 'reject',
+      description: 'sandbox workspace-write, approval reject',
+    })
   })
 
   it('per-session overrides, change events, clear and session deletion', async () => {
@@ -105,7 +131,9 @@ describe('ctx.permissionPresets', () => {
     ctx.permissionPresets.set('s1', 'danger-full-access') // no change, no event
     expect(ctx.permissionPresets.modeFor('s1')).toBe('danger-full-access')
     expect(ctx.permissionPresets.modeFor('s2')).toBe('workspace-write')
-    expect(changes.map((c) => `${c.sessionId}: ${c.previous.name} -> ${c.preset.name}`)).toEqual(['s1: workspace-write -> danger-full-access'])
+    expect(changes.map((c) => `${c.sessionId}: ${c.previous.name} -> ${c.preset.name}`)).toEqual([
+      's1: workspace-write -> danger-full-access',
+    ])
     ctx.permissionPresets.clear('s1')
     expect(ctx.permissionPresets.modeFor('s1')).toBe('workspace-write')
     ctx.permissionPresets.set('s3', 'danger-full-access')
@@ -125,10 +153,15 @@ describe('the preset policy answerer', () => {
     await ctx.plugin(AnswererEntry)
     ctx.permissionPresets.set('free', 'danger-full-access')
     const action = { argv: ['curl', 'example.com'] }
-    expect(await ctx.approval.request({ sessionId: 'free', kind: 'network', title: 'fetch', action })).toMatchObject({ decision: 'allowed-once', answeredBy: 'permission-preset-policy' })
+    expect(await ctx.approval.request({ sessionId: 'free', kind: 'network', title: 'fetch', action })).toMatchObject({
+      decision: 'allowed-once',
+      answeredBy: 'permission-preset-policy',
+    })
     const confined = await ctx.approval.request({ sessionId: 'boxed', kind: 'network', title: 'fetch', action })
     expect(confined.decision).toBe('rejected')
-    expect(confined.reason).toMatch(/approval policy "ask" needs a human, but this run has no interactive approver\. Rerun with `--permission-mode danger-full-access`/)
+    expect(confined.reason).toMatch(
+      /approval policy "ask" needs a human, but this run has no interactive approver\. Rerun with `--permission-mode danger-full-access`/,
+    )
   })
 })
 

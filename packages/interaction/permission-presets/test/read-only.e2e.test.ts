@@ -14,8 +14,19 @@ afterAll(async () => mock?.close())
 it('--permission-mode read-only lets the agent read but not write, in bash and in the file tools', async () => {
   mock = await startMockServer({
     steps: [
-      { toolCalls: [{ id: 'c1', name: 'bash', arguments: { command: 'cat notes.txt && echo changed > made-by-bash.txt', description: 'read then write' } }] },
-      { expect: { lastRole: 'tool', lastContains: 'a note' }, toolCalls: [{ id: 'c2', name: 'write', arguments: { file_path: 'made-by-write.txt', content: 'x' } }] },
+      {
+        toolCalls: [
+          {
+            id: 'c1',
+            name: 'bash',
+            arguments: { command: 'cat notes.txt && echo changed > made-by-bash.txt', description: 'read then write' },
+          },
+        ],
+      },
+      {
+        expect: { lastRole: 'tool', lastContains: 'a note' },
+        toolCalls: [{ id: 'c2', name: 'write', arguments: { file_path: 'made-by-write.txt', content: 'x' } }],
+      },
       { expect: { lastRole: 'tool' }, text: 'Could only read.' },
     ] as never,
   })
@@ -28,7 +39,9 @@ it('--permission-mode read-only lets the agent read but not write, in bash and i
   expect(run, run.stderr).toMatchObject({ code: 0, stdout: 'Could only read.\n' })
   expect(existsSync(join(root, 'made-by-bash.txt'))).toBe(false)
   expect(existsSync(join(root, 'made-by-write.txt'))).toBe(false)
-  const toolResults = mock.requests.slice(1).map((r) => JSON.stringify((r.body as { messages: unknown[] }).messages.at(-1)))
+  const toolResults = mock.requests
+    .slice(1)
+    .map((r) => JSON.stringify((r.body as { messages: unknown[] }).messages.at(-1)))
   expect(toolResults[0]).toContain('a note')
   expect(toolResults[1]).toMatch(/read-only/i)
 }, 90_000)

@@ -20,7 +20,10 @@ it('settings.yaml sets the default model, reasoning effort and permission mode',
   const root = mkdtempSync(join(tmpdir(), 'dsh-settings-e2e-'))
   const home = join(root, '.home')
   mkdirSync(home, { recursive: true })
-  writeFileSync(join(home, 'settings.yaml'), 'model:\n  model: deepseek-v4-pro\n  reasoningEffort: high\npermissions:\n  default: read-only\n')
+  writeFileSync(
+    join(home, 'settings.yaml'),
+    'model:\n  model: deepseek-v4-pro\n  reasoningEffort: high\npermissions:\n  default: read-only\n',
+  )
   const run = await runDsh(['--profile', 'headless', 'try'], {
     cwd: root,
     env: { DSH_HOME: home, DEEPSEEK_BASE_URL: mock.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' },

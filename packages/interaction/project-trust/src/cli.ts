@@ -63,25 +63,32 @@ export function parseTrustArgs(argv: readonly string[]): Parsed {
     } else if (token === '--json') json = true
     else if (token === '--profile' || token === '--patch') {
       const value = argv[++i]
-      if (value === undefined || value === '' || value.startsWith('--')) return { action: 'error', error: `${token} needs a value` }
+      if (value === undefined || value === '' || value.startsWith('--'))
+        return { action: 'error', error: `${token} needs a value` }
       if (token === '--profile') {
         if (profile !== undefined) return { action: 'error', error: `--profile given twice (${profile}, ${value})` }
         profile = value
       } else patches.push(value)
     } else if (token.startsWith('-')) return { action: 'error', error: `unknown option ${JSON.stringify(token)}` }
     else {
-      if (dir !== undefined) return { action: 'error', error: `one directory at most (got ${JSON.stringify(dir)} and ${JSON.stringify(token)})` }
+      if (dir !== undefined)
+        return {
+          action: 'error',
+          error: `one directory at most (got ${JSON.stringify(dir)} and ${JSON.stringify(token)})`,
+        }
       dir = token
     }
   }
   if (mode === 'list') {
     if (dir !== undefined) return { action: 'error', error: '--list takes no directory' }
-    if (profile !== undefined || patches.length) return { action: 'error', error: '--list takes no --profile or --patch' }
+    if (profile !== undefined || patches.length)
+      return { action: 'error', error: '--list takes no --profile or --patch' }
     return { action: 'list', json }
   }
   if (json) return { action: 'error', error: '--json goes with --list' }
   if (mode === 'revoke') {
-    if (profile !== undefined || patches.length) return { action: 'error', error: '--revoke takes no --profile or --patch' }
+    if (profile !== undefined || patches.length)
+      return { action: 'error', error: '--revoke takes no --profile or --patch' }
     return { action: 'revoke', ...(dir !== undefined ? { dir } : {}) }
   }
   return { action: 'trust', ...(dir !== undefined ? { dir } : {}), profile: profile ?? 'headless', patches }
@@ -92,7 +99,10 @@ function packageOf(file: string): { dsh?: { projectTrust?: unknown } } | undefin
   let dir = dirname(file)
   for (;;) {
     try {
-      const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: unknown; dsh?: { projectTrust?: unknown } }
+      const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as {
+        name?: unknown
+        dsh?: { projectTrust?: unknown }
+      }
       if (typeof pkg.name === 'string') return pkg
     } catch {
       // none here (or unreadable): keep walking up
@@ -115,12 +125,19 @@ export async function collectRequests(rows: readonly ResolvedRow[], cwd: string)
     if (packageOf(fileURLToPath(row.url))?.dsh?.projectTrust !== true) continue
     const mod = (await import(row.url)) as { projectTrustRequests?: ProjectTrustRequests }
     if (typeof mod.projectTrustRequests !== 'function') {
-      throw new DshUserError(`row "${row.row.id}" (${row.row.name}) is marked projectTrust but exports no projectTrustRequests`, 1)
+      throw new DshUserError(
+        `row "${row.row.id}" (${row.row.name}) is marked projectTrust but exports no projectTrustRequests`,
+        1,
+      )
     }
-    const config = row.row.config !== null && typeof row.row.config === 'object' && !Array.isArray(row.row.config) ? (row.row.config as Record<string, unknown>) : undefined
+    const config =
+      row.row.config !== null && typeof row.row.config === 'object' && !Array.isArray(row.row.config)
+        ? (row.row.config as Record<string, unknown>)
+        : undefined
     for (const request of mod.projectTrustRequests(config, cwd)) {
       // Two rows of the same source (a profile mounting it twice) declare it once.
-      if (!requests.some((r) => r.source === request.source && resolve(r.dir) === resolve(request.dir))) requests.push(request)
+      if (!requests.some((r) => r.source === request.source && resolve(r.dir) === resolve(request.dir)))
+        requests.push(request)
     }
   }
   return requests
@@ -171,12 +188,23 @@ export async function runTrustCommand(opts: TrustCommandOptions): Promise<number
     const dir = projectDir(resolve(cwd, args.dir ?? '.'))
     if (args.action === 'revoke') {
       const had = await store.revoke(dir)
-      stdout.write(had ? `Revoked: dsh no longer runs what ${dir} ships until you trust it again.\n` : `${dir} was not trusted; nothing changed.\n`)
+      stdout.write(
+        had
+          ? `Revoked: dsh no longer runs what ${dir} ships until you trust it again.\n`
+          : `${dir} was not trusted; nothing changed.\n`,
+      )
       return 0
     }
     applyDotEnv({ env, cwd: dir, home })
     const { dir: profileDir } = ensureProfile(home, args.profile, opts.templatesDir)
-    const comp = composeProfile({ home, profileName: args.profile, profileDir, patches: args.patches, installBase: opts.installBase, cwd })
+    const comp = composeProfile({
+      home,
+      profileName: args.profile,
+      profileDir,
+      patches: args.patches,
+      installBase: opts.installBase,
+      cwd,
+    })
     for (const w of comp.warnings) stderr.write(`dsh trust: warning: ${w}\n`)
     const requests = (await collectRequests(comp.rows, dir)).filter((r) => r.items.length > 0)
     const evaluations = evaluateAll(store, requests)
@@ -187,9 +215,11 @@ export async function runTrustCommand(opts: TrustCommandOptions): Promise<number
     stdout.write(`${dir} ships, for dsh to run on this machine:\n${describe(evaluations)}\n`)
     const fresh = evaluations.filter((e) => !e.trusted)
     for (const e of fresh) await store.trust(e)
-    stdout.write(fresh.length === 0
-      ? 'Already trusted with exactly this content; nothing changed.\n'
-      : `Trusted: dsh runs these until the files change ("dsh trust --revoke ${dir}" forgets it).\n`)
+    stdout.write(
+      fresh.length === 0
+        ? 'Already trusted with exactly this content; nothing changed.\n'
+        : `Trusted: dsh runs these until the files change ("dsh trust --revoke ${dir}" forgets it).\n`,
+    )
     return 0
   } catch (error) {
     if (error instanceof TrustStoreError) {

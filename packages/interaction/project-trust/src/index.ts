@@ -9,14 +9,23 @@ import Schema from 'schemastery'
 import type {} from '@dsh/agent'
 import type {} from '@dsh/home-paths'
 import type { UserQuestionsService } from '@dsh/user-questions'
-import { hashItems, projectDir, sortItems, TrustStore, type Evaluation, type ProjectEntry, type TrustRequest } from './store.ts'
+import {
+  hashItems,
+  projectDir,
+  sortItems,
+  TrustStore,
+  type Evaluation,
+  type ProjectEntry,
+  type TrustRequest,
+} from './store.ts'
 
 export * from './store.ts'
 
 /** The module export a gated row offers so `dsh trust` can show what it would run without booting it. */
 export type ProjectTrustRequests = (config: Record<string, unknown> | undefined, cwd: string) => TrustRequest[]
 
-export const TRUST_HELP_HINT = (dir: string) => `review and trust them with "dsh trust ${quote(dir)}" (undo: "dsh trust --revoke ${quote(dir)}"; all: "dsh trust --list")`
+export const TRUST_HELP_HINT = (dir: string) =>
+  `review and trust them with "dsh trust ${quote(dir)}" (undo: "dsh trust --revoke ${quote(dir)}"; all: "dsh trust --list")`
 
 function quote(path: string): string {
   return /^[A-Za-z0-9_./@%+=:,-]+$/.test(path) ? path : `'${path.replace(/'/g, `'\\''`)}'`
@@ -57,8 +66,12 @@ export class ProjectTrust extends Service {
 
   static Config: Schema<Partial<ProjectTrustConfig>, ProjectTrustConfig> = Schema.object({
     file: Schema.string().description('The consent store (default: $DSH_HOME/trusted-projects.json).'),
-    ask: Schema.union(['auto', 'never']).default('auto').description('auto: ask a human (askVia) once per run; never: skip untrusted project sources.'),
-    askVia: Schema.array(Schema.string()).default(['tui', 'web']).description('Question answerers that are a human at hand.'),
+    ask: Schema.union(['auto', 'never'])
+      .default('auto')
+      .description('auto: ask a human (askVia) once per run; never: skip untrusted project sources.'),
+    askVia: Schema.array(Schema.string())
+      .default(['tui', 'web'])
+      .description('Question answerers that are a human at hand.'),
   })
 
   readonly store: TrustStore
@@ -81,10 +94,14 @@ export class ProjectTrust extends Service {
     })
     // The first step of a session settles what is pending before its model request (sources that
     // must be up for that request await `consent()` in their own listeners as well).
-    ctx.on('agent/pre-step', async (payload, next) => {
-      await this.consent({ sessionId: payload.agent.session.id })
-      return next()
-    }, { prepend: true })
+    ctx.on(
+      'agent/pre-step',
+      async (payload, next) => {
+        await this.consent({ sessionId: payload.agent.session.id })
+        return next()
+      },
+      { prepend: true },
+    )
   }
 
   /** What `request` would run, its content hash, and whether that exact content is trusted. */
@@ -195,7 +212,9 @@ export class ProjectTrust extends Service {
   private warnDamage(problem: string): void {
     if (this.warnedDamage) return
     this.warnedDamage = true
-    process.stderr.write(`dsh: warning: ${problem}; no project counts as trusted until the file is fixed or moved away\n`)
+    process.stderr.write(
+      `dsh: warning: ${problem}; no project counts as trusted until the file is fixed or moved away\n`,
+    )
   }
 }
 
@@ -209,14 +228,19 @@ function phrase(evaluation: Evaluation): string {
 export function skipLine(evaluations: readonly Evaluation[]): string {
   const byDir = new Map<string, Evaluation[]>()
   for (const e of evaluations) byDir.set(e.dir, [...(byDir.get(e.dir) ?? []), e])
-  const parts = [...byDir].map(([dir, list]) => `${dir} is not trusted, so its ${list.map(phrase).join(' and ')} did not start; ${TRUST_HELP_HINT(dir)}`)
+  const parts = [...byDir].map(
+    ([dir, list]) =>
+      `${dir} is not trusted, so its ${list.map(phrase).join(' and ')} did not start; ${TRUST_HELP_HINT(dir)}`,
+  )
   return `dsh: ${parts.join('; ')}`
 }
 
 /** The consent question: every command that would start, exactly as declared. */
 export function trustQuestion(evaluations: readonly Evaluation[]) {
   const dirs = [...new Set(evaluations.map((e) => e.dir))]
-  const lines = evaluations.flatMap((e) => e.items.map((item) => `- ${e.label}: ${item.name} (${item.file}): ${item.display}`))
+  const lines = evaluations.flatMap((e) =>
+    e.items.map((item) => `- ${e.label}: ${item.name} (${item.file}): ${item.display}`),
+  )
   return {
     id: 'trust',
     header: 'Project trust',

@@ -66,7 +66,8 @@ export class TrustStoreError extends Error {
   readonly code = 'TRUST_STORE'
 }
 
-const isRecord = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value)
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  value !== null && typeof value === 'object' && !Array.isArray(value)
 
 /** JSON with object keys sorted at every level, so equal content always hashes equally. */
 export function canonicalJson(value: unknown): string {
@@ -89,7 +90,10 @@ export function sortItems(items: readonly TrustItem[]): TrustItem[] {
 
 /** The content hash of what `source` would run: the display lines are not part of it. */
 export function hashItems(source: string, items: readonly TrustItem[]): string {
-  const body = canonicalJson({ source, items: sortItems(items).map(({ file, kind, name, run }) => ({ file, kind, name, run })) })
+  const body = canonicalJson({
+    source,
+    items: sortItems(items).map(({ file, kind, name, run }) => ({ file, kind, name, run })),
+  })
   return createHash('sha256').update(body).digest('hex')
 }
 
@@ -125,9 +129,10 @@ export function projectFileDigests(dir: string, words: readonly string[], base: 
     try {
       const info = statSync(real)
       if (!info.isFile()) continue
-      out[rel] = info.size > MAX_DIGEST_BYTES
-        ? `size ${info.size} mtime ${info.mtimeMs}`
-        : createHash('sha256').update(readFileSync(real)).digest('hex')
+      out[rel] =
+        info.size > MAX_DIGEST_BYTES
+          ? `size ${info.size} mtime ${info.mtimeMs}`
+          : createHash('sha256').update(readFileSync(real)).digest('hex')
     } catch {
       // unreadable: nothing to pin
     }
@@ -136,7 +141,28 @@ export function projectFileDigests(dir: string, words: readonly string[], base: 
 }
 
 /** Programs whose first non-option argument is the script they run. */
-const INTERPRETERS = new Set(['sh', 'bash', 'zsh', 'dash', 'ksh', 'fish', 'node', 'nodejs', 'python', 'python3', 'ruby', 'perl', 'php', 'deno', 'bun', 'tsx', 'ts-node', 'lua', 'Rscript', 'pwsh'])
+const INTERPRETERS = new Set([
+  'sh',
+  'bash',
+  'zsh',
+  'dash',
+  'ksh',
+  'fish',
+  'node',
+  'nodejs',
+  'python',
+  'python3',
+  'ruby',
+  'perl',
+  'php',
+  'deno',
+  'bun',
+  'tsx',
+  'ts-node',
+  'lua',
+  'Rscript',
+  'pwsh',
+])
 
 /**
  * The words of one simple command that name code it executes: the program itself, and for an
@@ -150,7 +176,10 @@ export function commandTargets(words: readonly string[]): string[] {
   while (list.length && /^[A-Za-z_][A-Za-z0-9_]*=/.test(list[0]!)) list.shift()
   const program = list[0]
   if (program === undefined) return []
-  const base = program.split('/').pop()!.replace(/\d+(\.\d+)*$/, '')
+  const base = program
+    .split('/')
+    .pop()!
+    .replace(/\d+(\.\d+)*$/, '')
   if (!INTERPRETERS.has(base) && !INTERPRETERS.has(program.split('/').pop()!)) return [program]
   const rest = list.slice(1)
   if (rest.includes('-c') || rest.includes('-e') || rest.includes('--eval')) return [program]
@@ -180,14 +209,17 @@ export function projectDir(dir: string): string {
 
 function checkConsent(value: unknown, where: string): SourceConsent {
   if (!isRecord(value)) throw new Error(`${where} is not an object`)
-  if (typeof value.hash !== 'string' || !/^[0-9a-f]{64}$/.test(value.hash)) throw new Error(`${where}.hash is not a SHA-256 hex digest`)
+  if (typeof value.hash !== 'string' || !/^[0-9a-f]{64}$/.test(value.hash))
+    throw new Error(`${where}.hash is not a SHA-256 hex digest`)
   if (typeof value.trustedAt !== 'string') throw new Error(`${where}.trustedAt is not a string`)
-  const items = Array.isArray(value.items) ? value.items.filter(isRecord).map((item) => ({
-    file: String(item.file ?? ''),
-    kind: String(item.kind ?? ''),
-    name: String(item.name ?? ''),
-    display: String(item.display ?? ''),
-  })) : []
+  const items = Array.isArray(value.items)
+    ? value.items.filter(isRecord).map((item) => ({
+        file: String(item.file ?? ''),
+        kind: String(item.kind ?? ''),
+        name: String(item.name ?? ''),
+        display: String(item.display ?? ''),
+      }))
+    : []
   return { hash: value.hash, trustedAt: value.trustedAt, items }
 }
 
@@ -204,9 +236,11 @@ export function parseStore(text: string): StoreFile {
   if (!isRecord(parsed.projects)) throw new Error('"projects" is not an object')
   const projects: StoreFile['projects'] = {}
   for (const [dir, entry] of Object.entries(parsed.projects)) {
-    if (!isRecord(entry) || !isRecord(entry.sources)) throw new Error(`projects[${JSON.stringify(dir)}].sources is not an object`)
+    if (!isRecord(entry) || !isRecord(entry.sources))
+      throw new Error(`projects[${JSON.stringify(dir)}].sources is not an object`)
     const sources: Record<string, SourceConsent> = {}
-    for (const [source, consent] of Object.entries(entry.sources)) sources[source] = checkConsent(consent, `projects[${JSON.stringify(dir)}].sources.${source}`)
+    for (const [source, consent] of Object.entries(entry.sources))
+      sources[source] = checkConsent(consent, `projects[${JSON.stringify(dir)}].sources.${source}`)
     projects[dir] = { sources }
   }
   return { version: 1, projects }
@@ -237,8 +271,13 @@ export class TrustStore {
     }
     // Consent another user could have written is no consent.
     const info = statSync(this.path)
-    if (typeof process.getuid === 'function' && info.uid !== process.getuid()) return { ok: false, problem: `${this.path}: owned by another user (uid ${info.uid})` }
-    if ((info.mode & 0o022) !== 0) return { ok: false, problem: `${this.path}: writable by other users (mode ${(info.mode & 0o777).toString(8)}); fix it with chmod 600` }
+    if (typeof process.getuid === 'function' && info.uid !== process.getuid())
+      return { ok: false, problem: `${this.path}: owned by another user (uid ${info.uid})` }
+    if ((info.mode & 0o022) !== 0)
+      return {
+        ok: false,
+        problem: `${this.path}: writable by other users (mode ${(info.mode & 0o777).toString(8)}); fix it with chmod 600`,
+      }
     try {
       return { ok: true, file: parseStore(text) }
     } catch (error) {
@@ -288,7 +327,8 @@ export class TrustStore {
     mkdirSync(dirname(this.path), { recursive: true, mode: 0o700 })
     await withFileLock(this.path, { timeoutMs: 10_000, staleMs: 30_000 }, async () => {
       const read = this.read()
-      if (!read.ok) throw new TrustStoreError(`${read.problem}; nothing was changed (fix the file or move it away, then try again)`)
+      if (!read.ok)
+        throw new TrustStoreError(`${read.problem}; nothing was changed (fix the file or move it away, then try again)`)
       if (!change(read.file)) return
       await writeAtomic(this.path, JSON.stringify(read.file, null, 2) + '\n', 0o600)
     })
@@ -298,7 +338,8 @@ export class TrustStore {
 /** Evaluates `requests` against the store as it is now (a damaged store throws TrustStoreError). */
 export function evaluateAll(store: TrustStore, requests: readonly TrustRequest[]): Evaluation[] {
   const read = store.read()
-  if (!read.ok) throw new TrustStoreError(`${read.problem}; nothing was changed (fix the file or move it away, then try again)`)
+  if (!read.ok)
+    throw new TrustStoreError(`${read.problem}; nothing was changed (fix the file or move it away, then try again)`)
   return requests.map((request) => {
     const dir = projectDir(request.dir)
     const items = sortItems(request.items)
@@ -309,7 +350,10 @@ export function evaluateAll(store: TrustStore, requests: readonly TrustRequest[]
 
 /** Trusts every request that has items, as it is now (what `dsh trust DIR` records). */
 export async function trustAll(store: TrustStore, requests: readonly TrustRequest[]): Promise<Evaluation[]> {
-  const evaluations = evaluateAll(store, requests.filter((request) => request.items.length > 0))
+  const evaluations = evaluateAll(
+    store,
+    requests.filter((request) => request.items.length > 0),
+  )
   for (const evaluation of evaluations) if (!evaluation.trusted) await store.trust(evaluation)
   return evaluations
 }

@@ -39,18 +39,33 @@ describe('dsh trust', () => {
     const { project, env, trust, root } = fixture()
     const empty = await trust([])
     expect(empty.code).toBe(0)
-    expect(empty.stdout).toBe(`${project} ships nothing dsh would run (for the profile "headless"); nothing was recorded.\n`)
+    expect(empty.stdout).toBe(
+      `${project} ships nothing dsh would run (for the profile "headless"); nothing was recorded.\n`,
+    )
 
-    writeFileSync(join(project, '.mcp.json'), JSON.stringify({ mcpServers: { db: { command: 'db-server', args: ['--port', '5'], env: { TOKEN: '${DB_TOKEN}' } }, web: { url: 'https://example.com/mcp', headers: { Authorization: 'Bearer ${T}' } } } }))
+    writeFileSync(
+      join(project, '.mcp.json'),
+      JSON.stringify({
+        mcpServers: {
+          db: { command: 'db-server', args: ['--port', '5'], env: { TOKEN: '${DB_TOKEN}' } },
+          web: { url: 'https://example.com/mcp', headers: { Authorization: 'Bearer ${T}' } },
+        },
+      }),
+    )
     mkdirSync(join(project, '.claude'))
-    writeFileSync(join(project, '.claude', 'settings.local.json'), JSON.stringify({ hooks: { PreToolUse: [{ matcher: 'Bash', hooks: [{ type: 'command', command: './check.sh' }] }] } }))
+    writeFileSync(
+      join(project, '.claude', 'settings.local.json'),
+      JSON.stringify({
+        hooks: { PreToolUse: [{ matcher: 'Bash', hooks: [{ type: 'command', command: './check.sh' }] }] },
+      }),
+    )
     const first = await trust(['.'])
     expect(first.code).toBe(0)
     expect(first.stdout).toBe(
       [
         `${project} ships, for dsh to run on this machine:`,
         '  MCP servers (.mcp.json):',
-        '    db: db-server --port 5 (env \'TOKEN=${DB_TOKEN}\')',
+        "    db: db-server --port 5 (env 'TOKEN=${DB_TOKEN}')",
         '    web: https://example.com/mcp (headers Authorization)',
         '  Claude Code hooks (.claude/settings.local.json):',
         '    PreToolUse[Bash]: ./check.sh',
@@ -63,7 +78,9 @@ describe('dsh trust', () => {
 
     const list = await trust(['--list', '--json'])
     const entries = JSON.parse(list.stdout) as Array<{ dir: string; sources: Record<string, { hash: string }> }>
-    expect(entries.map((e) => [e.dir, Object.keys(e.sources).sort()])).toEqual([[project, ['hooks-claude-code', 'mcp']]])
+    expect(entries.map((e) => [e.dir, Object.keys(e.sources).sort()])).toEqual([
+      [project, ['hooks-claude-code', 'mcp']],
+    ])
 
     const revoked = await runDsh(['trust', '--revoke', project], { cwd: root, env })
     expect(revoked.stdout).toBe(`Revoked: dsh no longer runs what ${project} ships until you trust it again.\n`)
@@ -82,14 +99,21 @@ describe('dsh trust', () => {
     writeFileSync(store, 'not json', { mode: 0o600 })
     const damaged = await trust([])
     expect(damaged.code).toBe(1)
-    expect(damaged.stderr).toMatch(/^dsh trust: .*trusted-projects\.json: damaged: not valid JSON .*; nothing was changed \(fix the file or move it away, then try again\)\n$/)
+    expect(damaged.stderr).toMatch(
+      /^dsh trust: .*trusted-projects\.json: damaged: not valid JSON .*; nothing was changed \(fix the file or move it away, then try again\)\n$/,
+    )
     expect(readFileSync(store, 'utf8')).toBe('not json')
     expect((await trust(['--list'])).code).toBe(1)
   })
 
   it('parses the forms the help names', () => {
     expect(parseTrustArgs([])).toEqual({ action: 'trust', profile: 'headless', patches: [] })
-    expect(parseTrustArgs(['d', '--profile', 'tui', '--patch', 'x.yml'])).toEqual({ action: 'trust', dir: 'd', profile: 'tui', patches: ['x.yml'] })
+    expect(parseTrustArgs(['d', '--profile', 'tui', '--patch', 'x.yml'])).toEqual({
+      action: 'trust',
+      dir: 'd',
+      profile: 'tui',
+      patches: ['x.yml'],
+    })
     expect(parseTrustArgs(['--revoke', 'd'])).toEqual({ action: 'revoke', dir: 'd' })
     expect(parseTrustArgs(['--list', '--json'])).toEqual({ action: 'list', json: true })
   })

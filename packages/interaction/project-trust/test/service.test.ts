@@ -9,7 +9,13 @@ import type { Context } from 'cordis'
 import { createHarness, type Harness } from '@dsh/agent-loop-testkit'
 import HomePaths from '@dsh/home-paths'
 import UserQuestions, { type QuestionsRequest } from '@dsh/user-questions'
-import ProjectTrust, { SKIP_OPTION, TRUST_OPTION, TrustStore, type Evaluation, type TrustRequest } from '../src/index.ts'
+import ProjectTrust, {
+  SKIP_OPTION,
+  TRUST_OPTION,
+  TrustStore,
+  type Evaluation,
+  type TrustRequest,
+} from '../src/index.ts'
 
 let harness: Harness | undefined
 afterEach(async () => {
@@ -113,7 +119,9 @@ describe('@dsh/project-trust', () => {
 
     // The next run starts it at once, without a question; changed content is pending again.
     const again: string[] = []
-    harness = await createHarness({ plugins: [[HomePaths, { home }], [ProjectTrust, {}], [gated(request(project), again)]] as never })
+    harness = await createHarness({
+      plugins: [[HomePaths, { home }], [ProjectTrust, {}], [gated(request(project), again)]] as never,
+    })
     expect(again).toEqual(['mcp'])
     const changed: string[] = []
     await harness.mount(gated(request(project, 'sh -c other') as TrustRequest, changed) as never)
@@ -138,7 +146,10 @@ describe('@dsh/project-trust', () => {
   })
 
   it('does not ask answerers outside askVia (an editor or SDK client), nor with ask: never', async () => {
-    for (const [name, config] of [['acp', {}], ['tui', { ask: 'never' }]] as const) {
+    for (const [name, config] of [
+      ['acp', {}],
+      ['tui', { ask: 'never' }],
+    ] as const) {
       const { project, home } = fixture()
       const lines = stderrLines()
       const asked: QuestionsRequest[] = []
@@ -160,7 +171,10 @@ describe('@dsh/project-trust', () => {
     writeFileSync(join(home, 'trusted-projects.json'), '{"version": 1, "projects": ', { mode: 0o600 })
     const lines = stderrLines()
     const started: string[] = []
-    const h = await boot(home, [[gated(request(project), started)], [gated({ ...request(project), source: 'hooks-claude-code' }, started)]])
+    const h = await boot(home, [
+      [gated(request(project), started)],
+      [gated({ ...request(project), source: 'hooks-claude-code' }, started)],
+    ])
     await h.prompt('hello')
     expect(started).toEqual([])
     expect(lines.filter((l) => l.includes('damaged'))).toEqual([

@@ -1,10 +1,28 @@
 // The consent store on disk: mode 0600, per-content consent, revoke, list, and a damaged or unsafe
 // file that counts as "nothing trusted" and is never overwritten.
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import {
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { commandTargets, hashItems, projectDir, projectFileDigests, shellCommandTargets, TrustStore, TrustStoreError, type TrustItem } from '../src/store.ts'
+import {
+  commandTargets,
+  hashItems,
+  projectDir,
+  projectFileDigests,
+  shellCommandTargets,
+  TrustStore,
+  TrustStoreError,
+  type TrustItem,
+} from '../src/store.ts'
 
 function fixture() {
   const root = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-trust-store-')))
@@ -13,7 +31,13 @@ function fixture() {
   return { root, project, store: TrustStore.inHome(join(root, 'home')) }
 }
 
-const item = (command: string): TrustItem => ({ file: '.mcp.json', kind: 'mcp-server', name: 'a', display: command, run: { command, args: [] } })
+const item = (command: string): TrustItem => ({
+  file: '.mcp.json',
+  kind: 'mcp-server',
+  name: 'a',
+  display: command,
+  run: { command, args: [] },
+})
 
 describe('TrustStore', () => {
   it('records consent per directory, source and content, in a 0600 file', async () => {
@@ -40,14 +64,16 @@ describe('TrustStore', () => {
     expect(hashItems('mcp', [{ ...a, run: { args: [], command: 'one' } }])).toBe(hashItems('mcp', [a]))
   })
 
-  it('replaces a source\'s consent when trusted again, lists and revokes', async () => {
+  it("replaces a source's consent when trusted again, lists and revokes", async () => {
     const { project, store } = fixture()
     await store.trust({ dir: project, source: 'mcp', hash: hashItems('mcp', [item('one')]), items: [item('one')] })
     await store.trust({ dir: project, source: 'mcp', hash: hashItems('mcp', [item('two')]), items: [item('two')] })
     expect(store.isTrusted(project, 'mcp', hashItems('mcp', [item('one')]))).toBe(false)
     const listed = store.list()
     expect(listed.map((e) => e.dir)).toEqual([project])
-    expect(listed[0]!.sources.mcp!.items).toEqual([{ file: '.mcp.json', kind: 'mcp-server', name: 'a', display: 'two' }])
+    expect(listed[0]!.sources.mcp!.items).toEqual([
+      { file: '.mcp.json', kind: 'mcp-server', name: 'a', display: 'two' },
+    ])
     expect(await store.revoke(project)).toBe(true)
     expect(await store.revoke(project)).toBe(false)
     expect(store.list()).toEqual([])
@@ -63,7 +89,9 @@ describe('TrustStore', () => {
     expect(read.ok).toBe(false)
     expect(!read.ok && read.problem).toMatch(/trusted-projects\.json: damaged: not valid JSON/)
     expect(store.isTrusted(project, 'mcp', hash)).toBe(false)
-    await expect(store.trust({ dir: project, source: 'mcp', hash, items: [] })).rejects.toThrow(/damaged.*nothing was changed/)
+    await expect(store.trust({ dir: project, source: 'mcp', hash, items: [] })).rejects.toThrow(
+      /damaged.*nothing was changed/,
+    )
     await expect(store.revoke(project)).rejects.toBeInstanceOf(TrustStoreError)
     expect(() => store.list()).toThrow(/damaged/)
     expect(readFileSync(store.path, 'utf8')).toBe(damaged)
@@ -72,7 +100,11 @@ describe('TrustStore', () => {
   it('refuses a well-formed file of the wrong shape, naming the field', () => {
     const { store } = fixture()
     mkdirSync(join(store.path, '..'), { recursive: true })
-    writeFileSync(store.path, JSON.stringify({ version: 1, projects: { '/x': { sources: { mcp: { hash: 'nope', trustedAt: 'now' } } } } }), { mode: 0o600 })
+    writeFileSync(
+      store.path,
+      JSON.stringify({ version: 1, projects: { '/x': { sources: { mcp: { hash: 'nope', trustedAt: 'now' } } } } }),
+      { mode: 0o600 },
+    )
     const read = store.read()
     expect(!read.ok && read.problem).toContain('projects["/x"].sources.mcp.hash is not a SHA-256 hex digest')
     writeFileSync(store.path, JSON.stringify({ version: 2, projects: {} }))
@@ -85,7 +117,9 @@ describe('TrustStore', () => {
     await store.trust({ dir: project, source: 'mcp', hash, items: [item('one')] })
     chmodSync(store.path, 0o666)
     expect(store.isTrusted(project, 'mcp', hash)).toBe(false)
-    expect(!store.read().ok && (store.read() as { problem: string }).problem).toMatch(/writable by other users \(mode 666\)/)
+    expect(!store.read().ok && (store.read() as { problem: string }).problem).toMatch(
+      /writable by other users \(mode 666\)/,
+    )
   })
 
   it('names project directories by their real path', () => {
@@ -118,6 +152,8 @@ describe('TrustStore', () => {
     expect(commandTargets(['python3.12', '-u', 'srv.py'])).toEqual(['python3.12', 'srv.py'])
     expect(commandTargets(['deno', 'run', '-A', 'main.ts'])).toEqual(['deno', 'main.ts'])
     expect(commandTargets(['sh', '-c', 'echo hi > out'])).toEqual(['sh'])
-    expect(shellCommandTargets('FOO=1 "$D"/.claude/hooks/check.sh --strict >> log.txt && node x.js 2> err.log')).toEqual(['$D/.claude/hooks/check.sh', 'node', 'x.js'])
+    expect(
+      shellCommandTargets('FOO=1 "$D"/.claude/hooks/check.sh --strict >> log.txt && node x.js 2> err.log'),
+    ).toEqual(['$D/.claude/hooks/check.sh', 'node', 'x.js'])
   })
 })

@@ -27,7 +27,10 @@ function setup() {
   const dsh = async (args: string[], extra: string[] = []): Promise<DshRun> => {
     const server = await startMockServer({ steps: [{ text: 'ok' }] as never })
     servers.push(server)
-    return runDsh([...extra, ...args], { cwd: project, env: { ...env, DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'x' } })
+    return runDsh([...extra, ...args], {
+      cwd: project,
+      env: { ...env, DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'x' },
+    })
   }
   const trust = (args: string[]) => runDsh(['trust', ...args], { cwd: root, env })
   return { root, project, dsh, trust }
@@ -36,11 +39,16 @@ function setup() {
 const untrustedLines = (run: DshRun) => run.stderr.split('\n').filter((line) => line.includes('is not trusted'))
 
 describe('project trust through the real bins', () => {
-  it('starts a project .mcp.json server only after `dsh trust`, and asks again after an edit', { timeout: 120_000 }, async () => {
+  it('starts a project .mcp.json server only after `dsh trust`, and asks again after an edit', {
+    timeout: 120_000,
+  }, async () => {
     const { root, project, dsh, trust } = setup()
     const marker = join(root, 'mcp-ran')
     const write = (file: string) =>
-      writeFileSync(join(project, '.mcp.json'), JSON.stringify({ mcpServers: { pwn: { command: 'sh', args: ['-c', `echo ran >> ${file}`] } } }))
+      writeFileSync(
+        join(project, '.mcp.json'),
+        JSON.stringify({ mcpServers: { pwn: { command: 'sh', args: ['-c', `echo ran >> ${file}`] } } }),
+      )
     write(marker)
 
     const first = await dsh(['-p', 'hello'])
@@ -84,7 +92,10 @@ describe('project trust through the real bins', () => {
     const script = (file: string) => writeFileSync(join(project, 'tools', 'server.sh'), `echo ran >> ${file}\n`)
     const marker = join(root, 'script-ran')
     script(marker)
-    writeFileSync(join(project, '.mcp.json'), JSON.stringify({ mcpServers: { local: { command: 'sh', args: ['tools/server.sh'] } } }))
+    writeFileSync(
+      join(project, '.mcp.json'),
+      JSON.stringify({ mcpServers: { local: { command: 'sh', args: ['tools/server.sh'] } } }),
+    )
     expect((await trust([project])).code).toBe(0)
     expect((await dsh(['-p', 'hello'])).code).toBe(0)
     expect(readFileSync(marker, 'utf8')).toContain('ran')
@@ -98,12 +109,19 @@ describe('project trust through the real bins', () => {
     expect(untrustedLines(after)).toHaveLength(1)
   })
 
-  it('runs a project Claude Code hook only after `dsh trust`, and asks again after an edit', { timeout: 120_000 }, async () => {
+  it('runs a project Claude Code hook only after `dsh trust`, and asks again after an edit', {
+    timeout: 120_000,
+  }, async () => {
     const { root, project, dsh, trust } = setup()
     mkdirSync(join(project, '.claude'))
     const marker = join(root, 'hook-ran')
     const write = (file: string) =>
-      writeFileSync(join(project, '.claude', 'settings.json'), JSON.stringify({ hooks: { UserPromptSubmit: [{ hooks: [{ type: 'command', command: `echo ran >> ${file}` }] }] } }))
+      writeFileSync(
+        join(project, '.claude', 'settings.json'),
+        JSON.stringify({
+          hooks: { UserPromptSubmit: [{ hooks: [{ type: 'command', command: `echo ran >> ${file}` }] }] },
+        }),
+      )
     write(marker)
 
     const first = await dsh(['-p', 'hello'], ['--patch', hooksOn])

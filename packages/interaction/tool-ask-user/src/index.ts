@@ -24,7 +24,13 @@ export const Config: Schema<ToolAskUserConfig> = Schema.object({
 
 /** Arguments as the model writes them (snake_case, as in the schema). */
 export interface AskUserArgs {
-  questions: Array<{ id: string; question: string; header?: string; options?: Array<{ label: string; description?: string }>; multi_select?: boolean }>
+  questions: Array<{
+    id: string
+    question: string
+    header?: string
+    options?: Array<{ label: string; description?: string }>
+    multi_select?: boolean
+  }>
 }
 
 export function parameters(config: ToolAskUserConfig): JsonSchema {
@@ -39,13 +45,18 @@ export function parameters(config: ToolAskUserConfig): JsonSchema {
         items: {
           type: 'object',
           properties: {
-            id: { type: 'string', minLength: 1, description: 'Short unique key for this question; the answer is reported under it.' },
+            id: {
+              type: 'string',
+              minLength: 1,
+              description: 'Short unique key for this question; the answer is reported under it.',
+            },
             question: { type: 'string', minLength: 1, description: 'The full question, ending with a question mark.' },
             header: { type: 'string', description: 'A very short label for the question (a few words).' },
             options: {
               type: 'array',
               maxItems: config.maxOptions,
-              description: 'Choices to pick from. Omit for a free-text question. The user can always add their own text.',
+              description:
+                'Choices to pick from. Omit for a free-text question. The user can always add their own text.',
               items: {
                 type: 'object',
                 properties: {
@@ -82,7 +93,14 @@ export function toQuestions(args: AskUserArgs): Question[] {
     id: q.id,
     question: q.question,
     ...(q.header !== undefined ? { header: q.header } : {}),
-    ...(q.options !== undefined && q.options.length > 0 ? { options: q.options.map((o) => ({ label: o.label, ...(o.description !== undefined ? { description: o.description } : {}) })) } : {}),
+    ...(q.options !== undefined && q.options.length > 0
+      ? {
+          options: q.options.map((o) => ({
+            label: o.label,
+            ...(o.description !== undefined ? { description: o.description } : {}),
+          })),
+        }
+      : {}),
     ...(q.multi_select !== undefined ? { multiSelect: q.multi_select } : {}),
   }))
 }
@@ -96,7 +114,10 @@ export function renderOutcome(questions: Question[], outcome: QuestionsOutcome):
     }
   }
   if (outcome.status === 'cancelled') {
-    return { content: `The questions were cancelled before the user answered (${outcome.reason}).`, error: { code: 'CANCELLED', message: outcome.reason } }
+    return {
+      content: `The questions were cancelled before the user answered (${outcome.reason}).`,
+      error: { code: 'CANCELLED', message: outcome.reason },
+    }
   }
   const lines = ['The user answered:']
   for (const q of questions) {
@@ -107,7 +128,8 @@ export function renderOutcome(questions: Question[], outcome: QuestionsOutcome):
       continue
     }
     if (answer.selected.length > 0) lines.push(`  selected: ${answer.selected.join(', ')}`)
-    if (answer.text !== undefined) lines.push(`  ${answer.selected.length > 0 || q.options?.length ? 'note' : 'answer'}: ${answer.text}`)
+    if (answer.text !== undefined)
+      lines.push(`  ${answer.selected.length > 0 || q.options?.length ? 'note' : 'answer'}: ${answer.text}`)
   }
   return { content: lines.join('\n'), meta: { answeredBy: outcome.answeredBy } }
 }
@@ -123,7 +145,11 @@ export function apply(ctx: Context, config: ToolAskUserConfig) {
     async execute(args: AskUserArgs, call): Promise<ToolOutput> {
       const questions = toQuestions(args)
       const problem = checkQuestions(questions)
-      if (problem) return { content: `Invalid questions: ${problem}. Fix the arguments and call ask_user_question again.`, error: { code: 'INVALID_ARGUMENTS', message: problem } }
+      if (problem)
+        return {
+          content: `Invalid questions: ${problem}. Fix the arguments and call ask_user_question again.`,
+          error: { code: 'INVALID_ARGUMENTS', message: problem },
+        }
       const outcome = await ctx.userQuestions.ask(questions, {
         ...(call.sessionId !== undefined ? { sessionId: call.sessionId } : {}),
         ...(call.agentId !== undefined ? { agentId: call.agentId } : {}),

@@ -35,9 +35,16 @@ export function policyAnswerer(
       if (current === 'never') {
         return request.options.includes('allowed-once')
           ? { decision: 'allowed-once', reason: 'approval policy "never": actions are allowed without asking' }
-          : { decision: 'rejected', reason: 'approval policy "never" allows only once, and this request does not offer allowed-once' }
+          : {
+              decision: 'rejected',
+              reason: 'approval policy "never" allows only once, and this request does not offer allowed-once',
+            }
       }
-      if (current === 'reject') return { decision: 'rejected', reason: 'approval policy "reject": actions that need approval are refused in this run' }
+      if (current === 'reject')
+        return {
+          decision: 'rejected',
+          reason: 'approval policy "reject": actions that need approval are refused in this run',
+        }
       return {
         decision: 'rejected',
         reason: `approval policy "${current}" needs a human, but this run has no interactive approver. ${hint}`.trim(),

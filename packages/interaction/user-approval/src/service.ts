@@ -25,8 +25,12 @@ export interface ApprovalConfig {
 }
 
 export const ApprovalConfig: Schema<ApprovalConfig> = Schema.object({
-  timeoutMs: Schema.natural().default(0).description('Milliseconds an answerer may take before the request resolves `unavailable`; 0 waits forever.'),
-  rememberAlways: Schema.boolean().default(true).description('Remember `allowed-always` grants for the rest of the session.'),
+  timeoutMs: Schema.natural()
+    .default(0)
+    .description('Milliseconds an answerer may take before the request resolves `unavailable`; 0 waits forever.'),
+  rememberAlways: Schema.boolean()
+    .default(true)
+    .description('Remember `allowed-always` grants for the rest of the session.'),
 })
 
 /** Stable serialisation: object keys sorted, so `{a,b}` and `{b,a}` are the same action. */
@@ -55,19 +59,27 @@ let counter = 0
 
 function validateInput(input: ApprovalRequestInput): void {
   if (input === null || typeof input !== 'object') throw new TypeError('approval.request: expected a request object')
-  if (typeof input.kind !== 'string' || input.kind === '') throw new TypeError('approval.request: kind must be a non-empty string')
-  if (typeof input.title !== 'string' || input.title === '') throw new TypeError('approval.request: title must be a non-empty string')
-  if (input.detail !== undefined && typeof input.detail !== 'string') throw new TypeError('approval.request: detail must be a string')
-  if (input.action === undefined) throw new TypeError('approval.request: action is required (JSON describing exactly the action)')
+  if (typeof input.kind !== 'string' || input.kind === '')
+    throw new TypeError('approval.request: kind must be a non-empty string')
+  if (typeof input.title !== 'string' || input.title === '')
+    throw new TypeError('approval.request: title must be a non-empty string')
+  if (input.detail !== undefined && typeof input.detail !== 'string')
+    throw new TypeError('approval.request: detail must be a string')
+  if (input.action === undefined)
+    throw new TypeError('approval.request: action is required (JSON describing exactly the action)')
   try {
     canonicalJson(input.action)
   } catch {
     throw new TypeError('approval.request: action must be JSON')
   }
   if (input.options !== undefined) {
-    if (!Array.isArray(input.options) || input.options.length === 0) throw new TypeError('approval.request: options must be a non-empty array')
+    if (!Array.isArray(input.options) || input.options.length === 0)
+      throw new TypeError('approval.request: options must be a non-empty array')
     for (const option of input.options) {
-      if (!APPROVAL_CHOICES.includes(option)) throw new TypeError(`approval.request: unknown option ${JSON.stringify(option)} (valid: ${APPROVAL_CHOICES.join(', ')})`)
+      if (!APPROVAL_CHOICES.includes(option))
+        throw new TypeError(
+          `approval.request: unknown option ${JSON.stringify(option)} (valid: ${APPROVAL_CHOICES.join(', ')})`,
+        )
     }
   }
 }
@@ -89,9 +101,12 @@ export class ApprovalService extends Service {
     public config: ApprovalConfig = ApprovalConfig({} as ApprovalConfig),
   ) {
     super(ctx, 'approval')
-    ctx.on('session/deleted' as never, ((session: { id?: string }) => {
-      if (session && typeof session.id === 'string') this.grantsBySession.delete(session.id)
-    }) as never)
+    ctx.on(
+      'session/deleted' as never,
+      ((session: { id?: string }) => {
+        if (session && typeof session.id === 'string') this.grantsBySession.delete(session.id)
+      }) as never,
+    )
   }
 
   /**
@@ -103,12 +118,10 @@ export class ApprovalService extends Service {
     return this.answererList.register(this.ctx, answerer, 'approval.registerAnswerer')
   }
 
-
   /** Names of the registered answerers, newest first. */
   answerers(): string[] {
     return this.answererList.names()
   }
-
 
   /** Requests waiting for an answer, oldest first; optionally only one session's. */
   pending(filter: { sessionId?: string } = {}): ApprovalRequest[] {
@@ -153,7 +166,8 @@ export class ApprovalService extends Service {
     this.emitSafe('approval/requested', request)
     let outcome: ApprovalOutcome
     try {
-      if (remembered) outcome = { decision: 'allowed-always', reason: 'remembered for this session', answeredBy: 'memory' }
+      if (remembered)
+        outcome = { decision: 'allowed-always', reason: 'remembered for this session', answeredBy: 'memory' }
       else outcome = await this.decide(request, options.signal)
     } finally {
       this.pendingEntries.delete(request.id)
@@ -170,16 +184,31 @@ export class ApprovalService extends Service {
   }
 
   private async decide(request: ApprovalRequest, signal: AbortSignal | undefined): Promise<ApprovalOutcome> {
-    if (signal?.aborted) return { decision: 'cancelled', reason: `cancelled before it was asked (${reasonOf(signal.reason)})` }
+    if (signal?.aborted)
+      return { decision: 'cancelled', reason: `cancelled before it was asked (${reasonOf(signal.reason)})` }
     const picked = this.answererList.pick(request)
-    if (!picked) return { decision: 'unavailable', reason: 'no approval answerer is registered (no human or policy can decide right now)' }
+    if (!picked)
+      return {
+        decision: 'unavailable',
+        reason: 'no approval answerer is registered (no human or policy can decide right now)',
+      }
     if ('error' in picked) return { decision: 'unavailable', reason: picked.error }
     const { answerer, gone } = picked.entry
     const settle = new AbortController()
     const cleanups: Array<() => void> = []
     const race = new Promise<ApprovalOutcome>((resolve) => {
-      const onAbort = () => resolve({ decision: 'cancelled', reason: `cancelled while waiting for approval (${reasonOf(signal!.reason)})`, answeredBy: answerer.name })
-      const onGone = () => resolve({ decision: 'unavailable', reason: `approval answerer "${answerer.name}" went away before answering`, answeredBy: answerer.name })
+      const onAbort = () =>
+        resolve({
+          decision: 'cancelled',
+          reason: `cancelled while waiting for approval (${reasonOf(signal!.reason)})`,
+          answeredBy: answerer.name,
+        })
+      const onGone = () =>
+        resolve({
+          decision: 'unavailable',
+          reason: `approval answerer "${answerer.name}" went away before answering`,
+          answeredBy: answerer.name,
+        })
       if (signal) {
         signal.addEventListener('abort', onAbort, { once: true })
         cleanups.push(() => signal.removeEventListener('abort', onAbort))
@@ -189,7 +218,12 @@ export class ApprovalService extends Service {
       cleanups.push(() => gone.signal.removeEventListener('abort', onGone))
       if (this.config.timeoutMs > 0) {
         const timer = setTimeout(
-          () => resolve({ decision: 'unavailable', reason: `no answer within ${this.config.timeoutMs} ms`, answeredBy: answerer.name }),
+          () =>
+            resolve({
+              decision: 'unavailable',
+              reason: `no answer within ${this.config.timeoutMs} ms`,
+              answeredBy: answerer.name,
+            }),
           this.config.timeoutMs,
         )
         cleanups.push(() => clearTimeout(timer))
@@ -198,7 +232,12 @@ export class ApprovalService extends Service {
         .then(() => answerer.answer(request, { signal: settle.signal }))
         .then(
           (answer) => resolve(this.checkAnswer(request, answerer.name, answer)),
-          (error) => resolve({ decision: 'unavailable', reason: `approval answerer "${answerer.name}" failed: ${reasonOf(error)}`, answeredBy: answerer.name }),
+          (error) =>
+            resolve({
+              decision: 'unavailable',
+              reason: `approval answerer "${answerer.name}" failed: ${reasonOf(error)}`,
+              answeredBy: answerer.name,
+            }),
         )
     })
     try {
@@ -214,10 +253,18 @@ export class ApprovalService extends Service {
     const value = answer as { decision?: unknown; reason?: unknown; message?: unknown } | null
     const decision = value && typeof value === 'object' ? value.decision : undefined
     if (typeof decision !== 'string' || !APPROVAL_CHOICES.includes(decision as ApprovalChoice)) {
-      return { decision: 'unavailable', reason: `approval answerer "${name}" returned an invalid answer ${JSON.stringify(decision)}`, answeredBy: name }
+      return {
+        decision: 'unavailable',
+        reason: `approval answerer "${name}" returned an invalid answer ${JSON.stringify(decision)}`,
+        answeredBy: name,
+      }
     }
     if (!request.options.includes(decision as ApprovalChoice)) {
-      return { decision: 'rejected', reason: `approval answerer "${name}" chose "${decision}", which this request did not offer`, answeredBy: name }
+      return {
+        decision: 'rejected',
+        reason: `approval answerer "${name}" chose "${decision}", which this request did not offer`,
+        answeredBy: name,
+      }
     }
     const outcome: ApprovalOutcome = { decision: decision as ApprovalChoice, answeredBy: name }
     if (typeof value!.reason === 'string' && value!.reason !== '') outcome.reason = value!.reason
@@ -225,7 +272,9 @@ export class ApprovalService extends Service {
     return outcome
   }
 
-  private emitSafe(...args: ['approval/requested', ApprovalRequest] | ['approval/resolved', ApprovalRequest, ApprovalOutcome]): void {
+  private emitSafe(
+    ...args: ['approval/requested', ApprovalRequest] | ['approval/resolved', ApprovalRequest, ApprovalOutcome]
+  ): void {
     try {
       ;(this.ctx.emit as (...a: unknown[]) => void)(...args)
     } catch (error) {

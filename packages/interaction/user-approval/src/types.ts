@@ -16,7 +16,13 @@ export type ApprovalDecision = 'allowed-once' | 'allowed-always' | 'rejected' | 
 /** The decisions an answerer may choose among (`cancelled` and `unavailable` are never offered). */
 export type ApprovalChoice = 'allowed-once' | 'allowed-always' | 'rejected'
 
-export const APPROVAL_DECISIONS: readonly ApprovalDecision[] = ['allowed-once', 'allowed-always', 'rejected', 'cancelled', 'unavailable']
+export const APPROVAL_DECISIONS: readonly ApprovalDecision[] = [
+  'allowed-once',
+  'allowed-always',
+  'rejected',
+  'cancelled',
+  'unavailable',
+]
 export const APPROVAL_CHOICES: readonly ApprovalChoice[] = ['allowed-once', 'allowed-always', 'rejected']
 
 /** What a caller passes to `request()`. */

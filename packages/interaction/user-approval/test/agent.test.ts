@@ -3,7 +3,13 @@ import { afterEach, describe, expect, it } from 'vitest'
 import type { Context } from 'cordis'
 import { createHarness, type Harness } from '@dsh/agent-loop-testkit'
 import type { ToolOutput } from '@dsh/tools'
-import ApprovalService, { describeOutcome, isAllowed, type ApprovalAnswerer, type ApprovalOutcome, type ApprovalRequest } from '../src/index.ts'
+import ApprovalService, {
+  describeOutcome,
+  isAllowed,
+  type ApprovalAnswerer,
+  type ApprovalOutcome,
+  type ApprovalRequest,
+} from '../src/index.ts'
 
 /** Records each action it performed; performs it only when approval allows. */
 function deployTool(performed: string[]) {
@@ -17,11 +23,24 @@ function deployTool(performed: string[]) {
         parameters: { type: 'object', properties: { target: { type: 'string' } }, required: ['target'] },
         async execute(args: { target: string }, call): Promise<ToolOutput> {
           const outcome = await ctx.approval.request(
-            { sessionId: call.sessionId, agentId: call.agentId, kind: 'command', title: `deploy ${args.target}`, action: { deploy: args.target } },
+            {
+              sessionId: call.sessionId,
+              agentId: call.agentId,
+              kind: 'command',
+              title: `deploy ${args.target}`,
+              action: { deploy: args.target },
+            },
             { signal: call.signal },
           )
           const what = `deploying to ${args.target}`
-          if (!isAllowed(outcome)) return { content: describeOutcome(outcome, what), error: { code: 'APPROVAL_' + outcome.decision.toUpperCase(), message: outcome.reason ?? outcome.decision } }
+          if (!isAllowed(outcome))
+            return {
+              content: describeOutcome(outcome, what),
+              error: {
+                code: 'APPROVAL_' + outcome.decision.toUpperCase(),
+                message: outcome.reason ?? outcome.decision,
+              },
+            }
           performed.push(args.target)
           return { content: `deployed ${args.target}` }
         },
@@ -31,7 +50,11 @@ function deployTool(performed: string[]) {
 }
 
 function answererPlugin(answerer: ApprovalAnswerer) {
-  return { name: `answerer-${answerer.name}`, inject: ['approval'], apply: (ctx: Context) => void ctx.approval.registerAnswerer(answerer) }
+  return {
+    name: `answerer-${answerer.name}`,
+    inject: ['approval'],
+    apply: (ctx: Context) => void ctx.approval.registerAnswerer(answerer),
+  }
 }
 
 const deploy = (target: string) => ({ toolCalls: [{ name: 'deploy', arguments: { target } }] })
@@ -41,7 +64,9 @@ function toolResultsSeen(harness: Harness): string[] {
   const last = harness.model.requests.at(-1)!
   return last.messages
     .filter((m) => m.role === 'tool')
-    .map((m) => (Array.isArray(m.content) ? m.content.map((b) => ('text' in b ? b.text : '')).join('') : String(m.content)))
+    .map((m) =>
+      Array.isArray(m.content) ? m.content.map((b) => ('text' in b ? b.text : '')).join('') : String(m.content),
+    )
 }
 
 let harness: Harness | undefined
@@ -56,7 +81,11 @@ describe('approval at the agent level', () => {
     const asked: ApprovalRequest[] = []
     harness = await createHarness({
       script: [deploy('prod'), deploy('prod'), { text: 'done' }],
-      plugins: [[ApprovalService], [deployTool(performed)], [answererPlugin({ name: 'human', answer: (req) => (asked.push(req), { decision: 'allowed-once' }) })]],
+      plugins: [
+        [ApprovalService],
+        [deployTool(performed)],
+        [answererPlugin({ name: 'human', answer: (req) => (asked.push(req), { decision: 'allowed-once' }) })],
+      ],
     })
     const result = await harness.prompt('deploy twice')
     expect(result.reason).toBe('completed')
@@ -72,7 +101,11 @@ describe('approval at the agent level', () => {
     const asked: string[] = []
     harness = await createHarness({
       script: [deploy('prod'), deploy('prod'), deploy('staging'), { text: 'done' }],
-      plugins: [[ApprovalService], [deployTool(performed)], [answererPlugin({ name: 'human', answer: (req) => (asked.push(req.title), { decision: 'allowed-always' }) })]],
+      plugins: [
+        [ApprovalService],
+        [deployTool(performed)],
+        [answererPlugin({ name: 'human', answer: (req) => (asked.push(req.title), { decision: 'allowed-always' }) })],
+      ],
     })
     await harness.prompt('deploy')
     expect(performed).toEqual(['prod', 'prod', 'staging'])
@@ -87,7 +120,11 @@ describe('approval at the agent level', () => {
     const performed: string[] = []
     harness = await createHarness({
       script: [deploy('prod'), { text: 'ok, I will not deploy' }],
-      plugins: [[ApprovalService], [deployTool(performed)], [answererPlugin({ name: 'human', answer: () => ({ decision: 'rejected', message: 'not on a Friday' }) })]],
+      plugins: [
+        [ApprovalService],
+        [deployTool(performed)],
+        [answererPlugin({ name: 'human', answer: () => ({ decision: 'rejected', message: 'not on a Friday' }) })],
+      ],
     })
     const result = await harness.prompt('deploy')
     expect(result.text).toBe('ok, I will not deploy')
@@ -102,7 +139,10 @@ describe('approval at the agent level', () => {
   it('fails closed when no answerer exists, when the answerer throws, and when its channel closes', async () => {
     const performed: string[] = []
     let closeChannel!: () => void
-    harness = await createHarness({ script: [deploy('a'), deploy('b'), deploy('c'), { text: 'done' }], plugins: [[ApprovalService], [deployTool(performed)]] })
+    harness = await createHarness({
+      script: [deploy('a'), deploy('b'), deploy('c'), { text: 'done' }],
+      plugins: [[ApprovalService], [deployTool(performed)]],
+    })
     const outcomes: ApprovalOutcome[] = []
     harness.ctx.on('approval/resolved', (_req, outcome) => {
       outcomes.push(outcome)
@@ -113,20 +153,32 @@ describe('approval at the agent level', () => {
       step++
       if (step === 2) {
         // A throwing answerer for the second request.
-        const dispose = harness!.ctx.approval.registerAnswerer({ name: 'broken', answer: () => { throw new Error('socket reset') } })
+        const dispose = harness!.ctx.approval.registerAnswerer({
+          name: 'broken',
+          answer: () => {
+            throw new Error('socket reset')
+          },
+        })
         setTimeout(dispose, 0)
       }
     })
-    harness.ctx.on('approval/requested', (req) => {
-      if (req.title === 'deploy c') {
-        // A channel that never answers and then disconnects.
-        queueMicrotask(() => closeChannel())
-      }
-    }, { prepend: true })
+    harness.ctx.on(
+      'approval/requested',
+      (req) => {
+        if (req.title === 'deploy c') {
+          // A channel that never answers and then disconnects.
+          queueMicrotask(() => closeChannel())
+        }
+      },
+      { prepend: true },
+    )
     // Registered before 'deploy c' is requested: simulate with a hook on the second resolution.
     harness.ctx.on('approval/resolved', (req) => {
       if (req.title === 'deploy b') {
-        closeChannel = harness!.ctx.approval.registerAnswerer({ name: 'acp-client', answer: () => unanswered.then(() => ({ decision: 'allowed-once' as const })) })
+        closeChannel = harness!.ctx.approval.registerAnswerer({
+          name: 'acp-client',
+          answer: () => unanswered.then(() => ({ decision: 'allowed-once' as const })),
+        })
       }
     })
     await harness.prompt('deploy three')
@@ -147,10 +199,17 @@ describe('approval at the agent level', () => {
       plugins: [
         [ApprovalService],
         [deployTool(performed)],
-        [answererPlugin({ name: 'slow-human', answer: (_req, { signal }) => ((answererSignal = signal), new Promise(() => {})) })],
+        [
+          answererPlugin({
+            name: 'slow-human',
+            answer: (_req, { signal }) => ((answererSignal = signal), new Promise(() => {})),
+          }),
+        ],
       ],
     })
-    const resolved = new Promise<ApprovalOutcome>((resolve) => harness!.ctx.on('approval/resolved', (_r, o) => resolve(o)))
+    const resolved = new Promise<ApprovalOutcome>((resolve) =>
+      harness!.ctx.on('approval/resolved', (_r, o) => resolve(o)),
+    )
     harness.ctx.on('approval/requested', () => {
       expect(harness!.ctx.approval.pending()).toHaveLength(1)
       setTimeout(() => harness!.agent.abort('user pressed stop'), 0)

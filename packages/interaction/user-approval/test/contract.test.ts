@@ -39,14 +39,19 @@ describe('ctx.approval request validation', () => {
       [req({ action: { n: 1n } }), /^approval\.request: action must be JSON$/],
       [req({ options: [] }), /^approval\.request: options must be a non-empty array$/],
       [req({ options: 'allowed-once' }), /^approval\.request: options must be a non-empty array$/],
-      [req({ options: ['allowed-once', 'maybe'] }), /^approval\.request: unknown option "maybe" \(valid: allowed-once, allowed-always, rejected\)$/],
+      [
+        req({ options: ['allowed-once', 'maybe'] }),
+        /^approval\.request: unknown option "maybe" \(valid: allowed-once, allowed-always, rejected\)$/,
+      ],
     ]
     for (const [input, message] of bad) {
       await expect(ctx.approval.request(input as ApprovalRequestInput), String(message)).rejects.toThrow(message)
     }
     expect(asked).toBe(0)
     // The well-formed neighbours of those cases are accepted.
-    expect((await ctx.approval.request(req({ detail: 'why', options: ['allowed-once'] }))).decision).toBe('allowed-once')
+    expect((await ctx.approval.request(req({ detail: 'why', options: ['allowed-once'] }))).decision).toBe(
+      'allowed-once',
+    )
     expect(asked).toBe(1)
   })
 })
@@ -58,15 +63,29 @@ describe('the minted request', () => {
     ctx.approval.registerAnswerer({ name: 'h', answer: () => ({ decision: 'rejected' }) })
     await ctx.approval.request(req({ agentId: 'a1', detail: 'd', options: ['allowed-once', 'rejected'] }))
     await ctx.approval.request({ kind: 'write', title: 'w', action: 1 })
-    expect(seen[0]).toMatchObject({ sessionId: 's1', agentId: 'a1', kind: 'command', title: 't', detail: 'd', action: { argv: ['ls'] }, options: ['allowed-once', 'rejected'] })
+    expect(seen[0]).toMatchObject({
+      sessionId: 's1',
+      agentId: 'a1',
+      kind: 'command',
+      title: 't',
+      detail: 'd',
+      action: { argv: ['ls'] },
+      options: ['allowed-once', 'rejected'],
+    })
     expect(Object.keys(seen[1]!).sort()).toEqual(['action', 'id', 'kind', 'options', 'time', 'title'])
     expect(seen[1]!.options).toEqual(APPROVAL_CHOICES)
   })
 
-  it('pending() lists one session\'s waiting requests when asked for a session', async () => {
+  it("pending() lists one session's waiting requests when asked for a session", async () => {
     const answers: Array<() => void> = []
-    ctx.approval.registerAnswerer({ name: 'h', answer: () => new Promise((resolve) => answers.push(() => resolve({ decision: 'rejected' }))) })
-    const waiting = [ctx.approval.request(req({ title: 'one' })), ctx.approval.request(req({ sessionId: 's2', title: 'two' }))]
+    ctx.approval.registerAnswerer({
+      name: 'h',
+      answer: () => new Promise((resolve) => answers.push(() => resolve({ decision: 'rejected' }))),
+    })
+    const waiting = [
+      ctx.approval.request(req({ title: 'one' })),
+      ctx.approval.request(req({ sessionId: 's2', title: 'two' })),
+    ]
     await expect.poll(() => answers.length).toBe(2)
     expect(ctx.approval.pending({ sessionId: 's1' }).map((r) => r.title)).toEqual(['one'])
     expect(ctx.approval.pending({ sessionId: 's2' }).map((r) => r.title)).toEqual(['two'])
@@ -79,7 +98,7 @@ describe('the minted request', () => {
 })
 
 describe('forgetting grants', () => {
-  it('forget(session) drops only that session\'s grants; forget() drops every session\'s', async () => {
+  it("forget(session) drops only that session's grants; forget() drops every session's", async () => {
     let asked = 0
     ctx.approval.registerAnswerer({ name: 'h', answer: () => (asked++, { decision: 'allowed-always' }) })
     for (const sessionId of ['s1', 's2', 's3']) await ctx.approval.request(req({ sessionId }))
@@ -102,7 +121,12 @@ describe('what an answer becomes', () => {
     let answer: unknown
     ctx.approval.registerAnswerer({ name: 'h', answer: () => answer as never })
     answer = { decision: 'rejected', reason: 'too risky', message: 'use a branch' }
-    expect(await ctx.approval.request(req())).toEqual({ decision: 'rejected', answeredBy: 'h', reason: 'too risky', message: 'use a branch' })
+    expect(await ctx.approval.request(req())).toEqual({
+      decision: 'rejected',
+      answeredBy: 'h',
+      reason: 'too risky',
+      message: 'use a branch',
+    })
     answer = { decision: 'rejected', reason: '', message: '' }
     expect(await ctx.approval.request(req())).toEqual({ decision: 'rejected', answeredBy: 'h' })
     answer = { decision: 'rejected', reason: 42, message: { text: 'x' } }
@@ -122,14 +146,21 @@ describe('what an answer becomes', () => {
   it('a remembered grant says so', async () => {
     ctx.approval.registerAnswerer({ name: 'h', answer: () => ({ decision: 'allowed-always' }) })
     await ctx.approval.request(req())
-    expect(await ctx.approval.request(req())).toEqual({ decision: 'allowed-always', reason: 'remembered for this session', answeredBy: 'memory' })
+    expect(await ctx.approval.request(req())).toEqual({
+      decision: 'allowed-always',
+      reason: 'remembered for this session',
+      answeredBy: 'memory',
+    })
   })
 
   it('an abort before asking names its reason', async () => {
     ctx.approval.registerAnswerer({ name: 'h', answer: () => ({ decision: 'allowed-once' }) })
     const early = new AbortController()
     early.abort(new Error('turn ended'))
-    expect(await ctx.approval.request(req(), { signal: early.signal })).toEqual({ decision: 'cancelled', reason: 'cancelled before it was asked (turn ended)' })
+    expect(await ctx.approval.request(req(), { signal: early.signal })).toEqual({
+      decision: 'cancelled',
+      reason: 'cancelled before it was asked (turn ended)',
+    })
   })
 })
 
@@ -138,18 +169,29 @@ describe('policyAnswerer details', () => {
     let policy: 'reject' | 'ask' = 'reject'
     ctx.approval.registerAnswerer(policyAnswerer(() => policy, { hint: '' }))
     const rejected = await ctx.approval.request(req())
-    expect(rejected).toMatchObject({ decision: 'rejected', reason: 'approval policy "reject": actions that need approval are refused in this run' })
+    expect(rejected).toMatchObject({
+      decision: 'rejected',
+      reason: 'approval policy "reject": actions that need approval are refused in this run',
+    })
     policy = 'ask'
-    expect((await ctx.approval.request(req())).reason).toBe('approval policy "ask" needs a human, but this run has no interactive approver.')
+    expect((await ctx.approval.request(req())).reason).toBe(
+      'approval policy "ask" needs a human, but this run has no interactive approver.',
+    )
   })
 
   it('never explains itself; an unknown policy lists the valid ones', async () => {
     let policy = 'never'
     ctx.approval.registerAnswerer(policyAnswerer(() => policy as never))
-    expect((await ctx.approval.request(req())).reason).toBe('approval policy "never": actions are allowed without asking')
-    expect((await ctx.approval.request(req({ options: ['rejected'] }))).reason).toMatch(/^approval policy "never" allows only once/)
+    expect((await ctx.approval.request(req())).reason).toBe(
+      'approval policy "never": actions are allowed without asking',
+    )
+    expect((await ctx.approval.request(req({ options: ['rejected'] }))).reason).toMatch(
+      /^approval policy "never" allows only once/,
+    )
     policy = 'sometimes'
-    expect((await ctx.approval.request(req())).reason).toBe('approval answerer "policy" failed: unknown approval policy "sometimes" (valid: ask, on-failure, never, reject)')
+    expect((await ctx.approval.request(req())).reason).toBe(
+      'approval answerer "policy" failed: unknown approval policy "sometimes" (valid: ask, on-failure, never, reject)',
+    )
   })
 
   it('accepts restricts the policy to the requests it takes', async () => {
@@ -161,24 +203,38 @@ describe('policyAnswerer details', () => {
 
 describe('describeOutcome', () => {
   const what = 'running `make`'
-  it('gives the model one sentence per decision, with the reason and the user\'s words where they apply', () => {
+  it("gives the model one sentence per decision, with the reason and the user's words where they apply", () => {
     expect(describeOutcome({ decision: 'allowed-once' }, what)).toBe('The user approved running `make` once.')
-    expect(describeOutcome({ decision: 'allowed-once', message: 'go' }, what)).toBe('The user approved running `make` once. The user said: go')
-    expect(describeOutcome({ decision: 'allowed-always', reason: 'r' }, what)).toBe('The user approved running `make` for the rest of this session.')
+    expect(describeOutcome({ decision: 'allowed-once', message: 'go' }, what)).toBe(
+      'The user approved running `make` once. The user said: go',
+    )
+    expect(describeOutcome({ decision: 'allowed-always', reason: 'r' }, what)).toBe(
+      'The user approved running `make` for the rest of this session.',
+    )
     expect(describeOutcome({ decision: 'rejected', reason: 'no', message: 'never' }, what)).toBe(
       'Approval for running `make` was rejected; it was not done. Do not retry the same action; choose another approach or ask the user. Reason: no The user said: never',
     )
     expect(describeOutcome({ decision: 'rejected' }, what)).toBe(
       'Approval for running `make` was rejected; it was not done. Do not retry the same action; choose another approach or ask the user.',
     )
-    expect(describeOutcome({ decision: 'cancelled', reason: 'turn ended', message: 'x' }, what)).toBe('Approval for running `make` was cancelled; it was not done. Reason: turn ended')
-    expect(describeOutcome({ decision: 'cancelled' }, what)).toBe('Approval for running `make` was cancelled; it was not done.')
+    expect(describeOutcome({ decision: 'cancelled', reason: 'turn ended', message: 'x' }, what)).toBe(
+      'Approval for running `make` was cancelled; it was not done. Reason: turn ended',
+    )
+    expect(describeOutcome({ decision: 'cancelled' }, what)).toBe(
+      'Approval for running `make` was cancelled; it was not done.',
+    )
     expect(describeOutcome({ decision: 'unavailable' }, what)).toBe(
       'Approval for running `make` could not be obtained (nobody is available to approve); it was not done.',
     )
   })
 
   it('APPROVAL_DECISIONS lists every decision an outcome can carry', () => {
-    expect([...APPROVAL_DECISIONS].sort()).toEqual(['allowed-always', 'allowed-once', 'cancelled', 'rejected', 'unavailable'])
+    expect([...APPROVAL_DECISIONS].sort()).toEqual([
+      'allowed-always',
+      'allowed-once',
+      'cancelled',
+      'rejected',
+      'unavailable',
+    ])
   })
 })

@@ -1,6 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { Context } from 'cordis'
-import ApprovalService, { canonicalJson, policyAnswerer, type ApprovalRequest, type ApprovalRequestInput } from '../src/index.ts'
+import ApprovalService, {
+  canonicalJson,
+  policyAnswerer,
+  type ApprovalRequest,
+  type ApprovalRequestInput,
+} from '../src/index.ts'
 
 let ctx: Context
 beforeEach(async () => {
@@ -69,20 +74,34 @@ describe('ctx.approval', () => {
 
   it('routes to the newest answerer that accepts; a throwing accepts() fails closed', async () => {
     ctx.approval.registerAnswerer({ name: 'fallback', answer: () => ({ decision: 'rejected' }) })
-    const off = ctx.approval.registerAnswerer({ name: 'acp', accepts: (r) => r.sessionId === 's1', answer: () => ({ decision: 'allowed-once' }) })
+    const off = ctx.approval.registerAnswerer({
+      name: 'acp',
+      accepts: (r) => r.sessionId === 's1',
+      answer: () => ({ decision: 'allowed-once' }),
+    })
     expect(ctx.approval.answerers()).toEqual(['acp', 'fallback'])
     expect((await ctx.approval.request(req(1))).answeredBy).toBe('acp')
     expect((await ctx.approval.request(req(1, { sessionId: 's9' }))).answeredBy).toBe('fallback')
     off()
     expect((await ctx.approval.request(req(1))).answeredBy).toBe('fallback')
-    ctx.approval.registerAnswerer({ name: 'weird', accepts: () => { throw new Error('boom') }, answer: () => ({ decision: 'allowed-once' }) })
+    ctx.approval.registerAnswerer({
+      name: 'weird',
+      accepts: () => {
+        throw new Error('boom')
+      },
+      answer: () => ({ decision: 'allowed-once' }),
+    })
     const outcome = await ctx.approval.request(req(1))
     expect(outcome.decision).toBe('unavailable')
     expect(outcome.reason).toMatch(/boom/)
   })
 
   it('unloading the plugin that registered an answerer removes it and settles its pending requests', async () => {
-    const fiber = ctx.plugin({ name: 'channel', inject: ['approval'], apply: (c: Context) => void c.approval.registerAnswerer({ name: 'ch', answer: () => new Promise(() => {}) }) })
+    const fiber = ctx.plugin({
+      name: 'channel',
+      inject: ['approval'],
+      apply: (c: Context) => void c.approval.registerAnswerer({ name: 'ch', answer: () => new Promise(() => {}) }),
+    })
     await fiber
     const pending = ctx.approval.request(req(1))
     await new Promise((r) => setTimeout(r, 0))
@@ -105,7 +124,10 @@ describe('ctx.approval', () => {
     const timed = new Context()
     await timed.plugin(ApprovalService, { timeoutMs: 20 } as never)
     timed.approval.registerAnswerer({ name: 'h', answer: () => new Promise(() => {}) })
-    expect(await timed.approval.request(req(1))).toMatchObject({ decision: 'unavailable', reason: 'no answer within 20 ms' })
+    expect(await timed.approval.request(req(1))).toMatchObject({
+      decision: 'unavailable',
+      reason: 'no answer within 20 ms',
+    })
   })
 
   it('emits requested/resolved pairs with the minted request and rejects malformed requests', async () => {
@@ -118,7 +140,9 @@ describe('ctx.approval', () => {
     expect(seen[1]).toBe(seen[0]!.replace('requested', 'resolved') + ' allowed-once')
     await expect(ctx.approval.request({ kind: 'command', title: 't' } as never)).rejects.toThrow(/action is required/)
     await expect(ctx.approval.request(req(1, { title: '' }))).rejects.toThrow(/title/)
-    await expect(ctx.approval.request(req(1, { options: ['maybe' as never] }))).rejects.toThrow(/unknown option "maybe"/)
+    await expect(ctx.approval.request(req(1, { options: ['maybe' as never] }))).rejects.toThrow(
+      /unknown option "maybe"/,
+    )
     expect(() => ctx.approval.registerAnswerer({ name: '' } as never)).toThrow(TypeError)
   })
 })

@@ -5,7 +5,14 @@ import { Context, Service } from 'cordis'
 import { AnswererList } from '@dsh/answerers'
 import Schema from 'schemastery'
 import { brand } from '@dsh/brand'
-import type { AskOptions, Question, QuestionsAnswerer, QuestionsId, QuestionsOutcome, QuestionsRequest } from './types.ts'
+import type {
+  AskOptions,
+  Question,
+  QuestionsAnswerer,
+  QuestionsId,
+  QuestionsOutcome,
+  QuestionsRequest,
+} from './types.ts'
 import { checkAnswers, checkQuestions } from './validate.ts'
 
 export interface UserQuestionsConfig {
@@ -14,19 +21,29 @@ export interface UserQuestionsConfig {
 }
 
 export const UserQuestionsConfig: Schema<UserQuestionsConfig> = Schema.object({
-  timeoutMs: Schema.natural().default(0).description('Milliseconds an answerer may take before the batch resolves `unavailable`; 0 waits forever.'),
+  timeoutMs: Schema.natural()
+    .default(0)
+    .description('Milliseconds an answerer may take before the batch resolves `unavailable`; 0 waits forever.'),
 })
 
 let counter = 0
 
-const reasonOf = (value: unknown): string => (value instanceof Error ? value.message : typeof value === 'string' ? value : String(value))
+const reasonOf = (value: unknown): string =>
+  value instanceof Error ? value.message : typeof value === 'string' ? value : String(value)
 
 function copyQuestion(q: Question): Question {
   return {
     id: q.id,
     question: q.question,
     ...(q.header !== undefined ? { header: q.header } : {}),
-    ...(q.options !== undefined ? { options: q.options.map((o) => ({ label: o.label, ...(o.description !== undefined ? { description: o.description } : {}) })) } : {}),
+    ...(q.options !== undefined
+      ? {
+          options: q.options.map((o) => ({
+            label: o.label,
+            ...(o.description !== undefined ? { description: o.description } : {}),
+          })),
+        }
+      : {}),
     ...(q.multiSelect !== undefined ? { multiSelect: q.multiSelect } : {}),
   }
 }
@@ -48,20 +65,25 @@ export class UserQuestionsService extends Service {
     return this.answererList.register(this.ctx, answerer, 'userQuestions.registerAnswerer')
   }
 
-
   answerers(): string[] {
     return this.answererList.names()
   }
 
-
   /** Would a batch for this session find an answerer right now? (A tool may mention it in its description.) */
   available(sessionId?: string): boolean {
-    const probe: QuestionsRequest = { id: brand<'QuestionsId'>('probe') as QuestionsId, ...(sessionId ? { sessionId } : {}), questions: [], time: Date.now() }
+    const probe: QuestionsRequest = {
+      id: brand<'QuestionsId'>('probe') as QuestionsId,
+      ...(sessionId ? { sessionId } : {}),
+      questions: [],
+      time: Date.now(),
+    }
     return this.answererList.available(probe)
   }
 
   pending(filter: { sessionId?: string } = {}): QuestionsRequest[] {
-    return [...this.pendingRequests.values()].filter((r) => filter.sessionId === undefined || r.sessionId === filter.sessionId)
+    return [...this.pendingRequests.values()].filter(
+      (r) => filter.sessionId === undefined || r.sessionId === filter.sessionId,
+    )
   }
 
   /**
@@ -91,7 +113,8 @@ export class UserQuestionsService extends Service {
   }
 
   private async decide(request: QuestionsRequest, signal: AbortSignal | undefined): Promise<QuestionsOutcome> {
-    if (signal?.aborted) return { status: 'cancelled', reason: `cancelled before it was asked (${reasonOf(signal.reason)})` }
+    if (signal?.aborted)
+      return { status: 'cancelled', reason: `cancelled before it was asked (${reasonOf(signal.reason)})` }
     const picked = this.answererList.pick(request, 'the questions')
     if (picked && 'error' in picked) return { status: 'unavailable', reason: picked.error }
     if (!picked) return { status: 'unavailable', reason: 'no human is connected who can answer questions' }
@@ -101,16 +124,21 @@ export class UserQuestionsService extends Service {
     try {
       return await new Promise<QuestionsOutcome>((resolve) => {
         if (signal) {
-          const onAbort = () => resolve({ status: 'cancelled', reason: `cancelled while waiting for answers (${reasonOf(signal.reason)})` })
+          const onAbort = () =>
+            resolve({ status: 'cancelled', reason: `cancelled while waiting for answers (${reasonOf(signal.reason)})` })
           signal.addEventListener('abort', onAbort, { once: true })
           cleanups.push(() => signal.removeEventListener('abort', onAbort))
         }
-        const onGone = () => resolve({ status: 'unavailable', reason: `question answerer "${answerer.name}" went away before answering` })
+        const onGone = () =>
+          resolve({ status: 'unavailable', reason: `question answerer "${answerer.name}" went away before answering` })
         if (gone.signal.aborted) return onGone()
         gone.signal.addEventListener('abort', onGone, { once: true })
         cleanups.push(() => gone.signal.removeEventListener('abort', onGone))
         if (this.config.timeoutMs > 0) {
-          const timer = setTimeout(() => resolve({ status: 'unavailable', reason: `no answer within ${this.config.timeoutMs} ms` }), this.config.timeoutMs)
+          const timer = setTimeout(
+            () => resolve({ status: 'unavailable', reason: `no answer within ${this.config.timeoutMs} ms` }),
+            this.config.timeoutMs,
+          )
           cleanups.push(() => clearTimeout(timer))
         }
         Promise.resolve()
@@ -118,11 +146,20 @@ export class UserQuestionsService extends Service {
           .then(
             (raw) => {
               const checked = checkAnswers(request.questions, raw)
-              resolve('problem' in checked
-                ? { status: 'unavailable', reason: `question answerer "${answerer.name}" returned invalid answers: ${checked.problem}` }
-                : { status: 'answered', answers: checked.answers, answeredBy: answerer.name })
+              resolve(
+                'problem' in checked
+                  ? {
+                      status: 'unavailable',
+                      reason: `question answerer "${answerer.name}" returned invalid answers: ${checked.problem}`,
+                    }
+                  : { status: 'answered', answers: checked.answers, answeredBy: answerer.name },
+              )
             },
-            (error) => resolve({ status: 'unavailable', reason: `question answerer "${answerer.name}" failed: ${reasonOf(error)}` }),
+            (error) =>
+              resolve({
+                status: 'unavailable',
+                reason: `question answerer "${answerer.name}" failed: ${reasonOf(error)}`,
+              }),
           )
       })
     } finally {
@@ -131,7 +168,9 @@ export class UserQuestionsService extends Service {
     }
   }
 
-  private emitSafe(...args: ['questions/asked', QuestionsRequest] | ['questions/resolved', QuestionsRequest, QuestionsOutcome]): void {
+  private emitSafe(
+    ...args: ['questions/asked', QuestionsRequest] | ['questions/resolved', QuestionsRequest, QuestionsOutcome]
+  ): void {
     try {
       ;(this.ctx.emit as (...a: unknown[]) => void)(...args)
     } catch (error) {

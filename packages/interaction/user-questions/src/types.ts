@@ -57,7 +57,10 @@ export interface QuestionsAnswerer {
   /** Whether this answerer handles the batch (e.g. only its own sessions). Default: all. */
   accepts?(request: QuestionsRequest): boolean
   /** Resolve with answers keyed by question id; throw (or reject) when the channel cannot answer. */
-  answer(request: QuestionsRequest, context: { signal: AbortSignal }): Promise<Record<string, QuestionAnswer>> | Record<string, QuestionAnswer>
+  answer(
+    request: QuestionsRequest,
+    context: { signal: AbortSignal },
+  ): Promise<Record<string, QuestionAnswer>> | Record<string, QuestionAnswer>
 }
 
 declare module 'cordis' {

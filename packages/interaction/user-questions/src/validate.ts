@@ -19,12 +19,18 @@ export function checkQuestions(questions: unknown): string | undefined {
       if (!Array.isArray(q.options)) return `${at}.options must be an array`
       const labels = new Set<string>()
       for (const [i, option] of q.options.entries()) {
-        if (option === null || typeof option !== 'object' || typeof option.label !== 'string' || option.label.trim() === '') {
+        if (
+          option === null ||
+          typeof option !== 'object' ||
+          typeof option.label !== 'string' ||
+          option.label.trim() === ''
+        ) {
           return `${at}.options[${i}].label must be a non-empty string`
         }
         if (labels.has(option.label)) return `${at}.options[${i}].label ${JSON.stringify(option.label)} is used twice`
         labels.add(option.label)
-        if (option.description !== undefined && typeof option.description !== 'string') return `${at}.options[${i}].description must be a string`
+        if (option.description !== undefined && typeof option.description !== 'string')
+          return `${at}.options[${i}].description must be a string`
       }
     }
   }
@@ -32,23 +38,32 @@ export function checkQuestions(questions: unknown): string | undefined {
 }
 
 /** Normalises a channel's answers against the questions; returns a problem sentence on bad input. */
-export function checkAnswers(questions: readonly Question[], raw: unknown): { answers: Record<string, QuestionAnswer> } | { problem: string } {
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return { problem: 'answers must be an object keyed by question id' }
+export function checkAnswers(
+  questions: readonly Question[],
+  raw: unknown,
+): { answers: Record<string, QuestionAnswer> } | { problem: string } {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
+    return { problem: 'answers must be an object keyed by question id' }
   const answers: Record<string, QuestionAnswer> = {}
   const byId = new Map(questions.map((q) => [q.id, q]))
   for (const [id, value] of Object.entries(raw as Record<string, unknown>)) {
     const question = byId.get(id)
     if (!question) return { problem: `answer for unknown question ${JSON.stringify(id)}` }
     const answer = value as Partial<QuestionAnswer> | null
-    if (answer === null || typeof answer !== 'object') return { problem: `answer ${JSON.stringify(id)} must be an object` }
+    if (answer === null || typeof answer !== 'object')
+      return { problem: `answer ${JSON.stringify(id)} must be an object` }
     const raw = answer.selected ?? []
-    if (!Array.isArray(raw) || raw.some((label) => typeof label !== 'string')) return { problem: `answer ${JSON.stringify(id)}: selected must be an array of labels` }
+    if (!Array.isArray(raw) || raw.some((label) => typeof label !== 'string'))
+      return { problem: `answer ${JSON.stringify(id)}: selected must be an array of labels` }
     const selected = [...new Set(raw)]
     const labels = new Set((question.options ?? []).map((option) => option.label))
     const unknown = selected.find((label) => !labels.has(label))
-    if (unknown !== undefined) return { problem: `answer ${JSON.stringify(id)}: ${JSON.stringify(unknown)} is not one of its options` }
-    if (!question.multiSelect && selected.length > 1) return { problem: `answer ${JSON.stringify(id)}: only one option may be selected` }
-    if (answer.text !== undefined && typeof answer.text !== 'string') return { problem: `answer ${JSON.stringify(id)}: text must be a string` }
+    if (unknown !== undefined)
+      return { problem: `answer ${JSON.stringify(id)}: ${JSON.stringify(unknown)} is not one of its options` }
+    if (!question.multiSelect && selected.length > 1)
+      return { problem: `answer ${JSON.stringify(id)}: only one option may be selected` }
+    if (answer.text !== undefined && typeof answer.text !== 'string')
+      return { problem: `answer ${JSON.stringify(id)}: text must be a string` }
     const text = answer.text?.trim() ? answer.text : undefined
     if (selected.length === 0 && text === undefined) continue // picked nothing, wrote nothing: unanswered
     answers[id] = { selected, ...(text !== undefined ? { text } : {}) }

@@ -118,11 +118,20 @@ const describe = (error: unknown) => (error instanceof Error ? error.message : S
 
 export class JobRegistry extends Service {
   static Config: Schema<Partial<JobRegistryConfig>, JobRegistryConfig> = Schema.object({
-    retainBytes: Schema.natural().min(1024).default(256 * 1024).description('Output bytes kept in memory per job; beyond this the whole output goes to a spill file.'),
+    retainBytes: Schema.natural()
+      .min(1024)
+      .default(256 * 1024)
+      .description('Output bytes kept in memory per job; beyond this the whole output goes to a spill file.'),
     maxRunning: Schema.natural().min(1).default(16).description('Most jobs running at once.'),
     keepFinished: Schema.natural().default(50).description('Finished jobs kept for job_output; older ones are reaped.'),
-    spillDir: Schema.string().description('Directory for spill files: a private directory (0700, owned by this user, not a symlink). Default: a private directory of this process under the system temp directory.'),
-    spillMaxBytes: Schema.natural().default(DEFAULT_SPILL_CAP_BYTES).description('Most bytes spilled per session across its jobs; past it the rest of the output is dropped (the newest retainBytes stay readable).'),
+    spillDir: Schema.string().description(
+      'Directory for spill files: a private directory (0700, owned by this user, not a symlink). Default: a private directory of this process under the system temp directory.',
+    ),
+    spillMaxBytes: Schema.natural()
+      .default(DEFAULT_SPILL_CAP_BYTES)
+      .description(
+        'Most bytes spilled per session across its jobs; past it the rest of the output is dropped (the newest retainBytes stay readable).',
+      ),
     killGraceMs: Schema.natural().default(5000).description('How long app stop waits for killed jobs to end.'),
   })
 
@@ -138,7 +147,14 @@ export class JobRegistry extends Service {
   constructor(ctx: Context, config: Partial<JobRegistryConfig> = {}) {
     super(ctx, 'jobs')
     this.home = ctx
-    this.config = { retainBytes: 256 * 1024, maxRunning: 16, keepFinished: 50, killGraceMs: 5000, spillMaxBytes: DEFAULT_SPILL_CAP_BYTES, ...config }
+    this.config = {
+      retainBytes: 256 * 1024,
+      maxRunning: 16,
+      keepFinished: 50,
+      killGraceMs: 5000,
+      spillMaxBytes: DEFAULT_SPILL_CAP_BYTES,
+      ...config,
+    }
     // Jobs end with the app: killed while every row is still active, so their ends are reported.
     ;(ctx.on as (name: string, listener: () => Promise<void>) => () => void)('app/stopping', () => this.killAll())
     ctx.effect(() => () => void this.killAll(), 'jobs: kill all')
@@ -146,10 +162,14 @@ export class JobRegistry extends Service {
 
   start(options: StartJobOptions): JobRecord {
     if (!options || typeof options.run !== 'function') throw new JobError('INVALID_REQUEST', 'a job needs a run() body')
-    if (!/^[a-z][a-z0-9-]{0,15}$/.test(options.kind)) throw new JobError('INVALID_REQUEST', `invalid job kind ${JSON.stringify(options.kind)}`)
+    if (!/^[a-z][a-z0-9-]{0,15}$/.test(options.kind))
+      throw new JobError('INVALID_REQUEST', `invalid job kind ${JSON.stringify(options.kind)}`)
     const running = [...this.live.values()].filter((l) => l.record.status === 'running').length
     if (running >= this.config.maxRunning) {
-      throw new JobError('TOO_MANY_JOBS', `${running} background jobs are already running (the limit is ${this.config.maxRunning}); kill or wait for one first`)
+      throw new JobError(
+        'TOO_MANY_JOBS',
+        `${running} background jobs are already running (the limit is ${this.config.maxRunning}); kill or wait for one first`,
+      )
     }
     const n = (this.counters.get(options.kind) ?? 0) + 1
     this.counters.set(options.kind, n)
@@ -165,7 +185,14 @@ export class JobRegistry extends Service {
     }
     const controller = new AbortController()
     let settle!: (record: JobRecord) => void
-    const live: Live = { record, controller, chunks: [], retained: 0, base: 0, done: new Promise((resolve) => (settle = resolve)) }
+    const live: Live = {
+      record,
+      controller,
+      chunks: [],
+      retained: 0,
+      base: 0,
+      done: new Promise((resolve) => (settle = resolve)),
+    }
     this.live.set(record.id, live)
     const io: JobIo = { signal: controller.signal, write: (text) => this.write(live, text) }
     let body: Promise<JobEnd>
@@ -215,7 +242,8 @@ export class JobRegistry extends Service {
   output(id: string, options: { since?: number; owner?: JobOwner } = {}): JobOutput {
     const live = this.find(id, options.owner)
     const since = options.since ?? 0
-    if (!Number.isInteger(since) || since < 0) throw new JobError('INVALID_REQUEST', 'since must be a non-negative integer byte offset')
+    if (!Number.isInteger(since) || since < 0)
+      throw new JobError('INVALID_REQUEST', 'since must be a non-negative integer byte offset')
     const total = live.record.outputBytes
     const start = Math.min(Math.max(since, live.base), total)
     const all = Buffer.concat(live.chunks)
@@ -253,9 +281,13 @@ export class JobRegistry extends Service {
   private find(id: string, owner?: JobOwner): Live {
     const live = typeof id === 'string' ? this.live.get(id) : undefined
     if (live && visible(live.record, owner)) return live
-    if (typeof id === 'string' && this.reaped.has(id)) throw new JobError('JOB_REAPED', `job ${id} finished long ago and its output was discarded`)
+    if (typeof id === 'string' && this.reaped.has(id))
+      throw new JobError('JOB_REAPED', `job ${id} finished long ago and its output was discarded`)
     const known = [...this.live.values()].filter((l) => visible(l.record, owner)).map((l) => l.record.id)
-    throw new JobError('UNKNOWN_JOB', `no background job "${String(id)}"${known.length ? ` (known: ${known.join(', ')})` : ' (there are none)'}`)
+    throw new JobError(
+      'UNKNOWN_JOB',
+      `no background job "${String(id)}"${known.length ? ` (known: ${known.join(', ')})` : ' (there are none)'}`,
+    )
   }
 
   private write(live: Live, text: string): void {
@@ -288,12 +320,18 @@ export class JobRegistry extends Service {
     try {
       // Default: a fresh private directory per registry, so job ids (which restart with the
       // registry) never meet an earlier file.
-      this.spillRoot ??= this.config.spillDir ? PrivateDir.ensure(this.config.spillDir) : processTempDir().tempSubdir('jobs-')
+      this.spillRoot ??= this.config.spillDir
+        ? PrivateDir.ensure(this.config.spillDir)
+        : processTempDir().tempSubdir('jobs-')
       const budget = spillBudget(`jobs:${session ?? ''}`, this.config.spillMaxBytes)
       let spill: SpillWriter | undefined
       for (let n = 1; !spill; n++) {
         try {
-          spill = new SpillWriter(this.spillRoot, n === 1 ? `${live.record.id}.log` : `${live.record.id}-${n}.log`, budget)
+          spill = new SpillWriter(
+            this.spillRoot,
+            n === 1 ? `${live.record.id}.log` : `${live.record.id}-${n}.log`,
+            budget,
+          )
         } catch (error) {
           // A configured directory shared with an earlier process: never reuse its files.
           if ((error as { code?: string }).code !== 'EEXIST' || n >= 100) throw error
@@ -314,7 +352,8 @@ export class JobRegistry extends Service {
     const spill = live.spill
     if (!spill || live.record.spillError !== undefined) return
     if (spill.error) live.record.spillError = spill.error
-    else if (spill.capped) live.record.spillError = `the session's spill cap (${this.config.spillMaxBytes} bytes) was reached: the spill file ends after ${spill.written} bytes`
+    else if (spill.capped)
+      live.record.spillError = `the session's spill cap (${this.config.spillMaxBytes} bytes) was reached: the spill file ends after ${spill.written} bytes`
     if (live.record.spillError) this.home.logger('jobs').warn('%s: %s', live.record.id, live.record.spillError)
   }
 

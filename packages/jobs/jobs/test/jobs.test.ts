@@ -1,6 +1,17 @@
 // ctx.jobs on its own: ids, output cursors, the retention bound and its spill file, kill, owner
 // scoping, reaping, limits, a throwing body, and app stop.
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -53,7 +64,9 @@ describe('ctx.jobs', () => {
     const job = manual()
     const record = c.jobs.start({ kind: 'bash', description: 'count', command: 'seq 3', owner, run: job.run })
     expect(record).toMatchObject({ id: 'bash-1', status: 'running', outputBytes: 0, owner })
-    expect(c.jobs.start({ kind: 'watch', description: 'w', owner, run: async () => ({ status: 'exited', exitCode: 0 }) }).id).toBe('watch-1')
+    expect(
+      c.jobs.start({ kind: 'watch', description: 'w', owner, run: async () => ({ status: 'exited', exitCode: 0 }) }).id,
+    ).toBe('watch-1')
     await job.ready
     job.write('one\n')
     job.write('twö\n')
@@ -99,7 +112,7 @@ describe('ctx.jobs', () => {
   it('never writes through links planted at the old predictable spill path; files are private', async () => {
     const home = mkdtempSync(join(tmpdir(), 'dsh-jobs-home-'))
     const victim = join(home, 'cordis.patch.yml')
-    writeFileSync(victim, '# the user\'s layer\n')
+    writeFileSync(victim, "# the user's layer\n")
     const planted = mkdtempSync(join(tmpdir(), 'dsh-jobs-planted-'))
     symlinkSync(victim, join(planted, 'bash-1.log'))
     const predictable = join(tmpdir(), `dsh-jobs-${process.pid}`)
@@ -114,7 +127,7 @@ describe('ctx.jobs', () => {
       job.write(payload)
       job.finish({ status: 'exited', exitCode: 0 })
       const record = await c.jobs.wait('bash-1')
-      expect(readFileSync(victim, 'utf8')).toBe('# the user\'s layer\n')
+      expect(readFileSync(victim, 'utf8')).toBe("# the user's layer\n")
       expect(record.spillError).toBeUndefined()
       const spillPath = record.spillPath!
       expect(spillPath.startsWith(predictable)).toBe(false)
@@ -142,7 +155,9 @@ describe('ctx.jobs', () => {
     job.write('y'.repeat(4096))
     const out = c.jobs.output('bash-1')
     expect(out.spillPath).toBeUndefined()
-    expect(out.spillError).toBe(`cannot spill the output of bash-1: refusing to write into ${spillDir}: it is a symbolic link`)
+    expect(out.spillError).toBe(
+      `cannot spill the output of bash-1: refusing to write into ${spillDir}: it is a symbolic link`,
+    )
     expect(out.text).toBe('y'.repeat(1024))
     job.finish({ status: 'exited', exitCode: 0 })
     expect((await c.jobs.wait('bash-1')).spillError).toBe(out.spillError)
@@ -181,8 +196,12 @@ describe('ctx.jobs', () => {
     second.write('c'.repeat(600))
     second.finish({ status: 'exited', exitCode: 0 })
     const record = await c.jobs.wait('bash-2')
-    expect(record.spillError).toBe(`the session's spill cap (3000 bytes) was reached: the spill file ends after 1000 bytes`)
-    expect(readFileSync(record.spillPath!, 'utf8')).toMatch(/^b{1000}\n\[dsh: the spill cap of 3000 bytes for this session was reached/)
+    expect(record.spillError).toBe(
+      `the session's spill cap (3000 bytes) was reached: the spill file ends after 1000 bytes`,
+    )
+    expect(readFileSync(record.spillPath!, 'utf8')).toMatch(
+      /^b{1000}\n\[dsh: the spill cap of 3000 bytes for this session was reached/,
+    )
     expect(c.jobs.output('bash-2').text.endsWith('c'.repeat(600))).toBe(true)
   })
 
@@ -215,12 +234,19 @@ describe('ctx.jobs', () => {
         throw new Error('cannot start')
       },
     })
-    expect(await c.jobs.wait('bash-1')).toMatchObject({ status: 'failed', error: { code: 'JOB_ERROR', message: 'cannot start' } })
+    expect(await c.jobs.wait('bash-1')).toMatchObject({
+      status: 'failed',
+      error: { code: 'JOB_ERROR', message: 'cannot start' },
+    })
     const job = manual()
     c.jobs.start({ kind: 'bash', description: 'long', owner, run: job.run })
     await job.ready
-    expect(error(() => c.jobs.start({ kind: 'bash', description: 'x', owner, run: job.run })).code).toBe('TOO_MANY_JOBS')
-    expect(error(() => c.jobs.start({ kind: 'Bad Kind', description: 'x', owner, run: job.run })).code).toBe('INVALID_REQUEST')
+    expect(error(() => c.jobs.start({ kind: 'bash', description: 'x', owner, run: job.run })).code).toBe(
+      'TOO_MANY_JOBS',
+    )
+    expect(error(() => c.jobs.start({ kind: 'Bad Kind', description: 'x', owner, run: job.run })).code).toBe(
+      'INVALID_REQUEST',
+    )
     await c.parallel('app/stopping' as never, {} as never)
     expect(c.jobs.get('bash-2')).toMatchObject({ status: 'killed' })
     expect(existsSync(join(tmpdir(), 'never'))).toBe(false)

@@ -16,7 +16,10 @@ export interface ToolJobsConfig {
 }
 
 export const Config: Schema<Partial<ToolJobsConfig>, ToolJobsConfig> = Schema.object({
-  maxOutputChars: Schema.natural().min(1000).default(30_000).description('Most output characters one job_output call returns.'),
+  maxOutputChars: Schema.natural()
+    .min(1000)
+    .default(30_000)
+    .description('Most output characters one job_output call returns.'),
 })
 
 export const NOTICE_SOURCE = { kind: 'plugin', plugin: '@dsh/tool-jobs', label: 'job finished' } as const
@@ -50,7 +53,10 @@ export function noticeText(record: JobRecord): string {
 
 export function apply(ctx: Context, config: ToolJobsConfig): void {
   contributeSection(ctx, PROMPT_SECTION)
-  const ownerOf = (call: ToolCallContext): JobOwner => ({ ...(call.sessionId !== undefined ? { sessionId: call.sessionId } : {}), ...(call.agentId !== undefined ? { agentId: call.agentId } : {}) })
+  const ownerOf = (call: ToolCallContext): JobOwner => ({
+    ...(call.sessionId !== undefined ? { sessionId: call.sessionId } : {}),
+    ...(call.agentId !== undefined ? { agentId: call.agentId } : {}),
+  })
   const refused = (error: unknown): ToolOutput => {
     if (JobError.is(error)) return fail(error.code, error.message)
     throw error
@@ -72,7 +78,11 @@ export function apply(ctx: Context, config: ToolJobsConfig): void {
       type: 'object',
       properties: {
         id: { type: 'string', description: 'The job id (e.g. "bash-1").' },
-        since: { type: 'integer', minimum: 0, description: 'Byte offset to read from: the `next` of the previous read.' },
+        since: {
+          type: 'integer',
+          minimum: 0,
+          description: 'Byte offset to read from: the `next` of the previous read.',
+        },
       },
       required: ['id'],
       additionalProperties: false,
@@ -81,7 +91,10 @@ export function apply(ctx: Context, config: ToolJobsConfig): void {
     execute(args, call) {
       let out
       try {
-        out = ctx.jobs.output(args.id, { ...(args.since !== undefined ? { since: args.since } : {}), owner: ownerOf(call) })
+        out = ctx.jobs.output(args.id, {
+          ...(args.since !== undefined ? { since: args.since } : {}),
+          owner: ownerOf(call),
+        })
       } catch (error) {
         return refused(error)
       }
@@ -93,14 +106,26 @@ export function apply(ctx: Context, config: ToolJobsConfig): void {
         text = text.slice(cut)
       }
       const notes: string[] = []
-      if (out.skipped > 0) notes.push(`${out.skipped} earlier bytes are no longer in memory${out.spillPath ? `; the ${out.spillError ? 'spilled' : 'whole'} output is in ${out.spillPath}` : ''}`)
+      if (out.skipped > 0)
+        notes.push(
+          `${out.skipped} earlier bytes are no longer in memory${out.spillPath ? `; the ${out.spillError ? 'spilled' : 'whole'} output is in ${out.spillPath}` : ''}`,
+        )
       if (out.spillError) notes.push(out.spillError)
-      if (cut > 0) notes.push(`the first ${cut} characters of this range were left out${out.spillPath ? ` (see ${out.spillPath})` : ''}`)
+      if (cut > 0)
+        notes.push(
+          `the first ${cut} characters of this range were left out${out.spillPath ? ` (see ${out.spillPath})` : ''}`,
+        )
       const head = `Job ${out.id} (${statusText(record)}); output bytes ${out.from}-${out.to}, next: ${out.to}${notes.length ? `; ${notes.join('; ')}` : ''}.`
       const body = text === '' ? '(no new output)' : text
       return {
         content: `${head}\n${body}`,
-        meta: { id: out.id, status: out.status, from: out.from, next: out.to, ...(out.spillPath ? { spillPath: out.spillPath } : {}) },
+        meta: {
+          id: out.id,
+          status: out.status,
+          from: out.from,
+          next: out.to,
+          ...(out.spillPath ? { spillPath: out.spillPath } : {}),
+        },
       }
     },
   })
@@ -113,8 +138,14 @@ export function apply(ctx: Context, config: ToolJobsConfig): void {
     execute(_args, call) {
       const jobs = ctx.jobs.list(ownerOf(call))
       if (jobs.length === 0) return { content: 'No background jobs in this session.', meta: { count: 0 } }
-      const lines = jobs.map((j) => `${j.id}  ${statusText(j)}  ${j.outputBytes} bytes  ${quoted(j.description)}${j.command ? `  $ ${quoted(j.command)}` : ''}`)
-      return { content: `${jobs.length} background job${jobs.length === 1 ? '' : 's'}:\n${lines.join('\n')}`, meta: { count: jobs.length } }
+      const lines = jobs.map(
+        (j) =>
+          `${j.id}  ${statusText(j)}  ${j.outputBytes} bytes  ${quoted(j.description)}${j.command ? `  $ ${quoted(j.command)}` : ''}`,
+      )
+      return {
+        content: `${jobs.length} background job${jobs.length === 1 ? '' : 's'}:\n${lines.join('\n')}`,
+        meta: { count: jobs.length },
+      }
     },
   })
 
@@ -130,9 +161,16 @@ export function apply(ctx: Context, config: ToolJobsConfig): void {
     async execute(args, call) {
       try {
         const before = ctx.jobs.get(args.id, ownerOf(call))
-        if (before.status !== 'running') return { content: `Job ${before.id} had already ended (${statusText(before)}).`, meta: { id: before.id, status: before.status } }
+        if (before.status !== 'running')
+          return {
+            content: `Job ${before.id} had already ended (${statusText(before)}).`,
+            meta: { id: before.id, status: before.status },
+          }
         const record = await ctx.jobs.kill(args.id, ownerOf(call))
-        return { content: `Job ${record.id} was stopped (${statusText(record)}).`, meta: { id: record.id, status: record.status } }
+        return {
+          content: `Job ${record.id} was stopped (${statusText(record)}).`,
+          meta: { id: record.id, status: record.status },
+        }
       } catch (error) {
         return refused(error)
       }

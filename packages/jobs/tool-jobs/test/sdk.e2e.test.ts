@@ -20,17 +20,25 @@ afterEach(async () => {
 const call = (id: string, name: string, args: object) => ({ toolCalls: [{ id, name, arguments: args }] })
 
 function toolText(i: number, callId: string): string {
-  const messages = (server!.requests[i].body as { messages: Array<{ role: string; content: string; tool_call_id?: string }> }).messages
+  const messages = (
+    server!.requests[i].body as { messages: Array<{ role: string; content: string; tool_call_id?: string }> }
+  ).messages
   return messages.find((m) => m.role === 'tool' && m.tool_call_id === callId)?.content ?? '(none)'
 }
 
-it('a background job started in one turn is polled with job_output in the next; job_kill stops another', { timeout: 120_000 }, async () => {
+it('a background job started in one turn is polled with job_output in the next; job_kill stops another', {
+  timeout: 120_000,
+}, async () => {
   const root = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-jobs-e2e-')))
   const cwd = join(root, 'work')
   mkdirSync(cwd)
   server = await startMockServer({
     steps: [
-      call('b1', 'bash', { command: 'sleep 1; echo slept-and-printed', description: 'sleep then print', run_in_background: true }),
+      call('b1', 'bash', {
+        command: 'sleep 1; echo slept-and-printed',
+        description: 'sleep then print',
+        run_in_background: true,
+      }),
       call('o1', 'job_output', { id: 'bash-1' }),
       { text: 'started' },
       // Turn 2, after the job ended: its notice arrives with the turn's first request.
@@ -41,7 +49,16 @@ it('a background job started in one turn is polled with job_output in the next; 
       { text: 'done' },
     ] as never,
   })
-  harness = await Harness.start({ cwd, env: { PATH: process.env.PATH, HOME: root, DSH_HOME: join(root, 'home'), DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'x' } })
+  harness = await Harness.start({
+    cwd,
+    env: {
+      PATH: process.env.PATH,
+      HOME: root,
+      DSH_HOME: join(root, 'home'),
+      DEEPSEEK_BASE_URL: server.baseURL,
+      DEEPSEEK_API_KEY: 'x',
+    },
+  })
   const session = await harness.createSession({ cwd })
   const first = await session.prompt('start a background job')
   expect(first).toMatchObject({ reason: 'completed', text: 'started' })
@@ -52,8 +69,12 @@ it('a background job started in one turn is polled with job_output in the next; 
   const second = await session.prompt('what did it print?')
   expect(second).toMatchObject({ reason: 'completed', text: 'done' })
   const turn2 = (server.requests[3].body as { messages: Array<{ role: string; content: unknown }> }).messages
-  expect(JSON.stringify(turn2)).toContain('[Background job bash-1 (\\"sleep then print\\") exited with code 0; 18 bytes of output. Read it with job_output.]')
+  expect(JSON.stringify(turn2)).toContain(
+    '[Background job bash-1 (\\"sleep then print\\") exited with code 0; 18 bytes of output. Read it with job_output.]',
+  )
   expect(toolText(4, 'o2')).toBe('Job bash-1 (exited with code 0); output bytes 0-18, next: 18.\nslept-and-printed\n')
   expect(toolText(6, 'k2')).toBe('Job bash-2 was stopped (killed).')
-  expect(toolText(7, 'l2')).toMatch(/^2 background jobs:\nbash-1 {2}exited with code 0 {2}18 bytes .*\nbash-2 {2}killed {2}\d+ bytes  "long sleep"/)
+  expect(toolText(7, 'l2')).toMatch(
+    /^2 background jobs:\nbash-1 {2}exited with code 0 {2}18 bytes .*\nbash-2 {2}killed {2}\d+ bytes  "long sleep"/,
+  )
 })

@@ -4,7 +4,16 @@
 // are planted as a confined command could (the temp dir is writable inside the sandbox); the job
 // spills into a fresh private directory instead and the user's file is untouched.
 import { spawn } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import {
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, expect, it } from 'vitest'
@@ -21,11 +30,15 @@ afterAll(async () => {
 const call = (id: string, name: string, args: object) => ({ toolCalls: [{ id, name, arguments: args }] })
 
 function toolText(i: number, callId: string): string {
-  const messages = (server!.requests[i].body as { messages: Array<{ role: string; content: string; tool_call_id?: string }> }).messages
+  const messages = (
+    server!.requests[i].body as { messages: Array<{ role: string; content: string; tool_call_id?: string }> }
+  ).messages
   return messages.find((m) => m.role === 'tool' && m.tool_call_id === callId)?.content ?? '(none)'
 }
 
-it('a long background job never spills through a planted link; its spill file is private', { timeout: 120_000 }, async () => {
+it('a long background job never spills through a planted link; its spill file is private', {
+  timeout: 120_000,
+}, async () => {
   const root = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-jobs-link-e2e-')))
   cleanup.push(root)
   const cwd = join(root, 'work')
@@ -36,9 +49,16 @@ it('a long background job never spills through a planted link; its spill file is
   writeFileSync(victim, '# my own layer\n')
   server = await startMockServer({
     steps: [
-      call('b1', 'bash', { command: "head -c 300000 /dev/zero | tr '\\0' x; touch job-done", description: 'long output', run_in_background: true }),
+      call('b1', 'bash', {
+        command: "head -c 300000 /dev/zero | tr '\\0' x; touch job-done",
+        description: 'long output',
+        run_in_background: true,
+      }),
       // Waits for the job's own event (its marker file), then for its end.
-      call('w1', 'bash', { command: 'until [ -e job-done ]; do sleep 0.02; done; echo seen', description: 'wait for the job' }),
+      call('w1', 'bash', {
+        command: 'until [ -e job-done ]; do sleep 0.02; done; echo seen',
+        description: 'wait for the job',
+      }),
       call('k1', 'job_kill', { id: 'bash-1' }),
       call('o1', 'job_output', { id: 'bash-1', since: 0 }),
       { text: 'done' },
@@ -46,7 +66,13 @@ it('a long background job never spills through a planted link; its spill file is
   })
   const child = spawn(process.execPath, [DSH_BIN, '--profile', 'headless', 'make long output'], {
     cwd,
-    env: { PATH: process.env.PATH, HOME: root, DSH_HOME: home, DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' },
+    env: {
+      PATH: process.env.PATH,
+      HOME: root,
+      DSH_HOME: home,
+      DEEPSEEK_BASE_URL: server.baseURL,
+      DEEPSEEK_API_KEY: 'sk-test-not-a-real-key',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   // The old spill path of this dsh process, planted before it could spill: the directory is a link

@@ -26,7 +26,10 @@ async function boot(script: ScriptEntry[], jobs: object = {}) {
     plugins: [
       [JobRegistry, jobs],
       [LocalSubprocessService, {}],
-      [BashLocalExecutor, { defaultTimeoutMs: 5_000, maxTimeoutMs: 60_000, killGraceMs: 200, spillDir: join(dir, '.spill') }],
+      [
+        BashLocalExecutor,
+        { defaultTimeoutMs: 5_000, maxTimeoutMs: 60_000, killGraceMs: 200, spillDir: join(dir, '.spill') },
+      ],
       [ToolBash, {}],
       [ToolJobs, {}],
     ],
@@ -47,9 +50,19 @@ function lastUser(request: LlmRequest): string {
 }
 
 describe('tool-jobs with bash run_in_background', () => {
-  it('a sleep-then-print job outlives its turn; job_output reads it in the next turn; its end is a notice', { timeout: 30_000 }, async () => {
+  it('a sleep-then-print job outlives its turn; job_output reads it in the next turn; its end is a notice', {
+    timeout: 30_000,
+  }, async () => {
     const h = await boot([
-      call('bash', { command: 'echo started; sleep 0.5; echo finished-sleeping', description: 'sleep then print', run_in_background: true }, 'c1'),
+      call(
+        'bash',
+        {
+          command: 'echo started; sleep 0.5; echo finished-sleeping',
+          description: 'sleep then print',
+          run_in_background: true,
+        },
+        'c1',
+      ),
       call('job_output', { id: 'bash-1' }, 'c2'),
       { text: 'started it' },
       // turn 2
@@ -72,11 +85,23 @@ describe('tool-jobs with bash run_in_background', () => {
     expect(second.text).toBe('read it')
     // The notice was queued while the agent was idle and rode along with the next turn's first request.
     const turn2 = h.model.requests[3]
-    const users = turn2.messages.filter((m) => m.role === 'user').map((m) => (m.role === 'user' && typeof m.content !== 'string' ? m.content.map((b) => (b.type === 'text' ? b.text : '')).join('') : ''))
-    expect(users.at(-2)).toBe('[Background job bash-1 ("sleep then print") exited with code 0; 26 bytes of output. Read it with job_output.]')
+    const users = turn2.messages
+      .filter((m) => m.role === 'user')
+      .map((m) =>
+        m.role === 'user' && typeof m.content !== 'string'
+          ? m.content.map((b) => (b.type === 'text' ? b.text : '')).join('')
+          : '',
+      )
+    expect(users.at(-2)).toBe(
+      '[Background job bash-1 ("sleep then print") exited with code 0; 26 bytes of output. Read it with job_output.]',
+    )
     expect(lastUser(turn2)).toBe('what did it print?')
-    expect(lastTool(h.model.requests[4])).toBe('Job bash-1 (exited with code 0); output bytes 0-26, next: 26.\nstarted\nfinished-sleeping\n')
-    expect(lastTool(h.model.requests[5])).toBe('1 background job:\nbash-1  exited with code 0  26 bytes  "sleep then print"  $ "echo started; sleep 0.5; echo finished-sleeping"')
+    expect(lastTool(h.model.requests[4])).toBe(
+      'Job bash-1 (exited with code 0); output bytes 0-26, next: 26.\nstarted\nfinished-sleeping\n',
+    )
+    expect(lastTool(h.model.requests[5])).toBe(
+      '1 background job:\nbash-1  exited with code 0  26 bytes  "sleep then print"  $ "echo started; sleep 0.5; echo finished-sleeping"',
+    )
   })
 
   it('job_kill stops a running job; bad ids and arguments are one error each', { timeout: 30_000 }, async () => {
@@ -99,10 +124,16 @@ describe('tool-jobs with bash run_in_background', () => {
     expect(seen(6)).toMatch(/^Error \[INVALID_ARGUMENTS\]/)
   })
 
-  it('job_output says when the session\'s spill cap cut the spill file, and where the rest is not', { timeout: 30_000 }, async () => {
+  it("job_output says when the session's spill cap cut the spill file, and where the rest is not", {
+    timeout: 30_000,
+  }, async () => {
     const h = await boot(
       [
-        call('bash', { command: "head -c 5000 /dev/zero | tr '\\0' x", description: 'long', run_in_background: true }, 'c1'),
+        call(
+          'bash',
+          { command: "head -c 5000 /dev/zero | tr '\\0' x", description: 'long', run_in_background: true },
+          'c1',
+        ),
         { text: 'started' },
         call('job_output', { id: 'bash-1', since: 0 }, 'c2'),
         { text: 'read' },
@@ -113,11 +144,16 @@ describe('tool-jobs with bash run_in_background', () => {
     expect(await h.ctx.jobs.wait('bash-1')).toMatchObject({ status: 'exited', outputBytes: 5000 })
     await h.prompt('read it')
     const text = lastTool(h.model.requests[3])
-    expect(text).toMatch(/^Job bash-1 \(exited with code 0\); output bytes 3976-5000, next: 5000; 3976 earlier bytes are no longer in memory; the spilled output is in \/\S+\/bash-1\.log; the session's spill cap \(2000 bytes\) was reached: the spill file ends after 2000 bytes\.\nx{1024}$/)
+    expect(text).toMatch(
+      /^Job bash-1 \(exited with code 0\); output bytes 3976-5000, next: 5000; 3976 earlier bytes are no longer in memory; the spilled output is in \/\S+\/bash-1\.log; the session's spill cap \(2000 bytes\) was reached: the spill file ends after 2000 bytes\.\nx{1024}$/,
+    )
   })
 
   it('app stop kills running jobs', { timeout: 30_000 }, async () => {
-    const h = await boot([call('bash', { command: 'sleep 30', description: 'forever', run_in_background: true }, 'c1'), { text: 'ok' }])
+    const h = await boot([
+      call('bash', { command: 'sleep 30', description: 'forever', run_in_background: true }, 'c1'),
+      { text: 'ok' },
+    ])
     await h.prompt('start')
     await h.ctx.parallel('app/stopping' as never, {} as never)
     expect(h.ctx.jobs.get('bash-1').status).toBe('killed')

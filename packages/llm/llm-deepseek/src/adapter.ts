@@ -2,7 +2,15 @@
 // translated chunk by chunk. Every failure leaves as an LlmError with a stable code.
 import { bodyReader, nodeFetch, type BodyReader } from './http.ts'
 import { createParser, type EventSourceMessage } from 'eventsource-parser'
-import { LlmError, redactError, secretList, type LlmAdapter, type LlmRequest, type ModelInfo, type StreamChunk } from '@dsh/llm'
+import {
+  LlmError,
+  redactError,
+  secretList,
+  type LlmAdapter,
+  type LlmRequest,
+  type ModelInfo,
+  type StreamChunk,
+} from '@dsh/llm'
 import { PROVIDER_LABEL, errorFromResponse, transportError } from './errors.ts'
 import { StreamTranslator, buildRequestBody, defaultEffortTable, type EffortTable } from './wire.ts'
 
@@ -94,16 +102,24 @@ export class DeepSeekAdapter implements LlmAdapter {
     if (signal?.aborted) throw aborted()
     if (this.options.strictModels && !this.options.models.some((m) => m.id === request.model)) {
       const known = this.options.models.map((m) => m.id).join(', ') || '(none)'
-      throw new LlmError('UNKNOWN_MODEL', `${PROVIDER_LABEL} route '${this.provider}' has no model '${request.model}'; configured: ${known}`, {
-        provider: this.provider,
-      })
+      throw new LlmError(
+        'UNKNOWN_MODEL',
+        `${PROVIDER_LABEL} route '${this.provider}' has no model '${request.model}'; configured: ${known}`,
+        {
+          provider: this.provider,
+        },
+      )
     }
     let key: string | undefined
     try {
       key = await this.options.getKey()
     } catch (cause) {
       // A broken credentials file is the user's to fix, not a network failure to retry.
-      throw new LlmError('MISSING_CREDENTIAL', `cannot read credential ${this.options.apiKeyEnv}: ${(cause as Error)?.message ?? cause}`, { provider: this.provider, cause })
+      throw new LlmError(
+        'MISSING_CREDENTIAL',
+        `cannot read credential ${this.options.apiKeyEnv}: ${(cause as Error)?.message ?? cause}`,
+        { provider: this.provider, cause },
+      )
     }
     if (!key) throw this.missingKey()
     used.key = key
@@ -146,10 +162,13 @@ export class DeepSeekAdapter implements LlmAdapter {
     const arm = () => {
       disarm()
       waitStart = Date.now()
-      timer = setTimeout(() => {
-        stop ??= 'idle'
-        controller.abort()
-      }, Math.max(0, idleLeft))
+      timer = setTimeout(
+        () => {
+          stop ??= 'idle'
+          controller.abort()
+        },
+        Math.max(0, idleLeft),
+      )
     }
     const refill = () => {
       idleLeft = idleMs
@@ -158,17 +177,28 @@ export class DeepSeekAdapter implements LlmAdapter {
     const withProvider = (error: LlmError): LlmError =>
       error.provider
         ? error
-        : new LlmError(error.code, error.message, { status: error.status, provider: this.provider, retryAfterMs: error.retryAfterMs, cause: error.cause })
+        : new LlmError(error.code, error.message, {
+            status: error.status,
+            provider: this.provider,
+            retryAfterMs: error.retryAfterMs,
+            cause: error.cause,
+          })
     const fault = (cause: unknown, phase: 'connect' | 'read'): LlmError => {
       if (stop === 'abort') return aborted()
       if (stop === 'idle') {
         const what = idleTraffic ? `only ${idleTraffic}` : 'nothing'
-        return new LlmError('TIMEOUT', `${PROVIDER_LABEL} sent ${what} for ${idleMs} ms (streamIdleTimeoutMs)`, { provider: this.provider })
-      }
-      if (stop === 'deadline') {
-        return new LlmError('DEADLINE_EXCEEDED', `${PROVIDER_LABEL} did not finish the response within ${deadlineMs} ms (requestTimeoutMs)`, {
+        return new LlmError('TIMEOUT', `${PROVIDER_LABEL} sent ${what} for ${idleMs} ms (streamIdleTimeoutMs)`, {
           provider: this.provider,
         })
+      }
+      if (stop === 'deadline') {
+        return new LlmError(
+          'DEADLINE_EXCEEDED',
+          `${PROVIDER_LABEL} did not finish the response within ${deadlineMs} ms (requestTimeoutMs)`,
+          {
+            provider: this.provider,
+          },
+        )
       }
       if (LlmError.is(cause)) return withProvider(cause)
       return withProvider(transportError(cause, phase, this.options.baseURL))
@@ -184,7 +214,12 @@ export class DeepSeekAdapter implements LlmAdapter {
         authorization: `Bearer ${key}`,
         'user-agent': this.options.userAgent,
       }
-      const body = JSON.stringify(buildRequestBody(request, { maxTokens: this.options.maxTokens, efforts: this.options.efforts ?? defaultEffortTable() }))
+      const body = JSON.stringify(
+        buildRequestBody(request, {
+          maxTokens: this.options.maxTokens,
+          efforts: this.options.efforts ?? defaultEffortTable(),
+        }),
+      )
       const doFetch = this.options.fetch ?? (nodeFetch as typeof fetch)
       arm()
       let response: Response
@@ -214,10 +249,14 @@ export class DeepSeekAdapter implements LlmAdapter {
         } catch (cause) {
           throw fault(cause, 'read')
         }
-        throw new LlmError('PROTOCOL', `${PROVIDER_LABEL} answered with ${contentType || 'no content type'} instead of an SSE stream: ${snippet(text)}`, {
-          provider: this.provider,
-          status: response.status,
-        })
+        throw new LlmError(
+          'PROTOCOL',
+          `${PROVIDER_LABEL} answered with ${contentType || 'no content type'} instead of an SSE stream: ${snippet(text)}`,
+          {
+            provider: this.provider,
+            status: response.status,
+          },
+        )
       }
 
       const translator = new StreamTranslator()
@@ -230,7 +269,11 @@ export class DeepSeekAdapter implements LlmAdapter {
         onError: (error) => {
           // Unknown field names are ignored per the SSE spec; only a runaway buffer is fatal.
           if (error.type === 'max-buffer-size-exceeded') {
-            parseFailure = new LlmError('PROTOCOL', `${PROVIDER_LABEL} sent an SSE event over ${MAX_EVENT_CHARS} characters`, { provider: this.provider })
+            parseFailure = new LlmError(
+              'PROTOCOL',
+              `${PROVIDER_LABEL} sent an SSE event over ${MAX_EVENT_CHARS} characters`,
+              { provider: this.provider },
+            )
           }
         },
         maxBufferSize: MAX_EVENT_CHARS,
@@ -281,7 +324,9 @@ export class DeepSeekAdapter implements LlmAdapter {
           try {
             payload = JSON.parse(data)
           } catch {
-            throw new LlmError('PROTOCOL', `${PROVIDER_LABEL} sent an SSE event that is not JSON: ${snippet(data)}`, { provider: this.provider })
+            throw new LlmError('PROTOCOL', `${PROVIDER_LABEL} sent an SSE event that is not JSON: ${snippet(data)}`, {
+              provider: this.provider,
+            })
           }
           try {
             batch.push(...translator.push(payload))
@@ -303,12 +348,22 @@ export class DeepSeekAdapter implements LlmAdapter {
 
       if (!done && !translator.finished) {
         if (!sawEvent) {
-          throw new LlmError('PROTOCOL', `${PROVIDER_LABEL} answered with a body that is not an SSE stream: ${snippet(head)}`, { provider: this.provider })
+          throw new LlmError(
+            'PROTOCOL',
+            `${PROVIDER_LABEL} answered with a body that is not an SSE stream: ${snippet(head)}`,
+            { provider: this.provider },
+          )
         }
-        throw new LlmError('TRANSPORT', `${PROVIDER_LABEL} closed the stream before the response finished`, { provider: this.provider })
+        throw new LlmError('TRANSPORT', `${PROVIDER_LABEL} closed the stream before the response finished`, {
+          provider: this.provider,
+        })
       }
       if (!translator.hasContent) {
-        throw new LlmError('EMPTY_RESPONSE', `${PROVIDER_LABEL} finished the response without any text, reasoning or tool call`, { provider: this.provider })
+        throw new LlmError(
+          'EMPTY_RESPONSE',
+          `${PROVIDER_LABEL} finished the response without any text, reasoning or tool call`,
+          { provider: this.provider },
+        )
       }
       const closing = translator.finish()
       if (!closing.some((c) => c.kind === 'finish')) {
@@ -335,13 +390,21 @@ export class DeepSeekAdapter implements LlmAdapter {
 
 /** The error of a response body past `limit` bytes (the rest is not read). */
 function tooLarge(limit: number, provider: string): LlmError {
-  return new LlmError('RESPONSE_TOO_LARGE', `${PROVIDER_LABEL} sent more than ${limit} bytes in one response (maxResponseBytes); the rest was not read`, {
-    provider,
-  })
+  return new LlmError(
+    'RESPONSE_TOO_LARGE',
+    `${PROVIDER_LABEL} sent more than ${limit} bytes in one response (maxResponseBytes); the rest was not read`,
+    {
+      provider,
+    },
+  )
 }
 
 /** The first `limit` bytes of the body as UTF-8 (the rest is left unread and the body cancelled). */
-async function readCapped(response: Response, limit: number, reader: BodyReader | undefined = bodyReader(response) ?? response.body?.getReader()): Promise<string> {
+async function readCapped(
+  response: Response,
+  limit: number,
+  reader: BodyReader | undefined = bodyReader(response) ?? response.body?.getReader(),
+): Promise<string> {
   if (!reader) return ''
   const chunks: Uint8Array[] = []
   let size = 0

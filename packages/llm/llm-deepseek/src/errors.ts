@@ -41,7 +41,8 @@ export function codeForStatus(status: number, message: string): LlmErrorCode {
   if (status === 402) return 'AUTH'
   if (status === 408) return 'TIMEOUT'
   if (status === 429) return 'RATE_LIMIT'
-  if (status === 413 || ((status === 400 || status === 422) && CONTEXT_OVERFLOW.test(message))) return 'CONTEXT_OVERFLOW'
+  if (status === 413 || ((status === 400 || status === 422) && CONTEXT_OVERFLOW.test(message)))
+    return 'CONTEXT_OVERFLOW'
   if (status >= 500) return 'SERVER'
   return 'BAD_REQUEST'
 }

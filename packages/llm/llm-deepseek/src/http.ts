@@ -71,7 +71,8 @@ export function bodyReader(response: Response): BodyReader | undefined {
     notify()
   })
   incoming.once('close', () => {
-    if (!ended) failure ??= Object.assign(new Error('the connection closed before the response ended'), { code: 'ECONNRESET' })
+    if (!ended)
+      failure ??= Object.assign(new Error('the connection closed before the response ended'), { code: 'ECONNRESET' })
     notify()
   })
   return {

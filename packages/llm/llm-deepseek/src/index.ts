@@ -43,8 +43,22 @@ export interface Config {
 }
 
 const defaultModels = (): ModelEntry[] => [
-  { id: 'deepseek-v4-flash', displayName: 'DeepSeek V4 Flash', contextWindow: 1_048_576, maxOutputTokens: 393_216, reasoning: true, supportsTools: true },
-  { id: 'deepseek-v4-pro', displayName: 'DeepSeek V4 Pro', contextWindow: 1_048_576, maxOutputTokens: 393_216, reasoning: true, supportsTools: true },
+  {
+    id: 'deepseek-v4-flash',
+    displayName: 'DeepSeek V4 Flash',
+    contextWindow: 1_048_576,
+    maxOutputTokens: 393_216,
+    reasoning: true,
+    supportsTools: true,
+  },
+  {
+    id: 'deepseek-v4-pro',
+    displayName: 'DeepSeek V4 Pro',
+    contextWindow: 1_048_576,
+    maxOutputTokens: 393_216,
+    reasoning: true,
+    supportsTools: true,
+  },
 ]
 
 const modelSchema: Schema<ModelEntry> = Schema.object({
@@ -65,27 +79,35 @@ const effortParams = (effort: ReasoningEffort) =>
 export const Config: Schema<Partial<Config>, Config> = Schema.object({
   provider: Schema.string().default(DEFAULT_ROUTE).description('Route name registered on ctx.llm.'),
   apiKeyEnv: Schema.string().default('DEEPSEEK_API_KEY').description('Environment variable holding the API key.'),
-  baseURL: Schema.string().description('API root (`/chat/completions` is appended). Default: $DEEPSEEK_BASE_URL, else the public API.'),
+  baseURL: Schema.string().description(
+    'API root (`/chat/completions` is appended). Default: $DEEPSEEK_BASE_URL, else the public API.',
+  ),
   models: Schema.array(modelSchema).default(defaultModels()).description('Model catalog of the route.'),
   strictModels: Schema.boolean().default(true).description('Reject a model outside `models` before any network I/O.'),
   maxTokens: Schema.natural().description('`max_tokens` when the request names none.'),
   streamIdleTimeoutMs: Schema.natural()
     .min(1)
     .default(300_000)
-    .description('Longest wait for progress (headers, or an event with content, reasoning, a tool call, usage or a finish; keep-alive comments and empty chunks do not count) before TIMEOUT.'),
+    .description(
+      'Longest wait for progress (headers, or an event with content, reasoning, a tool call, usage or a finish; keep-alive comments and empty chunks do not count) before TIMEOUT.',
+    ),
   maxResponseBytes: Schema.natural()
     .min(1)
     .default(DEFAULT_MAX_RESPONSE_BYTES)
     .description('Body bytes read from one response before RESPONSE_TOO_LARGE (not retried by default).'),
   requestTimeoutMs: Schema.natural()
     .default(DEFAULT_REQUEST_TIMEOUT_MS)
-    .description('Wall-clock bound on one whole request before DEADLINE_EXCEEDED (not retried by default); 0 disables.'),
+    .description(
+      'Wall-clock bound on one whole request before DEADLINE_EXCEEDED (not retried by default); 0 disables.',
+    ),
   reasoningEffort: Schema.object({
     off: effortParams('off'),
     low: effortParams('low'),
     high: effortParams('high'),
     max: effortParams('max'),
-  }).default(defaultEffortTable()).description('Request fields per reasoning effort.'),
+  })
+    .default(defaultEffortTable())
+    .description('Request fields per reasoning effort.'),
   headers: Schema.dict(Schema.string()).default({}).description('Extra HTTP headers on every request.'),
 }) as Schema<Partial<Config>, Config>
 
@@ -98,7 +120,10 @@ export function resolveBaseURL(config: Pick<Config, 'baseURL'>, env: NodeJS.Proc
  * The environment variable named by `apiKeyEnv`, read at request time (so a key exported after
  * boot is seen).
  */
-export const envKeySource = (apiKeyEnv: string, env: NodeJS.ProcessEnv = process.env): KeySource => () => env[apiKeyEnv]
+export const envKeySource =
+  (apiKeyEnv: string, env: NodeJS.ProcessEnv = process.env): KeySource =>
+  () =>
+    env[apiKeyEnv]
 
 export function createAdapter(config: Config, getKey: KeySource = envKeySource(config.apiKeyEnv)): DeepSeekAdapter {
   return new DeepSeekAdapter({

@@ -14,9 +14,7 @@ import {
 
 // ---- request side ----
 
-export type WireContentPart =
-  | { type: 'text'; text: string }
-  | { type: 'image_url'; image_url: { url: string } }
+export type WireContentPart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } }
 
 export interface WireToolCall {
   id: string
@@ -52,7 +50,10 @@ export const defaultEffortTable = (): EffortTable => ({
 })
 
 const joinText = (blocks: ReadonlyArray<{ type: string; text?: string }>): string =>
-  blocks.filter((b) => b.type === 'text').map((b) => b.text ?? '').join('')
+  blocks
+    .filter((b) => b.type === 'text')
+    .map((b) => b.text ?? '')
+    .join('')
 
 /**
  * Messages in DeepSeek's order: the system prompt first, then the history. Assistant reasoning
@@ -72,10 +73,11 @@ export function toWireMessages(system: string | undefined, messages: readonly Me
         }
         out.push({
           role: 'user',
-          content: message.content.map((b): WireContentPart =>
-            b.type === 'text'
-              ? { type: 'text', text: b.text }
-              : { type: 'image_url', image_url: { url: `data:${b.mediaType};base64,${b.data}` } },
+          content: message.content.map(
+            (b): WireContentPart =>
+              b.type === 'text'
+                ? { type: 'text', text: b.text }
+                : { type: 'image_url', image_url: { url: `data:${b.mediaType};base64,${b.data}` } },
           ),
         })
         break
@@ -89,10 +91,17 @@ export function toWireMessages(system: string | undefined, messages: readonly Me
         const calls: WireToolCall[] = []
         for (const block of message.content) {
           if (block.type === 'tool-call') {
-            calls.push({ id: block.callId, type: 'function', function: { name: block.name, arguments: block.arguments } })
+            calls.push({
+              id: block.callId,
+              type: 'function',
+              function: { name: block.name, arguments: block.arguments },
+            })
           }
         }
-        const wire: WireMessage & { role: 'assistant' } = { role: 'assistant', content: text === '' && calls.length ? null : text }
+        const wire: WireMessage & { role: 'assistant' } = {
+          role: 'assistant',
+          content: text === '' && calls.length ? null : text,
+        }
         if (reasoning !== '') wire.reasoning_content = reasoning
         if (calls.length) wire.tool_calls = calls
         out.push(wire)
@@ -163,7 +172,8 @@ const count = (value: unknown): number => (typeof value === 'number' && Number.i
 export function mapUsage(usage: WireUsage): TokenUsage {
   const prompt = count(usage.prompt_tokens)
   const hit = count(usage.prompt_cache_hit_tokens)
-  const miss = usage.prompt_cache_miss_tokens === undefined ? Math.max(0, prompt - hit) : count(usage.prompt_cache_miss_tokens)
+  const miss =
+    usage.prompt_cache_miss_tokens === undefined ? Math.max(0, prompt - hit) : count(usage.prompt_cache_miss_tokens)
   const completion = count(usage.completion_tokens)
   const reasoning = Math.min(completion, count(usage.completion_tokens_details?.reasoning_tokens))
   return { input: miss, output: completion - reasoning, cacheRead: hit, cacheWrite: 0, reasoning }
@@ -291,7 +301,8 @@ export class StreamTranslator {
   }
 
   private toolDelta(call: { [key: string]: unknown }, out: StreamChunk[]): void {
-    const index = typeof call.index === 'number' && Number.isInteger(call.index) && call.index >= 0 ? call.index : undefined
+    const index =
+      typeof call.index === 'number' && Number.isInteger(call.index) && call.index >= 0 ? call.index : undefined
     if (index === undefined) throw new LlmError('PROTOCOL', 'DeepSeek sent a tool-call delta without a valid index')
     let slot = this.tools.get(index)
     if (!slot) {

@@ -41,7 +41,10 @@ async function collect(adapter: DeepSeekAdapter, req: LlmRequest = request()): P
   return out
 }
 
-async function failure(adapter: DeepSeekAdapter, req: LlmRequest = request()): Promise<{ error: LlmError; chunks: StreamChunk[] }> {
+async function failure(
+  adapter: DeepSeekAdapter,
+  req: LlmRequest = request(),
+): Promise<{ error: LlmError; chunks: StreamChunk[] }> {
   const chunks: StreamChunk[] = []
   try {
     for await (const chunk of adapter.stream(req)) chunks.push(chunk)
@@ -57,13 +60,22 @@ describe('DeepSeekAdapter over the mock server', () => {
     // Reading `body` would load Node's web-streams internals at the first response of a process.
     const untouched: typeof fetch = async (input, init) => {
       const response = await nodeFetch(input as string, init as never)
-      Object.defineProperty(response, 'body', { get: () => { throw new Error('the adapter read response.body') } })
+      Object.defineProperty(response, 'body', {
+        get: () => {
+          throw new Error('the adapter read response.body')
+        },
+      })
       return response
     }
     server = await startMockServer({ steps: [{ text: 'Streamed from the node stream.' }] })
     const adapter = new DeepSeekAdapter({
-      provider: 'deepseek-official', baseURL: server.baseURL, getKey: () => KEY, models: [],
-      streamIdleTimeoutMs: 10_000, userAgent: 'test', fetch: untouched,
+      provider: 'deepseek-official',
+      baseURL: server.baseURL,
+      getKey: () => KEY,
+      models: [],
+      streamIdleTimeoutMs: 10_000,
+      userAgent: 'test',
+      fetch: untouched,
     } as never)
     const result = BlockAssembler.fold(await collect(adapter)).result()
     expect(result.message.content).toEqual([{ type: 'text', text: 'Streamed from the node stream.' }])
@@ -74,7 +86,11 @@ describe('DeepSeekAdapter over the mock server', () => {
     const adapter = await serve([{ text: 'one' }, { text: 'two' }, { text: 'three, left unread' }, { text: 'four' }])
     // The rest of a finished body (the chunked terminator) drains right after the stream ends;
     // then the socket waits in the agent's free list.
-    const freeSocket = () => vi.waitFor(() => expect(Object.values(globalAgent.freeSockets).flat().length).toBeGreaterThan(0), { timeout: 5_000, interval: 5 })
+    const freeSocket = () =>
+      vi.waitFor(() => expect(Object.values(globalAgent.freeSockets).flat().length).toBeGreaterThan(0), {
+        timeout: 5_000,
+        interval: 5,
+      })
     await collect(adapter)
     await freeSocket()
     await collect(adapter)
@@ -115,7 +131,9 @@ describe('DeepSeekAdapter over the mock server', () => {
   })
 
   it('streams reasoning before text and splits reasoning tokens out of output', async () => {
-    const adapter = await serve([{ reasoning: 'Let me think.', text: 'Four.', usage: { prompt: 10, completion: 30, reasoning: 25 } }])
+    const adapter = await serve([
+      { reasoning: 'Let me think.', text: 'Four.', usage: { prompt: 10, completion: 30, reasoning: 25 } },
+    ])
     const chunks = await collect(adapter)
     expect(chunks[0]).toEqual({ kind: 'reasoning-delta', text: 'Let me think.' })
     const result = BlockAssembler.fold(chunks).result()
@@ -174,14 +192,18 @@ describe('DeepSeekAdapter over the mock server', () => {
   })
 
   it('ignores keep-alive comments and answers length finishes', async () => {
-    const adapter = await serve([{ events: [{ keepAlive: true }, { text: 'partial' }, { keepAlive: true }], finish: 'length' }])
+    const adapter = await serve([
+      { events: [{ keepAlive: true }, { text: 'partial' }, { keepAlive: true }], finish: 'length' },
+    ])
     const result = BlockAssembler.fold(await collect(adapter)).result()
     expect(result.message.content).toEqual([{ type: 'text', text: 'partial' }])
     expect(result.finish).toBe('length')
   })
 
   it('keep-alive comments do not hold off the idle watchdog forever', async () => {
-    const adapter = await serve([{ events: [{ forever: { keepAlive: true, intervalMs: 10 } }] }], { streamIdleTimeoutMs: 300 })
+    const adapter = await serve([{ events: [{ forever: { keepAlive: true, intervalMs: 10 } }] }], {
+      streamIdleTimeoutMs: 300,
+    })
     const { error } = await failure(adapter)
     expect(error.code).toBe('TIMEOUT')
     expect(error.message).toContain('only keep-alive comments for 300 ms')
@@ -208,12 +230,17 @@ describe('DeepSeekAdapter over the mock server', () => {
   })
 
   it('maps 429 with Retry-After to RATE_LIMIT with retryAfterMs', async () => {
-    const adapter = await serve([{ error: { status: 429, retryAfter: 2, message: 'Rate limit reached' } }, { text: 'fine now' }])
+    const adapter = await serve([
+      { error: { status: 429, retryAfter: 2, message: 'Rate limit reached' } },
+      { text: 'fine now' },
+    ])
     const { error } = await failure(adapter)
     expect(error).toMatchObject({ code: 'RATE_LIMIT', status: 429, retryAfterMs: 2000, provider: 'deepseek-official' })
     expect(error.message).toContain('Rate limit reached')
     // The adapter itself never retries: the next request is a separate attempt.
-    expect(BlockAssembler.fold(await collect(adapter)).result().message.content).toEqual([{ type: 'text', text: 'fine now' }])
+    expect(BlockAssembler.fold(await collect(adapter)).result().message.content).toEqual([
+      { type: 'text', text: 'fine now' },
+    ])
     expect(server!.requests).toHaveLength(2)
   })
 
@@ -303,7 +330,9 @@ describe('DeepSeekAdapter over the mock server', () => {
     const adapter = await serve([{ text: 'never' }], {}, null)
     const { error } = await failure(adapter)
     expect(error.code).toBe('MISSING_CREDENTIAL')
-    expect(error.message).toBe('DEEPSEEK_API_KEY is not set: export it, or put it in $DSH_HOME/.env or the project .env')
+    expect(error.message).toBe(
+      'DEEPSEEK_API_KEY is not set: export it, or put it in $DSH_HOME/.env or the project .env',
+    )
     expect(server!.requests).toHaveLength(0)
     // The message names the configured variable.
     const other = createAdapter(config({ baseURL: server!.baseURL, apiKeyEnv: 'MY_DS_KEY' }), () => '')
@@ -318,7 +347,9 @@ describe('DeepSeekAdapter over the mock server', () => {
     })
     const { error } = await failure(broken)
     expect(error.code).toBe('MISSING_CREDENTIAL')
-    expect(error.message).toBe('cannot read credential DEEPSEEK_API_KEY: /home/u/.dsh/.credentials.yaml:2:1: malformed credentials file')
+    expect(error.message).toBe(
+      'cannot read credential DEEPSEEK_API_KEY: /home/u/.dsh/.credentials.yaml:2:1: malformed credentials file',
+    )
     expect(server!.requests).toHaveLength(0)
   })
 
@@ -372,7 +403,10 @@ describe('llm-deepseek plugin', () => {
     const fiber = ctx.plugin(DeepSeek, { baseURL: server.baseURL, apiKeyEnv: env })
     await fiber
     expect(ctx.llm.listProviders()).toContain('deepseek-official')
-    expect((await ctx.llm.listModels('deepseek-official')).map((m) => m.id)).toEqual(['deepseek-v4-flash', 'deepseek-v4-pro'])
+    expect((await ctx.llm.listModels('deepseek-official')).map((m) => m.id)).toEqual([
+      'deepseek-v4-flash',
+      'deepseek-v4-pro',
+    ])
     await expect(ctx.llm.complete(request())).rejects.toMatchObject({ code: 'MISSING_CREDENTIAL' })
     expect(server.requests).toHaveLength(0)
     process.env[env] = 'sk-late'

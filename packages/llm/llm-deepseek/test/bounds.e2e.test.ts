@@ -31,7 +31,11 @@ async function dsh(steps: MockStep[], deepseekConfig: string) {
   server = await startMockServer({ steps })
   return runDsh(['--profile', 'headless', '--patch', patch, '--output-format', 'json', 'hello'], {
     cwd,
-    env: { DSH_HOME: join(root, 'home'), DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'sk-e2e-bounds-0123456789' },
+    env: {
+      DSH_HOME: join(root, 'home'),
+      DEEPSEEK_BASE_URL: server.baseURL,
+      DEEPSEEK_API_KEY: 'sk-e2e-bounds-0123456789',
+    },
   })
 }
 
@@ -48,7 +52,9 @@ describe('dsh headless: runaway responses are bounded and not retried blindly', 
   })
 
   it('one huge body ends with RESPONSE_TOO_LARGE after one attempt, read in part', { timeout: 60_000 }, async () => {
-    const huge: MockStep = { raw: { status: 200, contentType: 'text/event-stream', body: 'x'.repeat(64 * 1024), repeat: 1024 } }
+    const huge: MockStep = {
+      raw: { status: 200, contentType: 'text/event-stream', body: 'x'.repeat(64 * 1024), repeat: 1024 },
+    }
     const run = await dsh(times(huge, 6), '    maxResponseBytes: 1048576')
     expect(run.code).toBe(1)
     expect(JSON.parse(run.stdout)).toMatchObject({ reason: 'error', error: { code: 'RESPONSE_TOO_LARGE' } })
@@ -56,15 +62,25 @@ describe('dsh headless: runaway responses are bounded and not retried blindly', 
     expect(server!.requests[0].bytesWritten).toBeLessThan(32 * MiB)
   })
 
-  it('a response past requestTimeoutMs ends with DEADLINE_EXCEEDED after one attempt', { timeout: 60_000 }, async () => {
-    const run = await dsh(times({ events: [{ forever: { text: 'slow ', intervalMs: 20 } }] }, 6), '    requestTimeoutMs: 500')
+  it('a response past requestTimeoutMs ends with DEADLINE_EXCEEDED after one attempt', {
+    timeout: 60_000,
+  }, async () => {
+    const run = await dsh(
+      times({ events: [{ forever: { text: 'slow ', intervalMs: 20 } }] }, 6),
+      '    requestTimeoutMs: 500',
+    )
     expect(run.code).toBe(1)
     expect(JSON.parse(run.stdout)).toMatchObject({ reason: 'error', error: { code: 'DEADLINE_EXCEEDED' } })
     expect(server!.requests).toHaveLength(1)
   })
 
-  it('keep-alive comments alone end in TIMEOUT instead of holding the request forever', { timeout: 60_000 }, async () => {
-    const run = await dsh([{ events: [{ forever: { keepAlive: true, intervalMs: 10 } }] }, { text: 'recovered' }], '    streamIdleTimeoutMs: 500')
+  it('keep-alive comments alone end in TIMEOUT instead of holding the request forever', {
+    timeout: 60_000,
+  }, async () => {
+    const run = await dsh(
+      [{ events: [{ forever: { keepAlive: true, intervalMs: 10 } }] }, { text: 'recovered' }],
+      '    streamIdleTimeoutMs: 500',
+    )
     // The stall is a TIMEOUT, which is retried like any stall; the retry gets the answer.
     expect(run.code).toBe(0)
     expect(JSON.parse(run.stdout)).toMatchObject({ reason: 'completed', result: 'recovered' })
@@ -72,9 +88,14 @@ describe('dsh headless: runaway responses are bounded and not retried blindly', 
     expect(server!.requests[0].aborted).toBe(true)
   })
 
-  it('data chunks that carry nothing end in TIMEOUT at streamIdleTimeoutMs, not at the request deadline', { timeout: 60_000 }, async () => {
+  it('data chunks that carry nothing end in TIMEOUT at streamIdleTimeoutMs, not at the request deadline', {
+    timeout: 60_000,
+  }, async () => {
     // Issue #35: empty deltas, empty content and empty choice lists are not progress.
-    const run = await dsh([{ events: [{ forever: { empty: true, intervalMs: 10 } }] }, { text: 'recovered' }], '    streamIdleTimeoutMs: 500\n    requestTimeoutMs: 20000')
+    const run = await dsh(
+      [{ events: [{ forever: { empty: true, intervalMs: 10 } }] }, { text: 'recovered' }],
+      '    streamIdleTimeoutMs: 500\n    requestTimeoutMs: 20000',
+    )
     // Before the fix every chunk refilled the budget: the request ran to DEADLINE_EXCEEDED.
     expect(run.stdout).not.toContain('DEADLINE_EXCEEDED')
     expect(run.code).toBe(0)

@@ -46,7 +46,7 @@ describe('DeepSeek response bounds', () => {
     expect(error.message).toContain('maxResponseBytes')
     // Only what fits in the cap reached the consumer (each frame is ~200 bytes on the wire).
     expect(chunks.length).toBeGreaterThan(100)
-    expect(chunks.length).toBeLessThan(256 * 1024 / 100)
+    expect(chunks.length).toBeLessThan((256 * 1024) / 100)
     await expect.poll(() => server!.requests[0].aborted).toBe(true)
     // The server was stopped after the cap plus what socket buffers held, not left streaming.
     const sent = server!.requests[0].bytesWritten
@@ -90,9 +90,12 @@ describe('DeepSeek response bounds', () => {
 
   it('one huge SSE body is cut at the cap, not read whole', async () => {
     const total = 64 * MiB
-    const adapter = await serve([{ raw: { status: 200, contentType: 'text/event-stream', body: 'x'.repeat(64 * 1024), repeat: 1024 } }], {
-      maxResponseBytes: MiB,
-    })
+    const adapter = await serve(
+      [{ raw: { status: 200, contentType: 'text/event-stream', body: 'x'.repeat(64 * 1024), repeat: 1024 } }],
+      {
+        maxResponseBytes: MiB,
+      },
+    )
     const { error } = await failure(adapter)
     expect(error.code).toBe('RESPONSE_TOO_LARGE')
     await expect.poll(() => server!.requests[0].aborted).toBe(true)
@@ -101,7 +104,9 @@ describe('DeepSeek response bounds', () => {
 
   it('a huge error body is read only in part and still classified by its status', async () => {
     const total = 64 * MiB
-    const adapter = await serve([{ raw: { status: 500, contentType: 'text/plain', body: 'e'.repeat(64 * 1024), repeat: 1024 } }])
+    const adapter = await serve([
+      { raw: { status: 500, contentType: 'text/plain', body: 'e'.repeat(64 * 1024), repeat: 1024 } },
+    ])
     const { error } = await failure(adapter)
     expect(error.code).toBe('SERVER')
     expect(error.message.length).toBeLessThan(1000)
@@ -110,7 +115,9 @@ describe('DeepSeek response bounds', () => {
   })
 
   it('a response still streaming at requestTimeoutMs ends with DEADLINE_EXCEEDED', async () => {
-    const adapter = await serve([{ events: [{ forever: { text: 'slow ', intervalMs: 20 } }] }], { requestTimeoutMs: 400 })
+    const adapter = await serve([{ events: [{ forever: { text: 'slow ', intervalMs: 20 } }] }], {
+      requestTimeoutMs: 400,
+    })
     const { error, chunks } = await failure(adapter)
     expect(error.code).toBe('DEADLINE_EXCEEDED')
     expect(error.message).toContain('400 ms (requestTimeoutMs)')
@@ -120,7 +127,10 @@ describe('DeepSeek response bounds', () => {
 
   it('data chunks that carry nothing end in TIMEOUT at streamIdleTimeoutMs', async () => {
     // Issue #35: empty deltas, empty content and empty choice lists do not refill the idle budget.
-    const adapter = await serve([{ events: [{ forever: { empty: true, intervalMs: 10 } }] }], { streamIdleTimeoutMs: 300, requestTimeoutMs: 20_000 })
+    const adapter = await serve([{ events: [{ forever: { empty: true, intervalMs: 10 } }] }], {
+      streamIdleTimeoutMs: 300,
+      requestTimeoutMs: 20_000,
+    })
     const { error, chunks } = await failure(adapter)
     expect(error.code).toBe('TIMEOUT')
     expect(error.message).toBe('DeepSeek sent only chunks without content for 300 ms (streamIdleTimeoutMs)')
@@ -132,7 +142,22 @@ describe('DeepSeek response bounds', () => {
   it('a stream of text slower than nothing-for-the-budget but steady completes', async () => {
     // Positive control for the rule above: each real delta refills the budget, so a response
     // longer than streamIdleTimeoutMs with empty chunks in between still ends normally.
-    const adapter = await serve([{ events: [{ text: 'a' }, { delayMs: 150 }, { frame: 'data: {"choices":[{"index":0,"delta":{}}]}\n\n' }, { delayMs: 150 }, { text: 'b' }, { delayMs: 150 }, { text: 'c' }] }], { streamIdleTimeoutMs: 400 })
+    const adapter = await serve(
+      [
+        {
+          events: [
+            { text: 'a' },
+            { delayMs: 150 },
+            { frame: 'data: {"choices":[{"index":0,"delta":{}}]}\n\n' },
+            { delayMs: 150 },
+            { text: 'b' },
+            { delayMs: 150 },
+            { text: 'c' },
+          ],
+        },
+      ],
+      { streamIdleTimeoutMs: 400 },
+    )
     const text: string[] = []
     for await (const chunk of adapter.stream(request)) if (chunk.kind === 'text-delta') text.push(chunk.text)
     expect(text.join('')).toBe('abc')

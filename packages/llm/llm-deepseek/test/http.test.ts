@@ -25,7 +25,11 @@ afterAll(() => new Promise<void>((r) => server.close(() => r())))
 
 describe('nodeFetch', () => {
   it('sends method, headers and body and exposes status, headers and text', async () => {
-    const res = await nodeFetch(`${url}/echo`, { method: 'POST', headers: { authorization: 'Bearer k' }, body: 'hello' })
+    const res = await nodeFetch(`${url}/echo`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer k' },
+      body: 'hello',
+    })
     expect(res).toMatchObject({ ok: true, status: 201 })
     expect(res.headers.get('Retry-After')).toBe('3')
     expect(res.headers.get('x-multi')).toBe('a, b')
@@ -61,7 +65,8 @@ describe('nodeFetch', () => {
     const all = await nodeFetch(`${url}/echo`, { method: 'POST', body: 'abc' })
     const reader = bodyReader(all)!
     let text = ''
-    for (let next = await reader.read(); !next.done; next = await reader.read()) text += Buffer.from(next.value).toString('utf8')
+    for (let next = await reader.read(); !next.done; next = await reader.read())
+      text += Buffer.from(next.value).toString('utf8')
     expect(JSON.parse(text)).toMatchObject({ method: 'POST', body: 'abc' })
     const slow = await nodeFetch(`${url}/slow`)
     const early = bodyReader(slow)!

@@ -31,7 +31,10 @@ async function run(steps: MockStep[], prompt: string, adapter: Record<string, un
   })
   const logs: LogMessage[] = []
   harness.ctx.logger.exporter({ levels: { default: 3 }, export: (m) => void logs.push(m) })
-  const agent = harness.ctx.agents.create({ cwd: process.cwd(), model: { provider: 'deepseek-official', model: 'deepseek-v4-flash' } })
+  const agent = harness.ctx.agents.create({
+    cwd: process.cwd(),
+    model: { provider: 'deepseek-official', model: 'deepseek-v4-flash' },
+  })
   const result = await agent.send(prompt)
   await agent.dispose()
   return { result, logs: logs.filter((m) => m.name === 'llm-retry') }
@@ -39,7 +42,10 @@ async function run(steps: MockStep[], prompt: string, adapter: Record<string, un
 
 describe('llm-deepseek in the agent loop with llm-retry', () => {
   it('retries a 429 after its Retry-After, logs it, and then answers', async () => {
-    const { result, logs } = await run([{ error: { status: 429, retryAfter: 1, message: 'Rate limit reached' } }, { text: 'Here you go.' }], 'hi')
+    const { result, logs } = await run(
+      [{ error: { status: 429, retryAfter: 1, message: 'Rate limit reached' } }, { text: 'Here you go.' }],
+      'hi',
+    )
     expect(result).toMatchObject({ reason: 'completed', text: 'Here you go.' })
     expect(server!.requests.map((r) => r.outcome)).toEqual(['served', 'served'])
     expect(logs).toHaveLength(1)
@@ -48,7 +54,10 @@ describe('llm-deepseek in the agent loop with llm-retry', () => {
   })
 
   it('does not retry a 400', async () => {
-    const { result, logs } = await run([{ error: { status: 400, message: 'Invalid request' } }, { text: 'never' }], 'hi')
+    const { result, logs } = await run(
+      [{ error: { status: 400, message: 'Invalid request' } }, { text: 'never' }],
+      'hi',
+    )
     expect(result.reason).toBe('error')
     expect(result.error).toMatchObject({ code: 'BAD_REQUEST' })
     expect(server!.requests).toHaveLength(1)
@@ -56,7 +65,10 @@ describe('llm-deepseek in the agent loop with llm-retry', () => {
   })
 
   it('retries a reset stream and sends the same history again', async () => {
-    const { result } = await run([{ events: [{ text: 'par' }, { delayMs: 20 }, { reset: true }] }, { text: 'whole answer' }], 'hi')
+    const { result } = await run(
+      [{ events: [{ text: 'par' }, { delayMs: 20 }, { reset: true }] }, { text: 'whole answer' }],
+      'hi',
+    )
     expect(result).toMatchObject({ reason: 'completed', text: 'whole answer' })
     const [first, second] = server!.requests.map((r) => (r.body as { messages: unknown[] }).messages)
     expect(second).toEqual(first)
@@ -64,7 +76,9 @@ describe('llm-deepseek in the agent loop with llm-retry', () => {
 
   it('does not retry an endless response cut off at the byte cap', async () => {
     const endless: MockStep = { events: [{ forever: { text: 'again ' } }] }
-    const { result, logs } = await run([endless, endless, endless, endless, endless, endless], 'hi', { maxResponseBytes: 64 * 1024 })
+    const { result, logs } = await run([endless, endless, endless, endless, endless, endless], 'hi', {
+      maxResponseBytes: 64 * 1024,
+    })
     expect(result.reason).toBe('error')
     expect(result.error).toMatchObject({ code: 'RESPONSE_TOO_LARGE' })
     expect(server!.requests).toHaveLength(1)
@@ -94,7 +108,10 @@ describe('service references', () => {
       },
     }
     harness = await createHarness({ plugins: [[counter], [DeepSeek, { baseURL: server.baseURL, apiKeyEnv: ENV }]] })
-    const agent = harness.ctx.agents.create({ cwd: process.cwd(), model: { provider: 'deepseek-official', model: 'deepseek-v4-flash' } })
+    const agent = harness.ctx.agents.create({
+      cwd: process.cwd(),
+      model: { provider: 'deepseek-official', model: 'deepseek-v4-flash' },
+    })
     const auth = () => server!.requests.at(-1)!.headers.authorization
     await agent.send('a')
     expect(auth()).toBe('Bearer sk-from-env')

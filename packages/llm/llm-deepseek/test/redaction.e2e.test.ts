@@ -40,7 +40,10 @@ describe('dsh headless: a provider error echoing the Authorization header', () =
     server = await startMockServer({ steps: [echo, echo] })
     const env = { DSH_HOME: home, DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: KEY }
 
-    const json = await runDsh(['--profile', 'headless', '--patch', patch, '--output-format', 'json', 'hello'], { cwd, env })
+    const json = await runDsh(['--profile', 'headless', '--patch', patch, '--output-format', 'json', 'hello'], {
+      cwd,
+      env,
+    })
     const text = await runDsh(['--profile', 'headless', '--patch', patch, 'hello again'], { cwd, env })
 
     // The server really did echo the key: the leak is real without redaction.

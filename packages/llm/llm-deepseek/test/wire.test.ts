@@ -37,13 +37,23 @@ describe('toWireMessages', () => {
       },
       { role: 'tool', tool_call_id: 'c1', content: 'a.txt\n' },
       // Malformed arguments are sent back exactly as the model produced them.
-      { role: 'assistant', content: null, tool_calls: [{ id: 'c2', type: 'function', function: { name: 'read', arguments: '{' } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'c2', type: 'function', function: { name: 'read', arguments: '{' } }],
+      },
     ])
   })
 
   it('sends images as data-URL parts and omits an empty system prompt', () => {
     const wire = toWireMessages('', [
-      { role: 'user', content: [{ type: 'text', text: 'what is this' }, { type: 'image', mediaType: 'image/png', data: 'AAAA' }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'what is this' },
+          { type: 'image', mediaType: 'image/png', data: 'AAAA' },
+        ],
+      },
     ])
     expect(wire).toEqual([
       {
@@ -71,7 +81,12 @@ describe('buildRequestBody', () => {
       stream: true,
       stream_options: { include_usage: true },
       max_tokens: 100,
-      tools: [{ type: 'function', function: { name: 'read', description: 'Read a file', parameters: { type: 'object', properties: {} } } }],
+      tools: [
+        {
+          type: 'function',
+          function: { name: 'read', description: 'Read a file', parameters: { type: 'object', properties: {} } },
+        },
+      ],
     })
     expect(body).not.toHaveProperty('thinking')
   })
@@ -80,7 +95,10 @@ describe('buildRequestBody', () => {
     expect(buildRequestBody({ ...base, reasoningEffort: 'off' })).toMatchObject({ thinking: { type: 'disabled' } })
     expect(buildRequestBody({ ...base, reasoningEffort: 'off' })).not.toHaveProperty('reasoning_effort')
     for (const effort of ['low', 'high', 'max'] as const) {
-      expect(buildRequestBody({ ...base, reasoningEffort: effort })).toMatchObject({ thinking: { type: 'enabled' }, reasoning_effort: effort })
+      expect(buildRequestBody({ ...base, reasoningEffort: effort })).toMatchObject({
+        thinking: { type: 'enabled' },
+        reasoning_effort: effort,
+      })
     }
   })
 
@@ -131,19 +149,33 @@ describe('mapFinishReason', () => {
 })
 
 describe('StreamTranslator', () => {
-  const frame = (delta: object, extra: object = {}) => ({ choices: [{ index: 0, delta, finish_reason: null }], ...extra })
+  const frame = (delta: object, extra: object = {}) => ({
+    choices: [{ index: 0, delta, finish_reason: null }],
+    ...extra,
+  })
 
   it('folds reasoning, text and split tool calls, holding usage and finish for the end', () => {
     const t = new StreamTranslator()
     const chunks = [
       ...t.push(frame({ role: 'assistant', content: null, reasoning_content: 'think' })),
       ...t.push(frame({ content: 'Hi' })),
-      ...t.push(frame({ tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'read', arguments: '' } }] })),
+      ...t.push(
+        frame({
+          tool_calls: [{ index: 0, id: 'call_a', type: 'function', function: { name: 'read', arguments: '' } }],
+        }),
+      ),
       ...t.push(frame({ tool_calls: [{ index: 0, function: { arguments: '{"file_' } }] })),
-      ...t.push(frame({ tool_calls: [{ index: 1, id: 'call_b', type: 'function', function: { name: 'ls', arguments: '{}' } }] })),
+      ...t.push(
+        frame({
+          tool_calls: [{ index: 1, id: 'call_b', type: 'function', function: { name: 'ls', arguments: '{}' } }],
+        }),
+      ),
       ...t.push(frame({ tool_calls: [{ index: 0, function: { arguments: 'path":"a"}' } }] })),
       ...t.push({ choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] }),
-      ...t.push({ choices: [], usage: { prompt_tokens: 5, prompt_cache_hit_tokens: 0, prompt_cache_miss_tokens: 5, completion_tokens: 9 } }),
+      ...t.push({
+        choices: [],
+        usage: { prompt_tokens: 5, prompt_cache_hit_tokens: 0, prompt_cache_miss_tokens: 5, completion_tokens: 9 },
+      }),
       ...t.finish(),
     ]
     expect(chunks.map((c) => c.kind)).toEqual([
@@ -189,7 +221,9 @@ describe('StreamTranslator', () => {
     expect(() => t.push([1, 2])).toThrow(expect.objectContaining({ code: 'PROTOCOL' }))
     expect(() => t.push({ choices: 'nope' })).toThrow(expect.objectContaining({ code: 'PROTOCOL' }))
     expect(() => t.push({ error: { message: 'overloaded' } })).toThrow(expect.objectContaining({ code: 'SERVER' }))
-    expect(() => t.push(frame({ tool_calls: [{ function: { name: 'f' } }] }))).toThrow(expect.objectContaining({ code: 'PROTOCOL' }))
+    expect(() => t.push(frame({ tool_calls: [{ function: { name: 'f' } }] }))).toThrow(
+      expect.objectContaining({ code: 'PROTOCOL' }),
+    )
     const nameless = new StreamTranslator()
     nameless.push(frame({ tool_calls: [{ index: 0, function: { arguments: '{}' } }] }))
     expect(() => nameless.finish()).toThrow(expect.objectContaining({ code: 'PROTOCOL' }))
@@ -218,7 +252,11 @@ describe('HTTP errors', () => {
   })
 
   it('quotes the server message and keeps the status', () => {
-    const error = errorFromResponse(429, new Headers({ 'retry-after': '2' }), JSON.stringify({ error: { message: 'slow down' } }))
+    const error = errorFromResponse(
+      429,
+      new Headers({ 'retry-after': '2' }),
+      JSON.stringify({ error: { message: 'slow down' } }),
+    )
     expect(error.code).toBe('RATE_LIMIT')
     expect(error.status).toBe(429)
     expect(error.retryAfterMs).toBe(2000)

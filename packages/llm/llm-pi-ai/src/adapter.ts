@@ -1,7 +1,21 @@
 // One LlmAdapter per route: resolves the model and the key before any I/O, streams through a
 // pi-ai Models collection holding the route's provider, and maps events and failures.
-import type { AssistantMessage as PiAssistantMessage, AuthContext, MutableModels, ThinkingLevel } from '@earendil-works/pi-ai'
-import { LlmError, redactError, secretList, type LlmAdapter, type LlmRequest, type ModelInfo, type ReasoningEffort, type StreamChunk } from '@dsh/llm'
+import type {
+  AssistantMessage as PiAssistantMessage,
+  AuthContext,
+  MutableModels,
+  ThinkingLevel,
+} from '@earendil-works/pi-ai'
+import {
+  LlmError,
+  redactError,
+  secretList,
+  type LlmAdapter,
+  type LlmRequest,
+  type ModelInfo,
+  type ReasoningEffort,
+  type StreamChunk,
+} from '@dsh/llm'
 import type { PiRoot, RouteRuntime } from './catalog.ts'
 import type { RouteConfig } from './config.ts'
 import { EventMapper, toFinishReason, toPiContext, toTokenUsage } from './convert.ts'
@@ -30,7 +44,12 @@ export interface PiAiAdapterOptions {
 /** Placeholder key for keyless routes: the OpenAI SDK refuses to run without one. */
 const KEYLESS = 'no-key'
 
-const EFFORT: { [effort in ReasoningEffort]: ThinkingLevel | 'off' } = { off: 'off', low: 'low', high: 'high', max: 'max' }
+const EFFORT: { [effort in ReasoningEffort]: ThinkingLevel | 'off' } = {
+  off: 'off',
+  low: 'low',
+  high: 'high',
+  max: 'max',
+}
 
 export class PiAiAdapter implements LlmAdapter {
   readonly provider: string
@@ -48,7 +67,10 @@ export class PiAiAdapter implements LlmAdapter {
       },
       fileExists: async (path) => {
         const { access } = await import('node:fs/promises')
-        return access(path).then(() => true, () => false)
+        return access(path).then(
+          () => true,
+          () => false,
+        )
       },
     }
     this.models = options.root.createModels({ authContext, identity: { userAgent: { custom: options.userAgent } } })
@@ -73,7 +95,11 @@ export class PiAiAdapter implements LlmAdapter {
     }
   }
 
-  private error(code: ConstructorParameters<typeof LlmError>[0], message: string, extra: { cause?: unknown } = {}): LlmError {
+  private error(
+    code: ConstructorParameters<typeof LlmError>[0],
+    message: string,
+    extra: { cause?: unknown } = {},
+  ): LlmError {
     return new LlmError(code, `${this.provider}: ${message}`, { provider: this.provider, ...extra })
   }
 
@@ -85,17 +111,26 @@ export class PiAiAdapter implements LlmAdapter {
       try {
         key = await lookup(row.apiKeyEnv)
       } catch (cause) {
-        throw this.error('MISSING_CREDENTIAL', `cannot read credential ${row.apiKeyEnv}: ${(cause as Error).message}`, { cause })
+        throw this.error('MISSING_CREDENTIAL', `cannot read credential ${row.apiKeyEnv}: ${(cause as Error).message}`, {
+          cause,
+        })
       }
       if (key) return key
-      throw this.error('MISSING_CREDENTIAL', `missing credential ${row.apiKeyEnv} (API key of route ${this.provider}); set it in one of: ${await this.options.whereToSet(row.apiKeyEnv)}`)
+      throw this.error(
+        'MISSING_CREDENTIAL',
+        `missing credential ${row.apiKeyEnv} (API key of route ${this.provider}); set it in one of: ${await this.options.whereToSet(row.apiKeyEnv)}`,
+      )
     }
     if (runtime.keyless) return KEYLESS
     let check: unknown
     try {
       check = await this.models.checkAuth(runtime.kind)
     } catch (cause) {
-      throw this.error('MISSING_CREDENTIAL', `pi-ai could not resolve credentials of ${runtime.kind}: ${(cause as Error).message}`, { cause })
+      throw this.error(
+        'MISSING_CREDENTIAL',
+        `pi-ai could not resolve credentials of ${runtime.kind}: ${(cause as Error).message}`,
+        { cause },
+      )
     }
     if (check) return undefined
     const names = await this.probeNames()
@@ -125,7 +160,11 @@ export class PiAiAdapter implements LlmAdapter {
     if (!model) {
       const known = [...runtime.models.keys()]
       const list = known.length > 12 ? `${known.slice(0, 12).join(', ')}, ... (${known.length})` : known.join(', ')
-      throw new LlmError('UNKNOWN_MODEL', `${this.provider}: no model '${request.model}'; configured: ${list || '(none)'}`, { provider: this.provider })
+      throw new LlmError(
+        'UNKNOWN_MODEL',
+        `${this.provider}: no model '${request.model}'; configured: ${list || '(none)'}`,
+        { provider: this.provider },
+      )
     }
     if (request.signal?.aborted) throw this.error('ABORTED', 'aborted before the request was sent')
     const apiKey = await this.resolveKey()
@@ -159,7 +198,10 @@ export class PiAiAdapter implements LlmAdapter {
     const events = this.models.streamSimple(model, toPiContext(request, model), {
       ...(apiKey !== undefined ? { apiKey } : {}),
       signal,
-      fetch: recordingFetch(wire, this.options.fetch, { maxBytes: row.maxResponseBytes, onTooLarge: () => own.abort() }),
+      fetch: recordingFetch(wire, this.options.fetch, {
+        maxBytes: row.maxResponseBytes,
+        onTooLarge: () => own.abort(),
+      }),
       maxRetries: 0,
       ...(Object.keys(row.headers).length ? { headers: row.headers } : {}),
       ...(maxTokens !== undefined ? { maxTokens } : {}),
@@ -177,7 +219,8 @@ export class PiAiAdapter implements LlmAdapter {
         if (event.type === 'done') {
           clearTimeout(timer)
           finished = true
-          if (!produced && event.reason !== 'length') throw this.error('EMPTY_RESPONSE', 'the response had no text, reasoning or tool call')
+          if (!produced && event.reason !== 'length')
+            throw this.error('EMPTY_RESPONSE', 'the response had no text, reasoning or tool call')
           yield { kind: 'usage', usage: toTokenUsage(event.message.usage) }
           yield { kind: 'finish', reason: toFinishReason(event.reason) }
           return
@@ -193,7 +236,8 @@ export class PiAiAdapter implements LlmAdapter {
         // The consumer's time between chunks is not the server's idleness.
         clearTimeout(timer)
         for (const chunk of chunks) {
-          produced ||= chunk.kind === 'text-delta' || chunk.kind === 'reasoning-delta' || chunk.kind === 'tool-call-start'
+          produced ||=
+            chunk.kind === 'text-delta' || chunk.kind === 'reasoning-delta' || chunk.kind === 'tool-call-start'
           yield chunk
         }
         arm()
@@ -219,11 +263,24 @@ export class PiAiAdapter implements LlmAdapter {
     const text = message.errorMessage ?? ''
     const { row } = this.options
     if (wire.tooLarge) {
-      throw this.error('RESPONSE_TOO_LARGE', `the response passed ${row.maxResponseBytes} bytes (maxResponseBytes); the rest was not read`)
+      throw this.error(
+        'RESPONSE_TOO_LARGE',
+        `the response passed ${row.maxResponseBytes} bytes (maxResponseBytes); the rest was not read`,
+      )
     }
-    if (pastDeadline) throw this.error('DEADLINE_EXCEEDED', `the response did not finish within ${row.requestTimeoutMs} ms (requestTimeoutMs)`)
-    if (timedOut) throw new LlmError('TIMEOUT', `${this.provider}: no content for ${this.options.row.streamIdleTimeoutMs} ms (streamIdleTimeoutMs)`, { provider: this.provider })
-    if (caller?.aborted || message.stopReason === 'aborted') throw this.error('ABORTED', 'request aborted by the caller')
+    if (pastDeadline)
+      throw this.error(
+        'DEADLINE_EXCEEDED',
+        `the response did not finish within ${row.requestTimeoutMs} ms (requestTimeoutMs)`,
+      )
+    if (timedOut)
+      throw new LlmError(
+        'TIMEOUT',
+        `${this.provider}: no content for ${this.options.row.streamIdleTimeoutMs} ms (streamIdleTimeoutMs)`,
+        { provider: this.provider },
+      )
+    if (caller?.aborted || message.stopReason === 'aborted')
+      throw this.error('ABORTED', 'request aborted by the caller')
     // pi-ai reports a content-filter stop as an error; it is a finish reason here.
     if (/finish_reason: content_filter/.test(text)) {
       yield { kind: 'usage', usage: toTokenUsage(message.usage) }

@@ -18,13 +18,20 @@ let loading: Promise<PiCatalog> | undefined
 /** The installed pi-ai and its built-in catalog, imported once per process. */
 export function loadCatalog(): Promise<PiCatalog> {
   loading ??= (async () => {
-    const [root, all] = await Promise.all([import('@earendil-works/pi-ai'), import('@earendil-works/pi-ai/providers/all')]) as [PiRoot, PiAll]
+    const [root, all] = (await Promise.all([
+      import('@earendil-works/pi-ai'),
+      import('@earendil-works/pi-ai/providers/all'),
+    ])) as [PiRoot, PiAll]
     const providers = new Map(all.builtinProviders().map((p) => [p.id, p]))
     const providerIds = [...providers.keys()].sort()
     return {
       root,
       providerIds,
-      modelIds: (id) => providers.get(id)?.getModels().map((m) => m.id) ?? [],
+      modelIds: (id) =>
+        providers
+          .get(id)
+          ?.getModels()
+          .map((m) => m.id) ?? [],
       builtin: (id) => {
         const fresh = all.builtinProviders().find((p) => p.id === id)
         if (!fresh) throw new Error(`llm-pi-ai: pi-ai has no provider '${id}'`)
@@ -49,13 +56,28 @@ type LazyModule = Promise<{ [name: string]: unknown }>
 const LAZY_API: { [api in ChatApi]: [load: () => LazyModule, factory: string] } = {
   'openai-completions': [() => import('@earendil-works/pi-ai/api/openai-completions.lazy'), 'openAICompletionsApi'],
   'openai-responses': [() => import('@earendil-works/pi-ai/api/openai-responses.lazy'), 'openAIResponsesApi'],
-  'azure-openai-responses': [() => import('@earendil-works/pi-ai/api/azure-openai-responses.lazy'), 'azureOpenAIResponsesApi'],
-  'openai-codex-responses': [() => import('@earendil-works/pi-ai/api/openai-codex-responses.lazy'), 'openAICodexResponsesApi'],
+  'azure-openai-responses': [
+    () => import('@earendil-works/pi-ai/api/azure-openai-responses.lazy'),
+    'azureOpenAIResponsesApi',
+  ],
+  'openai-codex-responses': [
+    () => import('@earendil-works/pi-ai/api/openai-codex-responses.lazy'),
+    'openAICodexResponsesApi',
+  ],
   'anthropic-messages': [() => import('@earendil-works/pi-ai/api/anthropic-messages.lazy'), 'anthropicMessagesApi'],
-  'google-generative-ai': [() => import('@earendil-works/pi-ai/api/google-generative-ai.lazy'), 'googleGenerativeAIApi'],
+  'google-generative-ai': [
+    () => import('@earendil-works/pi-ai/api/google-generative-ai.lazy'),
+    'googleGenerativeAIApi',
+  ],
   'google-vertex': [() => import('@earendil-works/pi-ai/api/google-vertex.lazy'), 'googleVertexApi'],
-  'mistral-conversations': [() => import('@earendil-works/pi-ai/api/mistral-conversations.lazy'), 'mistralConversationsApi'],
-  'bedrock-converse-stream': [() => import('@earendil-works/pi-ai/api/bedrock-converse-stream.lazy'), 'bedrockConverseStreamApi'],
+  'mistral-conversations': [
+    () => import('@earendil-works/pi-ai/api/mistral-conversations.lazy'),
+    'mistralConversationsApi',
+  ],
+  'bedrock-converse-stream': [
+    () => import('@earendil-works/pi-ai/api/bedrock-converse-stream.lazy'),
+    'bedrockConverseStreamApi',
+  ],
   'pi-messages': [() => import('@earendil-works/pi-ai/api/pi-messages.lazy'), 'piMessagesApi'],
 }
 
@@ -81,7 +103,12 @@ export interface RouteRuntime {
 const ZERO_COST = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }
 
 /** Builds the pi-ai provider and the model table of one route. */
-export async function buildRoute(route: string, row: RouteConfig, catalog: PiCatalog | undefined, root: PiRoot): Promise<RouteRuntime> {
+export async function buildRoute(
+  route: string,
+  row: RouteConfig,
+  catalog: PiCatalog | undefined,
+  root: PiRoot,
+): Promise<RouteRuntime> {
   const kind = routeKind(route, row, catalog?.providerIds ?? [])
   const base = kind === OPENAI_COMPATIBLE ? undefined : catalog!.builtin(kind)
   const defaultApi: ChatApi = row.api ?? 'openai-completions'
@@ -98,7 +125,15 @@ export async function buildRoute(route: string, row: RouteConfig, catalog: PiCat
     })
   } else if (row.api) {
     // Same identity and auth, another wire protocol for every model of the route.
-    provider = root.createProvider({ id: base.id, name: base.name, baseUrl: base.baseUrl, headers: base.headers, auth: base.auth, models: [], api: await lazyApi(row.api) })
+    provider = root.createProvider({
+      id: base.id,
+      name: base.name,
+      baseUrl: base.baseUrl,
+      headers: base.headers,
+      auth: base.auth,
+      models: [],
+      api: await lazyApi(row.api),
+    })
   } else {
     provider = base
   }

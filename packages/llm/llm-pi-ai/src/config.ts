@@ -76,21 +76,37 @@ const modelSchema: Schema<RouteModel> = Schema.object({
 }) as Schema<RouteModel>
 
 export const RouteConfig: Schema<Partial<RouteConfig>, RouteConfig> = Schema.object({
-  provider: Schema.string().description('pi-ai provider id, or `openai-compatible`. Default: the route name if pi-ai ships it.'),
+  provider: Schema.string().description(
+    'pi-ai provider id, or `openai-compatible`. Default: the route name if pi-ai ships it.',
+  ),
   api: Schema.union(CHAT_APIS.map((api) => Schema.const(api))).description('Wire protocol override.'),
   baseURL: Schema.string().description('Endpoint override; required for `openai-compatible`.'),
-  apiKeyEnv: Schema.string().pattern(/^[A-Za-z_][A-Za-z0-9_]*$/).description('Credential name holding the API key.'),
+  apiKeyEnv: Schema.string()
+    .pattern(/^[A-Za-z_][A-Za-z0-9_]*$/)
+    .description('Credential name holding the API key.'),
   models: Schema.array(modelSchema).default([]).description('Models added to or overriding the inherited catalog.'),
   headers: Schema.dict(Schema.string()).default({}).description('Extra HTTP headers.'),
   compat: Schema.dict(Schema.any()).default({}).description('pi-ai compat flags for every model of the route.'),
   maxTokens: Schema.natural().min(1).description('Output limit when the request names none.'),
-  streamIdleTimeoutMs: Schema.natural().min(1).default(300_000).description('Longest wait for progress (text, reasoning, a tool call or the end; keep-alive comments and empty chunks do not count) before TIMEOUT.'),
-  maxResponseBytes: Schema.natural().min(1).default(DEFAULT_MAX_RESPONSE_BYTES).description('Body bytes read from one response before RESPONSE_TOO_LARGE (not retried by default).'),
-  requestTimeoutMs: Schema.natural().default(DEFAULT_REQUEST_TIMEOUT_MS).description('Wall-clock bound on one request before DEADLINE_EXCEEDED (not retried by default); 0 disables.'),
+  streamIdleTimeoutMs: Schema.natural()
+    .min(1)
+    .default(300_000)
+    .description(
+      'Longest wait for progress (text, reasoning, a tool call or the end; keep-alive comments and empty chunks do not count) before TIMEOUT.',
+    ),
+  maxResponseBytes: Schema.natural()
+    .min(1)
+    .default(DEFAULT_MAX_RESPONSE_BYTES)
+    .description('Body bytes read from one response before RESPONSE_TOO_LARGE (not retried by default).'),
+  requestTimeoutMs: Schema.natural()
+    .default(DEFAULT_REQUEST_TIMEOUT_MS)
+    .description('Wall-clock bound on one request before DEADLINE_EXCEEDED (not retried by default); 0 disables.'),
 }) as Schema<Partial<RouteConfig>, RouteConfig>
 
 export const Config: Schema<Partial<Config>, Config> = Schema.object({
-  routes: Schema.dict(RouteConfig).default({}).description('Routes registered on ctx.llm, keyed by route name. Empty: dormant.'),
+  routes: Schema.dict(RouteConfig)
+    .default({})
+    .description('Routes registered on ctx.llm, keyed by route name. Empty: dormant.'),
 }) as Schema<Partial<Config>, Config>
 
 /** Thrown for a route the installed pi-ai cannot serve; the message names `routes.<route>.<field>`. */
@@ -121,7 +137,11 @@ export function routeKind(route: string, config: RouteConfig, knownProviders: re
 export function checkRoutes(config: Config, catalog: CatalogView | undefined): void {
   for (const [route, row] of Object.entries(config.routes)) {
     if (!/^[A-Za-z0-9][A-Za-z0-9._:-]*$/.test(route)) {
-      throw new RouteConfigError(route, '', 'a route name is letters, digits and . _ : - (it is the `provider` of requests)')
+      throw new RouteConfigError(
+        route,
+        '',
+        'a route name is letters, digits and . _ : - (it is the `provider` of requests)',
+      )
     }
     const kind = routeKind(route, row, catalog?.providerIds ?? [])
     const seen = new Set<string>()
@@ -136,24 +156,44 @@ export function checkRoutes(config: Config, catalog: CatalogView | undefined): v
       } catch {
         url = undefined
       }
-      if (!url || !/^https?:$/.test(url.protocol)) throw new RouteConfigError(route, 'baseURL', `'${row.baseURL}' is not an http(s) URL`)
+      if (!url || !/^https?:$/.test(url.protocol))
+        throw new RouteConfigError(route, 'baseURL', `'${row.baseURL}' is not an http(s) URL`)
     }
     if (kind === OPENAI_COMPATIBLE) {
-      if (!row.baseURL) throw new RouteConfigError(route, 'baseURL', 'an openai-compatible route needs its endpoint (e.g. http://127.0.0.1:11434/v1)')
-      if (row.models.length === 0) throw new RouteConfigError(route, 'models', 'an openai-compatible route needs at least one model with its contextWindow')
+      if (!row.baseURL)
+        throw new RouteConfigError(
+          route,
+          'baseURL',
+          'an openai-compatible route needs its endpoint (e.g. http://127.0.0.1:11434/v1)',
+        )
+      if (row.models.length === 0)
+        throw new RouteConfigError(
+          route,
+          'models',
+          'an openai-compatible route needs at least one model with its contextWindow',
+        )
       for (const [i, model] of row.models.entries()) {
-        if (model.contextWindow === undefined) throw new RouteConfigError(route, `models[${i}].contextWindow`, `model '${model.id}' needs a contextWindow`)
+        if (model.contextWindow === undefined)
+          throw new RouteConfigError(route, `models[${i}].contextWindow`, `model '${model.id}' needs a contextWindow`)
       }
       continue
     }
     if (!catalog || !catalog.providerIds.includes(kind)) {
       const known = catalog ? catalog.providerIds.join(', ') : '(catalog not loaded)'
-      throw new RouteConfigError(route, 'provider', `'${kind}' is not a provider of the installed @earendil-works/pi-ai; known: ${OPENAI_COMPATIBLE}, ${known}`)
+      throw new RouteConfigError(
+        route,
+        'provider',
+        `'${kind}' is not a provider of the installed @earendil-works/pi-ai; known: ${OPENAI_COMPATIBLE}, ${known}`,
+      )
     }
     const inherited = new Set(catalog.modelIds(kind))
     for (const [i, model] of row.models.entries()) {
       if (!inherited.has(model.id) && model.contextWindow === undefined) {
-        throw new RouteConfigError(route, `models[${i}].contextWindow`, `model '${model.id}' is not in the ${kind} catalog, so it needs a contextWindow`)
+        throw new RouteConfigError(
+          route,
+          `models[${i}].contextWindow`,
+          `model '${model.id}' is not in the ${kind} catalog, so it needs a contextWindow`,
+        )
       }
     }
   }

@@ -50,7 +50,9 @@ export function toPiContext(request: LlmRequest, model: Model<Api>): PiContext {
       messages.push({
         role: 'user',
         content: message.content.map((block) =>
-          block.type === 'text' ? { type: 'text' as const, text: block.text } : { type: 'image' as const, data: block.data, mimeType: block.mediaType },
+          block.type === 'text'
+            ? { type: 'text' as const, text: block.text }
+            : { type: 'image' as const, data: block.data, mimeType: block.mediaType },
         ),
         timestamp: now,
       })
@@ -58,8 +60,19 @@ export function toPiContext(request: LlmRequest, model: Model<Api>): PiContext {
       const content: PiAssistantMessage['content'] = []
       for (const block of message.content) {
         if (block.type === 'text') content.push({ type: 'text', text: block.text })
-        else if (block.type === 'reasoning') content.push({ type: 'thinking', thinking: block.text, ...(block.signature !== undefined ? { thinkingSignature: block.signature } : {}) })
-        else if (block.type === 'tool-call') content.push({ type: 'toolCall', id: block.callId, name: block.name, arguments: argumentsObject(block.arguments) })
+        else if (block.type === 'reasoning')
+          content.push({
+            type: 'thinking',
+            thinking: block.text,
+            ...(block.signature !== undefined ? { thinkingSignature: block.signature } : {}),
+          })
+        else if (block.type === 'tool-call')
+          content.push({
+            type: 'toolCall',
+            id: block.callId,
+            name: block.name,
+            arguments: argumentsObject(block.arguments),
+          })
         // An image in an assistant message has no pi-ai form; providers do not accept it either.
       }
       messages.push({
@@ -78,14 +91,20 @@ export function toPiContext(request: LlmRequest, model: Model<Api>): PiContext {
         toolCallId: message.callId,
         toolName: message.name,
         content: message.content.map((block) =>
-          block.type === 'text' ? { type: 'text' as const, text: block.text } : { type: 'image' as const, data: block.data, mimeType: block.mediaType },
+          block.type === 'text'
+            ? { type: 'text' as const, text: block.text }
+            : { type: 'image' as const, data: block.data, mimeType: block.mediaType },
         ),
         isError: message.isError === true,
         timestamp: now,
       })
     }
   }
-  const tools: PiTool[] | undefined = request.tools?.map((tool) => ({ name: tool.name, description: tool.description, parameters: tool.parameters }))
+  const tools: PiTool[] | undefined = request.tools?.map((tool) => ({
+    name: tool.name,
+    description: tool.description,
+    parameters: tool.parameters,
+  }))
   return {
     ...(request.system !== undefined && request.system !== '' ? { systemPrompt: request.system } : {}),
     messages,
@@ -168,7 +187,12 @@ export class EventMapper {
         const state = this.tools.get(event.contentIndex)
         if (!state) return out
         // Providers that deliver arguments whole (no deltas) still produce the argument text.
-        if (!state.argumentsSent) out.push({ kind: 'tool-call-delta', index: state.index, argumentsDelta: JSON.stringify(event.toolCall.arguments ?? {}) })
+        if (!state.argumentsSent)
+          out.push({
+            kind: 'tool-call-delta',
+            index: state.index,
+            argumentsDelta: JSON.stringify(event.toolCall.arguments ?? {}),
+          })
         out.push({ kind: 'tool-call-end', index: state.index })
         this.tools.delete(event.contentIndex)
         return out
@@ -187,7 +211,13 @@ export class EventMapper {
     return signature
   }
 
-  private announce(contentIndex: number, partial: PiAssistantMessage, force: boolean, id?: string, name?: string): StreamChunk[] {
+  private announce(
+    contentIndex: number,
+    partial: PiAssistantMessage,
+    force: boolean,
+    id?: string,
+    name?: string,
+  ): StreamChunk[] {
     let state = this.tools.get(contentIndex)
     if (!state) {
       state = { index: this.nextToolIndex++, started: false, argumentsSent: false }

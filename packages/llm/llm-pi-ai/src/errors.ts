@@ -61,7 +61,11 @@ function capped(response: Response, record: WireRecord, limits: BodyLimits): Res
  * A fetch that records status, headers and transport failures into `record`, and with `limits`
  * bounds every response body it hands out.
  */
-export function recordingFetch(record: WireRecord, base: typeof fetch = globalThis.fetch, limits?: BodyLimits): typeof fetch {
+export function recordingFetch(
+  record: WireRecord,
+  base: typeof fetch = globalThis.fetch,
+  limits?: BodyLimits,
+): typeof fetch {
   return async (input, init) => {
     record.attempts++
     try {
@@ -91,8 +95,10 @@ export function retryAfterMs(headers: Headers | undefined, now = Date.now()): nu
 }
 
 // Context-overflow sentences of common servers; pi-ai's own `isContextOverflow` is consulted first.
-const OVERFLOW = /context length|context window|maximum context|too many tokens|prompt is too long|too long for the model|exceeds the (available )?context/i
-const TRANSPORT = /fetch failed|terminated|socket|ECONNRESET|ECONNREFUSED|ENOTFOUND|EPIPE|ETIMEDOUT|network|connection (error|reset|closed)|other side closed|premature close|ended without finish_reason/i
+const OVERFLOW =
+  /context length|context window|maximum context|too many tokens|prompt is too long|too long for the model|exceeds the (available )?context/i
+const TRANSPORT =
+  /fetch failed|terminated|socket|ECONNRESET|ECONNREFUSED|ENOTFOUND|EPIPE|ETIMEDOUT|network|connection (error|reset|closed)|other side closed|premature close|ended without finish_reason/i
 
 /** Leading `<status>:` or `(<status>):` that pi-ai puts before a provider body. */
 function statusFromMessage(message: string): number | undefined {

@@ -10,9 +10,27 @@ import { checkRoutes, type Config, OPENAI_COMPATIBLE } from './config.ts'
 
 export { PiAiAdapter, type KeyLookup, type PiAiAdapterOptions } from './adapter.ts'
 export { buildRoute, loadCatalog, type RouteRuntime } from './catalog.ts'
-export { CHAT_APIS, checkRoutes, Config, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_REQUEST_TIMEOUT_MS, OPENAI_COMPATIBLE, RouteConfig, RouteConfigError, type ChatApi, type RouteModel } from './config.ts'
+export {
+  CHAT_APIS,
+  checkRoutes,
+  Config,
+  DEFAULT_MAX_RESPONSE_BYTES,
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  OPENAI_COMPATIBLE,
+  RouteConfig,
+  RouteConfigError,
+  type ChatApi,
+  type RouteModel,
+} from './config.ts'
 export { EventMapper, toPiContext, toTokenUsage } from './convert.ts'
-export { ERROR_BODY_BYTES, mapFailure, recordingFetch, retryAfterMs, type BodyLimits, type WireRecord } from './errors.ts'
+export {
+  ERROR_BODY_BYTES,
+  mapFailure,
+  recordingFetch,
+  retryAfterMs,
+  type BodyLimits,
+  type WireRecord,
+} from './errors.ts'
 
 export const name = 'llm-pi-ai'
 export const inject = ['llm']
@@ -35,7 +53,9 @@ async function whereToSet(ctx: Context, name: string): Promise<string> {
   if (!credentials) return `export ${name}=... in the environment`
   try {
     const { layers } = await credentials.describe(name)
-    return layers.map((layer) => (layer.id === 'env' ? `export ${name}=... in the environment` : layer.label)).join('; ')
+    return layers
+      .map((layer) => (layer.id === 'env' ? `export ${name}=... in the environment` : layer.label))
+      .join('; ')
   } catch {
     return `export ${name}=... in the environment`
   }

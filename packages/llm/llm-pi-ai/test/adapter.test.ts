@@ -32,8 +32,19 @@ class MemoryCredentials extends CredentialsService {
     return this.values.get(name)
   }
   async describe(name: string): Promise<CredentialDescription> {
-    const layer = { id: 'memory', label: 'the test memory store', writable: true, status: this.values.has(name) ? ('ok' as const) : ('absent' as const) }
-    return { name, configured: this.values.has(name), source: this.values.has(name) ? layer : undefined, shadowed: [], layers: [layer] }
+    const layer = {
+      id: 'memory',
+      label: 'the test memory store',
+      writable: true,
+      status: this.values.has(name) ? ('ok' as const) : ('absent' as const),
+    }
+    return {
+      name,
+      configured: this.values.has(name),
+      source: this.values.has(name) ? layer : undefined,
+      shadowed: [],
+      layers: [layer],
+    }
   }
   async set(name: string, value: string) {
     this.values.set(name, value)
@@ -121,13 +132,26 @@ describe('openai-compatible route over the mock server', () => {
       { text: 'Second.' },
     ])
     const chunks = await collect(request({ reasoningEffort: 'high' }))
-    expect(chunks.filter((c) => c.kind === 'reasoning-delta').map((c) => (c as { text: string }).text).join('')).toBe('Think first.')
+    expect(
+      chunks
+        .filter((c) => c.kind === 'reasoning-delta')
+        .map((c) => (c as { text: string }).text)
+        .join(''),
+    ).toBe('Think first.')
     const result = BlockAssembler.fold(chunks).result()
-    expect(result.message.content[0]).toEqual({ type: 'reasoning', text: 'Think first.', signature: 'reasoning_content' })
+    expect(result.message.content[0]).toEqual({
+      type: 'reasoning',
+      text: 'Think first.',
+      signature: 'reasoning_content',
+    })
     expect(result.message.content[1]).toEqual({ type: 'text', text: 'Answer.' })
     expect(result.usage).toMatchObject({ input: 10, output: 3, reasoning: 6 })
     // The next request replays the reasoning through the field it came in.
-    await collect(request({ messages: [...request().messages, result.message, { role: 'user', content: [{ type: 'text', text: 'more' }] }] }))
+    await collect(
+      request({
+        messages: [...request().messages, result.message, { role: 'user', content: [{ type: 'text', text: 'more' }] }],
+      }),
+    )
     const replayed = (server!.requests[1].body as { messages: { role: string; reasoning_content?: string }[] }).messages
     expect(replayed.find((m) => m.role === 'assistant')).toMatchObject({ reasoning_content: 'Think first.' })
   })
@@ -143,8 +167,16 @@ describe('openai-compatible route over the mock server', () => {
       { text: 'done' },
     ])
     const tools = [
-      { name: 'read', description: 'Read a file', parameters: { type: 'object', properties: { path: { type: 'string' } } } },
-      { name: 'grep', description: 'Search', parameters: { type: 'object', properties: { pattern: { type: 'string' } } } },
+      {
+        name: 'read',
+        description: 'Read a file',
+        parameters: { type: 'object', properties: { path: { type: 'string' } } },
+      },
+      {
+        name: 'grep',
+        description: 'Search',
+        parameters: { type: 'object', properties: { pattern: { type: 'string' } } },
+      },
     ]
     const chunks = await collect(request({ tools }))
     expect(chunks.filter((c) => c.kind === 'tool-call-start')).toEqual([
@@ -158,7 +190,9 @@ describe('openai-compatible route over the mock server', () => {
       { type: 'tool-call', callId: 'call_a', name: 'read', arguments: '{"path":"notes/a.txt","limit":20}' },
       { type: 'tool-call', callId: 'call_b', name: 'grep', arguments: '{"pattern":"x"}' },
     ])
-    expect((server!.requests[0].body as { tools: { function: { name: string } }[] }).tools.map((t) => t.function.name)).toEqual(['read', 'grep'])
+    expect(
+      (server!.requests[0].body as { tools: { function: { name: string } }[] }).tools.map((t) => t.function.name),
+    ).toEqual(['read', 'grep'])
 
     await collect(
       request({
@@ -167,11 +201,19 @@ describe('openai-compatible route over the mock server', () => {
           ...request().messages,
           result.message,
           { role: 'tool', callId: 'call_a', name: 'read', content: [{ type: 'text', text: 'file body' }] },
-          { role: 'tool', callId: 'call_b', name: 'grep', content: [{ type: 'text', text: 'no match' }], isError: true },
+          {
+            role: 'tool',
+            callId: 'call_b',
+            name: 'grep',
+            content: [{ type: 'text', text: 'no match' }],
+            isError: true,
+          },
         ],
       }),
     )
-    const history = (server!.requests[1].body as { messages: { role: string; tool_call_id?: string; tool_calls?: unknown[] }[] }).messages
+    const history = (
+      server!.requests[1].body as { messages: { role: string; tool_call_id?: string; tool_calls?: unknown[] }[] }
+    ).messages
     expect(history.find((m) => m.role === 'assistant')?.tool_calls).toHaveLength(2)
     expect(history.filter((m) => m.role === 'tool').map((m) => m.tool_call_id)).toEqual(['call_a', 'call_b'])
   })
@@ -189,7 +231,13 @@ describe('openai-compatible route over the mock server', () => {
       { error: { status: 400, message: 'Invalid request: tools[0] is malformed' } },
       { error: { status: 401, message: 'Incorrect API key provided' } },
       { error: { status: 503, message: 'overloaded' } },
-      { error: { status: 400, message: "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens." } },
+      {
+        error: {
+          status: 400,
+          message:
+            "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.",
+        },
+      },
     ])
     expect((await failure()).error).toMatchObject({ code: 'BAD_REQUEST', status: 400 })
     expect((await failure()).error).toMatchObject({ code: 'AUTH', status: 401 })
@@ -260,7 +308,16 @@ describe('openai-compatible route over the mock server', () => {
 
   it('sends no real key on a keyless route and adds configured headers', async () => {
     server = await startMockServer({ steps: [{ text: 'ok' }] })
-    await boot({ routes: { ollama: { provider: 'openai-compatible', baseURL: server.baseURL, headers: { 'x-tenant': 't1' }, models: [{ id: 'llama3', contextWindow: 8192 }] } } })
+    await boot({
+      routes: {
+        ollama: {
+          provider: 'openai-compatible',
+          baseURL: server.baseURL,
+          headers: { 'x-tenant': 't1' },
+          models: [{ id: 'llama3', contextWindow: 8192 }],
+        },
+      },
+    })
     await collect(request({ provider: 'ollama', model: 'llama3' }))
     expect(server.requests[0].headers['x-tenant']).toBe('t1')
     expect(server.requests[0].headers.authorization).not.toContain(KEY)
@@ -274,7 +331,11 @@ describe('pi-ai openai provider pointed at the mock server', () => {
     server = await startMockServer({ steps: [{ text: 'From the catalog.', usage: { prompt: 5, completion: 3 } }] })
     await boot({ routes: { gpt: openaiRoute() } }, new Map([['OPENAI_API_KEY', 'sk-from-credentials']]))
     const models = await ctx!.llm.listModels('gpt')
-    expect(models.find((m) => m.id === 'gpt-4o-mini')).toMatchObject({ provider: 'gpt', contextWindow: 128_000, supportsImages: true })
+    expect(models.find((m) => m.id === 'gpt-4o-mini')).toMatchObject({
+      provider: 'gpt',
+      contextWindow: 128_000,
+      supportsImages: true,
+    })
     const chunks = await collect(request({ provider: 'gpt', model: 'gpt-4o-mini' }))
     expect(BlockAssembler.fold(chunks).result()).toMatchObject({ finish: 'stop', usage: { input: 5, output: 3 } })
     expect(server.requests[0].path).toBe('/v1/chat/completions')
@@ -284,7 +345,17 @@ describe('pi-ai openai provider pointed at the mock server', () => {
 
   it('overrides and adds catalog models field by field', async () => {
     server = await startMockServer({ steps: [] })
-    await boot({ routes: { gpt: { ...openaiRoute(), models: [{ id: 'gpt-4o-mini', contextWindow: 1000 }, { id: 'my-finetune', contextWindow: 4096, reasoning: true }] } } })
+    await boot({
+      routes: {
+        gpt: {
+          ...openaiRoute(),
+          models: [
+            { id: 'gpt-4o-mini', contextWindow: 1000 },
+            { id: 'my-finetune', contextWindow: 4096, reasoning: true },
+          ],
+        },
+      },
+    })
     const models = await ctx!.llm.listModels('gpt')
     expect(models.find((m) => m.id === 'gpt-4o-mini')).toMatchObject({ contextWindow: 1000, maxOutputTokens: 16_384 })
     expect(models.find((m) => m.id === 'my-finetune')).toMatchObject({ contextWindow: 4096, reasoning: true })
@@ -329,14 +400,28 @@ describe('configuration and lifecycle', () => {
   })
 
   it('rejects an unknown pi-ai provider, naming the route and field and listing the known ids', async () => {
-    await expect(boot({ routes: { mine: { provider: 'opnai' } } })).rejects.toThrow(/routes\.mine\.provider: 'opnai' is not a provider .*known: openai-compatible, .*anthropic.*openai/)
+    await expect(boot({ routes: { mine: { provider: 'opnai' } } })).rejects.toThrow(
+      /routes\.mine\.provider: 'opnai' is not a provider .*known: openai-compatible, .*anthropic.*openai/,
+    )
   })
 
   it('rejects incomplete openai-compatible routes and bad field types', async () => {
-    await expect(boot({ routes: { x: { provider: 'openai-compatible', models: [{ id: 'm', contextWindow: 10 }] } } })).rejects.toThrow(/routes\.x\.baseURL/)
-    await expect(boot({ routes: { x: { provider: 'openai-compatible', baseURL: 'http://127.0.0.1:1/v1', models: [{ id: 'm' }] } } })).rejects.toThrow(/routes\.x\.models\[0\]\.contextWindow/)
-    await expect(boot({ routes: { x: { provider: 'openai-compatible', baseURL: 'not a url', models: [{ id: 'm', contextWindow: 1 }] } } })).rejects.toThrow(/routes\.x\.baseURL/)
-    await expect(boot({ routes: { x: { provider: 'openai', models: [{ id: 'not-in-catalog' }] } } })).rejects.toThrow(/routes\.x\.models\[0\]\.contextWindow/)
+    await expect(
+      boot({ routes: { x: { provider: 'openai-compatible', models: [{ id: 'm', contextWindow: 10 }] } } }),
+    ).rejects.toThrow(/routes\.x\.baseURL/)
+    await expect(
+      boot({
+        routes: { x: { provider: 'openai-compatible', baseURL: 'http://127.0.0.1:1/v1', models: [{ id: 'm' }] } },
+      }),
+    ).rejects.toThrow(/routes\.x\.models\[0\]\.contextWindow/)
+    await expect(
+      boot({
+        routes: { x: { provider: 'openai-compatible', baseURL: 'not a url', models: [{ id: 'm', contextWindow: 1 }] } },
+      }),
+    ).rejects.toThrow(/routes\.x\.baseURL/)
+    await expect(boot({ routes: { x: { provider: 'openai', models: [{ id: 'not-in-catalog' }] } } })).rejects.toThrow(
+      /routes\.x\.models\[0\]\.contextWindow/,
+    )
     expect(() => LlmPiAi.Config({ routes: { x: { api: 'smoke-signals' } } } as never)).toThrow()
     expect(() => LlmPiAi.Config({ routes: { x: { streamIdleTimeoutMs: 0 } } } as never)).toThrow()
     expect(() => LlmPiAi.Config({ routes: { x: { apiKeyEnv: 'has space' } } } as never)).toThrow()

@@ -38,7 +38,11 @@ async function local(steps: MockStep[], extra: Record<string, unknown> = {}): Pr
   } as never)
 }
 
-const request: LlmRequest = { provider: 'local', model: 'local-model', messages: [{ role: 'user', content: [{ type: 'text', text: 'hello' }] }] }
+const request: LlmRequest = {
+  provider: 'local',
+  model: 'local-model',
+  messages: [{ role: 'user', content: [{ type: 'text', text: 'hello' }] }],
+}
 
 async function failure(): Promise<{ error: LlmError; chunks: StreamChunk[] }> {
   const chunks: StreamChunk[] = []
@@ -77,7 +81,10 @@ describe('pi-ai response bounds', () => {
     // pi-ai turns each `tool_calls: [{index: 0}]` chunk into an event with an empty delta; only the
     // first one starts a call, the rest carry nothing and must not refill the idle budget.
     const frame = `data: ${JSON.stringify({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'read' } }] } }] })}\n\n`
-    await local([{ events: [{ forever: { frame, intervalMs: 10 } }] }], { streamIdleTimeoutMs: 2000, requestTimeoutMs: 10_000 })
+    await local([{ events: [{ forever: { frame, intervalMs: 10 } }] }], {
+      streamIdleTimeoutMs: 2000,
+      requestTimeoutMs: 10_000,
+    })
     const { error, chunks } = await failure()
     expect(error.code).toBe('TIMEOUT')
     // One call started (pi-ai may close it as the request is cut off), not one per repeated frame.
@@ -93,13 +100,16 @@ describe('pi-ai response bounds', () => {
     expect(error.code).toBe('RESPONSE_TOO_LARGE')
     expect(error.provider).toBe('local')
     expect(error.message).toContain('maxResponseBytes')
-    expect(chunks.length).toBeLessThan(256 * 1024 / 100)
+    expect(chunks.length).toBeLessThan((256 * 1024) / 100)
     await expect.poll(() => server!.requests[0].aborted).toBe(true)
     expect(server!.requests[0].bytesWritten).toBeLessThan(32 * MiB)
   })
 
   it('one huge SSE body is cut at the cap', async () => {
-    await local([{ raw: { status: 200, contentType: 'text/event-stream', body: 'x'.repeat(64 * 1024), repeat: 1024 } }], { maxResponseBytes: MiB })
+    await local(
+      [{ raw: { status: 200, contentType: 'text/event-stream', body: 'x'.repeat(64 * 1024), repeat: 1024 } }],
+      { maxResponseBytes: MiB },
+    )
     const { error } = await failure()
     expect(error.code).toBe('RESPONSE_TOO_LARGE')
     await expect.poll(() => server!.requests[0].aborted).toBe(true)

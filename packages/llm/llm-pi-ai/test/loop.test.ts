@@ -35,7 +35,10 @@ describe('llm-pi-ai in the agent loop', () => {
   it('answers a task with one tool call on an openai-compatible route', async () => {
     server = await startMockServer({
       steps: [
-        { expect: { tools: ['lookup'], lastRole: 'user' }, toolCalls: [{ id: 'call_1', name: 'lookup', arguments: '{"word":"wren"}', split: 3 }] },
+        {
+          expect: { tools: ['lookup'], lastRole: 'user' },
+          toolCalls: [{ id: 'call_1', name: 'lookup', arguments: '{"word":"wren"}', split: 3 }],
+        },
         { expect: { lastRole: 'tool', lastContains: 'a small bird' }, text: 'A wren is a small bird.' },
       ],
     })
@@ -43,7 +46,19 @@ describe('llm-pi-ai in the agent loop', () => {
     harness = await createHarness({
       plugins: [
         [lookupTool],
-        [LlmPiAi, { routes: { gateway: { provider: 'openai-compatible', baseURL: server.baseURL, apiKeyEnv: ENV, models: [{ id: 'gw-model', contextWindow: 65_536 }] } } }],
+        [
+          LlmPiAi,
+          {
+            routes: {
+              gateway: {
+                provider: 'openai-compatible',
+                baseURL: server.baseURL,
+                apiKeyEnv: ENV,
+                models: [{ id: 'gw-model', contextWindow: 65_536 }],
+              },
+            },
+          },
+        ],
       ],
     })
     const agent = harness.ctx.agents.create({ cwd: process.cwd(), model: { provider: 'gateway', model: 'gw-model' } })
@@ -58,7 +73,21 @@ describe('llm-pi-ai in the agent loop', () => {
   it('ends the turn with the mapped error when the key is missing, without a request', async () => {
     server = await startMockServer({ steps: [{ text: 'never' }] })
     harness = await createHarness({
-      plugins: [[LlmPiAi, { routes: { gateway: { provider: 'openai-compatible', baseURL: server.baseURL, apiKeyEnv: ENV, models: [{ id: 'gw-model', contextWindow: 65_536 }] } } }]],
+      plugins: [
+        [
+          LlmPiAi,
+          {
+            routes: {
+              gateway: {
+                provider: 'openai-compatible',
+                baseURL: server.baseURL,
+                apiKeyEnv: ENV,
+                models: [{ id: 'gw-model', contextWindow: 65_536 }],
+              },
+            },
+          },
+        ],
+      ],
     })
     const agent = harness.ctx.agents.create({ cwd: process.cwd(), model: { provider: 'gateway', model: 'gw-model' } })
     const result = await agent.send('hi')

@@ -115,7 +115,8 @@ export class BlockAssembler {
         break
       }
       case 'usage':
-        if (chunk.usage === null || typeof chunk.usage !== 'object') throw protocol(position, 'usage chunk without usage')
+        if (chunk.usage === null || typeof chunk.usage !== 'object')
+          throw protocol(position, 'usage chunk without usage')
         this._usage = { ...chunk.usage }
         break
       case 'finish':

@@ -16,7 +16,13 @@ export interface RetryPolicy {
   codes: LlmErrorCode[]
 }
 
-export const DEFAULT_RETRY_CODES: readonly LlmErrorCode[] = ['EMPTY_RESPONSE', 'RATE_LIMIT', 'SERVER', 'TIMEOUT', 'TRANSPORT']
+export const DEFAULT_RETRY_CODES: readonly LlmErrorCode[] = [
+  'EMPTY_RESPONSE',
+  'RATE_LIMIT',
+  'SERVER',
+  'TIMEOUT',
+  'TRANSPORT',
+]
 
 export const defaultRetryPolicy = (): RetryPolicy => ({
   maxRetries: 5,

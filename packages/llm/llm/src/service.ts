@@ -151,11 +151,19 @@ export class LlmService extends Service {
       model = spec.slice(slash + 1)
     }
     if (!provider || !providers.includes(provider)) {
-      throw new LlmError('UNKNOWN_PROVIDER', `no provider route '${provider ?? '?'}'; registered: ${providers.join(', ') || '(none)'}`, { provider })
+      throw new LlmError(
+        'UNKNOWN_PROVIDER',
+        `no provider route '${provider ?? '?'}'; registered: ${providers.join(', ') || '(none)'}`,
+        { provider },
+      )
     }
     if (!(await this.resolveModelInfo(provider, model))) {
       const known = (await this.listModels(provider).catch(() => [])).map((m) => m.id)
-      throw new LlmError('UNKNOWN_MODEL', `provider '${provider}' has no model '${model}'; known: ${known.join(', ') || '(none)'}`, { provider })
+      throw new LlmError(
+        'UNKNOWN_MODEL',
+        `provider '${provider}' has no model '${model}'; known: ${known.join(', ') || '(none)'}`,
+        { provider },
+      )
     }
     return { provider, model }
   }

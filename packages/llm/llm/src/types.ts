@@ -7,7 +7,10 @@
 /** JSON Schema object as a tool's `parameters`. Kept structural: validators read it at runtime. */
 export type JsonSchema = { [key: string]: unknown }
 
-export interface TextBlock { type: 'text'; text: string }
+export interface TextBlock {
+  type: 'text'
+  text: string
+}
 export interface ReasoningBlock {
   type: 'reasoning'
   text: string
@@ -32,8 +35,14 @@ export type ContentBlock = TextBlock | ReasoningBlock | ToolCallBlock | ImageBlo
 export type UserContentBlock = TextBlock | ImageBlock
 export type ToolResultContentBlock = TextBlock | ImageBlock
 
-export interface UserMessage { role: 'user'; content: UserContentBlock[] }
-export interface AssistantMessage { role: 'assistant'; content: ContentBlock[] }
+export interface UserMessage {
+  role: 'user'
+  content: UserContentBlock[]
+}
+export interface AssistantMessage {
+  role: 'assistant'
+  content: ContentBlock[]
+}
 export interface ToolMessage {
   role: 'tool'
   callId: string
@@ -153,7 +162,13 @@ export class LlmError extends Error {
     return value instanceof Error && (value as { name?: string }).name === 'LlmError' && 'code' in value
   }
   toJSON(): { code: LlmErrorCode; message: string; status?: number; provider?: string; retryAfterMs?: number } {
-    return { code: this.code, message: this.message, status: this.status, provider: this.provider, retryAfterMs: this.retryAfterMs }
+    return {
+      code: this.code,
+      message: this.message,
+      status: this.status,
+      provider: this.provider,
+      retryAfterMs: this.retryAfterMs,
+    }
   }
 }
 

@@ -92,7 +92,11 @@ describe('BlockAssembler', () => {
       { kind: 'tool-call-start', index: 1, callId: 'partial', name: 'write' },
       { kind: 'tool-call-delta', index: 1, argumentsDelta: '{"pa' },
     ])
-    expect(a.snapshot().content.map((b) => (b.type === 'tool-call' ? b.callId : b.type))).toEqual(['text', 'done', 'partial'])
+    expect(a.snapshot().content.map((b) => (b.type === 'tool-call' ? b.callId : b.type))).toEqual([
+      'text',
+      'done',
+      'partial',
+    ])
     expect(a.snapshot().content[2]).toMatchObject({ arguments: '{"pa' })
     expect(a.hasOpenToolCalls()).toBe(true)
     expect(a.finalizeInterrupted()).toEqual({
@@ -115,7 +119,10 @@ describe('BlockAssembler', () => {
   })
 
   it('ignores empty text deltas instead of opening empty blocks', () => {
-    const a = BlockAssembler.fold([{ kind: 'text-delta', text: '' }, { kind: 'reasoning-delta', text: '' }])
+    const a = BlockAssembler.fold([
+      { kind: 'text-delta', text: '' },
+      { kind: 'reasoning-delta', text: '' },
+    ])
     expect(a.snapshot().content).toEqual([])
   })
 
@@ -142,10 +149,14 @@ describe('BlockAssembler', () => {
 
   it('rejects malformed chunks from untyped sources', () => {
     const a = new BlockAssembler()
-    expect(protocolError(() => a.push({ kind: 'bogus' } as unknown as StreamChunk)).message).toMatch(/unknown chunk kind "bogus"/)
+    expect(protocolError(() => a.push({ kind: 'bogus' } as unknown as StreamChunk)).message).toMatch(
+      /unknown chunk kind "bogus"/,
+    )
     expect(protocolError(() => a.push({ kind: 'tool-call-start', index: -1, callId: 'c', name: 'n' })).message).toMatch(
       /non-negative integer/,
     )
-    expect(protocolError(() => a.push({ kind: 'text-delta' } as unknown as StreamChunk)).message).toMatch(/string `text`/)
+    expect(protocolError(() => a.push({ kind: 'text-delta' } as unknown as StreamChunk)).message).toMatch(
+      /string `text`/,
+    )
   })
 })

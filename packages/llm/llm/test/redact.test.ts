@@ -1,13 +1,25 @@
 import { Context, Service } from 'cordis'
 import { describe, expect, it } from 'vitest'
-import LlmService, { LlmError, REDACTED, redactError, redactText, secretList, type LlmAdapter, type LlmRequest } from '../src/index.ts'
+import LlmService, {
+  LlmError,
+  REDACTED,
+  redactError,
+  redactText,
+  secretList,
+  type LlmAdapter,
+  type LlmRequest,
+} from '../src/index.ts'
 
 const KEY = 'sk-redact-0123456789abcdef'
 const OTHER = 'tok-credentials-file-9876543210'
 
 describe('redaction helpers', () => {
   it('secretList drops short and empty values, adds the URL-encoded form, longest first', () => {
-    expect(secretList(['short', undefined, '', 'a value/with+plus', KEY])).toEqual([KEY, 'a%20value%2Fwith%2Bplus', 'a value/with+plus'])
+    expect(secretList(['short', undefined, '', 'a value/with+plus', KEY])).toEqual([
+      KEY,
+      'a%20value%2Fwith%2Bplus',
+      'a value/with+plus',
+    ])
   })
 
   it('redactText replaces every occurrence', () => {
@@ -16,11 +28,22 @@ describe('redaction helpers', () => {
 
   it('redactError rebuilds an LlmError that carries a secret in its message, stack or cause', () => {
     const cause = Object.assign(new Error(`socket said ${KEY}`), { code: 'ECONNRESET' })
-    const error = new LlmError('AUTH', `HTTP 401: bad key Bearer ${KEY}`, { status: 401, provider: 'p', retryAfterMs: 5, cause })
+    const error = new LlmError('AUTH', `HTTP 401: bad key Bearer ${KEY}`, {
+      status: 401,
+      provider: 'p',
+      retryAfterMs: 5,
+      cause,
+    })
     const clean = redactError(error, [KEY]) as LlmError
     expect(clean).not.toBe(error)
     expect(LlmError.is(clean)).toBe(true)
-    expect(clean.toJSON()).toEqual({ code: 'AUTH', message: `HTTP 401: bad key Bearer ${REDACTED}`, status: 401, provider: 'p', retryAfterMs: 5 })
+    expect(clean.toJSON()).toEqual({
+      code: 'AUTH',
+      message: `HTTP 401: bad key Bearer ${REDACTED}`,
+      status: 401,
+      provider: 'p',
+      retryAfterMs: 5,
+    })
     expect(clean.stack).not.toContain(KEY)
     expect((clean.cause as Error).message).toBe(`socket said ${REDACTED}`)
     expect((clean.cause as { code?: string }).code).toBe('ECONNRESET')
@@ -43,7 +66,11 @@ class FakeCredentials extends Service {
   }
 }
 
-const request: LlmRequest = { provider: 'leaky', model: 'm', messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }] }
+const request: LlmRequest = {
+  provider: 'leaky',
+  model: 'm',
+  messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }],
+}
 
 describe('ctx.llm.stream redacts errors at the choke point', () => {
   it('scrubs remembered adapter keys and the credentials service known values', async () => {

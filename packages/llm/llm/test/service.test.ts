@@ -24,7 +24,11 @@ async function boot() {
   return root
 }
 
-const request = (provider: string): LlmRequest => ({ provider, model: 'm', messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }] })
+const request = (provider: string): LlmRequest => ({
+  provider,
+  model: 'm',
+  messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }],
+})
 
 async function collect(stream: AsyncIterable<StreamChunk>): Promise<StreamChunk[]> {
   const out: StreamChunk[] = []
@@ -65,7 +69,10 @@ describe('LlmService', () => {
     const root = await boot()
     root.llm.registerAdapter(scriptedAdapter('alpha', 'x'))
     expect((await root.llm.listModels('alpha')).map((m) => m.id)).toEqual(['alpha-small', 'alpha-large'])
-    expect(await root.llm.resolveModelInfo('alpha', 'alpha-large')).toMatchObject({ contextWindow: 9000, reasoning: true })
+    expect(await root.llm.resolveModelInfo('alpha', 'alpha-large')).toMatchObject({
+      contextWindow: 9000,
+      reasoning: true,
+    })
     expect(await root.llm.resolveModelInfo('alpha', 'nope')).toBeUndefined()
     expect(await root.llm.resolveModelInfo('ghost', 'alpha-large')).toBeUndefined()
     const error = await rejection(root.llm.listModels('ghost'))
@@ -79,15 +86,23 @@ describe('LlmService', () => {
     expect(await root.llm.resolveModelSpec('alpha-large', 'alpha')).toEqual({ provider: 'alpha', model: 'alpha-large' })
     expect(await root.llm.resolveModelSpec('alpha/alpha-small')).toEqual({ provider: 'alpha', model: 'alpha-small' })
     // A slash that is not a route prefix is part of a model id on the default route.
-    await expect(root.llm.resolveModelSpec('vendor/alpha-small', 'alpha')).rejects.toMatchObject({ code: 'UNKNOWN_MODEL', message: "provider 'alpha' has no model 'vendor/alpha-small'; known: alpha-small, alpha-large" })
-    await expect(root.llm.resolveModelSpec('alpha-small')).rejects.toMatchObject({ code: 'UNKNOWN_PROVIDER', message: "no provider route '?'; registered: alpha, org/beta" })
+    await expect(root.llm.resolveModelSpec('vendor/alpha-small', 'alpha')).rejects.toMatchObject({
+      code: 'UNKNOWN_MODEL',
+      message: "provider 'alpha' has no model 'vendor/alpha-small'; known: alpha-small, alpha-large",
+    })
+    await expect(root.llm.resolveModelSpec('alpha-small')).rejects.toMatchObject({
+      code: 'UNKNOWN_PROVIDER',
+      message: "no provider route '?'; registered: alpha, org/beta",
+    })
     await expect(root.llm.resolveModelSpec('x', 'gamma')).rejects.toBeInstanceOf(LlmError)
   })
 
   it('throws on a duplicate provider route and frees the route on dispose', async () => {
     const root = await boot()
     const dispose = root.llm.registerAdapter(scriptedAdapter('alpha', 'one'))
-    expect(() => root.llm.registerAdapter(scriptedAdapter('alpha', 'two'))).toThrow(/provider route 'alpha' is already registered/)
+    expect(() => root.llm.registerAdapter(scriptedAdapter('alpha', 'two'))).toThrow(
+      /provider route 'alpha' is already registered/,
+    )
     dispose()
     expect(root.llm.listProviders()).toEqual([])
     root.llm.registerAdapter(scriptedAdapter('alpha', 'two'))
@@ -96,8 +111,12 @@ describe('LlmService', () => {
 
   it('rejects a malformed adapter', async () => {
     const root = await boot()
-    expect(() => root.llm.registerAdapter({ provider: '', stream: () => [] as never, listModels: () => [] })).toThrow(TypeError)
-    expect(() => root.llm.registerAdapter({ provider: 'x' } as unknown as LlmAdapter)).toThrow(/stream\(\) and listModels\(\)/)
+    expect(() => root.llm.registerAdapter({ provider: '', stream: () => [] as never, listModels: () => [] })).toThrow(
+      TypeError,
+    )
+    expect(() => root.llm.registerAdapter({ provider: 'x' } as unknown as LlmAdapter)).toThrow(
+      /stream\(\) and listModels\(\)/,
+    )
   })
 
   it('fails an unknown provider with UNKNOWN_PROVIDER naming the registered routes', async () => {
@@ -140,7 +159,8 @@ describe('LlmService', () => {
       req.metadata = { ...req.metadata, tagged: true }
       const inner = next()
       return (async function* () {
-        for await (const chunk of inner) yield chunk.kind === 'text-delta' ? { ...chunk, text: chunk.text.toUpperCase() } : chunk
+        for await (const chunk of inner)
+          yield chunk.kind === 'text-delta' ? { ...chunk, text: chunk.text.toUpperCase() } : chunk
       })()
     })
     const seen: LlmRequest[] = []
@@ -177,9 +197,13 @@ describe('LlmService', () => {
     const fiber = root.plugin({
       name: 'interceptor',
       apply(ctx: Context) {
-        ctx.on('llm/stream', async function* () {
-          yield { kind: 'text-delta', text: 'fake' } satisfies StreamChunk
-        }, { prepend: true })
+        ctx.on(
+          'llm/stream',
+          async function* () {
+            yield { kind: 'text-delta', text: 'fake' } satisfies StreamChunk
+          },
+          { prepend: true },
+        )
       },
     })
     await fiber

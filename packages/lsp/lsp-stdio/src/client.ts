@@ -74,7 +74,8 @@ export class LanguageServerClient {
     })
     this.handle = handle
     handle.onOutput((chunk) => {
-      if (chunk.stream === 'stderr') this.stderrTail = (this.stderrTail + Buffer.from(chunk.data).toString('utf8')).slice(-2000)
+      if (chunk.stream === 'stderr')
+        this.stderrTail = (this.stderrTail + Buffer.from(chunk.data).toString('utf8')).slice(-2000)
       else this.receive(Buffer.from(chunk.data))
     })
     void handle.exited.then((exit) => {
@@ -127,7 +128,13 @@ export class LanguageServerClient {
       if (this.buffer.byteLength < headerEnd + 4 + length) return
       const body = this.buffer.subarray(headerEnd + 4, headerEnd + 4 + length).toString('utf8')
       this.buffer = this.buffer.subarray(headerEnd + 4 + length)
-      let message: { id?: number | string; method?: string; params?: unknown; result?: unknown; error?: { message: string } }
+      let message: {
+        id?: number | string
+        method?: string
+        params?: unknown
+        result?: unknown
+        error?: { message: string }
+      }
       try {
         message = JSON.parse(body)
       } catch {
@@ -137,8 +144,15 @@ export class LanguageServerClient {
     }
   }
 
-  private dispatch(message: { id?: number | string; method?: string; params?: unknown; result?: unknown; error?: { message: string } }): void {
-    if (message.method !== undefined && message.id !== undefined) return this.answer(message.id, message.method, message.params)
+  private dispatch(message: {
+    id?: number | string
+    method?: string
+    params?: unknown
+    result?: unknown
+    error?: { message: string }
+  }): void {
+    if (message.method !== undefined && message.id !== undefined)
+      return this.answer(message.id, message.method, message.params)
     if (message.method !== undefined) {
       if (message.method === '$/progress') {
         const { token, value } = message.params as { token: string | number; value?: { kind?: string } }
@@ -173,8 +187,19 @@ export class LanguageServerClient {
     let result: unknown = null
     if (method === 'workspace/configuration') result = ((params as { items?: unknown[] })?.items ?? []).map(() => null)
     else if (method === 'workspace/workspaceFolders') result = [{ uri: uriOf(this.root), name: basename(this.root) }]
-    else if (!['client/registerCapability', 'client/unregisterCapability', 'window/workDoneProgress/create', 'window/showMessageRequest'].includes(method)) {
-      return this.write({ jsonrpc: '2.0', id, error: { code: -32601, message: `method not supported by dsh: ${method}` } })
+    else if (
+      ![
+        'client/registerCapability',
+        'client/unregisterCapability',
+        'window/workDoneProgress/create',
+        'window/showMessageRequest',
+      ].includes(method)
+    ) {
+      return this.write({
+        jsonrpc: '2.0',
+        id,
+        error: { code: -32601, message: `method not supported by dsh: ${method}` },
+      })
     }
     this.write({ jsonrpc: '2.0', id, result })
   }
@@ -239,7 +264,9 @@ export class LanguageServerClient {
     if (!open) {
       const ext = /\.[^./]+$/.exec(path)?.[0] ?? ''
       this.documents.set(uri, { version: 1, text })
-      this.notify('textDocument/didOpen', { textDocument: { uri, languageId: this.spec.languageIds[ext] ?? ext.slice(1), version: 1, text } })
+      this.notify('textDocument/didOpen', {
+        textDocument: { uri, languageId: this.spec.languageIds[ext] ?? ext.slice(1), version: 1, text },
+      })
       await this.settle(this.documents.size === 1 ? this.openGraceMs : 0)
       return true
     }
@@ -266,11 +293,14 @@ export class LanguageServerClient {
           clearTimeout(timer)
           resolve(true)
         }
-        const timer = setTimeout(() => {
-          const current = this.publishWaiters.get(uri)
-          if (current) current.splice(current.indexOf(wake), 1)
-          resolve(false)
-        }, Math.max(0, ms))
+        const timer = setTimeout(
+          () => {
+            const current = this.publishWaiters.get(uri)
+            if (current) current.splice(current.indexOf(wake), 1)
+            resolve(false)
+          },
+          Math.max(0, ms),
+        )
         list.push(wake)
         this.publishWaiters.set(uri, list)
       })

@@ -49,26 +49,73 @@ const ServerSchema: Schema<Partial<ServerConfig>, ServerConfig> = Schema.object(
 
 export const Config: Schema<Partial<LspStdioConfig>, LspStdioConfig> = Schema.object({
   servers: Schema.dict(ServerSchema).default({}).description('Language servers by name.'),
-  requestTimeoutMs: Schema.natural().min(1).default(60_000).description('Time limit of one request, and of waiting for a server to finish loading (ms).'),
-  openGraceMs: Schema.natural().default(1_000).description('After the first file of a workspace is opened, how long to wait for the server to start reporting its loading (ms).'),
+  requestTimeoutMs: Schema.natural()
+    .min(1)
+    .default(60_000)
+    .description('Time limit of one request, and of waiting for a server to finish loading (ms).'),
+  openGraceMs: Schema.natural()
+    .default(1_000)
+    .description(
+      'After the first file of a workspace is opened, how long to wait for the server to start reporting its loading (ms).',
+    ),
   diagnosticsWaitMs: Schema.natural().default(8_000).description('Longest wait for diagnostics after a change (ms).'),
-  diagnosticsQuietMs: Schema.natural().default(1_000).description('Quiet time after which diagnostics count as settled (ms).'),
+  diagnosticsQuietMs: Schema.natural()
+    .default(1_000)
+    .description('Quiet time after which diagnostics count as settled (ms).'),
 })
 
 export const name = 'lsp-stdio'
 export const inject = ['lsp', 'subprocess']
 
 const DEFAULT_LANGUAGE_IDS: Record<string, string> = {
-  '.ts': 'typescript', '.mts': 'typescript', '.cts': 'typescript', '.tsx': 'typescriptreact',
-  '.js': 'javascript', '.mjs': 'javascript', '.cjs': 'javascript', '.jsx': 'javascriptreact',
-  '.py': 'python', '.rs': 'rust', '.go': 'go',
+  '.ts': 'typescript',
+  '.mts': 'typescript',
+  '.cts': 'typescript',
+  '.tsx': 'typescriptreact',
+  '.js': 'javascript',
+  '.mjs': 'javascript',
+  '.cjs': 'javascript',
+  '.jsx': 'javascriptreact',
+  '.py': 'python',
+  '.rs': 'rust',
+  '.go': 'go',
 }
 
-const SYMBOL_KINDS = ['', 'File', 'Module', 'Namespace', 'Package', 'Class', 'Method', 'Property', 'Field', 'Constructor', 'Enum', 'Interface', 'Function', 'Variable', 'Constant', 'String', 'Number', 'Boolean', 'Array', 'Object', 'Key', 'Null', 'EnumMember', 'Struct', 'Event', 'Operator', 'TypeParameter']
+const SYMBOL_KINDS = [
+  '',
+  'File',
+  'Module',
+  'Namespace',
+  'Package',
+  'Class',
+  'Method',
+  'Property',
+  'Field',
+  'Constructor',
+  'Enum',
+  'Interface',
+  'Function',
+  'Variable',
+  'Constant',
+  'String',
+  'Number',
+  'Boolean',
+  'Array',
+  'Object',
+  'Key',
+  'Null',
+  'EnumMember',
+  'Struct',
+  'Event',
+  'Operator',
+  'TypeParameter',
+]
 const SEVERITIES = ['error', 'error', 'warning', 'information', 'hint'] as const
 
 type Range = { start: Position; end: Position }
-type RawLocation = { uri: string; range: Range } | { targetUri: string; targetRange: Range; targetSelectionRange?: Range }
+type RawLocation =
+  | { uri: string; range: Range }
+  | { targetUri: string; targetRange: Range; targetSelectionRange?: Range }
 
 const pathOf = (uri: string) => (uri.startsWith('file:') ? fileURLToPath(uri) : uri)
 
@@ -87,7 +134,12 @@ function locations(result: unknown): Location[] {
 function hoverText(result: unknown): string | undefined {
   const contents = (result as { contents?: unknown } | null)?.contents
   if (contents === undefined || contents === null) return undefined
-  const one = (part: unknown): string => (typeof part === 'string' ? part : typeof (part as { value?: unknown }).value === 'string' ? (part as { value: string }).value : '')
+  const one = (part: unknown): string =>
+    typeof part === 'string'
+      ? part
+      : typeof (part as { value?: unknown }).value === 'string'
+        ? (part as { value: string }).value
+        : ''
   const text = (Array.isArray(contents) ? contents.map(one) : [one(contents)]).filter(Boolean).join('\n\n').trim()
   return text === '' ? undefined : text
 }
@@ -174,18 +226,33 @@ export function apply(ctx: Context, config: LspStdioConfig): void {
       const root = findRoot(extname(path) ? dirname(path) : path, server.rootMarkers)
       let client = clients.get(root)
       if (!client || client.dead) {
-        client = new LanguageServerClient(ctx.subprocess, spec, root, config.requestTimeoutMs, config.openGraceMs, confinement(ctx))
+        client = new LanguageServerClient(
+          ctx.subprocess,
+          spec,
+          root,
+          config.requestTimeoutMs,
+          config.openGraceMs,
+          confinement(ctx),
+        )
         clients.set(root, client)
       }
       try {
         await client.ready
       } catch (error) {
         clients.delete(root)
-        throw new LspError('SERVER_FAILED', `language server "${serverName}" did not start: ${(error as Error).message}`)
+        throw new LspError(
+          'SERVER_FAILED',
+          `language server "${serverName}" did not start: ${(error as Error).message}`,
+        )
       }
       return client
     }
-    const ask = async <T>(path: string, method: string, params: (uri: string) => unknown, map: (result: unknown) => T): Promise<T> => {
+    const ask = async <T>(
+      path: string,
+      method: string,
+      params: (uri: string) => unknown,
+      map: (result: unknown) => T,
+    ): Promise<T> => {
       const client = await clientFor(path)
       try {
         await client.sync(path)
@@ -203,9 +270,20 @@ export function apply(ctx: Context, config: LspStdioConfig): void {
       definition: (path, position) => ask(path, 'textDocument/definition', at(position), locations),
       implementations: (path, position) => ask(path, 'textDocument/implementation', at(position), locations),
       references: (path, position) =>
-        ask(path, 'textDocument/references', (uri) => ({ textDocument: { uri }, position, context: { includeDeclaration: true } }), locations),
+        ask(
+          path,
+          'textDocument/references',
+          (uri) => ({ textDocument: { uri }, position, context: { includeDeclaration: true } }),
+          locations,
+        ),
       hover: (path, position) => ask(path, 'textDocument/hover', at(position), hoverText),
-      documentSymbols: (path) => ask(path, 'textDocument/documentSymbol', (uri) => ({ textDocument: { uri } }), (result) => symbols(result, path)),
+      documentSymbols: (path) =>
+        ask(
+          path,
+          'textDocument/documentSymbol',
+          (uri) => ({ textDocument: { uri } }),
+          (result) => symbols(result, path),
+        ),
       workspaceSymbols: async (query, near) => {
         const client = await clientFor(near)
         if (extname(near)) await client.sync(near)
@@ -217,9 +295,12 @@ export function apply(ctx: Context, config: LspStdioConfig): void {
       },
     }
     ctx.lsp.register(provider)
-    ctx.effect(() => () => {
-      for (const client of clients.values()) void client.stop()
-      clients.clear()
-    }, `lsp-stdio: stop ${serverName}`)
+    ctx.effect(
+      () => () => {
+        for (const client of clients.values()) void client.stop()
+        clients.clear()
+      },
+      `lsp-stdio: stop ${serverName}`,
+    )
   }
 }

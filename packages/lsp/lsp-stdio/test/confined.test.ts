@@ -42,7 +42,10 @@ async function boot(workspace: string, outside: string, sandboxed: boolean): Pro
   }
   await mount(LspService, {})
   const script = `echo in > ${join(workspace, 'inside')}; echo out > ${join(outside, 'escaped')}; exit 3`
-  await mount(LspStdio, { servers: { probe: { command: 'sh', args: ['-c', script], extensions: ['.ts'], rootMarkers: ['tsconfig.json'] } }, requestTimeoutMs: 20_000 })
+  await mount(LspStdio, {
+    servers: { probe: { command: 'sh', args: ['-c', script], extensions: ['.ts'], rootMarkers: ['tsconfig.json'] } },
+    requestTimeoutMs: 20_000,
+  })
   return ctx
 }
 

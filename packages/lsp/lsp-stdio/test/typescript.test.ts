@@ -27,9 +27,21 @@ export function typescriptServer() {
 export function fixture(): string {
   const dir = mkdtempSync(join(tmpdir(), 'dsh-lsp-'))
   mkdirSync(join(dir, 'src'))
-  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { strict: true, target: 'es2022', module: 'esnext', moduleResolution: 'bundler', noEmit: true }, include: ['src'] }))
-  writeFileSync(join(dir, 'src/math.ts'), 'export function add(a: number, b: number): number {\n  return a + b\n}\n\nexport interface Shape {\n  area(): number\n}\n\nexport class Square implements Shape {\n  constructor(readonly side: number) {}\n  area(): number {\n    return this.side * this.side\n  }\n}\n')
-  writeFileSync(join(dir, 'src/main.ts'), "import { add, Square } from './math'\n\nconst total = add(1, 2)\nconst s = new Square(total)\nconsole.log(add(s.area(), 1))\n")
+  writeFileSync(
+    join(dir, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: { strict: true, target: 'es2022', module: 'esnext', moduleResolution: 'bundler', noEmit: true },
+      include: ['src'],
+    }),
+  )
+  writeFileSync(
+    join(dir, 'src/math.ts'),
+    'export function add(a: number, b: number): number {\n  return a + b\n}\n\nexport interface Shape {\n  area(): number\n}\n\nexport class Square implements Shape {\n  constructor(readonly side: number) {}\n  area(): number {\n    return this.side * this.side\n  }\n}\n',
+  )
+  writeFileSync(
+    join(dir, 'src/main.ts'),
+    "import { add, Square } from './math'\n\nconst total = add(1, 2)\nconst s = new Square(total)\nconsole.log(add(s.area(), 1))\n",
+  )
   return dir
 }
 
@@ -40,7 +52,11 @@ afterEach(async () => {
 
 async function boot(config: object) {
   const ctx = new Context()
-  for (const [plugin, cfg] of [[LspService, {}], [SubprocessLocal, {}], [LspStdio, config]] as const) {
+  for (const [plugin, cfg] of [
+    [LspService, {}],
+    [SubprocessLocal, {}],
+    [LspStdio, config],
+  ] as const) {
     const fiber = ctx.plugin(plugin as never, cfg as never)
     await fiber
     fibers.push(fiber)
@@ -49,7 +65,9 @@ async function boot(config: object) {
 }
 
 describe('@dsh/lsp-stdio with typescript-language-server', () => {
-  it('answers definition, references, hover, implementations and symbols, and reports a new type error', { timeout: 180_000 }, async () => {
+  it('answers definition, references, hover, implementations and symbols, and reports a new type error', {
+    timeout: 180_000,
+  }, async () => {
     const dir = fixture()
     const ctx = await boot({ servers: { typescript: typescriptServer() } })
     const main = join(dir, 'src/main.ts')
@@ -58,20 +76,34 @@ describe('@dsh/lsp-stdio with typescript-language-server', () => {
     const definition = await ctx.lsp.definition(main, { line: 2, character: 14 })
     expect(definition).toEqual([expect.objectContaining({ path: math, start: { line: 0, character: 16 } })])
     const references = await ctx.lsp.references(math, { line: 0, character: 16 })
-    expect(references.map((r) => `${r.path === main ? 'main' : 'math'}:${r.start.line}`).sort()).toEqual(['main:0', 'main:2', 'main:4', 'math:0'])
+    expect(references.map((r) => `${r.path === main ? 'main' : 'math'}:${r.start.line}`).sort()).toEqual([
+      'main:0',
+      'main:2',
+      'main:4',
+      'math:0',
+    ])
     const hover = await ctx.lsp.hover(main, { line: 2, character: 14 })
     expect(hover).toContain('add(a: number, b: number): number')
     const implementations = await ctx.lsp.implementations(math, { line: 4, character: 17 })
     expect(implementations.map((l) => l.start.line)).toContain(8)
     const symbols = await ctx.lsp.documentSymbols(math)
-    expect(symbols.map((s) => `${s.kind} ${s.name}`)).toEqual(expect.arrayContaining(['Function add', 'Interface Shape', 'Class Square', 'Method area']))
+    expect(symbols.map((s) => `${s.kind} ${s.name}`)).toEqual(
+      expect.arrayContaining(['Function add', 'Interface Shape', 'Class Square', 'Method area']),
+    )
     const found = await ctx.lsp.workspaceSymbols('Square', main)
     expect(found.some((s) => s.name === 'Square' && s.location.path === math)).toBe(true)
 
     expect((await ctx.lsp.diagnostics(main)).filter((d) => d.severity === 'error')).toEqual([])
     writeFileSync(main, "import { add } from './math'\n\nconst total: string = add(1, 2)\n")
     const diagnostics = (await ctx.lsp.diagnostics(main)).filter((d) => d.severity === 'error')
-    expect(diagnostics).toEqual([expect.objectContaining({ severity: 'error', start: { line: 2, character: 6 }, message: "Type 'number' is not assignable to type 'string'.", code: '2322' })])
+    expect(diagnostics).toEqual([
+      expect.objectContaining({
+        severity: 'error',
+        start: { line: 2, character: 6 },
+        message: "Type 'number' is not assignable to type 'string'.",
+        code: '2322',
+      }),
+    ])
   })
 
   it('fails with a clear error when the server cannot start, and answers NO_SERVER for other files', async () => {
@@ -81,6 +113,8 @@ describe('@dsh/lsp-stdio with typescript-language-server', () => {
       code: 'SERVER_FAILED',
       message: 'language server "broken" did not start: could not start "dsh-no-such-language-server": ENOENT',
     })
-    await expect(ctx.lsp.hover(join(dir, 'README.md'), { line: 0, character: 0 })).rejects.toMatchObject({ code: 'NO_SERVER' })
+    await expect(ctx.lsp.hover(join(dir, 'README.md'), { line: 0, character: 0 })).rejects.toMatchObject({
+      code: 'NO_SERVER',
+    })
   })
 })

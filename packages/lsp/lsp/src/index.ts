@@ -76,7 +76,8 @@ export class LspService extends Service {
 
   /** Adds a provider; undone by the disposer or when the calling plugin unloads. */
   register(provider: LspProvider): () => void {
-    if (this.providers.some((p) => p.id === provider.id)) throw new TypeError(`lsp.register: provider "${provider.id}" is already registered`)
+    if (this.providers.some((p) => p.id === provider.id))
+      throw new TypeError(`lsp.register: provider "${provider.id}" is already registered`)
     const providers = this.providers
     const dispose = this.ctx.effect(() => {
       providers.push(provider)

@@ -2,12 +2,28 @@
 // registered from their own plugins, as `@dsh/lsp-stdio` does.
 import { afterEach, describe, expect, it } from 'vitest'
 import { Context } from 'cordis'
-import LspService, { LspError, type Diagnostic, type Location, type LspProvider, type Position, type SymbolInfo } from '@dsh/lsp'
+import LspService, {
+  LspError,
+  type Diagnostic,
+  type Location,
+  type LspProvider,
+  type Position,
+  type SymbolInfo,
+} from '@dsh/lsp'
 
 /** A provider that serves files ending in one of `extensions` and answers with its own id in every result. */
 function provider(id: string, extensions: string[], calls: string[] = []): LspProvider {
-  const loc = (path: string, start: Position): Location => ({ path: `${path}#${id}`, start, end: { line: start.line, character: start.character + 1 } })
-  const symbol = (name: string, path: string): SymbolInfo => ({ name, kind: 'Function', location: loc(path, { line: 0, character: 0 }), container: id })
+  const loc = (path: string, start: Position): Location => ({
+    path: `${path}#${id}`,
+    start,
+    end: { line: start.line, character: start.character + 1 },
+  })
+  const symbol = (name: string, path: string): SymbolInfo => ({
+    name,
+    kind: 'Function',
+    location: loc(path, { line: 0, character: 0 }),
+    container: id,
+  })
   return {
     id,
     handles: (path) => extensions.some((ext) => path.endsWith(ext)),
@@ -37,7 +53,16 @@ function provider(id: string, extensions: string[], calls: string[] = []): LspPr
     },
     async diagnostics(path): Promise<Diagnostic[]> {
       calls.push(`diagnostics ${path}`)
-      return [{ path, start: { line: 0, character: 0 }, end: { line: 0, character: 1 }, severity: 'error', message: `from ${id}`, source: id }]
+      return [
+        {
+          path,
+          start: { line: 0, character: 0 },
+          end: { line: 0, character: 1 },
+          severity: 'error',
+          message: `from ${id}`,
+          source: id,
+        },
+      ]
     },
   }
 }
@@ -85,15 +110,29 @@ describe('@dsh/lsp', () => {
     expect(ctx.lsp.providerFor('/w/c.rs')).toBeUndefined()
 
     const pos = { line: 3, character: 7 }
-    expect(await ctx.lsp.definition('/w/a.ts', pos)).toEqual([{ path: '/w/a.ts#ts', start: pos, end: { line: 3, character: 8 } }])
+    expect(await ctx.lsp.definition('/w/a.ts', pos)).toEqual([
+      { path: '/w/a.ts#ts', start: pos, end: { line: 3, character: 8 } },
+    ])
     expect((await ctx.lsp.references('/w/b.py', pos)).map((l) => l.path)).toEqual(['/w/b.py#py', '/w/b.py#py'])
     expect((await ctx.lsp.implementations('/w/b.py', pos))[0].path).toBe('/w/b.py#py')
     expect(await ctx.lsp.hover('/w/a.ts', pos)).toBe('hover from ts')
     expect(await ctx.lsp.documentSymbols('/w/b.py')).toEqual([
-      { name: 'doc', kind: 'Function', location: { path: '/w/b.py#py', start: { line: 0, character: 0 }, end: { line: 0, character: 1 } }, container: 'py' },
+      {
+        name: 'doc',
+        kind: 'Function',
+        location: { path: '/w/b.py#py', start: { line: 0, character: 0 }, end: { line: 0, character: 1 } },
+        container: 'py',
+      },
     ])
     expect(await ctx.lsp.diagnostics('/w/a.ts')).toEqual([
-      { path: '/w/a.ts', start: { line: 0, character: 0 }, end: { line: 0, character: 1 }, severity: 'error', message: 'from ts', source: 'ts' },
+      {
+        path: '/w/a.ts',
+        start: { line: 0, character: 0 },
+        end: { line: 0, character: 1 },
+        severity: 'error',
+        message: 'from ts',
+        source: 'ts',
+      },
     ])
     // workspaceSymbols picks the server by `near`, not by the query text.
     expect((await ctx.lsp.workspaceSymbols('thing.ts', '/w/pkg/main.py'))[0].container).toBe('py')
@@ -134,9 +173,16 @@ describe('@dsh/lsp', () => {
       // A rejection, not a synchronous throw: callers `await` or `.catch()` it.
       const pending = call()
       expect(pending).toBeInstanceOf(Promise)
-      const error = await pending.then(() => undefined, (e: unknown) => e)
+      const error = await pending.then(
+        () => undefined,
+        (e: unknown) => e,
+      )
       expect(error).toBeInstanceOf(LspError)
-      expect(error).toMatchObject({ name: 'LspError', code: 'NO_SERVER', message: 'no language server is configured for /w/x.rs' })
+      expect(error).toMatchObject({
+        name: 'LspError',
+        code: 'NO_SERVER',
+        message: 'no language server is configured for /w/x.rs',
+      })
     }
     // Still NO_SERVER with a provider for other files.
     await mount(ctx, provider('ts', ['.ts']))
@@ -170,7 +216,9 @@ describe('@dsh/lsp', () => {
   it('refuses a second provider with the same id and keeps the first', async () => {
     const ctx = await boot()
     await mount(ctx, provider('ts', ['.ts']))
-    expect(() => ctx.lsp.register(provider('ts', ['.py']))).toThrow(new TypeError('lsp.register: provider "ts" is already registered'))
+    expect(() => ctx.lsp.register(provider('ts', ['.py']))).toThrow(
+      new TypeError('lsp.register: provider "ts" is already registered'),
+    )
     expect(ctx.lsp.list()).toEqual(['ts'])
     expect(ctx.lsp.providerFor('/w/a.py')).toBeUndefined()
     expect(ctx.lsp.providerFor('/w/a.ts')?.id).toBe('ts')
@@ -185,6 +233,10 @@ describe('@dsh/lsp', () => {
       },
     }
     await mount(ctx, failing)
-    await expect(ctx.lsp.definition('/w/m.go', { line: 0, character: 0 })).rejects.toMatchObject({ name: 'LspError', code: 'SERVER_FAILED', message: 'gopls exited with code 2' })
+    await expect(ctx.lsp.definition('/w/m.go', { line: 0, character: 0 })).rejects.toMatchObject({
+      name: 'LspError',
+      code: 'SERVER_FAILED',
+      message: 'gopls exited with code 2',
+    })
   })
 })

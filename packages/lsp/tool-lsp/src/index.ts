@@ -23,15 +23,24 @@ export interface ToolLspConfig {
 
 export const Config: Schema<Partial<ToolLspConfig>, ToolLspConfig> = Schema.object({
   maxResults: Schema.natural().min(1).default(50).description('Most locations or symbols in one result.'),
-  diagnoseTools: Schema.array(Schema.string()).default(['write', 'edit', 'str_replace_editor']).description('Tools whose results get the edited file\'s diagnostics.'),
-  maxDiagnostics: Schema.natural().default(10).description('Most diagnostics appended to an edit\'s result (0: none).'),
+  diagnoseTools: Schema.array(Schema.string())
+    .default(['write', 'edit', 'str_replace_editor'])
+    .description("Tools whose results get the edited file's diagnostics."),
+  maxDiagnostics: Schema.natural().default(10).description("Most diagnostics appended to an edit's result (0: none)."),
   includeWarnings: Schema.boolean().default(false).description('Append warnings as well as errors.'),
 })
 
 export const name = 'tool-lsp'
 export const inject = ['tools', 'lsp']
 
-export const OPERATIONS = ['definition', 'references', 'implementations', 'hover', 'document_symbols', 'workspace_symbols'] as const
+export const OPERATIONS = [
+  'definition',
+  'references',
+  'implementations',
+  'hover',
+  'document_symbols',
+  'workspace_symbols',
+] as const
 type Operation = (typeof OPERATIONS)[number]
 
 export const PROMPT_SECTION = {
@@ -83,14 +92,25 @@ export function formatLocations(list: Location[], cwd: string, max: number): str
 }
 
 export function formatSymbols(list: SymbolInfo[], cwd: string, max: number): string {
-  const shown = list.slice(0, max).map((s) => `${s.kind} ${s.container ? `${s.container}.` : ''}${s.name}  ${display(s.location.path, cwd)}:${s.location.start.line + 1}:${s.location.start.character + 1}`)
+  const shown = list
+    .slice(0, max)
+    .map(
+      (s) =>
+        `${s.kind} ${s.container ? `${s.container}.` : ''}${s.name}  ${display(s.location.path, cwd)}:${s.location.start.line + 1}:${s.location.start.character + 1}`,
+    )
   if (list.length > max) shown.push(`... ${list.length - max} more not shown`)
   return shown.join('\n')
 }
 
 export function formatDiagnostics(list: Diagnostic[], cwd: string, max: number): string {
-  const code = (d: Diagnostic) => (d.code === undefined ? '' : ` ${d.source === 'typescript' && /^\d+$/.test(d.code) ? `TS${d.code}` : d.code}`)
-  const shown = list.slice(0, max).map((d) => `${display(d.path, cwd)}:${d.start.line + 1}:${d.start.character + 1} ${d.severity}${code(d)}: ${d.message.split('\n')[0]}`)
+  const code = (d: Diagnostic) =>
+    d.code === undefined ? '' : ` ${d.source === 'typescript' && /^\d+$/.test(d.code) ? `TS${d.code}` : d.code}`
+  const shown = list
+    .slice(0, max)
+    .map(
+      (d) =>
+        `${display(d.path, cwd)}:${d.start.line + 1}:${d.start.character + 1} ${d.severity}${code(d)}: ${d.message.split('\n')[0]}`,
+    )
   if (list.length > max) shown.push(`... ${list.length - max} more`)
   return shown.join('\n')
 }
@@ -112,7 +132,11 @@ export function apply(ctx: Context, config: ToolLspConfig): void {
       type: 'object',
       properties: {
         operation: { type: 'string', enum: [...OPERATIONS] },
-        file_path: { type: 'string', description: 'The file (relative to the working directory or absolute). Required except for workspace_symbols, where it picks the language server.' },
+        file_path: {
+          type: 'string',
+          description:
+            'The file (relative to the working directory or absolute). Required except for workspace_symbols, where it picks the language server.',
+        },
         line: { type: 'integer', minimum: 1, description: '1-based line of the symbol (position operations).' },
         column: { type: 'integer', minimum: 1, description: '1-based column of a character inside the symbol name.' },
         query: { type: 'string', description: 'Symbol name to search (workspace_symbols).' },
@@ -123,38 +147,66 @@ export function apply(ctx: Context, config: ToolLspConfig): void {
     concurrencySafe: true,
     async execute(args, call) {
       const path = args.file_path !== undefined ? resolve(call.cwd, args.file_path) : undefined
-      const needsPosition = args.operation === 'definition' || args.operation === 'references' || args.operation === 'implementations' || args.operation === 'hover'
-      if (args.operation !== 'workspace_symbols' && !path) return fail('INVALID_ARGUMENTS', `operation ${args.operation} needs file_path.`)
-      if (needsPosition && (args.line === undefined || args.column === undefined)) return fail('INVALID_ARGUMENTS', `operation ${args.operation} needs line and column (1-based).`)
-      if (args.operation === 'workspace_symbols' && !args.query) return fail('INVALID_ARGUMENTS', 'workspace_symbols needs query (a symbol name).')
+      const needsPosition =
+        args.operation === 'definition' ||
+        args.operation === 'references' ||
+        args.operation === 'implementations' ||
+        args.operation === 'hover'
+      if (args.operation !== 'workspace_symbols' && !path)
+        return fail('INVALID_ARGUMENTS', `operation ${args.operation} needs file_path.`)
+      if (needsPosition && (args.line === undefined || args.column === undefined))
+        return fail('INVALID_ARGUMENTS', `operation ${args.operation} needs line and column (1-based).`)
+      if (args.operation === 'workspace_symbols' && !args.query)
+        return fail('INVALID_ARGUMENTS', 'workspace_symbols needs query (a symbol name).')
       const near = path ?? call.cwd
       if (!ctx.lsp.providerFor(near)) {
-        return fail('NO_LANGUAGE_SERVER', `no language server is configured for ${path ? display(path, call.cwd) : 'this directory'}. Use grep or read instead.`)
+        return fail(
+          'NO_LANGUAGE_SERVER',
+          `no language server is configured for ${path ? display(path, call.cwd) : 'this directory'}. Use grep or read instead.`,
+        )
       }
       const position = { line: (args.line ?? 1) - 1, character: (args.column ?? 1) - 1 }
       try {
         switch (args.operation) {
           case 'hover': {
             const text = await ctx.lsp.hover(path!, position)
-            return { content: text ?? `No information at ${display(path!, call.cwd)}:${args.line}:${args.column}; check that the position is inside a symbol name.` }
+            return {
+              content:
+                text ??
+                `No information at ${display(path!, call.cwd)}:${args.line}:${args.column}; check that the position is inside a symbol name.`,
+            }
           }
           case 'document_symbols': {
             const list = await ctx.lsp.documentSymbols(path!)
-            return { content: list.length ? formatSymbols(list, call.cwd, config.maxResults) : 'No symbols found in this file.' }
+            return {
+              content: list.length
+                ? formatSymbols(list, call.cwd, config.maxResults)
+                : 'No symbols found in this file.',
+            }
           }
           case 'workspace_symbols': {
             const list = await ctx.lsp.workspaceSymbols(args.query!, near)
-            return { content: list.length ? formatSymbols(list, call.cwd, config.maxResults) : `No symbol matches ${JSON.stringify(args.query)}.` }
+            return {
+              content: list.length
+                ? formatSymbols(list, call.cwd, config.maxResults)
+                : `No symbol matches ${JSON.stringify(args.query)}.`,
+            }
           }
           default: {
             const list = await ctx.lsp[args.operation](path!, position)
-            if (list.length === 0) return { content: `No ${args.operation} found at ${display(path!, call.cwd)}:${args.line}:${args.column}; check that the position is inside a symbol name.` }
+            if (list.length === 0)
+              return {
+                content: `No ${args.operation} found at ${display(path!, call.cwd)}:${args.line}:${args.column}; check that the position is inside a symbol name.`,
+              }
             return { content: formatLocations(list, call.cwd, config.maxResults), meta: { count: list.length } }
           }
         }
       } catch (error) {
         const code = (error as { code?: string }).code
-        return fail(code === 'NO_SERVER' ? 'NO_LANGUAGE_SERVER' : 'LSP_FAILED', `${(error as Error).message}. Use grep or read instead for now.`)
+        return fail(
+          code === 'NO_SERVER' ? 'NO_LANGUAGE_SERVER' : 'LSP_FAILED',
+          `${(error as Error).message}. Use grep or read instead for now.`,
+        )
       }
     },
   })
@@ -165,7 +217,8 @@ export function apply(ctx: Context, config: ToolLspConfig): void {
       if (!config.diagnoseTools.includes(payload.tool.name)) return
       if (payload.output.isError || payload.output.error) return
       const args = payload.args as { file_path?: unknown; path?: unknown }
-      const file = typeof args.file_path === 'string' ? args.file_path : typeof args.path === 'string' ? args.path : undefined
+      const file =
+        typeof args.file_path === 'string' ? args.file_path : typeof args.path === 'string' ? args.path : undefined
       if (!file) return
       const path = resolve(payload.context.cwd, file)
       if (!ctx.lsp.providerFor(path)) return
@@ -182,7 +235,10 @@ export function apply(ctx: Context, config: ToolLspConfig): void {
       const head = `The language server reports ${errors} error${errors === 1 ? '' : 's'}${shown.length > errors ? ` and ${shown.length - errors} warning${shown.length - errors === 1 ? '' : 's'}` : ''} in ${display(path, payload.context.cwd)} after this change:`
       const note = `${head}\n${formatDiagnostics(shown, payload.context.cwd, config.maxDiagnostics)}`
       const output = payload.output
-      payload.output = typeof output.content === 'string' ? { ...output, content: `${output.content}\n\n${note}` } : { ...output, content: [...output.content, { type: 'text', text: note }] }
+      payload.output =
+        typeof output.content === 'string'
+          ? { ...output, content: `${output.content}\n\n${note}` }
+          : { ...output, content: [...output.content, { type: 'text', text: note }] }
     })
   }
 }

@@ -29,7 +29,11 @@ const Write = {
     ctx.tools.register<{ file_path: string; content: string }>({
       name: 'write',
       description: 'Write a file.',
-      parameters: { type: 'object', properties: { file_path: { type: 'string' }, content: { type: 'string' } }, required: ['file_path', 'content'] },
+      parameters: {
+        type: 'object',
+        properties: { file_path: { type: 'string' }, content: { type: 'string' } },
+        required: ['file_path', 'content'],
+      },
       execute: (args, call) => {
         writeFileSync(resolve(call.cwd, args.file_path), args.content)
         return { content: `Wrote ${args.file_path}.` }
@@ -41,16 +45,27 @@ const Write = {
 function fixture(): string {
   const dir = mkdtempSync(join(tmpdir(), 'dsh-tool-lsp-'))
   mkdirSync(join(dir, 'src'))
-  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { strict: true, target: 'es2022', module: 'esnext', moduleResolution: 'bundler', noEmit: true }, include: ['src'] }))
+  writeFileSync(
+    join(dir, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: { strict: true, target: 'es2022', module: 'esnext', moduleResolution: 'bundler', noEmit: true },
+      include: ['src'],
+    }),
+  )
   writeFileSync(join(dir, 'src/math.ts'), 'export function add(a: number, b: number): number {\n  return a + b\n}\n')
-  writeFileSync(join(dir, 'src/main.ts'), "import { add } from './math'\n\nconst total = add(1, 2)\nconsole.log(total)\n")
+  writeFileSync(
+    join(dir, 'src/main.ts'),
+    "import { add } from './math'\n\nconst total = add(1, 2)\nconsole.log(total)\n",
+  )
   return dir
 }
 
 const lsp = (args: object) => ({ toolCalls: [{ name: 'lsp', arguments: args }] })
 
 describe('@dsh/tool-lsp', () => {
-  it('navigates with 1-based positions and appends the type error an edit introduced', { timeout: 180_000 }, async () => {
+  it('navigates with 1-based positions and appends the type error an edit introduced', {
+    timeout: 180_000,
+  }, async () => {
     const cwd = fixture()
     harness = await createHarness({
       cwd,
@@ -60,26 +75,69 @@ describe('@dsh/tool-lsp', () => {
         lsp({ operation: 'hover', file_path: 'src/main.ts', line: 3, column: 7 }),
         lsp({ operation: 'definition', file_path: 'src/main.ts' }),
         lsp({ operation: 'hover', file_path: 'README.md', line: 1, column: 1 }),
-        { toolCalls: [{ name: 'write', arguments: { file_path: 'src/main.ts', content: "import { add } from './math'\n\nconst total: string = add(1, 2)\n" } }] },
-        { toolCalls: [{ name: 'write', arguments: { file_path: 'src/main.ts', content: "import { add } from './math'\n\nconst total: number = add(1, 2)\n" } }] },
+        {
+          toolCalls: [
+            {
+              name: 'write',
+              arguments: {
+                file_path: 'src/main.ts',
+                content: "import { add } from './math'\n\nconst total: string = add(1, 2)\n",
+              },
+            },
+          ],
+        },
+        {
+          toolCalls: [
+            {
+              name: 'write',
+              arguments: {
+                file_path: 'src/main.ts',
+                content: "import { add } from './math'\n\nconst total: number = add(1, 2)\n",
+              },
+            },
+          ],
+        },
         { text: 'done' },
       ] as never,
       plugins: [
         [LspService],
         [SubprocessLocal, {}],
-        [LspStdio, { servers: { typescript: { command: process.execPath, args: [tsls, '--stdio'], extensions: ['.ts'], rootMarkers: ['tsconfig.json'], initializationOptions: { tsserver: { path: tsserver, useSyntaxServer: 'never' } } } } }],
+        [
+          LspStdio,
+          {
+            servers: {
+              typescript: {
+                command: process.execPath,
+                args: [tsls, '--stdio'],
+                extensions: ['.ts'],
+                rootMarkers: ['tsconfig.json'],
+                initializationOptions: { tsserver: { path: tsserver, useSyntaxServer: 'never' } },
+              },
+            },
+          },
+        ],
         [Write],
         [ToolLsp, {}],
       ] as never,
     })
     await harness.prompt('look around')
-    const results = harness.session.events.filter((e) => e.type === 'tool/result').map((e) => (e.data as { message: { content: { text: string }[] } }).message.content[0].text)
+    const results = harness.session.events
+      .filter((e) => e.type === 'tool/result')
+      .map((e) => (e.data as { message: { content: { text: string }[] } }).message.content[0].text)
     expect(results[0]).toBe('src/math.ts:1:17: export function add(a: number, b: number): number {')
-    expect(results[1].split('\n').sort()).toEqual(['src/main.ts:1:10: import { add } from \'./math\'', 'src/main.ts:3:15: const total = add(1, 2)', 'src/math.ts:1:17: export function add(a: number, b: number): number {'])
+    expect(results[1].split('\n').sort()).toEqual([
+      "src/main.ts:1:10: import { add } from './math'",
+      'src/main.ts:3:15: const total = add(1, 2)',
+      'src/math.ts:1:17: export function add(a: number, b: number): number {',
+    ])
     expect(results[2]).toContain('const total: number')
     expect(results[3]).toBe('Error [INVALID_ARGUMENTS]: operation definition needs line and column (1-based).')
-    expect(results[4]).toBe('Error [NO_LANGUAGE_SERVER]: no language server is configured for README.md. Use grep or read instead.')
-    expect(results[5]).toBe("Wrote src/main.ts.\n\nThe language server reports 1 error in src/main.ts after this change:\nsrc/main.ts:3:7 error TS2322: Type 'number' is not assignable to type 'string'.")
+    expect(results[4]).toBe(
+      'Error [NO_LANGUAGE_SERVER]: no language server is configured for README.md. Use grep or read instead.',
+    )
+    expect(results[5]).toBe(
+      "Wrote src/main.ts.\n\nThe language server reports 1 error in src/main.ts after this change:\nsrc/main.ts:3:7 error TS2322: Type 'number' is not assignable to type 'string'.",
+    )
     expect(results[6]).toBe('Wrote src/main.ts.')
     expect(harness.model.requests[0].system).toContain('Code navigation (lsp):')
   })

@@ -12,7 +12,13 @@ const url = process.argv.at(-1)
 const ctx = new Context()
 await ctx.plugin(ToolRegistry, {})
 await ctx.plugin(SubprocessLocal, {})
-const client = ctx.plugin(McpClient, { servers: { conformance: { url } }, projectFile: false, userSettings: false, callTimeoutMs: 20_000, retry: { initialDelayMs: 200, maxDelayMs: 1000, maxAttempts: 3, stableMs: 30_000 } })
+const client = ctx.plugin(McpClient, {
+  servers: { conformance: { url } },
+  projectFile: false,
+  userSettings: false,
+  callTimeoutMs: 20_000,
+  retry: { initialDelayMs: 200, maxDelayMs: 1000, maxAttempts: 3, stableMs: 30_000 },
+})
 await client
 await ctx.mcp.ready()
 const status = ctx.mcp.get('conformance')
@@ -31,7 +37,10 @@ let n = 0
 for (const tool of ctx.tools.list()) {
   const props = tool.parameters.properties ?? {}
   const args = Object.fromEntries(Object.entries(props).map(([key, schema]) => [key, sample(schema)]))
-  const result = await ctx.tools.execute({ callId: `c${++n}`, name: tool.name, arguments: JSON.stringify(args) }, { cwd: process.cwd() })
+  const result = await ctx.tools.execute(
+    { callId: `c${++n}`, name: tool.name, arguments: JSON.stringify(args) },
+    { cwd: process.cwd() },
+  )
   process.stdout.write(`${tool.name}: ${JSON.stringify(result.message.content).slice(0, 300)}\n`)
 }
 await client.dispose()

@@ -36,7 +36,9 @@ mcpServers settings), waits for each one's first connection attempt, prints thei
 /** Row ids (of the base bundle) the client needs besides its own rows: the tools are registered, never offered. */
 const SUPPORT_IDS = new Set(['home-paths', 'cmdline', 'settings', 'subprocess', 'tools', 'project-trust'])
 
-function parse(argv: string[]): { profile: string; patches: string[]; json: boolean } | { help: true } | { error: string } {
+function parse(
+  argv: string[],
+): { profile: string; patches: string[]; json: boolean } | { help: true } | { error: string } {
   const out = { profile: 'headless', patches: [] as string[], json: false }
   const [command, ...rest] = argv
   if (command === undefined || command === '--help' || command === '-h' || command === 'help') return { help: true }
@@ -55,7 +57,8 @@ function parse(argv: string[]): { profile: string; patches: string[]; json: bool
   return out
 }
 
-const isClientRow = (row: ResolvedRow) => row.row.name === '@dsh/mcp-client' || /\/mcp-client\/(src|dist)\/index\.[jt]s$/.test(row.url ?? '')
+const isClientRow = (row: ResolvedRow) =>
+  row.row.name === '@dsh/mcp-client' || /\/mcp-client\/(src|dist)\/index\.[jt]s$/.test(row.url ?? '')
 
 export function formatStatusTable(list: McpServerStatus[]): string {
   if (list.length === 0) return 'No MCP servers are configured (rows, .mcp.json or the mcpServers settings).\n'
@@ -69,7 +72,11 @@ export function formatStatusTable(list: McpServerStatus[]): string {
   ])
   const head = ['NAME', 'SOURCE', 'TRANSPORT', 'STATE', 'TOOLS', 'DETAIL']
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)))
-  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]))).join('  ').trimEnd()
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i])))
+      .join('  ')
+      .trimEnd()
   return [line(head), ...rows.map(line)].join('\n') + '\n'
 }
 
@@ -91,7 +98,14 @@ export async function runMcpCommand(opts: McpCommandOptions): Promise<number> {
     const home = resolveDshHome(env)
     applyDotEnv({ env, cwd, home })
     const { dir } = ensureProfile(home, args.profile, opts.templatesDir)
-    const comp = composeProfile({ home, profileName: args.profile, profileDir: dir, patches: args.patches, installBase: opts.installBase, cwd })
+    const comp = composeProfile({
+      home,
+      profileName: args.profile,
+      profileDir: dir,
+      patches: args.patches,
+      installBase: opts.installBase,
+      cwd,
+    })
     const clients = comp.rows.filter((row) => isClientRow(row) && !row.row.disabled)
     if (clients.length === 0) {
       stderr.write(`dsh mcp: the profile "${args.profile}" has no enabled @dsh/mcp-client row\n`)

@@ -45,17 +45,21 @@ class SpecError extends Error {}
  * is an error naming it (a server started with a literal `${TOKEN}` would fail in a confusing way).
  */
 export function expandVariables(text: string, env: Record<string, string | undefined>, where: string): string {
-  return text.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g, (_, name: string, fallback: string | undefined) => {
-    const value = env[name]
-    if (value !== undefined && value !== '') return value
-    if (fallback !== undefined) return fallback
-    throw new SpecError(`${where} uses \${${name}}, which is not set (set it, or write \${${name}:-default})`)
-  })
+  return text.replace(
+    /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g,
+    (_, name: string, fallback: string | undefined) => {
+      const value = env[name]
+      if (value !== undefined && value !== '') return value
+      if (fallback !== undefined) return fallback
+      throw new SpecError(`${where} uses \${${name}}, which is not set (set it, or write \${${name}:-default})`)
+    },
+  )
 }
 
 function stringList(value: unknown, where: string): string[] {
   if (value === undefined) return []
-  if (!Array.isArray(value) || value.some((item) => typeof item !== 'string')) throw new SpecError(`${where} must be a list of strings`)
+  if (!Array.isArray(value) || value.some((item) => typeof item !== 'string'))
+    throw new SpecError(`${where} must be a list of strings`)
   return value as string[]
 }
 
@@ -63,7 +67,8 @@ function stringMap(value: unknown, where: string): Record<string, string> {
   if (value === undefined) return {}
   if (!isRecord(value)) throw new SpecError(`${where} must be an object of strings`)
   for (const [key, item] of Object.entries(value)) {
-    if (typeof item !== 'string') throw new SpecError(`${where}.${key} must be a string, got ${item === null ? 'null' : typeof item}`)
+    if (typeof item !== 'string')
+      throw new SpecError(`${where}.${key} must be a string, got ${item === null ? 'null' : typeof item}`)
   }
   return value as Record<string, string>
 }
@@ -81,14 +86,20 @@ export function checkServer(
   const base = { name, source: options.source, origin: options.origin }
   try {
     if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(name)) {
-      throw new SpecError('the server name must be 1-64 letters, digits, "_", "-" or "." (starting with a letter or digit)')
+      throw new SpecError(
+        'the server name must be 1-64 letters, digits, "_", "-" or "." (starting with a letter or digit)',
+      )
     }
-    if (!isRecord(raw)) throw new SpecError(`expected an object with "command" or "url", got ${raw === null ? 'null' : Array.isArray(raw) ? 'a list' : typeof raw}`)
+    if (!isRecord(raw))
+      throw new SpecError(
+        `expected an object with "command" or "url", got ${raw === null ? 'null' : Array.isArray(raw) ? 'a list' : typeof raw}`,
+      )
     if (raw.disabled === true) return { ...base, disabled: true }
     const expand = (text: string, where: string) => expandVariables(text, options.env, where)
     let timeoutMs: number | undefined
     if (raw.timeout !== undefined) {
-      if (typeof raw.timeout !== 'number' || !Number.isFinite(raw.timeout) || raw.timeout <= 0) throw new SpecError('"timeout" must be a positive number of milliseconds')
+      if (typeof raw.timeout !== 'number' || !Number.isFinite(raw.timeout) || raw.timeout <= 0)
+        throw new SpecError('"timeout" must be a positive number of milliseconds')
       timeoutMs = raw.timeout
     }
     const type = raw.type
@@ -97,9 +108,11 @@ export function checkServer(
     }
     const hasCommand = raw.command !== undefined
     const hasUrl = raw.url !== undefined
-    if (hasCommand && hasUrl) throw new SpecError('give either "command" (a local server) or "url" (a remote one), not both')
+    if (hasCommand && hasUrl)
+      throw new SpecError('give either "command" (a local server) or "url" (a remote one), not both')
     if (hasCommand || type === 'stdio') {
-      if (typeof raw.command !== 'string' || raw.command.trim() === '') throw new SpecError('"command" must be a non-empty string')
+      if (typeof raw.command !== 'string' || raw.command.trim() === '')
+        throw new SpecError('"command" must be a non-empty string')
       const env = stringMap(raw.env, '"env"')
       const cwdRaw = raw.cwd === undefined ? options.cwd : raw.cwd
       if (typeof cwdRaw !== 'string' || cwdRaw === '') throw new SpecError('"cwd" must be a non-empty string')
@@ -125,14 +138,17 @@ export function checkServer(
       } catch {
         throw new SpecError(`"url" is not a valid URL: ${JSON.stringify(url)}`)
       }
-      if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new SpecError(`"url" must be http or https, not ${parsed.protocol}`)
+      if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+        throw new SpecError(`"url" must be http or https, not ${parsed.protocol}`)
       const headers = stringMap(raw.headers, '"headers"')
       return {
         ...base,
         spec: {
           transport: type === 'sse' ? 'sse' : 'http',
           url,
-          headers: Object.fromEntries(Object.entries(headers).map(([key, value]) => [key, expand(value, `"headers".${key}`)])),
+          headers: Object.fromEntries(
+            Object.entries(headers).map(([key, value]) => [key, expand(value, `"headers".${key}`)]),
+          ),
           ...(timeoutMs !== undefined ? { timeoutMs } : {}),
         },
       }
@@ -182,12 +198,18 @@ export function readProjectFile(dir: string): { table?: unknown; path: string; p
 export function serverFileDigests(raw: unknown, dir: string): Record<string, string> {
   if (!isRecord(raw) || typeof raw.command !== 'string') return {}
   const args = Array.isArray(raw.args) ? raw.args.map(String) : []
-  return projectFileDigests(dir, commandTargets([raw.command, ...args]), typeof raw.cwd === 'string' ? resolve(dir, raw.cwd) : dir)
+  return projectFileDigests(
+    dir,
+    commandTargets([raw.command, ...args]),
+    typeof raw.cwd === 'string' ? resolve(dir, raw.cwd) : dir,
+  )
 }
 
 /** A shell-like rendering of one command line, for people (quoting only where needed). */
 export function commandLine(words: readonly string[]): string {
-  return words.map((word) => (/^[A-Za-z0-9_./@%+=:,-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`)).join(' ')
+  return words
+    .map((word) => (/^[A-Za-z0-9_./@%+=:,-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`))
+    .join(' ')
 }
 
 /**
@@ -207,7 +229,11 @@ export function projectTrustItems(table: unknown, file: string, dir: string): Tr
     if (isRecord(raw) && typeof raw.command === 'string') {
       const args = Array.isArray(raw.args) ? raw.args.map(String) : []
       const env = isRecord(raw.env) ? Object.entries(raw.env).map(([key, value]) => `${key}=${String(value)}`) : []
-      display = [commandLine([raw.command, ...args]), env.length ? `(env ${commandLine(env)})` : '', typeof raw.cwd === 'string' ? `(cwd ${raw.cwd})` : '']
+      display = [
+        commandLine([raw.command, ...args]),
+        env.length ? `(env ${commandLine(env)})` : '',
+        typeof raw.cwd === 'string' ? `(cwd ${raw.cwd})` : '',
+      ]
         .filter(Boolean)
         .join(' ')
     } else if (isRecord(raw) && typeof raw.url === 'string') {

@@ -14,7 +14,15 @@ import type {} from '@dsh/agent'
 import type { SubprocessService } from '@dsh/subprocess'
 import type {} from '@dsh/tools'
 import type { ProjectTrust, ProjectTrustRequests, TrustRequest } from '@dsh/project-trust'
-import { checkServer, checkTable, projectTrustItems, readProjectFile, serverFileDigests, type CheckedServer, type McpSource } from './config.ts'
+import {
+  checkServer,
+  checkTable,
+  projectTrustItems,
+  readProjectFile,
+  serverFileDigests,
+  type CheckedServer,
+  type McpSource,
+} from './config.ts'
 import { McpServerConnection, type ConnectionOptions, type McpServerStatus } from './server.ts'
 import { fromAcpServer } from './acp.ts'
 
@@ -28,7 +36,12 @@ export const TRUST_SOURCE = 'mcp'
 function projectRequest(dir: string): { request: TrustRequest; table: unknown; path: string; problem?: string } {
   const project = readProjectFile(dir)
   return {
-    request: { source: TRUST_SOURCE, label: 'MCP servers', dir, items: projectTrustItems(project.table, '.mcp.json', dir) },
+    request: {
+      source: TRUST_SOURCE,
+      label: 'MCP servers',
+      dir,
+      items: projectTrustItems(project.table, '.mcp.json', dir),
+    },
     table: project.table,
     path: project.path,
     ...(project.problem ? { problem: project.problem } : {}),
@@ -105,27 +118,58 @@ export interface AddServerOptions {
 }
 
 const RetrySchema = Schema.object({
-  initialDelayMs: Schema.natural().min(1).default(500).description('Delay before the first retry (ms); doubles per failure.'),
+  initialDelayMs: Schema.natural()
+    .min(1)
+    .default(500)
+    .description('Delay before the first retry (ms); doubles per failure.'),
   maxDelayMs: Schema.natural().min(1).default(30_000).description('Longest delay between attempts (ms).'),
-  maxAttempts: Schema.natural().min(1).default(6).description('Consecutive failures after which a server is left failed.'),
-  stableMs: Schema.natural().min(1).default(30_000).description('A connection that lasts this long resets the failure count.'),
+  maxAttempts: Schema.natural()
+    .min(1)
+    .default(6)
+    .description('Consecutive failures after which a server is left failed.'),
+  stableMs: Schema.natural()
+    .min(1)
+    .default(30_000)
+    .description('A connection that lasts this long resets the failure count.'),
 })
 
 export class McpClient extends Service {
   static inject = ['tools', 'subprocess']
 
   static Config: Schema<Partial<McpClientConfig>, McpClientConfig> = Schema.object({
-    servers: Schema.dict(Schema.any()).default({}).description('MCP servers, in the common mcpServers shape: {name: {command, args, env, cwd} | {url, headers, type}}.'),
-    projectFile: Schema.boolean().default(true).description('Also read the project\'s .mcp.json.'),
+    servers: Schema.dict(Schema.any())
+      .default({})
+      .description(
+        'MCP servers, in the common mcpServers shape: {name: {command, args, env, cwd} | {url, headers, type}}.',
+      ),
+    projectFile: Schema.boolean().default(true).description("Also read the project's .mcp.json."),
     userSettings: Schema.boolean().default(true).description('Also read the mcpServers settings namespace.'),
     cwd: Schema.string().description('Project directory (default: the process working directory).'),
-    startupWaitMs: Schema.natural().default(10_000).description('How long the first model request waits for servers still starting (ms).'),
-    connectTimeoutMs: Schema.natural().min(1).default(30_000).description('Time limit of one connection attempt, and of listing tools (ms).'),
-    callTimeoutMs: Schema.natural().min(1).default(120_000).description('A call fails when the server is silent this long (ms); progress notifications restart the clock.'),
-    maxCallMs: Schema.natural().min(1).default(900_000).description('A call fails after this long whatever its progress (ms).'),
-    reconnectWaitMs: Schema.natural().default(5_000).description('How long a call waits for a server that is reconnecting (ms).'),
-    killGraceMs: Schema.natural().default(2_000).description('Grace between SIGTERM and SIGKILL when a local server is stopped (ms).'),
-    maxDescriptionChars: Schema.natural().min(100).default(2_000).description('Longest tool description shown to the model.'),
+    startupWaitMs: Schema.natural()
+      .default(10_000)
+      .description('How long the first model request waits for servers still starting (ms).'),
+    connectTimeoutMs: Schema.natural()
+      .min(1)
+      .default(30_000)
+      .description('Time limit of one connection attempt, and of listing tools (ms).'),
+    callTimeoutMs: Schema.natural()
+      .min(1)
+      .default(120_000)
+      .description('A call fails when the server is silent this long (ms); progress notifications restart the clock.'),
+    maxCallMs: Schema.natural()
+      .min(1)
+      .default(900_000)
+      .description('A call fails after this long whatever its progress (ms).'),
+    reconnectWaitMs: Schema.natural()
+      .default(5_000)
+      .description('How long a call waits for a server that is reconnecting (ms).'),
+    killGraceMs: Schema.natural()
+      .default(2_000)
+      .description('Grace between SIGTERM and SIGKILL when a local server is stopped (ms).'),
+    maxDescriptionChars: Schema.natural()
+      .min(100)
+      .default(2_000)
+      .description('Longest tool description shown to the model.'),
     retry: RetrySchema.default(RetrySchema(undefined as never)),
   })
 
@@ -144,9 +188,12 @@ export class McpClient extends Service {
   ) {
     super(ctx, 'mcp')
     this.cwd = config.cwd ?? process.cwd()
-    ctx.effect(() => () => {
-      for (const key of [...this.servers.keys()]) this.remove(key)
-    }, 'mcp: close servers')
+    ctx.effect(
+      () => () => {
+        for (const key of [...this.servers.keys()]) this.remove(key)
+      },
+      'mcp: close servers',
+    )
   }
 
   async [Service.init](): Promise<void> {
@@ -239,28 +286,43 @@ export class McpClient extends Service {
       inner.on('mcp/status', (status, notice) => {
         if (!notice) return
         for (const session of inner.sessions.list()) {
-          this.append(session, { server: status.name, state: status.state, message: notice, ...(status.scope !== undefined ? { scope: status.scope } : {}) })
+          this.append(session, {
+            server: status.name,
+            state: status.state,
+            message: notice,
+            ...(status.scope !== undefined ? { scope: status.scope } : {}),
+          })
         }
       })
     })
     // The first request of a turn waits (bounded) for servers still starting, so their tools are offered.
     // Project servers still waiting for consent are settled first (asked once, or skipped).
-    ctx.on('agent/pre-step', async (payload, next) => {
-      if (this.held.size > 0) await this.trust?.consent({ sessionId: payload.agent.session.id })
-      await this.ready(payload.agent.scope)
-      return next()
-    }, { prepend: true })
+    ctx.on(
+      'agent/pre-step',
+      async (payload, next) => {
+        if (this.held.size > 0) await this.trust?.consent({ sessionId: payload.agent.session.id })
+        await this.ready(payload.agent.scope)
+        return next()
+      },
+      { prepend: true },
+    )
   }
 
   /** Every known server (invalid and disabled ones included), sorted by scope then name. */
   list(): McpServerStatus[] {
-    const held = [...this.held.values()].map((entry): McpServerStatus => ({
-      ...staticStatus({ name: entry.name, source: entry.source, origin: entry.origin, disabled: true }),
-      ...('spec' in entry ? { transport: entry.spec.transport } : {}),
-      error: this.heldReason.get(entry.name) ?? `the project is not trusted: run "dsh trust ${this.cwd}" to start it`,
-    }))
-    return [...[...this.servers.values()].map((entry) => (entry instanceof McpServerConnection ? entry.status() : staticStatus(entry))), ...held]
-      .sort((a, b) => (a.scope ?? '').localeCompare(b.scope ?? '') || a.name.localeCompare(b.name))
+    const held = [...this.held.values()].map(
+      (entry): McpServerStatus => ({
+        ...staticStatus({ name: entry.name, source: entry.source, origin: entry.origin, disabled: true }),
+        ...('spec' in entry ? { transport: entry.spec.transport } : {}),
+        error: this.heldReason.get(entry.name) ?? `the project is not trusted: run "dsh trust ${this.cwd}" to start it`,
+      }),
+    )
+    return [
+      ...[...this.servers.values()].map((entry) =>
+        entry instanceof McpServerConnection ? entry.status() : staticStatus(entry),
+      ),
+      ...held,
+    ].sort((a, b) => (a.scope ?? '').localeCompare(b.scope ?? '') || a.name.localeCompare(b.name))
   }
 
   get(name: string, scope?: string): McpServerStatus | undefined {
@@ -274,8 +336,16 @@ export class McpClient extends Service {
    */
   add(name: string, raw: unknown, options: AddServerOptions = {}): () => void {
     const source = options.source ?? 'session'
-    const checked = checkServer(name, raw, { source, origin: options.origin ?? source, cwd: options.cwd ?? this.cwd, env: process.env })
-    if (this.servers.has(keyOf(name, options.scope)) || (options.scope === undefined && this.held.has(name))) throw new Error(`mcp.add: a server named "${name}" is already mounted${options.scope ? ` in scope ${options.scope}` : ''}`)
+    const checked = checkServer(name, raw, {
+      source,
+      origin: options.origin ?? source,
+      cwd: options.cwd ?? this.cwd,
+      env: process.env,
+    })
+    if (this.servers.has(keyOf(name, options.scope)) || (options.scope === undefined && this.held.has(name)))
+      throw new Error(
+        `mcp.add: a server named "${name}" is already mounted${options.scope ? ` in scope ${options.scope}` : ''}`,
+      )
     let key: string | undefined
     const dispose = this.ctx.effect(() => {
       key = this.mountChecked(checked, options.scope)
@@ -293,9 +363,20 @@ export class McpClient extends Service {
     const disposers: Array<() => void> = []
     servers.forEach((server, index) => {
       const converted = fromAcpServer(server, index)
-      if ('problem' in converted) return this.problem(`${options.origin ?? 'ACP session'}: ${converted.problem}; skipped`)
-      if (this.servers.has(keyOf(converted.name, options.scope))) return this.problem(`${options.origin ?? 'ACP session'}: MCP server "${converted.name}" is given twice; the first is kept`)
-      disposers.push(this.add(converted.name, converted.entry, { source: 'session', origin: options.origin ?? 'ACP session', scope: options.scope, cwd: options.cwd }))
+      if ('problem' in converted)
+        return this.problem(`${options.origin ?? 'ACP session'}: ${converted.problem}; skipped`)
+      if (this.servers.has(keyOf(converted.name, options.scope)))
+        return this.problem(
+          `${options.origin ?? 'ACP session'}: MCP server "${converted.name}" is given twice; the first is kept`,
+        )
+      disposers.push(
+        this.add(converted.name, converted.entry, {
+          source: 'session',
+          origin: options.origin ?? 'ACP session',
+          scope: options.scope,
+          cwd: options.cwd,
+        }),
+      )
     })
     return () => {
       for (const dispose of disposers.splice(0)) dispose()
@@ -317,13 +398,19 @@ export class McpClient extends Service {
    */
   async ready(scope?: string, waitMs = this.config.startupWaitMs): Promise<void> {
     const waits = [...this.servers.values()]
-      .filter((entry): entry is McpServerConnection => entry instanceof McpServerConnection && (entry.scope === undefined || entry.scope === scope))
+      .filter(
+        (entry): entry is McpServerConnection =>
+          entry instanceof McpServerConnection && (entry.scope === undefined || entry.scope === scope),
+      )
       .map((connection) => {
         const left = connection.createdAt + waitMs - Date.now()
         if (left <= 0) return undefined
         if (!Number.isFinite(left)) return connection.firstAttempt
         let timer: NodeJS.Timeout | undefined
-        return Promise.race([connection.firstAttempt, new Promise<void>((resolve) => (timer = setTimeout(resolve, left)))]).finally(() => clearTimeout(timer))
+        return Promise.race([
+          connection.firstAttempt,
+          new Promise<void>((resolve) => (timer = setTimeout(resolve, left))),
+        ]).finally(() => clearTimeout(timer))
       })
       .filter((wait) => wait !== undefined)
     await Promise.all(waits)
@@ -332,19 +419,27 @@ export class McpClient extends Service {
   private mountChecked(entry: CheckedServer, scope?: string): string {
     const key = keyOf(entry.name, scope)
     if ('spec' in entry) {
-      const connection = new McpServerConnection(entry.name, entry.spec, entry.source, entry.origin, {
-        ctx: this.ctx,
-        subprocess: this.ctx.subprocess as SubprocessService,
-        options: this.config,
-        onStatus: (status, notice) => {
-          if (notice) this.ctx.logger('mcp').warn(notice)
-          this.ctx.emit('mcp/status', status, notice)
-          // A project server about to be started again runs only while the files it executes are
-          // the consented ones (a confined command may have rewritten its script meanwhile).
-          if (status.state === 'retrying' && entry.source === 'project' && scope === undefined) this.recheck(entry, key)
+      const connection = new McpServerConnection(
+        entry.name,
+        entry.spec,
+        entry.source,
+        entry.origin,
+        {
+          ctx: this.ctx,
+          subprocess: this.ctx.subprocess as SubprocessService,
+          options: this.config,
+          onStatus: (status, notice) => {
+            if (notice) this.ctx.logger('mcp').warn(notice)
+            this.ctx.emit('mcp/status', status, notice)
+            // A project server about to be started again runs only while the files it executes are
+            // the consented ones (a confined command may have rewritten its script meanwhile).
+            if (status.state === 'retrying' && entry.source === 'project' && scope === undefined)
+              this.recheck(entry, key)
+          },
+          onProgress: (progress) => this.ctx.emit('mcp/progress', progress),
         },
-        onProgress: (progress) => this.ctx.emit('mcp/progress', progress),
-      }, scope)
+        scope,
+      )
       this.servers.set(key, connection)
       connection.start()
     } else {
@@ -392,7 +487,8 @@ export class McpClient extends Service {
   }
 }
 
-const digestKey = (files: Record<string, string>) => JSON.stringify(Object.entries(files).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+const digestKey = (files: Record<string, string>) =>
+  JSON.stringify(Object.entries(files).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
 
 function keyOf(name: string, scope: string | undefined): string {
   return scope === undefined ? name : `${scope}\u0000${name}`

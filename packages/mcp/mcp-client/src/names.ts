@@ -87,7 +87,9 @@ export class NameBoard {
 
   /** Every claim on `name`, by server name. */
   claimants(name: string): NameClaim[] {
-    return [...(this.claims.get(name)?.values() ?? [])].sort((a, b) => (a.server < b.server ? -1 : a.server > b.server ? 1 : 0))
+    return [...(this.claims.get(name)?.values() ?? [])].sort((a, b) =>
+      a.server < b.server ? -1 : a.server > b.server ? 1 : 0,
+    )
   }
 
   private settle(server: string, before: Map<string, boolean>): Set<string> {

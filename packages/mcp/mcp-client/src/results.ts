@@ -37,10 +37,14 @@ function block(item: McpContent): ToolResultContentBlock {
     case 'text':
       return { type: 'text', text: typeof item.text === 'string' ? item.text : '' }
     case 'image':
-      if (typeof item.data === 'string' && typeof item.mimeType === 'string') return { type: 'image', mediaType: item.mimeType, data: item.data }
+      if (typeof item.data === 'string' && typeof item.mimeType === 'string')
+        return { type: 'image', mediaType: item.mimeType, data: item.data }
       return { type: 'text', text: '[image without data or MIME type]' }
     case 'audio':
-      return { type: 'text', text: `[audio (${item.mimeType ?? 'unknown type'}, ${describeBytes(base64Bytes(item.data ?? ''))}) not shown: audio cannot be passed to the model]` }
+      return {
+        type: 'text',
+        text: `[audio (${item.mimeType ?? 'unknown type'}, ${describeBytes(base64Bytes(item.data ?? ''))}) not shown: audio cannot be passed to the model]`,
+      }
     case 'resource_link': {
       const label = item.title ?? item.name ?? item.uri ?? 'resource'
       const parts = [`Resource link: ${label} <${item.uri ?? '?'}>`]
@@ -53,8 +57,12 @@ function block(item: McpContent): ToolResultContentBlock {
       const head = `Resource <${resource.uri ?? '?'}>${resource.mimeType ? ` (${resource.mimeType})` : ''}`
       if (typeof resource.text === 'string') return { type: 'text', text: `${head}:\n${resource.text}` }
       if (typeof resource.blob === 'string') {
-        if (resource.mimeType?.startsWith('image/')) return { type: 'image', mediaType: resource.mimeType, data: resource.blob }
-        return { type: 'text', text: `${head}: binary content, ${describeBytes(base64Bytes(resource.blob))}, not shown` }
+        if (resource.mimeType?.startsWith('image/'))
+          return { type: 'image', mediaType: resource.mimeType, data: resource.blob }
+        return {
+          type: 'text',
+          text: `${head}: binary content, ${describeBytes(base64Bytes(resource.blob))}, not shown`,
+        }
       }
       return { type: 'text', text: `${head}: empty` }
     }
@@ -68,7 +76,8 @@ function merge(blocks: ToolResultContentBlock[]): ToolResultContentBlock[] {
   const out: ToolResultContentBlock[] = []
   for (const item of blocks) {
     const last = out.at(-1)
-    if (item.type === 'text' && last?.type === 'text') out[out.length - 1] = { type: 'text', text: `${last.text}\n${item.text}` }
+    if (item.type === 'text' && last?.type === 'text')
+      out[out.length - 1] = { type: 'text', text: `${last.text}\n${item.text}` }
     else out.push(item)
   }
   return out
@@ -83,9 +92,13 @@ export function mapResult(result: McpCallResult, meta: { server: string; tool: s
     const repeated = blocks.some((b) => b.type === 'text' && safeParseEquals(b.text, result.structuredContent))
     if (!repeated) blocks.push({ type: 'text', text: blocks.length === 0 ? json : `Structured result: ${json}` })
   }
-  if (blocks.length === 0 && result.toolResult !== undefined) blocks.push({ type: 'text', text: JSON.stringify(result.toolResult) })
+  if (blocks.length === 0 && result.toolResult !== undefined)
+    blocks.push({ type: 'text', text: JSON.stringify(result.toolResult) })
   const content = merge(blocks)
-  const text = content.filter((b) => b.type === 'text').map((b) => (b as { text: string }).text).join('\n')
+  const text = content
+    .filter((b) => b.type === 'text')
+    .map((b) => (b as { text: string }).text)
+    .join('\n')
   const shown = content.length === 0 ? '(the tool returned no content)' : content
   const toolMeta = { mcp: { server: meta.server, tool: meta.tool } }
   if (result.isError === true) {

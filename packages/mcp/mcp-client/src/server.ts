@@ -70,7 +70,14 @@ export interface ConnectionHost {
   options: ConnectionOptions
   /** Called on every state change; `notice` is set for changes a user should hear about. */
   onStatus(status: McpServerStatus, notice?: string): void
-  onProgress?(info: { server: string; tool: string; callId: string; progress: number; total?: number; message?: string }): void
+  onProgress?(info: {
+    server: string
+    tool: string
+    callId: string
+    progress: number
+    total?: number
+    message?: string
+  }): void
 }
 
 const CLIENT_INFO = { name: 'dsh', version: '0.1.0' }
@@ -234,12 +241,18 @@ export class McpServerConnection {
           this.settleFirst()
           const { maxAttempts } = this.host.options.retry
           if (this.failures >= maxAttempts) {
-            this.setState('failed', `MCP server "${this.name}" failed to start after ${this.failures} attempt${this.failures === 1 ? '' : 's'}: ${this.lastError}. Its tools are unavailable.`)
+            this.setState(
+              'failed',
+              `MCP server "${this.name}" failed to start after ${this.failures} attempt${this.failures === 1 ? '' : 's'}: ${this.lastError}. Its tools are unavailable.`,
+            )
             return
           }
           const delay = this.delayFor(this.failures)
           this.nextRetryAt = Date.now() + delay
-          this.setState('retrying', `MCP server "${this.name}" failed to start (attempt ${this.failures} of ${maxAttempts}): ${this.lastError}. Retrying in ${(delay / 1000).toFixed(1)} s.`)
+          this.setState(
+            'retrying',
+            `MCP server "${this.name}" failed to start (attempt ${this.failures} of ${maxAttempts}): ${this.lastError}. Retrying in ${(delay / 1000).toFixed(1)} s.`,
+          )
           await new Promise<void>((resolve) => {
             this.wakeRetry = resolve
             this.timer = setTimeout(resolve, delay)
@@ -255,7 +268,8 @@ export class McpServerConnection {
 
   private createTransport(sdk: Sdk): Transport {
     const spec = this.spec
-    if (spec.transport === 'stdio') return new SubprocessStdioTransport(sdk, this.host.subprocess, spec, this.host.options.killGraceMs)
+    if (spec.transport === 'stdio')
+      return new SubprocessStdioTransport(sdk, this.host.subprocess, spec, this.host.options.killGraceMs)
     const requestInit = { headers: spec.headers }
     if (spec.transport === 'sse') return new sdk.SSEClientTransport(new URL(spec.url), { requestInit })
     return new sdk.StreamableHTTPClientTransport(new URL(spec.url), { requestInit })
@@ -280,7 +294,8 @@ export class McpServerConnection {
     })
     let live = false
     client.onclose = () => {
-      if (live && this.client === client && !this.disposed) this.lost(describeFailure(new McpError(ErrorCode.ConnectionClosed, 'Connection closed'), transport))
+      if (live && this.client === client && !this.disposed)
+        this.lost(describeFailure(new McpError(ErrorCode.ConnectionClosed, 'Connection closed'), transport))
     }
     client.onerror = () => {
       // Transport noise (a stray stdout line, a dropped SSE stream) is not a failure by itself:
@@ -308,7 +323,10 @@ export class McpServerConnection {
     clearTimeout(this.stableTimer)
     this.stableTimer = setTimeout(() => (this.failures = 0), this.host.options.retry.stableMs)
     this.stableTimer.unref?.()
-    this.setState('connected', recovered ? `MCP server "${this.name}" is connected again (${this.registered.size} tools).` : undefined)
+    this.setState(
+      'connected',
+      recovered ? `MCP server "${this.name}" is connected again (${this.registered.size} tools).` : undefined,
+    )
   }
 
   /**
@@ -322,7 +340,11 @@ export class McpServerConnection {
     let cursor: string | undefined
     const seen = new Set<string>()
     do {
-      const page = await client.request({ method: 'tools/list', ...(cursor ? { params: { cursor } } : {}) }, PaginatedResultSchema, { timeout: this.host.options.connectTimeoutMs })
+      const page = await client.request(
+        { method: 'tools/list', ...(cursor ? { params: { cursor } } : {}) },
+        PaginatedResultSchema,
+        { timeout: this.host.options.connectTimeoutMs },
+      )
       const listed = (page as { tools?: unknown }).tools
       if (!Array.isArray(listed)) throw new Error('the server answered tools/list without a tools array')
       tools.push(...listed)
@@ -358,12 +380,18 @@ export class McpServerConnection {
     this.lastError = reason
     const { maxAttempts } = this.host.options.retry
     if (this.failures >= maxAttempts) {
-      this.setState('failed', `MCP server "${this.name}" stopped (${reason}) and failed ${this.failures} times in a row; it is not restarted. Its tools are unavailable.`)
+      this.setState(
+        'failed',
+        `MCP server "${this.name}" stopped (${reason}) and failed ${this.failures} times in a row; it is not restarted. Its tools are unavailable.`,
+      )
       return
     }
     const delay = this.delayFor(this.failures)
     this.nextRetryAt = Date.now() + delay
-    this.setState('retrying', `MCP server "${this.name}" stopped (${reason}); restarting in ${(delay / 1000).toFixed(1)} s.`)
+    this.setState(
+      'retrying',
+      `MCP server "${this.name}" stopped (${reason}); restarting in ${(delay / 1000).toFixed(1)} s.`,
+    )
     this.timer = setTimeout(() => void this.run(), delay)
     this.timer.unref?.()
   }
@@ -385,7 +413,10 @@ export class McpServerConnection {
     for (const raw of listed) {
       const parsed = ToolSchema.safeParse(raw)
       if (!parsed.success) {
-        skipped.push({ tool: nameOf(raw), reason: `its definition does not follow the MCP schema (${zodSummary(parsed.error)})` })
+        skipped.push({
+          tool: nameOf(raw),
+          reason: `its definition does not follow the MCP schema (${zodSummary(parsed.error)})`,
+        })
         continue
       }
       const tool = parsed.data as Tool
@@ -431,7 +462,8 @@ export class McpServerConnection {
       }
     })
     const next = new Map<string, Tool>()
-    for (const [name, tool] of plain) next.set(this.board.contested(name) ? hashedToolName(this.name, tool.name) : name, tool)
+    for (const [name, tool] of plain)
+      next.set(this.board.contested(name) ? hashedToolName(this.name, tool.name) : name, tool)
     for (const [name, entry] of this.registered) {
       const tool = next.get(name)
       if (!tool || keyOf(tool) !== entry.key) {
@@ -461,8 +493,13 @@ export class McpServerConnection {
       const claims = this.board.claimants(name)
       if (claims.length < 2) continue
       // One notice per newly contested name, from the server whose listing made it so.
-      const list = claims.map((c) => `${hashedToolName(c.server, c.tool)} (server "${c.server}", tool "${c.tool}")`).join(', ')
-      this.host.onStatus(this.status(), `MCP servers ${claims.map((c) => `"${c.server}"`).join(' and ')} both offer a tool named ${name}; to keep them apart, each is registered under a name with a hash suffix: ${list}.`)
+      const list = claims
+        .map((c) => `${hashedToolName(c.server, c.tool)} (server "${c.server}", tool "${c.tool}")`)
+        .join(', ')
+      this.host.onStatus(
+        this.status(),
+        `MCP servers ${claims.map((c) => `"${c.server}"`).join(' and ')} both offer a tool named ${name}; to keep them apart, each is registered under a name with a hash suffix: ${list}.`,
+      )
     }
   }
 
@@ -501,8 +538,16 @@ export class McpServerConnection {
     if (call.signal.aborted) throw call.signal.reason ?? new Error('aborted')
     if (!client) {
       const why = this.lastError ? ` (${this.lastError})` : ''
-      const state = this.state === 'failed' ? 'failed and is not being restarted' : this.state === 'closed' ? 'was removed' : 'is still (re)connecting'
-      return failure('MCP_UNAVAILABLE', `the MCP server "${this.name}" ${state}${why}, so tool "${call.name}" did not run. ${this.state === 'failed' || this.state === 'closed' ? 'Do the task without this tool.' : 'Try again in a moment.'}`)
+      const state =
+        this.state === 'failed'
+          ? 'failed and is not being restarted'
+          : this.state === 'closed'
+            ? 'was removed'
+            : 'is still (re)connecting'
+      return failure(
+        'MCP_UNAVAILABLE',
+        `the MCP server "${this.name}" ${state}${why}, so tool "${call.name}" did not run. ${this.state === 'failed' || this.state === 'closed' ? 'Do the task without this tool.' : 'Try again in a moment.'}`,
+      )
     }
     const timeout = this.spec.timeoutMs ?? this.host.options.callTimeoutMs
     try {
@@ -524,28 +569,47 @@ export class McpServerConnection {
       const check = this.outputChecks.get(tool)
       if (check && !result.isError) {
         if (!result.structuredContent) {
-          return failure('MCP_ERROR', `tool "${call.name}" (MCP server "${this.name}") declares an output schema but returned no structured content.`)
+          return failure(
+            'MCP_ERROR',
+            `tool "${call.name}" (MCP server "${this.name}") declares an output schema but returned no structured content.`,
+          )
         }
         const verdict = check(result.structuredContent)
         if (!verdict.valid) {
-          return failure('MCP_ERROR', `tool "${call.name}" (MCP server "${this.name}") returned structured content that does not match its output schema: ${verdict.errorMessage ?? 'invalid'}.`)
+          return failure(
+            'MCP_ERROR',
+            `tool "${call.name}" (MCP server "${this.name}") returned structured content that does not match its output schema: ${verdict.errorMessage ?? 'invalid'}.`,
+          )
         }
       }
       return mapResult(result, { server: this.name, tool })
     } catch (error) {
       if (call.signal.aborted) throw error
       const { ErrorCode, McpError } = loadedSdk!
-      if (error instanceof McpError && error.code === MESSAGE_TOO_LARGE && (error.data as TooLargeData | undefined)?.reason === 'message-too-large') {
+      if (
+        error instanceof McpError &&
+        error.code === MESSAGE_TOO_LARGE &&
+        (error.data as TooLargeData | undefined)?.reason === 'message-too-large'
+      ) {
         const data = error.data as TooLargeData
-        return failure('MCP_TOO_LARGE', `the answer of tool "${call.name}" (MCP server "${this.name}") was ${formatBytes(data.bytes)}, over the ${formatBytes(data.limit)} message cap, so it was dropped. Ask for less (a smaller range, a filter, a page).`)
+        return failure(
+          'MCP_TOO_LARGE',
+          `the answer of tool "${call.name}" (MCP server "${this.name}") was ${formatBytes(data.bytes)}, over the ${formatBytes(data.limit)} message cap, so it was dropped. Ask for less (a smaller range, a filter, a page).`,
+        )
       }
       if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
-        return failure('MCP_TIMEOUT', `tool "${call.name}" (MCP server "${this.name}") did not answer within ${formatMs(timeout)}; the request was cancelled on the server. Its effects, if any, may be partial.`)
+        return failure(
+          'MCP_TIMEOUT',
+          `tool "${call.name}" (MCP server "${this.name}") did not answer within ${formatMs(timeout)}; the request was cancelled on the server. Its effects, if any, may be partial.`,
+        )
       }
       if ((error instanceof McpError && error.code === ErrorCode.ConnectionClosed) || isNetworkError(error)) {
         const reason = describeFailure(error, this.transport)
         if (this.client === client) this.lost(reason)
-        return failure('MCP_DISCONNECTED', `the connection to MCP server "${this.name}" was lost during the call (${reason}); it is being restarted. The tool may or may not have run; check before calling it again.`)
+        return failure(
+          'MCP_DISCONNECTED',
+          `the connection to MCP server "${this.name}" was lost during the call (${reason}); it is being restarted. The tool may or may not have run; check before calling it again.`,
+        )
       }
       const message = error instanceof Error ? error.message : String(error)
       return failure('MCP_ERROR', `MCP server "${this.name}" refused the call to "${call.name}": ${message}`)
@@ -563,7 +627,9 @@ function firstLine(error: unknown): string {
 /** The first few issues of a zod error, as `path: message`. */
 function zodSummary(error: { issues?: Array<{ path: PropertyKey[]; message: string }> }): string {
   const issues = error.issues ?? []
-  const parts = issues.slice(0, 3).map((issue) => `${issue.path.length ? issue.path.map(String).join('.') : '(root)'}: ${issue.message}`)
+  const parts = issues
+    .slice(0, 3)
+    .map((issue) => `${issue.path.length ? issue.path.map(String).join('.') : '(root)'}: ${issue.message}`)
   return parts.join('; ') + (issues.length > 3 ? `; and ${issues.length - 3} more` : '') || 'invalid'
 }
 
@@ -577,7 +643,11 @@ function failure(code: string, sentence: string): ToolOutput {
 }
 
 function keyOf(tool: Tool): string {
-  return JSON.stringify([tool.description ?? tool.title ?? '', tool.inputSchema ?? null, tool.annotations?.readOnlyHint === true])
+  return JSON.stringify([
+    tool.description ?? tool.title ?? '',
+    tool.inputSchema ?? null,
+    tool.annotations?.readOnlyHint === true,
+  ])
 }
 
 /** The tool's input schema as registry parameters; a schema without `type: object` is wrapped. */
@@ -595,7 +665,10 @@ function isNetworkError(error: unknown): boolean {
   if (!(error instanceof Error)) return false
   if (error.name === 'TypeError' && /fetch failed/i.test(error.message)) return true
   const cause = (error as { cause?: { code?: string } }).cause
-  return typeof cause?.code === 'string' && /^(ECONNREFUSED|ECONNRESET|EPIPE|ENOTFOUND|EHOSTUNREACH|UND_ERR_SOCKET)$/.test(cause.code)
+  return (
+    typeof cause?.code === 'string' &&
+    /^(ECONNREFUSED|ECONNRESET|EPIPE|ENOTFOUND|EHOSTUNREACH|UND_ERR_SOCKET)$/.test(cause.code)
+  )
 }
 
 /** One line about why a connection failed, preferring what the process or network said. */
@@ -604,10 +677,12 @@ function describeFailure(error: unknown, transport: Transport | undefined): stri
     const exit = transport.describeExit()
     if (exit) return exit
   }
-  if (loadedSdk && error instanceof loadedSdk.McpError && error.code === loadedSdk.ErrorCode.RequestTimeout) return 'the server did not answer in time'
+  if (loadedSdk && error instanceof loadedSdk.McpError && error.code === loadedSdk.ErrorCode.RequestTimeout)
+    return 'the server did not answer in time'
   if (error instanceof Error) {
     const cause = (error as { cause?: { code?: string; message?: string } }).cause
-    if (cause?.code) return `${error.message} (${cause.code}${cause.message && !cause.message.includes(cause.code) ? `: ${cause.message}` : ''})`
+    if (cause?.code)
+      return `${error.message} (${cause.code}${cause.message && !cause.message.includes(cause.code) ? `: ${cause.message}` : ''})`
     return error.message.split('\n')[0] || error.name
   }
   return String(error)

@@ -59,7 +59,8 @@ export class SubprocessStdioTransport implements Transport {
   describeExit(): string | undefined {
     const exit = this.exit
     if (!exit) return undefined
-    if (exit.spawnError) return `could not start ${JSON.stringify(this.spec.command)}: ${exit.spawnError.code} (${exit.spawnError.message})`
+    if (exit.spawnError)
+      return `could not start ${JSON.stringify(this.spec.command)}: ${exit.spawnError.code} (${exit.spawnError.message})`
     const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`
     const last = lastLine(this.stderrTail)
     return `the server process ${how}${last ? `; its last stderr line: ${last}` : ''}`
@@ -111,11 +112,19 @@ export class SubprocessStdioTransport implements Transport {
       const piece = data.subarray(start, end)
       if (this.dropping) {
         this.dropping.bytes += piece.length
-        this.dropping.tail = (this.dropping.tail + piece.subarray(Math.max(0, piece.length - ID_WINDOW)).toString('latin1')).slice(-ID_WINDOW)
+        this.dropping.tail = (
+          this.dropping.tail + piece.subarray(Math.max(0, piece.length - ID_WINDOW)).toString('latin1')
+        ).slice(-ID_WINDOW)
       } else if (this.pendingBytes + piece.length > this.maxMessageBytes) {
-        const head = Buffer.concat([...this.pending, piece.subarray(0, ID_WINDOW)]).subarray(0, ID_WINDOW).toString('latin1')
+        const head = Buffer.concat([...this.pending, piece.subarray(0, ID_WINDOW)])
+          .subarray(0, ID_WINDOW)
+          .toString('latin1')
         const whole = Buffer.concat([...this.pending.slice(-1), piece])
-        this.dropping = { head, tail: whole.subarray(Math.max(0, whole.length - ID_WINDOW)).toString('latin1'), bytes: this.pendingBytes + piece.length }
+        this.dropping = {
+          head,
+          tail: whole.subarray(Math.max(0, whole.length - ID_WINDOW)).toString('latin1'),
+          bytes: this.pendingBytes + piece.length,
+        }
         this.pending = []
         this.pendingBytes = 0
       } else if (piece.length > 0) {
@@ -158,8 +167,12 @@ export class SubprocessStdioTransport implements Transport {
    */
   private oversized(dropped: { head: string; tail: string; bytes: number }): void {
     const limit = this.maxMessageBytes
-    this.onerror?.(new Error(`the MCP server sent a message of ${dropped.bytes} bytes, over the ${limit}-byte cap; it was dropped`))
-    const id = idOf(dropped.head, /^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")/) ?? idOf(dropped.tail, /"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")\s*\}\s*$/)
+    this.onerror?.(
+      new Error(`the MCP server sent a message of ${dropped.bytes} bytes, over the ${limit}-byte cap; it was dropped`),
+    )
+    const id =
+      idOf(dropped.head, /^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")/) ??
+      idOf(dropped.tail, /"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")\s*\}\s*$/)
     const targets = id !== undefined && this.outstanding.has(id) ? [id] : [...this.outstanding]
     const data: TooLargeData = { reason: 'message-too-large', bytes: dropped.bytes, limit }
     for (const target of targets) {
@@ -167,7 +180,11 @@ export class SubprocessStdioTransport implements Transport {
       this.onmessage?.({
         jsonrpc: '2.0',
         id: target,
-        error: { code: MESSAGE_TOO_LARGE, message: `the answer was ${dropped.bytes} bytes, over the ${limit}-byte message cap`, data },
+        error: {
+          code: MESSAGE_TOO_LARGE,
+          message: `the answer was ${dropped.bytes} bytes, over the ${limit}-byte message cap`,
+          data,
+        },
       })
     }
   }
@@ -211,7 +228,10 @@ function idOf(text: string, pattern: RegExp): string | number | undefined {
 }
 
 function lastLine(text: string): string {
-  const lines = text.split('\n').map((line) => line.trim()).filter(Boolean)
+  const lines = text
+    .split('\n')
+    .map((line) => line.trim())
+    .filter(Boolean)
   const last = lines.at(-1) ?? ''
   return last.length > 300 ? `${last.slice(0, 297)}...` : last
 }

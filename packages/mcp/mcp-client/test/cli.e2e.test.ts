@@ -9,7 +9,12 @@ import { runDsh } from '@dsh/cli-testkit'
 import { formatStatusTable } from '../src/cli.ts'
 
 const require = createRequire(import.meta.url)
-const everything = join(require.resolve('@modelcontextprotocol/server-everything/package.json'), '..', 'dist', 'index.js')
+const everything = join(
+  require.resolve('@modelcontextprotocol/server-everything/package.json'),
+  '..',
+  'dist',
+  'index.js',
+)
 
 describe('dsh mcp list', () => {
   it('prints each server with its source, transport, state, tool count and failure', { timeout: 60_000 }, async () => {
@@ -31,8 +36,12 @@ describe('dsh mcp list', () => {
     const untrusted = await runDsh(['mcp', 'list'], { cwd, env })
     expect(untrusted.code).toBe(0)
     const before = untrusted.stdout.trim().split('\n')
-    expect(before.find((l) => l.startsWith('everything'))).toMatch(/^everything\s+project\s+stdio\s+disabled\s+0\s+the project is not trusted: run "dsh trust .*" to start it$/)
-    expect(before.find((l) => l.startsWith('bad'))).toMatch(/^bad\s+project\s+-\s+invalid\s+0\s+"url" must be http or https/)
+    expect(before.find((l) => l.startsWith('everything'))).toMatch(
+      /^everything\s+project\s+stdio\s+disabled\s+0\s+the project is not trusted: run "dsh trust .*" to start it$/,
+    )
+    expect(before.find((l) => l.startsWith('bad'))).toMatch(
+      /^bad\s+project\s+-\s+invalid\s+0\s+"url" must be http or https/,
+    )
     expect((await runDsh(['trust', cwd], { cwd, env })).code).toBe(0)
     const run = await runDsh(['mcp', 'list'], { cwd, env })
     expect(run.stderr).toBe('')
@@ -40,8 +49,12 @@ describe('dsh mcp list', () => {
     const lines = run.stdout.trim().split('\n')
     expect(lines[0]).toMatch(/^NAME\s+SOURCE\s+TRANSPORT\s+STATE\s+TOOLS\s+DETAIL$/)
     expect(lines.find((l) => l.startsWith('everything'))).toMatch(/^everything\s+project\s+stdio\s+connected\s+\d+$/)
-    expect(lines.find((l) => l.startsWith('broken'))).toMatch(/^broken\s+project\s+stdio\s+(retrying|failed)\s+0\s+could not start "dsh-e2e-no-such-server": ENOENT/)
-    expect(lines.find((l) => l.startsWith('bad'))).toMatch(/^bad\s+project\s+-\s+invalid\s+0\s+"url" must be http or https/)
+    expect(lines.find((l) => l.startsWith('broken'))).toMatch(
+      /^broken\s+project\s+stdio\s+(retrying|failed)\s+0\s+could not start "dsh-e2e-no-such-server": ENOENT/,
+    )
+    expect(lines.find((l) => l.startsWith('bad'))).toMatch(
+      /^bad\s+project\s+-\s+invalid\s+0\s+"url" must be http or https/,
+    )
 
     const json = await runDsh(['mcp', 'list', '--json'], { cwd, env })
     const list = JSON.parse(json.stdout) as { name: string; tools: string[] }[]
@@ -49,7 +62,9 @@ describe('dsh mcp list', () => {
 
     const usage = await runDsh(['mcp', 'lst'], { cwd, env })
     expect(usage.code).toBe(2)
-    expect(usage.stderr).toBe('dsh mcp: unknown mcp command "lst"; the only command is "list"\ndsh mcp: see "dsh mcp --help"\n')
+    expect(usage.stderr).toBe(
+      'dsh mcp: unknown mcp command "lst"; the only command is "list"\ndsh mcp: see "dsh mcp --help"\n',
+    )
   })
 
   it('says so when nothing is configured', () => {

@@ -10,7 +10,12 @@ import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
 import { runDsh } from '@dsh/cli-testkit'
 
 const require = createRequire(import.meta.url)
-const everything = join(require.resolve('@modelcontextprotocol/server-everything/package.json'), '..', 'dist', 'index.js')
+const everything = join(
+  require.resolve('@modelcontextprotocol/server-everything/package.json'),
+  '..',
+  'dist',
+  'index.js',
+)
 
 let server: MockServer | undefined
 afterEach(async () => {
@@ -34,7 +39,10 @@ describe('dsh --profile headless with MCP servers from .mcp.json', () => {
       }),
     )
     server = await startMockServer({
-      steps: [{ toolCalls: [{ id: 'c_echo', name: 'mcp__everything__echo', arguments: { message: 'through dsh' } }] }, { text: 'ok' }] as never,
+      steps: [
+        { toolCalls: [{ id: 'c_echo', name: 'mcp__everything__echo', arguments: { message: 'through dsh' } }] },
+        { text: 'ok' },
+      ] as never,
     })
     // The project's servers start only once the user trusted the project.
     expect((await runDsh(['trust', cwd], { cwd, env: { DSH_HOME: home } })).code).toBe(0)
@@ -43,7 +51,10 @@ describe('dsh --profile headless with MCP servers from .mcp.json', () => {
       env: { DSH_HOME: home, DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'x' },
     })
     expect(run.code).toBe(0)
-    const lines = run.stdout.trim().split('\n').map((l) => JSON.parse(l))
+    const lines = run.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
     expect(lines.at(-1)).toMatchObject({ type: 'result', result: 'ok', reason: 'completed' })
 
     const first = server.requests[0].body as { tools: { function: { name: string } }[] }

@@ -20,7 +20,12 @@ import UserQuestions from '@dsh/user-questions'
 import McpClient, { projectTrustRequests, type McpServerStatus } from '../src/index.ts'
 
 const require = createRequire(import.meta.url)
-const everything = join(require.resolve('@modelcontextprotocol/server-everything/package.json'), '..', 'dist', 'index.js')
+const everything = join(
+  require.resolve('@modelcontextprotocol/server-everything/package.json'),
+  '..',
+  'dist',
+  'index.js',
+)
 const changing = fileURLToPath(new URL('./fixtures/changing-server.mjs', import.meta.url))
 
 const fast = { retry: { initialDelayMs: 20, maxDelayMs: 100, maxAttempts: 3, stableMs: 60_000 } }
@@ -33,12 +38,19 @@ afterEach(async () => {
   for (const child of children.splice(0)) child.kill('SIGKILL')
 })
 
-async function boot(config: Record<string, unknown>, options: { script?: unknown[]; cwd?: string; before?: Array<[unknown, unknown?]>; noClient?: boolean } = {}) {
+async function boot(
+  config: Record<string, unknown>,
+  options: { script?: unknown[]; cwd?: string; before?: Array<[unknown, unknown?]>; noClient?: boolean } = {},
+) {
   const cwd = options.cwd ?? mkdtempSync(join(tmpdir(), 'dsh-mcp-'))
   harness = await createHarness({
     cwd,
     script: (options.script ?? []) as never,
-    plugins: [...((options.before ?? []) as never[]), [SubprocessLocal, {}], ...(options.noClient ? [] : [[McpClient, { cwd, ...fast, ...config }]])] as never,
+    plugins: [
+      ...((options.before ?? []) as never[]),
+      [SubprocessLocal, {}],
+      ...(options.noClient ? [] : [[McpClient, { cwd, ...fast, ...config }]]),
+    ] as never,
   })
   return harness
 }
@@ -46,7 +58,10 @@ async function boot(config: Record<string, unknown>, options: { script?: unknown
 /** Trusts the project's current .mcp.json as `dsh trust` would, and returns the trust rows to mount. */
 async function trustedProject(cwd: string, home: string): Promise<Array<[unknown, unknown?]>> {
   await trustAll(TrustStore.inHome(home), projectTrustRequests({}, cwd))
-  return [[HomePaths, { home }], [ProjectTrust, {}]]
+  return [
+    [HomePaths, { home }],
+    [ProjectTrust, {}],
+  ]
 }
 
 async function until<T>(probe: () => T | undefined | false, what: string, ms = 15_000): Promise<T> {
@@ -60,13 +75,18 @@ async function until<T>(probe: () => T | undefined | false, what: string, ms = 1
 }
 
 const status = (h: Harness, name: string): McpServerStatus | undefined => h.ctx.mcp.get(name)
-const connected = (h: Harness, name: string) => until(() => status(h, name)?.state === 'connected' && status(h, name), `${name} connected`)
+const connected = (h: Harness, name: string) =>
+  until(() => status(h, name)?.state === 'connected' && status(h, name), `${name} connected`)
 
 let calls = 0
 function call(h: Harness, name: string, args: object, signal?: AbortSignal): Promise<ToolResultPayload> {
-  return h.ctx.tools.execute({ callId: `c${++calls}`, name, arguments: JSON.stringify(args) }, { cwd: process.cwd(), sessionId: h.session.id, ...(signal ? { signal } : {}) })
+  return h.ctx.tools.execute(
+    { callId: `c${++calls}`, name, arguments: JSON.stringify(args) },
+    { cwd: process.cwd(), sessionId: h.session.id, ...(signal ? { signal } : {}) },
+  )
 }
-const text = (result: ToolResultPayload) => result.message.content.map((b) => (b.type === 'text' ? b.text : `[${b.type}]`)).join('\n')
+const text = (result: ToolResultPayload) =>
+  result.message.content.map((b) => (b.type === 'text' ? b.text : `[${b.type}]`)).join('\n')
 
 async function freePort(): Promise<number> {
   const server = createServer()
@@ -78,7 +98,10 @@ async function freePort(): Promise<number> {
 
 async function startHttpEverything(): Promise<string> {
   const port = await freePort()
-  const child = spawn(process.execPath, [everything, 'streamableHttp'], { env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] })
+  const child = spawn(process.execPath, [everything, 'streamableHttp'], {
+    env: { ...process.env, PORT: String(port) },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  })
   children.push(child)
   await new Promise<void>((resolve, reject) => {
     let seen = ''
@@ -95,13 +118,22 @@ describe('@dsh/mcp-client with server-everything over stdio', () => {
   it('offers the tools as mcp__<server>__<tool> with their schemas, and the model calls echo', async () => {
     const h = await boot(
       { servers: { everything: { command: process.execPath, args: [everything, 'stdio'] } } },
-      { script: [{ toolCalls: [{ name: 'mcp__everything__echo', arguments: { message: 'hello over stdio' } }] }, { text: 'done' }] },
+      {
+        script: [
+          { toolCalls: [{ name: 'mcp__everything__echo', arguments: { message: 'hello over stdio' } }] },
+          { text: 'done' },
+        ],
+      },
     )
     const result = await h.prompt('echo it')
     expect(result.reason).toBe('completed')
     const request = h.model.requests[0]
     const echo = request.tools!.find((t) => t.name === 'mcp__everything__echo')!
-    expect(echo.parameters).toMatchObject({ type: 'object', properties: { message: { type: 'string' } }, required: ['message'] })
+    expect(echo.parameters).toMatchObject({
+      type: 'object',
+      properties: { message: { type: 'string' } },
+      required: ['message'],
+    })
     expect(echo.description).toMatch(/echo/i)
     const logged = h.session.events.filter((e) => e.type === 'tool/result').map((e) => e.data as ToolResultPayload)
     expect(text(logged[0])).toBe('Echo: hello over stdio')
@@ -133,7 +165,12 @@ describe('@dsh/mcp-client with server-everything over stdio', () => {
       progress.push(p.progress)
       controller.abort(new Error('the user pressed stop'))
     })
-    const result = await call(h, 'mcp__everything__trigger-long-running-operation', { duration: 30, steps: 60 }, controller.signal)
+    const result = await call(
+      h,
+      'mcp__everything__trigger-long-running-operation',
+      { duration: 30, steps: 60 },
+      controller.signal,
+    )
     expect(progress.length).toBeGreaterThan(0)
     expect(result.error?.code).toBe('CANCELLED')
     // The server is still usable afterwards.
@@ -168,19 +205,27 @@ describe('@dsh/mcp-client reliability', () => {
     expect(failed.error).toMatch(/could not start "dsh-no-such-mcp-server-binary": ENOENT/)
     expect(seen).toContain('retrying')
     // The failure is logged in the session, typed and not model-visible.
-    const notices = h.session.events.filter((e) => e.type === 'mcp/status').map((e) => e.data as { server: string; state: string; message: string })
+    const notices = h.session.events
+      .filter((e) => e.type === 'mcp/status')
+      .map((e) => e.data as { server: string; state: string; message: string })
     expect(notices.some((n) => n.server === 'missing' && n.state === 'failed' && /ENOENT/.test(n.message))).toBe(true)
     expect(text(await call(h, 'mcp__everything__echo', { message: 'fine' }))).toBe('Echo: fine')
   })
 
   it('names the exit code and last stderr line of a server that exits at once', async () => {
-    const h = await boot({ servers: { quitter: { command: process.execPath, args: ['-e', 'console.error("config file missing"); process.exit(3)'] } } })
+    const h = await boot({
+      servers: {
+        quitter: { command: process.execPath, args: ['-e', 'console.error("config file missing"); process.exit(3)'] },
+      },
+    })
     const failed = await until(() => status(h, 'quitter')?.state === 'failed' && status(h, 'quitter'), 'quitter failed')
     expect(failed.error).toBe('the server process exited with code 3; its last stderr line: config file missing')
   })
 
   it('restarts a server that crashed, keeps its tools, and the next call reaches the new process', async () => {
-    const h = await boot({ servers: { changing: { command: process.execPath, args: [changing], env: { DSH_TEST_VALUE: 'from-env' } } } })
+    const h = await boot({
+      servers: { changing: { command: process.execPath, args: [changing], env: { DSH_TEST_VALUE: 'from-env' } } },
+    })
     await connected(h, 'changing')
     const before = text(await call(h, 'mcp__changing__whoami', {}))
     expect(before).toMatch(/^\d+ from-env$/)
@@ -189,7 +234,9 @@ describe('@dsh/mcp-client reliability', () => {
     const after = text(await call(h, 'mcp__changing__whoami', {}))
     expect(after).toMatch(/^\d+ from-env$/)
     expect(after).not.toBe(before)
-    const notices = h.session.events.filter((e) => e.type === 'mcp/status').map((e) => (e.data as { message: string }).message)
+    const notices = h.session.events
+      .filter((e) => e.type === 'mcp/status')
+      .map((e) => (e.data as { message: string }).message)
     expect(notices.some((m) => /stopped \(the server process exited with code 7\); restarting/.test(m))).toBe(true)
   })
 
@@ -204,13 +251,19 @@ describe('@dsh/mcp-client reliability', () => {
 
   it('times out a hanging call and cancels it on the server', async () => {
     const mark = join(mkdtempSync(join(tmpdir(), 'dsh-mcp-mark-')), 'mark')
-    const h = await boot({ callTimeoutMs: 300, servers: { changing: { command: process.execPath, args: [changing], env: { DSH_TEST_MARK: mark } } } })
+    const h = await boot({
+      callTimeoutMs: 300,
+      servers: { changing: { command: process.execPath, args: [changing], env: { DSH_TEST_MARK: mark } } },
+    })
     await connected(h, 'changing')
     const result = await call(h, 'mcp__changing__wait', {})
     expect(result.error?.code).toBe('MCP_TIMEOUT')
     expect(text(result)).toContain('did not answer within 300 ms')
     // writeFileSync creates the file before it writes it: wait for the content, not the file.
-    await until(() => existsSync(mark) && readFileSync(mark, 'utf8') === 'cancelled', 'the server to see the cancellation')
+    await until(
+      () => existsSync(mark) && readFileSync(mark, 'utf8') === 'cancelled',
+      'the server to see the cancellation',
+    )
     expect(readFileSync(mark, 'utf8')).toBe('cancelled')
   })
 
@@ -218,7 +271,12 @@ describe('@dsh/mcp-client reliability', () => {
     const home = mkdtempSync(join(tmpdir(), 'dsh-mcp-spill-'))
     const h = await boot(
       { servers: { changing: { command: process.execPath, args: [changing] } } },
-      { before: [[SpillLocal, { dir: home }], [SpillPolicy, { maxInlineBytes: 8192, headBytes: 4096, tailBytes: 2048 }]] },
+      {
+        before: [
+          [SpillLocal, { dir: home }],
+          [SpillPolicy, { maxInlineBytes: 8192, headBytes: 4096, tailBytes: 2048 }],
+        ],
+      },
     )
     await connected(h, 'changing')
     const result = await call(h, 'mcp__changing__big', { kib: 64 })
@@ -229,7 +287,10 @@ describe('@dsh/mcp-client reliability', () => {
 
   it('removes its tools and stops its servers when unloaded', async () => {
     const h = await boot({}, { noClient: true })
-    const mounted = await h.mount(McpClient as never, { ...fast, servers: { changing: { command: process.execPath, args: [changing] } } })
+    const mounted = await h.mount(McpClient as never, {
+      ...fast,
+      servers: { changing: { command: process.execPath, args: [changing] } },
+    })
     await until(() => h.ctx.tools.get('mcp__changing__whoami'), 'tools')
     const pid = Number(text(await call(h, 'mcp__changing__whoami', {})).split(' ')[0])
     await mounted.dispose()
@@ -261,7 +322,10 @@ describe('@dsh/mcp-client configuration', () => {
     })
     await connected(h, 'everything')
     const byName = Object.fromEntries(h.ctx.mcp.list().map((s) => [s.name, s]))
-    expect(byName.number).toMatchObject({ state: 'invalid', error: 'expected an object with "command" or "url", got number' })
+    expect(byName.number).toMatchObject({
+      state: 'invalid',
+      error: 'expected an object with "command" or "url", got number',
+    })
     expect(byName.empty.error).toBe('expected "command" (a local server) or "url" (a remote one)')
     expect(byName.both.error).toMatch(/not both/)
     expect(byName['bad name!'].error).toMatch(/server name/)
@@ -270,7 +334,9 @@ describe('@dsh/mcp-client configuration', () => {
     expect(byName.off.state).toBe('disabled')
     // Invalid servers are logged for a session created afterwards.
     const session = h.ctx.sessions.create({ cwd: process.cwd() })
-    const notices = session.events.filter((e) => e.type === 'mcp/status').map((e) => (e.data as { server: string }).server)
+    const notices = session.events
+      .filter((e) => e.type === 'mcp/status')
+      .map((e) => (e.data as { server: string }).server)
     expect(notices.sort()).toEqual(['bad name!', 'both', 'empty', 'ftp', 'number', 'unset'])
   })
 
@@ -281,7 +347,11 @@ describe('@dsh/mcp-client configuration', () => {
       join(cwd, '.mcp.json'),
       JSON.stringify({
         mcpServers: {
-          project: { command: process.execPath, args: [changing], env: { DSH_TEST_VALUE: '${DSH_TEST_PROJECT_VALUE:-fallback}' } },
+          project: {
+            command: process.execPath,
+            args: [changing],
+            env: { DSH_TEST_VALUE: '${DSH_TEST_PROJECT_VALUE:-fallback}' },
+          },
           shared: { command: 'from-project' },
         },
       }),
@@ -293,7 +363,17 @@ describe('@dsh/mcp-client configuration', () => {
         before: [
           // The project's servers start once the user trusted them, as `dsh trust` records it.
           ...(await trustedProject(cwd, home)),
-          [MemorySettings, { initial: { mcpServers: { user: { command: process.execPath, args: [changing] }, project: { command: 'from-settings' } } } }],
+          [
+            MemorySettings,
+            {
+              initial: {
+                mcpServers: {
+                  user: { command: process.execPath, args: [changing] },
+                  project: { command: 'from-settings' },
+                },
+              },
+            },
+          ],
         ],
       },
     )
@@ -306,24 +386,41 @@ describe('@dsh/mcp-client configuration', () => {
     expect(text(await call(h, 'mcp__project__whoami', {}))).toMatch(/ fallback$/)
   })
 
-  it('holds the project\'s servers until the project is trusted, and starts them on a human\'s yes', async () => {
+  it("holds the project's servers until the project is trusted, and starts them on a human's yes", async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'dsh-mcp-untrusted-'))
     const home = mkdtempSync(join(tmpdir(), 'dsh-mcp-home-'))
-    writeFileSync(join(cwd, '.mcp.json'), JSON.stringify({ mcpServers: { project: { command: process.execPath, args: [changing] }, off: { command: 'x', disabled: true } } }))
+    writeFileSync(
+      join(cwd, '.mcp.json'),
+      JSON.stringify({
+        mcpServers: { project: { command: process.execPath, args: [changing] }, off: { command: 'x', disabled: true } },
+      }),
+    )
     const asked: string[] = []
     const human = {
       name: 'human',
       inject: ['userQuestions'],
       apply(ctx: import('cordis').Context) {
-        ctx.userQuestions.registerAnswerer({ name: 'tui', answer: (request) => (asked.push(request.questions[0]!.question), { trust: { selected: [TRUST_OPTION] } }) })
+        ctx.userQuestions.registerAnswerer({
+          name: 'tui',
+          answer: (request) => (asked.push(request.questions[0]!.question), { trust: { selected: [TRUST_OPTION] } }),
+        })
       },
     }
     const h = await boot(
       { servers: { row: { command: process.execPath, args: [changing] } } },
-      { cwd, script: [{ text: 'ok' }], before: [[HomePaths, { home }], [UserQuestions, {}], [ProjectTrust, {}], [human]] },
+      {
+        cwd,
+        script: [{ text: 'ok' }],
+        before: [[HomePaths, { home }], [UserQuestions, {}], [ProjectTrust, {}], [human]],
+      },
     )
     await connected(h, 'row')
-    expect(status(h, 'project')).toMatchObject({ state: 'disabled', source: 'project', transport: 'stdio', error: expect.stringContaining('the project is not trusted') })
+    expect(status(h, 'project')).toMatchObject({
+      state: 'disabled',
+      source: 'project',
+      transport: 'stdio',
+      error: expect.stringContaining('the project is not trusted'),
+    })
     expect(status(h, 'off')?.state).toBe('disabled')
     // The first step asks once, showing the command; the yes starts the server before the request.
     await h.prompt('hello')
@@ -337,7 +434,10 @@ describe('@dsh/mcp-client configuration', () => {
     const cwd = mkdtempSync(join(tmpdir(), 'dsh-mcp-pinned-'))
     const home = mkdtempSync(join(tmpdir(), 'dsh-mcp-home-'))
     writeFileSync(join(cwd, 'server.mjs'), `import ${JSON.stringify(changing)}\n`)
-    writeFileSync(join(cwd, '.mcp.json'), JSON.stringify({ mcpServers: { srv: { command: process.execPath, args: ['server.mjs'] } } }))
+    writeFileSync(
+      join(cwd, '.mcp.json'),
+      JSON.stringify({ mcpServers: { srv: { command: process.execPath, args: ['server.mjs'] } } }),
+    )
     const h = await boot({}, { cwd, before: await trustedProject(cwd, home) })
     await connected(h, 'srv')
     // A confined command rewrites the script; then the server crashes.
@@ -348,10 +448,16 @@ describe('@dsh/mcp-client configuration', () => {
     expect(held.restarts).toBe(0)
   })
 
-  it('without a project-trust row the project\'s servers never start', async () => {
+  it("without a project-trust row the project's servers never start", async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'dsh-mcp-no-trust-'))
-    writeFileSync(join(cwd, '.mcp.json'), JSON.stringify({ mcpServers: { project: { command: process.execPath, args: [changing] } } }))
-    const h = await boot({ servers: { row: { command: process.execPath, args: [changing] } } }, { cwd, script: [{ text: 'ok' }] })
+    writeFileSync(
+      join(cwd, '.mcp.json'),
+      JSON.stringify({ mcpServers: { project: { command: process.execPath, args: [changing] } } }),
+    )
+    const h = await boot(
+      { servers: { row: { command: process.execPath, args: [changing] } } },
+      { cwd, script: [{ text: 'ok' }] },
+    )
     await connected(h, 'row')
     await h.prompt('hello')
     expect(status(h, 'project')?.state).toBe('disabled')
@@ -369,18 +475,30 @@ describe('@dsh/mcp-client configuration', () => {
 })
 
 describe('@dsh/mcp-client per-session servers (ACP mcpServers)', () => {
-  it('mounts an editor\'s servers for one agent scope only, and removes them with the disposer', async () => {
-    const h = await boot({}, { script: [{ toolCalls: [{ name: 'mcp__editor__whoami', arguments: {} }] }, { text: 'done' }] })
+  it("mounts an editor's servers for one agent scope only, and removes them with the disposer", async () => {
+    const h = await boot(
+      {},
+      { script: [{ toolCalls: [{ name: 'mcp__editor__whoami', arguments: {} }] }, { text: 'done' }] },
+    )
     const dispose = h.ctx.mcp.addAcpServers(
       [
-        { name: 'editor', command: process.execPath, args: [changing], env: [{ name: 'DSH_TEST_VALUE', value: 'from-acp' }] },
+        {
+          name: 'editor',
+          command: process.execPath,
+          args: [changing],
+          env: [{ name: 'DSH_TEST_VALUE', value: 'from-acp' }],
+        },
         { command: 'nameless' },
         { type: 'http', name: 'remote', url: 'ftp://nope', headers: [] },
       ],
       { scope: h.agent.scope, cwd: process.cwd(), origin: 'session test' },
     )
     // The first request waits for the session's server: no polling here.
-    expect(h.ctx.mcp.get('remote', h.agent.scope)).toMatchObject({ state: 'invalid', source: 'session', scope: h.agent.scope })
+    expect(h.ctx.mcp.get('remote', h.agent.scope)).toMatchObject({
+      state: 'invalid',
+      source: 'session',
+      scope: h.agent.scope,
+    })
     await h.prompt('who')
     expect(h.ctx.tools.get('mcp__editor__whoami')).toBeUndefined()
     expect(h.ctx.tools.get('mcp__editor__whoami', h.agent.scope)).toBeDefined()

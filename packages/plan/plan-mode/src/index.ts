@@ -69,9 +69,23 @@ export interface PlanModeConfig {
 
 /** Read-only tools of the base bundle (and the ones later packages add) that run while planning. */
 export const DEFAULT_ALLOWED_TOOLS = [
-  'read', 'read_image', 'glob', 'grep', 'lsp', 'todo_write', 'ask_user_question', 'skill',
-  'job_output', 'job_list', 'list_agents', 'web_fetch', 'web_search', 'session_search', 'session_read',
-  'get_goal', 'schedule_list',
+  'read',
+  'read_image',
+  'glob',
+  'grep',
+  'lsp',
+  'todo_write',
+  'ask_user_question',
+  'skill',
+  'job_output',
+  'job_list',
+  'list_agents',
+  'web_fetch',
+  'web_search',
+  'session_search',
+  'session_read',
+  'get_goal',
+  'schedule_list',
   // Code Mode's entry tool: every tool call of its program goes through this gate on its own.
   'run_code',
 ]
@@ -86,17 +100,27 @@ function fail(code: string, message: string): ToolOutput {
 
 export class PlanMode extends Service {
   static Config: Schema<PlanModeConfig> = Schema.object({
-    allowTools: Schema.array(Schema.string()).default(DEFAULT_ALLOWED_TOOLS).description('Tools that run while planning; every other tool is refused.'),
+    allowTools: Schema.array(Schema.string())
+      .default(DEFAULT_ALLOWED_TOOLS)
+      .description('Tools that run while planning; every other tool is refused.'),
     noHuman: Schema.union(['approve', 'keep-planning'] as const)
       .default('approve')
-      .description('What happens to a proposed plan when nobody can review it (headless): approve it, or tell the model to keep planning.'),
+      .description(
+        'What happens to a proposed plan when nobody can review it (headless): approve it, or tell the model to keep planning.',
+      ),
     approveMode: Schema.string()
       .default('danger-full-access')
-      .description('Permission preset offered as "Approve and switch to ..." (needs the permission-presets row; "" hides the choice).'),
-    guidance: Schema.string().default(PLAN_SECTION_TEXT).description('The system-prompt section the model reads while planning.'),
+      .description(
+        'Permission preset offered as "Approve and switch to ..." (needs the permission-presets row; "" hides the choice).',
+      ),
+    guidance: Schema.string()
+      .default(PLAN_SECTION_TEXT)
+      .description('The system-prompt section the model reads while planning.'),
     policyAnswerers: Schema.array(Schema.string())
       .default(['permission-preset-policy'])
-      .description('Approval answerers that decide by policy, not as a human: their answer to a plan review is ignored and `noHuman` decides.'),
+      .description(
+        'Approval answerers that decide by policy, not as a human: their answer to a plan review is ignored and `noHuman` decides.',
+      ),
   })
 
   static inject = ['sessions', 'tools', 'agents']
@@ -119,22 +143,29 @@ export class PlanMode extends Service {
     // Agents that exist already (this row loaded or reloaded into a running host) get their state too.
     for (const agent of ctx.agents.list()) this.sync(agent)
     ctx.on('agent/disposed', (agent) => this.unmount(agent))
-    ctx.effect(() => () => {
-      for (const agent of [...this.mounted.keys()]) this.unmount(agent)
-    }, 'plan-mode:agents')
-    ctx.on('tools/pre-execute', async (payload: PreExecutePayload, next) => {
-      const session = this.sessionOf(payload.context)
-      if (session && planModeActive(session) && !this.allowed.has(payload.tool.name)) {
-        payload.decision = {
-          code: 'PLAN_MODE',
-          deny:
-            `plan mode is on, and "${payload.tool.name}" can change things. Only read-only tools run while planning. ` +
-            'Finish investigating, then call exit_plan_mode with your plan; once the human approves it you can make changes.',
+    ctx.effect(
+      () => () => {
+        for (const agent of [...this.mounted.keys()]) this.unmount(agent)
+      },
+      'plan-mode:agents',
+    )
+    ctx.on(
+      'tools/pre-execute',
+      async (payload: PreExecutePayload, next) => {
+        const session = this.sessionOf(payload.context)
+        if (session && planModeActive(session) && !this.allowed.has(payload.tool.name)) {
+          payload.decision = {
+            code: 'PLAN_MODE',
+            deny:
+              `plan mode is on, and "${payload.tool.name}" can change things. Only read-only tools run while planning. ` +
+              'Finish investigating, then call exit_plan_mode with your plan; once the human approves it you can make changes.',
+          }
+          return
         }
-        return
-      }
-      return next()
-    }, { prepend: true })
+        return next()
+      },
+      { prepend: true },
+    )
     ctx.inject(['commands'], (inner) => {
       inner.commands.register({
         name: 'plan',
@@ -150,7 +181,9 @@ export class PlanMode extends Service {
           const was = planModeActive(session)
           if (!was) this.set(session, { active: true, by: 'command' })
           if (text !== '') void agent.send(text).catch(() => {})
-          return was ? 'Plan mode is already on.' : 'Plan mode is on: the agent investigates and proposes a plan before changing anything (/plan off leaves).'
+          return was
+            ? 'Plan mode is already on.'
+            : 'Plan mode is on: the agent investigates and proposes a plan before changing anything (/plan off leaves).'
         },
       })
     })
@@ -205,7 +238,16 @@ export class PlanMode extends Service {
   private mount(agent: Agent): () => void {
     const disposers: Array<() => void> = []
     const prompt = this.ctx.get('systemPrompt')
-    if (prompt) disposers.push(prompt.registerSection({ id: PLAN_SECTION_ID, order: 50, stable: false, text: this.config.guidance, scope: agent.scope }))
+    if (prompt)
+      disposers.push(
+        prompt.registerSection({
+          id: PLAN_SECTION_ID,
+          order: 50,
+          stable: false,
+          text: this.config.guidance,
+          scope: agent.scope,
+        }),
+      )
     disposers.push(
       this.ctx.tools.register<{ plan: string }>({
         name: 'exit_plan_mode',
@@ -213,7 +255,12 @@ export class PlanMode extends Service {
         scope: agent.scope,
         parameters: {
           type: 'object',
-          properties: { plan: { type: 'string', description: 'The plan, in Markdown: the steps you will take and the files you will change.' } },
+          properties: {
+            plan: {
+              type: 'string',
+              description: 'The plan, in Markdown: the steps you will take and the files you will change.',
+            },
+          },
           required: ['plan'],
           additionalProperties: false,
         },
@@ -225,22 +272,39 @@ export class PlanMode extends Service {
 
   private async review(agent: Agent, plan: string, signal: AbortSignal): Promise<ToolOutput> {
     const session = agent.session
-    if (plan.trim() === '') return fail('EMPTY_PLAN', 'the plan is empty. Call exit_plan_mode again with the plan written out in Markdown.')
-    if (!planModeActive(session)) return fail('NOT_IN_PLAN_MODE', 'plan mode is not on, so there is nothing to exit. Go ahead with the task.')
+    if (plan.trim() === '')
+      return fail('EMPTY_PLAN', 'the plan is empty. Call exit_plan_mode again with the plan written out in Markdown.')
+    if (!planModeActive(session))
+      return fail('NOT_IN_PLAN_MODE', 'plan mode is not on, so there is nothing to exit. Go ahead with the task.')
     if (this.reviewing.has(session.id)) {
-      return fail('REVIEW_PENDING', 'your previous plan is still waiting for the human\'s review. Wait for that answer instead of proposing another plan.')
+      return fail(
+        'REVIEW_PENDING',
+        "your previous plan is still waiting for the human's review. Wait for that answer instead of proposing another plan.",
+      )
     }
     this.reviewing.add(session.id)
     try {
       const questions = this.ctx.get('userQuestions')
       const presets = this.ctx.get('permissionPresets')
-      const switchTo = this.config.approveMode !== '' && presets?.get(this.config.approveMode) ? this.config.approveMode : undefined
+      const switchTo =
+        this.config.approveMode !== '' && presets?.get(this.config.approveMode) ? this.config.approveMode : undefined
       if (questions?.available(session.id)) {
         const options = [{ label: APPROVE, description: 'Leave plan mode and carry out the plan.' }]
-        if (switchTo) options.push({ label: approveAndSwitch(switchTo), description: `Leave plan mode and switch the permission mode to ${switchTo}.` })
+        if (switchTo)
+          options.push({
+            label: approveAndSwitch(switchTo),
+            description: `Leave plan mode and switch the permission mode to ${switchTo}.`,
+          })
         options.push({ label: KEEP, description: 'Stay in plan mode; add what should change.' })
         const outcome = await questions.ask(
-          [{ id: 'plan', header: 'Plan', question: `The agent proposes this plan:\n\n${plan}\n\nApprove it?`, options }],
+          [
+            {
+              id: 'plan',
+              header: 'Plan',
+              question: `The agent proposes this plan:\n\n${plan}\n\nApprove it?`,
+              options,
+            },
+          ],
           { sessionId: session.id, agentId: agent.id, signal },
         )
         if (outcome.status === 'answered') {
@@ -250,7 +314,13 @@ export class PlanMode extends Service {
           if (picked === APPROVE || (switchTo && picked === approveAndSwitch(switchTo))) {
             const permission = picked === APPROVE ? undefined : switchTo
             if (permission) presets!.set(session.id, permission)
-            this.set(session, { active: false, by: 'review', plan, ...(feedback ? { feedback } : {}), ...(permission ? { permission } : {}) })
+            this.set(session, {
+              active: false,
+              by: 'review',
+              plan,
+              ...(feedback ? { feedback } : {}),
+              ...(permission ? { permission } : {}),
+            })
             return {
               content:
                 `The human approved your plan${permission ? ` and switched the permission mode to ${permission}` : ''}. ` +
@@ -266,7 +336,8 @@ export class PlanMode extends Service {
             meta: { decision: 'keep-planning' },
           }
         }
-        if (outcome.status === 'cancelled') return fail('CANCELLED', `the plan review was cancelled (${outcome.reason}); plan mode is still on.`)
+        if (outcome.status === 'cancelled')
+          return fail('CANCELLED', `the plan review was cancelled (${outcome.reason}); plan mode is still on.`)
         // unavailable: nobody could answer after all; the policy decides below.
       } else if (this.ctx.get('approval')) {
         // A surface with approvals but no questions (ACP): a yes/no permission request.
@@ -283,7 +354,11 @@ export class PlanMode extends Service {
           { signal },
         )
         const human = outcome.answeredBy === undefined || !this.config.policyAnswerers.includes(outcome.answeredBy)
-        if (outcome.decision === 'cancelled') return fail('CANCELLED', `the plan review was cancelled (${outcome.reason ?? 'turn cancelled'}); plan mode is still on.`)
+        if (outcome.decision === 'cancelled')
+          return fail(
+            'CANCELLED',
+            `the plan review was cancelled (${outcome.reason ?? 'turn cancelled'}); plan mode is still on.`,
+          )
         if (human && (outcome.decision === 'allowed-once' || outcome.decision === 'allowed-always')) {
           const feedback = outcome.message?.trim() || undefined
           this.set(session, { active: false, by: 'review', plan, ...(feedback ? { feedback } : {}) })
@@ -308,14 +383,14 @@ export class PlanMode extends Service {
         this.set(session, { active: false, by: 'policy', plan })
         return {
           content:
-            'No human is connected to review the plan, so it was approved by this deployment\'s policy (plan-mode noHuman: approve). ' +
+            "No human is connected to review the plan, so it was approved by this deployment's policy (plan-mode noHuman: approve). " +
             'Plan mode is off: carry out the plan now.',
           meta: { decision: 'approved', by: 'policy' },
         }
       }
       return {
         content:
-          'No human is connected to review the plan, and this deployment\'s policy (plan-mode noHuman: keep-planning) does not approve plans by itself. ' +
+          "No human is connected to review the plan, and this deployment's policy (plan-mode noHuman: keep-planning) does not approve plans by itself. " +
           'You stay in plan mode: report the plan as your answer and stop.',
         meta: { decision: 'keep-planning', by: 'policy' },
       }

@@ -12,22 +12,42 @@ afterEach(async () => {
   harness = undefined
 })
 
-type Result = { message: { content: { text: string }[]; isError?: boolean }; error?: { code: string }; meta?: Record<string, unknown> }
+type Result = {
+  message: { content: { text: string }[]; isError?: boolean }
+  error?: { code: string }
+  meta?: Record<string, unknown>
+}
 
 /** Two fake workspace tools: `read` (allowed while planning) and `write` (refused). */
 const Workspace = {
   name: 'workspace-tools',
   inject: ['tools'],
   apply(ctx: Context) {
-    ctx.tools.register({ name: 'read', description: 'read', parameters: { type: 'object' }, execute: () => ({ content: 'file text' }) })
-    ctx.tools.register({ name: 'write', description: 'write', parameters: { type: 'object' }, execute: () => ({ content: 'written' }) })
+    ctx.tools.register({
+      name: 'read',
+      description: 'read',
+      parameters: { type: 'object' },
+      execute: () => ({ content: 'file text' }),
+    })
+    ctx.tools.register({
+      name: 'write',
+      description: 'write',
+      parameters: { type: 'object' },
+      execute: () => ({ content: 'written' }),
+    })
   },
 }
 
 async function boot(script: NonNullable<Parameters<typeof createHarness>[0]>['script'], config: object = {}) {
   harness = await createHarness({
     script,
-    plugins: [[CommandRegistry, {}], [UserQuestionsService, {}], [PermissionPresetService, { env: '' }], [Workspace], [PlanMode, config]],
+    plugins: [
+      [CommandRegistry, {}],
+      [UserQuestionsService, {}],
+      [PermissionPresetService, { env: '' }],
+      [Workspace],
+      [PlanMode, config],
+    ],
   })
   return harness
 }
@@ -39,7 +59,12 @@ const toolNames = (request: { tools?: { name: string }[] }) => (request.tools ??
 describe('@dsh/plan-mode', () => {
   it('/plan refuses changing tools, the approved exit_plan_mode (no human: policy) lets the change run', async () => {
     const h = await boot([
-      { toolCalls: [{ name: 'read', arguments: {} }, { name: 'write', arguments: {} }] },
+      {
+        toolCalls: [
+          { name: 'read', arguments: {} },
+          { name: 'write', arguments: {} },
+        ],
+      },
       { toolCalls: [{ name: 'exit_plan_mode', arguments: { plan: '1. write the file' } }] },
       { toolCalls: [{ name: 'write', arguments: {} }] },
       { text: 'done' },
@@ -86,10 +111,17 @@ describe('@dsh/plan-mode', () => {
     await h.prompt('plan it')
     const [first, second] = results(h)
     expect(asked[0]).toContain('v1')
-    expect(text(first)).toMatch(/did not approve the plan yet; you are still in plan mode\. Their feedback: also update the docs/)
+    expect(text(first)).toMatch(
+      /did not approve the plan yet; you are still in plan mode\. Their feedback: also update the docs/,
+    )
     expect(text(second)).toMatch(/approved your plan and switched the permission mode to danger-full-access/)
     expect(h.ctx.permissionPresets.current(h.session.id).name).toBe('danger-full-access')
-    expect(h.session.last('plan/mode')?.data).toEqual({ active: false, by: 'review', plan: 'v2', permission: 'danger-full-access' })
+    expect(h.session.last('plan/mode')?.data).toEqual({
+      active: false,
+      by: 'review',
+      plan: 'v2',
+      permission: 'danger-full-access',
+    })
     expect(planModeActive(h.session)).toBe(false)
   })
 
@@ -100,8 +132,14 @@ describe('@dsh/plan-mode', () => {
     h.ctx.planMode.enter(h.session)
     const context = { cwd: '/', sessionId: h.session.id, agentId: h.agent.id, scope: h.agent.scope }
     const first = h.ctx.tools.execute({ callId: 'a', name: 'exit_plan_mode', arguments: '{"plan":"one"}' }, context)
-    await vi.waitFor(() => expect(h.ctx.planMode.reviewPending(h.session.id)).toBe(true), { timeout: 10_000, interval: 5 })
-    const second = await h.ctx.tools.execute({ callId: 'b', name: 'exit_plan_mode', arguments: '{"plan":"two"}' }, context)
+    await vi.waitFor(() => expect(h.ctx.planMode.reviewPending(h.session.id)).toBe(true), {
+      timeout: 10_000,
+      interval: 5,
+    })
+    const second = await h.ctx.tools.execute(
+      { callId: 'b', name: 'exit_plan_mode', arguments: '{"plan":"two"}' },
+      context,
+    )
     expect(second.error?.code).toBe('REVIEW_PENDING')
     release({ plan: { selected: ['Approve'] } })
     expect((await first).meta).toMatchObject({ decision: 'approved' })
@@ -111,7 +149,11 @@ describe('@dsh/plan-mode', () => {
 
   it('an empty plan is refused and keep-planning policy keeps the mode when nobody can review', async () => {
     const h = await boot(
-      [{ toolCalls: [{ name: 'exit_plan_mode', arguments: { plan: '' } }] }, { toolCalls: [{ name: 'exit_plan_mode', arguments: { plan: 'x' } }] }, { text: 'plan: x' }],
+      [
+        { toolCalls: [{ name: 'exit_plan_mode', arguments: { plan: '' } }] },
+        { toolCalls: [{ name: 'exit_plan_mode', arguments: { plan: 'x' } }] },
+        { text: 'plan: x' },
+      ],
       { noHuman: 'keep-planning' },
     )
     h.ctx.planMode.enter(h.session)
@@ -124,13 +166,22 @@ describe('@dsh/plan-mode', () => {
 
   it('/plan off leaves; /plan message enters and sends the message', async () => {
     const h = await boot([{ text: 'planning' }])
-    expect((await h.ctx.commands.dispatch(h.agent, '/plan off')) as { output?: string }).toMatchObject({ output: 'Plan mode is not on.' })
+    expect((await h.ctx.commands.dispatch(h.agent, '/plan off')) as { output?: string }).toMatchObject({
+      output: 'Plan mode is not on.',
+    })
     await h.ctx.commands.dispatch(h.agent, '/plan look at the parser')
     await h.agent.idle()
-    expect(h.model.requests[0].messages.at(-1)).toMatchObject({ role: 'user', content: [{ type: 'text', text: 'look at the parser' }] })
+    expect(h.model.requests[0].messages.at(-1)).toMatchObject({
+      role: 'user',
+      content: [{ type: 'text', text: 'look at the parser' }],
+    })
     expect(h.model.requests[0].system).toContain('Plan mode is on')
-    expect((await h.ctx.commands.dispatch(h.agent, '/plan off')) as { output?: string }).toMatchObject({ output: 'Plan mode is off.' })
-    expect(h.session.events.filter((e) => e.type === 'plan/mode').map((e) => (e.data as { active: boolean }).active)).toEqual([true, false])
+    expect((await h.ctx.commands.dispatch(h.agent, '/plan off')) as { output?: string }).toMatchObject({
+      output: 'Plan mode is off.',
+    })
+    expect(
+      h.session.events.filter((e) => e.type === 'plan/mode').map((e) => (e.data as { active: boolean }).active),
+    ).toEqual([true, false])
   })
 
   it('a resumed session is still in plan mode', async () => {
@@ -186,7 +237,10 @@ describe('review through approvals (a surface without questions, e.g. ACP)', () 
     ])
     const answers = [{ decision: 'rejected' as const, message: 'smaller steps' }, { decision: 'allowed-once' as const }]
     const seen: string[] = []
-    h.ctx.approval.registerAnswerer({ name: 'acp', answer: (req) => (seen.push(`${req.kind}:${req.detail}`), answers.shift()!) })
+    h.ctx.approval.registerAnswerer({
+      name: 'acp',
+      answer: (req) => (seen.push(`${req.kind}:${req.detail}`), answers.shift()!),
+    })
     await h.prompt('go')
     const [first, second] = results(h)
     expect(seen).toEqual(['plan:v1', 'plan:v2'])
@@ -196,8 +250,14 @@ describe('review through approvals (a surface without questions, e.g. ACP)', () 
   })
 
   it('the headless permission-policy answerer is not taken for a human: the plan-mode policy decides', async () => {
-    const h = await withApproval([{ toolCalls: [{ name: 'exit_plan_mode', arguments: { plan: 'p' } }] }, { text: 'ok' }])
-    h.ctx.approval.registerAnswerer({ name: 'permission-preset-policy', answer: () => ({ decision: 'rejected', reason: 'policy ask needs a human' }) })
+    const h = await withApproval([
+      { toolCalls: [{ name: 'exit_plan_mode', arguments: { plan: 'p' } }] },
+      { text: 'ok' },
+    ])
+    h.ctx.approval.registerAnswerer({
+      name: 'permission-preset-policy',
+      answer: () => ({ decision: 'rejected', reason: 'policy ask needs a human' }),
+    })
     await h.prompt('go')
     expect(text(results(h)[0])).toMatch(/approved by this deployment's policy/)
     expect(planModeActive(h.session)).toBe(false)

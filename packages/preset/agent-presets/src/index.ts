@@ -66,9 +66,13 @@ interface Composition {
 export class AgentPresets extends Service {
   static Config: Schema<AgentPresetsConfig> = Schema.object({
     default: Schema.string().default('standard').description('Preset of new sessions.'),
-    env: Schema.string().default('DSH_PRESET').description('When this variable is set and non-empty it overrides `default`; "" disables.'),
+    env: Schema.string()
+      .default('DSH_PRESET')
+      .description('When this variable is set and non-empty it overrides `default`; "" disables.'),
     home: Schema.string().description('The dsh home whose presets/ directory is read; default: $DSH_HOME or ~/.dsh.'),
-    directories: Schema.array(Schema.string()).default([]).description('More directories of presets (each preset a subdirectory); later ones shadow earlier ones.'),
+    directories: Schema.array(Schema.string())
+      .default([])
+      .description('More directories of presets (each preset a subdirectory); later ones shadow earlier ones.'),
   })
 
   static inject = ['agents']
@@ -85,7 +89,9 @@ export class AgentPresets extends Service {
     const fromEnv = config.env ? process.env[config.env] : undefined
     const chosen = fromEnv ? fromEnv : config.default
     if (!this.get(chosen)) {
-      throw new PresetError(`unknown agent preset "${chosen}" (from ${fromEnv ? config.env : 'config.default'}); available: ${this.names().join(', ')}`)
+      throw new PresetError(
+        `unknown agent preset "${chosen}" (from ${fromEnv ? config.env : 'config.default'}); available: ${this.names().join(', ')}`,
+      )
     }
     this.state = { default: chosen }
     ctx.inject(['sessionPersistence'], (inner) => {
@@ -93,18 +99,27 @@ export class AgentPresets extends Service {
     })
     ctx.on('agent/created', (agent) => this.compose(agent))
     ctx.on('agent/disposed', (agent) => void this.decompose(agent))
-    ctx.on('agent/pre-step', async (payload: PreStepPayload, next: () => Promise<PreStepDecision>) => {
-      const composition = this.compositions.get(payload.agent)
-      if (composition) {
-        await composition.ready
-        if (composition.error) throw new PluginError('agent-presets', `composing preset "${composition.name}"`, composition.error)
-        if (presetOf(payload.agent.session) === undefined) payload.agent.session.append('preset/selected', { name: composition.name })
-      }
-      return next()
-    }, { prepend: true })
-    ctx.effect(() => () => {
-      for (const agent of [...this.compositions.keys()]) void this.decompose(agent)
-    }, 'agent-presets:compositions')
+    ctx.on(
+      'agent/pre-step',
+      async (payload: PreStepPayload, next: () => Promise<PreStepDecision>) => {
+        const composition = this.compositions.get(payload.agent)
+        if (composition) {
+          await composition.ready
+          if (composition.error)
+            throw new PluginError('agent-presets', `composing preset "${composition.name}"`, composition.error)
+          if (presetOf(payload.agent.session) === undefined)
+            payload.agent.session.append('preset/selected', { name: composition.name })
+        }
+        return next()
+      },
+      { prepend: true },
+    )
+    ctx.effect(
+      () => () => {
+        for (const agent of [...this.compositions.keys()]) void this.decompose(agent)
+      },
+      'agent-presets:compositions',
+    )
     ctx.inject(['commands'], (inner) => {
       inner.commands.register({
         name: 'preset',
@@ -133,7 +148,11 @@ export class AgentPresets extends Service {
   list(): PresetInfo[] {
     const found = new Map<string, PresetInfo>()
     const home = join(this.dshHome(), 'presets')
-    const roots: Array<[string, PresetSource]> = [[BUILTIN_DIR, 'builtin'], [home, 'home'], ...this.config.directories.map((dir) => [dir, 'config'] as [string, PresetSource])]
+    const roots: Array<[string, PresetSource]> = [
+      [BUILTIN_DIR, 'builtin'],
+      [home, 'home'],
+      ...this.config.directories.map((dir) => [dir, 'config'] as [string, PresetSource]),
+    ]
     for (const [root, source] of roots) {
       let names: string[]
       try {
@@ -180,7 +199,8 @@ export class AgentPresets extends Service {
     if (!this.get(name)) throw new PresetError(`unknown agent preset "${name}"; available: ${this.names().join(', ')}`)
     const recorded = presetOf(session)
     if (recorded === name) return
-    if (recorded !== undefined) throw new PresetError(`session ${session.id} is composed from preset "${recorded}"; a session keeps its preset`)
+    if (recorded !== undefined)
+      throw new PresetError(`session ${session.id} is composed from preset "${recorded}"; a session keeps its preset`)
     session.append('preset/selected', { name })
     for (const [agent, composition] of [...this.compositions]) {
       if (agent.session !== session || composition.name === name) continue
@@ -192,7 +212,14 @@ export class AgentPresets extends Service {
   /** The preset an agent is composed from, and a promise that settles once its rows are mounted. */
   compositionOf(agent: Agent): { name: string; ready: Promise<void> } | undefined {
     const composition = this.compositions.get(agent)
-    return composition && { name: composition.name, ready: composition.ready.then(() => { if (composition.error) throw composition.error }) }
+    return (
+      composition && {
+        name: composition.name,
+        ready: composition.ready.then(() => {
+          if (composition.error) throw composition.error
+        }),
+      }
+    )
   }
 
   private compose(agent: Agent): void {
@@ -218,7 +245,9 @@ export class AgentPresets extends Service {
     for (const row of rows) {
       const missing = row.needs.filter((service) => this.ctx.get(service) === undefined)
       if (missing.length > 0) {
-        throw new PresetError(`${this.get(name)!.file}: row ${row.id}: name: "${row.name}" needs the service${missing.length > 1 ? 's' : ''} ${missing.join(', ')}, which this profile does not provide`)
+        throw new PresetError(
+          `${this.get(name)!.file}: row ${row.id}: name: "${row.name}" needs the service${missing.length > 1 ? 's' : ''} ${missing.join(', ')}, which this profile does not provide`,
+        )
       }
       if (this.compositions.get(agent) !== composition) return // disposed or replaced meanwhile
       // Cordis' plugin() is typed for statically known plugins; a row module is only known at run time.
@@ -227,7 +256,9 @@ export class AgentPresets extends Service {
       try {
         await fiber
       } catch (error) {
-        throw new PresetError(`${this.get(name)!.file}: row ${row.id}: "${row.name}" failed to start: ${(error as Error).message.split('\n')[0]}`)
+        throw new PresetError(
+          `${this.get(name)!.file}: row ${row.id}: "${row.name}" failed to start: ${(error as Error).message.split('\n')[0]}`,
+        )
       }
     }
   }

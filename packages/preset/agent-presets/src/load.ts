@@ -55,7 +55,9 @@ function jsonSafe(value: unknown): boolean {
  * successful, JSON-exact parses are stored; an unreadable or unwritable cache only costs the parse.
  */
 async function parsePresetText(text: string, cacheDir: string | undefined): Promise<unknown> {
-  const entry = cacheDir ? join(cacheDir, `${createHash('sha256').update('preset-v1\0').update(text).digest('hex').slice(0, 32)}.json`) : undefined
+  const entry = cacheDir
+    ? join(cacheDir, `${createHash('sha256').update('preset-v1\0').update(text).digest('hex').slice(0, 32)}.json`)
+    : undefined
   if (entry) {
     try {
       const cached: unknown = JSON.parse(readFileSync(entry, 'utf8'))
@@ -84,12 +86,18 @@ async function parsePresetText(text: string, cacheDir: string | undefined): Prom
  * Parses and checks the rows of `file`, resolving and importing each row's module. `cacheDir`
  * keeps parsed documents (see parsePresetText).
  */
-export async function loadPresetFile(file: string, bases: readonly string[] = [], cacheDir?: string): Promise<LoadedRow[]> {
+export async function loadPresetFile(
+  file: string,
+  bases: readonly string[] = [],
+  cacheDir?: string,
+): Promise<LoadedRow[]> {
   let text: string
   try {
     text = await readFile(file, 'utf8')
   } catch (error) {
-    throw new PresetError(`${file}: cannot read the preset file (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`)
+    throw new PresetError(
+      `${file}: cannot read the preset file (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+    )
   }
   // Loaded on first use: a boot that composes no preset pays nothing for it.
   const { resolveFrom } = await import('@dsh/app-boot')
@@ -100,24 +108,40 @@ export async function loadPresetFile(file: string, bases: readonly string[] = []
     throw new PresetError(`${file}: not valid YAML: ${(error as Error).message.split('\n')[0]}`)
   }
   if (doc === null || doc === undefined) return []
-  if (!Array.isArray(doc)) throw new PresetError(`${file}: expected a list of rows ("- id: ... / name: ..."), found ${typeof doc}`)
+  if (!Array.isArray(doc))
+    throw new PresetError(`${file}: expected a list of rows ("- id: ... / name: ..."), found ${typeof doc}`)
   const seen = new Set<string>()
   const rows: LoadedRow[] = []
   for (let index = 0; index < doc.length; index++) {
     const raw = doc[index]
-    const at = (field: string) => `${file}: row ${index + 1}${isObject(raw) && typeof raw.id === 'string' ? ` (${raw.id})` : ''}: ${field}`
+    const at = (field: string) =>
+      `${file}: row ${index + 1}${isObject(raw) && typeof raw.id === 'string' ? ` (${raw.id})` : ''}: ${field}`
     if (!isObject(raw)) throw new PresetError(`${file}: row ${index + 1}: expected a mapping with id and name`)
-    for (const field of Object.keys(raw)) if (!ROW_FIELDS.has(field)) throw new PresetError(`${at(field)}: unknown field (rows have id, name, config, disabled)`)
+    for (const field of Object.keys(raw))
+      if (!ROW_FIELDS.has(field))
+        throw new PresetError(`${at(field)}: unknown field (rows have id, name, config, disabled)`)
     if (typeof raw.id !== 'string' || raw.id === '') throw new PresetError(`${at('id')}: must be a non-empty string`)
     if (seen.has(raw.id)) throw new PresetError(`${at('id')}: duplicate id "${raw.id}"`)
     seen.add(raw.id)
-    if (typeof raw.name !== 'string' || raw.name === '') throw new PresetError(`${at('name')}: must be a non-empty string (a package name or a relative path)`)
-    if (raw.config !== undefined && raw.config !== null && !isObject(raw.config)) throw new PresetError(`${at('config')}: must be a mapping`)
-    if (raw.disabled !== undefined && typeof raw.disabled !== 'boolean') throw new PresetError(`${at('disabled')}: must be true or false`)
-    const row: PresetRow = { id: raw.id, name: raw.name, ...(isObject(raw.config) ? { config: raw.config } : {}), ...(raw.disabled ? { disabled: true } : {}) }
+    if (typeof raw.name !== 'string' || raw.name === '')
+      throw new PresetError(`${at('name')}: must be a non-empty string (a package name or a relative path)`)
+    if (raw.config !== undefined && raw.config !== null && !isObject(raw.config))
+      throw new PresetError(`${at('config')}: must be a mapping`)
+    if (raw.disabled !== undefined && typeof raw.disabled !== 'boolean')
+      throw new PresetError(`${at('disabled')}: must be true or false`)
+    const row: PresetRow = {
+      id: raw.id,
+      name: raw.name,
+      ...(isObject(raw.config) ? { config: raw.config } : {}),
+      ...(raw.disabled ? { disabled: true } : {}),
+    }
     if (row.disabled) continue
-    const url = resolveFrom(row.name, file) ?? [...bases, OWN_FILE].map((base) => resolveFrom(row.name, base)).find(Boolean)
-    if (!url) throw new PresetError(`${at('name')}: cannot resolve "${row.name}" from the preset directory or the dsh installation`)
+    const url =
+      resolveFrom(row.name, file) ?? [...bases, OWN_FILE].map((base) => resolveFrom(row.name, base)).find(Boolean)
+    if (!url)
+      throw new PresetError(
+        `${at('name')}: cannot resolve "${row.name}" from the preset directory or the dsh installation`,
+      )
     let module: Record<string, unknown>
     try {
       module = (await import(url)) as Record<string, unknown>
@@ -125,7 +149,8 @@ export async function loadPresetFile(file: string, bases: readonly string[] = []
       throw new PresetError(`${at('name')}: "${row.name}" failed to load: ${(error as Error).message.split('\n')[0]}`)
     }
     const plugin = (typeof module.apply === 'function' ? module : (module.default ?? module)) as RowPlugin
-    if (typeof plugin !== 'function' && typeof plugin.apply !== 'function') throw new PresetError(`${at('name')}: "${row.name}" is not a plugin (no apply function or class)`)
+    if (typeof plugin !== 'function' && typeof plugin.apply !== 'function')
+      throw new PresetError(`${at('name')}: "${row.name}" is not a plugin (no apply function or class)`)
     if (typeof plugin.Config === 'function') {
       try {
         plugin.Config(row.config ?? {})
@@ -141,6 +166,9 @@ export async function loadPresetFile(file: string, bases: readonly string[] = []
 /** Names of the required services in a Cordis `inject` declaration (a list, or a map with `required`). */
 function requiredServices(inject: unknown): string[] {
   if (Array.isArray(inject)) return inject.filter((name): name is string => typeof name === 'string')
-  if (isObject(inject)) return Object.entries(inject).filter(([, v]) => !(isObject(v) && v.required === false)).map(([k]) => k)
+  if (isObject(inject))
+    return Object.entries(inject)
+      .filter(([, v]) => !(isObject(v) && v.required === false))
+      .map(([k]) => k)
   return []
 }

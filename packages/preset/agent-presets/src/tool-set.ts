@@ -19,7 +19,9 @@ export interface ToolSetConfig {
 export const Config: Schema<Partial<ToolSetConfig>, ToolSetConfig> = Schema.object({
   only: Schema.array(Schema.string()).description('The only tools the agent is offered.'),
   hide: Schema.array(Schema.string()).default([]).description('Tools the agent is not offered.'),
-  sections: Schema.array(Schema.string()).description('Tool guidance sections (ids starting with "tool:") to keep; the others are dropped.'),
+  sections: Schema.array(Schema.string()).description(
+    'Tool guidance sections (ids starting with "tool:") to keep; the others are dropped.',
+  ),
 })
 
 export const name = 'agent-tool-set'
@@ -27,7 +29,10 @@ export const inject = ['tools']
 
 export function apply(ctx: Context, config: ToolSetConfig): void {
   const scope = standingScope(ctx)
-  if (scope === undefined) throw new Error('agent-tool-set is a row of an agent preset (agent.cordis.yml); mounted on its own it has no agent to limit')
+  if (scope === undefined)
+    throw new Error(
+      'agent-tool-set is a row of an agent preset (agent.cordis.yml); mounted on its own it has no agent to limit',
+    )
   const only = config.only ? new Set(config.only) : undefined
   const hide = new Set(config.hide)
   ctx.tools.restrict(scope, (tool) => (only === undefined || only.has(tool)) && !hide.has(tool))
@@ -38,7 +43,8 @@ export function apply(ctx: Context, config: ToolSetConfig): void {
   // Checked again before each step of the agent, for guidance registered after the preset mounted.
   const drop = (inner: Context) => {
     for (const section of inner.systemPrompt.sections(scope)) {
-      if (!section.id.startsWith('tool:') || keep.has(section.id) || dropped.has(section.id) || section.scope === scope) continue
+      if (!section.id.startsWith('tool:') || keep.has(section.id) || dropped.has(section.id) || section.scope === scope)
+        continue
       dropped.add(section.id)
       inner.systemPrompt.registerSection({ id: section.id, order: section.order, text: '', scope })
     }

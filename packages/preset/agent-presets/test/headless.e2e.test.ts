@@ -31,20 +31,29 @@ function setup(presets: Record<string, string>) {
 
 const PRESETS = {
   lookonly: '- id: tool-set\n  name: "@dsh/agent-presets/tool-set"\n  config:\n    only: [read, grep]\n',
-  quill: '- id: persona\n  name: "@dsh/persona"\n  config:\n    text: "You are Quill. Answer in one word."\n    owns: true\n',
+  quill:
+    '- id: persona\n  name: "@dsh/persona"\n  config:\n    text: "You are Quill. Answer in one word."\n    owns: true\n',
   broken: '- id: persona\n  name: "@dsh/persona"\n  config:\n    owns: sometimes\n',
 }
 
 describe('agent presets in dsh --profile headless', () => {
-  it('a custom preset limits the offered tools, is recorded, and a resumed session keeps it', { timeout: 90_000 }, async () => {
+  it('a custom preset limits the offered tools, is recorded, and a resumed session keeps it', {
+    timeout: 90_000,
+  }, async () => {
     const { home, cwd } = setup(PRESETS)
     server = await startMockServer({ steps: [{ text: 'one' }, { text: 'two' }, { text: 'three' }] as never })
     const env = { DSH_HOME: home, DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'x' }
-    const first = await runDsh(['--profile', 'headless', '--output-format', 'json', '--preset', 'lookonly', 'look'], { cwd, env })
+    const first = await runDsh(['--profile', 'headless', '--output-format', 'json', '--preset', 'lookonly', 'look'], {
+      cwd,
+      env,
+    })
     expect(first.stderr).toBe('')
     const { sessionId } = JSON.parse(first.stdout)
     expect(toolsOf(server.requests[0].body)).toEqual(['grep', 'read'])
-    const resumed = await runDsh(['--profile', 'headless', '--output-format', 'json', '--resume', sessionId, 'again'], { cwd, env })
+    const resumed = await runDsh(['--profile', 'headless', '--output-format', 'json', '--resume', sessionId, 'again'], {
+      cwd,
+      env,
+    })
     expect(resumed.stderr).toBe('')
     expect(toolsOf(server.requests[1].body)).toEqual(['grep', 'read'])
     // The default preset offers the whole tool set.
@@ -52,12 +61,19 @@ describe('agent presets in dsh --profile headless', () => {
     expect(plain.code).toBe(0)
     expect(toolsOf(server.requests[2].body)).toEqual(expect.arrayContaining(['bash', 'edit', 'grep', 'read', 'write']))
     // Changing the preset of a recorded session is refused.
-    const change = await runDsh(['--profile', 'headless', '--resume', sessionId, '--preset', 'standard', 'x'], { cwd, env })
+    const change = await runDsh(['--profile', 'headless', '--resume', sessionId, '--preset', 'standard', 'x'], {
+      cwd,
+      env,
+    })
     expect(change.code).toBe(2)
-    expect(change.stderr).toBe(`dsh: session ${sessionId} is composed from preset 'lookonly'; --preset cannot change it (leave --preset out)\n`)
+    expect(change.stderr).toBe(
+      `dsh: session ${sessionId} is composed from preset 'lookonly'; --preset cannot change it (leave --preset out)\n`,
+    )
   })
 
-  it('a persona row replaces the prompt; minimal offers bash and str_replace_editor only', { timeout: 90_000 }, async () => {
+  it('a persona row replaces the prompt; minimal offers bash and str_replace_editor only', {
+    timeout: 90_000,
+  }, async () => {
     const { home, cwd } = setup(PRESETS)
     server = await startMockServer({ steps: [{ text: 'Yes' }, { text: 'ok' }] as never })
     const env = { DSH_HOME: home, DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'x' }
@@ -88,10 +104,16 @@ describe('agent presets in dsh --profile headless', () => {
     const env = { DSH_HOME: home, DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'x' }
     const unknown = await runDsh(['--profile', 'headless', '--preset', 'nope', 'hi'], { cwd, env })
     expect(unknown.code).toBe(2)
-    expect(unknown.stderr).toBe('dsh: unknown agent preset "nope"; available: broken, code, lookonly, minimal, quill, standard\n')
+    expect(unknown.stderr).toBe(
+      'dsh: unknown agent preset "nope"; available: broken, code, lookonly, minimal, quill, standard\n',
+    )
     const broken = await runDsh(['--profile', 'headless', '--preset', 'broken', 'hi'], { cwd, env })
     expect(broken.code).toBe(2)
-    expect(broken.stderr).toMatch(new RegExp(`^dsh: ${join(home, 'presets', 'broken', 'agent.cordis.yml')}: row 1 \\(persona\\): config: [^\\n]*\\n$`))
+    expect(broken.stderr).toMatch(
+      new RegExp(
+        `^dsh: ${join(home, 'presets', 'broken', 'agent.cordis.yml')}: row 1 \\(persona\\): config: [^\\n]*\\n$`,
+      ),
+    )
     expect(server.requests).toHaveLength(0)
   })
 })

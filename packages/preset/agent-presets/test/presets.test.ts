@@ -19,7 +19,12 @@ const Profile = {
   inject: ['tools', 'systemPrompt'],
   apply(ctx: Context) {
     for (const name of ['bash', 'read', 'write']) {
-      ctx.tools.register({ name, description: name, parameters: { type: 'object' }, execute: () => ({ content: `${name} ran` }) })
+      ctx.tools.register({
+        name,
+        description: name,
+        parameters: { type: 'object' },
+        execute: () => ({ content: `${name} ran` }),
+      })
       ctx.systemPrompt.registerSection({ id: `tool:${name}`, order: 300, text: `GUIDE ${name}` })
     }
   },
@@ -49,7 +54,11 @@ const OWN_PROMPT = `
     owns: true
 `
 
-async function boot(config: object, script: NonNullable<HarnessOptions['script']> = [{ text: 'ok' }], session?: Harness['session']) {
+async function boot(
+  config: object,
+  script: NonNullable<HarnessOptions['script']> = [{ text: 'ok' }],
+  session?: Harness['session'],
+) {
   harness = await createHarness({ script, session, cwd: '/w', plugins: [[Profile], [AgentPresets, config]] })
   return harness
 }
@@ -71,7 +80,12 @@ describe('@dsh/agent-presets', () => {
 
   it('composes a session from its preset: a custom tool set limits the offered tools and their guidance', async () => {
     const h = await boot({ home: home({ readonly: READ_ONLY }), default: 'readonly' }, [
-      { toolCalls: [{ name: 'write', arguments: {} }, { name: 'read', arguments: {} }] },
+      {
+        toolCalls: [
+          { name: 'write', arguments: {} },
+          { name: 'read', arguments: {} },
+        ],
+      },
       { text: 'done' },
     ])
     await h.prompt('go')
@@ -80,7 +94,9 @@ describe('@dsh/agent-presets', () => {
     expect(request.system).toContain('GUIDE read')
     expect(request.system).not.toContain('GUIDE bash')
     expect(presetOf(h.session)).toBe('readonly')
-    const results = h.session.events.filter((e) => e.type === 'tool/result').map((e) => e.data as { error?: { code: string } })
+    const results = h.session.events
+      .filter((e) => e.type === 'tool/result')
+      .map((e) => e.data as { error?: { code: string } })
     expect(results.map((r) => r.error?.code)).toEqual(['UNKNOWN_TOOL', undefined])
     // Other agents (global scope) still see every tool.
     expect(h.ctx.tools.schemas().map((t) => t.name)).toEqual(['bash', 'read', 'write'])
@@ -110,11 +126,23 @@ describe('@dsh/agent-presets', () => {
     expect(session.events.filter((e) => e.type === 'preset/selected')).toHaveLength(1)
   })
 
-  it('/preset names the session\'s preset and the roster', async () => {
+  it("/preset names the session's preset and the roster", async () => {
     const CommandRegistry = (await import('@dsh/commands')).default
-    harness = await createHarness({ cwd: '/w', plugins: [[Profile], [CommandRegistry, {}], [AgentPresets, { home: home({ readonly: READ_ONLY }), default: 'readonly' }]] })
+    harness = await createHarness({
+      cwd: '/w',
+      plugins: [
+        [Profile],
+        [CommandRegistry, {}],
+        [AgentPresets, { home: home({ readonly: READ_ONLY }), default: 'readonly' }],
+      ],
+    })
     const done = await harness.ctx.commands.dispatch(harness.agent, '/preset')
-    expect(done).toMatchObject({ ok: true, output: expect.stringContaining('composed from the preset "readonly". Presets: code (builtin), minimal (builtin), readonly (home), standard (builtin).') })
+    expect(done).toMatchObject({
+      ok: true,
+      output: expect.stringContaining(
+        'composed from the preset "readonly". Presets: code (builtin), minimal (builtin), readonly (home), standard (builtin).',
+      ),
+    })
   })
 
   it('select() chooses the preset of a new session and recomposes it; a recorded preset stays', async () => {
@@ -123,8 +151,12 @@ describe('@dsh/agent-presets', () => {
     h.ctx.agentPresets.select(h.session, 'readonly')
     await h.prompt('go')
     expect(toolNames(h.model.requests[0])).toEqual(['read'])
-    expect(h.session.events.filter((e) => e.type === 'preset/selected').map((e) => (e.data as { name: string }).name)).toEqual(['readonly'])
-    expect(() => h.ctx.agentPresets.select(h.session, 'standard')).toThrow(`session ${h.session.id} is composed from preset "readonly"; a session keeps its preset`)
+    expect(
+      h.session.events.filter((e) => e.type === 'preset/selected').map((e) => (e.data as { name: string }).name),
+    ).toEqual(['readonly'])
+    expect(() => h.ctx.agentPresets.select(h.session, 'standard')).toThrow(
+      `session ${h.session.id} is composed from preset "readonly"; a session keeps its preset`,
+    )
     h.ctx.agentPresets.select(h.session, 'readonly') // the same preset again: nothing to do
   })
 
@@ -133,7 +165,10 @@ describe('@dsh/agent-presets', () => {
     await h.prompt('go')
     expect(h.ctx.tools.list(h.agent.scope).map((t) => t.name)).toEqual(['read'])
     await h.agent.dispose()
-    await vi.waitFor(() => expect(h.ctx.tools.list(h.agent.scope).map((t) => t.name)).toEqual(['bash', 'read', 'write']), { timeout: 10_000, interval: 5 })
+    await vi.waitFor(
+      () => expect(h.ctx.tools.list(h.agent.scope).map((t) => t.name)).toEqual(['bash', 'read', 'write']),
+      { timeout: 10_000, interval: 5 },
+    )
   })
 
   it('an unknown default preset fails the row at load, naming what exists; the env variable overrides', async () => {
@@ -144,7 +179,9 @@ describe('@dsh/agent-presets', () => {
     process.env.DSH_TEST_PRESET = 'code'
     const h = await boot({ home: dir, env: 'DSH_TEST_PRESET' })
     expect(h.ctx.agentPresets.default).toBe('code')
-    expect(() => h.ctx.agentPresets.setDefault('zzz')).toThrow('unknown agent preset "zzz"; available: code, minimal, standard')
+    expect(() => h.ctx.agentPresets.setDefault('zzz')).toThrow(
+      'unknown agent preset "zzz"; available: code, minimal, standard',
+    )
   })
 
   it('a bad row is one line naming file, row and field, and ends the turn as a plugin error', async () => {
@@ -156,12 +193,19 @@ describe('@dsh/agent-presets', () => {
       dup: '- id: a\n  name: "@dsh/persona"\n- id: a\n  name: "@dsh/persona"\n',
     })
     const file = (name: string) => join(dir, 'presets', name, 'agent.cordis.yml')
-    await expect(loadPresetFile(file('typo'))).rejects.toThrow(`${file('typo')}: row 1 (persona): nam: unknown field (rows have id, name, config, disabled)`)
-    await expect(loadPresetFile(file('badconfig'))).rejects.toThrow(new RegExp(`^${file('badconfig')}: row 1 \\(persona\\): config: .*owns`))
-    await expect(loadPresetFile(file('missing'))).rejects.toThrow(`${file('missing')}: row 1 (x): name: cannot resolve "@dsh/no-such-plugin" from the preset directory or the dsh installation`)
+    await expect(loadPresetFile(file('typo'))).rejects.toThrow(
+      `${file('typo')}: row 1 (persona): nam: unknown field (rows have id, name, config, disabled)`,
+    )
+    await expect(loadPresetFile(file('badconfig'))).rejects.toThrow(
+      new RegExp(`^${file('badconfig')}: row 1 \\(persona\\): config: .*owns`),
+    )
+    await expect(loadPresetFile(file('missing'))).rejects.toThrow(
+      `${file('missing')}: row 1 (x): name: cannot resolve "@dsh/no-such-plugin" from the preset directory or the dsh installation`,
+    )
     await expect(loadPresetFile(file('notalist'))).rejects.toThrow(`${file('notalist')}: expected a list of rows`)
     await expect(loadPresetFile(file('dup'))).rejects.toThrow(`${file('dup')}: row 2 (a): id: duplicate id "a"`)
-    for (const message of [(await loadPresetFile(file('missing')).catch((e: Error) => e.message)) as string]) expect(message).not.toContain('\n')
+    for (const message of [(await loadPresetFile(file('missing')).catch((e: Error) => e.message)) as string])
+      expect(message).not.toContain('\n')
 
     const h = await boot({ home: dir, default: 'badconfig' })
     const result = await h.prompt('go')
@@ -180,7 +224,9 @@ describe('the parse cache of preset files', () => {
     expect((await loadPresetFile(file, [], cacheDir)).map((r) => r.id)).toEqual(['persona'])
     const { readdirSync, readFileSync } = await import('node:fs')
     const [entry] = readdirSync(cacheDir)
-    expect(JSON.parse(readFileSync(join(cacheDir, entry), 'utf8'))).toEqual({ doc: [{ id: 'persona', name: '@dsh/persona' }] })
+    expect(JSON.parse(readFileSync(join(cacheDir, entry), 'utf8'))).toEqual({
+      doc: [{ id: 'persona', name: '@dsh/persona' }],
+    })
     // The cached document is what the next load uses (a planted row id proves it), and it is
     // still checked like a parsed one.
     writeFileSync(join(cacheDir, entry), JSON.stringify({ doc: [{ id: 'from-cache', name: '@dsh/persona' }] }))
@@ -209,6 +255,10 @@ describe('the parse cache of preset files', () => {
     expect(existsSync(cacheDir) ? (await import('node:fs')).readdirSync(cacheDir) : []).toEqual([])
     writeFileSync(join(dir, 'blocker'), '')
     const ok = home({ p: '- id: persona\n  name: "@dsh/persona"\n' })
-    expect((await loadPresetFile(join(ok, 'presets', 'p', 'agent.cordis.yml'), [], join(dir, 'blocker', 'presets'))).map((r) => r.id)).toEqual(['persona'])
+    expect(
+      (await loadPresetFile(join(ok, 'presets', 'p', 'agent.cordis.yml'), [], join(dir, 'blocker', 'presets'))).map(
+        (r) => r.id,
+      ),
+    ).toEqual(['persona'])
   })
 })

@@ -15,8 +15,12 @@ export interface PersonaConfig {
 
 export const Config: Schema<Partial<PersonaConfig>, PersonaConfig> = Schema.object({
   text: Schema.string().default('').description('The persona; may use prompt variables such as {{cwd}} and {{model}}.'),
-  file: Schema.string().description('Read the persona from this file instead (absolute, or relative to the working directory at start).'),
-  owns: Schema.boolean().default(false).description('The persona is the whole system prompt: no harness identity, no sections.'),
+  file: Schema.string().description(
+    'Read the persona from this file instead (absolute, or relative to the working directory at start).',
+  ),
+  owns: Schema.boolean()
+    .default(false)
+    .description('The persona is the whole system prompt: no harness identity, no sections.'),
 })
 
 export const name = 'persona'
@@ -29,7 +33,9 @@ export function personaText(config: PersonaConfig, cwd = process.cwd()): string 
   try {
     return readFileSync(path, 'utf8')
   } catch (error) {
-    throw new Error(`persona: cannot read file ${path} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`)
+    throw new Error(
+      `persona: cannot read file ${path} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+    )
   }
 }
 

@@ -11,7 +11,11 @@ const input = { provider: 'p', model: 'm', cwd: '/w', date: '2026-01-02' }
 
 async function boot() {
   const ctx = new Context()
-  await ctx.plugin(SystemPrompt, { identity: 'IDENTITY', persona: 'DEPLOYMENT', sections: { 'dsh:working': false, 'dsh:environment': false, 'dsh:date': false } } as never)
+  await ctx.plugin(SystemPrompt, {
+    identity: 'IDENTITY',
+    persona: 'DEPLOYMENT',
+    sections: { 'dsh:working': false, 'dsh:environment': false, 'dsh:date': false },
+  } as never)
   return ctx
 }
 
@@ -38,7 +42,9 @@ describe('@dsh/persona', () => {
     const dir = mkdtempSync(join(tmpdir(), 'persona-'))
     writeFileSync(join(dir, 'p.md'), 'From a file.')
     expect(Persona.personaText({ text: '', file: 'p.md', owns: false }, dir)).toBe('From a file.')
-    expect(() => Persona.personaText({ text: '', file: 'missing.md', owns: false }, dir)).toThrow(/^persona: cannot read file .*missing\.md \(ENOENT\)$/)
+    expect(() => Persona.personaText({ text: '', file: 'missing.md', owns: false }, dir)).toThrow(
+      /^persona: cannot read file .*missing\.md \(ENOENT\)$/,
+    )
   })
 
   it('rejects a bad config and an unknown variable at load', async () => {

@@ -29,8 +29,12 @@ export class InvariantError extends Error {
 
 export class Invariants extends Service {
   static Config: Schema<Invariants.Config> = Schema.object({
-    enabled: Schema.boolean().default(true).description('Run the registered checks; when false, run() returns no violations.'),
-    failFast: Schema.boolean().default(false).description('Throw an InvariantError at the first violation instead of collecting them.'),
+    enabled: Schema.boolean()
+      .default(true)
+      .description('Run the registered checks; when false, run() returns no violations.'),
+    failFast: Schema.boolean()
+      .default(false)
+      .description('Throw an InvariantError at the first violation instead of collecting them.'),
   })
 
   // Mutated in place only: inside methods `this` is a per-caller shadow.
@@ -67,7 +71,14 @@ export class Invariants extends Service {
       try {
         result = definition.check(session, context)
       } catch (error) {
-        result = [{ invariant: definition.id, sessionId: session.id, message: `check threw: ${error instanceof Error ? error.message : String(error)}`, details: error }]
+        result = [
+          {
+            invariant: definition.id,
+            sessionId: session.id,
+            message: `check threw: ${error instanceof Error ? error.message : String(error)}`,
+            details: error,
+          },
+        ]
       }
       for (const violation of result ?? []) {
         found.push(violation)

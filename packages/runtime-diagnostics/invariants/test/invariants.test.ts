@@ -10,7 +10,11 @@ import Invariants, {
 } from '../src/index.ts'
 
 const text = (t: string) => [{ type: 'text' as const, text: t }]
-const echo: ToolSchema = { name: 'echo', description: 'echoes', parameters: { type: 'object', properties: { value: { type: 'string' } } } }
+const echo: ToolSchema = {
+  name: 'echo',
+  description: 'echoes',
+  parameters: { type: 'object', properties: { value: { type: 'string' } } },
+}
 
 async function boot(config?: { enabled?: boolean; failFast?: boolean }) {
   const root = new Context()
@@ -23,7 +27,14 @@ async function boot(config?: { enabled?: boolean; failFast?: boolean }) {
 function prepareStep(session: Session, system = 'You are dsh.'): { request: LlmRequest; atSeq: number } {
   session.append('request/header', { provider: 'mock', model: 'm1', system, tools: [echo] })
   session.append('user/message', { content: text('hello'), source: { kind: 'human' } })
-  const request: LlmRequest = { provider: 'mock', model: 'm1', system, tools: [echo], messages: session.deriveMessages(), metadata: { step: 0 } }
+  const request: LlmRequest = {
+    provider: 'mock',
+    model: 'm1',
+    system,
+    tools: [echo],
+    messages: session.deriveMessages(),
+    metadata: { step: 0 },
+  }
   return { request, atSeq: session.length }
 }
 
@@ -45,8 +56,12 @@ describe('ctx.invariants registry', () => {
       { id: 'a', description: 'first' },
       { id: 'b', description: 'second' },
     ])
-    expect(() => root.invariants.register({ id: 'a', description: 'again', check: () => {} })).toThrow('invariant "a" is already registered')
-    expect(root.invariants.run(session, { tag: 'x' })).toEqual([{ invariant: 'b', message: 'bad x', sessionId: session.id }])
+    expect(() => root.invariants.register({ id: 'a', description: 'again', check: () => {} })).toThrow(
+      'invariant "a" is already registered',
+    )
+    expect(root.invariants.run(session, { tag: 'x' })).toEqual([
+      { invariant: 'b', message: 'bad x', sessionId: session.id },
+    ])
     expect(calls).toEqual(['a', 'b'])
     offB()
     expect(root.invariants.list().map((d) => d.id)).toEqual(['a'])
@@ -82,7 +97,14 @@ describe('ctx.invariants registry', () => {
   })
 
   it('honours enabled: false and failFast: true', async () => {
-    const failing = { id: 'f', description: 'always fails', check: () => [{ invariant: 'f', message: 'no' }, { invariant: 'f', message: 'no again' }] }
+    const failing = {
+      id: 'f',
+      description: 'always fails',
+      check: () => [
+        { invariant: 'f', message: 'no' },
+        { invariant: 'f', message: 'no again' },
+      ],
+    }
     const off = await boot({ enabled: false })
     off.invariants.register(failing)
     expect(off.invariants.run(off.sessions.create({ cwd: '/' }))).toEqual([])
@@ -107,7 +129,10 @@ describe('ctx.invariants registry', () => {
     // Without failFast the same checks are all collected.
     const all = await boot()
     all.invariants.register(failing)
-    expect(all.invariants.run(all.sessions.create({ cwd: '/' }))).toEqual([{ invariant: 'f', message: 'no' }, { invariant: 'f', message: 'no again' }])
+    expect(all.invariants.run(all.sessions.create({ cwd: '/' }))).toEqual([
+      { invariant: 'f', message: 'no' },
+      { invariant: 'f', message: 'no again' },
+    ])
   })
 
   it('rejects a bad config at load', async () => {
@@ -141,7 +166,11 @@ describe('model-visible means logged', () => {
     const tampered = { ...request, messages: [...request.messages, injected] }
     const violations = checkRequestReconstructable(session, tampered, atSeq)
     expect(violations).toHaveLength(1)
-    expect(violations[0]).toMatchObject({ invariant: MODEL_VISIBLE_MEANS_LOGGED, path: 'request.messages[1]', seq: atSeq })
+    expect(violations[0]).toMatchObject({
+      invariant: MODEL_VISIBLE_MEANS_LOGGED,
+      path: 'request.messages[1]',
+      seq: atSeq,
+    })
     expect(violations[0].message).toContain('at request.messages[1]')
   })
 
@@ -159,7 +188,9 @@ describe('model-visible means logged', () => {
     const root = await boot()
     const session = root.sessions.create({ cwd: '/' })
     const { request, atSeq } = prepareStep(session)
-    expect(checkRequestReconstructable(session, { ...request, system: 'You are evil.' }, atSeq)[0].path).toBe('request.system')
+    expect(checkRequestReconstructable(session, { ...request, system: 'You are evil.' }, atSeq)[0].path).toBe(
+      'request.system',
+    )
     const moreTools = { ...request, tools: [echo, { ...echo, name: 'extra' }] }
     expect(checkRequestReconstructable(session, moreTools, atSeq)[0].path).toBe('request.tools[1]')
     expect(checkRequestReconstructable(session, { ...request, model: 'm2' }, atSeq)[0].path).toBe('request.model')
@@ -186,7 +217,9 @@ describe('model-visible means logged', () => {
   it('rejects an atSeq outside the log', async () => {
     const root = await boot()
     const session = root.sessions.create({ cwd: '/' })
-    expect(() => checkRequestReconstructable(session, { provider: 'p', model: 'm', messages: [] }, 5)).toThrow(RangeError)
+    expect(() => checkRequestReconstructable(session, { provider: 'p', model: 'm', messages: [] }, 5)).toThrow(
+      RangeError,
+    )
   })
 
   it('runs through ctx.invariants with {request, atSeq} once registered', async () => {
@@ -197,7 +230,9 @@ describe('model-visible means logged', () => {
     expect(root.invariants.run(session, { request, atSeq })).toEqual([])
     expect(root.invariants.run(session)).toEqual([]) // not applicable without a request
     const tampered = { ...request, messages: [] }
-    expect(root.invariants.run(session, { request: tampered, atSeq }).map((v) => v.path)).toEqual(['request.messages[0]'])
+    expect(root.invariants.run(session, { request: tampered, atSeq }).map((v) => v.path)).toEqual([
+      'request.messages[0]',
+    ])
     dispose()
     expect(root.invariants.list()).toEqual([])
   })

@@ -15,7 +15,17 @@
 // effective) and sets no_new_privs, so a harness running as root does not hand root's powers on.
 // Exit status 125 with one line on stderr when confinement cannot be applied: the target never runs.
 import { createRequire } from 'node:module'
-import { accessSync, closeSync, constants, fstatSync, openSync, readdirSync, readlinkSync, statSync, writeSync } from 'node:fs'
+import {
+  accessSync,
+  closeSync,
+  constants,
+  fstatSync,
+  openSync,
+  readdirSync,
+  readlinkSync,
+  statSync,
+  writeSync,
+} from 'node:fs'
 import { delimiter, dirname, isAbsolute, join } from 'node:path'
 
 const require = createRequire(import.meta.url)
@@ -38,7 +48,9 @@ const execve = libc.func('int execve(const char *path, const char **argv, const 
 const signal = libc.func('void *signal(int sig, void *handler)')
 const fcntl = libc.func('int fcntl(int fd, int cmd, ...)')
 const errno = () => koffi.errno()
-const mount = libc.func('int mount(const char *source, const char *target, const char *fstype, unsigned long flags, const void *data)')
+const mount = libc.func(
+  'int mount(const char *source, const char *target, const char *fstype, unsigned long flags, const void *data)',
+)
 
 const SYS = { landlock_create_ruleset: 444, landlock_add_rule: 445, landlock_restrict_self: 446 }
 const SECCOMP = {
@@ -100,7 +112,19 @@ function addPath(ruleset, path, allowed) {
     directory = fstatSync(fd).isDirectory()
   } catch {}
   if (!directory) allowed &= FILE_RIGHTS
-  const rc = Number(syscall(SYS.landlock_add_rule, 'int', ruleset, 'int', 1, 'landlock_path_beneath_attr *', { allowed, fd }, 'uint32_t', 0))
+  const rc = Number(
+    syscall(
+      SYS.landlock_add_rule,
+      'int',
+      ruleset,
+      'int',
+      1,
+      'landlock_path_beneath_attr *',
+      { allowed, fd },
+      'uint32_t',
+      0,
+    ),
+  )
   const code = errno()
   closeSync(fd)
   if (rc !== 0) die(`landlock_add_rule(${path}) failed (errno ${code})`)
@@ -136,10 +160,11 @@ function addReadRules(ruleset, hidden) {
   if (hidden.length === 0) return addPath(ruleset, '/', READ_ACCESS)
   const hide = new Set(hidden)
   const ancestors = new Set()
-  for (const path of hidden) for (let dir = dirname(path); ; dir = dirname(dir)) {
-    ancestors.add(dir)
-    if (dir === '/') break
-  }
+  for (const path of hidden)
+    for (let dir = dirname(path); ; dir = dirname(dir)) {
+      ancestors.add(dir)
+      if (dir === '/') break
+    }
   const walk = (dir) => {
     addPath(ruleset, dir, FS.READ_DIR)
     let names
@@ -164,12 +189,23 @@ function applyLandlock(abi, spec) {
   // Scopes (ABI 6): no signals to processes outside the domain; no abstract unix sockets when offline.
   const scoped = abi >= 6 ? 2n | (spec.network ? 0n : 1n) : 0n
   const size = abi >= 6 ? 24 : abi >= 4 ? 16 : 8
-  const ruleset = Number(syscall(SYS.landlock_create_ruleset, 'landlock_ruleset_attr *', { fs: fsAll, net, scoped }, 'size_t', size, 'uint32_t', 0))
+  const ruleset = Number(
+    syscall(
+      SYS.landlock_create_ruleset,
+      'landlock_ruleset_attr *',
+      { fs: fsAll, net, scoped },
+      'size_t',
+      size,
+      'uint32_t',
+      0,
+    ),
+  )
   if (ruleset < 0) die(`landlock_create_ruleset failed (errno ${errno()})`)
   addReadRules(ruleset, spec.hidden ?? [])
   // Character devices a shell writes to in every mode.
   const devWrite = FS.WRITE_FILE | FS.READ_FILE | (abi >= 3 ? FS.TRUNCATE : 0n) | (abi >= 5 ? FS.IOCTL_DEV : 0n)
-  for (const device of ['/dev/null', '/dev/zero', '/dev/full', '/dev/tty', '/dev/random', '/dev/urandom', '/dev/ptmx']) addPath(ruleset, device, devWrite)
+  for (const device of ['/dev/null', '/dev/zero', '/dev/full', '/dev/tty', '/dev/random', '/dev/urandom', '/dev/ptmx'])
+    addPath(ruleset, device, devWrite)
   addPath(ruleset, '/dev/pts', devWrite)
   for (const root of spec.writable) addPath(ruleset, root, fsAll)
   if (prctl(38, 1, 0, 0, 0) !== 0) die(`prctl(PR_SET_NO_NEW_PRIVS) failed (errno ${errno()})`)
@@ -180,8 +216,12 @@ function applyLandlock(abi, spec) {
 /** A seccomp filter that refuses socket(AF_INET|AF_INET6, ...) and io_uring_setup with EACCES. */
 function applySeccomp() {
   const { audit, seccomp, socket, io_uring_setup, x32 } = SECCOMP
-  const LD = 0x20, JEQ = 0x15, JGE = 0x35, RET = 0x06
-  const ALLOW = 0x7fff0000, DENY = 0x00050000 | 13
+  const LD = 0x20,
+    JEQ = 0x15,
+    JGE = 0x35,
+    RET = 0x06
+  const ALLOW = 0x7fff0000,
+    DENY = 0x00050000 | 13
   const prog = [
     { code: LD, jt: 0, jf: 0, k: 4 }, // arch
     { code: JEQ, jt: 1, jf: 0, k: audit },
@@ -228,7 +268,8 @@ function applyMounts(mounts) {
   }
   for (const path of mounts.readOnly) {
     if (mount(path, path, null, MS.BIND | MS.REC, null) !== 0) die(`bind ${path} failed (errno ${errno()})`)
-    if (mount(null, path, null, MS.REMOUNT | MS.BIND | MS.RDONLY, null) !== 0) die(`read-only remount of ${path} failed (errno ${errno()})`)
+    if (mount(null, path, null, MS.REMOUNT | MS.BIND | MS.RDONLY, null) !== 0)
+      die(`read-only remount of ${path} failed (errno ${errno()})`)
   }
   // The working directory still points below the new mounts (at what was there before them), so
   // relative paths would miss them: enter it again by name, which lands on the top mount.
@@ -266,11 +307,21 @@ try {
   die('the spec is not base64 JSON')
 }
 const absolutePaths = (list) => Array.isArray(list) && list.every((p) => typeof p === 'string' && isAbsolute(p))
-if (!absolutePaths(spec.writable) || typeof spec.network !== 'boolean' || (spec.hidden !== undefined && !absolutePaths(spec.hidden))) {
+if (
+  !absolutePaths(spec.writable) ||
+  typeof spec.network !== 'boolean' ||
+  (spec.hidden !== undefined && !absolutePaths(spec.hidden))
+) {
   die('the spec needs {writable: [absolute paths], network: boolean, hidden?: [absolute paths]}')
 }
 const mounts = spec.mounts
-if (mounts !== undefined && (mounts === null || typeof mounts.namespace !== 'string' || !absolutePaths(mounts.pins) || !absolutePaths(mounts.readOnly))) {
+if (
+  mounts !== undefined &&
+  (mounts === null ||
+    typeof mounts.namespace !== 'string' ||
+    !absolutePaths(mounts.pins) ||
+    !absolutePaths(mounts.readOnly))
+) {
   die('spec.mounts needs {namespace: string, pins: [absolute paths], readOnly: [absolute paths]}')
 }
 const argv = args.slice(2)

@@ -3,22 +3,40 @@
 // wraps each argv for it. A confining mode with no working runner throws: it never runs unconfined.
 import { execFile } from 'node:child_process'
 import { SpawnServer, nativeSpawn, spawnServerUnavailable, type SpawnedChild } from '@dsh/posix-spawn'
-import { existsSync, mkdirSync, readFileSync, readdirSync, readlinkSync, realpathSync, renameSync, statSync, writeFileSync } from 'node:fs'
+import {
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  realpathSync,
+  renameSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs'
 import { release, version } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { dirname, isAbsolute, join, sep } from 'node:path'
 import { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { LaunchedChild, ProcessLauncher } from '@dsh/subprocess'
-import { SandboxError, SandboxService, isSandboxMode, type SandboxInvocation, type SandboxPolicy, type SandboxRunnerInfo, type SandboxWrapRequest } from '@dsh/sandbox'
+import {
+  SandboxError,
+  SandboxService,
+  isSandboxMode,
+  type SandboxInvocation,
+  type SandboxPolicy,
+  type SandboxRunnerInfo,
+  type SandboxWrapRequest,
+} from '@dsh/sandbox'
 import type {} from '@dsh/sandbox-policy'
 import type {} from '@dsh/home-paths'
 
 /** PID 1 inside bwrap: forwards termination signals to the command's whole namespace. */
 export const PID1_INIT = [
-  'trap \'kill -TERM -1 2>/dev/null; exit 143\' TERM',
-  'trap \'kill -INT -1 2>/dev/null; exit 130\' INT',
-  'trap \'kill -HUP -1 2>/dev/null; exit 129\' HUP',
+  "trap 'kill -TERM -1 2>/dev/null; exit 143' TERM",
+  "trap 'kill -INT -1 2>/dev/null; exit 130' INT",
+  "trap 'kill -HUP -1 2>/dev/null; exit 129' HUP",
   // An asynchronous list gets /dev/null as stdin before its own redirections, so the caller's
   // stdin (a PTY for an interactive program) is passed through fd 3.
   '{ "$@" <&3 3<&- & } 3<&0',
@@ -73,10 +91,11 @@ export const LANDLOCK_NOTE =
 export const LANDLOCK_CONTROL_NOTE =
   'Without a mount namespace of its own Landlock cannot keep part of a writable directory read-only, so the project control files of the workspace (.mcp.json, .claude/, .codex/, .dsh/, .env, .git/hooks, .git/config) stay writable for commands here; file edits still refuse them.'
 /** Added when `unshare` gives each Landlock command its own PID and mount namespace. */
-export const PID_NAMESPACE_NOTE = 'Each command has its own process namespace: processes it leaves running end when it finishes.'
+export const PID_NAMESPACE_NOTE =
+  'Each command has its own process namespace: processes it leaves running end when it finishes.'
 /** Added when the Landlock runner cannot give each command its own PID namespace. */
 export const NO_PID_NAMESPACE_NOTE =
-  'Commands see the host\'s other processes, and processes a command leaves running (for example with setsid or nohup) are not ended when it finishes.'
+  "Commands see the host's other processes, and processes a command leaves running (for example with setsid or nohup) are not ended when it finishes."
 
 /** `name` looked up on this process's PATH, or undefined. */
 function onPath(name: string): string | undefined {
@@ -94,13 +113,32 @@ function onPath(name: string): string | undefined {
 function isProbe(value: unknown): value is Probe {
   if (value === null || typeof value !== 'object') return false
   const probe = value as Probe
-  if (!Array.isArray(probe.rejected) || !Array.isArray(probe.notes) || !probe.notes.every((note) => typeof note === 'string')) return false
-  if (!probe.rejected.every((entry) => entry !== null && typeof entry === 'object' && typeof entry.runner === 'string' && typeof entry.reason === 'string')) return false
+  if (
+    !Array.isArray(probe.rejected) ||
+    !Array.isArray(probe.notes) ||
+    !probe.notes.every((note) => typeof note === 'string')
+  )
+    return false
+  if (
+    !probe.rejected.every(
+      (entry) =>
+        entry !== null &&
+        typeof entry === 'object' &&
+        typeof entry.runner === 'string' &&
+        typeof entry.reason === 'string',
+    )
+  )
+    return false
   if (probe.selected === undefined) return true
   const selected = probe.selected as Selected | null
   if (selected === null || typeof selected !== 'object') return false
   if (selected.runner === 'bwrap') return true
-  return selected.runner === 'landlock' && typeof selected.abi === 'number' && typeof selected.seccomp === 'boolean' && typeof selected.namespaces === 'boolean'
+  return (
+    selected.runner === 'landlock' &&
+    typeof selected.abi === 'number' &&
+    typeof selected.seccomp === 'boolean' &&
+    typeof selected.namespaces === 'boolean'
+  )
 }
 
 /** A spawn server's bwrap prefix from a command's flags: the same flags without --as-pid-1 (bwrap's init is PID 1, the server PID 2). */
@@ -112,24 +150,48 @@ export class LocalSandbox extends SandboxService {
   static Config: Schema<Partial<SandboxLocalConfig>, SandboxLocalConfig> = Schema.object({
     runner: Schema.union(['auto', 'bwrap', 'landlock', 'none'] as const)
       .default('auto')
-      .description('`auto` probes bwrap then Landlock; `bwrap` or `landlock` forces one (tests); `none` declares that no runner exists, so confining modes fail closed.'),
-    bwrap: Schema.string().default('bwrap').description('The bubblewrap executable: an absolute path or a name looked up on PATH.'),
+      .description(
+        '`auto` probes bwrap then Landlock; `bwrap` or `landlock` forces one (tests); `none` declares that no runner exists, so confining modes fail closed.',
+      ),
+    bwrap: Schema.string()
+      .default('bwrap')
+      .description('The bubblewrap executable: an absolute path or a name looked up on PATH.'),
     node: Schema.string().default(process.execPath).description('Node executable that runs the Landlock helper.'),
-    unshare: Schema.string().default('unshare').description('util-linux `unshare`, which gives Landlock commands their own PID, mount and (offline) network namespaces where permitted.'),
-    probeTimeoutMs: Schema.natural().min(1).default(5_000).description('Time a runner probe may take before the runner counts as broken.'),
+    unshare: Schema.string()
+      .default('unshare')
+      .description(
+        'util-linux `unshare`, which gives Landlock commands their own PID, mount and (offline) network namespaces where permitted.',
+      ),
+    probeTimeoutMs: Schema.natural()
+      .min(1)
+      .default(5_000)
+      .description('Time a runner probe may take before the runner counts as broken.'),
     prewarmDelayMs: Schema.natural()
       .default(50)
-      .description('After app/ready, how long the background probe waits before it starts; an app that stops sooner (`--help`, a usage error) never probes.'),
+      .description(
+        'After app/ready, how long the background probe waits before it starts; an app that stops sooner (`--help`, a usage error) never probes.',
+      ),
     spawnServer: Schema.boolean()
       .default(true)
-      .description('bwrap runner: start commands through one long-lived sandbox per policy (a small spawn server inside it) instead of a new bwrap per command. Falls back to a bwrap per command where the server is not built.'),
-    maxSpawnServers: Schema.natural().min(1).default(4).description('Spawn servers (one per distinct policy) kept at once; the least recently used idle one is ended first.'),
+      .description(
+        'bwrap runner: start commands through one long-lived sandbox per policy (a small spawn server inside it) instead of a new bwrap per command. Falls back to a bwrap per command where the server is not built.',
+      ),
+    maxSpawnServers: Schema.natural()
+      .min(1)
+      .default(4)
+      .description(
+        'Spawn servers (one per distinct policy) kept at once; the least recently used idle one is ended first.',
+      ),
     probeCache: Schema.boolean()
       .default(true)
-      .description('Start from the last probe result stored in the dsh home (keyed by the runner binaries, kernel, uid and user-namespace settings) and verify it in the background, instead of waiting for a probe in every process.'),
+      .description(
+        'Start from the last probe result stored in the dsh home (keyed by the runner binaries, kernel, uid and user-namespace settings) and verify it in the background, instead of waiting for a probe in every process.',
+      ),
     probeVerifyIntervalMs: Schema.natural()
       .default(3_600_000)
-      .description('A stored probe result verified less than this long ago is used without a background probe (a spawn server that fails to start verifies it at once); 0 verifies in every process.'),
+      .description(
+        'A stored probe result verified less than this long ago is used without a background probe (a spawn server that fails to start verifies it at once); 0 verifies in every process.',
+      ),
   })
 
   private probe?: Promise<Probe>
@@ -204,7 +266,10 @@ export class LocalSandbox extends SandboxService {
   async describe(): Promise<SandboxRunnerInfo> {
     const probe = await this.select()
     // Not stored in the probe (a cached probe from before this note would lack it).
-    const notes = probe.selected?.runner === 'landlock' && !probe.selected.namespaces ? [...new Set([...probe.notes, LANDLOCK_CONTROL_NOTE])] : probe.notes
+    const notes =
+      probe.selected?.runner === 'landlock' && !probe.selected.namespaces
+        ? [...new Set([...probe.notes, LANDLOCK_CONTROL_NOTE])]
+        : probe.notes
     return {
       ...(probe.selected ? { runner: probe.selected.runner } : {}),
       rejected: probe.rejected.map((entry) => ({ ...entry })),
@@ -238,10 +303,13 @@ export class LocalSandbox extends SandboxService {
     const { argv, cwd, policy } = request
     const merge = request.mergeStderr === true
     const init = merge ? PID1_INIT_MERGED : PID1_INIT
-    if (!Array.isArray(argv) || argv.length === 0 || !argv.every((arg) => typeof arg === 'string')) throw new SandboxError('INVALID_POLICY', 'argv must be a non-empty array of strings')
-    if (typeof cwd !== 'string' || !isAbsolute(cwd)) throw new SandboxError('INVALID_POLICY', 'cwd must be an absolute path')
+    if (!Array.isArray(argv) || argv.length === 0 || !argv.every((arg) => typeof arg === 'string'))
+      throw new SandboxError('INVALID_POLICY', 'argv must be a non-empty array of strings')
+    if (typeof cwd !== 'string' || !isAbsolute(cwd))
+      throw new SandboxError('INVALID_POLICY', 'cwd must be an absolute path')
     checkPolicy(policy)
-    if (policy.mode === 'danger-full-access') return { argv: [...argv], runner: 'none', enforcement: 'none', mode: policy.mode, notes: [] }
+    if (policy.mode === 'danger-full-access')
+      return { argv: [...argv], runner: 'none', enforcement: 'none', mode: policy.mode, notes: [] }
 
     const probe = await this.select()
     const selected = probe.selected
@@ -284,12 +352,26 @@ export class LocalSandbox extends SandboxService {
       // command). Everything but --as-pid-1 (the server is not PID 1) and the per-command --chdir
       // and command is the same flag list, so the confinement is the same.
       const prefix = serverPrefix(args)
-      const launcher = this.config.spawnServer === false || request.launcher === false ? undefined : await this.launcherFor(prefix, argv, cwd, merge)
+      const launcher =
+        this.config.spawnServer === false || request.launcher === false
+          ? undefined
+          : await this.launcherFor(prefix, argv, cwd, merge)
       args.push('--chdir', cwd, '--', '/bin/sh', '-c', init, 'dsh-sandbox-init', ...argv)
-      return { argv: args, runner: 'bwrap', enforcement: 'enforced', mode: policy.mode, notes: [], ...(merge ? { stderrMerged: true } : {}), ...(launcher ? { launcher } : {}) }
+      return {
+        argv: args,
+        runner: 'bwrap',
+        enforcement: 'enforced',
+        mode: policy.mode,
+        notes: [],
+        ...(merge ? { stderrMerged: true } : {}),
+        ...(launcher ? { launcher } : {}),
+      }
     }
     if (!policy.network && !selected.seccomp) {
-      throw new SandboxError('SANDBOX_UNAVAILABLE', `the Landlock runner cannot turn the network off on ${process.arch} (no seccomp filter for it), so the command was not run`)
+      throw new SandboxError(
+        'SANDBOX_UNAVAILABLE',
+        `the Landlock runner cannot turn the network off on ${process.arch} (no seccomp filter for it), so the command was not run`,
+      )
     }
     // Landlock only adds rights: a read-only or unreadable hole inside a writable tree cannot be made.
     for (const path of [...readOnly, ...hidden]) {
@@ -305,15 +387,32 @@ export class LocalSandbox extends SandboxService {
     // binds the existing control files read-only before Landlock, as bwrap does; otherwise they
     // stay writable, and the project-trust consent still guards what dsh starts from them.
     const controlled = controlTargets(policy.controlPaths ?? [], writable)
-    const mounts = selected.namespaces && controlled.length > 0 ? { namespace: ownMountNamespace(), pins: pinDirs(controlled, writable), readOnly: controlled } : undefined
-    const spec = Buffer.from(JSON.stringify({ writable, network: policy.network, hidden, ...(mounts ? { mounts } : {}) })).toString('base64')
-    const notes = policy.network ? [] : ['network: IPv4/IPv6 sockets are refused; Unix-domain sockets on the filesystem stay reachable']
-    if (!selected.namespaces && (policy.controlPaths ?? []).some((path) => writable.some((root) => within(path, root)))) notes.push(LANDLOCK_CONTROL_NOTE)
+    const mounts =
+      selected.namespaces && controlled.length > 0
+        ? { namespace: ownMountNamespace(), pins: pinDirs(controlled, writable), readOnly: controlled }
+        : undefined
+    const spec = Buffer.from(
+      JSON.stringify({ writable, network: policy.network, hidden, ...(mounts ? { mounts } : {}) }),
+    ).toString('base64')
+    const notes = policy.network
+      ? []
+      : ['network: IPv4/IPv6 sockets are refused; Unix-domain sockets on the filesystem stay reachable']
+    if (!selected.namespaces && (policy.controlPaths ?? []).some((path) => writable.some((root) => within(path, root))))
+      notes.push(LANDLOCK_CONTROL_NOTE)
     const helper = [this.config.node, LANDLOCK_HELPER, spec, '--']
-    if (!selected.namespaces) return { argv: [...helper, ...argv], runner: 'landlock', enforcement: 'enforced', mode: policy.mode, notes }
+    if (!selected.namespaces)
+      return { argv: [...helper, ...argv], runner: 'landlock', enforcement: 'enforced', mode: policy.mode, notes }
     // Own PID namespace: when the command ends, the kernel ends everything it left behind (setsid
     // included); a private /proc hides the harness's processes. The sh init is PID 1 (see PID1_INIT).
-    const namespaces = [this.config.unshare, '--pid', '--fork', '--kill-child', '--mount-proc', ...(policy.network ? [] : ['--net']), '--']
+    const namespaces = [
+      this.config.unshare,
+      '--pid',
+      '--fork',
+      '--kill-child',
+      '--mount-proc',
+      ...(policy.network ? [] : ['--net']),
+      '--',
+    ]
     return {
       argv: [...namespaces, ...helper, '/bin/sh', '-c', init, 'dsh-sandbox-init', ...argv],
       runner: 'landlock',
@@ -325,8 +424,26 @@ export class LocalSandbox extends SandboxService {
   }
 
   /** bwrap and its flags for `policy`, up to (not including) the per-command --chdir and command. */
-  private bwrapFlags(policy: SandboxPolicy, writable: string[], readOnly: string[], hidden: string[], control: string[]): string[] {
-    const args = [this.config.bwrap, '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-pid', '--as-pid-1', '--die-with-parent']
+  private bwrapFlags(
+    policy: SandboxPolicy,
+    writable: string[],
+    readOnly: string[],
+    hidden: string[],
+    control: string[],
+  ): string[] {
+    const args = [
+      this.config.bwrap,
+      '--ro-bind',
+      '/',
+      '/',
+      '--dev',
+      '/dev',
+      '--proc',
+      '/proc',
+      '--unshare-pid',
+      '--as-pid-1',
+      '--die-with-parent',
+    ]
     // As root, bwrap keeps every capability inside the sandbox, enough to remount `/` writable.
     args.push('--cap-drop', 'ALL')
     if (!policy.network) args.push('--unshare-net')
@@ -340,7 +457,12 @@ export class LocalSandbox extends SandboxService {
    * wrap of that policy. A server that does not come up (bwrap refused a flag) is not tried again
    * for the policy: its commands run as a bwrap per command, which reports bwrap's own error.
    */
-  private async launcherFor(prefix: string[], argv: string[], cwd: string, merge: boolean): Promise<ProcessLauncher | undefined> {
+  private async launcherFor(
+    prefix: string[],
+    argv: string[],
+    cwd: string,
+    merge: boolean,
+  ): Promise<ProcessLauncher | undefined> {
     if (!this.serversChecked) {
       this.serversChecked = true
       this.spawnServerFallback = spawnServerUnavailable()
@@ -359,7 +481,10 @@ export class LocalSandbox extends SandboxService {
     }
     return {
       // A server that died since (it is replaced at the next wrap) leaves this command to argv.
-      launch: ({ env, stdinPipe }) => (server.closed ? undefined : (server.spawn(argv[0]!, argv.slice(1), { cwd, env, stdinPipe, mergeStderr: merge }) as LaunchedChild)),
+      launch: ({ env, stdinPipe }) =>
+        server.closed
+          ? undefined
+          : (server.spawn(argv[0]!, argv.slice(1), { cwd, env, stdinPipe, mergeStderr: merge }) as LaunchedChild),
     }
   }
 
@@ -436,7 +561,12 @@ export class LocalSandbox extends SandboxService {
           return
         }
         this.writeProbeCache(fresh)
-        this.ctx.logger('sandbox').warn('the stored sandbox probe result was out of date; commands from now on use the new one (%s)', fresh.selected?.runner ?? 'no runner')
+        this.ctx
+          .logger('sandbox')
+          .warn(
+            'the stored sandbox probe result was out of date; commands from now on use the new one (%s)',
+            fresh.selected?.runner ?? 'no runner',
+          )
         this.probe = Promise.resolve(fresh)
         if (fresh.selected?.runner !== 'bwrap') {
           for (const server of this.servers.values()) server.close()
@@ -485,7 +615,11 @@ export class LocalSandbox extends SandboxService {
       helper: stamp(LANDLOCK_HELPER),
       kernel: `${release()} ${version()}`,
       uid: process.getuid?.() ?? -1,
-      sysctls: ['/proc/sys/kernel/unprivileged_userns_clone', '/proc/sys/user/max_user_namespaces', '/proc/sys/kernel/apparmor_restrict_unprivileged_userns'].map(sysctl),
+      sysctls: [
+        '/proc/sys/kernel/unprivileged_userns_clone',
+        '/proc/sys/user/max_user_namespaces',
+        '/proc/sys/kernel/apparmor_restrict_unprivileged_userns',
+      ].map(sysctl),
     })
   }
 
@@ -496,7 +630,10 @@ export class LocalSandbox extends SandboxService {
       const stored = JSON.parse(readFileSync(path, 'utf8')) as { key?: unknown; probe?: Probe; verifiedAt?: unknown }
       if (stored.key !== this.probeKey() || !isProbe(stored.probe)) return undefined
       // No stamp (an older file): as if verified long ago.
-      return { probe: stored.probe, verifiedAt: typeof stored.verifiedAt === 'number' && Number.isFinite(stored.verifiedAt) ? stored.verifiedAt : 0 }
+      return {
+        probe: stored.probe,
+        verifiedAt: typeof stored.verifiedAt === 'number' && Number.isFinite(stored.verifiedAt) ? stored.verifiedAt : 0,
+      }
     } catch {
       return undefined // missing or unreadable: probe as usual (and rewrite it)
     }
@@ -508,7 +645,9 @@ export class LocalSandbox extends SandboxService {
     try {
       mkdirSync(dirname(path), { recursive: true, mode: 0o700 })
       const temp = `${path}.${process.pid}.tmp`
-      writeFileSync(temp, JSON.stringify({ key: this.probeKey(), probe, verifiedAt: Date.now() }) + '\n', { mode: 0o600 })
+      writeFileSync(temp, JSON.stringify({ key: this.probeKey(), probe, verifiedAt: Date.now() }) + '\n', {
+        mode: 0o600,
+      })
       renameSync(temp, path)
     } catch {
       // A read-only home: every process probes, as without the cache.
@@ -519,14 +658,22 @@ export class LocalSandbox extends SandboxService {
     // Loud on purpose: the fallback confines less than bubblewrap would.
     this.ctx
       .logger('sandbox')
-      .warn('bubblewrap does not work here (%s), so commands are confined by the weaker Landlock fallback. %s', probe.rejected[0]?.reason ?? 'rejected', probe.notes.join(' '))
+      .warn(
+        'bubblewrap does not work here (%s), so commands are confined by the weaker Landlock fallback. %s',
+        probe.rejected[0]?.reason ?? 'rejected',
+        probe.notes.join(' '),
+      )
   }
 
   private async runProbe(): Promise<Probe> {
     const rejected: Probe['rejected'] = []
     const choice = this.config.runner
     if (choice === 'none') return { rejected: [{ runner: 'none', reason: 'configured runner: none' }], notes: [] }
-    if (process.platform !== 'linux') return { rejected: [{ runner: choice, reason: `sandbox-local supports Linux only (this is ${process.platform})` }], notes: [] }
+    if (process.platform !== 'linux')
+      return {
+        rejected: [{ runner: choice, reason: `sandbox-local supports Linux only (this is ${process.platform})` }],
+        notes: [],
+      }
     if (choice === 'auto' || choice === 'bwrap') {
       const failure = await this.probeBwrap()
       if (!failure) return { selected: { runner: 'bwrap' }, rejected, notes: [] }
@@ -542,7 +689,9 @@ export class LocalSandbox extends SandboxService {
       }
       rejected.push({ runner: 'landlock', reason: result })
     }
-    this.ctx.logger('sandbox').warn('no sandbox runner works: %s', rejected.map((entry) => `${entry.runner}: ${entry.reason}`).join('; '))
+    this.ctx
+      .logger('sandbox')
+      .warn('no sandbox runner works: %s', rejected.map((entry) => `${entry.runner}: ${entry.reason}`).join('; '))
     return { rejected, notes: [] }
   }
 
@@ -550,7 +699,23 @@ export class LocalSandbox extends SandboxService {
   private async probeBwrap(): Promise<string | undefined> {
     // --as-pid-1 as in wrap(): without it bwrap's own reaper is PID 1 of the namespace, and it is
     // orphaned when the outer bwrap exits first (a zombie under the container's PID 1 per probe).
-    const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-pid', '--as-pid-1', '--die-with-parent', '--cap-drop', 'ALL', '--unshare-net', '--', 'true']
+    const args = [
+      '--ro-bind',
+      '/',
+      '/',
+      '--dev',
+      '/dev',
+      '--proc',
+      '/proc',
+      '--unshare-pid',
+      '--as-pid-1',
+      '--die-with-parent',
+      '--cap-drop',
+      'ALL',
+      '--unshare-net',
+      '--',
+      'true',
+    ]
     const { code, output } = await this.run(this.config.bwrap, args)
     if (code === 0) return undefined
     return `${this.config.bwrap} ${code === null ? 'could not run' : `exited ${code}`}${output ? `: ${output.trim().split('\n')[0]}` : ''}`
@@ -566,7 +731,9 @@ export class LocalSandbox extends SandboxService {
       return `unexpected probe output ${JSON.stringify(output.slice(0, 100))}`
     }
     if (!(facts.abi >= 1)) return 'Landlock is not enabled in this kernel'
-    const namespaces = (await this.run(this.config.unshare, ['--pid', '--fork', '--kill-child', '--mount-proc', '--net', '--', 'true'])).code === 0
+    const namespaces =
+      (await this.run(this.config.unshare, ['--pid', '--fork', '--kill-child', '--mount-proc', '--net', '--', 'true']))
+        .code === 0
     return { abi: facts.abi, seccomp: facts.seccomp === true, namespaces }
   }
 
@@ -584,7 +751,12 @@ export class LocalSandbox extends SandboxService {
   private runNative(file: string, args: string[]): Promise<{ code: number | null; output: string }> | undefined {
     let child: SpawnedChild | undefined
     try {
-      child = nativeSpawn(file, args, { cwd: process.cwd(), env: process.env as Record<string, string>, stdinPipe: false, searchPath: true })
+      child = nativeSpawn(file, args, {
+        cwd: process.cwd(),
+        env: process.env as Record<string, string>,
+        stdinPipe: false,
+        searchPath: true,
+      })
     } catch {
       return undefined
     }
@@ -608,11 +780,16 @@ export class LocalSandbox extends SandboxService {
 
   private runExecFile(file: string, args: string[]): Promise<{ code: number | null; output: string }> {
     return new Promise((resolve) => {
-      const child = execFile(file, args, { timeout: this.config.probeTimeoutMs, encoding: 'utf8' }, (error, stdout, stderr) => {
-        if (!error) return resolve({ code: 0, output: stdout })
-        const code = typeof (error as { code?: unknown }).code === 'number' ? (error as { code: number }).code : null
-        resolve({ code, output: `${stderr || ''}${stdout || ''}` || error.message })
-      })
+      const child = execFile(
+        file,
+        args,
+        { timeout: this.config.probeTimeoutMs, encoding: 'utf8' },
+        (error, stdout, stderr) => {
+          if (!error) return resolve({ code: 0, output: stdout })
+          const code = typeof (error as { code?: unknown }).code === 'number' ? (error as { code: number }).code : null
+          resolve({ code, output: `${stderr || ''}${stdout || ''}` || error.message })
+        },
+      )
       this.probing.add(child)
       child.once('close', () => this.probing.delete(child))
     })
@@ -639,7 +816,12 @@ function within(path: string, root: string): boolean {
  * .git/config`). So every directory between the outermost writable root and a protected path is
  * bound onto itself first (still writable, but a mount point, which rename and rmdir refuse).
  */
-export function protectArgs(readOnly: readonly string[], hidden: readonly string[], writable: readonly string[], control: readonly string[] = []): string[] {
+export function protectArgs(
+  readOnly: readonly string[],
+  hidden: readonly string[],
+  writable: readonly string[],
+  control: readonly string[] = [],
+): string[] {
   const args: string[] = []
   const isDir = (path: string) => {
     try {
@@ -650,11 +832,14 @@ export function protectArgs(readOnly: readonly string[], hidden: readonly string
   }
   const covered = new Set<string>()
   for (const path of readOnly) {
-    if (!existsSync(path) && writable.some((root) => within(path, root))) mkdirSync(path, { recursive: true, mode: 0o700 })
+    if (!existsSync(path) && writable.some((root) => within(path, root)))
+      mkdirSync(path, { recursive: true, mode: 0o700 })
   }
   // A path inside another protected path is read-only with it (and its mount point could not be
   // created inside the read-only parent).
-  const outermost = [...new Set(readOnly)].filter((path, _, all) => existsSync(path) && !all.some((other) => other !== path && within(path, other)))
+  const outermost = [...new Set(readOnly)].filter(
+    (path, _, all) => existsSync(path) && !all.some((other) => other !== path && within(path, other)),
+  )
   const controlled = controlTargets(control, writable, outermost)
   for (const dir of pinDirs([...outermost, ...controlled], writable)) args.push('--bind', dir, dir)
   for (const path of outermost) {
@@ -685,10 +870,14 @@ export function protectArgs(readOnly: readonly string[], hidden: readonly string
  * link's target) under a writable root and outside the read-only paths (already covered); only
  * the outermost ones.
  */
-export function controlTargets(control: readonly string[], writable: readonly string[], readOnly: readonly string[] = []): string[] {
-  const present = [...new Set(control.map(realpathOrUndefined).filter((path): path is string => path !== undefined && path !== '/'))].filter(
-    (path) => writable.some((root) => within(path, root)) && !readOnly.some((other) => within(path, other)),
-  )
+export function controlTargets(
+  control: readonly string[],
+  writable: readonly string[],
+  readOnly: readonly string[] = [],
+): string[] {
+  const present = [
+    ...new Set(control.map(realpathOrUndefined).filter((path): path is string => path !== undefined && path !== '/')),
+  ].filter((path) => writable.some((root) => within(path, root)) && !readOnly.some((other) => within(path, other)))
   return present.filter((path) => !present.some((other) => other !== path && within(path, other)))
 }
 
@@ -704,7 +893,8 @@ export function pinDirs(protectedPaths: readonly string[], writable: readonly st
     const roots = writable.filter((root) => root !== path && within(path, root))
     if (roots.length === 0) continue
     const outer = roots.reduce((a, b) => (b.length < a.length ? b : a))
-    for (let dir = dirname(path); dir !== outer && within(dir, outer) && dir !== dirname(dir); dir = dirname(dir)) pins.add(dir)
+    for (let dir = dirname(path); dir !== outer && within(dir, outer) && dir !== dirname(dir); dir = dirname(dir))
+      pins.add(dir)
   }
   return [...pins].sort((a, b) => a.split(sep).length - b.split(sep).length || a.localeCompare(b))
 }
@@ -729,13 +919,19 @@ function realpathOrUndefined(path: string): string | undefined {
 }
 
 function checkPolicy(policy: SandboxPolicy): void {
-  if (policy === null || typeof policy !== 'object') throw new SandboxError('INVALID_POLICY', 'policy must be an object')
-  if (!isSandboxMode(policy.mode)) throw new SandboxError('INVALID_POLICY', `unknown sandbox mode ${JSON.stringify(policy.mode)}`)
+  if (policy === null || typeof policy !== 'object')
+    throw new SandboxError('INVALID_POLICY', 'policy must be an object')
+  if (!isSandboxMode(policy.mode))
+    throw new SandboxError('INVALID_POLICY', `unknown sandbox mode ${JSON.stringify(policy.mode)}`)
   if (typeof policy.network !== 'boolean') throw new SandboxError('INVALID_POLICY', 'policy.network must be a boolean')
-  if (!Array.isArray(policy.writableRoots) || !policy.writableRoots.every((root) => typeof root === 'string' && isAbsolute(root))) {
+  if (
+    !Array.isArray(policy.writableRoots) ||
+    !policy.writableRoots.every((root) => typeof root === 'string' && isAbsolute(root))
+  ) {
     throw new SandboxError('INVALID_POLICY', 'policy.writableRoots must be absolute paths')
   }
-  if (policy.writableRoots.includes('/')) throw new SandboxError('INVALID_POLICY', 'a writable root of / is danger-full-access; say so with the mode')
+  if (policy.writableRoots.includes('/'))
+    throw new SandboxError('INVALID_POLICY', 'a writable root of / is danger-full-access; say so with the mode')
 }
 
 export const name = 'sandbox-local'

@@ -1,7 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { spawn } from 'node:child_process'
 import { execFileSync, spawnSync } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { createServer, type Server } from 'node:net'
 import { homedir, tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -9,7 +19,14 @@ import { Context } from 'cordis'
 import { isSandboxError, type SandboxInvocation, type SandboxMode, type SandboxPolicy } from '@dsh/sandbox'
 import HomePaths from '@dsh/home-paths'
 import { projectControlPaths } from '@dsh/sandbox-policy'
-import LocalSandbox, { LANDLOCK_CONTROL_NOTE, LANDLOCK_HELPER, LANDLOCK_NOTE, NO_PID_NAMESPACE_NOTE, PID_NAMESPACE_NOTE, type RunnerChoice } from '../src/index.ts'
+import LocalSandbox, {
+  LANDLOCK_CONTROL_NOTE,
+  LANDLOCK_HELPER,
+  LANDLOCK_NOTE,
+  NO_PID_NAMESPACE_NOTE,
+  PID_NAMESPACE_NOTE,
+  type RunnerChoice,
+} from '../src/index.ts'
 
 let base: string
 let ws: string
@@ -38,7 +55,13 @@ afterAll(() => {
 })
 
 function policy(mode: SandboxMode, network = false, extra: Partial<SandboxPolicy> = {}): SandboxPolicy {
-  return { mode, workspaceRoot: ws, writableRoots: mode === 'workspace-write' ? [ws, temp] : [], network: mode === 'danger-full-access' ? true : network, ...extra }
+  return {
+    mode,
+    workspaceRoot: ws,
+    writableRoots: mode === 'workspace-write' ? [ws, temp] : [],
+    network: mode === 'danger-full-access' ? true : network,
+    ...extra,
+  }
 }
 
 /** An address no test machine uses; a command that can add it to `lo` holds CAP_NET_ADMIN. */
@@ -79,14 +102,24 @@ function run(invocation: SandboxInvocation, cwd = ws): Promise<{ code: number; o
   }
   const [file, ...args] = invocation.argv
   // stdin must not be a socket: bash sources ~/.bashrc when it thinks rshd started it.
-  const child = spawn(file, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: homedir() } })
+  const child = spawn(file, args, {
+    cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: homedir() },
+  })
   let output = ''
   child.stdout.on('data', (chunk) => (output += chunk))
   child.stderr.on('data', (chunk) => (output += chunk))
   return new Promise((resolve) => child.on('close', (code) => resolve({ code: code ?? -1, output })))
 }
 
-async function bash(service: LocalSandbox, mode: SandboxMode, script: string, network = false, extra: Partial<SandboxPolicy> = {}) {
+async function bash(
+  service: LocalSandbox,
+  mode: SandboxMode,
+  script: string,
+  network = false,
+  extra: Partial<SandboxPolicy> = {},
+) {
   const invocation = await service.wrap({ argv: ['bash', '-c', script], cwd: ws, policy: policy(mode, network, extra) })
   return { invocation, ...(await run(invocation)) }
 }
@@ -105,9 +138,18 @@ function runUnderSecretParent(invocation: SandboxInvocation): { output: string }
 
 const probes = new Map<string, string | undefined>()
 for (const runner of ['bwrap', 'landlock'] as const) {
-  const service = new LocalSandbox(new Context(), { runner, bwrap: 'bwrap', node: process.execPath, unshare: 'unshare', probeTimeoutMs: 5000 })
+  const service = new LocalSandbox(new Context(), {
+    runner,
+    bwrap: 'bwrap',
+    node: process.execPath,
+    unshare: 'unshare',
+    probeTimeoutMs: 5000,
+  })
   const info = await service.describe()
-  probes.set(runner, info.runner === runner ? undefined : info.rejected.map((r) => `${r.runner}: ${r.reason}`).join('; '))
+  probes.set(
+    runner,
+    info.runner === runner ? undefined : info.rejected.map((r) => `${r.runner}: ${r.reason}`).join('; '),
+  )
   if (info.runner !== runner) console.warn(`[sandbox-local] skipping the ${runner} tests: ${probes.get(runner)}`)
 }
 
@@ -133,7 +175,11 @@ describe.each(variants)('$name (forced)', ({ runner, config }) => {
   })
 
   it.skipIf(skip)('workspace-write: writing inside the workspace and the temp dir works', async () => {
-    const result = await bash(service, 'workspace-write', `echo inside > ${ws}/${runner}.txt && echo t > ${temp}/${runner}.txt && mkdir -p sub/deep && rm ${ws}/${runner}.txt && echo ok`)
+    const result = await bash(
+      service,
+      'workspace-write',
+      `echo inside > ${ws}/${runner}.txt && echo t > ${temp}/${runner}.txt && mkdir -p sub/deep && rm ${ws}/${runner}.txt && echo ok`,
+    )
     expect(result.output).toBe('ok\n')
     expect(result.code).toBe(0)
     expect(result.invocation).toMatchObject({ runner, enforcement: 'enforced', mode: 'workspace-write' })
@@ -152,12 +198,19 @@ describe.each(variants)('$name (forced)', ({ runner, config }) => {
       'head -c 4 /etc/hostname > /dev/null && echo read-ok',
     ].join('; ')
     const result = await bash(service, 'workspace-write', script)
-    for (const word of ['home-denied', 'etc-denied', 'dotdot-denied', 'link-denied', 'link2-denied', 'read-ok']) expect(result.output).toContain(word)
+    for (const word of ['home-denied', 'etc-denied', 'dotdot-denied', 'link-denied', 'link2-denied', 'read-ok'])
+      expect(result.output).toContain(word)
     expect(existsSync(home)).toBe(false)
     expect(existsSync(`/etc/dsh-sandbox-probe-${tag}`)).toBe(false)
     expect(existsSync(join(outside, 'dotdot'))).toBe(false)
     expect(existsSync(join(outside, 'link'))).toBe(false)
-    expect(service.detectDenial({ exitCode: 1, output: `bash: ${home}: Read-only file system`, invocation: result.invocation })).toMatchObject({ kind: 'filesystem' })
+    expect(
+      service.detectDenial({
+        exitCode: 1,
+        output: `bash: ${home}: Read-only file system`,
+        invocation: result.invocation,
+      }),
+    ).toMatchObject({ kind: 'filesystem' })
   })
 
   it.skipIf(skip)('network is off: a connect to a local listener fails; allowed when the policy says so', async () => {
@@ -170,7 +223,11 @@ describe.each(variants)('$name (forced)', ({ runner, config }) => {
   })
 
   it.skipIf(skip)('read-only denies every write, the workspace included', async () => {
-    const result = await bash(service, 'read-only', `echo x > ${ws}/ro || echo ws-denied; echo x > ${temp}/ro || echo tmp-denied; echo fine > /dev/null && echo devnull-ok`)
+    const result = await bash(
+      service,
+      'read-only',
+      `echo x > ${ws}/ro || echo ws-denied; echo x > ${temp}/ro || echo tmp-denied; echo fine > /dev/null && echo devnull-ok`,
+    )
     expect(result.output).toContain('ws-denied')
     expect(result.output).toContain('tmp-denied')
     expect(result.output).toContain('devnull-ok')
@@ -184,184 +241,275 @@ describe.each(variants)('$name (forced)', ({ runner, config }) => {
     for (const name of ['child', 'bg', 'py']) expect(existsSync(join(outside, name))).toBe(false)
   })
 
-  it.skipIf(skip || process.getuid?.() !== 0)('as root: no mknod of a block device, no ip addr add, no reading the parent\'s environ', async () => {
-    const script = [
-      `mknod ${temp}/blk-${runner} b 8 0 && echo mknod-worked`,
-      `ip addr add ${PROBE_ADDRESS}/32 dev lo && echo ip-worked`,
-      'tr "\\0" "\\n" < /proc/$OUTER/environ | grep DSH_PARENT_SECRET',
-      'echo end',
-    ].join('; ')
-    // network on: the host's network namespace is shared, so only the dropped capability stops `ip`.
-    const invocation = await service.wrap({ argv: ['bash', '-c', script], cwd: ws, policy: policy('workspace-write', true) })
-    const { output } = runUnderSecretParent(invocation)
-    expect(output).toContain('end')
-    expect(output).not.toContain('mknod-worked')
-    expect(existsSync(join(temp, `blk-${runner}`))).toBe(false)
-    expect(output).not.toContain('ip-worked')
-    expect(execFileSync('ip', ['addr', 'show', 'dev', 'lo'], { encoding: 'utf8' })).not.toContain(PROBE_ADDRESS)
-    expect(output).not.toContain('parent-secret-value')
-    if (viaServer) {
-      // The spawn server's commands hold no capability either (the harness's environ is out of
-      // reach anyway: the server's /proc shows only its own namespace).
-      const served = await run(invocation)
-      expect(served.output).toContain('end')
-      expect(served.output).not.toContain('mknod-worked')
-      expect(served.output).not.toContain('ip-worked')
+  it.skipIf(skip || process.getuid?.() !== 0)(
+    "as root: no mknod of a block device, no ip addr add, no reading the parent's environ",
+    async () => {
+      const script = [
+        `mknod ${temp}/blk-${runner} b 8 0 && echo mknod-worked`,
+        `ip addr add ${PROBE_ADDRESS}/32 dev lo && echo ip-worked`,
+        'tr "\\0" "\\n" < /proc/$OUTER/environ | grep DSH_PARENT_SECRET',
+        'echo end',
+      ].join('; ')
+      // network on: the host's network namespace is shared, so only the dropped capability stops `ip`.
+      const invocation = await service.wrap({
+        argv: ['bash', '-c', script],
+        cwd: ws,
+        policy: policy('workspace-write', true),
+      })
+      const { output } = runUnderSecretParent(invocation)
+      expect(output).toContain('end')
+      expect(output).not.toContain('mknod-worked')
       expect(existsSync(join(temp, `blk-${runner}`))).toBe(false)
+      expect(output).not.toContain('ip-worked')
       expect(execFileSync('ip', ['addr', 'show', 'dev', 'lo'], { encoding: 'utf8' })).not.toContain(PROBE_ADDRESS)
-    }
-  })
+      expect(output).not.toContain('parent-secret-value')
+      if (viaServer) {
+        // The spawn server's commands hold no capability either (the harness's environ is out of
+        // reach anyway: the server's /proc shows only its own namespace).
+        const served = await run(invocation)
+        expect(served.output).toContain('end')
+        expect(served.output).not.toContain('mknod-worked')
+        expect(served.output).not.toContain('ip-worked')
+        expect(existsSync(join(temp, `blk-${runner}`))).toBe(false)
+        expect(execFileSync('ip', ['addr', 'show', 'dev', 'lo'], { encoding: 'utf8' })).not.toContain(PROBE_ADDRESS)
+      }
+    },
+  )
 
   it.skipIf(skip)('a process detached with setsid does not outlive the command', async () => {
-    const result = await bash(service, 'workspace-write', `setsid sleep ${SURVIVOR} </dev/null >/dev/null 2>&1 & echo started`)
+    const result = await bash(
+      service,
+      'workspace-write',
+      `setsid sleep ${SURVIVOR} </dev/null >/dev/null 2>&1 & echo started`,
+    )
     expect(result.output).toBe('started\n')
     // Killed when the command ends; a SIGKILL'd process can still be listed for a moment on a
     // loaded machine (CI), so give it until it is gone. A real survivor sleeps for an hour.
     await vi.waitFor(() => expect(survivors()).toEqual([]), { timeout: 3_000, interval: 50 })
   })
 
-  it.skipIf(skip)('the dsh home stays read-only and its credentials unreadable, even under a writable temp dir', async () => {
-    const home = join(outside, `home-${runner}`)
-    mkdirSync(join(home, 'sessions'), { recursive: true })
-    writeFileSync(join(home, '.credentials.yaml'), 'deepseek: sk-home-credential\n')
-    writeFileSync(join(home, '.env'), 'DEEPSEEK_API_KEY=sk-home-env\n')
-    writeFileSync(join(home, 'settings.yaml'), 'theme: plain\n')
-    const protect = { readOnlyPaths: [home], hiddenPaths: [join(home, '.credentials.yaml'), join(home, '.env')] }
-    const script = [
-      `echo "- insert: []" > ${home}/cordis.patch.yml || echo patch-denied`,
-      `echo x >> ${home}/sessions/log || echo sessions-denied`,
-      `cat ${home}/.credentials.yaml ${home}/.env`,
-      `cat ${home}/settings.yaml`,
-    ].join('; ')
-    const result = await bash(service, 'workspace-write', script, false, protect)
-    expect(result.output).toContain('patch-denied')
-    expect(result.output).toContain('sessions-denied')
-    expect(result.output).toContain('theme: plain')
-    expect(result.output).not.toContain('sk-home')
-    expect(existsSync(join(home, 'cordis.patch.yml'))).toBe(false)
+  it.skipIf(skip)(
+    'the dsh home stays read-only and its credentials unreadable, even under a writable temp dir',
+    async () => {
+      const home = join(outside, `home-${runner}`)
+      mkdirSync(join(home, 'sessions'), { recursive: true })
+      writeFileSync(join(home, '.credentials.yaml'), 'deepseek: sk-home-credential\n')
+      writeFileSync(join(home, '.env'), 'DEEPSEEK_API_KEY=sk-home-env\n')
+      writeFileSync(join(home, 'settings.yaml'), 'theme: plain\n')
+      const protect = { readOnlyPaths: [home], hiddenPaths: [join(home, '.credentials.yaml'), join(home, '.env')] }
+      const script = [
+        `echo "- insert: []" > ${home}/cordis.patch.yml || echo patch-denied`,
+        `echo x >> ${home}/sessions/log || echo sessions-denied`,
+        `cat ${home}/.credentials.yaml ${home}/.env`,
+        `cat ${home}/settings.yaml`,
+      ].join('; ')
+      const result = await bash(service, 'workspace-write', script, false, protect)
+      expect(result.output).toContain('patch-denied')
+      expect(result.output).toContain('sessions-denied')
+      expect(result.output).toContain('theme: plain')
+      expect(result.output).not.toContain('sk-home')
+      expect(existsSync(join(home, 'cordis.patch.yml'))).toBe(false)
 
-    // The same home inside a writable temp dir (as with DSH_HOME under /tmp).
-    const inner = join(temp, `home-${runner}`)
-    mkdirSync(inner, { recursive: true })
-    writeFileSync(join(inner, '.env'), 'DEEPSEEK_API_KEY=sk-inner-env\n')
-    const innerProtect = { readOnlyPaths: [inner], hiddenPaths: [join(inner, '.credentials.yaml'), join(inner, '.env')] }
-    const attack = `echo "- insert: []" > ${inner}/cordis.patch.yml || echo inner-patch-denied; cat ${inner}/.env; mkdir ${inner}/profiles || echo inner-mkdir-denied`
-    if (runner === 'bwrap') {
-      const confined = await bash(service, 'workspace-write', attack, false, innerProtect)
-      expect(confined.output).toContain('inner-patch-denied')
-      expect(confined.output).toContain('inner-mkdir-denied')
-      expect(confined.output).not.toContain('sk-inner')
-    } else {
-      // Landlock cannot carve a read-only hole out of a writable tree: it refuses instead.
-      const error = await service.wrap({ argv: ['bash', '-c', attack], cwd: ws, policy: policy('workspace-write', false, innerProtect) }).catch((e) => e)
-      expect(error.code).toBe('SANDBOX_UNAVAILABLE')
-      expect(error.message).toContain(`cannot protect ${inner}`)
-    }
-    expect(existsSync(join(inner, 'cordis.patch.yml'))).toBe(false)
-    expect(existsSync(join(inner, 'profiles'))).toBe(false)
-  })
+      // The same home inside a writable temp dir (as with DSH_HOME under /tmp).
+      const inner = join(temp, `home-${runner}`)
+      mkdirSync(inner, { recursive: true })
+      writeFileSync(join(inner, '.env'), 'DEEPSEEK_API_KEY=sk-inner-env\n')
+      const innerProtect = {
+        readOnlyPaths: [inner],
+        hiddenPaths: [join(inner, '.credentials.yaml'), join(inner, '.env')],
+      }
+      const attack = `echo "- insert: []" > ${inner}/cordis.patch.yml || echo inner-patch-denied; cat ${inner}/.env; mkdir ${inner}/profiles || echo inner-mkdir-denied`
+      if (runner === 'bwrap') {
+        const confined = await bash(service, 'workspace-write', attack, false, innerProtect)
+        expect(confined.output).toContain('inner-patch-denied')
+        expect(confined.output).toContain('inner-mkdir-denied')
+        expect(confined.output).not.toContain('sk-inner')
+      } else {
+        // Landlock cannot carve a read-only hole out of a writable tree: it refuses instead.
+        const error = await service
+          .wrap({ argv: ['bash', '-c', attack], cwd: ws, policy: policy('workspace-write', false, innerProtect) })
+          .catch((e) => e)
+        expect(error.code).toBe('SANDBOX_UNAVAILABLE')
+        expect(error.message).toContain(`cannot protect ${inner}`)
+      }
+      expect(existsSync(join(inner, 'cordis.patch.yml'))).toBe(false)
+      expect(existsSync(join(inner, 'profiles'))).toBe(false)
+    },
+  )
 
-  it.skipIf(skip)('the project control files stay read-only and cannot be moved away; nothing is added to the tree', async () => {
-    // The project lies two levels inside the writable temp dir (as a checkout under /tmp does), so
-    // renaming a directory above a protected file is tried too.
-    const project = join(temp, `nest-${viaServer ? 'server' : runner}`, 'proj')
-    const git = (...args: string[]) => execFileSync('git', ['-C', project, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH, HOME: base, GIT_CONFIG_NOSYSTEM: '1' } })
-    mkdirSync(join(project, '.claude'), { recursive: true })
-    git('init', '-q')
-    writeFileSync(join(project, '.mcp.json'), '{"mcpServers":{}}\n')
-    writeFileSync(join(project, '.claude', 'settings.json'), '{}\n')
-    writeFileSync(join(project, '.git', 'hooks', 'pre-commit'), '#!/bin/sh\nexit 0\n')
-    const before = (path: string) => readFileSync(join(project, path), 'utf8')
-    const originals = Object.fromEntries(['.mcp.json', '.claude/settings.json', '.git/hooks/pre-commit', '.git/config'].map((path) => [path, before(path)]))
-    const entries = () => readdirSync(project).sort()
-    const listed = entries()
-    const protect: Partial<SandboxPolicy> = { workspaceRoot: project, writableRoots: [project, temp], controlPaths: projectControlPaths(project) }
-    const attack = [
-      'echo evil > .mcp.json || echo mcp-write-denied',
-      'rm -f .mcp.json 2>/dev/null; mv .mcp.json moved.json || echo mcp-move-denied',
-      'echo evil > .claude/settings.json || echo claude-write-denied',
-      'echo evil > .claude/settings.local.json || echo claude-create-denied',
-      'mv .claude claude2 || echo claude-move-denied',
-      'echo evil >> .git/hooks/pre-commit || echo hook-write-denied',
-      'echo evil > .git/hooks/post-checkout || echo hook-create-denied',
-      'printf "[core]\\n\\tfsmonitor = /bin/evil\\n" >> .git/config || echo config-write-denied',
-      'mv .git git2 || echo git-move-denied',
-      `mv ${project} ${project}2 || echo project-move-denied`,
-      `mv ${dirname(project)} ${dirname(project)}2 || echo parent-move-denied`,
-      // Positive control: the rest of the project, git's own files included, stays writable.
-      'echo ok > notes.txt && git add notes.txt && echo git-add-ok',
-    ].join('; ')
-    const invocation = await service.wrap({ argv: ['bash', '-c', attack], cwd: project, policy: policy('workspace-write', false, protect) })
-    if (runner === 'landlock' && !(await service.describe()).notes?.includes(PID_NAMESPACE_NOTE)) {
-      // Landlock only adds rights; without a mount namespace of its own the runner says so
-      // instead of refusing (see the README).
-      expect(invocation.notes).toContain(LANDLOCK_CONTROL_NOTE)
-      return
-    }
-    expect(invocation.notes).not.toContain(LANDLOCK_CONTROL_NOTE)
-    const result = await run(invocation, project)
-    for (const denied of ['mcp-write', 'mcp-move', 'claude-write', 'claude-create', 'claude-move', 'hook-write', 'hook-create', 'config-write', 'git-move', 'project-move', 'parent-move']) {
-      expect(result.output).toContain(`${denied}-denied`)
-    }
-    expect(result.output).toContain('git-add-ok')
-    for (const [path, text] of Object.entries(originals)) expect(before(path)).toBe(text)
-    expect(existsSync(join(project, '.git', 'hooks', 'post-checkout'))).toBe(false)
-    expect(existsSync(join(project, '.claude', 'settings.local.json'))).toBe(false)
-    // Only the command's own file is new: no mount point was left for the missing .codex, .dsh, .env.
-    expect(entries()).toEqual([...listed, 'notes.txt'].sort())
-    expect(git('ls-files')).toBe('notes.txt\n')
-  })
+  it.skipIf(skip)(
+    'the project control files stay read-only and cannot be moved away; nothing is added to the tree',
+    async () => {
+      // The project lies two levels inside the writable temp dir (as a checkout under /tmp does), so
+      // renaming a directory above a protected file is tried too.
+      const project = join(temp, `nest-${viaServer ? 'server' : runner}`, 'proj')
+      const git = (...args: string[]) =>
+        execFileSync('git', ['-C', project, ...args], {
+          encoding: 'utf8',
+          env: { PATH: process.env.PATH, HOME: base, GIT_CONFIG_NOSYSTEM: '1' },
+        })
+      mkdirSync(join(project, '.claude'), { recursive: true })
+      git('init', '-q')
+      writeFileSync(join(project, '.mcp.json'), '{"mcpServers":{}}\n')
+      writeFileSync(join(project, '.claude', 'settings.json'), '{}\n')
+      writeFileSync(join(project, '.git', 'hooks', 'pre-commit'), '#!/bin/sh\nexit 0\n')
+      const before = (path: string) => readFileSync(join(project, path), 'utf8')
+      const originals = Object.fromEntries(
+        ['.mcp.json', '.claude/settings.json', '.git/hooks/pre-commit', '.git/config'].map((path) => [
+          path,
+          before(path),
+        ]),
+      )
+      const entries = () => readdirSync(project).sort()
+      const listed = entries()
+      const protect: Partial<SandboxPolicy> = {
+        workspaceRoot: project,
+        writableRoots: [project, temp],
+        controlPaths: projectControlPaths(project),
+      }
+      const attack = [
+        'echo evil > .mcp.json || echo mcp-write-denied',
+        'rm -f .mcp.json 2>/dev/null; mv .mcp.json moved.json || echo mcp-move-denied',
+        'echo evil > .claude/settings.json || echo claude-write-denied',
+        'echo evil > .claude/settings.local.json || echo claude-create-denied',
+        'mv .claude claude2 || echo claude-move-denied',
+        'echo evil >> .git/hooks/pre-commit || echo hook-write-denied',
+        'echo evil > .git/hooks/post-checkout || echo hook-create-denied',
+        'printf "[core]\\n\\tfsmonitor = /bin/evil\\n" >> .git/config || echo config-write-denied',
+        'mv .git git2 || echo git-move-denied',
+        `mv ${project} ${project}2 || echo project-move-denied`,
+        `mv ${dirname(project)} ${dirname(project)}2 || echo parent-move-denied`,
+        // Positive control: the rest of the project, git's own files included, stays writable.
+        'echo ok > notes.txt && git add notes.txt && echo git-add-ok',
+      ].join('; ')
+      const invocation = await service.wrap({
+        argv: ['bash', '-c', attack],
+        cwd: project,
+        policy: policy('workspace-write', false, protect),
+      })
+      if (runner === 'landlock' && !(await service.describe()).notes?.includes(PID_NAMESPACE_NOTE)) {
+        // Landlock only adds rights; without a mount namespace of its own the runner says so
+        // instead of refusing (see the README).
+        expect(invocation.notes).toContain(LANDLOCK_CONTROL_NOTE)
+        return
+      }
+      expect(invocation.notes).not.toContain(LANDLOCK_CONTROL_NOTE)
+      const result = await run(invocation, project)
+      for (const denied of [
+        'mcp-write',
+        'mcp-move',
+        'claude-write',
+        'claude-create',
+        'claude-move',
+        'hook-write',
+        'hook-create',
+        'config-write',
+        'git-move',
+        'project-move',
+        'parent-move',
+      ]) {
+        expect(result.output).toContain(`${denied}-denied`)
+      }
+      expect(result.output).toContain('git-add-ok')
+      for (const [path, text] of Object.entries(originals)) expect(before(path)).toBe(text)
+      expect(existsSync(join(project, '.git', 'hooks', 'post-checkout'))).toBe(false)
+      expect(existsSync(join(project, '.claude', 'settings.local.json'))).toBe(false)
+      // Only the command's own file is new: no mount point was left for the missing .codex, .dsh, .env.
+      expect(entries()).toEqual([...listed, 'notes.txt'].sort())
+      expect(git('ls-files')).toBe('notes.txt\n')
+    },
+  )
 
-  it.skipIf(skip || runner === 'landlock')('a dsh home deeper inside a writable dir cannot be swapped by renaming a directory above it', async () => {
-    const home = join(temp, `deep-${viaServer ? 'server' : runner}`, 'home')
-    mkdirSync(home, { recursive: true })
-    writeFileSync(join(home, 'settings.yaml'), 'theme: plain\n')
-    const above = dirname(home)
-    const attack = `mv ${above} ${above}.old || echo rename-denied; mkdir -p ${home} && echo "- insert: []" > ${home}/cordis.patch.yml || echo plant-denied`
-    const result = await bash(service, 'workspace-write', attack, false, { readOnlyPaths: [home] })
-    expect(result.output).toContain('rename-denied')
-    expect(result.output).toContain('plant-denied')
-    expect(existsSync(`${above}.old`)).toBe(false)
-    expect(existsSync(join(home, 'cordis.patch.yml'))).toBe(false)
-  })
+  it.skipIf(skip || runner === 'landlock')(
+    'a dsh home deeper inside a writable dir cannot be swapped by renaming a directory above it',
+    async () => {
+      const home = join(temp, `deep-${viaServer ? 'server' : runner}`, 'home')
+      mkdirSync(home, { recursive: true })
+      writeFileSync(join(home, 'settings.yaml'), 'theme: plain\n')
+      const above = dirname(home)
+      const attack = `mv ${above} ${above}.old || echo rename-denied; mkdir -p ${home} && echo "- insert: []" > ${home}/cordis.patch.yml || echo plant-denied`
+      const result = await bash(service, 'workspace-write', attack, false, { readOnlyPaths: [home] })
+      expect(result.output).toContain('rename-denied')
+      expect(result.output).toContain('plant-denied')
+      expect(existsSync(`${above}.old`)).toBe(false)
+      expect(existsSync(join(home, 'cordis.patch.yml'))).toBe(false)
+    },
+  )
 
-  it.skipIf(skip)('a linked worktree: its .git file and the real git directory it points to stay read-only', async () => {
-    const main = join(temp, `main-${viaServer ? 'server' : runner}`)
-    const tree = join(temp, `tree-${viaServer ? 'server' : runner}`)
-    const git = (cwd: string, ...args: string[]) => execFileSync('git', ['-C', cwd, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH, HOME: base, GIT_CONFIG_NOSYSTEM: '1', GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' } })
-    mkdirSync(main, { recursive: true })
-    git(main, 'init', '-q')
-    git(main, 'commit', '-q', '--allow-empty', '-m', 'first')
-    git(main, 'worktree', 'add', '-q', tree)
-    const pointer = readFileSync(join(tree, '.git'), 'utf8')
-    const config = readFileSync(join(main, '.git', 'config'), 'utf8')
-    const protect: Partial<SandboxPolicy> = { workspaceRoot: tree, writableRoots: [tree, temp], controlPaths: projectControlPaths(tree) }
-    const attack = [
-      `echo "gitdir: ${temp}/evil" > .git || echo pointer-write-denied`,
-      `echo evil >> ${main}/.git/config || echo common-config-denied`,
-      `echo evil > ${main}/.git/hooks/pre-commit || echo common-hook-denied`,
-      `mv ${main}/.git ${main}/git2 || echo common-move-denied`,
-      'echo ok > notes.txt && echo tree-write-ok',
-    ].join('; ')
-    const invocation = await service.wrap({ argv: ['bash', '-c', attack], cwd: tree, policy: policy('workspace-write', false, protect) })
-    if (runner === 'landlock' && !(await service.describe()).notes?.includes(PID_NAMESPACE_NOTE)) return expect(invocation.notes).toContain(LANDLOCK_CONTROL_NOTE)
-    const result = await run(invocation, tree)
-    for (const denied of ['pointer-write', 'common-config', 'common-hook', 'common-move']) expect(result.output).toContain(`${denied}-denied`)
-    expect(result.output).toContain('tree-write-ok')
-    expect(readFileSync(join(tree, '.git'), 'utf8')).toBe(pointer)
-    expect(readFileSync(join(main, '.git', 'config'), 'utf8')).toBe(config)
-    expect(existsSync(join(main, '.git', 'hooks', 'pre-commit'))).toBe(false)
-  })
+  it.skipIf(skip)(
+    'a linked worktree: its .git file and the real git directory it points to stay read-only',
+    async () => {
+      const main = join(temp, `main-${viaServer ? 'server' : runner}`)
+      const tree = join(temp, `tree-${viaServer ? 'server' : runner}`)
+      const git = (cwd: string, ...args: string[]) =>
+        execFileSync('git', ['-C', cwd, ...args], {
+          encoding: 'utf8',
+          env: {
+            PATH: process.env.PATH,
+            HOME: base,
+            GIT_CONFIG_NOSYSTEM: '1',
+            GIT_AUTHOR_NAME: 't',
+            GIT_AUTHOR_EMAIL: 't@t',
+            GIT_COMMITTER_NAME: 't',
+            GIT_COMMITTER_EMAIL: 't@t',
+          },
+        })
+      mkdirSync(main, { recursive: true })
+      git(main, 'init', '-q')
+      git(main, 'commit', '-q', '--allow-empty', '-m', 'first')
+      git(main, 'worktree', 'add', '-q', tree)
+      const pointer = readFileSync(join(tree, '.git'), 'utf8')
+      const config = readFileSync(join(main, '.git', 'config'), 'utf8')
+      const protect: Partial<SandboxPolicy> = {
+        workspaceRoot: tree,
+        writableRoots: [tree, temp],
+        controlPaths: projectControlPaths(tree),
+      }
+      const attack = [
+        `echo "gitdir: ${temp}/evil" > .git || echo pointer-write-denied`,
+        `echo evil >> ${main}/.git/config || echo common-config-denied`,
+        `echo evil > ${main}/.git/hooks/pre-commit || echo common-hook-denied`,
+        `mv ${main}/.git ${main}/git2 || echo common-move-denied`,
+        'echo ok > notes.txt && echo tree-write-ok',
+      ].join('; ')
+      const invocation = await service.wrap({
+        argv: ['bash', '-c', attack],
+        cwd: tree,
+        policy: policy('workspace-write', false, protect),
+      })
+      if (runner === 'landlock' && !(await service.describe()).notes?.includes(PID_NAMESPACE_NOTE))
+        return expect(invocation.notes).toContain(LANDLOCK_CONTROL_NOTE)
+      const result = await run(invocation, tree)
+      for (const denied of ['pointer-write', 'common-config', 'common-hook', 'common-move'])
+        expect(result.output).toContain(`${denied}-denied`)
+      expect(result.output).toContain('tree-write-ok')
+      expect(readFileSync(join(tree, '.git'), 'utf8')).toBe(pointer)
+      expect(readFileSync(join(main, '.git', 'config'), 'utf8')).toBe(config)
+      expect(existsSync(join(main, '.git', 'hooks', 'pre-commit'))).toBe(false)
+    },
+  )
 
   it.skipIf(skip)('refuses a workspace inside the protected home', async () => {
-    const error = await service.wrap({ argv: ['true'], cwd: ws, policy: policy('workspace-write', false, { readOnlyPaths: [base] }) }).catch((e) => e)
+    const error = await service
+      .wrap({ argv: ['true'], cwd: ws, policy: policy('workspace-write', false, { readOnlyPaths: [base] }) })
+      .catch((e) => e)
     expect(error.code).toBe('SANDBOX_UNAVAILABLE')
     expect(error.message).toContain(`the writable root ${ws} lies inside ${base}`)
   })
 
   it.skipIf(skip)('danger-full-access runs unconfined', async () => {
-    const result = await bash(service, 'danger-full-access', `echo x > ${outside}/free && exec 3<>/dev/tcp/127.0.0.1/${port} && head -1 <&3`)
-    expect(result.invocation).toEqual({ argv: ['bash', '-c', expect.any(String)], runner: 'none', enforcement: 'none', mode: 'danger-full-access', notes: [] })
+    const result = await bash(
+      service,
+      'danger-full-access',
+      `echo x > ${outside}/free && exec 3<>/dev/tcp/127.0.0.1/${port} && head -1 <&3`,
+    )
+    expect(result.invocation).toEqual({
+      argv: ['bash', '-c', expect.any(String)],
+      runner: 'none',
+      enforcement: 'none',
+      mode: 'danger-full-access',
+      notes: [],
+    })
     expect(result.output).toBe('hello\n')
     expect(readFileSync(join(outside, 'free'), 'utf8')).toBe('x\n')
     rmSync(join(outside, 'free'))
@@ -369,69 +517,103 @@ describe.each(variants)('$name (forced)', ({ runner, config }) => {
 })
 
 describe('bwrap specifics', () => {
-  it.skipIf(probes.get('bwrap') !== undefined)('drops capabilities: a remount of / cannot make it writable', async () => {
-    const service = await sandbox('bwrap')
-    const result = await bash(service, 'workspace-write', `mount -o remount,rw / 2>/dev/null; echo x > /dsh-remount-probe || echo denied`)
-    expect(result.output).toContain('denied')
-    expect(existsSync('/dsh-remount-probe')).toBe(false)
-  })
+  it.skipIf(probes.get('bwrap') !== undefined)(
+    'drops capabilities: a remount of / cannot make it writable',
+    async () => {
+      const service = await sandbox('bwrap')
+      const result = await bash(
+        service,
+        'workspace-write',
+        `mount -o remount,rw / 2>/dev/null; echo x > /dsh-remount-probe || echo denied`,
+      )
+      expect(result.output).toContain('denied')
+      expect(existsSync('/dsh-remount-probe')).toBe(false)
+    },
+  )
 })
 
 describe('spawn servers', () => {
   const skip = probes.get('bwrap') !== undefined
-  const ours = () => spawnSync('pgrep', ['-P', String(process.pid), '-f', 'spawn-server'], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean).length
+  const ours = () =>
+    spawnSync('pgrep', ['-P', String(process.pid), '-f', 'spawn-server'], { encoding: 'utf8' })
+      .stdout.split('\n')
+      .filter(Boolean).length
 
-  it.skipIf(skip)('one per distinct policy, the least recently used idle one ended past the limit, all ended on unload', async () => {
-    const ctx = new Context()
-    const fiber = ctx.plugin(LocalSandbox, { runner: 'bwrap', maxSpawnServers: 2 })
-    await fiber
-    const service = ctx.sandbox as LocalSandbox
-    const before = ours()
-    for (let i = 0; i < 3; i++) expect((await bash(service, 'workspace-write', 'echo same')).output).toBe('same\n')
-    expect(service.spawnServers).toBe(1)
-    expect((await bash(service, 'workspace-write', 'echo net', true)).output).toBe('net\n')
-    expect(service.spawnServers).toBe(2)
-    expect((await bash(service, 'read-only', 'echo ro')).output).toBe('ro\n')
-    expect(service.spawnServers).toBe(2)
-    expect(ours()).toBe(before + 2)
-    await fiber.dispose()
-    const end = Date.now() + 10_000
-    while (ours() > before && Date.now() < end) await new Promise((r) => setTimeout(r, 20))
-    expect(ours()).toBe(before)
-  })
+  it.skipIf(skip)(
+    'one per distinct policy, the least recently used idle one ended past the limit, all ended on unload',
+    async () => {
+      const ctx = new Context()
+      const fiber = ctx.plugin(LocalSandbox, { runner: 'bwrap', maxSpawnServers: 2 })
+      await fiber
+      const service = ctx.sandbox as LocalSandbox
+      const before = ours()
+      for (let i = 0; i < 3; i++) expect((await bash(service, 'workspace-write', 'echo same')).output).toBe('same\n')
+      expect(service.spawnServers).toBe(1)
+      expect((await bash(service, 'workspace-write', 'echo net', true)).output).toBe('net\n')
+      expect(service.spawnServers).toBe(2)
+      expect((await bash(service, 'read-only', 'echo ro')).output).toBe('ro\n')
+      expect(service.spawnServers).toBe(2)
+      expect(ours()).toBe(before + 2)
+      await fiber.dispose()
+      const end = Date.now() + 10_000
+      while (ours() > before && Date.now() < end) await new Promise((r) => setTimeout(r, 20))
+      expect(ours()).toBe(before)
+    },
+  )
 
-  it.skipIf(skip)('a protected file that appears later is protected at once (it changes the policy, so the server)', async () => {
-    const service = await sandbox('bwrap')
-    const secret = join(ws, `later-${process.pid}.env`)
-    const protect = { hiddenPaths: [secret] }
-    expect((await bash(service, 'workspace-write', 'echo first', false, protect)).output).toBe('first\n')
-    writeFileSync(secret, 'TOKEN=sk-appeared-later\n')
-    const read = await bash(service, 'workspace-write', `cat ${secret}; echo x >> ${secret} || echo append-denied`, false, protect)
-    expect(read.output).not.toContain('sk-appeared-later')
-    expect(read.output).toContain('append-denied')
-    expect(readFileSync(secret, 'utf8')).toBe('TOKEN=sk-appeared-later\n')
-    rmSync(secret)
-  })
+  it.skipIf(skip)(
+    'a protected file that appears later is protected at once (it changes the policy, so the server)',
+    async () => {
+      const service = await sandbox('bwrap')
+      const secret = join(ws, `later-${process.pid}.env`)
+      const protect = { hiddenPaths: [secret] }
+      expect((await bash(service, 'workspace-write', 'echo first', false, protect)).output).toBe('first\n')
+      writeFileSync(secret, 'TOKEN=sk-appeared-later\n')
+      const read = await bash(
+        service,
+        'workspace-write',
+        `cat ${secret}; echo x >> ${secret} || echo append-denied`,
+        false,
+        protect,
+      )
+      expect(read.output).not.toContain('sk-appeared-later')
+      expect(read.output).toContain('append-denied')
+      expect(readFileSync(secret, 'utf8')).toBe('TOKEN=sk-appeared-later\n')
+      rmSync(secret)
+    },
+  )
 
-  it.skipIf(skip)('a server that does not come up leaves its policy to a bwrap per command, which says why', async () => {
-    // A bwrap that works for everything but the server (as a flag only a server start uses would).
-    const fake = join(base, 'bwrap-no-server')
-    writeFileSync(fake, '#!/bin/sh\ncase "$*" in *spawn-server*) echo "bwrap: simulated refusal" >&2; exit 1;; esac\nexec bwrap "$@"\n', { mode: 0o755 })
-    const service = await sandbox('bwrap', { bwrap: fake })
-    const first = await bash(service, 'workspace-write', 'echo served-by-argv')
-    expect(first.invocation.launcher).toBeUndefined()
-    expect(first.output).toBe('served-by-argv\n')
-    expect([...service.failedServers.values()]).toEqual(['bwrap: simulated refusal'])
-    expect((await bash(service, 'workspace-write', 'echo again')).output).toBe('again\n')
-    expect(service.spawnServers).toBe(0)
-  })
+  it.skipIf(skip)(
+    'a server that does not come up leaves its policy to a bwrap per command, which says why',
+    async () => {
+      // A bwrap that works for everything but the server (as a flag only a server start uses would).
+      const fake = join(base, 'bwrap-no-server')
+      writeFileSync(
+        fake,
+        '#!/bin/sh\ncase "$*" in *spawn-server*) echo "bwrap: simulated refusal" >&2; exit 1;; esac\nexec bwrap "$@"\n',
+        { mode: 0o755 },
+      )
+      const service = await sandbox('bwrap', { bwrap: fake })
+      const first = await bash(service, 'workspace-write', 'echo served-by-argv')
+      expect(first.invocation.launcher).toBeUndefined()
+      expect(first.output).toBe('served-by-argv\n')
+      expect([...service.failedServers.values()]).toEqual(['bwrap: simulated refusal'])
+      expect((await bash(service, 'workspace-write', 'echo again')).output).toBe('again\n')
+      expect(service.spawnServers).toBe(0)
+    },
+  )
 
   it.skipIf(skip)('spawnServer: false never starts one, nor does a request that runs its argv itself', async () => {
     const service = await sandbox('bwrap', { spawnServer: false })
     expect((await bash(service, 'workspace-write', 'echo plain')).invocation.launcher).toBeUndefined()
     expect(service.spawnServers).toBe(0)
     const other = await sandbox('bwrap')
-    const invocation = await other.wrap({ argv: ['bash', '-c', 'echo on-a-pty'], cwd: ws, policy: policy('workspace-write'), launcher: false })
+    const invocation = await other.wrap({
+      argv: ['bash', '-c', 'echo on-a-pty'],
+      cwd: ws,
+      policy: policy('workspace-write'),
+      launcher: false,
+    })
     expect(invocation.launcher).toBeUndefined()
     expect(other.spawnServers).toBe(0)
     expect((await run(invocation)).output).toBe('on-a-pty\n')
@@ -445,7 +627,15 @@ describe('probe cache', () => {
     const file = join(base, name)
     const log = `${file}.log`
     writeFileSync(file, `#!/bin/sh\necho "$*" >> ${log}\nexec bwrap "$@"\n`, { mode: 0o755 })
-    return { file, probes: () => (existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter((line) => line.endsWith(' true')).length : 0) }
+    return {
+      file,
+      probes: () =>
+        existsSync(log)
+          ? readFileSync(log, 'utf8')
+              .split('\n')
+              .filter((line) => line.endsWith(' true')).length
+          : 0,
+    }
   }
   async function withHome(home: string, config: Record<string, unknown>) {
     const ctx = new Context()
@@ -460,89 +650,114 @@ describe('probe cache', () => {
     return check()
   }
 
-  it.skipIf(skip)('the next process starts from the stored result and verifies it in the background (probeVerifyIntervalMs: 0)', async () => {
-    const home = join(base, 'home-cache-1')
-    const bwrap = loggingBwrap('bwrap-cache-1')
-    const first = await withHome(home, { bwrap: bwrap.file, probeVerifyIntervalMs: 0 })
-    expect(await first.service.describe()).toMatchObject({ runner: 'bwrap' })
-    expect(bwrap.probes()).toBe(1)
-    const file = join(home, '.cache', 'sandbox-probe.json')
-    expect(JSON.parse(readFileSync(file, 'utf8')).probe).toMatchObject({ selected: { runner: 'bwrap' } })
-    await first.fiber.dispose()
+  it.skipIf(skip)(
+    'the next process starts from the stored result and verifies it in the background (probeVerifyIntervalMs: 0)',
+    async () => {
+      const home = join(base, 'home-cache-1')
+      const bwrap = loggingBwrap('bwrap-cache-1')
+      const first = await withHome(home, { bwrap: bwrap.file, probeVerifyIntervalMs: 0 })
+      expect(await first.service.describe()).toMatchObject({ runner: 'bwrap' })
+      expect(bwrap.probes()).toBe(1)
+      const file = join(home, '.cache', 'sandbox-probe.json')
+      expect(JSON.parse(readFileSync(file, 'utf8')).probe).toMatchObject({ selected: { runner: 'bwrap' } })
+      await first.fiber.dispose()
 
-    const second = await withHome(home, { bwrap: bwrap.file, probeVerifyIntervalMs: 0 })
-    expect(await second.service.describe()).toMatchObject({ runner: 'bwrap' })
-    // Answered from the file: no probe yet; the verification follows after prewarmDelayMs.
-    expect(bwrap.probes()).toBe(1)
-    expect(await until(() => bwrap.probes() === 2)).toBe(true)
-    expect((await bash(second.service, 'workspace-write', 'echo cached')).output).toBe('cached\n')
-    await second.fiber.dispose()
-  })
+      const second = await withHome(home, { bwrap: bwrap.file, probeVerifyIntervalMs: 0 })
+      expect(await second.service.describe()).toMatchObject({ runner: 'bwrap' })
+      // Answered from the file: no probe yet; the verification follows after prewarmDelayMs.
+      expect(bwrap.probes()).toBe(1)
+      expect(await until(() => bwrap.probes() === 2)).toBe(true)
+      expect((await bash(second.service, 'workspace-write', 'echo cached')).output).toBe('cached\n')
+      await second.fiber.dispose()
+    },
+  )
 
-  it.skipIf(skip)('a stored result that is out of date is replaced by the verification; a damaged or foreign one is ignored', async () => {
-    const home = join(base, 'home-cache-2')
-    const bwrap = loggingBwrap('bwrap-cache-2')
-    const first = await withHome(home, { bwrap: bwrap.file })
-    await first.service.describe()
-    await first.fiber.dispose()
-    const file = join(home, '.cache', 'sandbox-probe.json')
-    const stored = JSON.parse(readFileSync(file, 'utf8'))
-    // Same key, wrong answer (as if bwrap had worked once and broken since, inverted here).
-    writeFileSync(file, JSON.stringify({ key: stored.key, probe: { rejected: [{ runner: 'bwrap', reason: 'stale' }], notes: [] } }))
-    const stale = await withHome(home, { bwrap: bwrap.file })
-    expect(await stale.service.describe()).toMatchObject({ rejected: [{ runner: 'bwrap', reason: 'stale' }] })
-    expect(await until(() => bwrap.probes() === 2)).toBe(true)
-    expect(await until(() => JSON.parse(readFileSync(file, 'utf8')).probe.selected?.runner === 'bwrap')).toBe(true)
-    expect(await stale.service.describe()).toMatchObject({ runner: 'bwrap', rejected: [] })
-    await stale.fiber.dispose()
+  it.skipIf(skip)(
+    'a stored result that is out of date is replaced by the verification; a damaged or foreign one is ignored',
+    async () => {
+      const home = join(base, 'home-cache-2')
+      const bwrap = loggingBwrap('bwrap-cache-2')
+      const first = await withHome(home, { bwrap: bwrap.file })
+      await first.service.describe()
+      await first.fiber.dispose()
+      const file = join(home, '.cache', 'sandbox-probe.json')
+      const stored = JSON.parse(readFileSync(file, 'utf8'))
+      // Same key, wrong answer (as if bwrap had worked once and broken since, inverted here).
+      writeFileSync(
+        file,
+        JSON.stringify({ key: stored.key, probe: { rejected: [{ runner: 'bwrap', reason: 'stale' }], notes: [] } }),
+      )
+      const stale = await withHome(home, { bwrap: bwrap.file })
+      expect(await stale.service.describe()).toMatchObject({ rejected: [{ runner: 'bwrap', reason: 'stale' }] })
+      expect(await until(() => bwrap.probes() === 2)).toBe(true)
+      expect(await until(() => JSON.parse(readFileSync(file, 'utf8')).probe.selected?.runner === 'bwrap')).toBe(true)
+      expect(await stale.service.describe()).toMatchObject({ runner: 'bwrap', rejected: [] })
+      await stale.fiber.dispose()
 
-    for (const content of ['{ not json', JSON.stringify({ key: stored.key, probe: { selected: { runner: 'chroot' }, rejected: [], notes: [] } }), JSON.stringify({ key: 'another machine', probe: stored.probe })]) {
-      writeFileSync(file, content)
-      const before = bwrap.probes()
-      const fresh = await withHome(home, { bwrap: bwrap.file })
-      expect(await fresh.service.describe()).toMatchObject({ runner: 'bwrap' })
-      expect(bwrap.probes()).toBe(before + 1)
-      expect(JSON.parse(readFileSync(file, 'utf8')).key).toBe(stored.key)
-      await fresh.fiber.dispose()
-    }
-  })
+      for (const content of [
+        '{ not json',
+        JSON.stringify({ key: stored.key, probe: { selected: { runner: 'chroot' }, rejected: [], notes: [] } }),
+        JSON.stringify({ key: 'another machine', probe: stored.probe }),
+      ]) {
+        writeFileSync(file, content)
+        const before = bwrap.probes()
+        const fresh = await withHome(home, { bwrap: bwrap.file })
+        expect(await fresh.service.describe()).toMatchObject({ runner: 'bwrap' })
+        expect(bwrap.probes()).toBe(before + 1)
+        expect(JSON.parse(readFileSync(file, 'utf8')).key).toBe(stored.key)
+        await fresh.fiber.dispose()
+      }
+    },
+  )
 
-  it.skipIf(skip)('a result verified within probeVerifyIntervalMs is used without a probe; an older one is verified and restamped', async () => {
-    const home = join(base, 'home-cache-5')
-    const bwrap = loggingBwrap('bwrap-cache-5')
-    const first = await withHome(home, { bwrap: bwrap.file })
-    await first.service.describe()
-    await first.fiber.dispose()
-    expect(bwrap.probes()).toBe(1)
-    const file = join(home, '.cache', 'sandbox-probe.json')
-    const stamped = JSON.parse(readFileSync(file, 'utf8'))
-    expect(Math.abs(stamped.verifiedAt - Date.now())).toBeLessThan(60_000)
-    // Within the interval: no probe child at all, however long the process lives.
-    const recent = await withHome(home, { bwrap: bwrap.file })
-    // The read of the stored result schedules any verification (after prewarmDelayMs): with fake
-    // timers, run whatever it scheduled now. A probe child starts when its timer fires, and dispose
-    // waits for probe children, so after dispose the log holds every probe that ran.
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
-    try {
-      expect(await recent.service.describe()).toMatchObject({ runner: 'bwrap' })
-      vi.runOnlyPendingTimers()
-    } finally {
-      vi.useRealTimers()
-    }
-    expect((await bash(recent.service, 'workspace-write', 'echo trusted')).output).toBe('trusted\n')
-    await recent.fiber.dispose()
-    expect(bwrap.probes()).toBe(1)
-    // Stamped longer ago than the interval (or not at all, or in the future): verified, then restamped.
-    for (const verifiedAt of [Date.now() - 2 * 3_600_000, undefined, Date.now() + 3_600_000]) {
-      writeFileSync(file, JSON.stringify({ key: stamped.key, probe: stamped.probe, ...(verifiedAt === undefined ? {} : { verifiedAt }) }))
-      const before = bwrap.probes()
-      const old = await withHome(home, { bwrap: bwrap.file })
-      expect(await old.service.describe()).toMatchObject({ runner: 'bwrap' })
-      expect(await until(() => bwrap.probes() === before + 1)).toBe(true)
-      expect(await until(() => Math.abs(JSON.parse(readFileSync(file, 'utf8')).verifiedAt - Date.now()) < 60_000)).toBe(true)
-      await old.fiber.dispose()
-    }
-  })
+  it.skipIf(skip)(
+    'a result verified within probeVerifyIntervalMs is used without a probe; an older one is verified and restamped',
+    async () => {
+      const home = join(base, 'home-cache-5')
+      const bwrap = loggingBwrap('bwrap-cache-5')
+      const first = await withHome(home, { bwrap: bwrap.file })
+      await first.service.describe()
+      await first.fiber.dispose()
+      expect(bwrap.probes()).toBe(1)
+      const file = join(home, '.cache', 'sandbox-probe.json')
+      const stamped = JSON.parse(readFileSync(file, 'utf8'))
+      expect(Math.abs(stamped.verifiedAt - Date.now())).toBeLessThan(60_000)
+      // Within the interval: no probe child at all, however long the process lives.
+      const recent = await withHome(home, { bwrap: bwrap.file })
+      // The read of the stored result schedules any verification (after prewarmDelayMs): with fake
+      // timers, run whatever it scheduled now. A probe child starts when its timer fires, and dispose
+      // waits for probe children, so after dispose the log holds every probe that ran.
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
+      try {
+        expect(await recent.service.describe()).toMatchObject({ runner: 'bwrap' })
+        vi.runOnlyPendingTimers()
+      } finally {
+        vi.useRealTimers()
+      }
+      expect((await bash(recent.service, 'workspace-write', 'echo trusted')).output).toBe('trusted\n')
+      await recent.fiber.dispose()
+      expect(bwrap.probes()).toBe(1)
+      // Stamped longer ago than the interval (or not at all, or in the future): verified, then restamped.
+      for (const verifiedAt of [Date.now() - 2 * 3_600_000, undefined, Date.now() + 3_600_000]) {
+        writeFileSync(
+          file,
+          JSON.stringify({
+            key: stamped.key,
+            probe: stamped.probe,
+            ...(verifiedAt === undefined ? {} : { verifiedAt }),
+          }),
+        )
+        const before = bwrap.probes()
+        const old = await withHome(home, { bwrap: bwrap.file })
+        expect(await old.service.describe()).toMatchObject({ runner: 'bwrap' })
+        expect(await until(() => bwrap.probes() === before + 1)).toBe(true)
+        expect(
+          await until(() => Math.abs(JSON.parse(readFileSync(file, 'utf8')).verifiedAt - Date.now()) < 60_000),
+        ).toBe(true)
+        await old.fiber.dispose()
+      }
+    },
+  )
 
   it.skipIf(skip)('a trusted result whose spawn server does not start is verified at once', async () => {
     const home = join(base, 'home-cache-6')
@@ -553,10 +768,14 @@ describe('probe cache', () => {
     // The same binary now refuses to start a server (as a changed machine might): the stored,
     // recently verified answer is no longer trusted blindly.
     const broken = join(base, 'bwrap-cache-6-broken')
-    writeFileSync(broken, `#!/bin/sh
+    writeFileSync(
+      broken,
+      `#!/bin/sh
 case "$*" in *spawn-server*) echo "bwrap: simulated refusal" >&2; exit 1;; esac
 exec ${bwrap.file} "$@"
-`, { mode: 0o755 })
+`,
+      { mode: 0o755 },
+    )
     const file = join(home, '.cache', 'sandbox-probe.json')
     const stored = JSON.parse(readFileSync(file, 'utf8'))
     const again = await withHome(home, { bwrap: broken })
@@ -569,52 +788,64 @@ exec ${bwrap.file} "$@"
     await again.fiber.dispose()
   })
 
-  it.skipIf(skip)('is keyed by the runner binary, off with probeCache: false, and never written without a home', async () => {
-    const home = join(base, 'home-cache-3')
-    const one = loggingBwrap('bwrap-cache-3a')
-    const two = loggingBwrap('bwrap-cache-3b')
-    for (const bwrap of [one, two]) {
-      const run = await withHome(home, { bwrap: bwrap.file })
-      await run.service.describe()
-      await run.fiber.dispose()
-    }
-    expect([one.probes(), two.probes()]).toEqual([1, 1])
-    const off = await withHome(join(base, 'home-cache-4'), { bwrap: one.file, probeCache: false })
-    await off.service.describe()
-    await off.fiber.dispose()
-    expect(existsSync(join(base, 'home-cache-4', '.cache', 'sandbox-probe.json'))).toBe(false)
-    // The other tests of this file run without a home service: nothing to write to.
-    expect(existsSync(join(homedir(), '.dsh', '.cache', 'sandbox-probe.json')) && readFileSync(join(homedir(), '.dsh', '.cache', 'sandbox-probe.json'), 'utf8').includes(base)).toBe(false)
-  })
+  it.skipIf(skip)(
+    'is keyed by the runner binary, off with probeCache: false, and never written without a home',
+    async () => {
+      const home = join(base, 'home-cache-3')
+      const one = loggingBwrap('bwrap-cache-3a')
+      const two = loggingBwrap('bwrap-cache-3b')
+      for (const bwrap of [one, two]) {
+        const run = await withHome(home, { bwrap: bwrap.file })
+        await run.service.describe()
+        await run.fiber.dispose()
+      }
+      expect([one.probes(), two.probes()]).toEqual([1, 1])
+      const off = await withHome(join(base, 'home-cache-4'), { bwrap: one.file, probeCache: false })
+      await off.service.describe()
+      await off.fiber.dispose()
+      expect(existsSync(join(base, 'home-cache-4', '.cache', 'sandbox-probe.json'))).toBe(false)
+      // The other tests of this file run without a home service: nothing to write to.
+      expect(
+        existsSync(join(homedir(), '.dsh', '.cache', 'sandbox-probe.json')) &&
+          readFileSync(join(homedir(), '.dsh', '.cache', 'sandbox-probe.json'), 'utf8').includes(base),
+      ).toBe(false)
+    },
+  )
 })
 
 describe('bwrap probe', () => {
-  it.skipIf(probes.get('bwrap') !== undefined)('runs as PID 1 of its namespace, so no orphaned bwrap reaper is left behind as a zombie', async () => {
-    // Without --as-pid-1 bwrap's reaper child is PID 1 and outlives the outer bwrap for a moment:
-    // it is reparented to the machine's PID 1, which in containers often never reaps it.
-    const log = join(base, 'probe-args.log')
-    const wrapper = join(base, 'logging-bwrap.sh')
-    writeFileSync(wrapper, `#!/bin/sh\nprintf '%s\\n' "$*" >> ${log}\nexec bwrap "$@"\n`, { mode: 0o755 })
-    const service = await sandbox('bwrap', { bwrap: wrapper })
-    expect((await service.describe()).runner).toBe('bwrap')
-    const probe = readFileSync(log, 'utf8').trim().split('\n')[0].split(' ')
-    expect(probe).toContain('--unshare-pid')
-    expect(probe).toContain('--as-pid-1')
-  })
+  it.skipIf(probes.get('bwrap') !== undefined)(
+    'runs as PID 1 of its namespace, so no orphaned bwrap reaper is left behind as a zombie',
+    async () => {
+      // Without --as-pid-1 bwrap's reaper child is PID 1 and outlives the outer bwrap for a moment:
+      // it is reparented to the machine's PID 1, which in containers often never reaps it.
+      const log = join(base, 'probe-args.log')
+      const wrapper = join(base, 'logging-bwrap.sh')
+      writeFileSync(wrapper, `#!/bin/sh\nprintf '%s\\n' "$*" >> ${log}\nexec bwrap "$@"\n`, { mode: 0o755 })
+      const service = await sandbox('bwrap', { bwrap: wrapper })
+      expect((await service.describe()).runner).toBe('bwrap')
+      const probe = readFileSync(log, 'utf8').trim().split('\n')[0].split(' ')
+      expect(probe).toContain('--unshare-pid')
+      expect(probe).toContain('--as-pid-1')
+    },
+  )
 })
 
 describe('landlock specifics', () => {
-  it.skipIf(probes.get('landlock') !== undefined)('runner auto says loudly when it falls back to Landlock', async () => {
-    const ctx = new Context()
-    const warnings: string[] = []
-    ctx.logger.exporter({ levels: { default: 3 }, export: (m) => void warnings.push(JSON.stringify(m)) })
-    await ctx.plugin(LocalSandbox, { runner: 'auto', bwrap: join(base, 'no-bwrap') })
-    const info = await ctx.sandbox.describe()
-    expect(info.runner).toBe('landlock')
-    expect(info.notes?.[0]).toBe(LANDLOCK_NOTE)
-    expect([PID_NAMESPACE_NOTE, NO_PID_NAMESPACE_NOTE]).toContain(info.notes?.[1])
-    expect(warnings.join('\n')).toMatch(/weaker Landlock fallback/)
-  })
+  it.skipIf(probes.get('landlock') !== undefined)(
+    'runner auto says loudly when it falls back to Landlock',
+    async () => {
+      const ctx = new Context()
+      const warnings: string[] = []
+      ctx.logger.exporter({ levels: { default: 3 }, export: (m) => void warnings.push(JSON.stringify(m)) })
+      await ctx.plugin(LocalSandbox, { runner: 'auto', bwrap: join(base, 'no-bwrap') })
+      const info = await ctx.sandbox.describe()
+      expect(info.runner).toBe('landlock')
+      expect(info.notes?.[0]).toBe(LANDLOCK_NOTE)
+      expect([PID_NAMESPACE_NOTE, NO_PID_NAMESPACE_NOTE]).toContain(info.notes?.[1])
+      expect(warnings.join('\n')).toMatch(/weaker Landlock fallback/)
+    },
+  )
 })
 
 describe('fail closed', () => {
@@ -627,7 +858,9 @@ describe('fail closed', () => {
       expect(error.code).toBe('SANDBOX_UNAVAILABLE')
       expect(error.message).toContain('was not run')
     }
-    expect((await service.wrap({ argv: ['true'], cwd: ws, policy: policy('danger-full-access') })).argv).toEqual(['true'])
+    expect((await service.wrap({ argv: ['true'], cwd: ws, policy: policy('danger-full-access') })).argv).toEqual([
+      'true',
+    ])
   })
 
   it('auto with no working candidate names each rejected runner', async () => {
@@ -643,7 +876,9 @@ describe('fail closed', () => {
   it('auto prefers bwrap when it works', async () => {
     const service = await sandbox('auto')
     const info = await service.describe()
-    expect(info.runner).toBe(probes.get('bwrap') === undefined ? 'bwrap' : probes.get('landlock') === undefined ? 'landlock' : undefined)
+    expect(info.runner).toBe(
+      probes.get('bwrap') === undefined ? 'bwrap' : probes.get('landlock') === undefined ? 'landlock' : undefined,
+    )
   })
 })
 
@@ -693,6 +928,7 @@ it('no confined command of this file wrote outside the writable roots', () => {
   expect(readdirSync(outside).filter((name) => !planted.has(name))).toEqual([])
   for (const runner of ['bwrap', 'landlock']) {
     const home = join(outside, `home-${runner}`)
-    if (existsSync(home)) expect(readdirSync(home).sort()).toEqual(['.credentials.yaml', '.env', 'sessions', 'settings.yaml'])
+    if (existsSync(home))
+      expect(readdirSync(home).sort()).toEqual(['.credentials.yaml', '.env', 'sessions', 'settings.yaml'])
   }
 })

@@ -47,22 +47,29 @@ export interface HarnessReadOptions {
  * so a link in the workspace, a `/proc/self/root/...` detour or a `/proc/self/fd/N` alias all end at
  * the same answer. With `roots`, a real path outside them is refused in every mode.
  */
-export function harnessReadRefusal(path: string, policy: SandboxPolicy | undefined, options: HarnessReadOptions = {}): string | undefined {
+export function harnessReadRefusal(
+  path: string,
+  policy: SandboxPolicy | undefined,
+  options: HarnessReadOptions = {},
+): string | undefined {
   const abs = resolvePath(path)
   const places = placesOf(abs)
   if (options.opened !== undefined) places.push(options.opened)
   if (options.roots !== undefined) {
     const real = options.opened ?? realLocation(abs)
     const roots = options.roots.map(realpathOrSelf)
-    if (real === undefined) return `it is a link whose target cannot be resolved, and only files under ${roots.join(', ')} are read`
-    if (!roots.some((root) => within(real, root))) return `it resolves to ${real}, outside ${roots.join(', ')}, and only files there are read`
+    if (real === undefined)
+      return `it is a link whose target cannot be resolved, and only files under ${roots.join(', ')} are read`
+    if (!roots.some((root) => within(real, root)))
+      return `it resolves to ${real}, outside ${roots.join(', ')}, and only files there are read`
   }
   if (policy === undefined || policy.mode === 'danger-full-access') return undefined
   const hidden = policy.hiddenPaths ?? []
   const lead = (place: string) => (place === abs ? 'it is' : `it leads to ${place}, which is`)
   for (const place of places) {
     const entry = hidden.find((candidate) => within(place, candidate))
-    if (entry !== undefined) return `${lead(place)} under ${entry}, dsh's credentials, which are not readable in ${policy.mode} mode`
+    if (entry !== undefined)
+      return `${lead(place)} under ${entry}, dsh's credentials, which are not readable in ${policy.mode} mode`
   }
   // By name first (the message then names the /proc path), then by filesystem type.
   const proc = places.find((place) => isProcessEntry(place, false)) ?? places.find((place) => isProcessEntry(place))

@@ -11,7 +11,15 @@ import Schema from 'schemastery'
 import type {} from '@dsh/agent'
 import type {} from '@dsh/app-boot'
 import type { Session } from '@dsh/session'
-import { describePolicy, GIT_DIR_CONTROL_PATHS, isSandboxMode, PROJECT_CONTROL_PATHS, SANDBOX_MODES, type SandboxMode, type SandboxPolicy } from '@dsh/sandbox'
+import {
+  describePolicy,
+  GIT_DIR_CONTROL_PATHS,
+  isSandboxMode,
+  PROJECT_CONTROL_PATHS,
+  SANDBOX_MODES,
+  type SandboxMode,
+  type SandboxPolicy,
+} from '@dsh/sandbox'
 import type {} from '@dsh/session-persistence'
 import type {} from '@dsh/permission-presets'
 import type {} from '@dsh/home-paths'
@@ -19,7 +27,13 @@ import { plainService } from '@dsh/plain-service'
 import { existingProcessTempDir } from '@dsh/spill-files'
 import { harnessReadRefusal, type HarnessReadOptions } from './harness-read.ts'
 
-export { harnessReadRefusal, isProcessEntry, openedPath, realLocation, type HarnessReadOptions } from './harness-read.ts'
+export {
+  harnessReadRefusal,
+  isProcessEntry,
+  openedPath,
+  realLocation,
+  type HarnessReadOptions,
+} from './harness-read.ts'
 
 declare module 'cordis' {
   interface Context {
@@ -65,13 +79,27 @@ export class SandboxPolicyService extends Service {
     defaultMode: Schema.union(SANDBOX_MODES as SandboxMode[])
       .default('workspace-write')
       .description('Mode of a session with no override (and no permission preset choosing one).'),
-    fallbackRoot: Schema.string().description('Workspace root of calls without a session or cwd. Default: the process cwd.'),
+    fallbackRoot: Schema.string().description(
+      'Workspace root of calls without a session or cwd. Default: the process cwd.',
+    ),
     network: Schema.boolean().default(false).description('Allow network access in read-only and workspace-write.'),
-    tempDirs: Schema.array(String).default(DEFAULT_TEMP_DIRS).description('Temp directories writable in workspace-write (missing ones are skipped).'),
-    writableRoots: Schema.array(String).default([]).description('Extra absolute directories writable in workspace-write.'),
-    readOnlyPaths: Schema.array(String).default([]).description('Extra absolute paths kept read-only in confining modes, even under a writable root (the dsh home always is).'),
-    hiddenPaths: Schema.array(String).default([]).description('Extra absolute paths unreadable in confining modes (the home credential files always are).'),
-    announce: Schema.boolean().default(true).description('Tell the model the current policy before a request whenever it changed.'),
+    tempDirs: Schema.array(String)
+      .default(DEFAULT_TEMP_DIRS)
+      .description('Temp directories writable in workspace-write (missing ones are skipped).'),
+    writableRoots: Schema.array(String)
+      .default([])
+      .description('Extra absolute directories writable in workspace-write.'),
+    readOnlyPaths: Schema.array(String)
+      .default([])
+      .description(
+        'Extra absolute paths kept read-only in confining modes, even under a writable root (the dsh home always is).',
+      ),
+    hiddenPaths: Schema.array(String)
+      .default([])
+      .description('Extra absolute paths unreadable in confining modes (the home credential files always are).'),
+    announce: Schema.boolean()
+      .default(true)
+      .description('Tell the model the current policy before a request whenever it changed.'),
   })
 
   readonly config: SandboxPolicyConfig
@@ -83,11 +111,20 @@ export class SandboxPolicyService extends Service {
 
   constructor(ctx: Context, config: SandboxPolicyConfig) {
     super(ctx, 'sandboxPolicy')
-    for (const [field, list] of [['tempDirs', config.tempDirs], ['writableRoots', config.writableRoots], ['readOnlyPaths', config.readOnlyPaths ?? []], ['hiddenPaths', config.hiddenPaths ?? []]] as const) {
-      for (const dir of list) if (!isAbsolute(dir)) throw new TypeError(`sandbox-policy: ${field} must hold absolute paths, got ${JSON.stringify(dir)}`)
+    for (const [field, list] of [
+      ['tempDirs', config.tempDirs],
+      ['writableRoots', config.writableRoots],
+      ['readOnlyPaths', config.readOnlyPaths ?? []],
+      ['hiddenPaths', config.hiddenPaths ?? []],
+    ] as const) {
+      for (const dir of list)
+        if (!isAbsolute(dir))
+          throw new TypeError(`sandbox-policy: ${field} must hold absolute paths, got ${JSON.stringify(dir)}`)
     }
     if (config.fallbackRoot !== undefined && !isAbsolute(config.fallbackRoot)) {
-      throw new TypeError(`sandbox-policy: fallbackRoot must be an absolute path, got ${JSON.stringify(config.fallbackRoot)}`)
+      throw new TypeError(
+        `sandbox-policy: fallbackRoot must be an absolute path, got ${JSON.stringify(config.fallbackRoot)}`,
+      )
     }
     this.config = config
     // Optional services are read several times per call; `ctx.get` builds a tracing proxy each time
@@ -97,11 +134,15 @@ export class SandboxPolicyService extends Service {
     // `sandbox/mode` is logged: register it so sessions holding an override load again.
     ctx.inject(['sessionPersistence'], (inner) => void inner.sessionPersistence.registerEventType('sandbox/mode'))
     if (config.announce) {
-      ctx.on('agent/pre-step', async (payload, next) => {
-        const text = await this.announcement(payload.agent.session, payload.agent.cwd)
-        if (text !== undefined) payload.messages.unshift({ content: text, source: { ...ANNOUNCE_SOURCE } })
-        return next()
-      }, { prepend: true })
+      ctx.on(
+        'agent/pre-step',
+        async (payload, next) => {
+          const text = await this.announcement(payload.agent.session, payload.agent.cwd)
+          if (text !== undefined) payload.messages.unshift({ content: text, source: { ...ANNOUNCE_SOURCE } })
+          return next()
+        },
+        { prepend: true },
+      )
     }
   }
 
@@ -126,8 +167,12 @@ export class SandboxPolicyService extends Service {
    * the session store knows it, so the override survives a resume.
    */
   setMode(sessionId: string, mode: SandboxMode | null): void {
-    if (typeof sessionId !== 'string' || sessionId === '') throw new TypeError('sandboxPolicy.setMode: sessionId must be a non-empty string')
-    if (mode !== null && !isSandboxMode(mode)) throw new TypeError(`sandboxPolicy.setMode: unknown mode ${JSON.stringify(mode)} (valid: ${SANDBOX_MODES.join(', ')})`)
+    if (typeof sessionId !== 'string' || sessionId === '')
+      throw new TypeError('sandboxPolicy.setMode: sessionId must be a non-empty string')
+    if (mode !== null && !isSandboxMode(mode))
+      throw new TypeError(
+        `sandboxPolicy.setMode: unknown mode ${JSON.stringify(mode)} (valid: ${SANDBOX_MODES.join(', ')})`,
+      )
     this.overrides.set(sessionId, mode)
     this.session(sessionId)?.append('sandbox/mode', { mode })
     this.ctx.emit('sandbox/mode-changed', sessionId, this.modeFor(sessionId))
@@ -154,12 +199,20 @@ export class SandboxPolicyService extends Service {
     if (mode === 'danger-full-access') return { mode, workspaceRoot, writableRoots: [], network: true }
     const writableRoots =
       mode === 'workspace-write'
-        ? [...new Set([workspaceRoot, ...self.config.writableRoots.map(realpathOrSelf), ...self.config.tempDirs.map(realpathOrSelf)])]
+        ? [
+            ...new Set([
+              workspaceRoot,
+              ...self.config.writableRoots.map(realpathOrSelf),
+              ...self.config.tempDirs.map(realpathOrSelf),
+            ]),
+          ]
         : []
     const { readOnlyPaths, hiddenPaths } = self.protectedPaths()
     // The project control files of the workspace and of each configured writable root (the temp
     // directories are nobody's project): read-only for commands, refused to file edits.
-    const controlPaths = [...new Set([workspaceRoot, ...self.config.writableRoots.map(realpathOrSelf)].flatMap(projectControlPaths))]
+    const controlPaths = [
+      ...new Set([workspaceRoot, ...self.config.writableRoots.map(realpathOrSelf)].flatMap(projectControlPaths)),
+    ]
     // dsh's private temp directory (job spills, bash-local spills; once created) lies under /tmp, a writable root:
     // a confined command must neither read-modify nor delete what the harness keeps there. It goes
     // with the control paths, which a runner makes read-only where it can without refusing to run
@@ -167,7 +220,15 @@ export class SandboxPolicyService extends Service {
     // entry inside /tmp would make it refuse every command).
     const spill = privateTempDir()
     if (spill !== undefined && mode === 'workspace-write') controlPaths.push(spill)
-    return { mode, workspaceRoot, writableRoots, network: self.config.network, readOnlyPaths, hiddenPaths, controlPaths }
+    return {
+      mode,
+      workspaceRoot,
+      writableRoots,
+      network: self.config.network,
+      readOnlyPaths,
+      hiddenPaths,
+      controlPaths,
+    }
   }
 
   /**
@@ -180,8 +241,16 @@ export class SandboxPolicyService extends Service {
     // The patch layers this process booted from (a `--patch` file or a bundle may lie in the
     // workspace): a confined command that rewrote one would run its `!!js` at the next start.
     const layers = plainService(this).service('bootInfo')?.layerFiles ?? []
-    const readOnlyPaths = [...new Set([home, ...layers.map(realpathOrSelf), ...(this.config.readOnlyPaths ?? []).map(realpathOrSelf)])]
-    const hiddenPaths = [...new Set([join(home, '.credentials.yaml'), join(home, '.env'), ...(this.config.hiddenPaths ?? []).map(realpathOrSelf)])]
+    const readOnlyPaths = [
+      ...new Set([home, ...layers.map(realpathOrSelf), ...(this.config.readOnlyPaths ?? []).map(realpathOrSelf)]),
+    ]
+    const hiddenPaths = [
+      ...new Set([
+        join(home, '.credentials.yaml'),
+        join(home, '.env'),
+        ...(this.config.hiddenPaths ?? []).map(realpathOrSelf),
+      ]),
+    ]
     return { readOnlyPaths, hiddenPaths }
   }
 
@@ -256,7 +325,9 @@ export class SandboxPolicyService extends Service {
   }
 
   /** An optional service as its plain object (cached until it changes, see `optional`). */
-  private service<K extends 'permissionPresets' | 'bootInfo' | 'homePaths' | 'sandbox' | 'sessions'>(name: K): Context[K] | undefined {
+  private service<K extends 'permissionPresets' | 'bootInfo' | 'homePaths' | 'sandbox' | 'sessions'>(
+    name: K,
+  ): Context[K] | undefined {
     if (this.optional.has(name)) return this.optional.get(name) as Context[K] | undefined
     const value = this.ctx.get(name)
     const plain = value === undefined || value === null ? undefined : plainService(value as object)
@@ -271,14 +342,16 @@ function lastAnnouncement(session: Session): string | undefined {
   for (let i = events.length - 1; i >= 0; i--) {
     const event = events[i]
     if (event.type !== 'user/message') continue
-    const data = event.data as { content: Array<{ type: string; text?: string }>; source: { kind: string; plugin?: string } }
+    const data = event.data as {
+      content: Array<{ type: string; text?: string }>
+      source: { kind: string; plugin?: string }
+    }
     if (data.source.kind === 'plugin' && data.source.plugin === ANNOUNCE_SOURCE.plugin) {
       return data.content.map((block) => (block.type === 'text' ? (block.text ?? '') : '')).join('')
     }
   }
   return undefined
 }
-
 
 /** This process's private temp directory once something created it, symlinks resolved. */
 function privateTempDir(): string | undefined {

@@ -22,16 +22,28 @@ const ATTACKS = {
 } as const
 
 it('workspace-write: bash cannot change .mcp.json, .claude/ or the git hooks and config, and the write tool cannot create .codex/ or .env', async () => {
-  const calls = Object.entries(ATTACKS).map(([id, command]) => ({ id, name: 'bash', arguments: { command: `${command} && echo PLANTED-${id}`, description: id } }))
+  const calls = Object.entries(ATTACKS).map(([id, command]) => ({
+    id,
+    name: 'bash',
+    arguments: { command: `${command} && echo PLANTED-${id}`, description: id },
+  }))
   mock = await startMockServer({
     steps: [
       {
         toolCalls: [
           ...calls,
           { id: 'codex', name: 'write', arguments: { file_path: '.codex/hooks.json', content: '{"hooks":{}}' } },
-          { id: 'env', name: 'write', arguments: { file_path: '.env', content: 'DEEPSEEK_BASE_URL=http://evil.invalid\n' } },
+          {
+            id: 'env',
+            name: 'write',
+            arguments: { file_path: '.env', content: 'DEEPSEEK_BASE_URL=http://evil.invalid\n' },
+          },
           // Positive control: the rest of the workspace stays writable.
-          { id: 'ok', name: 'bash', arguments: { command: 'echo written > notes.txt && echo WROTE-notes', description: 'ok' } },
+          {
+            id: 'ok',
+            name: 'bash',
+            arguments: { command: 'echo written > notes.txt && echo WROTE-notes', description: 'ok' },
+          },
         ],
       },
       { expect: { lastRole: 'tool' }, text: 'Tried.' },
@@ -45,7 +57,11 @@ it('workspace-write: bash cannot change .mcp.json, .claude/ or the git hooks and
   writeFileSync(join(ws, '.claude', 'settings.json'), '{"permissions":{}}\n')
   const files = ['.mcp.json', '.claude/settings.json', '.git/config']
   const before = Object.fromEntries(files.map((path) => [path, readFileSync(join(ws, path), 'utf8')]))
-  const listing = () => ({ top: readdirSync(ws).sort(), claude: readdirSync(join(ws, '.claude')).sort(), hooks: readdirSync(join(ws, '.git', 'hooks')).sort() })
+  const listing = () => ({
+    top: readdirSync(ws).sort(),
+    claude: readdirSync(join(ws, '.claude')).sort(),
+    hooks: readdirSync(join(ws, '.git', 'hooks')).sort(),
+  })
   const listed = listing()
 
   const run = await runDsh(['--profile', 'headless', '--permission-mode', 'workspace-write', 'go'], {
@@ -63,7 +79,8 @@ it('workspace-write: bash cannot change .mcp.json, .claude/ or the git hooks and
   expect(results).toContain('a project control file')
 
   for (const path of files) expect(readFileSync(join(ws, path), 'utf8')).toBe(before[path])
-  for (const path of ['.codex', '.env', '.git-old', '.git/hooks/pre-commit', '.claude/settings.local.json']) expect(existsSync(join(ws, path)), path).toBe(false)
+  for (const path of ['.codex', '.env', '.git-old', '.git/hooks/pre-commit', '.claude/settings.local.json'])
+    expect(existsSync(join(ws, path)), path).toBe(false)
   // Only the command's own file is new: no mount point or other trace of the sandbox in the tree.
   expect(listing()).toEqual({ ...listed, top: [...listed.top, 'notes.txt'].sort() })
 }, 90_000)

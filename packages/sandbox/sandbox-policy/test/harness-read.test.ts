@@ -38,7 +38,9 @@ afterAll(() => rmSync(base, { recursive: true, force: true }))
 describe('harnessReadRefusal', () => {
   it('refuses a hidden credential file in a confining mode, and allows it only without confinement', () => {
     const file = join(home, '.credentials.yaml')
-    expect(harnessReadRefusal(file, policy)).toBe(`it is under ${file}, dsh's credentials, which are not readable in workspace-write mode`)
+    expect(harnessReadRefusal(file, policy)).toBe(
+      `it is under ${file}, dsh's credentials, which are not readable in workspace-write mode`,
+    )
     expect(harnessReadRefusal(file, { ...policy, mode: 'read-only' })).toMatch(/not readable in read-only mode$/)
     expect(harnessReadRefusal(file, { ...policy, mode: 'danger-full-access' })).toBeUndefined()
     expect(harnessReadRefusal(file, undefined)).toBeUndefined()
@@ -55,16 +57,29 @@ describe('harnessReadRefusal', () => {
     symlinkSync(join(home, '.credentials.yaml'), hop2)
     symlinkSync('hop2', join(ws, 'hop1'))
     const refusal = harnessReadRefusal(join(ws, 'hop1'), policy)
-    expect(refusal).toBe(`it leads to ${join(home, '.credentials.yaml')}, which is under ${join(home, '.credentials.yaml')}, dsh's credentials, which are not readable in workspace-write mode`)
+    expect(refusal).toBe(
+      `it leads to ${join(home, '.credentials.yaml')}, which is under ${join(home, '.credentials.yaml')}, dsh's credentials, which are not readable in workspace-write mode`,
+    )
     // A hidden path that does not exist yet is refused through a dangling link too.
     symlinkSync(join(home, '.env'), join(ws, 'env-link'))
     expect(harnessReadRefusal(join(ws, 'env-link'), policy)).toMatch(/^it leads to .*\/home\/\.env, which is under/)
   })
 
   it('refuses per-process /proc entries and the /dev/fd aliases, by name, in a confining mode', () => {
-    for (const path of ['/proc/self/environ', '/proc/thread-self/cmdline', `/proc/${process.pid}/mem`, '/proc/1', '/dev/fd/0', '/dev/stdin', '/dev/stdout', '/dev/stderr']) {
+    for (const path of [
+      '/proc/self/environ',
+      '/proc/thread-self/cmdline',
+      `/proc/${process.pid}/mem`,
+      '/proc/1',
+      '/dev/fd/0',
+      '/dev/stdin',
+      '/dev/stdout',
+      '/dev/stderr',
+    ]) {
       const refusal = harnessReadRefusal(path, policy)
-      expect(refusal, path).toMatch(/a per-process \/proc entry \(a process's environment, memory, command line or open files, dsh's own included\), which is not readable in workspace-write mode; commands run in the sandbox see only their own processes there$/)
+      expect(refusal, path).toMatch(
+        /a per-process \/proc entry \(a process's environment, memory, command line or open files, dsh's own included\), which is not readable in workspace-write mode; commands run in the sandbox see only their own processes there$/,
+      )
     }
     expect(harnessReadRefusal('/proc/self/environ', { ...policy, mode: 'danger-full-access' })).toBeUndefined()
     // System-wide /proc files are not per-process.
@@ -72,31 +87,43 @@ describe('harnessReadRefusal', () => {
     expect(harnessReadRefusal('/proc/selfish', policy)).toBeUndefined()
     // A link in the workspace to dsh's environment is refused through the link.
     symlinkSync('/proc/self/environ', join(ws, 'env-of-dsh'))
-    expect(harnessReadRefusal(join(ws, 'env-of-dsh'), policy)).toMatch(/^it leads to \/proc\/(?:self|\d+)\/environ, which is a per-process \/proc entry/)
+    expect(harnessReadRefusal(join(ws, 'env-of-dsh'), policy)).toMatch(
+      /^it leads to \/proc\/(?:self|\d+)\/environ, which is a per-process \/proc entry/,
+    )
   })
 
   it('with roots, refuses a real path outside them in every mode, and a link whose target cannot be resolved', () => {
     symlinkSync(join(outside, 'other.md'), join(ws, 'to-outside'))
     const full = { ...policy, mode: 'danger-full-access' as const }
     expect(harnessReadRefusal(join(ws, 'notes.md'), full, { roots: [ws] })).toBeUndefined()
-    expect(harnessReadRefusal(join(ws, 'to-outside'), full, { roots: [ws] })).toBe(`it resolves to ${join(outside, 'other.md')}, outside ${ws}, and only files there are read`)
+    expect(harnessReadRefusal(join(ws, 'to-outside'), full, { roots: [ws] })).toBe(
+      `it resolves to ${join(outside, 'other.md')}, outside ${ws}, and only files there are read`,
+    )
     expect(harnessReadRefusal(join(ws, 'to-outside'), full, { roots: [ws, outside] })).toBeUndefined()
     // A sibling directory sharing the root's name as a prefix is outside it.
     mkdirSync(join(base, 'ws-sibling'))
     writeFileSync(join(base, 'ws-sibling', 'f'), 'x')
-    expect(harnessReadRefusal(join(base, 'ws-sibling', 'f'), full, { roots: [ws] })).toMatch(/^it resolves to .*ws-sibling\/f, outside/)
+    expect(harnessReadRefusal(join(base, 'ws-sibling', 'f'), full, { roots: [ws] })).toMatch(
+      /^it resolves to .*ws-sibling\/f, outside/,
+    )
     // A root given through a symlink is resolved.
     symlinkSync(ws, join(base, 'ws-link'))
     expect(harnessReadRefusal(join(ws, 'notes.md'), full, { roots: [join(base, 'ws-link')] })).toBeUndefined()
     // A parent component that is a dangling link makes the real location unknowable.
     symlinkSync(join(base, 'gone'), join(ws, 'gone-dir'))
-    expect(harnessReadRefusal(join(ws, 'gone-dir', 'x.md'), full, { roots: [ws] })).toBe(`it is a link whose target cannot be resolved, and only files under ${ws} are read`)
+    expect(harnessReadRefusal(join(ws, 'gone-dir', 'x.md'), full, { roots: [ws] })).toBe(
+      `it is a link whose target cannot be resolved, and only files under ${ws} are read`,
+    )
   })
 
   it('checks what was really opened, and takes it as the real path for roots', () => {
     const full = { ...policy, mode: 'danger-full-access' as const }
-    expect(harnessReadRefusal(join(ws, 'notes.md'), full, { roots: [ws], opened: join(outside, 'other.md') })).toMatch(/^it resolves to .*outside\/other\.md, outside/)
-    expect(harnessReadRefusal(join(ws, 'notes.md'), policy, { opened: join(home, '.credentials.yaml') })).toMatch(/^it leads to .*\.credentials\.yaml, which is under/)
+    expect(harnessReadRefusal(join(ws, 'notes.md'), full, { roots: [ws], opened: join(outside, 'other.md') })).toMatch(
+      /^it resolves to .*outside\/other\.md, outside/,
+    )
+    expect(harnessReadRefusal(join(ws, 'notes.md'), policy, { opened: join(home, '.credentials.yaml') })).toMatch(
+      /^it leads to .*\.credentials\.yaml, which is under/,
+    )
     const fd = openSync(join(ws, 'notes.md'), 'r')
     try {
       expect(openedPath(fd)).toBe(join(ws, 'notes.md'))

@@ -11,10 +11,22 @@ let mock: MockServer | undefined
 afterAll(async () => mock?.close())
 
 it('a confined command cannot rewrite a --patch layer that lies in the workspace', async () => {
-  const planted = "- insert:\n    - id: evil\n      name: '@dsh/time-context'\n      disabled: !!js (require('fs').writeFileSync('/tmp/pwned', 'x'), true)\n"
+  const planted =
+    "- insert:\n    - id: evil\n      name: '@dsh/time-context'\n      disabled: !!js (require('fs').writeFileSync('/tmp/pwned', 'x'), true)\n"
   mock = await startMockServer({
     steps: [
-      { toolCalls: [{ id: 'c1', name: 'bash', arguments: { command: `printf %s ${JSON.stringify(planted)} >> dev.patch.yml; echo written > other.txt`, description: 'plant' } }] },
+      {
+        toolCalls: [
+          {
+            id: 'c1',
+            name: 'bash',
+            arguments: {
+              command: `printf %s ${JSON.stringify(planted)} >> dev.patch.yml; echo written > other.txt`,
+              description: 'plant',
+            },
+          },
+        ],
+      },
       { expect: { lastRole: 'tool' }, text: 'Tried.' },
     ] as never,
   })
@@ -24,11 +36,17 @@ it('a confined command cannot rewrite a --patch layer that lies in the workspace
   writeFileSync(patch, original)
   const run = await runDsh(['--profile', 'headless', '--patch', patch, 'go'], {
     cwd: root,
-    env: { DSH_HOME: join(root, '..', `${root.split('/').pop()}-home`), DEEPSEEK_BASE_URL: mock.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' },
+    env: {
+      DSH_HOME: join(root, '..', `${root.split('/').pop()}-home`),
+      DEEPSEEK_BASE_URL: mock.baseURL,
+      DEEPSEEK_API_KEY: 'sk-test-not-a-real-key',
+    },
   })
   expect(run, run.stderr).toMatchObject({ code: 0, stdout: 'Tried.\n' })
   // The workspace itself stayed writable; only the layer file was protected.
   expect(readFileSync(join(root, 'other.txt'), 'utf8')).toBe('written\n')
   expect(readFileSync(patch, 'utf8')).toBe(original)
-  expect(JSON.stringify((mock.requests[1].body as { messages: unknown[] }).messages.at(-1))).toMatch(/read-only|Permission denied|Read-only file system/i)
+  expect(JSON.stringify((mock.requests[1].body as { messages: unknown[] }).messages.at(-1))).toMatch(
+    /read-only|Permission denied|Read-only file system/i,
+  )
 }, 90_000)

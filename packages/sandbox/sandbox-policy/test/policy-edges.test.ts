@@ -51,7 +51,9 @@ describe('project control paths', () => {
     symlinkSync(join(elsewhere, 'mcp.json'), join(ws, '.mcp.json'))
     symlinkSync(elsewhere, join(ws, '.claude'))
     const paths = projectControlPaths(ws)
-    expect(paths).toEqual(expect.arrayContaining([join(ws, '.mcp.json'), join(elsewhere, 'mcp.json'), join(ws, '.claude'), elsewhere]))
+    expect(paths).toEqual(
+      expect.arrayContaining([join(ws, '.mcp.json'), join(elsewhere, 'mcp.json'), join(ws, '.claude'), elsewhere]),
+    )
     // An entry that does not exist is listed once, as itself.
     expect(paths.filter((path) => path.endsWith('.codex'))).toEqual([join(ws, '.codex')])
   })
@@ -76,7 +78,9 @@ describe('project control paths', () => {
     const child = dir('checkouts-edges', 'child')
     writeFileSync(join(child, '.git'), `gitdir: ${gitDir}\n`)
     const vendored = dir('checkouts-edges', 'node_modules')
-    execFileSync('git', ['init', '-q', vendored], { env: { PATH: process.env.PATH, HOME: base, GIT_CONFIG_NOSYSTEM: '1' } })
+    execFileSync('git', ['init', '-q', vendored], {
+      env: { PATH: process.env.PATH, HOME: base, GIT_CONFIG_NOSYSTEM: '1' },
+    })
     const paths = projectControlPaths(checkouts)
     expect(paths).toEqual(expect.arrayContaining([join(child, '.git'), join(gitDir, 'hooks')]))
     expect(paths.some((path) => path.startsWith(vendored))).toBe(false)
@@ -104,7 +108,10 @@ describe('the protected dsh home', () => {
       const ctx = await boot()
       const { readOnlyPaths, hiddenPaths } = ctx.sandboxPolicy.protectedPaths()
       expect(readOnlyPaths[0], String(value)).toBe(realpathOrSelf(home))
-      expect(hiddenPaths.slice(0, 2)).toEqual([join(realpathOrSelf(home), '.credentials.yaml'), join(realpathOrSelf(home), '.env')])
+      expect(hiddenPaths.slice(0, 2)).toEqual([
+        join(realpathOrSelf(home), '.credentials.yaml'),
+        join(realpathOrSelf(home), '.env'),
+      ])
     }
   })
 })
@@ -133,7 +140,8 @@ describe('modes', () => {
 
   it('tells the model how a blocked action surfaces, except when nothing is confined', async () => {
     const ctx = await boot()
-    const tail = ' Reading is always allowed. A command or edit the sandbox blocks fails with a permission error; the result then says so and how to ask the user for an exception.'
+    const tail =
+      ' Reading is always allowed. A command or edit the sandbox blocks fails with a permission error; the result then says so and how to ask the user for an exception.'
     for (const mode of ['workspace-write', 'read-only'] as const) {
       ctx.sandboxPolicy.setMode('s-' + mode, mode)
       const text = ctx.sandboxPolicy.describe({ sessionId: 's-' + mode, cwd: base })
@@ -148,8 +156,12 @@ describe('modes', () => {
 
   it('setMode refuses a missing session id and an unknown mode with one clear line each', async () => {
     const ctx = await boot()
-    expect(() => ctx.sandboxPolicy.setMode(undefined as never, 'read-only')).toThrow(/^sandboxPolicy\.setMode: sessionId must be a non-empty string$/)
-    expect(() => ctx.sandboxPolicy.setMode(7 as never, 'read-only')).toThrow(/^sandboxPolicy\.setMode: sessionId must be a non-empty string$/)
+    expect(() => ctx.sandboxPolicy.setMode(undefined as never, 'read-only')).toThrow(
+      /^sandboxPolicy\.setMode: sessionId must be a non-empty string$/,
+    )
+    expect(() => ctx.sandboxPolicy.setMode(7 as never, 'read-only')).toThrow(
+      /^sandboxPolicy\.setMode: sessionId must be a non-empty string$/,
+    )
     expect(() => ctx.sandboxPolicy.setMode('s1', 'yolo' as never)).toThrow(
       /^sandboxPolicy\.setMode: unknown mode "yolo" \(valid: read-only, workspace-write, danger-full-access\)$/,
     )
@@ -157,7 +169,10 @@ describe('modes', () => {
     ctx.on('sandbox/mode-changed', (...args: unknown[]) => void changes.push(args))
     ctx.sandboxPolicy.setMode('s1', 'read-only')
     ctx.sandboxPolicy.setMode('s1', null)
-    expect(changes).toEqual([['s1', 'read-only'], ['s1', 'workspace-write']])
+    expect(changes).toEqual([
+      ['s1', 'read-only'],
+      ['s1', 'workspace-write'],
+    ])
   })
 })
 
@@ -172,10 +187,24 @@ class NotingSandbox extends SandboxService {
 }
 
 describe('the announcement', () => {
-  it('appends the runner\'s text notes, space-separated, only when something is confined', async () => {
+  it("appends the runner's text notes, space-separated, only when something is confined", async () => {
     const ws = dir('announce-ws')
-    const harness = await createHarness({ cwd: ws, script: [{ text: 'a' }], plugins: [[NotingSandbox, {}], [SandboxPolicyService, { tempDirs: [temp] }]] })
-    const full = await createHarness({ cwd: ws, script: [{ text: 'b' }], plugins: [[NotingSandbox, {}], [SandboxPolicyService, { tempDirs: [temp] }]] })
+    const harness = await createHarness({
+      cwd: ws,
+      script: [{ text: 'a' }],
+      plugins: [
+        [NotingSandbox, {}],
+        [SandboxPolicyService, { tempDirs: [temp] }],
+      ],
+    })
+    const full = await createHarness({
+      cwd: ws,
+      script: [{ text: 'b' }],
+      plugins: [
+        [NotingSandbox, {}],
+        [SandboxPolicyService, { tempDirs: [temp] }],
+      ],
+    })
     try {
       await harness.prompt('go')
       const confined = JSON.stringify(harness.model.requests[0].messages[0])

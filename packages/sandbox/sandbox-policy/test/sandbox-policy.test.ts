@@ -13,7 +13,11 @@ import SandboxPolicyService, { ANNOUNCE_SOURCE, projectControlPaths } from '../s
 /** A provider of the `ctx.sandbox` contract that reports runner limitations (as the Landlock fallback does). */
 class NotedSandbox extends SandboxService {
   async describe(): Promise<SandboxRunnerInfo> {
-    return { runner: 'landlock', rejected: [{ runner: 'bwrap', reason: 'no user namespaces' }], notes: ['Runner note: setsid survivors are not ended.'] }
+    return {
+      runner: 'landlock',
+      rejected: [{ runner: 'bwrap', reason: 'no user namespaces' }],
+      notes: ['Runner note: setsid survivors are not ended.'],
+    }
   }
   async wrap(): Promise<SandboxInvocation> {
     throw new Error('not used')
@@ -47,16 +51,37 @@ describe('resolution', () => {
   it('defaults to workspace-write over the session cwd (symlinks resolved) and the temp dirs, network off', async () => {
     const ctx = await boot()
     const session = ctx.sessions.create({ cwd: join(base, 'ws-link') })
-    expect(ctx.sandboxPolicy.resolve({ sessionId: session.id })).toEqual({ mode: 'workspace-write', workspaceRoot: ws, writableRoots: [ws, temp], network: false, readOnlyPaths: expect.any(Array), hiddenPaths: expect.any(Array), controlPaths: expect.any(Array) })
+    expect(ctx.sandboxPolicy.resolve({ sessionId: session.id })).toEqual({
+      mode: 'workspace-write',
+      workspaceRoot: ws,
+      writableRoots: [ws, temp],
+      network: false,
+      readOnlyPaths: expect.any(Array),
+      hiddenPaths: expect.any(Array),
+      controlPaths: expect.any(Array),
+    })
     expect(ctx.sandboxPolicy.resolve({ cwd: other }).workspaceRoot).toBe(other)
     expect(ctx.sandboxPolicy.resolve().workspaceRoot).toBe(other)
   })
 
   it('read-only has no writable roots; danger-full-access has network', async () => {
     const ro = await boot({ defaultMode: 'read-only', network: true })
-    expect(ro.sandboxPolicy.resolve({ cwd: ws })).toEqual({ mode: 'read-only', workspaceRoot: ws, writableRoots: [], network: true, readOnlyPaths: expect.any(Array), hiddenPaths: expect.any(Array), controlPaths: expect.any(Array) })
+    expect(ro.sandboxPolicy.resolve({ cwd: ws })).toEqual({
+      mode: 'read-only',
+      workspaceRoot: ws,
+      writableRoots: [],
+      network: true,
+      readOnlyPaths: expect.any(Array),
+      hiddenPaths: expect.any(Array),
+      controlPaths: expect.any(Array),
+    })
     const full = await boot({ defaultMode: 'danger-full-access' })
-    expect(full.sandboxPolicy.resolve({ cwd: ws })).toEqual({ mode: 'danger-full-access', workspaceRoot: ws, writableRoots: [], network: true })
+    expect(full.sandboxPolicy.resolve({ cwd: ws })).toEqual({
+      mode: 'danger-full-access',
+      workspaceRoot: ws,
+      writableRoots: [],
+      network: true,
+    })
   })
 
   it('fixes a session workspace root at first use', async () => {
@@ -137,14 +162,28 @@ describe('resolution', () => {
     for (const config of [{ readOnlyPaths: ['rel'] }, { hiddenPaths: ['rel/x'] }]) {
       const bad = new Context()
       // The fiber settles with the config error: wait for that, not for time.
-      await expect(bad.plugin(SandboxPolicyService, config as never)).rejects.toThrow(/must hold absolute paths, got "rel/)
+      await expect(bad.plugin(SandboxPolicyService, config as never)).rejects.toThrow(
+        /must hold absolute paths, got "rel/,
+      )
       expect(bad.get('sandboxPolicy')).toBeUndefined()
     }
   })
 
   it('lists the project control files of the workspace and of each configured writable root, the real git directories included', async () => {
     const git = (cwd: string, ...args: string[]) =>
-      execFileSync('git', ['-C', cwd, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH, HOME: base, GIT_CONFIG_NOSYSTEM: '1', GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t', GIT_ALLOW_PROTOCOL: 'file' } })
+      execFileSync('git', ['-C', cwd, ...args], {
+        encoding: 'utf8',
+        env: {
+          PATH: process.env.PATH,
+          HOME: base,
+          GIT_CONFIG_NOSYSTEM: '1',
+          GIT_AUTHOR_NAME: 't',
+          GIT_AUTHOR_EMAIL: 't@t',
+          GIT_COMMITTER_NAME: 't',
+          GIT_COMMITTER_EMAIL: 't@t',
+          GIT_ALLOW_PROTOCOL: 'file',
+        },
+      })
     const repo = join(base, 'repo')
     const lib = join(base, 'lib')
     const tree = join(base, 'tree')
@@ -159,7 +198,18 @@ describe('resolution', () => {
     const ctx = await boot({ writableRoots: [extra] })
 
     const main = ctx.sandboxPolicy.resolve({ cwd: repo }).controlPaths!
-    for (const entry of ['.mcp.json', '.claude', '.codex', '.dsh', '.env', '.git/hooks', '.git/config', '.git/config.worktree', '.git/commondir']) expect(main).toContain(join(repo, entry))
+    for (const entry of [
+      '.mcp.json',
+      '.claude',
+      '.codex',
+      '.dsh',
+      '.env',
+      '.git/hooks',
+      '.git/config',
+      '.git/config.worktree',
+      '.git/commondir',
+    ])
+      expect(main).toContain(join(repo, entry))
     // The submodule's git directory lies under .git/modules; the linked worktree's under .git/worktrees.
     for (const dir of [join(repo, '.git', 'modules', 'vendor', 'lib'), join(repo, '.git', 'worktrees', 'tree')]) {
       for (const entry of ['hooks', 'config', 'config.worktree', 'commondir']) expect(main).toContain(join(dir, entry))
@@ -173,7 +223,12 @@ describe('resolution', () => {
     // A worktree's .git is a file: it and the directory it points to (and the common one) are listed.
     const linked = ctx.sandboxPolicy.resolve({ cwd: tree }).controlPaths!
     expect(linked).toContain(join(tree, '.git'))
-    for (const path of [join(repo, '.git', 'worktrees', 'tree', 'config.worktree'), join(repo, '.git', 'worktrees', 'tree', 'commondir'), join(repo, '.git', 'config'), join(repo, '.git', 'hooks')]) {
+    for (const path of [
+      join(repo, '.git', 'worktrees', 'tree', 'config.worktree'),
+      join(repo, '.git', 'worktrees', 'tree', 'commondir'),
+      join(repo, '.git', 'config'),
+      join(repo, '.git', 'hooks'),
+    ]) {
       expect(linked).toContain(path)
     }
     // So is a submodule's checkout, whose .git file points into the parent's .git/modules.
@@ -189,16 +244,27 @@ describe('resolution', () => {
     expect(many.some((path) => path.startsWith(join(checkouts, 'plain')))).toBe(false)
     // One cloned later is seen at once (the directory's mtime changed).
     git(base, 'clone', '-q', repo, join(checkouts, 'later'))
-    expect(ctx.sandboxPolicy.resolve({ cwd: checkouts }).controlPaths).toContain(join(checkouts, 'later', '.git', 'hooks'))
+    expect(ctx.sandboxPolicy.resolve({ cwd: checkouts }).controlPaths).toContain(
+      join(checkouts, 'later', '.git', 'hooks'),
+    )
     // No repository at all: .git itself (a directory or a pointer file one could create) is listed.
     expect(ctx.sandboxPolicy.resolve({ cwd: other }).controlPaths).toContain(join(other, '.git'))
-    expect(projectControlPaths(other)).toEqual(expect.arrayContaining(PROJECT_CONTROL_PATHS.map((entry) => join(other, entry))))
+    expect(projectControlPaths(other)).toEqual(
+      expect.arrayContaining(PROJECT_CONTROL_PATHS.map((entry) => join(other, entry))),
+    )
   })
 
   it('rejects bad config and bad calls', async () => {
-    for (const config of [{ tempDirs: ['tmp'] }, { writableRoots: ['rel/dir'] }, { fallbackRoot: 'x' }, { defaultMode: 'yolo' }]) {
+    for (const config of [
+      { tempDirs: ['tmp'] },
+      { writableRoots: ['rel/dir'] },
+      { fallbackRoot: 'x' },
+      { defaultMode: 'yolo' },
+    ]) {
       const ctx = new Context()
-      await expect(ctx.plugin(SandboxPolicyService, config as never)).rejects.toThrow(/sandbox-policy: .* absolute path|yolo|defaultMode/)
+      await expect(ctx.plugin(SandboxPolicyService, config as never)).rejects.toThrow(
+        /sandbox-policy: .* absolute path|yolo|defaultMode/,
+      )
       expect(ctx.get('sandboxPolicy')).toBeUndefined()
     }
     const ctx = await boot()
@@ -218,10 +284,16 @@ describe('model experience', () => {
     await harness.prompt('second')
     harness.ctx.sandboxPolicy.setMode(harness.session.id, 'read-only')
     await harness.prompt('third')
-    const announcements = harness.session.events.filter((e) => e.type === 'user/message' && (e.data as { source: { plugin?: string } }).source.plugin === ANNOUNCE_SOURCE.plugin)
+    const announcements = harness.session.events.filter(
+      (e) =>
+        e.type === 'user/message' &&
+        (e.data as { source: { plugin?: string } }).source.plugin === ANNOUNCE_SOURCE.plugin,
+    )
     expect(announcements).toHaveLength(2)
     const first = harness.model.requests[0].messages
-    expect(JSON.stringify(first[0])).toContain(`[sandbox policy] workspace-write: commands and file edits may write only under ${ws}, ${temp}; network access is off; project control files (.mcp.json, .claude, .codex, .dsh, .env, .git/hooks, .git/config) stay read-only.`)
+    expect(JSON.stringify(first[0])).toContain(
+      `[sandbox policy] workspace-write: commands and file edits may write only under ${ws}, ${temp}; network access is off; project control files (.mcp.json, .claude, .codex, .dsh, .env, .git/hooks, .git/config) stay read-only.`,
+    )
     expect(JSON.stringify(first[1])).toContain('first')
     // The second request's history extends the first: the prefix (and the provider's cache) survives.
     expect(JSON.stringify(harness.model.requests[1].messages.slice(0, first.length))).toBe(JSON.stringify(first))
@@ -233,7 +305,10 @@ describe('model experience', () => {
     const harness = await createHarness({
       cwd: ws,
       script: [{ text: 'one' }, { text: 'two' }],
-      plugins: [[NotedSandbox, {}], [SandboxPolicyService, { tempDirs: [temp] }]],
+      plugins: [
+        [NotedSandbox, {}],
+        [SandboxPolicyService, { tempDirs: [temp] }],
+      ],
     })
     await harness.prompt('first')
     await harness.prompt('second')
@@ -241,23 +316,41 @@ describe('model experience', () => {
     expect(first).toContain('[sandbox policy] workspace-write')
     expect(first).toContain('Runner note: setsid survivors are not ended.')
     // Stable text: it is not announced again on the next request.
-    expect(harness.model.requests[1].messages.filter((m) => JSON.stringify(m).includes('[sandbox policy]'))).toHaveLength(1)
+    expect(
+      harness.model.requests[1].messages.filter((m) => JSON.stringify(m).includes('[sandbox policy]')),
+    ).toHaveLength(1)
     await harness.dispose()
   })
 
   it('does not repeat an announcement already in a resumed log', async () => {
-    const harness = await createHarness({ cwd: ws, script: [{ text: 'a' }, { text: 'b' }], plugins: [[SandboxPolicyService, { tempDirs: [temp] }]] })
+    const harness = await createHarness({
+      cwd: ws,
+      script: [{ text: 'a' }, { text: 'b' }],
+      plugins: [[SandboxPolicyService, { tempDirs: [temp] }]],
+    })
     await harness.prompt('hello')
-    const resumed = await createHarness({ cwd: ws, session: harness.session, script: [{ text: 'c' }], plugins: [[SandboxPolicyService, { tempDirs: [temp] }]] })
+    const resumed = await createHarness({
+      cwd: ws,
+      session: harness.session,
+      script: [{ text: 'c' }],
+      plugins: [[SandboxPolicyService, { tempDirs: [temp] }]],
+    })
     await resumed.prompt('again')
-    const count = harness.session.events.filter((e) => e.type === 'user/message' && (e.data as { source: { plugin?: string } }).source.plugin === 'sandbox-policy').length
+    const count = harness.session.events.filter(
+      (e) =>
+        e.type === 'user/message' && (e.data as { source: { plugin?: string } }).source.plugin === 'sandbox-policy',
+    ).length
     expect(count).toBe(1)
     await resumed.dispose()
     await harness.dispose()
   })
 
   it('announce: false adds nothing', async () => {
-    const harness = await createHarness({ cwd: ws, script: [{ text: 'a' }], plugins: [[SandboxPolicyService, { tempDirs: [temp], announce: false }]] })
+    const harness = await createHarness({
+      cwd: ws,
+      script: [{ text: 'a' }],
+      plugins: [[SandboxPolicyService, { tempDirs: [temp], announce: false }]],
+    })
     await harness.prompt('hello')
     expect(harness.model.requests[0].messages).toHaveLength(1)
     await harness.dispose()
@@ -271,6 +364,8 @@ it('unloading the plugin removes the announcement listener', async () => {
   await mounted.dispose()
   harness.session.append('sandbox/mode', { mode: 'read-only' })
   await harness.prompt('two')
-  expect(harness.model.requests[1].messages.filter((m) => JSON.stringify(m).includes('[sandbox policy]'))).toHaveLength(1)
+  expect(harness.model.requests[1].messages.filter((m) => JSON.stringify(m).includes('[sandbox policy]'))).toHaveLength(
+    1,
+  )
   await harness.dispose()
 })

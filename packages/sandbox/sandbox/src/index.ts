@@ -58,7 +58,15 @@ export interface SandboxPolicy {
  * list every enforcing capability reads (through `SandboxPolicy.controlPaths`, which
  * `@dsh/sandbox-policy` resolves from it, the real git directory of a `.git` file included).
  */
-export const PROJECT_CONTROL_PATHS: readonly string[] = ['.mcp.json', '.claude', '.codex', '.dsh', '.env', '.git/hooks', '.git/config']
+export const PROJECT_CONTROL_PATHS: readonly string[] = [
+  '.mcp.json',
+  '.claude',
+  '.codex',
+  '.dsh',
+  '.env',
+  '.git/hooks',
+  '.git/config',
+]
 
 /**
  * Inside a git directory (`.git`, the directory a `.git` file points to, its common directory and
@@ -151,7 +159,10 @@ export class SandboxError extends Error {
 }
 
 export function isSandboxError(error: unknown): error is SandboxError {
-  return error instanceof SandboxError || (error instanceof Error && error.name === 'SandboxError' && typeof (error as SandboxError).code === 'string')
+  return (
+    error instanceof SandboxError ||
+    (error instanceof Error && error.name === 'SandboxError' && typeof (error as SandboxError).code === 'string')
+  )
 }
 
 export abstract class SandboxService extends Service {
@@ -177,7 +188,12 @@ export abstract class SandboxService extends Service {
 // Messages the C library and common tools print when the kernel refuses a write (EROFS from a
 // read-only bind, EACCES/EPERM from Landlock, EBUSY from renaming or removing a protected mount
 // point) or a socket (no network namespace route, seccomp).
-const FILESYSTEM_SIGNS = [/read-only file system/i, /permission denied/i, /operation not permitted/i, /device or resource busy/i]
+const FILESYSTEM_SIGNS = [
+  /read-only file system/i,
+  /permission denied/i,
+  /operation not permitted/i,
+  /device or resource busy/i,
+]
 const NETWORK_SIGNS = [
   /network is unreachable/i,
   /could not resolve host/i,
@@ -198,12 +214,14 @@ export function detectDenial(outcome: SandboxOutcome): SandboxDenial | undefined
   if (invocation.mode !== 'danger-full-access') {
     for (const line of lines) {
       if (NETWORK_SIGNS.some((sign) => sign.test(line))) {
-        if (/socket|connect|network|resolve|host|ENETUNREACH|EAI_AGAIN|ECONNREFUSED/i.test(line)) return { kind: 'network', evidence: line.trim().slice(0, 300) }
+        if (/socket|connect|network|resolve|host|ENETUNREACH|EAI_AGAIN|ECONNREFUSED/i.test(line))
+          return { kind: 'network', evidence: line.trim().slice(0, 300) }
       }
     }
   }
   for (const line of lines) {
-    if (FILESYSTEM_SIGNS.some((sign) => sign.test(line))) return { kind: 'filesystem', evidence: line.trim().slice(0, 300) }
+    if (FILESYSTEM_SIGNS.some((sign) => sign.test(line)))
+      return { kind: 'filesystem', evidence: line.trim().slice(0, 300) }
   }
   return undefined
 }

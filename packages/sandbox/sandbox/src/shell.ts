@@ -49,7 +49,8 @@ export const SANDBOX_ESCALATION_PARAMETER = {
     justification: {
       type: 'string',
       minLength: 1,
-      description: 'Why this command must run outside the sandbox, in one or two sentences for the user who approves it.',
+      description:
+        'Why this command must run outside the sandbox, in one or two sentences for the user who approves it.',
     },
   },
   required: ['justification'],

@@ -76,8 +76,13 @@ export const Config: Schema<Config> = Schema.object({
   minEverySeconds: Schema.natural().min(1).default(300).description('Shortest every_seconds interval accepted.'),
   maxPending: Schema.natural().min(1).default(20).description('Most pending reminders per session.'),
   maxPromptChars: Schema.natural().min(10).default(2000).description('Most characters of a reminder prompt.'),
-  maxDelaySeconds: Schema.natural().min(60).default(366 * 24 * 3600).description('Furthest a reminder may be scheduled ahead (after_seconds, at, every_seconds).'),
-  lateAfterSeconds: Schema.natural().default(60).description('A reminder delivered more than this after its due time is marked late.'),
+  maxDelaySeconds: Schema.natural()
+    .min(60)
+    .default(366 * 24 * 3600)
+    .description('Furthest a reminder may be scheduled ahead (after_seconds, at, every_seconds).'),
+  lateAfterSeconds: Schema.natural()
+    .default(60)
+    .description('A reminder delivered more than this after its due time is marked late.'),
 })
 
 /** The reminders of a session that will still fire, from its log, oldest first. */
@@ -86,7 +91,15 @@ export function pendingSchedules(session: Pick<Session, 'events'>): PendingSched
   for (const event of session.events) {
     if (event.type === 'schedule/created') {
       const d = event.data
-      table.set(d.id, { id: d.id, kind: d.kind, prompt: d.prompt, nextAt: d.dueAt, ...(d.everyMs !== undefined ? { everyMs: d.everyMs } : {}), createdAt: d.createdAt, fired: 0 })
+      table.set(d.id, {
+        id: d.id,
+        kind: d.kind,
+        prompt: d.prompt,
+        nextAt: d.dueAt,
+        ...(d.everyMs !== undefined ? { everyMs: d.everyMs } : {}),
+        createdAt: d.createdAt,
+        fired: 0,
+      })
     } else if (event.type === 'schedule/fired') {
       const entry = table.get(event.data.id)
       if (!entry) continue
@@ -109,14 +122,19 @@ function fail(code: string, message: string): ToolOutput {
 
 /** What the model reads for one pending reminder. */
 function describe(entry: PendingSchedule, now: number): string {
-  const when = entry.nextAt <= now ? `overdue since ${iso(entry.nextAt)}` : `next at ${iso(entry.nextAt)} (in ${Math.ceil((entry.nextAt - now) / 1000)} s)`
+  const when =
+    entry.nextAt <= now
+      ? `overdue since ${iso(entry.nextAt)}`
+      : `next at ${iso(entry.nextAt)} (in ${Math.ceil((entry.nextAt - now) / 1000)} s)`
   const every = entry.everyMs !== undefined ? `, every ${entry.everyMs / 1000} s` : ''
   return `${entry.id} (${entry.kind}${every}) ${when}: ${JSON.stringify(entry.prompt.length > 120 ? `${entry.prompt.slice(0, 117)}...` : entry.prompt)}`
 }
 
 /** The text a reminder is delivered as. */
 export function reminderText(created: Pick<ScheduleCreated, 'id' | 'prompt'>, fired: ScheduleFired): string {
-  const late = fired.late ? ` (late: it was due at ${iso(fired.dueAt)} and is delivered at ${iso(fired.firedAt)}${fired.missed ? `; ${fired.missed} earlier occurrence${fired.missed === 1 ? ' was' : 's were'} skipped` : ''})` : ''
+  const late = fired.late
+    ? ` (late: it was due at ${iso(fired.dueAt)} and is delivered at ${iso(fired.firedAt)}${fired.missed ? `; ${fired.missed} earlier occurrence${fired.missed === 1 ? ' was' : 's were'} skipped` : ''})`
+    : ''
   return `[Scheduled reminder ${created.id}${late}] ${created.prompt}`
 }
 
@@ -131,7 +149,8 @@ export function apply(ctx: Context, config: Config): void {
   // Ignorable: a delivered reminder is an ordinary `user/message`, so a reader without this plugin
   // derives the same history (it just arms nothing).
   ctx.inject(['sessionPersistence'], (inner) => {
-    for (const type of ['schedule/created', 'schedule/fired', 'schedule/cancelled']) inner.sessionPersistence.registerEventType(type, { ignorable: true })
+    for (const type of ['schedule/created', 'schedule/fired', 'schedule/cancelled'])
+      inner.sessionPersistence.registerEventType(type, { ignorable: true })
   })
 
   /** Live timers per agent id: reminder id -> handle. */
@@ -153,7 +172,12 @@ export function apply(ctx: Context, config: Config): void {
     if (!entry) return
     const now = Date.now()
     if (entry.nextAt > now) return arm(agent, entry)
-    const fired: ScheduleFired = { id, dueAt: entry.nextAt, firedAt: now, late: now - entry.nextAt > config.lateAfterSeconds * 1000 }
+    const fired: ScheduleFired = {
+      id,
+      dueAt: entry.nextAt,
+      firedAt: now,
+      late: now - entry.nextAt > config.lateAfterSeconds * 1000,
+    }
     if (entry.kind === 'every' && entry.everyMs !== undefined) {
       const missed = Math.floor((now - entry.nextAt) / entry.everyMs)
       if (missed > 0) fired.missed = missed
@@ -161,8 +185,14 @@ export function apply(ctx: Context, config: Config): void {
     }
     session.append('schedule/fired', fired)
     agent
-      .send(reminderText(entry, fired), { source: { kind: 'plugin', plugin: REMINDER_SOURCE, label: `reminder ${id}` } })
-      .catch((error: unknown) => ctx.logger('schedule').warn('reminder %s was not delivered: %s', id, error instanceof Error ? error.message : String(error)))
+      .send(reminderText(entry, fired), {
+        source: { kind: 'plugin', plugin: REMINDER_SOURCE, label: `reminder ${id}` },
+      })
+      .catch((error: unknown) =>
+        ctx
+          .logger('schedule')
+          .warn('reminder %s was not delivered: %s', id, error instanceof Error ? error.message : String(error)),
+      )
     if (fired.next !== undefined) arm(agent, { ...entry, nextAt: fired.next })
   }
 
@@ -192,10 +222,12 @@ export function apply(ctx: Context, config: Config): void {
   })
   for (const agent of ctx.agents.list()) armAll(agent)
 
-  const agentOf = (call: ToolCallContext): Agent | undefined => (call.agentId !== undefined ? ctx.agents.get(call.agentId) : undefined)
+  const agentOf = (call: ToolCallContext): Agent | undefined =>
+    call.agentId !== undefined ? ctx.agents.get(call.agentId) : undefined
   const sessionOf = (call: ToolCallContext): Session | undefined =>
     agentOf(call)?.session ?? (call.sessionId !== undefined ? ctx.sessions.get(call.sessionId) : undefined)
-  const noSession = () => fail('NO_SESSION', 'this call is not attached to a session, so there is nowhere to keep a reminder.')
+  const noSession = () =>
+    fail('NO_SESSION', 'this call is not attached to a session, so there is nowhere to keep a reminder.')
 
   ctx.tools.register<CreateArgs>({
     name: 'schedule_create',
@@ -210,7 +242,10 @@ export function apply(ctx: Context, config: Config): void {
         prompt: { type: 'string', description: 'The message to deliver when the reminder is due.' },
         after_seconds: { type: 'integer', description: 'Deliver once, this many seconds from now (positive).' },
         at: { type: 'string', description: 'Deliver once at this absolute time: ISO 8601 with Z or an offset.' },
-        every_seconds: { type: 'integer', description: `Deliver every this many seconds (at least ${config.minEverySeconds}); the first delivery is one interval from now.` },
+        every_seconds: {
+          type: 'integer',
+          description: `Deliver every this many seconds (at least ${config.minEverySeconds}); the first delivery is one interval from now.`,
+        },
       },
       required: ['prompt'],
       additionalProperties: false,
@@ -218,46 +253,87 @@ export function apply(ctx: Context, config: Config): void {
     execute(args, call) {
       const session = sessionOf(call)
       if (!session) return noSession()
-      if (session.parent) return fail('SUBAGENT_SESSION', "reminders belong to the top-level session, not a subagent's; tell your parent what to schedule instead.")
+      if (session.parent)
+        return fail(
+          'SUBAGENT_SESSION',
+          "reminders belong to the top-level session, not a subagent's; tell your parent what to schedule instead.",
+        )
       const now = Date.now()
       const given = (['after_seconds', 'at', 'every_seconds'] as const).filter((k) => args[k] !== undefined)
       if (given.length !== 1) {
-        return fail('INVALID_SCHEDULE', `give exactly one of after_seconds, at or every_seconds (got ${given.length ? given.join(' and ') : 'none'}).`)
+        return fail(
+          'INVALID_SCHEDULE',
+          `give exactly one of after_seconds, at or every_seconds (got ${given.length ? given.join(' and ') : 'none'}).`,
+        )
       }
       const prompt = args.prompt.trim()
-      if (prompt === '') return fail('INVALID_SCHEDULE', 'prompt is empty; write the message you want to receive when the reminder is due.')
-      if (prompt.length > config.maxPromptChars) return fail('INVALID_SCHEDULE', `prompt has ${prompt.length} characters; keep it under ${config.maxPromptChars}.`)
+      if (prompt === '')
+        return fail(
+          'INVALID_SCHEDULE',
+          'prompt is empty; write the message you want to receive when the reminder is due.',
+        )
+      if (prompt.length > config.maxPromptChars)
+        return fail(
+          'INVALID_SCHEDULE',
+          `prompt has ${prompt.length} characters; keep it under ${config.maxPromptChars}.`,
+        )
       const maxMs = config.maxDelaySeconds * 1000
       let kind: ScheduleKind
       let dueAt: number
       let everyMs: number | undefined
       if (args.after_seconds !== undefined) {
-        if (!Number.isSafeInteger(args.after_seconds) || args.after_seconds <= 0) return fail('INVALID_SCHEDULE', `after_seconds must be a positive whole number (got ${args.after_seconds}).`)
-        if (args.after_seconds * 1000 > maxMs) return fail('INVALID_SCHEDULE', `after_seconds may be at most ${config.maxDelaySeconds}.`)
+        if (!Number.isSafeInteger(args.after_seconds) || args.after_seconds <= 0)
+          return fail('INVALID_SCHEDULE', `after_seconds must be a positive whole number (got ${args.after_seconds}).`)
+        if (args.after_seconds * 1000 > maxMs)
+          return fail('INVALID_SCHEDULE', `after_seconds may be at most ${config.maxDelaySeconds}.`)
         kind = 'after'
         dueAt = now + args.after_seconds * 1000
       } else if (args.at !== undefined) {
         const at = args.at.trim()
         const parsed = AT_FORMAT.test(at) ? Date.parse(at) : NaN
-        if (Number.isNaN(parsed)) return fail('INVALID_SCHEDULE', `at must be an ISO 8601 time with a zone, like 2030-01-31T09:00:00Z or 2030-01-31T09:00:00+08:00 (got ${JSON.stringify(args.at)}).`)
-        if (parsed <= now) return fail('AT_IN_PAST', `at ${JSON.stringify(at)} is in the past (it is now ${iso(now)}); give a future time or use after_seconds.`)
-        if (parsed - now > maxMs) return fail('INVALID_SCHEDULE', `at is more than ${config.maxDelaySeconds} seconds ahead.`)
+        if (Number.isNaN(parsed))
+          return fail(
+            'INVALID_SCHEDULE',
+            `at must be an ISO 8601 time with a zone, like 2030-01-31T09:00:00Z or 2030-01-31T09:00:00+08:00 (got ${JSON.stringify(args.at)}).`,
+          )
+        if (parsed <= now)
+          return fail(
+            'AT_IN_PAST',
+            `at ${JSON.stringify(at)} is in the past (it is now ${iso(now)}); give a future time or use after_seconds.`,
+          )
+        if (parsed - now > maxMs)
+          return fail('INVALID_SCHEDULE', `at is more than ${config.maxDelaySeconds} seconds ahead.`)
         kind = 'at'
         dueAt = parsed
       } else {
         const every = args.every_seconds!
         if (!Number.isSafeInteger(every) || every < config.minEverySeconds) {
-          return fail('EVERY_TOO_SHORT', `every_seconds must be a whole number of at least ${config.minEverySeconds} (got ${every}); use after_seconds for a single reminder sooner.`)
+          return fail(
+            'EVERY_TOO_SHORT',
+            `every_seconds must be a whole number of at least ${config.minEverySeconds} (got ${every}); use after_seconds for a single reminder sooner.`,
+          )
         }
-        if (every * 1000 > maxMs) return fail('INVALID_SCHEDULE', `every_seconds may be at most ${config.maxDelaySeconds}.`)
+        if (every * 1000 > maxMs)
+          return fail('INVALID_SCHEDULE', `every_seconds may be at most ${config.maxDelaySeconds}.`)
         kind = 'every'
         everyMs = every * 1000
         dueAt = now + everyMs
       }
       const pending = pendingSchedules(session)
-      if (pending.length >= config.maxPending) return fail('TOO_MANY_SCHEDULES', `this session already has ${pending.length} pending reminders (the limit); cancel one with schedule_cancel first.`)
+      if (pending.length >= config.maxPending)
+        return fail(
+          'TOO_MANY_SCHEDULES',
+          `this session already has ${pending.length} pending reminders (the limit); cancel one with schedule_cancel first.`,
+        )
       const number = session.events.reduce((n, e) => (e.type === 'schedule/created' ? n + 1 : n), 0) + 1
-      const created: ScheduleCreated = { id: `sch-${number}`, kind, prompt, dueAt, ...(everyMs !== undefined ? { everyMs } : {}), createdAt: now }
+      const created: ScheduleCreated = {
+        id: `sch-${number}`,
+        kind,
+        prompt,
+        dueAt,
+        ...(everyMs !== undefined ? { everyMs } : {}),
+        createdAt: now,
+      }
       session.append('schedule/created', created)
       const entry = pendingSchedules(session).find((p) => p.id === created.id)!
       for (const agent of ctx.agents.list()) if (agent.session === session) arm(agent, entry)
@@ -280,7 +356,13 @@ export function apply(ctx: Context, config: Config): void {
       const now = Date.now()
       const pending = pendingSchedules(session)
       if (pending.length === 0) return { content: `No pending reminders. It is now ${iso(now)}.`, meta: { pending: 0 } }
-      return { content: [`${pending.length} pending reminder${pending.length === 1 ? '' : 's'} (it is now ${iso(now)}):`, ...pending.map((p) => `- ${describe(p, now)}`)].join('\n'), meta: { pending: pending.length } }
+      return {
+        content: [
+          `${pending.length} pending reminder${pending.length === 1 ? '' : 's'} (it is now ${iso(now)}):`,
+          ...pending.map((p) => `- ${describe(p, now)}`),
+        ].join('\n'),
+        meta: { pending: pending.length },
+      }
     },
   })
 
@@ -304,7 +386,12 @@ export function apply(ctx: Context, config: Config): void {
   ctx.tools.register<{ id: string }>({
     name: 'schedule_cancel',
     description: 'Cancel a pending reminder of this session by id (from schedule_create or schedule_list).',
-    parameters: { type: 'object', properties: { id: { type: 'string', description: 'The reminder id, e.g. sch-2.' } }, required: ['id'], additionalProperties: false },
+    parameters: {
+      type: 'object',
+      properties: { id: { type: 'string', description: 'The reminder id, e.g. sch-2.' } },
+      required: ['id'],
+      additionalProperties: false,
+    },
     execute(args, call) {
       const session = sessionOf(call)
       if (!session) return noSession()

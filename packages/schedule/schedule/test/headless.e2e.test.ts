@@ -25,14 +25,21 @@ describe('schedules in one-shot headless runs', () => {
     mkdirSync(cwd)
     server = await startMockServer({
       steps: [
-        { toolCalls: [{ id: 'c1', name: 'schedule_create', arguments: { after_seconds: 2, prompt: 'Rotate the logs.' } }] },
+        {
+          toolCalls: [
+            { id: 'c1', name: 'schedule_create', arguments: { after_seconds: 2, prompt: 'Rotate the logs.' } },
+          ],
+        },
         { text: 'Scheduled.' },
         { text: 'Nothing else is pending.' },
         { text: 'Rotating the logs now.' },
       ] as never,
     })
     const env = { DSH_HOME: join(root, 'home'), DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'x' }
-    const first = await runDsh(['--profile', 'headless', '--patch', patch, '--output-format', 'json', 'remind me to rotate the logs'], { cwd, env })
+    const first = await runDsh(
+      ['--profile', 'headless', '--patch', patch, '--output-format', 'json', 'remind me to rotate the logs'],
+      { cwd, env },
+    )
     expect(first.stderr).toBe('')
     expect(first.code).toBe(0)
     const { sessionId, result } = JSON.parse(first.stdout.trim().split('\n').at(-1)!)
@@ -47,16 +54,34 @@ describe('schedules in one-shot headless runs', () => {
     expect(reported).not.toBeNull()
     const lateFrom = Date.parse(reported![1]) + 1000 + 1000 + 200
     await new Promise((r) => setTimeout(r, Math.max(0, lateFrom - Date.now())))
-    const second = await runDsh(['--profile', 'headless', '--patch', patch, '--output-format', 'stream-json', '--resume', sessionId, 'anything pending?'], { cwd, env })
+    const second = await runDsh(
+      [
+        '--profile',
+        'headless',
+        '--patch',
+        patch,
+        '--output-format',
+        'stream-json',
+        '--resume',
+        sessionId,
+        'anything pending?',
+      ],
+      { cwd, env },
+    )
     expect(second.stderr).toBe('')
     expect(second.code).toBe(0)
-    const lines = second.stdout.trim().split('\n').map((l) => JSON.parse(l))
+    const lines = second.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
     const events = lines.filter((l) => l.type === 'event').map((l) => l.event)
     const fired = events.filter((e) => e.type === 'schedule/fired')
     expect(fired).toHaveLength(1)
     expect(fired[0].data).toMatchObject({ id: 'sch-1', late: true })
     const reminder = events.find((e) => e.type === 'user/message' && e.data.source.kind === 'plugin')
-    expect(reminder.data.content[0].text).toMatch(/^\[Scheduled reminder sch-1 \(late: it was due at .*\)\] Rotate the logs\.$/)
+    expect(reminder.data.content[0].text).toMatch(
+      /^\[Scheduled reminder sch-1 \(late: it was due at .*\)\] Rotate the logs\.$/,
+    )
     expect(lines.at(-1)).toMatchObject({ type: 'result', result: 'Rotating the logs now.', reason: 'completed' })
     expect(server.remaining).toBe(0)
   })

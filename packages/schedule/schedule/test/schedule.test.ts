@@ -9,7 +9,11 @@ afterEach(async () => {
 })
 
 async function boot(script: ScriptEntry[], options: { config?: object; session?: Harness['session'] } = {}) {
-  const h = await createHarness({ script, plugins: [[Schedule, options.config ?? {}]], ...(options.session ? { session: options.session } : {}) })
+  const h = await createHarness({
+    script,
+    plugins: [[Schedule, options.config ?? {}]],
+    ...(options.session ? { session: options.session } : {}),
+  })
   harnesses.push(h)
   return h
 }
@@ -19,7 +23,11 @@ const results = (h: Harness) => h.session.events.filter((e) => e.type === 'tool/
 const text = (r: Result) => r.message.content[0].text
 const call = (name: string, args: object) => ({ toolCalls: [{ name, arguments: args }] })
 const reminders = (h: Harness) =>
-  h.session.events.flatMap((e) => (e.type === 'user/message' && e.data.source.kind === 'plugin' && e.data.source.plugin === REMINDER_SOURCE ? [(e.data.content[0] as { text: string }).text] : []))
+  h.session.events.flatMap((e) =>
+    e.type === 'user/message' && e.data.source.kind === 'plugin' && e.data.source.plugin === REMINDER_SOURCE
+      ? [(e.data.content[0] as { text: string }).text]
+      : [],
+  )
 
 /**
  * Runs `body` on a fake clock (setTimeout and Date): the schedule's timers fire when the test
@@ -45,9 +53,15 @@ async function until(check: () => boolean, ms = 8000) {
 
 describe('@dsh/schedule', () => {
   it('a due reminder is logged and delivered as a message that starts a turn', async () => {
-    const h = await boot([call('schedule_create', { after_seconds: 1, prompt: 'Check the build log' }), { text: 'scheduled' }, { text: 'checked the log' }])
+    const h = await boot([
+      call('schedule_create', { after_seconds: 1, prompt: 'Check the build log' }),
+      { text: 'scheduled' },
+      { text: 'checked the log' },
+    ])
     await h.prompt('remind me in a second')
-    expect(text(results(h)[0])).toMatch(/^Reminder sch-1 scheduled for \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \(in 1 s\)\. It is now /)
+    expect(text(results(h)[0])).toMatch(
+      /^Reminder sch-1 scheduled for \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \(in 1 s\)\. It is now /,
+    )
     expect(pendingSchedules(h.session)).toHaveLength(1)
     // A long-lived host asks before unloading an idle session: a pending reminder keeps it live.
     expect(h.ctx.bail('session/keep-alive', h.session)).toBe('1 pending reminder')
@@ -55,7 +69,9 @@ describe('@dsh/schedule', () => {
     expect(reminders(h)).toEqual(['[Scheduled reminder sch-1] Check the build log'])
     const fired = h.session.last('schedule/fired')!.data
     expect(fired).toMatchObject({ id: 'sch-1', late: false })
-    expect(h.session.last('schedule/fired')!.seq).toBeLessThan(h.session.events.findIndex((e) => e.type === 'user/message' && e.data.source.kind === 'plugin'))
+    expect(h.session.last('schedule/fired')!.seq).toBeLessThan(
+      h.session.events.findIndex((e) => e.type === 'user/message' && e.data.source.kind === 'plugin'),
+    )
     expect(pendingSchedules(h.session)).toEqual([])
     // Nothing pending: a long-lived host may unload the session again.
     expect(h.ctx.bail('session/keep-alive', h.session)).toBeUndefined()
@@ -66,11 +82,20 @@ describe('@dsh/schedule', () => {
   it('every_seconds repeats until cancelled; list shows it', async () => {
     await onFakeClock(async () => {
       const h = await boot(
-        [call('schedule_create', { every_seconds: 1, prompt: 'tick' }), call('schedule_list', {}), { text: 'ok' }, { text: 'tick 1' }, call('schedule_cancel', { id: 'sch-1' }), { text: 'stopped' }],
+        [
+          call('schedule_create', { every_seconds: 1, prompt: 'tick' }),
+          call('schedule_list', {}),
+          { text: 'ok' },
+          { text: 'tick 1' },
+          call('schedule_cancel', { id: 'sch-1' }),
+          { text: 'stopped' },
+        ],
         { config: { minEverySeconds: 1 } },
       )
       await h.prompt('tick every second')
-      expect(text(results(h)[1])).toMatch(/^1 pending reminder \(it is now .*\):\n- sch-1 \(every, every 1 s\) next at .* \(in 1 s\): "tick"$/)
+      expect(text(results(h)[1])).toMatch(
+        /^1 pending reminder \(it is now .*\):\n- sch-1 \(every, every 1 s\) next at .* \(in 1 s\): "tick"$/,
+      )
       vi.advanceTimersByTime(1000)
       await h.agent.idle()
       expect(reminders(h)).toEqual(['[Scheduled reminder sch-1] tick'])
@@ -91,16 +116,33 @@ describe('@dsh/schedule', () => {
     const first = await boot([])
     const session = first.session
     const dueAt = Date.now() - 3_600_000
-    session.append('schedule/created', { id: 'sch-1', kind: 'after', prompt: 'water the plants', dueAt, createdAt: dueAt - 1000 })
-    session.append('schedule/created', { id: 'sch-2', kind: 'every', prompt: 'stand up', dueAt: dueAt, everyMs: 600_000, createdAt: dueAt - 1000 })
+    session.append('schedule/created', {
+      id: 'sch-1',
+      kind: 'after',
+      prompt: 'water the plants',
+      dueAt,
+      createdAt: dueAt - 1000,
+    })
+    session.append('schedule/created', {
+      id: 'sch-2',
+      kind: 'every',
+      prompt: 'stand up',
+      dueAt: dueAt,
+      everyMs: 600_000,
+      createdAt: dueAt - 1000,
+    })
     await first.agent.dispose()
     const h = await boot([{ text: 'watered' }, { text: 'stood' }], { session })
     await until(() => reminders(h).length === 2)
     await h.agent.idle()
     const [water, stand] = reminders(h)
-    expect(water).toMatch(/^\[Scheduled reminder sch-1 \(late: it was due at .* and is delivered at .*\)\] water the plants$/)
+    expect(water).toMatch(
+      /^\[Scheduled reminder sch-1 \(late: it was due at .* and is delivered at .*\)\] water the plants$/,
+    )
     expect(stand).toContain('6 earlier occurrences were skipped')
-    expect(h.session.events.filter((e) => e.type === 'schedule/fired').map((e) => (e.data as { late: boolean }).late)).toEqual([true, true])
+    expect(
+      h.session.events.filter((e) => e.type === 'schedule/fired').map((e) => (e.data as { late: boolean }).late),
+    ).toEqual([true, true])
     // the every reminder continues on its grid, in the future
     const next = pendingSchedules(h.session)
     expect(next.map((p) => p.id)).toEqual(['sch-2'])
@@ -135,10 +177,23 @@ describe('@dsh/schedule', () => {
     await h.prompt('try')
     const r = results(h)
     expect(r.map((x) => x.error?.code)).toEqual([
-      'AT_IN_PAST', 'EVERY_TOO_SHORT', 'INVALID_SCHEDULE', 'INVALID_SCHEDULE', 'INVALID_SCHEDULE', 'INVALID_SCHEDULE', 'INVALID_SCHEDULE', 'INVALID_SCHEDULE', 'UNKNOWN_SCHEDULE', 'INVALID_ARGUMENTS',
+      'AT_IN_PAST',
+      'EVERY_TOO_SHORT',
+      'INVALID_SCHEDULE',
+      'INVALID_SCHEDULE',
+      'INVALID_SCHEDULE',
+      'INVALID_SCHEDULE',
+      'INVALID_SCHEDULE',
+      'INVALID_SCHEDULE',
+      'UNKNOWN_SCHEDULE',
+      'INVALID_ARGUMENTS',
     ])
-    expect(text(r[0])).toMatch(/^Error \[AT_IN_PAST\]: at ".*" is in the past \(it is now .*Z\); give a future time or use after_seconds\.$/)
-    expect(text(r[1])).toBe('Error [EVERY_TOO_SHORT]: every_seconds must be a whole number of at least 300 (got 10); use after_seconds for a single reminder sooner.')
+    expect(text(r[0])).toMatch(
+      /^Error \[AT_IN_PAST\]: at ".*" is in the past \(it is now .*Z\); give a future time or use after_seconds\.$/,
+    )
+    expect(text(r[1])).toBe(
+      'Error [EVERY_TOO_SHORT]: every_seconds must be a whole number of at least 300 (got 10); use after_seconds for a single reminder sooner.',
+    )
     expect(text(r[4])).toContain('got after_seconds and every_seconds')
     expect(text(r[6])).toContain('ISO 8601 time with a zone')
     expect(text(r[8])).toBe('Error [UNKNOWN_SCHEDULE]: no pending reminder "sch-9" in this session (pending: none).')
@@ -146,7 +201,14 @@ describe('@dsh/schedule', () => {
   })
 
   it('limits pending reminders per session', async () => {
-    const h = await boot([call('schedule_create', { after_seconds: 600, prompt: 'a' }), call('schedule_create', { after_seconds: 600, prompt: 'b' }), { text: 'ok' }], { config: { maxPending: 1 } })
+    const h = await boot(
+      [
+        call('schedule_create', { after_seconds: 600, prompt: 'a' }),
+        call('schedule_create', { after_seconds: 600, prompt: 'b' }),
+        { text: 'ok' },
+      ],
+      { config: { maxPending: 1 } },
+    )
     await h.prompt('two')
     expect(results(h).map((r) => r.error?.code)).toEqual([undefined, 'TOO_MANY_SCHEDULES'])
   })
@@ -164,7 +226,13 @@ describe('@dsh/schedule', () => {
       const h2 = await createHarness({})
       harnesses.push(h2)
       // Logged before the mount, so the mount arms a timer for it (the live agent's pending reminder).
-      h2.session.append('schedule/created', { id: 'sch-1', kind: 'after', prompt: 'never', dueAt: Date.now() + 200, createdAt: Date.now() })
+      h2.session.append('schedule/created', {
+        id: 'sch-1',
+        kind: 'after',
+        prompt: 'never',
+        dueAt: Date.now() + 200,
+        createdAt: Date.now(),
+      })
       const mounted = await h2.mount(Schedule, {})
       expect(h2.ctx.tools.get('schedule_create')).toBeDefined()
       expect(vi.getTimerCount()).toBeGreaterThan(0)
@@ -178,9 +246,17 @@ describe('@dsh/schedule', () => {
   it("a subagent's session cannot schedule, and its agent arms nothing", async () => {
     const first = await boot([])
     const child = first.ctx.sessions.create({ cwd: '/w', parent: { sessionId: first.session.id, boundary: 0 } })
-    child.append('schedule/created', { id: 'sch-1', kind: 'after', prompt: 'copied', dueAt: Date.now() - 1000, createdAt: Date.now() - 2000 })
+    child.append('schedule/created', {
+      id: 'sch-1',
+      kind: 'after',
+      prompt: 'copied',
+      dueAt: Date.now() - 1000,
+      createdAt: Date.now() - 2000,
+    })
     await onFakeClock(async () => {
-      const h = await boot([call('schedule_create', { after_seconds: 5, prompt: 'x' }), { text: 'ok' }], { session: child })
+      const h = await boot([call('schedule_create', { after_seconds: 5, prompt: 'x' }), { text: 'ok' }], {
+        session: child,
+      })
       await h.prompt('go')
       expect(results(h)[0].error?.code).toBe('SUBAGENT_SESSION')
       // The copied reminder is overdue: a timer armed for it would fire in this advance.
@@ -191,7 +267,12 @@ describe('@dsh/schedule', () => {
 
   it('/schedule lists and cancels for the human; bad lines are one-line errors', async () => {
     const { default: CommandRegistry } = await import('@dsh/commands')
-    const h = await createHarness({ plugins: [[CommandRegistry, {}], [Schedule, {}]] })
+    const h = await createHarness({
+      plugins: [
+        [CommandRegistry, {}],
+        [Schedule, {}],
+      ],
+    })
     harnesses.push(h)
     const run = async (line: string) => {
       const r = await h.ctx.commands.dispatch(h.agent, line)
@@ -199,9 +280,17 @@ describe('@dsh/schedule', () => {
       return r.ok ? (r.output ?? '') : `ERR ${r.error.message}`
     }
     expect(await run('/schedule')).toBe('No pending reminders.')
-    h.session.append('schedule/created', { id: 'sch-1', kind: 'after', prompt: 'stretch', dueAt: Date.now() + 600_000, createdAt: Date.now() })
+    h.session.append('schedule/created', {
+      id: 'sch-1',
+      kind: 'after',
+      prompt: 'stretch',
+      dueAt: Date.now() + 600_000,
+      createdAt: Date.now(),
+    })
     expect(await run('/schedule')).toMatch(/^sch-1 \(after\) next at .* \(in \d+ s\): "stretch"$/)
-    expect(await run('/schedule cancel sch-9')).toBe('ERR /schedule failed: no pending reminder "sch-9" in this session (pending: sch-1)')
+    expect(await run('/schedule cancel sch-9')).toBe(
+      'ERR /schedule failed: no pending reminder "sch-9" in this session (pending: sch-1)',
+    )
     expect(await run('/schedule remove sch-1')).toBe('ERR /schedule failed: usage: /schedule [cancel <id>]')
     expect(await run('/schedule cancel sch-1')).toBe('Reminder sch-1 cancelled.')
     expect(h.session.last('schedule/cancelled')!.data).toEqual({ id: 'sch-1', by: 'human' })

@@ -41,13 +41,21 @@ async function until<T>(probe: () => Promise<T | undefined> | T | undefined, wha
 const reminders = (events: WireEvent[]) =>
   events.flatMap((e) => {
     const data = e.data as { source?: { kind: string; plugin?: string }; content?: { text: string }[] }
-    return e.type === 'user/message' && data.source?.kind === 'plugin' && data.source.plugin === 'schedule' ? [data.content![0].text] : []
+    return e.type === 'user/message' && data.source?.kind === 'plugin' && data.source.plugin === 'schedule'
+      ? [data.content![0].text]
+      : []
   })
 
 describe('schedules in dsh-jsonrpc-agent', () => {
   it('a reminder fires in the running host, and one due during a restart arrives late, once', async () => {
     const root = mkdtempSync(join(tmpdir(), 'dsh-e2e-schedule-'))
-    const env = { PATH: process.env.PATH, HOME: process.env.HOME, DSH_HOME: join(root, 'home'), DEEPSEEK_BASE_URL: '', DEEPSEEK_API_KEY: 'sk-test' }
+    const env = {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      DSH_HOME: join(root, 'home'),
+      DEEPSEEK_BASE_URL: '',
+      DEEPSEEK_API_KEY: 'sk-test',
+    }
     mock = await startMockServer({
       steps: [
         call('c1', 'schedule_create', { after_seconds: 1, prompt: 'Check the oven.' }),
@@ -89,9 +97,16 @@ describe('schedules in dsh-jsonrpc-agent', () => {
     }, 'the late reminder turn')
     const texts = reminders(events)
     expect(texts).toHaveLength(2)
-    expect(texts[1]).toMatch(/^\[Scheduled reminder sch-2 \(late: it was due at .*Z and is delivered at .*Z\)\] Take the cake out\.$/)
-    expect(events.filter((e) => e.type === 'schedule/fired').map((e) => e.data)).toMatchObject([{ id: 'sch-1', late: false }, { id: 'sch-2', late: true }])
-    expect(JSON.stringify(events.filter((e) => e.type === 'assistant/message').at(-1)!.data)).toContain('The cake is out.')
+    expect(texts[1]).toMatch(
+      /^\[Scheduled reminder sch-2 \(late: it was due at .*Z and is delivered at .*Z\)\] Take the cake out\.$/,
+    )
+    expect(events.filter((e) => e.type === 'schedule/fired').map((e) => e.data)).toMatchObject([
+      { id: 'sch-1', late: false },
+      { id: 'sch-2', late: true },
+    ])
+    expect(JSON.stringify(events.filter((e) => e.type === 'assistant/message').at(-1)!.data)).toContain(
+      'The cake is out.',
+    )
     expect(mock.remaining).toBe(0)
 
     // Nothing is delivered twice: a third host on the same log stays quiet.

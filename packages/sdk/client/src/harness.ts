@@ -67,7 +67,9 @@ export interface HarnessOptions {
   spawnProcess?: (file: string, args: string[], options: { cwd?: string; env: NodeJS.ProcessEnv }) => ChildProcess
 }
 
-export type ApprovalHandler = (request: ApprovalRequestedNotification) =>
+export type ApprovalHandler = (
+  request: ApprovalRequestedNotification,
+) =>
   | ApprovalDecision
   | { decision: ApprovalDecision; reason?: string; message?: string }
   | Promise<ApprovalDecision | { decision: ApprovalDecision; reason?: string; message?: string }>
@@ -114,8 +116,10 @@ function commandOf(bin: HarnessOptions['bin']): string[] {
 
 const toHarnessError = (error: unknown): Error => {
   if (error instanceof HarnessError) return error
-  if (error instanceof RpcError) return new HarnessError(error.code, error.message, { ...error.details, rpcCode: error.rpcCode })
-  if (error instanceof ConnectionError) return new HarnessError(error.code === 'PROTOCOL_ERROR' ? 'PROTOCOL_ERROR' : 'SERVER_EXITED', error.message)
+  if (error instanceof RpcError)
+    return new HarnessError(error.code, error.message, { ...error.details, rpcCode: error.rpcCode })
+  if (error instanceof ConnectionError)
+    return new HarnessError(error.code === 'PROTOCOL_ERROR' ? 'PROTOCOL_ERROR' : 'SERVER_EXITED', error.message)
   return error as Error
 }
 
@@ -256,7 +260,13 @@ export class HarnessSession {
 
   /** Logged events from `fromSeq` (default 0). */
   async history(fromSeq = 0, limit?: number): Promise<WireEvent[]> {
-    return (await this.harness.call(Method.sessionHistory, { sessionId: this.id, fromSeq, ...(limit !== undefined ? { limit } : {}) })).events
+    return (
+      await this.harness.call(Method.sessionHistory, {
+        sessionId: this.id,
+        fromSeq,
+        ...(limit !== undefined ? { limit } : {}),
+      })
+    ).events
   }
 
   /** Every event of this session as it arrives; returns the unsubscribe function. */
@@ -359,9 +369,15 @@ export class Harness {
     const harness = new Harness(child, options, command)
     harness.attach()
     try {
-      const info = await harness.call(Method.initialize, { protocolVersion: PROTOCOL_VERSION, clientInfo: { name: '@dsh/sdk-client' } })
+      const info = await harness.call(Method.initialize, {
+        protocolVersion: PROTOCOL_VERSION,
+        clientInfo: { name: '@dsh/sdk-client' },
+      })
       if (info?.protocolVersion !== PROTOCOL_VERSION) {
-        throw new HarnessError('PROTOCOL_VERSION_MISMATCH', `the server speaks protocol ${JSON.stringify(info?.protocolVersion)}, this client ${PROTOCOL_VERSION}`)
+        throw new HarnessError(
+          'PROTOCOL_VERSION_MISMATCH',
+          `the server speaks protocol ${JSON.stringify(info?.protocolVersion)}, this client ${PROTOCOL_VERSION}`,
+        )
       }
       harness.info = info
     } catch (error) {
@@ -394,7 +410,13 @@ export class Harness {
     child.on('close', (code, signal) => {
       const how = signal ? `was killed by ${signal}` : `exited with code ${code}`
       const tail = this.stderrTail.trim().split('\n').slice(-5).join('\n')
-      this.fail(new HarnessError('SERVER_EXITED', `dsh-jsonrpc-agent ${how}${this.closing ? ' (closed by the client)' : ''}${tail ? `; stderr:\n${tail}` : ''}`, { code, signal }))
+      this.fail(
+        new HarnessError(
+          'SERVER_EXITED',
+          `dsh-jsonrpc-agent ${how}${this.closing ? ' (closed by the client)' : ''}${tail ? `; stderr:\n${tail}` : ''}`,
+          { code, signal },
+        ),
+      )
       this.exit.resolve({ code, signal })
     })
   }
@@ -402,7 +424,9 @@ export class Harness {
   private fail(error: HarnessError): void {
     if (this.failure) return
     this.failure = error
-    this.connection.end(new ConnectionError(error.code === 'PROTOCOL_ERROR' ? 'PROTOCOL_ERROR' : 'CONNECTION_CLOSED', error.message))
+    this.connection.end(
+      new ConnectionError(error.code === 'PROTOCOL_ERROR' ? 'PROTOCOL_ERROR' : 'CONNECTION_CLOSED', error.message),
+    )
     for (const s of this.sessions.values()) s.fail(error)
   }
 
@@ -435,7 +459,9 @@ export class Harness {
     let answer: { decision: ApprovalDecision; reason?: string; message?: string }
     try {
       const handler = this.options.onApproval
-      const given = handler ? await handler(request) : { decision: 'rejected' as const, reason: 'the SDK client has no approval handler' }
+      const given = handler
+        ? await handler(request)
+        : { decision: 'rejected' as const, reason: 'the SDK client has no approval handler' }
       answer = typeof given === 'string' ? { decision: given } : given
     } catch (error) {
       answer = { decision: 'rejected', reason: `the approval handler failed: ${(error as Error).message}` }
@@ -496,7 +522,8 @@ export class Harness {
 
   private async kill(): Promise<void> {
     const timeout = this.options.closeTimeoutMs ?? 5000
-    const wait = (ms: number) => Promise.race([this.exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms).unref())])
+    const wait = (ms: number) =>
+      Promise.race([this.exited.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms).unref())])
     this.child.stdin?.end()
     if (await wait(timeout)) return
     this.child.kill('SIGTERM')

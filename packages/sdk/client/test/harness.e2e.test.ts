@@ -33,7 +33,13 @@ async function start(steps: unknown[], ws = workspace()) {
   const harness = await Harness.start({
     bin,
     cwd: ws.cwd,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, DSH_HOME: ws.home, DEEPSEEK_BASE_URL: mock.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' },
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      DSH_HOME: ws.home,
+      DEEPSEEK_BASE_URL: mock.baseURL,
+      DEEPSEEK_API_KEY: 'sk-test-not-a-real-key',
+    },
   })
   harnesses.push(harness)
   return { harness, ws, mock }
@@ -64,7 +70,13 @@ describe('Harness against dsh-jsonrpc-agent', () => {
     const session = await harness.createSession()
     expect(session.cwd).toBe(ws.cwd)
     const result = await session.prompt('what does marker.txt say?')
-    expect(result).toMatchObject({ sessionId: session.id, reason: 'completed', text: 'The marker says hello.', steps: 2, turn: 0 })
+    expect(result).toMatchObject({
+      sessionId: session.id,
+      reason: 'completed',
+      text: 'The marker says hello.',
+      steps: 2,
+      turn: 0,
+    })
     const types = result.events.map((e) => e.type)
     expect(types[0]).toBe('turn/start')
     expect(types.at(-1)).toBe('turn/end')
@@ -90,15 +102,41 @@ describe('Harness against dsh-jsonrpc-agent', () => {
     const result = await session.prompt('delegate')
     expect(result).toMatchObject({ reason: 'completed', text: 'parent done' })
     expect(seen.map((n) => `${n.description}:${n.status}`)).toEqual([
-      'outer helper:running', 'inner helper:running', 'inner helper:completed', 'outer helper:completed',
+      'outer helper:running',
+      'inner helper:running',
+      'inner helper:completed',
+      'outer helper:completed',
     ])
     const [outerStart, innerStart, innerEnd, outerEnd] = seen
-    expect(outerStart).toMatchObject({ sessionId: session.id, parentSessionId: session.id, id: 'sub-1', provider: 'spawn', depth: 1, background: false })
+    expect(outerStart).toMatchObject({
+      sessionId: session.id,
+      parentSessionId: session.id,
+      id: 'sub-1',
+      provider: 'spawn',
+      depth: 1,
+      background: false,
+    })
     expect(outerStart.childSessionId).toEqual(expect.any(String))
     // The grandchild belongs to the client's session; its parent is the child's own session.
-    expect(innerStart).toMatchObject({ sessionId: session.id, parentSessionId: outerStart.childSessionId, id: 'sub-1', provider: 'spawn', depth: 2 })
-    expect(innerEnd).toMatchObject({ status: 'completed', text: 'x'.repeat(2000), textTruncated: true, childSessionId: innerStart.childSessionId })
-    expect(outerEnd).toMatchObject({ status: 'completed', text: 'child done', parentSessionId: session.id, id: 'sub-1' })
+    expect(innerStart).toMatchObject({
+      sessionId: session.id,
+      parentSessionId: outerStart.childSessionId,
+      id: 'sub-1',
+      provider: 'spawn',
+      depth: 2,
+    })
+    expect(innerEnd).toMatchObject({
+      status: 'completed',
+      text: 'x'.repeat(2000),
+      textTruncated: true,
+      childSessionId: innerStart.childSessionId,
+    })
+    expect(outerEnd).toMatchObject({
+      status: 'completed',
+      text: 'child done',
+      parentSessionId: session.id,
+      id: 'sub-1',
+    })
     expect(outerEnd).not.toHaveProperty('textTruncated')
     if (outerEnd.status === 'running' || innerEnd.status === 'running') throw new Error('unreachable')
     expect(innerEnd.usage?.input).toBeGreaterThan(0)
@@ -158,7 +196,10 @@ describe('Harness against dsh-jsonrpc-agent', () => {
     const history = await s2.history()
     expectContiguous(history)
     expect(history.filter((e) => e.type === 'turn/end')).toHaveLength(2)
-    expect((await second.harness.listSessions()).find((r) => r.sessionId === s1.id)).toMatchObject({ live: true, status: 'idle' })
+    expect((await second.harness.listSessions()).find((r) => r.sessionId === s1.id)).toMatchObject({
+      live: true,
+      status: 'idle',
+    })
   })
 
   it('runs two sessions interleaved in one server', async () => {
@@ -185,8 +226,13 @@ describe('Harness against dsh-jsonrpc-agent', () => {
     const session = await harness.createSession()
     const stream = session.stream('stall')
     await expect(session.prompt('again')).rejects.toMatchObject({ code: 'BUSY' })
-    await expect(harness.resumeSession('no-such-session')).rejects.toMatchObject({ name: 'HarnessError', code: 'SESSION_NOT_FOUND' })
-    await expect(harness.createSession({ cwd: join(ws.cwd, 'missing') })).rejects.toMatchObject({ code: 'INVALID_PARAMS' })
+    await expect(harness.resumeSession('no-such-session')).rejects.toMatchObject({
+      name: 'HarnessError',
+      code: 'SESSION_NOT_FOUND',
+    })
+    await expect(harness.createSession({ cwd: join(ws.cwd, 'missing') })).rejects.toMatchObject({
+      code: 'INVALID_PARAMS',
+    })
     await expect(harness.createSession({ model: 'no-such-model' })).rejects.toMatchObject({ code: 'MODEL_NOT_FOUND' })
     await session.cancel()
     expect((await stream.result).reason).toBe('cancelled')
@@ -227,10 +273,18 @@ describe('no leaked servers when the parent goes away', () => {
     const ws = workspace()
     const child = spawn(process.execPath, ['--import', 'tsx', parent, mode], {
       cwd: fileURLToPath(new URL('..', import.meta.url)),
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, DSH_HOME: ws.home, SDK_BIN: bin, DEEPSEEK_API_KEY: 'sk-test' },
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        DSH_HOME: ws.home,
+        SDK_BIN: bin,
+        DEEPSEEK_API_KEY: 'sk-test',
+      },
       stdio: ['ignore', 'pipe', 'inherit'],
     })
-    const pid = await new Promise<number>((resolve) => child.stdout.once('data', (d) => resolve(Number(String(d).trim()))))
+    const pid = await new Promise<number>((resolve) =>
+      child.stdout.once('data', (d) => resolve(Number(String(d).trim()))),
+    )
     return { child, pid }
   }
 
@@ -272,6 +326,8 @@ describe('Harness against a misbehaving server', () => {
   })
 
   it('a bin that cannot be started is SPAWN_FAILED', async () => {
-    await expect(Harness.start({ bin: '/nonexistent/dsh-jsonrpc-agent' })).rejects.toMatchObject({ code: 'SPAWN_FAILED' })
+    await expect(Harness.start({ bin: '/nonexistent/dsh-jsonrpc-agent' })).rejects.toMatchObject({
+      code: 'SPAWN_FAILED',
+    })
   })
 })

@@ -2,13 +2,7 @@
 // and by the TypeScript client. One frame is one JSON value on one line, terminated by "\n";
 // JSON.stringify never emits a raw newline, so no escaping is needed.
 import { StringDecoder } from 'node:string_decoder'
-import {
-  ERROR_CODES,
-  type ErrorCode,
-  type JsonRpcErrorObject,
-  type JsonRpcFailure,
-  type JsonRpcId,
-} from './wire.ts'
+import { ERROR_CODES, type ErrorCode, type JsonRpcErrorObject, type JsonRpcFailure, type JsonRpcId } from './wire.ts'
 
 /** A JSON-RPC error with a stable string code (`data.code`). */
 export class RpcError extends Error {
@@ -156,7 +150,12 @@ export class JsonRpcConnection {
     this.decoder = new LineDecoder(
       (line) => this.onLine(line),
       options.maxFrameLength,
-      (length) => this.invalid(null, 'PARSE_ERROR', `frame longer than ${options.maxFrameLength ?? 64 * 1024 * 1024} characters (${length}+)`),
+      (length) =>
+        this.invalid(
+          null,
+          'PARSE_ERROR',
+          `frame longer than ${options.maxFrameLength ?? 64 * 1024 * 1024} characters (${length}+)`,
+        ),
     )
   }
 
@@ -262,12 +261,15 @@ export class JsonRpcConnection {
     }
     if (id !== null && ('result' in message || 'error' in message)) {
       const pending = this.pending.get(id)
-      if (!pending) return this.invalid(null, 'INVALID_REQUEST', `response for unknown request id ${JSON.stringify(id)}`)
+      if (!pending)
+        return this.invalid(null, 'INVALID_REQUEST', `response for unknown request id ${JSON.stringify(id)}`)
       this.pending.delete(id)
       if ('error' in message) {
         const error = message.error
         if (!isObject(error) || typeof error.code !== 'number') {
-          return pending.reject(new ConnectionError('PROTOCOL_ERROR', `malformed error object in the response to ${pending.method}`))
+          return pending.reject(
+            new ConnectionError('PROTOCOL_ERROR', `malformed error object in the response to ${pending.method}`),
+          )
         }
         pending.reject(RpcError.fromWire(error as unknown as JsonRpcErrorObject))
       } else pending.resolve(message.result)
@@ -285,7 +287,10 @@ export class JsonRpcConnection {
       if (!this.closedWith) this.send({ jsonrpc: '2.0', id, ...body })
     }
     const onError = (error: unknown) => {
-      const rpc = error instanceof RpcError ? error : new RpcError('INTERNAL', `internal error in ${method}: ${(error as Error)?.message ?? String(error)}`)
+      const rpc =
+        error instanceof RpcError
+          ? error
+          : new RpcError('INTERNAL', `internal error in ${method}: ${(error as Error)?.message ?? String(error)}`)
       reply({ error: rpc.toJSON() })
     }
     if (!this.options.onRequest) return onError(new RpcError('METHOD_NOT_FOUND', `unknown method "${method}"`))

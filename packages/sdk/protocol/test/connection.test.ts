@@ -32,7 +32,11 @@ describe('LineDecoder', () => {
   it('reports a line longer than the limit once and drops all of it, its tail included', () => {
     const lines: string[] = []
     const overflows: number[] = []
-    const d = new LineDecoder((l) => lines.push(l), 10, (n) => overflows.push(n))
+    const d = new LineDecoder(
+      (l) => lines.push(l),
+      10,
+      (n) => overflows.push(n),
+    )
     d.push('x'.repeat(11))
     d.push('y'.repeat(20))
     d.push('tail\nok\n')
@@ -75,12 +79,18 @@ describe('JsonRpcConnection', () => {
     const { client } = pair(() => {
       throw new TypeError('boom')
     })
-    await expect(client.request('x')).rejects.toMatchObject({ code: 'INTERNAL', message: expect.stringContaining('boom') })
+    await expect(client.request('x')).rejects.toMatchObject({
+      code: 'INTERNAL',
+      message: expect.stringContaining('boom'),
+    })
   })
 
   it('server mode answers malformed frames with parse / invalid-request errors and keeps going', async () => {
     const written: string[] = []
-    const server = new JsonRpcConnection({ write: (t) => written.push(...t.trim().split('\n')), onRequest: () => ({ ok: true }) })
+    const server = new JsonRpcConnection({
+      write: (t) => written.push(...t.trim().split('\n')),
+      onRequest: () => ({ ok: true }),
+    })
     server.receive('{not json\n')
     server.receive('[1,2]\n')
     server.receive('{"id":3,"method":"x"}\n')
@@ -99,7 +109,11 @@ describe('JsonRpcConnection', () => {
 
   it('server mode answers an oversized frame once (id null) and serves the next one', async () => {
     const written: string[] = []
-    const server = new JsonRpcConnection({ write: (t) => written.push(...t.trim().split('\n')), onRequest: () => ({ ok: true }), maxFrameLength: 50 })
+    const server = new JsonRpcConnection({
+      write: (t) => written.push(...t.trim().split('\n')),
+      onRequest: () => ({ ok: true }),
+      maxFrameLength: 50,
+    })
     const big = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'x', params: { pad: 'p'.repeat(80) } })
     server.receive(big.slice(0, 40))
     server.receive(big.slice(40) + '\n{"jsonrpc":"1.0","id":2,"method":"x"}\n')
@@ -137,6 +151,11 @@ describe('JsonRpcConnection', () => {
     for (let i = 0; i < 100; i++) c.notify('n', { i })
     await tick()
     expect(writes).toHaveLength(1)
-    expect(writes[0].trim().split('\n').map((l) => JSON.parse(l).params.i)).toEqual([...Array(100).keys()])
+    expect(
+      writes[0]
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).params.i),
+    ).toEqual([...Array(100).keys()])
   })
 })

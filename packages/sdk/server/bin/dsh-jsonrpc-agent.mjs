@@ -9,7 +9,8 @@ globalThis[STDIO_KEY] = { input: process.stdin, output: { write: (text) => realW
 // A client that vanished makes stdout writes fail with EPIPE; the end of stdin stops us anyway.
 process.stdout.on('error', () => {})
 const args = process.argv.slice(2)
-const dumping = args.includes('--dump-config') || args.includes('--help') || args.includes('-h') || args.includes('--version')
+const dumping =
+  args.includes('--dump-config') || args.includes('--help') || args.includes('-h') || args.includes('--version')
 if (!dumping) process.stdout.write = process.stderr.write.bind(process.stderr)
 
 const { launch, runsSources } = await import('@dsh/app-boot/launch')

@@ -36,13 +36,18 @@ export function serverStdio(): ServerIo {
   return held ?? { input: process.stdin, output: process.stdout }
 }
 
-const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version
+const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string })
+  .version
 
 export function apply(ctx: Context, config: Config): void {
   let server: HarnessSdkJsonRpcServer | undefined
   const start = () => {
     if (server) return
-    server = new HarnessSdkJsonRpcServer(ctx, serverStdio(), { serverName: 'dsh-jsonrpc-agent', serverVersion: version, maxSteps: config.maxSteps })
+    server = new HarnessSdkJsonRpcServer(ctx, serverStdio(), {
+      serverName: 'dsh-jsonrpc-agent',
+      serverVersion: version,
+      maxSteps: config.maxSteps,
+    })
     server.start()
   }
   ctx.effect(() => () => void server?.stop(0), 'sdk-server: stop')

@@ -6,7 +6,13 @@ import { createRequire } from 'node:module'
 import { dirname, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import {
-  applyDotEnv, bootComposition, composeLayers, dumpComposition, DshUserError, readLayerFile, runTree,
+  applyDotEnv,
+  bootComposition,
+  composeLayers,
+  dumpComposition,
+  DshUserError,
+  readLayerFile,
+  runTree,
   type Layer,
 } from '@dsh/app-boot'
 import { resolveDshHome } from '@dsh/home-paths'
@@ -98,11 +104,16 @@ export async function main(opts: MainOptions): Promise<number> {
       return 0
     }
     return await runTree(
-      () => bootComposition(comp, { bootInfo: { profile: 'jsonrpc', home, cwd, appArgs: [] }, stderr, prelink: 'jsonrpc' }),
+      () =>
+        bootComposition(comp, { bootInfo: { profile: 'jsonrpc', home, cwd, appArgs: [] }, stderr, prelink: 'jsonrpc' }),
       {
-        name: 'dsh-jsonrpc-agent', stderr,
+        name: 'dsh-jsonrpc-agent',
+        stderr,
         // Hot reload: edits of the user's layer files (CONFIG, --patch) re-compose the running tree.
-        watch: { files: [...(configFile ? [resolve(cwd, configFile)] : []), ...patches.map((p) => resolve(cwd, p))], recompose: compose },
+        watch: {
+          files: [...(configFile ? [resolve(cwd, configFile)] : []), ...patches.map((p) => resolve(cwd, p))],
+          recompose: compose,
+        },
       },
     )
   } catch (error) {

@@ -36,14 +36,20 @@ export function seq(method: string, params: Params, field: string, min: number):
 
 export function directory(method: string, params: Params, field: string): string {
   const value = string(method, params, field)
-  if (!isAbsolute(value)) throw new RpcError('INVALID_PARAMS', `${method}: ${field} must be an absolute path, not ${JSON.stringify(value)}`, { field })
+  if (!isAbsolute(value))
+    throw new RpcError('INVALID_PARAMS', `${method}: ${field} must be an absolute path, not ${JSON.stringify(value)}`, {
+      field,
+    })
   let isDir = false
   try {
     isDir = statSync(value).isDirectory()
   } catch {
     // reported below
   }
-  if (!isDir) throw new RpcError('INVALID_PARAMS', `${method}: ${field} ${JSON.stringify(value)} is not an existing directory`, { field })
+  if (!isDir)
+    throw new RpcError('INVALID_PARAMS', `${method}: ${field} ${JSON.stringify(value)} is not an existing directory`, {
+      field,
+    })
   return value
 }
 
@@ -52,7 +58,9 @@ const DECISIONS: readonly ApprovalDecision[] = ['allowed-once', 'allowed-always'
 export function decision(method: string, params: Params): ApprovalDecision {
   const value = params.decision
   if (typeof value !== 'string' || !DECISIONS.includes(value as ApprovalDecision)) {
-    throw new RpcError('INVALID_PARAMS', `${method}: decision must be one of ${DECISIONS.join(', ')}`, { field: 'decision' })
+    throw new RpcError('INVALID_PARAMS', `${method}: decision must be one of ${DECISIONS.join(', ')}`, {
+      field: 'decision',
+    })
   }
   return value as ApprovalDecision
 }

@@ -145,7 +145,8 @@ export class HarnessSdkJsonRpcServer {
     }
     // Grandchildren are logged in their parent's (a child's) session, which no client holds.
     this.offSubagents = this.ctx.on('session/event', (session, event) => {
-      if (!this.entries.has(session.id) && this.descendants.has(session.id)) this.onSubagentEvent(session, event as WireEvent)
+      if (!this.entries.has(session.id) && this.descendants.has(session.id))
+        this.onSubagentEvent(session, event as WireEvent)
     })
     const input = this.io.input
     const onData = (chunk: Buffer | string) => this.connection.receive(chunk)
@@ -192,19 +193,29 @@ export class HarnessSdkJsonRpcServer {
   private handle(method: string, params: unknown): unknown {
     if (this.stopping) throw new RpcError('SHUTTING_DOWN', `${method}: the server is shutting down`)
     if (method !== Method.initialize && !this.initialized) {
-      if (!(Object.values(Method) as string[]).includes(method)) throw new RpcError('METHOD_NOT_FOUND', `unknown method "${method}"`)
+      if (!(Object.values(Method) as string[]).includes(method))
+        throw new RpcError('METHOD_NOT_FOUND', `unknown method "${method}"`)
       throw new RpcError('NOT_INITIALIZED', `${method}: call initialize first`)
     }
     switch (method) {
-      case Method.initialize: return this.initialize(params)
-      case Method.sessionCreate: return this.create(params)
-      case Method.sessionResume: return this.resume(params)
-      case Method.sessionPrompt: return this.prompt(params)
-      case Method.sessionCancel: return this.cancel(params)
-      case Method.sessionList: return this.list(params)
-      case Method.sessionHistory: return this.history(params)
-      case Method.sessionSearch: return this.search(params)
-      case Method.approvalRespond: return this.respond(params)
+      case Method.initialize:
+        return this.initialize(params)
+      case Method.sessionCreate:
+        return this.create(params)
+      case Method.sessionResume:
+        return this.resume(params)
+      case Method.sessionPrompt:
+        return this.prompt(params)
+      case Method.sessionCancel:
+        return this.cancel(params)
+      case Method.sessionList:
+        return this.list(params)
+      case Method.sessionHistory:
+        return this.history(params)
+      case Method.sessionSearch:
+        return this.search(params)
+      case Method.approvalRespond:
+        return this.respond(params)
       case Method.shutdown: {
         // Answer first; the stop runs after the response frame is flushed.
         queueMicrotask(() => queueMicrotask(() => void this.stop(0)))
@@ -229,7 +240,11 @@ export class HarnessSdkJsonRpcServer {
     return {
       protocolVersion: PROTOCOL_VERSION,
       serverInfo: { name: this.options.serverName, version: this.options.serverVersion },
-      capabilities: { persistence: Boolean(this.opt('durableSessions')), approval: Boolean(this.opt('approval')), search: Boolean(this.opt('sessionQuery')) },
+      capabilities: {
+        persistence: Boolean(this.opt('durableSessions')),
+        approval: Boolean(this.opt('approval')),
+        search: Boolean(this.opt('sessionQuery')),
+      },
     }
   }
 
@@ -238,7 +253,11 @@ export class HarnessSdkJsonRpcServer {
     const entry = this.entries.get(sessionId)
     if (!entry) {
       const hint = this.opt('durableSessions') ? ' (a stored session must be opened with session/resume first)' : ''
-      throw new RpcError('SESSION_NOT_FOUND', `${method}: no live session ${JSON.stringify(sessionId)} in this server${hint}`, { sessionId })
+      throw new RpcError(
+        'SESSION_NOT_FOUND',
+        `${method}: no live session ${JSON.stringify(sessionId)} in this server${hint}`,
+        { sessionId },
+      )
     }
     return entry
   }
@@ -246,16 +265,24 @@ export class HarnessSdkJsonRpcServer {
   private async resolveModel(method: string, spec: string | undefined): Promise<ModelSelection> {
     const fallback = this.opt('agentDefaultModel')?.get()
     if (spec === undefined) {
-      if (!fallback) throw new RpcError('INVALID_PARAMS', `${method}: no default model is configured; pass model "provider/model"`, { field: 'model' })
+      if (!fallback)
+        throw new RpcError('INVALID_PARAMS', `${method}: no default model is configured; pass model "provider/model"`, {
+          field: 'model',
+        })
       return fallback
     }
     const llm = this.opt('llm')
-    if (!llm) throw new RpcError('MODEL_NOT_FOUND', `${method}: model ${JSON.stringify(spec)}: no model service is mounted`, { field: 'model' })
+    if (!llm)
+      throw new RpcError('MODEL_NOT_FOUND', `${method}: model ${JSON.stringify(spec)}: no model service is mounted`, {
+        field: 'model',
+      })
     let resolved: { provider: string; model: string }
     try {
       resolved = await llm.resolveModelSpec(spec, fallback?.provider)
     } catch (error) {
-      throw new RpcError('MODEL_NOT_FOUND', `${method}: model ${JSON.stringify(spec)}: ${(error as Error).message}`, { field: 'model' })
+      throw new RpcError('MODEL_NOT_FOUND', `${method}: model ${JSON.stringify(spec)}: ${(error as Error).message}`, {
+        field: 'model',
+      })
     }
     const { provider, model } = resolved
     return { ...(fallback?.provider === provider ? fallback : {}), provider, model }
@@ -355,19 +382,39 @@ export class HarnessSdkJsonRpcServer {
     const sessionId = p.string(Method.sessionResume, params, 'sessionId')
     const live = this.entries.get(sessionId)
     const wireModel = (a: Agent): WireModel => ({ provider: a.model.provider, model: a.model.model })
-    if (live) return { sessionId, cwd: live.session.cwd, model: wireModel(live.agent), nextSeq: live.session.length, loaded: false }
+    if (live)
+      return {
+        sessionId,
+        cwd: live.session.cwd,
+        model: wireModel(live.agent),
+        nextSeq: live.session.length,
+        loaded: false,
+      }
     const durable = this.opt('durableSessions')
-    if (!durable) throw new RpcError('PERSISTENCE_UNAVAILABLE', 'session/resume: this server has no session-persistence row, so stored sessions cannot be opened')
+    if (!durable)
+      throw new RpcError(
+        'PERSISTENCE_UNAVAILABLE',
+        'session/resume: this server has no session-persistence row, so stored sessions cannot be opened',
+      )
     let session: Session
     try {
       session = (await durable.resume(sessionId)).session
     } catch (error) {
       if (error instanceof SessionPersistenceError) {
-        if (error.code === 'BAD_ID') throw new RpcError('INVALID_PARAMS', `session/resume: ${error.message}`, { sessionId })
-        if (error.code === 'NOT_FOUND') throw new RpcError('SESSION_NOT_FOUND', `session/resume: no stored session ${JSON.stringify(sessionId)}`, { sessionId })
-        if (error.code === 'LOCKED') throw new RpcError('SESSION_LOCKED', `session/resume: ${error.message}`, { sessionId })
+        if (error.code === 'BAD_ID')
+          throw new RpcError('INVALID_PARAMS', `session/resume: ${error.message}`, { sessionId })
+        if (error.code === 'NOT_FOUND')
+          throw new RpcError('SESSION_NOT_FOUND', `session/resume: no stored session ${JSON.stringify(sessionId)}`, {
+            sessionId,
+          })
+        if (error.code === 'LOCKED')
+          throw new RpcError('SESSION_LOCKED', `session/resume: ${error.message}`, { sessionId })
       }
-      throw new RpcError('INTERNAL', `session/resume: cannot load session ${JSON.stringify(sessionId)}: ${(error as Error).message}`, { sessionId })
+      throw new RpcError(
+        'INTERNAL',
+        `session/resume: cannot load session ${JSON.stringify(sessionId)}: ${(error as Error).message}`,
+        { sessionId },
+      )
     }
     // Continue with the model the session last used when its route still exists.
     const header = session.last('request/header')
@@ -390,9 +437,14 @@ export class HarnessSdkJsonRpcServer {
     const params = p.object(Method.sessionPrompt, raw)
     const entry = this.entry(Method.sessionPrompt, params)
     const prompt = params.prompt
-    if (typeof prompt !== 'string' || prompt.trim() === '') throw new RpcError('INVALID_PARAMS', 'session/prompt: prompt must be a non-empty string', { field: 'prompt' })
+    if (typeof prompt !== 'string' || prompt.trim() === '')
+      throw new RpcError('INVALID_PARAMS', 'session/prompt: prompt must be a non-empty string', { field: 'prompt' })
     if (entry.busy) {
-      throw new RpcError('BUSY', `session/prompt: session ${entry.session.id} is running turn ${entry.turn ?? '?'}; wait for it or session/cancel it`, { sessionId: entry.session.id, turn: entry.turn })
+      throw new RpcError(
+        'BUSY',
+        `session/prompt: session ${entry.session.id} is running turn ${entry.turn ?? '?'}; wait for it or session/cancel it`,
+        { sessionId: entry.session.id, turn: entry.turn },
+      )
     }
     entry.busy = true
     entry.turn = undefined
@@ -410,13 +462,26 @@ export class HarnessSdkJsonRpcServer {
       (result) => finish(toWireResult(result)),
       (error: Error) => {
         const turn = entry.turn ?? -1
-        finish({ turn, reason: 'error', text: '', error: { code: 'INTERNAL', message: error.message }, usage: { input: 0, output: 0 }, steps: 0 })
+        finish({
+          turn,
+          reason: 'error',
+          text: '',
+          error: { code: 'INTERNAL', message: error.message },
+          usage: { input: 0, output: 0 },
+          steps: 0,
+        })
       },
     )
     // turn/start is logged synchronously by the loop when idle; otherwise it comes shortly.
-    const turn = await Promise.race([started, done.then((r) => r.turn, (error: Error) => {
-      throw new RpcError('INTERNAL', `session/prompt: the agent refused the prompt: ${error.message}`)
-    })])
+    const turn = await Promise.race([
+      started,
+      done.then(
+        (r) => r.turn,
+        (error: Error) => {
+          throw new RpcError('INTERNAL', `session/prompt: the agent refused the prompt: ${error.message}`)
+        },
+      ),
+    ])
     return { turn }
   }
 
@@ -433,11 +498,22 @@ export class HarnessSdkJsonRpcServer {
     const cwd = p.string(Method.sessionSearch, params, 'cwd', true)
     const limit = p.seq(Method.sessionSearch, params, 'limit', 1)
     const query = this.opt('sessionQuery')
-    if (!query) throw new RpcError('METHOD_NOT_FOUND', `${Method.sessionSearch}: this server has no session-query row (capabilities.search is false)`)
+    if (!query)
+      throw new RpcError(
+        'METHOD_NOT_FOUND',
+        `${Method.sessionSearch}: this server has no session-query row (capabilities.search is false)`,
+      )
     try {
-      return { hits: await query.search({ text, ...(cwd !== undefined ? { cwd } : {}), ...(limit !== undefined ? { limit } : {}) }) }
+      return {
+        hits: await query.search({
+          text,
+          ...(cwd !== undefined ? { cwd } : {}),
+          ...(limit !== undefined ? { limit } : {}),
+        }),
+      }
     } catch (error) {
-      if ((error as { code?: string }).code === 'BAD_QUERY') throw new RpcError('INVALID_PARAMS', `${Method.sessionSearch}: ${(error as Error).message}`)
+      if ((error as { code?: string }).code === 'BAD_QUERY')
+        throw new RpcError('INVALID_PARAMS', `${Method.sessionSearch}: ${(error as Error).message}`)
       throw error
     }
   }
@@ -446,13 +522,21 @@ export class HarnessSdkJsonRpcServer {
     const params = p.object(Method.sessionList, raw, true)
     const cwd = p.string(Method.sessionList, params, 'cwd', true)
     const rows = new Map<string, SessionInfo>()
-    const stored = await this.opt('durableSessions')?.list().catch(() => []) ?? []
+    const stored =
+      (await this.opt('durableSessions')
+        ?.list()
+        .catch(() => [])) ?? []
     for (const s of stored) {
       rows.set(s.id, {
-        sessionId: s.id, cwd: s.cwd, live: false, createdAt: s.createdAt, updatedAt: s.updatedAt,
+        sessionId: s.id,
+        cwd: s.cwd,
+        live: false,
+        createdAt: s.createdAt,
+        updatedAt: s.updatedAt,
         ...(s.title !== undefined ? { title: s.title } : {}),
         ...(s.firstPrompt !== undefined ? { firstPrompt: s.firstPrompt } : {}),
-        turns: s.turns, events: s.events,
+        turns: s.turns,
+        events: s.events,
       })
     }
     for (const entry of this.entries.values()) {
@@ -484,12 +568,19 @@ export class HarnessSdkJsonRpcServer {
       events = live.session.slice(fromSeq, limit === undefined ? undefined : fromSeq + limit) as readonly WireEvent[]
     } else {
       const persistence = this.opt('sessionPersistence')
-      if (!persistence) throw new RpcError('SESSION_NOT_FOUND', `session/history: no live session ${JSON.stringify(sessionId)} and no persistence row`, { sessionId })
+      if (!persistence)
+        throw new RpcError(
+          'SESSION_NOT_FOUND',
+          `session/history: no live session ${JSON.stringify(sessionId)} and no persistence row`,
+          { sessionId },
+        )
       try {
         events = await persistence.readFrom(sessionId, fromSeq)
       } catch (error) {
         if (error instanceof SessionPersistenceError && error.code === 'NOT_FOUND') {
-          throw new RpcError('SESSION_NOT_FOUND', `session/history: no session ${JSON.stringify(sessionId)}`, { sessionId })
+          throw new RpcError('SESSION_NOT_FOUND', `session/history: no session ${JSON.stringify(sessionId)}`, {
+            sessionId,
+          })
         }
         throw error
       }
@@ -551,8 +642,17 @@ export class HarnessSdkJsonRpcServer {
     const reason = p.string(Method.approvalRespond, params, 'reason', true)
     const message = p.string(Method.approvalRespond, params, 'message', true)
     const pending = this.approvals.get(requestId)
-    if (!pending) throw new RpcError('APPROVAL_NOT_FOUND', `approval/respond: no pending approval request ${JSON.stringify(requestId)} (already answered, cancelled, or never asked)`, { requestId })
-    pending.resolve({ decision, ...(reason !== undefined ? { reason } : {}), ...(message !== undefined ? { message } : {}) })
+    if (!pending)
+      throw new RpcError(
+        'APPROVAL_NOT_FOUND',
+        `approval/respond: no pending approval request ${JSON.stringify(requestId)} (already answered, cancelled, or never asked)`,
+        { requestId },
+      )
+    pending.resolve({
+      decision,
+      ...(reason !== undefined ? { reason } : {}),
+      ...(message !== undefined ? { message } : {}),
+    })
     return {}
   }
 }

@@ -21,7 +21,11 @@ async function setup(script: unknown[]) {
   const output = new PassThrough()
   ;(globalThis as Record<symbol, unknown>)[jsonrpc.STDIO_KEY] = { input, output }
   const notes: Array<{ method: string; params: any }> = []
-  const client = new JsonRpcConnection({ write: (t) => void input.write(t), strict: true, onNotification: (method, params) => notes.push({ method, params }) })
+  const client = new JsonRpcConnection({
+    write: (t) => void input.write(t),
+    strict: true,
+    onNotification: (method, params) => notes.push({ method, params }),
+  })
   output.on('data', (chunk) => client.receive(chunk))
   const handle = await tree.mount(jsonrpc as never, { waitForReady: false })
   return { client, notes, handle, input, ctx: tree.ctx, provider: tree.model.provider }
@@ -31,9 +35,13 @@ describe('jsonrpc plugin (in process)', () => {
   it('serves a prompt on the mounted tree', async () => {
     const { client, notes, provider } = await setup([{ text: 'in-process answer' }])
     await client.request('initialize', { protocolVersion: 1 })
-    const { sessionId } = await client.request<any>('session/create', { cwd: process.cwd(), model: `${provider}/${SCRIPTED_MODEL}` })
+    const { sessionId } = await client.request<any>('session/create', {
+      cwd: process.cwd(),
+      model: `${provider}/${SCRIPTED_MODEL}`,
+    })
     expect(await client.request('session/prompt', { sessionId, prompt: 'hi' })).toEqual({ turn: 0 })
-    while (!notes.some((n) => n.method === 'session/status' && n.params.status === 'idle')) await new Promise((r) => setTimeout(r, 5))
+    while (!notes.some((n) => n.method === 'session/status' && n.params.status === 'idle'))
+      await new Promise((r) => setTimeout(r, 5))
     const idle = notes.find((n) => n.method === 'session/status' && n.params.status === 'idle')!
     expect(idle.params.result).toMatchObject({ reason: 'completed', text: 'in-process answer' })
   })
@@ -63,7 +71,10 @@ describe('jsonrpc plugin (in process)', () => {
     // still reading would have answered it first (SHUTTING_DOWN).
     const fresh = await tree!.mount(jsonrpc as never, { waitForReady: false })
     void client.request('session/list', {}).catch(() => {})
-    await vi.waitFor(() => expect(replies.map((r) => r.error?.data?.code)).toContain('NOT_INITIALIZED'), { timeout: 10_000, interval: 5 })
+    await vi.waitFor(() => expect(replies.map((r) => r.error?.data?.code)).toContain('NOT_INITIALIZED'), {
+      timeout: 10_000,
+      interval: 5,
+    })
     expect(replies.map((r) => r.error?.data?.code)).toEqual(['NOT_INITIALIZED'])
     await fresh.dispose()
   })

@@ -23,16 +23,30 @@ describe('dsh-jsonrpc-agent in an untrusted project', () => {
     const cwd = join(root, 'project')
     mkdirSync(cwd)
     const marker = join(root, 'mcp-ran')
-    writeFileSync(join(cwd, '.mcp.json'), JSON.stringify({ mcpServers: { pwn: { command: 'sh', args: ['-c', `echo ran >> ${marker}`] } } }))
+    writeFileSync(
+      join(cwd, '.mcp.json'),
+      JSON.stringify({ mcpServers: { pwn: { command: 'sh', args: ['-c', `echo ran >> ${marker}`] } } }),
+    )
     mock = await startMockServer({ steps: [{ text: 'hello' }] as never })
     const child = spawn(process.execPath, [bin], {
       cwd,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, DSH_HOME: join(root, 'home'), DEEPSEEK_BASE_URL: mock.baseURL, DEEPSEEK_API_KEY: 'sk-test' },
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        DSH_HOME: join(root, 'home'),
+        DEEPSEEK_BASE_URL: mock.baseURL,
+        DEEPSEEK_API_KEY: 'sk-test',
+      },
       stdio: ['pipe', 'pipe', 'pipe'],
     })
     let stderr = ''
     child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d))
-    const frames: Array<{ id?: number; method?: string; params?: { status?: string; result?: { reason?: string } }; result?: { sessionId?: string } }> = []
+    const frames: Array<{
+      id?: number
+      method?: string
+      params?: { status?: string; result?: { reason?: string } }
+      result?: { sessionId?: string }
+    }> = []
     let buffer = ''
     let wake = () => {}
     child.stdout.setEncoding('utf8').on('data', (d: string) => {
@@ -65,6 +79,10 @@ describe('dsh-jsonrpc-agent in an untrusted project', () => {
     await exited
     expect(existsSync(marker)).toBe(false)
     const lines = stderr.split('\n').filter((l) => l.includes('is not trusted'))
-    expect(lines).toEqual([expect.stringContaining(`${cwd} is not trusted, so its MCP servers (pwn) did not start; review and trust them with "dsh trust ${cwd}"`)])
+    expect(lines).toEqual([
+      expect.stringContaining(
+        `${cwd} is not trusted, so its MCP servers (pwn) did not start; review and trust them with "dsh trust ${cwd}"`,
+      ),
+    ])
   })
 })

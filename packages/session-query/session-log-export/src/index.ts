@@ -25,7 +25,10 @@ export interface SessionLogExportConfig {
 }
 
 export const Config: Schema<Partial<SessionLogExportConfig>, SessionLogExportConfig> = Schema.object({
-  path: Schema.string().pattern(/^\/[a-z0-9/-]*[a-z0-9]$/).default('/export').description('URL prefix of the download route.'),
+  path: Schema.string()
+    .pattern(/^\/[a-z0-9/-]*[a-z0-9]$/)
+    .default('/export')
+    .description('URL prefix of the download route.'),
   command: Schema.boolean().default(true).description('Register the /export command (prints the download URL).'),
 }) as Schema<Partial<SessionLogExportConfig>, SessionLogExportConfig>
 
@@ -44,17 +47,29 @@ export interface ExportManifest {
 }
 
 export class ExportError extends Error {
-  constructor(readonly status: number, readonly code: string, message: string) {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
     super(message)
   }
 }
 
 type Api = Context['api']
-const call = <T>(api: Api, method: string, params: unknown) => api.call(method, params, { loopback: true, signal: AbortSignal.timeout(30_000) }) as Promise<T>
+const call = <T>(api: Api, method: string, params: unknown) =>
+  api.call(method, params, { loopback: true, signal: AbortSignal.timeout(30_000) }) as Promise<T>
 
 /** Builds the ZIP of one session from the web host's session methods and the attachment store. */
-export async function exportSession(ctx: Context, api: Api, sessionId: string): Promise<{ zip: Buffer; manifest: ExportManifest }> {
-  const { sessions } = await call<{ sessions: SessionRow[] }>(api, 'sessions.list', { includeArchived: true, limit: 500 })
+export async function exportSession(
+  ctx: Context,
+  api: Api,
+  sessionId: string,
+): Promise<{ zip: Buffer; manifest: ExportManifest }> {
+  const { sessions } = await call<{ sessions: SessionRow[] }>(api, 'sessions.list', {
+    includeArchived: true,
+    limit: 500,
+  })
   const row = sessions.find((s) => s.sessionId === sessionId)
   // The snapshot: the log as long as it is now. Later appends are left out.
   const live = ctx.get('sessions')?.get(sessionId)
@@ -62,7 +77,11 @@ export async function exportSession(ctx: Context, api: Api, sessionId: string): 
   const events: WireEvent[] = []
   try {
     for (let fromSeq = 0; fromSeq < limit; ) {
-      const page = await call<{ events: WireEvent[]; nextSeq: number; end: boolean }>(api, 'sessions.history', { sessionId, fromSeq, limit: 5000 })
+      const page = await call<{ events: WireEvent[]; nextSeq: number; end: boolean }>(api, 'sessions.history', {
+        sessionId,
+        fromSeq,
+        limit: 5000,
+      })
       for (const e of page.events) if (e.seq < limit) events.push(e)
       if (page.end || page.events.length === 0) {
         limit = Math.min(limit, page.nextSeq)
@@ -71,17 +90,23 @@ export async function exportSession(ctx: Context, api: Api, sessionId: string): 
       fromSeq = page.nextSeq
     }
   } catch (error) {
-    if ((error as { code?: string }).code === 'SESSION_NOT_FOUND') throw new ExportError(404, 'SESSION_NOT_FOUND', `no session ${JSON.stringify(sessionId)}`)
+    if ((error as { code?: string }).code === 'SESSION_NOT_FOUND')
+      throw new ExportError(404, 'SESSION_NOT_FOUND', `no session ${JSON.stringify(sessionId)}`)
     throw error
   }
   const ids = new Set<string>()
   for (const e of events) {
     if (e.type !== 'user/message') continue
-    for (const block of ((e.data as { content?: Array<{ type: string; text?: string }> }).content ?? [])) {
+    for (const block of (e.data as { content?: Array<{ type: string; text?: string }> }).content ?? []) {
       if (block.type === 'text' && block.text) for (const token of findTokens(block.text)) ids.add(token.id)
     }
   }
-  const entries: ZipEntry[] = [{ name: 'session.jsonl', data: Buffer.from(events.map((e) => JSON.stringify(e)).join('\n') + (events.length ? '\n' : '')) }]
+  const entries: ZipEntry[] = [
+    {
+      name: 'session.jsonl',
+      data: Buffer.from(events.map((e) => JSON.stringify(e)).join('\n') + (events.length ? '\n' : '')),
+    },
+  ]
   const attachments: ExportManifest['attachments'] = []
   const missing: string[] = []
   const store = ctx.get('attachments')
@@ -120,16 +145,26 @@ export function apply(ctx: Context, raw: Partial<SessionLogExportConfig> = {}): 
       match: 'prefix',
       handle: async (req, res, info) => {
         const m = new RegExp(`^${config.path}/([A-Za-z0-9_-]+)\\.zip$`).exec(info.url.pathname)
-        const fail = (status: number, code: string, message: string) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { code, message } }))
-        if (req.method !== 'GET' || !m) return fail(req.method !== 'GET' ? 405 : 404, req.method !== 'GET' ? 'METHOD_NOT_ALLOWED' : 'NOT_FOUND', `GET ${config.path}/<sessionId>.zip`)
+        const fail = (status: number, code: string, message: string) =>
+          res
+            .writeHead(status, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ error: { code, message } }))
+        if (req.method !== 'GET' || !m)
+          return fail(
+            req.method !== 'GET' ? 405 : 404,
+            req.method !== 'GET' ? 'METHOD_NOT_ALLOWED' : 'NOT_FOUND',
+            `GET ${config.path}/<sessionId>.zip`,
+          )
         try {
           const { zip: body } = await exportSession(inner, inner.api, m[1])
-          res.writeHead(200, {
-            'content-type': 'application/zip',
-            'content-length': body.length,
-            'content-disposition': `attachment; filename="dsh-session-${m[1]}.zip"`,
-            'cache-control': 'no-store',
-          }).end(body)
+          res
+            .writeHead(200, {
+              'content-type': 'application/zip',
+              'content-length': body.length,
+              'content-disposition': `attachment; filename="dsh-session-${m[1]}.zip"`,
+              'cache-control': 'no-store',
+            })
+            .end(body)
         } catch (error) {
           if (error instanceof ExportError) return fail(error.status, error.code, error.message)
           throw error

@@ -14,7 +14,11 @@ export function crc32(data: Uint8Array): number {
   return (c ^ 0xffffffff) >>> 0
 }
 
-export interface ZipEntry { name: string; data: Uint8Array; mtime?: Date }
+export interface ZipEntry {
+  name: string
+  data: Uint8Array
+  mtime?: Date
+}
 
 function dosTime(d: Date): { time: number; date: number } {
   const year = Math.max(1980, d.getFullYear())

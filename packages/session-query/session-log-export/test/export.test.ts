@@ -33,7 +33,17 @@ const download = async (sessionId: string) => fetch(`${app.url.replace(/\/$/, ''
 const unzip = (buffer: Buffer, name: string) => {
   const file = join(scratch, `${Math.random().toString(36).slice(2)}.zip`)
   writeFileSync(file, buffer)
-  return { list: execFileSync('python3', ['-c', 'import sys, zipfile; print("\\n".join(zipfile.ZipFile(sys.argv[1]).namelist()))', file], { encoding: 'utf8' }).trim().split('\n'), read: (entry: string) => execFileSync('unzip', ['-p', file, entry]) , name }
+  return {
+    list: execFileSync(
+      'python3',
+      ['-c', 'import sys, zipfile; print("\\n".join(zipfile.ZipFile(sys.argv[1]).namelist()))', file],
+      { encoding: 'utf8' },
+    )
+      .trim()
+      .split('\n'),
+    read: (entry: string) => execFileSync('unzip', ['-p', file, entry]),
+    name,
+  }
 }
 const waitFor = async (check: () => Promise<boolean>) => {
   for (let i = 0; i < 200 && !(await check()); i++) await new Promise((r) => setTimeout(r, 100))
@@ -42,23 +52,46 @@ const waitFor = async (check: () => Promise<boolean>) => {
 describe('session-log-export', () => {
   it('a finished session: the log line for line, its image, a manifest', async () => {
     const { session } = await app.call('sessions.create', { cwd: app.cwd })
-    const upload = await fetch(`${app.url.replace(/\/$/, '')}/attachments`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'a.png', data: png(3, 3).toString('base64') }) })
+    const upload = await fetch(`${app.url.replace(/\/$/, '')}/attachments`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'a.png', data: png(3, 3).toString('base64') }),
+    })
     const { token, attachment } = (await upload.json()) as { token: string; attachment: { id: string } }
     await app.call('sessions.prompt', { sessionId: session.sessionId, text: `look ${token}` })
-    await waitFor(async () => (await app.call('sessions.list')).sessions.find((s: any) => s.sessionId === session.sessionId)?.status === 'idle')
+    await waitFor(
+      async () =>
+        (await app.call('sessions.list')).sessions.find((s: any) => s.sessionId === session.sessionId)?.status ===
+        'idle',
+    )
     const response = await download(session.sessionId)
     expect(response.status).toBe(200)
     expect(response.headers.get('content-type')).toBe('application/zip')
-    expect(response.headers.get('content-disposition')).toBe(`attachment; filename="dsh-session-${session.sessionId}.zip"`)
+    expect(response.headers.get('content-disposition')).toBe(
+      `attachment; filename="dsh-session-${session.sessionId}.zip"`,
+    )
     const archive = unzip(Buffer.from(await response.arrayBuffer()), 'finished')
     const hex = attachment.id.slice(7)
     expect(archive.list).toEqual(['manifest.json', 'session.jsonl', `attachments/${hex}.png`])
     const { events } = await app.call('sessions.history', { sessionId: session.sessionId })
-    const lines = archive.read('session.jsonl').toString('utf8').trimEnd().split('\n').map((l) => JSON.parse(l))
+    const lines = archive
+      .read('session.jsonl')
+      .toString('utf8')
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l))
     expect(lines).toEqual(events)
     expect(archive.read(`attachments/${hex}.png`).equals(png(3, 3))).toBe(true)
     const manifest = JSON.parse(archive.read('manifest.json').toString('utf8'))
-    expect(manifest).toMatchObject({ format: 'dsh-session-export/1', sessionId: session.sessionId, cwd: app.cwd, events: events.length, running: false, attachments: [{ id: attachment.id, file: `attachments/${hex}.png` }], missingAttachments: [] })
+    expect(manifest).toMatchObject({
+      format: 'dsh-session-export/1',
+      sessionId: session.sessionId,
+      cwd: app.cwd,
+      events: events.length,
+      running: false,
+      attachments: [{ id: attachment.id, file: `attachments/${hex}.png` }],
+      missingAttachments: [],
+    })
     const command = await app.call('commands.execute', { sessionId: session.sessionId, line: '/export' })
     expect(command).toMatchObject({ ok: true, output: `Session log: /export/${session.sessionId}.zip` })
   })
@@ -66,9 +99,18 @@ describe('session-log-export', () => {
   it('a running session exports a consistent prefix and says it was running', async () => {
     const { session } = await app.call('sessions.create', { cwd: app.cwd })
     await app.call('sessions.prompt', { sessionId: session.sessionId, text: 'work slowly' })
-    await waitFor(async () => (await app.call('sessions.history', { sessionId: session.sessionId })).events.some((e: any) => e.type === 'assistant/chunk'))
+    await waitFor(async () =>
+      (await app.call('sessions.history', { sessionId: session.sessionId })).events.some(
+        (e: any) => e.type === 'assistant/chunk',
+      ),
+    )
     const archive = unzip(Buffer.from(await (await download(session.sessionId)).arrayBuffer()), 'running')
-    const lines = archive.read('session.jsonl').toString('utf8').trimEnd().split('\n').map((l) => JSON.parse(l))
+    const lines = archive
+      .read('session.jsonl')
+      .toString('utf8')
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l))
     expect(lines.map((e) => e.seq)).toEqual(lines.map((_, i) => i))
     expect(lines.some((e) => e.type === 'turn/start')).toBe(true)
     expect(lines.some((e) => e.type === 'turn/end')).toBe(false)
@@ -80,14 +122,23 @@ describe('session-log-export', () => {
   it('an unknown session is a 404, a bad path is a 404 naming the route', async () => {
     const missing = await download('no-such-session')
     expect(missing.status).toBe(404)
-    expect(((await missing.json()) as { error: unknown }).error).toEqual({ code: 'SESSION_NOT_FOUND', message: 'no session "no-such-session"' })
+    expect(((await missing.json()) as { error: unknown }).error).toEqual({
+      code: 'SESSION_NOT_FOUND',
+      message: 'no session "no-such-session"',
+    })
     const bad = await fetch(`${app.url.replace(/\/$/, '')}/export/x`)
     expect(bad.status).toBe(404)
     expect(((await bad.json()) as { error: { message: string } }).error.message).toBe('GET /export/<sessionId>.zip')
   })
 
   it('the ZIP writer: stored and deflated entries, UTF-8 names, an empty archive', () => {
-    const archive = unzip(zip([{ name: 'a.txt', data: Buffer.from('x'.repeat(1000)) }, { name: 'ü/b.bin', data: Buffer.from([1, 2, 3]) }]), 'writer')
+    const archive = unzip(
+      zip([
+        { name: 'a.txt', data: Buffer.from('x'.repeat(1000)) },
+        { name: 'ü/b.bin', data: Buffer.from([1, 2, 3]) },
+      ]),
+      'writer',
+    )
     expect(archive.list).toEqual(['a.txt', 'ü/b.bin'])
     expect(archive.read('a.txt').toString()).toBe('x'.repeat(1000))
     expect(zip([]).length).toBe(22)

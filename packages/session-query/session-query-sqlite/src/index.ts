@@ -11,7 +11,15 @@ import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { AnySessionEvent } from '@dsh/session'
 import { resolveDshHome } from '@dsh/home-paths'
-import { SessionQuery, SessionQueryError, eventText, literalPhrase, type SearchHit, type SearchQuery, type SessionInfo } from '@dsh/session-query'
+import {
+  SessionQuery,
+  SessionQueryError,
+  eventText,
+  literalPhrase,
+  type SearchHit,
+  type SearchQuery,
+  type SessionInfo,
+} from '@dsh/session-query'
 
 export interface SqliteQueryConfig {
   /** Index database. Default: `$DSH_HOME/storage/session_search.sqlite`. */
@@ -45,10 +53,13 @@ export class SqliteSessionQuery extends SessionQuery {
     super(ctx)
     this.path = config.path ?? join(resolveDshHome(), 'storage', 'session_search.sqlite')
     this.maxEventChars = config.maxEventChars ?? 100_000
-    ctx.effect(() => () => {
-      this.db?.close()
-      this.db = undefined
-    }, 'session-query-sqlite: close')
+    ctx.effect(
+      () => () => {
+        this.db?.close()
+        this.db = undefined
+      },
+      'session-query-sqlite: close',
+    )
   }
 
   private async open(): Promise<Database.Database> {
@@ -81,24 +92,41 @@ export class SqliteSessionQuery extends SessionQuery {
 
   private async catchUp(): Promise<void> {
     const db = await this.open()
-    const rows = new Map((db.prepare('SELECT session_id, events, last_time FROM indexed').all() as IndexedRow[]).map((r) => [r.session_id, r]))
+    const rows = new Map(
+      (db.prepare('SELECT session_id, events, last_time FROM indexed').all() as IndexedRow[]).map((r) => [
+        r.session_id,
+        r,
+      ]),
+    )
     const infos = await this.sessions()
     const drop = db.prepare('DELETE FROM fts WHERE session_id = ?')
     const forget = db.prepare('DELETE FROM indexed WHERE session_id = ?')
     const insert = db.prepare('INSERT INTO fts (text, session_id, seq, type) VALUES (?, ?, ?, ?)')
-    const mark = db.prepare('INSERT INTO indexed (session_id, cwd, events, last_time) VALUES (?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET cwd = excluded.cwd, events = excluded.events, last_time = excluded.last_time')
-    const write = db.transaction((info: SessionInfo, reset: boolean, events: AnySessionEvent[], count: number, lastTime: number | null) => {
-      if (reset) drop.run(info.id)
-      for (const event of events) {
-        const text = eventText(event)
-        if (text) insert.run(text.length > this.maxEventChars ? text.slice(0, this.maxEventChars) : text, info.id, event.seq, event.type)
-      }
-      mark.run(info.id, info.cwd, count, lastTime)
-    })
+    const mark = db.prepare(
+      'INSERT INTO indexed (session_id, cwd, events, last_time) VALUES (?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE SET cwd = excluded.cwd, events = excluded.events, last_time = excluded.last_time',
+    )
+    const write = db.transaction(
+      (info: SessionInfo, reset: boolean, events: AnySessionEvent[], count: number, lastTime: number | null) => {
+        if (reset) drop.run(info.id)
+        for (const event of events) {
+          const text = eventText(event)
+          if (text)
+            insert.run(
+              text.length > this.maxEventChars ? text.slice(0, this.maxEventChars) : text,
+              info.id,
+              event.seq,
+              event.type,
+            )
+        }
+        mark.run(info.id, info.cwd, count, lastTime)
+      },
+    )
     for (const info of infos) {
       rows.delete(info.id)
       if (info.damaged !== undefined) continue
-      const have = db.prepare('SELECT session_id, events, last_time FROM indexed WHERE session_id = ?').get(info.id) as IndexedRow | undefined
+      const have = db.prepare('SELECT session_id, events, last_time FROM indexed WHERE session_id = ?').get(info.id) as
+        | IndexedRow
+        | undefined
       const live = this.liveSession(info.id)
       const total = live ? live.length : info.events
       if (have && have.events === total && (live || have.last_time === (total ? info.updatedAt : null))) continue

@@ -27,7 +27,13 @@ async function start() {
   const harness = await Harness.start({
     bin,
     cwd: root,
-    env: { PATH: process.env.PATH, HOME: root, DSH_HOME: join(root, 'home'), DEEPSEEK_BASE_URL: mock.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' },
+    env: {
+      PATH: process.env.PATH,
+      HOME: root,
+      DSH_HOME: join(root, 'home'),
+      DEEPSEEK_BASE_URL: mock.baseURL,
+      DEEPSEEK_API_KEY: 'sk-test-not-a-real-key',
+    },
   })
   open.push(harness)
   return harness

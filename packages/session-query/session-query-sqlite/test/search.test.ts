@@ -27,9 +27,16 @@ async function tree() {
 function fill(session: Session, prompt: string, toolOutput: string, answer = 'done'): void {
   session.append('turn/start', { turn: 0 })
   session.append('user/message', { content: [{ type: 'text', text: prompt }], source: { kind: 'human' } })
-  session.append('assistant/message', { message: { role: 'assistant', content: [{ type: 'tool-call', callId: 'c1', name: 'bash', arguments: '{"command":"make"}' }] } })
+  session.append('assistant/message', {
+    message: {
+      role: 'assistant',
+      content: [{ type: 'tool-call', callId: 'c1', name: 'bash', arguments: '{"command":"make"}' }],
+    },
+  })
   session.append('tool/call', { callId: 'c1', name: 'bash', arguments: '{"command":"make"}' })
-  session.append('tool/result', { message: { role: 'tool', callId: 'c1', name: 'bash', content: [{ type: 'text', text: toolOutput }] } })
+  session.append('tool/result', {
+    message: { role: 'tool', callId: 'c1', name: 'bash', content: [{ type: 'text', text: toolOutput }] },
+  })
   session.append('assistant/message', { message: { role: 'assistant', content: [{ type: 'text', text: answer }] } })
   session.append('turn/end', { turn: 0, reason: 'completed' })
 }
@@ -57,7 +64,10 @@ describe('SqliteSessionQuery.search', () => {
     ])
     expect(hits.find((h) => h.sessionId === 'old')!.snippet).toContain('[frobnicate_widget]')
     // A later event of the running session is found on the next search.
-    live.append('user/message', { content: [{ type: 'text', text: 'now look at quuxinator' }], source: { kind: 'human' } })
+    live.append('user/message', {
+      content: [{ type: 'text', text: 'now look at quuxinator' }],
+      source: { kind: 'human' },
+    })
     expect((await ctx.sessionQuery.search({ text: 'quuxinator' })).map((h) => h.sessionId)).toEqual(['running'])
   })
 
@@ -73,7 +83,10 @@ describe('SqliteSessionQuery.search', () => {
     expect(await ctx.sessionQuery.search({ text: '"unbalanced ( quote' })).toEqual([])
     expect(await ctx.sessionQuery.search({ text: "'; DELETE FROM indexed; --" })).toEqual([])
     // The index survived every query.
-    expect((await ctx.sessionQuery.search({ text: 'alpha beta' })).map((h) => h.sessionId).sort()).toEqual(['plain', 'syn'])
+    expect((await ctx.sessionQuery.search({ text: 'alpha beta' })).map((h) => h.sessionId).sort()).toEqual([
+      'plain',
+      'syn',
+    ])
   })
 
   it('filters by cwd and type, groups by session and counts matches', async () => {
@@ -84,7 +97,9 @@ describe('SqliteSessionQuery.search', () => {
     expect(all.map((h) => h.sessionId).sort()).toEqual(['a', 'b'])
     expect(all.find((h) => h.sessionId === 'a')!.matches).toBe(3)
     expect((await ctx.sessionQuery.search({ text: 'zebra', cwd: '/two' })).map((h) => h.sessionId)).toEqual(['b'])
-    expect((await ctx.sessionQuery.search({ text: 'zebra', types: ['tool/result'] })).map((h) => h.sessionId)).toEqual(['a'])
+    expect((await ctx.sessionQuery.search({ text: 'zebra', types: ['tool/result'] })).map((h) => h.sessionId)).toEqual([
+      'a',
+    ])
     expect(await ctx.sessionQuery.search({ text: 'zebra', limit: 1 })).toHaveLength(1)
   })
 
@@ -122,7 +137,10 @@ describe('exact reads', () => {
     await expect(ctx.sessionQuery.read('missing')).rejects.toMatchObject({ code: 'NOT_FOUND' })
     await expect(ctx.sessionQuery.read('st', { fromSeq: -1 })).rejects.toMatchObject({ code: 'BAD_QUERY' })
     const rows = await ctx.sessionQuery.sessions()
-    expect(rows.map((r) => [r.id, r.live]).sort()).toEqual([['lv', true], ['st', false]])
+    expect(rows.map((r) => [r.id, r.live]).sort()).toEqual([
+      ['lv', true],
+      ['st', false],
+    ])
     expect((await ctx.sessionQuery.sessions({ cwd: '/q' })).map((r) => r.id)).toEqual(['lv'])
     expect((await ctx.sessionQuery.sessions({ titleContains: 'STORED' })).map((r) => r.id)).toEqual(['st'])
     expect(await ctx.sessionQuery.session('nope')).toBeUndefined()

@@ -67,7 +67,10 @@ export interface SearchHit {
 
 export class SessionQueryError extends Error {
   override name = 'SessionQueryError'
-  constructor(readonly code: 'NOT_FOUND' | 'BAD_QUERY' | 'NO_PERSISTENCE', message: string) {
+  constructor(
+    readonly code: 'NOT_FOUND' | 'BAD_QUERY' | 'NO_PERSISTENCE',
+    message: string,
+  ) {
     super(message)
   }
 }
@@ -76,7 +79,10 @@ export class SessionQueryError extends Error {
 export function eventText(event: AnySessionEvent): string {
   switch (event.type) {
     case 'user/message':
-      return event.data.content.map((b) => (b.type === 'text' ? b.text : '')).filter(Boolean).join('\n')
+      return event.data.content
+        .map((b) => (b.type === 'text' ? b.text : ''))
+        .filter(Boolean)
+        .join('\n')
     case 'assistant/message':
       return event.data.message.content
         .map((b) => (b.type === 'text' ? b.text : b.type === 'tool-call' ? `${b.name} ${b.arguments}` : ''))
@@ -85,7 +91,10 @@ export function eventText(event: AnySessionEvent): string {
     case 'tool/call':
       return `${event.data.name} ${event.data.arguments}`
     case 'tool/result':
-      return event.data.message.content.map((b) => (b.type === 'text' ? b.text : '')).filter(Boolean).join('\n')
+      return event.data.message.content
+        .map((b) => (b.type === 'text' ? b.text : ''))
+        .filter(Boolean)
+        .join('\n')
     case 'session/title':
       return event.data.title
     default:
@@ -118,7 +127,14 @@ export abstract class SessionQuery extends Service {
       const row = byId.get(session.id)
       // The live log is ahead of the stored one: its title, first prompt and turns win.
       const fresh = liveSummary(session)
-      byId.set(session.id, { ...row, ...fresh, createdAt: row?.createdAt ?? fresh.createdAt, live: true, events: Math.max(row?.events ?? 0, session.length), updatedAt: session.last()?.time ?? row?.updatedAt ?? Date.now() })
+      byId.set(session.id, {
+        ...row,
+        ...fresh,
+        createdAt: row?.createdAt ?? fresh.createdAt,
+        live: true,
+        events: Math.max(row?.events ?? 0, session.length),
+        updatedAt: session.last()?.time ?? row?.updatedAt ?? Date.now(),
+      })
     }
     const needle = filter.titleContains?.toLowerCase()
     const ids = filter.sessionIds ? new Set(filter.sessionIds) : undefined
@@ -151,12 +167,17 @@ export abstract class SessionQuery extends Service {
     if (live) events = live.slice(from, options.toSeq)
     else {
       const persistence = this.ctx.get('sessionPersistence')
-      if (!persistence) throw new SessionQueryError('NO_PERSISTENCE', `session ${sessionId} is not live and no session-persistence row is mounted`)
+      if (!persistence)
+        throw new SessionQueryError(
+          'NO_PERSISTENCE',
+          `session ${sessionId} is not live and no session-persistence row is mounted`,
+        )
       try {
         events = await persistence.readFrom(sessionId, from)
       } catch (error) {
         const code = (error as { code?: string }).code
-        if (code === 'NOT_FOUND' || code === 'BAD_ID') throw new SessionQueryError('NOT_FOUND', `no session ${JSON.stringify(String(sessionId))}`)
+        if (code === 'NOT_FOUND' || code === 'BAD_ID')
+          throw new SessionQueryError('NOT_FOUND', `no session ${JSON.stringify(String(sessionId))}`)
         throw error
       }
       if (options.toSeq !== undefined) events = events.filter((e) => e.seq < options.toSeq!)
@@ -176,14 +197,26 @@ export abstract class SessionQuery extends Service {
 
 /** Throws `BAD_QUERY` unless `value` is undefined or a non-negative integer. */
 function checkCount(name: string, value: number | undefined): void {
-  if (value !== undefined && (!Number.isInteger(value) || value < 0)) throw new SessionQueryError('BAD_QUERY', `${name} must be a non-negative integer, got ${String(value)}`)
+  if (value !== undefined && (!Number.isInteger(value) || value < 0))
+    throw new SessionQueryError('BAD_QUERY', `${name} must be a non-negative integer, got ${String(value)}`)
 }
 
 /** The summary persistence would compute for the live log (title, first prompt, turns, ...). */
 function liveSummary(session: Session): SessionSummary {
   const createdAt = session.events[0]?.time ?? Date.now()
-  const parentSession = session.parent ? { sessionId: session.parent.sessionId as SessionId, boundary: session.parent.boundary } : undefined
-  return summarize({ version: HEADER_VERSION, id: session.id, cwd: session.cwd, createdAt, ...(parentSession ? { parentSession } : {}) }, session.events)
+  const parentSession = session.parent
+    ? { sessionId: session.parent.sessionId as SessionId, boundary: session.parent.boundary }
+    : undefined
+  return summarize(
+    {
+      version: HEADER_VERSION,
+      id: session.id,
+      cwd: session.cwd,
+      createdAt,
+      ...(parentSession ? { parentSession } : {}),
+    },
+    session.events,
+  )
 }
 
 export const name = '@dsh/session-query'

@@ -3,7 +3,14 @@
 // (its base class, with an in-memory backend written here) plus a small scanning provider.
 import { afterEach, describe, expect, it } from 'vitest'
 import { Context } from 'cordis'
-import SessionStore, { Session, asSessionId, type AnySessionEvent, type SessionEventMap, type SessionEventType, type SessionId } from '@dsh/session'
+import SessionStore, {
+  Session,
+  asSessionId,
+  type AnySessionEvent,
+  type SessionEventMap,
+  type SessionEventType,
+  type SessionId,
+} from '@dsh/session'
 import {
   SessionPersistence,
   SessionPersistenceError,
@@ -14,7 +21,14 @@ import {
   type SessionSummary,
   type StoredRecord,
 } from '@dsh/session-persistence'
-import { SessionQuery, SessionQueryError, eventText, literalPhrase, type SearchHit, type SearchQuery } from '@dsh/session-query'
+import {
+  SessionQuery,
+  SessionQueryError,
+  eventText,
+  literalPhrase,
+  type SearchHit,
+  type SearchQuery,
+} from '@dsh/session-query'
 
 /** A real `SessionPersistence` (the base class does ids, seq checks, batching) storing logs in a Map. */
 class MemoryPersistence extends SessionPersistence {
@@ -47,7 +61,12 @@ class MemoryPersistence extends SessionPersistence {
   protected async backendClose(): Promise<void> {}
 
   protected async backendList(): Promise<SessionSummary[]> {
-    return [...this.logs.values()].map((log) => summarize(log.header, log.records.map((r) => r.event as AnySessionEvent)))
+    return [...this.logs.values()].map((log) =>
+      summarize(
+        log.header,
+        log.records.map((r) => r.event as AnySessionEvent),
+      ),
+    )
   }
 }
 
@@ -58,10 +77,22 @@ class ScanQuery extends SessionQuery {
     if (!needle) throw new SessionQueryError('BAD_QUERY', 'search text is empty')
     const hits: SearchHit[] = []
     for (const info of await this.sessions({ cwd: query.cwd, sessionIds: query.sessionIds })) {
-      const events = (await this.read(info.id, { types: query.types })).filter((e) => eventText(e).toLowerCase().includes(needle))
+      const events = (await this.read(info.id, { types: query.types })).filter((e) =>
+        eventText(e).toLowerCase().includes(needle),
+      )
       if (events.length === 0) continue
       const first = events[0]
-      hits.push({ sessionId: info.id, cwd: info.cwd, title: info.title, updatedAt: info.updatedAt, live: info.live, seq: first.seq, type: first.type, snippet: eventText(first), matches: events.length })
+      hits.push({
+        sessionId: info.id,
+        cwd: info.cwd,
+        title: info.title,
+        updatedAt: info.updatedAt,
+        live: info.live,
+        seq: first.seq,
+        type: first.type,
+        snippet: eventText(first),
+        matches: events.length,
+      })
     }
     return hits.slice(0, query.limit ?? 20)
   }
@@ -87,18 +118,35 @@ function fill(session: Session, prompt: string, output = 'ok'): void {
   session.append('turn/start', { turn: 0 })
   session.append('user/message', { content: [{ type: 'text', text: prompt }], source: { kind: 'human' } })
   session.append('tool/call', { callId: 'c1', name: 'bash', arguments: '{"command":"ls"}' })
-  session.append('tool/result', { message: { role: 'tool', callId: 'c1', name: 'bash', content: [{ type: 'text', text: output }] } })
+  session.append('tool/result', {
+    message: { role: 'tool', callId: 'c1', name: 'bash', content: [{ type: 'text', text: output }] },
+  })
   session.append('assistant/message', { message: { role: 'assistant', content: [{ type: 'text', text: 'done' }] } })
   session.append('turn/end', { turn: 0, reason: 'completed' })
 }
 
 /** Stores a session created at `start - 1` whose events are timed from `start`, one ms apart; returns the events. */
-async function stored(ctx: Context, id: string, cwd: string, start: number, prompt: string, extra?: (s: Session) => void, parentSession?: { sessionId: string; boundary: number }) {
+async function stored(
+  ctx: Context,
+  id: string,
+  cwd: string,
+  start: number,
+  prompt: string,
+  extra?: (s: Session) => void,
+  parentSession?: { sessionId: string; boundary: number },
+) {
   let t = start
   const session = new Session({ cwd, id, clock: () => t++ })
   fill(session, prompt)
   extra?.(session)
-  await ctx.sessionPersistence.create({ id, cwd, createdAt: start - 1, ...(parentSession ? { parentSession: { sessionId: asSessionId(parentSession.sessionId), boundary: parentSession.boundary } } : {}) })
+  await ctx.sessionPersistence.create({
+    id,
+    cwd,
+    createdAt: start - 1,
+    ...(parentSession
+      ? { parentSession: { sessionId: asSessionId(parentSession.sessionId), boundary: parentSession.boundary } }
+      : {}),
+  })
   await ctx.sessionPersistence.append(id, session.events)
   await ctx.sessionPersistence.close(id)
   return session.events
@@ -118,7 +166,11 @@ function event<K extends SessionEventType>(type: K, data: SessionEventMap[K]): A
 describe('eventText', () => {
   it('takes the text blocks of a user message, not its images', () => {
     const e = event('user/message', {
-      content: [{ type: 'text', text: 'first line' }, { type: 'image', mediaType: 'image/png', data: 'aGVsbG8=' }, { type: 'text', text: 'second' }],
+      content: [
+        { type: 'text', text: 'first line' },
+        { type: 'image', mediaType: 'image/png', data: 'aGVsbG8=' },
+        { type: 'text', text: 'second' },
+      ],
       source: { kind: 'human' },
     })
     expect(eventText(e)).toBe('first line\nsecond')
@@ -139,24 +191,48 @@ describe('eventText', () => {
   })
 
   it('takes tool calls, tool result text (not images) and titles', () => {
-    expect(eventText(event('tool/call', { callId: 'c1', name: 'grep', arguments: '{"pattern":"TODO"}' }))).toBe('grep {"pattern":"TODO"}')
+    expect(eventText(event('tool/call', { callId: 'c1', name: 'grep', arguments: '{"pattern":"TODO"}' }))).toBe(
+      'grep {"pattern":"TODO"}',
+    )
     const result = event('tool/result', {
-      message: { role: 'tool', callId: 'c1', name: 'grep', content: [{ type: 'text', text: 'a.ts:1: TODO' }, { type: 'image', mediaType: 'image/png', data: 'eA==' }, { type: 'text', text: 'b.ts:2: TODO' }] },
+      message: {
+        role: 'tool',
+        callId: 'c1',
+        name: 'grep',
+        content: [
+          { type: 'text', text: 'a.ts:1: TODO' },
+          { type: 'image', mediaType: 'image/png', data: 'eA==' },
+          { type: 'text', text: 'b.ts:2: TODO' },
+        ],
+      },
     })
     expect(eventText(result)).toBe('a.ts:1: TODO\nb.ts:2: TODO')
     expect(eventText(event('session/title', { title: 'Fix the parser', source: 'llm' }))).toBe('Fix the parser')
   })
 
   it('is empty for chunks and bookkeeping events', () => {
-    expect(eventText(event('assistant/chunk', { chunk: { type: 'text-delta', text: 'partial answer' } as never }))).toBe('')
+    expect(
+      eventText(event('assistant/chunk', { chunk: { type: 'text-delta', text: 'partial answer' } as never })),
+    ).toBe('')
     expect(eventText(event('turn/start', { turn: 0 }))).toBe('')
     expect(eventText(event('step/end', { turn: 0, step: 0 }))).toBe('')
-    expect(eventText(event('request/header', { provider: 'p', model: 'm', system: 'you are a searchable system prompt', tools: [] }))).toBe('')
+    expect(
+      eventText(
+        event('request/header', { provider: 'p', model: 'm', system: 'you are a searchable system prompt', tools: [] }),
+      ),
+    ).toBe('')
     expect(eventText(event('seed/end', { fromSession: 'x', boundary: 0 }))).toBe('')
   })
 
   it('is empty for a message with no text at all', () => {
-    expect(eventText(event('user/message', { content: [{ type: 'image', mediaType: 'image/png', data: 'eA==' }], source: { kind: 'human' } }))).toBe('')
+    expect(
+      eventText(
+        event('user/message', {
+          content: [{ type: 'image', mediaType: 'image/png', data: 'eA==' }],
+          source: { kind: 'human' },
+        }),
+      ),
+    ).toBe('')
   })
 })
 
@@ -185,7 +261,16 @@ describe('literalPhrase', () => {
   })
 
   it('round-trips any text', () => {
-    for (const text of ['"); DROP TABLE fts; --', 'a OR b', '*', '"quoted"', 'say ""hi""', '"unbalanced ( quote', 'ünïcödé "x" 🙂', '\n"\t"']) {
+    for (const text of [
+      '"); DROP TABLE fts; --',
+      'a OR b',
+      '*',
+      '"quoted"',
+      'say ""hi""',
+      '"unbalanced ( quote',
+      'ünïcödé "x" 🙂',
+      '\n"\t"',
+    ]) {
       expect(unquote(literalPhrase(text))).toBe(text)
     }
   })
@@ -215,11 +300,14 @@ describe('SessionQuery.sessions', () => {
 
   it('filters by cwd, ids, time, title or first prompt, top level, and limits', async () => {
     const ctx = await tree()
-    await stored(ctx, 's1', '/a', 1_000, 'Refactor the Lexer', (s) => s.append('session/title', { title: 'Lexer cleanup', source: 'llm' }))
+    await stored(ctx, 's1', '/a', 1_000, 'Refactor the Lexer', (s) =>
+      s.append('session/title', { title: 'Lexer cleanup', source: 'llm' }),
+    )
     await stored(ctx, 's2', '/a', 2_000, 'write docs')
     await stored(ctx, 's3', '/b', 3_000, 'tune the lexer speed')
     await stored(ctx, 'child', '/a', 4_000, 'subtask', undefined, { sessionId: 's1', boundary: 6 })
-    const ids = async (filter: Parameters<SessionQuery['sessions']>[0]) => (await ctx.sessionQuery.sessions(filter)).map((r) => r.id)
+    const ids = async (filter: Parameters<SessionQuery['sessions']>[0]) =>
+      (await ctx.sessionQuery.sessions(filter)).map((r) => r.id)
 
     expect(await ids({})).toEqual(['child', 's3', 's2', 's1'])
     expect(await ids({ cwd: '/a' })).toEqual(['child', 's2', 's1'])
@@ -246,7 +334,8 @@ describe('SessionQuery.sessions', () => {
     fill(parent, 'Investigate the flaky Build')
     const child = ctx.sessions.fork(parent)
     parent.append('session/title', { title: 'Flaky build hunt', source: 'llm' })
-    const ids = async (filter: Parameters<SessionQuery['sessions']>[0]) => (await ctx.sessionQuery.sessions(filter)).map((r) => r.id).sort()
+    const ids = async (filter: Parameters<SessionQuery['sessions']>[0]) =>
+      (await ctx.sessionQuery.sessions(filter)).map((r) => r.id).sort()
     expect(await ids({ titleContains: 'flaky build' })).toEqual([child.id, 'parent'].sort())
     expect(await ids({ titleContains: 'hunt' })).toEqual(['parent'])
     expect(await ids({ topLevelOnly: true })).toEqual(['parent'])
@@ -255,15 +344,30 @@ describe('SessionQuery.sessions', () => {
 
   it('shows the live title and prompt of a stored session that is live again', async () => {
     const ctx = await tree()
-    const events = await stored(ctx, 'back', '/a', 1_000, 'first try', (s) => s.append('session/title', { title: 'Stored title', source: 'llm' }))
-    expect(await ctx.sessionQuery.session('back')).toMatchObject({ live: false, title: 'Stored title', turns: 1, createdAt: 999 })
+    const events = await stored(ctx, 'back', '/a', 1_000, 'first try', (s) =>
+      s.append('session/title', { title: 'Stored title', source: 'llm' }),
+    )
+    expect(await ctx.sessionQuery.session('back')).toMatchObject({
+      live: false,
+      title: 'Stored title',
+      turns: 1,
+      createdAt: 999,
+    })
     let t = 2_000
     const session = ctx.sessions.create({ cwd: '/a', id: 'back', events, clock: () => t++ })
     session.append('session/title', { title: 'Renamed while live', source: 'user' })
     session.append('turn/start', { turn: 1 })
     const row = await ctx.sessionQuery.session('back')
     // createdAt stays the stored header's (before the first event).
-    expect(row).toMatchObject({ live: true, title: 'Renamed while live', firstPrompt: 'first try', turns: 2, events: 9, createdAt: 999, updatedAt: 2_001 })
+    expect(row).toMatchObject({
+      live: true,
+      title: 'Renamed while live',
+      firstPrompt: 'first try',
+      turns: 2,
+      events: 9,
+      createdAt: 999,
+      updatedAt: 2_001,
+    })
     expect((await ctx.sessionQuery.sessions({ titleContains: 'renamed' })).map((r) => r.id)).toEqual(['back'])
   })
 
@@ -272,14 +376,20 @@ describe('SessionQuery.sessions', () => {
     await stored(ctx, 's1', '/a', 1_000, 'x')
     await stored(ctx, 's2', '/a', 2_000, 'y')
     for (const limit of [-1, 1.5, Number.NaN]) {
-      await expect(ctx.sessionQuery.sessions({ limit })).rejects.toMatchObject({ name: 'SessionQueryError', code: 'BAD_QUERY', message: expect.stringContaining('limit') })
+      await expect(ctx.sessionQuery.sessions({ limit })).rejects.toMatchObject({
+        name: 'SessionQueryError',
+        code: 'BAD_QUERY',
+        message: expect.stringContaining('limit'),
+      })
     }
   })
 
   it('lists live sessions alone when no persistence is mounted', async () => {
     const ctx = await tree({ persistence: false })
     fill(live(ctx, 'only', '/a', 1_000), 'hello')
-    expect((await ctx.sessionQuery.sessions()).map((r) => [r.id, r.live, r.firstPrompt])).toEqual([['only', true, 'hello']])
+    expect((await ctx.sessionQuery.sessions()).map((r) => [r.id, r.live, r.firstPrompt])).toEqual([
+      ['only', true, 'hello'],
+    ])
     expect(await ctx.sessionQuery.session('missing')).toBeUndefined()
   })
 })
@@ -309,9 +419,19 @@ describe('SessionQuery.read', () => {
       const fromLive = (await ctx.sessionQuery.read('lv', options)).map((e) => e.seq)
       expect({ options, seqs: fromLive }).toEqual({ options, seqs: fromStore })
     }
-    expect((await ctx.sessionQuery.read('st', { fromSeq: 1, toSeq: 4 })).map((e) => e.type)).toEqual(['user/message', 'tool/call', 'tool/result'])
-    expect((await ctx.sessionQuery.read('st', { types: ['user/message', 'tool/result'] })).map((e) => e.seq)).toEqual([1, 3])
-    expect((await ctx.sessionQuery.read('lv', { fromSeq: 1, types: ['tool/call', 'tool/result', 'turn/end'], limit: 2 })).map((e) => e.seq)).toEqual([2, 3])
+    expect((await ctx.sessionQuery.read('st', { fromSeq: 1, toSeq: 4 })).map((e) => e.type)).toEqual([
+      'user/message',
+      'tool/call',
+      'tool/result',
+    ])
+    expect((await ctx.sessionQuery.read('st', { types: ['user/message', 'tool/result'] })).map((e) => e.seq)).toEqual([
+      1, 3,
+    ])
+    expect(
+      (
+        await ctx.sessionQuery.read('lv', { fromSeq: 1, types: ['tool/call', 'tool/result', 'turn/end'], limit: 2 })
+      ).map((e) => e.seq),
+    ).toEqual([2, 3])
   })
 
   it('prefers the live session, which is ahead of its stored log', async () => {
@@ -328,7 +448,11 @@ describe('SessionQuery.read', () => {
   it('names an unknown or malformed id NOT_FOUND, and a non-live session with no persistence NO_PERSISTENCE', async () => {
     const ctx = await tree()
     for (const id of ['nope', '../../etc/passwd', '']) {
-      await expect(ctx.sessionQuery.read(id)).rejects.toMatchObject({ name: 'SessionQueryError', code: 'NOT_FOUND', message: `no session ${JSON.stringify(id)}` })
+      await expect(ctx.sessionQuery.read(id)).rejects.toMatchObject({
+        name: 'SessionQueryError',
+        code: 'NOT_FOUND',
+        message: `no session ${JSON.stringify(id)}`,
+      })
     }
     const bare = await tree({ persistence: false })
     const error = await bare.sessionQuery.read('nope').catch((e: unknown) => e)
@@ -346,8 +470,19 @@ describe('SessionQuery.read', () => {
     const bad = [{ fromSeq: -1 }, { fromSeq: 1.5 }, { toSeq: -1 }, { toSeq: 2.5 }, { limit: -1 }, { limit: 0.5 }]
     for (const id of ['st', 'lv']) {
       for (const options of bad) {
-        const error = await ctx.sessionQuery.read(id, options).then(() => undefined, (e: unknown) => e)
-        expect({ id, options, error }).toMatchObject({ id, options, error: { name: 'SessionQueryError', code: 'BAD_QUERY', message: expect.stringMatching(/fromSeq|toSeq|limit/) } })
+        const error = await ctx.sessionQuery.read(id, options).then(
+          () => undefined,
+          (e: unknown) => e,
+        )
+        expect({ id, options, error }).toMatchObject({
+          id,
+          options,
+          error: {
+            name: 'SessionQueryError',
+            code: 'BAD_QUERY',
+            message: expect.stringMatching(/fromSeq|toSeq|limit/),
+          },
+        })
       }
     }
   })

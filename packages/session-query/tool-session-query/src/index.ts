@@ -21,7 +21,9 @@ export interface Config {
 }
 
 export const Config: Schema<Partial<Config>, Config> = Schema.object({
-  scope: Schema.union(['workspace', 'all'] as const).default('workspace').description('Which sessions the tools may see.'),
+  scope: Schema.union(['workspace', 'all'] as const)
+    .default('workspace')
+    .description('Which sessions the tools may see.'),
   maxResults: Schema.natural().min(1).max(100).default(10),
   maxReadChars: Schema.natural().min(1000).default(20_000),
   maxEventChars: Schema.natural().min(200).default(4000),
@@ -39,13 +41,18 @@ export function formatHit(hit: SearchHit): string {
 }
 
 /** Events as text lines, bounded; returns the text and the seq to continue from (if cut). */
-export function formatEvents(events: readonly AnySessionEvent[], maxChars: number, maxEventChars: number): { text: string; next?: number } {
+export function formatEvents(
+  events: readonly AnySessionEvent[],
+  maxChars: number,
+  maxEventChars: number,
+): { text: string; next?: number } {
   const lines: string[] = []
   let used = 0
   for (const event of events) {
     let body = eventText(event)
     if (!body) continue
-    if (body.length > maxEventChars) body = `${body.slice(0, maxEventChars)}\n[... ${body.length - maxEventChars} more characters of this event not shown]`
+    if (body.length > maxEventChars)
+      body = `${body.slice(0, maxEventChars)}\n[... ${body.length - maxEventChars} more characters of this event not shown]`
     const line = `#${event.seq} ${event.type}${event.type === 'user/message' && event.data.source?.kind !== 'human' ? ' (context)' : ''}:\n${body}`
     if (used + line.length > maxChars && lines.length > 0) return { text: lines.join('\n\n'), next: event.seq }
     lines.push(line)
@@ -55,8 +62,10 @@ export function formatEvents(events: readonly AnySessionEvent[], maxChars: numbe
 }
 
 export function apply(ctx: Context, config: Config): void {
-  const workspaceOf = (call: ToolCallContext) => (call.sessionId !== undefined ? ctx.sessions.get(call.sessionId)?.cwd : undefined) ?? call.cwd
-  const scopeNote = config.scope === 'workspace' ? ' Only sessions of the current workspace (directory) are visible.' : ''
+  const workspaceOf = (call: ToolCallContext) =>
+    (call.sessionId !== undefined ? ctx.sessions.get(call.sessionId)?.cwd : undefined) ?? call.cwd
+  const scopeNote =
+    config.scope === 'workspace' ? ' Only sessions of the current workspace (directory) are visible.' : ''
 
   ctx.tools.register<{ query: string; limit?: number }>({
     name: 'session_search',
@@ -69,7 +78,12 @@ export function apply(ctx: Context, config: Config): void {
       type: 'object',
       properties: {
         query: { type: 'string', description: 'The exact text to find.' },
-        limit: { type: 'integer', minimum: 1, maximum: config.maxResults, description: `Sessions to return (default and maximum ${config.maxResults}).` },
+        limit: {
+          type: 'integer',
+          minimum: 1,
+          maximum: config.maxResults,
+          description: `Sessions to return (default and maximum ${config.maxResults}).`,
+        },
       },
       required: ['query'],
       additionalProperties: false,
@@ -80,12 +94,19 @@ export function apply(ctx: Context, config: Config): void {
         const limit = Math.min(args.limit ?? config.maxResults, config.maxResults)
         // The calling session always contains the query (in this very call): it is left out.
         const hits = (
-          await ctx.sessionQuery.search({ text: args.query, ...(config.scope === 'workspace' ? { cwd: workspaceOf(call) } : {}), limit: limit + 1 })
+          await ctx.sessionQuery.search({
+            text: args.query,
+            ...(config.scope === 'workspace' ? { cwd: workspaceOf(call) } : {}),
+            limit: limit + 1,
+          })
         )
           .filter((hit) => hit.sessionId !== call.sessionId)
           .slice(0, limit)
         if (hits.length === 0) return { content: `No session contains "${args.query}".${scopeNote}`, meta: { hits: 0 } }
-        return { content: `${hits.length} session${hits.length === 1 ? '' : 's'} match:\n${hits.map((h) => formatHit(h)).join('\n')}`, meta: { hits: hits.length } }
+        return {
+          content: `${hits.length} session${hits.length === 1 ? '' : 's'} match:\n${hits.map((h) => formatHit(h)).join('\n')}`,
+          meta: { hits: hits.length },
+        }
       } catch (error) {
         if (error instanceof SessionQueryError) return fail(error.code, `${error.message}. Use a longer, exact phrase.`)
         throw error
@@ -111,13 +132,20 @@ export function apply(ctx: Context, config: Config): void {
     async execute(args, call) {
       const info = await ctx.sessionQuery.session(args.session_id)
       const visible = info && (config.scope === 'all' || info.cwd === workspaceOf(call))
-      if (!visible) return fail('NOT_FOUND', `no session ${JSON.stringify(args.session_id)} in ${config.scope === 'all' ? 'the store' : 'this workspace'}; find ids with session_search.`)
+      if (!visible)
+        return fail(
+          'NOT_FOUND',
+          `no session ${JSON.stringify(args.session_id)} in ${config.scope === 'all' ? 'the store' : 'this workspace'}; find ids with session_search.`,
+        )
       try {
         const events = await ctx.sessionQuery.read(info.id, { fromSeq: args.from_seq ?? 0 })
         const { text, next } = formatEvents(events, config.maxReadChars, config.maxEventChars)
         const head = `Session ${info.id}: ${info.title ?? '(untitled)'} | cwd ${info.cwd} | ${info.events} events${info.live ? ' | running' : ''}`
         const tail = next !== undefined ? `\n\n[more events follow: call session_read with from_seq=${next}]` : ''
-        return { content: `${head}\n\n${text || '(no readable events in this range)'}${tail}`, meta: { events: events.length, ...(next !== undefined ? { next } : {}) } }
+        return {
+          content: `${head}\n\n${text || '(no readable events in this range)'}${tail}`,
+          meta: { events: events.length, ...(next !== undefined ? { next } : {}) },
+        }
       } catch (error) {
         if (error instanceof SessionQueryError) return fail(error.code, error.message)
         throw error

@@ -21,7 +21,9 @@ async function store(ctx: Context, id: string, cwd: string, output: string) {
   s.append('session/title', { title: `title of ${id}`, source: 'fallback' })
   s.append('user/message', { content: [{ type: 'text', text: `prompt of ${id}` }], source: { kind: 'human' } })
   s.append('tool/call', { callId: 'c', name: 'bash', arguments: '{}' })
-  s.append('tool/result', { message: { role: 'tool', callId: 'c', name: 'bash', content: [{ type: 'text', text: output }] } })
+  s.append('tool/result', {
+    message: { role: 'tool', callId: 'c', name: 'bash', content: [{ type: 'text', text: output }] },
+  })
   s.append('turn/end', { turn: 0, reason: 'completed' })
   await ctx.sessionPersistence.create({ id, cwd })
   await ctx.sessionPersistence.append(id, s.events)
@@ -46,13 +48,27 @@ async function run(script: ScriptEntry[], config: Record<string, unknown> = {}) 
 }
 
 const results = (h: Awaited<ReturnType<typeof run>>) =>
-  h.session.events.flatMap((e) => (e.type === 'tool/result' ? [{ text: e.data.message.content.map((b) => (b.type === 'text' ? b.text : '')).join(''), isError: e.data.message.isError === true }] : []))
+  h.session.events.flatMap((e) =>
+    e.type === 'tool/result'
+      ? [
+          {
+            text: e.data.message.content.map((b) => (b.type === 'text' ? b.text : '')).join(''),
+            isError: e.data.message.isError === true,
+          },
+        ]
+      : [],
+  )
 
 describe('session_search / session_read', () => {
   it('search and read see only sessions of the same workspace by default', async () => {
     const h = await run([
       { toolCalls: [{ name: 'session_search', arguments: { query: 'flux capacitor' } }] },
-      { toolCalls: [{ name: 'session_read', arguments: { session_id: 'same' } }, { name: 'session_read', arguments: { session_id: 'elsewhere' } }] },
+      {
+        toolCalls: [
+          { name: 'session_read', arguments: { session_id: 'same' } },
+          { name: 'session_read', arguments: { session_id: 'elsewhere' } },
+        ],
+      },
       { text: 'done' },
     ])
     try {
@@ -73,8 +89,18 @@ describe('session_search / session_read', () => {
   it('scope all sees every workspace; bad queries are model-visible errors', async () => {
     const h = await run(
       [
-        { toolCalls: [{ name: 'session_search', arguments: { query: 'flux capacitor' } }, { name: 'session_search', arguments: { query: 'fl' } }] },
-        { toolCalls: [{ name: 'session_read', arguments: { session_id: '../../etc' } }, { name: 'session_search', arguments: { query: '"); DROP TABLE fts; --' } }] },
+        {
+          toolCalls: [
+            { name: 'session_search', arguments: { query: 'flux capacitor' } },
+            { name: 'session_search', arguments: { query: 'fl' } },
+          ],
+        },
+        {
+          toolCalls: [
+            { name: 'session_read', arguments: { session_id: '../../etc' } },
+            { name: 'session_search', arguments: { query: '"); DROP TABLE fts; --' } },
+          ],
+        },
         { text: 'done' },
       ],
       { scope: 'all' },
@@ -95,9 +121,12 @@ describe('session_search / session_read', () => {
 
   it('a long session is read in pages', () => {
     const s = new Session({ cwd: '/x' })
-    for (let i = 0; i < 10; i++) s.append('user/message', { content: [{ type: 'text', text: 'y'.repeat(500) }], source: { kind: 'human' } })
+    for (let i = 0; i < 10; i++)
+      s.append('user/message', { content: [{ type: 'text', text: 'y'.repeat(500) }], source: { kind: 'human' } })
     const page = ToolSessionQuery.formatEvents(s.events, 1200, 4000)
     expect(page.next).toBe(2)
-    expect(ToolSessionQuery.formatEvents(s.events, 100_000, 100).text).toContain('[... 400 more characters of this event not shown]')
+    expect(ToolSessionQuery.formatEvents(s.events, 100_000, 100).text).toContain(
+      '[... 400 more characters of this event not shown]',
+    )
   })
 })

@@ -4,10 +4,10 @@
 // logging `tool/started`), and at each pre-step; when that fails, what it guards does not happen.
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
-import type { } from '@dsh/agent'
+import type {} from '@dsh/agent'
 import type { ExecutePayload, ToolOutput } from '@dsh/tools'
 import type { Session } from '@dsh/session'
-import type { } from '@dsh/session-persistence'
+import type {} from '@dsh/session-persistence'
 import { plainService } from '@dsh/plain-service'
 
 export const name = '@dsh/session-checkpoint-policy'
@@ -29,11 +29,15 @@ export interface Config {
 
 export const Config: Schema<Config> = Schema.object({
   beforeRequest: Schema.boolean().default(true).description('Flush before each model request.'),
-  beforeTool: Schema.boolean().default(true).description('Log tool/started and flush before a top-level tool body runs.'),
+  beforeTool: Schema.boolean()
+    .default(true)
+    .description('Log tool/started and flush before a top-level tool body runs.'),
   atPreStep: Schema.boolean().default(true).description('Flush at each pre-step boundary.'),
   overlapRequest: Schema.boolean()
     .default(true)
-    .description('Pre-step and request flushes run while the request is in flight; the response waits for them (false: the request waits).'),
+    .description(
+      'Pre-step and request flushes run while the request is in flight; the response waits for them (false: the request waits).',
+    ),
 })
 
 export const CHECKPOINT_FAILED = 'CHECKPOINT_FAILED'
@@ -47,7 +51,10 @@ export class CheckpointError extends Error {
     readonly point: 'request' | 'tool' | 'pre-step',
     cause: unknown,
   ) {
-    super(`checkpoint before ${point === 'pre-step' ? 'the next step' : point === 'tool' ? 'the tool call' : 'the model request'} failed for session ${sessionId}: ${(cause as Error)?.message ?? String(cause)}`, { cause })
+    super(
+      `checkpoint before ${point === 'pre-step' ? 'the next step' : point === 'tool' ? 'the tool call' : 'the model request'} failed for session ${sessionId}: ${(cause as Error)?.message ?? String(cause)}`,
+      { cause },
+    )
   }
 }
 
@@ -64,7 +71,6 @@ export function isTopLevelCall(session: Session, callId: string): boolean {
   }
   return false
 }
-
 
 export function apply(ctx: Context, config: Config = {}) {
   const options = { beforeRequest: true, beforeTool: true, atPreStep: true, overlapRequest: true, ...config }
@@ -116,7 +122,8 @@ export function apply(ctx: Context, config: Config = {}) {
     ctx.on('tools/execute', async (payload: ExecutePayload, next: () => Promise<ToolOutput>): Promise<ToolOutput> => {
       const sessionId = payload.context.sessionId
       const session = sessionId === undefined ? undefined : sessions.get(sessionId)
-      if (!session || !durableSessions.isPersisted(session.id) || !isTopLevelCall(session, payload.call.callId)) return next()
+      if (!session || !durableSessions.isPersisted(session.id) || !isTopLevelCall(session, payload.call.callId))
+        return next()
       try {
         session.append('tool/started', { callId: payload.call.callId })
         await checkpoint(session.id, 'tool')

@@ -95,7 +95,10 @@ describe('checkpoints (jsonl)', () => {
     harness = await createHarness({
       plugins: [[JsonlPersistence, { root }], [DurableSessions, {}], [Policy, {}], [probeTool([])]],
     })
-    const out = await harness.ctx.tools.execute({ callId: 'nested-1', name: 'probe', arguments: '{}' }, { sessionId: harness.session.id, cwd: root })
+    const out = await harness.ctx.tools.execute(
+      { callId: 'nested-1', name: 'probe', arguments: '{}' },
+      { sessionId: harness.session.id, cwd: root },
+    )
     expect(out.message.content).toEqual([{ type: 'text', text: 'probed' }])
     expect(harness.session.events.some((e) => e.type === 'tool/started')).toBe(false)
   })
@@ -185,7 +188,10 @@ describe('overlapped with the request (overlapRequest, the default)', () => {
   /** The jsonl backend on real files, each write held back a little and counted once durable. */
   function slowJsonl(durable: { records: number }) {
     return class SlowJsonl extends JsonlPersistence {
-      protected override async backendWrite(id: Parameters<JsonlPersistence['backendWrite']>[0], records: Parameters<JsonlPersistence['backendWrite']>[1]) {
+      protected override async backendWrite(
+        id: Parameters<JsonlPersistence['backendWrite']>[0],
+        records: Parameters<JsonlPersistence['backendWrite']>[1],
+      ) {
         await new Promise((resolve) => setTimeout(resolve, 30))
         await super.backendWrite(id, records)
         durable.records += records.length
@@ -245,7 +251,12 @@ describe('overlapped with the request (overlapRequest, the default)', () => {
     const path = join(root, 'sessions.sqlite')
     harness = await createHarness({
       script: [{ toolCalls: [{ name: 'probe', arguments: {} }] }, { text: 'after recovery' }],
-      plugins: [[SqlitePersistence, { path, busyTimeoutMs: 20, batchWindowMs: 10_000 }], [DurableSessions, {}], [Policy, {}], [probeTool([])]] as never,
+      plugins: [
+        [SqlitePersistence, { path, busyTimeoutMs: 20, batchWindowMs: 10_000 }],
+        [DurableSessions, {}],
+        [Policy, {}],
+        [probeTool([])],
+      ] as never,
     })
     await harness.ctx.sessionPersistence.flush()
     const other = new Database(path, { timeout: 0 })
@@ -257,7 +268,11 @@ describe('overlapped with the request (overlapRequest, the default)', () => {
     expect(failed.error?.code).toBe(Policy.CHECKPOINT_FAILED)
     expect(harness.model.requests.length).toBe(1)
     // Nothing of the response was logged or run.
-    expect(harness.session.events.some((e) => e.type === 'assistant/chunk' || e.type === 'tool/call' || e.type === 'tool/started')).toBe(false)
+    expect(
+      harness.session.events.some(
+        (e) => e.type === 'assistant/chunk' || e.type === 'tool/call' || e.type === 'tool/started',
+      ),
+    ).toBe(false)
     const ok = await harness.prompt('second')
     expect(ok.reason).toBe('completed')
     await harness.ctx.sessionPersistence.flush()

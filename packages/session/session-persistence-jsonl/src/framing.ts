@@ -25,7 +25,11 @@ export const BATCH_HEADER_SIZE = 32
 export function encodeLines(records: readonly StoredRecord[]): Buffer {
   let text = ''
   for (const { event, ignorable } of records) {
-    text += JSON.stringify(ignorable ? { seq: event.seq, time: event.time, type: event.type, data: event.data, ignorable: true } : { seq: event.seq, time: event.time, type: event.type, data: event.data })
+    text += JSON.stringify(
+      ignorable
+        ? { seq: event.seq, time: event.time, type: event.type, data: event.data, ignorable: true }
+        : { seq: event.seq, time: event.time, type: event.type, data: event.data },
+    )
     text += '\n'
   }
   return Buffer.from(text, 'utf8')
@@ -140,7 +144,8 @@ export function scanZstd(buf: Buffer, codec: ZstdCodec | undefined): ScanResult 
   const torn = (reason: string): ScanResult => ({ records, goodLength: offset, torn: { reason } })
   while (offset < buf.length) {
     const remaining = buf.length - offset
-    if (remaining < BATCH_HEADER_SIZE) return torn(`incomplete batch header (${remaining} of ${BATCH_HEADER_SIZE} bytes)`)
+    if (remaining < BATCH_HEADER_SIZE)
+      return torn(`incomplete batch header (${remaining} of ${BATCH_HEADER_SIZE} bytes)`)
     const headerOk =
       buf.readUInt32LE(offset) === SKIPPABLE_MAGIC &&
       buf.readUInt32LE(offset + 4) === 24 &&
@@ -155,13 +160,15 @@ export function scanZstd(buf: Buffer, codec: ZstdCodec | undefined): ScanResult 
     const rawLength = buf.readUInt32LE(offset + 20)
     const firstSeq = buf.readUInt32LE(offset + 24)
     const end = offset + BATCH_HEADER_SIZE + frameLength
-    if (end > buf.length) return torn(`incomplete batch frame (${buf.length - offset - BATCH_HEADER_SIZE} of ${frameLength} bytes)`)
+    if (end > buf.length)
+      return torn(`incomplete batch frame (${buf.length - offset - BATCH_HEADER_SIZE} of ${frameLength} bytes)`)
     const frame = buf.subarray(offset + BATCH_HEADER_SIZE, end)
     if (crc32(frame) !== frameCrc) {
       if (end === buf.length) return torn('checksum mismatch in the last batch')
       throw new FramingError(offset, 'batch checksum mismatch')
     }
-    if (firstSeq !== records.length) throw new FramingError(offset, `batch starts at seq ${firstSeq}, expected ${records.length}`)
+    if (firstSeq !== records.length)
+      throw new FramingError(offset, `batch starts at seq ${firstSeq}, expected ${records.length}`)
     let raw: Uint8Array
     try {
       const stored = unstoreFrame(frame)
@@ -171,7 +178,8 @@ export function scanZstd(buf: Buffer, codec: ZstdCodec | undefined): ScanResult 
       if (error instanceof CodecNeeded) throw error
       throw new FramingError(offset, `batch does not decompress (${(error as Error).message})`)
     }
-    if (raw.length !== rawLength) throw new FramingError(offset, `batch decompressed to ${raw.length} bytes, expected ${rawLength}`)
+    if (raw.length !== rawLength)
+      throw new FramingError(offset, `batch decompressed to ${raw.length} bytes, expected ${rawLength}`)
     const text = Buffer.from(raw.buffer, raw.byteOffset, raw.length).toString('utf8')
     if (!text.endsWith('\n')) throw new FramingError(offset, 'batch does not end with a newline')
     let start = 0
@@ -196,7 +204,15 @@ export function scanRaw(buf: Buffer): ScanResult {
     const nl = text.indexOf('\n', charStart)
     if (nl < 0) {
       const rest = buf.length - byteStart
-      return { records, goodLength: byteStart, torn: { reason: allZero(buf, byteStart) ? `zero-filled tail (${rest} bytes)` : `incomplete last line (${rest} bytes without a newline)` } }
+      return {
+        records,
+        goodLength: byteStart,
+        torn: {
+          reason: allZero(buf, byteStart)
+            ? `zero-filled tail (${rest} bytes)`
+            : `incomplete last line (${rest} bytes without a newline)`,
+        },
+      }
     }
     const line = text.slice(charStart, nl)
     const problem = pushLine(records, line)

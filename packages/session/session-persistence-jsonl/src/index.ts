@@ -29,7 +29,16 @@ import { CodecNeeded, FramingError, encodeBatch, encodeLines, scanRaw, scanZstd 
 import { loadZstd, readyZstd, type ZstdCodec } from './zstd.ts'
 
 export { loadZstd, readyZstd, type ZstdCodec } from './zstd.ts'
-export { scanRaw, scanZstd, encodeBatch, encodeLines, storedFrame, unstoreFrame, BATCH_HEADER_SIZE, FramingError } from './framing.ts'
+export {
+  scanRaw,
+  scanZstd,
+  encodeBatch,
+  encodeLines,
+  storedFrame,
+  unstoreFrame,
+  BATCH_HEADER_SIZE,
+  FramingError,
+} from './framing.ts'
 
 export const name = '@dsh/session-persistence-jsonl'
 
@@ -70,7 +79,11 @@ export interface JsonlPersistenceConfig {
 
 /** `<sanitised cwd, at most 60 chars>-<8 hex of sha256(cwd)>`: readable and collision-safe. */
 export function cwdKey(cwd: string): string {
-  const readable = cwd.replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^-+|-+$/g, '').slice(-60) || 'root'
+  const readable =
+    cwd
+      .replace(/[^A-Za-z0-9._-]+/g, '-')
+      .replace(/^-+|-+$/g, '')
+      .slice(-60) || 'root'
   return `${readable}-${createHash('sha256').update(cwd).digest('hex').slice(0, 8)}`
 }
 
@@ -91,11 +104,17 @@ export class JsonlPersistence extends SessionPersistence {
     root: Schema.string().description('Sessions directory. Default: $DSH_HOME/sessions.'),
     compression: Schema.union(['zstd', 'none']).default('zstd').description('Log format of new sessions.'),
     zstdLevel: Schema.natural().min(1).max(19).default(3).description('zstd level per batch frame.'),
-    zstdCodec: Schema.union(['auto', 'wasm']).default('auto').description('auto: node:zlib when it has zstd, else @bokuweb/zstd-wasm.'),
+    zstdCodec: Schema.union(['auto', 'wasm'])
+      .default('auto')
+      .description('auto: node:zlib when it has zstd, else @bokuweb/zstd-wasm.'),
     batchWindowMs: Schema.natural().default(20).description('Batch window after the first pending event.'),
     fsync: Schema.boolean().default(true).description('fsync each batch.'),
-    eventTypes: Schema.array(Schema.object({ type: Schema.string().required(), ignorable: Schema.boolean() })).default([]),
-    unknownEventTypes: Schema.union(['warn', 'refuse']).default('warn').description('Appending an unregistered event type: warn once, or refuse the append.'),
+    eventTypes: Schema.array(Schema.object({ type: Schema.string().required(), ignorable: Schema.boolean() })).default(
+      [],
+    ),
+    unknownEventTypes: Schema.union(['warn', 'refuse'])
+      .default('warn')
+      .description('Appending an unregistered event type: warn once, or refuse the append.'),
   })
 
   readonly backend = 'jsonl'
@@ -168,7 +187,8 @@ export class JsonlPersistence extends SessionPersistence {
   }
 
   protected async backendCreate(header: SessionHeader): Promise<void> {
-    if (await this.sessionDir(header.id)) throw new SessionPersistenceError('EXISTS', header.id, `session ${header.id} already exists`)
+    if (await this.sessionDir(header.id))
+      throw new SessionPersistenceError('EXISTS', header.id, `session ${header.id} already exists`)
     const dir = join(this.root, cwdKey(header.cwd), header.id)
     await fs.mkdir(dir, { recursive: true })
     const lockPath = await this.lock(header.id, dir)
@@ -184,7 +204,8 @@ export class JsonlPersistence extends SessionPersistence {
       this.open.set(header.id, { path, compressed, size: 0, lockPath })
     } catch (error) {
       await fs.rm(lockPath, { force: true })
-      if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new SessionPersistenceError('EXISTS', header.id, `session ${header.id} already exists`)
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST')
+        throw new SessionPersistenceError('EXISTS', header.id, `session ${header.id} already exists`)
       throw error
     }
   }
@@ -230,7 +251,8 @@ export class JsonlPersistence extends SessionPersistence {
     const buf = await fs.readFile(path)
     // The first batch creates the file whole (written aside, then renamed into place), so an
     // empty log, or one without a single intact batch, lost its events: refuse, never load it empty.
-    if (buf.length === 0) throw new SessionCorruptError(id, 0, `the log ${path} is empty (0 bytes): its events are lost`)
+    if (buf.length === 0)
+      throw new SessionCorruptError(id, 0, `the log ${path} is empty (0 bytes): its events are lost`)
     const compressed = path.endsWith('.zstd')
     let scan
     try {
@@ -250,7 +272,11 @@ export class JsonlPersistence extends SessionPersistence {
       throw error
     }
     if (scan.goodLength === 0 && scan.records.length === 0) {
-      throw new SessionCorruptError(id, 0, `the log ${path} holds no intact batch (${buf.length} bytes${scan.torn ? `: ${scan.torn.reason}` : ''})`)
+      throw new SessionCorruptError(
+        id,
+        0,
+        `the log ${path} holds no intact batch (${buf.length} bytes${scan.torn ? `: ${scan.torn.reason}` : ''})`,
+      )
     }
     const result: BackendReadResult = { header, records: scan.records }
     if (scan.torn) {
@@ -270,7 +296,9 @@ export class JsonlPersistence extends SessionPersistence {
     if (!log) throw new SessionPersistenceError('NOT_OPEN', id, `session ${id} is not open for writing`)
     // Until the codec has loaded, a batch is a stored zstd frame: no write waits for the
     // WebAssembly compile, and a short log (most one-shot sessions) never loads it at all.
-    const bytes = log.compressed ? encodeBatch(records, this.readyCodec(log.size >= STORE_BELOW), this.options.zstdLevel) : encodeLines(records)
+    const bytes = log.compressed
+      ? encodeBatch(records, this.readyCodec(log.size >= STORE_BELOW), this.options.zstdLevel)
+      : encodeLines(records)
     if (!log.handle) {
       await this.createLog(log, bytes)
       return
@@ -348,7 +376,8 @@ export class JsonlPersistence extends SessionPersistence {
       return cached
     }
     // A header, or else a log or its marker (a session whose header is gone: damage, reported).
-    if (!(await exists(join(dir, HEADER_FILE))) && !(await anyExists(dir, [LOG_ZSTD, LOG_RAW, CREATED_FILE]))) return undefined
+    if (!(await exists(join(dir, HEADER_FILE))) && !(await anyExists(dir, [LOG_ZSTD, LOG_RAW, CREATED_FILE])))
+      return undefined
     this.dirs.set(id, dir)
     const header = await this.readHeader(id, dir)
     const path = await this.existingLog(id)
@@ -365,7 +394,12 @@ export class JsonlPersistence extends SessionPersistence {
     const intact = read.tornTail ? read.tornTail.offset : size
     const file = path.slice(dir.length + 1)
     const headerStamp = stampOf(headerStat)
-    if (intact === size) await writeAtomic(join(dir, SUMMARY_FILE), JSON.stringify({ size, file, header: headerStamp, summary }) + '\n', false).catch(() => {})
+    if (intact === size)
+      await writeAtomic(
+        join(dir, SUMMARY_FILE),
+        JSON.stringify({ size, file, header: headerStamp, summary }) + '\n',
+        false,
+      ).catch(() => {})
     return summary
   }
 
@@ -382,12 +416,20 @@ export class JsonlPersistence extends SessionPersistence {
       return undefined // missing or unreadable: rebuilt by the caller
     }
     // An older cache without `file`, or a cache of another session: rebuilt.
-    if (cached?.summary?.id !== id || typeof cached.size !== 'number' || (cached.file !== LOG_ZSTD && cached.file !== LOG_RAW)) return undefined
+    if (
+      cached?.summary?.id !== id ||
+      typeof cached.size !== 'number' ||
+      (cached.file !== LOG_ZSTD && cached.file !== LOG_RAW)
+    )
+      return undefined
     if (typeof cached.header !== 'string') return undefined
     // A compressed log is preferred over a raw one, so a cached raw log must not have a rival.
     if (cached.file === LOG_RAW && (await exists(join(dir, LOG_ZSTD)))) return undefined
     const [size, header] = await Promise.all([
-      fs.stat(join(dir, cached.file)).then((st) => st.size, () => -1),
+      fs.stat(join(dir, cached.file)).then(
+        (st) => st.size,
+        () => -1,
+      ),
       fs.stat(join(dir, HEADER_FILE)).then(stampOf, () => undefined),
     ])
     return size === cached.size && header === cached.header ? cached.summary : undefined
@@ -403,15 +445,31 @@ export class JsonlPersistence extends SessionPersistence {
     const damaged = (error as Error)?.message ?? String(error)
     const header = await this.readHeader(id, dir).catch(() => undefined)
     const times = await Promise.all(
-      [LOG_ZSTD, LOG_RAW, CREATED_FILE, HEADER_FILE].map((file) => fs.stat(join(dir, file)).then((st) => st.mtimeMs, () => 0)),
+      [LOG_ZSTD, LOG_RAW, CREATED_FILE, HEADER_FILE].map((file) =>
+        fs.stat(join(dir, file)).then(
+          (st) => st.mtimeMs,
+          () => 0,
+        ),
+      ),
     )
     const mtime = Math.floor(Math.max(...times))
     if (header) {
       const row = new SummaryBuilder(header).result()
       return { ...row, updatedAt: Math.max(row.updatedAt, mtime), damaged }
     }
-    const born = await fs.stat(dir).then((st) => Math.floor(st.birthtimeMs || st.mtimeMs), () => mtime)
-    return { id, cwd: await this.recoverCwd(id, dir), createdAt: Math.min(born, mtime || born), updatedAt: Math.max(born, mtime), turns: 0, events: 0, damaged }
+    const born = await fs.stat(dir).then(
+      (st) => Math.floor(st.birthtimeMs || st.mtimeMs),
+      () => mtime,
+    )
+    return {
+      id,
+      cwd: await this.recoverCwd(id, dir),
+      createdAt: Math.min(born, mtime || born),
+      updatedAt: Math.max(born, mtime),
+      turns: 0,
+      events: 0,
+      damaged,
+    }
   }
 
   /**
@@ -424,14 +482,20 @@ export class JsonlPersistence extends SessionPersistence {
     const keyDir = dirname(dir)
     const key = keyDir.slice(this.root.length + 1)
     const candidates: string[] = []
-    const cached = await fs.readFile(join(dir, SUMMARY_FILE), 'utf8').then((text) => JSON.parse(text)?.summary?.cwd, () => undefined)
+    const cached = await fs.readFile(join(dir, SUMMARY_FILE), 'utf8').then(
+      (text) => JSON.parse(text)?.summary?.cwd,
+      () => undefined,
+    )
     if (typeof cached === 'string') candidates.push(cached)
     candidates.push(process.cwd())
     for (const candidate of candidates) if (cwdKey(candidate) === key) return candidate
     const siblings = await fs.readdir(keyDir).catch(() => [] as string[])
     for (const sibling of siblings) {
       if (sibling === id || !isValidSessionId(sibling)) continue
-      const cwd = await fs.readFile(join(keyDir, sibling, HEADER_FILE), 'utf8').then((text) => JSON.parse(text)?.cwd, () => undefined)
+      const cwd = await fs.readFile(join(keyDir, sibling, HEADER_FILE), 'utf8').then(
+        (text) => JSON.parse(text)?.cwd,
+        () => undefined,
+      )
       if (typeof cwd === 'string' && cwdKey(cwd) === key) return cwd
     }
     return ''
@@ -450,7 +514,11 @@ export class JsonlPersistence extends SessionPersistence {
       throw error
     }
     const name = file === LOG_RAW || file === LOG_ZSTD ? file : LOG_ZSTD
-    return new SessionCorruptError(id, 0, `the log ${join(dir, name)} is missing (${join(dir, CREATED_FILE)} records that it was written): its events are lost`)
+    return new SessionCorruptError(
+      id,
+      0,
+      `the log ${join(dir, name)} is missing (${join(dir, CREATED_FILE)} records that it was written): its events are lost`,
+    )
   }
 
   /** Writes the first batch aside, makes it durable, then renames it into place as the log. */
@@ -477,7 +545,8 @@ export class JsonlPersistence extends SessionPersistence {
       try {
         handle = await fs.open(tmp, this.appendFlags() | fsc.O_CREAT | fsc.O_TRUNC, 0o600)
         let written = 0
-        while (written < bytes.length) written += (await handle.write(bytes, written, bytes.length - written)).bytesWritten
+        while (written < bytes.length)
+          written += (await handle.write(bytes, written, bytes.length - written)).bytesWritten
         await fs.rename(tmp, log.path)
         await syncDir(dirname(log.path))
         await markCreated(log.path)
@@ -562,10 +631,18 @@ export class JsonlPersistence extends SessionPersistence {
         // An empty or torn lock file was left by a writer that died while taking it.
       }
       if (holder.host !== undefined && holder.host !== hostname()) {
-        throw new SessionPersistenceError('LOCKED', id, `session ${id} is open for writing on host ${holder.host} (pid ${holder.pid}); remove ${path} if that process is gone`)
+        throw new SessionPersistenceError(
+          'LOCKED',
+          id,
+          `session ${id} is open for writing on host ${holder.host} (pid ${holder.pid}); remove ${path} if that process is gone`,
+        )
       }
       if (typeof holder.pid === 'number' && processAlive(holder.pid)) {
-        throw new SessionPersistenceError('LOCKED', id, `session ${id} is open for writing by process ${holder.pid}${holder.pid === process.pid ? ' (this process)' : ''}`)
+        throw new SessionPersistenceError(
+          'LOCKED',
+          id,
+          `session ${id} is open for writing by process ${holder.pid}${holder.pid === process.pid ? ' (this process)' : ''}`,
+        )
       }
       await fs.rm(path, { force: true })
     }
@@ -597,7 +674,9 @@ function stampOf(st: { size: number; mtimeMs: number }): string {
  * loss of that log.
  */
 async function markCreated(logPath: string): Promise<void> {
-  await fs.writeFile(join(dirname(logPath), CREATED_FILE), logPath.slice(dirname(logPath).length + 1) + '\n', { mode: 0o600 })
+  await fs.writeFile(join(dirname(logPath), CREATED_FILE), logPath.slice(dirname(logPath).length + 1) + '\n', {
+    mode: 0o600,
+  })
 }
 
 async function writeAtomic(path: string, text: string, durable = true): Promise<void> {

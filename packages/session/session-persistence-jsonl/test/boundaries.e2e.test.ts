@@ -7,7 +7,16 @@
 // $DSH_HOME/outside, whose header names the id "../../outside" — exactly what
 // `<root>/<cwd-key>/../../outside` resolves to. Without the id gate every front end loads it (and
 // appends to it).
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, writeFileSync } from 'node:fs'
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  realpathSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -52,9 +61,15 @@ async function fixture() {
   cpSync(inside, outside, { recursive: true })
   const header = JSON.parse(readFileSync(join(outside, 'header.json'), 'utf8'))
   writeFileSync(join(outside, 'header.json'), JSON.stringify({ ...header, id: EVIL }))
-  const snapshot = () => Object.fromEntries(readdirSync(outside).map((f) => [f, readFileSync(join(outside, f)).toString('base64')]))
+  const snapshot = () =>
+    Object.fromEntries(readdirSync(outside).map((f) => [f, readFileSync(join(outside, f)).toString('base64')]))
   mock = await startMockServer({ steps: [{ text: 'loaded the outside session' }] as never })
-  const env = { DSH_HOME: home, HOME: home, DEEPSEEK_BASE_URL: mock.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' }
+  const env = {
+    DSH_HOME: home,
+    HOME: home,
+    DEEPSEEK_BASE_URL: mock.baseURL,
+    DEEPSEEK_API_KEY: 'sk-test-not-a-real-key',
+  }
   return { home, cwd, outside, before: snapshot(), snapshot, env }
 }
 

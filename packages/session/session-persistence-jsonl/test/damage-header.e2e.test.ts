@@ -2,7 +2,16 @@
 // like a damaged log. `dsh sessions` lists the session as damaged, and `dsh --continue` stops at
 // it with one line naming the session and the file, exit 1, no model call: it never silently
 // continues the older session. Real `dsh` bin, real files, the mock model.
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it, vi } from 'vitest'
@@ -23,8 +32,15 @@ async function twoSessions() {
   const home = join(root, 'home')
   const cwd = join(root, 'work')
   mkdirSync(cwd, { recursive: true })
-  mock = await startMockServer({ steps: [{ text: 'first answer' }, { text: 'second answer' }, { text: 'should never be asked' }] as never })
-  const env = { DSH_HOME: home, HOME: home, DEEPSEEK_BASE_URL: mock.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' }
+  mock = await startMockServer({
+    steps: [{ text: 'first answer' }, { text: 'second answer' }, { text: 'should never be asked' }] as never,
+  })
+  const env = {
+    DSH_HOME: home,
+    HOME: home,
+    DEEPSEEK_BASE_URL: mock.baseURL,
+    DEEPSEEK_API_KEY: 'sk-test-not-a-real-key',
+  }
   const ids: string[] = []
   for (const task of ['first task', 'second task']) {
     const run = await runDsh(['--profile', 'headless', '--output-format', 'json', task], { cwd, env })
@@ -48,9 +64,21 @@ async function twoSessions() {
 type Setup = Awaited<ReturnType<typeof twoSessions>>
 
 const cases: Array<[string, (s: Setup) => string, RegExp]> = [
-  ['header.json is not JSON', (s) => (writeFileSync(join(s.newerDir, 'header.json'), '{"version": 1, "id": '), join(s.newerDir, 'header.json')), /not valid JSON/],
-  ['header.json is JSON of the wrong shape', (s) => (writeFileSync(join(s.newerDir, 'header.json'), '{"version": 1}\n'), join(s.newerDir, 'header.json')), /names id/],
-  ['header.json is missing', (s) => (rmSync(join(s.newerDir, 'header.json')), join(s.newerDir, 'header.json')), /is missing while its log remains/],
+  [
+    'header.json is not JSON',
+    (s) => (writeFileSync(join(s.newerDir, 'header.json'), '{"version": 1, "id": '), join(s.newerDir, 'header.json')),
+    /not valid JSON/,
+  ],
+  [
+    'header.json is JSON of the wrong shape',
+    (s) => (writeFileSync(join(s.newerDir, 'header.json'), '{"version": 1}\n'), join(s.newerDir, 'header.json')),
+    /names id/,
+  ],
+  [
+    'header.json is missing',
+    (s) => (rmSync(join(s.newerDir, 'header.json')), join(s.newerDir, 'header.json')),
+    /is missing while its log remains/,
+  ],
   ['the log is missing', (s) => (rmSync(s.newerLog), s.newerLog), /is missing/],
 ]
 
@@ -83,7 +111,9 @@ describe('dsh with the newest session header-damaged or log-less', () => {
     expect(mock!.requests).toHaveLength(2)
     expect(readFileSync(join(s.olderDir, olderLog)).equals(olderBytes)).toBe(true)
     // The damaged session was not rewritten either: no new log appeared where one was lost.
-    expect(readdirSync(s.newerDir).filter((f) => f.startsWith('session.jsonl')).length).toBe(file === s.newerLog ? 0 : 1)
+    expect(readdirSync(s.newerDir).filter((f) => f.startsWith('session.jsonl')).length).toBe(
+      file === s.newerLog ? 0 : 1,
+    )
   })
 
   it('a session that never wrote an event is not damage (positive control)', async () => {
@@ -94,7 +124,10 @@ describe('dsh with the newest session header-damaged or log-less', () => {
     const rows = JSON.parse(listed.stdout) as Array<{ id: string; turns: number; damaged?: string }>
     expect(rows.find((r) => r.id === s.newer)).toMatchObject({ turns: 0 })
     expect(rows.find((r) => r.id === s.newer)?.damaged).toBeUndefined()
-    const run = await runDsh(['--profile', 'headless', '--output-format', 'json', '--continue', 'third task'], { cwd: s.cwd, env: s.env })
+    const run = await runDsh(['--profile', 'headless', '--output-format', 'json', '--continue', 'third task'], {
+      cwd: s.cwd,
+      env: s.env,
+    })
     expect(run.code).toBe(0)
     expect(JSON.parse(run.stdout).sessionId).toBe(s.older)
   })

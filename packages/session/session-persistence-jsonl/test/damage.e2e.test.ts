@@ -22,8 +22,15 @@ async function twoSessions() {
   const home = join(root, 'home')
   const cwd = join(root, 'work')
   mkdirSync(cwd, { recursive: true })
-  mock = await startMockServer({ steps: [{ text: 'first answer' }, { text: 'second answer' }, { text: 'should never be asked' }] as never })
-  const env = { DSH_HOME: home, HOME: home, DEEPSEEK_BASE_URL: mock.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' }
+  mock = await startMockServer({
+    steps: [{ text: 'first answer' }, { text: 'second answer' }, { text: 'should never be asked' }] as never,
+  })
+  const env = {
+    DSH_HOME: home,
+    HOME: home,
+    DEEPSEEK_BASE_URL: mock.baseURL,
+    DEEPSEEK_API_KEY: 'sk-test-not-a-real-key',
+  }
   const ids: string[] = []
   for (const task of ['first task', 'second task']) {
     const run = await runDsh(['--profile', 'headless', '--output-format', 'json', task], { cwd, env })
@@ -49,28 +56,38 @@ async function twoSessions() {
 describe('dsh --continue with the newest session damaged', () => {
   it.each([
     ['emptied to 0 bytes', (_bytes: Buffer) => Buffer.alloc(0), /empty \(0 bytes\)/],
-    ['overwritten at its start', (bytes: Buffer) => Buffer.concat([Buffer.alloc(48, 0x41), bytes.subarray(48)]), /corrupt/],
-  ] as const)('log %s: one line naming session and file, exit 1, nothing continued or overwritten', async (_label, damage, reason) => {
-    const s = await twoSessions()
-    const damaged = damage(readFileSync(s.newerLog))
-    writeFileSync(s.newerLog, damaged)
-    const olderBytes = readFileSync(s.olderLog)
-    const run = await runDsh(['--profile', 'headless', '--continue', 'third task'], { cwd: s.cwd, env: s.env })
-    expect(run.code).toBe(1)
-    expect(run.stdout).toBe('')
-    const lines = run.stderr.trim().split('\n')
-    expect(lines).toHaveLength(1)
-    expect(lines[0]).toContain(`session ${s.newer}`)
-    expect(lines[0]).toContain(s.newerLog)
-    expect(lines[0]).toMatch(reason)
-    expect(mock!.requests).toHaveLength(2)
-    expect(readFileSync(s.newerLog).equals(damaged)).toBe(true)
-    expect(readFileSync(s.olderLog).equals(olderBytes)).toBe(true)
-    // The listing still shows both; the damaged one is marked, not hidden.
-    const listed = await runDsh(['--profile', 'headless', '--list-sessions', '--output-format', 'json'], { cwd: s.cwd, env: s.env })
-    expect(listed.code).toBe(0)
-    const rows = JSON.parse(listed.stdout) as Array<{ id: string; damaged?: string }>
-    expect(rows.map((r) => r.id)).toEqual([s.newer, s.older])
-    expect(rows[0].damaged).toMatch(reason)
-  })
+    [
+      'overwritten at its start',
+      (bytes: Buffer) => Buffer.concat([Buffer.alloc(48, 0x41), bytes.subarray(48)]),
+      /corrupt/,
+    ],
+  ] as const)(
+    'log %s: one line naming session and file, exit 1, nothing continued or overwritten',
+    async (_label, damage, reason) => {
+      const s = await twoSessions()
+      const damaged = damage(readFileSync(s.newerLog))
+      writeFileSync(s.newerLog, damaged)
+      const olderBytes = readFileSync(s.olderLog)
+      const run = await runDsh(['--profile', 'headless', '--continue', 'third task'], { cwd: s.cwd, env: s.env })
+      expect(run.code).toBe(1)
+      expect(run.stdout).toBe('')
+      const lines = run.stderr.trim().split('\n')
+      expect(lines).toHaveLength(1)
+      expect(lines[0]).toContain(`session ${s.newer}`)
+      expect(lines[0]).toContain(s.newerLog)
+      expect(lines[0]).toMatch(reason)
+      expect(mock!.requests).toHaveLength(2)
+      expect(readFileSync(s.newerLog).equals(damaged)).toBe(true)
+      expect(readFileSync(s.olderLog).equals(olderBytes)).toBe(true)
+      // The listing still shows both; the damaged one is marked, not hidden.
+      const listed = await runDsh(['--profile', 'headless', '--list-sessions', '--output-format', 'json'], {
+        cwd: s.cwd,
+        env: s.env,
+      })
+      expect(listed.code).toBe(0)
+      const rows = JSON.parse(listed.stdout) as Array<{ id: string; damaged?: string }>
+      expect(rows.map((r) => r.id)).toEqual([s.newer, s.older])
+      expect(rows[0].damaged).toMatch(reason)
+    },
+  )
 })

@@ -24,7 +24,10 @@ async function stored(p: JsonlPersistence, id: string, cwd = '/w', turns = 1) {
   const log = eventLog(cwd)
   await p.create({ id, cwd })
   for (let turn = 0; turn < turns; turn++) completeTurn(log, turn)
-  await p.append(id, log.session.events.map((e) => e))
+  await p.append(
+    id,
+    log.session.events.map((e) => e),
+  )
   await p.close(id)
   return (await p.logPath(id))!
 }
@@ -33,7 +36,8 @@ beforeEach(async () => {
   root = await mkdtemp(join(tmpdir(), 'dsh-jsonl-dur-'))
 })
 afterEach(async () => {
-  for (const ctx of contexts.splice(0)) await (ctx as unknown as { fiber: { dispose(): Promise<void> } }).fiber.dispose()
+  for (const ctx of contexts.splice(0))
+    await (ctx as unknown as { fiber: { dispose(): Promise<void> } }).fiber.dispose()
   await rm(root, { recursive: true, force: true })
 })
 
@@ -134,7 +138,11 @@ describe('the list() summary cache (summary.json beside each log)', () => {
     const cacheFile = join(log, '..', 'summary.json')
     const [first] = await p.list()
     const cached = JSON.parse(await readFile(cacheFile, 'utf8'))
-    expect(cached).toMatchObject({ size: (await stat(log)).size, file: 'session.jsonl.zstd', summary: { id: 'cached', turns: first.turns } })
+    expect(cached).toMatchObject({
+      size: (await stat(log)).size,
+      file: 'session.jsonl.zstd',
+      summary: { id: 'cached', turns: first.turns },
+    })
     // A matching cache is trusted as is: a marker planted in it shows up in the listing.
     await writeFile(cacheFile, JSON.stringify({ ...cached, summary: { ...cached.summary, title: 'from the cache' } }))
     expect((await p.list())[0].title).toBe('from the cache')
@@ -148,7 +156,15 @@ describe('the list() summary cache (summary.json beside each log)', () => {
       'not json',
     ]
     for (const variant of variants) {
-      await writeFile(cacheFile, typeof variant === 'string' ? variant : JSON.stringify({ ...variant, summary: { ...variant.summary, title: variant.summary.id === 'cached' ? 'stale' : 'x' } }))
+      await writeFile(
+        cacheFile,
+        typeof variant === 'string'
+          ? variant
+          : JSON.stringify({
+              ...variant,
+              summary: { ...variant.summary, title: variant.summary.id === 'cached' ? 'stale' : 'x' },
+            }),
+      )
       const [row] = await p.list()
       expect(row.title, JSON.stringify(variant)).toBeUndefined()
       expect(row.turns).toBe(first.turns)
@@ -190,30 +206,36 @@ describe.runIf(process.platform === 'linux')('durable writes', () => {
     return undefined
   }
 
-  it.each(['zstd', 'none'] as const)('with fsync, the log is appended through an O_DSYNC descriptor, created or reopened (%s)', async (compression) => {
-    const { constants } = await import('node:fs')
-    const p = await open({ compression })
-    const log = eventLog('/w')
-    await p.create({ id: 'dsync', cwd: '/w' })
-    completeTurn(log, 0)
-    await p.append('dsync', log.session.events.map((e) => e))
-    const path = (await p.logPath('dsync'))!
-    expect((await openFlags(path))! & constants.O_DSYNC).toBe(constants.O_DSYNC)
-    await p.close('dsync')
-    const q = await open({ compression })
-    const loaded = await q.load('dsync')
-    expect((await openFlags(path))! & constants.O_DSYNC).toBe(constants.O_DSYNC)
-    const more = eventLog('/w')
-    completeTurn(more, 1)
-    const next = more.session.events.map((e, i) => ({ ...e, seq: loaded.events.length + i }))
-    await q.append('dsync', next)
-    await q.close('dsync')
-    const r = await open({ compression })
-    expect((await r.load('dsync')).events.length).toBe(loaded.events.length + next.length)
-    await r.close('dsync')
-    // Without fsync nothing waits for the disk.
-    const s = await open({ compression, fsync: false })
-    await s.load('dsync')
-    expect((await openFlags(path))! & constants.O_DSYNC).toBe(0)
-  })
+  it.each(['zstd', 'none'] as const)(
+    'with fsync, the log is appended through an O_DSYNC descriptor, created or reopened (%s)',
+    async (compression) => {
+      const { constants } = await import('node:fs')
+      const p = await open({ compression })
+      const log = eventLog('/w')
+      await p.create({ id: 'dsync', cwd: '/w' })
+      completeTurn(log, 0)
+      await p.append(
+        'dsync',
+        log.session.events.map((e) => e),
+      )
+      const path = (await p.logPath('dsync'))!
+      expect((await openFlags(path))! & constants.O_DSYNC).toBe(constants.O_DSYNC)
+      await p.close('dsync')
+      const q = await open({ compression })
+      const loaded = await q.load('dsync')
+      expect((await openFlags(path))! & constants.O_DSYNC).toBe(constants.O_DSYNC)
+      const more = eventLog('/w')
+      completeTurn(more, 1)
+      const next = more.session.events.map((e, i) => ({ ...e, seq: loaded.events.length + i }))
+      await q.append('dsync', next)
+      await q.close('dsync')
+      const r = await open({ compression })
+      expect((await r.load('dsync')).events.length).toBe(loaded.events.length + next.length)
+      await r.close('dsync')
+      // Without fsync nothing waits for the disk.
+      const s = await open({ compression, fsync: false })
+      await s.load('dsync')
+      expect((await openFlags(path))! & constants.O_DSYNC).toBe(0)
+    },
+  )
 })

@@ -55,7 +55,7 @@ it('persists new sessions and forks, resumes them into the store, and continues 
   // open turn. Wait for the close by retrying the resume (LOCKED until the writer is gone).
   const again = await vi.waitFor(() => b.durableSessions.resume(s.id), { timeout: 10_000, interval: 10 })
   expect(again.loaded.repairs).toEqual([{ kind: 'turn-end', turn: 1 }])
-  expect((await b.durableSessions.resumeLatest('/elsewhere'))).toBeUndefined()
+  expect(await b.durableSessions.resumeLatest('/elsewhere')).toBeUndefined()
 })
 
 it('checkpoint names a failed create (duplicate id on disk)', async () => {

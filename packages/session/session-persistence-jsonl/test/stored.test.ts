@@ -7,7 +7,15 @@ import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { Context } from 'cordis'
 import { completeTurn, eventLog } from '@dsh/session-persistence/contract'
-import JsonlPersistence, { BATCH_HEADER_SIZE, STORE_BELOW, loadZstd, readyZstd, scanZstd, storedFrame, unstoreFrame } from '../src/index.ts'
+import JsonlPersistence, {
+  BATCH_HEADER_SIZE,
+  STORE_BELOW,
+  loadZstd,
+  readyZstd,
+  scanZstd,
+  storedFrame,
+  unstoreFrame,
+} from '../src/index.ts'
 
 let root: string
 const contexts: Context[] = []
@@ -15,7 +23,8 @@ beforeEach(async () => {
   root = await mkdtemp(join(tmpdir(), 'dsh-jsonl-stored-'))
 })
 afterEach(async () => {
-  for (const ctx of contexts.splice(0)) await (ctx as unknown as { fiber: { dispose(): Promise<void> } }).fiber.dispose()
+  for (const ctx of contexts.splice(0))
+    await (ctx as unknown as { fiber: { dispose(): Promise<void> } }).fiber.dispose()
   await rm(root, { recursive: true, force: true })
 })
 

@@ -42,7 +42,8 @@ beforeEach(async () => {
   root = await mkdtemp(join(tmpdir(), 'dsh-jsonl-'))
 })
 afterEach(async () => {
-  for (const ctx of contexts.splice(0)) await (ctx as unknown as { fiber: { dispose(): Promise<void> } }).fiber.dispose()
+  for (const ctx of contexts.splice(0))
+    await (ctx as unknown as { fiber: { dispose(): Promise<void> } }).fiber.dispose()
   await rm(root, { recursive: true, force: true })
 })
 
@@ -51,7 +52,11 @@ describe('layout', () => {
     const { p } = await open()
     await p.create({ id: 'lay', cwd: '/home/me/project' })
     const dir = join(root, cwdKey('/home/me/project'), 'lay')
-    expect(JSON.parse(await readFile(join(dir, 'header.json'), 'utf8'))).toMatchObject({ version: 1, id: 'lay', cwd: '/home/me/project' })
+    expect(JSON.parse(await readFile(join(dir, 'header.json'), 'utf8'))).toMatchObject({
+      version: 1,
+      id: 'lay',
+      cwd: '/home/me/project',
+    })
     expect(await p.logPath('lay')).toBe(join(dir, 'session.jsonl.zstd'))
     expect(cwdKey('/a/b')).not.toBe(cwdKey('/a-b'))
   })
@@ -100,7 +105,9 @@ for (const compression of ['zstd', 'none'] as const) {
       await truncate(path, sizes[2] - 3)
       const { p } = await open()
       const seen = await p.inspect('torn')
-      expect(seen.tornTail?.offset).toBe(compression === 'zstd' ? sizes[1] : (await readFile(path)).lastIndexOf(0x0a) + 1)
+      expect(seen.tornTail?.offset).toBe(
+        compression === 'zstd' ? sizes[1] : (await readFile(path)).lastIndexOf(0x0a) + 1,
+      )
       expect((await stat(path)).size).toBe(sizes[2] - 3)
     })
 

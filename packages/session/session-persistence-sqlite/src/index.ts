@@ -75,8 +75,12 @@ export class SqlitePersistence extends SessionPersistence {
     synchronous: Schema.union(['full', 'normal']).default('full').description('SQLite synchronous mode in WAL.'),
     busyTimeoutMs: Schema.natural().default(5000).description('Wait for a locked database before a write fails.'),
     batchWindowMs: Schema.natural().default(20).description('Batch window after the first pending event.'),
-    eventTypes: Schema.array(Schema.object({ type: Schema.string().required(), ignorable: Schema.boolean() })).default([]),
-    unknownEventTypes: Schema.union(['warn', 'refuse']).default('warn').description('Appending an unregistered event type: warn once, or refuse the append.'),
+    eventTypes: Schema.array(Schema.object({ type: Schema.string().required(), ignorable: Schema.boolean() })).default(
+      [],
+    ),
+    unknownEventTypes: Schema.union(['warn', 'refuse'])
+      .default('warn')
+      .description('Appending an unregistered event type: warn once, or refuse the append.'),
   })
 
   readonly backend = 'sqlite'
@@ -97,9 +101,15 @@ export class SqlitePersistence extends SessionPersistence {
     this.sql = {
       header: db.prepare<[string], { header: string }>('SELECT header FROM sessions WHERE id = ?'),
       insertSession: db.prepare('INSERT INTO sessions (id, cwd, created_at, header) VALUES (?, ?, ?, ?)'),
-      insertEvent: db.prepare('INSERT INTO events (session_id, seq, time, type, ignorable, data) VALUES (?, ?, ?, ?, ?, ?)'),
-      events: db.prepare<[string, number], EventRow>('SELECT seq, time, type, ignorable, data FROM events WHERE session_id = ? AND seq >= ? ORDER BY seq'),
-      lastSeq: db.prepare<[string], { last: number | null }>('SELECT MAX(seq) AS last FROM events WHERE session_id = ?'),
+      insertEvent: db.prepare(
+        'INSERT INTO events (session_id, seq, time, type, ignorable, data) VALUES (?, ?, ?, ?, ?, ?)',
+      ),
+      events: db.prepare<[string, number], EventRow>(
+        'SELECT seq, time, type, ignorable, data FROM events WHERE session_id = ? AND seq >= ? ORDER BY seq',
+      ),
+      lastSeq: db.prepare<[string], { last: number | null }>(
+        'SELECT MAX(seq) AS last FROM events WHERE session_id = ?',
+      ),
       writer: db.prepare<[string], { pid: number; host: string }>('SELECT pid, host FROM writers WHERE session_id = ?'),
       takeWriter: db.prepare('INSERT INTO writers (session_id, pid, host, since) VALUES (?, ?, ?, ?)'),
       dropWriter: db.prepare('DELETE FROM writers WHERE session_id = ? AND pid = ? AND host = ?'),
@@ -110,25 +120,34 @@ export class SqlitePersistence extends SessionPersistence {
           (SELECT COUNT(*) FROM events e WHERE e.session_id = s.id AND e.type = 'turn/start') AS turns,
           (SELECT MAX(time) FROM events e WHERE e.session_id = s.id) AS updated
         FROM sessions s`),
-      title: db.prepare<[string], { data: string }>(`SELECT data FROM events WHERE session_id = ? AND type = 'session/title' ORDER BY seq DESC LIMIT 1`),
-      prompts: db.prepare<[string], { data: string }>(`SELECT data FROM events WHERE session_id = ? AND type = 'user/message' ORDER BY seq LIMIT 50`),
+      title: db.prepare<[string], { data: string }>(
+        `SELECT data FROM events WHERE session_id = ? AND type = 'session/title' ORDER BY seq DESC LIMIT 1`,
+      ),
+      prompts: db.prepare<[string], { data: string }>(
+        `SELECT data FROM events WHERE session_id = ? AND type = 'user/message' ORDER BY seq LIMIT 50`,
+      ),
     }
   }
 
   protected async backendCreate(header: SessionHeader): Promise<void> {
-    this.db.transaction(() => {
-      if (this.sql.header.get(header.id)) throw new SessionPersistenceError('EXISTS', header.id, `session ${header.id} already exists`)
-      this.takeLock(header.id)
-      this.sql.insertSession.run(header.id, header.cwd, header.createdAt, JSON.stringify(header))
-    }).immediate()
+    this.db
+      .transaction(() => {
+        if (this.sql.header.get(header.id))
+          throw new SessionPersistenceError('EXISTS', header.id, `session ${header.id} already exists`)
+        this.takeLock(header.id)
+        this.sql.insertSession.run(header.id, header.cwd, header.createdAt, JSON.stringify(header))
+      })
+      .immediate()
     this.held.add(header.id)
   }
 
   protected async backendOpen(id: SessionId): Promise<void> {
-    this.db.transaction(() => {
-      if (!this.sql.header.get(id)) throw sessionNotFound(id)
-      this.takeLock(id)
-    }).immediate()
+    this.db
+      .transaction(() => {
+        if (!this.sql.header.get(id)) throw sessionNotFound(id)
+        this.takeLock(id)
+      })
+      .immediate()
     this.held.add(id)
   }
 
@@ -138,19 +157,23 @@ export class SqlitePersistence extends SessionPersistence {
   }
 
   protected override async backendReadFrom(id: SessionId, from: number): Promise<StoredRecord[]> {
-    return this.db.transaction(() => {
-      this.readHeader(id)
-      return this.readRows(id, from)
-    }).deferred()
+    return this.db
+      .transaction(() => {
+        this.readHeader(id)
+        return this.readRows(id, from)
+      })
+      .deferred()
   }
 
   protected async backendWrite(id: SessionId, records: StoredRecord[]): Promise<void> {
     if (!this.held.has(id)) throw new SessionPersistenceError('NOT_OPEN', id, `session ${id} is not open for writing`)
-    this.db.transaction(() => {
-      for (const { event, ignorable } of records) {
-        this.sql.insertEvent.run(id, event.seq, event.time, event.type, ignorable ? 1 : 0, JSON.stringify(event.data))
-      }
-    }).immediate()
+    this.db
+      .transaction(() => {
+        for (const { event, ignorable } of records) {
+          this.sql.insertEvent.run(id, event.seq, event.time, event.type, ignorable ? 1 : 0, JSON.stringify(event.data))
+        }
+      })
+      .immediate()
   }
 
   protected async backendClose(id: SessionId): Promise<void> {
@@ -159,34 +182,44 @@ export class SqlitePersistence extends SessionPersistence {
   }
 
   protected async backendList(): Promise<SessionSummary[]> {
-    return this.db.transaction(() =>
-      this.sql.summaries.all().map((row): SessionSummary => {
-        const header = parseHeader(row.id, JSON.parse(row.header))
-        const title = this.sql.title.get(row.id)
-        let firstPrompt: string | undefined
-        for (const prompt of this.sql.prompts.all(row.id)) {
-          const data = JSON.parse(prompt.data) as { content?: Array<{ type: string; text?: string }>; source?: { kind?: string } }
-          if (data.source?.kind !== 'human') continue
-          const text = (data.content ?? []).filter((b) => b.type === 'text').map((b) => b.text ?? '').join(' ').replace(/\s+/g, ' ').trim()
-          if (text) {
-            firstPrompt = text.length > 200 ? `${text.slice(0, 199)}…` : text
-            break
+    return this.db
+      .transaction(() =>
+        this.sql.summaries.all().map((row): SessionSummary => {
+          const header = parseHeader(row.id, JSON.parse(row.header))
+          const title = this.sql.title.get(row.id)
+          let firstPrompt: string | undefined
+          for (const prompt of this.sql.prompts.all(row.id)) {
+            const data = JSON.parse(prompt.data) as {
+              content?: Array<{ type: string; text?: string }>
+              source?: { kind?: string }
+            }
+            if (data.source?.kind !== 'human') continue
+            const text = (data.content ?? [])
+              .filter((b) => b.type === 'text')
+              .map((b) => b.text ?? '')
+              .join(' ')
+              .replace(/\s+/g, ' ')
+              .trim()
+            if (text) {
+              firstPrompt = text.length > 200 ? `${text.slice(0, 199)}…` : text
+              break
+            }
           }
-        }
-        return {
-          id: header.id,
-          cwd: header.cwd,
-          createdAt: header.createdAt,
-          updatedAt: row.updated ?? header.createdAt,
-          ...(title ? { title: (JSON.parse(title.data) as { title: string }).title } : {}),
-          ...(firstPrompt !== undefined ? { firstPrompt } : {}),
-          turns: row.turns,
-          events: row.events,
-          ...(header.parentSession ? { parentSession: header.parentSession } : {}),
-          ...(header.origin !== undefined ? { origin: header.origin } : {}),
-        }
-      }),
-    ).deferred()
+          return {
+            id: header.id,
+            cwd: header.cwd,
+            createdAt: header.createdAt,
+            updatedAt: row.updated ?? header.createdAt,
+            ...(title ? { title: (JSON.parse(title.data) as { title: string }).title } : {}),
+            ...(firstPrompt !== undefined ? { firstPrompt } : {}),
+            turns: row.turns,
+            events: row.events,
+            ...(header.parentSession ? { parentSession: header.parentSession } : {}),
+            ...(header.origin !== undefined ? { origin: header.origin } : {}),
+          }
+        }),
+      )
+      .deferred()
   }
 
   protected override async shutdown(): Promise<void> {
@@ -200,10 +233,18 @@ export class SqlitePersistence extends SessionPersistence {
     const holder = this.sql.writer.get(id)
     if (holder) {
       if (holder.host !== hostname()) {
-        throw new SessionPersistenceError('LOCKED', id, `session ${id} is open for writing on host ${holder.host} (pid ${holder.pid})`)
+        throw new SessionPersistenceError(
+          'LOCKED',
+          id,
+          `session ${id} is open for writing on host ${holder.host} (pid ${holder.pid})`,
+        )
       }
       if (processAlive(holder.pid)) {
-        throw new SessionPersistenceError('LOCKED', id, `session ${id} is open for writing by process ${holder.pid}${holder.pid === process.pid ? ' (this process)' : ''}`)
+        throw new SessionPersistenceError(
+          'LOCKED',
+          id,
+          `session ${id} is open for writing by process ${holder.pid}${holder.pid === process.pid ? ' (this process)' : ''}`,
+        )
       }
       this.sql.dropStale.run(id)
     }
@@ -226,7 +267,8 @@ export class SqlitePersistence extends SessionPersistence {
     const records: StoredRecord[] = []
     let expected = from
     for (const row of this.sql.events.iterate(id, from)) {
-      if (row.seq !== expected) throw new SessionCorruptError(id, expected, `event ${expected} is missing (next stored seq is ${row.seq})`)
+      if (row.seq !== expected)
+        throw new SessionCorruptError(id, expected, `event ${expected} is missing (next stored seq is ${row.seq})`)
       let data: unknown
       try {
         data = JSON.parse(row.data)
@@ -236,7 +278,11 @@ export class SqlitePersistence extends SessionPersistence {
       const value = { seq: row.seq, time: row.time, type: row.type, data }
       const problem = recordProblem(value, expected)
       if (problem) throw new SessionCorruptError(id, row.seq, problem)
-      records.push(row.ignorable ? { event: value as StoredRecord['event'], ignorable: true } : { event: value as StoredRecord['event'] })
+      records.push(
+        row.ignorable
+          ? { event: value as StoredRecord['event'], ignorable: true }
+          : { event: value as StoredRecord['event'] },
+      )
       expected++
     }
     return records

@@ -17,7 +17,12 @@ completeTurn(log, 0)
 log.add('turn/start', { turn: 1 })
 log.add('step/start', { turn: 1, step: 0 })
 log.add('user/message', { content: [{ type: 'text', text: 'run the long command' }], source: { kind: 'human' } })
-log.add('assistant/message', { message: { role: 'assistant', content: [{ type: 'tool-call', callId: 'long-bash', name: 'bash', arguments: '{"command":"sleep 600"}' }] } })
+log.add('assistant/message', {
+  message: {
+    role: 'assistant',
+    content: [{ type: 'tool-call', callId: 'long-bash', name: 'bash', arguments: '{"command":"sleep 600"}' }],
+  },
+})
 log.add('tool/call', { callId: 'long-bash', name: 'bash', arguments: '{"command":"sleep 600"}' })
 log.add('tool/started', { callId: 'long-bash' })
 await persistence.flush(id)

@@ -66,7 +66,12 @@ export function persistenceContract(name: string, open: OpenBackend, options: Co
     it('round-trips header and events through append, flush and a fresh load', async () => {
       const a = await backend()
       const log = eventLog()
-      const header = await a.create({ id: log.session.id, cwd: '/work/project', origin: 'test', parentSession: { sessionId: 'p1' as never, boundary: 3 } })
+      const header = await a.create({
+        id: log.session.id,
+        cwd: '/work/project',
+        origin: 'test',
+        parentSession: { sessionId: 'p1' as never, boundary: 3 },
+      })
       expect(header.version).toBe(1)
       completeTurn(log, 0)
       await a.append(log.session.id, log.session.events)
@@ -146,7 +151,9 @@ export function persistenceContract(name: string, open: OpenBackend, options: Co
       }
       const error = await a.load('../../etc').catch((e: unknown) => e)
       expect((error as Error).message).toMatch(/invalid session id "\.\.\/\.\.\/etc"/)
-      expect(() => a.create({ id: 'ok', cwd: '/w', parentSession: { sessionId: '../p' as never, boundary: 0 } })).toThrow(/parentSession: invalid session id/)
+      expect(() =>
+        a.create({ id: 'ok', cwd: '/w', parentSession: { sessionId: '../p' as never, boundary: 0 } }),
+      ).toThrow(/parentSession: invalid session id/)
       expect(await a.list()).toEqual([])
     })
 
@@ -180,7 +187,13 @@ export function persistenceContract(name: string, open: OpenBackend, options: Co
       await a.flush()
       const rows = await a.list()
       const byId = new Map(rows.map((row) => [row.id, row]))
-      expect(byId.get(one.session.id)).toMatchObject({ cwd: '/w/one', createdAt: 1000, firstPrompt: 'first question here', turns: 2, events: one.session.length })
+      expect(byId.get(one.session.id)).toMatchObject({
+        cwd: '/w/one',
+        createdAt: 1000,
+        firstPrompt: 'first question here',
+        turns: 2,
+        events: one.session.length,
+      })
       expect(byId.get(one.session.id)?.title).toBeUndefined()
       expect(byId.get(two.session.id)).toMatchObject({ cwd: '/w/two', title: 'Named', turns: 1 })
       expect((await a.latest('/w/two'))?.id).toBe(two.session.id)
@@ -209,7 +222,13 @@ export function persistenceContract(name: string, open: OpenBackend, options: Co
       log.add('turn/start', { turn: 1 })
       log.add('step/start', { turn: 1, step: 0 })
       log.add('assistant/message', {
-        message: { role: 'assistant', content: [{ type: 'tool-call', callId: 'ran', name: 'bash', arguments: '{}' }, { type: 'tool-call', callId: 'queued', name: 'bash', arguments: '{}' }] },
+        message: {
+          role: 'assistant',
+          content: [
+            { type: 'tool-call', callId: 'ran', name: 'bash', arguments: '{}' },
+            { type: 'tool-call', callId: 'queued', name: 'bash', arguments: '{}' },
+          ],
+        },
       })
       log.add('tool/call', { callId: 'ran', name: 'bash', arguments: '{}' })
       log.add('tool/call', { callId: 'queued', name: 'bash', arguments: '{}' })
@@ -290,9 +309,13 @@ export function persistenceContract(name: string, open: OpenBackend, options: Co
       const child = options.child
       it('recovers a writer process killed with SIGKILL mid-turn', async () => {
         const script = fileURLToPath(new URL('./contract-child.ts', import.meta.url))
-        const proc = spawn(process.execPath, ['--import', 'tsx', script, child.module, JSON.stringify(child.config(root))], {
-          stdio: ['ignore', 'pipe', 'pipe'],
-        })
+        const proc = spawn(
+          process.execPath,
+          ['--import', 'tsx', script, child.module, JSON.stringify(child.config(root))],
+          {
+            stdio: ['ignore', 'pipe', 'pipe'],
+          },
+        )
         let out = ''
         let err = ''
         proc.stderr.on('data', (d) => (err += d))

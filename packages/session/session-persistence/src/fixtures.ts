@@ -21,10 +21,19 @@ export function completeTurn(log: ReturnType<typeof eventLog>, turn: number, pro
   log.add('step/start', { turn, step: 0 })
   log.add('user/message', { content: [{ type: 'text', text: prompt }], source: { kind: 'human' } })
   log.add('assistant/chunk', { chunk: { kind: 'text-delta', text: 'ok' } })
-  log.add('assistant/message', { message: { role: 'assistant', content: [{ type: 'text', text: 'ok' }, { type: 'tool-call', callId, name: 'read', arguments: '{}' }] } })
+  log.add('assistant/message', {
+    message: {
+      role: 'assistant',
+      content: [
+        { type: 'text', text: 'ok' },
+        { type: 'tool-call', callId, name: 'read', arguments: '{}' },
+      ],
+    },
+  })
   log.add('tool/call', { callId, name: 'read', arguments: '{}' })
-  log.add('tool/result', { message: { role: 'tool', callId, name: 'read', content: [{ type: 'text', text: 'contents' }] } })
+  log.add('tool/result', {
+    message: { role: 'tool', callId, name: 'read', content: [{ type: 'text', text: 'contents' }] },
+  })
   log.add('step/end', { turn, step: 0 })
   log.add('turn/end', { turn, reason: 'completed' })
 }
-

@@ -54,11 +54,14 @@ export class DurableSessions extends Service {
       if (!this.tracked.delete(session.id)) return
       void ctx.sessionPersistence.close(session.id).catch((error) => this.fail(session.id, error))
     })
-    ctx.effect(() => () => {
-      const persistence = ctx.sessionPersistence
-      for (const id of [...this.tracked]) void persistence?.close(id).catch(() => {})
-      this.tracked.clear()
-    }, 'durable-sessions: close')
+    ctx.effect(
+      () => () => {
+        const persistence = ctx.sessionPersistence
+        for (const id of [...this.tracked]) void persistence?.close(id).catch(() => {})
+        this.tracked.clear()
+      },
+      'durable-sessions: close',
+    )
   }
 
   /** Whether the session's events are being persisted. */
@@ -92,7 +95,8 @@ export class DurableSessions extends Service {
   /** Loads a stored session (repairing it) and restores it into `ctx.sessions`. */
   async resume(id: SessionId | string): Promise<ResumeResult> {
     parseSessionId(id, 'resume')
-    if (this.ctx.sessions.get(id)) throw new SessionPersistenceError('LOCKED', id, `session ${id} is already live in this process`)
+    if (this.ctx.sessions.get(id))
+      throw new SessionPersistenceError('LOCKED', id, `session ${id} is already live in this process`)
     const persistence = this.ctx.sessionPersistence
     const loaded = await persistence.load(id)
     this.restoring.add(loaded.header.id)
@@ -148,7 +152,8 @@ export class DurableSessions extends Service {
         })
         .catch((error) => this.fail(session.id, error))
       // A fork or restore-by-value arrives with events: they are queued behind the header.
-      if (session.events.length > 0) void persistence.append(session.id, session.events).catch((error) => this.fail(session.id, error))
+      if (session.events.length > 0)
+        void persistence.append(session.id, session.events).catch((error) => this.fail(session.id, error))
     } catch (error) {
       this.fail(session.id, error)
     }
@@ -161,6 +166,10 @@ export class DurableSessions extends Service {
 
   private fail(sessionId: string, error: unknown): void {
     if (!this.failures.has(sessionId)) this.failures.set(sessionId, error)
-    this.ctx.emit('session-persistence/warning', `session ${sessionId}: ${(error as Error)?.message ?? String(error)}`, sessionId)
+    this.ctx.emit(
+      'session-persistence/warning',
+      `session ${sessionId}: ${(error as Error)?.message ?? String(error)}`,
+      sessionId,
+    )
   }
 }

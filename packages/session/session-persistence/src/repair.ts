@@ -85,7 +85,13 @@ export function planRepair(events: readonly AnySessionEvent[], time: number): Re
   for (const call of pending.values()) {
     const outcome = call.started || !markers ? 'unknown' : 'not-started'
     const text = call.started ? REPAIR_TEXT.unknown : markers ? REPAIR_TEXT.notStarted : REPAIR_TEXT.unmarked
-    const message: ToolMessage = { role: 'tool', callId: call.callId, name: call.name, content: [{ type: 'text', text }], isError: true }
+    const message: ToolMessage = {
+      role: 'tool',
+      callId: call.callId,
+      name: call.name,
+      content: [{ type: 'text', text }],
+      isError: true,
+    }
     push('tool/result', {
       message,
       error: { code: outcome === 'unknown' ? 'INTERRUPTED_UNKNOWN' : 'INTERRUPTED_NOT_STARTED', message: text },

@@ -145,7 +145,8 @@ export abstract class SessionPersistence extends Service {
   }
 
   private addType(type: string, options: EventTypeOptions): () => void {
-    if (typeof type !== 'string' || type === '') throw new TypeError('registerEventType: type must be a non-empty string')
+    if (typeof type !== 'string' || type === '')
+      throw new TypeError('registerEventType: type must be a non-empty string')
     const list = this.types.get(type) ?? []
     const entry = { ...options }
     list.push(entry)
@@ -169,7 +170,8 @@ export abstract class SessionPersistence extends Service {
    */
   create(input: SessionHeaderInput): Promise<SessionHeader> {
     const header = normalizeHeader(input)
-    if (this.writers.has(header.id)) return Promise.reject(locked(header.id, 'it is already open for writing in this process'))
+    if (this.writers.has(header.id))
+      return Promise.reject(locked(header.id, 'it is already open for writing in this process'))
     const ready = this.backendCreate(header)
     this.writers.set(header.id, this.newWriter(header.id, 0, ready))
     return ready.then(
@@ -195,21 +197,37 @@ export abstract class SessionPersistence extends Service {
     // Every logged event passes here: own state through the plain object (see unshadow).
     const self = unshadow(this)
     const writer = self.writers.get(sessionId)
-    if (!writer) return Promise.reject(new SessionPersistenceError('NOT_OPEN', sessionId, `session ${sessionId} is not open for writing: create() or load() it first`))
+    if (!writer)
+      return Promise.reject(
+        new SessionPersistenceError(
+          'NOT_OPEN',
+          sessionId,
+          `session ${sessionId} is not open for writing: create() or load() it first`,
+        ),
+      )
     let seq = writer.nextSeq
     for (const event of events) {
       if (event.seq !== seq) {
         return Promise.reject(
-          new SessionPersistenceError('SEQ_GAP', sessionId, `session ${sessionId}: appended event has seq ${String(event.seq)}, expected ${seq} (seq must be contiguous)`),
+          new SessionPersistenceError(
+            'SEQ_GAP',
+            sessionId,
+            `session ${sessionId}: appended event has seq ${String(event.seq)}, expected ${seq} (seq must be contiguous)`,
+          ),
         )
       }
       seq++
     }
-    const records = events.map((event): StoredRecord => (self.isIgnorable(event.type) ? { event, ignorable: true } : { event }))
+    const records = events.map(
+      (event): StoredRecord => (self.isIgnorable(event.type) ? { event, ignorable: true } : { event }),
+    )
     for (const event of events) {
       if (self.isKnownType(event.type)) continue
       const message = `event type "${event.type}" is not registered with session persistence; sessions containing it will not load until it is registered`
-      if (self.refuseUnknown) return Promise.reject(new SessionPersistenceError('UNKNOWN_EVENT_TYPE', sessionId, `session ${sessionId}: ${message}`))
+      if (self.refuseUnknown)
+        return Promise.reject(
+          new SessionPersistenceError('UNKNOWN_EVENT_TYPE', sessionId, `session ${sessionId}: ${message}`),
+        )
       this.warnOnce(message)
     }
     writer.nextSeq = seq
@@ -226,13 +244,19 @@ export abstract class SessionPersistence extends Service {
       await writer.batch.flush()
       return
     }
-    const results = await Promise.allSettled([...this.writers.values()].map(async (writer) => {
-      await writer.ready
-      await writer.batch.flush()
-    }))
+    const results = await Promise.allSettled(
+      [...this.writers.values()].map(async (writer) => {
+        await writer.ready
+        await writer.batch.flush()
+      }),
+    )
     const failed = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected')
     if (failed.length === 1) throw failed[0].reason
-    if (failed.length > 1) throw new AggregateError(failed.map((r) => r.reason), `${failed.length} sessions failed to flush`)
+    if (failed.length > 1)
+      throw new AggregateError(
+        failed.map((r) => r.reason),
+        `${failed.length} sessions failed to flush`,
+      )
   }
 
   /** Whether this instance holds the session open for writing. */
@@ -258,7 +282,11 @@ export abstract class SessionPersistence extends Service {
       const read = await this.backendRead(sessionId, 'load')
       const loaded = this.finish(sessionId, read)
       const repairEvents = loaded.events.slice(loaded.events.length - countRepairEvents(loaded))
-      if (repairEvents.length > 0) await this.backendWrite(sessionId, repairEvents.map((event) => ({ event })))
+      if (repairEvents.length > 0)
+        await this.backendWrite(
+          sessionId,
+          repairEvents.map((event) => ({ event })),
+        )
       this.writers.set(sessionId, this.newWriter(sessionId, loaded.events.length, Promise.resolve()))
       for (const warning of loaded.warnings) this.ctx.emit('session-persistence/warning', warning, sessionId)
       return loaded
@@ -276,7 +304,8 @@ export abstract class SessionPersistence extends Service {
 
   /** Stored events with `seq >= seq`, as stored (no repair). Does not take the lock. */
   async readFrom(id: SessionId | string, seq: number): Promise<AnySessionEvent[]> {
-    if (!Number.isInteger(seq) || seq < 0) throw new RangeError(`readFrom: seq must be a non-negative integer, got ${String(seq)}`)
+    if (!Number.isInteger(seq) || seq < 0)
+      throw new RangeError(`readFrom: seq must be a non-negative integer, got ${String(seq)}`)
     const sessionId = parseSessionId(id)
     const records = await this.backendReadFrom(sessionId, seq)
     this.checkTypes(sessionId, records)
@@ -327,7 +356,9 @@ export abstract class SessionPersistence extends Service {
 
   /** Called when the plugin unloads; backends extend it to close their handles. */
   protected async shutdown(): Promise<void> {
-    await this.closeAll().catch((error) => this.ctx.emit('session-persistence/warning', `closing sessions failed: ${String(error)}`))
+    await this.closeAll().catch((error) =>
+      this.ctx.emit('session-persistence/warning', `closing sessions failed: ${String(error)}`),
+    )
   }
 
   // ---- helpers ----
@@ -344,7 +375,12 @@ export abstract class SessionPersistence extends Service {
           await self.backendWrite(sessionId, records)
         } catch (error) {
           if (error instanceof SessionPersistenceError) throw error
-          throw new SessionPersistenceError('WRITE_FAILED', sessionId, `session ${sessionId}: writing ${records.length} events failed: ${(error as Error)?.message ?? String(error)}`, { cause: error })
+          throw new SessionPersistenceError(
+            'WRITE_FAILED',
+            sessionId,
+            `session ${sessionId}: writing ${records.length} events failed: ${(error as Error)?.message ?? String(error)}`,
+            { cause: error },
+          )
         }
       }, self.windowMs),
     }
@@ -370,7 +406,10 @@ export abstract class SessionPersistence extends Service {
     // Repairs carry the time of the last stored event, so inspect() is deterministic.
     const plan = planRepair(events, events.at(-1)?.time ?? read.header.createdAt)
     const warnings: string[] = []
-    if (read.tornTail) warnings.push(`session ${sessionId}: torn tail at offset ${read.tornTail.offset} (${read.tornTail.dropped} dropped): ${read.tornTail.reason}`)
+    if (read.tornTail)
+      warnings.push(
+        `session ${sessionId}: torn tail at offset ${read.tornTail.offset} (${read.tornTail.dropped} dropped): ${read.tornTail.reason}`,
+      )
     warnings.push(...describeRepairs(sessionId, plan.repairs))
     return {
       header: read.header,
@@ -410,18 +449,22 @@ export function normalizeHeader(input: SessionHeaderInput): SessionHeader {
     id,
     cwd: input.cwd,
     createdAt,
-    ...(input.parentSession ? { parentSession: { sessionId: input.parentSession.sessionId, boundary: input.parentSession.boundary } } : {}),
+    ...(input.parentSession
+      ? { parentSession: { sessionId: input.parentSession.sessionId, boundary: input.parentSession.boundary } }
+      : {}),
     ...(input.origin !== undefined ? { origin: input.origin } : {}),
   }
 }
 
 /** Validates a header read back from storage. Throws `BAD_HEADER`. */
 export function parseHeader(sessionId: string, value: unknown): SessionHeader {
-  const bad = (why: string) => new SessionPersistenceError('BAD_HEADER', sessionId, `session ${sessionId}: header ${why}`)
+  const bad = (why: string) =>
+    new SessionPersistenceError('BAD_HEADER', sessionId, `session ${sessionId}: header ${why}`)
   if (!value || typeof value !== 'object') throw bad('is not an object')
   const h = value as Partial<SessionHeader>
   if (typeof h.version !== 'number') throw bad('has no version')
-  if (h.version > HEADER_VERSION) throw bad(`has version ${h.version}, newer than this build understands (${HEADER_VERSION})`)
+  if (h.version > HEADER_VERSION)
+    throw bad(`has version ${h.version}, newer than this build understands (${HEADER_VERSION})`)
   if (h.id !== sessionId) throw bad(`names id ${JSON.stringify(h.id)}`)
   if (typeof h.cwd !== 'string' || typeof h.createdAt !== 'number') throw bad('lacks cwd or createdAt')
   return h as SessionHeader

@@ -57,5 +57,7 @@ export function summarize(header: SessionHeader, events: Iterable<AnySessionEven
 
 /** Newest first by `updatedAt`, then `createdAt`, then id. */
 export function sortSummaries(rows: SessionSummary[]): SessionSummary[] {
-  return rows.sort((a, b) => b.updatedAt - a.updatedAt || b.createdAt - a.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+  return rows.sort(
+    (a, b) => b.updatedAt - a.updatedAt || b.createdAt - a.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
+  )
 }

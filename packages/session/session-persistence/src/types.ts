@@ -134,7 +134,8 @@ export function isValidSessionId(value: unknown): value is SessionId {
  */
 export function parseSessionId(value: unknown, where?: string): SessionId {
   if (isValidSessionId(value)) return asSessionId(value)
-  const shown = typeof value === 'string' ? JSON.stringify(value.length > 80 ? `${value.slice(0, 77)}...` : value) : String(value)
+  const shown =
+    typeof value === 'string' ? JSON.stringify(value.length > 80 ? `${value.slice(0, 77)}...` : value) : String(value)
   throw new SessionPersistenceError(
     'BAD_ID',
     typeof value === 'string' ? value : '',

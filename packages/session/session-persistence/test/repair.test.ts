@@ -8,7 +8,9 @@ const openCall = () => {
   completeTurn(log, 0)
   log.add('turn/start', { turn: 1 })
   log.add('step/start', { turn: 1, step: 0 })
-  log.add('assistant/message', { message: { role: 'assistant', content: [{ type: 'tool-call', callId: 'a', name: 'bash', arguments: '{}' }] } })
+  log.add('assistant/message', {
+    message: { role: 'assistant', content: [{ type: 'tool-call', callId: 'a', name: 'bash', arguments: '{}' }] },
+  })
   log.add('tool/call', { callId: 'a', name: 'bash', arguments: '{}' })
   return log
 }
@@ -25,7 +27,10 @@ describe('planRepair', () => {
     log.add('turn/start', { turn: 0 })
     log.add('step/start', { turn: 0, step: 0 })
     const plan = planRepair(log.session.events, 42)
-    expect(plan.append.map((e) => [e.seq, e.type, e.time])).toEqual([[2, 'step/end', 42], [3, 'turn/end', 42]])
+    expect(plan.append.map((e) => [e.seq, e.type, e.time])).toEqual([
+      [2, 'step/end', 42],
+      [3, 'turn/end', 42],
+    ])
     expect(plan.append[1].data).toMatchObject({ reason: 'interrupted', turn: 0 })
     // The repaired log restores and is well-formed.
     const session = new Session({ cwd: '/w', events: [...log.session.events, ...plan.append] })
@@ -37,7 +42,10 @@ describe('planRepair', () => {
     log.add('tool/started', { callId: 'a' })
     const plan = planRepair(log.session.events, 1)
     expect(plan.repairs[0]).toEqual({ kind: 'tool-result', callId: 'a', name: 'bash', outcome: 'unknown' })
-    expect(plan.append[0].data).toMatchObject({ message: { role: 'tool', callId: 'a', isError: true, content: [{ text: REPAIR_TEXT.unknown }] }, error: { code: 'INTERRUPTED_UNKNOWN' } })
+    expect(plan.append[0].data).toMatchObject({
+      message: { role: 'tool', callId: 'a', isError: true, content: [{ text: REPAIR_TEXT.unknown }] },
+      error: { code: 'INTERRUPTED_UNKNOWN' },
+    })
   })
 
   it('answers an unstarted call as never started when the log carries start markers', () => {
@@ -61,7 +69,9 @@ describe('planRepair', () => {
   it('answers tool-call blocks of an assistant message that never got a tool/call event', () => {
     const log = eventLog()
     log.add('turn/start', { turn: 0 })
-    log.add('assistant/message', { message: { role: 'assistant', content: [{ type: 'tool-call', callId: 'x', name: 'edit', arguments: '{}' }] } })
+    log.add('assistant/message', {
+      message: { role: 'assistant', content: [{ type: 'tool-call', callId: 'x', name: 'edit', arguments: '{}' }] },
+    })
     const plan = planRepair(log.session.events, 1)
     expect(plan.repairs.map((r) => r.kind)).toEqual(['tool-result', 'turn-end'])
     const session = new Session({ cwd: '/w', events: [...log.session.events, ...plan.append] })

@@ -44,7 +44,12 @@ const JOURNAL_FLOOR = 64 * 1024
 export class JsonProjectionCache extends SessionProjectionCache {
   static Config: Schema<ProjectionCacheConfig> = Schema.object({
     path: Schema.string().description('Cache document path. Default: $DSH_HOME/storage/session_projcache.json.'),
-    journalRatio: Schema.number().min(0).default(0.25).description('Fold the journal into the document once it exceeds this share of the document size (0: always rewrite).'),
+    journalRatio: Schema.number()
+      .min(0)
+      .default(0.25)
+      .description(
+        'Fold the journal into the document once it exceeds this share of the document size (0: always rewrite).',
+      ),
   })
 
   readonly path: string
@@ -73,7 +78,11 @@ export class JsonProjectionCache extends SessionProjectionCache {
   async write(checkpoints: ProjectionCheckpoint[], removed: string[]): Promise<void> {
     if (checkpoints.length === 0 && removed.length === 0) return
     const seen = this.seen
-    const line: JournalLine = { generation: seen.generation, ...(checkpoints.length ? { put: checkpoints } : {}), ...(removed.length ? { drop: removed } : {}) }
+    const line: JournalLine = {
+      generation: seen.generation,
+      ...(checkpoints.length ? { put: checkpoints } : {}),
+      ...(removed.length ? { drop: removed } : {}),
+    }
     const text = JSON.stringify(line) + '\n'
     const budget = Math.max(JOURNAL_FLOOR, seen.documentBytes * this.journalRatio)
     if (seen.generation && this.journalRatio > 0 && seen.journalBytes + text.length <= budget) {
@@ -133,7 +142,9 @@ export class JsonProjectionCache extends SessionProjectionCache {
         const line = parseLine(raw)
         if (!line || line.generation !== generation) continue
         for (const id of line.drop ?? []) if (typeof id === 'string') delete checkpoints[id]
-        for (const entry of line.put ?? []) if (isCheckpoint(entry, (entry as ProjectionCheckpoint | null)?.sessionId)) checkpoints[entry.sessionId] = entry
+        for (const entry of line.put ?? [])
+          if (isCheckpoint(entry, (entry as ProjectionCheckpoint | null)?.sessionId))
+            checkpoints[entry.sessionId] = entry
       }
     }
     Object.assign(this.seen, { generation, documentBytes: text.length, journalBytes })
@@ -175,7 +186,13 @@ const empty = (): Document => ({ format: CACHE_FORMAT, checkpoints: {} })
 function isCheckpoint(value: unknown, id: unknown): value is ProjectionCheckpoint {
   if (!value || typeof value !== 'object' || typeof id !== 'string') return false
   const c = value as Partial<ProjectionCheckpoint>
-  return c.sessionId === id && Number.isInteger(c.events) && (c.events as number) >= 0 && !!c.units && typeof c.units === 'object'
+  return (
+    c.sessionId === id &&
+    Number.isInteger(c.events) &&
+    (c.events as number) >= 0 &&
+    !!c.units &&
+    typeof c.units === 'object'
+  )
 }
 
 export const name = '@dsh/session-projection-cache'

@@ -26,7 +26,12 @@ async function open(path: string, journalRatio?: number): Promise<JsonProjection
   return ctx.sessionProjectionCache as JsonProjectionCache
 }
 
-const cp = (id: string, events: number, note = ''): ProjectionCheckpoint => ({ sessionId: id, events, lastTime: 1000 + events, units: { u: { version: 1, state: { note } } } })
+const cp = (id: string, events: number, note = ''): ProjectionCheckpoint => ({
+  sessionId: id,
+  events,
+  lastTime: 1000 + events,
+  units: { u: { version: 1, state: { note } } },
+})
 const ids = async (path: string) => [...(await (await open(path)).readAll()).keys()].sort()
 const doc = (path: string) => JSON.parse(readFileSync(path, 'utf8'))
 
@@ -83,7 +88,15 @@ describe('@dsh/session-projection-cache', () => {
     await cache.readAll()
     await cache.write([cp('b', 1)], [])
     appendFileSync(`${path}.journal`, JSON.stringify({ generation: 'other', put: [cp('evil', 9)] }) + '\n')
-    appendFileSync(`${path}.journal`, JSON.stringify({ generation, put: [{ sessionId: 'mismatch', events: 1, units: {} }, cp('c', 1)].map((c, i) => (i === 0 ? { ...c, sessionId: 7 } : c)) }) + '\n')
+    appendFileSync(
+      `${path}.journal`,
+      JSON.stringify({
+        generation,
+        put: [{ sessionId: 'mismatch', events: 1, units: {} }, cp('c', 1)].map((c, i) =>
+          i === 0 ? { ...c, sessionId: 7 } : c,
+        ),
+      }) + '\n',
+    )
     appendFileSync(`${path}.journal`, JSON.stringify({ generation, put: 'not a list' }) + '\n')
     appendFileSync(`${path}.journal`, '{"generation":"' + generation + '","put":[{"sessionId":"torn"')
     expect(await ids(path)).toEqual(['a', 'b', 'c'])
@@ -115,7 +128,7 @@ describe('@dsh/session-projection-cache', () => {
     expect(await ids(path)).toEqual([])
   })
 
-  it('two processes updating at once keep each other\'s entries; a line behind a fold is skipped, not misread', async () => {
+  it("two processes updating at once keep each other's entries; a line behind a fold is skipped, not misread", async () => {
     const path = place()
     const a = await open(path)
     const b = await open(path)

@@ -101,7 +101,9 @@ export interface SessionProjectionsConfig {
 export class SessionProjections extends Service {
   static inject = ['sessions']
   static Config: Schema<Partial<SessionProjectionsConfig>, SessionProjectionsConfig> = Schema.object({
-    writeCache: Schema.boolean().default(true).description('Write refreshed and rebuilt checkpoints back to the cache.'),
+    writeCache: Schema.boolean()
+      .default(true)
+      .description('Write refreshed and rebuilt checkpoints back to the cache.'),
   })
 
   // The folding state lives in a plain object: inside service methods `this` is a per-caller
@@ -127,8 +129,10 @@ export class SessionProjections extends Service {
   register<S, V>(unit: ProjectionUnit<S, V>): () => void {
     const engine = this.engine
     return this.ctx.effect(() => {
-      if (!unit || typeof unit.name !== 'string' || !unit.name) throw new TypeError('session-projections: a unit needs a name')
-      if (engine.registry.has(unit.name)) throw new Error(`session-projections: unit "${unit.name}" is already registered`)
+      if (!unit || typeof unit.name !== 'string' || !unit.name)
+        throw new TypeError('session-projections: a unit needs a name')
+      if (engine.registry.has(unit.name))
+        throw new Error(`session-projections: unit "${unit.name}" is already registered`)
       engine.registry.set(unit.name, unit)
       // Live folds restart so the new unit sees every event.
       engine.live.clear()
@@ -172,7 +176,9 @@ export class SessionProjections extends Service {
     for (const session of home.sessions.list()) liveSessions.set(session.id, session)
     const { rows, report, changed, removed } = await this.engine.list(source, cache, liveSessions, warn)
     if (cache && this.writeCache && (changed.length > 0 || removed.length > 0)) {
-      await cache.write(changed, removed).catch((error) => warn(`projection cache not written: ${(error as Error)?.message ?? String(error)}`))
+      await cache
+        .write(changed, removed)
+        .catch((error) => warn(`projection cache not written: ${(error as Error)?.message ?? String(error)}`))
     }
     Object.assign(this.lastReport, report)
     return rows
@@ -207,7 +213,12 @@ class Engine {
     return this.valuesOf(fold.states)
   }
 
-  async list(source: StoredLogs, cache: SessionProjectionCache | undefined, liveSessions: Map<string, Session>, warn: (message: string) => void) {
+  async list(
+    source: StoredLogs,
+    cache: SessionProjectionCache | undefined,
+    liveSessions: Map<string, Session>,
+    warn: (message: string) => void,
+  ) {
     const report = emptyReport()
     // The cache is read while persistence lists (its parse overlaps the listing's file I/O); the
     // order does not matter, every entry is checked against the summary listed.
@@ -226,7 +237,9 @@ class Engine {
     const units = [...this.registry]
     for (const summary of summaries) {
       // The common cases (damaged, live, cache hit) are answered without an await.
-      const row = this.quickRow(summary, checkpoints.get(summary.id), liveSessions, units) ?? (await this.readRow(summary, checkpoints.get(summary.id), source, changed, report))
+      const row =
+        this.quickRow(summary, checkpoints.get(summary.id), liveSessions, units) ??
+        (await this.readRow(summary, checkpoints.get(summary.id), source, changed, report))
       report[row.source]++
       rows.push(row)
     }
@@ -241,11 +254,17 @@ class Engine {
   }
 
   /** A row that needs no log read, or undefined. */
-  private quickRow(summary: SessionSummary, cached: ProjectionCheckpoint | undefined, liveSessions: Map<string, Session>, units: Array<[string, ProjectionUnit<any, any>]>): ProjectionRow | undefined {
+  private quickRow(
+    summary: SessionSummary,
+    cached: ProjectionCheckpoint | undefined,
+    liveSessions: Map<string, Session>,
+    units: Array<[string, ProjectionUnit<any, any>]>,
+  ): ProjectionRow | undefined {
     if (summary.damaged !== undefined) return { summary, values: {}, source: 'damaged' }
     const session = liveSessions.get(summary.id)
     if (session) return { summary, values: this.snapshot(session), source: 'live' }
-    if (!cached || cached.events !== summary.events || (summary.events !== 0 && cached.lastTime !== summary.updatedAt)) return undefined
+    if (!cached || cached.events !== summary.events || (summary.events !== 0 && cached.lastTime !== summary.updatedAt))
+      return undefined
     // Read-only use of the cached states: carriers get their own copies from the parsed document.
     const values: { [unit: string]: unknown } = {}
     for (const [name, unit] of units) {
@@ -256,7 +275,13 @@ class Engine {
     return { summary, values, source: 'cache' }
   }
 
-  private async readRow(summary: SessionSummary, cached: ProjectionCheckpoint | undefined, logs: StoredLogs, changed: ProjectionCheckpoint[], report: ListReport): Promise<ProjectionRow> {
+  private async readRow(
+    summary: SessionSummary,
+    cached: ProjectionCheckpoint | undefined,
+    logs: StoredLogs,
+    changed: ProjectionCheckpoint[],
+    report: ListReport,
+  ): Promise<ProjectionRow> {
     const usable = cached && this.unitsMatch(cached)
     if (usable && cached.events > 0 && cached.events < summary.events) {
       // Behind its log: advance from the last folded event, if that event is still the one we folded.
@@ -288,7 +313,12 @@ class Engine {
     return true
   }
 
-  private checkpoint(sessionId: string, events: number, lastTime: number | undefined, states: Map<string, unknown>): ProjectionCheckpoint {
+  private checkpoint(
+    sessionId: string,
+    events: number,
+    lastTime: number | undefined,
+    states: Map<string, unknown>,
+  ): ProjectionCheckpoint {
     const units: ProjectionCheckpoint['units'] = {}
     for (const [name, state] of states) units[name] = { version: this.registry.get(name)!.version, state }
     return { sessionId, events, ...(lastTime !== undefined ? { lastTime } : {}), units }

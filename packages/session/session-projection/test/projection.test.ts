@@ -8,14 +8,18 @@ import JsonlPersistence from '@dsh/session-persistence-jsonl'
 import SessionProjections, { type ProjectionUnit, type StoredLogs } from '@dsh/session-projection'
 import JsonProjectionCache from '@dsh/session-projection-cache'
 
-interface Counts { events: number; prompts: string[] }
+interface Counts {
+  events: number
+  prompts: string[]
+}
 const counter: ProjectionUnit<Counts, { events: number; prompts: number; last?: string }> = {
   name: 'counts',
   version: 1,
   init: () => ({ events: 0, prompts: [] }),
   fold(state, event) {
     state.events++
-    if (event.type === 'user/message') state.prompts.push(event.data.content.map((b) => (b.type === 'text' ? b.text : '')).join(''))
+    if (event.type === 'user/message')
+      state.prompts.push(event.data.content.map((b) => (b.type === 'text' ? b.text : '')).join(''))
     return state
   },
   value: (s) => ({ events: s.events, prompts: s.prompts.length, last: s.prompts.at(-1) }),
@@ -32,7 +36,10 @@ async function tree(home: string, unit: ProjectionUnit<any, any> = counter, jour
   const mount = async (p: unknown, c?: unknown) => await ctx.plugin(p as Plugin, c as never)
   await mount(SessionStore)
   await mount(JsonlPersistence, { root: join(home, 'sessions'), fsync: false, batchWindowMs: 1, compression: 'none' })
-  await mount(JsonProjectionCache, { path: join(home, 'cache.json'), ...(journalRatio !== undefined ? { journalRatio } : {}) })
+  await mount(JsonProjectionCache, {
+    path: join(home, 'cache.json'),
+    ...(journalRatio !== undefined ? { journalRatio } : {}),
+  })
   await mount(SessionProjections)
   ctx.sessionProjections.register(unit)
   return ctx
@@ -108,7 +115,10 @@ describe('ctx.sessionProjections over stored sessions', () => {
     await ctx.sessionProjections.list()
     await grow(ctx, 's1', 'follow-up')
     let readFrom = -1
-    const rows = await ctx.sessionProjections.list({ list: () => ctx.sessionPersistence.list(), readFrom: (id, seq) => ((readFrom = seq), ctx.sessionPersistence.readFrom(id, seq)) })
+    const rows = await ctx.sessionProjections.list({
+      list: () => ctx.sessionPersistence.list(),
+      readFrom: (id, seq) => ((readFrom = seq), ctx.sessionPersistence.readFrom(id, seq)),
+    })
     const row = rows.find((r) => r.summary.id === 's1')!
     expect(row.source).toBe('refreshed')
     expect(readFrom).toBe(3)
@@ -142,7 +152,11 @@ describe('ctx.sessionProjections over stored sessions', () => {
     doc.checkpoints.s2.units.counts.state.prompts = ['forged']
     writeFileSync(join(dir, 'cache.json'), JSON.stringify(doc))
     const rows = await ctx.sessionProjections.list()
-    expect(Object.fromEntries(rows.map((r) => [r.summary.id, r.source]))).toEqual({ s0: 'rebuilt', s1: 'rebuilt', s2: 'cache' })
+    expect(Object.fromEntries(rows.map((r) => [r.summary.id, r.source]))).toEqual({
+      s0: 'rebuilt',
+      s1: 'rebuilt',
+      s2: 'cache',
+    })
     expect(rows.find((r) => r.summary.id === 's0')!.values.counts).toMatchObject({ last: 'prompt 0' })
     // A new unit version invalidates every entry.
     const bumped = await tree(dir, { ...counter, version: 2 }, 0)
@@ -160,7 +174,12 @@ describe('ctx.sessionProjections over stored sessions', () => {
     const ctx = await tree(dir)
     await store(ctx, 2)
     await ctx.sessionProjections.list()
-    const off = ctx.sessionProjections.register({ name: 'later', version: 1, init: () => ({ n: 0 }), fold: (s: { n: number }) => ((s.n += 1), s) })
+    const off = ctx.sessionProjections.register({
+      name: 'later',
+      version: 1,
+      init: () => ({ n: 0 }),
+      fold: (s: { n: number }) => ((s.n += 1), s),
+    })
     const rows = await ctx.sessionProjections.list()
     expect(rows.map((r) => r.source)).toEqual(['rebuilt', 'rebuilt'])
     expect(rows[0].values.later).toEqual({ n: 4 })
@@ -205,7 +224,9 @@ describe('the registry', () => {
     expect(() => ctx.sessionProjections.register(counter)).toThrow(/"counts" is already registered/)
     const session = new Session({ cwd: '/x' })
     turnEvents(session, 0, 'hi')
-    expect(ctx.sessionProjections.foldEvents(session.events as AnySessionEvent[])).toEqual({ counts: { events: 4, prompts: 1, last: 'hi' } })
+    expect(ctx.sessionProjections.foldEvents(session.events as AnySessionEvent[])).toEqual({
+      counts: { events: 4, prompts: 1, last: 'hi' },
+    })
     const off = ctx.sessionProjections.register({ name: 'n', version: 1, init: () => 0, fold: (s: number) => s + 1 })
     expect(ctx.sessionProjections.units()).toEqual(['counts', 'n'])
     off()
@@ -214,7 +235,12 @@ describe('the registry', () => {
 
   it('a unit registered by a plugin goes away when that plugin unloads', async () => {
     const ctx = await tree(home())
-    const fiber = ctx.plugin({ name: 'unit-owner', inject: ['sessionProjections'], apply: (c: Context) => void c.sessionProjections.register({ name: 'owned', version: 1, init: () => 0, fold: (s: number) => s }) })
+    const fiber = ctx.plugin({
+      name: 'unit-owner',
+      inject: ['sessionProjections'],
+      apply: (c: Context) =>
+        void c.sessionProjections.register({ name: 'owned', version: 1, init: () => 0, fold: (s: number) => s }),
+    })
     await fiber
     expect(ctx.sessionProjections.units()).toContain('owned')
     await fiber.dispose()

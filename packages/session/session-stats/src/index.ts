@@ -97,7 +97,19 @@ interface State {
 const zeroTokens = (): TokenUsage => ({ input: 0, output: 0, cacheRead: 0, cacheWrite: 0, reasoning: 0 })
 
 export function emptyFigures(): Figures {
-  return { steps: 0, modelCalls: 0, usageReported: 0, tokens: zeroTokens(), unpricedCalls: 0, firstTokenMs: 0, firstTokenCalls: 0, decodeMs: 0, modelMs: 0, toolMs: 0, tools: {} }
+  return {
+    steps: 0,
+    modelCalls: 0,
+    usageReported: 0,
+    tokens: zeroTokens(),
+    unpricedCalls: 0,
+    firstTokenMs: 0,
+    firstTokenCalls: 0,
+    decodeMs: 0,
+    modelMs: 0,
+    toolMs: 0,
+    tools: {},
+  }
 }
 
 export function emptyCallFigures(): CallFigures {
@@ -109,19 +121,37 @@ export function emptyStats(): SessionStats {
 }
 
 /** The price of a model: an entry naming the provider wins over one naming only the model. */
-export function priceOf(prices: readonly ModelPrice[], provider: string | undefined, model: string | undefined): ModelPrice | undefined {
+export function priceOf(
+  prices: readonly ModelPrice[],
+  provider: string | undefined,
+  model: string | undefined,
+): ModelPrice | undefined {
   if (!model) return undefined
-  return prices.find((p) => p.model === model && p.provider === provider) ?? prices.find((p) => p.model === model && p.provider === undefined)
+  return (
+    prices.find((p) => p.model === model && p.provider === provider) ??
+    prices.find((p) => p.model === model && p.provider === undefined)
+  )
 }
 
 /** Cost of one call's usage at `price` (per million tokens); cache prices default to the input price. */
 export function costOf(usage: TokenUsage, price: ModelPrice): number {
-  return (usage.input * price.input + usage.output * price.output + usage.cacheRead * (price.cacheRead ?? price.input) + usage.cacheWrite * (price.cacheWrite ?? price.input)) / 1_000_000
+  return (
+    (usage.input * price.input +
+      usage.output * price.output +
+      usage.cacheRead * (price.cacheRead ?? price.input) +
+      usage.cacheWrite * (price.cacheWrite ?? price.input)) /
+    1_000_000
+  )
 }
 
 const n = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) ? value : 0)
 
-function addCall(f: Figures | CallFigures, usage: Partial<TokenUsage> | undefined, cost: number | undefined, currency: string | undefined): void {
+function addCall(
+  f: Figures | CallFigures,
+  usage: Partial<TokenUsage> | undefined,
+  cost: number | undefined,
+  currency: string | undefined,
+): void {
   if ('calls' in f) f.calls++
   else f.modelCalls++
   if (usage) {
@@ -151,7 +181,11 @@ function addTool(f: Figures, name: string, ms: number, error: boolean): void {
  * Folds one event; `state` is mutated and returned. `prices` is the unit's table: it is kept out of
  * the state so the cached checkpoint of every session does not carry a copy of it.
  */
-export function foldStats(state: State, event: AnySessionEvent, prices: readonly ModelPrice[] = state.prices ?? []): State {
+export function foldStats(
+  state: State,
+  event: AnySessionEvent,
+  prices: readonly ModelPrice[] = state.prices ?? [],
+): State {
   const s = state.stats
   const turn = s.perTurn.at(-1)
   const open = turn && turn.endedAt === undefined ? turn : undefined
@@ -215,7 +249,14 @@ export function foldStats(state: State, event: AnySessionEvent, prices: readonly
       const call = state.calls[callId]
       if (!call) break
       delete state.calls[callId]
-      both((f) => addTool(f, call[0], event.time - call[1], event.data.error !== undefined || event.data.message.isError === true))
+      both((f) =>
+        addTool(
+          f,
+          call[0],
+          event.time - call[1],
+          event.data.error !== undefined || event.data.message.isError === true,
+        ),
+      )
       break
     }
     case 'title/usage': {
@@ -278,7 +319,9 @@ export const Config: Schema<Partial<Config>, Config> = Schema.object({
       cacheWrite: Schema.number().min(0).description('Per million cache-write tokens; default: input.'),
       currency: Schema.string().default('USD'),
     }),
-  ).default([]).description('Model prices; calls of other models are counted as unpriced.'),
+  )
+    .default([])
+    .description('Model prices; calls of other models are counted as unpriced.'),
 })
 
 export function apply(ctx: Context, config: Config): void {

@@ -43,11 +43,17 @@ export function parseHeaders(value: string | undefined): { [name: string]: strin
 
 const env = process.env
 export const Config: Schema<Partial<Config>, Config> = Schema.object({
-  enabled: Schema.boolean().default(envFlag(env.DSH_TELEMETRY_ENABLED)).description('Export telemetry (default: $DSH_TELEMETRY_ENABLED, else off).'),
+  enabled: Schema.boolean()
+    .default(envFlag(env.DSH_TELEMETRY_ENABLED))
+    .description('Export telemetry (default: $DSH_TELEMETRY_ENABLED, else off).'),
   endpoint: Schema.string()
     .default(env.DSH_TELEMETRY_ENDPOINT || env.OTEL_EXPORTER_OTLP_LOGS_ENDPOINT || DEFAULT_ENDPOINT)
-    .description('OTLP/HTTP logs URL (default: $DSH_TELEMETRY_ENDPOINT, $OTEL_EXPORTER_OTLP_LOGS_ENDPOINT, then the local collector port).'),
-  headers: Schema.dict(String).default(parseHeaders(env.DSH_TELEMETRY_HEADERS)).description('Request headers (default: $DSH_TELEMETRY_HEADERS as k=v,k2=v2).'),
+    .description(
+      'OTLP/HTTP logs URL (default: $DSH_TELEMETRY_ENDPOINT, $OTEL_EXPORTER_OTLP_LOGS_ENDPOINT, then the local collector port).',
+    ),
+  headers: Schema.dict(String)
+    .default(parseHeaders(env.DSH_TELEMETRY_HEADERS))
+    .description('Request headers (default: $DSH_TELEMETRY_HEADERS as k=v,k2=v2).'),
   scheduledDelayMillis: Schema.natural().min(10).default(2000).description('Batch delay.'),
   maxExportBatchSize: Schema.natural().min(1).default(256),
 })
@@ -73,22 +79,34 @@ const CONTENT_KEYS = ['prompt', 'output', 'arguments', 'result'] as const
 
 export function apply(ctx: Context, config: Config): void {
   if (!config.enabled) return
-  if (!/^https?:\/\//.test(config.endpoint)) throw new Error(`session-telemetry-otel: endpoint must be an http(s) URL, got ${JSON.stringify(config.endpoint)}`)
+  if (!/^https?:\/\//.test(config.endpoint))
+    throw new Error(`session-telemetry-otel: endpoint must be an http(s) URL, got ${JSON.stringify(config.endpoint)}`)
   let provider: { forceFlush(): Promise<void>; shutdown(): Promise<void> } | undefined
   let logger: Logger | undefined
   const pending: TelemetryRecord[] = []
   // The SDK is loaded only when telemetry is on; records arriving meanwhile wait in `pending`.
   const ready = (async () => {
-    const [{ LoggerProvider, BatchLogRecordProcessor }, { OTLPLogExporter }, { resourceFromAttributes }] = await Promise.all([
-      import('@opentelemetry/sdk-logs'),
-      import('@opentelemetry/exporter-logs-otlp-http'),
-      import('@opentelemetry/resources'),
-    ])
+    const [{ LoggerProvider, BatchLogRecordProcessor }, { OTLPLogExporter }, { resourceFromAttributes }] =
+      await Promise.all([
+        import('@opentelemetry/sdk-logs'),
+        import('@opentelemetry/exporter-logs-otlp-http'),
+        import('@opentelemetry/resources'),
+      ])
     const userId = ctx.get('anonymousUserId')?.get()
     const exporter = new OTLPLogExporter({ url: config.endpoint, headers: config.headers })
     const sdk = new LoggerProvider({
-      resource: resourceFromAttributes({ 'service.name': PRODUCT_NAME, 'service.version': dshVersion, ...(userId ? { 'user.id': userId } : {}) }),
-      processors: [new BatchLogRecordProcessor({ exporter, scheduledDelayMillis: config.scheduledDelayMillis, maxExportBatchSize: config.maxExportBatchSize })],
+      resource: resourceFromAttributes({
+        'service.name': PRODUCT_NAME,
+        'service.version': dshVersion,
+        ...(userId ? { 'user.id': userId } : {}),
+      }),
+      processors: [
+        new BatchLogRecordProcessor({
+          exporter,
+          scheduledDelayMillis: config.scheduledDelayMillis,
+          maxExportBatchSize: config.maxExportBatchSize,
+        }),
+      ],
     })
     provider = sdk
     logger = sdk.getLogger(SCOPE, dshVersion)
@@ -107,7 +125,8 @@ export function apply(ctx: Context, config: Config): void {
       if (typeof plain[key] === 'string') body[key] = plain[key] as string
       delete plain[key]
     }
-    const failed = record.kind === 'tool_call' ? record.isError : record.kind === 'turn' ? record.reason !== 'completed' : false
+    const failed =
+      record.kind === 'tool_call' ? record.isError : record.kind === 'turn' ? record.reason !== 'completed' : false
     logger.emit({
       eventName: `dsh.${record.kind}`,
       timestamp: record.time,
@@ -125,7 +144,10 @@ export function apply(ctx: Context, config: Config): void {
   }
   // A stopping app flushes what is batched before the tree unwinds (a one-shot exits right after).
   ctx.on('app/stopping', flush)
-  ctx.effect(() => () => {
-    void ready.then(() => provider?.shutdown()).catch(() => {})
-  }, 'session-telemetry-otel: shutdown')
+  ctx.effect(
+    () => () => {
+      void ready.then(() => provider?.shutdown()).catch(() => {})
+    },
+    'session-telemetry-otel: shutdown',
+  )
 }

@@ -23,10 +23,13 @@ beforeAll(async () => {
   mock = await startMockServer({ steps: [{ text: 'first answer words' }, { text: 'second answer words' }] as never })
   server = createServer((req, res) => {
     let text = ''
-    req.setEncoding('utf8').on('data', (d: string) => (text += d)).on('end', () => {
-      bodies.push(text)
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}')
-    })
+    req
+      .setEncoding('utf8')
+      .on('data', (d: string) => (text += d))
+      .on('end', () => {
+        bodies.push(text)
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}')
+      })
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/logs`
@@ -38,14 +41,26 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true })
 })
 
-const env = (extra: Record<string, string> = {}) => ({ DSH_HOME: join(root, 'home'), HOME: join(root, 'home'), DEEPSEEK_BASE_URL: mock.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key', ...extra })
+const env = (extra: Record<string, string> = {}) => ({
+  DSH_HOME: join(root, 'home'),
+  HOME: join(root, 'home'),
+  DEEPSEEK_BASE_URL: mock.baseURL,
+  DEEPSEEK_API_KEY: 'sk-test-not-a-real-key',
+  ...extra,
+})
 
 describe('dsh -p with the telemetry rows of the base bundle', () => {
   it('sends nothing by default; with DSH_TELEMETRY_ENABLED=1 the turn and its model call arrive before exit, without prompt text', async () => {
-    const off = await runDsh(['-p', 'quiet prompt text'], { cwd: join(root, 'work'), env: env({ DSH_TELEMETRY_ENDPOINT: url }) })
+    const off = await runDsh(['-p', 'quiet prompt text'], {
+      cwd: join(root, 'work'),
+      env: env({ DSH_TELEMETRY_ENDPOINT: url }),
+    })
     expect(off.code, off.stderr).toBe(0)
     expect(bodies).toEqual([])
-    const on = await runDsh(['-p', 'telemetry prompt text'], { cwd: join(root, 'work'), env: env({ DSH_TELEMETRY_ENABLED: '1', DSH_TELEMETRY_ENDPOINT: url }) })
+    const on = await runDsh(['-p', 'telemetry prompt text'], {
+      cwd: join(root, 'work'),
+      env: env({ DSH_TELEMETRY_ENABLED: '1', DSH_TELEMETRY_ENDPOINT: url }),
+    })
     expect(on.code, on.stderr).toBe(0)
     const raw = bodies.join('\n')
     expect(raw).toContain('dsh.model_call')

@@ -84,7 +84,16 @@ export interface SessionTelemetryConfig {
 }
 
 interface Tracker {
-  turn?: { turn: number; start: number; steps: number; modelCalls: number; toolCalls: number; toolErrors: number; tokens: TokenUsage; prompts: string[] }
+  turn?: {
+    turn: number
+    start: number
+    steps: number
+    modelCalls: number
+    toolCalls: number
+    toolErrors: number
+    tokens: TokenUsage
+    prompts: string[]
+  }
   step?: number
   callStart?: number
   firstChunk?: number
@@ -104,7 +113,9 @@ export function envFlag(value: string | undefined): boolean {
 export class SessionTelemetry extends Service {
   static inject = ['sessions']
   static Config: Schema<Partial<SessionTelemetryConfig>, SessionTelemetryConfig> = Schema.object({
-    includeContent: Schema.boolean().default(envFlag(process.env.DSH_TELEMETRY_INCLUDE_CONTENT)).description('Add prompt, output and tool text to records (default: $DSH_TELEMETRY_INCLUDE_CONTENT, else off).'),
+    includeContent: Schema.boolean()
+      .default(envFlag(process.env.DSH_TELEMETRY_INCLUDE_CONTENT))
+      .description('Add prompt, output and tool text to records (default: $DSH_TELEMETRY_INCLUDE_CONTENT, else off).'),
     maxContentChars: Schema.natural().min(100).default(4000).description('Characters of each content field, at most.'),
   })
 
@@ -156,10 +167,25 @@ export class SessionTelemetry extends Service {
     if (this.exporters.length === 0) return
     let t = this.trackers.get(session.id)
     if (!t) this.trackers.set(session.id, (t = { calls: new Map() }))
-    const base = (): RecordBase => ({ sessionId: session.id, time: event.time, seq: event.seq, ...(t!.turn ? { turn: t!.turn.turn } : {}), ...(t!.step !== undefined ? { step: t!.step } : {}) })
+    const base = (): RecordBase => ({
+      sessionId: session.id,
+      time: event.time,
+      seq: event.seq,
+      ...(t!.turn ? { turn: t!.turn.turn } : {}),
+      ...(t!.step !== undefined ? { step: t!.step } : {}),
+    })
     switch (event.type) {
       case 'turn/start':
-        t.turn = { turn: event.data.turn, start: event.time, steps: 0, modelCalls: 0, toolCalls: 0, toolErrors: 0, tokens: zero(), prompts: [] }
+        t.turn = {
+          turn: event.data.turn,
+          start: event.time,
+          steps: 0,
+          modelCalls: 0,
+          toolCalls: 0,
+          toolErrors: 0,
+          tokens: zero(),
+          prompts: [],
+        }
         t.step = undefined
         break
       case 'step/start':
@@ -173,14 +199,23 @@ export class SessionTelemetry extends Service {
         t.model = event.data.model
         break
       case 'user/message':
-        if (t.turn && event.data.source?.kind === 'human') t.turn.prompts.push(event.data.content.map((b) => (b.type === 'text' ? b.text : '')).join(''))
+        if (t.turn && event.data.source?.kind === 'human')
+          t.turn.prompts.push(event.data.content.map((b) => (b.type === 'text' ? b.text : '')).join(''))
         break
       case 'assistant/chunk':
         t.firstChunk ??= event.time
         break
       case 'assistant/message': {
         const usage = event.data.usage
-        const tokens = usage ? { input: n(usage.input), output: n(usage.output), cacheRead: n(usage.cacheRead), cacheWrite: n(usage.cacheWrite), reasoning: n(usage.reasoning) } : undefined
+        const tokens = usage
+          ? {
+              input: n(usage.input),
+              output: n(usage.output),
+              cacheRead: n(usage.cacheRead),
+              cacheWrite: n(usage.cacheWrite),
+              reasoning: n(usage.reasoning),
+            }
+          : undefined
         if (t.turn) {
           t.turn.modelCalls++
           if (tokens) for (const k of Object.keys(tokens) as Array<keyof TokenUsage>) t.turn.tokens[k] += tokens[k]
@@ -192,12 +227,16 @@ export class SessionTelemetry extends Service {
           ...(t.provider ? { provider: t.provider } : {}),
           ...(t.model ? { model: t.model } : {}),
           ...(tokens ? { tokens } : {}),
-          ...(t.callStart !== undefined && t.firstChunk !== undefined ? { firstTokenMs: t.firstChunk - t.callStart, decodeMs: event.time - t.firstChunk } : {}),
+          ...(t.callStart !== undefined && t.firstChunk !== undefined
+            ? { firstTokenMs: t.firstChunk - t.callStart, decodeMs: event.time - t.firstChunk }
+            : {}),
           ...(t.callStart !== undefined ? { durationMs: event.time - t.callStart } : {}),
           ...(event.data.finish ? { finish: event.data.finish } : {}),
           ...(event.data.interrupted ? { interrupted: true } : {}),
           toolCalls: content.filter((b) => b.type === 'tool-call').length,
-          ...(this.includeContent ? { output: this.content(content.map((b) => (b.type === 'text' ? b.text : '')).join('')) } : {}),
+          ...(this.includeContent
+            ? { output: this.content(content.map((b) => (b.type === 'text' ? b.text : '')).join('')) }
+            : {}),
         }
         t.callStart = event.time
         t.firstChunk = undefined
@@ -205,7 +244,12 @@ export class SessionTelemetry extends Service {
         break
       }
       case 'tool/call':
-        t.calls.set(event.data.callId, { name: event.data.name, start: event.time, args: event.data.arguments, ...(t.step !== undefined ? { step: t.step } : {}) })
+        t.calls.set(event.data.callId, {
+          name: event.data.name,
+          start: event.time,
+          args: event.data.arguments,
+          ...(t.step !== undefined ? { step: t.step } : {}),
+        })
         break
       case 'tool/started': {
         const call = t.calls.get(event.data.callId)
@@ -230,7 +274,10 @@ export class SessionTelemetry extends Service {
           isError,
           ...(event.data.error ? { errorCode: event.data.error.code } : {}),
           ...(this.includeContent
-            ? { arguments: this.content(call?.args ?? ''), result: this.content(message.content.map((b) => (b.type === 'text' ? b.text : '')).join('')) }
+            ? {
+                arguments: this.content(call?.args ?? ''),
+                result: this.content(message.content.map((b) => (b.type === 'text' ? b.text : '')).join('')),
+              }
             : {}),
         })
         break

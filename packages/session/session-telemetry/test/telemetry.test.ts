@@ -5,12 +5,23 @@ import SessionTelemetry, { envFlag, type TelemetryRecord } from '@dsh/session-te
 async function run(config: Record<string, unknown> = {}) {
   const h = await createHarness({
     script: [
-      { toolCalls: [{ name: 'nope', arguments: {} }, { name: 'echo', arguments: { text: 'hi' } }], usage: { input: 5, output: 1 } },
+      {
+        toolCalls: [
+          { name: 'nope', arguments: {} },
+          { name: 'echo', arguments: { text: 'hi' } },
+        ],
+        usage: { input: 5, output: 1 },
+      },
       { text: 'answer', usage: { input: 6, output: 2, cacheRead: 4 } },
     ],
     plugins: [[SessionTelemetry, config]],
   })
-  h.ctx.tools.register<{ text: string }>({ name: 'echo', description: 'echo', parameters: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] }, execute: (a) => ({ content: a.text }) })
+  h.ctx.tools.register<{ text: string }>({
+    name: 'echo',
+    description: 'echo',
+    parameters: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
+    execute: (a) => ({ content: a.text }),
+  })
   const records: TelemetryRecord[] = []
   const off = h.ctx.sessionTelemetry.registerExporter({ name: 'test', export: (r) => void records.push(r) })
   return { h, records, off }
@@ -22,10 +33,29 @@ describe('ctx.sessionTelemetry', () => {
     try {
       await h.prompt('private words')
       expect(records.map((r) => r.kind)).toEqual(['model_call', 'tool_call', 'tool_call', 'model_call', 'turn'])
-      expect(records[0]).toMatchObject({ kind: 'model_call', sessionId: h.session.id, provider: 'scripted', model: 'scripted-1', step: 0, toolCalls: 2, tokens: { input: 5, output: 1 } })
+      expect(records[0]).toMatchObject({
+        kind: 'model_call',
+        sessionId: h.session.id,
+        provider: 'scripted',
+        model: 'scripted-1',
+        step: 0,
+        toolCalls: 2,
+        tokens: { input: 5, output: 1 },
+      })
       const tools = records.filter((r) => r.kind === 'tool_call')
-      expect(tools.map((r) => [r.kind === 'tool_call' && r.tool, r.kind === 'tool_call' && r.isError])).toEqual([['nope', true], ['echo', false]])
-      expect(records.at(-1)).toMatchObject({ kind: 'turn', reason: 'completed', steps: 2, modelCalls: 2, toolCalls: 2, toolErrors: 1, tokens: { input: 11, output: 3, cacheRead: 4 } })
+      expect(tools.map((r) => [r.kind === 'tool_call' && r.tool, r.kind === 'tool_call' && r.isError])).toEqual([
+        ['nope', true],
+        ['echo', false],
+      ])
+      expect(records.at(-1)).toMatchObject({
+        kind: 'turn',
+        reason: 'completed',
+        steps: 2,
+        modelCalls: 2,
+        toolCalls: 2,
+        toolErrors: 1,
+        tokens: { input: 11, output: 3, cacheRead: 4 },
+      })
       expect(JSON.stringify(records)).not.toContain('private words')
       expect(JSON.stringify(records)).not.toContain('answer')
     } finally {
@@ -38,7 +68,10 @@ describe('ctx.sessionTelemetry', () => {
     try {
       await h.prompt('private words')
       expect(records.at(-1)).toMatchObject({ kind: 'turn', prompt: 'private words' })
-      expect(records.find((r) => r.kind === 'tool_call' && r.tool === 'echo')).toMatchObject({ arguments: '{"text":"hi"}', result: 'hi' })
+      expect(records.find((r) => r.kind === 'tool_call' && r.tool === 'echo')).toMatchObject({
+        arguments: '{"text":"hi"}',
+        result: 'hi',
+      })
       expect(records.at(-2)).toMatchObject({ kind: 'model_call', output: 'answer' })
     } finally {
       await h.dispose()
@@ -49,7 +82,12 @@ describe('ctx.sessionTelemetry', () => {
     const { h, records, off } = await run()
     const errors: string[] = []
     h.ctx.on('session-telemetry/error', (name) => void errors.push(name))
-    h.ctx.sessionTelemetry.registerExporter({ name: 'broken', export: () => { throw new Error('x') } })
+    h.ctx.sessionTelemetry.registerExporter({
+      name: 'broken',
+      export: () => {
+        throw new Error('x')
+      },
+    })
     try {
       await h.prompt('one')
       expect(records.length).toBe(5)
@@ -60,6 +98,13 @@ describe('ctx.sessionTelemetry', () => {
     } finally {
       await h.dispose()
     }
-    expect([envFlag('1'), envFlag('TRUE'), envFlag('on'), envFlag('0'), envFlag(undefined), envFlag('nah')]).toEqual([true, true, true, false, false, false])
+    expect([envFlag('1'), envFlag('TRUE'), envFlag('on'), envFlag('0'), envFlag(undefined), envFlag('nah')]).toEqual([
+      true,
+      true,
+      true,
+      false,
+      false,
+      false,
+    ])
   })
 })

@@ -24,10 +24,15 @@ export interface Config {
 export const Config: Schema<Partial<Config>, Config> = Schema.object({
   provider: Schema.string().description('LLM route; default: the agent-default-model row.'),
   model: Schema.string().description('Model id; default: the agent-default-model row.'),
-  cadence: Schema.union(['first-prompt', 'all-prompts'] as const).default('first-prompt').description('When to ask for a title.'),
+  cadence: Schema.union(['first-prompt', 'all-prompts'] as const)
+    .default('first-prompt')
+    .description('When to ask for a title.'),
   maxPromptChars: Schema.natural().min(100).default(2000).description('Prompt characters sent to the model, at most.'),
   maxTokens: Schema.natural().min(8).default(40).description('Output token cap of the title request.'),
-  timeoutMs: Schema.natural().min(100).default(30_000).description('The request is abandoned after this long (the fallback stays).'),
+  timeoutMs: Schema.natural()
+    .min(100)
+    .default(30_000)
+    .description('The request is abandoned after this long (the fallback stays).'),
 })
 
 export const SYSTEM = [
@@ -55,7 +60,8 @@ export function apply(ctx: Context, config: Config): void {
       const fallback = ctx.get('agentDefaultModel')?.get()
       const provider = config.provider ?? fallback?.provider
       const model = config.model ?? fallback?.model
-      if (!provider || !model) throw new Error('session-title-llm: no model: set provider and model, or add the agent-default-model row')
+      if (!provider || !model)
+        throw new Error('session-title-llm: no model: set provider and model, or add the agent-default-model row')
       const signal = AbortSignal.any([request.signal, AbortSignal.timeout(config.timeoutMs)])
       const response = await ctx.llm.complete({
         provider,
@@ -67,13 +73,14 @@ export function apply(ctx: Context, config: Config): void {
         signal,
         metadata: { sessionId: request.sessionId, purpose: 'session-title' },
       })
-      const title = response.message.content
-        .filter((block) => block.type === 'text')
-        .map((block) => (block as { text: string }).text)
-        .join('')
-        .split('\n')
-        .map((line) => line.trim())
-        .find(Boolean) ?? ''
+      const title =
+        response.message.content
+          .filter((block) => block.type === 'text')
+          .map((block) => (block as { text: string }).text)
+          .join('')
+          .split('\n')
+          .map((line) => line.trim())
+          .find(Boolean) ?? ''
       // The usage goes along so the session's stats count the title request (apart from turns).
       return { title, provider, model, ...(response.usage ? { usage: response.usage } : {}) }
     },

@@ -17,7 +17,9 @@ function titler(answer: 'hang' | Error | string): LlmAdapter & { requests: LlmRe
       requests.push(request)
       if (answer instanceof Error) throw answer
       if (answer === 'hang') {
-        await new Promise((_, reject) => request.signal?.addEventListener('abort', () => reject(new LlmError('ABORTED', 'aborted'))))
+        await new Promise((_, reject) =>
+          request.signal?.addEventListener('abort', () => reject(new LlmError('ABORTED', 'aborted'))),
+        )
         return
       }
       yield { kind: 'text-delta', text: answer }
@@ -51,7 +53,10 @@ describe('@dsh/session-title-llm', () => {
       expect(request).toMatchObject({ provider: 'titler', model: 't1', system: TitleLlm.SYSTEM, maxTokens: 40 })
       expect(request.tools).toBeUndefined()
       expect(JSON.stringify(request.messages)).toContain('make it fast')
-      expect(titleEvents(h)).toEqual(['fallback:the sessions list is slow with 1000 sessions, make it fast', 'llm:Speed up session listing'])
+      expect(titleEvents(h)).toEqual([
+        'fallback:the sessions list is slow with 1000 sessions, make it fast',
+        'llm:Speed up session listing',
+      ])
       // What the title request cost is logged apart from the turns, with the route and model asked.
       const usage = h.session.events.flatMap((e) => (e.type === 'title/usage' ? [e.data] : []))
       expect(usage).toEqual([{ source: 'llm', provider: 'titler', model: 't1', usage: TITLE_USAGE }])
@@ -70,7 +75,9 @@ describe('@dsh/session-title-llm', () => {
       await h.prompt('second thing')
       await h.ctx.sessionTitle.settled(h.session.id)
       expect(adapter.requests).toHaveLength(2)
-      expect(TitleLlm.titlePrompt({ prompt: 'second thing', earlierPrompts: ['first thing'] }, 100)).toBe('Earlier requests:\n- first thing\n\nRequest to title:\nsecond thing')
+      expect(TitleLlm.titlePrompt({ prompt: 'second thing', earlierPrompts: ['first thing'] }, 100)).toBe(
+        'Earlier requests:\n- first thing\n\nRequest to title:\nsecond thing',
+      )
       expect(JSON.stringify(adapter.requests[1].messages)).toContain('first thing')
     } finally {
       await h.dispose()

@@ -46,7 +46,8 @@ export interface SessionTitle {
 export function foldSessionTitle(events: Iterable<AnySessionEvent>): SessionTitle | undefined {
   let found: SessionTitle | undefined
   for (const event of events) {
-    if (event.type === 'session/title') found = { title: event.data.title, source: event.data.source, seq: event.seq, time: event.time }
+    if (event.type === 'session/title')
+      found = { title: event.data.title, source: event.data.source, seq: event.seq, time: event.time }
   }
   return found
 }
@@ -56,7 +57,10 @@ export const titleUnit: ProjectionUnit<SessionTitle | null> = {
   name: 'title',
   version: 1,
   init: () => null,
-  fold: (state, event) => (event.type === 'session/title' ? { title: event.data.title, source: event.data.source, seq: event.seq, time: event.time } : state),
+  fold: (state, event) =>
+    event.type === 'session/title'
+      ? { title: event.data.title, source: event.data.source, seq: event.seq, time: event.time }
+      : state,
 }
 
 /** Text blocks of a message, whitespace collapsed. */
@@ -140,7 +144,11 @@ interface Work {
 export class SessionTitleService extends Service {
   static inject = ['sessions']
   static Config: Schema<Partial<SessionTitleConfig>, SessionTitleConfig> = Schema.object({
-    maxLength: Schema.natural().min(10).max(200).default(60).description('Longest title, fallback or provided, in characters.'),
+    maxLength: Schema.natural()
+      .min(10)
+      .max(200)
+      .default(60)
+      .description('Longest title, fallback or provided, in characters.'),
   })
 
   // Mutated in place only (methods may run on a per-caller shadow of the service).
@@ -158,13 +166,19 @@ export class SessionTitleService extends Service {
     ctx.on('session/event', (session, event) => this.onEvent(session, event))
     // `title/usage` is logged: persistence must know it. Ignorable: a reader without this plugin
     // still loads the session (the event changes nothing else in the log).
-    ctx.inject(['sessionPersistence'], (inner) => void inner.sessionPersistence.registerEventType('title/usage', { ignorable: true }))
+    ctx.inject(
+      ['sessionPersistence'],
+      (inner) => void inner.sessionPersistence.registerEventType('title/usage', { ignorable: true }),
+    )
     ctx.on('session/deleted', (session) => this.cancel(session.id))
     ctx.inject(['sessionProjections'], (inner) => void inner.sessionProjections.register(titleUnit))
-    ctx.effect(() => () => {
-      this.unloaded.value = true
-      for (const id of [...this.work.keys()]) this.cancel(id)
-    }, 'session-title: cancel work')
+    ctx.effect(
+      () => () => {
+        this.unloaded.value = true
+        for (const id of [...this.work.keys()]) this.cancel(id)
+      },
+      'session-title: cancel work',
+    )
   }
 
   /** The current title of a live session, or undefined (no prompt yet, or not in `ctx.sessions`). */
@@ -193,7 +207,10 @@ export class SessionTitleService extends Service {
    */
   registerProvider(provider: TitleProvider): () => void {
     return this.ctx.effect(() => {
-      if (this.providers.length > 0) throw new Error(`session-title: provider "${this.providers[0].name}" is already registered; unload it before registering "${provider.name}"`)
+      if (this.providers.length > 0)
+        throw new Error(
+          `session-title: provider "${this.providers[0].name}" is already registered; unload it before registering "${provider.name}"`,
+        )
       this.providers.push(provider)
       return () => {
         const i = this.providers.indexOf(provider)
@@ -219,7 +236,13 @@ export class SessionTitleService extends Service {
     const last = prompts.at(-1)
     if (!last) return this.get(sessionId)
     const provider = this.providers[0]
-    if (provider) await this.start(session, provider, last, prompts.slice(0, -1).map((p) => p.text))
+    if (provider)
+      await this.start(
+        session,
+        provider,
+        last,
+        prompts.slice(0, -1).map((p) => p.text),
+      )
     return this.get(sessionId)
   }
 
@@ -240,7 +263,8 @@ export class SessionTitleService extends Service {
       session.append('session/title', { title, source: FALLBACK_SOURCE })
       // Automatic model titles only for a fresh session: a fork or resume seed carries history.
       const fresh = session.parent === undefined && !session.events.some((e) => e.type === 'seed/end')
-      if (provider && (provider.cadence === 'all-prompts' || fresh)) void this.start(session, provider, { seq: event.seq, text }, [])
+      if (provider && (provider.cadence === 'all-prompts' || fresh))
+        void this.start(session, provider, { seq: event.seq, text }, [])
       return
     }
     if (provider?.cadence === 'all-prompts' && current.data.source !== USER_SOURCE) {
@@ -250,7 +274,12 @@ export class SessionTitleService extends Service {
   }
 
   /** Runs the provider for one prompt; never throws (a failure is an event and keeps the title). */
-  private start(session: Session, provider: TitleProvider, prompt: { seq: number; text: string }, earlier: string[]): Promise<void> {
+  private start(
+    session: Session,
+    provider: TitleProvider,
+    prompt: { seq: number; text: string },
+    earlier: string[],
+  ): Promise<void> {
     this.cancel(session.id)
     const controller = new AbortController()
     const current = this.get(session.id)
@@ -268,10 +297,12 @@ export class SessionTitleService extends Service {
             ...(current ? { current } : {}),
             signal: controller.signal,
           })
-          const text = typeof proposed === 'string' ? proposed : typeof proposed?.title === 'string' ? proposed.title : ''
+          const text =
+            typeof proposed === 'string' ? proposed : typeof proposed?.title === 'string' ? proposed.title : ''
           // The tokens were spent whatever happens to the title: log them while the session is here.
           const usage = typeof proposed === 'object' && proposed ? usageOf(proposed, provider.name) : undefined
-          if (usage && !this.unloaded.value && this.home.sessions.get(session.id) === session) session.append('title/usage', usage)
+          if (usage && !this.unloaded.value && this.home.sessions.get(session.id) === session)
+            session.append('title/usage', usage)
           // A superseded or cancelled revision never commits, even if the provider ignored the signal.
           if (controller.signal.aborted || this.home.sessions.get(session.id) !== session) return
           const title = clean(text, this.maxLength)
@@ -320,7 +351,13 @@ function usageOf(proposal: TitleProposal, source: string): TitleUsage | undefine
     source,
     ...(typeof proposal.provider === 'string' ? { provider: proposal.provider } : {}),
     ...(typeof proposal.model === 'string' ? { model: proposal.model } : {}),
-    usage: { input: count(u.input), output: count(u.output), cacheRead: count(u.cacheRead), cacheWrite: count(u.cacheWrite), reasoning: count(u.reasoning) },
+    usage: {
+      input: count(u.input),
+      output: count(u.output),
+      cacheRead: count(u.cacheRead),
+      cacheWrite: count(u.cacheWrite),
+      reasoning: count(u.reasoning),
+    },
   }
 }
 
@@ -328,7 +365,12 @@ function usageOf(proposal: TitleProposal, source: string): TitleUsage | undefine
 function clean(title: string, maxLength: number): string {
   // Curly quotes as escapes: one non-ASCII character makes the whole prelinked stack a two-byte
   // string (twice the memory, a slower decode and scan at every boot).
-  const flat = title.replace(/\s+/g, ' ').trim().replace(/^["'`\u201C\u2018]+|["'`\u201D\u2019]+$/g, '').replace(/\.$/, '').trim()
+  const flat = title
+    .replace(/\s+/g, ' ')
+    .trim()
+    .replace(/^["'`\u201C\u2018]+|["'`\u201D\u2019]+$/g, '')
+    .replace(/\.$/, '')
+    .trim()
   return flat.length <= maxLength ? flat : `${flat.slice(0, maxLength - 1).trimEnd()}…`
 }
 

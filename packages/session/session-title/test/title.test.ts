@@ -6,10 +6,18 @@ import { Context } from 'cordis'
 import { createHarness } from '@dsh/agent-loop-testkit'
 import SessionStore, { type AnySessionEvent } from '@dsh/session'
 import JsonlPersistence from '@dsh/session-persistence-jsonl'
-import SessionTitleService, { fallbackTitle, foldSessionTitle, type TitleProposal, type TitleProvider, type TitleRequest } from '@dsh/session-title'
+import SessionTitleService, {
+  fallbackTitle,
+  foldSessionTitle,
+  type TitleProposal,
+  type TitleProvider,
+  type TitleRequest,
+} from '@dsh/session-title'
 
 const titles = (events: readonly AnySessionEvent[]) =>
-  events.filter((e) => e.type === 'session/title').map((e) => (e.type === 'session/title' ? `${e.data.source}:${e.data.title}` : ''))
+  events
+    .filter((e) => e.type === 'session/title')
+    .map((e) => (e.type === 'session/title' ? `${e.data.source}:${e.data.title}` : ''))
 
 function gate<T>() {
   let open!: (value: T) => void
@@ -26,7 +34,10 @@ describe('fallbackTitle', () => {
     expect(fallbackTitle('  fix the\n\nparser  ')).toBe('fix the parser')
   })
   it('cuts a long prompt at a word boundary with an ellipsis', () => {
-    const title = fallbackTitle('please refactor the session persistence layer so that listing a thousand sessions is fast', 40)!
+    const title = fallbackTitle(
+      'please refactor the session persistence layer so that listing a thousand sessions is fast',
+      40,
+    )!
     expect(title.length).toBeLessThanOrEqual(40)
     expect(title).toBe('please refactor the session persistence…')
   })
@@ -45,7 +56,10 @@ describe('ctx.sessionTitle', () => {
       await h.prompt('Add a --json flag to the list command')
       await h.prompt('and tests please')
       expect(titles(h.session.events)).toEqual(['fallback:Add a --json flag to the list command'])
-      expect(h.ctx.sessionTitle.get(h.session.id)).toMatchObject({ title: 'Add a --json flag to the list command', source: 'fallback' })
+      expect(h.ctx.sessionTitle.get(h.session.id)).toMatchObject({
+        title: 'Add a --json flag to the list command',
+        source: 'fallback',
+      })
       expect(foldSessionTitle(h.session.events)?.seq).toBe(h.session.last('session/title')!.seq)
       // Log-only: no request carries the title text beyond the prompt itself.
       for (const request of h.model.requests) expect(JSON.stringify(request.messages)).not.toContain('"fallback"')
@@ -58,7 +72,11 @@ describe('ctx.sessionTitle', () => {
   it('runs the provider beside the turn: the turn ends first, then the provided title is logged', async () => {
     const release = gate<string>()
     const seen: TitleRequest[] = []
-    const provider: TitleProvider = { name: 'test', cadence: 'first-prompt', generate: (r) => (seen.push(r), release.promise) }
+    const provider: TitleProvider = {
+      name: 'test',
+      cadence: 'first-prompt',
+      generate: (r) => (seen.push(r), release.promise),
+    }
     const h = await createHarness({ script: [{ text: 'done' }], plugins: [[SessionTitleService]] })
     try {
       h.ctx.sessionTitle.registerProvider(provider)
@@ -80,7 +98,10 @@ describe('ctx.sessionTitle', () => {
     const errors: string[] = []
     const h = await createHarness({ script: [{ text: 'a' }, { text: 'b' }], plugins: [[SessionTitleService]] })
     try {
-      h.ctx.on('session-title/error', (_id, provider, error) => void errors.push(`${provider}: ${(error as Error).message}`))
+      h.ctx.on(
+        'session-title/error',
+        (_id, provider, error) => void errors.push(`${provider}: ${(error as Error).message}`),
+      )
       h.ctx.sessionTitle.registerProvider({
         name: 'flaky',
         cadence: 'first-prompt',
@@ -155,7 +176,9 @@ describe('ctx.sessionTitle', () => {
       const fork = h.ctx.sessions.fork(h.session)
       expect(titles(fork.events)).toEqual(['fallback:original task'])
       const off = h.ctx.sessionTitle.registerProvider({ name: 'a', cadence: 'first-prompt', generate: async () => 'x' })
-      expect(() => h.ctx.sessionTitle.registerProvider({ name: 'b', cadence: 'first-prompt', generate: async () => 'y' })).toThrow(/"a" is already registered/)
+      expect(() =>
+        h.ctx.sessionTitle.registerProvider({ name: 'b', cadence: 'first-prompt', generate: async () => 'y' }),
+      ).toThrow(/"a" is already registered/)
       off()
       expect(h.ctx.sessionTitle.provider()).toBeUndefined()
     } finally {
@@ -166,7 +189,10 @@ describe('ctx.sessionTitle', () => {
   it('logs the usage a provider reports as title/usage, even when the title is not used', async () => {
     const pending: Array<ReturnType<typeof gate<string | TitleProposal>>> = []
     const errors: string[] = []
-    const h = await createHarness({ script: [{ text: 'a' }, { text: 'b' }, { text: 'c' }], plugins: [[SessionTitleService]] })
+    const h = await createHarness({
+      script: [{ text: 'a' }, { text: 'b' }, { text: 'c' }],
+      plugins: [[SessionTitleService]],
+    })
     const usages = () => h.session.events.flatMap((e) => (e.type === 'title/usage' ? [e.data] : []))
     try {
       h.ctx.on('session-title/error', (_id, _p, error) => void errors.push((error as Error).message))
@@ -183,13 +209,28 @@ describe('ctx.sessionTitle', () => {
       await h.prompt('two')
       // The superseded request still spent tokens: they are logged, its title is not.
       pending[0].open({ title: 'Stale', usage: { input: 10, output: 2 }, provider: 'route', model: 'm1' })
-      pending[1].open({ title: 'Fresh', usage: { input: 30, output: 4, cacheRead: 5, reasoning: 1 }, provider: 'route', model: 'm1' })
+      pending[1].open({
+        title: 'Fresh',
+        usage: { input: 30, output: 4, cacheRead: 5, reasoning: 1 },
+        provider: 'route',
+        model: 'm1',
+      })
       await h.ctx.sessionTitle.settled(h.session.id)
       await new Promise((r) => setImmediate(r))
       expect(titles(h.session.events)).toEqual(['fallback:one', 'metered:Fresh'])
       expect(usages()).toEqual([
-        { source: 'metered', provider: 'route', model: 'm1', usage: { input: 10, output: 2, cacheRead: 0, cacheWrite: 0, reasoning: 0 } },
-        { source: 'metered', provider: 'route', model: 'm1', usage: { input: 30, output: 4, cacheRead: 5, cacheWrite: 0, reasoning: 1 } },
+        {
+          source: 'metered',
+          provider: 'route',
+          model: 'm1',
+          usage: { input: 10, output: 2, cacheRead: 0, cacheWrite: 0, reasoning: 0 },
+        },
+        {
+          source: 'metered',
+          provider: 'route',
+          model: 'm1',
+          usage: { input: 30, output: 4, cacheRead: 5, cacheWrite: 0, reasoning: 1 },
+        },
       ])
       // An empty title keeps the current one but its usage is logged; bad counts read as 0; a
       // bare string or a proposal without usage logs nothing.
@@ -197,7 +238,10 @@ describe('ctx.sessionTitle', () => {
       pending[2].open({ title: '  ', usage: { input: -3, output: Number.NaN } })
       await h.ctx.sessionTitle.settled(h.session.id)
       expect(errors).toEqual(['the provider returned an empty title'])
-      expect(usages().at(-1)).toEqual({ source: 'metered', usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, reasoning: 0 } })
+      expect(usages().at(-1)).toEqual({
+        source: 'metered',
+        usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, reasoning: 0 },
+      })
       expect(h.ctx.sessionTitle.get(h.session.id)?.title).toBe('Fresh')
       const count = usages().length
       const refreshing = h.ctx.sessionTitle.refresh(h.session.id)

@@ -32,12 +32,24 @@ export function sessionTable(rows: SessionListRow[], withCwd: boolean, now = Dat
     formatAge(r.updatedAt ?? r.createdAt, now),
     String(r.turns),
     ...(withCwd ? [r.cwd] : []),
-    r.damaged !== undefined ? `(damaged: ${oneLine(r.damaged)})` : oneLine(r.title ?? r.firstPrompt ?? '') || '(no prompt)',
+    r.damaged !== undefined
+      ? `(damaged: ${oneLine(r.damaged)})`
+      : oneLine(r.title ?? r.firstPrompt ?? '') || '(no prompt)',
   ])
   const all = [header, ...cells]
   const widths = header.map((_, i) => Math.max(...all.map((row) => row[i].length)))
   const right = new Set([2])
-  return all.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : right.has(i) ? cell.padStart(widths[i]) : cell.padEnd(widths[i]))).join('  ')).join('\n') + '\n'
+  return (
+    all
+      .map((row) =>
+        row
+          .map((cell, i) =>
+            i === row.length - 1 ? cell : right.has(i) ? cell.padStart(widths[i]) : cell.padEnd(widths[i]),
+          )
+          .join('  '),
+      )
+      .join('\n') + '\n'
+  )
 }
 
 /** The `show` block: identity, then whole-session figures, then one line per turn. */
@@ -70,7 +82,10 @@ export function formatStats(row: SessionListRow): string {
       )
     }
     const tools = Object.entries(s.tools).sort((a, b) => b[1].ms - a[1].ms)
-    if (tools.length) lines.push(`tools     ${tools.map(([name, f]) => `${name} ${f.calls}x ${formatDuration(f.ms)}${f.errors ? ` (${f.errors} failed)` : ''}`).join(', ')}`)
+    if (tools.length)
+      lines.push(
+        `tools     ${tools.map(([name, f]) => `${name} ${f.calls}x ${formatDuration(f.ms)}${f.errors ? ` (${f.errors} failed)` : ''}`).join(', ')}`,
+      )
     for (const turn of s.perTurn) {
       const sum = turn.tokens.input + turn.tokens.cacheRead + turn.tokens.cacheWrite
       lines.push(

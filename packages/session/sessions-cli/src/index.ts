@@ -76,11 +76,13 @@ export function parseSessionsArgs(argv: readonly string[]): ParsedCommand {
   const { values, positionals } = parsed
   if (values.help) throw new UsageError('help')
   const format = values['output-format'] ?? 'text'
-  if (format !== 'text' && format !== 'json') throw new UsageError(`--output-format must be text or json, not '${format}'`)
+  if (format !== 'text' && format !== 'json')
+    throw new UsageError(`--output-format must be text or json, not '${format}'`)
   let limit = 20
   if (values.limit !== undefined) {
     limit = Number(values.limit)
-    if (!Number.isInteger(limit) || limit < 1) throw new UsageError(`--limit must be a positive integer, not '${values.limit}'`)
+    if (!Number.isInteger(limit) || limit < 1)
+      throw new UsageError(`--limit must be a positive integer, not '${values.limit}'`)
   }
   const [word, ...rest] = positionals
   const base = { all: values.all ?? false, limit, format: format as 'text' | 'json' }
@@ -104,7 +106,8 @@ export function parseSessionsArgs(argv: readonly string[]): ParsedCommand {
 export function rowOf(row: ProjectionRow): SessionListRow {
   const title = row.values.title as SessionTitle | null | undefined
   const stats = row.values.sessionStats as SessionStats | undefined
-  const text = title?.title ?? row.summary.title ?? (row.summary.firstPrompt ? fallbackTitle(row.summary.firstPrompt) : undefined)
+  const text =
+    title?.title ?? row.summary.title ?? (row.summary.firstPrompt ? fallbackTitle(row.summary.firstPrompt) : undefined)
   return {
     ...row.summary,
     ...(text !== undefined ? { title: text } : {}),
@@ -114,7 +117,8 @@ export function rowOf(row: ProjectionRow): SessionListRow {
 }
 
 /** Same rule as `dsh -c`: ran a turn (or is damaged), and is not a subagent's child log. */
-const continuable = (row: SessionSummary) => (row.turns > 0 || row.damaged !== undefined) && row.parentSession === undefined
+const continuable = (row: SessionSummary) =>
+  (row.turns > 0 || row.damaged !== undefined) && row.parentSession === undefined
 
 /** Drops the per-turn detail from list rows (kept by `show`). */
 function compact(row: SessionListRow): SessionListRow {
@@ -123,7 +127,12 @@ function compact(row: SessionListRow): SessionListRow {
   return { ...row, stats: stats as SessionStats }
 }
 
-export async function runSessionsCommand(ctx: Context, argv: readonly string[], io: Io, cwd = process.cwd()): Promise<number> {
+export async function runSessionsCommand(
+  ctx: Context,
+  argv: readonly string[],
+  io: Io,
+  cwd = process.cwd(),
+): Promise<number> {
   let cmd: ParsedCommand
   try {
     cmd = parseSessionsArgs(argv)
@@ -157,7 +166,11 @@ export async function runSessionsCommand(ctx: Context, argv: readonly string[], 
     return 0
   }
   if (shown.length === 0) {
-    io.stderr.write(cmd.all ? 'dsh: no stored sessions\n' : `dsh: no stored sessions for ${cwd} (dsh sessions --all lists every one)\n`)
+    io.stderr.write(
+      cmd.all
+        ? 'dsh: no stored sessions\n'
+        : `dsh: no stored sessions for ${cwd} (dsh sessions --all lists every one)\n`,
+    )
     return 0
   }
   io.stdout.write(sessionTable(shown, cmd.all))
@@ -183,13 +196,19 @@ async function showFromLog(ctx: Context, id: string): Promise<SessionListRow | n
   }
   // As stored: crash repairs are what a later load would append, not part of the log yet.
   const events = loaded.events.slice(0, loaded.events.length - loaded.repairs.length)
-  return rowOf({ summary: summarize(loaded.header, events), values: ctx.sessionProjections.foldEvents(events), source: 'rebuilt' })
+  return rowOf({
+    summary: summarize(loaded.header, events),
+    values: ctx.sessionProjections.foldEvents(events),
+    source: 'rebuilt',
+  })
 }
 
 async function search(ctx: Context, cmd: ParsedCommand, io: Io, cwd: string): Promise<number> {
   const query = ctx.get('sessionQuery')
   if (!query) {
-    io.stderr.write('dsh sessions: search needs a session-query row (for example @dsh/session-query-sqlite) in the profile\n')
+    io.stderr.write(
+      'dsh sessions: search needs a session-query row (for example @dsh/session-query-sqlite) in the profile\n',
+    )
     return 1
   }
   const hits = await query.search({ text: cmd.query!, ...(cmd.all ? {} : { cwd }), limit: cmd.limit })
@@ -198,7 +217,9 @@ async function search(ctx: Context, cmd: ParsedCommand, io: Io, cwd: string): Pr
     return 0
   }
   if (hits.length === 0) {
-    io.stderr.write(`dsh: no session ${cmd.all ? '' : `of ${cwd} `}contains ${JSON.stringify(cmd.query)}${cmd.all ? '' : ' (--all searches every one)'}\n`)
+    io.stderr.write(
+      `dsh: no session ${cmd.all ? '' : `of ${cwd} `}contains ${JSON.stringify(cmd.query)}${cmd.all ? '' : ' (--all searches every one)'}\n`,
+    )
     return 0
   }
   for (const hit of hits) {

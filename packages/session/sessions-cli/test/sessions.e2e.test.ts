@@ -20,7 +20,12 @@ let root: string
 let home: string
 let cwd: string
 let sessionId: string
-const env = () => ({ DSH_HOME: home, HOME: home, DEEPSEEK_BASE_URL: mock.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' })
+const env = () => ({
+  DSH_HOME: home,
+  HOME: home,
+  DEEPSEEK_BASE_URL: mock.baseURL,
+  DEEPSEEK_API_KEY: 'sk-test-not-a-real-key',
+})
 
 beforeAll(async () => {
   root = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-sessions-cli-')))
@@ -30,14 +35,25 @@ beforeAll(async () => {
   writeFileSync(join(cwd, 'notes.txt'), 'the secret ingredient is cardamom-and-saffron\n')
   mock = await startMockServer({
     steps: [
-      { toolCalls: [{ name: 'read', arguments: JSON.stringify({ file_path: join(cwd, 'notes.txt') }) }], usage: usage[0] },
-      { toolCalls: [{ name: 'todo_write', arguments: JSON.stringify({ todos: [{ content: 'cook', status: 'in_progress' }] }) }], usage: usage[1] },
+      {
+        toolCalls: [{ name: 'read', arguments: JSON.stringify({ file_path: join(cwd, 'notes.txt') }) }],
+        usage: usage[0],
+      },
+      {
+        toolCalls: [
+          { name: 'todo_write', arguments: JSON.stringify({ todos: [{ content: 'cook', status: 'in_progress' }] }) },
+        ],
+        usage: usage[1],
+      },
       { text: 'All read.', usage: usage[2] },
       { text: 'second session answer' },
       { text: 'third session answer' },
     ] as never,
   })
-  const first = await runDsh(['-p', '--output-format', 'json', 'Read notes.txt and tell me the ingredient'], { cwd, env: env() })
+  const first = await runDsh(['-p', '--output-format', 'json', 'Read notes.txt and tell me the ingredient'], {
+    cwd,
+    env: env(),
+  })
   expect(first.code, first.stderr).toBe(0)
   sessionId = JSON.parse(first.stdout).sessionId
   const second = await runDsh(['-p', 'a second, unrelated task'], { cwd: root, env: env() })
@@ -55,10 +71,20 @@ describe('dsh sessions', () => {
     expect(run.code, run.stderr).toBe(0)
     const rows = JSON.parse(run.stdout)
     expect(rows).toHaveLength(1)
-    expect(rows[0]).toMatchObject({ id: sessionId, cwd, title: 'Read notes.txt and tell me the ingredient', titleSource: 'fallback', turns: 1, stats: { steps: 3, modelCalls: 3 } })
+    expect(rows[0]).toMatchObject({
+      id: sessionId,
+      cwd,
+      title: 'Read notes.txt and tell me the ingredient',
+      titleSource: 'fallback',
+      turns: 1,
+      stats: { steps: 3, modelCalls: 3 },
+    })
     expect(rows[0].stats.perTurn).toBeUndefined()
     const all = JSON.parse((await runDsh(['sessions', '--all', '--output-format', 'json'], { cwd, env: env() })).stdout)
-    expect(all.map((r: { title: string }) => r.title).sort()).toEqual(['Read notes.txt and tell me the ingredient', 'a second, unrelated task'])
+    expect(all.map((r: { title: string }) => r.title).sort()).toEqual([
+      'Read notes.txt and tell me the ingredient',
+      'a second, unrelated task',
+    ])
     const text = await runDsh(['sessions'], { cwd, env: env() })
     expect(text.stdout).toMatch(/^ID\s+UPDATED\s+TURNS\s+TITLE\n/)
     expect(text.stdout).toContain('Read notes.txt and tell me the ingredient')
@@ -87,16 +113,23 @@ describe('dsh sessions', () => {
     expect(Object.keys(row.stats.tools).sort()).toEqual(['read', 'todo_write'])
     expect(row.stats.perTurn).toHaveLength(1)
     // `show` reads the one log; what it prints is the listing's row plus the per-turn figures.
-    const listed = JSON.parse((await runDsh(['sessions', '--all', '--output-format', 'json'], { cwd, env: env() })).stdout).find((r: { id: string }) => r.id === sessionId)
+    const listed = JSON.parse(
+      (await runDsh(['sessions', '--all', '--output-format', 'json'], { cwd, env: env() })).stdout,
+    ).find((r: { id: string }) => r.id === sessionId)
     const { perTurn: _perTurn, ...whole } = row.stats
     expect({ ...row, stats: whole }).toEqual(listed)
     const text = await runDsh(['sessions', 'show', sessionId], { cwd, env: env() })
-    expect(text.stdout).toContain(`tokens    input ${sum((u) => u.prompt - u.cacheHit)}   output ${sum((u) => u.completion - u.reasoning)}`)
+    expect(text.stdout).toContain(
+      `tokens    input ${sum((u) => u.prompt - u.cacheHit)}   output ${sum((u) => u.completion - u.reasoning)}`,
+    )
     expect(text.stdout).toContain('steps 3   model calls 3')
   })
 
   it('search finds a phrase of a tool result; SQL and FTS syntax are literal', async () => {
-    const run = await runDsh(['sessions', 'search', 'cardamom-and-saffron', '--output-format', 'json'], { cwd, env: env() })
+    const run = await runDsh(['sessions', 'search', 'cardamom-and-saffron', '--output-format', 'json'], {
+      cwd,
+      env: env(),
+    })
     expect(run.code, run.stderr).toBe(0)
     const hits = JSON.parse(run.stdout)
     expect(hits.map((h: { sessionId: string }) => h.sessionId)).toEqual([sessionId])
@@ -104,7 +137,10 @@ describe('dsh sessions', () => {
     const bad = await runDsh(['sessions', 'search', '"); DROP TABLE fts; --', '--all'], { cwd, env: env() })
     expect(bad.code).toBe(0)
     expect(bad.stderr).toMatch(/no session contains/)
-    const again = await runDsh(['sessions', 'search', 'cardamom', '--all', '--output-format', 'json'], { cwd, env: env() })
+    const again = await runDsh(['sessions', 'search', 'cardamom', '--all', '--output-format', 'json'], {
+      cwd,
+      env: env(),
+    })
     expect(JSON.parse(again.stdout)).toHaveLength(1)
   })
 
@@ -114,7 +150,9 @@ describe('dsh sessions', () => {
     const third = await runDsh(['-p', '--output-format', 'json', 'a third task'], { cwd: other, env: env() })
     expect(third.code, third.stderr).toBe(0)
     const id = JSON.parse(third.stdout).sessionId
-    const dir = readdirSync(join(home, 'sessions'), { recursive: true, withFileTypes: true }).find((e) => e.isDirectory() && e.name === id)!
+    const dir = readdirSync(join(home, 'sessions'), { recursive: true, withFileTypes: true }).find(
+      (e) => e.isDirectory() && e.name === id,
+    )!
     const log = readdirSync(join(dir.parentPath, id)).find((f) => f.startsWith('session.jsonl'))!
     writeFileSync(join(dir.parentPath, id, log), 'this is not a session log\n')
     const run = await runDsh(['sessions', 'show', id, '--output-format', 'json'], { cwd, env: env() })

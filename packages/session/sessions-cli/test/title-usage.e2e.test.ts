@@ -25,7 +25,12 @@ let root: string
 let home: string
 let cwd: string
 let sessionId: string
-const env = () => ({ DSH_HOME: home, HOME: home, DEEPSEEK_BASE_URL: turnModel.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' })
+const env = () => ({
+  DSH_HOME: home,
+  HOME: home,
+  DEEPSEEK_BASE_URL: turnModel.baseURL,
+  DEEPSEEK_API_KEY: 'sk-test-not-a-real-key',
+})
 
 /** Newline-delimited JSON-RPC to the agent's stdio; `call` resolves with the result or rejects with the error. */
 function rpc(child: ChildProcessWithoutNullStreams) {
@@ -53,7 +58,10 @@ beforeAll(async () => {
   cwd = join(root, 'work')
   mkdirSync(cwd, { recursive: true })
   turnModel = await startMockServer({ steps: [{ text: 'Answered.', usage: turnUsage }] as never })
-  titleModel = await startMockServer({ models: ['title-m'], steps: [{ text: 'Tidy the build scripts', usage: titleUsage }] } as never)
+  titleModel = await startMockServer({
+    models: ['title-m'],
+    steps: [{ text: 'Tidy the build scripts', usage: titleUsage }],
+  } as never)
   const patch = join(root, 'title.patch.yml')
   writeFileSync(
     patch,
@@ -81,7 +89,9 @@ beforeAll(async () => {
     // The turn and the title request both end; the title request never holds the turn up.
     await vi.waitFor(
       async () => {
-        const types = (await call('session/history', { sessionId, fromSeq: 0 })).events.map((e: { type: string }) => e.type)
+        const types = (await call('session/history', { sessionId, fromSeq: 0 })).events.map(
+          (e: { type: string }) => e.type,
+        )
         expect(types).toContain('turn/end')
         expect(types).toContain('title/usage')
       },
@@ -109,7 +119,13 @@ describe('dsh sessions show: title request tokens', () => {
     const row = JSON.parse(run.stdout)
     expect(row).toMatchObject({ title: 'Tidy the build scripts', titleSource: 'llm' })
     // The DeepSeek adapter reports input without cache hits, and output and reasoning disjointly.
-    const tokens = (u: typeof turnUsage) => ({ input: u.prompt - u.cacheHit, output: u.completion - u.reasoning, cacheRead: u.cacheHit, cacheWrite: 0, reasoning: u.reasoning })
+    const tokens = (u: typeof turnUsage) => ({
+      input: u.prompt - u.cacheHit,
+      output: u.completion - u.reasoning,
+      cacheRead: u.cacheHit,
+      cacheWrite: 0,
+      reasoning: u.reasoning,
+    })
     const turn = tokens(turnUsage)
     const title = tokens(titleUsage)
     expect(row.stats.titleCalls).toEqual({ calls: 1, usageReported: 1, tokens: title, unpricedCalls: 1 })

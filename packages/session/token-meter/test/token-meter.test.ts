@@ -34,7 +34,10 @@ async function boot() {
 function turn(session: Session, n: number, usage?: TokenUsage) {
   session.append('turn/start', { turn: n })
   session.append('step/start', { turn: n, step: 0 })
-  session.append('assistant/message', { message: { role: 'assistant', content: [{ type: 'text', text: `answer ${n}` }] }, ...(usage ? { usage } : {}) })
+  session.append('assistant/message', {
+    message: { role: 'assistant', content: [{ type: 'text', text: `answer ${n}` }] },
+    ...(usage ? { usage } : {}),
+  })
   session.append('step/end', { turn: n, step: 0 })
   session.append('turn/end', { turn: n, reason: 'completed' })
 }
@@ -59,7 +62,7 @@ describe('ctx.tokenMeter', () => {
     expect(ctx.tokenMeter.usage(session.id)!.total).toEqual(u(120, 15, 110, 4, 3))
   })
 
-  it('counts a fork\'s seeded prefix once, as seeded', async () => {
+  it("counts a fork's seeded prefix once, as seeded", async () => {
     const { ctx } = await boot()
     const source = ctx.sessions.create({ cwd: '/tmp' })
     turn(source, 0, u(50, 5))
@@ -125,7 +128,10 @@ describe('ctx.tokenMeter', () => {
 
   it('follows a real agent turn by turn', async () => {
     harness = await createHarness({
-      script: [{ text: 'one', usage: { input: 40, output: 4 } }, { text: 'two', usage: { input: 6, output: 2, cacheRead: 44 } }],
+      script: [
+        { text: 'one', usage: { input: 40, output: 4 } },
+        { text: 'two', usage: { input: 6, output: 2, cacheRead: 44 } },
+      ],
       plugins: [[TokenMeter]],
     })
     await harness.prompt('first')

@@ -136,7 +136,12 @@ describe('settings-file', () => {
     externalWrite('web:\n  port: 2\nnew:\n  a: true\n')
     await until(() => seen.length > 0 && ctx.settings.get('new') !== undefined, 'the reload')
     expect(seen.at(-1)).toEqual({ port: 2 })
-    expect(events.filter((e) => e.cause === 'reload').map((e) => e.namespace).sort()).toEqual(['new', 'web'])
+    expect(
+      events
+        .filter((e) => e.cause === 'reload')
+        .map((e) => e.namespace)
+        .sort(),
+    ).toEqual(['new', 'web'])
     // An in-place write (no rename) is seen too.
     writeFileSync(file, 'web:\n  port: 3\n')
     await until(() => (ctx.settings.get('web') as { port: number }).port === 3, 'the second reload')
@@ -175,15 +180,22 @@ describe('settings-file', () => {
     writeFileSync(file, broken)
     const root = new Context()
     const fiber = root.plugin(FileSettings, { path: file, watch: false })
-    const failure = await Promise.resolve(fiber).then(() => undefined, (error: unknown) => error)
+    const failure = await Promise.resolve(fiber).then(
+      () => undefined,
+      (error: unknown) => error,
+    )
     expect(failure).toBeInstanceOf(SettingsError)
     expect((failure as SettingsError).code).toBe('MALFORMED')
-    expect((failure as SettingsError).message).toMatch(new RegExp(`^${file.replace(/[.]/g, '\\.')}:3:\\d+: malformed settings file: .*DUPLICATE_KEY`))
+    expect((failure as SettingsError).message).toMatch(
+      new RegExp(`^${file.replace(/[.]/g, '\\.')}:3:\\d+: malformed settings file: .*DUPLICATE_KEY`),
+    )
     expect(root.get('settings')).toBeUndefined()
     expect(text()).toBe(broken)
     writeFileSync(file, '- a\n- b\n')
     const list = root.plugin(FileSettings, { path: file, watch: false })
-    await expect(list).rejects.toThrow(`${file}:1: malformed settings file: the top level must be a mapping of namespace sections`)
+    await expect(list).rejects.toThrow(
+      `${file}:1: malformed settings file: the top level must be a mapping of namespace sections`,
+    )
   })
 
   it('refuses to overwrite a file that broke after load, and recovers when it is fixed', async () => {
@@ -213,7 +225,9 @@ describe('settings-file', () => {
     expect(web.error!.message).toContain('section "web"')
     expect(web.error!.message).toContain('field "web.port"')
     expect(shell.value).toEqual({ timeoutMs: 5 })
-    expect(logs.filter((m) => m.type === 'warn').map((m) => m.args.join(' '))).toEqual([expect.stringContaining('web.port')])
+    expect(logs.filter((m) => m.type === 'warn').map((m) => m.args.join(' '))).toEqual([
+      expect.stringContaining('web.port'),
+    ])
     // A typed write that would break the schema is refused before touching the file.
     await expect(shell.update({ timeoutMs: -1 })).rejects.toThrow(SettingsValidationError)
     expect(text()).toContain('timeoutMs: 5')

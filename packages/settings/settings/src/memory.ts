@@ -23,7 +23,11 @@ export class MemorySettings extends SettingsService {
     this.publish(config.initial ?? {}, 'load')
   }
 
-  private write(namespace: string, compute: (current: unknown) => SettingsRecord | undefined, options?: SettingsWriteOptions): Promise<void> {
+  private write(
+    namespace: string,
+    compute: (current: unknown) => SettingsRecord | undefined,
+    options?: SettingsWriteOptions,
+  ): Promise<void> {
     const run = this.queue.tail.then(() => {
       const next = compute(this.get(namespace))
       options?.validate?.(next)

@@ -17,7 +17,9 @@ export const NAMESPACE_PATTERN = /^[A-Za-z][A-Za-z0-9_-]*$/
 
 export function checkNamespace(namespace: unknown): asserts namespace is string {
   if (typeof namespace !== 'string' || !NAMESPACE_PATTERN.test(namespace)) {
-    throw new TypeError(`invalid settings namespace ${JSON.stringify(namespace)}: use a letter, then letters, digits, "-" or "_"`)
+    throw new TypeError(
+      `invalid settings namespace ${JSON.stringify(namespace)}: use a letter, then letters, digits, "-" or "_"`,
+    )
   }
 }
 
@@ -46,7 +48,9 @@ export function checkValue(value: unknown, path: string, allowUndefined = false)
     for (const [key, item] of Object.entries(value)) checkValue(item, `${path}.${key}`, allowUndefined)
     return
   }
-  throw new TypeError(`settings value at ${path} is a ${typeof value === 'object' ? 'non-plain object' : typeof value}; use JSON-like data`)
+  throw new TypeError(
+    `settings value at ${path} is a ${typeof value === 'object' ? 'non-plain object' : typeof value}; use JSON-like data`,
+  )
 }
 
 export function checkPatch(namespace: string, patch: unknown): asserts patch is SettingsPatch {

@@ -58,7 +58,9 @@ describe('ctx.settings', () => {
 
   it('refuses a schema that cannot give defaults', async () => {
     const { ctx } = await boot()
-    expect(() => ctx.settings.section('x', Schema.object({ must: Schema.string().required() }))).toThrow(/absent section/)
+    expect(() => ctx.settings.section('x', Schema.object({ must: Schema.string().required() }))).toThrow(
+      /absent section/,
+    )
   })
 
   it('notifies onChange listeners and emits settings/changed for changed namespaces only', async () => {

@@ -6,7 +6,17 @@ import { existsSync, statSync } from 'node:fs'
 import { isAbsolute, join, resolve as resolvePath } from 'node:path'
 import { Context } from 'cordis'
 import Schema from 'schemastery'
-import { ShellError, ShellExecutor, type ShellLimits, type ShellOutput, type ShellOutputBudget, type ShellRequest, type ShellResult, type ShellRunOptions, type ShellSpec } from '@dsh/shell'
+import {
+  ShellError,
+  ShellExecutor,
+  type ShellLimits,
+  type ShellOutput,
+  type ShellOutputBudget,
+  type ShellRequest,
+  type ShellResult,
+  type ShellRunOptions,
+  type ShellSpec,
+} from '@dsh/shell'
 import { decodeOutput, type ProcessExit, type ProcessLauncher, type RetainedOutput } from '@dsh/subprocess'
 import { plainService } from '@dsh/plain-service'
 import { DEFAULT_SPILL_CAP_BYTES, dshRunDir, processTempSubdir, systemTempDir, type PrivateDir } from '@dsh/spill-files'
@@ -54,18 +64,48 @@ export class BashLocalExecutor extends ShellExecutor {
   static inject = ['subprocess']
 
   static Config: Schema<BashLocalConfig> = Schema.object({
-    bash: Schema.string().default('bash').description('The bash executable: an absolute path or a name looked up on PATH.'),
-    defaultTimeoutMs: Schema.natural().min(1).default(120_000).description('Timeout of a call that does not ask for one.'),
-    maxTimeoutMs: Schema.natural().min(1).default(600_000).description('Upper bound of a requested timeout; larger requests are capped.'),
-    killGraceMs: Schema.natural().default(3_000).description('Time between SIGTERM and SIGKILL of the process group on timeout or cancel.'),
-    drainMs: Schema.natural().default(250).description('After bash exits, how long to keep reading output that background descendants still write before the group is ended.'),
+    bash: Schema.string()
+      .default('bash')
+      .description('The bash executable: an absolute path or a name looked up on PATH.'),
+    defaultTimeoutMs: Schema.natural()
+      .min(1)
+      .default(120_000)
+      .description('Timeout of a call that does not ask for one.'),
+    maxTimeoutMs: Schema.natural()
+      .min(1)
+      .default(600_000)
+      .description('Upper bound of a requested timeout; larger requests are capped.'),
+    killGraceMs: Schema.natural()
+      .default(3_000)
+      .description('Time between SIGTERM and SIGKILL of the process group on timeout or cancel.'),
+    drainMs: Schema.natural()
+      .default(250)
+      .description(
+        'After bash exits, how long to keep reading output that background descendants still write before the group is ended.',
+      ),
     output: Schema.object({
-      maxBytes: Schema.natural().default(1 << 20).description('Output kept whole in memory; past it only head and tail stay in memory and the whole output goes to a spill file.'),
-      headBytes: Schema.natural().default(256 << 10).description('Bytes of the beginning kept in memory once output passes maxBytes.'),
-      tailBytes: Schema.natural().default(256 << 10).description('Bytes of the end kept in memory once output passes maxBytes.'),
+      maxBytes: Schema.natural()
+        .default(1 << 20)
+        .description(
+          'Output kept whole in memory; past it only head and tail stay in memory and the whole output goes to a spill file.',
+        ),
+      headBytes: Schema.natural()
+        .default(256 << 10)
+        .description('Bytes of the beginning kept in memory once output passes maxBytes.'),
+      tailBytes: Schema.natural()
+        .default(256 << 10)
+        .description('Bytes of the end kept in memory once output passes maxBytes.'),
     }).default({ maxBytes: 1 << 20, headBytes: 256 << 10, tailBytes: 256 << 10 }),
-    spillDir: Schema.string().default(DEFAULT_SPILL_DIR).description('Directory of spill files holding the complete output of long commands (a private directory: real, owned by this user, 0700). The default stands for a private directory of this process.'),
-    spillMaxBytes: Schema.natural().default(DEFAULT_SPILL_CAP_BYTES).description('Most bytes spilled into one spill directory (one session under bash-sandbox) by this process; past it the rest of the output is dropped and the result says so (head and tail are still kept).'),
+    spillDir: Schema.string()
+      .default(DEFAULT_SPILL_DIR)
+      .description(
+        'Directory of spill files holding the complete output of long commands (a private directory: real, owned by this user, 0700). The default stands for a private directory of this process.',
+      ),
+    spillMaxBytes: Schema.natural()
+      .default(DEFAULT_SPILL_CAP_BYTES)
+      .description(
+        'Most bytes spilled into one spill directory (one session under bash-sandbox) by this process; past it the rest of the output is dropped and the result says so (head and tail are still kept).',
+      ),
     environment: Schema.dict(String)
       .default({ ...MODEL_FRIENDLY_ENV })
       .description('Variables set for every command (replaces the whole default set when given).'),
@@ -81,13 +121,18 @@ export class BashLocalExecutor extends ShellExecutor {
     super(ctx)
     this.limits = { defaultTimeoutMs: config.defaultTimeoutMs, maxTimeoutMs: config.maxTimeoutMs }
     if (config.maxTimeoutMs < config.defaultTimeoutMs) {
-      throw new TypeError(`bash-local: maxTimeoutMs (${config.maxTimeoutMs}) must be at least defaultTimeoutMs (${config.defaultTimeoutMs})`)
+      throw new TypeError(
+        `bash-local: maxTimeoutMs (${config.maxTimeoutMs}) must be at least defaultTimeoutMs (${config.defaultTimeoutMs})`,
+      )
     }
     const { maxBytes, headBytes, tailBytes } = config.output
     if (headBytes + tailBytes > maxBytes) {
-      throw new TypeError(`bash-local: output.headBytes + output.tailBytes (${headBytes + tailBytes}) must not exceed output.maxBytes (${maxBytes})`)
+      throw new TypeError(
+        `bash-local: output.headBytes + output.tailBytes (${headBytes + tailBytes}) must not exceed output.maxBytes (${maxBytes})`,
+      )
     }
-    if (!isAbsolute(config.spillDir)) throw new TypeError(`bash-local: spillDir must be an absolute path, got ${JSON.stringify(config.spillDir)}`)
+    if (!isAbsolute(config.spillDir))
+      throw new TypeError(`bash-local: spillDir must be an absolute path, got ${JSON.stringify(config.spillDir)}`)
     ctx.effect(() => () => this.mergeStartup.dispose(), 'bash-local: stderr startup file')
     this.subprocess = plainService(ctx.subprocess)
   }
@@ -103,9 +148,11 @@ export class BashLocalExecutor extends ShellExecutor {
   protected readonly mergeStartup = new MergeStartupFile()
 
   async resolve(request: ShellRequest): Promise<ShellSpec> {
-    if (request === null || typeof request !== 'object') throw new ShellError('INVALID_REQUEST', 'expected a shell request object')
+    if (request === null || typeof request !== 'object')
+      throw new ShellError('INVALID_REQUEST', 'expected a shell request object')
     const { command, cwd, workdir, timeoutMs, env } = request
-    if (typeof command !== 'string' || command.trim() === '') throw new ShellError('INVALID_REQUEST', 'command must be a non-empty string')
+    if (typeof command !== 'string' || command.trim() === '')
+      throw new ShellError('INVALID_REQUEST', 'command must be a non-empty string')
     if (command.includes('\0')) throw new ShellError('INVALID_REQUEST', 'command must not contain NUL characters')
     const bytes = Buffer.byteLength(command)
     if (bytes > MAX_COMMAND_BYTES) {
@@ -114,7 +161,8 @@ export class BashLocalExecutor extends ShellExecutor {
         `command is ${bytes} bytes; the limit is ${MAX_COMMAND_BYTES}. Write the script to a file and run the file instead.`,
       )
     }
-    if (typeof cwd !== 'string' || !isAbsolute(cwd)) throw new ShellError('INVALID_REQUEST', 'cwd must be an absolute path')
+    if (typeof cwd !== 'string' || !isAbsolute(cwd))
+      throw new ShellError('INVALID_REQUEST', 'cwd must be an absolute path')
     if (workdir !== undefined && (typeof workdir !== 'string' || workdir === '' || workdir.includes('\0'))) {
       throw new ShellError('INVALID_REQUEST', 'workdir must be a non-empty path')
     }
@@ -133,7 +181,8 @@ export class BashLocalExecutor extends ShellExecutor {
     const notes: string[] = []
     let timeout = this.config.defaultTimeoutMs
     if (timeoutMs !== undefined) {
-      if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) throw new ShellError('INVALID_REQUEST', 'timeoutMs must be a positive integer')
+      if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1)
+        throw new ShellError('INVALID_REQUEST', 'timeoutMs must be a positive integer')
       timeout = timeoutMs
       if (timeout > this.config.maxTimeoutMs) {
         notes.push(`timeout capped at ${this.config.maxTimeoutMs} ms (requested ${timeoutMs} ms)`)
@@ -143,32 +192,52 @@ export class BashLocalExecutor extends ShellExecutor {
     const output = this.resolveOutput(request.output, notes)
     const merged: Record<string, string> = { ...this.config.environment }
     for (const [name, value] of Object.entries(env ?? {})) {
-      if (typeof value !== 'string') throw new ShellError('INVALID_REQUEST', `environment variable ${name} must be a string`)
+      if (typeof value !== 'string')
+        throw new ShellError('INVALID_REQUEST', `environment variable ${name} must be a string`)
       merged[name] = value
     }
-    return { executor: EXECUTOR, dialect: this.dialect, command, cwd: dir, timeoutMs: timeout, output, env: merged, notes }
+    return {
+      executor: EXECUTOR,
+      dialect: this.dialect,
+      command,
+      cwd: dir,
+      timeoutMs: timeout,
+      output,
+      env: merged,
+      notes,
+    }
   }
 
   private resolveOutput(budget: ShellOutputBudget | undefined, notes: string[]): ShellOutputBudget {
     const cap = this.config.output
     if (budget === undefined) return { ...cap }
-    if (budget === null || typeof budget !== 'object') throw new ShellError('INVALID_REQUEST', 'output must be {maxBytes, headBytes, tailBytes}')
+    if (budget === null || typeof budget !== 'object')
+      throw new ShellError('INVALID_REQUEST', 'output must be {maxBytes, headBytes, tailBytes}')
     for (const key of ['maxBytes', 'headBytes', 'tailBytes'] as const) {
-      if (!Number.isSafeInteger(budget[key]) || budget[key] < 0) throw new ShellError('INVALID_REQUEST', `output.${key} must be a non-negative integer`)
+      if (!Number.isSafeInteger(budget[key]) || budget[key] < 0)
+        throw new ShellError('INVALID_REQUEST', `output.${key} must be a non-negative integer`)
     }
     if (budget.headBytes + budget.tailBytes > budget.maxBytes) {
       throw new ShellError('INVALID_REQUEST', 'output.headBytes + output.tailBytes must not exceed output.maxBytes')
     }
-    if (budget.maxBytes <= cap.maxBytes) return { maxBytes: budget.maxBytes, headBytes: budget.headBytes, tailBytes: budget.tailBytes }
+    if (budget.maxBytes <= cap.maxBytes)
+      return { maxBytes: budget.maxBytes, headBytes: budget.headBytes, tailBytes: budget.tailBytes }
     // Scale head and tail down with the cap so their ratio survives.
     const ratio = cap.maxBytes / budget.maxBytes
     notes.push(`output budget capped at ${cap.maxBytes} bytes (requested ${budget.maxBytes})`)
-    return { maxBytes: cap.maxBytes, headBytes: Math.floor(budget.headBytes * ratio), tailBytes: Math.floor(budget.tailBytes * ratio) }
+    return {
+      maxBytes: cap.maxBytes,
+      headBytes: Math.floor(budget.headBytes * ratio),
+      tailBytes: Math.floor(budget.tailBytes * ratio),
+    }
   }
 
   async run(spec: ShellSpec, options: ShellRunOptions = {}): Promise<ShellResult> {
     if (spec?.executor !== EXECUTOR) {
-      throw new ShellError('FOREIGN_SPEC', `bash-local cannot run a spec resolved by ${JSON.stringify(spec?.executor)}; call ctx.shell.resolve() first`)
+      throw new ShellError(
+        'FOREIGN_SPEC',
+        `bash-local cannot run a spec resolved by ${JSON.stringify(spec?.executor)}; call ctx.shell.resolve() first`,
+      )
     }
     const started = Date.now()
     if (options.signal?.aborted) return cancelledBeforeStart()
@@ -185,7 +254,6 @@ export class BashLocalExecutor extends ShellExecutor {
     })
   }
 }
-
 
 /** What the startup file runs: stderr onto stdout's pipe, then BASH_ENV is forgotten so nested bash scripts do not read it. */
 export const MERGE_STARTUP_SCRIPT = 'exec 2>&1\nunset BASH_ENV\n'
@@ -272,7 +340,10 @@ function mergePlan(request: ShellProcessRequest): { stderr: 'stdout' | 'pipe'; e
  * output keeps write order, output is retained head+tail with the rest spilled. Shared by every
  * bash provider (bash-local runs `bash -c`, bash-sandbox the confined argv).
  */
-export async function runShellProcess(subprocess: Context['subprocess'], request: ShellProcessRequest): Promise<ShellResult> {
+export async function runShellProcess(
+  subprocess: Context['subprocess'],
+  request: ShellProcessRequest,
+): Promise<ShellResult> {
   const { spec, settings, options, started } = request
   const internal = new AbortController()
   let cause: 'timeout' | 'cancelled' | undefined

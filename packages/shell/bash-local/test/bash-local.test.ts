@@ -45,7 +45,14 @@ describe('bash-local resolve', () => {
   it('applies the default timeout and the model-friendly environment', async () => {
     const spec = await shell().resolve({ command: 'true', cwd: dir, env: { DSH_SHELL: '1', TERM: 'xterm' } })
     expect(spec).toMatchObject({ executor: 'bash-local', dialect: 'bash', cwd: dir, timeoutMs: 5_000, notes: [] })
-    expect(spec.env).toMatchObject({ PAGER: 'cat', GIT_PAGER: 'cat', NO_COLOR: '1', CI: '1', GIT_TERMINAL_PROMPT: '0', DEBIAN_FRONTEND: 'noninteractive' })
+    expect(spec.env).toMatchObject({
+      PAGER: 'cat',
+      GIT_PAGER: 'cat',
+      NO_COLOR: '1',
+      CI: '1',
+      GIT_TERMINAL_PROMPT: '0',
+      DEBIAN_FRONTEND: 'noninteractive',
+    })
     // Request variables override the executor's own.
     expect(spec.env.TERM).toBe('xterm')
     expect(spec.env.DSH_SHELL).toBe('1')
@@ -60,9 +67,13 @@ describe('bash-local resolve', () => {
   it('resolves a relative workdir against cwd and refuses a missing one', async () => {
     mkdirSync(join(dir, 'sub'), { recursive: true })
     expect((await shell().resolve({ command: 'true', cwd: dir, workdir: 'sub' })).cwd).toBe(join(dir, 'sub'))
-    expect((await refusal(shell().resolve({ command: 'true', cwd: dir, workdir: 'missing' }))).code).toBe('WORKDIR_NOT_FOUND')
+    expect((await refusal(shell().resolve({ command: 'true', cwd: dir, workdir: 'missing' }))).code).toBe(
+      'WORKDIR_NOT_FOUND',
+    )
     writeFileSync(join(dir, 'file.txt'), 'x')
-    expect((await refusal(shell().resolve({ command: 'true', cwd: dir, workdir: 'file.txt' }))).code).toBe('WORKDIR_NOT_DIRECTORY')
+    expect((await refusal(shell().resolve({ command: 'true', cwd: dir, workdir: 'file.txt' }))).code).toBe(
+      'WORKDIR_NOT_DIRECTORY',
+    )
   })
 
   it('refuses bad requests with a stable code', async () => {
@@ -76,7 +87,16 @@ describe('bash-local resolve', () => {
   })
 
   it('refuses to run a spec another executor resolved', async () => {
-    const foreign = { executor: 'other', dialect: 'bash', command: 'true', cwd: dir, timeoutMs: 1000, output: { maxBytes: 10, headBytes: 1, tailBytes: 1 }, env: {}, notes: [] } satisfies ShellSpec
+    const foreign = {
+      executor: 'other',
+      dialect: 'bash',
+      command: 'true',
+      cwd: dir,
+      timeoutMs: 1000,
+      output: { maxBytes: 10, headBytes: 1, tailBytes: 1 },
+      env: {},
+      notes: [],
+    } satisfies ShellSpec
     expect((await refusal(shell().run(foreign))).code).toBe('FOREIGN_SPEC')
   })
 })
@@ -91,7 +111,9 @@ describe('bash-local run', () => {
   })
 
   it('runs with the non-interactive environment and stdin closed', async () => {
-    const result = await run('echo "$PAGER $GIT_PAGER $NO_COLOR $TERM $CI $GIT_TERMINAL_PROMPT $DEBIAN_FRONTEND"; cat; echo "cat=$?"')
+    const result = await run(
+      'echo "$PAGER $GIT_PAGER $NO_COLOR $TERM $CI $GIT_TERMINAL_PROMPT $DEBIAN_FRONTEND"; cat; echo "cat=$?"',
+    )
     expect(result.output.head).toBe('cat cat 1 dumb 1 0 noninteractive\ncat=0\n')
   })
 
@@ -162,11 +184,17 @@ describe('bash-local run', () => {
   it('runs bash itself (no sh in front): one process, stderr merged by bash, BASH_ENV not left behind', async () => {
     const spawned: Array<{ file: string; stderr?: string; bashEnv?: string }> = []
     const spawn = ctx.subprocess.spawn.bind(ctx.subprocess)
-    ;(ctx.subprocess as { spawn: typeof spawn }).spawn = (spec) => (spawned.push({ file: spec.file, stderr: spec.stderr, bashEnv: spec.env?.set?.BASH_ENV }), spawn(spec))
+    ;(ctx.subprocess as { spawn: typeof spawn }).spawn = (spec) => (
+      spawned.push({ file: spec.file, stderr: spec.stderr, bashEnv: spec.env?.set?.BASH_ENV }), spawn(spec)
+    )
     try {
       // The syntax error comes from parsing the command, after the startup file ran: merged too.
-      const result = await run('echo "[$BASH_ENV]"; echo out; echo err >&2; bash -c \'echo nested >&2\' 2>/dev/null\necho (')
-      expect(result.output.head).toMatch(/^\[\]\nout\nerr\n\S*bash: -c: line 2: syntax error near unexpected token `newline'\n\S*bash: -c: line 2: `echo \('\n$/)
+      const result = await run(
+        'echo "[$BASH_ENV]"; echo out; echo err >&2; bash -c \'echo nested >&2\' 2>/dev/null\necho (',
+      )
+      expect(result.output.head).toMatch(
+        /^\[\]\nout\nerr\n\S*bash: -c: line 2: syntax error near unexpected token `newline'\n\S*bash: -c: line 2: `echo \('\n$/,
+      )
       expect(spawned).toHaveLength(1)
       expect(spawned[0].file).toBe('bash')
       expect(spawned[0].stderr).toBe('pipe')
@@ -183,7 +211,11 @@ describe('bash-local run', () => {
 
   it('keeps a BASH_ENV the caller set and merges with the sh wrapper instead', async () => {
     writeFileSync(join(dir, 'own-env.sh'), 'OWN=yes\n')
-    const spec = await shell().resolve({ command: 'echo "own=$OWN"; echo e >&2; echo f', cwd: dir, env: { BASH_ENV: join(dir, 'own-env.sh') } })
+    const spec = await shell().resolve({
+      command: 'echo "own=$OWN"; echo e >&2; echo f',
+      cwd: dir,
+      env: { BASH_ENV: join(dir, 'own-env.sh') },
+    })
     const result = await shell().run(spec)
     expect(result.output.head).toBe('own=yes\ne\nf\n')
   })
@@ -204,20 +236,38 @@ describe('bash-local run', () => {
   })
 
   it('follows the caller output budget, capped by the configured maximum', async () => {
-    const spec = await shell().resolve({ command: 'seq 1 1000', cwd: dir, output: { maxBytes: 100, headBytes: 20, tailBytes: 10 } })
+    const spec = await shell().resolve({
+      command: 'seq 1 1000',
+      cwd: dir,
+      output: { maxBytes: 100, headBytes: 20, tailBytes: 10 },
+    })
     expect(spec.output).toEqual({ maxBytes: 100, headBytes: 20, tailBytes: 10 })
     const result = await shell().run(spec)
     expect(result.output.head).toBe('1\n2\n3\n4\n5\n6\n7\n8\n9\n10')
     expect(result.output.tail).toBe('\n999\n1000\n')
-    const capped = await shell().resolve({ command: 'true', cwd: dir, output: { maxBytes: 8192, headBytes: 4096, tailBytes: 4096 } })
+    const capped = await shell().resolve({
+      command: 'true',
+      cwd: dir,
+      output: { maxBytes: 8192, headBytes: 4096, tailBytes: 4096 },
+    })
     expect(capped.output).toEqual({ maxBytes: 4096, headBytes: 2048, tailBytes: 2048 })
     expect(capped.notes[0]).toMatch(/output budget capped at 4096 bytes/)
-    expect((await refusal(shell().resolve({ command: 'true', cwd: dir, output: { maxBytes: 10, headBytes: 8, tailBytes: 8 } }))).code).toBe('INVALID_REQUEST')
+    expect(
+      (
+        await refusal(
+          shell().resolve({ command: 'true', cwd: dir, output: { maxBytes: 10, headBytes: 8, tailBytes: 8 } }),
+        )
+      ).code,
+    ).toBe('INVALID_REQUEST')
   })
 
   it('does not show a character split by the truncation cut as a replacement character', async () => {
     // 'é' is two bytes; a head of 5 bytes cuts the third 'é' in half.
-    const spec = await shell().resolve({ command: `printf 'éééééééééé'`, cwd: dir, output: { maxBytes: 8, headBytes: 5, tailBytes: 3 } })
+    const spec = await shell().resolve({
+      command: `printf 'éééééééééé'`,
+      cwd: dir,
+      output: { maxBytes: 8, headBytes: 5, tailBytes: 3 },
+    })
     const result = await shell().run(spec)
     expect(result.output.head).toBe('éé')
     expect(result.output.tail).toBe('é')
@@ -260,7 +310,8 @@ describe('bash-local service references', () => {
       if (name === 'subprocess') reads++
       return next()
     })
-    const once = async (command: string) => (await local.shell.run(await local.shell.resolve({ command, cwd: dir }))).output.head
+    const once = async (command: string) =>
+      (await local.shell.run(await local.shell.resolve({ command, cwd: dir }))).output.head
     expect(await once('echo one')).toBe('one\n')
     expect(await once('echo two')).toBe('two\n')
     expect(reads).toBe(0)

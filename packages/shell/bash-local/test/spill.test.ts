@@ -17,44 +17,80 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }))
 function tmpfsUnavailable(): string | undefined {
   if (process.platform !== 'linux') return 'needs Linux mount namespaces'
   if (process.getuid?.() !== 0) return 'needs root to mount a tmpfs in a private mount namespace'
-  const probe = spawnSync('unshare', ['-m', '--propagation', 'private', 'sh', '-c', `mount -t tmpfs -o size=64k dsh-probe "$0"`, scratch], { encoding: 'utf8' })
-  if (probe.error || probe.status !== 0) return `unshare -m cannot mount a tmpfs here: ${probe.error?.message ?? probe.stderr.trim()}`
+  const probe = spawnSync(
+    'unshare',
+    ['-m', '--propagation', 'private', 'sh', '-c', `mount -t tmpfs -o size=64k dsh-probe "$0"`, scratch],
+    { encoding: 'utf8' },
+  )
+  if (probe.error || probe.status !== 0)
+    return `unshare -m cannot mount a tmpfs here: ${probe.error?.message ?? probe.stderr.trim()}`
   return undefined
 }
 const skipReason = tmpfsUnavailable()
 if (skipReason) console.warn(`skipping the ENOSPC test: ${skipReason}`)
 
 describe('bash-local spill', () => {
-  it.skipIf(skipReason !== undefined)('a command that fills the spill disk ends at its timeout and the result says the spill failed', async () => {
-    const disk = mkdtempSync(join(scratch, 'disk-'))
-    const fixture = join(import.meta.dirname, 'fixtures', 'flood-child.ts')
-    const child = spawn(
-      'unshare',
-      ['-m', '--propagation', 'private', 'sh', '-c', 'mount -t tmpfs -o size=256k dsh-full "$0" && exec "$@"', disk, process.execPath, '--conditions', 'development', '--import', 'tsx', fixture, disk, 'yes', '1500'],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    )
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk) => (stdout += chunk))
-    child.stderr.on('data', (chunk) => (stderr += chunk))
-    // Before the fix the run never ended: the spill stream's close was awaited after its ENOSPC.
-    const watchdog = setTimeout(() => child.kill('SIGKILL'), 15_000)
-    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on('close', (c, s) => resolve([c, s])))
-    clearTimeout(watchdog)
-    expect({ code, signal, stderr }).toEqual({ code: 0, signal: null, stderr: '' })
-    const result = JSON.parse(stdout)
-    expect(result.status).toBe('timeout')
-    expect(result.totalBytes).toBeGreaterThan(256 * 1024)
-    expect(result.tail).toBe('y\n')
-    expect(result.spillPath).toBeNull()
-    expect(result.notes).toEqual([expect.stringMatching(/^the complete output could not be kept: cannot write the spill file .*\/bash-[^/]+\.log: ENOSPC: no space left on device/)])
-  })
+  it.skipIf(skipReason !== undefined)(
+    'a command that fills the spill disk ends at its timeout and the result says the spill failed',
+    async () => {
+      const disk = mkdtempSync(join(scratch, 'disk-'))
+      const fixture = join(import.meta.dirname, 'fixtures', 'flood-child.ts')
+      const child = spawn(
+        'unshare',
+        [
+          '-m',
+          '--propagation',
+          'private',
+          'sh',
+          '-c',
+          'mount -t tmpfs -o size=256k dsh-full "$0" && exec "$@"',
+          disk,
+          process.execPath,
+          '--conditions',
+          'development',
+          '--import',
+          'tsx',
+          fixture,
+          disk,
+          'yes',
+          '1500',
+        ],
+        { stdio: ['ignore', 'pipe', 'pipe'] },
+      )
+      let stdout = ''
+      let stderr = ''
+      child.stdout.on('data', (chunk) => (stdout += chunk))
+      child.stderr.on('data', (chunk) => (stderr += chunk))
+      // Before the fix the run never ended: the spill stream's close was awaited after its ENOSPC.
+      const watchdog = setTimeout(() => child.kill('SIGKILL'), 15_000)
+      const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
+        child.on('close', (c, s) => resolve([c, s])),
+      )
+      clearTimeout(watchdog)
+      expect({ code, signal, stderr }).toEqual({ code: 0, signal: null, stderr: '' })
+      const result = JSON.parse(stdout)
+      expect(result.status).toBe('timeout')
+      expect(result.totalBytes).toBeGreaterThan(256 * 1024)
+      expect(result.tail).toBe('y\n')
+      expect(result.spillPath).toBeNull()
+      expect(result.notes).toEqual([
+        expect.stringMatching(
+          /^the complete output could not be kept: cannot write the spill file .*\/bash-[^/]+\.log: ENOSPC: no space left on device/,
+        ),
+      ])
+    },
+  )
 
   it('stops spilling at the per-session cap, says so, and keeps head and tail', async () => {
     const ctx = new Context()
     await ctx.plugin(LocalSubprocessService, {} as never)
     const spillDir = join(scratch, 'capped')
-    await ctx.plugin(BashLocalExecutor, { killGraceMs: 200, output: { maxBytes: 4096, headBytes: 1024, tailBytes: 1024 }, spillDir, spillMaxBytes: 10_000 } as never)
+    await ctx.plugin(BashLocalExecutor, {
+      killGraceMs: 200,
+      output: { maxBytes: 4096, headBytes: 1024, tailBytes: 1024 },
+      spillDir,
+      spillMaxBytes: 10_000,
+    } as never)
     const run = async (command: string) => {
       const spec = await ctx.shell.resolve({ command, cwd: scratch })
       return { spec, result: await ctx.shell.run(spec) }
@@ -66,7 +102,13 @@ describe('bash-local spill', () => {
     expect(second.result.status).toBe('exited')
     expect(second.result.output.tail.endsWith('bEND\n')).toBe(true)
     expect(second.result.output.spillPath).toBeUndefined()
-    expect(second.spec.notes).toEqual([expect.stringMatching(new RegExp(`^the complete output could not be kept: the spill cap of 10000 bytes for ${spillDir} was reached: ${spillDir}/bash-[^ ]+\\.log holds only the first 4000 bytes of the output$`))])
+    expect(second.spec.notes).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^the complete output could not be kept: the spill cap of 10000 bytes for ${spillDir} was reached: ${spillDir}/bash-[^ ]+\\.log holds only the first 4000 bytes of the output$`,
+        ),
+      ),
+    ])
     const files = readdirSync(spillDir).map((name) => readFileSync(join(spillDir, name), 'utf8'))
     const cut = files.find((text) => text.startsWith('b'))!
     expect(cut).toMatch(/^b{4000}\n\[dsh: the spill cap of 10000 bytes for this session was reached/)
@@ -76,7 +118,10 @@ describe('bash-local spill', () => {
   it('spills by default into a private directory of the process, not the guessable shared path', async () => {
     const ctx = new Context()
     await ctx.plugin(LocalSubprocessService, {} as never)
-    await ctx.plugin(BashLocalExecutor, { killGraceMs: 200, output: { maxBytes: 4096, headBytes: 1024, tailBytes: 1024 } } as never)
+    await ctx.plugin(BashLocalExecutor, {
+      killGraceMs: 200,
+      output: { maxBytes: 4096, headBytes: 1024, tailBytes: 1024 },
+    } as never)
     const spec = await ctx.shell.resolve({ command: 'head -c 8000 /dev/zero | tr "\\0" c', cwd: scratch })
     const result = await ctx.shell.run(spec)
     const path = result.output.spillPath!

@@ -60,12 +60,19 @@ export class SandboxedBashExecutor extends BashLocalExecutor implements Sandboxe
   private async prepare(sessionId: string, cwd: string): Promise<void> {
     const policy = this.policy.resolve({ sessionId, cwd })
     if (policy.mode === 'danger-full-access') return
-    await this.sandbox.wrap({ argv: [this.settings.bash, '-c', ':'], cwd, policy: this.confinedPolicy(policy), mergeStderr: true })
+    await this.sandbox.wrap({
+      argv: [this.settings.bash, '-c', ':'],
+      cwd,
+      policy: this.confinedPolicy(policy),
+      mergeStderr: true,
+    })
   }
 
   /** The policy a confined command runs under: the spill dir stays out of the command's reach. */
   private confinedPolicy(policy: SandboxPolicy): SandboxPolicy {
-    return policy.mode === 'danger-full-access' ? policy : { ...policy, readOnlyPaths: [...(policy.readOnlyPaths ?? []), this.spillBase()] }
+    return policy.mode === 'danger-full-access'
+      ? policy
+      : { ...policy, readOnlyPaths: [...(policy.readOnlyPaths ?? []), this.spillBase()] }
   }
 
   /** The mode a call of `sessionId` runs under (the capability tool-bash detects). */
@@ -76,11 +83,20 @@ export class SandboxedBashExecutor extends BashLocalExecutor implements Sandboxe
   async resolve(request: ShellRequest): Promise<ShellSpec> {
     const spec = await super.resolve(request)
     const sessionId = request.sessionId ?? request.env?.DSH_SESSION_ID
-    if (sessionId !== undefined && (typeof sessionId !== 'string' || sessionId === '')) throw new ShellError('INVALID_REQUEST', 'sessionId must be a non-empty string')
+    if (sessionId !== undefined && (typeof sessionId !== 'string' || sessionId === ''))
+      throw new ShellError('INVALID_REQUEST', 'sessionId must be a non-empty string')
     const escalation = request.sandboxEscalation
     if (escalation !== undefined) {
-      if (escalation === null || typeof escalation !== 'object' || typeof escalation.justification !== 'string' || escalation.justification.trim() === '') {
-        throw new ShellError('INVALID_REQUEST', 'sandbox_escalation needs {"justification": "<why the command must run outside the sandbox>"}')
+      if (
+        escalation === null ||
+        typeof escalation !== 'object' ||
+        typeof escalation.justification !== 'string' ||
+        escalation.justification.trim() === ''
+      ) {
+        throw new ShellError(
+          'INVALID_REQUEST',
+          'sandbox_escalation needs {"justification": "<why the command must run outside the sandbox>"}',
+        )
       }
     }
     const policy = this.policy.resolve({ ...(sessionId !== undefined ? { sessionId } : {}), cwd: request.cwd })
@@ -101,7 +117,10 @@ export class SandboxedBashExecutor extends BashLocalExecutor implements Sandboxe
    */
   async run(spec: ShellSpec, options: ShellRunOptions = {}): Promise<ShellResult> {
     if (spec?.executor !== EXECUTOR || !spec.sandbox) {
-      throw new ShellError('FOREIGN_SPEC', `bash-sandbox cannot run a spec resolved by ${JSON.stringify(spec?.executor)}; call ctx.shell.resolve() first`)
+      throw new ShellError(
+        'FOREIGN_SPEC',
+        `bash-sandbox cannot run a spec resolved by ${JSON.stringify(spec?.executor)}; call ctx.shell.resolve() first`,
+      )
     }
     const started = Date.now()
     if (options.signal?.aborted) return emptyResult('cancelled', 0)
@@ -111,7 +130,11 @@ export class SandboxedBashExecutor extends BashLocalExecutor implements Sandboxe
     if (spec.sandbox.escalation && policy.mode !== 'danger-full-access') {
       const outcome = await this.askEscalation(spec, options.signal)
       const allowed = outcome.decision === 'allowed-once' || outcome.decision === 'allowed-always'
-      escalationFacts = { decision: outcome.decision, unconfined: allowed, ...(outcome.reason ? { reason: outcome.reason } : {}) }
+      escalationFacts = {
+        decision: outcome.decision,
+        unconfined: allowed,
+        ...(outcome.reason ? { reason: outcome.reason } : {}),
+      }
       if (allowed) {
         policy = { mode: 'danger-full-access', workspaceRoot: policy.workspaceRoot, writableRoots: [], network: true }
         spec.notes.push('sandbox: the user approved running this command outside the sandbox (this once).')
@@ -121,8 +144,14 @@ export class SandboxedBashExecutor extends BashLocalExecutor implements Sandboxe
         spec.notes.push(`sandbox: ${refusal}`)
         const status = outcome.decision === 'cancelled' ? 'cancelled' : 'failed'
         const result = emptyResult(status, Date.now() - started)
-        if (status === 'failed') result.error = { code: `ESCALATION_${outcome.decision.toUpperCase().replace('-', '_')}`, message: refusal }
-        result.sandbox = { mode: spec.sandbox.policy.mode, runner: 'none', enforcement: 'none', escalation: escalationFacts }
+        if (status === 'failed')
+          result.error = { code: `ESCALATION_${outcome.decision.toUpperCase().replace('-', '_')}`, message: refusal }
+        result.sandbox = {
+          mode: spec.sandbox.policy.mode,
+          runner: 'none',
+          enforcement: 'none',
+          escalation: escalationFacts,
+        }
         return result
       }
     }
@@ -134,20 +163,39 @@ export class SandboxedBashExecutor extends BashLocalExecutor implements Sandboxe
 
     let invocation: SandboxInvocation
     try {
-      invocation = await this.sandbox.wrap({ argv: [this.settings.bash, '-c', spec.command], cwd: spec.cwd, policy, mergeStderr: true })
+      invocation = await this.sandbox.wrap({
+        argv: [this.settings.bash, '-c', spec.command],
+        cwd: spec.cwd,
+        policy,
+        mergeStderr: true,
+      })
     } catch (error) {
       if (!isSandboxError(error)) throw error
       const result = emptyResult('failed', Date.now() - started)
       result.error = { code: error.code, message: error.message }
-      result.sandbox = { mode: policy.mode, runner: 'none', enforcement: 'none', ...(escalationFacts ? { escalation: escalationFacts } : {}) }
+      result.sandbox = {
+        mode: policy.mode,
+        runner: 'none',
+        enforcement: 'none',
+        ...(escalationFacts ? { escalation: escalationFacts } : {}),
+      }
       return result
     }
     for (const note of invocation.notes) spec.notes.push(`sandbox: ${note}`)
 
     const result = await this.spawnInvocation(spec, invocation, options, started, spillDir)
-    result.sandbox = { mode: invocation.mode, runner: invocation.runner, enforcement: invocation.enforcement, ...(escalationFacts ? { escalation: escalationFacts } : {}) }
+    result.sandbox = {
+      mode: invocation.mode,
+      runner: invocation.runner,
+      enforcement: invocation.enforcement,
+      ...(escalationFacts ? { escalation: escalationFacts } : {}),
+    }
     if (result.status === 'exited' || result.status === 'signaled') {
-      const denial = this.sandbox.detectDenial({ exitCode: result.exitCode, output: `${result.output.head}\n${result.output.tail}`, invocation })
+      const denial = this.sandbox.detectDenial({
+        exitCode: result.exitCode,
+        output: `${result.output.head}\n${result.output.tail}`,
+        invocation,
+      })
       if (denial) {
         result.sandbox.denial = denial
         spec.notes.push(this.denialNote(policy, invocation, denial.kind, denial.evidence))
@@ -158,7 +206,11 @@ export class SandboxedBashExecutor extends BashLocalExecutor implements Sandboxe
 
   private async askEscalation(spec: ShellSpec, signal: AbortSignal | undefined): Promise<ApprovalOutcome> {
     const approval = this.ctx.get('approval')
-    if (!approval) return { decision: 'unavailable', reason: 'no approval service is loaded, so nobody can approve running outside the sandbox' }
+    if (!approval)
+      return {
+        decision: 'unavailable',
+        reason: 'no approval service is loaded, so nobody can approve running outside the sandbox',
+      }
     const sandbox = spec.sandbox!
     const oneLine = spec.command.length > 120 ? `${spec.command.slice(0, 117)}...` : spec.command
     try {
@@ -174,7 +226,10 @@ export class SandboxedBashExecutor extends BashLocalExecutor implements Sandboxe
       )
     } catch (error) {
       // A failing approval path fails closed.
-      return { decision: 'unavailable', reason: `the approval request failed (${error instanceof Error ? error.message : String(error)})` }
+      return {
+        decision: 'unavailable',
+        reason: `the approval request failed (${error instanceof Error ? error.message : String(error)})`,
+      }
     }
   }
 
@@ -199,14 +254,34 @@ export class SandboxedBashExecutor extends BashLocalExecutor implements Sandboxe
 
   private homeSpillBase: string | undefined
 
-  private async spawnInvocation(spec: ShellSpec, invocation: SandboxInvocation, options: ShellRunOptions, started: number, spillDir: string): Promise<ShellResult> {
+  private async spawnInvocation(
+    spec: ShellSpec,
+    invocation: SandboxInvocation,
+    options: ShellRunOptions,
+    started: number,
+    spillDir: string,
+  ): Promise<ShellResult> {
     const [file, ...args] = invocation.argv
     // When the runner's wrapper already sends the command's stderr to its stdout, the runner is
     // spawned directly (stderr: its own pipe, only the runner's own messages); an unconfined
     // command is bash itself, which merges through its startup file; else the spawn merges.
-    const stderr = invocation.stderrMerged ? 'pipe' : invocation.runner === 'none' && file === this.settings.bash && args[0] === '-c' ? 'bash' : 'stdout'
+    const stderr = invocation.stderrMerged
+      ? 'pipe'
+      : invocation.runner === 'none' && file === this.settings.bash && args[0] === '-c'
+        ? 'bash'
+        : 'stdout'
     const launcher = invocation.launcher
-    return runShellProcess(this.subprocess, { file, args, spec, settings: { ...this.settings, spillDir }, options, started, stderr, mergeStartup: this.mergeStartup, ...(launcher ? { launcher } : {}) })
+    return runShellProcess(this.subprocess, {
+      file,
+      args,
+      spec,
+      settings: { ...this.settings, spillDir },
+      options,
+      started,
+      stderr,
+      mergeStartup: this.mergeStartup,
+      ...(launcher ? { launcher } : {}),
+    })
   }
 }
 
@@ -230,11 +305,14 @@ function sessionSegment(sessionId: string | undefined): string {
 }
 
 function emptyResult(status: ShellResult['status'], durationMs: number): ShellResult {
-  return { status, exitCode: null, signal: null, output: { head: '', tail: '', totalBytes: 0, truncated: false, omittedBytes: 0 }, durationMs }
+  return {
+    status,
+    exitCode: null,
+    signal: null,
+    output: { head: '', tail: '', totalBytes: 0, truncated: false, omittedBytes: 0 },
+    durationMs,
+  }
 }
-
-
-
 
 export const name = 'bash-sandbox'
 export default SandboxedBashExecutor

@@ -1,6 +1,17 @@
 import { DEFAULT_SPILL_DIR } from '@dsh/bash-local'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context } from 'cordis'
@@ -39,7 +50,12 @@ interface Booted {
 }
 
 async function boot(
-  options: { runner?: string; answer?: (request: ApprovalRequest) => ApprovalAnswer | Promise<ApprovalAnswer>; approval?: boolean; shell?: Record<string, unknown> } = {},
+  options: {
+    runner?: string
+    answer?: (request: ApprovalRequest) => ApprovalAnswer | Promise<ApprovalAnswer>
+    approval?: boolean
+    shell?: Record<string, unknown>
+  } = {},
 ): Promise<Booted> {
   const ctx = new Context()
   const asked: ApprovalRequest[] = []
@@ -47,7 +63,13 @@ async function boot(
   await ctx.plugin(LocalSubprocessService, {} as never)
   await ctx.plugin(LocalSandbox, { runner: (options.runner ?? 'bwrap') as never })
   await ctx.plugin(SandboxPolicyService, { tempDirs: [temp] })
-  await ctx.plugin(SandboxedBashExecutor, { defaultTimeoutMs: 10_000, maxTimeoutMs: 20_000, killGraceMs: 200, spillDir: spill, ...options.shell } as never)
+  await ctx.plugin(SandboxedBashExecutor, {
+    defaultTimeoutMs: 10_000,
+    maxTimeoutMs: 20_000,
+    killGraceMs: 200,
+    spillDir: spill,
+    ...options.shell,
+  } as never)
   if (options.approval !== false) {
     await ctx.plugin(ApprovalService, {} as never)
     if (options.answer) {
@@ -58,7 +80,11 @@ async function boot(
   return { ctx, asked }
 }
 
-async function sh(ctx: Context, command: string, extra: Record<string, unknown> = {}): Promise<{ spec: ShellSpec; result: ShellResult; text: string }> {
+async function sh(
+  ctx: Context,
+  command: string,
+  extra: Record<string, unknown> = {},
+): Promise<{ spec: ShellSpec; result: ShellResult; text: string }> {
   const spec = await ctx.shell.resolve({ command, cwd: ws, ...extra })
   const result = await ctx.shell.run(spec, (extra.runOptions as never) ?? {})
   return { spec, result, text: result.output.head + result.output.tail }
@@ -74,7 +100,11 @@ describe('confined execution', () => {
     expect(text).toBe('hi\n')
     // bwrap commands start through sandbox-local's spawn server (the invocation's launcher).
     expect(launched()).toBe(before + 1)
-    expect(result).toMatchObject({ status: 'exited', exitCode: 0, sandbox: { mode: 'workspace-write', runner: 'bwrap', enforcement: 'enforced' } })
+    expect(result).toMatchObject({
+      status: 'exited',
+      exitCode: 0,
+      sandbox: { mode: 'workspace-write', runner: 'bwrap', enforcement: 'enforced' },
+    })
     expect(spec.executor).toBe('bash-sandbox')
     expect(spec.sandbox?.policy.writableRoots).toEqual([ws, temp])
   })
@@ -86,7 +116,9 @@ describe('confined execution', () => {
       if (info.runner !== runner) continue // Landlock is not available on every kernel
       const spawned: Array<{ file: string; stderr?: string }> = []
       const spawn = ctx.subprocess.spawn.bind(ctx.subprocess)
-      ;(ctx.subprocess as { spawn: typeof spawn }).spawn = (spec) => (spawned.push({ file: spec.file, stderr: spec.stderr }), spawn(spec))
+      ;(ctx.subprocess as { spawn: typeof spawn }).spawn = (spec) => (
+        spawned.push({ file: spec.file, stderr: spec.stderr }), spawn(spec)
+      )
       const { result, text } = await sh(ctx, 'echo one; echo two >&2; echo three; echo four >&2')
       expect(result).toMatchObject({ status: 'exited', exitCode: 0, sandbox: { runner } })
       expect(text).toBe('one\ntwo\nthree\nfour\n')
@@ -101,7 +133,10 @@ describe('confined execution', () => {
     const { ctx } = await boot()
     const { spec, result } = await sh(ctx, `echo x > ${outside}/denied`)
     expect(existsSync(join(outside, 'denied'))).toBe(false)
-    expect(result.sandbox?.denial).toMatchObject({ kind: 'filesystem', evidence: expect.stringContaining('Read-only file system') })
+    expect(result.sandbox?.denial).toMatchObject({
+      kind: 'filesystem',
+      evidence: expect.stringContaining('Read-only file system'),
+    })
     const note = spec.notes.find((n) => n.startsWith('sandbox:'))
     expect(note).toContain('workspace-write sandbox (bwrap)')
     expect(note).toContain(`may write only under ${ws}, ${temp}`)
@@ -137,7 +172,8 @@ describe('confined execution', () => {
     let walks = 0
     const protectedPaths = ctx.sandboxPolicy.protectedPaths.bind(ctx.sandboxPolicy)
     ;(ctx.sandboxPolicy as { protectedPaths: typeof protectedPaths }).protectedPaths = () => (walks++, protectedPaths())
-    for (const word of ['one', 'two', 'three']) expect((await sh(ctx, `echo ${word}`, { sessionId: session.id })).text).toBe(`${word}\n`)
+    for (const word of ['one', 'two', 'three'])
+      expect((await sh(ctx, `echo ${word}`, { sessionId: session.id })).text).toBe(`${word}\n`)
     expect(walks).toBe(1)
   })
 
@@ -151,7 +187,9 @@ describe('confined execution', () => {
     // Unconfined, bash is spawned alone (no sh in front) and merges stderr itself, in order.
     const spawned: Array<{ file: string; stderr?: string }> = []
     const spawn = ctx.subprocess.spawn.bind(ctx.subprocess)
-    ;(ctx.subprocess as { spawn: typeof spawn }).spawn = (spec) => (spawned.push({ file: spec.file, stderr: spec.stderr }), spawn(spec))
+    ;(ctx.subprocess as { spawn: typeof spawn }).spawn = (spec) => (
+      spawned.push({ file: spec.file, stderr: spec.stderr }), spawn(spec)
+    )
     const merged = await sh(ctx, 'echo one; echo two >&2; echo three', { sessionId: session.id })
     expect(merged.text).toBe('one\ntwo\nthree\n')
     expect(spawned).toEqual([{ file: 'bash', stderr: 'pipe' }])
@@ -183,12 +221,22 @@ describe('escalation', () => {
   it('allowed-once runs exactly that call unconfined; the next escalation asks again', async () => {
     const { ctx, asked } = await boot({ answer: () => ({ decision: 'allowed-once' }) })
     const session = ctx.sessions.create({ cwd: ws })
-    const { spec, result } = await sh(ctx, `echo x > ${outside}/escalated`, { sessionId: session.id, sandboxEscalation: { justification } })
+    const { spec, result } = await sh(ctx, `echo x > ${outside}/escalated`, {
+      sessionId: session.id,
+      sandboxEscalation: { justification },
+    })
     expect(readFileSync(join(outside, 'escalated'), 'utf8')).toBe('x\n')
-    expect(result.sandbox).toMatchObject({ enforcement: 'none', escalation: { decision: 'allowed-once', unconfined: true } })
+    expect(result.sandbox).toMatchObject({
+      enforcement: 'none',
+      escalation: { decision: 'allowed-once', unconfined: true },
+    })
     expect(spec.notes).toContain('sandbox: the user approved running this command outside the sandbox (this once).')
     expect(asked).toHaveLength(1)
-    expect(asked[0]).toMatchObject({ kind: 'command', sessionId: session.id, action: { command: `echo x > ${outside}/escalated`, cwd: ws, sandbox: 'none' } })
+    expect(asked[0]).toMatchObject({
+      kind: 'command',
+      sessionId: session.id,
+      action: { command: `echo x > ${outside}/escalated`, cwd: ws, sandbox: 'none' },
+    })
     expect(asked[0].detail).toContain(justification)
     // Without the field the next call is confined again.
     const plain = await sh(ctx, `echo y > ${outside}/after`, { sessionId: session.id })
@@ -202,7 +250,11 @@ describe('escalation', () => {
     const { ctx } = await boot({ answer: () => ({ decision: 'rejected', message: 'use the workspace instead' }) })
     const { spec, result } = await sh(ctx, `echo x > ${outside}/rejected`, { sandboxEscalation: { justification } })
     expect(existsSync(join(outside, 'rejected'))).toBe(false)
-    expect(result).toMatchObject({ status: 'failed', error: { code: 'ESCALATION_REJECTED' }, sandbox: { escalation: { decision: 'rejected', unconfined: false } } })
+    expect(result).toMatchObject({
+      status: 'failed',
+      error: { code: 'ESCALATION_REJECTED' },
+      sandbox: { escalation: { decision: 'rejected', unconfined: false } },
+    })
     expect(spec.notes.join('\n')).toContain('the user refused to run this command outside the sandbox')
     expect(spec.notes.join('\n')).toContain('use the workspace instead')
   })
@@ -220,7 +272,11 @@ describe('escalation', () => {
   it('an approval pending when the call is cancelled resolves cancelled and runs nothing', async () => {
     const { ctx, asked } = await boot({ answer: () => new Promise<ApprovalAnswer>(() => {}) })
     const controller = new AbortController()
-    const spec = await ctx.shell.resolve({ command: `echo x > ${outside}/cancelled`, cwd: ws, sandboxEscalation: { justification } })
+    const spec = await ctx.shell.resolve({
+      command: `echo x > ${outside}/cancelled`,
+      cwd: ws,
+      sandboxEscalation: { justification },
+    })
     const running = ctx.shell.run(spec, { signal: controller.signal })
     while (asked.length === 0) await new Promise((resolve) => setTimeout(resolve, 5))
     controller.abort()
@@ -233,7 +289,9 @@ describe('escalation', () => {
   it('refuses a malformed escalation and foreign specs', async () => {
     const { ctx } = await boot()
     for (const bad of [{}, { justification: '  ' }, 'please']) {
-      await expect(ctx.shell.resolve({ command: 'true', cwd: ws, sandboxEscalation: bad as never })).rejects.toMatchObject({ code: 'INVALID_REQUEST' })
+      await expect(
+        ctx.shell.resolve({ command: 'true', cwd: ws, sandboxEscalation: bad as never }),
+      ).rejects.toMatchObject({ code: 'INVALID_REQUEST' })
     }
     const spec = await ctx.shell.resolve({ command: 'true', cwd: ws })
     await expect(ctx.shell.run({ ...spec, executor: 'bash-local' })).rejects.toMatchObject({ code: 'FOREIGN_SPEC' })
@@ -248,12 +306,18 @@ describe('through the bash tool', () => {
     await ctx.plugin(ToolBash, { output: { headBytes: 2000, tailBytes: 2000 } })
     const session = ctx.sessions.create({ cwd: ws })
     const result: ToolResultPayload = await ctx.tools.execute(
-      { callId: 'c1', name: 'bash', arguments: JSON.stringify({ command: `echo x > ${outside}/tool`, description: 'write outside' }) },
+      {
+        callId: 'c1',
+        name: 'bash',
+        arguments: JSON.stringify({ command: `echo x > ${outside}/tool`, description: 'write outside' }),
+      },
       { cwd: ws, sessionId: session.id },
     )
     const text = result.message.content.map((block) => (block.type === 'text' ? block.text : '')).join('')
     expect(text).toContain('Read-only file system')
-    expect(text).toContain('[note: sandbox: this command ran in the workspace-write sandbox (bwrap) and a write was probably blocked')
+    expect(text).toContain(
+      '[note: sandbox: this command ran in the workspace-write sandbox (bwrap) and a write was probably blocked',
+    )
     // Over a confining shell the bash tool offers sandbox_escalation, and the note says how to use it.
     expect(ctx.tools.get('bash')?.parameters.properties).toHaveProperty('sandbox_escalation')
     expect(text).toContain('"sandbox_escalation": {"justification": "<why>"}')
@@ -290,7 +354,11 @@ describe('spill files of long output', () => {
     const first = await sh(ctx, long, { sessionId: id })
     expect(first.result.output.spillPath).toBe(join(explicit, id, readdirSync(join(explicit, id))[0]))
     // The attack: replace the spill dir (and the session's dir) with links to a directory of the attacker's choice.
-    const attack = await sh(ctx, `rm -rf ${explicit}/${id} ; ln -s ${target} ${explicit}/${id} || echo swap-denied; rm -rf ${explicit} ; ln -sfn ${target} ${explicit} || echo root-swap-denied`, { sessionId: id })
+    const attack = await sh(
+      ctx,
+      `rm -rf ${explicit}/${id} ; ln -s ${target} ${explicit}/${id} || echo swap-denied; rm -rf ${explicit} ; ln -sfn ${target} ${explicit} || echo root-swap-denied`,
+      { sessionId: id },
+    )
     expect(attack.text).toContain('swap-denied')
     const second = await sh(ctx, long, { sessionId: id })
     expect(second.result.output.spillPath?.startsWith(join(explicit, id) + '/')).toBe(true)
@@ -299,7 +367,7 @@ describe('spill files of long output', () => {
     expect(readdirSync(target)).toEqual([])
   })
 
-  it('by default spills per session under the read-only dsh home, out of the sandbox\'s reach', async () => {
+  it("by default spills per session under the read-only dsh home, out of the sandbox's reach", async () => {
     const home = join(temp, 'dsh-home')
     const saved = process.env.DSH_HOME
     process.env.DSH_HOME = home
@@ -309,7 +377,11 @@ describe('spill files of long output', () => {
       const first = await sh(ctx, long, { sessionId: id })
       const dir = join(home, 'shell-output', id)
       expect(first.result.output.spillPath?.startsWith(dir + '/')).toBe(true)
-      const attack = await sh(ctx, `rm -rf ${dir} ; ln -s ${outside} ${dir} || echo swap-denied; echo '- insert: []' > ${home}/cordis.patch.yml || echo patch-denied`, { sessionId: id })
+      const attack = await sh(
+        ctx,
+        `rm -rf ${dir} ; ln -s ${outside} ${dir} || echo swap-denied; echo '- insert: []' > ${home}/cordis.patch.yml || echo patch-denied`,
+        { sessionId: id },
+      )
       expect(attack.text).toContain('swap-denied')
       expect(attack.text).toContain('patch-denied')
       expect(lstatSync(dir).isSymbolicLink()).toBe(false)
@@ -337,7 +409,12 @@ describe('the runner probe', () => {
     const sandbox = ctx.plugin(LocalSandbox, { runner: 'bwrap', bwrap } as never)
     await sandbox
     await ctx.plugin(SandboxPolicyService, { tempDirs: [temp], defaultMode: defaultMode as never })
-    await ctx.plugin(SandboxedBashExecutor, { defaultTimeoutMs: 10_000, maxTimeoutMs: 20_000, killGraceMs: 200, spillDir: spill } as never)
+    await ctx.plugin(SandboxedBashExecutor, {
+      defaultTimeoutMs: 10_000,
+      maxTimeoutMs: 20_000,
+      killGraceMs: 200,
+      spillDir: spill,
+    } as never)
     return { ctx, sandbox }
   }
 
@@ -347,7 +424,10 @@ describe('the runner probe', () => {
    * fires, and the sandbox's dispose waits for its probe children, so after `sandbox.dispose()` a
    * probe that was started has left its marker. No wall-clock wait either way.
    */
-  async function readyAndRunTimers(ctx: Context, more?: (events: { parallel(name: string, ...args: unknown[]): Promise<void> }) => Promise<void>) {
+  async function readyAndRunTimers(
+    ctx: Context,
+    more?: (events: { parallel(name: string, ...args: unknown[]): Promise<void> }) => Promise<void>,
+  ) {
     const events = ctx as unknown as { parallel(name: string, ...args: unknown[]): Promise<void> }
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] })
     try {
@@ -391,7 +471,8 @@ describe('the runner probe', () => {
     const pidFile = join(base, 'probe-pid')
     const { ctx, sandbox } = await bootProbe('workspace-write', fakeBwrap(`echo $$ > ${pidFile}; exec sleep 30`))
     await (ctx as unknown as { parallel(name: string): Promise<void> }).parallel('app/ready')
-    for (let i = 0; i < 500 && !(existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim()); i++) await new Promise((resolve) => setTimeout(resolve, 10))
+    for (let i = 0; i < 500 && !(existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim()); i++)
+      await new Promise((resolve) => setTimeout(resolve, 10))
     const pid = Number(readFileSync(pidFile, 'utf8'))
     expect(pid).toBeGreaterThan(0)
     await sandbox.dispose()
@@ -406,17 +487,18 @@ describe('the runner probe', () => {
   })
 })
 
-describe('readying the sandbox at a session\'s first step', () => {
+describe("readying the sandbox at a session's first step", () => {
   it('starts the spawn server its commands then use, once per session, and none for danger-full-access', async () => {
     const { ctx } = await boot()
     const service = ctx.sandbox as unknown as { spawnServers: number }
     const launched = () => (ctx.subprocess as unknown as { launched: number }).launched
     const step = (session: unknown) =>
-      (ctx as unknown as { waterfall(name: string, payload: unknown, next: () => Promise<unknown>): Promise<unknown> }).waterfall(
-        'agent/pre-step',
-        { agent: { session, cwd: ws }, turn: 0, step: 0, messages: [] },
-        async () => ({ action: 'enter', messages: [] }),
-      )
+      (
+        ctx as unknown as { waterfall(name: string, payload: unknown, next: () => Promise<unknown>): Promise<unknown> }
+      ).waterfall('agent/pre-step', { agent: { session, cwd: ws }, turn: 0, step: 0, messages: [] }, async () => ({
+        action: 'enter',
+        messages: [],
+      }))
     const session = ctx.sessions.create({ cwd: ws })
     await step(session)
     await vi.waitFor(() => expect(service.spawnServers).toBeGreaterThan(0), { timeout: 30_000, interval: 10 })

@@ -40,12 +40,22 @@ describe('the BASH_ENV startup file', () => {
     await ctx.plugin(LocalSandbox, { runner: 'bwrap' as never })
     // The shipped default: the system temp directory is writable in workspace-write.
     await ctx.plugin(SandboxPolicyService, { tempDirs: [...new Set(['/tmp', tmpdir()])] })
-    await ctx.plugin(SandboxedBashExecutor, { defaultTimeoutMs: 10_000, maxTimeoutMs: 20_000, killGraceMs: 200, spillDir: join(base, 'spill') } as never)
+    await ctx.plugin(SandboxedBashExecutor, {
+      defaultTimeoutMs: 10_000,
+      maxTimeoutMs: 20_000,
+      killGraceMs: 200,
+      spillDir: join(base, 'spill'),
+    } as never)
     await ctx.plugin(ApprovalService, {} as never)
     ctx.approval.registerAnswerer({ name: 'test', answer: () => ({ decision: 'allowed-once' }) })
     const session = ctx.sessions.create({ cwd: ws })
     const sh = async (command: string, escalate = false) => {
-      const spec = await ctx.shell.resolve({ command, cwd: ws, sessionId: session.id, ...(escalate ? { sandboxEscalation: { justification: 'test' } } : {}) } as never)
+      const spec = await ctx.shell.resolve({
+        command,
+        cwd: ws,
+        sessionId: session.id,
+        ...(escalate ? { sandboxEscalation: { justification: 'test' } } : {}),
+      } as never)
       const result = await ctx.shell.run(spec)
       return { result, text: result.output.head + result.output.tail }
     }

@@ -57,8 +57,18 @@ export class ShellEnvRegistry extends Service {
     super(ctx, 'shellEnv')
     const home = config?.home ?? process.env.DSH_HOME ?? join(homedir(), '.dsh')
     if (!isAbsolute(home)) throw new TypeError(`shell-env: home must be an absolute path, got ${JSON.stringify(home)}`)
-    this.entries.set('DSH_HOME', { name: 'DSH_HOME', description: 'The dsh home directory.', value: home, owner: 'shell-env' })
-    this.entries.set('DSH_SHELL', { name: 'DSH_SHELL', description: 'Set to 1 inside commands the agent runs.', value: '1', owner: 'shell-env' })
+    this.entries.set('DSH_HOME', {
+      name: 'DSH_HOME',
+      description: 'The dsh home directory.',
+      value: home,
+      owner: 'shell-env',
+    })
+    this.entries.set('DSH_SHELL', {
+      name: 'DSH_SHELL',
+      description: 'Set to 1 inside commands the agent runs.',
+      value: '1',
+      owner: 'shell-env',
+    })
     this.entries.set('DSH_SESSION_ID', {
       name: 'DSH_SESSION_ID',
       description: 'Id of the session that ran the command.',
@@ -72,13 +82,16 @@ export class ShellEnvRegistry extends Service {
    * name already registered (built-ins included). Undone by the disposer or when the calling plugin unloads.
    */
   register(variable: ShellEnvVariable): () => void {
-    if (variable === null || typeof variable !== 'object') throw new TypeError('shellEnv.register: expected {name, description, value}')
+    if (variable === null || typeof variable !== 'object')
+      throw new TypeError('shellEnv.register: expected {name, description, value}')
     const { name, description, value } = variable
     if (typeof name !== 'string' || !SHELL_ENV_NAME.test(name)) {
       throw new TypeError(`shellEnv.register: invalid name ${JSON.stringify(name)} (must match ${SHELL_ENV_NAME})`)
     }
-    if (typeof description !== 'string' || description.trim() === '') throw new TypeError(`shellEnv.register: ${name} needs a description`)
-    if (typeof value !== 'string' && typeof value !== 'function') throw new TypeError(`shellEnv.register: ${name} value must be a string or a function`)
+    if (typeof description !== 'string' || description.trim() === '')
+      throw new TypeError(`shellEnv.register: ${name} needs a description`)
+    if (typeof value !== 'string' && typeof value !== 'function')
+      throw new TypeError(`shellEnv.register: ${name} value must be a string or a function`)
     if (typeof value === 'string') checkValue(name, value)
     const existing = this.entries.get(name)
     if (existing) throw new TypeError(`shellEnv.register: ${name} is already registered by ${existing.owner}`)
@@ -117,7 +130,10 @@ export class ShellEnvRegistry extends Service {
         }
       }
       if (value === undefined) continue
-      if (typeof value !== 'string') throw new TypeError(`shell-env: ${entry.name} (from ${entry.owner}) produced ${typeof value}, expected a string`)
+      if (typeof value !== 'string')
+        throw new TypeError(
+          `shell-env: ${entry.name} (from ${entry.owner}) produced ${typeof value}, expected a string`,
+        )
       checkValue(entry.name, value)
       out[entry.name] = value
     }

@@ -11,7 +11,11 @@ async function boot(config: Record<string, unknown> = { home: '/srv/dsh-home' })
 describe('shell-env', () => {
   it('provides the built-in facts', async () => {
     const ctx = await boot()
-    expect(ctx.shellEnv.collect({ sessionId: 's-1' })).toEqual({ DSH_HOME: '/srv/dsh-home', DSH_SHELL: '1', DSH_SESSION_ID: 's-1' })
+    expect(ctx.shellEnv.collect({ sessionId: 's-1' })).toEqual({
+      DSH_HOME: '/srv/dsh-home',
+      DSH_SHELL: '1',
+      DSH_SESSION_ID: 's-1',
+    })
     // Without a session the session id is simply absent.
     expect(ctx.shellEnv.collect({})).toEqual({ DSH_HOME: '/srv/dsh-home', DSH_SHELL: '1' })
     expect(ctx.shellEnv.list().map((v) => v.name)).toEqual(['DSH_HOME', 'DSH_SESSION_ID', 'DSH_SHELL'])
@@ -52,7 +56,9 @@ describe('shell-env', () => {
 
   it('fails loudly on duplicates, bad names and bad values', async () => {
     const ctx = await boot()
-    expect(() => ctx.shellEnv.register({ name: 'DSH_SHELL', description: 'x', value: '2' })).toThrow(/already registered by shell-env/)
+    expect(() => ctx.shellEnv.register({ name: 'DSH_SHELL', description: 'x', value: '2' })).toThrow(
+      /already registered by shell-env/,
+    )
     ctx.shellEnv.register({ name: 'DSH_X', description: 'x', value: '1' })
     expect(() => ctx.shellEnv.register({ name: 'DSH_X', description: 'x', value: '1' })).toThrow(/already registered/)
     expect(() => ctx.shellEnv.register({ name: 'PATH', description: 'x', value: '1' })).toThrow(/invalid name/)

@@ -100,7 +100,12 @@ export interface ShellResult {
   error?: { code: string; message: string }
 }
 
-export type ShellErrorCode = 'INVALID_REQUEST' | 'WORKDIR_NOT_FOUND' | 'WORKDIR_NOT_DIRECTORY' | 'COMMAND_TOO_LONG' | 'FOREIGN_SPEC'
+export type ShellErrorCode =
+  | 'INVALID_REQUEST'
+  | 'WORKDIR_NOT_FOUND'
+  | 'WORKDIR_NOT_DIRECTORY'
+  | 'COMMAND_TOO_LONG'
+  | 'FOREIGN_SPEC'
 
 /** A request the executor refuses; `message` is a sentence a model can act on. */
 export class ShellError extends Error {

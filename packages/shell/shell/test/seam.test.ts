@@ -37,7 +37,10 @@ describe('ctx.shell', () => {
       [{ command: 'true', cwd: 'relative/dir' }, 'INVALID_REQUEST'],
       [{ command: 'echo a\0b', cwd: dir }, 'INVALID_REQUEST'],
     ] as const) {
-      const error = await ctx.shell.resolve(request as never).then(() => undefined, (e: unknown) => e)
+      const error = await ctx.shell.resolve(request as never).then(
+        () => undefined,
+        (e: unknown) => e,
+      )
       expect(error, code).toBeInstanceOf(ShellError)
       expect((error as ShellError).code).toBe(code)
     }

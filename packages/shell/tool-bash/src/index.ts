@@ -26,7 +26,8 @@ export interface BashToolArgs {
 
 export const RUN_IN_BACKGROUND_PARAMETER: JsonSchema = {
   type: 'boolean',
-  description: 'Run as a background job: the call returns a job id at once and the command keeps running (read it with job_output, stop it with job_kill).',
+  description:
+    'Run as a background job: the call returns a job id at once and the command keeps running (read it with job_output, stop it with job_kill).',
 }
 
 export interface ToolBashConfig {
@@ -38,7 +39,9 @@ export const inject = ['tools', 'shell']
 
 export const Config: Schema<ToolBashConfig> = Schema.object({
   output: Schema.object({
-    headBytes: Schema.natural().default(15_000).description('Bytes of the beginning of long output shown to the model.'),
+    headBytes: Schema.natural()
+      .default(15_000)
+      .description('Bytes of the beginning of long output shown to the model.'),
     tailBytes: Schema.natural().default(15_000).description('Bytes of the end of long output shown to the model.'),
   }).default({ headBytes: 15_000, tailBytes: 15_000 }),
 })
@@ -58,7 +61,8 @@ export const parameters: JsonSchema = {
     workdir: {
       type: 'string',
       minLength: 1,
-      description: 'Directory to run in; a relative path resolves against the current working directory. Use this instead of `cd dir && ...`.',
+      description:
+        'Directory to run in; a relative path resolves against the current working directory. Use this instead of `cd dir && ...`.',
     },
   },
   required: ['command', 'description'],
@@ -83,11 +87,13 @@ function refusal(code: string, message: string): ToolOutput {
 }
 
 function isShellError(error: unknown): error is ShellError {
-  return error instanceof ShellError || (error instanceof Error && error.name === 'ShellError' && typeof (error as ShellError).code === 'string')
+  return (
+    error instanceof ShellError ||
+    (error instanceof Error && error.name === 'ShellError' && typeof (error as ShellError).code === 'string')
+  )
 }
 
 export { PROMPT_SECTION } from './prompt.ts'
-
 
 export function apply(ctx: Context, config: ToolBashConfig): void {
   registerPromptSection(ctx)
@@ -137,7 +143,10 @@ export function apply(ctx: Context, config: ToolBashConfig): void {
       } catch (error) {
         if (!isShellError(error)) throw error
         if (error.code === 'WORKDIR_NOT_FOUND' || error.code === 'WORKDIR_NOT_DIRECTORY') {
-          return refusal(error.code, `${error.message}. Pass an existing directory as workdir (a relative path resolves against ${call.cwd}).`)
+          return refusal(
+            error.code,
+            `${error.message}. Pass an existing directory as workdir (a relative path resolves against ${call.cwd}).`,
+          )
         }
         return refusal(error.code, error.message)
       }
@@ -146,14 +155,29 @@ export function apply(ctx: Context, config: ToolBashConfig): void {
           kind: 'bash',
           description: args.description,
           command: args.command,
-          owner: { ...(call.sessionId !== undefined ? { sessionId: call.sessionId } : {}), ...(call.agentId !== undefined ? { agentId: call.agentId } : {}) },
+          owner: {
+            ...(call.sessionId !== undefined ? { sessionId: call.sessionId } : {}),
+            ...(call.agentId !== undefined ? { agentId: call.agentId } : {}),
+          },
           run: async (io) => {
             const result = await shell.run(spec, { signal: io.signal, onOutput: (chunk) => io.write(chunk.text) })
             if (result.status === 'exited') return { status: 'exited', exitCode: result.exitCode }
             if (result.status === 'cancelled') return { status: 'killed' }
-            if (result.status === 'timeout') return { status: 'failed', error: { code: 'TIMEOUT', message: `stopped after its ${spec.timeoutMs} ms limit` } }
-            if (result.status === 'signaled') return { status: 'failed', exitCode: null, error: { code: 'SIGNALED', message: `ended by ${result.signal}` } }
-            return { status: 'failed', error: result.error ?? { code: 'FAILED', message: 'the command could not be started' } }
+            if (result.status === 'timeout')
+              return {
+                status: 'failed',
+                error: { code: 'TIMEOUT', message: `stopped after its ${spec.timeoutMs} ms limit` },
+              }
+            if (result.status === 'signaled')
+              return {
+                status: 'failed',
+                exitCode: null,
+                error: { code: 'SIGNALED', message: `ended by ${result.signal}` },
+              }
+            return {
+              status: 'failed',
+              error: result.error ?? { code: 'FAILED', message: 'the command could not be started' },
+            }
           },
         })
         return {

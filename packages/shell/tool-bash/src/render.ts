@@ -57,7 +57,10 @@ export function renderResult(result: ShellResult, spec: ShellSpec): ToolOutput {
     output.error = { code: 'CANCELLED', message: 'command cancelled' }
   } else if (result.status === 'failed') {
     output.isError = true
-    output.error = { code: result.error?.code ?? 'SPAWN_FAILED', message: result.error?.message ?? 'could not start the command' }
+    output.error = {
+      code: result.error?.code ?? 'SPAWN_FAILED',
+      message: result.error?.message ?? 'could not start the command',
+    }
   }
   return output
 }

@@ -21,6 +21,9 @@ it('composes from rows without config, in any order, waiting for its services', 
   await tool
   expect(ctx.shell.limits).toEqual({ defaultTimeoutMs: 120_000, maxTimeoutMs: 600_000 })
   expect(ctx.tools.get('bash')?.timeoutMs).toBe(630_000)
-  const result = await ctx.tools.execute({ callId: 'c', name: 'bash', arguments: '{"command":"echo $DSH_SHELL","description":"x"}' }, { cwd: process.cwd() })
+  const result = await ctx.tools.execute(
+    { callId: 'c', name: 'bash', arguments: '{"command":"echo $DSH_SHELL","description":"x"}' },
+    { cwd: process.cwd() },
+  )
   expect(result.message.content).toEqual([{ type: 'text', text: '1\n[exit code: 0]' }])
 })

@@ -18,7 +18,16 @@ afterEach(() => {
 describe('system prompt section', () => {
   it('is in the system prompt while the tool is loaded and removed with the tool plugin', async () => {
     dir = mkdtempSync(join(tmpdir(), 'dsh-prompt-section-'))
-    const { loaded, unloaded } = await promptAcrossUnload(Tool, { cwd: dir, plugins: [[LocalSubprocessService, {}], [BashLocalExecutor, { defaultTimeoutMs: 5_000, maxTimeoutMs: 8_000, killGraceMs: 200, spillDir: join(dir!, 'spill') }]] })
+    const { loaded, unloaded } = await promptAcrossUnload(Tool, {
+      cwd: dir,
+      plugins: [
+        [LocalSubprocessService, {}],
+        [
+          BashLocalExecutor,
+          { defaultTimeoutMs: 5_000, maxTimeoutMs: 8_000, killGraceMs: 200, spillDir: join(dir!, 'spill') },
+        ],
+      ],
+    })
     expect(loaded).toContain('Shell (bash):')
     expect(loaded).toContain(Tool.PROMPT_SECTION.text)
     expect(loaded.indexOf(Tool.PROMPT_SECTION.text)).toBeLessThan(loaded.indexOf('Environment:'))

@@ -30,7 +30,10 @@ beforeAll(async () => {
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
-async function call(args: unknown, options: { cwd?: string; signal?: AbortSignal; sessionId?: string } = {}): Promise<ToolResultPayload> {
+async function call(
+  args: unknown,
+  options: { cwd?: string; signal?: AbortSignal; sessionId?: string } = {},
+): Promise<ToolResultPayload> {
   return ctx.tools.execute(
     { callId: `c${++callNo}`, name: 'bash', arguments: typeof args === 'string' ? args : JSON.stringify(args) },
     { cwd: options.cwd ?? dir, signal: options.signal, sessionId: options.sessionId },
@@ -71,7 +74,9 @@ describe('tool-bash', () => {
     const result = await call({ command: 'echo waiting; sleep 30', description: 'slow', timeoutMs: 300 })
     expect(result.error?.code).toBe('TIMEOUT')
     expect(result.message.isError).toBe(true)
-    expect(text(result)).toMatch(/^waiting\n\[timed out after 300 ms; the command and its child processes were stopped with SIGTERM\]$/)
+    expect(text(result)).toMatch(
+      /^waiting\n\[timed out after 300 ms; the command and its child processes were stopped with SIGTERM\]$/,
+    )
   })
 
   it('notes a capped timeout', async () => {
@@ -108,7 +113,10 @@ describe('tool-bash', () => {
   })
 
   it('sets the DSH_* variables of ctx.shellEnv and the non-interactive environment', async () => {
-    const result = await call({ command: 'echo "$DSH_SHELL $DSH_HOME $DSH_SESSION_ID $PAGER $CI"', description: 'env' }, { sessionId: 'sess-9' })
+    const result = await call(
+      { command: 'echo "$DSH_SHELL $DSH_HOME $DSH_SESSION_ID $PAGER $CI"', description: 'env' },
+      { sessionId: 'sess-9' },
+    )
     expect(text(result)).toBe('1 /srv/dsh sess-9 cat 1\n[exit code: 0]')
   })
 
@@ -117,7 +125,9 @@ describe('tool-bash', () => {
     expect((await call({ command: 'true' })).error?.code).toBe('INVALID_ARGUMENTS')
     expect((await call({ command: '', description: 'empty' })).error?.code).toBe('INVALID_ARGUMENTS')
     expect((await call({ command: 'true', description: 'x', timeoutMs: 'soon' })).error?.code).toBe('INVALID_ARGUMENTS')
-    expect((await call({ command: 'true', description: 'x', run_in_background: true })).error?.code).toBe('INVALID_ARGUMENTS')
+    expect((await call({ command: 'true', description: 'x', run_in_background: true })).error?.code).toBe(
+      'INVALID_ARGUMENTS',
+    )
     expect((await call('{"command": "tru')).error?.code).toBe('INVALID_JSON')
     const blank = await call({ command: '   ', description: 'blank' })
     expect(blank.error?.code).toBe('INVALID_REQUEST')
@@ -126,7 +136,9 @@ describe('tool-bash', () => {
 
   it('describes its timeouts and leaves run_in_background out', () => {
     const schemas = ctx.tools.schemas?.() ?? []
-    const bash = (schemas as Array<{ name: string; description: string; parameters: { properties: object } }>).find((t) => t.name === 'bash')
+    const bash = (schemas as Array<{ name: string; description: string; parameters: { properties: object } }>).find(
+      (t) => t.name === 'bash',
+    )
     expect(bash?.description).toContain('5000 ms unless you set timeoutMs (at most 8000 ms)')
     expect(Object.keys(bash?.parameters.properties ?? {})).toEqual(['command', 'description', 'timeoutMs', 'workdir'])
   })
@@ -138,7 +150,11 @@ describe('tool-bash', () => {
     await local.plugin(BashLocalExecutor, bashLocalConfig() as never)
     const fiber = local.plugin(ToolBash, {} as never)
     await fiber
-    const run = () => local.tools.execute({ callId: 'x', name: 'bash', arguments: '{"command":"true","description":"x"}' }, { cwd: dir })
+    const run = () =>
+      local.tools.execute(
+        { callId: 'x', name: 'bash', arguments: '{"command":"true","description":"x"}' },
+        { cwd: dir },
+      )
     expect((await run()).error).toBeUndefined()
     await fiber.dispose()
     expect((await run()).error?.code).toBe('UNKNOWN_TOOL')
@@ -147,7 +163,10 @@ describe('tool-bash', () => {
   it('runs end to end in an agent turn', async () => {
     const harness = await createHarness({
       cwd: dir,
-      script: [{ toolCalls: [{ name: 'bash', arguments: { command: 'echo hi from bash', description: 'greet' } }] }, { text: 'done' }],
+      script: [
+        { toolCalls: [{ name: 'bash', arguments: { command: 'echo hi from bash', description: 'greet' } }] },
+        { text: 'done' },
+      ],
       plugins: [
         [LocalSubprocessService, {}],
         [BashLocalExecutor, bashLocalConfig()],
@@ -188,7 +207,14 @@ describe('tool-bash service references', () => {
       return get.call(this, name, strict)
     }
     const home = async () => {
-      const result = await local.tools.execute({ callId: `h${++callNo}`, name: 'bash', arguments: JSON.stringify({ command: 'echo "[$DSH_HOME]"', description: 'home' }) }, { cwd: dir })
+      const result = await local.tools.execute(
+        {
+          callId: `h${++callNo}`,
+          name: 'bash',
+          arguments: JSON.stringify({ command: 'echo "[$DSH_HOME]"', description: 'home' }),
+        },
+        { cwd: dir },
+      )
       return text(result).split('\n')[0]
     }
     expect(await home()).toBe('[/srv/first]')

@@ -6,7 +6,15 @@ import { closeSync, openSync, readdirSync, readFileSync, statSync } from 'node:f
 import { isAbsolute, join, relative, resolve } from 'node:path'
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
-import { parseSkillFile, SkillError, type LoadedSkill, type ParsedSkill, type SkillInfo, type SkillListing, type SkillProblem } from '@dsh/skill'
+import {
+  parseSkillFile,
+  SkillError,
+  type LoadedSkill,
+  type ParsedSkill,
+  type SkillInfo,
+  type SkillListing,
+  type SkillProblem,
+} from '@dsh/skill'
 import type {} from '@dsh/home-paths'
 import { harnessReadRefusal, openedPath } from '@dsh/sandbox-policy'
 
@@ -26,8 +34,10 @@ export interface SkillFilesystemConfig {
 }
 
 export const Config: Schema<Partial<SkillFilesystemConfig>, SkillFilesystemConfig> = Schema.object({
-  projectDirs: Schema.array(Schema.string()).default(['.dsh/skills', '.claude/skills', '.agents/skills']).description('Project skill roots, relative to the working directory, highest priority first.'),
-  userDir: Schema.string().description('The user\'s skill root (default: $DSH_HOME/skills).'),
+  projectDirs: Schema.array(Schema.string())
+    .default(['.dsh/skills', '.claude/skills', '.agents/skills'])
+    .description('Project skill roots, relative to the working directory, highest priority first.'),
+  userDir: Schema.string().description("The user's skill root (default: $DSH_HOME/skills)."),
   maxFiles: Schema.natural().min(1).default(50).description('Most files of a skill listed when it is loaded.'),
 })
 
@@ -50,13 +60,24 @@ export class SkillDirectories {
    * really lie in the working directory in every mode (a cloned repository's skill linked to a
    * file elsewhere is not read); the user's skills may be links anywhere the user chose.
    */
-  constructor(private readonly config: { projectDirs: string[]; userDir: string; maxFiles: number; policy?: (cwd: string) => SandboxPolicy }) {}
+  constructor(
+    private readonly config: {
+      projectDirs: string[]
+      userDir: string
+      maxFiles: number
+      policy?: (cwd: string) => SandboxPolicy
+    },
+  ) {}
 
   /** Roots for `cwd`, highest priority first: project roots, then the user root. */
   roots(cwd: string): { dir: string; kind: 'project' | 'user'; within: string }[] {
     // A project skill must really lie in the working directory; a root the user configured as an
     // absolute path is the user's own choice, and its skills must lie in it.
-    const project = this.config.projectDirs.map((dir) => (isAbsolute(dir) ? { dir, kind: 'project' as const, within: dir } : { dir: resolve(cwd, dir), kind: 'project' as const, within: cwd }))
+    const project = this.config.projectDirs.map((dir) =>
+      isAbsolute(dir)
+        ? { dir, kind: 'project' as const, within: dir }
+        : { dir: resolve(cwd, dir), kind: 'project' as const, within: cwd },
+    )
     return [...project, { dir: this.config.userDir, kind: 'user' as const, within: this.config.userDir }]
   }
 
@@ -91,7 +112,14 @@ export class SkillDirectories {
         const skill = parsed.skill
         if (seen.has(skill.name)) continue
         seen.add(skill.name)
-        skills.push({ name: skill.name, description: skill.description, provider: 'filesystem', location: file, dir, modelInvocable: skill.modelInvocable })
+        skills.push({
+          name: skill.name,
+          description: skill.description,
+          provider: 'filesystem',
+          location: file,
+          dir,
+          modelInvocable: skill.modelInvocable,
+        })
       }
     }
     return { skills, problems }
@@ -103,7 +131,10 @@ export class SkillDirectories {
       text = this.read(info.location)
     } catch (error) {
       if (error instanceof Refused) throw new SkillError('UNREADABLE', `not reading ${info.location}: ${error.message}`)
-      throw new SkillError('UNREADABLE', `cannot read ${info.location} (${(error as NodeJS.ErrnoException).code ?? String(error)})`)
+      throw new SkillError(
+        'UNREADABLE',
+        `cannot read ${info.location} (${(error as NodeJS.ErrnoException).code ?? String(error)})`,
+      )
     }
     const parsed = parseSkillFile(text)
     if (!parsed.ok) throw new SkillError('MALFORMED', `${info.location}: ${parsed.problem}`)
@@ -133,7 +164,11 @@ export class SkillDirectories {
    */
   private read(file: string): string {
     const user = relative(this.config.userDir, file)
-    const origin = this.origins.get(file) ?? { cwd: process.cwd(), project: user.startsWith('..') || isAbsolute(user), root: process.cwd() }
+    const origin = this.origins.get(file) ?? {
+      cwd: process.cwd(),
+      project: user.startsWith('..') || isAbsolute(user),
+      root: process.cwd(),
+    }
     const fd = openSync(file, 'r')
     try {
       const opened = openedPath(fd)

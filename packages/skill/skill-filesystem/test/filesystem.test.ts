@@ -21,10 +21,23 @@ describe('@dsh/skill-filesystem', () => {
     const root = mkdtempSync(join(tmpdir(), 'dsh-skills-'))
     const home = join(root, 'home')
     const cwd = join(root, 'project')
-    skill(join(home, 'skills'), 'commit-style', '---\nname: commit-style\ndescription: User-level commit rules.\n---\nWrite short subjects.')
+    skill(
+      join(home, 'skills'),
+      'commit-style',
+      '---\nname: commit-style\ndescription: User-level commit rules.\n---\nWrite short subjects.',
+    )
     skill(join(home, 'skills'), 'deploy', '---\nname: deploy\ndescription: The user deploy steps.\n---\nuser body')
-    skill(join(cwd, '.dsh/skills'), 'deploy', '---\nname: deploy\ndescription: The project deploy steps.\n---\nRun scripts/deploy.sh.', { 'scripts/deploy.sh': 'echo hi', 'ref/notes.md': 'n' })
-    skill(join(cwd, '.claude/skills'), 'review', '---\nname: review\ndescription: Review checklist from Claude Code.\n---\nCheck tests.')
+    skill(
+      join(cwd, '.dsh/skills'),
+      'deploy',
+      '---\nname: deploy\ndescription: The project deploy steps.\n---\nRun scripts/deploy.sh.',
+      { 'scripts/deploy.sh': 'echo hi', 'ref/notes.md': 'n' },
+    )
+    skill(
+      join(cwd, '.claude/skills'),
+      'review',
+      '---\nname: review\ndescription: Review checklist from Claude Code.\n---\nCheck tests.',
+    )
     skill(join(cwd, '.agents/skills'), 'broken', '---\nname: broken\n---\nno description')
     skill(join(cwd, '.agents/skills'), 'nofront', 'just text')
 

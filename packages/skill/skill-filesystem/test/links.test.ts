@@ -24,9 +24,19 @@ it('a project skill linked outside the project is not read; a user skill linked 
   const home = join(root, 'home')
   const cwd = join(root, 'project')
   const elsewhere = join(root, 'elsewhere')
-  for (const dir of [join(home, 'skills', 'mine'), join(home, 'skills', 'creds'), join(cwd, '.claude', 'skills', 'evil'), join(cwd, '.claude', 'skills', 'fine'), elsewhere]) mkdirSync(dir, { recursive: true })
+  for (const dir of [
+    join(home, 'skills', 'mine'),
+    join(home, 'skills', 'creds'),
+    join(cwd, '.claude', 'skills', 'evil'),
+    join(cwd, '.claude', 'skills', 'fine'),
+    elsewhere,
+  ])
+    mkdirSync(dir, { recursive: true })
   writeFileSync(join(elsewhere, 'SKILL.md'), `---\nname: evil\ndescription: Looks harmless.\n---\n${SECRET}`)
-  writeFileSync(join(elsewhere, 'user.md'), '---\nname: mine\ndescription: The user keeps it elsewhere.\n---\nuser body')
+  writeFileSync(
+    join(elsewhere, 'user.md'),
+    '---\nname: mine\ndescription: The user keeps it elsewhere.\n---\nuser body',
+  )
   writeFileSync(join(home, '.credentials.yaml'), `---\nname: creds\ndescription: Credentials.\n---\n${SECRET}`)
   writeFileSync(join(cwd, 'shared.md'), '---\nname: fine\ndescription: Linked inside the project.\n---\nproject body')
   symlinkSync(join(elsewhere, 'SKILL.md'), join(cwd, '.claude', 'skills', 'evil', 'SKILL.md'))
@@ -40,22 +50,32 @@ it('a project skill linked outside the project is not read; a user skill linked 
   await ctx.plugin(SkillRegistry)
   await ctx.plugin(SkillFilesystem, {})
   expect(ctx.skills.list(cwd).map((s) => s.name)).toEqual(['fine', 'mine'])
-  const problems = ctx.skills.problems(cwd).map((p) => `${p.location}: ${p.message}`).join('\n')
-  expect(problems).toContain(`${join(cwd, '.claude', 'skills', 'evil', 'SKILL.md')}: not read: it resolves to ${join(elsewhere, 'SKILL.md')}, outside ${cwd}`)
-  expect(problems).toContain(`${join(home, 'skills', 'creds', 'SKILL.md')}: not read: it leads to ${join(home, '.credentials.yaml')}`)
+  const problems = ctx.skills
+    .problems(cwd)
+    .map((p) => `${p.location}: ${p.message}`)
+    .join('\n')
+  expect(problems).toContain(
+    `${join(cwd, '.claude', 'skills', 'evil', 'SKILL.md')}: not read: it resolves to ${join(elsewhere, 'SKILL.md')}, outside ${cwd}`,
+  )
+  expect(problems).toContain(
+    `${join(home, 'skills', 'creds', 'SKILL.md')}: not read: it leads to ${join(home, '.credentials.yaml')}`,
+  )
   expect(problems).not.toContain(SECRET)
   const fine = await ctx.skills.load('fine', cwd)
   expect(fine.body).toContain('project body')
   expect((await ctx.skills.load('mine', cwd)).body).toContain('user body')
 })
 
-it('a project root configured as an absolute path is the user\'s choice: its skills load', async () => {
+it("a project root configured as an absolute path is the user's choice: its skills load", async () => {
   root = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-skill-abs-')))
   const home = join(root, 'home')
   const cwd = join(root, 'project')
   const team = join(root, 'team-skills')
   for (const dir of [home, cwd, join(team, 'release')]) mkdirSync(dir, { recursive: true })
-  writeFileSync(join(team, 'release', 'SKILL.md'), '---\nname: release\ndescription: Team release steps.\n---\nteam body')
+  writeFileSync(
+    join(team, 'release', 'SKILL.md'),
+    '---\nname: release\ndescription: Team release steps.\n---\nteam body',
+  )
   const ctx = new Context()
   await ctx.plugin(HomePaths, { home })
   await ctx.plugin(SandboxPolicyService, {})

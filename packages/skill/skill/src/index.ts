@@ -4,7 +4,13 @@
 // No I/O of its own.
 import { Context, Service } from 'cordis'
 
-export { parseSkillFile, SKILL_NAME_PATTERN, MAX_DESCRIPTION_CHARS, type ParsedSkill, type ParseResult } from './parse.ts'
+export {
+  parseSkillFile,
+  SKILL_NAME_PATTERN,
+  MAX_DESCRIPTION_CHARS,
+  type ParsedSkill,
+  type ParseResult,
+} from './parse.ts'
 
 /** What the catalog knows about a skill without loading it. */
 export interface SkillInfo {
@@ -77,10 +83,17 @@ export class SkillRegistry extends Service {
 
   /** Adds a provider; undone by the disposer or when the calling plugin unloads. A duplicate id throws. */
   register(provider: SkillProvider): () => void {
-    if (!provider || typeof provider.id !== 'string' || provider.id === '' || typeof provider.list !== 'function' || typeof provider.load !== 'function') {
+    if (
+      !provider ||
+      typeof provider.id !== 'string' ||
+      provider.id === '' ||
+      typeof provider.list !== 'function' ||
+      typeof provider.load !== 'function'
+    ) {
       throw new TypeError('skills.register: expected {id, list(cwd), load(info)}')
     }
-    if (this.providers.some((p) => p.id === provider.id)) throw new TypeError(`skills.register: provider "${provider.id}" is already registered`)
+    if (this.providers.some((p) => p.id === provider.id))
+      throw new TypeError(`skills.register: provider "${provider.id}" is already registered`)
     const providers = this.providers
     const dispose = this.ctx.effect(() => {
       providers.push(provider)
@@ -129,7 +142,10 @@ export class SkillRegistry extends Service {
       try {
         listing = provider.list(cwd)
       } catch (error) {
-        listing = { skills: [], problems: [{ location: `provider ${provider.id}`, message: `listing failed: ${(error as Error).message}` }] }
+        listing = {
+          skills: [],
+          problems: [{ location: `provider ${provider.id}`, message: `listing failed: ${(error as Error).message}` }],
+        }
       }
       for (const skill of listing.skills) if (!byName.has(skill.name)) byName.set(skill.name, skill)
       problems.push(...listing.problems)

@@ -4,12 +4,23 @@ import SkillRegistry, { parseSkillFile, type SkillProvider } from '../src/index.
 
 describe('parseSkillFile', () => {
   it('reads name, description and the body after the front matter', () => {
-    const parsed = parseSkillFile('---\nname: pdf-forms\ndescription: >\n  Fill PDF forms.\n  Use for any .pdf form.\nlicense: MIT\n---\n\n# Steps\n1. read\n')
+    const parsed = parseSkillFile(
+      '---\nname: pdf-forms\ndescription: >\n  Fill PDF forms.\n  Use for any .pdf form.\nlicense: MIT\n---\n\n# Steps\n1. read\n',
+    )
     expect(parsed).toEqual({
       ok: true,
-      skill: { name: 'pdf-forms', description: 'Fill PDF forms. Use for any .pdf form.', body: '# Steps\n1. read\n', modelInvocable: true, frontMatter: expect.objectContaining({ license: 'MIT' }) },
+      skill: {
+        name: 'pdf-forms',
+        description: 'Fill PDF forms. Use for any .pdf form.',
+        body: '# Steps\n1. read\n',
+        modelInvocable: true,
+        frontMatter: expect.objectContaining({ license: 'MIT' }),
+      },
     })
-    expect(parseSkillFile('---\nname: x\ndescription: d\ndisable-model-invocation: true\n---\nbody')).toMatchObject({ ok: true, skill: { modelInvocable: false, body: 'body' } })
+    expect(parseSkillFile('---\nname: x\ndescription: d\ndisable-model-invocation: true\n---\nbody')).toMatchObject({
+      ok: true,
+      skill: { modelInvocable: false, body: 'body' },
+    })
   })
 
   it('names what is wrong with a malformed file', () => {
@@ -28,7 +39,16 @@ describe('SkillRegistry', () => {
   const provider = (id: string, names: string[], priority?: number): SkillProvider => ({
     id,
     ...(priority !== undefined ? { priority } : {}),
-    list: () => ({ skills: names.map((name) => ({ name, description: `${name} from ${id}`, provider: id, location: `${id}/${name}`, modelInvocable: true })), problems: [{ location: `${id}/broken/SKILL.md`, message: 'no front matter' }] }),
+    list: () => ({
+      skills: names.map((name) => ({
+        name,
+        description: `${name} from ${id}`,
+        provider: id,
+        location: `${id}/${name}`,
+        modelInvocable: true,
+      })),
+      problems: [{ location: `${id}/broken/SKILL.md`, message: 'no front matter' }],
+    }),
     load: async (info) => ({ info, body: `body of ${info.name} from ${id}`, files: [] }),
   })
 

@@ -22,7 +22,10 @@ export interface ToolSkillConfig {
 
 export const Config: Schema<Partial<ToolSkillConfig>, ToolSkillConfig> = Schema.object({
   cwd: Schema.string().description('Directory probed for skills at load (default: the process working directory).'),
-  maxCatalogChars: Schema.natural().min(200).default(8_000).description('Longest skill catalog in the system prompt (characters).'),
+  maxCatalogChars: Schema.natural()
+    .min(200)
+    .default(8_000)
+    .description('Longest skill catalog in the system prompt (characters).'),
   commands: Schema.boolean().default(true).description('Register /<skill-name> commands for the skills found at load.'),
 })
 
@@ -49,7 +52,10 @@ export function catalog(skills: SkillInfo[], maxChars: number): string {
     lines.push(line)
     size += line.length + 1
   }
-  if (omitted > 0) lines.push(`- (${omitted} more skill${omitted === 1 ? '' : 's'} not listed for space; the skill tool names them all when asked for an unknown one)`)
+  if (omitted > 0)
+    lines.push(
+      `- (${omitted} more skill${omitted === 1 ? '' : 's'} not listed for space; the skill tool names them all when asked for an unknown one)`,
+    )
   return [CATALOG_HEADER, ...lines].join('\n')
 }
 
@@ -86,7 +92,7 @@ export function apply(ctx: Context, config: ToolSkillConfig): void {
         'Skills list of the system prompt, before doing the work. Paths in the instructions are relative to the skill directory given in the result.',
       parameters: {
         type: 'object',
-        properties: { name: { type: 'string', description: 'The skill\'s name, exactly as listed.' } },
+        properties: { name: { type: 'string', description: "The skill's name, exactly as listed." } },
         required: ['name'],
         additionalProperties: false,
       },
@@ -96,7 +102,10 @@ export function apply(ctx: Context, config: ToolSkillConfig): void {
         const info = skills.find((skill) => skill.name === args.name)
         if (!info) {
           const names = skills.map((skill) => skill.name)
-          return fail('SKILL_NOT_FOUND', `there is no skill named ${JSON.stringify(args.name)}. ${names.length > 0 ? `Available skills: ${names.join(', ')}.` : 'No skills are available in this directory.'}`)
+          return fail(
+            'SKILL_NOT_FOUND',
+            `there is no skill named ${JSON.stringify(args.name)}. ${names.length > 0 ? `Available skills: ${names.join(', ')}.` : 'No skills are available in this directory.'}`,
+          )
         }
         let loaded
         try {
@@ -107,9 +116,15 @@ export function apply(ctx: Context, config: ToolSkillConfig): void {
         const parts = [`Skill "${info.name}" (${info.location}):`, '', loaded.body.trimEnd()]
         if (info.dir) {
           parts.push('', `Skill directory: ${info.dir}`)
-          if (loaded.files.length > 0) parts.push(`Files in it: ${loaded.files.join(', ')}${loaded.truncatedFiles ? ', ... (more not listed)' : ''}`)
+          if (loaded.files.length > 0)
+            parts.push(
+              `Files in it: ${loaded.files.join(', ')}${loaded.truncatedFiles ? ', ... (more not listed)' : ''}`,
+            )
         }
-        return { content: parts.join('\n'), meta: { skill: info.name, location: info.location, files: loaded.files.length } }
+        return {
+          content: parts.join('\n'),
+          meta: { skill: info.name, location: info.location, files: loaded.files.length },
+        }
       },
     })
   }

@@ -18,21 +18,31 @@ describe('dsh --profile headless with project skills', () => {
     const root = mkdtempSync(join(tmpdir(), 'dsh-e2e-skill-'))
     const cwd = join(root, 'project')
     mkdirSync(join(cwd, '.claude/skills/changelog'), { recursive: true })
-    writeFileSync(join(cwd, '.claude/skills/changelog/SKILL.md'), '---\nname: changelog\ndescription: Write the changelog entry for a change.\n---\nAdd one line under "Unreleased".\n')
+    writeFileSync(
+      join(cwd, '.claude/skills/changelog/SKILL.md'),
+      '---\nname: changelog\ndescription: Write the changelog entry for a change.\n---\nAdd one line under "Unreleased".\n',
+    )
     mkdirSync(join(cwd, '.agents/skills/broken'), { recursive: true })
     writeFileSync(join(cwd, '.agents/skills/broken/SKILL.md'), 'no front matter here')
-    server = await startMockServer({ steps: [{ toolCalls: [{ id: 'c1', name: 'skill', arguments: { name: 'changelog' } }] }, { text: 'ok' }] as never })
+    server = await startMockServer({
+      steps: [{ toolCalls: [{ id: 'c1', name: 'skill', arguments: { name: 'changelog' } }] }, { text: 'ok' }] as never,
+    })
     const run = await runDsh(['--profile', 'headless', 'write the changelog'], {
       cwd,
       env: { DSH_HOME: join(root, 'home'), DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'x' },
     })
     expect(run.code).toBe(0)
     expect(run.stdout.trim()).toBe('ok')
-    const first = server.requests[0].body as { messages: { role: string; content: string }[]; tools: { function: { name: string } }[] }
+    const first = server.requests[0].body as {
+      messages: { role: string; content: string }[]
+      tools: { function: { name: string } }[]
+    }
     expect(first.messages[0].content).toContain('- changelog: Write the changelog entry for a change.')
     expect(first.messages[0].content).not.toContain('broken')
     expect(first.tools.map((t) => t.function.name)).toContain('skill')
     const second = server.requests[1].body as { messages: { role: string; content: string }[] }
-    expect(second.messages.filter((m) => m.role === 'tool').at(-1)!.content).toContain('Add one line under "Unreleased".')
+    expect(second.messages.filter((m) => m.role === 'tool').at(-1)!.content).toContain(
+      'Add one line under "Unreleased".',
+    )
   })
 })

@@ -36,15 +36,23 @@ async function boot(cwd: string, home: string, script: unknown[] = [], extra: Ar
   return harness
 }
 
-const RELEASE = '---\nname: release\ndescription: How to cut a release of this project.\n---\n1. Bump the version.\n2. Run scripts/release.sh.\n'
+const RELEASE =
+  '---\nname: release\ndescription: How to cut a release of this project.\n---\n1. Bump the version.\n2. Run scripts/release.sh.\n'
 
 describe('@dsh/tool-skill', () => {
   it('lists skills in the system prompt and loads one through the skill tool', async () => {
-    const { cwd, home } = project({ release: RELEASE, broken: '---\nname: broken\n---\n', secret: '---\nname: secret\ndescription: User only.\ndisable-model-invocation: true\n---\nx' })
+    const { cwd, home } = project({
+      release: RELEASE,
+      broken: '---\nname: broken\n---\n',
+      secret: '---\nname: secret\ndescription: User only.\ndisable-model-invocation: true\n---\nx',
+    })
     writeFileSync(join(cwd, '.claude/skills/release/checklist.md'), '- [ ] tag')
     const addLater = () => {
       mkdirSync(join(cwd, '.claude/skills/later'), { recursive: true })
-      writeFileSync(join(cwd, '.claude/skills/later/SKILL.md'), '---\nname: later\ndescription: Added mid-session.\n---\nx')
+      writeFileSync(
+        join(cwd, '.claude/skills/later/SKILL.md'),
+        '---\nname: later\ndescription: Added mid-session.\n---\nx',
+      )
     }
     const h = await boot(cwd, home, [
       () => (addLater(), { toolCalls: [{ name: 'skill', arguments: { name: 'release' } }] }),
@@ -57,7 +65,9 @@ describe('@dsh/tool-skill', () => {
     expect(system).not.toContain('broken')
     expect(system).not.toContain('secret')
     expect(h.model.requests[0].tools!.map((t) => t.name)).toContain('skill')
-    const results = h.session.events.filter((e) => e.type === 'tool/result').map((e) => e.data as { message: { content: { text: string }[] }; error?: { code: string } })
+    const results = h.session.events
+      .filter((e) => e.type === 'tool/result')
+      .map((e) => e.data as { message: { content: { text: string }[] }; error?: { code: string } })
     expect(results[0].message.content[0].text).toBe(
       `Skill "release" (${join(cwd, '.claude/skills/release/SKILL.md')}):\n\n1. Bump the version.\n2. Run scripts/release.sh.\n\nSkill directory: ${join(cwd, '.claude/skills/release')}\nFiles in it: checklist.md`,
     )
@@ -87,7 +97,13 @@ describe('@dsh/tool-skill', () => {
   })
 
   it('cuts a long catalog and counts what it left out', () => {
-    const skills = Array.from({ length: 40 }, (_, i) => ({ name: `s${i}`, description: 'x'.repeat(80), provider: 'p', location: 'l', modelInvocable: true }))
+    const skills = Array.from({ length: 40 }, (_, i) => ({
+      name: `s${i}`,
+      description: 'x'.repeat(80),
+      provider: 'p',
+      location: 'l',
+      modelInvocable: true,
+    }))
     const text = catalog(skills, 1000)
     expect(text.length).toBeLessThan(1200)
     expect(text).toMatch(/\(\d+ more skills not listed for space/)

@@ -4,7 +4,18 @@
 // writers that never block, never throw, stop at a per-session byte budget and turn a write error
 // (a full disk) into a recorded error instead of a stuck stream. Synchronous on purpose: callers
 // create and write from event handlers that cannot wait, and nothing here can hang on a close.
-import { chmodSync, closeSync, constants, lstatSync, mkdirSync, mkdtempSync, openSync, rmSync, unlinkSync, writeSync } from 'node:fs'
+import {
+  chmodSync,
+  closeSync,
+  constants,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  rmSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, dirname, isAbsolute, join } from 'node:path'
 import { resolveDshHome } from '@dsh/home-paths'
@@ -41,7 +52,11 @@ export class PrivateDir {
 
   /** A fresh directory `<parent>/<prefix>XXXXXX` (mkdtemp: a new, unpredictable name, created 0700). */
   static create(parent: string, prefix: string): PrivateDir {
-    if (!isAbsolute(parent)) throw new PrivateFileError('INVALID_NAME', `the parent of a private directory must be an absolute path, got ${JSON.stringify(parent)}`)
+    if (!isAbsolute(parent))
+      throw new PrivateFileError(
+        'INVALID_NAME',
+        `the parent of a private directory must be an absolute path, got ${JSON.stringify(parent)}`,
+      )
     checkSegment(prefix || 'x')
     let path: string
     try {
@@ -58,12 +73,17 @@ export class PrivateDir {
    * `path`, a file, or another owner is refused with `UNSAFE_DIR`.
    */
   static ensure(path: string): PrivateDir {
-    if (!isAbsolute(path)) throw new PrivateFileError('INVALID_NAME', `a private directory must be an absolute path, got ${JSON.stringify(path)}`)
+    if (!isAbsolute(path))
+      throw new PrivateFileError(
+        'INVALID_NAME',
+        `a private directory must be an absolute path, got ${JSON.stringify(path)}`,
+      )
     try {
       mkdirSync(dirname(path), { recursive: true, mode: 0o700 })
       mkdirSync(path, { mode: 0o700 })
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw failure(`cannot create the private directory ${path}`, error)
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST')
+        throw failure(`cannot create the private directory ${path}`, error)
     }
     return PrivateDir.check(path)
   }
@@ -84,7 +104,10 @@ export class PrivateDir {
   verify(): void {
     const stat = inspect(this.path)
     if (stat.ino !== this.ino || stat.dev !== this.dev) {
-      throw new PrivateFileError('UNSAFE_DIR', `refusing to write into ${this.path}: it was replaced by another directory since dsh created it`)
+      throw new PrivateFileError(
+        'UNSAFE_DIR',
+        `refusing to write into ${this.path}: it was replaced by another directory since dsh created it`,
+      )
     }
   }
 
@@ -212,7 +235,8 @@ const budgets = new Map<string, SpillBudget>()
 
 /** The process-wide budget of `key` (created on first use), capped at `limitBytes`. */
 export function spillBudget(key: string, limitBytes: number = DEFAULT_SPILL_CAP_BYTES): SpillBudget {
-  if (!Number.isSafeInteger(limitBytes) || limitBytes < 0) throw new PrivateFileError('INVALID_NAME', `a spill cap must be a non-negative integer, got ${limitBytes}`)
+  if (!Number.isSafeInteger(limitBytes) || limitBytes < 0)
+    throw new PrivateFileError('INVALID_NAME', `a spill cap must be a non-negative integer, got ${limitBytes}`)
   let budget = budgets.get(key)
   if (!budget) budgets.set(key, (budget = { key, limitBytes, usedBytes: 0 }))
   budget.limitBytes = limitBytes
@@ -269,7 +293,13 @@ export class SpillWriter {
         this.dropped += chunk.byteLength - allowed
         this.capped = true
         const limit = this.budget?.limitBytes ?? 0
-        writeAll(this.fd, Buffer.from(`\n[dsh: the spill cap of ${limit} bytes for this session was reached; the rest of the output is not in this file]\n`, 'utf8'))
+        writeAll(
+          this.fd,
+          Buffer.from(
+            `\n[dsh: the spill cap of ${limit} bytes for this session was reached; the rest of the output is not in this file]\n`,
+            'utf8',
+          ),
+        )
         this.close()
       }
     } catch (error) {
@@ -304,15 +334,29 @@ function inspect(path: string) {
   } catch (error) {
     throw failure(`cannot use ${path}`, error)
   }
-  if (stat.isSymbolicLink()) throw new PrivateFileError('UNSAFE_DIR', `refusing to write into ${path}: it is a symbolic link`)
-  if (!stat.isDirectory()) throw new PrivateFileError('UNSAFE_DIR', `refusing to write into ${path}: it is not a directory`)
+  if (stat.isSymbolicLink())
+    throw new PrivateFileError('UNSAFE_DIR', `refusing to write into ${path}: it is a symbolic link`)
+  if (!stat.isDirectory())
+    throw new PrivateFileError('UNSAFE_DIR', `refusing to write into ${path}: it is not a directory`)
   const uid = process.getuid?.()
-  if (uid !== undefined && stat.uid !== uid) throw new PrivateFileError('UNSAFE_DIR', `refusing to write into ${path}: it is owned by uid ${stat.uid}, not by this user`)
+  if (uid !== undefined && stat.uid !== uid)
+    throw new PrivateFileError(
+      'UNSAFE_DIR',
+      `refusing to write into ${path}: it is owned by uid ${stat.uid}, not by this user`,
+    )
   return stat
 }
 
 function checkSegment(name: string): void {
-  if (typeof name !== 'string' || name === '' || name === '.' || name === '..' || basename(name) !== name || name.includes('\0') || name.length > 200) {
+  if (
+    typeof name !== 'string' ||
+    name === '' ||
+    name === '.' ||
+    name === '..' ||
+    basename(name) !== name ||
+    name.includes('\0') ||
+    name.length > 200
+  ) {
     throw new PrivateFileError('INVALID_NAME', `not a single file name: ${JSON.stringify(name)}`)
   }
 }

@@ -1,8 +1,28 @@
 import { afterAll, describe, expect, it } from 'vitest'
-import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { PrivateDir, PrivateFileError, SpillWriter, processTempDir, processTempSubdir, spillBudget } from '../src/index.ts'
+import {
+  PrivateDir,
+  PrivateFileError,
+  SpillWriter,
+  processTempDir,
+  processTempSubdir,
+  spillBudget,
+} from '../src/index.ts'
 
 const scratch = mkdtempSync(join(tmpdir(), 'dsh-spill-files-test-'))
 afterAll(() => rmSync(scratch, { recursive: true, force: true }))
@@ -50,7 +70,8 @@ describe('PrivateDir', () => {
     expect(refusal(() => PrivateDir.ensure(join(scratch, 'a-file'))).message).toMatch(/it is not a directory$/)
     expect(refusal(() => PrivateDir.ensure('relative/dir')).code).toBe('INVALID_NAME')
     const dir = PrivateDir.create(scratch, 'names-')
-    for (const bad of ['', '.', '..', 'a/b', '../x']) expect(refusal(() => dir.createFile(bad)).code).toBe('INVALID_NAME')
+    for (const bad of ['', '.', '..', 'a/b', '../x'])
+      expect(refusal(() => dir.createFile(bad)).code).toBe('INVALID_NAME')
     expect(readdirSync(target)).toEqual([])
   })
 
@@ -67,7 +88,9 @@ describe('PrivateDir', () => {
     const elsewhere = mkdtempSync(join(scratch, 'elsewhere-'))
     renameSync(dir.path, `${dir.path}.moved`)
     symlinkSync(elsewhere, dir.path)
-    expect(refusal(() => dir.writeFile('x.log', 'data')).message).toBe(`refusing to write into ${dir.path}: it is a symbolic link`)
+    expect(refusal(() => dir.writeFile('x.log', 'data')).message).toBe(
+      `refusing to write into ${dir.path}: it is a symbolic link`,
+    )
     rmSync(dir.path)
     mkdirSync(dir.path, { mode: 0o700 })
     expect(refusal(() => dir.writeFile('x.log', 'data')).message).toMatch(/was replaced by another directory/)
@@ -101,8 +124,15 @@ describe('SpillWriter', () => {
     b.write(Buffer.from('more'))
     b.close()
     expect(readFileSync(a.path, 'utf8')).toBe('123456')
-    expect(readFileSync(b.path, 'utf8')).toMatch(/^abcd\n\[dsh: the spill cap of 10 bytes for this session was reached; the rest of the output is not in this file\]\n$/)
-    expect({ written: b.written, dropped: b.dropped, capped: b.capped, error: b.error }).toEqual({ written: 4, dropped: 8, capped: true, error: undefined })
+    expect(readFileSync(b.path, 'utf8')).toMatch(
+      /^abcd\n\[dsh: the spill cap of 10 bytes for this session was reached; the rest of the output is not in this file\]\n$/,
+    )
+    expect({ written: b.written, dropped: b.dropped, capped: b.capped, error: b.error }).toEqual({
+      written: 4,
+      dropped: 8,
+      capped: true,
+      error: undefined,
+    })
     expect(budget.usedBytes).toBe(10)
   })
 

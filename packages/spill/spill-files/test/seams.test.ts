@@ -24,10 +24,14 @@ const SEAM_FAMILIES = ['subprocess', 'sandbox', 'spill', 'test-support']
 
 /** Files (or directories, ending in /) that may do it anyway, each with why. */
 const ALLOWED: Record<string, string> = {
-  'packages/sdk/client/src/harness.ts': 'the SDK client starts the dsh server for a user program: a library used outside any plugin tree, with no ctx.subprocess',
-  'packages/boot/plugin-manager/src/manager.ts': 'the dsh-plugin bin runs npm (scripts off) for the user before any app exists: no plugin tree, no ctx.subprocess',
-  'packages/session/session-persistence/src/contract.ts': 'the persistence conformance suite, imported only by provider tests: starts the providers under test in other processes and scratch dirs',
-  'bundles/web/src/startup.ts': 'opens the user\'s browser for `dsh web`: a fixed opener that must outlive dsh, which the session-scoped seam would kill',
+  'packages/sdk/client/src/harness.ts':
+    'the SDK client starts the dsh server for a user program: a library used outside any plugin tree, with no ctx.subprocess',
+  'packages/boot/plugin-manager/src/manager.ts':
+    'the dsh-plugin bin runs npm (scripts off) for the user before any app exists: no plugin tree, no ctx.subprocess',
+  'packages/session/session-persistence/src/contract.ts':
+    'the persistence conformance suite, imported only by provider tests: starts the providers under test in other processes and scratch dirs',
+  'bundles/web/src/startup.ts':
+    "opens the user's browser for `dsh web`: a fixed opener that must outlive dsh, which the session-scoped seam would kill",
 }
 
 const SOURCE = /\.(ts|tsx|mts|cts|js|mjs|cjs)$/
@@ -69,9 +73,16 @@ function sources(): string[] {
 
 /** One line per violation: `path:line: what`. */
 export function violations(path: string, text: string): string[] {
-  const file = ts.createSourceFile(path, text, ts.ScriptTarget.Latest, false, path.endsWith('x') ? ts.ScriptKind.TSX : ts.ScriptKind.TS)
+  const file = ts.createSourceFile(
+    path,
+    text,
+    ts.ScriptTarget.Latest,
+    false,
+    path.endsWith('x') ? ts.ScriptKind.TSX : ts.ScriptKind.TS,
+  )
   const found: string[] = []
-  const report = (node: ts.Node, what: string) => found.push(`${path}:${file.getLineAndCharacterOfPosition(node.getStart(file)).line + 1}: ${what}`)
+  const report = (node: ts.Node, what: string) =>
+    found.push(`${path}:${file.getLineAndCharacterOfPosition(node.getStart(file)).line + 1}: ${what}`)
   const visit = (node: ts.Node): void => {
     if (ts.isStringLiteralLike(node)) {
       if (PROCESS_MODULES.test(node.text)) report(node, `names the module ${node.text}`)
@@ -80,16 +91,31 @@ export function violations(path: string, text: string): string[] {
       report(node, `names the temp path ${JSON.stringify(node.head.text)}`)
     } else if (ts.isCallExpression(node)) {
       const callee = node.expression
-      const name = ts.isIdentifier(callee) ? callee.text : ts.isPropertyAccessExpression(callee) ? callee.name.text : undefined
+      const name = ts.isIdentifier(callee)
+        ? callee.text
+        : ts.isPropertyAccessExpression(callee)
+          ? callee.name.text
+          : undefined
       if (ts.isIdentifier(callee) && name && SPAWNERS.has(name)) report(node, `calls ${name}()`)
-      if (ts.isPropertyAccessExpression(callee) && ts.isIdentifier(callee.expression) && callee.expression.text === 'process' && name && NATIVE.has(name)) report(node, `calls process.${name}()`)
+      if (
+        ts.isPropertyAccessExpression(callee) &&
+        ts.isIdentifier(callee.expression) &&
+        callee.expression.text === 'process' &&
+        name &&
+        NATIVE.has(name)
+      )
+        report(node, `calls process.${name}()`)
       if (name === 'tmpdir') report(node, 'calls tmpdir()')
       if (name === 'mkdtemp' || name === 'mkdtempSync') report(node, `calls ${name}()`)
     } else if (ts.isIdentifier(node) && node.text === 'TMPDIR') {
       report(node, 'reads TMPDIR')
     } else if (ts.isPropertyAccessExpression(node) && node.name.text === 'TMPDIR') {
       report(node, 'reads TMPDIR')
-    } else if (ts.isElementAccessExpression(node) && ts.isStringLiteralLike(node.argumentExpression) && node.argumentExpression.text === 'TMPDIR') {
+    } else if (
+      ts.isElementAccessExpression(node) &&
+      ts.isStringLiteralLike(node.argumentExpression) &&
+      node.argumentExpression.text === 'TMPDIR'
+    ) {
       report(node, 'reads TMPDIR')
     }
     ts.forEachChild(node, visit)
@@ -153,11 +179,19 @@ describe('seams', () => {
       if (allowedBy(path)) continue
       offending.push(...violations(path, readFileSync(join(root, path), 'utf8')))
     }
-    expect(offending, 'start processes through ctx.subprocess / ctx.sandbox and write temp files through @dsh/spill-files').toEqual([])
+    expect(
+      offending,
+      'start processes through ctx.subprocess / ctx.sandbox and write temp files through @dsh/spill-files',
+    ).toEqual([])
   })
 
   it('every allow-list entry still covers a file that needs it (the list only shrinks)', () => {
-    const stale = Object.keys(ALLOWED).filter((entry) => !files.some((path) => allowedBy(path) === entry && violations(path, readFileSync(join(root, path), 'utf8')).length > 0))
+    const stale = Object.keys(ALLOWED).filter(
+      (entry) =>
+        !files.some(
+          (path) => allowedBy(path) === entry && violations(path, readFileSync(join(root, path), 'utf8')).length > 0,
+        ),
+    )
     expect(stale).toEqual([])
   })
 })

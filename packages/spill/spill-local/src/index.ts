@@ -61,7 +61,11 @@ export class LocalSpillStore extends SpillStore {
       // the place it resolved to at the first save.
       const real = await realpath(this.root)
       this.realRoot ??= real
-      if (real !== this.realRoot) throw new SpillError('UNSAFE_DIR', `refusing to spill into ${this.root}: it now resolves to ${real}, not ${this.realRoot} (a symlink was swapped in)`)
+      if (real !== this.realRoot)
+        throw new SpillError(
+          'UNSAFE_DIR',
+          `refusing to spill into ${this.root}: it now resolves to ${real}, not ${this.realRoot} (a symlink was swapped in)`,
+        )
       await checkDir(real, false)
       await mkdir(dir, { mode: 0o700 }).catch(ignoreExisting)
       dirIno = await checkDir(dir, true)
@@ -75,7 +79,11 @@ export class LocalSpillStore extends SpillStore {
     let path = target
     try {
       // O_EXCL never follows a symlink at the name; O_NOFOLLOW says so explicitly.
-      const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600)
+      const handle = await open(
+        temp,
+        constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW,
+        0o600,
+      )
       try {
         await handle.writeFile(data)
         await handle.sync()
@@ -83,7 +91,8 @@ export class LocalSpillStore extends SpillStore {
         await handle.close()
       }
       // The directory must still be the one checked above (not swapped between check and write).
-      if ((await checkDir(dir, true)) !== dirIno) throw new SpillError('UNSAFE_DIR', `refusing to spill into ${dir}: it was replaced while the spill was written`)
+      if ((await checkDir(dir, true)) !== dirIno)
+        throw new SpillError('UNSAFE_DIR', `refusing to spill into ${dir}: it was replaced while the spill was written`)
       for (let n = 2; ; n++) {
         try {
           await link(temp, path)
@@ -127,9 +136,14 @@ function ignoreExisting(error: NodeJS.ErrnoException): void {
 async function checkDir(dir: string, privateDir: boolean): Promise<number> {
   const stat = await lstat(dir)
   if (stat.isSymbolicLink()) throw new SpillError('UNSAFE_DIR', `refusing to spill into ${dir}: it is a symbolic link`)
-  if (!stat.isDirectory()) throw new SpillError('ENOTDIR', `cannot create the spill directory ${dir}: ENOTDIR: it is not a directory`)
+  if (!stat.isDirectory())
+    throw new SpillError('ENOTDIR', `cannot create the spill directory ${dir}: ENOTDIR: it is not a directory`)
   const uid = process.getuid?.()
-  if (uid !== undefined && stat.uid !== uid) throw new SpillError('UNSAFE_DIR', `refusing to spill into ${dir}: it is owned by uid ${stat.uid}, not by this user`)
+  if (uid !== undefined && stat.uid !== uid)
+    throw new SpillError(
+      'UNSAFE_DIR',
+      `refusing to spill into ${dir}: it is owned by uid ${stat.uid}, not by this user`,
+    )
   if (privateDir && (stat.mode & 0o077) !== 0) await chmod(dir, 0o700)
   return stat.ino
 }

@@ -84,7 +84,9 @@ describe('@dsh/spill-local', () => {
 
     // A session directory that is a symlink (planted before the first spill of that session).
     symlinkSync(attacker, join(dir, 'planted'))
-    const planted = await spill.save({ sessionId: 'planted', callId: 'c', toolName: 'bash', text: 'attacker-controlled' }).catch((e) => e)
+    const planted = await spill
+      .save({ sessionId: 'planted', callId: 'c', toolName: 'bash', text: 'attacker-controlled' })
+      .catch((e) => e)
     expect(planted).toBeInstanceOf(SpillError)
     expect(planted.code).toBe('UNSAFE_DIR')
     expect(planted.message).toContain(join(dir, 'planted'))
@@ -92,13 +94,17 @@ describe('@dsh/spill-local', () => {
     // An existing session directory replaced by a symlink.
     rmSync(join(dir, 's'), { recursive: true })
     symlinkSync(attacker, join(dir, 's'))
-    const swapped = await spill.save({ sessionId: 's', callId: 'b', toolName: 'bash', text: 'attacker-controlled' }).catch((e) => e)
+    const swapped = await spill
+      .save({ sessionId: 's', callId: 'b', toolName: 'bash', text: 'attacker-controlled' })
+      .catch((e) => e)
     expect(swapped.code).toBe('UNSAFE_DIR')
 
     // The whole root replaced by a symlink after the first save.
     rmSync(dir, { recursive: true })
     symlinkSync(attacker, dir)
-    const root = await spill.save({ sessionId: 'fresh', callId: 'd', toolName: 'bash', text: 'attacker-controlled' }).catch((e) => e)
+    const root = await spill
+      .save({ sessionId: 'fresh', callId: 'd', toolName: 'bash', text: 'attacker-controlled' })
+      .catch((e) => e)
     expect(root.code).toBe('UNSAFE_DIR')
     expect(root.message).toContain('a symlink was swapped in')
 

@@ -18,9 +18,18 @@ export interface SpillPolicyConfig {
 }
 
 export const Config: Schema<Partial<SpillPolicyConfig>, SpillPolicyConfig> = Schema.object({
-  maxInlineBytes: Schema.natural().min(1024).default(32 * 1024).description('Results with more UTF-8 bytes of text than this are spilled.'),
-  headBytes: Schema.natural().min(256).default(20 * 1024).description('Bytes of the beginning kept in the preview.'),
-  tailBytes: Schema.natural().min(0).default(8 * 1024).description('Bytes of the end kept in the preview.'),
+  maxInlineBytes: Schema.natural()
+    .min(1024)
+    .default(32 * 1024)
+    .description('Results with more UTF-8 bytes of text than this are spilled.'),
+  headBytes: Schema.natural()
+    .min(256)
+    .default(20 * 1024)
+    .description('Bytes of the beginning kept in the preview.'),
+  tailBytes: Schema.natural()
+    .min(0)
+    .default(8 * 1024)
+    .description('Bytes of the end kept in the preview.'),
   exclude: Schema.array(Schema.string()).default([]).description('Tool names whose results are never spilled.'),
 })
 
@@ -46,7 +55,10 @@ function plainText(output: ToolOutput): string | undefined {
 }
 
 function marker(p: Preview): string {
-  const span = p.firstOmittedLine === p.lastOmittedLine ? `line ${num(p.firstOmittedLine)}` : `lines ${num(p.firstOmittedLine)}-${num(p.lastOmittedLine)}`
+  const span =
+    p.firstOmittedLine === p.lastOmittedLine
+      ? `line ${num(p.firstOmittedLine)}`
+      : `lines ${num(p.firstOmittedLine)}-${num(p.lastOmittedLine)}`
   return `[... ${num(p.omittedBytes)} bytes omitted (${span} of ${num(p.totalLines)}) ...]`
 }
 
@@ -84,12 +96,20 @@ export function apply(ctx: Context, config: SpillPolicyConfig): void {
     } catch (error) {
       const code = (error as { code?: unknown })?.code
       const message = error instanceof Error ? error.message : String(error)
-      ctx.logger('spill-policy').warn('could not spill the result of %s (%s): %s', payload.tool.name, payload.call.callId, message)
+      ctx
+        .logger('spill-policy')
+        .warn('could not spill the result of %s (%s): %s', payload.tool.name, payload.call.callId, message)
       note =
         `[This result is ${size}, over the ${limit} inline limit, so only its beginning and end are shown. ` +
         `Saving the full result failed (${message}), so the omitted part is not available. ` +
         'If you need it, run the command again with narrower output (filter it, or print only a range).]'
-      spill = { failed: typeof code === 'string' ? code : 'IO', message, bytes: cut.totalBytes, lines: cut.totalLines, omittedBytes: cut.omittedBytes }
+      spill = {
+        failed: typeof code === 'string' ? code : 'IO',
+        message,
+        bytes: cut.totalBytes,
+        lines: cut.totalLines,
+        omittedBytes: cut.omittedBytes,
+      }
     }
     const content = `${cut.head}${cut.head.endsWith('\n') ? '' : '\n'}${marker(cut)}\n${cut.tail}${cut.tail.endsWith('\n') ? '' : '\n'}\n${note}`
     payload.output = { ...output, content, meta: { ...(output.meta ?? {}), spill } }

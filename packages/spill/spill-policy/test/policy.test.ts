@@ -21,10 +21,27 @@ const Echo = {
     ctx.tools.register<{ lines: number; width?: number; image?: boolean; fail?: boolean }>({
       name: 'emit',
       description: 'emit lines',
-      parameters: { type: 'object', properties: { lines: { type: 'integer' }, width: { type: 'integer' }, image: { type: 'boolean' }, fail: { type: 'boolean' } }, required: ['lines'] },
+      parameters: {
+        type: 'object',
+        properties: {
+          lines: { type: 'integer' },
+          width: { type: 'integer' },
+          image: { type: 'boolean' },
+          fail: { type: 'boolean' },
+        },
+        required: ['lines'],
+      },
       execute(args) {
-        const text = Array.from({ length: args.lines }, (_, i) => `line ${i + 1} ${'x'.repeat(args.width ?? 20)}`).join('\n')
-        if (args.image) return { content: [{ type: 'text', text }, { type: 'image', mediaType: 'image/png', data: 'AAAA' }] }
+        const text = Array.from({ length: args.lines }, (_, i) => `line ${i + 1} ${'x'.repeat(args.width ?? 20)}`).join(
+          '\n',
+        )
+        if (args.image)
+          return {
+            content: [
+              { type: 'text', text },
+              { type: 'image', mediaType: 'image/png', data: 'AAAA' },
+            ],
+          }
         if (args.fail) return { content: text, error: { code: 'EXIT_1', message: 'failed' } }
         return { content: text, meta: { own: true } }
       },
@@ -47,7 +64,8 @@ async function run(args: object, spillDir: string, policy: object = {}) {
   return { result, text: result.message.content[0].text, seen: seen.content[0].text }
 }
 
-const full = (n: number, width = 20) => Array.from({ length: n }, (_, i) => `line ${i + 1} ${'x'.repeat(width)}`).join('\n')
+const full = (n: number, width = 20) =>
+  Array.from({ length: n }, (_, i) => `line ${i + 1} ${'x'.repeat(width)}`).join('\n')
 
 describe('@dsh/spill-policy', () => {
   it('leaves a result under maxInlineBytes untouched', async () => {
@@ -127,7 +145,14 @@ describe('@dsh/spill-policy', () => {
     expect(text).toContain('bytes omitted')
     await harness!.dispose()
     harness = undefined
-    await expect(createHarness({ plugins: [[LocalSpillStore, { dir }], [SpillPolicy, { maxInlineBytes: 2048, headBytes: 2048 }]] })).rejects.toThrow(/must not exceed maxInlineBytes/)
+    await expect(
+      createHarness({
+        plugins: [
+          [LocalSpillStore, { dir }],
+          [SpillPolicy, { maxInlineBytes: 2048, headBytes: 2048 }],
+        ],
+      }),
+    ).rejects.toThrow(/must not exceed maxInlineBytes/)
   })
 
   it('unloading the policy stops spilling', async () => {
@@ -139,7 +164,9 @@ describe('@dsh/spill-policy', () => {
     const policy = await harness.mount(SpillPolicy, {})
     await policy.dispose()
     await harness.prompt('go')
-    const result = harness.session.events.find((e) => e.type === 'tool/result')!.data as { message: { content: { text: string }[] } }
+    const result = harness.session.events.find((e) => e.type === 'tool/result')!.data as {
+      message: { content: { text: string }[] }
+    }
     expect(result.message.content[0].text).toBe(full(5_000))
   })
 })

@@ -34,7 +34,10 @@ describe('ctx.spillStore', () => {
     const blocked = join(root, 'not-a-dir')
     writeFileSync(blocked, 'a file where the spill directory should be')
     const { ctx } = await boot(blocked)
-    const error = await ctx.spillStore.save({ sessionId: 's1', callId: 'c1', toolName: 'bash', text: 'x' }).then(() => undefined, (e: unknown) => e)
+    const error = await ctx.spillStore.save({ sessionId: 's1', callId: 'c1', toolName: 'bash', text: 'x' }).then(
+      () => undefined,
+      (e: unknown) => e,
+    )
     expect(error).toBeInstanceOf(SpillError)
     expect(typeof (error as SpillError).code).toBe('string')
     expect((error as SpillError).code).not.toBe('')

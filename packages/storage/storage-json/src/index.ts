@@ -28,7 +28,10 @@ export const Config: Schema<Partial<JsonStorageConfig>, JsonStorageConfig> = Sch
 /** The file format version written in every domain file. */
 export const FORMAT_VERSION = 1
 
-export function resolveStorageRoot(config: Pick<JsonStorageConfig, 'root' | 'home'>, env: NodeJS.ProcessEnv = process.env): string {
+export function resolveStorageRoot(
+  config: Pick<JsonStorageConfig, 'root' | 'home'>,
+  env: NodeJS.ProcessEnv = process.env,
+): string {
   // resolveDshHome doubles as the path expander: `~`, `~/x` and relative paths become absolute.
   if (config.root) return resolveDshHome({ DSH_HOME: config.root })
   return join(config.home ? resolveDshHome({ DSH_HOME: config.home }) : resolveDshHome(env), 'storage')
@@ -44,8 +47,10 @@ export function parseDomainFile(text: string): Map<string, unknown> {
   }
   if (!data || typeof data !== 'object' || Array.isArray(data)) throw new Error('the top level is not a JSON object')
   const { version, entries } = data as { version?: unknown; entries?: unknown }
-  if (version !== FORMAT_VERSION) throw new Error(`unsupported format version ${JSON.stringify(version)} (expected ${FORMAT_VERSION})`)
-  if (!entries || typeof entries !== 'object' || Array.isArray(entries)) throw new Error('"entries" is not a JSON object')
+  if (version !== FORMAT_VERSION)
+    throw new Error(`unsupported format version ${JSON.stringify(version)} (expected ${FORMAT_VERSION})`)
+  if (!entries || typeof entries !== 'object' || Array.isArray(entries))
+    throw new Error('"entries" is not a JSON object')
   return new Map(Object.entries(entries))
 }
 
@@ -116,7 +121,8 @@ export class JsonStorage extends StorageService {
     for (const name of names) {
       if (!name.startsWith(prefix) || !name.endsWith('.tmp')) continue
       const pid = Number(name.slice(prefix.length).split('.')[0])
-      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && !alive(pid)) await rm(join(this.root, name), { force: true })
+      if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && !alive(pid))
+        await rm(join(this.root, name), { force: true })
     }
   }
 }

@@ -30,7 +30,8 @@ async function boot(config: Partial<JsonStorageConfig> = {}) {
   ctx.logger.exporter({ levels: { default: 3 }, export: (m) => void logs.push(m) })
   const fiber = await ctx.plugin(JsonStorage, { home, ...config })
   fibers.push(fiber)
-  const warnings = () => logs.filter((m) => m.type === 'warn' || m.type === 'error').map((m) => m.args.map(String).join(' '))
+  const warnings = () =>
+    logs.filter((m) => m.type === 'warn' || m.type === 'error').map((m) => m.args.map(String).join(' '))
   return { ctx, fiber, warnings }
 }
 
@@ -57,7 +58,9 @@ describe('storage-json', () => {
     expect(readdirSync(root).sort()).toEqual(['prefs.json', 'workspace.json'])
 
     const again = await boot()
-    expect(await again.ctx.storage.domain('workspace', Workspace).entries()).toEqual([['w1', { name: 'dsh', path: '/src/dsh' }]])
+    expect(await again.ctx.storage.domain('workspace', Workspace).entries()).toEqual([
+      ['w1', { name: 'dsh', path: '/src/dsh' }],
+    ])
   })
 
   it('a malformed file is one warning naming it, is moved aside (not lost), and other domains still load', async () => {
@@ -69,7 +72,9 @@ describe('storage-json', () => {
     expect(await ws.entries()).toEqual([])
     expect(await ctx.storage.domain('prefs', Schema.dict(Schema.any())).get('ui')).toEqual({ theme: 'dark' })
     expect(warnings()).toHaveLength(1)
-    expect(warnings()[0]).toMatch(/workspace\.json: malformed storage file, not valid JSON .*moved it to .*workspace\.json\.corrupt-.* and started "workspace" empty/)
+    expect(warnings()[0]).toMatch(
+      /workspace\.json: malformed storage file, not valid JSON .*moved it to .*workspace\.json\.corrupt-.* and started "workspace" empty/,
+    )
     const aside = readdirSync(root).find((name) => name.startsWith('workspace.json.corrupt-'))!
     expect(readFileSync(join(root, aside), 'utf8')).toBe('{"version": 1, "entries": {"w1": ')
     await ws.set('w2', { name: 'x', path: '/x' })
@@ -92,12 +97,17 @@ describe('storage-json', () => {
     mkdirSync(root, { recursive: true })
     writeFileSync(
       join(root, 'workspace.json'),
-      JSON.stringify({ version: 1, entries: { w1: { name: 'ok', path: '/ok' }, w2: { name: 'broken' }, w3: { name: 'fine', path: '/fine' } } }),
+      JSON.stringify({
+        version: 1,
+        entries: { w1: { name: 'ok', path: '/ok' }, w2: { name: 'broken' }, w3: { name: 'fine', path: '/fine' } },
+      }),
     )
     const { ctx, warnings } = await boot()
     const ws = ctx.storage.domain('workspace', Workspace)
     expect((await ws.entries()).map(([id]) => id)).toEqual(['w1', 'w3'])
-    expect(warnings()).toEqual([expect.stringMatching(/workspace\.json: 1 stored entry ignored .*key "w2", field "path"/)])
+    expect(warnings()).toEqual([
+      expect.stringMatching(/workspace\.json: 1 stored entry ignored .*key "w2", field "path"/),
+    ])
     await ws.delete('w1')
     expect(file('workspace').entries).toEqual({ w2: { name: 'broken' }, w3: { name: 'fine', path: '/fine' } })
   })
@@ -129,7 +139,9 @@ describe('storage-json', () => {
     // Both keys of one update land together.
     expect(stored.entries.b.n).toBe(stored.entries.a.n)
     // The half-written temp file of the dead writer is there, and the next load removes it.
-    expect(readdirSync(root).filter((name) => name.endsWith('.tmp'))).toEqual([expect.stringMatching(new RegExp(`^\\.crash\\.json\\.${child.pid}\\.`))])
+    expect(readdirSync(root).filter((name) => name.endsWith('.tmp'))).toEqual([
+      expect.stringMatching(new RegExp(`^\\.crash\\.json\\.${child.pid}\\.`)),
+    ])
     const { ctx, warnings } = await boot()
     const crash = ctx.storage.domain('crash', Schema.object({ n: Schema.natural(), pad: Schema.string() }))
     expect((await crash.get('a'))?.n).toBe(stored.entries.a.n)
@@ -155,7 +167,10 @@ describe('storage-json', () => {
     // The storage directory replaced by a regular file: the next write cannot create it.
     rmSync(root, { recursive: true })
     writeFileSync(root, 'not a directory')
-    await expect(ws.set('w2', { name: 'b', path: '/b' })).rejects.toMatchObject({ code: 'WRITE_FAILED', message: expect.stringContaining('workspace.json') })
+    await expect(ws.set('w2', { name: 'b', path: '/b' })).rejects.toMatchObject({
+      code: 'WRITE_FAILED',
+      message: expect.stringContaining('workspace.json'),
+    })
     expect((await ws.entries()).map(([id]) => id)).toEqual(['w1'])
     rmSync(root)
     await ws.set('w3', { name: 'c', path: '/c' })

@@ -25,10 +25,17 @@ export const Config: Schema<Partial<SqliteStorageConfig>, SqliteStorageConfig> =
   busyTimeoutMs: Schema.natural().default(5000).description('Wait (ms) for another connection holding the write lock.'),
 }) as Schema<Partial<SqliteStorageConfig>, SqliteStorageConfig>
 
-export function resolveDatabasePath(config: Pick<SqliteStorageConfig, 'path' | 'home'>, env: NodeJS.ProcessEnv = process.env): string {
+export function resolveDatabasePath(
+  config: Pick<SqliteStorageConfig, 'path' | 'home'>,
+  env: NodeJS.ProcessEnv = process.env,
+): string {
   if (config.path === ':memory:') return config.path
   if (config.path) return resolveDshHome({ DSH_HOME: config.path })
-  return join(config.home ? resolveDshHome({ DSH_HOME: config.home }) : resolveDshHome(env), 'storage', 'storage.sqlite')
+  return join(
+    config.home ? resolveDshHome({ DSH_HOME: config.home }) : resolveDshHome(env),
+    'storage',
+    'storage.sqlite',
+  )
 }
 
 interface Row {
@@ -48,10 +55,13 @@ export class SqliteStorage extends StorageService {
     super(ctx)
     this.config = config
     this.path = resolveDatabasePath(config)
-    ctx.effect(() => () => {
-      this.conn.db?.close()
-      this.conn.db = undefined
-    }, 'storage-sqlite: close')
+    ctx.effect(
+      () => () => {
+        this.conn.db?.close()
+        this.conn.db = undefined
+      },
+      'storage-sqlite: close',
+    )
   }
 
   async [Service.init](): Promise<void> {
@@ -62,7 +72,8 @@ export class SqliteStorage extends StorageService {
       // Keep the damaged bytes for the user and start a fresh database: one warning.
       const aside = `${this.path}.corrupt-${new Date().toISOString().replace(/[:.]/g, '-')}`
       renameSync(this.path, aside)
-      for (const suffix of ['-wal', '-shm']) if (existsSync(this.path + suffix)) renameSync(this.path + suffix, aside + suffix)
+      for (const suffix of ['-wal', '-shm'])
+        if (existsSync(this.path + suffix)) renameSync(this.path + suffix, aside + suffix)
       this.warn(undefined, `${this.path}: not a SQLite database; moved it to ${aside} and started an empty one`)
       this.conn.db = this.open()
     }
@@ -75,7 +86,9 @@ export class SqliteStorage extends StorageService {
       db.pragma('journal_mode = WAL')
       db.pragma('synchronous = FULL')
       // rowid order is insertion order; an upsert keeps the row (and its place).
-      db.exec('CREATE TABLE IF NOT EXISTS kv (domain TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (domain, key))')
+      db.exec(
+        'CREATE TABLE IF NOT EXISTS kv (domain TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (domain, key))',
+      )
     } catch (error) {
       db.close()
       throw error
@@ -105,13 +118,21 @@ export class SqliteStorage extends StorageService {
     }
     if (!bad.length) return { entries }
     // Unparseable rows are left in the table (a write only touches the keys it changes).
-    const keys = bad.slice(0, 3).map((key) => JSON.stringify(key)).join(', ')
-    return { entries, warning: `${this.location(domain)}: ${bad.length} stored ${bad.length === 1 ? 'value is' : 'values are'} not JSON and ignored (${keys}${bad.length > 3 ? ', ...' : ''})` }
+    const keys = bad
+      .slice(0, 3)
+      .map((key) => JSON.stringify(key))
+      .join(', ')
+    return {
+      entries,
+      warning: `${this.location(domain)}: ${bad.length} stored ${bad.length === 1 ? 'value is' : 'values are'} not JSON and ignored (${keys}${bad.length > 3 ? ', ...' : ''})`,
+    }
   }
 
   protected async writeDomain(domain: string, write: DomainWrite): Promise<void> {
     const db = this.db
-    const upsert = db.prepare('INSERT INTO kv (domain, key, value) VALUES (?, ?, ?) ON CONFLICT (domain, key) DO UPDATE SET value = excluded.value')
+    const upsert = db.prepare(
+      'INSERT INTO kv (domain, key, value) VALUES (?, ?, ?) ON CONFLICT (domain, key) DO UPDATE SET value = excluded.value',
+    )
     const remove = db.prepare('DELETE FROM kv WHERE domain = ? AND key = ?')
     db.transaction(() => {
       for (const { key, value } of write.changes) {

@@ -31,7 +31,8 @@ async function boot(config: Partial<SqliteStorageConfig> = {}) {
   ctx.logger.exporter({ levels: { default: 3 }, export: (m) => void logs.push(m) })
   const fiber = await ctx.plugin(SqliteStorage, { home, ...config })
   fibers.push(fiber)
-  const warnings = () => logs.filter((m) => m.type === 'warn' || m.type === 'error').map((m) => m.args.map(String).join(' '))
+  const warnings = () =>
+    logs.filter((m) => m.type === 'warn' || m.type === 'error').map((m) => m.args.map(String).join(' '))
   return { ctx, fiber, warnings }
 }
 
@@ -73,10 +74,16 @@ describe('storage-sqlite', () => {
     const { ctx, warnings } = await boot()
     const ws = ctx.storage.domain('workspace', Workspace)
     expect((await ws.entries()).map(([key]) => key)).toEqual(['good'])
-    expect(warnings()).toEqual([expect.stringMatching(/storage\.sqlite#workspace: 1 stored value is not JSON and ignored \("bad"\)/)])
+    expect(warnings()).toEqual([
+      expect.stringMatching(/storage\.sqlite#workspace: 1 stored value is not JSON and ignored \("bad"\)/),
+    ])
     await ws.set('new', { name: 'n', path: '/n' })
     const check = new Database(db, { readonly: true })
-    expect((check.prepare("SELECT key FROM kv WHERE domain = 'workspace' ORDER BY rowid").all() as Array<{ key: string }>).map((r) => r.key)).toEqual(['good', 'bad', 'new'])
+    expect(
+      (
+        check.prepare("SELECT key FROM kv WHERE domain = 'workspace' ORDER BY rowid").all() as Array<{ key: string }>
+      ).map((r) => r.key),
+    ).toEqual(['good', 'bad', 'new'])
     check.close()
   })
 
@@ -85,7 +92,9 @@ describe('storage-sqlite', () => {
     mkdirSync(join(home, 'storage'), { recursive: true })
     writeFileSync(db, 'definitely not sqlite '.repeat(100))
     const { ctx, warnings } = await boot()
-    expect(warnings()).toEqual([expect.stringMatching(/storage\.sqlite: not a SQLite database; moved it to .*storage\.sqlite\.corrupt-/)])
+    expect(warnings()).toEqual([
+      expect.stringMatching(/storage\.sqlite: not a SQLite database; moved it to .*storage\.sqlite\.corrupt-/),
+    ])
     const aside = readdirSync(join(home, 'storage')).find((name) => name.includes('.corrupt-'))!
     expect(readFileSync(join(home, 'storage', aside), 'utf8')).toMatch(/^definitely not sqlite/)
     await ctx.storage.domain('workspace', Workspace).set('w', { name: 'w', path: '/w' })

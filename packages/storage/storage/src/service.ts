@@ -12,7 +12,13 @@ import { Context, Service } from 'cordis'
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type DomainSchema<T> = (value: any) => T
 
-export type StorageErrorCode = 'INVALID_DOMAIN' | 'INVALID_KEY' | 'INVALID_VALUE' | 'LOAD_FAILED' | 'WRITE_FAILED' | 'DISPOSED'
+export type StorageErrorCode =
+  | 'INVALID_DOMAIN'
+  | 'INVALID_KEY'
+  | 'INVALID_VALUE'
+  | 'LOAD_FAILED'
+  | 'WRITE_FAILED'
+  | 'DISPOSED'
 
 export class StorageError extends Error {
   constructor(
@@ -115,7 +121,10 @@ function reasonOf(error: unknown): string {
 
 function checkKey(domain: string, key: unknown): asserts key is string {
   if (typeof key !== 'string' || key.length === 0 || key.length > MAX_KEY_LENGTH) {
-    throw new StorageError('INVALID_KEY', `storage domain "${domain}": a key must be a non-empty string of at most ${MAX_KEY_LENGTH} characters`)
+    throw new StorageError(
+      'INVALID_KEY',
+      `storage domain "${domain}": a key must be a non-empty string of at most ${MAX_KEY_LENGTH} characters`,
+    )
   }
 }
 
@@ -125,9 +134,16 @@ function toJson(domain: string, key: string, value: unknown): unknown {
   try {
     text = JSON.stringify(value)
   } catch (error) {
-    throw new StorageError('INVALID_VALUE', `storage domain "${domain}", key "${key}": the value is not JSON-serializable (${reasonOf(error)})`)
+    throw new StorageError(
+      'INVALID_VALUE',
+      `storage domain "${domain}", key "${key}": the value is not JSON-serializable (${reasonOf(error)})`,
+    )
   }
-  if (text === undefined) throw new StorageError('INVALID_VALUE', `storage domain "${domain}", key "${key}": the value is not JSON-serializable`)
+  if (text === undefined)
+    throw new StorageError(
+      'INVALID_VALUE',
+      `storage domain "${domain}", key "${key}": the value is not JSON-serializable`,
+    )
   return deepFreeze(JSON.parse(text))
 }
 
@@ -150,9 +166,12 @@ export abstract class StorageService extends Service {
 
   constructor(ctx: Context) {
     super(ctx, 'storage')
-    ctx.effect(() => () => {
-      this.hub.disposed = true
-    }, 'storage: dispose')
+    ctx.effect(
+      () => () => {
+        this.hub.disposed = true
+      },
+      'storage: dispose',
+    )
   }
 
   /** Where a domain lives (a file path, `db#domain`), used in every message. */
@@ -167,9 +186,13 @@ export abstract class StorageService extends Service {
   /** Opens a typed handle. Handles on the same name share one stored copy; each validates with its own schema. */
   domain<T>(name: string, schema: DomainSchema<T>): Domain<T> {
     if (typeof name !== 'string' || !DOMAIN_NAME.test(name)) {
-      throw new StorageError('INVALID_DOMAIN', `storage domain name ${JSON.stringify(name)} is invalid: use a lowercase letter, then up to 63 of a-z, 0-9, ".", "_", "-"`)
+      throw new StorageError(
+        'INVALID_DOMAIN',
+        `storage domain name ${JSON.stringify(name)} is invalid: use a lowercase letter, then up to 63 of a-z, 0-9, ".", "_", "-"`,
+      )
     }
-    if (typeof schema !== 'function') throw new TypeError(`storage.domain("${name}"): schema must be callable (a schemastery schema)`)
+    if (typeof schema !== 'function')
+      throw new TypeError(`storage.domain("${name}"): schema must be callable (a schemastery schema)`)
     // `this.ctx` is the caller's context here, so listener registrations belong to the caller.
     return new DomainHandle<T>(this.ctx, this, this.state(name), schema)
   }
@@ -188,7 +211,15 @@ export abstract class StorageService extends Service {
   private state(name: string): DomainState {
     let state = this.hub.domains.get(name)
     if (!state) {
-      state = { name, raw: new Map(), version: 0, loading: undefined, loaded: false, chain: Promise.resolve(), listeners: new Set() }
+      state = {
+        name,
+        raw: new Map(),
+        version: 0,
+        loading: undefined,
+        loaded: false,
+        chain: Promise.resolve(),
+        listeners: new Set(),
+      }
       this.hub.domains.set(name, state)
     }
     return state
@@ -203,7 +234,12 @@ export abstract class StorageService extends Service {
         loaded = await this.loadDomain(state.name)
       } catch (error) {
         state.loading = undefined
-        throw new StorageError('LOAD_FAILED', `${this.location(state.name)}: cannot load storage domain "${state.name}": ${reasonOf(error)}`, undefined, { cause: error })
+        throw new StorageError(
+          'LOAD_FAILED',
+          `${this.location(state.name)}: cannot load storage domain "${state.name}": ${reasonOf(error)}`,
+          undefined,
+          { cause: error },
+        )
       }
       if (loaded.warning) this.warn(state.name, loaded.warning)
       state.raw = new Map([...loaded.entries].map(([key, value]) => [key, deepFreeze(value)]))
@@ -216,7 +252,8 @@ export abstract class StorageService extends Service {
   /** @internal Queues a write on the domain's chain; memory and listeners change only after it is durable. */
   commit(state: DomainState, changes: Array<{ key: string; value: unknown }>): Promise<number> {
     const run = state.chain.then(async () => {
-      if (this.hub.disposed) throw new StorageError('DISPOSED', `storage domain "${state.name}": the storage service has been unloaded`)
+      if (this.hub.disposed)
+        throw new StorageError('DISPOSED', `storage domain "${state.name}": the storage service has been unloaded`)
       await this.load(state)
       const next = new Map(state.raw)
       const effective: Array<{ key: string; value: unknown; previous: unknown }> = []
@@ -230,10 +267,18 @@ export abstract class StorageService extends Service {
       }
       if (!effective.length) return 0
       try {
-        await this.writeDomain(state.name, { changes: effective.map(({ key, value }) => ({ key, value })), snapshot: next })
+        await this.writeDomain(state.name, {
+          changes: effective.map(({ key, value }) => ({ key, value })),
+          snapshot: next,
+        })
       } catch (error) {
         if (error instanceof StorageError) throw error
-        throw new StorageError('WRITE_FAILED', `${this.location(state.name)}: cannot write storage domain "${state.name}": ${reasonOf(error)}`, undefined, { cause: error })
+        throw new StorageError(
+          'WRITE_FAILED',
+          `${this.location(state.name)}: cannot write storage domain "${state.name}": ${reasonOf(error)}`,
+          undefined,
+          { cause: error },
+        )
       }
       state.raw = next
       state.version++
@@ -285,7 +330,11 @@ class DomainHandle<T> implements Domain<T> {
       return this.schema(value === undefined ? value : structuredClone(value))
     } catch (error) {
       const field = fieldOf(error)
-      throw new StorageError('INVALID_VALUE', `storage domain "${this.state.name}", key "${key}"${field ? `, field "${field}"` : ''}: ${reasonOf(error)}`, field)
+      throw new StorageError(
+        'INVALID_VALUE',
+        `storage domain "${this.state.name}", key "${key}"${field ? `, field "${field}"` : ''}: ${reasonOf(error)}`,
+        field,
+      )
     }
   }
 
@@ -311,7 +360,10 @@ class DomainHandle<T> implements Domain<T> {
       const shown = rejected.slice(0, 3).join('; ')
       const more = rejected.length > 3 ? `; and ${rejected.length - 3} more` : ''
       const noun = rejected.length === 1 ? 'entry' : 'entries'
-      this.service.warn(this.state.name, `${this.service.location(this.state.name)}: ${rejected.length} stored ${noun} ignored (kept in storage until overwritten): ${shown}${more}`)
+      this.service.warn(
+        this.state.name,
+        `${this.service.location(this.state.name)}: ${rejected.length} stored ${noun} ignored (kept in storage until overwritten): ${shown}${more}`,
+      )
     }
     this.view = { version: this.state.version, values, checked }
     return values
@@ -349,7 +401,8 @@ class DomainHandle<T> implements Domain<T> {
   }
 
   onChange(listener: DomainListener<T>): () => void {
-    if (typeof listener !== 'function') throw new TypeError(`storage domain "${this.state.name}": onChange needs a function`)
+    if (typeof listener !== 'function')
+      throw new TypeError(`storage domain "${this.state.name}": onChange needs a function`)
     const typed = (value: unknown, key: string): T | undefined => {
       if (value === undefined) return undefined
       try {
@@ -361,7 +414,12 @@ class DomainHandle<T> implements Domain<T> {
     const listeners = this.state.listeners
     const dispose = this.ctx.effect(() => {
       const entry = (change: DomainChange<unknown>) =>
-        listener({ domain: change.domain, key: change.key, value: typed(change.value, change.key), previous: typed(change.previous, change.key) })
+        listener({
+          domain: change.domain,
+          key: change.key,
+          value: typed(change.value, change.key),
+          previous: typed(change.previous, change.key),
+        })
       listeners.add(entry)
       return () => void listeners.delete(entry)
     }, `storage:onChange:${this.state.name}`)

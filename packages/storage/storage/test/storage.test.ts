@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest'
 import { Context, type Message as LogMessage } from 'cordis'
 import Schema from 'schemastery'
-import { MemoryStorage, StorageError, StorageService, type DomainChange, type DomainWrite, type LoadedDomain } from '../src/index.ts'
+import {
+  MemoryStorage,
+  StorageError,
+  StorageService,
+  type DomainChange,
+  type DomainWrite,
+  type LoadedDomain,
+} from '../src/index.ts'
 
 const Item = Schema.object({
   title: Schema.string().required(),
@@ -109,7 +116,10 @@ describe('storage domains', () => {
     }
     const { ctx } = await boot(Flaky)
     const items = ctx.storage.domain('todo', Item)
-    await expect(items.set('a', { title: 'x', done: false })).rejects.toMatchObject({ code: 'WRITE_FAILED', message: expect.stringContaining('disk full') })
+    await expect(items.set('a', { title: 'x', done: false })).rejects.toMatchObject({
+      code: 'WRITE_FAILED',
+      message: expect.stringContaining('disk full'),
+    })
     expect(await items.get('a')).toBeUndefined()
     Flaky.fail = false
     await items.set('b', { title: 'y', done: false })
@@ -170,7 +180,10 @@ describe('storage domains', () => {
     }
     const { ctx } = await boot(Unreadable)
     const items = ctx.storage.domain('todo', Item)
-    await expect(items.entries()).rejects.toMatchObject({ code: 'LOAD_FAILED', message: expect.stringContaining('EACCES') })
+    await expect(items.entries()).rejects.toMatchObject({
+      code: 'LOAD_FAILED',
+      message: expect.stringContaining('EACCES'),
+    })
     expect(await items.entries()).toEqual([])
   })
 
@@ -180,6 +193,8 @@ describe('storage domains', () => {
     await items.set('a', { title: 'x', done: false })
     const service = ctx.storage
     await fiber.dispose()
-    await expect(service.domain('todo', Item).set('b', { title: 'y', done: false })).rejects.toMatchObject({ code: 'DISPOSED' })
+    await expect(service.domain('todo', Item).set('b', { title: 'y', done: false })).rejects.toMatchObject({
+      code: 'DISPOSED',
+    })
   })
 })

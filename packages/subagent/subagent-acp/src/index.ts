@@ -11,7 +11,14 @@ import Schema from 'schemastery'
 type AcpSdk = typeof import('@agentclientprotocol/sdk')
 let sdk: Promise<AcpSdk> | undefined
 const loadSdk = () => (sdk ??= import('@agentclientprotocol/sdk'))
-import { childEnv, writePolicyLayer, type ChildOutcome, type ProviderChild, type ProviderStartRequest, type SubagentProvider } from '@dsh/subagent'
+import {
+  childEnv,
+  writePolicyLayer,
+  type ChildOutcome,
+  type ProviderChild,
+  type ProviderStartRequest,
+  type SubagentProvider,
+} from '@dsh/subagent'
 import type {} from '@dsh/subagent'
 import type {} from '@dsh/subprocess'
 
@@ -38,10 +45,18 @@ export interface SubagentAcpConfig {
 
 export const Config: Schema<Partial<SubagentAcpConfig>, SubagentAcpConfig> = Schema.object({
   provider: Schema.string().default('acp').description('Name of the provider under ctx.subagents.'),
-  command: Schema.array(Schema.string()).default(['dsh-acp']).description('The ACP agent to run: executable and arguments.'),
+  command: Schema.array(Schema.string())
+    .default(['dsh-acp'])
+    .description('The ACP agent to run: executable and arguments.'),
   env: Schema.dict(Schema.string()).default({}).description('Extra environment variables for the child.'),
-  credentials: Schema.array(Schema.string()).default(['DEEPSEEK_API_KEY', 'OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'OPENROUTER_API_KEY', 'GEMINI_API_KEY']).description('Credentials passed to the child; other credential-looking variables are scrubbed.'),
-  dsh: Schema.union([Schema.const('auto'), Schema.boolean()]).default('auto').description('The child is dsh-acp: pass the parent\'s patch layers and policy (--patch); auto: when the command runs a dsh-acp file.'),
+  credentials: Schema.array(Schema.string())
+    .default(['DEEPSEEK_API_KEY', 'OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'OPENROUTER_API_KEY', 'GEMINI_API_KEY'])
+    .description('Credentials passed to the child; other credential-looking variables are scrubbed.'),
+  dsh: Schema.union([Schema.const('auto'), Schema.boolean()])
+    .default('auto')
+    .description(
+      "The child is dsh-acp: pass the parent's patch layers and policy (--patch); auto: when the command runs a dsh-acp file.",
+    ),
   stopGraceMs: Schema.natural().default(2000).description('How long a stopping child may take before it is killed.'),
 })
 
@@ -52,7 +67,11 @@ const describe = (error: unknown) => (error instanceof Error ? error.message : S
 function outcomeOf(stopReason: string, text: string): ChildOutcome {
   if (stopReason === 'end_turn') return { status: 'completed', text }
   if (stopReason === 'cancelled') return { status: 'cancelled', text }
-  return { status: 'failed', text, error: { code: `ACP_${stopReason.toUpperCase()}`, message: `the ACP agent stopped: ${stopReason}` } }
+  return {
+    status: 'failed',
+    text,
+    error: { code: `ACP_${stopReason.toUpperCase()}`, message: `the ACP agent stopped: ${stopReason}` },
+  }
 }
 
 /** Does `command` run dsh-acp (`dsh-acp`, `/path/dsh-acp`, `node /path/dsh-acp.mjs`)? */
@@ -75,7 +94,9 @@ export function acpProvider(ctx: Context, config: SubagentAcpConfig): SubagentPr
       // Last, the parent's resolved sandbox policy (writable roots, network, protected paths).
       const env = await childEnv(ctx, config.credentials, config.env, request.inherit)
       const policyLayer = isDsh ? writePolicyLayer(request.inherit) : undefined
-      const layerArgs = isDsh ? [...request.inherit.patchFiles, ...(policyLayer ? [policyLayer.file] : [])].flatMap((f) => ['--patch', f]) : []
+      const layerArgs = isDsh
+        ? [...request.inherit.patchFiles, ...(policyLayer ? [policyLayer.file] : [])].flatMap((f) => ['--patch', f])
+        : []
       const child = ctx.subprocess.spawn({
         file,
         args: [...args, ...layerArgs],
@@ -90,7 +111,8 @@ export function acpProvider(ctx: Context, config: SubagentAcpConfig): SubagentPr
       let controller!: ReadableStreamDefaultController<Uint8Array>
       const readable = new ReadableStream<Uint8Array>({ start: (c) => void (controller = c) })
       child.onOutput((chunk) => {
-        if (chunk.stream === 'stderr') stderr = (stderr + errText.decode(chunk.data, { stream: true })).slice(-STDERR_TAIL)
+        if (chunk.stream === 'stderr')
+          stderr = (stderr + errText.decode(chunk.data, { stream: true })).slice(-STDERR_TAIL)
         else controller.enqueue(new Uint8Array(chunk.data))
       })
       let gone = false
@@ -106,7 +128,9 @@ export function acpProvider(ctx: Context, config: SubagentAcpConfig): SubagentPr
       })
       if (child.pid === undefined) {
         const { spawnError } = await exited
-        throw new Error(`spawn ${file} ${spawnError?.code ?? 'SPAWN_FAILED'}${spawnError?.message ? ` (${spawnError.message})` : ''}`)
+        throw new Error(
+          `spawn ${file} ${spawnError?.code ?? 'SPAWN_FAILED'}${spawnError?.message ? ` (${spawnError.message})` : ''}`,
+        )
       }
       let stdinOpen = true
       const writable = new WritableStream<Uint8Array>({
@@ -134,7 +158,8 @@ export function acpProvider(ctx: Context, config: SubagentAcpConfig): SubagentPr
         .onNotification('session/update', ({ params }) => {
           if (params.sessionId !== acpSession) return
           const update = params.update
-          if (update.sessionUpdate === 'agent_message_chunk' && update.content.type === 'text') text += update.content.text
+          if (update.sessionUpdate === 'agent_message_chunk' && update.content.type === 'text')
+            text += update.content.text
           else if (update.sessionUpdate === 'tool_call') text = ''
         })
         // No human sits behind a child: its approval requests are declined.
@@ -153,7 +178,13 @@ export function acpProvider(ctx: Context, config: SubagentAcpConfig): SubagentPr
       died.catch(() => {})
       const call = <T>(promise: Promise<T>) => Promise.race([promise, died])
       try {
-        await call(conn.agent.request('initialize', { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {}, clientInfo: { name: 'dsh-subagent', version: '0' } }))
+        await call(
+          conn.agent.request('initialize', {
+            protocolVersion: acp.PROTOCOL_VERSION,
+            clientCapabilities: {},
+            clientInfo: { name: 'dsh-subagent', version: '0' },
+          }),
+        )
         const created = await call(conn.agent.request('session/new', { cwd: parent.cwd, mcpServers: [] }))
         acpSession = created.sessionId
       } catch (error) {
@@ -162,13 +193,21 @@ export function acpProvider(ctx: Context, config: SubagentAcpConfig): SubagentPr
         throw error
       }
       const sessionId = acpSession
-      const result: Promise<ChildOutcome> = call(conn.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: prompt }] })).then(
+      const result: Promise<ChildOutcome> = call(
+        conn.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: prompt }] }),
+      ).then(
         (response) => outcomeOf(response.stopReason, text),
         async (error): Promise<ChildOutcome> => {
           if (stopping) return { status: 'cancelled', text }
           // A closed connection usually means the process is going: prefer how it ended.
           const grace = new Promise<void>((resolve) => setTimeout(resolve, config.stopGraceMs).unref())
-          const reason = await Promise.race([died.then(() => error, (exit: unknown) => exit), grace.then(() => error)])
+          const reason = await Promise.race([
+            died.then(
+              () => error,
+              (exit: unknown) => exit,
+            ),
+            grace.then(() => error),
+          ])
           kill()
           return { status: 'failed', text, error: { code: 'CHILD_EXITED', message: describe(reason) } }
         },

@@ -31,7 +31,14 @@ async function boot(steps: unknown[], command?: string[]) {
     plugins: [
       [LocalSubprocess, {}],
       [SubagentService, { timeoutMs: 0 }],
-      [SubagentAcp, { command: command ?? [process.execPath, dshAcp], env: { DSH_HOME: join(cwd, 'home'), DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'x' }, stopGraceMs: 500 }],
+      [
+        SubagentAcp,
+        {
+          command: command ?? [process.execPath, dshAcp],
+          env: { DSH_HOME: join(cwd, 'home'), DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'x' },
+          stopGraceMs: 500,
+        },
+      ],
     ],
   })
   return { h: harness, cwd }
@@ -44,22 +51,38 @@ describe('subagent provider acp', () => {
       { expect: { lastContains: 'acp-secret' }, text: 'The note says acp-secret.' },
     ])
     writeFileSync(join(cwd, 'note.txt'), 'acp-secret\n')
-    const record = await h.ctx.subagents.run({ parent: h.agent, provider: 'acp', description: 'read note', prompt: 'what does note.txt say?' })
+    const record = await h.ctx.subagents.run({
+      parent: h.agent,
+      provider: 'acp',
+      description: 'read note',
+      prompt: 'what does note.txt say?',
+    })
     expect(record).toMatchObject({ provider: 'acp', status: 'completed', text: 'The note says acp-secret.', depth: 1 })
     expect(record.sessionId).toBeTypeOf('string')
     expect(server!.requests).toHaveLength(2)
-    expect(h.session.events.filter((e) => e.type === 'subagent/finished').map((e) => e.data)).toEqual([expect.objectContaining({ status: 'completed' })])
+    expect(h.session.events.filter((e) => e.type === 'subagent/finished').map((e) => e.data)).toEqual([
+      expect.objectContaining({ status: 'completed' }),
+    ])
   })
 
-  it('interrupting a child that waits for its model cancels it through session/cancel', { timeout: 60_000 }, async () => {
+  it('interrupting a child that waits for its model cancels it through session/cancel', {
+    timeout: 60_000,
+  }, async () => {
     const { h } = await boot([{ events: [{ stall: true }] }])
-    const started = await h.ctx.subagents.start({ parent: h.agent, provider: 'acp', description: 'stall', prompt: 'wait forever' })
+    const started = await h.ctx.subagents.start({
+      parent: h.agent,
+      provider: 'acp',
+      description: 'stall',
+      prompt: 'wait forever',
+    })
     while (server!.requests.length < 1) await new Promise((r) => setTimeout(r, 20))
     h.ctx.subagents.interrupt(h.agent, started.record.id)
     expect(await started.finished).toMatchObject({ status: 'cancelled', error: { code: 'INTERRUPTED' } })
   })
 
-  it('a child process that exits mid-turn fails CHILD_EXITED with its last stderr line', { timeout: 60_000 }, async () => {
+  it('a child process that exits mid-turn fails CHILD_EXITED with its last stderr line', {
+    timeout: 60_000,
+  }, async () => {
     const { h } = await boot([], [process.execPath, diesMidTurn])
     const record = await h.ctx.subagents.run({ parent: h.agent, provider: 'acp', description: 'dies', prompt: 'go' })
     expect(record.status).toBe('failed')
@@ -70,13 +93,17 @@ describe('subagent provider acp', () => {
 
   it('an executable that does not exist is a START_FAILED refusal', { timeout: 60_000 }, async () => {
     const { h } = await boot([], ['/nonexistent/acp-agent'])
-    const error = await h.ctx.subagents.start({ parent: h.agent, provider: 'acp', description: 'x', prompt: 'y' }).catch((e: unknown) => e)
+    const error = await h.ctx.subagents
+      .start({ parent: h.agent, provider: 'acp', description: 'x', prompt: 'y' })
+      .catch((e: unknown) => e)
     expect(SubagentError.is(error)).toBe(true)
     expect(error).toMatchObject({ code: 'START_FAILED' })
-    expect((error as Error).message).toMatch(/^provider "acp" could not start the child: spawn \/nonexistent\/acp-agent ENOENT/)
+    expect((error as Error).message).toMatch(
+      /^provider "acp" could not start the child: spawn \/nonexistent\/acp-agent ENOENT/,
+    )
   })
 
-  it('passes the parent\'s layers only to a dsh-acp child (auto): another ACP agent gets its own argv', () => {
+  it("passes the parent's layers only to a dsh-acp child (auto): another ACP agent gets its own argv", () => {
     expect(SubagentAcp.runsDshAcp(['dsh-acp'])).toBe(true)
     expect(SubagentAcp.runsDshAcp([process.execPath, dshAcp])).toBe(true)
     expect(SubagentAcp.runsDshAcp([process.execPath, diesMidTurn])).toBe(false)

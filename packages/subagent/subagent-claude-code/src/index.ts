@@ -6,7 +6,14 @@
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { TokenUsage } from '@dsh/llm'
-import { childEnv, startLineProcess, type ChildOutcome, type ProviderChild, type ProviderStartRequest, type SubagentProvider } from '@dsh/subagent'
+import {
+  childEnv,
+  startLineProcess,
+  type ChildOutcome,
+  type ProviderChild,
+  type ProviderStartRequest,
+  type SubagentProvider,
+} from '@dsh/subagent'
 /** The parent's sandbox mode, as the seam hands it to a provider. */
 type SandboxMode = ProviderStartRequest['inherit']['mode']
 import type {} from '@dsh/subprocess'
@@ -39,11 +46,17 @@ export const Config: Schema<Partial<SubagentClaudeCodeConfig>, SubagentClaudeCod
   command: Schema.string().default('claude').description('The Claude Code executable (on PATH, or a path).'),
   args: Schema.array(Schema.string()).default([]).description('Extra arguments for the executable.'),
   env: Schema.dict(Schema.string()).default({}).description('Extra environment variables for the child.'),
-  credentials: Schema.array(Schema.string()).default(['ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN', 'CLAUDE_CODE_OAUTH_TOKEN']).description('Credentials passed to the child; other credential-looking variables are scrubbed.'),
+  credentials: Schema.array(Schema.string())
+    .default(['ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN', 'CLAUDE_CODE_OAUTH_TOKEN'])
+    .description('Credentials passed to the child; other credential-looking variables are scrubbed.'),
   model: Schema.string().default('').description('Model for the child (--model); empty: its default.'),
-  permissionMode: Schema.union(['', 'default', 'acceptEdits', 'bypassPermissions', 'plan'] as const).default('').description('--permission-mode for the child; empty: its default.'),
+  permissionMode: Schema.union(['', 'default', 'acceptEdits', 'bypassPermissions', 'plan'] as const)
+    .default('')
+    .description('--permission-mode for the child; empty: its default.'),
   maxTurns: Schema.natural().default(0).description('--max-turns for the child; 0: no limit.'),
-  closeTimeoutMs: Schema.natural().default(2000).description('How long a closing child may take before it is terminated.'),
+  closeTimeoutMs: Schema.natural()
+    .default(2000)
+    .description('How long a closing child may take before it is terminated.'),
 }) as Schema<Partial<SubagentClaudeCodeConfig>, SubagentClaudeCodeConfig>
 
 /** Claude Code's tools that change files or run commands: refused to the child of a read-only parent. */
@@ -54,7 +67,10 @@ export const WRITING_TOOLS = ['Bash', 'Edit', 'MultiEdit', 'Write', 'NotebookEdi
  * so it never grants more than the parent has (`bypassPermissions` only under danger-full-access,
  * `acceptEdits` not under read-only). Headless, a tool that needs approval is refused.
  */
-export function childPermissionMode(configured: '' | ClaudePermissionMode, mode: SandboxMode): '' | ClaudePermissionMode {
+export function childPermissionMode(
+  configured: '' | ClaudePermissionMode,
+  mode: SandboxMode,
+): '' | ClaudePermissionMode {
   if (mode === 'danger-full-access') return configured
   if (mode === 'workspace-write') return configured === 'bypassPermissions' ? 'acceptEdits' : configured
   return configured === 'plan' ? 'plan' : 'default'
@@ -91,7 +107,10 @@ export function claudeArgs(config: SubagentClaudeCodeConfig, mode: SandboxMode =
 }
 
 /** A user message line of the stream-json input. */
-export const userLine = (text: string) => ({ type: 'user', message: { role: 'user', content: [{ type: 'text', text }] } })
+export const userLine = (text: string) => ({
+  type: 'user',
+  message: { role: 'user', content: [{ type: 'text', text }] },
+})
 
 type Json = Record<string, any>
 
@@ -112,17 +131,29 @@ export function usageOf(usage: Json | undefined): TokenUsage | undefined {
 export function outcomeOfResult(line: Json, lastText: string): ChildOutcome {
   const usage = usageOf(line.usage)
   const text = typeof line.result === 'string' ? line.result : lastText
-  if (line.subtype === 'success' && line.is_error !== true) return { status: 'completed', text, ...(usage ? { usage } : {}) }
+  if (line.subtype === 'success' && line.is_error !== true)
+    return { status: 'completed', text, ...(usage ? { usage } : {}) }
   // A `success` subtype flagged `is_error` (the CLI's API errors) is named a plain error, not "success".
   const subtype = typeof line.subtype === 'string' && line.subtype !== 'success' ? line.subtype : 'error'
-  const detail = typeof line.result === 'string' && line.result ? line.result : Array.isArray(line.errors) && line.errors.length ? String(line.errors[0]) : `Claude Code ended with ${subtype}`
-  return { status: 'failed', text: lastText, error: { code: `CLAUDE_${subtype.toUpperCase().replace(/[^A-Z0-9]+/g, '_')}`, message: detail }, ...(usage ? { usage } : {}) }
+  const detail =
+    typeof line.result === 'string' && line.result
+      ? line.result
+      : Array.isArray(line.errors) && line.errors.length
+        ? String(line.errors[0])
+        : `Claude Code ended with ${subtype}`
+  return {
+    status: 'failed',
+    text: lastText,
+    error: { code: `CLAUDE_${subtype.toUpperCase().replace(/[^A-Z0-9]+/g, '_')}`, message: detail },
+    ...(usage ? { usage } : {}),
+  }
 }
 
 export function claudeCodeProvider(ctx: Context, config: SubagentClaudeCodeConfig): SubagentProvider {
   return {
     name: config.provider,
-    description: 'a Claude Code run (the `claude` CLI) in this workspace with its own tools and model; give it the whole task',
+    description:
+      'a Claude Code run (the `claude` CLI) in this workspace with its own tools and model; give it the whole task',
     async start(request: ProviderStartRequest): Promise<ProviderChild> {
       const { parent, prompt } = request
       let settle!: (outcome: ChildOutcome) => void
@@ -148,9 +179,13 @@ export function claudeCodeProvider(ctx: Context, config: SubagentClaudeCodeConfi
           onMessage(message) {
             const line = message as Json
             if (!line || typeof line !== 'object') return
-            if (line.type === 'system' && line.subtype === 'init' && typeof line.session_id === 'string') sessionId = line.session_id
+            if (line.type === 'system' && line.subtype === 'init' && typeof line.session_id === 'string')
+              sessionId = line.session_id
             else if (line.type === 'assistant' && Array.isArray(line.message?.content)) {
-              const text = line.message.content.filter((b: Json) => b?.type === 'text').map((b: Json) => String(b.text ?? '')).join('')
+              const text = line.message.content
+                .filter((b: Json) => b?.type === 'text')
+                .map((b: Json) => String(b.text ?? ''))
+                .join('')
               if (text) lastText = text
             } else if (line.type === 'result') {
               finish(aborted ? { status: 'cancelled', text: lastText } : outcomeOfResult(line, lastText))
@@ -159,13 +194,24 @@ export function claudeCodeProvider(ctx: Context, config: SubagentClaudeCodeConfi
         })
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code
-        throw new Error(code === 'ENOENT' ? `"${config.command}" was not found (install Claude Code, or set the command in the ${config.provider} row)` : (error as Error).message)
+        throw new Error(
+          code === 'ENOENT'
+            ? `"${config.command}" was not found (install Claude Code, or set the command in the ${config.provider} row)`
+            : (error as Error).message,
+        )
       }
       const child = proc
       void child.exited.then(({ code, signal }) => {
         if (aborted) finish({ status: 'cancelled', text: lastText })
         const why = child.stderrTail()
-        finish({ status: 'failed', text: lastText, error: { code: 'CHILD_EXITED', message: `claude exited (${signal ?? `code ${code}`}) before its result${why ? `: ${why}` : ''}` } })
+        finish({
+          status: 'failed',
+          text: lastText,
+          error: {
+            code: 'CHILD_EXITED',
+            message: `claude exited (${signal ?? `code ${code}`}) before its result${why ? `: ${why}` : ''}`,
+          },
+        })
       })
       child.send(userLine(prompt))
       return {

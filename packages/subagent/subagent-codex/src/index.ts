@@ -7,7 +7,15 @@
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { TokenUsage } from '@dsh/llm'
-import { childEnv, startLineProcess, type ChildOutcome, type LineProcess, type ProviderChild, type ProviderStartRequest, type SubagentProvider } from '@dsh/subagent'
+import {
+  childEnv,
+  startLineProcess,
+  type ChildOutcome,
+  type LineProcess,
+  type ProviderChild,
+  type ProviderStartRequest,
+  type SubagentProvider,
+} from '@dsh/subagent'
 /** The parent's sandbox mode, as the seam hands it to a provider. */
 type SandboxMode = ProviderStartRequest['inherit']['mode']
 import type {} from '@dsh/subprocess'
@@ -37,14 +45,27 @@ export interface SubagentCodexConfig {
 export const Config: Schema<Partial<SubagentCodexConfig>, SubagentCodexConfig> = Schema.object({
   provider: Schema.string().default('codex').description('Name of the provider under ctx.subagents.'),
   command: Schema.string().default('codex').description('The Codex executable (on PATH, or a path).'),
-  args: Schema.array(Schema.string()).default(['app-server']).description('Arguments that start the app-server on stdio.'),
+  args: Schema.array(Schema.string())
+    .default(['app-server'])
+    .description('Arguments that start the app-server on stdio.'),
   env: Schema.dict(Schema.string()).default({}).description('Extra environment variables for the child.'),
-  credentials: Schema.array(Schema.string()).default(['OPENAI_API_KEY', 'CODEX_API_KEY']).description('Credentials passed to the child; other credential-looking variables are scrubbed.'),
+  credentials: Schema.array(Schema.string())
+    .default(['OPENAI_API_KEY', 'CODEX_API_KEY'])
+    .description('Credentials passed to the child; other credential-looking variables are scrubbed.'),
   model: Schema.string().default('').description('Model for the thread; empty: its default.'),
-  approvalPolicy: Schema.union(['never', 'on-request', 'on-failure', 'untrusted'] as const).default('never').description('approvalPolicy of the thread (requests that still come are declined).'),
-  sandbox: Schema.union(['read-only', 'workspace-write', 'danger-full-access'] as const).default('workspace-write').description('sandbox of the thread.'),
-  requestTimeoutMs: Schema.natural().min(1).default(30_000).description('How long initialize, thread/start and turn/start may take.'),
-  closeTimeoutMs: Schema.natural().default(2000).description('How long a closing child may take before it is terminated.'),
+  approvalPolicy: Schema.union(['never', 'on-request', 'on-failure', 'untrusted'] as const)
+    .default('never')
+    .description('approvalPolicy of the thread (requests that still come are declined).'),
+  sandbox: Schema.union(['read-only', 'workspace-write', 'danger-full-access'] as const)
+    .default('workspace-write')
+    .description('sandbox of the thread.'),
+  requestTimeoutMs: Schema.natural()
+    .min(1)
+    .default(30_000)
+    .description('How long initialize, thread/start and turn/start may take.'),
+  closeTimeoutMs: Schema.natural()
+    .default(2000)
+    .description('How long a closing child may take before it is terminated.'),
 }) as Schema<Partial<SubagentCodexConfig>, SubagentCodexConfig>
 
 type Json = Record<string, any>
@@ -61,13 +82,22 @@ export function usageOf(params: Json | undefined): TokenUsage | undefined {
   const total = params?.tokenUsage?.total
   if (!total || typeof total !== 'object') return undefined
   const n = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : 0)
-  return { input: n(total.inputTokens), output: n(total.outputTokens), cacheRead: n(total.cachedInputTokens), cacheWrite: 0, reasoning: n(total.reasoningOutputTokens) }
+  return {
+    input: n(total.inputTokens),
+    output: n(total.outputTokens),
+    cacheRead: n(total.cachedInputTokens),
+    cacheWrite: 0,
+    reasoning: n(total.reasoningOutputTokens),
+  }
 }
 
 /** A JSON-RPC peer over a line process: requests with ids and timeouts, notifications, server requests. */
 class Peer {
   private nextId = 1
-  private readonly pending = new Map<number, { resolve: (v: any) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>()
+  private readonly pending = new Map<
+    number,
+    { resolve: (v: any) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }
+  >()
   proc!: LineProcess
 
   constructor(
@@ -129,7 +159,8 @@ class Peer {
 export function codexProvider(ctx: Context, config: SubagentCodexConfig, version = '0.1.0'): SubagentProvider {
   return {
     name: config.provider,
-    description: 'a Codex run (`codex app-server`) in this workspace with its own tools and model; give it the whole task',
+    description:
+      'a Codex run (`codex app-server`) in this workspace with its own tools and model; give it the whole task',
     async start(request: ProviderStartRequest): Promise<ProviderChild> {
       const { parent, prompt } = request
       let settle!: (outcome: ChildOutcome) => void
@@ -158,7 +189,8 @@ export function codexProvider(ctx: Context, config: SubagentCodexConfig, version
             return
           }
           case 'item/completed':
-            if (params.item?.type === 'agentMessage' && typeof params.item.text === 'string') lastText = params.item.text
+            if (params.item?.type === 'agentMessage' && typeof params.item.text === 'string')
+              lastText = params.item.text
             return
           case 'thread/tokenUsage/updated':
             usage = usageOf(params) ?? usage
@@ -168,8 +200,18 @@ export function codexProvider(ctx: Context, config: SubagentCodexConfig, version
             if (turnId && turn.id !== undefined && turn.id !== turnId) return
             const status = String(turn.status ?? 'completed')
             if (status === 'completed') finish({ status: 'completed', text: lastText, ...withUsage() })
-            else if (status === 'interrupted' || aborted) finish({ status: 'cancelled', text: lastText, ...withUsage() })
-            else finish({ status: 'failed', text: lastText, error: { code: 'CODEX_TURN_FAILED', message: String(turn.error?.message ?? `the Codex turn ended ${status}`) }, ...withUsage() })
+            else if (status === 'interrupted' || aborted)
+              finish({ status: 'cancelled', text: lastText, ...withUsage() })
+            else
+              finish({
+                status: 'failed',
+                text: lastText,
+                error: {
+                  code: 'CODEX_TURN_FAILED',
+                  message: String(turn.error?.message ?? `the Codex turn ended ${status}`),
+                },
+                ...withUsage(),
+              })
             return
           }
           default:
@@ -188,7 +230,11 @@ export function codexProvider(ctx: Context, config: SubagentCodexConfig, version
         })
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code
-        throw new Error(code === 'ENOENT' ? `"${config.command}" was not found (install Codex, or set the command in the ${config.provider} row)` : (error as Error).message)
+        throw new Error(
+          code === 'ENOENT'
+            ? `"${config.command}" was not found (install Codex, or set the command in the ${config.provider} row)`
+            : (error as Error).message,
+        )
       }
       const proc = peer.proc
       void proc.exited.then(({ code, signal }) => {
@@ -196,7 +242,12 @@ export function codexProvider(ctx: Context, config: SubagentCodexConfig, version
         const error = new Error(`codex app-server exited (${signal ?? `code ${code}`})${why ? `: ${why}` : ''}`)
         peer.failAll(error)
         if (aborted) finish({ status: 'cancelled', text: lastText, ...withUsage() })
-        finish({ status: 'failed', text: lastText, error: { code: 'CHILD_EXITED', message: `${error.message} before the turn completed` }, ...withUsage() })
+        finish({
+          status: 'failed',
+          text: lastText,
+          error: { code: 'CHILD_EXITED', message: `${error.message} before the turn completed` },
+          ...withUsage(),
+        })
       })
       try {
         await peer.request('initialize', { clientInfo: { name: 'dsh', title: 'dsh subagent', version } })

@@ -7,7 +7,14 @@
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { Harness as HarnessClient, PromptResult } from '@dsh/sdk-client'
-import { childEnv, writePolicyLayer, type ChildOutcome, type ProviderChild, type ProviderStartRequest, type SubagentProvider } from '@dsh/subagent'
+import {
+  childEnv,
+  writePolicyLayer,
+  type ChildOutcome,
+  type ProviderChild,
+  type ProviderStartRequest,
+  type SubagentProvider,
+} from '@dsh/subagent'
 import type {} from '@dsh/subagent'
 import type {} from '@dsh/subprocess'
 import { seamSpawner } from './process.ts'
@@ -34,7 +41,9 @@ export const Config: Schema<Partial<SubagentSdkConfig>, SubagentSdkConfig> = Sch
   command: Schema.array(Schema.string()).default([]).description('The SDK server to run; empty: dsh-jsonrpc-agent.'),
   args: Schema.array(Schema.string()).default([]).description('Extra arguments for the server.'),
   env: Schema.dict(Schema.string()).default({}).description('Extra environment variables for the child.'),
-  credentials: Schema.array(Schema.string()).default(['DEEPSEEK_API_KEY', 'OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'OPENROUTER_API_KEY', 'GEMINI_API_KEY']).description('Credentials passed to the child; other credential-looking variables are scrubbed.'),
+  credentials: Schema.array(Schema.string())
+    .default(['DEEPSEEK_API_KEY', 'OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'OPENROUTER_API_KEY', 'GEMINI_API_KEY'])
+    .description('Credentials passed to the child; other credential-looking variables are scrubbed.'),
   inheritModel: Schema.boolean().default(true).description("Run the child on the parent's model."),
   closeTimeoutMs: Schema.natural().default(2000).description('How long a closing child may take before it is killed.'),
 })
@@ -42,16 +51,29 @@ export const Config: Schema<Partial<SubagentSdkConfig>, SubagentSdkConfig> = Sch
 const describe = (error: unknown) => (error instanceof Error ? error.message : String(error))
 
 export function outcomeOf(result: PromptResult): ChildOutcome {
-  const usage = { input: result.usage.input, output: result.usage.output, cacheRead: result.usage.cacheRead ?? 0, cacheWrite: result.usage.cacheWrite ?? 0, reasoning: result.usage.reasoning ?? 0 }
+  const usage = {
+    input: result.usage.input,
+    output: result.usage.output,
+    cacheRead: result.usage.cacheRead ?? 0,
+    cacheWrite: result.usage.cacheWrite ?? 0,
+    reasoning: result.usage.reasoning ?? 0,
+  }
   if (result.reason === 'completed') return { status: 'completed', text: result.text, usage }
-  if (result.reason === 'cancelled' || result.reason === 'interrupted') return { status: 'cancelled', text: result.text, usage }
-  return { status: 'failed', text: result.text, usage, error: result.error ?? { code: result.reason.toUpperCase(), message: `the child's turn ended ${result.reason}` } }
+  if (result.reason === 'cancelled' || result.reason === 'interrupted')
+    return { status: 'cancelled', text: result.text, usage }
+  return {
+    status: 'failed',
+    text: result.text,
+    usage,
+    error: result.error ?? { code: result.reason.toUpperCase(), message: `the child's turn ended ${result.reason}` },
+  }
 }
 
 export function sdkProvider(ctx: Context, config: SubagentSdkConfig): SubagentProvider {
   return {
     name: config.provider,
-    description: 'a complete dsh runtime in its own process (its own composition, session and tools); give it the whole task',
+    description:
+      'a complete dsh runtime in its own process (its own composition, session and tools); give it the whole task',
     async start(request: ProviderStartRequest): Promise<ProviderChild> {
       const { parent, prompt } = request
       // Loaded on first use: booting does not need the client.
@@ -78,16 +100,25 @@ export function sdkProvider(ctx: Context, config: SubagentSdkConfig): SubagentPr
       void harness.exited.then(() => policyLayer?.remove())
       let session
       try {
-        session = await harness.createSession({ cwd: parent.cwd, ...(config.inheritModel ? { model: `${parent.model.provider}/${parent.model.model}` } : {}) })
+        session = await harness.createSession({
+          cwd: parent.cwd,
+          ...(config.inheritModel ? { model: `${parent.model.provider}/${parent.model.model}` } : {}),
+        })
       } catch (error) {
         await harness.close().catch(() => {})
         throw error
       }
       const child = session
       let stopping = false
-      const result = child.prompt(prompt).then(outcomeOf, (error: unknown): ChildOutcome =>
-        stopping ? { status: 'cancelled', text: '' } : { status: 'failed', text: '', error: { code: 'CHILD_EXITED', message: describe(error) } },
-      )
+      const result = child
+        .prompt(prompt)
+        .then(
+          outcomeOf,
+          (error: unknown): ChildOutcome =>
+            stopping
+              ? { status: 'cancelled', text: '' }
+              : { status: 'failed', text: '', error: { code: 'CHILD_EXITED', message: describe(error) } },
+        )
       return {
         sessionId: child.id,
         result,

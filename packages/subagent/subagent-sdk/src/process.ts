@@ -80,7 +80,12 @@ export function seamSpawner(options: SeamProcessOptions) {
       child.stdout.end()
       child.stderr.end()
       if (exit.spawnError) {
-        child.emit('error', Object.assign(new Error(`spawn ${file} ${exit.spawnError.code} (${exit.spawnError.message})`), { code: exit.spawnError.code }))
+        child.emit(
+          'error',
+          Object.assign(new Error(`spawn ${file} ${exit.spawnError.code} (${exit.spawnError.message})`), {
+            code: exit.spawnError.code,
+          }),
+        )
         return
       }
       child.exitCode = exit.code

@@ -28,7 +28,14 @@ async function boot(steps: unknown[], extra: Partial<SubagentSdk.SubagentSdkConf
       [LocalSubprocess, {}],
       [SubagentService, { timeoutMs: 0 }],
       // The parent runs on the in-process scripted model, which the child does not have.
-      [SubagentSdk, { inheritModel: false, env: { DSH_HOME: join(cwd, 'home'), DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'x' }, ...extra }],
+      [
+        SubagentSdk,
+        {
+          inheritModel: false,
+          env: { DSH_HOME: join(cwd, 'home'), DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'x' },
+          ...extra,
+        },
+      ],
     ],
   })
   return { h: harness, cwd }
@@ -37,11 +44,23 @@ async function boot(steps: unknown[], extra: Partial<SubagentSdk.SubagentSdkConf
 describe('subagent provider sdk', () => {
   it('a dsh-jsonrpc-agent child runs a tool and its answer and usage come back', { timeout: 60_000 }, async () => {
     const { h, cwd } = await boot([
-      { toolCalls: [{ id: 'r1', name: 'read', arguments: { file_path: 'note.txt' } }], usage: { prompt: 100, completion: 10 } },
-      { expect: { lastContains: 'sdk-secret' }, text: 'The note says sdk-secret.', usage: { prompt: 120, completion: 8 } },
+      {
+        toolCalls: [{ id: 'r1', name: 'read', arguments: { file_path: 'note.txt' } }],
+        usage: { prompt: 100, completion: 10 },
+      },
+      {
+        expect: { lastContains: 'sdk-secret' },
+        text: 'The note says sdk-secret.',
+        usage: { prompt: 120, completion: 8 },
+      },
     ])
     writeFileSync(join(cwd, 'note.txt'), 'sdk-secret\n')
-    const record = await h.ctx.subagents.run({ parent: h.agent, provider: 'sdk', description: 'read note', prompt: 'what does note.txt say?' })
+    const record = await h.ctx.subagents.run({
+      parent: h.agent,
+      provider: 'sdk',
+      description: 'read note',
+      prompt: 'what does note.txt say?',
+    })
     expect(record).toMatchObject({ provider: 'sdk', status: 'completed', text: 'The note says sdk-secret.' })
     expect(record.sessionId).toBeTypeOf('string')
     expect(record.usage).toMatchObject({ input: 220, output: 18 })
@@ -49,7 +68,12 @@ describe('subagent provider sdk', () => {
 
   it('interrupting a child that waits for its model cancels its turn', { timeout: 60_000 }, async () => {
     const { h } = await boot([{ events: [{ stall: true }] }])
-    const started = await h.ctx.subagents.start({ parent: h.agent, provider: 'sdk', description: 'stall', prompt: 'wait forever' })
+    const started = await h.ctx.subagents.start({
+      parent: h.agent,
+      provider: 'sdk',
+      description: 'stall',
+      prompt: 'wait forever',
+    })
     while (server!.requests.length < 1) await new Promise((r) => setTimeout(r, 20))
     h.ctx.subagents.interrupt(h.agent, started.record.id)
     expect(await started.finished).toMatchObject({ status: 'cancelled', error: { code: 'INTERRUPTED' } })
@@ -57,7 +81,9 @@ describe('subagent provider sdk', () => {
 
   it('a server that cannot start is a START_FAILED refusal', { timeout: 60_000 }, async () => {
     const { h } = await boot([], { command: ['/nonexistent/dsh-jsonrpc-agent'] })
-    const error = await h.ctx.subagents.start({ parent: h.agent, provider: 'sdk', description: 'x', prompt: 'y' }).catch((e: unknown) => e)
+    const error = await h.ctx.subagents
+      .start({ parent: h.agent, provider: 'sdk', description: 'x', prompt: 'y' })
+      .catch((e: unknown) => e)
     expect(SubagentError.is(error)).toBe(true)
     expect(error).toMatchObject({ code: 'START_FAILED' })
   })

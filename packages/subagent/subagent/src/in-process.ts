@@ -25,13 +25,24 @@ export function outcomeOf(result: TurnResult): ChildOutcome {
   if (result.reason === 'cancelled' || result.reason === 'interrupted') {
     return { status: 'cancelled', text: result.text, ...(result.error ? { error: result.error } : {}), ...usage }
   }
-  const error = result.error ?? { code: result.reason.toUpperCase().replace('-', '_'), message: `the child's turn ended ${result.reason}` }
+  const error = result.error ?? {
+    code: result.reason.toUpperCase().replace('-', '_'),
+    message: `the child's turn ended ${result.reason}`,
+  }
   return { status: 'failed', text: result.text, error, ...usage }
 }
 
-export const PARENT_MESSAGE_SOURCE = { kind: 'plugin', plugin: '@dsh/subagent', label: 'message from the parent agent' } as const
+export const PARENT_MESSAGE_SOURCE = {
+  kind: 'plugin',
+  plugin: '@dsh/subagent',
+  label: 'message from the parent agent',
+} as const
 
-export function inProcessProvider(ctx: Context, mode: 'spawn' | 'fork', options: { maxSteps?: number } = {}): SubagentProvider {
+export function inProcessProvider(
+  ctx: Context,
+  mode: 'spawn' | 'fork',
+  options: { maxSteps?: number } = {},
+): SubagentProvider {
   return {
     name: mode,
     description:
@@ -68,11 +79,14 @@ export function inProcessProvider(ctx: Context, mode: 'spawn' | 'fork', options:
         throw error
       }
       const child = agent
-      const result = child.send(prompt).then(outcomeOf, (error: unknown): ChildOutcome => ({
-        status: 'failed',
-        text: '',
-        error: { code: 'CHILD_ERROR', message: error instanceof Error ? error.message : String(error) },
-      }))
+      const result = child.send(prompt).then(
+        outcomeOf,
+        (error: unknown): ChildOutcome => ({
+          status: 'failed',
+          text: '',
+          error: { code: 'CHILD_ERROR', message: error instanceof Error ? error.message : String(error) },
+        }),
+      )
       return {
         sessionId: session.id,
         agentId: child.id,

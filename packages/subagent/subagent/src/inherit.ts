@@ -45,7 +45,10 @@ export function inheritedDepth(env: NodeJS.ProcessEnv = process.env): { depth: n
   const read = (name: string): number | undefined => {
     const raw = env[name]
     if (raw === undefined || raw.trim() === '') return undefined
-    if (!/^\d{1,3}$/.test(raw.trim())) throw new Error(`${name} must be a whole number from 0 to 999 (got ${JSON.stringify(raw)}); it is set by a parent dsh for its subagent process`)
+    if (!/^\d{1,3}$/.test(raw.trim()))
+      throw new Error(
+        `${name} must be a whole number from 0 to 999 (got ${JSON.stringify(raw)}); it is set by a parent dsh for its subagent process`,
+      )
     return Number(raw.trim())
   }
   const depth = read(DEPTH_ENV) ?? 0
@@ -70,7 +73,9 @@ export function inheritedModeFloor(env: NodeJS.ProcessEnv = process.env): Sandbo
   const raw = env[MODE_ENV]?.trim()
   if (!raw) return undefined
   if (!(STRICTNESS as readonly string[]).includes(raw)) {
-    throw new Error(`${MODE_ENV} must be one of ${STRICTNESS.join(', ')} in a subagent process (got ${JSON.stringify(raw)}); it is set by the parent dsh`)
+    throw new Error(
+      `${MODE_ENV} must be one of ${STRICTNESS.join(', ')} in a subagent process (got ${JSON.stringify(raw)}); it is set by the parent dsh`,
+    )
   }
   return raw as SandboxMode
 }
@@ -108,7 +113,11 @@ const real = (path: string) => {
  * files). Shipped layers (bundles, the profile's, an app's) and layers of a profile directory are
  * left out: a child composes its own base, and repeating them would insert their rows twice.
  */
-export function userLayers(layerFiles: readonly string[], home: string | undefined, profileDir: string | undefined): { patchFiles: string[]; homePatch?: string } {
+export function userLayers(
+  layerFiles: readonly string[],
+  home: string | undefined,
+  profileDir: string | undefined,
+): { patchFiles: string[]; homePatch?: string } {
   const homePatch = home ? real(homeLayout(home).patch) : undefined
   const profile = profileDir ? real(profileDir) + sep : undefined
   const patchFiles: string[] = []
@@ -139,7 +148,9 @@ export function inheritanceOf(ctx: Context, parent: Agent, depth: number, maxDep
     mode = ctx.get('permissionPresets')?.modeFor(sessionId) ?? 'workspace-write'
   }
   const boot = ctx.get('bootInfo')
-  const layers = boot ? userLayers(boot.layerFiles, boot.home || undefined, boot.profileDir || undefined) : { patchFiles: [] }
+  const layers = boot
+    ? userLayers(boot.layerFiles, boot.home || undefined, boot.profileDir || undefined)
+    : { patchFiles: [] }
   return {
     mode,
     ...(policy ? { policy } : {}),
@@ -156,7 +167,12 @@ export function inheritanceOf(ctx: Context, parent: Agent, depth: number, maxDep
  * runs, else from this process's environment; absent ones are skipped), then `extra` (the row's
  * own `env`, trusted) and the inheritance variables last, so no row can undo them.
  */
-export async function childEnv(ctx: Context, credentials: readonly string[], extra: Record<string, string>, inherit?: ChildInheritance): Promise<EnvSpec> {
+export async function childEnv(
+  ctx: Context,
+  credentials: readonly string[],
+  extra: Record<string, string>,
+  inherit?: ChildInheritance,
+): Promise<EnvSpec> {
   const set: Record<string, string> = {}
   const store = ctx.get('credentials')
   for (const name of credentials) {

@@ -86,11 +86,15 @@ export async function startLineProcess(options: LineProcessOptions): Promise<Lin
   })
   if (handle.pid === undefined) {
     const { exit } = await exited
-    throw spawnFailure(options.command, exit.spawnError ?? { code: 'SPAWN_FAILED', message: 'the process did not start' })
+    throw spawnFailure(
+      options.command,
+      exit.spawnError ?? { code: 'SPAWN_FAILED', message: 'the process did not start' },
+    )
   }
   let stdinOpen = true
   const status = exited.then((e) => e.status)
-  const within = (ms: number) => Promise.race([status.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms).unref())])
+  const within = (ms: number) =>
+    Promise.race([status.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms).unref())])
   return {
     pid: handle.pid,
     send(message) {
@@ -104,11 +108,7 @@ export async function startLineProcess(options: LineProcessOptions): Promise<Lin
     },
     exited: status,
     stderrTail() {
-      return stderr
-        .trim()
-        .split('\n')
-        .slice(-3)
-        .join(' | ')
+      return stderr.trim().split('\n').slice(-3).join(' | ')
     },
     async close(graceMs = 2000) {
       if (done) return

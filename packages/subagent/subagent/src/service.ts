@@ -20,7 +20,12 @@ import {
 } from './types.ts'
 
 export const PROVIDER_NAME_PATTERN = /^[a-z][a-z0-9-]{0,31}$/
-export const SUBAGENT_EVENT_TYPES = ['subagent/started', 'subagent/finished', 'subagent/link', 'subagent/report'] as const
+export const SUBAGENT_EVENT_TYPES = [
+  'subagent/started',
+  'subagent/finished',
+  'subagent/link',
+  'subagent/report',
+] as const
 
 /** Longest report a child may send its parent, in characters. */
 export const MAX_REPORT_CHARS = 20_000
@@ -58,11 +63,22 @@ export class SubagentService extends Service {
   static inject = ['agents', 'sessions']
   static Config: Schema<Partial<SubagentServiceConfig>, SubagentServiceConfig> = Schema.object({
     defaultProvider: Schema.string().default('spawn').description('Provider used when a request names none.'),
-    maxDepth: Schema.natural().min(1).default(2).description('Deepest delegation allowed: 1 lets roots start children, 2 lets children start their own, ...'),
+    maxDepth: Schema.natural()
+      .min(1)
+      .default(2)
+      .description('Deepest delegation allowed: 1 lets roots start children, 2 lets children start their own, ...'),
     maxConcurrent: Schema.natural().min(1).default(4).description('Most children running at once in this process.'),
-    maxQueued: Schema.natural().default(16).description('Start requests of root agents that may wait for a free slot (first come, first served); beyond it, or for nested children, a full house is CONCURRENCY_LIMIT. 0 = never wait.'),
-    timeoutMs: Schema.natural().default(600_000).description('A child still running after this long is stopped and fails TIMEOUT; 0 = no limit.'),
-    maxSteps: Schema.natural().min(1).description('Step limit of an in-process child turn (default: the agent loop\'s).'),
+    maxQueued: Schema.natural()
+      .default(16)
+      .description(
+        'Start requests of root agents that may wait for a free slot (first come, first served); beyond it, or for nested children, a full house is CONCURRENCY_LIMIT. 0 = never wait.',
+      ),
+    timeoutMs: Schema.natural()
+      .default(600_000)
+      .description('A child still running after this long is stopped and fails TIMEOUT; 0 = no limit.'),
+    maxSteps: Schema.natural()
+      .min(1)
+      .description("Step limit of an in-process child turn (default: the agent loop's)."),
   })
 
   // Fields are only mutated in place: inside methods `this` may be a per-caller shadow.
@@ -93,7 +109,14 @@ export class SubagentService extends Service {
   constructor(ctx: Context, config: Partial<SubagentServiceConfig> = {}) {
     super(ctx, 'subagents')
     this.home = ctx
-    this.config = { defaultProvider: 'spawn', maxDepth: 2, maxConcurrent: 4, maxQueued: 16, timeoutMs: 600_000, ...config }
+    this.config = {
+      defaultProvider: 'spawn',
+      maxDepth: 2,
+      maxConcurrent: 4,
+      maxQueued: 16,
+      timeoutMs: 600_000,
+      ...config,
+    }
     // A subagent process keeps its parent's depth and limit: the tighter of the two limits holds.
     const inherited = inheritedDepth()
     this.baseDepth = inherited.depth
@@ -118,10 +141,16 @@ export class SubagentService extends Service {
         if (live.parent === agent) this.stop(live, 'PARENT_GONE', 'the parent agent was disposed')
       }
     })
-    ctx.effect(() => () => {
-      for (const live of [...this.running]) this.stop(live, 'PARENT_GONE', 'the subagent service was unloaded')
-      for (const waiter of this.waiting.splice(0)) waiter.fail(new SubagentError('CANCELLED', 'the subagent service was unloaded while the request waited for a slot'))
-    }, 'subagents: stop children')
+    ctx.effect(
+      () => () => {
+        for (const live of [...this.running]) this.stop(live, 'PARENT_GONE', 'the subagent service was unloaded')
+        for (const waiter of this.waiting.splice(0))
+          waiter.fail(
+            new SubagentError('CANCELLED', 'the subagent service was unloaded while the request waited for a slot'),
+          )
+      },
+      'subagents: stop children',
+    )
     const inProcess = { maxSteps: this.config.maxSteps }
     this.registerProvider(inProcessProvider(ctx, 'spawn', inProcess))
     this.registerProvider(inProcessProvider(ctx, 'fork', inProcess))
@@ -138,11 +167,15 @@ export class SubagentService extends Service {
 
   /** Adds a provider; undone by the returned disposer or when the registering plugin unloads. */
   registerProvider(provider: SubagentProvider): () => void {
-    if (!provider || typeof provider.start !== 'function') throw new TypeError('subagents.registerProvider: expected {name, start}')
+    if (!provider || typeof provider.start !== 'function')
+      throw new TypeError('subagents.registerProvider: expected {name, start}')
     if (typeof provider.name !== 'string' || !PROVIDER_NAME_PATTERN.test(provider.name)) {
-      throw new TypeError(`subagents.registerProvider: invalid provider name ${JSON.stringify(provider.name)} (must match ${PROVIDER_NAME_PATTERN})`)
+      throw new TypeError(
+        `subagents.registerProvider: invalid provider name ${JSON.stringify(provider.name)} (must match ${PROVIDER_NAME_PATTERN})`,
+      )
     }
-    if (this.registered.has(provider.name)) throw new TypeError(`subagents.registerProvider: provider "${provider.name}" is already registered`)
+    if (this.registered.has(provider.name))
+      throw new TypeError(`subagents.registerProvider: provider "${provider.name}" is already registered`)
     const registered = this.registered
     const dispose = this.ctx.effect(() => {
       registered.set(provider.name, provider)
@@ -168,12 +201,16 @@ export class SubagentService extends Service {
    */
   async start(options: StartSubagentOptions): Promise<StartedSubagent> {
     const { parent } = options
-    if (!parent || typeof parent.send !== 'function') throw new SubagentError('INVALID_REQUEST', 'a subagent needs a parent agent')
-    if (parent.status === 'disposed') throw new SubagentError('INVALID_REQUEST', `agent ${parent.id} is disposed and cannot start children`)
+    if (!parent || typeof parent.send !== 'function')
+      throw new SubagentError('INVALID_REQUEST', 'a subagent needs a parent agent')
+    if (parent.status === 'disposed')
+      throw new SubagentError('INVALID_REQUEST', `agent ${parent.id} is disposed and cannot start children`)
     const description = typeof options.description === 'string' ? options.description.trim() : ''
     const prompt = typeof options.prompt === 'string' ? options.prompt : ''
-    if (description === '') throw new SubagentError('INVALID_REQUEST', 'description must be a non-empty string (a few words naming the task)')
-    if (prompt.trim() === '') throw new SubagentError('INVALID_REQUEST', 'prompt must be a non-empty string (the complete task for the child)')
+    if (description === '')
+      throw new SubagentError('INVALID_REQUEST', 'description must be a non-empty string (a few words naming the task)')
+    if (prompt.trim() === '')
+      throw new SubagentError('INVALID_REQUEST', 'prompt must be a non-empty string (the complete task for the child)')
     const name = options.provider ?? this.config.defaultProvider
     const provider = this.registered.get(name)
     if (!provider) {
@@ -182,23 +219,39 @@ export class SubagentService extends Service {
     }
     const depth = this.depthOf(parent) + 1
     if (depth > this.config.maxDepth) {
-      const where = this.baseDepth > 0 && depth - 1 === this.baseDepth ? ` (it is itself a subagent in a process its parent started, ${DEPTH_ENV}=${this.baseDepth})` : ''
-      throw new SubagentError('DEPTH_LIMIT', `delegation depth limit reached: this agent is at depth ${depth - 1}${where} and the limit is ${this.config.maxDepth}; do the work yourself`)
+      const where =
+        this.baseDepth > 0 && depth - 1 === this.baseDepth
+          ? ` (it is itself a subagent in a process its parent started, ${DEPTH_ENV}=${this.baseDepth})`
+          : ''
+      throw new SubagentError(
+        'DEPTH_LIMIT',
+        `delegation depth limit reached: this agent is at depth ${depth - 1}${where} and the limit is ${this.config.maxDepth}; do the work yourself`,
+      )
     }
     // First come, first served: a fresh request does not overtake the ones already waiting.
     if (this.running.size + this.handedOver >= this.config.maxConcurrent || this.waiting.length > 0) {
       // A nested child never waits: its parent holds a slot, so waiting could deadlock.
       const full = `${this.running.size} subagents are already running (the limit is ${this.config.maxConcurrent})`
-      if (depth > 1) throw new SubagentError('CONCURRENCY_LIMIT', `${full}; a subagent's own children do not wait for a slot, so do this part yourself`)
+      if (depth > 1)
+        throw new SubagentError(
+          'CONCURRENCY_LIMIT',
+          `${full}; a subagent's own children do not wait for a slot, so do this part yourself`,
+        )
       if (this.waiting.length >= this.config.maxQueued) {
-        throw new SubagentError('CONCURRENCY_LIMIT', `${full} and ${this.waiting.length} more are waiting; wait for one to finish`)
+        throw new SubagentError(
+          'CONCURRENCY_LIMIT',
+          `${full} and ${this.waiting.length} more are waiting; wait for one to finish`,
+        )
       }
       await this.slot(options.signal)
       // The freed slot was handed to this request; it is taken below (running.add) or passed on.
       this.handedOver--
       if ((parent.status as string) === 'disposed') {
         this.passOn()
-        throw new SubagentError('INVALID_REQUEST', `agent ${parent.id} was disposed while its subagent request waited for a slot`)
+        throw new SubagentError(
+          'INVALID_REQUEST',
+          `agent ${parent.id} was disposed while its subagent request waited for a slot`,
+        )
       }
     }
     const session = parent.session
@@ -210,7 +263,13 @@ export class SubagentService extends Service {
       depth,
       ...(options.callId !== undefined ? { callId: options.callId } : {}),
     }
-    const record: SubagentRecord = { ...link, description, background: options.background === true, status: 'running', startedAt: Date.now() }
+    const record: SubagentRecord = {
+      ...link,
+      description,
+      background: options.background === true,
+      status: 'running',
+      startedAt: Date.now(),
+    }
     let settle!: (record: SubagentRecord) => void
     const live: Live = { record, parent, finished: new Promise((resolve) => (settle = resolve)) }
     // Reserve the slot before the first await, so concurrent starts see each other.
@@ -246,7 +305,15 @@ export class SubagentService extends Service {
     const timeoutMs = this.config.timeoutMs
     const timer =
       timeoutMs > 0
-        ? setTimeout(() => this.stop(live, 'TIMEOUT', `the subagent did not finish within ${Math.round(timeoutMs / 1000)} s and was stopped`), timeoutMs)
+        ? setTimeout(
+            () =>
+              this.stop(
+                live,
+                'TIMEOUT',
+                `the subagent did not finish within ${Math.round(timeoutMs / 1000)} s and was stopped`,
+              ),
+            timeoutMs,
+          )
         : undefined
     timer?.unref?.()
     const signal = options.signal
@@ -255,7 +322,13 @@ export class SubagentService extends Service {
     if (signal?.aborted) onAbort()
 
     void child.result
-      .catch((error): ChildOutcome => ({ status: 'failed', text: '', error: { code: 'CHILD_ERROR', message: describe(error) } }))
+      .catch(
+        (error): ChildOutcome => ({
+          status: 'failed',
+          text: '',
+          error: { code: 'CHILD_ERROR', message: describe(error) },
+        }),
+      )
       .then(async (outcome) => {
         if (timer) clearTimeout(timer)
         signal?.removeEventListener('abort', onAbort)
@@ -330,7 +403,12 @@ export class SubagentService extends Service {
         const known = byId.get(event.data.id)
         if (!known) continue
         const d = event.data
-        Object.assign(known, { status: d.status, text: d.text, finishedAt: event.time }, d.error ? { error: d.error } : {}, d.usage ? { usage: d.usage } : {})
+        Object.assign(
+          known,
+          { status: d.status, text: d.text, finishedAt: event.time },
+          d.error ? { error: d.error } : {},
+          d.usage ? { usage: d.usage } : {},
+        )
       }
     }
     for (const [id, entry] of live ?? []) byId.set(id, snapshot(entry.record))
@@ -344,9 +422,14 @@ export class SubagentService extends Service {
 
   /** Delivers a message into a running child of `parent`. */
   send(parent: Agent | Session | string, id: string, message: string): SubagentRecord {
-    if (typeof message !== 'string' || message.trim() === '') throw new SubagentError('INVALID_REQUEST', 'message must be a non-empty string')
+    if (typeof message !== 'string' || message.trim() === '')
+      throw new SubagentError('INVALID_REQUEST', 'message must be a non-empty string')
     const live = this.runningChild(parent, id)
-    if (!live.child?.send) throw new SubagentError('NOT_SUPPORTED', `subagent ${id} (provider "${live.record.provider}") cannot receive messages while it runs`)
+    if (!live.child?.send)
+      throw new SubagentError(
+        'NOT_SUPPORTED',
+        `subagent ${id} (provider "${live.record.provider}") cannot receive messages while it runs`,
+      )
     live.child.send(message)
     return snapshot(live.record)
   }
@@ -371,16 +454,26 @@ export class SubagentService extends Service {
    * and the tools deliver it). `child` is the child agent (or its id).
    */
   report(child: Agent | string, message: string): SubagentRecord {
-    if (typeof message !== 'string' || message.trim() === '') throw new SubagentError('INVALID_REQUEST', 'message must be a non-empty string')
-    if (message.length > MAX_REPORT_CHARS) throw new SubagentError('INVALID_REQUEST', `a report is at most ${MAX_REPORT_CHARS} characters (this one has ${message.length}); shorten it`)
+    if (typeof message !== 'string' || message.trim() === '')
+      throw new SubagentError('INVALID_REQUEST', 'message must be a non-empty string')
+    if (message.length > MAX_REPORT_CHARS)
+      throw new SubagentError(
+        'INVALID_REQUEST',
+        `a report is at most ${MAX_REPORT_CHARS} characters (this one has ${message.length}); shorten it`,
+      )
     const agentId = typeof child === 'string' ? child : child.id
     // By the child's own link (its session's first event), so a report in the child's very first
     // step finds it even before start() has recorded its agent id.
     const agent = typeof child === 'string' ? this.home.agents.get(child) : child
     const first = agent?.session.events[0]
-    const linked = first?.type === 'subagent/link' ? this.liveByParent.get(first.data.parentSessionId)?.get(first.data.id) : undefined
-    const live = linked && this.running.has(linked) ? linked : [...this.running].find((entry) => entry.record.agentId === agentId)
-    if (!live) throw new SubagentError('NOT_A_SUBAGENT', 'only a running subagent can report to a parent; this agent has none')
+    const linked =
+      first?.type === 'subagent/link'
+        ? this.liveByParent.get(first.data.parentSessionId)?.get(first.data.id)
+        : undefined
+    const live =
+      linked && this.running.has(linked) ? linked : [...this.running].find((entry) => entry.record.agentId === agentId)
+    if (!live)
+      throw new SubagentError('NOT_A_SUBAGENT', 'only a running subagent can report to a parent; this agent has none')
     const session = this.sessionOf(live.parent)
     ;(live.record.reports ??= []).push(message)
     if (session) this.append(session, 'subagent/report', { id: live.record.id, message })
@@ -432,9 +525,13 @@ export class SubagentService extends Service {
     const sessionId = this.sessionIdOf(parent)
     const live = sessionId === undefined ? undefined : this.liveByParent.get(sessionId)?.get(id)
     if (live && live.record.status === 'running' && !live.stoppedBy) return live
-    if (live || this.get(parent, id)) throw new SubagentError('AGENT_FINISHED', `subagent ${id} has already finished; start a new one instead`)
+    if (live || this.get(parent, id))
+      throw new SubagentError('AGENT_FINISHED', `subagent ${id} has already finished; start a new one instead`)
     const known = this.list(parent).map((r) => r.id)
-    throw new SubagentError('UNKNOWN_AGENT', `no subagent "${id}" was started by this agent${known.length ? ` (known: ${known.join(', ')})` : ''}`)
+    throw new SubagentError(
+      'UNKNOWN_AGENT',
+      `no subagent "${id}" was started by this agent${known.length ? ` (known: ${known.join(', ')})` : ''}`,
+    )
   }
 
   private stop(live: Live, code: string, message: string): void {
@@ -473,7 +570,11 @@ export class SubagentService extends Service {
     return typeof parent === 'string' ? parent : this.sessionOf(parent)?.id
   }
 
-  private append<K extends 'subagent/started' | 'subagent/finished' | 'subagent/report'>(session: Session, type: K, data: import('@dsh/session').SessionEventMap[K]): void {
+  private append<K extends 'subagent/started' | 'subagent/finished' | 'subagent/report'>(
+    session: Session,
+    type: K,
+    data: import('@dsh/session').SessionEventMap[K],
+  ): void {
     try {
       session.append(type, data)
     } catch (error) {

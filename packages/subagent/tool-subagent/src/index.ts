@@ -19,8 +19,13 @@ export interface ToolSubagentConfig {
 }
 
 export const Config: Schema<Partial<ToolSubagentConfig>, ToolSubagentConfig> = Schema.object({
-  maxAnswerChars: Schema.natural().min(100).default(20_000).description('Longest child answer returned to the parent, in characters.'),
-  forkTool: Schema.boolean().default(false).description('Also offer subagent_fork: a child that starts from a copy of this conversation.'),
+  maxAnswerChars: Schema.natural()
+    .min(100)
+    .default(20_000)
+    .description('Longest child answer returned to the parent, in characters.'),
+  forkTool: Schema.boolean()
+    .default(false)
+    .description('Also offer subagent_fork: a child that starts from a copy of this conversation.'),
 })
 
 export const NOTICE_SOURCE = { kind: 'plugin', plugin: '@dsh/tool-subagent', label: 'subagent finished' } as const
@@ -59,7 +64,11 @@ export function formatList(records: SubagentRecord[]): string {
   if (records.length === 0) return 'You have started no subagents in this session.'
   const lines = records.map((r) => {
     const head = `${r.id}  ${r.status}  ${r.provider}${r.background ? ' (background)' : ''}  ${quoted(r.description)}${usageLine(r)}`
-    const tail = r.error ? `\n    error [${r.error.code}]: ${r.error.message}` : r.text ? `\n    answer: ${quoted(r.text.replace(/\s+/g, ' '))}` : ''
+    const tail = r.error
+      ? `\n    error [${r.error.code}]: ${r.error.message}`
+      : r.text
+        ? `\n    answer: ${quoted(r.text.replace(/\s+/g, ' '))}`
+        : ''
     return head + tail
   })
   return `${records.length} subagent${records.length === 1 ? '' : 's'}:\n${lines.join('\n')}`
@@ -68,7 +77,8 @@ export function formatList(records: SubagentRecord[]): string {
 /** What a parent is told when a background child ends. */
 export function noticeText(record: SubagentRecord, maxAnswerChars: number): string {
   const head = `[Background subagent ${record.id} (${quoted(record.description)}) ${record.status}.]`
-  if (record.status === 'completed') return `${head}\nIts final answer:\n${clip(record.text || '(no text)', maxAnswerChars)}`
+  if (record.status === 'completed')
+    return `${head}\nIts final answer:\n${clip(record.text || '(no text)', maxAnswerChars)}`
   const why = record.error ? ` [${record.error.code}]: ${record.error.message}` : ''
   return `${head}${why ? `\nReason${why}` : ''}${record.text ? `\nLast text:\n${clip(record.text, maxAnswerChars)}` : ''}`
 }
@@ -96,7 +106,14 @@ export function resultOf(record: SubagentRecord, maxAnswerChars: number): ToolOu
     ...(record.usage ? { usage: { ...record.usage } } : {}),
   }
   if (record.status === 'completed') {
-    return { content: withReports(record, clip(record.text || '(the subagent finished without a final answer)', maxAnswerChars), maxAnswerChars), meta }
+    return {
+      content: withReports(
+        record,
+        clip(record.text || '(the subagent finished without a final answer)', maxAnswerChars),
+        maxAnswerChars,
+      ),
+      meta,
+    }
   }
   const error = record.error ?? { code: record.status.toUpperCase(), message: `the subagent ended ${record.status}` }
   const partial = record.text ? ` Its last text was:\n${clip(record.text, maxAnswerChars)}` : ''
@@ -158,8 +175,15 @@ export function apply(ctx: Context, config: ToolSubagentConfig): void {
       properties: {
         description: { type: 'string', description: 'A few words naming the task (shown in listings).' },
         prompt: { type: 'string', description: 'The complete task for the child, with every detail it needs.' },
-        provider: { type: 'string', description: 'How to run the child. Default "spawn" (fresh agent); "fork" starts from a copy of this conversation.' },
-        background: { type: 'boolean', description: 'Return at once and be notified when the child finishes. Default false.' },
+        provider: {
+          type: 'string',
+          description:
+            'How to run the child. Default "spawn" (fresh agent); "fork" starts from a copy of this conversation.',
+        },
+        background: {
+          type: 'boolean',
+          description: 'Return at once and be notified when the child finishes. Default false.',
+        },
       },
       required: ['description', 'prompt'],
       additionalProperties: false,
@@ -179,7 +203,10 @@ export function apply(ctx: Context, config: ToolSubagentConfig): void {
         properties: {
           description: { type: 'string', description: 'A few words naming the task (shown in listings).' },
           prompt: { type: 'string', description: 'What the forked agent should do.' },
-          background: { type: 'boolean', description: 'Return at once and be notified when the child finishes. Default false.' },
+          background: {
+            type: 'boolean',
+            description: 'Return at once and be notified when the child finishes. Default false.',
+          },
         },
         required: ['description', 'prompt'],
         additionalProperties: false,
@@ -189,7 +216,10 @@ export function apply(ctx: Context, config: ToolSubagentConfig): void {
     })
   }
 
-  async function delegate(args: { description: string; prompt: string; provider?: string; background?: boolean }, call: ToolCallContext): Promise<ToolOutput> {
+  async function delegate(
+    args: { description: string; prompt: string; provider?: string; background?: boolean },
+    call: ToolCallContext,
+  ): Promise<ToolOutput> {
     const parent = parentOf(call)
     if (!parent) return noAgent()
     const background = args.background === true
@@ -205,7 +235,8 @@ export function apply(ctx: Context, config: ToolSubagentConfig): void {
         ...(background ? {} : { signal: call.signal }),
       })
     } catch (error) {
-      if (SubagentError.is(error) && error.code === 'UNKNOWN_PROVIDER') return fail(error.code, `${error.message}. Providers: ${providerHelp()}`)
+      if (SubagentError.is(error) && error.code === 'UNKNOWN_PROVIDER')
+        return fail(error.code, `${error.message}. Providers: ${providerHelp()}`)
       return refused(error)
     }
     const { record } = started
@@ -214,7 +245,12 @@ export function apply(ctx: Context, config: ToolSubagentConfig): void {
         content:
           `Started subagent ${record.id} (${record.provider}) in the background. A notice will arrive when it finishes; ` +
           `use list_agents to check on it, send_message to add instructions, interrupt_agent to stop it.`,
-        meta: { id: record.id, provider: record.provider, background: true, ...(record.sessionId ? { sessionId: record.sessionId } : {}) },
+        meta: {
+          id: record.id,
+          provider: record.provider,
+          background: true,
+          ...(record.sessionId ? { sessionId: record.sessionId } : {}),
+        },
       }
     }
     return resultOf(await started.finished, config.maxAnswerChars)
@@ -236,7 +272,10 @@ export function apply(ctx: Context, config: ToolSubagentConfig): void {
       if (call.agentId === undefined) return noAgent()
       try {
         const record = ctx.subagents.report(call.agentId, args.message)
-        return { content: `Reported to your parent (report ${record.reports?.length ?? 1}); keep working on your task.`, meta: { id: record.id } }
+        return {
+          content: `Reported to your parent (report ${record.reports?.length ?? 1}); keep working on your task.`,
+          meta: { id: record.id },
+        }
       } catch (error) {
         return refused(error)
       }
@@ -245,14 +284,18 @@ export function apply(ctx: Context, config: ToolSubagentConfig): void {
 
   ctx.tools.register<Record<string, never>>({
     name: 'list_agents',
-    description: 'List the subagents you started in this session (running and finished) with their ids, status and answers.',
+    description:
+      'List the subagents you started in this session (running and finished) with their ids, status and answers.',
     parameters: { type: 'object', properties: {}, additionalProperties: false },
     concurrencySafe: true,
     execute(_args, call) {
       const parent = parentOf(call)
       if (!parent) return noAgent()
       const records = ctx.subagents.list(parent)
-      return { content: formatList(records), meta: { count: records.length, running: records.filter((r) => r.status === 'running').length } }
+      return {
+        content: formatList(records),
+        meta: { count: records.length, running: records.filter((r) => r.status === 'running').length },
+      }
     },
   })
 
@@ -273,7 +316,10 @@ export function apply(ctx: Context, config: ToolSubagentConfig): void {
       if (!parent) return noAgent()
       try {
         const record = ctx.subagents.send(parent, args.id, args.message)
-        return { content: `Message delivered to subagent ${record.id}; it will read it at its next step.`, meta: { id: record.id } }
+        return {
+          content: `Message delivered to subagent ${record.id}; it will read it at its next step.`,
+          meta: { id: record.id },
+        }
       } catch (error) {
         return refused(error)
       }
@@ -295,7 +341,10 @@ export function apply(ctx: Context, config: ToolSubagentConfig): void {
       try {
         const record = ctx.subagents.interrupt(parent, args.id)
         const final = await ctx.subagents.wait(parent, record.id)
-        return { content: `Subagent ${record.id} was interrupted${final ? ` (status: ${final.status})` : ''}.`, meta: { id: record.id } }
+        return {
+          content: `Subagent ${record.id} was interrupted${final ? ` (status: ${final.status})` : ''}.`,
+          meta: { id: record.id },
+        }
       } catch (error) {
         return refused(error)
       }

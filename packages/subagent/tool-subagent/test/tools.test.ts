@@ -12,7 +12,11 @@ afterEach(async () => {
   harness = undefined
 })
 
-async function boot(scripts: Array<[string, AgentScript]>, config: Partial<SubagentServiceConfig> = {}, toolConfig: Partial<ToolSubagent.ToolSubagentConfig> = {}) {
+async function boot(
+  scripts: Array<[string, AgentScript]>,
+  config: Partial<SubagentServiceConfig> = {},
+  toolConfig: Partial<ToolSubagent.ToolSubagentConfig> = {},
+) {
   harness = await createHarness({
     script: router(scripts),
     plugins: [
@@ -41,8 +45,10 @@ describe('tool-subagent', () => {
   it('three subagent calls in one step run as parallel children that each run a tool; answers come back as results', async () => {
     let running = 0
     let peak = 0
-    const child = (name: string): AgentScript => (step) =>
-      step === 0 ? { toolCalls: [call('list_agents', {})] } : { text: `${name} finished` }
+    const child =
+      (name: string): AgentScript =>
+      (step) =>
+        step === 0 ? { toolCalls: [call('list_agents', {})] } : { text: `${name} finished` }
     const h = await boot([
       ['job A', child('A')],
       ['job B', child('B')],
@@ -72,9 +78,12 @@ describe('tool-subagent', () => {
     const last = parentRequests(h).at(-1)!
     expect(toolResults(last)).toEqual({ c_a: 'A finished', c_b: 'B finished', c_c: 'C finished' })
     // Each child ran its own tool call (list_agents: a child has no children of its own).
-    const childTool = h.model.requests.filter((r) => r.metadata?.agentId !== h.agent.id && Object.keys(toolResults(r)).length > 0)
+    const childTool = h.model.requests.filter(
+      (r) => r.metadata?.agentId !== h.agent.id && Object.keys(toolResults(r)).length > 0,
+    )
     expect(childTool).toHaveLength(3)
-    for (const r of childTool) expect(Object.values(toolResults(r))[0]).toBe('You have started no subagents in this session.')
+    for (const r of childTool)
+      expect(Object.values(toolResults(r))[0]).toBe('You have started no subagents in this session.')
     const listed = h.ctx.subagents.list(h.agent)
     expect(listed.map((r) => [r.id, r.status, r.callId])).toEqual([
       ['sub-1', 'completed', 'c_a'],
@@ -83,14 +92,17 @@ describe('tool-subagent', () => {
     ])
   })
 
-  it('a background child returns at once; its completion notice is logged and seen at the parent\'s next step', async () => {
+  it("a background child returns at once; its completion notice is logged and seen at the parent's next step", async () => {
     let release!: () => void
     const gate = new Promise<void>((resolve) => (release = resolve))
     const h = await boot([
       [
         'start in background',
         (step) => {
-          if (step === 0) return { toolCalls: [call('subagent', { description: 'research', prompt: 'research', background: true }, 'c_bg')] }
+          if (step === 0)
+            return {
+              toolCalls: [call('subagent', { description: 'research', prompt: 'research', background: true }, 'c_bg')],
+            }
           if (step === 1) return { toolCalls: [call('wait_a_bit', {}, 'c_wait')] }
           return { text: 'thanks' }
         },
@@ -116,7 +128,9 @@ describe('tool-subagent', () => {
     const notice = lastUserText(requests[2])
     expect(notice).toBe('[Background subagent sub-1 ("research") completed.]\nIts final answer:\nthe answer is 7')
     const logged = h.session.events.filter((e) => e.type === 'user/message' && e.data.source.kind === 'plugin')
-    expect(logged.map((e) => (e.type === 'user/message' ? e.data.source : undefined))).toEqual([ToolSubagent.NOTICE_SOURCE])
+    expect(logged.map((e) => (e.type === 'user/message' ? e.data.source : undefined))).toEqual([
+      ToolSubagent.NOTICE_SOURCE,
+    ])
   })
 
   it('bad arguments, unknown providers and ids are one clear error result each; the turn goes on', async () => {
@@ -154,21 +168,43 @@ describe('tool-subagent', () => {
     const h = await boot(
       [
         ['grandchild', () => ({ text: 'should not run' })],
-        ['child task', (step) => (step === 0 ? { toolCalls: [call('subagent', { description: 'g', prompt: 'grandchild' }, 'c_g')] } : { text: 'child done' })],
-        ['parent task', (step) => (step === 0 ? { toolCalls: [call('subagent', { description: 'c', prompt: 'child task' }, 'c_c')] } : { text: 'parent done' })],
+        [
+          'child task',
+          (step) =>
+            step === 0
+              ? { toolCalls: [call('subagent', { description: 'g', prompt: 'grandchild' }, 'c_g')] }
+              : { text: 'child done' },
+        ],
+        [
+          'parent task',
+          (step) =>
+            step === 0
+              ? { toolCalls: [call('subagent', { description: 'c', prompt: 'child task' }, 'c_c')] }
+              : { text: 'parent done' },
+        ],
       ],
       { maxDepth: 1 },
     )
     await h.prompt('parent task')
-    const childSecond = h.model.requests.find((r) => r.metadata?.agentId !== h.agent.id && toolResults(r).c_g !== undefined)!
-    expect(toolResults(childSecond).c_g).toMatch(/^Error \[DEPTH_LIMIT\]: delegation depth limit reached: this agent is at depth 1 and the limit is 1/)
+    const childSecond = h.model.requests.find(
+      (r) => r.metadata?.agentId !== h.agent.id && toolResults(r).c_g !== undefined,
+    )!
+    expect(toolResults(childSecond).c_g).toMatch(
+      /^Error \[DEPTH_LIMIT\]: delegation depth limit reached: this agent is at depth 1 and the limit is 1/,
+    )
     expect(h.model.requests.some((r) => lastUserText(r) === 'grandchild')).toBe(false)
   })
 
-  it('cancelling the parent\'s turn cancels its foreground child', async () => {
+  it("cancelling the parent's turn cancels its foreground child", async () => {
     const h = await boot([
       ['endless', () => ({ text: 'thinking', hang: true })],
-      ['parent', (step) => (step === 0 ? { toolCalls: [call('subagent', { description: 'e', prompt: 'endless' }, 'c_e')] } : { text: 'unreachable' })],
+      [
+        'parent',
+        (step) =>
+          step === 0
+            ? { toolCalls: [call('subagent', { description: 'e', prompt: 'endless' }, 'c_e')] }
+            : { text: 'unreachable' },
+      ],
     ])
     h.ctx.on('subagent/started', () => setTimeout(() => h.agent.abort(), 10))
     const finished = new Promise((resolve) => h.ctx.on('subagent/finished', resolve))
@@ -184,8 +220,17 @@ describe('tool-subagent', () => {
       [
         'manage',
         (step) => {
-          if (step === 0) return { toolCalls: [call('subagent', { description: 'long job', prompt: 'long job', background: true }, 'c_bg')] }
-          if (step === 1) return { toolCalls: [call('send_message', { id: 'sub-1', message: 'focus on tests' }, 'c_send'), call('list_agents', {}, 'c_list')] }
+          if (step === 0)
+            return {
+              toolCalls: [call('subagent', { description: 'long job', prompt: 'long job', background: true }, 'c_bg')],
+            }
+          if (step === 1)
+            return {
+              toolCalls: [
+                call('send_message', { id: 'sub-1', message: 'focus on tests' }, 'c_send'),
+                call('list_agents', {}, 'c_list'),
+              ],
+            }
           if (step === 2) return { toolCalls: [call('interrupt_agent', { id: 'sub-1' }, 'c_int')] }
           if (step === 3) return { toolCalls: [call('send_message', { id: 'sub-1', message: 'again' }, 'c_late')] }
           return { text: 'managed' }
@@ -211,16 +256,25 @@ describe('tool-subagent', () => {
         return { content: 'held' }
       },
     })
-    h.ctx.on('tools/result' as never, ((result: { message: { callId: string } }) => {
-      if (result.message.callId === 'c_send') release()
-    }) as never)
+    h.ctx.on(
+      'tools/result' as never,
+      ((result: { message: { callId: string } }) => {
+        if (result.message.callId === 'c_send') release()
+      }) as never,
+    )
     const result = await h.prompt('manage')
     expect(result.text).toBe('managed')
     const requests = parentRequests(h)
-    expect(toolResults(requests[2]).c_send).toBe('Message delivered to subagent sub-1; it will read it at its next step.')
-    expect(toolResults(requests[2]).c_list).toMatch(/^1 subagent:\nsub-1 {2}running {2}spawn \(background\) {2}"long job"/)
+    expect(toolResults(requests[2]).c_send).toBe(
+      'Message delivered to subagent sub-1; it will read it at its next step.',
+    )
+    expect(toolResults(requests[2]).c_list).toMatch(
+      /^1 subagent:\nsub-1 {2}running {2}spawn \(background\) {2}"long job"/,
+    )
     expect(toolResults(requests[3]).c_int).toBe('Subagent sub-1 was interrupted (status: cancelled).')
-    expect(toolResults(requests[4]).c_late).toBe('Error [AGENT_FINISHED]: subagent sub-1 has already finished; start a new one instead')
+    expect(toolResults(requests[4]).c_late).toBe(
+      'Error [AGENT_FINISHED]: subagent sub-1 has already finished; start a new one instead',
+    )
     expect(told).toBe('focus on tests')
   })
 
@@ -229,7 +283,13 @@ describe('tool-subagent', () => {
       [
         ['what is the code', () => ({ text: 'the code is 7' })],
         // The parent's second turn (its step 1 overall: the router counts per agent).
-        ['ask a fork', (step) => (step === 1 ? { toolCalls: [call('subagent_fork', { description: 'recall', prompt: 'what is the code?' }, 'c_f')] } : { text: 'forked' })],
+        [
+          'ask a fork',
+          (step) =>
+            step === 1
+              ? { toolCalls: [call('subagent_fork', { description: 'recall', prompt: 'what is the code?' }, 'c_f')] }
+              : { text: 'forked' },
+        ],
         ['remember code 7', () => ({ text: 'ok' })],
       ],
       {},
@@ -253,7 +313,10 @@ describe('tool-subagent', () => {
         'delegate',
         (step) => {
           if (step === 0) return { toolCalls: [call('subagent', { description: 'scan', prompt: 'scan task' }, 'c_fg')] }
-          if (step === 1) return { toolCalls: [call('subagent', { description: 'watch', prompt: 'watch task', background: true }, 'c_bg')] }
+          if (step === 1)
+            return {
+              toolCalls: [call('subagent', { description: 'watch', prompt: 'watch task', background: true }, 'c_bg')],
+            }
           if (step === 2) return { toolCalls: [call('wait_a_bit', {}, 'c_wait')] }
           return { text: 'all done' }
         },
@@ -261,9 +324,16 @@ describe('tool-subagent', () => {
       [
         'scan task',
         (step) =>
-          step === 0 ? { toolCalls: [call('report', { message: 'found 2 so far' })] } : step === 1 ? { toolCalls: [call('report', { message: 'found 3' })] } : { text: 'three in total' },
+          step === 0
+            ? { toolCalls: [call('report', { message: 'found 2 so far' })] }
+            : step === 1
+              ? { toolCalls: [call('report', { message: 'found 3' })] }
+              : { text: 'three in total' },
       ],
-      ['watch task', (step) => (step === 0 ? { toolCalls: [call('report', { message: 'the build is red' })] } : { text: 'watched' })],
+      [
+        'watch task',
+        (step) => (step === 0 ? { toolCalls: [call('report', { message: 'the build is red' })] } : { text: 'watched' }),
+      ],
     ])
     h.ctx.tools.register({
       name: 'wait_a_bit',
@@ -280,8 +350,14 @@ describe('tool-subagent', () => {
     const result = await h.prompt('delegate')
     expect(result.text).toBe('all done')
     const requests = parentRequests(h)
-    expect(toolResults(requests[1]).c_fg).toBe('Reports it sent while working:\n[report 1] found 2 so far\n[report 2] found 3\n\nFinal answer:\nthree in total')
-    const notices = requests[3].messages.filter((m) => m.role === 'user').map((m) => (typeof m.content === 'string' ? m.content : m.content.map((b) => (b.type === 'text' ? b.text : '')).join('')))
+    expect(toolResults(requests[1]).c_fg).toBe(
+      'Reports it sent while working:\n[report 1] found 2 so far\n[report 2] found 3\n\nFinal answer:\nthree in total',
+    )
+    const notices = requests[3].messages
+      .filter((m) => m.role === 'user')
+      .map((m) =>
+        typeof m.content === 'string' ? m.content : m.content.map((b) => (b.type === 'text' ? b.text : '')).join(''),
+      )
     expect(notices).toContain('[Background subagent sub-2 ("watch") reports, still running:]\nthe build is red')
     expect(h.session.events.filter((e) => e.type === 'subagent/report').map((e) => e.data)).toEqual([
       { id: 'sub-1', message: 'found 2 so far' },
@@ -297,6 +373,12 @@ describe('tool-subagent', () => {
 
   it('subagent_fork is not offered by default', async () => {
     const h = await boot([])
-    expect(h.ctx.tools.schemas(h.agent.scope).map((t) => t.name).filter((n) => n.includes('agent') || n === 'send_message').sort()).toEqual(['interrupt_agent', 'list_agents', 'send_message', 'subagent'])
+    expect(
+      h.ctx.tools
+        .schemas(h.agent.scope)
+        .map((t) => t.name)
+        .filter((n) => n.includes('agent') || n === 'send_message')
+        .sort(),
+    ).toEqual(['interrupt_agent', 'list_agents', 'send_message', 'subagent'])
   })
 })

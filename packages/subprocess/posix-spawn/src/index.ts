@@ -15,7 +15,16 @@ import { ChildBase } from './child.ts'
 import { isMainThread } from 'node:worker_threads'
 
 export interface Addon {
-  spawn(file: string, argv: string[], envp: string[], cwd: string, stdinPipe: boolean, mergeStderr: boolean, searchPath: boolean, controlFd?: number): [number, number, number, number] | number
+  spawn(
+    file: string,
+    argv: string[],
+    envp: string[],
+    cwd: string,
+    stdinPipe: boolean,
+    mergeStderr: boolean,
+    searchPath: boolean,
+    controlFd?: number,
+  ): [number, number, number, number] | number
   reap(pid: number): number
   socketPair(): [number, number] | number
   closeFd(fd: number): number
@@ -146,7 +155,11 @@ function stopPoll(): void {
  * `code: 'ERR_INVALID_ARG_VALUE'` for a NUL byte in the file, an argument, the working directory
  * or the environment (C strings would silently end there).
  */
-export function nativeSpawn(file: string, args: readonly string[], options: NativeSpawnOptions): SpawnedChild | undefined {
+export function nativeSpawn(
+  file: string,
+  args: readonly string[],
+  options: NativeSpawnOptions,
+): SpawnedChild | undefined {
   const native = loadAddon()
   if (!native) return undefined
   if (!listening) {
@@ -155,12 +168,28 @@ export function nativeSpawn(file: string, args: readonly string[], options: Nati
   }
   const envp: string[] = []
   for (const name in options.env) envp.push(`${name}=${options.env[name]}`)
-  for (const [what, values] of [['file', [file]], ['an argument', args], ['cwd', [options.cwd]], ['the environment', envp]] as const) {
+  for (const [what, values] of [
+    ['file', [file]],
+    ['an argument', args],
+    ['cwd', [options.cwd]],
+    ['the environment', envp],
+  ] as const) {
     if (values.some((value) => value.includes('\0'))) {
-      throw Object.assign(new Error(`posix_spawn ${file.replaceAll('\0', '\\0')}: ${what} contains a NUL byte`), { code: 'ERR_INVALID_ARG_VALUE' })
+      throw Object.assign(new Error(`posix_spawn ${file.replaceAll('\0', '\\0')}: ${what} contains a NUL byte`), {
+        code: 'ERR_INVALID_ARG_VALUE',
+      })
     }
   }
-  const result = native.spawn(file, [file, ...args], envp, options.cwd, options.stdinPipe, options.mergeStderr === true, options.searchPath === true, options.controlFd ?? -1)
+  const result = native.spawn(
+    file,
+    [file, ...args],
+    envp,
+    options.cwd,
+    options.stdinPipe,
+    options.mergeStderr === true,
+    options.searchPath === true,
+    options.controlFd ?? -1,
+  )
   if (typeof result === 'number') {
     const code = errnoNames.get(-result) ?? 'SPAWN_FAILED'
     throw Object.assign(new Error(`posix_spawn ${file}: ${code}`), { code, errno: result })
@@ -193,5 +222,11 @@ export function nativeSpawn(file: string, args: readonly string[], options: Nati
 }
 
 export { ChildBase } from './child.ts'
-export { SpawnServer, SPAWN_SERVER_PATH, spawnServerUnavailable, type ServerSpawnOptions, type SpawnServerOptions } from './server.ts'
+export {
+  SpawnServer,
+  SPAWN_SERVER_PATH,
+  spawnServerUnavailable,
+  type ServerSpawnOptions,
+  type SpawnServerOptions,
+} from './server.ts'
 export { guard, watchdogStatus, watchdogUnavailable, WATCHDOG_PATH } from './watchdog.ts'

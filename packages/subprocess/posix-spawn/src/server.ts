@@ -113,12 +113,20 @@ export class SpawnServer {
     if (why !== undefined) throw Object.assign(new Error(`spawn server unavailable: ${why}`), { code: 'ENOTSUP' })
     const addon = loadAddon()!
     const pair = addon.socketPair()
-    if (typeof pair === 'number') throw Object.assign(new Error(`spawn server: socketpair: ${errnoName(pair)}`), { code: errnoName(pair) })
+    if (typeof pair === 'number')
+      throw Object.assign(new Error(`spawn server: socketpair: ${errnoName(pair)}`), { code: errnoName(pair) })
     const [mine, theirs] = pair
     const [file, ...args] = [...options.prefix, SPAWN_SERVER_PATH, ...(options.sweep ? ['--sweep'] : [])]
     let child: SpawnedChild | undefined
     try {
-      child = nativeSpawn(file!, args, { cwd: '/', env: options.env, stdinPipe: false, controlFd: theirs, keepAlive: false, searchPath: !file!.includes('/') })
+      child = nativeSpawn(file!, args, {
+        cwd: '/',
+        env: options.env,
+        stdinPipe: false,
+        controlFd: theirs,
+        keepAlive: false,
+        searchPath: !file!.includes('/'),
+      })
     } catch (error) {
       addon.closeFd(mine)
       throw error
@@ -149,12 +157,20 @@ export class SpawnServer {
 
   /** The command's `argv[0]` is `file` (an absolute path); throws when the request cannot be sent. */
   spawn(file: string, args: readonly string[], options: ServerSpawnOptions): SpawnedChild & { reach: GroupReach } {
-    if (this.closed) throw Object.assign(new Error(`spawn server closed${this.closeReason ? `: ${this.closeReason}` : ''}`), { code: 'ECONNRESET' })
+    if (this.closed)
+      throw Object.assign(new Error(`spawn server closed${this.closeReason ? `: ${this.closeReason}` : ''}`), {
+        code: 'ECONNRESET',
+      })
     const envp: string[] = []
     for (const name in options.env) envp.push(`${name}=${options.env[name]}`)
     const strings = [options.cwd, file, file, ...args, ...envp]
     if (strings.some((value) => value.includes('\0'))) {
-      throw Object.assign(new Error(`spawn server ${file.replaceAll('\0', '\\0')}: an argument, the working directory or the environment contains a NUL byte`), { code: 'ERR_INVALID_ARG_VALUE' })
+      throw Object.assign(
+        new Error(
+          `spawn server ${file.replaceAll('\0', '\\0')}: an argument, the working directory or the environment contains a NUL byte`,
+        ),
+        { code: 'ERR_INVALID_ARG_VALUE' },
+      )
     }
     const id = this.nextId++
     const body = Buffer.from(strings.join('\0') + '\0', 'utf8')
@@ -270,7 +286,10 @@ export class SpawnServer {
       this.markReady(false)
       const why = this.closeReason ? `: ${this.closeReason}` : ''
       for (const child of waiting) {
-        child.emit('error', Object.assign(new Error(`the spawn server ended before the command started${why}`), { code: 'ECONNRESET' }))
+        child.emit(
+          'error',
+          Object.assign(new Error(`the spawn server ended before the command started${why}`), { code: 'ECONNRESET' }),
+        )
         for (const pipe of [child.stdin, child.stdout, child.stderr]) pipe?.destroy()
       }
     }
@@ -302,5 +321,7 @@ const hostOrder = endianness()
 
 /** Writes `fields` as u32 in host byte order (the server reads them natively) from offset 0. */
 function writeFields(message: Buffer, fields: number[]): void {
-  fields.forEach((value, i) => (hostOrder === 'LE' ? message.writeUInt32LE(value, i * 4) : message.writeUInt32BE(value, i * 4)))
+  fields.forEach((value, i) =>
+    hostOrder === 'LE' ? message.writeUInt32LE(value, i * 4) : message.writeUInt32BE(value, i * 4),
+  )
 }

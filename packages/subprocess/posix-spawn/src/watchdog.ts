@@ -64,8 +64,18 @@ export function guard(id: number, graceMs: number): () => void {
 }
 
 /** The watchdog's state, for diagnostics and tests. */
-export function watchdogStatus(): { pid: number | undefined; guarded: number; starts: number; error: string | undefined } {
-  return { pid: running && !running.broken ? running.child.pid : undefined, guarded: guarded.size, starts, error: startError }
+export function watchdogStatus(): {
+  pid: number | undefined
+  guarded: number
+  starts: number
+  error: string | undefined
+} {
+  return {
+    pid: running && !running.broken ? running.child.pid : undefined,
+    guarded: guarded.size,
+    starts,
+    error: startError,
+  }
 }
 
 function send(text: string): void {
@@ -100,7 +110,12 @@ function ensureRunning(): 'running' | 'started' | false {
   }
   if (!child) {
     try {
-      const spawned = spawnChild(WATCHDOG_PATH, [], { cwd: '/', env: {}, stdio: ['pipe', 'ignore', 'ignore'], detached: true })
+      const spawned = spawnChild(WATCHDOG_PATH, [], {
+        cwd: '/',
+        env: {},
+        stdio: ['pipe', 'ignore', 'ignore'],
+        detached: true,
+      })
       spawned.unref()
       child = spawned
     } catch (error) {

@@ -17,7 +17,9 @@ function start(file: string, args: string[], options: Partial<Parameters<typeof 
 }
 
 /** Output and the exit, once the child exited and its pipes closed ('close'). */
-function finished(child: SpawnedChild): Promise<{ stdout: string; stderr: string; code: number | null; signal: string | null; events: string[] }> {
+function finished(
+  child: SpawnedChild,
+): Promise<{ stdout: string; stderr: string; code: number | null; signal: string | null; events: string[] }> {
   const events: string[] = []
   let stdout = ''
   let stderr = ''
@@ -38,7 +40,9 @@ describe.runIf(linux)('posix-spawn', () => {
   })
 
   it('runs a program with separate pipes, the exact environment and the working directory', async () => {
-    const child = start('/bin/sh', ['-c', 'pwd; echo "$FOO"; echo "${HOME-unset}"; echo oops >&2; exit 3'], { env: { ...env, FOO: 'bar' } })
+    const child = start('/bin/sh', ['-c', 'pwd; echo "$FOO"; echo "${HOME-unset}"; echo oops >&2; exit 3'], {
+      env: { ...env, FOO: 'bar' },
+    })
     expect(child.pid).toBeGreaterThan(0)
     const done = await finished(child)
     expect(done).toMatchObject({ stdout: `${dir}\nbar\nunset\n`, stderr: 'oops\n', code: 3, signal: null })
@@ -46,7 +50,7 @@ describe.runIf(linux)('posix-spawn', () => {
     expect(child.exitCode).toBe(3)
   })
 
-  it('shares stdout\'s pipe with stderr when asked, in write order', async () => {
+  it("shares stdout's pipe with stderr when asked, in write order", async () => {
     const child = start('/bin/sh', ['-c', 'echo a; echo b >&2; echo c'], { mergeStderr: true })
     expect(child.stderr).toBeNull()
     expect((await finished(child)).stdout).toBe('a\nb\nc\n')
@@ -77,7 +81,9 @@ describe.runIf(linux)('posix-spawn', () => {
     expect((await finished(start('sh', ['-c', 'exit 0'], { searchPath: true }))).code).toBe(0)
     expect(() => start('sh', ['-c', 'exit 0'])).toThrow(expect.objectContaining({ code: 'ENOENT' }))
     expect(() => start(join(dir, 'missing'), [])).toThrow(expect.objectContaining({ code: 'ENOENT' }))
-    expect(() => start('/bin/true', [], { cwd: join(dir, 'no-such-dir') })).toThrow(expect.objectContaining({ code: 'ENOENT' }))
+    expect(() => start('/bin/true', [], { cwd: join(dir, 'no-such-dir') })).toThrow(
+      expect.objectContaining({ code: 'ENOENT' }),
+    )
     // A NUL would end the C string early: refused, not truncated.
     expect(() => start('/bin/echo', ['a\0b'])).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_VALUE' }))
     expect(() => start('/bin/true', [], { env: { ...env, X: 'a\0b' } })).toThrow(/the environment contains a NUL byte/)

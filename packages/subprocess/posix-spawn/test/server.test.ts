@@ -36,7 +36,9 @@ function finished(child: SpawnedChild): Promise<Finished> {
   child.stdout?.setEncoding('utf8').on('data', (t: string) => (stdout += t))
   child.stderr?.setEncoding('utf8').on('data', (t: string) => (stderr += t))
   return new Promise((resolve) => {
-    child.once('error', (error: NodeJS.ErrnoException) => resolve({ stdout, stderr, code: null, signal: null, error: error.code }))
+    child.once('error', (error: NodeJS.ErrnoException) =>
+      resolve({ stdout, stderr, code: null, signal: null, error: error.code }),
+    )
     child.once('close', (code: number | null, signal: string | null) => resolve({ stdout, stderr, code, signal }))
   })
 }
@@ -61,7 +63,9 @@ async function until(check: () => boolean, ms = 3000): Promise<boolean> {
 
 /** bwrap with a PID namespace works here (not in every container). */
 const bwrapWorks =
-  linux && spawnSync('bwrap', ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-pid', '--', 'true']).status === 0
+  linux &&
+  spawnSync('bwrap', ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-pid', '--', 'true'])
+    .status === 0
 
 describe.runIf(linux)('spawn server', () => {
   it('is built here (scripts/build.mjs compiled native/spawn_server.main.c)', () => {
@@ -70,7 +74,11 @@ describe.runIf(linux)('spawn server', () => {
 
   it('runs a command with its own pipes, exact environment, working directory and exit code', async () => {
     const s = server()
-    const child = s.spawn('/bin/sh', ['-c', 'echo "out $FOO $(pwd)"; echo err >&2; exit 7'], { cwd: dir, env: { FOO: 'bar' }, stdinPipe: false })
+    const child = s.spawn('/bin/sh', ['-c', 'echo "out $FOO $(pwd)"; echo err >&2; exit 7'], {
+      cwd: dir,
+      env: { FOO: 'bar' },
+      stdinPipe: false,
+    })
     const result = await finished(child)
     expect(result).toEqual({ stdout: `out bar ${dir}\n`, stderr: 'err\n', code: 7, signal: null })
     expect(child.pid).toBeGreaterThan(0)
@@ -81,7 +89,9 @@ describe.runIf(linux)('spawn server', () => {
 
   it('merges stderr into stdout in write order, and feeds stdin', async () => {
     const s = server()
-    const merged = await finished(s.spawn('/bin/sh', ['-c', 'echo 1; echo 2 >&2; echo 3'], { cwd: dir, env, stdinPipe: false, mergeStderr: true }))
+    const merged = await finished(
+      s.spawn('/bin/sh', ['-c', 'echo 1; echo 2 >&2; echo 3'], { cwd: dir, env, stdinPipe: false, mergeStderr: true }),
+    )
     expect(merged).toEqual({ stdout: '1\n2\n3\n', stderr: '', code: 0, signal: null })
     const cat = s.spawn('/bin/cat', [], { cwd: dir, env, stdinPipe: true })
     const done = finished(cat)
@@ -92,12 +102,20 @@ describe.runIf(linux)('spawn server', () => {
   it('looks a bare name up on the command PATH, and reports what cannot start as an errno-named error', async () => {
     const s = server()
     expect((await finished(s.spawn('echo', ['found'], { cwd: dir, env, stdinPipe: false }))).stdout).toBe('found\n')
-    expect((await finished(s.spawn('echo', ['x'], { cwd: dir, env: { PATH: '/nonexistent' }, stdinPipe: false }))).error).toBe('ENOENT')
+    expect(
+      (await finished(s.spawn('echo', ['x'], { cwd: dir, env: { PATH: '/nonexistent' }, stdinPipe: false }))).error,
+    ).toBe('ENOENT')
     expect((await finished(s.spawn('/no/such/program', [], { cwd: dir, env, stdinPipe: false }))).error).toBe('ENOENT')
-    expect((await finished(s.spawn('/bin/true', [], { cwd: join(dir, 'missing'), env, stdinPipe: false }))).error).toBe('ENOENT')
-    expect(() => s.spawn('/bin/echo', ['a\0b'], { cwd: dir, env, stdinPipe: false })).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_VALUE' }))
+    expect((await finished(s.spawn('/bin/true', [], { cwd: join(dir, 'missing'), env, stdinPipe: false }))).error).toBe(
+      'ENOENT',
+    )
+    expect(() => s.spawn('/bin/echo', ['a\0b'], { cwd: dir, env, stdinPipe: false })).toThrow(
+      expect.objectContaining({ code: 'ERR_INVALID_ARG_VALUE' }),
+    )
     // The server is still fine after all that.
-    expect((await finished(s.spawn('/bin/echo', ['still'], { cwd: dir, env, stdinPipe: false }))).stdout).toBe('still\n')
+    expect((await finished(s.spawn('/bin/echo', ['still'], { cwd: dir, env, stdinPipe: false }))).stdout).toBe(
+      'still\n',
+    )
   })
 
   it('signals the whole group on kill(), and ends what is left of the group when the leader exits', async () => {
@@ -113,7 +131,9 @@ describe.runIf(linux)('spawn server', () => {
     expect(await until(() => !alive(sleeper))).toBe(true)
 
     // A background child that outlives its leader is killed with the rest of the group.
-    const leader = await finished(s.spawn('/bin/sh', ['-c', 'sleep 30 >/dev/null 2>&1 & echo $!'], { cwd: dir, env, stdinPipe: false }))
+    const leader = await finished(
+      s.spawn('/bin/sh', ['-c', 'sleep 30 >/dev/null 2>&1 & echo $!'], { cwd: dir, env, stdinPipe: false }),
+    )
     const orphan = Number(leader.stdout.trim())
     expect(leader.code).toBe(0)
     expect(await until(() => !alive(orphan))).toBe(true)
@@ -125,7 +145,12 @@ describe.runIf(linux)('spawn server', () => {
     const child = s.spawn('/bin/sleep', ['30'], { cwd: dir, env, stdinPipe: false })
     const done = finished(child)
     await until(() => child.pid !== undefined)
-    const serverPid = Number(spawnSync('pgrep', ['-P', String(process.pid), '-x', 'spawn-server'], { encoding: 'utf8' }).stdout.trim().split('\n').at(-1))
+    const serverPid = Number(
+      spawnSync('pgrep', ['-P', String(process.pid), '-x', 'spawn-server'], { encoding: 'utf8' })
+        .stdout.trim()
+        .split('\n')
+        .at(-1),
+    )
     expect(serverPid).toBeGreaterThan(0)
     return { s, child, done, serverPid }
   }
@@ -137,7 +162,9 @@ describe.runIf(linux)('spawn server', () => {
     expect(s.closed).toBe(true)
     // Without a sandbox around it, nothing ended the command with the server: its pid is a host pid.
     process.kill(child.pid!, 'SIGKILL')
-    expect(() => s.spawn('/bin/true', [], { cwd: dir, env, stdinPipe: false })).toThrow(expect.objectContaining({ code: 'ECONNRESET' }))
+    expect(() => s.spawn('/bin/true', [], { cwd: dir, env, stdinPipe: false })).toThrow(
+      expect.objectContaining({ code: 'ECONNRESET' }),
+    )
   })
 
   it('a KILL the server does not answer (it was stopped) ends the server from outside, and the command as killed', async () => {
@@ -179,7 +206,9 @@ describe.runIf(linux)('spawn server', () => {
     expect(await s.ready).toBe(false)
     expect(s.closed).toBe(true)
     expect(s.closeReason).toMatch(/--sweep needs a PID namespace of its own/)
-    expect(() => s.spawn('/bin/true', [], { cwd: dir, env, stdinPipe: false })).toThrow(expect.objectContaining({ code: 'ECONNRESET' }))
+    expect(() => s.spawn('/bin/true', [], { cwd: dir, env, stdinPipe: false })).toThrow(
+      expect.objectContaining({ code: 'ECONNRESET' }),
+    )
     // A command sent before the refusal arrived ends with the reason.
     const early = server({ sweep: true })
     let result: Finished | undefined
@@ -200,7 +229,10 @@ describe.runIf(linux)('spawn server', () => {
       const child = s.spawn('/bin/echo', ['ran'], { cwd: '/', env: {}, stdinPipe: false })
       child.stdout.on('data', (d) => process.stdout.write(d))
     `
-    const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20_000 })
+    const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      timeout: 20_000,
+    })
     expect(run.error).toBeUndefined()
     expect(run.stdout).toBe('ran\n')
     expect(run.status).toBe(0)
@@ -212,28 +244,57 @@ describe.runIf(linux)('spawn server', () => {
       const s = new SpawnServer({ prefix: ['/bin/sh', '-c', 'sleep 0.3; exec "$0" "$@"'], env: {} })
       console.log('ready', await s.ready)
     `
-    const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20_000 })
+    const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      timeout: 20_000,
+    })
     expect(run.error).toBeUndefined()
     expect(run.stdout).toBe('ready true\n')
     expect(run.status).toBe(0)
   })
 
   describe.runIf(bwrapWorks)('inside bwrap', () => {
-    const prefix = ['bwrap', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-pid', '--die-with-parent', '--unshare-net', '--bind', dir, dir, '--']
+    const prefix = [
+      'bwrap',
+      '--ro-bind',
+      '/',
+      '/',
+      '--dev',
+      '/dev',
+      '--proc',
+      '/proc',
+      '--unshare-pid',
+      '--die-with-parent',
+      '--unshare-net',
+      '--bind',
+      dir,
+      dir,
+      '--',
+    ]
 
     it('confines every command, and ends what a finished command left behind, even in its own session', async () => {
       const s = server({ prefix, sweep: true })
       const outside = join(tmpdir(), `dsh-spawn-server-outside-${process.pid}`)
-      const write = await finished(s.spawn('/bin/sh', ['-c', `touch ${outside}; touch ${dir}/inside && echo wrote`], { cwd: dir, env, stdinPipe: false, mergeStderr: true }))
+      const write = await finished(
+        s.spawn('/bin/sh', ['-c', `touch ${outside}; touch ${dir}/inside && echo wrote`], {
+          cwd: dir,
+          env,
+          stdinPipe: false,
+          mergeStderr: true,
+        }),
+      )
       expect(write.stdout).toMatch(/Read-only file system/)
       expect(write.stdout).toMatch(/wrote/)
       expect(existsSync(outside)).toBe(false)
       expect(existsSync(join(dir, 'inside'))).toBe(true)
       // setsid escapes the process group, not the sweep.
-      const left = await finished(s.spawn('/bin/sh', ['-c', '(setsid sleep 30 &); sleep 0.2; echo started'], { cwd: dir, env, stdinPipe: false }))
+      const left = await finished(
+        s.spawn('/bin/sh', ['-c', '(setsid sleep 30 &); sleep 0.2; echo started'], { cwd: dir, env, stdinPipe: false }),
+      )
       expect(left.stdout).toBe('started\n')
       // Reaping by the sandbox's init is asynchronous: look a few times for the sleep to be gone.
-      const ps = async () => (await finished(s.spawn('/bin/ps', ['-e', '-o', 'stat=,comm='], { cwd: dir, env, stdinPipe: false }))).stdout
+      const ps = async () =>
+        (await finished(s.spawn('/bin/ps', ['-e', '-o', 'stat=,comm='], { cwd: dir, env, stdinPipe: false }))).stdout
       let names = await ps()
       for (let i = 0; i < 20 && /^\s*[^Z\s]\S*\s+sleep$/m.test(names); i++) names = await ps()
       expect(names).not.toMatch(/^\s*[^Z\s]\S*\s+sleep$/m)

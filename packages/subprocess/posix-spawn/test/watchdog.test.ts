@@ -81,7 +81,10 @@ interface Group {
 }
 
 /** Starts the harness with `groups`; resolves with its process and what it printed. */
-async function harness(groups: Group[], mode: 'stay' | 'idle' = 'stay'): Promise<{ child: ChildProcess; pids: number[]; watchdog: number }> {
+async function harness(
+  groups: Group[],
+  mode: 'stay' | 'idle' = 'stay',
+): Promise<{ child: ChildProcess; pids: number[]; watchdog: number }> {
   const child = spawn(process.execPath, [HARNESS, JSON.stringify(groups), mode], { stdio: ['ignore', 'pipe', 'pipe'] })
   harnesses.push(child)
   const { pids, watchdog } = JSON.parse(await firstLine(child)) as { pids: number[]; watchdog: number }
@@ -115,7 +118,9 @@ describe.runIf(linux)('watchdog', () => {
     expect(existsSync(WATCHDOG_PATH)).toBe(true)
   })
 
-  it('ends a SIGKILLed harness\'s groups, grandchildren included: SIGTERM first, SIGKILL after the grace', { timeout: 60_000 }, async () => {
+  it("ends a SIGKILLed harness's groups, grandchildren included: SIGTERM first, SIGKILL after the grace", {
+    timeout: 60_000,
+  }, async () => {
     const stubborn = join(dir, 'stubborn.pid')
     const polite = join(dir, 'polite.pid')
     const politeTerm = join(dir, 'polite.term')
@@ -123,13 +128,25 @@ describe.runIf(linux)('watchdog', () => {
       // Ignores SIGTERM, and so does its grandchild: only the SIGKILL after the grace ends them.
       { script: `trap '' TERM; sleep 600 & echo $! > ${stubborn}; wait`, graceMs: 200 },
       // Ends on SIGTERM (the grace is long: a KILL would not leave the mark).
-      { script: `trap 'echo TERM > ${politeTerm}; kill $!; exit 0' TERM; sleep 600 & echo $! > ${polite}; wait`, graceMs: 5000 },
+      {
+        script: `trap 'echo TERM > ${politeTerm}; kill $!; exit 0' TERM; sleep 600 & echo $! > ${polite}; wait`,
+        graceMs: 5000,
+      },
     ])
     expect(watchdog).toBeGreaterThan(1)
-    await until('the grandchildren to start', () => existsSync(stubborn) && existsSync(polite) && readFileSync(stubborn, 'utf8').endsWith('\n') && readFileSync(polite, 'utf8').endsWith('\n'))
+    await until(
+      'the grandchildren to start',
+      () =>
+        existsSync(stubborn) &&
+        existsSync(polite) &&
+        readFileSync(stubborn, 'utf8').endsWith('\n') &&
+        readFileSync(polite, 'utf8').endsWith('\n'),
+    )
     const grandchildren = [readPid(stubborn), readPid(polite)]
     // The watchdog leads a session of its own: no guarded group contains it.
-    const stat = readFileSync(`/proc/${watchdog}/stat`, 'latin1').slice(readFileSync(`/proc/${watchdog}/stat`, 'latin1').lastIndexOf(')') + 2).split(' ')
+    const stat = readFileSync(`/proc/${watchdog}/stat`, 'latin1')
+      .slice(readFileSync(`/proc/${watchdog}/stat`, 'latin1').lastIndexOf(')') + 2)
+      .split(' ')
     expect(Number(stat[3])).toBe(watchdog)
     for (const pid of [...pids, ...grandchildren]) expect(gone(pid)).toBe(false)
 
@@ -151,16 +168,20 @@ describe.runIf(linux)('watchdog', () => {
     expect(gone(pids[0])).toBe(false)
   })
 
-  it('does not keep the harness\'s event loop alive', { timeout: 60_000 }, async () => {
+  it("does not keep the harness's event loop alive", { timeout: 60_000 }, async () => {
     const { child, watchdog } = await harness([{ script: 'true', graceMs: 100 }], 'idle')
     expect(watchdog).toBeGreaterThan(1)
-    const code = await new Promise((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', resolve)))
+    const code = await new Promise((resolve) =>
+      child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', resolve),
+    )
     expect(code).toBe(0)
     // Its input ended with the harness: it exits too, having nothing left to end.
     await until('the watchdog to exit', () => gone(watchdog))
   })
 
-  it('replaces a watchdog that was killed while groups run, and the new one ends them', { timeout: 60_000 }, async () => {
+  it('replaces a watchdog that was killed while groups run, and the new one ends them', {
+    timeout: 60_000,
+  }, async () => {
     const { child, pids, watchdog } = await harness([{ script: `trap '' TERM; sleep 600`, graceMs: 100 }])
     process.kill(watchdog, 'SIGKILL')
     await until('the watchdog to be killed', () => gone(watchdog))
@@ -170,14 +191,21 @@ describe.runIf(linux)('watchdog', () => {
     await until('the new watchdog to exit', () => gone(replacement))
   })
 
-  it('guards from a worker thread too (the watchdog then starts through child_process)', { timeout: 60_000 }, async () => {
+  it('guards from a worker thread too (the watchdog then starts through child_process)', {
+    timeout: 60_000,
+  }, async () => {
     const grandchild = join(dir, 'worker-grandchild.pid')
-    const child = spawn(process.execPath, [WORKER_HARNESS, `trap '' TERM; sleep 600 & echo $! > ${grandchild}; wait`], { stdio: ['ignore', 'pipe', 'inherit'] })
+    const child = spawn(process.execPath, [WORKER_HARNESS, `trap '' TERM; sleep 600 & echo $! > ${grandchild}; wait`], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    })
     harnesses.push(child)
     const { pids, watchdog } = JSON.parse(await firstLine(child)) as { pids: number[]; watchdog: number }
     started.push(...pids)
     expect(watchdog).toBeGreaterThan(1)
-    const sleeper = await until('the grandchild to start', () => existsSync(grandchild) && readFileSync(grandchild, 'utf8').endsWith('\n') && readPid(grandchild))
+    const sleeper = await until(
+      'the grandchild to start',
+      () => existsSync(grandchild) && readFileSync(grandchild, 'utf8').endsWith('\n') && readPid(grandchild),
+    )
     await killHarness(child)
     await until('the guarded group to end', () => [...pids, sleeper].every(gone))
     await until('the watchdog to exit', () => gone(watchdog))
@@ -186,32 +214,36 @@ describe.runIf(linux)('watchdog', () => {
   // Pid reuse made real: as root, /proc/sys/kernel/ns_last_pid hands a guarded, finished group's
   // number to an unrelated process, which the watchdog must then leave alone.
   const root = typeof process.getuid === 'function' && process.getuid() === 0
-  it.runIf(root)('leaves alone an unrelated process that got a guarded group\'s number', { timeout: 60_000 }, async () => {
-    for (let attempt = 0; attempt < 20; attempt++) {
-      const { child, pids, watchdog } = await harness([
-        // Ends at once: its number is free again while it is still guarded.
-        { script: 'exit 0', graceMs: 100 },
-        { script: 'sleep 600', graceMs: 100 },
-      ])
-      const [finished, running] = pids
-      await until('the first group to end', () => gone(finished) && !existsSync(`/proc/${finished}`))
-      // The next pid the kernel hands out is `finished` (unless another process forks first).
-      writeFileSync('/proc/sys/kernel/ns_last_pid', String(finished - 1))
-      // A new session and group, like a child of the seam: its pgid is its pid.
-      const unrelated = spawn('sleep', ['600'], { detached: true, stdio: 'ignore' })
-      unrelated.unref()
-      const other = unrelated.pid!
-      started.push(other)
-      if (other !== finished) {
+  it.runIf(root)(
+    "leaves alone an unrelated process that got a guarded group's number",
+    { timeout: 60_000 },
+    async () => {
+      for (let attempt = 0; attempt < 20; attempt++) {
+        const { child, pids, watchdog } = await harness([
+          // Ends at once: its number is free again while it is still guarded.
+          { script: 'exit 0', graceMs: 100 },
+          { script: 'sleep 600', graceMs: 100 },
+        ])
+        const [finished, running] = pids
+        await until('the first group to end', () => gone(finished) && !existsSync(`/proc/${finished}`))
+        // The next pid the kernel hands out is `finished` (unless another process forks first).
+        writeFileSync('/proc/sys/kernel/ns_last_pid', String(finished - 1))
+        // A new session and group, like a child of the seam: its pgid is its pid.
+        const unrelated = spawn('sleep', ['600'], { detached: true, stdio: 'ignore' })
+        unrelated.unref()
+        const other = unrelated.pid!
+        started.push(other)
+        if (other !== finished) {
+          await killHarness(child)
+          continue
+        }
         await killHarness(child)
-        continue
+        await until('the guarded group to end', () => gone(running))
+        await until('the watchdog to exit', () => gone(watchdog))
+        expect(gone(other)).toBe(false)
+        return
       }
-      await killHarness(child)
-      await until('the guarded group to end', () => gone(running))
-      await until('the watchdog to exit', () => gone(watchdog))
-      expect(gone(other)).toBe(false)
-      return
-    }
-    throw new Error('no attempt got the reused pid (a busy machine forked first every time)')
-  })
+      throw new Error('no attempt got the reused pid (a busy machine forked first every time)')
+    },
+  )
 })

@@ -64,15 +64,21 @@ export class LocalSubprocessService extends SubprocessService {
     scrub: Schema.object({
       deny: patternList
         .default([...DEFAULT_SCRUB_DENY])
-        .description('Inherited variables whose names match one of these patterns (`*` wildcard, case-insensitive) are removed from every child environment.'),
+        .description(
+          'Inherited variables whose names match one of these patterns (`*` wildcard, case-insensitive) are removed from every child environment.',
+        ),
       allow: patternList.default([]).description('Names kept even when a deny pattern matches.'),
     }).default({ deny: [...DEFAULT_SCRUB_DENY], allow: [] }),
     spawner: Schema.union(['auto', 'child_process'])
       .default('auto')
-      .description('`auto` starts pipe processes with posix_spawn (Linux, when the addon is built), else with child_process.spawn; `child_process` always uses child_process.spawn.'),
+      .description(
+        '`auto` starts pipe processes with posix_spawn (Linux, when the addon is built), else with child_process.spawn; `child_process` always uses child_process.spawn.',
+      ),
     watchdog: Schema.boolean()
       .default(true)
-      .description('A small watchdog process (started with the first process) ends every process group still running when this process dies, even by SIGKILL: SIGTERM, then SIGKILL after the process\'s grace.'),
+      .description(
+        "A small watchdog process (started with the first process) ends every process group still running when this process dies, even by SIGKILL: SIGTERM, then SIGKILL after the process's grace.",
+      ),
   })
 
   readonly scrubPolicy: ScrubPolicy
@@ -115,12 +121,16 @@ export class LocalSubprocessService extends SubprocessService {
 
   spawn(spec: SpawnSpec): ProcessHandle {
     this.checkCommon(spec)
-    if (spec.stdin !== undefined && spec.stdin !== 'ignore' && spec.stdin !== 'pipe') throw invalid('stdin must be "ignore" or "pipe"')
+    if (spec.stdin !== undefined && spec.stdin !== 'ignore' && spec.stdin !== 'pipe')
+      throw invalid('stdin must be "ignore" or "pipe"')
     const mode = spec.retentionMode ?? 'merged'
-    if (!['merged', 'separate', 'none'].includes(mode)) throw invalid('retentionMode must be "merged", "separate" or "none"')
-    if (spec.stderr !== undefined && spec.stderr !== 'pipe' && spec.stderr !== 'stdout') throw invalid('stderr must be "pipe" or "stdout"')
+    if (!['merged', 'separate', 'none'].includes(mode))
+      throw invalid('retentionMode must be "merged", "separate" or "none"')
+    if (spec.stderr !== undefined && spec.stderr !== 'pipe' && spec.stderr !== 'stdout')
+      throw invalid('stderr must be "pipe" or "stdout"')
     if (spec.stderr === 'stdout' && mode === 'separate') throw invalid('retentionMode "separate" needs stderr: "pipe"')
-    if (spec.launcher !== undefined && typeof spec.launcher?.launch !== 'function') throw invalid('launcher must be an object with a launch() method')
+    if (spec.launcher !== undefined && typeof spec.launcher?.launch !== 'function')
+      throw invalid('launcher must be an object with a launch() method')
     const drainMs = spec.drainMs ?? DEFAULT_DRAIN_MS
     if (!Number.isSafeInteger(drainMs) || drainMs < 0) throw invalid('drainMs must be a non-negative integer')
 
@@ -144,7 +154,12 @@ export class LocalSubprocessService extends SubprocessService {
       if (!child && this.spawner === 'posix_spawn') {
         try {
           // posix_spawn dups stderr onto stdout's pipe itself: no shell in between.
-          child = nativeSpawn(located.path, spec.args ?? [], { cwd: spec.cwd, env, stdinPipe: spec.stdin === 'pipe', mergeStderr: merge })
+          child = nativeSpawn(located.path, spec.args ?? [], {
+            cwd: spec.cwd,
+            env,
+            stdinPipe: spec.stdin === 'pipe',
+            mergeStderr: merge,
+          })
         } catch {
           // A failed posix_spawn (the program vanished since it was located, a permission): the
           // child_process path below reports it with the same codes as on every other platform.
@@ -152,7 +167,9 @@ export class LocalSubprocessService extends SubprocessService {
       }
       // child_process cannot share one pipe between stdout and stderr: a POSIX shell sets 2>&1 and
       // execs the target, so the pid, process group and argv of the target are unchanged.
-      const [file, args] = merge ? ['/bin/sh', ['-c', 'exec "$0" "$@" 2>&1', located.path, ...(spec.args ?? [])]] : [located.path, spec.args ?? []]
+      const [file, args] = merge
+        ? ['/bin/sh', ['-c', 'exec "$0" "$@" 2>&1', located.path, ...(spec.args ?? [])]]
+        : [located.path, spec.args ?? []]
       if (!child) {
         try {
           child = spawnChild(file, args, {
@@ -164,7 +181,11 @@ export class LocalSubprocessService extends SubprocessService {
             windowsHide: true,
           })
         } catch (error) {
-          void managed.settle({ code: null, signal: null, spawnError: { code: 'SPAWN_FAILED', message: (error as Error).message } })
+          void managed.settle({
+            code: null,
+            signal: null,
+            spawnError: { code: 'SPAWN_FAILED', message: (error as Error).message },
+          })
         }
       }
     }
@@ -195,9 +216,12 @@ export class LocalSubprocessService extends SubprocessService {
   spawnTerminal(spec: TerminalSpawnSpec): TerminalHandle {
     this.checkCommon(spec)
     for (const key of ['cols', 'rows'] as const) {
-      if (!Number.isSafeInteger(spec[key]) || spec[key] < 1 || spec[key] > 10_000) throw invalid(`${key} must be an integer between 1 and 10000`)
+      if (!Number.isSafeInteger(spec[key]) || spec[key] < 1 || spec[key] > 10_000)
+        throw invalid(`${key} must be an integer between 1 and 10000`)
     }
-    const managed = this.track(new Managed(spec.retention, 'merged', spec.kill.graceMs, () => this.live.delete(managed)))
+    const managed = this.track(
+      new Managed(spec.retention, 'merged', spec.kill.graceMs, () => this.live.delete(managed)),
+    )
     managed.ensureKeys(['terminal'])
     // The PTY and its native addon load lazily: pipe-only deployments never load node-pty.
     type Pty = import('node-pty').IPty
@@ -218,7 +242,11 @@ export class LocalSubprocessService extends SubprocessService {
           encoding: null,
         })
       } catch (error) {
-        void managed.settle({ code: null, signal: null, spawnError: { code: 'SPAWN_FAILED', message: (error as Error).message } })
+        void managed.settle({
+          code: null,
+          signal: null,
+          spawnError: { code: 'SPAWN_FAILED', message: (error as Error).message },
+        })
       }
     }
     if (pty) {
@@ -229,7 +257,9 @@ export class LocalSubprocessService extends SubprocessService {
       // The child is a session leader (setsid); job control inside may create more process
       // groups, so terminal cleanup reaches the whole session, not only the leader's group.
       managed.reach = { alive: () => sessionAlive(sid), signal: (signal) => signalSession(sid, signal) }
-      term.onData((data) => managed.ingest('terminal', typeof data === 'string' ? Buffer.from(data) : (data as Uint8Array), term))
+      term.onData((data) =>
+        managed.ingest('terminal', typeof data === 'string' ? Buffer.from(data) : (data as Uint8Array), term),
+      )
       term.onExit(({ exitCode, signal }) => {
         void (async () => {
           await managed.reap()
@@ -253,7 +283,8 @@ export class LocalSubprocessService extends SubprocessService {
         if (pty && !managed.done) pty.write(data)
       },
       resize: (cols, rows) => {
-        if (!Number.isSafeInteger(cols) || !Number.isSafeInteger(rows) || cols < 1 || rows < 1) throw invalid('cols and rows must be positive integers')
+        if (!Number.isSafeInteger(cols) || !Number.isSafeInteger(rows) || cols < 1 || rows < 1)
+          throw invalid('cols and rows must be positive integers')
         if (pty && !managed.done) pty.resize(cols, rows)
       },
     }
@@ -261,7 +292,9 @@ export class LocalSubprocessService extends SubprocessService {
 
   private wirePipes(managed: Managed, child: SpawnedChild, spec: SpawnSpec, drainMs: number): void {
     const streams = [child.stdout, child.stderr].filter((s): s is Readable => s !== null)
-    const closed = Promise.all(streams.map((s) => new Promise<void>((resolve) => (s.closed ? resolve() : s.once('close', () => resolve())))))
+    const closed = Promise.all(
+      streams.map((s) => new Promise<void>((resolve) => (s.closed ? resolve() : s.once('close', () => resolve())))),
+    )
     child.stdout?.on('data', (data: Buffer) => managed.ingest('stdout', data, child.stdout as Readable))
     child.stderr?.on('data', (data: Buffer) => managed.ingest('stderr', data, child.stderr as Readable))
     child.stdin?.on('error', () => {
@@ -279,7 +312,11 @@ export class LocalSubprocessService extends SubprocessService {
     }
     child.once('error', (error: NodeJS.ErrnoException) => {
       if (launched || child.pid === undefined) {
-        void managed.settle({ code: null, signal: null, spawnError: { code: error.code ?? 'SPAWN_FAILED', message: error.message } })
+        void managed.settle({
+          code: null,
+          signal: null,
+          spawnError: { code: error.code ?? 'SPAWN_FAILED', message: error.message },
+        })
       }
     })
     child.once('exit', (code, signal) => {
@@ -313,22 +350,30 @@ export class LocalSubprocessService extends SubprocessService {
   private checkCommon(spec: SpawnSpec | TerminalSpawnSpec): void {
     if (this.disposed) throw new SubprocessError('DISPOSED', 'the subprocess service has been disposed')
     if (spec === null || typeof spec !== 'object') throw invalid('expected a spawn spec object')
-    if (typeof spec.file !== 'string' || spec.file === '' || spec.file.includes('\0')) throw invalid('file must be a non-empty string')
-    if (spec.args !== undefined && (!Array.isArray(spec.args) || spec.args.some((a) => typeof a !== 'string' || a.includes('\0')))) {
+    if (typeof spec.file !== 'string' || spec.file === '' || spec.file.includes('\0'))
+      throw invalid('file must be a non-empty string')
+    if (
+      spec.args !== undefined &&
+      (!Array.isArray(spec.args) || spec.args.some((a) => typeof a !== 'string' || a.includes('\0')))
+    ) {
       throw invalid('args must be an array of strings without NUL bytes')
     }
     if (typeof spec.cwd !== 'string' || !isAbsolute(spec.cwd)) throw invalid('cwd must be an absolute path')
-    if (!spec.kill || !Number.isSafeInteger(spec.kill.graceMs) || spec.kill.graceMs < 0) throw invalid('kill.graceMs must be a non-negative integer')
+    if (!spec.kill || !Number.isSafeInteger(spec.kill.graceMs) || spec.kill.graceMs < 0)
+      throw invalid('kill.graceMs must be a non-negative integer')
     if (spec.retention) {
       const problem = checkRetention(spec.retention)
       if (problem) throw invalid(problem)
     }
     const env = spec.env
     if (env !== undefined) {
-      if (env.base !== undefined && env.base !== 'scrubbed' && env.base !== 'exact') throw invalid('env.base must be "scrubbed" or "exact"')
+      if (env.base !== undefined && env.base !== 'scrubbed' && env.base !== 'exact')
+        throw invalid('env.base must be "scrubbed" or "exact"')
       for (const [name, value] of Object.entries(env.set ?? {})) {
-        if (name === '' || name.includes('=') || name.includes('\0')) throw invalid(`invalid environment variable name ${JSON.stringify(name)}`)
-        if (value !== undefined && (typeof value !== 'string' || value.includes('\0'))) throw invalid(`environment variable ${name} must be a string without NUL bytes`)
+        if (name === '' || name.includes('=') || name.includes('\0'))
+          throw invalid(`invalid environment variable name ${JSON.stringify(name)}`)
+        if (value !== undefined && (typeof value !== 'string' || value.includes('\0')))
+          throw invalid(`environment variable ${name} must be a string without NUL bytes`)
       }
     }
   }
@@ -359,12 +404,14 @@ const DEFAULT_PATH = '/usr/local/bin:/usr/bin:/bin'
  * against `cwd`, a bare name is searched on PATH. Failing here gives a clear ENOENT instead of a
  * shell's "not found" or node-pty's late failure.
  */
-function findExecutable(file: string, cwd: string, path: string | undefined): { path: string } | { code: string; message: string } {
+function findExecutable(
+  file: string,
+  cwd: string,
+  path: string | undefined,
+): { path: string } | { code: string; message: string } {
   const candidates = file.includes('/')
     ? [resolvePath(cwd, file)]
-    : (path ?? DEFAULT_PATH)
-        .split(delimiter)
-        .map((dir) => resolvePath(cwd, dir === '' ? '.' : dir, file))
+    : (path ?? DEFAULT_PATH).split(delimiter).map((dir) => resolvePath(cwd, dir === '' ? '.' : dir, file))
   for (const candidate of candidates) {
     try {
       // A missing candidate (most PATH entries) answers undefined instead of throwing: building an

@@ -1,6 +1,13 @@
 // The lifecycle shared by pipe and terminal processes: output fan-out and retention, the kill
 // escalation (TERM, grace, KILL of the whole group), abort wiring, and the single exit record.
-import type { OutputChunk, OutputStream, ProcessExit, RetainedOutput, RetentionMode, RetentionSpec } from '@dsh/subprocess'
+import type {
+  OutputChunk,
+  OutputStream,
+  ProcessExit,
+  RetainedOutput,
+  RetentionMode,
+  RetentionSpec,
+} from '@dsh/subprocess'
 import { OutputRetention } from './retention.ts'
 import { waitFor } from './group.ts'
 
@@ -129,7 +136,11 @@ export class Managed {
   }
 
   /** Produces the exit record once; later calls are ignored. */
-  async settle(fields: { code: number | null; signal: string | null; spawnError?: ProcessExit['spawnError'] }): Promise<void> {
+  async settle(fields: {
+    code: number | null
+    signal: string | null
+    spawnError?: ProcessExit['spawnError']
+  }): Promise<void> {
     if (this.settled) return
     this.settled = true
     this.abortCleanup?.()

@@ -49,7 +49,13 @@ export class OutputRetention {
   snapshot(): RetainedOutput {
     if (this.ring === undefined) {
       const whole = Buffer.concat(this.chunks)
-      return { totalBytes: this.total, truncated: false, head: whole, tail: new Uint8Array(0), retainedBytes: whole.byteLength }
+      return {
+        totalBytes: this.total,
+        truncated: false,
+        head: whole,
+        tail: new Uint8Array(0),
+        retainedBytes: whole.byteLength,
+      }
     }
     const head = this.head ?? Buffer.alloc(0)
     const tail = this.tailBytes()
@@ -105,7 +111,8 @@ export class OutputRetention {
     const spill = this.spill as SpillWriter
     if (this.spillError !== undefined) return
     if (spill.error) this.spillError = spill.error
-    else if (spill.capped) this.spillError = `the spill cap of ${this.spec.spillMaxBytes ?? DEFAULT_SPILL_CAP_BYTES} bytes for ${this.spec.spillDir} was reached: ${spill.path} holds only the first ${spill.written} bytes of the output`
+    else if (spill.capped)
+      this.spillError = `the spill cap of ${this.spec.spillMaxBytes ?? DEFAULT_SPILL_CAP_BYTES} bytes for ${this.spec.spillDir} was reached: ${spill.path} holds only the first ${spill.written} bytes of the output`
   }
 
   private pushTail(chunk: Uint8Array): void {
@@ -140,9 +147,13 @@ export function checkRetention(spec: RetentionSpec): string | undefined {
     const value = spec[key]
     if (!Number.isSafeInteger(value) || value < 0) return `retention.${key} must be a non-negative integer`
   }
-  if (spec.headBytes + spec.tailBytes > spec.maxBytes) return 'retention.headBytes + retention.tailBytes must not exceed retention.maxBytes'
-  if (spec.spillDir !== undefined && (typeof spec.spillDir !== 'string' || spec.spillDir === '')) return 'retention.spillDir must be a non-empty string'
-  if (spec.spillPrefix !== undefined && !/^[A-Za-z0-9_.-]{1,64}$/.test(spec.spillPrefix)) return 'retention.spillPrefix must match [A-Za-z0-9_.-]{1,64}'
-  if (spec.spillMaxBytes !== undefined && (!Number.isSafeInteger(spec.spillMaxBytes) || spec.spillMaxBytes < 0)) return 'retention.spillMaxBytes must be a non-negative integer'
+  if (spec.headBytes + spec.tailBytes > spec.maxBytes)
+    return 'retention.headBytes + retention.tailBytes must not exceed retention.maxBytes'
+  if (spec.spillDir !== undefined && (typeof spec.spillDir !== 'string' || spec.spillDir === ''))
+    return 'retention.spillDir must be a non-empty string'
+  if (spec.spillPrefix !== undefined && !/^[A-Za-z0-9_.-]{1,64}$/.test(spec.spillPrefix))
+    return 'retention.spillPrefix must match [A-Za-z0-9_.-]{1,64}'
+  if (spec.spillMaxBytes !== undefined && (!Number.isSafeInteger(spec.spillMaxBytes) || spec.spillMaxBytes < 0))
+    return 'retention.spillMaxBytes must be a non-negative integer'
   return undefined
 }

@@ -4,7 +4,13 @@ import { createHash } from 'node:crypto'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, createReadStream, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { SubprocessError, decodeOutput, type LaunchedChild, type ProcessExit, type ProcessLauncher } from '@dsh/subprocess'
+import {
+  SubprocessError,
+  decodeOutput,
+  type LaunchedChild,
+  type ProcessExit,
+  type ProcessLauncher,
+} from '@dsh/subprocess'
 import LocalSubprocessService from '../src/index.ts'
 
 let ctx: Context
@@ -55,7 +61,10 @@ async function sha256(path: string): Promise<string> {
 describe.each(['auto', 'child_process'] as const)('subprocess-local (spawner: %s)', (spawner) => {
   beforeAll(async () => {
     ctx = new Context()
-    await ctx.plugin(LocalSubprocessService, { scrub: { deny: ['*_API_KEY', 'AWS_*', '*_TOKEN'], allow: ['KEEP_THIS_TOKEN'] }, spawner } as never)
+    await ctx.plugin(LocalSubprocessService, {
+      scrub: { deny: ['*_API_KEY', 'AWS_*', '*_TOKEN'], allow: ['KEEP_THIS_TOKEN'] },
+      spawner,
+    } as never)
   })
 
   it('starts pipe processes with posix_spawn on Linux unless configured otherwise', () => {
@@ -130,7 +139,9 @@ describe.each(['auto', 'child_process'] as const)('subprocess-local (spawner: %s
     expect(decodeOutput(out.head).startsWith(line.repeat(10))).toBe(true)
     expect(out.spillPath).toBeDefined()
     expect(statSync(out.spillPath!).size).toBe(total)
-    const expected = createHash('sha256').update(Buffer.from(line.repeat(Math.ceil(total / line.length))).subarray(0, total)).digest('hex')
+    const expected = createHash('sha256')
+      .update(Buffer.from(line.repeat(Math.ceil(total / line.length))).subarray(0, total))
+      .digest('hex')
     expect(await sha256(out.spillPath!)).toBe(expected)
     // The tail is the true end of the stream.
     const whole = readFileSync(out.spillPath!)
@@ -190,7 +201,9 @@ describe.each(['auto', 'child_process'] as const)('subprocess-local (spawner: %s
 
   it('keeps non-UTF-8 bytes intact and decodes them with replacement characters', async () => {
     const exit = await bash(`printf 'ok \\xff\\xfe end'`).exited
-    expect(Buffer.from(exit.output.merged!.head)).toEqual(Buffer.from([0x6f, 0x6b, 0x20, 0xff, 0xfe, 0x20, 0x65, 0x6e, 0x64]))
+    expect(Buffer.from(exit.output.merged!.head)).toEqual(
+      Buffer.from([0x6f, 0x6b, 0x20, 0xff, 0xfe, 0x20, 0x65, 0x6e, 0x64]),
+    )
     expect(text(exit)).toBe('ok \uFFFD\uFFFD end')
   })
 
@@ -214,7 +227,8 @@ describe.each(['auto', 'child_process'] as const)('subprocess-local (spawner: %s
       expect(env).toContain('KEEP_THIS_TOKEN=kept')
       expect(env).toContain('DSH_TEST_PLAIN=plain')
       expect(env).toContain('EXPLICIT_API_KEY=given')
-      const exact = await bash('env', { file: '/usr/bin/env', args: [], env: { base: 'exact', set: { ONLY: '1' } } }).exited
+      const exact = await bash('env', { file: '/usr/bin/env', args: [], env: { base: 'exact', set: { ONLY: '1' } } })
+        .exited
       expect(text(exact)).toBe('ONLY=1\n')
     } finally {
       delete process.env.DSH_TEST_API_KEY
@@ -233,10 +247,12 @@ describe.each(['auto', 'child_process'] as const)('subprocess-local (spawner: %s
 
   it('looks a bare name up on the child PATH past missing entries, directories and non-executable files', async () => {
     const bins = join(dir, 'path-lookup')
-    for (const sub of ['missing-parent/none', 'a-dir/dsh-probe-cmd', 'plain', 'exec']) mkdirSync(join(bins, sub), { recursive: true })
+    for (const sub of ['missing-parent/none', 'a-dir/dsh-probe-cmd', 'plain', 'exec'])
+      mkdirSync(join(bins, sub), { recursive: true })
     writeFileSync(join(bins, 'plain', 'dsh-probe-cmd'), '#!/bin/sh\necho wrong\n', { mode: 0o644 })
     writeFileSync(join(bins, 'exec', 'dsh-probe-cmd'), '#!/bin/sh\necho found it\n', { mode: 0o755 })
-    const PATH = ['nope', 'missing-parent/none', 'a-dir', 'plain', 'exec'].map((d) => join(bins, d)).join(':') + ':/usr/bin:/bin'
+    const PATH =
+      ['nope', 'missing-parent/none', 'a-dir', 'plain', 'exec'].map((d) => join(bins, d)).join(':') + ':/usr/bin:/bin'
     const exit = await bash('', { file: 'dsh-probe-cmd', args: [], env: { set: { PATH } } }).exited
     expect(exit.spawnError).toBeUndefined()
     expect(text(exit)).toBe('found it\n')
@@ -339,7 +355,10 @@ describe.each(['auto', 'child_process'] as const)('subprocess-local (spawner: %s
     local.on('internal/error' as never, ((e: unknown) => errors.push(e)) as never)
     const fiber = local.plugin(LocalSubprocessService, { scrub: { deny: ['BAD PATTERN'], allow: [] } } as never)
     const outcome = await Promise.race([
-      Promise.resolve(fiber).then(() => 'loaded', (error: unknown) => String(error)),
+      Promise.resolve(fiber).then(
+        () => 'loaded',
+        (error: unknown) => String(error),
+      ),
       new Promise((resolve) => setTimeout(() => resolve('pending'), 200)),
     ])
     expect(local.get('subprocess')).toBeUndefined()
@@ -361,7 +380,13 @@ describe.runIf(process.platform === 'linux')('subprocess-local with a launcher',
   afterAll(() => server.close())
 
   const launcher = (script: string, merge = true): ProcessLauncher => ({
-    launch: ({ env, stdinPipe }) => server.spawn('/bin/bash', ['-c', script], { cwd: dir, env, stdinPipe, mergeStderr: merge }) as unknown as LaunchedChild,
+    launch: ({ env, stdinPipe }) =>
+      server.spawn('/bin/bash', ['-c', script], {
+        cwd: dir,
+        env,
+        stdinPipe,
+        mergeStderr: merge,
+      }) as unknown as LaunchedChild,
   })
   const spec = (script: string, extra: Record<string, unknown> = {}) => ({
     // The command line says something else on purpose: whatever runs shows which path ran.
@@ -387,9 +412,19 @@ describe.runIf(process.platform === 'linux')('subprocess-local with a launcher',
   it('a launcher that declines or throws leaves the command line to the provider', async () => {
     const declines = await local.subprocess.spawn(spec('', { launcher: { launch: () => undefined } })).exited
     expect(text(declines)).toBe('from-argv\n')
-    const throws = await local.subprocess.spawn(spec('', { launcher: { launch: () => { throw new Error('no server') } } })).exited
+    const throws = await local.subprocess.spawn(
+      spec('', {
+        launcher: {
+          launch: () => {
+            throw new Error('no server')
+          },
+        },
+      }),
+    ).exited
     expect(text(throws)).toBe('from-argv\n')
-    expect(() => local.subprocess.spawn(spec('', { launcher: {} }))).toThrow(/launcher must be an object with a launch\(\) method/)
+    expect(() => local.subprocess.spawn(spec('', { launcher: {} }))).toThrow(
+      /launcher must be an object with a launch\(\) method/,
+    )
   })
 
   it('an abort terminates the launched command through the launcher (TERM, grace, KILL)', async () => {
@@ -404,7 +439,10 @@ describe.runIf(process.platform === 'linux')('subprocess-local with a launcher',
   })
 
   it('a command the launcher cannot start ends with its spawn error', async () => {
-    const missing: ProcessLauncher = { launch: ({ env }) => server.spawn('/no/such/program', [], { cwd: dir, env, stdinPipe: false }) as unknown as LaunchedChild }
+    const missing: ProcessLauncher = {
+      launch: ({ env }) =>
+        server.spawn('/no/such/program', [], { cwd: dir, env, stdinPipe: false }) as unknown as LaunchedChild,
+    }
     const exit = await local.subprocess.spawn(spec('', { launcher: missing })).exited
     expect(exit.spawnError).toMatchObject({ code: 'ENOENT' })
   })

@@ -4,7 +4,16 @@
 // them; plain git, as a positive control, starts them.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { execFileSync, spawnSync } from 'node:child_process'
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context } from 'cordis'
@@ -29,7 +38,11 @@ beforeAll(async () => {
   writeFileSync(evil, `#!/bin/sh\necho "$1" >> '${marker}'\n[ "$1" = clean ] || [ "$1" = smudge ] && cat\nexit 0\n`)
   chmodSync(evil, 0o755)
   mkdirSync(repo)
-  const plain = (...args: string[]) => execFileSync('git', ['-C', repo, ...args], { encoding: 'utf8', env: { PATH: process.env.PATH, HOME: base, GIT_CONFIG_NOSYSTEM: '1', ...IDENTITY } })
+  const plain = (...args: string[]) =>
+    execFileSync('git', ['-C', repo, ...args], {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH, HOME: base, GIT_CONFIG_NOSYSTEM: '1', ...IDENTITY },
+    })
   plain('init', '-q')
   writeFileSync(join(repo, 'a.txt'), 'one\n')
   writeFileSync(join(repo, 'b.pr'), 'two\n')
@@ -72,7 +85,15 @@ beforeAll(async () => {
         '',
       ].join('\n'),
   )
-  for (const hook of ['pre-commit', 'commit-msg', 'post-commit', 'reference-transaction', 'post-index-change', 'post-checkout', 'pre-auto-gc']) {
+  for (const hook of [
+    'pre-commit',
+    'commit-msg',
+    'post-commit',
+    'reference-transaction',
+    'post-index-change',
+    'post-checkout',
+    'pre-auto-gc',
+  ]) {
     writeFileSync(join(repo, '.git', 'hooks', hook), `#!/bin/sh\n${run(`hook-${hook}`)}\n`)
     chmodSync(join(repo, '.git', 'hooks', hook), 0o755)
   }
@@ -120,7 +141,9 @@ describe('safe git', () => {
     spawnSync('git', ['-C', repo, 'status'], { env: { PATH: process.env.PATH, HOME: base } })
     spawnSync('git', ['-C', repo, 'diff', 'HEAD~1', 'HEAD'], { env: { PATH: process.env.PATH, HOME: base } })
     // (The process filter, which hangs up at once, would end the commit before its hooks.)
-    spawnSync('git', ['-C', repo, '-c', 'filter.pr.process=', 'commit', '--allow-empty', '-m', 'x'], { env: { PATH: process.env.PATH, HOME: base, ...IDENTITY } })
+    spawnSync('git', ['-C', repo, '-c', 'filter.pr.process=', 'commit', '--allow-empty', '-m', 'x'], {
+      env: { PATH: process.env.PATH, HOME: base, ...IDENTITY },
+    })
     const started = marks()
     // (Only the ones that run every time: whether status runs a clean filter depends on timestamps.)
     for (const name of ['fsmonitor', 'diff-command', 'hook-pre-commit']) expect(started).toContain(name)
@@ -141,10 +164,29 @@ describe('safe git', () => {
     )
     expect(gitDriverOverrides('filter.a=b.clean\0filter.a=b.clean\0')).toEqual([['filter.a=b.clean', '']])
     const spec = safeGitSpec(['diff'], { cwd: repo, driverOverrides: [['filter.a=b.clean', '']] })
-    expect(spec.env?.set).toMatchObject({ GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'filter.a=b.clean', GIT_CONFIG_VALUE_0: '', GIT_CONFIG_NOSYSTEM: '1', GIT_TERMINAL_PROMPT: '0' })
-    expect(spec.args).toEqual(expect.arrayContaining(['--no-pager', '-c', 'core.fsmonitor=false', '-c', 'core.hooksPath=/dev/null', 'diff', '--no-ext-diff', '--no-textconv']))
+    expect(spec.env?.set).toMatchObject({
+      GIT_CONFIG_COUNT: '1',
+      GIT_CONFIG_KEY_0: 'filter.a=b.clean',
+      GIT_CONFIG_VALUE_0: '',
+      GIT_CONFIG_NOSYSTEM: '1',
+      GIT_TERMINAL_PROMPT: '0',
+    })
+    expect(spec.args).toEqual(
+      expect.arrayContaining([
+        '--no-pager',
+        '-c',
+        'core.fsmonitor=false',
+        '-c',
+        'core.hooksPath=/dev/null',
+        'diff',
+        '--no-ext-diff',
+        '--no-textconv',
+      ]),
+    )
     // A caller's variables cannot switch the safe ones off.
-    expect(safeGitSpec(['status'], { cwd: repo, env: { GIT_PAGER: 'less', GIT_TERMINAL_PROMPT: '1' } }).env?.set).toMatchObject({ GIT_PAGER: 'cat', GIT_TERMINAL_PROMPT: '0' })
+    expect(
+      safeGitSpec(['status'], { cwd: repo, env: { GIT_PAGER: 'less', GIT_TERMINAL_PROMPT: '1' } }).env?.set,
+    ).toMatchObject({ GIT_PAGER: 'cat', GIT_TERMINAL_PROMPT: '0' })
     expect(() => safeGitSpec([], { cwd: repo })).toThrow(/non-empty array/)
   })
 })
@@ -155,16 +197,20 @@ describe('every git call of dsh goes through safe git', () => {
     const root = join(import.meta.dirname, '..', '..', '..', '..')
     const offenders: string[] = []
     // A literal 'git' as the program of a spawn, execFile, spawn spec or argv (the shapes dsh uses).
-    const pattern = /(?:spawn|spawnSync|execFile|execFileSync|nativeSpawn)\(\s*['"`]git['"`]|file:\s*['"`]git['"`]|\[\s*['"`]git['"`]\s*,/
+    const pattern =
+      /(?:spawn|spawnSync|execFile|execFileSync|nativeSpawn)\(\s*['"`]git['"`]|file:\s*['"`]git['"`]|\[\s*['"`]git['"`]\s*,/
     const walk = (dir: string) => {
       for (const name of readdirSync(dir)) {
         if (name === 'node_modules' || name === 'dist' || name === 'test') continue
         const path = join(dir, name)
         if (statSync(path).isDirectory()) walk(path)
-        else if (/\.(ts|tsx|mts|mjs|js)$/.test(name) && pattern.test(readFileSync(path, 'utf8'))) offenders.push(path.slice(root.length + 1))
+        else if (/\.(ts|tsx|mts|mjs|js)$/.test(name) && pattern.test(readFileSync(path, 'utf8')))
+          offenders.push(path.slice(root.length + 1))
       }
     }
     for (const top of ['packages', 'bundles']) walk(join(root, top))
-    expect(offenders.filter((path) => path !== join('packages', 'subprocess', 'subprocess', 'src', 'git.ts'))).toEqual([])
+    expect(offenders.filter((path) => path !== join('packages', 'subprocess', 'subprocess', 'src', 'git.ts'))).toEqual(
+      [],
+    )
   })
 })

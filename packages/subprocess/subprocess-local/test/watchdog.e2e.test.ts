@@ -4,7 +4,16 @@
 // SIGKILLed; and a normal run still stops its server gracefully (SIGTERM first). The model is
 // @dsh/llm-mock-server's bin, stalling its answer so that dsh is busy when it is killed.
 import { spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -12,7 +21,9 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { WATCHDOG_PATH, watchdogUnavailable } from '@dsh/posix-spawn'
 
 const DSH_BIN = fileURLToPath(new URL('../../../boot/cli/bin/dsh.mjs', import.meta.url))
-const MOCK_BIN = fileURLToPath(new URL('../../../test-support/llm-mock-server/bin/dsh-llm-mock-server.mjs', import.meta.url))
+const MOCK_BIN = fileURLToPath(
+  new URL('../../../test-support/llm-mock-server/bin/dsh-llm-mock-server.mjs', import.meta.url),
+)
 const SERVER = fileURLToPath(new URL('./fixtures/stubborn-server.mjs', import.meta.url))
 
 const cleanups: Array<() => void> = []
@@ -95,21 +106,33 @@ function startDsh(root: string, baseURL: string, args: string[], env: Record<str
   mkdirSync(cwd, { recursive: true })
   const child = spawn(process.execPath, [DSH_BIN, '--profile', 'headless', ...args], {
     cwd,
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? root, DSH_HOME: join(root, 'home'), DEEPSEEK_BASE_URL: baseURL, DEEPSEEK_API_KEY: 'x', ...env },
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      HOME: process.env.HOME ?? root,
+      DSH_HOME: join(root, 'home'),
+      DEEPSEEK_BASE_URL: baseURL,
+      DEEPSEEK_API_KEY: 'x',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   cleanups.push(() => child.kill('SIGKILL'))
   let stderr = ''
   child.stderr!.setEncoding('utf8').on('data', (text: string) => (stderr += text))
   child.stdout!.resume()
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })))
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  )
   return { child, stderr: () => stderr, exited }
 }
 
 function settings(root: string, pidFile: string, mode: 'stubborn' | 'polite'): void {
   mkdirSync(join(root, 'home'), { recursive: true })
   const args = JSON.stringify([SERVER, pidFile, mode])
-  writeFileSync(join(root, 'home', 'settings.yaml'), `mcpServers:\n  stubborn:\n    command: ${JSON.stringify(process.execPath)}\n    args: ${args}\n`)
+  writeFileSync(
+    join(root, 'home', 'settings.yaml'),
+    `mcpServers:\n  stubborn:\n    command: ${JSON.stringify(process.execPath)}\n    args: ${args}\n`,
+  )
 }
 
 function pidsIn(file: string): number[] | undefined {
@@ -125,59 +148,70 @@ function tempRoot(): string {
   return root
 }
 
-describe.runIf(process.platform === 'linux' && watchdogUnavailable() === undefined)('nothing the seam started outlives dsh', () => {
-  it('a SIGKILLed dsh takes its MCP server (which ignores SIGTERM) and the server\'s grandchild with it', { timeout: 120_000 }, async () => {
-    const root = tempRoot()
-    const pidFile = join(root, 'server.pids')
-    settings(root, pidFile, 'stubborn')
-    const baseURL = await mockModel(root, [{ events: [{ stall: true }] }])
-    const dsh = startDsh(root, baseURL, ['-p', 'hello'])
-    const pids = await until(`the MCP server to start (dsh stderr: ${dsh.stderr()})`, () => pidsIn(pidFile))
-    // Started (synchronously) by the spawn of the server, before the server wrote its pids.
-    const watchdog = watchdogOf(dsh.child.pid!)
-    for (const pid of pids) expect(gone(pid)).toBe(false)
+describe.runIf(process.platform === 'linux' && watchdogUnavailable() === undefined)(
+  'nothing the seam started outlives dsh',
+  () => {
+    it("a SIGKILLed dsh takes its MCP server (which ignores SIGTERM) and the server's grandchild with it", {
+      timeout: 120_000,
+    }, async () => {
+      const root = tempRoot()
+      const pidFile = join(root, 'server.pids')
+      settings(root, pidFile, 'stubborn')
+      const baseURL = await mockModel(root, [{ events: [{ stall: true }] }])
+      const dsh = startDsh(root, baseURL, ['-p', 'hello'])
+      const pids = await until(`the MCP server to start (dsh stderr: ${dsh.stderr()})`, () => pidsIn(pidFile))
+      // Started (synchronously) by the spawn of the server, before the server wrote its pids.
+      const watchdog = watchdogOf(dsh.child.pid!)
+      for (const pid of pids) expect(gone(pid)).toBe(false)
 
-    dsh.child.kill('SIGKILL')
-    expect(await dsh.exited).toMatchObject({ signal: 'SIGKILL' })
-    await until('the MCP server and its grandchild to end', () => pids.every(gone))
-    expect(watchdog).toBeGreaterThan(1)
-    await until('the watchdog to exit', () => gone(watchdog!))
-  })
+      dsh.child.kill('SIGKILL')
+      expect(await dsh.exited).toMatchObject({ signal: 'SIGKILL' })
+      await until('the MCP server and its grandchild to end', () => pids.every(gone))
+      expect(watchdog).toBeGreaterThan(1)
+      await until('the watchdog to exit', () => gone(watchdog!))
+    })
 
-  it('a SIGKILLed dsh takes a terminal\'s program (a PTY session ignoring SIGHUP and SIGTERM) and its background job with it', { timeout: 120_000 }, async () => {
-    const root = tempRoot()
-    const pidFile = join(root, 'terminal.pids')
-    const patch = join(root, 'layer.patch.yml')
-    writeFileSync(patch, '- id: terminals\n  disabled: false\n- id: tool-terminal\n  disabled: false\n')
-    const script = `trap '' HUP TERM; sleep 600 & echo $$ $! > ${pidFile}.tmp; mv ${pidFile}.tmp ${pidFile}; wait`
-    const baseURL = await mockModel(root, [
-      { toolCalls: [{ id: 'o', name: 'terminal_open', arguments: { command: ['/bin/sh', '-c', script] } }] },
-      { events: [{ stall: true }] },
-    ])
-    // Unconfined, so the terminal's program is dsh's own child (a sandbox's bwrap dies with its
-    // parent on its own: --die-with-parent).
-    const dsh = startDsh(root, baseURL, ['--patch', patch, '-p', 'open a terminal'], { DSH_PERMISSION_MODE: 'danger-full-access' })
-    const pids = await until(`the terminal's program to start (dsh stderr: ${dsh.stderr()})`, () => pidsIn(pidFile))
-    for (const pid of pids) expect(gone(pid)).toBe(false)
+    it("a SIGKILLed dsh takes a terminal's program (a PTY session ignoring SIGHUP and SIGTERM) and its background job with it", {
+      timeout: 120_000,
+    }, async () => {
+      const root = tempRoot()
+      const pidFile = join(root, 'terminal.pids')
+      const patch = join(root, 'layer.patch.yml')
+      writeFileSync(patch, '- id: terminals\n  disabled: false\n- id: tool-terminal\n  disabled: false\n')
+      const script = `trap '' HUP TERM; sleep 600 & echo $$ $! > ${pidFile}.tmp; mv ${pidFile}.tmp ${pidFile}; wait`
+      const baseURL = await mockModel(root, [
+        { toolCalls: [{ id: 'o', name: 'terminal_open', arguments: { command: ['/bin/sh', '-c', script] } }] },
+        { events: [{ stall: true }] },
+      ])
+      // Unconfined, so the terminal's program is dsh's own child (a sandbox's bwrap dies with its
+      // parent on its own: --die-with-parent).
+      const dsh = startDsh(root, baseURL, ['--patch', patch, '-p', 'open a terminal'], {
+        DSH_PERMISSION_MODE: 'danger-full-access',
+      })
+      const pids = await until(`the terminal's program to start (dsh stderr: ${dsh.stderr()})`, () => pidsIn(pidFile))
+      for (const pid of pids) expect(gone(pid)).toBe(false)
 
-    dsh.child.kill('SIGKILL')
-    await dsh.exited
-    await until('the terminal\'s program and its job to end', () => pids.every(gone))
-  })
+      dsh.child.kill('SIGKILL')
+      await dsh.exited
+      await until("the terminal's program and its job to end", () => pids.every(gone))
+    })
 
-  it('a normal run still stops its MCP server gracefully (SIGTERM first), and the watchdog leaves with dsh', { timeout: 120_000 }, async () => {
-    const root = tempRoot()
-    const pidFile = join(root, 'server.pids')
-    settings(root, pidFile, 'polite')
-    const baseURL = await mockModel(root, [{ text: 'done' }])
-    const dsh = startDsh(root, baseURL, ['-p', 'hello'])
-    const pids = await until(`the MCP server to start (dsh stderr: ${dsh.stderr()})`, () => pidsIn(pidFile))
-    const watchdog = watchdogOf(dsh.child.pid!)
-    expect(await dsh.exited, dsh.stderr()).toEqual({ code: 0, signal: null })
-    // dsh stopped the server itself before exiting: SIGTERM, once.
-    expect(gone(pids[0])).toBe(true)
-    expect(readFileSync(`${pidFile}.term`, 'utf8')).toBe('TERM\n')
-    expect(watchdog).toBeGreaterThan(1)
-    await until('the watchdog to exit', () => gone(watchdog!))
-  })
-})
+    it('a normal run still stops its MCP server gracefully (SIGTERM first), and the watchdog leaves with dsh', {
+      timeout: 120_000,
+    }, async () => {
+      const root = tempRoot()
+      const pidFile = join(root, 'server.pids')
+      settings(root, pidFile, 'polite')
+      const baseURL = await mockModel(root, [{ text: 'done' }])
+      const dsh = startDsh(root, baseURL, ['-p', 'hello'])
+      const pids = await until(`the MCP server to start (dsh stderr: ${dsh.stderr()})`, () => pidsIn(pidFile))
+      const watchdog = watchdogOf(dsh.child.pid!)
+      expect(await dsh.exited, dsh.stderr()).toEqual({ code: 0, signal: null })
+      // dsh stopped the server itself before exiting: SIGTERM, once.
+      expect(gone(pids[0])).toBe(true)
+      expect(readFileSync(`${pidFile}.term`, 'utf8')).toBe('TERM\n')
+      expect(watchdog).toBeGreaterThan(1)
+      await until('the watchdog to exit', () => gone(watchdog!))
+    })
+  },
+)

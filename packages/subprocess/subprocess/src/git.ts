@@ -76,10 +76,25 @@ export const SAFE_GIT_OPTIONS: readonly string[] = ['--no-pager', '--no-replace-
  * Arguments of the query that lists the repository's program-running driver settings, for
  * `gitDriverOverrides`. `git config` reads configuration only (no index, no fsmonitor, no hooks).
  */
-export const GIT_DRIVER_QUERY: readonly string[] = ['config', '--null', '--name-only', '--get-regexp', '^(filter|diff|merge)\\..+\\.(clean|smudge|process|command|textconv|driver|required)$']
+export const GIT_DRIVER_QUERY: readonly string[] = [
+  'config',
+  '--null',
+  '--name-only',
+  '--get-regexp',
+  '^(filter|diff|merge)\\..+\\.(clean|smudge|process|command|textconv|driver|required)$',
+]
 
 /** Subcommands that produce diffs: they also get `--no-ext-diff --no-textconv`. */
-const DIFF_COMMANDS = new Set(['diff', 'log', 'show', 'whatchanged', 'format-patch', 'diff-tree', 'diff-index', 'diff-files'])
+const DIFF_COMMANDS = new Set([
+  'diff',
+  'log',
+  'show',
+  'whatchanged',
+  'format-patch',
+  'diff-tree',
+  'diff-index',
+  'diff-files',
+])
 /** Subcommands that apply textconv by default but take no `--no-ext-diff`. */
 const TEXTCONV_COMMANDS = new Set(['blame', 'annotate'])
 
@@ -121,10 +136,15 @@ export interface SafeGitOptions {
  * queries them first.
  */
 export function safeGitSpec(args: readonly string[], options: SafeGitOptions): SpawnSpec {
-  if (!Array.isArray(args) || args.length === 0 || !args.every((arg) => typeof arg === 'string')) throw new TypeError('safeGit: args must be a non-empty array of strings')
+  if (!Array.isArray(args) || args.length === 0 || !args.every((arg) => typeof arg === 'string'))
+    throw new TypeError('safeGit: args must be a non-empty array of strings')
   const [command, ...rest] = args
   const overrides = SAFE_GIT_CONFIG.flatMap(([key, value]) => ['-c', `${key}=${value}`])
-  const diffOptions = DIFF_COMMANDS.has(command) ? ['--no-ext-diff', '--no-textconv'] : TEXTCONV_COMMANDS.has(command) ? ['--no-textconv'] : []
+  const diffOptions = DIFF_COMMANDS.has(command)
+    ? ['--no-ext-diff', '--no-textconv']
+    : TEXTCONV_COMMANDS.has(command)
+      ? ['--no-textconv']
+      : []
   const set: Record<string, string | undefined> = {}
   for (const name of UNSAFE_GIT_ENV) set[name] = undefined
   Object.assign(set, options.env ?? {}, SAFE_GIT_ENV)
@@ -163,7 +183,11 @@ export interface SafeGitResult {
  * filter, diff and merge drivers are switched off by name), then the command. Never throws for
  * a git failure; read `code` and `stderr`.
  */
-export async function runSafeGit(subprocess: SubprocessService, args: readonly string[], options: SafeGitOptions): Promise<SafeGitResult> {
+export async function runSafeGit(
+  subprocess: SubprocessService,
+  args: readonly string[],
+  options: SafeGitOptions,
+): Promise<SafeGitResult> {
   let driverOverrides = options.driverOverrides
   if (driverOverrides === undefined) {
     const query = await collect(subprocess, safeGitSpec(GIT_DRIVER_QUERY, { ...options, driverOverrides: [] }))
@@ -179,7 +203,14 @@ async function collect(subprocess: SubprocessService, spec: SpawnSpec): Promise<
     const kept = exit.output[stream]
     if (!kept) return ''
     const decoder = new TextDecoder()
-    return kept.truncated ? `${decoder.decode(kept.head)}\n[...]\n${decoder.decode(kept.tail)}` : decoder.decode(kept.head)
+    return kept.truncated
+      ? `${decoder.decode(kept.head)}\n[...]\n${decoder.decode(kept.tail)}`
+      : decoder.decode(kept.head)
   }
-  return { code: exit.code, stdout: text('stdout'), stderr: text('stderr') || (exit.spawnError ? exit.spawnError.message : ''), exit }
+  return {
+    code: exit.code,
+    stdout: text('stdout'),
+    stderr: text('stderr') || (exit.spawnError ? exit.spawnError.message : ''),
+    exit,
+  }
 }

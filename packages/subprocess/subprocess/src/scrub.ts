@@ -30,7 +30,9 @@ const PATTERN = /^[A-Za-z0-9_*.-]+$/
 /** Compiles one `*`-wildcard pattern into an anchored, case-insensitive RegExp. Throws on a malformed pattern. */
 export function compilePattern(pattern: string): RegExp {
   if (typeof pattern !== 'string' || !PATTERN.test(pattern)) {
-    throw new TypeError(`invalid environment name pattern ${JSON.stringify(pattern)} (letters, digits, _ . - and * only)`)
+    throw new TypeError(
+      `invalid environment name pattern ${JSON.stringify(pattern)} (letters, digits, _ . - and * only)`,
+    )
   }
   const body = pattern
     .split('*')

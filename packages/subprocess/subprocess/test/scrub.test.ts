@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest'
-import { compilePattern, createScrubber, DEFAULT_SCRUB_DENY, DEFAULT_SCRUB_POLICY, scrubEnvironment } from '../src/index.ts'
+import {
+  compilePattern,
+  createScrubber,
+  DEFAULT_SCRUB_DENY,
+  DEFAULT_SCRUB_POLICY,
+  scrubEnvironment,
+} from '../src/index.ts'
 
 // One variable per default pattern that no other default pattern matches: deleting any pattern
 // from the list lets its witness through, so the table below fails.
@@ -8,7 +14,7 @@ const WITNESSES: Record<string, string> = {
   '*APIKEY*': 'GOOGLE_APIKEY',
   '*_TOKEN': 'GITHUB_TOKEN',
   '*_TOKEN_*': 'SLACK_TOKEN_V2',
-  'TOKEN': 'TOKEN',
+  TOKEN: 'TOKEN',
   '*SECRET*': 'CLIENT_SECRET',
   '*PASSWORD*': 'DB_PASSWORD',
   '*PASSWD*': 'PGPASSWD',
@@ -21,7 +27,20 @@ const WITNESSES: Record<string, string> = {
 }
 
 /** Ordinary variables a child needs; none may be scrubbed by default. */
-const ORDINARY = ['PATH', 'HOME', 'LANG', 'TERM', 'USER', 'SHELL', 'PWD', 'EDITOR', 'TOKENIZERS_PARALLELISM', 'KEYBOARD_LAYOUT', 'NODE_OPTIONS', 'DSH_SESSION_ID']
+const ORDINARY = [
+  'PATH',
+  'HOME',
+  'LANG',
+  'TERM',
+  'USER',
+  'SHELL',
+  'PWD',
+  'EDITOR',
+  'TOKENIZERS_PARALLELISM',
+  'KEYBOARD_LAYOUT',
+  'NODE_OPTIONS',
+  'DSH_SESSION_ID',
+]
 
 describe('the default credential scrub list', () => {
   const scrubbed = createScrubber(DEFAULT_SCRUB_POLICY)

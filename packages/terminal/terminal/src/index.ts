@@ -52,7 +52,12 @@ export interface TerminalRead {
   dropped: number
 }
 
-export type TerminalErrorCode = 'UNKNOWN_TERMINAL' | 'TERMINAL_EXITED' | 'TOO_MANY_TERMINALS' | 'INVALID_REQUEST' | 'OPEN_FAILED'
+export type TerminalErrorCode =
+  | 'UNKNOWN_TERMINAL'
+  | 'TERMINAL_EXITED'
+  | 'TOO_MANY_TERMINALS'
+  | 'INVALID_REQUEST'
+  | 'OPEN_FAILED'
 
 export class TerminalError extends Error {
   override name = 'TerminalError'
@@ -97,7 +102,8 @@ interface Live {
 // CSI, OSC (ended by BEL or ST), other two-character escapes, and stray control characters
 // (tab and newline kept). Carriage returns are dropped, so `\r\n` reads as `\n`.
 // eslint-disable-next-line no-control-regex
-const CONTROL = /\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[PX^_][^\x1b]*\x1b\\|\x1b[@-Z\\-_]|[\x00-\x08\x0b-\x1f\x7f]/g
+const CONTROL =
+  /\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[PX^_][^\x1b]*\x1b\\|\x1b[@-Z\\-_]|[\x00-\x08\x0b-\x1f\x7f]/g
 /** An escape sequence that has not ended yet at the end of a chunk. */
 // eslint-disable-next-line no-control-regex
 const OPEN_ESCAPE = /\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b]*|[PX^_][^\x1b]*)?$/
@@ -114,12 +120,19 @@ const describe = (error: unknown) => (error instanceof Error ? error.message : S
 export class TerminalService extends Service {
   static inject = ['subprocess']
   static Config: Schema<Partial<TerminalConfig>, TerminalConfig> = Schema.object({
-    shell: Schema.array(Schema.string()).default(['bash', '--noprofile', '--norc', '-i']).description('Program of a terminal opened without a command.'),
+    shell: Schema.array(Schema.string())
+      .default(['bash', '--noprofile', '--norc', '-i'])
+      .description('Program of a terminal opened without a command.'),
     cols: Schema.natural().min(20).default(160),
     rows: Schema.natural().min(5).default(40),
-    retainChars: Schema.natural().min(1000).default(200_000).description('Cleaned output characters kept per terminal; older output is dropped.'),
+    retainChars: Schema.natural()
+      .min(1000)
+      .default(200_000)
+      .description('Cleaned output characters kept per terminal; older output is dropped.'),
     maxPerAgent: Schema.natural().min(1).default(8).description('Most open terminals per agent.'),
-    killGraceMs: Schema.natural().default(1000).description('Grace between SIGTERM and SIGKILL when a terminal is closed.'),
+    killGraceMs: Schema.natural()
+      .default(1000)
+      .description('Grace between SIGTERM and SIGKILL when a terminal is closed.'),
   })
 
   // Mutated in place only: methods may run on a per-caller shadow of `this`.
@@ -131,7 +144,15 @@ export class TerminalService extends Service {
   constructor(ctx: Context, config: Partial<TerminalConfig> = {}) {
     super(ctx, 'terminals')
     this.home = ctx
-    this.config = { shell: ['bash', '--noprofile', '--norc', '-i'], cols: 160, rows: 40, retainChars: 200_000, maxPerAgent: 8, killGraceMs: 1000, ...config }
+    this.config = {
+      shell: ['bash', '--noprofile', '--norc', '-i'],
+      cols: 160,
+      rows: 40,
+      retainChars: 200_000,
+      maxPerAgent: 8,
+      killGraceMs: 1000,
+      ...config,
+    }
     ctx.on('agent/disposed', (agent) => {
       for (const live of [...this.live.values()]) if (live.record.owner.agentId === agent.id) void this.closeLive(live)
     })
@@ -141,12 +162,19 @@ export class TerminalService extends Service {
 
   async open(options: OpenTerminalOptions): Promise<TerminalRecord> {
     const owner = options?.owner
-    if (!owner || typeof owner.agentId !== 'string' || owner.agentId === '') throw new TerminalError('INVALID_REQUEST', 'a terminal needs an owning agent')
+    if (!owner || typeof owner.agentId !== 'string' || owner.agentId === '')
+      throw new TerminalError('INVALID_REQUEST', 'a terminal needs an owning agent')
     const command = options.command && options.command.length > 0 ? options.command : this.config.shell
-    if (command.some((part) => typeof part !== 'string') || command[0] === '') throw new TerminalError('INVALID_REQUEST', 'command must be a non-empty list of strings')
-    const mine = [...this.live.values()].filter((l) => l.record.owner.agentId === owner.agentId && l.record.status === 'running')
+    if (command.some((part) => typeof part !== 'string') || command[0] === '')
+      throw new TerminalError('INVALID_REQUEST', 'command must be a non-empty list of strings')
+    const mine = [...this.live.values()].filter(
+      (l) => l.record.owner.agentId === owner.agentId && l.record.status === 'running',
+    )
     if (mine.length >= this.config.maxPerAgent) {
-      throw new TerminalError('TOO_MANY_TERMINALS', `this agent already has ${mine.length} open terminals (the limit is ${this.config.maxPerAgent}); close one first`)
+      throw new TerminalError(
+        'TOO_MANY_TERMINALS',
+        `this agent already has ${mine.length} open terminals (the limit is ${this.config.maxPerAgent}); close one first`,
+      )
     }
     let argv = command
     let confinement = 'none'
@@ -154,11 +182,22 @@ export class TerminalService extends Service {
     const policy = this.home.get('sandboxPolicy')
     if (sandbox && policy) {
       try {
-        const invocation = await sandbox.wrap({ argv: command, cwd: options.cwd, policy: policy.resolve({ ...(owner.sessionId !== undefined ? { sessionId: owner.sessionId } : {}), cwd: options.cwd }), launcher: false })
+        const invocation = await sandbox.wrap({
+          argv: command,
+          cwd: options.cwd,
+          policy: policy.resolve({
+            ...(owner.sessionId !== undefined ? { sessionId: owner.sessionId } : {}),
+            cwd: options.cwd,
+          }),
+          launcher: false,
+        })
         argv = invocation.argv
         confinement = invocation.runner
       } catch (error) {
-        throw new TerminalError('OPEN_FAILED', `the terminal cannot be confined by the sandbox policy: ${describe(error)}`)
+        throw new TerminalError(
+          'OPEN_FAILED',
+          `the terminal cannot be confined by the sandbox policy: ${describe(error)}`,
+        )
       }
     }
     const id = `term-${++this.counter.n}`
@@ -183,7 +222,15 @@ export class TerminalService extends Service {
       startedAt: Date.now(),
       confinement,
     }
-    const live: Live = { record, handle, text: '', base: 0, pending: '', decoder: new StringDecoder('utf8'), waiters: new Set() }
+    const live: Live = {
+      record,
+      handle,
+      text: '',
+      base: 0,
+      pending: '',
+      decoder: new StringDecoder('utf8'),
+      waiters: new Set(),
+    }
     this.live.set(id, live)
     handle.onOutput((chunk) => this.ingest(live, chunk.data))
     void handle.exited.then((exit) => {
@@ -198,7 +245,9 @@ export class TerminalService extends Service {
   }
 
   list(owner: TerminalOwner): TerminalRecord[] {
-    return [...this.live.values()].filter((l) => l.record.owner.agentId === owner.agentId).map((l) => structuredClone(l.record))
+    return [...this.live.values()]
+      .filter((l) => l.record.owner.agentId === owner.agentId)
+      .map((l) => structuredClone(l.record))
   }
 
   get(id: string, owner: TerminalOwner): TerminalRecord {
@@ -209,7 +258,8 @@ export class TerminalService extends Service {
   write(id: string, owner: TerminalOwner, input: string): void {
     const live = this.find(id, owner)
     if (typeof input !== 'string') throw new TerminalError('INVALID_REQUEST', 'input must be a string')
-    if (live.record.status !== 'running') throw new TerminalError('TERMINAL_EXITED', `terminal ${id} has exited; open a new one`)
+    if (live.record.status !== 'running')
+      throw new TerminalError('TERMINAL_EXITED', `terminal ${id} has exited; open a new one`)
     live.handle.write(input)
   }
 
@@ -217,10 +267,15 @@ export class TerminalService extends Service {
    * Output from cursor `since` (default: everything retained). With `waitMs`, waits for output past
    * `since` and then until it has been quiet for `quietMs` (or `waitMs` passed, or the program ended).
    */
-  async read(id: string, owner: TerminalOwner, options: { since?: number; waitMs?: number; quietMs?: number } = {}): Promise<TerminalRead> {
+  async read(
+    id: string,
+    owner: TerminalOwner,
+    options: { since?: number; waitMs?: number; quietMs?: number } = {},
+  ): Promise<TerminalRead> {
     const live = this.find(id, owner)
     const since = options.since ?? live.base
-    if (!Number.isInteger(since) || since < 0) throw new TerminalError('INVALID_REQUEST', 'since must be a non-negative integer')
+    if (!Number.isInteger(since) || since < 0)
+      throw new TerminalError('INVALID_REQUEST', 'since must be a non-negative integer')
     const waitMs = Math.max(0, Math.min(options.waitMs ?? 0, 60_000))
     if (waitMs > 0) await this.settle(live, since, waitMs, options.quietMs ?? 150)
     const end = live.base + live.text.length
@@ -253,7 +308,10 @@ export class TerminalService extends Service {
     const live = typeof id === 'string' ? this.live.get(id) : undefined
     if (live && owner && live.record.owner.agentId === owner.agentId) return live
     const known = owner ? this.list(owner).map((r) => r.id) : []
-    throw new TerminalError('UNKNOWN_TERMINAL', `no terminal "${String(id)}" of this agent${known.length ? ` (open: ${known.join(', ')})` : ''}`)
+    throw new TerminalError(
+      'UNKNOWN_TERMINAL',
+      `no terminal "${String(id)}" of this agent${known.length ? ` (open: ${known.join(', ')})` : ''}`,
+    )
   }
 
   private async closeLive(live: Live): Promise<void> {

@@ -76,16 +76,22 @@ describe('ctx.terminals', () => {
     const out = await readUntil(c, term.id, cursor, /hello-terminal in sub/)
     cursor = out.to
     c.terminals.write(term.id, me, 'exit 3\n')
-    for (let i = 0; i < 50 && c.terminals.get(term.id, me).status === 'running'; i++) await c.terminals.read(term.id, me, { since: cursor, waitMs: 200 })
+    for (let i = 0; i < 50 && c.terminals.get(term.id, me).status === 'running'; i++)
+      await c.terminals.read(term.id, me, { since: cursor, waitMs: 200 })
     expect(c.terminals.get(term.id, me)).toMatchObject({ status: 'exited', exitCode: 3 })
     expect(error(() => c.terminals.write(term.id, me, 'echo\n')).code).toBe('TERMINAL_EXITED')
   })
 
-  it('another agent cannot address a terminal it does not own; bad requests are refused', { timeout: 30_000 }, async () => {
+  it('another agent cannot address a terminal it does not own; bad requests are refused', {
+    timeout: 30_000,
+  }, async () => {
     const { c, cwd } = await boot({ maxPerAgent: 1 })
     const term = await c.terminals.open({ owner: me, cwd })
     const other = { agentId: 'agent-2' }
-    expect(error(() => c.terminals.write(term.id, other, 'echo hi\n'))).toMatchObject({ code: 'UNKNOWN_TERMINAL', message: 'no terminal "term-1" of this agent' })
+    expect(error(() => c.terminals.write(term.id, other, 'echo hi\n'))).toMatchObject({
+      code: 'UNKNOWN_TERMINAL',
+      message: 'no terminal "term-1" of this agent',
+    })
     await expect(c.terminals.read(term.id, other)).rejects.toMatchObject({ code: 'UNKNOWN_TERMINAL' })
     await expect(c.terminals.close(term.id, other)).rejects.toMatchObject({ code: 'UNKNOWN_TERMINAL' })
     expect(c.terminals.list(other)).toEqual([])
@@ -95,7 +101,9 @@ describe('ctx.terminals', () => {
     expect(c.terminals.get(term.id, me).status).toBe('running')
   })
 
-  it('a flooding program keeps only the newest output; SIGINT stops it and the shell lives on', { timeout: 30_000 }, async () => {
+  it('a flooding program keeps only the newest output; SIGINT stops it and the shell lives on', {
+    timeout: 30_000,
+  }, async () => {
     const { c, cwd } = await boot({ retainChars: 5000 })
     const term = await c.terminals.open({ owner: me, cwd })
     c.terminals.write(term.id, me, 'yes flood-line\n')
@@ -121,30 +129,46 @@ describe('ctx.terminals', () => {
 })
 
 describe('ctx.terminals under the local sandbox', () => {
-  const bwrap = spawnSync('bwrap', ['--ro-bind', '/', '/', '--dev', '/dev', '--unshare-pid', '--', 'true'], { stdio: 'ignore' }).status === 0
+  const bwrap =
+    spawnSync('bwrap', ['--ro-bind', '/', '/', '--dev', '/dev', '--unshare-pid', '--', 'true'], { stdio: 'ignore' })
+      .status === 0
 
-  it.skipIf(!bwrap)('a terminal runs confined on its own PTY: the sandbox starts no spawn server for it', { timeout: 30_000 }, async () => {
-    ctx = new Context()
-    await ctx.plugin(LocalSubprocessService, {} as never)
-    await ctx.plugin(LocalSandbox, { runner: 'bwrap', prewarmDelayMs: 0 })
-    const cwd = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-terminal-sandboxed-')))
-    await ctx.plugin(SandboxPolicyService, { fallbackRoot: cwd })
-    await ctx.plugin(TerminalService, {})
-    const c = ctx
-    const sandbox = c.sandbox as LocalSandbox
-    const term = await c.terminals.open({ owner: me, cwd, command: ['bash', '--noprofile', '--norc', '-c', 'touch /opt/escape-$$ 2>/dev/null && echo wrote || echo refused; echo "tty: $(tty)"'] })
-    expect(term.confinement).toBe('bwrap')
-    const out = await readUntil(c, term.id, 0, /tty: /)
-    expect(out.text).toContain('refused')
-    // On a terminal (bwrap shows the PTY as /dev/console inside), not on pipes.
-    expect(out.text).toMatch(/tty: \/dev\//)
-    expect(out.text).not.toContain('not a tty')
-    // A terminal's command is the PTY's own process (launcher: false): no server was started.
-    expect(sandbox.spawnServers).toBe(0)
-    // The counter is live: a plain command under the same policy does start one.
-    const policy = c.sandboxPolicy.resolve({ cwd })
-    const invocation = await sandbox.wrap({ argv: ['true'], cwd, policy })
-    expect(invocation.launcher).toBeDefined()
-    expect(sandbox.spawnServers).toBe(1)
-  })
+  it.skipIf(!bwrap)(
+    'a terminal runs confined on its own PTY: the sandbox starts no spawn server for it',
+    { timeout: 30_000 },
+    async () => {
+      ctx = new Context()
+      await ctx.plugin(LocalSubprocessService, {} as never)
+      await ctx.plugin(LocalSandbox, { runner: 'bwrap', prewarmDelayMs: 0 })
+      const cwd = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-terminal-sandboxed-')))
+      await ctx.plugin(SandboxPolicyService, { fallbackRoot: cwd })
+      await ctx.plugin(TerminalService, {})
+      const c = ctx
+      const sandbox = c.sandbox as LocalSandbox
+      const term = await c.terminals.open({
+        owner: me,
+        cwd,
+        command: [
+          'bash',
+          '--noprofile',
+          '--norc',
+          '-c',
+          'touch /opt/escape-$$ 2>/dev/null && echo wrote || echo refused; echo "tty: $(tty)"',
+        ],
+      })
+      expect(term.confinement).toBe('bwrap')
+      const out = await readUntil(c, term.id, 0, /tty: /)
+      expect(out.text).toContain('refused')
+      // On a terminal (bwrap shows the PTY as /dev/console inside), not on pipes.
+      expect(out.text).toMatch(/tty: \/dev\//)
+      expect(out.text).not.toContain('not a tty')
+      // A terminal's command is the PTY's own process (launcher: false): no server was started.
+      expect(sandbox.spawnServers).toBe(0)
+      // The counter is live: a plain command under the same policy does start one.
+      const policy = c.sandboxPolicy.resolve({ cwd })
+      const invocation = await sandbox.wrap({ argv: ['true'], cwd, policy })
+      expect(invocation.launcher).toBeDefined()
+      expect(sandbox.spawnServers).toBe(1)
+    },
+  )
 })

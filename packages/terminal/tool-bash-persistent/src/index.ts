@@ -65,7 +65,11 @@ export function apply(ctx: Context, config: ToolBashPersistentConfig): void {
         interrupted = signal.aborted ? 'cancelled' : 'timeout'
         ctx.terminals.signal(shell.id, owner, 'SIGINT')
       }
-      const out = await ctx.terminals.read(shell.id, owner, { since, waitMs: interrupted ? 2000 : Math.max(50, Math.min(left, 1000)), quietMs: 20 })
+      const out = await ctx.terminals.read(shell.id, owner, {
+        since,
+        waitMs: interrupted ? 2000 : Math.max(50, Math.min(left, 1000)),
+        quietMs: 20,
+      })
       const done = scan(out.text, shell.marker)
       if (done) return { ...done, interrupted }
       if (out.status !== 'running') return { output: out.text, code: -1, interrupted, exited: true }
@@ -83,11 +87,21 @@ export function apply(ctx: Context, config: ToolBashPersistentConfig): void {
       }
       shells.delete(owner.agentId)
     }
-    const record = await ctx.terminals.open({ owner, cwd, command: ['bash', '--noprofile', '--norc'], env: { PS1: '', PS2: '' } })
-    const shell: Shell = { id: record.id, marker: `__DSH_DONE_${randomBytes(6).toString('hex')}`, queue: Promise.resolve() }
+    const record = await ctx.terminals.open({
+      owner,
+      cwd,
+      command: ['bash', '--noprofile', '--norc'],
+      env: { PS1: '', PS2: '' },
+    })
+    const shell: Shell = {
+      id: record.id,
+      marker: `__DSH_DONE_${randomBytes(6).toString('hex')}`,
+      queue: Promise.resolve(),
+    }
     // No echo of typed input, no history expansion; then wait until the shell answers.
     const ready = await runIn(owner, shell, 'stty -echo 2>/dev/null; set +H', 30_000, new AbortController().signal)
-    if (ready.interrupted || 'exited' in ready) throw new TerminalError('OPEN_FAILED', 'the persistent shell did not start')
+    if (ready.interrupted || 'exited' in ready)
+      throw new TerminalError('OPEN_FAILED', 'the persistent shell did not start')
     shells.set(owner.agentId, shell)
     return shell
   }
@@ -112,8 +126,12 @@ export function apply(ctx: Context, config: ToolBashPersistentConfig): void {
       additionalProperties: false,
     },
     async execute(args, call) {
-      if (call.agentId === undefined) return fail('NO_AGENT', 'the persistent shell belongs to an agent, and this call is not attached to one')
-      const owner: TerminalOwner = { agentId: call.agentId, ...(call.sessionId !== undefined ? { sessionId: call.sessionId } : {}) }
+      if (call.agentId === undefined)
+        return fail('NO_AGENT', 'the persistent shell belongs to an agent, and this call is not attached to one')
+      const owner: TerminalOwner = {
+        agentId: call.agentId,
+        ...(call.sessionId !== undefined ? { sessionId: call.sessionId } : {}),
+      }
       const timeoutMs = Math.min(args.timeoutMs ?? config.defaultTimeoutMs, config.maxTimeoutMs)
       try {
         const shell = await shellFor(owner, call.cwd)
@@ -124,10 +142,24 @@ export function apply(ctx: Context, config: ToolBashPersistentConfig): void {
         const body = output === '' ? '(no output)' : output.replace(/\n$/, '')
         if ('exited' in result) {
           shells.delete(owner.agentId)
-          return { ...fail('SHELL_EXITED', 'the shell ended (the command ran `exit` or killed it); the next call starts a new shell in the working directory'), content: `${body}\n\nError [SHELL_EXITED]: the shell ended; the next call starts a new one.` }
+          return {
+            ...fail(
+              'SHELL_EXITED',
+              'the shell ended (the command ran `exit` or killed it); the next call starts a new shell in the working directory',
+            ),
+            content: `${body}\n\nError [SHELL_EXITED]: the shell ended; the next call starts a new one.`,
+          }
         }
-        if (result.interrupted === 'timeout') return { ...fail('TIMEOUT', `interrupted after ${timeoutMs} ms`), content: `${body}\n\nError [TIMEOUT]: the command was interrupted after ${timeoutMs} ms; the shell and its state remain.` }
-        if (result.interrupted === 'cancelled') return { ...fail('CANCELLED', 'the call was cancelled'), content: `${body}\n\n[cancelled: the command was interrupted]` }
+        if (result.interrupted === 'timeout')
+          return {
+            ...fail('TIMEOUT', `interrupted after ${timeoutMs} ms`),
+            content: `${body}\n\nError [TIMEOUT]: the command was interrupted after ${timeoutMs} ms; the shell and its state remain.`,
+          }
+        if (result.interrupted === 'cancelled')
+          return {
+            ...fail('CANCELLED', 'the call was cancelled'),
+            content: `${body}\n\n[cancelled: the command was interrupted]`,
+          }
         return { content: `${body}\n\n[exit code ${result.code}]`, meta: { exitCode: result.code, terminal: shell.id } }
       } catch (error) {
         if (TerminalError.is(error)) return fail(error.code, error.message)

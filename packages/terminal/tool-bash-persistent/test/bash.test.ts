@@ -19,11 +19,21 @@ afterEach(async () => {
 
 async function boot(script: ScriptEntry[]) {
   const cwd = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-bash-persistent-')))
-  harness = await createHarness({ cwd, script, plugins: [[LocalSubprocessService, {}], [TerminalService, {}], [ToolBashPersistent, {}]] })
+  harness = await createHarness({
+    cwd,
+    script,
+    plugins: [
+      [LocalSubprocessService, {}],
+      [TerminalService, {}],
+      [ToolBashPersistent, {}],
+    ],
+  })
   return { h: harness, cwd }
 }
 
-const bash = (command: string, callId: string, extra: object = {}) => ({ toolCalls: [{ name: 'bash', arguments: { command, description: 'x', ...extra }, callId }] })
+const bash = (command: string, callId: string, extra: object = {}) => ({
+  toolCalls: [{ name: 'bash', arguments: { command, description: 'x', ...extra }, callId }],
+})
 
 function lastTool(request: LlmRequest): string {
   const m = request.messages.filter((x) => x.role === 'tool').at(-1)
@@ -31,7 +41,9 @@ function lastTool(request: LlmRequest): string {
 }
 
 describe('tool-bash-persistent', () => {
-  it('cd, exported variables and functions persist between calls; exit codes and timeouts are reported', { timeout: 60_000 }, async () => {
+  it('cd, exported variables and functions persist between calls; exit codes and timeouts are reported', {
+    timeout: 60_000,
+  }, async () => {
     const { h, cwd } = await boot([
       bash('mkdir -p deep/er && cd deep/er && export KEEP=persisted && greet() { echo "hi $1"; }', 'c1'),
       bash('pwd; echo "$KEEP"; greet there', 'c2'),
@@ -47,7 +59,9 @@ describe('tool-bash-persistent', () => {
     expect(seen(1)).toBe('(no output)\n\n[exit code 0]')
     expect(seen(2)).toBe(`${cwd}/deep/er\npersisted\nhi there\n\n[exit code 0]`)
     expect(seen(3)).toMatch(/No such file or directory\n\n\[exit code 2\]$/)
-    expect(seen(4)).toMatch(/Error \[TIMEOUT\]: the command was interrupted after 300 ms; the shell and its state remain\.$/)
+    expect(seen(4)).toMatch(
+      /Error \[TIMEOUT\]: the command was interrupted after 300 ms; the shell and its state remain\.$/,
+    )
     expect(seen(5)).toBe('still persisted\n\n[exit code 0]')
     expect(seen(6)).toMatch(/Error \[SHELL_EXITED\]/)
     // A new shell starts in the working directory.
@@ -55,7 +69,12 @@ describe('tool-bash-persistent', () => {
   })
 
   it('each agent has its own shell', { timeout: 60_000 }, async () => {
-    const { h } = await boot([bash('export WHO=first', 'c1'), { text: 'set' }, bash('echo "[$WHO]"', 'c2'), { text: 'read' }])
+    const { h } = await boot([
+      bash('export WHO=first', 'c1'),
+      { text: 'set' },
+      bash('echo "[$WHO]"', 'c2'),
+      { text: 'read' },
+    ])
     await h.prompt('set it')
     const other = h.ctx.agents.create({ cwd: h.agent.cwd, model: h.agent.model })
     await other.send('read it')

@@ -47,7 +47,9 @@ function state(record: Pick<TerminalRecord, 'status' | 'exitCode' | 'signal'>): 
 export function apply(ctx: Context, config: ToolTerminalConfig): void {
   contributeSection(ctx, PROMPT_SECTION)
   const ownerOf = (call: ToolCallContext): TerminalOwner | undefined =>
-    call.agentId !== undefined ? { agentId: call.agentId, ...(call.sessionId !== undefined ? { sessionId: call.sessionId } : {}) } : undefined
+    call.agentId !== undefined
+      ? { agentId: call.agentId, ...(call.sessionId !== undefined ? { sessionId: call.sessionId } : {}) }
+      : undefined
   const noAgent = () => fail('NO_AGENT', 'terminals belong to an agent, and this call is not attached to one')
   const refused = (error: unknown): ToolOutput => {
     if (TerminalError.is(error)) return fail(error.code, error.message)
@@ -65,16 +67,25 @@ export function apply(ctx: Context, config: ToolTerminalConfig): void {
       ...(cut > 0 ? [`the first ${cut} characters of this range are not shown`] : []),
     ]
     const head = `Terminal ${out.id} (${state(record)}); output ${out.from}-${out.to}, next: ${out.to}${notes.length ? `; ${notes.join('; ')}` : ''}.`
-    return { content: `${head}\n${text === '' ? '(no new output)' : text}`, meta: { id: out.id, status: record.status, next: out.to } }
+    return {
+      content: `${head}\n${text === '' ? '(no new output)' : text}`,
+      meta: { id: out.id, status: record.status, next: out.to },
+    }
   }
 
   ctx.tools.register<{ command?: string[]; workdir?: string }>({
     name: 'terminal_open',
-    description: 'Open a persistent terminal: an interactive shell by default, or the given program (e.g. ["python3", "-i"]). Returns its id and the first output.',
+    description:
+      'Open a persistent terminal: an interactive shell by default, or the given program (e.g. ["python3", "-i"]). Returns its id and the first output.',
     parameters: {
       type: 'object',
       properties: {
-        command: { type: 'array', items: { type: 'string' }, minItems: 1, description: 'Program and arguments; default: an interactive bash.' },
+        command: {
+          type: 'array',
+          items: { type: 'string' },
+          minItems: 1,
+          description: 'Program and arguments; default: an interactive bash.',
+        },
         workdir: { type: 'string', description: 'Directory to start in (default: the working directory).' },
       },
       additionalProperties: false,
@@ -84,11 +95,18 @@ export function apply(ctx: Context, config: ToolTerminalConfig): void {
       if (!owner) return noAgent()
       try {
         const { isAbsolute, resolve } = await import('node:path')
-        const cwd = args.workdir ? (isAbsolute(args.workdir) ? args.workdir : resolve(call.cwd, args.workdir)) : call.cwd
+        const cwd = args.workdir
+          ? isAbsolute(args.workdir)
+            ? args.workdir
+            : resolve(call.cwd, args.workdir)
+          : call.cwd
         const record = await ctx.terminals.open({ owner, cwd, ...(args.command ? { command: args.command } : {}) })
         const out = await ctx.terminals.read(record.id, owner, { since: 0, waitMs: config.waitMs, quietMs: 200 })
         const rendered = render(out, ctx.terminals.get(record.id, owner))
-        return { ...rendered, content: `Opened terminal ${record.id} (${record.command.join(' ')}).\n${rendered.content}` }
+        return {
+          ...rendered,
+          content: `Opened terminal ${record.id} (${record.command.join(' ')}).\n${rendered.content}`,
+        }
       } catch (error) {
         return refused(error)
       }
@@ -97,14 +115,20 @@ export function apply(ctx: Context, config: ToolTerminalConfig): void {
 
   ctx.tools.register<{ id: string; input: string; enter?: boolean; wait_ms?: number }>({
     name: 'terminal_send',
-    description: 'Type input into a terminal (Enter is pressed after it unless enter is false) and return the output that follows, once it settles.',
+    description:
+      'Type input into a terminal (Enter is pressed after it unless enter is false) and return the output that follows, once it settles.',
     parameters: {
       type: 'object',
       properties: {
         id: { type: 'string', description: 'Terminal id (e.g. "term-1").' },
         input: { type: 'string', description: 'Text to type.' },
         enter: { type: 'boolean', description: 'Press Enter after the input (default true).' },
-        wait_ms: { type: 'integer', minimum: 0, maximum: 60000, description: 'How long to wait for output (default from config).' },
+        wait_ms: {
+          type: 'integer',
+          minimum: 0,
+          maximum: 60000,
+          description: 'How long to wait for output (default from config).',
+        },
       },
       required: ['id', 'input'],
       additionalProperties: false,
@@ -115,7 +139,11 @@ export function apply(ctx: Context, config: ToolTerminalConfig): void {
       try {
         const since = (await ctx.terminals.read(args.id, owner)).to
         ctx.terminals.write(args.id, owner, args.enter === false ? args.input : `${args.input}\n`)
-        const out = await ctx.terminals.read(args.id, owner, { since, waitMs: args.wait_ms ?? config.waitMs, quietMs: 200 })
+        const out = await ctx.terminals.read(args.id, owner, {
+          since,
+          waitMs: args.wait_ms ?? config.waitMs,
+          quietMs: 200,
+        })
         return render(out, ctx.terminals.get(args.id, owner))
       } catch (error) {
         return refused(error)
@@ -125,13 +153,19 @@ export function apply(ctx: Context, config: ToolTerminalConfig): void {
 
   ctx.tools.register<{ id: string; since?: number; wait_ms?: number }>({
     name: 'terminal_read',
-    description: 'Read a terminal\'s output from cursor `since` (the `next` of an earlier result; default: what is retained), optionally waiting for new output.',
+    description:
+      "Read a terminal's output from cursor `since` (the `next` of an earlier result; default: what is retained), optionally waiting for new output.",
     parameters: {
       type: 'object',
       properties: {
         id: { type: 'string', description: 'Terminal id.' },
         since: { type: 'integer', minimum: 0, description: 'Cursor to read from.' },
-        wait_ms: { type: 'integer', minimum: 0, maximum: 60000, description: 'Wait up to this long for new output (default 0).' },
+        wait_ms: {
+          type: 'integer',
+          minimum: 0,
+          maximum: 60000,
+          description: 'Wait up to this long for new output (default 0).',
+        },
       },
       required: ['id'],
       additionalProperties: false,
@@ -140,7 +174,11 @@ export function apply(ctx: Context, config: ToolTerminalConfig): void {
       const owner = ownerOf(call)
       if (!owner) return noAgent()
       try {
-        const out = await ctx.terminals.read(args.id, owner, { ...(args.since !== undefined ? { since: args.since } : {}), waitMs: args.wait_ms ?? 0, quietMs: 200 })
+        const out = await ctx.terminals.read(args.id, owner, {
+          ...(args.since !== undefined ? { since: args.since } : {}),
+          waitMs: args.wait_ms ?? 0,
+          quietMs: 200,
+        })
         return render(out, ctx.terminals.get(args.id, owner))
       } catch (error) {
         return refused(error)
@@ -150,10 +188,14 @@ export function apply(ctx: Context, config: ToolTerminalConfig): void {
 
   ctx.tools.register<{ id: string; signal: (typeof SIGNALS)[number] }>({
     name: 'terminal_signal',
-    description: 'Send a signal to the program in a terminal: SIGINT is Ctrl-C (interrupts the running command), SIGTERM/SIGKILL end it.',
+    description:
+      'Send a signal to the program in a terminal: SIGINT is Ctrl-C (interrupts the running command), SIGTERM/SIGKILL end it.',
     parameters: {
       type: 'object',
-      properties: { id: { type: 'string', description: 'Terminal id.' }, signal: { type: 'string', enum: [...SIGNALS] } },
+      properties: {
+        id: { type: 'string', description: 'Terminal id.' },
+        signal: { type: 'string', enum: [...SIGNALS] },
+      },
       required: ['id', 'signal'],
       additionalProperties: false,
     },
@@ -162,7 +204,10 @@ export function apply(ctx: Context, config: ToolTerminalConfig): void {
       if (!owner) return noAgent()
       try {
         ctx.terminals.signal(args.id, owner, args.signal)
-        return { content: `Sent ${args.signal} to terminal ${args.id}. Read it to see the effect.`, meta: { id: args.id } }
+        return {
+          content: `Sent ${args.signal} to terminal ${args.id}. Read it to see the effect.`,
+          meta: { id: args.id },
+        }
       } catch (error) {
         return refused(error)
       }
@@ -172,7 +217,12 @@ export function apply(ctx: Context, config: ToolTerminalConfig): void {
   ctx.tools.register<{ id: string }>({
     name: 'terminal_close',
     description: 'Close a terminal and stop everything running in it.',
-    parameters: { type: 'object', properties: { id: { type: 'string', description: 'Terminal id.' } }, required: ['id'], additionalProperties: false },
+    parameters: {
+      type: 'object',
+      properties: { id: { type: 'string', description: 'Terminal id.' } },
+      required: ['id'],
+      additionalProperties: false,
+    },
     async execute(args, call) {
       const owner = ownerOf(call)
       if (!owner) return noAgent()
@@ -196,7 +246,12 @@ export function apply(ctx: Context, config: ToolTerminalConfig): void {
       const records = ctx.terminals.list(owner)
       if (records.length === 0) return { content: 'You have no open terminals.', meta: { count: 0 } }
       return {
-        content: records.map((r) => `${r.id}  ${state(r)}  ${r.command.join(' ')}  (cwd ${r.cwd}, ${r.confinement === 'none' ? 'unconfined' : `confined by ${r.confinement}`})`).join('\n'),
+        content: records
+          .map(
+            (r) =>
+              `${r.id}  ${state(r)}  ${r.command.join(' ')}  (cwd ${r.cwd}, ${r.confinement === 'none' ? 'unconfined' : `confined by ${r.confinement}`})`,
+          )
+          .join('\n'),
         meta: { count: records.length },
       }
     },

@@ -26,7 +26,9 @@ function setup(patchText: string) {
 }
 
 function toolText(i: number, callId: string): string {
-  const messages = (server!.requests[i].body as { messages: Array<{ role: string; content: string; tool_call_id?: string }> }).messages
+  const messages = (
+    server!.requests[i].body as { messages: Array<{ role: string; content: string; tool_call_id?: string }> }
+  ).messages
   return messages.find((m) => m.role === 'tool' && m.tool_call_id === callId)?.content ?? '(none)'
 }
 
@@ -51,8 +53,12 @@ it('terminal tools: python3 -i answers 1+1 with 2, confined by the sandbox', { t
   expect(toolText(3, 'l')).toMatch(/^term-1 {2}running {2}python3 -i -q {2}\(cwd .*, confined by (bwrap|landlock)\)$/)
 })
 
-it('tool-bash-persistent in place of tool-bash keeps cd and an exported variable between calls', { timeout: 90_000 }, async () => {
-  const { cwd, patch, home } = setup('- id: terminals\n  disabled: false\n- id: tool-bash\n  disabled: true\n- id: tool-bash-persistent\n  disabled: false\n')
+it('tool-bash-persistent in place of tool-bash keeps cd and an exported variable between calls', {
+  timeout: 90_000,
+}, async () => {
+  const { cwd, patch, home } = setup(
+    '- id: terminals\n  disabled: false\n- id: tool-bash\n  disabled: true\n- id: tool-bash-persistent\n  disabled: false\n',
+  )
   server = await startMockServer({
     steps: [
       call('a', 'bash', { command: 'mkdir -p sub && cd sub && export MARK=kept', description: 'prepare' }),

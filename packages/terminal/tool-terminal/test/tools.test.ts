@@ -18,7 +18,15 @@ afterEach(async () => {
 
 async function boot(script: ScriptEntry[]) {
   const cwd = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-tool-terminal-')))
-  harness = await createHarness({ cwd, script, plugins: [[LocalSubprocessService, {}], [TerminalService, {}], [ToolTerminal, { waitMs: 3000 }]] })
+  harness = await createHarness({
+    cwd,
+    script,
+    plugins: [
+      [LocalSubprocessService, {}],
+      [TerminalService, {}],
+      [ToolTerminal, { waitMs: 3000 }],
+    ],
+  })
   return harness
 }
 
@@ -30,7 +38,9 @@ function lastTool(request: LlmRequest): string {
 }
 
 describe('tool-terminal', () => {
-  it('a python3 REPL: open, send 1+1, read 2; a persistent bash keeps cd and exports; list and close', { timeout: 60_000 }, async () => {
+  it('a python3 REPL: open, send 1+1, read 2; a persistent bash keeps cd and exports; list and close', {
+    timeout: 60_000,
+  }, async () => {
     const h = await boot([
       call('terminal_open', { command: ['python3', '-i', '-q'] }, 'c1'),
       call('terminal_send', { id: 'term-1', input: '1+1' }, 'c2'),
@@ -44,15 +54,21 @@ describe('tool-terminal', () => {
     ])
     expect((await h.prompt('use terminals')).text).toBe('done')
     const seen = (i: number) => lastTool(h.model.requests[i])
-    expect(seen(1)).toMatch(/^Opened terminal term-1 \(python3 -i -q\)\.\nTerminal term-1 \(running\); output 0-\d+, next: \d+\.\n/)
+    expect(seen(1)).toMatch(
+      /^Opened terminal term-1 \(python3 -i -q\)\.\nTerminal term-1 \(running\); output 0-\d+, next: \d+\.\n/,
+    )
     expect(seen(2)).toMatch(/\n1\+1\n2\n>>> $/)
     expect(seen(5)).toContain('kept-between-calls at /tmp\n')
-    expect(seen(6)).toMatch(/^term-1 {2}running {2}python3 -i -q {2}\(cwd .*, unconfined\)\nterm-2 {2}running {2}bash --noprofile --norc -i/)
+    expect(seen(6)).toMatch(
+      /^term-1 {2}running {2}python3 -i -q {2}\(cwd .*, unconfined\)\nterm-2 {2}running {2}bash --noprofile --norc -i/,
+    )
     expect(seen(7)).toMatch(/^Closed terminal term-1 \(exited/)
     expect(seen(8)).toBe('Error [UNKNOWN_TERMINAL]: no terminal "term-1" of this agent (open: term-2)')
   })
 
-  it('another agent cannot use a terminal id it learned; bad arguments are one error each', { timeout: 60_000 }, async () => {
+  it('another agent cannot use a terminal id it learned; bad arguments are one error each', {
+    timeout: 60_000,
+  }, async () => {
     const h = await boot([
       call('terminal_open', {}, 'c1'),
       { text: 'opened' },

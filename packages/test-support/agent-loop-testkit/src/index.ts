@@ -94,8 +94,15 @@ export async function createHarness(options: HarnessOptions = {}): Promise<Harne
  * `plugin` is mounted and of one after it was unloaded, on a fresh harness (`plugins` are the
  * services it needs). Tests assert on the two texts.
  */
-export async function promptAcrossUnload(plugin: Plugin, options: { cwd: string; plugins?: Array<[Plugin, unknown?]>; config?: unknown }): Promise<{ loaded: string; unloaded: string }> {
-  const harness = await createHarness({ cwd: options.cwd, script: [{ text: 'one' }, { text: 'two' }], plugins: options.plugins ?? [] })
+export async function promptAcrossUnload(
+  plugin: Plugin,
+  options: { cwd: string; plugins?: Array<[Plugin, unknown?]>; config?: unknown },
+): Promise<{ loaded: string; unloaded: string }> {
+  const harness = await createHarness({
+    cwd: options.cwd,
+    script: [{ text: 'one' }, { text: 'two' }],
+    plugins: options.plugins ?? [],
+  })
   try {
     const mounted = await harness.mount(plugin, options.config ?? {})
     await harness.prompt('first')

@@ -86,7 +86,15 @@ export class ScriptedModel implements LlmAdapter {
   }
 
   listModels(): ModelInfo[] {
-    return [{ provider: this.provider, id: SCRIPTED_MODEL, contextWindow: 128_000, maxOutputTokens: 8192, supportsTools: true }]
+    return [
+      {
+        provider: this.provider,
+        id: SCRIPTED_MODEL,
+        contextWindow: 128_000,
+        maxOutputTokens: 8192,
+        supportsTools: true,
+      },
+    ]
   }
 
   async *stream(request: LlmRequest): AsyncIterable<StreamChunk> {
@@ -97,7 +105,10 @@ export class ScriptedModel implements LlmAdapter {
     const index = this.cursor++
     const entry = this.script[index]
     if (!entry) {
-      throw new LlmError('EMPTY_RESPONSE', `the scripted model has no step ${index + 1} (script has ${this.script.length})`)
+      throw new LlmError(
+        'EMPTY_RESPONSE',
+        `the scripted model has no step ${index + 1} (script has ${this.script.length})`,
+      )
     }
     const step = typeof entry === 'function' ? entry(request, index) : entry
     for (const chunk of chunksFor(step, index)) {

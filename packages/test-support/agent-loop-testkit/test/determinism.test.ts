@@ -29,7 +29,13 @@ describe('determinism', () => {
     const recording = await createHarness({
       plugins: [[echoTool]],
       script: [
-        { reasoning: 'I should echo twice', toolCalls: [{ name: 'echo', arguments: { value: 'a' } }, { name: 'echo', arguments: { value: 'b' } }] },
+        {
+          reasoning: 'I should echo twice',
+          toolCalls: [
+            { name: 'echo', arguments: { value: 'a' } },
+            { name: 'echo', arguments: { value: 'b' } },
+          ],
+        },
         { toolCalls: [{ name: 'echo', arguments: '{"value": 1' }] }, // malformed: an error result
         { text: 'all done' },
         { text: 'second turn answer' },
@@ -61,7 +67,11 @@ describe('determinism', () => {
       name: 'request-checker',
       apply(ctx: Context) {
         ctx.on('agent/request', async (payload, next) => {
-          const violations = checkRequestReconstructable(payload.agent.session, payload.request, payload.agent.session.length)
+          const violations = checkRequestReconstructable(
+            payload.agent.session,
+            payload.request,
+            payload.agent.session.length,
+          )
           checks.push(violations.map((v) => v.message))
           return next()
         })

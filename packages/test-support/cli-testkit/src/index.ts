@@ -30,7 +30,11 @@ export function runDsh(args: readonly string[], options: DshRunOptions): Promise
     if (value !== undefined) env[key] = value
   }
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [DSH_BIN, ...args], { cwd: options.cwd, env, stdio: ['pipe', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [DSH_BIN, ...args], {
+      cwd: options.cwd,
+      env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    })
     let stdout = ''
     let stderr = ''
     const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60_000)

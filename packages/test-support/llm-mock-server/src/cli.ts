@@ -55,7 +55,9 @@ export async function main(argv: string[]): Promise<void> {
   try {
     const parsed = parseArgs(argv)
     if ('help' in parsed) {
-      process.stdout.write(`${USAGE}\nServes a scripted OpenAI/DeepSeek-compatible chat completions API on 127.0.0.1.\n`)
+      process.stdout.write(
+        `${USAGE}\nServes a scripted OpenAI/DeepSeek-compatible chat completions API on 127.0.0.1.\n`,
+      )
       return
     }
     args = parsed

@@ -148,10 +148,33 @@ export class MockScriptError extends Error {
   }
 }
 
-const EVENT_KEYS = ['text', 'reasoning', 'toolCall', 'toolArgs', 'delayMs', 'stall', 'keepAlive', 'reset', 'frame', 'forever'] as const
+const EVENT_KEYS = [
+  'text',
+  'reasoning',
+  'toolCall',
+  'toolArgs',
+  'delayMs',
+  'stall',
+  'keepAlive',
+  'reset',
+  'frame',
+  'forever',
+] as const
 const RESPONSE_KEYS = [
-  'label', 'expect', 'reasoning', 'text', 'toolCalls', 'events', 'usage', 'usageOn', 'finish',
-  'delayMs', 'chunkDelayMs', 'done', 'model', 'id',
+  'label',
+  'expect',
+  'reasoning',
+  'text',
+  'toolCalls',
+  'events',
+  'usage',
+  'usageOn',
+  'finish',
+  'delayMs',
+  'chunkDelayMs',
+  'done',
+  'model',
+  'id',
 ]
 const EXPECT_KEYS = ['model', 'lastRole', 'lastContains', 'systemContains', 'tools', 'messageCount', 'stream']
 const USAGE_KEYS = ['prompt', 'completion', 'cacheHit', 'reasoning']
@@ -165,7 +188,8 @@ class Checker {
     throw new MockScriptError(this.source, path, detail)
   }
   object(value: unknown, path: string): Obj {
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) this.fail(path, `expected an object, got ${describe(value)}`)
+    if (value === null || typeof value !== 'object' || Array.isArray(value))
+      this.fail(path, `expected an object, got ${describe(value)}`)
     return value as Obj
   }
   keys(value: Obj, path: string, allowed: readonly string[]): void {
@@ -192,7 +216,8 @@ function describe(value: unknown): string {
   if (value === undefined) return 'nothing (the field is missing)'
   if (value === null) return 'null'
   if (Array.isArray(value)) return 'an array'
-  if (typeof value === 'string') return `the string ${JSON.stringify(value.length > 40 ? value.slice(0, 40) + '...' : value)}`
+  if (typeof value === 'string')
+    return `the string ${JSON.stringify(value.length > 40 ? value.slice(0, 40) + '...' : value)}`
   return typeof value === 'object' ? 'an object' : `${typeof value} ${String(value)}`
 }
 
@@ -203,7 +228,8 @@ export function validateScript(input: unknown, source = '<inline script>'): Mock
   c.keys(script, '', ['models', 'steps'])
   if (!Array.isArray(script.steps)) c.fail('steps', `expected an array of steps, got ${describe(script.steps)}`)
   if (script.models !== undefined) {
-    if (!Array.isArray(script.models)) c.fail('models', `expected an array of model ids, got ${describe(script.models)}`)
+    if (!Array.isArray(script.models))
+      c.fail('models', `expected an array of model ids, got ${describe(script.models)}`)
     script.models.forEach((m, i) => c.string(m, `models[${i}]`))
   }
   script.steps.forEach((step, i) => validateStep(c, step, `steps[${i}]`))
@@ -218,13 +244,17 @@ function validateStep(c: Checker, value: unknown, path: string): void {
     c.keys(step, path, ['label', 'expect', 'error'])
     const e = c.object(step.error, `${path}.error`)
     c.keys(e, `${path}.error`, ['status', 'body', 'message', 'retryAfter', 'headers', 'delayMs', 'echoHeaders'])
-    if (e.echoHeaders !== undefined && typeof e.echoHeaders !== 'boolean') c.fail(`${path}.error.echoHeaders`, `expected a boolean, got ${describe(e.echoHeaders)}`)
-    if (e.echoHeaders && e.body !== undefined) c.fail(`${path}.error.echoHeaders`, 'echoHeaders applies to the default body, not to an explicit body')
+    if (e.echoHeaders !== undefined && typeof e.echoHeaders !== 'boolean')
+      c.fail(`${path}.error.echoHeaders`, `expected a boolean, got ${describe(e.echoHeaders)}`)
+    if (e.echoHeaders && e.body !== undefined)
+      c.fail(`${path}.error.echoHeaders`, 'echoHeaders applies to the default body, not to an explicit body')
     const status = c.natural(e.status, `${path}.error.status`)
-    if (status < 400 || status > 599) c.fail(`${path}.error.status`, `expected an HTTP error status 400-599, got ${status}`)
+    if (status < 400 || status > 599)
+      c.fail(`${path}.error.status`, `expected an HTTP error status 400-599, got ${status}`)
     if (e.body !== undefined && typeof e.body !== 'string') c.object(e.body, `${path}.error.body`)
     c.optional(e, 'message', `${path}.error`, (v, p) => c.string(v, p))
-    if (e.retryAfter !== undefined && typeof e.retryAfter !== 'string') c.natural(e.retryAfter, `${path}.error.retryAfter`)
+    if (e.retryAfter !== undefined && typeof e.retryAfter !== 'string')
+      c.natural(e.retryAfter, `${path}.error.retryAfter`)
     if (e.headers !== undefined) validateHeaders(c, e.headers, `${path}.error.headers`)
     c.optional(e, 'delayMs', `${path}.error`, (v, p) => c.natural(v, p))
     return
@@ -233,7 +263,8 @@ function validateStep(c: Checker, value: unknown, path: string): void {
     c.keys(step, path, ['label', 'expect', 'raw'])
     const r = c.object(step.raw, `${path}.raw`)
     c.keys(r, `${path}.raw`, ['status', 'contentType', 'body', 'headers', 'repeat'])
-    if (r.repeat !== undefined && c.natural(r.repeat, `${path}.raw.repeat`) < 1) c.fail(`${path}.raw.repeat`, 'expected at least 1')
+    if (r.repeat !== undefined && c.natural(r.repeat, `${path}.raw.repeat`) < 1)
+      c.fail(`${path}.raw.repeat`, 'expected at least 1')
     c.string(r.body, `${path}.raw.body`)
     c.optional(r, 'status', `${path}.raw`, (v, p) => c.natural(v, p))
     c.optional(r, 'contentType', `${path}.raw`, (v, p) => c.string(v, p))
@@ -248,7 +279,8 @@ function validateStep(c: Checker, value: unknown, path: string): void {
   c.optional(step, 'reasoning', path, (v, p) => c.string(v, p))
   c.optional(step, 'text', path, (v, p) => c.string(v, p))
   if (step.toolCalls !== undefined) {
-    if (!Array.isArray(step.toolCalls)) c.fail(`${path}.toolCalls`, `expected an array, got ${describe(step.toolCalls)}`)
+    if (!Array.isArray(step.toolCalls))
+      c.fail(`${path}.toolCalls`, `expected an array, got ${describe(step.toolCalls)}`)
     step.toolCalls.forEach((t, i) => validateToolCall(c, t, `${path}.toolCalls[${i}]`))
   }
   if (step.events !== undefined) {
@@ -260,26 +292,41 @@ function validateStep(c: Checker, value: unknown, path: string): void {
       const e = c.object(event, p)
       const keys = Object.keys(e)
       if (keys.length !== 1 || !(EVENT_KEYS as readonly string[]).includes(keys[0])) {
-        c.fail(p, `an event has exactly one of the keys ${EVENT_KEYS.join(', ')}; got ${keys.length ? keys.join(', ') : 'none'}`)
+        c.fail(
+          p,
+          `an event has exactly one of the keys ${EVENT_KEYS.join(', ')}; got ${keys.length ? keys.join(', ') : 'none'}`,
+        )
       }
       const key = keys[0]
       const v = e[key]
       const q = `${p}.${key}`
       switch (key) {
-        case 'text': case 'reasoning': case 'frame': c.string(v, q); break
-        case 'delayMs': c.natural(v, q); break
+        case 'text':
+        case 'reasoning':
+        case 'frame':
+          c.string(v, q)
+          break
+        case 'delayMs':
+          c.natural(v, q)
+          break
         case 'forever': {
           const f = c.object(v, q)
           c.keys(f, q, ['text', 'keepAlive', 'empty', 'frame', 'intervalMs'])
-          if ([f.text, f.keepAlive, f.empty, f.frame].filter((x) => x !== undefined).length !== 1) c.fail(q, 'expected exactly one of text, keepAlive, empty or frame')
-          if (f.frame !== undefined && c.string(f.frame, `${q}.frame`) === '') c.fail(`${q}.frame`, 'expected a non-empty string')
-          if (f.text !== undefined && c.string(f.text, `${q}.text`) === '') c.fail(`${q}.text`, 'expected a non-empty string')
-          if (f.keepAlive !== undefined && f.keepAlive !== true) c.fail(`${q}.keepAlive`, `expected true, got ${describe(f.keepAlive)}`)
+          if ([f.text, f.keepAlive, f.empty, f.frame].filter((x) => x !== undefined).length !== 1)
+            c.fail(q, 'expected exactly one of text, keepAlive, empty or frame')
+          if (f.frame !== undefined && c.string(f.frame, `${q}.frame`) === '')
+            c.fail(`${q}.frame`, 'expected a non-empty string')
+          if (f.text !== undefined && c.string(f.text, `${q}.text`) === '')
+            c.fail(`${q}.text`, 'expected a non-empty string')
+          if (f.keepAlive !== undefined && f.keepAlive !== true)
+            c.fail(`${q}.keepAlive`, `expected true, got ${describe(f.keepAlive)}`)
           if (f.empty !== undefined && f.empty !== true) c.fail(`${q}.empty`, `expected true, got ${describe(f.empty)}`)
           c.optional(f, 'intervalMs', q, (x, y) => c.natural(x, y))
           break
         }
-        case 'stall': case 'keepAlive': case 'reset':
+        case 'stall':
+        case 'keepAlive':
+        case 'reset':
           if (v !== true) c.fail(q, `expected true, got ${describe(v)}`)
           break
         case 'toolCall': {
@@ -295,7 +342,8 @@ function validateStep(c: Checker, value: unknown, path: string): void {
           c.keys(a, q, ['index', 'arguments'])
           const index = c.natural(a.index, `${q}.index`)
           c.string(a.arguments, `${q}.arguments`)
-          if (!started.has(index)) c.fail(`${q}.index`, `no tool call with index ${index} was started earlier in this step`)
+          if (!started.has(index))
+            c.fail(`${q}.index`, `no tool call with index ${index} was started earlier in this step`)
           break
         }
       }
@@ -312,12 +360,17 @@ function validateStep(c: Checker, value: unknown, path: string): void {
   if (step.usageOn !== undefined && !['trailing', 'finish', 'both'].includes(step.usageOn as string)) {
     c.fail(`${path}.usageOn`, `expected trailing, finish or both, got ${describe(step.usageOn)}`)
   }
-  if (step.finish !== undefined && step.finish !== null && !WIRE_FINISH_REASONS.includes(step.finish as WireFinishReason)) {
+  if (
+    step.finish !== undefined &&
+    step.finish !== null &&
+    !WIRE_FINISH_REASONS.includes(step.finish as WireFinishReason)
+  ) {
     c.fail(`${path}.finish`, `expected one of ${WIRE_FINISH_REASONS.join(', ')} or null, got ${describe(step.finish)}`)
   }
   c.optional(step, 'delayMs', path, (v, p) => c.natural(v, p))
   c.optional(step, 'chunkDelayMs', path, (v, p) => c.natural(v, p))
-  if (step.done !== undefined && typeof step.done !== 'boolean') c.fail(`${path}.done`, `expected a boolean, got ${describe(step.done)}`)
+  if (step.done !== undefined && typeof step.done !== 'boolean')
+    c.fail(`${path}.done`, `expected a boolean, got ${describe(step.done)}`)
   c.optional(step, 'model', path, (v, p) => c.string(v, p))
   c.optional(step, 'id', path, (v, p) => c.string(v, p))
 }
@@ -342,9 +395,11 @@ function validateToolCall(c: Checker, value: unknown, path: string): MockToolCal
 function validateExpect(c: Checker, value: unknown, path: string): void {
   const e = c.object(value, path)
   c.keys(e, path, EXPECT_KEYS)
-  for (const k of ['model', 'lastRole', 'lastContains', 'systemContains']) c.optional(e, k, path, (v, p) => c.string(v, p))
+  for (const k of ['model', 'lastRole', 'lastContains', 'systemContains'])
+    c.optional(e, k, path, (v, p) => c.string(v, p))
   c.optional(e, 'messageCount', path, (v, p) => c.natural(v, p))
-  if (e.stream !== undefined && typeof e.stream !== 'boolean') c.fail(`${path}.stream`, `expected a boolean, got ${describe(e.stream)}`)
+  if (e.stream !== undefined && typeof e.stream !== 'boolean')
+    c.fail(`${path}.stream`, `expected a boolean, got ${describe(e.stream)}`)
   if (e.tools !== undefined) {
     if (!Array.isArray(e.tools)) c.fail(`${path}.tools`, `expected an array of tool names, got ${describe(e.tools)}`)
     e.tools.forEach((t, i) => c.string(t, `${path}.tools[${i}]`))
@@ -373,7 +428,11 @@ export function loadScript(file: string): MockScript {
   try {
     text = readFileSync(file, 'utf8')
   } catch (error) {
-    throw new MockScriptError(file, '', `cannot read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`)
+    throw new MockScriptError(
+      file,
+      '',
+      `cannot read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+    )
   }
   return parseScript(text, file)
 }

@@ -75,7 +75,8 @@ export async function startMockServer(options: MockServerOptions): Promise<MockS
 
   const server = createServer((req, res) => {
     void handle(req, res).catch((error: unknown) => {
-      if (!res.headersSent) sendError(res, 500, `llm-mock-server internal error: ${(error as Error).message}`, 'mock_internal_error')
+      if (!res.headersSent)
+        sendError(res, 500, `llm-mock-server internal error: ${(error as Error).message}`, 'mock_internal_error')
       else res.destroy()
     })
   })
@@ -144,7 +145,12 @@ export async function startMockServer(options: MockServerOptions): Promise<MockS
     const mismatch = step.expect ? checkExpectation(step.expect, request) : []
     if (mismatch.length) {
       record.outcome = 'expectation-failed'
-      return sendError(res, 400, `llm-mock-server: ${label} expectation failed: ${mismatch.join('; ')}`, 'mock_expectation_failed')
+      return sendError(
+        res,
+        400,
+        `llm-mock-server: ${label} expectation failed: ${mismatch.join('; ')}`,
+        'mock_expectation_failed',
+      )
     }
     const abort = closeSignal(res)
     if ('error' in step) {
@@ -154,12 +160,17 @@ export async function startMockServer(options: MockServerOptions): Promise<MockS
       const headers: { [name: string]: string } = { ...e.headers }
       if (e.retryAfter !== undefined) headers['retry-after'] = String(e.retryAfter)
       if (typeof e.body === 'string') {
-        res.writeHead(e.status, { 'content-type': looksJson(e.body) ? 'application/json' : 'text/plain; charset=utf-8', ...headers })
+        res.writeHead(e.status, {
+          'content-type': looksJson(e.body) ? 'application/json' : 'text/plain; charset=utf-8',
+          ...headers,
+        })
         res.end(e.body)
         return
       }
       const message = e.message ?? `mock error ${e.status} from ${label}`
-      const payload = e.body ?? errorBody(e.status, e.echoHeaders ? `${message}; request headers: ${JSON.stringify(req.headers)}` : message)
+      const payload =
+        e.body ??
+        errorBody(e.status, e.echoHeaders ? `${message}; request headers: ${JSON.stringify(req.headers)}` : message)
       res.writeHead(e.status, { 'content-type': 'application/json', ...headers })
       res.end(JSON.stringify(payload))
       return
@@ -235,7 +246,8 @@ function messageText(message: unknown): string {
   const parts: string[] = []
   if (typeof m.content === 'string') parts.push(m.content)
   else if (Array.isArray(m.content)) {
-    for (const part of m.content) if (part && typeof (part as Json).text === 'string') parts.push((part as Json).text as string)
+    for (const part of m.content)
+      if (part && typeof (part as Json).text === 'string') parts.push((part as Json).text as string)
   }
   if (typeof m.reasoning_content === 'string') parts.push(m.reasoning_content)
   if (Array.isArray(m.tool_calls)) {
@@ -261,12 +273,18 @@ function checkExpectation(expect: MockExpectation, request: Json): string[] {
     const text = messageText(last)
     if (!text.includes(expect.lastContains)) {
       const shown = text.length > 80 ? `${text.slice(0, 80)}...` : text
-      problems.push(`last message does not contain ${JSON.stringify(expect.lastContains)} (it reads ${JSON.stringify(shown)})`)
+      problems.push(
+        `last message does not contain ${JSON.stringify(expect.lastContains)} (it reads ${JSON.stringify(shown)})`,
+      )
     }
   }
   if (expect.systemContains !== undefined) {
-    const system = messages.filter((m) => m?.role === 'system').map(messageText).join('\n')
-    if (!system.includes(expect.systemContains)) problems.push(`no system message contains ${JSON.stringify(expect.systemContains)}`)
+    const system = messages
+      .filter((m) => m?.role === 'system')
+      .map(messageText)
+      .join('\n')
+    if (!system.includes(expect.systemContains))
+      problems.push(`no system message contains ${JSON.stringify(expect.systemContains)}`)
   }
   if (expect.messageCount !== undefined && messages.length !== expect.messageCount) {
     problems.push(`request has ${messages.length} messages, expected ${expect.messageCount}`)
@@ -276,10 +294,13 @@ function checkExpectation(expect: MockExpectation, request: Json): string[] {
   }
   if (expect.tools !== undefined) {
     const offered = Array.isArray(request.tools)
-      ? (request.tools as Json[]).map((t) => (t?.function as Json | undefined)?.name).filter((n): n is string => typeof n === 'string')
+      ? (request.tools as Json[])
+          .map((t) => (t?.function as Json | undefined)?.name)
+          .filter((n): n is string => typeof n === 'string')
       : []
     const missing = expect.tools.filter((name) => !offered.includes(name))
-    if (missing.length) problems.push(`tools ${missing.join(', ')} not offered (offered: ${offered.join(', ') || 'none'})`)
+    if (missing.length)
+      problems.push(`tools ${missing.join(', ')} not offered (offered: ${offered.join(', ') || 'none'})`)
   }
   return problems
 }
@@ -295,7 +316,12 @@ type Action =
   | { kind: 'raw'; text: string }
   | { kind: 'forever'; text?: string; comment?: string; empty?: true; frame?: string; intervalMs: number }
 
-interface ToolAccumulator { index: number; id: string; name: string; arguments: string }
+interface ToolAccumulator {
+  index: number
+  id: string
+  name: string
+  arguments: string
+}
 
 interface Plan {
   id: string
@@ -353,7 +379,12 @@ function planResponse(step: MockResponseStep, stepIndex: number, request: Json):
       const index = call.index ?? autoIndex
       autoIndex = Math.max(autoIndex, index + 1)
       const fragments = toolFragments(call)
-      const tool: ToolAccumulator = { index, id: call.id ?? `call_${stepIndex}_${index}`, name: call.name, arguments: fragments.join('') }
+      const tool: ToolAccumulator = {
+        index,
+        id: call.id ?? `call_${stepIndex}_${index}`,
+        name: call.name,
+        arguments: fragments.join(''),
+      }
       plan.tools.push(tool)
       plan.actions.push({
         kind: 'delta',
@@ -383,7 +414,7 @@ function planResponse(step: MockResponseStep, stepIndex: number, request: Json):
             ? { kind: 'forever', empty: true, intervalMs: f.intervalMs ?? 10 }
             : f.frame !== undefined
               ? { kind: 'forever', frame: f.frame, intervalMs: f.intervalMs ?? 10 }
-            : { kind: 'forever', comment: 'keep-alive', intervalMs: f.intervalMs ?? 10 },
+              : { kind: 'forever', comment: 'keep-alive', intervalMs: f.intervalMs ?? 10 },
       )
     }
   }
@@ -421,14 +452,29 @@ function wireUsage(usage: MockUsage | undefined, request: Json, plan: Plan): Jso
 
 // ---- writing -------------------------------------------------------------------------------
 
-async function streamResponse(res: ServerResponse, plan: Plan, request: Json, abort: AbortSignal, record: RecordedRequest): Promise<void> {
+async function streamResponse(
+  res: ServerResponse,
+  plan: Plan,
+  request: Json,
+  abort: AbortSignal,
+  record: RecordedRequest,
+): Promise<void> {
   const includeUsage = (request.stream_options as Json | undefined)?.include_usage === true
   const created = Math.floor(Date.now() / 1000)
   const frame = (choices: Json[], extra: Json = {}) =>
     `data: ${JSON.stringify({ id: plan.id, object: 'chat.completion.chunk', created, model: plan.model, system_fingerprint: 'fp_mock', choices, ...extra })}\n\n`
-  const choice = (delta: Json, finish: string | null = null) => ({ index: 0, delta, logprobs: null, finish_reason: finish })
+  const choice = (delta: Json, finish: string | null = null) => ({
+    index: 0,
+    delta,
+    logprobs: null,
+    finish_reason: finish,
+  })
 
-  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' })
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+  })
   res.flushHeaders()
   if (plan.delayMs) await sleep(plan.delayMs, abort)
 
@@ -479,7 +525,12 @@ async function streamResponse(res: ServerResponse, plan: Plan, request: Json, ab
   if (plan.finish !== null) {
     if (plan.chunkDelayMs) await sleep(plan.chunkDelayMs, abort)
     const usageHere = includeUsage && plan.usageOn !== 'trailing'
-    await write(res, frame([choice({ content: '' }, plan.finish)], usageHere ? { usage: plan.usage } : {}), record, abort)
+    await write(
+      res,
+      frame([choice({ content: '' }, plan.finish)], usageHere ? { usage: plan.usage } : {}),
+      record,
+      abort,
+    )
   }
   if (includeUsage && plan.usageOn !== 'finish') await write(res, frame([], { usage: plan.usage }), record, abort)
   if (plan.done) await write(res, 'data: [DONE]\n\n', record, abort)

@@ -70,7 +70,14 @@ describe('llm-mock-server streaming', () => {
 
   it('sends the usage frame only when stream_options.include_usage is set', async () => {
     const steps = [{ text: 'ok', usage: { prompt: 100, completion: 20, cacheHit: 60, reasoning: 5 } }]
-    const server = await start({ steps: [...steps, ...steps, { ...steps[0], usageOn: 'finish' as const }, { ...steps[0], usageOn: 'both' as const }] })
+    const server = await start({
+      steps: [
+        ...steps,
+        ...steps,
+        { ...steps[0], usageOn: 'finish' as const },
+        { ...steps[0], usageOn: 'both' as const },
+      ],
+    })
     const expected = {
       prompt_tokens: 100,
       completion_tokens: 20,
@@ -164,7 +171,11 @@ describe('llm-mock-server streaming', () => {
     expect(overloaded.headers.get('content-type')).toMatch(/^text\/plain/)
     expect(await overloaded.text()).toBe('upstream overloaded')
     const ok = await collectSse(await chat(server, { stream: true }))
-    expect(deltas(ok.frames).map((d) => d.content).join('')).toBe('after the errors')
+    expect(
+      deltas(ok.frames)
+        .map((d) => d.content)
+        .join(''),
+    ).toBe('after the errors')
   })
 
   it('serves a raw non-SSE body when asked to', async () => {
@@ -219,7 +230,11 @@ describe('llm-mock-server streaming', () => {
   it('fails a step whose request expectations do not match with a 400 describing the mismatch', async () => {
     const server = await start({
       steps: [
-        { label: 'greeting', expect: { lastRole: 'user', lastContains: 'hello', model: 'deepseek-v4-flash' }, text: 'hi' },
+        {
+          label: 'greeting',
+          expect: { lastRole: 'user', lastContains: 'hello', model: 'deepseek-v4-flash' },
+          text: 'hi',
+        },
         { expect: { lastRole: 'tool', tools: ['read_file'], messageCount: 3 }, text: 'never' },
         { expect: { systemContains: 'You are dsh', stream: false }, text: 'plain' },
       ],
@@ -240,7 +255,14 @@ describe('llm-mock-server streaming', () => {
 
   it('answers a non-streaming request with a JSON chat.completion', async () => {
     const server = await start({
-      steps: [{ reasoning: 'r', text: 'answer', toolCalls: [{ id: 'c1', name: 'ls', arguments: '{"dir":"."}' }], usage: { prompt: 5, completion: 2 } }],
+      steps: [
+        {
+          reasoning: 'r',
+          text: 'answer',
+          toolCalls: [{ id: 'c1', name: 'ls', arguments: '{"dir":"."}' }],
+          usage: { prompt: 5, completion: 2 },
+        },
+      ],
     })
     const response = await chat(server, {})
     expect(response.headers.get('content-type')).toBe('application/json')
@@ -308,7 +330,10 @@ describe('llm-mock-server script files', () => {
   it('loads YAML and JSON script files', async () => {
     const yamlFile = write('ok.yaml', 'models: [m]\nsteps:\n  - text: from yaml\n')
     const jsonFile = write('ok.json', JSON.stringify([{ text: 'from json' }]))
-    for (const [file, text] of [[yamlFile, 'from yaml'], [jsonFile, 'from json']]) {
+    for (const [file, text] of [
+      [yamlFile, 'from yaml'],
+      [jsonFile, 'from json'],
+    ]) {
       const server = await start({ script: file })
       const { frames } = await collectSse(await chat(server, { stream: true }))
       expect(deltas(frames)[1].content).toBe(text)
@@ -347,14 +372,18 @@ describe('llm-mock-server script files', () => {
     expect(await badScript('steps:\n  - text: a\n    events: []\n')).toBe(
       "bad.yaml: steps[0]: use either 'events' or the shorthand fields (text), not both",
     )
-    expect(await badScript('steps:\n  - finish: done\n')).toMatch(/^bad\.yaml: steps\[0\]\.finish: expected one of stop, length/)
+    expect(await badScript('steps:\n  - finish: done\n')).toMatch(
+      /^bad\.yaml: steps\[0\]\.finish: expected one of stop, length/,
+    )
     expect(await badScript('steps: {}\n')).toBe('bad.yaml: steps: expected an array of steps, got an object')
     expect(await badScript('{"steps": [', 'broken.json')).toMatch(/^broken\.json: cannot parse: /)
     expect(await badScript('steps: [\n', 'broken.yaml')).toMatch(/^broken\.yaml: cannot parse: /)
   })
 
   it('reports a missing script file', async () => {
-    await expect(startMockServer({ script: join(dir, 'missing.yaml') })).rejects.toThrow(/missing\.yaml: cannot read: ENOENT/)
+    await expect(startMockServer({ script: join(dir, 'missing.yaml') })).rejects.toThrow(
+      /missing\.yaml: cannot read: ENOENT/,
+    )
   })
 })
 
@@ -396,10 +425,19 @@ describe('llm-mock-server fault modes: endless, keep-alive only, huge, echoing',
     const server = await start({ steps: [{ events: [{ forever: { empty: true, intervalMs: 1 } }] }] })
     const response = await chat(server, { stream: true })
     const text = await readSome(response, 2000)
-    const chunks = text.split('\n\n').filter((l) => l.startsWith('data: {')).map((l) => JSON.parse(l.slice(6)))
+    const chunks = text
+      .split('\n\n')
+      .filter((l) => l.startsWith('data: {'))
+      .map((l) => JSON.parse(l.slice(6)))
     expect(chunks.length).toBeGreaterThan(6)
     // After the role frame: nothing but empty deltas, empty content and empty choice lists, in turn.
-    const shapes = new Set(chunks.slice(1).map((c) => JSON.stringify(c.choices.map((x: { delta: unknown; finish_reason: unknown }) => [x.delta, x.finish_reason]))))
+    const shapes = new Set(
+      chunks
+        .slice(1)
+        .map((c) =>
+          JSON.stringify(c.choices.map((x: { delta: unknown; finish_reason: unknown }) => [x.delta, x.finish_reason])),
+        ),
+    )
     expect([...shapes].sort()).toEqual(['[[{"content":""},null]]', '[[{},null]]', '[]'])
     expect(chunks.every((c) => c.usage === undefined)).toBe(true)
   })
@@ -412,7 +450,9 @@ describe('llm-mock-server fault modes: endless, keep-alive only, huge, echoing',
   })
 
   it('raw repeat streams a huge body without building it', async () => {
-    const server = await start({ steps: [{ raw: { status: 200, contentType: 'text/plain', body: 'x'.repeat(1000), repeat: 1000 } }] })
+    const server = await start({
+      steps: [{ raw: { status: 200, contentType: 'text/plain', body: 'x'.repeat(1000), repeat: 1000 } }],
+    })
     const response = await chat(server, {})
     const body = await response.text()
     expect(body.length).toBe(1_000_000)
@@ -429,8 +469,14 @@ describe('llm-mock-server fault modes: endless, keep-alive only, huge, echoing',
   })
 
   it('validates the new fields', async () => {
-    await expect(start({ steps: [{ events: [{ forever: {} }] }] as never })).rejects.toThrow(/steps\[0\]\.events\[0\]\.forever: expected exactly one of text, keepAlive, empty or frame/)
-    await expect(start({ steps: [{ raw: { body: 'x', repeat: 0 } }] as never })).rejects.toThrow(/raw\.repeat: expected at least 1/)
-    await expect(start({ steps: [{ error: { status: 401, body: 'x', echoHeaders: true } }] as never })).rejects.toThrow(/echoHeaders applies to the default body/)
+    await expect(start({ steps: [{ events: [{ forever: {} }] }] as never })).rejects.toThrow(
+      /steps\[0\]\.events\[0\]\.forever: expected exactly one of text, keepAlive, empty or frame/,
+    )
+    await expect(start({ steps: [{ raw: { body: 'x', repeat: 0 } }] as never })).rejects.toThrow(
+      /raw\.repeat: expected at least 1/,
+    )
+    await expect(start({ steps: [{ error: { status: 401, body: 'x', echoHeaders: true } }] as never })).rejects.toThrow(
+      /echoHeaders applies to the default body/,
+    )
   })
 })

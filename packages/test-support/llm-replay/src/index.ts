@@ -22,7 +22,9 @@ export interface Config {
 
 export const Config: Schema<Config> = Schema.object({
   file: Schema.string().required().description('Recorded session JSONL file to replay.'),
-  providers: Schema.array(Schema.string()).description('Provider routes to register replay adapters for; omitted: intercept every request.'),
+  providers: Schema.array(Schema.string()).description(
+    'Provider routes to register replay adapters for; omitted: intercept every request.',
+  ),
   strict: Schema.boolean().default(false).description('Reject requests that diverge from the recording.'),
 })
 
@@ -81,16 +83,20 @@ function divergence(step: RecordedStep, request: LlmRequest): string[] {
   if (step.provider !== undefined && request.provider !== step.provider) {
     problems.push(`provider is '${request.provider}', recorded '${step.provider}'`)
   }
-  if (step.model !== undefined && request.model !== step.model) problems.push(`model is '${request.model}', recorded '${step.model}'`)
+  if (step.model !== undefined && request.model !== step.model)
+    problems.push(`model is '${request.model}', recorded '${step.model}'`)
   const meta = request.metadata ?? {}
-  if (typeof meta.turn === 'number' && meta.turn !== step.turn) problems.push(`turn is ${meta.turn}, recorded ${step.turn}`)
-  if (typeof meta.step === 'number' && meta.step !== step.step) problems.push(`step is ${meta.step}, recorded ${step.step}`)
+  if (typeof meta.turn === 'number' && meta.turn !== step.turn)
+    problems.push(`turn is ${meta.turn}, recorded ${step.turn}`)
+  if (typeof meta.step === 'number' && meta.step !== step.step)
+    problems.push(`step is ${meta.step}, recorded ${step.step}`)
   return problems
 }
 
 async function* play(step: RecordedStep, request: LlmRequest): AsyncGenerator<StreamChunk> {
   for (const chunk of step.chunks) {
-    if (request.signal?.aborted) throw new LlmError('ABORTED', 'llm-replay: request aborted', { provider: request.provider })
+    if (request.signal?.aborted)
+      throw new LlmError('ABORTED', 'llm-replay: request aborted', { provider: request.provider })
     yield structuredClone(chunk)
   }
   if (step.error) throw new LlmError(step.error.code, step.error.message, { provider: request.provider })

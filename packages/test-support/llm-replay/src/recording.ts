@@ -65,7 +65,11 @@ export function loadRecording(path: string): Recording {
   try {
     text = readFileSync(path, 'utf8')
   } catch (error) {
-    throw new RecordingError(path, 0, `cannot read the recording: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`)
+    throw new RecordingError(
+      path,
+      0,
+      `cannot read the recording: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+    )
   }
   return parseRecording(text, path)
 }
@@ -75,7 +79,8 @@ interface Building extends RecordedStep {
   ended: boolean
 }
 
-const isObject = (v: unknown): v is { [key: string]: unknown } => v !== null && typeof v === 'object' && !Array.isArray(v)
+const isObject = (v: unknown): v is { [key: string]: unknown } =>
+  v !== null && typeof v === 'object' && !Array.isArray(v)
 const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0
 
 /** `loadRecording` on text already in memory; `file` is used in messages. */
@@ -98,8 +103,18 @@ export function parseRecording(text: string, file = '<recording>'): Recording {
     } catch (error) {
       throw new RecordingError(file, lineNo, `malformed JSON: ${(error as Error).message}`)
     }
-    if (!isObject(value) || typeof value.type !== 'string' || !isCount(value.seq) || typeof value.time !== 'number' || !isObject(value.data)) {
-      throw new RecordingError(file, lineNo, 'not a session event: expected {"type": string, "seq": integer, "time": number, "data": object}')
+    if (
+      !isObject(value) ||
+      typeof value.type !== 'string' ||
+      !isCount(value.seq) ||
+      typeof value.time !== 'number' ||
+      !isObject(value.data)
+    ) {
+      throw new RecordingError(
+        file,
+        lineNo,
+        'not a session event: expected {"type": string, "seq": integer, "time": number, "data": object}',
+      )
     }
     const event = value as unknown as RecordedEvent
     const data = event.data
@@ -107,7 +122,16 @@ export function parseRecording(text: string, file = '<recording>'): Recording {
       throw new RecordingError(file, lineNo, `${event.type}: ${detail}`)
     }
     const openStep = (t: number, s: number): Building => {
-      const step: Building = { turn: t, step: s, chunks: [], synthesized: false, line: lineNo, assembler: new BlockAssembler(), ended: false, ...header }
+      const step: Building = {
+        turn: t,
+        step: s,
+        chunks: [],
+        synthesized: false,
+        line: lineNo,
+        assembler: new BlockAssembler(),
+        ended: false,
+        ...header,
+      }
       steps.push(step)
       open = step
       return step
@@ -120,7 +144,8 @@ export function parseRecording(text: string, file = '<recording>'): Recording {
         turn = data.turn as number
         break
       case 'request/header':
-        if (typeof data.provider !== 'string' || typeof data.model !== 'string') fail('data.provider and data.model must be strings')
+        if (typeof data.provider !== 'string' || typeof data.model !== 'string')
+          fail('data.provider and data.model must be strings')
         header = { provider: data.provider as string, model: data.model as string }
         if (!models.some((m) => m.provider === header.provider && m.model === header.model)) {
           models.push({ provider: header.provider!, model: header.model! })
@@ -134,7 +159,8 @@ export function parseRecording(text: string, file = '<recording>'): Recording {
         break
       case 'assistant/chunk': {
         const chunk = data.chunk
-        if (!isObject(chunk) || typeof chunk.kind !== 'string') fail('data.chunk must be a stream chunk object with a string kind')
+        if (!isObject(chunk) || typeof chunk.kind !== 'string')
+          fail('data.chunk must be a stream chunk object with a string kind')
         const step = current()
         try {
           step.assembler.push(chunk as unknown as StreamChunk)
@@ -153,7 +179,12 @@ export function parseRecording(text: string, file = '<recording>'): Recording {
         step.message = message as unknown as AssistantMessage
         if (data.interrupted === true) step.interrupted = true
         if (step.chunks.length === 0) {
-          step.chunks = synthesize(step.message, data.usage as TokenUsage | undefined, data.finish as FinishReason | undefined, data.interrupted === true)
+          step.chunks = synthesize(
+            step.message,
+            data.usage as TokenUsage | undefined,
+            data.finish as FinishReason | undefined,
+            data.interrupted === true,
+          )
           step.synthesized = true
         }
         break
@@ -173,7 +204,10 @@ export function parseRecording(text: string, file = '<recording>'): Recording {
           last.turn === data.turn &&
           !last.chunks.some((c) => c.kind === 'finish')
         ) {
-          last.error = { code: error.code as LlmErrorCode, message: typeof error.message === 'string' ? error.message : error.code }
+          last.error = {
+            code: error.code as LlmErrorCode,
+            message: typeof error.message === 'string' ? error.message : error.code,
+          }
         }
         open = undefined
         break
@@ -189,14 +223,23 @@ export function parseRecording(text: string, file = '<recording>'): Recording {
 }
 
 /** Chunks that a BlockAssembler folds back into `message` (images have no chunk and are skipped). */
-export function synthesize(message: AssistantMessage, usage?: TokenUsage, finish?: FinishReason, interrupted = false): StreamChunk[] {
+export function synthesize(
+  message: AssistantMessage,
+  usage?: TokenUsage,
+  finish?: FinishReason,
+  interrupted = false,
+): StreamChunk[] {
   const chunks: StreamChunk[] = []
   let index = 0
   let calls = 0
   for (const block of message.content) {
     if (block.type === 'text') chunks.push({ kind: 'text-delta', text: block.text })
     else if (block.type === 'reasoning') {
-      chunks.push(block.signature === undefined ? { kind: 'reasoning-delta', text: block.text } : { kind: 'reasoning-delta', text: block.text, signature: block.signature })
+      chunks.push(
+        block.signature === undefined
+          ? { kind: 'reasoning-delta', text: block.text }
+          : { kind: 'reasoning-delta', text: block.text, signature: block.signature },
+      )
     } else if (block.type === 'tool-call') {
       const i = index++
       calls++

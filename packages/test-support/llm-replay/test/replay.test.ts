@@ -87,7 +87,9 @@ describe('loadRecording', () => {
     lines.splice(4, 0, '{"type":"assistant/chunk","seq":4,"ti')
     writeFileSync(file, lines.join('\n'))
     expect(() => loadRecording(file)).toThrow(RecordingError)
-    expect(() => loadRecording(file)).toThrow(new RegExp(`^${file.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}:5: malformed JSON: `))
+    expect(() => loadRecording(file)).toThrow(
+      new RegExp(`^${file.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}:5: malformed JSON: `),
+    )
   })
 
   it('rejects lines that are not session events, and invalid chunk sequences', () => {
@@ -100,7 +102,12 @@ describe('loadRecording', () => {
       badChunk,
       [
         { type: 'step/start', seq: 0, time: 1, data: { turn: 0, step: 0 } },
-        { type: 'assistant/chunk', seq: 1, time: 2, data: { chunk: { kind: 'tool-call-delta', index: 0, argumentsDelta: '{}' } } },
+        {
+          type: 'assistant/chunk',
+          seq: 1,
+          time: 2,
+          data: { chunk: { kind: 'tool-call-delta', index: 0, argumentsDelta: '{}' } },
+        },
       ]
         .map((e) => JSON.stringify(e))
         .join('\n'),
@@ -108,7 +115,9 @@ describe('loadRecording', () => {
     expect(() => loadRecording(badChunk)).toThrow(
       `${badChunk}:2: assistant/chunk: invalid chunk in turn 0 step 0: stream chunk #0: tool-call-delta for index 0, which was never started`,
     )
-    expect(() => loadRecording(join(dir, 'missing.jsonl'))).toThrow(/missing\.jsonl:0: cannot read the recording: ENOENT/)
+    expect(() => loadRecording(join(dir, 'missing.jsonl'))).toThrow(
+      /missing\.jsonl:0: cannot read the recording: ENOENT/,
+    )
   })
 })
 
@@ -141,7 +150,9 @@ describe('llm-replay plugin', () => {
     expect(chunks).toEqual([])
     expect(LlmError.is(error)).toBe(true)
     expect(error!.code).toBe('EMPTY_RESPONSE')
-    expect(error!.message).toBe(`llm-replay: model request 5 has no recorded response; the recording ${FIXTURE} has 4 steps`)
+    expect(error!.message).toBe(
+      `llm-replay: model request 5 has no recorded response; the recording ${FIXTURE} has 4 steps`,
+    )
   })
 
   it('short-circuits ahead of a registered adapter and stops when unloaded', async () => {
@@ -157,7 +168,10 @@ describe('llm-replay plugin', () => {
     root.llm.registerAdapter(live)
     const fiber = root.plugin(replay, { file: FIXTURE })
     await fiber
-    expect((await collect(root.llm.stream(request()))).chunks[0]).toEqual({ kind: 'reasoning-delta', text: 'The user wants' })
+    expect((await collect(root.llm.stream(request()))).chunks[0]).toEqual({
+      kind: 'reasoning-delta',
+      text: 'The user wants',
+    })
     await fiber.dispose()
     expect((await collect(root.llm.stream(request()))).chunks).toEqual([{ kind: 'text-delta', text: 'live model' }])
   })
@@ -165,7 +179,10 @@ describe('llm-replay plugin', () => {
   it('registers replay-only adapters with a catalog when providers are configured', async () => {
     const { root, fiber } = await boot({ file: FIXTURE, providers: ['deepseek-official', 'other-route'] })
     expect(root.llm.listProviders()).toEqual(['deepseek-official', 'other-route'])
-    expect((await root.llm.listModels('deepseek-official')).map((m) => m.id)).toEqual(['deepseek-v4-flash', 'deepseek-v4-pro'])
+    expect((await root.llm.listModels('deepseek-official')).map((m) => m.id)).toEqual([
+      'deepseek-v4-flash',
+      'deepseek-v4-pro',
+    ])
     expect(await root.llm.resolveModelInfo('other-route', 'deepseek-v4-pro')).toMatchObject({
       provider: 'other-route',
       contextWindow: 128_000,

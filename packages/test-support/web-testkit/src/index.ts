@@ -19,7 +19,8 @@ export const CHROMIUM_PATH = process.env.DSH_CHROMIUM || '/usr/bin/chromium'
 export const hasChromium = (): boolean => existsSync(CHROMIUM_PATH)
 
 /** Where failure screenshots go: `$DSH_TEST_ARTIFACTS`, else `<repo>/test-artifacts/web`. */
-export const ARTIFACTS_DIR = process.env.DSH_TEST_ARTIFACTS || fileURLToPath(new URL('../../../../test-artifacts/web/', import.meta.url))
+export const ARTIFACTS_DIR =
+  process.env.DSH_TEST_ARTIFACTS || fileURLToPath(new URL('../../../../test-artifacts/web/', import.meta.url))
 
 export interface WebAppOptions {
   /** Mock model steps (see @dsh/llm-mock-server); default: one plain answer. */
@@ -84,7 +85,11 @@ export async function startWebApp(options: WebAppOptions = {}): Promise<WebApp> 
   let stderr = ''
   let port = options.port ?? 0
   const start = async (): Promise<string> => {
-    const proc = spawn(process.execPath, [DSH_BIN, ...args.map((a, i) => (args[i - 1] === '--port' ? String(port) : a))], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    const proc = spawn(
+      process.execPath,
+      [DSH_BIN, ...args.map((a, i) => (args[i - 1] === '--port' ? String(port) : a))],
+      { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] },
+    )
     child = proc
     proc.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d))
     exited = new Promise((resolve) => proc.on('close', (code) => resolve(code)))
@@ -97,7 +102,9 @@ export async function startWebApp(options: WebAppOptions = {}): Promise<WebApp> 
           const hit = /http:\/\/127\.0\.0\.1:(\d+)/.exec(stdout)
           if (hit) resolve(hit[0])
         })
-        void exited.then((code) => reject(new Error(`dsh web exited (${code}) before printing its URL; stderr:\n${stderr}`)))
+        void exited.then((code) =>
+          reject(new Error(`dsh web exited (${code}) before printing its URL; stderr:\n${stderr}`)),
+        )
       })
     } finally {
       clearTimeout(timer)
@@ -126,7 +133,11 @@ export async function startWebApp(options: WebAppOptions = {}): Promise<WebApp> 
       await start()
     },
     async call(method, params = {}) {
-      const res = await fetch(`${url}/api/${method}`, { method: 'POST', headers: { 'content-type': 'application/json', origin: url }, body: JSON.stringify(params) })
+      const res = await fetch(`${url}/api/${method}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', origin: url },
+        body: JSON.stringify(params),
+      })
       const body = (await res.json()) as { result?: unknown; error?: { code: string; message: string } }
       if (!res.ok) throw new Error(`${method}: ${res.status} ${body.error?.code}: ${body.error?.message}`)
       return body.result as never
@@ -142,7 +153,11 @@ export async function startWebApp(options: WebAppOptions = {}): Promise<WebApp> 
 
 /** Headless Debian chromium (no sandbox: CI runs as root). */
 export function launchBrowser(): Promise<Browser> {
-  return chromium.launch({ executablePath: CHROMIUM_PATH, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] })
+  return chromium.launch({
+    executablePath: CHROMIUM_PATH,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+  })
 }
 
 export interface OpenedPage {
@@ -153,8 +168,15 @@ export interface OpenedPage {
 }
 
 /** A fresh browser context (own storage) and page at `url`, waiting until the app has booted. */
-export async function openPage(browser: Browser, url: string, options: { locale?: string; waitReady?: boolean } = {}): Promise<OpenedPage> {
-  const context = await browser.newContext({ locale: options.locale ?? 'en-US', viewport: { width: 1280, height: 800 } })
+export async function openPage(
+  browser: Browser,
+  url: string,
+  options: { locale?: string; waitReady?: boolean } = {},
+): Promise<OpenedPage> {
+  const context = await browser.newContext({
+    locale: options.locale ?? 'en-US',
+    viewport: { width: 1280, height: 800 },
+  })
   const page = await context.newPage()
   const errors: string[] = []
   page.on('console', (msg) => {

@@ -7,14 +7,34 @@ import { request } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { ARTIFACTS_DIR, CHROMIUM_PATH, hasChromium, launchBrowser, openPage, startWebApp, withArtifacts, type Browser, type OpenedPage, type WebApp } from '../src/index.ts'
+import {
+  ARTIFACTS_DIR,
+  CHROMIUM_PATH,
+  hasChromium,
+  launchBrowser,
+  openPage,
+  startWebApp,
+  withArtifacts,
+  type Browser,
+  type OpenedPage,
+  type WebApp,
+} from '../src/index.ts'
 
 vi.setConfig({ testTimeout: 30_000, hookTimeout: 60_000 })
 
 const ANSWER = 'Served by the web-testkit mock step.'
 const PROBE = 'DSH_WEB_TESTKIT_PROBE'
 const TRUSTED = 'wtk-trusted.test'
-const DISABLED_ROWS = ['ui-goal', 'ui-conversation', 'ui-tool', 'ui-takeover', 'ui-pickers', 'ui-settings', 'ui-model-selection', 'ui-subagent']
+const DISABLED_ROWS = [
+  'ui-goal',
+  'ui-conversation',
+  'ui-tool',
+  'ui-takeover',
+  'ui-pickers',
+  'ui-settings',
+  'ui-model-selection',
+  'ui-subagent',
+]
 /** A same-origin page that is not the app (never sets data-ready): quick to open. */
 const plainPage = () => openPage(browser!, `${app.url}/client-manifest.json`, { waitReady: false })
 
@@ -48,10 +68,13 @@ afterAll(async () => {
 /** GET `path` on the host with an explicit Host header; resolves with the status code. */
 function statusWithHost(host: string, path = '/'): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port: app.port, path, headers: { host: `${host}:${app.port}` } }, (res) => {
-      res.resume()
-      resolve(res.statusCode ?? 0)
-    })
+    const req = request(
+      { host: '127.0.0.1', port: app.port, path, headers: { host: `${host}:${app.port}` } },
+      (res) => {
+        res.resume()
+        resolve(res.statusCode ?? 0)
+      },
+    )
     req.on('error', reject)
     req.end()
   })
@@ -104,10 +127,19 @@ describe('startWebApp', () => {
     const { session } = await app.call('sessions.create', { cwd: app.cwd })
     await app.call('sessions.prompt', { sessionId: session.sessionId, text: 'answer from the script' })
     const chats = () => app.mock.requests.filter((r) => r.path.endsWith('/chat/completions'))
-    await vi.waitFor(() => expect(chats().map((r) => r.outcome)).toEqual(['served']), { timeout: 20_000, interval: 100 })
+    await vi.waitFor(() => expect(chats().map((r) => r.outcome)).toEqual(['served']), {
+      timeout: 20_000,
+      interval: 100,
+    })
     expect(chats()[0].step).toBe(0)
     expect(chats()[0].headers.authorization).toBe('Bearer sk-set-through-the-api')
-    await vi.waitFor(async () => expect(JSON.stringify((await app.call('sessions.history', { sessionId: session.sessionId })).events)).toContain(ANSWER), { timeout: 20_000, interval: 100 })
+    await vi.waitFor(
+      async () =>
+        expect(JSON.stringify((await app.call('sessions.history', { sessionId: session.sessionId })).events)).toContain(
+          ANSWER,
+        ),
+      { timeout: 20_000, interval: 100 },
+    )
   })
 })
 
@@ -141,7 +173,10 @@ describe.skipIf(!hasChromium())('openPage and withArtifacts in Chromium', () => 
   })
 
   it('waitReady: false returns for a page that never becomes ready; locale sets the browser language', async () => {
-    const { page, context } = await openPage(browser!, `${app.url}/client-manifest.json`, { waitReady: false, locale: 'zh-CN' })
+    const { page, context } = await openPage(browser!, `${app.url}/client-manifest.json`, {
+      waitReady: false,
+      locale: 'zh-CN',
+    })
     try {
       expect(await page.evaluate(() => document.documentElement.dataset.ready ?? null)).toBe(null)
       expect(await page.evaluate(() => navigator.language)).toBe('zh-CN')
@@ -228,7 +263,9 @@ describe.skipIf(!hasChromium())('openPage and withArtifacts in Chromium', () => 
       try {
         const fresh = await import('../src/index.ts')
         expect(fresh.ARTIFACTS_DIR).toBe(dir)
-        await expect(fresh.withArtifacts(opened.page, 'in-temp', async () => Promise.reject(new Error('boom')))).rejects.toThrow(`boom\n(screenshot: ${join(dir, 'in-temp.png')})`)
+        await expect(
+          fresh.withArtifacts(opened.page, 'in-temp', async () => Promise.reject(new Error('boom'))),
+        ).rejects.toThrow(`boom\n(screenshot: ${join(dir, 'in-temp.png')})`)
         expect(readdirSync(dir).sort()).toEqual(['.gitignore', 'in-temp.png'])
         expect(readFileSync(join(dir, '.gitignore'), 'utf8')).toBe('*\n')
       } finally {

@@ -37,7 +37,7 @@ export interface ToolTodoConfig {
 
 export const Config: Schema<Partial<ToolTodoConfig>, ToolTodoConfig> = Schema.object({
   maxItems: Schema.natural().min(1).default(100).description('Most items one list may hold.'),
-  maxContentLength: Schema.natural().min(10).default(500).description('Most characters of one item\'s content.'),
+  maxContentLength: Schema.natural().min(10).default(500).description("Most characters of one item's content."),
 })
 
 export const name = 'tool-todo'
@@ -58,11 +58,19 @@ const quote = (text: string) => JSON.stringify(text.length > 60 ? `${text.slice(
 /** Every problem of a proposed list, as sentences naming the items (1-based). */
 export function checkTodos(todos: TodoInput[], config: ToolTodoConfig): string[] {
   const problems: string[] = []
-  if (todos.length > config.maxItems) problems.push(`the list has ${todos.length} items; at most ${config.maxItems} are allowed. Merge or drop finished detail.`)
+  if (todos.length > config.maxItems)
+    problems.push(
+      `the list has ${todos.length} items; at most ${config.maxItems} are allowed. Merge or drop finished detail.`,
+    )
   todos.forEach((todo, i) => {
-    if (todo.content.trim() === '') problems.push(`item ${i + 1} has empty content; describe the task in a short sentence.`)
-    else if (todo.content.length > config.maxContentLength) problems.push(`item ${i + 1} has ${todo.content.length} characters of content; keep it under ${config.maxContentLength}.`)
-    if (todo.id !== undefined && todo.id.trim() === '') problems.push(`item ${i + 1} has an empty id; leave id out to have one assigned.`)
+    if (todo.content.trim() === '')
+      problems.push(`item ${i + 1} has empty content; describe the task in a short sentence.`)
+    else if (todo.content.length > config.maxContentLength)
+      problems.push(
+        `item ${i + 1} has ${todo.content.length} characters of content; keep it under ${config.maxContentLength}.`,
+      )
+    if (todo.id !== undefined && todo.id.trim() === '')
+      problems.push(`item ${i + 1} has an empty id; leave id out to have one assigned.`)
   })
   const active = todos.flatMap((todo, i) => (todo.status === 'in_progress' ? [i] : []))
   if (active.length > 1) {
@@ -75,7 +83,8 @@ export function checkTodos(todos: TodoInput[], config: ToolTodoConfig): string[]
   todos.forEach((todo, i) => {
     if (todo.id === undefined) return
     const first = seen.get(todo.id)
-    if (first !== undefined) problems.push(`items ${first + 1} and ${i + 1} share the id ${JSON.stringify(todo.id)}; ids must be unique.`)
+    if (first !== undefined)
+      problems.push(`items ${first + 1} and ${i + 1} share the id ${JSON.stringify(todo.id)}; ids must be unique.`)
     else seen.set(todo.id, i)
   })
   return problems
@@ -156,10 +165,17 @@ export function apply(ctx: Context, config: ToolTodoConfig): void {
       const problems = checkTodos(args.todos, config)
       if (problems.length > 0) {
         const listed = problems.length === 1 ? ` ${problems[0]} ` : `\n${problems.map((p) => `- ${p}`).join('\n')}\n`
-        return fail('INVALID_TODOS', `the todo list was not saved:${listed}Call todo_write again with the whole, corrected list.`)
+        return fail(
+          'INVALID_TODOS',
+          `the todo list was not saved:${listed}Call todo_write again with the whole, corrected list.`,
+        )
       }
       const session = call.sessionId !== undefined ? ctx.sessions.get(call.sessionId) : undefined
-      if (!session) return fail('NO_SESSION', 'the todo list was not saved: this call is not attached to a session, so there is nowhere to keep it. Continue without a todo list.')
+      if (!session)
+        return fail(
+          'NO_SESSION',
+          'the todo list was not saved: this call is not attached to a session, so there is nowhere to keep it. Continue without a todo list.',
+        )
       const todos = assignIds(args.todos, currentTodos(session))
       session.append('todo/write', { todos })
       const counts = Object.fromEntries(TODO_STATUSES.map((s) => [s, todos.filter((t) => t.status === s).length]))

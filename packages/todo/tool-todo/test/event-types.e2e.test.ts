@@ -8,7 +8,16 @@
 // - that run uses `unknownEventTypes: refuse`, so an unregistered append fails the run loudly, and a
 //   probe row reports what persistence accepts and every persistence warning;
 // - the stored session is then resumed by a second process (`--continue`).
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, statSync, writeFileSync } from 'node:fs'
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  realpathSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -32,7 +41,10 @@ function workspacePackages(): Map<string, string> {
   const out = new Map<string, string>()
   for (const top of ['packages', 'bundles']) {
     const base = join(repo, top)
-    const dirs = top === 'bundles' ? readdirSync(base).map((d) => join(base, d)) : readdirSync(base).flatMap((f) => readdirSync(join(base, f)).map((d) => join(base, f, d)))
+    const dirs =
+      top === 'bundles'
+        ? readdirSync(base).map((d) => join(base, d))
+        : readdirSync(base).flatMap((f) => readdirSync(join(base, f)).map((d) => join(base, f, d)))
     for (const dir of dirs) {
       const manifest = join(dir, 'package.json')
       if (existsSync(manifest)) out.set(JSON.parse(readFileSync(manifest, 'utf8')).name, dir)
@@ -101,21 +113,30 @@ function composedEventTypes(rows: ResolvedRow[]): Map<string, string> {
       const source = readFileSync(file, 'utf8')
       // Test-support entry points (a contract suite, fixtures) are not part of a running app.
       if (/from ['"]vitest['"]/.test(source)) continue
-      for (const type of declaredEventTypes(source)) if (!found.has(type)) found.set(type, `${manifest.name} (${file.slice(repo.length)})`)
+      for (const type of declaredEventTypes(source))
+        if (!found.has(type)) found.set(type, `${manifest.name} (${file.slice(repo.length)})`)
     }
   }
   return found
 }
 
 describe('the headless composition registers every event type it can write', () => {
-  it('derives the declared types, runs every offered tool under unknownEventTypes: refuse, and resumes the session', { timeout: 120_000 }, async () => {
+  it('derives the declared types, runs every offered tool under unknownEventTypes: refuse, and resumes the session', {
+    timeout: 120_000,
+  }, async () => {
     const root = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-event-types-')))
     const home = join(root, 'home')
     const cwd = join(root, 'work')
     mkdirSync(cwd, { recursive: true })
     writeFileSync(join(cwd, 'notes.txt'), 'alpha\nbeta\n')
     // A 1x1 PNG for read_image.
-    writeFileSync(join(cwd, 'dot.png'), Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64'))
+    writeFileSync(
+      join(cwd, 'dot.png'),
+      Buffer.from(
+        'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==',
+        'base64',
+      ),
+    )
     const out = join(root, 'probe.json')
     const patch = join(root, 'strict.patch.yml')
     writeFileSync(
@@ -143,7 +164,12 @@ describe('the headless composition registers every event type it can write', () 
       call('c_grep', 'grep', { pattern: 'gam+a' }),
       call('c_glob', 'glob', { pattern: '*.txt' }),
       call('c_bash', 'bash', { command: 'wc -l notes.txt', description: 'count lines' }),
-      call('c_todo', 'todo_write', { todos: [{ content: 'Edit notes', status: 'completed' }, { content: 'Report', status: 'in_progress' }] }),
+      call('c_todo', 'todo_write', {
+        todos: [
+          { content: 'Edit notes', status: 'completed' },
+          { content: 'Report', status: 'in_progress' },
+        ],
+      }),
       // A foreground child: its own (linked) session takes the next model answer.
       call('c_sub', 'subagent', { description: 'count', prompt: 'Say done.' }),
       { text: 'child done' },
@@ -169,20 +195,45 @@ describe('the headless composition registers every event type it can write', () 
       { text: 'resumed fine' },
     ]
     server = await startMockServer({ steps: script as never })
-    const env = { DSH_HOME: home, HOME: home, DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' }
-    const run = await runDsh(['--profile', 'headless', '--patch', patch, '--output-format', 'stream-json', 'use every tool'], { cwd, env })
+    const env = {
+      DSH_HOME: home,
+      HOME: home,
+      DEEPSEEK_BASE_URL: server.baseURL,
+      DEEPSEEK_API_KEY: 'sk-test-not-a-real-key',
+    }
+    const run = await runDsh(
+      ['--profile', 'headless', '--patch', patch, '--output-format', 'stream-json', 'use every tool'],
+      { cwd, env },
+    )
     expect(run.stderr).toBe('')
     expect(run.code).toBe(0)
-    const lines = run.stdout.trim().split('\n').map((l) => JSON.parse(l))
+    const lines = run.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l))
     expect(lines.at(-1)).toMatchObject({ type: 'result', result: 'all tools ran', reason: 'completed' })
 
     // Every tool the model is offered was called by the script.
-    const offered = ((server.requests[0].body as { tools?: Array<{ function: { name: string } }> }).tools ?? []).map((t) => t.function.name).sort()
+    const offered = ((server.requests[0].body as { tools?: Array<{ function: { name: string } }> }).tools ?? [])
+      .map((t) => t.function.name)
+      .sort()
     const called = script.flatMap((s) => s.toolCalls ?? []).map((c) => c.name)
-    expect(offered.filter((name) => !called.includes(name)), 'offered tools the script does not call').toEqual([])
+    expect(
+      offered.filter((name) => !called.includes(name)),
+      'offered tools the script does not call',
+    ).toEqual([])
     const expectedRefusals = ['c_send', 'c_interrupt', 'c_fetch', 'c_search']
-    const failedCalls = lines.filter((l) => l.type === 'event' && l.event.type === 'tool/result' && l.event.data.error && !expectedRefusals.includes(l.event.data.message.callId))
-    expect(failedCalls.map((l) => l.event.data.error), 'tool calls that failed').toEqual([])
+    const failedCalls = lines.filter(
+      (l) =>
+        l.type === 'event' &&
+        l.event.type === 'tool/result' &&
+        l.event.data.error &&
+        !expectedRefusals.includes(l.event.data.message.callId),
+    )
+    expect(
+      failedCalls.map((l) => l.event.data.error),
+      'tool calls that failed',
+    ).toEqual([])
 
     // What persistence accepts, and nothing it complained about.
     const probed = JSON.parse(readFileSync(out, 'utf8')) as { known: string[]; warnings: string[] }
@@ -195,10 +246,18 @@ describe('the headless composition registers every event type it can write', () 
     const declared = composedEventTypes(composition.rows)
     expect([...declared.keys()]).toEqual(expect.arrayContaining(['todo/write', 'turn/start']))
     const unregistered = [...written, ...declared.keys()].filter((type) => !probed.known.includes(type))
-    expect(unregistered.map((type) => `${type}${declared.has(type) ? ` (from ${declared.get(type)})` : ' (written by the run)'}`), 'event types not registered with session persistence').toEqual([])
+    expect(
+      unregistered.map(
+        (type) => `${type}${declared.has(type) ? ` (from ${declared.get(type)})` : ' (written by the run)'}`,
+      ),
+      'event types not registered with session persistence',
+    ).toEqual([])
 
     // The stored session loads again in a new process and continues.
-    const resumed = await runDsh(['--profile', 'headless', '--patch', patch, '--continue', '--output-format', 'json', 'and now?'], { cwd, env })
+    const resumed = await runDsh(
+      ['--profile', 'headless', '--patch', patch, '--continue', '--output-format', 'json', 'and now?'],
+      { cwd, env },
+    )
     expect(resumed.stderr).toBe('')
     expect(resumed.code).toBe(0)
     expect(JSON.parse(resumed.stdout)).toMatchObject({ sessionId: lines.at(-1).sessionId, result: 'resumed fine' })

@@ -27,14 +27,24 @@ async function run(calls: (object | string)[], config: object = {}) {
 describe('@dsh/tool-todo', () => {
   it('logs the whole list as todo/write, assigns ids and tells the model what is in progress', async () => {
     const { results, writes } = await run([
-      { todos: [{ content: 'Read the parser', status: 'in_progress' }, { content: 'Fix the bug', status: 'pending' }, { id: 'docs', content: 'Update docs', status: 'pending' }] },
+      {
+        todos: [
+          { content: 'Read the parser', status: 'in_progress' },
+          { content: 'Fix the bug', status: 'pending' },
+          { id: 'docs', content: 'Update docs', status: 'pending' },
+        ],
+      },
     ])
-    expect(writes).toEqual([[
-      { id: '1', content: 'Read the parser', status: 'in_progress' },
-      { id: '2', content: 'Fix the bug', status: 'pending' },
-      { id: 'docs', content: 'Update docs', status: 'pending' },
-    ]])
-    expect(results[0].message.content[0].text).toBe('Todo list saved (3 items: 0 completed, 1 in progress, 2 pending). In progress: Read the parser')
+    expect(writes).toEqual([
+      [
+        { id: '1', content: 'Read the parser', status: 'in_progress' },
+        { id: '2', content: 'Fix the bug', status: 'pending' },
+        { id: 'docs', content: 'Update docs', status: 'pending' },
+      ],
+    ])
+    expect(results[0].message.content[0].text).toBe(
+      'Todo list saved (3 items: 0 completed, 1 in progress, 2 pending). In progress: Read the parser',
+    )
     // the event precedes the result, and the model saw the result
     const types = harness!.session.events.map((e) => e.type)
     expect(types.indexOf('todo/write')).toBeLessThan(types.indexOf('tool/result'))
@@ -43,11 +53,24 @@ describe('@dsh/tool-todo', () => {
 
   it('replaces the list wholesale and keeps ids of unchanged items across calls', async () => {
     const { writes, results } = await run([
-      { todos: [{ content: 'A', status: 'in_progress' }, { content: 'B', status: 'pending' }] },
-      { todos: [{ content: 'A', status: 'completed' }, { content: 'B', status: 'completed' }] },
+      {
+        todos: [
+          { content: 'A', status: 'in_progress' },
+          { content: 'B', status: 'pending' },
+        ],
+      },
+      {
+        todos: [
+          { content: 'A', status: 'completed' },
+          { content: 'B', status: 'completed' },
+        ],
+      },
       { todos: [] },
     ])
-    expect(writes[1]).toEqual([{ id: '1', content: 'A', status: 'completed' }, { id: '2', content: 'B', status: 'completed' }])
+    expect(writes[1]).toEqual([
+      { id: '1', content: 'A', status: 'completed' },
+      { id: '2', content: 'B', status: 'completed' },
+    ])
     expect(results[1].message.content[0].text).toMatch(/All items are completed\.$/)
     expect(writes[2]).toEqual([])
     expect(results[2].message.content[0].text).toBe('Todo list cleared (0 items).')
@@ -55,7 +78,14 @@ describe('@dsh/tool-todo', () => {
   })
 
   it('refuses two in_progress items, naming them, and logs nothing', async () => {
-    const { results, writes } = await run([{ todos: [{ content: 'One', status: 'in_progress' }, { content: 'Two', status: 'in_progress' }] }])
+    const { results, writes } = await run([
+      {
+        todos: [
+          { content: 'One', status: 'in_progress' },
+          { content: 'Two', status: 'in_progress' },
+        ],
+      },
+    ])
     expect(writes).toEqual([])
     expect(results[0].error?.code).toBe('INVALID_TODOS')
     expect(results[0].message.content[0].text).toBe(
@@ -65,7 +95,18 @@ describe('@dsh/tool-todo', () => {
   })
 
   it('lists every problem of a malformed list', async () => {
-    const { results } = await run([{ todos: [{ content: '  ', status: 'pending' }, { id: 'x', content: 'a', status: 'pending' }, { id: 'x', content: 'b', status: 'pending' }] }], { maxItems: 2 })
+    const { results } = await run(
+      [
+        {
+          todos: [
+            { content: '  ', status: 'pending' },
+            { id: 'x', content: 'a', status: 'pending' },
+            { id: 'x', content: 'b', status: 'pending' },
+          ],
+        },
+      ],
+      { maxItems: 2 },
+    )
     const text = results[0].message.content[0].text
     expect(text).toContain('- the list has 3 items; at most 2 are allowed')
     expect(text).toContain('- item 1 has empty content')
@@ -80,13 +121,21 @@ describe('@dsh/tool-todo', () => {
       '{"todos": [',
     ])
     expect(writes).toEqual([])
-    expect(results.map((r) => r.error?.code)).toEqual(['INVALID_ARGUMENTS', 'INVALID_ARGUMENTS', 'INVALID_ARGUMENTS', 'INVALID_JSON'])
+    expect(results.map((r) => r.error?.code)).toEqual([
+      'INVALID_ARGUMENTS',
+      'INVALID_ARGUMENTS',
+      'INVALID_ARGUMENTS',
+      'INVALID_JSON',
+    ])
     expect(results[0].message.content[0].text).toContain('/todos/0/status')
   })
 
   it('answers NO_SESSION when called outside a session', async () => {
     harness = await createHarness({ plugins: [[ToolTodo, {}]] })
-    const result = await harness.ctx.tools.execute({ callId: 'c', name: 'todo_write', arguments: '{"todos":[]}' }, { cwd: '/' })
+    const result = await harness.ctx.tools.execute(
+      { callId: 'c', name: 'todo_write', arguments: '{"todos":[]}' },
+      { cwd: '/' },
+    )
     expect(result.error?.code).toBe('NO_SESSION')
   })
 

@@ -3,7 +3,17 @@
 // file mentions and the colour palette. @dsh/bundle-tui wires them to the services.
 export { palette, markdownTheme, editorTheme, selectListTheme, type Palette, type Style } from './theme.ts'
 export { highlightCode } from './highlight.ts'
-export { ToolCard, toolSubject, diffLines, sanitize, BASH_TAIL_LINES, DIFF_LINES, EXPANDED_LINES, type ToolState, type ToolResultView } from './tool-card.ts'
+export {
+  ToolCard,
+  toolSubject,
+  diffLines,
+  sanitize,
+  BASH_TAIL_LINES,
+  DIFF_LINES,
+  EXPANDED_LINES,
+  type ToolState,
+  type ToolResultView,
+} from './tool-card.ts'
 export { Transcript, AssistantEntry, TextBlock, firstBlockBoundary } from './transcript.ts'
 export { ApprovalPanel, ConfirmPanel, QuestionPanel, Picker } from './panels.ts'
 export { StatusLine, statusText, gitBranch, tildePath, type StatusFields } from './status.ts'

@@ -13,7 +13,11 @@ const CACHE_MS = 5000
 const SHOWN = 20
 
 /** The files of `cwd` (at most MAX_FILES); a listing that fails offers no mentions rather than an error. */
-export async function listFiles(subprocess: Pick<SubprocessService, 'spawn'>, cwd: string, signal?: AbortSignal): Promise<string[]> {
+export async function listFiles(
+  subprocess: Pick<SubprocessService, 'spawn'>,
+  cwd: string,
+  signal?: AbortSignal,
+): Promise<string[]> {
   try {
     return (await listWorkspace(subprocess, cwd, MAX_FILES, 10_000, signal)).files
   } catch {
@@ -46,11 +50,20 @@ export class MentionProvider implements AutocompleteProvider {
   ) {}
 
   private files(): Promise<string[]> {
-    if (!this.cache || Date.now() - this.cache.at > CACHE_MS) this.cache = { at: Date.now(), files: this.subprocess ? listFiles(this.subprocess, this.cwd) : Promise.resolve([]) }
+    if (!this.cache || Date.now() - this.cache.at > CACHE_MS)
+      this.cache = {
+        at: Date.now(),
+        files: this.subprocess ? listFiles(this.subprocess, this.cwd) : Promise.resolve([]),
+      }
     return this.cache.files
   }
 
-  async getSuggestions(lines: string[], cursorLine: number, cursorCol: number, options: { signal: AbortSignal; force?: boolean }): Promise<AutocompleteSuggestions | null> {
+  async getSuggestions(
+    lines: string[],
+    cursorLine: number,
+    cursorCol: number,
+    options: { signal: AbortSignal; force?: boolean },
+  ): Promise<AutocompleteSuggestions | null> {
     const query = mentionQuery((lines[cursorLine] ?? '').slice(0, cursorCol))
     if (query === undefined) return this.inner.getSuggestions(lines, cursorLine, cursorCol, options)
     const ranked = rankFiles(await this.files(), query)
@@ -58,7 +71,13 @@ export class MentionProvider implements AutocompleteProvider {
     return { items: ranked.map((path) => ({ value: `@${path}`, label: path })), prefix: `@${query}` }
   }
 
-  applyCompletion(lines: string[], cursorLine: number, cursorCol: number, item: AutocompleteItem, prefix: string): { lines: string[]; cursorLine: number; cursorCol: number } {
+  applyCompletion(
+    lines: string[],
+    cursorLine: number,
+    cursorCol: number,
+    item: AutocompleteItem,
+    prefix: string,
+  ): { lines: string[]; cursorLine: number; cursorCol: number } {
     if (!prefix.startsWith('@')) return this.inner.applyCompletion(lines, cursorLine, cursorCol, item, prefix)
     const line = lines[cursorLine] ?? ''
     const start = cursorCol - prefix.length

@@ -1,11 +1,22 @@
 // Takeover panels shown in place of the editor: an approval answered by keys, a question, and a
 // picker (a filtered list). Each resolves exactly once through its callback.
-import { Input, Key, SelectList, matchesKey, truncateToWidth, wrapTextWithAnsi, type Component, type Focusable, type SelectItem } from '@mariozechner/pi-tui'
+import {
+  Input,
+  Key,
+  SelectList,
+  matchesKey,
+  truncateToWidth,
+  wrapTextWithAnsi,
+  type Component,
+  type Focusable,
+  type SelectItem,
+} from '@mariozechner/pi-tui'
 import type { ApprovalAnswer, ApprovalChoice, ApprovalRequest } from '@dsh/user-approval'
 import type { Question, QuestionAnswer } from '@dsh/user-questions'
 import { selectListTheme, type Palette } from './theme.ts'
 
-const wrap = (text: string, width: number) => text.split('\n').flatMap((l) => (l === '' ? [''] : wrapTextWithAnsi(l, Math.max(4, width))))
+const wrap = (text: string, width: number) =>
+  text.split('\n').flatMap((l) => (l === '' ? [''] : wrapTextWithAnsi(l, Math.max(4, width))))
 
 function frame(p: Palette, title: string, body: string[], width: number): string[] {
   const rule = p.gray('─'.repeat(Math.max(0, width)))
@@ -55,11 +66,17 @@ export class ApprovalPanel implements Component, Focusable {
     }
     if (data === 'y' || data === 'Y') pick('allowed-once')
     else if (data === 'a' || data === 'A') pick('allowed-always')
-    else if (data === 'n' || data === 'N' || matchesKey(data, Key.escape)) this.finish({ decision: 'rejected', reason: 'the user denied it' })
+    else if (data === 'n' || data === 'N' || matchesKey(data, Key.escape))
+      this.finish({ decision: 'rejected', reason: 'the user denied it' })
     else if (data === 'r' || data === 'R') {
       const input = new Input()
       input.focused = true
-      input.onSubmit = (value) => this.finish({ decision: 'rejected', reason: 'the user denied it', ...(value.trim() ? { message: value.trim() } : {}) })
+      input.onSubmit = (value) =>
+        this.finish({
+          decision: 'rejected',
+          reason: 'the user denied it',
+          ...(value.trim() ? { message: value.trim() } : {}),
+        })
       this.reason = input
     } else if (matchesKey(data, Key.up)) this.selected = this.selected <= 0 ? options.length - 1 : this.selected - 1
     else if (matchesKey(data, Key.down)) this.selected = (this.selected + 1) % options.length
@@ -121,7 +138,11 @@ export class QuestionPanel implements Component, Focusable {
     this.list = undefined
     this.input = undefined
     if (q.options && q.options.length) {
-      const items: SelectItem[] = q.options.map((o) => ({ value: o.label, label: o.label, ...(o.description ? { description: o.description } : {}) }))
+      const items: SelectItem[] = q.options.map((o) => ({
+        value: o.label,
+        label: o.label,
+        ...(o.description ? { description: o.description } : {}),
+      }))
       items.push({ value: QuestionPanel.OTHER, label: 'Type something else…' })
       this.list = new SelectList(items, 8, selectListTheme(this.p))
       this.list.onSelect = (item) => {
@@ -186,13 +207,24 @@ export class QuestionPanel implements Component, Focusable {
     if (this.list) {
       const lines = this.list.render(width)
       // Mark multi-select picks; the list itself shows the highlight.
-      body.push(...(q.multiSelect ? lines.map((l) => { const hit = [...this.picked].some((v) => l.includes(v)); return hit ? `${l} ${p.green('✓')}` : l }) : lines))
+      body.push(
+        ...(q.multiSelect
+          ? lines.map((l) => {
+              const hit = [...this.picked].some((v) => l.includes(v))
+              return hit ? `${l} ${p.green('✓')}` : l
+            })
+          : lines),
+      )
     }
     if (this.input) {
       body.push(p.gray('Your answer (Enter sends):'))
       body.push(...this.input.render(width))
     }
-    body.push(p.gray(q.multiSelect ? 'Space toggles · Enter confirms · Esc skips the rest' : 'Enter confirms · Esc skips the rest'))
+    body.push(
+      p.gray(
+        q.multiSelect ? 'Space toggles · Enter confirms · Esc skips the rest' : 'Enter confirms · Esc skips the rest',
+      ),
+    )
     return frame(p, `${q.header ? `${q.header}: ` : ''}Question${counter}`, body, width)
   }
 }
@@ -225,7 +257,9 @@ export class Picker implements Component, Focusable {
   private setFilter(filter: string): void {
     this.filter = filter
     const needle = filter.toLowerCase()
-    this.list = this.makeList(this.items.filter((i) => `${i.label} ${i.description ?? ''}`.toLowerCase().includes(needle)))
+    this.list = this.makeList(
+      this.items.filter((i) => `${i.label} ${i.description ?? ''}`.toLowerCase().includes(needle)),
+    )
   }
 
   private finish(value: string | undefined): void {

@@ -50,7 +50,8 @@ export function gitBranch(cwd: string): string | undefined {
   return undefined
 }
 
-const compact = (n: number) => (n >= 1_000_000 ? `${(n / 1_000_000).toFixed(1)}M` : n >= 1000 ? `${(n / 1000).toFixed(1)}k` : String(n))
+const compact = (n: number) =>
+  n >= 1_000_000 ? `${(n / 1_000_000).toFixed(1)}M` : n >= 1000 ? `${(n / 1000).toFixed(1)}k` : String(n)
 
 export function tildePath(path: string, home = homedir()): string {
   return home && (path === home || path.startsWith(home + '/')) ? `~${path.slice(home.length)}` : path
@@ -59,8 +60,10 @@ export function tildePath(path: string, home = homedir()): string {
 export function statusText(f: StatusFields, p: Palette): string[] {
   const parts: string[] = [p.cyan(f.effort ? `${f.model} (${f.effort})` : f.model)]
   if (f.mode) parts.push(p.magenta(f.mode))
-  if (f.contextUsed !== undefined && f.contextWindow) parts.push(`ctx ${Math.min(100, Math.round((f.contextUsed / f.contextWindow) * 100))}%`)
-  if (f.tokensIn !== undefined || f.tokensOut !== undefined) parts.push(`↑${compact(f.tokensIn ?? 0)} ↓${compact(f.tokensOut ?? 0)}`)
+  if (f.contextUsed !== undefined && f.contextWindow)
+    parts.push(`ctx ${Math.min(100, Math.round((f.contextUsed / f.contextWindow) * 100))}%`)
+  if (f.tokensIn !== undefined || f.tokensOut !== undefined)
+    parts.push(`↑${compact(f.tokensIn ?? 0)} ↓${compact(f.tokensOut ?? 0)}`)
   if (f.cost !== undefined) parts.push(`$${f.cost.toFixed(2)}`)
   parts.push(tildePath(f.cwd) + (f.branch ? ` ${p.green(`⎇ ${f.branch}`)}` : ''))
   return parts

@@ -7,7 +7,10 @@ import { highlightCode } from './highlight.ts'
 
 export type Style = (text: string) => string
 
-const sgr = (open: number, close: number): Style => (text) => `\x1b[${open}m${text}\x1b[${close}m`
+const sgr =
+  (open: number, close: number): Style =>
+  (text) =>
+    `\x1b[${open}m${text}\x1b[${close}m`
 
 export interface Palette {
   color: boolean
@@ -33,8 +36,19 @@ export function palette(env: NodeJS.ProcessEnv = process.env): Palette {
   if (!color) {
     return {
       color,
-      dim: plain, bold: plain, italic: plain, underline: plain, strike: plain, inverse: plain,
-      red: plain, green: plain, yellow: plain, blue: plain, magenta: plain, cyan: plain, gray: plain,
+      dim: plain,
+      bold: plain,
+      italic: plain,
+      underline: plain,
+      strike: plain,
+      inverse: plain,
+      red: plain,
+      green: plain,
+      yellow: plain,
+      blue: plain,
+      magenta: plain,
+      cyan: plain,
+      gray: plain,
     }
   }
   return {

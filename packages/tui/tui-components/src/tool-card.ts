@@ -47,7 +47,8 @@ export function toolSubject(name: string, rawArgs: string): string {
     case 'todo_write':
       return Array.isArray(args.todos) ? plural(args.todos.length, 'item') : ''
     default: {
-      const first = str('file_path') ?? str('path') ?? Object.values(args).find((v): v is string => typeof v === 'string')
+      const first =
+        str('file_path') ?? str('path') ?? Object.values(args).find((v): v is string => typeof v === 'string')
       return first ? oneLine(first) : ''
     }
   }
@@ -57,7 +58,10 @@ export function toolSubject(name: string, rawArgs: string): string {
 function bashParts(result: ToolResultView): { lines: string[]; status?: string; exitCode?: number } {
   const lines = result.text.split('\n')
   let status: string | undefined
-  while (lines.length && /^\[(exit code|terminated|timed out|cancelled|could not start|note)/.test(lines[lines.length - 1])) {
+  while (
+    lines.length &&
+    /^\[(exit code|terminated|timed out|cancelled|could not start|note)/.test(lines[lines.length - 1])
+  ) {
     const line = lines.pop()!
     if (!line.startsWith('[note')) status ??= line
   }
@@ -117,7 +121,12 @@ export class ToolCard implements Component {
   render(width: number): string[] {
     const key = `${this.state}:${this.expanded}`
     if (this.cache && this.cache.width === width && this.cache.key === key) return this.cache.lines
-    const lines = [this.header(width), ...this.body(Math.max(10, width - 4)).map((l, i) => truncateToWidth(`  ${i === 0 ? this.p.gray('⎿') : ' '} ${l}`, width))]
+    const lines = [
+      this.header(width),
+      ...this.body(Math.max(10, width - 4)).map((l, i) =>
+        truncateToWidth(`  ${i === 0 ? this.p.gray('⎿') : ' '} ${l}`, width),
+      ),
+    ]
     this.cache = { width, key, lines }
     return lines
   }
@@ -133,13 +142,17 @@ export class ToolCard implements Component {
     const { p, result } = this
     if (!result) return this.state === 'running' ? [p.gray('running…')] : []
     const cap = (lines: string[], max: number, what: string): string[] =>
-      lines.length <= max ? lines : [...lines.slice(0, max), p.gray(`… ${plural(lines.length - max, what)} more (ctrl+o to expand)`)]
+      lines.length <= max
+        ? lines
+        : [...lines.slice(0, max), p.gray(`… ${plural(lines.length - max, what)} more (ctrl+o to expand)`)]
     if (this.name === 'bash') {
       const { lines, status, exitCode } = bashParts(result)
       const shown = this.expanded ? lines.slice(-EXPANDED_LINES) : lines.slice(-BASH_TAIL_LINES)
       const hidden = lines.length - shown.length
       const out = [
-        ...(hidden > 0 ? [p.gray(`… ${plural(hidden, 'line')} above${this.expanded ? '' : ' (ctrl+o to expand)'}`)] : []),
+        ...(hidden > 0
+          ? [p.gray(`… ${plural(hidden, 'line')} above${this.expanded ? '' : ' (ctrl+o to expand)'}`)]
+          : []),
         ...shown.map((l) => p.dim(l)),
       ]
       const code = exitCode !== undefined ? `exit ${exitCode}` : (status ?? '').replace(/^\[|\]$/g, '')
@@ -155,11 +168,19 @@ export class ToolCard implements Component {
       const lines = diffLines(diff, p)
       const added = diff.split('\n').filter((l) => l.startsWith('+') && !l.startsWith('+++')).length
       const removed = diff.split('\n').filter((l) => l.startsWith('-') && !l.startsWith('---')).length
-      return [p.gray(`${plural(added, 'line')} added, ${plural(removed, 'line')} removed`), ...cap(lines, this.expanded ? EXPANDED_LINES : DIFF_LINES, 'line')]
+      return [
+        p.gray(`${plural(added, 'line')} added, ${plural(removed, 'line')} removed`),
+        ...cap(lines, this.expanded ? EXPANDED_LINES : DIFF_LINES, 'line'),
+      ]
     }
     const text = result.text.replace(/\n+$/, '')
     const count = text === '' ? 0 : text.split('\n').length
-    if (this.expanded) return cap(text.split('\n').map((l) => p.dim(l)), EXPANDED_LINES, 'line')
+    if (this.expanded)
+      return cap(
+        text.split('\n').map((l) => p.dim(l)),
+        EXPANDED_LINES,
+        'line',
+      )
     switch (this.name) {
       case 'read':
         return [p.gray(`read ${plural(count, 'line')}`)]
@@ -176,7 +197,14 @@ export class ToolCard implements Component {
 export function diffLines(diff: string, p: Palette): string[] {
   const out: string[] = []
   for (const line of diff.split('\n')) {
-    if (line.startsWith('===') || line.startsWith('---') || line.startsWith('+++') || line.startsWith('Index:') || line === '') continue
+    if (
+      line.startsWith('===') ||
+      line.startsWith('---') ||
+      line.startsWith('+++') ||
+      line.startsWith('Index:') ||
+      line === ''
+    )
+      continue
     if (line.startsWith('@@')) out.push(p.cyan(line))
     else if (line.startsWith('+')) out.push(p.green(line))
     else if (line.startsWith('-')) out.push(p.red(line))
@@ -191,10 +219,12 @@ export function diffLines(diff: string, p: Palette): string[] {
  * (a command's own colours would break the layout), tabs expanded to four spaces.
  */
 export function sanitize(text: string): string {
-  return text
-    .replace(/\r\n/g, '\n')
-    // CSI, OSC and other escape sequences.
-    .replace(/\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])/g, '')
-    .replace(/\t/g, '    ')
-    .replace(/[\x00-\x08\x0b-\x1f\x7f]/g, '')
+  return (
+    text
+      .replace(/\r\n/g, '\n')
+      // CSI, OSC and other escape sequences.
+      .replace(/\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])/g, '')
+      .replace(/\t/g, '    ')
+      .replace(/[\x00-\x08\x0b-\x1f\x7f]/g, '')
+  )
 }

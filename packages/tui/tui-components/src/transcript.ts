@@ -6,7 +6,14 @@
 // every finished block is its own cached Markdown component, and only the open tail is parsed again
 // per frame. A block's lines never change once it is finished, so the differential renderer only
 // rewrites the bottom of the screen while text streams.
-import { Container, Markdown, truncateToWidth, wrapTextWithAnsi, type Component, type MarkdownTheme } from '@mariozechner/pi-tui'
+import {
+  Container,
+  Markdown,
+  truncateToWidth,
+  wrapTextWithAnsi,
+  type Component,
+  type MarkdownTheme,
+} from '@mariozechner/pi-tui'
 import type { AnySessionEvent } from '@dsh/session'
 import type { Palette } from './theme.ts'
 import { ToolCard, sanitize } from './tool-card.ts'
@@ -74,7 +81,9 @@ class ThinkingLine implements Component {
   invalidate(): void {}
   render(width: number): string[] {
     const words = this.text.trim().split(/\s+/).filter(Boolean).length
-    const head = this.p.gray(`${this.done ? '✻ Thought' : '✻ Thinking…'} (${words} words${this.expanded ? '' : ', ctrl+o to expand'})`)
+    const head = this.p.gray(
+      `${this.done ? '✻ Thought' : '✻ Thinking…'} (${words} words${this.expanded ? '' : ', ctrl+o to expand'})`,
+    )
     if (!this.expanded) return [truncateToWidth(head, width)]
     const body = sanitize(this.text)
       .split('\n')
@@ -290,7 +299,8 @@ export class Transcript extends Container {
         const { reason, error } = event.data
         this.current = undefined
         if (reason === 'cancelled') this.notice('⎿ cancelled', this.p.yellow)
-        else if (reason !== 'completed') this.notice(`⎿ the turn ended ${reason}${error ? `: ${error.code}: ${error.message}` : ''}`, this.p.red)
+        else if (reason !== 'completed')
+          this.notice(`⎿ the turn ended ${reason}${error ? `: ${error.code}: ${error.message}` : ''}`, this.p.red)
         break
       }
       default:

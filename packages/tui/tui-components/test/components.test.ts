@@ -30,7 +30,8 @@ describe('streaming blocks', () => {
   })
 
   it('renders a reply streamed in pieces exactly as the same reply set at once', () => {
-    const text = '# Title\n\nFirst paragraph with **bold**.\n\n```js\nconst a = 1\n\nconst b = 2\n```\n\n- one\n- two\n\nLast words 你好.'
+    const text =
+      '# Title\n\nFirst paragraph with **bold**.\n\n```js\nconst a = 1\n\nconst b = 2\n```\n\n- one\n- two\n\nLast words 你好.'
     const streamed = new AssistantEntry(color, markdownTheme(color))
     for (let i = 0; i < text.length; i += 3) streamed.appendText(text.slice(i, i + 3))
     const whole = new AssistantEntry(color, markdownTheme(color))
@@ -52,7 +53,11 @@ describe('streaming blocks', () => {
 describe('ToolCard', () => {
   it('shows the bash tail, how many lines were hidden, and the exit code', () => {
     const card = new ToolCard('c1', 'bash', JSON.stringify({ command: 'seq 1 20' }), color)
-    card.setResult({ text: `${Array.from({ length: 20 }, (_, i) => i + 1).join('\n')}\n[exit code: 0]`, isError: false, meta: { exitCode: 0 } })
+    card.setResult({
+      text: `${Array.from({ length: 20 }, (_, i) => i + 1).join('\n')}\n[exit code: 0]`,
+      isError: false,
+      meta: { exitCode: 0 },
+    })
     const text = plainText(card.render(80))
     expect(text[0]).toBe('● bash seq 1 20')
     expect(text.join('\n')).toMatch(/15 lines above/)
@@ -68,7 +73,11 @@ describe('ToolCard', () => {
     bash.setResult({ text: '(no output)\n[exit code: 1]', isError: false, meta: { exitCode: 1 } })
     expect(bash.render(80).at(-1)).toContain(`${ESC}[31mexit 1`)
     const edit = new ToolCard('c3', 'edit', '{"file_path":"a.txt"}', color)
-    edit.setResult({ text: 'Edited', isError: false, meta: { diff: '--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n alpha\n-beta\n+gamma\n' } })
+    edit.setResult({
+      text: 'Edited',
+      isError: false,
+      meta: { diff: '--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n alpha\n-beta\n+gamma\n' },
+    })
     const lines = edit.render(80)
     expect(plainText(lines)).toContain('  ⎿ 1 line added, 1 line removed')
     expect(lines.some((l) => l.includes(`${ESC}[32m+gamma`))).toBe(true)
@@ -91,7 +100,13 @@ describe('ToolCard', () => {
 describe('ConfirmPanel', () => {
   const answer = (keys: string[]) => {
     const answers: boolean[] = []
-    const panel = new ConfirmPanel('Switch to danger-full-access?', 'No confinement.', 'y switches · any other key keeps workspace-write', plain, (yes) => answers.push(yes))
+    const panel = new ConfirmPanel(
+      'Switch to danger-full-access?',
+      'No confinement.',
+      'y switches · any other key keeps workspace-write',
+      plain,
+      (yes) => answers.push(yes),
+    )
     for (const key of keys) panel.handleInput(key)
     return { answers, panel }
   }
@@ -99,7 +114,8 @@ describe('ConfirmPanel', () => {
   it('only y (or Y) is yes; the first other key of any kind is no, and only one answer is given', () => {
     expect(answer(['y']).answers).toEqual([true])
     expect(answer(['Y']).answers).toEqual([true])
-    for (const key of ['n', ESC, '\r', '\x1b[Z', ' ', '\x03', 'yes']) expect(answer([key]).answers, JSON.stringify(key)).toEqual([false])
+    for (const key of ['n', ESC, '\r', '\x1b[Z', ' ', '\x03', 'yes'])
+      expect(answer([key]).answers, JSON.stringify(key)).toEqual([false])
     expect(answer(['n', 'y']).answers).toEqual([false])
   })
 
@@ -112,7 +128,9 @@ describe('ConfirmPanel', () => {
 })
 
 describe('ApprovalPanel', () => {
-  const request = (options: ApprovalRequest['options'] = ['allowed-once', 'allowed-always', 'rejected']): ApprovalRequest => ({
+  const request = (
+    options: ApprovalRequest['options'] = ['allowed-once', 'allowed-always', 'rejected'],
+  ): ApprovalRequest => ({
     id: 'approval-1' as ApprovalId,
     kind: 'command',
     title: 'Run `rm -rf build` outside the sandbox',
@@ -172,7 +190,14 @@ describe('QuestionPanel and Picker', () => {
     panel.handleInput('\r')
     expect(results).toEqual([{ db: { selected: ['Postgres'] }, name: { selected: [], text: 'demo' } }])
     const skipped: unknown[] = []
-    const two = new QuestionPanel([{ id: 'x', question: 'q?' }, { id: 'y', question: 'r?' }], plain, (a) => skipped.push(a))
+    const two = new QuestionPanel(
+      [
+        { id: 'x', question: 'q?' },
+        { id: 'y', question: 'r?' },
+      ],
+      plain,
+      (a) => skipped.push(a),
+    )
     for (const ch of 'yes\r') two.handleInput(ch)
     two.handleInput(ESC)
     expect(skipped).toEqual([{ x: { selected: [], text: 'yes' } }])
@@ -180,7 +205,18 @@ describe('QuestionPanel and Picker', () => {
 
   it('toggles several picks with Space in a multi-select question', () => {
     const results: Array<Record<string, QuestionAnswer>> = []
-    const panel = new QuestionPanel([{ id: 'f', question: 'Features?', multiSelect: true, options: [{ label: 'a' }, { label: 'b' }, { label: 'c' }] }], plain, (a) => results.push(a))
+    const panel = new QuestionPanel(
+      [
+        {
+          id: 'f',
+          question: 'Features?',
+          multiSelect: true,
+          options: [{ label: 'a' }, { label: 'b' }, { label: 'c' }],
+        },
+      ],
+      plain,
+      (a) => results.push(a),
+    )
     panel.handleInput(' ')
     panel.handleInput('\x1b[B')
     panel.handleInput('\x1b[B')
@@ -191,7 +227,15 @@ describe('QuestionPanel and Picker', () => {
 
   it('filters a picker by typing and returns the picked value', () => {
     const picked: Array<string | undefined> = []
-    const picker = new Picker('Model', [{ value: 'p/alpha', label: 'p/alpha' }, { value: 'p/beta', label: 'p/beta' }], plain, (v) => picked.push(v))
+    const picker = new Picker(
+      'Model',
+      [
+        { value: 'p/alpha', label: 'p/alpha' },
+        { value: 'p/beta', label: 'p/beta' },
+      ],
+      plain,
+      (v) => picked.push(v),
+    )
     for (const ch of 'bet') picker.handleInput(ch)
     picker.handleInput('\r')
     expect(picked).toEqual(['p/beta'])
@@ -213,8 +257,27 @@ describe('code highlighting', () => {
 
 describe('status line and colour', () => {
   it('names model, effort, mode, context use, tokens, cwd and branch; leaves unknown fields out', () => {
-    const parts = statusText({ model: 'deepseek-official/deepseek-v4-flash', effort: 'high', mode: 'read-only', contextUsed: 50_000, contextWindow: 200_000, tokensIn: 1234, tokensOut: 56, cwd: '/srv/x', branch: 'main' }, plain)
-    expect(parts).toEqual(['deepseek-official/deepseek-v4-flash (high)', 'read-only', 'ctx 25%', '↑1.2k ↓56', '/srv/x ⎇ main'])
+    const parts = statusText(
+      {
+        model: 'deepseek-official/deepseek-v4-flash',
+        effort: 'high',
+        mode: 'read-only',
+        contextUsed: 50_000,
+        contextWindow: 200_000,
+        tokensIn: 1234,
+        tokensOut: 56,
+        cwd: '/srv/x',
+        branch: 'main',
+      },
+      plain,
+    )
+    expect(parts).toEqual([
+      'deepseek-official/deepseek-v4-flash (high)',
+      'read-only',
+      'ctx 25%',
+      '↑1.2k ↓56',
+      '/srv/x ⎇ main',
+    ])
     expect(statusText({ model: 'm', cwd: '/x' }, plain)).toEqual(['m', '/x'])
   })
 
@@ -237,7 +300,11 @@ describe('status line and colour', () => {
     card.setResult({ text: '[exit code: 1]', isError: false, meta: { exitCode: 1 } })
     const entry = new AssistantEntry(plain, markdownTheme(plain))
     entry.setText('# Head\n\n**bold** and `code`\n\n- item')
-    const all = [...card.render(80), ...entry.render(80), ...statusText({ model: 'm', mode: 'x', cwd: '/', branch: 'b' }, plain)].join('\n')
+    const all = [
+      ...card.render(80),
+      ...entry.render(80),
+      ...statusText({ model: 'm', mode: 'x', cwd: '/', branch: 'b' }, plain),
+    ].join('\n')
     expect(all).not.toMatch(/\x1b\[(3\d|9\d|4\d)m/)
     expect(palette({ NO_COLOR: '' }).color).toBe(true)
     expect(color.red('x')).toBe(`${ESC}[31mx${ESC}[39m`)

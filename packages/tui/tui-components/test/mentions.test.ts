@@ -47,11 +47,22 @@ describe('@ mentions', () => {
 
   it('suggests @paths and completes them with a trailing space; slash commands still reach the wrapped provider', async () => {
     const root = tree()
-    const provider = new MentionProvider(new CombinedAutocompleteProvider([{ name: 'help', description: 'List commands' }], root, null), root, await subprocess())
+    const provider = new MentionProvider(
+      new CombinedAutocompleteProvider([{ name: 'help', description: 'List commands' }], root, null),
+      root,
+      await subprocess(),
+    )
     const signal = new AbortController().signal
     const got = await provider.getSuggestions(['see @deep'], 0, 9, { signal })
-    expect(got).toEqual({ items: [{ value: '@src/deep/application.ts', label: 'src/deep/application.ts' }], prefix: '@deep' })
-    expect(provider.applyCompletion(['see @deep now'], 0, 9, got!.items[0], got!.prefix)).toEqual({ lines: ['see @src/deep/application.ts  now'], cursorLine: 0, cursorCol: 29 })
+    expect(got).toEqual({
+      items: [{ value: '@src/deep/application.ts', label: 'src/deep/application.ts' }],
+      prefix: '@deep',
+    })
+    expect(provider.applyCompletion(['see @deep now'], 0, 9, got!.items[0], got!.prefix)).toEqual({
+      lines: ['see @src/deep/application.ts  now'],
+      cursorLine: 0,
+      cursorCol: 29,
+    })
     const slash = await provider.getSuggestions(['/he'], 0, 3, { signal })
     expect(slash?.items.map((i) => i.value)).toEqual(['help'])
     expect(await provider.getSuggestions(['@zzz'], 0, 4, { signal })).toBeNull()

@@ -66,7 +66,12 @@ export async function withFileLock<T>(path: string, options: LockOptions, body: 
         continue
       }
       if (Date.now() >= deadline) {
-        throw Object.assign(new Error(`timed out after ${options.timeoutMs}ms waiting for the writer lock ${lock} (remove it if no dsh process is writing)`), { code: 'LOCK_TIMEOUT' })
+        throw Object.assign(
+          new Error(
+            `timed out after ${options.timeoutMs}ms waiting for the writer lock ${lock} (remove it if no dsh process is writing)`,
+          ),
+          { code: 'LOCK_TIMEOUT' },
+        )
       }
       await delay(Math.min(5 * 2 ** Math.min(attempt, 4), 50))
     }

@@ -48,7 +48,9 @@ describe('withFileLock', () => {
     const d = dir()
     const file = join(d, 'f')
     writeFileSync(`${file}.lock`, '1\n')
-    await expect(withFileLock(file, { timeoutMs: 50, staleMs: 60_000 }, async () => 1)).rejects.toMatchObject({ code: 'LOCK_TIMEOUT' })
+    await expect(withFileLock(file, { timeoutMs: 50, staleMs: 60_000 }, async () => 1)).rejects.toMatchObject({
+      code: 'LOCK_TIMEOUT',
+    })
     const old = new Date(Date.now() - 120_000)
     utimesSync(`${file}.lock`, old, old)
     await expect(withFileLock(file, { timeoutMs: 50, staleMs: 60_000 }, async () => 'ran')).resolves.toBe('ran')

@@ -70,7 +70,8 @@ const EXTRA_NAME = /^[A-Za-z_][A-Za-z0-9_]*_(KEY|TOKEN|SECRET|PASSWORD)$/i
 /** Why `name` cannot be added to the project `.env` allowlist, or undefined when it can. */
 export function projectEnvNameProblem(name: string): string | undefined {
   if (/^DSH_/i.test(name)) return `"${name}" is a dsh setting, which a project .env never supplies`
-  if (!EXTRA_NAME.test(name)) return `"${name}" is not a credential name (it must end in _KEY, _TOKEN, _SECRET or _PASSWORD)`
+  if (!EXTRA_NAME.test(name))
+    return `"${name}" is not a credential name (it must end in _KEY, _TOKEN, _SECRET or _PASSWORD)`
   return undefined
 }
 
@@ -78,7 +79,10 @@ export function projectEnvNameProblem(name: string): string | undefined {
  * The names a project `.env` may supply: the defaults plus `extra` (a list, or the text of
  * `DSH_PROJECT_ENV_ALLOW`). Throws an Error naming `source` and the first unacceptable name.
  */
-export function projectEnvAllowlist(extra: string | readonly string[] | undefined, source = PROJECT_ENV_ALLOW_VAR): Set<string> {
+export function projectEnvAllowlist(
+  extra: string | readonly string[] | undefined,
+  source = PROJECT_ENV_ALLOW_VAR,
+): Set<string> {
   const names = typeof extra === 'string' ? extra.split(/[\s,]+/).filter(Boolean) : [...(extra ?? [])]
   for (const name of names) {
     const problem = projectEnvNameProblem(name)
@@ -88,7 +92,10 @@ export function projectEnvAllowlist(extra: string | readonly string[] | undefine
 }
 
 /** Splits a project `.env`'s values into the allowed ones and the names it ignores (sorted). */
-export function filterProjectEnv<T>(values: Record<string, T>, allow: ReadonlySet<string>): { kept: Record<string, T>; ignored: string[] } {
+export function filterProjectEnv<T>(
+  values: Record<string, T>,
+  allow: ReadonlySet<string>,
+): { kept: Record<string, T>; ignored: string[] } {
   const kept: Record<string, T> = {}
   const ignored: string[] = []
   for (const [name, value] of Object.entries(values)) {

@@ -1,8 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { parseEnv } from 'node:util'
-import {
-  filterProjectEnv, findEnvSyntaxError, PROJECT_ENV_CREDENTIALS, projectEnvAllowlist,
-} from '../src/index.ts'
+import { filterProjectEnv, findEnvSyntaxError, PROJECT_ENV_CREDENTIALS, projectEnvAllowlist } from '../src/index.ts'
 
 describe('the project .env allowlist', () => {
   it('holds provider keys only: no dsh setting, no endpoint', () => {
@@ -15,20 +13,31 @@ describe('the project .env allowlist', () => {
 
   it('adds credential-shaped names from a list or DSH_PROJECT_ENV_ALLOW text', () => {
     const allow = projectEnvAllowlist('MY_API_KEY, INTERNAL_TOKEN\tDB_PASSWORD')
-    expect([...allow].filter((n) => !PROJECT_ENV_CREDENTIALS.includes(n))).toEqual(['MY_API_KEY', 'INTERNAL_TOKEN', 'DB_PASSWORD'])
+    expect([...allow].filter((n) => !PROJECT_ENV_CREDENTIALS.includes(n))).toEqual([
+      'MY_API_KEY',
+      'INTERNAL_TOKEN',
+      'DB_PASSWORD',
+    ])
     expect(projectEnvAllowlist(['VAULT_SECRET'], 'config.projectEnvAllow').has('VAULT_SECRET')).toBe(true)
     expect(projectEnvAllowlist(undefined).size).toBe(new Set(PROJECT_ENV_CREDENTIALS).size)
   })
 
   it('refuses settings, endpoints and dsh variables by name and source', () => {
-    expect(() => projectEnvAllowlist('OK_KEY DEEPSEEK_BASE_URL')).toThrow('DSH_PROJECT_ENV_ALLOW: "DEEPSEEK_BASE_URL" is not a credential name')
-    expect(() => projectEnvAllowlist(['NODE_OPTIONS'], 'config.projectEnvAllow')).toThrow('config.projectEnvAllow: "NODE_OPTIONS" is not a credential name')
+    expect(() => projectEnvAllowlist('OK_KEY DEEPSEEK_BASE_URL')).toThrow(
+      'DSH_PROJECT_ENV_ALLOW: "DEEPSEEK_BASE_URL" is not a credential name',
+    )
+    expect(() => projectEnvAllowlist(['NODE_OPTIONS'], 'config.projectEnvAllow')).toThrow(
+      'config.projectEnvAllow: "NODE_OPTIONS" is not a credential name',
+    )
     expect(() => projectEnvAllowlist('DSH_PERMISSION_MODE')).toThrow('is a dsh setting')
     expect(() => projectEnvAllowlist('DSH_API_KEY')).toThrow('is a dsh setting')
   })
 
   it('splits values into kept and ignored names', () => {
-    const { kept, ignored } = filterProjectEnv({ Z: '1', DEEPSEEK_API_KEY: 'k', A: '2' }, projectEnvAllowlist(undefined))
+    const { kept, ignored } = filterProjectEnv(
+      { Z: '1', DEEPSEEK_API_KEY: 'k', A: '2' },
+      projectEnvAllowlist(undefined),
+    )
     expect(kept).toEqual({ DEEPSEEK_API_KEY: 'k' })
     expect(ignored).toEqual(['A', 'Z'])
   })

@@ -19,9 +19,14 @@ describe('homeLayout', () => {
   it('names every well-known file', () => {
     const l = homeLayout('/h')
     expect(l).toMatchObject({
-      profiles: '/h/profiles', sessions: '/h/sessions', settings: '/h/settings.yaml',
-      credentials: '/h/.credentials.yaml', env: '/h/.env', patch: '/h/cordis.patch.yml',
-      attachments: '/h/attachments', skills: '/h/skills',
+      profiles: '/h/profiles',
+      sessions: '/h/sessions',
+      settings: '/h/settings.yaml',
+      credentials: '/h/.credentials.yaml',
+      env: '/h/.env',
+      patch: '/h/cordis.patch.yml',
+      attachments: '/h/attachments',
+      skills: '/h/skills',
     })
     expect(l.profile('web')).toBe('/h/profiles/web')
   })

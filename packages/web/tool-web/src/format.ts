@@ -19,7 +19,11 @@ interface TextNode {
   querySelector?(selector: string): unknown
 }
 
-const cellText = (content: string) => content.replace(/\s*\n+\s*/g, ' ').replace(/\|/g, '\\|').trim()
+const cellText = (content: string) =>
+  content
+    .replace(/\s*\n+\s*/g, ' ')
+    .replace(/\|/g, '\\|')
+    .trim()
 const blank = (node: unknown) => {
   const n = node as TextNode
   return (n.textContent ?? '').trim() === '' && !n.querySelector?.('img')
@@ -31,8 +35,30 @@ let service: TurndownService | undefined
 function turndownService(): TurndownService {
   if (service) return service
   const Turndown = createRequire(import.meta.url)('turndown') as typeof TurndownService
-  const turndown = new Turndown({ headingStyle: 'atx', codeBlockStyle: 'fenced', bulletListMarker: '-', emDelimiter: '_', hr: '---' })
-  turndown.remove(['script', 'style', 'noscript', 'template', 'svg', 'canvas', 'iframe', 'object', 'embed', 'head', 'form', 'button', 'select', 'link', 'meta'])
+  const turndown = new Turndown({
+    headingStyle: 'atx',
+    codeBlockStyle: 'fenced',
+    bulletListMarker: '-',
+    emDelimiter: '_',
+    hr: '---',
+  })
+  turndown.remove([
+    'script',
+    'style',
+    'noscript',
+    'template',
+    'svg',
+    'canvas',
+    'iframe',
+    'object',
+    'embed',
+    'head',
+    'form',
+    'button',
+    'select',
+    'link',
+    'meta',
+  ])
   // Tables as pipe tables: turndown alone flattens each cell into its own paragraph.
   turndown.addRule('table-section', { filter: ['thead', 'tbody', 'tfoot'], replacement: (content) => content })
   turndown.addRule('table-cell', { filter: ['th', 'td'], replacement: (content) => ` ${cellText(content)} |` })
@@ -41,7 +67,9 @@ function turndownService(): TurndownService {
     replacement(content, node) {
       const row = `|${content}\n`
       const element = node as unknown as TableNode
-      const first = !element.previousElementSibling && (element.parentElement?.nodeName !== 'TBODY' || !element.parentElement.previousElementSibling)
+      const first =
+        !element.previousElementSibling &&
+        (element.parentElement?.nodeName !== 'TBODY' || !element.parentElement.previousElementSibling)
       if (!first) return row
       return `${row}|${' --- |'.repeat(element.children.length)}\n`
     },
@@ -72,15 +100,18 @@ export function htmlTitle(html: string): string | undefined {
 
 /** Rewrites relative `href`/`src` attribute values to absolute URLs against `base`. */
 export function absolutizeLinks(html: string, base: string): string {
-  return html.replace(/(\s(?:href|src)\s*=\s*)(["'])([^"']*)\2/gi, (whole, lead: string, quote: string, value: string) => {
-    const raw = unescape(value.trim())
-    if (raw === '' || /^(#|[a-z][a-z0-9+.-]*:)/i.test(raw)) return whole
-    try {
-      return `${lead}${quote}${new URL(raw, base).href.replace(/"/g, '%22')}${quote}`
-    } catch {
-      return whole
-    }
-  })
+  return html.replace(
+    /(\s(?:href|src)\s*=\s*)(["'])([^"']*)\2/gi,
+    (whole, lead: string, quote: string, value: string) => {
+      const raw = unescape(value.trim())
+      if (raw === '' || /^(#|[a-z][a-z0-9+.-]*:)/i.test(raw)) return whole
+      try {
+        return `${lead}${quote}${new URL(raw, base).href.replace(/"/g, '%22')}${quote}`
+      } catch {
+        return whole
+      }
+    },
+  )
 }
 
 /** Outside fenced code: blank out whitespace-only lines and bullets left without text, then squeeze blank runs. */
@@ -92,7 +123,10 @@ function tidy(markdown: string): string {
     else if (!fence && /^[ \t]*(?:[-*+]|\d+\.)?[ \t]*$/.test(line)) return ''
     return line
   })
-  return lines.join('\n').replace(/\n{3,}/g, '\n\n').trim()
+  return lines
+    .join('\n')
+    .replace(/\n{3,}/g, '\n\n')
+    .trim()
 }
 
 /** HTML to Markdown, with links made absolute against `base`. */
@@ -112,7 +146,12 @@ export interface FetchPresentation {
   converted: boolean
 }
 
-const size = (bytes: number) => (bytes >= 1024 * 1024 ? `${(bytes / (1024 * 1024)).toFixed(1)} MiB` : bytes >= 1024 ? `${(bytes / 1024).toFixed(1)} KiB` : `${bytes} bytes`)
+const size = (bytes: number) =>
+  bytes >= 1024 * 1024
+    ? `${(bytes / (1024 * 1024)).toFixed(1)} MiB`
+    : bytes >= 1024
+      ? `${(bytes / 1024).toFixed(1)} KiB`
+      : `${bytes} bytes`
 
 /** The page as the model reads it: a short header, then the page text (Markdown for HTML). */
 /** The HTML of a result that is converted: at most `maxHtmlChars` of it (conversion time grows with it). */
@@ -120,19 +159,32 @@ export const htmlToConvert = (result: WebFetchResult, maxHtmlChars: number): str
   isHtml(result.mediaType) ? result.content.slice(0, maxHtmlChars) : undefined
 
 /** `markdown`: the conversion of `htmlToConvert(...)` when done elsewhere (a worker); else it is converted here. */
-export function presentFetch(result: WebFetchResult, options: { maxErrorBodyChars: number; maxHtmlChars: number; markdown?: string }): FetchPresentation {
+export function presentFetch(
+  result: WebFetchResult,
+  options: { maxErrorBodyChars: number; maxHtmlChars: number; markdown?: string },
+): FetchPresentation {
   const converted = isHtml(result.mediaType)
   const title = converted ? htmlTitle(result.content) : undefined
   const cutHtml = converted && result.content.length > options.maxHtmlChars
-  let page = converted ? (options.markdown ?? htmlToMarkdown(htmlToConvert(result, options.maxHtmlChars)!, result.finalUrl)) : result.content.trim()
-  if (result.status >= 400 && page.length > options.maxErrorBodyChars) page = `${page.slice(0, options.maxErrorBodyChars)}\n[... error page cut at ${options.maxErrorBodyChars} characters]`
+  let page = converted
+    ? (options.markdown ?? htmlToMarkdown(htmlToConvert(result, options.maxHtmlChars)!, result.finalUrl))
+    : result.content.trim()
+  if (result.status >= 400 && page.length > options.maxErrorBodyChars)
+    page = `${page.slice(0, options.maxErrorBodyChars)}\n[... error page cut at ${options.maxErrorBodyChars} characters]`
   const head = [`URL: ${result.finalUrl}`]
-  if (result.redirects.length > 0) head.push(`Redirected from: ${result.url} (${result.redirects.length} redirect${result.redirects.length === 1 ? '' : 's'})`)
+  if (result.redirects.length > 0)
+    head.push(
+      `Redirected from: ${result.url} (${result.redirects.length} redirect${result.redirects.length === 1 ? '' : 's'})`,
+    )
   head.push(`Status: ${result.status}${result.statusText ? ` ${result.statusText}` : ''}`)
   head.push(`Content-Type: ${result.mediaType}${converted ? ' (converted to Markdown)' : ''}`)
   if (title) head.push(`Title: ${title}`)
-  if (result.truncated) head.push(`Note: the page is larger than the ${size(result.bytes)} read limit; only its beginning is shown.`)
-  else if (cutHtml) head.push(`Note: only the first ${options.maxHtmlChars.toLocaleString('en-US')} characters of the page's HTML were converted; the rest is not shown.`)
+  if (result.truncated)
+    head.push(`Note: the page is larger than the ${size(result.bytes)} read limit; only its beginning is shown.`)
+  else if (cutHtml)
+    head.push(
+      `Note: only the first ${options.maxHtmlChars.toLocaleString('en-US')} characters of the page's HTML were converted; the rest is not shown.`,
+    )
   const text = `${head.join('\n')}\n\n${page || '(empty body)'}`
   return { text, title, chars: page.length, converted }
 }
@@ -149,7 +201,10 @@ const clip = (text: string, max: number) => {
 }
 
 /** Results per query as a numbered list; a failed query says why in its place. */
-export function presentSearch(outcomes: SearchOutcome[], options: { maxResults: number; maxSnippetChars: number; maxAnswerChars: number }): string {
+export function presentSearch(
+  outcomes: SearchOutcome[],
+  options: { maxResults: number; maxSnippetChars: number; maxAnswerChars: number },
+): string {
   const provider = outcomes.find((o) => o.result)?.result?.provider
   const parts: string[] = []
   for (const outcome of outcomes) {

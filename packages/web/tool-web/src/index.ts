@@ -46,19 +46,33 @@ export interface Config {
 export const Config: Schema<Partial<Config>, Config> = Schema.object({
   fetch: Schema.boolean().default(true).description('Offer web_fetch.'),
   search: Schema.boolean().default(true).description('Offer web_search.'),
-  fetchTimeoutMs: Schema.natural().default(60_000).description('Tool-call budget of web_fetch (enforced by the timeout policy); 0: none.'),
-  searchTimeoutMs: Schema.natural().default(60_000).description('Tool-call budget of web_search (enforced by the timeout policy); 0: none.'),
+  fetchTimeoutMs: Schema.natural()
+    .default(60_000)
+    .description('Tool-call budget of web_fetch (enforced by the timeout policy); 0: none.'),
+  searchTimeoutMs: Schema.natural()
+    .default(60_000)
+    .description('Tool-call budget of web_search (enforced by the timeout policy); 0: none.'),
   maxQueries: Schema.natural().min(1).max(10).default(3).description('Most queries in one web_search call.'),
   maxResults: Schema.natural().min(1).max(20).default(8).description('Most results shown per query.'),
   maxSnippetChars: Schema.natural().min(40).default(400).description('Characters of one result snippet shown.'),
   maxAnswerChars: Schema.natural().min(100).default(3000).description('Characters of a provider-written answer shown.'),
   maxErrorBodyChars: Schema.natural().min(100).default(2000).description('Characters of an HTTP error page shown.'),
-  maxHtmlChars: Schema.natural().min(10_000).default(1_000_000).description('Characters of HTML converted to Markdown; the rest of a larger page is dropped.'),
-  workerMinChars: Schema.natural().default(100_000).description('Pages with at least this much HTML convert in a worker thread; 0: always.'),
+  maxHtmlChars: Schema.natural()
+    .min(10_000)
+    .default(1_000_000)
+    .description('Characters of HTML converted to Markdown; the rest of a larger page is dropped.'),
+  workerMinChars: Schema.natural()
+    .default(100_000)
+    .description('Pages with at least this much HTML convert in a worker thread; 0: always.'),
   extractModel: Schema.string()
     .pattern(/^[^/\s]+\/\S+$/)
-    .description('`PROVIDER/MODEL`; when set, web_fetch with a `prompt` answers it from the page with this model instead of returning the page.'),
-  extractMaxChars: Schema.natural().min(1000).default(200_000).description('Characters of page text given to the extract model.'),
+    .description(
+      '`PROVIDER/MODEL`; when set, web_fetch with a `prompt` answers it from the page with this model instead of returning the page.',
+    ),
+  extractMaxChars: Schema.natural()
+    .min(1000)
+    .default(200_000)
+    .description('Characters of page text given to the extract model.'),
 }) as Schema<Partial<Config>, Config>
 
 export const PROMPT_SECTION = {
@@ -71,7 +85,12 @@ export const PROMPT_SECTION = {
   ].join('\n'),
 }
 
-const fail = (code: string, message: string, meta?: JsonObject): ToolOutput => ({ content: `Error [${code}]: ${message}`, isError: true, error: { code, message }, ...(meta ? { meta } : {}) })
+const fail = (code: string, message: string, meta?: JsonObject): ToolOutput => ({
+  content: `Error [${code}]: ${message}`,
+  isError: true,
+  error: { code, message },
+  ...(meta ? { meta } : {}),
+})
 
 function failure(error: unknown): ToolOutput {
   if (isWebError(error)) return fail(error.code, error.message)
@@ -102,7 +121,9 @@ export function apply(ctx: Context, config: Config): void {
         'Fetch one web page by URL (http or https, GET) and return its text: HTML is converted to Markdown, text, JSON and XML are returned as they are. ' +
         'Redirects are followed (a few at most); very large pages are cut. Private, loopback and link-local addresses are refused. ' +
         'Optional prompt: what you want from the page' +
-        (extractModel ? '; the page is then read by a helper model and only its answer is returned.' : ' (noted with the result; the whole page is returned).'),
+        (extractModel
+          ? '; the page is then read by a helper model and only its answer is returned.'
+          : ' (noted with the result; the whole page is returned).'),
       parameters: {
         type: 'object',
         properties: {
@@ -129,11 +150,16 @@ export function apply(ctx: Context, config: Config): void {
           try {
             markdown = await converter.convert(html, result.finalUrl, call.signal)
           } catch (error) {
-            if (error instanceof ConversionAborted || call.signal.aborted) return fail('ABORTED', 'the fetch was cancelled while its page was being converted.')
+            if (error instanceof ConversionAborted || call.signal.aborted)
+              return fail('ABORTED', 'the fetch was cancelled while its page was being converted.')
             // A failed worker: convert here instead.
           }
         }
-        const shown = presentFetch(result, { maxErrorBodyChars: config.maxErrorBodyChars, maxHtmlChars: config.maxHtmlChars, markdown })
+        const shown = presentFetch(result, {
+          maxErrorBodyChars: config.maxErrorBodyChars,
+          maxHtmlChars: config.maxHtmlChars,
+          markdown,
+        })
         const meta: JsonObject = {
           provider: result.provider,
           url: result.url,
@@ -148,15 +174,28 @@ export function apply(ctx: Context, config: Config): void {
         }
         if (result.status >= 400) {
           const message = `${result.finalUrl} answered HTTP ${result.status}${result.statusText ? ` ${result.statusText}` : ''}.`
-          return { content: `Error [HTTP_ERROR]: ${message}\n\n${shown.text}`, isError: true, error: { code: 'HTTP_ERROR', message }, meta }
+          return {
+            content: `Error [HTTP_ERROR]: ${message}\n\n${shown.text}`,
+            isError: true,
+            error: { code: 'HTTP_ERROR', message },
+            meta,
+          }
         }
         const prompt = args.prompt?.trim()
         if (prompt && extractModel) {
-          const answer = await extract(ctx, config, extractModel, prompt, shown.text, call.signal).catch((error: unknown) => ({ error: error instanceof Error ? error.message : String(error) }))
+          const answer = await extract(ctx, config, extractModel, prompt, shown.text, call.signal).catch(
+            (error: unknown) => ({ error: error instanceof Error ? error.message : String(error) }),
+          )
           if (typeof answer === 'string') {
-            return { content: `URL: ${result.finalUrl}\nAnswer to: ${prompt}\n\n${answer}`, meta: { ...meta, extractedBy: config.extractModel! } }
+            return {
+              content: `URL: ${result.finalUrl}\nAnswer to: ${prompt}\n\n${answer}`,
+              meta: { ...meta, extractedBy: config.extractModel! },
+            }
           }
-          return { content: `Note: the helper model could not answer the prompt (${answer.error}); the page follows.\n\n${shown.text}`, meta: { ...meta, extractError: answer.error } }
+          return {
+            content: `Note: the helper model could not answer the prompt (${answer.error}); the page follows.\n\n${shown.text}`,
+            meta: { ...meta, extractError: answer.error },
+          }
         }
         return { content: prompt ? shown.text.replace('\n\n', () => `\nPrompt: ${prompt}\n\n`) : shown.text, meta }
       },
@@ -179,7 +218,12 @@ export function apply(ctx: Context, config: Config): void {
             maxItems: config.maxQueries,
             description: 'Search queries, each a few keywords or a short question.',
           },
-          max_results: { type: 'integer', minimum: 1, maximum: config.maxResults, description: `Results per query (default ${config.maxResults}).` },
+          max_results: {
+            type: 'integer',
+            minimum: 1,
+            maximum: config.maxResults,
+            description: `Results per query (default ${config.maxResults}).`,
+          },
         },
         required: ['queries'],
         additionalProperties: false,
@@ -188,7 +232,8 @@ export function apply(ctx: Context, config: Config): void {
       ...(config.searchTimeoutMs > 0 ? { timeoutMs: config.searchTimeoutMs } : {}),
       async execute(args, call) {
         const queries = [...new Set(args.queries.map((q) => q.trim()).filter((q) => q !== ''))]
-        if (queries.length === 0) return fail('INVALID_REQUEST', 'every query is empty; give at least one search query.')
+        if (queries.length === 0)
+          return fail('INVALID_REQUEST', 'every query is empty; give at least one search query.')
         const maxResults = args.max_results ?? config.maxResults
         // Resolve once: a missing key is one clear error, not one per query.
         try {
@@ -210,14 +255,25 @@ export function apply(ctx: Context, config: Config): void {
           provider: outcomes.find((o) => o.result)?.result?.provider ?? null,
           queries: outcomes.map((o) => ({
             query: o.query,
-            ...(o.result ? { hits: o.result.hits.length, answer: o.result.answer !== undefined } : { error: o.error!.code }),
+            ...(o.result
+              ? { hits: o.result.hits.length, answer: o.result.answer !== undefined }
+              : { error: o.error!.code }),
           })),
           sources: outcomes.flatMap((o) => (o.result ? sources(o.result, maxResults) : [])),
         }
-        const text = presentSearch(outcomes, { maxResults, maxSnippetChars: config.maxSnippetChars, maxAnswerChars: config.maxAnswerChars })
+        const text = presentSearch(outcomes, {
+          maxResults,
+          maxSnippetChars: config.maxSnippetChars,
+          maxAnswerChars: config.maxAnswerChars,
+        })
         if (outcomes.every((o) => o.error)) {
           const first = outcomes[0].error!
-          return { content: `Error [${first.code}]: every query failed.\n\n${text}`, isError: true, error: { code: first.code, message: first.message }, meta }
+          return {
+            content: `Error [${first.code}]: every query failed.\n\n${text}`,
+            isError: true,
+            error: { code: first.code, message: first.message },
+            meta,
+          }
         }
         return { content: text, meta }
       },
@@ -231,12 +287,23 @@ export function withScheme(url: string): string {
   return /^[a-z0-9-]+(\.[a-z0-9-]+)*\.[a-z]{2,}(:\d+)?(\/|\?|#|$)/i.test(url) ? `https://${url}` : url
 }
 
-const sources = (result: WebSearchResult, max: number): JsonObject[] => result.hits.slice(0, max).map((hit) => ({ title: hit.title, url: hit.url }))
+const sources = (result: WebSearchResult, max: number): JsonObject[] =>
+  result.hits.slice(0, max).map((hit) => ({ title: hit.title, url: hit.url }))
 
-async function extract(ctx: Context, config: Config, model: ExtractModel, prompt: string, page: string, signal: AbortSignal): Promise<string> {
+async function extract(
+  ctx: Context,
+  config: Config,
+  model: ExtractModel,
+  prompt: string,
+  page: string,
+  signal: AbortSignal,
+): Promise<string> {
   const llm = ctx.get('llm')
   if (!llm) throw new Error('no ctx.llm is mounted')
-  const text = page.length > config.extractMaxChars ? `${page.slice(0, config.extractMaxChars)}\n[... page cut at ${config.extractMaxChars} characters]` : page
+  const text =
+    page.length > config.extractMaxChars
+      ? `${page.slice(0, config.extractMaxChars)}\n[... page cut at ${config.extractMaxChars} characters]`
+      : page
   const response = await llm.complete({
     provider: model.provider,
     model: model.model,
@@ -247,7 +314,10 @@ async function extract(ctx: Context, config: Config, model: ExtractModel, prompt
     signal,
     metadata: { purpose: 'web_fetch-extract' },
   })
-  const answer = response.message.content.flatMap((block) => (block.type === 'text' ? [block.text] : [])).join('').trim()
+  const answer = response.message.content
+    .flatMap((block) => (block.type === 'text' ? [block.text] : []))
+    .join('')
+    .trim()
   if (!answer) throw new Error('the helper model returned no text')
   return answer
 }

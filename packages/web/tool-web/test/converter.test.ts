@@ -6,7 +6,8 @@ import { createConverter as sourceConverter, htmlToMarkdown, type HtmlConverter 
 type Module = typeof import('../src/index.ts')
 const dist: Module = await import(new URL('../dist/index.js', import.meta.url).href)
 
-const page = (n: number) => `<html><body>${Array.from({ length: n }, (_, i) => `<h3>Part ${i}</h3><p>Text ${i} with <a href="/p/${i}">a link</a>.</p>`).join('')}</body></html>`
+const page = (n: number) =>
+  `<html><body>${Array.from({ length: n }, (_, i) => `<h3>Part ${i}</h3><p>Text ${i} with <a href="/p/${i}">a link</a>.</p>`).join('')}</body></html>`
 
 let open: HtmlConverter[] = []
 afterEach(async () => {
@@ -24,7 +25,10 @@ describe('createConverter', () => {
     const converter = make(dist, 1000)
     expect(converter.threaded).toBe(true)
     const html = page(400)
-    const [a, b] = await Promise.all([converter.convert(html, 'https://e.x/docs/'), converter.convert(page(300), 'https://e.x/')])
+    const [a, b] = await Promise.all([
+      converter.convert(html, 'https://e.x/docs/'),
+      converter.convert(page(300), 'https://e.x/'),
+    ])
     expect(a).toBe(htmlToMarkdown(html, 'https://e.x/docs/'))
     expect(a).toContain('[a link](https://e.x/p/399)')
     expect(b).toContain('### Part 299')

@@ -24,7 +24,9 @@ afterEach(async () => {
 const call = (id: string, name: string, args: object) => ({ toolCalls: [{ id, name, arguments: args }] })
 
 function toolText(i: number, callId: string): string {
-  const messages = (model!.requests[i].body as { messages: Array<{ role: string; content: string; tool_call_id?: string }> }).messages
+  const messages = (
+    model!.requests[i].body as { messages: Array<{ role: string; content: string; tool_call_id?: string }> }
+  ).messages
   return messages.find((m) => m.role === 'tool' && m.tool_call_id === callId)?.content ?? '(none)'
 }
 
@@ -32,7 +34,9 @@ it('the model fetches a local page through the real bin and reads it as Markdown
   site = createServer((req, res) => {
     if (req.url === '/old') return void res.writeHead(301, { location: '/guide' }).end()
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
-    res.end('<html><head><title>Guide</title></head><body><h2>Setup</h2><p>Use <a href="/api">the API</a> with <strong>care</strong>.</p></body></html>')
+    res.end(
+      '<html><head><title>Guide</title></head><body><h2>Setup</h2><p>Use <a href="/api">the API</a> with <strong>care</strong>.</p></body></html>',
+    )
   })
   await new Promise<void>((r) => site!.listen(0, '127.0.0.1', r))
   const page = `http://127.0.0.1:${(site.address() as AddressInfo).port}`
@@ -41,7 +45,10 @@ it('the model fetches a local page through the real bin and reads it as Markdown
   mkdirSync(cwd)
   const patch = join(root, 'loopback.patch.yml')
   // workerMinChars 0: the page converts in the worker thread of the built package.
-  writeFileSync(patch, '- id: web-fetch-http\n  config:\n    allowedRanges: [127.0.0.1/32]\n- id: tool-web\n  config:\n    workerMinChars: 0\n')
+  writeFileSync(
+    patch,
+    '- id: web-fetch-http\n  config:\n    allowedRanges: [127.0.0.1/32]\n- id: tool-web\n  config:\n    workerMinChars: 0\n',
+  )
   model = await startMockServer({
     steps: [
       call('f1', 'web_fetch', { url: `${page}/old` }),
@@ -52,20 +59,32 @@ it('the model fetches a local page through the real bin and reads it as Markdown
   })
   const run = await runDsh(['--profile', 'headless', '--patch', patch, '--output-format', 'json', 'read the guide'], {
     cwd,
-    env: { DSH_HOME: join(root, 'home'), DEEPSEEK_BASE_URL: model.baseURL, DEEPSEEK_API_KEY: 'x', EXA_API_KEY: '', PERPLEXITY_API_KEY: '' },
+    env: {
+      DSH_HOME: join(root, 'home'),
+      DEEPSEEK_BASE_URL: model.baseURL,
+      DEEPSEEK_API_KEY: 'x',
+      EXA_API_KEY: '',
+      PERPLEXITY_API_KEY: '',
+    },
   })
   expect(run.stderr).toBe('')
   expect(JSON.parse(run.stdout)).toMatchObject({ result: 'read it', reason: 'completed' })
-  const offered = ((model.requests[0].body as { tools?: Array<{ function: { name: string } }> }).tools ?? []).map((t) => t.function.name)
+  const offered = ((model.requests[0].body as { tools?: Array<{ function: { name: string } }> }).tools ?? []).map(
+    (t) => t.function.name,
+  )
   expect(offered).toEqual(expect.arrayContaining(['web_fetch', 'web_search']))
   expect(toolText(1, 'f1')).toBe(
     `URL: ${page}/guide\nRedirected from: ${page}/old (1 redirect)\nStatus: 200 OK\nContent-Type: text/html (converted to Markdown)\nTitle: Guide\n\n## Setup\n\nUse [the API](${page}/api) with **care**.`,
   )
-  expect(toolText(2, 's1')).toMatch(/^Error \[NO_PROVIDER\]: web search is not configured: no search provider has a key \(exa: set EXA_API_KEY .*; perplexity: set PERPLEXITY_API_KEY .*\)\.$/)
+  expect(toolText(2, 's1')).toMatch(
+    /^Error \[NO_PROVIDER\]: web search is not configured: no search provider has a key \(exa: set EXA_API_KEY .*; perplexity: set PERPLEXITY_API_KEY .*\)\.$/,
+  )
   expect(toolText(3, 'f2')).toMatch(/^Error \[BLOCKED_ADDRESS\]: 127\.0\.0\.2 is a loopback address/)
 })
 
-it('web_search through the real bin: the Exa row pointed at a local fake, the key from the environment', { timeout: 90_000 }, async () => {
+it('web_search through the real bin: the Exa row pointed at a local fake, the key from the environment', {
+  timeout: 90_000,
+}, async () => {
   const seen: Array<{ key: string | undefined; body: unknown }> = []
   site = createServer((req, res) => {
     let raw = ''
@@ -73,7 +92,20 @@ it('web_search through the real bin: the Exa row pointed at a local fake, the ke
     req.on('end', () => {
       seen.push({ key: req.headers['x-api-key'] as string | undefined, body: JSON.parse(raw) })
       res.writeHead(200, { 'content-type': 'application/json' })
-      res.end(JSON.stringify({ requestId: 'r1', results: [{ id: 'a', title: 'Cordis 4 docs', url: 'https://cordis.example/docs', publishedDate: '2026-02-01T00:00:00.000Z', highlights: ['Fibers unwind every effect.'] }] }))
+      res.end(
+        JSON.stringify({
+          requestId: 'r1',
+          results: [
+            {
+              id: 'a',
+              title: 'Cordis 4 docs',
+              url: 'https://cordis.example/docs',
+              publishedDate: '2026-02-01T00:00:00.000Z',
+              highlights: ['Fibers unwind every effect.'],
+            },
+          ],
+        }),
+      )
     })
   })
   await new Promise<void>((r) => site!.listen(0, '127.0.0.1', r))
@@ -81,15 +113,28 @@ it('web_search through the real bin: the Exa row pointed at a local fake, the ke
   const cwd = join(root, 'work')
   mkdirSync(cwd)
   const patch = join(root, 'exa.patch.yml')
-  writeFileSync(patch, `- id: web-search-exa\n  config:\n    baseURL: http://127.0.0.1:${(site.address() as AddressInfo).port}\n`)
-  model = await startMockServer({ steps: [call('s', 'web_search', { queries: ['cordis fibers'], max_results: 3 }), { text: 'found' }] as never })
+  writeFileSync(
+    patch,
+    `- id: web-search-exa\n  config:\n    baseURL: http://127.0.0.1:${(site.address() as AddressInfo).port}\n`,
+  )
+  model = await startMockServer({
+    steps: [call('s', 'web_search', { queries: ['cordis fibers'], max_results: 3 }), { text: 'found' }] as never,
+  })
   const run = await runDsh(['--profile', 'headless', '--patch', patch, '--output-format', 'json', 'search'], {
     cwd,
-    env: { DSH_HOME: join(root, 'home'), DEEPSEEK_BASE_URL: model.baseURL, DEEPSEEK_API_KEY: 'x', EXA_API_KEY: 'exa-e2e-key', PERPLEXITY_API_KEY: '' },
+    env: {
+      DSH_HOME: join(root, 'home'),
+      DEEPSEEK_BASE_URL: model.baseURL,
+      DEEPSEEK_API_KEY: 'x',
+      EXA_API_KEY: 'exa-e2e-key',
+      PERPLEXITY_API_KEY: '',
+    },
   })
   expect(run.stderr).toBe('')
   expect(JSON.parse(run.stdout)).toMatchObject({ result: 'found', reason: 'completed' })
-  expect(seen).toEqual([{ key: 'exa-e2e-key', body: expect.objectContaining({ query: 'cordis fibers', numResults: 3 }) }])
+  expect(seen).toEqual([
+    { key: 'exa-e2e-key', body: expect.objectContaining({ query: 'cordis fibers', numResults: 3 }) },
+  ])
   expect(toolText(1, 's')).toBe(
     'Web search results (via exa). Cite the URLs you use; fetch a page with web_fetch for its full text.\n\n## "cordis fibers"\n1. Cordis 4 docs\n   https://cordis.example/docs\n   Published: 2026-02-01\n   Fibers unwind every effect.',
   )

@@ -20,7 +20,15 @@ const servers: Server[] = []
 afterEach(async () => {
   await harness?.dispose()
   harness = undefined
-  await Promise.all(servers.splice(0).map((s) => new Promise((r) => { s.closeAllConnections(); s.close(r) })))
+  await Promise.all(
+    servers.splice(0).map(
+      (s) =>
+        new Promise((r) => {
+          s.closeAllConnections()
+          s.close(r)
+        }),
+    ),
+  )
 })
 
 async function serve(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<string> {
@@ -30,21 +38,41 @@ async function serve(handler: (req: IncomingMessage, res: ServerResponse) => voi
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 }
 
-type Result = { message: { content: { text: string }[] }; error?: { code: string; message: string }; meta?: Record<string, unknown> }
+type Result = {
+  message: { content: { text: string }[] }
+  error?: { code: string; message: string }
+  meta?: Record<string, unknown>
+}
 
 const PAGE = `<!doctype html><html><head><title>Widget &amp; Co docs</title><style>.x{color:red}</style><script>alert(1)</script></head>
 <body><nav><a href="/home">Home</a></nav><h1>Install</h1><p>Run <code>npm i widget</code> then see <a href="guide/start.html">the guide</a>.</p>
 <ul><li>fast</li><li>small</li></ul><table><tr><th>opt</th><th>default</th></tr><tr><td>size</td><td>3</td></tr></table></body></html>`
 
 function searchPlugin(provider: WebSearchProvider): Plugin {
-  return { name: `fake-search-${provider.id}`, inject: ['web'], apply: (ctx: Context) => void ctx.web.registerSearchProvider(provider) }
+  return {
+    name: `fake-search-${provider.id}`,
+    inject: ['web'],
+    apply: (ctx: Context) => void ctx.web.registerSearchProvider(provider),
+  }
 }
 
-async function run(calls: Array<{ name: string; args: object }>, options: { plugins?: Array<[Plugin, unknown?]>; config?: object; fetch?: object; extra?: ScriptEntry[] } = {}) {
-  const script: ScriptEntry[] = [...calls.map((c, i) => ({ toolCalls: [{ callId: `c${i}`, name: c.name, arguments: c.args }] })), ...(options.extra ?? []), { text: 'done' }]
+async function run(
+  calls: Array<{ name: string; args: object }>,
+  options: { plugins?: Array<[Plugin, unknown?]>; config?: object; fetch?: object; extra?: ScriptEntry[] } = {},
+) {
+  const script: ScriptEntry[] = [
+    ...calls.map((c, i) => ({ toolCalls: [{ callId: `c${i}`, name: c.name, arguments: c.args }] })),
+    ...(options.extra ?? []),
+    { text: 'done' },
+  ]
   harness = await createHarness({
     script,
-    plugins: [[WebRuntime, {}], [FetchHttp, { allowedRanges: ['127.0.0.1/32'], ...options.fetch }], ...(options.plugins ?? []), [ToolWeb, options.config ?? {}]],
+    plugins: [
+      [WebRuntime, {}],
+      [FetchHttp, { allowedRanges: ['127.0.0.1/32'], ...options.fetch }],
+      ...(options.plugins ?? []),
+      [ToolWeb, options.config ?? {}],
+    ],
   })
   await harness.prompt('use the web')
   return harness.session.events.filter((e) => e.type === 'tool/result').map((e) => e.data as Result)
@@ -54,19 +82,30 @@ const text = (r: Result) => r.message.content.map((b) => b.text).join('')
 
 describe('web_fetch', () => {
   it('returns an HTML page as Markdown with absolute links, a title header and no script or style', async () => {
-    const base = await serve((_req, res) => res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(PAGE))
+    const base = await serve((_req, res) =>
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(PAGE),
+    )
     const [result] = await run([{ name: 'web_fetch', args: { url: `${base}/docs/index.html` } }])
     const out = text(result)
     expect(result.error).toBeUndefined()
-    expect(out).toMatch(new RegExp(`^URL: ${base}/docs/index.html\nStatus: 200 OK\nContent-Type: text/html \\(converted to Markdown\\)\nTitle: Widget & Co docs\n\n`))
+    expect(out).toMatch(
+      new RegExp(
+        `^URL: ${base}/docs/index.html\nStatus: 200 OK\nContent-Type: text/html \\(converted to Markdown\\)\nTitle: Widget & Co docs\n\n`,
+      ),
+    )
     expect(out).toContain('# Install')
     expect(out).toContain('`npm i widget`')
     expect(out).toContain(`[the guide](${base}/docs/guide/start.html)`)
     expect(out).toMatch(/^- +fast$/m)
-    expect(out).toContain("| opt | default |\n| --- | --- |\n| size | 3 |")
+    expect(out).toContain('| opt | default |\n| --- | --- |\n| size | 3 |')
     expect(out).not.toContain('alert(1)')
     expect(out).not.toContain('color:red')
-    expect(result.meta).toMatchObject({ status: 200, mediaType: 'text/html', title: 'Widget & Co docs', truncated: false })
+    expect(result.meta).toMatchObject({
+      status: 200,
+      mediaType: 'text/html',
+      title: 'Widget & Co docs',
+      truncated: false,
+    })
   })
 
   it('passes plain text and JSON through unchanged and notes a prompt', async () => {
@@ -78,7 +117,9 @@ describe('web_fetch', () => {
       { name: 'web_fetch', args: { url: `${base}/t`, prompt: 'what does it say? $& $1' } },
       { name: 'web_fetch', args: { url: `${base}/j` } },
     ])
-    expect(text(plain)).toBe(`URL: ${base}/t\nStatus: 200 OK\nContent-Type: text/plain\nPrompt: what does it say? $& $1\n\njust *text*`)
+    expect(text(plain)).toBe(
+      `URL: ${base}/t\nStatus: 200 OK\nContent-Type: text/plain\nPrompt: what does it say? $& $1\n\njust *text*`,
+    )
     expect(text(json)).toMatch(/\n\n\{"a": 1\}$/)
   })
 
@@ -97,7 +138,14 @@ describe('web_fetch', () => {
       { name: 'web_fetch', args: { url: 'gopher://x' } },
       { name: 'web_fetch', args: { url: '  ' } },
     ])
-    expect(results.map((r) => r.error?.code)).toEqual(['TOO_MANY_REDIRECTS', 'UNSUPPORTED_CONTENT_TYPE', 'HTTP_ERROR', 'BLOCKED_ADDRESS', 'INVALID_URL', 'INVALID_URL'])
+    expect(results.map((r) => r.error?.code)).toEqual([
+      'TOO_MANY_REDIRECTS',
+      'UNSUPPORTED_CONTENT_TYPE',
+      'HTTP_ERROR',
+      'BLOCKED_ADDRESS',
+      'INVALID_URL',
+      'INVALID_URL',
+    ])
     expect(text(results[0])).toMatch(/^Error \[TOO_MANY_REDIRECTS\]: redirect loop/)
     expect(text(results[2])).toMatch(/^Error \[HTTP_ERROR\]: .* answered HTTP 404 Not Found\.\n\n[\s\S]*# Not here/)
     expect(text(results[3])).toMatch(/127\.0\.0\.9 is a loopback address/)
@@ -108,7 +156,10 @@ describe('web_fetch', () => {
     const base = await serve((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end(big))
     const dir = mkdtempSync(join(tmpdir(), 'dsh-web-spill-'))
     const [result] = await run([{ name: 'web_fetch', args: { url: base } }], {
-      plugins: [[SpillLocal, { dir }], [SpillPolicy, { maxInlineBytes: 8192, headBytes: 4096, tailBytes: 2048 }]],
+      plugins: [
+        [SpillLocal, { dir }],
+        [SpillPolicy, { maxInlineBytes: 8192, headBytes: 4096, tailBytes: 2048 }],
+      ],
     })
     const out = text(result)
     expect(out).toContain('paragraph 0 ')
@@ -133,7 +184,12 @@ describe('web_fetch', () => {
       pump()
     })
     const dir = mkdtempSync(join(tmpdir(), 'dsh-web-spill-'))
-    const [result] = await run([{ name: 'web_fetch', args: { url: base } }], { plugins: [[SpillLocal, { dir }], [SpillPolicy, {}]] })
+    const [result] = await run([{ name: 'web_fetch', args: { url: base } }], {
+      plugins: [
+        [SpillLocal, { dir }],
+        [SpillPolicy, {}],
+      ],
+    })
     expect(result.meta).toMatchObject({ truncated: true, bytes: 5 * 1024 * 1024 })
     expect(text(result)).toContain('Note: the page is larger than the 5.0 MiB read limit; only its beginning is shown.')
     expect(Buffer.byteLength(text(result))).toBeLessThan(40_000)
@@ -149,7 +205,11 @@ describe('web_fetch', () => {
     })
     harness = await createHarness({
       script: [{ toolCalls: [{ callId: 'f', name: 'web_fetch', arguments: { url: base } }] }, { text: 'done' }],
-      plugins: [[WebRuntime, {}], [FetchHttp, { allowedRanges: ['127.0.0.1/32'] }], [ToolWeb, {}]],
+      plugins: [
+        [WebRuntime, {}],
+        [FetchHttp, { allowedRanges: ['127.0.0.1/32'] }],
+        [ToolWeb, {}],
+      ],
     })
     const turn = harness.prompt('fetch')
     while (!received) await new Promise((r) => setTimeout(r, 5))
@@ -165,15 +225,21 @@ describe('web_fetch', () => {
     const html = `<html><body>${Array.from({ length: 1000 }, (_, i) => `<p>para ${i}</p>`).join('')}</body></html>`
     const base = await serve((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end(html))
     const [result] = await run([{ name: 'web_fetch', args: { url: base } }], { config: { maxHtmlChars: 10_000 } })
-    expect(text(result)).toContain('Note: only the first 10,000 characters of the page\'s HTML were converted; the rest is not shown.')
+    expect(text(result)).toContain(
+      "Note: only the first 10,000 characters of the page's HTML were converted; the rest is not shown.",
+    )
     expect(text(result)).toContain('para 10')
-    expect(text(result)).not.toContain("para 999")
+    expect(text(result)).not.toContain('para 999')
   })
 
   it('a page over the byte cap is cut and says so', async () => {
-    const base = await serve((_req, res) => res.writeHead(200, { 'content-type': 'text/plain' }).end('y'.repeat(50_000)))
+    const base = await serve((_req, res) =>
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('y'.repeat(50_000)),
+    )
     const [result] = await run([{ name: 'web_fetch', args: { url: base } }], { fetch: { maxBytes: 10_240 } })
-    expect(text(result)).toContain('Note: the page is larger than the 10.0 KiB read limit; only its beginning is shown.')
+    expect(text(result)).toContain(
+      'Note: the page is larger than the 10.0 KiB read limit; only its beginning is shown.',
+    )
     expect(result.meta).toMatchObject({ truncated: true, bytes: 10_240 })
   })
 
@@ -189,7 +255,11 @@ describe('web_fetch', () => {
         },
         { text: 'done' },
       ],
-      plugins: [[WebRuntime, {}], [FetchHttp, { allowedRanges: ['127.0.0.1/32'] }], [ToolWeb, { extractModel: 'scripted/scripted-1' }]],
+      plugins: [
+        [WebRuntime, {}],
+        [FetchHttp, { allowedRanges: ['127.0.0.1/32'] }],
+        [ToolWeb, { extractModel: 'scripted/scripted-1' }],
+      ],
     })
     await harness.prompt('go')
     const result = harness.session.events.filter((e) => e.type === 'tool/result').map((e) => e.data as Result)[0]
@@ -201,7 +271,10 @@ describe('web_fetch', () => {
 })
 
 it('drops icon-only links and emptied list items, but not code lines', () => {
-  const md = htmlToMarkdown('<a href="/x"><i class="icon"></i></a><ul><li><button>Theme</button></li><li>kept</li></ul><a href="/y"><img src="/l.png" alt="logo"></a><pre><code>a\n-\nb</code></pre>', 'https://e.x/')
+  const md = htmlToMarkdown(
+    '<a href="/x"><i class="icon"></i></a><ul><li><button>Theme</button></li><li>kept</li></ul><a href="/y"><img src="/l.png" alt="logo"></a><pre><code>a\n-\nb</code></pre>',
+    'https://e.x/',
+  )
   expect(md).toBe('-   kept\n\n[![logo](https://e.x/l.png)](https://e.x/y)\n\n```\na\n-\nb\n```')
 })
 
@@ -228,7 +301,12 @@ describe('web_search', () => {
           provider: id,
           query: request.query,
           answer,
-          hits: Array.from({ length: 12 }, (_, i) => ({ title: `${request.query} result ${i + 1}`, url: `https://example.com/${i + 1}`, snippet: `snippet ${i + 1}  with   space`, published: i === 0 ? '2026-01-02' : undefined })),
+          hits: Array.from({ length: 12 }, (_, i) => ({
+            title: `${request.query} result ${i + 1}`,
+            url: `https://example.com/${i + 1}`,
+            snippet: `snippet ${i + 1}  with   space`,
+            published: i === 0 ? '2026-01-02' : undefined,
+          })),
         }
       },
     }
@@ -236,8 +314,14 @@ describe('web_search', () => {
 
   it('runs every query and lists bounded results per query', async () => {
     const fake = provider('fake', 'An answer.')
-    const [result] = await run([{ name: 'web_search', args: { queries: ['alpha', 'beta', 'alpha'], max_results: 2 } }], { plugins: [[searchPlugin(fake)]] })
-    expect(fake.calls).toEqual([{ query: 'alpha', maxResults: 2 }, { query: 'beta', maxResults: 2 }])
+    const [result] = await run(
+      [{ name: 'web_search', args: { queries: ['alpha', 'beta', 'alpha'], max_results: 2 } }],
+      { plugins: [[searchPlugin(fake)]] },
+    )
+    expect(fake.calls).toEqual([
+      { query: 'alpha', maxResults: 2 },
+      { query: 'beta', maxResults: 2 },
+    ])
     expect(text(result)).toBe(
       [
         'Web search results (via fake). Cite the URLs you use; fetch a page with web_fetch for its full text.',
@@ -265,7 +349,13 @@ describe('web_search', () => {
         '   snippet 2 with space',
       ].join('\n'),
     )
-    expect(result.meta).toMatchObject({ provider: 'fake', queries: [{ query: 'alpha', hits: 12 }, { query: 'beta', hits: 12 }] })
+    expect(result.meta).toMatchObject({
+      provider: 'fake',
+      queries: [
+        { query: 'alpha', hits: 12 },
+        { query: 'beta', hits: 12 },
+      ],
+    })
     expect((result.meta!.sources as unknown[]).length).toBe(4)
   })
 
@@ -284,7 +374,13 @@ describe('web_search', () => {
   })
 
   it('no ready provider is one clear tool error naming what to set', async () => {
-    const keyless: WebSearchProvider = { id: 'exa', status: async () => ({ ready: false, reason: 'set EXA_API_KEY' }), search: async () => { throw new Error('unreachable') } }
+    const keyless: WebSearchProvider = {
+      id: 'exa',
+      status: async () => ({ ready: false, reason: 'set EXA_API_KEY' }),
+      search: async () => {
+        throw new Error('unreachable')
+      },
+    }
     const [none, missing] = await run(
       [
         { name: 'web_search', args: { queries: ['x'] } },
@@ -293,7 +389,9 @@ describe('web_search', () => {
       { plugins: [[searchPlugin(keyless)]] },
     )
     expect(none.error?.code).toBe('NO_PROVIDER')
-    expect(text(none)).toBe('Error [NO_PROVIDER]: web search is not configured: no search provider has a key (exa: set EXA_API_KEY).')
+    expect(text(none)).toBe(
+      'Error [NO_PROVIDER]: web search is not configured: no search provider has a key (exa: set EXA_API_KEY).',
+    )
     expect(missing.error?.code).toBe('INVALID_REQUEST')
   })
 
@@ -322,7 +420,12 @@ describe('web_search', () => {
   })
 
   it('declares timeouts, concurrency safety and a prompt section; rows can turn a tool off', async () => {
-    harness = await createHarness({ plugins: [[WebRuntime, {}], [ToolWeb, { search: false, fetchTimeoutMs: 1234 }]] })
+    harness = await createHarness({
+      plugins: [
+        [WebRuntime, {}],
+        [ToolWeb, { search: false, fetchTimeoutMs: 1234 }],
+      ],
+    })
     expect(harness.ctx.tools.get('web_search')).toBeUndefined()
     const fetchTool = harness.ctx.tools.get('web_fetch')!
     expect(fetchTool.timeoutMs).toBe(1234)

@@ -27,7 +27,12 @@ const REDIRECTS = new Set([301, 302, 303, 307, 308])
 /** Does `mediaType` match one of the patterns (`*` matches one run of characters without `/`)? */
 export function contentTypeAllowed(mediaType: string, patterns: string[]): boolean {
   return patterns.some((pattern) => {
-    const re = new RegExp(`^${pattern.toLowerCase().replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*')}$`)
+    const re = new RegExp(
+      `^${pattern
+        .toLowerCase()
+        .replace(/[.+?^${}()|[\]\\]/g, '\\$&')
+        .replace(/\*/g, '[^/]*')}$`,
+    )
     return re.test(mediaType)
   })
 }
@@ -37,29 +42,57 @@ export function parseUrl(raw: string, provider: string): URL {
   try {
     url = new URL(raw)
   } catch {
-    throw new WebError('INVALID_URL', `${JSON.stringify(raw.slice(0, 200))} is not an absolute URL; give the full address starting with https://.`, { provider })
+    throw new WebError(
+      'INVALID_URL',
+      `${JSON.stringify(raw.slice(0, 200))} is not an absolute URL; give the full address starting with https://.`,
+      { provider },
+    )
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new WebError('INVALID_URL', `only http: and https: URLs can be fetched, not ${url.protocol}`, { provider, url: raw })
+    throw new WebError('INVALID_URL', `only http: and https: URLs can be fetched, not ${url.protocol}`, {
+      provider,
+      url: raw,
+    })
   }
-  if (url.username || url.password) throw new WebError('INVALID_URL', 'URLs with a user name or password in them are not fetched; remove the credentials part.', { provider, url: raw })
+  if (url.username || url.password)
+    throw new WebError(
+      'INVALID_URL',
+      'URLs with a user name or password in them are not fetched; remove the credentials part.',
+      { provider, url: raw },
+    )
   url.hash = ''
   return url
 }
 
 /** The addresses a host name stands for, each checked by the guard, in resolver order. */
-async function resolveChecked(url: URL, guard: AddressGuard, provider: string): Promise<Array<{ address: string; family: number }>> {
+async function resolveChecked(
+  url: URL,
+  guard: AddressGuard,
+  provider: string,
+): Promise<Array<{ address: string; family: number }>> {
   const host = url.hostname.replace(/^\[|\]$/g, '')
   const literal = isIP(host)
-  const answers = literal ? [{ address: host, family: literal }] : await dnsLookup(host, { all: true, verbatim: true }).catch((error: NodeJS.ErrnoException) => {
-    throw new WebError('TRANSPORT', `could not resolve ${host} (${error.code ?? error.message}).`, { provider, url: url.href }, { cause: error })
-  })
-  if (answers.length === 0) throw new WebError('TRANSPORT', `could not resolve ${host} (no addresses).`, { provider, url: url.href })
+  const answers = literal
+    ? [{ address: host, family: literal }]
+    : await dnsLookup(host, { all: true, verbatim: true }).catch((error: NodeJS.ErrnoException) => {
+        throw new WebError(
+          'TRANSPORT',
+          `could not resolve ${host} (${error.code ?? error.message}).`,
+          { provider, url: url.href },
+          { cause: error },
+        )
+      })
+  if (answers.length === 0)
+    throw new WebError('TRANSPORT', `could not resolve ${host} (no addresses).`, { provider, url: url.href })
   for (const answer of answers) {
     const kind = guard.refusal(answer.address)
     if (kind) {
       const named = literal ? host : `${host} (${answer.address})`
-      throw new WebError('BLOCKED_ADDRESS', `${named} is a ${kind} address; fetching private, loopback and link-local addresses is not allowed.`, { provider, url: url.href })
+      throw new WebError(
+        'BLOCKED_ADDRESS',
+        `${named} is a ${kind} address; fetching private, loopback and link-local addresses is not allowed.`,
+        { provider, url: url.href },
+      )
     }
   }
   return answers
@@ -89,17 +122,20 @@ function sniffHtmlCharset(head: Buffer): string | undefined {
 // Encoding Standard maps the latin1/iso-8859-1/ascii labels to windows-1252 too; Node 20's
 // TextDecoder decodes that encoding as plain ISO-8859-1, so these 32 bytes are mapped here.
 const CP1252_HIGH = [
-  0x20ac, 0, 0x201a, 0x0192, 0x201e, 0x2026, 0x2020, 0x2021, 0x02c6, 0x2030, 0x0160, 0x2039, 0x0152, 0, 0x017d, 0,
-  0, 0x2018, 0x2019, 0x201c, 0x201d, 0x2022, 0x2013, 0x2014, 0x02dc, 0x2122, 0x0161, 0x203a, 0x0153, 0, 0x017e, 0x0178,
+  0x20ac, 0, 0x201a, 0x0192, 0x201e, 0x2026, 0x2020, 0x2021, 0x02c6, 0x2030, 0x0160, 0x2039, 0x0152, 0, 0x017d, 0, 0,
+  0x2018, 0x2019, 0x201c, 0x201d, 0x2022, 0x2013, 0x2014, 0x02dc, 0x2122, 0x0161, 0x203a, 0x0153, 0, 0x017e, 0x0178,
 ]
 
 function decodeCp1252(body: Buffer): string {
   const text = body.toString('latin1')
-  return /[\x80-\x9f]/.test(text) ? text.replace(/[\x80-\x9f]/g, (c) => String.fromCharCode(CP1252_HIGH[c.charCodeAt(0) - 0x80] || c.charCodeAt(0))) : text
+  return /[\x80-\x9f]/.test(text)
+    ? text.replace(/[\x80-\x9f]/g, (c) => String.fromCharCode(CP1252_HIGH[c.charCodeAt(0) - 0x80] || c.charCodeAt(0)))
+    : text
 }
 
 function decode(body: Buffer, charset: string): { text: string; charset: string } {
-  if (body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf) return { text: new TextDecoder('utf-8').decode(body.subarray(3)), charset: 'utf-8' }
+  if (body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf)
+    return { text: new TextDecoder('utf-8').decode(body.subarray(3)), charset: 'utf-8' }
   try {
     const decoder = new TextDecoder(charset)
     if (decoder.encoding === 'windows-1252') return { text: decodeCp1252(body), charset }
@@ -131,7 +167,11 @@ export class Fetcher {
     if (signal?.aborted) controller.abort()
     const stopped = () =>
       timedOut
-        ? new WebError('TIMEOUT', `${first.href} did not answer completely within ${this.options.timeoutMs / 1000} s.`, { provider, url: rawUrl })
+        ? new WebError(
+            'TIMEOUT',
+            `${first.href} did not answer completely within ${this.options.timeoutMs / 1000} s.`,
+            { provider, url: rawUrl },
+          )
         : new WebError('ABORTED', 'the fetch was cancelled.', { provider, url: rawUrl })
     try {
       const redirects: string[] = []
@@ -146,7 +186,12 @@ export class Fetcher {
           hop = await this.request(url, targets[i], controller.signal).catch((error: NodeJS.ErrnoException) => {
             if (controller.signal.aborted) throw stopped()
             if (i + 1 < targets.length && NEXT_ADDRESS.has(error.code ?? '')) return undefined
-            throw new WebError('TRANSPORT', `could not fetch ${url.href}: ${error.message}.`, { provider, url: url.href }, { cause: error })
+            throw new WebError(
+              'TRANSPORT',
+              `could not fetch ${url.href}: ${error.message}.`,
+              { provider, url: url.href },
+              { cause: error },
+            )
           })
         }
         const status = hop.res.statusCode ?? 0
@@ -158,13 +203,25 @@ export class Fetcher {
           try {
             next = parseUrl(new URL(location, url).href, provider)
           } catch (error) {
-            throw new WebError('INVALID_URL', `${url.href} redirected to an unusable location ${JSON.stringify(location.slice(0, 200))}: ${(error as Error).message}`, { provider, url: rawUrl })
+            throw new WebError(
+              'INVALID_URL',
+              `${url.href} redirected to an unusable location ${JSON.stringify(location.slice(0, 200))}: ${(error as Error).message}`,
+              { provider, url: rawUrl },
+            )
           }
           if (seen.has(next.href)) {
-            throw new WebError('TOO_MANY_REDIRECTS', `redirect loop: ${url.href} redirected back to ${next.href}, which was already visited (${[first.href, ...redirects].join(' -> ')}).`, { provider, url: rawUrl })
+            throw new WebError(
+              'TOO_MANY_REDIRECTS',
+              `redirect loop: ${url.href} redirected back to ${next.href}, which was already visited (${[first.href, ...redirects].join(' -> ')}).`,
+              { provider, url: rawUrl },
+            )
           }
           if (redirects.length >= this.options.maxRedirects) {
-            throw new WebError('TOO_MANY_REDIRECTS', `more than ${this.options.maxRedirects} redirects starting at ${first.href}; last target ${next.href}.`, { provider, url: rawUrl })
+            throw new WebError(
+              'TOO_MANY_REDIRECTS',
+              `more than ${this.options.maxRedirects} redirects starting at ${first.href}; last target ${next.href}.`,
+              { provider, url: rawUrl },
+            )
           }
           seen.add(next.href)
           redirects.push(next.href)
@@ -190,7 +247,8 @@ export class Fetcher {
         lookup: pinnedLookup(target.address, target.family),
         headers: {
           'user-agent': this.options.userAgent,
-          accept: 'text/html,application/xhtml+xml,text/markdown;q=0.9,text/plain;q=0.9,application/json;q=0.8,*/*;q=0.5',
+          accept:
+            'text/html,application/xhtml+xml,text/markdown;q=0.9,text/plain;q=0.9,application/json;q=0.8,*/*;q=0.5',
           'accept-encoding': 'gzip, deflate, br',
         },
         signal,
@@ -201,7 +259,13 @@ export class Fetcher {
     })
   }
 
-  private async read(hop: Hop, rawUrl: string, url: URL, redirects: string[], signal: AbortSignal): Promise<WebFetchResult> {
+  private async read(
+    hop: Hop,
+    rawUrl: string,
+    url: URL,
+    redirects: string[],
+    signal: AbortSignal,
+  ): Promise<WebFetchResult> {
     const { provider, maxBytes } = this.options
     const { res, req } = hop
     const contentType = String(res.headers['content-type'] ?? '')
@@ -209,9 +273,15 @@ export class Fetcher {
     if (declared && !contentTypeAllowed(declared, this.options.allowedContentTypes)) {
       res.resume()
       req.destroy()
-      throw new WebError('UNSUPPORTED_CONTENT_TYPE', `${url.href} is ${declared}, which web_fetch does not read (it reads text, HTML, JSON and XML).`, { provider, url: rawUrl, status: res.statusCode })
+      throw new WebError(
+        'UNSUPPORTED_CONTENT_TYPE',
+        `${url.href} is ${declared}, which web_fetch does not read (it reads text, HTML, JSON and XML).`,
+        { provider, url: rawUrl, status: res.statusCode },
+      )
     }
-    const encoding = String(res.headers['content-encoding'] ?? '').trim().toLowerCase()
+    const encoding = String(res.headers['content-encoding'] ?? '')
+      .trim()
+      .toLowerCase()
     let stream: Readable = res
     if (encoding === 'gzip' || encoding === 'x-gzip') stream = res.pipe(createGunzip())
     else if (encoding === 'deflate') stream = res.pipe(createInflate())
@@ -233,7 +303,12 @@ export class Fetcher {
       }
     } catch (error) {
       if (signal.aborted) throw error
-      throw new WebError('TRANSPORT', `reading ${url.href} failed: ${(error as Error).message}.`, { provider, url: rawUrl }, { cause: error })
+      throw new WebError(
+        'TRANSPORT',
+        `reading ${url.href} failed: ${(error as Error).message}.`,
+        { provider, url: rawUrl },
+        { cause: error },
+      )
     } finally {
       if (truncated || signal.aborted) {
         res.destroy()
@@ -245,11 +320,18 @@ export class Fetcher {
     if (!mediaType) {
       // No Content-Type: text if the start holds no NUL byte.
       if (body.subarray(0, 4096).includes(0)) {
-        throw new WebError('UNSUPPORTED_CONTENT_TYPE', `${url.href} has no Content-Type and looks binary; web_fetch reads text only.`, { provider, url: rawUrl })
+        throw new WebError(
+          'UNSUPPORTED_CONTENT_TYPE',
+          `${url.href} has no Content-Type and looks binary; web_fetch reads text only.`,
+          { provider, url: rawUrl },
+        )
       }
-      mediaType = /^\s*<(!doctype html|html)/i.test(body.subarray(0, 512).toString('latin1')) ? 'text/html' : 'text/plain'
+      mediaType = /^\s*<(!doctype html|html)/i.test(body.subarray(0, 512).toString('latin1'))
+        ? 'text/html'
+        : 'text/plain'
     }
-    const wanted = charsetOf(contentType) ?? (mediaType.includes('html') ? sniffHtmlCharset(body) : undefined) ?? 'utf-8'
+    const wanted =
+      charsetOf(contentType) ?? (mediaType.includes('html') ? sniffHtmlCharset(body) : undefined) ?? 'utf-8'
     const decoded = decode(body, wanted)
     let text = decoded.text
     if (truncated) text = text.replace(/\uFFFD+$/, '')

@@ -98,7 +98,11 @@ export interface AddressGuardOptions {
 
 export class AddressGuard {
   // Built on the first check, not at boot: Node compiles its IPv6 pattern on first use (~5-10 ms).
-  private lists?: { v4: Array<{ kind: string; list: BlockList }>; v6: Array<{ kind: string; list: BlockList }>; allowed: BlockList }
+  private lists?: {
+    v4: Array<{ kind: string; list: BlockList }>
+    v6: Array<{ kind: string; list: BlockList }>
+    allowed: BlockList
+  }
 
   constructor(readonly options: AddressGuardOptions) {}
 

@@ -42,13 +42,25 @@ export interface Config {
 
 export const Config: Schema<Partial<Config>, Config> = Schema.object({
   id: Schema.string().default('http').description('Provider id on ctx.web.'),
-  maxBytes: Schema.natural().min(1024).default(5 * 1024 * 1024).description('Most bytes of (decompressed) body read; the rest is cut and the result marked truncated.'),
+  maxBytes: Schema.natural()
+    .min(1024)
+    .default(5 * 1024 * 1024)
+    .description('Most bytes of (decompressed) body read; the rest is cut and the result marked truncated.'),
   maxRedirects: Schema.natural().max(20).default(5).description('Most redirects followed.'),
-  timeoutMs: Schema.natural().min(100).default(30_000).description('Wall-clock bound on one fetch, redirects included.'),
+  timeoutMs: Schema.natural()
+    .min(100)
+    .default(30_000)
+    .description('Wall-clock bound on one fetch, redirects included.'),
   userAgent: Schema.string().description('User-Agent header; default names dsh and its version.'),
-  allowedContentTypes: Schema.array(Schema.string()).default(DEFAULT_CONTENT_TYPES).description('Media types read (`*` matches within a segment).'),
-  allowPrivateNetwork: Schema.boolean().default(false).description('Turn the address guard off: private, loopback and link-local addresses may be fetched.'),
-  allowedRanges: Schema.array(Schema.string()).default([]).description('CIDR ranges allowed despite the guard, e.g. 127.0.0.1/32.'),
+  allowedContentTypes: Schema.array(Schema.string())
+    .default(DEFAULT_CONTENT_TYPES)
+    .description('Media types read (`*` matches within a segment).'),
+  allowPrivateNetwork: Schema.boolean()
+    .default(false)
+    .description('Turn the address guard off: private, loopback and link-local addresses may be fetched.'),
+  allowedRanges: Schema.array(Schema.string())
+    .default([])
+    .description('CIDR ranges allowed despite the guard, e.g. 127.0.0.1/32.'),
 }) as Schema<Partial<Config>, Config>
 
 export function createProvider(config: Config): WebFetchProvider {
@@ -62,7 +74,7 @@ export function createProvider(config: Config): WebFetchProvider {
     maxBytes: config.maxBytes,
     maxRedirects: config.maxRedirects,
     timeoutMs: config.timeoutMs,
-    userAgent: config.userAgent || userAgent("web_fetch"),
+    userAgent: config.userAgent || userAgent('web_fetch'),
     allowedContentTypes: config.allowedContentTypes.map((t) => t.toLowerCase()),
   })
   return { id: config.id, fetch: (request, options) => fetcher.fetch(request.url, options?.signal) }

@@ -11,7 +11,15 @@ import { createProvider, type Config } from '../src/index.ts'
 
 const servers: Server[] = []
 afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => new Promise((r) => { s.closeAllConnections(); s.close(r) })))
+  await Promise.all(
+    servers.splice(0).map(
+      (s) =>
+        new Promise((r) => {
+          s.closeAllConnections()
+          s.close(r)
+        }),
+    ),
+  )
 })
 
 type Handler = (req: IncomingMessage, res: ServerResponse, base: string) => void
@@ -29,7 +37,8 @@ async function serve(handler: Handler): Promise<{ base: string; hits: string[] }
 }
 
 const config = (over: Partial<Config> = {}): Config => provider.Config({ allowedRanges: ['127.0.0.1/32'], ...over })
-const fetchWith = (url: string, over: Partial<Config> = {}, signal?: AbortSignal) => createProvider(config(over)).fetch({ url }, { signal })
+const fetchWith = (url: string, over: Partial<Config> = {}, signal?: AbortSignal) =>
+  createProvider(config(over)).fetch({ url }, { signal })
 
 async function failure(promise: Promise<unknown>): Promise<WebError> {
   try {
@@ -48,14 +57,25 @@ describe('web-fetch-http', () => {
       res.end(Buffer.from('<html><body><h1>Caf\xe9</h1></body></html>', 'latin1'))
     })
     const result = await fetchWith(`${base}/page`)
-    expect(result).toMatchObject<Partial<WebFetchResult>>({ status: 200, mediaType: 'text/html', charset: 'iso-8859-1', truncated: false, redirects: [], finalUrl: `${base}/page` })
+    expect(result).toMatchObject<Partial<WebFetchResult>>({
+      status: 200,
+      mediaType: 'text/html',
+      charset: 'iso-8859-1',
+      truncated: false,
+      redirects: [],
+      finalUrl: `${base}/page`,
+    })
     expect(result.content).toContain('<h1>Café</h1>')
   })
 
   it('decompresses gzip and sniffs a <meta charset>', async () => {
     const { base } = await serve((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/html', 'content-encoding': 'gzip' })
-      res.end(gzipSync(Buffer.from('<html><head><meta charset="windows-1252"></head><body>\x93quoted\x94</body></html>', 'latin1')))
+      res.end(
+        gzipSync(
+          Buffer.from('<html><head><meta charset="windows-1252"></head><body>\x93quoted\x94</body></html>', 'latin1'),
+        ),
+      )
     })
     const result = await fetchWith(base)
     expect(result.charset).toBe('windows-1252')
@@ -146,7 +166,9 @@ describe('web-fetch-http', () => {
   })
 
   it('checks every redirect hop: an allowed host redirecting to a refused address fails', async () => {
-    const { base, hits } = await serve((_req, res, b) => res.writeHead(302, { location: b.replace('127.0.0.1', '127.0.0.2') + '/inner' }).end())
+    const { base, hits } = await serve((_req, res, b) =>
+      res.writeHead(302, { location: b.replace('127.0.0.1', '127.0.0.2') + '/inner' }).end(),
+    )
     const error = await failure(fetchWith(`${base}/outer`))
     expect(error.code).toBe('BLOCKED_ADDRESS')
     expect(error.message).toMatch(/127\.0\.0\.2 is a loopback address/)
@@ -159,7 +181,9 @@ describe('web-fetch-http', () => {
   })
 
   it('refuses a content type outside the allow list without reading the body', async () => {
-    const { base } = await serve((_req, res) => res.writeHead(200, { 'content-type': 'image/png' }).end(Buffer.alloc(64)))
+    const { base } = await serve((_req, res) =>
+      res.writeHead(200, { 'content-type': 'image/png' }).end(Buffer.alloc(64)),
+    )
     const error = await failure(fetchWith(base))
     expect(error.code).toBe('UNSUPPORTED_CONTENT_TYPE')
     expect(error.message).toContain('image/png')
@@ -178,7 +202,9 @@ describe('web-fetch-http', () => {
   })
 
   it('returns error statuses with their body (the consumer decides)', async () => {
-    const { base } = await serve((_req, res) => res.writeHead(404, { 'content-type': 'text/plain' }).end('no such page'))
+    const { base } = await serve((_req, res) =>
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('no such page'),
+    )
     expect(await fetchWith(base)).toMatchObject({ status: 404, statusText: 'Not Found', content: 'no such page' })
   })
 
@@ -203,7 +229,9 @@ describe('web-fetch-http', () => {
   })
 
   it('fails loud at load on a malformed allowedRanges entry', () => {
-    expect(() => createProvider(config({ allowedRanges: ['localhost'] }))).toThrow(/allowedRanges: "localhost" is not a CIDR range/)
+    expect(() => createProvider(config({ allowedRanges: ['localhost'] }))).toThrow(
+      /allowedRanges: "localhost" is not a CIDR range/,
+    )
     expect(() => createProvider(config({ allowedRanges: ['10.0.0.0/33'] }))).toThrow(/prefix longer/)
   })
 

@@ -24,7 +24,8 @@ describe('AddressGuard', () => {
   })
 
   it('allows public addresses', () => {
-    for (const address of ['93.184.216.34', '1.1.1.1', '172.32.0.1', '2606:4700:4700::1111', '2a00:1450:4001::200e']) expect(strict.refusal(address), address).toBeUndefined()
+    for (const address of ['93.184.216.34', '1.1.1.1', '172.32.0.1', '2606:4700:4700::1111', '2a00:1450:4001::200e'])
+      expect(strict.refusal(address), address).toBeUndefined()
   })
 
   it('finds IPv4 inside IPv6 (mapped, compatible, NAT64, 6to4) and judges it', () => {
@@ -47,6 +48,8 @@ describe('AddressGuard', () => {
     expect(guard.refusal('10.1.200.3')).toBeUndefined()
     expect(guard.refusal('10.2.0.1')).toBe('private')
     expect(guard.refusal('::1')).toBe('loopback')
-    expect(new AddressGuard({ allowPrivateNetwork: true, allowedRanges: [] }).refusal('169.254.169.254')).toBeUndefined()
+    expect(
+      new AddressGuard({ allowPrivateNetwork: true, allowedRanges: [] }).refusal('169.254.169.254'),
+    ).toBeUndefined()
   })
 })

@@ -26,7 +26,29 @@ describe.skipIf(!openssl)('web-fetch-http over HTTPS', () => {
     const dir = mkdtempSync(join(tmpdir(), 'dsh-web-tls-'))
     const key = join(dir, 'key.pem')
     const cert = join(dir, 'cert.pem')
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost'], { stdio: 'ignore' })
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+        '-days',
+        '1',
+        '-subj',
+        '/CN=localhost',
+        '-addext',
+        'subjectAltName=DNS:localhost',
+      ],
+      { stdio: 'ignore' },
+    )
     server = createServer({ key: readFileSync(key), cert: readFileSync(cert) }, (req, res) => {
       res.writeHead(200, { 'content-type': 'text/plain' }).end(`secure ${req.headers.host}`)
     })
@@ -48,7 +70,9 @@ describe.skipIf(!openssl)('web-fetch-http over HTTPS', () => {
   })
 
   it('an address the certificate does not name fails as TRANSPORT', async () => {
-    const error = (await fetcher().fetch({ url: `https://127.0.0.1:${port}/x` }).catch((e) => e)) as WebError
+    const error = (await fetcher()
+      .fetch({ url: `https://127.0.0.1:${port}/x` })
+      .catch((e) => e)) as WebError
     expect(error).toBeInstanceOf(WebError)
     expect(error.code).toBe('TRANSPORT')
     expect(error.message).toMatch(/IP: 127\.0\.0\.1 is not in the cert's list|certificate/i)

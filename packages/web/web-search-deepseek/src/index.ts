@@ -29,12 +29,21 @@ export interface Config {
 export const Config: Schema<Partial<Config>, Config> = Schema.object({
   id: Schema.string().default('deepseek').description('Provider id on ctx.web.'),
   apiKeyEnv: Schema.string().default('DEEPSEEK_API_KEY').description('Credential holding the API key.'),
-  baseURL: Schema.string().default(PUBLIC_BASE_URL).description('Anthropic-compatible API root; `/v1/messages` is appended.'),
+  baseURL: Schema.string()
+    .default(PUBLIC_BASE_URL)
+    .description('Anthropic-compatible API root; `/v1/messages` is appended.'),
   model: Schema.string().default('deepseek-v4-flash').description('Model that runs the search and writes the answer.'),
   maxTokens: Schema.natural().min(64).default(2048).description('`max_tokens` of the answer.'),
-  maxUses: Schema.natural().min(1).max(10).default(3).description('Most searches the model may run for one query (`max_uses`).'),
+  maxUses: Schema.natural()
+    .min(1)
+    .max(10)
+    .default(3)
+    .description('Most searches the model may run for one query (`max_uses`).'),
   timeoutMs: Schema.natural().min(100).default(90_000).description('Wall-clock bound on one query.'),
-  maxResponseBytes: Schema.natural().min(1024).default(4 * 1024 * 1024).description('Most response bytes read.'),
+  maxResponseBytes: Schema.natural()
+    .min(1024)
+    .default(4 * 1024 * 1024)
+    .description('Most response bytes read.'),
 }) as Schema<Partial<Config>, Config>
 
 const SYSTEM =
@@ -59,7 +68,8 @@ const ERROR_CODES: Record<string, 'RATE_LIMIT' | 'INVALID_REQUEST' | 'HTTP_ERROR
 /** Maps a Messages API response to the seam's result. Exported for tests of odd shapes. */
 export function mapResponse(provider: string, query: string, body: unknown, maxResults: number): WebSearchResult {
   const content = (body as { content?: unknown })?.content
-  if (!Array.isArray(content)) throw new WebError('BAD_RESPONSE', `${provider}: the answer has no content array.`, { provider })
+  if (!Array.isArray(content))
+    throw new WebError('BAD_RESPONSE', `${provider}: the answer has no content array.`, { provider })
   const hits: WebSearchHit[] = []
   const byUrl = new Map<string, WebSearchHit>()
   const answer: string[] = []
@@ -70,7 +80,11 @@ export function mapResponse(provider: string, query: string, body: unknown, maxR
         for (const item of block.content as Array<Record<string, unknown>>) {
           const url = text(item?.url)
           if (item?.type !== 'web_search_result' || !url || byUrl.has(url)) continue
-          const hit: WebSearchHit = { title: text(item.title) ?? url, url, ...(text(item.page_age) ? { published: text(item.page_age) } : {}) }
+          const hit: WebSearchHit = {
+            title: text(item.title) ?? url,
+            url,
+            ...(text(item.page_age) ? { published: text(item.page_age) } : {}),
+          }
           byUrl.set(url, hit)
           hits.push(hit)
         }
@@ -80,7 +94,9 @@ export function mapResponse(provider: string, query: string, body: unknown, maxR
       }
     } else if (block?.type === 'text' && typeof block.text === 'string') {
       answer.push(block.text)
-      for (const citation of Array.isArray(block.citations) ? (block.citations as Array<Record<string, unknown>>) : []) {
+      for (const citation of Array.isArray(block.citations)
+        ? (block.citations as Array<Record<string, unknown>>)
+        : []) {
         const url = text(citation?.url)
         const cited = text(citation?.cited_text)
         if (!url || !cited) continue

@@ -26,7 +26,9 @@ afterEach(async () => {
 })
 
 /** A fake Messages endpoint: checks the documented request, answers like the API does. */
-async function fakeMessages(answer: (req: Received, res: ServerResponse) => void): Promise<{ base: string; received: Received[] }> {
+async function fakeMessages(
+  answer: (req: Received, res: ServerResponse) => void,
+): Promise<{ base: string; received: Received[] }> {
   const received: Received[] = []
   server = createServer((req, res) => {
     let raw = ''
@@ -36,7 +38,14 @@ async function fakeMessages(answer: (req: Received, res: ServerResponse) => void
       received.push(entry)
       if (req.method !== 'POST' || req.url !== '/anthropic/v1/messages') return void res.writeHead(404).end()
       if (req.headers['x-api-key'] !== 'sk-ds-test') {
-        return void res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ type: 'error', error: { type: 'authentication_error', message: 'invalid x-api-key sk-ds-wrong' } }))
+        return void res
+          .writeHead(401, { 'content-type': 'application/json' })
+          .end(
+            JSON.stringify({
+              type: 'error',
+              error: { type: 'authentication_error', message: 'invalid x-api-key sk-ds-wrong' },
+            }),
+          )
       }
       answer(entry, res)
     })
@@ -57,15 +66,32 @@ const documented = (query: string) => ({
       type: 'web_search_tool_result',
       tool_use_id: 'srvtoolu_01',
       content: [
-        { type: 'web_search_result', url: 'https://nodejs.org/en/blog/release/v22.0.0', title: 'Node.js 22 released', encrypted_content: 'EqgfCioIARgB...', page_age: 'April 24, 2024' },
-        { type: 'web_search_result', url: 'https://example.org/node22', title: 'What is new in Node 22', encrypted_content: 'Eq0xCioIARgB...' },
+        {
+          type: 'web_search_result',
+          url: 'https://nodejs.org/en/blog/release/v22.0.0',
+          title: 'Node.js 22 released',
+          encrypted_content: 'EqgfCioIARgB...',
+          page_age: 'April 24, 2024',
+        },
+        {
+          type: 'web_search_result',
+          url: 'https://example.org/node22',
+          title: 'What is new in Node 22',
+          encrypted_content: 'Eq0xCioIARgB...',
+        },
       ],
     },
     {
       type: 'text',
       text: 'Node.js 22 added require(esm) behind a flag.',
       citations: [
-        { type: 'web_search_result_location', url: 'https://nodejs.org/en/blog/release/v22.0.0', title: 'Node.js 22 released', encrypted_index: 'Eo8BCioIAhgB...', cited_text: 'Support require()ing synchronous ESM graphs behind --experimental-require-module.' },
+        {
+          type: 'web_search_result_location',
+          url: 'https://nodejs.org/en/blog/release/v22.0.0',
+          title: 'Node.js 22 released',
+          encrypted_index: 'Eo8BCioIAhgB...',
+          cited_text: 'Support require()ing synchronous ESM graphs behind --experimental-require-module.',
+        },
       ],
     },
   ],
@@ -75,20 +101,35 @@ const documented = (query: string) => ({
 
 const reader = (values: Record<string, string>): CredentialReader => ({
   get: async (name) => values[name],
-  describe: async () => ({ layers: [{ id: 'env', label: 'the environment', writable: false, status: 'absent' }, { id: 'credentials-file', label: '/home/me/.dsh/.credentials.yaml', writable: true, status: 'absent' }] }),
+  describe: async () => ({
+    layers: [
+      { id: 'env', label: 'the environment', writable: false, status: 'absent' },
+      { id: 'credentials-file', label: '/home/me/.dsh/.credentials.yaml', writable: true, status: 'absent' },
+    ],
+  }),
 })
 
 async function mounted(base: string, key: string | undefined) {
   const ctx = new Context()
   await ctx.plugin(WebRuntime, {})
-  const provider = createProvider(DeepSeek.Config({ baseURL: base }), () => reader(key ? { DEEPSEEK_API_KEY: key } : {}))
-  await ctx.plugin({ name: 'deepseek-under-test', inject: ['web'], apply: (c: Context) => void c.web.registerSearchProvider(provider) })
+  const provider = createProvider(DeepSeek.Config({ baseURL: base }), () =>
+    reader(key ? { DEEPSEEK_API_KEY: key } : {}),
+  )
+  await ctx.plugin({
+    name: 'deepseek-under-test',
+    inject: ['web'],
+    apply: (c: Context) => void c.web.registerSearchProvider(provider),
+  })
   return ctx
 }
 
 describe('web-search-deepseek', () => {
   it('sends the documented Messages request with the server web search tool and maps hits, citations and the answer', async () => {
-    const { base, received } = await fakeMessages((req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(documented(String((req.body.messages as Array<{ content: string }>)[0].content)))))
+    const { base, received } = await fakeMessages((req, res) =>
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify(documented(String((req.body.messages as Array<{ content: string }>)[0].content)))),
+    )
     const ctx = await mounted(base, 'sk-ds-test')
     const result = await ctx.web.search({ query: 'node 22 release notes', maxResults: 5 })
     expect(received).toHaveLength(1)
@@ -106,7 +147,12 @@ describe('web-search-deepseek', () => {
       query: 'node 22 release notes',
       answer: 'I will search for that.Node.js 22 added require(esm) behind a flag.',
       hits: [
-        { title: 'Node.js 22 released', url: 'https://nodejs.org/en/blog/release/v22.0.0', published: 'April 24, 2024', snippet: 'Support require()ing synchronous ESM graphs behind --experimental-require-module.' },
+        {
+          title: 'Node.js 22 released',
+          url: 'https://nodejs.org/en/blog/release/v22.0.0',
+          published: 'April 24, 2024',
+          snippet: 'Support require()ing synchronous ESM graphs behind --experimental-require-module.',
+        },
         { title: 'What is new in Node 22', url: 'https://example.org/node22' },
       ],
     })
@@ -118,13 +164,17 @@ describe('web-search-deepseek', () => {
     const error = await ctx.web.search({ query: 'x', maxResults: 3 }).catch((e: WebError) => e)
     expect(error).toBeInstanceOf(WebError)
     expect((error as WebError).code).toBe('NO_PROVIDER')
-    expect((error as WebError).message).toBe('web search is not configured: no search provider has a key (deepseek: set DEEPSEEK_API_KEY (export DEEPSEEK_API_KEY=... in the environment; /home/me/.dsh/.credentials.yaml)).')
+    expect((error as WebError).message).toBe(
+      'web search is not configured: no search provider has a key (deepseek: set DEEPSEEK_API_KEY (export DEEPSEEK_API_KEY=... in the environment; /home/me/.dsh/.credentials.yaml)).',
+    )
     expect(received).toEqual([])
   })
 
   it('a refused key is INVALID_CREDENTIAL and the key never appears in the message', async () => {
     const { base } = await fakeMessages(() => undefined)
-    const provider = createProvider(DeepSeek.Config({ baseURL: base }), () => reader({ DEEPSEEK_API_KEY: 'sk-ds-wrong' }))
+    const provider = createProvider(DeepSeek.Config({ baseURL: base }), () =>
+      reader({ DEEPSEEK_API_KEY: 'sk-ds-wrong' }),
+    )
     const error = (await provider.search({ query: 'x', maxResults: 3 }).catch((e) => e)) as WebError
     expect(error.code).toBe('INVALID_CREDENTIAL')
     expect(error.message).toBe('deepseek: the key was refused (HTTP 401): invalid x-api-key [redacted]')
@@ -134,12 +184,29 @@ describe('web-search-deepseek', () => {
     let mode = 'tool-error'
     const { base } = await fakeMessages((_req, res) => {
       if (mode === 'tool-error') {
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ type: 'message', content: [{ type: 'server_tool_use', id: 's1', name: 'web_search', input: { query: 'x' } }, { type: 'web_search_tool_result', tool_use_id: 's1', content: { type: 'web_search_tool_result_error', error_code: 'too_many_requests' } }] }))
-      } else if (mode === 'overloaded') res.writeHead(529, { 'content-type': 'application/json' }).end(JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }))
+        res.writeHead(200, { 'content-type': 'application/json' }).end(
+          JSON.stringify({
+            type: 'message',
+            content: [
+              { type: 'server_tool_use', id: 's1', name: 'web_search', input: { query: 'x' } },
+              {
+                type: 'web_search_tool_result',
+                tool_use_id: 's1',
+                content: { type: 'web_search_tool_result_error', error_code: 'too_many_requests' },
+              },
+            ],
+          }),
+        )
+      } else if (mode === 'overloaded')
+        res
+          .writeHead(529, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }))
       else res.writeHead(200, { 'content-type': 'application/json' }).end('{"type":"message"}')
     })
-    const provider = createProvider(DeepSeek.Config({ baseURL: base }), () => reader({ DEEPSEEK_API_KEY: 'sk-ds-test' }))
-    const codeOf = async () => ((await provider.search({ query: 'x', maxResults: 3 }).catch((e) => e)) as WebError)
+    const provider = createProvider(DeepSeek.Config({ baseURL: base }), () =>
+      reader({ DEEPSEEK_API_KEY: 'sk-ds-test' }),
+    )
+    const codeOf = async () => (await provider.search({ query: 'x', maxResults: 3 }).catch((e) => e)) as WebError
     expect((await codeOf()).code).toBe('RATE_LIMIT')
     mode = 'overloaded'
     expect(await codeOf()).toMatchObject({ code: 'HTTP_ERROR', message: 'deepseek: HTTP 529: Overloaded' })
@@ -149,7 +216,9 @@ describe('web-search-deepseek', () => {
 
   it('forwards cancellation', async () => {
     const { base } = await fakeMessages(() => undefined)
-    const provider = createProvider(DeepSeek.Config({ baseURL: base }), () => reader({ DEEPSEEK_API_KEY: 'sk-ds-test' }))
+    const provider = createProvider(DeepSeek.Config({ baseURL: base }), () =>
+      reader({ DEEPSEEK_API_KEY: 'sk-ds-test' }),
+    )
     const controller = new AbortController()
     const pending = provider.search({ query: 'slow', maxResults: 3 }, { signal: controller.signal })
     setTimeout(() => controller.abort(), 30)
@@ -161,11 +230,21 @@ describe('web-search-deepseek', () => {
   })
 
   it('the plugin reads the key through ctx.credentials when mounted, else the environment', async () => {
-    const { base } = await fakeMessages((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(documented('q'))))
+    const { base } = await fakeMessages((_req, res) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(documented('q'))),
+    )
     const ctx = new Context()
     await ctx.plugin(WebRuntime, {})
     await ctx.plugin(DeepSeek, { baseURL: base, apiKeyEnv: 'DSH_TEST_DEEPSEEK_SEARCH_KEY' })
-    expect(await ctx.web.searchProviders()).toEqual([{ id: 'deepseek', status: { ready: false, reason: 'set DSH_TEST_DEEPSEEK_SEARCH_KEY (export DSH_TEST_DEEPSEEK_SEARCH_KEY=... in the environment)' } }])
+    expect(await ctx.web.searchProviders()).toEqual([
+      {
+        id: 'deepseek',
+        status: {
+          ready: false,
+          reason: 'set DSH_TEST_DEEPSEEK_SEARCH_KEY (export DSH_TEST_DEEPSEEK_SEARCH_KEY=... in the environment)',
+        },
+      },
+    ])
     process.env.DSH_TEST_DEEPSEEK_SEARCH_KEY = 'sk-ds-test'
     try {
       expect((await ctx.web.search({ query: 'q', maxResults: 2 })).hits).toHaveLength(2)

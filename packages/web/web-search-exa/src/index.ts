@@ -30,21 +30,33 @@ export const Config: Schema<Partial<Config>, Config> = Schema.object({
   highlightSentences: Schema.natural().min(1).default(3).description('Sentences per highlight.'),
   highlightsPerUrl: Schema.natural().min(1).default(2).description('Highlights per result.'),
   timeoutMs: Schema.natural().min(100).default(30_000).description('Wall-clock bound on one query.'),
-  maxResponseBytes: Schema.natural().min(1024).default(4 * 1024 * 1024).description('Most response bytes read.'),
+  maxResponseBytes: Schema.natural()
+    .min(1024)
+    .default(4 * 1024 * 1024)
+    .description('Most response bytes read.'),
 }) as Schema<Partial<Config>, Config>
 
 /** Maps an Exa search response to the seam's result. */
 export function mapResponse(provider: string, query: string, body: unknown, maxResults: number): WebSearchResult {
   const results = (body as { results?: unknown })?.results
-  if (!Array.isArray(results)) throw new WebError('BAD_RESPONSE', `${provider}: the answer has no results array.`, { provider })
+  if (!Array.isArray(results))
+    throw new WebError('BAD_RESPONSE', `${provider}: the answer has no results array.`, { provider })
   const hits: WebSearchHit[] = []
   for (const item of results as Array<Record<string, unknown>>) {
     const url = text(item?.url)
     if (!url) continue
-    const highlights = Array.isArray(item.highlights) ? (item.highlights as unknown[]).flatMap((h) => (text(h) ? [text(h)!] : [])) : []
-    const snippet = highlights.length > 0 ? highlights.join(' … ') : (text(item.summary) ?? text(item.text)?.slice(0, 600))
+    const highlights = Array.isArray(item.highlights)
+      ? (item.highlights as unknown[]).flatMap((h) => (text(h) ? [text(h)!] : []))
+      : []
+    const snippet =
+      highlights.length > 0 ? highlights.join(' … ') : (text(item.summary) ?? text(item.text)?.slice(0, 600))
     const published = text(item.publishedDate)
-    hits.push({ title: text(item.title) ?? url, url, ...(snippet ? { snippet } : {}), ...(published ? { published: published.slice(0, 10) } : {}) })
+    hits.push({
+      title: text(item.title) ?? url,
+      url,
+      ...(snippet ? { snippet } : {}),
+      ...(published ? { published: published.slice(0, 10) } : {}),
+    })
   }
   return { provider, query, hits: hits.slice(0, maxResults) }
 }
@@ -65,7 +77,9 @@ export function createProvider(config: Config, credentials: () => CredentialRead
           query: request.query,
           numResults: request.maxResults,
           type: config.searchType,
-          contents: { highlights: { numSentences: config.highlightSentences, highlightsPerUrl: config.highlightsPerUrl } },
+          contents: {
+            highlights: { numSentences: config.highlightSentences, highlightsPerUrl: config.highlightsPerUrl },
+          },
         },
         timeoutMs: config.timeoutMs,
         maxResponseBytes: config.maxResponseBytes,

@@ -28,7 +28,9 @@ afterEach(async () => {
   await new Promise((r) => open.close(r))
 })
 
-async function fakeExa(answer: (req: Received, res: ServerResponse) => void): Promise<{ base: string; received: Received[] }> {
+async function fakeExa(
+  answer: (req: Received, res: ServerResponse) => void,
+): Promise<{ base: string; received: Received[] }> {
   const received: Received[] = []
   server = createServer((req, res) => {
     let raw = ''
@@ -37,7 +39,10 @@ async function fakeExa(answer: (req: Received, res: ServerResponse) => void): Pr
       if (req.method !== 'POST' || req.url !== '/search') return void res.writeHead(404).end()
       const entry = { headers: req.headers, body: JSON.parse(raw || '{}') }
       received.push(entry)
-      if (req.headers['x-api-key'] !== 'exa-test-key') return void res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ requestId: 'r', error: 'Invalid API key' }))
+      if (req.headers['x-api-key'] !== 'exa-test-key')
+        return void res
+          .writeHead(401, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ requestId: 'r', error: 'Invalid API key' }))
       answer(entry, res)
     })
   })
@@ -58,7 +63,7 @@ const documented = {
       highlights: ['Vitest 4 makes browser mode stable.', 'It drops support for Node 18.'],
       highlightScores: [0.41, 0.33],
     },
-    { title: null, url: 'https://example.com/no-title', id: 'x', highlights: [] , text: 'Body text of the page.' },
+    { title: null, url: 'https://example.com/no-title', id: 'x', highlights: [], text: 'Body text of the page.' },
     { title: 'no url', id: 'y' },
   ],
   costDollars: { total: 0.005 },
@@ -69,7 +74,13 @@ async function mounted(base: string, values: Record<string, string>) {
   const home = mkdtempSync(join(tmpdir(), 'dsh-exa-home-'))
   const cwd = join(home, 'work')
   mkdirSync(cwd)
-  writeFileSync(join(home, '.credentials.yaml'), Object.entries(values).map(([k, v]) => `${k}: ${v}\n`).join(''), { mode: 0o600 })
+  writeFileSync(
+    join(home, '.credentials.yaml'),
+    Object.entries(values)
+      .map(([k, v]) => `${k}: ${v}\n`)
+      .join(''),
+    { mode: 0o600 },
+  )
   const ctx = new Context()
   await ctx.plugin(LocalCredentials, { home, cwd })
   await ctx.plugin(WebRuntime, {})
@@ -79,16 +90,32 @@ async function mounted(base: string, values: Record<string, string>) {
 
 describe('web-search-exa', () => {
   it('sends the documented search request and maps results with highlights as snippets', async () => {
-    const { base, received } = await fakeExa((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(documented)))
+    const { base, received } = await fakeExa((_req, res) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(documented)),
+    )
     const ctx = await mounted(base, { EXA_API_KEY: 'exa-test-key' })
     const result = await ctx.web.search({ query: 'vitest 4 release', maxResults: 5 })
-    expect(received[0].body).toEqual({ query: 'vitest 4 release', numResults: 5, type: 'auto', contents: { highlights: { numSentences: 3, highlightsPerUrl: 2 } } })
+    expect(received[0].body).toEqual({
+      query: 'vitest 4 release',
+      numResults: 5,
+      type: 'auto',
+      contents: { highlights: { numSentences: 3, highlightsPerUrl: 2 } },
+    })
     expect(result).toEqual({
       provider: 'exa',
       query: 'vitest 4 release',
       hits: [
-        { title: 'Vitest 4 is out', url: 'https://vitest.dev/blog/vitest-4', published: '2025-10-22', snippet: 'Vitest 4 makes browser mode stable. … It drops support for Node 18.' },
-        { title: 'https://example.com/no-title', url: 'https://example.com/no-title', snippet: 'Body text of the page.' },
+        {
+          title: 'Vitest 4 is out',
+          url: 'https://vitest.dev/blog/vitest-4',
+          published: '2025-10-22',
+          snippet: 'Vitest 4 makes browser mode stable. … It drops support for Node 18.',
+        },
+        {
+          title: 'https://example.com/no-title',
+          url: 'https://example.com/no-title',
+          snippet: 'Body text of the page.',
+        },
       ],
     })
   })
@@ -98,7 +125,9 @@ describe('web-search-exa', () => {
     const ctx = await mounted(base, {})
     const [info] = await ctx.web.searchProviders()
     expect(info.status.ready).toBe(false)
-    expect(info.status.reason).toMatch(/^set EXA_API_KEY \(export EXA_API_KEY=\.\.\. in the environment; .*\.credentials\.yaml/)
+    expect(info.status.reason).toMatch(
+      /^set EXA_API_KEY \(export EXA_API_KEY=\.\.\. in the environment; .*\.credentials\.yaml/,
+    )
     const error = (await ctx.web.search({ query: 'q', maxResults: 2 }).catch((e) => e)) as WebError
     expect(error.code).toBe('NO_PROVIDER')
     expect(received).toEqual([])
@@ -117,16 +146,21 @@ describe('web-search-exa', () => {
   it('maps a refused key, a rate limit and a malformed body', async () => {
     let status = 200
     const { base } = await fakeExa((_req, res) => {
-      if (status === 429) res.writeHead(429, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'Rate limit exceeded' }))
+      if (status === 429)
+        res.writeHead(429, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'Rate limit exceeded' }))
       else res.writeHead(200, { 'content-type': 'application/json' }).end('{"requestId":"x"}')
     })
     const wrong = await mounted(base, { EXA_API_KEY: 'exa-wrong-key' })
-    expect(((await wrong.web.search({ query: 'q', maxResults: 2 }).catch((e) => e)) as WebError).message).toBe('exa: the key was refused (HTTP 401): Invalid API key')
+    expect(((await wrong.web.search({ query: 'q', maxResults: 2 }).catch((e) => e)) as WebError).message).toBe(
+      'exa: the key was refused (HTTP 401): Invalid API key',
+    )
     const ctx = await mounted(base, { EXA_API_KEY: 'exa-test-key' })
     status = 429
     expect(((await ctx.web.search({ query: 'q', maxResults: 2 }).catch((e) => e)) as WebError).code).toBe('RATE_LIMIT')
     status = 200
-    expect(((await ctx.web.search({ query: 'q', maxResults: 2 }).catch((e) => e)) as WebError).code).toBe('BAD_RESPONSE')
+    expect(((await ctx.web.search({ query: 'q', maxResults: 2 }).catch((e) => e)) as WebError).code).toBe(
+      'BAD_RESPONSE',
+    )
   })
 
   it('bounds the hits to maxResults', () => {

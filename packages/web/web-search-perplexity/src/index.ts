@@ -30,7 +30,10 @@ export const Config: Schema<Partial<Config>, Config> = Schema.object({
   model: Schema.string().default('sonar').description('Sonar model.'),
   maxTokens: Schema.natural().min(64).default(1024).description('`max_tokens` of the answer.'),
   timeoutMs: Schema.natural().min(100).default(60_000).description('Wall-clock bound on one query.'),
-  maxResponseBytes: Schema.natural().min(1024).default(4 * 1024 * 1024).description('Most response bytes read.'),
+  maxResponseBytes: Schema.natural()
+    .min(1024)
+    .default(4 * 1024 * 1024)
+    .description('Most response bytes read.'),
 }) as Schema<Partial<Config>, Config>
 
 const SYSTEM = 'Answer the query in a few precise sentences based on current web sources.'
@@ -38,7 +41,8 @@ const SYSTEM = 'Answer the query in a few precise sentences based on current web
 /** Maps a chat completion (with Perplexity's `search_results` / `citations`) to the seam's result. */
 export function mapResponse(provider: string, query: string, body: unknown, maxResults: number): WebSearchResult {
   const data = body as { choices?: unknown; search_results?: unknown; citations?: unknown }
-  if (!Array.isArray(data?.choices)) throw new WebError('BAD_RESPONSE', `${provider}: the answer has no choices array.`, { provider })
+  if (!Array.isArray(data?.choices))
+    throw new WebError('BAD_RESPONSE', `${provider}: the answer has no choices array.`, { provider })
   const message = (data.choices[0] as { message?: { content?: unknown } } | undefined)?.message
   const answer = text(message?.content)
   const hits: WebSearchHit[] = []
@@ -50,7 +54,12 @@ export function mapResponse(provider: string, query: string, body: unknown, maxR
       seen.add(url)
       const published = text(item.date) ?? text(item.last_updated)
       const snippet = text(item.snippet)
-      hits.push({ title: text(item.title) ?? url, url, ...(snippet ? { snippet } : {}), ...(published ? { published } : {}) })
+      hits.push({
+        title: text(item.title) ?? url,
+        url,
+        ...(snippet ? { snippet } : {}),
+        ...(published ? { published } : {}),
+      })
     }
   }
   if (Array.isArray(data.citations)) {

@@ -24,7 +24,9 @@ afterEach(async () => {
   await new Promise((r) => open.close(r))
 })
 
-async function fakePerplexity(answer: (req: Received, res: ServerResponse) => void): Promise<{ base: string; received: Received[] }> {
+async function fakePerplexity(
+  answer: (req: Received, res: ServerResponse) => void,
+): Promise<{ base: string; received: Received[] }> {
   const received: Received[] = []
   server = createServer((req, res) => {
     let raw = ''
@@ -33,7 +35,10 @@ async function fakePerplexity(answer: (req: Received, res: ServerResponse) => vo
       if (req.method !== 'POST' || req.url !== '/chat/completions') return void res.writeHead(404).end()
       const entry = { headers: req.headers, body: JSON.parse(raw || '{}') }
       received.push(entry)
-      if (req.headers.authorization !== 'Bearer pplx-test') return void res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'Invalid API key provided', type: 'invalid_api_key', code: 401 } }))
+      if (req.headers.authorization !== 'Bearer pplx-test')
+        return void res
+          .writeHead(401, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ error: { message: 'Invalid API key provided', type: 'invalid_api_key', code: 401 } }))
       answer(entry, res)
     })
   })
@@ -46,10 +51,22 @@ const documented = {
   model: 'sonar',
   created: 1760000000,
   object: 'chat.completion',
-  choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: 'TypeScript 6.0 is the last release before the Go port [1][2].' } }],
+  choices: [
+    {
+      index: 0,
+      finish_reason: 'stop',
+      message: { role: 'assistant', content: 'TypeScript 6.0 is the last release before the Go port [1][2].' },
+    },
+  ],
   citations: ['https://devblogs.microsoft.com/typescript/announcing-typescript-6-0/', 'https://example.com/ts-7'],
   search_results: [
-    { title: 'Announcing TypeScript 6.0', url: 'https://devblogs.microsoft.com/typescript/announcing-typescript-6-0/', date: '2026-03-10', last_updated: '2026-03-11', snippet: 'TypeScript 6.0 prepares for the native port.' },
+    {
+      title: 'Announcing TypeScript 6.0',
+      url: 'https://devblogs.microsoft.com/typescript/announcing-typescript-6-0/',
+      date: '2026-03-10',
+      last_updated: '2026-03-11',
+      snippet: 'TypeScript 6.0 prepares for the native port.',
+    },
   ],
   usage: { prompt_tokens: 12, completion_tokens: 30, total_tokens: 42, search_context_size: 'low' },
 }
@@ -61,11 +78,19 @@ const reader = (values: Record<string, string>): CredentialReader => ({
 
 describe('web-search-perplexity', () => {
   it('sends a Bearer chat completion and maps answer, search_results and the remaining citations', async () => {
-    const { base, received } = await fakePerplexity((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(documented)))
+    const { base, received } = await fakePerplexity((_req, res) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(documented)),
+    )
     const ctx = new Context()
     await ctx.plugin(WebRuntime, {})
-    const provider = createProvider(Perplexity.Config({ baseURL: base }), () => reader({ PERPLEXITY_API_KEY: 'pplx-test' }))
-    await ctx.plugin({ name: 'pplx-under-test', inject: ['web'], apply: (c: Context) => void c.web.registerSearchProvider(provider) })
+    const provider = createProvider(Perplexity.Config({ baseURL: base }), () =>
+      reader({ PERPLEXITY_API_KEY: 'pplx-test' }),
+    )
+    await ctx.plugin({
+      name: 'pplx-under-test',
+      inject: ['web'],
+      apply: (c: Context) => void c.web.registerSearchProvider(provider),
+    })
     const result = await ctx.web.search({ query: 'typescript 6 release', maxResults: 5 })
     expect(received[0].body).toEqual({
       model: 'sonar',
@@ -80,7 +105,12 @@ describe('web-search-perplexity', () => {
       query: 'typescript 6 release',
       answer: 'TypeScript 6.0 is the last release before the Go port [1][2].',
       hits: [
-        { title: 'Announcing TypeScript 6.0', url: 'https://devblogs.microsoft.com/typescript/announcing-typescript-6-0/', published: '2026-03-10', snippet: 'TypeScript 6.0 prepares for the native port.' },
+        {
+          title: 'Announcing TypeScript 6.0',
+          url: 'https://devblogs.microsoft.com/typescript/announcing-typescript-6-0/',
+          published: '2026-03-10',
+          snippet: 'TypeScript 6.0 prepares for the native port.',
+        },
         { title: 'https://example.com/ts-7', url: 'https://example.com/ts-7' },
       ],
     })
@@ -89,21 +119,47 @@ describe('web-search-perplexity', () => {
   it('a missing key fails before any request; a refused one is INVALID_CREDENTIAL', async () => {
     const { base, received } = await fakePerplexity(() => undefined)
     const none = createProvider(Perplexity.Config({ baseURL: base }), () => reader({}))
-    expect(await none.status()).toEqual({ ready: false, reason: 'set PERPLEXITY_API_KEY (export PERPLEXITY_API_KEY=... in the environment)' })
+    expect(await none.status()).toEqual({
+      ready: false,
+      reason: 'set PERPLEXITY_API_KEY (export PERPLEXITY_API_KEY=... in the environment)',
+    })
     const missing = (await none.search({ query: 'q', maxResults: 2 }).catch((e) => e)) as WebError
-    expect(missing).toMatchObject({ code: 'MISSING_CREDENTIAL', message: 'perplexity web search needs an API key: set PERPLEXITY_API_KEY (export PERPLEXITY_API_KEY=... in the environment).' })
+    expect(missing).toMatchObject({
+      code: 'MISSING_CREDENTIAL',
+      message:
+        'perplexity web search needs an API key: set PERPLEXITY_API_KEY (export PERPLEXITY_API_KEY=... in the environment).',
+    })
     expect(received).toEqual([])
-    const wrong = createProvider(Perplexity.Config({ baseURL: base }), () => reader({ PERPLEXITY_API_KEY: 'pplx-wrong' }))
-    expect((await wrong.search({ query: 'q', maxResults: 2 }).catch((e) => e)) as WebError).toMatchObject({ code: 'INVALID_CREDENTIAL', message: 'perplexity: the key was refused (HTTP 401): Invalid API key provided' })
+    const wrong = createProvider(Perplexity.Config({ baseURL: base }), () =>
+      reader({ PERPLEXITY_API_KEY: 'pplx-wrong' }),
+    )
+    expect((await wrong.search({ query: 'q', maxResults: 2 }).catch((e) => e)) as WebError).toMatchObject({
+      code: 'INVALID_CREDENTIAL',
+      message: 'perplexity: the key was refused (HTTP 401): Invalid API key provided',
+    })
   })
 
   it('an unreachable endpoint is TRANSPORT; an answer without choices is BAD_RESPONSE', async () => {
-    const closed = createProvider(Perplexity.Config({ baseURL: 'http://127.0.0.1:9' }), () => reader({ PERPLEXITY_API_KEY: 'pplx-test' }))
+    const closed = createProvider(Perplexity.Config({ baseURL: 'http://127.0.0.1:9' }), () =>
+      reader({ PERPLEXITY_API_KEY: 'pplx-test' }),
+    )
     expect(((await closed.search({ query: 'q', maxResults: 2 }).catch((e) => e)) as WebError).code).toBe('TRANSPORT')
     expect(() => mapResponse('perplexity', 'q', { citations: [] }, 3)).toThrow(WebError)
   })
 
   it('older answers with citations only still give hits', () => {
-    expect(mapResponse('perplexity', 'q', { choices: [{ message: { content: 'x' } }], citations: ['https://a.example/', 'https://b.example/'] }, 1)).toEqual({ provider: 'perplexity', query: 'q', answer: 'x', hits: [{ title: 'https://a.example/', url: 'https://a.example/' }] })
+    expect(
+      mapResponse(
+        'perplexity',
+        'q',
+        { choices: [{ message: { content: 'x' } }], citations: ['https://a.example/', 'https://b.example/'] },
+        1,
+      ),
+    ).toEqual({
+      provider: 'perplexity',
+      query: 'q',
+      answer: 'x',
+      hits: [{ title: 'https://a.example/', url: 'https://a.example/' }],
+    })
   })
 })

@@ -24,15 +24,23 @@ export interface PostJsonOptions {
 /** POSTs `body` as JSON and returns the parsed JSON answer of a 2xx response; anything else is a `WebError`. */
 export async function postJson(options: PostJsonOptions): Promise<unknown> {
   const { provider } = options
-  const scrub = (text: string) => (options.secrets ?? []).filter((s) => s.length >= 4).reduce((t, s) => t.split(s).join('[redacted]'), text)
+  const scrub = (text: string) =>
+    (options.secrets ?? []).filter((s) => s.length >= 4).reduce((t, s) => t.split(s).join('[redacted]'), text)
   let url: URL
   try {
     url = new URL(options.url)
   } catch {
-    throw new WebError('INVALID_REQUEST', `${provider}: the endpoint ${JSON.stringify(options.url)} is not a valid URL (check the row's baseURL).`, { provider })
+    throw new WebError(
+      'INVALID_REQUEST',
+      `${provider}: the endpoint ${JSON.stringify(options.url)} is not a valid URL (check the row's baseURL).`,
+      { provider },
+    )
   }
   const send = url.protocol === 'https:' ? httpsRequest : url.protocol === 'http:' ? httpRequest : undefined
-  if (!send) throw new WebError('INVALID_REQUEST', `${provider}: the endpoint must be http: or https:, not ${url.protocol}`, { provider })
+  if (!send)
+    throw new WebError('INVALID_REQUEST', `${provider}: the endpoint must be http: or https:, not ${url.protocol}`, {
+      provider,
+    })
   if (options.signal?.aborted) throw new WebError('ABORTED', `${provider}: the search was cancelled.`, { provider })
   const payload = JSON.stringify(options.body)
   const { status, text } = await new Promise<{ status: number; text: string }>((resolve, reject) => {
@@ -48,37 +56,77 @@ export async function postJson(options: PostJsonOptions): Promise<unknown> {
       } else resolve(value!)
     }
     const onAbort = () => finish(new WebError('ABORTED', `${provider}: the search was cancelled.`, { provider }))
-    const timer = setTimeout(() => finish(new WebError('TIMEOUT', `${provider}: no complete answer within ${options.timeoutMs} ms.`, { provider })), options.timeoutMs)
+    const timer = setTimeout(
+      () =>
+        finish(
+          new WebError('TIMEOUT', `${provider}: no complete answer within ${options.timeoutMs} ms.`, { provider }),
+        ),
+      options.timeoutMs,
+    )
     options.signal?.addEventListener('abort', onAbort, { once: true })
     const req = send(url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json', 'content-length': String(Buffer.byteLength(payload)), ...options.headers },
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json',
+        'content-length': String(Buffer.byteLength(payload)),
+        ...options.headers,
+      },
     })
-    req.on('error', (error) => finish(new WebError('TRANSPORT', `${provider}: ${scrub(error.message)} (${url.host}).`, { provider }, { cause: error })))
+    req.on('error', (error) =>
+      finish(
+        new WebError(
+          'TRANSPORT',
+          `${provider}: ${scrub(error.message)} (${url.host}).`,
+          { provider },
+          { cause: error },
+        ),
+      ),
+    )
     req.on('response', (res: IncomingMessage) => {
       const chunks: Buffer[] = []
       let size = 0
       res.on('data', (chunk: Buffer) => {
         size += chunk.length
-        if (size > options.maxResponseBytes) finish(new WebError('BAD_RESPONSE', `${provider}: the answer is over ${options.maxResponseBytes} bytes.`, { provider }))
+        if (size > options.maxResponseBytes)
+          finish(
+            new WebError('BAD_RESPONSE', `${provider}: the answer is over ${options.maxResponseBytes} bytes.`, {
+              provider,
+            }),
+          )
         else chunks.push(chunk)
       })
-      res.on('error', (error) => finish(new WebError('TRANSPORT', `${provider}: ${scrub(error.message)}.`, { provider }, { cause: error })))
-      res.on('end', () => finish(undefined, { status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }))
+      res.on('error', (error) =>
+        finish(new WebError('TRANSPORT', `${provider}: ${scrub(error.message)}.`, { provider }, { cause: error })),
+      )
+      res.on('end', () =>
+        finish(undefined, { status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }),
+      )
     })
     req.end(payload)
   })
   if (status < 200 || status >= 300) {
     const detail = scrub(errorDetail(text)).slice(0, 300)
     const suffix = detail ? `: ${detail}` : ''
-    if (status === 401 || status === 403) throw new WebError('INVALID_CREDENTIAL', `${provider}: the key was refused (HTTP ${status})${suffix}`, { provider, status })
-    if (status === 429) throw new WebError('RATE_LIMIT', `${provider}: rate limited (HTTP 429)${suffix}; wait before searching again.`, { provider, status })
+    if (status === 401 || status === 403)
+      throw new WebError('INVALID_CREDENTIAL', `${provider}: the key was refused (HTTP ${status})${suffix}`, {
+        provider,
+        status,
+      })
+    if (status === 429)
+      throw new WebError('RATE_LIMIT', `${provider}: rate limited (HTTP 429)${suffix}; wait before searching again.`, {
+        provider,
+        status,
+      })
     throw new WebError('HTTP_ERROR', `${provider}: HTTP ${status}${suffix}`, { provider, status })
   }
   try {
     return JSON.parse(text)
   } catch {
-    throw new WebError('BAD_RESPONSE', `${provider}: the answer is not JSON (${JSON.stringify(text.slice(0, 80))}).`, { provider, status })
+    throw new WebError('BAD_RESPONSE', `${provider}: the answer is not JSON (${JSON.stringify(text.slice(0, 80))}).`, {
+      provider,
+      status,
+    })
   }
 }
 
@@ -97,7 +145,8 @@ function errorDetail(text: string): string {
 }
 
 /** A non-empty trimmed string, else undefined. */
-export const text = (value: unknown): string | undefined => (typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined)
+export const text = (value: unknown): string | undefined =>
+  typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined
 
 /** The part of `ctx.credentials` (@dsh/credentials) a provider reads; absent: the environment alone. */
 export interface CredentialReader {
@@ -112,7 +161,12 @@ export interface KeyAccess {
   require(): Promise<string>
 }
 
-export function keyAccess(provider: string, name: string, reader: () => CredentialReader | undefined, env: NodeJS.ProcessEnv = process.env): KeyAccess {
+export function keyAccess(
+  provider: string,
+  name: string,
+  reader: () => CredentialReader | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): KeyAccess {
   const read = async () => {
     const credentials = reader()
     const value = credentials ? await credentials.get(name) : env[name]
@@ -120,7 +174,9 @@ export function keyAccess(provider: string, name: string, reader: () => Credenti
   }
   const reason = async () => {
     const credentials = reader()
-    const where = credentials ? whereToSet(name, (await credentials.describe(name)).layers) : `export ${name}=... in the environment`
+    const where = credentials
+      ? whereToSet(name, (await credentials.describe(name)).layers)
+      : `export ${name}=... in the environment`
     return `set ${name} (${where})`
   }
   return {
@@ -130,7 +186,9 @@ export function keyAccess(provider: string, name: string, reader: () => Credenti
     async require() {
       const key = await read()
       if (key) return key
-      throw new WebError('MISSING_CREDENTIAL', `${provider} web search needs an API key: ${await reason()}.`, { provider })
+      throw new WebError('MISSING_CREDENTIAL', `${provider} web search needs an API key: ${await reason()}.`, {
+        provider,
+      })
     },
   }
 }

@@ -3,7 +3,17 @@
 // choice is an explicit `resolve*Provider()` step driven by this row's config. No I/O here.
 import { Context, Service } from 'cordis'
 import Schema from 'schemastery'
-import { WebError, type WebCallOptions, type WebFetchProvider, type WebFetchRequest, type WebFetchResult, type WebSearchProvider, type WebSearchRequest, type WebSearchResult, type ProviderStatus } from './types.ts'
+import {
+  WebError,
+  type WebCallOptions,
+  type WebFetchProvider,
+  type WebFetchRequest,
+  type WebFetchResult,
+  type WebSearchProvider,
+  type WebSearchRequest,
+  type WebSearchResult,
+  type ProviderStatus,
+} from './types.ts'
 
 export * from './types.ts'
 
@@ -29,8 +39,12 @@ export interface SearchProviderInfo {
 
 export class WebRuntime extends Service {
   static Config: Schema<Partial<WebRuntimeConfig>, WebRuntimeConfig> = Schema.object({
-    search: Schema.string().default('auto').description('Search provider id, or `auto`: the first ready one in `searchOrder`.'),
-    searchOrder: Schema.array(Schema.string()).default(['deepseek', 'exa', 'perplexity']).description('Preference of `auto` among ready search providers.'),
+    search: Schema.string()
+      .default('auto')
+      .description('Search provider id, or `auto`: the first ready one in `searchOrder`.'),
+    searchOrder: Schema.array(Schema.string())
+      .default(['deepseek', 'exa', 'perplexity'])
+      .description('Preference of `auto` among ready search providers.'),
     fetch: Schema.string().default('auto').description('Fetch provider id, or `auto`: the first registered.'),
   }) as Schema<Partial<WebRuntimeConfig>, WebRuntimeConfig>
 
@@ -59,12 +73,15 @@ export class WebRuntime extends Service {
     if (table.has(provider.id)) throw new Error(`web ${kind} provider "${provider.id}" is already registered`)
     // `this.ctx` is the caller's context (Cordis binds service access to the accessing plugin),
     // so the effect unwinds with the registering plugin.
-    return this.ctx.effect(() => {
-      table.set(provider.id, provider)
-      return () => {
-        if (table.get(provider.id) === provider) table.delete(provider.id)
-      }
-    }, `web.register${kind === 'fetch' ? 'Fetch' : 'Search'}Provider(${provider.id})`)
+    return this.ctx.effect(
+      () => {
+        table.set(provider.id, provider)
+        return () => {
+          if (table.get(provider.id) === provider) table.delete(provider.id)
+        }
+      },
+      `web.register${kind === 'fetch' ? 'Fetch' : 'Search'}Provider(${provider.id})`,
+    )
   }
 
   fetchProviderIds(): string[] {
@@ -81,11 +98,19 @@ export class WebRuntime extends Service {
     const wanted = this.config.fetch
     if (wanted !== 'auto') {
       const provider = this.fetchers.get(wanted)
-      if (!provider) throw new WebError('NO_PROVIDER', `web fetch provider "${wanted}" (the web row's \`fetch\`) is not mounted; mounted: ${list(this.fetchers.keys())}.`)
+      if (!provider)
+        throw new WebError(
+          'NO_PROVIDER',
+          `web fetch provider "${wanted}" (the web row's \`fetch\`) is not mounted; mounted: ${list(this.fetchers.keys())}.`,
+        )
       return provider
     }
     const first = this.fetchers.values().next()
-    if (first.done) throw new WebError('NO_PROVIDER', 'web fetch is not available: no fetch provider is mounted (add a @dsh/web-fetch-http row).')
+    if (first.done)
+      throw new WebError(
+        'NO_PROVIDER',
+        'web fetch is not available: no fetch provider is mounted (add a @dsh/web-fetch-http row).',
+      )
     return first.value
   }
 
@@ -94,12 +119,24 @@ export class WebRuntime extends Service {
     const wanted = this.config.search
     if (wanted !== 'auto') {
       const provider = this.searchers.get(wanted)
-      if (!provider) throw new WebError('NO_PROVIDER', `web search provider "${wanted}" (the web row's \`search\`) is not mounted; mounted: ${list(this.searchers.keys())}.`)
+      if (!provider)
+        throw new WebError(
+          'NO_PROVIDER',
+          `web search provider "${wanted}" (the web row's \`search\`) is not mounted; mounted: ${list(this.searchers.keys())}.`,
+        )
       const status = await safeStatus(provider)
-      if (!status.ready) throw new WebError('MISSING_CREDENTIAL', `web search provider "${wanted}" is not ready: ${status.reason ?? 'no reason given'}`, { provider: wanted })
+      if (!status.ready)
+        throw new WebError(
+          'MISSING_CREDENTIAL',
+          `web search provider "${wanted}" is not ready: ${status.reason ?? 'no reason given'}`,
+          { provider: wanted },
+        )
       return provider
     }
-    const order = [...this.config.searchOrder.filter((id) => this.searchers.has(id)), ...[...this.searchers.keys()].filter((id) => !this.config.searchOrder.includes(id))]
+    const order = [
+      ...this.config.searchOrder.filter((id) => this.searchers.has(id)),
+      ...[...this.searchers.keys()].filter((id) => !this.config.searchOrder.includes(id)),
+    ]
     const reasons: string[] = []
     for (const id of order) {
       const provider = this.searchers.get(id)!
@@ -107,8 +144,15 @@ export class WebRuntime extends Service {
       if (status.ready) return provider
       reasons.push(`${id}: ${status.reason ?? 'not ready'}`)
     }
-    if (order.length === 0) throw new WebError('NO_PROVIDER', 'web search is not available: no search provider is mounted (enable a web-search-* row).')
-    throw new WebError('NO_PROVIDER', `web search is not configured: no search provider has a key (${reasons.join('; ')}).`)
+    if (order.length === 0)
+      throw new WebError(
+        'NO_PROVIDER',
+        'web search is not available: no search provider is mounted (enable a web-search-* row).',
+      )
+    throw new WebError(
+      'NO_PROVIDER',
+      `web search is not configured: no search provider has a key (${reasons.join('; ')}).`,
+    )
   }
 
   async fetch(request: WebFetchRequest, options: WebCallOptions = {}): Promise<WebFetchResult> {
@@ -118,7 +162,8 @@ export class WebRuntime extends Service {
 
   async search(request: WebSearchRequest, options: WebCallOptions = {}): Promise<WebSearchResult> {
     if (options.signal?.aborted) throw aborted()
-    if (typeof request.query !== 'string' || request.query.trim() === '') throw new WebError('INVALID_REQUEST', 'the search query is empty.')
+    if (typeof request.query !== 'string' || request.query.trim() === '')
+      throw new WebError('INVALID_REQUEST', 'the search query is empty.')
     const provider = await this.resolveSearchProvider()
     return provider.search({ ...request, query: request.query.trim() }, options)
   }

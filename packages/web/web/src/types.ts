@@ -131,4 +131,6 @@ export class WebError extends Error {
 /** A `WebError`, also one from another copy of this package (checked by name and code, not only by class). */
 export const isWebError = (error: unknown): error is WebError =>
   error instanceof WebError ||
-  (error instanceof Error && error.name === 'WebError' && (WEB_ERROR_CODES as readonly string[]).includes((error as { code?: unknown }).code as string))
+  (error instanceof Error &&
+    error.name === 'WebError' &&
+    (WEB_ERROR_CODES as readonly string[]).includes((error as { code?: unknown }).code as string))

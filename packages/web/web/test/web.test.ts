@@ -25,17 +25,23 @@ async function runtime(config: object = {}) {
   return ctx
 }
 const plugin = (register: (ctx: Context) => void) => ({ name: 'p', inject: ['web'], apply: register })
-const codeOf = (promise: Promise<unknown>) => promise.then(() => 'resolved', (e: WebError) => e.code)
+const codeOf = (promise: Promise<unknown>) =>
+  promise.then(
+    () => 'resolved',
+    (e: WebError) => e.code,
+  )
 
 describe('WebRuntime', () => {
   it('auto takes the first ready provider in searchOrder, then the rest in registration order', async () => {
     const calls: string[] = []
     const ctx = await runtime({ searchOrder: ['b', 'a'] })
-    await ctx.plugin(plugin((c) => {
-      c.web.registerSearchProvider(searcher('a', true, calls))
-      c.web.registerSearchProvider(searcher('b', false, calls))
-      c.web.registerSearchProvider(searcher('c', true, calls))
-    }))
+    await ctx.plugin(
+      plugin((c) => {
+        c.web.registerSearchProvider(searcher('a', true, calls))
+        c.web.registerSearchProvider(searcher('b', false, calls))
+        c.web.registerSearchProvider(searcher('c', true, calls))
+      }),
+    )
     await ctx.web.search({ query: '  q  ', maxResults: 3 })
     expect(calls).toEqual(['a:q'])
     expect(await ctx.web.searchProviders()).toEqual([
@@ -61,12 +67,21 @@ describe('WebRuntime', () => {
 
   it('registrations unwind with their plugin; a duplicate id throws', async () => {
     const ctx = await runtime()
-    const fetcher: WebFetchProvider = { id: 'f', fetch: async () => { throw new WebError('TRANSPORT', 'x') } }
-    const fiber = await ctx.plugin(plugin((c) => {
-      c.web.registerSearchProvider(searcher('a', true))
-      c.web.registerFetchProvider(fetcher)
-    }))
-    expect(() => ctx.web.registerSearchProvider(searcher('a', true))).toThrow('web search provider "a" is already registered')
+    const fetcher: WebFetchProvider = {
+      id: 'f',
+      fetch: async () => {
+        throw new WebError('TRANSPORT', 'x')
+      },
+    }
+    const fiber = await ctx.plugin(
+      plugin((c) => {
+        c.web.registerSearchProvider(searcher('a', true))
+        c.web.registerFetchProvider(fetcher)
+      }),
+    )
+    expect(() => ctx.web.registerSearchProvider(searcher('a', true))).toThrow(
+      'web search provider "a" is already registered',
+    )
     expect(ctx.web.fetchProviderIds()).toEqual(['f'])
     await fiber.dispose()
     expect(ctx.web.fetchProviderIds()).toEqual([])
@@ -112,18 +127,32 @@ describe('@dsh/web/http', () => {
     await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r))
     return `http://127.0.0.1:${(server.address() as AddressInfo).port}/x`
   }
-  const post = (url: string, over: object = {}) => postJson({ provider: 'p', url, headers: {}, body: {}, timeoutMs: 5000, maxResponseBytes: 1000, secrets: ['sekrit-key'], ...over })
+  const post = (url: string, over: object = {}) =>
+    postJson({
+      provider: 'p',
+      url,
+      headers: {},
+      body: {},
+      timeoutMs: 5000,
+      maxResponseBytes: 1000,
+      secrets: ['sekrit-key'],
+      ...over,
+    })
 
   it('parses a 2xx JSON answer; bounds its size; names non-JSON', async () => {
     expect(await post(await serve('{"ok":true}'))).toEqual({ ok: true })
     await new Promise((r) => server!.close(r))
     expect(await codeOf(post(await serve(JSON.stringify({ pad: 'x'.repeat(5000) }))))).toBe('BAD_RESPONSE')
     await new Promise((r) => server!.close(r))
-    expect(((await post(await serve('<html>')).catch((e) => e)) as WebError).message).toBe('p: the answer is not JSON ("<html>").')
+    expect(((await post(await serve('<html>')).catch((e) => e)) as WebError).message).toBe(
+      'p: the answer is not JSON ("<html>").',
+    )
   })
 
   it('maps statuses and scrubs secrets from the error text', async () => {
-    const error = (await post(await serve('{"error":{"message":"bad key sekrit-key"}}', 500)).catch((e) => e)) as WebError
+    const error = (await post(await serve('{"error":{"message":"bad key sekrit-key"}}', 500)).catch(
+      (e) => e,
+    )) as WebError
     expect(error).toMatchObject({ code: 'HTTP_ERROR', message: 'p: HTTP 500: bad key [redacted]' })
     expect(await codeOf(post('ftp://x/'))).toBe('INVALID_REQUEST')
     expect(await codeOf(post('http://127.0.0.1:9/x'))).toBe('TRANSPORT')

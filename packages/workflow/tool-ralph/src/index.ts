@@ -18,8 +18,14 @@ export interface ToolRalphConfig {
 export const Config: Schema<Partial<ToolRalphConfig>, ToolRalphConfig> = Schema.object({
   defaultRounds: Schema.natural().min(1).default(5).description('Rounds when the call names none.'),
   maxRounds: Schema.natural().min(1).default(20).description('Most rounds one call may ask for.'),
-  doneMarker: Schema.string().pattern(/^[A-Z][A-Z0-9_]{2,39}$/).default('RALPH_DONE').description('The line a child ends its answer with to declare the objective done.'),
-  maxAnswerChars: Schema.natural().min(100).default(4_000).description('Characters of the final child answer returned to the parent.'),
+  doneMarker: Schema.string()
+    .pattern(/^[A-Z][A-Z0-9_]{2,39}$/)
+    .default('RALPH_DONE')
+    .description('The line a child ends its answer with to declare the objective done.'),
+  maxAnswerChars: Schema.natural()
+    .min(100)
+    .default(4_000)
+    .description('Characters of the final child answer returned to the parent.'),
 })
 
 export const name = 'tool-ralph'
@@ -63,10 +69,15 @@ interface RalphValue {
   history: Array<{ round: number; id: string; status: string; done: boolean }>
 }
 
-const fail = (code: string, message: string): ToolOutput => ({ content: `Error [${code}]: ${message}`, isError: true, error: { code, message } })
+const fail = (code: string, message: string): ToolOutput => ({
+  content: `Error [${code}]: ${message}`,
+  isError: true,
+  error: { code, message },
+})
 
 export function apply(ctx: Context, config: ToolRalphConfig): void {
-  if (config.defaultRounds > config.maxRounds) throw new TypeError(`tool-ralph: defaultRounds (${config.defaultRounds}) exceeds maxRounds (${config.maxRounds})`)
+  if (config.defaultRounds > config.maxRounds)
+    throw new TypeError(`tool-ralph: defaultRounds (${config.defaultRounds}) exceeds maxRounds (${config.maxRounds})`)
   // A round is a child: the engine's child cap bounds the rounds too.
   const maxRounds = Math.min(config.maxRounds, ctx.workflowEngine.resolveLimits().maxChildren)
   const defaultRounds = Math.min(config.defaultRounds, maxRounds)
@@ -79,15 +90,27 @@ export function apply(ctx: Context, config: ToolRalphConfig): void {
     parameters: {
       type: 'object',
       properties: {
-        objective: { type: 'string', description: 'The complete objective, with how to check that it is done. Every round gets exactly this text.' },
-        rounds: { type: 'integer', minimum: 1, maximum: maxRounds, description: `Most rounds (default ${defaultRounds}, at most ${maxRounds}).` },
+        objective: {
+          type: 'string',
+          description: 'The complete objective, with how to check that it is done. Every round gets exactly this text.',
+        },
+        rounds: {
+          type: 'integer',
+          minimum: 1,
+          maximum: maxRounds,
+          description: `Most rounds (default ${defaultRounds}, at most ${maxRounds}).`,
+        },
       },
       required: ['objective'],
       additionalProperties: false,
     },
     async execute(args, call) {
       const objective = args.objective.trim()
-      if (objective === '') return fail('EMPTY_OBJECTIVE', 'the objective is empty; describe the complete task and how to check that it is done.')
+      if (objective === '')
+        return fail(
+          'EMPTY_OBJECTIVE',
+          'the objective is empty; describe the complete task and how to check that it is done.',
+        )
       const rounds = args.rounds ?? defaultRounds
       const owner = callOwner(ctx, call)
       if ('content' in owner) return owner
@@ -107,16 +130,31 @@ export function apply(ctx: Context, config: ToolRalphConfig): void {
       const meta = { runId, status: result.status, children: result.children.length }
       if (result.status !== 'completed') {
         const code = `RALPH_${result.error?.code ?? 'FAILED'}`
-        const rounds = result.children.map((c) => `- ${c.id}: ${c.status}${c.error ? ` [${c.error.code}] ${c.error.message}` : ''}`).join('\n')
-        return { content: `Error [${code}]: the relay stopped (${result.error?.message ?? result.status}).${rounds ? `\nRounds:\n${rounds}` : ''}`, isError: true, error: { code, message: result.error?.message ?? result.status }, meta }
+        const rounds = result.children
+          .map((c) => `- ${c.id}: ${c.status}${c.error ? ` [${c.error.code}] ${c.error.message}` : ''}`)
+          .join('\n')
+        return {
+          content: `Error [${code}]: the relay stopped (${result.error?.message ?? result.status}).${rounds ? `\nRounds:\n${rounds}` : ''}`,
+          isError: true,
+          error: { code, message: result.error?.message ?? result.status },
+          meta,
+        }
       }
       const value = result.value as unknown as RalphValue
-      const answer = value.answer.length > config.maxAnswerChars ? `${value.answer.slice(0, config.maxAnswerChars)} [... ${value.answer.length - config.maxAnswerChars} more characters]` : value.answer
-      const history = value.history.map((h) => `- round ${h.round} (${h.id}): ${h.status}${h.done ? ', declared done' : ''}`).join('\n')
+      const answer =
+        value.answer.length > config.maxAnswerChars
+          ? `${value.answer.slice(0, config.maxAnswerChars)} [... ${value.answer.length - config.maxAnswerChars} more characters]`
+          : value.answer
+      const history = value.history
+        .map((h) => `- round ${h.round} (${h.id}): ${h.status}${h.done ? ', declared done' : ''}`)
+        .join('\n')
       const head = value.done
         ? `Objective declared done in round ${value.rounds} of ${rounds}.`
         : `Not done after ${value.rounds} round${value.rounds === 1 ? '' : 's'}: no child declared the objective done.`
-      return { content: `${head}\nRounds:\n${history}\n\nLast answer:\n${answer || '(empty)'}`, meta: { ...meta, done: value.done, rounds: value.rounds } }
+      return {
+        content: `${head}\nRounds:\n${history}\n\nLast answer:\n${answer || '(empty)'}`,
+        meta: { ...meta, done: value.done, rounds: value.rounds },
+      }
     },
   })
 }

@@ -10,7 +10,14 @@ import type { JsonValue, WorkflowLimits, WorkflowRunResult } from '@dsh/workflow
 import type {} from '@dsh/session-persistence'
 import { WORKFLOW_EVENT_TYPES, nextRunId } from './runs.ts'
 
-export { WORKFLOW_EVENT_TYPES, nextRunId, workflowRuns, type WorkflowChildRecord, type WorkflowRunRecord, type WorkflowRunStatus } from './runs.ts'
+export {
+  WORKFLOW_EVENT_TYPES,
+  nextRunId,
+  workflowRuns,
+  type WorkflowChildRecord,
+  type WorkflowRunRecord,
+  type WorkflowRunStatus,
+} from './runs.ts'
 
 export interface ToolWorkflowConfig {
   maxAnswerChars: number
@@ -18,7 +25,10 @@ export interface ToolWorkflowConfig {
 }
 
 export const Config: Schema<Partial<ToolWorkflowConfig>, ToolWorkflowConfig> = Schema.object({
-  maxAnswerChars: Schema.natural().min(100).default(2_000).description('Characters of each child answer shown in the result (the value the script returns is shown whole).'),
+  maxAnswerChars: Schema.natural()
+    .min(100)
+    .default(2_000)
+    .description('Characters of each child answer shown in the result (the value the script returns is shown whole).'),
   maxScriptChars: Schema.natural().min(100).default(50_000).description('Longest script accepted.'),
 })
 
@@ -46,7 +56,10 @@ export interface LoggedRunOptions {
  * one `child-started`/`child-finished` pair per child, and `tool-workflow/finished` (always, also
  * when the engine fails). For this tool and for tools that run a fixed workflow (`ralph`).
  */
-export async function runLoggedWorkflow(ctx: Context, options: LoggedRunOptions): Promise<{ runId: string; result: WorkflowRunResult }> {
+export async function runLoggedWorkflow(
+  ctx: Context,
+  options: LoggedRunOptions,
+): Promise<{ runId: string; result: WorkflowRunResult }> {
   const { session } = options
   const runId = nextRunId(session)
   const limits = ctx.workflowEngine.resolveLimits(options.limits)
@@ -82,11 +95,22 @@ export async function runLoggedWorkflow(ctx: Context, options: LoggedRunOptions)
         if (event.type === 'child-started') {
           const { type: _, ...child } = event
           append('tool-workflow/child-started', { runId, ...child })
-        } else if (event.type === 'child-finished') append('tool-workflow/child-finished', { runId, child: event.child })
+        } else if (event.type === 'child-finished')
+          append('tool-workflow/child-finished', { runId, child: event.child })
       },
     })
   } catch (error) {
-    result = { status: 'failed', error: { code: 'INTERNAL', message: `the workflow engine failed: ${error instanceof Error ? error.message : String(error)}` }, logs: [], children: [], limits, durationMs: 0 }
+    result = {
+      status: 'failed',
+      error: {
+        code: 'INTERNAL',
+        message: `the workflow engine failed: ${error instanceof Error ? error.message : String(error)}`,
+      },
+      logs: [],
+      children: [],
+      limits,
+      durationMs: 0,
+    }
   } finally {
     liveRuns.delete(runId)
   }
@@ -101,24 +125,41 @@ export async function runLoggedWorkflow(ctx: Context, options: LoggedRunOptions)
   return { runId, result }
 }
 
-const cut = (text: string, max: number) => (text.length > max ? `${text.slice(0, max)} [... ${text.length - max} more characters]` : text)
+const cut = (text: string, max: number) =>
+  text.length > max ? `${text.slice(0, max)} [... ${text.length - max} more characters]` : text
 
 /** The parent-facing text of a run: headline, children, console, value or error. */
 export function describeRun(runId: string, result: WorkflowRunResult, maxAnswerChars: number): string {
-  const counts = ['completed', 'failed', 'cancelled'].map((s) => [s, result.children.filter((c) => c.status === s).length] as const).filter(([, n]) => n > 0)
+  const counts = ['completed', 'failed', 'cancelled']
+    .map((s) => [s, result.children.filter((c) => c.status === s).length] as const)
+    .filter(([, n]) => n > 0)
   const tally = counts.length ? ` (${counts.map(([s, n]) => `${n} ${s}`).join(', ')})` : ''
-  const parts = [`Workflow ${runId} ${result.status} after ${(result.durationMs / 1000).toFixed(1)} s; ${result.children.length} child${result.children.length === 1 ? '' : 'ren'}${tally}.`]
+  const parts = [
+    `Workflow ${runId} ${result.status} after ${(result.durationMs / 1000).toFixed(1)} s; ${result.children.length} child${result.children.length === 1 ? '' : 'ren'}${tally}.`,
+  ]
   if (result.children.length > 0) {
     parts.push(
       'Children:\n' +
         result.children
-          .map((c) => `- ${c.id} "${c.description}": ${c.status}${c.error ? ` [${c.error.code}] ${c.error.message}` : ''}${c.text ? `\n  ${cut(c.text, maxAnswerChars).replace(/\n/g, '\n  ')}` : ''}`)
+          .map(
+            (c) =>
+              `- ${c.id} "${c.description}": ${c.status}${c.error ? ` [${c.error.code}] ${c.error.message}` : ''}${c.text ? `\n  ${cut(c.text, maxAnswerChars).replace(/\n/g, '\n  ')}` : ''}`,
+          )
           .join('\n'),
     )
   }
-  if (result.logs.length > 0) parts.push(`Console output:\n${result.logs.map((l) => (l.level === 'log' || l.level === 'info' ? l.text : `[${l.level}] ${l.text}`)).join('\n')}`)
-  if (result.error) parts.push(`Script failed (${result.error.code}): ${result.error.message}${result.error.stack ? `\n${result.error.stack}` : ''}`)
-  else if (result.value !== undefined) parts.push(`Return value:\n${typeof result.value === 'string' ? result.value : JSON.stringify(result.value, null, 2)}`)
+  if (result.logs.length > 0)
+    parts.push(
+      `Console output:\n${result.logs.map((l) => (l.level === 'log' || l.level === 'info' ? l.text : `[${l.level}] ${l.text}`)).join('\n')}`,
+    )
+  if (result.error)
+    parts.push(
+      `Script failed (${result.error.code}): ${result.error.message}${result.error.stack ? `\n${result.error.stack}` : ''}`,
+    )
+  else if (result.value !== undefined)
+    parts.push(
+      `Return value:\n${typeof result.value === 'string' ? result.value : JSON.stringify(result.value, null, 2)}`,
+    )
   else parts.push('The script returned nothing.')
   return parts.join('\n\n')
 }
@@ -129,7 +170,11 @@ export function formatDuration(ms: number): string {
   return `${Math.round(ms / 1000)} s`
 }
 
-const fail = (code: string, message: string): ToolOutput => ({ content: `Error [${code}]: ${message}`, isError: true, error: { code, message } })
+const fail = (code: string, message: string): ToolOutput => ({
+  content: `Error [${code}]: ${message}`,
+  isError: true,
+  error: { code, message },
+})
 
 /** The parent agent and session of a call, or the error result to return. */
 export function callOwner(ctx: Context, call: ToolCallContext): { parent: Agent; session: Session } | ToolOutput {
@@ -159,7 +204,10 @@ export function apply(ctx: Context, config: ToolWorkflowConfig): void {
     parameters: {
       type: 'object',
       properties: {
-        script: { type: 'string', description: 'The orchestration script (JavaScript, the body of an async function).' },
+        script: {
+          type: 'string',
+          description: 'The orchestration script (JavaScript, the body of an async function).',
+        },
         description: { type: 'string', description: 'A few words naming what the run does.' },
         input: { description: 'Any JSON value, visible to the script as `input`.' },
       },
@@ -167,8 +215,13 @@ export function apply(ctx: Context, config: ToolWorkflowConfig): void {
       additionalProperties: false,
     },
     async execute(args, call) {
-      if (args.script.trim() === '') return fail('EMPTY_SCRIPT', 'the script is empty; pass the orchestration code in `script`.')
-      if (args.script.length > config.maxScriptChars) return fail('SCRIPT_TOO_LONG', `the script has ${args.script.length} characters; at most ${config.maxScriptChars} are accepted.`)
+      if (args.script.trim() === '')
+        return fail('EMPTY_SCRIPT', 'the script is empty; pass the orchestration code in `script`.')
+      if (args.script.length > config.maxScriptChars)
+        return fail(
+          'SCRIPT_TOO_LONG',
+          `the script has ${args.script.length} characters; at most ${config.maxScriptChars} are accepted.`,
+        )
       const owner = callOwner(ctx, call)
       if ('content' in owner) return owner
       const { runId, result } = await runLoggedWorkflow(ctx, {
@@ -184,7 +237,12 @@ export function apply(ctx: Context, config: ToolWorkflowConfig): void {
       const meta = { runId, children: result.children.length, status: result.status }
       if (result.status === 'completed') return { content: text, meta }
       const code = `WORKFLOW_${result.error?.code ?? 'FAILED'}`
-      return { content: `Error [${code}]: the workflow did not complete.\n\n${text}`, isError: true, error: { code, message: result.error?.message ?? result.status }, meta }
+      return {
+        content: `Error [${code}]: the workflow did not complete.\n\n${text}`,
+        isError: true,
+        error: { code, message: result.error?.message ?? result.status },
+        meta,
+      }
     },
   })
 }

@@ -3,14 +3,34 @@
 import type { Session, SessionEvent } from '@dsh/session'
 import type { JsonValue, WorkflowChildResult, WorkflowLimits, WorkflowRunResult } from '@dsh/workflow'
 
-export const WORKFLOW_EVENT_TYPES = ['tool-workflow/started', 'tool-workflow/child-started', 'tool-workflow/child-finished', 'tool-workflow/finished'] as const
+export const WORKFLOW_EVENT_TYPES = [
+  'tool-workflow/started',
+  'tool-workflow/child-started',
+  'tool-workflow/child-finished',
+  'tool-workflow/finished',
+] as const
 
 declare module '@dsh/session' {
   interface SessionEventMap {
     /** A workflow run began (from the `workflow` tool, or another tool running a fixed workflow such as `ralph`). */
-    'tool-workflow/started': { runId: string; callId?: string; tool: string; description: string; script: string; input?: JsonValue; limits: WorkflowLimits }
+    'tool-workflow/started': {
+      runId: string
+      callId?: string
+      tool: string
+      description: string
+      script: string
+      input?: JsonValue
+      limits: WorkflowLimits
+    }
     /** The run started a child (its subagent id in this session). */
-    'tool-workflow/child-started': { runId: string; index: number; id: string; description: string; provider: string; sessionId?: string }
+    'tool-workflow/child-started': {
+      runId: string
+      index: number
+      id: string
+      description: string
+      provider: string
+      sessionId?: string
+    }
     /** One of the run's children ended. */
     'tool-workflow/child-finished': { runId: string; child: WorkflowChildResult }
     /** The run ended. */
@@ -61,13 +81,22 @@ export interface WorkflowRunRecord {
  * Every workflow run in `events`, in start order. A run (or child) that has no end in the log and is
  * not in `live` reads `interrupted`: the process that ran it stopped before it finished.
  */
-export function workflowRuns(events: readonly SessionEvent[], live: ReadonlySet<string> = new Set()): WorkflowRunRecord[] {
+export function workflowRuns(
+  events: readonly SessionEvent[],
+  live: ReadonlySet<string> = new Set(),
+): WorkflowRunRecord[] {
   const runs = new Map<string, WorkflowRunRecord>()
   for (const event of events) {
     switch (event.type) {
       case 'tool-workflow/started': {
         const data = event.data as import('@dsh/session').SessionEventMap['tool-workflow/started']
-        runs.set(data.runId, { ...structuredClone(data), status: 'running', children: [], logs: [], startedAt: event.time })
+        runs.set(data.runId, {
+          ...structuredClone(data),
+          status: 'running',
+          children: [],
+          logs: [],
+          startedAt: event.time,
+        })
         break
       }
       case 'tool-workflow/child-started': {
@@ -83,7 +112,16 @@ export function workflowRuns(events: readonly SessionEvent[], live: ReadonlySet<
         const run = runs.get(data.runId)
         if (!run) break
         let child = run.children.find((c) => c.id === data.child.id)
-        if (!child) run.children.push((child = { index: data.child.index, id: data.child.id, description: data.child.description, provider: '', status: 'running' }))
+        if (!child)
+          run.children.push(
+            (child = {
+              index: data.child.index,
+              id: data.child.id,
+              description: data.child.description,
+              provider: '',
+              status: 'running',
+            }),
+          )
         child.status = data.child.status
         child.text = data.child.text
         if (data.child.error) child.error = data.child.error

@@ -16,7 +16,9 @@ afterEach(async () => {
 })
 
 describe('workflow scripts are confined like bash (workspace-write, real bin)', () => {
-  it('a script cannot write outside the workspace or read the key; agents.spawn still works', { timeout: 120_000 }, async () => {
+  it('a script cannot write outside the workspace or read the key; agents.spawn still works', {
+    timeout: 120_000,
+  }, async () => {
     const root = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-workflow-confined-')))
     const home = join(root, 'home')
     const cwd = join(root, 'work')
@@ -55,10 +57,22 @@ describe('workflow scripts are confined like bash (workspace-write, real bin)', 
       'return { write, key, child: child.status }',
     ].join('\n')
     server = await startMockServer({
-      steps: [{ toolCalls: [{ id: 'c_wf', name: 'workflow', arguments: { script, description: 'probe' } }] }, { text: 'hi' }, { text: 'done' }] as never,
+      steps: [
+        { toolCalls: [{ id: 'c_wf', name: 'workflow', arguments: { script, description: 'probe' } }] },
+        { text: 'hi' },
+        { text: 'done' },
+      ] as never,
     })
-    const env = { DSH_HOME: home, HOME: home, DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'sk-test-workflow-confined' }
-    const run = await runDsh(['--profile', 'headless', '--patch', patch, '--output-format', 'stream-json', 'probe'], { cwd, env })
+    const env = {
+      DSH_HOME: home,
+      HOME: home,
+      DEEPSEEK_BASE_URL: server.baseURL,
+      DEEPSEEK_API_KEY: 'sk-test-workflow-confined',
+    }
+    const run = await runDsh(['--profile', 'headless', '--patch', patch, '--output-format', 'stream-json', 'probe'], {
+      cwd,
+      env,
+    })
     expect(run.stderr).toBe('')
     expect(run.code).toBe(0)
     const events = run.stdout

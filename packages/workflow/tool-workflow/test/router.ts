@@ -26,5 +26,7 @@ export function byTask(routes: Array<[string, Script]>, count = 300): ScriptEntr
 
 export function toolText(request: LlmRequest, callId: string): string | undefined {
   const message = request.messages.find((m) => m.role === 'tool' && m.callId === callId)
-  return message && message.role === 'tool' ? message.content.map((b) => (b.type === 'text' ? b.text : '')).join('') : undefined
+  return message && message.role === 'tool'
+    ? message.content.map((b) => (b.type === 'text' ? b.text : '')).join('')
+    : undefined
 }

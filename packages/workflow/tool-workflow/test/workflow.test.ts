@@ -49,9 +49,14 @@ function rendezvous(h: Harness, size: number, patienceMs = 300) {
       }),
   })
 }
-const meetThen = (text: string): Script => (step) => (step === 0 ? { toolCalls: [{ name: 'rendezvous', arguments: {} }] } : { text })
+const meetThen =
+  (text: string): Script =>
+  (step) =>
+    step === 0 ? { toolCalls: [{ name: 'rendezvous', arguments: {} }] } : { text }
 
-const workflowCall = (script: string, extra: object = {}) => ({ toolCalls: [{ name: 'workflow', arguments: { script, ...extra }, callId: 'w1' }] })
+const workflowCall = (script: string, extra: object = {}) => ({
+  toolCalls: [{ name: 'workflow', arguments: { script, ...extra }, callId: 'w1' }],
+})
 const parentRequests = (h: Harness) => h.model.requests.filter((r) => r.metadata?.agentId === h.agent.id)
 
 const THREE = [
@@ -67,9 +72,18 @@ describe('tool-workflow', () => {
     let peak = 0
     const h = await boot([
       ['job alpha', meetThen('alpha done')],
-      ['job beta', (step) => (step === 0 ? { toolCalls: [{ name: 'rendezvous', arguments: {} }] } : { error: { code: 'SERVER', message: 'model overloaded' } })],
+      [
+        'job beta',
+        (step) =>
+          step === 0
+            ? { toolCalls: [{ name: 'rendezvous', arguments: {} }] }
+            : { error: { code: 'SERVER', message: 'model overloaded' } },
+      ],
       ['job gamma', meetThen('gamma done')],
-      ['orchestrate', (step) => (step === 0 ? workflowCall(THREE, { description: 'three jobs' }) : { text: 'all reported' })],
+      [
+        'orchestrate',
+        (step) => (step === 0 ? workflowCall(THREE, { description: 'three jobs' }) : { text: 'all reported' }),
+      ],
     ])
     rendezvous(h, 3)
     h.ctx.on('subagent/started', () => (peak = Math.max(peak, ++running)))
@@ -93,7 +107,14 @@ describe('tool-workflow', () => {
     // The log alone rebuilds the run, also in a copy of the session (a reload).
     const copy = new Session({ id: 'reloaded', cwd: h.session.cwd, events: h.session.events })
     const [run] = ToolWorkflow.workflowRuns(copy.events)
-    expect(run).toMatchObject({ runId: 'wf-1', callId: 'w1', tool: 'workflow', description: 'three jobs', status: 'completed', script: THREE })
+    expect(run).toMatchObject({
+      runId: 'wf-1',
+      callId: 'w1',
+      tool: 'workflow',
+      description: 'three jobs',
+      status: 'completed',
+      script: THREE,
+    })
     expect(run.children.map((c) => [c.id, c.description, c.status])).toEqual([
       ['sub-1', 'alpha', 'completed'],
       ['sub-2', 'beta', 'failed'],
@@ -108,8 +129,20 @@ describe('tool-workflow', () => {
 
   it('a run with no end in the log reads interrupted (the process stopped mid-run)', async () => {
     const h = await boot([['x', () => ({ text: 'x' })]])
-    h.session.append('tool-workflow/started', { runId: 'wf-1', tool: 'workflow', description: 'd', script: 's', limits: { maxChildren: 1, maxConcurrent: 1, timeoutMs: 1, maxDepth: 1 } })
-    h.session.append('tool-workflow/child-started', { runId: 'wf-1', index: 0, id: 'sub-1', description: 'c', provider: 'spawn' })
+    h.session.append('tool-workflow/started', {
+      runId: 'wf-1',
+      tool: 'workflow',
+      description: 'd',
+      script: 's',
+      limits: { maxChildren: 1, maxConcurrent: 1, timeoutMs: 1, maxDepth: 1 },
+    })
+    h.session.append('tool-workflow/child-started', {
+      runId: 'wf-1',
+      index: 0,
+      id: 'sub-1',
+      description: 'c',
+      provider: 'spawn',
+    })
     const [run] = ToolWorkflow.workflowRuns(h.session.events)
     expect(run.status).toBe('interrupted')
     expect(run.children[0].status).toBe('interrupted')
@@ -146,7 +179,15 @@ describe('tool-workflow', () => {
     const h = await boot(
       [
         ['job slow', () => ({ hang: true })],
-        ['orchestrate', (step) => (step === 0 ? workflowCall('await Promise.all([agents.spawn({ prompt: "job slow 1" }), agents.spawn({ prompt: "job slow 2" })])') : { text: 'end' })],
+        [
+          'orchestrate',
+          (step) =>
+            step === 0
+              ? workflowCall(
+                  'await Promise.all([agents.spawn({ prompt: "job slow 1" }), agents.spawn({ prompt: "job slow 2" })])',
+                )
+              : { text: 'end' },
+        ],
       ],
       // Long enough for a loaded machine to start the worker and both children first.
       { timeoutMs: 4_000 },
@@ -165,7 +206,15 @@ describe('tool-workflow', () => {
   it('cancelling the parent turn cascades to the run and its children', async () => {
     const h = await boot([
       ['job slow', () => ({ hang: true })],
-      ['orchestrate', (step) => (step === 0 ? workflowCall('await Promise.all([agents.spawn({ prompt: "job slow a" }), agents.spawn({ prompt: "job slow b" })])') : { text: 'end' })],
+      [
+        'orchestrate',
+        (step) =>
+          step === 0
+            ? workflowCall(
+                'await Promise.all([agents.spawn({ prompt: "job slow a" }), agents.spawn({ prompt: "job slow b" })])',
+              )
+            : { text: 'end' },
+      ],
     ])
     let started = 0
     h.ctx.on('subagent/started', () => {
@@ -173,13 +222,21 @@ describe('tool-workflow', () => {
     })
     const result = await h.prompt('orchestrate')
     expect(result.reason).toBe('cancelled')
-    await vi.waitFor(() => expect(h.ctx.subagents.list(h.agent).map((r) => r.status)).toEqual(['cancelled', 'cancelled']), { timeout: 10_000, interval: 5 })
+    await vi.waitFor(
+      () => expect(h.ctx.subagents.list(h.agent).map((r) => r.status)).toEqual(['cancelled', 'cancelled']),
+      { timeout: 10_000, interval: 5 },
+    )
     const [run] = ToolWorkflow.workflowRuns(h.session.events)
     expect(run.status).toBe('cancelled')
   })
 
   it('a script that throws shows its own stack; an empty script and bad spawn arguments are clear errors', async () => {
-    const script = ['const r = await agents.spawn({ prompt: "job one" })', 'if (r.status === "completed") {', '  throw new Error("planned failure after " + r.id)', '}'].join('\n')
+    const script = [
+      'const r = await agents.spawn({ prompt: "job one" })',
+      'if (r.status === "completed") {',
+      '  throw new Error("planned failure after " + r.id)',
+      '}',
+    ].join('\n')
     const h = await boot([
       ['job one', () => ({ text: 'one' })],
       [
@@ -190,7 +247,17 @@ describe('tool-workflow', () => {
             : step === 1
               ? { toolCalls: [{ name: 'workflow', arguments: { script: '  ' }, callId: 'w2' }] }
               : step === 2
-                ? { toolCalls: [{ name: 'workflow', arguments: { script: 'try { await agents.spawn({ task: "x" }) } catch (e) { return e.message }' }, callId: 'w3' }] }
+                ? {
+                    toolCalls: [
+                      {
+                        name: 'workflow',
+                        arguments: {
+                          script: 'try { await agents.spawn({ task: "x" }) } catch (e) { return e.message }',
+                        },
+                        callId: 'w3',
+                      },
+                    ],
+                  }
                 : { text: 'end' },
       ],
     ])
@@ -199,17 +266,39 @@ describe('tool-workflow', () => {
     const thrown = toolText(requests[1], 'w1')!
     expect(thrown).toMatch(/^Error \[WORKFLOW_THROWN\]/)
     expect(thrown).toContain('Script failed (THROWN): Error: planned failure after sub-1\n    at workflow.js:3:9')
-    expect(toolText(requests[2], 'w2')).toBe('Error [EMPTY_SCRIPT]: the script is empty; pass the orchestration code in `script`.')
+    expect(toolText(requests[2], 'w2')).toBe(
+      'Error [EMPTY_SCRIPT]: the script is empty; pass the orchestration code in `script`.',
+    )
     expect(toolText(requests[3], 'w3')).toContain('agents.spawn: prompt must be a non-empty string')
   })
 
   it('a child cannot start a workflow of its own (depth limit); nothing is spawned', async () => {
     const h = await boot([
-      ['job nested', (step) => (step === 0 ? { toolCalls: [{ name: 'workflow', arguments: { script: 'await agents.spawn({ prompt: "job deeper" })' }, callId: 'inner' }] } : { text: 'could not nest' })],
-      ['orchestrate', (step) => (step === 0 ? workflowCall('return (await agents.spawn({ prompt: "job nested" })).text') : { text: 'end' })],
+      [
+        'job nested',
+        (step) =>
+          step === 0
+            ? {
+                toolCalls: [
+                  {
+                    name: 'workflow',
+                    arguments: { script: 'await agents.spawn({ prompt: "job deeper" })' },
+                    callId: 'inner',
+                  },
+                ],
+              }
+            : { text: 'could not nest' },
+      ],
+      [
+        'orchestrate',
+        (step) =>
+          step === 0 ? workflowCall('return (await agents.spawn({ prompt: "job nested" })).text') : { text: 'end' },
+      ],
     ])
     await h.prompt('orchestrate')
-    const childRequest = h.model.requests.find((r) => r.metadata?.agentId !== h.agent.id && toolText(r, 'inner') !== undefined)!
+    const childRequest = h.model.requests.find(
+      (r) => r.metadata?.agentId !== h.agent.id && toolText(r, 'inner') !== undefined,
+    )!
     expect(toolText(childRequest, 'inner')).toContain('Error [WORKFLOW_DEPTH_LIMIT]')
     expect(toolText(parentRequests(h).at(-1)!, 'w1')).toContain('Return value:\ncould not nest')
     expect(h.ctx.subagents.list(h.agent)).toHaveLength(1)

@@ -34,9 +34,15 @@ export class WorkerThreadWorkflowEngine extends WorkflowEngine {
   static inject = ['subagents']
   static Config: Schema<Partial<WorkerThreadWorkflowEngineConfig>, WorkerThreadWorkflowEngineConfig> = Schema.object({
     maxChildren: Schema.natural().min(1).default(16).description('Most children one run may start.'),
-    maxConcurrent: Schema.natural().min(1).default(4).description('Most children of one run running at once (others wait for a slot).'),
+    maxConcurrent: Schema.natural()
+      .min(1)
+      .default(4)
+      .description('Most children of one run running at once (others wait for a slot).'),
     timeoutMs: Schema.natural().min(1).default(1_800_000).description('Wall-clock budget of one run, in ms.'),
-    maxDepth: Schema.natural().min(1).default(1).description('Runs may start only from agents at a delegation depth below this (1: root agents only).'),
+    maxDepth: Schema.natural()
+      .min(1)
+      .default(1)
+      .description('Runs may start only from agents at a delegation depth below this (1: root agents only).'),
     memoryMb: Schema.natural().min(8).default(128).description('Heap cap of the script worker, in MiB.'),
     maxLogChars: Schema.natural().default(20_000).description('Console output kept per run, in characters.'),
   })
@@ -52,9 +58,16 @@ export class WorkerThreadWorkflowEngine extends WorkflowEngine {
     const pick = (key: keyof WorkflowLimits) => {
       const value = requested[key]
       const ceiling = this.config[key]
-      return typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.min(Math.floor(value), ceiling) : ceiling
+      return typeof value === 'number' && Number.isFinite(value) && value > 0
+        ? Math.min(Math.floor(value), ceiling)
+        : ceiling
     }
-    return { maxChildren: pick('maxChildren'), maxConcurrent: pick('maxConcurrent'), timeoutMs: pick('timeoutMs'), maxDepth: pick('maxDepth') }
+    return {
+      maxChildren: pick('maxChildren'),
+      maxConcurrent: pick('maxConcurrent'),
+      timeoutMs: pick('timeoutMs'),
+      maxDepth: pick('maxDepth'),
+    }
   }
 
   async run(request: WorkflowRunRequest): Promise<WorkflowRunResult> {
@@ -79,7 +92,10 @@ export class WorkerThreadWorkflowEngine extends WorkflowEngine {
       return done({
         status: 'failed',
         logs: [],
-        error: { code: 'DEPTH_LIMIT', message: `this agent is at delegation depth ${depth}; workflows may only be started below depth ${limits.maxDepth}. Do the work yourself or with the subagent tool` },
+        error: {
+          code: 'DEPTH_LIMIT',
+          message: `this agent is at delegation depth ${depth}; workflows may only be started below depth ${limits.maxDepth}. Do the work yourself or with the subagent tool`,
+        },
       })
     }
 
@@ -96,7 +112,10 @@ export class WorkerThreadWorkflowEngine extends WorkflowEngine {
       const problem = checkChildRequest(arg)
       if (problem) throw codedError('INVALID_REQUEST', problem)
       if (startedCount >= limits.maxChildren) {
-        throw codedError('CHILD_LIMIT', `this run already started ${limits.maxChildren} children, the most one run may start`)
+        throw codedError(
+          'CHILD_LIMIT',
+          `this run already started ${limits.maxChildren} children, the most one run may start`,
+        )
       }
       const index = startedCount++
       const child = arg as WorkflowChildRequest
@@ -105,7 +124,14 @@ export class WorkerThreadWorkflowEngine extends WorkflowEngine {
       const release = await slots.take(signal)
       try {
         const record = await this.startChild(request.parent, { ...child, description }, request.callId, signal, slots)
-        emit({ type: 'child-started', index, id: record.record.id, description, provider: record.record.provider, ...(record.record.sessionId ? { sessionId: record.record.sessionId } : {}) })
+        emit({
+          type: 'child-started',
+          index,
+          id: record.record.id,
+          description,
+          provider: record.record.provider,
+          ...(record.record.sessionId ? { sessionId: record.record.sessionId } : {}),
+        })
         const final = await record.finished
         const result = toChild(final, index, description)
         children[index] = result
@@ -134,7 +160,8 @@ export class WorkerThreadWorkflowEngine extends WorkflowEngine {
       runEnd.abort(new Error('the workflow run ended'))
       await Promise.all(slots.drained())
       const logs = capLogs(outcome.logs, this.config.maxLogChars)
-      if (!outcome.error) return done({ status: 'completed', logs, ...(outcome.value !== undefined ? { value: outcome.value } : {}) })
+      if (!outcome.error)
+        return done({ status: 'completed', logs, ...(outcome.value !== undefined ? { value: outcome.value } : {}) })
       const status = outcome.error.code === 'CANCELLED' ? 'cancelled' : 'failed'
       return done({ status, logs, error: outcome.error })
     } finally {
@@ -158,11 +185,22 @@ export class WorkerThreadWorkflowEngine extends WorkflowEngine {
         logs: [],
         calls: 0,
         durationMs: 0,
-        error: { code: 'REFUSED', message: `the script was not run: no code runtime is loaded to confine it, and the session's sandbox mode is ${mode}` },
+        error: {
+          code: 'REFUSED',
+          message: `the script was not run: no code runtime is loaded to confine it, and the session's sandbox mode is ${mode}`,
+        },
       }
     }
     return runInWorker(
-      { ...script, language: 'javascript', bindings: script.bindings ?? {}, globals: script.globals ?? {}, timeoutMs: script.timeoutMs ?? this.config.timeoutMs, memoryMb: script.memoryMb ?? this.config.memoryMb, filename: script.filename ?? 'workflow.js' },
+      {
+        ...script,
+        language: 'javascript',
+        bindings: script.bindings ?? {},
+        globals: script.globals ?? {},
+        timeoutMs: script.timeoutMs ?? this.config.timeoutMs,
+        memoryMb: script.memoryMb ?? this.config.memoryMb,
+        filename: script.filename ?? 'workflow.js',
+      },
       { maxLogChars: this.config.maxLogChars },
     )
   }
@@ -172,7 +210,13 @@ export class WorkerThreadWorkflowEngine extends WorkflowEngine {
    * other work) waits for one of this run's own children to finish and tries again; with none of
    * its own running it fails the spawn.
    */
-  private async startChild(parent: Agent, child: WorkflowChildRequest & { description: string }, callId: string | undefined, signal: AbortSignal, slots: Slots) {
+  private async startChild(
+    parent: Agent,
+    child: WorkflowChildRequest & { description: string },
+    callId: string | undefined,
+    signal: AbortSignal,
+    slots: Slots,
+  ) {
     for (;;) {
       if (signal.aborted) throw codedError('CANCELLED', 'the workflow run ended before this child started')
       try {

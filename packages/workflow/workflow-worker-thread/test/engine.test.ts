@@ -26,8 +26,18 @@ async function boot(config: object = {}) {
 describe('workflow-worker-thread engine', () => {
   it('resolveLimits lets a request tighten, never loosen, the configuration', async () => {
     const h = await boot({ maxChildren: 5, maxConcurrent: 2, timeoutMs: 10_000, maxDepth: 1 })
-    expect(h.ctx.workflowEngine.resolveLimits()).toEqual({ maxChildren: 5, maxConcurrent: 2, timeoutMs: 10_000, maxDepth: 1 })
-    expect(h.ctx.workflowEngine.resolveLimits({ maxChildren: 99, maxConcurrent: 1, timeoutMs: -3 })).toEqual({ maxChildren: 5, maxConcurrent: 1, timeoutMs: 10_000, maxDepth: 1 })
+    expect(h.ctx.workflowEngine.resolveLimits()).toEqual({
+      maxChildren: 5,
+      maxConcurrent: 2,
+      timeoutMs: 10_000,
+      maxDepth: 1,
+    })
+    expect(h.ctx.workflowEngine.resolveLimits({ maxChildren: 99, maxConcurrent: 1, timeoutMs: -3 })).toEqual({
+      maxChildren: 5,
+      maxConcurrent: 1,
+      timeoutMs: 10_000,
+      maxDepth: 1,
+    })
   })
 
   it('reports children and console lines as events, returns the value and every child outcome', async () => {
@@ -35,13 +45,26 @@ describe('workflow-worker-thread engine', () => {
     const events: WorkflowRunEvent[] = []
     const result = await h.ctx.workflowEngine.run({
       parent: h.agent,
-      script: 'console.log("start", input.n)\nconst r = await agents.spawn({ prompt: "do the thing\\nwith detail" })\nreturn r.text + "!"',
+      script:
+        'console.log("start", input.n)\nconst r = await agents.spawn({ prompt: "do the thing\\nwith detail" })\nreturn r.text + "!"',
       input: { n: 7 },
       callId: 'call-9',
       onEvent: (e) => events.push(e),
     })
-    expect(result).toMatchObject({ status: 'completed', value: 'child answer!', logs: [{ level: 'log', text: 'start 7' }] })
-    expect(result.children).toEqual([expect.objectContaining({ id: 'sub-1', index: 0, description: 'do the thing', status: 'completed', text: 'child answer' })])
+    expect(result).toMatchObject({
+      status: 'completed',
+      value: 'child answer!',
+      logs: [{ level: 'log', text: 'start 7' }],
+    })
+    expect(result.children).toEqual([
+      expect.objectContaining({
+        id: 'sub-1',
+        index: 0,
+        description: 'do the thing',
+        status: 'completed',
+        text: 'child answer',
+      }),
+    ])
     expect(events.map((e) => e.type)).toEqual(['log', 'child-started', 'child-finished'])
     expect(h.ctx.subagents.list(h.agent)[0]).toMatchObject({ callId: 'call-9', description: 'do the thing' })
   })

@@ -67,7 +67,17 @@ export interface WorkflowRunRequest {
   onEvent?: (event: WorkflowRunEvent) => void
 }
 
-export const WORKFLOW_ERROR_CODES = ['SYNTAX', 'THROWN', 'TIMEOUT', 'MEMORY', 'CANCELLED', 'UNSERIALIZABLE', 'DEPTH_LIMIT', 'INTERNAL', 'REFUSED'] as const
+export const WORKFLOW_ERROR_CODES = [
+  'SYNTAX',
+  'THROWN',
+  'TIMEOUT',
+  'MEMORY',
+  'CANCELLED',
+  'UNSERIALIZABLE',
+  'DEPTH_LIMIT',
+  'INTERNAL',
+  'REFUSED',
+] as const
 export type WorkflowErrorCode = (typeof WORKFLOW_ERROR_CODES)[number]
 
 export interface WorkflowRunResult {
@@ -102,13 +112,18 @@ declare module 'cordis' {
 
 /** Checks a child request from a script; returns a sentence naming the problem, or undefined. */
 export function checkChildRequest(value: unknown): string | undefined {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return 'agents.spawn takes one object: { prompt, description?, provider? }'
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    return 'agents.spawn takes one object: { prompt, description?, provider? }'
   const request = value as Record<string, unknown>
-  if (typeof request.prompt !== 'string' || request.prompt.trim() === '') return 'agents.spawn: prompt must be a non-empty string'
-  if (request.description !== undefined && typeof request.description !== 'string') return 'agents.spawn: description must be a string'
-  if (request.provider !== undefined && typeof request.provider !== 'string') return 'agents.spawn: provider must be a string'
+  if (typeof request.prompt !== 'string' || request.prompt.trim() === '')
+    return 'agents.spawn: prompt must be a non-empty string'
+  if (request.description !== undefined && typeof request.description !== 'string')
+    return 'agents.spawn: description must be a string'
+  if (request.provider !== undefined && typeof request.provider !== 'string')
+    return 'agents.spawn: provider must be a string'
   const extra = Object.keys(request).filter((key) => !['prompt', 'description', 'provider'].includes(key))
-  if (extra.length > 0) return `agents.spawn: unexpected field${extra.length > 1 ? 's' : ''} ${extra.join(', ')} (allowed: prompt, description, provider)`
+  if (extra.length > 0)
+    return `agents.spawn: unexpected field${extra.length > 1 ? 's' : ''} ${extra.join(', ')} (allowed: prompt, description, provider)`
   return undefined
 }
 

@@ -2,7 +2,15 @@
 // the abstract WorkflowEngine providing `ctx.workflowEngine` in a real Cordis tree.
 import { describe, expect, it } from 'vitest'
 import { Context } from 'cordis'
-import { checkChildRequest, describePrompt, WORKFLOW_ERROR_CODES, WorkflowEngine, type WorkflowLimits, type WorkflowRunRequest, type WorkflowRunResult } from '../src/index.ts'
+import {
+  checkChildRequest,
+  describePrompt,
+  WORKFLOW_ERROR_CODES,
+  WorkflowEngine,
+  type WorkflowLimits,
+  type WorkflowRunRequest,
+  type WorkflowRunResult,
+} from '../src/index.ts'
 import * as Workflow from '../src/index.ts'
 
 describe('checkChildRequest', () => {
@@ -15,12 +23,21 @@ describe('checkChildRequest', () => {
 
   it('refuses anything that is not one plain object', () => {
     const shape = 'agents.spawn takes one object: { prompt, description?, provider? }'
-    for (const bad of [undefined, null, 'review a', 42, true, [], [{ prompt: 'x' }]]) expect(checkChildRequest(bad), String(bad)).toBe(shape)
+    for (const bad of [undefined, null, 'review a', 42, true, [], [{ prompt: 'x' }]])
+      expect(checkChildRequest(bad), String(bad)).toBe(shape)
   })
 
   it('refuses a missing, non-string or blank prompt', () => {
     const message = 'agents.spawn: prompt must be a non-empty string'
-    for (const bad of [{}, { prompt: '' }, { prompt: '  \n\t' }, { prompt: 7 }, { prompt: null }, { prompt: ['a'] }, { description: 'only a label' }]) {
+    for (const bad of [
+      {},
+      { prompt: '' },
+      { prompt: '  \n\t' },
+      { prompt: 7 },
+      { prompt: null },
+      { prompt: ['a'] },
+      { description: 'only a label' },
+    ]) {
       expect(checkChildRequest(bad), JSON.stringify(bad)).toBe(message)
     }
   })
@@ -28,18 +45,28 @@ describe('checkChildRequest', () => {
   it('refuses a non-string description or provider', () => {
     expect(checkChildRequest({ prompt: 'x', description: 3 })).toBe('agents.spawn: description must be a string')
     expect(checkChildRequest({ prompt: 'x', description: null })).toBe('agents.spawn: description must be a string')
-    expect(checkChildRequest({ prompt: 'x', provider: { name: 'spawn' } })).toBe('agents.spawn: provider must be a string')
+    expect(checkChildRequest({ prompt: 'x', provider: { name: 'spawn' } })).toBe(
+      'agents.spawn: provider must be a string',
+    )
     expect(checkChildRequest({ prompt: 'x', provider: false })).toBe('agents.spawn: provider must be a string')
   })
 
   it('names unexpected fields (singular and plural)', () => {
-    expect(checkChildRequest({ prompt: 'x', model: 'big' })).toBe('agents.spawn: unexpected field model (allowed: prompt, description, provider)')
-    expect(checkChildRequest({ prompt: 'x', tools: [], timeoutMs: 5 })).toBe('agents.spawn: unexpected fields tools, timeoutMs (allowed: prompt, description, provider)')
+    expect(checkChildRequest({ prompt: 'x', model: 'big' })).toBe(
+      'agents.spawn: unexpected field model (allowed: prompt, description, provider)',
+    )
+    expect(checkChildRequest({ prompt: 'x', tools: [], timeoutMs: 5 })).toBe(
+      'agents.spawn: unexpected fields tools, timeoutMs (allowed: prompt, description, provider)',
+    )
   })
 
   it('reports the first problem in a fixed order: shape, prompt, description, provider, extra fields', () => {
-    expect(checkChildRequest({ prompt: '', description: 1, provider: 2, extra: 3 })).toBe('agents.spawn: prompt must be a non-empty string')
-    expect(checkChildRequest({ prompt: 'x', description: 1, provider: 2, extra: 3 })).toBe('agents.spawn: description must be a string')
+    expect(checkChildRequest({ prompt: '', description: 1, provider: 2, extra: 3 })).toBe(
+      'agents.spawn: prompt must be a non-empty string',
+    )
+    expect(checkChildRequest({ prompt: 'x', description: 1, provider: 2, extra: 3 })).toBe(
+      'agents.spawn: description must be a string',
+    )
     expect(checkChildRequest({ prompt: 'x', provider: 2, extra: 3 })).toBe('agents.spawn: provider must be a string')
   })
 })
@@ -57,7 +84,17 @@ describe('describePrompt', () => {
 
 describe('WORKFLOW_ERROR_CODES', () => {
   it('lists every run error code once', () => {
-    expect([...WORKFLOW_ERROR_CODES]).toEqual(['SYNTAX', 'THROWN', 'TIMEOUT', 'MEMORY', 'CANCELLED', 'UNSERIALIZABLE', 'DEPTH_LIMIT', 'INTERNAL', 'REFUSED'])
+    expect([...WORKFLOW_ERROR_CODES]).toEqual([
+      'SYNTAX',
+      'THROWN',
+      'TIMEOUT',
+      'MEMORY',
+      'CANCELLED',
+      'UNSERIALIZABLE',
+      'DEPTH_LIMIT',
+      'INTERNAL',
+      'REFUSED',
+    ])
     expect(new Set(WORKFLOW_ERROR_CODES).size).toBe(WORKFLOW_ERROR_CODES.length)
     expect(Workflow.name).toBe('workflow')
   })
@@ -69,10 +106,22 @@ describe('WorkflowEngine', () => {
   class CappingEngine extends WorkflowEngine {
     resolveLimits(requested: Partial<WorkflowLimits> = {}): WorkflowLimits {
       const pick = (key: keyof WorkflowLimits) => Math.min(requested[key] ?? config[key], config[key])
-      return { maxChildren: pick('maxChildren'), maxConcurrent: pick('maxConcurrent'), timeoutMs: pick('timeoutMs'), maxDepth: pick('maxDepth') }
+      return {
+        maxChildren: pick('maxChildren'),
+        maxConcurrent: pick('maxConcurrent'),
+        timeoutMs: pick('timeoutMs'),
+        maxDepth: pick('maxDepth'),
+      }
     }
     async run(request: WorkflowRunRequest): Promise<WorkflowRunResult> {
-      return { status: 'completed', value: request.input ?? null, logs: [], children: [], limits: this.resolveLimits(request.limits), durationMs: 0 }
+      return {
+        status: 'completed',
+        value: request.input ?? null,
+        logs: [],
+        children: [],
+        limits: this.resolveLimits(request.limits),
+        durationMs: 0,
+      }
     }
   }
 
@@ -81,12 +130,25 @@ describe('WorkflowEngine', () => {
     expect(ctx.get('workflowEngine')).toBeUndefined()
     const fiber = await ctx.plugin(CappingEngine)
     expect(ctx.workflowEngine).toBeInstanceOf(WorkflowEngine)
-    expect(ctx.workflowEngine.resolveLimits({ maxConcurrent: 5, timeoutMs: 10 })).toEqual({ maxChildren: 8, maxConcurrent: 2, timeoutMs: 10, maxDepth: 1 })
-    const result = await ctx.workflowEngine.run({ parent: undefined as never, script: 'return input', input: { a: [1] } })
+    expect(ctx.workflowEngine.resolveLimits({ maxConcurrent: 5, timeoutMs: 10 })).toEqual({
+      maxChildren: 8,
+      maxConcurrent: 2,
+      timeoutMs: 10,
+      maxDepth: 1,
+    })
+    const result = await ctx.workflowEngine.run({
+      parent: undefined as never,
+      script: 'return input',
+      input: { a: [1] },
+    })
     expect(result).toMatchObject({ status: 'completed', value: { a: [1] } })
     // A consumer that injects it starts only while it is there.
     let seen = false
-    await ctx.plugin({ name: 'consumer', inject: ['workflowEngine'], apply: (c: Context) => void (seen = c.workflowEngine instanceof WorkflowEngine) })
+    await ctx.plugin({
+      name: 'consumer',
+      inject: ['workflowEngine'],
+      apply: (c: Context) => void (seen = c.workflowEngine instanceof WorkflowEngine),
+    })
     expect(seen).toBe(true)
     await fiber.dispose()
     expect(ctx.get('workflowEngine')).toBeUndefined()

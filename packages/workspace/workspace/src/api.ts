@@ -7,7 +7,10 @@ import { workspacesCreate, workspacesList, workspacesRemove, workspacesRename, w
 
 /** The part of `ctx.api` (@dsh/api-gateway) this package uses. */
 export interface ApiGatewayLike {
-  register<P, R>(contract: MethodContract<P, R>, handler: (params: P, call: { loopback: boolean; signal: AbortSignal }) => R | Promise<R>): () => void
+  register<P, R>(
+    contract: MethodContract<P, R>,
+    handler: (params: P, call: { loopback: boolean; signal: AbortSignal }) => R | Promise<R>,
+  ): () => void
   publishHost(event: { type: string; [key: string]: unknown }): void
 }
 

@@ -24,7 +24,8 @@ export const WorkspaceSchema: Schema<WireWorkspace> = Schema.object({
 
 // Fresh schema objects per use: schemastery's modifiers mutate the schema they are called on.
 const id = () => Schema.string().required().description('A workspace id from workspaces.list.')
-const name = () => Schema.string().description(`A display name, 1-${MAX_WORKSPACE_NAME} characters, no control characters.`)
+const name = () =>
+  Schema.string().description(`A display name, 1-${MAX_WORKSPACE_NAME} characters, no control characters.`)
 
 export const workspacesList = defineMethod('workspaces.list', {
   description: 'Every workspace, in the user order.',
@@ -33,9 +34,12 @@ export const workspacesList = defineMethod('workspaces.list', {
 })
 
 export const workspacesCreate = defineMethod('workspaces.create', {
-  description: 'Adds a workspace for an existing directory; a directory already added returns its workspace (created: false).',
+  description:
+    'Adds a workspace for an existing directory; a directory already added returns its workspace (created: false).',
   params: Schema.object({
-    path: Schema.string().required().description('An absolute directory path on the host (a leading ~ is the home directory).'),
+    path: Schema.string()
+      .required()
+      .description('An absolute directory path on the host (a leading ~ is the home directory).'),
     name: name(),
   }),
   result: Schema.object({ workspace: WorkspaceSchema, created: Schema.boolean().required() }),
@@ -59,7 +63,13 @@ export const workspacesRemove = defineMethod('workspaces.remove', {
   result: Schema.object({ workspace: WorkspaceSchema }),
 })
 
-export const workspaceMethods = [workspacesList, workspacesCreate, workspacesRename, workspacesReorder, workspacesRemove] as const
+export const workspaceMethods = [
+  workspacesList,
+  workspacesCreate,
+  workspacesRename,
+  workspacesReorder,
+  workspacesRemove,
+] as const
 
 /** The host-stream payload published after every change. `workspaces` is the whole new list. */
 export interface WorkspaceChangedEvent {

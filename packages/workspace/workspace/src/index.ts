@@ -7,7 +7,17 @@ import { registerWorkspaceApi } from './api.ts'
 import { WorkspaceService } from './service.ts'
 
 export * from './contract.ts'
-export { WorkspaceService, Config, normalizeWorkspacePath, StoredWorkspaceSchema, WORKSPACE_DOMAIN, type Workspace, type WorkspaceId, type StoredWorkspace, type WorkspaceServiceConfig } from './service.ts'
+export {
+  WorkspaceService,
+  Config,
+  normalizeWorkspacePath,
+  StoredWorkspaceSchema,
+  WORKSPACE_DOMAIN,
+  type Workspace,
+  type WorkspaceId,
+  type StoredWorkspace,
+  type WorkspaceServiceConfig,
+} from './service.ts'
 export { registerWorkspaceApi, type ApiGatewayLike } from './api.ts'
 
 export const name = 'workspace'

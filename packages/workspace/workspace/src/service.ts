@@ -63,18 +63,30 @@ const CONTROL = /[\u0000-\u001f\u007f]/
 function checkName(raw: unknown, field = 'name'): string {
   const name = typeof raw === 'string' ? raw.trim() : ''
   if (!name) throw new ApiError('INVALID_PARAMS', `${field}: a workspace name must not be empty`, { field })
-  if (name.length > MAX_WORKSPACE_NAME) throw new ApiError('INVALID_PARAMS', `${field}: a workspace name is at most ${MAX_WORKSPACE_NAME} characters (got ${name.length})`, { field })
-  if (CONTROL.test(name)) throw new ApiError('INVALID_PARAMS', `${field}: a workspace name must not contain control characters`, { field })
+  if (name.length > MAX_WORKSPACE_NAME)
+    throw new ApiError(
+      'INVALID_PARAMS',
+      `${field}: a workspace name is at most ${MAX_WORKSPACE_NAME} characters (got ${name.length})`,
+      { field },
+    )
+  if (CONTROL.test(name))
+    throw new ApiError('INVALID_PARAMS', `${field}: a workspace name must not contain control characters`, { field })
   return name
 }
 
 /** `~` and `~/x` expand to the home directory; anything else must be absolute. Returns a normalized path. */
 export function normalizeWorkspacePath(raw: unknown, home: string = homedir()): string {
-  if (typeof raw !== 'string' || raw.trim() === '') throw new ApiError('INVALID_PARAMS', 'path: give the absolute path of a directory', { field: 'path' })
+  if (typeof raw !== 'string' || raw.trim() === '')
+    throw new ApiError('INVALID_PARAMS', 'path: give the absolute path of a directory', { field: 'path' })
   if (raw.includes('\0')) throw new ApiError('INVALID_PARAMS', 'path: contains a NUL character', { field: 'path' })
   const text = raw.trim()
   const expanded = text === '~' ? home : text.startsWith('~/') ? join(home, text.slice(2)) : text
-  if (!isAbsolute(expanded)) throw new ApiError('INVALID_PARAMS', `path: ${JSON.stringify(text)} is not absolute; give the full path of a directory`, { field: 'path' })
+  if (!isAbsolute(expanded))
+    throw new ApiError(
+      'INVALID_PARAMS',
+      `path: ${JSON.stringify(text)} is not absolute; give the full path of a directory`,
+      { field: 'path' },
+    )
   return resolve(expanded)
 }
 
@@ -148,19 +160,33 @@ export class WorkspaceService extends Service {
         info = await stat(path)
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code
-        if (code === 'ENOENT' || code === 'ENOTDIR') throw new ApiError('PATH_NOT_FOUND', `path: ${path} does not exist`, { status: 400, field: 'path' })
-        throw new ApiError('PATH_UNREADABLE', `path: cannot read ${path} (${code ?? (error as Error).message})`, { status: 400, field: 'path' })
+        if (code === 'ENOENT' || code === 'ENOTDIR')
+          throw new ApiError('PATH_NOT_FOUND', `path: ${path} does not exist`, { status: 400, field: 'path' })
+        throw new ApiError('PATH_UNREADABLE', `path: cannot read ${path} (${code ?? (error as Error).message})`, {
+          status: 400,
+          field: 'path',
+        })
       }
-      if (!info.isDirectory()) throw new ApiError('NOT_A_DIRECTORY', `path: ${path} is a file, not a directory`, { field: 'path' })
+      if (!info.isDirectory())
+        throw new ApiError('NOT_A_DIRECTORY', `path: ${path} is a file, not a directory`, { field: 'path' })
       const records = await this.records()
       const existing = records.find(([, stored]) => stored.path === path)
       if (existing) return { workspace: WorkspaceService.wire(existing[0], existing[1]), created: false }
       if (records.length >= this.config.maxWorkspaces) {
-        throw new ApiError('TOO_MANY_WORKSPACES', `this host already keeps ${records.length} workspaces (the limit); remove one first`, { status: 409 })
+        throw new ApiError(
+          'TOO_MANY_WORKSPACES',
+          `this host already keeps ${records.length} workspaces (the limit); remove one first`,
+          { status: 409 },
+        )
       }
       const id = brand<'WorkspaceId'>(`ws_${randomBytes(8).toString('hex')}`)
       const last = records.length ? records[records.length - 1]![1].position : 0
-      const stored: StoredWorkspace = { name: name ?? (basename(path) || path), path, createdAt: Date.now(), position: last + 1 }
+      const stored: StoredWorkspace = {
+        name: name ?? (basename(path) || path),
+        path,
+        createdAt: Date.now(),
+        position: last + 1,
+      }
       await this.domain.set(id, stored)
       const workspace = WorkspaceService.wire(id, stored)
       await this.changed('created', workspace)
@@ -184,13 +210,20 @@ export class WorkspaceService extends Service {
   /** Puts `ids` first, in that order; the others keep their relative order after them. */
   reorder(ids: string[]): Promise<Workspace[]> {
     return this.serial(async () => {
-      if (!Array.isArray(ids)) throw new ApiError('INVALID_PARAMS', 'ids: expected an array of workspace ids', { field: 'ids' })
+      if (!Array.isArray(ids))
+        throw new ApiError('INVALID_PARAMS', 'ids: expected an array of workspace ids', { field: 'ids' })
       const records = await this.records()
       const known = new Map(records)
       const seen = new Set<string>()
       for (const [index, id] of ids.entries()) {
-        if (seen.has(id)) throw new ApiError('INVALID_PARAMS', `ids[${index}]: ${JSON.stringify(id)} is listed twice`, { field: `ids.${index}` })
-        if (!known.has(id as WorkspaceId)) throw new ApiError('WORKSPACE_NOT_FOUND', `ids[${index}]: no workspace ${JSON.stringify(id)}`, { field: `ids.${index}` })
+        if (seen.has(id))
+          throw new ApiError('INVALID_PARAMS', `ids[${index}]: ${JSON.stringify(id)} is listed twice`, {
+            field: `ids.${index}`,
+          })
+        if (!known.has(id as WorkspaceId))
+          throw new ApiError('WORKSPACE_NOT_FOUND', `ids[${index}]: no workspace ${JSON.stringify(id)}`, {
+            field: `ids.${index}`,
+          })
         seen.add(id)
       }
       const order = [...(ids as WorkspaceId[]), ...records.map(([id]) => id).filter((id) => !seen.has(id))]
@@ -217,7 +250,12 @@ export class WorkspaceService extends Service {
   }
 
   private async changed(reason: WorkspaceChangedEvent['reason'], workspace?: Workspace): Promise<void> {
-    const event: WorkspaceChangedEvent = { type: 'workspace/changed', reason, ...(workspace ? { workspace } : {}), workspaces: await this.list() }
+    const event: WorkspaceChangedEvent = {
+      type: 'workspace/changed',
+      reason,
+      ...(workspace ? { workspace } : {}),
+      workspaces: await this.list(),
+    }
     this.ctx.emit('workspace/changed', event)
   }
 }

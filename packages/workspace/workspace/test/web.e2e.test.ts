@@ -34,8 +34,15 @@ function startWeb(home: string, cwd: string) {
   void exited.then(() => clearTimeout(timer))
   const post = async (method: string, params: unknown) => {
     const base = await url
-    const res = await fetch(`${base}/api/${method}`, { method: 'POST', headers: { 'content-type': 'application/json', origin: base }, body: JSON.stringify(params) })
-    return { status: res.status, body: (await res.json()) as { result?: any; error?: { code: string; message: string; field?: string } } }
+    const res = await fetch(`${base}/api/${method}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: base },
+      body: JSON.stringify(params),
+    })
+    return {
+      status: res.status,
+      body: (await res.json()) as { result?: any; error?: { code: string; message: string; field?: string } },
+    }
   }
   const stop = async () => {
     child.kill('SIGTERM')
@@ -58,24 +65,36 @@ describe('workspaces in the real dsh web', () => {
     const first = startWeb(home, root)
     await first.url
     const created = await first.post('workspaces.create', { path: project, name: 'Project' })
-    expect(created).toMatchObject({ status: 200, body: { result: { created: true, workspace: { name: 'Project', path: project } } } })
+    expect(created).toMatchObject({
+      status: 200,
+      body: { result: { created: true, workspace: { name: 'Project', path: project } } },
+    })
     const id = created.body.result.workspace.id as string
     expect(await first.post('workspaces.create', { path: join(root, 'file.txt') })).toMatchObject({
       status: 400,
       body: { error: { code: 'NOT_A_DIRECTORY', field: 'path' } },
     })
-    expect(await first.post('workspaces.create', { path: join(root, 'missing') })).toMatchObject({ status: 400, body: { error: { code: 'PATH_NOT_FOUND' } } })
+    expect(await first.post('workspaces.create', { path: join(root, 'missing') })).toMatchObject({
+      status: 400,
+      body: { error: { code: 'PATH_NOT_FOUND' } },
+    })
     const listing = await first.post('host.listDirectory', { path: root })
     expect(listing.status).toBe(200)
     expect(listing.body.result.entries.map((e: { name: string }) => e.name)).toEqual(['home', 'project', 'file.txt'])
     expect(await first.stop()).toBe(0)
-    const warnings = first.stderr().split('\n').filter((line) => line.includes('workspace.json'))
+    const warnings = first
+      .stderr()
+      .split('\n')
+      .filter((line) => line.includes('workspace.json'))
     expect(warnings).toHaveLength(1)
     expect(warnings[0]).toContain('malformed storage file')
     expect(readdirSync(join(home, 'storage')).some((name) => name.startsWith('workspace.json.corrupt-'))).toBe(true)
 
     const second = startWeb(home, root)
-    expect(await second.post('workspaces.list', {})).toMatchObject({ status: 200, body: { result: { workspaces: [{ id, name: 'Project', path: project }] } } })
+    expect(await second.post('workspaces.list', {})).toMatchObject({
+      status: 200,
+      body: { result: { workspaces: [{ id, name: 'Project', path: project }] } },
+    })
     const session = await second.post('sessions.create', { workspaceId: id })
     expect(session).toMatchObject({ status: 200, body: { result: { session: { cwd: project } } } })
     expect(await second.stop()).toBe(0)

@@ -43,7 +43,8 @@ async function boot(options: { http?: boolean } = {}) {
   cleanup.push(async () => {
     for (const fiber of fibers.reverse()) await fiber.dispose()
   })
-  const warnings = () => logs.filter((m) => m.type === 'warn' || m.type === 'error').map((m) => m.args.map(String).join(' '))
+  const warnings = () =>
+    logs.filter((m) => m.type === 'warn' || m.type === 'error').map((m) => m.args.map(String).join(' '))
   return { ctx, events, warnings, workspaces }
 }
 
@@ -68,7 +69,11 @@ describe('ctx.workspaces', () => {
     expect((await ctx.workspaces.list()).map((w) => w.name)).toEqual(['alpha', 'Beta project', 'gamma'])
 
     expect((await ctx.workspaces.rename(a.workspace.id, 'Alpha')).name).toBe('Alpha')
-    expect((await ctx.workspaces.reorder([c.id, a.workspace.id])).map((w) => w.id)).toEqual([c.id, a.workspace.id, b.id])
+    expect((await ctx.workspaces.reorder([c.id, a.workspace.id])).map((w) => w.id)).toEqual([
+      c.id,
+      a.workspace.id,
+      b.id,
+    ])
     expect(await ctx.workspaces.remove(b.id)).toMatchObject({ id: b.id })
     expect(await ctx.workspaces.get(b.id)).toBeUndefined()
     expect((await ctx.workspaces.get(c.id))?.path).toBe(project('gamma'))
@@ -101,15 +106,26 @@ describe('ctx.workspaces', () => {
       field: 'path',
       message: `path: ${project('nope')} does not exist`,
     })
-    await expect(ctx.workspaces.create({ path: join(project('notes.txt'), 'below') })).rejects.toMatchObject({ code: 'PATH_NOT_FOUND' })
+    await expect(ctx.workspaces.create({ path: join(project('notes.txt'), 'below') })).rejects.toMatchObject({
+      code: 'PATH_NOT_FOUND',
+    })
     await expect(ctx.workspaces.create({ path: project('notes.txt') })).rejects.toMatchObject({
       code: 'NOT_A_DIRECTORY',
       field: 'path',
       message: `path: ${project('notes.txt')} is a file, not a directory`,
     })
-    await expect(ctx.workspaces.create({ path: 'projects/alpha' })).rejects.toMatchObject({ code: 'INVALID_PARAMS', field: 'path' })
-    await expect(ctx.workspaces.create({ path: project('alpha'), name: '   ' })).rejects.toMatchObject({ code: 'INVALID_PARAMS', field: 'name' })
-    await expect(ctx.workspaces.create({ path: project('alpha'), name: 'a\nb' })).rejects.toMatchObject({ code: 'INVALID_PARAMS', message: expect.stringContaining('control characters') })
+    await expect(ctx.workspaces.create({ path: 'projects/alpha' })).rejects.toMatchObject({
+      code: 'INVALID_PARAMS',
+      field: 'path',
+    })
+    await expect(ctx.workspaces.create({ path: project('alpha'), name: '   ' })).rejects.toMatchObject({
+      code: 'INVALID_PARAMS',
+      field: 'name',
+    })
+    await expect(ctx.workspaces.create({ path: project('alpha'), name: 'a\nb' })).rejects.toMatchObject({
+      code: 'INVALID_PARAMS',
+      message: expect.stringContaining('control characters'),
+    })
     expect(await ctx.workspaces.list()).toEqual([])
     expect(events).toEqual([])
   })
@@ -118,10 +134,17 @@ describe('ctx.workspaces', () => {
     const { ctx } = await boot()
     const a = (await ctx.workspaces.create({ path: project('alpha') })).workspace
     const b = (await ctx.workspaces.create({ path: project('beta') })).workspace
-    await expect(ctx.workspaces.rename('ws_missing', 'x')).rejects.toMatchObject({ code: 'WORKSPACE_NOT_FOUND', status: 404, field: 'id' })
+    await expect(ctx.workspaces.rename('ws_missing', 'x')).rejects.toMatchObject({
+      code: 'WORKSPACE_NOT_FOUND',
+      status: 404,
+      field: 'id',
+    })
     await expect(ctx.workspaces.remove('ws_missing')).rejects.toMatchObject({ code: 'WORKSPACE_NOT_FOUND' })
     await expect(ctx.workspaces.reorder([b.id, b.id])).rejects.toMatchObject({ code: 'INVALID_PARAMS', field: 'ids.1' })
-    await expect(ctx.workspaces.reorder([b.id, 'ws_missing'])).rejects.toMatchObject({ code: 'WORKSPACE_NOT_FOUND', field: 'ids.1' })
+    await expect(ctx.workspaces.reorder([b.id, 'ws_missing'])).rejects.toMatchObject({
+      code: 'WORKSPACE_NOT_FOUND',
+      field: 'ids.1',
+    })
     expect((await ctx.workspaces.list()).map((w) => w.id)).toEqual([a.id, b.id])
   })
 
@@ -156,7 +179,10 @@ describe('ctx.workspaces', () => {
   it('a stored workspace with a broken record is one warning; the others load', async () => {
     mkdirSync(storageRoot(), { recursive: true })
     const good = { name: 'alpha', path: project('alpha'), createdAt: 1, position: 1 }
-    writeFileSync(join(storageRoot(), 'workspace.json'), JSON.stringify({ version: 1, entries: { ws_good: good, ws_bad: { name: 'beta' } } }))
+    writeFileSync(
+      join(storageRoot(), 'workspace.json'),
+      JSON.stringify({ version: 1, entries: { ws_good: good, ws_bad: { name: 'beta' } } }),
+    )
     const { ctx, warnings } = await boot()
     expect((await ctx.workspaces.list()).map((w) => w.id)).toEqual(['ws_good'])
     expect(warnings()).toEqual([expect.stringMatching(/1 stored entry ignored .*key "ws_bad", field "path"/)])
@@ -168,8 +194,15 @@ describe('workspaces over HTTP', () => {
     const booted = await boot({ http: true })
     const url = (booted.ctx as unknown as { webServer: { url: string } }).webServer.url
     const post = async (method: string, params: unknown) => {
-      const res = await fetch(`${url}/api/${method}`, { method: 'POST', headers: { 'content-type': 'application/json', origin: url }, body: JSON.stringify(params) })
-      return { status: res.status, body: (await res.json()) as { result?: any; error?: { code: string; message: string; field?: string } } }
+      const res = await fetch(`${url}/api/${method}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', origin: url },
+        body: JSON.stringify(params),
+      })
+      return {
+        status: res.status,
+        body: (await res.json()) as { result?: any; error?: { code: string; message: string; field?: string } },
+      }
     }
     return { ...booted, url, post }
   }
@@ -189,7 +222,10 @@ describe('workspaces over HTTP', () => {
         buffer += value
         let cut: number
         while ((cut = buffer.indexOf('\n\n')) >= 0) {
-          const data = buffer.slice(0, cut).split('\n').find((line) => line.startsWith('data: '))
+          const data = buffer
+            .slice(0, cut)
+            .split('\n')
+            .find((line) => line.startsWith('data: '))
           buffer = buffer.slice(cut + 2)
           if (data) frames.push(JSON.parse(data.slice(6)))
         }
@@ -202,34 +238,72 @@ describe('workspaces over HTTP', () => {
     expect(created.status).toBe(200)
     expect(created.body.result).toMatchObject({ created: true, workspace: { name: 'alpha', path: project('alpha') } })
     const id = created.body.result.workspace.id
-    expect((await nextFrames(2))[1]).toMatchObject({ type: 'workspace/changed', reason: 'created', workspace: { id }, workspaces: [{ id }] })
+    expect((await nextFrames(2))[1]).toMatchObject({
+      type: 'workspace/changed',
+      reason: 'created',
+      workspace: { id },
+      workspaces: [{ id }],
+    })
 
-    expect(await post('workspaces.rename', { id, name: 'Alpha' })).toMatchObject({ status: 200, body: { result: { workspace: { id, name: 'Alpha' } } } })
+    expect(await post('workspaces.rename', { id, name: 'Alpha' })).toMatchObject({
+      status: 200,
+      body: { result: { workspace: { id, name: 'Alpha' } } },
+    })
     expect((await nextFrames(3))[2]).toMatchObject({ type: 'workspace/changed', reason: 'renamed' })
-    expect(await post('workspaces.list', {})).toMatchObject({ status: 200, body: { result: { workspaces: [{ id, name: 'Alpha' }] } } })
-    expect(await post('workspaces.reorder', { ids: [id] })).toMatchObject({ status: 200, body: { result: { workspaces: [{ id }] } } })
+    expect(await post('workspaces.list', {})).toMatchObject({
+      status: 200,
+      body: { result: { workspaces: [{ id, name: 'Alpha' }] } },
+    })
+    expect(await post('workspaces.reorder', { ids: [id] })).toMatchObject({
+      status: 200,
+      body: { result: { workspaces: [{ id }] } },
+    })
 
     // Bad input: each one JSON error naming the problem.
     expect(await post('workspaces.create', { path: project('missing') })).toEqual({
       status: 400,
       body: { error: { code: 'PATH_NOT_FOUND', message: `path: ${project('missing')} does not exist`, field: 'path' } },
     })
-    expect(await post('workspaces.create', { path: project('notes.txt') })).toMatchObject({ status: 400, body: { error: { code: 'NOT_A_DIRECTORY', field: 'path' } } })
-    expect(await post('workspaces.create', {})).toMatchObject({ status: 400, body: { error: { code: 'INVALID_PARAMS', field: 'path' } } })
-    expect(await post('workspaces.rename', { id: 'ws_nope', name: 'x' })).toMatchObject({ status: 404, body: { error: { code: 'WORKSPACE_NOT_FOUND', field: 'id' } } })
-    expect(await post('workspaces.reorder', { ids: 'abc' })).toMatchObject({ status: 400, body: { error: { code: 'INVALID_PARAMS', field: 'ids' } } })
+    expect(await post('workspaces.create', { path: project('notes.txt') })).toMatchObject({
+      status: 400,
+      body: { error: { code: 'NOT_A_DIRECTORY', field: 'path' } },
+    })
+    expect(await post('workspaces.create', {})).toMatchObject({
+      status: 400,
+      body: { error: { code: 'INVALID_PARAMS', field: 'path' } },
+    })
+    expect(await post('workspaces.rename', { id: 'ws_nope', name: 'x' })).toMatchObject({
+      status: 404,
+      body: { error: { code: 'WORKSPACE_NOT_FOUND', field: 'id' } },
+    })
+    expect(await post('workspaces.reorder', { ids: 'abc' })).toMatchObject({
+      status: 400,
+      body: { error: { code: 'INVALID_PARAMS', field: 'ids' } },
+    })
 
-    expect(await post('workspaces.remove', { id })).toMatchObject({ status: 200, body: { result: { workspace: { id } } } })
+    expect(await post('workspaces.remove', { id })).toMatchObject({
+      status: 200,
+      body: { result: { workspace: { id } } },
+    })
     expect((await nextFrames(4))[3]).toMatchObject({ type: 'workspace/changed', reason: 'removed', workspaces: [] })
 
     // Unloading the workspace plugin removes its methods.
     await workspaces.dispose()
-    expect(await post('workspaces.list', {})).toMatchObject({ status: 404, body: { error: { code: 'UNKNOWN_METHOD' } } })
+    expect(await post('workspaces.list', {})).toMatchObject({
+      status: 404,
+      body: { error: { code: 'UNKNOWN_METHOD' } },
+    })
   })
 
   it('the contract objects are importable from the browser-safe ./contract export', async () => {
     const contract = await import('@dsh/workspace/contract')
     expect(contract.workspacesCreate).toBe(workspacesCreate)
-    expect(contract.workspaceMethods.map((m) => m.name)).toEqual(['workspaces.list', 'workspaces.create', 'workspaces.rename', 'workspaces.reorder', 'workspaces.remove'])
+    expect(contract.workspaceMethods.map((m) => m.name)).toEqual([
+      'workspaces.list',
+      'workspaces.create',
+      'workspaces.rename',
+      'workspaces.reorder',
+      'workspaces.remove',
+    ])
   })
 })

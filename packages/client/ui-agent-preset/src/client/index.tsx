@@ -10,8 +10,18 @@ export const name = '@dsh/ui-agent-preset'
 export const inject = ['slots', 'locale', 'remote']
 export const NAMESPACE = 'agentPreset'
 
-export const en = { label: 'Agent preset', preset: 'Preset: {name}', fixed: 'A session keeps the preset it started with', failed: 'Preset not changed: {message}' }
-export const zh = { label: '代理预设', preset: '预设：{name}', fixed: '会话保持其开始时的预设', failed: '未更换预设：{message}' }
+export const en = {
+  label: 'Agent preset',
+  preset: 'Preset: {name}',
+  fixed: 'A session keeps the preset it started with',
+  failed: 'Preset not changed: {message}',
+}
+export const zh = {
+  label: '代理预设',
+  preset: '预设：{name}',
+  fixed: '会话保持其开始时的预设',
+  failed: '未更换预设：{message}',
+}
 
 interface LoggedEvent {
   type: string
@@ -43,10 +53,26 @@ export interface PresetPickerProps {
 }
 
 export function PresetPicker({ names, current, locked, t, onSelect }: PresetPickerProps) {
-  if (locked) return <span className="dsh-agent-preset dsh-muted" data-testid="agent-preset" data-locked="true" title={t('fixed')}>{t('preset', { name: current })}</span>
+  if (locked)
+    return (
+      <span className="dsh-agent-preset dsh-muted" data-testid="agent-preset" data-locked="true" title={t('fixed')}>
+        {t('preset', { name: current })}
+      </span>
+    )
   return (
-    <select className="dsh-agent-preset" data-testid="agent-preset" data-locked="false" aria-label={t('label')} value={current} onChange={(e) => onSelect(e.target.value)}>
-      {(names.includes(current) ? names : [current, ...names]).map((n) => <option key={n} value={n}>{t('preset', { name: n })}</option>)}
+    <select
+      className="dsh-agent-preset"
+      data-testid="agent-preset"
+      data-locked="false"
+      aria-label={t('label')}
+      value={current}
+      onChange={(e) => onSelect(e.target.value)}
+    >
+      {(names.includes(current) ? names : [current, ...names]).map((n) => (
+        <option key={n} value={n}>
+          {t('preset', { name: n })}
+        </option>
+      ))}
     </select>
   )
 }
@@ -57,10 +83,16 @@ function PresetSeat({ sessionId, feed }: SessionSlotProps) {
   const t = (key: string, vars?: Record<string, string>) => ctx.locale.t(NAMESPACE, key, vars, lang)
   const [roster, setRoster] = useState<PresetsListResult>()
   const [error, setError] = useState<string>()
-  const state = useMemo(() => presetState(feed.withoutDeltas as readonly LoggedEvent[]), [feed.version, feed.withoutDeltas])
+  const state = useMemo(
+    () => presetState(feed.withoutDeltas as readonly LoggedEvent[]),
+    [feed.version, feed.withoutDeltas],
+  )
   useEffect(() => {
     let live = true
-    ctx.remote.call(presetsList, { sessionId }).then((result) => live && setRoster(result), () => {})
+    ctx.remote.call(presetsList, { sessionId }).then(
+      (result) => live && setRoster(result),
+      () => {},
+    )
     return () => {
       live = false
     }
@@ -78,8 +110,18 @@ function PresetSeat({ sessionId, feed }: SessionSlotProps) {
   }
   return (
     <span className="dsh-agent-preset-seat" data-testid="composer-agent-preset">
-      <PresetPicker names={roster.presets.map((p) => p.name)} current={current} locked={state.started} t={t} onSelect={(name) => void select(name)} />
-      {error ? <span className="dsh-agent-preset-error" role="alert">{error}</span> : null}
+      <PresetPicker
+        names={roster.presets.map((p) => p.name)}
+        current={current}
+        locked={state.started}
+        t={t}
+        onSelect={(name) => void select(name)}
+      />
+      {error ? (
+        <span className="dsh-agent-preset-error" role="alert">
+          {error}
+        </span>
+      ) : null}
     </span>
   )
 }

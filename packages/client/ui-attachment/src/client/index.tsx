@@ -31,9 +31,14 @@ textarea[data-composer="true"].dsh-attach-drop { outline: 2px dashed var(--accen
 `
 
 type Status = { kind: 'uploading' | 'error'; text: string } | undefined
-const valueSetter = typeof HTMLTextAreaElement === 'undefined' ? undefined : Object.getOwnPropertyDescriptor(HTMLTextAreaElement.prototype, 'value')?.set
+const valueSetter =
+  typeof HTMLTextAreaElement === 'undefined'
+    ? undefined
+    : Object.getOwnPropertyDescriptor(HTMLTextAreaElement.prototype, 'value')?.set
 const isComposer = (target: EventTarget | null): target is HTMLTextAreaElement =>
-  typeof HTMLTextAreaElement !== 'undefined' && target instanceof HTMLTextAreaElement && target.dataset.composer === 'true'
+  typeof HTMLTextAreaElement !== 'undefined' &&
+  target instanceof HTMLTextAreaElement &&
+  target.dataset.composer === 'true'
 
 /** Inserts `text` at the caret of the composer (the composer sees an ordinary input event). */
 function insertAtCaret(el: HTMLTextAreaElement, text: string): void {
@@ -70,7 +75,7 @@ export function apply(ctx: Context): void {
           headers: { 'content-type': 'application/json' },
           credentials: 'same-origin',
         })
-        const body = await response.json().catch(() => ({})) as { token?: string; error?: { message?: string } }
+        const body = (await response.json().catch(() => ({}))) as { token?: string; error?: { message?: string } }
         if (!response.ok || !body.token) throw new Error(body.error?.message ?? `HTTP ${response.status}`)
         insertAtCaret(el, body.token)
         status.set(undefined)
@@ -127,9 +132,17 @@ export function apply(ctx: Context): void {
     const current = useStore(status)
     if (!current) return null
     return (
-      <div className={`dsh-attach-status${current.kind === 'error' ? ' error' : ''}`} data-attachment-status={current.kind} role={current.kind === 'error' ? 'alert' : 'status'}>
+      <div
+        className={`dsh-attach-status${current.kind === 'error' ? ' error' : ''}`}
+        data-attachment-status={current.kind}
+        role={current.kind === 'error' ? 'alert' : 'status'}
+      >
         <span>{current.text}</span>
-        {current.kind === 'error' ? <button type="button" onClick={() => status.set(undefined)}>{tr('dismiss')}</button> : null}
+        {current.kind === 'error' ? (
+          <button type="button" onClick={() => status.set(undefined)}>
+            {tr('dismiss')}
+          </button>
+        ) : null}
       </div>
     )
   }

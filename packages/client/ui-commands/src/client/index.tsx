@@ -27,7 +27,12 @@ const zh: Record<keyof typeof en, string> = {
   dismiss: '关闭',
 }
 
-interface Outcome { line: string; name: string; state: 'running' | 'ok' | 'error'; output?: string }
+interface Outcome {
+  line: string
+  name: string
+  state: 'running' | 'ok' | 'error'
+  output?: string
+}
 
 const CSS = `
 .dsh-command-result { position: fixed; right: 24px; bottom: 24px; z-index: 25; max-width: min(640px, 80vw); max-height: 40vh; overflow: auto;
@@ -40,7 +45,15 @@ const CSS = `
 /** Same-origin download paths in command output (e.g. `/export/<id>.zip`) become links. */
 function linkify(text: string) {
   const parts = text.split(/(\/[A-Za-z0-9_./-]+\.zip)\b/)
-  return parts.map((part, i) => (i % 2 === 1 ? <a key={i} href={part} download data-command-link="true">{part}</a> : part))
+  return parts.map((part, i) =>
+    i % 2 === 1 ? (
+      <a key={i} href={part} download data-command-link="true">
+        {part}
+      </a>
+    ) : (
+      part
+    ),
+  )
 }
 
 export function apply(ctx: Context): void {
@@ -89,7 +102,12 @@ export function apply(ctx: Context): void {
         result.set({ line, name: `/${command.name}`, state: 'running' })
         try {
           const r = await ctx.remote.call('commands.execute', { sessionId: session.sessionId, line })
-          result.set({ line, name: `/${command.name}`, state: r.ok ? 'ok' : 'error', output: r.ok ? r.output : r.error?.message })
+          result.set({
+            line,
+            name: `/${command.name}`,
+            state: r.ok ? 'ok' : 'error',
+            output: r.ok ? r.output : r.error?.message,
+          })
           if (!r.ok && !input.text) input.setText(line)
         } catch (error) {
           result.set({ line, name: `/${command.name}`, state: 'error', output: (error as Error).message })
@@ -104,12 +122,24 @@ export function apply(ctx: Context): void {
     const tr = useT(NAMESPACE)
     const outcome = useStore(result)
     if (!outcome) return null
-    const title = outcome.state === 'running' ? tr('running', { line: outcome.line })
-      : outcome.state === 'ok' ? tr('done', { name: outcome.name })
-      : tr('failed', { name: outcome.name, message: '' }).replace(/:\s*$/, '')
+    const title =
+      outcome.state === 'running'
+        ? tr('running', { line: outcome.line })
+        : outcome.state === 'ok'
+          ? tr('done', { name: outcome.name })
+          : tr('failed', { name: outcome.name, message: '' }).replace(/:\s*$/, '')
     return (
-      <div className={`dsh-command-result${outcome.state === 'error' ? ' error' : ''}`} data-command-result={outcome.state} role={outcome.state === 'error' ? 'alert' : 'status'}>
-        <header><strong>{title}</strong><button type="button" onClick={() => result.set(undefined)}>{tr('dismiss')}</button></header>
+      <div
+        className={`dsh-command-result${outcome.state === 'error' ? ' error' : ''}`}
+        data-command-result={outcome.state}
+        role={outcome.state === 'error' ? 'alert' : 'status'}
+      >
+        <header>
+          <strong>{title}</strong>
+          <button type="button" onClick={() => result.set(undefined)}>
+            {tr('dismiss')}
+          </button>
+        </header>
         {outcome.output ? <pre>{linkify(outcome.output)}</pre> : null}
       </div>
     )

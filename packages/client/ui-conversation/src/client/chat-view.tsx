@@ -5,7 +5,17 @@
 // one); older ones are mounted STEP at a time when the reader scrolls to the top (or presses
 // "Show earlier"), keeping what is on screen in place.
 import { memo, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, type ReactNode } from 'react'
-import type { AssistantNode, ContextNode, ConversationNode, ConversationSnapshot, NoticeNode, ThinkingNode, ToolNode, TurnEndNode, UserNode } from '../model/index.ts'
+import type {
+  AssistantNode,
+  ContextNode,
+  ConversationNode,
+  ConversationSnapshot,
+  NoticeNode,
+  ThinkingNode,
+  ToolNode,
+  TurnEndNode,
+  UserNode,
+} from '../model/index.ts'
 import { Markdown } from '@dsh/ui-markdown'
 import type { Translate } from './strings.ts'
 
@@ -79,7 +89,13 @@ const TextBlock = memo(function TextBlock({ text }: { text: string }) {
 function ThinkingBody({ text }: { text: string }) {
   const last = useRef<string[]>([])
   const blocks = useMemo(() => (last.current = textBlocks(text, last.current)), [text])
-  return <div className="dsh-thinking-body">{blocks.map((block, i) => <TextBlock key={i} text={block} />)}</div>
+  return (
+    <div className="dsh-thinking-body">
+      {blocks.map((block, i) => (
+        <TextBlock key={i} text={block} />
+      ))}
+    </div>
+  )
 }
 
 const ThinkingRow = memo(function ThinkingRow({ node, t }: { node: ThinkingNode; t: Translate }) {
@@ -91,11 +107,21 @@ const ThinkingRow = memo(function ThinkingRow({ node, t }: { node: ThinkingNode;
   // The body (possibly very long reasoning) is rendered only while the row is open.
   const [open, setOpen] = useState(false)
   return (
-    <details className="dsh-thinking" data-node="thinking" data-streaming={node.streaming || undefined} open={open} onToggle={(e) => setOpen(e.currentTarget.open)}>
+    <details
+      className="dsh-thinking"
+      data-node="thinking"
+      data-streaming={node.streaming || undefined}
+      open={open}
+      onToggle={(e) => setOpen(e.currentTarget.open)}
+    >
       <summary>
         {node.streaming ? <span className="dsh-pulse" aria-hidden="true" /> : null}
         {label}
-        {node.streaming && !open ? <span className="dsh-thinking-preview" aria-hidden="true">{tail(node.preview ?? node.text)}</span> : null}
+        {node.streaming && !open ? (
+          <span className="dsh-thinking-preview" aria-hidden="true">
+            {tail(node.preview ?? node.text)}
+          </span>
+        ) : null}
       </summary>
       {open ? <ThinkingBody text={node.text} /> : null}
     </details>
@@ -105,12 +131,21 @@ const ThinkingRow = memo(function ThinkingRow({ node, t }: { node: ThinkingNode;
 function CopyButton({ text, t }: { text: string; t: Translate }) {
   const [copied, setCopied] = useState(false)
   const copy = () => {
-    void globalThis.navigator?.clipboard?.writeText(text).then(() => {
-      setCopied(true)
-      setTimeout(() => setCopied(false), 1500)
-    }, () => {})
+    void globalThis.navigator?.clipboard?.writeText(text).then(
+      () => {
+        setCopied(true)
+        setTimeout(() => setCopied(false), 1500)
+      },
+      () => {},
+    )
   }
-  return <div className="dsh-msg-actions"><button type="button" className="dsh-link-button" onClick={copy}>{copied ? t('copied') : t('copy')}</button></div>
+  return (
+    <div className="dsh-msg-actions">
+      <button type="button" className="dsh-link-button" onClick={copy}>
+        {copied ? t('copied') : t('copy')}
+      </button>
+    </div>
+  )
 }
 
 const AssistantMessage = memo(function AssistantMessage({ node, t }: { node: AssistantNode; t: Translate }) {
@@ -126,29 +161,58 @@ const AssistantMessage = memo(function AssistantMessage({ node, t }: { node: Ass
 
 const TurnEndRow = memo(function TurnEndRow({ node, t }: { node: TurnEndNode; t: Translate }) {
   const known = ['cancelled', 'error', 'max-tokens', 'blocked', 'interrupted']
-  const title = node.reason === 'completed' ? null : known.includes(node.reason) ? t(`turn.${node.reason}`) : t('turn.other', { reason: node.reason })
+  const title =
+    node.reason === 'completed'
+      ? null
+      : known.includes(node.reason)
+        ? t(`turn.${node.reason}`)
+        : t('turn.other', { reason: node.reason })
   return (
-    <div className={`dsh-turn-end dsh-turn-${node.reason}`} data-node="turn-end" data-reason={node.reason} role="status">
+    <div
+      className={`dsh-turn-end dsh-turn-${node.reason}`}
+      data-node="turn-end"
+      data-reason={node.reason}
+      role="status"
+    >
       {title ? <div className="dsh-turn-end-title">{title}</div> : null}
       {node.error ? <div className="dsh-turn-end-error">{node.error.message}</div> : null}
-      {node.rejected.map((text, i) => <div key={i} className="dsh-msg-meta">{t('notSent', { text })}</div>)}
+      {node.rejected.map((text, i) => (
+        <div key={i} className="dsh-msg-meta">
+          {t('notSent', { text })}
+        </div>
+      ))}
     </div>
   )
 })
 
 const NoticeRow = memo(function NoticeRow({ node, t }: { node: NoticeNode; t: Translate }) {
-  return <div className="dsh-notice" data-node="notice">{t(`notice.${node.code}`, { detail: node.detail ?? '' })}</div>
+  return (
+    <div className="dsh-notice" data-node="notice">
+      {t(`notice.${node.code}`, { detail: node.detail ?? '' })}
+    </div>
+  )
 })
 
 function renderNode(node: ConversationNode, t: Translate, renderTool: (node: ToolNode) => ReactNode): ReactNode {
   switch (node.kind) {
-    case 'user': return <UserMessage key={node.key} node={node} t={t} />
-    case 'context': return <ContextRow key={node.key} node={node} t={t} />
-    case 'thinking': return <ThinkingRow key={node.key} node={node} t={t} />
-    case 'assistant': return <AssistantMessage key={node.key} node={node} t={t} />
-    case 'tool': return <div key={node.key} className="dsh-tool-slot" data-node="tool" data-tool={node.name} data-status={node.status}>{renderTool(node)}</div>
-    case 'turn-end': return <TurnEndRow key={node.key} node={node} t={t} />
-    case 'notice': return <NoticeRow key={node.key} node={node} t={t} />
+    case 'user':
+      return <UserMessage key={node.key} node={node} t={t} />
+    case 'context':
+      return <ContextRow key={node.key} node={node} t={t} />
+    case 'thinking':
+      return <ThinkingRow key={node.key} node={node} t={t} />
+    case 'assistant':
+      return <AssistantMessage key={node.key} node={node} t={t} />
+    case 'tool':
+      return (
+        <div key={node.key} className="dsh-tool-slot" data-node="tool" data-tool={node.name} data-status={node.status}>
+          {renderTool(node)}
+        </div>
+      )
+    case 'turn-end':
+      return <TurnEndRow key={node.key} node={node} t={t} />
+    case 'notice':
+      return <NoticeRow key={node.key} node={node} t={t} />
   }
 }
 
@@ -156,7 +220,10 @@ function renderNode(node: ConversationNode, t: Translate, renderTool: (node: Too
 function tailIsLive(nodes: readonly ConversationNode[]): boolean {
   const last = nodes.at(-1)
   if (!last) return false
-  return ((last.kind === 'assistant' || last.kind === 'thinking') && last.streaming) || (last.kind === 'tool' && (last.status === 'running' || last.status === 'streaming'))
+  return (
+    ((last.kind === 'assistant' || last.kind === 'thinking') && last.streaming) ||
+    (last.kind === 'tool' && (last.status === 'running' || last.status === 'streaming'))
+  )
 }
 
 /** Nodes mounted at first, and how many more each reveal of older ones adds. */
@@ -228,9 +295,12 @@ export function ChatView({ snapshot, t, renderTool, empty }: ChatViewProps) {
     const el = sentinel.current
     const root = scroller.current
     if (!el || !root || typeof IntersectionObserver !== 'function') return
-    const observer = new IntersectionObserver((entries) => {
-      if (entries.some((e) => e.isIntersecting)) revealEarlier()
-    }, { root, rootMargin: '200px 0px 0px 0px' })
+    const observer = new IntersectionObserver(
+      (entries) => {
+        if (entries.some((e) => e.isIntersecting)) revealEarlier()
+      },
+      { root, rootMargin: '200px 0px 0px 0px' },
+    )
     observer.observe(el)
     return () => observer.disconnect()
   }, [revealEarlier, start > 0])
@@ -238,11 +308,31 @@ export function ChatView({ snapshot, t, renderTool, empty }: ChatViewProps) {
   return (
     <div className="dsh-chat" ref={scroller} onScroll={onScroll} data-running={snapshot.turnRunning || undefined}>
       <div className="dsh-chat-inner" ref={inner} role="log" aria-live="polite" aria-relevant="additions">
-        {start > 0 ? <button type="button" ref={sentinel} className="dsh-link-button dsh-earlier" data-earlier={start} onClick={revealEarlier}>{t('earlier', { count: start })}</button> : null}
-        {nodes.length === 0 ? <div className="dsh-chat-empty">{empty ?? t('empty')}</div> : nodes.map((node) => renderNode(node, t, renderTool))}
-        {snapshot.turnRunning && !tailIsLive(nodes) && snapshot.approvals.length === 0 && snapshot.questions.length === 0
-          ? <div className="dsh-working" role="status"><span className="dsh-pulse" aria-hidden="true" />{t('working')}</div>
-          : null}
+        {start > 0 ? (
+          <button
+            type="button"
+            ref={sentinel}
+            className="dsh-link-button dsh-earlier"
+            data-earlier={start}
+            onClick={revealEarlier}
+          >
+            {t('earlier', { count: start })}
+          </button>
+        ) : null}
+        {nodes.length === 0 ? (
+          <div className="dsh-chat-empty">{empty ?? t('empty')}</div>
+        ) : (
+          nodes.map((node) => renderNode(node, t, renderTool))
+        )}
+        {snapshot.turnRunning &&
+        !tailIsLive(nodes) &&
+        snapshot.approvals.length === 0 &&
+        snapshot.questions.length === 0 ? (
+          <div className="dsh-working" role="status">
+            <span className="dsh-pulse" aria-hidden="true" />
+            {t('working')}
+          </div>
+        ) : null}
         {snapshot.queued.map((q) => (
           <div key={q.id} className="dsh-msg dsh-msg-user dsh-queued" data-node="queued">
             <div className="dsh-msg-bubble">
@@ -252,7 +342,11 @@ export function ChatView({ snapshot, t, renderTool, empty }: ChatViewProps) {
           </div>
         ))}
       </div>
-      {showJump ? <button type="button" className="dsh-jump" onClick={jump}>{t('jumpToLatest')}</button> : null}
+      {showJump ? (
+        <button type="button" className="dsh-jump" onClick={jump}>
+          {t('jumpToLatest')}
+        </button>
+      ) : null}
     </div>
   )
 }

@@ -29,7 +29,19 @@ export interface ComposerProps {
   onDraftChange?: (text: string) => void
 }
 
-export function Composer({ t, running, disabled = false, onSend, onCancel, history, takeover, tools, autoFocus, initialText = '', onDraftChange }: ComposerProps) {
+export function Composer({
+  t,
+  running,
+  disabled = false,
+  onSend,
+  onCancel,
+  history,
+  takeover,
+  tools,
+  autoFocus,
+  initialText = '',
+  onDraftChange,
+}: ComposerProps) {
   const [text, setTextState] = useState(initialText)
   const setText = (value: string) => {
     setTextState(value)
@@ -104,35 +116,71 @@ export function Composer({ t, running, disabled = false, onSend, onCancel, histo
 
   const empty = !text.trim()
   return (
-    <form className="dsh-composer" onSubmit={(e) => { e.preventDefault(); void send('queue') }}>
+    <form
+      className="dsh-composer"
+      onSubmit={(e) => {
+        e.preventDefault()
+        void send('queue')
+      }}
+    >
       <textarea
         ref={input}
         className="dsh-composer-input"
         data-composer="true"
         aria-label={t('composer.label')}
-        placeholder={disabled ? t('composer.disabled') : running ? t('composer.placeholderRunning') : t('composer.placeholder')}
+        placeholder={
+          disabled ? t('composer.disabled') : running ? t('composer.placeholderRunning') : t('composer.placeholder')
+        }
         value={text}
         readOnly={disabled}
         rows={Math.min(10, Math.max(2, text.split('\n').length))}
         autoFocus={autoFocus}
         onChange={(e) => {
           setText(e.target.value)
-          if (cursor.current !== undefined && cursor.current < history.length && e.target.value !== history[cursor.current]) cursor.current = undefined
+          if (
+            cursor.current !== undefined &&
+            cursor.current < history.length &&
+            e.target.value !== history[cursor.current]
+          )
+            cursor.current = undefined
         }}
         onKeyDown={onKeyDown}
       />
-      {error ? <div className="dsh-composer-error" role="alert">{error}</div> : null}
+      {error ? (
+        <div className="dsh-composer-error" role="alert">
+          {error}
+        </div>
+      ) : null}
       <div className="dsh-composer-bar">
         <div className="dsh-composer-tools">{tools}</div>
         <span className="dsh-composer-hint">{t('composer.hint')}</span>
         {running ? (
           <>
-            <button type="button" className="dsh-button" disabled={empty || disabled} title={t('composer.steerHint')} onClick={() => void send('steer')}>{t('composer.steer')}</button>
-            <button type="submit" className="dsh-button" disabled={empty || disabled}>{t('composer.queue')}</button>
-            <button type="button" className="dsh-button dsh-button-danger" title={t('composer.stopHint')} onClick={onCancel}>{t('composer.stop')}</button>
+            <button
+              type="button"
+              className="dsh-button"
+              disabled={empty || disabled}
+              title={t('composer.steerHint')}
+              onClick={() => void send('steer')}
+            >
+              {t('composer.steer')}
+            </button>
+            <button type="submit" className="dsh-button" disabled={empty || disabled}>
+              {t('composer.queue')}
+            </button>
+            <button
+              type="button"
+              className="dsh-button dsh-button-danger"
+              title={t('composer.stopHint')}
+              onClick={onCancel}
+            >
+              {t('composer.stop')}
+            </button>
           </>
         ) : (
-          <button type="submit" className="dsh-button dsh-button-primary" disabled={empty || disabled || sending}>{t('composer.send')}</button>
+          <button type="submit" className="dsh-button dsh-button-primary" disabled={empty || disabled || sending}>
+            {t('composer.send')}
+          </button>
         )}
       </div>
     </form>

@@ -25,7 +25,10 @@ function sameItems(a: readonly unknown[], b: readonly unknown[]): boolean {
  * changes, compared item by item. A seat that shows a few fields (the composer: running, the
  * prompts; the panel: plan and usage) skips the frames in which only the streaming text grew.
  */
-export function useSnapshotSlice(model: ConversationModel, slice: (snapshot: ConversationSnapshot) => readonly unknown[]): ConversationSnapshot {
+export function useSnapshotSlice(
+  model: ConversationModel,
+  slice: (snapshot: ConversationSnapshot) => readonly unknown[],
+): ConversationSnapshot {
   const [, dispatch] = useReducer((n: number) => n + 1, 0)
   const snapshot = model.snapshot()
   const current = slice(snapshot)

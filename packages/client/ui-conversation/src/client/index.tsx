@@ -40,17 +40,42 @@ export const CHAT_NODE_SLOT = 'conversation.chat.node'
 export const NAMESPACE = 'conversation'
 
 function PlainTool({ node, t }: { node: ToolNode; t: Translate }) {
-  return <div className="dsh-tool-plain" data-status={node.status}>{node.name} · {t(`tool.${node.status}`)}{node.result?.isError ? ` · ${node.result.error?.message ?? node.result.text}` : ''}</div>
+  return (
+    <div className="dsh-tool-plain" data-status={node.status}>
+      {node.name} · {t(`tool.${node.status}`)}
+      {node.result?.isError ? ` · ${node.result.error?.message ?? node.result.text}` : ''}
+    </div>
+  )
 }
 
-const ToolNodeView = memo(function ToolNodeView({ sessionId, node, t }: { sessionId: string; node: ToolNode; t: Translate }) {
-  return <Slot name={CHAT_NODE_SLOT} slotKey="tool" single props={{ sessionId, node }} fallback={<PlainTool node={node} t={t} />} />
+const ToolNodeView = memo(function ToolNodeView({
+  sessionId,
+  node,
+  t,
+}: {
+  sessionId: string
+  node: ToolNode
+  t: Translate
+}) {
+  return (
+    <Slot
+      name={CHAT_NODE_SLOT}
+      slotKey="tool"
+      single
+      props={{ sessionId, node }}
+      fallback={<PlainTool node={node} t={t} />}
+    />
+  )
 })
 
 const MemoComposer = memo(Composer)
 
 /** What the composer seat shows from the snapshot: running state and the prompts (by count). */
-const composerSlice = (s: ConversationSnapshot) => [s.turnRunning, s.status, s.nodes.reduce((n, node) => (node.kind === 'user' ? n + 1 : n), 0)]
+const composerSlice = (s: ConversationSnapshot) => [
+  s.turnRunning,
+  s.status,
+  s.nodes.reduce((n, node) => (node.kind === 'user' ? n + 1 : n), 0),
+]
 /** What the panel sections show: the plan, the usage figures and the model. */
 const panelSlice = (s: ConversationSnapshot) => [s.todos, s.usage, s.lastInputTokens, s.model?.provider, s.model?.model]
 
@@ -91,18 +116,43 @@ export function apply(ctx: Context): void {
     // The settled feed changes with every event but a streamed delta; the chat needs only whether
     // the log loaded or failed. The body re-renders on those and on the model's own changes, so
     // the feed readers' render (synchronous, in the frame) does not carry the whole chat with it.
-    return <ConversationBody sessionId={sessionId} hasFeed={feed !== undefined} loaded={feed?.loaded === true} failed={feed?.error ? feed.error.message : undefined} />
+    return (
+      <ConversationBody
+        sessionId={sessionId}
+        hasFeed={feed !== undefined}
+        loaded={feed?.loaded === true}
+        failed={feed?.error ? feed.error.message : undefined}
+      />
+    )
   }
 
-  const ConversationBody = memo(function ConversationBody({ sessionId, hasFeed, loaded, failed }: { sessionId: string; hasFeed: boolean; loaded: boolean; failed?: string }) {
+  const ConversationBody = memo(function ConversationBody({
+    sessionId,
+    hasFeed,
+    loaded,
+    failed,
+  }: {
+    sessionId: string
+    hasFeed: boolean
+    loaded: boolean
+    failed?: string
+  }) {
     const t = useStableT(NAMESPACE)
     const model = useSessionModel(sessionId)
     const snapshot = useSnapshot(model)
-    const renderTool = useMemo(() => (node: ToolNode) => <ToolNodeView sessionId={sessionId} node={node} t={t} />, [sessionId, t])
+    const renderTool = useMemo(
+      () => (node: ToolNode) => <ToolNodeView sessionId={sessionId} node={node} t={t} />,
+      [sessionId, t],
+    )
     // Before the first replay, an empty list means "not loaded yet", not "nothing said yet".
-    const empty = failed !== undefined
-      ? <span role="alert" className="dsh-warn">{t('loadFailed', { message: failed })}</span>
-      : hasFeed && !loaded ? <span role="status">{t('loading')}</span> : undefined
+    const empty =
+      failed !== undefined ? (
+        <span role="alert" className="dsh-warn">
+          {t('loadFailed', { message: failed })}
+        </span>
+      ) : hasFeed && !loaded ? (
+        <span role="status">{t('loading')}</span>
+      ) : undefined
     return (
       <div className="dsh-conv" data-session={sessionId} data-loaded={loaded || undefined}>
         <ChatView key={sessionId} snapshot={snapshot} t={t} renderTool={renderTool} {...(empty ? { empty } : {})} />
@@ -125,21 +175,44 @@ export function apply(ctx: Context): void {
     const running = snapshot.turnRunning || snapshot.status === 'running' || snapshot.status === 'waiting'
     // Stable props: the composer (and the pickers in its tools slot) re-render only when what
     // they show changes.
-    const onSend = useCallback(async (text: string, mode: SendMode) => {
-      const sentAfter = model.snapshot().lastSeq
-      const result = await c.remote.call('sessions.prompt', { sessionId, text, mode })
-      if (result.disposition === 'queued') model.addQueued(text, 'queue', sentAfter)
-      else if (result.disposition === 'steered') model.addQueued(text, 'steer', sentAfter)
-    }, [c, model, sessionId])
+    const onSend = useCallback(
+      async (text: string, mode: SendMode) => {
+        const sentAfter = model.snapshot().lastSeq
+        const result = await c.remote.call('sessions.prompt', { sessionId, text, mode })
+        if (result.disposition === 'queued') model.addQueued(text, 'queue', sentAfter)
+        else if (result.disposition === 'steered') model.addQueued(text, 'steer', sentAfter)
+      },
+      [c, model, sessionId],
+    )
     const onCancel = useCallback(() => {
       void c.remote.call('sessions.cancel', { sessionId }).catch(() => {})
     }, [c, sessionId])
-    const onDraftChange = useCallback((text: string) => {
-      if (text) store.drafts.set(sessionId, text)
-      else store.drafts.delete(sessionId)
-    }, [sessionId])
-    const tools = useMemo(() => <Slot name="conversation.composer.tools" props={{ sessionId, feed, ...(row ? { row } : {}) }} />, [sessionId, feed, row])
-    return <MemoComposer key={sessionId} t={t} running={running} disabled={row?.archived === true} onSend={onSend} onCancel={onCancel} history={history} tools={tools} autoFocus initialText={store.drafts.get(sessionId) ?? ''} onDraftChange={onDraftChange} />
+    const onDraftChange = useCallback(
+      (text: string) => {
+        if (text) store.drafts.set(sessionId, text)
+        else store.drafts.delete(sessionId)
+      },
+      [sessionId],
+    )
+    const tools = useMemo(
+      () => <Slot name="conversation.composer.tools" props={{ sessionId, feed, ...(row ? { row } : {}) }} />,
+      [sessionId, feed, row],
+    )
+    return (
+      <MemoComposer
+        key={sessionId}
+        t={t}
+        running={running}
+        disabled={row?.archived === true}
+        onSend={onSend}
+        onCancel={onCancel}
+        history={history}
+        tools={tools}
+        autoFocus
+        initialText={store.drafts.get(sessionId) ?? ''}
+        onDraftChange={onDraftChange}
+      />
+    )
   }
 
   function PanelSections({ sessionId }: SessionSlotProps) {

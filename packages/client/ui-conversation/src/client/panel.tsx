@@ -9,8 +9,11 @@ import type { Translate } from './strings.ts'
 type SectionProps = { snapshot: ConversationSnapshot; t: Translate }
 const samePlan = (a: SectionProps, b: SectionProps) => a.t === b.t && a.snapshot.todos === b.snapshot.todos
 const sameContext = (a: SectionProps, b: SectionProps) =>
-  a.t === b.t && a.snapshot.usage === b.snapshot.usage && a.snapshot.lastInputTokens === b.snapshot.lastInputTokens &&
-  a.snapshot.model?.provider === b.snapshot.model?.provider && a.snapshot.model?.model === b.snapshot.model?.model
+  a.t === b.t &&
+  a.snapshot.usage === b.snapshot.usage &&
+  a.snapshot.lastInputTokens === b.snapshot.lastInputTokens &&
+  a.snapshot.model?.provider === b.snapshot.model?.provider &&
+  a.snapshot.model?.model === b.snapshot.model?.model
 
 export const PlanSection = memo(function PlanSection({ snapshot, t }: SectionProps) {
   if (!snapshot.todos || snapshot.todos.length === 0) return null
@@ -20,7 +23,9 @@ export const PlanSection = memo(function PlanSection({ snapshot, t }: SectionPro
       <ul className="dsh-panel-todo">
         {snapshot.todos.map((todo, i) => (
           <li key={todo.id ?? i} data-status={todo.status}>
-            <span aria-hidden="true">{todo.status === 'completed' ? '✔' : todo.status === 'in_progress' ? '◐' : '○'}</span>
+            <span aria-hidden="true">
+              {todo.status === 'completed' ? '✔' : todo.status === 'in_progress' ? '◐' : '○'}
+            </span>
             <span className="dsh-panel-todo-text">{todo.content}</span>
             <span className="dsh-sr-only"> ({t(`todo.${todo.status}`)})</span>
           </li>
@@ -36,9 +41,23 @@ export const ContextSection = memo(function ContextSection({ snapshot, t }: Sect
   return (
     <section className="dsh-panel-section" data-panel="context">
       <h3>{t('panel.context')}</h3>
-      {snapshot.lastInputTokens !== undefined ? <div data-tokens={snapshot.lastInputTokens}>{t('panel.lastRequest', { tokens: fmt(snapshot.lastInputTokens) })}</div> : null}
-      <div className="dsh-muted">{t('panel.totals', { input: fmt(u.input + u.cacheRead + u.cacheWrite), output: fmt(u.output + u.reasoning), cached: fmt(u.cacheRead) })}</div>
-      {snapshot.model ? <div className="dsh-muted">{t('panel.model', { model: `${snapshot.model.provider}/${snapshot.model.model}` })}</div> : null}
+      {snapshot.lastInputTokens !== undefined ? (
+        <div data-tokens={snapshot.lastInputTokens}>
+          {t('panel.lastRequest', { tokens: fmt(snapshot.lastInputTokens) })}
+        </div>
+      ) : null}
+      <div className="dsh-muted">
+        {t('panel.totals', {
+          input: fmt(u.input + u.cacheRead + u.cacheWrite),
+          output: fmt(u.output + u.reasoning),
+          cached: fmt(u.cacheRead),
+        })}
+      </div>
+      {snapshot.model ? (
+        <div className="dsh-muted">
+          {t('panel.model', { model: `${snapshot.model.provider}/${snapshot.model.model}` })}
+        </div>
+      ) : null}
     </section>
   )
 }, sameContext)

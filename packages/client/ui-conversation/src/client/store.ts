@@ -26,7 +26,10 @@ export class ConversationStore {
   /** Unsent composer text per session (kept while a takeover replaces the composer). */
   readonly drafts = new Map<string, string>()
 
-  constructor(private readonly connection: Pick<Connection, 'session'>, private readonly lingerMs = 3000) {}
+  constructor(
+    private readonly connection: Pick<Connection, 'session'>,
+    private readonly lingerMs = 3000,
+  ) {}
 
   /** The model of `sessionId`, created (and bound to its feed) on first use. Hold it while shown. */
   model(sessionId: string): ConversationModel {

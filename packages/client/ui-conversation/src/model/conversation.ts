@@ -52,7 +52,10 @@ export function parseArguments(raw: string): JsonObject | undefined {
 const textOf = (content: unknown): { text: string; images: number } => {
   const blocks = Array.isArray(content) ? (content as Block[]) : []
   return {
-    text: blocks.filter((b) => b.type === 'text').map((b) => b.text ?? '').join('\n'),
+    text: blocks
+      .filter((b) => b.type === 'text')
+      .map((b) => b.text ?? '')
+      .join('\n'),
     images: blocks.filter((b) => b.type === 'image').length,
   }
 }
@@ -153,7 +156,16 @@ export class ConversationModel {
         break
       case 'question':
         if (this.questions.some((q) => q.requestId === frame.data.requestId)) return
-        this.questions = [...this.questions, { requestId: frame.data.requestId, questions: frame.data.questions, ...((frame.data as { time?: number }).time !== undefined ? { time: (frame.data as { time?: number }).time } : {}) }]
+        this.questions = [
+          ...this.questions,
+          {
+            requestId: frame.data.requestId,
+            questions: frame.data.questions,
+            ...((frame.data as { time?: number }).time !== undefined
+              ? { time: (frame.data as { time?: number }).time }
+              : {}),
+          },
+        ]
         break
       case 'question/resolved':
         this.questions = this.questions.filter((q) => q.requestId !== frame.data.requestId)
@@ -179,7 +191,12 @@ export class ConversationModel {
    * Replaces the live state a session feed keeps (status, the host's queue count, pending
    * approvals and questions) in one change. Unchanged parts keep their identity.
    */
-  syncLive(live: { status?: SessionStatus; queued?: number; approvals?: readonly PendingApproval[]; questions?: readonly PendingQuestion[] }): void {
+  syncLive(live: {
+    status?: SessionStatus
+    queued?: number
+    approvals?: readonly PendingApproval[]
+    questions?: readonly PendingQuestion[]
+  }): void {
     let changed = false
     if (live.status !== undefined && live.status !== this.status) {
       this.status = live.status
@@ -189,13 +206,18 @@ export class ConversationModel {
       this.setQueuedOnHost(live.queued)
       changed = true
     }
-    const sameIds = (a: readonly { requestId: string }[], b: readonly { requestId: string }[]) => a.length === b.length && a.every((x, i) => x.requestId === b[i].requestId)
+    const sameIds = (a: readonly { requestId: string }[], b: readonly { requestId: string }[]) =>
+      a.length === b.length && a.every((x, i) => x.requestId === b[i].requestId)
     if (live.approvals && !sameIds(live.approvals, this.approvals)) {
       this.approvals = live.approvals.map((a) => ({ requestId: a.requestId, request: a.request }))
       changed = true
     }
     if (live.questions && !sameIds(live.questions, this.questions)) {
-      this.questions = live.questions.map((q) => ({ requestId: q.requestId, questions: q.questions, ...(q.time !== undefined ? { time: q.time } : {}) }))
+      this.questions = live.questions.map((q) => ({
+        requestId: q.requestId,
+        questions: q.questions,
+        ...(q.time !== undefined ? { time: q.time } : {}),
+      }))
       changed = true
     }
     if (changed) this.changed()
@@ -208,7 +230,11 @@ export class ConversationModel {
    */
   addQueued(text: string, mode: 'queue' | 'steer' = 'queue', sentAfterSeq?: number): QueuedPrompt | undefined {
     this.settleOpen()
-    if (sentAfterSeq !== undefined && this.nodes.some((n) => n.kind === 'user' && n.seq > sentAfterSeq && n.text === text)) return undefined
+    if (
+      sentAfterSeq !== undefined &&
+      this.nodes.some((n) => n.kind === 'user' && n.seq > sentAfterSeq && n.text === text)
+    )
+      return undefined
     const prompt = { id: `q${this.nextLocalId++}`, text, mode }
     this.queued = [...this.queued, prompt]
     this.changed()
@@ -362,11 +388,19 @@ export class ConversationModel {
         this.model = { provider: String(data.provider), model: String(data.model) }
         break
       case 'seed/end':
-        this.push({ kind: 'notice', key: `n${event.seq}`, seq: event.seq, code: 'seeded', ...(data.fromSession ? { detail: String(data.fromSession) } : {}) })
+        this.push({
+          kind: 'notice',
+          key: `n${event.seq}`,
+          seq: event.seq,
+          code: 'seeded',
+          ...(data.fromSession ? { detail: String(data.fromSession) } : {}),
+        })
         break
       case 'compaction/end':
         this.push({
-          kind: 'notice', key: `n${event.seq}`, seq: event.seq,
+          kind: 'notice',
+          key: `n${event.seq}`,
+          seq: event.seq,
           code: data.status === 'compacted' ? 'compacted' : 'compaction-failed',
           ...(data.error?.message ? { detail: String(data.error.message) } : {}),
         })
@@ -387,7 +421,15 @@ export class ConversationModel {
       return
     }
     const origin = source.kind === 'plugin' ? `plugin:${source.plugin}` : 'system'
-    this.push({ kind: 'context', key: `c${event.seq}`, seq: event.seq, turn: this.turn, text, origin, ...(source.label ? { label: String(source.label) } : {}) })
+    this.push({
+      kind: 'context',
+      key: `c${event.seq}`,
+      seq: event.seq,
+      turn: this.turn,
+      text,
+      origin,
+      ...(source.label ? { label: String(source.label) } : {}),
+    })
   }
 
   private liveStep(): LiveStep {
@@ -426,8 +468,26 @@ export class ConversationModel {
           live.lastKind = kind
           const key = this.stepKey(kind, live.counts[kind]++)
           live.keys.push(key)
-          if (kind === 'r') this.push({ kind: 'thinking', key, turn: this.turn, step: this.step, text, preview: clip(text), streaming: true })
-          else this.push({ kind: 'assistant', key, turn: this.turn, step: this.step, text, streaming: true, interrupted: false })
+          if (kind === 'r')
+            this.push({
+              kind: 'thinking',
+              key,
+              turn: this.turn,
+              step: this.step,
+              text,
+              preview: clip(text),
+              streaming: true,
+            })
+          else
+            this.push({
+              kind: 'assistant',
+              key,
+              turn: this.turn,
+              step: this.step,
+              text,
+              streaming: true,
+              interrupted: false,
+            })
           return
         }
         const key = this.stepKey(kind, live.counts[kind] - 1)
@@ -441,7 +501,17 @@ export class ConversationModel {
         const key = `tool:${chunk.callId}`
         live.toolIndex.set(chunk.index, key)
         live.keys.push(key)
-        if (!this.get(key)) this.push({ kind: 'tool', key, turn: this.turn, step: this.step, callId: String(chunk.callId), name: String(chunk.name), arguments: '', status: 'streaming' })
+        if (!this.get(key))
+          this.push({
+            kind: 'tool',
+            key,
+            turn: this.turn,
+            step: this.step,
+            callId: String(chunk.callId),
+            name: String(chunk.name),
+            arguments: '',
+            status: 'streaming',
+          })
         return
       }
       case 'tool-call-delta': {
@@ -468,7 +538,8 @@ export class ConversationModel {
     const added = open.parts.length === 1 ? open.parts[0] : open.parts.join('')
     // `node.text + added` stays a rope (one cell per write, not per delta) until someone reads the
     // whole text; the thinking row shows `preview` (bounded).
-    if (node.kind === 'thinking') this.replace({ ...node, text: node.text + added, preview: clip((node.preview ?? '') + added) })
+    if (node.kind === 'thinking')
+      this.replace({ ...node, text: node.text + added, preview: clip((node.preview ?? '') + added) })
     else this.replace({ ...node, text: node.text + added })
   }
 
@@ -495,16 +566,38 @@ export class ConversationModel {
       if (block.type === 'reasoning') {
         const key = this.stepKey('r', counts.r++)
         const prior = this.get(key) as ThinkingNode | undefined
-        fresh.push({ kind: 'thinking', key, turn: this.turn, step: this.step, text: block.text ?? '', streaming: false, ...(prior?.durationMs !== undefined ? { durationMs: prior.durationMs } : duration) })
+        fresh.push({
+          kind: 'thinking',
+          key,
+          turn: this.turn,
+          step: this.step,
+          text: block.text ?? '',
+          streaming: false,
+          ...(prior?.durationMs !== undefined ? { durationMs: prior.durationMs } : duration),
+        })
       } else if (block.type === 'text') {
-        fresh.push({ kind: 'assistant', key: this.stepKey('t', counts.t++), turn: this.turn, step: this.step, text: block.text ?? '', streaming: false, interrupted })
+        fresh.push({
+          kind: 'assistant',
+          key: this.stepKey('t', counts.t++),
+          turn: this.turn,
+          step: this.step,
+          text: block.text ?? '',
+          streaming: false,
+          interrupted,
+        })
       } else if (block.type === 'tool-call') {
         const key = `tool:${block.callId}`
         const prior = this.get(key) as ToolNode | undefined
         const raw = block.arguments ?? ''
         const input = parseArguments(raw)
         fresh.push({
-          kind: 'tool', key, turn: this.turn, step: this.step, callId: String(block.callId), name: String(block.name), arguments: raw,
+          kind: 'tool',
+          key,
+          turn: this.turn,
+          step: this.step,
+          callId: String(block.callId),
+          name: String(block.name),
+          arguments: raw,
           ...(input ? { input } : {}),
           status: prior && prior.status !== 'streaming' ? prior.status : interrupted ? 'cancelled' : 'running',
           ...(prior?.result ? { result: prior.result } : {}),
@@ -525,7 +618,8 @@ export class ConversationModel {
     this.live = undefined
     const usage = data.usage as UsageTotals | undefined
     if (usage) {
-      for (const k of ['input', 'output', 'cacheRead', 'cacheWrite', 'reasoning'] as const) this.usage[k] += Number(usage[k] ?? 0)
+      for (const k of ['input', 'output', 'cacheRead', 'cacheWrite', 'reasoning'] as const)
+        this.usage[k] += Number(usage[k] ?? 0)
       this.usageView = undefined
       this.lastInputTokens = Number(usage.input ?? 0) + Number(usage.cacheRead ?? 0) + Number(usage.cacheWrite ?? 0)
     }
@@ -538,10 +632,27 @@ export class ConversationModel {
     const raw = String(data.arguments ?? '')
     const input = parseArguments(raw)
     if (node) {
-      this.replace({ ...node, arguments: raw, ...(input ? { input } : {}), status: node.status === 'streaming' ? 'running' : node.status, startedAt: event.time })
+      this.replace({
+        ...node,
+        arguments: raw,
+        ...(input ? { input } : {}),
+        status: node.status === 'streaming' ? 'running' : node.status,
+        startedAt: event.time,
+      })
       return
     }
-    this.push({ kind: 'tool', key, turn: this.turn, step: this.step, callId: String(data.callId), name: String(data.name), arguments: raw, ...(input ? { input } : {}), status: 'running', startedAt: event.time })
+    this.push({
+      kind: 'tool',
+      key,
+      turn: this.turn,
+      step: this.step,
+      callId: String(data.callId),
+      name: String(data.name),
+      arguments: raw,
+      ...(input ? { input } : {}),
+      status: 'running',
+      startedAt: event.time,
+    })
   }
 
   private onToolResult(event: WireEvent, data: Record<string, any>): void {
@@ -550,32 +661,58 @@ export class ConversationModel {
     const { text, images } = textOf(message.content)
     const isError = message.isError === true || data.error !== undefined
     const result: ToolResultView = {
-      text, images, isError,
+      text,
+      images,
+      isError,
       ...(data.error ? { error: { code: String(data.error.code), message: String(data.error.message) } } : {}),
       ...(data.meta && typeof data.meta === 'object' ? { meta: data.meta as JsonObject } : {}),
     }
-    const status = isError ? (data.error?.code === 'CANCELLED' || data.error?.code === 'ABORTED' ? 'cancelled' : 'error') : 'done'
+    const status = isError
+      ? data.error?.code === 'CANCELLED' || data.error?.code === 'ABORTED'
+        ? 'cancelled'
+        : 'error'
+      : 'done'
     const node = this.get(key) as ToolNode | undefined
     if (node) {
       this.replace({ ...node, status, result, endedAt: event.time })
       return
     }
-    this.push({ kind: 'tool', key, turn: this.turn, step: this.step, callId: String(message.callId), name: String(message.name ?? '?'), arguments: '', status, result, endedAt: event.time })
+    this.push({
+      kind: 'tool',
+      key,
+      turn: this.turn,
+      step: this.step,
+      callId: String(message.callId),
+      name: String(message.name ?? '?'),
+      arguments: '',
+      status,
+      result,
+      endedAt: event.time,
+    })
   }
 
   private onTurnEnd(event: WireEvent, data: Record<string, any>): void {
     this.finishLive()
     // Calls that never got a result were stopped with the turn.
     for (const node of this.nodes) {
-      if (node.kind === 'tool' && node.turn === data.turn && (node.status === 'running' || node.status === 'streaming')) {
+      if (
+        node.kind === 'tool' &&
+        node.turn === data.turn &&
+        (node.status === 'running' || node.status === 'streaming')
+      ) {
         this.replace({ ...node, status: 'cancelled' })
       }
     }
     this.turnRunning = false
-    const rejected = Array.isArray(data.rejected) ? data.rejected.map((r: { content: unknown }) => textOf(r.content).text) : []
+    const rejected = Array.isArray(data.rejected)
+      ? data.rejected.map((r: { content: unknown }) => textOf(r.content).text)
+      : []
     if (data.reason !== 'completed' || rejected.length > 0) {
       this.push({
-        kind: 'turn-end', key: `e${event.seq}`, turn: Number(data.turn), reason: String(data.reason),
+        kind: 'turn-end',
+        key: `e${event.seq}`,
+        turn: Number(data.turn),
+        reason: String(data.reason),
         ...(data.error ? { error: { code: String(data.error.code), message: String(data.error.message) } } : {}),
         rejected,
       })
@@ -590,7 +727,11 @@ export class ConversationModel {
       const node = this.get(key)
       if (!node) continue
       if ((node.kind === 'thinking' || node.kind === 'assistant') && node.streaming) {
-        this.replace({ ...node, streaming: false, ...(node.kind === 'assistant' ? { interrupted: true } : this.thinkingDuration(live)) } as ConversationNode)
+        this.replace({
+          ...node,
+          streaming: false,
+          ...(node.kind === 'assistant' ? { interrupted: true } : this.thinkingDuration(live)),
+        } as ConversationNode)
       }
     }
     this.live = undefined

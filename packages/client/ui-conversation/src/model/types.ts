@@ -105,9 +105,20 @@ export interface NoticeNode {
   detail?: string
 }
 
-export type ConversationNode = UserNode | ContextNode | ThinkingNode | AssistantNode | ToolNode | TurnEndNode | NoticeNode
+export type ConversationNode =
+  | UserNode
+  | ContextNode
+  | ThinkingNode
+  | AssistantNode
+  | ToolNode
+  | TurnEndNode
+  | NoticeNode
 
-export interface TodoItem { id?: string; content: string; status: string }
+export interface TodoItem {
+  id?: string
+  content: string
+  status: string
+}
 
 export interface QueuedPrompt {
   /** Local id (the composer's). */
@@ -116,10 +127,23 @@ export interface QueuedPrompt {
   mode: 'queue' | 'steer'
 }
 
-export interface PendingApproval { requestId: string; request: WireApprovalRequest }
-export interface PendingQuestion { requestId: string; questions: WireQuestion[]; time?: number }
+export interface PendingApproval {
+  requestId: string
+  request: WireApprovalRequest
+}
+export interface PendingQuestion {
+  requestId: string
+  questions: WireQuestion[]
+  time?: number
+}
 
-export interface UsageTotals { input: number; output: number; cacheRead: number; cacheWrite: number; reasoning: number }
+export interface UsageTotals {
+  input: number
+  output: number
+  cacheRead: number
+  cacheWrite: number
+  reasoning: number
+}
 
 export interface ConversationSnapshot {
   /** Increments on every change; equal versions mean equal snapshots. */

@@ -11,7 +11,13 @@ export const name = '@dsh/ui-deliverables'
 export const inject = ['slots', 'locale']
 
 const en = { title: 'Files changed in turn {turn}', diff: 'Diff', hide: 'Hide', created: 'written', edited: 'edited' }
-const zh: Record<keyof typeof en, string> = { title: '第 {turn} 轮修改的文件', diff: '差异', hide: '隐藏', created: '写入', edited: '编辑' }
+const zh: Record<keyof typeof en, string> = {
+  title: '第 {turn} 轮修改的文件',
+  diff: '差异',
+  hide: '隐藏',
+  created: '写入',
+  edited: '编辑',
+}
 
 const CSS = `
 .dsh-deliverable { display: flex; gap: 8px; align-items: baseline; font-size: 12px; }
@@ -46,13 +52,26 @@ export function apply(ctx: Context): void {
               <code title={file.path}>{file.path}</code>
               <span className="add">+{file.added}</span>
               <span className="del">−{file.removed}</span>
-              <button type="button" className="link" aria-expanded={open === file.path} onClick={() => setOpen(open === file.path ? undefined : file.path)}>{open === file.path ? t('hide') : t('diff')}</button>
+              <button
+                type="button"
+                className="link"
+                aria-expanded={open === file.path}
+                onClick={() => setOpen(open === file.path ? undefined : file.path)}
+              >
+                {open === file.path ? t('hide') : t('diff')}
+              </button>
             </div>
             {open === file.path ? (
               <pre className="dsh-deliverable-diff" data-deliverable-diff={file.path}>
                 {file.changes.flatMap((change) => [
-                  <div key={`h${change.seq}`} className="muted">{change.tool} · {change.kind === 'create' ? t('created') : t('edited')}</div>,
-                  ...diffLines(change).map((line, i) => <div key={`${change.seq}-${i}`} className={line.startsWith('-') ? 'del' : 'add'}>{line}</div>),
+                  <div key={`h${change.seq}`} className="muted">
+                    {change.tool} · {change.kind === 'create' ? t('created') : t('edited')}
+                  </div>,
+                  ...diffLines(change).map((line, i) => (
+                    <div key={`${change.seq}-${i}`} className={line.startsWith('-') ? 'del' : 'add'}>
+                      {line}
+                    </div>
+                  )),
                 ])}
               </pre>
             ) : null}

@@ -42,7 +42,11 @@ export function apply(ctx: Context): void {
 
   function Action() {
     const t = useT(NAMESPACE)
-    return <button type="button" data-directory-picker-open="true" onClick={() => open.set(true)}>{t('open')}</button>
+    return (
+      <button type="button" data-directory-picker-open="true" onClick={() => open.set(true)}>
+        {t('open')}
+      </button>
+    )
   }
 
   function Dialog() {
@@ -57,10 +61,12 @@ export function apply(ctx: Context): void {
       if (!isOpen) return
       let live = true
       setError(undefined)
-      ctx.remote.call(hostListDirectory, { ...(path ? { path } : {}), showHidden: hidden, directoriesOnly: true, limit: 500 }).then(
-        (r) => live && setListing(r),
-        (e: Error) => live && setError(e.message),
-      )
+      ctx.remote
+        .call(hostListDirectory, { ...(path ? { path } : {}), showHidden: hidden, directoriesOnly: true, limit: 500 })
+        .then(
+          (r) => live && setListing(r),
+          (e: Error) => live && setError(e.message),
+        )
       return () => {
         live = false
       }
@@ -87,25 +93,75 @@ export function apply(ctx: Context): void {
     }
     return (
       <div className="dialog-backdrop" onClick={(e) => e.target === e.currentTarget && close()}>
-        <div className="dialog" role="dialog" aria-modal="true" aria-label={t('title')} data-directory-picker="true" style={{ width: 'min(560px, 92vw)' }}>
-          <header><h2>{t('title')}</h2></header>
+        <div
+          className="dialog"
+          role="dialog"
+          aria-modal="true"
+          aria-label={t('title')}
+          data-directory-picker="true"
+          style={{ width: 'min(560px, 92vw)' }}
+        >
+          <header>
+            <h2>{t('title')}</h2>
+          </header>
           <div style={{ display: 'flex', gap: 8, alignItems: 'center', marginBottom: 6 }}>
-            <button type="button" disabled={!listing?.parent} onClick={() => listing?.parent && setPath(listing.parent)}>{t('up')}</button>
-            <code data-directory-path="true" style={{ flex: 1, overflow: 'hidden', textOverflow: 'ellipsis', whiteSpace: 'nowrap' }}>{listing?.path ?? '…'}</code>
-            <label><input type="checkbox" checked={hidden} onChange={(e) => setHidden(e.target.checked)} /> {t('hidden')}</label>
+            <button
+              type="button"
+              disabled={!listing?.parent}
+              onClick={() => listing?.parent && setPath(listing.parent)}
+            >
+              {t('up')}
+            </button>
+            <code
+              data-directory-path="true"
+              style={{ flex: 1, overflow: 'hidden', textOverflow: 'ellipsis', whiteSpace: 'nowrap' }}
+            >
+              {listing?.path ?? '…'}
+            </code>
+            <label>
+              <input type="checkbox" checked={hidden} onChange={(e) => setHidden(e.target.checked)} /> {t('hidden')}
+            </label>
           </div>
-          <div role="listbox" style={{ maxHeight: '50vh', overflowY: 'auto', border: '1px solid var(--border)', borderRadius: 6 }}>
+          <div
+            role="listbox"
+            style={{ maxHeight: '50vh', overflowY: 'auto', border: '1px solid var(--border)', borderRadius: 6 }}
+          >
             {!listing && !error ? <p className="muted">{t('loading')}</p> : null}
             {listing && listing.entries.length === 0 ? <p className="muted">{t('empty')}</p> : null}
             {listing?.entries.map((entry) => (
-              <div key={entry.path} role="option" aria-selected={false} data-directory-entry={entry.name} style={{ padding: '3px 8px', cursor: 'pointer' }} onClick={() => setPath(entry.path)}>📁 {entry.name}</div>
+              <div
+                key={entry.path}
+                role="option"
+                aria-selected={false}
+                data-directory-entry={entry.name}
+                style={{ padding: '3px 8px', cursor: 'pointer' }}
+                onClick={() => setPath(entry.path)}
+              >
+                📁 {entry.name}
+              </div>
             ))}
           </div>
-          {listing?.truncated ? <p className="muted">{t('truncated', { shown: listing.entries.length, total: listing.total })}</p> : null}
-          {error ? <p className="error" role="alert">{t('failed', { message: error })}</p> : null}
+          {listing?.truncated ? (
+            <p className="muted">{t('truncated', { shown: listing.entries.length, total: listing.total })}</p>
+          ) : null}
+          {error ? (
+            <p className="error" role="alert">
+              {t('failed', { message: error })}
+            </p>
+          ) : null}
           <div style={{ display: 'flex', justifyContent: 'flex-end', gap: 8, marginTop: 10 }}>
-            <button type="button" onClick={close}>{t('cancel')}</button>
-            <button type="button" className="primary" data-directory-use="true" disabled={!listing || busy} onClick={() => void add()}>{t('use')}</button>
+            <button type="button" onClick={close}>
+              {t('cancel')}
+            </button>
+            <button
+              type="button"
+              className="primary"
+              data-directory-use="true"
+              disabled={!listing || busy}
+              onClick={() => void add()}
+            >
+              {t('use')}
+            </button>
           </div>
         </div>
       </div>

@@ -13,7 +13,10 @@ export const NAMESPACE = 'goal'
 export const name = '@dsh/ui-goal'
 export const inject = ['slots', 'locale', 'remote', 'connection']
 
-interface LoggedEvent { type: string; data: unknown }
+interface LoggedEvent {
+  type: string
+  data: unknown
+}
 
 /** The session's current goal: the value of its last `goal/set` event. */
 export function goalOf(events: readonly LoggedEvent[]): WireGoal | null {
@@ -81,14 +84,30 @@ export function apply(ctx: Context): void {
       if (e.key === 'Enter' && draft?.trim()) void act('edit', draft.trim())
       if (e.key === 'Escape') setDraft(undefined)
     }
-    const rounds = goal.maxRounds !== undefined ? t('rounds', { rounds: goal.rounds, max: goal.maxRounds }) : t('roundsOpen', { rounds: goal.rounds })
+    const rounds =
+      goal.maxRounds !== undefined
+        ? t('rounds', { rounds: goal.rounds, max: goal.maxRounds })
+        : t('roundsOpen', { rounds: goal.rounds })
     return (
-      <div className="dsh-goalbar" data-goal={goal.id} data-goal-status={goal.status} title={goal.note ?? goal.objective}>
+      <div
+        className="dsh-goalbar"
+        data-goal={goal.id}
+        data-goal-status={goal.status}
+        title={goal.note ?? goal.objective}
+      >
         <strong>{t('label')}</strong>
         {draft === undefined ? (
-          <span className="dsh-goalbar-objective" data-goal-objective="true">{goal.objective}</span>
+          <span className="dsh-goalbar-objective" data-goal-objective="true">
+            {goal.objective}
+          </span>
         ) : (
-          <input aria-label={t('objective')} value={draft} autoFocus onChange={(e) => setDraft(e.target.value)} onKeyDown={onKey} />
+          <input
+            aria-label={t('objective')}
+            value={draft}
+            autoFocus
+            onChange={(e) => setDraft(e.target.value)}
+            onKeyDown={onKey}
+          />
         )}
         <span className="dsh-goalbar-meta" data-goal-meta="true">
           {t(`status_${goal.status}`)} · {rounds}
@@ -96,18 +115,43 @@ export function apply(ctx: Context): void {
         </span>
         {draft === undefined ? (
           <>
-            <button type="button" data-goal-action="edit" onClick={() => setDraft(goal.objective)}>{t('edit')}</button>
-            {goal.status === 'active' ? <button type="button" data-goal-action="pause" onClick={() => void act('pause')}>{t('pause')}</button> : null}
-            {goal.status === 'paused' ? <button type="button" data-goal-action="resume" onClick={() => void act('resume')}>{t('resume')}</button> : null}
-            <button type="button" data-goal-action="clear" onClick={() => void act('clear')}>{t('clear')}</button>
+            <button type="button" data-goal-action="edit" onClick={() => setDraft(goal.objective)}>
+              {t('edit')}
+            </button>
+            {goal.status === 'active' ? (
+              <button type="button" data-goal-action="pause" onClick={() => void act('pause')}>
+                {t('pause')}
+              </button>
+            ) : null}
+            {goal.status === 'paused' ? (
+              <button type="button" data-goal-action="resume" onClick={() => void act('resume')}>
+                {t('resume')}
+              </button>
+            ) : null}
+            <button type="button" data-goal-action="clear" onClick={() => void act('clear')}>
+              {t('clear')}
+            </button>
           </>
         ) : (
           <>
-            <button type="button" data-goal-action="save" disabled={!draft.trim()} onClick={() => void act('edit', draft.trim())}>{t('save')}</button>
-            <button type="button" data-goal-action="cancel" onClick={() => setDraft(undefined)}>{t('cancel')}</button>
+            <button
+              type="button"
+              data-goal-action="save"
+              disabled={!draft.trim()}
+              onClick={() => void act('edit', draft.trim())}
+            >
+              {t('save')}
+            </button>
+            <button type="button" data-goal-action="cancel" onClick={() => setDraft(undefined)}>
+              {t('cancel')}
+            </button>
           </>
         )}
-        {error ? <span className="dsh-goalbar-error" role="alert" data-goal-error="true">{error}</span> : null}
+        {error ? (
+          <span className="dsh-goalbar-error" role="alert" data-goal-error="true">
+            {error}
+          </span>
+        ) : null}
       </div>
     )
   }

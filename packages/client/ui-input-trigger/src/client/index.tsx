@@ -7,13 +7,26 @@
 import { Context, Service } from 'cordis'
 import { useEffect, useState } from 'react'
 import { Store, useStore } from '@dsh/client-runtime'
-import { findTrigger, replaceRange, type ComposerInput, type InputTriggersApi, type MenuGroup, type MenuState, type TriggerCandidate, type TriggerSession, type TriggerSource } from '../shared.ts'
+import {
+  findTrigger,
+  replaceRange,
+  type ComposerInput,
+  type InputTriggersApi,
+  type MenuGroup,
+  type MenuState,
+  type TriggerCandidate,
+  type TriggerSession,
+  type TriggerSource,
+} from '../shared.ts'
 
 export * from '../shared.ts'
 
 export const name = '@dsh/ui-input-trigger'
 
-const valueSetter = typeof HTMLTextAreaElement === 'undefined' ? undefined : Object.getOwnPropertyDescriptor(HTMLTextAreaElement.prototype, 'value')?.set
+const valueSetter =
+  typeof HTMLTextAreaElement === 'undefined'
+    ? undefined
+    : Object.getOwnPropertyDescriptor(HTMLTextAreaElement.prototype, 'value')?.set
 
 export function composerInput(element: HTMLTextAreaElement): ComposerInput {
   return {
@@ -31,7 +44,9 @@ export function composerInput(element: HTMLTextAreaElement): ComposerInput {
 }
 
 const isComposer = (target: EventTarget | null): target is HTMLTextAreaElement =>
-  typeof HTMLTextAreaElement !== 'undefined' && target instanceof HTMLTextAreaElement && target.dataset.composer === 'true'
+  typeof HTMLTextAreaElement !== 'undefined' &&
+  target instanceof HTMLTextAreaElement &&
+  target.dataset.composer === 'true'
 
 const CSS = `
 .dsh-trigger-menu { position: fixed; z-index: 30; max-height: 320px; overflow-y: auto; background: var(--bg, #fff); color: var(--fg, #111);
@@ -94,14 +109,27 @@ export class InputTriggers extends Service implements InputTriggersApi {
       const rect = state.anchor.getBoundingClientRect()
       let index = 0
       return (
-        <div className="dsh-trigger-menu" role="listbox" data-trigger-menu={state.match.char} style={{ left: rect.left, width: rect.width, bottom: window.innerHeight - rect.top + 4 }} onMouseDown={(e) => e.preventDefault()}>
+        <div
+          className="dsh-trigger-menu"
+          role="listbox"
+          data-trigger-menu={state.match.char}
+          style={{ left: rect.left, width: rect.width, bottom: window.innerHeight - rect.top + 4 }}
+          onMouseDown={(e) => e.preventDefault()}
+        >
           {state.groups.map((group) => (
             <div key={group.source.id} data-trigger-group={group.source.id}>
               {group.source.group ? <h4>{group.source.group}</h4> : null}
               {group.items.map((item) => {
                 const at = index++
                 return (
-                  <div key={item.id} role="option" className="dsh-trigger-item" aria-selected={at === state.active} data-trigger-item={item.id} onClick={() => pick(group, item)}>
+                  <div
+                    key={item.id}
+                    role="option"
+                    className="dsh-trigger-item"
+                    aria-selected={at === state.active}
+                    data-trigger-item={item.id}
+                    onClick={() => pick(group, item)}
+                  >
                     <span className="label">{item.label}</span>
                     {item.detail ? <span className="detail">{item.detail}</span> : null}
                   </div>
@@ -109,7 +137,11 @@ export class InputTriggers extends Service implements InputTriggersApi {
               })}
             </div>
           ))}
-          {state.error ? <div className="dsh-trigger-empty" role="alert">{state.error}</div> : null}
+          {state.error ? (
+            <div className="dsh-trigger-empty" role="alert">
+              {state.error}
+            </div>
+          ) : null}
           {!state.error && index === 0 ? <div className="dsh-trigger-empty">{state.loading ? '…' : '∅'}</div> : null}
         </div>
       )
@@ -119,11 +151,17 @@ export class InputTriggers extends Service implements InputTriggersApi {
 
   /** Adds a source; an effect of the caller (its unload removes it). */
   register(source: TriggerSource): () => void {
-    if (!source || typeof source.candidates !== 'function' || (source.char !== '/' && source.char !== '@') || !source.id) {
+    if (
+      !source ||
+      typeof source.candidates !== 'function' ||
+      (source.char !== '/' && source.char !== '@') ||
+      !source.id
+    ) {
       throw new TypeError('inputTriggers.register: expected {id, char: "/" | "@", candidates()}')
     }
     return this.ctx.effect(() => {
-      if (this.sources.some((s) => s.id === source.id)) throw new Error(`inputTriggers.register: a source ${JSON.stringify(source.id)} is already registered`)
+      if (this.sources.some((s) => s.id === source.id))
+        throw new Error(`inputTriggers.register: a source ${JSON.stringify(source.id)} is already registered`)
       this.sources.push(source)
       this.sources.sort((a, b) => (a.order ?? 0) - (b.order ?? 0))
       return () => {
@@ -151,20 +189,44 @@ export class InputTriggers extends Service implements InputTriggersApi {
   private update(el: HTMLTextAreaElement): void {
     const session = this.session()
     const chars = [...new Set(this.sources.map((s) => s.char))]
-    const match = session && el.selectionStart === el.selectionEnd ? findTrigger(el.value, el.selectionStart, chars) : undefined
+    const match =
+      session && el.selectionStart === el.selectionEnd ? findTrigger(el.value, el.selectionStart, chars) : undefined
     if (!session || !match) return this.close()
     const current = this.menu.get()
-    if (current && current.match.start === match.start && current.match.query === match.query && current.match.char === match.char) return
+    if (
+      current &&
+      current.match.start === match.start &&
+      current.match.query === match.query &&
+      current.match.char === match.char
+    )
+      return
     const generation = ++this.generation
     this.abort?.abort()
     const abort = (this.abort = new AbortController())
     const sources = this.sources.filter((s) => s.char === match.char)
-    this.menu.set({ sessionId: session.sessionId, match, anchor: el, groups: current?.match.char === match.char ? current.groups : [], active: 0, loading: true })
-    void Promise.allSettled(sources.map(async (source) => ({ source, items: await source.candidates(match.query, session, abort.signal) }))).then((results) => {
+    this.menu.set({
+      sessionId: session.sessionId,
+      match,
+      anchor: el,
+      groups: current?.match.char === match.char ? current.groups : [],
+      active: 0,
+      loading: true,
+    })
+    void Promise.allSettled(
+      sources.map(async (source) => ({ source, items: await source.candidates(match.query, session, abort.signal) })),
+    ).then((results) => {
       if (generation !== this.generation) return
       const groups = results.flatMap((r) => (r.status === 'fulfilled' && r.value.items.length ? [r.value] : []))
       const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')
-      this.menu.set({ sessionId: session.sessionId, match, anchor: el, groups, active: 0, loading: false, ...(failed ? { error: String(failed.reason?.message ?? failed.reason) } : {}) })
+      this.menu.set({
+        sessionId: session.sessionId,
+        match,
+        anchor: el,
+        groups,
+        active: 0,
+        loading: false,
+        ...(failed ? { error: String(failed.reason?.message ?? failed.reason) } : {}),
+      })
     })
   }
 
@@ -179,7 +241,12 @@ export class InputTriggers extends Service implements InputTriggersApi {
     const input = composerInput(state.anchor)
     const session = { sessionId: state.sessionId }
     if (group.source.pick) return group.source.pick(item, session, input, state.match)
-    const { text, caret } = replaceRange(input.text, state.match.start, state.match.end, (item.insert ?? item.label) + ' ')
+    const { text, caret } = replaceRange(
+      input.text,
+      state.match.start,
+      state.match.end,
+      (item.insert ?? item.label) + ' ',
+    )
     input.setText(text, caret)
   }
 
@@ -219,7 +286,9 @@ export class InputTriggers extends Service implements InputTriggersApi {
       const handler = source.matchEnter?.(text, session)
       if (!handler) continue
       stop()
-      void Promise.resolve(handler(composerInput(e.target))).catch((error: unknown) => console.warn(`${source.id}: ${String((error as Error)?.message ?? error)}`))
+      void Promise.resolve(handler(composerInput(e.target))).catch((error: unknown) =>
+        console.warn(`${source.id}: ${String((error as Error)?.message ?? error)}`),
+      )
       return
     }
   }

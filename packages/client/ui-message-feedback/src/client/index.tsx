@@ -33,12 +33,15 @@ const zh: Record<keyof typeof en, string> = {
 }
 
 /** The seq of the assistant message that closed the last completed turn. */
-export function lastFinalAnswer(events: ReadonlyArray<{ seq: number; type: string; data: unknown }>): number | undefined {
+export function lastFinalAnswer(
+  events: ReadonlyArray<{ seq: number; type: string; data: unknown }>,
+): number | undefined {
   let last: number | undefined
   let candidate: number | undefined
   for (const e of events) {
     if (e.type === 'turn/start') candidate = undefined
-    else if (e.type === 'assistant/message') candidate = (e.data as { interrupted?: boolean }).interrupted ? undefined : e.seq
+    else if (e.type === 'assistant/message')
+      candidate = (e.data as { interrupted?: boolean }).interrupted ? undefined : e.seq
     else if (e.type === 'turn/end' && candidate !== undefined) last = candidate
   }
   return last
@@ -50,7 +53,11 @@ export function apply(ctx: Context): void {
   function FeedbackSection({ sessionId, feed }: SessionSlotProps) {
     const t = useT(NAMESPACE)
     const target = useMemo(() => lastFinalAnswer(feed.withoutDeltas), [feed.version, feed.withoutDeltas])
-    const current = useMemo(() => (target === undefined ? undefined : currentFeedback(feed.withoutDeltas).find((f) => f.messageSeq === target)), [feed.version, feed.withoutDeltas, target])
+    const current = useMemo(
+      () =>
+        target === undefined ? undefined : currentFeedback(feed.withoutDeltas).find((f) => f.messageSeq === target),
+      [feed.version, feed.withoutDeltas, target],
+    )
     const [note, setNote] = useState<{ seq: number; text: string } | undefined>(undefined)
     const [state, setState] = useState<{ kind: 'saved' | 'error'; text?: string } | undefined>(undefined)
     if (target === undefined) return null
@@ -58,7 +65,12 @@ export function apply(ctx: Context): void {
     const put = async (rating: Rating, text = noteText) => {
       setState(undefined)
       try {
-        await ctx.remote.call(messageFeedbackPut, { sessionId, messageSeq: target, rating, ...(text.trim() ? { note: text } : {}) })
+        await ctx.remote.call(messageFeedbackPut, {
+          sessionId,
+          messageSeq: target,
+          rating,
+          ...(text.trim() ? { note: text } : {}),
+        })
         setState({ kind: 'saved' })
       } catch (error) {
         setState({ kind: 'error', text: (error as Error).message })
@@ -68,18 +80,54 @@ export function apply(ctx: Context): void {
       <section className="panel-section" data-message-feedback={target} data-rating={current?.rating ?? 'none'}>
         <h3>{t('title')}</h3>
         <div style={{ display: 'flex', gap: 6, marginBottom: 6 }}>
-          <button type="button" aria-pressed={current?.rating === 'like'} data-feedback="like" onClick={() => void put('like')}>👍 {t('like')}</button>
-          <button type="button" aria-pressed={current?.rating === 'dislike'} data-feedback="dislike" onClick={() => void put('dislike')}>👎 {t('dislike')}</button>
-          {current ? <button type="button" data-feedback="none" onClick={() => void put('none', '')}>{t('withdraw')}</button> : null}
+          <button
+            type="button"
+            aria-pressed={current?.rating === 'like'}
+            data-feedback="like"
+            onClick={() => void put('like')}
+          >
+            👍 {t('like')}
+          </button>
+          <button
+            type="button"
+            aria-pressed={current?.rating === 'dislike'}
+            data-feedback="dislike"
+            onClick={() => void put('dislike')}
+          >
+            👎 {t('dislike')}
+          </button>
+          {current ? (
+            <button type="button" data-feedback="none" onClick={() => void put('none', '')}>
+              {t('withdraw')}
+            </button>
+          ) : null}
         </div>
         {current ? (
           <>
-            <textarea aria-label={t('note')} placeholder={t('note')} rows={2} style={{ width: '100%' }} value={noteText} onChange={(e) => setNote({ seq: target, text: e.target.value })} />
-            <button type="button" data-feedback="note" onClick={() => void put(current.rating)}>{t('save')}</button>
+            <textarea
+              aria-label={t('note')}
+              placeholder={t('note')}
+              rows={2}
+              style={{ width: '100%' }}
+              value={noteText}
+              onChange={(e) => setNote({ seq: target, text: e.target.value })}
+            />
+            <button type="button" data-feedback="note" onClick={() => void put(current.rating)}>
+              {t('save')}
+            </button>
           </>
         ) : null}
-        {state?.kind === 'saved' ? <span className="muted" role="status"> {t('saved')}</span> : null}
-        {state?.kind === 'error' ? <p className="error" role="alert">{t('failed', { message: state.text ?? '' })}</p> : null}
+        {state?.kind === 'saved' ? (
+          <span className="muted" role="status">
+            {' '}
+            {t('saved')}
+          </span>
+        ) : null}
+        {state?.kind === 'error' ? (
+          <p className="error" role="alert">
+            {t('failed', { message: state.text ?? '' })}
+          </p>
+        ) : null}
       </section>
     )
   }

@@ -12,21 +12,37 @@ export const NAMESPACE = 'modelSelection'
 
 const EFFORTS: ReasoningEffort[] = ['off', 'low', 'high', 'max']
 
-const en = { model: 'Model', effort: 'Reasoning effort', effortDefault: 'effort: default', loading: 'Loading models…', failed: 'Model not changed: {message}' }
-const zh = { model: '模型', effort: '推理强度', effortDefault: '强度：默认', loading: '正在加载模型…', failed: '未更换模型：{message}' }
+const en = {
+  model: 'Model',
+  effort: 'Reasoning effort',
+  effortDefault: 'effort: default',
+  loading: 'Loading models…',
+  failed: 'Model not changed: {message}',
+}
+const zh = {
+  model: '模型',
+  effort: '推理强度',
+  effortDefault: '强度：默认',
+  loading: '正在加载模型…',
+  failed: '未更换模型：{message}',
+}
 
-interface Directory { groups: { provider: string; models: string[] }[] }
+interface Directory {
+  groups: { provider: string; models: string[] }[]
+}
 
 /** Every routed provider with its models (a provider that fails to list shows empty). */
 export async function loadDirectory(ctx: Context): Promise<Directory> {
   const { providers } = await ctx.remote.call('llm.providers', {})
-  const groups = await Promise.all(providers.map(async (provider) => {
-    try {
-      return { provider, models: (await ctx.remote.call('llm.models', { provider })).models.map((m) => m.id) }
-    } catch {
-      return { provider, models: [] }
-    }
-  }))
+  const groups = await Promise.all(
+    providers.map(async (provider) => {
+      try {
+        return { provider, models: (await ctx.remote.call('llm.models', { provider })).models.map((m) => m.id) }
+      } catch {
+        return { provider, models: [] }
+      }
+    }),
+  )
   return { groups }
 }
 
@@ -45,9 +61,11 @@ function ModelSeat({ sessionId, row }: SessionSlotProps) {
   const loading = useRef<Promise<void> | undefined>(undefined)
   const current = (chosen?.sessionId === sessionId ? chosen.model : undefined) ?? row?.model
   const refresh = () => {
-    loading.current ??= loadDirectory(ctx).then(setDirectory, () => {}).finally(() => {
-      loading.current = undefined
-    })
+    loading.current ??= loadDirectory(ctx)
+      .then(setDirectory, () => {})
+      .finally(() => {
+        loading.current = undefined
+      })
   }
   useEffect(refresh, [ctx])
   const select = async (model: string, reasoningEffort?: ReasoningEffort) => {
@@ -55,9 +73,20 @@ function ModelSeat({ sessionId, row }: SessionSlotProps) {
     // Shown at once (a quick second change builds on it); the host's answer settles it.
     const before = chosen
     const slash = model.indexOf('/')
-    setChosen({ sessionId, model: { provider: model.slice(0, slash), model: model.slice(slash + 1), ...(reasoningEffort ? { reasoningEffort } : {}) } })
+    setChosen({
+      sessionId,
+      model: {
+        provider: model.slice(0, slash),
+        model: model.slice(slash + 1),
+        ...(reasoningEffort ? { reasoningEffort } : {}),
+      },
+    })
     try {
-      const result = await ctx.remote.call('sessions.setModel', { sessionId, model, ...(reasoningEffort ? { reasoningEffort } : {}) })
+      const result = await ctx.remote.call('sessions.setModel', {
+        sessionId,
+        model,
+        ...(reasoningEffort ? { reasoningEffort } : {}),
+      })
       setChosen({ sessionId, model: result.model })
       if (row) ctx.catalog.upsert({ ...row, model: result.model })
     } catch (e) {
@@ -70,20 +99,44 @@ function ModelSeat({ sessionId, row }: SessionSlotProps) {
   const listed = groups.some((g) => g.provider === current?.provider && g.models.includes(current.model))
   return (
     <span className="dsh-model-selection" data-testid="composer-model">
-      <select aria-label={t('model')} value={value} onFocus={refresh} onMouseDown={refresh} onChange={(e) => void select(e.target.value, current?.reasoningEffort)} data-testid="composer-model-select">
+      <select
+        aria-label={t('model')}
+        value={value}
+        onFocus={refresh}
+        onMouseDown={refresh}
+        onChange={(e) => void select(e.target.value, current?.reasoningEffort)}
+        data-testid="composer-model-select"
+      >
         {!directory ? <option value={value}>{current?.model ?? t('loading')}</option> : null}
         {directory && current && !listed ? <option value={value}>{current.model}</option> : null}
         {groups.map((g) => (
           <optgroup key={g.provider} label={g.provider}>
-            {g.models.map((m) => <option key={m} value={`${g.provider}/${m}`}>{m}</option>)}
+            {g.models.map((m) => (
+              <option key={m} value={`${g.provider}/${m}`}>
+                {m}
+              </option>
+            ))}
           </optgroup>
         ))}
       </select>
-      <select aria-label={t('effort')} value={current?.reasoningEffort ?? ''} disabled={!current} onChange={(e) => current && void select(value, (e.target.value || undefined) as ReasoningEffort | undefined)}>
+      <select
+        aria-label={t('effort')}
+        value={current?.reasoningEffort ?? ''}
+        disabled={!current}
+        onChange={(e) => current && void select(value, (e.target.value || undefined) as ReasoningEffort | undefined)}
+      >
         <option value="">{t('effortDefault')}</option>
-        {EFFORTS.map((effort) => <option key={effort} value={effort}>{effort}</option>)}
+        {EFFORTS.map((effort) => (
+          <option key={effort} value={effort}>
+            {effort}
+          </option>
+        ))}
       </select>
-      {error ? <span className="dsh-model-selection-error" role="alert">{error}</span> : null}
+      {error ? (
+        <span className="dsh-model-selection-error" role="alert">
+          {error}
+        </span>
+      ) : null}
     </span>
   )
 }

@@ -10,7 +10,15 @@ import { en, zh } from './strings.ts'
 import { CSS } from './styles.ts'
 import { useStableT } from './use-t.ts'
 
-export { ModelPicker, PermissionPicker, EFFORTS, BUILTIN_MODES, RISKY_MODES, type ModelPickerProps, type PermissionPickerProps } from './pickers.tsx'
+export {
+  ModelPicker,
+  PermissionPicker,
+  EFFORTS,
+  BUILTIN_MODES,
+  RISKY_MODES,
+  type ModelPickerProps,
+  type PermissionPickerProps,
+} from './pickers.tsx'
 export { en, zh, translator } from './strings.ts'
 
 export const NAMESPACE = 'pickers'
@@ -30,10 +38,11 @@ export function apply(ctx: Context): void {
   let providers: Promise<{ providers: string[]; default?: WireModel }> | undefined
   const models = new Map<string, Promise<string[]>>()
   // Cached for the page: the catalog of models does not change while it is open.
-  const listProviders = () => (providers ??= ctx.remote.call('llm.providers', {}).catch((e: unknown) => {
-    providers = undefined
-    throw e
-  }))
+  const listProviders = () =>
+    (providers ??= ctx.remote.call('llm.providers', {}).catch((e: unknown) => {
+      providers = undefined
+      throw e
+    }))
   const listModels = (provider: string) => {
     let found = models.get(provider)
     if (!found) {
@@ -52,15 +61,33 @@ export function apply(ctx: Context): void {
     // The row updates through the host stream; until then show what was chosen.
     const [picked, setChosen] = useState<{ sessionId: string; model: WireModel } | undefined>(undefined)
     const chosen = picked?.sessionId === sessionId ? picked.model : undefined
-    const current = chosen && (!row?.model || row.model.model !== chosen.model || row.model.provider !== chosen.provider || row.model.reasoningEffort !== chosen.reasoningEffort) ? chosen : row?.model
+    const current =
+      chosen &&
+      (!row?.model ||
+        row.model.model !== chosen.model ||
+        row.model.provider !== chosen.provider ||
+        row.model.reasoningEffort !== chosen.reasoningEffort)
+        ? chosen
+        : row?.model
     const onSelect = async (model: string, reasoningEffort?: ReasoningEffort) => {
       // Show the choice at once; the host's answer (or its refusal) settles it.
       const slash = model.indexOf('/')
       const before = picked
-      setChosen({ sessionId, model: { provider: model.slice(0, slash), model: model.slice(slash + 1), ...(reasoningEffort ? { reasoningEffort } : {}) } })
+      setChosen({
+        sessionId,
+        model: {
+          provider: model.slice(0, slash),
+          model: model.slice(slash + 1),
+          ...(reasoningEffort ? { reasoningEffort } : {}),
+        },
+      })
       let result: { model: WireModel }
       try {
-        result = await ctx.remote.call('sessions.setModel', { sessionId, model, ...(reasoningEffort ? { reasoningEffort } : {}) })
+        result = await ctx.remote.call('sessions.setModel', {
+          sessionId,
+          model,
+          ...(reasoningEffort ? { reasoningEffort } : {}),
+        })
       } catch (error) {
         setChosen(before)
         throw error
@@ -68,7 +95,15 @@ export function apply(ctx: Context): void {
       setChosen({ sessionId, model: result.model })
       if (row) refresh({ ...row, model: result.model })
     }
-    return <ModelPicker t={t} {...(current ? { current } : {})} listProviders={listProviders} listModels={listModels} onSelect={onSelect} />
+    return (
+      <ModelPicker
+        t={t}
+        {...(current ? { current } : {})}
+        listProviders={listProviders}
+        listModels={listModels}
+        onSelect={onSelect}
+      />
+    )
   }
 
   function ModeSeat({ sessionId, row }: SessionSlotProps) {

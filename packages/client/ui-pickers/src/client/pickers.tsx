@@ -19,7 +19,10 @@ export interface ModelPickerProps {
   onSelect: (model: string, reasoningEffort?: ReasoningEffort) => Promise<unknown> | unknown
 }
 
-type Catalog = { state: 'loading' } | { state: 'failed'; message: string } | { state: 'ready'; groups: Array<{ provider: string; models: string[] }> }
+type Catalog =
+  | { state: 'loading' }
+  | { state: 'failed'; message: string }
+  | { state: 'ready'; groups: Array<{ provider: string; models: string[] }> }
 
 export function ModelPicker({ t, current, listProviders, listModels, onSelect }: ModelPickerProps) {
   const [catalog, setCatalog] = useState<Catalog>({ state: 'loading' })
@@ -29,9 +32,16 @@ export function ModelPicker({ t, current, listProviders, listModels, onSelect }:
     let live = true
     ;(async () => {
       const { providers } = await listProviders()
-      const groups = await Promise.all(providers.map(async (provider) => ({ provider, models: await listModels(provider).catch(() => [] as string[]) })))
+      const groups = await Promise.all(
+        providers.map(async (provider) => ({
+          provider,
+          models: await listModels(provider).catch(() => [] as string[]),
+        })),
+      )
       if (live) setCatalog({ state: 'ready', groups })
-    })().catch((e: unknown) => live && setCatalog({ state: 'failed', message: e instanceof Error ? e.message : String(e) }))
+    })().catch(
+      (e: unknown) => live && setCatalog({ state: 'failed', message: e instanceof Error ? e.message : String(e) }),
+    )
     return () => {
       live = false
     }
@@ -63,12 +73,22 @@ export function ModelPicker({ t, current, listProviders, listModels, onSelect }:
           onChange={(e) => void apply(e.target.value, current?.reasoningEffort)}
         >
           {catalog.state === 'loading' ? <option value={value}>{t('model.loading')}</option> : null}
-          {catalog.state === 'failed' ? <option value={value}>{t('model.failed', { message: catalog.message })}</option> : null}
+          {catalog.state === 'failed' ? (
+            <option value={value}>{t('model.failed', { message: catalog.message })}</option>
+          ) : null}
           {current && !listed && catalog.state === 'ready' ? <option value={value}>{current.model}</option> : null}
           {groups.map((g) => (
             <optgroup key={g.provider} label={g.provider}>
-              {g.models.length === 0 ? <option disabled value="">{t('model.none', { provider: g.provider })}</option> : null}
-              {g.models.map((m) => <option key={m} value={`${g.provider}/${m}`}>{m}</option>)}
+              {g.models.length === 0 ? (
+                <option disabled value="">
+                  {t('model.none', { provider: g.provider })}
+                </option>
+              ) : null}
+              {g.models.map((m) => (
+                <option key={m} value={`${g.provider}/${m}`}>
+                  {m}
+                </option>
+              ))}
             </optgroup>
           ))}
         </select>
@@ -81,11 +101,21 @@ export function ModelPicker({ t, current, listProviders, listModels, onSelect }:
           disabled={busy || !current}
           onChange={(e) => current && void apply(value, (e.target.value || undefined) as ReasoningEffort | undefined)}
         >
-          <option value="">{t('effort.label')}: {t('effort.unset')}</option>
-          {EFFORTS.map((effort) => <option key={effort} value={effort}>{t('effort.label')}: {t(`effort.${effort}`)}</option>)}
+          <option value="">
+            {t('effort.label')}: {t('effort.unset')}
+          </option>
+          {EFFORTS.map((effort) => (
+            <option key={effort} value={effort}>
+              {t('effort.label')}: {t(`effort.${effort}`)}
+            </option>
+          ))}
         </select>
       </label>
-      {error ? <span className="dsh-picker-error" role="alert">{error}</span> : null}
+      {error ? (
+        <span className="dsh-picker-error" role="alert">
+          {error}
+        </span>
+      ) : null}
     </span>
   )
 }
@@ -99,7 +129,13 @@ export interface PermissionPickerProps {
   onSelect: (mode: string) => Promise<unknown> | unknown
 }
 
-export function PermissionPicker({ t, current, fallback = 'workspace-write', modes = BUILTIN_MODES, onSelect }: PermissionPickerProps) {
+export function PermissionPicker({
+  t,
+  current,
+  fallback = 'workspace-write',
+  modes = BUILTIN_MODES,
+  onSelect,
+}: PermissionPickerProps) {
   const [confirming, setConfirming] = useState<string | undefined>(undefined)
   const [busy, setBusy] = useState(false)
   const [error, setError] = useState<string | undefined>(undefined)
@@ -136,7 +172,11 @@ export function PermissionPicker({ t, current, fallback = 'workspace-write', mod
             else void apply(mode)
           }}
         >
-          {all.map((mode) => <option key={mode} value={mode}>{t('mode.label')}: {label(mode)}</option>)}
+          {all.map((mode) => (
+            <option key={mode} value={mode}>
+              {t('mode.label')}: {label(mode)}
+            </option>
+          ))}
         </select>
       </label>
       {confirming ? (
@@ -144,12 +184,20 @@ export function PermissionPicker({ t, current, fallback = 'workspace-write', mod
           <strong id="dsh-mode-confirm-title">{t('mode.confirmTitle')}</strong>
           <p>{t('mode.confirmBody')}</p>
           <div className="dsh-takeover-buttons">
-            <button type="button" className="dsh-button" autoFocus onClick={() => setConfirming(undefined)}>{t('mode.cancel')}</button>
-            <button type="button" className="dsh-button dsh-button-danger" onClick={() => void apply(confirming)}>{t('mode.confirm')}</button>
+            <button type="button" className="dsh-button" autoFocus onClick={() => setConfirming(undefined)}>
+              {t('mode.cancel')}
+            </button>
+            <button type="button" className="dsh-button dsh-button-danger" onClick={() => void apply(confirming)}>
+              {t('mode.confirm')}
+            </button>
           </div>
         </div>
       ) : null}
-      {error ? <span className="dsh-picker-error" role="alert">{error}</span> : null}
+      {error ? (
+        <span className="dsh-picker-error" role="alert">
+          {error}
+        </span>
+      ) : null}
     </span>
   )
 }

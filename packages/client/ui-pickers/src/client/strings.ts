@@ -21,7 +21,8 @@ export const en = {
   'mode.workspace-write.hint': 'Writes inside the workspace; asks before leaving the sandbox',
   'mode.danger-full-access.hint': 'No sandbox and no approvals: commands can change anything',
   'mode.confirmTitle': 'Give full access?',
-  'mode.confirmBody': 'Commands and edits will run without a sandbox and without asking you. Only do this in a folder and on a machine you can afford to lose.',
+  'mode.confirmBody':
+    'Commands and edits will run without a sandbox and without asking you. Only do this in a folder and on a machine you can afford to lose.',
   'mode.confirm': 'I understand, give full access',
   'mode.cancel': 'Keep the current mode',
   failed: 'Could not change it: {message}',

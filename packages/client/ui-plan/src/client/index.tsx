@@ -9,8 +9,20 @@ export const name = '@dsh/ui-plan'
 export const inject = ['slots', 'locale', 'remote']
 export const NAMESPACE = 'plan'
 
-export const en = { on: 'Plan mode', off: 'Plan', enter: 'Enter plan mode: the agent proposes a plan before changing anything', leave: 'Leave plan mode', failed: 'Plan mode not changed: {message}' }
-export const zh = { on: '计划模式', off: '计划', enter: '进入计划模式：代理先提出计划，获批后才改动', leave: '退出计划模式', failed: '未切换计划模式：{message}' }
+export const en = {
+  on: 'Plan mode',
+  off: 'Plan',
+  enter: 'Enter plan mode: the agent proposes a plan before changing anything',
+  leave: 'Leave plan mode',
+  failed: 'Plan mode not changed: {message}',
+}
+export const zh = {
+  on: '计划模式',
+  off: '计划',
+  enter: '进入计划模式：代理先提出计划，获批后才改动',
+  leave: '退出计划模式',
+  failed: '未切换计划模式：{message}',
+}
 
 interface LoggedEvent {
   type: string
@@ -39,8 +51,16 @@ export interface PlanChipProps {
 
 export function PlanChip({ active, busy, t, onToggle }: PlanChipProps) {
   return (
-    <button type="button" className={`dsh-plan-chip${active ? ' active' : ''}`} data-testid="plan-chip" data-active={active ? 'true' : 'false'}
-      aria-pressed={active} title={t(active ? 'leave' : 'enter')} disabled={busy} onClick={onToggle}>
+    <button
+      type="button"
+      className={`dsh-plan-chip${active ? ' active' : ''}`}
+      data-testid="plan-chip"
+      data-active={active ? 'true' : 'false'}
+      aria-pressed={active}
+      title={t(active ? 'leave' : 'enter')}
+      disabled={busy}
+      onClick={onToggle}
+    >
       {t(active ? 'on' : 'off')}
     </button>
   )
@@ -50,7 +70,10 @@ function PlanSeat({ sessionId, feed }: SessionSlotProps) {
   const ctx = useCtx()
   const lang = useStore(ctx.locale.current)
   const t = (key: string, vars?: Record<string, string>) => ctx.locale.t(NAMESPACE, key, vars, lang)
-  const active = useMemo(() => planActive(feed.withoutDeltas as readonly LoggedEvent[]), [feed.version, feed.withoutDeltas])
+  const active = useMemo(
+    () => planActive(feed.withoutDeltas as readonly LoggedEvent[]),
+    [feed.version, feed.withoutDeltas],
+  )
   const [busy, setBusy] = useState(false)
   const [error, setError] = useState<string>()
   const toggle = async () => {
@@ -68,7 +91,11 @@ function PlanSeat({ sessionId, feed }: SessionSlotProps) {
   return (
     <span className="dsh-plan" data-testid="composer-plan">
       <PlanChip active={active} busy={busy} t={t} onToggle={() => void toggle()} />
-      {error ? <span className="dsh-plan-error" role="alert">{error}</span> : null}
+      {error ? (
+        <span className="dsh-plan-error" role="alert">
+          {error}
+        </span>
+      ) : null}
     </span>
   )
 }

@@ -42,7 +42,10 @@ export function apply(ctx: Context): void {
         const s = fuzzyScore(query, title)
         if (s !== undefined) scored.push({ id: row.sessionId, title, cwd: row.cwd, s })
       }
-      return scored.sort((a, b) => b.s - a.s).slice(0, query ? 8 : 5).map((r) => ({ id: `session:${r.id}`, label: r.title, detail: r.cwd, insert: `@session:${r.id}` }))
+      return scored
+        .sort((a, b) => b.s - a.s)
+        .slice(0, query ? 8 : 5)
+        .map((r) => ({ id: `session:${r.id}`, label: r.title, detail: r.cwd, insert: `@session:${r.id}` }))
     },
   })
 }

@@ -22,12 +22,33 @@ export default function SettingsDialog({ onClose }: { onClose: () => void }) {
   const Page = active?.component
   return (
     <div className="dialog-backdrop" onClick={(e) => e.target === e.currentTarget && onClose()}>
-      <div className="dialog dsh-settings" role="dialog" aria-modal="true" aria-label={t('title')} ref={ref} data-testid="settings-dialog">
-        <header><h2>{t('title')}</h2><button type="button" className="icon" aria-label={t('close')} onClick={onClose}>×</button></header>
+      <div
+        className="dialog dsh-settings"
+        role="dialog"
+        aria-modal="true"
+        aria-label={t('title')}
+        ref={ref}
+        data-testid="settings-dialog"
+      >
+        <header>
+          <h2>{t('title')}</h2>
+          <button type="button" className="icon" aria-label={t('close')} onClick={onClose}>
+            ×
+          </button>
+        </header>
         <div className="dsh-settings-body">
           <nav className="dsh-settings-nav" role="tablist" aria-orientation="vertical">
             {sections.map((s) => (
-              <button key={s.id} type="button" role="tab" aria-selected={s === active} data-section={s.id} onClick={() => setCurrent(s.id)}>{label(s.id)}</button>
+              <button
+                key={s.id}
+                type="button"
+                role="tab"
+                aria-selected={s === active}
+                data-section={s.id}
+                onClick={() => setCurrent(s.id)}
+              >
+                {label(s.id)}
+              </button>
             ))}
           </nav>
           <section className="dsh-settings-page" role="tabpanel" aria-label={active ? label(active.id) : ''}>

@@ -6,7 +6,12 @@ import { LANGS, useCtx, useStore, type Lang, type ThemePreference } from '@dsh/c
 import { settingsDescribe, settingsUpdate, type WireSection } from '@dsh/api-settings/contract'
 import { failure, useSettingsT } from './names.ts'
 
-interface SchemaNode { type?: string; dict?: Record<string, SchemaNode>; list?: SchemaNode[]; value?: unknown }
+interface SchemaNode {
+  type?: string
+  dict?: Record<string, SchemaNode>
+  list?: SchemaNode[]
+  value?: unknown
+}
 
 /** The const choices of a union field of an object schema sent as JSON. */
 export function choicesOf(schemaJson: unknown, field: string): string[] {
@@ -24,33 +29,57 @@ export default function GeneralPage() {
   const [error, setError] = useState<string>()
   useEffect(() => {
     let live = true
-    ctx.remote.call(settingsDescribe, {}).then((r) => live && setSections(r.sections), (e) => live && setError(failure(e, t)))
+    ctx.remote.call(settingsDescribe, {}).then(
+      (r) => live && setSections(r.sections),
+      (e) => live && setError(failure(e, t)),
+    )
     return () => {
       live = false
     }
   }, [ctx])
   const section = (ns: string) => sections?.find((s) => s.namespace === ns)
-  const onSaved = (next: WireSection) => setSections((list) => list?.map((s) => (s.namespace === next.namespace ? next : s)))
+  const onSaved = (next: WireSection) =>
+    setSections((list) => list?.map((s) => (s.namespace === next.namespace ? next : s)))
   return (
     <div data-testid="settings-general">
-      <h3>{t('theme')} · {t('language')}</h3>
+      <h3>
+        {t('theme')} · {t('language')}
+      </h3>
       <div className="dsh-settings-row">
-        <label>{t('theme')}
-          <select value={theme} onChange={(e) => ctx.theme.set(e.target.value as ThemePreference)} data-testid="settings-theme">
+        <label>
+          {t('theme')}
+          <select
+            value={theme}
+            onChange={(e) => ctx.theme.set(e.target.value as ThemePreference)}
+            data-testid="settings-theme"
+          >
             <option value="system">{t('themeSystem')}</option>
             <option value="light">{t('themeLight')}</option>
             <option value="dark">{t('themeDark')}</option>
           </select>
         </label>
-        <label>{t('language')}
+        <label>
+          {t('language')}
           <select value={lang} onChange={(e) => ctx.locale.set(e.target.value as Lang)} data-testid="settings-language">
-            {LANGS.map((l) => <option key={l} value={l}>{l === 'en' ? 'English' : '中文'}</option>)}
+            {LANGS.map((l) => (
+              <option key={l} value={l}>
+                {l === 'en' ? 'English' : '中文'}
+              </option>
+            ))}
           </select>
         </label>
       </div>
       <p className="dsh-settings-muted">{t('themeNote')}</p>
-      {error ? <p className="dsh-settings-error" role="alert">{error}</p> : null}
-      {!sections && !error ? <p className="dsh-settings-muted" role="status">{t('loading')}</p> : null}
+      {error ? (
+        <p className="dsh-settings-error" role="alert">
+          {error}
+        </p>
+      ) : null}
+      {!sections && !error ? (
+        <p className="dsh-settings-muted" role="status">
+          {t('loading')}
+        </p>
+      ) : null}
       {section('model') ? <DefaultModel section={section('model')!} onSaved={onSaved} /> : null}
       {section('permissions') ? <DefaultPermission section={section('permissions')!} onSaved={onSaved} /> : null}
     </div>
@@ -70,7 +99,11 @@ function useSave(onSaved: (s: WireSection) => void) {
       setStatus({ ok: false, text: failure(e, t) })
     }
   }
-  const view = status ? <p className={status.ok ? 'dsh-settings-ok' : 'dsh-settings-error'} role="status">{status.text}</p> : null
+  const view = status ? (
+    <p className={status.ok ? 'dsh-settings-ok' : 'dsh-settings-error'} role="status">
+      {status.text}
+    </p>
+  ) : null
   return { save, view }
 }
 
@@ -85,17 +118,23 @@ function DefaultModel({ section, onSaved }: { section: WireSection; onSaved: (s:
   const [model, setModel] = useState(value.model ?? '')
   const { save, view } = useSave(onSaved)
   useEffect(() => {
-    void ctx.remote.call('llm.providers', {}).then((r) => {
-      setProviders(r.providers)
-      if (r.default) setFallback(r.default)
-      if (!value.provider && r.default) setProvider(r.default.provider)
-      if (!value.model && r.default) setModel(r.default.model)
-    }).catch(() => {})
+    void ctx.remote
+      .call('llm.providers', {})
+      .then((r) => {
+        setProviders(r.providers)
+        if (r.default) setFallback(r.default)
+        if (!value.provider && r.default) setProvider(r.default.provider)
+        if (!value.model && r.default) setModel(r.default.model)
+      })
+      .catch(() => {})
   }, [ctx])
   useEffect(() => {
     if (!provider) return
     let live = true
-    ctx.remote.call('llm.models', { provider }).then((r) => live && setModels(r.models.map((m) => m.id)), () => live && setModels([]))
+    ctx.remote.call('llm.models', { provider }).then(
+      (r) => live && setModels(r.models.map((m) => m.id)),
+      () => live && setModels([]),
+    )
     return () => {
       live = false
     }
@@ -104,16 +143,45 @@ function DefaultModel({ section, onSaved }: { section: WireSection; onSaved: (s:
   return (
     <>
       <h3>{t('defaultModel')}</h3>
-      <p className="dsh-settings-muted">{t('defaultModelNote')}{fallback && !value.provider ? ' ' + t('unset', { value: `${fallback.provider}/${fallback.model}` }) : ''}</p>
+      <p className="dsh-settings-muted">
+        {t('defaultModelNote')}
+        {fallback && !value.provider ? ' ' + t('unset', { value: `${fallback.provider}/${fallback.model}` }) : ''}
+      </p>
       <div className="dsh-settings-row">
-        <select aria-label="provider" value={provider} onChange={(e) => { setProvider(e.target.value); setModel('') }} data-testid="default-provider">
-          {(providers.includes(provider) || !provider ? providers : [provider, ...providers]).map((p) => <option key={p} value={p}>{p}</option>)}
+        <select
+          aria-label="provider"
+          value={provider}
+          onChange={(e) => {
+            setProvider(e.target.value)
+            setModel('')
+          }}
+          data-testid="default-provider"
+        >
+          {(providers.includes(provider) || !provider ? providers : [provider, ...providers]).map((p) => (
+            <option key={p} value={p}>
+              {p}
+            </option>
+          ))}
         </select>
         <select aria-label="model" value={model} onChange={(e) => setModel(e.target.value)} data-testid="default-model">
-          <option value="" disabled>—</option>
-          {list.map((m) => <option key={m} value={m}>{m}</option>)}
+          <option value="" disabled>
+            —
+          </option>
+          {list.map((m) => (
+            <option key={m} value={m}>
+              {m}
+            </option>
+          ))}
         </select>
-        <button type="button" className="primary" disabled={!provider || !model} onClick={() => void save('model', { provider, model })} data-testid="save-default-model">{t('save')}</button>
+        <button
+          type="button"
+          className="primary"
+          disabled={!provider || !model}
+          onClick={() => void save('model', { provider, model })}
+          data-testid="save-default-model"
+        >
+          {t('save')}
+        </button>
       </div>
       {view}
     </>
@@ -131,11 +199,27 @@ function DefaultPermission({ section, onSaved }: { section: WireSection; onSaved
       <h3>{t('defaultPermission')}</h3>
       <p className="dsh-settings-muted">{t('defaultPermissionNote')}</p>
       <div className="dsh-settings-row">
-        <select aria-label={t('defaultPermission')} value={mode} onChange={(e) => setMode(e.target.value)} data-testid="default-permission">
+        <select
+          aria-label={t('defaultPermission')}
+          value={mode}
+          onChange={(e) => setMode(e.target.value)}
+          data-testid="default-permission"
+        >
           <option value="">—</option>
-          {choices.map((c) => <option key={c} value={c}>{c}</option>)}
+          {choices.map((c) => (
+            <option key={c} value={c}>
+              {c}
+            </option>
+          ))}
         </select>
-        <button type="button" className="primary" disabled={!mode || mode === current} onClick={() => void save('permissions', { default: mode })}>{t('save')}</button>
+        <button
+          type="button"
+          className="primary"
+          disabled={!mode || mode === current}
+          onClick={() => void save('permissions', { default: mode })}
+        >
+          {t('save')}
+        </button>
       </div>
       {view}
     </>

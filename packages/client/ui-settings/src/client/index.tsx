@@ -16,7 +16,17 @@ export const inject = ['slots', 'locale', 'remote']
 function deferred<P extends object>(load: () => Promise<{ default: ComponentType<P> }>): ComponentType<P> {
   const Lazy = lazy(load)
   return function Deferred(props: P) {
-    return <Suspense fallback={<p className="dsh-settings-muted" role="status">…</p>}><Lazy {...props} /></Suspense>
+    return (
+      <Suspense
+        fallback={
+          <p className="dsh-settings-muted" role="status">
+            …
+          </p>
+        }
+      >
+        <Lazy {...props} />
+      </Suspense>
+    )
   }
 }
 
@@ -30,7 +40,11 @@ export function apply(ctx: Context): void {
     document.head.append(style)
     return () => style.remove()
   }, 'ui-settings: stylesheet')
-  ctx.slots.register('settings.dialog', { id: 'ui-settings', order: 0, component: deferred(() => import('./dialog.tsx')) })
+  ctx.slots.register('settings.dialog', {
+    id: 'ui-settings',
+    order: 0,
+    component: deferred(() => import('./dialog.tsx')),
+  })
   ctx.slots.register(SECTION_SLOT, { id: 'general', order: 0, component: deferred(() => import('./general.tsx')) })
   ctx.slots.register(SECTION_SLOT, { id: 'models', order: 10, component: deferred(() => import('./models.tsx')) })
   ctx.slots.register(SECTION_SLOT, { id: 'plugins', order: 20, component: deferred(() => import('./plugins.tsx')) })

@@ -2,13 +2,29 @@
 // OpenAI-compatible endpoints declared here, model discovery and the default model.
 import { useCallback, useEffect, useRef, useState } from 'react'
 import { useCtx } from '@dsh/client-runtime'
-import { modelsAddEndpoint, modelsCatalog, modelsDiscover, modelsForgetKey, modelsRemoveProvider, modelsSetKey, type WireProvider } from '@dsh/api-models/contract'
+import {
+  modelsAddEndpoint,
+  modelsCatalog,
+  modelsDiscover,
+  modelsForgetKey,
+  modelsRemoveProvider,
+  modelsSetKey,
+  type WireProvider,
+} from '@dsh/api-models/contract'
 import { settingsUpdate } from '@dsh/api-settings/contract'
 import { failure, useSettingsT } from './names.ts'
 
 type Status = { ok: boolean; text: string } | undefined
 const StatusLine = ({ status, testid }: { status: Status; testid?: string }) =>
-  status ? <p className={status.ok ? 'dsh-settings-ok' : 'dsh-settings-error'} role={status.ok ? 'status' : 'alert'} data-testid={testid}>{status.text}</p> : null
+  status ? (
+    <p
+      className={status.ok ? 'dsh-settings-ok' : 'dsh-settings-error'}
+      role={status.ok ? 'status' : 'alert'}
+      data-testid={testid}
+    >
+      {status.text}
+    </p>
+  ) : null
 
 export default function ModelsPage() {
   const ctx = useCtx()
@@ -34,25 +50,54 @@ export default function ModelsPage() {
     )
   }, [ctx, t])
   useEffect(() => void reload(), [reload])
-  if (error) return <p className="dsh-settings-error" role="alert">{error}</p>
-  if (!providers) return <p className="dsh-settings-muted" role="status">{t('loading')}</p>
+  if (error)
+    return (
+      <p className="dsh-settings-error" role="alert">
+        {error}
+      </p>
+    )
+  if (!providers)
+    return (
+      <p className="dsh-settings-muted" role="status">
+        {t('loading')}
+      </p>
+    )
   // DeepSeek, declared endpoints and set-up providers first; the rest behind a filter.
   const main = providers.filter((p) => p.kind !== 'pi-ai' || p.routed || p.keyConfigured)
   const rest = providers.filter((p) => !main.includes(p))
   const needle = filter.trim().toLowerCase()
-  const shown = needle ? rest.filter((p) => p.id.includes(needle) || p.label.toLowerCase().includes(needle)) : showAll ? rest : []
+  const shown = needle
+    ? rest.filter((p) => p.id.includes(needle) || p.label.toLowerCase().includes(needle))
+    : showAll
+      ? rest
+      : []
   return (
     <div data-testid="settings-models">
       <h3>{t('providers')}</h3>
       <ul className="dsh-settings-list">
-        {main.map((p) => <ProviderItem key={p.id} provider={p} onChange={reload} />)}
+        {main.map((p) => (
+          <ProviderItem key={p.id} provider={p} onChange={reload} />
+        ))}
       </ul>
       <div className="dsh-settings-row">
-        <input type="search" aria-label={t('filter')} placeholder={t('filter')} value={filter} onChange={(e) => setFilter(e.target.value)} data-testid="provider-filter" />
-        {!needle && !showAll ? <button type="button" onClick={() => setShowAll(true)}>{t('showAll', { count: rest.length })}</button> : null}
+        <input
+          type="search"
+          aria-label={t('filter')}
+          placeholder={t('filter')}
+          value={filter}
+          onChange={(e) => setFilter(e.target.value)}
+          data-testid="provider-filter"
+        />
+        {!needle && !showAll ? (
+          <button type="button" onClick={() => setShowAll(true)}>
+            {t('showAll', { count: rest.length })}
+          </button>
+        ) : null}
       </div>
       <ul className="dsh-settings-list">
-        {shown.map((p) => <ProviderItem key={p.id} provider={p} onChange={reload} />)}
+        {shown.map((p) => (
+          <ProviderItem key={p.id} provider={p} onChange={reload} />
+        ))}
       </ul>
       <AddEndpoint onAdded={reload} />
     </div>
@@ -77,7 +122,10 @@ function ProviderItem({ provider, onChange }: { provider: WireProvider; onChange
       await onChange()
     } catch (e) {
       const err = e as { code?: string; message?: string }
-      setStatus({ ok: false, text: err.code === 'KEY_REJECTED' ? t('keyRejected', { message: err.message ?? '' }) : failure(e, t) })
+      setStatus({
+        ok: false,
+        text: err.code === 'KEY_REJECTED' ? t('keyRejected', { message: err.message ?? '' }) : failure(e, t),
+      })
     } finally {
       setBusy(false)
     }
@@ -124,28 +172,67 @@ function ProviderItem({ provider, onChange }: { provider: WireProvider; onChange
       <header>
         <strong>{provider.label}</strong>
         {provider.label !== provider.id ? <code className="dsh-settings-muted">{provider.id}</code> : null}
-        {provider.keyName
-          ? <span className={'dsh-badge ' + (provider.keyConfigured ? 'ok' : 'warn')} data-testid="key-badge">{provider.keyConfigured ? t('keySet') : t('keyMissing')}</span>
-          : <span className="dsh-badge ok">{t('keyless')}</span>}
-        <span className={'dsh-badge ' + (provider.routed ? 'ok' : 'warn')}>{provider.routed ? t('routed') : t('notRouted')}</span>
+        {provider.keyName ? (
+          <span className={'dsh-badge ' + (provider.keyConfigured ? 'ok' : 'warn')} data-testid="key-badge">
+            {provider.keyConfigured ? t('keySet') : t('keyMissing')}
+          </span>
+        ) : (
+          <span className="dsh-badge ok">{t('keyless')}</span>
+        )}
+        <span className={'dsh-badge ' + (provider.routed ? 'ok' : 'warn')}>
+          {provider.routed ? t('routed') : t('notRouted')}
+        </span>
         {provider.baseURL ? <span className="dsh-settings-muted">{provider.baseURL}</span> : null}
       </header>
       {provider.keyName ? (
-        <form className="dsh-settings-row" onSubmit={(e) => { e.preventDefault(); if (key.trim()) void saveKey() }}>
-          <input type="password" autoComplete="off" aria-label={t('pasteKey', { name: provider.keyName })} placeholder={t('pasteKey', { name: provider.keyName })} value={key} onChange={(e) => setKey(e.target.value)} data-testid="key-input" />
-          <button type="submit" className="primary" disabled={!key.trim() || busy} data-testid="key-save">{t('setKey')}</button>
-          {provider.keyConfigured ? <button type="button" disabled={busy} onClick={() => void forget()} data-testid="key-forget">{t('forgetKey')}</button> : null}
+        <form
+          className="dsh-settings-row"
+          onSubmit={(e) => {
+            e.preventDefault()
+            if (key.trim()) void saveKey()
+          }}
+        >
+          <input
+            type="password"
+            autoComplete="off"
+            aria-label={t('pasteKey', { name: provider.keyName })}
+            placeholder={t('pasteKey', { name: provider.keyName })}
+            value={key}
+            onChange={(e) => setKey(e.target.value)}
+            data-testid="key-input"
+          />
+          <button type="submit" className="primary" disabled={!key.trim() || busy} data-testid="key-save">
+            {t('setKey')}
+          </button>
+          {provider.keyConfigured ? (
+            <button type="button" disabled={busy} onClick={() => void forget()} data-testid="key-forget">
+              {t('forgetKey')}
+            </button>
+          ) : null}
         </form>
       ) : null}
       <div className="dsh-settings-row">
-        <button type="button" disabled={busy} onClick={() => void discover()} data-testid="discover">{t('discover')}</button>
-        {provider.managed && provider.kind === 'openai-compatible' ? <button type="button" onClick={() => void remove()}>{t('remove')}</button> : null}
+        <button type="button" disabled={busy} onClick={() => void discover()} data-testid="discover">
+          {t('discover')}
+        </button>
+        {provider.managed && provider.kind === 'openai-compatible' ? (
+          <button type="button" onClick={() => void remove()}>
+            {t('remove')}
+          </button>
+        ) : null}
       </div>
       {models ? <p className="dsh-settings-muted">{t('discovered', { count: models.length, list: '' })}</p> : null}
       {listed?.length ? (
         <ul className="dsh-settings-list" data-testid="provider-models">
           {listed.map((m) => (
-            <li key={m} className="dsh-settings-row"><code>{m}</code>{provider.routed ? <button type="button" onClick={() => void useDefault(m)} data-model={m}>{t('useAsDefault')}</button> : null}</li>
+            <li key={m} className="dsh-settings-row">
+              <code>{m}</code>
+              {provider.routed ? (
+                <button type="button" onClick={() => void useDefault(m)} data-model={m}>
+                  {t('useAsDefault')}
+                </button>
+              ) : null}
+            </li>
           ))}
         </ul>
       ) : null}
@@ -163,7 +250,10 @@ function AddEndpoint({ onAdded }: { onAdded: () => unknown }) {
   const [models, setModels] = useState('')
   const [status, setStatus] = useState<Status>()
   const [field, setField] = useState<string>()
-  const ids = models.split(/[\s,]+/).map((m) => m.trim()).filter(Boolean)
+  const ids = models
+    .split(/[\s,]+/)
+    .map((m) => m.trim())
+    .filter(Boolean)
   const discover = async () => {
     try {
       const r = await ctx.remote.call(modelsDiscover, { baseURL, ...(apiKey ? { apiKey } : {}) })
@@ -177,7 +267,12 @@ function AddEndpoint({ onAdded }: { onAdded: () => unknown }) {
   const add = async () => {
     setField(undefined)
     try {
-      await ctx.remote.call(modelsAddEndpoint, { name: name.trim(), baseURL: baseURL.trim(), ...(apiKey.trim() ? { apiKey: apiKey.trim() } : {}), models: ids.map((id) => ({ id })) })
+      await ctx.remote.call(modelsAddEndpoint, {
+        name: name.trim(),
+        baseURL: baseURL.trim(),
+        ...(apiKey.trim() ? { apiKey: apiKey.trim() } : {}),
+        models: ids.map((id) => ({ id })),
+      })
       setStatus({ ok: true, text: t('added', { name }) })
       setName('')
       setBaseURL('')
@@ -192,17 +287,51 @@ function AddEndpoint({ onAdded }: { onAdded: () => unknown }) {
   }
   const invalid = (f: string) => (field && (field === f || field.startsWith(f)) ? true : undefined)
   return (
-    <form className="dsh-settings-form" data-testid="add-endpoint" onSubmit={(e) => { e.preventDefault(); void add() }}>
+    <form
+      className="dsh-settings-form"
+      data-testid="add-endpoint"
+      onSubmit={(e) => {
+        e.preventDefault()
+        void add()
+      }}
+    >
       <h3>{t('addEndpoint')}</h3>
       <div className="dsh-settings-row">
-        <label className="dsh-field" data-invalid={invalid('name')}>{t('endpointName')}<input value={name} onChange={(e) => setName(e.target.value)} name="name" /></label>
-        <label className="dsh-field" data-invalid={invalid('baseURL')}>{t('endpointURL')}<input value={baseURL} onChange={(e) => setBaseURL(e.target.value)} name="baseURL" placeholder="http://127.0.0.1:11434/v1" /></label>
-        <label className="dsh-field">{t('endpointKey')}<input type="password" autoComplete="off" value={apiKey} onChange={(e) => setApiKey(e.target.value)} name="apiKey" /></label>
+        <label className="dsh-field" data-invalid={invalid('name')}>
+          {t('endpointName')}
+          <input value={name} onChange={(e) => setName(e.target.value)} name="name" />
+        </label>
+        <label className="dsh-field" data-invalid={invalid('baseURL')}>
+          {t('endpointURL')}
+          <input
+            value={baseURL}
+            onChange={(e) => setBaseURL(e.target.value)}
+            name="baseURL"
+            placeholder="http://127.0.0.1:11434/v1"
+          />
+        </label>
+        <label className="dsh-field">
+          {t('endpointKey')}
+          <input
+            type="password"
+            autoComplete="off"
+            value={apiKey}
+            onChange={(e) => setApiKey(e.target.value)}
+            name="apiKey"
+          />
+        </label>
       </div>
       <div className="dsh-settings-row">
-        <label className="dsh-field" data-invalid={invalid('models')}>{t('endpointModels')}<input value={models} onChange={(e) => setModels(e.target.value)} name="models" size={40} /></label>
-        <button type="button" disabled={!baseURL.trim()} onClick={() => void discover()}>{t('discover')}</button>
-        <button type="submit" className="primary" disabled={!name.trim() || !baseURL.trim() || !ids.length}>{t('add')}</button>
+        <label className="dsh-field" data-invalid={invalid('models')}>
+          {t('endpointModels')}
+          <input value={models} onChange={(e) => setModels(e.target.value)} name="models" size={40} />
+        </label>
+        <button type="button" disabled={!baseURL.trim()} onClick={() => void discover()}>
+          {t('discover')}
+        </button>
+        <button type="submit" className="primary" disabled={!name.trim() || !baseURL.trim() || !ids.length}>
+          {t('add')}
+        </button>
       </div>
       <StatusLine status={status} testid="endpoint-status" />
     </form>

@@ -17,21 +17,56 @@ export default function PluginsPage() {
   const [error, setError] = useState<string>()
   const [filter, setFilter] = useState('')
   const [layer, setLayer] = useState<string>()
-  const reload = useCallback(() => ctx.remote.call(pluginsList, {}).then((r) => setRows(r.plugins), (e) => setError(failure(e, t))), [ctx, t])
+  const reload = useCallback(
+    () =>
+      ctx.remote.call(pluginsList, {}).then(
+        (r) => setRows(r.plugins),
+        (e) => setError(failure(e, t)),
+      ),
+    [ctx, t],
+  )
   useEffect(() => void reload(), [reload])
-  if (error) return <p className="dsh-settings-error" role="alert">{error}</p>
-  if (!rows) return <p className="dsh-settings-muted" role="status">{t('loading')}</p>
+  if (error)
+    return (
+      <p className="dsh-settings-error" role="alert">
+        {error}
+      </p>
+    )
+  if (!rows)
+    return (
+      <p className="dsh-settings-muted" role="status">
+        {t('loading')}
+      </p>
+    )
   const needle = filter.trim().toLowerCase()
-  const shown = needle ? rows.filter((r) => r.id.toLowerCase().includes(needle) || r.package?.toLowerCase().includes(needle)) : rows
+  const shown = needle
+    ? rows.filter((r) => r.id.toLowerCase().includes(needle) || r.package?.toLowerCase().includes(needle))
+    : rows
   return (
     <div data-testid="settings-plugins">
       <div className="dsh-settings-row">
-        <input type="search" aria-label={t('filter')} placeholder={t('filter')} value={filter} onChange={(e) => setFilter(e.target.value)} data-testid="plugin-filter" />
+        <input
+          type="search"
+          aria-label={t('filter')}
+          placeholder={t('filter')}
+          value={filter}
+          onChange={(e) => setFilter(e.target.value)}
+          data-testid="plugin-filter"
+        />
         <span className="dsh-settings-muted">{rows.length}</span>
       </div>
       {layer ? <p className="dsh-settings-muted">{t('writtenTo', { file: layer })}</p> : null}
       <ul className="dsh-settings-list">
-        {shown.map((row) => <PluginItem key={row.id} row={row} onChanged={(r, file) => { setRows((list) => list?.map((x) => (x.id === r.id ? r : x))); if (file) setLayer(file) }} />)}
+        {shown.map((row) => (
+          <PluginItem
+            key={row.id}
+            row={row}
+            onChanged={(r, file) => {
+              setRows((list) => list?.map((x) => (x.id === r.id ? r : x)))
+              if (file) setLayer(file)
+            }}
+          />
+        ))}
       </ul>
     </div>
   )
@@ -70,17 +105,42 @@ function PluginItem({ row, onChanged }: { row: PluginRow; onChanged: (row: Plugi
     <li className="dsh-settings-item" data-plugin={row.id}>
       <header>
         <label className="dsh-settings-row" style={{ margin: 0 }}>
-          <input type="checkbox" checked={row.enabled} disabled={busy || detail?.toggleable === false} aria-label={`${t('enabled')}: ${row.id}`} onChange={(e) => void toggle(e.target.checked)} data-testid="plugin-enabled" />
+          <input
+            type="checkbox"
+            checked={row.enabled}
+            disabled={busy || detail?.toggleable === false}
+            aria-label={`${t('enabled')}: ${row.id}`}
+            onChange={(e) => void toggle(e.target.checked)}
+            data-testid="plugin-enabled"
+          />
           <strong>{row.id}</strong>
         </label>
         {row.package ? <code className="dsh-settings-muted">{row.package}</code> : null}
-        <span className={'dsh-badge ' + (BADGE[row.state] ?? 'warn')} data-testid="plugin-state">{row.state}</span>
+        <span className={'dsh-badge ' + (BADGE[row.state] ?? 'warn')} data-testid="plugin-state">
+          {row.state}
+        </span>
         {row.parent ? <span className="dsh-settings-muted">↳ {row.parent}</span> : null}
-        <button type="button" onClick={() => void expand()} aria-expanded={open} data-testid="plugin-configure">{open ? t('hideConfig') : t('configure')}</button>
+        <button type="button" onClick={() => void expand()} aria-expanded={open} data-testid="plugin-configure">
+          {open ? t('hideConfig') : t('configure')}
+        </button>
       </header>
       {row.error ? <p className="dsh-settings-error">{t('errorOf', { message: row.error })}</p> : null}
-      {open && detail ? <ConfigEditor detail={detail} onSaved={(d) => { setDetail(d); onChanged(d.row, d.layer) }} /> : open ? <p className="dsh-settings-muted">{t('loading')}</p> : null}
-      {status ? <p className={status.ok ? 'dsh-settings-ok' : 'dsh-settings-error'} role="alert">{status.text}</p> : null}
+      {open && detail ? (
+        <ConfigEditor
+          detail={detail}
+          onSaved={(d) => {
+            setDetail(d)
+            onChanged(d.row, d.layer)
+          }}
+        />
+      ) : open ? (
+        <p className="dsh-settings-muted">{t('loading')}</p>
+      ) : null}
+      {status ? (
+        <p className={status.ok ? 'dsh-settings-ok' : 'dsh-settings-error'} role="alert">
+          {status.text}
+        </p>
+      ) : null}
     </li>
   )
 }
@@ -88,11 +148,23 @@ function PluginItem({ row, onChanged }: { row: PluginRow; onChanged: (row: Plugi
 function ConfigEditor({ detail, onSaved }: { detail: PluginDetail; onSaved: (d: PluginDetail) => void }) {
   const ctx = useCtx()
   const t = useSettingsT()
-  const schema = useMemo(() => (detail.schema !== undefined ? Schema(detail.schema as never) : undefined), [detail.schema])
-  const [value, setValue] = useState<Record<string, unknown>>(() => (detail.config && typeof detail.config === 'object' ? structuredClone(detail.config) as Record<string, unknown> : {}))
+  const schema = useMemo(
+    () => (detail.schema !== undefined ? Schema(detail.schema as never) : undefined),
+    [detail.schema],
+  )
+  const [value, setValue] = useState<Record<string, unknown>>(() =>
+    detail.config && typeof detail.config === 'object'
+      ? (structuredClone(detail.config) as Record<string, unknown>)
+      : {},
+  )
   const [problem, setProblem] = useState<{ field?: string; text: string; ok?: boolean }>()
   const secretsSet = useMemo(() => new Set(detail.secrets.filter((s) => s.set).map((s) => s.path)), [detail.secrets])
-  if (!schema) return <p className="dsh-settings-muted" data-testid="plugin-not-editable">{t('notEditable', { reason: detail.reason ?? '' })}</p>
+  if (!schema)
+    return (
+      <p className="dsh-settings-muted" data-testid="plugin-not-editable">
+        {t('notEditable', { reason: detail.reason ?? '' })}
+      </p>
+    )
   const save = async () => {
     // The same schema as the host's, so a bad value is named before anything is sent.
     const verdict = check(schema, value)
@@ -107,10 +179,38 @@ function ConfigEditor({ detail, onSaved }: { detail: PluginDetail; onSaved: (d: 
     }
   }
   return (
-    <form className="dsh-settings-form" data-testid="plugin-form" onSubmit={(e) => { e.preventDefault(); void save() }}>
-      <SchemaForm schema={schema} value={value} onChange={setValue} secretsSet={secretsSet} invalid={problem?.ok ? undefined : problem?.field} t={t} />
-      {detail.editable ? <button type="submit" className="primary" data-testid="plugin-save">{t('save')}</button> : <p className="dsh-settings-muted">{t('notEditable', { reason: detail.reason ?? '' })}</p>}
-      {problem ? <p className={problem.ok ? 'dsh-settings-ok' : 'dsh-settings-error'} role="alert" data-testid="plugin-form-status">{problem.text}</p> : null}
+    <form
+      className="dsh-settings-form"
+      data-testid="plugin-form"
+      onSubmit={(e) => {
+        e.preventDefault()
+        void save()
+      }}
+    >
+      <SchemaForm
+        schema={schema}
+        value={value}
+        onChange={setValue}
+        secretsSet={secretsSet}
+        invalid={problem?.ok ? undefined : problem?.field}
+        t={t}
+      />
+      {detail.editable ? (
+        <button type="submit" className="primary" data-testid="plugin-save">
+          {t('save')}
+        </button>
+      ) : (
+        <p className="dsh-settings-muted">{t('notEditable', { reason: detail.reason ?? '' })}</p>
+      )}
+      {problem ? (
+        <p
+          className={problem.ok ? 'dsh-settings-ok' : 'dsh-settings-error'}
+          role="alert"
+          data-testid="plugin-form-status"
+        >
+          {problem.text}
+        </p>
+      ) : null}
     </form>
   )
 }

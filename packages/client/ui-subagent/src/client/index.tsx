@@ -6,10 +6,29 @@
 // above the generic card (the unkeyed `tool.call.toolview` entry, ui-tool's).
 import type { Context } from 'cordis'
 import { memo, useEffect, useMemo, useState, type MouseEvent, type ReactNode } from 'react'
-import { RemoteError, Slot, sessionPath, useCtx, useSessionFeed, useT, type SessionFeedState, type SessionSlotProps, type Translate } from '@dsh/client-runtime'
+import {
+  RemoteError,
+  Slot,
+  sessionPath,
+  useCtx,
+  useSessionFeed,
+  useT,
+  type SessionFeedState,
+  type SessionSlotProps,
+  type Translate,
+} from '@dsh/client-runtime'
 import type { ToolNode } from '@dsh/ui-conversation/model'
 import { subagentsList, type WireSubagent } from '../contract.ts'
-import { durationOf, formatDuration, formatTokens, openIds, resolveOpen, SubagentFold, tokensOf, type SubagentNode } from '../fold.ts'
+import {
+  durationOf,
+  formatDuration,
+  formatTokens,
+  openIds,
+  resolveOpen,
+  SubagentFold,
+  tokensOf,
+  type SubagentNode,
+} from '../fold.ts'
 import { en, zh } from './strings.ts'
 import { CSS } from './styles.ts'
 
@@ -79,7 +98,10 @@ export function apply(ctx: Context): void {
       pending = ctx.remote.call(subagentsList, { sessionId }).then(
         (r): HostAnswer => ({ key, asked, children: r.children }),
         // Without the method (no subagent seam in this host), the log is all there is.
-        (e: unknown): HostAnswer => (e instanceof RemoteError && e.code === 'UNKNOWN_METHOD' ? { key, asked } : { key, asked, error: (e as Error).message }),
+        (e: unknown): HostAnswer =>
+          e instanceof RemoteError && e.code === 'UNKNOWN_METHOD'
+            ? { key, asked }
+            : { key, asked, error: (e as Error).message },
       )
       inflight.set(id, pending)
       void pending.finally(() => setTimeout(() => inflight.delete(id), 0))
@@ -88,7 +110,10 @@ export function apply(ctx: Context): void {
   }
 
   /** The children of a session: its log, with open ones resolved by the host. */
-  function useSubagents(sessionId: string, feed: SessionFeedState | undefined): { nodes: SubagentNode[]; error?: string } {
+  function useSubagents(
+    sessionId: string,
+    feed: SessionFeedState | undefined,
+  ): { nodes: SubagentNode[]; error?: string } {
     const logged = foldOf(feed)
     const open = openIds(logged)
     const key = `${open.join(',')}|${feed?.status ?? ''}|${feed?.live ? 1 : 0}`
@@ -112,7 +137,14 @@ export function apply(ctx: Context): void {
       ctx.router.openSession(sessionId)
     }
     return (
-      <a className="dsh-subagent-link" href={sessionPath(sessionId)} onClick={onClick} title={t('openTitle', { id })} data-testid="subagent-open" data-session={sessionId}>
+      <a
+        className="dsh-subagent-link"
+        href={sessionPath(sessionId)}
+        onClick={onClick}
+        title={t('openTitle', { id })}
+        data-testid="subagent-open"
+        data-session={sessionId}
+      >
         {t('open')}
       </a>
     )
@@ -121,7 +153,9 @@ export function apply(ctx: Context): void {
   function StatusBadge({ node, t }: { node: SubagentNode; t: Translate }) {
     return (
       <span className="dsh-subagent-status" data-status={node.status}>
-        {node.status === 'running' ? <span className="dsh-subagent-spinner" role="progressbar" aria-label={t('status.running')} /> : null}
+        {node.status === 'running' ? (
+          <span className="dsh-subagent-spinner" role="progressbar" aria-label={t('status.running')} />
+        ) : null}
         {t(`status.${node.status}`)}
       </span>
     )
@@ -130,40 +164,82 @@ export function apply(ctx: Context): void {
   function Nested({ sessionId, t, now }: { sessionId: string; t: Translate; now: number }) {
     const feed = useSessionFeed(sessionId, { deltas: false })
     const { nodes } = useSubagents(sessionId, feed)
-    if (feed?.error) return <div className="dsh-subagent-error" role="alert">{t('nestedFailed', { message: feed.error.message })}</div>
-    if (!feed?.loaded) return <div className="dsh-muted" role="status">{t('nestedLoading')}</div>
-    if (nodes.length === 0) return <div className="dsh-muted" data-testid="subagent-nested-none">{t('nestedNone')}</div>
+    if (feed?.error)
+      return (
+        <div className="dsh-subagent-error" role="alert">
+          {t('nestedFailed', { message: feed.error.message })}
+        </div>
+      )
+    if (!feed?.loaded)
+      return (
+        <div className="dsh-muted" role="status">
+          {t('nestedLoading')}
+        </div>
+      )
+    if (nodes.length === 0)
+      return (
+        <div className="dsh-muted" data-testid="subagent-nested-none">
+          {t('nestedNone')}
+        </div>
+      )
     return <Tree nodes={nodes} t={t} now={now} />
   }
 
   const Row = memo(function Row({ node, t, now }: { node: SubagentNode; t: Translate; now: number }) {
     // Nested children show at once when the child's session is already open in this page.
-    const [expanded, setExpanded] = useState(() => (node.sessionId ? ctx.connection.peek(node.sessionId) !== undefined : false))
+    const [expanded, setExpanded] = useState(() =>
+      node.sessionId ? ctx.connection.peek(node.sessionId) !== undefined : false,
+    )
     const duration = formatDuration(durationOf(node, now))
     const tokens = formatTokens(tokensOf(node))
     return (
-      <li className="dsh-subagent" data-subagent={node.id} data-status={node.status} data-background={node.background || undefined}>
+      <li
+        className="dsh-subagent"
+        data-subagent={node.id}
+        data-status={node.status}
+        data-background={node.background || undefined}
+      >
         <div className="dsh-subagent-head">
           <StatusBadge node={node} t={t} />
           <span className="dsh-subagent-id">{node.id}</span>
           <span className="dsh-badge">{node.provider}</span>
           {node.background ? <span className="dsh-badge">{t('background')}</span> : null}
-          <span className="dsh-subagent-desc" title={node.description}>{node.description}</span>
+          <span className="dsh-subagent-desc" title={node.description}>
+            {node.description}
+          </span>
         </div>
         <div className="dsh-subagent-meta">
           {duration ? <span data-testid="subagent-duration">{duration}</span> : null}
           {tokens ? <span data-testid="subagent-tokens">{t('tokens', { tokens })}</span> : null}
-          {node.sessionId ? <SessionLink sessionId={node.sessionId} id={node.id} t={t} /> : <span>{t('noSession')}</span>}
           {node.sessionId ? (
-            <button type="button" className="dsh-subagent-toggle" aria-expanded={expanded} data-testid="subagent-nested-toggle" onClick={() => setExpanded(!expanded)}>
+            <SessionLink sessionId={node.sessionId} id={node.id} t={t} />
+          ) : (
+            <span>{t('noSession')}</span>
+          )}
+          {node.sessionId ? (
+            <button
+              type="button"
+              className="dsh-subagent-toggle"
+              aria-expanded={expanded}
+              data-testid="subagent-nested-toggle"
+              onClick={() => setExpanded(!expanded)}
+            >
               {t(expanded ? 'hideNested' : 'showNested')}
             </button>
           ) : null}
         </div>
-        {node.error && node.status !== 'completed' ? <div className="dsh-subagent-error">{node.error.code}: {node.error.message}</div> : null}
+        {node.error && node.status !== 'completed' ? (
+          <div className="dsh-subagent-error">
+            {node.error.code}: {node.error.message}
+          </div>
+        ) : null}
         {node.reports.length > 0 ? (
           <ol className="dsh-subagent-reports" aria-label={t('reports')}>
-            {node.reports.map((r, i) => <li key={i} data-testid="subagent-report">{r}</li>)}
+            {node.reports.map((r, i) => (
+              <li key={i} data-testid="subagent-report">
+                {r}
+              </li>
+            ))}
           </ol>
         ) : null}
         {expanded && node.sessionId ? <Nested sessionId={node.sessionId} t={t} now={now} /> : null}
@@ -172,7 +248,13 @@ export function apply(ctx: Context): void {
   })
 
   function Tree({ nodes, t, now }: { nodes: SubagentNode[]; t: Translate; now: number }) {
-    return <ul className="dsh-subagents">{nodes.map((n) => <Row key={n.id} node={n} t={t} now={now} />)}</ul>
+    return (
+      <ul className="dsh-subagents">
+        {nodes.map((n) => (
+          <Row key={n.id} node={n} t={t} now={now} />
+        ))}
+      </ul>
+    )
   }
 
   function SubagentSection({ sessionId, feed }: SessionSlotProps) {
@@ -184,7 +266,11 @@ export function apply(ctx: Context): void {
       <section className="dsh-panel-section" data-panel="subagents">
         <h3>{t('title')}</h3>
         <Tree nodes={nodes} t={t} now={now} />
-        {error ? <div className="dsh-muted" role="note">{t('statusFailed', { message: error })}</div> : null}
+        {error ? (
+          <div className="dsh-muted" role="note">
+            {t('statusFailed', { message: error })}
+          </div>
+        ) : null}
       </section>
     )
   }
@@ -199,7 +285,12 @@ export function apply(ctx: Context): void {
     if (child) {
       const duration = formatDuration(durationOf(child, now))
       strip = (
-        <div className="dsh-subagent-strip" data-testid="subagent-strip" data-subagent={child.id} data-status={child.status}>
+        <div
+          className="dsh-subagent-strip"
+          data-testid="subagent-strip"
+          data-subagent={child.id}
+          data-status={child.status}
+        >
           <StatusBadge node={child} t={t} />
           <span className="dsh-subagent-id">{t('card', { id: child.id })}</span>
           {child.background ? <span className="dsh-badge">{t('background')}</span> : null}
@@ -208,7 +299,11 @@ export function apply(ctx: Context): void {
         </div>
       )
     } else if (props.node.status === 'running' || props.node.status === 'streaming') {
-      strip = <div className="dsh-subagent-strip dsh-muted" data-testid="subagent-strip">{t('cardStarting')}</div>
+      strip = (
+        <div className="dsh-subagent-strip dsh-muted" data-testid="subagent-strip">
+          {t('cardStarting')}
+        </div>
+      )
     }
     return (
       <div className="dsh-subagent-card" data-call={props.node.callId}>
@@ -219,7 +314,8 @@ export function apply(ctx: Context): void {
   }
 
   ctx.slots.register('panel.side', { id: 'ui-subagent', order: 20, component: SubagentSection })
-  for (const tool of TOOL_NAMES) ctx.slots.register('tool.call.toolview', { id: 'ui-subagent', key: tool, order: 50, component: SubagentToolView })
+  for (const tool of TOOL_NAMES)
+    ctx.slots.register('tool.call.toolview', { id: 'ui-subagent', key: tool, order: 50, component: SubagentToolView })
 }
 
 export default { name, inject, apply }

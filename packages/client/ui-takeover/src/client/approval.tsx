@@ -51,9 +51,19 @@ export function ApprovalTakeover({ approval, more = 0, t, onRespond, onStop }: A
   const options = request.options.length ? request.options : ['allowed-once', 'allowed-always', 'rejected']
   const kind = KINDS.includes(request.kind) ? t(`approval.kind.${request.kind}`) : t('approval.kind.other')
   return (
-    <div className="dsh-takeover dsh-approval" role="alertdialog" aria-labelledby={`approval-${approval.requestId}`} data-request={approval.requestId}>
-      <div className="dsh-takeover-kicker">{t('approval.heading')} · {kind}{more > 0 ? ` · ${t('approval.pending', { count: more })}` : ''}</div>
-      <h3 id={`approval-${approval.requestId}`} ref={heading} tabIndex={-1} className="dsh-takeover-title">{request.title}</h3>
+    <div
+      className="dsh-takeover dsh-approval"
+      role="alertdialog"
+      aria-labelledby={`approval-${approval.requestId}`}
+      data-request={approval.requestId}
+    >
+      <div className="dsh-takeover-kicker">
+        {t('approval.heading')} · {kind}
+        {more > 0 ? ` · ${t('approval.pending', { count: more })}` : ''}
+      </div>
+      <h3 id={`approval-${approval.requestId}`} ref={heading} tabIndex={-1} className="dsh-takeover-title">
+        {request.title}
+      </h3>
       {request.detail ? <div className="dsh-takeover-detail">{request.detail}</div> : null}
       <details className="dsh-takeover-action">
         <summary>{t('approval.action')}</summary>
@@ -81,19 +91,58 @@ export function ApprovalTakeover({ approval, more = 0, t, onRespond, onStop }: A
             />
           </label>
           <div className="dsh-takeover-buttons">
-            <button type="button" className="dsh-button" onClick={() => setDenying(false)} disabled={busy}>{t('approval.back')}</button>
-            <button type="button" className="dsh-button dsh-button-danger" onClick={() => void respond('rejected', reason.trim() || undefined)} disabled={busy}>{t('approval.denyWithReason')}</button>
+            <button type="button" className="dsh-button" onClick={() => setDenying(false)} disabled={busy}>
+              {t('approval.back')}
+            </button>
+            <button
+              type="button"
+              className="dsh-button dsh-button-danger"
+              onClick={() => void respond('rejected', reason.trim() || undefined)}
+              disabled={busy}
+            >
+              {t('approval.denyWithReason')}
+            </button>
           </div>
         </div>
       ) : (
         <div className="dsh-takeover-buttons">
-          {options.includes('allowed-once') ? <button type="button" className="dsh-button dsh-button-primary" onClick={() => void respond('allowed-once')} disabled={busy}>{t('approval.allowOnce')}</button> : null}
-          {options.includes('allowed-always') ? <button type="button" className="dsh-button" onClick={() => void respond('allowed-always')} disabled={busy}>{t('approval.allowSession')}</button> : null}
-          {options.includes('rejected') ? <button type="button" className="dsh-button dsh-button-danger" onClick={() => setDenying(true)} disabled={busy}>{t('approval.deny')}</button> : null}
-          {onStop ? <button type="button" className="dsh-link-button dsh-takeover-stop" onClick={onStop}>{t('stopTurn')}</button> : null}
+          {options.includes('allowed-once') ? (
+            <button
+              type="button"
+              className="dsh-button dsh-button-primary"
+              onClick={() => void respond('allowed-once')}
+              disabled={busy}
+            >
+              {t('approval.allowOnce')}
+            </button>
+          ) : null}
+          {options.includes('allowed-always') ? (
+            <button type="button" className="dsh-button" onClick={() => void respond('allowed-always')} disabled={busy}>
+              {t('approval.allowSession')}
+            </button>
+          ) : null}
+          {options.includes('rejected') ? (
+            <button
+              type="button"
+              className="dsh-button dsh-button-danger"
+              onClick={() => setDenying(true)}
+              disabled={busy}
+            >
+              {t('approval.deny')}
+            </button>
+          ) : null}
+          {onStop ? (
+            <button type="button" className="dsh-link-button dsh-takeover-stop" onClick={onStop}>
+              {t('stopTurn')}
+            </button>
+          ) : null}
         </div>
       )}
-      {error ? <div className="dsh-takeover-error" role="alert">{error}</div> : null}
+      {error ? (
+        <div className="dsh-takeover-error" role="alert">
+          {error}
+        </div>
+      ) : null}
     </div>
   )
 }

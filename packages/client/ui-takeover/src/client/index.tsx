@@ -41,19 +41,38 @@ export function apply(ctx: Context): void {
     if (!current) return null
     const respond = (decision: ApprovalChoice, reason?: string) =>
       ctx.remote.call('approvals.respond', { requestId: current.requestId, decision, ...(reason ? { reason } : {}) })
-    return <ApprovalTakeover approval={current} more={Math.max(0, feed.approvals.length - 1)} t={t} onRespond={respond} onStop={stop(sessionId)} />
+    return (
+      <ApprovalTakeover
+        approval={current}
+        more={Math.max(0, feed.approvals.length - 1)}
+        t={t}
+        onRespond={respond}
+        onStop={stop(sessionId)}
+      />
+    )
   }
 
   function QuestionSeat({ sessionId, feed, question }: TakeoverProps) {
     const t = useStableT(NAMESPACE)
     const current = question ?? feed.questions[0]
     if (!current) return null
-    const submit = (answers: Record<string, WireQuestionAnswer>) => ctx.remote.call('questions.respond', { requestId: current.requestId, answers })
+    const submit = (answers: Record<string, WireQuestionAnswer>) =>
+      ctx.remote.call('questions.respond', { requestId: current.requestId, answers })
     return <QuestionTakeover pending={current} t={t} onSubmit={submit} onStop={stop(sessionId)} />
   }
 
-  ctx.slots.register('conversation.composer.takeover', { id: 'ui-takeover', key: 'approval', order: 0, component: ApprovalSeat })
-  ctx.slots.register('conversation.composer.takeover', { id: 'ui-takeover', key: 'question', order: 0, component: QuestionSeat })
+  ctx.slots.register('conversation.composer.takeover', {
+    id: 'ui-takeover',
+    key: 'approval',
+    order: 0,
+    component: ApprovalSeat,
+  })
+  ctx.slots.register('conversation.composer.takeover', {
+    id: 'ui-takeover',
+    key: 'question',
+    order: 0,
+    component: QuestionSeat,
+  })
 }
 
 export default { name, inject, apply }

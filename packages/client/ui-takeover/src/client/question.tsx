@@ -39,8 +39,19 @@ export function QuestionTakeover({ pending, t, onSubmit, onStop }: QuestionTakeo
   }
 
   return (
-    <form className="dsh-takeover dsh-question" role="dialog" aria-label={t('question.heading')} data-request={pending.requestId} onSubmit={(e) => { e.preventDefault(); void submit() }}>
-      <div className="dsh-takeover-kicker" ref={heading} tabIndex={-1}>{t('question.heading')}</div>
+    <form
+      className="dsh-takeover dsh-question"
+      role="dialog"
+      aria-label={t('question.heading')}
+      data-request={pending.requestId}
+      onSubmit={(e) => {
+        e.preventDefault()
+        void submit()
+      }}
+    >
+      <div className="dsh-takeover-kicker" ref={heading} tabIndex={-1}>
+        {t('question.heading')}
+      </div>
       {pending.questions.map((q) => {
         const options = q.options ?? []
         const name = `q-${pending.requestId}-${q.id}`
@@ -50,7 +61,9 @@ export function QuestionTakeover({ pending, t, onSubmit, onStop }: QuestionTakeo
               {q.header ? <span className="dsh-badge">{q.header}</span> : null}
               <span className="dsh-question-text">{q.question}</span>
             </legend>
-            {options.length > 0 ? <div className="dsh-muted">{q.multiSelect ? t('question.multi') : t('question.single')}</div> : null}
+            {options.length > 0 ? (
+              <div className="dsh-muted">{q.multiSelect ? t('question.multi') : t('question.single')}</div>
+            ) : null}
             {options.map((option) => {
               const checked = (form.selected[q.id] ?? []).includes(option.label)
               return (
@@ -89,11 +102,26 @@ export function QuestionTakeover({ pending, t, onSubmit, onStop }: QuestionTakeo
         )
       })}
       <div className="dsh-takeover-buttons">
-        <button type="submit" className="dsh-button dsh-button-primary" disabled={!complete || busy} title={complete ? undefined : t('question.unanswered')}>{busy ? t('sending') : t('question.submit')}</button>
+        <button
+          type="submit"
+          className="dsh-button dsh-button-primary"
+          disabled={!complete || busy}
+          title={complete ? undefined : t('question.unanswered')}
+        >
+          {busy ? t('sending') : t('question.submit')}
+        </button>
         {!complete ? <span className="dsh-muted">{t('question.unanswered')}</span> : null}
-        {onStop ? <button type="button" className="dsh-link-button dsh-takeover-stop" onClick={onStop}>{t('stopTurn')}</button> : null}
+        {onStop ? (
+          <button type="button" className="dsh-link-button dsh-takeover-stop" onClick={onStop}>
+            {t('stopTurn')}
+          </button>
+        ) : null}
       </div>
-      {error ? <div className="dsh-takeover-error" role="alert">{error}</div> : null}
+      {error ? (
+        <div className="dsh-takeover-error" role="alert">
+          {error}
+        </div>
+      ) : null}
     </form>
   )
 }

@@ -24,7 +24,7 @@ export const en = {
   'question.unanswered': 'Answer every question to send',
   'question.multi': 'Pick any number',
   'question.single': 'Pick one',
-  'stopTurn': 'Stop the turn',
+  stopTurn: 'Stop the turn',
   failed: 'Could not send: {message}',
   sending: 'Sending…',
 } as const
@@ -54,7 +54,7 @@ export const zh: Record<TakeoverKey, string> = {
   'question.unanswered': '回答所有问题后才能发送',
   'question.multi': '可多选',
   'question.single': '单选',
-  'stopTurn': '停止本轮',
+  stopTurn: '停止本轮',
   failed: '发送失败：{message}',
   sending: '发送中…',
 }

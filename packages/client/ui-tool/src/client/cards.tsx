@@ -13,19 +13,42 @@ export interface ToolCardProps {
 }
 
 function StatusBadge({ node, t }: ToolCardProps) {
-  return <span className={`dsh-tool-status dsh-tool-status-${node.status}`} data-status={node.status}>{t(`status.${node.status}`)}</span>
+  return (
+    <span className={`dsh-tool-status dsh-tool-status-${node.status}`} data-status={node.status}>
+      {t(`status.${node.status}`)}
+    </span>
+  )
 }
 
-function Frame({ node, t, icon, title, badges, children, open: initiallyOpen = true }: ToolCardProps & { icon: string; title: ReactNode; badges?: ReactNode; children?: ReactNode; open?: boolean }) {
+function Frame({
+  node,
+  t,
+  icon,
+  title,
+  badges,
+  children,
+  open: initiallyOpen = true,
+}: ToolCardProps & { icon: string; title: ReactNode; badges?: ReactNode; children?: ReactNode; open?: boolean }) {
   // Follows `open` (e.g. a failure arriving opens the card) until the user toggles it.
   const [toggled, setOpen] = useState<boolean | undefined>(undefined)
   const open = toggled ?? initiallyOpen
-  const duration = node.startedAt !== undefined && node.endedAt !== undefined ? formatDuration(node.endedAt - node.startedAt) : undefined
+  const duration =
+    node.startedAt !== undefined && node.endedAt !== undefined
+      ? formatDuration(node.endedAt - node.startedAt)
+      : undefined
   return (
     <section className={`dsh-tool dsh-tool-${node.status}`} data-tool={node.name} data-call={node.callId}>
       <header className="dsh-tool-head">
-        <button type="button" className="dsh-tool-toggle" aria-expanded={open} onClick={() => setOpen(!open)} disabled={!children}>
-          <span className="dsh-tool-icon" aria-hidden="true">{icon}</span>
+        <button
+          type="button"
+          className="dsh-tool-toggle"
+          aria-expanded={open}
+          onClick={() => setOpen(!open)}
+          disabled={!children}
+        >
+          <span className="dsh-tool-icon" aria-hidden="true">
+            {icon}
+          </span>
           <span className="dsh-tool-name">{node.name}</span>
           <span className="dsh-tool-title">{title}</span>
         </button>
@@ -45,7 +68,8 @@ function ErrorLine({ node, t }: ToolCardProps) {
   if (!node.result?.isError) return null
   return (
     <div className="dsh-tool-error" role="note">
-      <strong>{t('error')}: </strong>{error?.message ?? node.result.text}
+      <strong>{t('error')}: </strong>
+      {error?.message ?? node.result.text}
       {error?.code ? <span className="dsh-muted"> ({t('errorCode', { code: error.code })})</span> : null}
     </div>
   )
@@ -54,21 +78,67 @@ function ErrorLine({ node, t }: ToolCardProps) {
 export const BashCard = memo(function BashCard({ node, t }: ToolCardProps) {
   const view = bashView(node)
   const badges: ReactNode[] = []
-  if (view.status === 'timeout') badges.push(<span key="to" className="dsh-badge dsh-badge-bad">{t('timedOut')}</span>)
-  else if (view.signal) badges.push(<span key="sig" className="dsh-badge dsh-badge-bad">{t('signal', { signal: view.signal })}</span>)
+  if (view.status === 'timeout')
+    badges.push(
+      <span key="to" className="dsh-badge dsh-badge-bad">
+        {t('timedOut')}
+      </span>,
+    )
+  else if (view.signal)
+    badges.push(
+      <span key="sig" className="dsh-badge dsh-badge-bad">
+        {t('signal', { signal: view.signal })}
+      </span>,
+    )
   else if (view.exitCode !== undefined && view.exitCode !== null) {
-    badges.push(<span key="exit" className={`dsh-badge ${view.exitCode === 0 ? 'dsh-badge-ok' : 'dsh-badge-bad'}`} data-exit-code={view.exitCode}>{t('exit', { code: view.exitCode })}</span>)
+    badges.push(
+      <span
+        key="exit"
+        className={`dsh-badge ${view.exitCode === 0 ? 'dsh-badge-ok' : 'dsh-badge-bad'}`}
+        data-exit-code={view.exitCode}
+      >
+        {t('exit', { code: view.exitCode })}
+      </span>,
+    )
   }
   const duration = formatDuration(view.durationMs)
-  if (duration) badges.push(<span key="dur" className="dsh-muted" data-duration-ms={view.durationMs}>{duration}</span>)
+  if (duration)
+    badges.push(
+      <span key="dur" className="dsh-muted" data-duration-ms={view.durationMs}>
+        {duration}
+      </span>,
+    )
   return (
-    <Frame node={node} t={t} icon="$" title={view.description ?? view.command} badges={badges.length ? badges : undefined}>
+    <Frame
+      node={node}
+      t={t}
+      icon="$"
+      title={view.description ?? view.command}
+      badges={badges.length ? badges : undefined}
+    >
       <div className="dsh-terminal">
-        <div className="dsh-terminal-command"><span aria-hidden="true">$ </span>{view.command}</div>
-        {node.result ? (view.output.trim() === '' ? <div className="dsh-muted">{t('noOutput')}</div> : <LongText text={view.output} t={t} className="dsh-terminal-output" />) : null}
+        <div className="dsh-terminal-command">
+          <span aria-hidden="true">$ </span>
+          {view.command}
+        </div>
+        {node.result ? (
+          view.output.trim() === '' ? (
+            <div className="dsh-muted">{t('noOutput')}</div>
+          ) : (
+            <LongText text={view.output} t={t} className="dsh-terminal-output" />
+          )
+        ) : null}
       </div>
-      {view.truncated ? <div className="dsh-muted">{view.spillPath ? t('spilled', { bytes: view.totalBytes ?? '?', path: view.spillPath }) : t('truncatedOutput')}</div> : null}
-      {node.result?.isError && node.result.error?.code !== 'TIMEOUT' && node.result.error?.code !== 'CANCELLED' ? <ErrorLine node={node} t={t} /> : null}
+      {view.truncated ? (
+        <div className="dsh-muted">
+          {view.spillPath
+            ? t('spilled', { bytes: view.totalBytes ?? '?', path: view.spillPath })
+            : t('truncatedOutput')}
+        </div>
+      ) : null}
+      {node.result?.isError && node.result.error?.code !== 'TIMEOUT' && node.result.error?.code !== 'CANCELLED' ? (
+        <ErrorLine node={node} t={t} />
+      ) : null}
     </Frame>
   )
 })
@@ -87,9 +157,15 @@ function DiffBody({ lines, t }: { lines: DiffLine[]; t: Translate }) {
         const line = lines[i]
         return (
           <span className={`dsh-diff-${line.type}`} data-diff={line.type}>
-            <span className="dsh-diff-no" aria-hidden="true">{line.oldNo ?? ''}</span>
-            <span className="dsh-diff-no" aria-hidden="true">{line.newNo ?? ''}</span>
-            <span className="dsh-diff-sign" aria-hidden="true">{DIFF_PREFIX[line.type]}</span>
+            <span className="dsh-diff-no" aria-hidden="true">
+              {line.oldNo ?? ''}
+            </span>
+            <span className="dsh-diff-no" aria-hidden="true">
+              {line.newNo ?? ''}
+            </span>
+            <span className="dsh-diff-sign" aria-hidden="true">
+              {DIFF_PREFIX[line.type]}
+            </span>
             {line.text}
           </span>
         )
@@ -103,7 +179,12 @@ export const DiffCard = memo(function DiffCard({ node, t }: ToolCardProps) {
   const badges = (
     <>
       {view.created ? <span className="dsh-badge">{t('created')}</span> : null}
-      {view.diff ? <span className="dsh-diff-counts"><span className="dsh-add">{t('linesAdded', { count: view.diff.added })}</span> <span className="dsh-del">{t('linesRemoved', { count: view.diff.removed })}</span></span> : null}
+      {view.diff ? (
+        <span className="dsh-diff-counts">
+          <span className="dsh-add">{t('linesAdded', { count: view.diff.added })}</span>{' '}
+          <span className="dsh-del">{t('linesRemoved', { count: view.diff.removed })}</span>
+        </span>
+      ) : null}
     </>
   )
   return (
@@ -118,11 +199,18 @@ export const DiffCard = memo(function DiffCard({ node, t }: ToolCardProps) {
 /** read / grep / glob: one line that expands into the output. */
 export const SummaryCard = memo(function SummaryCard({ node, t }: ToolCardProps) {
   const view = summaryView(node)
-  const counts = view.countsKey && view.counts ? <span className="dsh-muted">{t(view.countsKey, view.counts)}</span> : undefined
+  const counts =
+    view.countsKey && view.counts ? <span className="dsh-muted">{t(view.countsKey, view.counts)}</span> : undefined
   const icon = node.name === 'grep' ? '⌕' : node.name === 'glob' ? '*' : '▤'
   return (
     <Frame node={node} t={t} icon={icon} title={view.subject} badges={counts} open={node.result?.isError === true}>
-      {node.result ? (node.result.isError ? <ErrorLine node={node} t={t} /> : <LongText text={node.result.text} t={t} />) : undefined}
+      {node.result ? (
+        node.result.isError ? (
+          <ErrorLine node={node} t={t} />
+        ) : (
+          <LongText text={node.result.text} t={t} />
+        )
+      ) : undefined}
     </Frame>
   )
 })
@@ -134,7 +222,9 @@ export const TodoCard = memo(function TodoCard({ node, t }: ToolCardProps) {
       <ul className="dsh-todo">
         {view.items.map((item, i) => (
           <li key={i} className={`dsh-todo-${item.status}`} data-status={item.status}>
-            <span className="dsh-todo-box" aria-hidden="true">{item.status === 'completed' ? '✔' : item.status === 'in_progress' ? '◐' : '○'}</span>
+            <span className="dsh-todo-box" aria-hidden="true">
+              {item.status === 'completed' ? '✔' : item.status === 'in_progress' ? '◐' : '○'}
+            </span>
             <span className="dsh-todo-text">{item.content}</span>
             <span className="dsh-sr-only"> ({t(`todo.${item.status}`)})</span>
           </li>
@@ -156,8 +246,14 @@ export const GenericCard = memo(function GenericCard({ node, t }: ToolCardProps)
       {node.result ? (
         <>
           <div className="dsh-tool-section">{t('output')}</div>
-          {node.result.isError ? <ErrorLine node={node} t={t} /> : <LongText text={node.result.text || t('noOutput')} t={t} />}
-          {node.result.images > 0 ? <div className="dsh-muted">{t('images', { count: node.result.images })}</div> : null}
+          {node.result.isError ? (
+            <ErrorLine node={node} t={t} />
+          ) : (
+            <LongText text={node.result.text || t('noOutput')} t={t} />
+          )}
+          {node.result.images > 0 ? (
+            <div className="dsh-muted">{t('images', { count: node.result.images })}</div>
+          ) : null}
         </>
       ) : null}
     </Frame>

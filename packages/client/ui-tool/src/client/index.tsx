@@ -12,7 +12,16 @@ import { BUILTIN_CARDS, GenericCard, type ToolCardProps } from './cards.tsx'
 import { en, zh } from './strings.ts'
 import { CSS } from './styles.ts'
 
-export { BashCard, DiffCard, SummaryCard, TodoCard, GenericCard, BUILTIN_CARDS, cardFor, type ToolCardProps } from './cards.tsx'
+export {
+  BashCard,
+  DiffCard,
+  SummaryCard,
+  TodoCard,
+  GenericCard,
+  BUILTIN_CARDS,
+  cardFor,
+  type ToolCardProps,
+} from './cards.tsx'
 export { LongText, type LongTextProps } from './long-text.tsx'
 export * from '../present.ts'
 export { en, zh, translator } from './strings.ts'
@@ -34,22 +43,33 @@ export const TOOL_VIEW_SLOT = 'tool.call.toolview'
 
 /** Wraps a props-only card so it takes the slot's props and translates through `ctx.locale`. */
 export function slotCard(Card: ComponentType<ToolCardProps>): ComponentType<ToolViewProps> {
-  const Wrapped = memo(function ToolView({ node }: ToolViewProps) {
-    const t = useStableT(NAMESPACE)
-    return <Card node={node} t={t} />
-  }, (a, b) => a.node === b.node)
+  const Wrapped = memo(
+    function ToolView({ node }: ToolViewProps) {
+      const t = useStableT(NAMESPACE)
+      return <Card node={node} t={t} />
+    },
+    (a, b) => a.node === b.node,
+  )
   Wrapped.displayName = `ToolView(${Card.displayName ?? Card.name ?? 'card'})`
   return Wrapped
 }
 
 const Generic = slotCard(GenericCard)
 
-const Dispatch = memo(function ToolDispatch(props: ToolViewProps) {
-  return (
-    <Slot name={TOOL_VIEW_SLOT} slotKey={props.node.name} single props={props}
-      fallback={<Slot name={TOOL_VIEW_SLOT} single props={props} fallback={<Generic {...props} />} />} />
-  )
-}, (a, b) => a.node === b.node && a.sessionId === b.sessionId)
+const Dispatch = memo(
+  function ToolDispatch(props: ToolViewProps) {
+    return (
+      <Slot
+        name={TOOL_VIEW_SLOT}
+        slotKey={props.node.name}
+        single
+        props={props}
+        fallback={<Slot name={TOOL_VIEW_SLOT} single props={props} fallback={<Generic {...props} />} />}
+      />
+    )
+  },
+  (a, b) => a.node === b.node && a.sessionId === b.sessionId,
+)
 
 export const name = '@dsh/ui-tool'
 export const inject = ['slots', 'locale']

@@ -19,7 +19,16 @@ export interface LongTextProps {
   initiallyExpanded?: boolean
 }
 
-export function LongText({ text, t, previewLines = 40, virtualizeAbove = 2000, rowHeight = 18, renderLine, className, initiallyExpanded = false }: LongTextProps) {
+export function LongText({
+  text,
+  t,
+  previewLines = 40,
+  virtualizeAbove = 2000,
+  rowHeight = 18,
+  renderLine,
+  className,
+  initiallyExpanded = false,
+}: LongTextProps) {
   const lines = useMemo(() => linesOf(text), [text])
   const [expanded, setExpanded] = useState(initiallyExpanded)
   const count = lines.length
@@ -28,13 +37,26 @@ export function LongText({ text, t, previewLines = 40, virtualizeAbove = 2000, r
   const render = renderLine ?? ((line: string) => line)
   return (
     <div className={`dsh-long ${className ?? ''}`} data-lines={count}>
-      {expanded && count > virtualizeAbove
-        ? <VirtualLines lines={lines} rowHeight={rowHeight} render={render} />
-        : <pre className="dsh-long-pre">{shown.map((line, i) => <div key={i} className="dsh-line">{render(line, i) || '\u200b'}</div>)}</pre>}
+      {expanded && count > virtualizeAbove ? (
+        <VirtualLines lines={lines} rowHeight={rowHeight} render={render} />
+      ) : (
+        <pre className="dsh-long-pre">
+          {shown.map((line, i) => (
+            <div key={i} className="dsh-line">
+              {render(line, i) || '\u200b'}
+            </div>
+          ))}
+        </pre>
+      )}
       {count > previewLines ? (
         <div className="dsh-long-bar">
           {cut ? <span className="dsh-muted">{t('showingOf', { shown: previewLines, count })}</span> : null}
-          <button type="button" className="dsh-link-button" aria-expanded={expanded} onClick={() => setExpanded(!expanded)}>
+          <button
+            type="button"
+            className="dsh-link-button"
+            aria-expanded={expanded}
+            onClick={() => setExpanded(!expanded)}
+          >
             {expanded ? t('showLess') : t('showAll', { count })}
           </button>
         </div>
@@ -43,7 +65,15 @@ export function LongText({ text, t, previewLines = 40, virtualizeAbove = 2000, r
   )
 }
 
-function VirtualLines({ lines, rowHeight, render }: { lines: string[]; rowHeight: number; render: (line: string, index: number) => ReactNode }) {
+function VirtualLines({
+  lines,
+  rowHeight,
+  render,
+}: {
+  lines: string[]
+  rowHeight: number
+  render: (line: string, index: number) => ReactNode
+}) {
   const viewport = 24 * rowHeight
   const [top, setTop] = useState(0)
   const ref = useRef<HTMLDivElement>(null)
@@ -53,10 +83,25 @@ function VirtualLines({ lines, rowHeight, render }: { lines: string[]; rowHeight
   const last = Math.min(lines.length, Math.ceil((top + viewport) / rowHeight) + overscan)
   const rows: ReactNode[] = []
   for (let i = first; i < last; i++) {
-    rows.push(<div key={i} className="dsh-line" style={{ position: 'absolute', top: i * rowHeight, height: rowHeight, left: 0, right: 0 }}>{render(lines[i], i) || '\u200b'}</div>)
+    rows.push(
+      <div
+        key={i}
+        className="dsh-line"
+        style={{ position: 'absolute', top: i * rowHeight, height: rowHeight, left: 0, right: 0 }}
+      >
+        {render(lines[i], i) || '\u200b'}
+      </div>,
+    )
   }
   return (
-    <div ref={ref} className="dsh-long-pre dsh-virtual" style={{ height: viewport, overflow: 'auto', position: 'relative' }} onScroll={onScroll} tabIndex={0} data-virtual="true">
+    <div
+      ref={ref}
+      className="dsh-long-pre dsh-virtual"
+      style={{ height: viewport, overflow: 'auto', position: 'relative' }}
+      onScroll={onScroll}
+      tabIndex={0}
+      data-virtual="true"
+    >
       <div style={{ height: lines.length * rowHeight, position: 'relative' }}>{rows}</div>
     </div>
   )

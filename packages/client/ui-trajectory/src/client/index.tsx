@@ -28,11 +28,25 @@ export function apply(ctx: Context): void {
   /** The session whose trajectory is open. */
   const open = new Store<string | undefined>(undefined)
   let prices: Promise<Record<string, Price>> | undefined
-  const loadPrices = () => (prices ??= ctx.remote.call(trajectoryPrices, {}).then((r) => r.prices, () => ({})))
+  const loadPrices = () =>
+    (prices ??= ctx.remote.call(trajectoryPrices, {}).then(
+      (r) => r.prices,
+      () => ({}),
+    ))
 
   function Button({ sessionId }: SessionSlotProps) {
     const t = useT(NAMESPACE)
-    return <button type="button" className="dsh-button" data-trajectory-open="true" title={t('openHint')} onClick={() => open.set(sessionId)}>{t('open')}</button>
+    return (
+      <button
+        type="button"
+        className="dsh-button"
+        data-trajectory-open="true"
+        title={t('openHint')}
+        onClick={() => open.set(sessionId)}
+      >
+        {t('open')}
+      </button>
+    )
   }
 
   function Dialog() {
@@ -58,16 +72,26 @@ export function apply(ctx: Context): void {
     if (!sessionId) return null
     return (
       <div className="dialog-backdrop" onClick={(e) => e.target === e.currentTarget && open.set(undefined)}>
-        <div className="dialog dsh-traj-dialog" role="dialog" aria-modal="true" aria-label={t('title')} data-trajectory="true">
+        <div
+          className="dialog dsh-traj-dialog"
+          role="dialog"
+          aria-modal="true"
+          aria-label={t('title')}
+          data-trajectory="true"
+        >
           <header>
             <h2>{t('title')}</h2>
-            <button type="button" onClick={() => open.set(undefined)}>{t('close')}</button>
+            <button type="button" onClick={() => open.set(undefined)}>
+              {t('close')}
+            </button>
           </header>
           {feed?.loaded ? (
             <Suspense fallback={<p className="muted">{t('loading')}</p>}>
               <View t={t} feed={feed} {...(known ? { prices: known } : {})} />
             </Suspense>
-          ) : <p className="muted">{t('loading')}</p>}
+          ) : (
+            <p className="muted">{t('loading')}</p>
+          )}
         </div>
       </div>
     )

@@ -15,7 +15,13 @@ export const TOOLS = ['workflow', 'ralph'] as const
 /** What the tool view slot passes (structurally the same as @dsh/ui-tool's ToolViewProps). */
 export interface WorkflowCardProps {
   sessionId: string
-  node: { callId: string; name: string; status: string; input?: Record<string, unknown>; result?: { text: string; isError: boolean; error?: { code: string; message: string } } }
+  node: {
+    callId: string
+    name: string
+    status: string
+    input?: Record<string, unknown>
+    result?: { text: string; isError: boolean; error?: { code: string; message: string } }
+  }
 }
 
 const en = {
@@ -55,45 +61,71 @@ const CSS = `
 .dsh-wf [data-status="completed"] .dsh-wf-icon { color: var(--dsh-ok, #393); }
 `
 
-export const WorkflowCard = memo(function WorkflowCard({ sessionId, node }: WorkflowCardProps) {
-  const t = useT(NAMESPACE)
-  const feed = useSessionFeed(sessionId, { deltas: false })
-  const version = feed?.version
-  const run = useMemo(() => (feed ? runOfCall(feed.withoutDeltas, node.callId) : undefined), [feed, version, node.callId])
-  const described = typeof node.input?.description === 'string' ? node.input.description : typeof node.input?.objective === 'string' ? node.input.objective : ''
-  const title = `${t(node.name === 'ralph' ? 'ralph' : 'workflow')}${run?.description || described ? `: ${run?.description || described}` : ''}`
-  if (!run) {
-    const failed = node.result?.isError
+export const WorkflowCard = memo(
+  function WorkflowCard({ sessionId, node }: WorkflowCardProps) {
+    const t = useT(NAMESPACE)
+    const feed = useSessionFeed(sessionId, { deltas: false })
+    const version = feed?.version
+    const run = useMemo(
+      () => (feed ? runOfCall(feed.withoutDeltas, node.callId) : undefined),
+      [feed, version, node.callId],
+    )
+    const described =
+      typeof node.input?.description === 'string'
+        ? node.input.description
+        : typeof node.input?.objective === 'string'
+          ? node.input.objective
+          : ''
+    const title = `${t(node.name === 'ralph' ? 'ralph' : 'workflow')}${run?.description || described ? `: ${run?.description || described}` : ''}`
+    if (!run) {
+      const failed = node.result?.isError
+      return (
+        <div className="dsh-wf" data-workflow-card={node.callId} data-status={failed ? 'failed' : 'pending'}>
+          <div className="dsh-wf-head">
+            <span className="dsh-wf-title">{title}</span>
+            <span className="dsh-wf-status">{t(failed ? 'status.failed' : 'status.pending')}</span>
+          </div>
+          {failed ? (
+            <div className="dsh-wf-error" role="alert">
+              {node.result?.error?.message ?? t('noRun')}
+            </div>
+          ) : null}
+        </div>
+      )
+    }
     return (
-      <div className="dsh-wf" data-workflow-card={node.callId} data-status={failed ? 'failed' : 'pending'}>
-        <div className="dsh-wf-head"><span className="dsh-wf-title">{title}</span><span className="dsh-wf-status">{t(failed ? 'status.failed' : 'status.pending')}</span></div>
-        {failed ? <div className="dsh-wf-error" role="alert">{node.result?.error?.message ?? t('noRun')}</div> : null}
+      <div className="dsh-wf" data-workflow-card={node.callId} data-workflow-run={run.runId} data-status={run.status}>
+        <div className="dsh-wf-head">
+          <span aria-hidden="true">{ICON[run.status]}</span>
+          <span className="dsh-wf-title">{title}</span>
+          <span className="dsh-wf-count">{t('children', { n: run.children.length })}</span>
+          <span className="dsh-wf-status" data-wf-status={run.status}>
+            {t(`status.${run.status}`)}
+          </span>
+        </div>
+        <ol className="dsh-wf-children">
+          {run.children.map((child) => (
+            <li key={child.id} data-child={child.id} data-status={child.status}>
+              <span className="dsh-wf-icon" aria-hidden="true">
+                {ICON[child.status]}
+              </span>
+              <span className="dsh-wf-desc">{child.description}</span>
+              <span className="dsh-wf-id">{child.id}</span>
+              <span className="dsh-sr-only"> ({t(`status.${child.status}`)})</span>
+              {child.error ? <span className="dsh-wf-error">{child.error.message}</span> : null}
+            </li>
+          ))}
+        </ol>
+        {run.error ? (
+          <div className="dsh-wf-error" role="alert">
+            {run.error.code}: {run.error.message}
+          </div>
+        ) : null}
       </div>
     )
-  }
-  return (
-    <div className="dsh-wf" data-workflow-card={node.callId} data-workflow-run={run.runId} data-status={run.status}>
-      <div className="dsh-wf-head">
-        <span aria-hidden="true">{ICON[run.status]}</span>
-        <span className="dsh-wf-title">{title}</span>
-        <span className="dsh-wf-count">{t('children', { n: run.children.length })}</span>
-        <span className="dsh-wf-status" data-wf-status={run.status}>{t(`status.${run.status}`)}</span>
-      </div>
-      <ol className="dsh-wf-children">
-        {run.children.map((child) => (
-          <li key={child.id} data-child={child.id} data-status={child.status}>
-            <span className="dsh-wf-icon" aria-hidden="true">{ICON[child.status]}</span>
-            <span className="dsh-wf-desc">{child.description}</span>
-            <span className="dsh-wf-id">{child.id}</span>
-            <span className="dsh-sr-only"> ({t(`status.${child.status}`)})</span>
-            {child.error ? <span className="dsh-wf-error">{child.error.message}</span> : null}
-          </li>
-        ))}
-      </ol>
-      {run.error ? <div className="dsh-wf-error" role="alert">{run.error.code}: {run.error.message}</div> : null}
-    </div>
-  )
-}, (a, b) => a.node === b.node && a.sessionId === b.sessionId)
+  },
+  (a, b) => a.node === b.node && a.sessionId === b.sessionId,
+)
 
 export function apply(ctx: Context): void {
   ctx.locale.register(NAMESPACE, { en, zh })
@@ -105,7 +137,13 @@ export function apply(ctx: Context): void {
     document.head.append(style)
     return () => style.remove()
   }, 'ui-workflow-run: stylesheet')
-  for (const tool of TOOLS) ctx.slots.register('tool.call.toolview', { id: 'ui-workflow-run', key: tool, order: 50, component: WorkflowCard as never })
+  for (const tool of TOOLS)
+    ctx.slots.register('tool.call.toolview', {
+      id: 'ui-workflow-run',
+      key: tool,
+      order: 50,
+      component: WorkflowCard as never,
+    })
 }
 
 export default { name, inject, apply }
