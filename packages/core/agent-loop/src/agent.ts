@@ -25,6 +25,7 @@ import {
   type TurnResult,
 } from '@dsh/agent'
 import { Inbox, toBlocks, type QueuedInput } from './inbox.ts'
+import { CallIdentities } from './call-identity.ts'
 import { plainService } from '@dsh/plain-service'
 
 export interface LoopOptions {
@@ -78,6 +79,8 @@ export class LoopAgent implements Agent {
   private driving: Promise<void> | undefined
   private nextTurn: number
   private lastHeader: string | undefined
+  /** Session-unique tool-call identities (see call-identity.ts). */
+  private readonly callIds: CallIdentities
   private idleWaiters: Array<() => void> = []
   /**
    * The services each step calls, as plain objects read once: reaching a service through the
@@ -105,7 +108,14 @@ export class LoopAgent implements Agent {
     this.scope = `agent:${this.id}`
     // Resuming: continue turn numbering and header comparison from the log (one scan at creation).
     let turns = 0
-    for (const event of this.session.events) if (event.type === 'turn/start') turns = event.data.turn + 1
+    this.callIds = new CallIdentities()
+    for (const event of this.session.events) {
+      if (event.type === 'turn/start') turns = event.data.turn + 1
+      else if (event.type === 'tool/call') this.callIds.reserve(event.data.callId)
+      else if (event.type === 'assistant/message') {
+        for (const block of event.data.message.content) if (block.type === 'tool-call') this.callIds.reserve(block.callId)
+      }
+    }
     this.nextTurn = turns
     const header = this.session.last('request/header')
     this.lastHeader = header ? JSON.stringify(header.data) : undefined
@@ -388,6 +398,8 @@ export class LoopAgent implements Agent {
     // ends the turn instead of looking like a provider error that the retry policy pays for.
     let local: { error: unknown } | undefined
     let iterator: AsyncIterator<Parameters<BlockAssembler['push']>[0]> | undefined
+    // The provider's own id of each call whose log identity differs from it (by log identity).
+    const providerIds = new Map<string, string>()
     try {
       if (signal.aborted) throw new LlmError('ABORTED', 'the request was cancelled')
       iterator = this.services.llm.stream(request)[Symbol.asyncIterator]()
@@ -399,8 +411,18 @@ export class LoopAgent implements Agent {
         }
         if (next.done || signal.aborted) break
         try {
-          session.append('assistant/chunk', { chunk: next.value })
-          assembler.push(next.value)
+          let chunk = next.value
+          // A call enters the log here: it gets its session-unique identity before anything
+          // (the assembler, faces, tools, hooks) sees it. The provider's id is kept on tool/call.
+          if (chunk.kind === 'tool-call-start' && typeof chunk.callId === 'string') {
+            const identity = this.callIds.assign(chunk.callId)
+            if (identity !== chunk.callId) {
+              providerIds.set(identity, chunk.callId)
+              chunk = { ...chunk, callId: identity }
+            }
+          }
+          session.append('assistant/chunk', { chunk })
+          assembler.push(chunk)
         } catch (error) {
           local = { error }
           break
@@ -443,7 +465,7 @@ export class LoopAgent implements Agent {
         note('assistant/message', { message: prefix, interrupted: true })
         // Completed calls in the prefix never ran; answer them so the history stays well-formed.
         for (const call of prefix.content.filter((b): b is ToolCallBlock => b.type === 'tool-call')) {
-          note('tool/call', { callId: call.callId, name: call.name, arguments: call.arguments })
+          note('tool/call', toolCallEvent(call, providerIds))
           answerUnrun(call, 'CANCELLED', 'The turn was cancelled before this tool call ran.', 'cancelled before it ran')
         }
       }
@@ -473,7 +495,7 @@ export class LoopAgent implements Agent {
       return { kind: 'done', finish }
     }
     for (const call of calls) {
-      note('tool/call', { callId: call.callId, name: call.name, arguments: call.arguments })
+      note('tool/call', toolCallEvent(call, providerIds))
     }
     if (plugin) {
       // A plugin is already broken: run nothing, answer every call, close the step, end the turn.
@@ -496,6 +518,11 @@ export class LoopAgent implements Agent {
   }
 }
 
+/** The `tool/call` event of a call; `providerCallId` only when the provider's id was replaced. */
+function toolCallEvent(call: ToolCallBlock, providerIds: ReadonlyMap<string, string>): SessionEventMap['tool/call'] {
+  const providerCallId = providerIds.get(call.callId)
+  return { callId: call.callId, name: call.name, arguments: call.arguments, ...(providerCallId !== undefined ? { providerCallId } : {}) }
+}
 
 /**
  * `defer` for a step's payloads: collects the promise (marked handled at once, so a rejection

@@ -478,3 +478,64 @@ describe('service references', () => {
     expect(waterfallReads).toBe(0)
   })
 })
+
+describe('tool-call identities', () => {
+  const calls = (events: readonly SessionEvent[]) =>
+    (events.filter((e) => e.type === 'tool/call') as SessionEvent<'tool/call'>[]).map((e) => e.data)
+
+  it('gives repeated and empty provider ids a session-unique identity, used everywhere in the log and on the wire', async () => {
+    harness = await createHarness({
+      script: [
+        { toolCalls: [{ name: 'echo', arguments: { value: 'a' }, callId: 'call_0_0' }, { name: 'echo', arguments: { value: 'b' }, callId: '' }] },
+        { text: 'first done' },
+        { toolCalls: [{ name: 'echo', arguments: { value: 'c' }, callId: 'call_0_0' }, { name: 'echo', arguments: { value: 'd' }, callId: '' }] },
+        { text: 'second done' },
+      ],
+    })
+    await harness.mount(toolPlugin('echo', (a) => `echo ${a.value}`))
+    await harness.prompt('one')
+    await harness.prompt('two')
+    const events = harness.session.events
+    expect(calls(events)).toEqual([
+      { callId: 'call_0_0', name: 'echo', arguments: '{"value":"a"}' },
+      { callId: 'call-1', name: 'echo', arguments: '{"value":"b"}', providerCallId: '' },
+      { callId: 'call_0_0-2', name: 'echo', arguments: '{"value":"c"}', providerCallId: 'call_0_0' },
+      { callId: 'call-2', name: 'echo', arguments: '{"value":"d"}', providerCallId: '' },
+    ])
+    // The raw chunk, the message block and the result all carry the identity.
+    const starts = events.flatMap((e) => (e.type === 'assistant/chunk' && e.data.chunk.kind === 'tool-call-start' ? [e.data.chunk.callId] : []))
+    expect(starts).toEqual(['call_0_0', 'call-1', 'call_0_0-2', 'call-2'])
+    const blocks = events.flatMap((e) => (e.type === 'assistant/message' ? e.data.message.content.flatMap((b) => (b.type === 'tool-call' ? [b.callId] : [])) : []))
+    expect(blocks).toEqual(starts)
+    const results = (events.filter((e) => e.type === 'tool/result') as SessionEvent<'tool/result'>[]).map((e) => [e.data.message.callId, e.data.message.content[0]])
+    expect(results).toEqual([
+      ['call_0_0', { type: 'text', text: 'echo a' }],
+      ['call-1', { type: 'text', text: 'echo b' }],
+      ['call_0_0-2', { type: 'text', text: 'echo c' }],
+      ['call-2', { type: 'text', text: 'echo d' }],
+    ])
+    // The last request pairs every result with its call under one consistent id.
+    const last = harness.model.requests[3].messages
+    const sent = last.flatMap((m) => (m.role === 'assistant' ? m.content.flatMap((b) => (b.type === 'tool-call' ? [b.callId] : [])) : m.role === 'tool' ? [`result:${m.callId}`] : []))
+    expect(sent).toEqual(['call_0_0', 'call-1', 'result:call_0_0', 'result:call-1', 'call_0_0-2', 'call-2', 'result:call_0_0-2', 'result:call-2'])
+  })
+
+  it('keeps identities unique across an agent resumed on the same log', async () => {
+    harness = await createHarness({
+      script: [
+        { toolCalls: [{ name: 'echo', arguments: { value: 'a' }, callId: 'call_0' }] },
+        { text: 'done' },
+        { toolCalls: [{ name: 'echo', arguments: { value: 'b' }, callId: 'call_0' }] },
+        { text: 'done again' },
+      ],
+    })
+    await harness.mount(toolPlugin('echo', (a) => `echo ${a.value}`))
+    await harness.prompt('one')
+    const { ctx, session, agent } = harness
+    await agent.dispose()
+    const resumed = ctx.agents.create({ cwd: process.cwd(), session, model: agent.model })
+    await resumed.send('two')
+    expect(calls(session.events).map((c) => c.callId)).toEqual(['call_0', 'call_0-2'])
+    await resumed.dispose()
+  })
+})

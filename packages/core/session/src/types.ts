@@ -43,8 +43,13 @@ export interface SessionEventMap {
   /** Raw stream fidelity: every chunk as it arrived. Not message-producing. */
   'assistant/chunk': { chunk: StreamChunk }
   'assistant/message': { message: AssistantMessage; usage?: TokenUsage; interrupted?: boolean; finish?: FinishReason }
-  /** `arguments` is the raw JSON string the model produced. */
-  'tool/call': { callId: string; name: string; arguments: string }
+  /**
+   * `arguments` is the raw JSON string the model produced. `callId` is the call's identity, unique
+   * in the session (the agent loop assigns it as the call enters the log); `providerCallId` is the
+   * provider's own id, present only when it was empty or already used in this session. Logs written
+   * before identities were assigned have no `providerCallId` and may repeat a `callId`.
+   */
+  'tool/call': { callId: string; name: string; arguments: string; providerCallId?: string }
   'tool/result': { message: ToolMessage; error?: LoggedError; meta?: { [key: string]: unknown } }
   /** The full request header, appended when it differs from the last one. */
   'request/header': { provider: string; model: string; system: string; tools: ToolSchema[] }
