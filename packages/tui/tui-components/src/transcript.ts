@@ -193,13 +193,25 @@ interface ToolCallData {
 }
 
 /**
- * Folds session events into the conversation container. `live` entries (the streaming reply,
- * calls announced by the stream) are matched to the logged messages that finish them.
+ * Folds session events into the conversation container: one card per logged call, one row per
+ * reasoning block, in log order, the same live and replayed. `live` entries (the streaming reply,
+ * calls announced by the stream) are the rows that the logged message then finishes.
+ *
+ * A call is found by its id among the calls of the latest message that named it, so a log written
+ * before the loop made ids session-unique (two turns both calling `call_0_0`) still gets one card
+ * per call, each with its own result.
  */
 export class Transcript extends Container {
   private current?: AssistantEntry
+  /** The card of the latest call with each id (tool/call and tool/result look calls up here). */
   private readonly cards = new Map<string, ToolCard>()
+  /** Every card, for expand/collapse. */
+  private readonly allCards: ToolCard[] = []
+  /** Cards the current response's stream announced, by stream index and by id. */
   private readonly streamCards = new Map<number, ToolCard>()
+  private streamById = new Map<string, ToolCard>()
+  /** Reply rows the current response's stream opened, in order (one per run of text/reasoning). */
+  private streamEntries: AssistantEntry[] = []
   private expanded = false
   /** Set by the app: called after any change so the screen is redrawn. */
   onChange: () => void = () => {}
@@ -216,6 +228,15 @@ export class Transcript extends Container {
     this.clear()
     this.current = undefined
     this.cards.clear()
+    this.allCards.length = 0
+    this.endStream()
+  }
+
+  /** Forgets what the current response streamed; a row still thinking is marked done. */
+  private endStream(): void {
+    for (const entry of this.streamEntries) entry.setThinkingDone()
+    this.streamEntries = []
+    this.streamById = new Map()
     this.streamCards.clear()
   }
 
@@ -233,7 +254,7 @@ export class Transcript extends Container {
 
   toggleExpanded(): void {
     this.expanded = !this.expanded
-    for (const card of this.cards.values()) card.setExpanded(this.expanded)
+    for (const card of this.allCards) card.setExpanded(this.expanded)
     for (const child of this.children) if (child instanceof AssistantEntry) child.setExpanded(this.expanded)
     this.invalidate()
     this.onChange()
@@ -255,8 +276,9 @@ export class Transcript extends Container {
         if (chunk.kind === 'text-delta') this.entry().appendText(chunk.text)
         else if (chunk.kind === 'reasoning-delta') this.entry().appendThinking(chunk.text)
         else if (chunk.kind === 'tool-call-start') {
-          const card = this.card({ callId: chunk.callId, name: chunk.name, arguments: '' })
+          const card = this.newCard({ callId: chunk.callId, name: chunk.name, arguments: '' })
           this.streamCards.set(chunk.index, card)
+          this.streamById.set(chunk.callId, card)
         } else if (chunk.kind === 'tool-call-delta') {
           const card = this.streamCards.get(chunk.index)
           card?.setArgs(card.args + chunk.argumentsDelta)
@@ -265,23 +287,53 @@ export class Transcript extends Container {
       }
       case 'assistant/message': {
         const { message, interrupted } = event.data
-        const text = message.content.map((b) => (b.type === 'text' ? b.text : '')).join('')
-        const reasoning = message.content.map((b) => (b.type === 'reasoning' ? b.text : '')).join('')
-        if (text !== '' || reasoning !== '' || interrupted) {
-          const entry = this.entry()
+        const streamed = this.streamEntries
+        const streamedCards = this.streamById
+        this.streamEntries = []
+        this.streamById = new Map()
+        this.streamCards.clear()
+        // The message is runs of reasoning/text separated by tool calls. The stream opened one row
+        // per run (a card ends the row before it), so run k finishes streamed row k; replayed, or
+        // when nothing streamed, the row is made here, in block order.
+        let used = 0
+        let run = { text: '', reasoning: '' }
+        const finishRun = (last: boolean) => {
+          const { text, reasoning } = run
+          run = { text: '', reasoning: '' }
+          if (text === '' && reasoning === '' && !(last && interrupted)) return
+          let entry = streamed[used++]
+          if (!entry) {
+            this.current = undefined
+            entry = this.entry()
+          }
           if (reasoning !== '' && entry.isEmpty) entry.appendThinking(reasoning)
           entry.setThinkingDone()
           entry.setText(text)
-          if (interrupted) entry.markInterrupted()
+          if (last && interrupted) entry.markInterrupted()
         }
-        for (const block of message.content) if (block.type === 'tool-call') this.card(block).setArgs(block.arguments)
+        for (const block of message.content) {
+          if (block.type === 'text') run.text += block.text
+          else if (block.type === 'reasoning') run.reasoning += block.text
+          else if (block.type === 'tool-call') {
+            finishRun(false)
+            const card = streamedCards.get(block.callId) ?? this.newCard(block)
+            card.setArgs(block.arguments)
+            this.cards.set(block.callId, card)
+          }
+        }
+        finishRun(true)
+        // Rows the stream opened beyond the message's runs stop "thinking".
+        for (const entry of streamed.slice(used)) entry.setThinkingDone()
+        this.streamEntries = []
         this.current = undefined
-        this.streamCards.clear()
         break
       }
-      case 'tool/call':
-        this.card(event.data).setRunning()
+      case 'tool/call': {
+        const card = this.cards.get(event.data.callId) ?? this.newCard(event.data)
+        this.cards.set(event.data.callId, card)
+        card.setRunning()
         break
+      }
       case 'tool/result': {
         const { message, error, meta } = event.data
         const card = this.cards.get(message.callId)
@@ -294,7 +346,12 @@ export class Transcript extends Container {
         })
         break
       }
+      case 'step/start':
+        // A step that failed left its streamed rows without a message: they are done.
+        this.endStream()
+        return
       case 'turn/end': {
+        this.endStream()
         for (const card of this.cards.values()) card.setAbandoned()
         const { reason, error } = event.data
         this.current = undefined
@@ -314,20 +371,20 @@ export class Transcript extends Container {
       this.current = new AssistantEntry(this.p, this.theme)
       this.current.setExpanded(this.expanded)
       this.push(this.current)
+      this.streamEntries.push(this.current)
     }
     return this.current
   }
 
-  private card(call: ToolCallData): ToolCard {
-    let card = this.cards.get(call.callId)
-    if (!card) {
-      card = new ToolCard(call.callId, call.name, call.arguments, this.p)
-      card.setExpanded(this.expanded)
-      this.cards.set(call.callId, card)
-      // A call ends the reply text before it; text after it is a new entry.
-      this.current = undefined
-      this.push(card)
-    }
+  /** A new card for a call, pushed after everything so far. */
+  private newCard(call: ToolCallData): ToolCard {
+    const card = new ToolCard(call.callId, call.name, call.arguments, this.p)
+    card.setExpanded(this.expanded)
+    this.cards.set(call.callId, card)
+    this.allCards.push(card)
+    // A call ends the reply text before it; text after it is a new entry.
+    this.current = undefined
+    this.push(card)
     return card
   }
 }

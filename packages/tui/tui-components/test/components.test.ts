@@ -249,7 +249,7 @@ describe('code highlighting', () => {
     expect(line).toContain(`${ESC}[32m"hi"${ESC}[39m`)
     expect(line).toContain(`${ESC}[33m42${ESC}[39m`)
     expect(line).toContain(`${ESC}[90m// note${ESC}[39m`)
-    expect(highlightCode('def f():\n\treturn 1 # done', 'python', color)[1]).toMatch(/^    \x1b\[35mreturn/)
+    expect(highlightCode('def f():\n\treturn 1 # done', 'python', color)[1]).toMatch(/^ {4}\x1b\[35mreturn/)
     expect(highlightCode('const x = 1', 'ts', plain)).toEqual(['const x = 1'])
     expect(highlightCode('anything', 'unknown-lang', color)).toEqual([`${ESC}[32manything${ESC}[39m`])
   })
