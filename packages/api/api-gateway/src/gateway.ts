@@ -2,7 +2,7 @@
 // Transport-agnostic core: `call(name, params, call)` validates and dispatches; `handleHttp`
 // wraps it for node:http (mounted on ctx.webServer when that service exists).
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import {
   ApiError,

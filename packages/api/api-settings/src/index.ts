@@ -2,7 +2,7 @@
 // settings sections a UI may show and edit (`ctx.settingsCatalog.expose`); credentials are
 // described by where they are set, and written only by loopback callers. A credential value
 // goes in (credentials.set) and never comes out.
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import { ApiError, type MethodContract } from '@dsh/web-protocol'
 import { SettingsError, SettingsValidationError, type SectionSchema } from '@dsh/settings'

@@ -1,7 +1,7 @@
 // The typed RPC contract core: a method is a name plus schemastery schemas for its params and
 // result, so one object gives the runtime check (host) and the inferred TypeScript types (client).
 // Browser-safe: no node imports.
-import Schema from 'schemastery'
+import type Schema from 'schemastery'
 
 export interface MethodContract<P = unknown, R = unknown> {
   readonly name: string

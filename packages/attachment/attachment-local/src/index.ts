@@ -10,7 +10,7 @@ import { createHash, randomBytes } from 'node:crypto'
 import { link, mkdir, open, readFile, stat, unlink } from 'node:fs/promises'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { dirname, join, parse } from 'node:path'
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import {
   AttachmentError,

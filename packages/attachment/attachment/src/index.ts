@@ -61,7 +61,7 @@ export const isAttachmentId = (id: string): id is AttachmentId => ID.test(id)
 
 /** The token a message carries for an attachment. Names lose brackets and newlines. */
 export function attachmentToken(ref: Pick<AttachmentRef, 'id' | 'name'>): string {
-  const name = (ref.name ?? '').replace(/[\]\[\r\n]/g, '_').trim()
+  const name = (ref.name ?? '').replace(/[\][\r\n]/g, '_').trim()
   return `[image ${ref.id}${name ? ` ${name}` : ''}]`
 }
 

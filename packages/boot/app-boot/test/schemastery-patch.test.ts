@@ -45,7 +45,7 @@ describe.each([
     // The closure keeps the name and arity schemastery's own source gives it.
     expect(port.name).toBe('schema')
     expect(port.length).toBe(1)
-    expect(Object.prototype.hasOwnProperty.call(port, 'prototype')).toBe(true)
+    expect(Object.hasOwn(port, 'prototype')).toBe(true)
     expect(Object.getOwnPropertyDescriptor(port, 'name')).toEqual({
       value: 'schema',
       writable: false,
@@ -117,7 +117,7 @@ describe.each([
     const union = Schema.union([Schema.const('a'), Schema.number()])
     const { toString: format } = union
     expect(format()).toBe('"a" | number')
-    expect(Object.prototype.hasOwnProperty.call(union, 'toString')).toBe(true)
+    expect(Object.hasOwn(union, 'toString')).toBe(true)
     expect(union.toString).not.toBe(Schema.prototype.toString)
     const object = Schema.object({ a: Schema.string().required(), b: Schema.array(Schema.union([Number, String])) })
     const copy = object.description('d').default({ a: 'x' } as never)

@@ -1,7 +1,7 @@
 // `ctx.cmdlineArgs`: the application's own command-line arguments (what follows the launcher's
 // flags), with a small schema-free parsed view and a schema-driven `parse()` for surfaces.
 import { parseArgs, type ParseArgsConfig } from 'node:util'
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 
 export const name = 'cmdline'

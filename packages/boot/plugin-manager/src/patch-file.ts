@@ -1,7 +1,7 @@
 // Edits of a profile's `cordis.patch.yml` that keep the user's comments, order and formatting:
 // appending an `- insert:` operation for a plugin's row, and taking a package's rows out again.
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
-import { isMap, isSeq, parseDocument, YAMLMap, YAMLSeq, type Document } from 'yaml'
+import { isMap, isSeq, parseDocument, type YAMLMap, YAMLSeq, type Document } from 'yaml'
 import { jsTag } from '@dsh/app-boot'
 import { PluginError } from './errors.ts'
 

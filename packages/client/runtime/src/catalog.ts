@@ -1,7 +1,7 @@
 // `ctx.catalog`: the sessions and workspaces the sidebar shows, kept current from the host stream
 // (`session/added`, `session/changed`, `session/status`, `workspace/changed`) and refetched after
 // every reconnect.
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import type { HostStreamEvent, SessionRow } from '@dsh/web-protocol'
 import { sessionsList } from '@dsh/web-protocol'
 import { workspacesList, type WireWorkspace } from '@dsh/workspace/contract'

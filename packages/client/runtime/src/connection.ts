@@ -2,7 +2,7 @@
 // online state and fans host events out; `session(id)` gives a session's whole log plus live
 // events over `/api/events/session/<id>`, resuming after the last seq it holds on every reconnect
 // (no gap, no duplicate), with exponential backoff while the host is unreachable.
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import {
   CHUNK_EVENT_TYPE,
   CHUNK_RUNS_PARAM,

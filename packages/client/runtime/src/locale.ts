@@ -1,6 +1,6 @@
 // `ctx.locale`: the page language (`en` or `zh`) and the dictionaries plugins register per
 // namespace. The choice is kept in localStorage; without one the browser's languages decide.
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import { Store } from './store.ts'
 
 export type Lang = 'en' | 'zh'

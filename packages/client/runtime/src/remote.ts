@@ -2,7 +2,7 @@
 // params, answered `{result}` or `{error: {code, message, field?}}`). Contracts come from
 // @dsh/web-protocol and from domain packages' `./contract` exports; a call by contract object or by
 // a name listed in `RemoteMethods` is typed end to end.
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import { methodPath, type MethodContract, type ParamsOf, type ResultOf } from '@dsh/web-protocol'
 import type * as P from '@dsh/web-protocol'
 

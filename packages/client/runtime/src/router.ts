@@ -1,5 +1,5 @@
 // `ctx.router`: which session the page shows, kept in the URL (`/s/<sessionId>`), with history.
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import { Store } from './store.ts'
 
 declare module 'cordis' {

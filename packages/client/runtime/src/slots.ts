@@ -2,7 +2,7 @@
 // components. A registration is an effect of the registering plugin, so unloading the plugin takes
 // its components out of the page. Keyed slots (`tool.call.toolview` keyed by tool name) hold
 // entries per key; `<Slot>` renders them (see react.ts).
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import type { ComponentType } from 'react'
 
 /**
@@ -10,7 +10,7 @@ import type { ComponentType } from 'react'
  * `declare module '@dsh/client-runtime' { interface SlotProps { 'my.slot': { x: number } } }`.
  * Slots not named here take `Record<string, unknown>`.
  */
-export interface SlotProps {}
+export type SlotProps = {}
 
 export type PropsOfSlot<N extends string> = N extends keyof SlotProps ? SlotProps[N] : Record<string, unknown>
 

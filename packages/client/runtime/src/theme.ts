@@ -1,6 +1,6 @@
 // `ctx.theme`: light, dark or system (follows prefers-color-scheme). The resolved scheme is set on
 // <html> as `data-theme` and `color-scheme`; stylesheets key their colours on it.
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import { Store } from './store.ts'
 
 export type ThemePreference = 'light' | 'dark' | 'system'

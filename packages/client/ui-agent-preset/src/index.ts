@@ -13,7 +13,7 @@ export * from './contract.ts'
 
 export const name = '@dsh/ui-agent-preset'
 export const inject = ['agentPresets', 'sessions', 'agents']
-export interface Config {}
+export type Config = {}
 export const Config: Schema<Config> = Schema.object({})
 
 export function apply(ctx: Context): void {

@@ -13,7 +13,7 @@ export * from './contract.ts'
 
 export const name = '@dsh/ui-goal'
 export const inject = ['goals', 'sessions']
-export interface Config {}
+export type Config = {}
 export const Config: Schema<Config> = Schema.object({})
 
 const STATUS: Record<string, number> = {

@@ -1,7 +1,7 @@
 // @dsh/agent-default-model: `ctx.agentDefaultModel`, the deployment's default model selection for
 // an agent that has no session-local choice. Entry points (headless, web host, ACP) read this one
 // service instead of each carrying its own provider/model defaults.
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import type { ModelSelection } from '@dsh/agent'
 import type { ReasoningEffort } from '@dsh/llm'

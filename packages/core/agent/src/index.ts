@@ -1,7 +1,7 @@
 // @dsh/agent: the Agent handle, the `ctx.agents` registry and the `agent/*` event vocabulary.
 // It has no dependency on any loop: a loop plugin registers an AgentFactory and the registry
 // delegates `create()` to it, so the loop can be swapped from configuration.
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import type { LlmError, LlmRequest, ReasoningEffort, TokenUsage, UserContentBlock } from '@dsh/llm'
 import type { LoggedError, MessageSource, Session, TurnEndReason } from '@dsh/session'

@@ -1,4 +1,4 @@
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import { emitNamed } from './plugin-error.ts'
 import { DEFAULT_MAX_TOOL_ARGUMENT_CHARS } from './surface.ts'

@@ -109,7 +109,7 @@ describe('Session.append', () => {
   })
 
   it('freezes the returned event deeply (mutation throws in strict mode)', () => {
-    'use strict'
+    
     const s = newSession()
     const e = s.append('user/message', { content: text('hi'), source: human })
     expect(() => {

@@ -6,7 +6,7 @@
 import { statSync } from 'node:fs'
 import { arch, release, type as osType } from 'node:os'
 import { basename, dirname, join } from 'node:path'
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import { ScopedRegistry, standingScope } from '@dsh/scope'
 import type { ToolSchema } from '@dsh/llm'

@@ -4,7 +4,7 @@
 // `tools/execute` (around the tool body) -> `tools/post-execute` -> `finalizeContent` ->
 // `tools/result` (observe only). Bad model input and tool failures become error results; nothing
 // here throws into the caller except misuse of the registration API.
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import { ScopedRegistry, standingScope } from '@dsh/scope'
 import type { ToolSchema } from '@dsh/llm'

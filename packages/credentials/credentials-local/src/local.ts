@@ -2,7 +2,7 @@
 // `$DSH_HOME/.env` and `$DSH_HOME/.credentials.yaml`, in that precedence.
 import { mkdir, readFile, stat } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path'
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import {
   homeLayout,

@@ -260,7 +260,7 @@ describe('the start check', () => {
 
   it('fails the row on a malformed, insecure or nested credentials file, or a malformed .env, naming file and place only', async () => {
     writeCredentials(`${NAME}: ${SECRET}\n${NAME}: "${SECRET}-unterminated\n`)
-    let error = await start()
+    const error = await start()
     expect(error).toBeInstanceOf(CredentialError)
     expect((error as CredentialError).message).toMatch(
       new RegExp(`^${credentialsFile().replace(/[.]/g, '\\.')}:\\d+:\\d+: malformed credentials file`),

@@ -2,7 +2,7 @@
 // named secret (an environment-variable-like name such as `DEEPSEEK_API_KEY`). Consumers read
 // values; `describe()` says where a value would come from without revealing it. Providers
 // (credentials-local, ...) own the layers and their precedence.
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 
 declare module 'cordis' {
   interface Context {

@@ -4,7 +4,7 @@
 // forget to gate a mutation, and every provider gates the same way.
 import { createHash } from 'node:crypto'
 import { resolve as resolvePosix } from 'node:path'
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import { FsError, toFsError } from './errors.ts'
 import { PathLock } from './lock.ts'
 import type {

@@ -7,7 +7,7 @@ import { GoalError, type Goal, type GoalEdit, type GoalService } from '@dsh/goal
 export const name = 'command-goal'
 export const inject = ['commands', 'goals']
 
-export interface Config {}
+export type Config = {}
 export const Config: Schema<Config> = Schema.object({})
 
 export const USAGE =

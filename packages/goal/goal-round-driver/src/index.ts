@@ -8,7 +8,7 @@ import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { Agent, InjectedContext, TurnResult } from '@dsh/agent'
 import type { Session } from '@dsh/session'
-import { GoalService, type Goal, type GoalAction } from '@dsh/goal'
+import type { GoalService, Goal, GoalAction } from '@dsh/goal'
 
 export const name = 'goal-round-driver'
 export const inject = ['goals', 'agents']

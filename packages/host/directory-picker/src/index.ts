@@ -4,7 +4,7 @@
 import { opendir, mkdir, stat } from 'node:fs/promises'
 import { homedir } from 'node:os'
 import { dirname, isAbsolute, join, resolve } from 'node:path'
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import { ApiError, type MethodContract } from '@dsh/web-protocol'
 import {

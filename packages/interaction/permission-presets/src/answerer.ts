@@ -1,6 +1,6 @@
 // A plugin for non-interactive surfaces (headless): registers an approval answerer that decides
 // every request by the session's preset policy instead of asking a human.
-import { Context } from 'cordis'
+import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import { DEFAULT_POLICY_HINT, policyAnswerer } from '@dsh/user-approval'
 import type {} from './service.ts'

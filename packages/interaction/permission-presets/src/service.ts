@@ -1,7 +1,7 @@
 // The permission-preset table (`ctx.permissionPresets`): named pairs of sandbox mode and approval
 // policy, a deployment default, and per-session overrides. Sandbox and approval plugins read their
 // knob from here (`modeFor`, `policyFor`); UIs show the table as one selector.
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import { APPROVAL_POLICIES, type ApprovalPolicy } from '@dsh/user-approval'
 import type {} from '@dsh/settings'

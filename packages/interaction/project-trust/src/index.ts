@@ -4,7 +4,7 @@
 // A source hands its items and a start function to `gate()`: trusted content starts at once;
 // otherwise the first step of a session asks the human once (TUI, web), or, with no human at hand
 // (headless, ACP, SDK), skips it with one stderr line naming `dsh trust`.
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import type {} from '@dsh/agent'
 import type {} from '@dsh/home-paths'

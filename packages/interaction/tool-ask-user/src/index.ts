@@ -1,7 +1,7 @@
 // @dsh/tool-ask-user: the model-facing `ask_user_question` tool over `ctx.userQuestions`. The
 // model asks one to a few short questions; the answers (or the fact that nobody can answer) come
 // back as the tool result.
-import { Context } from 'cordis'
+import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import { checkQuestions, type Question, type QuestionsOutcome } from '@dsh/user-questions'
 import type { JsonSchema, ToolOutput } from '@dsh/tools'

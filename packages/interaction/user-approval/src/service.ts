@@ -1,7 +1,7 @@
 // The approval service (`ctx.approval`): mints requests, routes each to the newest answerer that
 // accepts it, remembers `allowed-always` grants per session, and fails closed on every path that
 // does not end in an explicit decision.
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import { AnswererList } from '@dsh/answerers'
 import Schema from 'schemastery'
 import { brand } from '@dsh/brand'

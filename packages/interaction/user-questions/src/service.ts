@@ -1,7 +1,7 @@
 // The user-questions service (`ctx.userQuestions`): routes a batch of questions to the newest
 // answerer that accepts it and resolves `answered`, `cancelled` or `unavailable`, never rejecting
 // for a channel failure.
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import { AnswererList } from '@dsh/answerers'
 import Schema from 'schemastery'
 import { brand } from '@dsh/brand'

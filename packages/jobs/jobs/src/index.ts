@@ -3,7 +3,7 @@
 // abort signal, bounded output retention (the whole output spilled to a file beyond the bound),
 // owner scoping, and its end as an event. Jobs outlive the turn that started them and are killed
 // when the app stops or the registry unloads.
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import { DEFAULT_SPILL_CAP_BYTES, PrivateDir, SpillWriter, processTempDir, spillBudget } from '@dsh/spill-files'
 

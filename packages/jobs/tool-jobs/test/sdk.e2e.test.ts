@@ -75,6 +75,6 @@ it('a background job started in one turn is polled with job_output in the next; 
   expect(toolText(4, 'o2')).toBe('Job bash-1 (exited with code 0); output bytes 0-18, next: 18.\nslept-and-printed\n')
   expect(toolText(6, 'k2')).toBe('Job bash-2 was stopped (killed).')
   expect(toolText(7, 'l2')).toMatch(
-    /^2 background jobs:\nbash-1 {2}exited with code 0 {2}18 bytes .*\nbash-2 {2}killed {2}\d+ bytes  "long sleep"/,
+    /^2 background jobs:\nbash-1 {2}exited with code 0 {2}18 bytes .*\nbash-2 {2}killed {2}\d+ bytes {2}"long sleep"/,
   )
 })

@@ -1,4 +1,4 @@
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import { BlockAssembler, type AssembledResponse } from './assembler.ts'
 import { redactError, secretList } from './redact.ts'
@@ -204,5 +204,5 @@ interface SecretHolder {
 
 export namespace LlmService {
   // No options yet; the schema exists so a profile row can carry `config: {}` and be validated.
-  export interface Config {}
+  export type Config = {}
 }

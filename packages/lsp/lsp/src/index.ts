@@ -2,7 +2,7 @@
 // references, implementations, hover, symbols) and reports a file's diagnostics, over providers
 // that each serve some files (by extension). Positions here are LSP's: 0-based lines and UTF-16
 // character offsets; the model-facing tool converts. No I/O of its own.
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 
 export interface Position {
   line: number

@@ -5,7 +5,7 @@
 // The project's `.mcp.json` is the project's, not the user's: its servers start only through
 // `ctx.projectTrust` (consent per directory and content), never without it.
 import { resolve } from 'node:path'
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import type { Session } from '@dsh/session'
 import type {} from '@dsh/session-persistence'

@@ -6,7 +6,7 @@
 // (through `ctx.userQuestions`), or, with nobody to ask, the configured policy decides and the
 // tool result says so. The state is the last `plan/mode` event of the session log, so a resumed
 // session is in the mode it was left in.
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import type { Agent } from '@dsh/agent'
 import type { Session } from '@dsh/session'

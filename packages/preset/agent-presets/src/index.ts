@@ -8,7 +8,7 @@
 import { existsSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { Context, Service, type Fiber } from 'cordis'
+import { type Context, Service, type Fiber } from 'cordis'
 import Schema from 'schemastery'
 import type { Agent, PreStepDecision, PreStepPayload } from '@dsh/agent'
 import { PluginError, type Session } from '@dsh/session'

@@ -1,5 +1,5 @@
 // @dsh/invariants: `ctx.invariants`, a registry of runtime invariant checks over session logs.
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import type { Session } from '@dsh/session'
 import type { InvariantContext, InvariantDefinition, InvariantSummary, InvariantViolation } from './types.ts'

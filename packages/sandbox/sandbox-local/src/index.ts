@@ -17,7 +17,7 @@ import {
 import { release, version } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { dirname, isAbsolute, join, sep } from 'node:path'
-import { Context } from 'cordis'
+import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { LaunchedChild, ProcessLauncher } from '@dsh/subprocess'
 import {

@@ -6,7 +6,7 @@
 import { lstatSync, opendirSync, readdirSync, readFileSync, realpathSync, statSync, type Dir } from 'node:fs'
 import { homedir, tmpdir } from 'node:os'
 import { isAbsolute, join, resolve as resolvePath } from 'node:path'
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import type {} from '@dsh/agent'
 import type {} from '@dsh/app-boot'

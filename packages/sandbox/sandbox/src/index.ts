@@ -3,7 +3,7 @@
 // command's output for signs that the confinement refused something (`detectDenial`). Definition
 // only: no I/O here; `@dsh/sandbox-local` is the Linux provider.
 import type { ProcessLauncher } from '@dsh/subprocess'
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 
 declare module 'cordis' {
   interface Context {

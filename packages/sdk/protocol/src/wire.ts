@@ -266,10 +266,10 @@ export interface ApprovalRespondParams {
   /** Free text that should reach the model. */
   message?: string
 }
-export interface ApprovalRespondResult {}
+export type ApprovalRespondResult = {}
 
 export type ShutdownParams = Record<string, never>
-export interface ShutdownResult {}
+export type ShutdownResult = {}
 
 export interface SessionEventNotification {
   sessionId: string

@@ -1,7 +1,7 @@
 // @dsh/session-query: `ctx.sessionQuery`, reads across sessions. Exact reads and filters are
 // implemented here once, over `ctx.sessionPersistence` (stored logs) and `ctx.sessions` (live
 // ones, preferred: they are ahead of their stored log); a provider implements full-text `search`.
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import type { AnySessionEvent, Session, SessionId } from '@dsh/session'
 import { HEADER_VERSION, summarize, type SessionSummary } from '@dsh/session-persistence'
 

@@ -1,7 +1,7 @@
 // `ctx.durableSessions`: attaches `ctx.sessionPersistence` to `ctx.sessions`. Every new session is
 // created in persistence and each of its events queued for append; a stored session is restored
 // into the store with `resume(id)`.
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import type { AnySessionEvent, Session, SessionId } from '@dsh/session'
 import { SessionPersistenceError, parseSessionId, type LoadedSession, type SessionSummary } from './types.ts'

@@ -1,7 +1,7 @@
 // The `ctx.sessionPersistence` Service Definition. The public contract (create, append, flush,
 // load, inspect, list, latest, readFrom, close) is implemented here once; a backend supplies the
 // storage primitives (`backendCreate`, `backendOpen`, `backendRead`, `backendWrite`, ...).
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import type { AnySessionEvent, SessionEvent, SessionId } from '@dsh/session'
 import { asSessionId } from '@dsh/session'
 import { BatchWriter } from './batch.ts'

@@ -3,7 +3,7 @@
 // sessions are listed through an optional checkpoint cache (`ctx.sessionProjectionCache`, the
 // abstract class below; `@dsh/session-projection-cache` provides it): an entry that matches its
 // log is used as is, one behind its log is advanced from the log's tail, anything else is rebuilt.
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import type { AnySessionEvent, Session, SessionId } from '@dsh/session'
 import type { SessionSummary } from '@dsh/session-persistence'

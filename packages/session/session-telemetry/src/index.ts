@@ -2,7 +2,7 @@
 // session in `ctx.sessions` and hands one record per model call, tool call and turn to the
 // registered exporters (e.g. @dsh/session-telemetry-otel). Records carry figures and names only;
 // prompt, output, argument and result text is added only when `includeContent` is on.
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import type { AnySessionEvent, Session } from '@dsh/session'
 import type { TokenUsage } from '@dsh/llm'

@@ -2,7 +2,7 @@
 // session gets an immediate deterministic title (the `fallback` source); one optional provider
 // (e.g. @dsh/session-title-llm) may later propose a better one. Every accepted revision is a
 // `session/title {title, source}` event: log-only (never model-visible), and the latest one wins.
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import type { AnySessionEvent, Session, SessionId } from '@dsh/session'
 import type { TokenUsage, UserContentBlock } from '@dsh/llm'

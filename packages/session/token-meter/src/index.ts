@@ -5,7 +5,7 @@
 // session that starts with a copied prefix (fork, resume seed, restore) is folded from its own
 // events on first sight, so the prefix is counted exactly once and, when a `seed/end` marks it,
 // reported apart as `seeded`.
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import { addUsage, emptyUsage, type TokenUsage } from '@dsh/llm'
 import type { AnySessionEvent, Session, SessionId } from '@dsh/session'
@@ -145,7 +145,7 @@ export class TokenMeter extends Service {
 
 export namespace TokenMeter {
   // eslint-disable-next-line @typescript-eslint/no-empty-object-type -- no options yet; kept for profile rows
-  export interface Config {}
+  export type Config = {}
 }
 
 export default TokenMeter

@@ -1,5 +1,5 @@
 // MemorySettings: a provider with no storage, for tests and embedders that persist nothing.
-import { Context } from 'cordis'
+import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import { mergePatch, type SettingsPatch, type SettingsRecord } from './patch.ts'
 import { SettingsService, type SettingsWriteOptions } from './service.ts'

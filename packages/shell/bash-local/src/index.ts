@@ -4,7 +4,7 @@
 // (retention, spill, scrub, kill escalation) belong to the subprocess provider.
 import { existsSync, statSync } from 'node:fs'
 import { isAbsolute, join, resolve as resolvePath } from 'node:path'
-import { Context } from 'cordis'
+import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import {
   ShellError,

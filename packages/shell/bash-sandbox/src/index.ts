@@ -4,7 +4,7 @@
 // starts. A refusal by the sandbox is told to the model (a spec note); an escalation request asks
 // `ctx.approval` and, when allowed, runs that one command unconfined.
 import { join } from 'node:path'
-import { Context } from 'cordis'
+import type { Context } from 'cordis'
 import { BashLocalExecutor, DEFAULT_SPILL_DIR, runShellProcess, type BashLocalConfig } from '@dsh/bash-local'
 import { ShellError, type ShellRequest, type ShellResult, type ShellRunOptions, type ShellSpec } from '@dsh/shell'
 import {

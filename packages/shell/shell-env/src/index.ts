@@ -3,7 +3,7 @@
 // DSH_SESSION_ID); other plugins add variables whose registration unwinds with the plugin.
 import { homedir } from 'node:os'
 import { isAbsolute, join } from 'node:path'
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 
 declare module 'cordis' {

@@ -1,7 +1,7 @@
 // @dsh/shell: the `ctx.shell` executor seam. A consumer turns a request into a resolved spec with
 // `resolve()` (every default and cap applied there, visibly) and runs it with `run()`. Definition
 // only: no I/O here; providers are bash-local, bash-sandbox, pwsh-local, ...
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 
 declare module 'cordis' {
   interface Context {

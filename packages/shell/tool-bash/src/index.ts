@@ -1,6 +1,6 @@
 // @dsh/tool-bash: the model-facing `bash` tool over the `ctx.shell` executor seam. When `ctx.jobs`
 // is mounted (before this row), `run_in_background` runs the command as a job of that registry.
-import { Context } from 'cordis'
+import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import { ShellError, type ShellLimits } from '@dsh/shell'
 import type {} from '@dsh/shell-env'

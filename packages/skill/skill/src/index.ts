@@ -2,7 +2,7 @@
 // ships a skill) contribute skills per working directory; the registry merges them by priority,
 // logs each malformed skill once, and loads a skill's body through the provider that owns it.
 // No I/O of its own.
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 
 export {
   parseSkillFile,

@@ -1,7 +1,7 @@
 // @dsh/spill: the Service Definition of the spill seam. A provider registers as `ctx.spillStore`
 // and keeps the full text of an oversized tool result somewhere the model can reach later; the
 // spill policy decides when to spill and what the model sees instead. No I/O here.
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 
 /** What to keep: the whole text of one tool result. */
 export interface SpillRequest {

@@ -2,7 +2,7 @@
 // under `$DSH_HOME/storage/`, replaced atomically on every write.
 import { mkdir, readdir, readFile, rename, rm } from 'node:fs/promises'
 import { join } from 'node:path'
-import { Context } from 'cordis'
+import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import { writeAtomic } from '@dsh/atomic-write'
 import { resolveDshHome } from '@dsh/home-paths'

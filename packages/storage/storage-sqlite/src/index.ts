@@ -3,7 +3,7 @@
 import { existsSync, mkdirSync, renameSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import Database from 'better-sqlite3'
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import { resolveDshHome } from '@dsh/home-paths'
 import { StorageService, type DomainWrite, type LoadedDomain } from '@dsh/storage'

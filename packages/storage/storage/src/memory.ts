@@ -1,5 +1,5 @@
 // MemoryStorage: a `ctx.storage` provider that keeps domains in process memory (tests, ephemeral hosts).
-import { Context } from 'cordis'
+import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import { StorageService, type DomainWrite, type LoadedDomain } from './service.ts'
 

@@ -1,7 +1,7 @@
 // The abstract `ctx.storage` hub: typed key-value domains over a provider's medium.
 // Providers (storage-json, storage-sqlite) implement `loadDomain` and `writeDomain`; this class owns
 // validation, the in-memory authoritative copy, write serialization and change notification.
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 
 /**
  * A value validator: returns the typed value or throws. A schemastery schema qualifies; its thrown

@@ -4,7 +4,7 @@ import Schema from 'schemastery'
 import {
   MemoryStorage,
   StorageError,
-  StorageService,
+  type StorageService,
   type DomainChange,
   type DomainWrite,
   type LoadedDomain,

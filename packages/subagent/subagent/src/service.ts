@@ -1,7 +1,7 @@
 // `ctx.subagents`: starts children through named providers, enforces the depth and concurrency
 // limits and the per-child timeout, links each child to its parent in both logs, and cascades
 // cancellation from the parent (its tool call's signal, or the parent agent going away).
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import type { Agent } from '@dsh/agent'
 import type { Session } from '@dsh/session'

@@ -4,7 +4,7 @@
 // and its pipes closed. Exits are collected with waitpid(WNOHANG) on SIGCHLD; a slow poll while
 // children that keep the event loop alive run keeps it alive (as a ChildProcess handle does) and
 // reaps them even if a SIGCHLD went unseen.
-import { EventEmitter } from 'node:events'
+import type { EventEmitter } from 'node:events'
 import { existsSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { Socket } from 'node:net'

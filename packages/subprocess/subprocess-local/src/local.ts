@@ -5,7 +5,7 @@ import { createRequire } from 'node:module'
 import { delimiter, isAbsolute, resolve as resolvePath } from 'node:path'
 import { constants } from 'node:os'
 import type { Readable } from 'node:stream'
-import { Context } from 'cordis'
+import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import {
   SubprocessError,

@@ -1,7 +1,7 @@
 // @dsh/subprocess: the process-group and terminal-process seam (`ctx.subprocess`). Definition
 // only: types, the abstract service and pure helpers; providers (subprocess-local, remote
 // sandboxes) implement spawning.
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import type { ProcessHandle, ScrubPolicy, SpawnSpec, TerminalHandle, TerminalSpawnSpec } from './types.ts'
 
 export * from './types.ts'

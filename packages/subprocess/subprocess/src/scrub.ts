@@ -36,7 +36,7 @@ export function compilePattern(pattern: string): RegExp {
   }
   const body = pattern
     .split('*')
-    .map((part) => part.replace(/[.\-]/g, (c) => `\\${c}`))
+    .map((part) => part.replace(/[.-]/g, (c) => `\\${c}`))
     .join('.*')
   return new RegExp(`^${body}$`, 'i')
 }

@@ -5,7 +5,7 @@
 // sandbox policy when `ctx.sandbox` and `ctx.sandboxPolicy` are mounted, and closed when their
 // agent goes away, the service unloads, or the app stops.
 import { StringDecoder } from 'node:string_decoder'
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import type { TerminalHandle } from '@dsh/subprocess'
 import type {} from '@dsh/agent'

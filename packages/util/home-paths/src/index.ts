@@ -1,7 +1,7 @@
 // $DSH_HOME and the well-known files under it, as pure functions and as the `ctx.homePaths` service.
 import { homedir } from 'node:os'
 import { isAbsolute, join, resolve } from 'node:path'
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 
 export const name = 'home-paths'

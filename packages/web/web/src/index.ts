@@ -1,7 +1,7 @@
 // @dsh/web: the web capability seam (`ctx.web`). Providers register fetch and search backends;
 // consumers (tool-web) call `fetch()` and `search()` without knowing which vendor answers. The
 // choice is an explicit `resolve*Provider()` step driven by this row's config. No I/O here.
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import {
   WebError,

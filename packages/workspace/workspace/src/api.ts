@@ -1,6 +1,6 @@
 // The API face of ctx.workspaces: registers the workspaces.* contracts on a gateway and forwards
 // `workspace/changed` to its host stream. Everything registered is an effect of `ctx`.
-import { Context } from 'cordis'
+import type { Context } from 'cordis'
 import type { MethodContract } from '@dsh/web-protocol'
 import type { WorkspaceService } from './service.ts'
 import { workspacesCreate, workspacesList, workspacesRemove, workspacesRename, workspacesReorder } from './contract.ts'

@@ -1,7 +1,7 @@
 // @dsh/workspace: `ctx.workspaces`, the user's workspaces (host directories with a name and an
 // order) kept in a storage domain; with `ctx.api` mounted, the workspaces.* methods and the
 // `workspace/changed` host-stream event.
-import { Context } from 'cordis'
+import type { Context } from 'cordis'
 import type { ApiGatewayLike } from './api.ts'
 import { registerWorkspaceApi } from './api.ts'
 import { WorkspaceService } from './service.ts'

@@ -4,7 +4,7 @@
 // claim Enter for a whole line (`matchEnter`, e.g. a slash command run without a model turn).
 // It attaches to the composer's textarea (`textarea[data-composer]`) through document listeners,
 // so it works with whichever composer fills the seat.
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import { useEffect, useState } from 'react'
 import { Store, useStore } from '@dsh/client-runtime'
 import {

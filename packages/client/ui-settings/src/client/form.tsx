@@ -2,7 +2,7 @@
 // choice fields, nested objects as fieldsets, anything else (lists, dicts, mixed unions) as JSON.
 // `check` runs the schema in the page so a bad value is named before anything is sent.
 import { useState } from 'react'
-import Schema from 'schemastery'
+import type Schema from 'schemastery'
 import type { Translate } from '@dsh/client-runtime'
 
 export interface SchemaNode {
