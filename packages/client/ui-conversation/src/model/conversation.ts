@@ -89,6 +89,8 @@ export class ConversationModel {
   private turnRunning = false
   private turn = -1
   private step = 0
+  /** The key of the latest call with each id (see callKey). */
+  private readonly callKeys = new Map<string, { key: string; turn: number; step: number; uses: number }>()
   private live: LiveStep | undefined
   private queued: QueuedPrompt[] = []
   private queuedOnHost = 0
@@ -432,6 +434,23 @@ export class ConversationModel {
     })
   }
 
+  /**
+   * The node key of a call. `introduce`: the call is being announced (stream, message, tool/call);
+   * an id first seen in an earlier step then gets a fresh key, so a log written before call ids
+   * were session-unique (two turns both calling `call_0_0`) still folds into one card per call.
+   * Otherwise (a result) the key of the latest call with that id.
+   */
+  private callKey(callId: unknown, introduce: boolean): string {
+    const id = String(callId)
+    const known = this.callKeys.get(id)
+    if (known && (!introduce || (known.turn === this.turn && known.step === this.step))) return known.key
+    if (!introduce) return `tool:${id}`
+    const uses = (known?.uses ?? 0) + 1
+    const key = uses === 1 ? `tool:${id}` : `tool:${id}#${uses}`
+    this.callKeys.set(id, { key, turn: this.turn, step: this.step, uses })
+    return key
+  }
+
   private liveStep(): LiveStep {
     if (!this.live || this.live.turn !== this.turn || this.live.step !== this.step) {
       this.live = { turn: this.turn, step: this.step, keys: [], counts: { r: 0, t: 0 }, toolIndex: new Map() }
@@ -498,7 +517,7 @@ export class ConversationModel {
         this.settleOpen()
         if (live.lastKind === 'r') this.closeThinking(live)
         live.lastKind = undefined
-        const key = `tool:${chunk.callId}`
+        const key = this.callKey(chunk.callId, true)
         live.toolIndex.set(chunk.index, key)
         live.keys.push(key)
         if (!this.get(key))
@@ -586,7 +605,7 @@ export class ConversationModel {
           interrupted,
         })
       } else if (block.type === 'tool-call') {
-        const key = `tool:${block.callId}`
+        const key = this.callKey(block.callId, true)
         const prior = this.get(key) as ToolNode | undefined
         const raw = block.arguments ?? ''
         const input = parseArguments(raw)
@@ -627,7 +646,7 @@ export class ConversationModel {
   }
 
   private onToolCall(event: WireEvent, data: Record<string, any>): void {
-    const key = `tool:${data.callId}`
+    const key = this.callKey(data.callId, true)
     const node = this.get(key) as ToolNode | undefined
     const raw = String(data.arguments ?? '')
     const input = parseArguments(raw)
@@ -657,7 +676,7 @@ export class ConversationModel {
 
   private onToolResult(event: WireEvent, data: Record<string, any>): void {
     const message = data.message ?? {}
-    const key = `tool:${message.callId}`
+    const key = this.callKey(message.callId, false)
     const { text, images } = textOf(message.content)
     const isError = message.isError === true || data.error !== undefined
     const result: ToolResultView = {
