@@ -5,7 +5,7 @@ import { isAbsolute, resolve } from 'node:path'
 import type * as acp from '@agentclientprotocol/sdk'
 import type { TurnResult } from '@dsh/agent'
 import type { UserContentBlock } from '@dsh/llm'
-import type { AnySessionEvent } from '@dsh/session'
+import { CallIdentities, type AnySessionEvent } from '@dsh/session'
 
 export type ToolKind = acp.ToolKind
 
@@ -165,6 +165,14 @@ interface CompactionData {
 
 export class Translator {
   private readonly calls = new Map<string, CallInfo>()
+  /**
+   * ACP wants `toolCallId` unique in the session. The agent loop logs session-unique call ids,
+   * but a log written before it did may repeat one (every turn's first call `call_0_0`): each
+   * logged call is named through CallIdentities in log order (the names the loop gives when it
+   * resumes such a log), and a result goes to the latest call with its logged id.
+   */
+  private readonly identities = new CallIdentities()
+  private readonly toolCallIds = new Map<string, string>()
   private readonly diffs = new Map<string, CapturedDiff>()
   private streamedText = false
   private streamedThought = false
@@ -219,13 +227,15 @@ export class Translator {
       }
       case 'tool/call': {
         const { callId, name } = event.data
+        const toolCallId = this.identities.assign(callId)
+        this.toolCallIds.set(callId, toolCallId)
         const args = parseArgs(event.data.arguments)
         this.calls.set(callId, { name, args })
         const locations = toolLocations(args, this.options.cwd)
         return [
           {
             sessionUpdate: 'tool_call',
-            toolCallId: callId,
+            toolCallId,
             title: toolTitle(name, args),
             kind: this.kind(name),
             status: 'pending',
@@ -242,7 +252,7 @@ export class Translator {
         const content = this.resultContent(message.callId, call, message.content, meta, failed)
         const update: Update = {
           sessionUpdate: 'tool_call_update',
-          toolCallId: message.callId,
+          toolCallId: this.toolCallIds.get(message.callId) ?? message.callId,
           status: failed ? 'failed' : 'completed',
           content,
         }

@@ -10,7 +10,7 @@ import {
   type ToolCallBlock,
   type UserContentBlock,
 } from '@dsh/llm'
-import { PluginError, serialNamed, type LoggedError, type Session, type SessionEventMap, type SessionEventType, type TurnEndReason } from '@dsh/session'
+import { CallIdentities, PluginError, serialNamed, type LoggedError, type Session, type SessionEventMap, type SessionEventType, type TurnEndReason } from '@dsh/session'
 import {
   asAgentId,
   type Agent,
@@ -25,7 +25,6 @@ import {
   type TurnResult,
 } from '@dsh/agent'
 import { Inbox, toBlocks, type QueuedInput } from './inbox.ts'
-import { CallIdentities } from './call-identity.ts'
 import { plainService } from '@dsh/plain-service'
 
 export interface LoopOptions {
@@ -79,7 +78,7 @@ export class LoopAgent implements Agent {
   private driving: Promise<void> | undefined
   private nextTurn: number
   private lastHeader: string | undefined
-  /** Session-unique tool-call identities (see call-identity.ts). */
+  /** Session-unique tool-call identities (see CallIdentities in @dsh/session). */
   private readonly callIds: CallIdentities
   private idleWaiters: Array<() => void> = []
   /**
@@ -111,10 +110,9 @@ export class LoopAgent implements Agent {
     this.callIds = new CallIdentities()
     for (const event of this.session.events) {
       if (event.type === 'turn/start') turns = event.data.turn + 1
-      else if (event.type === 'tool/call') this.callIds.reserve(event.data.callId)
-      else if (event.type === 'assistant/message') {
-        for (const block of event.data.message.content) if (block.type === 'tool-call') this.callIds.reserve(block.callId)
-      }
+      // Replayed through `assign`, so an old log that repeats ids reserves the names a face
+      // replaying it shows (see CallIdentities).
+      else if (event.type === 'tool/call') this.callIds.assign(event.data.callId)
     }
     this.nextTurn = turns
     const header = this.session.last('request/header')

@@ -22,6 +22,7 @@ export {
   type SessionParent,
   type SubscribeOptions,
 } from './session.ts'
+export { CallIdentities } from './call-identity.ts'
 export { PLUGIN_ERROR, PluginError, emitNamed, serialNamed } from './plugin-error.ts'
 export { SessionForkError, SessionStore, type CreateSessionOptions } from './store.ts'
 import { SessionStore } from './store.ts'

@@ -2,6 +2,7 @@
 // They carry their own code so the agent loop can end a turn as a plugin failure instead of
 // mistaking it for a provider error (which would trigger a paid model retry).
 import type { Context } from 'cordis'
+import { listenersOf, type Listener } from '@dsh/cordis-compat'
 
 export const PLUGIN_ERROR = 'PLUGIN_ERROR'
 
@@ -40,38 +41,12 @@ export function combinePluginErrors(errors: readonly PluginError[]): PluginError
   return new PluginError(first.plugin, first.where, first.cause, rest)
 }
 
-interface Hook {
-  ctx?: { fiber?: { name?: string } }
-  callback: (...args: unknown[]) => unknown
-}
-
-const hookTables = new WeakMap<Context, Record<string, Hook[] | undefined> | null>()
-
 /**
- * The listeners of `name` with the plugin that registered each one. Reads Cordis' listener table
- * (`ctx.events._hooks`, stable in the pinned 4.0.0-rc.10); `undefined` when that shape is absent,
- * so callers fall back to the plain dispatch and lose only the plugin names.
+ * The listeners of `name` with the plugin that registered each one (Cordis' listener table, read
+ * by @dsh/cordis-compat); `undefined` when that table is not readable, so callers fall back to
+ * the plain dispatch and lose only the plugin names.
  */
-function hooksOf(ctx: Context, name: string): Hook[] | undefined {
-  // The table is created once with the events service; reading it through `ctx.events` builds a
-  // Cordis proxy per read, and this runs for every session event, so it is looked up once per context.
-  let table = hookTables.get(ctx)
-  if (table === undefined) {
-    table = (ctx.events as unknown as { _hooks?: Record<string, Hook[] | undefined> })._hooks ?? null
-    hookTables.set(ctx, table)
-  }
-  if (!table || typeof table !== 'object') return undefined
-  const hooks = table[name] ?? []
-  return Array.isArray(hooks) && hooks.every((h) => typeof h?.callback === 'function') ? [...hooks] : undefined
-}
-
-const pluginName = (hook: Hook): string => {
-  try {
-    return hook.ctx?.fiber?.name || 'unknown plugin'
-  } catch {
-    return 'unknown plugin'
-  }
-}
+const hooksOf = (ctx: Context, name: string): Listener[] | undefined => listenersOf(ctx, name)
 
 /**
  * `ctx.emit(name, ...args)` that reaches every listener even when one throws, then throws one
@@ -94,7 +69,7 @@ export function emitNamed(ctx: Context, name: string, where: string, args: unkno
       Reflect.apply(hook.callback, null, args)
     } catch (error) {
       errors.push(
-        PluginError.is(error) && error instanceof PluginError ? error : new PluginError(pluginName(hook), where, error),
+        PluginError.is(error) && error instanceof PluginError ? error : new PluginError(hook.plugin, where, error),
       )
     }
   }
@@ -120,7 +95,7 @@ export async function serialNamed(ctx: Context, name: string, where: string, arg
     try {
       result = await Reflect.apply(hook.callback, null, args)
     } catch (error) {
-      throw error instanceof PluginError ? error : new PluginError(pluginName(hook), where, error)
+      throw error instanceof PluginError ? error : new PluginError(hook.plugin, where, error)
     }
     if (result !== null && result !== false && result !== undefined) return result
   }

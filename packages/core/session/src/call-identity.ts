@@ -8,16 +8,16 @@
 // common case, so a well-behaved provider sees its own ids sent back), else the id with a `-N`
 // suffix (an empty id becomes `call-N`). The identity is what the history sends back to the
 // provider too: consistent within the request, so tool results still pair with their calls.
+//
+// Folding an old log (written before identities were assigned, so ids may repeat) through
+// `assign` in log order yields the identities the loop would have given: faces that replay such a
+// log (ACP `session/load`) and an agent that resumes it agree on the names, and a new call never
+// takes a name a replayed one got.
 
 export class CallIdentities {
   private readonly used = new Set<string>()
   /** Next suffix to try per base, so a provider that repeats one id costs O(1) per call. */
   private readonly next = new Map<string, number>()
-
-  /** Marks an id as taken (ids already in the log when an agent resumes a session). */
-  reserve(id: string): void {
-    this.used.add(id)
-  }
 
   /** The identity for a call the provider named `providerId`; reserves and returns it. */
   assign(providerId: string): string {
