@@ -14,8 +14,8 @@ export const WIRE_FINISH_REASONS: readonly WireFinishReason[] = [
 ]
 
 export interface MockToolCall {
-  /** Defaults to `call_<step>_<index>`. */
-  id?: string
+  /** Defaults to `call_<step>_<index>`; `null` sends the call without an `id` (a provider that names none). */
+  id?: string | null
   name: string
   /** A JSON string sent verbatim (may be malformed on purpose), an object to stringify, or explicit fragments. */
   arguments?: string | { [key: string]: unknown } | string[]
@@ -379,7 +379,7 @@ function validateToolCall(c: Checker, value: unknown, path: string): MockToolCal
   const t = c.object(value, path)
   c.keys(t, path, TOOL_KEYS)
   c.string(t.name, `${path}.name`)
-  c.optional(t, 'id', path, (v, p) => c.string(v, p))
+  if (t.id !== null) c.optional(t, 'id', path, (v, p) => c.string(v, p))
   c.optional(t, 'index', path, (v, p) => c.natural(v, p))
   if (t.split !== undefined && c.natural(t.split, `${path}.split`) < 1) c.fail(`${path}.split`, 'expected at least 1')
   const args = t.arguments

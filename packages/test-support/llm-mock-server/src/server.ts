@@ -318,7 +318,8 @@ type Action =
 
 interface ToolAccumulator {
   index: number
-  id: string
+  /** `null`: the call is sent without an id. */
+  id: string | null
   name: string
   arguments: string
 }
@@ -381,14 +382,16 @@ function planResponse(step: MockResponseStep, stepIndex: number, request: Json):
       const fragments = toolFragments(call)
       const tool: ToolAccumulator = {
         index,
-        id: call.id ?? `call_${stepIndex}_${index}`,
+        id: call.id === undefined ? `call_${stepIndex}_${index}` : call.id,
         name: call.name,
         arguments: fragments.join(''),
       }
       plan.tools.push(tool)
       plan.actions.push({
         kind: 'delta',
-        delta: { tool_calls: [{ index, id: tool.id, type: 'function', function: { name: call.name, arguments: '' } }] },
+        delta: {
+          tool_calls: [{ index, ...(tool.id === null ? {} : { id: tool.id }), type: 'function', function: { name: call.name, arguments: '' } }],
+        },
       })
       for (const fragment of fragments) {
         plan.actions.push({ kind: 'delta', delta: { tool_calls: [{ index, function: { arguments: fragment } }] } })
@@ -552,7 +555,7 @@ async function jsonResponse(res: ServerResponse, plan: Plan, abort: AbortSignal)
   if (plan.tools.length) {
     message.tool_calls = [...plan.tools]
       .sort((a, b) => a.index - b.index)
-      .map((t) => ({ id: t.id, type: 'function', function: { name: t.name, arguments: t.arguments } }))
+      .map((t) => ({ ...(t.id === null ? {} : { id: t.id }), type: 'function', function: { name: t.name, arguments: t.arguments } }))
   }
   sendJson(res, 200, {
     id: plan.id,

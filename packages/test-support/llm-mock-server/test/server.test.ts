@@ -68,6 +68,13 @@ describe('llm-mock-server streaming', () => {
     expect(frames.every((f) => f.usage === undefined)).toBe(true)
   })
 
+  it('sends a tool call without an id for `id: null` and with an empty one for `id: ""`', async () => {
+    const server = await start({ steps: [{ toolCalls: [{ id: null, name: 'a', arguments: {} }, { id: '', name: 'b', arguments: {} }] }] })
+    const { frames } = await collectSse(await chat(server, { stream: true }))
+    const starts = deltas(frames).flatMap((d) => (d.tool_calls?.[0]?.type === 'function' ? [d.tool_calls[0]] : []))
+    expect(starts.map((c) => ['id' in c, c.id])).toEqual([[false, undefined], [true, '']])
+  })
+
   it('sends the usage frame only when stream_options.include_usage is set', async () => {
     const steps = [{ text: 'ok', usage: { prompt: 100, completion: 20, cacheHit: 60, reasoning: 5 } }]
     const server = await start({
