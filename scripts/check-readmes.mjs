@@ -3,7 +3,10 @@
 // Checks that every package (packages/<family>/<name>) and every bundle (bundles/<name>) has a
 // README.md with, in this order: an intro paragraph before the first "##" heading, then the
 // level-2 headings "Config", "Model Experience" and "Known Limitations" (other headings may sit
-// between them). Exits 1 naming the first file and what is missing or out of order.
+// between them). It also checks that every `@dsh/<name>` a user-facing document names (package and
+// bundle READMEs, the root READMEs, docs/) is a package of this workspace, so a README cannot keep
+// pointing at a package that was renamed or never built. Exits 1 naming the first file and what is
+// missing, out of order or unknown.
 // Usage: node scripts/check-readmes.mjs [--root DIR] [--all]   (--all lists every failing README)
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
@@ -65,11 +68,75 @@ export function checkReadme(text) {
   return undefined
 }
 
+/**
+ * Words after `@dsh/` that are placeholders in prose, not package names (`@dsh/<name>`,
+ * `@dsh/bundle-*`, `@dsh/session-persistence-...` are patterns and are skipped by their next character).
+ */
+const PLACEHOLDERS = new Set(['x', 'deps', 'name', 'your-plugin', 'my-plugin'])
+
+/** @param {string} root @returns {Set<string>} the `name` of every package.json under packages/ and bundles/ */
+export function workspaceNames(root) {
+  const names = new Set()
+  for (const dir of packageDirs(root)) {
+    const file = join(root, dir, 'package.json')
+    if (!existsSync(file)) continue
+    try {
+      const name = JSON.parse(readFileSync(file, 'utf8')).name
+      if (typeof name === 'string') names.add(name)
+    } catch {
+      // A broken package.json is another check's business (pnpm install fails on it).
+    }
+  }
+  return names
+}
+
+/** @param {string} root @returns {string[]} the user-facing documents whose package names are checked */
+function documents(root) {
+  const out = packageDirs(root)
+    .map((dir) => `${dir}/README.md`)
+    .filter((f) => existsSync(join(root, f)))
+  for (const f of ['README.md', 'README.zh.md']) if (existsSync(join(root, f))) out.push(f)
+  /** @param {string} rel */
+  const walk = (rel) => {
+    const abs = join(root, rel)
+    if (!existsSync(abs)) return
+    for (const n of readdirSync(abs).sort()) {
+      const child = `${rel}/${n}`
+      if (statSync(join(root, child)).isDirectory()) walk(child)
+      else if (n.endsWith('.md')) out.push(child)
+    }
+  }
+  walk('docs')
+  return out
+}
+
+/**
+ * The first `@dsh/<name>` in `text` that is not in `names`, with its line, or undefined.
+ * @param {string} text @param {Set<string>} names
+ * @returns {{ name: string, line: number } | undefined}
+ */
+export function unknownPackage(text, names) {
+  const lines = text.split('\n')
+  for (let i = 0; i < lines.length; i++) {
+    for (const m of lines[i].matchAll(/@dsh\/([a-z0-9][a-z0-9-]*)(.?)/g)) {
+      const [, word, next] = m
+      if (PLACEHOLDERS.has(word) || word.endsWith('-') || /[*<{$]/.test(next)) continue
+      if (!names.has(`@dsh/${word}`)) return { name: `@dsh/${word}`, line: i + 1 }
+    }
+  }
+  return undefined
+}
+
 /** @param {string} root @returns {string[]} every problem, one per README, in path order */
 export function allProblems(root) {
   const dirs = packageDirs(root)
   if (!dirs.length) return [`${root}: no packages/*/* or bundles/* directories found`]
   const out = []
+  const names = workspaceNames(root)
+  for (const file of documents(root)) {
+    const unknown = unknownPackage(readFileSync(join(root, file), 'utf8'), names)
+    if (unknown) out.push(`${file}:${unknown.line}: names ${unknown.name}, which is not a package of this workspace`)
+  }
   for (const dir of dirs) {
     const file = `${dir}/README.md`
     if (!existsSync(join(root, file))) {

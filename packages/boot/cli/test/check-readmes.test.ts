@@ -39,7 +39,8 @@ function tree(readmes: Record<string, string | undefined>) {
   const root = mkdtempSync(join(tmpdir(), 'dsh-readmes-'))
   for (const [dir, text] of Object.entries(readmes)) {
     mkdirSync(join(root, dir), { recursive: true })
-    writeFileSync(join(root, dir, 'package.json'), '{}\n')
+    const name = dir.split('/').pop()
+    writeFileSync(join(root, dir, 'package.json'), `${JSON.stringify({ name: `@dsh/${name}` })}\n`)
     if (text !== undefined) writeFileSync(join(root, dir, 'README.md'), text)
   }
   return root
@@ -92,6 +93,35 @@ describe('check-readmes', () => {
     expect(all.stderr).toBe(
       'check-readmes: packages/a/one/README.md: missing\ncheck-readmes: packages/a/two/README.md: missing "## Config"\n',
     )
+  })
+
+  it('names a README line that points at a package the workspace does not have', () => {
+    const text = GOOD.replace('Owns the x.', 'Owns the x; see `@dsh/two` and `@dsh/gone` for more.')
+    const root = tree({ 'packages/a/one': text, 'packages/b/two': GOOD })
+    const r = run(root)
+    expect(r.status).toBe(1)
+    expect(r.stderr).toBe(
+      'check-readmes: packages/a/one/README.md:3: names @dsh/gone, which is not a package of this workspace\n',
+    )
+    // The same check covers the root README and docs/, where users read first.
+    writeFileSync(join(root, 'packages/a/one/README.md'), GOOD)
+    mkdirSync(join(root, 'docs', 'guide'), { recursive: true })
+    writeFileSync(join(root, 'docs', 'guide', 'start.md'), '# Start\n\nMount `@dsh/two`, then `@dsh/renamed`.\n')
+    const docs = run(root)
+    expect(docs.status).toBe(1)
+    expect(docs.stderr).toBe(
+      'check-readmes: docs/guide/start.md:3: names @dsh/renamed, which is not a package of this workspace\n',
+    )
+  })
+
+  it('skips name patterns and placeholders', () => {
+    const text = GOOD.replace(
+      'Owns the x.',
+      'Owns the x. Bundles are `@dsh/bundle-*`, a plugin is `@dsh/<name>` or `@dsh/session-persistence-...`.',
+    )
+    const r = run(tree({ 'packages/a/one': text }))
+    expect(r.stderr).toBe('')
+    expect(r.status).toBe(0)
   })
 
   it('fails loud on a root without packages', () => {
