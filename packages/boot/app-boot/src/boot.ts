@@ -51,6 +51,12 @@ declare module 'cordis' {
     /** Emitted once after every row of the composition is active (never for a failed boot). */
     'app/ready'(): void | Promise<void>
     /**
+     * Emitted once every row is up, before `app/ready` (and in a probe): a row reports each
+     * problem of the user's configuration it can only judge now (a settings section no loaded
+     * plugin claims, a value its schema refuses) as one line; any line stops the boot (exit 1).
+     */
+    'app/check'(check: StartCheck): void
+    /**
      * Emitted once when a booted tree is about to be disposed, while every row is still active:
      * listeners wind down running work (agents end their turns) so its last events are still
      * logged and flushed. Awaited (bounded by `stopGraceMs`) before the rows unwind.
@@ -68,10 +74,18 @@ export interface StopInfo {
   code: number
 }
 
+/** What `app/check` listeners get. */
+export interface StartCheck {
+  report(line: string): void
+  /** The installation's package.json (the cli's); its dependencies are the installed plugins. */
+  installBase?: string
+  home?: string
+}
+
 /** How long `dispose()` waits for `app/stopping` listeners before unwinding the rows anyway. */
 export const DEFAULT_STOP_GRACE_MS = 10_000
 
-export type BootFailureKind = 'resolve' | 'disabled' | 'import' | 'config' | 'apply' | 'inject'
+export type BootFailureKind = 'resolve' | 'disabled' | 'import' | 'config' | 'apply' | 'inject' | 'check'
 
 export interface BootFailure {
   id: string
@@ -80,7 +94,7 @@ export interface BootFailure {
   cause: string
 }
 
-export const formatFailure = (f: BootFailure) => `dsh: boot failed: row ${f.id} (${f.name}): ${f.cause}`
+export const formatFailure = (f: BootFailure) => (f.kind === 'check' ? `dsh: ${f.cause}` : `dsh: boot failed: row ${f.id} (${f.name}): ${f.cause}`)
 
 /** The tree did not come up; `message` is one `dsh: boot failed: ...` line per reported row. */
 export class BootError extends DshUserError {
@@ -419,6 +433,12 @@ export async function bootComposition(comp: Composition, opts: BootOptions = {})
     // An unmet inject is most often a consequence of another row failing; report roots first.
     const roots = failures.filter((f) => f.kind !== 'inject')
     throw new BootError(roots.length ? roots : failures, failures)
+  }
+  const problems: BootFailure[] = []
+  ctx.emit('app/check', { report: (line) => void problems.push({ id: '', name: '', kind: 'check', cause: line }), installBase: comp.installBase, home: info.home })
+  if (problems.length) {
+    await dispose()
+    throw new BootError(problems)
   }
   const reload = reloader({ ctx, loader, errors, stderr, good: prepared })
   if (probing) return { ctx, loader, exited, dispose, reload }

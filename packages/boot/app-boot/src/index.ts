@@ -14,7 +14,7 @@ export { dumpComposition } from './dump.ts'
 export { applyDotEnv, layerEnv, readEnvFile } from './env.ts'
 export {
   BootError, bootComposition, DEFAULT_STOP_GRACE_MS, DshLoader, formatFailure, probeComposition,
-  type BootedTree, type BootFailure, type BootFailureKind, type BootInfo, type BootOptions, type ReloadReport, type StopInfo,
+  type BootedTree, type BootFailure, type BootFailureKind, type BootInfo, type StartCheck, type BootOptions, type ReloadReport, type StopInfo,
 } from './boot.ts'
 export { loadPrelinked, type PrelinkDecision, type PrelinkVariant } from './prelink.ts'
 export { watchLayers, type LayerWatcher, type WatchOptions } from './watch.ts'

@@ -84,6 +84,23 @@ if (args.action === 'help' || args.action === 'version') {
   const { url } = SUBCOMMAND_BINS[args.subcommand]
   process.argv = [process.argv[0], fileURLToPath(url), ...args.appArgs]
   await import(url.href)
+} else if (args.action === 'command' && args.command) {
+  // `dsh config ...` / `dsh doctor`: the launcher's own commands (src/commands/), through the
+  // shared launcher for DSH_DEV, the compile cache and the exit code.
+  const command = args.command
+  const { launch } = await import('@dsh/app-boot/launch')
+  await launch({
+    name: 'dsh',
+    bin: import.meta.url,
+    argv: process.argv.slice(2),
+    run: async () => {
+      const mod = await import(`../src/commands/${command}.mjs`)
+      return mod.run(args.appArgs, {
+        installBase: fileURLToPath(pkgUrl),
+        templatesDir: fileURLToPath(new URL('../../../../profiles/', import.meta.url)),
+      })
+    },
+  })
 } else if (isHeadlessHelp(args) && (fixedHelp = await profileHelp(args.profile)) !== undefined) {
   // `dsh -p --help` / `dsh --profile headless --help`: the one-shot profile's help is a fixed text
   // owned by its bundle, printed without booting the tree (a boot costs ~10x node's start-up).

@@ -2,15 +2,17 @@ export declare const DEFAULT_PROFILE: string
 export declare const PRINT_PROFILE: string
 export declare const SUBCOMMAND_BINS: Record<'acp' | 'jsonrpc' | 'mcp' | 'plugin' | 'trust', { bin: string; url: URL }>
 export interface LauncherArgs {
-  action: 'help' | 'version' | 'run' | 'subcommand' | 'error'
+  action: 'help' | 'version' | 'run' | 'subcommand' | 'command' | 'error'
   profile: string
   profileGiven: boolean
   patches: string[]
   dumpConfig: boolean
   appArgs: string[]
   subcommand?: 'acp' | 'jsonrpc' | 'mcp' | 'plugin' | 'trust'
+  command?: 'config' | 'doctor'
   error?: string
 }
 export declare function parseLauncherArgs(argv: readonly string[]): LauncherArgs
 export declare function launcherHelp(version: string): string
 export declare const SESSIONS_PATCH: string
+export declare const OWN_COMMANDS: readonly ['config', 'doctor']

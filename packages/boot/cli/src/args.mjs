@@ -23,6 +23,9 @@ export const SUBCOMMAND_BINS = {
   trust: { bin: 'dsh-trust', url: new URL('../../../interaction/project-trust/bin/dsh-trust.mjs', import.meta.url) },
 }
 
+/** Commands the launcher runs itself (first argument only): `dsh config check`, `dsh doctor`. */
+export const OWN_COMMANDS = /** @type {const} */ (['config', 'doctor'])
+
 /** The patch layer `dsh sessions` adds (see packages/session/sessions-cli). */
 export const SESSIONS_PATCH = fileURLToPath(
   new URL('../../../session/sessions-cli/sessions.patch.yml', import.meta.url),
@@ -30,13 +33,14 @@ export const SESSIONS_PATCH = fileURLToPath(
 
 /**
  * @typedef {object} LauncherArgs
- * @property {'help' | 'version' | 'run' | 'subcommand' | 'error'} action
+ * @property {'help' | 'version' | 'run' | 'subcommand' | 'command' | 'error'} action
  * @property {string} profile
  * @property {boolean} profileGiven
  * @property {string[]} patches
  * @property {boolean} dumpConfig
  * @property {string[]} appArgs
  * @property {'acp' | 'jsonrpc' | 'mcp' | 'plugin' | 'trust'} [subcommand]  action 'subcommand': which bin runs, with appArgs as its argv
+ * @property {'config' | 'doctor'} [command]  action 'command': which of the launcher's own commands runs, with appArgs as its arguments
  * @property {string} [error]  one-line usage error (action 'error', exit 2)
  */
 
@@ -101,6 +105,8 @@ export function parseLauncherArgs(argv) {
       out.patches.push(SESSIONS_PATCH)
       out.appArgs = argv.slice(i + 1)
       return out
+    } else if (i === 0 && (token === 'config' || token === 'doctor')) {
+      return { ...out, action: 'command', command: token, appArgs: argv.slice(1) }
     } else if (i === 0 && Object.hasOwn(SUBCOMMAND_BINS, token)) {
       // `dsh acp ...` / `dsh jsonrpc ...`: the rest is that bin's own argv, untouched.
       return {
@@ -144,6 +150,12 @@ Usage:
                                         trust what a project directory ships for dsh to run
                                         (.mcp.json servers, hook files); "dsh trust --help"
   dsh web [app arguments...]            same as --profile web
+  dsh config check [--profile NAME] [--json]
+                                        validate settings.yaml, profiles and credentials files
+                                        without starting (exit 1 on a problem)
+  dsh doctor [--json]                   what this installation has and lacks: Node, sandbox,
+                                        ripgrep, git, native add-ons, credentials, settings,
+                                        the model endpoint, free disk; a fix per problem
 
 Launcher flags (accepted anywhere before "--"; never passed to the app):
   --profile NAME    profile under $DSH_HOME/profiles (default: ${DEFAULT_PROFILE}); the

@@ -97,3 +97,28 @@ export function applyReplace(doc: Document, namespace: string, value: SettingsRe
 export function renderYaml(doc: Document): string {
   return doc.toString({ flowCollectionPadding: false, lineWidth: 0 })
 }
+
+/**
+ * The 1-based line of the deepest key along `path` that the document has (the key itself when
+ * present, else its closest parent's), or undefined when even the first key is absent.
+ */
+export function lineOfPath(text: string, doc: Document, path: readonly string[]): number | undefined {
+  const y = yaml()
+  let node: unknown = doc.contents
+  let line: number | undefined
+  for (const key of path) {
+    if (y.isMap(node)) {
+      const pair = node.items.find((item) => (y.isScalar(item.key) ? String(item.key.value) : String(item.key)) === key)
+      if (!pair) break
+      const range = (y.isNode(pair.key) ? pair.key.range : undefined) ?? (y.isNode(pair.value) ? pair.value.range : undefined)
+      if (range) line = lineOf(text, range[0])
+      node = pair.value
+    } else if (y.isSeq(node)) {
+      const item = node.items[Number(key)]
+      if (!y.isNode(item)) break
+      if (item.range) line = lineOf(text, item.range[0])
+      node = item
+    } else break
+  }
+  return line
+}

@@ -2,6 +2,7 @@
 import { watch, type FSWatcher } from 'node:fs'
 import { mkdir, readFile, stat } from 'node:fs/promises'
 import { basename, dirname } from 'node:path'
+import { declaredNamespaces } from './declared.ts'
 import { Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import { homeLayout, resolveDshHome } from '@dsh/home-paths'
@@ -15,7 +16,23 @@ import {
 } from '@dsh/settings'
 import type { Document } from 'yaml'
 import { writeAtomic, withFileLock } from '@dsh/atomic-write'
-import { applyPatch, applyReplace, documentData, parseSettings, renderYaml, type DocumentProblem } from './document.ts'
+import { applyPatch, applyReplace, documentData, lineOfPath, parseSettings, renderYaml, type DocumentProblem } from './document.ts'
+
+/** What a boot hands its start checks (`app/check`, emitted by @dsh/app-boot once every row is up). */
+export interface StartCheck {
+  /** One line per problem; any line stops the launch (exit 1). */
+  report(line: string): void
+  /** The installation's package.json (the cli's): its dependencies are the installed plugins. */
+  installBase?: string
+  /** The dsh home: the plugins installed into its profiles count as installed too. */
+  home?: string
+}
+
+declare module 'cordis' {
+  interface Events {
+    'app/check'(check: StartCheck): void
+  }
+}
 
 export interface FileSettingsConfig {
   /** The settings file. Default: `<home>/settings.yaml`. A `.json` path is read and written as JSON. */
@@ -30,6 +47,8 @@ export interface FileSettingsConfig {
   lockTimeoutMs: number
   /** A lock file older than this is treated as abandoned. */
   lockStaleMs: number
+  /** Stop the launch on an unknown section or an invalid value (the start check). */
+  checkAtStart: boolean
 }
 
 export const Config: Schema<Partial<FileSettingsConfig>, FileSettingsConfig> = Schema.object({
@@ -39,6 +58,7 @@ export const Config: Schema<Partial<FileSettingsConfig>, FileSettingsConfig> = S
   debounceMs: Schema.natural().default(100).description('Quiet period (ms) after a file event before re-reading.'),
   lockTimeoutMs: Schema.natural().default(5000).description('How long (ms) an update waits for another writer.'),
   lockStaleMs: Schema.natural().default(30_000).description('Age (ms) after which a leftover lock file is removed.'),
+  checkAtStart: Schema.boolean().default(true).description('Stop the launch on an unknown section or an invalid value.'),
 }) as Schema<Partial<FileSettingsConfig>, FileSettingsConfig>
 
 /** The explicit defaulting step for the file location. */
@@ -95,6 +115,25 @@ export class FileSettings extends SettingsService {
     this.location = this.path
     this.json = this.path.toLowerCase().endsWith('.json')
     ctx.effect(() => () => this.stop(), 'settings-file: watcher')
+    // Once every row is up (so every plugin has claimed its section), a section nobody reads or a
+    // value its schema refuses stops the launch with one located line, instead of silently
+    // running on the defaults.
+    ctx.on('app/check', (check) => {
+      if (config.checkAtStart === false) return
+      const document = this.namespaces()
+      const claimed = new Set(this.claimed())
+      // Installed packages are read only when a section is not claimed by a loaded plugin.
+      const known = document.some((ns) => !claimed.has(ns)) ? declaredNamespaces(check.installBase, check.home) : []
+      for (const problem of this.check(known)) check.report(this.formatProblem(problem))
+    })
+  }
+
+  /** The line of a key in the file as last read (settings-file parses the text again: problems are rare). */
+  protected override locate(path: readonly string[]): number | undefined {
+    const text = this.file.text
+    if (!text || this.json) return undefined
+    const { doc, problem } = parseSettings(text)
+    return problem ? undefined : lineOfPath(text, doc, path)
   }
 
   async [Service.init](): Promise<void> {

@@ -3,6 +3,7 @@
 // the `settings/changed` event. Storage belongs to providers (settings-file; MemorySettings here).
 export * from './patch.ts'
 export * from './service.ts'
+export { checkSection, didYouMean, editDistance, formatProblem, unknownSection, type SettingsProblem } from './check.ts'
 export { MemorySettings, type MemorySettingsConfig } from './memory.ts'
 import { SettingsService } from './service.ts'
 

@@ -11,6 +11,7 @@ import {
   type SettingsPatch,
   type SettingsRecord,
 } from './patch.ts'
+import { checkSection, formatProblem, unknownSection, type SettingsProblem } from './check.ts'
 
 /** Why a namespace changed: the first read, an external edit picked up, or a write through `update`/`replace`. */
 export type SettingsChangeCause = 'load' | 'reload' | 'update'
@@ -94,6 +95,8 @@ function reasonOf(error: unknown): string {
 interface State {
   document: Readonly<Record<string, unknown>>
   listeners: Map<string, Set<SettingsListener>>
+  /** Namespaces a plugin read through `section()` or `claim()`, with the schema it used (if any). */
+  claims: Map<string, SectionSchema<unknown> | undefined>
 }
 
 /**
@@ -104,7 +107,7 @@ interface State {
 export abstract class SettingsService extends Service {
   // Mutable state lives in one object: methods reached through `ctx.settings` run on a Cordis
   // shadow of this instance, where assigning a field would not reach the real instance.
-  private readonly published: State = { document: deepFreeze({}), listeners: new Map() }
+  private readonly published: State = { document: deepFreeze({}), listeners: new Map(), claims: new Map() }
 
   constructor(ctx: Context) {
     super(ctx, 'settings')
@@ -162,7 +165,55 @@ export abstract class SettingsService extends Service {
     } catch (error) {
       throw new TypeError(`settings.section("${namespace}"): the schema must accept an absent section and give defaults (${reasonOf(error)})`)
     }
+    this.published.claims.set(namespace, schema as SectionSchema<unknown>)
     return new SettingsSection<T>(this.ctx, this, namespace, schema, defaults)
+  }
+
+  /**
+   * Marks a namespace as read by the calling plugin without a typed view (a plugin that reads the
+   * raw section with `get()` and checks it itself), so the start check does not call it unknown.
+   * With a schema, the start check validates the section against it too.
+   */
+  claim(namespace: string, schema?: SectionSchema<unknown>): void {
+    checkNamespace(namespace)
+    const claims = this.published.claims
+    if (!claims.get(namespace) || schema) claims.set(namespace, schema)
+  }
+
+  /** Namespaces claimed so far (through `section()` or `claim()`), sorted. */
+  claimed(): string[] {
+    return [...this.published.claims.keys()].sort()
+  }
+
+  /**
+   * The start check: each section of the document that no plugin claimed and that is not in
+   * `known` (namespaces other packages of the installation declare) is unknown; each claimed
+   * section is validated against its schema, unknown keys included. Problems carry the line
+   * where the provider can locate them (see `locate`).
+   */
+  check(known: Iterable<string> = []): SettingsProblem[] {
+    const claims = this.published.claims
+    const knownSet = new Set([...claims.keys(), ...known])
+    const problems: SettingsProblem[] = []
+    for (const [namespace, raw] of Object.entries(this.published.document)) {
+      if (!knownSet.has(namespace)) problems.push(unknownSection(namespace, [...knownSet]))
+      else {
+        const schema = claims.get(namespace)
+        if (schema) problems.push(...checkSection(namespace, schema, raw))
+      }
+    }
+    for (const problem of problems) problem.line ??= this.locate(problem.path)
+    return problems
+  }
+
+  /** One line for a problem of `check()`: `<location>:<line>: <key>: <what>`. */
+  formatProblem(problem: SettingsProblem): string {
+    return formatProblem(this.location, problem)
+  }
+
+  /** The 1-based line of the key at `path` (namespace first) in the stored document, if the provider knows it. */
+  protected locate(_path: readonly string[]): number | undefined {
+    return undefined
   }
 
   /** Runs `schema` over a candidate section, turning its failure into a `SettingsValidationError`. */
