@@ -1,0 +1,181 @@
+// The ACP server's permission path, in process with the SDK client as the peer: what a
+// `session/request_permission` carries (the running call, the offered choices, the detail), how
+// each answer maps to a decision, and that a cancelled prompt or a request from outside the
+// client's sessions never turns into an allow. server.test.ts covers the fail-closed errors.
+import { mkdtempSync, realpathSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import * as acp from '@agentclientprotocol/sdk'
+import { createHarness, SCRIPTED_MODEL, SCRIPTED_PROVIDER, type Harness } from '@dsh/agent-loop-testkit'
+import AgentDefaultModel from '@dsh/agent-default-model'
+import ApprovalService, { type ApprovalChoice } from '@dsh/user-approval'
+import AcpServer from '../src/index.ts'
+
+let harness: Harness | undefined
+afterEach(async () => {
+  await harness?.dispose()
+  harness = undefined
+})
+
+function pipe() {
+  const a = new TransformStream<Uint8Array, Uint8Array>()
+  const b = new TransformStream<Uint8Array, Uint8Array>()
+  return { agentSide: acp.ndJsonStream(a.writable, b.readable), clientSide: acp.ndJsonStream(b.writable, a.readable) }
+}
+
+interface Gate {
+  options?: ApprovalChoice[]
+  detail?: string
+}
+
+/**
+ * A harness whose `touch` tool asks for approval in `tools/pre-execute` (as the gates do), an ACP
+ * server and an SDK client answering with `answer`. Returns the client, the updates it received,
+ * the permission requests it was sent and what the gate decided.
+ */
+async function setup(
+  answer: (params: acp.RequestPermissionRequest) => acp.RequestPermissionResponse | Promise<acp.RequestPermissionResponse>,
+  gate: Gate = {},
+  script: NonNullable<Parameters<typeof createHarness>[0]>['script'] = [{ toolCalls: [{ name: 'touch', arguments: {} }] }, { text: 'after' }],
+) {
+  harness = await createHarness({
+    script,
+    plugins: [
+      [AgentDefaultModel, { provider: SCRIPTED_PROVIDER, model: SCRIPTED_MODEL }],
+      [ApprovalService, {}],
+    ],
+  })
+  const state = { ran: 0, outcomes: [] as string[] }
+  await harness.mount({
+    name: 'touch-gate',
+    inject: ['tools', 'approval'],
+    apply(ctx: import('cordis').Context) {
+      ctx.tools.register({
+        name: 'touch',
+        description: 'Touch',
+        parameters: { type: 'object', properties: {} },
+        execute: () => (state.ran++, { content: 'touched' }),
+      } as never)
+      ctx.on('tools/pre-execute', async (payload, next) => {
+        if (payload.tool.name !== 'touch') return next()
+        const outcome = await ctx.approval.request(
+          {
+            sessionId: payload.context.sessionId,
+            kind: 'command',
+            title: 'Touch the file',
+            action: { argv: ['touch', 'f'] },
+            ...(gate.detail !== undefined ? { detail: gate.detail } : {}),
+            ...(gate.options ? { options: gate.options } : {}),
+          },
+          { signal: payload.context.signal },
+        )
+        state.outcomes.push(`${outcome.decision}: ${outcome.reason ?? ''}`)
+        if (outcome.decision === 'allowed-once' || outcome.decision === 'allowed-always') return next()
+        payload.decision = { deny: `not approved: ${outcome.reason ?? outcome.decision}`, code: 'NOT_APPROVED' }
+      })
+    },
+  })
+  await harness.mount(AcpServer, { stdio: false })
+  const { agentSide, clientSide } = pipe()
+  harness.ctx.acp.connect(agentSide)
+  const updates: acp.SessionNotification[] = []
+  const asked: acp.RequestPermissionRequest[] = []
+  const conn = acp
+    .client({ name: 't' })
+    .onNotification('session/update', ({ params }) => void updates.push(params))
+    .onRequest('session/request_permission', ({ params }) => (asked.push(params), answer(params)))
+    .connect(clientSide)
+  await conn.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} })
+  const cwd = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-acp-permission-')))
+  const { sessionId } = await conn.agent.request('session/new', { cwd, mcpServers: [] })
+  return { agent: conn.agent, sessionId, updates, asked, state }
+}
+
+type Setup = Awaited<ReturnType<typeof setup>>
+const prompt = (agent: Setup['agent'], sessionId: string) =>
+  agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'touch it' }] })
+
+const pick = (optionId: string) => (): acp.RequestPermissionResponse => ({ outcome: { outcome: 'selected', optionId } })
+
+describe('@dsh/acp session/request_permission', () => {
+  it('names the running tool call, offers the three choices and carries the title, action and detail', async () => {
+    const { agent, sessionId, updates, asked, state } = await setup(pick('allow_once'), { detail: 'touch writes outside the workspace' })
+    expect((await prompt(agent, sessionId)).stopReason).toBe('end_turn')
+    expect(state).toEqual({ ran: 1, outcomes: ['allowed-once: '] })
+    expect(asked).toHaveLength(1)
+    const call = updates.find((u) => u.update.sessionUpdate === 'tool_call')!.update as { toolCallId: string }
+    expect(asked[0]).toEqual({
+      sessionId,
+      toolCall: {
+        toolCallId: call.toolCallId,
+        title: 'Touch the file',
+        status: 'pending',
+        rawInput: { argv: ['touch', 'f'] },
+        content: [{ type: 'content', content: { type: 'text', text: 'touch writes outside the workspace' } }],
+      },
+      options: [
+        { optionId: 'allow_once', name: 'Allow once', kind: 'allow_once' },
+        { optionId: 'allow_always', name: 'Allow for this session', kind: 'allow_always' },
+        { optionId: 'reject_once', name: 'Reject', kind: 'reject_once' },
+      ],
+    })
+  })
+
+  it('offers only the choices the request allows, and no content without a detail', async () => {
+    const { agent, sessionId, asked, state } = await setup(pick('allow_once'), { options: ['allowed-once', 'rejected'] })
+    await prompt(agent, sessionId)
+    expect(asked[0].options.map((o) => o.optionId)).toEqual(['allow_once', 'reject_once'])
+    expect(asked[0].toolCall).not.toHaveProperty('content')
+    expect(state.ran).toBe(1)
+  })
+
+  it('an option the request did not offer is a rejection, even a known one', async () => {
+    const { agent, sessionId, state } = await setup(pick('allow_always'), { options: ['allowed-once', 'rejected'] })
+    await prompt(agent, sessionId)
+    expect(state).toEqual({ ran: 0, outcomes: ['rejected: the client chose an unknown option "allow_always"'] })
+  })
+
+  it('allow_always is allowed-always, reject_once is a rejection', async () => {
+    const always = await setup(pick('allow_always'))
+    await prompt(always.agent, always.sessionId)
+    expect(always.state).toEqual({ ran: 1, outcomes: ['allowed-always: '] })
+    await harness!.dispose()
+    const rejected = await setup(pick('reject_once'))
+    await prompt(rejected.agent, rejected.sessionId)
+    expect(rejected.state).toEqual({ ran: 0, outcomes: ['rejected: '] })
+  })
+
+  it('session/cancel while the client has not answered rejects the pending request', async () => {
+    let asked!: () => void
+    const askedOnce = new Promise<void>((resolve) => (asked = resolve))
+    const { agent, sessionId, state } = await setup(() => {
+      asked()
+      return new Promise<acp.RequestPermissionResponse>(() => {})
+    })
+    const turn = prompt(agent, sessionId)
+    await askedOnce
+    await agent.notify('session/cancel', { sessionId })
+    expect((await turn).stopReason).toBe('cancelled')
+    expect(state.ran).toBe(0)
+    // The gate saw a refusal (the approval seam may report the turn's own cancellation first).
+    expect(state.outcomes).toHaveLength(1)
+    expect(state.outcomes[0]).toMatch(/^(rejected: the client did not answer the permission request \(the prompt was cancelled\)|cancelled: .*)$/)
+  })
+
+  it('a request outside a tool call is attributed to the approval itself; one for another session is not the client\'s to answer', async () => {
+    const { sessionId, asked } = await setup(pick('allow_once'), {}, [])
+    const ctx = harness!.ctx
+    const outside = await ctx.approval.request({ sessionId, kind: 'network', title: 'Reach the registry', action: { host: 'registry.npmjs.org' } })
+    expect(outside.decision).toBe('allowed-once')
+    expect(outside.answeredBy).toBe('acp')
+    expect(asked).toHaveLength(1)
+    expect(asked[0].toolCall.toolCallId).toMatch(/^approval-/)
+    // No ACP session: the client is never asked (no other answerer here, so nobody allows it).
+    for (const other of [{ sessionId: 'not-an-acp-session' }, {}]) {
+      const outcome = await ctx.approval.request({ ...other, kind: 'network', title: 'x', action: {} })
+      expect(outcome.decision).not.toMatch(/^allowed/)
+    }
+    expect(asked).toHaveLength(1)
+  })
+})
