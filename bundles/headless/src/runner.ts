@@ -1,7 +1,7 @@
 // The one-shot runner: reads the task from the app arguments, runs one agent turn in the current
 // directory, prints the result to stdout and exits 0 when the turn completed, 1 otherwise.
 // Nothing but the result (or the stream-json events) goes to stdout; diagnostics go to stderr.
-import { fstatSync, readFileSync } from 'node:fs'
+import { fstatSync, readFileSync, type Stats } from 'node:fs'
 import { parseArgs } from 'node:util'
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
@@ -74,9 +74,8 @@ function splitOptionalResume(argv: readonly string[]): { args: string[]; pick: b
  */
 export function parseHeadlessArgs(argv: readonly string[]): HeadlessOptions {
   const { args, pick } = splitOptionalResume(argv)
-  let parsed
-  try {
-    parsed = parseArgs({
+  const parse = () =>
+    parseArgs({
       args,
       allowPositionals: true,
       strict: true,
@@ -94,6 +93,9 @@ export function parseHeadlessArgs(argv: readonly string[]): HeadlessOptions {
         help: { type: 'boolean', short: 'h' },
       },
     })
+  let parsed: ReturnType<typeof parse>
+  try {
+    parsed = parse()
   } catch (error) {
     const message = (error as Error).message.split('\n')[0].replace(/\. To specify a positional.*$/, '')
     throw new UsageError(`${message} (see: dsh -p --help)`)
@@ -157,7 +159,7 @@ export async function readPipedStdin(
   const stdin = process.stdin
   // A terminal is read only when asked for by name (the task "-"): type it, then end with ^D.
   if (stdin.isTTY) return explicit ? readFileSync(0, 'utf8') : undefined
-  let stat
+  let stat: Stats
   try {
     stat = fstatSync(0)
   } catch {
@@ -648,10 +650,19 @@ export async function runHeadless(
       return 1
     }
     const detail = result.error ? `: ${result.error.code}: ${result.error.message}` : ''
-    io.stderr.write(`dsh: the turn ended ${result.reason}${detail}\n`)
+    io.stderr.write(`dsh: ${TURN_END_WORDS[result.reason] ?? `the turn ended (${result.reason})`}${detail}\n`)
     return 1
   }
   return 0
+}
+
+/** How the line on stderr says why a turn did not complete (`dsh: the turn failed: CODE: ...`). */
+const TURN_END_WORDS: Partial<Record<string, string>> = {
+  error: 'the turn failed',
+  cancelled: 'the turn was cancelled',
+  'max-tokens': 'the turn stopped at the output token limit',
+  blocked: 'the turn was blocked',
+  interrupted: 'the turn was interrupted',
 }
 
 async function openSession(ctx: Context, options: HeadlessOptions, io: Io): Promise<Session | undefined> {

@@ -39,9 +39,8 @@ export function parseTuiArgs(argv: readonly string[]): TuiOptions {
   // `-r` takes an optional id: bare (nothing or an option follows, or `--resume=`), it opens the picker.
   const { args, bare } = splitOptionalValues(argv, [{ long: 'resume', short: 'r' }])
   const pick = bare.has('resume')
-  let parsed
-  try {
-    parsed = parseArgs({
+  const parse = () =>
+    parseArgs({
       args,
       allowPositionals: true,
       strict: true,
@@ -53,6 +52,9 @@ export function parseTuiArgs(argv: readonly string[]): TuiOptions {
         help: { type: 'boolean', short: 'h' },
       },
     })
+  let parsed: ReturnType<typeof parse>
+  try {
+    parsed = parse()
   } catch (error) {
     const message = (error as Error).message.split('\n')[0].replace(/\. To specify a positional.*$/, '')
     throw new UsageError(`${message} (see: dsh --profile tui --help)`)

@@ -292,7 +292,10 @@ export class AcpServer extends Service {
   private mountMcp(live: LiveSession, servers: readonly unknown[] | undefined): void {
     if (!servers?.length) return
     const mcp = this.ctx.get('mcp')
-    if (!mcp) return this.log(`ignoring ${servers.length} MCP server(s): no MCP client is mounted`)
+    if (!mcp) {
+      this.log(`ignoring ${servers.length} MCP server(s): no MCP client is mounted`)
+      return
+    }
     live.unmountMcp = mcp.addAcpServers(servers, {
       scope: live.agent.scope,
       cwd: live.cwd,
@@ -492,7 +495,7 @@ export class AcpServer extends Service {
         `session ${live.id} already has a prompt in flight; wait for its response or send session/cancel`,
       )
     }
-    let blocks
+    let blocks: ReturnType<typeof promptToBlocks>
     try {
       blocks = promptToBlocks(params.prompt, { images: this.config.promptImages })
     } catch (error) {

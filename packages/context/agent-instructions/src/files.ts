@@ -1,6 +1,7 @@
 // Finding and reading instruction files on the local filesystem, with size caps. Every failure is
 // reported as a value (`problem`) so the caller decides whether to warn; nothing here throws for
 // a file's state.
+import type { Stats } from 'node:fs'
 import { open, realpath, stat } from 'node:fs/promises'
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
 import { openedPath } from '@dsh/sandbox-policy'
@@ -45,7 +46,7 @@ export async function findInstructionFile(
 ): Promise<Found> {
   for (const name of names) {
     const path = join(dir, name)
-    let info
+    let info: Stats
     try {
       info = await stat(path)
     } catch (error) {

@@ -1,7 +1,7 @@
 // Mentions in a human message: `@path` tokens at a word boundary, resolved inside the session's
 // directory. Each becomes one logged context message with the file's content (or the reason it
 // has none), so what the model saw is in the log.
-import { open, realpath, stat } from 'node:fs/promises'
+import { type FileHandle, open, realpath, stat } from 'node:fs/promises'
 import { isAbsolute, relative, resolve, sep } from 'node:path'
 import { harnessReadRefusal, openedPath } from '@dsh/sandbox-policy'
 
@@ -70,7 +70,7 @@ export async function resolveMention(
   const real = await realpath(full).catch(() => full)
   if (!inside(root, real)) return { ...base, status: 'outside' }
   if (!info.isFile()) return { ...base, status: 'not-a-file' }
-  let handle
+  let handle: FileHandle | undefined
   try {
     handle = await open(full, 'r')
     const opened = openedPath(handle.fd)

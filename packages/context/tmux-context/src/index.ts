@@ -6,7 +6,7 @@ import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { InjectedContext, PreStepDecision, PreStepPayload } from '@dsh/agent'
 import type { MessageSource } from '@dsh/session'
-import type {} from '@dsh/shell'
+import type { ShellResult } from '@dsh/shell'
 import { InjectionIndex } from './history.ts'
 import { controllingTty, parseReading, probeCommand, renderMessage, renderState, stateOf } from './reading.ts'
 
@@ -58,7 +58,7 @@ export function apply(ctx: Context, config: Config): void {
     // The harness reads its own terminal from /proc, so the check holds even when the executor
     // confines the probe in its own PID namespace; elsewhere the probe asks `ps` about our pid.
     const self = controllingTty()
-    let result
+    let result: ShellResult
     try {
       const spec = await shell.resolve({
         command: probeCommand(typeof self === 'string' ? self : process.pid),

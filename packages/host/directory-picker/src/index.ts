@@ -1,6 +1,7 @@
 // @dsh/directory-picker: the browse backend of the directory picker. `ctx.directoryPicker` lists one
 // directory level and creates child directories on the host; with `ctx.api` mounted it serves them
 // as the loopback-only methods host.listDirectory / host.createDirectory.
+import type { Dir } from 'node:fs'
 import { opendir, mkdir, stat } from 'node:fs/promises'
 import { homedir } from 'node:os'
 import { dirname, isAbsolute, join, resolve } from 'node:path'
@@ -105,7 +106,7 @@ export class DirectoryPicker extends Service {
     const limit = Math.min(options.limit ?? this.config.defaultLimit, this.config.maxLimit)
     if (!Number.isInteger(limit) || limit < 1)
       throw new ApiError('INVALID_PARAMS', 'limit: expected a positive integer', { field: 'limit' })
-    let dir
+    let dir: Dir
     try {
       const info = await stat(path)
       if (!info.isDirectory()) throw Object.assign(new Error('not a directory'), { code: 'ENOTDIR' })

@@ -3,7 +3,7 @@
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type {} from '@dsh/agent'
-import { JobError, type JobOwner, type JobRecord } from '@dsh/jobs'
+import { JobError, type JobOutput, type JobOwner, type JobRecord } from '@dsh/jobs'
 import type { ToolCallContext, ToolOutput } from '@dsh/tools'
 import { contributeSection } from '@dsh/system-prompt'
 
@@ -89,7 +89,7 @@ export function apply(ctx: Context, config: ToolJobsConfig): void {
     },
     concurrencySafe: true,
     execute(args, call) {
-      let out
+      let out: JobOutput
       try {
         out = ctx.jobs.output(args.id, {
           ...(args.since !== undefined ? { since: args.since } : {}),

@@ -25,7 +25,7 @@ import {
   processAlive,
   sessionNotFound,
 } from '@dsh/session-persistence'
-import { CodecNeeded, FramingError, encodeBatch, encodeLines, scanRaw, scanZstd } from './framing.ts'
+import { CodecNeeded, FramingError, encodeBatch, encodeLines, type ScanResult, scanRaw, scanZstd } from './framing.ts'
 import { loadZstd, readyZstd, type ZstdCodec } from './zstd.ts'
 
 export { loadZstd, readyZstd, type ZstdCodec } from './zstd.ts'
@@ -254,7 +254,7 @@ export class JsonlPersistence extends SessionPersistence {
     if (buf.length === 0)
       throw new SessionCorruptError(id, 0, `the log ${path} is empty (0 bytes): its events are lost`)
     const compressed = path.endsWith('.zstd')
-    let scan
+    let scan: ScanResult
     try {
       if (!compressed) scan = scanRaw(buf)
       else {

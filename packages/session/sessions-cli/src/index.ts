@@ -57,9 +57,8 @@ export interface ParsedCommand {
 }
 
 export function parseSessionsArgs(argv: readonly string[]): ParsedCommand {
-  let parsed
-  try {
-    parsed = parseArgs({
+  const parse = () =>
+    parseArgs({
       args: [...argv],
       allowPositionals: true,
       strict: true,
@@ -70,6 +69,9 @@ export function parseSessionsArgs(argv: readonly string[]): ParsedCommand {
         help: { type: 'boolean', short: 'h' },
       },
     })
+  let parsed: ReturnType<typeof parse>
+  try {
+    parsed = parse()
   } catch (error) {
     throw new UsageError((error as Error).message.split('\n')[0].replace(/\. To specify a positional.*$/, ''))
   }
@@ -187,7 +189,7 @@ async function showFromLog(ctx: Context, id: string): Promise<SessionListRow | n
   if (ctx.sessionProjections.snapshot(id)) return undefined
   const persistence = ctx.get('sessionPersistence')
   if (!persistence) return undefined
-  let loaded
+  let loaded: Awaited<ReturnType<typeof persistence.inspect>>
   try {
     loaded = await persistence.inspect(id)
   } catch (error) {

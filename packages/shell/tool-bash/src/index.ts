@@ -2,7 +2,7 @@
 // is mounted (before this row), `run_in_background` runs the command as a job of that registry.
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
-import { ShellError, type ShellLimits } from '@dsh/shell'
+import { ShellError, type ShellLimits, type ShellSpec } from '@dsh/shell'
 import type {} from '@dsh/shell-env'
 import type {} from '@dsh/jobs'
 import type { JsonSchema, ToolOutput } from '@dsh/tools'
@@ -129,7 +129,7 @@ export function apply(ctx: Context, config: ToolBashConfig): void {
     async execute(args, call) {
       const shellEnv = shellEnvNow()
       const env = shellEnv ? shellEnv.collect({ sessionId: call.sessionId, agentId: call.agentId, cwd: call.cwd }) : {}
-      let spec
+      let spec: ShellSpec
       try {
         spec = await shell.resolve({
           command: args.command,

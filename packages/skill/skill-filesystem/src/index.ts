@@ -2,7 +2,7 @@
 // holding a SKILL.md; the roots are the project's `.dsh/skills`, `.claude/skills` and
 // `.agents/skills` (under the working directory) and the user's `$DSH_HOME/skills`. Parsed files
 // are cached by path, mtime and size, so listing on every prompt assembly costs a few stats.
-import { closeSync, openSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { closeSync, type Dirent, openSync, readdirSync, readFileSync, type Stats, statSync } from 'node:fs'
 import { isAbsolute, join, relative, resolve } from 'node:path'
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
@@ -96,7 +96,7 @@ export class SkillDirectories {
         if (entry.startsWith('.')) continue
         const dir = join(root.dir, entry)
         const file = join(dir, 'SKILL.md')
-        let stat
+        let stat: Stats
         try {
           stat = statSync(file)
         } catch {
@@ -190,7 +190,7 @@ export class SkillDirectories {
     let truncated = false
     while (queue.length > 0) {
       const current = queue.shift()!
-      let entries
+      let entries: Dirent[]
       try {
         entries = readdirSync(current, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))
       } catch {

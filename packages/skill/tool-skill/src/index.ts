@@ -7,7 +7,7 @@ import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { PromptSession } from '@dsh/system-prompt'
 import type { ToolOutput } from '@dsh/tools'
-import type { SkillInfo } from '@dsh/skill'
+import type { LoadedSkill, SkillInfo } from '@dsh/skill'
 import type {} from '@dsh/agent'
 import type {} from '@dsh/commands'
 
@@ -107,7 +107,7 @@ export function apply(ctx: Context, config: ToolSkillConfig): void {
             `there is no skill named ${JSON.stringify(args.name)}. ${names.length > 0 ? `Available skills: ${names.join(', ')}.` : 'No skills are available in this directory.'}`,
           )
         }
-        let loaded
+        let loaded: LoadedSkill
         try {
           loaded = await ctx.skills.load(info.name, call.cwd)
         } catch (error) {

@@ -13,6 +13,7 @@ import {
   mkdtempSync,
   openSync,
   rmSync,
+  type Stats,
   unlinkSync,
   writeSync,
 } from 'node:fs'
@@ -328,7 +329,7 @@ function writeAll(fd: number, data: Uint8Array): void {
 }
 
 function inspect(path: string) {
-  let stat
+  let stat: Stats
   try {
     stat = lstatSync(path)
   } catch (error) {

@@ -10,6 +10,7 @@ import {
   childEnv,
   startLineProcess,
   type ChildOutcome,
+  type LineProcess,
   type ProviderChild,
   type ProviderStartRequest,
   type SubagentProvider,
@@ -167,7 +168,7 @@ export function claudeCodeProvider(ctx: Context, config: SubagentClaudeCodeConfi
       let sessionId: string | undefined
       let lastText = ''
       let aborted = false
-      let proc
+      let proc: LineProcess
       try {
         proc = await startLineProcess({
           subprocess: ctx.subprocess,

@@ -6,7 +6,7 @@
 // parent's own patch layers as `--patch` arguments (see @dsh/subagent).
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
-import type { Harness as HarnessClient, PromptResult } from '@dsh/sdk-client'
+import type { Harness as HarnessClient, HarnessSession, PromptResult } from '@dsh/sdk-client'
 import {
   childEnv,
   writePolicyLayer,
@@ -98,7 +98,7 @@ export function sdkProvider(ctx: Context, config: SubagentSdkConfig): SubagentPr
         throw error
       }
       void harness.exited.then(() => policyLayer?.remove())
-      let session
+      let session: HarnessSession
       try {
         session = await harness.createSession({
           cwd: parent.cwd,

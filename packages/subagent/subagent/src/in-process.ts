@@ -2,7 +2,7 @@
 // `fork`: the same, but its session starts as a copy of the parent's completed turns. Both reuse
 // the host's agent factory, model selection, tools and system prompt.
 import type { Context } from 'cordis'
-import type { TurnResult } from '@dsh/agent'
+import type { Agent, TurnResult } from '@dsh/agent'
 import type { Session } from '@dsh/session'
 import type {} from '@dsh/permission-presets'
 import type {} from '@dsh/sandbox-policy'
@@ -65,7 +65,7 @@ export function inProcessProvider(
       const parentMode = policy?.modeFor(parent.session.id)
       const overridden = Boolean(policy && parentMode && policy.modeFor(session.id) !== parentMode)
       if (overridden) policy!.setMode(session.id, parentMode!)
-      let agent
+      let agent: Agent
       try {
         session.append('subagent/link', link)
         agent = ctx.agents.create({

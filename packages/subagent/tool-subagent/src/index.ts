@@ -4,7 +4,7 @@
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type {} from '@dsh/agent'
-import { SubagentError, type SubagentRecord } from '@dsh/subagent'
+import { type StartedSubagent, SubagentError, type SubagentRecord } from '@dsh/subagent'
 import type { ToolCallContext, ToolOutput } from '@dsh/tools'
 import { contributeSection } from '@dsh/system-prompt'
 
@@ -223,7 +223,7 @@ export function apply(ctx: Context, config: ToolSubagentConfig): void {
     const parent = parentOf(call)
     if (!parent) return noAgent()
     const background = args.background === true
-    let started
+    let started: StartedSubagent
     try {
       started = await ctx.subagents.start({
         parent,

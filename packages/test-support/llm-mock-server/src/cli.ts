@@ -1,7 +1,7 @@
 // `dsh-llm-mock-server --script FILE [--port N] [--base-path P]`: prints the base URL on stdout and
 // serves until SIGTERM or SIGINT. Usage errors exit 2, a bad script exits 1; one line on stderr each.
 import { MockScriptError } from './script.ts'
-import { startMockServer } from './server.ts'
+import { type MockServer, startMockServer } from './server.ts'
 
 const USAGE = 'usage: dsh-llm-mock-server --script FILE [--port N] [--base-path /v1]'
 
@@ -66,7 +66,7 @@ export async function main(argv: string[]): Promise<void> {
     process.exitCode = 2
     return
   }
-  let server
+  let server: MockServer
   try {
     server = await startMockServer({ script: args.script, port: args.port, basePath: args.basePath })
   } catch (error) {

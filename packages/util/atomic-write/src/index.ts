@@ -1,7 +1,7 @@
 // @dsh/atomic-write: durable file replacement and a cross-process writer lock beside the target
 // file. Zero dependencies beyond node:fs; shared by every package that rewrites a user's file.
 import { randomBytes } from 'node:crypto'
-import { open, rename, rm, stat, writeFile } from 'node:fs/promises'
+import { type FileHandle, open, rename, rm, stat, writeFile } from 'node:fs/promises'
 import { basename, dirname, join } from 'node:path'
 
 /**
@@ -31,7 +31,7 @@ export async function writeAtomic(path: string, text: string | Uint8Array, mode?
 }
 
 async function syncDirectory(dir: string): Promise<void> {
-  let handle
+  let handle: FileHandle | undefined
   try {
     handle = await open(dir, 'r')
     await handle.sync()

@@ -3,7 +3,7 @@
 // network access goes through the seam, and it never imports a provider.
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
-import { isWebError, type WebSearchResult } from '@dsh/web'
+import { isWebError, type WebFetchResult, type WebSearchResult } from '@dsh/web'
 import type { ToolOutput, JsonObject } from '@dsh/tools'
 import type {} from '@dsh/llm'
 import { contributeSection } from '@dsh/system-prompt'
@@ -138,7 +138,7 @@ export function apply(ctx: Context, config: Config): void {
       async execute(args, call) {
         const url = withScheme(args.url.trim())
         if (url === '') return fail('INVALID_URL', 'the url is empty; give an absolute http(s) URL.')
-        let result
+        let result: WebFetchResult
         try {
           result = await ctx.web.fetch({ url }, { signal: call.signal })
         } catch (error) {

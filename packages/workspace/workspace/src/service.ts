@@ -2,6 +2,7 @@
 // `workspace` storage domain. Errors are ApiErrors so every caller (gateway or in-process) gets the
 // same code, message and field.
 import { randomBytes } from 'node:crypto'
+import type { Stats } from 'node:fs'
 import { stat } from 'node:fs/promises'
 import { homedir } from 'node:os'
 import { basename, isAbsolute, join, resolve } from 'node:path'
@@ -155,7 +156,7 @@ export class WorkspaceService extends Service {
     return this.serial(async () => {
       const path = normalizeWorkspacePath(params?.path)
       const name = params.name === undefined ? undefined : checkName(params.name)
-      let info
+      let info: Stats
       try {
         info = await stat(path)
       } catch (error) {

@@ -1,7 +1,7 @@
 // A form generated from a schemastery schema (rebuilt from its JSON): text, number, switch and
 // choice fields, nested objects as fieldsets, anything else (lists, dicts, mixed unions) as JSON.
 // `check` runs the schema in the page so a bad value is named before anything is sent.
-import { useState } from 'react'
+import { type ReactElement, useState } from 'react'
 import type Schema from 'schemastery'
 import type { Translate } from '@dsh/client-runtime'
 
@@ -183,7 +183,7 @@ function Field({
       ) : null}
     </span>
   )
-  let control
+  let control: ReactElement
   if (node.type === 'boolean') {
     control = (
       <input type="checkbox" name={dotted} checked={value === true} onChange={(e) => onChange(e.target.checked)} />
