@@ -229,7 +229,10 @@ export class SseClient {
    * bytes and what the socket still holds pass it, what was collected is written, then `resync`.
    */
   batch(fn: () => void): void {
-    if (this.closed || this.collected) return fn()
+    if (this.closed || this.collected) {
+      fn()
+      return
+    }
     const collected = { parts: [] as string[], bytes: 0 }
     this.collected = collected
     try {

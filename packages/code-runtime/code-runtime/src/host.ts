@@ -169,19 +169,24 @@ export class RunState {
    */
   receive(raw: unknown, from: string, end: (outcome: RunOutcome) => void, reply: (message: HostReply) => void): void {
     const message = checkProgramMessage(raw)
-    if (typeof message === 'string')
-      return end({ error: { code: 'INTERNAL', message: `${from} sent a malformed message: ${message}` } })
+    if (typeof message === 'string') {
+      end({ error: { code: 'INTERNAL', message: `${from} sent a malformed message: ${message}` } })
+      return
+    }
     switch (message.t) {
       case 'log':
-        return this.record({ level: message.level, text: message.text })
+        this.record({ level: message.level, text: message.text })
+        return
       case 'call':
         return void this.answer(message).then(reply)
       case 'done':
-        return end(RunState.done(message))
+        end(RunState.done(message))
+        return
       case 'fail':
-        return end({
+        end({
           error: { code: message.code, message: message.message, ...(message.stack ? { stack: message.stack } : {}) },
         })
+        return
     }
   }
 

@@ -151,8 +151,10 @@ export class LanguageServerClient {
     result?: unknown
     error?: { message: string }
   }): void {
-    if (message.method !== undefined && message.id !== undefined)
-      return this.answer(message.id, message.method, message.params)
+    if (message.method !== undefined && message.id !== undefined) {
+      this.answer(message.id, message.method, message.params)
+      return
+    }
     if (message.method !== undefined) {
       if (message.method === '$/progress') {
         const { token, value } = message.params as { token: string | number; value?: { kind?: string } }
@@ -195,11 +197,12 @@ export class LanguageServerClient {
         'window/showMessageRequest',
       ].includes(method)
     ) {
-      return this.write({
+      this.write({
         jsonrpc: '2.0',
         id,
         error: { code: -32601, message: `method not supported by dsh: ${method}` },
       })
+      return
     }
     this.write({ jsonrpc: '2.0', id, result })
   }

@@ -202,7 +202,10 @@ export class JsonRpcConnection {
 
   private send(message: unknown): void {
     this.out.push(encodeFrame(message))
-    if (this.options.coalesce === false) return this.flush()
+    if (this.options.coalesce === false) {
+      this.flush()
+      return
+    }
     if (!this.scheduled) {
       this.scheduled = true
       // After the current macrotask: a stream chunk parsed into many events through a chain of
@@ -237,20 +240,27 @@ export class JsonRpcConnection {
     try {
       message = JSON.parse(line)
     } catch (error) {
-      return this.invalid(null, 'PARSE_ERROR', `frame is not JSON: ${(error as Error).message}`)
+      this.invalid(null, 'PARSE_ERROR', `frame is not JSON: ${(error as Error).message}`)
+      return
     }
     if (!isObject(message)) {
       const what = Array.isArray(message) ? 'a batch (batches are not supported)' : `a ${typeof message}`
-      return this.invalid(null, 'INVALID_REQUEST', `frame is ${what}, not a JSON-RPC object`)
+      this.invalid(null, 'INVALID_REQUEST', `frame is ${what}, not a JSON-RPC object`)
+      return
     }
     const id = isId(message.id) ? message.id : null
-    if (message.jsonrpc !== '2.0') return this.invalid(id, 'INVALID_REQUEST', 'frame lacks "jsonrpc": "2.0"')
+    if (message.jsonrpc !== '2.0') {
+      this.invalid(id, 'INVALID_REQUEST', 'frame lacks "jsonrpc": "2.0"')
+      return
+    }
     if (typeof message.method === 'string') {
       if ('id' in message && message.id !== null && !isId(message.id)) {
-        return this.invalid(null, 'INVALID_REQUEST', 'request id must be a string or a number')
+        this.invalid(null, 'INVALID_REQUEST', 'request id must be a string or a number')
+        return
       }
       if (message.params !== undefined && typeof message.params !== 'object') {
-        return this.invalid(id, 'INVALID_REQUEST', 'params must be an object or an array')
+        this.invalid(id, 'INVALID_REQUEST', 'params must be an object or an array')
+        return
       }
       if (id === null) {
         this.options.onNotification?.(message.method, message.params)
@@ -261,15 +271,18 @@ export class JsonRpcConnection {
     }
     if (id !== null && ('result' in message || 'error' in message)) {
       const pending = this.pending.get(id)
-      if (!pending)
-        return this.invalid(null, 'INVALID_REQUEST', `response for unknown request id ${JSON.stringify(id)}`)
+      if (!pending) {
+        this.invalid(null, 'INVALID_REQUEST', `response for unknown request id ${JSON.stringify(id)}`)
+        return
+      }
       this.pending.delete(id)
       if ('error' in message) {
         const error = message.error
         if (!isObject(error) || typeof error.code !== 'number') {
-          return pending.reject(
+          pending.reject(
             new ConnectionError('PROTOCOL_ERROR', `malformed error object in the response to ${pending.method}`),
           )
+          return
         }
         pending.reject(RpcError.fromWire(error as unknown as JsonRpcErrorObject))
       } else pending.resolve(message.result)
@@ -277,7 +290,8 @@ export class JsonRpcConnection {
     }
     if (id === null && 'error' in message && isObject(message.error)) {
       // An error the peer could not tie to a request (it could not parse one of our frames).
-      return this.invalid(null, 'INVALID_REQUEST', `peer reported: ${String(message.error.message)}`)
+      this.invalid(null, 'INVALID_REQUEST', `peer reported: ${String(message.error.message)}`)
+      return
     }
     this.invalid(id, 'INVALID_REQUEST', 'frame is neither a request, a notification nor a response')
   }
@@ -293,7 +307,10 @@ export class JsonRpcConnection {
           : new RpcError('INTERNAL', `internal error in ${method}: ${(error as Error)?.message ?? String(error)}`)
       reply({ error: rpc.toJSON() })
     }
-    if (!this.options.onRequest) return onError(new RpcError('METHOD_NOT_FOUND', `unknown method "${method}"`))
+    if (!this.options.onRequest) {
+      onError(new RpcError('METHOD_NOT_FOUND', `unknown method "${method}"`))
+      return
+    }
     try {
       const value = this.options.onRequest(method, params)
       if (value instanceof Promise) value.then((result) => reply({ result: result ?? {} }), onError)

@@ -186,7 +186,10 @@ export class QuestionPanel implements Component, Focusable {
       else this.finish({ ...this.answers })
       return
     }
-    if (this.input) return this.input.handleInput(data)
+    if (this.input) {
+      this.input.handleInput(data)
+      return
+    }
     if (this.question.multiSelect && data === ' ' && this.list) {
       const item = this.list.getSelectedItem()
       if (item && item.value !== QuestionPanel.OTHER) {

@@ -191,7 +191,10 @@ export class InputTriggers extends Service implements InputTriggersApi {
     const chars = [...new Set(this.sources.map((s) => s.char))]
     const match =
       session && el.selectionStart === el.selectionEnd ? findTrigger(el.value, el.selectionStart, chars) : undefined
-    if (!session || !match) return this.close()
+    if (!session || !match) {
+      this.close()
+      return
+    }
     const current = this.menu.get()
     if (
       current &&
@@ -261,7 +264,8 @@ export class InputTriggers extends Service implements InputTriggersApi {
       const items = this.flat(state)
       if (e.key === 'Escape') {
         stop()
-        return this.close()
+        this.close()
+        return
       }
       if (!items.length) return
       if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
