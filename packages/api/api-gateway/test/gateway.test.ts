@@ -274,13 +274,17 @@ describe('api-gateway over real HTTP', () => {
         : new SseReader(`${host.url}/api/events/session/${id}?after=${after}`),
     )
     await Promise.all(readers.map((r) => r.until((f) => f.some((x) => x.event === 'status'))))
-    readers.forEach((r, i) => expect(r.events.map((f) => f.data)).toEqual(before.slice(afters[i] + 1)))
+    readers.forEach((r, i) => {
+      expect(r.events.map((f) => f.data)).toEqual(before.slice(afters[i] + 1))
+    })
     await call(host, 'sessions.prompt', { sessionId: id, text: 'two' })
     // Each reader has seen the second turn end once the ends it read plus those before its id make two.
     const endsUpTo = (after: number) => before.slice(0, after + 1).filter((e: any) => e.type === 'turn/end').length
     await Promise.all(readers.map((r, i) => r.until((f) => turnEnds(f) + endsUpTo(afters[i]) === 2)))
     const after = (await call(host, 'sessions.history', { sessionId: id })).events
-    readers.forEach((r, i) => expect(r.events.map((f) => f.data)).toEqual(after.slice(afters[i] + 1)))
+    readers.forEach((r, i) => {
+      expect(r.events.map((f) => f.data)).toEqual(after.slice(afters[i] + 1))
+    })
     // Log frames written in bursts still come before the state frames that follow them: the
     // idle status after the second turn's end.
     for (const r of readers) {
@@ -360,7 +364,9 @@ describe('api-gateway over real HTTP', () => {
         : new SseReader(`${path}?after=${after}&chunks=runs`),
     )
     await Promise.all(readers.map((r) => r.until((f) => f.some((x) => x.event === 'status'))))
-    readers.forEach((r, i) => expect(logEvents(r.frames)).toEqual(history.slice(afters[i] + 1)))
+    readers.forEach((r, i) => {
+      expect(logEvents(r.frames)).toEqual(history.slice(afters[i] + 1))
+    })
   })
 
   it('a chunk-runs stream dropped mid-answer resumes from its last id with exactly the remaining text', async () => {

@@ -11,7 +11,9 @@ const DSH = fileURLToPath(new URL('../../cli/bin/dsh.mjs', import.meta.url))
 const KEEPALIVE = join(FIXTURES, 'keepalive.mjs')
 const WITNESS = join(FIXTURES, 'edit-witness.mjs')
 const kills: (() => void)[] = []
-afterAll(() => kills.forEach((k) => k()))
+afterAll(() => {
+  for (const k of kills) k()
+})
 
 function start(hotReload: boolean) {
   const home = tempDir('dsh-hot-profile-')
@@ -36,7 +38,10 @@ function start(hotReload: boolean) {
   kills.push(() => child.kill('SIGKILL'))
   let stderr = ''
   const waiters: (() => void)[] = []
-  child.stderr.setEncoding('utf8').on('data', (d: string) => ((stderr += d), waiters.splice(0).forEach((w) => w())))
+  child.stderr.setEncoding('utf8').on('data', (d: string) => {
+    stderr += d
+    for (const w of waiters.splice(0)) w()
+  })
   const until = async (text: string) => {
     while (!stderr.includes(text)) {
       if (child.exitCode !== null) throw new Error(`dsh exited: ${stderr}`)
@@ -86,7 +91,10 @@ it('dsh-acp re-composes on an edit of $DSH_HOME/cordis.patch.yml while it serves
   kills.push(() => child.kill('SIGKILL'))
   let stderr = ''
   const waiters: (() => void)[] = []
-  child.stderr.setEncoding('utf8').on('data', (d: string) => ((stderr += d), waiters.splice(0).forEach((w) => w())))
+  child.stderr.setEncoding('utf8').on('data', (d: string) => {
+    stderr += d
+    for (const w of waiters.splice(0)) w()
+  })
   const until = async (text: string) => {
     while (!stderr.includes(text)) {
       if (child.exitCode !== null) throw new Error(`dsh-acp exited: ${stderr}`)

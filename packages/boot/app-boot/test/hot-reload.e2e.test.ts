@@ -61,7 +61,9 @@ it('a running SDK host picks up a changed config and a disabled row, and refuses
   let stderr = ''
   let buffer = ''
   const waiters: (() => void)[] = []
-  const wake = () => waiters.splice(0).forEach((w) => w())
+  const wake = () => {
+    for (const w of waiters.splice(0)) w()
+  }
   child.stdout!.setEncoding('utf8').on('data', (d: string) => {
     const lines = (buffer + d).split('\n')
     buffer = lines.pop()!

@@ -77,20 +77,36 @@ export function checkHooks(
     }
     groups.forEach((group, i) => {
       const where = `${origin}: hooks.${event}[${i}]`
-      if (!isRecord(group)) return void problems.push(`${where} must be an object with "hooks"`)
-      if (group.matcher !== undefined && typeof group.matcher !== 'string')
-        return void problems.push(`${where}.matcher must be a string`)
-      if (!Array.isArray(group.hooks))
-        return void problems.push(`${where}.hooks must be a list of {type: "command", command}`)
+      if (!isRecord(group)) {
+        problems.push(`${where} must be an object with "hooks"`)
+        return
+      }
+      if (group.matcher !== undefined && typeof group.matcher !== 'string') {
+        problems.push(`${where}.matcher must be a string`)
+        return
+      }
+      if (!Array.isArray(group.hooks)) {
+        problems.push(`${where}.hooks must be a list of {type: "command", command}`)
+        return
+      }
       group.hooks.forEach((hook, j) => {
         const at = `${where}.hooks[${j}]`
-        if (!isRecord(hook)) return void problems.push(`${at} must be an object`)
-        if (hook.type !== 'command')
-          return void problems.push(`${at}: only type "command" is supported, not ${JSON.stringify(hook.type)}`)
-        if (typeof hook.command !== 'string' || hook.command.trim() === '')
-          return void problems.push(`${at}.command must be a non-empty string`)
-        if (hook.timeout !== undefined && (typeof hook.timeout !== 'number' || !(hook.timeout > 0)))
-          return void problems.push(`${at}.timeout must be a positive number of seconds`)
+        if (!isRecord(hook)) {
+          problems.push(`${at} must be an object`)
+          return
+        }
+        if (hook.type !== 'command') {
+          problems.push(`${at}: only type "command" is supported, not ${JSON.stringify(hook.type)}`)
+          return
+        }
+        if (typeof hook.command !== 'string' || hook.command.trim() === '') {
+          problems.push(`${at}.command must be a non-empty string`)
+          return
+        }
+        if (hook.timeout !== undefined && (typeof hook.timeout !== 'number' || !(hook.timeout > 0))) {
+          problems.push(`${at}.timeout must be a positive number of seconds`)
+          return
+        }
         entries.push({
           event: event as SupportedEvent,
           ...(group.matcher !== undefined ? { matcher: group.matcher as string } : {}),

@@ -363,12 +363,16 @@ export class McpClient extends Service {
     const disposers: Array<() => void> = []
     servers.forEach((server, index) => {
       const converted = fromAcpServer(server, index)
-      if ('problem' in converted)
-        return this.problem(`${options.origin ?? 'ACP session'}: ${converted.problem}; skipped`)
-      if (this.servers.has(keyOf(converted.name, options.scope)))
-        return this.problem(
+      if ('problem' in converted) {
+        this.problem(`${options.origin ?? 'ACP session'}: ${converted.problem}; skipped`)
+        return
+      }
+      if (this.servers.has(keyOf(converted.name, options.scope))) {
+        this.problem(
           `${options.origin ?? 'ACP session'}: MCP server "${converted.name}" is given twice; the first is kept`,
         )
+        return
+      }
       disposers.push(
         this.add(converted.name, converted.entry, {
           source: 'session',

@@ -267,7 +267,9 @@ export class PlanMode extends Service {
         execute: (args, call) => this.review(agent, args.plan, call.signal),
       }),
     )
-    return () => disposers.splice(0).forEach((dispose) => dispose())
+    return () => {
+      for (const dispose of disposers.splice(0)) dispose()
+    }
   }
 
   private async review(agent: Agent, plan: string, signal: AbortSignal): Promise<ToolOutput> {

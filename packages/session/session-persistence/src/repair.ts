@@ -124,6 +124,9 @@ export function describeRepairs(sessionId: string, repairs: readonly Repair[]): 
         return `session ${sessionId}: closed open step ${repair.step} of turn ${repair.turn}`
       case 'turn-end':
         return `session ${sessionId}: closed open turn ${repair.turn} as interrupted`
+      default:
+        // Unreachable: the switch covers every Repair kind, and tsc fails here when one is added.
+        return repair satisfies never
     }
   })
 }

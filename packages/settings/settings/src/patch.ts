@@ -41,7 +41,9 @@ export function checkValue(value: unknown, path: string, allowUndefined = false)
     return
   }
   if (Array.isArray(value)) {
-    value.forEach((item, index) => checkValue(item, `${path}[${index}]`))
+    value.forEach((item, index) => {
+      checkValue(item, `${path}[${index}]`)
+    })
     return
   }
   if (isPlainObject(value)) {

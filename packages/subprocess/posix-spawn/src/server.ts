@@ -321,7 +321,8 @@ const hostOrder = endianness()
 
 /** Writes `fields` as u32 in host byte order (the server reads them natively) from offset 0. */
 function writeFields(message: Buffer, fields: number[]): void {
-  fields.forEach((value, i) =>
-    hostOrder === 'LE' ? message.writeUInt32LE(value, i * 4) : message.writeUInt32BE(value, i * 4),
-  )
+  fields.forEach((value, i) => {
+    if (hostOrder === 'LE') message.writeUInt32LE(value, i * 4)
+    else message.writeUInt32BE(value, i * 4)
+  })
 }

@@ -782,7 +782,9 @@ export class ConversationModel {
 
   private reindex(): void {
     this.index.clear()
-    this.nodes.forEach((node, i) => this.index.set(node.key, i))
+    this.nodes.forEach((node, i) => {
+      this.index.set(node.key, i)
+    })
   }
 }
 
