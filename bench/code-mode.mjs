@@ -56,45 +56,41 @@ const forms = {
   },
 }
 
-function runOnce(form) {
-  return new Promise(async (resolve, reject) => {
-    const server = await startMockServer({ steps: forms[form].steps() })
-    const env = {
-      PATH: process.env.PATH,
-      HOME: root,
-      DSH_HOME: join(root, 'home'),
-      DEEPSEEK_BASE_URL: server.baseURL,
-      DEEPSEEK_API_KEY: 'sk-bench',
-      DSH_PERMISSION_MODE: 'danger-full-access',
-    }
-    const t0 = performance.now()
-    const child = spawn(
-      process.execPath,
-      [
-        bin,
-        '--profile',
-        'headless',
-        ...forms[form].args,
-        '--output-format',
-        'json',
-        'count the TODO lines in the 20 files',
-      ],
-      { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] },
-    )
-    let out = ''
-    let err = ''
-    child.stdout.on('data', (d) => (out += d))
-    child.stderr.on('data', (d) => (err += d))
-    child.on('exit', async (code) => {
-      const ms = performance.now() - t0
-      const requests = server.requests.filter((r) => r.path.endsWith('/chat/completions'))
-      const promptChars = requests.reduce((sum, r) => sum + (r.rawBody?.length ?? JSON.stringify(r.body).length), 0)
-      await server.close()
-      if (code !== 0 || JSON.parse(out).result !== 'done')
-        return reject(new Error(`${form} failed (${code}): ${err || out}`))
-      resolve({ ms, requests: requests.length, promptTokens: Math.round(promptChars / 4) })
-    })
-  })
+async function runOnce(form) {
+  const server = await startMockServer({ steps: forms[form].steps() })
+  const env = {
+    PATH: process.env.PATH,
+    HOME: root,
+    DSH_HOME: join(root, 'home'),
+    DEEPSEEK_BASE_URL: server.baseURL,
+    DEEPSEEK_API_KEY: 'sk-bench',
+    DSH_PERMISSION_MODE: 'danger-full-access',
+  }
+  const t0 = performance.now()
+  const child = spawn(
+    process.execPath,
+    [
+      bin,
+      '--profile',
+      'headless',
+      ...forms[form].args,
+      '--output-format',
+      'json',
+      'count the TODO lines in the 20 files',
+    ],
+    { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] },
+  )
+  let out = ''
+  let err = ''
+  child.stdout.on('data', (d) => (out += d))
+  child.stderr.on('data', (d) => (err += d))
+  const code = await new Promise((resolve) => child.on('exit', resolve))
+  const ms = performance.now() - t0
+  const requests = server.requests.filter((r) => r.path.endsWith('/chat/completions'))
+  const promptChars = requests.reduce((sum, r) => sum + (r.rawBody?.length ?? JSON.stringify(r.body).length), 0)
+  await server.close()
+  if (code !== 0 || JSON.parse(out).result !== 'done') throw new Error(`${form} failed (${code}): ${err || out}`)
+  return { ms, requests: requests.length, promptTokens: Math.round(promptChars / 4) }
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]

@@ -56,7 +56,7 @@ export class Catalog extends Service {
 
   /** Refetches both lists (paged: every session, not just the first page). */
   refresh(): Promise<void> {
-    if (this.refreshing) return this.refreshing
+    if (this.refreshing !== undefined) return this.refreshing
     this.refreshing = (async () => {
       try {
         const sessions: SessionRow[] = []

@@ -20,7 +20,7 @@ export function openFreshSession(ctx: Context, cwd: string): Promise<SessionRow>
   let byCwd = opening.get(ctx)
   if (!byCwd) opening.set(ctx, (byCwd = new Map()))
   const pending = byCwd.get(cwd)
-  if (pending) return pending
+  if (pending !== undefined) return pending
   const started = createFreshSession(ctx, cwd).finally(() => byCwd.delete(cwd))
   byCwd.set(cwd, started)
   return started

@@ -159,7 +159,7 @@ export class ProjectTrust extends Service {
    * hand, else skips them with one stderr line. Concurrent callers share the same settlement.
    */
   consent(options: { sessionId?: string; signal?: AbortSignal } = {}): Promise<void> {
-    if (this.asking) return this.asking
+    if (this.asking !== undefined) return this.asking
     const open = [...this.gates].filter((gate) => gate.state === 'pending')
     if (open.length === 0) return Promise.resolve()
     this.asking = this.settle(open, options).finally(() => (this.asking = undefined))

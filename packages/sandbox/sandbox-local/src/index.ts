@@ -524,7 +524,7 @@ export class LocalSandbox extends SandboxService {
    * background (after `prewarmDelayMs`); a different answer replaces it for later commands.
    */
   private select(): Promise<Probe> {
-    if (this.probe) return this.probe
+    if (this.probe !== undefined) return this.probe
     const stored = this.readProbeCache()
     if (stored) {
       const cached = stored.probe

@@ -413,7 +413,7 @@ export class Harness {
       this.fail(
         new HarnessError(
           'SERVER_EXITED',
-          `dsh-jsonrpc-agent ${how}${this.closing ? ' (closed by the client)' : ''}${tail ? `; stderr:\n${tail}` : ''}`,
+          `dsh-jsonrpc-agent ${how}${this.closing !== undefined ? ' (closed by the client)' : ''}${tail ? `; stderr:\n${tail}` : ''}`,
           { code, signal },
         ),
       )

@@ -191,7 +191,7 @@ export class HarnessSdkJsonRpcServer {
   }
 
   private handle(method: string, params: unknown): unknown {
-    if (this.stopping) throw new RpcError('SHUTTING_DOWN', `${method}: the server is shutting down`)
+    if (this.stopping !== undefined) throw new RpcError('SHUTTING_DOWN', `${method}: the server is shutting down`)
     if (method !== Method.initialize && !this.initialized) {
       if (!(Object.values(Method) as string[]).includes(method))
         throw new RpcError('METHOD_NOT_FOUND', `unknown method "${method}"`)

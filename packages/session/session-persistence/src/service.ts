@@ -326,7 +326,7 @@ export abstract class SessionPersistence extends Service {
   async close(sessionId: SessionId | string): Promise<void> {
     parseSessionId(sessionId)
     const pending = this.closing.get(sessionId)
-    if (pending) return pending
+    if (pending !== undefined) return pending
     const writer = this.writers.get(sessionId)
     if (!writer) return
     const task = (async () => {
