@@ -384,6 +384,7 @@ describe.skipIf(!hasChromium())('the conversation in Chromium', () => {
     await withArtifacts(page, 'snapshot-slice', async () => {
       // The page's own React and this half's module (eval keeps vitest from rewriting the imports).
       const counts = await page.evaluate(async (url) => {
+        // biome-ignore lint/security/noGlobalEval: a constant string run in the test page; written as code, vitest would rewrite the import to its own module graph
         const load = (0, eval)('(u) => import(u)') as (u: string) => Promise<any>
         const [react, dom, half] = await Promise.all([load('react'), load('react-dom/client'), load(url)])
         const model = new half.ConversationModel({ schedule: (run: () => void) => requestAnimationFrame(() => run()) })

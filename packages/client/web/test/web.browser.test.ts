@@ -246,6 +246,7 @@ describe.skipIf(!hasChromium())('dsh web in Chromium', () => {
       await page.evaluate(async () => {
         const w = window as any
         // The page's own copy of the runtime (through its import map; eval keeps vitest from rewriting the import).
+        // biome-ignore lint/security/noGlobalEval: a constant string run in the test page; written as code, vitest would rewrite the import to its own module graph
         const runtime = await (0, eval)("import('@dsh/client-runtime')")
         w.__renders = []
         w.__ts = new Set()

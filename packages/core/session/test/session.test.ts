@@ -64,6 +64,7 @@ describe('Session.append', () => {
     ['a class instance', { meta: { p: new Point(1) } }, 'data.meta.p is a Point instance'],
     ['a Map', { meta: { m: new Map() } }, 'data.meta.m is a Map instance'],
     ['a cycle', { meta: cycle }, 'data.meta.self is a circular reference'],
+    // biome-ignore lint/suspicious/noSparseArray: the hole is the bad input this case feeds the validator
     ['a sparse array', { meta: { list: [1, , 3] } }, 'data.meta.list[1] is a hole'],
     ['a quoted key path', { meta: { 'odd key': [undefined] } }, 'data.meta["odd key"][0] is undefined'],
     ['symbol keys', { meta: { [Symbol('k')]: 1 } }, 'data.meta has symbol keys'],
@@ -109,7 +110,6 @@ describe('Session.append', () => {
   })
 
   it('freezes the returned event deeply (mutation throws in strict mode)', () => {
-    
     const s = newSession()
     const e = s.append('user/message', { content: text('hi'), source: human })
     expect(() => {

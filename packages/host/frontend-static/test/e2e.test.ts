@@ -66,8 +66,8 @@ describe('dsh web serves the client directory and plugin browser halves (real bi
       expect(await main.text()).toContain('activate')
       const view = await fetch(url + '/plugins/@acme/dsh-ui/view-Ab12Cd34.js')
       expect(view.headers.get('cache-control')).toBe('public, max-age=31536000, immutable')
-      const escape = await fetch(url + '/plugins/@acme/dsh-ui/..%2fpackage.json')
-      expect(escape.status).toBe(403)
+      const traversal = await fetch(url + '/plugins/@acme/dsh-ui/..%2fpackage.json')
+      expect(traversal.status).toBe(403)
 
       const list = await fetch(url + '/api/plugins.list', {
         method: 'POST',

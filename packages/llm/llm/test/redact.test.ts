@@ -79,7 +79,7 @@ describe('ctx.llm.stream redacts errors at the choke point', () => {
     await root.plugin(FakeCredentials as never, {} as never)
     const adapter: LlmAdapter = {
       provider: 'leaky',
-      // eslint-disable-next-line require-yield
+      // biome-ignore lint/correctness/useYield: an adapter stream that fails before its first chunk, as a refused key does
       async *stream() {
         throw new LlmError('AUTH', `echo: authorization: Bearer ${KEY}; x-other: ${OTHER}`, { status: 401 })
       },

@@ -145,7 +145,7 @@ describe('subagent provider claude-code', () => {
   })
 
   describe('a child is confined like its parent', () => {
-    const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+    const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
     const inherit = (mode: 'read-only' | 'workspace-write' | 'danger-full-access') => ({
       mode,
       patchFiles: [],
@@ -187,11 +187,11 @@ describe('subagent provider claude-code', () => {
       })
       expect(await run(h, 'read-only', { permissionMode: 'bypassPermissions' })).toMatch(
         new RegExp(
-          `^permission-mode=default disallowed=Bash,Edit,MultiEdit,Write,NotebookEdit settings=${escape(sandboxed)} `,
+          `^permission-mode=default disallowed=Bash,Edit,MultiEdit,Write,NotebookEdit settings=${escapeRegExp(sandboxed)} `,
         ),
       )
       expect(await run(h, 'workspace-write', { permissionMode: 'bypassPermissions' })).toMatch(
-        new RegExp(`^permission-mode=acceptEdits disallowed=- settings=${escape(sandboxed)} `),
+        new RegExp(`^permission-mode=acceptEdits disallowed=- settings=${escapeRegExp(sandboxed)} `),
       )
       expect(await run(h, 'danger-full-access', { permissionMode: 'bypassPermissions' })).toMatch(
         /^permission-mode=bypassPermissions disallowed=- settings=- /,

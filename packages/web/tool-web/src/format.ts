@@ -82,7 +82,7 @@ function turndownService(): TurndownService {
 }
 
 const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ' }
-const unescape = (text: string) =>
+const decodeEntities = (text: string) =>
   text.replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (whole, body: string) => {
     if (body[0] === '#') {
       const code = body[1] === 'x' || body[1] === 'X' ? parseInt(body.slice(2), 16) : parseInt(body.slice(1), 10)
@@ -94,7 +94,7 @@ const unescape = (text: string) =>
 /** The document's `<title>`, whitespace collapsed. */
 export function htmlTitle(html: string): string | undefined {
   const match = /<title[^>]*>([\s\S]*?)<\/title>/i.exec(html.slice(0, 200_000))
-  const title = match ? unescape(match[1]).replace(/\s+/g, ' ').trim() : ''
+  const title = match ? decodeEntities(match[1]).replace(/\s+/g, ' ').trim() : ''
   return title || undefined
 }
 
@@ -103,7 +103,7 @@ export function absolutizeLinks(html: string, base: string): string {
   return html.replace(
     /(\s(?:href|src)\s*=\s*)(["'])([^"']*)\2/gi,
     (whole, lead: string, quote: string, value: string) => {
-      const raw = unescape(value.trim())
+      const raw = decodeEntities(value.trim())
       if (raw === '' || /^(#|[a-z][a-z0-9+.-]*:)/i.test(raw)) return whole
       try {
         return `${lead}${quote}${new URL(raw, base).href.replace(/"/g, '%22')}${quote}`
