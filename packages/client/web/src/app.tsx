@@ -18,6 +18,7 @@ import { ShellContext, useShell, type ShellState } from './state.ts'
 import { openFreshSession, titleOf } from './sessions.ts'
 import { checkKey, KeyNotice, SettingsDialog, useMissingKey } from './settings.tsx'
 import { ContextMeter } from './panel.tsx'
+import { Dialog } from './dialog.tsx'
 
 export function App({ launchCwd }: { launchCwd?: string }) {
   const ctx = useCtx()
@@ -274,37 +275,6 @@ function useShortcuts(state: ShellState) {
     window.addEventListener('keydown', onKey)
     return () => window.removeEventListener('keydown', onKey)
   }, [ctx, state])
-}
-
-export function Dialog({
-  title,
-  onClose,
-  children,
-}: {
-  title: string
-  onClose: () => void
-  children: React.ReactNode
-}) {
-  const t = useT(NS)
-  const ref = useRef<HTMLDivElement>(null)
-  useEffect(() => {
-    const previous = document.activeElement as HTMLElement | null
-    ref.current?.querySelector<HTMLElement>('button, input, select, textarea')?.focus()
-    return () => previous?.focus?.()
-  }, [])
-  return (
-    <div className="dialog-backdrop" onClick={(e) => e.target === e.currentTarget && onClose()}>
-      <div className="dialog" role="dialog" aria-modal="true" aria-label={title} ref={ref}>
-        <header>
-          <h2>{title}</h2>
-          <button type="button" className="icon" aria-label={t('close')} onClick={onClose}>
-            ×
-          </button>
-        </header>
-        {children}
-      </div>
-    </div>
-  )
 }
 
 function ShortcutsDialog({ onClose }: { onClose: () => void }) {

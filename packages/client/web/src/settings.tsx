@@ -5,7 +5,7 @@ import type { Context } from 'cordis'
 import { Store, useCtx, useStore, useT } from '@dsh/client-runtime'
 import { credentialsDescribe, credentialsSet } from '@dsh/api-settings/contract'
 import { NS } from './messages.ts'
-import { Dialog } from './app.tsx'
+import { Dialog } from './dialog.tsx'
 import { useShell } from './state.ts'
 
 export interface MissingKey {
