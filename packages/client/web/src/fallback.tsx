@@ -11,6 +11,7 @@ export function FallbackConversation({ sessionId, feed: settled }: SessionSlotPr
   // Slot props carry the settled feed (no streamed deltas): this view shows the text as it
   // streams, so it follows every publish of the feed itself.
   const feed = useSessionFeed(sessionId) ?? settled
+  // biome-ignore lint/correctness/useExhaustiveDependencies: feed.events grows in place (same array); feed.version is what changes when it does
   const items = useMemo(() => foldItems(feed.events, feed.events.length), [feed.version, feed.events])
   return (
     <div className="fallback-conversation" role="log" aria-live="polite" aria-busy={feed.status === 'running'}>

@@ -7,6 +7,7 @@ import { lastPromptTokens } from './fold.ts'
 
 export function ContextMeter({ feed }: SessionSlotProps) {
   const t = useT(NS)
+  // biome-ignore lint/correctness/useExhaustiveDependencies: feed.withoutDeltas grows in place (same array); feed.version is what changes when it does
   const tokens = useMemo(() => lastPromptTokens(feed.withoutDeltas), [feed.version, feed.withoutDeltas])
   return (
     <section className="panel-section" data-testid="context-meter">

@@ -83,6 +83,7 @@ function PresetSeat({ sessionId, feed }: SessionSlotProps) {
   const t = (key: string, vars?: Record<string, string>) => ctx.locale.t(NAMESPACE, key, vars, lang)
   const [roster, setRoster] = useState<PresetsListResult>()
   const [error, setError] = useState<string>()
+  // biome-ignore lint/correctness/useExhaustiveDependencies: feed.withoutDeltas grows in place (same array); feed.version is what changes when it does
   const state = useMemo(
     () => presetState(feed.withoutDeltas as readonly LoggedEvent[]),
     [feed.version, feed.withoutDeltas],

@@ -243,6 +243,7 @@ export function ChatView({ snapshot, t, renderTool, empty }: ChatViewProps) {
     setShowJump(!atBottom)
   }, [])
 
+  // biome-ignore lint/correctness/useExhaustiveDependencies: runs after each new snapshot is rendered, to keep the newest row in view while following
   useLayoutEffect(() => {
     const el = scroller.current
     if (el && following.current) el.scrollTop = el.scrollHeight
@@ -283,6 +284,7 @@ export function ChatView({ snapshot, t, renderTool, empty }: ChatViewProps) {
     if (el) fromBottom.current = el.scrollHeight - el.scrollTop
     setPinned(Math.max(0, start - STEP))
   }, [start])
+  // biome-ignore lint/correctness/useExhaustiveDependencies: runs after older rows were mounted (start moved) to restore the reader's place
   useLayoutEffect(() => {
     const el = scroller.current
     if (!el || fromBottom.current === undefined) return
@@ -303,7 +305,8 @@ export function ChatView({ snapshot, t, renderTool, empty }: ChatViewProps) {
     )
     observer.observe(el)
     return () => observer.disconnect()
-  }, [revealEarlier, start > 0])
+    // revealEarlier changes with start, so this also re-runs when the sentinel mounts or unmounts.
+  }, [revealEarlier])
 
   return (
     <div className="dsh-chat" ref={scroller} onScroll={onScroll} data-running={snapshot.turnRunning || undefined}>

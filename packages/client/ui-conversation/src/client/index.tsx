@@ -166,10 +166,9 @@ export function apply(ctx: Context): void {
     const model = useSessionModel(sessionId)
     // Re-renders when the running state or the prompts change, not on every streamed frame.
     const snapshot = useSnapshotSlice(model, composerSlice)
+    // biome-ignore lint/correctness/useExhaustiveDependencies: the prompts change only when a user node is added (or the session changes), so the memo is keyed on that count, not on every streamed frame
     const history = useMemo(
       () => snapshot.nodes.flatMap((n) => (n.kind === 'user' ? [n.text] : [])),
-      // The prompts change only when a user node is added.
-      // eslint-disable-next-line react-hooks/exhaustive-deps
       [snapshot.nodes.filter((n) => n.kind === 'user').length, sessionId],
     )
     const running = snapshot.turnRunning || snapshot.status === 'running' || snapshot.status === 'waiting'

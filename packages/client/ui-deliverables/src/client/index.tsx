@@ -40,6 +40,7 @@ export function apply(ctx: Context): void {
 
   function Deliverables({ feed }: SessionSlotProps) {
     const t = useT(NAMESPACE)
+    // biome-ignore lint/correctness/useExhaustiveDependencies: feed.withoutDeltas grows in place (same array); feed.version is what changes when it does
     const { turn, files } = useMemo(() => lastTurnDeliverables(feed.withoutDeltas), [feed.version, feed.withoutDeltas])
     const [open, setOpen] = useState<string | undefined>(undefined)
     if (!files.length) return null

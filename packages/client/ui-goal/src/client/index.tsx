@@ -49,6 +49,7 @@ export function apply(ctx: Context): void {
   function GoalBar({ sessionId, feed }: SessionSlotProps) {
     const c = useCtx()
     const t = useT(NAMESPACE)
+    // biome-ignore lint/correctness/useExhaustiveDependencies: feed.withoutDeltas grows in place (same array); feed.version is what changes when it does
     const goal = useMemo(() => goalOf(feed.withoutDeltas as readonly LoggedEvent[]), [feed.version, feed.withoutDeltas])
     const [error, setError] = useState<string | undefined>(undefined)
     const [draft, setDraft] = useState<string | undefined>(undefined)

@@ -52,7 +52,9 @@ export function apply(ctx: Context): void {
 
   function FeedbackSection({ sessionId, feed }: SessionSlotProps) {
     const t = useT(NAMESPACE)
+    // biome-ignore lint/correctness/useExhaustiveDependencies: feed.withoutDeltas grows in place (same array); feed.version is what changes when it does
     const target = useMemo(() => lastFinalAnswer(feed.withoutDeltas), [feed.version, feed.withoutDeltas])
+    // biome-ignore lint/correctness/useExhaustiveDependencies: feed.withoutDeltas grows in place (same array); feed.version is what changes when it does
     const current = useMemo(
       () =>
         target === undefined ? undefined : currentFeedback(feed.withoutDeltas).find((f) => f.messageSeq === target),

@@ -70,6 +70,7 @@ function PlanSeat({ sessionId, feed }: SessionSlotProps) {
   const ctx = useCtx()
   const lang = useStore(ctx.locale.current)
   const t = (key: string, vars?: Record<string, string>) => ctx.locale.t(NAMESPACE, key, vars, lang)
+  // biome-ignore lint/correctness/useExhaustiveDependencies: feed.withoutDeltas grows in place (same array); feed.version is what changes when it does
   const active = useMemo(
     () => planActive(feed.withoutDeltas as readonly LoggedEvent[]),
     [feed.version, feed.withoutDeltas],

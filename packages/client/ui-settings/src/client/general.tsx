@@ -27,6 +27,7 @@ export default function GeneralPage() {
   const theme = useStore(ctx.theme.preference)
   const [sections, setSections] = useState<WireSection[]>()
   const [error, setError] = useState<string>()
+  // biome-ignore lint/correctness/useExhaustiveDependencies: fetched once per ctx; t only words a failure, and a language switch need not fetch the settings again
   useEffect(() => {
     let live = true
     ctx.remote.call(settingsDescribe, {}).then(
@@ -117,6 +118,7 @@ function DefaultModel({ section, onSaved }: { section: WireSection; onSaved: (s:
   const [models, setModels] = useState<string[]>([])
   const [model, setModel] = useState(value.model ?? '')
   const { save, view } = useSave(onSaved)
+  // biome-ignore lint/correctness/useExhaustiveDependencies: fetched once per ctx; value only decides whether the host's default fills an empty field on first load, and a later save must not refetch or overwrite the user's pick
   useEffect(() => {
     void ctx.remote
       .call('llm.providers', {})

@@ -16,5 +16,6 @@ export function useSettingsT(): Translate {
   const ctx = useCtx()
   const lang = useStore(ctx.locale.current)
   const revision = useStore(ctx.locale.revision)
+  // biome-ignore lint/correctness/useExhaustiveDependencies: revision changes when dictionaries load; ctx.locale.t reads them, so t must get a new identity then
   return useMemo<Translate>(() => (key, vars) => ctx.locale.t(NAMESPACE, key, vars, lang), [ctx, lang, revision])
 }

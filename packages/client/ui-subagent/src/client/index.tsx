@@ -119,12 +119,12 @@ export function apply(ctx: Context): void {
     const key = `${open.join(',')}|${feed?.status ?? ''}|${feed?.live ? 1 : 0}`
     const [answer, setAnswer] = useState<HostAnswer>()
     const ready = feed?.loaded === true && feed.live && open.length > 0
+    // biome-ignore lint/correctness/useExhaustiveDependencies: open is a new array each render; key carries its ids, so the effect re-runs exactly when they change
     useEffect(() => {
       if (!ready) return
       let alive = true
       void ask(sessionId, key, new Set(open)).then((a) => alive && setAnswer(a))
       return () => void (alive = false)
-      // eslint-disable-next-line react-hooks/exhaustive-deps
     }, [sessionId, key, ready])
     const nodes = useMemo(() => resolveOpen(logged, answer?.children, answer?.asked), [logged, answer])
     return { nodes, ...(answer?.error ? { error: answer.error } : {}) }

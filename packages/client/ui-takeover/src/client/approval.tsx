@@ -27,6 +27,7 @@ export function ApprovalTakeover({ approval, more = 0, t, onRespond, onStop }: A
   const heading = useRef<HTMLHeadingElement>(null)
   const reasonInput = useRef<HTMLTextAreaElement>(null)
 
+  // biome-ignore lint/correctness/useExhaustiveDependencies: resets the form and moves focus when a different approval request is shown
   useEffect(() => {
     heading.current?.focus()
     setDenying(false)

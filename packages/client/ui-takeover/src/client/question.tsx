@@ -19,6 +19,7 @@ export function QuestionTakeover({ pending, t, onSubmit, onStop }: QuestionTakeo
   const [busy, setBusy] = useState(false)
   const [error, setError] = useState<string | undefined>(undefined)
   const heading = useRef<HTMLDivElement>(null)
+  // biome-ignore lint/correctness/useExhaustiveDependencies: resets the form and moves focus when a different question request is shown
   useEffect(() => {
     setForm(emptyForm())
     setError(undefined)

@@ -91,6 +91,7 @@ function RequestLine({ t, r }: { t: Translate; r: RequestRow }) {
 
 export function TrajectoryView({ t, feed, prices }: TrajectoryViewProps) {
   // The feed's events grow in place; `version` says when they changed.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: feed.events grows in place (same array); feed.version is what changes when it does
   const trajectory = useMemo(() => buildTrajectory(feed.events, prices), [feed.version, feed.events, prices])
   const { turns, totals } = trajectory
   if (totals.requests === 0) return <p className="muted">{t('empty')}</p>

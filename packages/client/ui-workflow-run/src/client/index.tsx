@@ -66,6 +66,7 @@ export const WorkflowCard = memo(
     const t = useT(NAMESPACE)
     const feed = useSessionFeed(sessionId, { deltas: false })
     const version = feed?.version
+    // biome-ignore lint/correctness/useExhaustiveDependencies: feed.withoutDeltas grows in place (same array); version is what changes when it does
     const run = useMemo(
       () => (feed ? runOfCall(feed.withoutDeltas, node.callId) : undefined),
       [feed, version, node.callId],
