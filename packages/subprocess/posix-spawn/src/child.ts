@@ -1,7 +1,7 @@
 // The part of a child both spawners hand out: its exit, then 'close' once its pipes closed.
 import { EventEmitter } from 'node:events'
 import type { Readable, Writable } from 'node:stream'
-import type { SpawnedChild } from './index.ts'
+import type { SpawnedChild } from './addon.ts'
 
 /** What a posix_spawn child and a spawn server's child share: the exit, then 'close' after the pipes. */
 export abstract class ChildBase extends EventEmitter implements SpawnedChild {

@@ -8,7 +8,7 @@ import { Socket } from 'node:net'
 import { constants, endianness } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { ChildBase } from './child.ts'
-import { addonLoadError, errnoName, loadAddon, nativeSpawn, signalName, type SpawnedChild } from './index.ts'
+import { addonLoadError, errnoName, loadAddon, nativeSpawn, signalName, type SpawnedChild } from './addon.ts'
 
 /** The server executable scripts/build.mjs compiles (Linux). */
 export const SPAWN_SERVER_PATH = fileURLToPath(new URL('../native/build/spawn-server', import.meta.url))

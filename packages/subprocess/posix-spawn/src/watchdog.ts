@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs'
 import type { Socket } from 'node:net'
 import type { Writable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
-import { nativeSpawn, type SpawnedChild } from './index.ts'
+import { nativeSpawn, type SpawnedChild } from './addon.ts'
 
 /** The watchdog executable scripts/build.mjs compiles (Linux). */
 export const WATCHDOG_PATH = fileURLToPath(new URL('../native/build/watchdog', import.meta.url))
