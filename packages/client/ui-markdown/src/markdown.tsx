@@ -3,6 +3,7 @@
 // ever injected: raw HTML in the text shows as text, links keep only http(s)/mailto targets.
 // Top-level blocks are memoised by their source, so while an answer streams only its last
 // block re-renders. Code blocks are highlighted lazily (./highlight.ts), once complete.
+// biome-ignore-all lint/suspicious/noArrayIndexKey: blocks, list items and table cells are positional tokens of re-lexed text with no identity of their own; the index is their identity (it keeps the memoised blocks of a streaming answer in place)
 import { Lexer, type Token, type Tokens } from 'marked'
 import { memo, useEffect, useMemo, useState, type ReactNode } from 'react'
 import { highlight, languageOf } from './highlight.ts'
@@ -132,6 +133,7 @@ function CodeBlock({ text, lang, complete, t }: { text: string; lang?: string; c
           <code
             className={`hljs language-${language}`}
             data-highlighted="yes"
+            // biome-ignore lint/security/noDangerouslySetInnerHtml: highlight.js output, which escapes the source text; only its own <span class> markup is HTML
             dangerouslySetInnerHTML={{ __html: html.html }}
           />
         ) : (

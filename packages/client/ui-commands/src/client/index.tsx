@@ -47,6 +47,7 @@ function linkify(text: string) {
   const parts = text.split(/(\/[A-Za-z0-9_./-]+\.zip)\b/)
   return parts.map((part, i) =>
     i % 2 === 1 ? (
+      // biome-ignore lint/suspicious/noArrayIndexKey: the parts of one split string are positional and may repeat; the index is their identity
       <a key={i} href={part} download data-command-link="true">
         {part}
       </a>

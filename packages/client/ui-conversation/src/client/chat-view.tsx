@@ -92,6 +92,7 @@ function ThinkingBody({ text }: { text: string }) {
   return (
     <div className="dsh-thinking-body">
       {blocks.map((block, i) => (
+        // biome-ignore lint/suspicious/noArrayIndexKey: the blocks of one text in order; the index is their identity, so while the text streams only the last block re-renders
         <TextBlock key={i} text={block} />
       ))}
     </div>
@@ -177,6 +178,7 @@ const TurnEndRow = memo(function TurnEndRow({ node, t }: { node: TurnEndNode; t:
       {title ? <div className="dsh-turn-end-title">{title}</div> : null}
       {node.error ? <div className="dsh-turn-end-error">{node.error.message}</div> : null}
       {node.rejected.map((text, i) => (
+        // biome-ignore lint/suspicious/noArrayIndexKey: an append-only list of texts that may repeat; the index is their identity
         <div key={i} className="dsh-msg-meta">
           {t('notSent', { text })}
         </div>

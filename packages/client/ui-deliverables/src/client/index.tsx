@@ -69,6 +69,7 @@ export function apply(ctx: Context): void {
                     {change.tool} · {change.kind === 'create' ? t('created') : t('edited')}
                   </div>,
                   ...diffLines(change).map((line, i) => (
+                    // biome-ignore lint/suspicious/noArrayIndexKey: the lines of one change's diff are positional and may repeat; seq and index are their identity
                     <div key={`${change.seq}-${i}`} className={line.startsWith('-') ? 'del' : 'add'}>
                       {line}
                     </div>

@@ -236,6 +236,7 @@ export function apply(ctx: Context): void {
         {node.reports.length > 0 ? (
           <ol className="dsh-subagent-reports" aria-label={t('reports')}>
             {node.reports.map((r, i) => (
+              // biome-ignore lint/suspicious/noArrayIndexKey: a child's reports are append-only and may repeat; the index is their identity
               <li key={i} data-testid="subagent-report">
                 {r}
               </li>

@@ -221,6 +221,7 @@ export const TodoCard = memo(function TodoCard({ node, t }: ToolCardProps) {
     <Frame node={node} t={t} icon="☑" title={t('todo.title')}>
       <ul className="dsh-todo">
         {view.items.map((item, i) => (
+          // biome-ignore lint/suspicious/noArrayIndexKey: todo items carry no id (each call lists them whole) and may repeat; the index is their identity
           <li key={i} className={`dsh-todo-${item.status}`} data-status={item.status}>
             <span className="dsh-todo-box" aria-hidden="true">
               {item.status === 'completed' ? '✔' : item.status === 'in_progress' ? '◐' : '○'}

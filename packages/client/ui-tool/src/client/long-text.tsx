@@ -42,6 +42,7 @@ export function LongText({
       ) : (
         <pre className="dsh-long-pre">
           {shown.map((line, i) => (
+            // biome-ignore lint/suspicious/noArrayIndexKey: the lines of one text are positional and may repeat; the index is their identity
             <div key={i} className="dsh-line">
               {render(line, i) || '\u200b'}
             </div>
