@@ -105,8 +105,14 @@ const SHIPPED = '^(packages/[^/]+/[^/]+|bundles/[^/]+)/(src|bin)/'
 const BROWSER = '^packages/client/[^/]+/src/'
 const CLIENT_HOST_ENTRIES = '^packages/client/(ui-(?!markdown/)[^/]+|web)/src/index\\.tsx?$'
 
-/** What browser code may import from the workspace: browser code, the wire contract, contract subpaths. */
-const BROWSER_MAY_IMPORT = [BROWSER, '^packages/api/web-protocol/src/', CONTRACTS]
+/**
+ * @dsh/cordis-compat's browser-safe entry (it imports `cordis` only): the client runtime reads a
+ * fiber's state through it. Its `./loader` entry (src/loader.ts) is Node-only and stays out.
+ */
+const CORDIS_COMPAT_BROWSER = '^packages/util/cordis-compat/src/index\\.ts$'
+
+/** What browser code may import from the workspace: browser code, the wire contract, contract subpaths, cordis-compat's entry. */
+const BROWSER_MAY_IMPORT = [BROWSER, '^packages/api/web-protocol/src/', CONTRACTS, CORDIS_COMPAT_BROWSER]
 
 module.exports = {
   forbidden: [
@@ -141,6 +147,24 @@ module.exports = {
       comment: 'The wire contract and every contract subpath load in the browser: no Node builtins.',
       severity: 'error',
       from: { path: ['^packages/api/web-protocol/src/', CONTRACTS] },
+      to: { dependencyTypes: ['core'] },
+    },
+    {
+      name: 'cordis-compat-entry-is-browser-safe',
+      comment:
+        "@dsh/cordis-compat's main entry is imported by the client runtime: no Node builtin, and not " +
+        'the plugin loader (which imports node:module); Loader internals go in its ./loader entry. ' +
+        'scripts/check-architecture.mjs also fails any file outside that package that names a Cordis ' +
+        'private field (cordis-internals-only-in-compat).',
+      severity: 'error',
+      from: { path: CORDIS_COMPAT_BROWSER },
+      to: { path: ['plugin-loader', '^packages/util/cordis-compat/src/loader\\.ts$'] },
+    },
+    {
+      name: 'cordis-compat-entry-has-no-node-builtins',
+      comment: 'As above: the browser-safe entry of @dsh/cordis-compat imports no Node builtin.',
+      severity: 'error',
+      from: { path: CORDIS_COMPAT_BROWSER },
       to: { dependencyTypes: ['core'] },
     },
     {

@@ -6,6 +6,7 @@ import { spawn } from 'node:child_process'
 import { parseArgs } from 'node:util'
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
+import { fiberError, isFiberActive } from '@dsh/cordis-compat'
 import WebServer from '@dsh/webserver'
 import * as accessGate from '@dsh/access-gate'
 
@@ -173,13 +174,11 @@ export function displayUrl(host: string, port: number): string {
  * `await()` resolves (app-boot reports row failures itself), so the error is read off the fiber.
  */
 async function mount(ctx: Context, plugin: unknown, config: unknown): Promise<void> {
-  const fiber = ctx.plugin(plugin as never, config as never) as unknown as PromiseLike<unknown> & {
-    _error?: unknown
-    state: number
-  }
+  const fiber = ctx.plugin(plugin as never, config as never)
   await fiber
-  if (fiber._error) throw fiber._error
-  if (fiber.state !== 2 /* FiberState.ACTIVE */)
+  const error = fiberError(fiber)
+  if (error) throw error
+  if (!isFiberActive(fiber))
     throw new Error(`${(plugin as { name?: string }).name ?? 'plugin'} did not start`)
 }
 

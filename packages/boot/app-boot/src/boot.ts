@@ -1,7 +1,9 @@
 // Booting a composition into a real Cordis tree through @cordisjs/plugin-loader, failing loud.
 import { join } from 'node:path'
-import { Context, Logger, resolveConfig, type Exporter, type Fiber } from 'cordis'
+import { Context, Logger, resolveConfig, type Exporter } from 'cordis'
 import { Entry, evaluate, Group, interpolate, Loader } from '@cordisjs/plugin-loader'
+import { fiberError, isFiberActive, unmetInjects, type FiberLike } from '@dsh/cordis-compat'
+import { entryInitTask, entryOfContext, settleEntryFibers } from '@dsh/cordis-compat/loader'
 import { DshUserError } from './errors.ts'
 import { isJsExpr } from './layer.ts'
 import { profileDirUrl, type Composition, type ResolvedRow } from './profile.ts'
@@ -233,14 +235,6 @@ function prepareRows(rows: ResolvedRow[], ctx: Context): Prepared {
   return { rows: rows.map(prepare), failures, enabled }
 }
 
-/** The fiber fields the fail-loud check reads (`_error` and `_store` are private in the typings). */
-interface FiberInternals {
-  state: number
-  inject: Record<string, unknown>
-  _error?: unknown
-  _store: Record<string, unknown>
-}
-
 /** One fail-loud check of the mounted tree: every enabled row is active, else one failure each. */
 function checkRows(loader: DshLoader, enabled: readonly ResolvedRow[], errors: readonly LoaderError[]): BootFailure[] {
   const failures: BootFailure[] = []
@@ -248,7 +242,7 @@ function checkRows(loader: DshLoader, enabled: readonly ResolvedRow[], errors: r
   for (const r of enabled) {
     const { id, name } = r.row
     const entry = loader.store[id] as Entry | undefined
-    const fiber = entry?.fiber as unknown as FiberInternals | undefined
+    const fiber = entry?.fiber as unknown as FiberLike | undefined
     if (!entry || !fiber) {
       const own = errors.find((e) => e.entry === entry && entry)
         ?? unattributed.find((e) => String((e.error as Error)?.stack).includes(`#${id}`))
@@ -256,15 +250,15 @@ function checkRows(loader: DshLoader, enabled: readonly ResolvedRow[], errors: r
       failures.push({ id, name, kind: 'import', cause: own ? `cannot load: ${firstLine(own.error)}` : 'did not mount' })
       continue
     }
-    if (fiber._error) {
-      const error = fiber._error as Error
+    const error = fiberError(fiber) as Error | undefined
+    if (error) {
       failures.push(error?.name === 'ValidationError'
         ? { id, name, kind: 'config', cause: describeConfigError(error) }
         : { id, name, kind: 'apply', cause: `apply failed: ${firstLine(error)}` })
       continue
     }
-    if (fiber.state !== 2 /* FiberState.ACTIVE */) {
-      const missing = Object.keys(fiber.inject).filter((n) => !(n in fiber._store))
+    if (!isFiberActive(fiber)) {
+      const missing = unmetInjects(fiber)
       failures.push({
         id, name, kind: 'inject',
         cause: missing.length
@@ -276,12 +270,6 @@ function checkRows(loader: DshLoader, enabled: readonly ResolvedRow[], errors: r
   return failures
 }
 
-/** The loader entry fields `settleEarly` reads (`_initTask` is private in the typings). */
-interface EntryInternals {
-  _initTask?: Promise<unknown>
-  fiber?: { await(): Promise<unknown> }
-}
-
 /**
  * Waits until the rows of the early prelinked files have applied (their fibers settled, failed
  * or pending on an inject); called right after the tree update starts, when every entry exists.
@@ -289,9 +277,9 @@ interface EntryInternals {
 async function settleEarly(loader: DshLoader, enabled: readonly ResolvedRow[], early: ReadonlySet<string>): Promise<void> {
   const entries = enabled
     .filter((r) => r.url && early.has(r.url))
-    .map((r) => loader.store[r.row.id] as unknown as EntryInternals | undefined)
-    .filter((e): e is EntryInternals => e !== undefined)
-  await Promise.allSettled(entries.map((e) => e._initTask))
+    .map((r) => loader.store[r.row.id] as Entry | undefined)
+    .filter((e): e is Entry => e !== undefined)
+  await Promise.allSettled(entries.map((e) => entryInitTask(e)))
   await Promise.allSettled(entries.map((e) => e.fiber?.await()))
 }
 
@@ -333,17 +321,12 @@ export async function bootComposition(comp: Composition, opts: BootOptions = {})
   const errors: LoaderError[] = []
   // `internal/error` is emitted by the loader but absent from Cordis' typed event map.
   ;(ctx.on as (name: string, listener: (this: Context, error: unknown) => void) => void)('internal/error', function (error) {
-    errors.push({ entry: (this as unknown as Record<symbol, Entry | undefined>)[Entry.key], error })
+    errors.push({ entry: entryOfContext(this), error })
   })
   // The loader awaits each entry fiber with a trailing `.finally()`, turning every failed
   // fiber into an unhandled rejection. We report those failures ourselves, so entry fibers
-  // resolve their `await()` and keep the error on `_error`.
-  ctx.on('internal/plugin', (fiber: Fiber<Context>) => {
-    const parent = fiber.parent as unknown as Record<symbol, unknown>
-    if (!fiber.uid || !parent[Entry.key] || Object.hasOwn(fiber, 'await')) return
-    const original = fiber.await.bind(fiber)
-    fiber.await = () => original().catch(() => fiber)
-  })
+  // resolve their `await()` and keep the error (read back through `fiberError`).
+  settleEntryFibers(ctx)
 
   const prepared = prepareRows(comp.rows, ctx)
   if (prepared.failures.length) throw new BootError(prepared.failures)

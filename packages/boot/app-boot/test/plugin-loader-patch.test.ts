@@ -4,6 +4,7 @@
 // loader service's `check`) stop at the first one through `hasTasks()`. Same answers, same order.
 import { Context } from 'cordis'
 import { Group } from '@cordisjs/plugin-loader'
+import { entryInitTask } from '@dsh/cordis-compat/loader'
 import { expect, it, vi } from 'vitest'
 import { DshLoader } from '../src/boot.ts'
 
@@ -13,7 +14,7 @@ const hasTasks = (loader: DshLoader) => (loader as DshLoader & { hasTasks(): boo
 /** What getTasks() returned before the patch: every entry's pending task, in entries() order. */
 function unpatchedTasks(loader: DshLoader): unknown[] {
   return [...loader.entries()]
-    .map((entry) => entry._initTask || entry.fiber?.inertia)
+    .map((entry) => entryInitTask(entry) || entry.fiber?.inertia)
     .filter((task) => task !== undefined && task !== null)
 }
 

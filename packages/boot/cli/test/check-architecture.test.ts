@@ -15,6 +15,9 @@ function run(...args: string[]) {
   return spawnSync(process.execPath, [SCRIPT, ...args], { encoding: 'utf8' })
 }
 
+/** A Cordis private field, spelled so that this file does not itself name one (the check reads tests too). */
+const PRIVATE_FIELD = ['', 'error'].join('_')
+
 /** The packages of the clean tree, by directory: [package name, files (path -> source)]. */
 const CLEAN: Record<string, [string, Record<string, string>]> = {
   'packages/util/brand': ['@dsh/brand', { 'src/index.ts': "export const brand = 'dsh'\n" }],
@@ -39,9 +42,20 @@ const CLEAN: Record<string, [string, Record<string, string>]> = {
     },
   ],
   'packages/api/web-protocol': ['@dsh/web-protocol', { 'src/index.ts': 'export const wire = 1\n' }],
+  // the one package that may read Cordis' private fields; the browser may import its main entry
+  'packages/util/cordis-compat': [
+    '@dsh/cordis-compat',
+    {
+      'src/index.ts': 'export const fiberError = (fiber: unknown) => fiber\n',
+      'src/loader.ts': "import { readFileSync } from 'node:fs'\nexport const initTask = (e: unknown) => [e, readFileSync]\n",
+    },
+  ],
   'packages/client/runtime': [
     '@dsh/client-runtime',
-    { 'src/index.ts': "import { wire } from '@dsh/web-protocol'\nexport const runtime = wire\n" },
+    {
+      'src/index.ts':
+        "import { wire } from '@dsh/web-protocol'\nimport { fiberError } from '@dsh/cordis-compat'\nexport const runtime = [wire, fiberError]\n",
+    },
   ],
   'packages/client/ui-goal': [
     '@dsh/ui-goal',
@@ -72,6 +86,7 @@ function tree(extra: Record<string, string> = {}): string {
       './client': { development: './src/client/index.ts' },
       './contract': { development: './src/contract.ts' },
       './help': { development: './src/help.ts' },
+      './loader': { development: './src/loader.ts' },
     }
     files[`${dir}/package.json`] = JSON.stringify({ name, type: 'module', exports })
     for (const [path, source] of Object.entries(sources)) files[`${dir}/${path}`] = source
@@ -197,6 +212,24 @@ describe('check-architecture', () => {
           "import { wire } from '../../../api/web-protocol/src/index.ts'\nexport const t = wire\n",
       },
       'no-relative-import-into-another-package: packages/shell/tool-bash/src/wire.ts -> packages/api/web-protocol/src/index.ts',
+    ],
+    [
+      'a package outside cordis-compat reads a Cordis private field',
+      { 'packages/shell/tool-bash/src/fiber.ts': `export const failed = (f: Record<string, unknown>) => f.${PRIVATE_FIELD}\n` },
+      'cordis-internals-only-in-compat: packages/shell/tool-bash/src/fiber.ts:1 -> _error',
+    ],
+    [
+      "cordis-compat's browser-safe entry imports a Node builtin",
+      {
+        'packages/util/cordis-compat/src/index.ts':
+          "import { join } from 'node:path'\nexport const fiberError = (fiber: unknown) => [fiber, join]\n",
+      },
+      'cordis-compat-entry-has-no-node-builtins: packages/util/cordis-compat/src/index.ts -> path',
+    ],
+    [
+      "browser code imports cordis-compat's Node-only loader entry",
+      { 'packages/client/runtime/src/loader.ts': "import { initTask } from '@dsh/cordis-compat/loader'\nexport const t = initTask\n" },
+      'browser-imports-only-client-contract-and-runtime: packages/client/runtime/src/loader.ts -> packages/util/cordis-compat/src/loader.ts',
     ],
   ]
   let bad: ReturnType<typeof run> | undefined

@@ -3,9 +3,7 @@
 // (`{name, inject?, apply(ctx)}` or a Service class). Its bare imports of the shared libraries
 // resolve through the page's import map to the app's own copies.
 import { Context, Service } from 'cordis'
-
-/** cordis' FiberState.ACTIVE (its enum is declared `const`, which isolated modules cannot read). */
-const ACTIVE = 2
+import { isFiberActive } from '@dsh/cordis-compat'
 import { Store } from './store.ts'
 
 declare module 'cordis' {
@@ -67,7 +65,7 @@ export class ClientPlugins extends Service {
       await fiber
       // A half whose `inject` names a service nobody provides stays pending (it starts if the
       // service appears later): say which services it waits for.
-      if ((fiber.state as number) !== ACTIVE) {
+      if (!isFiberActive(fiber)) {
         const missing = Object.keys(fiber.inject ?? {}).filter((name) => this.ctx.get(name) === undefined)
         this.setState({
           package: entry.package,

@@ -14,7 +14,8 @@ import {
   type ErrorInfo,
   type ReactNode,
 } from 'react'
-import { symbols, type Context } from 'cordis'
+import type { Context } from 'cordis'
+import { originalOf } from '@dsh/cordis-compat'
 import type { ReadableStore } from './store.ts'
 import type { PropsOfSlot, SlotRecord } from './slots.ts'
 import type { SessionFeed, SessionFeedState } from './connection.ts'
@@ -42,7 +43,7 @@ export function useCtx(): Context {
  * still go through `ctx` so they are bound to the calling plugin. A plain object is returned as is.
  */
 export function plainService<T extends object>(service: T): T {
-  return ((service as Record<symbol, unknown>)[symbols.original] as T | undefined) ?? service
+  return originalOf(service)
 }
 
 /** The plain object of a root service (read once per mounted component; see `plainService`). */

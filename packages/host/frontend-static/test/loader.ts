@@ -1,6 +1,7 @@
 // A real Cordis Loader over real module files in a temp dir (as in @dsh/plugin-inventory's tests).
-import { Context, type Fiber } from 'cordis'
-import { Entry, Group, Loader, type EntryOptions } from '@cordisjs/plugin-loader'
+import type { Context } from 'cordis'
+import { Group, Loader, type EntryOptions } from '@cordisjs/plugin-loader'
+import { settleEntryFibers } from '@dsh/cordis-compat/loader'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -35,12 +36,7 @@ export function writePackage(
 export async function bootLoader(ctx: Context, rows: Partial<EntryOptions>[]): Promise<Loader> {
   // Failed row fibers would surface as unhandled rejections through the Loader's own `.finally()`;
   // the inventory reports them, so their await() resolves here (as the dsh boot does).
-  ctx.on('internal/plugin', (fiber: Fiber<Context>) => {
-    const parent = fiber.parent as unknown as Record<symbol, unknown>
-    if (!fiber.uid || !parent[Entry.key] || Object.hasOwn(fiber, 'await')) return
-    const original = fiber.await.bind(fiber)
-    fiber.await = () => original().catch(() => fiber)
-  })
+  settleEntryFibers(ctx)
   ;(ctx.on as (name: string, listener: () => void) => void)('internal/error', () => {})
   let loader!: Loader
   await ctx.plugin({

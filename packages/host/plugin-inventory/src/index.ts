@@ -3,6 +3,7 @@
 // is the tree as it is now: nothing is cached but the module -> package name lookup.
 import { Context, Service } from 'cordis'
 import Schema from 'schemastery'
+import { fiberError, fiberStateName, type FiberLike } from '@dsh/cordis-compat'
 import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -19,13 +20,13 @@ declare module 'cordis' {
   }
 }
 
-/** The part of a Loader entry the inventory reads (the Loader's own typings hide `_error`). */
+/** The part of a Loader entry the inventory reads (the fiber's error is read through @dsh/cordis-compat). */
 interface EntryLike {
   id: string
   disabled: boolean
   options: { id: string; name: string; group?: boolean | null }
   subgroup?: unknown
-  fiber?: { state: number; _error?: unknown }
+  fiber?: FiberLike
   parent: { ctx: { fiber: { entry?: { id: string } } } }
 }
 
@@ -39,15 +40,6 @@ interface ApiLike {
     contract: typeof pluginsList,
     handler: (params: Record<string, never>) => { plugins: PluginRow[] },
   ): () => void
-}
-
-const STATES: Record<number, PluginState> = {
-  0: 'pending',
-  1: 'loading',
-  2: 'active',
-  3: 'failed',
-  4: 'disposed',
-  5: 'unloading',
 }
 
 function firstLine(error: unknown): string {
@@ -110,12 +102,13 @@ export function inventoryOf(loader: LoaderLike | undefined): PluginRow[] {
     let state: PluginState
     if (!enabled) state = 'disabled'
     else if (!fiber) state = 'not-loaded'
-    else state = STATES[fiber.state] ?? 'pending'
+    else state = fiberStateName(fiber)
     const row: PluginRow = { id: entry.id, module, enabled, state }
     const pkg = packageOfModule(module)
     if (pkg) row.package = pkg
-    if (enabled && fiber?._error !== undefined && fiber._error !== null) {
-      row.error = firstLine(fiber._error)
+    const error = fiber && fiberError(fiber)
+    if (enabled && error !== undefined) {
+      row.error = firstLine(error)
       if (state !== 'failed' && state !== 'disposed') row.state = 'failed'
     }
     const parent = entry.parent?.ctx?.fiber?.entry?.id

@@ -1,5 +1,5 @@
 // @dsh/plain-service: the object behind a Cordis service reference.
-import { symbols } from 'cordis'
+import { originalOf } from '@dsh/cordis-compat'
 
 /**
  * The plain object behind `ctx.<service>` (or behind `this` inside a service method). Cordis hands
@@ -9,6 +9,5 @@ import { symbols } from 'cordis'
  * do `undefined` and `null`.
  */
 export function plainService<T>(value: T): T {
-  if (value === null || value === undefined || (typeof value !== 'object' && typeof value !== 'function')) return value
-  return ((value as Record<symbol, unknown>)[symbols.original] as T | undefined) ?? value
+  return originalOf(value)
 }
