@@ -36,7 +36,9 @@ describe.skipIf(!hasChromium())('ui-directory-picker in the browser', () => {
       await page.locator('[data-directory-picker-open]').click()
       const dialog = page.locator('[data-directory-picker]')
       await expect.poll(() => dialog.locator('[data-directory-path]').textContent()).toBe(app.home)
-      await dialog.locator('[data-directory-entry="projects"]').click()
+      // From the keyboard: an entry takes the focus, Enter opens it.
+      await dialog.locator('[data-directory-entry="projects"]').focus()
+      await page.keyboard.press('Enter')
       await expect.poll(() => dialog.locator('[data-directory-path]').textContent()).toBe(join(app.home, 'projects'))
       expect(await dialog.locator('[data-directory-entry]').allTextContents()).toEqual(['📁 alpha', '📁 doomed'])
       rmSync(join(app.home, 'projects', 'doomed'), { recursive: true })

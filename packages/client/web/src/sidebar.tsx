@@ -105,6 +105,7 @@ function SessionItem({ row, active }: { row: SessionRow; active: boolean }) {
           className="rename"
           defaultValue={titleOf(row) ?? ''}
           aria-label={t('renamePrompt')}
+          // biome-ignore lint/a11y/noAutofocus: the field appears when the user chose Rename; the focus goes where they are about to type
           autoFocus
           onKeyDown={onRenameKey}
           onBlur={() => setEditing(false)}
@@ -139,6 +140,7 @@ function SessionItem({ row, active }: { row: SessionRow; active: boolean }) {
           <button
             type="button"
             role="menuitem"
+            // biome-ignore lint/a11y/noAutofocus: a menu opened from its button moves focus to its first item, as the ARIA menu pattern asks
             autoFocus
             onClick={() => {
               setMenu(false)

@@ -31,7 +31,8 @@ export interface ChatViewProps {
 const UserMessage = memo(function UserMessage({ node, t }: { node: UserNode; t: Translate }) {
   return (
     <div className="dsh-msg dsh-msg-user" data-node="user" data-seq={node.seq}>
-      <div className="dsh-msg-bubble" aria-label={t('you')}>
+      {/* biome-ignore lint/a11y/useSemanticElements: a message bubble, not a form control group, so <fieldset> would be wrong; role=group only lets the bubble carry its 'You' label (a plain div may not) */}
+      <div className="dsh-msg-bubble" role="group" aria-label={t('you')}>
         {node.text}
         {node.images > 0 ? <div className="dsh-msg-meta">{t('images', { count: node.images })}</div> : null}
       </div>

@@ -134,6 +134,7 @@ export function Composer({
         value={text}
         readOnly={disabled}
         rows={Math.min(10, Math.max(2, text.split('\n').length))}
+        // biome-ignore lint/a11y/noAutofocus: the host decides (autoFocus prop): the composer of a freshly opened session takes the focus so typing starts at once
         autoFocus={autoFocus}
         onChange={(e) => {
           setText(e.target.value)

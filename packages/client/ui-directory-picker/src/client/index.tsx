@@ -92,6 +92,7 @@ export function apply(ctx: Context): void {
       }
     }
     return (
+      // biome-ignore lint/a11y/noStaticElementInteractions lint/a11y/useKeyWithClickEvents: a click on the backdrop is the pointer's way out; from the keyboard, the Cancel button closes the dialog
       <div className="dialog-backdrop" onClick={(e) => e.target === e.currentTarget && close()}>
         <div
           className="dialog"
@@ -133,9 +134,15 @@ export function apply(ctx: Context): void {
                 key={entry.path}
                 role="option"
                 aria-selected={false}
+                tabIndex={0}
                 data-directory-entry={entry.name}
                 style={{ padding: '3px 8px', cursor: 'pointer' }}
                 onClick={() => setPath(entry.path)}
+                onKeyDown={(e) => {
+                  if (e.key !== 'Enter' && e.key !== ' ') return
+                  e.preventDefault()
+                  setPath(entry.path)
+                }}
               >
                 📁 {entry.name}
               </div>

@@ -105,6 +105,7 @@ export function apply(ctx: Context): void {
           <input
             aria-label={t('objective')}
             value={draft}
+            // biome-ignore lint/a11y/noAutofocus: the field appears when the user asked to edit the objective; the focus goes where they are about to type
             autoFocus
             onChange={(e) => setDraft(e.target.value)}
             onKeyDown={onKey}

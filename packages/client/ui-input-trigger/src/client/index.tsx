@@ -122,6 +122,7 @@ export class InputTriggers extends Service implements InputTriggersApi {
               {group.items.map((item) => {
                 const at = index++
                 return (
+                  // biome-ignore lint/a11y/useFocusableInteractive lint/a11y/useKeyWithClickEvents: options of the composer's completion popup: the focus stays in the composer, whose keydown moves the active option and picks it (Enter, Tab); the click is the pointer's path
                   <div
                     key={item.id}
                     role="option"

@@ -184,6 +184,7 @@ export function PermissionPicker({
           <strong id="dsh-mode-confirm-title">{t('mode.confirmTitle')}</strong>
           <p>{t('mode.confirmBody')}</p>
           <div className="dsh-takeover-buttons">
+            {/* biome-ignore lint/a11y/noAutofocus: an alertdialog the user's mode choice opened moves focus to its safe choice (cancel), as the ARIA dialog pattern asks */}
             <button type="button" className="dsh-button" autoFocus onClick={() => setConfirming(undefined)}>
               {t('mode.cancel')}
             </button>

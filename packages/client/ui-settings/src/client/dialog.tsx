@@ -21,6 +21,7 @@ export default function SettingsDialog({ onClose }: { onClose: () => void }) {
   }
   const Page = active?.component
   return (
+    // biome-ignore lint/a11y/noStaticElementInteractions lint/a11y/useKeyWithClickEvents: a click on the backdrop is the pointer's way out; from the keyboard, Escape (the shell's shortcut) and the close button close the dialog
     <div className="dialog-backdrop" onClick={(e) => e.target === e.currentTarget && onClose()}>
       <div
         className="dialog dsh-settings"
@@ -37,7 +38,7 @@ export default function SettingsDialog({ onClose }: { onClose: () => void }) {
           </button>
         </header>
         <div className="dsh-settings-body">
-          <nav className="dsh-settings-nav" role="tablist" aria-orientation="vertical">
+          <div className="dsh-settings-nav" role="tablist" aria-orientation="vertical">
             {sections.map((s) => (
               <button
                 key={s.id}
@@ -50,7 +51,7 @@ export default function SettingsDialog({ onClose }: { onClose: () => void }) {
                 {label(s.id)}
               </button>
             ))}
-          </nav>
+          </div>
           <section className="dsh-settings-page" role="tabpanel" aria-label={active ? label(active.id) : ''}>
             {Page ? <Page /> : null}
           </section>

@@ -238,6 +238,7 @@ function Field({
     )
   }
   return (
+    // biome-ignore lint/a11y/noLabelWithoutControl: the label does wrap its control (the input or select built above as 'control'); the rule cannot see through the variable
     <label className="dsh-field" data-field={dotted} data-invalid={invalid}>
       {label}
       {control}

@@ -141,7 +141,7 @@ function ProviderItem({ provider, onChange }: { provider: WireProvider; onChange
       setBusy(false)
     }
   }
-  const useDefault = async (model: string) => {
+  const chooseDefault = async (model: string) => {
     try {
       await ctx.remote.call(settingsUpdate, { namespace: 'model', patch: { provider: provider.id, model } })
       setStatus({ ok: true, text: `${t('saved')} ${t('defaultModel')}: ${provider.id}/${model}` })
@@ -228,7 +228,7 @@ function ProviderItem({ provider, onChange }: { provider: WireProvider; onChange
             <li key={m} className="dsh-settings-row">
               <code>{m}</code>
               {provider.routed ? (
-                <button type="button" onClick={() => void useDefault(m)} data-model={m}>
+                <button type="button" onClick={() => void chooseDefault(m)} data-model={m}>
                   {t('useAsDefault')}
                 </button>
               ) : null}

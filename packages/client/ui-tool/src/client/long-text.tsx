@@ -100,6 +100,7 @@ function VirtualLines({
       className="dsh-long-pre dsh-virtual"
       style={{ height: viewport, overflow: 'auto', position: 'relative' }}
       onScroll={onScroll}
+      // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling viewport of a long output; keyboard users must be able to focus it to scroll it
       tabIndex={0}
       data-virtual="true"
     >

@@ -71,6 +71,7 @@ export function apply(ctx: Context): void {
     }, [sessionId])
     if (!sessionId) return null
     return (
+      // biome-ignore lint/a11y/noStaticElementInteractions lint/a11y/useKeyWithClickEvents: a click on the backdrop is the pointer's way out; from the keyboard, Escape (the window listener above) and the close button close the dialog
       <div className="dialog-backdrop" onClick={(e) => e.target === e.currentTarget && open.set(undefined)}>
         <div
           className="dialog dsh-traj-dialog"
