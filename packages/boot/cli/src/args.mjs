@@ -66,7 +66,7 @@ export function parseLauncherArgs(argv) {
   for (let i = 0; i < argv.length; i++) {
     const token = argv[i]
     /** @param {string} flag */
-    const valueOf = (flag) => {
+    const flagValue = (flag) => {
       if (token.startsWith(`${flag}=`)) return { value: token.slice(flag.length + 1), used: 0 }
       const next = argv[i + 1]
       if (next === undefined || next.startsWith('--')) return undefined
@@ -77,14 +77,14 @@ export function parseLauncherArgs(argv) {
       break
     }
     if (token === '--profile' || token.startsWith('--profile=')) {
-      const v = valueOf('--profile')
+      const v = flagValue('--profile')
       if (!v || !v.value) return fail('--profile needs a profile name, e.g. --profile headless')
       if (out.profileGiven) return fail(`--profile given twice (${out.profile}, ${v.value})`)
       out.profile = v.value
       out.profileGiven = true
       i += v.used
     } else if (token === '--patch' || token.startsWith('--patch=')) {
-      const v = valueOf('--patch')
+      const v = flagValue('--patch')
       if (!v || !v.value) return fail('--patch needs a file, e.g. --patch ./my.patch.yml')
       out.patches.push(v.value)
       i += v.used

@@ -135,6 +135,7 @@ export function useT(ns: string): Translate {
   const locale = usePlain(useCtx(), 'locale')
   const lang = useStore(locale.current)
   const revision = useStore(locale.revision)
+  // biome-ignore lint/correctness/useExhaustiveDependencies: revision changes when dictionaries load; locale.t reads them, so t must get a new identity then
   return useMemo<Translate>(() => (key, vars) => locale.t(ns, key, vars, lang), [locale, ns, lang, revision])
 }
 

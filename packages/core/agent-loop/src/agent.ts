@@ -10,7 +10,16 @@ import {
   type ToolCallBlock,
   type UserContentBlock,
 } from '@dsh/llm'
-import { CallIdentities, PluginError, serialNamed, type LoggedError, type Session, type SessionEventMap, type SessionEventType, type TurnEndReason } from '@dsh/session'
+import {
+  CallIdentities,
+  PluginError,
+  serialNamed,
+  type LoggedError,
+  type Session,
+  type SessionEventMap,
+  type SessionEventType,
+  type TurnEndReason,
+} from '@dsh/session'
 import {
   asAgentId,
   type Agent,
@@ -87,7 +96,12 @@ export class LoopAgent implements Agent {
    * per-caller shadow. All three are required injects of agent-loop, whose agents are disposed when
    * Cordis restarts it for a changed service, so these never go stale.
    */
-  private readonly services: { llm: Context['llm']; tools: Context['tools']; systemPrompt: Context['systemPrompt']; events: Context['events'] }
+  private readonly services: {
+    llm: Context['llm']
+    tools: Context['tools']
+    systemPrompt: Context['systemPrompt']
+    events: Context['events']
+  }
 
   constructor(
     private readonly ctx: Context,
@@ -101,7 +115,12 @@ export class LoopAgent implements Agent {
     this.maxSteps = options.maxSteps ?? loop.maxSteps
     // `events` too: `ctx.waterfall(...)` reads it through an accessor (two Errors and proxies per
     // read); it is the root's built-in service and dispatches to the same listeners either way.
-    this.services = { llm: plainService(ctx.llm), tools: plainService(ctx.tools), systemPrompt: plainService(ctx.systemPrompt), events: plainService(ctx.events) }
+    this.services = {
+      llm: plainService(ctx.llm),
+      tools: plainService(ctx.tools),
+      systemPrompt: plainService(ctx.systemPrompt),
+      events: plainService(ctx.events),
+    }
     this.session = options.session ?? ctx.sessions.create({ cwd: options.cwd })
     this.id = asAgentId(options.id ?? `agent-${this.session.id}`)
     this.scope = `agent:${this.id}`
@@ -155,8 +174,8 @@ export class LoopAgent implements Agent {
     if (this._status === 'disposed') return
     this.abort('disposed')
     const driving = this.driving
-    this.inbox.drainHuman().forEach((q) => q.settle?.reject(new Error(`agent ${this.id} was disposed`)))
-    if (driving) await driving.catch(() => {})
+    for (const q of this.inbox.drainHuman()) q.settle?.reject(new Error(`agent ${this.id} was disposed`))
+    if (driving !== undefined) await driving.catch(() => {})
     this.setStatus('disposed')
     this.ctx.agents?.forget(this)
   }
@@ -183,7 +202,7 @@ export class LoopAgent implements Agent {
       this.setStatus('idle')
       const waiters = this.idleWaiters
       this.idleWaiters = []
-      waiters.forEach((w) => w())
+      for (const w of waiters) w()
     }
   }
 
@@ -318,11 +337,20 @@ export class LoopAgent implements Agent {
       try {
         this.ctx.emit('agent/turn-end', this, result)
       } catch (failure) {
-        this.ctx.logger('agent-loop').warn('an agent/turn-end listener threw: %s', failure instanceof Error ? failure.message : String(failure))
+        this.ctx
+          .logger('agent-loop')
+          .warn('an agent/turn-end listener threw: %s', failure instanceof Error ? failure.message : String(failure))
       }
     } finally {
-      result ??= { turn, reason: 'error', text, usage, steps, error: error ?? { code: 'INTERNAL', message: 'the turn could not be closed' } }
-      settles.forEach((s) => s.resolve(result!))
+      result ??= {
+        turn,
+        reason: 'error',
+        text,
+        usage,
+        steps,
+        error: error ?? { code: 'INTERNAL', message: 'the turn could not be closed' },
+      }
+      for (const s of settles) s.resolve(result!)
     }
   }
 
@@ -349,7 +377,14 @@ export class LoopAgent implements Agent {
   private buildRequest(turn: number, step: number, signal: AbortSignal): LlmRequest {
     const { provider, model } = this.model
     const tools = this.services.tools.schemas(this.scope)
-    const assembled = this.services.systemPrompt.assemble({ provider, model, cwd: this.cwd, scope: this.scope, tools, session: this.session })
+    const assembled = this.services.systemPrompt.assemble({
+      provider,
+      model,
+      cwd: this.cwd,
+      scope: this.scope,
+      tools,
+      session: this.session,
+    })
     const header = { provider, model, system: assembled.system, tools: assembled.tools }
     const headerJson = JSON.stringify(header)
     if (headerJson !== this.lastHeader) {
@@ -370,10 +405,19 @@ export class LoopAgent implements Agent {
     return request
   }
 
-  private async runStep(turn: number, step: number, signal: AbortSignal, gates: Array<Promise<unknown>> = []): Promise<StepOutcome> {
+  private async runStep(
+    turn: number,
+    step: number,
+    signal: AbortSignal,
+    gates: Array<Promise<unknown>> = [],
+  ): Promise<StepOutcome> {
     const { session } = this
     const request = this.buildRequest(turn, step, signal)
-    await this.services.events.waterfall('agent/request', { agent: this, turn, step, request, defer: deferInto(gates) }, async () => {})
+    await this.services.events.waterfall(
+      'agent/request',
+      { agent: this, turn, step, request, defer: deferInto(gates) },
+      async () => {},
+    )
     // Deferred work (the request's durability checkpoint) runs while the request is in flight;
     // nothing of the response is taken before it has finished. Its failure is our side's failure.
     let gate: Promise<unknown> | undefined = gates.length > 0 ? Promise.all(gates) : undefined
@@ -403,7 +447,7 @@ export class LoopAgent implements Agent {
       iterator = this.services.llm.stream(request)[Symbol.asyncIterator]()
       for (;;) {
         const next = await iterator.next()
-        if (gate) {
+        if (gate !== undefined) {
           local = await passGate()
           if (local) break
         }
@@ -453,7 +497,13 @@ export class LoopAgent implements Agent {
     }
     const answerUnrun = (call: ToolCallBlock, code: string, text: string, message: string) => {
       note('tool/result', {
-        message: { role: 'tool', callId: call.callId, name: call.name, content: [{ type: 'text', text }], isError: true },
+        message: {
+          role: 'tool',
+          callId: call.callId,
+          name: call.name,
+          content: [{ type: 'text', text }],
+          isError: true,
+        },
         error: { code, message },
       })
     }
@@ -499,7 +549,12 @@ export class LoopAgent implements Agent {
       // A plugin is already broken: run nothing, answer every call, close the step, end the turn.
       const failed = plugin
       for (const call of calls) {
-        answerUnrun(call, failed.code, `Error [${failed.code}]: this tool call did not run because a harness plugin failed (${failed.plugin}).`, `not run: ${failed.message}`)
+        answerUnrun(
+          call,
+          failed.code,
+          `Error [${failed.code}]: this tool call did not run because a harness plugin failed (${failed.plugin}).`,
+          `not run: ${failed.message}`,
+        )
       }
       note('step/end', { turn, step, finish: 'error' })
       throw failed
@@ -519,7 +574,12 @@ export class LoopAgent implements Agent {
 /** The `tool/call` event of a call; `providerCallId` only when the provider's id was replaced. */
 function toolCallEvent(call: ToolCallBlock, providerIds: ReadonlyMap<string, string>): SessionEventMap['tool/call'] {
   const providerCallId = providerIds.get(call.callId)
-  return { callId: call.callId, name: call.name, arguments: call.arguments, ...(providerCallId !== undefined ? { providerCallId } : {}) }
+  return {
+    callId: call.callId,
+    name: call.name,
+    arguments: call.arguments,
+    ...(providerCallId !== undefined ? { providerCallId } : {}),
+  }
 }
 
 /**
@@ -537,10 +597,13 @@ function deferInto(gates: Array<Promise<unknown>>): (work: Promise<unknown>) => 
 function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
   return new Promise((resolve) => {
     if (signal.aborted) return resolve(false)
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort)
-      resolve(true)
-    }, Math.max(0, ms))
+    const timer = setTimeout(
+      () => {
+        signal.removeEventListener('abort', onAbort)
+        resolve(true)
+      },
+      Math.max(0, ms),
+    )
     const onAbort = () => {
       clearTimeout(timer)
       resolve(false)

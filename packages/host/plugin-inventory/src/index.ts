@@ -1,9 +1,10 @@
 // @dsh/plugin-inventory: a read-only view of the Cordis Loader tree (`ctx.pluginInventory.list()`)
 // and the `plugins.list` API method. Every call reads the Loader's entries afresh, so the answer
 // is the tree as it is now: nothing is cached but the module -> package name lookup.
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import { fiberError, fiberStateName, type FiberLike } from '@dsh/cordis-compat'
+import type {} from '@dsh/api-gateway' // declares ctx.api (a type-only import: the gateway stays optional at runtime)
 import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -32,14 +33,6 @@ interface EntryLike {
 
 export interface LoaderLike {
   entries(): Iterable<EntryLike>
-}
-
-/** The part of `ctx.api` (@dsh/api-gateway) this package calls; typed here, not imported, so the gateway stays optional. */
-interface ApiLike {
-  register(
-    contract: typeof pluginsList,
-    handler: (params: Record<string, never>) => { plugins: PluginRow[] },
-  ): () => void
 }
 
 function firstLine(error: unknown): string {
@@ -140,7 +133,7 @@ export class PluginInventory extends Service {
         // Synchronous on purpose: an apply that awaits (a dynamic import) can still be running
         // when app/ready is emitted, and a call held until then would miss the method.
         apply: (c: Context) => {
-          ;(c.get('api') as ApiLike).register(pluginsList, () => ({ plugins: this.list() }))
+          c.api.register(pluginsList, () => ({ plugins: this.list() }))
         },
       })
     }

@@ -3,7 +3,7 @@ import { watch, type FSWatcher } from 'node:fs'
 import { mkdir, readFile, stat } from 'node:fs/promises'
 import { basename, dirname } from 'node:path'
 import { declaredNamespaces } from './declared.ts'
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import { homeLayout, resolveDshHome } from '@dsh/home-paths'
 import {
@@ -16,7 +16,15 @@ import {
 } from '@dsh/settings'
 import type { Document } from 'yaml'
 import { writeAtomic, withFileLock } from '@dsh/atomic-write'
-import { applyPatch, applyReplace, documentData, lineOfPath, parseSettings, renderYaml, type DocumentProblem } from './document.ts'
+import {
+  applyPatch,
+  applyReplace,
+  documentData,
+  lineOfPath,
+  parseSettings,
+  renderYaml,
+  type DocumentProblem,
+} from './document.ts'
 
 /** What a boot hands its start checks (`app/check`, emitted by @dsh/app-boot once every row is up). */
 export interface StartCheck {
@@ -58,11 +66,16 @@ export const Config: Schema<Partial<FileSettingsConfig>, FileSettingsConfig> = S
   debounceMs: Schema.natural().default(100).description('Quiet period (ms) after a file event before re-reading.'),
   lockTimeoutMs: Schema.natural().default(5000).description('How long (ms) an update waits for another writer.'),
   lockStaleMs: Schema.natural().default(30_000).description('Age (ms) after which a leftover lock file is removed.'),
-  checkAtStart: Schema.boolean().default(true).description('Stop the launch on an unknown section or an invalid value.'),
+  checkAtStart: Schema.boolean()
+    .default(true)
+    .description('Stop the launch on an unknown section or an invalid value.'),
 }) as Schema<Partial<FileSettingsConfig>, FileSettingsConfig>
 
 /** The explicit defaulting step for the file location. */
-export function resolveSettingsPath(config: Pick<FileSettingsConfig, 'path' | 'home'>, env: NodeJS.ProcessEnv = process.env): string {
+export function resolveSettingsPath(
+  config: Pick<FileSettingsConfig, 'path' | 'home'>,
+  env: NodeJS.ProcessEnv = process.env,
+): string {
   // resolveDshHome doubles as the path expander: `~`, `~/x` and relative paths become absolute.
   if (config.path) return resolveDshHome({ DSH_HOME: config.path })
   const home = config.home ? resolveDshHome({ DSH_HOME: config.home }) : resolveDshHome(env)
@@ -203,7 +216,9 @@ export class FileSettings extends SettingsService {
       watcher.on('error', (error) => this.ctx.logger('settings').warn('stopped watching %s: %s', dir, error.message))
       this.file.watcher = watcher
     } catch (error) {
-      this.ctx.logger('settings').warn('cannot watch %s for edits (%s); changes need a restart', dir, (error as Error).message)
+      this.ctx
+        .logger('settings')
+        .warn('cannot watch %s for edits (%s); changes need a restart', dir, (error as Error).message)
     }
   }
 
@@ -238,29 +253,41 @@ export class FileSettings extends SettingsService {
   private write(namespace: string, edit: (doc: Document) => void, options?: SettingsWriteOptions): Promise<void> {
     return this.serial(async () => {
       await mkdir(dirname(this.path), { recursive: true })
-      return withFileLock(this.path, { timeoutMs: this.config.lockTimeoutMs, staleMs: this.config.lockStaleMs }, async () => {
-        const text = await readText(this.path)
-        const { doc, problem } = parseSettings(text)
-        if (problem) {
-          throw new SettingsError('MALFORMED', `${this.describe(problem)}; fix it before settings can be saved (nothing was written)`)
-        }
-        edit(doc)
-        const data = documentData(doc)
-        options?.validate?.(data[namespace] as SettingsRecord | undefined)
-        const next = this.json ? `${JSON.stringify(data, null, 2)}\n` : renderYaml(doc)
-        if (next !== text) {
-          const mode = await stat(this.path).then((info) => info.mode & 0o777, () => undefined)
-          try {
-            await writeAtomic(this.path, next, mode)
-          } catch (error) {
-            throw new SettingsError('WRITE_FAILED', `cannot write ${this.path}: ${(error as Error).message}`, { cause: error })
+      return withFileLock(
+        this.path,
+        { timeoutMs: this.config.lockTimeoutMs, staleMs: this.config.lockStaleMs },
+        async () => {
+          const text = await readText(this.path)
+          const { doc, problem } = parseSettings(text)
+          if (problem) {
+            throw new SettingsError(
+              'MALFORMED',
+              `${this.describe(problem)}; fix it before settings can be saved (nothing was written)`,
+            )
           }
-        }
-        this.file.text = next
-        this.file.badText = undefined
-        this.file.problem = undefined
-        this.publish(data, 'update')
-      }).catch((error: Error & { code?: string }) => {
+          edit(doc)
+          const data = documentData(doc)
+          options?.validate?.(data[namespace] as SettingsRecord | undefined)
+          const next = this.json ? `${JSON.stringify(data, null, 2)}\n` : renderYaml(doc)
+          if (next !== text) {
+            const mode = await stat(this.path).then(
+              (info) => info.mode & 0o777,
+              () => undefined,
+            )
+            try {
+              await writeAtomic(this.path, next, mode)
+            } catch (error) {
+              throw new SettingsError('WRITE_FAILED', `cannot write ${this.path}: ${(error as Error).message}`, {
+                cause: error,
+              })
+            }
+          }
+          this.file.text = next
+          this.file.badText = undefined
+          this.file.problem = undefined
+          this.publish(data, 'update')
+        },
+      ).catch((error: Error & { code?: string }) => {
         if (error.code === 'LOCK_TIMEOUT') throw new SettingsError('LOCK_TIMEOUT', error.message)
         throw error
       })

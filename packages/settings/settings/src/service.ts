@@ -1,6 +1,6 @@
 // The abstract `ctx.settings` service: snapshot publication, change listeners and typed sections.
 // Providers own storage; they call `publish()` with every new document they accept.
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import {
   checkNamespace,
   checkPatch,
@@ -158,12 +158,15 @@ export abstract class SettingsService extends Service {
    */
   section<T>(namespace: string, schema: SectionSchema<T>): SettingsSection<T> {
     checkNamespace(namespace)
-    if (typeof schema !== 'function') throw new TypeError(`settings.section("${namespace}"): schema must be callable (a schemastery schema)`)
+    if (typeof schema !== 'function')
+      throw new TypeError(`settings.section("${namespace}"): schema must be callable (a schemastery schema)`)
     let defaults: T
     try {
       defaults = schema(undefined)
     } catch (error) {
-      throw new TypeError(`settings.section("${namespace}"): the schema must accept an absent section and give defaults (${reasonOf(error)})`)
+      throw new TypeError(
+        `settings.section("${namespace}"): the schema must accept an absent section and give defaults (${reasonOf(error)})`,
+      )
     }
     this.published.claims.set(namespace, schema as SectionSchema<unknown>)
     return new SettingsSection<T>(this.ctx, this, namespace, schema, defaults)
@@ -236,7 +239,8 @@ export abstract class SettingsService extends Service {
     for (const namespace of new Set([...Object.keys(previous), ...Object.keys(next)])) {
       const before = previous[namespace]
       const after = next[namespace]
-      if (after !== undefined) document[namespace] = sameValue(before, after) ? before : deepFreeze(structuredClone(after))
+      if (after !== undefined)
+        document[namespace] = sameValue(before, after) ? before : deepFreeze(structuredClone(after))
       if (!sameValue(before, after)) changes.push({ namespace, value: document[namespace], previous: before, cause })
     }
     this.published.document = Object.freeze(document)
@@ -246,7 +250,11 @@ export abstract class SettingsService extends Service {
         try {
           listener(change.value, change.previous, change)
         } catch (error) {
-          logger.warn('a settings listener for "%s" threw: %s', change.namespace, error instanceof Error ? error.message : String(error))
+          logger.warn(
+            'a settings listener for "%s" threw: %s',
+            change.namespace,
+            error instanceof Error ? error.message : String(error),
+          )
         }
       }
       this.ctx.emit('settings/changed', change)
@@ -286,11 +294,16 @@ export class SettingsSection<T> {
     if (this.cache && this.cache.raw === raw) return this.cache
     let entry: { raw: unknown; value: T; error?: SettingsValidationError }
     try {
-      entry = { raw, value: raw === undefined ? this.defaults : this.service.validate(this.namespace, this.schema, raw) }
+      entry = {
+        raw,
+        value: raw === undefined ? this.defaults : this.service.validate(this.namespace, this.schema, raw),
+      }
     } catch (error) {
       if (!(error instanceof SettingsValidationError)) throw error
       entry = { raw, value: this.defaults, error }
-      this.ctx.logger('settings').warn('%s; using the defaults of "%s" until it is fixed', error.message, this.namespace)
+      this.ctx
+        .logger('settings')
+        .warn('%s; using the defaults of "%s" until it is fixed', error.message, this.namespace)
     }
     this.cache = entry
     return entry

@@ -230,9 +230,13 @@ export function validateScript(input: unknown, source = '<inline script>'): Mock
   if (script.models !== undefined) {
     if (!Array.isArray(script.models))
       c.fail('models', `expected an array of model ids, got ${describe(script.models)}`)
-    script.models.forEach((m, i) => c.string(m, `models[${i}]`))
+    script.models.forEach((m, i) => {
+      c.string(m, `models[${i}]`)
+    })
   }
-  script.steps.forEach((step, i) => validateStep(c, step, `steps[${i}]`))
+  script.steps.forEach((step, i) => {
+    validateStep(c, step, `steps[${i}]`)
+  })
   return script as unknown as MockScript
 }
 
@@ -281,7 +285,9 @@ function validateStep(c: Checker, value: unknown, path: string): void {
   if (step.toolCalls !== undefined) {
     if (!Array.isArray(step.toolCalls))
       c.fail(`${path}.toolCalls`, `expected an array, got ${describe(step.toolCalls)}`)
-    step.toolCalls.forEach((t, i) => validateToolCall(c, t, `${path}.toolCalls[${i}]`))
+    step.toolCalls.forEach((t, i) => {
+      validateToolCall(c, t, `${path}.toolCalls[${i}]`)
+    })
   }
   if (step.events !== undefined) {
     if (!Array.isArray(step.events)) c.fail(`${path}.events`, `expected an array, got ${describe(step.events)}`)
@@ -384,7 +390,9 @@ function validateToolCall(c: Checker, value: unknown, path: string): MockToolCal
   if (t.split !== undefined && c.natural(t.split, `${path}.split`) < 1) c.fail(`${path}.split`, 'expected at least 1')
   const args = t.arguments
   if (Array.isArray(args)) {
-    args.forEach((a, i) => c.string(a, `${path}.arguments[${i}]`))
+    args.forEach((a, i) => {
+      c.string(a, `${path}.arguments[${i}]`)
+    })
     if (t.split !== undefined) c.fail(`${path}.split`, 'split applies to a string arguments, not to explicit fragments')
   } else if (args !== undefined && typeof args !== 'string') {
     c.object(args, `${path}.arguments`)
@@ -402,7 +410,9 @@ function validateExpect(c: Checker, value: unknown, path: string): void {
     c.fail(`${path}.stream`, `expected a boolean, got ${describe(e.stream)}`)
   if (e.tools !== undefined) {
     if (!Array.isArray(e.tools)) c.fail(`${path}.tools`, `expected an array of tool names, got ${describe(e.tools)}`)
-    e.tools.forEach((t, i) => c.string(t, `${path}.tools[${i}]`))
+    e.tools.forEach((t, i) => {
+      c.string(t, `${path}.tools[${i}]`)
+    })
   }
 }
 
