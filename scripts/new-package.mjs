@@ -5,7 +5,7 @@ import { mkdirSync, writeFileSync, existsSync } from 'node:fs'
 import { join } from 'node:path'
 
 const [target, ...rest] = process.argv.slice(2)
-if (!target || !target.includes('/')) {
+if (!target?.includes('/')) {
   console.error('usage: node scripts/new-package.mjs <family>/<dir> [@dsh/dep ...] [--dep name@range ...]')
   process.exit(2)
 }

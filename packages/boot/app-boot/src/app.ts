@@ -83,7 +83,7 @@ export async function runTree(boot: () => Promise<BootedTree>, opts: RunTreeOpti
   }
   try {
     const tree = await boot()
-    if (opts.watch && opts.watch.files.length) {
+    if (opts.watch?.files.length) {
       // catchUp: an edit saved while the tree was booting is applied too.
       const watcher = watchLayers(tree, {
         ...opts.watch,

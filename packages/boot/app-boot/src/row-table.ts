@@ -119,13 +119,7 @@ export function loadRowTable(opts: { file?: string; root?: string; env?: NodeJS.
   } catch {
     return none(`no row table at ${file}`)
   }
-  if (
-    !data ||
-    data.version !== 1 ||
-    typeof data.layers !== 'object' ||
-    !data.layers ||
-    !Array.isArray(data.conditions)
-  ) {
+  if (data?.version !== 1 || typeof data.layers !== 'object' || !data.layers || !Array.isArray(data.conditions)) {
     return none(`${file} is not a row table`)
   }
   const root = opts.root ?? installRoot()

@@ -78,14 +78,14 @@ export function parseLauncherArgs(argv) {
     }
     if (token === '--profile' || token.startsWith('--profile=')) {
       const v = flagValue('--profile')
-      if (!v || !v.value) return fail('--profile needs a profile name, e.g. --profile headless')
+      if (!v?.value) return fail('--profile needs a profile name, e.g. --profile headless')
       if (out.profileGiven) return fail(`--profile given twice (${out.profile}, ${v.value})`)
       out.profile = v.value
       out.profileGiven = true
       i += v.used
     } else if (token === '--patch' || token.startsWith('--patch=')) {
       const v = flagValue('--patch')
-      if (!v || !v.value) return fail('--patch needs a file, e.g. --patch ./my.patch.yml')
+      if (!v?.value) return fail('--patch needs a file, e.g. --patch ./my.patch.yml')
       out.patches.push(v.value)
       i += v.used
     } else if (token === '--dump-config') {

@@ -128,7 +128,7 @@ export class SlotRegistry extends Service {
 
   private remove(record: SlotRecord): void {
     const list = this.slots.get(record.slot)
-    if (!list || !list.includes(record)) return
+    if (!list?.includes(record)) return
     this.slots.set(
       record.slot,
       list.filter((r) => r !== record),

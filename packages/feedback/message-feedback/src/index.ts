@@ -41,7 +41,7 @@ export function rateMessage(
   note?: string,
 ): SessionEvent<'feedback/message'> {
   const target = session.events[messageSeq]
-  if (!target || target.type !== 'assistant/message')
+  if (target?.type !== 'assistant/message')
     throw new FeedbackError('NOT_A_MESSAGE', `seq ${messageSeq} of session ${session.id} is not an assistant message`)
   if ((target as SessionEvent<'assistant/message'>).data.interrupted)
     throw new FeedbackError(

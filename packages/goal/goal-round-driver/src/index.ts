@@ -133,7 +133,7 @@ export function apply(ctx: Context, config: Config): void {
       })
     }
     const goal = goals.get(session)
-    if (!goal || goal.status !== 'active') {
+    if (goal?.status !== 'active') {
       idleStreak.delete(session.id)
       // The last round of a goal that was completed (or paused) during it still counts.
       if (goal && thisRound?.goalId === goal.id) goals.account(session, { tokens, round: true })
@@ -171,7 +171,7 @@ export function apply(ctx: Context, config: Config): void {
 
   // A goal created, resumed, edited or armed while its agent is idle starts its next round at once.
   const startIdle = (session: Session, goal: Goal | null): void => {
-    if (!goal || goal.status !== 'active' || !goals.isArmed(session)) return
+    if (goal?.status !== 'active' || !goals.isArmed(session)) return
     for (const agent of ctx.agents.list()) {
       if (agent.session.id === session.id && agent.status === 'idle') start(agent, goal)
     }

@@ -41,7 +41,7 @@ export function clientOfPackage(pkgName: string, pkgDir: string): ClientPlugin |
   const exportsMap = manifest.exports
   if (!exportsMap || typeof exportsMap !== 'object' || Array.isArray(exportsMap)) return undefined
   const target = pickTarget((exportsMap as Record<string, unknown>)['./client'])
-  if (!target || !target.startsWith('./')) return undefined
+  if (!target?.startsWith('./')) return undefined
   const full = resolve(pkgDir, target)
   let dir: string
   let entry: string | undefined

@@ -161,7 +161,7 @@ export async function resolveUnder(root: string, pathname: string): Promise<Reso
   }
   if (real !== root && !real.startsWith(root + sep)) return { kind: 'outside' }
   const info = await stat(real).catch(() => undefined)
-  if (!info || !info.isFile()) return { kind: 'missing' }
+  if (!info?.isFile()) return { kind: 'missing' }
   return { kind: 'file', path: real, size: info.size, mtimeMs: info.mtimeMs }
 }
 
@@ -188,7 +188,7 @@ export async function sendFile(
   if (etag) {
     res.setHeader('etag', etag)
     const match = req.headers['if-none-match']
-    if (match && match.split(',').some((t) => t.trim() === etag)) {
+    if (match?.split(',').some((t) => t.trim() === etag)) {
       res.statusCode = 304
       res.end()
       return

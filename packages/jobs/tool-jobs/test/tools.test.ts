@@ -45,7 +45,7 @@ function lastTool(request: LlmRequest): string {
 }
 function lastUser(request: LlmRequest): string {
   const m = request.messages.filter((x) => x.role === 'user').at(-1)
-  if (!m || m.role !== 'user') return ''
+  if (m?.role !== 'user') return ''
   return typeof m.content === 'string' ? m.content : m.content.map((b) => (b.type === 'text' ? b.text : '')).join('')
 }
 

@@ -178,7 +178,7 @@ export function checkRoutes(config: Config, catalog: CatalogView | undefined): v
       }
       continue
     }
-    if (!catalog || !catalog.providerIds.includes(kind)) {
+    if (!catalog?.providerIds.includes(kind)) {
       const known = catalog ? catalog.providerIds.join(', ') : '(catalog not loaded)'
       throw new RouteConfigError(
         route,

@@ -108,7 +108,7 @@ export function toPiContext(request: LlmRequest, model: Model<Api>): PiContext {
   return {
     ...(request.system !== undefined && request.system !== '' ? { systemPrompt: request.system } : {}),
     messages,
-    ...(tools && tools.length ? { tools } : {}),
+    ...(tools?.length ? { tools } : {}),
   }
 }
 

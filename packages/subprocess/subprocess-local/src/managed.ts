@@ -118,7 +118,7 @@ export class Managed {
 
   /** Kills whatever is left of the group after the leader exited (not a termination of the call). */
   reap(): Promise<void> {
-    if (!this.reach || !this.reach.alive()) return Promise.resolve()
+    if (!this.reach?.alive()) return Promise.resolve()
     this.termination ??= this.escalate()
     return this.termination
   }

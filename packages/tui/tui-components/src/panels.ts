@@ -137,7 +137,7 @@ export class QuestionPanel implements Component, Focusable {
     this.picked = new Set()
     this.list = undefined
     this.input = undefined
-    if (q.options && q.options.length) {
+    if (q.options?.length) {
       const items: SelectItem[] = q.options.map((o) => ({
         value: o.label,
         label: o.label,

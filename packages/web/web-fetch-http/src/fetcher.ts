@@ -103,7 +103,7 @@ const NEXT_ADDRESS = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EA
 
 function pinnedLookup(address: string, family: number): LookupFunction {
   return ((_host: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
-    if (options && options.all) callback(null, [{ address, family }])
+    if (options?.all) callback(null, [{ address, family }])
     else callback(null, address, family)
   }) as unknown as LookupFunction
 }

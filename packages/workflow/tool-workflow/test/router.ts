@@ -7,7 +7,7 @@ export type Script = (step: number, request: LlmRequest) => ScriptedStep
 
 function taskOf(request: LlmRequest): string {
   const first = request.messages.find((m) => m.role === 'user')
-  if (!first || first.role !== 'user') return ''
+  if (first?.role !== 'user') return ''
   return first.content.map((b) => (b.type === 'text' ? b.text : '')).join('')
 }
 

@@ -565,7 +565,7 @@ export class ConversationModel {
   private closeThinking(live: LiveStep): void {
     const key = this.stepKey('r', live.counts.r - 1)
     const node = this.get(key) as ThinkingNode | undefined
-    if (node && node.streaming) this.replace({ ...node, streaming: false, ...this.thinkingDuration(live) })
+    if (node?.streaming) this.replace({ ...node, streaming: false, ...this.thinkingDuration(live) })
   }
 
   private thinkingDuration(live: LiveStep | undefined): { durationMs?: number } {
