@@ -35,12 +35,27 @@ import { createHash } from 'node:crypto'
 import { build, version as esbuildVersion } from 'esbuild'
 import { toScript } from './prelink-script.mjs'
 
-const root = fileURLToPath(new URL('..', import.meta.url))
+// `--root DIR --layout package`: prelink the layout of the published `dsh` package
+// (scripts/pack.mjs), where every workspace package is a real directory under
+// node_modules/@dsh/<name> instead of packages/<family>/<name> or bundles/<name>.
+const argValue = (name) => {
+  const i = process.argv.indexOf(name)
+  return i === -1 ? undefined : process.argv[i + 1]
+}
+const packageLayout = argValue('--layout') === 'package'
+const root = argValue('--root') ? join(argValue('--root'), '/') : fileURLToPath(new URL('..', import.meta.url))
+/** A checkout-relative path in this run's layout (`packages/boot/cli/x` -> `node_modules/@dsh/cli/x`). */
+const place = (rel) => {
+  const m = packageLayout && /^(bundles\/[^/]+|packages\/[^/]+\/[^/]+)\/(.*)$/.exec(rel)
+  if (!m) return rel
+  const dir = m[1].startsWith('bundles/') ? `bundle-${m[1].split('/')[1]}` : m[1] === 'packages/sdk/server' ? 'sdk-server' : m[1].split('/')[2]
+  return `node_modules/@dsh/${dir}/${m[2]}`
+}
 const outDir = join(root, 'prelinked')
 const quiet = process.argv.includes('--quiet')
 const started = Date.now()
 
-const appBootDist = join(root, 'packages/boot/app-boot/dist/index.js')
+const appBootDist = join(root, place('packages/boot/app-boot/dist/index.js'))
 if (!existsSync(appBootDist)) {
   console.error('prelink: packages/boot/app-boot/dist is missing (run scripts/build.mjs first); nothing prelinked')
   rmSync(outDir, { recursive: true, force: true })
@@ -48,7 +63,7 @@ if (!existsSync(appBootDist)) {
 }
 const { parseLayer, resolveFrom } = await import(pathToFileURL(appBootDist).href)
 const { buildRowTable, writeRowTable } = await import(
-  pathToFileURL(join(root, 'packages/boot/app-boot/dist/row-table.js')).href
+  pathToFileURL(join(root, place('packages/boot/app-boot/dist/row-table.js'))).href
 )
 
 /** The shipped layers: bundles and the apps' own patch files (never tests or node_modules). */
@@ -63,8 +78,11 @@ function layerFiles() {
       else if (entry.isFile() && entry.name.endsWith('.patch.yml')) files.push(path)
     }
   }
-  visit(join(root, 'bundles'), 0)
-  visit(join(root, 'packages'), 0)
+  if (packageLayout) visit(join(root, 'node_modules', '@dsh'), 0)
+  else {
+    visit(join(root, 'bundles'), 0)
+    visit(join(root, 'packages'), 0)
+  }
   return files.sort()
 }
 
@@ -109,8 +127,9 @@ function rowUrlsByLayer() {
   return byLayer
 }
 
-const isWorkspaceFile = (file) =>
-  !relative(root, file).startsWith('..') && !file.includes(`${'/'}node_modules${'/'}.pnpm${'/'}`)
+const isWorkspaceFile = packageLayout
+  ? (file) => !relative(join(root, 'node_modules', '@dsh'), file).startsWith('..')
+  : (file) => !relative(root, file).startsWith('..') && !file.includes(`${'/'}node_modules${'/'}.pnpm${'/'}`)
 
 /**
  * Externalises npm packages, builtins and the workspace files `external(file)` names (by absolute
@@ -166,8 +185,8 @@ const importMeta = {
  */
 const VARIANTS = {
   dsh: [appBootDist],
-  acp: [appBootDist, join(root, 'packages/acp/acp-app/dist/index.js')],
-  jsonrpc: [appBootDist, join(root, 'packages/sdk/server/dist/main.js')],
+  acp: [appBootDist, join(root, place('packages/acp/acp-app/dist/index.js'))],
+  jsonrpc: [appBootDist, join(root, place('packages/sdk/server/dist/main.js'))],
 }
 /**
  * The layer sets each variant boots on top of the base layer (the profiles and subcommands that
@@ -182,6 +201,7 @@ const STACKS = {
   acp: [['packages/acp/acp-app/cordis.patch.yml']],
   jsonrpc: [['packages/sdk/server/cordis.patch.yml']],
 }
+for (const sets of Object.values(STACKS)) for (const set of sets) set.forEach((file, i) => (set[i] = place(file)))
 
 const layers = rowUrlsByLayer()
 /** `bundles/base/cordis.patch.yml` -> `bundles-base`: the entry file name of a layer. */
@@ -351,7 +371,7 @@ function bundle(entries, sources, dir, isHost, splitting) {
  * get no stack: their early/rest split matters more there.
  */
 async function stacks(dir, wanted, isHost) {
-  const base = [...layers].find(([file]) => relative(root, file) === 'bundles/base/cordis.patch.yml')
+  const base = [...layers].find(([file]) => relative(root, file) === place('bundles/base/cordis.patch.yml'))
   if (!base) return { manifest: {}, files: [] }
   const sources = new Map()
   const entries = []
