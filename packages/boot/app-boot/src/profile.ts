@@ -6,7 +6,7 @@ import { pathToFileURL } from 'node:url'
 import { homeLayout, PROFILE_NAME } from '@dsh/home-paths'
 import { applyLayers, type ComposedRow } from './apply.ts'
 import { DshUserError } from './errors.ts'
-import { parseLayer, parseLayerCached, type Layer, type Row } from './layer.ts'
+import { parseLayerCached, type Layer, type Row } from './layer.ts'
 import { isBareSpecifier, resolveFirst } from './resolve.ts'
 import { loadRowTable, type RowTable } from './row-table.ts'
 

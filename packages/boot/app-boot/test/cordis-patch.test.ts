@@ -239,7 +239,7 @@ it("closures made per call keep their names: a waterfall's next and an effect's 
   await root.plugin({
     name: 'waterfall-listener',
     apply(ctx: Context) {
-      ctx.on('patch-probe/fall' as never, ((payload: unknown, n: () => unknown) => ((next = n), n())) as never)
+      ctx.on('patch-probe/fall' as never, ((_payload: unknown, n: () => unknown) => ((next = n), n())) as never)
     },
   })
   const result = (root.waterfall as (...args: unknown[]) => unknown)('patch-probe/fall', {}, () => 'inner')

@@ -239,7 +239,7 @@ describe('pipeline', () => {
   it('an outer pre-execute listener can overturn an inner denial and rewrite arguments', async () => {
     const ctx = await boot()
     ctx.tools.register(tool('read', (args: { path: string }) => ({ content: args.path })))
-    ctx.on('tools/pre-execute', async (p, next) => {
+    ctx.on('tools/pre-execute', async (p, _next) => {
       p.decision = { deny: 'needs approval' }
     })
     ctx.on(
@@ -327,7 +327,7 @@ describe('pipeline', () => {
       tool(
         'slow',
         (_args, call) =>
-          new Promise((resolve) => {
+          new Promise(() => {
             started.resolve()
             call.signal.addEventListener('abort', () => {
               sawAbort = true

@@ -42,7 +42,7 @@ export function envLayer(env: NodeJS.ProcessEnv): Layer {
   }
 }
 
-async function readOrAbsent(path: string, id: string): Promise<string | LayerRead> {
+async function readOrAbsent(path: string, _id: string): Promise<string | LayerRead> {
   try {
     return await readFile(path, 'utf8')
   } catch (error) {

@@ -12,7 +12,6 @@ describe('AnswererList', () => {
     const list = new AnswererList<Req, A>('approval')
     const root = new Context()
     list.register(root, { name: 'any', answer: () => 'any' })
-    let gone: AbortSignal | undefined
     const fiber = root.plugin({
       name: 'channel',
       apply(ctx: Context) {
@@ -23,7 +22,7 @@ describe('AnswererList', () => {
     expect(list.names()).toEqual(['cmd', 'any'])
     const picked = list.pick({ kind: 'command' })
     expect(picked && 'entry' in picked && picked.entry.answerer.name).toBe('cmd')
-    gone = picked && 'entry' in picked ? picked.entry.gone.signal : undefined
+    const gone = picked && 'entry' in picked ? picked.entry.gone.signal : undefined
     const other = list.pick({ kind: 'write' })
     expect(other && 'entry' in other && other.entry.answerer.name).toBe('any')
     await fiber.dispose()

@@ -221,7 +221,7 @@ describe('dsh --profile headless with subagents', () => {
         stdio: ['ignore', 'pipe', 'pipe'],
       },
     )
-    const exited = new Promise((resolve) => host.on('exit', (code, signal) => resolve(signal)))
+    const exited = new Promise((resolve) => host.on('exit', (_code, signal) => resolve(signal)))
     while (server.requests.length < 6) await new Promise((r) => setTimeout(r, 20))
     // Let the batched session writes reach the disk before the kill (the batch window is 20 ms).
     await new Promise((r) => setTimeout(r, 300))

@@ -1,6 +1,6 @@
 // End-to-end: the real `dsh --profile headless` bin with this issue's rows added by a --patch
 // layer, the DeepSeek adapter talking to @dsh/llm-mock-server, real files, bash and ripgrep.
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'

@@ -7,7 +7,6 @@
 // whose unchanged nodes keep their identity.
 import type { SessionStatus, SessionStreamEvent, WireEvent } from '@dsh/web-protocol'
 import type {
-  AssistantNode,
   ConversationNode,
   ConversationSnapshot,
   JsonObject,

@@ -10,7 +10,6 @@ import {
   RemoteError,
   Slot,
   sessionPath,
-  useCtx,
   useSessionFeed,
   useT,
   type SessionFeedState,
