@@ -103,12 +103,16 @@ export async function startE2bStandin(options: StandinOptions = {}): Promise<E2b
   const sandboxOf = (context: HandlerContext): StandinSandbox => {
     const id = context.requestHeader.get('e2b-sandbox-id') ?? ''
     const sandbox = sandboxes.get(id)
-    if (!sandbox || sandbox.record.state !== 'running') throw new ConnectError(`sandbox ${id} is not running`, Code.Unavailable)
+    if (!sandbox || sandbox.record.state !== 'running')
+      throw new ConnectError(`sandbox ${id} is not running`, Code.Unavailable)
     const token = context.requestHeader.get('x-access-token')
     if (token !== sandbox.record.envdAccessToken) throw new ConnectError('invalid access token', Code.Unauthenticated)
     return sandbox
   }
-  const selected = (sandbox: StandinSandbox, selector: { case?: string; value?: unknown } | undefined): SandboxProcess => {
+  const selected = (
+    sandbox: StandinSandbox,
+    selector: { case?: string; value?: unknown } | undefined,
+  ): SandboxProcess => {
     for (const proc of sandbox.processes.values()) {
       if (selector?.case === 'pid' && proc.pid === selector.value) return proc
       if (selector?.case === 'tag' && proc.tag === selector.value) return proc
@@ -134,16 +138,31 @@ export async function startE2bStandin(options: StandinOptions = {}): Promise<E2b
       if (proc.ended) queue.push(proc.ended)
       for (;;) {
         while (queue.length === 0) {
-          if (lifetime.aborted) throw new ConnectError(`sandbox ${sandbox.record.id} is not running anymore`, Code.Unavailable)
+          if (lifetime.aborted)
+            throw new ConnectError(`sandbox ${sandbox.record.id} is not running anymore`, Code.Unavailable)
           if (context.signal.aborted) return
           await new Promise<void>((resolve) => (wake = resolve))
           wake = undefined
         }
         const event = queue.shift() as ProcessEvent
         if (event.kind === 'data') {
-          yield { event: { event: { case: 'data' as const, value: { output: { case: event.stream, value: event.data } } } } }
+          yield {
+            event: { event: { case: 'data' as const, value: { output: { case: event.stream, value: event.data } } } },
+          }
         } else {
-          yield { event: { event: { case: 'end' as const, value: { exitCode: event.exitCode, exited: event.exited, status: event.status, ...(event.error ? { error: event.error } : {}) } } } }
+          yield {
+            event: {
+              event: {
+                case: 'end' as const,
+                value: {
+                  exitCode: event.exitCode,
+                  exited: event.exited,
+                  status: event.status,
+                  ...(event.error ? { error: event.error } : {}),
+                },
+              },
+            },
+          }
           return
         }
       }
@@ -176,8 +195,10 @@ export async function startE2bStandin(options: StandinOptions = {}): Promise<E2b
     const code = (error as NodeJS.ErrnoException).code
     if (code === 'ENOENT') return new ConnectError(`path not found: ${path}`, Code.NotFound)
     if (code === 'EEXIST') return new ConnectError(`path already exists: ${path}`, Code.AlreadyExists)
-    if (code === 'ENOTDIR' || code === 'EISDIR' || code === 'ENOTEMPTY') return new ConnectError(`${code}: ${path}`, Code.InvalidArgument)
-    if (code === 'EACCES' || code === 'EPERM') return new ConnectError(`permission denied: ${path}`, Code.PermissionDenied)
+    if (code === 'ENOTDIR' || code === 'EISDIR' || code === 'ENOTEMPTY')
+      return new ConnectError(`${code}: ${path}`, Code.InvalidArgument)
+    if (code === 'EACCES' || code === 'EPERM')
+      return new ConnectError(`permission denied: ${path}`, Code.PermissionDenied)
     return new ConnectError(`${(error as Error).message}`, Code.Internal)
   }
 
@@ -191,7 +212,11 @@ export async function startE2bStandin(options: StandinOptions = {}): Promise<E2b
         const cwd = config.cwd ? sandbox.sandboxPath(config.cwd) : SANDBOX_HOME
         const cwdStat = await fsp.stat(sandbox.hostPath(cwd)).catch(() => undefined)
         if (!cwdStat?.isDirectory()) throw new ConnectError(`cwd '${cwd}' does not exist`, Code.InvalidArgument)
-        const proc = sandbox.start({ cmd: config.cmd, args: [...config.args], envs: { ...config.envs }, cwd }, request.stdin === true, request.tag || undefined)
+        const proc = sandbox.start(
+          { cmd: config.cmd, args: [...config.args], envs: { ...config.envs }, cwd },
+          request.stdin === true,
+          request.tag || undefined,
+        )
         yield* follow(sandbox, proc, context)
       },
       async *connect(request: any, context: HandlerContext) {
@@ -210,7 +235,8 @@ export async function startE2bStandin(options: StandinOptions = {}): Promise<E2b
       },
       async sendSignal(request: any, context: HandlerContext) {
         const proc = selected(sandboxOf(context), request.process?.selector)
-        if (request.signal !== 9 && request.signal !== 15) throw new ConnectError(`unsupported signal ${request.signal}`, Code.InvalidArgument)
+        if (request.signal !== 9 && request.signal !== 15)
+          throw new ConnectError(`unsupported signal ${request.signal}`, Code.InvalidArgument)
         proc.signal(request.signal === 9 ? 'SIGKILL' : 'SIGTERM')
         return {}
       },
@@ -227,7 +253,8 @@ export async function startE2bStandin(options: StandinOptions = {}): Promise<E2b
         for await (const request of requests) {
           const event = request.event
           if (event?.case === 'start') proc = selected(sandbox, event.value.process?.selector)
-          else if (event?.case === 'data' && proc?.child.stdin && event.value.input?.input?.case === 'stdin') proc.child.stdin.write(event.value.input.input.value)
+          else if (event?.case === 'data' && proc?.child.stdin && event.value.input?.input?.case === 'stdin')
+            proc.child.stdin.write(event.value.input.input.value)
         }
         return {}
       },
@@ -309,6 +336,7 @@ export async function startE2bStandin(options: StandinOptions = {}): Promise<E2b
         await fsp.rm(host, { recursive: true, force: true })
         return {}
       },
+      // biome-ignore lint/correctness/useYield: a server-streaming handler (Connect wants an async generator) that refuses before its first message
       async *watchDir(_request: any, context: HandlerContext) {
         sandboxOf(context)
         throw new ConnectError('the stand-in does not watch directories', Code.Unimplemented)
@@ -330,12 +358,19 @@ export async function startE2bStandin(options: StandinOptions = {}): Promise<E2b
 
   // ---- envd: HTTP /files and /health ----------------------------------------------------------
 
-  const envdHttp = async (req: IncomingMessage, res: ServerResponse, url: URL, record: RequestRecord): Promise<void> => {
+  const envdHttp = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: URL,
+    record: RequestRecord,
+  ): Promise<void> => {
     const id = String(req.headers['e2b-sandbox-id'] ?? '')
     record.sandboxId = id
     const sandbox = sandboxes.get(id)
-    if (!sandbox || sandbox.record.state !== 'running') return json(res, 502, { code: 502, message: `The sandbox ${id} was not found`, sandboxId: id })
-    if (req.headers['x-access-token'] !== sandbox.record.envdAccessToken) return json(res, 401, { code: 401, message: 'invalid access token' })
+    if (!sandbox || sandbox.record.state !== 'running')
+      return json(res, 502, { code: 502, message: `The sandbox ${id} was not found`, sandboxId: id })
+    if (req.headers['x-access-token'] !== sandbox.record.envdAccessToken)
+      return json(res, 401, { code: 401, message: 'invalid access token' })
     if (url.pathname === '/health') return void res.writeHead(204).end()
     const path = sandbox.sandboxPath(url.searchParams.get('path') ?? '')
     if (req.method === 'GET') {
@@ -356,7 +391,11 @@ export async function startE2bStandin(options: StandinOptions = {}): Promise<E2b
       const type = String(req.headers['content-type'] ?? '')
       const files: Array<{ path: string; data: Uint8Array }> = []
       if (type.startsWith('multipart/form-data')) {
-        const form = await new Request('http://standin/files', { method: 'POST', headers: { 'content-type': type }, body }).formData()
+        const form = await new Request('http://standin/files', {
+          method: 'POST',
+          headers: { 'content-type': type },
+          body,
+        }).formData()
         for (const [, value] of form.entries()) {
           if (typeof value === 'string') continue
           const name = url.searchParams.get('path') ?? value.name
@@ -371,7 +410,10 @@ export async function startE2bStandin(options: StandinOptions = {}): Promise<E2b
           await fsp.writeFile(host, file.data)
         } catch (error) {
           const code = (error as NodeJS.ErrnoException).code
-          return json(res, code === 'EISDIR' ? 400 : 500, { code: code === 'EISDIR' ? 400 : 500, message: `cannot write '${file.path}': ${code ?? (error as Error).message}` })
+          return json(res, code === 'EISDIR' ? 400 : 500, {
+            code: code === 'EISDIR' ? 400 : 500,
+            message: `cannot write '${file.path}': ${code ?? (error as Error).message}`,
+          })
         }
         written.push({ name: basename(file.path), type: 'file', path: file.path })
       }
@@ -404,13 +446,20 @@ export async function startE2bStandin(options: StandinOptions = {}): Promise<E2b
     domain: null,
   })
 
-  const controlPlane = async (req: IncomingMessage, res: ServerResponse, url: URL, record: RequestRecord): Promise<void> => {
-    if (req.headers['x-api-key'] !== apiKey) return json(res, 401, { code: 401, message: 'Invalid API key, please visit the dashboard to get your API key' })
+  const controlPlane = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: URL,
+    record: RequestRecord,
+  ): Promise<void> => {
+    if (req.headers['x-api-key'] !== apiKey)
+      return json(res, 401, { code: 401, message: 'Invalid API key, please visit the dashboard to get your API key' })
     const body = req.method === 'POST' ? parseJson(Buffer.concat(await collect(req)).toString('utf8')) : undefined
     const parts = url.pathname.split('/').filter(Boolean)
     if (req.method === 'POST' && url.pathname === '/sandboxes') {
       const templateId = typeof body?.templateID === 'string' ? body.templateID : ''
-      if (!TEMPLATE_ALIASES.has(templateId)) return json(res, 404, { code: 404, message: `template '${templateId}' not found` })
+      if (!TEMPLATE_ALIASES.has(templateId))
+        return json(res, 404, { code: 404, message: `template '${templateId}' not found` })
       const timeout = typeof body?.timeout === 'number' ? body.timeout : 15
       const id = `i${randomBytes(9).toString('hex')}`
       const sandbox = new StandinSandbox(
@@ -435,9 +484,14 @@ export async function startE2bStandin(options: StandinOptions = {}): Promise<E2b
     }
     if (req.method === 'GET' && url.pathname === '/v2/sandboxes') {
       const state = url.searchParams.get('state')?.split(',')
-      return json(res, 200, [...sandboxes.values()].filter((s) => !state || state.includes(s.record.state)).map(describe))
+      return json(
+        res,
+        200,
+        [...sandboxes.values()].filter((s) => !state || state.includes(s.record.state)).map(describe),
+      )
     }
-    if (parts[0] !== 'sandboxes' || !parts[1]) return json(res, 404, { code: 404, message: `no route ${req.method} ${url.pathname}` })
+    if (parts[0] !== 'sandboxes' || !parts[1])
+      return json(res, 404, { code: 404, message: `no route ${req.method} ${url.pathname}` })
     const sandbox = sandboxes.get(parts[1])
     record.sandboxId = parts[1]
     if (!sandbox) return json(res, 404, { code: 404, message: `sandbox '${parts[1]}' not found` })
@@ -452,7 +506,8 @@ export async function startE2bStandin(options: StandinOptions = {}): Promise<E2b
       return void res.writeHead(204).end()
     }
     if (req.method === 'POST' && action === 'pause') {
-      if (sandbox.record.state === 'paused') return json(res, 409, { code: 409, message: `sandbox '${sandbox.record.id}' is already paused` })
+      if (sandbox.record.state === 'paused')
+        return json(res, 409, { code: 409, message: `sandbox '${sandbox.record.id}' is already paused` })
       pause(sandbox)
       return void res.writeHead(204).end()
     }
