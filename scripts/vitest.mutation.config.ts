@@ -14,7 +14,10 @@ if (!pkg)
 
 export default defineConfig({
   test: {
-    include: [`${pkg}/test/**/*.test.ts`],
+    // `pnpm mutation <package> --tests <glob>` narrows the files (globs relative to the package).
+    include: process.env.DSH_MUTATION_TESTS
+      ? (JSON.parse(process.env.DSH_MUTATION_TESTS) as string[]).map((glob) => `${pkg}/${glob}`)
+      : [`${pkg}/test/**/*.test.ts`],
     exclude: ['**/node_modules/**', '**/*.e2e.test.ts', '**/*.browser.test.ts'],
     testTimeout: 20_000,
     hookTimeout: 20_000,
