@@ -9,6 +9,7 @@ import Schema from 'schemastery'
 import { fiberError, isFiberActive } from '@dsh/cordis-compat'
 import WebServer from '@dsh/webserver'
 import * as accessGate from '@dsh/access-gate'
+import type {} from '@dsh/brand' // declares the app/ready and app/stopping events
 
 export const name = 'web-startup'
 export const inject = ['cmdlineArgs']
@@ -247,12 +248,9 @@ export async function apply(ctx: Context, config: Config) {
 
   // A web server stopped by SIGINT/SIGTERM has done its job: exit 0 (the shared runTree reports
   // the code on this StopInfo, which app/stopping listeners receive).
-  ctx.on(
-    'app/stopping' as never,
-    ((info: { reason: string; code: number }) => {
-      if (info.reason === 'signal') info.code = 0
-    }) as never,
-  )
+  ctx.on('app/stopping', (info) => {
+    if (info.reason === 'signal') info.code = 0
+  })
 
   // Start listening before the slow rows: the gate's guard is in place, so the static client (the
   // fallback, GET/HEAD) is served from now on, while API calls, streams and plugin files wait for

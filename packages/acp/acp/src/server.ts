@@ -165,12 +165,7 @@ export class AcpServer extends Service {
       inner.effect(() => off)
     })
     // Any change of a session's preset (ours or another surface's) is reported as its mode.
-    ;(
-      ctx.on as (
-        name: string,
-        listener: (change: { sessionId: string; preset: { name: string } }) => void,
-      ) => () => void
-    )('permission-presets/changed', ({ sessionId, preset }) => {
+    ctx.on('permission-presets/changed', ({ sessionId, preset }) => {
       const live = this.sessions.get(sessionId)
       if (live)
         this.send(live, {

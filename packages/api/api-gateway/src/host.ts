@@ -21,6 +21,7 @@ import { SessionIndex, type IndexRow } from './index-rows.ts'
 import type {} from '@dsh/llm'
 import type {} from '@dsh/commands'
 import type {} from '@dsh/permission-presets'
+import type {} from '@dsh/brand' // declares the app/ready and app/stopping events
 
 declare module '@dsh/session' {
   interface SessionEventMap {
@@ -325,9 +326,9 @@ export class SessionHost {
     }
     // The graceful stop of a dsh app: turns are cancelled and their ends logged while the
     // persistence rows are still active. Unloading the plugin alone stops too (not awaited).
-    ctx.on('app/stopping' as never, (() => this.stop()) as never)
+    ctx.on('app/stopping', () => this.stop())
     // Read the stored summaries once the app is up, so the first sessions.list answers from memory.
-    ctx.on('app/ready' as never, (() => void this.ready.then(() => this.index.rebuild()).catch(() => {})) as never)
+    ctx.on('app/ready', () => void this.ready.then(() => this.index.rebuild()).catch(() => {}))
     ctx.effect(() => () => this.stop(), 'api-gateway: stop the session host')
   }
 

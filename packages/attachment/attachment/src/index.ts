@@ -9,6 +9,7 @@ import type { RequestPayload } from '@dsh/agent'
 import type { Message, TextBlock, UserContentBlock } from '@dsh/llm'
 import type {} from '@dsh/llm'
 import { sniffImage, type ImageInfo } from './image.ts'
+import { CodedError } from '@dsh/brand'
 
 export { sniffImage, type ImageInfo } from './image.ts'
 
@@ -29,14 +30,8 @@ export type AttachmentErrorCode =
   | 'BAD_ID'
   | 'EMPTY'
 
-export class AttachmentError extends Error {
+export class AttachmentError extends CodedError<AttachmentErrorCode> {
   override name = 'AttachmentError'
-  constructor(
-    readonly code: AttachmentErrorCode,
-    message: string,
-  ) {
-    super(message)
-  }
 }
 
 /** The store seam. */

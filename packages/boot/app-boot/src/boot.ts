@@ -4,6 +4,7 @@ import { Context, Logger, resolveConfig, type Exporter } from 'cordis'
 import { Entry, evaluate, Group, interpolate, Loader } from '@cordisjs/plugin-loader'
 import { fiberError, isFiberActive, unmetInjects, type FiberLike } from '@dsh/cordis-compat'
 import { entryInitTask, entryOfContext, settleEntryFibers } from '@dsh/cordis-compat/loader'
+import type { StopInfo } from '@dsh/brand'
 import { DshUserError } from './errors.ts'
 import { isJsExpr } from './layer.ts'
 import { profileDirUrl, type Composition, type ResolvedRow } from './profile.ts'
@@ -49,32 +50,18 @@ declare module 'cordis' {
   interface Context {
     bootInfo: BootInfo
   }
+  // `app/ready` and `app/stopping` are declared in @dsh/brand, where listeners on every floor see them.
   interface Events {
-    /** Emitted once after every row of the composition is active (never for a failed boot). */
-    'app/ready'(): void | Promise<void>
     /**
      * Emitted once every row is up, before `app/ready` (and in a probe): a row reports each
      * problem of the user's configuration it can only judge now (a settings section no loaded
      * plugin claims, a value its schema refuses) as one line; any line stops the boot (exit 1).
      */
     'app/check'(check: StartCheck): void
-    /**
-     * Emitted once when a booted tree is about to be disposed, while every row is still active:
-     * listeners wind down running work (agents end their turns) so its last events are still
-     * logged and flushed. Awaited (bounded by `stopGraceMs`) before the rows unwind.
-     */
-    'app/stopping'(info: StopInfo): void | Promise<void>
   }
 }
 
-/** Why the app stops: a signal, `ctx.loader.exit(code)`, an idle event loop, or an embedder's dispose. */
-export interface StopInfo {
-  reason: 'signal' | 'exit' | 'idle' | 'dispose'
-  /** The signal name when `reason` is `signal`. */
-  signal?: NodeJS.Signals
-  /** The exit status the process will have. */
-  code: number
-}
+export type { StopInfo }
 
 /** What `app/check` listeners get. */
 export interface StartCheck {

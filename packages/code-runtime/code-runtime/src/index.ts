@@ -4,9 +4,10 @@
 // the pieces every provider shares (type stripping, the program-side source, the host-side state).
 import { isAbsolute } from 'node:path'
 import { Service, type Context } from 'cordis'
+import type { JsonValue } from '@dsh/brand'
 
 /** A JSON value as a run result may carry it. */
-export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue }
+export type { JsonValue }
 
 /** Options a host function receives with each call from the program. */
 export interface BindingCall {

@@ -5,6 +5,7 @@ import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import type { LlmError, LlmRequest, ReasoningEffort, TokenUsage, UserContentBlock } from '@dsh/llm'
 import type { LoggedError, MessageSource, Session, TurnEndReason } from '@dsh/session'
+import type {} from '@dsh/brand' // declares the app/ready and app/stopping events
 
 declare const agentIdBrand: unique symbol
 /** Opaque agent id (branded). */
@@ -150,10 +151,10 @@ export class AgentRegistry extends Service {
 
   constructor(ctx: Context, _config: {} = {}) {
     super(ctx, 'agents')
-    // An app that is about to stop (the `app/stopping` event of @dsh/app-boot, emitted while every
+    // An app that is about to stop (the `app/stopping` event, declared in @dsh/brand, emitted while every
     // row is still active) disposes its agents first: running turns end `cancelled` and their last
     // events reach the session log before persistence and the loop unwind.
-    ;(ctx.on as (name: string, listener: () => Promise<void>) => () => void)('app/stopping', async () => {
+    ctx.on('app/stopping', async () => {
       await Promise.allSettled([...this.agents.values()].map((agent) => agent.dispose()))
     })
     // Disposing the registry disposes every agent it still tracks.

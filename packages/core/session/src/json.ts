@@ -1,7 +1,8 @@
 // Lossless-JSON validation with a frozen structured copy, in one pass.
+import type { JsonValue } from '@dsh/brand'
 
-/** A value that survives `JSON.parse(JSON.stringify(value))` unchanged. */
-export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue }
+/** A value that survives `JSON.parse(JSON.stringify(value))` unchanged (declared in @dsh/brand). */
+export type { JsonValue }
 
 /** Thrown when a value is not lossless JSON; `path` names the offending value (`data.a[2].b`). */
 export class JsonValueError extends TypeError {

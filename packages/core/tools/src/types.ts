@@ -1,12 +1,12 @@
 // Public vocabulary of the tool registry: definitions, call context, outputs, and the payloads of
 // the four pipeline events. Everything a tool returns to the model is lossless JSON.
 import type { JsonSchema, ToolMessage, ToolResultContentBlock, ToolSchema } from '@dsh/llm'
+import type { JsonValue, JsonObject } from '@dsh/brand'
 
 export type { JsonSchema, ToolMessage, ToolResultContentBlock, ToolSchema }
 
 /** A JSON value as it may be logged. */
-export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue }
-export type JsonObject = { [key: string]: JsonValue }
+export type { JsonValue, JsonObject }
 
 /**
  * How tools are presented to the model: `native` (every tool as a function schema), `code` (only

@@ -7,6 +7,7 @@ import { Service, type Context } from 'cordis'
 import Schema from 'schemastery'
 import type { Session, SessionId } from '@dsh/session'
 import type {} from '@dsh/session-persistence'
+import { CodedError } from '@dsh/brand'
 
 declare const goalIdBrand: unique symbol
 /** Opaque goal id (branded). */
@@ -113,14 +114,8 @@ export type GoalErrorCode =
   | 'BUDGET_SPENT'
   | 'SUBAGENT_SESSION'
 
-export class GoalError extends Error {
+export class GoalError extends CodedError<GoalErrorCode> {
   override name = 'GoalError'
-  constructor(
-    readonly code: GoalErrorCode,
-    message: string,
-  ) {
-    super(message)
-  }
   static is(value: unknown): value is GoalError {
     return value instanceof GoalError
   }

@@ -7,6 +7,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Socket } from 'node:net'
 import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
+import type {} from '@dsh/brand' // declares the app/ready and app/stopping events
 
 declare module 'cordis' {
   interface Context {
@@ -278,7 +279,7 @@ export class WebServer extends Service {
       )
     }
     // Stop accepting at the start of the graceful stop; open connections end at dispose.
-    ctx.on('app/stopping' as never, (() => void this.server?.close()) as never)
+    ctx.on('app/stopping', () => void this.server?.close())
   }
 
   /** False until `app/ready` when configured with waitForReady (always true otherwise). */

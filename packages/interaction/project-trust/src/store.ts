@@ -6,11 +6,12 @@ import { createHash } from 'node:crypto'
 import { mkdirSync, readFileSync, realpathSync, statSync } from 'node:fs'
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path'
 import { withFileLock, writeAtomic } from '@dsh/atomic-write'
+import type { JsonValue } from '@dsh/brand'
 
 /** The store's file name under $DSH_HOME. */
 export const STORE_FILE = 'trusted-projects.json'
 
-export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue }
+export type { JsonValue }
 
 /** One thing a project ships that would run (a server, a hook command). */
 export interface TrustItem {

@@ -1,8 +1,8 @@
 // Public vocabulary of the approval seam: requests, outcomes, answerers, policies and events.
-import type { Brand } from '@dsh/brand'
+import type { Brand, JsonValue } from '@dsh/brand'
 
-/** A JSON value as it may be logged and compared. */
-export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue }
+/** A JSON value as it may be logged and compared (declared in @dsh/brand). */
+export type { JsonValue }
 
 /** Opaque id of one approval request, minted by `ctx.approval.request()`. */
 export type ApprovalId = Brand<string, 'ApprovalId'>

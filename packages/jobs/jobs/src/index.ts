@@ -6,6 +6,7 @@
 import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import { DEFAULT_SPILL_CAP_BYTES, PrivateDir, SpillWriter, processTempDir, spillBudget } from '@dsh/spill-files'
+import { CodedError } from '@dsh/brand' // also declares the app/ready and app/stopping events
 
 export type JobStatus = 'running' | 'exited' | 'failed' | 'killed'
 
@@ -71,14 +72,8 @@ export interface JobOutput {
 
 export type JobErrorCode = 'UNKNOWN_JOB' | 'JOB_REAPED' | 'TOO_MANY_JOBS' | 'INVALID_REQUEST'
 
-export class JobError extends Error {
+export class JobError extends CodedError<JobErrorCode> {
   override name = 'JobError'
-  constructor(
-    readonly code: JobErrorCode,
-    message: string,
-  ) {
-    super(message)
-  }
   static is(value: unknown): value is JobError {
     return value instanceof JobError
   }
@@ -156,7 +151,7 @@ export class JobRegistry extends Service {
       ...config,
     }
     // Jobs end with the app: killed while every row is still active, so their ends are reported.
-    ;(ctx.on as (name: string, listener: () => Promise<void>) => () => void)('app/stopping', () => this.killAll())
+    ctx.on('app/stopping', () => this.killAll())
     ctx.effect(() => () => void this.killAll(), 'jobs: kill all')
   }
 

@@ -3,6 +3,7 @@
 // that each serve some files (by extension). Positions here are LSP's: 0-based lines and UTF-16
 // character offsets; the model-facing tool converts. No I/O of its own.
 import { type Context, Service } from 'cordis'
+import { CodedError } from '@dsh/brand'
 
 export interface Position {
   line: number
@@ -51,14 +52,8 @@ export interface LspProvider {
   diagnostics(path: string): Promise<Diagnostic[]>
 }
 
-export class LspError extends Error {
+export class LspError extends CodedError<'NO_SERVER' | 'SERVER_FAILED' | 'TIMEOUT' | 'UNSUPPORTED'> {
   override name = 'LspError'
-  constructor(
-    readonly code: 'NO_SERVER' | 'SERVER_FAILED' | 'TIMEOUT' | 'UNSUPPORTED',
-    message: string,
-  ) {
-    super(message)
-  }
 }
 
 declare module 'cordis' {

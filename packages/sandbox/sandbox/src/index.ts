@@ -4,6 +4,7 @@
 // only: no I/O here; `@dsh/sandbox-local` is the Linux provider.
 import type { ProcessLauncher } from '@dsh/subprocess'
 import { type Context, Service } from 'cordis'
+import { CodedError } from '@dsh/brand'
 
 declare module 'cordis' {
   interface Context {
@@ -148,14 +149,8 @@ export interface SandboxDenial {
 export type SandboxErrorCode = 'SANDBOX_UNAVAILABLE' | 'INVALID_POLICY'
 
 /** Thrown by `wrap` when a confining mode cannot be enforced: callers must not run the command. */
-export class SandboxError extends Error {
+export class SandboxError extends CodedError<SandboxErrorCode> {
   override name = 'SandboxError'
-  constructor(
-    readonly code: SandboxErrorCode,
-    message: string,
-  ) {
-    super(message)
-  }
 }
 
 export function isSandboxError(error: unknown): error is SandboxError {

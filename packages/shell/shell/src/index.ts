@@ -2,6 +2,7 @@
 // `resolve()` (every default and cap applied there, visibly) and runs it with `run()`. Definition
 // only: no I/O here; providers are bash-local, bash-sandbox, pwsh-local, ...
 import { type Context, Service } from 'cordis'
+import { CodedError } from '@dsh/brand'
 
 declare module 'cordis' {
   interface Context {
@@ -108,14 +109,8 @@ export type ShellErrorCode =
   | 'FOREIGN_SPEC'
 
 /** A request the executor refuses; `message` is a sentence a model can act on. */
-export class ShellError extends Error {
-  constructor(
-    readonly code: ShellErrorCode,
-    message: string,
-  ) {
-    super(message)
-    this.name = 'ShellError'
-  }
+export class ShellError extends CodedError<ShellErrorCode> {
+  override name = 'ShellError'
 }
 
 export abstract class ShellExecutor extends Service {

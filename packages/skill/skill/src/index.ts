@@ -3,6 +3,7 @@
 // logs each malformed skill once, and loads a skill's body through the provider that owns it.
 // No I/O of its own.
 import { type Context, Service } from 'cordis'
+import { CodedError } from '@dsh/brand'
 
 export {
   parseSkillFile,
@@ -57,14 +58,8 @@ export interface SkillProvider {
   load(info: SkillInfo): Promise<LoadedSkill>
 }
 
-export class SkillError extends Error {
+export class SkillError extends CodedError<'NOT_FOUND' | 'UNREADABLE' | 'MALFORMED'> {
   override name = 'SkillError'
-  constructor(
-    readonly code: 'NOT_FOUND' | 'UNREADABLE' | 'MALFORMED',
-    message: string,
-  ) {
-    super(message)
-  }
 }
 
 declare module 'cordis' {

@@ -11,6 +11,7 @@ import type { TerminalHandle } from '@dsh/subprocess'
 import type {} from '@dsh/agent'
 import type {} from '@dsh/sandbox'
 import type {} from '@dsh/sandbox-policy'
+import { CodedError } from '@dsh/brand' // also declares the app/ready and app/stopping events
 
 export interface TerminalOwner {
   agentId: string
@@ -59,14 +60,8 @@ export type TerminalErrorCode =
   | 'INVALID_REQUEST'
   | 'OPEN_FAILED'
 
-export class TerminalError extends Error {
+export class TerminalError extends CodedError<TerminalErrorCode> {
   override name = 'TerminalError'
-  constructor(
-    readonly code: TerminalErrorCode,
-    message: string,
-  ) {
-    super(message)
-  }
   static is(value: unknown): value is TerminalError {
     return value instanceof TerminalError
   }
@@ -156,7 +151,7 @@ export class TerminalService extends Service {
     ctx.on('agent/disposed', (agent) => {
       for (const live of [...this.live.values()]) if (live.record.owner.agentId === agent.id) void this.closeLive(live)
     })
-    ;(ctx.on as (name: string, listener: () => Promise<void>) => () => void)('app/stopping', () => this.closeAll())
+    ctx.on('app/stopping', () => this.closeAll())
     ctx.effect(() => () => void this.closeAll(), 'terminals: close all')
   }
 

@@ -37,3 +37,5 @@ export function userAgent(extra?: string): string {
   const base = `${PRODUCT_NAME}/${version} (node v${major}; ${process.platform})`
   return extra ? `${base} ${extra}` : base
 }
+
+export { CodedError, type JsonObject, type JsonValue, type StopInfo } from './vocabulary.ts'

@@ -5,8 +5,9 @@
 import { Service, type Context } from 'cordis'
 import type { Agent } from '@dsh/agent'
 import type { TokenUsage } from '@dsh/llm'
+import type { JsonValue } from '@dsh/brand'
 
-export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue }
+export type { JsonValue }
 
 export interface WorkflowLimits {
   /** Most children one run may start. */
