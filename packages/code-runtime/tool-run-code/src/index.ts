@@ -5,7 +5,8 @@
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import { formatRunResult, type Binding, type CodeRunResult } from '@dsh/code-runtime'
-import type { ToolCallContext, ToolDefinition, ToolOutput, ToolResultPayload } from '@dsh/tools'
+import type { ToolCallContext, ToolDefinition, ToolResultPayload } from '@dsh/tools'
+import { toolError as fail } from '@dsh/tools'
 import type {} from '@dsh/session-persistence'
 import type {} from '@dsh/system-prompt'
 import { CallGate } from './lock.ts'
@@ -76,13 +77,6 @@ export function sdkSection(
       : ''
   return `${INTRO}${direct}\n\n\`\`\`ts\n${renderDeclarations(tools, render)}\n\`\`\``
 }
-
-const fail = (code: string, message: string, meta?: ToolOutput['meta']): ToolOutput => ({
-  content: `Error [${code}]: ${message}`,
-  isError: true,
-  error: { code, message },
-  ...(meta ? { meta } : {}),
-})
 
 const textOf = (result: ToolResultPayload) =>
   result.message.content.map((block) => (block.type === 'text' ? block.text : `[${block.type} omitted]`)).join('')

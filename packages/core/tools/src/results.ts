@@ -1,7 +1,16 @@
 // Builders for the registry's own error outputs (the sentences the model reads) and the
 // conversion of a ToolOutput into the session's `tool/result` payload.
 import type { ToolResultContentBlock } from '@dsh/llm'
-import type { ToolCallRequest, ToolError, ToolErrorCode, ToolOutput, ToolResultPayload } from './types.ts'
+import type { JsonObject, ToolCallRequest, ToolError, ToolErrorCode, ToolOutput, ToolResultPayload } from './types.ts'
+
+/**
+ * A tool's own model-visible error result: `Error [CODE]: message` as the content, the same code and
+ * message in `error`, and `meta` when given. What a tool returns for bad model input instead of
+ * throwing into the loop.
+ */
+export function toolError(code: string, message: string, meta?: JsonObject): ToolOutput {
+  return { content: `Error [${code}]: ${message}`, isError: true, error: { code, message }, ...(meta ? { meta } : {}) }
+}
 
 export function errorOutput(code: ToolErrorCode | string, sentence: string, message = sentence): ToolOutput {
   return { content: `Error [${code}]: ${sentence}`, isError: true, error: { code, message } }

@@ -11,6 +11,7 @@ import { basename, isAbsolute, relative, resolve, sep } from 'node:path'
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { ToolCallContext, ToolOutput } from '@dsh/tools'
+import { toolError as fail } from '@dsh/tools'
 import type {} from '@dsh/subprocess'
 import { harnessReadRefusal } from '@dsh/sandbox-policy'
 import { RG_PATH, runRg, type RgOptions, type RgOutcome } from './rg.ts'
@@ -53,10 +54,6 @@ export const Config: Schema<Partial<ToolFsSearchConfig>, ToolFsSearchConfig> = S
 
 export const name = 'tool-fs-search'
 export const inject = ['tools', 'subprocess']
-
-function fail(code: string, message: string): ToolOutput {
-  return { content: `Error [${code}]: ${message}`, isError: true, error: { code, message } }
-}
 
 function plural(n: number, word: string, many = `${word}s`): string {
   return `${n} ${n === 1 ? word : many}`

@@ -8,6 +8,7 @@ import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import { FsError } from '@dsh/fs'
 import type { ToolCallContext, ToolOutput } from '@dsh/tools'
+import { toolError as fail } from '@dsh/tools'
 import { looksBinary, sniffImage } from './detect.ts'
 import { MatchError, replaceExact } from './edit.ts'
 import { renderWindow, splitLines } from './window.ts'
@@ -55,10 +56,6 @@ export const Config: Schema<Partial<ToolFsConfig>, ToolFsConfig> = Schema.object
 
 export const name = 'tool-fs'
 export const inject = ['tools', 'fs']
-
-function fail(code: string, message: string): ToolOutput {
-  return { content: `Error [${code}]: ${message}`, isError: true, error: { code, message } }
-}
 
 /** Provider and policy errors become model-visible results; anything else is a bug and propagates. */
 function fromError(error: unknown): ToolOutput {

@@ -7,6 +7,7 @@ import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import { FsError } from '@dsh/fs'
 import type { ToolCallContext, ToolOutput } from '@dsh/tools'
+import { toolError as fail } from '@dsh/tools'
 import { EditorError, insertAfter, linesOf, numbered, replaceOnce, type Replaced } from './text.ts'
 import { registerPromptSection } from './prompt.ts'
 
@@ -50,10 +51,6 @@ interface EditorArgs {
   new_str?: string
   insert_line?: number
   view_range?: number[]
-}
-
-function fail(code: string, message: string): ToolOutput {
-  return { content: `Error [${code}]: ${message}`, isError: true, error: { code, message } }
 }
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`

@@ -6,6 +6,7 @@ import Schema from 'schemastery'
 import type { Session } from '@dsh/session'
 import type {} from '@dsh/agent'
 import type { ToolCallContext, ToolOutput } from '@dsh/tools'
+import { toolError as fail } from '@dsh/tools'
 import { GoalError, type Goal, type GoalService } from '@dsh/goal'
 
 export const name = 'tool-goal'
@@ -19,10 +20,6 @@ export interface Config {
 export const Config: Schema<Config> = Schema.object({
   allowCreate: Schema.boolean().default(true).description('Offer create_goal to the model.'),
 })
-
-function fail(code: string, message: string): ToolOutput {
-  return { content: `Error [${code}]: ${message}`, isError: true, error: { code, message } }
-}
 
 /** The goal as the model reads it: a few labelled lines. */
 export function describeGoal(goal: Goal): string {

@@ -5,6 +5,7 @@ import Schema from 'schemastery'
 import type {} from '@dsh/agent'
 import { JobError, type JobOutput, type JobOwner, type JobRecord } from '@dsh/jobs'
 import type { ToolCallContext, ToolOutput } from '@dsh/tools'
+import { toolError as fail } from '@dsh/tools'
 import { contributeSection } from '@dsh/system-prompt'
 
 export const name = 'tool-jobs'
@@ -32,10 +33,6 @@ export const PROMPT_SECTION = {
     '- Start long-running commands (servers, watchers, long builds) with bash run_in_background: true; the call returns a job id at once and the job keeps running across turns.',
     '- Read new output with job_output {id, since} using the `next` offset from the previous read; a notice arrives when a job ends. Kill jobs you no longer need.',
   ].join('\n'),
-}
-
-function fail(code: string, message: string): ToolOutput {
-  return { content: `Error [${code}]: ${message}`, isError: true, error: { code, message } }
 }
 
 const quoted = (text: string) => JSON.stringify(text.length > 80 ? `${text.slice(0, 77)}...` : text)

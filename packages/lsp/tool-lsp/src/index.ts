@@ -7,7 +7,7 @@ import { isAbsolute, relative, resolve } from 'node:path'
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { Diagnostic, Location, SymbolInfo } from '@dsh/lsp'
-import type { ToolOutput } from '@dsh/tools'
+import { toolError as fail } from '@dsh/tools'
 import { contributeSection } from '@dsh/system-prompt'
 
 export interface ToolLspConfig {
@@ -59,10 +59,6 @@ interface LspArgs {
   line?: number
   column?: number
   query?: string
-}
-
-function fail(code: string, message: string): ToolOutput {
-  return { content: `Error [${code}]: ${message}`, isError: true, error: { code, message } }
 }
 
 const lineCache = new Map<string, string[]>()

@@ -11,6 +11,7 @@ import Schema from 'schemastery'
 import type { Agent } from '@dsh/agent'
 import type { Session } from '@dsh/session'
 import type { PreExecutePayload, ToolOutput } from '@dsh/tools'
+import { toolError as fail } from '@dsh/tools'
 import type {} from '@dsh/system-prompt'
 import type {} from '@dsh/commands'
 import type {} from '@dsh/user-questions'
@@ -93,10 +94,6 @@ export const DEFAULT_ALLOWED_TOOLS = [
 const APPROVE = 'Approve'
 const KEEP = 'Keep planning'
 const approveAndSwitch = (mode: string) => `Approve and switch to ${mode}`
-
-function fail(code: string, message: string): ToolOutput {
-  return { content: `Error [${code}]: ${message}`, isError: true, error: { code, message } }
-}
 
 export class PlanMode extends Service {
   static Config: Schema<PlanModeConfig> = Schema.object({

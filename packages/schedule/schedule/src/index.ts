@@ -9,7 +9,8 @@ import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { Agent } from '@dsh/agent'
 import type { Session } from '@dsh/session'
-import type { ToolCallContext, ToolOutput } from '@dsh/tools'
+import type { ToolCallContext } from '@dsh/tools'
+import { toolError as fail } from '@dsh/tools'
 import type {} from '@dsh/session-persistence'
 import type {} from '@dsh/commands'
 
@@ -115,10 +116,6 @@ const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z')
 const MAX_TIMER_MS = 2 ** 31 - 1
 // An explicit absolute time: a date, a time, and a zone (Z or an offset).
 const AT_FORMAT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/
-
-function fail(code: string, message: string): ToolOutput {
-  return { content: `Error [${code}]: ${message}`, isError: true, error: { code, message } }
-}
 
 /** What the model reads for one pending reminder. */
 function describe(entry: PendingSchedule, now: number): string {

@@ -6,6 +6,7 @@ import Schema from 'schemastery'
 import type {} from '@dsh/agent'
 import { type StartedSubagent, SubagentError, type SubagentRecord } from '@dsh/subagent'
 import type { ToolCallContext, ToolOutput } from '@dsh/tools'
+import { toolError as fail } from '@dsh/tools'
 import { contributeSection } from '@dsh/system-prompt'
 
 export const name = 'tool-subagent'
@@ -41,10 +42,6 @@ export const PROMPT_SECTION = {
     '- background: true returns at once; a notice arrives when the child finishes. Use list_agents, send_message and interrupt_agent to follow up.',
     '- When you are a subagent yourself, report sends your parent an intermediate finding while you keep working; your final answer still ends your task.',
   ].join('\n'),
-}
-
-function fail(code: string, message: string): ToolOutput {
-  return { content: `Error [${code}]: ${message}`, isError: true, error: { code, message } }
 }
 
 function clip(text: string, max: number): string {

@@ -7,7 +7,7 @@ import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type {} from '@dsh/agent'
 import { TerminalError, type TerminalOwner } from '@dsh/terminal'
-import type { ToolOutput } from '@dsh/tools'
+import { toolError as fail } from '@dsh/tools'
 
 export const name = 'tool-bash-persistent'
 export const inject = ['tools', 'terminals']
@@ -32,10 +32,6 @@ interface Shell {
   marker: string
   /** Serializes commands: one at a time per shell. */
   queue: Promise<unknown>
-}
-
-function fail(code: string, message: string): ToolOutput {
-  return { content: `Error [${code}]: ${message}`, isError: true, error: { code, message } }
 }
 
 export function clipMiddle(text: string, head: number, tail: number): string {

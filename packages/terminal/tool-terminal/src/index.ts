@@ -6,6 +6,7 @@ import Schema from 'schemastery'
 import type {} from '@dsh/agent'
 import { TerminalError, type TerminalOwner, type TerminalRead, type TerminalRecord } from '@dsh/terminal'
 import type { ToolCallContext, ToolOutput } from '@dsh/tools'
+import { toolError as fail } from '@dsh/tools'
 import { contributeSection } from '@dsh/system-prompt'
 
 export const name = 'tool-terminal'
@@ -34,10 +35,6 @@ export const PROMPT_SECTION = {
 }
 
 const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGKILL', 'SIGQUIT', 'SIGHUP', 'SIGTSTP', 'SIGCONT'] as const
-
-function fail(code: string, message: string): ToolOutput {
-  return { content: `Error [${code}]: ${message}`, isError: true, error: { code, message } }
-}
 
 function state(record: Pick<TerminalRecord, 'status' | 'exitCode' | 'signal'>): string {
   if (record.status === 'running') return 'running'

@@ -6,6 +6,7 @@ import Schema from 'schemastery'
 import type { Agent } from '@dsh/agent'
 import type { Session } from '@dsh/session'
 import type { ToolCallContext, ToolOutput } from '@dsh/tools'
+import { toolError as fail } from '@dsh/tools'
 import type { JsonValue, WorkflowLimits, WorkflowRunResult } from '@dsh/workflow'
 import type {} from '@dsh/session-persistence'
 import { WORKFLOW_EVENT_TYPES, nextRunId } from './runs.ts'
@@ -169,12 +170,6 @@ export function formatDuration(ms: number): string {
   if (ms >= 120_000) return `${Math.round(ms / 60_000)} min`
   return `${Math.round(ms / 1000)} s`
 }
-
-const fail = (code: string, message: string): ToolOutput => ({
-  content: `Error [${code}]: ${message}`,
-  isError: true,
-  error: { code, message },
-})
 
 /** The parent agent and session of a call, or the error result to return. */
 export function callOwner(ctx: Context, call: ToolCallContext): { parent: Agent; session: Session } | ToolOutput {
