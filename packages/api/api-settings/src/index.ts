@@ -4,7 +4,8 @@
 // goes in (credentials.set) and never comes out.
 import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
-import { ApiError, type MethodContract } from '@dsh/web-protocol'
+import { ApiError } from '@dsh/web-protocol'
+import type {} from '@dsh/api-gateway' // declares ctx.api (a type-only import: the gateway stays optional at runtime)
 import { SettingsError, SettingsValidationError, type SectionSchema } from '@dsh/settings'
 import { CredentialError, type CredentialDescription, type CredentialLayer } from '@dsh/credentials'
 import { ModelSettings, SETTINGS_NAMESPACE as MODEL_NAMESPACE } from '@dsh/agent-default-model'
@@ -42,14 +43,6 @@ export interface SettingsCatalogConfig {
   exposeModel?: boolean
   /** Credentials the API describes by default and lets loopback callers set or unset. */
   credentials?: { name: string; description?: string }[]
-}
-
-/** The part of `ctx.api` (@dsh/api-gateway) used here, so the gateway stays optional at runtime. */
-interface ApiLike {
-  register<P, R>(
-    contract: MethodContract<P, R>,
-    handler: (params: P, call: { loopback: boolean }) => R | Promise<R>,
-  ): () => void
 }
 
 interface SchemaShape {
@@ -166,7 +159,7 @@ export class SettingsCatalog extends Service {
       name: 'api-settings-methods',
       inject: ['api', 'settings'],
       apply(c: Context) {
-        const api = c.get('api') as ApiLike
+        const api = c.api
         api.register(settingsDescribe, () => catalog.describeSettings())
         api.register(settingsUpdate, (params) => catalog.updateSettings(params.namespace, params.patch))
       },
@@ -175,7 +168,7 @@ export class SettingsCatalog extends Service {
       name: 'api-credentials-methods',
       inject: ['api', 'credentials'],
       apply(c: Context) {
-        const api = c.get('api') as ApiLike
+        const api = c.api
         api.register(credentialsDescribe, (params) => catalog.describeCredentials(params.names))
         api.register(credentialsSet, (params, call) => catalog.setCredential(params.name, params.value, call.loopback))
         api.register(credentialsUnset, (params, call) => catalog.unsetCredential(params.name, call.loopback))

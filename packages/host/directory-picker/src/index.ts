@@ -7,7 +7,8 @@ import { homedir } from 'node:os'
 import { dirname, isAbsolute, join, resolve } from 'node:path'
 import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
-import { ApiError, type MethodContract } from '@dsh/web-protocol'
+import { ApiError } from '@dsh/web-protocol'
+import type {} from '@dsh/api-gateway' // declares ctx.api (a type-only import: the gateway stays optional at runtime)
 import {
   hostCreateDirectory,
   hostListDirectory,
@@ -46,11 +47,6 @@ declare module 'cordis' {
   interface Context {
     directoryPicker: DirectoryPicker
   }
-}
-
-/** The part of `ctx.api` this package uses. */
-interface ApiLike {
-  register<P, R>(contract: MethodContract<P, R>, handler: (params: P) => R | Promise<R>): () => void
 }
 
 // Made at the first listing: building a collator loads locale data (~10 ms), which the start of
@@ -94,7 +90,7 @@ export class DirectoryPicker extends Service {
     super(ctx, 'directoryPicker')
     this.config = { defaultLimit: 500, maxLimit: 5000, scanLimit: 100_000, ...config }
     ctx.inject(['api'], (inner) => {
-      const api = (inner as unknown as { api: ApiLike }).api
+      const api = inner.api
       api.register(hostListDirectory, (params) => this.list(params))
       api.register(hostCreateDirectory, (params) => this.createDirectory(params.parent, params.name))
     })
