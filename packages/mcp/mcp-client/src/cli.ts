@@ -1,4 +1,6 @@
 // `dsh mcp list`: which MCP servers a profile would start, and how each one is doing right now.
+// `dsh mcp login NAME`: signs in to one remote server (OAuth): prints the authorization URL and
+// waits for the browser to come back to the loopback callback; the tokens are stored.
 // It composes the profile like `dsh` does, keeps only the rows the MCP client needs (home paths,
 // settings, the subprocess provider and the mcp-client rows themselves), boots them, waits for
 // every server's first attempt (each bounded by the row's connectTimeoutMs), prints, and stops.
@@ -25,27 +27,49 @@ export interface McpCommandOptions {
 }
 
 export const MCP_HELP = `Usage: dsh mcp list [--profile NAME] [--patch FILE]... [--json]
+       dsh mcp login NAME [--profile NAME] [--patch FILE]...
 
 Starts the MCP servers the profile declares (its mcp-client rows, the project's .mcp.json and the
 mcpServers settings), waits for each one's first connection attempt, prints their state and stops.
   --profile NAME   profile to read (default: headless)
   --patch FILE     one more patch layer (repeatable)
   --json           print the status list as JSON
+
+login signs in to the remote server NAME (OAuth): it prints the address to open in a browser on
+this machine, waits for the sign-in to come back, and stores the tokens with the credentials.
 `
 
 /** Row ids (of the base bundle) the client needs besides its own rows: the tools are registered, never offered. */
-const SUPPORT_IDS = new Set(['home-paths', 'cmdline', 'settings', 'subprocess', 'tools', 'project-trust'])
+const SUPPORT_IDS = new Set([
+  'home-paths',
+  'cmdline',
+  'settings',
+  'credentials',
+  'subprocess',
+  'tools',
+  'project-trust',
+])
 
 function parse(
   argv: string[],
-): { profile: string; patches: string[]; json: boolean } | { help: true } | { error: string } {
-  const out = { profile: 'headless', patches: [] as string[], json: false }
+): { profile: string; patches: string[]; json: boolean; login?: string } | { help: true } | { error: string } {
+  const out: { profile: string; patches: string[]; json: boolean; login?: string } = {
+    profile: 'headless',
+    patches: [],
+    json: false,
+  }
   const [command, ...rest] = argv
   if (command === undefined || command === '--help' || command === '-h' || command === 'help') return { help: true }
-  if (command !== 'list') return { error: `unknown mcp command ${JSON.stringify(command)}; the only command is "list"` }
+  if (command !== 'list' && command !== 'login')
+    return { error: `unknown mcp command ${JSON.stringify(command)}; the commands are "list" and "login"` }
+  if (command === 'login') {
+    const name = rest.shift()
+    if (name === undefined || name.startsWith('-')) return { error: 'login needs the name of a server' }
+    out.login = name
+  }
   for (let i = 0; i < rest.length; i++) {
     const token = rest[i]
-    if (token === '--json') out.json = true
+    if (token === '--json' && out.login === undefined) out.json = true
     else if (token === '--help' || token === '-h') return { help: true }
     else if (token === '--profile' || token === '--patch') {
       const value = rest[++i]
@@ -78,6 +102,35 @@ export function formatStatusTable(list: McpServerStatus[]): string {
       .join('  ')
       .trimEnd()
   return [line(head), ...rows.map(line)].join('\n') + '\n'
+}
+
+async function login(
+  mcp: import('./index.ts').McpClient,
+  name: string,
+  stdout: NodeJS.WritableStream,
+  stderr: NodeJS.WritableStream,
+): Promise<number> {
+  const before = mcp.get(name)
+  if (!before) {
+    const known = mcp.list().map((s) => s.name)
+    stderr.write(`dsh mcp: no MCP server named "${name}"${known.length ? ` (known: ${known.join(', ')})` : ''}\n`)
+    return 1
+  }
+  if (before.transport === 'stdio' || before.transport === undefined) {
+    stderr.write(`dsh mcp: "${name}" is not a remote server (${before.state}); only http and sse servers sign in\n`)
+    return 1
+  }
+  let shown = false
+  const after = await mcp.login(name, (url) => {
+    shown = true
+    stdout.write(`Open this address in a browser on this machine to sign in to MCP server "${name}":\n${url}\n`)
+  })
+  if (after?.state === 'connected') {
+    stdout.write(`Signed in to "${name}" (${after.tools.length} tools).${shown ? '' : ' No browser step was needed.'}\n`)
+    return 0
+  }
+  stderr.write(`dsh mcp: signing in to "${name}" failed: ${after?.error ?? after?.state ?? 'unknown'}\n`)
+  return 1
 }
 
 export async function runMcpCommand(opts: McpCommandOptions): Promise<number> {
@@ -116,6 +169,7 @@ export async function runMcpCommand(opts: McpCommandOptions): Promise<number> {
     try {
       // A listing waits for every first attempt (each is bounded by connectTimeoutMs), not just startupWaitMs.
       await tree.ctx.mcp.ready(undefined, Number.POSITIVE_INFINITY)
+      if (args.login !== undefined) return await login(tree.ctx.mcp, args.login, stdout, stderr)
       const list = tree.ctx.mcp.list()
       stdout.write(args.json ? JSON.stringify(list, null, 2) + '\n' : formatStatusTable(list))
       return 0

@@ -22,6 +22,30 @@ export interface RemoteServerSpec {
   transport: 'http' | 'sse'
   url: string
   headers: Record<string, string>
+  /** OAuth 2.1 when the server asks for it (a 401); `false`: never (a 401 is a failure). */
+  oauth: OAuthSettings | false
+}
+
+/**
+ * How dsh signs in to a remote server that answers 401. `authorization_code` (the default) asks the
+ * human through a browser, with a loopback callback; `client_credentials` is machine to machine.
+ */
+export interface OAuthSettings {
+  grant: 'authorization_code' | 'client_credentials'
+  /** A pre-registered client (no dynamic registration). */
+  clientId?: string
+  clientSecret?: string
+  /** An https URL of a client ID metadata document, used as the client id where the server supports it. */
+  clientMetadataUrl?: string
+  /** Scopes to ask for when neither the server's challenge nor its metadata names any. */
+  scope?: string
+  /** Fixed loopback port of the callback (`http://127.0.0.1:PORT/callback`); default: one that is free. */
+  callbackPort?: number
+  /** Client credentials with a signed JWT (private_key_jwt): the PEM private key, and its algorithm. */
+  privateKey?: string
+  algorithm?: string
+  /** Client name shown by the authorization server. */
+  clientName?: string
 }
 
 export type ServerSpec = (StdioServerSpec | RemoteServerSpec) & {
@@ -141,6 +165,7 @@ export function checkServer(
       if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
         throw new SpecError(`"url" must be http or https, not ${parsed.protocol}`)
       const headers = stringMap(raw.headers, '"headers"')
+      const oauth = oauthSettings(raw.oauth, expand)
       return {
         ...base,
         spec: {
@@ -149,6 +174,7 @@ export function checkServer(
           headers: Object.fromEntries(
             Object.entries(headers).map(([key, value]) => [key, expand(value, `"headers".${key}`)]),
           ),
+          oauth,
           ...(timeoutMs !== undefined ? { timeoutMs } : {}),
         },
       }
@@ -158,6 +184,47 @@ export function checkServer(
     if (error instanceof SpecError) return { ...base, invalid: error.message }
     throw error
   }
+}
+
+const OAUTH_KEYS = ['grant', 'clientId', 'clientSecret', 'clientMetadataUrl', 'scope', 'callbackPort', 'privateKey', 'algorithm', 'clientName']
+
+/** The `oauth` field of a remote entry: absent (OAuth when asked), `false`, or an object of settings. */
+function oauthSettings(raw: unknown, expand: (text: string, where: string) => string): OAuthSettings | false {
+  if (raw === false) return false
+  if (raw === undefined || raw === true) return { grant: 'authorization_code' }
+  if (!isRecord(raw)) throw new SpecError('"oauth" must be false or an object ({clientId, clientSecret, scope, callbackPort, grant, ...})')
+  for (const key of Object.keys(raw)) {
+    if (!OAUTH_KEYS.includes(key)) throw new SpecError(`"oauth.${key}" is not a known setting (known: ${OAUTH_KEYS.join(', ')})`)
+  }
+  const text = (key: string): string | undefined => {
+    const value = raw[key]
+    if (value === undefined) return undefined
+    if (typeof value !== 'string' || value === '') throw new SpecError(`"oauth.${key}" must be a non-empty string`)
+    return expand(value, `"oauth.${key}"`)
+  }
+  const grant = raw.grant ?? 'authorization_code'
+  if (grant !== 'authorization_code' && grant !== 'client_credentials') throw new SpecError(`"oauth.grant" must be authorization_code or client_credentials, not ${JSON.stringify(grant)}`)
+  const port = raw.callbackPort
+  if (port !== undefined && (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535)) throw new SpecError('"oauth.callbackPort" must be a port number (1-65535)')
+  const settings: OAuthSettings = { grant }
+  for (const key of ['clientId', 'clientSecret', 'clientMetadataUrl', 'scope', 'privateKey', 'algorithm', 'clientName'] as const) {
+    const value = text(key)
+    if (value !== undefined) settings[key] = value
+  }
+  if (port !== undefined) settings.callbackPort = port as number
+  if (settings.clientMetadataUrl !== undefined) {
+    let parsed: URL | undefined
+    try {
+      parsed = new URL(settings.clientMetadataUrl)
+    } catch {}
+    if (!parsed || parsed.protocol !== 'https:' || parsed.pathname === '/') throw new SpecError('"oauth.clientMetadataUrl" must be an https URL with a path')
+  }
+  if (grant === 'client_credentials') {
+    if (!settings.clientId) throw new SpecError('"oauth.grant: client_credentials" needs "oauth.clientId"')
+    if (!settings.clientSecret && !settings.privateKey) throw new SpecError('"oauth.grant: client_credentials" needs "oauth.clientSecret" or "oauth.privateKey"')
+  } else if (settings.privateKey) throw new SpecError('"oauth.privateKey" is only used with "oauth.grant: client_credentials"')
+  if (settings.clientSecret && !settings.clientId) throw new SpecError('"oauth.clientSecret" needs "oauth.clientId"')
+  return settings
 }
 
 /** Every entry of an `mcpServers` table; a table that is not an object is one problem string. */

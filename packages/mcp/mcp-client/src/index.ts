@@ -14,6 +14,15 @@ import type {} from '@dsh/agent'
 import type { SubprocessService } from '@dsh/subprocess'
 import type {} from '@dsh/tools'
 import type { ProjectTrust, ProjectTrustRequests, TrustRequest } from '@dsh/project-trust'
+import type {} from '@dsh/credentials'
+import type { UserQuestionsService } from '@dsh/user-questions'
+import type {
+  ElicitRequestFormParams,
+  ElicitRequestURLParams,
+  ElicitResult,
+} from '@modelcontextprotocol/sdk/types.js'
+import { credentialStore, McpAuthError, memoryStore, type AuthStore, type ConsentRequest } from './oauth.ts'
+import { elicitationQuestions, elicitationResult, OPEN } from './elicitation.ts'
 import {
   checkServer,
   checkTable,
@@ -27,7 +36,9 @@ import { McpServerConnection, type ConnectionOptions, type McpServerStatus } fro
 import { fromAcpServer } from './acp.ts'
 
 export type { McpServerState, McpServerStatus, RetryOptions } from './server.ts'
-export type { CheckedServer, McpSource, McpTransportKind, ServerSpec } from './config.ts'
+export type { CheckedServer, McpSource, McpTransportKind, OAuthSettings, ServerSpec } from './config.ts'
+export { McpAuthError, storeKey } from './oauth.ts'
+export { elicitationQuestions, elicitationResult } from './elicitation.ts'
 export { checkServer, checkTable, commandLine, expandVariables, projectTrustItems, readProjectFile } from './config.ts'
 
 /** The project-trust source id of `.mcp.json` servers. */
@@ -105,6 +116,8 @@ export interface McpClientConfig extends ConnectionOptions {
   cwd?: string
   /** How long the first model request waits for servers still starting. */
   startupWaitMs: number
+  /** The command that opens an address in the user's browser (the URL is appended); default per platform. */
+  browser?: string[]
 }
 
 export interface AddServerOptions {
@@ -171,6 +184,17 @@ export class McpClient extends Service {
       .default(2_000)
       .description('Longest tool description shown to the model.'),
     retry: RetrySchema.default(RetrySchema(undefined as never)),
+    authWaitMs: Schema.natural()
+      .min(1)
+      .default(300_000)
+      .description('How long an OAuth sign-in waits for the browser to come back (ms).'),
+    maxAuthAttempts: Schema.natural()
+      .min(1)
+      .default(3)
+      .description('Sign-ins one request may trigger (401, 403 insufficient_scope) before it fails.'),
+    browser: Schema.array(Schema.string()).description(
+      'Command that opens an address in a browser (the URL is appended); default xdg-open / open / start.',
+    ),
   })
 
   private readonly servers = new Map<string, McpServerConnection | CheckedServer>()
@@ -181,6 +205,28 @@ export class McpClient extends Service {
   private readonly pins = new Map<string, { raw: unknown; files: string }>()
   private trust: ProjectTrust | undefined
   private readonly cwd: string
+  private questions: UserQuestionsService | undefined
+  private credentials: Context['credentials'] | undefined
+  private readonly memory = memoryStore()
+  /** The newest session a human answers questions in (sign-ins outside a call are asked there). */
+  private humanSession: string | undefined
+  /** Servers whose missing sign-in was already reported to a run without a human. */
+  private readonly signInReported = new Set<string>()
+  /** Set by `login()`: shows the authorization URL instead of asking through user questions. */
+  private consentOverride: ((request: ConsentRequest) => Promise<void>) | undefined
+  /** OAuth state: the credentials seam (the 0600 credentials file) when mounted, else this process's memory. */
+  private readonly authStore: AuthStore = {
+    load: (key) => (this.credentials ? credentialStore(this.credentials) : this.memory).load(key),
+    save: async (key, value) => {
+      if (!this.credentials) return this.memory.save(key, value)
+      try {
+        await credentialStore(this.credentials).save(key, value)
+      } catch (error) {
+        this.ctx.logger('mcp').warn('could not store an MCP sign-in (%s); it lasts for this run only', (error as Error).message)
+        await this.memory.save(key, value)
+      }
+    },
+  }
 
   constructor(
     ctx: Context,
@@ -270,6 +316,18 @@ export class McpClient extends Service {
         }
       })
     }
+    ctx.inject(['userQuestions'], (inner) => {
+      inner.effect(() => {
+        this.questions = inner.userQuestions
+        return () => (this.questions = undefined)
+      }, 'mcp: user questions')
+    })
+    ctx.inject(['credentials'], (inner) => {
+      inner.effect(() => {
+        this.credentials = inner.credentials
+        return () => (this.credentials = undefined)
+      }, 'mcp: credentials')
+    })
     // Logged notices: persistence must know the type, or sessions that have one do not load.
     ctx.inject(['sessionPersistence'], (inner) => {
       inner.sessionPersistence.registerEventType('mcp/status')
@@ -300,7 +358,10 @@ export class McpClient extends Service {
     ctx.on(
       'agent/pre-step',
       async (payload, next) => {
-        if (this.held.size > 0) await this.trust?.consent({ sessionId: payload.agent.session.id })
+        const sessionId = payload.agent.session.id
+        if (this.held.size > 0) await this.trust?.consent({ sessionId })
+        if (this.questions?.available(sessionId)) this.humanSession = sessionId
+        await this.signInWaiting(sessionId, payload.agent.scope)
         await this.ready(payload.agent.scope)
         return next()
       },
@@ -441,6 +502,9 @@ export class McpClient extends Service {
               this.recheck(entry, key)
           },
           onProgress: (progress) => this.ctx.emit('mcp/progress', progress),
+          authStore: this.authStore,
+          consent: (request) => this.consent(request),
+          elicit: (server, params, sessionId, signal) => this.elicit(server, params, sessionId, signal, scope),
         },
         scope,
       )
@@ -478,6 +542,149 @@ export class McpClient extends Service {
     if (entry instanceof McpServerConnection) void entry.dispose()
   }
 
+  /**
+   * Servers that need a human to sign in: with one at hand in this session they connect again (and
+   * ask, bounded by `authWaitMs`); without one, one stderr line per server names `dsh mcp login`.
+   */
+  private async signInWaiting(sessionId: string, scope: string | undefined): Promise<void> {
+    const waiting = [...this.servers.values()].filter(
+      (entry): entry is McpServerConnection =>
+        entry instanceof McpServerConnection &&
+        (entry.scope === undefined || entry.scope === scope) &&
+        entry.status().signIn === 'needed',
+    )
+    if (waiting.length === 0) return
+    if (!this.questions?.available(sessionId)) {
+      for (const connection of waiting) {
+        if (this.signInReported.has(connection.name)) continue
+        this.signInReported.add(connection.name)
+        process.stderr.write(
+          `dsh: MCP server "${connection.name}" needs you to sign in (OAuth) and no human is at hand; run "dsh mcp login ${connection.name}" once, then its tools are available\n`,
+        )
+      }
+      return
+    }
+    await Promise.all(
+      waiting.map((connection) => {
+        const settled = connection.settled(this.config.authWaitMs)
+        connection.restart()
+        return settled
+      }),
+    )
+  }
+
+  /** Shows an authorization URL: through `login()`'s printer, or as a question to the human at hand. */
+  private async consent(request: ConsentRequest): Promise<void> {
+    if (this.consentOverride) return this.consentOverride(request)
+    const sessionId = this.humanSession
+    const questions = this.questions
+    if (!questions?.available(sessionId)) {
+      throw new McpAuthError(
+        'no-human',
+        `it needs you to sign in (OAuth) and no human is at hand; run "dsh mcp login ${request.server}"`,
+      )
+    }
+    const outcome = await questions.ask(
+      [
+        {
+          id: 'signin',
+          header: 'MCP sign-in',
+          question: `MCP server "${request.server}" needs you to sign in. Open this address in a browser and approve access (the browser then returns to dsh on this machine):\n${request.url.href}`,
+          options: [
+            { label: OPEN_BROWSER, description: 'dsh opens the address in your default browser' },
+            { label: OPENED_MYSELF, description: 'you open the address yourself' },
+            { label: CANCEL_SIGN_IN },
+          ],
+        },
+      ],
+      { ...(sessionId !== undefined ? { sessionId } : {}), signal: request.signal },
+    )
+    if (request.signal.aborted) return
+    if (outcome.status !== 'answered') throw new McpAuthError('declined', `the sign-in was not answered (${outcome.reason})`)
+    const choice = outcome.answers.signin?.selected[0]
+    if (choice === CANCEL_SIGN_IN) throw new McpAuthError('declined', 'the sign-in was cancelled')
+    if (choice === OPEN_BROWSER) this.openInBrowser(request.url.href)
+  }
+
+  /** An elicitation of a server, asked as user questions; declined (and said so) without a human. */
+  private async elicit(
+    server: string,
+    params: ElicitRequestFormParams | ElicitRequestURLParams,
+    callSession: string | undefined,
+    signal: AbortSignal,
+    scope: string | undefined,
+  ): Promise<ElicitResult> {
+    const sessionId = callSession ?? this.humanSession
+    const questions = this.questions
+    const what = params.mode === 'url' ? `to open ${params.url}` : 'for input'
+    if (!questions?.available(sessionId)) {
+      this.say(server, scope, `MCP server "${server}" asked ${what} ("${oneLine(params.message)}"); declined: no human is at hand to answer.`, true)
+      return { action: 'decline' }
+    }
+    const outcome = await questions.ask(elicitationQuestions(server, params), {
+      ...(sessionId !== undefined ? { sessionId } : {}),
+      signal,
+    })
+    const { result, problem } = elicitationResult(params, outcome)
+    if (problem) this.say(server, scope, `MCP server "${server}" asked ${what}; declined: ${problem}.`, false)
+    if (params.mode === 'url' && result.action === 'accept' && outcome.status === 'answered' && outcome.answers.mcp_action?.selected[0] === OPEN) {
+      this.openInBrowser(params.url)
+    }
+    return result
+  }
+
+  /** A notice about a server that is not a state change: logged, appended to sessions, and (headless) on stderr. */
+  private say(server: string, scope: string | undefined, notice: string, stderr: boolean): void {
+    this.ctx.logger('mcp').warn(notice)
+    const status = this.get(server, scope)
+    if (status) this.ctx.emit('mcp/status', status, notice)
+    if (stderr) process.stderr.write(`dsh: ${notice}\n`)
+  }
+
+  /** Opens an address in the user's browser (best effort: the address was shown to them as well). */
+  private openInBrowser(url: string): void {
+    const command =
+      this.config.browser ??
+      (process.platform === 'darwin' ? ['open'] : process.platform === 'win32' ? ['cmd', '/c', 'start', '""'] : ['xdg-open'])
+    try {
+      const handle = (this.ctx.subprocess as SubprocessService).spawn({
+        file: command[0],
+        args: [...command.slice(1), url],
+        cwd: this.cwd,
+        env: { set: {} },
+        kill: { graceMs: this.config.killGraceMs },
+        retentionMode: 'none',
+      })
+      void handle.exited.then((exit) => {
+        if (exit.spawnError) this.ctx.logger('mcp').warn('could not open a browser (%s): %s', command[0], exit.spawnError.message)
+      })
+    } catch (error) {
+      this.ctx.logger('mcp').warn('could not open a browser (%s): %s', command[0], (error as Error).message)
+    }
+  }
+
+  /**
+   * Signs in to one remote server now (for `dsh mcp login`): `show` receives the authorization URL
+   * (print it); resolves with the server's status once it connected or failed.
+   */
+  async login(name: string, show: (url: string) => void, scope?: string): Promise<McpServerStatus | undefined> {
+    const connection = this.servers.get(keyOf(name, scope))
+    if (!(connection instanceof McpServerConnection)) return this.get(name, scope)
+    this.consentOverride = async (request) => {
+      if (request.server === name) show(request.url.href)
+      else throw new McpAuthError('no-human', 'another server is signing in')
+    }
+    try {
+      await connection.logout()
+      const settled = connection.settled(this.config.authWaitMs)
+      connection.restart(true)
+      await settled
+      return connection.status()
+    } finally {
+      this.consentOverride = undefined
+    }
+  }
+
   private problem(message: string): void {
     this.ctx.logger('mcp').warn(message)
   }
@@ -490,6 +697,11 @@ export class McpClient extends Service {
     }
   }
 }
+
+const OPEN_BROWSER = 'Open the browser'
+const OPENED_MYSELF = 'I will open it myself'
+const CANCEL_SIGN_IN = 'Cancel'
+const oneLine = (text: string) => text.replace(/\s+/g, ' ').slice(0, 200)
 
 const digestKey = (files: Record<string, string>) =>
   JSON.stringify(Object.entries(files).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))

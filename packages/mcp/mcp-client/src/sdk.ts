@@ -14,6 +14,10 @@ export interface Sdk {
   /** `tools/list` pages are read loosely and each tool checked on its own (see server.ts). */
   PaginatedResultSchema: typeof import('@modelcontextprotocol/sdk/types.js').PaginatedResultSchema
   ToolSchema: typeof import('@modelcontextprotocol/sdk/types.js').ToolSchema
+  ElicitRequestSchema: typeof import('@modelcontextprotocol/sdk/types.js').ElicitRequestSchema
+  auth: typeof import('@modelcontextprotocol/sdk/client/auth.js').auth
+  extractWWWAuthenticateParams: typeof import('@modelcontextprotocol/sdk/client/auth.js').extractWWWAuthenticateParams
+  createPrivateKeyJwtAuth: typeof import('@modelcontextprotocol/sdk/client/auth-extensions.js').createPrivateKeyJwtAuth
 }
 
 export type { Client }
@@ -29,7 +33,9 @@ export function loadSdk(): Promise<Sdk> {
     import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
     import('@modelcontextprotocol/sdk/types.js'),
     import('@modelcontextprotocol/sdk/shared/stdio.js'),
-  ]).then(([client, sse, http, types, stdio]) => {
+    import('@modelcontextprotocol/sdk/client/auth.js'),
+    import('@modelcontextprotocol/sdk/client/auth-extensions.js'),
+  ]).then(([client, sse, http, types, stdio, auth, authExtensions]) => {
     sdk = {
       Client: client.Client,
       SSEClientTransport: sse.SSEClientTransport,
@@ -41,6 +47,10 @@ export function loadSdk(): Promise<Sdk> {
       deserializeMessage: stdio.deserializeMessage,
       PaginatedResultSchema: types.PaginatedResultSchema,
       ToolSchema: types.ToolSchema,
+      ElicitRequestSchema: types.ElicitRequestSchema,
+      auth: auth.auth,
+      extractWWWAuthenticateParams: auth.extractWWWAuthenticateParams,
+      createPrivateKeyJwtAuth: authExtensions.createPrivateKeyJwtAuth,
     }
     return sdk
   })

@@ -16,6 +16,12 @@ import type { McpSource, McpTransportKind, ServerSpec } from './config.ts'
 import { hashedToolName, nameBoard, toolName, type NameBoard } from './names.ts'
 import { mapResult } from './results.ts'
 import { MESSAGE_TOO_LARGE, SubprocessStdioTransport, type TooLargeData } from './stdio-transport.ts'
+import { McpAuthError, McpOAuth, type AuthStore, type ConsentRequest } from './oauth.ts'
+import type {
+  ElicitRequestFormParams,
+  ElicitRequestURLParams,
+  ElicitResult,
+} from '@modelcontextprotocol/sdk/types.js'
 
 export type McpServerState = 'starting' | 'connected' | 'retrying' | 'failed' | 'invalid' | 'disabled' | 'closed'
 
@@ -41,6 +47,8 @@ export interface McpServerStatus {
   error?: string
   /** Epoch ms of the next attempt while `retrying`. */
   nextRetryAt?: number
+  /** A remote server that needs a human to sign in (OAuth) and found none: `failed` until one is at hand. */
+  signIn?: 'needed'
 }
 
 export interface RetryOptions {
@@ -61,6 +69,10 @@ export interface ConnectionOptions {
   killGraceMs: number
   maxDescriptionChars: number
   retry: RetryOptions
+  /** How long a sign-in waits for the browser to come back to the loopback callback. */
+  authWaitMs: number
+  /** Sign-ins one request may trigger (401 and 403 insufficient_scope) before the server is failed. */
+  maxAuthAttempts: number
 }
 
 export interface ConnectionHost {
@@ -78,6 +90,17 @@ export interface ConnectionHost {
     total?: number
     message?: string
   }): void
+  /** Where OAuth sign-in state is kept. */
+  authStore: AuthStore
+  /** Shows an authorization URL to a human (see McpOAuth); rejects with McpAuthError when nobody can or will. */
+  consent(request: ConsentRequest): Promise<void>
+  /** Asks the human an elicitation of the server, in the session whose call is running (if any). */
+  elicit(
+    server: string,
+    params: ElicitRequestFormParams | ElicitRequestURLParams,
+    sessionId: string | undefined,
+    signal: AbortSignal,
+  ): Promise<ElicitResult>
 }
 
 const CLIENT_INFO = { name: 'dsh', version: '0.1.0' }
@@ -140,6 +163,10 @@ export class McpServerConnection {
   readonly firstAttempt: Promise<void>
   readonly createdAt = Date.now()
   private settleFirst!: () => void
+  private oauth?: McpOAuth
+  private signIn?: 'needed'
+  /** Sessions of the calls in flight, newest last: an elicitation is asked in the newest. */
+  private readonly callSessions: Array<string | undefined> = []
 
   constructor(
     readonly name: string,
@@ -169,6 +196,7 @@ export class McpServerConnection {
       restarts: this.restarts,
       ...(this.lastError !== undefined ? { error: this.lastError } : {}),
       ...(this.state === 'retrying' && this.nextRetryAt !== undefined ? { nextRetryAt: this.nextRetryAt } : {}),
+      ...(this.signIn ? { signIn: this.signIn } : {}),
     }
   }
 
@@ -176,11 +204,23 @@ export class McpServerConnection {
     void this.run()
   }
 
-  /** Connects again now: a `failed` server starts over, a `retrying` one skips its wait. */
-  restart(): void {
+  /**
+   * Connects again now: a `failed` server starts over, a `retrying` one skips its wait; `force`
+   * also drops a live connection and connects again (after a sign-in was forgotten).
+   */
+  restart(force = false): void {
     if (this.disposed) return
+    if (force && this.state === 'connected') {
+      const client = this.client
+      this.client = undefined
+      void client?.close().catch(() => {})
+      this.failures = 0
+      void this.run()
+      return
+    }
     if (this.state === 'failed') {
       this.failures = 0
+      this.signIn = undefined
       void this.run()
     } else if (this.state === 'retrying') {
       if (this.wakeRetry) this.wakeRetry()
@@ -189,6 +229,18 @@ export class McpServerConnection {
         void this.run()
       }
     }
+  }
+
+  /** Resolves at the next `connected`, `failed` or `closed` (or after `waitMs`). */
+  settled(waitMs: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, waitMs)
+      timer.unref?.()
+      this.waiters.push(() => {
+        clearTimeout(timer)
+        resolve()
+      })
+    })
   }
 
   async dispose(): Promise<void> {
@@ -204,6 +256,7 @@ export class McpServerConnection {
     this.client = undefined
     this.setState('closed')
     this.settleFirst()
+    this.oauth?.close()
     await client?.close().catch(() => {})
   }
 
@@ -237,7 +290,18 @@ export class McpServerConnection {
         } catch (error) {
           if (this.disposed) return
           this.failures++
-          this.lastError = error instanceof ConnectFailure ? error.message : describeFailure(error, this.transport)
+          this.lastError = error instanceof ConnectFailure ? error.message : this.describe(error)
+          const auth = authErrorOf(error)
+          if (auth) {
+            // Retrying cannot help a sign-in nobody can give (or that was refused): failed at once.
+            this.signIn = auth.reason === 'no-human' ? 'needed' : undefined
+            this.settleFirst()
+            this.setState(
+              'failed',
+              `MCP server "${this.name}" could not sign in: ${this.lastError}. Its tools are unavailable.`,
+            )
+            return
+          }
           this.settleFirst()
           const { maxAttempts } = this.host.options.retry
           if (this.failures >= maxAttempts) {
@@ -271,8 +335,22 @@ export class McpServerConnection {
     if (spec.transport === 'stdio')
       return new SubprocessStdioTransport(sdk, this.host.subprocess, spec, this.host.options.killGraceMs)
     const requestInit = { headers: spec.headers }
-    if (spec.transport === 'sse') return new sdk.SSEClientTransport(new URL(spec.url), { requestInit })
-    return new sdk.StreamableHTTPClientTransport(new URL(spec.url), { requestInit })
+    if (spec.oauth !== false) {
+      this.oauth ??= new McpOAuth({
+        server: this.name,
+        url: spec.url,
+        settings: spec.oauth,
+        store: this.host.authStore,
+        sdk,
+        consent: (request) => this.host.consent(request),
+        waitMs: this.host.options.authWaitMs,
+        maxAttempts: this.host.options.maxAuthAttempts,
+      })
+    }
+    const fetch = this.oauth?.wrap()
+    const options = { requestInit, ...(fetch ? { fetch } : {}) }
+    if (spec.transport === 'sse') return new sdk.SSEClientTransport(new URL(spec.url), options)
+    return new sdk.StreamableHTTPClientTransport(new URL(spec.url), options)
   }
 
   private async connectOnce(): Promise<void> {
@@ -281,7 +359,7 @@ export class McpServerConnection {
     const transport = this.createTransport(sdk)
     this.transport = transport
     const client = new sdk.Client(CLIENT_INFO, {
-      capabilities: {},
+      capabilities: { elicitation: { form: { applyDefaults: true }, url: {} } },
       listChanged: {
         tools: {
           autoRefresh: false,
@@ -292,10 +370,18 @@ export class McpServerConnection {
         },
       },
     })
+    client.setRequestHandler(sdk.ElicitRequestSchema, (request, extra) =>
+      this.host.elicit(
+        this.name,
+        request.params as ElicitRequestFormParams | ElicitRequestURLParams,
+        this.callSessions.at(-1),
+        extra.signal,
+      ),
+    )
     let live = false
     client.onclose = () => {
       if (live && this.client === client && !this.disposed)
-        this.lost(describeFailure(new McpError(ErrorCode.ConnectionClosed, 'Connection closed'), transport))
+        this.lost(this.describe(new McpError(ErrorCode.ConnectionClosed, 'Connection closed')))
     }
     client.onerror = () => {
       // Transport noise (a stray stdout line, a dropped SSE stream) is not a failure by itself:
@@ -313,7 +399,7 @@ export class McpServerConnection {
     } catch (error) {
       // Described before the close below terminates the process, so a refused handshake or list
       // is not reported as the SIGTERM that close sends.
-      const reason = describeFailure(error, transport)
+      const reason = this.describe(error)
       await client.close().catch(() => {})
       throw new ConnectFailure(reason, { cause: error })
     }
@@ -550,6 +636,7 @@ export class McpServerConnection {
       )
     }
     const timeout = this.spec.timeoutMs ?? this.host.options.callTimeoutMs
+    this.callSessions.push(call.sessionId)
     try {
       const result = await client.callTool({ name: tool, arguments: args }, undefined, {
         signal: call.signal,
@@ -603,18 +690,51 @@ export class McpServerConnection {
           `tool "${call.name}" (MCP server "${this.name}") did not answer within ${formatMs(timeout)}; the request was cancelled on the server. Its effects, if any, may be partial.`,
         )
       }
+      const auth = authErrorOf(error)
+      if (auth) {
+        return failure(
+          'MCP_AUTH',
+          `MCP server "${this.name}" refused the call to "${call.name}" and signing in again did not work: ${this.describe(auth.message)}`,
+        )
+      }
       if ((error instanceof McpError && error.code === ErrorCode.ConnectionClosed) || isNetworkError(error)) {
-        const reason = describeFailure(error, this.transport)
+        const reason = this.describe(error)
         if (this.client === client) this.lost(reason)
         return failure(
           'MCP_DISCONNECTED',
           `the connection to MCP server "${this.name}" was lost during the call (${reason}); it is being restarted. The tool may or may not have run; check before calling it again.`,
         )
       }
-      const message = error instanceof Error ? error.message : String(error)
+      const message = this.describe(error instanceof Error ? error.message : String(error))
       return failure('MCP_ERROR', `MCP server "${this.name}" refused the call to "${call.name}": ${message}`)
+    } finally {
+      const at = this.callSessions.lastIndexOf(call.sessionId)
+      if (at >= 0) this.callSessions.splice(at, 1)
     }
   }
+
+  /** One line about a failure, with every secret of the sign-in replaced. */
+  private describe(error: unknown): string {
+    const text = typeof error === 'string' ? error : describeFailure(error, this.transport)
+    return this.oauth ? this.oauth.scrub(text) : text
+  }
+
+  /** Forgets this server's stored sign-in (tokens, registration); false for a server without OAuth. */
+  async logout(): Promise<boolean> {
+    if (!this.oauth) return false
+    await this.oauth.logout()
+    return true
+  }
+}
+
+/** The sign-in failure behind an error (the SDK may wrap what the fetch threw). */
+function authErrorOf(error: unknown): McpAuthError | undefined {
+  let e: unknown = error
+  for (let depth = 0; e && depth < 5; depth++) {
+    if (e instanceof McpAuthError) return e
+    e = (e as { cause?: unknown }).cause
+  }
+  return undefined
 }
 
 const REGISTRY_REASON = 'the tool registry refused it: '
