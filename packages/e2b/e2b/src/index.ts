@@ -1,0 +1,311 @@
+// @dsh/e2b: the one owner of this run's E2B sandbox (`ctx.e2b`). The filesystem and subprocess
+// providers of the e2b world await its single SDK handle, so files and processes live in the same
+// remote machine. The sandbox is created on first use (not at boot: a run that never touches the
+// world never bills one), its id is logged in the live sessions, and every sandbox this run
+// created is killed when the plugin unloads.
+import type { Context } from 'cordis'
+import { Service } from 'cordis'
+import Schema from 'schemastery'
+import { AuthenticationError, RateLimitError, Sandbox, SandboxError, SandboxNotFoundError, type SandboxOpts } from 'e2b'
+import type {} from '@dsh/credentials'
+import type {} from '@dsh/session'
+import type {} from '@dsh/session-persistence'
+
+export const CREDENTIAL = 'E2B_API_KEY'
+
+export interface E2bConfig {
+  /** Template (or alias) new sandboxes start from. */
+  template: string
+  /** Sandbox lifetime in ms; each use past half of it extends it again. */
+  timeoutMs: number
+  /** Metadata attached to every sandbox this run creates (the run adds `dsh: "1"`). */
+  metadata: Record<string, string>
+  /** E2B domain (default: the SDK's, `E2B_DOMAIN` or e2b.app). */
+  domain?: string
+  /** Control-plane URL (default: the SDK's, `E2B_API_URL` or derived from the domain). */
+  apiUrl?: string
+  /** Sandbox (envd) URL (default: the SDK's, `E2B_SANDBOX_URL` or per-sandbox hosts). */
+  sandboxUrl?: string
+  /** Timeout of one control-plane or envd request. */
+  requestTimeoutMs: number
+  /** Remote working directory; default: the same absolute path as the local working directory. */
+  cwd?: string
+  /** Retries of a create or connect that failed with 429 or a 5xx (each waits twice as long). */
+  retries: number
+  /** First retry delay in ms. */
+  retryDelayMs: number
+  /** What ends with the run: `kill` every sandbox it created, `pause` them, or `keep` them running. */
+  onExit: 'kill' | 'pause' | 'keep'
+  /** When a sandbox is found gone (killed, expired): `recreate` one on next use, or `stop` (every later use fails). */
+  onLost: 'recreate' | 'stop'
+  /** Reconnect to this sandbox id instead of creating one (it is then not killed at the end). */
+  sandboxId?: string
+}
+
+export interface SandboxLogEvent {
+  sandboxId: string
+  template: string
+  action: 'created' | 'connected' | 'lost' | 'killed' | 'paused'
+  reason?: string
+}
+
+declare module 'cordis' {
+  interface Context {
+    e2b: E2bService
+  }
+}
+
+declare module '@dsh/session' {
+  interface SessionEventMap {
+    /** The e2b world's sandbox lifecycle, so a log shows which machine ran the session's commands. */
+    'e2b/sandbox': SandboxLogEvent
+  }
+}
+
+/** A failure of the e2b world, with a one-line message the model and the user can act on. */
+export class E2bError extends Error {
+  override name = 'E2bError'
+  constructor(
+    readonly code: 'MISSING_KEY' | 'AUTH' | 'RATE_LIMIT' | 'UNAVAILABLE' | 'SANDBOX_LOST' | 'STOPPED',
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options)
+  }
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref?.())
+
+export class E2bService extends Service {
+  static Config: Schema<Partial<E2bConfig>, E2bConfig> = Schema.object({
+    template: Schema.string().default('base').description('Template or alias new sandboxes start from.'),
+    timeoutMs: Schema.natural().min(1000).default(600_000).description('Sandbox lifetime in ms, extended while the run uses it.'),
+    metadata: Schema.dict(String).default({}).description('Metadata attached to each sandbox this run creates.'),
+    domain: Schema.string().description('E2B domain (default: E2B_DOMAIN, else e2b.app).'),
+    apiUrl: Schema.string().description('Control-plane URL (default: E2B_API_URL, else derived from the domain).'),
+    sandboxUrl: Schema.string().description('envd URL (default: E2B_SANDBOX_URL, else per-sandbox hosts).'),
+    requestTimeoutMs: Schema.natural().min(100).default(30_000).description('Timeout of one request to E2B.'),
+    cwd: Schema.string().description('Remote working directory (default: the local working directory path).'),
+    retries: Schema.natural().max(10).default(2).description('Retries of a create/connect answered 429 or 5xx.'),
+    retryDelayMs: Schema.natural().default(500).description('First retry delay in ms (doubles each retry).'),
+    onExit: Schema.union(['kill', 'pause', 'keep']).default('kill').description('What happens to the sandboxes this run created when it ends.'),
+    onLost: Schema.union(['recreate', 'stop']).default('recreate').description('After a sandbox is found gone: create a new one on next use, or stop.'),
+    sandboxId: Schema.string().description('Reconnect to this sandbox instead of creating one.'),
+  })
+
+  readonly config: E2bConfig
+  /** Absolute remote working directory. */
+  readonly cwd: string
+  /**
+   * Mutable state lives in one object mutated in place: Cordis may call methods on a per-caller
+   * shadow of the service, where assigning a field would not reach the original.
+   */
+  private readonly state: {
+    current?: Promise<Sandbox>
+    /** A failure that retrying cannot fix (no key, a refused key, `onLost: stop`): every later use rethrows it. */
+    fatal?: E2bError
+    sandboxId?: string
+    lastExtend: number
+    /** Optional services, present while their providers are loaded (reached through nested injects). */
+    credentials?: Context['credentials']
+    sessions?: Context['sessions']
+  } = { lastExtend: 0 }
+  private readonly created = new Map<string, Sandbox>()
+  private readonly home: Context
+
+  constructor(ctx: Context, config: Partial<E2bConfig> = {}) {
+    super(ctx, 'e2b')
+    this.home = ctx
+    this.config = E2bService.Config(config)
+    this.cwd = this.config.cwd ?? process.cwd()
+    if (!this.cwd.startsWith('/')) throw new TypeError(`e2b: cwd must be an absolute path, got ${JSON.stringify(this.cwd)}`)
+    ctx.inject(['credentials'], (inner) => {
+      this.state.credentials = inner.credentials
+      return () => void (this.state.credentials = undefined)
+    })
+    ctx.inject(['sessions'], (inner) => {
+      this.state.sessions = inner.sessions
+      return () => void (this.state.sessions = undefined)
+    })
+    ctx.inject(['sessionPersistence'], (inner) => void inner.sessionPersistence.registerEventType('e2b/sandbox', { ignorable: true }))
+    ctx.effect(() => () => this.release(), 'e2b: end the sandboxes this run created')
+  }
+
+  /** The id of the live sandbox, once one exists. */
+  get sandboxId(): string | undefined {
+    return this.state.sandboxId
+  }
+
+  /** The sandbox of this run: created (or reconnected) on first use, shared by every caller. */
+  sandbox(): Promise<Sandbox> {
+    if (this.state.fatal) return Promise.reject(this.state.fatal)
+    if (!this.state.current) {
+      const attempt = this.open()
+      this.state.current = attempt
+      attempt.catch(() => {
+        if (this.state.current === attempt) this.state.current = undefined
+      })
+    }
+    const current = this.state.current
+    return current.then((sandbox) => {
+      this.keepAlive(sandbox)
+      return sandbox
+    })
+  }
+
+  /**
+   * Reports that `sandbox` is gone (a command or file call found it killed or expired). The next
+   * `sandbox()` creates a fresh one (`onLost: recreate`) or fails (`stop`). Returns the sentence
+   * for the caller's result.
+   */
+  lost(sandbox: Sandbox, cause?: unknown): string {
+    const id = sandbox.sandboxId
+    const reason = cause instanceof Error ? cause.message.split('\n')[0] : undefined
+    if (this.state.sandboxId === id) {
+      this.state.current = undefined
+      this.state.sandboxId = undefined
+      this.created.delete(id)
+      this.log({ sandboxId: id, template: this.config.template, action: 'lost', ...(reason ? { reason } : {}) })
+      if (this.config.onLost === 'stop') {
+        this.state.fatal = new E2bError('STOPPED', `the E2B sandbox ${id} is gone (killed or expired) and onLost is "stop": no further remote commands run in this session`)
+      }
+    }
+    return this.config.onLost === 'stop'
+      ? `the E2B sandbox ${id} stopped (killed or expired) while this ran; the e2b world is stopped for this run`
+      : `the E2B sandbox ${id} stopped (killed or expired) while this ran; the next command starts a new sandbox (files written there so far are lost)`
+  }
+
+  /** True when `error` says the sandbox is no longer running (as opposed to a failed call). */
+  isGone(error: unknown): boolean {
+    if (error instanceof SandboxNotFoundError) return true
+    const message = error instanceof Error ? error.message : String(error)
+    return /not running anymore|sandbox .*(was )?not found|sandbox is probably not running|\bunavailable\b|502/i.test(message) && error instanceof SandboxError
+  }
+
+  /** SDK options shared by every call (key, URLs, request timeout). */
+  async connectionOptions(): Promise<SandboxOpts> {
+    const apiKey = await this.apiKey()
+    return {
+      apiKey,
+      requestTimeoutMs: this.config.requestTimeoutMs,
+      ...(this.config.domain ? { domain: this.config.domain } : {}),
+      ...(this.config.apiUrl ? { apiUrl: this.config.apiUrl } : {}),
+      ...(this.config.sandboxUrl ? { sandboxUrl: this.config.sandboxUrl } : {}),
+    }
+  }
+
+  private async apiKey(): Promise<string> {
+    let key: string | undefined
+    const credentials = this.state.credentials
+    if (credentials) {
+      try {
+        key = await credentials.get(CREDENTIAL)
+      } catch (error) {
+        throw (this.state.fatal = new E2bError('MISSING_KEY', `${CREDENTIAL} could not be read: ${(error as Error).message}`, { cause: error }))
+      }
+    } else key = process.env[CREDENTIAL]
+    if (!key) {
+      let where = `export ${CREDENTIAL}=... in the environment`
+      try {
+        const description = await credentials?.describe(CREDENTIAL)
+        if (description) where = description.layers.map((layer) => (layer.id === 'env' ? `export ${CREDENTIAL}=... in the environment` : layer.label)).join('; ')
+      } catch {
+        // the plain hint stands
+      }
+      throw (this.state.fatal = new E2bError('MISSING_KEY', `the e2b world needs ${CREDENTIAL} (an E2B API key); set it in one of: ${where}`))
+    }
+    return key
+  }
+
+  private async open(): Promise<Sandbox> {
+    const options = await this.connectionOptions()
+    const reconnect = this.config.sandboxId
+    const sandbox = await this.withRetries(reconnect ? 'connect to' : 'create', () =>
+      reconnect
+        ? Sandbox.connect(reconnect, { ...options, timeoutMs: this.config.timeoutMs })
+        : Sandbox.create(this.config.template, { ...options, timeoutMs: this.config.timeoutMs, metadata: { ...this.config.metadata, dsh: '1' } }),
+    )
+    if (!reconnect) this.created.set(sandbox.sandboxId, sandbox)
+    this.state.sandboxId = sandbox.sandboxId
+    this.state.lastExtend = Date.now()
+    this.log({ sandboxId: sandbox.sandboxId, template: this.config.template, action: reconnect ? 'connected' : 'created' })
+    this.home.logger('e2b').info('sandbox %s %s', sandbox.sandboxId, reconnect ? 'connected' : 'created')
+    try {
+      // The working directory mirrors the local path, which a fresh template does not have.
+      await sandbox.commands.run(`mkdir -p ${quote(this.cwd)} && chown user ${quote(this.cwd)} 2>/dev/null; true`, { user: 'root', requestTimeoutMs: this.config.requestTimeoutMs })
+    } catch (error) {
+      throw this.explain(error, 'prepare the working directory of')
+    }
+    return sandbox
+  }
+
+  private async withRetries(what: string, call: () => Promise<Sandbox>): Promise<Sandbox> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await call()
+      } catch (error) {
+        const explained = this.explain(error, what)
+        if (explained.code === 'AUTH') throw (this.state.fatal = explained)
+        const transient = explained.code === 'RATE_LIMIT' || (error instanceof SandboxError && /^5\d\d:/.test(error.message))
+        if (!transient || attempt >= this.config.retries) throw explained
+        await sleep(this.config.retryDelayMs * 2 ** attempt)
+      }
+    }
+  }
+
+  /** One sentence for an SDK failure. */
+  explain(error: unknown, what: string): E2bError {
+    if (error instanceof E2bError) return error
+    const first = (error instanceof Error ? error.message : String(error)).split('\n')[0]
+    if (error instanceof AuthenticationError) return new E2bError('AUTH', `E2B refused ${CREDENTIAL} (${first}); check the key`, { cause: error })
+    if (error instanceof RateLimitError) return new E2bError('RATE_LIMIT', `E2B is rate limiting: could not ${what} a sandbox (${first})`, { cause: error })
+    return new E2bError('UNAVAILABLE', `could not ${what} an E2B sandbox: ${first}`, { cause: error })
+  }
+
+  private keepAlive(sandbox: Sandbox): void {
+    // A long session keeps its machine: past half the lifetime, the next use extends it.
+    if (Date.now() - this.state.lastExtend < this.config.timeoutMs / 2) return
+    this.state.lastExtend = Date.now()
+    void sandbox.setTimeout(this.config.timeoutMs).catch(() => {})
+  }
+
+  private log(event: SandboxLogEvent): void {
+    const sessions = this.state.sessions
+    if (!sessions) return
+    for (const session of sessions.list()) {
+      try {
+        session.append('e2b/sandbox', event)
+      } catch {
+        // a closed session takes no more events
+      }
+    }
+  }
+
+  /** Ends what this run created (per `onExit`); a reconnected sandbox is left as it was. */
+  private async release(): Promise<void> {
+    const sandboxes = [...this.created.values()]
+    this.created.clear()
+    this.state.current = undefined
+    if (this.config.onExit === 'keep') return
+    await Promise.all(
+      sandboxes.map(async (sandbox) => {
+        try {
+          if (this.config.onExit === 'pause') await sandbox.pause()
+          else await sandbox.kill()
+          this.home.logger('e2b').info('sandbox %s %s', sandbox.sandboxId, this.config.onExit === 'pause' ? 'paused' : 'killed')
+        } catch (error) {
+          this.home.logger('e2b').warn('sandbox %s could not be ended: %s', sandbox.sandboxId, (error as Error).message)
+        }
+      }),
+    )
+  }
+}
+
+/** POSIX single-quoting for one shell word. */
+export function quote(word: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'"'"'`)}'`
+}
+
+export { Sandbox, CommandExitError, FileNotFoundError, NotFoundError, InvalidArgumentError } from 'e2b'
+export const name = 'e2b'
+export default E2bService
