@@ -94,8 +94,9 @@ function landlockAbi() {
   return abi > 0 ? abi : 0
 }
 
-const RulesetAttr = koffi.struct('landlock_ruleset_attr', { fs: 'uint64_t', net: 'uint64_t', scoped: 'uint64_t' })
-const PathBeneath = koffi.pack('landlock_path_beneath_attr', { allowed: 'uint64_t', fd: 'int32_t' })
+// Registered by name: the syscalls below refer to them in their type strings.
+koffi.struct('landlock_ruleset_attr', { fs: 'uint64_t', net: 'uint64_t', scoped: 'uint64_t' })
+koffi.pack('landlock_path_beneath_attr', { allowed: 'uint64_t', fd: 'int32_t' })
 const SockFilter = koffi.struct('sock_filter', { code: 'uint16_t', jt: 'uint8_t', jf: 'uint8_t', k: 'uint32_t' })
 
 function addPath(ruleset, path, allowed) {
