@@ -18,7 +18,7 @@ export function entryOfContext(ctx: unknown): Entry | undefined {
  * beneath it (contexts inherit `Entry.key` from the entry's context). `undefined` for a fiber
  * outside the Loader tree or already disposed.
  */
-export function entryOfFiber(fiber: Fiber): Entry | undefined {
+export function entryOfFiber(fiber: Fiber<Context>): Entry | undefined {
   return fiber.uid ? entryOfContext(fiber.parent) : undefined
 }
 
@@ -38,7 +38,7 @@ export function entryInitTask(entry: Entry): Promise<unknown> | undefined {
  * inventory) install this before mounting. Returns the listener's disposer.
  */
 export function settleEntryFibers(ctx: Context): () => void {
-  return ctx.on('internal/plugin', (fiber: Fiber) => {
+  return ctx.on('internal/plugin', (fiber: Fiber<Context>) => {
     // A fiber already wrapped (re-announced on unload) keeps its own `await`.
     if (!entryOfFiber(fiber) || Object.hasOwn(fiber, 'await')) return
     const original = fiber.await.bind(fiber)
