@@ -3,6 +3,7 @@ import type { Agent } from '@dsh/agent'
 import type { TokenUsage } from '@dsh/llm'
 import type { LoggedError } from '@dsh/session'
 import type { ChildInheritance } from './inherit.ts'
+import { CodedError } from '@dsh/brand'
 
 /** Where a child is in its life. `interrupted`: the host stopped before the child finished (read from a log). */
 export type SubagentStatus = 'running' | 'completed' | 'failed' | 'cancelled' | 'interrupted'
@@ -112,14 +113,8 @@ export const SUBAGENT_ERROR_CODES = [
 export type SubagentErrorCode = (typeof SUBAGENT_ERROR_CODES)[number]
 
 /** A refused request: `code` is stable, `message` is one sentence a model can act on. */
-export class SubagentError extends Error {
+export class SubagentError extends CodedError<SubagentErrorCode> {
   override name = 'SubagentError'
-  constructor(
-    readonly code: SubagentErrorCode,
-    message: string,
-  ) {
-    super(message)
-  }
   static is(value: unknown): value is SubagentError {
     return value instanceof SubagentError
   }
