@@ -32,6 +32,15 @@ export const SESSIONS_PATCH = fileURLToPath(
 )
 
 /**
+ * Patch layers `--world NAME` adds: where commands and files live (bundles/world-NAME). `local`
+ * is the base bundle's own world and adds nothing.
+ * @type {Record<string, string>}
+ */
+export const WORLD_PATCHES = {
+  e2b: fileURLToPath(new URL('../../../../bundles/world-e2b/cordis.patch.yml', import.meta.url)),
+}
+
+/**
  * @typedef {object} LauncherArgs
  * @property {'help' | 'version' | 'run' | 'subcommand' | 'command' | 'error'} action
  * @property {string} profile
@@ -87,6 +96,13 @@ export function parseLauncherArgs(argv) {
       const v = flagValue('--patch')
       if (!v?.value) return fail('--patch needs a file, e.g. --patch ./my.patch.yml')
       out.patches.push(v.value)
+      i += v.used
+    } else if (token === '--world' || token.startsWith('--world=')) {
+      const v = flagValue('--world')
+      const known = ['local', ...Object.keys(WORLD_PATCHES)].join(', ')
+      if (!v?.value) return fail(`--world needs a world name (${known})`)
+      if (v.value !== 'local' && !Object.hasOwn(WORLD_PATCHES, v.value)) return fail(`--world: unknown world "${v.value}" (known: ${known})`)
+      if (v.value !== 'local') out.patches.push(WORLD_PATCHES[v.value])
       i += v.used
     } else if (token === '--dump-config') {
       out.dumpConfig = true
@@ -161,6 +177,8 @@ Launcher flags (accepted anywhere before "--"; never passed to the app):
   --profile NAME    profile under $DSH_HOME/profiles (default: ${DEFAULT_PROFILE}); the
                     templates headless, tui and web are created there on first use
   --patch FILE      apply FILE as one more patch layer (repeatable, applied in order)
+  --world NAME      where commands and files live: local (default) or e2b (an E2B
+                    sandbox; needs E2B_API_KEY; see bundles/world-e2b)
   --dump-config     print the composed rows as one YAML layer and exit
   --version         print the version (first argument only)
   --help, -h        this help (first argument only); "dsh --profile NAME --help" or

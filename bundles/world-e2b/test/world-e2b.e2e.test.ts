@@ -1,0 +1,117 @@
+// End-to-end: the real `dsh` bin with `--world e2b`, the model played by @dsh/llm-mock-server and
+// E2B played by @dsh/e2b-standin (reached through the SDK's own E2B_API_URL / E2B_SANDBOX_URL).
+// Bash and the file tools act in the sandbox's root, the host workspace stays untouched, and the
+// sandbox is killed when the run ends.
+import { existsSync, mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
+import { runDsh } from '@dsh/cli-testkit'
+import { startE2bStandin, type E2bStandin } from '@dsh/e2b-standin'
+
+let standin: E2bStandin
+let server: MockServer | undefined
+beforeAll(async () => {
+  standin = await startE2bStandin()
+})
+afterAll(async () => {
+  await standin.close()
+})
+afterEach(async () => {
+  await server?.close()
+  server = undefined
+})
+
+function workspace() {
+  const root = mkdtempSync(join(tmpdir(), 'dsh-world-e2b-'))
+  return { home: join(root, 'home'), cwd: root }
+}
+
+const env = (home: string, s: MockServer, extra: Record<string, string | undefined> = {}) => ({
+  DSH_HOME: home,
+  DEEPSEEK_BASE_URL: s.baseURL,
+  DEEPSEEK_API_KEY: 'sk-test-not-a-real-key',
+  E2B_API_URL: standin.url,
+  E2B_SANDBOX_URL: standin.url,
+  E2B_API_KEY: standin.apiKey,
+  ...extra,
+})
+
+/** The text of the last tool result the model saw in request `i`. */
+const toolText = (s: MockServer, i: number) => {
+  const messages = (s.requests[i].body as { messages: { role: string; content: string }[] }).messages
+  return messages.filter((m) => m.role === 'tool').at(-1)!.content
+}
+
+describe('dsh -p --world e2b', () => {
+  it('runs bash and edit in the sandbox, leaves the host workspace alone, kills the sandbox', async () => {
+    const { home, cwd } = workspace()
+    const created: string[] = []
+    const s = (server = await startMockServer({
+      steps: [
+        { toolCalls: [{ name: 'bash', arguments: { command: 'printf "alpha\\nbeta\\n" > notes.txt && hostname', description: 'make a file' } }] },
+        { toolCalls: [{ name: 'read', arguments: { file_path: 'notes.txt' } }] },
+        { toolCalls: [{ name: 'edit', arguments: { file_path: 'notes.txt', old_string: 'beta', new_string: 'gamma' } }] },
+        { toolCalls: [{ name: 'bash', arguments: { command: 'cat notes.txt', description: 'show it' } }] },
+        { text: 'Edited remotely.' },
+      ] as never,
+    }))
+    const before = new Set(standin.sandboxes().map((x) => x.record.id))
+    const watch = setInterval(() => {
+      for (const sb of standin.sandboxes()) if (!before.has(sb.record.id) && !created.includes(sb.record.id)) created.push(sb.record.id)
+    }, 5)
+    const run = await runDsh(['-p', '--world', 'e2b', 'make notes remotely'], { cwd, env: env(home, s), timeoutMs: 90_000 })
+    clearInterval(watch)
+    expect(run.stderr).toBe('')
+    expect(run).toMatchObject({ code: 0, stdout: 'Edited remotely.\n' })
+    // The commands ran in the sandbox (its hostname is its id) and saw the edit made by the file tools.
+    const sandboxId = toolText(s, 1).split('\n')[0].trim()
+    expect(sandboxId).toMatch(/^i[0-9a-f]+$/)
+    expect(toolText(s, 4)).toContain('alpha\ngamma')
+    // The host workspace has no notes.txt: the tree the tools changed is the sandbox's.
+    expect(existsSync(join(cwd, 'notes.txt'))).toBe(false)
+    // Exactly one sandbox was created for the run, and it is gone now.
+    expect(standin.requests.filter((r) => r.method === 'POST' && r.path === '/sandboxes' && r.sandboxId === sandboxId)).toHaveLength(1)
+    expect(standin.requests.some((r) => r.method === 'DELETE' && r.path === `/sandboxes/${sandboxId}`)).toBe(true)
+    expect(standin.get(sandboxId)).toBeUndefined()
+  })
+
+  it('a missing key is one line in the tool result and no request to E2B', async () => {
+    const { home, cwd } = workspace()
+    const s = (server = await startMockServer({
+      steps: [{ toolCalls: [{ name: 'bash', arguments: { command: 'echo hi', description: 'try' } }] }, { text: 'No sandbox.' }] as never,
+    }))
+    const before = standin.requests.length
+    const run = await runDsh(['-p', '--world', 'e2b', 'try it'], { cwd, env: env(home, s, { E2B_API_KEY: undefined }), timeoutMs: 90_000 })
+    expect(run.code).toBe(0)
+    const result = toolText(s, 1)
+    expect(result).toMatch(/the e2b world needs E2B_API_KEY \(an E2B API key\); set it in one of: /)
+    expect(standin.requests.length).toBe(before)
+  })
+
+  it('a sandbox killed mid-command is said in the tool result', async () => {
+    const { home, cwd } = workspace()
+    const s = (server = await startMockServer({
+      steps: [
+        { toolCalls: [{ name: 'bash', arguments: { command: 'echo begun; sleep 60', description: 'long' } }] },
+        { text: 'It died.' },
+      ] as never,
+    }))
+    const before = new Set(standin.sandboxes().map((x) => x.record.id))
+    const killer = (async () => {
+      // Wait for the observable event (the command running in a new sandbox), then kill that sandbox.
+      await expect
+        .poll(() => standin.sandboxes().find((x) => !before.has(x.record.id) && [...x.processes.values()].some((p) => p.config.args.join(' ').includes('sleep 60'))), { timeout: 60_000, interval: 20 })
+        .toBeDefined()
+      const victim = standin.sandboxes().find((x) => !before.has(x.record.id)) as { record: { id: string } }
+      standin.kill(victim.record.id)
+      return victim.record.id
+    })()
+    const run = await runDsh(['-p', '--world', 'e2b', 'run long'], { cwd, env: env(home, s), timeoutMs: 90_000 })
+    const victim = await killer
+    expect(run.code).toBe(0)
+    const result = toolText(s, 1)
+    expect(result).toContain(`the E2B sandbox ${victim} stopped (killed or expired) while this ran`)
+  })
+})
