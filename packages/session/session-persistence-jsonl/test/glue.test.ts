@@ -68,3 +68,22 @@ it('checkpoint names a failed create (duplicate id on disk)', async () => {
   await new Promise((r) => setTimeout(r, 20))
   await expect(a.durableSessions.checkpoint('dup')).rejects.toThrow(/already exists/)
 })
+
+it('resume takes a unique id prefix; an ambiguous one lists the candidates; none is NOT_FOUND', async () => {
+  const a = await tree()
+  for (const id of ['abc111', 'abc222', 'abd333']) {
+    a.sessions.create({ id, cwd: '/w' }).append('turn/start', { turn: 0 })
+    await a.durableSessions.checkpoint(id)
+  }
+  await dispose(a)
+  const b = await tree()
+  const { session } = await b.durableSessions.resume('abd')
+  expect(session.id).toBe('abd333')
+  await expect(b.durableSessions.resume('abc')).rejects.toMatchObject({
+    code: 'AMBIGUOUS',
+    message: expect.stringMatching(/^session id prefix abc matches 2 sessions: abc\d{3} \(\/w, [0-9-]+ [0-9:]+\), abc\d{3} \(\/w, .*\); give more of the id$/),
+  })
+  await expect(b.durableSessions.resume('zz')).rejects.toMatchObject({ code: 'NOT_FOUND', message: 'no stored session zz' })
+  // An exact id wins over being the prefix of another.
+  expect((await b.durableSessions.resume('abc111')).session.id).toBe('abc111')
+})

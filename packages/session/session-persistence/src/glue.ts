@@ -95,10 +95,19 @@ export class DurableSessions extends Service {
   /** Loads a stored session (repairing it) and restores it into `ctx.sessions`. */
   async resume(id: SessionId | string): Promise<ResumeResult> {
     parseSessionId(id, 'resume')
-    if (this.ctx.sessions.get(id))
-      throw new SessionPersistenceError('LOCKED', id, `session ${id} is already live in this process`)
     const persistence = this.ctx.sessionPersistence
-    const loaded = await persistence.load(id)
+    let loaded: Awaited<ReturnType<typeof persistence.load>>
+    try {
+      if (this.ctx.sessions.get(id)) throw live(id)
+      loaded = await persistence.load(id)
+    } catch (error) {
+      // Not a stored id: a unique prefix of one stands for it (`dsh -r 3f2a`).
+      if (!(error instanceof SessionPersistenceError && error.code === 'NOT_FOUND')) throw error
+      const full = await this.completeId(id)
+      if (full === undefined) throw error
+      if (this.ctx.sessions.get(full)) throw live(full)
+      loaded = await persistence.load(full)
+    }
     this.restoring.add(loaded.header.id)
     try {
       const parent = loaded.header.parentSession
@@ -125,6 +134,23 @@ export class DurableSessions extends Service {
   async resumeLatest(cwd: string): Promise<ResumeResult | undefined> {
     const latest = await this.ctx.sessionPersistence.latest(cwd)
     return latest ? this.resume(latest.id) : undefined
+  }
+
+  /**
+   * The stored id that `prefix` begins, when exactly one does; undefined when none does. Several
+   * matches throw `AMBIGUOUS`, listing them (newest first, at most 10) so the user can pick.
+   */
+  async completeId(prefix: string): Promise<SessionId | undefined> {
+    const matches = (await this.ctx.sessionPersistence.list()).filter((row) => row.id.startsWith(prefix))
+    if (matches.length === 1) return matches[0].id
+    if (matches.length === 0) return undefined
+    const shown = matches.slice(0, 10).map((row) => `${row.id} (${row.cwd}, ${new Date(row.updatedAt).toISOString().slice(0, 16).replace('T', ' ')})`)
+    const more = matches.length > shown.length ? `, and ${matches.length - shown.length} more` : ''
+    throw new SessionPersistenceError(
+      'AMBIGUOUS',
+      prefix,
+      `session id prefix ${prefix} matches ${matches.length} sessions: ${shown.join(', ')}${more}; give more of the id`,
+    )
   }
 
   /** Every stored session, newest first (delegates to `ctx.sessionPersistence.list()`). */
@@ -173,3 +199,5 @@ export class DurableSessions extends Service {
     )
   }
 }
+
+const live = (id: string) => new SessionPersistenceError('LOCKED', id, `session ${id} is already live in this process`)

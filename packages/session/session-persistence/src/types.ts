@@ -93,7 +93,7 @@ export interface StoredRecord {
 export class SessionPersistenceError extends Error {
   override name = 'SessionPersistenceError'
   constructor(
-    /** Stable code: BAD_ID, NOT_FOUND, EXISTS, LOCKED, CORRUPT, UNKNOWN_EVENT_TYPE, SEQ_GAP, CLOSED, NOT_OPEN, WRITE_FAILED, BAD_HEADER. */
+    /** Stable code: BAD_ID, NOT_FOUND, AMBIGUOUS (an id prefix of several sessions), EXISTS, LOCKED, CORRUPT, UNKNOWN_EVENT_TYPE, SEQ_GAP, CLOSED, NOT_OPEN, WRITE_FAILED, BAD_HEADER. */
     readonly code: string,
     readonly sessionId: string,
     message: string,
