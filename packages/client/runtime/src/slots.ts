@@ -10,7 +10,8 @@ import type { ComponentType } from 'react'
  * `declare module '@dsh/client-runtime' { interface SlotProps { 'my.slot': { x: number } } }`.
  * Slots not named here take `Record<string, unknown>`.
  */
-export type SlotProps = {}
+// biome-ignore lint/suspicious/noEmptyInterface: the target of declaration merging (see above); a type alias cannot be merged into
+export interface SlotProps {}
 
 export type PropsOfSlot<N extends string> = N extends keyof SlotProps ? SlotProps[N] : Record<string, unknown>
 
