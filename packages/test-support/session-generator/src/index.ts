@@ -1,0 +1,233 @@
+// Seeded generator of scripted sessions for the "every face shows exactly what happened" checks
+// (issue 43): turns x steps x parallel calls, reasoning on or off, and provider call ids that are
+// unique, repeated across steps (`call_0_0` every turn), empty or missing, plus a tool error. Each
+// session is a list of turns, each turn a prompt and the @dsh/llm-mock-server steps that answer
+// it, in request order. Every piece of text carries a marker unique in the session, so a face's
+// rendering can be searched for exactly the items of the log, in order.
+//
+// `foldLog` turns a session log into the ordered items every face must show (prompts, reasoning
+// blocks, calls, results, answers): the oracle the face checks compare against.
+
+/** A step of @dsh/llm-mock-server's script (kept structural: this package has no runtime deps). */
+export type MockStep = { [key: string]: unknown }
+
+export type IdMode = 'unique' | 'repeated' | 'empty' | 'missing' | 'mixed'
+
+export interface GeneratedTurn {
+  prompt: string
+  steps: MockStep[]
+}
+
+export interface GeneratedSession {
+  seed: number
+  idMode: IdMode
+  turns: GeneratedTurn[]
+  /** Every mock step of the session in request order. */
+  steps: MockStep[]
+  /** One line a failure prints: the seed and the session's shape. */
+  describe(): string
+}
+
+export interface GeneratorOptions {
+  /** Most turns (at least 1). Default 3. */
+  maxTurns?: number
+  /** Most tool steps before a turn's answer. Default 2. */
+  maxToolSteps?: number
+  /** Most parallel calls in a tool step. Default 3. */
+  maxParallel?: number
+  /** Force the id mode (default: drawn from the seed). */
+  idMode?: IdMode
+}
+
+/** mulberry32: a small, fast, seedable PRNG (uniform in [0, 1)). */
+export function random(seed: number): () => number {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+const ID_MODES: IdMode[] = ['unique', 'repeated', 'empty', 'missing', 'mixed']
+
+/**
+ * The command a call runs. Shell arithmetic makes the output differ from the command text, so a
+ * face showing the call and one showing its result are told apart: `echo m3x$((40+2))` prints
+ * `m3x42`.
+ */
+export const callCommand = (marker: string): string => `echo ${marker}x$((40+2))`
+export const callOutput = (marker: string): string => `${marker}x42`
+
+/** One seeded session. The same seed and options always give the same session. */
+export function generateSession(seed: number, options: GeneratorOptions = {}): GeneratedSession {
+  const rand = random(seed)
+  const int = (lo: number, hi: number) => lo + Math.floor(rand() * (hi - lo + 1))
+  const idMode = options.idMode ?? ID_MODES[int(0, ID_MODES.length - 1)]
+  const turnCount = int(1, Math.max(1, options.maxTurns ?? 3))
+  const maxToolSteps = options.maxToolSteps ?? 2
+  const maxParallel = Math.max(1, options.maxParallel ?? 3)
+  const tag = `s${seed.toString(36)}`
+  let n = 0
+  const marker = (kind: string) => `${kind}${tag}n${++n}`
+  const turns: GeneratedTurn[] = []
+  let errorPlaced = false
+  for (let t = 0; t < turnCount; t++) {
+    const steps: MockStep[] = []
+    const toolSteps = int(0, maxToolSteps)
+    for (let s = 0; s < toolSteps; s++) {
+      const step: MockStep = {}
+      if (rand() < 0.5) step.reasoning = `thinking ${marker('r')} over`
+      const calls: MockStep[] = []
+      const parallel = int(1, maxParallel)
+      for (let i = 0; i < parallel; i++) {
+        const m = marker('m')
+        const call: MockStep = { name: 'bash', arguments: { command: callCommand(m), description: `run ${m}` } }
+        // The tool error: arguments the schema refuses (`timeoutMs` below its minimum), answered
+        // by a model-visible error result; the command never runs, so no output marker.
+        if (!errorPlaced && rand() < 0.25) {
+          call.arguments = { command: callCommand(m), description: `run ${m}`, timeoutMs: 0 }
+          errorPlaced = true
+        }
+        const mode = idMode === 'mixed' ? ID_MODES[int(0, 3)] : idMode
+        // `repeated`: numbered per response from 0, as servers that restart numbering do.
+        if (mode === 'repeated') call.id = `call_0_${i}`
+        else if (mode === 'empty') call.id = ''
+        else if (mode === 'missing') call.id = null
+        calls.push(call)
+      }
+      step.toolCalls = calls
+      steps.push(step)
+    }
+    const answer: MockStep = { text: `answer ${marker('a')} done` }
+    if (rand() < 0.5) answer.reasoning = `finally ${marker('r')} decided`
+    steps.push(answer)
+    turns.push({ prompt: `task ${marker('u')}`, steps })
+  }
+  const session: GeneratedSession = {
+    seed,
+    idMode,
+    turns,
+    steps: turns.flatMap((t) => t.steps),
+    describe() {
+      const shape = turns
+        .map((t) => t.steps.map((s) => (Array.isArray(s.toolCalls) ? `${s.reasoning ? 'r' : ''}${(s.toolCalls as unknown[]).length}` : s.reasoning ? 'rA' : 'A')).join('.'))
+        .join(' | ')
+      return `seed ${seed} (ids ${idMode}; turns: ${shape})`
+    },
+  }
+  return session
+}
+
+/** Seeds for a run: `DSH_GEN_SEEDS=N` (or `--seeds N` through the script) widens the fixed set. */
+export function seedsFromEnv(fixed: readonly number[], env: { [key: string]: string | undefined } = process.env): number[] {
+  const raw = env.DSH_GEN_SEEDS
+  if (raw === undefined || raw === '') return [...fixed]
+  const count = Number(raw)
+  if (!Number.isInteger(count) || count < 1) throw new Error(`DSH_GEN_SEEDS must be a positive integer, got '${raw}'`)
+  const first = Number(env.DSH_GEN_FIRST_SEED ?? 1000)
+  if (!Number.isInteger(first)) throw new Error(`DSH_GEN_FIRST_SEED must be an integer, got '${env.DSH_GEN_FIRST_SEED}'`)
+  return Array.from({ length: count }, (_, i) => first + i)
+}
+
+// ---- the oracle ----
+
+/** One thing a face must show, in log order. */
+export type LogItem =
+  | { kind: 'user'; text: string }
+  | { kind: 'reasoning'; text: string }
+  | { kind: 'call'; callId: string; name: string; arguments: string; command?: string }
+  | { kind: 'result'; callId: string; text: string; error: boolean }
+  | { kind: 'answer'; text: string }
+
+/** The subset of a session event this fold reads. */
+export interface LogEvent {
+  type: string
+  data: any // eslint-disable-line @typescript-eslint/no-explicit-any -- session payloads of many types, read defensively
+}
+
+/**
+ * The items of a log, in order: human prompts, each reasoning block and text block of the
+ * assistant's messages, each `tool/call` and each `tool/result`.
+ */
+export function foldLog(events: readonly LogEvent[]): LogItem[] {
+  const items: LogItem[] = []
+  for (const event of events) {
+    const data = event.data
+    switch (event.type) {
+      case 'user/message':
+        if (data.source?.kind === 'human') items.push({ kind: 'user', text: textOf(data.content) })
+        break
+      case 'assistant/message':
+        for (const block of data.message.content) {
+          if (block.type === 'reasoning' && block.text) items.push({ kind: 'reasoning', text: block.text })
+          else if (block.type === 'text' && block.text) items.push({ kind: 'answer', text: block.text })
+        }
+        break
+      case 'tool/call': {
+        let command: string | undefined
+        try {
+          const args = JSON.parse(data.arguments)
+          if (typeof args?.command === 'string') command = args.command
+        } catch {
+          // Malformed on purpose (the tool error): no command.
+        }
+        items.push({ kind: 'call', callId: data.callId, name: data.name, arguments: data.arguments, ...(command ? { command } : {}) })
+        break
+      }
+      case 'tool/result':
+        items.push({ kind: 'result', callId: data.message.callId, text: textOf(data.message.content), error: data.message.isError === true || data.error !== undefined })
+        break
+    }
+  }
+  return items
+}
+
+const textOf = (content: unknown): string =>
+  Array.isArray(content) ? content.map((b: { type?: string; text?: string }) => (b.type === 'text' ? (b.text ?? '') : '')).join('') : ''
+
+/** Markers (`m…`, `r…`, `a…`, `u…` plus the seed tag) in a text, in order. */
+export function markersIn(text: string, tag: string): string[] {
+  return [...text.matchAll(new RegExp(`\\b[mrau]${tag}n\\d+(x42)?`, 'g'))].map((m) => m[0])
+}
+
+/**
+ * The marker sequence a face must show for a log: a prompt's, a reasoning block's and an answer's
+ * marker; a call's marker (`m…`) and its result's (`m…x42`, absent for an error result).
+ * `reasoningAs`: faces that show a reasoning row without its text use a fixed token instead.
+ * `resultsInCards`: faces that draw a result inside its call's card list it right after the call
+ * (the log, and ACP, list a step's calls first, then their results). `unparsedCallAs`: faces that
+ * show a call whose arguments are not JSON without those arguments (ACP's `rawInput` is parsed).
+ */
+export function expectedMarkers(
+  items: readonly LogItem[],
+  tag: string,
+  options: { reasoningAs?: string; skip?: ReadonlyArray<LogItem['kind']>; resultsInCards?: boolean; unparsedCallAs?: string } = {},
+): string[] {
+  const segments: string[][] = []
+  const cards = new Map<string, string[]>()
+  for (const item of items) {
+    if (options.skip?.includes(item.kind)) continue
+    if (item.kind === 'reasoning' && options.reasoningAs) {
+      segments.push([options.reasoningAs])
+      continue
+    }
+    const text = item.kind === 'call' ? (item.command ?? item.arguments) : item.text
+    const found = markersIn(text, tag)
+    if (item.kind === 'call') {
+      const segment = item.command === undefined && options.unparsedCallAs ? [options.unparsedCallAs] : found.filter((m) => !m.endsWith('x42')).slice(0, 1)
+      segments.push(segment)
+      cards.set(item.callId, segment)
+    } else if (item.kind === 'result') {
+      const marker = item.error ? [] : found.slice(0, 1)
+      const card = options.resultsInCards ? cards.get(item.callId) : undefined
+      if (card) card.push(...marker)
+      else segments.push(marker)
+    } else segments.push(found.slice(0, 1))
+  }
+  return segments.flat()
+}
+
+export const sessionTag = (seed: number): string => `s${seed.toString(36)}`

@@ -1,0 +1,227 @@
+// Drivers for the three faces of the generated-session checks: the ACP `session/update` stream
+// (the real `dsh-acp` bin with the ACP SDK's client side), the TUI's final screen (the real `dsh`
+// in node-pty, its bytes fed to @xterm/headless) and the web page's DOM (the real `dsh web` in
+// Chromium). Each reads back what it shows as a list of markers, for comparison with the log.
+import { spawn } from 'node:child_process'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { Writable } from 'node:stream'
+import { fileURLToPath } from 'node:url'
+import * as acp from '@agentclientprotocol/sdk'
+import pty from 'node-pty'
+import xterm from '@xterm/headless'
+import { DSH_BIN } from '@dsh/cli-testkit'
+import { loadZstd, scanRaw, scanZstd } from '@dsh/session-persistence-jsonl'
+import type { Page } from '@dsh/web-testkit'
+import { markersIn, type LogEvent } from '../src/index.ts'
+
+export const ACP_BIN = fileURLToPath(new URL('../../../acp/acp-app/bin/dsh-acp.mjs', import.meta.url))
+
+/**
+ * The stored log of a session under `home`, once it holds `turns` ended turns (appends reach the
+ * disk in batches, shortly after the face saw them).
+ */
+export async function readLog(home: string, sessionId: string, turns = 0): Promise<LogEvent[]> {
+  const deadline = Date.now() + 10_000
+  for (;;) {
+    const log = await readLogOnce(home, sessionId)
+    if (log.filter((e) => e.type === 'turn/end').length >= turns) return log
+    if (Date.now() > deadline) throw new Error(`the log of session ${sessionId} never held ${turns} ended turns`)
+    await new Promise((r) => setTimeout(r, 50))
+  }
+}
+
+async function readLogOnce(home: string, sessionId: string): Promise<LogEvent[]> {
+  const root = join(home, 'sessions')
+  for (const key of readdirSync(root)) {
+    const dir = join(root, key, sessionId)
+    if (!existsSync(dir)) continue
+    const raw = join(dir, 'session.jsonl')
+    if (existsSync(raw)) return scanRaw(readFileSync(raw)).records.map((r) => r.event)
+    const zst = join(dir, 'session.jsonl.zstd')
+    if (existsSync(zst)) return scanZstd(readFileSync(zst), await loadZstd()).records.map((r) => r.event)
+  }
+  throw new Error(`no stored log for session ${sessionId} under ${root}`)
+}
+
+// ---- ACP ----
+
+/** How a call whose arguments did not parse shows in ACP (no `rawInput.command`). */
+export const UNPARSED_CALL = '<call>'
+
+export interface AcpPeer {
+  agent: acp.ClientContext
+  updates: acp.SessionNotification[]
+  permissions: number
+  stderr(): string
+  close(): Promise<void>
+}
+
+export async function startAcpPeer(env: Record<string, string>, cwd: string): Promise<AcpPeer> {
+  const child = spawn(process.execPath, [ACP_BIN], { cwd, env: { PATH: process.env.PATH, HOME: env.HOME ?? process.env.HOME, ...env }, stdio: ['pipe', 'pipe', 'pipe'] })
+  let err = ''
+  child.stderr.on('data', (d: Buffer) => (err += d.toString('utf8')))
+  const exited = new Promise<void>((resolve) => child.on('close', () => resolve()))
+  const readable = new ReadableStream<Uint8Array>({
+    start(controller) {
+      child.stdout.on('data', (d: Buffer) => controller.enqueue(new Uint8Array(d)))
+      child.stdout.on('end', () => controller.close())
+    },
+  })
+  const peer = { updates: [] as acp.SessionNotification[], permissions: 0 } as AcpPeer
+  const app = acp
+    .client({ name: 'session-generator' })
+    .onNotification('session/update', ({ params }) => void peer.updates.push(params))
+    .onRequest('session/request_permission', ({ params }) => {
+      peer.permissions++
+      const allow = params.options.find((o) => o.kind === 'allow_once') ?? params.options[0]
+      return { outcome: { outcome: 'selected', optionId: allow.optionId } }
+    })
+  const conn = app.connect(acp.ndJsonStream(Writable.toWeb(child.stdin) as WritableStream<Uint8Array>, readable))
+  peer.agent = conn.agent
+  peer.stderr = () => err
+  peer.close = async () => {
+    child.stdin.end()
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000)
+    await exited
+    clearTimeout(timer)
+    conn.close()
+  }
+  await conn.agent.request('initialize', { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {}, clientInfo: { name: 'gen', version: '0' } })
+  return peer
+}
+
+/**
+ * What the ACP stream of one session shows, as markers in order: consecutive chunks of one kind
+ * are joined first (a message may arrive in many chunks). A call shows its `rawInput.command`
+ * (or its title); its result its last update's text content. Also returns the tool call ids in
+ * order and a list of problems (an update for an unknown id, a call updated after it finished).
+ */
+export function acpMarkers(updates: readonly acp.SessionNotification[], sessionId: string, tag: string, options: { thoughtAs?: string } = {}): { markers: string[]; toolCallIds: string[]; problems: string[] } {
+  const markers: string[] = []
+  const toolCallIds: string[] = []
+  const problems: string[] = []
+  const finished = new Set<string>()
+  let run: { kind: string; text: string } | undefined
+  const flush = () => {
+    if (!run) return
+    if (run.kind === 'agent_thought_chunk' && options.thoughtAs) markers.push(options.thoughtAs)
+    else markers.push(...markersIn(run.text, tag))
+    run = undefined
+  }
+  for (const n of updates) {
+    if (n.sessionId !== sessionId) continue
+    const u = n.update as { sessionUpdate: string; [k: string]: any } // eslint-disable-line @typescript-eslint/no-explicit-any -- a union read field by field
+    if (u.sessionUpdate === 'agent_message_chunk' || u.sessionUpdate === 'agent_thought_chunk' || u.sessionUpdate === 'user_message_chunk') {
+      const text = u.content?.type === 'text' ? String(u.content.text) : ''
+      if (run && run.kind !== u.sessionUpdate) flush()
+      run ??= { kind: u.sessionUpdate, text: '' }
+      run.text += text
+      continue
+    }
+    flush()
+    if (u.sessionUpdate === 'tool_call') {
+      if (toolCallIds.includes(u.toolCallId)) problems.push(`tool_call ${u.toolCallId} announced twice`)
+      toolCallIds.push(u.toolCallId)
+      const input = u.rawInput as { command?: unknown } | undefined
+      if (typeof input?.command === 'string') markers.push(...markersIn(input.command, tag).filter((m) => !m.endsWith('x42')).slice(0, 1))
+      else markers.push(UNPARSED_CALL)
+    } else if (u.sessionUpdate === 'tool_call_update') {
+      if (!toolCallIds.includes(u.toolCallId)) problems.push(`tool_call_update for unknown ${u.toolCallId}`)
+      if (finished.has(u.toolCallId)) problems.push(`tool_call_update for ${u.toolCallId} after it finished`)
+      if (u.status === 'completed' || u.status === 'failed') {
+        finished.add(u.toolCallId)
+        const text = JSON.stringify(u.content ?? [])
+        if (u.status === 'completed') markers.push(...markersIn(text, tag).filter((m) => m.endsWith('x42')).slice(0, 1))
+      }
+    }
+  }
+  flush()
+  return { markers, toolCallIds, problems }
+}
+
+// ---- TUI ----
+
+export interface TuiScreen {
+  lines: string[]
+}
+
+/**
+ * Starts `dsh` (profile tui) with `args` in a PTY tall enough for the whole transcript, waits until
+ * `ready(screen)` holds and the screen has stopped changing, and returns every buffer line.
+ */
+export async function tuiScreen(args: string[], env: Record<string, string>, cwd: string, ready: (text: string) => boolean, drive?: (input: (data: string) => void, text: () => string) => Promise<void>): Promise<TuiScreen> {
+  const cols = 160
+  const rows = 200
+  const term = pty.spawn(process.execPath, [DSH_BIN, '--profile', 'tui', ...args], { name: 'xterm-256color', cols, rows, cwd, env: { PATH: process.env.PATH ?? '', TERM: 'xterm-256color', ...env } })
+  const screen = new xterm.Terminal({ cols, rows, scrollback: 5000, allowProposedApi: true })
+  let pending = Promise.resolve()
+  term.onData((data) => {
+    pending = pending.then(() => new Promise<void>((r) => screen.write(data, r)))
+  })
+  const text = () => {
+    const buffer = screen.buffer.active
+    const out: string[] = []
+    for (let i = 0; i < buffer.length; i++) out.push(buffer.getLine(i)?.translateToString(true) ?? '')
+    return out.join('\n')
+  }
+  try {
+    if (drive) await drive((d) => term.write(d), text)
+    const deadline = Date.now() + 30_000
+    let last = ''
+    let stable = 0
+    for (;;) {
+      await pending
+      const now = text()
+      if (ready(now)) {
+        stable = now === last ? stable + 1 : 0
+        if (stable >= 2) return { lines: now.split('\n') }
+      }
+      if (Date.now() > deadline) throw new Error(`the TUI did not show the expected screen; it shows:\n${now.split('\n').filter((l) => l.trim() !== '').join('\n')}`)
+      last = now
+      await new Promise((r) => setTimeout(r, 150))
+    }
+  } finally {
+    term.kill()
+    screen.dispose()
+  }
+}
+
+/** Waits until `cond(text())` holds (the TUI screen, polled). */
+export async function untilScreen(text: () => string, cond: (t: string) => boolean, what: string, ms = 30_000): Promise<void> {
+  const deadline = Date.now() + ms
+  while (!cond(text())) {
+    if (Date.now() > deadline) throw new Error(`the TUI never showed ${what}; it shows:\n${text().split('\n').filter((l) => l.trim() !== '').join('\n')}`)
+    await new Promise((r) => setTimeout(r, 100))
+  }
+}
+
+/** Markers of the TUI screen in order; a reasoning row (`✻ Thought`/`✻ Thinking…`) as `thoughtAs`. */
+export function tuiMarkers(lines: readonly string[], tag: string, thoughtAs: string): string[] {
+  const out: string[] = []
+  for (const line of lines) {
+    if (/✻ (Thought|Thinking…)/.test(line)) out.push(thoughtAs)
+    for (const m of markersIn(line, tag)) out.push(m)
+  }
+  return dedupeAdjacent(out)
+}
+
+// ---- web ----
+
+/** Markers of the chat's nodes in order (a thinking node as `thoughtAs`). */
+export async function webMarkers(page: Page, tag: string, thoughtAs: string): Promise<string[]> {
+  const nodes = await page.locator('.dsh-chat [data-node]').evaluateAll((els) =>
+    els.map((el) => ({ kind: el.getAttribute('data-node') ?? '', text: (el as HTMLElement).innerText })),
+  )
+  const out: string[] = []
+  for (const node of nodes) {
+    if (node.kind === 'thinking') out.push(thoughtAs)
+    else out.push(...markersIn(node.text, tag))
+  }
+  return dedupeAdjacent(out)
+}
+
+/** A marker shown on several adjacent lines (a long card, a title and a subject) counts once. */
+function dedupeAdjacent(list: string[]): string[] {
+  return list.filter((m, i) => m !== list[i - 1] || m.startsWith('<'))
+}
