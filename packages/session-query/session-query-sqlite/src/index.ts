@@ -16,6 +16,7 @@ import {
   SessionQueryError,
   eventText,
   literalPhrase,
+  type EventHit,
   type SearchHit,
   type SearchQuery,
   type SessionInfo,
@@ -85,7 +86,7 @@ export class SqliteSessionQuery extends SessionQuery {
 
   /** Brings the index up to date with every stored and live session. */
   async sync(): Promise<void> {
-    while (this.syncing) await this.syncing
+    while (this.syncing !== undefined) await this.syncing
     this.syncing = this.catchUp().finally(() => (this.syncing = undefined))
     await this.syncing
   }
@@ -152,35 +153,7 @@ export class SqliteSessionQuery extends SessionQuery {
   }
 
   async search(query: SearchQuery): Promise<SearchHit[]> {
-    const text = typeof query.text === 'string' ? query.text.trim() : ''
-    if (!text) throw new SessionQueryError('BAD_QUERY', 'search text is empty')
-    // The trigram tokenizer matches substrings of 3 or more characters.
-    if ([...text].length < 3) throw new SessionQueryError('BAD_QUERY', 'search text needs at least 3 characters')
-    await this.sync()
-    const db = await this.open()
-    const conditions = ['fts MATCH ?']
-    const params: unknown[] = [literalPhrase(text)]
-    if (query.cwd !== undefined) {
-      conditions.push('i.cwd = ?')
-      params.push(query.cwd)
-    }
-    if (query.types?.length) {
-      conditions.push(`fts.type IN (${query.types.map(() => '?').join(', ')})`)
-      params.push(...query.types)
-    }
-    if (query.sessionIds) {
-      if (query.sessionIds.length === 0) return []
-      conditions.push(`fts.session_id IN (${query.sessionIds.map(() => '?').join(', ')})`)
-      params.push(...query.sessionIds)
-    }
-    const matches = db
-      .prepare(
-        `SELECT fts.session_id AS sessionId, fts.seq AS seq, fts.type AS type, snippet(fts, 0, '[', ']', '…', 16) AS snippet, bm25(fts) AS score
-         FROM fts JOIN indexed i ON i.session_id = fts.session_id WHERE ${conditions.join(' AND ')} ORDER BY score, fts.session_id, fts.seq`,
-      )
-      .all(...params) as Array<{ sessionId: string; seq: number; type: string; snippet: string; score: number }>
-    const { limit: _limit, text: _text, types: _types, ...filter } = query
-    const infos = new Map<string, SessionInfo>((await this.sessions(filter)).map((info) => [info.id, info]))
+    const { matches, infos } = await this.match(query)
     const best = new Map<string, SearchHit>()
     for (const m of matches) {
       const info = infos.get(m.sessionId)
@@ -203,6 +176,63 @@ export class SqliteSessionQuery extends SessionQuery {
       })
     }
     return [...best.values()].slice(0, query.limit ?? 20)
+  }
+
+  async searchEvents(query: SearchQuery): Promise<EventHit[]> {
+    const { matches, infos } = await this.match(query)
+    const out: EventHit[] = []
+    for (const m of matches) {
+      const info = infos.get(m.sessionId)
+      if (!info) continue
+      out.push({
+        sessionId: m.sessionId,
+        cwd: info.cwd,
+        ...(info.title !== undefined ? { title: info.title } : {}),
+        live: info.live,
+        seq: m.seq,
+        type: m.type,
+        snippet: m.snippet.replace(/\s+/g, ' ').trim(),
+      })
+      if (out.length >= (query.limit ?? 20)) break
+    }
+    return out
+  }
+
+  /** Every matching event, best first, with the infos of the sessions the filter lets through. */
+  private async match(query: SearchQuery): Promise<{
+    matches: Array<{ sessionId: string; seq: number; type: string; snippet: string; score: number }>
+    infos: Map<string, SessionInfo>
+  }> {
+    const text = typeof query.text === 'string' ? query.text.trim() : ''
+    if (!text) throw new SessionQueryError('BAD_QUERY', 'search text is empty')
+    // The trigram tokenizer matches substrings of 3 or more characters.
+    if ([...text].length < 3) throw new SessionQueryError('BAD_QUERY', 'search text needs at least 3 characters')
+    if (query.sessionIds?.length === 0) return { matches: [], infos: new Map() }
+    await this.sync()
+    const db = await this.open()
+    const conditions = ['fts MATCH ?']
+    const params: unknown[] = [literalPhrase(text)]
+    if (query.cwd !== undefined) {
+      conditions.push('i.cwd = ?')
+      params.push(query.cwd)
+    }
+    if (query.types?.length) {
+      conditions.push(`fts.type IN (${query.types.map(() => '?').join(', ')})`)
+      params.push(...query.types)
+    }
+    if (query.sessionIds) {
+      conditions.push(`fts.session_id IN (${query.sessionIds.map(() => '?').join(', ')})`)
+      params.push(...query.sessionIds)
+    }
+    const matches = db
+      .prepare(
+        `SELECT fts.session_id AS sessionId, fts.seq AS seq, fts.type AS type, snippet(fts, 0, '[', ']', '…', 48) AS snippet, bm25(fts) AS score
+         FROM fts JOIN indexed i ON i.session_id = fts.session_id WHERE ${conditions.join(' AND ')} ORDER BY score, fts.session_id, fts.seq`,
+      )
+      .all(...params) as Array<{ sessionId: string; seq: number; type: string; snippet: string; score: number }>
+    const { limit: _limit, text: _text, types: _types, ...filter } = query
+    const infos = new Map<string, SessionInfo>((await this.sessions(filter)).map((info) => [info.id, info]))
+    return { matches, infos }
   }
 }
 

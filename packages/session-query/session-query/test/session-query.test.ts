@@ -26,6 +26,7 @@ import {
   SessionQueryError,
   eventText,
   literalPhrase,
+  type EventHit,
   type SearchHit,
   type SearchQuery,
 } from '@dsh/session-query'
@@ -93,6 +94,26 @@ class ScanQuery extends SessionQuery {
         snippet: eventText(first),
         matches: events.length,
       })
+    }
+    return hits.slice(0, query.limit ?? 20)
+  }
+
+  async searchEvents(query: SearchQuery): Promise<EventHit[]> {
+    const needle = query.text.trim().toLowerCase()
+    if (!needle) throw new SessionQueryError('BAD_QUERY', 'search text is empty')
+    const hits: EventHit[] = []
+    for (const info of await this.sessions({ cwd: query.cwd, sessionIds: query.sessionIds })) {
+      for (const e of await this.read(info.id, { types: query.types })) {
+        if (!eventText(e).toLowerCase().includes(needle)) continue
+        hits.push({
+          sessionId: info.id,
+          cwd: info.cwd,
+          live: info.live,
+          seq: e.seq,
+          type: e.type,
+          snippet: eventText(e),
+        })
+      }
     }
     return hits.slice(0, query.limit ?? 20)
   }
@@ -500,5 +521,102 @@ describe('a search provider built on the seam', () => {
     ])
     expect((await ctx.sessionQuery.search({ text: 'zebra', cwd: '/a' })).map((h) => h.sessionId)).toEqual(['st'])
     await expect(ctx.sessionQuery.search({ text: '   ' })).rejects.toMatchObject({ code: 'BAD_QUERY' })
+  })
+})
+
+/** Two turns whose steps reuse the provider's call id `call_0`, one result an error, and a child. */
+function twoTurns(session: Session): void {
+  for (const turn of [0, 1]) {
+    session.append('turn/start', { turn })
+    session.append('step/start', { turn, step: 0 })
+    session.append('user/message', { content: [{ type: 'text', text: `prompt ${turn}` }], source: { kind: 'human' } })
+    session.append('assistant/message', {
+      message: {
+        role: 'assistant',
+        content: [
+          { type: 'text', text: `looking ${turn}` },
+          { type: 'tool-call', callId: 'call_0', name: 'bash', arguments: `{"command":"echo ${turn}"}` },
+        ],
+      },
+    })
+    session.append('tool/call', { callId: 'call_0', name: 'bash', arguments: `{"command":"echo ${turn}"}` })
+    session.append('tool/result', {
+      message: {
+        role: 'tool',
+        callId: 'call_0',
+        name: 'bash',
+        content: [{ type: 'text', text: `out ${turn}` }],
+        ...(turn === 1 ? { isError: true } : {}),
+      },
+    })
+    session.append('step/start', { turn, step: 1 })
+    session.append('assistant/message', {
+      message: { role: 'assistant', content: [{ type: 'text', text: `answer ${turn}` }] },
+    })
+    session.append('turn/end', { turn, reason: 'completed' })
+  }
+}
+
+describe('trace and eventTrace', () => {
+  it('outline turns, steps and calls, pairing a repeated call id with its own result', async () => {
+    const ctx = await tree()
+    let t = 1_000
+    const session = new Session({ cwd: '/w', id: 'parent', clock: () => t++ })
+    twoTurns(session)
+    await ctx.sessionPersistence.create({ id: 'parent', cwd: '/w', createdAt: 999 })
+    await ctx.sessionPersistence.append('parent', session.events)
+    await ctx.sessionPersistence.close('parent')
+    await stored(ctx, 'child', '/w', 5_000, 'sub task', undefined, { sessionId: 'parent', boundary: 12 })
+    await stored(ctx, 'other', '/w', 6_000, 'unrelated')
+
+    const trace = await ctx.sessionQuery.trace('parent')
+    expect(trace.session.id).toBe('parent')
+    expect(trace.turns.map((turn) => [turn.turn, turn.prompt, turn.reason])).toEqual([
+      [0, 'prompt 0', 'completed'],
+      [1, 'prompt 1', 'completed'],
+    ])
+    // Each turn's call pairs with the result logged after it, not with the other turn's.
+    expect(trace.turns.map((turn) => turn.steps[0].calls)).toEqual([
+      [{ seq: 4, callId: 'call_0', name: 'bash', resultSeq: 5 }],
+      [{ seq: 13, callId: 'call_0', name: 'bash', resultSeq: 14, isError: true }],
+    ])
+    expect(trace.turns[1].steps.map((step) => step.answer)).toEqual(['looking 1', 'answer 1'])
+    expect(trace.children.map((c) => c.id)).toEqual(['child'])
+    await expect(ctx.sessionQuery.trace('nope')).rejects.toMatchObject({ code: 'NOT_FOUND' })
+  })
+
+  it('eventTrace walks from a result back to its call, answer, step, prompt and turn', async () => {
+    const ctx = await tree()
+    let t = 1_000
+    const session = new Session({ cwd: '/w', id: 'parent', clock: () => t++ })
+    twoTurns(session)
+    await ctx.sessionPersistence.create({ id: 'parent', cwd: '/w', createdAt: 999 })
+    await ctx.sessionPersistence.append('parent', session.events)
+    await ctx.sessionPersistence.close('parent')
+    await stored(ctx, 'child', '/w', 5_000, 'sub task', undefined, { sessionId: 'parent', boundary: 12 })
+
+    const fromResult = await ctx.sessionQuery.eventTrace('parent', 14)
+    expect(fromResult.chain.map((c) => [c.event.seq, c.event.type, c.relation])).toEqual([
+      [9, 'turn/start', 'turn'],
+      [10, 'step/start', 'step'],
+      [11, 'user/message', 'prompt'],
+      [12, 'assistant/message', 'answer'],
+      [13, 'tool/call', 'call'],
+      [14, 'tool/result', 'target'],
+    ])
+    expect(fromResult.children.map((c) => c.id)).toEqual(['child'])
+    // From the first turn's call: its own result (seq 5), never the second turn's.
+    const fromCall = await ctx.sessionQuery.eventTrace('parent', 4)
+    expect(fromCall.chain.map((c) => [c.event.seq, c.relation])).toEqual([
+      [0, 'turn'],
+      [1, 'step'],
+      [2, 'prompt'],
+      [3, 'answer'],
+      [4, 'target'],
+      [5, 'result'],
+    ])
+    expect(fromCall.children).toEqual([])
+    await expect(ctx.sessionQuery.eventTrace('parent', 99)).rejects.toMatchObject({ code: 'NOT_FOUND' })
+    await expect(ctx.sessionQuery.eventTrace('parent', -1)).rejects.toMatchObject({ code: 'BAD_QUERY' })
   })
 })

@@ -129,4 +129,50 @@ describe('session_search / session_read', () => {
       '[... 400 more characters of this event not shown]',
     )
   })
+
+  it('event search, trace, event trace and event read name events by seq within the scope', async () => {
+    const h = await run([
+      {
+        toolCalls: [
+          { name: 'session_event_search', arguments: { query: 'flux capacitor' } },
+          { name: 'session_trace', arguments: { session_id: 'same' } },
+          { name: 'session_event_trace', arguments: { session_id: 'same', seq: 4 } },
+          { name: 'session_event_read', arguments: { session_id: 'same', seq: 3 } },
+        ],
+      },
+      {
+        toolCalls: [
+          { name: 'session_trace', arguments: { session_id: 'elsewhere' } },
+          { name: 'session_event_read', arguments: { session_id: 'same', seq: 40 } },
+          { name: 'session_event_trace', arguments: { session_id: 'elsewhere', seq: 4 } },
+          { name: 'session_event_search', arguments: { query: 'flux capacitor', session_id: 'elsewhere' } },
+        ],
+      },
+      { text: 'done' },
+    ])
+    try {
+      await h.prompt('trace it')
+      const [search, trace, eventTrace, read, hiddenTrace, missing, hiddenEventTrace, hiddenSearch] = results(h)
+      expect(search.text).toContain('1 event match:')
+      expect(search.text).toContain('- session same #4 tool/result (title of same): the [flux capacitor]')
+      expect(search.text).not.toContain('elsewhere')
+      expect(trace.isError).toBe(false)
+      expect(trace.text).toContain('Session same: title of same | cwd /ws/mine')
+      expect(trace.text).toContain('turn 0 (#0-#5, completed) prompt #2: "prompt of same"')
+      expect(trace.text).toContain('calls: bash #3 -> #4 ok')
+      expect(eventTrace.text).toContain('#0 turn/start [turn]: turn 0')
+      expect(eventTrace.text).toContain('#2 user/message [prompt]:\nprompt of same')
+      expect(eventTrace.text).toContain('#3 tool/call [call]:\nbash {}')
+      expect(eventTrace.text).toContain('#4 tool/result [target]:\nthe flux capacitor needs 1.21 gigawatts')
+      expect(read.text).toMatch(/^Session same #3 tool\/call at 2023-11-14T22:13:20Z:\nbash \{\}$/)
+      for (const hidden of [hiddenTrace, hiddenEventTrace, hiddenSearch]) {
+        expect(hidden.isError).toBe(true)
+        expect(hidden.text).toMatch(/NOT_FOUND.*no session "elsewhere" in this workspace/)
+      }
+      expect(missing).toMatchObject({ isError: true })
+      expect(missing.text).toMatch(/NOT_FOUND.*session same has no event 40 \(it has 6\)/)
+    } finally {
+      await h.dispose()
+    }
+  })
 })
