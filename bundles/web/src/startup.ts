@@ -7,6 +7,7 @@ import { parseArgs } from 'node:util'
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import { fiberError, isFiberActive } from '@dsh/cordis-compat'
+import type {} from '@dsh/cordis-compat/loader' // declares ctx.loader.exit(code)
 import WebServer from '@dsh/webserver'
 import * as accessGate from '@dsh/access-gate'
 import type {} from '@dsh/brand' // declares the app/ready and app/stopping events
@@ -183,12 +184,8 @@ async function mount(ctx: Context, plugin: unknown, config: unknown): Promise<vo
     throw new Error(`${(plugin as { name?: string }).name ?? 'plugin'} did not start`)
 }
 
-interface Loader {
-  exit(code: number): void
-}
-
 export async function apply(ctx: Context, config: Config) {
-  const loader = ctx.get('loader') as Loader | undefined
+  const loader = ctx.get('loader')
   const stop = (code: number) => {
     if (loader) loader.exit(code)
     else throw new Error(`dsh web: exit ${code}`)

@@ -26,6 +26,7 @@ import type {} from '@dsh/session-persistence'
 import type {} from '@dsh/agent-default-model'
 import type {} from '@dsh/commands'
 import type {} from '@dsh/permission-presets'
+import type {} from '@dsh/cordis-compat/loader' // declares ctx.loader.exit(code)
 import type {} from '@dsh/plan-mode'
 import type {} from '@dsh/fs'
 import type {} from '@dsh/mcp-client'
@@ -214,7 +215,7 @@ export class AcpServer extends Service {
     // Running turns are cancelled and settle (their logs end with turn/end) before the exit.
     await this.closing.get(conn)
     if (this.config.exitOnClose) {
-      const loader = this.ctx.get('loader') as { exit?(code: number): void } | undefined
+      const loader = this.ctx.get('loader')
       if (loader?.exit) loader.exit(0)
       else process.exitCode = 0
     }

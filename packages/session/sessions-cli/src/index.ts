@@ -12,6 +12,7 @@ import { fallbackTitle, type SessionTitle } from '@dsh/session-title'
 import type { SessionStats } from '@dsh/session-stats'
 import type {} from '@dsh/cmdline'
 import { formatStats, sessionTable } from './format.ts'
+import type {} from '@dsh/cordis-compat/loader' // declares ctx.loader.exit(code)
 
 export { formatStats, sessionTable, formatAge, formatDuration } from './format.ts'
 
@@ -240,8 +241,8 @@ export function apply(ctx: Context, config: Config): void {
       io.stderr.write(`dsh sessions: ${(error as Error)?.message ?? String(error)}\n`)
       code = 1
     }
-    // app-boot's loader takes an exit code; the plugin-loader typings declare `exit()` bare.
-    const loader = ctx.get('loader') as { exit?(code: number): void } | undefined
+    // app-boot's loader takes an exit code (declared by @dsh/cordis-compat/loader).
+    const loader = ctx.get('loader')
     if (loader?.exit) loader.exit(code)
     else process.exitCode = code
   }

@@ -3,6 +3,18 @@
 import type { Context, Fiber } from 'cordis'
 import { Entry } from '@cordisjs/plugin-loader'
 
+declare module '@cordisjs/plugin-loader' {
+  interface Loader<C extends Context = Context> {
+    /**
+     * The Loader dsh boots (`DshLoader` of @dsh/app-boot) takes the exit status: it disposes the
+     * tree (after `app/stopping`) and exits with `code` (default 0). The loader's own typings
+     * declare `exit()` bare; declared here so a package can call `ctx.get('loader')?.exit(code)`
+     * without importing the launcher.
+     */
+    exit(code?: number): void
+  }
+}
+
 /**
  * The Loader entry a context belongs to: an entry's context carries its `Entry` under `Entry.key`.
  * The Loader emits `internal/error` (an import failure) with the entry's context as `this`, so a
