@@ -141,26 +141,29 @@ describe('DeepSeek response bounds', () => {
 
   it('a stream of text slower than nothing-for-the-budget but steady completes', async () => {
     // Positive control for the rule above: each real delta refills the budget, so a response
-    // longer than streamIdleTimeoutMs with empty chunks in between still ends normally.
+    // longer than streamIdleTimeoutMs with empty chunks in between still ends normally. The whole
+    // response (2.5 s) outlasts the budget (2 s), while real deltas come 0.5 s apart: a margin of
+    // 1.5 s, wide enough for a loaded machine's scheduling noise.
+    const empty = { frame: 'data: {"choices":[{"index":0,"delta":{}}]}\n\n' }
     const adapter = await serve(
       [
         {
           events: [
             { text: 'a' },
-            { delayMs: 150 },
-            { frame: 'data: {"choices":[{"index":0,"delta":{}}]}\n\n' },
-            { delayMs: 150 },
-            { text: 'b' },
-            { delayMs: 150 },
-            { text: 'c' },
+            ...['b', 'c', 'd', 'e', 'f'].flatMap((letter) => [
+              { delayMs: 250 },
+              empty,
+              { delayMs: 250 },
+              { text: letter },
+            ]),
           ],
         },
       ],
-      { streamIdleTimeoutMs: 400 },
+      { streamIdleTimeoutMs: 2000 },
     )
     const text: string[] = []
     for await (const chunk of adapter.stream(request)) if (chunk.kind === 'text-delta') text.push(chunk.text)
-    expect(text.join('')).toBe('abc')
+    expect(text.join('')).toBe('abcdef')
   })
 
   it('the new config fields have defaults and reject bad values', () => {
