@@ -17,11 +17,7 @@ import { hashedToolName, nameBoard, toolName, type NameBoard } from './names.ts'
 import { mapResult } from './results.ts'
 import { MESSAGE_TOO_LARGE, SubprocessStdioTransport, type TooLargeData } from './stdio-transport.ts'
 import { McpAuthError, McpOAuth, type AuthStore, type ConsentRequest } from './oauth.ts'
-import type {
-  ElicitRequestFormParams,
-  ElicitRequestURLParams,
-  ElicitResult,
-} from '@modelcontextprotocol/sdk/types.js'
+import type { ElicitRequestFormParams, ElicitRequestURLParams, ElicitResult } from '@modelcontextprotocol/sdk/types.js'
 
 export type McpServerState = 'starting' | 'connected' | 'retrying' | 'failed' | 'invalid' | 'disabled' | 'closed'
 
@@ -562,7 +558,7 @@ export class McpServerConnection {
       try {
         const dispose = this.host.ctx.tools.register<Record<string, unknown>>({
           name,
-          description: this.describe(tool),
+          description: this.describeTool(tool),
           parameters: parametersOf(tool),
           ...(this.scope !== undefined ? { scope: this.scope } : {}),
           concurrencySafe: tool.annotations?.readOnlyHint === true,
@@ -598,7 +594,7 @@ export class McpServerConnection {
     this.host.onStatus(this.status(), `MCP server "${this.name}": skipped ${list}. Its other tools are available.`)
   }
 
-  private describe(tool: Tool): string {
+  private describeTool(tool: Tool): string {
     const text = (tool.description ?? tool.title ?? '').trim() || `Tool ${tool.name} of the MCP server "${this.name}".`
     const max = this.host.options.maxDescriptionChars
     return text.length > max ? `${text.slice(0, max - 3)}...` : text
