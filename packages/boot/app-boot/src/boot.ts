@@ -1,7 +1,7 @@
 // Booting a composition into a real Cordis tree through @cordisjs/plugin-loader, failing loud.
 import { join } from 'node:path'
 import { Context, Logger, resolveConfig, type Exporter } from 'cordis'
-import { Entry, evaluate, Group, interpolate, Loader } from '@cordisjs/plugin-loader'
+import { type Entry, evaluate, Group, interpolate, Loader } from '@cordisjs/plugin-loader'
 import { fiberError, isFiberActive, unmetInjects, type FiberLike } from '@dsh/cordis-compat'
 import { entryInitTask, entryOfContext, settleEntryFibers } from '@dsh/cordis-compat/loader'
 import type { StopInfo } from '@dsh/brand'
@@ -83,14 +83,18 @@ export interface BootFailure {
   cause: string
 }
 
-export const formatFailure = (f: BootFailure) => (f.kind === 'check' ? `dsh: ${f.cause}` : `dsh: boot failed: row ${f.id} (${f.name}): ${f.cause}`)
+export const formatFailure = (f: BootFailure) =>
+  f.kind === 'check' ? `dsh: ${f.cause}` : `dsh: boot failed: row ${f.id} (${f.name}): ${f.cause}`
 
 /** The tree did not come up; `message` is one `dsh: boot failed: ...` line per reported row. */
 export class BootError extends DshUserError {
   override name = 'BootError'
   /** Every failed row, including unmet injects left out of `failures` as fallout of another row. */
   readonly all: BootFailure[]
-  constructor(readonly failures: BootFailure[], all: BootFailure[] = failures) {
+  constructor(
+    readonly failures: BootFailure[],
+    all: BootFailure[] = failures,
+  ) {
     super(failures.map(formatFailure).join('\n'), 1)
     this.all = all
   }
@@ -108,7 +112,8 @@ export class DshLoader extends Loader {
 
   // Every row name is already an absolute file URL (or `cordis:`); only the importer differs.
   override import(name: string, getOuterStack: () => string[], useInternal = false): Promise<unknown> {
-    if (name.startsWith('cordis:') || useInternal && this.internal) return super.import(name, getOuterStack, useInternal)
+    if (name.startsWith('cordis:') || (useInternal && this.internal))
+      return super.import(name, getOuterStack, useInternal)
     return this.importModule(name)
   }
 }
@@ -166,7 +171,11 @@ type InternalBootOptions = BootOptions & { [PROBE]?: boolean }
  */
 export async function probeComposition(comp: Composition, opts: BootOptions = {}): Promise<BootFailure[]> {
   try {
-    const tree = await bootComposition(comp, { ...opts, bootInfo: { ...opts.bootInfo, probe: true }, [PROBE]: true } as InternalBootOptions)
+    const tree = await bootComposition(comp, {
+      ...opts,
+      bootInfo: { ...opts.bootInfo, probe: true },
+      [PROBE]: true,
+    } as InternalBootOptions)
     await tree.dispose()
     return []
   } catch (error) {
@@ -208,7 +217,12 @@ function prepareRows(rows: ResolvedRow[], ctx: Context): Prepared {
       try {
         out.disabled = Boolean(evaluate(ctx, r.row.disabled.__jsExpr))
       } catch (error) {
-        failures.push({ id: r.row.id, name: r.row.name, kind: 'disabled', cause: `field disabled: !!js ${r.row.disabled.__jsExpr}: ${firstLine(error)}` })
+        failures.push({
+          id: r.row.id,
+          name: r.row.name,
+          kind: 'disabled',
+          cause: `field disabled: !!js ${r.row.disabled.__jsExpr}: ${firstLine(error)}`,
+        })
         out.disabled = true
       }
     }
@@ -231,23 +245,28 @@ function checkRows(loader: DshLoader, enabled: readonly ResolvedRow[], errors: r
     const entry = loader.store[id] as Entry | undefined
     const fiber = entry?.fiber as unknown as FiberLike | undefined
     if (!entry || !fiber) {
-      const own = errors.find((e) => e.entry === entry && entry)
-        ?? unattributed.find((e) => String((e.error as Error)?.stack).includes(`#${id}`))
-        ?? unattributed[0]
+      const own =
+        errors.find((e) => e.entry === entry && entry) ??
+        unattributed.find((e) => String((e.error as Error)?.stack).includes(`#${id}`)) ??
+        unattributed[0]
       failures.push({ id, name, kind: 'import', cause: own ? `cannot load: ${firstLine(own.error)}` : 'did not mount' })
       continue
     }
     const error = fiberError(fiber) as Error | undefined
     if (error) {
-      failures.push(error?.name === 'ValidationError'
-        ? { id, name, kind: 'config', cause: describeConfigError(error) }
-        : { id, name, kind: 'apply', cause: `apply failed: ${firstLine(error)}` })
+      failures.push(
+        error?.name === 'ValidationError'
+          ? { id, name, kind: 'config', cause: describeConfigError(error) }
+          : { id, name, kind: 'apply', cause: `apply failed: ${firstLine(error)}` },
+      )
       continue
     }
     if (!isFiberActive(fiber)) {
       const missing = unmetInjects(fiber)
       failures.push({
-        id, name, kind: 'inject',
+        id,
+        name,
+        kind: 'inject',
         cause: missing.length
           ? `unmet inject: ${missing.map((n) => `"${n}"`).join(', ')} (no active row provides ${missing.length > 1 ? 'them' : 'it'})`
           : `did not become active (state ${fiber.state})`,
@@ -261,7 +280,11 @@ function checkRows(loader: DshLoader, enabled: readonly ResolvedRow[], errors: r
  * Waits until the rows of the early prelinked files have applied (their fibers settled, failed
  * or pending on an inject); called right after the tree update starts, when every entry exists.
  */
-async function settleEarly(loader: DshLoader, enabled: readonly ResolvedRow[], early: ReadonlySet<string>): Promise<void> {
+async function settleEarly(
+  loader: DshLoader,
+  enabled: readonly ResolvedRow[],
+  early: ReadonlySet<string>,
+): Promise<void> {
   const entries = enabled
     .filter((r) => r.url && early.has(r.url))
     .map((r) => loader.store[r.row.id] as Entry | undefined)
@@ -307,9 +330,12 @@ export async function bootComposition(comp: Composition, opts: BootOptions = {})
   // The loader reports import failures only through this event; keep them per entry.
   const errors: LoaderError[] = []
   // `internal/error` is emitted by the loader but absent from Cordis' typed event map.
-  ;(ctx.on as (name: string, listener: (this: Context, error: unknown) => void) => void)('internal/error', function (error) {
-    errors.push({ entry: entryOfContext(this), error })
-  })
+  ;(ctx.on as (name: string, listener: (this: Context, error: unknown) => void) => void)(
+    'internal/error',
+    function (error) {
+      errors.push({ entry: entryOfContext(this), error })
+    },
+  )
   // The loader awaits each entry fiber with a trailing `.finally()`, turning every failed
   // fiber into an unhandled rejection. We report those failures ourselves, so entry fibers
   // resolve their `await()` and keep the error (read back through `fiberError`).
@@ -337,12 +363,20 @@ export async function bootComposition(comp: Composition, opts: BootOptions = {})
     // with NODE_DISABLE_COMPILE_CACHE set, none.
     const home = opts.bootInfo?.home
     const cacheDir = home && !process.env.NODE_DISABLE_COMPILE_CACHE ? join(home, '.cache', 'compile') : false
-    prelinked = await loadPrelinked(urls, opts.prelink, { importFile: importRowModule, root: opts.prelinkRoot, cacheDir })
+    prelinked = await loadPrelinked(urls, opts.prelink, {
+      importFile: importRowModule,
+      root: opts.prelinkRoot,
+      cacheDir,
+    })
     const importers = prelinked.importers
-    if (importers) loader.importModule = (url) => (Object.hasOwn(importers, url) ? importers[url]() : importRowModule(url))
+    if (importers)
+      loader.importModule = (url) => (Object.hasOwn(importers, url) ? importers[url]() : importRowModule(url))
     if (opts.debug ?? Boolean(process.env.DSH_DEBUG)) {
       if (!importers) stderr.write(`dsh: debug: rows load file by file: ${prelinked.reason}\n`)
-      else if (prelinked.stack) stderr.write(`dsh: debug: rows from prelinked stack ${prelinked.stack.id} (code cache: ${prelinked.stack.cache})\n`)
+      else if (prelinked.stack)
+        stderr.write(
+          `dsh: debug: rows from prelinked stack ${prelinked.stack.id} (code cache: ${prelinked.stack.cache})\n`,
+        )
     }
   }
 
@@ -374,7 +408,9 @@ export async function bootComposition(comp: Composition, opts: BootOptions = {})
     }
   }
   const dispose = (info: StopInfo = { reason: 'dispose', code: 0 }) =>
-    (disposed ??= stopping(info).then(() => host.dispose()).then(() => undefined))
+    (disposed ??= stopping(info)
+      .then(() => host.dispose())
+      .then(() => undefined))
   let exitResolve!: (code: number) => void
   const exited = new Promise<number>((resolve) => (exitResolve = resolve))
   // A row may end the app while the tree mounts (a surface that printed --help or a usage error
@@ -395,7 +431,21 @@ export async function bootComposition(comp: Composition, opts: BootOptions = {})
   }
   await updating
   await loader.await()
-  if (exitDuringBoot) return { ctx, loader, exited, dispose, reload: async () => ({ ok: false, changed: [], added: [], removed: [], failures: [], message: 'the app is exiting' }) }
+  if (exitDuringBoot)
+    return {
+      ctx,
+      loader,
+      exited,
+      dispose,
+      reload: async () => ({
+        ok: false,
+        changed: [],
+        added: [],
+        removed: [],
+        failures: [],
+        message: 'the app is exiting',
+      }),
+    }
 
   const failures = checkRows(loader, prepared.enabled, errors)
   if (failures.length) {
@@ -405,7 +455,11 @@ export async function bootComposition(comp: Composition, opts: BootOptions = {})
     throw new BootError(roots.length ? roots : failures, failures)
   }
   const problems: BootFailure[] = []
-  ctx.emit('app/check', { report: (line) => void problems.push({ id: '', name: '', kind: 'check', cause: line }), installBase: comp.installBase, home: info.home })
+  ctx.emit('app/check', {
+    report: (line) => void problems.push({ id: '', name: '', kind: 'check', cause: line }),
+    installBase: comp.installBase,
+    home: info.home,
+  })
   if (problems.length) {
     await dispose()
     throw new BootError(problems)
@@ -446,7 +500,10 @@ interface RuntimeInternals {
 function stable(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(stable).join(',')}]`
   if (value && typeof value === 'object') {
-    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${stable((value as Record<string, unknown>)[k])}`).join(',')}}`
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${stable((value as Record<string, unknown>)[k])}`)
+      .join(',')}}`
   }
   return JSON.stringify(value) ?? 'null'
 }
@@ -463,7 +520,13 @@ function copyRow<T>(value: T): T {
 /** Fields a running entry can take in place; a change to any other field re-creates the row. */
 const IN_PLACE = new Set(['config', 'disabled'])
 
-function reloader(state: { ctx: Context; loader: DshLoader; errors: LoaderError[]; stderr: NodeJS.WritableStream; good: Prepared }) {
+function reloader(state: {
+  ctx: Context
+  loader: DshLoader
+  errors: LoaderError[]
+  stderr: NodeJS.WritableStream
+  good: Prepared
+}) {
   const { ctx, loader, errors } = state
   let queue: Promise<unknown> = Promise.resolve()
   const run = async (comp: Composition): Promise<ReloadReport> => {
@@ -479,7 +542,9 @@ function reloader(state: { ctx: Context; loader: DshLoader; errors: LoaderError[
       if (!old) report.added.push(id)
       else if (stable(old) !== stable(row)) {
         report.changed.push(id)
-        const fields = new Set([...Object.keys(old), ...Object.keys(row)].filter((k) => stable(old[k]) !== stable(row[k])))
+        const fields = new Set(
+          [...Object.keys(old), ...Object.keys(row)].filter((k) => stable(old[k]) !== stable(row[k])),
+        )
         if ([...fields].some((f) => !IN_PLACE.has(f))) recreate.push(id)
       }
     }
@@ -498,9 +563,11 @@ function reloader(state: { ctx: Context; loader: DshLoader; errors: LoaderError[
         resolveConfig(fiber.runtime as never, interpolate(entry.ctx, row.config))
       } catch (error) {
         const name = String(next.enabled.find((r) => r.row.id === id)?.row.name ?? row.name)
-        report.failures.push((error as Error)?.name === 'ValidationError'
-          ? { id, name, kind: 'config', cause: describeConfigError(error as Error) }
-          : { id, name, kind: 'config', cause: `config: ${firstLine(error)}` })
+        report.failures.push(
+          (error as Error)?.name === 'ValidationError'
+            ? { id, name, kind: 'config', cause: describeConfigError(error as Error) }
+            : { id, name, kind: 'config', cause: `config: ${firstLine(error)}` },
+        )
       }
     }
     if (report.failures.length) return report
@@ -523,7 +590,10 @@ function reloader(state: { ctx: Context; loader: DshLoader; errors: LoaderError[
     const restoreSeen = errors.length
     await mount(state.good.rows, recreate)
     const still = checkRows(loader, state.good.enabled, errors.slice(restoreSeen))
-    for (const f of still) state.stderr.write(`dsh: warning: after a failed reload, the previous row did not come back: ${formatFailure(f).replace(/^dsh: /, '')}\n`)
+    for (const f of still)
+      state.stderr.write(
+        `dsh: warning: after a failed reload, the previous row did not come back: ${formatFailure(f).replace(/^dsh: /, '')}\n`,
+      )
     return report
   }
   return (comp: Composition): Promise<ReloadReport> => {

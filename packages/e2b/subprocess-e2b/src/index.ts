@@ -61,7 +61,13 @@ class Retained {
       const head = concat(this.whole)
       return { totalBytes: this.total, truncated: false, head, tail: new Uint8Array(0), retainedBytes: head.byteLength }
     }
-    return { totalBytes: this.total, truncated: true, head: this.head, tail: this.tail, retainedBytes: this.head.byteLength + this.tail.byteLength }
+    return {
+      totalBytes: this.total,
+      truncated: true,
+      head: this.head,
+      tail: this.tail,
+      retainedBytes: this.head.byteLength + this.tail.byteLength,
+    }
   }
 }
 
@@ -195,7 +201,9 @@ class RemoteProcess {
 export class E2bSubprocessService extends SubprocessService {
   static inject = ['e2b']
   static Config: Schema<Partial<E2bSubprocessConfig>, E2bSubprocessConfig> = Schema.object({
-    maxBashEnvBytes: Schema.natural().default(64 * 1024).description('Largest local BASH_ENV startup file mirrored into the sandbox.'),
+    maxBashEnvBytes: Schema.natural()
+      .default(64 * 1024)
+      .description('Largest local BASH_ENV startup file mirrored into the sandbox.'),
   })
 
   /**
@@ -244,7 +252,9 @@ export class E2bSubprocessService extends SubprocessService {
       retained: () => proc.snapshot(),
       write: (data) => {
         if (spec.stdin !== 'pipe') throw new SubprocessError('INVALID_SPEC', 'stdin is not a pipe for this process')
-        proc.enqueue((sandbox, pid) => sandbox.commands.sendStdin(pid, typeof data === 'string' ? data : new TextDecoder().decode(data)))
+        proc.enqueue((sandbox, pid) =>
+          sandbox.commands.sendStdin(pid, typeof data === 'string' ? data : new TextDecoder().decode(data)),
+        )
       },
       closeStdin: () => {
         if (spec.stdin !== 'pipe') throw new SubprocessError('INVALID_SPEC', 'stdin is not a pipe for this process')
@@ -256,7 +266,8 @@ export class E2bSubprocessService extends SubprocessService {
   spawnTerminal(spec: TerminalSpawnSpec): TerminalHandle {
     this.check(spec)
     for (const key of ['cols', 'rows'] as const) {
-      if (!Number.isSafeInteger(spec[key]) || spec[key] < 1 || spec[key] > 10_000) throw invalid(`${key} must be an integer between 1 and 10000`)
+      if (!Number.isSafeInteger(spec[key]) || spec[key] < 1 || spec[key] > 10_000)
+        throw invalid(`${key} must be an integer between 1 and 10000`)
     }
     const proc = this.track(new RemoteProcess('terminal', spec.retention, spec.kill.graceMs))
     proc.watchAbort(spec.signal)
@@ -278,7 +289,10 @@ export class E2bSubprocessService extends SubprocessService {
         })
         proc.markStarted(sandbox, terminal.pid)
         // The PTY runs the template's login shell; the requested program replaces it.
-        await sandbox.pty.sendInput(terminal.pid, encoder.encode(`exec ${[spec.file, ...(spec.args ?? [])].map(quote).join(' ')}\n`))
+        await sandbox.pty.sendInput(
+          terminal.pid,
+          encoder.encode(`exec ${[spec.file, ...(spec.args ?? [])].map(quote).join(' ')}\n`),
+        )
         await this.finish(proc, sandbox, () => terminal.wait())
       } catch (error) {
         this.failStart(proc, sandbox, error)
@@ -298,7 +312,8 @@ export class E2bSubprocessService extends SubprocessService {
       retained: () => proc.snapshot(),
       write: (data) => proc.enqueue((sandbox, pid) => sandbox.pty.sendInput(pid, encoder.encode(data))),
       resize: (cols, rows) => {
-        if (!Number.isSafeInteger(cols) || !Number.isSafeInteger(rows) || cols < 1 || rows < 1) throw invalid('cols and rows must be positive integers')
+        if (!Number.isSafeInteger(cols) || !Number.isSafeInteger(rows) || cols < 1 || rows < 1)
+          throw invalid('cols and rows must be positive integers')
         proc.enqueue((sandbox, pid) => sandbox.pty.resize(pid, { cols, rows }))
       },
     }
@@ -338,37 +353,77 @@ export class E2bSubprocessService extends SubprocessService {
   }
 
   /** Waits for the remote end and turns it into the exit record. */
-  private async finish(proc: RemoteProcess, sandbox: Sandbox, wait: () => Promise<{ exitCode: number; error?: string }>): Promise<void> {
+  private async finish(
+    proc: RemoteProcess,
+    sandbox: Sandbox,
+    wait: () => Promise<{ exitCode: number; error?: string }>,
+  ): Promise<void> {
     try {
       const result = await wait()
       proc.settle(exitOf(proc, result.exitCode))
     } catch (error) {
       if (error instanceof CommandExitError) return proc.settle(exitOf(proc, error.exitCode))
       if (this.owner.isGone(error)) {
-        return proc.settle({ code: null, signal: null, spawnError: { code: 'E2B_SANDBOX_LOST', message: this.owner.lost(sandbox, error) } })
+        return proc.settle({
+          code: null,
+          signal: null,
+          spawnError: { code: 'E2B_SANDBOX_LOST', message: this.owner.lost(sandbox, error) },
+        })
       }
-      proc.settle({ code: null, signal: null, spawnError: { code: 'E2B_STREAM_FAILED', message: `the connection to the E2B sandbox broke while the command ran: ${messageOf(error)}` } })
+      proc.settle({
+        code: null,
+        signal: null,
+        spawnError: {
+          code: 'E2B_STREAM_FAILED',
+          message: `the connection to the E2B sandbox broke while the command ran: ${messageOf(error)}`,
+        },
+      })
     }
   }
 
   private failStart(proc: RemoteProcess, sandbox: Sandbox, error: unknown): void {
     if (this.owner.isGone(error)) {
-      return proc.settle({ code: null, signal: null, spawnError: { code: 'E2B_SANDBOX_LOST', message: this.owner.lost(sandbox, error) } })
+      proc.settle({
+        code: null,
+        signal: null,
+        spawnError: { code: 'E2B_SANDBOX_LOST', message: this.owner.lost(sandbox, error) },
+      })
+      return
     }
     const message = messageOf(error)
     if (/cwd .*does not exist|no such file or directory.*cwd|cwd.*not found/i.test(message)) {
-      return proc.settle({ code: null, signal: null, spawnError: { code: 'CWD_NOT_FOUND', message: `working directory does not exist in the E2B sandbox: ${message}` } })
+      proc.settle({
+        code: null,
+        signal: null,
+        spawnError: {
+          code: 'CWD_NOT_FOUND',
+          message: `working directory does not exist in the E2B sandbox: ${message}`,
+        },
+      })
+      return
     }
-    proc.settle({ code: null, signal: null, spawnError: { code: 'SPAWN_FAILED', message: `the E2B sandbox could not start the command: ${message}` } })
+    proc.settle({
+      code: null,
+      signal: null,
+      spawnError: { code: 'SPAWN_FAILED', message: `the E2B sandbox could not start the command: ${message}` },
+    })
   }
 
   /** The bash command line the SDK runs (`bash -l -c`), and the environment it gets. */
-  private async commandLine(sandbox: Sandbox, spec: SpawnSpec): Promise<{ command: string; envs: Record<string, string> }> {
+  private async commandLine(
+    sandbox: Sandbox,
+    spec: SpawnSpec,
+  ): Promise<{ command: string; envs: Record<string, string> }> {
     const envs = definedEnv(spec.env?.set)
     // A local startup file (bash-local's stderr merge) does not exist remotely: mirror it.
     if (envs.BASH_ENV) envs.BASH_ENV = await this.mirror(sandbox, envs.BASH_ENV)
     const argv = [spec.file, ...(spec.args ?? [])].map(quote).join(' ')
-    const exact = spec.env?.base === 'exact' ? `env -i ${Object.entries(envs).map(([k, v]) => quote(`${k}=${v}`)).join(' ')} ` : ''
+    const exact =
+      spec.env?.base === 'exact'
+        ? `env -i ${Object.entries(envs)
+            .map(([k, v]) => quote(`${k}=${v}`))
+            .join(' ')} `
+        : ''
     const merge = spec.stderr === 'stdout' ? ' 2>&1' : ''
     return { command: `exec ${exact}${argv}${merge}`, envs: exact ? {} : envs }
   }
@@ -404,19 +459,26 @@ export class E2bSubprocessService extends SubprocessService {
   private check(spec: SpawnSpec | TerminalSpawnSpec): void {
     if (this.state.disposed) throw new SubprocessError('DISPOSED', 'the subprocess service has been disposed')
     if (spec === null || typeof spec !== 'object') throw invalid('expected a spawn spec object')
-    if (typeof spec.file !== 'string' || spec.file === '' || spec.file.includes('\0')) throw invalid('file must be a non-empty string')
-    if (spec.args !== undefined && (!Array.isArray(spec.args) || spec.args.some((a) => typeof a !== 'string' || a.includes('\0')))) {
+    if (typeof spec.file !== 'string' || spec.file === '' || spec.file.includes('\0'))
+      throw invalid('file must be a non-empty string')
+    if (
+      spec.args !== undefined &&
+      (!Array.isArray(spec.args) || spec.args.some((a) => typeof a !== 'string' || a.includes('\0')))
+    ) {
       throw invalid('args must be an array of strings without NUL bytes')
     }
     if (typeof spec.cwd !== 'string' || !spec.cwd.startsWith('/')) throw invalid('cwd must be an absolute path')
-    if (!spec.kill || !Number.isSafeInteger(spec.kill.graceMs) || spec.kill.graceMs < 0) throw invalid('kill.graceMs must be a non-negative integer')
+    if (!spec.kill || !Number.isSafeInteger(spec.kill.graceMs) || spec.kill.graceMs < 0)
+      throw invalid('kill.graceMs must be a non-negative integer')
     const retention = spec.retention
     if (retention && (retention.headBytes + retention.tailBytes > retention.maxBytes || retention.maxBytes < 0)) {
       throw invalid('retention.headBytes + retention.tailBytes must not exceed retention.maxBytes')
     }
     for (const [name, value] of Object.entries(spec.env?.set ?? {})) {
-      if (name === '' || name.includes('=') || name.includes('\0')) throw invalid(`invalid environment variable name ${JSON.stringify(name)}`)
-      if (value !== undefined && (typeof value !== 'string' || value.includes('\0'))) throw invalid(`environment variable ${name} must be a string without NUL bytes`)
+      if (name === '' || name.includes('=') || name.includes('\0'))
+        throw invalid(`invalid environment variable name ${JSON.stringify(name)}`)
+      if (value !== undefined && (typeof value !== 'string' || value.includes('\0')))
+        throw invalid(`environment variable ${name} must be a string without NUL bytes`)
     }
   }
 }

@@ -12,7 +12,11 @@ import { createHash, randomBytes } from 'node:crypto'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { OAuthClientProvider, OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js'
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js'
+import type {
+  OAuthClientInformationMixed,
+  OAuthClientMetadata,
+  OAuthTokens,
+} from '@modelcontextprotocol/sdk/shared/auth.js'
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js'
 import type { OAuthSettings } from './config.ts'
 
@@ -79,7 +83,11 @@ export function storeKey(server: string, url: string): string {
 }
 
 /** A store backed by a credentials service (`get`/`set`/`unset` of strings). */
-export function credentialStore(credentials: { get(name: string): Promise<string | undefined>; set(name: string, value: string): Promise<void>; unset(name: string): Promise<void> }): AuthStore {
+export function credentialStore(credentials: {
+  get(name: string): Promise<string | undefined>
+  set(name: string, value: string): Promise<void>
+  unset(name: string): Promise<void>
+}): AuthStore {
   return {
     async load(key) {
       const text = await credentials.get(key)
@@ -157,16 +165,28 @@ class CallbackServer {
       res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' })
       res.end(`<!doctype html><meta charset="utf-8"><title>dsh</title><p>${escapeHtml(text)}</p>`)
     }
-    if (url.pathname !== CALLBACK_PATH) return page(404, 'Not found.')
+    if (url.pathname !== CALLBACK_PATH) {
+      page(404, 'Not found.')
+      return
+    }
     const pending = this.pending
-    if (!pending || url.searchParams.get('state') !== pending.state) return page(400, 'This sign-in link is not the one dsh is waiting for (or it was already used).')
+    if (!pending || url.searchParams.get('state') !== pending.state) {
+      page(400, 'This sign-in link is not the one dsh is waiting for (or it was already used).')
+      return
+    }
     this.pending = undefined
     const error = url.searchParams.get('error')
     const code = url.searchParams.get('code')
     if (error || !code) {
       const description = url.searchParams.get('error_description')
-      pending.reject(new McpAuthError('declined', `the authorization server refused the sign-in: ${oneLine(error ?? 'no code')}${description ? ` (${oneLine(description)})` : ''}`))
-      return page(400, `Sign-in to MCP server "${this.serverName}" failed. You can close this tab.`)
+      pending.reject(
+        new McpAuthError(
+          'declined',
+          `the authorization server refused the sign-in: ${oneLine(error ?? 'no code')}${description ? ` (${oneLine(description)})` : ''}`,
+        ),
+      )
+      page(400, `Sign-in to MCP server "${this.serverName}" failed. You can close this tab.`)
+      return
     }
     pending.resolve(code)
     page(200, `Signed in to MCP server "${this.serverName}". You can close this tab and return to dsh.`)
@@ -244,7 +264,12 @@ export class McpOAuth {
   }
 
   private remember(state: StoredAuth): void {
-    for (const value of [state.tokens?.access_token, state.tokens?.refresh_token, state.tokens?.id_token, (state.client as { client_secret?: string } | undefined)?.client_secret]) {
+    for (const value of [
+      state.tokens?.access_token,
+      state.tokens?.refresh_token,
+      state.tokens?.id_token,
+      (state.client as { client_secret?: string } | undefined)?.client_secret,
+    ]) {
       if (value) this.secrets.add(value)
     }
   }
@@ -286,7 +311,13 @@ export class McpOAuth {
         if (!client) return undefined
         // A registration names its redirect URI: one for another port is registered again.
         const uris = (client as { redirect_uris?: string[] }).redirect_uris
-        if (client.client_id !== this.options.settings.clientMetadataUrl && Array.isArray(uris) && this.redirectUrl && !uris.includes(this.redirectUrl)) return undefined
+        if (
+          client.client_id !== this.options.settings.clientMetadataUrl &&
+          Array.isArray(uris) &&
+          this.redirectUrl &&
+          !uris.includes(this.redirectUrl)
+        )
+          return undefined
         return client
       },
       saveClientInformation: async (client: OAuthClientInformationMixed) => {
@@ -336,7 +367,8 @@ export class McpOAuth {
         // Ask for a refresh token where the authorization server offers one (`offline_access`).
         const offered = this.state?.discovery?.authorizationServerMetadata?.scopes_supported
         const scopes = (url.searchParams.get('scope') ?? '').split(' ').filter(Boolean)
-        if (offered?.includes('offline_access') && scopes.length > 0 && !scopes.includes('offline_access')) url.searchParams.set('scope', [...scopes, 'offline_access'].join(' '))
+        if (offered?.includes('offline_access') && scopes.length > 0 && !scopes.includes('offline_access'))
+          url.searchParams.set('scope', [...scopes, 'offline_access'].join(' '))
         this.authorizationUrl = url
       },
       saveCodeVerifier: (verifier: string) => {
@@ -353,13 +385,23 @@ export class McpOAuth {
   private machineProvider(): OAuthClientProvider {
     const settings = this.options.settings
     const jwt = settings.privateKey
-      ? this.options.sdk.createPrivateKeyJwtAuth({ issuer: settings.clientId!, subject: settings.clientId!, privateKey: settings.privateKey, alg: settings.algorithm ?? 'ES256' })
+      ? this.options.sdk.createPrivateKeyJwtAuth({
+          issuer: settings.clientId!,
+          subject: settings.clientId!,
+          privateKey: settings.privateKey,
+          alg: settings.algorithm ?? 'ES256',
+        })
       : undefined
     return {
       ...this.common(),
       redirectUrl: undefined,
       get clientMetadata() {
-        return { client_name: settings.clientName ?? 'dsh', redirect_uris: [], grant_types: ['client_credentials'], token_endpoint_auth_method: jwt ? 'private_key_jwt' : 'client_secret_basic' }
+        return {
+          client_name: settings.clientName ?? 'dsh',
+          redirect_uris: [],
+          grant_types: ['client_credentials'],
+          token_endpoint_auth_method: jwt ? 'private_key_jwt' : 'client_secret_basic',
+        }
       },
       redirectToAuthorization: () => {
         throw new McpAuthError('failed', 'the client credentials grant has no browser step')
@@ -394,14 +436,23 @@ export class McpOAuth {
       let attempts = 0
       const seen = new Set<string>()
       while (!explicit && !this.closed) {
-        const challenge = response.status === 401 || (response.status === 403 && this.options.sdk.extractWWWAuthenticateParams(response).error === 'insufficient_scope')
+        const challenge =
+          response.status === 401 ||
+          (response.status === 403 &&
+            this.options.sdk.extractWWWAuthenticateParams(response).error === 'insufficient_scope')
         if (!challenge) break
         const header = response.headers.get('www-authenticate') ?? ''
         if (attempts >= this.options.maxAttempts) {
-          throw new McpAuthError('failed', `the server still refused access after ${attempts} sign-in${attempts === 1 ? '' : 's'} (HTTP ${response.status}${header ? `: ${oneLine(this.scrub(header))}` : ''})`)
+          throw new McpAuthError(
+            'failed',
+            `the server still refused access after ${attempts} sign-in${attempts === 1 ? '' : 's'} (HTTP ${response.status}${header ? `: ${oneLine(this.scrub(header))}` : ''})`,
+          )
         }
         if (response.status === 403 && seen.has(header)) {
-          throw new McpAuthError('failed', `the server asks again for scopes it was just granted (HTTP 403: ${oneLine(this.scrub(header))})`)
+          throw new McpAuthError(
+            'failed',
+            `the server asks again for scopes it was just granted (HTTP 403: ${oneLine(this.scrub(header))})`,
+          )
         }
         seen.add(header)
         attempts++
@@ -416,12 +467,20 @@ export class McpOAuth {
 
   private signIn(challenge: { resourceMetadataUrl?: URL; scope?: string; stepUp: boolean }): Promise<void> {
     // A request that failed while another sign-in ran retries with its result first.
-    if (this.signingIn) return this.signingIn
+    if (this.signingIn !== undefined) return this.signingIn
     this.signingIn = this.runSignIn(challenge).finally(() => (this.signingIn = undefined))
     return this.signingIn
   }
 
-  private async runSignIn({ resourceMetadataUrl, scope, stepUp }: { resourceMetadataUrl?: URL; scope?: string; stepUp: boolean }): Promise<void> {
+  private async runSignIn({
+    resourceMetadataUrl,
+    scope,
+    stepUp,
+  }: {
+    resourceMetadataUrl?: URL
+    scope?: string
+    stepUp: boolean
+  }): Promise<void> {
     const { auth } = this.options.sdk
     const browser = this.options.settings.grant === 'authorization_code'
     const state = await this.load()
@@ -432,7 +491,12 @@ export class McpOAuth {
       await this.provider.invalidateCredentials?.('tokens')
     }
     if (browser) await this.callback.listen(this.options.settings.callbackPort ?? state.port)
-    const options = { serverUrl: this.options.url, ...(resourceMetadataUrl ? { resourceMetadataUrl } : {}), ...(scope ? { scope } : {}), fetchFn: this.options.fetch ?? fetch }
+    const options = {
+      serverUrl: this.options.url,
+      ...(resourceMetadataUrl ? { resourceMetadataUrl } : {}),
+      ...(scope ? { scope } : {}),
+      fetchFn: this.options.fetch ?? fetch,
+    }
     try {
       this.authorizationUrl = undefined
       let result = await auth(this.provider, options)
@@ -443,7 +507,16 @@ export class McpOAuth {
       const done = new AbortController()
       let timer: NodeJS.Timeout | undefined
       const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new McpAuthError('timeout', `the sign-in was not completed within ${Math.round(this.options.waitMs / 1000)} s`)), this.options.waitMs)
+        timer = setTimeout(
+          () =>
+            reject(
+              new McpAuthError(
+                'timeout',
+                `the sign-in was not completed within ${Math.round(this.options.waitMs / 1000)} s`,
+              ),
+            ),
+          this.options.waitMs,
+        )
         timer.unref?.()
       })
       try {
@@ -460,7 +533,10 @@ export class McpOAuth {
       if (result !== 'AUTHORIZED') throw new McpAuthError('failed', 'the authorization server did not issue a token')
     } catch (error) {
       if (error instanceof McpAuthError) throw new McpAuthError(error.reason, this.scrub(error.message))
-      throw new McpAuthError('failed', `sign-in failed: ${oneLine(this.scrub(error instanceof Error ? error.message : String(error)))}`)
+      throw new McpAuthError(
+        'failed',
+        `sign-in failed: ${oneLine(this.scrub(error instanceof Error ? error.message : String(error)))}`,
+      )
     } finally {
       this.verifier = undefined
       // The port stays registered; the socket does not stay open between sign-ins.
