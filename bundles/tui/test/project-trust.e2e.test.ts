@@ -49,6 +49,8 @@ describe('project trust in the terminal UI', () => {
     expect(readFileSync(join(ws.home, 'trusted-projects.json'), 'utf8')).toContain(ws.cwd)
     await s.close()
     open = []
+    // How often it ran depends on the retry policy and the machine's speed, not on trust: count.
+    const ranBefore = readFileSync(marker, 'utf8').split('\n').filter(Boolean).length
 
     // The next start runs it at once: the marker grows before the first prompt, and no question comes.
     const again = await start(ws, [{ text: 'second answer' }])
@@ -56,7 +58,8 @@ describe('project trust in the terminal UI', () => {
     again.keys('Enter')
     const next = await again.waitFor(/second answer/)
     expect(next).not.toContain('Trust this project')
-    expect(readFileSync(marker, 'utf8')).toBe('ran\nran\n')
+    const ranAfter = readFileSync(marker, 'utf8').split('\n').filter(Boolean).length
+    expect(ranAfter).toBeGreaterThan(ranBefore)
   })
 
   it('"Not now" leaves the project\'s server stopped and records nothing', async () => {
