@@ -8,7 +8,7 @@ import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { Agent, ModelSelection } from '@dsh/agent'
 import type { AnySessionEvent, Session } from '@dsh/session'
-import type { SessionSummary } from '@dsh/session-persistence'
+import type {} from '@dsh/session-persistence' // declares ctx.sessionPersistence
 import type { ApprovalAnswer, ApprovalRequest } from '@dsh/user-approval'
 import type { QuestionAnswer, QuestionsRequest } from '@dsh/user-questions'
 import { resolveDshHome } from '@dsh/home-paths'

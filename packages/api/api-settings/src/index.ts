@@ -54,7 +54,7 @@ interface SchemaShape {
 /** Dotted paths of `role: 'secret'` fields of an object schema (nested objects too). */
 export function secretPaths(schema: unknown, prefix = ''): string[] {
   const shape = schema as SchemaShape
-  if (!shape || shape.type !== 'object' || !shape.dict) return []
+  if (shape?.type !== 'object' || !shape.dict) return []
   const out: string[] = []
   for (const [key, field] of Object.entries(shape.dict)) {
     const path = prefix ? `${prefix}.${key}` : key

@@ -216,7 +216,7 @@ export class GoalService extends Service {
   /** Allows rounds for the session's active goal in this process (no-op without one, or in a subagent's session). */
   arm(session: Session): void {
     const goal = currentGoal(session)
-    if (!goal || goal.status !== 'active' || this.armed.has(session.id) || session.parent) return
+    if (goal?.status !== 'active' || this.armed.has(session.id) || session.parent) return
     this.armed.add(session.id)
     this.ctx.emit('goal/armed', session, goal)
   }
@@ -269,7 +269,7 @@ export class GoalService extends Service {
         "goals belong to the top-level session, not a subagent's; report progress to your parent instead",
       )
     session.append('goal/set', { goal, by, action })
-    if (!goal || goal.status !== 'active') this.armed.delete(session.id)
+    if (goal?.status !== 'active') this.armed.delete(session.id)
     else if (by !== 'driver' && (action === 'create' || action === 'resume' || action === 'edit'))
       this.armed.add(session.id)
     this.ctx.emit('goal/changed', { session, goal, previous, by, action })

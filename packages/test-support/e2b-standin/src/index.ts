@@ -103,8 +103,7 @@ export async function startE2bStandin(options: StandinOptions = {}): Promise<E2b
   const sandboxOf = (context: HandlerContext): StandinSandbox => {
     const id = context.requestHeader.get('e2b-sandbox-id') ?? ''
     const sandbox = sandboxes.get(id)
-    if (!sandbox || sandbox.record.state !== 'running')
-      throw new ConnectError(`sandbox ${id} is not running`, Code.Unavailable)
+    if (sandbox?.record.state !== 'running') throw new ConnectError(`sandbox ${id} is not running`, Code.Unavailable)
     const token = context.requestHeader.get('x-access-token')
     if (token !== sandbox.record.envdAccessToken) throw new ConnectError('invalid access token', Code.Unauthenticated)
     return sandbox
@@ -367,7 +366,7 @@ export async function startE2bStandin(options: StandinOptions = {}): Promise<E2b
     const id = String(req.headers['e2b-sandbox-id'] ?? '')
     record.sandboxId = id
     const sandbox = sandboxes.get(id)
-    if (!sandbox || sandbox.record.state !== 'running')
+    if (sandbox?.record.state !== 'running')
       return json(res, 502, { code: 502, message: `The sandbox ${id} was not found`, sandboxId: id })
     if (req.headers['x-access-token'] !== sandbox.record.envdAccessToken)
       return json(res, 401, { code: 401, message: 'invalid access token' })
