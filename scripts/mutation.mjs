@@ -83,6 +83,41 @@ for (let i = 0; i < args.length; i++) {
 }
 if (positional.length !== 1) fail('give exactly one package (a directory like packages/host/access-gate, or a name)')
 
+/**
+ * The part of a package that `pnpm mutation` mutates when no `--mutate` is given and the whole
+ * `src/` is not the point. The ACP server's permission path sits inside server.ts beside the
+ * session and tool-call code: its blocks are found by their first lines, so the ranges follow
+ * edits of the file. Each block ends at the first line after its start that closes at the start's
+ * indentation.
+ */
+const FOCUS = {
+  'packages/acp/acp': {
+    file: 'src/server.ts',
+    blocks: [
+      /^const CHOICE_OPTIONS: Record/, // the ACP option of each approval choice
+      /^ {4}ctx\.inject\(\['approval'\]/, // the answerer registration
+      /^ {2}private cancel\(/, // session/cancel aborts pending permission requests
+      /^ {2}private async tracking</, // which tool call a request belongs to
+      /^ {2}private async askPermission\(/, // the request, its answer and every failure
+    ],
+  },
+}
+
+function focusRanges(pkgDir) {
+  const focus = FOCUS[pkgDir]
+  if (!focus) return undefined
+  const file = join(pkgDir, focus.file)
+  const lines = readFileSync(join(root, file), 'utf8').split('\n')
+  return focus.blocks.map((pattern) => {
+    const start = lines.findIndex((line) => pattern.test(line))
+    if (start < 0) fail(`${file}: no line matches ${pattern} (update FOCUS in scripts/mutation.mjs)`)
+    const indent = /^ */.exec(lines[start])[0]
+    const end = lines.findIndex((line, i) => i > start && line.startsWith(`${indent}}`) && !line.startsWith(`${indent}} `))
+    if (end < 0) fail(`${file}: the block at line ${start + 1} does not close`)
+    return `${file}:${start + 1}-${end + 1}`
+  })
+}
+
 const pkgDir = resolvePackage(positional[0])
 if (!existsSync(join(root, pkgDir, 'src'))) fail(`${pkgDir} has no src/ directory to mutate`)
 if (!existsSync(join(root, pkgDir, 'test'))) fail(`${pkgDir} has no test/ directory: nothing would kill a mutant`)
@@ -110,7 +145,9 @@ const stryker = new Stryker({
     // tests that reach the source through the package's own name rather than a relative import.
     related: false,
   },
-  mutate: extraMutate.length ? extraMutate : [`${pkgDir}/src/**/*.ts`, `!${pkgDir}/src/**/*.d.ts`],
+  mutate: extraMutate.length
+    ? extraMutate
+    : (focusRanges(pkgDir) ?? [`${pkgDir}/src/**/*.ts`, `!${pkgDir}/src/**/*.d.ts`]),
   // Two cores shared with other work: one test process at a time.
   concurrency: 1,
   // Only the mutants whose code or covering tests changed since the last run are tested again.
