@@ -470,6 +470,8 @@ export async function runHeadless(
   try {
     model = await resolveModel(ctx, options.model, ctx.get('agentDefaultModel')?.get())
     session = await openSession(ctx, options, io)
+    // A reopened session continues on the model last picked in it (`/model`), unless --model says otherwise.
+    if (options.model === undefined && session) model = ctx.get('agentDefaultModel')?.ofSession(session) ?? model
   } catch (error) {
     if (error instanceof UsageError) {
       io.stderr.write(`dsh: ${error.message}\n`)
@@ -529,6 +531,9 @@ export async function runHeadless(
       ? (line: string) => io.stderr.write(`dsh: ${line}\n`)
       : undefined
   const offs: Array<() => void> = [watchRetries(ctx, progress)]
+  // An approval refused because nobody could be asked is told to the person as well as to the
+  // model (the reader of a text answer would otherwise never learn why the work was not done).
+  if (options.outputFormat === 'text') offs.push(tellRefusalsWithoutHuman(ctx, io))
   if (progress) offs.push(progressOf(agent.session, model, progress))
   if (options.outputFormat === 'stream-json') {
     offs.push(
@@ -654,6 +659,21 @@ export async function runHeadless(
     return 1
   }
   return 0
+}
+
+/**
+ * One stderr line per approval request refused for lack of a person to ask (`noHuman`, from
+ * @dsh/user-approval): `dsh: refused (no one to ask): <title>: <reason>`. The event is reached by
+ * name: this bundle does not depend on the approval package, which the base bundle loads.
+ */
+function tellRefusalsWithoutHuman(ctx: Context, io: Io): () => void {
+  type Resolved = (request: { title?: string }, outcome: { decision?: string; reason?: string; noHuman?: boolean }) => void
+  const on = ctx.on as unknown as (name: string, listener: Resolved) => () => void
+  return on('approval/resolved', (request, outcome) => {
+    if (!outcome?.noHuman || outcome.decision === 'allowed-once' || outcome.decision === 'allowed-always') return
+    const reason = outcome.reason ? `: ${outcome.reason}` : ''
+    io.stderr.write(`dsh: refused (no one to ask): ${request?.title ?? 'an action that needs approval'}${reason}\n`)
+  })
 }
 
 /** How the line on stderr says why a turn did not complete (`dsh: the turn failed: CODE: ...`). */

@@ -201,8 +201,7 @@ describe('dsh --profile headless', () => {
     const s = await withMock([{ error: { status: 400, message: 'bad request body' } }])
     const run = await dsh(['--profile', 'headless', 'hi'], envFor(home, s), cwd)
     expect(run.code).toBe(1)
-    expect(run.stderr).toContain('the turn ended error')
-    expect(run.stderr).toContain('BAD_REQUEST')
+    expect(run.stderr).toMatch(/^dsh: the turn failed: BAD_REQUEST: /m)
     expect(s.requests).toHaveLength(1) // a 400 is not retried
   })
 

@@ -15,6 +15,18 @@ declare module 'cordis' {
 
 const EFFORTS: ReasoningEffort[] = ['off', 'low', 'high', 'max']
 
+/**
+ * The session event that records a model chosen for one session (`/model` in the terminal UI), so
+ * `dsh -c` / `-r` reopen it on that model. Data: a `ModelSelection`.
+ */
+export const MODEL_SELECTED = 'model/selected'
+
+/** The part of a session this service reads and writes (structural: no dependency on @dsh/session). */
+interface SessionLike {
+  append(type: never, data: never): unknown
+  last(type: never): { data: unknown } | undefined
+}
+
 /** The settings.yaml section read by this service: `model: { provider, model, reasoningEffort, maxTokens }`. */
 export const SETTINGS_NAMESPACE = 'model'
 
@@ -53,6 +65,27 @@ export class AgentDefaultModel extends Service {
       section.onChange(follow)
       sctx.effect(() => () => follow({}))
     })
+    // The event is stored with the session (registered, or the persistence refuses it).
+    ctx.inject(['sessionPersistence'], (inner) => {
+      // Typed structurally: this package does not depend on @dsh/session-persistence.
+      const persistence = (inner as unknown as { sessionPersistence: { registerEventType(type: string): () => void } }).sessionPersistence
+      persistence.registerEventType(MODEL_SELECTED)
+    })
+  }
+
+  /** Records `selection` as the session's own model choice (`model/selected`). */
+  record(session: SessionLike, selection: ModelSelection): void {
+    const data: ModelSelection = { provider: selection.provider, model: selection.model }
+    if (selection.reasoningEffort !== undefined) data.reasoningEffort = selection.reasoningEffort
+    if (selection.maxTokens !== undefined) data.maxTokens = selection.maxTokens
+    session.append(MODEL_SELECTED as never, data as never)
+  }
+
+  /** The model a reopened session continues on: its last `model/selected`, else undefined. */
+  ofSession(session: SessionLike): ModelSelection | undefined {
+    const data = session.last(MODEL_SELECTED as never)?.data as Partial<ModelSelection> | undefined
+    if (!data || typeof data.provider !== 'string' || typeof data.model !== 'string') return undefined
+    return { ...data } as ModelSelection
   }
 
   /** A fresh copy of the selection: the row's config, then settings.yaml `model:` field by field. */

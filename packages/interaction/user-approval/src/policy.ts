@@ -48,6 +48,7 @@ export function policyAnswerer(
       return {
         decision: 'rejected',
         reason: `approval policy "${current}" needs a human, but this run has no interactive approver. ${hint}`.trim(),
+        noHuman: true,
       }
     },
   }

@@ -191,6 +191,7 @@ export class ApprovalService extends Service {
       return {
         decision: 'unavailable',
         reason: 'no approval answerer is registered (no human or policy can decide right now)',
+        noHuman: true,
       }
     if ('error' in picked) return { decision: 'unavailable', reason: picked.error }
     const { answerer, gone } = picked.entry
@@ -250,7 +251,7 @@ export class ApprovalService extends Service {
   }
 
   private checkAnswer(request: ApprovalRequest, name: string, answer: unknown): ApprovalOutcome {
-    const value = answer as { decision?: unknown; reason?: unknown; message?: unknown } | null
+    const value = answer as { decision?: unknown; reason?: unknown; message?: unknown; noHuman?: unknown } | null
     const decision = value && typeof value === 'object' ? value.decision : undefined
     if (typeof decision !== 'string' || !APPROVAL_CHOICES.includes(decision as ApprovalChoice)) {
       return {
@@ -269,6 +270,7 @@ export class ApprovalService extends Service {
     const outcome: ApprovalOutcome = { decision: decision as ApprovalChoice, answeredBy: name }
     if (typeof value!.reason === 'string' && value!.reason !== '') outcome.reason = value!.reason
     if (typeof value!.message === 'string' && value!.message !== '') outcome.message = value!.message
+    if (value!.noHuman === true) outcome.noHuman = true
     return outcome
   }
 

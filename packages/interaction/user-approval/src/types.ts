@@ -59,6 +59,12 @@ export interface ApprovalOutcome {
   message?: string
   /** Name of the answerer that decided; `memory` when a remembered `allowed-always` grant answered. */
   answeredBy?: string
+  /**
+   * True when the request needed a person and none could be asked (no interactive answerer, or a
+   * policy answerer standing in for the missing human): consumers say "refused (no one to ask)",
+   * never that the user refused, and a surface may tell the person afterwards.
+   */
+  noHuman?: boolean
 }
 
 export interface ApprovalRequestOptions {
@@ -76,6 +82,8 @@ export interface ApprovalAnswer {
   decision: ApprovalChoice
   reason?: string
   message?: string
+  /** The answerer decided only because no person could be asked (see `ApprovalOutcome.noHuman`). */
+  noHuman?: boolean
 }
 
 /** A channel that can decide approvals: ACP client, SDK client, TUI, web UI, a headless policy. */

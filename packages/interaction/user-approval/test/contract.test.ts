@@ -238,3 +238,24 @@ describe('describeOutcome', () => {
     ])
   })
 })
+
+describe('noHuman: refused because nobody could be asked', () => {
+  it('ask/on-failure without a person and no answerer at all carry noHuman; reject and a real answer do not', async () => {
+    let policy: 'reject' | 'ask' | 'on-failure' = 'ask'
+    const off = ctx.approval.registerAnswerer(policyAnswerer(() => policy))
+    expect(await ctx.approval.request(req())).toMatchObject({ decision: 'rejected', noHuman: true })
+    policy = 'on-failure'
+    expect(await ctx.approval.request(req())).toMatchObject({ decision: 'rejected', noHuman: true })
+    policy = 'reject'
+    expect((await ctx.approval.request(req())).noHuman).toBeUndefined()
+    off()
+    expect(await ctx.approval.request(req())).toMatchObject({ decision: 'unavailable', noHuman: true })
+    const human = ctx.approval.registerAnswerer({ name: 'human', answer: () => ({ decision: 'rejected' }) })
+    const refused = await ctx.approval.request(req())
+    expect(refused.noHuman).toBeUndefined()
+    expect(describeOutcome(refused, 'running `x`')).toMatch(/^Approval for running `x` was rejected/)
+    human()
+    const nobody = await ctx.approval.request(req())
+    expect(describeOutcome(nobody, 'running `x`')).toMatch(/^Approval for running `x` was refused \(no one to ask\)/)
+  })
+})

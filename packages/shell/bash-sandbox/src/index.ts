@@ -288,6 +288,8 @@ export class SandboxedBashExecutor extends BashLocalExecutor implements Sandboxe
 function refusalSentence(outcome: ApprovalOutcome): string {
   const why = outcome.reason ? ` (${outcome.reason})` : ''
   const said = outcome.message ? ` The user said: ${outcome.message}` : ''
+  if (outcome.noHuman && outcome.decision !== 'cancelled')
+    return `refused (no one to ask): running this command outside the sandbox needs a person's approval and nobody can be asked in this run${why}; it was not run. Find a way that works inside the sandbox.`
   switch (outcome.decision) {
     case 'rejected':
       return `the user refused to run this command outside the sandbox${why}; it was not run. Find a way that works inside the sandbox or ask the user how to proceed.${said}`
