@@ -507,6 +507,8 @@ export class TuiApp {
     if (effort === 'default') delete next.reasoningEffort
     else next.reasoningEffort = effort as ReasoningEffort
     this.agent.model = next
+    // Recorded in the session, so `dsh -c` / `dsh -r ID` reopen it on this model.
+    this.opt('agentDefaultModel')?.record(this.session, next)
     this.transcript.notice(
       `model: ${next.provider}/${next.model}${next.reasoningEffort ? ` (${next.reasoningEffort})` : ''}`,
     )

@@ -12,6 +12,7 @@ import type {} from '@dsh/permission-presets'
 import type {} from '@dsh/session-persistence'
 import { TUI_HELP, UsageError, parseTuiArgs, type TuiOptions } from './args.ts'
 import { TuiApp } from './app.ts'
+import { onboard } from './onboarding.ts'
 
 export { TuiApp, LOCAL_COMMANDS } from './app.ts'
 export { parseTuiArgs, TUI_HELP, UsageError, type TuiOptions } from './args.ts'
@@ -107,10 +108,19 @@ export async function runTui(ctx: Context, config: Config, exit: (code: number) 
     )
   }
   const cwd = process.cwd()
+  // First run without any model key: ask for one before the UI takes the terminal.
+  const onboarded = await onboard(ctx, { input: process.stdin, output: process.stdout, env: process.env })
+  if (onboarded === false)
+    return fail(1, 'no model API key was set up; run dsh again, or export DEEPSEEK_API_KEY=... (see dsh doctor)')
   let model: ModelSelection
   let opened: { session?: Session; warnings: string[] }
   try {
     model = await resolveModel(ctx, options.model)
+    // A key set up for another provider than the default model's: start on that provider's first model.
+    if (onboarded && options.model === undefined && model.provider !== onboarded) {
+      const first = (await ctx.llm.listModels(onboarded))[0]
+      if (first) model = { provider: onboarded, model: first.id }
+    }
     const presets = opt(ctx, 'permissionPresets')
     if (options.permissionMode !== undefined) {
       if (!presets) throw new UsageError('--permission-mode needs the permission-presets row in the profile')
@@ -121,6 +131,8 @@ export async function runTui(ctx: Context, config: Config, exit: (code: number) 
       }
     }
     opened = await openSession(ctx, options, cwd)
+    // A reopened session continues on the model last picked in it (`/model`), unless --model says otherwise.
+    if (options.model === undefined && opened.session) model = opt(ctx, 'agentDefaultModel')?.ofSession(opened.session) ?? model
   } catch (error) {
     return fail(error instanceof UsageError ? 2 : 1, (error as Error).message)
   }
@@ -129,11 +141,22 @@ export async function runTui(ctx: Context, config: Config, exit: (code: number) 
 
   let app: TuiApp | undefined
   let left = false
+  // How to come back to the session shown last, when it holds a turn and is stored: decided while
+  // the tree still runs (the session is closed while the app stops), printed once the UI is gone.
+  let resumeHint: string | undefined
+  const noteResume = () => {
+    if (!app || resumeHint !== undefined) return
+    const session = app.session
+    const stored = opt(ctx, 'durableSessions')?.isPersisted(session.id)
+    resumeHint = stored && session.events.some((event) => event.type === 'turn/start') ? `dsh: to resume this session: dsh -r ${session.id}\n` : ''
+  }
   const leave = (code: number) => {
     if (left) return
     left = true
+    noteResume()
     exit(code)
   }
+  ctx.on('app/stopping', noteResume)
   app = new TuiApp(ctx, { agent, cwd, onExit: leave })
   process.once('exit', restoreTerminal)
   // Unloading the row (signal, loader exit, an embedder's dispose) stops the UI and restores the terminal.
@@ -141,6 +164,7 @@ export async function runTui(ctx: Context, config: Config, exit: (code: number) 
     () => () => {
       app?.stop()
       process.off('exit', restoreTerminal)
+      if (resumeHint) process.stderr.write(resumeHint)
     },
     'tui: restore the terminal',
   )

@@ -134,6 +134,11 @@ export type MockStep = MockResponseStep | MockErrorStep | MockRawStep
 export interface MockScript {
   /** Ids listed by `GET /models`. Default `['deepseek-v4-flash']`. */
   models?: string[]
+  /**
+   * When set, `GET /models` answers 401 unless the request carries `Authorization: Bearer <apiKey>`
+   * (a key check, as a provider does). Chat requests are not checked. Default: any key passes.
+   */
+  apiKey?: string
   steps: MockStep[]
 }
 
@@ -225,7 +230,8 @@ function describe(value: unknown): string {
 export function validateScript(input: unknown, source = '<inline script>'): MockScript {
   const c: Checker = new Checker(source)
   const script: Obj = Array.isArray(input) ? { steps: input } : c.object(input, '')
-  c.keys(script, '', ['models', 'steps'])
+  c.keys(script, '', ['models', 'apiKey', 'steps'])
+  if (script.apiKey !== undefined) c.string(script.apiKey, 'apiKey')
   if (!Array.isArray(script.steps)) c.fail('steps', `expected an array of steps, got ${describe(script.steps)}`)
   if (script.models !== undefined) {
     if (!Array.isArray(script.models))

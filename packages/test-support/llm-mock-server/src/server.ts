@@ -108,6 +108,8 @@ export async function startMockServer(options: MockServerOptions): Promise<MockS
     })
 
     if (req.method === 'GET' && path === `${basePath}/models`) {
+      if (script.apiKey !== undefined && req.headers.authorization !== `Bearer ${script.apiKey}`)
+        return sendError(res, 401, 'llm-mock-server: invalid API key', 'invalid_api_key')
       const models = script.models ?? ['deepseek-v4-flash']
       return sendJson(res, 200, {
         object: 'list',
