@@ -1,16 +1,18 @@
 // `dsh plugin <command>`: argument parsing, one-line errors and the printed results.
-import { applyDotEnv, DshUserError } from '@dsh/app-boot'
+import { applyDotEnv, DshUserError, listProfileTemplates } from '@dsh/app-boot'
 import { resolveDshHome } from '@dsh/home-paths'
 import { PluginManager, type PluginStatus } from './manager.ts'
 import { scaffold } from './scaffold.ts'
 
 export const PLUGIN_HELP = `Usage: dsh plugin <command> [--profile NAME] ...
 
-  add <spec>        install a plugin package into the profile and mount its row
+  add <spec>        install a plugin package into every profile (or --profile's) and mount its row
                     spec: an npm name[@version], a package directory, or a .tgz
-  remove <name>     unmount the package's rows and uninstall it
+  remove <name>     unmount the package's rows and uninstall it (from every profile that has
+                    it, or --profile's)
   update <name>[@version]
                     re-install (a local path again, else the registry's latest or the version)
+                    in every profile that has it, or --profile's
   list [--check] [--json]
                     installed plugins of every profile (or --profile's) and whether each mounts;
                     --check mounts each profile's tree to be sure
@@ -18,7 +20,8 @@ export const PLUGIN_HELP = `Usage: dsh plugin <command> [--profile NAME] ...
                     scaffold a plugin package with a passing test in ./<name> (or DIR)
 
 Options:
-  --profile NAME    profile under $DSH_HOME/profiles (default: headless; list: every profile)
+  --profile NAME    only this profile under $DSH_HOME/profiles (default: every profile: the
+                    shipped templates headless, tui and web plus any other under $DSH_HOME/profiles)
 
 Plugins are installed with npm into $DSH_HOME/profiles/<NAME>/, their row goes into that
 directory's cordis.patch.yml. A plugin whose row does not come up is rolled back.
@@ -122,29 +125,59 @@ export async function runPluginCommand(opts: PluginCommandOptions): Promise<numb
       importModule: opts.importModule,
       log: (line) => void stderr.write(line + '\n'),
     })
-    const profile = p.profile ?? 'headless'
+    // Without --profile a plugin goes to every profile (the shipped templates, created on first
+    // use, and any other profile of this home); remove and update act where it is installed.
+    const everyProfile = () => [...new Set([...listProfileTemplates(opts.templatesDir), ...manager.profiles()])].sort()
+    const holding = (name: string) => manager.profiles().filter((profile) => manager.has(name, profile))
+    /** Runs `task` per profile; a failure in one is reported and the others still run (exit 1 at the end). */
+    const each = async (profiles: string[], task: (profile: string) => Promise<void> | void): Promise<number> => {
+      let failed = 0
+      for (const profile of profiles) {
+        try {
+          await task(profile)
+        } catch (error) {
+          if (!(error instanceof DshUserError) || profiles.length === 1) throw error
+          stderr.write(`dsh plugin: ${error.message.replace(/^dsh: /, '')}\n`)
+          failed++
+        }
+      }
+      return failed ? 1 : 0
+    }
     switch (p.command) {
       case 'add': {
-        const r = await manager.add(p.args[0], profile)
-        const what = r.mounted.kind === 'row' ? `row ${r.mounted.id}` : 'a bundle'
-        stdout.write(`added ${r.name}@${r.version} to profile ${r.profile} as ${what}\n`)
-        return 0
+        const targets = p.profile ? [p.profile] : everyProfile()
+        return await each(targets, async (profile) => {
+          if (!p.profile && manager.has(p.args[0], profile)) {
+            stdout.write(`${p.args[0]} is already in profile ${profile}; left as it is\n`)
+            return
+          }
+          const r = await manager.add(p.args[0], profile)
+          const what = r.mounted.kind === 'row' ? `row ${r.mounted.id}` : 'a bundle'
+          stdout.write(`added ${r.name}@${r.version} to profile ${r.profile} as ${what}\n`)
+        })
       }
       case 'remove': {
-        const r = manager.remove(p.args[0], profile)
-        stdout.write(
-          `removed ${p.args[0]} from profile ${profile}${r.removed.length ? ` (${r.removed.join(', ')})` : ''}\n`,
-        )
-        for (const id of r.dangling)
-          stderr.write(
-            `dsh plugin: note: cordis.patch.yml still patches row ${id}, which no longer exists (a warning at each start); delete that entry if you no longer need it\n`,
+        const targets = p.profile ? [p.profile] : holding(p.args[0])
+        if (!targets.length) throw new DshUserError(`${p.args[0]} is not installed in any profile`, 1)
+        return await each(targets, (profile) => {
+          const r = manager.remove(p.args[0], profile)
+          stdout.write(
+            `removed ${p.args[0]} from profile ${profile}${r.removed.length ? ` (${r.removed.join(', ')})` : ''}\n`,
           )
-        return 0
+          for (const id of r.dangling)
+            stderr.write(
+              `dsh plugin: note: ${profile}/cordis.patch.yml still patches row ${id}, which no longer exists (a warning at each start); delete that entry if you no longer need it\n`,
+            )
+        })
       }
       case 'update': {
-        const r = await manager.update(p.args[0], profile)
-        stdout.write(`updated ${r.name} in profile ${profile}: ${r.from} -> ${r.to}\n`)
-        return 0
+        const name = p.args[0].replace(/(?<=.)@[^@/]*$/, '')
+        const targets = p.profile ? [p.profile] : holding(name)
+        if (!targets.length) throw new DshUserError(`${name} is not installed in any profile`, 1)
+        return await each(targets, async (profile) => {
+          const r = await manager.update(p.args[0], profile)
+          stdout.write(`updated ${r.name} in profile ${profile}: ${r.from} -> ${r.to}\n`)
+        })
       }
       case 'list': {
         const all: Record<string, PluginStatus[]> = {}

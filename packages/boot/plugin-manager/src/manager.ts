@@ -280,6 +280,19 @@ export class PluginManager {
   }
 
   /** Profiles with a package.json under `$DSH_HOME/profiles`, or just `profile`. */
+  /** Whether the profile exists and lists `spec`'s package (a name, or a path/tarball spec) in its dependencies. */
+  has(spec: string, profile: string): boolean {
+    const dir = homeLayout(this.opts.home).profile(profile)
+    if (!existsSync(join(dir, 'package.json'))) return false
+    let name = spec
+    try {
+      name = parseSpec(spec, this.opts.cwd).name
+    } catch {
+      // Not a parseable spec: compare the text as a name.
+    }
+    return dependencies(dir)[name] !== undefined
+  }
+
   profiles(profile?: string): string[] {
     if (profile) return [profile]
     const root = homeLayout(this.opts.home).profiles
