@@ -361,8 +361,9 @@ export class McpClient extends Service {
         const sessionId = payload.agent.session.id
         if (this.held.size > 0) await this.trust?.consent({ sessionId })
         if (this.questions?.available(sessionId)) this.humanSession = sessionId
-        await this.signInWaiting(sessionId, payload.agent.scope)
         await this.ready(payload.agent.scope)
+        // After the first attempts: a server that found no human to sign in is retried with this one.
+        await this.signInWaiting(sessionId, payload.agent.scope)
         return next()
       },
       { prepend: true },
