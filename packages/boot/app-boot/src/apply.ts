@@ -1,5 +1,6 @@
 // Applies ordered layers to an empty row list. Pure: no file system, no evaluation.
 import { LayerError, type Layer, type Row } from './layer.ts'
+import { nearest } from './near.ts'
 
 export interface ComposedRow {
   row: Row
@@ -53,7 +54,8 @@ export function applyLayers(layers: readonly Layer[]): Applied {
       } else {
         const target = byId.get(op.id)
         if (!target) {
-          warnings.push(`${layer.label} (${layer.file}): [${op.index}] id "${op.id}" names no row; skipped`)
+          const guess = nearest(op.id, byId.keys())
+          warnings.push(`${layer.label} (${layer.file}): [${op.index}] id "${op.id}" names no row${guess ? ` (did you mean "${guess}"?)` : ''}; skipped`)
           continue
         }
         const row = target.row as unknown as Record<string, unknown>

@@ -6,6 +6,7 @@ import { fiberError, isFiberActive, unmetInjects, type FiberLike } from '@dsh/co
 import { entryInitTask, entryOfContext, settleEntryFibers } from '@dsh/cordis-compat/loader'
 import type { StopInfo } from '@dsh/brand'
 import { DshUserError } from './errors.ts'
+import { unknownConfigKeys } from './near.ts'
 import { isJsExpr } from './layer.ts'
 import { profileDirUrl, type Composition, type ResolvedRow } from './profile.ts'
 import { hasUserFileRows, shareInstallModules } from './shared-modules.ts'
@@ -455,6 +456,15 @@ export async function bootComposition(comp: Composition, opts: BootOptions = {})
     throw new BootError(roots.length ? roots : failures, failures)
   }
   const problems: BootFailure[] = []
+  // A key the plugin's schema does not know, in a row config the user wrote (a profile, home or
+  // --patch layer; the shipped bundles are tested): the schema would drop it silently.
+  for (const r of prepared.enabled) {
+    if (r.layers.every((label) => label.startsWith('bundle '))) continue
+    const schema = (loader.store[r.row.id] as Entry | undefined)?.fiber?.runtime?.Config
+    const where = comp.layers.findLast((l) => r.layers.includes(l.label))?.file
+    for (const line of unknownConfigKeys(schema, r.row.config))
+      problems.push({ id: r.row.id, name: r.row.name, kind: 'check', cause: `${where ? `${where}: ` : ''}row ${r.row.id} (${r.row.name}): ${line}` })
+  }
   ctx.emit('app/check', {
     report: (line) => void problems.push({ id: '', name: '', kind: 'check', cause: line }),
     installBase: comp.installBase,

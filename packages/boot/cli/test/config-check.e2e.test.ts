@@ -78,6 +78,36 @@ describe('dsh config check', () => {
     expect(creds.stderr).not.toContain('sk-secret-value')
   })
 
+  it('a profile patch: an unknown config key stops the launch, a near-miss row id is a warning with the likely id', async () => {
+    const h = home()
+    const patch = join(h.home, 'cordis.patch.yml')
+    writeFileSync(patch, '- id: permisions\n  disabled: true\n- id: mcp\n  config:\n    servrs: {}\n')
+    const run = await runDsh(['-p', 'hi'], { cwd: h.root, env: h.env })
+    expect(run.code).toBe(1)
+    expect(run.stderr).toContain(`dsh: warning: home (${patch}): [0] id "permisions" names no row (did you mean "permission-presets"?); skipped\n`)
+    expect(run.stderr).toMatch(new RegExp(`^dsh: ${patch.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: row mcp \\(@dsh/mcp-client\\): config\\.servrs: unknown key \\(did you mean "servers"\\?\\); valid keys: servers, `, 'm'))
+    const check = await runDsh(['config', 'check'], { cwd: h.root, env: h.env })
+    expect(check.code).toBe(1)
+    expect(check.stderr).toContain('config.servrs: unknown key (did you mean "servers"?)')
+  })
+
+  it('checks the web profile while its port is taken (the probe listens on a free port)', async () => {
+    const { createServer } = await import('node:net')
+    const busy = createServer()
+    await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve))
+    const { port } = busy.address() as { port: number }
+    try {
+      const h = home()
+      // The web profile's configured port is the one a running `dsh web` (here: `busy`) holds.
+      writeFileSync(join(h.home, 'cordis.patch.yml'), `- id: web-startup\n  config:\n    port: ${port}\n    open: false\n`)
+      const run = await runDsh(['config', 'check', '--profile', 'web'], { cwd: h.root, env: h.env })
+      expect(run.code, run.stderr).toBe(0)
+      expect(run.stdout).toMatch(/^dsh: configuration ok \(profiles: web;/)
+    } finally {
+      await new Promise((resolve) => busy.close(resolve))
+    }
+  })
+
   it('usage errors exit 2; --help exits 0', async () => {
     const h = home()
     const typo = await runDsh(['config', 'chek'], { cwd: h.root, env: h.env })

@@ -347,11 +347,15 @@ export class WebServer extends Service {
         socket.end(`HTTP/1.1 400 Bad Request\r\nconnection: close\r\n${headers}content-length: 0\r\n\r\n`)
       else socket.destroy()
     })
+    // A probe (`dsh config check`, `dsh plugin add` proving a profile: app-boot's bootInfo.probe)
+    // mounts the tree only to see it come up: any free port, so a running `dsh web` is no conflict.
+    // bootInfo is app-boot's root value, read by name (this package does not depend on app-boot).
+    const probing = (this.ctx.get('bootInfo' as never) as { probe?: boolean } | undefined)?.probe === true
+    const port = probing ? 0 : this.config.port
     await new Promise<void>((resolve, reject) => {
-      const onError = (error: NodeJS.ErrnoException) =>
-        reject(describeListenError(error, this.config.host, this.config.port))
+      const onError = (error: NodeJS.ErrnoException) => reject(describeListenError(error, this.config.host, port))
       server.once('error', onError)
-      server.listen(this.config.port, this.config.host, () => {
+      server.listen(port, this.config.host, () => {
         server.off('error', onError)
         resolve()
       })
