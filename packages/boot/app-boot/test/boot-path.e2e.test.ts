@@ -164,7 +164,7 @@ describe('the boot path of dsh --profile headless --help', () => {
       .filter((url) => url.startsWith('file://'))
       .map((url) => fileURLToPath(url))
       .map((path) => /^(.*\/(?:packages\/[^/]+\/[^/]+|bundles\/[^/]+))\/dist\/(.+)$/.exec(path))
-      .filter((m): m is RegExpExecArray => m !== null && m[1].startsWith(REPO))
+      .filter((m): m is RegExpExecArray => m?.[1].startsWith(REPO) === true)
     const packages = new Set(ours.map((m) => m[1]))
     // The boot really went through many packages' dist/ (the log is not empty or partial).
     expect(packages.size).toBeGreaterThan(30)

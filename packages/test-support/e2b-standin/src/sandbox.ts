@@ -168,14 +168,29 @@ export class StandinSandbox {
       const { code, signal } = exit
       proc.emit(
         signal
-          ? { kind: 'end', exitCode: -1, exited: false, status: `signal: ${signal === 'SIGKILL' ? 'killed' : signal === 'SIGTERM' ? 'terminated' : signal}` }
+          ? {
+              kind: 'end',
+              exitCode: -1,
+              exited: false,
+              status: `signal: ${signal === 'SIGKILL' ? 'killed' : signal === 'SIGTERM' ? 'terminated' : signal}`,
+            }
           : { kind: 'end', exitCode: code ?? -1, exited: true, status: `exit status ${code}` },
       )
     }
-    child.stdout?.on('data', (data: Buffer) => proc.emit({ kind: 'data', stream: 'stdout', data: new Uint8Array(data) }))
-    child.stderr?.on('data', (data: Buffer) => proc.emit({ kind: 'data', stream: 'stderr', data: new Uint8Array(data) }))
-    child.stdout?.on('close', () => (open--, finish()))
-    child.stderr?.on('close', () => (open--, finish()))
+    child.stdout?.on('data', (data: Buffer) =>
+      proc.emit({ kind: 'data', stream: 'stdout', data: new Uint8Array(data) }),
+    )
+    child.stderr?.on('data', (data: Buffer) =>
+      proc.emit({ kind: 'data', stream: 'stderr', data: new Uint8Array(data) }),
+    )
+    child.stdout?.on('close', () => {
+      open--
+      finish()
+    })
+    child.stderr?.on('close', () => {
+      open--
+      finish()
+    })
     child.stdin?.on('error', () => {})
     child.on('error', (error) => {
       exit = { code: 127, signal: null }
