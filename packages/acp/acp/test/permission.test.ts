@@ -171,11 +171,24 @@ describe('@dsh/acp session/request_permission', () => {
     expect(outside.answeredBy).toBe('acp')
     expect(asked).toHaveLength(1)
     expect(asked[0].toolCall.toolCallId).toMatch(/^approval-/)
-    // No ACP session: the client is never asked (no other answerer here, so nobody allows it).
+    // No ACP session: the ACP answerer does not take it (here nobody else does either), and the
+    // client is never asked.
     for (const other of [{ sessionId: 'not-an-acp-session' }, {}]) {
       const outcome = await ctx.approval.request({ ...other, kind: 'network', title: 'x', action: {} })
-      expect(outcome.decision).not.toMatch(/^allowed/)
+      expect(outcome).toMatchObject({ decision: 'unavailable', reason: expect.stringMatching(/^no approval answerer is registered/) })
+      expect(outcome.answeredBy).toBeUndefined()
     }
     expect(asked).toHaveLength(1)
+  })
+
+  it('without a permission timeout a client that answers late is still heard', async () => {
+    // The answer leaves the client only after a few turns of the event loop (a person deciding).
+    const late = () =>
+      new Promise<acp.RequestPermissionResponse>((resolve) =>
+        setTimeout(() => resolve({ outcome: { outcome: 'selected', optionId: 'allow_once' } }), 30),
+      )
+    const { agent, sessionId, state } = await setup(late)
+    await prompt(agent, sessionId)
+    expect(state).toEqual({ ran: 1, outcomes: ['allowed-once: '] })
   })
 })
