@@ -256,7 +256,14 @@ const addExternal = (dep, from, why) => {
 for (const dep of PATCHED) {
   const dir = installedDir(dep, appBootDir)
   if (!dir) fail(`${dep} is not installed (run the install first)`)
-  cpSync(dir, join(stage, 'node_modules', dep), { recursive: true, filter: (src) => !relative(dir, src).split(sep).includes('node_modules') })
+  cpSync(dir, join(stage, 'node_modules', dep), {
+    recursive: true,
+    // As installed, without nested node_modules, TypeScript sources and declarations, maps or tests.
+    filter: (src) => {
+      const rel = relative(dir, src)
+      return rel === '' || (!rel.split(sep).some((p) => p === 'node_modules' || p === 'test' || p === 'tests') && !/\.(ts|tsx|mts|cts|map)$/.test(rel))
+    },
+  })
   const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'))
   for (const sub of Object.keys(pkg.dependencies ?? {})) if (!PATCHED.includes(sub)) addExternal(sub, dir, dep)
   // npm installs nothing a bundled package depends on (it expects the bundle to hold it): its
