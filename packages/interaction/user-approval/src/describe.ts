@@ -6,8 +6,9 @@ import type { ApprovalOutcome } from './types.ts'
 export function describeOutcome(outcome: ApprovalOutcome, what: string): string {
   const reason = outcome.reason ? ` Reason: ${outcome.reason}` : ''
   const message = outcome.message ? ` The user said: ${outcome.message}` : ''
-  // A request that needed a person when none could be asked: say so, never that someone refused.
-  if (outcome.noHuman && outcome.decision !== 'cancelled' && outcome.decision !== 'allowed-once' && outcome.decision !== 'allowed-always')
+  // A policy refused because no person could be asked: say so, never that someone refused
+  // (`unavailable` already says that nobody is available).
+  if (outcome.noHuman && outcome.decision === 'rejected')
     return `Approval for ${what} was refused (no one to ask): it needs a person's approval and nobody can be asked in this run; it was not done. Do not retry the same action; choose another approach.${reason}`
   switch (outcome.decision) {
     case 'allowed-once':

@@ -255,7 +255,10 @@ describe('noHuman: refused because nobody could be asked', () => {
     expect(refused.noHuman).toBeUndefined()
     expect(describeOutcome(refused, 'running `x`')).toMatch(/^Approval for running `x` was rejected/)
     human()
+    policy = 'ask'
+    const stand = ctx.approval.registerAnswerer(policyAnswerer(() => policy))
     const nobody = await ctx.approval.request(req())
     expect(describeOutcome(nobody, 'running `x`')).toMatch(/^Approval for running `x` was refused \(no one to ask\)/)
+    stand()
   })
 })
