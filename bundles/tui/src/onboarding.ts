@@ -53,13 +53,19 @@ export interface OnboardingIo {
 export type KeyCheck = { ok: true; models: number } | { ok: false; refused: boolean; why: string }
 
 /** Lists the provider's models with `key`: HTTP 200 proves it, 401/403 refuse it. */
-export async function checkKey(provider: OnboardingProvider, key: string, env: NodeJS.ProcessEnv, timeoutMs = 10_000): Promise<KeyCheck> {
+export async function checkKey(
+  provider: OnboardingProvider,
+  key: string,
+  env: NodeJS.ProcessEnv,
+  timeoutMs = 10_000,
+): Promise<KeyCheck> {
   const url = `${provider.baseURL(env).replace(/\/+$/, '')}/models`
   try {
     const res = await fetch(url, { headers: provider.headers(key), signal: AbortSignal.timeout(timeoutMs) })
     const body = (await res.json().catch(() => undefined)) as { data?: unknown[] } | undefined
     if (res.ok) return { ok: true, models: Array.isArray(body?.data) ? body.data.length : 0 }
-    if (res.status === 401 || res.status === 403) return { ok: false, refused: true, why: `the key was refused (HTTP ${res.status})` }
+    if (res.status === 401 || res.status === 403)
+      return { ok: false, refused: true, why: `the key was refused (HTTP ${res.status})` }
     return { ok: false, refused: false, why: `GET ${url} answered HTTP ${res.status}` }
   } catch (error) {
     const e = error as Error & { cause?: { code?: string } }
@@ -121,7 +127,9 @@ export async function onboard(ctx: Context, io: OnboardingIo): Promise<string | 
 
   const say = (text: string) => void io.output.write(text)
   say('\nWelcome to dsh. No model API key is set yet; let us set one up (Ctrl+C quits).\n\n')
-  offered.forEach((p, i) => say(`  ${i + 1}) ${p.label} (${p.credential})\n`))
+  offered.forEach((p, i) => {
+    say(`  ${i + 1}) ${p.label} (${p.credential})\n`)
+  })
   let provider: OnboardingProvider | undefined
   while (!provider) {
     say(`\nProvider [1-${offered.length}, default 1]: `)
