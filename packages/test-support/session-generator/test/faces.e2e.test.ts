@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'v
 import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
 import { hasChromium, launchBrowser, openPage, startWebApp, withArtifacts, type Browser, type Page, type WebApp } from '@dsh/web-testkit'
 import { expectedMarkers, foldLog, generateSession, seedsFromEnv, sessionTag, type GeneratedSession, type LogEvent, type MockStep } from '../src/index.ts'
-import { UNPARSED_CALL, acpMarkers, readLog, startAcpPeer, tuiMarkers, tuiScreen, untilScreen, webMarkers, type AcpPeer } from './faces.ts'
+import { UNPARSED_CALL, writeOldFormatLog, acpMarkers, readLog, startAcpPeer, tuiMarkers, tuiScreen, untilScreen, webMarkers, type AcpPeer } from './faces.ts'
 
 vi.setConfig({ testTimeout: 240_000, hookTimeout: 120_000 })
 
@@ -27,7 +27,7 @@ function named(seed: number, label: string, turns: Array<{ steps: MockStep[] }>)
   const withPrompts = turns.map((t, i) => ({ prompt: `task u${tag}n${900 + i}`, steps: t.steps }))
   return { seed, idMode: 'repeated', turns: withPrompts, steps: withPrompts.flatMap((t) => t.steps), describe: () => `${label} (seed ${seed})` }
 }
-const bash = (tag: string, n: number, id: string | null) => ({ id, name: 'bash', arguments: { command: `echo m${tag}n${n}x$((40+2))` } })
+const bash = (tag: string, n: number, id: string | null) => ({ id, name: 'bash', arguments: { command: `echo m${tag}n${n}x$((40+2))`, description: `run m${tag}n${n}` } })
 // Two turns whose first call both carry `call_0_0`, each with reasoning (the doubled-row case).
 const REUSED = named(90001, 'two turns reusing call_0_0', [0, 1].map((t) => ({
   steps: [
@@ -209,6 +209,46 @@ describe('generated sessions over ACP and in the TUI', () => {
   })
 })
 
+describe('a log written before call identities (ids repeat, no providerCallId)', () => {
+  it('loads and renders one card per call over ACP, in the TUI and on the web page', async () => {
+    const source = acpSessions.get(REUSED)
+    if (!source) throw new Error('the named case was not played over ACP')
+    const events = await readLog(acpHome, source, REUSED.turns.length)
+    const tag = sessionTag(REUSED.seed)
+    const acpId = writeOldFormatLog(acpHome, acpCwd, events)
+    const old = await readLog(acpHome, acpId, REUSED.turns.length)
+    // The copy really is old-format: both turns' calls are `call_0_0`.
+    expect(callIds(old)).toEqual(['call_0_0', 'call_0_0'])
+    expect(old.some((e) => e.type === 'tool/call' && 'providerCallId' in e.data)).toBe(false)
+    const items = foldLog(old)
+
+    const peer = await startAcpPeer(acpEnv(), acpCwd)
+    try {
+      await peer.agent.request('session/load', { sessionId: acpId, cwd: acpCwd, mcpServers: [] })
+      const shown = acpMarkers(peer.updates, acpId, tag)
+      expect(shown.problems).toEqual([])
+      expect(shown.toolCallIds).toEqual(['call_0_0', 'call_0_0-2'])
+      same(REUSED, 'ACP (old log, session/load)', shown.markers, expectedMarkers(items, tag, { unparsedCallAs: UNPARSED_CALL }))
+    } finally {
+      await peer.close()
+    }
+
+    const last = expectedMarkers(items, tag).at(-1)!
+    const screen = await tuiScreen(['--resume', acpId], acpEnv(), acpCwd, (t) => t.includes(last))
+    same(REUSED, 'TUI (old log, --resume)', tuiMarkers(screen.lines, tag, THOUGHT), expectedMarkers(items, tag, { reasoningAs: THOUGHT, resultsInCards: true }))
+
+    if (!browser) return // no Chromium on this machine: the web part is skipped with its describe
+    const webId = writeOldFormatLog(join(app.home, '.dsh'), app.cwd, events)
+    const opened = await openPage(browser, `${app.url}/s/${encodeURIComponent(webId)}`)
+    try {
+      await expect.poll(async () => (await opened.page.locator('.dsh-chat').innerText()).includes(last), { timeout: 30_000 }).toBe(true)
+      same(REUSED, 'web (old log)', await webMarkers(opened.page, tag, THOUGHT), expectedMarkers(items, tag, { reasoningAs: THOUGHT, resultsInCards: true }))
+    } finally {
+      await opened.page.close()
+    }
+  })
+})
+
 describe('the named cases live in the TUI, then after `dsh -c`', () => {
   for (const session of [REUSED, NO_IDS]) {
     it(session.describe(), async () => {
@@ -236,6 +276,7 @@ describe('the named cases live in the TUI, then after `dsh -c`', () => {
         const [key] = readdirSync(sessionsDir)
         const [sessionId] = readdirSync(join(sessionsDir, key))
         const log = await readLog(home, sessionId, session.turns.length)
+        expect(new Set(callIds(log)).size, session.describe()).toBe(callIds(log).length)
         const wanted = expectedMarkers(foldLog(log), tag, { reasoningAs: THOUGHT, resultsInCards: true })
         same(session, 'TUI (live)', tuiMarkers(live.lines, tag, THOUGHT), wanted)
         const resumed = await tuiScreen(['-c'], env, cwd, (t) => t.includes(answers.at(-1)!))

@@ -11,7 +11,9 @@ import * as acp from '@agentclientprotocol/sdk'
 import pty from 'node-pty'
 import xterm from '@xterm/headless'
 import { DSH_BIN } from '@dsh/cli-testkit'
-import { loadZstd, scanRaw, scanZstd } from '@dsh/session-persistence-jsonl'
+import { randomUUID } from 'node:crypto'
+import { writeFileSync, mkdirSync } from 'node:fs'
+import { cwdKey, encodeLines, loadZstd, scanRaw, scanZstd } from '@dsh/session-persistence-jsonl'
 import type { Page } from '@dsh/web-testkit'
 import { markersIn, type LogEvent } from '../src/index.ts'
 
@@ -29,6 +31,35 @@ export async function readLog(home: string, sessionId: string, turns = 0): Promi
     if (Date.now() > deadline) throw new Error(`the log of session ${sessionId} never held ${turns} ended turns`)
     await new Promise((r) => setTimeout(r, 50))
   }
+}
+
+/**
+ * Writes `events` as a log in the format of dsh before call identities (issue 43): every call id
+ * renamed by the loop (`providerCallId` present) is put back to the provider's id and the field
+ * dropped, so ids repeat as they did. Returns the new session's id (stored under `home` for `cwd`).
+ */
+export function writeOldFormatLog(home: string, cwd: string, events: readonly LogEvent[]): string {
+  const renamed = new Map<string, string>()
+  for (const e of events) if (e.type === 'tool/call' && typeof e.data.providerCallId === 'string') renamed.set(e.data.callId, e.data.providerCallId)
+  const back = (id: string) => renamed.get(id) ?? id
+  const old = events.map((e) => {
+    const data = structuredClone(e.data)
+    if (e.type === 'assistant/chunk' && data.chunk.kind === 'tool-call-start') data.chunk.callId = back(data.chunk.callId)
+    if (e.type === 'assistant/message') for (const b of data.message.content) if (b.type === 'tool-call') b.callId = back(b.callId)
+    if (e.type === 'tool/call') {
+      data.callId = back(data.callId)
+      delete data.providerCallId
+    }
+    if (e.type === 'tool/result') data.message.callId = back(data.message.callId)
+    return { event: { ...(e as object), data } as never }
+  })
+  const id = randomUUID()
+  const dir = join(home, 'sessions', cwdKey(cwd), id)
+  mkdirSync(dir, { recursive: true })
+  writeFileSync(join(dir, 'header.json'), JSON.stringify({ version: 1, id, cwd, createdAt: Date.now(), origin: 'acp' }, null, 2) + '\n')
+  writeFileSync(join(dir, 'session.jsonl'), encodeLines(old))
+  writeFileSync(join(dir, 'log.created'), 'session.jsonl')
+  return id
 }
 
 async function readLogOnce(home: string, sessionId: string): Promise<LogEvent[]> {
