@@ -2,7 +2,7 @@
 // E2B played by @dsh/e2b-standin (reached through the SDK's own E2B_API_URL / E2B_SANDBOX_URL).
 // Bash and the file tools act in the sandbox's root, the host workspace stays untouched, and the
 // sandbox is killed when the run ends.
-import { existsSync, mkdtempSync } from 'node:fs'
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
@@ -47,10 +47,13 @@ const toolText = (s: MockServer, i: number) => {
 describe('dsh -p --world e2b', () => {
   it('runs bash and edit in the sandbox, leaves the host workspace alone, kills the sandbox', async () => {
     const { home, cwd } = workspace()
+    writeFileSync(join(cwd, 'notes.txt'), 'alpha\nbeta\n')
+    writeFileSync(join(cwd, '.gitignore'), 'home/\n')
+    writeFileSync(join(cwd, '.env'), 'DEEPSEEK_API_KEY=sk-never-uploaded\n')
     const created: string[] = []
     const s = (server = await startMockServer({
       steps: [
-        { toolCalls: [{ name: 'bash', arguments: { command: 'printf "alpha\\nbeta\\n" > notes.txt && hostname', description: 'make a file' } }] },
+        { toolCalls: [{ name: 'bash', arguments: { command: 'hostname && ls -A', description: 'where am I' } }] },
         { toolCalls: [{ name: 'read', arguments: { file_path: 'notes.txt' } }] },
         { toolCalls: [{ name: 'edit', arguments: { file_path: 'notes.txt', old_string: 'beta', new_string: 'gamma' } }] },
         { toolCalls: [{ name: 'bash', arguments: { command: 'cat notes.txt', description: 'show it' } }] },
@@ -68,9 +71,11 @@ describe('dsh -p --world e2b', () => {
     // The commands ran in the sandbox (its hostname is its id) and saw the edit made by the file tools.
     const sandboxId = toolText(s, 1).split('\n')[0].trim()
     expect(sandboxId).toMatch(/^i[0-9a-f]+$/)
+    // The workspace travelled per .gitignore (DSH_HOME under home/ and the .env stayed behind).
+    expect(toolText(s, 1)).toMatch(new RegExp(`^${sandboxId}\\n\\.gitignore\\nnotes\\.txt\\n`))
     expect(toolText(s, 4)).toContain('alpha\ngamma')
-    // The host workspace has no notes.txt: the tree the tools changed is the sandbox's.
-    expect(existsSync(join(cwd, 'notes.txt'))).toBe(false)
+    // The host's notes.txt is unchanged: the tree the tools changed is the sandbox's.
+    expect(readFileSync(join(cwd, 'notes.txt'), 'utf8')).toBe('alpha\nbeta\n')
     // Exactly one sandbox was created for the run, and it is gone now.
     expect(standin.requests.filter((r) => r.method === 'POST' && r.path === '/sandboxes' && r.sandboxId === sandboxId)).toHaveLength(1)
     expect(standin.requests.some((r) => r.method === 'DELETE' && r.path === `/sandboxes/${sandboxId}`)).toBe(true)

@@ -7,6 +7,9 @@ import type { Context } from 'cordis'
 import { Service } from 'cordis'
 import Schema from 'schemastery'
 import { AuthenticationError, RateLimitError, Sandbox, SandboxError, SandboxNotFoundError, type SandboxOpts } from 'e2b'
+import { existsSync, statSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
+import { packUpload, planUpload, UploadTooLarge } from './upload.ts'
 import type {} from '@dsh/credentials'
 import type {} from '@dsh/session'
 import type {} from '@dsh/session-persistence'
@@ -40,6 +43,16 @@ export interface E2bConfig {
   onLost: 'recreate' | 'stop'
   /** Reconnect to this sandbox id instead of creating one (it is then not killed at the end). */
   sandboxId?: string
+  /** The local working tree copied into a new sandbox's working directory before first use. */
+  upload: {
+    enabled: boolean
+    /** Local directory uploaded (default: the process working directory). */
+    from?: string
+    /** Refuse (before any sandbox is created) a tree larger than this, in bytes of file content. */
+    maxBytes: number
+    /** More gitignore-style patterns to leave out (`.git` and credential files always are). */
+    exclude: string[]
+  }
 }
 
 export interface SandboxLogEvent {
@@ -47,6 +60,8 @@ export interface SandboxLogEvent {
   template: string
   action: 'created' | 'connected' | 'lost' | 'killed' | 'paused'
   reason?: string
+  /** What the workspace upload brought (on `created`). */
+  uploaded?: { files: number; bytes: number }
 }
 
 declare module 'cordis' {
@@ -66,7 +81,7 @@ declare module '@dsh/session' {
 export class E2bError extends Error {
   override name = 'E2bError'
   constructor(
-    readonly code: 'MISSING_KEY' | 'AUTH' | 'RATE_LIMIT' | 'UNAVAILABLE' | 'SANDBOX_LOST' | 'STOPPED',
+    readonly code: 'MISSING_KEY' | 'AUTH' | 'RATE_LIMIT' | 'UNAVAILABLE' | 'SANDBOX_LOST' | 'STOPPED' | 'UPLOAD_TOO_LARGE' | 'UPLOAD_FAILED',
     message: string,
     options?: { cause?: unknown },
   ) {
@@ -91,6 +106,12 @@ export class E2bService extends Service {
     onExit: Schema.union(['kill', 'pause', 'keep']).default('kill').description('What happens to the sandboxes this run created when it ends.'),
     onLost: Schema.union(['recreate', 'stop']).default('recreate').description('After a sandbox is found gone: create a new one on next use, or stop.'),
     sandboxId: Schema.string().description('Reconnect to this sandbox instead of creating one.'),
+    upload: Schema.object({
+      enabled: Schema.boolean().default(true).description('Copy the local working tree (per .gitignore) into a new sandbox.'),
+      from: Schema.string().description('Local directory uploaded (default: the process working directory).'),
+      maxBytes: Schema.natural().default(100 << 20).description('Largest tree uploaded, in bytes of file content.'),
+      exclude: Schema.array(String).default([]).description('More gitignore-style patterns to leave out.'),
+    }).default({ enabled: true, maxBytes: 100 << 20, exclude: [] }),
   })
 
   readonly config: E2bConfig
@@ -220,6 +241,9 @@ export class E2bService extends Service {
   private async open(): Promise<Sandbox> {
     const options = await this.connectionOptions()
     const reconnect = this.config.sandboxId
+    // The tree is measured before a sandbox exists: an oversized workspace bills nothing.
+    const local = this.config.upload.from ?? process.cwd()
+    const upload = !reconnect && this.config.upload.enabled && isDirectory(local) ? this.plan(local) : undefined
     const sandbox = await this.withRetries(reconnect ? 'connect to' : 'create', () =>
       reconnect
         ? Sandbox.connect(reconnect, { ...options, timeoutMs: this.config.timeoutMs })
@@ -228,15 +252,46 @@ export class E2bService extends Service {
     if (!reconnect) this.created.set(sandbox.sandboxId, sandbox)
     this.state.sandboxId = sandbox.sandboxId
     this.state.lastExtend = Date.now()
-    this.log({ sandboxId: sandbox.sandboxId, template: this.config.template, action: reconnect ? 'connected' : 'created' })
-    this.home.logger('e2b').info('sandbox %s %s', sandbox.sandboxId, reconnect ? 'connected' : 'created')
     try {
       // The working directory mirrors the local path, which a fresh template does not have.
       await sandbox.commands.run(`mkdir -p ${quote(this.cwd)} && chown user ${quote(this.cwd)} 2>/dev/null; true`, { user: 'root', requestTimeoutMs: this.config.requestTimeoutMs })
+      if (upload && upload.files.length > 0) await this.send(sandbox, local, upload)
     } catch (error) {
-      throw this.explain(error, 'prepare the working directory of')
+      throw error instanceof E2bError ? error : this.explain(error, 'prepare the working directory of')
     }
+    this.log({
+      sandboxId: sandbox.sandboxId,
+      template: this.config.template,
+      action: reconnect ? 'connected' : 'created',
+      ...(upload ? { uploaded: { files: upload.files.length, bytes: upload.bytes } } : {}),
+    })
+    this.home.logger('e2b').info('sandbox %s %s', sandbox.sandboxId, reconnect ? 'connected' : 'created')
     return sandbox
+  }
+
+  private plan(local: string): ReturnType<typeof planUpload> {
+    try {
+      return planUpload(local, { maxBytes: this.config.upload.maxBytes, exclude: this.config.upload.exclude })
+    } catch (error) {
+      // The tree does not shrink by itself: later uses fail at once with the same sentence.
+      if (error instanceof UploadTooLarge) throw (this.state.fatal = new E2bError('UPLOAD_TOO_LARGE', error.message, { cause: error }))
+      throw new E2bError('UPLOAD_FAILED', `the workspace could not be read for upload: ${(error as Error).message}`, { cause: error })
+    }
+  }
+
+  /** Packs the planned files, uploads one archive and unpacks it into the remote working directory. */
+  private async send(sandbox: Sandbox, local: string, plan: ReturnType<typeof planUpload>): Promise<void> {
+    const archive = `/tmp/.dsh-workspace-${randomBytes(6).toString('hex')}.tgz`
+    try {
+      const bytes = await packUpload(local, plan)
+      await sandbox.files.write(archive, new Blob([bytes as BlobPart]), { requestTimeoutMs: Math.max(this.config.requestTimeoutMs, 120_000) })
+      await sandbox.commands.run(
+        `tar -xzf ${archive} -C ${quote(this.cwd)} && rm -f ${archive} && chown -R user ${quote(this.cwd)} 2>/dev/null; true`,
+        { user: 'root', requestTimeoutMs: this.config.requestTimeoutMs },
+      )
+    } catch (error) {
+      throw new E2bError('UPLOAD_FAILED', `the workspace could not be uploaded to the E2B sandbox ${sandbox.sandboxId}: ${(error as Error).message.split('\n')[0]}`, { cause: error })
+    }
   }
 
   private async withRetries(what: string, call: () => Promise<Sandbox>): Promise<Sandbox> {
@@ -301,11 +356,20 @@ export class E2bService extends Service {
   }
 }
 
+function isDirectory(path: string): boolean {
+  try {
+    return existsSync(path) && statSync(path).isDirectory()
+  } catch {
+    return false
+  }
+}
+
 /** POSIX single-quoting for one shell word. */
 export function quote(word: string): string {
   return /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'"'"'`)}'`
 }
 
+export { planUpload, packUpload, UploadTooLarge, ALWAYS_EXCLUDED } from './upload.ts'
 export { Sandbox, CommandExitError, FileNotFoundError, NotFoundError, InvalidArgumentError } from 'e2b'
 export const name = 'e2b'
 export default E2bService

@@ -1,6 +1,6 @@
 // The e2b world against the local stand-in: one owner, the subprocess and fs seams served from
 // its sandbox, the sandbox killed when the tree unloads, and the faults a remote machine has.
-import { existsSync, readFileSync, writeFileSync, mkdtempSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context } from 'cordis'
@@ -24,7 +24,7 @@ afterAll(async () => {
 async function world(config: Partial<E2bConfig> = {}) {
   const ctx = new Context()
   const fibers = [
-    await ctx.plugin(E2bService, { apiUrl: standin.url, sandboxUrl: standin.url, cwd, retryDelayMs: 10, ...config }),
+    await ctx.plugin(E2bService, { apiUrl: standin.url, sandboxUrl: standin.url, cwd, retryDelayMs: 10, upload: { enabled: false, maxBytes: 1 << 20, exclude: [] }, ...config }),
     await ctx.plugin(E2bSubprocessService, {}),
     await ctx.plugin(E2bFileSystem),
   ]
@@ -129,6 +129,37 @@ describe('the e2b world', () => {
     // One create attempt: the refusal is remembered, not retried.
     expect(standin.requests.slice(start).filter((r) => r.path === '/sandboxes')).toHaveLength(1)
     await close(wrong)
+  })
+
+  it('uploads the workspace per .gitignore, never credentials, and refuses one over the cap', async () => {
+    process.env.E2B_API_KEY = standin.apiKey
+    const local = mkdtempSync(join(tmpdir(), 'dsh-e2b-upload-'))
+    mkdirSync(join(local, 'src/deep'), { recursive: true })
+    mkdirSync(join(local, 'build'))
+    mkdirSync(join(local, '.git'))
+    writeFileSync(join(local, '.gitignore'), 'build/\n*.log\n')
+    writeFileSync(join(local, 'src/.gitignore'), 'secret.txt\n')
+    writeFileSync(join(local, 'src/deep/a.ts'), 'export const a = 1\n')
+    writeFileSync(join(local, 'src/secret.txt'), 'no')
+    writeFileSync(join(local, 'build/out.js'), 'no')
+    writeFileSync(join(local, 'debug.log'), 'no')
+    writeFileSync(join(local, '.env'), 'DEEPSEEK_API_KEY=sk-no')
+    writeFileSync(join(local, '.git/config'), 'no')
+    writeFileSync(join(local, 'run.sh'), '#!/bin/sh\necho ran\n', { mode: 0o755 })
+    const ctx = await world({ upload: { enabled: true, from: local, maxBytes: 1 << 20, exclude: [] } })
+    const listed = text(await run(ctx, 'find . -type f | sort; ./run.sh').exited)
+    expect(listed).toBe('./.gitignore\n./run.sh\n./src/.gitignore\n./src/deep/a.ts\nran\n')
+    await close(ctx)
+
+    writeFileSync(join(local, 'big.bin'), Buffer.alloc(4096))
+    const capped = await world({ upload: { enabled: true, from: local, maxBytes: 2048, exclude: [] } })
+    const before = standin.requests.filter((r) => r.path === '/sandboxes').length
+    const refused = await run(capped, 'true').exited
+    expect(refused.spawnError?.message).toMatch(/^the workspace is 0\.0 MiB after \.gitignore, over the upload cap of 0\.0 MiB/)
+    expect((await run(capped, 'true').exited).spawnError?.code).toBe('E2B_UPLOAD_TOO_LARGE')
+    // Refused before any sandbox was created: nothing billed.
+    expect(standin.requests.filter((r) => r.path === '/sandboxes').length).toBe(before)
+    await close(capped)
   })
 
   it('retries a create answered 429 or 500 a bounded number of times', async () => {
