@@ -5,7 +5,10 @@
 // the git hooks and config...) are never created or changed in a confining mode, and its hidden
 // paths (credential files) and the per-process entries of /proc (dsh's own environment and memory)
 // are not read or listed either (sandbox-policy's `harnessReadRefusal`); other reads always pass.
-// Everything else (atomic write, edit critical section, gates, events) is inherited.
+// A change outside the writable roots may carry `sandboxEscalation` (the file tools' argument):
+// then the user is asked, through `ctx.approval`, to allow exactly that path and operation once;
+// control files and dsh's own files are never escalated. Everything else (atomic write, edit
+// critical section, gates, events) is inherited.
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { open } from 'node:fs/promises'
 import { sep } from 'node:path'
@@ -22,8 +25,15 @@ import {
   type WriteResult,
 } from '@dsh/fs'
 import { LocalFileSystem, type LocalFileSystemConfig } from '@dsh/fs-local'
-import { describePolicy, PROJECT_CONTROL_PATHS, type SandboxPolicy } from '@dsh/sandbox'
+import {
+  describePolicy,
+  PROJECT_CONTROL_PATHS,
+  type SandboxEscalationRequest,
+  type SandboxMode,
+  type SandboxPolicy,
+} from '@dsh/sandbox'
 import { harnessReadRefusal, openedPath, realLocation } from '@dsh/sandbox-policy'
+import type { ApprovalOutcome } from '@dsh/user-approval'
 
 /** The shared resolution of a path's real location (sandbox-policy's); re-exported for callers of this package. */
 export { realLocation }
@@ -80,12 +90,12 @@ export class SandboxedFileSystem extends LocalFileSystem {
   }
 
   override async writeFile(path: string, data: string | Uint8Array, options: WriteOptions = {}): Promise<WriteResult> {
-    this.fence(path, 'write', options)
+    await this.fenceOrEscalate(path, 'write', options)
     return super.writeFile(path, data, options)
   }
 
   override async edit(path: string, transform: EditTransform, options: FsCallOptions = {}): Promise<EditResult> {
-    this.fence(path, 'edit', options)
+    await this.fenceOrEscalate(path, 'edit', options)
     return super.edit(path, transform, options)
   }
 
@@ -104,12 +114,77 @@ export class SandboxedFileSystem extends LocalFileSystem {
     return this.ctx.sandboxPolicy.resolve(session !== undefined ? { sessionId: session } : {})
   }
 
+  /** The session's mode: the capability the file tools detect before offering `sandbox_escalation`. */
+  sandboxMode(sessionId?: string): SandboxMode {
+    return this.policyFor(sessionId).mode
+  }
+
+  /**
+   * The fence, plus the escalation path for a write or edit outside the writable roots that carries
+   * `sandboxEscalation`: the user is asked to allow exactly this path and operation, and only an
+   * allowed answer lets the change through. Control files and dsh's own files are refused before
+   * anyone is asked.
+   */
+  private async fenceOrEscalate(
+    path: string,
+    verb: 'write' | 'edit',
+    options: FsCallOptions & { sandboxEscalation?: SandboxEscalationRequest },
+  ): Promise<void> {
+    try {
+      this.fence(path, verb, options)
+      return
+    } catch (error) {
+      if (!(error instanceof OutsideWritableRoots) || options.sandboxEscalation === undefined) throw error
+      const justification = options.sandboxEscalation?.justification
+      if (typeof justification !== 'string' || justification.trim() === '')
+        throw new FsError(
+          'INVALID_ARGUMENT',
+          error.path,
+          'sandbox_escalation needs {"justification": "<why this file must change outside the sandbox>"}',
+        )
+      const outcome = await this.askEscalation(error.path, verb, justification.trim(), error.policy, options)
+      if (outcome.decision === 'allowed-once' || outcome.decision === 'allowed-always') return
+      throw new FsError(SANDBOX_DENIED, error.path, escalationRefusal(outcome, verb, error.path))
+    }
+  }
+
+  private async askEscalation(
+    abs: string,
+    verb: 'write' | 'edit',
+    justification: string,
+    policy: SandboxPolicy,
+    options: FsCallOptions,
+  ): Promise<ApprovalOutcome> {
+    const approval = this.ctx.get('approval')
+    if (!approval) return { decision: 'unavailable', reason: 'no approval service is loaded, so nobody can approve it' }
+    try {
+      return await approval.request(
+        {
+          ...(options.session !== undefined ? { sessionId: options.session } : {}),
+          kind: 'write',
+          title: `${verb === 'write' ? 'Write' : 'Edit'} ${abs} outside the sandbox's writable roots`,
+          detail: `Reason given: ${justification}\nCurrent sandbox: ${describePolicy(policy)}`,
+          action: { path: abs, operation: verb, sandbox: 'none' },
+        },
+        options.signal ? { signal: options.signal } : {},
+      )
+    } catch (error) {
+      // A failing approval path fails closed.
+      return { decision: 'unavailable', reason: `the approval request failed: ${(error as Error).message}` }
+    }
+  }
+
   /**
    * Throws `FsError(SANDBOX_DENIED)` unless the mode allows mutating `path`. The check uses the real
    * location: `..` is normalised and every existing component's symlinks are followed, so neither a
    * link inside the workspace nor a relative escape reaches outside it.
    */
-  private fence(path: string, verb: string, options: { session?: string }, removal = false): void {
+  private fence(
+    path: string,
+    verb: string,
+    options: { session?: string; sandboxEscalation?: SandboxEscalationRequest },
+    removal = false,
+  ): void {
     const abs = this.resolve(path)
     const policy = this.policyFor(options.session)
     if (policy.mode === 'danger-full-access') return
@@ -153,12 +228,43 @@ export class SandboxedFileSystem extends LocalFileSystem {
       policy.mode === 'read-only'
         ? 'no file may be changed'
         : `only files under ${policy.writableRoots.join(', ')} may be changed`
-    throw new FsError(
-      SANDBOX_DENIED,
+    const escalable = verb === 'write' || verb === 'edit'
+    throw new OutsideWritableRoots(
       abs,
+      policy,
       `the sandbox refused to ${verb} ${where}: the session is in ${policy.mode} mode, so ${allowed}. ` +
-        `Policy: ${describePolicy(policy)} Change files inside the workspace, or ask the user to change the sandbox mode.`,
+        `Policy: ${describePolicy(policy)} ` +
+        (escalable && options.sandboxEscalation === undefined
+          ? 'Change files inside the workspace; if this file really must change, repeat the call with "sandbox_escalation": {"justification": "<why>"} to ask the user.'
+          : 'Change files inside the workspace, or ask the user to change the sandbox mode.'),
     )
+  }
+}
+
+/** The refusal of a change outside the writable roots: the one kind of denial a user may lift for one call. */
+class OutsideWritableRoots extends FsError {
+  constructor(
+    path: string,
+    readonly policy: SandboxPolicy,
+    message: string,
+  ) {
+    super(SANDBOX_DENIED, path, message)
+  }
+}
+
+/** What the model reads when an escalation did not end in an allowed answer. */
+function escalationRefusal(outcome: ApprovalOutcome, verb: string, abs: string): string {
+  const why = outcome.reason ? ` (${outcome.reason})` : ''
+  const said = outcome.message ? ` The user said: ${outcome.message}` : ''
+  if (outcome.noHuman && outcome.decision !== 'cancelled')
+    return `refused (no one to ask): changing ${abs} outside the sandbox needs a person's approval and nobody can be asked in this run${why}; nothing was written.`
+  switch (outcome.decision) {
+    case 'rejected':
+      return `the user refused to let you ${verb} ${abs} outside the sandbox${why}; nothing was written. Change files inside the workspace or ask the user how to proceed.${said}`
+    case 'cancelled':
+      return `the approval request was cancelled${why}; nothing was written.`
+    default:
+      return `nobody could approve changing ${abs} outside the sandbox${why}; nothing was written.`
   }
 }
 

@@ -18,6 +18,7 @@ import SandboxPolicyService from '@dsh/sandbox-policy'
 import ToolRegistry from '@dsh/tools'
 import * as ToolFs from '@dsh/tool-fs'
 import { FsError } from '@dsh/fs'
+import ApprovalService, { type ApprovalAnswer, type ApprovalRequest } from '@dsh/user-approval'
 import SandboxedFileSystem, { SANDBOX_DENIED, realLocation } from '../src/index.ts'
 
 let base: string
@@ -273,5 +274,105 @@ describe('project control files', () => {
     const text = result.message.content.map((b) => (b.type === 'text' ? b.text : '')).join('')
     expect(text).toContain('project control file')
     expect(existsSync(join(project, '.mcp.json'))).toBe(false)
+  })
+})
+
+describe('escalation through the write and edit tools', () => {
+  /** A tree with the approval service and one answerer that records each request and answers it. */
+  async function boot(answer: (request: ApprovalRequest) => ApprovalAnswer | Promise<ApprovalAnswer>) {
+    const tree = new Context()
+    await tree.plugin(SessionStore)
+    await tree.plugin(SandboxPolicyService, { tempDirs: [temp] })
+    await tree.plugin(SandboxedFileSystem, { durable: false })
+    await tree.plugin(ApprovalService, {} as never)
+    await tree.plugin(ToolRegistry, {} as never)
+    await tree.plugin(ToolFs, {} as never)
+    const asked: ApprovalRequest[] = []
+    tree.approval.registerAnswerer({ name: 'test', answer: (request) => (asked.push(request), answer(request)) })
+    const id = tree.sessions.create({ cwd: ws }).id
+    const call = async (name: string, args: object) => {
+      const result = await tree.tools.execute(
+        { callId: `c${asked.length}`, name, arguments: JSON.stringify(args) },
+        { cwd: ws, sessionId: id },
+      )
+      return {
+        code: result.error?.code,
+        text: result.message.content.map((b) => (b.type === 'text' ? b.text : '')).join(''),
+      }
+    }
+    return { tree, asked, call, id }
+  }
+  const why = { justification: 'the build reads its config from there' }
+
+  it('over a confining fs the tools offer sandbox_escalation; the denial says how to use it', async () => {
+    const { tree, asked, call } = await boot(() => ({ decision: 'allowed-once' }))
+    expect(tree.tools.get('write')?.parameters.properties).toHaveProperty('sandbox_escalation')
+    expect(tree.tools.get('edit')?.parameters.properties).toHaveProperty('sandbox_escalation')
+    const plain = await call('write', { file_path: join(outside, 'plain.txt'), content: 'x' })
+    expect(plain.code).toBe(SANDBOX_DENIED)
+    expect(plain.text).toContain('"sandbox_escalation": {"justification": "<why>"}')
+    // No escalation asked for: nobody is asked, nothing is written.
+    expect(asked).toEqual([])
+    expect(existsSync(join(outside, 'plain.txt'))).toBe(false)
+  })
+
+  it('an allowed answer writes exactly that file once; the next change outside asks again', async () => {
+    const { asked, call, id } = await boot(() => ({ decision: 'allowed-once' }))
+    const target = join(outside, 'allowed.txt')
+    const written = await call('write', { file_path: target, content: 'one\n', sandbox_escalation: why })
+    expect(written.code).toBeUndefined()
+    expect(readFileSync(target, 'utf8')).toBe('one\n')
+    expect(asked).toHaveLength(1)
+    expect(asked[0]).toMatchObject({
+      kind: 'write',
+      sessionId: id,
+      action: { path: target, operation: 'write', sandbox: 'none' },
+    })
+    expect(asked[0].title).toBe(`Write ${target} outside the sandbox's writable roots`)
+    expect(asked[0].detail).toContain('Reason given: the build reads its config from there')
+    // The edit tool needs the file read first (freshness) only when a policy row says so; here it edits directly.
+    const edited = await call('edit', {
+      file_path: target,
+      old_string: 'one',
+      new_string: 'two',
+      sandbox_escalation: why,
+    })
+    expect(edited.code).toBeUndefined()
+    expect(readFileSync(target, 'utf8')).toBe('two\n')
+    expect(asked.map((r) => r.action)).toEqual([
+      { path: target, operation: 'write', sandbox: 'none' },
+      { path: target, operation: 'edit', sandbox: 'none' },
+    ])
+  })
+
+  it('a refusal, no answer at all, or a failing approval path writes nothing', async () => {
+    const target = join(outside, 'refused.txt')
+    const rejected = await boot(() => ({ decision: 'rejected', message: 'keep it in the repo' }))
+    const r1 = await rejected.call('write', { file_path: target, content: 'x', sandbox_escalation: why })
+    expect(r1.code).toBe(SANDBOX_DENIED)
+    expect(r1.text).toContain(`the user refused to let you write ${target} outside the sandbox`)
+    expect(r1.text).toContain('The user said: keep it in the repo')
+    const failing = await boot(() => {
+      throw new Error('answerer crashed')
+    })
+    const r2 = await failing.call('write', { file_path: target, content: 'x', sandbox_escalation: why })
+    expect(r2.code).toBe(SANDBOX_DENIED)
+    expect(existsSync(target)).toBe(false)
+    const empty = await rejected.call('write', {
+      file_path: target,
+      content: 'x',
+      sandbox_escalation: { justification: ' ' },
+    })
+    expect(empty.code).not.toBeUndefined()
+    expect(existsSync(target)).toBe(false)
+  })
+
+  it('control files and the dsh home are refused before anyone is asked', async () => {
+    const { asked, call } = await boot(() => ({ decision: 'allowed-once' }))
+    const control = await call('write', { file_path: join(ws, '.mcp.json'), content: '{}', sandbox_escalation: why })
+    expect(control.code).toBe(SANDBOX_DENIED)
+    expect(control.text).toContain('project control file')
+    expect(existsSync(join(ws, '.mcp.json'))).toBe(false)
+    expect(asked).toEqual([])
   })
 })

@@ -7,6 +7,7 @@ import { relative } from 'node:path'
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import { FsError } from '@dsh/fs'
+import { FILE_ESCALATION_PARAMETER, isSandboxedFs, type SandboxEscalationRequest } from '@dsh/sandbox'
 import type { ToolCallContext, ToolOutput } from '@dsh/tools'
 import { toolError as fail } from '@dsh/tools'
 import { looksBinary, sniffImage } from './detect.ts'
@@ -216,7 +217,14 @@ export function apply(ctx: Context, config: ToolFsConfig): void {
     })
   }
 
-  ctx.tools.register<{ file_path: string; content: string }>({
+  // Over a confining filesystem, write and edit take `sandbox_escalation`: the provider asks the user
+  // to allow one change outside the writable roots (fs-sandbox).
+  const sandboxed = isSandboxedFs(ctx.fs)
+  const escalation = sandboxed ? { sandbox_escalation: FILE_ESCALATION_PARAMETER } : {}
+  const escalate = (args: { sandbox_escalation?: SandboxEscalationRequest }) =>
+    sandboxed && args.sandbox_escalation !== undefined ? { sandboxEscalation: args.sandbox_escalation } : {}
+
+  ctx.tools.register<{ file_path: string; content: string; sandbox_escalation?: SandboxEscalationRequest }>({
     name: 'write',
     description:
       'Write a whole file: creates it (and missing parent directories) or replaces all of its content. ' +
@@ -231,6 +239,7 @@ export function apply(ctx: Context, config: ToolFsConfig): void {
           description: 'Path of the file, absolute or relative to the working directory.',
         },
         content: { type: 'string', description: 'The complete new content of the file.' },
+        ...escalation,
       },
       required: ['file_path', 'content'],
       additionalProperties: false,
@@ -240,6 +249,7 @@ export function apply(ctx: Context, config: ToolFsConfig): void {
         const abs = resolve(args.file_path, call)
         const result = await ctx.fs.writeFile(abs, args.content, {
           ...session(call),
+          ...escalate(args),
           createParents: true,
           signal: call.signal,
         })
@@ -255,7 +265,13 @@ export function apply(ctx: Context, config: ToolFsConfig): void {
     },
   })
 
-  ctx.tools.register<{ file_path: string; old_string: string; new_string: string; replace_all?: boolean }>({
+  ctx.tools.register<{
+    file_path: string
+    old_string: string
+    new_string: string
+    replace_all?: boolean
+    sandbox_escalation?: SandboxEscalationRequest
+  }>({
     name: 'edit',
     description:
       'Replace exact text in a file. old_string must match the file exactly (whitespace and indentation included; ' +
@@ -276,6 +292,7 @@ export function apply(ctx: Context, config: ToolFsConfig): void {
           type: 'boolean',
           description: 'Replace every occurrence instead of requiring exactly one (default false).',
         },
+        ...escalation,
       },
       required: ['file_path', 'old_string', 'new_string'],
       additionalProperties: false,
@@ -293,6 +310,7 @@ export function apply(ctx: Context, config: ToolFsConfig): void {
         if (args.old_string === '' && !(await ctx.fs.exists(abs))) {
           const result = await ctx.fs.writeFile(abs, args.new_string, {
             ...session(call),
+            ...escalate(args),
             createParents: true,
             signal: call.signal,
           })
@@ -313,7 +331,7 @@ export function apply(ctx: Context, config: ToolFsConfig): void {
             replacement = replaceExact(text, args.old_string, args.new_string, args.replace_all === true, abs)
             return replacement.after
           },
-          { ...session(call), signal: call.signal },
+          { ...session(call), ...escalate(args), signal: call.signal },
         )
         const r = replacement!
         const where = r.firstLine === r.lastLine ? `line ${r.firstLine}` : `lines ${r.firstLine}-${r.lastLine}`

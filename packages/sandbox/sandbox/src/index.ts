@@ -240,3 +240,4 @@ export function describePolicy(policy: SandboxPolicy): string {
 export const name = 'sandbox'
 export default SandboxService
 export * from './shell.ts'
+export * from './fs.ts'
