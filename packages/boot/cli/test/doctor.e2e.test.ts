@@ -4,6 +4,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
 import { runDsh } from '@dsh/cli-testkit'
@@ -71,4 +72,21 @@ it('usage: --help exits 0, an unknown argument exits 2', async () => {
   expect(help.stdout).toContain('Usage: dsh doctor [--json]')
   const bad = await runDsh(['doctor', '--jsn'], { cwd: root, env: { DSH_HOME: home } })
   expect(bad).toMatchObject({ code: 2, stderr: 'dsh: doctor: unexpected argument "--jsn"\ndsh: see "dsh doctor --help"\n' })
+})
+
+it('a native add-on that is missing or does not load is a warn line saying what is off and how to fix it', async () => {
+  // A plain JavaScript module of the launcher (no type declarations), loaded by its URL.
+  const url = new URL('../src/commands/doctor.mjs', import.meta.url).href
+  const { checkAddon } = (await import(/* @vite-ignore */ url)) as {
+    checkAddon: (name: string, chain: string[], addon: string, exercise: (m: unknown) => void, off: string, base: string) => { status: string; detail: string; fix?: string }
+  }
+  const base = fileURLToPath(new URL('../package.json', import.meta.url))
+  const missing = checkAddon('sqlite', [], 'dsh-no-such-native-addon', () => {}, 'session search is off', base)
+  expect(missing).toMatchObject({ status: 'warn', detail: 'dsh-no-such-native-addon is not installed: session search is off' })
+  expect(missing.fix).toMatch(/C\+\+ compiler.*npm rebuild dsh-no-such-native-addon.*npm_config_nodedir/)
+  // Installed but its compiled part fails (as a binding built for another Node does).
+  const broken = checkAddon('pty', [], 'yaml', () => {
+    throw new Error('The module was compiled against a different Node.js version')
+  }, 'terminals are off', base)
+  expect(broken).toMatchObject({ status: 'warn', detail: 'yaml does not load (The module was compiled against a different Node.js version): terminals are off' })
 })

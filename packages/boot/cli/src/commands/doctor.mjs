@@ -102,7 +102,7 @@ async function checkTool(name, bin, fix) {
  * @param {string} installBase
  * @returns {Check}
  */
-function checkAddon(name, ownerChain, addon, exercise, off, installBase) {
+export function checkAddon(name, ownerChain, addon, exercise, off, installBase) {
   const fix = `rebuild it: a C++ compiler, make and python3 are needed (apt install build-essential python3), then "npm rebuild ${addon}" in the dsh installation; without network access to Node's headers set npm_config_nodedir to a Node source tree`
   try {
     let owner = installBase
