@@ -118,6 +118,33 @@ for (const profile of profiles) {
 }
 // The built browser client is found by @dsh/frontend-static at run time.
 if (workspace.has('@dsh/client-web')) visit('@dsh/client-web', 'the web host')
+// Packages reached by path rather than by name (the cli runs `dsh sessions` with the layer file
+// of @dsh/sessions-cli and `dsh mcp` with the bin of @dsh/mcp-client, by relative URL): every
+// such URL in a shipped file of a wanted package brings its target package in too.
+const urlLiteral = /new URL\(\s*(['"`])(\.\.?\/[^'"`]*)\1\s*,\s*import\.meta\.url\s*\)/g
+/** The static directory part of a URL literal (`../../x/${name}.js` -> `../../x/`). */
+const literalPrefix = (literal) => {
+  const cut = literal.includes('${') ? literal.slice(0, literal.indexOf('${')) : literal
+  return cut.slice(0, cut.lastIndexOf('/') + 1)
+}
+const workspaceDirs = [...workspace].map(([name, { dir }]) => [dir, name]).sort((a, b) => b[0].length - a[0].length)
+const packageAt = (path) => workspaceDirs.find(([dir]) => path === dir || path.startsWith(`${dir}${sep}`))?.[1]
+for (let grew = true; grew; ) {
+  grew = false
+  for (const name of [...wanted]) {
+    const { dir } = /** @type {{ dir: string }} */ (workspace.get(name))
+    for (const rel of files(dir)) {
+      if (!/\.(m?js|cjs)$/.test(rel) || !ships(rel) || rel.startsWith(`dist-web${sep}`) || rel.startsWith(`dist-client${sep}`)) continue
+      for (const m of readFileSync(join(dir, rel), 'utf8').matchAll(urlLiteral)) {
+        const target = packageAt(join(dirname(join(dir, rel)), literalPrefix(m[2])))
+        if (target && !wanted.has(target)) {
+          visit(target, `${name}/${rel} (by path)`)
+          grew = true
+        }
+      }
+    }
+  }
+}
 const version = workspace.get('@dsh/cli')?.pkg.version
 if (typeof version !== 'string') fail('packages/boot/cli/package.json has no version')
 
@@ -216,7 +243,6 @@ function staged(path) {
   return rel.startsWith('..') ? undefined : join(stage, rel)
 }
 let rewritten = 0
-const urlLiteral = /new URL\(\s*(['"`])(\.\.?\/[^'"`]*)\1\s*,\s*import\.meta\.url\s*\)/g
 for (const name of wanted) {
   const { dir } = /** @type {{ dir: string }} */ (workspace.get(name))
   const dest = join(stage, 'node_modules', name)
@@ -224,8 +250,7 @@ for (const name of wanted) {
     if (!/\.(m?js|cjs)$/.test(rel) || rel.startsWith(`dist-web${sep}`) || rel.startsWith(`dist-client${sep}`)) continue
     const text = readFileSync(join(dest, rel), 'utf8')
     const out = text.replace(urlLiteral, (whole, quote, literal) => {
-      const cut = literal.includes('${') ? literal.slice(0, literal.indexOf('${')) : literal
-      const prefix = cut.slice(0, cut.lastIndexOf('/') + 1)
+      const prefix = literalPrefix(literal)
       const target = staged(join(dirname(join(dir, rel)), prefix))
       if (!target) return whole
       let moved = relative(dirname(join(dest, rel)), target)

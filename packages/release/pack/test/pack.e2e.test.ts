@@ -274,6 +274,34 @@ describe('the dsh npm package', () => {
     expect(existsSync(join(home, '.dsh'))).toBe(true)
   })
 
+  it('dsh sessions lists the one-shot (a layer of another package, found in the package layout); search says it is off', async () => {
+    const list = await run('dsh', ['sessions', '--output-format', 'json'], userEnv)
+    expect(list.stderr).not.toMatch(/internal error|boot failed/)
+    expect(list.code).toBe(0)
+    expect(list.stdout).toContain('say something')
+    const search = await run('dsh', ['sessions', 'search', 'something'], userEnv)
+    expect(search.code).not.toBe(0)
+    expect(search.stderr).toMatch(/session search is off: the better-sqlite3 native add-on is not installed/)
+  })
+
+  it('terminals enabled without node-pty: the tool answers that terminals are off, the run goes on', async () => {
+    const model = await startMockServer({
+      steps: [{ toolCalls: [{ id: 'call_1', name: 'terminal_open', arguments: {} }] }, { text: 'Noted.' }],
+    } as never)
+    try {
+      const patch = join(work, 'terminals.patch.yml')
+      writeFileSync(patch, '- id: terminals\n  disabled: false\n- id: tool-terminal\n  disabled: false\n')
+      const r = await run('dsh', ['--patch', patch, '-p', 'open a terminal'], { ...userEnv, DEEPSEEK_BASE_URL: model.baseURL })
+      expect(r.stderr).not.toMatch(/internal error|boot failed/)
+      expect(r.code).toBe(0)
+      expect(r.stdout).toContain('Noted.')
+      const messages = (model.requests[1].body as { messages: { role: string; content: string }[] }).messages
+      expect(messages.filter((m) => m.role === 'tool').at(-1)?.content).toMatch(/terminals are off: the node-pty native add-on is not installed/)
+    } finally {
+      await model.close()
+    }
+  })
+
   it('dsh web answers its first request with the built client', async () => {
     const child = spawn('dsh', ['web', '--no-open', '--port', '0'], { cwd: project, env: userEnv, stdio: ['ignore', 'pipe', 'pipe'] })
     try {

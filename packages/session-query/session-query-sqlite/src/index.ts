@@ -32,6 +32,21 @@ export interface SqliteQueryConfig {
 /** Bumped when the schema or the indexed text changes: an index of another version is rebuilt. */
 export const INDEX_VERSION = 1
 
+/**
+ * better-sqlite3, or a one-line error saying session search is off: the add-on is an optional
+ * dependency of the published dsh package (absent where npm could not compile it).
+ */
+async function loadSqlite(): Promise<typeof Database> {
+  try {
+    return (await import('better-sqlite3')).default
+  } catch (error) {
+    const cause = String((error as Error)?.message ?? error).split('\n')[0]
+    throw new Error(
+      `session search is off: the better-sqlite3 native add-on is not installed or does not load (${cause}); reinstall dsh where a C++ compiler and Node's headers are available`,
+    )
+  }
+}
+
 interface IndexedRow {
   session_id: string
   events: number
@@ -65,7 +80,7 @@ export class SqliteSessionQuery extends SessionQuery {
 
   private async open(): Promise<Database.Database> {
     if (this.db) return this.db
-    const { default: Sqlite } = await import('better-sqlite3')
+    const Sqlite = await loadSqlite()
     if (this.db) return this.db
     if (this.path !== ':memory:') mkdirSync(dirname(this.path), { recursive: true })
     const db = new Sqlite(this.path)

@@ -434,5 +434,13 @@ function loadPty(): typeof import('node-pty') {
 
 function requirePty(): typeof import('node-pty') {
   // node-pty is CommonJS with a native addon; createRequire loads it synchronously so spawnTerminal stays synchronous.
-  return createRequire(import.meta.url)('node-pty') as typeof import('node-pty')
+  // It is an optional dependency of the published dsh package: absent where npm could not compile it.
+  try {
+    return createRequire(import.meta.url)('node-pty') as typeof import('node-pty')
+  } catch (error) {
+    const cause = String((error as Error)?.message ?? error).split('\n')[0]
+    throw new Error(
+      `terminals are off: the node-pty native add-on is not installed or does not load (${cause}); reinstall dsh where a C++ compiler and Node's headers are available`,
+    )
+  }
 }
