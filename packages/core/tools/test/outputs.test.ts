@@ -319,3 +319,101 @@ describe('registration refusals', () => {
     expect(result.error).toEqual({ code: 'UNKNOWN_TOOL', message: 'unknown tool "ghost"' })
   })
 })
+
+describe('the pipeline between the stages', () => {
+  it('arguments that are not a string count as none; bad JSON and schema problems carry their details', async () => {
+    const ctx = await boot()
+    const seen: unknown[] = []
+    ctx.tools.register(
+      tool('t', (args) => (seen.push(args), { content: 'ok' }), {
+        parameters: { type: 'object', properties: { n: { type: 'integer' }, s: { type: 'string' } }, additionalProperties: false },
+      }),
+    )
+    await ctx.tools.execute({ callId: 'c', name: 't', arguments: { n: 1 } as never }, { cwd: '/' })
+    expect(seen).toEqual([{}])
+    const badJson = await ctx.tools.execute({ callId: 'c', name: 't', arguments: '{"n":' }, { cwd: '/' })
+    expect(badJson.error?.code).toBe('INVALID_JSON')
+    expect(badJson.error?.message).toMatch(/^invalid arguments JSON: .+/)
+    const invalid = await ctx.tools.execute({ callId: 'c', name: 't', arguments: '{"n":"x","s":2}' }, { cwd: '/' })
+    expect(invalid.error).toEqual({ code: 'INVALID_ARGUMENTS', message: '/n: must be integer; /s: must be string' })
+    expect((invalid.message.content[0] as { text: string }).text).toContain('schema:\n- /n: must be integer\n- /s: must be string\nFix these')
+  })
+
+  it('a guard sees the arguments pre-execute left, and an unscoped guard checks calls of every scope', async () => {
+    const ctx = await boot()
+    ctx.tools.register(tool('t', () => ({ content: 'ran' })))
+    ctx.on('tools/pre-execute', async (payload, next) => {
+      payload.args = { rewritten: true }
+      return next()
+    })
+    const checked: unknown[] = []
+    ctx.tools.registerGuard({
+      name: 'everywhere',
+      check: (resolved) => {
+        checked.push([resolved.call.callId, resolved.tool.name, resolved.args, resolved.context.scope])
+        return resolved.context.scope === 'agent:x' ? { deny: 'not in x' } : undefined
+      },
+    })
+    expect((await run(ctx, 't')).message.content).toEqual([{ type: 'text', text: 'ran' }])
+    expect((await run(ctx, 't', { scope: 'agent:x' })).error?.message).toBe('not in x')
+    expect(checked).toEqual([
+      ['c1', 't', { rewritten: true }, undefined],
+      ['c1', 't', { rewritten: true }, 'agent:x'],
+    ])
+  })
+
+  it('a call whose signal aborts during pre-execute is cancelled before it starts; the tool never runs', async () => {
+    const ctx = await boot()
+    let ran = 0
+    ctx.tools.register(tool('t', () => (ran++, { content: 'ran' })))
+    const controller = new AbortController()
+    const off = ctx.on('tools/pre-execute', async (_payload, next) => {
+      controller.abort('changed my mind')
+      return next()
+    })
+    const result = await run(ctx, 't', { signal: controller.signal })
+    expect(result.error).toEqual({ code: 'CANCELLED', message: 'changed my mind' })
+    expect((result.message.content[0] as { text: string }).text).toContain('was cancelled before it started')
+    expect(ran).toBe(0)
+    off()
+    // The same from a guard.
+    const second = new AbortController()
+    ctx.tools.registerGuard({ name: 'aborter', check: () => void second.abort('guard saw enough') })
+    expect((await run(ctx, 't', { signal: second.signal })).error).toEqual({ code: 'CANCELLED', message: 'guard saw enough' })
+    expect(ran).toBe(0)
+  })
+
+  it('a wrapper aborting with a reason names it; post-execute failing says the result was lost', async () => {
+    const ctx = await boot()
+    ctx.tools.register(tool('slow', () => new Promise(() => {})))
+    ctx.tools.register(tool('quick', () => ({ content: 'ran' })))
+    const offExec = ctx.on('tools/execute', async (payload, next) => {
+      if (payload.tool.name !== 'slow') return next()
+      const body = next()
+      payload.abort('too slow')
+      return body
+    })
+    expect((await run(ctx, 'slow')).error).toEqual({ code: 'CANCELLED', message: 'too slow' })
+    offExec()
+    ctx.on('tools/post-execute', async () => {
+      throw new Error('spill failed')
+    })
+    const lost = await run(ctx, 'quick')
+    expect(lost.error).toEqual({ code: 'INTERNAL_ERROR', message: 'tools/post-execute: spill failed' })
+    expect((lost.message.content[0] as { text: string }).text).toMatch(/The tool ran, but its result was lost\.$/)
+  })
+
+  it('a scope\'s own tools stay callable under a restriction that names none of them', async () => {
+    const ctx = await boot()
+    ctx.tools.register(tool('global', () => ({ content: 'g' })))
+    ctx.tools.register({ ...tool('local', () => ({ content: 'l' })), scope: 'agent:r' })
+    ctx.tools.restrict('agent:r', () => false)
+    expect(ctx.tools.list('agent:r').map((def) => def.name)).toEqual(['local'])
+    expect((await run(ctx, 'local', { scope: 'agent:r' })).message.content).toEqual([{ type: 'text', text: 'l' }])
+    expect((await run(ctx, 'global', { scope: 'agent:r' })).error?.code).toBe('UNKNOWN_TOOL')
+    expect(ctx.tools.presentAs()).toBe('native')
+    ctx.tools.setPresentAs('agent:r', 'both')
+    expect(ctx.tools.presentAs('agent:r')).toBe('both')
+    expect(ctx.tools.presentAs()).toBe('native')
+  })
+})
