@@ -136,7 +136,8 @@ export async function runPluginCommand(opts: PluginCommandOptions): Promise<numb
         try {
           await task(profile)
         } catch (error) {
-          if (!(error instanceof DshUserError) || profiles.length === 1) throw error
+          // A usage error (a missing path, a bad spec) is the same for every profile: stop at once.
+          if (!(error instanceof DshUserError) || profiles.length === 1 || error.exitCode === 2) throw error
           stderr.write(`dsh plugin: ${error.message.replace(/^dsh: /, '')}\n`)
           failed++
         }
@@ -158,7 +159,7 @@ export async function runPluginCommand(opts: PluginCommandOptions): Promise<numb
       }
       case 'remove': {
         const targets = p.profile ? [p.profile] : holding(p.args[0])
-        if (!targets.length) throw new DshUserError(`${p.args[0]} is not installed in any profile`, 1)
+        if (!targets.length) throw new DshUserError(`${p.args[0]} is not installed in any profile`, 2)
         return await each(targets, (profile) => {
           const r = manager.remove(p.args[0], profile)
           stdout.write(
@@ -173,7 +174,7 @@ export async function runPluginCommand(opts: PluginCommandOptions): Promise<numb
       case 'update': {
         const name = p.args[0].replace(/(?<=.)@[^@/]*$/, '')
         const targets = p.profile ? [p.profile] : holding(name)
-        if (!targets.length) throw new DshUserError(`${name} is not installed in any profile`, 1)
+        if (!targets.length) throw new DshUserError(`${name} is not installed in any profile`, 2)
         return await each(targets, async (profile) => {
           const r = await manager.update(p.args[0], profile)
           stdout.write(`updated ${r.name} in profile ${profile}: ${r.from} -> ${r.to}\n`)

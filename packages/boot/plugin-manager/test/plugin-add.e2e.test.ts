@@ -142,7 +142,7 @@ describe('dsh plugin', () => {
     const plain = join(root, 'src', 'plain')
     mkdirSync(plain, { recursive: true })
     writeFileSync(join(plain, 'package.json'), JSON.stringify({ name: 'plain-lib', version: '1.0.0' }))
-    const notPlugin = await plugin('add', plain)
+    const notPlugin = await plugin('add', plain, '--profile', 'headless')
     expect(notPlugin.code).toBe(1)
     expect(notPlugin.stderr).toMatch(
       /dsh plugin: cannot add .*: plain-lib \(.*\): not a dsh plugin: package.json has no "dsh.plugin".*; rolled back\n$/,
@@ -151,7 +151,10 @@ describe('dsh plugin', () => {
 
     const unknown = await plugin('remove', 'dsh-plugin-nothing')
     expect(unknown.code).toBe(2)
-    expect(unknown.stderr).toMatch(/^dsh plugin: dsh-plugin-nothing is not installed in profile headless/)
+    expect(unknown.stderr).toBe('dsh plugin: dsh-plugin-nothing is not installed in any profile\n')
+    const unknownHere = await plugin('remove', 'dsh-plugin-nothing', '--profile', 'headless')
+    expect(unknownHere.code).toBe(2)
+    expect(unknownHere.stderr).toMatch(/^dsh plugin: dsh-plugin-nothing is not installed in profile headless/)
 
     const needy = pluginDir(
       'dsh-plugin-needy',
@@ -161,7 +164,7 @@ describe('dsh plugin', () => {
       join(needy, 'index.js'),
       `export const name = 'needy'\nexport const inject = ['noSuchService']\nexport function apply() {}\n`,
     )
-    const unmet = await plugin('add', needy)
+    const unmet = await plugin('add', needy, '--profile', 'headless')
     expect(unmet.code).toBe(1)
     expect(unmet.stderr).toContain('row needy (dsh-plugin-needy) cannot mount: unmet inject: "noSuchService"')
 
@@ -175,7 +178,7 @@ describe('dsh plugin', () => {
       'dsh-plugin-ver',
       `  ctx.tools.register({ name: 'ver', description: 'v', parameters: { type: 'object' }, execute: () => ({ content: 'one' }) })`,
     )
-    expect((await plugin('add', dir)).code).toBe(0)
+    expect((await plugin('add', dir, '--profile', 'headless')).code).toBe(0)
     const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'))
     writeFileSync(join(dir, 'package.json'), JSON.stringify({ ...pkg, version: '1.1.0' }))
     const update = await plugin('update', 'dsh-plugin-ver')
@@ -202,7 +205,7 @@ describe('dsh plugin', () => {
     expect(again.code).toBe(2)
     expect(again.stderr).toMatch(/already exists/)
 
-    const add = await plugin('add', scaffold)
+    const add = await plugin('add', scaffold, '--profile', 'headless')
     expect(add, add.stderr).toMatchObject({
       code: 0,
       stdout: 'added @acme/dsh-plugin-wave@0.1.0 to profile headless as row wave\n',
@@ -228,7 +231,7 @@ describe('dsh plugin', () => {
       join(dir, 'tool.js'),
       `export const name = 'bundled'\nexport const inject = ['tools']\nexport function apply(ctx) {\n  ctx.tools.register({ name: 'bundled', description: 'b', parameters: { type: 'object' }, execute: () => ({ content: 'from the bundle' }) })\n}\n`,
     )
-    const add = await plugin('add', dir)
+    const add = await plugin('add', dir, '--profile', 'headless')
     expect(add, add.stderr).toMatchObject({
       code: 0,
       stdout: 'added dsh-bundle-extra@2.0.0 to profile headless as a bundle\n',

@@ -49,5 +49,5 @@ it('add goes to every profile unless --profile narrows it; remove follows it eve
     ['headless', 'tui'].map((p) => `removed dsh-plugin-everywhere from profile ${p} (everywhere)\n`).join(''),
   )
   const none = await plugin('remove', 'dsh-plugin-everywhere')
-  expect(none).toMatchObject({ code: 1, stderr: 'dsh plugin: dsh-plugin-everywhere is not installed in any profile\n' })
+  expect(none).toMatchObject({ code: 2, stderr: 'dsh plugin: dsh-plugin-everywhere is not installed in any profile\n' })
 }, 240_000)
