@@ -95,8 +95,10 @@ describe('dsh -p --world e2b', () => {
     expect(standin.requests.length).toBe(before)
   })
 
-  it('a sandbox killed mid-command is said in the tool result', async () => {
+  it('a sandbox killed mid-command is said in the tool result (key from the project .env)', async () => {
     const { home, cwd } = workspace()
+    // E2B_API_KEY is on the project .env allow-list: the run below gets it only from there.
+    writeFileSync(join(cwd, '.env'), `E2B_API_KEY=${standin.apiKey}\n`)
     const s = (server = await startMockServer({
       steps: [
         { toolCalls: [{ name: 'bash', arguments: { command: 'echo begun; sleep 60', description: 'long' } }] },
@@ -113,7 +115,7 @@ describe('dsh -p --world e2b', () => {
       standin.kill(victim.record.id)
       return victim.record.id
     })()
-    const run = await runDsh(['-p', '--world', 'e2b', 'run long'], { cwd, env: env(home, s), timeoutMs: 90_000 })
+    const run = await runDsh(['-p', '--world', 'e2b', 'run long'], { cwd, env: env(home, s, { E2B_API_KEY: undefined }), timeoutMs: 90_000 })
     const victim = await killer
     expect(run.code).toBe(0)
     const result = toolText(s, 1)

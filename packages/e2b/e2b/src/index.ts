@@ -111,7 +111,7 @@ export class E2bService extends Service {
       from: Schema.string().description('Local directory uploaded (default: the process working directory).'),
       maxBytes: Schema.natural().default(100 << 20).description('Largest tree uploaded, in bytes of file content.'),
       exclude: Schema.array(String).default([]).description('More gitignore-style patterns to leave out.'),
-    }).default({ enabled: true, maxBytes: 100 << 20, exclude: [] }),
+    }).default({ enabled: true, maxBytes: 100 << 20, exclude: [] } as E2bConfig['upload'] as never),
   })
 
   readonly config: E2bConfig
@@ -284,7 +284,7 @@ export class E2bService extends Service {
     const archive = `/tmp/.dsh-workspace-${randomBytes(6).toString('hex')}.tgz`
     try {
       const bytes = await packUpload(local, plan)
-      await sandbox.files.write(archive, new Blob([bytes as BlobPart]), { requestTimeoutMs: Math.max(this.config.requestTimeoutMs, 120_000) })
+      await sandbox.files.write(archive, bytes.slice().buffer as ArrayBuffer, { requestTimeoutMs: Math.max(this.config.requestTimeoutMs, 120_000) })
       await sandbox.commands.run(
         `tar -xzf ${archive} -C ${quote(this.cwd)} && rm -f ${archive} && chown -R user ${quote(this.cwd)} 2>/dev/null; true`,
         { user: 'root', requestTimeoutMs: this.config.requestTimeoutMs },

@@ -72,7 +72,7 @@ export class E2bFileSystem extends FileSystem {
     const temp = posix.join(dir, `.${basename(path)}.${randomBytes(6).toString('hex')}${TEMP_SUFFIX}`)
     await this.call(path, async (sandbox) => {
       options.signal?.throwIfAborted()
-      await sandbox.files.write(temp, new Blob([data as BlobPart]), options.signal ? { signal: options.signal } : {})
+      await sandbox.files.write(temp, data.slice().buffer as ArrayBuffer, options.signal ? { signal: options.signal } : {})
       try {
         await sandbox.files.rename(temp, path)
       } catch (error) {

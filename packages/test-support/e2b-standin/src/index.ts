@@ -523,7 +523,10 @@ export async function startE2bStandin(options: StandinOptions = {}): Promise<E2b
 
   const rpc = connectNodeAdapter({
     routes,
-    fallback: (req, res) => {
+    fallback: (request, response) => {
+      // The stand-in listens with node:http only, never HTTP/2.
+      const req = request as IncomingMessage
+      const res = response as ServerResponse
       const url = new URL(req.url ?? '/', 'http://standin')
       const record = requests[requests.length - 1] as RequestRecord
       const handler = url.pathname === '/files' || url.pathname === '/health' ? envdHttp : controlPlane

@@ -9,10 +9,12 @@
 
 /**
  * Credential names a project `.env` may supply by default: the DeepSeek key (@dsh/llm-deepseek)
- * and the API-key variables pi-ai's providers consult (@dsh/llm-pi-ai without `apiKeyEnv`).
+ * and the API-key variables pi-ai's providers consult (@dsh/llm-pi-ai without `apiKeyEnv`), and
+ * the E2B key of the remote world (@dsh/e2b).
  */
 export const PROJECT_ENV_CREDENTIALS: readonly string[] = Object.freeze([
   'DEEPSEEK_API_KEY',
+  'E2B_API_KEY',
   'OPENAI_API_KEY',
   'AZURE_OPENAI_API_KEY',
   'ANTHROPIC_API_KEY',
