@@ -93,7 +93,7 @@ describe('dsh with an OAuth-protected MCP server', () => {
     expect(signedIn.stderr).toBe('')
     expect(signedIn.code).toBe(0)
     expect(signedIn.stdout).toContain('Open this address in a browser on this machine to sign in to MCP server "srv":')
-    expect(signedIn.stdout).toContain('Signed in to "srv" (2 tools).')
+    expect(signedIn.stdout).toContain('Signed in to "srv" (3 tools).')
     expect(mcp.authorizations).toHaveLength(1)
     expect(statSync(join(home, '.credentials.yaml')).mode & 0o777).toBe(0o600)
 

@@ -34,7 +34,7 @@ const browserHuman: Human = (request) => {
   return { signin: { selected: ['I will open it myself'] } }
 }
 
-async function boot(options: { url: string; home: string; human?: Human; oauth?: unknown }) {
+async function boot(options: { url: string; home: string; human?: Human; oauth?: unknown; browser?: string[] }) {
   const ctx = new Context()
   await ctx.plugin(ToolRegistry, {})
   await ctx.plugin(SubprocessLocal, {})
@@ -60,6 +60,7 @@ async function boot(options: { url: string; home: string; human?: Human; oauth?:
     projectFile: false,
     userSettings: false,
     authWaitMs: 10_000,
+    ...(options.browser ? { browser: options.browser } : {}),
     retry: { initialDelayMs: 50, maxDelayMs: 100, maxAttempts: 3, stableMs: 30_000 },
   })
   await fork
@@ -87,7 +88,7 @@ afterAll(async () => {
 describe('@dsh/mcp-client OAuth sign-in', () => {
   it('asks the human once, signs in through the loopback callback and stores the tokens 0600; the next start asks nobody', async () => {
     const first = await boot({ url: server.url, home, human: browserHuman })
-    expect(first.status()).toMatchObject({ state: 'connected', tools: ['mcp__srv__ask', 'mcp__srv__whoami'] })
+    expect(first.status()).toMatchObject({ state: 'connected', tools: ['mcp__srv__ask', 'mcp__srv__leak', 'mcp__srv__whoami'] })
     expect(first.asked).toHaveLength(1)
     expect(first.asked[0].questions[0].question).toContain('MCP server "srv" needs you to sign in')
     expect(server.authorizations).toHaveLength(1)
@@ -112,7 +113,29 @@ describe('@dsh/mcp-client OAuth sign-in', () => {
     expect(await second.call('whoami')).toMatch(/^client client-/)
     expect(server.tokenGrants).toEqual(['authorization_code', 'refresh_token'])
     expect(server.authorizations).toHaveLength(1)
+    // A server error quoting the token reaches the model with the token replaced.
+    const leaked = await second.call('leak')
+    expect(leaked).toContain('token [redacted] is not allowed here')
+    for (const token of server.accessTokens) expect(leaked).not.toContain(token)
     await second.dispose()
+  })
+
+  it('"Open the browser" runs the browser command with the address (through ctx.subprocess)', async () => {
+    // The "browser" is a node script that opens the address it is given and follows the redirects.
+    const browser = [
+      process.execPath,
+      '-e',
+      'let u=process.argv[1];(async()=>{for(let i=0;i<5&&u;i++){const r=await fetch(u,{redirect:"manual"});const l=r.headers.get("location");u=l?new URL(l,u).href:undefined}})()',
+    ]
+    const h = await boot({
+      url: server.url,
+      home: mkdtempSync(join(tmpdir(), 'dsh-mcp-oauth-open-')),
+      browser,
+      human: () => ({ signin: { selected: ['Open the browser'] } }),
+    })
+    expect(h.status().state).toBe('connected')
+    expect(h.asked).toHaveLength(1)
+    await h.dispose()
   })
 
   it('without a human: failed at once (no retries) with signIn needed and a line naming dsh mcp login', async () => {

@@ -132,6 +132,11 @@ export async function startOAuthMcpServer(options: OAuthMcpServerOptions = {}): 
       tools: [
         { name: 'whoami', description: 'Says which OAuth client and scopes the call was made with.', inputSchema: { type: 'object', properties: {} } },
         {
+          name: 'leak',
+          description: 'Fails with an error that quotes the access token (a careless server).',
+          inputSchema: { type: 'object', properties: {} },
+        },
+        {
           name: 'ask',
           description: 'Asks the user for a name and a colour (an elicitation) and returns the answer.',
           inputSchema: { type: 'object', properties: {} },
@@ -142,6 +147,7 @@ export async function startOAuthMcpServer(options: OAuthMcpServerOptions = {}): 
       if (request.params.name === 'whoami') {
         return { content: [{ type: 'text', text: `client ${extra.authInfo?.clientId} with scopes ${extra.authInfo?.scopes.join(' ')}` }] }
       }
+      if (request.params.name === 'leak') throw new Error(`token ${extra.authInfo?.token} is not allowed here`)
       if (request.params.name === 'ask') {
         const answer = await server.elicitInput({
           mode: 'form',
