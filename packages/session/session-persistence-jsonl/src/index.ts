@@ -1,11 +1,12 @@
 // @dsh/session-persistence-jsonl: the default `ctx.sessionPersistence` backend. One directory per
 // session under `<root>/<cwd-key>/<id>/`: `header.json`, the log (`session.jsonl.zstd` or
 // `session.jsonl`), `log.created` (written with the first batch: the log must exist from then
-// on), a writer lock and a rebuildable `summary.json` cache for `list()`.
+// on), a writer lock and a rebuildable `summary.json` cache for `list()`; the store root holds the
+// listing index (`index.jsonl`, see list-index.ts) that lets `list()` read one file.
 import { createHash } from 'node:crypto'
-import { constants as fsc, promises as fs } from 'node:fs'
+import { existsSync, constants as fsc, promises as fs, readdirSync, statSync } from 'node:fs'
 import { hostname } from 'node:os'
-import { dirname, join } from 'node:path'
+import { basename, dirname, join } from 'node:path'
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { SessionId } from '@dsh/session'
@@ -26,9 +27,11 @@ import {
   sessionNotFound,
 } from '@dsh/session-persistence'
 import { CodecNeeded, FramingError, encodeBatch, encodeLines, type ScanResult, scanRaw, scanZstd } from './framing.ts'
+import { appendIndex, INDEX_FILE, type IndexRow, mergeSummary, readIndex, rewriteIndex } from './list-index.ts'
 import { loadZstd, readyZstd, type ZstdCodec } from './zstd.ts'
 
 export { loadZstd, readyZstd, type ZstdCodec } from './zstd.ts'
+export { INDEX_FILE, readIndex, type IndexRow } from './list-index.ts'
 export {
   scanRaw,
   scanZstd,
@@ -75,6 +78,18 @@ export interface JsonlPersistenceConfig {
   fsync?: boolean
   eventTypes?: Array<{ type: string; ignorable?: boolean }>
   unknownEventTypes?: 'warn' | 'refuse'
+  /**
+   * Keep `<root>/index.jsonl` (written when a session closes and when a listing recomputes a row)
+   * and list from it. Off: every listing reads each session's own `summary.json`.
+   */
+  listIndex?: boolean
+}
+
+/** The stamp a summary was computed at: the log's name and size, `header.json`'s size and mtime. */
+interface Stamp {
+  file: string
+  size: number
+  header: string
 }
 
 /** `<sanitised cwd, at most 60 chars>-<8 hex of sha256(cwd)>`: readable and collision-safe. */
@@ -97,6 +112,13 @@ interface OpenLog {
   /** Byte length of the durable, intact log. */
   size: number
   lockPath: string
+  /**
+   * The summary of what the log holds, kept up to date by each batch for the listing index:
+   * `base` is the summary of the log as opened (undefined for a new session), `more` folds the
+   * batches written since. Unset when the opened log's summary was not known (the index row is
+   * then left to the next listing).
+   */
+  tracked?: { base?: SessionSummary; more: SummaryBuilder }
 }
 
 export class JsonlPersistence extends SessionPersistence {
@@ -115,11 +137,14 @@ export class JsonlPersistence extends SessionPersistence {
     unknownEventTypes: Schema.union(['warn', 'refuse'])
       .default('warn')
       .description('Appending an unregistered event type: warn once, or refuse the append.'),
+    listIndex: Schema.boolean().default(true).description('List from <root>/index.jsonl (one file per listing).'),
   })
 
   readonly backend = 'jsonl'
   readonly root: string
-  private readonly options: Required<Pick<JsonlPersistenceConfig, 'compression' | 'zstdLevel' | 'zstdCodec' | 'fsync'>>
+  private readonly options: Required<
+    Pick<JsonlPersistenceConfig, 'compression' | 'zstdLevel' | 'zstdCodec' | 'fsync' | 'listIndex'>
+  >
   private readonly open = new Map<string, OpenLog>()
   /** Directory of each session id seen by this instance. */
   private readonly dirs = new Map<string, string>()
@@ -132,6 +157,7 @@ export class JsonlPersistence extends SessionPersistence {
       zstdLevel: config.zstdLevel ?? 3,
       zstdCodec: config.zstdCodec ?? 'auto',
       fsync: config.fsync ?? true,
+      listIndex: config.listIndex ?? true,
     }
   }
 
@@ -201,7 +227,7 @@ export class JsonlPersistence extends SessionPersistence {
       await writeAtomic(join(dir, HEADER_FILE), JSON.stringify(header, null, 2) + '\n')
       if (this.options.fsync) await syncDir(dir)
       this.dirs.set(header.id, dir)
-      this.open.set(header.id, { path, compressed, size: 0, lockPath })
+      this.open.set(header.id, { path, compressed, size: 0, lockPath, tracked: { more: new SummaryBuilder(header) } })
     } catch (error) {
       await fs.rm(lockPath, { force: true })
       if ((error as NodeJS.ErrnoException).code === 'EEXIST')
@@ -224,13 +250,28 @@ export class JsonlPersistence extends SessionPersistence {
       }
       // Created, never written: the first batch creates the log in this build's format.
       const compressed = this.options.compression === 'zstd'
-      this.open.set(id, { path: join(dir, compressed ? LOG_ZSTD : LOG_RAW), compressed, size: 0, lockPath })
+      const header = await this.readHeader(id, dir).catch(() => undefined)
+      this.open.set(id, {
+        path: join(dir, compressed ? LOG_ZSTD : LOG_RAW),
+        compressed,
+        size: 0,
+        lockPath,
+        ...(header ? { tracked: { more: new SummaryBuilder(header) } } : {}),
+      })
       return
     }
     try {
       const handle = await fs.open(path, this.appendFlags())
       const compressed = path.endsWith('.zstd')
-      this.open.set(id, { handle, dsync: this.dsync, path, compressed, size: (await handle.stat()).size, lockPath })
+      const size = (await handle.stat()).size
+      // The summary of the log as it is now, when its cache matches: batches written from here on
+      // extend it, so closing can write the index row without reading the log back.
+      const cached = this.options.listIndex ? await this.cachedSummary(id, dir) : undefined
+      const tracked =
+        cached && cached.stamp.size === size && join(dir, cached.stamp.file) === path
+          ? { base: cached.summary, more: new SummaryBuilder(cached.summary as unknown as SessionHeader) }
+          : undefined
+      this.open.set(id, { handle, dsync: this.dsync, path, compressed, size, lockPath, tracked })
     } catch (error) {
       await fs.rm(lockPath, { force: true })
       throw error
@@ -301,6 +342,7 @@ export class JsonlPersistence extends SessionPersistence {
       : encodeLines(records)
     if (!log.handle) {
       await this.createLog(log, bytes)
+      track(log, records)
       return
     }
     try {
@@ -311,6 +353,7 @@ export class JsonlPersistence extends SessionPersistence {
       }
       if (this.options.fsync && !log.dsync) await log.handle.datasync()
       log.size += bytes.length
+      track(log, records)
     } catch (error) {
       // Leave no half batch behind: the next write must start on a batch boundary.
       await log.handle.truncate(log.size).catch(() => {})
@@ -323,39 +366,95 @@ export class JsonlPersistence extends SessionPersistence {
     if (!log) return
     this.open.delete(id)
     await log.handle?.close().catch(() => {})
+    // Before the lock goes: the next writer of this session appends its own row after this one.
+    if (log.handle && log.tracked && this.options.listIndex) await this.indexClosed(id, log).catch(() => {})
     await fs.rm(log.lockPath, { force: true })
   }
 
+  /** Writes a closed session's summary to its `summary.json` and appends it to the index. */
+  private async indexClosed(id: SessionId, log: OpenLog): Promise<void> {
+    const tracked = log.tracked as NonNullable<OpenLog['tracked']>
+    const more = tracked.more.result()
+    const summary = tracked.base ? mergeSummary(tracked.base, more) : more
+    const dir = dirname(log.path)
+    const header = stampOf(await fs.stat(join(dir, HEADER_FILE)))
+    const stamp: Stamp = { file: log.path.slice(dir.length + 1), size: log.size, header }
+    await writeAtomic(join(dir, SUMMARY_FILE), JSON.stringify({ ...stamp, summary }) + '\n', false)
+    await appendIndex(this.root, [{ id, key: basename(dirname(dir)), ...stamp, summary }])
+  }
+
   protected async backendList(): Promise<SessionSummary[]> {
+    // Plain locals: inside a service method `this` is a proxy, too slow for a loop per session.
+    const root = this.root
+    const dirs = this.dirs
+    const useIndex = this.options.listIndex
+    // The directories first (one readdir per project), synchronously: a few hundred microseconds.
+    const found: Array<[SessionId, string, string]> = []
     let keys: string[]
     try {
-      keys = await fs.readdir(this.root)
+      keys = readdirSync(root)
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return []
       throw error
     }
-    const found: Array<[SessionId, string]> = []
     for (const key of keys) {
+      if (key === INDEX_FILE) continue
       let ids: string[]
       try {
-        ids = await fs.readdir(join(this.root, key))
+        ids = readdirSync(join(root, key))
       } catch {
         continue
       }
-      for (const id of ids) if (isValidSessionId(id)) found.push([id, join(this.root, key, id)])
+      for (const id of ids) if (isValidSessionId(id)) found.push([id, key, join(root, key, id)])
+    }
+    const rows: SessionSummary[] = []
+    const index = useIndex ? readIndex(root) : undefined
+    if (index?.damage)
+      this.ctx.emit(
+        'session-persistence/warning',
+        `the session index ${join(root, INDEX_FILE)} is damaged (${index.damage}): rebuilt from the sessions`,
+      )
+    // A row of the index is trusted while its log has the recorded name and size and header.json
+    // the recorded size and mtime: two stat calls, made synchronously (a few microseconds each,
+    // where a promise per call cost tens). The rest take the per-session path below.
+    const current = new Map<string, IndexRow>()
+    const pending: Array<[SessionId, string, string]> = []
+    for (const entry of found) {
+      const row = index?.rows.get(entry[0])
+      if (row && row.key === entry[1] && rowValid(entry[2], row)) {
+        rows.push(row.summary)
+        current.set(row.id, row)
+        dirs.set(entry[0], entry[2])
+      } else pending.push(entry)
     }
     // A few summaries in flight at once: each is several small file operations, and one at a time
     // made a listing of 1,000 sessions wait on 5,000 round trips to the thread pool in turn.
-    const rows: SessionSummary[] = []
+    const fresh: IndexRow[] = []
     let next = 0
     const worker = async () => {
-      while (next < found.length) {
-        const [id, dir] = found[next++]
-        const row = await this.summaryOf(id, dir).catch((error: unknown) => this.damagedSummary(id, dir, error))
-        if (row) rows.push(row)
+      while (next < pending.length) {
+        const [id, key, dir] = pending[next++]
+        const got = await this.summaryOf(id, dir).catch(async (error: unknown) => ({
+          summary: await this.damagedSummary(id, dir, error),
+          stamp: undefined,
+        }))
+        if (!got?.summary) continue
+        rows.push(got.summary)
+        if (got.stamp) {
+          const row: IndexRow = { id, key, ...got.stamp, summary: got.summary }
+          fresh.push(row)
+          current.set(id, row)
+        }
       }
     }
-    await Promise.all(Array.from({ length: Math.min(LIST_CONCURRENCY, found.length) }, worker))
+    await Promise.all(Array.from({ length: Math.min(LIST_CONCURRENCY, pending.length) }, worker))
+    if (index) {
+      // Repair: recomputed rows are appended; a damaged index, or one mostly made of superseded
+      // lines (sessions closed many times, or deleted), is rewritten from the rows just checked.
+      const lines = index.lines + fresh.length
+      if (index.damage || lines > 2 * current.size + 64) await rewriteIndex(root, current.values()).catch(() => {})
+      else await appendIndex(root, fresh).catch(() => {})
+    }
     return rows
   }
 
@@ -369,7 +468,7 @@ export class JsonlPersistence extends SessionPersistence {
    * names its log file, so a warm row costs two file operations (read the cache, stat that log)
    * instead of five; anything that does not line up takes the full path.
    */
-  private async summaryOf(id: SessionId, dir: string): Promise<SessionSummary | undefined> {
+  private async summaryOf(id: SessionId, dir: string): Promise<{ summary: SessionSummary; stamp?: Stamp } | undefined> {
     const cached = await this.cachedSummary(id, dir)
     if (cached) {
       this.dirs.set(id, dir)
@@ -384,7 +483,7 @@ export class JsonlPersistence extends SessionPersistence {
     if (!path) {
       const missing = await this.missingLog(id, dir)
       if (missing) throw missing
-      return new SummaryBuilder(header).result()
+      return { summary: new SummaryBuilder(header).result() }
     }
     const [size, headerStat] = await Promise.all([fs.stat(path).then((st) => st.size), fs.stat(join(dir, HEADER_FILE))])
     const read = await this.backendRead(id, 'inspect')
@@ -394,13 +493,10 @@ export class JsonlPersistence extends SessionPersistence {
     const intact = read.tornTail ? read.tornTail.offset : size
     const file = path.slice(dir.length + 1)
     const headerStamp = stampOf(headerStat)
-    if (intact === size)
-      await writeAtomic(
-        join(dir, SUMMARY_FILE),
-        JSON.stringify({ size, file, header: headerStamp, summary }) + '\n',
-        false,
-      ).catch(() => {})
-    return summary
+    if (intact !== size) return { summary }
+    const stamp: Stamp = { file, size, header: headerStamp }
+    await writeAtomic(join(dir, SUMMARY_FILE), JSON.stringify({ ...stamp, summary }) + '\n', false).catch(() => {})
+    return { summary, stamp }
   }
 
   /**
@@ -408,7 +504,10 @@ export class JsonlPersistence extends SessionPersistence {
    * `header.json` is the one read then (same size and modification time): a header damaged after
    * the cache was written takes the full path and is reported.
    */
-  private async cachedSummary(id: SessionId, dir: string): Promise<SessionSummary | undefined> {
+  private async cachedSummary(
+    id: SessionId,
+    dir: string,
+  ): Promise<{ summary: SessionSummary; stamp: Stamp } | undefined> {
     let cached: { size?: unknown; file?: unknown; header?: unknown; summary?: SessionSummary }
     try {
       cached = JSON.parse(await fs.readFile(join(dir, SUMMARY_FILE), 'utf8'))
@@ -432,7 +531,9 @@ export class JsonlPersistence extends SessionPersistence {
       ),
       fs.stat(join(dir, HEADER_FILE)).then(stampOf, () => undefined),
     ])
-    return size === cached.size && header === cached.header ? cached.summary : undefined
+    return size === cached.size && header === cached.header
+      ? { summary: cached.summary, stamp: { file: cached.file, size, header } }
+      : undefined
   }
 
   /**
@@ -648,6 +749,26 @@ export class JsonlPersistence extends SessionPersistence {
     }
     throw new SessionPersistenceError('LOCKED', id, `session ${id}: could not take ${path}`)
   }
+}
+
+/**
+ * Whether an index row still describes its session: the log it names (one of the two log names) has
+ * the recorded size, `header.json` the recorded size and mtime, and a raw log has no compressed
+ * rival (which would win).
+ */
+function rowValid(dir: string, row: IndexRow): boolean {
+  if (row.file !== LOG_ZSTD && row.file !== LOG_RAW) return false
+  const log = statSync(join(dir, row.file), { throwIfNoEntry: false })
+  if (!log || log.size !== row.size) return false
+  const header = statSync(join(dir, HEADER_FILE), { throwIfNoEntry: false })
+  if (!header || stampOf(header) !== row.header) return false
+  return row.file === LOG_ZSTD || !existsSync(join(dir, LOG_ZSTD))
+}
+
+/** Folds a written batch into the open log's summary (for the index row written at close). */
+function track(log: OpenLog, records: StoredRecord[]): void {
+  if (!log.tracked) return
+  for (const record of records) log.tracked.more.add(record.event as never)
 }
 
 async function exists(path: string): Promise<boolean> {

@@ -131,9 +131,11 @@ describe('unregistered event types', () => {
   })
 })
 
+// The per-session path of list(): what a listing reads with the store index off (or for a row the
+// index lacks or has stale); the index itself is tested in list-index.test.ts.
 describe('the list() summary cache (summary.json beside each log)', () => {
   it('is used while its log keeps the recorded size, and recomputed when it does not match', async () => {
-    const p = await open()
+    const p = await open({ listIndex: false })
     const log = await stored(p, 'cached', '/w', 1)
     const cacheFile = join(log, '..', 'summary.json')
     const [first] = await p.list()
@@ -173,7 +175,7 @@ describe('the list() summary cache (summary.json beside each log)', () => {
   })
 
   it('a cached raw log is not trusted when a compressed log (which wins) sits beside it', async () => {
-    const p = await open({ compression: 'none' })
+    const p = await open({ compression: 'none', listIndex: false })
     const raw = await stored(p, 'both', '/w', 1)
     await p.list()
     const cacheFile = join(raw, '..', 'summary.json')
@@ -185,7 +187,7 @@ describe('the list() summary cache (summary.json beside each log)', () => {
     const z = await open({ root: join(root, 'z') })
     const zlog = await stored(z, 'both', '/w', 2)
     await writeFile(join(raw, '..', 'session.jsonl.zstd'), await readFile(zlog))
-    const q = await open({ compression: 'none' })
+    const q = await open({ compression: 'none', listIndex: false })
     const [row] = await q.list()
     expect(row.title).toBeUndefined()
     expect(row.turns).toBe(2)
