@@ -106,17 +106,16 @@ describe('dsh -p --world e2b', () => {
       ] as never,
     }))
     const before = new Set(standin.sandboxes().map((x) => x.record.id))
-    const killer = (async () => {
-      // Wait for the observable event (the command running in a new sandbox), then kill that sandbox.
-      await expect
-        .poll(() => standin.sandboxes().find((x) => !before.has(x.record.id) && [...x.processes.values()].some((p) => p.config.args.join(' ').includes('sleep 60'))), { timeout: 60_000, interval: 20 })
-        .toBeDefined()
-      const victim = standin.sandboxes().find((x) => !before.has(x.record.id)) as { record: { id: string } }
-      standin.kill(victim.record.id)
-      return victim.record.id
-    })()
-    const run = await runDsh(['-p', '--world', 'e2b', 'run long'], { cwd, env: env(home, s, { E2B_API_KEY: undefined }), timeoutMs: 90_000 })
-    const victim = await killer
+    let finished = false
+    const running = runDsh(['-p', '--world', 'e2b', 'run long'], { cwd, env: env(home, s, { E2B_API_KEY: undefined }), timeoutMs: 90_000 }).finally(() => (finished = true))
+    // Wait for the observable event (the command running in a new sandbox), then kill that sandbox;
+    // a run that ends first (no sandbox at all) stops the wait and fails below.
+    const sleeping = () => standin.sandboxes().find((x) => !before.has(x.record.id) && [...x.processes.values()].some((p) => p.config.args.join(' ').includes('sleep 60')))
+    await expect.poll(() => finished || sleeping() !== undefined, { timeout: 60_000, interval: 20 }).toBe(true)
+    const victim = sleeping()?.record.id
+    expect(victim).toBeDefined()
+    standin.kill(victim as string)
+    const run = await running
     expect(run.code).toBe(0)
     const result = toolText(s, 1)
     expect(result).toContain(`the E2B sandbox ${victim} stopped (killed or expired) while this ran`)
