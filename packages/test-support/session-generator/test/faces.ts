@@ -241,8 +241,15 @@ export function tuiMarkers(lines: readonly string[], tag: string, thoughtAs: str
 
 /** Markers of the chat's nodes in order (a thinking node as `thoughtAs`). */
 export async function webMarkers(page: Page, tag: string, thoughtAs: string): Promise<string[]> {
+  // Text nodes, not innerText: rows off screen are skipped by `content-visibility: auto`, and
+  // innerText leaves out what is not laid out. One line per text node keeps markers apart.
   const nodes = await page.locator('.dsh-chat [data-node]').evaluateAll((els) =>
-    els.map((el) => ({ kind: el.getAttribute('data-node') ?? '', text: (el as HTMLElement).innerText })),
+    els.map((el) => {
+      const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT)
+      const parts: string[] = []
+      for (let n = walker.nextNode(); n; n = walker.nextNode()) parts.push(n.nodeValue ?? '')
+      return { kind: el.getAttribute('data-node') ?? '', text: parts.join('\n') }
+    }),
   )
   const out: string[] = []
   for (const node of nodes) {
