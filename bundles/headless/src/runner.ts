@@ -10,6 +10,7 @@ import type { Session, SessionEvent } from '@dsh/session'
 import type { TokenUsage } from '@dsh/llm'
 import { splitOptionalValues } from '@dsh/cmdline'
 import { HELP } from './help.ts'
+import { chooseModel, modelChoiceUsage } from '@dsh/surface-kit'
 // Type-only: the `declare module 'cordis'` blocks that type `ctx.get('commands' | 'durableSessions' |
 // 'permissionPresets')`; each row is optional in a profile, so each lookup may be undefined.
 import type {} from '@dsh/commands'
@@ -223,19 +224,12 @@ export async function resolveModel(
   spec: string | undefined,
   fallback: ModelSelection | undefined,
 ): Promise<ModelSelection> {
-  if (spec === undefined) {
-    if (!fallback)
-      throw new UsageError('no model configured: pass --model PROVIDER/MODEL or add the agent-default-model row')
-    return fallback
-  }
-  let resolved: { provider: string; model: string }
   try {
-    resolved = await ctx.llm.resolveModelSpec(spec, fallback?.provider)
+    return await chooseModel(ctx.llm, spec, fallback)
   } catch (error) {
-    throw new UsageError(`--model ${spec}: ${(error as Error).message}`)
+    const usage = modelChoiceUsage(error)
+    throw usage !== undefined ? new UsageError(usage) : error
   }
-  const { provider, model } = resolved
-  return { ...(fallback?.provider === provider ? fallback : {}), provider, model }
 }
 
 interface Io {
@@ -667,7 +661,10 @@ export async function runHeadless(
  * name: this bundle does not depend on the approval package, which the base bundle loads.
  */
 function tellRefusalsWithoutHuman(ctx: Context, io: Io): () => void {
-  type Resolved = (request: { title?: string }, outcome: { decision?: string; reason?: string; noHuman?: boolean }) => void
+  type Resolved = (
+    request: { title?: string },
+    outcome: { decision?: string; reason?: string; noHuman?: boolean },
+  ) => void
   const on = ctx.on as unknown as (name: string, listener: Resolved) => () => void
   return on('approval/resolved', (request, outcome) => {
     if (!outcome?.noHuman || outcome.decision === 'allowed-once' || outcome.decision === 'allowed-always') return

@@ -13,6 +13,7 @@ import type {} from '@dsh/session-persistence'
 import { TUI_HELP, UsageError, parseTuiArgs, type TuiOptions } from './args.ts'
 import { TuiApp } from './app.ts'
 import { onboard } from './onboarding.ts'
+import { chooseModel, modelChoiceUsage } from '@dsh/surface-kit'
 
 export { TuiApp, LOCAL_COMMANDS } from './app.ts'
 export { parseTuiArgs, TUI_HELP, UsageError, type TuiOptions } from './args.ts'
@@ -41,19 +42,12 @@ const opt = <K extends keyof Optional>(ctx: Context, key: K): Optional[K] | unde
   ctx.get(key as never) as Optional[K] | undefined
 
 async function resolveModel(ctx: Context, spec: string | undefined): Promise<ModelSelection> {
-  const fallback = opt(ctx, 'agentDefaultModel')?.get()
-  if (spec === undefined) {
-    if (!fallback)
-      throw new UsageError('no model configured: pass --model PROVIDER/MODEL or add the agent-default-model row')
-    return fallback
-  }
-  let resolved: { provider: string; model: string }
   try {
-    resolved = await ctx.llm.resolveModelSpec(spec, fallback?.provider)
+    return await chooseModel(ctx.llm, spec, opt(ctx, 'agentDefaultModel')?.get())
   } catch (error) {
-    throw new UsageError(`--model ${spec}: ${(error as Error).message}`)
+    const usage = modelChoiceUsage(error)
+    throw usage !== undefined ? new UsageError(usage) : error
   }
-  return { ...(fallback?.provider === resolved.provider ? fallback : {}), ...resolved }
 }
 
 async function openSession(
@@ -132,7 +126,8 @@ export async function runTui(ctx: Context, config: Config, exit: (code: number) 
     }
     opened = await openSession(ctx, options, cwd)
     // A reopened session continues on the model last picked in it (`/model`), unless --model says otherwise.
-    if (options.model === undefined && opened.session) model = opt(ctx, 'agentDefaultModel')?.ofSession(opened.session) ?? model
+    if (options.model === undefined && opened.session)
+      model = opt(ctx, 'agentDefaultModel')?.ofSession(opened.session) ?? model
   } catch (error) {
     return fail(error instanceof UsageError ? 2 : 1, (error as Error).message)
   }
@@ -148,7 +143,10 @@ export async function runTui(ctx: Context, config: Config, exit: (code: number) 
     if (!app || resumeHint !== undefined) return
     const session = app.session
     const stored = opt(ctx, 'durableSessions')?.isPersisted(session.id)
-    resumeHint = stored && session.events.some((event) => event.type === 'turn/start') ? `dsh: to resume this session: dsh -r ${session.id}\n` : ''
+    resumeHint =
+      stored && session.events.some((event) => event.type === 'turn/start')
+        ? `dsh: to resume this session: dsh -r ${session.id}\n`
+        : ''
   }
   const leave = (code: number) => {
     if (left) return

@@ -19,6 +19,7 @@ import { FrameLog } from './sse.ts'
 import { fileBackend, MetaStore, storageBackend } from './meta.ts'
 import { SessionIndex, type IndexRow } from './index-rows.ts'
 import type {} from '@dsh/llm'
+import { chooseModel, ModelChoiceError } from '@dsh/surface-kit'
 import type {} from '@dsh/commands'
 import type {} from '@dsh/permission-presets'
 import type {} from '@dsh/brand' // declares the app/ready and app/stopping events
@@ -956,29 +957,18 @@ export class SessionHost {
   }
 
   private async resolveModel(spec: string | undefined, effort?: P.ReasoningEffort): Promise<ModelSelection> {
-    const fallback = this.opt('agentDefaultModel')?.get()
-    const withEffort = (m: ModelSelection): ModelSelection =>
-      effort !== undefined ? { ...m, reasoningEffort: effort } : m
-    if (spec === undefined) {
-      if (!fallback)
+    try {
+      return await chooseModel(this.opt('llm'), spec, this.opt('agentDefaultModel')?.get(), effort)
+    } catch (error) {
+      if (!(error instanceof ModelChoiceError)) throw error
+      if (error.code === 'NO_DEFAULT_MODEL')
         throw new ApiError('INVALID_PARAMS', 'no default model is configured; pass model "provider/model"', {
           field: 'model',
         })
-      return withEffort(fallback)
+      const message =
+        error.code === 'NO_MODEL_SERVICE' ? `model: ${JSON.stringify(spec)}: ${error.detail}` : `model: ${error.detail}`
+      throw new ApiError('MODEL_NOT_FOUND', message, { field: 'model' })
     }
-    const llm = this.opt('llm')
-    if (!llm)
-      throw new ApiError('MODEL_NOT_FOUND', `model: ${JSON.stringify(spec)}: no model service is mounted`, {
-        field: 'model',
-      })
-    let resolved: { provider: string; model: string }
-    try {
-      resolved = await llm.resolveModelSpec(spec, fallback?.provider)
-    } catch (error) {
-      throw new ApiError('MODEL_NOT_FOUND', `model: ${(error as Error).message}`, { field: 'model' })
-    }
-    const { provider, model } = resolved
-    return withEffort({ ...(fallback?.provider === provider ? fallback : {}), provider, model })
   }
 
   // ---- streams ----

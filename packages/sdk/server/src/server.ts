@@ -34,6 +34,7 @@ import {
 } from '@dsh/sdk-protocol'
 import * as p from './params.ts'
 import type {} from '@dsh/llm'
+import { chooseModel, ModelChoiceError } from '@dsh/surface-kit'
 import type {} from '@dsh/agent-default-model'
 
 export interface ServerIo {
@@ -263,29 +264,18 @@ export class HarnessSdkJsonRpcServer {
   }
 
   private async resolveModel(method: string, spec: string | undefined): Promise<ModelSelection> {
-    const fallback = this.opt('agentDefaultModel')?.get()
-    if (spec === undefined) {
-      if (!fallback)
+    try {
+      return await chooseModel(this.opt('llm'), spec, this.opt('agentDefaultModel')?.get())
+    } catch (error) {
+      if (!(error instanceof ModelChoiceError)) throw error
+      if (error.code === 'NO_DEFAULT_MODEL')
         throw new RpcError('INVALID_PARAMS', `${method}: no default model is configured; pass model "provider/model"`, {
           field: 'model',
         })
-      return fallback
-    }
-    const llm = this.opt('llm')
-    if (!llm)
-      throw new RpcError('MODEL_NOT_FOUND', `${method}: model ${JSON.stringify(spec)}: no model service is mounted`, {
-        field: 'model',
-      })
-    let resolved: { provider: string; model: string }
-    try {
-      resolved = await llm.resolveModelSpec(spec, fallback?.provider)
-    } catch (error) {
-      throw new RpcError('MODEL_NOT_FOUND', `${method}: model ${JSON.stringify(spec)}: ${(error as Error).message}`, {
+      throw new RpcError('MODEL_NOT_FOUND', `${method}: model ${JSON.stringify(spec)}: ${error.detail}`, {
         field: 'model',
       })
     }
-    const { provider, model } = resolved
-    return { ...(fallback?.provider === provider ? fallback : {}), provider, model }
   }
 
   private adopt(agent: Agent): Entry {
