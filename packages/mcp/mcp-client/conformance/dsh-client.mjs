@@ -21,8 +21,15 @@ const context = process.env.MCP_CONFORMANCE_CONTEXT ? JSON.parse(process.env.MCP
 
 /** The `oauth` setting a user would write for this server. */
 function oauthFor() {
-  if (scenario === 'auth/client-credentials-basic') return { grant: 'client_credentials', clientId: context.client_id, clientSecret: context.client_secret }
-  if (scenario === 'auth/client-credentials-jwt') return { grant: 'client_credentials', clientId: context.client_id, privateKey: context.private_key_pem, algorithm: context.signing_algorithm ?? 'ES256' }
+  if (scenario === 'auth/client-credentials-basic')
+    return { grant: 'client_credentials', clientId: context.client_id, clientSecret: context.client_secret }
+  if (scenario === 'auth/client-credentials-jwt')
+    return {
+      grant: 'client_credentials',
+      clientId: context.client_id,
+      privateKey: context.private_key_pem,
+      algorithm: context.signing_algorithm ?? 'ES256',
+    }
   if (scenario === 'auth/pre-registration') return { clientId: context.client_id, clientSecret: context.client_secret }
   // A client ID metadata document dsh would publish; used only where the server supports them.
   return { clientMetadataUrl: 'https://conformance-test.local/client-metadata.json' }
@@ -85,7 +92,10 @@ let n = 0
 for (const tool of ctx.tools.list()) {
   const props = tool.parameters.properties ?? {}
   const args = Object.fromEntries(Object.entries(props).map(([key, schema]) => [key, sample(schema)]))
-  const result = await ctx.tools.execute({ callId: `c${++n}`, name: tool.name, arguments: JSON.stringify(args) }, { cwd: process.cwd() })
+  const result = await ctx.tools.execute(
+    { callId: `c${++n}`, name: tool.name, arguments: JSON.stringify(args) },
+    { cwd: process.cwd() },
+  )
   process.stdout.write(`${tool.name}: ${JSON.stringify(result.message.content).slice(0, 300)}\n`)
 }
 await client.dispose()

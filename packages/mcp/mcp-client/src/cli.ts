@@ -126,7 +126,9 @@ async function login(
     stdout.write(`Open this address in a browser on this machine to sign in to MCP server "${name}":\n${url}\n`)
   })
   if (after?.state === 'connected') {
-    stdout.write(`Signed in to "${name}" (${after.tools.length} tools).${shown ? '' : ' No browser step was needed.'}\n`)
+    stdout.write(
+      `Signed in to "${name}" (${after.tools.length} tools).${shown ? '' : ' No browser step was needed.'}\n`,
+    )
     return 0
   }
   stderr.write(`dsh mcp: signing in to "${name}" failed: ${after?.error ?? after?.state ?? 'unknown'}\n`)

@@ -186,15 +186,29 @@ export function checkServer(
   }
 }
 
-const OAUTH_KEYS = ['grant', 'clientId', 'clientSecret', 'clientMetadataUrl', 'scope', 'callbackPort', 'privateKey', 'algorithm', 'clientName']
+const OAUTH_KEYS = [
+  'grant',
+  'clientId',
+  'clientSecret',
+  'clientMetadataUrl',
+  'scope',
+  'callbackPort',
+  'privateKey',
+  'algorithm',
+  'clientName',
+]
 
 /** The `oauth` field of a remote entry: absent (OAuth when asked), `false`, or an object of settings. */
 function oauthSettings(raw: unknown, expand: (text: string, where: string) => string): OAuthSettings | false {
   if (raw === false) return false
   if (raw === undefined || raw === true) return { grant: 'authorization_code' }
-  if (!isRecord(raw)) throw new SpecError('"oauth" must be false or an object ({clientId, clientSecret, scope, callbackPort, grant, ...})')
+  if (!isRecord(raw))
+    throw new SpecError(
+      '"oauth" must be false or an object ({clientId, clientSecret, scope, callbackPort, grant, ...})',
+    )
   for (const key of Object.keys(raw)) {
-    if (!OAUTH_KEYS.includes(key)) throw new SpecError(`"oauth.${key}" is not a known setting (known: ${OAUTH_KEYS.join(', ')})`)
+    if (!OAUTH_KEYS.includes(key))
+      throw new SpecError(`"oauth.${key}" is not a known setting (known: ${OAUTH_KEYS.join(', ')})`)
   }
   const text = (key: string): string | undefined => {
     const value = raw[key]
@@ -203,11 +217,21 @@ function oauthSettings(raw: unknown, expand: (text: string, where: string) => st
     return expand(value, `"oauth.${key}"`)
   }
   const grant = raw.grant ?? 'authorization_code'
-  if (grant !== 'authorization_code' && grant !== 'client_credentials') throw new SpecError(`"oauth.grant" must be authorization_code or client_credentials, not ${JSON.stringify(grant)}`)
+  if (grant !== 'authorization_code' && grant !== 'client_credentials')
+    throw new SpecError(`"oauth.grant" must be authorization_code or client_credentials, not ${JSON.stringify(grant)}`)
   const port = raw.callbackPort
-  if (port !== undefined && (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535)) throw new SpecError('"oauth.callbackPort" must be a port number (1-65535)')
+  if (port !== undefined && (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535))
+    throw new SpecError('"oauth.callbackPort" must be a port number (1-65535)')
   const settings: OAuthSettings = { grant }
-  for (const key of ['clientId', 'clientSecret', 'clientMetadataUrl', 'scope', 'privateKey', 'algorithm', 'clientName'] as const) {
+  for (const key of [
+    'clientId',
+    'clientSecret',
+    'clientMetadataUrl',
+    'scope',
+    'privateKey',
+    'algorithm',
+    'clientName',
+  ] as const) {
     const value = text(key)
     if (value !== undefined) settings[key] = value
   }
@@ -217,12 +241,15 @@ function oauthSettings(raw: unknown, expand: (text: string, where: string) => st
     try {
       parsed = new URL(settings.clientMetadataUrl)
     } catch {}
-    if (!parsed || parsed.protocol !== 'https:' || parsed.pathname === '/') throw new SpecError('"oauth.clientMetadataUrl" must be an https URL with a path')
+    if (!parsed || parsed.protocol !== 'https:' || parsed.pathname === '/')
+      throw new SpecError('"oauth.clientMetadataUrl" must be an https URL with a path')
   }
   if (grant === 'client_credentials') {
     if (!settings.clientId) throw new SpecError('"oauth.grant: client_credentials" needs "oauth.clientId"')
-    if (!settings.clientSecret && !settings.privateKey) throw new SpecError('"oauth.grant: client_credentials" needs "oauth.clientSecret" or "oauth.privateKey"')
-  } else if (settings.privateKey) throw new SpecError('"oauth.privateKey" is only used with "oauth.grant: client_credentials"')
+    if (!settings.clientSecret && !settings.privateKey)
+      throw new SpecError('"oauth.grant: client_credentials" needs "oauth.clientSecret" or "oauth.privateKey"')
+  } else if (settings.privateKey)
+    throw new SpecError('"oauth.privateKey" is only used with "oauth.grant: client_credentials"')
   if (settings.clientSecret && !settings.clientId) throw new SpecError('"oauth.clientSecret" needs "oauth.clientId"')
   return settings
 }

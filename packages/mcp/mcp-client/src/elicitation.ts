@@ -12,7 +12,8 @@ export const OPEN = 'Open it'
 
 type Property = Record<string, unknown>
 
-const isUrl = (params: ElicitRequestFormParams | ElicitRequestURLParams): params is ElicitRequestURLParams => params.mode === 'url'
+const isUrl = (params: ElicitRequestFormParams | ElicitRequestURLParams): params is ElicitRequestURLParams =>
+  params.mode === 'url'
 
 function choices(property: Property): Array<{ value: string; label: string }> | undefined {
   const items = property.type === 'array' ? ((property.items ?? {}) as Property) : property
@@ -22,10 +23,11 @@ function choices(property: Property): Array<{ value: string; label: string }> | 
   }
   const list = (items.oneOf ?? items.anyOf) as Array<{ const: string; title?: string }> | undefined
   if (Array.isArray(list)) return list.map((option) => ({ value: option.const, label: option.title ?? option.const }))
-  if (property.type === 'boolean') return [
-    { value: 'true', label: 'Yes' },
-    { value: 'false', label: 'No' },
-  ]
+  if (property.type === 'boolean')
+    return [
+      { value: 'true', label: 'Yes' },
+      { value: 'false', label: 'No' },
+    ]
   return undefined
 }
 
@@ -40,23 +42,33 @@ function labelled(options: Array<{ value: string; label: string }>): Array<{ val
 }
 
 /** The questions an elicitation is asked as (the first decides: submit / decline, or open / decline). */
-export function elicitationQuestions(server: string, params: ElicitRequestFormParams | ElicitRequestURLParams): Question[] {
+export function elicitationQuestions(
+  server: string,
+  params: ElicitRequestFormParams | ElicitRequestURLParams,
+): Question[] {
   if (isUrl(params)) {
-    return [{
-      id: ACTION_ID,
-      header: `MCP ${server}`,
-      question: `MCP server "${server}" asks you to open this address in a browser:\n${params.url}\n${params.message}`,
-      options: [{ label: OPEN, description: 'open it in your browser (dsh opens it when it can)' }, { label: DECLINE }],
-    }]
+    return [
+      {
+        id: ACTION_ID,
+        header: `MCP ${server}`,
+        question: `MCP server "${server}" asks you to open this address in a browser:\n${params.url}\n${params.message}`,
+        options: [
+          { label: OPEN, description: 'open it in your browser (dsh opens it when it can)' },
+          { label: DECLINE },
+        ],
+      },
+    ]
   }
   const schema = params.requestedSchema
   const required = new Set(schema.required ?? [])
-  const questions: Question[] = [{
-    id: ACTION_ID,
-    header: `MCP ${server}`,
-    question: `MCP server "${server}" asks: ${params.message}\nAnswer the fields below and submit them to the server, or decline.`,
-    options: [{ label: SUBMIT }, { label: DECLINE }],
-  }]
+  const questions: Question[] = [
+    {
+      id: ACTION_ID,
+      header: `MCP ${server}`,
+      question: `MCP server "${server}" asks: ${params.message}\nAnswer the fields below and submit them to the server, or decline.`,
+      options: [{ label: SUBMIT }, { label: DECLINE }],
+    },
+  ]
   for (const [key, raw] of Object.entries(schema.properties)) {
     const property = raw as Property
     const title = (property.title as string | undefined) ?? key
@@ -80,7 +92,10 @@ export function elicitationQuestions(server: string, params: ElicitRequestFormPa
 }
 
 /** The elicitation result for the human's outcome; a field the schema refuses makes the whole answer a decline with why. */
-export function elicitationResult(params: ElicitRequestFormParams | ElicitRequestURLParams, outcome: QuestionsOutcome): { result: ElicitResult; problem?: string } {
+export function elicitationResult(
+  params: ElicitRequestFormParams | ElicitRequestURLParams,
+  outcome: QuestionsOutcome,
+): { result: ElicitResult; problem?: string } {
   if (outcome.status === 'cancelled') return { result: { action: 'cancel' } }
   if (outcome.status === 'unavailable') return { result: { action: 'decline' }, problem: outcome.reason }
   const action = outcome.answers[ACTION_ID]?.selected[0]
@@ -94,7 +109,9 @@ export function elicitationResult(params: ElicitRequestFormParams | ElicitReques
     const options = choices(property)
     if (options) {
       const byLabel = new Map(labelled(options).map((option) => [option.label, option.value]))
-      const values = answer.selected.map((label) => byLabel.get(label)).filter((value): value is string => value !== undefined)
+      const values = answer.selected
+        .map((label) => byLabel.get(label))
+        .filter((value): value is string => value !== undefined)
       if (property.type === 'array') content[key] = values
       else if (property.type === 'boolean') {
         if (values[0] !== undefined) content[key] = values[0] === 'true'
@@ -105,11 +122,22 @@ export function elicitationResult(params: ElicitRequestFormParams | ElicitReques
     if (text === '') continue
     if (property.type === 'number' || property.type === 'integer') {
       const value = Number(text)
-      if (!Number.isFinite(value) || (property.type === 'integer' && !Number.isInteger(value))) return { result: { action: 'decline' }, problem: `"${key}" must be ${property.type === 'integer' ? 'an integer' : 'a number'}, got ${JSON.stringify(text)}` }
+      if (!Number.isFinite(value) || (property.type === 'integer' && !Number.isInteger(value)))
+        return {
+          result: { action: 'decline' },
+          problem: `"${key}" must be ${property.type === 'integer' ? 'an integer' : 'a number'}, got ${JSON.stringify(text)}`,
+        }
       content[key] = value
     } else content[key] = text
   }
-  const missing = (params.requestedSchema.required ?? []).filter((key) => !(key in content) && (params.requestedSchema.properties[key] as Property | undefined)?.default === undefined)
-  if (missing.length > 0) return { result: { action: 'decline' }, problem: `required field${missing.length === 1 ? '' : 's'} left empty: ${missing.join(', ')}` }
+  const missing = (params.requestedSchema.required ?? []).filter(
+    (key) =>
+      !(key in content) && (params.requestedSchema.properties[key] as Property | undefined)?.default === undefined,
+  )
+  if (missing.length > 0)
+    return {
+      result: { action: 'decline' },
+      problem: `required field${missing.length === 1 ? '' : 's'} left empty: ${missing.join(', ')}`,
+    }
   return { result: { action: 'accept', content } }
 }

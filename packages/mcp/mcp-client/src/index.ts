@@ -16,11 +16,7 @@ import type {} from '@dsh/tools'
 import type { ProjectTrust, ProjectTrustRequests, TrustRequest } from '@dsh/project-trust'
 import type {} from '@dsh/credentials'
 import type { UserQuestionsService } from '@dsh/user-questions'
-import type {
-  ElicitRequestFormParams,
-  ElicitRequestURLParams,
-  ElicitResult,
-} from '@modelcontextprotocol/sdk/types.js'
+import type { ElicitRequestFormParams, ElicitRequestURLParams, ElicitResult } from '@modelcontextprotocol/sdk/types.js'
 import { credentialStore, McpAuthError, memoryStore, type AuthStore, type ConsentRequest } from './oauth.ts'
 import { elicitationQuestions, elicitationResult, OPEN } from './elicitation.ts'
 import {
@@ -222,7 +218,9 @@ export class McpClient extends Service {
       try {
         await credentialStore(this.credentials).save(key, value)
       } catch (error) {
-        this.ctx.logger('mcp').warn('could not store an MCP sign-in (%s); it lasts for this run only', (error as Error).message)
+        this.ctx
+          .logger('mcp')
+          .warn('could not store an MCP sign-in (%s); it lasts for this run only', (error as Error).message)
         await this.memory.save(key, value)
       }
     },
@@ -601,7 +599,8 @@ export class McpClient extends Service {
       { ...(sessionId !== undefined ? { sessionId } : {}), signal: request.signal },
     )
     if (request.signal.aborted) return
-    if (outcome.status !== 'answered') throw new McpAuthError('declined', `the sign-in was not answered (${outcome.reason})`)
+    if (outcome.status !== 'answered')
+      throw new McpAuthError('declined', `the sign-in was not answered (${outcome.reason})`)
     const choice = outcome.answers.signin?.selected[0]
     if (choice === CANCEL_SIGN_IN) throw new McpAuthError('declined', 'the sign-in was cancelled')
     if (choice === OPEN_BROWSER) this.openInBrowser(request.url.href)
@@ -619,7 +618,12 @@ export class McpClient extends Service {
     const questions = this.questions
     const what = params.mode === 'url' ? `to open ${params.url}` : 'for input'
     if (!questions?.available(sessionId)) {
-      this.say(server, scope, `MCP server "${server}" asked ${what} ("${oneLine(params.message)}"); declined: no human is at hand to answer.`, true)
+      this.say(
+        server,
+        scope,
+        `MCP server "${server}" asked ${what} ("${oneLine(params.message)}"); declined: no human is at hand to answer.`,
+        true,
+      )
       return { action: 'decline' }
     }
     const outcome = await questions.ask(elicitationQuestions(server, params), {
@@ -628,7 +632,12 @@ export class McpClient extends Service {
     })
     const { result, problem } = elicitationResult(params, outcome)
     if (problem) this.say(server, scope, `MCP server "${server}" asked ${what}; declined: ${problem}.`, false)
-    if (params.mode === 'url' && result.action === 'accept' && outcome.status === 'answered' && outcome.answers.mcp_action?.selected[0] === OPEN) {
+    if (
+      params.mode === 'url' &&
+      result.action === 'accept' &&
+      outcome.status === 'answered' &&
+      outcome.answers.mcp_action?.selected[0] === OPEN
+    ) {
       this.openInBrowser(params.url)
     }
     return result
@@ -646,7 +655,11 @@ export class McpClient extends Service {
   private openInBrowser(url: string): void {
     const command =
       this.config.browser ??
-      (process.platform === 'darwin' ? ['open'] : process.platform === 'win32' ? ['cmd', '/c', 'start', '""'] : ['xdg-open'])
+      (process.platform === 'darwin'
+        ? ['open']
+        : process.platform === 'win32'
+          ? ['cmd', '/c', 'start', '""']
+          : ['xdg-open'])
     try {
       const handle = (this.ctx.subprocess as SubprocessService).spawn({
         file: command[0],
@@ -657,7 +670,8 @@ export class McpClient extends Service {
         retentionMode: 'none',
       })
       void handle.exited.then((exit) => {
-        if (exit.spawnError) this.ctx.logger('mcp').warn('could not open a browser (%s): %s', command[0], exit.spawnError.message)
+        if (exit.spawnError)
+          this.ctx.logger('mcp').warn('could not open a browser (%s): %s', command[0], exit.spawnError.message)
       })
     } catch (error) {
       this.ctx.logger('mcp').warn('could not open a browser (%s): %s', command[0], (error as Error).message)

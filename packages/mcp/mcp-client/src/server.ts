@@ -286,7 +286,7 @@ export class McpServerConnection {
         } catch (error) {
           if (this.disposed) return
           this.failures++
-          this.lastError = error instanceof ConnectFailure ? error.message : this.describe(error)
+          this.lastError = error instanceof ConnectFailure ? error.message : this.explain(error)
           const auth = authErrorOf(error)
           if (auth) {
             // Retrying cannot help a sign-in nobody can give (or that was refused): failed at once.
@@ -377,7 +377,7 @@ export class McpServerConnection {
     let live = false
     client.onclose = () => {
       if (live && this.client === client && !this.disposed)
-        this.lost(this.describe(new McpError(ErrorCode.ConnectionClosed, 'Connection closed')))
+        this.lost(this.explain(new McpError(ErrorCode.ConnectionClosed, 'Connection closed')))
     }
     client.onerror = () => {
       // Transport noise (a stray stdout line, a dropped SSE stream) is not a failure by itself:
@@ -395,7 +395,7 @@ export class McpServerConnection {
     } catch (error) {
       // Described before the close below terminates the process, so a refused handshake or list
       // is not reported as the SIGTERM that close sends.
-      const reason = this.describe(error)
+      const reason = this.explain(error)
       await client.close().catch(() => {})
       throw new ConnectFailure(reason, { cause: error })
     }
@@ -690,18 +690,18 @@ export class McpServerConnection {
       if (auth) {
         return failure(
           'MCP_AUTH',
-          `MCP server "${this.name}" refused the call to "${call.name}" and signing in again did not work: ${this.describe(auth.message)}`,
+          `MCP server "${this.name}" refused the call to "${call.name}" and signing in again did not work: ${this.explain(auth.message)}`,
         )
       }
       if ((error instanceof McpError && error.code === ErrorCode.ConnectionClosed) || isNetworkError(error)) {
-        const reason = this.describe(error)
+        const reason = this.explain(error)
         if (this.client === client) this.lost(reason)
         return failure(
           'MCP_DISCONNECTED',
           `the connection to MCP server "${this.name}" was lost during the call (${reason}); it is being restarted. The tool may or may not have run; check before calling it again.`,
         )
       }
-      const message = this.describe(error instanceof Error ? error.message : String(error))
+      const message = this.explain(error instanceof Error ? error.message : String(error))
       return failure('MCP_ERROR', `MCP server "${this.name}" refused the call to "${call.name}": ${message}`)
     } finally {
       const at = this.callSessions.lastIndexOf(call.sessionId)
@@ -710,7 +710,7 @@ export class McpServerConnection {
   }
 
   /** One line about a failure, with every secret of the sign-in replaced. */
-  private describe(error: unknown): string {
+  private explain(error: unknown): string {
     const text = typeof error === 'string' ? error : describeFailure(error, this.transport)
     return this.oauth ? this.oauth.scrub(text) : text
   }

@@ -35,7 +35,11 @@ async function browse(address: string): Promise<void> {
 }
 
 /** `dsh mcp login NAME`, opening the URL it prints as soon as it is printed. */
-function login(name: string, cwd: string, env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function login(
+  name: string,
+  cwd: string,
+  env: Record<string, string>,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [DSH_BIN, 'mcp', 'login', name], {
       cwd,
@@ -64,7 +68,9 @@ function login(name: string, cwd: string, env: Record<string, string>): Promise<
 }
 
 describe('dsh with an OAuth-protected MCP server', () => {
-  it('headless asks for dsh mcp login; login signs in through the browser; the next run uses the tool', { timeout: 120_000 }, async () => {
+  it('headless asks for dsh mcp login; login signs in through the browser; the next run uses the tool', {
+    timeout: 120_000,
+  }, async () => {
     const root = mkdtempSync(join(tmpdir(), 'dsh-e2e-mcp-oauth-'))
     const home = join(root, 'home')
     const cwd = join(root, 'project')

@@ -88,7 +88,10 @@ afterAll(async () => {
 describe('@dsh/mcp-client OAuth sign-in', () => {
   it('asks the human once, signs in through the loopback callback and stores the tokens 0600; the next start asks nobody', async () => {
     const first = await boot({ url: server.url, home, human: browserHuman })
-    expect(first.status()).toMatchObject({ state: 'connected', tools: ['mcp__srv__ask', 'mcp__srv__leak', 'mcp__srv__whoami'] })
+    expect(first.status()).toMatchObject({
+      state: 'connected',
+      tools: ['mcp__srv__ask', 'mcp__srv__leak', 'mcp__srv__whoami'],
+    })
     expect(first.asked).toHaveLength(1)
     expect(first.asked[0].questions[0].question).toContain('MCP server "srv" needs you to sign in')
     expect(server.authorizations).toHaveLength(1)
@@ -148,10 +151,14 @@ describe('@dsh/mcp-client OAuth sign-in', () => {
     await h.dispose()
   })
 
-  it('a refused consent fails the server at once with the authorization server\'s reason', async () => {
+  it("a refused consent fails the server at once with the authorization server's reason", async () => {
     const denying = await startOAuthMcpServer({ deny: true })
     try {
-      const h = await boot({ url: denying.url, home: mkdtempSync(join(tmpdir(), 'dsh-mcp-oauth-deny-')), human: browserHuman })
+      const h = await boot({
+        url: denying.url,
+        home: mkdtempSync(join(tmpdir(), 'dsh-mcp-oauth-deny-')),
+        human: browserHuman,
+      })
       expect(h.status()).toMatchObject({ state: 'failed', failures: 1 })
       expect(h.status().error).toMatch(/refused the sign-in: access_denied \(the user said no\)/)
       expect(h.status().signIn).toBeUndefined()
@@ -164,7 +171,12 @@ describe('@dsh/mcp-client OAuth sign-in', () => {
 
   it('oauth: false never signs in: a 401 is an ordinary failure', async () => {
     const before = server.authorizations.length
-    const h = await boot({ url: server.url, home: mkdtempSync(join(tmpdir(), 'dsh-mcp-oauth-off-')), human: browserHuman, oauth: false })
+    const h = await boot({
+      url: server.url,
+      home: mkdtempSync(join(tmpdir(), 'dsh-mcp-oauth-off-')),
+      human: browserHuman,
+      oauth: false,
+    })
     // Retried like any failed connection (no sign-in, no question).
     expect(h.status()).toMatchObject({ state: 'retrying', failures: 1 })
     expect(h.status().error).toMatch(/invalid_token/)
@@ -182,10 +194,16 @@ describe('@dsh/mcp-client elicitation', () => {
       human: (request) => {
         expect(request.questions.map((q) => q.id)).toEqual(['mcp_action', 'field_name', 'field_colour', 'field_age'])
         expect(request.questions[2].options?.map((o) => o.label)).toEqual(['red', 'green'])
-        return { mcp_action: { selected: ['Submit'] }, field_name: { selected: [], text: 'Ada' }, field_age: { selected: [], text: '36' } }
+        return {
+          mcp_action: { selected: ['Submit'] },
+          field_name: { selected: [], text: 'Ada' },
+          field_age: { selected: [], text: '36' },
+        }
       },
     })
-    expect(await h.call('ask')).toBe('elicitation: {"action":"accept","content":{"name":"Ada","age":36,"colour":"green"}}')
+    expect(await h.call('ask')).toBe(
+      'elicitation: {"action":"accept","content":{"name":"Ada","age":36,"colour":"green"}}',
+    )
     expect(h.asked).toHaveLength(1)
     await h.dispose()
   })
@@ -194,7 +212,11 @@ describe('@dsh/mcp-client elicitation', () => {
     const h = await boot({
       url: server.url,
       home,
-      human: () => ({ mcp_action: { selected: ['Submit'] }, field_name: { selected: [], text: 'Ada' }, field_age: { selected: [], text: 'old' } }),
+      human: () => ({
+        mcp_action: { selected: ['Submit'] },
+        field_name: { selected: [], text: 'Ada' },
+        field_age: { selected: [], text: 'old' },
+      }),
     })
     expect(await h.call('ask')).toBe('elicitation: {"action":"decline"}')
     expect(h.notices.some((n) => n.includes('declined: "age" must be an integer, got "old"'))).toBe(true)
@@ -205,13 +227,20 @@ describe('@dsh/mcp-client elicitation', () => {
     const h = await boot({ url: server.url, home })
     expect(h.status().state).toBe('connected')
     expect(await h.call('ask')).toBe('elicitation: {"action":"decline"}')
-    expect(h.notices).toContain('MCP server "srv" asked for input ("Who are you?"); declined: no human is at hand to answer.')
+    expect(h.notices).toContain(
+      'MCP server "srv" asked for input ("Who are you?"); declined: no human is at hand to answer.',
+    )
     await h.dispose()
   })
 })
 
 describe('oauth settings in a server entry', () => {
-  const check = (oauth: unknown) => checkServer('s', { url: 'https://h/mcp', oauth }, { source: 'config', origin: 'config', cwd: '/', env: { SECRET: 'shh' } })
+  const check = (oauth: unknown) =>
+    checkServer(
+      's',
+      { url: 'https://h/mcp', oauth },
+      { source: 'config', origin: 'config', cwd: '/', env: { SECRET: 'shh' } },
+    )
   it('accepts the documented shapes and expands variables', () => {
     expect(check(undefined)).toMatchObject({ spec: { oauth: { grant: 'authorization_code' } } })
     expect(check(false)).toMatchObject({ spec: { oauth: false } })

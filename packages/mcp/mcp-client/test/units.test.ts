@@ -195,7 +195,12 @@ describe('checking mcpServers entries', () => {
       name: 'srv',
       source: 'config',
       origin: 'the row',
-      spec: { transport: 'http', url: 'https://h/tk', headers: { Authorization: 'Bearer tk' } },
+      spec: {
+        transport: 'http',
+        url: 'https://h/tk',
+        headers: { Authorization: 'Bearer tk' },
+        oauth: { grant: 'authorization_code' },
+      },
     })
     expect(check({ url: 'http://h', type: 'sse', timeout: 1 })).toMatchObject({ spec: { transport: 'sse', timeoutMs: 1 } })
     for (const type of ['http', 'streamable-http', 'streamableHttp']) expect(check({ url: 'http://h', type })).toMatchObject({ spec: { transport: 'http' } })

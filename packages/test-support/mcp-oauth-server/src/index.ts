@@ -60,7 +60,11 @@ export async function startOAuthMcpServer(options: OAuthMcpServerOptions = {}): 
   const clientsStore: OAuthRegisteredClientsStore = {
     getClient: (id) => clients.get(id),
     registerClient: (client) => {
-      const full = { ...client, client_id: `client-${secret()}`, client_id_issued_at: Math.floor(Date.now() / 1000) } as OAuthClientInformationFull
+      const full = {
+        ...client,
+        client_id: `client-${secret()}`,
+        client_id_issued_at: Math.floor(Date.now() / 1000),
+      } as OAuthClientInformationFull
       clients.set(full.client_id, full)
       return full
     },
@@ -68,10 +72,21 @@ export async function startOAuthMcpServer(options: OAuthMcpServerOptions = {}): 
   const issue = (client: string, granted: string[]): OAuthTokens => {
     const access = `at-${secret()}`
     const refresh = `rt-${secret()}`
-    tokens.set(access, { token: access, clientId: client, scopes: granted, expiresAt: Math.floor(Date.now() / 1000) + lifetime })
+    tokens.set(access, {
+      token: access,
+      clientId: client,
+      scopes: granted,
+      expiresAt: Math.floor(Date.now() / 1000) + lifetime,
+    })
     refreshTokens.set(refresh, { client, scopes: granted })
     accessTokens.push(access)
-    return { access_token: access, token_type: 'bearer', expires_in: lifetime, refresh_token: refresh, scope: granted.join(' ') }
+    return {
+      access_token: access,
+      token_type: 'bearer',
+      expires_in: lifetime,
+      refresh_token: refresh,
+      scope: granted.join(' '),
+    }
   }
   const provider: OAuthServerProvider = {
     get clientsStore() {
@@ -112,7 +127,8 @@ export async function startOAuthMcpServer(options: OAuthMcpServerOptions = {}): 
     },
     async verifyAccessToken(token) {
       const info = tokens.get(token)
-      if (!info || (info.expiresAt ?? 0) < Date.now() / 1000) throw new InvalidTokenError('the access token is unknown or expired')
+      if (!info || (info.expiresAt ?? 0) < Date.now() / 1000)
+        throw new InvalidTokenError('the access token is unknown or expired')
       return info
     },
   }
@@ -123,14 +139,30 @@ export async function startOAuthMcpServer(options: OAuthMcpServerOptions = {}): 
   })
   const base = `http://127.0.0.1:${(listening.address() as AddressInfo).port}`
   const mcpUrl = new URL('/mcp', base)
-  app.use(mcpAuthRouter({ provider, issuerUrl: new URL(base), resourceServerUrl: mcpUrl, scopesSupported: scopes, resourceName: 'dsh test server' }))
-  const bearer = requireBearerAuth({ verifier: provider, requiredScopes: scopes, resourceMetadataUrl: getOAuthProtectedResourceMetadataUrl(mcpUrl) })
+  app.use(
+    mcpAuthRouter({
+      provider,
+      issuerUrl: new URL(base),
+      resourceServerUrl: mcpUrl,
+      scopesSupported: scopes,
+      resourceName: 'dsh test server',
+    }),
+  )
+  const bearer = requireBearerAuth({
+    verifier: provider,
+    requiredScopes: scopes,
+    resourceMetadataUrl: getOAuthProtectedResourceMetadataUrl(mcpUrl),
+  })
 
   const mcp = () => {
     const server = new Server({ name: 'dsh-oauth-test', version: '1.0.0' }, { capabilities: { tools: {} } })
     server.setRequestHandler(ListToolsRequestSchema, () => ({
       tools: [
-        { name: 'whoami', description: 'Says which OAuth client and scopes the call was made with.', inputSchema: { type: 'object', properties: {} } },
+        {
+          name: 'whoami',
+          description: 'Says which OAuth client and scopes the call was made with.',
+          inputSchema: { type: 'object', properties: {} },
+        },
         {
           name: 'leak',
           description: 'Fails with an error that quotes the access token (a careless server).',
@@ -145,7 +177,14 @@ export async function startOAuthMcpServer(options: OAuthMcpServerOptions = {}): 
     }))
     server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
       if (request.params.name === 'whoami') {
-        return { content: [{ type: 'text', text: `client ${extra.authInfo?.clientId} with scopes ${extra.authInfo?.scopes.join(' ')}` }] }
+        return {
+          content: [
+            {
+              type: 'text',
+              text: `client ${extra.authInfo?.clientId} with scopes ${extra.authInfo?.scopes.join(' ')}`,
+            },
+          ],
+        }
       }
       if (request.params.name === 'leak') throw new Error(`token ${extra.authInfo?.token} is not allowed here`)
       if (request.params.name === 'ask') {
