@@ -91,7 +91,10 @@ export class LanguageServerClient {
     })
     const uri = uriOf(this.root)
     await this.request('initialize', {
-      processId: process.pid,
+      // A confined server lives in its own PID namespace where dsh's pid names no process (or
+      // another one): servers that watch this pid (vscode-languageserver's) would exit at once.
+      // Its end with dsh is the subprocess seam's job either way.
+      processId: this.confine ? null : process.pid,
       rootUri: uri,
       rootPath: this.root,
       workspaceFolders: [{ uri, name: basename(this.root) }],

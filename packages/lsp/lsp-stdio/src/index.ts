@@ -2,8 +2,8 @@
 // (command, file extensions, root markers); each becomes one provider. A server starts lazily on
 // the first question about one of its files, one process per workspace root (the nearest
 // directory holding a root marker), and is started again after it crashed.
-import { existsSync } from 'node:fs'
-import { dirname, extname, join, resolve } from 'node:path'
+import { accessSync, constants, existsSync, statSync } from 'node:fs'
+import { delimiter, dirname, extname, isAbsolute, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
@@ -24,6 +24,11 @@ export interface ServerConfig {
   /** Extension -> language id (default: the extension without its dot, `.ts` -> typescript, ...). */
   languageIds: Record<string, string>
   initializationOptions?: unknown
+  /**
+   * A command not found (the project's `node_modules/.bin`, then PATH) means no server for these
+   * files: the provider handles none of them, with one debug line, instead of failing.
+   */
+  optional: boolean
 }
 
 export interface LspStdioConfig {
@@ -45,6 +50,9 @@ const ServerSchema: Schema<Partial<ServerConfig>, ServerConfig> = Schema.object(
   rootMarkers: Schema.array(Schema.string()).default(['.git']).description('Files marking a workspace root.'),
   languageIds: Schema.dict(Schema.string()).default({}).description('Extension -> LSP language id.'),
   initializationOptions: Schema.any().description('Sent as initializationOptions.'),
+  optional: Schema.boolean()
+    .default(false)
+    .description('When the command is not installed, serve nothing (one debug line) instead of failing.'),
 })
 
 export const Config: Schema<Partial<LspStdioConfig>, LspStdioConfig> = Schema.object({
@@ -192,6 +200,48 @@ export function findRoot(dir: string, markers: string[]): string {
   }
 }
 
+function executable(path: string): boolean {
+  try {
+    if (!statSync(path).isFile()) return false
+    accessSync(path, constants.X_OK)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/**
+ * Where `command` runs from for a workspace `root`: a path (with a slash) as given, relative to the
+ * root; a bare name from the nearest `node_modules/.bin` at or above the root (only when
+ * `projectBins`), then from `PATH`. Undefined when none holds an executable of that name.
+ */
+export function resolveCommand(
+  command: string,
+  root: string,
+  options: { projectBins: boolean; path?: string },
+): string | undefined {
+  if (command.includes('/')) {
+    const full = isAbsolute(command) ? command : resolve(root, command)
+    return executable(full) ? full : undefined
+  }
+  if (options.projectBins) {
+    let dir = resolve(root)
+    for (;;) {
+      const candidate = join(dir, 'node_modules', '.bin', command)
+      if (executable(candidate)) return candidate
+      const parent = dirname(dir)
+      if (parent === dir) break
+      dir = parent
+    }
+  }
+  for (const entry of (options.path ?? process.env.PATH ?? '').split(delimiter)) {
+    if (!entry || !isAbsolute(entry)) continue
+    const candidate = join(entry, command)
+    if (executable(candidate)) return candidate
+  }
+  return undefined
+}
+
 /**
  * The argv that runs a server confined by the deployment's sandbox policy for its root, when the
  * sandbox seam is mounted. A server reads the project's files and may load code the project ships
@@ -213,19 +263,43 @@ function confinement(ctx: Context): ((argv: string[], cwd: string) => Promise<st
 }
 
 export function apply(ctx: Context, config: LspStdioConfig): void {
+  const logger = ctx.logger('lsp-stdio')
   for (const [serverName, server] of Object.entries(config.servers)) {
     const clients = new Map<string, LanguageServerClient>()
-    const spec = {
-      command: server.command,
-      args: server.args,
-      env: server.env,
-      initializationOptions: server.initializationOptions,
-      languageIds: { ...DEFAULT_LANGUAGE_IDS, ...server.languageIds },
+    const languageIds = { ...DEFAULT_LANGUAGE_IDS, ...server.languageIds }
+    const rootOf = (path: string) => findRoot(extname(path) ? dirname(path) : path, server.rootMarkers)
+    // A project's own node_modules/.bin is code the project ships: it is used only when the server
+    // runs confined like the model's commands (the sandbox seam is mounted), never unconfined.
+    const commandFor = (root: string) =>
+      resolveCommand(server.command, root, { projectBins: confinement(ctx) !== undefined })
+    const missingLogged = new Set<string>()
+    /** Optional servers: whether the command is installed for the root serving `path` (one debug line when not). */
+    const installedFor = (path: string): boolean => {
+      const root = rootOf(path)
+      if (clients.get(root)?.dead === false) return true
+      if (commandFor(root)) return true
+      if (!missingLogged.has(root)) {
+        missingLogged.add(root)
+        logger.debug(
+          '%s: %s is not installed for %s; no language server for its files',
+          serverName,
+          server.command,
+          root,
+        )
+      }
+      return false
     }
     const clientFor = async (path: string): Promise<LanguageServerClient> => {
-      const root = findRoot(extname(path) ? dirname(path) : path, server.rootMarkers)
+      const root = rootOf(path)
       let client = clients.get(root)
       if (!client || client.dead) {
+        const spec = {
+          command: commandFor(root) ?? server.command,
+          args: server.args,
+          env: server.env,
+          initializationOptions: server.initializationOptions,
+          languageIds,
+        }
         client = new LanguageServerClient(
           ctx.subprocess,
           spec,
@@ -266,7 +340,7 @@ export function apply(ctx: Context, config: LspStdioConfig): void {
     const at = (position: Position) => (uri: string) => ({ textDocument: { uri }, position })
     const provider: LspProvider = {
       id: serverName,
-      handles: (path) => server.extensions.includes(extname(path)),
+      handles: (path) => server.extensions.includes(extname(path)) && (!server.optional || installedFor(path)),
       definition: (path, position) => ask(path, 'textDocument/definition', at(position), locations),
       implementations: (path, position) => ask(path, 'textDocument/implementation', at(position), locations),
       references: (path, position) =>

@@ -19,6 +19,16 @@ export interface ToolLspConfig {
   maxDiagnostics: number
   /** Also append warnings (errors always). */
   includeWarnings: boolean
+  /**
+   * Longest time an edit's result waits for the file's diagnostics, the server's start and project
+   * load included; past it the result goes back without them (the server keeps loading).
+   */
+  diagnosticsTimeoutMs: number
+  /**
+   * Tools whose successful call on a file a server handles starts that server and opens the file
+   * in the background (nothing waits), so a later edit's diagnostics do not pay for the start.
+   */
+  warmTools: string[]
 }
 
 export const Config: Schema<Partial<ToolLspConfig>, ToolLspConfig> = Schema.object({
@@ -28,6 +38,13 @@ export const Config: Schema<Partial<ToolLspConfig>, ToolLspConfig> = Schema.obje
     .description("Tools whose results get the edited file's diagnostics."),
   maxDiagnostics: Schema.natural().default(10).description("Most diagnostics appended to an edit's result (0: none)."),
   includeWarnings: Schema.boolean().default(false).description('Append warnings as well as errors.'),
+  diagnosticsTimeoutMs: Schema.natural()
+    .min(1)
+    .default(15_000)
+    .description("Longest wait for an edited file's diagnostics, server start included (ms)."),
+  warmTools: Schema.array(Schema.string())
+    .default(['read'])
+    .description('Tools whose call on a file starts its language server in the background.'),
 })
 
 export const name = 'tool-lsp'
@@ -207,22 +224,60 @@ export function apply(ctx: Context, config: ToolLspConfig): void {
     },
   })
 
+  const fileOf = (payload: { args: unknown; context: { cwd: string } }): string | undefined => {
+    const args = payload.args as { file_path?: unknown; path?: unknown } | undefined
+    const file =
+      typeof args?.file_path === 'string' ? args.file_path : typeof args?.path === 'string' ? args.path : undefined
+    return file === undefined ? undefined : resolve(payload.context.cwd, file)
+  }
+
+  if (config.warmTools.length > 0) {
+    ctx.on('tools/post-execute', async (payload, next) => {
+      await next()
+      if (!config.warmTools.includes(payload.tool.name) || payload.output.isError || payload.output.error) return
+      const path = fileOf(payload)
+      if (!path || !ctx.lsp.providerFor(path)) return
+      // Not awaited: the read's result goes back at once; a failure shows on the next real question.
+      ctx.lsp.diagnostics(path).catch(() => {})
+    })
+  }
+
   if (config.maxDiagnostics > 0 && config.diagnoseTools.length > 0) {
+    const logger = ctx.logger('tool-lsp')
+    // A server that keeps failing would otherwise warn on every edit: one warning per provider.
+    const warned = new Set<string>()
     ctx.on('tools/post-execute', async (payload, next) => {
       await next()
       if (!config.diagnoseTools.includes(payload.tool.name)) return
       if (payload.output.isError || payload.output.error) return
-      const args = payload.args as { file_path?: unknown; path?: unknown }
-      const file =
-        typeof args.file_path === 'string' ? args.file_path : typeof args.path === 'string' ? args.path : undefined
-      if (!file) return
-      const path = resolve(payload.context.cwd, file)
-      if (!ctx.lsp.providerFor(path)) return
-      let list: Diagnostic[]
+      const path = fileOf(payload)
+      if (!path) return
+      // No provider (no server configured, or an optional one not installed): no wait at all.
+      const provider = ctx.lsp.providerFor(path)
+      if (!provider) return
+      let list: Diagnostic[] | undefined
+      let timer: NodeJS.Timeout | undefined
+      const pending = ctx.lsp.diagnostics(path)
       try {
-        list = await ctx.lsp.diagnostics(path)
+        list = await Promise.race([
+          pending,
+          new Promise<undefined>((resolve) => {
+            timer = setTimeout(resolve, config.diagnosticsTimeoutMs)
+          }),
+        ])
       } catch (error) {
-        ctx.logger('tool-lsp').warn('diagnostics for %s failed: %s', path, (error as Error).message)
+        if (warned.has(provider.id)) logger.debug('diagnostics for %s failed: %s', path, (error as Error).message)
+        else {
+          warned.add(provider.id)
+          logger.warn('diagnostics for %s failed: %s', path, (error as Error).message)
+        }
+        return
+      } finally {
+        clearTimeout(timer)
+      }
+      if (list === undefined) {
+        pending.catch(() => {})
+        logger.debug('no diagnostics for %s within %d ms', path, config.diagnosticsTimeoutMs)
         return
       }
       const shown = list.filter((d) => d.severity === 'error' || (config.includeWarnings && d.severity === 'warning'))
