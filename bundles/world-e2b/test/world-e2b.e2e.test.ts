@@ -66,8 +66,13 @@ describe('dsh -p --world e2b', () => {
     }, 5)
     const run = await runDsh(['-p', '--world', 'e2b', 'make notes remotely'], { cwd, env: env(home, s), timeoutMs: 90_000 })
     clearInterval(watch)
-    expect(run.stderr).toBe('')
     expect(run).toMatchObject({ code: 0, stdout: 'Edited remotely.\n' })
+    // The change comes back as a saved patch, named in one stderr line, never applied.
+    const saved = /^dsh: the E2B sandbox (i[0-9a-f]+) changed the workspace; patch saved to (\S+) \(review, then: git apply \S+\)\n$/.exec(run.stderr)
+    expect(saved, run.stderr).not.toBeNull()
+    const patch = readFileSync((saved as RegExpExecArray)[2], 'utf8')
+    expect(patch).toContain('diff --git a/notes.txt b/notes.txt')
+    expect(patch).toContain('-beta\n+gamma')
     // The commands ran in the sandbox (its hostname is its id) and saw the edit made by the file tools.
     const sandboxId = toolText(s, 1).split('\n')[0].trim()
     expect(sandboxId).toMatch(/^i[0-9a-f]+$/)

@@ -10,6 +10,9 @@ import { AuthenticationError, RateLimitError, Sandbox, SandboxError, SandboxNotF
 import { existsSync, statSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { packUpload, planUpload, UploadTooLarge } from './upload.ts'
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import type {} from '@dsh/home-paths'
 import type {} from '@dsh/credentials'
 import type {} from '@dsh/session'
 import type {} from '@dsh/session-persistence'
@@ -53,15 +56,23 @@ export interface E2bConfig {
     /** More gitignore-style patterns to leave out (`.git` and credential files always are). */
     exclude: string[]
   }
+  /** At the end, the change a created sandbox made to its working directory, saved as a patch. */
+  patch: {
+    enabled: boolean
+    /** Directory of saved patches (default: `$DSH_HOME/e2b-patches`). */
+    dir?: string
+  }
 }
 
 export interface SandboxLogEvent {
   sandboxId: string
   template: string
-  action: 'created' | 'connected' | 'lost' | 'killed' | 'paused'
+  action: 'created' | 'connected' | 'lost' | 'killed' | 'paused' | 'patched'
   reason?: string
   /** What the workspace upload brought (on `created`). */
   uploaded?: { files: number; bytes: number }
+  /** Where the end-of-run patch was saved (on `patched`). */
+  patch?: string
 }
 
 declare module 'cordis' {
@@ -112,6 +123,10 @@ export class E2bService extends Service {
       maxBytes: Schema.natural().default(100 << 20).description('Largest tree uploaded, in bytes of file content.'),
       exclude: Schema.array(String).default([]).description('More gitignore-style patterns to leave out.'),
     }).default({ enabled: true, maxBytes: 100 << 20, exclude: [] } as E2bConfig['upload'] as never),
+    patch: Schema.object({
+      enabled: Schema.boolean().default(true).description('Save the change a created sandbox made as a patch at the end of the run.'),
+      dir: Schema.string().description('Directory of saved patches (default: $DSH_HOME/e2b-patches).'),
+    }).default({ enabled: true } as E2bConfig['patch'] as never),
   })
 
   readonly config: E2bConfig
@@ -130,8 +145,12 @@ export class E2bService extends Service {
     /** Optional services, present while their providers are loaded (reached through nested injects). */
     credentials?: Context['credentials']
     sessions?: Context['sessions']
+    /** Where end-of-run patches go by default (`$DSH_HOME/e2b-patches`), once known. */
+    patchDir?: string
   } = { lastExtend: 0 }
   private readonly created = new Map<string, Sandbox>()
+  /** Sandboxes whose starting tree was recorded (only those can produce a patch). */
+  private readonly baselined = new Set<string>()
   private readonly home: Context
 
   constructor(ctx: Context, config: Partial<E2bConfig> = {}) {
@@ -148,6 +167,8 @@ export class E2bService extends Service {
       this.state.sessions = inner.sessions
       return () => void (this.state.sessions = undefined)
     })
+    // Kept after homePaths unloads: the patch is saved while the tree is being disposed.
+    ctx.inject(['homePaths'], (inner) => void (this.state.patchDir ??= join(inner.homePaths.home, 'e2b-patches')))
     ctx.inject(['sessionPersistence'], (inner) => void inner.sessionPersistence.registerEventType('e2b/sandbox', { ignorable: true }))
     ctx.effect(() => () => this.release(), 'e2b: end the sandboxes this run created')
   }
@@ -256,6 +277,13 @@ export class E2bService extends Service {
       // The working directory mirrors the local path, which a fresh template does not have.
       await sandbox.commands.run(`mkdir -p ${quote(this.cwd)} && chown user ${quote(this.cwd)} 2>/dev/null; true`, { user: 'root', requestTimeoutMs: this.config.requestTimeoutMs })
       if (upload && upload.files.length > 0) await this.send(sandbox, local, upload)
+      if (!reconnect && this.config.patch.enabled) {
+        // Without git in the template there is no patch at the end; the world still works.
+        await this.baseline(sandbox).then(
+          () => this.baselined.add(sandbox.sandboxId),
+          (error: unknown) => this.home.logger('e2b').warn('sandbox %s: no baseline for the end-of-run patch: %s', sandbox.sandboxId, (error as Error).message),
+        )
+      }
     } catch (error) {
       throw error instanceof E2bError ? error : this.explain(error, 'prepare the working directory of')
     }
@@ -292,6 +320,36 @@ export class E2bService extends Service {
     } catch (error) {
       throw new E2bError('UPLOAD_FAILED', `the workspace could not be uploaded to the E2B sandbox ${sandbox.sandboxId}: ${(error as Error).message.split('\n')[0]}`, { cause: error })
     }
+  }
+
+  /** A private git repository (outside the tree) recording the working directory as it started. */
+  private async baseline(sandbox: Sandbox): Promise<void> {
+    await sandbox.commands.run(
+      `${this.git()} init -q && ${this.git()} add -A && ${this.git()} -c user.name=dsh -c user.email=dsh@localhost commit -q --allow-empty -m baseline`,
+      { user: 'root', requestTimeoutMs: this.config.requestTimeoutMs },
+    )
+  }
+
+  private git(): string {
+    return `git --git-dir=/tmp/.dsh-baseline.git --work-tree=${quote(this.cwd)}`
+  }
+
+  /**
+   * The change the sandbox made to its working directory since the baseline, as a binary git
+   * patch saved locally; nothing is applied. Returns the file, or undefined when nothing changed.
+   */
+  async savePatch(sandbox: Sandbox): Promise<string | undefined> {
+    const result = await sandbox.commands.run(`${this.git()} add -A && ${this.git()} diff --cached --binary HEAD`, {
+      user: 'root',
+      requestTimeoutMs: this.config.requestTimeoutMs,
+    })
+    if (result.stdout.trim() === '') return undefined
+    const dir = this.config.patch.dir ?? this.state.patchDir
+    if (!dir) return undefined
+    mkdirSync(dir, { recursive: true, mode: 0o700 })
+    const file = join(dir, `${sandbox.sandboxId}.patch`)
+    writeFileSync(file, result.stdout, { mode: 0o600 })
+    return file
   }
 
   private async withRetries(what: string, call: () => Promise<Sandbox>): Promise<Sandbox> {
@@ -341,9 +399,21 @@ export class E2bService extends Service {
     const sandboxes = [...this.created.values()]
     this.created.clear()
     this.state.current = undefined
-    if (this.config.onExit === 'keep') return
     await Promise.all(
       sandboxes.map(async (sandbox) => {
+        if (this.config.patch.enabled && this.baselined.has(sandbox.sandboxId)) {
+          try {
+            const file = await this.savePatch(sandbox)
+            if (file) {
+              this.log({ sandboxId: sandbox.sandboxId, template: this.config.template, action: 'patched', patch: file })
+              // The user's tree changes only with consent: the patch is saved and named, never applied.
+              process.stderr.write(`dsh: the E2B sandbox ${sandbox.sandboxId} changed the workspace; patch saved to ${file} (review, then: git apply ${quote(file)})\n`)
+            }
+          } catch (error) {
+            this.home.logger('e2b').warn('sandbox %s: the patch could not be saved: %s', sandbox.sandboxId, (error as Error).message)
+          }
+        }
+        if (this.config.onExit === 'keep') return
         try {
           if (this.config.onExit === 'pause') await sandbox.pause()
           else await sandbox.kill()
