@@ -36,9 +36,9 @@ const browserHuman: Human = (request) => {
 
 async function boot(options: { url: string; home: string; human?: Human; oauth?: unknown; browser?: string[] }) {
   const ctx = new Context()
-  await ctx.plugin(ToolRegistry, {})
-  await ctx.plugin(SubprocessLocal, {})
-  await ctx.plugin(UserQuestions, {})
+  await ctx.plugin(ToolRegistry, {} as never)
+  await ctx.plugin(SubprocessLocal, {} as never)
+  await ctx.plugin(UserQuestions, {} as never)
   await ctx.plugin(CredentialsLocal, { home: options.home, cwd: options.home, checkAtStart: false })
   const asked: QuestionsRequest[] = []
   if (options.human) {

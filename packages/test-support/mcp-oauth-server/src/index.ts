@@ -7,7 +7,7 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
 import type { Server as HttpServer } from 'node:http'
-import express, { type Response } from 'express'
+import express, { type Request, type Response } from 'express'
 import { mcpAuthRouter, getOAuthProtectedResourceMetadataUrl } from '@modelcontextprotocol/sdk/server/auth/router.js'
 import { requireBearerAuth } from '@modelcontextprotocol/sdk/server/auth/middleware/bearerAuth.js'
 import { InvalidGrantError, InvalidTokenError } from '@modelcontextprotocol/sdk/server/auth/errors.js'
@@ -209,7 +209,7 @@ export async function startOAuthMcpServer(options: OAuthMcpServerOptions = {}): 
   }
   // Sessions (the elicitation's answer comes back on another request of the same session).
   const sessions = new Map<string, StreamableHTTPServerTransport>()
-  const route = async (req: express.Request, res: Response) => {
+  const route = async (req: Request, res: Response) => {
     const id = req.headers['mcp-session-id']
     let transport = typeof id === 'string' ? sessions.get(id) : undefined
     if (!transport) {
