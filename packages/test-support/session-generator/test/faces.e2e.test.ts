@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'v
 import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
 import { hasChromium, launchBrowser, openPage, startWebApp, withArtifacts, type Browser, type Page, type WebApp } from '@dsh/web-testkit'
 import { expectedMarkers, foldLog, generateSession, seedsFromEnv, sessionTag, type GeneratedSession, type LogEvent, type MockStep } from '../src/index.ts'
-import { UNPARSED_CALL, writeOldFormatLog, acpMarkers, readLog, startAcpPeer, tuiMarkers, tuiScreen, untilScreen, webMarkers, type AcpPeer } from './faces.ts'
+import { UNPARSED_CALL, storedSessionIds, writeOldFormatLog, acpMarkers, readLog, startAcpPeer, tuiMarkers, tuiScreen, untilScreen, webMarkers, type AcpPeer } from './faces.ts'
 
 vi.setConfig({ testTimeout: 240_000, hookTimeout: 120_000 })
 
@@ -271,10 +271,9 @@ describe('the named cases live in the TUI, then after `dsh -c`', () => {
             await untilScreen(text, (t) => t.includes(answers[i]), `answer ${i}`)
           }
         })
-        const sessionsDir = join(home, 'sessions')
-        const { readdirSync } = await import('node:fs')
-        const [key] = readdirSync(sessionsDir)
-        const [sessionId] = readdirSync(join(sessionsDir, key))
+        const ids = storedSessionIds(home)
+        expect(ids).toHaveLength(1)
+        const [sessionId] = ids
         const log = await readLog(home, sessionId, session.turns.length)
         expect(new Set(callIds(log)).size, session.describe()).toBe(callIds(log).length)
         const wanted = expectedMarkers(foldLog(log), tag, { reasoningAs: THOUGHT, resultsInCards: true })
@@ -283,7 +282,7 @@ describe('the named cases live in the TUI, then after `dsh -c`', () => {
         same(session, 'TUI (dsh -c)', tuiMarkers(resumed.lines, tag, THOUGHT), wanted)
       } finally {
         await mock.close()
-        rmSync(root, { recursive: true, force: true })
+        rmSync(root, { recursive: true, force: true, maxRetries: 3 })
       }
     })
   }

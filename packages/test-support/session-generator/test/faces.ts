@@ -62,10 +62,24 @@ export function writeOldFormatLog(home: string, cwd: string, events: readonly Lo
   return id
 }
 
+/** The ids of every session stored under `home` (directories holding a `header.json`). */
+export function storedSessionIds(home: string): string[] {
+  const root = join(home, 'sessions')
+  const ids: string[] = []
+  for (const key of readdirSync(root, { withFileTypes: true })) {
+    if (!key.isDirectory()) continue
+    for (const entry of readdirSync(join(root, key.name), { withFileTypes: true })) {
+      if (entry.isDirectory() && existsSync(join(root, key.name, entry.name, 'header.json'))) ids.push(entry.name)
+    }
+  }
+  return ids
+}
+
 async function readLogOnce(home: string, sessionId: string): Promise<LogEvent[]> {
   const root = join(home, 'sessions')
   for (const key of readdirSync(root)) {
     const dir = join(root, key, sessionId)
+    if (!existsSync(join(dir, 'header.json'))) continue
     if (!existsSync(dir)) continue
     const raw = join(dir, 'session.jsonl')
     if (existsSync(raw)) return scanRaw(readFileSync(raw)).records.map((r) => r.event)
@@ -185,6 +199,7 @@ export async function tuiScreen(args: string[], env: Record<string, string>, cwd
   const cols = 160
   const rows = 200
   const term = pty.spawn(process.execPath, [DSH_BIN, '--profile', 'tui', ...args], { name: 'xterm-256color', cols, rows, cwd, env: { PATH: process.env.PATH ?? '', TERM: 'xterm-256color', ...env } })
+  const exited = new Promise<void>((resolve) => term.onExit(() => resolve()))
   const screen = new xterm.Terminal({ cols, rows, scrollback: 5000, allowProposedApi: true })
   let pending = Promise.resolve()
   term.onData((data) => {
@@ -213,7 +228,11 @@ export async function tuiScreen(args: string[], env: Record<string, string>, cwd
       await new Promise((r) => setTimeout(r, 150))
     }
   } finally {
+    // Wait for the exit: a dsh still closing its session must not race the caller's cleanup.
     term.kill()
+    const timer = setTimeout(() => term.kill('SIGKILL'), 10_000)
+    await exited
+    clearTimeout(timer)
     screen.dispose()
   }
 }
@@ -245,9 +264,14 @@ export async function webMarkers(page: Page, tag: string, thoughtAs: string): Pr
   // innerText leaves out what is not laid out. One line per text node keeps markers apart.
   const nodes = await page.locator('.dsh-chat [data-node]').evaluateAll((els) =>
     els.map((el) => {
-      const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT)
       const parts: string[] = []
-      for (let n = walker.nextNode(); n; n = walker.nextNode()) parts.push(n.nodeValue ?? '')
+      // Runs in the page; typed structurally (this package compiles without the DOM library).
+      type Text = { nodeType: number; nodeValue: string | null; childNodes: ArrayLike<unknown> }
+      const walk = (node: Text): void => {
+        if (node.nodeType === 3) parts.push(node.nodeValue ?? '')
+        for (const child of Array.from(node.childNodes)) walk(child as Text)
+      }
+      walk(el as unknown as Text)
       return { kind: el.getAttribute('data-node') ?? '', text: parts.join('\n') }
     }),
   )
