@@ -19,6 +19,12 @@ import type {} from '@dsh/session-persistence'
 
 export const CREDENTIAL = 'E2B_API_KEY'
 
+/**
+ * dsh's own files inside the sandbox (upload archive, baseline repository, mirrored startup
+ * files): in the sandbox user's home, a path of the remote machine, never of this one.
+ */
+export const REMOTE_STATE_DIR = '/home/user/.dsh-e2b'
+
 export interface E2bConfig {
   /** Template (or alias) new sandboxes start from. */
   template: string
@@ -309,7 +315,7 @@ export class E2bService extends Service {
 
   /** Packs the planned files, uploads one archive and unpacks it into the remote working directory. */
   private async send(sandbox: Sandbox, local: string, plan: ReturnType<typeof planUpload>): Promise<void> {
-    const archive = `/tmp/.dsh-workspace-${randomBytes(6).toString('hex')}.tgz`
+    const archive = `${REMOTE_STATE_DIR}/workspace-${randomBytes(6).toString('hex')}.tgz`
     try {
       const bytes = await packUpload(local, plan)
       await sandbox.files.write(archive, bytes.slice().buffer as ArrayBuffer, { requestTimeoutMs: Math.max(this.config.requestTimeoutMs, 120_000) })
@@ -331,7 +337,7 @@ export class E2bService extends Service {
   }
 
   private git(): string {
-    return `git --git-dir=/tmp/.dsh-baseline.git --work-tree=${quote(this.cwd)}`
+    return `git --git-dir=${REMOTE_STATE_DIR}/baseline.git --work-tree=${quote(this.cwd)}`
   }
 
   /**

@@ -21,7 +21,7 @@ import {
   type TerminalHandle,
   type TerminalSpawnSpec,
 } from '@dsh/subprocess'
-import { CommandExitError, quote, type E2bService, type Sandbox } from '@dsh/e2b'
+import { CommandExitError, quote, REMOTE_STATE_DIR, type E2bService, type Sandbox } from '@dsh/e2b'
 
 export interface E2bSubprocessConfig {
   /** Largest local `BASH_ENV` file mirrored into the sandbox. */
@@ -441,7 +441,7 @@ export class E2bSubprocessService extends SubprocessService {
     const key = `${sandbox.sandboxId}:${hash}`
     let remote = this.mirrored.get(key)
     if (!remote) {
-      const path = `/tmp/.dsh-bash-env-${hash}.sh`
+      const path = `${REMOTE_STATE_DIR}/bash-env-${hash}.sh`
       remote = sandbox.files.write(path, text).then(() => path)
       remote.catch(() => this.mirrored.delete(key))
       this.mirrored.set(key, remote)
