@@ -16,3 +16,5 @@ export declare function parseLauncherArgs(argv: readonly string[]): LauncherArgs
 export declare function launcherHelp(version: string): string
 export declare const SESSIONS_PATCH: string
 export declare const OWN_COMMANDS: readonly ['config', 'doctor']
+/** Patch layers `--world NAME` adds (bundles/world-NAME/cordis.patch.yml). */
+export declare const WORLD_PATCHES: Record<string, string>
