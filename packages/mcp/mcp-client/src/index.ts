@@ -501,6 +501,7 @@ export class McpClient extends Service {
               this.recheck(entry, key)
           },
           onProgress: (progress) => this.ctx.emit('mcp/progress', progress),
+          workspace: entry.spec.transport === 'stdio' ? entry.spec.cwd : this.cwd,
           authStore: this.authStore,
           consent: (request) => this.consent(request),
           elicit: (server, params, sessionId, signal) => this.elicit(server, params, sessionId, signal, scope),

@@ -15,6 +15,7 @@ export interface Sdk {
   PaginatedResultSchema: typeof import('@modelcontextprotocol/sdk/types.js').PaginatedResultSchema
   ToolSchema: typeof import('@modelcontextprotocol/sdk/types.js').ToolSchema
   ElicitRequestSchema: typeof import('@modelcontextprotocol/sdk/types.js').ElicitRequestSchema
+  ListRootsRequestSchema: typeof import('@modelcontextprotocol/sdk/types.js').ListRootsRequestSchema
   auth: typeof import('@modelcontextprotocol/sdk/client/auth.js').auth
   extractWWWAuthenticateParams: typeof import('@modelcontextprotocol/sdk/client/auth.js').extractWWWAuthenticateParams
   createPrivateKeyJwtAuth: typeof import('@modelcontextprotocol/sdk/client/auth-extensions.js').createPrivateKeyJwtAuth
@@ -48,6 +49,7 @@ export function loadSdk(): Promise<Sdk> {
       PaginatedResultSchema: types.PaginatedResultSchema,
       ToolSchema: types.ToolSchema,
       ElicitRequestSchema: types.ElicitRequestSchema,
+      ListRootsRequestSchema: types.ListRootsRequestSchema,
       auth: auth.auth,
       extractWWWAuthenticateParams: auth.extractWWWAuthenticateParams,
       createPrivateKeyJwtAuth: authExtensions.createPrivateKeyJwtAuth,

@@ -6,6 +6,8 @@
 // A server's tool list is read loosely and each tool checked on its own (the SDK's schema, its
 // output-schema compiler, the registry): one tool dsh cannot use is skipped with a notice naming
 // it and why, and the server's other tools still load.
+import { basename } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import type { Context } from 'cordis'
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
 import type { Tool } from '@modelcontextprotocol/sdk/types.js'
@@ -86,6 +88,8 @@ export interface ConnectionHost {
     total?: number
     message?: string
   }): void
+  /** The workspace offered to servers as their one root (`roots/list`). */
+  workspace: string
   /** Where OAuth sign-in state is kept. */
   authStore: AuthStore
   /** Shows an authorization URL to a human (see McpOAuth); rejects with McpAuthError when nobody can or will. */
@@ -160,6 +164,8 @@ export class McpServerConnection {
   readonly createdAt = Date.now()
   private settleFirst!: () => void
   private oauth?: McpOAuth
+  /** The read/list tools of a server that offers resources. */
+  private readonly resourceTools = new Map<string, () => void>()
   private signIn?: 'needed'
   /** Sessions of the calls in flight, newest last: an elicitation is asked in the newest. */
   private readonly callSessions: Array<string | undefined> = []
@@ -186,7 +192,7 @@ export class McpServerConnection {
       ...(this.scope !== undefined ? { scope: this.scope } : {}),
       transport: this.spec.transport,
       state: this.state,
-      tools: [...this.registered.keys()].sort(),
+      tools: [...this.registered.keys(), ...this.resourceTools.keys()].sort(),
       ...(this.skipped.length ? { skipped: this.skipped.map((s) => ({ ...s })) } : {}),
       failures: this.failures,
       restarts: this.restarts,
@@ -247,6 +253,8 @@ export class McpServerConnection {
     this.wakeRetry?.()
     for (const entry of this.registered.values()) entry.dispose()
     this.registered.clear()
+    for (const dispose of this.resourceTools.values()) dispose()
+    this.resourceTools.clear()
     this.board.leave(this.name)
     const client = this.client
     this.client = undefined
@@ -355,7 +363,7 @@ export class McpServerConnection {
     const transport = this.createTransport(sdk)
     this.transport = transport
     const client = new sdk.Client(CLIENT_INFO, {
-      capabilities: { elicitation: { form: { applyDefaults: true }, url: {} } },
+      capabilities: { elicitation: { form: { applyDefaults: true }, url: {} }, roots: { listChanged: false } },
       listChanged: {
         tools: {
           autoRefresh: false,
@@ -374,6 +382,9 @@ export class McpServerConnection {
         extra.signal,
       ),
     )
+    client.setRequestHandler(sdk.ListRootsRequestSchema, () => ({
+      roots: [{ uri: pathToFileURL(this.host.workspace).href, name: basename(this.host.workspace) || 'workspace' }],
+    }))
     let live = false
     client.onclose = () => {
       if (live && this.client === client && !this.disposed)
@@ -392,6 +403,7 @@ export class McpServerConnection {
       this.validator = compilerOf(client)
       live = true
       this.sync(tools)
+      this.syncResourceTools(client.getServerCapabilities()?.resources !== undefined)
     } catch (error) {
       // Described before the close below terminates the process, so a refused handshake or list
       // is not reported as the SIGTERM that close sends.
@@ -707,6 +719,95 @@ export class McpServerConnection {
       const at = this.callSessions.lastIndexOf(call.sessionId)
       if (at >= 0) this.callSessions.splice(at, 1)
     }
+  }
+
+  /**
+   * A server that offers resources gets two more tools: `list_resources` (resources and templates,
+   * first page each) and `read_resource` (one URI, contents mapped like a tool result's embedded
+   * resources). A server tool of the same name wins.
+   */
+  private syncResourceTools(offered: boolean): void {
+    if (!offered) {
+      for (const dispose of this.resourceTools.values()) dispose()
+      this.resourceTools.clear()
+      return
+    }
+    const add = (
+      raw: string,
+      description: string,
+      parameters: JsonSchema,
+      run: (client: Client, args: Record<string, unknown>, call: ToolCallContext) => Promise<ToolOutput>,
+    ) => {
+      const name = toolName(this.name, raw, new Set())
+      if (this.resourceTools.has(name) || this.registered.has(name)) return
+      try {
+        const dispose = this.host.ctx.tools.register<Record<string, unknown>>({
+          name,
+          description,
+          parameters,
+          ...(this.scope !== undefined ? { scope: this.scope } : {}),
+          concurrencySafe: true,
+          execute: async (args, call) => {
+            const client = await this.whenConnected(call.signal)
+            if (!client)
+              return failure(
+                'MCP_UNAVAILABLE',
+                `the MCP server "${this.name}" is not connected, so "${call.name}" did not run.`,
+              )
+            try {
+              return await run(client, args, call)
+            } catch (error) {
+              if (call.signal.aborted) throw error
+              return failure(
+                'MCP_ERROR',
+                `MCP server "${this.name}" refused "${call.name}": ${this.explain(error instanceof Error ? error.message : String(error))}`,
+              )
+            }
+          },
+        })
+        this.resourceTools.set(name, dispose)
+      } catch {
+        // A name the registry refuses is left out; the server's own tools are unaffected.
+      }
+    }
+    const timeout = () => this.spec.timeoutMs ?? this.host.options.callTimeoutMs
+    add(
+      'list_resources',
+      `Lists the resources (and resource templates) the MCP server "${this.name}" offers: URI, name, type and description. Read one with its read_resource tool.`,
+      { type: 'object', properties: { cursor: { type: 'string', description: 'nextCursor of a previous page' } } },
+      async (client, args, call) => {
+        const cursor = typeof args.cursor === 'string' ? args.cursor : undefined
+        const page = await client.listResources(cursor ? { cursor } : undefined, {
+          signal: call.signal,
+          timeout: timeout(),
+        })
+        const lines = page.resources.map(
+          (r) =>
+            `${r.uri}  ${r.name}${r.mimeType ? ` (${r.mimeType})` : ''}${r.description ? ` - ${r.description}` : ''}`,
+        )
+        if (!cursor) {
+          const templates = await client
+            .listResourceTemplates(undefined, { signal: call.signal, timeout: timeout() })
+            .catch(() => undefined)
+          for (const t of templates?.resourceTemplates ?? [])
+            lines.push(`${t.uriTemplate}  ${t.name} (template)${t.description ? ` - ${t.description}` : ''}`)
+        }
+        if (page.nextCursor) lines.push(`More: call again with cursor ${JSON.stringify(page.nextCursor)}.`)
+        return { content: lines.length ? lines.join('\n') : `MCP server "${this.name}" lists no resources.` }
+      },
+    )
+    add(
+      'read_resource',
+      `Reads one resource of the MCP server "${this.name}" by URI (see its list_resources tool; a template's URI with its variables filled in).`,
+      { type: 'object', properties: { uri: { type: 'string', description: 'The resource URI' } }, required: ['uri'] },
+      async (client, args, call) => {
+        const result = await client.readResource({ uri: String(args.uri) }, { signal: call.signal, timeout: timeout() })
+        return mapResult({ content: result.contents.map((resource) => ({ type: 'resource', resource })) } as never, {
+          server: this.name,
+          tool: 'read_resource',
+        })
+      },
+    )
   }
 
   /** One line about a failure, with every secret of the sign-in replaced. */
