@@ -8,12 +8,18 @@
 // one session grew (reads one log tail). Prints medians, the warm/baseline ratio, and the number of
 // logs each listing read (the warm one must read none). Also times `dsh sessions --all` end to end
 // against `node -e 0` spawned in the same run.
-//   node bench/sessions-list.mjs        BENCH_SESSIONS=200 BENCH_RUNS=5 node bench/sessions-list.mjs
+// The store index (issue #42): `persistence.list()` from `<root>/index.jsonl` against the
+// per-session path (`listIndex: false`, one summary.json per session: the listing before the
+// index) on the same store, alternately, wall and CPU ms; end to end, `dsh sessions --all` with the
+// index against the same bin with a `--patch` layer that turns it off. Prints the load average:
+// figures taken at a load above the core count are loaded figures.
+//   env -u NODE_EXTRA_CA_CERTS -u NODE_OPTIONS node bench/sessions-list.mjs
+//   BENCH_SESSIONS=10000 BENCH_RUNS=5 node bench/sessions-list.mjs
 // BENCH_KEEP=DIR generates the store into DIR once and reuses it on later runs (not deleted).
 import { register } from 'tsx/esm/api'
 import { spawnSync } from 'node:child_process'
-import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { availableParallelism, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
@@ -43,6 +49,14 @@ await mount(Projections)
 await mount(Cache, { path: join(home, 'storage', 'session_projcache.json') })
 await mount(TitleService)
 await mount(Stats, { prices: [{ model: 'bench-model', input: 0.27, output: 1.1 }] })
+// The same store through the per-session path (no index): the baseline of the index figures.
+const plain = new Context()
+await plain.plugin(Jsonl, { root: join(home, 'sessions'), fsync: false, batchWindowMs: 1, listIndex: false })
+const load = () =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ')
+const loadStart = load()
 
 function turn(session, i, n) {
   session.append('turn/start', { turn: n })
@@ -99,6 +113,33 @@ async function time(fn) {
   return performance.now() - start
 }
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+/** Wall and CPU (user + system, every thread of this process) milliseconds of one call. */
+async function timeCpu(fn) {
+  const cpu = process.cpuUsage()
+  const start = performance.now()
+  await fn()
+  const wall = performance.now() - start
+  const used = process.cpuUsage(cpu)
+  return { wall, cpu: (used.user + used.system) / 1000 }
+}
+
+// The index against the per-session path, alternately, on the same store (both warm).
+const indexed = []
+const perSession = []
+let listed = 0
+for (let r = 0; r < RUNS; r++) {
+  perSession.push(await timeCpu(() => plain.sessionPersistence.list()))
+  indexed.push(await timeCpu(async () => (listed = (await ctx.sessionPersistence.list()).length)))
+}
+if (listed !== N) throw new Error(`the indexed listing gave ${listed} rows, not ${N}`)
+const indexBytes = statSyncBytes(join(home, 'sessions', 'index.jsonl'))
+function statSyncBytes(path) {
+  try {
+    return readFileSync(path).length
+  } catch {
+    return 0
+  }
+}
 
 reads.count = 0
 const cold = await time(() => ctx.sessionProjections.list(logs))
@@ -130,7 +171,12 @@ const afterReads = reads.count
 const report = ctx.sessionProjections.lastReport
 
 const fmt = (ms) => `${ms.toFixed(1)} ms`
-console.log(`sessions: ${N}, runs: ${RUNS}`)
+const pair = (xs) => `${fmt(median(xs.map((x) => x.wall)))} wall, ${fmt(median(xs.map((x) => x.cpu)))} CPU`
+console.log(`sessions: ${N}, runs: ${RUNS}, load average at start: ${loadStart} (${availableParallelism()} cores)`)
+console.log(`persistence.list(), per-session path: ${pair(perSession)}`)
+console.log(
+  `persistence.list(), store index:      ${pair(indexed)}   index: ${(indexBytes / 1024).toFixed(0)} KiB   ratio: ${(median(indexed.map((x) => x.wall)) / median(perSession.map((x) => x.wall))).toFixed(2)}`,
+)
 console.log(`cold listing (builds the cache):   ${fmt(cold)}   logs read: ${coldReads}`)
 console.log(`baseline persistence.list():       ${fmt(median(base))}`)
 console.log(
@@ -147,13 +193,30 @@ console.log(`goal: warm under 200 ms reading no log -> ${median(warm) < 200 && w
 // End to end: the real bin against the same home, beside node's own start-up. BENCH_BASE=/other/checkout
 // also times that checkout's bin, alternately, on its own copy of the home (its cache is its own).
 const bin = fileURLToPath(new URL('../packages/boot/cli/bin/dsh.mjs', import.meta.url))
+/** CPU ms of the waited-for children of this process so far (Linux: /proc, 10 ms ticks). */
+const childCpu = () => {
+  try {
+    const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ')
+    return (Number(fields[13]) + Number(fields[14])) * 10
+  } catch {
+    return Number.NaN
+  }
+}
+const cpuOf = []
 const spawnTime = (args, where = home) => {
   const env = { PATH: process.env.PATH, HOME: where, DSH_HOME: where }
+  const cpu = childCpu()
   const start = performance.now()
   const r = spawnSync(process.execPath, args, { env, cwd: root, encoding: 'utf8' })
   if (r.status !== 0) throw new Error(`${args.join(' ')} exited ${r.status}: ${r.stderr}`)
-  return performance.now() - start
+  const wall = performance.now() - start
+  cpuOf.push([args, childCpu() - cpu])
+  return wall
 }
+const lastCpu = () => cpuOf.at(-1)[1]
+// A layer that turns the index off: the same bin listing through the per-session path.
+const noIndex = join(root, 'no-index.patch.yml')
+writeFileSync(noIndex, '- id: session-persistence-jsonl\n  config:\n    listIndex: false\n')
 const baseBin = process.env.BENCH_BASE ? join(process.env.BENCH_BASE, 'packages/boot/cli/bin/dsh.mjs') : undefined
 const baseHome = join(root, 'home-base')
 if (baseBin) {
@@ -163,17 +226,30 @@ if (baseBin) {
   spawnTime([baseBin, 'sessions', '--all'], baseHome)
 }
 spawnTime([bin, 'sessions', '--all']) // creates the profile and the cache entries of this process
+spawnTime([bin, '--patch', noIndex, 'sessions', '--all'])
 const nodeRuns = []
 const dshRuns = []
+const plainRuns = []
 const baseRuns = []
+const cpu = { node: [], dsh: [], plain: [] }
 for (let r = 0; r < Math.min(RUNS, 5); r++) {
   nodeRuns.push(spawnTime(['-e', '0']))
+  cpu.node.push(lastCpu())
   dshRuns.push(spawnTime([bin, 'sessions', '--all']))
+  cpu.dsh.push(lastCpu())
+  plainRuns.push(spawnTime([bin, '--patch', noIndex, 'sessions', '--all']))
+  cpu.plain.push(lastCpu())
   if (baseBin) baseRuns.push(spawnTime([baseBin, 'sessions', '--all'], baseHome))
 }
-console.log(`node -e 0:                         ${fmt(median(nodeRuns))}`)
+console.log(`node -e 0:                         ${fmt(median(nodeRuns))} wall, ${fmt(median(cpu.node))} CPU`)
 console.log(
-  `dsh sessions --all (${N} rows):     ${fmt(median(dshRuns))}   ratio to node -e 0: ${(median(dshRuns) / median(nodeRuns)).toFixed(1)}`,
+  `dsh sessions --all (${N} rows), index:         ${fmt(median(dshRuns))} wall, ${fmt(median(cpu.dsh))} CPU   ratio to node -e 0: ${(median(dshRuns) / median(nodeRuns)).toFixed(1)}`,
+)
+console.log(
+  `dsh sessions --all (${N} rows), no index:      ${fmt(median(plainRuns))} wall, ${fmt(median(cpu.plain))} CPU   ratio to node -e 0: ${(median(plainRuns) / median(nodeRuns)).toFixed(1)}`,
+)
+console.log(
+  `load average at the end: ${load()}${Number(load().split(' ')[0]) > availableParallelism() ? ' (loaded: figures are not quiet-machine figures)' : ''}`,
 )
 if (baseBin)
   console.log(
@@ -181,4 +257,5 @@ if (baseBin)
   )
 
 await ctx.fiber.dispose?.()
+await plain.fiber.dispose?.()
 if (!keep) rmSync(root, { recursive: true, force: true })

@@ -85,10 +85,14 @@ export interface JsonlPersistenceConfig {
   listIndex?: boolean
 }
 
-/** The stamp a summary was computed at: the log's name and size, `header.json`'s size and mtime. */
+/**
+ * The stamp a summary was computed at: the log's name, size and mtime (a log overwritten in place at
+ * the same size changes its mtime), `header.json`'s size and mtime.
+ */
 interface Stamp {
   file: string
   size: number
+  mtime: number
   header: string
 }
 
@@ -377,8 +381,14 @@ export class JsonlPersistence extends SessionPersistence {
     const more = tracked.more.result()
     const summary = tracked.base ? mergeSummary(tracked.base, more) : more
     const dir = dirname(log.path)
-    const header = stampOf(await fs.stat(join(dir, HEADER_FILE)))
-    const stamp: Stamp = { file: log.path.slice(dir.length + 1), size: log.size, header }
+    const [header, logStat] = await Promise.all([fs.stat(join(dir, HEADER_FILE)), fs.stat(log.path)])
+    if (logStat.size !== log.size) return
+    const stamp: Stamp = {
+      file: log.path.slice(dir.length + 1),
+      size: log.size,
+      mtime: logStat.mtimeMs,
+      header: stampOf(header),
+    }
     await writeAtomic(join(dir, SUMMARY_FILE), JSON.stringify({ ...stamp, summary }) + '\n', false)
     await appendIndex(this.root, [{ id, key: basename(dirname(dir)), ...stamp, summary }])
   }
@@ -485,7 +495,8 @@ export class JsonlPersistence extends SessionPersistence {
       if (missing) throw missing
       return { summary: new SummaryBuilder(header).result() }
     }
-    const [size, headerStat] = await Promise.all([fs.stat(path).then((st) => st.size), fs.stat(join(dir, HEADER_FILE))])
+    const [logStat, headerStat] = await Promise.all([fs.stat(path), fs.stat(join(dir, HEADER_FILE))])
+    const size = logStat.size
     const read = await this.backendRead(id, 'inspect')
     const builder = new SummaryBuilder(read.header)
     for (const record of read.records) builder.add(record.event as never)
@@ -494,7 +505,7 @@ export class JsonlPersistence extends SessionPersistence {
     const file = path.slice(dir.length + 1)
     const headerStamp = stampOf(headerStat)
     if (intact !== size) return { summary }
-    const stamp: Stamp = { file, size, header: headerStamp }
+    const stamp: Stamp = { file, size, mtime: logStat.mtimeMs, header: headerStamp }
     await writeAtomic(join(dir, SUMMARY_FILE), JSON.stringify({ ...stamp, summary }) + '\n', false).catch(() => {})
     return { summary, stamp }
   }
@@ -508,7 +519,7 @@ export class JsonlPersistence extends SessionPersistence {
     id: SessionId,
     dir: string,
   ): Promise<{ summary: SessionSummary; stamp: Stamp } | undefined> {
-    let cached: { size?: unknown; file?: unknown; header?: unknown; summary?: SessionSummary }
+    let cached: { size?: unknown; mtime?: unknown; file?: unknown; header?: unknown; summary?: SessionSummary }
     try {
       cached = JSON.parse(await fs.readFile(join(dir, SUMMARY_FILE), 'utf8'))
     } catch {
@@ -524,15 +535,18 @@ export class JsonlPersistence extends SessionPersistence {
     if (typeof cached.header !== 'string') return undefined
     // A compressed log is preferred over a raw one, so a cached raw log must not have a rival.
     if (cached.file === LOG_RAW && (await exists(join(dir, LOG_ZSTD)))) return undefined
-    const [size, header] = await Promise.all([
+    const [log, header] = await Promise.all([
       fs.stat(join(dir, cached.file)).then(
-        (st) => st.size,
-        () => -1,
+        (st) => st,
+        () => undefined,
       ),
       fs.stat(join(dir, HEADER_FILE)).then(stampOf, () => undefined),
     ])
-    return size === cached.size && header === cached.header
-      ? { summary: cached.summary, stamp: { file: cached.file, size, header } }
+    // The log's mtime is checked when the cache records it (caches of older builds do not).
+    if (!log || log.size !== cached.size || (typeof cached.mtime === 'number' && cached.mtime !== log.mtimeMs))
+      return undefined
+    return header === cached.header
+      ? { summary: cached.summary, stamp: { file: cached.file, size: log.size, mtime: log.mtimeMs, header } }
       : undefined
   }
 
@@ -759,7 +773,7 @@ export class JsonlPersistence extends SessionPersistence {
 function rowValid(dir: string, row: IndexRow): boolean {
   if (row.file !== LOG_ZSTD && row.file !== LOG_RAW) return false
   const log = statSync(join(dir, row.file), { throwIfNoEntry: false })
-  if (!log || log.size !== row.size) return false
+  if (!log || log.size !== row.size || log.mtimeMs !== row.mtime) return false
   const header = statSync(join(dir, HEADER_FILE), { throwIfNoEntry: false })
   if (!header || stampOf(header) !== row.header) return false
   return row.file === LOG_ZSTD || !existsSync(join(dir, LOG_ZSTD))

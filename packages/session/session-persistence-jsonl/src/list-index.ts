@@ -1,5 +1,5 @@
 // The per-store listing index: `<root>/index.jsonl`, one line per session summary with the stamp it
-// was computed at (`{id, key, file, size, header, summary}`), appended by the writer that closes a
+// was computed at (`{id, key, file, size, mtime, header, summary}`), appended by the writer that closes a
 // session and by a listing that had to recompute a row. The last line of an id wins. A listing
 // reads this one file and checks each row against its log with two `stat`s, instead of reading a
 // `summary.json` per session; rows that are missing or stale take the per-session path.
@@ -28,6 +28,8 @@ export interface IndexRow {
   file: string
   /** The log's byte length when the summary was computed. */
   size: number
+  /** The log's mtime (ms) then. */
+  mtime: number
   /** `header.json`'s `size:mtimeMs` then. */
   header: string
   summary: SessionSummary
@@ -83,6 +85,7 @@ function isRow(value: unknown): value is IndexRow {
     typeof row.key === 'string' &&
     typeof row.file === 'string' &&
     typeof row.size === 'number' &&
+    typeof row.mtime === 'number' &&
     typeof row.header === 'string' &&
     typeof row.summary === 'object' &&
     row.summary !== null &&

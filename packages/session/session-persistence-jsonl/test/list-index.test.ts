@@ -188,6 +188,18 @@ describe('the store index', () => {
     expect(row.damaged).toMatch(/not valid JSON/)
   })
 
+  it('a log overwritten in place at the same size is not trusted (its mtime changed)', async () => {
+    const p = await open()
+    const log = await stored(p, 'overwritten', 1)
+    await stored(p, 'intact', 1)
+    expect((await p.list()).every((r) => r.damaged === undefined)).toBe(true)
+    const bytes = await readFile(log)
+    await writeFile(log, Buffer.concat([Buffer.alloc(48, 0x41), bytes.subarray(48)]))
+    const rows = await p.list()
+    expect(rows.find((r) => r.id === 'overwritten')?.damaged).toMatch(/corrupt/)
+    expect(rows.find((r) => r.id === 'intact')?.damaged).toBeUndefined()
+  })
+
   it('two writer processes appending at once: every session of both has its row', async () => {
     const child = fileURLToPath(new URL('./index-writer-child.ts', import.meta.url))
     const run = (prefix: string) =>
