@@ -2,7 +2,7 @@
 // manifest (`{package, url}`); each is an ES module whose default export is a Cordis plugin
 // (`{name, inject?, apply(ctx)}` or a Service class). Its bare imports of the shared libraries
 // resolve through the page's import map to the app's own copies.
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import { isFiberActive } from '@dsh/cordis-compat'
 import { Store } from './store.ts'
 

@@ -1,7 +1,7 @@
 // @dsh/plugin-inventory: a read-only view of the Cordis Loader tree (`ctx.pluginInventory.list()`)
 // and the `plugins.list` API method. Every call reads the Loader's entries afresh, so the answer
 // is the tree as it is now: nothing is cached but the module -> package name lookup.
-import { Context, Service } from 'cordis'
+import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import { fiberError, fiberStateName, type FiberLike } from '@dsh/cordis-compat'
 import type {} from '@dsh/api-gateway' // declares ctx.api (a type-only import: the gateway stays optional at runtime)
