@@ -175,7 +175,7 @@ export function apply(ctx: Context, config: ToolLspConfig): void {
       if (!ctx.lsp.providerFor(near)) {
         return fail(
           'NO_LANGUAGE_SERVER',
-          `no language server is configured for ${path ? display(path, call.cwd) : 'this directory'}. Use grep or read instead.`,
+          `no language server is configured or installed for ${path ? display(path, call.cwd) : 'this directory'}. Use grep or read instead.`,
         )
       }
       const position = { line: (args.line ?? 1) - 1, character: (args.column ?? 1) - 1 }

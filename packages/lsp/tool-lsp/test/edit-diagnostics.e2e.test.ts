@@ -108,6 +108,9 @@ beforeAll(async () => {
           },
         ],
       },
+      {
+        toolCalls: [{ id: 'c6', name: 'lsp', arguments: { operation: 'document_symbols', file_path: 'bare/x.ts' } }],
+      },
       { text: 'Done.' },
     ] as never,
   })
@@ -131,7 +134,7 @@ afterAll(async () => {
 
 it('runs the whole script', () => {
   expect(run, run.stderr).toMatchObject({ code: 0, stdout: 'Done.\n' })
-  expect(results).toHaveLength(5)
+  expect(results).toHaveLength(6)
 })
 
 it("an edit that breaks a type shows the server's error in the edit's own result", () => {
@@ -159,6 +162,7 @@ it('a project without an installed server gets no diagnostics and no error line'
   expect(results[4]).toContain('x.ts')
   expect(results[4]).not.toContain('language server')
   expect(run.stderr).not.toMatch(/lsp|language server/i)
+  expect(results[5]).toContain('[NO_LANGUAGE_SERVER]: no language server is configured or installed for bare/x.ts')
 })
 
 it('no language server outlives dsh', async () => {

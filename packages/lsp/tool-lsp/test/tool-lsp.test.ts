@@ -1,5 +1,5 @@
 // The lsp tool and edit diagnostics on the real agent loop, with the real typescript-language-server.
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -133,12 +133,95 @@ describe('@dsh/tool-lsp', () => {
     expect(results[2]).toContain('const total: number')
     expect(results[3]).toBe('Error [INVALID_ARGUMENTS]: operation definition needs line and column (1-based).')
     expect(results[4]).toBe(
-      'Error [NO_LANGUAGE_SERVER]: no language server is configured for README.md. Use grep or read instead.',
+      'Error [NO_LANGUAGE_SERVER]: no language server is configured or installed for README.md. Use grep or read instead.',
     )
     expect(results[5]).toBe(
       "Wrote src/main.ts.\n\nThe language server reports 1 error in src/main.ts after this change:\nsrc/main.ts:3:7 error TS2322: Type 'number' is not assignable to type 'string'.",
     )
     expect(results[6]).toBe('Wrote src/main.ts.')
     expect(harness.model.requests[0].system).toContain('Code navigation (lsp):')
+  })
+
+  it("bounds an edit's wait for diagnostics: a server that never answers leaves the result as it was", {
+    timeout: 20_000,
+  }, async () => {
+    const dir = fixture()
+    harness = await createHarness({
+      cwd: dir,
+      script: [
+        {
+          toolCalls: [
+            { name: 'write', arguments: { file_path: 'src/main.ts', content: 'export const x: string = 1\n' } },
+          ],
+        },
+        { text: 'done' },
+      ] as never,
+      plugins: [
+        [LspService],
+        [SubprocessLocal, {}],
+        [
+          LspStdio,
+          {
+            // Reads its input and answers nothing, not even initialize.
+            servers: { mute: { command: 'sh', args: ['-c', 'cat >/dev/null'], extensions: ['.ts'] } },
+            requestTimeoutMs: 600_000,
+          },
+        ],
+        [Write],
+        [ToolLsp, { diagnosticsTimeoutMs: 300 }],
+      ] as never,
+    })
+    await harness.prompt('edit')
+    const results = harness.session.events
+      .filter((e) => e.type === 'tool/result')
+      .map((e) => (e.data as { message: { content: { text: string }[] } }).message.content[0].text)
+    expect(results).toEqual(['Wrote src/main.ts.'])
+  })
+
+  it('starts the server of a file the agent reads, without making the read wait', { timeout: 20_000 }, async () => {
+    const dir = fixture()
+    const Read = {
+      name: 'test-read',
+      inject: ['tools'],
+      apply(ctx: Context) {
+        ctx.tools.register<{ file_path: string }>({
+          name: 'read',
+          description: 'Read a file.',
+          parameters: { type: 'object', properties: { file_path: { type: 'string' } }, required: ['file_path'] },
+          execute: (args, call) => ({ content: readFileSync(resolve(call.cwd, args.file_path), 'utf8') }),
+        })
+      },
+    }
+    harness = await createHarness({
+      cwd: dir,
+      script: [{ toolCalls: [{ name: 'read', arguments: { file_path: 'src/main.ts' } }] }, { text: 'done' }] as never,
+      plugins: [
+        [LspService],
+        [SubprocessLocal, {}],
+        [
+          LspStdio,
+          {
+            // Marks that it started, then answers nothing.
+            servers: {
+              mute: {
+                command: 'sh',
+                args: ['-c', 'touch started; cat >/dev/null'],
+                extensions: ['.ts'],
+                rootMarkers: ['tsconfig.json'],
+              },
+            },
+            requestTimeoutMs: 600_000,
+          },
+        ],
+        [Read],
+        [ToolLsp, {}],
+      ] as never,
+    })
+    await harness.prompt('read')
+    const results = harness.session.events.filter((e) => e.type === 'tool/result')
+    expect(results).toHaveLength(1)
+    const deadline = Date.now() + 10_000
+    while (!existsSync(join(dir, 'started')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+    expect(existsSync(join(dir, 'started'))).toBe(true)
   })
 })
