@@ -160,8 +160,19 @@ describe('the store index', () => {
     )
     expect((await p.list())[0].title).toBe('right')
     expect(p.warnings).toHaveLength(0)
+    // A row naming a copy of a raw log, with the copy's stamp: still not a log name.
+    const raw = await open({ compression: 'none' })
+    const rawLog = await stored(raw, 'rawcopy', 1, 'raw right')
+    const copy = join(rawLog, '..', 'copy.jsonl')
+    await writeFile(copy, await readFile(rawLog))
+    const rawRow = readIndex(root).rows.get('rawcopy')!
+    appendFileSync(
+      join(root, INDEX_FILE),
+      `${JSON.stringify({ ...rawRow, file: 'copy.jsonl', mtime: (await stat(copy)).mtimeMs, summary: { ...rawRow.summary, title: 'wrong' } })}\n`,
+    )
+    expect((await p.list()).find((r) => r.id === 'rawcopy')?.title).toBe('raw right')
     writeFileSync(join(root, INDEX_FILE), `${JSON.stringify({ ...row, summary: { id: 'shape' } })}\n`)
-    expect((await p.list())[0].title).toBe('right')
+    expect((await p.list()).find((r) => r.id === 'shape')?.title).toBe('right')
     expect(p.warnings[0]).toMatch(/line 1 is not an index row/)
   })
 
