@@ -95,7 +95,7 @@ describe('optional servers', () => {
   })
 
   it('reject a bad optional value in the row', () => {
-    expect(() => Config({ servers: { ts: { command: 'x', extensions: ['.ts'], optional: 'yes' as never } } })).toThrow(
+    expect(() => Config({ servers: { ts: { command: 'x', extensions: ['.ts'], optional: 'yes' } } } as never)).toThrow(
       /optional/,
     )
   })

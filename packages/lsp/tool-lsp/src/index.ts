@@ -262,7 +262,7 @@ export function apply(ctx: Context, config: ToolLspConfig): void {
         list = await Promise.race([
           pending,
           new Promise<undefined>((resolve) => {
-            timer = setTimeout(resolve, config.diagnosticsTimeoutMs)
+            timer = setTimeout(() => resolve(undefined), config.diagnosticsTimeoutMs)
           }),
         ])
       } catch (error) {
