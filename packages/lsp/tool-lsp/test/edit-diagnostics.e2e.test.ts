@@ -14,12 +14,13 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs'
+import { spawn } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
-import { runDsh, type DshRun } from '@dsh/cli-testkit'
+import { DSH_BIN, runDsh, type DshRun } from '@dsh/cli-testkit'
 
 const require = createRequire(import.meta.url)
 const tsls = join(dirname(require.resolve('typescript-language-server/package.json')), 'lib/cli.mjs')
@@ -27,6 +28,7 @@ const typescript = dirname(require.resolve('typescript/package.json'))
 const pyright = join(dirname(require.resolve('pyright/package.json')), 'langserver.index.js')
 
 let mock: MockServer | undefined
+let stalling: MockServer | undefined
 let root = ''
 let run: DshRun
 let results: string[] = []
@@ -129,6 +131,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await mock?.close()
+  await stalling?.close()
   if (root && !process.env.KEEP) rmSync(root, { recursive: true, force: true })
 })
 
@@ -165,12 +168,50 @@ it('a project without an installed server gets no diagnostics and no error line'
   expect(results[5]).toContain('[NO_LANGUAGE_SERVER]: no language server is configured or installed for bare/x.ts')
 })
 
-it('no language server outlives dsh', async () => {
+/** Waits until no live process mentions `text` (bounded), and returns what is left. */
+async function gone(text: string): Promise<string[]> {
   const deadline = Date.now() + 10_000
-  let left = processesMentioning(root)
+  let left = processesMentioning(text)
   while (left.length > 0 && Date.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, 100))
-    left = processesMentioning(root)
+    left = processesMentioning(text)
   }
-  expect(left).toEqual([])
+  return left
+}
+
+it('no language server outlives dsh', async () => {
+  expect(await gone(root)).toEqual([])
 })
+
+// Several mechanisms end a server with dsh: bwrap's --die-with-parent, the server's own exit on
+// stdin EOF, and the subprocess seam's watchdog; this checks the outcome, not one of them.
+it('no language server outlives a SIGKILLed dsh', async () => {
+  // The model edits (which starts the TypeScript server), then stalls; dsh is killed hard.
+  stalling = await startMockServer({
+    steps: [
+      { toolCalls: [{ id: 'k0', name: 'read', arguments: { file_path: 'web/src/main.ts' } }] },
+      { events: [{ stall: true }] },
+    ] as never,
+  })
+  const child = spawn(process.execPath, [DSH_BIN, '-p', 'then stall'], {
+    cwd: root,
+    env: {
+      PATH: `${dirname(process.execPath)}:/usr/bin:/bin`,
+      HOME: process.env.HOME,
+      DSH_HOME: join(root, '.home'),
+      DEEPSEEK_BASE_URL: stalling.baseURL,
+      DEEPSEEK_API_KEY: 'sk-test-not-a-real-key',
+    },
+    stdio: ['ignore', 'ignore', 'ignore'],
+  })
+  const exited = new Promise((resolve) => child.on('exit', resolve))
+  // The read warms the server; wait until it is running, then kill dsh without a chance to clean up.
+  const deadline = Date.now() + 60_000
+  const server = () => processesMentioning('typescript-language-server').filter((p) => p.includes(root))
+  while ((stalling.requests.length < 2 || server().length === 0) && Date.now() < deadline)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  expect(server().length).toBeGreaterThan(0)
+  child.kill('SIGKILL')
+  await exited
+  expect(await gone(root)).toEqual([])
+}, 90_000)
