@@ -76,7 +76,9 @@ for (let i = 0; i < args.length; i++) {
     if (i + 1 >= args.length) fail('--tests needs a value (a glob relative to the package, e.g. test/units.test.ts)')
     testGlobs.push(args[++i])
   } else if (a === '--help' || a === '-h') {
-    process.stdout.write('usage: pnpm mutation <package-dir-or-name> [--force] [--mutate <glob-or-range>]... [--tests <glob>]...\n')
+    process.stdout.write(
+      'usage: pnpm mutation <package-dir-or-name> [--force] [--mutate <glob-or-range>]... [--tests <glob>]...\n',
+    )
     process.exit(0)
   } else if (a.startsWith('-')) fail(`unknown option ${a}`)
   else positional.push(a)
@@ -112,7 +114,9 @@ function focusRanges(pkgDir) {
     const start = lines.findIndex((line) => pattern.test(line))
     if (start < 0) fail(`${file}: no line matches ${pattern} (update FOCUS in scripts/mutation.mjs)`)
     const indent = /^ */.exec(lines[start])[0]
-    const end = lines.findIndex((line, i) => i > start && line.startsWith(`${indent}}`) && !line.startsWith(`${indent}} `))
+    const end = lines.findIndex(
+      (line, i) => i > start && line.startsWith(`${indent}}`) && !line.startsWith(`${indent}} `),
+    )
     if (end < 0) fail(`${file}: the block at line ${start + 1} does not close`)
     return `${file}:${start + 1}-${end + 1}`
   })
@@ -176,7 +180,9 @@ const results = await stryker.runMutationTest()
 // vitest runner Stryker restarts can answer the next mutants with an empty run (seen on the tool
 // registry: 30 mutants in a row after one timeout, each covered by 6 to 27 tests, none run). They
 // are left out of the score and dropped from the incremental file, so the next run tests them.
-const untested = results.filter((m) => m.status === 'Survived' && m.testsCompleted === 0 && (m.coveredBy?.length ?? 0) > 0)
+const untested = results.filter(
+  (m) => m.status === 'Survived' && m.testsCompleted === 0 && (m.coveredBy?.length ?? 0) > 0,
+)
 let detected = 0
 let valid = 0
 for (const m of results) {

@@ -35,9 +35,14 @@ interface Gate {
  * the permission requests it was sent and what the gate decided.
  */
 async function setup(
-  answer: (params: acp.RequestPermissionRequest) => acp.RequestPermissionResponse | Promise<acp.RequestPermissionResponse>,
+  answer: (
+    params: acp.RequestPermissionRequest,
+  ) => acp.RequestPermissionResponse | Promise<acp.RequestPermissionResponse>,
   gate: Gate = {},
-  script: NonNullable<Parameters<typeof createHarness>[0]>['script'] = [{ toolCalls: [{ name: 'touch', arguments: {} }] }, { text: 'after' }],
+  script: NonNullable<Parameters<typeof createHarness>[0]>['script'] = [
+    { toolCalls: [{ name: 'touch', arguments: {} }] },
+    { text: 'after' },
+  ],
 ) {
   harness = await createHarness({
     script,
@@ -100,7 +105,9 @@ const pick = (optionId: string) => (): acp.RequestPermissionResponse => ({ outco
 
 describe('@dsh/acp session/request_permission', () => {
   it('names the running tool call, offers the three choices and carries the title, action and detail', async () => {
-    const { agent, sessionId, updates, asked, state } = await setup(pick('allow_once'), { detail: 'touch writes outside the workspace' })
+    const { agent, sessionId, updates, asked, state } = await setup(pick('allow_once'), {
+      detail: 'touch writes outside the workspace',
+    })
     expect((await prompt(agent, sessionId)).stopReason).toBe('end_turn')
     expect(state).toEqual({ ran: 1, outcomes: ['allowed-once: '] })
     expect(asked).toHaveLength(1)
@@ -123,7 +130,9 @@ describe('@dsh/acp session/request_permission', () => {
   })
 
   it('offers only the choices the request allows, and no content without a detail', async () => {
-    const { agent, sessionId, asked, state } = await setup(pick('allow_once'), { options: ['allowed-once', 'rejected'] })
+    const { agent, sessionId, asked, state } = await setup(pick('allow_once'), {
+      options: ['allowed-once', 'rejected'],
+    })
     await prompt(agent, sessionId)
     expect(asked[0].options.map((o) => o.optionId)).toEqual(['allow_once', 'reject_once'])
     expect(asked[0].toolCall).not.toHaveProperty('content')
@@ -160,13 +169,20 @@ describe('@dsh/acp session/request_permission', () => {
     expect(state.ran).toBe(0)
     // The gate saw a refusal (the approval seam may report the turn's own cancellation first).
     expect(state.outcomes).toHaveLength(1)
-    expect(state.outcomes[0]).toMatch(/^(rejected: the client did not answer the permission request \(the prompt was cancelled\)|cancelled: .*)$/)
+    expect(state.outcomes[0]).toMatch(
+      /^(rejected: the client did not answer the permission request \(the prompt was cancelled\)|cancelled: .*)$/,
+    )
   })
 
-  it('a request outside a tool call is attributed to the approval itself; one for another session is not the client\'s to answer', async () => {
+  it("a request outside a tool call is attributed to the approval itself; one for another session is not the client's to answer", async () => {
     const { sessionId, asked } = await setup(pick('allow_once'), {}, [])
     const ctx = harness!.ctx
-    const outside = await ctx.approval.request({ sessionId, kind: 'network', title: 'Reach the registry', action: { host: 'registry.npmjs.org' } })
+    const outside = await ctx.approval.request({
+      sessionId,
+      kind: 'network',
+      title: 'Reach the registry',
+      action: { host: 'registry.npmjs.org' },
+    })
     expect(outside.decision).toBe('allowed-once')
     expect(outside.answeredBy).toBe('acp')
     expect(asked).toHaveLength(1)
@@ -175,7 +191,10 @@ describe('@dsh/acp session/request_permission', () => {
     // client is never asked.
     for (const other of [{ sessionId: 'not-an-acp-session' }, {}]) {
       const outcome = await ctx.approval.request({ ...other, kind: 'network', title: 'x', action: {} })
-      expect(outcome).toMatchObject({ decision: 'unavailable', reason: expect.stringMatching(/^no approval answerer is registered/) })
+      expect(outcome).toMatchObject({
+        decision: 'unavailable',
+        reason: expect.stringMatching(/^no approval answerer is registered/),
+      })
       expect(outcome.answeredBy).toBeUndefined()
     }
     expect(asked).toHaveLength(1)

@@ -5,7 +5,12 @@
 // sentences and branches could change without a test noticing.
 import { Context } from 'cordis'
 import { describe, expect, it } from 'vitest'
-import ToolRegistry, { type ToolCallContext, type ToolDefinition, type ToolResultInfo, type ToolResultPayload } from '@dsh/tools'
+import ToolRegistry, {
+  type ToolCallContext,
+  type ToolDefinition,
+  type ToolResultInfo,
+  type ToolResultPayload,
+} from '@dsh/tools'
 
 async function boot(config?: Record<string, unknown>) {
   const ctx = new Context()
@@ -33,12 +38,24 @@ describe('error results', () => {
     }
     for (const [name, output] of Object.entries(outputs)) ctx.tools.register(tool(name, () => output as never))
     const message = async (name: string) => (await run(ctx, name)).error?.message
-    expect(await message('nothing')).toBe('tool "nothing" returned an invalid result: expected an object with "content", got null.')
-    expect(await message('number')).toBe('tool "number" returned an invalid result: expected an object with "content", got number.')
-    expect(await message('noContent')).toBe('tool "noContent" returned an invalid result: "content" must be a string or an array of text/image blocks.')
-    expect(await message('badBlock')).toBe('tool "badBlock" returned an invalid result: content[1] is not a text or image block.')
-    expect(await message('badImage')).toBe('tool "badImage" returned an invalid result: content[0] is not a text or image block.')
-    expect(await message('nullBlock')).toBe('tool "nullBlock" returned an invalid result: content[0] is not a text or image block.')
+    expect(await message('nothing')).toBe(
+      'tool "nothing" returned an invalid result: expected an object with "content", got null.',
+    )
+    expect(await message('number')).toBe(
+      'tool "number" returned an invalid result: expected an object with "content", got number.',
+    )
+    expect(await message('noContent')).toBe(
+      'tool "noContent" returned an invalid result: "content" must be a string or an array of text/image blocks.',
+    )
+    expect(await message('badBlock')).toBe(
+      'tool "badBlock" returned an invalid result: content[1] is not a text or image block.',
+    )
+    expect(await message('badImage')).toBe(
+      'tool "badImage" returned an invalid result: content[0] is not a text or image block.',
+    )
+    expect(await message('nullBlock')).toBe(
+      'tool "nullBlock" returned an invalid result: content[0] is not a text or image block.',
+    )
     expect((await run(ctx, 'nothing')).error?.code).toBe('TOOL_ERROR')
   })
 
@@ -54,10 +71,18 @@ describe('error results', () => {
     expect(result.message.content[0]).not.toBe(blocks[0])
   })
 
-  it('an error result: the tool\'s own code and message, or TOOL_ERROR with the first 500 characters of its text', async () => {
+  it("an error result: the tool's own code and message, or TOOL_ERROR with the first 500 characters of its text", async () => {
     const ctx = await boot()
     ctx.tools.register(tool('coded', () => ({ content: 'nope', error: { code: 'E_MINE', message: 'mine' } })))
-    ctx.tools.register(tool('bare', () => ({ content: [{ type: 'text', text: 'x'.repeat(300) }, { type: 'text', text: 'y'.repeat(300) }], isError: true })))
+    ctx.tools.register(
+      tool('bare', () => ({
+        content: [
+          { type: 'text', text: 'x'.repeat(300) },
+          { type: 'text', text: 'y'.repeat(300) },
+        ],
+        isError: true,
+      })),
+    )
     ctx.tools.register(tool('fine', () => ({ content: 'ok', isError: false, meta: { n: 1 } })))
     expect(await run(ctx, 'coded')).toEqual({
       message: { role: 'tool', callId: 'c1', name: 'coded', content: [{ type: 'text', text: 'nope' }], isError: true },
@@ -67,7 +92,10 @@ describe('error results', () => {
     expect(bare.error).toEqual({ code: 'TOOL_ERROR', message: `${'x'.repeat(300)}\n${'y'.repeat(199)}` })
     expect(bare.message.isError).toBe(true)
     const fine = await run(ctx, 'fine')
-    expect(fine).toEqual({ message: { role: 'tool', callId: 'c1', name: 'fine', content: [{ type: 'text', text: 'ok' }] }, meta: { n: 1 } })
+    expect(fine).toEqual({
+      message: { role: 'tool', callId: 'c1', name: 'fine', content: [{ type: 'text', text: 'ok' }] },
+      meta: { n: 1 },
+    })
   })
 
   it('a thrown value that is not an Error is described as well as it can be', async () => {
@@ -94,7 +122,9 @@ describe('error results', () => {
     expect(await message('nameless')).toBe('TypeError')
     expect(await message('undef')).toBe('undefined')
     expect(await message('circular')).toBe('[object Object]')
-    expect((await run(ctx, 'text')).message.content).toEqual([{ type: 'text', text: 'Error [TOOL_ERROR]: tool "text" failed: plain words' }])
+    expect((await run(ctx, 'text')).message.content).toEqual([
+      { type: 'text', text: 'Error [TOOL_ERROR]: tool "text" failed: plain words' },
+    ])
   })
 
   it('finalizeContent: its result replaces the output, a throw is TOOL_ERROR, a malformed result is INTERNAL_ERROR', async () => {
@@ -117,7 +147,10 @@ describe('error results', () => {
     expect(seen[0]).toMatchObject({ callId: 'c1', name: 'shaped', sessionId: 's9', cwd: '/work' })
     expect((await run(ctx, 'throws')).error).toEqual({ code: 'TOOL_ERROR', message: 'cannot shape' })
     const broken = await run(ctx, 'breaks')
-    expect(broken.error).toEqual({ code: 'INTERNAL_ERROR', message: 'result processing: "content" must be a string or an array of text/image blocks' })
+    expect(broken.error).toEqual({
+      code: 'INTERNAL_ERROR',
+      message: 'result processing: "content" must be a string or an array of text/image blocks',
+    })
     expect(broken.message.content).toEqual([
       {
         type: 'text',
@@ -133,7 +166,10 @@ describe('error results', () => {
       throw new Error('listener broke')
     })
     expect((await run(ctx, 't')).message.content).toEqual([
-      { type: 'text', text: 'Error [INTERNAL_ERROR]: the harness failed while handling tool "t" (tools/pre-execute: listener broke). The tool did not run.' },
+      {
+        type: 'text',
+        text: 'Error [INTERNAL_ERROR]: the harness failed while handling tool "t" (tools/pre-execute: listener broke). The tool did not run.',
+      },
     ])
     off()
     ctx.tools.registerGuard({ name: 'no', check: () => ({ deny: 'not today' }) })
@@ -172,7 +208,9 @@ describe('cancellation', () => {
     const ctx = await boot()
     ctx.tools.register(tool('t', () => ({ content: 'ran' })))
     const cancelled = async (signal: AbortSignal) => (await run(ctx, 't', { signal })).error?.message
-    expect(await cancelled(AbortSignal.abort(new DOMException('user hit escape', 'AbortError')))).toBe('user hit escape')
+    expect(await cancelled(AbortSignal.abort(new DOMException('user hit escape', 'AbortError')))).toBe(
+      'user hit escape',
+    )
     expect(await cancelled(AbortSignal.abort(new DOMException('', 'AbortError')))).toBe('aborted')
     expect(await cancelled(AbortSignal.abort('turn ended'))).toBe('turn ended')
     expect(await cancelled(AbortSignal.abort(new Error('budget spent')))).toBe('budget spent')
@@ -184,7 +222,7 @@ describe('cancellation', () => {
     ])
   })
 
-  it('a call aborted while it runs says its effects may be partial; a wrapper\'s abort without a reason is the platform\'s', async () => {
+  it("a call aborted while it runs says its effects may be partial; a wrapper's abort without a reason is the platform's", async () => {
     const ctx = await boot()
     let started!: () => void
     const running = new Promise<void>((resolve) => (started = resolve))
@@ -194,7 +232,10 @@ describe('cancellation', () => {
     await running
     controller.abort('stop now')
     expect((await result).message.content).toEqual([
-      { type: 'text', text: 'Error [CANCELLED]: tool "slow" was cancelled before it finished (stop now); any effects it had may be partial.' },
+      {
+        type: 'text',
+        text: 'Error [CANCELLED]: tool "slow" was cancelled before it finished (stop now); any effects it had may be partial.',
+      },
     ])
     const off = ctx.on('tools/execute', async (payload, next) => {
       const body = next()
@@ -231,7 +272,17 @@ describe('the per-call context and concurrency', () => {
     await ctx.tools.execute({ callId: 'c8', name: 't', arguments: '{}' }, { cwd: '/w' })
     const { signal: first, ...rest } = seen[0]
     expect(first).toBeInstanceOf(AbortSignal)
-    expect(rest).toEqual({ callId: 'c7', name: 't', sessionId: 's', agentId: 'a', cwd: '/w', turn: 0, step: 0, origin: 'model', parentCallId: 'p' })
+    expect(rest).toEqual({
+      callId: 'c7',
+      name: 't',
+      sessionId: 's',
+      agentId: 'a',
+      cwd: '/w',
+      turn: 0,
+      step: 0,
+      origin: 'model',
+      parentCallId: 'p',
+    })
     const { signal: _second, ...bare } = seen[1]
     expect(bare).toEqual({ callId: 'c8', name: 't', cwd: '/w' })
   })
@@ -273,12 +324,16 @@ describe('registration refusals', () => {
     const register = (def: unknown) => () => ctx.tools.register(def as ToolDefinition)
     expect(register(null)).toThrow(new TypeError('tools.register: expected a tool definition object'))
     expect(register('read')).toThrow('tools.register: expected a tool definition object')
-    expect(register({ name: 5, description: '', execute() {} })).toThrow('tools.register: invalid tool name 5 (must match /^[a-zA-Z0-9_-]{1,64}$/)')
+    expect(register({ name: 5, description: '', execute() {} })).toThrow(
+      'tools.register: invalid tool name 5 (must match /^[a-zA-Z0-9_-]{1,64}$/)',
+    )
     expect(register({ name: 'a'.repeat(65), description: '', execute() {} })).toThrow('invalid tool name')
     expect(register({ name: 'x', description: 1, execute() {} })).toThrow('tool "x": description must be a string')
     expect(register({ name: 'x', description: '', execute: 'no' })).toThrow('tool "x": execute must be a function')
     for (const scope of ['', 3]) {
-      expect(register({ name: 'x', description: '', execute() {}, scope, parameters: { type: 'object' } })).toThrow('tool "x": scope must be a non-empty string when given')
+      expect(register({ name: 'x', description: '', execute() {}, scope, parameters: { type: 'object' } })).toThrow(
+        'tool "x": scope must be a non-empty string when given',
+      )
     }
     const guard = (value: unknown) => () => ctx.tools.registerGuard(value as never)
     expect(guard(null)).toThrow('tools.registerGuard: expected {name, check}')
@@ -314,7 +369,10 @@ describe('registration refusals', () => {
     ctx.tools.register(tool('a', () => ({ content: '' })))
     const result: ToolResultPayload = await run(ctx, 'ghost')
     expect(result.message.content).toEqual([
-      { type: 'text', text: 'Error [UNKNOWN_TOOL]: there is no tool named "ghost". Available tools: a, b. Use one of these exact names.' },
+      {
+        type: 'text',
+        text: 'Error [UNKNOWN_TOOL]: there is no tool named "ghost". Available tools: a, b. Use one of these exact names.',
+      },
     ])
     expect(result.error).toEqual({ code: 'UNKNOWN_TOOL', message: 'unknown tool "ghost"' })
   })
@@ -326,7 +384,11 @@ describe('the pipeline between the stages', () => {
     const seen: unknown[] = []
     ctx.tools.register(
       tool('t', (args) => (seen.push(args), { content: 'ok' }), {
-        parameters: { type: 'object', properties: { n: { type: 'integer' }, s: { type: 'string' } }, additionalProperties: false },
+        parameters: {
+          type: 'object',
+          properties: { n: { type: 'integer' }, s: { type: 'string' } },
+          additionalProperties: false,
+        },
       }),
     )
     await ctx.tools.execute({ callId: 'c', name: 't', arguments: { n: 1 } as never }, { cwd: '/' })
@@ -336,7 +398,9 @@ describe('the pipeline between the stages', () => {
     expect(badJson.error?.message).toMatch(/^invalid arguments JSON: .+/)
     const invalid = await ctx.tools.execute({ callId: 'c', name: 't', arguments: '{"n":"x","s":2}' }, { cwd: '/' })
     expect(invalid.error).toEqual({ code: 'INVALID_ARGUMENTS', message: '/n: must be integer; /s: must be string' })
-    expect((invalid.message.content[0] as { text: string }).text).toContain('schema:\n- /n: must be integer\n- /s: must be string\nFix these')
+    expect((invalid.message.content[0] as { text: string }).text).toContain(
+      'schema:\n- /n: must be integer\n- /s: must be string\nFix these',
+    )
   })
 
   it('a guard sees the arguments pre-execute left, and an unscoped guard checks calls of every scope', async () => {
@@ -379,7 +443,10 @@ describe('the pipeline between the stages', () => {
     // The same from a guard.
     const second = new AbortController()
     ctx.tools.registerGuard({ name: 'aborter', check: () => void second.abort('guard saw enough') })
-    expect((await run(ctx, 't', { signal: second.signal })).error).toEqual({ code: 'CANCELLED', message: 'guard saw enough' })
+    expect((await run(ctx, 't', { signal: second.signal })).error).toEqual({
+      code: 'CANCELLED',
+      message: 'guard saw enough',
+    })
     expect(ran).toBe(0)
   })
 
@@ -403,7 +470,7 @@ describe('the pipeline between the stages', () => {
     expect((lost.message.content[0] as { text: string }).text).toMatch(/The tool ran, but its result was lost\.$/)
   })
 
-  it('a scope\'s own tools stay callable under a restriction that names none of them', async () => {
+  it("a scope's own tools stay callable under a restriction that names none of them", async () => {
     const ctx = await boot()
     ctx.tools.register(tool('global', () => ({ content: 'g' })))
     ctx.tools.register({ ...tool('local', () => ({ content: 'l' })), scope: 'agent:r' })

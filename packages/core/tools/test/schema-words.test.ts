@@ -58,8 +58,13 @@ describe('validation messages', () => {
   })
 
   it('a failure inside an array item or a nested object names its full path; the same line is said once', () => {
-    const validate = compile({ list: { type: 'array', items: { type: 'object', required: ['id'], properties: { id: { type: 'integer' } } } } })
-    expect(validate({ list: [{ id: 1 }, {}, { id: 'x' }] })).toEqual(['/list/1: missing required property "id"', '/list/2/id: must be integer'])
+    const validate = compile({
+      list: { type: 'array', items: { type: 'object', required: ['id'], properties: { id: { type: 'integer' } } } },
+    })
+    expect(validate({ list: [{ id: 1 }, {}, { id: 'x' }] })).toEqual([
+      '/list/1: missing required property "id"',
+      '/list/2/id: must be integer',
+    ])
     const root = new SchemaCompiler().compile('t', { type: 'object', required: ['a', 'b'] })
     expect(root({})).toEqual(['(root): missing required property "a"', '(root): missing required property "b"'])
     expect(root([])).toEqual(['(root): must be object'])
@@ -72,7 +77,9 @@ describe('structural refusals at registration', () => {
     expect(schemaProblem(null)).toBe('(root): a schema must be an object or a boolean')
     expect(schemaProblem([], '/x')).toBe('/x: a schema must be an object or a boolean')
     expect(schemaProblem({ type: [] })).toBe('/type: must be a JSON type or a list of them, not []')
-    expect(schemaProblem({ type: ['string', 3] })).toBe('/type: must be a JSON type or a list of them, not ["string",3]')
+    expect(schemaProblem({ type: ['string', 3] })).toBe(
+      '/type: must be a JSON type or a list of them, not ["string",3]',
+    )
     expect(schemaProblem({ required: 'a' })).toBe('/required: must be a list of property names')
     expect(schemaProblem({ required: ['a', 1] })).toBe('/required: must be a list of property names')
     expect(schemaProblem({ enum: 'a' })).toBe('/enum: must be a list')
@@ -85,11 +92,15 @@ describe('structural refusals at registration', () => {
     expect(schemaProblem({ properties: null })).toBe('/properties: must be an object of schemas')
     expect(schemaProblem({ properties: [] })).toBe('/properties: must be an object of schemas')
     expect(schemaProblem({ $defs: 'x' })).toBe('/$defs: must be an object of schemas')
-    expect(schemaProblem({ properties: { a: { properties: { b: 3 } } } })).toBe('/properties/a/properties/b: a schema must be an object or a boolean')
+    expect(schemaProblem({ properties: { a: { properties: { b: 3 } } } })).toBe(
+      '/properties/a/properties/b: a schema must be an object or a boolean',
+    )
     expect(schemaProblem({ items: [{ type: 'string' }, 7] })).toBe('/items/1: a schema must be an object or a boolean')
     expect(schemaProblem({ items: 7 })).toBe('/items: a schema must be an object or a boolean')
     expect(schemaProblem({ additionalItems: 'x' })).toBe('/additionalItems: a schema must be an object or a boolean')
-    expect(schemaProblem({ not: { type: 'nope' } })).toBe('/not/type: must be a JSON type or a list of them, not "nope"')
+    expect(schemaProblem({ not: { type: 'nope' } })).toBe(
+      '/not/type: must be a JSON type or a list of them, not "nope"',
+    )
     expect(schemaProblem({ anyOf: [] })).toBe('/anyOf: must be a non-empty list of schemas')
     expect(schemaProblem({ oneOf: {} })).toBe('/oneOf: must be a non-empty list of schemas')
     expect(schemaProblem({ allOf: [{}, 3] })).toBe('/allOf/1: a schema must be an object or a boolean')
@@ -97,14 +108,22 @@ describe('structural refusals at registration', () => {
 
   it('the compiler refuses parameters that are not an object schema, naming the tool', () => {
     const compiler = new SchemaCompiler()
-    expect(() => compiler.compile('t', null as never)).toThrow(new TypeError('tool "t": parameters must be a JSON Schema object'))
+    expect(() => compiler.compile('t', null as never)).toThrow(
+      new TypeError('tool "t": parameters must be a JSON Schema object'),
+    )
     expect(() => compiler.compile('t', [] as never)).toThrow('tool "t": parameters must be a JSON Schema object')
-    expect(() => compiler.compile('t', { type: 'array' } as never)).toThrow('tool "t": parameters must have type "object" (got "array")')
+    expect(() => compiler.compile('t', { type: 'array' } as never)).toThrow(
+      'tool "t": parameters must have type "object" (got "array")',
+    )
     expect(() => compiler.compile('t', { type: 'object', properties: { a: 1 } } as never)).toThrow(
       'tool "t": parameters are not a valid JSON Schema: /properties/a: a schema must be an object or a boolean',
     )
     // A $schema naming a draft is ignored.
-    const validate = compiler.compile('t', { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', properties: { n: { type: 'integer' } } } as never)
+    const validate = compiler.compile('t', {
+      $schema: 'https://json-schema.org/draft/2020-12/schema',
+      type: 'object',
+      properties: { n: { type: 'integer' } },
+    } as never)
     expect(validate({ n: 'x' })).toEqual(['/n: must be integer'])
   })
 })

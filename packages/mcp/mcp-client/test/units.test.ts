@@ -10,7 +10,14 @@ import { join } from 'node:path'
 import { TOOL_NAME_PATTERN } from '@dsh/tools'
 import { hashedToolName, NameBoard, nameBoard, sanitize, toolName } from '../src/names.ts'
 import { mapResult } from '../src/results.ts'
-import { checkServer, checkTable, commandLine, expandVariables, projectTrustItems, readProjectFile } from '../src/config.ts'
+import {
+  checkServer,
+  checkTable,
+  commandLine,
+  expandVariables,
+  projectTrustItems,
+  readProjectFile,
+} from '../src/config.ts'
 
 let base: string
 beforeAll(() => {
@@ -51,7 +58,16 @@ describe('tool names', () => {
   it('the board marks a name two servers claim as contested, asks the other claimant to register again, and clears it when one leaves', () => {
     const board = new NameBoard()
     const resyncs: string[] = []
-    expect([...board.update('one', new Map([['mcp__x__t', 't'], ['mcp__x__solo', 'solo']]), () => resyncs.push('one'))]).toEqual([])
+    expect([
+      ...board.update(
+        'one',
+        new Map([
+          ['mcp__x__t', 't'],
+          ['mcp__x__solo', 'solo'],
+        ]),
+        () => resyncs.push('one'),
+      ),
+    ]).toEqual([])
     expect(board.contested('mcp__x__t')).toBe(false)
     const changed = board.update('two', new Map([['mcp__x__t', 't.']]), () => resyncs.push('two'))
     expect([...changed]).toEqual(['mcp__x__t'])
@@ -67,7 +83,9 @@ describe('tool names', () => {
     expect([...board.update('two', new Map([['mcp__x__t', 't.']]), () => resyncs.push('two'))]).toEqual([])
     expect(resyncs).toEqual(['one'])
     // `two` drops the name: uncontested again, and `one` registers again.
-    expect([...board.update('two', new Map([['mcp__x__other', 'other']]), () => resyncs.push('two'))]).toEqual(['mcp__x__t'])
+    expect([...board.update('two', new Map([['mcp__x__other', 'other']]), () => resyncs.push('two'))]).toEqual([
+      'mcp__x__t',
+    ])
     expect(resyncs).toEqual(['one', 'one'])
     expect(board.claimants('mcp__x__t')).toEqual([{ server: 'one', tool: 't' }])
     // Contested again, then `one` leaves: `two` registers again; leaving twice is a no-op.
@@ -96,8 +114,29 @@ describe('mapResult', () => {
 
   it('a single text is the content itself; adjacent texts join; an image stays a block between them', () => {
     expect(mapResult({ content: [{ type: 'text', text: 'hello' }] }, meta)).toEqual({ content: 'hello', meta: mcp })
-    expect(mapResult({ content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] }, meta).content).toBe('a\nb')
-    expect(mapResult({ content: [{ type: 'text', text: 'a' }, { type: 'image', data: 'AAAA', mimeType: 'image/png' }, { type: 'text', text: 'b' }] }, meta)).toEqual({
+    expect(
+      mapResult(
+        {
+          content: [
+            { type: 'text', text: 'a' },
+            { type: 'text', text: 'b' },
+          ],
+        },
+        meta,
+      ).content,
+    ).toBe('a\nb')
+    expect(
+      mapResult(
+        {
+          content: [
+            { type: 'text', text: 'a' },
+            { type: 'image', data: 'AAAA', mimeType: 'image/png' },
+            { type: 'text', text: 'b' },
+          ],
+        },
+        meta,
+      ),
+    ).toEqual({
       content: [
         { type: 'text', text: 'a' },
         { type: 'image', mediaType: 'image/png', data: 'AAAA' },
@@ -114,31 +153,56 @@ describe('mapResult', () => {
     const one = (item: unknown) => mapResult({ content: [item] }, meta).content
     expect(one({ type: 'image', data: 'AAAA' })).toBe('[image without data or MIME type]')
     expect(one({ type: 'image', mimeType: 'image/png' })).toBe('[image without data or MIME type]')
-    expect(one({ type: 'audio', mimeType: 'audio/wav', data: 'AAAA' })).toBe('[audio (audio/wav, 3 bytes) not shown: audio cannot be passed to the model]')
-    expect(one({ type: 'audio', data: 'AAA=' })).toBe('[audio (unknown type, 2 bytes) not shown: audio cannot be passed to the model]')
+    expect(one({ type: 'audio', mimeType: 'audio/wav', data: 'AAAA' })).toBe(
+      '[audio (audio/wav, 3 bytes) not shown: audio cannot be passed to the model]',
+    )
+    expect(one({ type: 'audio', data: 'AAA=' })).toBe(
+      '[audio (unknown type, 2 bytes) not shown: audio cannot be passed to the model]',
+    )
     expect(one({ type: 'audio', data: 'A'.repeat(4 * 683) })).toContain('(unknown type, 2.0 KiB)')
     expect(one({ type: 'audio', data: 'A'.repeat(4 * 699051) })).toContain('2.0 MiB')
     expect(one({ type: 'audio' })).toContain('0 bytes')
-    expect(one({ type: 'resource_link', uri: 'file:///a', name: 'a', title: 'The A', mimeType: 'text/plain', description: 'first' })).toBe(
-      'Resource link: The A <file:///a> (text/plain) - first',
-    )
+    expect(
+      one({
+        type: 'resource_link',
+        uri: 'file:///a',
+        name: 'a',
+        title: 'The A',
+        mimeType: 'text/plain',
+        description: 'first',
+      }),
+    ).toBe('Resource link: The A <file:///a> (text/plain) - first')
     expect(one({ type: 'resource_link', uri: 'file:///a', name: 'a' })).toBe('Resource link: a <file:///a>')
     expect(one({ type: 'resource_link', uri: 'file:///a' })).toBe('Resource link: file:///a <file:///a>')
     expect(one({ type: 'resource_link' })).toBe('Resource link: resource <?>')
-    expect(one({ type: 'resource', resource: { uri: 'mem://x', mimeType: 'text/plain', text: 'body' } })).toBe('Resource <mem://x> (text/plain):\nbody')
-    expect(one({ type: 'resource', resource: { uri: 'mem://x', blob: 'AAAA' } })).toBe('Resource <mem://x>: binary content, 3 bytes, not shown')
-    expect(one({ type: 'resource', resource: { uri: 'mem://x', mimeType: 'application/zip', blob: 'AAAA' } })).toBe('Resource <mem://x> (application/zip): binary content, 3 bytes, not shown')
-    expect(one({ type: 'resource', resource: { mimeType: 'image/gif', blob: 'R0lG' } })).toEqual([{ type: 'image', mediaType: 'image/gif', data: 'R0lG' }])
+    expect(one({ type: 'resource', resource: { uri: 'mem://x', mimeType: 'text/plain', text: 'body' } })).toBe(
+      'Resource <mem://x> (text/plain):\nbody',
+    )
+    expect(one({ type: 'resource', resource: { uri: 'mem://x', blob: 'AAAA' } })).toBe(
+      'Resource <mem://x>: binary content, 3 bytes, not shown',
+    )
+    expect(one({ type: 'resource', resource: { uri: 'mem://x', mimeType: 'application/zip', blob: 'AAAA' } })).toBe(
+      'Resource <mem://x> (application/zip): binary content, 3 bytes, not shown',
+    )
+    expect(one({ type: 'resource', resource: { mimeType: 'image/gif', blob: 'R0lG' } })).toEqual([
+      { type: 'image', mediaType: 'image/gif', data: 'R0lG' },
+    ])
     expect(one({ type: 'resource' })).toBe('Resource <?>: empty')
     expect(one({ type: 'hologram' })).toBe('[content of type "hologram" not shown]')
   })
 
   it('structured content is shown once: alone, after other content, or not again when a text repeats it', () => {
     expect(mapResult({ structuredContent: { n: 1 } }, meta).content).toBe('{"n":1}')
-    expect(mapResult({ content: [{ type: 'text', text: 'total' }], structuredContent: { n: 1 } }, meta).content).toBe('total\nStructured result: {"n":1}')
-    expect(mapResult({ content: [{ type: 'text', text: '{ "n": 1 }' }], structuredContent: { n: 1 } }, meta).content).toBe('{ "n": 1 }')
+    expect(mapResult({ content: [{ type: 'text', text: 'total' }], structuredContent: { n: 1 } }, meta).content).toBe(
+      'total\nStructured result: {"n":1}',
+    )
+    expect(
+      mapResult({ content: [{ type: 'text', text: '{ "n": 1 }' }], structuredContent: { n: 1 } }, meta).content,
+    ).toBe('{ "n": 1 }')
     // A text that is JSON of something else does not count as the repeat.
-    expect(mapResult({ content: [{ type: 'text', text: '{"n":2}' }], structuredContent: { n: 1 } }, meta).content).toBe('{"n":2}\nStructured result: {"n":1}')
+    expect(mapResult({ content: [{ type: 'text', text: '{"n":2}' }], structuredContent: { n: 1 } }, meta).content).toBe(
+      '{"n":2}\nStructured result: {"n":1}',
+    )
   })
 
   it('the pre-2025 toolResult is shown only when nothing else is; no content at all says so', () => {
@@ -154,15 +218,30 @@ describe('mapResult', () => {
       error: { code: 'MCP_TOOL_ERROR', message: 'boom' },
       meta: mcp,
     })
-    expect(mapResult({ content: [{ type: 'text', text: 'e'.repeat(600) }], isError: true }, meta).error?.message).toHaveLength(500)
-    expect(mapResult({ content: [{ type: 'text', text: '  ' }], isError: true }, meta).error?.message).toBe('the tool reported an error without a message')
-    expect(mapResult({ isError: true }, meta)).toMatchObject({ content: '(the tool returned no content)', isError: true })
-    expect(mapResult({ content: [{ type: 'text', text: 'fine' }], isError: false }, meta)).toEqual({ content: 'fine', meta: mcp })
+    expect(
+      mapResult({ content: [{ type: 'text', text: 'e'.repeat(600) }], isError: true }, meta).error?.message,
+    ).toHaveLength(500)
+    expect(mapResult({ content: [{ type: 'text', text: '  ' }], isError: true }, meta).error?.message).toBe(
+      'the tool reported an error without a message',
+    )
+    expect(mapResult({ isError: true }, meta)).toMatchObject({
+      content: '(the tool returned no content)',
+      isError: true,
+    })
+    expect(mapResult({ content: [{ type: 'text', text: 'fine' }], isError: false }, meta)).toEqual({
+      content: 'fine',
+      meta: mcp,
+    })
   })
 })
 
 describe('checking mcpServers entries', () => {
-  const options = { source: 'config' as const, origin: 'the row', cwd: '/work/project', env: { TOKEN: 'tk', EMPTY: '' } as Record<string, string | undefined> }
+  const options = {
+    source: 'config' as const,
+    origin: 'the row',
+    cwd: '/work/project',
+    env: { TOKEN: 'tk', EMPTY: '' } as Record<string, string | undefined>,
+  }
   const check = (raw: unknown, name = 'srv') => checkServer(name, raw, options)
   const invalid = (raw: unknown, name = 'srv') => (check(raw, name) as { invalid?: string }).invalid
 
@@ -171,22 +250,40 @@ describe('checking mcpServers entries', () => {
     expect(expandVariables('${MISSING:-dflt}/${EMPTY:-e}', options.env, 'x')).toBe('dflt/e')
     expect(expandVariables('${MISSING:-}', options.env, 'x')).toBe('')
     expect(expandVariables('$TOKEN ${1X}', options.env, 'x')).toBe('$TOKEN ${1X}')
-    expect(() => expandVariables('${MISSING}', options.env, '"url"')).toThrow('"url" uses ${MISSING}, which is not set (set it, or write ${MISSING:-default})')
+    expect(() => expandVariables('${MISSING}', options.env, '"url"')).toThrow(
+      '"url" uses ${MISSING}, which is not set (set it, or write ${MISSING:-default})',
+    )
     expect(() => expandVariables('${EMPTY}', options.env, 'x')).toThrow('uses ${EMPTY}')
   })
 
   it('a stdio entry: command, args, env and cwd expanded; a relative cwd is resolved against the project', () => {
-    expect(check({ command: 'node', args: ['s.js', '${TOKEN}'], env: { K: '${TOKEN}' }, cwd: 'sub', timeout: 2500 })).toEqual({
+    expect(
+      check({ command: 'node', args: ['s.js', '${TOKEN}'], env: { K: '${TOKEN}' }, cwd: 'sub', timeout: 2500 }),
+    ).toEqual({
       name: 'srv',
       source: 'config',
       origin: 'the row',
-      spec: { transport: 'stdio', command: 'node', args: ['s.js', 'tk'], env: { K: 'tk' }, cwd: '/work/project/sub', timeoutMs: 2500 },
+      spec: {
+        transport: 'stdio',
+        command: 'node',
+        args: ['s.js', 'tk'],
+        env: { K: 'tk' },
+        cwd: '/work/project/sub',
+        timeoutMs: 2500,
+      },
     })
-    expect(check({ command: 'node', cwd: '/abs/${TOKEN}' })).toMatchObject({ spec: { cwd: '/abs/tk', args: [], env: {} } })
+    expect(check({ command: 'node', cwd: '/abs/${TOKEN}' })).toMatchObject({
+      spec: { cwd: '/abs/tk', args: [], env: {} },
+    })
     expect(check({ command: 'node' })).toMatchObject({ spec: { cwd: '/work/project' } })
     expect((check({ command: 'node' }) as { spec: object }).spec).not.toHaveProperty('timeoutMs')
     expect(check({ type: 'stdio', command: 'x' })).toMatchObject({ spec: { transport: 'stdio' } })
-    expect(check({ command: 'x', disabled: true })).toEqual({ name: 'srv', source: 'config', origin: 'the row', disabled: true })
+    expect(check({ command: 'x', disabled: true })).toEqual({
+      name: 'srv',
+      source: 'config',
+      origin: 'the row',
+      disabled: true,
+    })
     expect(check({ command: 'x', disabled: 'yes' })).toHaveProperty('spec')
   })
 
@@ -202,8 +299,11 @@ describe('checking mcpServers entries', () => {
         oauth: { grant: 'authorization_code' },
       },
     })
-    expect(check({ url: 'http://h', type: 'sse', timeout: 1 })).toMatchObject({ spec: { transport: 'sse', timeoutMs: 1 } })
-    for (const type of ['http', 'streamable-http', 'streamableHttp']) expect(check({ url: 'http://h', type })).toMatchObject({ spec: { transport: 'http' } })
+    expect(check({ url: 'http://h', type: 'sse', timeout: 1 })).toMatchObject({
+      spec: { transport: 'sse', timeoutMs: 1 },
+    })
+    for (const type of ['http', 'streamable-http', 'streamableHttp'])
+      expect(check({ url: 'http://h', type })).toMatchObject({ spec: { transport: 'http' } })
   })
 
   it('each malformed entry is one line naming what is wrong', () => {
@@ -219,7 +319,9 @@ describe('checking mcpServers entries', () => {
       expect(invalid({ command: 'x', timeout })).toBe('"timeout" must be a positive number of milliseconds')
     }
     expect(invalid({ command: 'x', type: 'websocket' })).toBe('"type" must be stdio, http or sse, not "websocket"')
-    expect(invalid({ command: 'x', url: 'http://h' })).toBe('give either "command" (a local server) or "url" (a remote one), not both')
+    expect(invalid({ command: 'x', url: 'http://h' })).toBe(
+      'give either "command" (a local server) or "url" (a remote one), not both',
+    )
     expect(invalid({ command: '  ' })).toBe('"command" must be a non-empty string')
     expect(invalid({ command: 3 })).toBe('"command" must be a non-empty string')
     expect(invalid({ type: 'stdio' })).toBe('"command" must be a non-empty string')
@@ -247,7 +349,10 @@ describe('checking mcpServers entries', () => {
   it('a table: nothing, every entry, or one problem when it is not an object', () => {
     expect(checkTable(undefined, options)).toEqual({ servers: [] })
     expect(checkTable(null, options)).toEqual({ servers: [] })
-    expect(checkTable(['x'], options)).toEqual({ servers: [], problem: 'the row: "mcpServers" must be an object of servers' })
+    expect(checkTable(['x'], options)).toEqual({
+      servers: [],
+      problem: 'the row: "mcpServers" must be an object of servers',
+    })
     expect(checkTable('x', options).problem).toBe('the row: "mcpServers" must be an object of servers')
     expect(checkTable({ a: { command: 'x' }, b: 3 }, options).servers.map((s) => [s.name, 'spec' in s])).toEqual([
       ['a', true],
@@ -275,7 +380,10 @@ describe('.mcp.json and what a project would run', () => {
     expect(readProjectFile(dir).problem).toBe(`${path}: expected an object with "mcpServers"`)
     const asDir = join(base, 'proj-dir')
     mkdirSync(join(asDir, '.mcp.json'), { recursive: true })
-    expect(readProjectFile(asDir)).toEqual({ path: join(asDir, '.mcp.json'), problem: `${join(asDir, '.mcp.json')}: cannot read (EISDIR)` })
+    expect(readProjectFile(asDir)).toEqual({
+      path: join(asDir, '.mcp.json'),
+      problem: `${join(asDir, '.mcp.json')}: cannot read (EISDIR)`,
+    })
   })
 
   it('renders command lines with quoting only where needed', () => {

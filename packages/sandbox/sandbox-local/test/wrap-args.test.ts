@@ -33,13 +33,47 @@ function policy(mode: SandboxMode, extra: Partial<SandboxPolicy> = {}): SandboxP
   return { mode, workspaceRoot: ws, writableRoots: mode === 'workspace-write' ? [ws] : [], network: false, ...extra }
 }
 
-const HEAD = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-pid', '--as-pid-1', '--die-with-parent', '--cap-drop', 'ALL']
+const HEAD = [
+  '--ro-bind',
+  '/',
+  '/',
+  '--dev',
+  '/dev',
+  '--proc',
+  '/proc',
+  '--unshare-pid',
+  '--as-pid-1',
+  '--die-with-parent',
+  '--cap-drop',
+  'ALL',
+]
 
 describe('wrap() with bwrap', () => {
   it('workspace-write: the fixed head, no network, the writable binds, then the command behind the sh init', async () => {
-    const inv = await ctx.sandbox.wrap({ argv: ['echo', 'hi'], cwd: ws, policy: policy('workspace-write'), launcher: false })
+    const inv = await ctx.sandbox.wrap({
+      argv: ['echo', 'hi'],
+      cwd: ws,
+      policy: policy('workspace-write'),
+      launcher: false,
+    })
     expect(inv).toEqual({
-      argv: ['bwrap', ...HEAD, '--unshare-net', '--bind', ws, ws, '--chdir', ws, '--', '/bin/sh', '-c', PID1_INIT, 'dsh-sandbox-init', 'echo', 'hi'],
+      argv: [
+        'bwrap',
+        ...HEAD,
+        '--unshare-net',
+        '--bind',
+        ws,
+        ws,
+        '--chdir',
+        ws,
+        '--',
+        '/bin/sh',
+        '-c',
+        PID1_INIT,
+        'dsh-sandbox-init',
+        'echo',
+        'hi',
+      ],
       runner: 'bwrap',
       enforcement: 'enforced',
       mode: 'workspace-write',
@@ -48,15 +82,31 @@ describe('wrap() with bwrap', () => {
   })
 
   it('read-only with network: no writable bind and no --unshare-net; a missing writable root is skipped', async () => {
-    const read = await ctx.sandbox.wrap({ argv: ['true'], cwd: ws, policy: policy('read-only', { network: true }), launcher: false })
+    const read = await ctx.sandbox.wrap({
+      argv: ['true'],
+      cwd: ws,
+      policy: policy('read-only', { network: true }),
+      launcher: false,
+    })
     expect(read.argv.slice(0, HEAD.length + 2)).toEqual(['bwrap', ...HEAD, '--chdir'])
     const missing = join(base, 'not-there')
-    const write = await ctx.sandbox.wrap({ argv: ['true'], cwd: ws, policy: policy('workspace-write', { writableRoots: [ws, missing] }), launcher: false })
+    const write = await ctx.sandbox.wrap({
+      argv: ['true'],
+      cwd: ws,
+      policy: policy('workspace-write', { writableRoots: [ws, missing] }),
+      launcher: false,
+    })
     expect(write.argv).not.toContain(missing)
   })
 
   it('mergeStderr uses the merging init and says so', async () => {
-    const inv = await ctx.sandbox.wrap({ argv: ['true'], cwd: ws, policy: policy('read-only'), mergeStderr: true, launcher: false })
+    const inv = await ctx.sandbox.wrap({
+      argv: ['true'],
+      cwd: ws,
+      policy: policy('read-only'),
+      mergeStderr: true,
+      launcher: false,
+    })
     expect(inv.argv).toContain(PID1_INIT_MERGED)
     expect(inv.argv).not.toContain(PID1_INIT)
     expect(inv.stderrMerged).toBe(true)
@@ -66,7 +116,13 @@ describe('wrap() with bwrap', () => {
   it('danger-full-access passes the command through unconfined', async () => {
     const argv = ['echo', 'x']
     const inv = await ctx.sandbox.wrap({ argv, cwd: ws, policy: policy('danger-full-access') })
-    expect(inv).toEqual({ argv: ['echo', 'x'], runner: 'none', enforcement: 'none', mode: 'danger-full-access', notes: [] })
+    expect(inv).toEqual({
+      argv: ['echo', 'x'],
+      runner: 'none',
+      enforcement: 'none',
+      mode: 'danger-full-access',
+      notes: [],
+    })
     expect(inv.argv).not.toBe(argv)
   })
 
@@ -74,28 +130,48 @@ describe('wrap() with bwrap', () => {
     const inner = join(home, 'ws-inside')
     mkdirSync(inner, { recursive: true })
     const refused = await ctx.sandbox
-      .wrap({ argv: ['true'], cwd: inner, policy: policy('workspace-write', { writableRoots: [inner], readOnlyPaths: [home] }), launcher: false })
+      .wrap({
+        argv: ['true'],
+        cwd: inner,
+        policy: policy('workspace-write', { writableRoots: [inner], readOnlyPaths: [home] }),
+        launcher: false,
+      })
       .catch((error: unknown) => error as { code: string; message: string })
     expect(refused).toMatchObject({
       code: 'SANDBOX_UNAVAILABLE',
       message: expect.stringContaining(`the writable root ${inner} lies inside ${home}, which must stay read-only`),
     })
-    const root = await ctx.sandbox.wrap({ argv: ['true'], cwd: ws, policy: policy('workspace-write', { readOnlyPaths: ['/'] }), launcher: false })
+    const root = await ctx.sandbox.wrap({
+      argv: ['true'],
+      cwd: ws,
+      policy: policy('workspace-write', { readOnlyPaths: ['/'] }),
+      launcher: false,
+    })
     expect(root.argv.filter((arg) => arg === '/')).toEqual(['/', '/'])
   })
 
   it('refuses malformed requests with one line each', async () => {
     const error = (request: unknown) => ctx.sandbox.wrap(request as never).catch((e: { message: string }) => e.message)
-    expect(await error({ argv: ['a', 1], cwd: ws, policy: policy('read-only') })).toBe('argv must be a non-empty array of strings')
-    expect(await error({ argv: 'ls', cwd: ws, policy: policy('read-only') })).toBe('argv must be a non-empty array of strings')
+    expect(await error({ argv: ['a', 1], cwd: ws, policy: policy('read-only') })).toBe(
+      'argv must be a non-empty array of strings',
+    )
+    expect(await error({ argv: 'ls', cwd: ws, policy: policy('read-only') })).toBe(
+      'argv must be a non-empty array of strings',
+    )
     expect(await error({ argv: ['ls'], cwd: 3, policy: policy('read-only') })).toBe('cwd must be an absolute path')
     expect(await error({ argv: ['ls'], cwd: ws, policy: null })).toBe('policy must be an object')
-    expect(await error({ argv: ['ls'], cwd: ws, policy: { ...policy('read-only'), mode: 'yolo' } })).toBe('unknown sandbox mode "yolo"')
-    expect(await error({ argv: ['ls'], cwd: ws, policy: { ...policy('read-only'), network: 'no' } })).toBe('policy.network must be a boolean')
-    expect(await error({ argv: ['ls'], cwd: ws, policy: { ...policy('read-only'), writableRoots: 'x' } })).toBe('policy.writableRoots must be absolute paths')
-    expect(await error({ argv: ['ls'], cwd: ws, policy: { ...policy('workspace-write'), writableRoots: [ws, '/'] } })).toBe(
-      'a writable root of / is danger-full-access; say so with the mode',
+    expect(await error({ argv: ['ls'], cwd: ws, policy: { ...policy('read-only'), mode: 'yolo' } })).toBe(
+      'unknown sandbox mode "yolo"',
     )
+    expect(await error({ argv: ['ls'], cwd: ws, policy: { ...policy('read-only'), network: 'no' } })).toBe(
+      'policy.network must be a boolean',
+    )
+    expect(await error({ argv: ['ls'], cwd: ws, policy: { ...policy('read-only'), writableRoots: 'x' } })).toBe(
+      'policy.writableRoots must be absolute paths',
+    )
+    expect(
+      await error({ argv: ['ls'], cwd: ws, policy: { ...policy('workspace-write'), writableRoots: [ws, '/'] } }),
+    ).toBe('a writable root of / is danger-full-access; say so with the mode')
   })
 })
 
@@ -115,7 +191,16 @@ describe('protectArgs', () => {
     expect(args.slice(0, 2)).toEqual(['--tmpfs', dsh])
     expect(args.slice(-2)).toEqual(['--remount-ro', dsh])
     const bound = args.slice(2, -2)
-    expect(bound).toEqual(expect.arrayContaining(['--ro-bind-try', join(dsh, 'config.yml'), join(dsh, 'config.yml'), '--ro-bind-try', join(dsh, 'sessions'), join(dsh, 'sessions')]))
+    expect(bound).toEqual(
+      expect.arrayContaining([
+        '--ro-bind-try',
+        join(dsh, 'config.yml'),
+        join(dsh, 'config.yml'),
+        '--ro-bind-try',
+        join(dsh, 'sessions'),
+        join(dsh, 'sessions'),
+      ]),
+    )
     expect(bound).toHaveLength(6)
     expect(args).not.toContain(join(dsh, '.credentials.yaml'))
   })
@@ -125,7 +210,15 @@ describe('protectArgs', () => {
     writeFileSync(secret, 's')
     const secrets = join(base, 'secrets')
     mkdirSync(secrets)
-    expect(protectArgs([], [secret, secrets, join(base, 'nope')], [])).toEqual(['--ro-bind', '/dev/null', secret, '--tmpfs', secrets, '--remount-ro', secrets])
+    expect(protectArgs([], [secret, secrets, join(base, 'nope')], [])).toEqual([
+      '--ro-bind',
+      '/dev/null',
+      secret,
+      '--tmpfs',
+      secrets,
+      '--remount-ro',
+      secrets,
+    ])
     // A read-only file (not a directory) with a hidden path "inside" it is simply bound read-only.
     expect(protectArgs([secret], [join(secret, 'x')], [])).toEqual(['--ro-bind', secret, secret])
   })
@@ -137,14 +230,29 @@ describe('protectArgs', () => {
     const args = protectArgs([deep, join(base, 'elsewhere', 'x')], [], [root])
     expect(statSync(deep).mode & 0o777).toBe(0o700)
     expect(existsSync(join(base, 'elsewhere'))).toBe(false)
-    expect(args).toEqual(['--bind', join(root, 'a'), join(root, 'a'), '--bind', join(root, 'a', 'b'), join(root, 'a', 'b'), '--ro-bind', deep, deep])
+    expect(args).toEqual([
+      '--bind',
+      join(root, 'a'),
+      join(root, 'a'),
+      '--bind',
+      join(root, 'a', 'b'),
+      join(root, 'a', 'b'),
+      '--ro-bind',
+      deep,
+      deep,
+    ])
   })
 
   it('control paths: existing ones under a writable root are bound read-only after the pins; missing ones are not', () => {
     const root = join(base, 'ctl')
     mkdirSync(join(root, '.git', 'hooks'), { recursive: true })
     writeFileSync(join(root, '.mcp.json'), '{}')
-    const args = protectArgs([], [], [root], [join(root, '.mcp.json'), join(root, '.git', 'hooks'), join(root, '.codex')])
+    const args = protectArgs(
+      [],
+      [],
+      [root],
+      [join(root, '.mcp.json'), join(root, '.git', 'hooks'), join(root, '.codex')],
+    )
     expect(args).toEqual([
       '--bind',
       join(root, '.git'),
@@ -170,7 +278,14 @@ describe('controlTargets and pinDirs', () => {
     mkdirSync(join(root, '.dsh'))
     expect(
       controlTargets(
-        [join(root, '.claude'), join(root, '.claude', 'commands'), join(root, '.mcp.json'), join(root, '.dsh'), join(root, 'missing'), '/'],
+        [
+          join(root, '.claude'),
+          join(root, '.claude', 'commands'),
+          join(root, '.mcp.json'),
+          join(root, '.dsh'),
+          join(root, 'missing'),
+          '/',
+        ],
         [root, elsewhere],
         [join(root, '.dsh')],
       ),

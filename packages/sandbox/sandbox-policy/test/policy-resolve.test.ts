@@ -104,7 +104,9 @@ describe('the announcement of a resumed session', () => {
       // The mode changed since: the resumed session is told again.
       harness.ctx.sandboxPolicy.setMode(copy.id, 'read-only')
       await resumed.send('third')
-      const told = harness.model.requests[2].messages.filter((m) => JSON.stringify(m).includes('[sandbox policy] read-only'))
+      const told = harness.model.requests[2].messages.filter((m) =>
+        JSON.stringify(m).includes('[sandbox policy] read-only'),
+      )
       expect(told).toHaveLength(1)
       await resumed.dispose()
     } finally {
@@ -119,7 +121,9 @@ describe('harness reads', () => {
     const two = dir('roots-two')
     const outside = join(dir('roots-outside'), 'f.md')
     writeFileSync(outside, 'x')
-    expect(harnessReadRefusal(outside, undefined, { roots: [one, two] })).toBe(`it resolves to ${outside}, outside ${one}, ${two}, and only files there are read`)
+    expect(harnessReadRefusal(outside, undefined, { roots: [one, two] })).toBe(
+      `it resolves to ${outside}, outside ${one}, ${two}, and only files there are read`,
+    )
     const gone = join(one, 'gone')
     expect(harnessReadRefusal(join(gone, 'x'), undefined, { roots: [one, two] })).toBeUndefined()
   })

@@ -72,13 +72,20 @@ describe('lines', () => {
       goodLength: good.length,
       torn: { reason: 'incomplete last line (8 bytes without a newline)' },
     })
-    expect(scanRaw(Buffer.concat([good, Buffer.alloc(5)]))).toMatchObject({ goodLength: good.length, torn: { reason: 'zero-filled tail (5 bytes)' } })
+    expect(scanRaw(Buffer.concat([good, Buffer.alloc(5)]))).toMatchObject({
+      goodLength: good.length,
+      torn: { reason: 'zero-filled tail (5 bytes)' },
+    })
     // Offsets count bytes, not characters.
-    const wide = encodeLines([{ event: { seq: 0, time: 1, type: 'message/user', data: { text: 'héllo ✓' } } as StoredRecord['event'] }])
+    const wide = encodeLines([
+      { event: { seq: 0, time: 1, type: 'message/user', data: { text: 'héllo ✓' } } as StoredRecord['event'] },
+    ])
     const bad = framingError(() => scanRaw(Buffer.concat([wide, Buffer.from('not json\n')])))
     expect(bad.offset).toBe(wide.length)
     expect(bad.message).toBe(`line for seq 1 is not valid JSON at offset ${wide.length}`)
-    expect(framingError(() => scanRaw(Buffer.from('{"seq":3,"time":1,"type":"x","data":1}\n'))).reason).toBe('record has seq 3, expected 0')
+    expect(framingError(() => scanRaw(Buffer.from('{"seq":3,"time":1,"type":"x","data":1}\n'))).reason).toBe(
+      'record has seq 3, expected 0',
+    )
     expect(scanRaw(Buffer.alloc(0))).toEqual({ records: [], goodLength: 0 })
   })
 })
@@ -117,13 +124,23 @@ describe('zstd batches', () => {
     })
     const flipped = Buffer.from(two)
     flipped[flipped.length - 2] ^= 0xff
-    expect(scanZstd(Buffer.concat([one, flipped]), undefined)).toMatchObject({ goodLength: one.length, torn: { reason: 'checksum mismatch in the last batch' } })
-    expect(scanZstd(Buffer.concat([one, Buffer.alloc(40)]), undefined).torn).toEqual({ reason: 'zero-filled tail (40 bytes)' })
-    expect(scanZstd(Buffer.concat([one, Buffer.alloc(BATCH_HEADER_SIZE)]), undefined).torn).toEqual({ reason: `zero-filled tail (${BATCH_HEADER_SIZE} bytes)` })
-    expect(scanZstd(Buffer.concat([one, two]), undefined)).toEqual({ records: [record(0), record(1)], goodLength: one.length + two.length })
+    expect(scanZstd(Buffer.concat([one, flipped]), undefined)).toMatchObject({
+      goodLength: one.length,
+      torn: { reason: 'checksum mismatch in the last batch' },
+    })
+    expect(scanZstd(Buffer.concat([one, Buffer.alloc(40)]), undefined).torn).toEqual({
+      reason: 'zero-filled tail (40 bytes)',
+    })
+    expect(scanZstd(Buffer.concat([one, Buffer.alloc(BATCH_HEADER_SIZE)]), undefined).torn).toEqual({
+      reason: `zero-filled tail (${BATCH_HEADER_SIZE} bytes)`,
+    })
+    expect(scanZstd(Buffer.concat([one, two]), undefined)).toEqual({
+      records: [record(0), record(1)],
+      goodLength: one.length + two.length,
+    })
   })
 
-  it('damage before the end is an error with the batch\'s offset and reason', async () => {
+  it("damage before the end is an error with the batch's offset and reason", async () => {
     const codec = await loadZstd()
     const one = encodeBatch([record(0)], undefined, 3)
     const two = encodeBatch([record(1)], undefined, 3)
@@ -134,16 +151,29 @@ describe('zstd batches', () => {
     for (const byte of [0, 4, 8, 28]) {
       const bad = Buffer.from(two)
       bad[byte] ^= 0x01
-      expect(at(Buffer.concat([one, bad, three])), `byte ${byte}`).toMatchObject({ offset: one.length, reason: 'bad batch header' })
+      expect(at(Buffer.concat([one, bad, three])), `byte ${byte}`).toMatchObject({
+        offset: one.length,
+        reason: 'bad batch header',
+      })
     }
     const flipped = Buffer.from(two)
     flipped[flipped.length - 2] ^= 0xff
-    expect(at(Buffer.concat([one, flipped, three]))).toMatchObject({ offset: one.length, reason: 'batch checksum mismatch' })
-    expect(at(Buffer.concat([one, three]))).toMatchObject({ offset: one.length, reason: 'batch starts at seq 2, expected 1' })
+    expect(at(Buffer.concat([one, flipped, three]))).toMatchObject({
+      offset: one.length,
+      reason: 'batch checksum mismatch',
+    })
+    expect(at(Buffer.concat([one, three]))).toMatchObject({
+      offset: one.length,
+      reason: 'batch starts at seq 2, expected 1',
+    })
     // A frame that is not a stored one goes to the codec, which cannot read this one.
-    expect(framingError(() => scanZstd(batchWith(Buffer.from('not a zstd frame at all'), 5), codec)).reason).toMatch(/^batch does not decompress \(.+\)$/)
+    expect(framingError(() => scanZstd(batchWith(Buffer.from('not a zstd frame at all'), 5), codec)).reason).toMatch(
+      /^batch does not decompress \(.+\)$/,
+    )
     const text = '{"seq":0,"time":1,"type":"x","data":1}\n'
-    expect(at(batchWith(storedFrame(Buffer.from(text)), text.length + 1)).reason).toBe(`batch decompressed to ${text.length} bytes, expected ${text.length + 1}`)
+    expect(at(batchWith(storedFrame(Buffer.from(text)), text.length + 1)).reason).toBe(
+      `batch decompressed to ${text.length} bytes, expected ${text.length + 1}`,
+    )
     expect(at(stored('{"seq":0,"time":1,"type":"x","data":1}')).reason).toBe('batch does not end with a newline')
     expect(at(stored('{"seq":0,"time":1,"type":"x","data":1}\nnope\n')).reason).toBe('line for seq 1 is not valid JSON')
     expect(at(stored('{"seq":0,"time":1,"type":"x"}\n')).reason).toBe('record 0 has no data')
@@ -183,9 +213,13 @@ describe('stored frames', () => {
     // Single segment with a 1-byte content size (flag 0).
     expect(Buffer.from(unstoreFrame(frame(0x20, [8], [a, b]))!).toString()).toBe('abcdefg\n')
     // A 2-byte content size (flag 1), a 1-byte dictionary id, a checksum after the last block.
-    expect(Buffer.from(unstoreFrame(frame(0x60 | 0x04 | 0x01, [0x07, 0x08, 0x00], [a, b], [1, 2, 3, 4]))!).toString()).toBe('abcdefg\n')
+    expect(
+      Buffer.from(unstoreFrame(frame(0x60 | 0x04 | 0x01, [0x07, 0x08, 0x00], [a, b], [1, 2, 3, 4]))!).toString(),
+    ).toBe('abcdefg\n')
     // An 8-byte content size (flag 3) and a 4-byte dictionary id.
-    expect(Buffer.from(unstoreFrame(frame(0xe0 | 0x03, [1, 2, 3, 4, 8, 0, 0, 0, 0, 0, 0, 0], [a]))!).toString()).toBe('abc')
+    expect(Buffer.from(unstoreFrame(frame(0xe0 | 0x03, [1, 2, 3, 4, 8, 0, 0, 0, 0, 0, 0, 0], [a]))!).toString()).toBe(
+      'abc',
+    )
     // A 2-byte dictionary id and a 4-byte content size.
     expect(Buffer.from(unstoreFrame(frame(0xa0 | 0x02, [1, 2, 3, 0, 0, 0], [a]))!).toString()).toBe('abc')
   })

@@ -26,7 +26,8 @@ beforeEach(async () => {
   root = await mkdtemp(join(tmpdir(), 'dsh-jsonl-locks-'))
 })
 afterEach(async () => {
-  for (const ctx of contexts.splice(0)) await (ctx as unknown as { fiber: { dispose(): Promise<void> } }).fiber.dispose()
+  for (const ctx of contexts.splice(0))
+    await (ctx as unknown as { fiber: { dispose(): Promise<void> } }).fiber.dispose()
   await rm(root, { recursive: true, force: true })
 })
 
@@ -39,16 +40,27 @@ async function closedSession(p: JsonlPersistence, id: string): Promise<string> {
   return lock
 }
 
-const refusal = (promise: Promise<unknown>) => promise.then(() => undefined, (error: unknown) => error as SessionPersistenceError)
+const refusal = (promise: Promise<unknown>) =>
+  promise.then(
+    () => undefined,
+    (error: unknown) => error as SessionPersistenceError,
+  )
 
 it('the lock names this process, is private, and goes with the close', async () => {
   const p = await open()
   await p.create({ id: 'mine', cwd: '/w' })
   const lock = join((await p.sessionDir('mine'))!, 'writer.lock')
-  expect(JSON.parse(await readFile(lock, 'utf8'))).toMatchObject({ pid: process.pid, host: hostname(), since: expect.any(Number) })
+  expect(JSON.parse(await readFile(lock, 'utf8'))).toMatchObject({
+    pid: process.pid,
+    host: hostname(),
+    since: expect.any(Number),
+  })
   expect((await stat(lock)).mode & 0o777).toBe(0o600)
   const again = await refusal((await open()).load('mine'))
-  expect(again).toMatchObject({ code: 'LOCKED', message: `session mine is open for writing by process ${process.pid} (this process)` })
+  expect(again).toMatchObject({
+    code: 'LOCKED',
+    message: `session mine is open for writing by process ${process.pid} (this process)`,
+  })
   await p.close('mine')
   expect(existsSync(lock)).toBe(false)
 })
@@ -58,7 +70,10 @@ it('a live writer elsewhere on this host and a writer on another host are refuse
   const lock = await closedSession(p, 'held')
   // PID 1 is alive and is not this process.
   await writeFile(lock, JSON.stringify({ pid: 1, host: hostname(), since: 0 }))
-  expect(await refusal(p.load('held'))).toMatchObject({ code: 'LOCKED', message: 'session held is open for writing by process 1' })
+  expect(await refusal(p.load('held'))).toMatchObject({
+    code: 'LOCKED',
+    message: 'session held is open for writing by process 1',
+  })
   await writeFile(lock, JSON.stringify({ pid: 4242, host: 'build-server', since: 0 }))
   expect(await refusal(p.load('held'))).toMatchObject({
     code: 'LOCKED',

@@ -19,15 +19,34 @@ const usage = { input: 1, output: 2 }
 
 describe('outcomeOf', () => {
   it('maps each way a turn ends', () => {
-    expect(outcomeOf({ turn: 0, reason: 'completed', text: 'done', usage, steps: 1 })).toEqual({ status: 'completed', text: 'done', usage })
-    expect(outcomeOf({ turn: 0, reason: 'cancelled', text: 'part', usage, steps: 1 })).toEqual({ status: 'cancelled', text: 'part', usage })
-    expect(outcomeOf({ turn: 0, reason: 'interrupted', text: '', usage, steps: 1, error: { code: 'I', message: 'stopped' } })).toEqual({
+    expect(outcomeOf({ turn: 0, reason: 'completed', text: 'done', usage, steps: 1 })).toEqual({
+      status: 'completed',
+      text: 'done',
+      usage,
+    })
+    expect(outcomeOf({ turn: 0, reason: 'cancelled', text: 'part', usage, steps: 1 })).toEqual({
+      status: 'cancelled',
+      text: 'part',
+      usage,
+    })
+    expect(
+      outcomeOf({
+        turn: 0,
+        reason: 'interrupted',
+        text: '',
+        usage,
+        steps: 1,
+        error: { code: 'I', message: 'stopped' },
+      }),
+    ).toEqual({
       status: 'cancelled',
       text: '',
       error: { code: 'I', message: 'stopped' },
       usage,
     })
-    expect(outcomeOf({ turn: 0, reason: 'error', text: '', usage, steps: 1, error: { code: 'SERVER', message: 'down' } })).toEqual({
+    expect(
+      outcomeOf({ turn: 0, reason: 'error', text: '', usage, steps: 1, error: { code: 'SERVER', message: 'down' } }),
+    ).toEqual({
       status: 'failed',
       text: '',
       error: { code: 'SERVER', message: 'down' },
@@ -40,7 +59,10 @@ describe('outcomeOf', () => {
       error: { code: 'MAX_TOKENS', message: "the child's turn ended max-tokens" },
       usage,
     })
-    expect(outcomeOf({ turn: 0, reason: 'blocked', text: '', usage, steps: 1 }).error).toEqual({ code: 'BLOCKED', message: "the child's turn ended blocked" })
+    expect(outcomeOf({ turn: 0, reason: 'blocked', text: '', usage, steps: 1 }).error).toEqual({
+      code: 'BLOCKED',
+      message: "the child's turn ended blocked",
+    })
   })
 })
 
@@ -64,7 +86,9 @@ describe('completedBoundary', () => {
 describe('the in-process providers', () => {
   it('describe themselves to the model differently', async () => {
     harness = await createHarness({ script: router([]), plugins: [[SubagentService, {}]] })
-    const [spawn, fork] = ['spawn', 'fork'].map((name) => harness!.ctx.subagents.providers().find((p) => p.name === name)!)
+    const [spawn, fork] = ['spawn', 'fork'].map(
+      (name) => harness!.ctx.subagents.providers().find((p) => p.name === name)!,
+    )
     expect(spawn.description).toMatch(/^a fresh agent in this process/)
     expect(fork.description).toMatch(/^an agent in this process that starts from a copy of your conversation/)
   })
@@ -74,7 +98,13 @@ describe('the in-process providers', () => {
     let delegated = false
     const scripts: Array<[string, AgentScript]> = [
       ['what did I say', () => ({ text: 'you said remember 7' })],
-      ['delegate', () => (delegated ? { text: 'delegated' } : ((delegated = true), { toolCalls: [{ name: 'delegate', arguments: {} }] }))],
+      [
+        'delegate',
+        () =>
+          delegated
+            ? { text: 'delegated' }
+            : ((delegated = true), { toolCalls: [{ name: 'delegate', arguments: {} }] }),
+      ],
       ['remember 7', () => ({ text: 'ok' })],
     ]
     harness = await createHarness({ script: router(scripts), plugins: [[SubagentService, {}]] })
@@ -85,7 +115,12 @@ describe('the in-process providers', () => {
       description: 'forks a child',
       parameters: { type: 'object', properties: {} },
       execute: async () => {
-        const record = await h.ctx.subagents.run({ parent: h.agent, provider: 'fork', description: 'recall', prompt: 'what did I say?' })
+        const record = await h.ctx.subagents.run({
+          parent: h.agent,
+          provider: 'fork',
+          description: 'recall',
+          prompt: 'what did I say?',
+        })
         childAgent = record.agentId
         return { content: record.text ?? '' }
       },
@@ -102,7 +137,12 @@ describe('the in-process providers', () => {
   it('a child turn is held to the configured step limit', async () => {
     const loop: AgentScript = () => ({ toolCalls: [{ name: 'nothing', arguments: {} }] })
     harness = await createHarness({ script: router([['loop', loop]]), plugins: [[SubagentService, { maxSteps: 1 }]] })
-    harness.ctx.tools.register({ name: 'nothing', description: 'n', parameters: { type: 'object', properties: {} }, execute: () => ({ content: '' }) })
+    harness.ctx.tools.register({
+      name: 'nothing',
+      description: 'n',
+      parameters: { type: 'object', properties: {} },
+      execute: () => ({ content: '' }),
+    })
     const record = await harness.ctx.subagents.run({ parent: harness.agent, description: 'd', prompt: 'loop' })
     expect(record.status).toBe('failed')
     expect(harness.model.requests.filter((r) => r.metadata?.agentId === record.agentId)).toHaveLength(1)

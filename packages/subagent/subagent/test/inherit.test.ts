@@ -4,7 +4,16 @@
 // sdk) use these through the package name; mutation testing (`pnpm mutation subagent`) showed no
 // test of this package reaching them.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context } from 'cordis'
@@ -59,11 +68,16 @@ const inheritance = (overrides: Partial<ChildInheritance> = {}): ChildInheritanc
 
 describe('the depth variables and the mode floor', () => {
   it('reads the depth and the limit a parent set, trimmed; blank is unset', () => {
-    expect(inheritedDepth({ DSH_SUBAGENT_DEPTH: ' 3 ', DSH_SUBAGENT_MAX_DEPTH: '4' })).toEqual({ depth: 3, maxDepth: 4 })
+    expect(inheritedDepth({ DSH_SUBAGENT_DEPTH: ' 3 ', DSH_SUBAGENT_MAX_DEPTH: '4' })).toEqual({
+      depth: 3,
+      maxDepth: 4,
+    })
     expect(inheritedDepth({ DSH_SUBAGENT_DEPTH: '2' })).toEqual({ depth: 2 })
     expect(inheritedDepth({ DSH_SUBAGENT_DEPTH: '   ', DSH_SUBAGENT_MAX_DEPTH: '' })).toEqual({ depth: 0 })
     expect(inheritedDepth({ DSH_SUBAGENT_MAX_DEPTH: '999' })).toEqual({ depth: 0, maxDepth: 999 })
-    expect(() => inheritedDepth({ DSH_SUBAGENT_DEPTH: '1000' })).toThrow('DSH_SUBAGENT_DEPTH must be a whole number from 0 to 999 (got "1000")')
+    expect(() => inheritedDepth({ DSH_SUBAGENT_DEPTH: '1000' })).toThrow(
+      'DSH_SUBAGENT_DEPTH must be a whole number from 0 to 999 (got "1000")',
+    )
     expect(() => inheritedDepth({ DSH_SUBAGENT_DEPTH: '2 levels' })).toThrow('(got "2 levels")')
     expect(() => inheritedDepth({ DSH_SUBAGENT_DEPTH: 'x1' })).toThrow('(got "x1")')
   })
@@ -76,15 +90,17 @@ describe('the depth variables and the mode floor', () => {
     expect(looserThan('read-only', 'danger-full-access')).toBe(false)
   })
 
-  it('the floor is the parent\'s mode only at depth 1 or more, trimmed; no mode is no floor', () => {
+  it("the floor is the parent's mode only at depth 1 or more, trimmed; no mode is no floor", () => {
     expect(inheritedModeFloor({ DSH_SUBAGENT_DEPTH: '0', DSH_PERMISSION_MODE: 'read-only' })).toBeUndefined()
-    expect(inheritedModeFloor({ DSH_SUBAGENT_DEPTH: '2', DSH_PERMISSION_MODE: ' workspace-write ' })).toBe('workspace-write')
+    expect(inheritedModeFloor({ DSH_SUBAGENT_DEPTH: '2', DSH_PERMISSION_MODE: ' workspace-write ' })).toBe(
+      'workspace-write',
+    )
     expect(inheritedModeFloor({ DSH_SUBAGENT_DEPTH: '1' })).toBeUndefined()
     expect(inheritedModeFloor({ DSH_SUBAGENT_DEPTH: '1', DSH_PERMISSION_MODE: '  ' })).toBeUndefined()
   })
 })
 
-describe('userLayers: the user\'s own boot layers', () => {
+describe("userLayers: the user's own boot layers", () => {
   it('keeps --patch files once each, picks out the home patch, and drops shipped and profile layers', () => {
     const home = join(base, 'home-a')
     const homePatch = file(join(home, 'cordis.patch.yml'))
@@ -102,7 +118,11 @@ describe('userLayers: the user\'s own boot layers', () => {
     const viaLink = join(base, 'loose-link.yml')
     symlinkSync(loose, viaLink)
 
-    const layers = userLayers([shipped, profileLayer, homePatch, ownInPackage, loose, viaLink, inBroken], home, profileDir)
+    const layers = userLayers(
+      [shipped, profileLayer, homePatch, ownInPackage, loose, viaLink, inBroken],
+      home,
+      profileDir,
+    )
     expect(layers).toStrictEqual({ patchFiles: [ownInPackage, loose, inBroken], homePatch })
   })
 
@@ -111,7 +131,9 @@ describe('userLayers: the user\'s own boot layers', () => {
     const homePatch = file(join(home, 'cordis.patch.yml'))
     const profileDir = join(base, 'profile-b')
     const profileLayer = file(join(profileDir, 'p.yml'))
-    expect(userLayers([homePatch, profileLayer], undefined, undefined)).toStrictEqual({ patchFiles: [homePatch, profileLayer] })
+    expect(userLayers([homePatch, profileLayer], undefined, undefined)).toStrictEqual({
+      patchFiles: [homePatch, profileLayer],
+    })
     // A home whose patch the parent did not boot from: no homePatch key at all.
     expect(userLayers([profileLayer], home, profileDir)).toStrictEqual({ patchFiles: [] })
     // A directory that only shares the profile's name as a prefix is not the profile.
@@ -120,7 +142,7 @@ describe('userLayers: the user\'s own boot layers', () => {
   })
 })
 
-describe('writePolicyLayer: the parent\'s policy for a dsh child', () => {
+describe("writePolicyLayer: the parent's policy for a dsh child", () => {
   const policy: SandboxPolicy = {
     mode: 'read-only',
     workspaceRoot: '/work/ws',
@@ -132,7 +154,7 @@ describe('writePolicyLayer: the parent\'s policy for a dsh child', () => {
 
   it('writes the resolved policy as a sandbox-policy row in the private run directory, and removes it', () => {
     const layer = writePolicyLayer(inheritance({ mode: 'read-only', policy }))!
-    expect(layer.file.startsWith(join(process.env.DSH_HOME!, 'run') + '/')).toBe(true)
+    expect(layer.file.startsWith(`${join(process.env.DSH_HOME!, 'run')}/`)).toBe(true)
     const text = readFileSync(layer.file, 'utf8')
     expect(text.startsWith('# Generated by @dsh/subagent')).toBe(true)
     expect(layerConfig(text)).toEqual({
@@ -159,13 +181,15 @@ describe('writePolicyLayer: the parent\'s policy for a dsh child', () => {
       hiddenPaths: [],
     })
     layer.remove()
-    expect(writePolicyLayer(inheritance({ mode: 'danger-full-access', policy: { ...bare, mode: 'danger-full-access' } }))).toBeUndefined()
+    expect(
+      writePolicyLayer(inheritance({ mode: 'danger-full-access', policy: { ...bare, mode: 'danger-full-access' } })),
+    ).toBeUndefined()
     expect(writePolicyLayer(inheritance())).toBeUndefined()
   })
 })
 
 describe('childEnv: the environment of a child process', () => {
-  it('starts scrubbed, adds the named credentials that are set, then the row\'s env, then the inheritance last', async () => {
+  it("starts scrubbed, adds the named credentials that are set, then the row's env, then the inheritance last", async () => {
     const ctx = new Context()
     process.env.DSH_TEST_CRED_SET = 'secret-1'
     process.env.DSH_TEST_CRED_EMPTY = ''
@@ -187,7 +211,10 @@ describe('childEnv: the environment of a child process', () => {
           DSH_SUBAGENT_MAX_DEPTH: '2',
         },
       })
-      expect(await childEnv(ctx, ['DSH_TEST_CRED_SET'], {})).toEqual({ base: 'scrubbed', set: { DSH_TEST_CRED_SET: 'secret-1' } })
+      expect(await childEnv(ctx, ['DSH_TEST_CRED_SET'], {})).toEqual({
+        base: 'scrubbed',
+        set: { DSH_TEST_CRED_SET: 'secret-1' },
+      })
     } finally {
       delete process.env.DSH_TEST_CRED_SET
       delete process.env.DSH_TEST_CRED_EMPTY
