@@ -20,7 +20,12 @@ import {
 } from '../src/index.ts'
 
 const record = (seq: number, extra: Partial<StoredRecord> = {}): StoredRecord => ({
-  event: { seq, time: 1000 + seq, type: 'message/user', data: { text: `line ${seq}` } } as StoredRecord['event'],
+  event: {
+    seq,
+    time: 1000 + seq,
+    type: 'message/user',
+    data: { text: `line ${seq}` },
+  } as unknown as StoredRecord['event'],
   ...extra,
 })
 
@@ -78,7 +83,9 @@ describe('lines', () => {
     })
     // Offsets count bytes, not characters.
     const wide = encodeLines([
-      { event: { seq: 0, time: 1, type: 'message/user', data: { text: 'héllo ✓' } } as StoredRecord['event'] },
+      {
+        event: { seq: 0, time: 1, type: 'message/user', data: { text: 'héllo ✓' } } as unknown as StoredRecord['event'],
+      },
     ])
     const bad = framingError(() => scanRaw(Buffer.concat([wide, Buffer.from('not json\n')])))
     expect(bad.offset).toBe(wide.length)

@@ -15,7 +15,7 @@ afterEach(async () => {
   harness = undefined
 })
 
-const usage = { input: 1, output: 2 }
+const usage = { input: 1, output: 2, cacheRead: 0, cacheWrite: 0, reasoning: 0 }
 
 describe('outcomeOf', () => {
   it('maps each way a turn ends', () => {

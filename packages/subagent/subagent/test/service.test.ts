@@ -65,6 +65,8 @@ function controlled(
   return { child, finish, fail, calls }
 }
 
+const usage34 = { input: 3, output: 4, cacheRead: 0, cacheWrite: 0, reasoning: 0 }
+
 describe('ctx.subagents with a provider of its own', () => {
   it('a child without a session or agent: logged and recorded without them; text, usage and the finished event', async () => {
     const h = await boot()
@@ -96,9 +98,9 @@ describe('ctx.subagents with a provider of its own', () => {
       depth: 1,
       background: false,
     })
-    c.finish({ status: 'completed', text: 'found it', usage: { input: 3, output: 4 } })
+    c.finish({ status: 'completed', text: 'found it', usage: usage34 })
     const final = await started.finished
-    expect(final).toMatchObject({ status: 'completed', text: 'found it', usage: { input: 3, output: 4 } })
+    expect(final).toMatchObject({ status: 'completed', text: 'found it', usage: usage34 })
     expect(final.finishedAt).toBeGreaterThanOrEqual(final.startedAt)
     expect(final).not.toHaveProperty('error')
     expect(c.calls).toEqual(['dispose'])
@@ -108,7 +110,7 @@ describe('ctx.subagents with a provider of its own', () => {
       id: 'sub-1',
       status: 'completed',
       text: 'found it',
-      usage: { input: 3, output: 4 },
+      usage: usage34,
     })
   })
 
