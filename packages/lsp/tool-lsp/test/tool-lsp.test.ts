@@ -1,5 +1,5 @@
 // The lsp tool and edit diagnostics on the real agent loop, with the real typescript-language-server.
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -16,9 +16,11 @@ const tsls = join(require.resolve('typescript-language-server/package.json'), '.
 const tsserver = require.resolve('typescript/lib/tsserver.js')
 
 let harness: Harness | undefined
+const dirs: string[] = []
 afterEach(async () => {
   await harness?.dispose()
   harness = undefined
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true })
 })
 
 /** A plain file writer standing in for the fs tools: it really writes. */
@@ -44,6 +46,7 @@ const Write = {
 
 function fixture(): string {
   const dir = mkdtempSync(join(tmpdir(), 'dsh-tool-lsp-'))
+  dirs.push(dir)
   mkdirSync(join(dir, 'src'))
   writeFileSync(
     join(dir, 'tsconfig.json'),
