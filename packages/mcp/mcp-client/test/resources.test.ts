@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { Context, type ForkScope } from 'cordis'
+import { Context, type Fiber } from 'cordis'
 import { ToolRegistry } from '@dsh/tools'
 import SubprocessLocal from '@dsh/subprocess-local'
 import McpClient from '../src/index.ts'
@@ -20,7 +20,7 @@ const everything = join(
 )
 
 let ctx: Context
-let fork: ForkScope
+let fork: Fiber<Context>
 const workspace = mkdtempSync(join(tmpdir(), 'dsh-mcp-roots-'))
 beforeAll(async () => {
   ctx = new Context()
