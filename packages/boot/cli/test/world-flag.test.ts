@@ -1,8 +1,8 @@
-// The launcher's `--world` flag: `e2b` adds this bundle's patch layer, `local` adds nothing, and a
+// The launcher's `--world` flag: `e2b` adds the world-e2b bundle's patch layer, `local` adds nothing, and a
 // missing or unknown name is one clear error.
 import { existsSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
-import { parseLauncherArgs, WORLD_PATCHES } from '../../../packages/boot/cli/src/args.mjs'
+import { parseLauncherArgs, WORLD_PATCHES } from '../src/args.mjs'
 
 describe('dsh --world', () => {
   it('e2b adds the world-e2b patch layer, in flag order with --patch', () => {
@@ -20,7 +20,13 @@ describe('dsh --world', () => {
   })
 
   it('a missing or unknown world is one line naming the known ones', () => {
-    expect(parseLauncherArgs(['--world'])).toMatchObject({ action: 'error', error: '--world needs a world name (local, e2b)' })
-    expect(parseLauncherArgs(['--world', 'mars'])).toMatchObject({ action: 'error', error: '--world: unknown world "mars" (known: local, e2b)' })
+    expect(parseLauncherArgs(['--world'])).toMatchObject({
+      action: 'error',
+      error: '--world needs a world name (local, e2b)',
+    })
+    expect(parseLauncherArgs(['--world', 'mars'])).toMatchObject({
+      action: 'error',
+      error: '--world: unknown world "mars" (known: local, e2b)',
+    })
   })
 })
