@@ -53,7 +53,8 @@ function privateNameReads(root, dirs) {
         const lines = readFileSync(path, 'utf8').split('\n')
         lines.forEach((text, i) => {
           for (const [name, pattern] of PRIVATE_NAMES) {
-            if (pattern.test(text)) found.push(`cordis-internals-only-in-compat: ${relative(root, path)}:${i + 1} -> ${name}`)
+            if (pattern.test(text))
+              found.push(`cordis-internals-only-in-compat: ${relative(root, path)}:${i + 1} -> ${name}`)
           }
         })
       }

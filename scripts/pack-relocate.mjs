@@ -11,7 +11,16 @@
 // packages file by file, which is slower to start and otherwise the same. It never stops the bin.
 // A first start, not an npm install script: npm 11 runs no install script of a global package
 // unless the user allows it.
-import { existsSync, readFileSync, readdirSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import {
+  existsSync,
+  readFileSync,
+  readdirSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs'
 import { join, sep } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
@@ -29,7 +38,8 @@ function drop(why) {
 }
 
 /** @param {string} d @returns {string[]} */
-const walk = (d) => readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(d, e.name)) : [join(d, e.name)]))
+const walk = (d) =>
+  readdirSync(d, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(d, e.name)) : [join(d, e.name)]))
 
 function main() {
   let from
@@ -41,7 +51,8 @@ function main() {
   if (from === to) return
   if (typeof from !== 'string' || !from.endsWith(sep)) return drop('prelinked/pack.json names no build directory')
   // The new path is written into JavaScript and JSON strings as it is: keep to plain characters.
-  if (!/^[\w./@+-]+$/.test(to)) return drop(`the install path ${to} has characters the start-up files cannot hold verbatim`)
+  if (!/^[\w./@+-]+$/.test(to))
+    return drop(`the install path ${to} has characters the start-up files cannot hold verbatim`)
   const files = walk(dir).filter((f) => /\.(m?js|json)$/.test(f))
   if (from !== to) {
     const fromUrl = pathToFileURL(from).href
@@ -110,6 +121,7 @@ try {
     } catch {
       // read-only: the boot ignores files built elsewhere
     }
-    if (process.env.DSH_DEBUG) process.stderr.write(`dsh: prelinked start-up files not usable (${why}); packages load one by one\n`)
+    if (process.env.DSH_DEBUG)
+      process.stderr.write(`dsh: prelinked start-up files not usable (${why}); packages load one by one\n`)
   }
 }

@@ -26,7 +26,18 @@
 //   --skip-build    do not run scripts/build.mjs and scripts/build-client.mjs first
 // Prints one JSON line on stdout: { tarball, bytes, files, version, seconds }.
 import { spawnSync } from 'node:child_process'
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs'
 import { isBuiltin } from 'node:module'
 import { tmpdir } from 'node:os'
 import { basename, dirname, join, relative, sep } from 'node:path'
@@ -51,7 +62,8 @@ function fail(message) {
   process.exit(1)
 }
 for (const a of args) {
-  if (a.startsWith('--') && !['--out', '--skip-build', '--quiet'].includes(a)) fail(`unknown option ${a} (known: --out DIR, --skip-build, --quiet)`)
+  if (a.startsWith('--') && !['--out', '--skip-build', '--quiet'].includes(a))
+    fail(`unknown option ${a} (known: --out DIR, --skip-build, --quiet)`)
 }
 const outDir = option('--out') ?? join(root, 'dist-pack')
 
@@ -71,7 +83,11 @@ const DEV_ONLY = ['vitest']
 const BROWSER_ONLY = ['react', 'react-dom', 'highlight.js', 'marked']
 
 function run(command, argv, opts = {}) {
-  const r = spawnSync(command, argv, { stdio: ['ignore', quiet ? 'pipe' : 'inherit', 'inherit'], encoding: 'utf8', ...opts })
+  const r = spawnSync(command, argv, {
+    stdio: ['ignore', quiet ? 'pipe' : 'inherit', 'inherit'],
+    encoding: 'utf8',
+    ...opts,
+  })
   if (r.error) fail(`${command} ${argv.join(' ')}: ${r.error.message}`)
   if (r.status !== 0) fail(`${command} ${argv.join(' ')} exited ${r.status}`)
   return r
@@ -89,7 +105,11 @@ const workspace = new Map()
 for (const group of ['packages', 'bundles']) {
   for (const a of readdirSync(join(root, group))) {
     const dir = join(root, group, a)
-    const dirs = existsSync(join(dir, 'package.json')) ? [dir] : statSync(dir).isDirectory() ? readdirSync(dir).map((b) => join(dir, b)) : []
+    const dirs = existsSync(join(dir, 'package.json'))
+      ? [dir]
+      : statSync(dir).isDirectory()
+        ? readdirSync(dir).map((b) => join(dir, b))
+        : []
     for (const d of dirs) {
       if (!existsSync(join(d, 'package.json'))) continue
       const pkg = JSON.parse(readFileSync(join(d, 'package.json'), 'utf8'))
@@ -97,7 +117,9 @@ for (const group of ['packages', 'bundles']) {
     }
   }
 }
-const profiles = readdirSync(join(root, 'profiles')).filter((n) => existsSync(join(root, 'profiles', n, 'package.json')))
+const profiles = readdirSync(join(root, 'profiles')).filter((n) =>
+  existsSync(join(root, 'profiles', n, 'package.json')),
+)
 
 // Every workspace package reachable from the bins and the profiles' bundles through
 // dependencies (not devDependencies: test kits and the mock model stay out).
@@ -134,7 +156,13 @@ for (let grew = true; grew; ) {
   for (const name of [...wanted]) {
     const { dir } = /** @type {{ dir: string }} */ (workspace.get(name))
     for (const rel of files(dir)) {
-      if (!/\.(m?js|cjs)$/.test(rel) || !ships(rel) || rel.startsWith(`dist-web${sep}`) || rel.startsWith(`dist-client${sep}`)) continue
+      if (
+        !/\.(m?js|cjs)$/.test(rel) ||
+        !ships(rel) ||
+        rel.startsWith(`dist-web${sep}`) ||
+        rel.startsWith(`dist-client${sep}`)
+      )
+        continue
       for (const m of readFileSync(join(dir, rel), 'utf8').matchAll(urlLiteral)) {
         const target = packageAt(join(dirname(join(dir, rel)), literalPrefix(m[2])))
         if (target && !wanted.has(target)) {
@@ -163,10 +191,22 @@ mkdirSync(join(stage, 'node_modules', '@dsh'), { recursive: true })
 function ships(rel) {
   const parts = rel.split(sep)
   const name = parts.at(-1) ?? ''
-  if (parts.some((p) => p === 'test' || p === 'tests' || p === '__tests__' || p === 'node_modules' || p === 'fixtures' || p.startsWith('.'))) return false
+  if (
+    parts.some(
+      (p) =>
+        p === 'test' ||
+        p === 'tests' ||
+        p === '__tests__' ||
+        p === 'node_modules' ||
+        p === 'fixtures' ||
+        p.startsWith('.'),
+    )
+  )
+    return false
   if (/\.(test|spec|bench)\.[cm]?[jt]sx?$/.test(name) || name.endsWith('.map') || name.endsWith('.stamp')) return false
   if (/\.(ts|tsx|mts|cts)$/.test(name)) return false // sources and declarations: the `development` condition only
-  if (parts.length === 1) return name === 'package.json' || /^README(\.\w+)?\.md$/.test(name) || name === 'LICENSE' || /\.ya?ml$/.test(name)
+  if (parts.length === 1)
+    return name === 'package.json' || /^README(\.\w+)?\.md$/.test(name) || name === 'LICENSE' || /\.ya?ml$/.test(name)
   // Build inputs and test material of single packages: the web client's sources and build
   // scripts, the MCP conformance harness, the C sources of @dsh/posix-spawn (its native/build/
   // output ships: it loads only where it fits, else child_process is used).
@@ -191,7 +231,19 @@ function* files(dir, base = dir) {
  */
 function shippedManifest(pkg) {
   const out = {}
-  for (const key of ['name', 'version', 'description', 'license', 'type', 'main', 'module', 'exports', 'imports', 'bin', 'dsh']) {
+  for (const key of [
+    'name',
+    'version',
+    'description',
+    'license',
+    'type',
+    'main',
+    'module',
+    'exports',
+    'imports',
+    'bin',
+    'dsh',
+  ]) {
     if (pkg[key] !== undefined) out[key] = pkg[key]
   }
   out.version = version // one product version (@dsh/brand falls back to its own package.json)
@@ -233,7 +285,9 @@ const packageOf = (spec) => (spec.startsWith('@') ? spec.split('/').slice(0, 2).
 // (`new URL('../../../acp/acp-app/bin/dsh-acp.mjs', import.meta.url)`) are written for the
 // monorepo layout: each is pointed at the same file in the package layout. Same-package paths
 // and `../../../../profiles/` come out unchanged.
-const packageDirs = [...wanted].map((name) => [/** @type {{ dir: string }} */ (workspace.get(name)).dir, name]).sort((a, b) => b[0].length - a[0].length)
+const packageDirs = [...wanted]
+  .map((name) => [/** @type {{ dir: string }} */ (workspace.get(name)).dir, name])
+  .sort((a, b) => b[0].length - a[0].length)
 /** A checkout path -> the same file in the stage, or undefined when it is outside both. */
 function staged(path) {
   for (const [dir, name] of packageDirs) {
@@ -263,7 +317,9 @@ for (const name of wanted) {
     if (out !== text) writeFileSync(join(dest, rel), out)
   }
 }
-log(`${wanted.size} workspace packages, ${copied} files; ${rewritten} cross-package relative URLs pointed at the package layout`)
+log(
+  `${wanted.size} workspace packages, ${copied} files; ${rewritten} cross-package relative URLs pointed at the package layout`,
+)
 
 // The patched npm packages, copied as installed (the patch applied).
 const appBootDir = /** @type {{ dir: string }} */ (workspace.get('@dsh/app-boot')).dir
@@ -275,7 +331,8 @@ const addExternal = (dep, from, why) => {
   if (!dir) fail(`${why} imports ${dep}, which does not resolve from ${relative(root, from) || '.'}`)
   const v = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).version
   const seen = external.get(dep)
-  if (seen && seen.version !== v) fail(`${dep}: ${seen.from} runs ${seen.version}, ${why} runs ${v}; one version must serve both`)
+  if (seen && seen.version !== v)
+    fail(`${dep}: ${seen.from} runs ${seen.version}, ${why} runs ${v}; one version must serve both`)
   if (!seen) external.set(dep, { version: v, from: why, dir })
 }
 for (const dep of PATCHED) {
@@ -286,14 +343,19 @@ for (const dep of PATCHED) {
     // As installed, without nested node_modules, TypeScript sources and declarations, maps or tests.
     filter: (src) => {
       const rel = relative(dir, src)
-      return rel === '' || (!rel.split(sep).some((p) => p === 'node_modules' || p === 'test' || p === 'tests') && !/\.(ts|tsx|mts|cts|map)$/.test(rel))
+      return (
+        rel === '' ||
+        (!rel.split(sep).some((p) => p === 'node_modules' || p === 'test' || p === 'tests') &&
+          !/\.(ts|tsx|mts|cts|map)$/.test(rel))
+      )
     },
   })
   const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'))
   for (const sub of Object.keys(pkg.dependencies ?? {})) if (!PATCHED.includes(sub)) addExternal(sub, dir, dep)
   // npm installs nothing a bundled package depends on (it expects the bundle to hold it): its
   // dependencies become the dsh package's own, which resolution finds one directory up.
-  for (const key of ['dependencies', 'peerDependencies', 'optionalDependencies', 'devDependencies', 'scripts']) delete pkg[key]
+  for (const key of ['dependencies', 'peerDependencies', 'optionalDependencies', 'devDependencies', 'scripts'])
+    delete pkg[key]
   writeFileSync(join(stage, 'node_modules', dep, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`)
 }
 
@@ -357,14 +419,24 @@ const manifest = {
 // puts a package's own dependencies in a global install (npm never hoists those above the
 // package). Their own dependencies are not needed to prelink: npm packages stay external.
 for (const [dep, { dir }] of external) {
-  cpSync(dir, join(stage, 'node_modules', dep), { recursive: true, filter: (src) => !relative(dir, src).split(sep).includes('node_modules') })
+  cpSync(dir, join(stage, 'node_modules', dep), {
+    recursive: true,
+    filter: (src) => !relative(dir, src).split(sep).includes('node_modules'),
+  })
 }
 writeFileSync(join(stage, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`)
 
 // The prelinked stacks, built on this layout.
 log('prelinking the staged layout')
-run(process.execPath, [join(root, 'scripts/prelink.mjs'), '--root', stage, '--layout', 'package', ...(quiet ? ['--quiet'] : [])], { cwd: stage })
-writeFileSync(join(stage, 'prelinked', 'pack.json'), `${JSON.stringify({ note: 'written by scripts/pack.mjs; scripts/relocate.mjs moves these absolute paths to the installed package on the first start', root: `${stage}${sep}` })}\n`)
+run(
+  process.execPath,
+  [join(root, 'scripts/prelink.mjs'), '--root', stage, '--layout', 'package', ...(quiet ? ['--quiet'] : [])],
+  { cwd: stage },
+)
+writeFileSync(
+  join(stage, 'prelinked', 'pack.json'),
+  `${JSON.stringify({ note: 'written by scripts/pack.mjs; scripts/relocate.mjs moves these absolute paths to the installed package on the first start', root: `${stage}${sep}` })}\n`,
+)
 mkdirSync(join(stage, 'scripts'))
 cpSync(join(root, 'scripts', 'pack-relocate.mjs'), join(stage, 'scripts', 'relocate.mjs'))
 // Each bin: the prelinked files moved first (once), then the workspace bin, as it runs in a checkout.
@@ -373,21 +445,39 @@ for (const [bin, [pkg, file]] of Object.entries(BINS)) {
   const text = `#!/usr/bin/env node\n// The ${bin} bin of the dsh npm package (written by scripts/pack.mjs).\nimport '../scripts/relocate.mjs'\nimport '../node_modules/${pkg}/${file}'\n`
   writeFileSync(join(stage, 'bin', `${bin}.mjs`), text, { mode: 0o755 })
 }
-for (const file of ['README.md', 'LICENSE']) if (existsSync(join(root, file))) cpSync(join(root, file), join(stage, file))
+for (const file of ['README.md', 'LICENSE'])
+  if (existsSync(join(root, file))) cpSync(join(root, file), join(stage, file))
 
 // Only the bundled packages go into the tarball: the copied npm dependencies leave the stage
 // (npm would otherwise pack every dependency it finds there).
 for (const dep of external.keys()) rmSync(join(stage, 'node_modules', dep), { recursive: true, force: true })
 for (const entry of readdirSync(join(stage, 'node_modules'))) {
-  if (entry.startsWith('@') && readdirSync(join(stage, 'node_modules', entry)).length === 0) rmSync(join(stage, 'node_modules', entry), { recursive: true })
+  if (entry.startsWith('@') && readdirSync(join(stage, 'node_modules', entry)).length === 0)
+    rmSync(join(stage, 'node_modules', entry), { recursive: true })
 }
 
 mkdirSync(outDir, { recursive: true })
-if (!existsSync(join(outDir, '.gitignore')) && outDir === join(root, 'dist-pack')) writeFileSync(join(outDir, '.gitignore'), '*\n')
-const packed = run('npm', ['pack', '--json', '--pack-destination', outDir, '--loglevel=error'], { cwd: stage, stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 256 * 1024 * 1024 })
+if (!existsSync(join(outDir, '.gitignore')) && outDir === join(root, 'dist-pack'))
+  writeFileSync(join(outDir, '.gitignore'), '*\n')
+const packed = run('npm', ['pack', '--json', '--pack-destination', outDir, '--loglevel=error'], {
+  cwd: stage,
+  stdio: ['ignore', 'pipe', 'inherit'],
+  maxBuffer: 256 * 1024 * 1024,
+})
 const info = JSON.parse(packed.stdout)[0]
 const tarball = join(outDir, info.filename)
 rmSync(stageBase, { recursive: true, force: true })
-const result = { tarball, bytes: statSync(tarball).size, files: info.entryCount, unpackedBytes: info.unpackedSize, version, workspacePackages: wanted.size, copied, seconds: (Date.now() - started) / 1000 }
-log(`${basename(tarball)}: ${(result.bytes / 1024 / 1024).toFixed(2)} MB, ${result.files} files, ${result.seconds.toFixed(1)} s`)
+const result = {
+  tarball,
+  bytes: statSync(tarball).size,
+  files: info.entryCount,
+  unpackedBytes: info.unpackedSize,
+  version,
+  workspacePackages: wanted.size,
+  copied,
+  seconds: (Date.now() - started) / 1000,
+}
+log(
+  `${basename(tarball)}: ${(result.bytes / 1024 / 1024).toFixed(2)} MB, ${result.files} files, ${result.seconds.toFixed(1)} s`,
+)
 process.stdout.write(`${JSON.stringify(result)}\n`)

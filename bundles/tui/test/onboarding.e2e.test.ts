@@ -18,7 +18,9 @@ afterAll(() => killServer())
 
 it('asks for the provider and key, refuses a wrong key, stores the right one 0600, then runs on it', async () => {
   const ws = workspace()
-  const server = await startMockServer({ script: { apiKey: 'sk-right-key', steps: [{ text: 'Hello after setup.' }] } } as never)
+  const server = await startMockServer({
+    script: { apiKey: 'sk-right-key', steps: [{ text: 'Hello after setup.' }] },
+  } as never)
   try {
     const s = await TuiSession.start({ ws, server, env: { DEEPSEEK_API_KEY: '' } })
     open.push(s)

@@ -15,7 +15,9 @@ afterAll(() => killServer())
 
 it('prints "dsh -r <id>" on exit, and /model survives dsh -c', async () => {
   const ws = workspace()
-  const server = await startMockServer({ steps: [{ text: 'First reply.' }, { text: 'Continued.' }, { text: 'One-shot.' }] as never })
+  const server = await startMockServer({
+    steps: [{ text: 'First reply.' }, { text: 'Continued.' }, { text: 'One-shot.' }] as never,
+  })
   try {
     const first = await TuiSession.start({ ws, server })
     open.push(first)

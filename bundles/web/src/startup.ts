@@ -180,8 +180,7 @@ async function mount(ctx: Context, plugin: unknown, config: unknown): Promise<vo
   await fiber
   const error = fiberError(fiber)
   if (error) throw error
-  if (!isFiberActive(fiber))
-    throw new Error(`${(plugin as { name?: string }).name ?? 'plugin'} did not start`)
+  if (!isFiberActive(fiber)) throw new Error(`${(plugin as { name?: string }).name ?? 'plugin'} did not start`)
 }
 
 export async function apply(ctx: Context, config: Config) {

@@ -55,20 +55,30 @@ describe('dsh -p --world e2b', () => {
       steps: [
         { toolCalls: [{ name: 'bash', arguments: { command: 'hostname && ls -A', description: 'where am I' } }] },
         { toolCalls: [{ name: 'read', arguments: { file_path: 'notes.txt' } }] },
-        { toolCalls: [{ name: 'edit', arguments: { file_path: 'notes.txt', old_string: 'beta', new_string: 'gamma' } }] },
+        {
+          toolCalls: [{ name: 'edit', arguments: { file_path: 'notes.txt', old_string: 'beta', new_string: 'gamma' } }],
+        },
         { toolCalls: [{ name: 'bash', arguments: { command: 'cat notes.txt', description: 'show it' } }] },
         { text: 'Edited remotely.' },
       ] as never,
     }))
     const before = new Set(standin.sandboxes().map((x) => x.record.id))
     const watch = setInterval(() => {
-      for (const sb of standin.sandboxes()) if (!before.has(sb.record.id) && !created.includes(sb.record.id)) created.push(sb.record.id)
+      for (const sb of standin.sandboxes())
+        if (!before.has(sb.record.id) && !created.includes(sb.record.id)) created.push(sb.record.id)
     }, 5)
-    const run = await runDsh(['-p', '--world', 'e2b', 'make notes remotely'], { cwd, env: env(home, s), timeoutMs: 90_000 })
+    const run = await runDsh(['-p', '--world', 'e2b', 'make notes remotely'], {
+      cwd,
+      env: env(home, s),
+      timeoutMs: 90_000,
+    })
     clearInterval(watch)
     expect(run).toMatchObject({ code: 0, stdout: 'Edited remotely.\n' })
     // The change comes back as a saved patch, named in one stderr line, never applied.
-    const saved = /^dsh: the E2B sandbox (i[0-9a-f]+) changed the workspace; patch saved to (\S+) \(review, then: git apply \S+\)\n$/.exec(run.stderr)
+    const saved =
+      /^dsh: the E2B sandbox (i[0-9a-f]+) changed the workspace; patch saved to (\S+) \(review, then: git apply \S+\)\n$/.exec(
+        run.stderr,
+      )
     expect(saved, run.stderr).not.toBeNull()
     const patch = readFileSync((saved as RegExpExecArray)[2], 'utf8')
     expect(patch).toContain('diff --git a/notes.txt b/notes.txt')
@@ -82,7 +92,9 @@ describe('dsh -p --world e2b', () => {
     // The host's notes.txt is unchanged: the tree the tools changed is the sandbox's.
     expect(readFileSync(join(cwd, 'notes.txt'), 'utf8')).toBe('alpha\nbeta\n')
     // Exactly one sandbox was created for the run, and it is gone now.
-    expect(standin.requests.filter((r) => r.method === 'POST' && r.path === '/sandboxes' && r.sandboxId === sandboxId)).toHaveLength(1)
+    expect(
+      standin.requests.filter((r) => r.method === 'POST' && r.path === '/sandboxes' && r.sandboxId === sandboxId),
+    ).toHaveLength(1)
     expect(standin.requests.some((r) => r.method === 'DELETE' && r.path === `/sandboxes/${sandboxId}`)).toBe(true)
     expect(standin.get(sandboxId)).toBeUndefined()
   })
@@ -90,10 +102,17 @@ describe('dsh -p --world e2b', () => {
   it('a missing key is one line in the tool result and no request to E2B', async () => {
     const { home, cwd } = workspace()
     const s = (server = await startMockServer({
-      steps: [{ toolCalls: [{ name: 'bash', arguments: { command: 'echo hi', description: 'try' } }] }, { text: 'No sandbox.' }] as never,
+      steps: [
+        { toolCalls: [{ name: 'bash', arguments: { command: 'echo hi', description: 'try' } }] },
+        { text: 'No sandbox.' },
+      ] as never,
     }))
     const before = standin.requests.length
-    const run = await runDsh(['-p', '--world', 'e2b', 'try it'], { cwd, env: env(home, s, { E2B_API_KEY: undefined }), timeoutMs: 90_000 })
+    const run = await runDsh(['-p', '--world', 'e2b', 'try it'], {
+      cwd,
+      env: env(home, s, { E2B_API_KEY: undefined }),
+      timeoutMs: 90_000,
+    })
     expect(run.code).toBe(0)
     const result = toolText(s, 1)
     expect(result).toMatch(/the e2b world needs E2B_API_KEY \(an E2B API key\); set it in one of: /)
@@ -112,10 +131,21 @@ describe('dsh -p --world e2b', () => {
     }))
     const before = new Set(standin.sandboxes().map((x) => x.record.id))
     let finished = false
-    const running = runDsh(['-p', '--world', 'e2b', 'run long'], { cwd, env: env(home, s, { E2B_API_KEY: undefined }), timeoutMs: 90_000 }).finally(() => (finished = true))
+    const running = runDsh(['-p', '--world', 'e2b', 'run long'], {
+      cwd,
+      env: env(home, s, { E2B_API_KEY: undefined }),
+      timeoutMs: 90_000,
+    }).finally(() => (finished = true))
     // Wait for the observable event (the command running in a new sandbox), then kill that sandbox;
     // a run that ends first (no sandbox at all) stops the wait and fails below.
-    const sleeping = () => standin.sandboxes().find((x) => !before.has(x.record.id) && [...x.processes.values()].some((p) => p.config.args.join(' ').includes('sleep 60')))
+    const sleeping = () =>
+      standin
+        .sandboxes()
+        .find(
+          (x) =>
+            !before.has(x.record.id) &&
+            [...x.processes.values()].some((p) => p.config.args.join(' ').includes('sleep 60')),
+        )
     await expect.poll(() => finished || sleeping() !== undefined, { timeout: 60_000, interval: 20 }).toBe(true)
     const victim = sleeping()?.record.id
     expect(victim).toBeDefined()

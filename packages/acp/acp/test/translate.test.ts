@@ -232,14 +232,23 @@ describe('compaction reporting', () => {
 
 describe('toolCallId', () => {
   it('is unique in the session when an old log repeats a call id, and a result updates its own call', () => {
-    const translator = new Translator({ sessionId: 's', cwd: '/w', toolKinds: DEFAULT_TOOL_KINDS, maxToolOutputChars: 1000 })
+    const translator = new Translator({
+      sessionId: 's',
+      cwd: '/w',
+      toolKinds: DEFAULT_TOOL_KINDS,
+      maxToolOutputChars: 1000,
+    })
     let seq = 0
     const ev = (type: string, data: unknown) => ({ type, seq: seq++, time: 0, data }) as AnySessionEvent
     const updates = [
       ev('tool/call', { callId: 'call_0_0', name: 'bash', arguments: '{"command":"echo one"}' }),
-      ev('tool/result', { message: { role: 'tool', callId: 'call_0_0', name: 'bash', content: [{ type: 'text', text: 'one' }] } }),
+      ev('tool/result', {
+        message: { role: 'tool', callId: 'call_0_0', name: 'bash', content: [{ type: 'text', text: 'one' }] },
+      }),
       ev('tool/call', { callId: 'call_0_0', name: 'bash', arguments: '{"command":"echo two"}' }),
-      ev('tool/result', { message: { role: 'tool', callId: 'call_0_0', name: 'bash', content: [{ type: 'text', text: 'two' }] } }),
+      ev('tool/result', {
+        message: { role: 'tool', callId: 'call_0_0', name: 'bash', content: [{ type: 'text', text: 'two' }] },
+      }),
     ].flatMap((event) => translator.translate(event, true)) as Array<{ sessionUpdate: string; toolCallId?: string }>
     expect(updates.map((u) => [u.sessionUpdate, u.toolCallId])).toEqual([
       ['tool_call', 'call_0_0'],

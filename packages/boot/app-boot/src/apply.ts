@@ -55,7 +55,9 @@ export function applyLayers(layers: readonly Layer[]): Applied {
         const target = byId.get(op.id)
         if (!target) {
           const guess = nearest(op.id, byId.keys())
-          warnings.push(`${layer.label} (${layer.file}): [${op.index}] id "${op.id}" names no row${guess ? ` (did you mean "${guess}"?)` : ''}; skipped`)
+          warnings.push(
+            `${layer.label} (${layer.file}): [${op.index}] id "${op.id}" names no row${guess ? ` (did you mean "${guess}"?)` : ''}; skipped`,
+          )
           continue
         }
         const row = target.row as unknown as Record<string, unknown>

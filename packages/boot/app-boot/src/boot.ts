@@ -463,7 +463,12 @@ export async function bootComposition(comp: Composition, opts: BootOptions = {})
     const schema = (loader.store[r.row.id] as Entry | undefined)?.fiber?.runtime?.Config
     const where = comp.layers.findLast((l) => r.layers.includes(l.label))?.file
     for (const line of unknownConfigKeys(schema, r.row.config))
-      problems.push({ id: r.row.id, name: r.row.name, kind: 'check', cause: `${where ? `${where}: ` : ''}row ${r.row.id} (${r.row.name}): ${line}` })
+      problems.push({
+        id: r.row.id,
+        name: r.row.name,
+        kind: 'check',
+        cause: `${where ? `${where}: ` : ''}row ${r.row.id} (${r.row.name}): ${line}`,
+      })
   }
   ctx.emit('app/check', {
     report: (line) => void problems.push({ id: '', name: '', kind: 'check', cause: line }),

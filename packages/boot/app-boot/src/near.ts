@@ -10,7 +10,8 @@ function distance(a: string, b: string): number {
   for (let i = 1; i <= a.length; i++) {
     for (let j = 1; j <= b.length; j++) {
       d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1))
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1)
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1)
     }
   }
   return d[a.length][b.length]
@@ -42,7 +43,10 @@ interface SchemaShape {
 }
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value) && Object.getPrototypeOf(value) === Object.prototype
+  typeof value === 'object' &&
+  value !== null &&
+  !Array.isArray(value) &&
+  Object.getPrototypeOf(value) === Object.prototype
 
 /**
  * Keys of `config` that the plugin's object schema does not name, depth first (dicts are walked,
@@ -59,11 +63,14 @@ export function unknownConfigKeys(schema: unknown, config: unknown, path = 'conf
       if (field) out.push(...unknownConfigKeys(field, value, `${path}.${key}`))
       else {
         const guess = nearest(key, fields)
-        out.push(`${path}.${key}: unknown key${guess ? ` (did you mean "${guess}"?)` : ''}; valid keys: ${fields.join(', ') || '(none)'}`)
+        out.push(
+          `${path}.${key}: unknown key${guess ? ` (did you mean "${guess}"?)` : ''}; valid keys: ${fields.join(', ') || '(none)'}`,
+        )
       }
     }
   } else if (node.type === 'dict') {
-    for (const [key, value] of Object.entries(config)) out.push(...unknownConfigKeys(node.inner, value, `${path}.${key}`))
+    for (const [key, value] of Object.entries(config))
+      out.push(...unknownConfigKeys(node.inner, value, `${path}.${key}`))
   }
   return out
 }

@@ -101,7 +101,8 @@ export function parseLauncherArgs(argv) {
       const v = flagValue('--world')
       const known = ['local', ...Object.keys(WORLD_PATCHES)].join(', ')
       if (!v?.value) return fail(`--world needs a world name (${known})`)
-      if (v.value !== 'local' && !Object.hasOwn(WORLD_PATCHES, v.value)) return fail(`--world: unknown world "${v.value}" (known: ${known})`)
+      if (v.value !== 'local' && !Object.hasOwn(WORLD_PATCHES, v.value))
+        return fail(`--world: unknown world "${v.value}" (known: ${known})`)
       if (v.value !== 'local') out.patches.push(WORLD_PATCHES[v.value])
       i += v.used
     } else if (token === '--dump-config') {

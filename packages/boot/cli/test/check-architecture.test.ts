@@ -47,7 +47,8 @@ const CLEAN: Record<string, [string, Record<string, string>]> = {
     '@dsh/cordis-compat',
     {
       'src/index.ts': 'export const fiberError = (fiber: unknown) => fiber\n',
-      'src/loader.ts': "import { readFileSync } from 'node:fs'\nexport const initTask = (e: unknown) => [e, readFileSync]\n",
+      'src/loader.ts':
+        "import { readFileSync } from 'node:fs'\nexport const initTask = (e: unknown) => [e, readFileSync]\n",
     },
   ],
   'packages/client/runtime': [
@@ -215,7 +216,9 @@ describe('check-architecture', () => {
     ],
     [
       'a package outside cordis-compat reads a Cordis private field',
-      { 'packages/shell/tool-bash/src/fiber.ts': `export const failed = (f: Record<string, unknown>) => f.${PRIVATE_FIELD}\n` },
+      {
+        'packages/shell/tool-bash/src/fiber.ts': `export const failed = (f: Record<string, unknown>) => f.${PRIVATE_FIELD}\n`,
+      },
       'cordis-internals-only-in-compat: packages/shell/tool-bash/src/fiber.ts:1 -> _error',
     ],
     [
@@ -228,7 +231,10 @@ describe('check-architecture', () => {
     ],
     [
       "browser code imports cordis-compat's Node-only loader entry",
-      { 'packages/client/runtime/src/loader.ts': "import { initTask } from '@dsh/cordis-compat/loader'\nexport const t = initTask\n" },
+      {
+        'packages/client/runtime/src/loader.ts':
+          "import { initTask } from '@dsh/cordis-compat/loader'\nexport const t = initTask\n",
+      },
       'browser-imports-only-client-contract-and-runtime: packages/client/runtime/src/loader.ts -> packages/util/cordis-compat/src/loader.ts',
     ],
   ]

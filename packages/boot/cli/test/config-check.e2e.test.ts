@@ -19,7 +19,11 @@ function home(settings?: string): { root: string; home: string; env: Record<stri
   const dir = join(root, 'home')
   mkdirSync(dir, { recursive: true })
   if (settings !== undefined) writeFileSync(join(dir, 'settings.yaml'), settings)
-  return { root, home: dir, env: { DSH_HOME: dir, DEEPSEEK_BASE_URL: mock.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' } }
+  return {
+    root,
+    home: dir,
+    env: { DSH_HOME: dir, DEEPSEEK_BASE_URL: mock.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' },
+  }
 }
 
 describe('settings.yaml errors stop the launch', () => {
@@ -38,7 +42,9 @@ describe('settings.yaml errors stop the launch', () => {
     const h = home('permisions:\n  default: read-only\n')
     const run = await runDsh(['-p', 'hi'], { cwd: h.root, env: h.env })
     expect(run.code).toBe(1)
-    expect(run.stderr).toMatch(/settings\.yaml:1: permisions: unknown section \(did you mean "permissions"\?\); known sections: .*mcpServers.*permissions/)
+    expect(run.stderr).toMatch(
+      /settings\.yaml:1: permisions: unknown section \(did you mean "permissions"\?\); known sections: .*mcpServers.*permissions/,
+    )
     // A section only another profile's plugin reads (mcpServers: mcp-client declares it) is known.
     const good = home('permissions:\n  default: read-only\nmcpServers: {}\n')
     const ok = await runDsh(['-p', 'hi'], { cwd: good.root, env: good.env })
@@ -56,10 +62,16 @@ describe('dsh config check', () => {
     const bad = home('model:\n  modle: x\n')
     const run = await runDsh(['config', 'check'], { cwd: bad.root, env: bad.env })
     expect(run.code).toBe(1)
-    expect(run.stderr).toBe(`dsh: ${join(bad.home, 'settings.yaml')}:2: model.modle: unknown key (did you mean "model"?); valid keys: provider, model, reasoningEffort, maxTokens\n`)
+    expect(run.stderr).toBe(
+      `dsh: ${join(bad.home, 'settings.yaml')}:2: model.modle: unknown key (did you mean "model"?); valid keys: provider, model, reasoningEffort, maxTokens\n`,
+    )
     const json = await runDsh(['config', 'check', '--json'], { cwd: bad.root, env: bad.env })
     expect(json.code).toBe(1)
-    expect(JSON.parse(json.stdout)).toMatchObject({ ok: false, profiles: ['headless'], problems: [{ profile: 'headless', message: expect.stringContaining('model.modle') }] })
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      ok: false,
+      profiles: ['headless'],
+      problems: [{ profile: 'headless', message: expect.stringContaining('model.modle') }],
+    })
   })
 
   it('checks the home patch layer and the credentials file as a launch would', async () => {
@@ -84,8 +96,15 @@ describe('dsh config check', () => {
     writeFileSync(patch, '- id: permisions\n  disabled: true\n- id: mcp\n  config:\n    servrs: {}\n')
     const run = await runDsh(['-p', 'hi'], { cwd: h.root, env: h.env })
     expect(run.code).toBe(1)
-    expect(run.stderr).toContain(`dsh: warning: home (${patch}): [0] id "permisions" names no row (did you mean "permission-presets"?); skipped\n`)
-    expect(run.stderr).toMatch(new RegExp(`^dsh: ${patch.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: row mcp \\(@dsh/mcp-client\\): config\\.servrs: unknown key \\(did you mean "servers"\\?\\); valid keys: servers, `, 'm'))
+    expect(run.stderr).toContain(
+      `dsh: warning: home (${patch}): [0] id "permisions" names no row (did you mean "permission-presets"?); skipped\n`,
+    )
+    expect(run.stderr).toMatch(
+      new RegExp(
+        `^dsh: ${patch.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: row mcp \\(@dsh/mcp-client\\): config\\.servrs: unknown key \\(did you mean "servers"\\?\\); valid keys: servers, `,
+        'm',
+      ),
+    )
     const check = await runDsh(['config', 'check'], { cwd: h.root, env: h.env })
     expect(check.code).toBe(1)
     expect(check.stderr).toContain('config.servrs: unknown key (did you mean "servers"?)')
@@ -99,7 +118,10 @@ describe('dsh config check', () => {
     try {
       const h = home()
       // The web profile's configured port is the one a running `dsh web` (here: `busy`) holds.
-      writeFileSync(join(h.home, 'cordis.patch.yml'), `- id: web-startup\n  config:\n    port: ${port}\n    open: false\n`)
+      writeFileSync(
+        join(h.home, 'cordis.patch.yml'),
+        `- id: web-startup\n  config:\n    port: ${port}\n    open: false\n`,
+      )
       const run = await runDsh(['config', 'check', '--profile', 'web'], { cwd: h.root, env: h.env })
       expect(run.code, run.stderr).toBe(0)
       expect(run.stdout).toMatch(/^dsh: configuration ok \(profiles: web;/)
@@ -111,7 +133,11 @@ describe('dsh config check', () => {
   it('usage errors exit 2; --help exits 0', async () => {
     const h = home()
     const typo = await runDsh(['config', 'chek'], { cwd: h.root, env: h.env })
-    expect(typo).toMatchObject({ code: 2, stderr: 'dsh: config: unknown subcommand "chek" (did you mean "check"?); valid: check\ndsh: see "dsh config --help"\n' })
+    expect(typo).toMatchObject({
+      code: 2,
+      stderr:
+        'dsh: config: unknown subcommand "chek" (did you mean "check"?); valid: check\ndsh: see "dsh config --help"\n',
+    })
     expect((await runDsh(['config', 'check', '--bogus'], { cwd: h.root, env: h.env })).code).toBe(2)
     expect((await runDsh(['config'], { cwd: h.root, env: h.env })).code).toBe(2)
     const help = await runDsh(['config', '--help'], { cwd: h.root, env: h.env })

@@ -33,7 +33,9 @@ it('dsh -r <prefix> resumes the one session whose id starts with it', async () =
   expect((await runDsh(['-p', 'remember apples'], { cwd: w.root, env: w.env })).code).toBe(0)
   expect((await runDsh(['-p', 'remember pears'], { cwd: w.root, env: w.env })).code).toBe(0)
   const list = await runDsh(['sessions', '--output-format', 'json'], { cwd: w.root, env: w.env })
-  const parsed = JSON.parse(list.stdout) as { sessions?: { id: string; firstPrompt?: string }[] } | { id: string; firstPrompt?: string }[]
+  const parsed = JSON.parse(list.stdout) as
+    | { sessions?: { id: string; firstPrompt?: string }[] }
+    | { id: string; firstPrompt?: string }[]
   const rows = Array.isArray(parsed) ? parsed : (parsed.sessions ?? [])
   const apples = rows.find((r) => r.firstPrompt === 'remember apples')!
   const run = await runDsh(['-r', apples.id.slice(0, 8), '-p', 'what did I say?'], { cwd: w.root, env: w.env })
@@ -45,14 +47,28 @@ it('dsh -r <prefix> resumes the one session whose id starts with it', async () =
 
 it('-p text mode: an escalation refused for lack of a human is on stderr and the model reads "refused (no one to ask)"', async () => {
   const m = await mock([
-    { toolCalls: [{ id: 'c1', name: 'bash', arguments: { command: 'echo hi', description: 'say hi', sandbox_escalation: { justification: 'needs the network' } } }] },
+    {
+      toolCalls: [
+        {
+          id: 'c1',
+          name: 'bash',
+          arguments: {
+            command: 'echo hi',
+            description: 'say hi',
+            sandbox_escalation: { justification: 'needs the network' },
+          },
+        },
+      ],
+    },
     { expect: { lastRole: 'tool' }, text: 'Could not run it.' },
   ])
   const w = workspace(m)
   const run = await runDsh(['-p', 'run echo hi unconfined'], { cwd: w.root, env: w.env })
   expect(run.code, run.stderr).toBe(0)
   expect(run.stdout).toBe('Could not run it.\n')
-  expect(run.stderr).toMatch(/^dsh: refused \(no one to ask\): Run `echo hi` outside the sandbox: approval policy "\S+" needs a human/m)
+  expect(run.stderr).toMatch(
+    /^dsh: refused \(no one to ask\): Run `echo hi` outside the sandbox: approval policy "\S+" needs a human/m,
+  )
   const toolTurn = text(m.requests[1].body)
   expect(toolTurn).toContain('refused (no one to ask)')
   expect(toolTurn).not.toContain('the user refused')

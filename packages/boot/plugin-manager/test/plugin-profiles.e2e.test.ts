@@ -10,7 +10,8 @@ const root = mkdtempSync(join(tmpdir(), 'dsh-plugin-profiles-'))
 const home = join(root, 'home')
 const project = join(root, 'project')
 mkdirSync(project, { recursive: true })
-const plugin = (...args: string[]) => runDsh(['plugin', ...args], { cwd: project, env: { DSH_HOME: home }, timeoutMs: 180_000 })
+const plugin = (...args: string[]) =>
+  runDsh(['plugin', ...args], { cwd: project, env: { DSH_HOME: home }, timeoutMs: 180_000 })
 const patchOf = (profile: string) => {
   const file = join(home, 'profiles', profile, 'cordis.patch.yml')
   return existsSync(file) ? readFileSync(file, 'utf8') : ''
@@ -19,7 +20,10 @@ const patchOf = (profile: string) => {
 function pluginDir(name: string): string {
   const dir = join(root, 'src', name)
   mkdirSync(dir, { recursive: true })
-  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name, version: '1.0.0', type: 'module', main: 'index.js', dsh: { plugin: { id: 'everywhere' } } }))
+  writeFileSync(
+    join(dir, 'package.json'),
+    JSON.stringify({ name, version: '1.0.0', type: 'module', main: 'index.js', dsh: { plugin: { id: 'everywhere' } } }),
+  )
   writeFileSync(join(dir, 'index.js'), `export const name = '${name}'\nexport function apply() {}\n`)
   return dir
 }
@@ -29,9 +33,12 @@ it('add goes to every profile unless --profile narrows it; remove follows it eve
   const add = await plugin('add', dir)
   expect(add.code, add.stderr).toBe(0)
   expect(add.stdout).toBe(
-    ['headless', 'tui', 'web'].map((p) => `added dsh-plugin-everywhere@1.0.0 to profile ${p} as row everywhere\n`).join(''),
+    ['headless', 'tui', 'web']
+      .map((p) => `added dsh-plugin-everywhere@1.0.0 to profile ${p} as row everywhere\n`)
+      .join(''),
   )
-  for (const profile of ['headless', 'tui', 'web']) expect(patchOf(profile)).toMatch(/- id: everywhere\n\s+name: dsh-plugin-everywhere/)
+  for (const profile of ['headless', 'tui', 'web'])
+    expect(patchOf(profile)).toMatch(/- id: everywhere\n\s+name: dsh-plugin-everywhere/)
 
   // Again: left as it is in each, not an error.
   const again = await plugin('add', dir)

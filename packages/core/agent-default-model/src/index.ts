@@ -68,7 +68,8 @@ export class AgentDefaultModel extends Service {
     // The event is stored with the session (registered, or the persistence refuses it).
     ctx.inject(['sessionPersistence'], (inner) => {
       // Typed structurally: this package does not depend on @dsh/session-persistence.
-      const persistence = (inner as unknown as { sessionPersistence: { registerEventType(type: string): () => void } }).sessionPersistence
+      const persistence = (inner as unknown as { sessionPersistence: { registerEventType(type: string): () => void } })
+        .sessionPersistence
       persistence.registerEventType(MODEL_SELECTED)
     })
   }

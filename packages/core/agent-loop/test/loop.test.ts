@@ -30,14 +30,27 @@ function toolPlugin(name: string, execute: (args: any) => unknown, extra: Record
 describe('agent loop', () => {
   it('runs a two-step turn with a tool call and logs the whole flow', async () => {
     harness = await createHarness({
-      script: [{ text: 'let me look', toolCalls: [{ name: 'echo', arguments: { value: 'hi' } }] }, { text: 'done: hi' }],
+      script: [
+        { text: 'let me look', toolCalls: [{ name: 'echo', arguments: { value: 'hi' } }] },
+        { text: 'done: hi' },
+      ],
     })
     await harness.mount(toolPlugin('echo', (a) => `echo ${a.value}`))
     const result = await harness.prompt('say hi')
     expect(result).toMatchObject({ reason: 'completed', text: 'done: hi', steps: 2 })
     expect(types(harness.session.events)).toEqual([
-      'turn/start', 'step/start', 'user/message', 'request/header', 'assistant/message', 'tool/call', 'tool/result', 'step/end',
-      'step/start', 'assistant/message', 'step/end', 'turn/end',
+      'turn/start',
+      'step/start',
+      'user/message',
+      'request/header',
+      'assistant/message',
+      'tool/call',
+      'tool/result',
+      'step/end',
+      'step/start',
+      'assistant/message',
+      'step/end',
+      'turn/end',
     ])
     // The second request carries the tool result, derived from the log.
     const second = harness.model.requests[1]
@@ -53,21 +66,33 @@ describe('agent loop', () => {
     const bothStarted = new Promise<void>((r) => (release = r))
     harness = await createHarness({
       script: [
-        { toolCalls: [{ name: 'wait', arguments: { value: 'a' } }, { name: 'wait', arguments: { value: 'b' } }] },
+        {
+          toolCalls: [
+            { name: 'wait', arguments: { value: 'a' } },
+            { name: 'wait', arguments: { value: 'b' } },
+          ],
+        },
         { text: 'ok' },
       ],
     })
     await harness.mount(
-      toolPlugin('wait', async (a) => {
-        if (++started === 2) release()
-        await bothStarted // would deadlock if the calls ran one after the other
-        return a.value
-      }, { concurrencySafe: true }),
+      toolPlugin(
+        'wait',
+        async (a) => {
+          if (++started === 2) release()
+          await bothStarted // would deadlock if the calls ran one after the other
+          return a.value
+        },
+        { concurrencySafe: true },
+      ),
     )
     const result = await harness.prompt('go')
     expect(result.reason).toBe('completed')
     const results = harness.session.events.filter((e) => e.type === 'tool/result') as SessionEvent<'tool/result'>[]
-    expect(results.map((e) => e.data.message.content[0])).toEqual([{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }])
+    expect(results.map((e) => e.data.message.content[0])).toEqual([
+      { type: 'text', text: 'a' },
+      { type: 'text', text: 'b' },
+    ])
   })
 
   it('turns a throwing tool, malformed JSON and an unknown tool into model-visible errors', async () => {
@@ -83,7 +108,11 @@ describe('agent loop', () => {
         { text: 'recovered' },
       ],
     })
-    await harness.mount(toolPlugin('boom', () => { throw new Error('disk on fire') }))
+    await harness.mount(
+      toolPlugin('boom', () => {
+        throw new Error('disk on fire')
+      }),
+    )
     const result = await harness.prompt('try')
     expect(result).toMatchObject({ reason: 'completed', text: 'recovered' })
     const results = harness.session.events.filter((e) => e.type === 'tool/result') as SessionEvent<'tool/result'>[]
@@ -123,11 +152,17 @@ describe('agent loop', () => {
     await harness.mount({
       name: 'gate',
       apply(ctx: Context) {
-        ctx.on('agent/pre-step', async () => ({ action: 'reject', code: 'QUOTA', reason: 'daily quota used up' }), { prepend: true })
+        ctx.on('agent/pre-step', async () => ({ action: 'reject', code: 'QUOTA', reason: 'daily quota used up' }), {
+          prepend: true,
+        })
       },
     })
     const result = await harness.prompt('hello')
-    expect(result).toMatchObject({ reason: 'blocked', error: { code: 'QUOTA', message: 'daily quota used up' }, steps: 0 })
+    expect(result).toMatchObject({
+      reason: 'blocked',
+      error: { code: 'QUOTA', message: 'daily quota used up' },
+      steps: 0,
+    })
     expect(types(harness.session.events)).toEqual(['turn/start', 'turn/end'])
     expect(harness.model.requests).toHaveLength(0)
     // Nothing the user sent is lost: the unentered input is kept on turn/end (not model-visible).
@@ -157,14 +192,18 @@ describe('agent loop', () => {
   it('a message sent mid-turn steers the running turn at the next step', async () => {
     let steer: (() => void) | undefined
     harness = await createHarness({
-      script: [
-        { toolCalls: [{ name: 'slow', arguments: {} }] },
-        { text: 'saw the steering message' },
-      ],
+      script: [{ toolCalls: [{ name: 'slow', arguments: {} }] }, { text: 'saw the steering message' }],
     })
-    await harness.mount(toolPlugin('slow', async () => { steer?.(); return 'slow done' }))
+    await harness.mount(
+      toolPlugin('slow', async () => {
+        steer?.()
+        return 'slow done'
+      }),
+    )
     let steered: Promise<unknown> | undefined
-    steer = () => { steered = harness!.agent.send('actually, use tabs') }
+    steer = () => {
+      steered = harness!.agent.send('actually, use tabs')
+    }
     const result = await harness.prompt('format the file')
     expect(result.text).toBe('saw the steering message')
     expect(await steered).toBe(result) // both messages are answered by the same turn
@@ -179,7 +218,12 @@ describe('agent loop', () => {
       name: 'contrib',
       inject: ['tools', 'systemPrompt'],
       apply(ctx: Context) {
-        ctx.tools.register({ name: 'extra', description: 'extra tool', parameters: { type: 'object' }, execute: () => ({ content: 'x' }) })
+        ctx.tools.register({
+          name: 'extra',
+          description: 'extra tool',
+          parameters: { type: 'object' },
+          execute: () => ({ content: 'x' }),
+        })
         ctx.systemPrompt.registerSection({ id: 'contrib', order: 50, text: 'CONTRIB SECTION' })
       },
     })
@@ -203,7 +247,9 @@ describe('agent loop', () => {
   })
 
   it('retries a failed request when an agent/request-error listener asks to, in a new step', async () => {
-    harness = await createHarness({ script: [{ error: { code: 'RATE_LIMIT', message: 'slow down' } }, { text: 'fine now' }] })
+    harness = await createHarness({
+      script: [{ error: { code: 'RATE_LIMIT', message: 'slow down' } }, { text: 'fine now' }],
+    })
     const seen: string[] = []
     await harness.mount({
       name: 'retry',
@@ -237,16 +283,33 @@ describe('agent loop', () => {
     await harness.mount({
       name: 'failing-checkpoint',
       apply(ctx: Context) {
-        ctx.on('agent/request', async () => {
-          throw Object.assign(new Error('disk full while flushing'), { code: 'CHECKPOINT_FAILED' })
-        }, { prepend: true })
+        ctx.on(
+          'agent/request',
+          async () => {
+            throw Object.assign(new Error('disk full while flushing'), { code: 'CHECKPOINT_FAILED' })
+          },
+          { prepend: true },
+        )
       },
     })
     const result = await harness.prompt('hi')
-    expect(result).toMatchObject({ reason: 'error', error: { code: 'CHECKPOINT_FAILED', message: 'disk full while flushing' } })
+    expect(result).toMatchObject({
+      reason: 'error',
+      error: { code: 'CHECKPOINT_FAILED', message: 'disk full while flushing' },
+    })
     expect(harness.model.requests).toHaveLength(0)
-    expect(harness.session.last('turn/end')!.data).toMatchObject({ reason: 'error', error: { code: 'CHECKPOINT_FAILED' } })
-    expect(types(harness.session.events)).toEqual(['turn/start', 'step/start', 'user/message', 'request/header', 'step/end', 'turn/end'])
+    expect(harness.session.last('turn/end')!.data).toMatchObject({
+      reason: 'error',
+      error: { code: 'CHECKPOINT_FAILED' },
+    })
+    expect(types(harness.session.events)).toEqual([
+      'turn/start',
+      'step/start',
+      'user/message',
+      'request/header',
+      'step/end',
+      'turn/end',
+    ])
   })
 
   it('sends the request before deferred work ends and takes none of the response until it has', async () => {
@@ -264,11 +327,14 @@ describe('agent loop', () => {
       name: 'slow-checkpoint',
       apply(ctx: Context) {
         ctx.on('agent/request', async (payload, next) => {
-          payload.defer!(new Promise<void>((resolve) => (finish = resolve)).then(() => void order.push('deferred work done')))
+          payload.defer!(
+            new Promise<void>((resolve) => (finish = resolve)).then(() => void order.push('deferred work done')),
+          )
           return next()
         })
         ctx.on('session/event', (_session, event) => {
-          if (event.type === 'assistant/chunk' && !order.includes('first chunk logged')) order.push('first chunk logged')
+          if (event.type === 'assistant/chunk' && !order.includes('first chunk logged'))
+            order.push('first chunk logged')
         })
       },
     })
@@ -293,7 +359,9 @@ describe('agent loop', () => {
   })
 
   it('a deferred rejection (also deferred at pre-step) ends the turn with its code, nothing of the response logged, no retry', async () => {
-    harness = await createHarness({ script: [{ toolCalls: [{ name: 'echo', arguments: { value: 'x' } }] }, { text: 'a paid retry' }] })
+    harness = await createHarness({
+      script: [{ toolCalls: [{ name: 'echo', arguments: { value: 'x' } }] }, { text: 'a paid retry' }],
+    })
     let ran = 0
     await harness.mount(toolPlugin('echo', (a) => (ran++, a.value)))
     await harness.mount({
@@ -301,29 +369,50 @@ describe('agent loop', () => {
       apply(ctx: Context) {
         ctx.on('agent/request-error', (async () => ({ action: 'retry', delayMs: 0 })) as never)
         ctx.on('agent/pre-step', async (payload, next) => {
-          payload.defer!(Promise.reject(Object.assign(new Error('disk full while flushing'), { code: 'CHECKPOINT_FAILED' })))
+          payload.defer!(
+            Promise.reject(Object.assign(new Error('disk full while flushing'), { code: 'CHECKPOINT_FAILED' })),
+          )
           return next()
         })
       },
     })
     const result = await harness.prompt('hi')
-    expect(result).toMatchObject({ reason: 'error', error: { code: 'CHECKPOINT_FAILED', message: 'disk full while flushing' } })
+    expect(result).toMatchObject({
+      reason: 'error',
+      error: { code: 'CHECKPOINT_FAILED', message: 'disk full while flushing' },
+    })
     expect(harness.model.requests).toHaveLength(1)
     expect(ran).toBe(0)
     expect(harness.session.events.some((e) => e.type === 'assistant/chunk')).toBe(false)
-    expect(types(harness.session.events)).toEqual(['turn/start', 'step/start', 'user/message', 'request/header', 'step/end', 'turn/end'])
+    expect(types(harness.session.events)).toEqual([
+      'turn/start',
+      'step/start',
+      'user/message',
+      'request/header',
+      'step/end',
+      'turn/end',
+    ])
     expect(harness.session.last('step/end')!.data).toMatchObject({ finish: 'error' })
   })
 
   it('a deferred rejection wins over a failed stream: the turn ends with it, not as a provider error', async () => {
-    harness = await createHarness({ script: [{ error: { code: 'RATE_LIMIT', message: 'slow down' } }, { text: 'a paid retry' }] })
+    harness = await createHarness({
+      script: [{ error: { code: 'RATE_LIMIT', message: 'slow down' } }, { text: 'a paid retry' }],
+    })
     const seen: string[] = []
     await harness.mount({
       name: 'failing-deferred-checkpoint',
       apply(ctx: Context) {
-        ctx.on('agent/request-error', async (payload) => (seen.push(payload.error.code), { action: 'retry', delayMs: 0 }))
+        ctx.on(
+          'agent/request-error',
+          async (payload) => (seen.push(payload.error.code), { action: 'retry', delayMs: 0 }),
+        )
         ctx.on('agent/request', async (payload, next) => {
-          payload.defer!(new Promise((_, reject) => setTimeout(() => reject(Object.assign(new Error('flush failed'), { code: 'CHECKPOINT_FAILED' })), 10)))
+          payload.defer!(
+            new Promise((_, reject) =>
+              setTimeout(() => reject(Object.assign(new Error('flush failed'), { code: 'CHECKPOINT_FAILED' })), 10),
+            ),
+          )
           return next()
         })
       },
@@ -337,13 +426,25 @@ describe('agent loop', () => {
   it('logs each tool result as soon as it and the earlier calls are done', async () => {
     let seenBeforeSecond: string[] = []
     harness = await createHarness({
-      script: [{ toolCalls: [{ name: 'first', arguments: {} }, { name: 'second', arguments: {} }] }, { text: 'ok' }],
+      script: [
+        {
+          toolCalls: [
+            { name: 'first', arguments: {} },
+            { name: 'second', arguments: {} },
+          ],
+        },
+        { text: 'ok' },
+      ],
     })
     await harness.mount(toolPlugin('first', () => 'one'))
-    await harness.mount(toolPlugin('second', () => {
-      seenBeforeSecond = harness!.session.events.filter((e) => e.type === 'tool/result').map((e) => (e as SessionEvent<'tool/result'>).data.message.name)
-      return 'two'
-    }))
+    await harness.mount(
+      toolPlugin('second', () => {
+        seenBeforeSecond = harness!.session.events
+          .filter((e) => e.type === 'tool/result')
+          .map((e) => (e as SessionEvent<'tool/result'>).data.message.name)
+        return 'two'
+      }),
+    )
     await harness.prompt('go')
     expect(seenBeforeSecond).toEqual(['first'])
   })
@@ -393,7 +494,9 @@ describe('plugin failures (issue 14 item 14)', () => {
     const result = await harness.prompt('hello')
     expect(harness.model.requests).toHaveLength(1)
     expect(result).toMatchObject({ reason: 'error', error: { code: 'PLUGIN_ERROR' } })
-    expect(result.error!.message).toMatch(/^plugin "chunk-bomb" failed in session\/event listener on "assistant\/chunk"/)
+    expect(result.error!.message).toMatch(
+      /^plugin "chunk-bomb" failed in session\/event listener on "assistant\/chunk"/,
+    )
     const all = harness.session.events.map((e) => e.type)
     expect(all.slice(all.indexOf('assistant/chunk'))).toEqual(['assistant/chunk', 'step/end', 'turn/end'])
   })
@@ -411,7 +514,15 @@ describe('plugin failures (issue 14 item 14)', () => {
 
   it('a listener throwing on assistant/message with tool calls: no tool runs, every call is answered, the next turn replays a well-formed history', async () => {
     harness = await createHarness({
-      script: [{ toolCalls: [{ name: 'echo', arguments: { value: 'a' } }, { name: 'echo', arguments: { value: 'b' } }] }, { text: 'fine' }],
+      script: [
+        {
+          toolCalls: [
+            { name: 'echo', arguments: { value: 'a' } },
+            { name: 'echo', arguments: { value: 'b' } },
+          ],
+        },
+        { text: 'fine' },
+      ],
     })
     let ran = 0
     await harness.mount(toolPlugin('echo', (a) => (ran++, a.value)))
@@ -421,7 +532,17 @@ describe('plugin failures (issue 14 item 14)', () => {
     expect(result.error!.message).toMatch(/^plugin "assistant-message-bomb" failed/)
     expect(ran).toBe(0)
     expect(types(harness.session.events)).toEqual([
-      'turn/start', 'step/start', 'user/message', 'request/header', 'assistant/message', 'tool/call', 'tool/call', 'tool/result', 'tool/result', 'step/end', 'turn/end',
+      'turn/start',
+      'step/start',
+      'user/message',
+      'request/header',
+      'assistant/message',
+      'tool/call',
+      'tool/call',
+      'tool/result',
+      'tool/result',
+      'step/end',
+      'turn/end',
     ])
     const results = harness.session.events.filter((e) => e.type === 'tool/result') as SessionEvent<'tool/result'>[]
     expect(results.map((e) => e.data.error?.code)).toEqual(['PLUGIN_ERROR', 'PLUGIN_ERROR'])
@@ -432,15 +553,31 @@ describe('plugin failures (issue 14 item 14)', () => {
 
   it('a listener throwing on tool/result: each result is logged once, the step closes, the turn ends PLUGIN_ERROR without another request', async () => {
     harness = await createHarness({
-      script: [{ toolCalls: [{ name: 'echo', arguments: { value: 'a' } }, { name: 'echo', arguments: { value: 'b' } }] }, { text: 'unreached' }],
+      script: [
+        {
+          toolCalls: [
+            { name: 'echo', arguments: { value: 'a' } },
+            { name: 'echo', arguments: { value: 'b' } },
+          ],
+        },
+        { text: 'unreached' },
+      ],
     })
     await harness.mount(toolPlugin('echo', (a) => a.value, { concurrencySafe: true }))
     await harness.mount(bomb('tool/result'))
     const result = await harness.prompt('go')
     expect(result).toMatchObject({ reason: 'error', error: { code: 'PLUGIN_ERROR' } })
-    expect(result.error!.message).toMatch(/^plugin "tool-result-bomb" failed in session\/event listener on "tool\/result": tool\/result bomb$/)
+    expect(result.error!.message).toMatch(
+      /^plugin "tool-result-bomb" failed in session\/event listener on "tool\/result": tool\/result bomb$/,
+    )
     expect(harness.model.requests).toHaveLength(1)
-    expect(types(harness.session.events).slice(-5)).toEqual(['tool/call', 'tool/result', 'tool/result', 'step/end', 'turn/end'])
+    expect(types(harness.session.events).slice(-5)).toEqual([
+      'tool/call',
+      'tool/result',
+      'tool/result',
+      'step/end',
+      'turn/end',
+    ])
   })
 })
 
@@ -452,11 +589,14 @@ describe('service references', () => {
       name: 'read-counter',
       apply(ctx: Context) {
         ctx.on('internal/get', (from, name, _error, next) => {
-          if (from.fiber?.runtime?.name === 'agent-loop' && ['llm', 'tools', 'systemPrompt'].includes(name)) reads.push(name)
+          if (from.fiber?.runtime?.name === 'agent-loop' && ['llm', 'tools', 'systemPrompt'].includes(name))
+            reads.push(name)
           return next()
         })
         // `ctx.waterfall` is an accessor of the reflect service; count its reads by agent-loop.
-        const props = (ctx.reflect as unknown as { props: Record<string, { get: (this: Context, ...rest: unknown[]) => unknown }> }).props
+        const props = (
+          ctx.reflect as unknown as { props: Record<string, { get: (this: Context, ...rest: unknown[]) => unknown }> }
+        ).props
         const accessor = props.waterfall
         const get = accessor.get
         accessor.get = function (this: Context, ...rest: unknown[]) {
@@ -466,7 +606,11 @@ describe('service references', () => {
       },
     }
     harness = await createHarness({
-      script: [{ toolCalls: [{ name: 'echo', arguments: { value: 'a' } }] }, { toolCalls: [{ name: 'echo', arguments: { value: 'b' } }] }, { text: 'done' }],
+      script: [
+        { toolCalls: [{ name: 'echo', arguments: { value: 'a' } }] },
+        { toolCalls: [{ name: 'echo', arguments: { value: 'b' } }] },
+        { text: 'done' },
+      ],
       plugins: [[counter]],
     })
     await harness.mount(toolPlugin('echo', (a) => `echo ${a.value}`))
@@ -486,9 +630,19 @@ describe('tool-call identities', () => {
   it('gives repeated and empty provider ids a session-unique identity, used everywhere in the log and on the wire', async () => {
     harness = await createHarness({
       script: [
-        { toolCalls: [{ name: 'echo', arguments: { value: 'a' }, callId: 'call_0_0' }, { name: 'echo', arguments: { value: 'b' }, callId: '' }] },
+        {
+          toolCalls: [
+            { name: 'echo', arguments: { value: 'a' }, callId: 'call_0_0' },
+            { name: 'echo', arguments: { value: 'b' }, callId: '' },
+          ],
+        },
         { text: 'first done' },
-        { toolCalls: [{ name: 'echo', arguments: { value: 'c' }, callId: 'call_0_0' }, { name: 'echo', arguments: { value: 'd' }, callId: '' }] },
+        {
+          toolCalls: [
+            { name: 'echo', arguments: { value: 'c' }, callId: 'call_0_0' },
+            { name: 'echo', arguments: { value: 'd' }, callId: '' },
+          ],
+        },
         { text: 'second done' },
       ],
     })
@@ -503,11 +657,20 @@ describe('tool-call identities', () => {
       { callId: 'call-2', name: 'echo', arguments: '{"value":"d"}', providerCallId: '' },
     ])
     // The raw chunk, the message block and the result all carry the identity.
-    const starts = events.flatMap((e) => (e.type === 'assistant/chunk' && e.data.chunk.kind === 'tool-call-start' ? [e.data.chunk.callId] : []))
+    const starts = events.flatMap((e) =>
+      e.type === 'assistant/chunk' && e.data.chunk.kind === 'tool-call-start' ? [e.data.chunk.callId] : [],
+    )
     expect(starts).toEqual(['call_0_0', 'call-1', 'call_0_0-2', 'call-2'])
-    const blocks = events.flatMap((e) => (e.type === 'assistant/message' ? e.data.message.content.flatMap((b) => (b.type === 'tool-call' ? [b.callId] : [])) : []))
+    const blocks = events.flatMap((e) =>
+      e.type === 'assistant/message'
+        ? e.data.message.content.flatMap((b) => (b.type === 'tool-call' ? [b.callId] : []))
+        : [],
+    )
     expect(blocks).toEqual(starts)
-    const results = (events.filter((e) => e.type === 'tool/result') as SessionEvent<'tool/result'>[]).map((e) => [e.data.message.callId, e.data.message.content[0]])
+    const results = (events.filter((e) => e.type === 'tool/result') as SessionEvent<'tool/result'>[]).map((e) => [
+      e.data.message.callId,
+      e.data.message.content[0],
+    ])
     expect(results).toEqual([
       ['call_0_0', { type: 'text', text: 'echo a' }],
       ['call-1', { type: 'text', text: 'echo b' }],
@@ -516,8 +679,23 @@ describe('tool-call identities', () => {
     ])
     // The last request pairs every result with its call under one consistent id.
     const last = harness.model.requests[3].messages
-    const sent = last.flatMap((m) => (m.role === 'assistant' ? m.content.flatMap((b) => (b.type === 'tool-call' ? [b.callId] : [])) : m.role === 'tool' ? [`result:${m.callId}`] : []))
-    expect(sent).toEqual(['call_0_0', 'call-1', 'result:call_0_0', 'result:call-1', 'call_0_0-2', 'call-2', 'result:call_0_0-2', 'result:call-2'])
+    const sent = last.flatMap((m) =>
+      m.role === 'assistant'
+        ? m.content.flatMap((b) => (b.type === 'tool-call' ? [b.callId] : []))
+        : m.role === 'tool'
+          ? [`result:${m.callId}`]
+          : [],
+    )
+    expect(sent).toEqual([
+      'call_0_0',
+      'call-1',
+      'result:call_0_0',
+      'result:call-1',
+      'call_0_0-2',
+      'call-2',
+      'result:call_0_0-2',
+      'result:call-2',
+    ])
   })
 
   it('keeps identities unique across an agent resumed on the same log', async () => {

@@ -28,7 +28,10 @@ export type MessageSource =
   | { kind: 'plugin'; plugin: string; label?: string }
   | { kind: 'system'; reason?: string }
 
-export interface LoggedError { code: string; message: string }
+export interface LoggedError {
+  code: string
+  message: string
+}
 
 export interface SessionEventMap {
   'turn/start': { turn: number }
@@ -36,7 +39,12 @@ export interface SessionEventMap {
    * `rejected`: input the turn had claimed but never entered (a pre-step rejection), kept here so
    * nothing the user sent is lost; it is not model-visible.
    */
-  'turn/end': { turn: number; reason: TurnEndReason; error?: LoggedError; rejected?: Array<{ content: UserContentBlock[]; source: MessageSource }> }
+  'turn/end': {
+    turn: number
+    reason: TurnEndReason
+    error?: LoggedError
+    rejected?: Array<{ content: UserContentBlock[]; source: MessageSource }>
+  }
   'step/start': { turn: number; step: number }
   'step/end': { turn: number; step: number; finish?: FinishReason }
   'user/message': { content: UserContentBlock[]; source: MessageSource }

@@ -17,5 +17,9 @@ it('a toolError result reaches tool/result as an error with its code, sentence a
   expect(result.error).toEqual({ code: 'NOT_FOUND', message: 'no such thing; list them first.' })
   expect(result.meta).toEqual({ tried: 'x' })
   expect(JSON.stringify(result.message)).toContain('Error [NOT_FOUND]: no such thing; list them first.')
-  expect(toolError('BAD', 'bad.')).toEqual({ content: 'Error [BAD]: bad.', isError: true, error: { code: 'BAD', message: 'bad.' } })
+  expect(toolError('BAD', 'bad.')).toEqual({
+    content: 'Error [BAD]: bad.',
+    isError: true,
+    error: { code: 'BAD', message: 'bad.' },
+  })
 })

@@ -98,7 +98,15 @@ declare module '@dsh/session' {
 export class E2bError extends Error {
   override name = 'E2bError'
   constructor(
-    readonly code: 'MISSING_KEY' | 'AUTH' | 'RATE_LIMIT' | 'UNAVAILABLE' | 'SANDBOX_LOST' | 'STOPPED' | 'UPLOAD_TOO_LARGE' | 'UPLOAD_FAILED',
+    readonly code:
+      | 'MISSING_KEY'
+      | 'AUTH'
+      | 'RATE_LIMIT'
+      | 'UNAVAILABLE'
+      | 'SANDBOX_LOST'
+      | 'STOPPED'
+      | 'UPLOAD_TOO_LARGE'
+      | 'UPLOAD_FAILED',
     message: string,
     options?: { cause?: unknown },
   ) {
@@ -111,7 +119,10 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 export class E2bService extends Service {
   static Config: Schema<Partial<E2bConfig>, E2bConfig> = Schema.object({
     template: Schema.string().default('base').description('Template or alias new sandboxes start from.'),
-    timeoutMs: Schema.natural().min(1000).default(600_000).description('Sandbox lifetime in ms, extended while the run uses it.'),
+    timeoutMs: Schema.natural()
+      .min(1000)
+      .default(600_000)
+      .description('Sandbox lifetime in ms, extended while the run uses it.'),
     metadata: Schema.dict(String).default({}).description('Metadata attached to each sandbox this run creates.'),
     domain: Schema.string().description('E2B domain (default: E2B_DOMAIN, else e2b.app).'),
     apiUrl: Schema.string().description('Control-plane URL (default: E2B_API_URL, else derived from the domain).'),
@@ -120,17 +131,27 @@ export class E2bService extends Service {
     cwd: Schema.string().description('Remote working directory (default: the local working directory path).'),
     retries: Schema.natural().max(10).default(2).description('Retries of a create/connect answered 429 or 5xx.'),
     retryDelayMs: Schema.natural().default(500).description('First retry delay in ms (doubles each retry).'),
-    onExit: Schema.union(['kill', 'pause', 'keep']).default('kill').description('What happens to the sandboxes this run created when it ends.'),
-    onLost: Schema.union(['recreate', 'stop']).default('recreate').description('After a sandbox is found gone: create a new one on next use, or stop.'),
+    onExit: Schema.union(['kill', 'pause', 'keep'])
+      .default('kill')
+      .description('What happens to the sandboxes this run created when it ends.'),
+    onLost: Schema.union(['recreate', 'stop'])
+      .default('recreate')
+      .description('After a sandbox is found gone: create a new one on next use, or stop.'),
     sandboxId: Schema.string().description('Reconnect to this sandbox instead of creating one.'),
     upload: Schema.object({
-      enabled: Schema.boolean().default(true).description('Copy the local working tree (per .gitignore) into a new sandbox.'),
+      enabled: Schema.boolean()
+        .default(true)
+        .description('Copy the local working tree (per .gitignore) into a new sandbox.'),
       from: Schema.string().description('Local directory uploaded (default: the process working directory).'),
-      maxBytes: Schema.natural().default(100 << 20).description('Largest tree uploaded, in bytes of file content.'),
+      maxBytes: Schema.natural()
+        .default(100 << 20)
+        .description('Largest tree uploaded, in bytes of file content.'),
       exclude: Schema.array(String).default([]).description('More gitignore-style patterns to leave out.'),
     }).default({ enabled: true, maxBytes: 100 << 20, exclude: [] } as E2bConfig['upload'] as never),
     patch: Schema.object({
-      enabled: Schema.boolean().default(true).description('Save the change a created sandbox made as a patch at the end of the run.'),
+      enabled: Schema.boolean()
+        .default(true)
+        .description('Save the change a created sandbox made as a patch at the end of the run.'),
       dir: Schema.string().description('Directory of saved patches (default: $DSH_HOME/e2b-patches).'),
     }).default({ enabled: true } as E2bConfig['patch'] as never),
   })
@@ -164,7 +185,8 @@ export class E2bService extends Service {
     this.home = ctx
     this.config = E2bService.Config(config)
     this.cwd = this.config.cwd ?? process.cwd()
-    if (!this.cwd.startsWith('/')) throw new TypeError(`e2b: cwd must be an absolute path, got ${JSON.stringify(this.cwd)}`)
+    if (!this.cwd.startsWith('/'))
+      throw new TypeError(`e2b: cwd must be an absolute path, got ${JSON.stringify(this.cwd)}`)
     ctx.inject(['credentials'], (inner) => {
       this.state.credentials = inner.credentials
       return () => void (this.state.credentials = undefined)
@@ -175,7 +197,10 @@ export class E2bService extends Service {
     })
     // Kept after homePaths unloads: the patch is saved while the tree is being disposed.
     ctx.inject(['homePaths'], (inner) => void (this.state.patchDir ??= join(inner.homePaths.home, 'e2b-patches')))
-    ctx.inject(['sessionPersistence'], (inner) => void inner.sessionPersistence.registerEventType('e2b/sandbox', { ignorable: true }))
+    ctx.inject(
+      ['sessionPersistence'],
+      (inner) => void inner.sessionPersistence.registerEventType('e2b/sandbox', { ignorable: true }),
+    )
     ctx.effect(() => () => this.release(), 'e2b: end the sandboxes this run created')
   }
 
@@ -215,7 +240,10 @@ export class E2bService extends Service {
       this.created.delete(id)
       this.log({ sandboxId: id, template: this.config.template, action: 'lost', ...(reason ? { reason } : {}) })
       if (this.config.onLost === 'stop') {
-        this.state.fatal = new E2bError('STOPPED', `the E2B sandbox ${id} is gone (killed or expired) and onLost is "stop": no further remote commands run in this session`)
+        this.state.fatal = new E2bError(
+          'STOPPED',
+          `the E2B sandbox ${id} is gone (killed or expired) and onLost is "stop": no further remote commands run in this session`,
+        )
       }
     }
     return this.config.onLost === 'stop'
@@ -227,7 +255,11 @@ export class E2bService extends Service {
   isGone(error: unknown): boolean {
     if (error instanceof SandboxNotFoundError) return true
     const message = error instanceof Error ? error.message : String(error)
-    return /not running anymore|sandbox .*(was )?not found|sandbox is probably not running|\bunavailable\b|502/i.test(message) && error instanceof SandboxError
+    return (
+      /not running anymore|sandbox .*(was )?not found|sandbox is probably not running|\bunavailable\b|502/i.test(
+        message,
+      ) && error instanceof SandboxError
+    )
   }
 
   /** SDK options shared by every call (key, URLs, request timeout). */
@@ -249,18 +281,28 @@ export class E2bService extends Service {
       try {
         key = await credentials.get(CREDENTIAL)
       } catch (error) {
-        throw (this.state.fatal = new E2bError('MISSING_KEY', `${CREDENTIAL} could not be read: ${(error as Error).message}`, { cause: error }))
+        throw (this.state.fatal = new E2bError(
+          'MISSING_KEY',
+          `${CREDENTIAL} could not be read: ${(error as Error).message}`,
+          { cause: error },
+        ))
       }
     } else key = process.env[CREDENTIAL]
     if (!key) {
       let where = `export ${CREDENTIAL}=... in the environment`
       try {
         const description = await credentials?.describe(CREDENTIAL)
-        if (description) where = description.layers.map((layer) => (layer.id === 'env' ? `export ${CREDENTIAL}=... in the environment` : layer.label)).join('; ')
+        if (description)
+          where = description.layers
+            .map((layer) => (layer.id === 'env' ? `export ${CREDENTIAL}=... in the environment` : layer.label))
+            .join('; ')
       } catch {
         // the plain hint stands
       }
-      throw (this.state.fatal = new E2bError('MISSING_KEY', `the e2b world needs ${CREDENTIAL} (an E2B API key); set it in one of: ${where}`))
+      throw (this.state.fatal = new E2bError(
+        'MISSING_KEY',
+        `the e2b world needs ${CREDENTIAL} (an E2B API key); set it in one of: ${where}`,
+      ))
     }
     return key
   }
@@ -274,20 +316,34 @@ export class E2bService extends Service {
     const sandbox = await this.withRetries(reconnect ? 'connect to' : 'create', () =>
       reconnect
         ? Sandbox.connect(reconnect, { ...options, timeoutMs: this.config.timeoutMs })
-        : Sandbox.create(this.config.template, { ...options, timeoutMs: this.config.timeoutMs, metadata: { ...this.config.metadata, dsh: '1' } }),
+        : Sandbox.create(this.config.template, {
+            ...options,
+            timeoutMs: this.config.timeoutMs,
+            metadata: { ...this.config.metadata, dsh: '1' },
+          }),
     )
     if (!reconnect) this.created.set(sandbox.sandboxId, sandbox)
     this.state.sandboxId = sandbox.sandboxId
     this.state.lastExtend = Date.now()
     try {
       // The working directory mirrors the local path, which a fresh template does not have.
-      await sandbox.commands.run(`mkdir -p ${quote(this.cwd)} && chown user ${quote(this.cwd)} 2>/dev/null; true`, { user: 'root', requestTimeoutMs: this.config.requestTimeoutMs })
+      await sandbox.commands.run(`mkdir -p ${quote(this.cwd)} && chown user ${quote(this.cwd)} 2>/dev/null; true`, {
+        user: 'root',
+        requestTimeoutMs: this.config.requestTimeoutMs,
+      })
       if (upload && upload.files.length > 0) await this.send(sandbox, local, upload)
       if (!reconnect && this.config.patch.enabled) {
         // Without git in the template there is no patch at the end; the world still works.
         await this.baseline(sandbox).then(
           () => this.baselined.add(sandbox.sandboxId),
-          (error: unknown) => this.home.logger('e2b').warn('sandbox %s: no baseline for the end-of-run patch: %s', sandbox.sandboxId, (error as Error).message),
+          (error: unknown) =>
+            this.home
+              .logger('e2b')
+              .warn(
+                'sandbox %s: no baseline for the end-of-run patch: %s',
+                sandbox.sandboxId,
+                (error as Error).message,
+              ),
         )
       }
     } catch (error) {
@@ -308,8 +364,11 @@ export class E2bService extends Service {
       return planUpload(local, { maxBytes: this.config.upload.maxBytes, exclude: this.config.upload.exclude })
     } catch (error) {
       // The tree does not shrink by itself: later uses fail at once with the same sentence.
-      if (error instanceof UploadTooLarge) throw (this.state.fatal = new E2bError('UPLOAD_TOO_LARGE', error.message, { cause: error }))
-      throw new E2bError('UPLOAD_FAILED', `the workspace could not be read for upload: ${(error as Error).message}`, { cause: error })
+      if (error instanceof UploadTooLarge)
+        throw (this.state.fatal = new E2bError('UPLOAD_TOO_LARGE', error.message, { cause: error }))
+      throw new E2bError('UPLOAD_FAILED', `the workspace could not be read for upload: ${(error as Error).message}`, {
+        cause: error,
+      })
     }
   }
 
@@ -318,13 +377,19 @@ export class E2bService extends Service {
     const archive = `${REMOTE_STATE_DIR}/workspace-${randomBytes(6).toString('hex')}.tgz`
     try {
       const bytes = await packUpload(local, plan)
-      await sandbox.files.write(archive, bytes.slice().buffer as ArrayBuffer, { requestTimeoutMs: Math.max(this.config.requestTimeoutMs, 120_000) })
+      await sandbox.files.write(archive, bytes.slice().buffer as ArrayBuffer, {
+        requestTimeoutMs: Math.max(this.config.requestTimeoutMs, 120_000),
+      })
       await sandbox.commands.run(
         `tar -xzf ${archive} -C ${quote(this.cwd)} && rm -f ${archive} && chown -R user ${quote(this.cwd)} 2>/dev/null; true`,
         { user: 'root', requestTimeoutMs: this.config.requestTimeoutMs },
       )
     } catch (error) {
-      throw new E2bError('UPLOAD_FAILED', `the workspace could not be uploaded to the E2B sandbox ${sandbox.sandboxId}: ${(error as Error).message.split('\n')[0]}`, { cause: error })
+      throw new E2bError(
+        'UPLOAD_FAILED',
+        `the workspace could not be uploaded to the E2B sandbox ${sandbox.sandboxId}: ${(error as Error).message.split('\n')[0]}`,
+        { cause: error },
+      )
     }
   }
 
@@ -365,7 +430,8 @@ export class E2bService extends Service {
       } catch (error) {
         const explained = this.explain(error, what)
         if (explained.code === 'AUTH') throw (this.state.fatal = explained)
-        const transient = explained.code === 'RATE_LIMIT' || (error instanceof SandboxError && /^5\d\d:/.test(error.message))
+        const transient =
+          explained.code === 'RATE_LIMIT' || (error instanceof SandboxError && /^5\d\d:/.test(error.message))
         if (!transient || attempt >= this.config.retries) throw explained
         await sleep(this.config.retryDelayMs * 2 ** attempt)
       }
@@ -376,8 +442,12 @@ export class E2bService extends Service {
   explain(error: unknown, what: string): E2bError {
     if (error instanceof E2bError) return error
     const first = (error instanceof Error ? error.message : String(error)).split('\n')[0]
-    if (error instanceof AuthenticationError) return new E2bError('AUTH', `E2B refused ${CREDENTIAL} (${first}); check the key`, { cause: error })
-    if (error instanceof RateLimitError) return new E2bError('RATE_LIMIT', `E2B is rate limiting: could not ${what} a sandbox (${first})`, { cause: error })
+    if (error instanceof AuthenticationError)
+      return new E2bError('AUTH', `E2B refused ${CREDENTIAL} (${first}); check the key`, { cause: error })
+    if (error instanceof RateLimitError)
+      return new E2bError('RATE_LIMIT', `E2B is rate limiting: could not ${what} a sandbox (${first})`, {
+        cause: error,
+      })
     return new E2bError('UNAVAILABLE', `could not ${what} an E2B sandbox: ${first}`, { cause: error })
   }
 
@@ -413,17 +483,23 @@ export class E2bService extends Service {
             if (file) {
               this.log({ sandboxId: sandbox.sandboxId, template: this.config.template, action: 'patched', patch: file })
               // The user's tree changes only with consent: the patch is saved and named, never applied.
-              process.stderr.write(`dsh: the E2B sandbox ${sandbox.sandboxId} changed the workspace; patch saved to ${file} (review, then: git apply ${quote(file)})\n`)
+              process.stderr.write(
+                `dsh: the E2B sandbox ${sandbox.sandboxId} changed the workspace; patch saved to ${file} (review, then: git apply ${quote(file)})\n`,
+              )
             }
           } catch (error) {
-            this.home.logger('e2b').warn('sandbox %s: the patch could not be saved: %s', sandbox.sandboxId, (error as Error).message)
+            this.home
+              .logger('e2b')
+              .warn('sandbox %s: the patch could not be saved: %s', sandbox.sandboxId, (error as Error).message)
           }
         }
         if (this.config.onExit === 'keep') return
         try {
           if (this.config.onExit === 'pause') await sandbox.pause()
           else await sandbox.kill()
-          this.home.logger('e2b').info('sandbox %s %s', sandbox.sandboxId, this.config.onExit === 'pause' ? 'paused' : 'killed')
+          this.home
+            .logger('e2b')
+            .info('sandbox %s %s', sandbox.sandboxId, this.config.onExit === 'pause' ? 'paused' : 'killed')
         } catch (error) {
           this.home.logger('e2b').warn('sandbox %s could not be ended: %s', sandbox.sandboxId, (error as Error).message)
         }

@@ -14,14 +14,25 @@ export interface UploadPlan {
 }
 
 /** Never uploaded, whatever `.gitignore` says: the repository database and credential files. */
-export const ALWAYS_EXCLUDED = ['.git', '.env', '.env.*', '.credentials.yaml', '.dsh-credentials*', '*.pem', 'id_rsa*', 'id_ed25519*']
+export const ALWAYS_EXCLUDED = [
+  '.git',
+  '.env',
+  '.env.*',
+  '.credentials.yaml',
+  '.dsh-credentials*',
+  '*.pem',
+  'id_rsa*',
+  'id_ed25519*',
+]
 
 export class UploadTooLarge extends Error {
   constructor(
     readonly bytes: number,
     readonly limit: number,
   ) {
-    super(`the workspace is ${mib(bytes)} after .gitignore, over the upload cap of ${mib(limit)}; raise e2b.upload.maxBytes or ignore more files`)
+    super(
+      `the workspace is ${mib(bytes)} after .gitignore, over the upload cap of ${mib(limit)}; raise e2b.upload.maxBytes or ignore more files`,
+    )
   }
 }
 
@@ -34,7 +45,10 @@ function mib(bytes: number): string {
  * `.gitignore` on its path (nested ones apply below their directory) or by `exclude`. Throws
  * `UploadTooLarge` as soon as the running total passes `maxBytes`.
  */
-export function planUpload(root: string, options: { maxBytes: number; exclude: readonly string[]; signal?: AbortSignal }): UploadPlan {
+export function planUpload(
+  root: string,
+  options: { maxBytes: number; exclude: readonly string[]; signal?: AbortSignal },
+): UploadPlan {
   const files: string[] = []
   let bytes = 0
   const base = ignore().add([...ALWAYS_EXCLUDED, ...options.exclude])
@@ -67,7 +81,8 @@ export function planUpload(root: string, options: { maxBytes: number; exclude: r
       const rel = relative(root, path).split(sep).join('/')
       const probe = isDir ? `${rel}/` : rel
       if (base.ignores(probe)) continue
-      if (here.some(({ at, ig }) => ig.ignores(`${relative(at, path).split(sep).join('/')}${isDir ? '/' : ''}`))) continue
+      if (here.some(({ at, ig }) => ig.ignores(`${relative(at, path).split(sep).join('/')}${isDir ? '/' : ''}`)))
+        continue
       if (isDir) walk(path, here)
       else if (stat.isFile() || stat.isSymbolicLink()) {
         bytes += stat.isFile() ? stat.size : 0

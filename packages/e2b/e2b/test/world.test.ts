@@ -24,7 +24,14 @@ afterAll(async () => {
 async function world(config: Partial<E2bConfig> = {}) {
   const ctx = new Context()
   const fibers = [
-    await ctx.plugin(E2bService, { apiUrl: standin.url, sandboxUrl: standin.url, cwd, retryDelayMs: 10, upload: { enabled: false, maxBytes: 1 << 20, exclude: [] }, ...config }),
+    await ctx.plugin(E2bService, {
+      apiUrl: standin.url,
+      sandboxUrl: standin.url,
+      cwd,
+      retryDelayMs: 10,
+      upload: { enabled: false, maxBytes: 1 << 20, exclude: [] },
+      ...config,
+    }),
     await ctx.plugin(E2bSubprocessService, {}),
     await ctx.plugin(E2bFileSystem),
   ]
@@ -155,7 +162,9 @@ describe('the e2b world', () => {
     const capped = await world({ upload: { enabled: true, from: local, maxBytes: 2048, exclude: [] } })
     const before = standin.requests.filter((r) => r.path === '/sandboxes').length
     const refused = await run(capped, 'true').exited
-    expect(refused.spawnError?.message).toMatch(/^the workspace is 0\.0 MiB after \.gitignore, over the upload cap of 0\.0 MiB/)
+    expect(refused.spawnError?.message).toMatch(
+      /^the workspace is 0\.0 MiB after \.gitignore, over the upload cap of 0\.0 MiB/,
+    )
     expect((await run(capped, 'true').exited).spawnError?.code).toBe('E2B_UPLOAD_TOO_LARGE')
     // Refused before any sandbox was created: nothing billed.
     expect(standin.requests.filter((r) => r.path === '/sandboxes').length).toBe(before)
@@ -165,7 +174,10 @@ describe('the e2b world', () => {
   it('retries a create answered 429 or 500 a bounded number of times', async () => {
     process.env.E2B_API_KEY = standin.apiKey
     const ctx = await world({ retries: 2 })
-    standin.faults.push({ method: 'POST', path: '/sandboxes', status: 500, times: 1 }, { method: 'POST', path: '/sandboxes', status: 429, times: 1 })
+    standin.faults.push(
+      { method: 'POST', path: '/sandboxes', status: 500, times: 1 },
+      { method: 'POST', path: '/sandboxes', status: 429, times: 1 },
+    )
     expect(text(await run(ctx, 'echo ok').exited)).toBe('ok\n')
     standin.faults.push({ method: 'POST', path: '/sandboxes', status: 503, times: 5 })
     const bounded = await world({ retries: 1 })

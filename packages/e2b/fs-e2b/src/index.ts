@@ -42,9 +42,11 @@ export class E2bFileSystem extends FileSystem {
     try {
       return await work(sandbox)
     } catch (error) {
-      if (error instanceof FileNotFoundError || error instanceof NotFoundError) throw errno('ENOENT', `${path} does not exist`, error)
+      if (error instanceof FileNotFoundError || error instanceof NotFoundError)
+        throw errno('ENOENT', `${path} does not exist`, error)
       if (this.owner.isGone(error)) throw errno('EIO', this.owner.lost(sandbox, error), error)
-      if (error instanceof InvalidArgumentError && /directory/i.test(error.message)) throw errno('EISDIR', error.message, error)
+      if (error instanceof InvalidArgumentError && /directory/i.test(error.message))
+        throw errno('EISDIR', error.message, error)
       throw error
     }
   }
@@ -72,7 +74,11 @@ export class E2bFileSystem extends FileSystem {
     const temp = posix.join(dir, `.${basename(path)}.${randomBytes(6).toString('hex')}${TEMP_SUFFIX}`)
     await this.call(path, async (sandbox) => {
       options.signal?.throwIfAborted()
-      await sandbox.files.write(temp, data.slice().buffer as ArrayBuffer, options.signal ? { signal: options.signal } : {})
+      await sandbox.files.write(
+        temp,
+        data.slice().buffer as ArrayBuffer,
+        options.signal ? { signal: options.signal } : {},
+      )
       try {
         await sandbox.files.rename(temp, path)
       } catch (error) {
@@ -111,7 +117,8 @@ export class E2bFileSystem extends FileSystem {
   protected async removePath(path: string, recursive: boolean): Promise<void> {
     const current = await this.statPath(path)
     if (!current) throw errno('ENOENT', `${path} does not exist`)
-    if (current.kind === 'directory' && !recursive && (await this.listDir(path)).length > 0) throw errno('ENOTEMPTY', `${path} is not empty`)
+    if (current.kind === 'directory' && !recursive && (await this.listDir(path)).length > 0)
+      throw errno('ENOTEMPTY', `${path} is not empty`)
     await this.call(path, (sandbox) => sandbox.files.remove(path))
   }
 }

@@ -32,7 +32,13 @@ interface Ran {
 }
 
 /** Runs a command to its end with exactly `env` (nothing inherited). */
-function run(command: string, args: string[], env: Record<string, string>, cwd = project, timeoutMs = 240_000): Promise<Ran> {
+function run(
+  command: string,
+  args: string[],
+  env: Record<string, string>,
+  cwd = project,
+  timeoutMs = 240_000,
+): Promise<Ran> {
   const started = Date.now()
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] })
@@ -62,7 +68,17 @@ function freePort(): Promise<number> {
 
 /** The machine's way out to registry.npmjs.org (a proxy, an extra CA), for the registry's uplink. */
 function networkEnv(): Record<string, string> {
-  const names = ['NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'SSL_CERT_DIR', 'HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY', 'http_proxy', 'https_proxy', 'no_proxy']
+  const names = [
+    'NODE_EXTRA_CA_CERTS',
+    'SSL_CERT_FILE',
+    'SSL_CERT_DIR',
+    'HTTP_PROXY',
+    'HTTPS_PROXY',
+    'NO_PROXY',
+    'http_proxy',
+    'https_proxy',
+    'no_proxy',
+  ]
   return Object.fromEntries(names.flatMap((n) => (process.env[n] ? [[n, process.env[n] as string]] : [])))
 }
 
@@ -82,7 +98,11 @@ beforeAll(async () => {
   // The tarball: the one CI built for this run, else built here from this (already built) checkout.
   tarball = process.env.DSH_PACK_TARBALL ?? ''
   if (!tarball) {
-    const packed = spawnSync(process.execPath, [join(checkout, 'scripts', 'pack.mjs'), '--skip-build', '--quiet', '--out', join(work, 'out')], { encoding: 'utf8' })
+    const packed = spawnSync(
+      process.execPath,
+      [join(checkout, 'scripts', 'pack.mjs'), '--skip-build', '--quiet', '--out', join(work, 'out')],
+      { encoding: 'utf8' },
+    )
     if (packed.status !== 0) throw new Error(`scripts/pack.mjs failed: ${packed.stderr}`)
     tarball = JSON.parse(packed.stdout.trim().split('\n').at(-1) ?? '{}').tarball
   }
@@ -137,7 +157,10 @@ beforeAll(async () => {
   verdaccio.stderr!.on('data', (d) => (vLog += d))
   const deadline = Date.now() + 30_000
   for (;;) {
-    const ok = await fetch(`${registry}-/ping`).then((r) => r.ok, () => false)
+    const ok = await fetch(`${registry}-/ping`).then(
+      (r) => r.ok,
+      () => false,
+    )
     if (ok) break
     if (verdaccio.exitCode !== null || Date.now() > deadline) throw new Error(`verdaccio did not start: ${vLog}`)
     await new Promise((r) => setTimeout(r, 100))
@@ -147,7 +170,13 @@ beforeAll(async () => {
   const user = await fetch(`${registry}-/user/org.couchdb.user:dsh-test`, {
     method: 'PUT',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'dsh-test', password: 'dsh-test-password', type: 'user', roles: [], date: new Date().toISOString() }),
+    body: JSON.stringify({
+      name: 'dsh-test',
+      password: 'dsh-test-password',
+      type: 'user',
+      roles: [],
+      date: new Date().toISOString(),
+    }),
   })
   const { token } = (await user.json()) as { token?: string }
   if (!token) throw new Error(`verdaccio refused the test user (${user.status})`)
@@ -170,7 +199,12 @@ beforeAll(async () => {
     npm_config_fund: 'false',
     npm_config_audit: 'false',
   }
-  const published = await run('npm', ['publish', tarball, '--loglevel=error'], { ...npmEnv, npm_config_userconfig: publisherRc }, work)
+  const published = await run(
+    'npm',
+    ['publish', tarball, '--loglevel=error'],
+    { ...npmEnv, npm_config_userconfig: publisherRc },
+    work,
+  )
   if (published.code !== 0) throw new Error(`npm publish: ${published.stderr}`)
 
   install = await run('npm', ['i', '-g', 'dsh', '--prefer-offline', '--loglevel=error'], npmEnv, work)
@@ -236,7 +270,8 @@ describe('the dsh npm package', () => {
         // Hand-written docs may show example paths (`/root/...`); generated files must not.
         else if (entry.isFile() && !entry.name.endsWith('.md')) {
           const text = readFileSync(path, 'latin1')
-          for (const needle of needles) if (text.includes(needle)) hits.push(`${path.slice(extracted.length + 1)} names ${needle}`)
+          for (const needle of needles)
+            if (text.includes(needle)) hits.push(`${path.slice(extracted.length + 1)} names ${needle}`)
         }
       }
     }
@@ -247,7 +282,9 @@ describe('the dsh npm package', () => {
   it('installs without building the native add-ons', () => {
     expect(install.code).toBe(0)
     expect(existsSync(join(pkgRoot, 'node_modules', '@dsh', 'cli', 'bin', 'dsh.mjs'))).toBe(true)
-    expect(existsSync(join(pkgRoot, 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node'))).toBe(false)
+    expect(existsSync(join(pkgRoot, 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node'))).toBe(
+      false,
+    )
     expect(existsSync(join(pkgRoot, 'node_modules', 'node-pty', 'build', 'Release', 'pty.node'))).toBe(false)
   })
 
@@ -291,19 +328,28 @@ describe('the dsh npm package', () => {
     try {
       const patch = join(work, 'terminals.patch.yml')
       writeFileSync(patch, '- id: terminals\n  disabled: false\n- id: tool-terminal\n  disabled: false\n')
-      const r = await run('dsh', ['--patch', patch, '-p', 'open a terminal'], { ...userEnv, DEEPSEEK_BASE_URL: model.baseURL })
+      const r = await run('dsh', ['--patch', patch, '-p', 'open a terminal'], {
+        ...userEnv,
+        DEEPSEEK_BASE_URL: model.baseURL,
+      })
       expect(r.stderr).not.toMatch(/internal error|boot failed/)
       expect(r.code).toBe(0)
       expect(r.stdout).toContain('Noted.')
       const messages = (model.requests[1].body as { messages: { role: string; content: string }[] }).messages
-      expect(messages.filter((m) => m.role === 'tool').at(-1)?.content).toMatch(/terminals are off: the node-pty native add-on is not installed/)
+      expect(messages.filter((m) => m.role === 'tool').at(-1)?.content).toMatch(
+        /terminals are off: the node-pty native add-on is not installed/,
+      )
     } finally {
       await model.close()
     }
   })
 
   it('dsh web answers its first request with the built client', async () => {
-    const child = spawn('dsh', ['web', '--no-open', '--port', '0'], { cwd: project, env: userEnv, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn('dsh', ['web', '--no-open', '--port', '0'], {
+      cwd: project,
+      env: userEnv,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
     try {
       let stderr = ''
       child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d))

@@ -37,7 +37,11 @@ const ADDONS: Record<AddonName, { off: string; binaries: () => string[] }> = {
   },
   'node-pty': {
     off: 'terminals off',
-    binaries: () => ['build/Release/pty.node', 'build/Debug/pty.node', `prebuilds/${process.platform}-${process.arch}/pty.node`],
+    binaries: () => [
+      'build/Release/pty.node',
+      'build/Debug/pty.node',
+      `prebuilds/${process.platform}-${process.arch}/pty.node`,
+    ],
   },
 }
 
@@ -80,7 +84,9 @@ export interface Config {
 }
 
 export const Config: Schema<Partial<Config>, Config> = Schema.object({
-  notice: Schema.boolean().default(true).description('Print one stderr line at start naming the absent add-ons and what is off.'),
+  notice: Schema.boolean()
+    .default(true)
+    .description('Print one stderr line at start naming the absent add-ons and what is off.'),
   resolveFrom: Schema.string().description('Resolve the add-ons from this directory instead of this package.'),
 })
 

@@ -33,7 +33,10 @@ describe('nativeAddons', () => {
   })
 
   it('a package without its binary, and a missing package, count as absent; a prebuild counts as present', () => {
-    const dir = layout({ 'better-sqlite3': undefined, 'node-pty': `prebuilds/${process.platform}-${process.arch}/pty.node` })
+    const dir = layout({
+      'better-sqlite3': undefined,
+      'node-pty': `prebuilds/${process.platform}-${process.arch}/pty.node`,
+    })
     const statuses = nativeAddons(dir)
     expect(statuses[0]).toMatchObject({ name: 'better-sqlite3', present: false })
     expect(statuses[0].reason).toMatch(/^not built/)
@@ -45,7 +48,7 @@ describe('nativeAddons', () => {
   it('the line names each absent add-on and what is off; none when all are present', () => {
     const none = nativeAddons(layout({}))
     expect(missingAddonsLine(none)).toBe(
-      'dsh: running without native add-ons better-sqlite3 (session search off, sessions in JSONL), node-pty (terminals off); reinstall dsh where a C++ compiler and Node\'s headers are available to turn them on',
+      "dsh: running without native add-ons better-sqlite3 (session search off, sessions in JSONL), node-pty (terminals off); reinstall dsh where a C++ compiler and Node's headers are available to turn them on",
     )
     expect(missingAddonsLine(none.slice(1))).toMatch(/add-on node-pty \(terminals off\); .* turn it on$/)
     expect(missingAddonsLine(nativeAddons())).toBeUndefined()
@@ -64,7 +67,10 @@ describe('the start-up line through the real bin', () => {
     const home = join(root, 'home')
     mkdirSync(home)
     const args = patch ? ['--patch', patch, '-p', 'hi'] : ['-p', 'hi']
-    return runDsh(args, { cwd: root, env: { DSH_HOME: home, DEEPSEEK_BASE_URL: mock.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' } })
+    return runDsh(args, {
+      cwd: root,
+      env: { DSH_HOME: home, DEEPSEEK_BASE_URL: mock.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' },
+    })
   }
 
   it('absent add-ons: the run works and stderr has the line once', async () => {

@@ -81,9 +81,14 @@ it('resume takes a unique id prefix; an ambiguous one lists the candidates; none
   expect(session.id).toBe('abd333')
   await expect(b.durableSessions.resume('abc')).rejects.toMatchObject({
     code: 'AMBIGUOUS',
-    message: expect.stringMatching(/^session id prefix abc matches 2 sessions: abc\d{3} \(\/w, [0-9-]+ [0-9:]+\), abc\d{3} \(\/w, .*\); give more of the id$/),
+    message: expect.stringMatching(
+      /^session id prefix abc matches 2 sessions: abc\d{3} \(\/w, [0-9-]+ [0-9:]+\), abc\d{3} \(\/w, .*\); give more of the id$/,
+    ),
   })
-  await expect(b.durableSessions.resume('zz')).rejects.toMatchObject({ code: 'NOT_FOUND', message: 'no stored session zz' })
+  await expect(b.durableSessions.resume('zz')).rejects.toMatchObject({
+    code: 'NOT_FOUND',
+    message: 'no stored session zz',
+  })
   // An exact id wins over being the prefix of another.
   expect((await b.durableSessions.resume('abc111')).session.id).toBe('abc111')
 })

@@ -144,7 +144,9 @@ export class DurableSessions extends Service {
     const matches = (await this.ctx.sessionPersistence.list()).filter((row) => row.id.startsWith(prefix))
     if (matches.length === 1) return matches[0].id
     if (matches.length === 0) return undefined
-    const shown = matches.slice(0, 10).map((row) => `${row.id} (${row.cwd}, ${new Date(row.updatedAt).toISOString().slice(0, 16).replace('T', ' ')})`)
+    const shown = matches
+      .slice(0, 10)
+      .map((row) => `${row.id} (${row.cwd}, ${new Date(row.updatedAt).toISOString().slice(0, 16).replace('T', ' ')})`)
     const more = matches.length > shown.length ? `, and ${matches.length - shown.length} more` : ''
     throw new SessionPersistenceError(
       'AMBIGUOUS',

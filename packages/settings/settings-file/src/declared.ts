@@ -28,7 +28,10 @@ function declaredBy(pkgFile: string, out: Set<string>, seen = new Set<string>())
   const pkg = readJson(pkgFile)
   if (!pkg) return
   const dir = dirname(pkgFile)
-  const deps = { ...(pkg.dependencies as Record<string, string> | undefined), ...(pkg.optionalDependencies as Record<string, string> | undefined) }
+  const deps = {
+    ...(pkg.dependencies as Record<string, string> | undefined),
+    ...(pkg.optionalDependencies as Record<string, string> | undefined),
+  }
   for (const name of Object.keys(deps)) {
     const file = findPackageJson(dir, name)
     const dsh = file ? (readJson(file)?.dsh as { settings?: unknown; bundle?: unknown } | undefined) : undefined

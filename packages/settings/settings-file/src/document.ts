@@ -16,7 +16,10 @@ export interface DocumentProblem {
 
 /** `yaml` appends " at line N, column M:" plus a source excerpt; we report the place separately. */
 function firstLine(message: string): string {
-  return message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '').trim()
+  return message
+    .split('\n')[0]
+    .replace(/ at line \d+, column \d+:?$/, '')
+    .trim()
 }
 
 /** Parses `text`; an empty or comment-only text is an empty document. Returns the first problem, if any. */
@@ -25,7 +28,10 @@ export function parseSettings(text: string): { doc: Document; problem?: Document
   const error = doc.errors[0]
   if (error) {
     const pos = error.linePos?.[0]
-    return { doc, problem: { line: pos?.line, column: pos?.col, message: `${firstLine(error.message)} (${error.code})` } }
+    return {
+      doc,
+      problem: { line: pos?.line, column: pos?.col, message: `${firstLine(error.message)} (${error.code})` },
+    }
   }
   if (doc.contents !== null && !yaml().isMap(doc.contents)) {
     const line = doc.contents.range ? lineOf(text, doc.contents.range[0]) : undefined
@@ -75,7 +81,14 @@ function patchInto(doc: Document, path: string[], patch: SettingsPatch): void {
     else {
       const old = doc.getIn(at, true)
       // Same-typed scalar: change the value in place so its style and comments stay.
-      if (yaml().isScalar(old) && value !== null && typeof value !== 'object' && typeof old.value === typeof value && !old.tag) old.value = value
+      if (
+        yaml().isScalar(old) &&
+        value !== null &&
+        typeof value !== 'object' &&
+        typeof old.value === typeof value &&
+        !old.tag
+      )
+        old.value = value
       else setNode(doc, at, value)
     }
   }
@@ -110,7 +123,8 @@ export function lineOfPath(text: string, doc: Document, path: readonly string[])
     if (y.isMap(node)) {
       const pair = node.items.find((item) => (y.isScalar(item.key) ? String(item.key.value) : String(item.key)) === key)
       if (!pair) break
-      const range = (y.isNode(pair.key) ? pair.key.range : undefined) ?? (y.isNode(pair.value) ? pair.value.range : undefined)
+      const range =
+        (y.isNode(pair.key) ? pair.key.range : undefined) ?? (y.isNode(pair.value) ? pair.value.range : undefined)
       if (range) line = lineOf(text, range[0])
       node = pair.value
     } else if (y.isSeq(node)) {

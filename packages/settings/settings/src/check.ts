@@ -23,7 +23,8 @@ export function editDistance(a: string, b: string): number {
     for (let j = 1; j <= b.length; j++) {
       const cost = a[i - 1] === b[j - 1] ? 0 : 1
       d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost)
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1)
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1)
     }
   }
   return d[a.length][b.length]
@@ -55,7 +56,8 @@ interface SchemaShape {
   value?: unknown
 }
 
-const shape = (schema: unknown): SchemaShape | undefined => (typeof schema === 'function' ? (schema as SchemaShape) : undefined)
+const shape = (schema: unknown): SchemaShape | undefined =>
+  typeof schema === 'function' ? (schema as SchemaShape) : undefined
 
 function isPlainRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
@@ -89,7 +91,8 @@ function constantsOf(schema: SchemaShape | undefined): unknown[] | undefined {
 
 function valueAt(raw: unknown, path: readonly string[]): unknown {
   let node = raw
-  for (const key of path) node = isPlainRecord(node) || Array.isArray(node) ? (node as Record<string, unknown>)[key] : undefined
+  for (const key of path)
+    node = isPlainRecord(node) || Array.isArray(node) ? (node as Record<string, unknown>)[key] : undefined
   return node
 }
 
@@ -107,7 +110,10 @@ function unknownKeys(schema: SchemaShape | undefined, raw: unknown, path: string
       const field = schema.dict[key]
       if (!field) {
         const guess = didYouMean(key, fields)
-        out.push({ path: [...path, key], message: `unknown key${guess ? ` (did you mean "${guess}"?)` : ''}; valid keys: ${fields.join(', ') || '(none)'}` })
+        out.push({
+          path: [...path, key],
+          message: `unknown key${guess ? ` (did you mean "${guess}"?)` : ''}; valid keys: ${fields.join(', ') || '(none)'}`,
+        })
       } else unknownKeys(field, value, [...path, key], out)
     }
   } else if (schema.type === 'dict') {
@@ -130,11 +136,19 @@ export function checkSection(namespace: string, schema: SectionSchema<unknown>, 
     const constants = constantsOf(schemaAt(shape(schema), path))
     let message: string
     if (constants) {
-      const guess = typeof value === 'string' ? didYouMean(value, constants.filter((c): c is string => typeof c === 'string')) : undefined
+      const guess =
+        typeof value === 'string'
+          ? didYouMean(
+              value,
+              constants.filter((c): c is string => typeof c === 'string'),
+            )
+          : undefined
       message = `${show(value)} is not valid (valid: ${constants.map(show).join(', ')}${guess ? `; did you mean ${show(guess)}?` : ''})`
     } else {
       const expected = /^expected (.*) but got /.exec(reason)?.[1]
-      message = expected ? `${show(value)} is not valid (expected ${expected})` : `${show(value)} is not valid (${reason})`
+      message = expected
+        ? `${show(value)} is not valid (expected ${expected})`
+        : `${show(value)} is not valid (${reason})`
     }
     return [{ path: [namespace, ...path], message }]
   }

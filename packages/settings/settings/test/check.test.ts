@@ -6,7 +6,10 @@ import Schema from 'schemastery'
 import { MemorySettings, didYouMean } from '../src/index.ts'
 
 const Permissions = Schema.object({ default: Schema.union(['read-only', 'workspace-write', 'danger-full-access']) })
-const Web = Schema.object({ port: Schema.natural().default(3080), tls: Schema.object({ on: Schema.boolean().default(false) }).default({ on: false }) })
+const Web = Schema.object({
+  port: Schema.natural().default(3080),
+  tls: Schema.object({ on: Schema.boolean().default(false) }).default({ on: false }),
+})
 
 async function boot(initial: Record<string, Record<string, unknown>>) {
   const ctx = new Context()
@@ -29,7 +32,9 @@ describe('settings start check', () => {
     const ctx = await boot({ web: { port: 'eighty' }, other: {} })
     ctx.settings.section('web', Web)
     ctx.settings.claim('other')
-    expect(ctx.settings.check().map((p) => [p.path.join('.'), p.message])).toEqual([['web.port', '"eighty" is not valid (expected number)']])
+    expect(ctx.settings.check().map((p) => [p.path.join('.'), p.message])).toEqual([
+      ['web.port', '"eighty" is not valid (expected number)'],
+    ])
   })
 
   it('flags an unknown section with the closest known one, and accepts sections other packages declare', async () => {

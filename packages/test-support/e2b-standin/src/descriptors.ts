@@ -29,7 +29,9 @@ export function envdSchema(): EnvdSchema {
   }
   const service = (name: string): DescService => {
     for (const file of files) for (const s of file.services) if (s.typeName === name) return s
-    throw new Error(`e2b-standin: the installed e2b SDK (${main}) embeds no ${name} descriptor; the stand-in cannot serve its wire`)
+    throw new Error(
+      `e2b-standin: the installed e2b SDK (${main}) embeds no ${name} descriptor; the stand-in cannot serve its wire`,
+    )
   }
   cached = { process: service('process.Process'), filesystem: service('filesystem.Filesystem'), files }
   return cached

@@ -43,7 +43,11 @@ describe('e2b-standin', () => {
   it('streams output, takes stdin and signals', async () => {
     const sandbox = await Sandbox.create(opts())
     const chunks: string[] = []
-    const handle = await sandbox.commands.run('cat', { background: true, stdin: true, onStdout: (d) => void chunks.push(d) })
+    const handle = await sandbox.commands.run('cat', {
+      background: true,
+      stdin: true,
+      onStdout: (d) => void chunks.push(d),
+    })
     await handle.sendStdin('one\n')
     await expect.poll(() => chunks.join('')).toBe('one\n')
     await handle.closeStdin()

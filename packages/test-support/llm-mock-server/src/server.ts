@@ -392,7 +392,14 @@ function planResponse(step: MockResponseStep, stepIndex: number, request: Json):
       plan.actions.push({
         kind: 'delta',
         delta: {
-          tool_calls: [{ index, ...(tool.id === null ? {} : { id: tool.id }), type: 'function', function: { name: call.name, arguments: '' } }],
+          tool_calls: [
+            {
+              index,
+              ...(tool.id === null ? {} : { id: tool.id }),
+              type: 'function',
+              function: { name: call.name, arguments: '' },
+            },
+          ],
         },
       })
       for (const fragment of fragments) {
@@ -557,7 +564,11 @@ async function jsonResponse(res: ServerResponse, plan: Plan, abort: AbortSignal)
   if (plan.tools.length) {
     message.tool_calls = [...plan.tools]
       .sort((a, b) => a.index - b.index)
-      .map((t) => ({ ...(t.id === null ? {} : { id: t.id }), type: 'function', function: { name: t.name, arguments: t.arguments } }))
+      .map((t) => ({
+        ...(t.id === null ? {} : { id: t.id }),
+        type: 'function',
+        function: { name: t.name, arguments: t.arguments },
+      }))
   }
   sendJson(res, 200, {
     id: plan.id,

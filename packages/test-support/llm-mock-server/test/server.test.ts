@@ -69,10 +69,22 @@ describe('llm-mock-server streaming', () => {
   })
 
   it('sends a tool call without an id for `id: null` and with an empty one for `id: ""`', async () => {
-    const server = await start({ steps: [{ toolCalls: [{ id: null, name: 'a', arguments: {} }, { id: '', name: 'b', arguments: {} }] }] })
+    const server = await start({
+      steps: [
+        {
+          toolCalls: [
+            { id: null, name: 'a', arguments: {} },
+            { id: '', name: 'b', arguments: {} },
+          ],
+        },
+      ],
+    })
     const { frames } = await collectSse(await chat(server, { stream: true }))
     const starts = deltas(frames).flatMap((d) => (d.tool_calls?.[0]?.type === 'function' ? [d.tool_calls[0]] : []))
-    expect(starts.map((c) => ['id' in c, c.id])).toEqual([[false, undefined], [true, '']])
+    expect(starts.map((c) => ['id' in c, c.id])).toEqual([
+      [false, undefined],
+      [true, ''],
+    ])
   })
 
   it('sends the usage frame only when stream_options.include_usage is set', async () => {

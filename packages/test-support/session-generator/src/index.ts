@@ -113,7 +113,17 @@ export function generateSession(seed: number, options: GeneratorOptions = {}): G
     steps: turns.flatMap((t) => t.steps),
     describe() {
       const shape = turns
-        .map((t) => t.steps.map((s) => (Array.isArray(s.toolCalls) ? `${s.reasoning ? 'r' : ''}${(s.toolCalls as unknown[]).length}` : s.reasoning ? 'rA' : 'A')).join('.'))
+        .map((t) =>
+          t.steps
+            .map((s) =>
+              Array.isArray(s.toolCalls)
+                ? `${s.reasoning ? 'r' : ''}${(s.toolCalls as unknown[]).length}`
+                : s.reasoning
+                  ? 'rA'
+                  : 'A',
+            )
+            .join('.'),
+        )
         .join(' | ')
       return `seed ${seed} (ids ${idMode}; turns: ${shape})`
     },
@@ -122,13 +132,17 @@ export function generateSession(seed: number, options: GeneratorOptions = {}): G
 }
 
 /** Seeds for a run: `DSH_GEN_SEEDS=N` (or `--seeds N` through the script) widens the fixed set. */
-export function seedsFromEnv(fixed: readonly number[], env: { [key: string]: string | undefined } = process.env): number[] {
+export function seedsFromEnv(
+  fixed: readonly number[],
+  env: { [key: string]: string | undefined } = process.env,
+): number[] {
   const raw = env.DSH_GEN_SEEDS
   if (raw === undefined || raw === '') return [...fixed]
   const count = Number(raw)
   if (!Number.isInteger(count) || count < 1) throw new Error(`DSH_GEN_SEEDS must be a positive integer, got '${raw}'`)
   const first = Number(env.DSH_GEN_FIRST_SEED ?? 1000)
-  if (!Number.isInteger(first)) throw new Error(`DSH_GEN_FIRST_SEED must be an integer, got '${env.DSH_GEN_FIRST_SEED}'`)
+  if (!Number.isInteger(first))
+    throw new Error(`DSH_GEN_FIRST_SEED must be an integer, got '${env.DSH_GEN_FIRST_SEED}'`)
   return Array.from({ length: count }, (_, i) => first + i)
 }
 
@@ -174,11 +188,22 @@ export function foldLog(events: readonly LogEvent[]): LogItem[] {
         } catch {
           // Malformed on purpose (the tool error): no command.
         }
-        items.push({ kind: 'call', callId: data.callId, name: data.name, arguments: data.arguments, ...(command ? { command } : {}) })
+        items.push({
+          kind: 'call',
+          callId: data.callId,
+          name: data.name,
+          arguments: data.arguments,
+          ...(command ? { command } : {}),
+        })
         break
       }
       case 'tool/result':
-        items.push({ kind: 'result', callId: data.message.callId, text: textOf(data.message.content), error: data.message.isError === true || data.error !== undefined })
+        items.push({
+          kind: 'result',
+          callId: data.message.callId,
+          text: textOf(data.message.content),
+          error: data.message.isError === true || data.error !== undefined,
+        })
         break
     }
   }
@@ -186,7 +211,9 @@ export function foldLog(events: readonly LogEvent[]): LogItem[] {
 }
 
 const textOf = (content: unknown): string =>
-  Array.isArray(content) ? content.map((b: { type?: string; text?: string }) => (b.type === 'text' ? (b.text ?? '') : '')).join('') : ''
+  Array.isArray(content)
+    ? content.map((b: { type?: string; text?: string }) => (b.type === 'text' ? (b.text ?? '') : '')).join('')
+    : ''
 
 /** Markers (`m…`, `r…`, `a…`, `u…` plus the seed tag) in a text, in order. */
 export function markersIn(text: string, tag: string): string[] {
@@ -204,7 +231,12 @@ export function markersIn(text: string, tag: string): string[] {
 export function expectedMarkers(
   items: readonly LogItem[],
   tag: string,
-  options: { reasoningAs?: string; skip?: ReadonlyArray<LogItem['kind']>; resultsInCards?: boolean; unparsedCallAs?: string } = {},
+  options: {
+    reasoningAs?: string
+    skip?: ReadonlyArray<LogItem['kind']>
+    resultsInCards?: boolean
+    unparsedCallAs?: string
+  } = {},
 ): string[] {
   const segments: string[][] = []
   const cards = new Map<string, string[]>()
@@ -217,7 +249,10 @@ export function expectedMarkers(
     const text = item.kind === 'call' ? (item.command ?? item.arguments) : item.text
     const found = markersIn(text, tag)
     if (item.kind === 'call') {
-      const segment = item.command === undefined && options.unparsedCallAs ? [options.unparsedCallAs] : found.filter((m) => !m.endsWith('x42')).slice(0, 1)
+      const segment =
+        item.command === undefined && options.unparsedCallAs
+          ? [options.unparsedCallAs]
+          : found.filter((m) => !m.endsWith('x42')).slice(0, 1)
       segments.push(segment)
       cards.set(item.callId, segment)
     } else if (item.kind === 'result') {

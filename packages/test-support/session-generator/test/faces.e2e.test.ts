@@ -12,9 +12,39 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest'
 import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
-import { hasChromium, launchBrowser, openPage, startWebApp, withArtifacts, type Browser, type Page, type WebApp } from '@dsh/web-testkit'
-import { expectedMarkers, foldLog, generateSession, seedsFromEnv, sessionTag, type GeneratedSession, type LogEvent, type MockStep } from '../src/index.ts'
-import { UNPARSED_CALL, storedSessionIds, writeOldFormatLog, acpMarkers, readLog, startAcpPeer, tuiMarkers, tuiScreen, untilScreen, webMarkers, type AcpPeer } from './faces.ts'
+import {
+  hasChromium,
+  launchBrowser,
+  openPage,
+  startWebApp,
+  withArtifacts,
+  type Browser,
+  type Page,
+  type WebApp,
+} from '@dsh/web-testkit'
+import {
+  expectedMarkers,
+  foldLog,
+  generateSession,
+  seedsFromEnv,
+  sessionTag,
+  type GeneratedSession,
+  type LogEvent,
+  type MockStep,
+} from '../src/index.ts'
+import {
+  UNPARSED_CALL,
+  storedSessionIds,
+  writeOldFormatLog,
+  acpMarkers,
+  readLog,
+  startAcpPeer,
+  tuiMarkers,
+  tuiScreen,
+  untilScreen,
+  webMarkers,
+  type AcpPeer,
+} from './faces.ts'
 
 vi.setConfig({ testTimeout: 240_000, hookTimeout: 120_000 })
 
@@ -25,24 +55,40 @@ const THOUGHT = '<r>'
 function named(seed: number, label: string, turns: Array<{ steps: MockStep[] }>): GeneratedSession {
   const tag = sessionTag(seed)
   const withPrompts = turns.map((t, i) => ({ prompt: `task u${tag}n${900 + i}`, steps: t.steps }))
-  return { seed, idMode: 'repeated', turns: withPrompts, steps: withPrompts.flatMap((t) => t.steps), describe: () => `${label} (seed ${seed})` }
+  return {
+    seed,
+    idMode: 'repeated',
+    turns: withPrompts,
+    steps: withPrompts.flatMap((t) => t.steps),
+    describe: () => `${label} (seed ${seed})`,
+  }
 }
-const bash = (tag: string, n: number, id: string | null) => ({ id, name: 'bash', arguments: { command: `echo m${tag}n${n}x$((40+2))`, description: `run m${tag}n${n}` } })
+const bash = (tag: string, n: number, id: string | null) => ({
+  id,
+  name: 'bash',
+  arguments: { command: `echo m${tag}n${n}x$((40+2))`, description: `run m${tag}n${n}` },
+})
 // Two turns whose first call both carry `call_0_0`, each with reasoning (the doubled-row case).
-const REUSED = named(90001, 'two turns reusing call_0_0', [0, 1].map((t) => ({
-  steps: [
-    { reasoning: `plan r${sessionTag(90001)}n${10 + t}`, toolCalls: [bash(sessionTag(90001), 20 + t, 'call_0_0')] },
-    { text: `answer a${sessionTag(90001)}n${30 + t} done` },
-  ],
-})))
+const REUSED = named(
+  90001,
+  'two turns reusing call_0_0',
+  [0, 1].map((t) => ({
+    steps: [
+      { reasoning: `plan r${sessionTag(90001)}n${10 + t}`, toolCalls: [bash(sessionTag(90001), 20 + t, 'call_0_0')] },
+      { text: `answer a${sessionTag(90001)}n${30 + t} done` },
+    ],
+  })),
+)
 // A provider that names no call: the adapter fills `call_<index>`, so every step's first call is `call_0`.
-const NO_IDS = named(90002, 'a provider that sends no ids', [{
-  steps: [
-    { toolCalls: [bash(sessionTag(90002), 20, null), bash(sessionTag(90002), 21, null)] },
-    { toolCalls: [bash(sessionTag(90002), 22, null)] },
-    { text: `answer a${sessionTag(90002)}n30 done` },
-  ],
-}])
+const NO_IDS = named(90002, 'a provider that sends no ids', [
+  {
+    steps: [
+      { toolCalls: [bash(sessionTag(90002), 20, null), bash(sessionTag(90002), 21, null)] },
+      { toolCalls: [bash(sessionTag(90002), 22, null)] },
+      { text: `answer a${sessionTag(90002)}n30 done` },
+    ],
+  },
+])
 
 const generated = seedsFromEnv(FIXED_SEEDS).map((seed) => generateSession(seed))
 const SESSIONS = [REUSED, NO_IDS, ...generated]
@@ -50,7 +96,9 @@ const allSteps = SESSIONS.flatMap((s) => s.steps)
 
 /** Fails with the seed and the shape of the session, and both marker lists. */
 function same(session: GeneratedSession, face: string, shown: string[], wanted: string[]): void {
-  expect(shown, `${face} of ${session.describe()}\nshown:  ${shown.join(' ')}\nwanted: ${wanted.join(' ')}`).toEqual(wanted)
+  expect(shown, `${face} of ${session.describe()}\nshown:  ${shown.join(' ')}\nwanted: ${wanted.join(' ')}`).toEqual(
+    wanted,
+  )
 }
 
 const callIds = (log: LogEvent[]) => log.filter((e) => e.type === 'tool/call').map((e) => String(e.data.callId))
@@ -81,8 +129,14 @@ afterAll(async () => {
   if (acpHome) rmSync(join(acpHome, '..'), { recursive: true, force: true })
 })
 
-const acpEnv = () => ({ DSH_HOME: acpHome, HOME: join(acpHome, '..'), DEEPSEEK_BASE_URL: acpMock.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' })
-const lastMarker = (session: GeneratedSession, log: LogEvent[]) => expectedMarkers(foldLog(log), sessionTag(session.seed)).at(-1)!
+const acpEnv = () => ({
+  DSH_HOME: acpHome,
+  HOME: join(acpHome, '..'),
+  DEEPSEEK_BASE_URL: acpMock.baseURL,
+  DEEPSEEK_API_KEY: 'sk-test-not-a-real-key',
+})
+const lastMarker = (session: GeneratedSession, log: LogEvent[]) =>
+  expectedMarkers(foldLog(log), sessionTag(session.seed)).at(-1)!
 
 describe.skipIf(!hasChromium())('generated sessions on every face', () => {
   it('web: live, after a reload', async () => {
@@ -107,7 +161,11 @@ describe.skipIf(!hasChromium())('generated sessions on every face', () => {
         await withArtifacts(page, `gen-${session.seed}`, () => input.fill(turn.prompt, { timeout: 10_000 }))
         await input.press('Enter')
         const answer = turn.steps.at(-1)!.text as string
-        await expect.poll(async () => (await page.locator('[data-node="assistant"]').allInnerTexts()).join('\n'), { timeout: 30_000 }).toContain(answer)
+        await expect
+          .poll(async () => (await page.locator('[data-node="assistant"]').allInnerTexts()).join('\n'), {
+            timeout: 30_000,
+          })
+          .toContain(answer)
         await idle()
       }
       webSessions.set(session, id)
@@ -117,7 +175,11 @@ describe.skipIf(!hasChromium())('generated sessions on every face', () => {
       same(session, 'web (live)', await webMarkers(page, tag, THOUGHT), wanted)
       await page.reload()
       await page.waitForSelector('html[data-ready="true"]')
-      await expect.poll(async () => (await page.locator('.dsh-chat').innerText()).includes(lastMarker(session, log)), { timeout: 30_000 }).toBe(true)
+      await expect
+        .poll(async () => (await page.locator('.dsh-chat').innerText()).includes(lastMarker(session, log)), {
+          timeout: 30_000,
+        })
+        .toBe(true)
       same(session, 'web (after reload)', await webMarkers(page, tag, THOUGHT), wanted)
     }
     expect(opened.errors).toEqual([])
@@ -135,8 +197,17 @@ describe.skipIf(!hasChromium())('generated sessions on every face', () => {
       const log = await readLog(join(app.home, '.dsh'), id, session.turns.length)
       await page.goto(`${app.url}/s/${encodeURIComponent(id)}`)
       await page.waitForSelector('html[data-ready="true"]')
-      await expect.poll(async () => (await page.locator('.dsh-chat').innerText()).includes(lastMarker(session, log)), { timeout: 30_000 }).toBe(true)
-      same(session, 'web (after restart)', await webMarkers(page, tag, THOUGHT), expectedMarkers(foldLog(log), tag, { reasoningAs: THOUGHT, resultsInCards: true }))
+      await expect
+        .poll(async () => (await page.locator('.dsh-chat').innerText()).includes(lastMarker(session, log)), {
+          timeout: 30_000,
+        })
+        .toBe(true)
+      same(
+        session,
+        'web (after restart)',
+        await webMarkers(page, tag, THOUGHT),
+        expectedMarkers(foldLog(log), tag, { reasoningAs: THOUGHT, resultsInCards: true }),
+      )
     }
     await page.close()
   })
@@ -157,7 +228,10 @@ describe('generated sessions over ACP and in the TUI', () => {
     for (const session of SESSIONS) {
       const { sessionId } = await peer.agent.request('session/new', { cwd: acpCwd, mcpServers: [] })
       for (const turn of session.turns) {
-        const response = await peer.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: turn.prompt }] })
+        const response = await peer.agent.request('session/prompt', {
+          sessionId,
+          prompt: [{ type: 'text', text: turn.prompt }],
+        })
         expect(response.stopReason, session.describe()).toBe('end_turn')
       }
       acpSessions.set(session, sessionId)
@@ -166,7 +240,12 @@ describe('generated sessions over ACP and in the TUI', () => {
       const shown = acpMarkers(peer.updates, sessionId, tag)
       expect(shown.problems, session.describe()).toEqual([])
       // Live, the prompt is the editor's own: not echoed back.
-      same(session, 'ACP (live)', shown.markers, expectedMarkers(foldLog(log), tag, { skip: ['user'], unparsedCallAs: UNPARSED_CALL }))
+      same(
+        session,
+        'ACP (live)',
+        shown.markers,
+        expectedMarkers(foldLog(log), tag, { skip: ['user'], unparsedCallAs: UNPARSED_CALL }),
+      )
       expect(shown.toolCallIds, session.describe()).toEqual(callIds(log))
       expect(new Set(shown.toolCallIds).size, session.describe()).toBe(shown.toolCallIds.length)
     }
@@ -189,7 +268,12 @@ describe('generated sessions over ACP and in the TUI', () => {
       const tag = sessionTag(session.seed)
       const shown = acpMarkers(peer.updates.slice(from), sessionId, tag)
       expect(shown.problems, session.describe()).toEqual([])
-      same(session, 'ACP (session/load)', shown.markers, expectedMarkers(foldLog(log), tag, { unparsedCallAs: UNPARSED_CALL }))
+      same(
+        session,
+        'ACP (session/load)',
+        shown.markers,
+        expectedMarkers(foldLog(log), tag, { unparsedCallAs: UNPARSED_CALL }),
+      )
       expect(shown.toolCallIds, session.describe()).toEqual(callIds(log))
     }
     await peer.close()
@@ -204,7 +288,12 @@ describe('generated sessions over ACP and in the TUI', () => {
       const tag = sessionTag(session.seed)
       const last = lastMarker(session, log)
       const screen = await tuiScreen(['--resume', sessionId], acpEnv(), acpCwd, (t) => t.includes(last))
-      same(session, 'TUI (--resume)', tuiMarkers(screen.lines, tag, THOUGHT), expectedMarkers(foldLog(log), tag, { reasoningAs: THOUGHT, resultsInCards: true }))
+      same(
+        session,
+        'TUI (--resume)',
+        tuiMarkers(screen.lines, tag, THOUGHT),
+        expectedMarkers(foldLog(log), tag, { reasoningAs: THOUGHT, resultsInCards: true }),
+      )
     }
   })
 })
@@ -228,21 +317,38 @@ describe('a log written before call identities (ids repeat, no providerCallId)',
       const shown = acpMarkers(peer.updates, acpId, tag)
       expect(shown.problems).toEqual([])
       expect(shown.toolCallIds).toEqual(['call_0_0', 'call_0_0-2'])
-      same(REUSED, 'ACP (old log, session/load)', shown.markers, expectedMarkers(items, tag, { unparsedCallAs: UNPARSED_CALL }))
+      same(
+        REUSED,
+        'ACP (old log, session/load)',
+        shown.markers,
+        expectedMarkers(items, tag, { unparsedCallAs: UNPARSED_CALL }),
+      )
     } finally {
       await peer.close()
     }
 
     const last = expectedMarkers(items, tag).at(-1)!
     const screen = await tuiScreen(['--resume', acpId], acpEnv(), acpCwd, (t) => t.includes(last))
-    same(REUSED, 'TUI (old log, --resume)', tuiMarkers(screen.lines, tag, THOUGHT), expectedMarkers(items, tag, { reasoningAs: THOUGHT, resultsInCards: true }))
+    same(
+      REUSED,
+      'TUI (old log, --resume)',
+      tuiMarkers(screen.lines, tag, THOUGHT),
+      expectedMarkers(items, tag, { reasoningAs: THOUGHT, resultsInCards: true }),
+    )
 
     if (!browser) return // no Chromium on this machine: the web part is skipped with its describe
     const webId = writeOldFormatLog(join(app.home, '.dsh'), app.cwd, events)
     const opened = await openPage(browser, `${app.url}/s/${encodeURIComponent(webId)}`)
     try {
-      await expect.poll(async () => (await opened.page.locator('.dsh-chat').innerText()).includes(last), { timeout: 30_000 }).toBe(true)
-      same(REUSED, 'web (old log)', await webMarkers(opened.page, tag, THOUGHT), expectedMarkers(items, tag, { reasoningAs: THOUGHT, resultsInCards: true }))
+      await expect
+        .poll(async () => (await opened.page.locator('.dsh-chat').innerText()).includes(last), { timeout: 30_000 })
+        .toBe(true)
+      same(
+        REUSED,
+        'web (old log)',
+        await webMarkers(opened.page, tag, THOUGHT),
+        expectedMarkers(items, tag, { reasoningAs: THOUGHT, resultsInCards: true }),
+      )
     } finally {
       await opened.page.close()
     }
@@ -258,19 +364,30 @@ describe('the named cases live in the TUI, then after `dsh -c`', () => {
       const cwd = join(root, 'work')
       mkdirSync(home)
       mkdirSync(cwd)
-      const env = { DSH_HOME: home, HOME: root, DEEPSEEK_BASE_URL: mock.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' }
+      const env = {
+        DSH_HOME: home,
+        HOME: root,
+        DEEPSEEK_BASE_URL: mock.baseURL,
+        DEEPSEEK_API_KEY: 'sk-test-not-a-real-key',
+      }
       const tag = sessionTag(session.seed)
       try {
         const answers = session.turns.map((t) => t.steps.at(-1)!.text as string)
-        const live = await tuiScreen([], env, cwd, (t) => t.includes(answers.at(-1)!), async (input, text) => {
-          await untilScreen(text, (t) => t.includes('workspace-write'), 'the first frame')
-          for (const [i, turn] of session.turns.entries()) {
-            input(turn.prompt)
-            await untilScreen(text, (t) => t.includes(turn.prompt), 'the typed prompt')
-            input('\r')
-            await untilScreen(text, (t) => t.includes(answers[i]), `answer ${i}`)
-          }
-        })
+        const live = await tuiScreen(
+          [],
+          env,
+          cwd,
+          (t) => t.includes(answers.at(-1)!),
+          async (input, text) => {
+            await untilScreen(text, (t) => t.includes('workspace-write'), 'the first frame')
+            for (const [i, turn] of session.turns.entries()) {
+              input(turn.prompt)
+              await untilScreen(text, (t) => t.includes(turn.prompt), 'the typed prompt')
+              input('\r')
+              await untilScreen(text, (t) => t.includes(answers[i]), `answer ${i}`)
+            }
+          },
+        )
         const ids = storedSessionIds(home)
         expect(ids).toHaveLength(1)
         const [sessionId] = ids

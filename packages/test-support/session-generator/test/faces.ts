@@ -40,12 +40,16 @@ export async function readLog(home: string, sessionId: string, turns = 0): Promi
  */
 export function writeOldFormatLog(home: string, cwd: string, events: readonly LogEvent[]): string {
   const renamed = new Map<string, string>()
-  for (const e of events) if (e.type === 'tool/call' && typeof e.data.providerCallId === 'string') renamed.set(e.data.callId, e.data.providerCallId)
+  for (const e of events)
+    if (e.type === 'tool/call' && typeof e.data.providerCallId === 'string')
+      renamed.set(e.data.callId, e.data.providerCallId)
   const back = (id: string) => renamed.get(id) ?? id
   const old = events.map((e) => {
     const data = structuredClone(e.data)
-    if (e.type === 'assistant/chunk' && data.chunk.kind === 'tool-call-start') data.chunk.callId = back(data.chunk.callId)
-    if (e.type === 'assistant/message') for (const b of data.message.content) if (b.type === 'tool-call') b.callId = back(b.callId)
+    if (e.type === 'assistant/chunk' && data.chunk.kind === 'tool-call-start')
+      data.chunk.callId = back(data.chunk.callId)
+    if (e.type === 'assistant/message')
+      for (const b of data.message.content) if (b.type === 'tool-call') b.callId = back(b.callId)
     if (e.type === 'tool/call') {
       data.callId = back(data.callId)
       delete data.providerCallId
@@ -56,7 +60,10 @@ export function writeOldFormatLog(home: string, cwd: string, events: readonly Lo
   const id = randomUUID()
   const dir = join(home, 'sessions', cwdKey(cwd), id)
   mkdirSync(dir, { recursive: true })
-  writeFileSync(join(dir, 'header.json'), JSON.stringify({ version: 1, id, cwd, createdAt: Date.now(), origin: 'acp' }, null, 2) + '\n')
+  writeFileSync(
+    join(dir, 'header.json'),
+    JSON.stringify({ version: 1, id, cwd, createdAt: Date.now(), origin: 'acp' }, null, 2) + '\n',
+  )
   writeFileSync(join(dir, 'session.jsonl'), encodeLines(old))
   writeFileSync(join(dir, 'log.created'), 'session.jsonl')
   return id
@@ -103,7 +110,11 @@ export interface AcpPeer {
 }
 
 export async function startAcpPeer(env: Record<string, string>, cwd: string): Promise<AcpPeer> {
-  const child = spawn(process.execPath, [ACP_BIN], { cwd, env: { PATH: process.env.PATH, HOME: env.HOME ?? process.env.HOME, ...env }, stdio: ['pipe', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [ACP_BIN], {
+    cwd,
+    env: { PATH: process.env.PATH, HOME: env.HOME ?? process.env.HOME, ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  })
   let err = ''
   child.stderr.on('data', (d: Buffer) => (err += d.toString('utf8')))
   const exited = new Promise<void>((resolve) => child.on('close', () => resolve()))
@@ -132,7 +143,11 @@ export async function startAcpPeer(env: Record<string, string>, cwd: string): Pr
     clearTimeout(timer)
     conn.close()
   }
-  await conn.agent.request('initialize', { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {}, clientInfo: { name: 'gen', version: '0' } })
+  await conn.agent.request('initialize', {
+    protocolVersion: acp.PROTOCOL_VERSION,
+    clientCapabilities: {},
+    clientInfo: { name: 'gen', version: '0' },
+  })
   return peer
 }
 
@@ -142,7 +157,12 @@ export async function startAcpPeer(env: Record<string, string>, cwd: string): Pr
  * (or its title); its result its last update's text content. Also returns the tool call ids in
  * order and a list of problems (an update for an unknown id, a call updated after it finished).
  */
-export function acpMarkers(updates: readonly acp.SessionNotification[], sessionId: string, tag: string, options: { thoughtAs?: string } = {}): { markers: string[]; toolCallIds: string[]; problems: string[] } {
+export function acpMarkers(
+  updates: readonly acp.SessionNotification[],
+  sessionId: string,
+  tag: string,
+  options: { thoughtAs?: string } = {},
+): { markers: string[]; toolCallIds: string[]; problems: string[] } {
   const markers: string[] = []
   const toolCallIds: string[] = []
   const problems: string[] = []
@@ -157,7 +177,11 @@ export function acpMarkers(updates: readonly acp.SessionNotification[], sessionI
   for (const n of updates) {
     if (n.sessionId !== sessionId) continue
     const u = n.update as { sessionUpdate: string; [k: string]: any } // eslint-disable-line @typescript-eslint/no-explicit-any -- a union read field by field
-    if (u.sessionUpdate === 'agent_message_chunk' || u.sessionUpdate === 'agent_thought_chunk' || u.sessionUpdate === 'user_message_chunk') {
+    if (
+      u.sessionUpdate === 'agent_message_chunk' ||
+      u.sessionUpdate === 'agent_thought_chunk' ||
+      u.sessionUpdate === 'user_message_chunk'
+    ) {
       const text = u.content?.type === 'text' ? String(u.content.text) : ''
       if (run && run.kind !== u.sessionUpdate) flush()
       run ??= { kind: u.sessionUpdate, text: '' }
@@ -169,7 +193,12 @@ export function acpMarkers(updates: readonly acp.SessionNotification[], sessionI
       if (toolCallIds.includes(u.toolCallId)) problems.push(`tool_call ${u.toolCallId} announced twice`)
       toolCallIds.push(u.toolCallId)
       const input = u.rawInput as { command?: unknown } | undefined
-      if (typeof input?.command === 'string') markers.push(...markersIn(input.command, tag).filter((m) => !m.endsWith('x42')).slice(0, 1))
+      if (typeof input?.command === 'string')
+        markers.push(
+          ...markersIn(input.command, tag)
+            .filter((m) => !m.endsWith('x42'))
+            .slice(0, 1),
+        )
       else markers.push(UNPARSED_CALL)
     } else if (u.sessionUpdate === 'tool_call_update') {
       if (!toolCallIds.includes(u.toolCallId)) problems.push(`tool_call_update for unknown ${u.toolCallId}`)
@@ -177,7 +206,12 @@ export function acpMarkers(updates: readonly acp.SessionNotification[], sessionI
       if (u.status === 'completed' || u.status === 'failed') {
         finished.add(u.toolCallId)
         const text = JSON.stringify(u.content ?? [])
-        if (u.status === 'completed') markers.push(...markersIn(text, tag).filter((m) => m.endsWith('x42')).slice(0, 1))
+        if (u.status === 'completed')
+          markers.push(
+            ...markersIn(text, tag)
+              .filter((m) => m.endsWith('x42'))
+              .slice(0, 1),
+          )
       }
     }
   }
@@ -195,10 +229,22 @@ export interface TuiScreen {
  * Starts `dsh` (profile tui) with `args` in a PTY tall enough for the whole transcript, waits until
  * `ready(screen)` holds and the screen has stopped changing, and returns every buffer line.
  */
-export async function tuiScreen(args: string[], env: Record<string, string>, cwd: string, ready: (text: string) => boolean, drive?: (input: (data: string) => void, text: () => string) => Promise<void>): Promise<TuiScreen> {
+export async function tuiScreen(
+  args: string[],
+  env: Record<string, string>,
+  cwd: string,
+  ready: (text: string) => boolean,
+  drive?: (input: (data: string) => void, text: () => string) => Promise<void>,
+): Promise<TuiScreen> {
   const cols = 160
   const rows = 200
-  const term = pty.spawn(process.execPath, [DSH_BIN, '--profile', 'tui', ...args], { name: 'xterm-256color', cols, rows, cwd, env: { PATH: process.env.PATH ?? '', TERM: 'xterm-256color', ...env } })
+  const term = pty.spawn(process.execPath, [DSH_BIN, '--profile', 'tui', ...args], {
+    name: 'xterm-256color',
+    cols,
+    rows,
+    cwd,
+    env: { PATH: process.env.PATH ?? '', TERM: 'xterm-256color', ...env },
+  })
   const exited = new Promise<void>((resolve) => term.onExit(() => resolve()))
   const screen = new xterm.Terminal({ cols, rows, scrollback: 5000, allowProposedApi: true })
   let pending = Promise.resolve()
@@ -223,7 +269,13 @@ export async function tuiScreen(args: string[], env: Record<string, string>, cwd
         stable = now === last ? stable + 1 : 0
         if (stable >= 2) return { lines: now.split('\n') }
       }
-      if (Date.now() > deadline) throw new Error(`the TUI did not show the expected screen; it shows:\n${now.split('\n').filter((l) => l.trim() !== '').join('\n')}`)
+      if (Date.now() > deadline)
+        throw new Error(
+          `the TUI did not show the expected screen; it shows:\n${now
+            .split('\n')
+            .filter((l) => l.trim() !== '')
+            .join('\n')}`,
+        )
       last = now
       await new Promise((r) => setTimeout(r, 150))
     }
@@ -238,10 +290,21 @@ export async function tuiScreen(args: string[], env: Record<string, string>, cwd
 }
 
 /** Waits until `cond(text())` holds (the TUI screen, polled). */
-export async function untilScreen(text: () => string, cond: (t: string) => boolean, what: string, ms = 30_000): Promise<void> {
+export async function untilScreen(
+  text: () => string,
+  cond: (t: string) => boolean,
+  what: string,
+  ms = 30_000,
+): Promise<void> {
   const deadline = Date.now() + ms
   while (!cond(text())) {
-    if (Date.now() > deadline) throw new Error(`the TUI never showed ${what}; it shows:\n${text().split('\n').filter((l) => l.trim() !== '').join('\n')}`)
+    if (Date.now() > deadline)
+      throw new Error(
+        `the TUI never showed ${what}; it shows:\n${text()
+          .split('\n')
+          .filter((l) => l.trim() !== '')
+          .join('\n')}`,
+      )
     await new Promise((r) => setTimeout(r, 100))
   }
 }

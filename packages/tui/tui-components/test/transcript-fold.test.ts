@@ -9,23 +9,40 @@ import { Transcript } from '../src/transcript.ts'
 const plain = palette({ NO_COLOR: '1' })
 
 /** Events of one step as the loop logs them: chunks, the message, each call and its result. */
-function step(turn: number, stepNo: number, opts: { reasoning?: string; text?: string; calls?: Array<{ id: string; command: string; output: string }> }): Array<[string, unknown]> {
+function step(
+  turn: number,
+  stepNo: number,
+  opts: { reasoning?: string; text?: string; calls?: Array<{ id: string; command: string; output: string }> },
+): Array<[string, unknown]> {
   const out: Array<[string, unknown]> = [['step/start', { turn, step: stepNo }]]
   const calls = opts.calls ?? []
   if (opts.reasoning) out.push(['assistant/chunk', { chunk: { kind: 'reasoning-delta', text: opts.reasoning } }])
   if (opts.text) out.push(['assistant/chunk', { chunk: { kind: 'text-delta', text: opts.text } }])
   calls.forEach((c, i) => {
     out.push(['assistant/chunk', { chunk: { kind: 'tool-call-start', index: i, callId: c.id, name: 'bash' } }])
-    out.push(['assistant/chunk', { chunk: { kind: 'tool-call-delta', index: i, argumentsDelta: JSON.stringify({ command: c.command }) } }])
+    out.push([
+      'assistant/chunk',
+      { chunk: { kind: 'tool-call-delta', index: i, argumentsDelta: JSON.stringify({ command: c.command }) } },
+    ])
   })
   const content = [
     ...(opts.reasoning ? [{ type: 'reasoning', text: opts.reasoning }] : []),
     ...(opts.text ? [{ type: 'text', text: opts.text }] : []),
-    ...calls.map((c) => ({ type: 'tool-call', callId: c.id, name: 'bash', arguments: JSON.stringify({ command: c.command }) })),
+    ...calls.map((c) => ({
+      type: 'tool-call',
+      callId: c.id,
+      name: 'bash',
+      arguments: JSON.stringify({ command: c.command }),
+    })),
   ]
   out.push(['assistant/message', { message: { role: 'assistant', content } }])
-  for (const c of calls) out.push(['tool/call', { callId: c.id, name: 'bash', arguments: JSON.stringify({ command: c.command }) }])
-  for (const c of calls) out.push(['tool/result', { message: { role: 'tool', callId: c.id, name: 'bash', content: [{ type: 'text', text: c.output }] } }])
+  for (const c of calls)
+    out.push(['tool/call', { callId: c.id, name: 'bash', arguments: JSON.stringify({ command: c.command }) }])
+  for (const c of calls)
+    out.push([
+      'tool/result',
+      { message: { role: 'tool', callId: c.id, name: 'bash', content: [{ type: 'text', text: c.output }] } },
+    ])
   out.push(['step/end', { turn, step: stepNo }])
   return out
 }
@@ -39,7 +56,8 @@ function turn(n: number, prompt: string, steps: Array<Parameters<typeof step>[2]
   ]
 }
 
-const asEvents = (list: Array<[string, unknown]>): AnySessionEvent[] => list.map(([type, data], seq) => ({ type, seq, time: seq, data }) as AnySessionEvent)
+const asEvents = (list: Array<[string, unknown]>): AnySessionEvent[] =>
+  list.map(([type, data], seq) => ({ type, seq, time: seq, data }) as AnySessionEvent)
 
 function render(events: AnySessionEvent[], replay: boolean): string[] {
   const transcript = new Transcript(plain, markdownTheme(plain))
@@ -48,13 +66,20 @@ function render(events: AnySessionEvent[], replay: boolean): string[] {
 }
 
 /** The rows that name a call, a result, a reasoning block or an answer, in screen order. */
-const items = (lines: string[]) => lines.filter((l) => /Thinking|Thought|echo |out-|answer-/.test(l)).map((l) => l.trim())
+const items = (lines: string[]) =>
+  lines.filter((l) => /Thinking|Thought|echo |out-|answer-/.test(l)).map((l) => l.trim())
 
 describe('transcript fold', () => {
   // Two turns reusing call_0_0, as a log written before identities were session-unique.
   const log = asEvents([
-    ...turn(0, 'first', [{ reasoning: 'plan one', calls: [{ id: 'call_0_0', command: 'echo one', output: 'out-one' }] }, { text: 'answer-one' }]),
-    ...turn(1, 'second', [{ reasoning: 'plan two', calls: [{ id: 'call_0_0', command: 'echo two', output: 'out-two' }] }, { text: 'answer-two' }]),
+    ...turn(0, 'first', [
+      { reasoning: 'plan one', calls: [{ id: 'call_0_0', command: 'echo one', output: 'out-one' }] },
+      { text: 'answer-one' },
+    ]),
+    ...turn(1, 'second', [
+      { reasoning: 'plan two', calls: [{ id: 'call_0_0', command: 'echo two', output: 'out-two' }] },
+      { text: 'answer-two' },
+    ]),
   ])
 
   it('draws one card per call with its own result when two turns reuse an id', () => {

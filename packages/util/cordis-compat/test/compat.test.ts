@@ -3,7 +3,15 @@
 import { describe, expect, it } from 'vitest'
 import { Context, Service } from 'cordis'
 import Schema from 'schemastery'
-import { FIBER_STATES, fiberError, fiberStateName, isFiberActive, listenersOf, originalOf, unmetInjects } from '../src/index.ts'
+import {
+  FIBER_STATES,
+  fiberError,
+  fiberStateName,
+  isFiberActive,
+  listenersOf,
+  originalOf,
+  unmetInjects,
+} from '../src/index.ts'
 
 class CompatProbe extends Service {
   constructor(ctx: Context) {
@@ -25,8 +33,16 @@ describe('cordis-compat', () => {
     await active
     const waiting = ctx.plugin({ name: 'w', inject: ['nobodyProvides'], apply() {} })
     await waiting
-    const failed = ctx.plugin({ name: 'f', apply() { throw new Error('boom') } })
-    await failed.then(() => undefined, () => undefined)
+    const failed = ctx.plugin({
+      name: 'f',
+      apply() {
+        throw new Error('boom')
+      },
+    })
+    await failed.then(
+      () => undefined,
+      () => undefined,
+    )
     expect([active, waiting, failed].map(fiberStateName)).toEqual(['active', 'pending', 'failed'])
     await active.dispose()
     expect(fiberStateName(active)).toBe('disposed')
@@ -45,11 +61,25 @@ describe('cordis-compat', () => {
   it('Fiber._error keeps the apply error and the config ValidationError', async () => {
     const ctx = new Context()
     const boom = new Error('boom')
-    const threw = ctx.plugin({ name: 't', apply() { throw boom } })
-    await threw.then(() => undefined, () => undefined)
+    const threw = ctx.plugin({
+      name: 't',
+      apply() {
+        throw boom
+      },
+    })
+    await threw.then(
+      () => undefined,
+      () => undefined,
+    )
     expect(fiberError(threw)).toBe(boom)
-    const invalid = ctx.plugin({ name: 'v', Config: Schema.object({ n: Schema.number().required() }), apply() {} }, {} as never)
-    await invalid.then(() => undefined, () => undefined)
+    const invalid = ctx.plugin(
+      { name: 'v', Config: Schema.object({ n: Schema.number().required() }), apply() {} },
+      {} as never,
+    )
+    await invalid.then(
+      () => undefined,
+      () => undefined,
+    )
     expect((fiberError(invalid) as Error)?.name).toBe('ValidationError')
     const fine = ctx.plugin({ name: 'ok', apply() {} })
     await fine
@@ -64,17 +94,32 @@ describe('cordis-compat', () => {
     expect(unmetInjects(fiber)).toEqual(['nobodyProvides'])
   })
 
-  it('events._hooks lists each event\'s listeners in dispatch order with their registering fiber', async () => {
+  it("events._hooks lists each event's listeners in dispatch order with their registering fiber", async () => {
     const ctx = new Context()
     const first = () => {}
     const second = () => {}
-    await ctx.plugin({ name: 'first-plugin', apply(c: Context) { c.on('compat/probe' as never, first as never) } })
-    await ctx.plugin({ name: 'second-plugin', apply(c: Context) { c.on('compat/probe' as never, second as never, true) } })
+    await ctx.plugin({
+      name: 'first-plugin',
+      apply(c: Context) {
+        c.on('compat/probe' as never, first as never)
+      },
+    })
+    await ctx.plugin({
+      name: 'second-plugin',
+      apply(c: Context) {
+        c.on('compat/probe' as never, second as never, true)
+      },
+    })
     const listeners = listenersOf(ctx, 'compat/probe')
     expect(listeners?.map((l) => l.plugin)).toEqual(['second-plugin', 'first-plugin'])
     // The callbacks are the ones dispatch calls: calling them is what `emit` would do.
     const called: string[] = []
-    await ctx.plugin({ name: 'third', apply(c: Context) { c.on('compat/other' as never, (() => called.push('x')) as never) } })
+    await ctx.plugin({
+      name: 'third',
+      apply(c: Context) {
+        c.on('compat/other' as never, (() => called.push('x')) as never)
+      },
+    })
     for (const l of listenersOf(ctx, 'compat/other') ?? []) l.callback()
     expect(called).toEqual(['x'])
     expect(listenersOf(ctx, 'compat/nobody')).toEqual([])

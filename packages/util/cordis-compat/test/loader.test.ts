@@ -9,9 +9,19 @@ import { entryInitTask, entryOfContext, entryOfFiber, settleEntryFibers } from '
 function modules(gate?: Promise<void>): Record<string, () => Promise<unknown>> {
   return {
     ok: async () => ({ name: 'ok', apply() {} }),
-    throws: async () => ({ name: 'throws', apply() { throw new Error('apply failed') } }),
-    missing: async () => { throw new Error('cannot find module missing') },
-    slow: async () => { await gate; return { name: 'slow', apply() {} } },
+    throws: async () => ({
+      name: 'throws',
+      apply() {
+        throw new Error('apply failed')
+      },
+    }),
+    missing: async () => {
+      throw new Error('cannot find module missing')
+    },
+    slow: async () => {
+      await gate
+      return { name: 'slow', apply() {} }
+    },
   }
 }
 
@@ -26,21 +36,30 @@ class MemoryLoader extends Loader {
 
 async function mount(ctx: Context): Promise<MemoryLoader> {
   let loader!: MemoryLoader
-  await ctx.plugin({ name: 'host', apply(c: Context) { loader = new MemoryLoader(c, {}); loader.builtins.group = Group } })
+  await ctx.plugin({
+    name: 'host',
+    apply(c: Context) {
+      loader = new MemoryLoader(c, {})
+      loader.builtins.group = Group
+    },
+  })
   return loader
 }
 
 const entryOf = (loader: Loader, id: string) => [...loader.entries()].find((e) => e.id === id) as Entry
 
 describe('cordis-compat/loader', () => {
-  it('Entry.key: internal/error is emitted with the failing entry\'s context as this', async () => {
+  it("Entry.key: internal/error is emitted with the failing entry's context as this", async () => {
     const ctx = new Context()
     const failed: (string | undefined)[] = []
     ;(ctx.on as (name: string, listener: (this: Context) => void) => void)('internal/error', function () {
       failed.push(entryOfContext(this)?.id)
     })
     const loader = await mount(ctx)
-    await loader.root.update([{ id: 'm1', name: 'missing' }, { id: 'o1', name: 'ok' }] as EntryOptions[])
+    await loader.root.update([
+      { id: 'm1', name: 'missing' },
+      { id: 'o1', name: 'ok' },
+    ] as EntryOptions[])
     await loader.await()
     expect(failed).toEqual(['m1'])
     expect(entryOfContext({})).toBeUndefined()
@@ -79,7 +98,7 @@ describe('cordis-compat/loader', () => {
     expect(entry.fiber).toBeDefined()
   })
 
-  it('settleEntryFibers: a failed row fiber\'s await() resolves; fibers outside the Loader still reject', async () => {
+  it("settleEntryFibers: a failed row fiber's await() resolves; fibers outside the Loader still reject", async () => {
     const ctx = new Context()
     settleEntryFibers(ctx)
     ;(ctx.on as (name: string, listener: () => void) => void)('internal/error', () => {})
@@ -89,8 +108,23 @@ describe('cordis-compat/loader', () => {
     const fiber = entryOf(loader, 't1').fiber!
     // The fiber failed (its error is read through fiberError, pinned in compat.test.ts), yet await() resolves.
     expect(fiber.state).toBe(3)
-    expect(await fiber.await().then(() => 'resolved', () => 'rejected')).toBe('resolved')
-    const outside = ctx.plugin({ name: 'outside', apply() { throw new Error('outside failed') } })
-    expect(await outside.await().then(() => 'resolved', () => 'rejected')).toBe('rejected')
+    expect(
+      await fiber.await().then(
+        () => 'resolved',
+        () => 'rejected',
+      ),
+    ).toBe('resolved')
+    const outside = ctx.plugin({
+      name: 'outside',
+      apply() {
+        throw new Error('outside failed')
+      },
+    })
+    expect(
+      await outside.await().then(
+        () => 'resolved',
+        () => 'rejected',
+      ),
+    ).toBe('rejected')
   })
 })

@@ -38,14 +38,12 @@ async function fakeMessages(
       received.push(entry)
       if (req.method !== 'POST' || req.url !== '/anthropic/v1/messages') return void res.writeHead(404).end()
       if (req.headers['x-api-key'] !== 'sk-ds-test') {
-        return void res
-          .writeHead(401, { 'content-type': 'application/json' })
-          .end(
-            JSON.stringify({
-              type: 'error',
-              error: { type: 'authentication_error', message: 'invalid x-api-key sk-ds-wrong' },
-            }),
-          )
+        return void res.writeHead(401, { 'content-type': 'application/json' }).end(
+          JSON.stringify({
+            type: 'error',
+            error: { type: 'authentication_error', message: 'invalid x-api-key sk-ds-wrong' },
+          }),
+        )
       }
       answer(entry, res)
     })

@@ -41,7 +41,9 @@ export async function checkConfig(opts) {
   if (opts.profile) profiles = [opts.profile]
   else {
     profiles = existsSync(profilesDir)
-      ? readdirSync(profilesDir).filter((name) => existsSync(join(profilesDir, name, 'package.json'))).sort()
+      ? readdirSync(profilesDir)
+          .filter((name) => existsSync(join(profilesDir, name, 'package.json')))
+          .sort()
       : []
     if (!profiles.length) profiles = [DEFAULT_PROFILE]
   }
@@ -69,14 +71,22 @@ export async function checkConfig(opts) {
       profileDir = template
     }
     try {
-      const comp = composeProfile({ home: opts.home, profileName: profile, profileDir, installBase: opts.installBase, cwd: opts.cwd })
+      const comp = composeProfile({
+        home: opts.home,
+        profileName: profile,
+        profileDir,
+        installBase: opts.installBase,
+        cwd: opts.cwd,
+      })
       // A patch naming a row this profile lacks is a warning, as at launch (the row may be another profile's).
       for (const w of comp.warnings) warnings.push({ profile, message: w })
       // Rows that print while mounting (a surface's banner) must not mix into this command's output.
       const write = process.stdout.write
       process.stdout.write = /** @type {typeof process.stdout.write} */ (process.stderr.write.bind(process.stderr))
       try {
-        const failures = await probeComposition(comp, { bootInfo: { home: opts.home, cwd: opts.cwd ?? process.cwd(), appArgs: [] } })
+        const failures = await probeComposition(comp, {
+          bootInfo: { home: opts.home, cwd: opts.cwd ?? process.cwd(), appArgs: [] },
+        })
         // Unmet injects are most often fallout of another row's failure: shown only alone.
         const roots = failures.filter((f) => f.kind !== 'inject')
         for (const f of roots.length ? roots : failures) add(profile, formatFailure(f))
@@ -121,7 +131,10 @@ export async function run(argv, install) {
     else return usage(`unexpected argument ${JSON.stringify(a)}`)
   }
   if (sub === undefined) return usage('missing subcommand (dsh config check)')
-  if (sub !== 'check') return usage(`unknown subcommand ${JSON.stringify(sub)}${sub.startsWith('ch') ? ' (did you mean "check"?)' : ''}; valid: check`)
+  if (sub !== 'check')
+    return usage(
+      `unknown subcommand ${JSON.stringify(sub)}${sub.startsWith('ch') ? ' (did you mean "check"?)' : ''}; valid: check`,
+    )
   const { resolveDshHome } = await import('@dsh/home-paths')
   const { applyDotEnv } = await import('@dsh/app-boot')
   const home = resolveDshHome(process.env)
@@ -131,7 +144,8 @@ export async function run(argv, install) {
   else {
     for (const w of report.warnings) process.stderr.write(`dsh: warning: ${w.profile}: ${w.message}\n`)
     for (const p of report.problems) process.stderr.write(`dsh: ${p.message}\n`)
-    if (report.ok) process.stdout.write(`dsh: configuration ok (profiles: ${report.profiles.join(', ')}; home: ${home})\n`)
+    if (report.ok)
+      process.stdout.write(`dsh: configuration ok (profiles: ${report.profiles.join(', ')}; home: ${home})\n`)
   }
   return report.ok ? 0 : 1
 }

@@ -49,7 +49,13 @@ function checkNode() {
   const ok = major > MIN_NODE[0] || (major === MIN_NODE[0] && minor >= MIN_NODE[1])
   return ok
     ? { name: 'node', status: 'ok', detail: `Node ${process.versions.node}`, needed: true }
-    : { name: 'node', status: 'fail', detail: `Node ${process.versions.node} is older than ${MIN_NODE.join('.')}`, fix: `install Node ${MIN_NODE.join('.')} or newer (https://nodejs.org, or nvm install 22)`, needed: true }
+    : {
+        name: 'node',
+        status: 'fail',
+        detail: `Node ${process.versions.node} is older than ${MIN_NODE.join('.')}`,
+        fix: `install Node ${MIN_NODE.join('.')} or newer (https://nodejs.org, or nvm install 22)`,
+        needed: true,
+      }
 }
 
 /** @param {string} home @returns {Promise<Check>} */
@@ -58,30 +64,41 @@ async function checkSandbox(home) {
   const { LocalSandbox } = await import('@dsh/sandbox-local')
   const ctx = new Context()
   try {
-    await ctx.plugin(/** @type {never} */ (LocalSandbox), /** @type {never} */ ({ probeCache: false, spawnServer: false }))
-    const sandbox = /** @type {{ describe(): Promise<{ runner?: string, rejected: { runner: string, reason: string }[], notes?: string[] }> }} */ (
-      /** @type {unknown} */ (ctx.get('sandbox'))
+    await ctx.plugin(
+      /** @type {never} */ (LocalSandbox),
+      /** @type {never} */ ({ probeCache: false, spawnServer: false }),
     )
+    const sandbox =
+      /** @type {{ describe(): Promise<{ runner?: string, rejected: { runner: string, reason: string }[], notes?: string[] }> }} */ (
+        /** @type {unknown} */ (ctx.get('sandbox'))
+      )
     const info = await sandbox.describe()
     if (!info.runner) {
       const why = info.rejected.map((r) => `${r.runner}: ${r.reason}`).join('; ')
       return {
-        name: 'sandbox', status: 'fail', needed: true,
+        name: 'sandbox',
+        status: 'fail',
+        needed: true,
         detail: `no sandbox runner works (${why || 'none probed'}); confined commands fail closed`,
         fix: 'install bubblewrap (apt install bubblewrap / dnf install bubblewrap) and allow unprivileged user namespaces, or run on a kernel with Landlock',
       }
     }
-    const confines = info.runner === 'bwrap'
-      ? 'writes outside the workspace, network per permission mode, the protected paths under $DSH_HOME'
-      : 'writes outside the workspace (Landlock), the protected paths under $DSH_HOME'
+    const confines =
+      info.runner === 'bwrap'
+        ? 'writes outside the workspace, network per permission mode, the protected paths under $DSH_HOME'
+        : 'writes outside the workspace (Landlock), the protected paths under $DSH_HOME'
     const notes = info.notes?.length ? `; not confined: ${info.notes.join('; ')}` : ''
     return { name: 'sandbox', status: 'ok', needed: true, detail: `${info.runner} confines ${confines}${notes}` }
   } catch (error) {
-    return { name: 'sandbox', status: 'fail', needed: true, detail: `the sandbox probe failed: ${String(/** @type {Error} */ (error)?.message ?? error).split('\n')[0]}` }
+    return {
+      name: 'sandbox',
+      status: 'fail',
+      needed: true,
+      detail: `the sandbox probe failed: ${String(/** @type {Error} */ (error)?.message ?? error).split('\n')[0]}`,
+    }
   } finally {
     await ctx.registry.delete(/** @type {never} */ (LocalSandbox))
   }
-
 }
 
 /** @param {string} name @param {string} bin @param {string} fix @returns {Promise<Check>} */
@@ -119,7 +136,13 @@ export function checkAddon(name, ownerChain, addon, exercise, off, installBase) 
   } catch (error) {
     const message = String(/** @type {Error} */ (error)?.message ?? error).split('\n')[0]
     const missing = /Cannot find module/.test(message) && message.includes(`'${addon}'`)
-    return { name, status: 'warn', detail: `${addon} ${missing ? 'is not installed' : `does not load (${message})`}: ${off}`, fix, needed: false }
+    return {
+      name,
+      status: 'warn',
+      detail: `${addon} ${missing ? 'is not installed' : `does not load (${message})`}: ${off}`,
+      fix,
+      needed: false,
+    }
   }
 }
 
@@ -132,9 +155,10 @@ async function checkCredentials(home) {
   try {
     // checkAtStart off: a broken file is the config check's line; here only names and sources.
     await ctx.plugin(/** @type {never} */ (LocalCredentials), /** @type {never} */ ({ home, checkAtStart: false }))
-    const credentials = /** @type {{ describe(name: string): Promise<{ configured: boolean, source?: { label: string } }> }} */ (
-      /** @type {unknown} */ (ctx.get('credentials'))
-    )
+    const credentials =
+      /** @type {{ describe(name: string): Promise<{ configured: boolean, source?: { label: string } }> }} */ (
+        /** @type {unknown} */ (ctx.get('credentials'))
+      )
     const set = []
     for (const name of PROJECT_ENV_CREDENTIALS) {
       const d = await credentials.describe(name)
@@ -142,7 +166,10 @@ async function checkCredentials(home) {
     }
     if (set.length) return { name: 'credentials', status: 'ok', detail: `set: ${set.join(', ')}`, needed: true }
     return {
-      name: 'credentials', status: 'fail', needed: true, detail: 'no model credential is set (DEEPSEEK_API_KEY, OPENAI_API_KEY, ANTHROPIC_API_KEY, ...)',
+      name: 'credentials',
+      status: 'fail',
+      needed: true,
+      detail: 'no model credential is set (DEEPSEEK_API_KEY, OPENAI_API_KEY, ANTHROPIC_API_KEY, ...)',
       fix: `run "dsh" in a terminal (it asks for the key and stores it in ${join(home, '.credentials.yaml')}, mode 0600), or export DEEPSEEK_API_KEY=...`,
     }
   } finally {
@@ -154,8 +181,20 @@ async function checkCredentials(home) {
 async function checkSettings(opts) {
   const { checkConfig } = await import('./config.mjs')
   const report = await checkConfig({ ...opts, cwd: process.cwd() })
-  if (report.ok) return { name: 'config', status: 'ok', detail: `settings.yaml, credentials files and profiles (${report.profiles.join(', ')}) are valid`, needed: true }
-  return { name: 'config', status: 'fail', needed: true, detail: report.problems.map((p) => p.message).join(' | '), fix: 'fix the lines named ("dsh config check" repeats them)' }
+  if (report.ok)
+    return {
+      name: 'config',
+      status: 'ok',
+      detail: `settings.yaml, credentials files and profiles (${report.profiles.join(', ')}) are valid`,
+      needed: true,
+    }
+  return {
+    name: 'config',
+    status: 'fail',
+    needed: true,
+    detail: report.problems.map((p) => p.message).join(' | '),
+    fix: 'fix the lines named ("dsh config check" repeats them)',
+  }
 }
 
 /** @param {string} baseURL @param {number} timeoutMs @returns {Promise<Check>} */
@@ -167,12 +206,21 @@ export async function checkEndpoint(baseURL, timeoutMs = 3000) {
     await res.body?.cancel()
     const ms = Date.now() - started
     // Any HTTP answer means the endpoint is reachable; 401 without a key is normal.
-    return { name: 'endpoint', status: 'ok', detail: `${baseURL} answers (GET /models: HTTP ${res.status}, ${ms} ms)`, needed: true }
+    return {
+      name: 'endpoint',
+      status: 'ok',
+      detail: `${baseURL} answers (GET /models: HTTP ${res.status}, ${ms} ms)`,
+      needed: true,
+    }
   } catch (error) {
     const e = /** @type {Error & { cause?: { code?: string, message?: string } }} */ (error)
-    const why = e.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : (e.cause?.code ?? e.cause?.message ?? e.message)
+    const why =
+      e.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : (e.cause?.code ?? e.cause?.message ?? e.message)
     return {
-      name: 'endpoint', status: 'fail', needed: true, detail: `${baseURL} does not answer (${why})`,
+      name: 'endpoint',
+      status: 'fail',
+      needed: true,
+      detail: `${baseURL} does not answer (${why})`,
       fix: 'check the network or proxy; DEEPSEEK_BASE_URL (environment or $DSH_HOME/.env) sets another endpoint',
     }
   }
@@ -187,11 +235,30 @@ function checkDisk(home) {
     const free = s.bavail * s.bsize
     const gb = free / 1024 ** 3
     const detail = `${gb >= 10 ? gb.toFixed(0) : gb.toFixed(1)} GB free under ${home}`
-    if (free < 100 * 1024 ** 2) return { name: 'disk', status: 'fail', detail, fix: 'free some space: sessions and caches are written there', needed: true }
-    if (free < 1024 ** 3) return { name: 'disk', status: 'warn', detail, fix: 'free some space: sessions and caches are written there', needed: false }
+    if (free < 100 * 1024 ** 2)
+      return {
+        name: 'disk',
+        status: 'fail',
+        detail,
+        fix: 'free some space: sessions and caches are written there',
+        needed: true,
+      }
+    if (free < 1024 ** 3)
+      return {
+        name: 'disk',
+        status: 'warn',
+        detail,
+        fix: 'free some space: sessions and caches are written there',
+        needed: false,
+      }
     return { name: 'disk', status: 'ok', detail, needed: false }
   } catch (error) {
-    return { name: 'disk', status: 'warn', detail: `cannot read the free space of ${at}: ${/** @type {Error} */ (error).message}`, needed: false }
+    return {
+      name: 'disk',
+      status: 'warn',
+      detail: `cannot read the free space of ${at}: ${/** @type {Error} */ (error).message}`,
+      needed: false,
+    }
   }
 }
 
@@ -205,10 +272,32 @@ export async function diagnose(opts) {
   const pending = [
     Promise.resolve(checkNode()),
     checkSandbox(opts.home),
-    checkTool('ripgrep', 'rg', 'install ripgrep (apt install ripgrep / brew install ripgrep): the search tools are faster with it'),
+    checkTool(
+      'ripgrep',
+      'rg',
+      'install ripgrep (apt install ripgrep / brew install ripgrep): the search tools are faster with it',
+    ),
     checkTool('git', 'git', 'install git: checkpoints, diffs and the project root detection use it'),
-    Promise.resolve(checkAddon('sqlite', ['@dsh/bundle-base', '@dsh/session-query-sqlite'], 'better-sqlite3', (Db) => new Db(':memory:').close(), 'sessions are stored as JSONL and session search is off', opts.installBase)),
-    Promise.resolve(checkAddon('pty', ['@dsh/subprocess-local'], 'node-pty', (pty) => void pty.spawn, 'interactive terminals are off', opts.installBase)),
+    Promise.resolve(
+      checkAddon(
+        'sqlite',
+        ['@dsh/bundle-base', '@dsh/session-query-sqlite'],
+        'better-sqlite3',
+        (Db) => new Db(':memory:').close(),
+        'sessions are stored as JSONL and session search is off',
+        opts.installBase,
+      ),
+    ),
+    Promise.resolve(
+      checkAddon(
+        'pty',
+        ['@dsh/subprocess-local'],
+        'node-pty',
+        (pty) => void pty.spawn,
+        'interactive terminals are off',
+        opts.installBase,
+      ),
+    ),
     checkCredentials(opts.home),
     checkSettings(opts),
     checkEndpoint(baseURL),
@@ -252,9 +341,11 @@ export async function run(argv, install) {
   if (json) process.stdout.write(JSON.stringify({ ok, home, checks }) + '\n')
   else {
     const mark = { ok: 'ok  ', warn: 'warn', fail: 'FAIL' }
-    for (const c of checks) process.stdout.write(`${mark[c.status]} ${c.name}: ${c.detail}${c.fix ? ` -> fix: ${c.fix}` : ''}\n`)
-    process.stdout.write(ok ? 'dsh doctor: nothing needed is missing\n' : 'dsh doctor: something needed is missing (FAIL lines above)\n')
+    for (const c of checks)
+      process.stdout.write(`${mark[c.status]} ${c.name}: ${c.detail}${c.fix ? ` -> fix: ${c.fix}` : ''}\n`)
+    process.stdout.write(
+      ok ? 'dsh doctor: nothing needed is missing\n' : 'dsh doctor: something needed is missing (FAIL lines above)\n',
+    )
   }
   return ok ? 0 : 1
 }
-
