@@ -30,6 +30,10 @@ const ALLOWED: Record<string, string> = {
     'the dsh-plugin bin runs npm (scripts off) for the user before any app exists: no plugin tree, no ctx.subprocess',
   'packages/session/session-persistence/src/contract.ts':
     'the persistence conformance suite, imported only by provider tests: starts the providers under test in other processes and scratch dirs',
+  'packages/boot/cli/src/commands/doctor.mjs':
+    '`dsh doctor` runs before any app exists (no plugin tree, no ctx.subprocess): it runs `rg --version` and `git --version` without a shell, with a timeout, and loads the native add-ons to report whether they work',
+  'packages/runtime-diagnostics/native-addons/src/index.ts':
+    'names node-pty only to look for its compiled binary on disk; it never loads the add-on or starts a process',
   'bundles/web/src/startup.ts':
     "opens the user's browser for `dsh web`: a fixed opener that must outlive dsh, which the session-scoped seam would kill",
 }

@@ -191,6 +191,8 @@ describe('the headless composition registers every event type it can write', () 
       // loopback is refused by default and no search key is set: model-visible refusals (below)
       call('c_fetch', 'web_fetch', { url: 'http://127.0.0.1:9/' }),
       call('c_search', 'web_search', { queries: ['dsh'] }),
+      // no language server serves a .txt file: a model-visible NO_LANGUAGE_SERVER (below)
+      call('c_lsp', 'lsp', { operation: 'document_symbols', file_path: 'notes.txt' }),
       { text: 'all tools ran' },
       { text: 'resumed fine' },
     ]
@@ -222,7 +224,7 @@ describe('the headless composition registers every event type it can write', () 
       offered.filter((name) => !called.includes(name)),
       'offered tools the script does not call',
     ).toEqual([])
-    const expectedRefusals = ['c_send', 'c_interrupt', 'c_fetch', 'c_search']
+    const expectedRefusals = ['c_send', 'c_interrupt', 'c_fetch', 'c_search', 'c_lsp']
     const failedCalls = lines.filter(
       (l) =>
         l.type === 'event' &&
