@@ -27,6 +27,10 @@ function pipe() {
 interface Gate {
   options?: ApprovalChoice[]
   detail?: string
+  /** The ACP server's `permissionTimeoutMs` (default 0). */
+  permissionTimeoutMs?: number
+  /** The approval seam's own `timeoutMs` (default 0). */
+  approvalTimeoutMs?: number
 }
 
 /**
@@ -37,6 +41,7 @@ interface Gate {
 async function setup(
   answer: (
     params: acp.RequestPermissionRequest,
+    signal: AbortSignal,
   ) => acp.RequestPermissionResponse | Promise<acp.RequestPermissionResponse>,
   gate: Gate = {},
   script: NonNullable<Parameters<typeof createHarness>[0]>['script'] = [
@@ -48,7 +53,7 @@ async function setup(
     script,
     plugins: [
       [AgentDefaultModel, { provider: SCRIPTED_PROVIDER, model: SCRIPTED_MODEL }],
-      [ApprovalService, {}],
+      [ApprovalService, { timeoutMs: gate.approvalTimeoutMs ?? 0 }],
     ],
   })
   const state = { ran: 0, outcomes: [] as string[] }
@@ -81,7 +86,7 @@ async function setup(
       })
     },
   })
-  await harness.mount(AcpServer, { stdio: false })
+  await harness.mount(AcpServer, { stdio: false, permissionTimeoutMs: gate.permissionTimeoutMs ?? 0 })
   const { agentSide, clientSide } = pipe()
   harness.ctx.acp.connect(agentSide)
   const updates: acp.SessionNotification[] = []
@@ -89,7 +94,7 @@ async function setup(
   const conn = acp
     .client({ name: 't' })
     .onNotification('session/update', ({ params }) => void updates.push(params))
-    .onRequest('session/request_permission', ({ params }) => (asked.push(params), answer(params)))
+    .onRequest('session/request_permission', ({ params, signal }) => (asked.push(params), answer(params, signal)))
     .connect(clientSide)
   await conn.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} })
   const cwd = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-acp-permission-')))
@@ -198,6 +203,71 @@ describe('@dsh/acp session/request_permission', () => {
       expect(outcome.answeredBy).toBeUndefined()
     }
     expect(asked).toHaveLength(1)
+  })
+
+  describe('a request the server stops waiting for is withdrawn from the client', () => {
+    /**
+     * A client that leaves the dialog open until the server withdraws the request
+     * (`$/cancel_request` aborts the handler's signal), then answers `cancelled` as the protocol
+     * asks. `asked` resolves once the request arrived; `withdrawn` holds the signal's reason.
+     */
+    function openDialog() {
+      const seen: { signal?: AbortSignal } = {}
+      let arrived!: () => void
+      const asked = new Promise<void>((resolve) => (arrived = resolve))
+      const answer = (_params: acp.RequestPermissionRequest, signal: AbortSignal) => {
+        seen.signal = signal
+        arrived()
+        return new Promise<acp.RequestPermissionResponse>((resolve) =>
+          signal.addEventListener('abort', () => resolve({ outcome: { outcome: 'cancelled' } }), { once: true }),
+        )
+      }
+      return { answer, asked, seen }
+    }
+
+    // The withdrawal leaves before the server's prompt response on the same stream, so the client
+    // has applied it by the time the turn's response arrives.
+    it('when permissionTimeoutMs passes', async () => {
+      const dialog = openDialog()
+      const { agent, sessionId, state } = await setup(dialog.answer, { permissionTimeoutMs: 50 })
+      expect((await prompt(agent, sessionId)).stopReason).toBe('end_turn')
+      expect(state).toEqual({
+        ran: 0,
+        outcomes: ['rejected: the client did not answer the permission request (no answer within 50 ms)'],
+      })
+      expect(dialog.seen.signal?.aborted).toBe(true)
+    })
+
+    it("when the approval seam's own timeout passes", async () => {
+      const dialog = openDialog()
+      const { agent, sessionId, state } = await setup(dialog.answer, { approvalTimeoutMs: 50 })
+      expect((await prompt(agent, sessionId)).stopReason).toBe('end_turn')
+      expect(state).toEqual({ ran: 0, outcomes: ['unavailable: no answer within 50 ms'] })
+      expect(dialog.seen.signal?.aborted).toBe(true)
+    })
+
+    it('when the turn is aborted by the host, not by the client', async () => {
+      const dialog = openDialog()
+      const { agent, sessionId, state } = await setup(dialog.answer)
+      const turn = prompt(agent, sessionId)
+      await dialog.asked
+      harness!.ctx.acp.live.get(sessionId)!.agent.abort('stopped by the host')
+      expect((await turn).stopReason).toBe('cancelled')
+      expect(state.ran).toBe(0)
+      expect(state.outcomes).toEqual([expect.stringMatching(/^cancelled: /)])
+      expect(dialog.seen.signal?.aborted).toBe(true)
+    })
+
+    it('when the client sends session/cancel', async () => {
+      const dialog = openDialog()
+      const { agent, sessionId, state } = await setup(dialog.answer)
+      const turn = prompt(agent, sessionId)
+      await dialog.asked
+      await agent.notify('session/cancel', { sessionId })
+      expect((await turn).stopReason).toBe('cancelled')
+      expect(state.ran).toBe(0)
+      expect(dialog.seen.signal?.aborted).toBe(true)
+    })
   })
 
   it('without a permission timeout a client that answers late is still heard', async () => {
