@@ -1,7 +1,7 @@
 // Crash repair as pure functions over a loaded log. Repair never rewrites history: it computes
 // events to append so the log is well-formed again (every tool call answered, no open step or turn).
 import type { ToolMessage } from '@dsh/llm'
-import type { AnySessionEvent, SessionEvent, SessionEventMap } from '@dsh/session'
+import { CallIdentities, type AnySessionEvent, type SessionEvent, type SessionEventMap } from '@dsh/session'
 import type { Repair } from './types.ts'
 
 export interface RepairPlan {
@@ -11,8 +11,13 @@ export interface RepairPlan {
 }
 
 interface PendingCall {
+  /** The call's session-unique identity (CallIdentities in log order). */
+  identity: string
+  /** The id the log holds for it: what its result must carry (in an old log, not unique). */
   callId: string
   name: string
+  /** A `tool/call` event named it (an assistant message's block alone does not). */
+  logged: boolean
   started: boolean
 }
 
@@ -37,11 +42,20 @@ export function planRepair(events: readonly AnySessionEvent[], time: number): Re
   let openTurn: number | undefined
   let openStep: { turn: number; step: number } | undefined
   let markers = false
+  // Calls are paired with their results by log identity, not by the id alone: a log written
+  // before call identities (issue 43) may repeat an id (a provider numbering calls per response
+  // sends `call_0_0` every turn; one sending no id gets `call_0` every step), so an earlier
+  // call's result must not count as the answer of a later call with the same id. Each call gets
+  // its identity where it first appears (its assistant message's block, else its `tool/call`);
+  // a `tool/call`, `tool/started` or `tool/result` naming an id goes to the earliest unanswered
+  // call with that id (results are logged in call order).
+  const identities = new CallIdentities()
   const pending = new Map<string, PendingCall>()
-  const track = (callId: string, name: string) => {
-    if (!pending.has(callId)) pending.set(callId, { callId, name, started: false })
+  const open = (callId: string) => [...pending.values()].filter((c) => c.callId === callId)
+  const declare = (callId: string, name: string, logged: boolean) => {
+    const identity = identities.assign(callId)
+    pending.set(identity, { identity, callId, name, logged, started: false })
   }
-  const answered = new Set<string>()
   for (const event of events) {
     switch (event.type) {
       case 'turn/start':
@@ -59,22 +73,26 @@ export function planRepair(events: readonly AnySessionEvent[], time: number): Re
         break
       case 'assistant/message':
         for (const block of event.data.message.content) {
-          if (block.type === 'tool-call' && !answered.has(block.callId)) track(block.callId, block.name)
+          if (block.type === 'tool-call') declare(block.callId, block.name, false)
         }
         break
-      case 'tool/call':
-        if (!answered.has(event.data.callId)) track(event.data.callId, event.data.name)
+      case 'tool/call': {
+        const declared = open(event.data.callId).find((c) => !c.logged)
+        if (declared) declared.logged = true
+        else declare(event.data.callId, event.data.name, true)
         break
+      }
       case 'tool/started': {
         markers = true
-        const call = pending.get(event.data.callId)
+        const call = open(event.data.callId).find((c) => !c.started)
         if (call) call.started = true
         break
       }
-      case 'tool/result':
-        pending.delete(event.data.message.callId)
-        answered.add(event.data.message.callId)
+      case 'tool/result': {
+        const call = open(event.data.message.callId)[0]
+        if (call) pending.delete(call.identity)
         break
+      }
     }
   }
   const append: SessionEvent[] = []

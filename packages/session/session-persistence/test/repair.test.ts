@@ -86,6 +86,125 @@ describe('planRepair', () => {
   })
 })
 
+// Logs written before call identities (issue 43) may repeat a provider's call id; the repair pairs
+// calls and results by log identity, so an earlier call's result never answers a later call.
+describe('planRepair with repeated provider ids (a log from before call identities)', () => {
+  type Log = ReturnType<typeof eventLog>
+  const step = (log: Log, turn: number, n: number, calls: Array<[string, string]>, answered: boolean) => {
+    log.add('step/start', { turn, step: n })
+    log.add('assistant/message', {
+      message: {
+        role: 'assistant',
+        content: calls.map(([callId, name]) => ({ type: 'tool-call' as const, callId, name, arguments: '{}' })),
+      },
+    })
+    for (const [callId, name] of calls) log.add('tool/call', { callId, name, arguments: '{}' })
+    for (const [callId] of calls) log.add('tool/started', { callId })
+    if (!answered) return
+    for (const [callId, name] of calls)
+      log.add('tool/result', { message: { role: 'tool', callId, name, content: [{ type: 'text', text: 'ok' }] } })
+    log.add('step/end', { turn, step: n })
+  }
+  const wellFormed = (log: Log, append: readonly unknown[]) => {
+    const session = new Session({ cwd: '/w', events: [...log.session.events, ...(append as never[])] })
+    const messages = session.deriveMessages()
+    // Every assistant call is followed by exactly one result of its own.
+    const calls = messages.flatMap((m) =>
+      m.role === 'assistant' ? m.content.filter((b) => b.type === 'tool-call').map((b) => b.callId) : [],
+    )
+    const results = messages.flatMap((m) => (m.role === 'tool' ? [m.callId] : []))
+    expect(results).toEqual(calls)
+    expect(session.isTurnBoundary(session.length)).toBe(true)
+  }
+
+  it("answers the second turn's call_0_0 although the first turn's call_0_0 was answered", () => {
+    const log = eventLog()
+    log.add('turn/start', { turn: 0 })
+    step(log, 0, 0, [['call_0_0', 'bash']], true)
+    log.add('turn/end', { turn: 0, reason: 'completed' })
+    log.add('turn/start', { turn: 1 })
+    step(log, 1, 0, [['call_0_0', 'edit']], false)
+    const plan = planRepair(log.session.events, 9)
+    expect(plan.repairs).toEqual([
+      { kind: 'tool-result', callId: 'call_0_0', name: 'edit', outcome: 'unknown' },
+      { kind: 'step-end', turn: 1, step: 0 },
+      { kind: 'turn-end', turn: 1 },
+    ])
+    wellFormed(log, plan.append)
+  })
+
+  it("a provider that sends no ids: every step's first call is call_0", () => {
+    const log = eventLog()
+    log.add('turn/start', { turn: 0 })
+    step(
+      log,
+      0,
+      0,
+      [
+        ['call_0', 'bash'],
+        ['call_1', 'read'],
+      ],
+      true,
+    )
+    // The second step: call_0 again; it started, call_1 did not get to start.
+    log.add('step/start', { turn: 0, step: 1 })
+    log.add('assistant/message', {
+      message: {
+        role: 'assistant',
+        content: [
+          { type: 'tool-call', callId: 'call_0', name: 'grep', arguments: '{}' },
+          { type: 'tool-call', callId: 'call_1', name: 'glob', arguments: '{}' },
+        ],
+      },
+    })
+    log.add('tool/call', { callId: 'call_0', name: 'grep', arguments: '{}' })
+    log.add('tool/call', { callId: 'call_1', name: 'glob', arguments: '{}' })
+    log.add('tool/started', { callId: 'call_0' })
+    const plan = planRepair(log.session.events, 9)
+    expect(plan.repairs.filter((r) => r.kind === 'tool-result')).toEqual([
+      { kind: 'tool-result', callId: 'call_0', name: 'grep', outcome: 'unknown' },
+      { kind: 'tool-result', callId: 'call_1', name: 'glob', outcome: 'not-started' },
+    ])
+    wellFormed(log, plan.append)
+  })
+
+  it('parallel calls with one empty id are answered one by one, in call order', () => {
+    const log = eventLog()
+    log.add('turn/start', { turn: 0 })
+    step(
+      log,
+      0,
+      0,
+      [
+        ['', 'bash'],
+        ['', 'read'],
+        ['', 'grep'],
+      ],
+      false,
+    )
+    // Only the first of the three got its result before the crash.
+    log.add('tool/result', {
+      message: { role: 'tool', callId: '', name: 'bash', content: [{ type: 'text', text: 'ok' }] },
+    })
+    const plan = planRepair(log.session.events, 9)
+    expect(plan.repairs.filter((r) => r.kind === 'tool-result').map((r) => r.kind === 'tool-result' && r.name)).toEqual(
+      ['read', 'grep'],
+    )
+    wellFormed(log, plan.append)
+  })
+
+  it('a log with unique identities (written by the current loop) needs nothing more', () => {
+    const log = eventLog()
+    log.add('turn/start', { turn: 0 })
+    step(log, 0, 0, [['call_0_0', 'bash']], true)
+    log.add('turn/end', { turn: 0, reason: 'completed' })
+    log.add('turn/start', { turn: 1 })
+    step(log, 1, 0, [['call_0_0-2', 'bash']], true)
+    log.add('turn/end', { turn: 1, reason: 'completed' })
+    expect(planRepair(log.session.events, 9)).toEqual({ append: [], repairs: [] })
+  })
+})
+
 describe('summarize', () => {
   it('takes the latest title, the first human prompt and counts turns', () => {
     const log = eventLog('/w')
