@@ -41,30 +41,35 @@ if (extra.length === 0)
     args: ['-m', 'unittest', 'discover', '-s', 'python/tests'],
   })
 
-/** @type {Array<{ name: string, status: number, note: string }>} */
+/** @type {Array<{ name: string, status: number, note: string, seconds: number }>} */
 const outcomes = []
 for (const runner of runners) {
+  const started = performance.now()
   const run = spawnSync(runner.command, runner.args, { cwd: root, stdio: 'inherit' })
+  const seconds = Math.round((performance.now() - started) / 1000)
   if (run.error) {
     const code = /** @type {NodeJS.ErrnoException} */ (run.error).code
     outcomes.push({
       name: runner.name,
       status: 1,
       note: `could not start ${runner.command} (${code ?? run.error.message})`,
+      seconds,
     })
   } else if (run.signal) {
-    outcomes.push({ name: runner.name, status: 1, note: `killed by ${run.signal}` })
+    outcomes.push({ name: runner.name, status: 1, note: `killed by ${run.signal}`, seconds })
   } else {
     outcomes.push({
       name: runner.name,
       status: run.status ?? 1,
       note: run.status === 0 ? 'passed' : `failed (exit ${run.status})`,
+      seconds,
     })
   }
 }
 
 process.stdout.write('\ntest-all:\n')
-for (const outcome of outcomes) process.stdout.write(`  ${outcome.name}: ${outcome.note}\n`)
+// The wall time of each runner, whole (vitest's own "Duration" starts after its global setup).
+for (const outcome of outcomes) process.stdout.write(`  ${outcome.name}: ${outcome.note} in ${outcome.seconds} s\n`)
 const failed = outcomes.find((outcome) => outcome.status !== 0)
 process.stdout.write(
   `test-all: ${

@@ -17,10 +17,15 @@ export default function setup(): void {
   const state = globalThis as { [built]?: boolean }
   if (state[built]) return
   state[built] = true
+  const started = performance.now()
   execFileSync(process.execPath, [fileURLToPath(new URL('./build.mjs', import.meta.url)), '--quiet'], {
     stdio: 'inherit',
   })
   execFileSync(process.execPath, [fileURLToPath(new URL('./build-client.mjs', import.meta.url)), '--quiet'], {
     stdio: 'inherit',
   })
+  // Up to date this takes about a second; when it rebuilt, say how long the suite waited for it.
+  const seconds = (performance.now() - started) / 1000
+  if (seconds > 5)
+    process.stderr.write(`vitest global setup: rebuilt dist/ and the client in ${seconds.toFixed(0)} s\n`)
 }
