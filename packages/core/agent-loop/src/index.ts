@@ -7,6 +7,8 @@ import { LoopAgent } from './agent.ts'
 
 export { LoopAgent }
 export type { LoopOptions } from './agent.ts'
+export { runTurn, type TurnDeps, type TurnHooks, type TurnQueue } from './turn.ts'
+export { Inbox, type QueuedInput } from './inbox.ts'
 
 export interface Config {
   maxSteps: number
