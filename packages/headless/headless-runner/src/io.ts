@@ -1,0 +1,15 @@
+// Where a headless run writes, and the status it exits with when its reader went away.
+
+export interface Io {
+  stdout: NodeJS.WritableStream
+  stderr: NodeJS.WritableStream
+  /**
+   * Aborted (with the stream's error) once stdout cannot take more output: its reader went away
+   * (`dsh -p ... | head -1`). The run then stops its turn, writes nothing more and exits
+   * {@link EXIT_OUTPUT_CLOSED}.
+   */
+  outputGone?: AbortSignal
+}
+
+/** Exit status of a run whose stdout reader went away: 128 + SIGPIPE, as shells report a program a closed pipe ended. */
+export const EXIT_OUTPUT_CLOSED = 141

@@ -1,0 +1,128 @@
+// Stored sessions for the one-shot: `dsh sessions` (the table or JSON), `-r` without an id (the
+// recent ones of this directory), and opening the session `--resume ID` / `--continue` name.
+import type { Context } from 'cordis'
+import type { Session } from '@dsh/session'
+import type {} from '@dsh/session-persistence'
+import { UsageError, type HeadlessOptions } from './args.ts'
+import type { Io } from './io.ts'
+
+export interface SessionRow {
+  id: string
+  cwd: string
+  createdAt: number
+  updatedAt?: number
+  title?: string
+  firstPrompt?: string
+  turns: number
+  damaged?: string
+  parentSession?: { sessionId: string }
+}
+
+const durable = (ctx: Context) => ctx.get('durableSessions')
+
+/**
+ * A session worth offering to continue: it ran a turn, or it is damaged (so `--continue` names
+ * it instead of silently skipping to an older one). A session that only ran a command such as
+ * `/help` has no turn and is left out, and so is one derived from another session (a subagent's
+ * child log names its parent): `--resume ID` still opens those.
+ */
+const continuable = (row: SessionRow) => (row.turns > 0 || row.damaged !== undefined) && row.parentSession === undefined
+
+/** "just now", "5m ago", "3h ago", "2d ago". */
+export function formatAge(then: number, now = Date.now()): string {
+  const s = Math.max(0, Math.round((now - then) / 1000))
+  if (s < 60) return 'just now'
+  if (s < 3600) return `${Math.floor(s / 60)}m ago`
+  if (s < 86_400) return `${Math.floor(s / 3600)}h ago`
+  return `${Math.floor(s / 86_400)}d ago`
+}
+
+/** An aligned table: every column but the last padded to its widest cell. */
+export function sessionTable(rows: SessionRow[], withCwd: boolean, now = Date.now()): string {
+  const oneLine = (text: string) => {
+    const flat = text.replace(/\s+/g, ' ').trim()
+    return flat.length > 60 ? flat.slice(0, 57) + '...' : flat
+  }
+  const header = ['ID', 'UPDATED', 'TURNS', ...(withCwd ? ['CWD'] : []), 'TITLE']
+  const cells = rows.map((r) => [
+    r.id,
+    formatAge(r.updatedAt ?? r.createdAt, now),
+    String(r.turns),
+    ...(withCwd ? [r.cwd] : []),
+    r.damaged !== undefined
+      ? `(damaged: ${oneLine(r.damaged)})`
+      : oneLine(r.title ?? r.firstPrompt ?? '') || '(no prompt)',
+  ])
+  const all = [header, ...cells]
+  const widths = header.map((_, i) => Math.max(...all.map((row) => row[i].length)))
+  return (
+    all
+      .map((row) =>
+        row
+          .map((cell, i) => (i === row.length - 1 ? cell : i === 2 ? cell.padStart(widths[i]) : cell.padEnd(widths[i])))
+          .join('  '),
+      )
+      .join('\n') + '\n'
+  )
+}
+
+export async function listSessions(ctx: Context, options: HeadlessOptions, io: Io): Promise<number> {
+  const store = durable(ctx)
+  if (!store) {
+    io.stderr.write('dsh: listing sessions needs a session-persistence row in the profile\n')
+    return 1
+  }
+  const cwd = process.cwd()
+  const sessions = (await store.list()).filter((row) => options.all || (row.cwd === cwd && continuable(row)))
+  if (options.outputFormat !== 'text') {
+    io.stdout.write(JSON.stringify(sessions) + '\n')
+    return 0
+  }
+  if (sessions.length === 0) {
+    io.stderr.write(
+      options.all
+        ? 'dsh: no stored sessions\n'
+        : `dsh: no stored sessions for ${cwd} (dsh sessions --all lists every one)\n`,
+    )
+    return 0
+  }
+  io.stdout.write(sessionTable(sessions, options.all))
+  return 0
+}
+
+/** `-r` without an id: this directory's recent sessions on stderr, and exit 2 asking for one. */
+export async function pickSession(ctx: Context, io: Io): Promise<number> {
+  const store = durable(ctx)
+  if (!store) {
+    io.stderr.write('dsh: --resume needs a session-persistence row in the profile\n')
+    return 2
+  }
+  const cwd = process.cwd()
+  const recent = (await store.list()).filter((row) => row.cwd === cwd && continuable(row)).slice(0, 10)
+  if (recent.length === 0) {
+    io.stderr.write(
+      `dsh: --resume needs a session id, and there is no stored session for ${cwd} (dsh sessions --all lists every one)\n`,
+    )
+    return 2
+  }
+  io.stderr.write(
+    `dsh: --resume needs a session id; recent sessions here:\n${sessionTable(recent, false)}dsh: run again with: dsh -r ID "task"\n`,
+  )
+  return 2
+}
+
+export async function openSession(ctx: Context, options: HeadlessOptions, io: Io): Promise<Session | undefined> {
+  if (options.resume === undefined && !options.continue) return undefined
+  const store = durable(ctx)
+  if (!store) throw new UsageError('--resume/--continue need a session-persistence row in the profile')
+  let id = options.resume
+  if (options.continue) {
+    // The newest session of this directory that ran a turn (a `/help` run leaves an empty one).
+    const latest = (await store.list()).find((row) => row.cwd === process.cwd() && continuable(row))
+    if (!latest) throw new UsageError(`--continue: no stored session for ${process.cwd()}`)
+    id = latest.id
+  }
+  const opened = await store.resume(id!)
+  for (const warning of opened.loaded.warnings) io.stderr.write(`dsh: warning: ${warning}\n`)
+  return opened.session
+}
