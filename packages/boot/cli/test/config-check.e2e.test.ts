@@ -90,6 +90,28 @@ describe('dsh config check', () => {
     expect(creds.stderr).not.toContain('sk-secret-value')
   })
 
+  it('a credentials file: a misspelt name or a value of several lines stops the launch with file, line and name', async () => {
+    const h = home()
+    const file = join(h.home, '.credentials.yaml')
+    writeFileSync(file, 'OPENAI_API_KEY: sk-one-secret\nDEEPSEEK_APIKEY: sk-two-secret\n', { mode: 0o600 })
+    const before = mock.requests.length
+    const run = await runDsh(['-p', 'hi'], { cwd: h.root, env: h.env })
+    expect(run.code).toBe(1)
+    expect(run.stderr).toBe(
+      `dsh: boot failed: row credentials (@dsh/credentials-local): apply failed: ${file}:2: DEEPSEEK_APIKEY: unknown credential name (did you mean "DEEPSEEK_API_KEY"?); if it is another plugin's credential, add it to the credentials row's config.knownNames\n`,
+    )
+    expect(mock.requests.length).toBe(before)
+    const check = await runDsh(['config', 'check'], { cwd: h.root, env: h.env })
+    expect(check.code).toBe(1)
+    expect(check.stderr).toContain(`${file}:2: DEEPSEEK_APIKEY: unknown credential name`)
+
+    writeFileSync(file, 'DEEPSEEK_API_KEY: |\n  sk-two-secret\n', { mode: 0o600 })
+    const multi = await runDsh(['-p', 'hi'], { cwd: h.root, env: h.env })
+    expect(multi.code).toBe(1)
+    expect(multi.stderr).toContain(`${file}:1: DEEPSEEK_API_KEY: the value holds a line break`)
+    expect(multi.stderr + run.stderr + check.stderr).not.toContain('secret')
+  })
+
   it('a profile patch: an unknown config key stops the launch, a near-miss row id is a warning with the likely id', async () => {
     const h = home()
     const patch = join(h.home, 'cordis.patch.yml')

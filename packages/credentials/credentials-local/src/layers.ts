@@ -9,11 +9,13 @@ import type * as Yaml from 'yaml'
 // Loaded on first use: a home without this file never pays for loading the YAML parser.
 let yamlModule: typeof Yaml | undefined
 const yaml = (): typeof Yaml => (yamlModule ??= createRequire(import.meta.url)('yaml') as typeof Yaml)
-import { CredentialError, type CredentialLayer } from '@dsh/credentials'
+import { CREDENTIAL_NAME, CredentialError, type CredentialLayer } from '@dsh/credentials'
 import { findEnvSyntaxError, HOME_ENV_FORBIDDEN } from '@dsh/home-paths'
+import { didYouMean, editDistance } from '@dsh/settings'
 
 export type LayerRead =
-  | { status: 'ok'; values: Map<string, string | CredentialError> }
+  /** `problems`: entries the start check refuses (a name that is no credential name or looks mistyped). */
+  | { status: 'ok'; values: Map<string, string | CredentialError>; problems?: CredentialError[] }
   | { status: 'absent' }
   | { status: 'refused' | 'malformed'; error: CredentialError }
 
@@ -98,8 +100,13 @@ export function insecureMessage(path: string, mode: number): string {
 }
 
 /** Parses the credentials file text; scalars stay strings (failsafe schema: `0123` is not a number). */
-export function parseCredentialsFile(path: string, text: string): { doc: Document; error?: CredentialError } {
-  const doc = yaml().parseDocument(text, { schema: 'failsafe', uniqueKeys: true, prettyErrors: true })
+export function parseCredentialsFile(
+  path: string,
+  text: string,
+): { doc: Document; error?: CredentialError; lineOf: (offset: number | undefined) => number | undefined } {
+  const lineCounter = new (yaml().LineCounter)()
+  const doc = yaml().parseDocument(text, { schema: 'failsafe', uniqueKeys: true, prettyErrors: true, lineCounter })
+  const lineOf = (offset: number | undefined) => (offset === undefined ? undefined : lineCounter.linePos(offset).line)
   const first = doc.errors[0]
   if (first) {
     // The parser's own message can quote file content (a secret); report only its place and code.
@@ -107,6 +114,7 @@ export function parseCredentialsFile(path: string, text: string): { doc: Documen
     const where = pos ? `${path}:${pos.line}:${pos.col}` : path
     return {
       doc,
+      lineOf,
       error: new CredentialError(
         'MALFORMED_FILE',
         `${where}: malformed credentials file (${first.code}); expected lines of NAME: value`,
@@ -117,6 +125,7 @@ export function parseCredentialsFile(path: string, text: string): { doc: Documen
   if (doc.contents !== null && !yaml().isMap(doc.contents)) {
     return {
       doc,
+      lineOf,
       error: new CredentialError(
         'MALFORMED_FILE',
         `${path}: malformed credentials file: the top level must be a mapping of NAME: value`,
@@ -124,11 +133,38 @@ export function parseCredentialsFile(path: string, text: string): { doc: Documen
       ),
     }
   }
-  return { doc }
+  return { doc, lineOf }
 }
 
-/** `$DSH_HOME/.credentials.yaml`: a flat YAML mapping, accepted only with mode 0600 (or stricter). */
-export function credentialsFileLayer(path: string): Layer {
+/**
+ * The known name an entry's name most likely misspells, when it is not itself known: a case slip
+ * or one edit away (`DEEPSEEK_APIKEY`), or the same leading word as a known name
+ * (`ANTHROPIC_KEY`). A name unlike every known one (another plugin's token) is not flagged.
+ */
+export function mistypedCredentialName(name: string, known: ReadonlySet<string>): string | undefined {
+  if (known.has(name)) return undefined
+  const first = (n: string) => n.split('_')[0].toUpperCase()
+  const sameWord = [...known].filter((k) => first(k) === first(name) && first(name) !== '')
+  if (sameWord.length)
+    return sameWord.reduce((best, k) => (editDistance(name, k) < editDistance(name, best) ? k : best))
+  const guess = didYouMean(name, known)
+  return guess && editDistance(name, guess) <= 1 ? guess : undefined
+}
+
+/** What a YAML node is, in words, for an error that must not quote the value. */
+function kindOf(node: unknown): string {
+  if (yaml().isMap(node)) return 'a mapping'
+  if (yaml().isSeq(node)) return 'a list'
+  if (yaml().isAlias(node)) return 'an alias'
+  return 'a non-scalar value'
+}
+
+/**
+ * `$DSH_HOME/.credentials.yaml`: a flat YAML mapping, accepted only with mode 0600 (or stricter).
+ * `known`: the credential names dsh knows; an entry that is not a credential name, or that looks
+ * like a misspelling of a known one, is a start-check problem (`problems`), named by line.
+ */
+export function credentialsFileLayer(path: string, known: ReadonlySet<string> = new Set()): Layer {
   return {
     info: { id: 'credentials-file', label: `${path} (mode 0600)`, path, writable: true },
     async read() {
@@ -147,28 +183,62 @@ export function credentialsFileLayer(path: string): Layer {
         return { status: 'refused', error: new CredentialError('INSECURE_FILE', insecureMessage(path, mode), { path }) }
       const text = await readOrAbsent(path, 'credentials-file')
       if (typeof text !== 'string') return text
-      const { doc, error } = parseCredentialsFile(path, text)
+      const { doc, error, lineOf } = parseCredentialsFile(path, text)
       if (error) return { status: 'malformed', error }
       const values = new Map<string, string | CredentialError>()
+      const problems: CredentialError[] = []
       if (yaml().isMap(doc.contents)) {
         for (const pair of doc.contents.items) {
           const key = yaml().isScalar(pair.key) ? String(pair.key.value) : undefined
           if (key === undefined) continue
+          const line = lineOf((pair.key as { range?: [number] } | null)?.range?.[0])
+          const at = `${path}${line ? `:${line}` : ''}`
+          if (!CREDENTIAL_NAME.test(key)) {
+            const guess = didYouMean(key.replace(/[^A-Za-z0-9_]/g, '_'), known) ?? didYouMean(key, known)
+            problems.push(
+              new CredentialError(
+                'MALFORMED_FILE',
+                `${at}: ${JSON.stringify(key).slice(0, 80)} is not a credential name (valid: letters, digits and "_", not starting with a digit${guess ? `; did you mean "${guess}"?` : ''})`,
+                { path },
+              ),
+            )
+          } else {
+            const guess = mistypedCredentialName(key, known)
+            if (guess)
+              problems.push(
+                new CredentialError(
+                  'MALFORMED_FILE',
+                  `${at}: ${key}: unknown credential name (did you mean "${guess}"?); if it is another plugin's credential, add it to the credentials row's config.knownNames`,
+                  { path, credential: key },
+                ),
+              )
+          }
           if (yaml().isScalar(pair.value)) {
             const value = String(pair.value.value ?? '')
-            if (present(value)) values.set(key, value)
+            if (/[\u0000-\u001f\u007f]/.test(value)) {
+              const valueLine = lineOf(pair.value.range?.[0]) ?? line
+              values.set(
+                key,
+                new CredentialError(
+                  'MALFORMED_FILE',
+                  `${path}${valueLine ? `:${valueLine}` : ''}: ${key}: the value holds a line break or control character (valid: one line of text, as in NAME: value)`,
+                  { path, credential: key },
+                ),
+              )
+            } else if (present(value)) values.set(key, value)
           } else if (pair.value !== null) {
             values.set(
               key,
-              new CredentialError('MALFORMED_FILE', `${path}: ${key} must be a plain string value`, {
-                path,
-                credential: key,
-              }),
+              new CredentialError(
+                'MALFORMED_FILE',
+                `${at}: ${key}: the value is ${kindOf(pair.value)} (valid: a plain string, as in ${key}: value)`,
+                { path, credential: key },
+              ),
             )
           }
         }
       }
-      return { status: 'ok', values }
+      return { status: 'ok', values, problems }
     },
   }
 }

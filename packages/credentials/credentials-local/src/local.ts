@@ -45,6 +45,8 @@ export interface LocalCredentialsConfig {
   credentialsFile?: string
   /** Read every file layer once at start: a malformed, insecure or unreadable one fails the row. */
   checkAtStart: boolean
+  /** Credential names besides the built-in provider keys that the credentials file may hold as they are. */
+  knownNames: string[]
 }
 
 export const Config: Schema<Partial<LocalCredentialsConfig>, LocalCredentialsConfig> = Schema.object({
@@ -62,6 +64,11 @@ export const Config: Schema<Partial<LocalCredentialsConfig>, LocalCredentialsCon
   checkAtStart: Schema.boolean()
     .default(true)
     .description('Check every credential file at start; a malformed, insecure or unreadable one fails the row.'),
+  knownNames: Schema.array(Schema.string())
+    .default([])
+    .description(
+      'Credential names besides the provider keys: the start check takes an entry close to a known name for a typo unless it is listed.',
+    ),
 }) as Schema<Partial<LocalCredentialsConfig>, LocalCredentialsConfig>
 
 export interface ResolvedPaths {
@@ -121,13 +128,17 @@ export class LocalCredentials extends CredentialsService {
           ]
         : []),
       dotenvLayer('home-env', this.paths.homeEnv, this.paths.homeEnv),
-      credentialsFileLayer(this.paths.credentialsFile),
+      credentialsFileLayer(
+        this.paths.credentialsFile,
+        new Set([...PROJECT_ENV_CREDENTIALS, ...this.projectEnvAllow, ...(config.knownNames ?? [])]),
+      ),
     ]
   }
 
   /**
-   * With `checkAtStart`, a broken file stops the launch with its one-line error (file, line, what
-   * is wrong) instead of surfacing at the first model request, where it would look like a network
+   * With `checkAtStart`, a broken file, an entry that is no credential name or misspells a known
+   * one, or a value that is not one line of text stops the launch with its one-line error (file,
+   * line, name, what is valid; never the value) instead of surfacing at the first model request, where it would look like a network
    * failure. Lookups still read the files each time, so later edits are seen.
    */
   async [Service.init](): Promise<void> {
@@ -136,8 +147,10 @@ export class LocalCredentials extends CredentialsService {
       if (layer.info.id === 'env') continue
       const read = await layer.read()
       if (read.status === 'refused' || read.status === 'malformed') throw read.error
-      if (read.status === 'ok')
+      if (read.status === 'ok') {
         for (const value of read.values.values()) if (value instanceof CredentialError) throw value
+        if (read.problems?.length) throw read.problems[0]
+      }
     }
   }
 

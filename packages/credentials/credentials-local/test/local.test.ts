@@ -270,9 +270,9 @@ describe('the start check', () => {
     writeCredentials(`${NAME}: ${SECRET}\n`, 0o644)
     expect(((await start()) as CredentialError).code).toBe('INSECURE_FILE')
 
-    writeCredentials(`${NAME}:\n  nested: ${SECRET}\n`)
+    writeCredentials(`# mine\n${NAME}:\n  nested: ${SECRET}\n`)
     expect(((await start()) as CredentialError).message).toBe(
-      `${credentialsFile()}: ${NAME} must be a plain string value`,
+      `${credentialsFile()}:2: ${NAME}: the value is a mapping (valid: a plain string, as in ${NAME}: value)`,
     )
 
     writeCredentials('')
@@ -280,6 +280,53 @@ describe('the start check', () => {
     expect(((await start()) as CredentialError).message).toBe(
       `${join(project, '.env')}:2: malformed .env file: expected NAME=value (or a # comment)`,
     )
+  })
+})
+
+describe('the start check of credentials-file entries', () => {
+  async function start(config: Partial<LocalCredentialsConfig> = {}): Promise<string | undefined> {
+    const root = new Context()
+    const error = await Promise.resolve(root.plugin(LocalCredentials, { home, cwd: project, ...config })).then(
+      () => undefined,
+      (e: unknown) => e,
+    )
+    if (error === undefined) return undefined
+    expect(error).toBeInstanceOf(CredentialError)
+    expect((error as CredentialError).message).not.toContain(SECRET)
+    return (error as CredentialError).message
+  }
+
+  it('a misspelt provider key: file, line, the name and the likely one', async () => {
+    writeCredentials(`OPENAI_API_KEY: ${SECRET}\n\nDEEPSEEK_APIKEY: ${SECRET}\n`)
+    expect(await start()).toBe(
+      `${credentialsFile()}:3: DEEPSEEK_APIKEY: unknown credential name (did you mean "DEEPSEEK_API_KEY"?); if it is another plugin's credential, add it to the credentials row's config.knownNames`,
+    )
+    writeCredentials(`ANTHROPIC_KEY: ${SECRET}\n`)
+    expect(await start()).toMatch(/:1: ANTHROPIC_KEY: unknown credential name \(did you mean "ANTHROPIC_API_KEY"\?\)/)
+  })
+
+  it('a name that is no credential name is refused with the rule and the likely name', async () => {
+    writeCredentials(`deepseek-api-key: ${SECRET}\n`)
+    expect(await start()).toBe(
+      `${credentialsFile()}:1: "deepseek-api-key" is not a credential name (valid: letters, digits and "_", not starting with a digit; did you mean "DEEPSEEK_API_KEY"?)`,
+    )
+  })
+
+  it('a value of several lines is refused by line, without the value', async () => {
+    writeCredentials(`DEEPSEEK_API_KEY: |\n  ${SECRET}\n`)
+    expect(await start()).toBe(
+      `${credentialsFile()}:1: DEEPSEEK_API_KEY: the value holds a line break or control character (valid: one line of text, as in NAME: value)`,
+    )
+    writeCredentials(`DEEPSEEK_API_KEY:\n  - ${SECRET}\n`)
+    expect(await start()).toMatch(/:1: DEEPSEEK_API_KEY: the value is a list \(valid: a plain string/)
+  })
+
+  it('accepts names unlike any known one, and a near name once listed in knownNames', async () => {
+    writeCredentials(`GITHUB_TOKEN: ${SECRET}\nBRAVE_SEARCH_API_KEY: ${SECRET}\n${NAME}: ${SECRET}\n`)
+    expect(await start()).toBeUndefined()
+    writeCredentials(`GROK_API_KEY: ${SECRET}\n`)
+    expect(await start()).toMatch(/did you mean "GROQ_API_KEY"/)
+    expect(await start({ knownNames: ['GROK_API_KEY'] })).toBeUndefined()
   })
 })
 
