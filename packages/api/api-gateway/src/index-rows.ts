@@ -3,29 +3,11 @@
 // older than `rescanMs`, or on demand), and kept current by the events of the sessions this host
 // runs, so a list call reads no file and scans no log.
 import type { AnySessionEvent } from '@dsh/session'
+import { foldSessionRow, type SessionRow, sessionRowOf } from '@dsh/surface-kit'
 import type { SessionSummary } from '@dsh/session-persistence'
 
-export interface IndexRow {
-  id: string
-  cwd: string
-  createdAt: number
-  updatedAt: number
-  title?: string
-  firstPrompt?: string
-  turns: number
-  events: number
-}
-
-/** Text of a human user message, cut to 200 characters (as the stored summaries hold it). */
-export function humanPromptOf(event: AnySessionEvent): string | undefined {
-  if (event.type !== 'user/message') return undefined
-  const data = event.data as { source?: { kind?: string }; content?: Array<{ type: string; text?: string }> }
-  if (data.source?.kind !== 'human') return undefined
-  return (data.content ?? [])
-    .map((block) => (block.type === 'text' ? (block.text ?? '') : ''))
-    .join('')
-    .slice(0, 200)
-}
+/** A row of the index: the list row every face folds from a session's events (@dsh/surface-kit). */
+export type IndexRow = SessionRow
 
 export class SessionIndex {
   private readonly rows = new Map<string, IndexRow>()
@@ -81,29 +63,14 @@ export class SessionIndex {
 
   /** A row built from a whole log (a session this host adopts). */
   track(id: string, cwd: string, events: readonly AnySessionEvent[]): IndexRow {
-    const row: IndexRow = {
-      id,
-      cwd,
-      createdAt: events[0]?.time ?? Date.now(),
-      updatedAt: events.at(-1)?.time ?? Date.now(),
-      turns: 0,
-      events: 0,
-    }
-    for (const event of events) this.apply(row, event)
+    const row = sessionRowOf(id, cwd, events)
     this.rows.set(id, row)
     return row
   }
 
   /** Folds one appended event into a row. */
   apply(row: IndexRow, event: AnySessionEvent): void {
-    row.events = event.seq + 1
-    row.updatedAt = event.time
-    if (event.type === 'turn/start') row.turns++
-    else if (event.type === 'session/title') row.title = (event.data as { title: string }).title
-    else if (row.firstPrompt === undefined) {
-      const text = humanPromptOf(event)
-      if (text !== undefined) row.firstPrompt = text
-    }
+    foldSessionRow(row, event)
   }
 
   delete(id: string): void {
