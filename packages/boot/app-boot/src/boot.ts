@@ -1,16 +1,20 @@
 // Booting a composition into a real Cordis tree through @cordisjs/plugin-loader, failing loud.
 import { join } from 'node:path'
-import { Context, Logger, resolveConfig, type Exporter } from 'cordis'
-import { type Entry, evaluate, Group, interpolate, Loader } from '@cordisjs/plugin-loader'
-import { fiberError, isFiberActive, unmetInjects, type FiberLike } from '@dsh/cordis-compat'
+import { Context, Logger, type Exporter } from 'cordis'
+import { type Entry, Group, Loader } from '@cordisjs/plugin-loader'
 import { entryInitTask, entryOfContext, settleEntryFibers } from '@dsh/cordis-compat/loader'
 import type { StopInfo } from '@dsh/brand'
-import { DshUserError } from './errors.ts'
 import { unknownConfigKeys } from './near.ts'
-import { isJsExpr } from './layer.ts'
+import { configLocation, locateFailures } from './where.ts'
 import { profileDirUrl, type Composition, type ResolvedRow } from './profile.ts'
 import { hasUserFileRows, shareInstallModules } from './shared-modules.ts'
 import { loadPrelinked, type PrelinkDecision, type PrelinkVariant } from './prelink.ts'
+import { BootError, firstLine, type BootFailure } from './failures.ts'
+import { checkRows, prepareRows, type LoaderError } from './rows.ts'
+import { reloader, type ReloadReport } from './reload.ts'
+
+export { BootError, formatFailure, type BootFailure, type BootFailureKind } from './failures.ts'
+export type { ReloadReport } from './reload.ts'
 
 /** What the launcher knew at boot; provided on the root context as `ctx.bootInfo`. */
 export interface BootInfo {
@@ -74,32 +78,6 @@ export interface StartCheck {
 
 /** How long `dispose()` waits for `app/stopping` listeners before unwinding the rows anyway. */
 export const DEFAULT_STOP_GRACE_MS = 10_000
-
-export type BootFailureKind = 'resolve' | 'disabled' | 'import' | 'config' | 'apply' | 'inject' | 'check'
-
-export interface BootFailure {
-  id: string
-  name: string
-  kind: BootFailureKind
-  cause: string
-}
-
-export const formatFailure = (f: BootFailure) =>
-  f.kind === 'check' ? `dsh: ${f.cause}` : `dsh: boot failed: row ${f.id} (${f.name}): ${f.cause}`
-
-/** The tree did not come up; `message` is one `dsh: boot failed: ...` line per reported row. */
-export class BootError extends DshUserError {
-  override name = 'BootError'
-  /** Every failed row, including unmet injects left out of `failures` as fallout of another row. */
-  readonly all: BootFailure[]
-  constructor(
-    readonly failures: BootFailure[],
-    all: BootFailure[] = failures,
-  ) {
-    super(failures.map(formatFailure).join('\n'), 1)
-    this.all = all
-  }
-}
 
 /** Loader whose `exit(code)` asks the running app to dispose the tree and exit. */
 export class DshLoader extends Loader {
@@ -185,98 +163,6 @@ export async function probeComposition(comp: Composition, opts: BootOptions = {}
   }
 }
 
-const firstLine = (error: unknown) => String((error as Error)?.message ?? error).split('\n')[0]
-
-/** `invalid config:\n  - $.port expected number but got x (at port)` -> one line naming each field. */
-function describeConfigError(error: Error): string {
-  const issues = error.message
-    .split('\n')
-    .slice(1)
-    .map((line) => {
-      const m = /^\s*-\s*(.*?)(?:\s+\(at ([^)]*)\))?$/.exec(line)
-      if (!m) return line.trim()
-      const message = m[1].replace(/^\$(\.[\w$.[\]-]+)?\s+/, '')
-      return m[2] ? `field config.${m[2]}: ${message}` : message
-    })
-    .filter(Boolean)
-  return `invalid config: ${issues.join('; ') || firstLine(error)}`
-}
-
-interface Prepared {
-  rows: Record<string, unknown>[]
-  failures: BootFailure[]
-  /** Every enabled row (children of groups included) with the row it came from. */
-  enabled: ResolvedRow[]
-}
-
-function prepareRows(rows: ResolvedRow[], ctx: Context): Prepared {
-  const failures: BootFailure[] = []
-  const enabled: ResolvedRow[] = []
-  const prepare = (r: ResolvedRow): Record<string, unknown> => {
-    const out: Record<string, unknown> = { ...r.row }
-    if (isJsExpr(r.row.disabled)) {
-      try {
-        out.disabled = Boolean(evaluate(ctx, r.row.disabled.__jsExpr))
-      } catch (error) {
-        failures.push({
-          id: r.row.id,
-          name: r.row.name,
-          kind: 'disabled',
-          cause: `field disabled: !!js ${r.row.disabled.__jsExpr}: ${firstLine(error)}`,
-        })
-        out.disabled = true
-      }
-    }
-    if (out.disabled) return out
-    enabled.push(r)
-    if (r.resolveError) failures.push({ id: r.row.id, name: r.row.name, kind: 'resolve', cause: r.resolveError })
-    out.name = r.url ?? r.row.name
-    if (r.children) out.config = r.children.map(prepare)
-    return out
-  }
-  return { rows: rows.map(prepare), failures, enabled }
-}
-
-/** One fail-loud check of the mounted tree: every enabled row is active, else one failure each. */
-function checkRows(loader: DshLoader, enabled: readonly ResolvedRow[], errors: readonly LoaderError[]): BootFailure[] {
-  const failures: BootFailure[] = []
-  const unattributed = errors.filter((e) => !e.entry)
-  for (const r of enabled) {
-    const { id, name } = r.row
-    const entry = loader.store[id] as Entry | undefined
-    const fiber = entry?.fiber as unknown as FiberLike | undefined
-    if (!entry || !fiber) {
-      const own =
-        errors.find((e) => e.entry === entry && entry) ??
-        unattributed.find((e) => String((e.error as Error)?.stack).includes(`#${id}`)) ??
-        unattributed[0]
-      failures.push({ id, name, kind: 'import', cause: own ? `cannot load: ${firstLine(own.error)}` : 'did not mount' })
-      continue
-    }
-    const error = fiberError(fiber) as Error | undefined
-    if (error) {
-      failures.push(
-        error?.name === 'ValidationError'
-          ? { id, name, kind: 'config', cause: describeConfigError(error) }
-          : { id, name, kind: 'apply', cause: `apply failed: ${firstLine(error)}` },
-      )
-      continue
-    }
-    if (!isFiberActive(fiber)) {
-      const missing = unmetInjects(fiber)
-      failures.push({
-        id,
-        name,
-        kind: 'inject',
-        cause: missing.length
-          ? `unmet inject: ${missing.map((n) => `"${n}"`).join(', ')} (no active row provides ${missing.length > 1 ? 'them' : 'it'})`
-          : `did not become active (state ${fiber.state})`,
-      })
-    }
-  }
-  return failures
-}
-
 /**
  * Waits until the rows of the early prelinked files have applied (their fibers settled, failed
  * or pending on an inject); called right after the tree update starts, when every entry exists.
@@ -292,11 +178,6 @@ async function settleEarly(
     .filter((e): e is Entry => e !== undefined)
   await Promise.allSettled(entries.map((e) => entryInitTask(e)))
   await Promise.allSettled(entries.map((e) => e.fiber?.await()))
-}
-
-interface LoaderError {
-  entry?: Entry
-  error: unknown
 }
 
 /**
@@ -448,7 +329,7 @@ export async function bootComposition(comp: Composition, opts: BootOptions = {})
       }),
     }
 
-  const failures = checkRows(loader, prepared.enabled, errors)
+  const failures = locateFailures(checkRows(loader, prepared.enabled, errors), prepared.enabled)
   if (failures.length) {
     await dispose()
     // An unmet inject is most often a consequence of another row failing; report roots first.
@@ -462,13 +343,16 @@ export async function bootComposition(comp: Composition, opts: BootOptions = {})
     if (r.layers.every((label) => label.startsWith('bundle '))) continue
     const schema = (loader.store[r.row.id] as Entry | undefined)?.fiber?.runtime?.Config
     const where = comp.layers.findLast((l) => r.layers.includes(l.label))?.file
-    for (const line of unknownConfigKeys(schema, r.row.config))
+    for (const line of unknownConfigKeys(schema, r.row.config)) {
+      // `config.a.b: unknown key ...`: the line of key b in the patch that wrote the config.
+      const at = configLocation(r, line.slice('config.'.length, line.indexOf(':')).split('.')) ?? where
       problems.push({
         id: r.row.id,
         name: r.row.name,
         kind: 'check',
-        cause: `${where ? `${where}: ` : ''}row ${r.row.id} (${r.row.name}): ${line}`,
+        cause: `${at ? `${at}: ` : ''}row ${r.row.id} (${r.row.name}): ${line}`,
       })
+    }
   }
   ctx.emit('app/check', {
     report: (line) => void problems.push({ id: '', name: '', kind: 'check', cause: line }),
@@ -489,131 +373,4 @@ export async function bootComposition(comp: Composition, opts: BootOptions = {})
   // start of this build, or after V8 refused the cache); a few ms, once.
   prelinked?.saveCodeCache?.()
   return { ctx, loader, exited, dispose, reload }
-}
-
-/** What one `BootedTree.reload()` did. */
-export interface ReloadReport {
-  /** False when the new rows did not come up (the previous rows were restored) or could not be prepared. */
-  ok: boolean
-  /** Ids whose row changed in place (config, disabled) or was re-created (name, inject, ...). */
-  changed: string[]
-  added: string[]
-  removed: string[]
-  /** Why the reload was refused or rolled back; empty when `ok`. */
-  failures: BootFailure[]
-  /** Set when the reload did not run at all (the app is exiting). */
-  message?: string
-}
-
-/** The Cordis fiber fields a reload reads to validate a new config before restarting a row. */
-interface RuntimeInternals {
-  uid: number | null
-  runtime?: { Config?: unknown; callback: Record<symbol, unknown> }
-}
-
-/** Stable JSON of a prepared row (sorted keys; a `!!js` value serializes as its expression). */
-function stable(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(stable).join(',')}]`
-  if (value && typeof value === 'object') {
-    return `{${Object.keys(value)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${stable((value as Record<string, unknown>)[k])}`)
-      .join(',')}}`
-  }
-  return JSON.stringify(value) ?? 'null'
-}
-
-/** A deep copy the loader may mutate (it reorders keys and marks unloaded rows disabled). */
-function copyRow<T>(value: T): T {
-  if (Array.isArray(value)) return value.map(copyRow) as T
-  if (value && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, copyRow(v)])) as T
-  }
-  return value
-}
-
-/** Fields a running entry can take in place; a change to any other field re-creates the row. */
-const IN_PLACE = new Set(['config', 'disabled'])
-
-function reloader(state: {
-  ctx: Context
-  loader: DshLoader
-  errors: LoaderError[]
-  stderr: NodeJS.WritableStream
-  good: Prepared
-}) {
-  const { ctx, loader, errors } = state
-  let queue: Promise<unknown> = Promise.resolve()
-  const run = async (comp: Composition): Promise<ReloadReport> => {
-    const next = prepareRows(comp.rows, ctx)
-    if (hasUserFileRows(comp.rows, [comp.profile.dir])) shareInstallModules(comp.installBase)
-    const report: ReloadReport = { ok: false, changed: [], added: [], removed: [], failures: next.failures }
-    if (next.failures.length) return report
-    const before = new Map(state.good.rows.map((r) => [r.id as string, r]))
-    const after = new Map(next.rows.map((r) => [r.id as string, r]))
-    const recreate: string[] = []
-    for (const [id, row] of after) {
-      const old = before.get(id)
-      if (!old) report.added.push(id)
-      else if (stable(old) !== stable(row)) {
-        report.changed.push(id)
-        const fields = new Set(
-          [...Object.keys(old), ...Object.keys(row)].filter((k) => stable(old[k]) !== stable(row[k])),
-        )
-        if ([...fields].some((f) => !IN_PLACE.has(f))) recreate.push(id)
-      }
-    }
-    for (const id of before.keys()) if (!after.has(id)) report.removed.push(id)
-    if (!report.added.length && !report.changed.length && !report.removed.length) return { ...report, ok: true }
-
-    // A new config for a running row is validated first: Cordis would throw it from inside the
-    // loader's update, leaving the old config running without telling anyone.
-    for (const id of report.changed) {
-      const row = after.get(id)!
-      if (recreate.includes(id) || row.disabled) continue
-      const entry = loader.store[id] as Entry | undefined
-      const fiber = entry?.fiber as unknown as RuntimeInternals | undefined
-      if (!entry || !fiber?.uid || !fiber.runtime || fiber.runtime.callback[Symbol.for('cordis.group')]) continue
-      try {
-        resolveConfig(fiber.runtime as never, interpolate(entry.ctx, row.config))
-      } catch (error) {
-        const name = String(next.enabled.find((r) => r.row.id === id)?.row.name ?? row.name)
-        report.failures.push(
-          (error as Error)?.name === 'ValidationError'
-            ? { id, name, kind: 'config', cause: describeConfigError(error as Error) }
-            : { id, name, kind: 'config', cause: `config: ${firstLine(error)}` },
-        )
-      }
-    }
-    if (report.failures.length) return report
-
-    const mount = async (rows: Record<string, unknown>[], fresh: readonly string[]) => {
-      for (const id of fresh) if (loader.store[id]) loader.root.remove(id)
-      await loader.root.update(copyRow(rows) as never)
-      await loader.await()
-    }
-    const seen = errors.length
-    await mount(next.rows, recreate)
-    const failures = checkRows(loader, next.enabled, errors.slice(seen))
-    if (!failures.length) {
-      state.good = next
-      return { ...report, ok: true }
-    }
-    // Back to the last good rows: re-created and added rows go, changed ones get their old fields.
-    const roots = failures.filter((f) => f.kind !== 'inject')
-    report.failures = roots.length ? roots : failures
-    const restoreSeen = errors.length
-    await mount(state.good.rows, recreate)
-    const still = checkRows(loader, state.good.enabled, errors.slice(restoreSeen))
-    for (const f of still)
-      state.stderr.write(
-        `dsh: warning: after a failed reload, the previous row did not come back: ${formatFailure(f).replace(/^dsh: /, '')}\n`,
-      )
-    return report
-  }
-  return (comp: Composition): Promise<ReloadReport> => {
-    const result = queue.then(() => run(comp))
-    queue = result.catch(() => undefined)
-    return result
-  }
 }
