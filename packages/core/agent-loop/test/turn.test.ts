@@ -184,7 +184,7 @@ describe('runTurn', () => {
   })
 
   it('a provider error asks requestError; "fail" ends the turn error with its code', async () => {
-    const t = setup([{ error: new LlmError('RATE_LIMITED', 'slow down') }])
+    const t = setup([{ error: new LlmError('RATE_LIMIT', 'slow down') }])
     const asked: Array<{ code: string; attempt: number }> = []
     t.deps.hooks.requestError = async ({ error, attempt }) => {
       asked.push({ code: error.code, attempt })
@@ -192,13 +192,13 @@ describe('runTurn', () => {
     }
     void t.send('hi')
     const result = await runTurn(t.deps, 0, never)
-    expect(result).toMatchObject({ reason: 'error', error: { code: 'RATE_LIMITED', message: 'slow down' } })
-    expect(asked).toEqual([{ code: 'RATE_LIMITED', attempt: 1 }])
+    expect(result).toMatchObject({ reason: 'error', error: { code: 'RATE_LIMIT', message: 'slow down' } })
+    expect(asked).toEqual([{ code: 'RATE_LIMIT', attempt: 1 }])
     expect(t.log.last('step/end')!.data.finish).toBe('error')
   })
 
   it('a provider error with a "retry" decision runs a new step with the same history', async () => {
-    const t = setup([{ error: new LlmError('OVERLOADED', 'busy') }, { text: 'second try' }])
+    const t = setup([{ error: new LlmError('SERVER', 'busy') }, { text: 'second try' }])
     t.deps.hooks.requestError = async () => ({ action: 'retry', delayMs: 0 })
     void t.send('hi')
     const result = await runTurn(t.deps, 0, never)
