@@ -4,10 +4,10 @@ export const MARKDOWN_CSS = `
 .dsh-md>*:first-child{margin-top:0}.dsh-md>*:last-child{margin-bottom:0}
 .dsh-md p{margin:.5em 0}.dsh-md ul,.dsh-md ol{padding-left:1.4em;margin:.5em 0}
 .dsh-md li.dsh-md-task{list-style:none;margin-left:-1.2em}.dsh-md li.dsh-md-task input{margin-right:6px}
-.dsh-md-code{background:var(--c-code,#f3f4f6);border-radius:4px;padding:1px 4px;font-size:.92em;}
-.dsh-md-pre{border:1px solid var(--c-border,#e3e5e8);border-radius:8px;margin:.6em 0;overflow:hidden;}
-.dsh-md-pre-bar{display:flex;justify-content:space-between;font-size:12px;color:var(--c-muted,#6b7280);padding:2px 8px;background:var(--c-soft,#f5f6f8);}
-.dsh-md-pre pre{margin:0;padding:10px 12px;overflow-x:auto;background:var(--c-code,#f3f4f6);font-size:13px;line-height:1.45;}
+.dsh-md-code{background:var(--dsh-color-code-bg);border-radius:4px;padding:1px 4px;font-size:.92em;}
+.dsh-md-pre{border:1px solid var(--dsh-color-border);border-radius:8px;margin:.6em 0;overflow:hidden;}
+.dsh-md-pre-bar{display:flex;justify-content:space-between;font-size:12px;color:var(--dsh-color-fg-muted);padding:2px 8px;background:var(--dsh-color-bg-subtle);}
+.dsh-md-pre pre{margin:0;padding:10px 12px;overflow-x:auto;background:var(--dsh-color-code-bg);font-size:13px;line-height:1.45;}
 .dsh-md .hljs-keyword,.dsh-md .hljs-selector-tag,.dsh-md .hljs-literal{color:#8839ef}
 .dsh-md .hljs-string,.dsh-md .hljs-regexp,.dsh-md .hljs-addition{color:#2f7d32}
 .dsh-md .hljs-comment,.dsh-md .hljs-quote{color:#8a8f98;font-style:italic}
@@ -23,6 +23,6 @@ html[data-theme=dark] .dsh-md .hljs-title,html[data-theme=dark] .dsh-md .hljs-se
 html[data-theme=dark] .dsh-md .hljs-built_in,html[data-theme=dark] .dsh-md .hljs-type{color:#f5c2e7}
 html[data-theme=dark] .dsh-md .hljs-attr,html[data-theme=dark] .dsh-md .hljs-attribute,html[data-theme=dark] .dsh-md .hljs-property{color:#94e2d5}
 html[data-theme=dark] .dsh-md .hljs-deletion{color:#f38ba8}
-.dsh-md-table{overflow-x:auto;}.dsh-md table{border-collapse:collapse;margin:.5em 0}.dsh-md th,.dsh-md td{border:1px solid var(--c-border,#e3e5e8);padding:4px 8px}
-.dsh-md blockquote{margin:.5em 0;padding-left:10px;border-left:3px solid var(--c-border,#e3e5e8);color:var(--c-muted,#6b7280)}
+.dsh-md-table{overflow-x:auto;}.dsh-md table{border-collapse:collapse;margin:.5em 0}.dsh-md th,.dsh-md td{border:1px solid var(--dsh-color-border);padding:4px 8px}
+.dsh-md blockquote{margin:.5em 0;padding-left:10px;border-left:3px solid var(--dsh-color-border);color:var(--dsh-color-fg-muted)}
 `

@@ -96,6 +96,11 @@ async function buildInto(OUT_DIR, quiet) {
       rollupOptions: {
         input: Object.fromEntries(SHARED.map((n) => [sharedId(n), `dsh-shared:${n}`])),
         preserveEntrySignatures: 'strict',
+        // Radix and Lucide mark their modules "use client" (a React Server Components hint that
+        // means nothing in this all-client bundle).
+        onwarn(warning, warn) {
+          if (warning.code !== 'MODULE_LEVEL_DIRECTIVE') warn(warning)
+        },
         output: { entryFileNames: 'shared/[name]-[hash].js', chunkFileNames: 'shared/lib-[hash].js', format: 'es' },
       },
     },
@@ -103,7 +108,14 @@ async function buildInto(OUT_DIR, quiet) {
   mkdirSync(OUT_DIR, { recursive: true })
   writeFileSync(join(OUT_DIR, 'shared.json'), JSON.stringify(map, null, 2) + '\n')
   // The closure of what the shell imports at start (everything but the unused entries).
-  const wanted = ['react', 'react/jsx-runtime', 'react-dom/client', 'cordis', '@dsh/client-runtime']
+  const wanted = [
+    'react',
+    'react/jsx-runtime',
+    'react-dom/client',
+    'cordis',
+    '@dsh/client-runtime',
+    '@dsh/client-runtime/ui',
+  ]
     .map((n) => map[n])
     .filter(Boolean)
   const preloadFiles = []

@@ -17,6 +17,7 @@ export const SHARED = [
   'schemastery',
   '@dsh/web-protocol',
   '@dsh/client-runtime',
+  '@dsh/client-runtime/ui',
 ]
 
 /** How a shared name is re-exported: CommonJS packages need their export names listed. */

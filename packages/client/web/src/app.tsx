@@ -12,6 +12,7 @@ import {
   type SessionSlotProps,
   type ThemePreference,
 } from '@dsh/client-runtime'
+import { IconButton, Kbd, Keyboard, MenuIcon, PanelRight, Settings } from '@dsh/client-runtime/ui'
 import { NS } from './messages.ts'
 import { Sidebar } from './sidebar.tsx'
 import { ShellContext, useShell, type ShellState } from './state.ts'
@@ -24,6 +25,7 @@ export function App({ launchCwd }: { launchCwd?: string }) {
   const ctx = useCtx()
   const [panelOpen, setPanelOpen] = useState(() => globalThis.localStorage?.getItem('dsh.panel') !== 'closed')
   const [dialog, setDialog] = useState<ShellState['dialog']>()
+  const [drawerOpen, setDrawerOpen] = useState(false)
   const searchRef = useRef<HTMLInputElement>(null)
   const newSession = useCallback(() => {
     if (!launchCwd && !ctx.catalog.state.get().sessions[0]) return
@@ -49,13 +51,16 @@ export function App({ launchCwd }: { launchCwd?: string }) {
           }
           return !open
         }),
+      drawerOpen,
+      toggleDrawer: () => setDrawerOpen((open) => !open),
+      closeDrawer: () => setDrawerOpen(false),
       dialog,
       openDialog: setDialog,
       newSession,
       searchRef,
       launchCwd,
     }),
-    [panelOpen, dialog, newSession, launchCwd],
+    [panelOpen, drawerOpen, dialog, newSession, launchCwd],
   )
 
   // First run: a page opened on no session goes to a fresh session in the launch folder.
@@ -83,9 +88,13 @@ export function App({ launchCwd }: { launchCwd?: string }) {
 
   return (
     <ShellContext.Provider value={state}>
-      <div className={'app' + (panelOpen ? ' panel-open' : '')}>
+      <div className={'app' + (panelOpen ? ' panel-open' : '') + (drawerOpen ? ' drawer-open' : '')}>
         <HostBanner />
         <Sidebar />
+        {drawerOpen ? (
+          // biome-ignore lint/a11y/noStaticElementInteractions lint/a11y/useKeyWithClickEvents: the scrim is the pointer's way out of the drawer; the keyboard has Escape and the menu button
+          <div className="drawer-scrim" onClick={() => setDrawerOpen(false)} />
+        ) : null}
         <Conversation />
         {panelOpen ? <SidePanel /> : null}
       </div>
@@ -141,6 +150,15 @@ function Conversation() {
   if (!route.sessionId) {
     return (
       <main className="conversation empty">
+        <IconButton
+          className="drawer-toggle floating"
+          label={t('toggleSidebar')}
+          icon={MenuIcon}
+          tooltip={false}
+          aria-expanded={shell.drawerOpen}
+          aria-controls="dsh-sidebar"
+          onClick={shell.toggleDrawer}
+        />
         <p className="muted">{shell.launchCwd ? t('loading') : t('noSession')}</p>
       </main>
     )
@@ -157,19 +175,26 @@ function Conversation() {
   return (
     <main className="conversation" data-session-id={route.sessionId}>
       <header className="conversation-header">
+        <IconButton
+          className="drawer-toggle"
+          label={t('toggleSidebar')}
+          icon={MenuIcon}
+          tooltip={false}
+          aria-expanded={shell.drawerOpen}
+          aria-controls="dsh-sidebar"
+          onClick={shell.toggleDrawer}
+        />
         <h1 className="session-title">{titleOf(row) ?? t('untitled')}</h1>
         <div className="pickers">
           <Slot name="conversation.header.pickers" props={props} />
         </div>
-        <button
-          type="button"
-          className="icon"
-          aria-label={t('togglePanel')}
+        <IconButton
+          className="panel-toggle"
+          label={t('togglePanel')}
+          icon={PanelRight}
           aria-pressed={shell.panelOpen}
           onClick={shell.togglePanel}
-        >
-          ▥
-        </button>
+        />
       </header>
       {feed.error ? (
         <p className="error" role="alert">
@@ -211,7 +236,7 @@ function SidePanel() {
   const route = useStore(ctx.router.route)
   const feed = useSessionFeed(route.sessionId, { deltas: false })
   return (
-    <aside className="side-panel" aria-label={t('sidePanel')}>
+    <aside className="side-panel" aria-label={t('sidePanel')} data-testid="side-panel">
       {route.sessionId && feed
         ? (() => {
             const props = { sessionId: route.sessionId, feed, row: ctx.catalog.get(route.sessionId) }
@@ -250,6 +275,10 @@ function useShortcuts(state: ShellState) {
         state.openDialog(undefined)
         return
       }
+      if (e.key === 'Escape' && state.drawerOpen) {
+        state.closeDrawer()
+        return
+      }
       if (e.altKey && !e.ctrlKey && !e.metaKey) {
         const code = e.code
         if (code === 'KeyN') state.newSession()
@@ -285,7 +314,7 @@ function ShortcutsDialog({ onClose }: { onClose: () => void }) {
         {SHORTCUTS.map(([key, label]) => (
           <div key={key}>
             <dt>
-              <kbd>{key}</kbd>
+              <Kbd>{key}</Kbd>
             </dt>
             <dd>{t(label)}</dd>
           </div>
@@ -331,12 +360,8 @@ export function FooterControls() {
           <option value="dark">{t('themeDark')}</option>
         </select>
       </label>
-      <button type="button" className="icon" aria-label={t('settings')} onClick={() => shell.openDialog('settings')}>
-        ⚙
-      </button>
-      <button type="button" className="icon" aria-label={t('shortcuts')} onClick={() => shell.openDialog('shortcuts')}>
-        ?
-      </button>
+      <IconButton label={t('settings')} icon={Settings} onClick={() => shell.openDialog('settings')} />
+      <IconButton label={t('shortcuts')} icon={Keyboard} onClick={() => shell.openDialog('shortcuts')} />
     </div>
   )
 }

@@ -3,9 +3,60 @@ import type { Context } from 'cordis'
 import type { SessionRow } from '@dsh/web-protocol'
 import { workspacesCreate } from '@dsh/workspace/contract'
 
-/** A title to show for a row: its title, else the start of its first prompt, else undefined. */
+/** A title to show for a row: its title, else the words of its first prompt, else undefined. */
 export function titleOf(row: SessionRow | undefined): string | undefined {
-  return row?.title?.trim() || row?.firstPrompt?.trim().split('\n')[0]?.slice(0, 80) || undefined
+  return cleanTitle(row?.title) || cleanTitle(row?.firstPrompt) || undefined
+}
+
+/**
+ * The readable words of a title or prompt, without the directives a prompt may carry: tagged
+ * blocks (`<system-reminder>…</system-reminder>`, `<command-name>…`), a leading slash command
+ * (`/goal`, `/plan`), session mentions (`@session:<id>`), and `@` before a mentioned path (the
+ * path's last segment stays, as a word). The first non-empty line, at most 80 characters.
+ */
+export function cleanTitle(text: string | undefined): string {
+  if (!text) return ''
+  const words = text
+    .replace(/<([a-z][\w-]*)(\s[^>]*)?>[\s\S]*?<\/\1>/gi, ' ')
+    .replace(/<\/?[a-z][\w-]*(\s[^>]*)?\/?>/gi, ' ')
+    .replace(/(^|\s)@session:\S+/g, ' ')
+    .replace(/(^|\s)@(\S+)/g, (_m, pre: string, path: string) => `${pre}${path.replace(/\/+$/, '').split('/').pop()}`)
+  for (const raw of words.split('\n')) {
+    const line = raw
+      .replace(/^\s*\/[\w:-]+(?=\s|$)/, '')
+      .replace(/\s+/g, ' ')
+      .trim()
+    if (line) return line.length > 80 ? `${line.slice(0, 79)}…` : line
+  }
+  return ''
+}
+
+const UNITS: Array<[number, Intl.RelativeTimeFormatUnit]> = [
+  [60, 'second'],
+  [60, 'minute'],
+  [24, 'hour'],
+  [7, 'day'],
+  [4.35, 'week'],
+  [12, 'month'],
+  [Number.POSITIVE_INFINITY, 'year'],
+]
+
+/** `updatedAt` as a short relative time ("5 min. ago", "yesterday") in the page's language. */
+export function relativeTime(time: number, now: number, lang: string): string {
+  let value = (time - now) / 1000
+  if (Math.abs(value) < 45) return lang === 'zh' ? '刚刚' : 'just now'
+  for (const [size, unit] of UNITS) {
+    if (Math.abs(value) < size) return relativeFormat(lang).format(Math.round(value), unit)
+    value /= size
+  }
+  return ''
+}
+
+const formats = new Map<string, Intl.RelativeTimeFormat>()
+function relativeFormat(lang: string): Intl.RelativeTimeFormat {
+  let f = formats.get(lang)
+  if (!f) formats.set(lang, (f = new Intl.RelativeTimeFormat(lang, { numeric: 'auto', style: 'short' })))
+  return f
 }
 
 const opening = new WeakMap<Context, Map<string, Promise<SessionRow>>>()

@@ -1,11 +1,41 @@
-// The sidebar: new session, search by title, workspaces with their sessions newest first, and
-// per-session rename / fork / archive.
-import { useMemo, useRef, useState, type KeyboardEvent } from 'react'
+// The sidebar: new session, search by title, workspaces with their sessions newest first (title,
+// status dot, relative time), and per-session rename / fork / archive from a menu.
+import { useEffect, useMemo, useState, type KeyboardEvent } from 'react'
 import { Slot, useCtx, useStore, useT } from '@dsh/client-runtime'
+import {
+  Archive,
+  Ellipsis,
+  Folder,
+  GitFork,
+  IconButton,
+  Menu,
+  Pencil,
+  Plus,
+  Search,
+  StatusDot,
+} from '@dsh/client-runtime/ui'
 import type { SessionRow } from '@dsh/web-protocol'
 import { NS } from './messages.ts'
-import { archiveSession, forkSession, groupSessions, renameSession, titleOf, type Group } from './sessions.ts'
+import {
+  archiveSession,
+  forkSession,
+  groupSessions,
+  relativeTime,
+  renameSession,
+  titleOf,
+  type Group,
+} from './sessions.ts'
 import { useShell } from './state.ts'
+
+/** The current time, refreshed every minute (relative times in the list follow it). */
+function useMinute(): number {
+  const [now, setNow] = useState(() => Date.now())
+  useEffect(() => {
+    const timer = setInterval(() => setNow(Date.now()), 60_000)
+    return () => clearInterval(timer)
+  }, [])
+  return now
+}
 
 const PAGE = 100
 
@@ -21,29 +51,43 @@ export function Sidebar() {
     [catalog.sessions, catalog.workspaces, query],
   )
   return (
-    <nav className="sidebar" aria-label={t('sessions')}>
+    <nav className="sidebar" aria-label={t('sessions')} id="dsh-sidebar">
       <div className="sidebar-top">
         <span className="wordmark">dsh</span>
-        <button type="button" className="primary" onClick={() => shell.newSession()} data-testid="new-session">
-          + {t('newSession')}
-        </button>
         <Slot name="sidebar.header" />
       </div>
-      <input
-        ref={shell.searchRef}
-        className="search"
-        type="search"
-        placeholder={t('search')}
-        aria-label={t('search')}
-        value={query}
-        onChange={(e) => setQuery(e.target.value)}
-        onKeyDown={(e) => {
-          if (e.key === 'Escape') {
-            setQuery('')
-            e.currentTarget.blur()
-          }
-        }}
-      />
+      <div className="sidebar-actions">
+        <button
+          type="button"
+          className="new-session"
+          onClick={() => {
+            shell.closeDrawer()
+            shell.newSession()
+          }}
+          data-testid="new-session"
+        >
+          <Plus size={16} aria-hidden="true" />
+          {t('newSession')}
+        </button>
+      </div>
+      <div className="search-box">
+        <Search size={14} aria-hidden="true" />
+        <input
+          ref={shell.searchRef}
+          className="search"
+          type="search"
+          placeholder={t('search')}
+          aria-label={t('search')}
+          value={query}
+          onChange={(e) => setQuery(e.target.value)}
+          onKeyDown={(e) => {
+            if (e.key === 'Escape') {
+              setQuery('')
+              e.currentTarget.blur()
+            }
+          }}
+        />
+      </div>
       <div className="session-groups">
         {catalog.loaded && catalog.sessions.length === 0 ? <p className="muted">{t('noSessions')}</p> : null}
         {query && groups.every((g) => g.rows.length === 0) ? <p className="muted">{t('noMatch', { query })}</p> : null}
@@ -61,13 +105,17 @@ export function Sidebar() {
 function SessionGroup({ group, current }: { group: Group; current?: string }) {
   const t = useT(NS)
   const [limit, setLimit] = useState(PAGE)
+  const now = useMinute()
   const shown = group.rows.slice(0, limit)
   return (
     <section className="session-group" aria-label={group.name}>
-      <h3 title={group.path}>{group.name}</h3>
+      <h3 title={group.path}>
+        <Folder size={13} aria-hidden="true" />
+        <span>{group.name}</span>
+      </h3>
       <ul>
         {shown.map((row) => (
-          <SessionItem key={row.sessionId} row={row} active={row.sessionId === current} />
+          <SessionItem key={row.sessionId} row={row} active={row.sessionId === current} now={now} />
         ))}
       </ul>
       {group.rows.length > limit ? (
@@ -79,15 +127,14 @@ function SessionGroup({ group, current }: { group: Group; current?: string }) {
   )
 }
 
-function SessionItem({ row, active }: { row: SessionRow; active: boolean }) {
+function SessionItem({ row, active, now }: { row: SessionRow; active: boolean; now: number }) {
   const ctx = useCtx()
   const t = useT(NS)
-  const [menu, setMenu] = useState(false)
+  const shell = useShell()
+  const lang = useStore(ctx.locale.current)
   const [editing, setEditing] = useState(false)
-  const input = useRef<HTMLInputElement>(null)
   const title = titleOf(row) ?? t('untitled')
   const run = (fn: () => Promise<unknown>) => {
-    setMenu(false)
     void fn().catch((error) => console.warn(`[dsh] ${(error as Error).message}`))
   }
   const onRenameKey = (e: KeyboardEvent<HTMLInputElement>) => {
@@ -97,11 +144,12 @@ function SessionItem({ row, active }: { row: SessionRow; active: boolean }) {
       if (value && value !== title) run(() => renameSession(ctx, row, value))
     } else if (e.key === 'Escape') setEditing(false)
   }
+  const busy = row.status === 'running' || row.status === 'waiting'
+  const when = relativeTime(row.updatedAt, now, lang)
   return (
     <li className={'session-item' + (active ? ' active' : '')} data-session-id={row.sessionId} data-status={row.status}>
       {editing ? (
         <input
-          ref={input}
           className="rename"
           defaultValue={titleOf(row) ?? ''}
           aria-label={t('renamePrompt')}
@@ -117,50 +165,35 @@ function SessionItem({ row, active }: { row: SessionRow; active: boolean }) {
           onClick={(e) => {
             if (e.metaKey || e.ctrlKey || e.shiftKey || e.button !== 0) return
             e.preventDefault()
+            shell.closeDrawer()
             ctx.router.openSession(row.sessionId)
           }}
         >
+          {busy ? (
+            <StatusDot status={row.status} label={t(row.status === 'running' ? 'statusRunning' : 'statusWaiting')} />
+          ) : null}
           <span className="title">{title}</span>
-          {row.status === 'running' || row.status === 'waiting' ? (
-            <span className={'dot ' + row.status} aria-hidden="true" />
+          {when ? (
+            <time className="when" dateTime={new Date(row.updatedAt).toISOString()}>
+              {when}
+            </time>
           ) : null}
         </a>
       )}
-      <button
-        type="button"
-        className="icon"
-        aria-label={t('sessionActions')}
-        aria-expanded={menu}
-        onClick={() => setMenu(!menu)}
-      >
-        ⋯
-      </button>
-      {menu ? (
-        <div className="menu" role="menu" onKeyDown={(e) => e.key === 'Escape' && setMenu(false)}>
-          <button
-            type="button"
-            role="menuitem"
-            // biome-ignore lint/a11y/noAutofocus: a menu opened from its button moves focus to its first item, as the ARIA menu pattern asks
-            autoFocus
-            onClick={() => {
-              setMenu(false)
-              setEditing(true)
-            }}
-          >
-            {t('rename')}
-          </button>
-          <button
-            type="button"
-            role="menuitem"
-            onClick={() => run(async () => ctx.router.openSession((await forkSession(ctx, row)).sessionId))}
-          >
-            {t('fork')}
-          </button>
-          <button type="button" role="menuitem" onClick={() => run(() => archiveSession(ctx, row))}>
-            {t('archive')}
-          </button>
-        </div>
-      ) : null}
+      <Menu
+        label={t('sessionActions')}
+        trigger={<IconButton className="item-actions" label={t('sessionActions')} icon={Ellipsis} tooltip={false} />}
+        items={[
+          { label: t('rename'), icon: Pencil, onSelect: () => setTimeout(() => setEditing(true), 0) },
+          {
+            label: t('fork'),
+            icon: GitFork,
+            onSelect: () => run(async () => ctx.router.openSession((await forkSession(ctx, row)).sessionId)),
+          },
+          'separator',
+          { label: t('archive'), icon: Archive, danger: true, onSelect: () => run(() => archiveSession(ctx, row)) },
+        ]}
+      />
     </li>
   )
 }

@@ -4,6 +4,10 @@ import { createContext, useContext, type RefObject } from 'react'
 export interface ShellState {
   panelOpen: boolean
   togglePanel(): void
+  /** The sidebar as a drawer on narrow screens. */
+  drawerOpen: boolean
+  toggleDrawer(): void
+  closeDrawer(): void
   dialog: 'shortcuts' | 'settings' | undefined
   openDialog(dialog: 'shortcuts' | 'settings' | undefined): void
   newSession(): void

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { SessionRow, WireEvent } from '@dsh/web-protocol'
 import { foldItems, lastPromptTokens } from '../src/fold.ts'
-import { groupSessions, titleOf } from '../src/sessions.ts'
+import { cleanTitle, groupSessions, relativeTime, titleOf } from '../src/sessions.ts'
 import { shellMessages } from '../src/messages.ts'
 
 const row = (id: string, cwd: string, extra: Partial<SessionRow> = {}): SessionRow => ({
@@ -43,6 +43,34 @@ describe('sidebar grouping', () => {
     expect(groupSessions(sessions, workspaces, 'nothing like it')).toEqual([])
     expect(titleOf(sessions[1])).toBe('add a test')
     expect(titleOf(sessions[2])).toBeUndefined()
+  })
+})
+
+describe('sidebar titles and times', () => {
+  it('shows the words of a prompt, never its directives', () => {
+    expect(cleanTitle('/goal ship the release notes')).toBe('ship the release notes')
+    expect(cleanTitle('<system-reminder>plan mode is on</system-reminder>\nrefactor the parser')).toBe(
+      'refactor the parser',
+    )
+    expect(cleanTitle('<command-name>/review</command-name> <command-args></command-args>\nlook at PR 4')).toBe(
+      'look at PR 4',
+    )
+    expect(cleanTitle('compare @session:s_123 with @src/lib/parse.ts please')).toBe('compare with parse.ts please')
+    expect(cleanTitle('  \n/plan\n  second line here')).toBe('second line here')
+    expect(cleanTitle('x'.repeat(100))).toBe(`${'x'.repeat(79)}…`)
+    expect(titleOf(row('d', '/w', { firstPrompt: '/goal <b>bold</b> fix it' }))).toBe('fix it')
+    // A title set by the user or the host wins over the prompt.
+    expect(titleOf(row('e', '/w', { title: 'Release', firstPrompt: '/goal other' }))).toBe('Release')
+  })
+
+  it('gives relative times in the page language', () => {
+    const now = Date.UTC(2026, 0, 10, 12)
+    expect(relativeTime(now - 10_000, now, 'en')).toBe('just now')
+    expect(relativeTime(now - 5 * 60_000, now, 'en')).toBe('5 min. ago')
+    expect(relativeTime(now - 3 * 3_600_000, now, 'en')).toBe('3 hr. ago')
+    expect(relativeTime(now - 24 * 3_600_000, now, 'en')).toBe('yesterday')
+    expect(relativeTime(now - 10_000, now, 'zh')).toBe('刚刚')
+    expect(relativeTime(now - 3 * 3_600_000, now, 'zh')).toBe('3小时前')
   })
 })
 

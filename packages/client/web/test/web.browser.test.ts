@@ -172,7 +172,7 @@ describe.skipIf(!hasChromium())('dsh web in Chromium', () => {
       const item = page.locator(`.session-item[data-session-id="${streamed}"]`)
       // Rename inline.
       await item.getByRole('button', { name: 'Session actions' }).click()
-      await item.getByRole('menuitem', { name: 'Rename' }).click()
+      await page.getByRole('menuitem', { name: 'Rename' }).click()
       await item.locator('input.rename').fill('Renamed by the test')
       await item.locator('input.rename').press('Enter')
       await expect.poll(() => item.locator('.title').textContent()).toBe('Renamed by the test')
@@ -180,13 +180,13 @@ describe.skipIf(!hasChromium())('dsh web in Chromium', () => {
       // Fork: a new session holding the same conversation opens.
       const before = await rows.count()
       await item.getByRole('button', { name: 'Session actions' }).click()
-      await item.getByRole('menuitem', { name: 'Fork' }).click()
+      await page.getByRole('menuitem', { name: 'Fork' }).click()
       await expect.poll(() => rows.count()).toBe(before + 1)
       await expect.poll(() => decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!)).not.toBe(streamed)
       await expect.poll(() => assistantTexts(page)).toEqual(['Streaming in visible pieces.'])
       // Archive: gone from the sidebar (and from the host's default list).
       await item.getByRole('button', { name: 'Session actions' }).click()
-      await item.getByRole('menuitem', { name: 'Archive' }).click()
+      await page.getByRole('menuitem', { name: 'Archive' }).click()
       await expect.poll(() => item.count()).toBe(0)
       expect(
         (await app.call('sessions.list', {})).sessions.map((r: { sessionId: string }) => r.sessionId),

@@ -1,9 +1,8 @@
 // The conversation's stylesheet, added to the page while the plugin is loaded. Colours come from
 // custom properties with light defaults; `html[data-theme=dark]` (set by ctx.theme) swaps them.
 export const CSS = `
-.dsh-conv{--c-fg:#1d1f23;--c-muted:#6b7280;--c-border:#e3e5e8;--c-soft:#f5f6f8;--c-user:#eef2ff;--c-accent:#3b5bdb;--c-bad:#c92a2a;--c-ok:#2b8a3e;--c-warn:#b35c00;--c-code:#f3f4f6;
+.dsh-conv{--c-fg:var(--dsh-color-fg);--c-muted:var(--dsh-color-fg-muted);--c-border:var(--dsh-color-border);--c-soft:var(--dsh-color-bg-subtle);--c-user:var(--dsh-color-user-bubble);--c-accent:var(--dsh-color-accent);--c-bad:var(--dsh-color-danger);--c-ok:var(--dsh-color-success);--c-warn:var(--dsh-color-warn);--c-code:var(--dsh-color-code-bg);
   display:flex;flex-direction:column;height:100%;min-height:0;color:var(--c-fg);}
-html[data-theme=dark] .dsh-conv, html[data-theme=dark] .dsh-composer{--c-fg:#e6e7ea;--c-muted:#9aa0aa;--c-border:#2f333a;--c-soft:#1c1f24;--c-user:#23283a;--c-accent:#7c94ff;--c-bad:#ff6b6b;--c-ok:#69db7c;--c-warn:#ffa94d;--c-code:#22262c;}
 .dsh-chat{flex:1;min-height:0;overflow-y:auto;position:relative;}
 .dsh-chat-inner{max-width:860px;margin:0 auto;padding:16px 20px 24px;display:flex;flex-direction:column;gap:10px;}
 .dsh-chat-inner>*{content-visibility:auto;contain-intrinsic-size:auto 48px;}
@@ -35,23 +34,23 @@ html[data-theme=dark] .dsh-conv, html[data-theme=dark] .dsh-composer{--c-fg:#e6e
 .dsh-jump{position:sticky;bottom:8px;left:50%;transform:translateX(-50%);display:block;margin:0 auto;border:1px solid var(--c-border);background:var(--c-soft);color:var(--c-fg);border-radius:14px;padding:4px 12px;cursor:pointer;}
 .dsh-link-button{background:none;border:none;color:var(--c-accent);cursor:pointer;padding:0 4px;font:inherit;font-size:12px;}
 .dsh-composer{padding:10px 20px 14px;max-width:900px;width:100%;margin:0 auto;box-sizing:border-box;}
-.dsh-composer-input{width:100%;box-sizing:border-box;resize:none;font:inherit;line-height:1.5;padding:8px 10px;border:1px solid var(--c-border,#d0d4da);border-radius:10px;background:transparent;color:inherit;}
-.dsh-composer-input:focus{outline:2px solid var(--c-accent,#3b5bdb);outline-offset:-1px;}
+.dsh-composer-input{width:100%;box-sizing:border-box;resize:none;font:inherit;line-height:1.5;padding:8px 10px;border:1px solid var(--c-border);border-radius:10px;background:transparent;color:inherit;}
+.dsh-composer-input:focus{outline:2px solid var(--c-accent);outline-offset:-1px;}
 .dsh-composer-bar{display:flex;align-items:center;gap:8px;margin-top:6px;}
 .dsh-composer-tools{display:flex;gap:6px;}
-.dsh-composer-hint{flex:1;font-size:12px;color:var(--c-muted,#6b7280);}
-.dsh-composer-error{color:var(--c-bad,#c92a2a);font-size:13px;margin-top:4px;}
-.dsh-button{font:inherit;font-size:13px;padding:5px 12px;border-radius:8px;border:1px solid var(--c-border,#d0d4da);background:transparent;color:inherit;cursor:pointer;}
+.dsh-composer-hint{flex:1;font-size:12px;color:var(--c-muted);}
+.dsh-composer-error{color:var(--c-bad);font-size:13px;margin-top:4px;}
+.dsh-button{font:inherit;font-size:13px;padding:5px 12px;border-radius:8px;border:1px solid var(--c-border);background:transparent;color:inherit;cursor:pointer;}
 .dsh-button:disabled{opacity:.5;cursor:default;}
-.dsh-button-primary{background:var(--c-accent,#3b5bdb);border-color:var(--c-accent,#3b5bdb);color:#fff;}
-.dsh-button-danger{color:var(--c-bad,#c92a2a);border-color:currentColor;}
-.dsh-button:focus-visible,.dsh-link-button:focus-visible{outline:2px solid var(--c-accent,#3b5bdb);outline-offset:2px;}
+.dsh-button-primary{background:var(--c-accent);border-color:var(--c-accent);color:var(--dsh-color-accent-fg);}
+.dsh-button-danger{color:var(--c-bad);border-color:currentColor;}
+.dsh-button:focus-visible,.dsh-link-button:focus-visible{outline:2px solid var(--c-accent);outline-offset:2px;}
 .dsh-panel-section{margin-bottom:14px;font-size:13px;}
-.dsh-panel-section h3{font-size:12px;text-transform:uppercase;letter-spacing:.04em;color:var(--c-muted,#6b7280);margin:0 0 6px;}
+.dsh-panel-section h3{font-size:12px;text-transform:uppercase;letter-spacing:.04em;color:var(--c-muted);margin:0 0 6px;}
 .dsh-panel-todo{list-style:none;margin:0;padding:0;}
 .dsh-panel-todo li{display:flex;gap:8px;padding:2px 0;}
-.dsh-panel-todo li[data-status=completed] .dsh-panel-todo-text{text-decoration:line-through;color:var(--c-muted,#6b7280);}
+.dsh-panel-todo li[data-status=completed] .dsh-panel-todo-text{text-decoration:line-through;color:var(--c-muted);}
 .dsh-panel-todo li[data-status=in_progress] .dsh-panel-todo-text{font-weight:600;}
 .dsh-sr-only{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap;}
-.dsh-muted{color:var(--c-muted,#6b7280);}
+.dsh-muted{color:var(--c-muted);}
 `

@@ -5,6 +5,7 @@
 import type { Context } from 'cordis'
 import { useMemo, useState } from 'react'
 import { useT, type SessionSlotProps } from '@dsh/client-runtime'
+import { Button, ThumbsDown, ThumbsUp } from '@dsh/client-runtime/ui'
 import { currentFeedback, messageFeedbackPut, type Rating } from '@dsh/message-feedback/contract'
 
 export const NAMESPACE = 'messageFeedback'
@@ -82,22 +83,24 @@ export function apply(ctx: Context): void {
       <section className="panel-section" data-message-feedback={target} data-rating={current?.rating ?? 'none'}>
         <h3>{t('title')}</h3>
         <div style={{ display: 'flex', gap: 6, marginBottom: 6 }}>
-          <button
-            type="button"
+          <Button
+            size="sm"
+            icon={ThumbsUp}
             aria-pressed={current?.rating === 'like'}
             data-feedback="like"
             onClick={() => void put('like')}
           >
-            👍 {t('like')}
-          </button>
-          <button
-            type="button"
+            {t('like')}
+          </Button>
+          <Button
+            size="sm"
+            icon={ThumbsDown}
             aria-pressed={current?.rating === 'dislike'}
             data-feedback="dislike"
             onClick={() => void put('dislike')}
           >
-            👎 {t('dislike')}
-          </button>
+            {t('dislike')}
+          </Button>
           {current ? (
             <button type="button" data-feedback="none" onClick={() => void put('none', '')}>
               {t('withdraw')}

@@ -1,8 +1,7 @@
 // Takeover styles (added while the plugin is loaded); dark values under html[data-theme=dark].
 export const CSS = `
-.dsh-takeover{--k-border:#d0d4da;--k-soft:#fff8e6;--k-muted:#6b7280;--k-bad:#c92a2a;
+.dsh-takeover{--k-border:var(--dsh-color-border-strong);--k-soft:var(--dsh-color-warn-subtle);--k-muted:var(--dsh-color-fg-muted);--k-bad:var(--dsh-color-danger);
   border:1px solid var(--k-border);background:var(--k-soft);border-radius:12px;padding:12px 14px;display:flex;flex-direction:column;gap:8px;max-width:860px;margin:0 auto;}
-html[data-theme=dark] .dsh-takeover{--k-border:#4a4131;--k-soft:#26221a;--k-muted:#a8a29a;--k-bad:#ff6b6b;}
 .dsh-takeover-kicker{font-size:12px;color:var(--k-muted);text-transform:uppercase;letter-spacing:.04em;outline:none;}
 .dsh-takeover-title{margin:0;font-size:15px;outline:none;overflow-wrap:anywhere;}
 .dsh-takeover-detail{white-space:pre-wrap;font-size:13px;}

@@ -1,12 +1,12 @@
 // Tool card styles (added while the plugin is loaded); dark values under html[data-theme=dark].
 export const CSS = `
-.dsh-tool{--t-border:#e3e5e8;--t-soft:#f7f8fa;--t-muted:#6b7280;--t-term:#16181d;--t-term-fg:#e6e7ea;--t-add:#e6f6ea;--t-add-fg:#1e6b34;--t-del:#fdecec;--t-del-fg:#a61e1e;--t-bad:#c92a2a;--t-ok:#2b8a3e;
+.dsh-tool{--t-border:var(--dsh-color-border);--t-soft:var(--dsh-color-bg-subtle);--t-muted:var(--dsh-color-fg-muted);--t-term:#16181d;--t-term-fg:#e6e7ea;--t-add:var(--dsh-color-success-subtle);--t-add-fg:var(--dsh-color-success);--t-del:var(--dsh-color-danger-subtle);--t-del-fg:var(--dsh-color-danger);--t-bad:var(--dsh-color-danger);--t-ok:var(--dsh-color-success);
   border:1px solid var(--t-border);border-radius:10px;overflow:hidden;font-size:13px;}
-html[data-theme=dark] .dsh-tool{--t-border:#2f333a;--t-soft:#1c1f24;--t-muted:#9aa0aa;--t-term:#0f1115;--t-add:#12301c;--t-add-fg:#8ce99a;--t-del:#3a1616;--t-del-fg:#ffa8a8;--t-bad:#ff6b6b;--t-ok:#69db7c;}
+html[data-theme=dark] .dsh-tool{--t-term:#0f1115;}
 .dsh-tool-head{display:flex;align-items:center;gap:8px;background:var(--t-soft);padding:0 8px 0 0;}
 .dsh-tool-toggle{flex:1;min-width:0;display:flex;align-items:center;gap:8px;background:none;border:none;color:inherit;font:inherit;padding:6px 10px;cursor:pointer;text-align:left;}
 .dsh-tool-toggle:disabled{cursor:default;}
-.dsh-tool-toggle:focus-visible{outline:2px solid #3b5bdb;outline-offset:-2px;}
+.dsh-tool-toggle:focus-visible{outline:2px solid var(--dsh-color-focus);outline-offset:-2px;}
 .dsh-tool-icon{width:16px;text-align:center;color:var(--t-muted);font-family:ui-monospace,monospace;}
 .dsh-tool-name{font-weight:600;}
 .dsh-tool-title{color:var(--t-muted);overflow:hidden;text-overflow:ellipsis;white-space:nowrap;font-family:ui-monospace,monospace;}
