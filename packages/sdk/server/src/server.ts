@@ -1,10 +1,10 @@
 // HarnessSdkJsonRpcServer: the protocol methods and notifications of `dsh-jsonrpc-agent` over one
 // JSON-RPC connection. One agent per session; every appended session event is forwarded as a
-// `session/event` notification in seq order, before any response that depends on it.
+// `session/event` notification in seq order, before any response that depends on it. The read
+// methods are in reads.ts, the subagent notifications in subagents.ts.
 import type { Context } from 'cordis'
 import type { Agent, ModelSelection, TurnResult } from '@dsh/agent'
 import type { Session } from '@dsh/session'
-import { SessionPersistenceError } from '@dsh/session-persistence'
 import type { ApprovalAnswer, ApprovalRequest } from '@dsh/user-approval'
 import {
   JsonRpcConnection,
@@ -12,30 +12,24 @@ import {
   Notification,
   PROTOCOL_VERSION,
   RpcError,
-  SUBAGENT_TEXT_EXCERPT_CHARS,
   SUPPORTED_PROTOCOL_VERSIONS,
   type InitializeResult,
-  type SubagentFinishedNotification,
-  type SubagentNotificationBase,
   type SessionCreateResult,
-  type SessionHistoryResult,
-  type SessionInfo,
-  type SessionListResult,
   type SessionResumeResult,
-  type SessionSearchHit,
-  type SessionSearchResult,
   type SessionStatus,
   type SessionStatusNotification,
   type WireApprovalRequest,
   type WireEvent,
   type WireModel,
   type WireTurnResult,
-  type WireUsage,
 } from '@dsh/sdk-protocol'
 import * as p from './params.ts'
 import type {} from '@dsh/llm'
-import { chooseModel, ModelChoiceError } from '@dsh/surface-kit'
+import { chooseModel, ModelChoiceError, PendingAnswers, resumeStored, SessionOpenError } from '@dsh/surface-kit'
 import type {} from '@dsh/agent-default-model'
+import type {} from '@dsh/cordis-compat/loader' // declares ctx.loader.exit(code)
+import { history, list, type ReadServices, search } from './reads.ts'
+import { SubagentRelay } from './subagents.ts'
 
 export interface ServerIo {
   input: NodeJS.ReadableStream
@@ -62,38 +56,14 @@ interface Entry {
   off: () => void
 }
 
-interface PendingApproval {
-  sessionId: string
-  resolve(answer: ApprovalAnswer): void
-  reject(error: Error): void
-}
-
 // The optional services this server uses when they are mounted (read with ctx.get()), typed by
 // their own packages' declarations.
-// (`loader` is the app's DshLoader, whose exit takes a code; the loader package types it without.)
-type Optional = Pick<Context, 'llm' | 'agentDefaultModel' | 'durableSessions' | 'sessionPersistence' | 'approval'> & {
-  loader?: { exit?(code: number): void }
-  /** What session/search uses of `ctx.sessionQuery` (@dsh/session-query), read by shape like `loader`. */
-  sessionQuery?: { search(query: { text: string; cwd?: string; limit?: number }): Promise<SessionSearchHit[]> }
-}
-
-// The parent-log events of @dsh/subagent, read by type name (this package does not depend on it).
-interface LoggedSubagentStart {
-  id: string
-  provider: string
-  description: string
-  depth: number
-  background: boolean
-  callId?: string
-  sessionId?: string
-}
-interface LoggedSubagentEnd {
-  id: string
-  status: 'completed' | 'failed' | 'cancelled'
-  text: string
-  error?: { code: string; message: string }
-  usage?: WireUsage
-}
+// (`loader` is the app's DshLoader, whose exit takes a code: declared by @dsh/cordis-compat/loader.)
+type Optional = Pick<
+  Context,
+  'llm' | 'agentDefaultModel' | 'durableSessions' | 'sessionPersistence' | 'approval' | 'loader'
+> &
+  Pick<ReadServices, 'sessionQuery'>
 
 function toWireResult(result: TurnResult): WireTurnResult {
   return {
@@ -109,12 +79,11 @@ function toWireResult(result: TurnResult): WireTurnResult {
 export class HarnessSdkJsonRpcServer {
   readonly connection: JsonRpcConnection
   private readonly entries = new Map<string, Entry>()
-  private readonly approvals = new Map<string, PendingApproval>()
+  private readonly approvals = new PendingAnswers<ApprovalAnswer>()
   private initialized = false
   private stopping: Promise<void> | undefined
   private offApproval: (() => void) | undefined
-  /** Session ids of in-process subagents (at any depth) under a client session -> that session's id. */
-  private readonly descendants = new Map<string, string>()
+  private readonly subagents: SubagentRelay
   private offSubagents: (() => void) | undefined
 
   constructor(
@@ -128,6 +97,10 @@ export class HarnessSdkJsonRpcServer {
       // The protocol has no client-to-server notifications; ignore them (JSON-RPC forbids replies).
       onNotification: () => {},
     })
+    this.subagents = new SubagentRelay(
+      (sessionId) => this.entries.has(sessionId),
+      (method, params) => this.connection.notify(method, params),
+    )
   }
 
   private opt<K extends keyof Optional>(name: K): Optional[K] | undefined {
@@ -146,8 +119,7 @@ export class HarnessSdkJsonRpcServer {
     }
     // Grandchildren are logged in their parent's (a child's) session, which no client holds.
     this.offSubagents = this.ctx.on('session/event', (session, event) => {
-      if (!this.entries.has(session.id) && this.descendants.has(session.id))
-        this.onSubagentEvent(session, event as WireEvent)
+      if (this.subagents.isDescendant(session.id)) this.subagents.relay(session, event as WireEvent)
     })
     const input = this.io.input
     const onData = (chunk: Buffer | string) => this.connection.receive(chunk)
@@ -172,8 +144,7 @@ export class HarnessSdkJsonRpcServer {
   stop(code: number): Promise<void> {
     this.stopping ??= (async () => {
       this.detach()
-      for (const pending of this.approvals.values()) pending.reject(new Error('the SDK client disconnected'))
-      this.approvals.clear()
+      this.approvals.failAll(new Error('the SDK client disconnected'))
       this.offApproval?.()
       this.offSubagents?.()
       const entries = [...this.entries.values()]
@@ -185,7 +156,7 @@ export class HarnessSdkJsonRpcServer {
         await entry.agent.dispose().catch(() => {})
       }
       this.entries.clear()
-      const stop = this.options.onStop ?? ((c: number) => this.opt('loader')?.exit?.(c))
+      const stop = this.options.onStop ?? ((c: number) => this.opt('loader')?.exit(c))
       stop(code)
     })()
     return this.stopping
@@ -210,11 +181,11 @@ export class HarnessSdkJsonRpcServer {
       case Method.sessionCancel:
         return this.cancel(params)
       case Method.sessionList:
-        return this.list(params)
+        return list(this.reads(), this.entries.values(), params)
       case Method.sessionHistory:
-        return this.history(params)
+        return history(this.reads(), this.entries, params)
       case Method.sessionSearch:
-        return this.search(params)
+        return search(this.reads(), params)
       case Method.approvalRespond:
         return this.respond(params)
       case Method.shutdown: {
@@ -224,6 +195,14 @@ export class HarnessSdkJsonRpcServer {
       }
       default:
         throw new RpcError('METHOD_NOT_FOUND', `unknown method "${method}"`)
+    }
+  }
+
+  private reads(): ReadServices {
+    return {
+      durableSessions: this.opt('durableSessions'),
+      sessionPersistence: this.opt('sessionPersistence'),
+      sessionQuery: this.opt('sessionQuery'),
     }
   }
 
@@ -284,7 +263,7 @@ export class HarnessSdkJsonRpcServer {
     const entry: Entry = { agent, session, status: 'idle', busy: false, approvals: new Set(), off: () => {} }
     entry.off = session.subscribe((event) => {
       this.connection.notify(Notification.sessionEvent, { sessionId, event })
-      this.onSubagentEvent(session, event as WireEvent)
+      this.subagents.relay(session, event as WireEvent)
       if (event.type === 'turn/start' && entry.busy && entry.turn === undefined) {
         const turn = (event.data as { turn: number }).turn
         entry.turn = turn
@@ -294,59 +273,6 @@ export class HarnessSdkJsonRpcServer {
     })
     this.entries.set(sessionId, entry)
     return entry
-  }
-
-  /**
-   * Turns a parent-log `subagent/started` / `subagent/finished` event into the matching
-   * notification for the client session the parent belongs to (itself or its root).
-   */
-  private onSubagentEvent(parent: Session, event: WireEvent): void {
-    const type: string = event.type
-    if (type !== 'subagent/started' && type !== 'subagent/finished') return
-    const root = this.entries.has(parent.id) ? parent.id : this.descendants.get(parent.id)
-    if (root === undefined) return
-    const childId = (event.data as { id: string }).id
-    // The start carries what the end does not (provider, description, ...); read it from the log.
-    let start: LoggedSubagentStart | undefined
-    if (type === 'subagent/started') start = event.data as LoggedSubagentStart
-    else {
-      for (let i = parent.events.length - 1; i >= 0; i--) {
-        const e = parent.events[i]
-        if ((e.type as string) === 'subagent/started' && (e.data as unknown as LoggedSubagentStart).id === childId) {
-          start = e.data as unknown as LoggedSubagentStart
-          break
-        }
-      }
-    }
-    if (!start) return
-    const base: SubagentNotificationBase = {
-      sessionId: root,
-      parentSessionId: parent.id,
-      id: childId,
-      provider: start.provider,
-      description: start.description,
-      depth: start.depth,
-      background: start.background,
-      ...(start.callId !== undefined ? { callId: start.callId } : {}),
-      ...(start.sessionId !== undefined ? { childSessionId: start.sessionId } : {}),
-      time: event.time,
-    }
-    if (type === 'subagent/started') {
-      if (start.sessionId !== undefined) this.descendants.set(start.sessionId, root)
-      this.connection.notify(Notification.subagentStarted, { ...base, status: 'running' })
-      return
-    }
-    const end = event.data as LoggedSubagentEnd
-    const text = typeof end.text === 'string' ? end.text : ''
-    const params: SubagentFinishedNotification = {
-      ...base,
-      status: end.status,
-      text: text.slice(0, SUBAGENT_TEXT_EXCERPT_CHARS),
-      ...(text.length > SUBAGENT_TEXT_EXCERPT_CHARS ? { textTruncated: true } : {}),
-      ...(end.error ? { error: { code: end.error.code, message: end.error.message } } : {}),
-      ...(end.usage ? { usage: end.usage } : {}),
-    }
-    this.connection.notify(Notification.subagentFinished, params)
   }
 
   private setStatus(entry: Entry, status: SessionStatus, result?: WireTurnResult): void {
@@ -380,29 +306,27 @@ export class HarnessSdkJsonRpcServer {
         nextSeq: live.session.length,
         loaded: false,
       }
-    const durable = this.opt('durableSessions')
-    if (!durable)
-      throw new RpcError(
-        'PERSISTENCE_UNAVAILABLE',
-        'session/resume: this server has no session-persistence row, so stored sessions cannot be opened',
-      )
     let session: Session
     try {
-      session = (await durable.resume(sessionId)).session
+      session = (await resumeStored(this.opt('durableSessions'), sessionId)).session
     } catch (error) {
-      if (error instanceof SessionPersistenceError) {
-        if (error.code === 'BAD_ID')
-          throw new RpcError('INVALID_PARAMS', `session/resume: ${error.message}`, { sessionId })
-        if (error.code === 'NOT_FOUND')
-          throw new RpcError('SESSION_NOT_FOUND', `session/resume: no stored session ${JSON.stringify(sessionId)}`, {
-            sessionId,
-          })
-        if (error.code === 'LOCKED')
-          throw new RpcError('SESSION_LOCKED', `session/resume: ${error.message}`, { sessionId })
-      }
+      if (!(error instanceof SessionOpenError)) throw error
+      if (error.code === 'NO_PERSISTENCE')
+        throw new RpcError(
+          'PERSISTENCE_UNAVAILABLE',
+          'session/resume: this server has no session-persistence row, so stored sessions cannot be opened',
+        )
+      if (error.code === 'BAD_ID')
+        throw new RpcError('INVALID_PARAMS', `session/resume: ${error.detail}`, { sessionId })
+      if (error.code === 'NOT_FOUND')
+        throw new RpcError('SESSION_NOT_FOUND', `session/resume: no stored session ${JSON.stringify(sessionId)}`, {
+          sessionId,
+        })
+      if (error.code === 'LOCKED')
+        throw new RpcError('SESSION_LOCKED', `session/resume: ${error.detail}`, { sessionId })
       throw new RpcError(
         'INTERNAL',
-        `session/resume: cannot load session ${JSON.stringify(sessionId)}: ${(error as Error).message}`,
+        `session/resume: cannot load session ${JSON.stringify(sessionId)}: ${error.detail}`,
         { sessionId },
       )
     }
@@ -482,147 +406,36 @@ export class HarnessSdkJsonRpcServer {
     return { cancelled: true }
   }
 
-  private async search(raw: unknown): Promise<SessionSearchResult> {
-    const params = p.object(Method.sessionSearch, raw)
-    const text = p.string(Method.sessionSearch, params, 'text')
-    const cwd = p.string(Method.sessionSearch, params, 'cwd', true)
-    const limit = p.seq(Method.sessionSearch, params, 'limit', 1)
-    const query = this.opt('sessionQuery')
-    if (!query)
-      throw new RpcError(
-        'METHOD_NOT_FOUND',
-        `${Method.sessionSearch}: this server has no session-query row (capabilities.search is false)`,
-      )
-    try {
-      return {
-        hits: await query.search({
-          text,
-          ...(cwd !== undefined ? { cwd } : {}),
-          ...(limit !== undefined ? { limit } : {}),
-        }),
-      }
-    } catch (error) {
-      if ((error as { code?: string }).code === 'BAD_QUERY')
-        throw new RpcError('INVALID_PARAMS', `${Method.sessionSearch}: ${(error as Error).message}`)
-      throw error
-    }
-  }
-
-  private async list(raw: unknown): Promise<SessionListResult> {
-    const params = p.object(Method.sessionList, raw, true)
-    const cwd = p.string(Method.sessionList, params, 'cwd', true)
-    const rows = new Map<string, SessionInfo>()
-    const stored =
-      (await this.opt('durableSessions')
-        ?.list()
-        .catch(() => [])) ?? []
-    for (const s of stored) {
-      rows.set(s.id, {
-        sessionId: s.id,
-        cwd: s.cwd,
-        live: false,
-        createdAt: s.createdAt,
-        updatedAt: s.updatedAt,
-        ...(s.title !== undefined ? { title: s.title } : {}),
-        ...(s.firstPrompt !== undefined ? { firstPrompt: s.firstPrompt } : {}),
-        turns: s.turns,
-        events: s.events,
-      })
-    }
-    for (const entry of this.entries.values()) {
-      const id = entry.session.id
-      const events = entry.session.events
-      const row = rows.get(id)
-      rows.set(id, {
-        ...(row ?? { sessionId: id, cwd: entry.session.cwd }),
-        live: true,
-        status: entry.status,
-        events: events.length,
-        turns: events.reduce((n, e) => (e.type === 'turn/start' ? n + 1 : n), 0),
-        ...(events.length ? { updatedAt: events[events.length - 1].time } : {}),
-      })
-    }
-    const sessions = [...rows.values()].filter((r) => cwd === undefined || r.cwd === cwd)
-    sessions.sort((a, b) => Number(b.live) - Number(a.live) || (b.updatedAt ?? 0) - (a.updatedAt ?? 0))
-    return { sessions }
-  }
-
-  private async history(raw: unknown): Promise<SessionHistoryResult> {
-    const params = p.object(Method.sessionHistory, raw)
-    const sessionId = p.string(Method.sessionHistory, params, 'sessionId')
-    const fromSeq = p.seq(Method.sessionHistory, params, 'fromSeq', 0) ?? 0
-    const limit = p.seq(Method.sessionHistory, params, 'limit', 1)
-    const live = this.entries.get(sessionId)
-    let events: readonly WireEvent[]
-    if (live) {
-      events = live.session.slice(fromSeq, limit === undefined ? undefined : fromSeq + limit) as readonly WireEvent[]
-    } else {
-      const persistence = this.opt('sessionPersistence')
-      if (!persistence)
-        throw new RpcError(
-          'SESSION_NOT_FOUND',
-          `session/history: no live session ${JSON.stringify(sessionId)} and no persistence row`,
-          { sessionId },
-        )
-      try {
-        events = await persistence.readFrom(sessionId, fromSeq)
-      } catch (error) {
-        if (error instanceof SessionPersistenceError && error.code === 'NOT_FOUND') {
-          throw new RpcError('SESSION_NOT_FOUND', `session/history: no session ${JSON.stringify(sessionId)}`, {
-            sessionId,
-          })
-        }
-        throw error
-      }
-      if (limit !== undefined) events = events.slice(0, limit)
-    }
-    const last = events[events.length - 1]
-    return { events: [...events], nextSeq: last ? last.seq + 1 : fromSeq }
-  }
-
   private askClient(request: ApprovalRequest, signal: AbortSignal): Promise<ApprovalAnswer> {
     const sessionId = request.sessionId!
-    return new Promise<ApprovalAnswer>((resolve, reject) => {
-      const entry = this.entries.get(sessionId)
-      if (!entry || this.stopping || this.connection.closed) return reject(new Error('the SDK client is not connected'))
-      const id = String(request.id)
-      const settle = () => {
-        this.approvals.delete(id)
+    const entry = this.entries.get(sessionId)
+    if (!entry || this.stopping || this.connection.closed)
+      return Promise.reject(new Error('the SDK client is not connected'))
+    const id = String(request.id)
+    const answer = this.approvals.wait(id, {
+      sessionId,
+      signal,
+      abortMessage: 'the approval request was settled elsewhere',
+      settled: () => {
         entry.approvals.delete(id)
-        signal.removeEventListener('abort', onAbort)
         if (entry.approvals.size === 0 && entry.status === 'waiting-approval' && this.entries.has(sessionId)) {
           this.setStatus(entry, entry.busy ? 'running' : 'idle')
         }
-      }
-      const onAbort = () => {
-        settle()
-        reject(new Error('the approval request was settled elsewhere'))
-      }
-      signal.addEventListener('abort', onAbort, { once: true })
-      this.approvals.set(id, {
-        sessionId,
-        resolve: (answer) => {
-          settle()
-          resolve(answer)
-        },
-        reject: (error) => {
-          settle()
-          reject(error)
-        },
-      })
-      entry.approvals.add(id)
-      const wire: WireApprovalRequest = {
-        kind: request.kind,
-        title: request.title,
-        ...(request.detail !== undefined ? { detail: request.detail } : {}),
-        action: request.action,
-        options: [...request.options],
-        ...(request.agentId !== undefined ? { agentId: request.agentId } : {}),
-        time: request.time,
-      }
-      this.connection.notify(Notification.approvalRequested, { requestId: id, sessionId, request: wire })
-      if (entry.status !== 'waiting-approval') this.setStatus(entry, 'waiting-approval')
+      },
     })
+    entry.approvals.add(id)
+    const wire: WireApprovalRequest = {
+      kind: request.kind,
+      title: request.title,
+      ...(request.detail !== undefined ? { detail: request.detail } : {}),
+      action: request.action,
+      options: [...request.options],
+      ...(request.agentId !== undefined ? { agentId: request.agentId } : {}),
+      time: request.time,
+    }
+    this.connection.notify(Notification.approvalRequested, { requestId: id, sessionId, request: wire })
+    if (entry.status !== 'waiting-approval') this.setStatus(entry, 'waiting-approval')
+    return answer
   }
 
   private respond(raw: unknown): {} {
@@ -631,18 +444,17 @@ export class HarnessSdkJsonRpcServer {
     const decision = p.decision(Method.approvalRespond, params)
     const reason = p.string(Method.approvalRespond, params, 'reason', true)
     const message = p.string(Method.approvalRespond, params, 'message', true)
-    const pending = this.approvals.get(requestId)
-    if (!pending)
+    const answered = this.approvals.answer(requestId, {
+      decision,
+      ...(reason !== undefined ? { reason } : {}),
+      ...(message !== undefined ? { message } : {}),
+    })
+    if (!answered)
       throw new RpcError(
         'APPROVAL_NOT_FOUND',
         `approval/respond: no pending approval request ${JSON.stringify(requestId)} (already answered, cancelled, or never asked)`,
         { requestId },
       )
-    pending.resolve({
-      decision,
-      ...(reason !== undefined ? { reason } : {}),
-      ...(message !== undefined ? { message } : {}),
-    })
     return {}
   }
 }
