@@ -232,12 +232,29 @@ export class Transcript extends Container {
     this.endStream()
   }
 
-  /** Forgets what the current response streamed; a row still thinking is marked done. */
+  /**
+   * Forgets what the current response streamed; a row still thinking is marked done. A card the
+   * stream opened for a call that never reached the log (the step failed, or was cancelled before
+   * the call was whole) is removed: the transcript shows the log's calls only.
+   */
   private endStream(): void {
     for (const entry of this.streamEntries) entry.setThinkingDone()
+    for (const card of this.streamById.values()) this.dropCard(card)
     this.streamEntries = []
     this.streamById = new Map()
     this.streamCards.clear()
+  }
+
+  /** Removes a card (and the gap before it) that turned out not to be a logged call. */
+  private dropCard(card: ToolCard): void {
+    const at = this.children.indexOf(card)
+    if (at < 0) return
+    const before = this.children[at - 1]
+    this.removeChild(card)
+    if (before instanceof Gap) this.removeChild(before)
+    const index = this.allCards.indexOf(card)
+    if (index >= 0) this.allCards.splice(index, 1)
+    if (this.cards.get(card.callId) === card) this.cards.delete(card.callId)
   }
 
   /** Adds a top-level item, separated from the one before by an empty line. */
@@ -317,11 +334,14 @@ export class Transcript extends Container {
           else if (block.type === 'tool-call') {
             finishRun(false)
             const card = streamedCards.get(block.callId) ?? this.newCard(block)
+            streamedCards.delete(block.callId)
             card.setArgs(block.arguments)
             this.cards.set(block.callId, card)
           }
         }
         finishRun(true)
+        // A streamed call the message does not hold (cut off by a cancel) never entered the log.
+        for (const card of streamedCards.values()) this.dropCard(card)
         // Rows the stream opened beyond the message's runs stop "thinking".
         for (const entry of streamed.slice(used)) entry.setThinkingDone()
         this.streamEntries = []
