@@ -7,7 +7,8 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { createHarness, router, type AgentScript, type Harness } from '@dsh/agent-loop-testkit'
 import { Session } from '@dsh/session'
 import PermissionPresets from '@dsh/permission-presets'
-import SubagentService, { completedBoundary, outcomeOf } from '../src/index.ts'
+import SandboxPolicyService from '@dsh/sandbox-policy'
+import SubagentService, { completedBoundary, outcomeOf, PARENT_MESSAGE_SOURCE } from '../src/index.ts'
 
 let harness: Harness | undefined
 afterEach(async () => {
@@ -170,5 +171,75 @@ describe('the in-process providers', () => {
     h.ctx.subagents.interrupt(h.agent, started.record.id)
     await started.finished
     expect(presets.current(childId).name).toBe(presets.default.name)
+  })
+
+  it("the parent session's sandbox override holds for the child and is cleared when it ends; no override, none set", async () => {
+    harness = await createHarness({
+      script: router([['wait', () => ({ text: 'working', hang: true })]]),
+      plugins: [
+        [SandboxPolicyService, { defaultMode: 'workspace-write', announce: false }],
+        [SubagentService, {}],
+      ],
+    })
+    const h = harness
+    const policy = h.ctx.sandboxPolicy
+    const changed: Array<[string, string]> = []
+    h.ctx.on('sandbox/mode-changed', (sessionId, mode) => void changed.push([sessionId, mode]))
+    // The parent runs at the default mode: the child needs no override of its own.
+    const plain = await h.ctx.subagents.start({ parent: h.agent, description: 'd', prompt: 'wait' })
+    const plainSession = h.ctx.sessions.get(plain.record.sessionId!)!
+    h.ctx.subagents.interrupt(h.agent, plain.record.id)
+    await plain.finished
+    expect(plainSession.events.filter((e) => e.type === 'sandbox/mode')).toEqual([])
+    expect(changed).toEqual([])
+    // A read-only override on the parent session is set on the child, then cleared.
+    policy.setMode(h.session.id, 'read-only')
+    changed.length = 0
+    const started = await h.ctx.subagents.start({ parent: h.agent, description: 'd', prompt: 'wait' })
+    const childId = started.record.sessionId!
+    expect(policy.modeFor(childId)).toBe('read-only')
+    h.ctx.subagents.interrupt(h.agent, started.record.id)
+    await started.finished
+    expect(policy.modeFor(childId)).toBe('workspace-write')
+    expect(changed).toEqual([
+      [childId, 'read-only'],
+      [childId, 'workspace-write'],
+    ])
+  })
+
+  it("a spawned child's session names its parent (boundary 0); a message from the parent is marked as such", async () => {
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    let inTool!: () => void
+    const entered = new Promise<void>((resolve) => (inTool = resolve))
+    let step = 0
+    harness = await createHarness({
+      script: router([
+        ['step twice', () => (step++ === 0 ? { toolCalls: [{ name: 'wait_here', arguments: {} }] } : { text: 'done' })],
+      ]),
+      plugins: [[SubagentService, {}]],
+    })
+    const h = harness
+    h.ctx.tools.register({
+      name: 'wait_here',
+      description: 'waits',
+      parameters: { type: 'object', properties: {} },
+      execute: async () => {
+        inTool()
+        await gate
+        return { content: 'waited' }
+      },
+    })
+    const started = await h.ctx.subagents.start({ parent: h.agent, description: 'd', prompt: 'step twice' })
+    const child = h.ctx.sessions.get(started.record.sessionId!)!
+    expect(child.parent).toEqual({ sessionId: h.session.id, boundary: 0 })
+    await entered
+    h.ctx.subagents.send(h.agent, started.record.id, 'one more thing')
+    release()
+    await started.finished
+    const steered = child.events.find(
+      (e) => e.type === 'user/message' && JSON.stringify(e.data).includes('one more thing'),
+    )
+    expect(steered?.data).toMatchObject({ source: PARENT_MESSAGE_SOURCE })
   })
 })
