@@ -741,7 +741,7 @@ export class JsonlPersistence extends SessionPersistence {
       }
       let holder: { pid?: number; host?: string } = {}
       try {
-        holder = JSON.parse(await fs.readFile(path, 'utf8'))
+        holder = JSON.parse(await fs.readFile(path, 'utf8')) ?? {}
       } catch {
         // An empty or torn lock file was left by a writer that died while taking it.
       }

@@ -175,10 +175,11 @@ async function takeLock(path: string): Promise<boolean> {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') return false
     }
-    const holder = await fs.readFile(path, 'utf8').then(
-      (text) => JSON.parse(text) as { pid?: number; host?: string },
-      () => ({}) as { pid?: number; host?: string },
-    )
+    // An empty or torn lock (its writer died while taking it), or one that is not an object, has no holder.
+    let holder: { pid?: number; host?: string } = {}
+    try {
+      holder = JSON.parse(await fs.readFile(path, 'utf8')) ?? {}
+    } catch {}
     if (holder.host !== undefined && holder.host !== hostname()) return false
     if (typeof holder.pid === 'number' && processAlive(holder.pid)) return false
     await fs.rm(path, { force: true })

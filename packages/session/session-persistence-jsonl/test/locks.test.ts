@@ -95,6 +95,11 @@ it('a lock left by a process that is gone, or torn while it was taken, is taken 
   await p.load('stale')
   expect(JSON.parse(await readFile(lock, 'utf8'))).toMatchObject({ pid: process.pid })
   await p.close('stale')
+  // JSON that is not an object names no holder.
+  await writeFile(lock, 'null')
+  await p.load('stale')
+  expect(JSON.parse(await readFile(lock, 'utf8'))).toMatchObject({ pid: process.pid })
+  await p.close('stale')
   // A lock without a pid (written by something else) is not a live holder either.
   await writeFile(lock, JSON.stringify({ host: hostname() }))
   await p.load('stale')
