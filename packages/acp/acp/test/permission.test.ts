@@ -270,6 +270,37 @@ describe('@dsh/acp session/request_permission', () => {
     })
   })
 
+  it('once a tool call is over, a later request outside a tool call is not attributed to it', async () => {
+    const { agent, sessionId, asked } = await setup(pick('allow_once'))
+    await prompt(agent, sessionId)
+    const outcome = await harness!.ctx.approval.request({
+      sessionId,
+      kind: 'network',
+      title: 'Reach the registry',
+      action: { host: 'registry.npmjs.org' },
+    })
+    expect(outcome.decision).toBe('allowed-once')
+    expect(asked).toHaveLength(2)
+    expect(asked[0].toolCall.toolCallId).not.toMatch(/^approval-/)
+    expect(asked[1].toolCall.toolCallId).toMatch(/^approval-/)
+  })
+
+  it('a tool call in a session the client does not hold runs as if no ACP server were mounted', async () => {
+    await setup(pick('allow_once'), {}, [{ toolCalls: [{ name: 'plain', arguments: {} }] }, { text: 'done' }])
+    const h = harness!
+    let ran = 0
+    h.ctx.tools.register({
+      name: 'plain',
+      description: 'Plain',
+      parameters: { type: 'object', properties: {} },
+      execute: () => (ran++, { content: 'plain ran' }),
+    } as never)
+    expect((await h.prompt('run plain')).reason).toBe('completed')
+    expect(ran).toBe(1)
+    const result = h.session.events.find((e) => e.type === 'tool/result')!
+    expect(JSON.stringify(result.data)).toContain('plain ran')
+  })
+
   it('without a permission timeout a client that answers late is still heard', async () => {
     // The answer leaves the client only after a few turns of the event loop (a person deciding).
     const late = () =>
