@@ -15,14 +15,27 @@ export type IdMode = 'unique' | 'repeated' | 'empty' | 'missing' | 'mixed'
 
 export interface GeneratedTurn {
   prompt: string
+  /** The mock steps of the turn itself, in request order (a compaction's summary step is not one). */
   steps: MockStep[]
+  /**
+   * A cancelled turn: its last step streams this text, then stalls until the client leaves. The
+   * face cancels once it shows the text (through its own abort path: Esc, `session/cancel`).
+   */
+  cancelAt?: string
+  /** The face runs `/compact` after this turn; `summary` is the scripted summary step. */
+  compactAfter?: MockStep
 }
+
+/** The kinds a session may hold besides plain calls and answers (for coverage and messages). */
+export type SessionKind = 'reasoning' | 'error' | 'cancel' | 'approval' | 'compaction' | `ids-${IdMode}`
 
 export interface GeneratedSession {
   seed: number
   idMode: IdMode
   turns: GeneratedTurn[]
-  /** Every mock step of the session in request order. */
+  /** The kinds this session holds (a tool error, a cancelled step, an approval, ...). */
+  kinds: Set<SessionKind>
+  /** Every mock step of the session in request order (compaction summaries included). */
   steps: MockStep[]
   /** One line a failure prints: the seed and the session's shape. */
   describe(): string
@@ -37,6 +50,11 @@ export interface GeneratorOptions {
   maxParallel?: number
   /** Force the id mode (default: drawn from the seed). */
   idMode?: IdMode
+  /**
+   * Draw the interactive kinds too: a cancelled step, a call that needs approval, a compaction
+   * between turns. Default true.
+   */
+  interactive?: boolean
 }
 
 /** mulberry32: a small, fast, seedable PRNG (uniform in [0, 1)). */
@@ -61,6 +79,10 @@ const ID_MODES: IdMode[] = ['unique', 'repeated', 'empty', 'missing', 'mixed']
 export const callCommand = (marker: string): string => `echo ${marker}x$((40+2))`
 export const callOutput = (marker: string): string => `${marker}x42`
 
+/** What the mock model answers to a `/compact` summary request (no marker: faces need not show it). */
+export const SUMMARY_TEXT =
+  'Summary of the conversation so far: the user asked for several shell commands, which ran; the answers followed.'
+
 /** One seeded session. The same seed and options always give the same session. */
 export function generateSession(seed: number, options: GeneratorOptions = {}): GeneratedSession {
   const rand = random(seed)
@@ -72,63 +94,119 @@ export function generateSession(seed: number, options: GeneratorOptions = {}): G
   const tag = `s${seed.toString(36)}`
   let n = 0
   const marker = (kind: string) => `${kind}${tag}n${++n}`
+  const interactive = options.interactive ?? true
   const turns: GeneratedTurn[] = []
+  const kinds = new Set<SessionKind>()
   let errorPlaced = false
+  const drawCall = (i: number, allowError: boolean): MockStep => {
+    const m = marker('m')
+    const args: { [key: string]: unknown } = { command: callCommand(m), description: `run ${m}` }
+    // The tool error: arguments the schema refuses (`timeoutMs` below its minimum), answered
+    // by a model-visible error result; the command never runs, so no output marker.
+    if (allowError && !errorPlaced && rand() < 0.25) {
+      args.timeoutMs = 0
+      errorPlaced = true
+      kinds.add('error')
+    } else if (interactive && rand() < 0.12) {
+      // An approval: the call asks to leave the sandbox (the session is in workspace-write), so
+      // the approval service asks the face, which allows it once.
+      args.sandbox_escalation = { justification: `needs ${m}` }
+      kinds.add('approval')
+    }
+    const call: MockStep = { name: 'bash', arguments: args }
+    const mode = idMode === 'mixed' ? ID_MODES[int(0, 3)] : idMode
+    // `repeated`: numbered per response from 0, as servers that restart numbering do.
+    if (mode === 'repeated') call.id = `call_0_${i}`
+    else if (mode === 'empty') call.id = ''
+    else if (mode === 'missing') call.id = null
+    kinds.add(`ids-${mode}`)
+    return call
+  }
   for (let t = 0; t < turnCount; t++) {
     const steps: MockStep[] = []
     const toolSteps = int(0, maxToolSteps)
     for (let s = 0; s < toolSteps; s++) {
       const step: MockStep = {}
-      if (rand() < 0.5) step.reasoning = `thinking ${marker('r')} over`
+      if (rand() < 0.5) {
+        step.reasoning = `thinking ${marker('r')} over`
+        kinds.add('reasoning')
+      }
       const calls: MockStep[] = []
       const parallel = int(1, maxParallel)
-      for (let i = 0; i < parallel; i++) {
-        const m = marker('m')
-        const call: MockStep = { name: 'bash', arguments: { command: callCommand(m), description: `run ${m}` } }
-        // The tool error: arguments the schema refuses (`timeoutMs` below its minimum), answered
-        // by a model-visible error result; the command never runs, so no output marker.
-        if (!errorPlaced && rand() < 0.25) {
-          call.arguments = { command: callCommand(m), description: `run ${m}`, timeoutMs: 0 }
-          errorPlaced = true
-        }
-        const mode = idMode === 'mixed' ? ID_MODES[int(0, 3)] : idMode
-        // `repeated`: numbered per response from 0, as servers that restart numbering do.
-        if (mode === 'repeated') call.id = `call_0_${i}`
-        else if (mode === 'empty') call.id = ''
-        else if (mode === 'missing') call.id = null
-        calls.push(call)
-      }
+      for (let i = 0; i < parallel; i++) calls.push(drawCall(i, true))
       step.toolCalls = calls
       steps.push(step)
     }
-    const answer: MockStep = { text: `answer ${marker('a')} done` }
-    if (rand() < 0.5) answer.reasoning = `finally ${marker('r')} decided`
-    steps.push(answer)
-    turns.push({ prompt: `task ${marker('u')}`, steps })
+    const prompt = `task ${marker('u')}`
+    const turn: GeneratedTurn = { prompt, steps }
+    if (interactive && rand() < 0.2) {
+      // The cancelled step: reasoning (maybe), a partial answer, maybe a whole tool call, then the
+      // stream stalls; the face cancels once the partial answer shows. A call complete in the
+      // prefix never runs: the loop answers it as cancelled.
+      const events: MockStep[] = []
+      if (rand() < 0.5) {
+        events.push({ reasoning: `pondering ${marker('r')} still` })
+        kinds.add('reasoning')
+      }
+      const partial = `partial ${marker('a')} so`
+      events.push({ text: partial })
+      if (rand() < 0.5) {
+        const call = drawCall(0, false)
+        events.push({
+          toolCall: { ...(call.id !== undefined ? { id: call.id } : {}), name: 'bash', arguments: call.arguments },
+        })
+      }
+      events.push({ stall: true })
+      steps.push({ events })
+      turn.cancelAt = partial
+      kinds.add('cancel')
+    } else {
+      const answer: MockStep = { text: `answer ${marker('a')} done` }
+      if (rand() < 0.5) {
+        answer.reasoning = `finally ${marker('r')} decided`
+        kinds.add('reasoning')
+      }
+      steps.push(answer)
+    }
+    if (interactive && rand() < 0.25) {
+      turn.compactAfter = { text: SUMMARY_TEXT }
+      kinds.add('compaction')
+    }
+    turns.push(turn)
   }
   const session: GeneratedSession = {
     seed,
     idMode,
     turns,
-    steps: turns.flatMap((t) => t.steps),
+    kinds,
+    steps: turns.flatMap((t) => (t.compactAfter ? [...t.steps, t.compactAfter] : t.steps)),
     describe() {
       const shape = turns
-        .map((t) =>
-          t.steps
-            .map((s) =>
-              Array.isArray(s.toolCalls)
-                ? `${s.reasoning ? 'r' : ''}${(s.toolCalls as unknown[]).length}`
-                : s.reasoning
-                  ? 'rA'
-                  : 'A',
-            )
-            .join('.'),
-        )
+        .map((t) => t.steps.map((s) => stepShape(s)).join('.') + (t.compactAfter ? ' | /compact' : ''))
         .join(' | ')
       return `seed ${seed} (ids ${idMode}; turns: ${shape})`
     },
   }
   return session
+}
+
+/**
+ * One step's shape: `r` reasoning, a digit the calls of a tool step (`p` after it for each call
+ * that asks approval, `e` for the tool error), `A` an answer, `X` a cancelled step (`Xc` with a
+ * call in its prefix).
+ */
+function stepShape(step: MockStep): string {
+  if (Array.isArray(step.events)) {
+    const events = step.events as MockStep[]
+    return `${events.some((e) => e.reasoning) ? 'r' : ''}X${events.some((e) => e.toolCall) ? 'c' : ''}`
+  }
+  const r = step.reasoning ? 'r' : ''
+  if (!Array.isArray(step.toolCalls)) return `${r}A`
+  const calls = step.toolCalls as Array<{ arguments: { [key: string]: unknown } }>
+  const flags = calls
+    .map((c) => (c.arguments.sandbox_escalation ? 'p' : c.arguments.timeoutMs === 0 ? 'e' : ''))
+    .join('')
+  return `${r}${calls.length}${flags}`
 }
 
 /** Seeds for a run: `DSH_GEN_SEEDS=N` (or `--seeds N` through the script) widens the fixed set. */

@@ -73,6 +73,7 @@ export function writeOldFormatLog(home: string, cwd: string, events: readonly Lo
 export function storedSessionIds(home: string): string[] {
   const root = join(home, 'sessions')
   const ids: string[] = []
+  if (!existsSync(root)) return ids
   for (const key of readdirSync(root, { withFileTypes: true })) {
     if (!key.isDirectory()) continue
     for (const entry of readdirSync(join(root, key.name), { withFileTypes: true })) {
@@ -109,8 +110,8 @@ export interface AcpPeer {
   close(): Promise<void>
 }
 
-export async function startAcpPeer(env: Record<string, string>, cwd: string): Promise<AcpPeer> {
-  const child = spawn(process.execPath, [ACP_BIN], {
+export async function startAcpPeer(env: Record<string, string>, cwd: string, args: string[] = []): Promise<AcpPeer> {
+  const child = spawn(process.execPath, [ACP_BIN, ...args], {
     cwd,
     env: { PATH: process.env.PATH, HOME: env.HOME ?? process.env.HOME, ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
@@ -307,6 +308,33 @@ export async function untilScreen(
       )
     await new Promise((r) => setTimeout(r, 100))
   }
+}
+
+/**
+ * Answers the TUI's approval panel (`Allow this action?`) with `y` (allow once), once per request:
+ * the request is told by the panel's first lines (the call's title carries its marker). Call it
+ * with every screen read while a turn runs.
+ */
+export function approvalAnswerer(input: (data: string) => void): ((screen: string) => void) & { allowed: number } {
+  let answered: string | undefined
+  const answer = (screen: string) => {
+    const lines = screen.split('\n')
+    const at = lines.findLastIndex((l) => l.includes('Allow this action?'))
+    if (at < 0) {
+      answered = undefined
+      return
+    }
+    const request = lines
+      .slice(at + 1, at + 4)
+      .join('\n')
+      .trim()
+    if (request === answered) return
+    answered = request
+    answer.allowed++
+    input('y')
+  }
+  answer.allowed = 0
+  return answer
 }
 
 /** Markers of the TUI screen in order; a reasoning row (`✻ Thought`/`✻ Thinking…`) as `thoughtAs`. */
