@@ -209,10 +209,37 @@ describe('ctx.subagents with a provider of its own', () => {
     )
     mute.finish({ status: 'completed', text: '' })
     talker.finish({ status: 'completed', text: '' })
-    await h.ctx.subagents.wait(h.agent, 'sub-1')
-    await h.ctx.subagents.wait(h.session, 'sub-2')
+    expect(await h.ctx.subagents.wait(h.agent, 'sub-1')).toMatchObject({ id: 'sub-1', status: 'completed' })
+    expect(await h.ctx.subagents.wait(h.session, 'sub-2')).toMatchObject({ id: 'sub-2', status: 'completed' })
     expect(h.ctx.subagents.wait(h.agent, 'sub-9')).toBeUndefined()
     expect(h.ctx.subagents.wait('no-such-session', 'sub-1')).toBeUndefined()
+  })
+
+  it("a resumed parent's children from its log are finished, not unknown", async () => {
+    const h = await boot()
+    const c = controlled({ send: true })
+    h.ctx.subagents.registerProvider({ name: 'remote', start: () => c.child })
+    const started = await h.ctx.subagents.start({ parent: h.agent, provider: 'remote', description: 'd', prompt: 'p' })
+    c.finish({ status: 'completed', text: 'done' })
+    await started.finished
+    const resumed = new Session({ id: 'resumed', cwd: h.session.cwd, events: h.session.events })
+    for (const act of [
+      () => h.ctx.subagents.send(resumed, 'sub-1', 'more'),
+      () => h.ctx.subagents.interrupt(resumed, 'sub-1'),
+    ])
+      expect(act).toThrow(
+        expect.objectContaining({
+          code: 'AGENT_FINISHED',
+          message: 'subagent sub-1 has already finished; start a new one instead',
+        }),
+      )
+    expect(() => h.ctx.subagents.send(resumed, 'sub-2', 'more')).toThrow(
+      expect.objectContaining({
+        code: 'UNKNOWN_AGENT',
+        message: 'no subagent "sub-2" was started by this agent (known: sub-1)',
+      }),
+    )
+    expect(h.ctx.subagents.wait(resumed, 'sub-1')).toBeUndefined()
   })
 
   it('get and list by session id, agent or session; an unknown parent has no children', async () => {

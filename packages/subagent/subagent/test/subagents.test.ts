@@ -218,11 +218,13 @@ describe('ctx.subagents', () => {
     expect(
       (await rejection(Promise.resolve().then(() => h.ctx.subagents.report(child, 'x'.repeat(20_001))))).code,
     ).toBe('INVALID_REQUEST')
+    // Exactly the limit is accepted.
+    expect(h.ctx.subagents.report(child, 'x'.repeat(20_000)).reports).toEqual(['halfway there', 'x'.repeat(20_000)])
     h.ctx.subagents.interrupt(h.agent, started.record.id)
     await started.finished
-    // Read back from the log alone, the record still carries the report; a finished child cannot report.
+    // Read back from the log alone, the record still carries the reports; a finished child cannot report.
     const fromLog = h.ctx.subagents.list(new Session({ id: 'reloaded', cwd: h.session.cwd, events: h.session.events }))
-    expect(fromLog[0].reports).toEqual(['halfway there'])
+    expect(fromLog[0].reports).toEqual(['halfway there', 'x'.repeat(20_000)])
     expect((await rejection(Promise.resolve().then(() => h.ctx.subagents.report(child.id, 'late')))).code).toBe(
       'NOT_A_SUBAGENT',
     )
