@@ -101,7 +101,7 @@ describe('resumeStored / openSession', () => {
 })
 
 describe('continuable / latestContinuable', () => {
-  const row = (over: Partial<SessionSummary>): SessionSummary =>
+  const row = (over: Partial<Omit<SessionSummary, 'id'>> & { id?: string }): SessionSummary =>
     ({ id: 'x', cwd: '/a', createdAt: 1, updatedAt: 1, turns: 1, events: 2, ...over }) as SessionSummary
   it('offers sessions that ran a turn or are damaged, never a derived one', () => {
     expect(continuable(row({}))).toBe(true)
