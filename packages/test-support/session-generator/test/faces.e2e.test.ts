@@ -362,47 +362,48 @@ describe('generated sessions over ACP and in the TUI', () => {
   })
 
   it('ACP: live, one unique toolCallId per logged call', async () => {
-    peer = await startAcpPeer(acpEnv(), acpCwd, ['--patch', patchFile])
+    const p = await startAcpPeer(acpEnv(), acpCwd, ['--patch', patchFile])
+    peer = p
     onTestFinished(async () => {
       await peer?.close()
       peer = undefined
     })
     for (const session of SESSIONS) {
       await check('ACP (live)', session, async () => {
-        const { sessionId } = await peer.agent.request('session/new', { cwd: acpCwd, mcpServers: [] })
-        const permissionsBefore = peer.permissions
+        const { sessionId } = await p.agent.request('session/new', { cwd: acpCwd, mcpServers: [] })
+        const permissionsBefore = p.permissions
         for (const turn of session.turns) {
-          const from = peer.updates.length
-          const prompt = peer.agent.request('session/prompt', {
+          const from = p.updates.length
+          const prompt = p.agent.request('session/prompt', {
             sessionId,
             prompt: [{ type: 'text', text: turn.prompt }],
           })
           if (turn.cancelAt) {
             const at = turn.cancelAt
             await until(
-              () => streamedText(peer!.updates.slice(from), sessionId).includes(at),
+              () => streamedText(p.updates.slice(from), sessionId).includes(at),
               `the partial answer of ${session.describe()}`,
             )
-            await peer.agent.notify('session/cancel', { sessionId })
+            await p.agent.notify('session/cancel', { sessionId })
           }
           expect((await prompt).stopReason, session.describe()).toBe(turn.cancelAt ? 'cancelled' : 'end_turn')
           if (turn.compactAfter) {
-            const before = peer.updates.length
-            const response = await peer.agent.request('session/prompt', {
+            const before = p.updates.length
+            const response = await p.agent.request('session/prompt', {
               sessionId,
               prompt: [{ type: 'text', text: '/compact' }],
             })
             expect(response.stopReason).toBe('end_turn')
-            expect(streamedText(peer.updates.slice(before), sessionId)).toMatch(COMPACTED)
+            expect(streamedText(p.updates.slice(before), sessionId)).toMatch(COMPACTED)
           }
         }
         acpSessions.set(session, sessionId)
         const log = await readLog(acpHome, sessionId, session.turns.length)
         checkShape(session, log, 'ACP')
         // The peer allowed one request per escalating call that ran.
-        expect(peer.permissions - permissionsBefore, session.describe()).toBe(approvalsAsked(log))
+        expect(p.permissions - permissionsBefore, session.describe()).toBe(approvalsAsked(log))
         const tag = sessionTag(session.seed)
-        const shown = acpMarkers(peer.updates, sessionId, tag)
+        const shown = acpMarkers(p.updates, sessionId, tag)
         expect(shown.problems, session.describe()).toEqual([])
         // Live, the prompt is the editor's own: not echoed back.
         same(
@@ -416,12 +417,13 @@ describe('generated sessions over ACP and in the TUI', () => {
       })
     }
     settle('ACP (live)')
-    await peer.close()
+    await p.close()
     peer = undefined
   })
 
   it('ACP: replayed by session/load in a new process', async () => {
-    peer = await startAcpPeer(acpEnv(), acpCwd)
+    const p = await startAcpPeer(acpEnv(), acpCwd)
+    peer = p
     onTestFinished(async () => {
       await peer?.close()
       peer = undefined
@@ -430,11 +432,11 @@ describe('generated sessions over ACP and in the TUI', () => {
       await check('ACP (session/load)', session, async () => {
         const sessionId = acpSessions.get(session)
         if (!sessionId) throw new Error(`${session.describe()} was not played over ACP`)
-        const from = peer.updates.length
-        await peer.agent.request('session/load', { sessionId, cwd: acpCwd, mcpServers: [] })
+        const from = p.updates.length
+        await p.agent.request('session/load', { sessionId, cwd: acpCwd, mcpServers: [] })
         const log = await readLog(acpHome, sessionId, session.turns.length)
         const tag = sessionTag(session.seed)
-        const shown = acpMarkers(peer.updates.slice(from), sessionId, tag)
+        const shown = acpMarkers(p.updates.slice(from), sessionId, tag)
         expect(shown.problems, session.describe()).toEqual([])
         same(
           session,
@@ -446,7 +448,7 @@ describe('generated sessions over ACP and in the TUI', () => {
       })
     }
     settle('ACP (session/load)')
-    await peer.close()
+    await p.close()
     peer = undefined
   })
 
