@@ -773,7 +773,11 @@ export class LocalSandbox extends SandboxService {
         clearTimeout(timer)
         this.probing.delete(spawned)
         if (code === 0) return resolve({ code: 0, output: stdout })
-        resolve({ code, output: `${stderr}${stdout}` || `${file} was ended by ${signal ?? 'a signal'}` })
+        // Nothing printed: only an end by a signal has something to say (an exit code is already reported).
+        resolve({
+          code,
+          output: `${stderr}${stdout}` || (code === null ? `${file} was ended by ${signal ?? 'a signal'}` : ''),
+        })
       })
     })
   }
