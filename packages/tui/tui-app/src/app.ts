@@ -12,26 +12,21 @@ import {
   ProcessTerminal,
   TUI,
   matchesKey,
-  type Component,
   type SelectItem,
   type Terminal,
 } from '@mariozechner/pi-tui'
 import type { Agent, ModelSelection } from '@dsh/agent'
 import type { ReasoningEffort } from '@dsh/llm'
 import type { AnySessionEvent, Session } from '@dsh/session'
-import { policyAnswerer, type ApprovalAnswer, type ApprovalRequest } from '@dsh/user-approval'
-import type { QuestionAnswer, QuestionsRequest } from '@dsh/user-questions'
+import { policyAnswerer } from '@dsh/user-approval'
+import { Takeovers } from './takeovers.ts'
 import type {} from '@dsh/agent-default-model'
 import type {} from '@dsh/commands'
 import type {} from '@dsh/permission-presets'
 import type {} from '@dsh/session-persistence'
 import type {} from '@dsh/token-meter'
 import {
-  ApprovalPanel,
-  ConfirmPanel,
   MentionProvider,
-  Picker,
-  QuestionPanel,
   StatusLine,
   TextBlock,
   Transcript,
@@ -97,7 +92,8 @@ export class TuiApp {
   private readonly queued: string[] = []
   private offSession?: () => void
   private readonly offs: Array<() => void> = []
-  private readonly takeovers: Array<{ component: Component; cancel(): void }> = []
+  /** Approval, question, picker and confirmation panels shown in place of the editor. */
+  private readonly panels: Takeovers
   private hint?: string
   private hintTimer?: NodeJS.Timeout
   private lastCtrlC = 0
@@ -133,6 +129,7 @@ export class TuiApp {
     this.tui.addChild(this.slot)
     this.tui.addChild(this.status)
     this.activity.addChild(new TextBlock('\n', '', ''))
+    this.panels = new Takeovers(this.tui, this.slot, this.editor, this.p)
     this.slot.addChild(this.editor)
     this.tui.setFocus(this.editor)
     this.tui.addInputListener((data) => this.onKey(data))
@@ -160,7 +157,7 @@ export class TuiApp {
     this.stopped = true
     this.loader?.stop()
     if (this.hintTimer) clearTimeout(this.hintTimer)
-    for (const t of this.takeovers.splice(0)) t.cancel()
+    this.panels.cancelAll()
     for (const off of this.offs.splice(0)) off()
     this.offSession?.()
     this.tui.stop()
@@ -267,7 +264,7 @@ export class TuiApp {
   // ---- input ----
 
   private onKey(data: string): { consume?: boolean; data?: string } | undefined {
-    const panel = this.takeovers.length > 0
+    const panel = this.panels.active
     if (matchesKey(data, Key.ctrl('c'))) {
       // In a panel Ctrl+C is Esc: deny, skip or cancel, never allow.
       if (panel) return { data: '\x1b' }
@@ -348,32 +345,6 @@ export class TuiApp {
 
   // ---- takeovers ----
 
-  /** Shows `component` in place of the editor until `finish` is called (queued behind others). */
-  private takeover(component: Component, cancel: () => void): () => void {
-    const entry = { component, cancel }
-    this.takeovers.push(entry)
-    if (this.takeovers.length === 1) this.showTop()
-    return () => {
-      const at = this.takeovers.indexOf(entry)
-      if (at < 0) return
-      this.takeovers.splice(at, 1)
-      this.showTop()
-    }
-  }
-
-  private showTop(): void {
-    this.slot.clear()
-    const top = this.takeovers[0]
-    if (top) {
-      this.slot.addChild(top.component)
-      this.tui.setFocus(top.component)
-    } else {
-      this.slot.addChild(this.editor)
-      this.tui.setFocus(this.editor)
-    }
-    this.tui.requestRender()
-  }
-
   private registerAnswerers(): () => void {
     const offs: Array<() => void> = []
     const mine = (sessionId?: string) => sessionId === undefined || sessionId === this.session.id
@@ -386,7 +357,7 @@ export class TuiApp {
           answer: (request, { signal }) => {
             const policy = this.opt('permissionPresets')?.policyFor(request.sessionId)
             if (policy === 'never' || policy === 'reject') return policyAnswerer(policy).answer(request, { signal })
-            return this.askApproval(request, signal)
+            return this.panels.askApproval(request, signal)
           },
         }),
       )
@@ -397,7 +368,7 @@ export class TuiApp {
         questions.registerAnswerer({
           name: 'tui',
           accepts: (request) => mine(request.sessionId),
-          answer: (request, { signal }) => this.askQuestions(request, signal),
+          answer: (request, { signal }) => this.panels.askQuestions(request, signal),
         }),
       )
     }
@@ -406,48 +377,9 @@ export class TuiApp {
     }
   }
 
-  private askApproval(request: ApprovalRequest, signal: AbortSignal): Promise<ApprovalAnswer> {
-    return new Promise((resolve) => {
-      let finish = () => {}
-      const panel = new ApprovalPanel(request, this.p, (answer) => {
-        finish()
-        resolve(answer)
-      })
-      finish = this.takeover(panel, () =>
-        resolve({ decision: 'rejected', reason: 'the terminal UI closed before an answer' }),
-      )
-      signal.addEventListener('abort', () => finish(), { once: true })
-    })
-  }
-
-  private askQuestions(request: QuestionsRequest, signal: AbortSignal): Promise<Record<string, QuestionAnswer>> {
-    return new Promise((resolve, reject) => {
-      let finish = () => {}
-      const panel = new QuestionPanel(request.questions, this.p, (answers) => {
-        finish()
-        resolve(answers)
-      })
-      finish = this.takeover(panel, () => reject(new Error('the terminal UI closed before an answer')))
-      signal.addEventListener('abort', () => finish(), { once: true })
-    })
-  }
-
   /** A picker over `items`; resolves the picked value, or undefined on Esc. */
   pick(title: string, items: SelectItem[], selected = 0): Promise<string | undefined> {
-    return new Promise((resolve) => {
-      let finish = () => {}
-      const picker = new Picker(
-        title,
-        items,
-        this.p,
-        (value) => {
-          finish()
-          resolve(value)
-        },
-        selected,
-      )
-      finish = this.takeover(picker, () => resolve(undefined))
-    })
+    return this.panels.pick(title, items, selected)
   }
 
   // ---- local commands and pickers ----
@@ -552,33 +484,23 @@ export class TuiApp {
       this.flash(`permission mode: ${next.name}`)
       return
     }
-    void this.confirm(
-      `Switch to ${next.name}?`,
-      `${next.description}\nCommands would no longer be confined to the workspace.`,
-      `y switches · any other key keeps ${current}`,
-    ).then((yes) => {
-      // Only from the mode the question was asked in (a session switch or /permissions may have moved on).
-      if (this.session.id !== sessionId || presets.current(sessionId).name !== current) return
-      if (yes) {
-        presets.set(sessionId, next.name)
-        this.flash(`permission mode: ${next.name}`)
-      } else {
-        this.skipUnconfined = true
-        this.flash(`permission mode unchanged: ${current} · Shift+Tab again skips ${next.name}`, 4000)
-      }
-    })
-  }
-
-  /** A yes/no panel in place of the editor; anything but `y` (or the panel closing) is no. */
-  private confirm(title: string, body: string, hint: string): Promise<boolean> {
-    return new Promise((resolve) => {
-      let finish = () => {}
-      const panel = new ConfirmPanel(title, body, hint, this.p, (yes) => {
-        finish()
-        resolve(yes)
+    void this.panels
+      .confirm(
+        `Switch to ${next.name}?`,
+        `${next.description}\nCommands would no longer be confined to the workspace.`,
+        `y switches · any other key keeps ${current}`,
+      )
+      .then((yes) => {
+        // Only from the mode the question was asked in (a session switch or /permissions may have moved on).
+        if (this.session.id !== sessionId || presets.current(sessionId).name !== current) return
+        if (yes) {
+          presets.set(sessionId, next.name)
+          this.flash(`permission mode: ${next.name}`)
+        } else {
+          this.skipUnconfined = true
+          this.flash(`permission mode unchanged: ${current} · Shift+Tab again skips ${next.name}`, 4000)
+        }
       })
-      finish = this.takeover(panel, () => resolve(false))
-    })
   }
 
   /** Sessions of this directory that ran a turn, newest first. */
