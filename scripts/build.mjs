@@ -191,7 +191,13 @@ await Promise.all(
         const bundle = await bundleEntries(pkg, src, out)
         if (bundle) for (const [path, text] of bundle) outputs.set(path, text)
       } catch (error) {
-        console.error(`build: bundling ${relative(root, pkg)}: ${String(error.message).split('\n')[0]}`)
+        // esbuild's message is "Build failed with N error(s):" and the errors follow on the next
+        // lines; print each one (file:line: text) so the cause is on screen, not only the count.
+        const details = (error.errors ?? [])
+          .slice(0, 5)
+          .map((e) => `\n  ${e.location ? `${e.location.file}:${e.location.line}: ` : ''}${e.text}`)
+          .join('')
+        console.error(`build: bundling ${relative(root, pkg)}: ${String(error.message).split('\n')[0]}${details}`)
         process.exitCode = 1
         failed = true
       }
