@@ -209,9 +209,9 @@ describe('@dsh/acp session/request_permission', () => {
     /**
      * A client that leaves the dialog open until the server withdraws the request
      * (`$/cancel_request` aborts the handler's signal), then answers `cancelled` as the protocol
-     * asks. `asked` resolves once the request arrived; `withdrawn` holds the signal's reason.
+     * asks (or, for a careless client, `late`). `asked` resolves once the request arrived.
      */
-    function openDialog() {
+    function openDialog(late: acp.RequestPermissionResponse = { outcome: { outcome: 'cancelled' } }) {
       const seen: { signal?: AbortSignal } = {}
       let arrived!: () => void
       const asked = new Promise<void>((resolve) => (arrived = resolve))
@@ -219,7 +219,7 @@ describe('@dsh/acp session/request_permission', () => {
         seen.signal = signal
         arrived()
         return new Promise<acp.RequestPermissionResponse>((resolve) =>
-          signal.addEventListener('abort', () => resolve({ outcome: { outcome: 'cancelled' } }), { once: true }),
+          signal.addEventListener('abort', () => resolve(late), { once: true }),
         )
       }
       return { answer, asked, seen }
@@ -227,8 +227,8 @@ describe('@dsh/acp session/request_permission', () => {
 
     // The withdrawal leaves before the server's prompt response on the same stream, so the client
     // has applied it by the time the turn's response arrives.
-    it('when permissionTimeoutMs passes', async () => {
-      const dialog = openDialog()
+    it('when permissionTimeoutMs passes; an allow sent after the withdrawal is dropped', async () => {
+      const dialog = openDialog({ outcome: { outcome: 'selected', optionId: 'allow_once' } })
       const { agent, sessionId, state } = await setup(dialog.answer, { permissionTimeoutMs: 50 })
       expect((await prompt(agent, sessionId)).stopReason).toBe('end_turn')
       expect(state).toEqual({
