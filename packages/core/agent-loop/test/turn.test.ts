@@ -102,7 +102,7 @@ function setup(answers: Answer[], run: Run = async (call) => `ran ${call.argumen
         }
       })
     })
-  return { deps, log, seen, batches, warnings, send, types, results, once }
+  return { deps, log, queue, seen, batches, warnings, send, types, results, once }
 }
 
 const never = new AbortController().signal
@@ -268,6 +268,57 @@ describe('runTurn', () => {
       expect(asked, way).toBe(0)
       expect(t.types().slice(-2), way).toEqual(['step/end', 'turn/end'])
     }
+  })
+
+  it("a tool error is the model's to read; a failing tool runner ends the turn INTERNAL, never as a provider error", async () => {
+    const t = setup([{ calls: [['echo', {}]] }, { text: 'read the error' }])
+    t.deps.tools = {
+      schemas: () => [],
+      async executeAll(calls, _context, onResult) {
+        onResult?.(
+          {
+            message: {
+              role: 'tool',
+              callId: calls[0].callId,
+              name: 'echo',
+              content: [{ type: 'text', text: 'boom' }],
+              isError: true,
+            },
+            error: { code: 'TOOL_ERROR', message: 'boom' },
+          },
+          0,
+        )
+      },
+    }
+    void t.send('hi')
+    expect(await runTurn(t.deps, 0, never)).toMatchObject({ reason: 'completed', text: 'read the error' })
+    expect(t.seen.requests[1].messages.at(-1)).toMatchObject({ role: 'tool', isError: true })
+
+    const u = setup([{ calls: [['echo', {}]] }, { text: 'must not be requested' }])
+    let asked = 0
+    u.deps.hooks.requestError = async () => {
+      asked++
+      return { action: 'retry', delayMs: 0 }
+    }
+    u.deps.tools = { schemas: () => [], executeAll: async () => Promise.reject(new Error('pipeline bug')) }
+    void u.send('hi')
+    const result = await runTurn(u.deps, 0, never)
+    expect(result).toMatchObject({ reason: 'error', error: { code: 'INTERNAL', message: 'pipeline bug' } })
+    expect(asked).toBe(0)
+    expect(u.seen.requests).toHaveLength(1)
+    expect(u.types().slice(-2)).toEqual(['step/end', 'turn/end'])
+  })
+
+  it('queued input: injected context rides ahead of the human message it was computed for', async () => {
+    const t = setup([{ text: 'ok' }])
+    t.queue.pushContext({ content: 'pane: editor', source: { kind: 'plugin', plugin: 'tmux' } })
+    void t.send('question')
+    await runTurn(t.deps, 0, never)
+    expect(t.seen.requests[0].messages).toEqual([user('pane: editor'), user('question')])
+    const sources = (t.log.events.filter((e) => e.type === 'user/message') as SessionEvent<'user/message'>[]).map(
+      (e) => e.data.source.kind,
+    )
+    expect(sources).toEqual(['plugin', 'human'])
   })
 
   it('a throwing turnStopping hook still ends and settles the turn, as an error', async () => {
