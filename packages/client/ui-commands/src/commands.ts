@@ -15,6 +15,6 @@ export function matchCommands(commands: readonly CommandInfo[], query: string): 
 
 /** The command a line runs (`/name` or `/name args`), when `name` is listed. */
 export function commandOfLine(commands: readonly CommandInfo[], line: string): CommandInfo | undefined {
-  const m = /^\/([a-z][a-z0-9-]*)(?:\s|$)/.exec(line.trim())
+  const m = /^\/([a-z][a-z0-9_-]*)(?:\s|$)/.exec(line.trim())
   return m ? commands.find((c) => c.name === m[1]) : undefined
 }

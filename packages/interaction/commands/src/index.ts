@@ -13,6 +13,8 @@ declare module 'cordis' {
   interface Events {
     /** Observe-only: a command line was dispatched (any outcome). */
     'commands/dispatched'(agent: Agent, result: DispatchResult & { handled: true }): void
+    /** A command was registered or removed (menus built once re-read `list()`). */
+    'commands/changed'(): void
   }
 }
 
@@ -27,7 +29,7 @@ export interface CommandContext {
 export type CommandOutput = string | void | undefined | { output?: string }
 
 export interface Command {
-  /** Lower-case name without the slash: letters, digits and dashes, starting with a letter. */
+  /** Lower-case name without the slash: letters, digits, `_` and `-`, starting with a letter. */
   name: string
   /** One line shown in command menus and `/help`. */
   description: string
@@ -56,9 +58,9 @@ export const Config: Schema<Config> = Schema.object({
   help: Schema.boolean().default(true).description('Register the built-in /help command.'),
 })
 
-export const COMMAND_NAME = /^[a-z][a-z0-9-]*$/
+export const COMMAND_NAME = /^[a-z][a-z0-9_-]*$/
 // `/name` alone or followed by whitespace; `/usr/bin/x` or `//x` is not a command line.
-const COMMAND_LINE = /^\/([a-z][a-z0-9-]*)(?:\s+([\s\S]*))?$/
+const COMMAND_LINE = /^\/([a-z][a-z0-9_-]*)(?:\s+([\s\S]*))?$/
 
 /** The command a line invokes, or undefined when the line is not a command line. */
 export function parseCommandLine(text: string): { name: string; args: string } | undefined {
@@ -72,6 +74,8 @@ export class CommandRegistry extends Service {
 
   // Shared by caller views of the service; mutated in place.
   private readonly table = new Map<string, Command>()
+  /** Commands still being loaded (see `pending`). */
+  private readonly loading = new Set<Promise<unknown>>()
 
   constructor(ctx: Context, config: Config = { help: true }) {
     super(ctx, 'commands')
@@ -79,10 +83,13 @@ export class CommandRegistry extends Service {
       this.register({
         name: 'help',
         description: 'List the available commands.',
-        run: () =>
-          this.list()
+        // Commands still loading (see `pending`) are listed once they arrived.
+        run: async () => {
+          await Promise.all([...this.loading])
+          return this.list()
             .map((c) => `/${c.name}${c.usage ? ` ${c.usage}` : ''}  ${c.description}`)
-            .join('\n'),
+            .join('\n')
+        },
       })
     }
   }
@@ -95,7 +102,7 @@ export class CommandRegistry extends Service {
     if (!command || typeof command.run !== 'function') throw new TypeError('commands.register: a command needs run()')
     if (typeof command.name !== 'string' || !COMMAND_NAME.test(command.name)) {
       throw new TypeError(
-        `commands.register: invalid name ${JSON.stringify(command.name)} (lower-case letters, digits and dashes, starting with a letter)`,
+        `commands.register: invalid name ${JSON.stringify(command.name)} (lower-case letters, digits, "_" and "-", starting with a letter)`,
       )
     }
     if (typeof command.description !== 'string' || command.description === '') {
@@ -106,11 +113,29 @@ export class CommandRegistry extends Service {
     const entry = { ...command }
     const dispose = this.ctx.effect(() => {
       table.set(entry.name, entry)
+      this.ctx.emit('commands/changed')
       return () => {
-        if (table.get(entry.name) === entry) table.delete(entry.name)
+        if (table.get(entry.name) !== entry) return
+        table.delete(entry.name)
+        this.ctx.emit('commands/changed')
       }
     }, `commands(/${entry.name})`)
     return () => void dispose()
+  }
+
+  /**
+   * Commands that are still being loaded (e.g. an MCP server's prompts while it connects): until
+   * `until` settles, dispatching a name that is not registered waits for it, then looks again. The
+   * provider bounds the wait. Returns a disposer that stops the wait early.
+   */
+  pending(until: Promise<unknown>): () => void {
+    const loading = this.loading
+    const wait: Promise<unknown> = until.then(
+      () => loading.delete(wait),
+      () => loading.delete(wait),
+    )
+    loading.add(wait)
+    return () => void loading.delete(wait)
   }
 
   /** Registered commands, sorted by name. */
@@ -143,7 +168,11 @@ export class CommandRegistry extends Service {
   async dispatch(agent: Agent, text: string, options: { signal?: AbortSignal } = {}): Promise<DispatchResult> {
     const parsed = parseCommandLine(text)
     if (!parsed) return { handled: false }
-    const command = this.table.get(parsed.name)
+    let command = this.table.get(parsed.name)
+    if (!command && this.loading.size > 0) {
+      await Promise.all([...this.loading])
+      command = this.table.get(parsed.name)
+    }
     let result: DispatchResult & { handled: true }
     if (!command) {
       const known = this.list().map((c) => `/${c.name}`)

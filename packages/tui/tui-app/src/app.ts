@@ -149,6 +149,8 @@ export class TuiApp {
     this.tui.start()
     this.attach()
     this.offs.push(this.registerAnswerers())
+    // Commands that arrive later (an MCP server's prompts once it connected) join the `/` menu.
+    this.offs.push(this.ctx.on('commands/changed', () => this.refreshCompletion()))
   }
 
   /** Restores the terminal (idempotent). */
