@@ -11,7 +11,9 @@ import type { Session } from '@dsh/session'
 import type {} from '@dsh/session-persistence'
 import type {} from '@dsh/settings'
 import type {} from '@dsh/agent'
-import type { SubprocessService } from '@dsh/subprocess'
+import type {} from '@dsh/subprocess'
+import type { CommandRegistry } from '@dsh/commands'
+import type { InjectedContext } from '@dsh/agent'
 import type {} from '@dsh/tools'
 import type { ProjectTrust, ProjectTrustRequests, TrustRequest } from '@dsh/project-trust'
 import type {} from '@dsh/credentials'
@@ -30,6 +32,8 @@ import {
 } from './config.ts'
 import { McpServerConnection, type ConnectionOptions, type McpServerStatus } from './server.ts'
 import { fromAcpServer } from './acp.ts'
+import { promptArguments, promptCommandName, promptText, promptUsage } from './prompts.ts'
+import { mentionedResources, renderResource, renderUnavailable } from './mentions.ts'
 
 export type { McpServerState, McpServerStatus, RetryOptions } from './server.ts'
 export type { CheckedServer, McpSource, McpTransportKind, OAuthSettings, ServerSpec } from './config.ts'
@@ -64,6 +68,11 @@ export const projectTrustRequests: ProjectTrustRequests = (config, cwd) => {
 export { toolName } from './names.ts'
 export { fromAcpServer } from './acp.ts'
 export { mapResult } from './results.ts'
+export { promptArguments, promptCommandName, promptText, promptUsage, splitWords } from './prompts.ts'
+export { mentionedResources, renderResource } from './mentions.ts'
+
+/** The source plugin of the context messages `@server:uri` mentions add. */
+export const MENTION_SOURCE = '@dsh/mcp-client'
 
 /** The session event a server's trouble (and recovery) is logged as. Not model-visible. */
 export interface McpStatusNotice {
@@ -73,10 +82,22 @@ export interface McpStatusNotice {
   scope?: string
 }
 
+/** Progress of a running tool call (the call's card shows it); never sent to the model. */
+export interface ToolProgress {
+  callId: string
+  progress: number
+  total?: number
+  message?: string
+  /** Who reported it, e.g. `mcp:<server>`. */
+  source: string
+}
+
 declare module '@dsh/session' {
   interface SessionEventMap {
     /** An MCP server failed, is retrying, was restarted or recovered; never sent to the model. */
     'mcp/status': McpStatusNotice
+    /** A progress notification of a running tool call. */
+    'tool/progress': ToolProgress
   }
 }
 
@@ -84,6 +105,7 @@ export interface McpProgress {
   server: string
   tool: string
   callId: string
+  sessionId?: string
   progress: number
   total?: number
   message?: string
@@ -114,6 +136,10 @@ export interface McpClientConfig extends ConnectionOptions {
   startupWaitMs: number
   /** The command that opens an address in the user's browser (the URL is appended); default per platform. */
   browser?: string[]
+  /** `@server:uri` mentions expanded per message at most. */
+  maxMentions: number
+  /** Characters of one mentioned resource included at most. */
+  mentionMaxChars: number
 }
 
 export interface AddServerOptions {
@@ -191,6 +217,11 @@ export class McpClient extends Service {
     browser: Schema.array(Schema.string()).description(
       'Command that opens an address in a browser (the URL is appended); default xdg-open / open / start.',
     ),
+    maxMentions: Schema.natural().min(1).default(10).description('@server:uri mentions expanded per message at most.'),
+    mentionMaxChars: Schema.natural()
+      .min(100)
+      .default(100_000)
+      .description('Characters of one mentioned resource included at most.'),
   })
 
   private readonly servers = new Map<string, McpServerConnection | CheckedServer>()
@@ -203,6 +234,10 @@ export class McpClient extends Service {
   private readonly cwd: string
   private questions: UserQuestionsService | undefined
   private credentials: Context['credentials'] | undefined
+  private commands: CommandRegistry | undefined
+  private sessions: Context['sessions'] | undefined
+  /** The slash commands of each server's prompts, by server key, then by command name. */
+  private readonly promptCommands = new Map<string, Map<string, { key: string; dispose: () => void }>>()
   private readonly memory = memoryStore()
   /** The newest session a human answers questions in (sign-ins outside a call are asked there). */
   private humanSession: string | undefined
@@ -329,8 +364,27 @@ export class McpClient extends Service {
     // Logged notices: persistence must know the type, or sessions that have one do not load.
     ctx.inject(['sessionPersistence'], (inner) => {
       inner.sessionPersistence.registerEventType('mcp/status')
+      inner.sessionPersistence.registerEventType('tool/progress')
+    })
+    ctx.inject(['commands'], (inner) => {
+      inner.effect(() => {
+        this.commands = inner.commands
+        for (const entry of this.servers.values()) if (entry instanceof McpServerConnection) this.syncPrompts(entry)
+        // A command line naming a prompt of a server still connecting waits for it (bounded).
+        const stopWaiting = inner.commands.pending(this.ready())
+        return () => {
+          stopWaiting()
+          for (const commands of this.promptCommands.values()) for (const c of commands.values()) c.dispose()
+          this.promptCommands.clear()
+          this.commands = undefined
+        }
+      }, 'mcp: prompts as commands')
     })
     ctx.inject(['sessions'], (inner) => {
+      inner.effect(() => {
+        this.sessions = inner.sessions
+        return () => (this.sessions = undefined)
+      }, 'mcp: sessions')
       // A session that starts after a server already failed hears about it once.
       inner.on('session/created', (session) => {
         for (const status of this.list()) {
@@ -366,6 +420,120 @@ export class McpClient extends Service {
       },
       { prepend: true },
     )
+    // `@server:uri` in a human message: the resource's text follows the message as logged context.
+    ctx.on('agent/pre-step', async (payload, next) => {
+      const scope = payload.agent.scope
+      const offering = new Map<string, McpServerConnection>()
+      for (const entry of this.servers.values()) {
+        if (!(entry instanceof McpServerConnection) || !entry.offersResources) continue
+        if (entry.scope !== undefined && entry.scope !== scope) continue
+        if (!offering.has(entry.name) || entry.scope !== undefined) offering.set(entry.name, entry)
+      }
+      if (offering.size === 0) return next()
+      const names = new Set(offering.keys())
+      const out: InjectedContext[] = []
+      for (const message of payload.messages) {
+        out.push(message)
+        if (message.source.kind !== 'human') continue
+        const text =
+          typeof message.content === 'string'
+            ? message.content
+            : message.content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('\n')
+        for (const mention of mentionedResources(text, names).slice(0, this.config.maxMentions)) {
+          const read = await this.mentionText(offering.get(mention.server)!, mention.uri, mention.trimmed)
+          out.push({
+            content: read.content,
+            source: { kind: 'plugin', plugin: MENTION_SOURCE, label: `@${mention.server}:${read.uri}` },
+          })
+        }
+      }
+      payload.messages.splice(0, payload.messages.length, ...out)
+      return next()
+    })
+  }
+
+  /** A mentioned resource's text for the model, or a one-line note why there is none. */
+  private async mentionText(
+    connection: McpServerConnection,
+    uri: string,
+    trimmed?: string,
+  ): Promise<{ uri: string; content: string }> {
+    const max = this.config.mentionMaxChars
+    try {
+      return { uri, content: renderResource(connection.name, uri, await connection.readResource(uri), max) }
+    } catch (error) {
+      if (trimmed) {
+        const second = await connection.readResource(trimmed).catch(() => undefined)
+        if (second) return { uri: trimmed, content: renderResource(connection.name, trimmed, second, max) }
+      }
+      return { uri, content: renderUnavailable(connection.name, uri, (error as Error).message) }
+    }
+  }
+
+  /**
+   * Registers one `/mcp__<server>__<prompt>` command per prompt of a global server (commands are
+   * global), replacing changed ones and removing vanished ones. A name already taken (by another
+   * command or another server's prompt) is skipped with a log line.
+   */
+  private syncPrompts(connection: McpServerConnection): void {
+    if (connection.scope !== undefined) return
+    const key = keyOf(connection.name, undefined)
+    const current = this.promptCommands.get(key) ?? new Map<string, { key: string; dispose: () => void }>()
+    this.promptCommands.set(key, current)
+    const commands = this.commands
+    const live = this.servers.get(key) === connection
+    const wanted = new Map<string, import('@modelcontextprotocol/sdk/types.js').Prompt>()
+    if (live)
+      for (const prompt of connection.catalog().prompts)
+        wanted.set(promptCommandName(connection.name, prompt.name), prompt)
+    for (const [name, entry] of current) {
+      const prompt = wanted.get(name)
+      if (!prompt || JSON.stringify(prompt) !== entry.key) {
+        entry.dispose()
+        current.delete(name)
+      }
+    }
+    if (!commands) return
+    for (const [name, prompt] of wanted) {
+      if (current.has(name)) continue
+      const description = (prompt.description ?? prompt.title ?? '').replace(/\s+/g, ' ').trim()
+      const usage = promptUsage(prompt)
+      try {
+        const dispose = commands.register({
+          name,
+          description: `MCP prompt of "${connection.name}"${description ? `: ${description.length > 120 ? `${description.slice(0, 117)}...` : description}` : ''}`,
+          ...(usage ? { usage } : {}),
+          run: async (args, context) => {
+            const values = promptArguments(prompt, args, name)
+            const result = await connection.getPrompt(prompt.name, values, context.signal)
+            const text = promptText(result)
+            if (!text.trim()) throw new Error(`the prompt "${prompt.name}" of MCP server "${connection.name}" is empty`)
+            void context.agent
+              .send(text)
+              .catch((error: Error) => this.ctx.logger('mcp').warn('/%s: the turn failed: %s', name, error.message))
+            return `Running the MCP prompt "${prompt.name}" of "${connection.name}".`
+          },
+        })
+        current.set(name, { key: JSON.stringify(prompt), dispose })
+      } catch (error) {
+        this.ctx
+          .logger('mcp')
+          .warn(
+            'MCP server "%s": prompt "%s" is not offered as /%s: %s',
+            connection.name,
+            prompt.name,
+            name,
+            (error as Error).message,
+          )
+      }
+    }
+    if (current.size === 0) this.promptCommands.delete(key)
+  }
+
+  /** The prompts, resources and resource templates of a connected (or restarting) server. */
+  catalog(name: string, scope?: string) {
+    const entry = this.servers.get(keyOf(name, scope))
+    return entry instanceof McpServerConnection ? entry.catalog() : undefined
   }
 
   /** Every known server (invalid and disabled ones included), sorted by scope then name. */
@@ -490,7 +658,7 @@ export class McpClient extends Service {
         entry.origin,
         {
           ctx: this.ctx,
-          subprocess: this.ctx.subprocess as SubprocessService,
+          subprocess: this.ctx.subprocess,
           options: this.config,
           onStatus: (status, notice) => {
             if (notice) this.ctx.logger('mcp').warn(notice)
@@ -500,7 +668,33 @@ export class McpClient extends Service {
             if (status.state === 'retrying' && entry.source === 'project' && scope === undefined)
               this.recheck(entry, key)
           },
-          onProgress: (progress) => this.ctx.emit('mcp/progress', progress),
+          onProgress: (progress) => {
+            this.ctx.emit('mcp/progress', progress)
+            const session = progress.sessionId !== undefined ? this.sessions?.get(progress.sessionId) : undefined
+            if (session) {
+              try {
+                session.append('tool/progress', {
+                  callId: progress.callId,
+                  progress: progress.progress,
+                  ...(progress.total !== undefined ? { total: progress.total } : {}),
+                  ...(progress.message !== undefined ? { message: progress.message } : {}),
+                  source: `mcp:${progress.server}`,
+                })
+              } catch (error) {
+                this.ctx.logger('mcp').warn('could not log tool progress: %s', (error as Error).message)
+              }
+            }
+          },
+          onCatalog: (connection) => this.syncPrompts(connection),
+          onLog: (server, params) => {
+            const data = typeof params.data === 'string' ? params.data : JSON.stringify(params.data)
+            const text = `MCP server "${server}"${params.logger ? ` (${params.logger})` : ''} [${params.level}]: ${data}`
+            const logger = this.ctx.logger('mcp')
+            if (params.level === 'debug') logger.debug(text)
+            else if (params.level === 'info' || params.level === 'notice') logger.info(text)
+            else if (params.level === 'warning') logger.warn(text)
+            else logger.error(text)
+          },
           workspace: entry.spec.transport === 'stdio' ? entry.spec.cwd : this.cwd,
           authStore: this.authStore,
           consent: (request) => this.consent(request),
@@ -510,6 +704,7 @@ export class McpClient extends Service {
       )
       this.servers.set(key, connection)
       connection.start()
+      if (scope === undefined) this.commands?.pending(this.ready())
     } else {
       const stored = scope !== undefined ? { ...entry, scope } : entry
       this.servers.set(key, stored)
@@ -662,7 +857,7 @@ export class McpClient extends Service {
           ? ['cmd', '/c', 'start', '""']
           : ['xdg-open'])
     try {
-      const handle = (this.ctx.subprocess as SubprocessService).spawn({
+      const handle = this.ctx.subprocess.spawn({
         file: command[0],
         args: [...command.slice(1), url],
         cwd: this.cwd,

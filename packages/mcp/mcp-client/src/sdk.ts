@@ -16,6 +16,7 @@ export interface Sdk {
   ToolSchema: typeof import('@modelcontextprotocol/sdk/types.js').ToolSchema
   ElicitRequestSchema: typeof import('@modelcontextprotocol/sdk/types.js').ElicitRequestSchema
   ListRootsRequestSchema: typeof import('@modelcontextprotocol/sdk/types.js').ListRootsRequestSchema
+  LoggingMessageNotificationSchema: typeof import('@modelcontextprotocol/sdk/types.js').LoggingMessageNotificationSchema
   auth: typeof import('@modelcontextprotocol/sdk/client/auth.js').auth
   extractWWWAuthenticateParams: typeof import('@modelcontextprotocol/sdk/client/auth.js').extractWWWAuthenticateParams
   createPrivateKeyJwtAuth: typeof import('@modelcontextprotocol/sdk/client/auth-extensions.js').createPrivateKeyJwtAuth
@@ -50,6 +51,7 @@ export function loadSdk(): Promise<Sdk> {
       ToolSchema: types.ToolSchema,
       ElicitRequestSchema: types.ElicitRequestSchema,
       ListRootsRequestSchema: types.ListRootsRequestSchema,
+      LoggingMessageNotificationSchema: types.LoggingMessageNotificationSchema,
       auth: auth.auth,
       extractWWWAuthenticateParams: auth.extractWWWAuthenticateParams,
       createPrivateKeyJwtAuth: authExtensions.createPrivateKeyJwtAuth,

@@ -10,7 +10,15 @@ import { basename } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { Context } from 'cordis'
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
-import type { Tool } from '@modelcontextprotocol/sdk/types.js'
+import type {
+  GetPromptResult,
+  LoggingMessageNotification,
+  Prompt,
+  ReadResourceResult,
+  Resource,
+  ResourceTemplate,
+  Tool,
+} from '@modelcontextprotocol/sdk/types.js'
 import { loadSdk, sdk as loadedSdk, type Client, type Sdk } from './sdk.ts'
 import type { SubprocessService } from '@dsh/subprocess'
 import type { JsonSchema, ToolCallContext, ToolOutput } from '@dsh/tools'
@@ -84,10 +92,16 @@ export interface ConnectionHost {
     server: string
     tool: string
     callId: string
+    /** The session whose call reported it (absent for a call outside a session). */
+    sessionId?: string
     progress: number
     total?: number
     message?: string
   }): void
+  /** The server's prompts, resources or templates were (re)listed: after connecting, on list_changed, on dispose. */
+  onCatalog?(connection: McpServerConnection): void
+  /** A `notifications/message` (log line) of the server. */
+  onLog?(server: string, params: LoggingMessageNotification['params']): void
   /** The workspace offered to servers as their one root (`roots/list`). */
   workspace: string
   /** Where OAuth sign-in state is kept. */
@@ -169,6 +183,12 @@ export class McpServerConnection {
   private signIn?: 'needed'
   /** Sessions of the calls in flight, newest last: an elicitation is asked in the newest. */
   private readonly callSessions: Array<string | undefined> = []
+  /** What the server offers besides tools, as last listed (kept while it restarts, like its tools). */
+  private prompts: Prompt[] = []
+  /** Whether the live server's capabilities offer resources (it may then be `@`-mentioned). */
+  offersResources = false
+  private resources: Resource[] = []
+  private templates: ResourceTemplate[] = []
 
   constructor(
     readonly name: string,
@@ -256,6 +276,10 @@ export class McpServerConnection {
     for (const dispose of this.resourceTools.values()) dispose()
     this.resourceTools.clear()
     this.board.leave(this.name)
+    this.prompts = []
+    this.resources = []
+    this.templates = []
+    this.host.onCatalog?.(this)
     const client = this.client
     this.client = undefined
     this.setState('closed')
@@ -372,7 +396,24 @@ export class McpServerConnection {
             if (this.client === client) void this.refresh(client)
           },
         },
+        prompts: {
+          autoRefresh: false,
+          debounceMs: 100,
+          onChanged: () => {
+            if (this.client === client) void this.refreshCatalog(client, 'prompts')
+          },
+        },
+        resources: {
+          autoRefresh: false,
+          debounceMs: 100,
+          onChanged: () => {
+            if (this.client === client) void this.refreshCatalog(client, 'resources')
+          },
+        },
       },
+    })
+    client.setNotificationHandler(sdk.LoggingMessageNotificationSchema, (notification) => {
+      this.host.onLog?.(this.name, notification.params)
     })
     client.setRequestHandler(sdk.ElicitRequestSchema, (request, extra) =>
       this.host.elicit(
@@ -404,6 +445,8 @@ export class McpServerConnection {
       live = true
       this.sync(tools)
       this.syncResourceTools(client.getServerCapabilities()?.resources !== undefined)
+      await this.listCatalog(client, 'prompts')
+      await this.listCatalog(client, 'resources')
     } catch (error) {
       // Described before the close below terminates the process, so a refused handshake or list
       // is not reported as the SIGTERM that close sends.
@@ -421,6 +464,93 @@ export class McpServerConnection {
       'connected',
       recovered ? `MCP server "${this.name}" is connected again (${this.registered.size} tools).` : undefined,
     )
+    this.host.onCatalog?.(this)
+  }
+
+  /** The prompts, resources and resource templates the server offered when last listed. */
+  catalog(): { prompts: Prompt[]; resources: Resource[]; templates: ResourceTemplate[] } {
+    return { prompts: [...this.prompts], resources: [...this.resources], templates: [...this.templates] }
+  }
+
+  /**
+   * Lists every page of the server's prompts, or of its resources and templates, when its
+   * capabilities offer them. A listing that fails leaves that part empty and logs why: prompts
+   * and resources are extras, the server's tools still load.
+   */
+  private async listCatalog(client: Client, kind: 'prompts' | 'resources'): Promise<void> {
+    const capabilities = client.getServerCapabilities()
+    const timeout = this.host.options.connectTimeoutMs
+    const pages = async <T>(
+      read: (cursor: string | undefined) => Promise<{ nextCursor?: string } & Record<string, unknown>>,
+      field: string,
+    ): Promise<T[]> => {
+      const out: T[] = []
+      const seen = new Set<string>()
+      let cursor: string | undefined
+      do {
+        const page = await read(cursor)
+        out.push(...((page[field] as T[] | undefined) ?? []))
+        cursor = page.nextCursor
+        if (cursor !== undefined && seen.has(cursor)) break
+        if (cursor !== undefined) seen.add(cursor)
+      } while (cursor)
+      return out
+    }
+    const params = (cursor: string | undefined) => (cursor ? { cursor } : undefined)
+    try {
+      if (kind === 'prompts') {
+        this.prompts = capabilities?.prompts
+          ? await pages<Prompt>((c) => client.listPrompts(params(c), { timeout }), 'prompts')
+          : []
+      } else if (capabilities?.resources) {
+        this.resources = await pages<Resource>((c) => client.listResources(params(c), { timeout }), 'resources')
+        this.templates = await pages<ResourceTemplate>(
+          (c) => client.listResourceTemplates(params(c), { timeout }),
+          'resourceTemplates',
+        ).catch(() => [])
+      } else {
+        this.resources = []
+        this.templates = []
+      }
+    } catch (error) {
+      this.host.ctx
+        .logger('mcp')
+        .warn('MCP server "%s": listing its %s failed: %s', this.name, kind, this.explain(error))
+    }
+  }
+
+  /** A `prompts/list_changed` or `resources/list_changed`: list again and tell the host. */
+  private async refreshCatalog(client: Client, kind: 'prompts' | 'resources'): Promise<void> {
+    await this.listCatalog(client, kind)
+    if (this.client === client && !this.disposed) this.host.onCatalog?.(this)
+  }
+
+  /** `prompts/get`: the prompt `name` with its arguments filled in. */
+  async getPrompt(name: string, args: Record<string, string>, signal?: AbortSignal): Promise<GetPromptResult> {
+    const client = await this.whenConnected(signal ?? new AbortController().signal)
+    if (!client) throw new Error(`the MCP server "${this.name}" is not connected (${this.lastError ?? this.state})`)
+    try {
+      return await client.getPrompt(
+        { name, arguments: args },
+        { timeout: this.spec.timeoutMs ?? this.host.options.callTimeoutMs, ...(signal ? { signal } : {}) },
+      )
+    } catch (error) {
+      throw new Error(this.explain(error instanceof Error ? error.message : String(error)))
+    }
+  }
+
+  /** `resources/read` of one URI. */
+  async readResource(uri: string, signal?: AbortSignal): Promise<ReadResourceResult> {
+    const client = await this.whenConnected(signal ?? new AbortController().signal)
+    if (!client) throw new Error(`the MCP server "${this.name}" is not connected (${this.lastError ?? this.state})`)
+    try {
+      return await client.readResource(
+        { uri },
+        { timeout: this.spec.timeoutMs ?? this.host.options.callTimeoutMs, ...(signal ? { signal } : {}) },
+      )
+    } catch (error) {
+      throw new Error(this.explain(error instanceof Error ? error.message : String(error)))
+    }
   }
 
   /**
@@ -656,6 +786,7 @@ export class McpServerConnection {
             server: this.name,
             tool,
             callId: call.callId,
+            ...(call.sessionId !== undefined ? { sessionId: call.sessionId } : {}),
             progress: progress.progress,
             ...(progress.total !== undefined ? { total: progress.total } : {}),
             ...(progress.message !== undefined ? { message: progress.message } : {}),
@@ -727,6 +858,7 @@ export class McpServerConnection {
    * resources). A server tool of the same name wins.
    */
   private syncResourceTools(offered: boolean): void {
+    this.offersResources = offered
     if (!offered) {
       for (const dispose of this.resourceTools.values()) dispose()
       this.resourceTools.clear()
