@@ -63,7 +63,7 @@ describe('dsh mcp list', () => {
     const usage = await runDsh(['mcp', 'lst'], { cwd, env })
     expect(usage.code).toBe(2)
     expect(usage.stderr).toBe(
-      'dsh mcp: unknown mcp command "lst"; the commands are "list" and "login"\ndsh mcp: see "dsh mcp --help"\n',
+      'dsh mcp: unknown mcp command "lst"; the commands are "list", "get", "add", "remove" and "login"\ndsh mcp: see "dsh mcp --help"\n',
     )
   })
 
