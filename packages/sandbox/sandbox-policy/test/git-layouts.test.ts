@@ -104,6 +104,8 @@ describe('the control paths of a repository', () => {
     expect(paths).toContain(join(tree, 'hooks'))
     expect(paths).not.toContain(join(five, 'hooks'))
     expect(paths).not.toContain(join(nestedTree, 'hooks'))
+    // Every entry is an absolute path under this tree: nothing found is invented.
+    expect(paths.every((path) => path.startsWith(`${ws}/`))).toBe(true)
   })
 })
 

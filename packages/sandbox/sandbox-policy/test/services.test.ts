@@ -302,5 +302,7 @@ describe('harness reads', () => {
     symlinkSync('/proc/sys/kernel', join(ws, 'kernel'))
     expect(isProcessEntry(join(ws, 'kernel', 'ostype'))).toBe(true)
     expect(isProcessEntry(join(ws, 'kernel', 'ostype'), false)).toBe(false)
+    // The harness asks the filesystem when no place is a per-process entry by name.
+    expect(harnessReadRefusal(join(ws, 'kernel', 'ostype'), policy)).toMatch(/^it is a per-process \/proc entry/)
   })
 })
