@@ -367,7 +367,7 @@ describe.skipIf(!hasChromium())('the conversation in Chromium', () => {
   it('the reasoning-effort picker changes the session model', async () => {
     await withArtifacts(page, 'conv-effort', async () => {
       const sessionId = decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!)
-      await page.locator('select[aria-label="Reasoning"]').selectOption('high')
+      await page.locator('select[aria-label="Reasoning effort"]').selectOption('high')
       await expect
         .poll(
           async () =>
@@ -375,7 +375,7 @@ describe.skipIf(!hasChromium())('the conversation in Chromium', () => {
               ?.reasoningEffort,
         )
         .toBe('high')
-      await expect.poll(() => page.locator('select[aria-label="Reasoning"]').inputValue()).toBe('high')
+      await expect.poll(() => page.locator('select[aria-label="Reasoning effort"]').inputValue()).toBe('high')
     })
   })
 

@@ -1,56 +1,60 @@
 // The conversation's stylesheet, added to the page while the plugin is loaded. Colours come from
-// custom properties with light defaults; `html[data-theme=dark]` (set by ctx.theme) swaps them.
+// the design tokens (`--dsh-color-*`, @dsh/client-runtime/ui), which follow the theme.
 export const CSS = `
-.dsh-conv{--c-fg:var(--dsh-color-fg);--c-muted:var(--dsh-color-fg-muted);--c-border:var(--dsh-color-border);--c-soft:var(--dsh-color-bg-subtle);--c-user:var(--dsh-color-user-bubble);--c-accent:var(--dsh-color-accent);--c-bad:var(--dsh-color-danger);--c-ok:var(--dsh-color-success);--c-warn:var(--dsh-color-warn);--c-code:var(--dsh-color-code-bg);
-  display:flex;flex-direction:column;height:100%;min-height:0;color:var(--c-fg);}
+.dsh-conv{
+  display:flex;flex-direction:column;height:100%;min-height:0;color:var(--dsh-color-fg);}
 .dsh-chat{flex:1;min-height:0;overflow-y:auto;position:relative;}
 .dsh-chat-inner{max-width:860px;margin:0 auto;padding:16px 20px 24px;display:flex;flex-direction:column;gap:10px;}
 .dsh-chat-inner>*{content-visibility:auto;contain-intrinsic-size:auto 48px;}
-.dsh-chat-empty{color:var(--c-muted);text-align:center;padding:48px 0;}
+.dsh-chat-empty{color:var(--dsh-color-fg-muted);text-align:center;padding:48px 0;}
 .dsh-msg{line-height:1.55;overflow-wrap:anywhere;}
 .dsh-msg-user{display:flex;justify-content:flex-end;}
-.dsh-msg-user .dsh-msg-bubble{background:var(--c-user);border-radius:12px;padding:8px 12px;max-width:85%;white-space:pre-wrap;}
-.dsh-queued .dsh-msg-bubble{opacity:.7;border:1px dashed var(--c-border);}
-.dsh-badge{display:inline-block;font-size:11px;padding:1px 6px;border-radius:8px;border:1px solid var(--c-border);margin-right:6px;color:var(--c-muted);}
-.dsh-badge-ok{color:var(--c-ok);border-color:currentColor;}.dsh-badge-bad{color:var(--c-bad);border-color:currentColor;}
-.dsh-msg-meta{font-size:12px;color:var(--c-muted);margin-top:4px;}
-.dsh-warn{color:var(--c-warn);}
-.dsh-caret{display:inline-block;width:7px;height:1em;background:var(--c-fg);vertical-align:text-bottom;animation:dsh-blink 1s steps(1) infinite;}
+.dsh-msg-user .dsh-msg-bubble{background:var(--dsh-color-user-bubble);border-radius:12px;padding:8px 12px;max-width:85%;white-space:pre-wrap;}
+.dsh-queued .dsh-msg-bubble{opacity:.7;border:1px dashed var(--dsh-color-border);}
+.dsh-badge{display:inline-block;font-size:11px;padding:1px 6px;border-radius:8px;border:1px solid var(--dsh-color-border);margin-right:6px;color:var(--dsh-color-fg-muted);}
+.dsh-badge-ok{color:var(--dsh-color-success);border-color:currentColor;}.dsh-badge-bad{color:var(--dsh-color-danger);border-color:currentColor;}
+.dsh-msg-meta{font-size:12px;color:var(--dsh-color-fg-muted);margin-top:4px;}
+.dsh-warn{color:var(--dsh-color-warn);}
+.dsh-caret{display:inline-block;width:7px;height:1em;background:var(--dsh-color-fg);vertical-align:text-bottom;animation:dsh-blink 1s steps(1) infinite;}
 @keyframes dsh-blink{50%{opacity:0}}
-.dsh-pulse{display:inline-block;width:8px;height:8px;border-radius:50%;background:var(--c-accent);margin-right:6px;animation:dsh-pulse 1.2s ease-in-out infinite;}
+.dsh-pulse{display:inline-block;width:8px;height:8px;border-radius:50%;background:var(--dsh-color-accent);margin-right:6px;animation:dsh-pulse 1.2s ease-in-out infinite;}
 @keyframes dsh-pulse{50%{opacity:.3}}
 @media (prefers-reduced-motion:reduce){.dsh-caret,.dsh-pulse{animation:none}}
-.dsh-thinking,.dsh-context{font-size:13px;color:var(--c-muted);}
+.dsh-thinking,.dsh-context{font-size:13px;color:var(--dsh-color-fg-muted);}
 .dsh-thinking summary,.dsh-context summary{cursor:pointer;user-select:none;}
-.dsh-thinking-body,.dsh-context-body{white-space:pre-wrap;border-left:2px solid var(--c-border);padding:4px 10px;margin-top:4px;max-height:320px;overflow:auto;}
+.dsh-thinking-body,.dsh-context-body{white-space:pre-wrap;border-left:2px solid var(--dsh-color-border);padding:4px 10px;margin-top:4px;max-height:320px;overflow:auto;}
 .dsh-msg-actions{opacity:0;transition:opacity .15s;margin-top:2px;}
 .dsh-msg-assistant:hover .dsh-msg-actions,.dsh-msg-actions:focus-within{opacity:1;}
 .dsh-thinking-preview{margin-left:8px;opacity:.75;font-style:italic;}
-.dsh-working{color:var(--c-muted);font-size:13px;}
-.dsh-turn-end{font-size:13px;border-radius:8px;padding:6px 10px;background:var(--c-soft);}
-.dsh-turn-error .dsh-turn-end-title,.dsh-turn-end-error{color:var(--c-bad);}
-.dsh-notice{text-align:center;font-size:12px;color:var(--c-muted);}
+.dsh-working{color:var(--dsh-color-fg-muted);font-size:13px;}
+.dsh-turn-end{font-size:13px;border-radius:8px;padding:6px 10px;background:var(--dsh-color-bg-subtle);}
+.dsh-turn-error .dsh-turn-end-title,.dsh-turn-end-error{color:var(--dsh-color-danger);}
+.dsh-notice{text-align:center;font-size:12px;color:var(--dsh-color-fg-muted);}
 .dsh-earlier{align-self:center;}
-.dsh-jump{position:sticky;bottom:8px;left:50%;transform:translateX(-50%);display:block;margin:0 auto;border:1px solid var(--c-border);background:var(--c-soft);color:var(--c-fg);border-radius:14px;padding:4px 12px;cursor:pointer;}
-.dsh-link-button{background:none;border:none;color:var(--c-accent);cursor:pointer;padding:0 4px;font:inherit;font-size:12px;}
-.dsh-composer{padding:10px 20px 14px;max-width:900px;width:100%;margin:0 auto;box-sizing:border-box;}
-.dsh-composer-input{width:100%;box-sizing:border-box;resize:none;font:inherit;line-height:1.5;padding:8px 10px;border:1px solid var(--c-border);border-radius:10px;background:transparent;color:inherit;}
-.dsh-composer-input:focus{outline:2px solid var(--c-accent);outline-offset:-1px;}
-.dsh-composer-bar{display:flex;align-items:center;gap:8px;margin-top:6px;}
-.dsh-composer-tools{display:flex;gap:6px;}
-.dsh-composer-hint{flex:1;font-size:12px;color:var(--c-muted);}
-.dsh-composer-error{color:var(--c-bad);font-size:13px;margin-top:4px;}
-.dsh-button{font:inherit;font-size:13px;padding:5px 12px;border-radius:8px;border:1px solid var(--c-border);background:transparent;color:inherit;cursor:pointer;}
+.dsh-jump{position:sticky;bottom:8px;left:50%;transform:translateX(-50%);display:block;margin:0 auto;border:1px solid var(--dsh-color-border);background:var(--dsh-color-bg-subtle);color:var(--dsh-color-fg);border-radius:14px;padding:4px 12px;cursor:pointer;}
+.dsh-link-button{background:none;border:none;color:var(--dsh-color-accent);cursor:pointer;padding:0 4px;font:inherit;font-size:12px;}
+.dsh-composer{max-width:860px;width:100%;margin:0 auto;box-sizing:border-box;border:1px solid var(--dsh-color-border-strong);border-radius:var(--dsh-radius-xl);background:var(--dsh-color-surface);box-shadow:var(--dsh-shadow-1);padding:8px 10px 8px;transition:border-color var(--dsh-motion-fast),box-shadow var(--dsh-motion-fast);}
+.dsh-composer:focus-within{border-color:var(--dsh-color-focus);box-shadow:0 0 0 1px var(--dsh-color-focus),var(--dsh-shadow-1);}
+.dsh-composer-takeover{border:none;box-shadow:none;background:transparent;padding:0;}
+.dsh-composer-input{width:100%;box-sizing:border-box;resize:none;font:inherit;line-height:1.5;padding:4px 4px;border:none;background:transparent;color:inherit;}
+.dsh-composer-input:focus{outline:none;}
+.dsh-composer-bar{display:flex;align-items:center;flex-wrap:wrap;gap:8px;margin-top:6px;}
+.dsh-composer-tools{display:flex;flex-wrap:wrap;align-items:center;gap:6px;}
+.dsh-composer-tools select{font-size:12px;padding:3px 24px 3px 8px;border-color:var(--dsh-color-border);background-color:var(--dsh-color-bg-subtle);max-width:200px;}
+@media (max-width:720px){.dsh-composer-hint{display:none;}}
+.dsh-composer-hint{flex:1;font-size:12px;color:var(--dsh-color-fg-muted);}
+.dsh-composer-error{color:var(--dsh-color-danger);font-size:13px;margin-top:4px;}
+.dsh-button{font:inherit;font-size:13px;padding:5px 12px;border-radius:8px;border:1px solid var(--dsh-color-border);background:transparent;color:inherit;cursor:pointer;}
 .dsh-button:disabled{opacity:.5;cursor:default;}
-.dsh-button-primary{background:var(--c-accent);border-color:var(--c-accent);color:var(--dsh-color-accent-fg);}
-.dsh-button-danger{color:var(--c-bad);border-color:currentColor;}
-.dsh-button:focus-visible,.dsh-link-button:focus-visible{outline:2px solid var(--c-accent);outline-offset:2px;}
+.dsh-button-primary{background:var(--dsh-color-accent);border-color:var(--dsh-color-accent);color:var(--dsh-color-accent-fg);}
+.dsh-button-danger{color:var(--dsh-color-danger);border-color:currentColor;}
+.dsh-button:focus-visible,.dsh-link-button:focus-visible{outline:2px solid var(--dsh-color-accent);outline-offset:2px;}
 .dsh-panel-section{margin-bottom:14px;font-size:13px;}
-.dsh-panel-section h3{font-size:12px;text-transform:uppercase;letter-spacing:.04em;color:var(--c-muted);margin:0 0 6px;}
+.dsh-panel-section h3{font-size:12px;text-transform:uppercase;letter-spacing:.04em;color:var(--dsh-color-fg-muted);margin:0 0 6px;}
 .dsh-panel-todo{list-style:none;margin:0;padding:0;}
 .dsh-panel-todo li{display:flex;gap:8px;padding:2px 0;}
-.dsh-panel-todo li[data-status=completed] .dsh-panel-todo-text{text-decoration:line-through;color:var(--c-muted);}
+.dsh-panel-todo li[data-status=completed] .dsh-panel-todo-text{text-decoration:line-through;color:var(--dsh-color-fg-muted);}
 .dsh-panel-todo li[data-status=in_progress] .dsh-panel-todo-text{font-weight:600;}
 .dsh-sr-only{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap;}
-.dsh-muted{color:var(--c-muted);}
+.dsh-muted{color:var(--dsh-color-fg-muted);}
 `

@@ -1,11 +1,13 @@
-// @dsh/ui-pickers/client: the session's model (with reasoning effort) and permission mode, in
-// the conversation header (`conversation.header.pickers`). Choices go to sessions.setModel and
-// sessions.setPermissionMode; the host's session/changed updates the catalog row they read.
+// @dsh/ui-pickers/client: the session's permission mode, in the composer's control group
+// (`conversation.composer.tools`, beside the model, effort and preset), applied with
+// sessions.setPermissionMode. The model picker component stays exported (`ModelPicker`) for
+// other pages, but is not mounted: @dsh/ui-model-selection is the page's one model picker.
+// The host's session/changed updates the catalog row the pickers read.
 import type { Context } from 'cordis'
 import { useState } from 'react'
 import type { SessionSlotProps } from '@dsh/client-runtime'
-import type { ReasoningEffort, SessionRow, WireModel } from '@dsh/web-protocol'
-import { ModelPicker, PermissionPicker } from './pickers.tsx'
+import type { SessionRow } from '@dsh/web-protocol'
+import { PermissionPicker } from './pickers.tsx'
 import { en, zh } from './strings.ts'
 import { CSS } from './styles.ts'
 import { useStableT } from './use-t.ts'
@@ -35,75 +37,8 @@ export function apply(ctx: Context): void {
     document.head.append(style)
     return () => style.remove()
   }, 'ui-pickers: stylesheet')
-  let providers: Promise<{ providers: string[]; default?: WireModel }> | undefined
-  const models = new Map<string, Promise<string[]>>()
-  // Cached for the page: the catalog of models does not change while it is open.
-  const listProviders = () =>
-    (providers ??= ctx.remote.call('llm.providers', {}).catch((e: unknown) => {
-      providers = undefined
-      throw e
-    }))
-  const listModels = (provider: string) => {
-    let found = models.get(provider)
-    if (!found) {
-      found = ctx.remote.call('llm.models', { provider }).then((r) => r.models.map((m) => m.id))
-      found.catch(() => models.delete(provider))
-      models.set(provider, found)
-    }
-    return found
-  }
   const refresh = (row: SessionRow | undefined) => {
     if (row) ctx.catalog.upsert(row)
-  }
-
-  function ModelSeat({ sessionId, row }: SessionSlotProps) {
-    const t = useStableT(NAMESPACE)
-    // The row updates through the host stream; until then show what was chosen.
-    const [picked, setChosen] = useState<{ sessionId: string; model: WireModel } | undefined>(undefined)
-    const chosen = picked?.sessionId === sessionId ? picked.model : undefined
-    const current =
-      chosen &&
-      (!row?.model ||
-        row.model.model !== chosen.model ||
-        row.model.provider !== chosen.provider ||
-        row.model.reasoningEffort !== chosen.reasoningEffort)
-        ? chosen
-        : row?.model
-    const onSelect = async (model: string, reasoningEffort?: ReasoningEffort) => {
-      // Show the choice at once; the host's answer (or its refusal) settles it.
-      const slash = model.indexOf('/')
-      const before = picked
-      setChosen({
-        sessionId,
-        model: {
-          provider: model.slice(0, slash),
-          model: model.slice(slash + 1),
-          ...(reasoningEffort ? { reasoningEffort } : {}),
-        },
-      })
-      let result: { model: WireModel }
-      try {
-        result = await ctx.remote.call('sessions.setModel', {
-          sessionId,
-          model,
-          ...(reasoningEffort ? { reasoningEffort } : {}),
-        })
-      } catch (error) {
-        setChosen(before)
-        throw error
-      }
-      setChosen({ sessionId, model: result.model })
-      if (row) refresh({ ...row, model: result.model })
-    }
-    return (
-      <ModelPicker
-        t={t}
-        {...(current ? { current } : {})}
-        listProviders={listProviders}
-        listModels={listModels}
-        onSelect={onSelect}
-      />
-    )
   }
 
   function ModeSeat({ sessionId, row }: SessionSlotProps) {
@@ -118,8 +53,9 @@ export function apply(ctx: Context): void {
     return <PermissionPicker key={sessionId} t={t} {...(current ? { current } : {})} onSelect={onSelect} />
   }
 
-  ctx.slots.register('conversation.header.pickers', { id: 'ui-pickers-model', order: 0, component: ModelSeat })
-  ctx.slots.register('conversation.header.pickers', { id: 'ui-pickers-mode', order: 10, component: ModeSeat })
+  // One control group for the session, in the composer: model and effort (ui-model-selection,
+  // order 0), preset (5), plan (10), then the permission mode here.
+  ctx.slots.register('conversation.composer.tools', { id: 'ui-pickers-mode', order: 20, component: ModeSeat })
 }
 
 export default { name, inject, apply }
