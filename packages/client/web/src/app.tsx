@@ -20,6 +20,7 @@ import { openFreshSession, titleOf } from './sessions.ts'
 import { checkKey, KeyNotice, SettingsDialog, useMissingKey } from './settings.tsx'
 import { ContextMeter } from './panel.tsx'
 import { Dialog } from './dialog.tsx'
+import { CommandPalette } from './palette.tsx'
 
 export function App({ launchCwd }: { launchCwd?: string }) {
   const ctx = useCtx()
@@ -77,6 +78,7 @@ export function App({ launchCwd }: { launchCwd?: string }) {
     }
   }, [ctx, launchCwd])
 
+  const closeDialog = useCallback(() => setDialog(undefined), [])
   // A key may have been stored from whichever dialog fills the seat: ask again when it closes.
   const closeSettings = useCallback(() => {
     setDialog(undefined)
@@ -99,6 +101,7 @@ export function App({ launchCwd }: { launchCwd?: string }) {
         {panelOpen ? <SidePanel /> : null}
       </div>
       {dialog === 'shortcuts' ? <ShortcutsDialog onClose={() => setDialog(undefined)} /> : null}
+      {dialog === 'palette' ? <CommandPalette onClose={closeDialog} /> : null}
       {dialog === 'settings' ? (
         <Slot
           name="settings.dialog"
@@ -249,6 +252,7 @@ function SidePanel() {
 }
 
 const SHORTCUTS: Array<[string, string]> = [
+  ['Ctrl+K', 'shortcut.palette'],
   ['?', 'shortcut.help'],
   ['/', 'shortcut.search'],
   ['Alt+N', 'shortcut.new'],
@@ -271,6 +275,12 @@ function useShortcuts(state: ShellState) {
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       if (e.defaultPrevented) return
+      // Ctrl/Cmd+K opens the command palette from anywhere, even while typing.
+      if ((e.ctrlKey || e.metaKey) && !e.altKey && !e.shiftKey && e.key.toLowerCase() === 'k') {
+        e.preventDefault()
+        state.openDialog(state.dialog === 'palette' ? undefined : 'palette')
+        return
+      }
       if (e.key === 'Escape' && state.dialog) {
         state.openDialog(undefined)
         return

@@ -8,8 +8,8 @@ export interface ShellState {
   drawerOpen: boolean
   toggleDrawer(): void
   closeDrawer(): void
-  dialog: 'shortcuts' | 'settings' | undefined
-  openDialog(dialog: 'shortcuts' | 'settings' | undefined): void
+  dialog: 'shortcuts' | 'settings' | 'palette' | undefined
+  openDialog(dialog: 'shortcuts' | 'settings' | 'palette' | undefined): void
   newSession(): void
   searchRef: RefObject<HTMLInputElement | null>
   launchCwd?: string
