@@ -4,12 +4,13 @@
 # retyped here). The model is @dsh/llm-mock-server on 127.0.0.1, reached through the inherited
 # environment (DEEPSEEK_API_KEY, DEEPSEEK_BASE_URL), as a user's real shell would supply a key.
 #
-# Usage: bash scripts/fresh-machine-check.sh [--node MAJOR] [--with-tests | --test-projects "P ..."]
+# Usage: bash scripts/fresh-machine-check.sh [--node MAJOR] [--with-tests | --test-families "F ..."]
 #   --node MAJOR   run everything under that Node line, fetched as the `node@MAJOR` npm package (its
 #                  headers build the native add-ons), so the engines range is tested, not assumed
 #   --with-tests   also run the README's test command in the clean clone (HOME still the empty one)
-#   --test-projects "P ..."
-#                  instead, run only these vitest projects (package families) there: CI runs the
+#   --test-families "F ..."
+#                  instead, run only these package families there (directories under packages/, or
+#                  `bundles`), as vitest path filters: CI runs the
 #                  README's command on its own checkout already, so under the second Node line it
 #                  runs the engine-sensitive families (native add-ons, PTYs, the loader) and skips
 #                  the slow surface suites (browser, tmux, language servers)
@@ -48,9 +49,9 @@ while (($#)); do
   case "$1" in
     --node) node_major=${2:?--node needs a major version}; shift 2 ;;
     --with-tests) with_tests=1; shift ;;
-    --test-projects) test_projects=${2:?--test-projects needs a list of vitest projects}; shift 2 ;;
+    --test-families) test_projects=${2:?--test-families needs a list of package families}; shift 2 ;;
     --tests-after) tests_after=${2:?--tests-after needs a file}; shift 2 ;;
-    *) echo "usage: bash scripts/fresh-machine-check.sh [--node MAJOR] [--with-tests | --test-projects \"P ...\"] [--tests-after FILE]" >&2; exit 2 ;;
+    *) echo "usage: bash scripts/fresh-machine-check.sh [--node MAJOR] [--with-tests | --test-families \"F ...\"] [--tests-after FILE]" >&2; exit 2 ;;
   esac
 done
 
@@ -141,9 +142,11 @@ if [[ -n "$with_tests" ]]; then
   (cd "$work/dsh" && bash -c "$test_cmd") || fail "the README test command failed under node $(node --version)"
 elif [[ -n "$test_projects" ]]; then
   args=()
-  for project in $test_projects; do args+=(--project "$project"); done
-  say "test projects under node $(node --version): $test_projects"
+  for family in $test_projects; do
+    case "$family" in bundles | examples/*) args+=("$family/") ;; *) args+=("packages/$family/") ;; esac
+  done
+  say "test families under node $(node --version): $test_projects"
   unset DEEPSEEK_BASE_URL DEEPSEEK_API_KEY
-  (cd "$work/dsh" && npx vitest run "${args[@]}") || fail "the test projects ($test_projects) failed under node $(node --version)"
+  (cd "$work/dsh" && npx vitest run "${args[@]}") || fail "the test families ($test_projects) failed under node $(node --version)"
 fi
 say "ok (node $(node --version), clean clone, HOME=$HOME, README commands verbatim)"

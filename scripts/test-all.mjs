@@ -5,7 +5,7 @@
 // hides the Python SDK's tests (the old script chained them with `&&`).
 //
 // Usage: node scripts/test-all.mjs [vitest arguments...]
-//   Arguments are passed to vitest (e.g. a file filter or `--project core`); with arguments the
+//   Arguments are passed to vitest (e.g. a path filter such as `packages/core/`); with arguments the
 //   Python tests are skipped, since a narrowed run is about the JavaScript side.
 // Exit status: 0 when every runner passed, else the first failing runner's status (1 if it died
 // from a signal).
