@@ -33,6 +33,8 @@ export function ApprovalTakeover({ approval, more = 0, t, onRespond, onStop }: A
     setDenying(false)
     setReason('')
     setError(undefined)
+    // The answer to the previous request left the buttons disabled; this one is not answered yet.
+    setBusy(false)
   }, [approval.requestId])
   useEffect(() => {
     if (denying) reasonInput.current?.focus()
