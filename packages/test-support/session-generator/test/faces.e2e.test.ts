@@ -115,13 +115,43 @@ interface Outcome {
   error?: string
 }
 const outcomes: Outcome[] = []
-async function check(face: string, session: GeneratedSession, body: () => Promise<void>): Promise<void> {
+async function check(
+  face: string,
+  session: GeneratedSession,
+  body: () => Promise<void>,
+  recover?: () => Promise<void>,
+): Promise<void> {
   try {
     await body()
     outcomes.push({ face, seed: session.seed, ok: true })
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error)
     outcomes.push({ face, seed: session.seed, ok: false, error: `${session.describe()}: ${message}` })
+    await recover?.().catch(() => {})
+  }
+}
+
+/** How many mock steps the sessions up to and including each one use (one script for all). */
+const stepsThrough = new Map<GeneratedSession, number>()
+{
+  let n = 0
+  for (const s of SESSIONS) stepsThrough.set(s, (n += s.steps.length))
+}
+/**
+ * After a session failed part-way, its unserved steps would answer the next session: consume them
+ * with throwaway requests, so one failure does not spoil every session after it.
+ */
+async function resync(mock: MockServer, session: GeneratedSession): Promise<void> {
+  const want = stepsThrough.get(session)!
+  while (mock.served < want) {
+    const abort = new AbortController()
+    await fetch(`${mock.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'deepseek-v4-flash', messages: [{ role: 'user', content: 'skip' }], stream: true }),
+      signal: abort.signal,
+    }).catch(() => undefined)
+    abort.abort()
   }
 }
 function settle(face: string): void {
@@ -235,89 +265,101 @@ describe.skipIf(!hasChromium())('generated sessions on every face', () => {
     const idle = () => expect.poll(() => page.locator('.dsh-chat[data-running]').count(), { timeout: 30_000 }).toBe(0)
     const chatText = async () => (await page.locator('[data-node="assistant"]').allInnerTexts()).join('\n')
     let first = true
+    let current: string | undefined
     for (const session of SESSIONS) {
-      await check('web (live, reload)', session, async () => {
-        const tag = sessionTag(session.seed)
-        if (!first) {
-          const before = page.url()
-          await page.locator('[data-testid="new-session"]').click()
-          await expect.poll(() => page.url()).not.toBe(before)
-          await expect.poll(() => page.locator('[data-node="user"]').count()).toBe(0)
-        }
-        first = false
-        const id = decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!)
-        let cancelled = 0
-        let allowed = 0
-        for (const turn of session.turns) {
-          await withArtifacts(page, `gen-${session.seed}`, async () => {
-            await input.fill(turn.prompt, { timeout: 10_000 })
-            await input.press('Enter')
-            const until = turnText(turn)
-            // Answer every approval the turn asks (the panel replaces the composer) until the
-            // answer, or the partial answer to cancel at, shows.
-            let answered: string | null = null
-            await expect
-              .poll(
-                async () => {
-                  const panel = page.locator('.dsh-approval')
-                  if (await panel.count()) {
-                    // Once per request (told by its title, which names the call's marker).
-                    const title = await panel.locator('h3').first().textContent()
-                    if (title !== answered) {
-                      answered = title
-                      await panel.getByRole('button', { name: 'Allow once' }).click()
-                      allowed++
-                    }
-                  }
-                  return (await chatText()).includes(until)
-                },
-                { timeout: 30_000 },
-              )
-              .toBe(true)
-            if (turn.cancelAt) {
-              await input.press('Escape')
-              cancelled++
-              await expect
-                .poll(() => page.locator('[data-node="turn-end"][data-reason="cancelled"]').count(), {
-                  timeout: 20_000,
-                })
-                .toBe(cancelled)
-            }
-            await idle()
-            if (turn.compactAfter) {
-              await input.fill('/compact')
+      current = undefined
+      await check(
+        'web (live, reload)',
+        session,
+        async () => {
+          const tag = sessionTag(session.seed)
+          if (!first) {
+            const before = page.url()
+            await page.locator('[data-testid="new-session"]').click()
+            await expect.poll(() => page.url()).not.toBe(before)
+            await expect.poll(() => page.locator('[data-node="user"]').count()).toBe(0)
+          }
+          first = false
+          const id = decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!)
+          current = id
+          let cancelled = 0
+          let allowed = 0
+          for (const turn of session.turns) {
+            await withArtifacts(page, `gen-${session.seed}`, async () => {
+              await input.fill(turn.prompt, { timeout: 10_000 })
               await input.press('Enter')
-              // The command menu may take the first Enter (it completes the name): send the line.
-              if ((await input.inputValue()).trim() === '/compact') await input.press('Enter')
-              const result = page.locator('[data-command-result]')
-              await expect.poll(() => result.getAttribute('data-command-result'), { timeout: 30_000 }).toBe('ok')
-              expect(await result.locator('pre').textContent()).toMatch(COMPACTED)
-              await result.locator('button').click()
-            }
+              const until = turnText(turn)
+              // Answer every approval the turn asks (the panel replaces the composer) until the
+              // answer, or the partial answer to cancel at, shows.
+              let answered: string | null = null
+              await expect
+                .poll(
+                  async () => {
+                    const panel = page.locator('.dsh-approval')
+                    if (await panel.count()) {
+                      // Once per request (told by its title, which names the call's marker).
+                      const title = await panel.locator('h3').first().textContent()
+                      if (title !== answered) {
+                        answered = title
+                        await panel.getByRole('button', { name: 'Allow once' }).click()
+                        allowed++
+                      }
+                    }
+                    return (await chatText()).includes(until)
+                  },
+                  { timeout: 30_000 },
+                )
+                .toBe(true)
+              if (turn.cancelAt) {
+                await input.press('Escape')
+                cancelled++
+                await expect
+                  .poll(() => page.locator('[data-node="turn-end"][data-reason="cancelled"]').count(), {
+                    timeout: 20_000,
+                  })
+                  .toBe(cancelled)
+              }
+              await idle()
+              if (turn.compactAfter) {
+                await input.fill('/compact')
+                await input.press('Enter')
+                // The command menu may take the first Enter (it completes the name): send the line.
+                if ((await input.inputValue()).trim() === '/compact') await input.press('Enter')
+                const result = page.locator('[data-command-result]')
+                await expect.poll(() => result.getAttribute('data-command-result'), { timeout: 30_000 }).toBe('ok')
+                expect(await result.locator('pre').textContent()).toMatch(COMPACTED)
+                await result.locator('button').click()
+              }
+            })
+          }
+          webSessions.set(session, id)
+          const log = await readLog(join(app.home, '.dsh'), id, session.turns.length)
+          checkShape(session, log, 'web')
+          expect(allowed, `approvals on the web page for ${session.describe()}`).toBe(approvalsAsked(log))
+          const wanted = expectedMarkers(foldLog(log), tag, { reasoningAs: THOUGHT, resultsInCards: true })
+          expect(new Set(callIds(log)).size, session.describe()).toBe(callIds(log).length)
+          same(session, 'web (live)', await webMarkers(page, tag, THOUGHT), wanted)
+          // The export holds the same log: the same calls, results, reasoning and answers, in order.
+          await check('export', session, async () => {
+            const exported = await exportedLog(id)
+            expect(foldLog(exported), `export of ${session.describe()}`).toEqual(foldLog(log))
+            same(session, 'export', expectedMarkers(foldLog(exported), tag), expectedMarkers(foldLog(log), tag))
           })
-        }
-        webSessions.set(session, id)
-        const log = await readLog(join(app.home, '.dsh'), id, session.turns.length)
-        checkShape(session, log, 'web')
-        expect(allowed, `approvals on the web page for ${session.describe()}`).toBe(approvalsAsked(log))
-        const wanted = expectedMarkers(foldLog(log), tag, { reasoningAs: THOUGHT, resultsInCards: true })
-        expect(new Set(callIds(log)).size, session.describe()).toBe(callIds(log).length)
-        same(session, 'web (live)', await webMarkers(page, tag, THOUGHT), wanted)
-        // The export holds the same log: the same calls, results, reasoning and answers, in order.
-        await check('export', session, async () => {
-          const exported = await exportedLog(id)
-          expect(foldLog(exported), `export of ${session.describe()}`).toEqual(foldLog(log))
-          same(session, 'export', expectedMarkers(foldLog(exported), tag), expectedMarkers(foldLog(log), tag))
-        })
-        await page.reload()
-        await page.waitForSelector('html[data-ready="true"]')
-        await expect
-          .poll(async () => (await page.locator('.dsh-chat').innerText()).includes(lastMarker(session, log)), {
-            timeout: 30_000,
-          })
-          .toBe(true)
-        same(session, 'web (after reload)', await webMarkers(page, tag, THOUGHT), wanted)
-      })
+          await page.reload()
+          await page.waitForSelector('html[data-ready="true"]')
+          await expect
+            .poll(async () => (await page.locator('.dsh-chat').innerText()).includes(lastMarker(session, log)), {
+              timeout: 30_000,
+            })
+            .toBe(true)
+          same(session, 'web (after reload)', await webMarkers(page, tag, THOUGHT), wanted)
+        },
+        async () => {
+          // Stop what the failed session still runs, then skip the steps it left.
+          if (current) await app.call('sessions.cancel', { sessionId: current })
+          await resync(app.mock, session)
+        },
+      )
     }
     settle('web (live, reload)')
     settle('export')
@@ -369,52 +411,63 @@ describe('generated sessions over ACP and in the TUI', () => {
       peer = undefined
     })
     for (const session of SESSIONS) {
-      await check('ACP (live)', session, async () => {
-        const { sessionId } = await p.agent.request('session/new', { cwd: acpCwd, mcpServers: [] })
-        const permissionsBefore = p.permissions
-        for (const turn of session.turns) {
-          const from = p.updates.length
-          const prompt = p.agent.request('session/prompt', {
-            sessionId,
-            prompt: [{ type: 'text', text: turn.prompt }],
-          })
-          if (turn.cancelAt) {
-            const at = turn.cancelAt
-            await until(
-              () => streamedText(p.updates.slice(from), sessionId).includes(at),
-              `the partial answer of ${session.describe()}`,
-            )
-            await p.agent.notify('session/cancel', { sessionId })
-          }
-          expect((await prompt).stopReason, session.describe()).toBe(turn.cancelAt ? 'cancelled' : 'end_turn')
-          if (turn.compactAfter) {
-            const before = p.updates.length
-            const response = await p.agent.request('session/prompt', {
+      let current: string | undefined
+      await check(
+        'ACP (live)',
+        session,
+        async () => {
+          const { sessionId } = await p.agent.request('session/new', { cwd: acpCwd, mcpServers: [] })
+          current = sessionId
+          const permissionsBefore = p.permissions
+          for (const turn of session.turns) {
+            const from = p.updates.length
+            const prompt = p.agent.request('session/prompt', {
               sessionId,
-              prompt: [{ type: 'text', text: '/compact' }],
+              prompt: [{ type: 'text', text: turn.prompt }],
             })
-            expect(response.stopReason).toBe('end_turn')
-            expect(streamedText(p.updates.slice(before), sessionId)).toMatch(COMPACTED)
+            prompt.catch(() => {}) // awaited below; a failure before that must not go unhandled
+            if (turn.cancelAt) {
+              const at = turn.cancelAt
+              await until(
+                () => streamedText(p.updates.slice(from), sessionId).includes(at),
+                `the partial answer of ${session.describe()}`,
+              )
+              await p.agent.notify('session/cancel', { sessionId })
+            }
+            expect((await prompt).stopReason, session.describe()).toBe(turn.cancelAt ? 'cancelled' : 'end_turn')
+            if (turn.compactAfter) {
+              const before = p.updates.length
+              const response = await p.agent.request('session/prompt', {
+                sessionId,
+                prompt: [{ type: 'text', text: '/compact' }],
+              })
+              expect(response.stopReason).toBe('end_turn')
+              expect(streamedText(p.updates.slice(before), sessionId)).toMatch(COMPACTED)
+            }
           }
-        }
-        acpSessions.set(session, sessionId)
-        const log = await readLog(acpHome, sessionId, session.turns.length)
-        checkShape(session, log, 'ACP')
-        // The peer allowed one request per escalating call that ran.
-        expect(p.permissions - permissionsBefore, session.describe()).toBe(approvalsAsked(log))
-        const tag = sessionTag(session.seed)
-        const shown = acpMarkers(p.updates, sessionId, tag)
-        expect(shown.problems, session.describe()).toEqual([])
-        // Live, the prompt is the editor's own: not echoed back.
-        same(
-          session,
-          'ACP (live)',
-          shown.markers,
-          expectedMarkers(foldLog(log), tag, { skip: ['user'], unparsedCallAs: UNPARSED_CALL }),
-        )
-        expect(shown.toolCallIds, session.describe()).toEqual(callIds(log))
-        expect(new Set(shown.toolCallIds).size, session.describe()).toBe(shown.toolCallIds.length)
-      })
+          acpSessions.set(session, sessionId)
+          const log = await readLog(acpHome, sessionId, session.turns.length)
+          checkShape(session, log, 'ACP')
+          // The peer allowed one request per escalating call that ran.
+          expect(p.permissions - permissionsBefore, session.describe()).toBe(approvalsAsked(log))
+          const tag = sessionTag(session.seed)
+          const shown = acpMarkers(p.updates, sessionId, tag)
+          expect(shown.problems, session.describe()).toEqual([])
+          // Live, the prompt is the editor's own: not echoed back.
+          same(
+            session,
+            'ACP (live)',
+            shown.markers,
+            expectedMarkers(foldLog(log), tag, { skip: ['user'], unparsedCallAs: UNPARSED_CALL }),
+          )
+          expect(shown.toolCallIds, session.describe()).toEqual(callIds(log))
+          expect(new Set(shown.toolCallIds).size, session.describe()).toBe(shown.toolCallIds.length)
+        },
+        async () => {
+          if (current) await p.agent.notify('session/cancel', { sessionId: current })
+          await resync(acpMock, session)
+        },
+      )
     }
     settle('ACP (live)')
     await p.close()
@@ -591,76 +644,81 @@ describe('generated sessions live in the TUI, then after `dsh -c`', () => {
     }
     const args = ['--patch', join(root, 'compact.patch.yml')]
     for (const [n, session] of SESSIONS.entries()) {
-      await check('TUI (live, dsh -c)', session, async () => {
-        const cwd = join(root, `work${n}`)
-        mkdirSync(cwd)
-        const tag = sessionTag(session.seed)
-        const known = new Set(storedSessionIds(home))
-        const occurrences = (text: string, pattern: RegExp) => text.match(new RegExp(pattern, 'g'))?.length ?? 0
-        let cancelled = 0
-        let compacted = 0
-        let allowed = 0
-        const live = await tuiScreen(
-          args,
-          env,
-          cwd,
-          () => true,
-          async (input, text) => {
-            await untilScreen(text, (t) => t.includes('workspace-write'), 'the first frame')
-            for (const [i, turn] of session.turns.entries()) {
-              input(turn.prompt)
-              await untilScreen(text, (t) => t.includes(turn.prompt), 'the typed prompt')
-              input('\r')
-              const want = turnText(turn)
-              // Allow every approval the turn asks (y: once), until the answer (or the partial
-              // answer to cancel at) shows.
-              const approve = approvalAnswerer(input)
-              await untilScreen(
-                text,
-                (t) => {
-                  approve(t)
-                  return t.includes(want)
-                },
-                `turn ${i} of ${session.describe()}`,
-              )
-              allowed += approve.allowed
-              if (turn.cancelAt) {
-                cancelled++
-                input('\x1b')
-                await untilScreen(text, (t) => occurrences(t, /cancelled/) >= cancelled, 'the cancelled turn')
-              }
-              await untilScreen(text, (t) => !/Working…/.test(t), 'the end of the turn')
-              if (turn.compactAfter) {
-                compacted++
-                input('/compact')
-                await untilScreen(text, (t) => t.includes('/compact'), 'the typed command')
+      await check(
+        'TUI (live, dsh -c)',
+        session,
+        async () => {
+          const cwd = join(root, `work${n}`)
+          mkdirSync(cwd)
+          const tag = sessionTag(session.seed)
+          const known = new Set(storedSessionIds(home))
+          const occurrences = (text: string, pattern: RegExp) => text.match(new RegExp(pattern, 'g'))?.length ?? 0
+          let cancelled = 0
+          let compacted = 0
+          let allowed = 0
+          const live = await tuiScreen(
+            args,
+            env,
+            cwd,
+            () => true,
+            async (input, text) => {
+              await untilScreen(text, (t) => t.includes('workspace-write'), 'the first frame')
+              for (const [i, turn] of session.turns.entries()) {
+                input(turn.prompt)
+                await untilScreen(text, (t) => t.includes(turn.prompt), 'the typed prompt')
                 input('\r')
+                const want = turnText(turn)
+                // Allow every approval the turn asks (y: once), until the answer (or the partial
+                // answer to cancel at) shows.
+                const approve = approvalAnswerer(input)
                 await untilScreen(
                   text,
                   (t) => {
-                    // The completion menu may take the first Enter (it completes the name).
-                    if (occurrences(t, COMPACTED) < compacted && /^\s*\/compact\s*$/m.test(t)) input('\r')
-                    return occurrences(t, COMPACTED) >= compacted
+                    approve(t)
+                    return t.includes(want)
                   },
-                  'the compaction',
+                  `turn ${i} of ${session.describe()}`,
                 )
+                allowed += approve.allowed
+                if (turn.cancelAt) {
+                  cancelled++
+                  input('\x1b')
+                  await untilScreen(text, (t) => occurrences(t, /cancelled/) >= cancelled, 'the cancelled turn')
+                }
+                await untilScreen(text, (t) => !/Working…/.test(t), 'the end of the turn')
+                if (turn.compactAfter) {
+                  compacted++
+                  input('/compact')
+                  await untilScreen(text, (t) => t.includes('/compact'), 'the typed command')
+                  input('\r')
+                  await untilScreen(
+                    text,
+                    (t) => {
+                      // The completion menu may take the first Enter (it completes the name).
+                      if (occurrences(t, COMPACTED) < compacted && /^\s*\/compact\s*$/m.test(t)) input('\r')
+                      return occurrences(t, COMPACTED) >= compacted
+                    },
+                    'the compaction',
+                  )
+                }
               }
-            }
-          },
-        )
-        const ids = storedSessionIds(home).filter((id) => !known.has(id))
-        expect(ids, session.describe()).toHaveLength(1)
-        const [sessionId] = ids
-        const log = await readLog(home, sessionId, session.turns.length)
-        checkShape(session, log, 'TUI')
-        expect(allowed, `approvals in the TUI for ${session.describe()}`).toBe(approvalsAsked(log))
-        expect(new Set(callIds(log)).size, session.describe()).toBe(callIds(log).length)
-        const wanted = expectedMarkers(foldLog(log), tag, { reasoningAs: THOUGHT, resultsInCards: true })
-        same(session, 'TUI (live)', tuiMarkers(live.lines, tag, THOUGHT), wanted)
-        const last = lastMarker(session, log)
-        const resumed = await tuiScreen(['-c'], env, cwd, (t) => t.includes(last))
-        same(session, 'TUI (dsh -c)', tuiMarkers(resumed.lines, tag, THOUGHT), wanted)
-      })
+            },
+          )
+          const ids = storedSessionIds(home).filter((id) => !known.has(id))
+          expect(ids, session.describe()).toHaveLength(1)
+          const [sessionId] = ids
+          const log = await readLog(home, sessionId, session.turns.length)
+          checkShape(session, log, 'TUI')
+          expect(allowed, `approvals in the TUI for ${session.describe()}`).toBe(approvalsAsked(log))
+          expect(new Set(callIds(log)).size, session.describe()).toBe(callIds(log).length)
+          const wanted = expectedMarkers(foldLog(log), tag, { reasoningAs: THOUGHT, resultsInCards: true })
+          same(session, 'TUI (live)', tuiMarkers(live.lines, tag, THOUGHT), wanted)
+          const last = lastMarker(session, log)
+          const resumed = await tuiScreen(['-c'], env, cwd, (t) => t.includes(last))
+          same(session, 'TUI (dsh -c)', tuiMarkers(resumed.lines, tag, THOUGHT), wanted)
+        },
+        () => resync(mock, session),
+      )
     }
     settle('TUI (live, dsh -c)')
   })
