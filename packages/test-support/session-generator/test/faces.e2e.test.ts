@@ -53,8 +53,10 @@ import {
 } from './faces.ts'
 
 // 178: every kind (mixed ids, a tool error, a cancelled step with a call, approvals, a compaction
-// at the end); 24: a cancelled first turn, approvals, a compaction followed by another turn.
-const FIXED_SEEDS = [178, 24]
+// at the end); 24: a cancelled first turn, approvals, a compaction followed by another turn;
+// 1158: approvals in two consecutive steps (the web panel once kept the second one's buttons
+// disabled).
+const FIXED_SEEDS = [178, 24, 1158]
 const THOUGHT = '<r>'
 
 /** A hand-written session in the generator's shape (markers tagged with `seed`). */
