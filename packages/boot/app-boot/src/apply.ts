@@ -1,5 +1,6 @@
-// Applies ordered layers to an empty row list. Pure: no file system, no evaluation.
-import { LayerError, type Layer, type Row } from './layer.ts'
+// Applies ordered layers to an empty row list. No evaluation; the file system is read only to
+// name the line of a problem.
+import { LayerError, locateInLayer, type Layer, type Row } from './layer.ts'
 import { nearest } from './near.ts'
 
 export interface ComposedRow {
@@ -8,6 +9,8 @@ export interface ComposedRow {
   layers: string[]
   /** File of the layer that last set `name`; the name resolves from there. */
   nameFrom: string
+  /** Where the row's `config` was last written: the layer's file and the item path to it. */
+  configFrom?: { file: string; label: string; path: (string | number)[] }
 }
 
 export interface Applied {
@@ -43,11 +46,14 @@ export function applyLayers(layers: readonly Layer[]): Applied {
         op.rows.forEach((row, i) => {
           if (byId.has(row.id)) {
             const prior = byId.get(row.id)!
+            const line = locateInLayer(layer.file, [op.index, 'insert', i, 'id'])
             throw new LayerError(
-              `${layer.file}: [${op.index}].insert[${i}].id: duplicate id "${row.id}" (already inserted by ${prior.layers[0]}); patch it with "- id: ${row.id}" instead`,
+              `${layer.file}${line ? `:${line}` : ''}: [${op.index}].insert[${i}].id: duplicate id "${row.id}" (already inserted by ${prior.layers[0]}); patch it with "- id: ${row.id}" instead`,
             )
           }
           const c: ComposedRow = { row: clone(row), layers: [layer.label], nameFrom: layer.file }
+          if (row.config !== undefined)
+            c.configFrom = { file: layer.file, label: layer.label, path: [op.index, 'insert', i, 'config'] }
           rows.push(c)
           byId.set(row.id, c)
         })
@@ -55,8 +61,9 @@ export function applyLayers(layers: readonly Layer[]): Applied {
         const target = byId.get(op.id)
         if (!target) {
           const guess = nearest(op.id, byId.keys())
+          const line = locateInLayer(layer.file, [op.index, 'id'])
           warnings.push(
-            `${layer.label} (${layer.file}): [${op.index}] id "${op.id}" names no row${guess ? ` (did you mean "${guess}"?)` : ''}; skipped`,
+            `${layer.label} (${layer.file}${line ? `:${line}` : ''}): [${op.index}] id "${op.id}" names no row${guess ? ` (did you mean "${guess}"?)` : ''}; skipped`,
           )
           continue
         }
@@ -65,6 +72,9 @@ export function applyLayers(layers: readonly Layer[]): Applied {
           if (value === null) delete row[field]
           else row[field] = clone(value)
           if (field === 'name') target.nameFrom = layer.file
+          if (field === 'config')
+            target.configFrom =
+              value === null ? undefined : { file: layer.file, label: layer.label, path: [op.index, 'config'] }
         }
         touch(target)
       }

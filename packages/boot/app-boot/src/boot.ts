@@ -5,6 +5,7 @@ import { type Entry, Group, Loader } from '@cordisjs/plugin-loader'
 import { entryInitTask, entryOfContext, settleEntryFibers } from '@dsh/cordis-compat/loader'
 import type { StopInfo } from '@dsh/brand'
 import { unknownConfigKeys } from './near.ts'
+import { configLocation, locateFailures } from './where.ts'
 import { profileDirUrl, type Composition, type ResolvedRow } from './profile.ts'
 import { hasUserFileRows, shareInstallModules } from './shared-modules.ts'
 import { loadPrelinked, type PrelinkDecision, type PrelinkVariant } from './prelink.ts'
@@ -328,7 +329,7 @@ export async function bootComposition(comp: Composition, opts: BootOptions = {})
       }),
     }
 
-  const failures = checkRows(loader, prepared.enabled, errors)
+  const failures = locateFailures(checkRows(loader, prepared.enabled, errors), prepared.enabled)
   if (failures.length) {
     await dispose()
     // An unmet inject is most often a consequence of another row failing; report roots first.
@@ -342,13 +343,16 @@ export async function bootComposition(comp: Composition, opts: BootOptions = {})
     if (r.layers.every((label) => label.startsWith('bundle '))) continue
     const schema = (loader.store[r.row.id] as Entry | undefined)?.fiber?.runtime?.Config
     const where = comp.layers.findLast((l) => r.layers.includes(l.label))?.file
-    for (const line of unknownConfigKeys(schema, r.row.config))
+    for (const line of unknownConfigKeys(schema, r.row.config)) {
+      // `config.a.b: unknown key ...`: the line of key b in the patch that wrote the config.
+      const at = configLocation(r, line.slice('config.'.length, line.indexOf(':')).split('.')) ?? where
       problems.push({
         id: r.row.id,
         name: r.row.name,
         kind: 'check',
-        cause: `${where ? `${where}: ` : ''}row ${r.row.id} (${r.row.name}): ${line}`,
+        cause: `${at ? `${at}: ` : ''}row ${r.row.id} (${r.row.name}): ${line}`,
       })
+    }
   }
   ctx.emit('app/check', {
     report: (line) => void problems.push({ id: '', name: '', kind: 'check', cause: line }),

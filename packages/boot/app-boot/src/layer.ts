@@ -16,6 +16,7 @@ let yamlUtil: typeof YamlUtil | undefined
 export const yaml = (): typeof Yaml => (yamlModule ??= load('yaml') as typeof Yaml)
 const util = (): typeof YamlUtil => (yamlUtil ??= load('yaml/util') as typeof YamlUtil)
 import { DshUserError } from './errors.ts'
+import { nearest } from './near.ts'
 
 /** A `!!js` expression; the loader's interpolate() evaluates `{__jsExpr}` objects at mount. */
 export class JsExpr {
@@ -75,16 +76,71 @@ export interface Layer {
   ops: Op[]
 }
 
-/** A user-facing configuration mistake: `message` is one line naming file, item and field. */
+/** A user-facing configuration mistake: `message` is one line naming file, line, item and field. */
 export class LayerError extends DshUserError {
   override name = 'LayerError'
+  constructor(
+    message: string,
+    /** For a problem found in the parsed data: the item path (`[2].insert[0].name`) and the problem. */
+    readonly at?: { file: string; where: string; problem: string },
+  ) {
+    super(message)
+  }
+}
+
+/** `[2].insert[0].name` -> `[2, 'insert', 0, 'name']`. */
+export function itemPath(where: string): (string | number)[] {
+  const out: (string | number)[] = []
+  for (const m of where.matchAll(/\[(\d+)\]|\.?([^.[\]]+)/g)) out.push(m[1] !== undefined ? Number(m[1]) : m[2])
+  return out
+}
+
+/**
+ * The 1-based line of the item at `path` in a parsed layer document: the line of the deepest key
+ * or list item the path reaches (a path that leaves the document stops at its last found part).
+ */
+function lineIn(
+  doc: Yaml.Document,
+  lineCounter: Yaml.LineCounter,
+  path: readonly (string | number)[],
+): number | undefined {
+  const { isMap, isSeq, isScalar } = yaml()
+  let node: unknown = doc.contents
+  let offset = (node as { range?: [number] } | null)?.range?.[0]
+  for (const part of path) {
+    if (isSeq(node) && typeof part === 'number' && node.items[part] !== undefined) {
+      node = node.items[part]
+      offset = (node as { range?: [number] } | null)?.range?.[0] ?? offset
+    } else if (isMap(node)) {
+      const pair = node.items.find((p) => isScalar(p.key) && String(p.key.value) === String(part))
+      if (!pair) break
+      offset = (pair.key as { range?: [number] }).range?.[0] ?? offset
+      node = pair.value
+    } else break
+  }
+  return offset === undefined ? undefined : lineCounter.linePos(offset).line
+}
+
+/**
+ * The line of an item in a layer file on disk, for errors found after parsing (a row's config
+ * refused by its plugin, a patch naming no row). Reads and parses the file again: only on error.
+ */
+export function locateInLayer(file: string, path: readonly (string | number)[]): number | undefined {
+  try {
+    const { LineCounter, parseDocument } = yaml()
+    const lineCounter = new LineCounter()
+    const doc = parseDocument(readFileSync(file, 'utf8'), { customTags: [jsTag], lineCounter })
+    return lineIn(doc, lineCounter, path)
+  } catch {
+    return undefined
+  }
 }
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof JsExpr)
 
 function fail(file: string, where: string, problem: string): never {
-  throw new LayerError(`${file}: ${where}: ${problem}`)
+  throw new LayerError(`${file}: ${where}: ${problem}`, { file, where, problem })
 }
 
 /** Finds a `!!js` value anywhere under `value`; returns its path suffix or undefined. */
@@ -145,8 +201,14 @@ function checkField(file: string, where: string, field: string, value: unknown, 
       if (value === null && !forInsert) return
       if (!isPlainObject(value)) fail(file, at, 'must be a map')
       return
-    default:
-      fail(file, at, `unknown field; a row has ${ROW_FIELDS.map((f) => `"${f}"`).join(', ')}`)
+    default: {
+      const guess = nearest(field, ROW_FIELDS)
+      fail(
+        file,
+        at,
+        `unknown field${guess ? ` (did you mean "${guess}"?)` : ''}; a row has ${ROW_FIELDS.map((f) => `"${f}"`).join(', ')}`,
+      )
+    }
   }
 }
 
@@ -215,7 +277,15 @@ export function parseLayer(text: string, file: string, label: string = file): La
     throw new LayerError(`${file}: expected a YAML list of operations, got ${what}`)
   }
   const data = doc.toJS() as unknown[]
-  return { file, label, ops: data.map((op, i) => checkOp(file, i, op)) }
+  try {
+    return { file, label, ops: data.map((op, i) => checkOp(file, i, op)) }
+  } catch (error) {
+    // Name the line of the offending item: the checks walk plain data, the document knows where.
+    const at = error instanceof LayerError ? error.at : undefined
+    if (!at) throw error
+    const line = lineIn(doc, lineCounter, itemPath(at.where))
+    throw new LayerError(`${at.file}${line ? `:${line}` : ''}: ${at.where}: ${at.problem}`, at)
+  }
 }
 
 /**

@@ -57,38 +57,48 @@ describe('parseLayer', () => {
     expect(errorOf(() => parseLayer('id: a\n', F)).message).toBe(`${F}: expected a YAML list of operations, got a map`)
   })
 
+  it('names the line of the offending item and the likely field of an unknown one', () => {
+    expect(
+      errorOf(() => parseLayer('# mine\n- id: a\n  disabled: true\n- id: b\n  confg:\n    x: 1\n', F)).message,
+    ).toBe(
+      `${F}:5: [1].confg: unknown field (did you mean "config"?); a row has "id", "name", "config", "disabled", "inject", "group", "isolate", "intercept"`,
+    )
+  })
+
   it('names the item and field of a bad row', () => {
     expect(errorOf(() => parseLayer('- insert:\n    - { id: a, name: 3 }\n', F)).message).toBe(
-      `${F}: [0].insert[0].name: must be a non-empty string (a package name or a relative path)`,
+      `${F}:2: [0].insert[0].name: must be a non-empty string (a package name or a relative path)`,
     )
     expect(errorOf(() => parseLayer('- id: x\n  config: {}\n- insert:\n    - { id: a }\n', F)).message).toBe(
-      `${F}: [1].insert[0].name: is required`,
+      `${F}:4: [1].insert[0].name: is required`,
     )
     expect(errorOf(() => parseLayer('- id: a\n  colour: red\n', F)).message).toMatch(
-      /^\/cfg\/cordis\.patch\.yml: \[0\]\.colour: unknown field/,
+      /^\/cfg\/cordis\.patch\.yml:2: \[0\]\.colour: unknown field/,
     )
     expect(errorOf(() => parseLayer('- id: a\n  disabled: maybe\n', F)).message).toBe(
-      `${F}: [0].disabled: must be true, false or a !!js expression`,
+      `${F}:2: [0].disabled: must be true, false or a !!js expression`,
     )
     expect(errorOf(() => parseLayer('- id: "a:b"\n  disabled: true\n', F)).message).toMatch(
       /\[0\]\.id: must not contain ":"/,
     )
-    expect(errorOf(() => parseLayer('- id: a\n', F)).message).toBe(`${F}: [0]: patch of "a" lists no field to replace`)
+    expect(errorOf(() => parseLayer('- id: a\n', F)).message).toBe(
+      `${F}:1: [0]: patch of "a" lists no field to replace`,
+    )
     expect(errorOf(() => parseLayer('- insert: []\n  id: a\n', F)).message).toBe(
-      `${F}: [0].id: an "insert" operation takes no other fields`,
+      `${F}:2: [0].id: an "insert" operation takes no other fields`,
     )
     expect(errorOf(() => parseLayer('- 42\n', F)).message).toMatch(/\[0\]: an operation must be a map/)
     expect(errorOf(() => parseLayer('- insert:\n    - { id: a, name: b, inject: [1] }\n', F)).message).toBe(
-      `${F}: [0].insert[0].inject[0]: must be a service name`,
+      `${F}:2: [0].insert[0].inject[0]: must be a service name`,
     )
   })
 
   it('allows !!js only inside config and disabled', () => {
     expect(errorOf(() => parseLayer('- insert:\n    - { id: a, name: !!js "x" }\n', F)).message).toBe(
-      `${F}: [0].insert[0].name: !!js is only allowed inside "config" and "disabled"`,
+      `${F}:2: [0].insert[0].name: !!js is only allowed inside "config" and "disabled"`,
     )
     expect(errorOf(() => parseLayer('- id: a\n  inject: [!!js x]\n', F)).message).toBe(
-      `${F}: [0].inject[0]: !!js is only allowed inside "config" and "disabled"`,
+      `${F}:2: [0].inject[0]: !!js is only allowed inside "config" and "disabled"`,
     )
   })
 })

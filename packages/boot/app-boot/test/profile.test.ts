@@ -123,7 +123,9 @@ describe('composeProfile', () => {
     const r = comp.rows.find((x) => x.row.id === 'r')!
     expect(r.row).toMatchObject({ config: { by: 'one' }, disabled: true })
     expect(r.layers).toEqual(comp.layers.map((l) => l.label))
-    expect(comp.warnings).toEqual([`--patch two.yml (${join(cwd, 'two.yml')}): [1] id "missing" names no row; skipped`])
+    expect(comp.warnings).toEqual([
+      `--patch two.yml (${join(cwd, 'two.yml')}:3): [1] id "missing" names no row; skipped`,
+    ])
     // A relative name resolves against the layer file that introduced it.
     expect(comp.rows.find((x) => x.row.id === 'from-profile')!.url).toBe(pathToFileURL(join(dir, 'plugin.ts')).href)
   })
@@ -164,7 +166,7 @@ describe('composeProfile', () => {
     ).toBe(2)
     write(join(home, 'cordis.patch.yml'), '- insert: {}\n')
     expect(userError(() => composeProfile({ home, profileName: 'p', installBase: INSTALL_BASE })).message).toBe(
-      `${join(home, 'cordis.patch.yml')}: [0].insert: must be a list of rows`,
+      `${join(home, 'cordis.patch.yml')}:1: [0].insert: must be a list of rows`,
     )
   })
 

@@ -161,7 +161,7 @@ describe('watchLayers', () => {
       writeFileSync(patch, `- insert:\n    - { id: a, name: 7 }\n`)
       expect(await line).toMatch(
         new RegExp(
-          `^dsh: reload refused: ${patch.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}: \\[0\\]\\.insert\\[0\\]\\.name: .*; keeping the running tree$`,
+          `^dsh: reload refused: ${patch.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}:2: \\[0\\]\\.insert\\[0\\]\\.name: .*; keeping the running tree$`,
         ),
       )
 

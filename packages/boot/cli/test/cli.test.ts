@@ -115,7 +115,7 @@ describe('dsh launcher', () => {
     expect(r.code).toBe(1)
     expectOneLine(
       r.stderr,
-      /^dsh: boot failed: row counter \(.*counter\.ts\): invalid config: field config\.start: expected number but got lots$/,
+      /^dsh: boot failed: row counter \(.*counter\.ts\): .*bad\.yml:2: invalid config: field config\.start: expected number but got lots$/,
     )
   })
 
@@ -124,7 +124,7 @@ describe('dsh launcher', () => {
     writeFileSync(join(home, 'broken.yml'), '- insert:\n    - id: a\n      name: [not, a, string]\n')
     let r = dsh(['--patch', 'broken.yml'], { home })
     expect(r.code).toBe(1)
-    expectOneLine(r.stderr, /^dsh: .*broken\.yml: \[0\]\.insert\[0\]\.name: must be a non-empty string/)
+    expectOneLine(r.stderr, /^dsh: .*broken\.yml:3: \[0\]\.insert\[0\]\.name: must be a non-empty string/)
 
     writeFileSync(join(home, 'ghost.yml'), '- insert:\n    - { id: ghost, name: "@dsh/no-such-plugin" }\n')
     r = dsh(['--patch', 'ghost.yml'], { home })
@@ -147,7 +147,7 @@ describe('dsh launcher', () => {
     expect(r.code).toBe(0)
     const [warning, ...rest] = r.stderr.trimEnd().split('\n')
     expect(warning).toMatch(
-      /^dsh: warning: home \(.*cordis\.patch\.yml\): \[0\] id "no-such-row" names no row; skipped$/,
+      /^dsh: warning: home \(.*cordis\.patch\.yml:1\): \[0\] id "no-such-row" names no row; skipped$/,
     )
     // The booted app then ran: it reports that there is nothing stored yet.
     expect(rest).toEqual([expect.stringMatching(/^dsh: no stored sessions for /)])

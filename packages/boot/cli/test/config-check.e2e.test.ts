@@ -119,17 +119,42 @@ describe('dsh config check', () => {
     const run = await runDsh(['-p', 'hi'], { cwd: h.root, env: h.env })
     expect(run.code).toBe(1)
     expect(run.stderr).toContain(
-      `dsh: warning: home (${patch}): [0] id "permisions" names no row (did you mean "permission-presets"?); skipped\n`,
+      `dsh: warning: home (${patch}:1): [0] id "permisions" names no row (did you mean "permission-presets"?); skipped\n`,
     )
     expect(run.stderr).toMatch(
       new RegExp(
-        `^dsh: ${patch.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: row mcp \\(@dsh/mcp-client\\): config\\.servrs: unknown key \\(did you mean "servers"\\?\\); valid keys: servers, `,
+        `^dsh: ${patch.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:5: row mcp \\(@dsh/mcp-client\\): config\\.servrs: unknown key \\(did you mean "servers"\\?\\); valid keys: servers, `,
         'm',
       ),
     )
     const check = await runDsh(['config', 'check'], { cwd: h.root, env: h.env })
     expect(check.code).toBe(1)
-    expect(check.stderr).toContain('config.servrs: unknown key (did you mean "servers"?)')
+    expect(check.stderr).toContain(
+      `${patch}:5: row mcp (@dsh/mcp-client): config.servrs: unknown key (did you mean "servers"?)`,
+    )
+  })
+
+  it('a profile patch: a refused value, a value its plugin refuses and an unknown row field name file and line', async () => {
+    const h = home()
+    const patch = join(h.home, 'cordis.patch.yml')
+    writeFileSync(patch, '# mine\n- id: mcp\n  config:\n    retry: {}\n    connectTimeoutMs: soon\n')
+    const value = await runDsh(['-p', 'hi'], { cwd: h.root, env: h.env })
+    expect(value.code).toBe(1)
+    expect(value.stderr).toBe(
+      `dsh: boot failed: row mcp (@dsh/mcp-client): ${patch}:5: invalid config: field config.connectTimeoutMs: expected number but got soon\n`,
+    )
+    writeFileSync(patch, '- id: permission-presets\n  config:\n    default: workspace-writ\n')
+    const preset = await runDsh(['-p', 'hi'], { cwd: h.root, env: h.env })
+    expect(preset.code).toBe(1)
+    expect(preset.stderr).toBe(
+      `dsh: boot failed: row permission-presets (@dsh/permission-presets): ${patch}:2: apply failed: unknown permission preset "workspace-writ" (from config field "default"); valid presets: danger-full-access, read-only, workspace-write; did you mean "workspace-write"?\n`,
+    )
+    writeFileSync(patch, '- id: mcp\n  disabled: false\n  confg:\n    servers: {}\n')
+    const field = await runDsh(['config', 'check'], { cwd: h.root, env: h.env })
+    expect(field.code).toBe(1)
+    expect(field.stderr).toBe(
+      `dsh: ${patch}:3: [0].confg: unknown field (did you mean "config"?); a row has "id", "name", "config", "disabled", "inject", "group", "isolate", "intercept"\n`,
+    )
   })
 
   it('checks the web profile while its port is taken (the probe listens on a free port)', async () => {

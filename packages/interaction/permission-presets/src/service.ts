@@ -4,7 +4,7 @@
 import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
 import { APPROVAL_POLICIES, type ApprovalPolicy } from '@dsh/user-approval'
-import type {} from '@dsh/settings'
+import { didYouMean } from '@dsh/settings'
 
 /** The sandbox modes a preset may name (the `sandbox/mode` knob). */
 export type SandboxMode = 'read-only' | 'workspace-write' | 'danger-full-access'
@@ -161,8 +161,9 @@ export class PermissionPresetService extends Service {
 
   private check(name: string, where: string): string {
     if (this.table.has(name)) return name
+    const guess = didYouMean(name, this.names())
     throw new PermissionPresetError(
-      `unknown permission preset ${JSON.stringify(name)} (from ${where}); valid presets: ${this.names().join(', ')}`,
+      `unknown permission preset ${JSON.stringify(name)} (from ${where}); valid presets: ${this.names().join(', ')}${guess ? `; did you mean "${guess}"?` : ''}`,
     )
   }
 
