@@ -6,10 +6,19 @@ import Schema from 'schemastery'
 import type { ModelSelection } from '@dsh/agent'
 import type { ReasoningEffort } from '@dsh/llm'
 import type {} from '@dsh/settings'
+import type { Session } from '@dsh/session'
+import type {} from '@dsh/session-persistence' // declares ctx.sessionPersistence
 
 declare module 'cordis' {
   interface Context {
     agentDefaultModel: AgentDefaultModel
+  }
+}
+
+declare module '@dsh/session' {
+  interface SessionEventMap {
+    /** A model chosen for this session (`/model` in the terminal UI): see MODEL_SELECTED. */
+    'model/selected': ModelSelection
   }
 }
 
@@ -19,13 +28,10 @@ const EFFORTS: ReasoningEffort[] = ['off', 'low', 'high', 'max']
  * The session event that records a model chosen for one session (`/model` in the terminal UI), so
  * `dsh -c` / `-r` reopen it on that model. Data: a `ModelSelection`.
  */
-export const MODEL_SELECTED = 'model/selected'
+export const MODEL_SELECTED = 'model/selected' as const
 
-/** The part of a session this service reads and writes (structural: no dependency on @dsh/session). */
-interface SessionLike {
-  append(type: never, data: never): unknown
-  last(type: never): { data: unknown } | undefined
-}
+/** The part of a session this service reads and writes. */
+type SessionLog = Pick<Session, 'append' | 'last'>
 
 /** The settings.yaml section read by this service: `model: { provider, model, reasoningEffort, maxTokens }`. */
 export const SETTINGS_NAMESPACE = 'model'
@@ -67,24 +73,21 @@ export class AgentDefaultModel extends Service {
     })
     // The event is stored with the session (registered, or the persistence refuses it).
     ctx.inject(['sessionPersistence'], (inner) => {
-      // Typed structurally: this package does not depend on @dsh/session-persistence.
-      const persistence = (inner as unknown as { sessionPersistence: { registerEventType(type: string): () => void } })
-        .sessionPersistence
-      persistence.registerEventType(MODEL_SELECTED)
+      inner.sessionPersistence.registerEventType(MODEL_SELECTED)
     })
   }
 
   /** Records `selection` as the session's own model choice (`model/selected`). */
-  record(session: SessionLike, selection: ModelSelection): void {
+  record(session: SessionLog, selection: ModelSelection): void {
     const data: ModelSelection = { provider: selection.provider, model: selection.model }
     if (selection.reasoningEffort !== undefined) data.reasoningEffort = selection.reasoningEffort
     if (selection.maxTokens !== undefined) data.maxTokens = selection.maxTokens
-    session.append(MODEL_SELECTED as never, data as never)
+    session.append(MODEL_SELECTED, data)
   }
 
   /** The model a reopened session continues on: its last `model/selected`, else undefined. */
-  ofSession(session: SessionLike): ModelSelection | undefined {
-    const data = session.last(MODEL_SELECTED as never)?.data as Partial<ModelSelection> | undefined
+  ofSession(session: SessionLog): ModelSelection | undefined {
+    const data = session.last(MODEL_SELECTED)?.data as Partial<ModelSelection> | undefined
     if (!data || typeof data.provider !== 'string' || typeof data.model !== 'string') return undefined
     return { ...data } as ModelSelection
   }
