@@ -1,5 +1,6 @@
 // The ACP agent side: one AgentApp per connection, one dsh Agent per ACP session. Session ids on
 // the wire are dsh session ids, so `session/load` reopens exactly what `session/new` created.
+import { describeTurnEnd } from '@dsh/session'
 import { readFile, stat } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { isAbsolute, resolve } from 'node:path'
@@ -521,10 +522,9 @@ export class AcpServer extends Service {
       if (prompt.cancelled) return { stopReason: 'cancelled' }
       const reason = stopReason(result, live.lastFinish)
       if (reason) return { stopReason: reason }
-      const detail = result.error ? `${result.error.code}: ${result.error.message}` : result.reason
       throw acp.RequestError.internalError(
         { reason: result.reason, error: result.error },
-        `the turn ended ${result.reason} (${detail})`,
+        describeTurnEnd(result.reason, result.error),
       )
     } finally {
       signal.removeEventListener('abort', onAbort)

@@ -1,5 +1,6 @@
 // @dsh/session: the append-only session log, its surface index and the `ctx.sessions` store.
 export * from './types.ts'
+export { describeTurnEnd } from './turn-end.ts'
 export { JsonValueError, freezeJson, firstDifference, type JsonValue } from './json.ts'
 export {
   DEFAULT_MAX_TOOL_ARGUMENT_CHARS,

@@ -4,6 +4,7 @@
 // through the public `agent.send` (a `user/message` whose source names this plugin), so the round
 // is an ordinary turn in the log. A human message claimed by the same turn wins: the round prompt
 // is dropped at `agent/pre-step` and the turn is the human's.
+import { describeTurnEnd } from '@dsh/session'
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { Agent, InjectedContext, TurnResult } from '@dsh/agent'
@@ -149,8 +150,7 @@ export function apply(ctx: Context, config: Config): void {
     if (result.reason === 'cancelled')
       stop = { status: 'paused', note: 'paused because the turn was cancelled', action: 'stop' }
     else if (result.reason !== 'completed') {
-      const detail = result.error ? ` (${result.error.code}: ${result.error.message})` : ''
-      stop = { status: 'paused', note: `paused because the turn ended ${result.reason}${detail}`, action: 'stop' }
+      stop = { status: 'paused', note: `paused: ${describeTurnEnd(result.reason, result.error)}`, action: 'stop' }
     } else if (streak >= config.maxIdleRounds) {
       stop = {
         status: 'paused',

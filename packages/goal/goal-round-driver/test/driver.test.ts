@@ -173,7 +173,7 @@ describe('@dsh/goal-round-driver', () => {
     await harness.agent.idle()
     expect(currentGoal(harness.session)).toMatchObject({
       status: 'paused',
-      note: 'paused because the turn ended error (SERVER: boom)',
+      note: 'paused: the turn failed: SERVER: boom',
     })
   })
 

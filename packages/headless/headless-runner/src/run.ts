@@ -1,5 +1,6 @@
 // One headless run: parse the arguments, settle the task, model and session, run the turn (or
 // the command), print the result in the chosen format and return the exit status.
+import { describeTurnEnd } from '@dsh/session'
 import type { Context } from 'cordis'
 import type { Agent, ModelSelection, TurnResult } from '@dsh/agent'
 import type { Session, SessionEvent } from '@dsh/session'
@@ -257,22 +258,13 @@ export async function runHeadless(
       io.stderr.write(`dsh: cannot reach the ${model.provider} API: ${result.error.message}\n`)
       return 1
     }
-    const detail = result.error ? `: ${result.error.code}: ${result.error.message}` : ''
-    io.stderr.write(`dsh: ${TURN_END_WORDS[result.reason] ?? `the turn ended (${result.reason})`}${detail}\n`)
+    io.stderr.write(`dsh: ${describeTurnEnd(result.reason, result.error)}\n`)
     return 1
   }
   return 0
 }
 
 /** How the line on stderr says why a turn did not complete (`dsh: the turn failed: CODE: ...`). */
-const TURN_END_WORDS: Partial<Record<string, string>> = {
-  error: 'the turn failed',
-  cancelled: 'the turn was cancelled',
-  'max-tokens': 'the turn stopped at the output token limit',
-  blocked: 'the turn was blocked',
-  interrupted: 'the turn was interrupted',
-}
-
 const zeroUsage = (): TokenUsage => ({ input: 0, output: 0, cacheRead: 0, cacheWrite: 0, reasoning: 0 })
 /** Adds usage that may come from another process (an `sdk` child) with fields missing. */
 function sumUsage(a: TokenUsage, b: Partial<TokenUsage>): TokenUsage {

@@ -4,6 +4,7 @@
 // The child is confined like its parent: the parent session's sandbox mode, delegation depth and
 // limit travel in its environment (scrubbed of every credential but the named ones), the
 // parent's own patch layers as `--patch` arguments (see @dsh/subagent).
+import { describeTurnEnd } from '@dsh/session'
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { Harness as HarnessClient, HarnessSession, PromptResult } from '@dsh/sdk-client'
@@ -65,7 +66,10 @@ export function outcomeOf(result: PromptResult): ChildOutcome {
     status: 'failed',
     text: result.text,
     usage,
-    error: result.error ?? { code: result.reason.toUpperCase(), message: `the child's turn ended ${result.reason}` },
+    error: result.error ?? {
+      code: result.reason.toUpperCase(),
+      message: describeTurnEnd(result.reason, undefined, "the child's turn"),
+    },
   }
 }
 

@@ -1,6 +1,7 @@
 // The two in-process providers. `spawn`: a fresh child agent with an empty session of its own.
 // `fork`: the same, but its session starts as a copy of the parent's completed turns. Both reuse
 // the host's agent factory, model selection, tools and system prompt.
+import { describeTurnEnd } from '@dsh/session'
 import type { Context } from 'cordis'
 import type { Agent, TurnResult } from '@dsh/agent'
 import type { Session } from '@dsh/session'
@@ -27,7 +28,7 @@ export function outcomeOf(result: TurnResult): ChildOutcome {
   }
   const error = result.error ?? {
     code: result.reason.toUpperCase().replace('-', '_'),
-    message: `the child's turn ended ${result.reason}`,
+    message: describeTurnEnd(result.reason, undefined, "the child's turn"),
   }
   return { status: 'failed', text: result.text, error, ...usage }
 }

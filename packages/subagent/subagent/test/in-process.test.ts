@@ -57,12 +57,12 @@ describe('outcomeOf', () => {
     expect(outcomeOf({ turn: 0, reason: 'max-tokens', text: 'cut', usage, steps: 1 })).toEqual({
       status: 'failed',
       text: 'cut',
-      error: { code: 'MAX_TOKENS', message: "the child's turn ended max-tokens" },
+      error: { code: 'MAX_TOKENS', message: "the child's turn stopped at the output token limit" },
       usage,
     })
     expect(outcomeOf({ turn: 0, reason: 'blocked', text: '', usage, steps: 1 }).error).toEqual({
       code: 'BLOCKED',
-      message: "the child's turn ended blocked",
+      message: "the child's turn was blocked",
     })
   })
 })

@@ -6,6 +6,7 @@
 // every finished block is its own cached Markdown component, and only the open tail is parsed again
 // per frame. A block's lines never change once it is finished, so the differential renderer only
 // rewrites the bottom of the screen while text streams.
+import { describeTurnEnd } from '@dsh/session'
 import {
   Container,
   Markdown,
@@ -376,8 +377,7 @@ export class Transcript extends Container {
         const { reason, error } = event.data
         this.current = undefined
         if (reason === 'cancelled') this.notice('⎿ cancelled', this.p.yellow)
-        else if (reason !== 'completed')
-          this.notice(`⎿ the turn ended ${reason}${error ? `: ${error.code}: ${error.message}` : ''}`, this.p.red)
+        else if (reason !== 'completed') this.notice(`⎿ ${describeTurnEnd(reason, error)}`, this.p.red)
         break
       }
       default:

@@ -42,6 +42,23 @@ describe('streamed calls that never reached the log', () => {
     expect(live).toEqual(render(log, true))
   })
 
+  it('a failed turn reads as a sentence: "the turn failed: CODE: message"', () => {
+    const log = asEvents([
+      ['turn/start', { turn: 0 }],
+      ['user/message', { content: [{ type: 'text', text: 'go' }], source: { kind: 'human' } }],
+      [
+        'turn/end',
+        { turn: 0, reason: 'error', error: { code: 'MISSING_CREDENTIAL', message: 'DEEPSEEK_API_KEY is not set' } },
+      ],
+      ['turn/start', { turn: 1 }],
+      ['turn/end', { turn: 1, reason: 'max-tokens' }],
+    ])
+    const text = render(log, false).join('\n')
+    expect(text).toContain('⎿ the turn failed: MISSING_CREDENTIAL: DEEPSEEK_API_KEY is not set')
+    expect(text).toContain('⎿ the turn stopped at the output token limit')
+    expect(text).not.toMatch(/ended (error|max-tokens)/)
+  })
+
   it('a failed step: its streamed card goes, the next step draws its own', () => {
     const log = asEvents([
       ['turn/start', { turn: 0 }],
