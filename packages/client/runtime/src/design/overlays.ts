@@ -4,7 +4,7 @@ import * as PopoverPrimitive from '@radix-ui/react-popover'
 import * as SelectPrimitive from '@radix-ui/react-select'
 import * as TabsPrimitive from '@radix-ui/react-tabs'
 import { Check, ChevronDown } from 'lucide-react'
-import type { PopoverProps, SelectProps, TabsProps } from './primitives.ts'
+import { type PopoverProps, type SelectProps, type TabsProps, testIdProp } from './primitives.ts'
 
 export { PopoverPrimitive, SelectPrimitive, TabsPrimitive }
 
@@ -25,7 +25,7 @@ export function Select({
     { value, onValueChange, disabled },
     h(
       SelectPrimitive.Trigger,
-      { className: cx('dsh-select', className), 'aria-label': rest['aria-label'], 'data-testid': testId },
+      { className: cx('dsh-select', className), 'aria-label': rest['aria-label'], ...testIdProp(testId) },
       h(SelectPrimitive.Value, { placeholder }),
       h(SelectPrimitive.Icon, { className: 'dsh-select-icon' }, h(ChevronDown, { size: 14, 'aria-hidden': true })),
     ),

@@ -21,6 +21,9 @@ export { DialogPrimitive, MenuPrimitive, TooltipPrimitive }
 
 const cx = (...names: Array<string | false | undefined>) => names.filter(Boolean).join(' ')
 
+/** `data-testid` for a Radix part (whose prop types do not list data attributes). */
+export const testIdProp = (id: string | undefined): object => (id ? { 'data-testid': id } : {})
+
 export type ButtonVariant = 'default' | 'primary' | 'ghost' | 'danger'
 export interface ButtonProps extends ButtonHTMLAttributes<HTMLButtonElement> {
   variant?: ButtonVariant
@@ -61,7 +64,7 @@ export const IconButton = forwardRef<HTMLButtonElement, IconButtonProps>(functio
     { ref, type, 'aria-label': label, className: cx('dsh-icon-btn', className), ...rest },
     h(icon, { size, 'aria-hidden': true }),
   )
-  return tooltip ? h(Tooltip, { content: label }, button) : button
+  return tooltip ? h(Tooltip, { content: label } as TooltipProps, button) : button
 })
 
 export interface TooltipProps {
@@ -74,7 +77,8 @@ export interface TooltipProps {
 export function Tooltip({ content, children, side = 'top' }: TooltipProps) {
   return h(
     TooltipPrimitive.Provider,
-    { delayDuration: 400, skipDelayDuration: 200 },
+    // (children go as the third argument; the cast is for the prop type that requires them)
+    { delayDuration: 400, skipDelayDuration: 200 } as TooltipPrimitive.TooltipProviderProps,
     h(
       TooltipPrimitive.Root,
       null,
@@ -125,7 +129,7 @@ export function Dialog({
         DialogPrimitive.Content,
         {
           className: cx('dsh-dialog', `dsh-dialog-${size}`, className),
-          'data-testid': testId,
+          ...testIdProp(testId),
           ...(description === undefined ? { 'aria-describedby': undefined } : {}),
         },
         h(
@@ -181,7 +185,7 @@ export function Menu({ trigger, items, align = 'end', label }: MenuProps) {
                   className: cx('dsh-menu-item', item.danger && 'dsh-menu-danger'),
                   disabled: item.disabled,
                   onSelect: item.onSelect,
-                  'data-testid': item.testId,
+                  ...testIdProp(item.testId),
                 },
                 item.icon ? h(item.icon, { size: 15, 'aria-hidden': true }) : null,
                 item.label,

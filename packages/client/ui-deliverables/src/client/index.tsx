@@ -22,9 +22,9 @@ const zh: Record<keyof typeof en, string> = {
 const CSS = `
 .dsh-deliverable { display: flex; gap: 8px; align-items: baseline; font-size: 12px; }
 .dsh-deliverable code { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; flex: 1; }
-.dsh-deliverable .add { color: #2a8a3a; } .dsh-deliverable .del { color: var(--danger, #c0362c); }
+.dsh-deliverable .add { color: var(--dsh-color-success); } .dsh-deliverable .del { color: var(--dsh-color-danger); }
 .dsh-deliverable-diff { font-size: 11px; max-height: 240px; overflow: auto; background: var(--code-bg, #f2f3f5); padding: 4px 6px; border-radius: 4px; margin: 2px 0 6px; }
-.dsh-deliverable-diff .add { color: #2a8a3a; } .dsh-deliverable-diff .del { color: var(--danger, #c0362c); }
+.dsh-deliverable-diff .add { color: var(--dsh-color-success); } .dsh-deliverable-diff .del { color: var(--dsh-color-danger); }
 `
 
 export function apply(ctx: Context): void {

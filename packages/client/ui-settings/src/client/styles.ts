@@ -22,8 +22,8 @@ export const CSS = `
 .dsh-settings-item{border:1px solid var(--dsh-color-border);border-radius:10px;padding:8px 12px;margin:6px 0;}
 .dsh-settings-item header{display:flex;gap:8px;align-items:center;flex-wrap:wrap;}
 .dsh-settings-item header strong{font-size:14px;}
-.dsh-badge{font-size:11px;padding:1px 7px;border-radius:10px;border:1px solid currentColor;opacity:.8;}
-.dsh-badge.ok{color:var(--dsh-color-success);}.dsh-badge.warn{color:var(--dsh-color-warn);}.dsh-badge.bad{color:var(--dsh-color-danger);}
+.dsh-settings .dsh-badge{font-size:11px;padding:1px 7px;border-radius:10px;border:1px solid currentColor;}
+.dsh-settings .dsh-badge.ok{color:var(--dsh-color-success);}.dsh-settings .dsh-badge.warn{color:var(--dsh-color-warn);}.dsh-settings .dsh-badge.bad{color:var(--dsh-color-danger);}
 .dsh-settings-form fieldset{border:1px solid var(--dsh-color-border);border-radius:8px;margin:6px 0;padding:6px 10px;}
 .dsh-settings-form .dsh-field{display:flex;flex-direction:column;gap:3px;margin:6px 0;font-size:13px;}
 .dsh-settings-form .dsh-field[data-invalid=true] input,.dsh-settings-form .dsh-field[data-invalid=true] select,.dsh-settings-form .dsh-field[data-invalid=true] textarea{border-color:#c92a2a;}

@@ -40,7 +40,11 @@ export function LongText({
       {expanded && count > virtualizeAbove ? (
         <VirtualLines lines={lines} rowHeight={rowHeight} render={render} />
       ) : (
-        <pre className="dsh-long-pre">
+        <pre
+          className="dsh-long-pre"
+          // biome-ignore lint/a11y/noNoninteractiveTabindex: the output scrolls sideways; keyboard users must be able to focus it to scroll it
+          tabIndex={0}
+        >
           {shown.map((line, i) => (
             // biome-ignore lint/suspicious/noArrayIndexKey: the lines of one text are positional and may repeat; the index is their identity
             <div key={i} className="dsh-line">
