@@ -82,6 +82,39 @@ const panelSlice = (s: ConversationSnapshot) => [s.todos, s.usage, s.lastInputTo
 export const name = '@dsh/ui-conversation'
 export const inject = ['slots', 'locale', 'remote', 'connection']
 
+const STARTERS = ['starter.explain', 'starter.tests', 'starter.review']
+
+/** Puts `text` in the page's composer (whichever fills the seat) and focuses it, caret at the end. */
+function fillComposer(text: string): void {
+  const area = document.querySelector<HTMLTextAreaElement>('textarea[data-composer]')
+  if (!area) return
+  Object.getOwnPropertyDescriptor(HTMLTextAreaElement.prototype, 'value')?.set?.call(area, text)
+  area.dispatchEvent(new Event('input', { bubbles: true }))
+  area.focus()
+  area.setSelectionRange(text.length, text.length)
+}
+
+/** A new session: what dsh can do here, the folder it works in, and a few starters. */
+function EmptyState({ sessionId, t }: { sessionId: string; t: Translate }) {
+  const cwd = useCtx().catalog.get(sessionId)?.cwd
+  return (
+    <div className="dsh-empty" data-testid="empty-state">
+      <h2 className="dsh-empty-title">{t('empty.title')}</h2>
+      {cwd ? <p className="dsh-empty-where">{t('empty.where', { path: cwd })}</p> : null}
+      <p className="dsh-empty-what">{t('empty.what')}</p>
+      <ul className="dsh-empty-starters" aria-label={t('empty.starters')}>
+        {STARTERS.map((key) => (
+          <li key={key}>
+            <button type="button" className="dsh-starter" onClick={() => fillComposer(t(key))}>
+              {t(key)}
+            </button>
+          </li>
+        ))}
+      </ul>
+    </div>
+  )
+}
+
 export function apply(ctx: Context): void {
   ctx.locale.register(NAMESPACE, { en, zh })
   const store = new ConversationStore(ctx.connection)
@@ -152,7 +185,9 @@ export function apply(ctx: Context): void {
         </span>
       ) : hasFeed && !loaded ? (
         <span role="status">{t('loading')}</span>
-      ) : undefined
+      ) : (
+        <EmptyState sessionId={sessionId} t={t} />
+      )
     return (
       <div className="dsh-conv" data-session={sessionId} data-loaded={loaded || undefined}>
         <ChatView key={sessionId} snapshot={snapshot} t={t} renderTool={renderTool} {...(empty ? { empty } : {})} />

@@ -7,6 +7,14 @@ export const CSS = `
 .dsh-chat-inner{max-width:860px;margin:0 auto;padding:16px 20px 24px;display:flex;flex-direction:column;gap:10px;}
 .dsh-chat-inner>*{content-visibility:auto;contain-intrinsic-size:auto 48px;}
 .dsh-chat-empty{color:var(--dsh-color-fg-muted);text-align:center;padding:48px 0;}
+.dsh-empty{max-width:560px;margin:0 auto;text-align:left;color:var(--dsh-color-fg);}
+.dsh-empty-title{font-size:var(--dsh-text-2xl);font-weight:var(--dsh-weight-semibold);letter-spacing:-.01em;margin:0 0 var(--dsh-space-2);}
+.dsh-empty-where{font-family:var(--dsh-font-mono);font-size:var(--dsh-text-xs);color:var(--dsh-color-fg-muted);margin:0 0 var(--dsh-space-3);overflow-wrap:anywhere;}
+.dsh-empty-what{color:var(--dsh-color-fg-muted);margin:0 0 var(--dsh-space-5);}
+.dsh-empty-starters{list-style:none;margin:0;padding:0;display:grid;gap:var(--dsh-space-2);}
+.dsh-starter{width:100%;text-align:left;font:inherit;padding:10px 14px;border-radius:var(--dsh-radius-lg);border:1px solid var(--dsh-color-border);background:var(--dsh-color-surface);color:var(--dsh-color-fg);cursor:pointer;box-shadow:var(--dsh-shadow-1);transition:border-color var(--dsh-motion-fast),background var(--dsh-motion-fast);}
+.dsh-starter:hover{border-color:var(--dsh-color-accent);background:var(--dsh-color-accent-subtle);}
+.dsh-starter:focus-visible{outline:2px solid var(--dsh-color-focus);outline-offset:2px;}
 .dsh-msg{line-height:1.55;overflow-wrap:anywhere;}
 .dsh-msg-user{display:flex;justify-content:flex-end;}
 .dsh-msg-user .dsh-msg-bubble{background:var(--dsh-color-user-bubble);border-radius:12px;padding:8px 12px;max-width:85%;white-space:pre-wrap;}
@@ -42,7 +50,8 @@ export const CSS = `
 .dsh-composer-tools{display:flex;flex-wrap:wrap;align-items:center;gap:6px;}
 .dsh-composer-tools select{font-size:12px;padding:3px 24px 3px 8px;border-color:var(--dsh-color-border);background-color:var(--dsh-color-bg-subtle);max-width:200px;}
 @media (max-width:720px){.dsh-composer-hint{display:none;}}
-.dsh-composer-hint{flex:1;font-size:12px;color:var(--dsh-color-fg-muted);}
+.dsh-composer-hint{flex:1 1 0;min-width:0;white-space:nowrap;overflow:hidden;text-overflow:ellipsis;font-size:12px;color:var(--dsh-color-fg-muted);}
+.dsh-composer-tools button{font-size:12px;padding:3px 10px;}
 .dsh-composer-error{color:var(--dsh-color-danger);font-size:13px;margin-top:4px;}
 .dsh-button{font:inherit;font-size:13px;padding:5px 12px;border-radius:8px;border:1px solid var(--dsh-color-border);background:transparent;color:inherit;cursor:pointer;}
 .dsh-button:disabled{opacity:.5;cursor:default;}

@@ -1,7 +1,7 @@
 // Picker styles (added while the plugin is loaded).
 export const CSS = `
 .dsh-picker{display:inline-flex;gap:6px;align-items:center;position:relative;font-size:13px;}
-.dsh-picker select{font:inherit;font-size:13px;padding:3px 6px;border-radius:8px;border:1px solid var(--dsh-color-border-strong);background:transparent;color:inherit;max-width:220px;}
+.dsh-picker select{font-size:12px;max-width:220px;}
 .dsh-picker select:focus-visible{outline:2px solid var(--dsh-color-focus);outline-offset:1px;}
 .dsh-picker-error{color:var(--dsh-color-danger);font-size:12px;}
 .dsh-picker .dsh-sr-only{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap;}
