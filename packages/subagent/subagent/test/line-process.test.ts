@@ -154,6 +154,8 @@ describe('startLineProcess', () => {
     expect(await proc.exited).toEqual({ code: null, signal: 'SIGTERM' })
     // After the exit a signal is a no-op, not an error.
     proc.signal('SIGTERM')
+    // Nothing on stderr: an empty tail.
+    expect(proc.stderrTail()).toBe('')
   })
 
   describe('close', () => {
