@@ -57,7 +57,7 @@ const STEPS = [
 const PROJECT = {
   'README.md': '# hello\n\nA greeting library.\n',
   'package.json': '{ "name": "hello", "type": "module" }\n',
-  'src/greet.ts': 'export function greet(name: string): string {\n  return `Hello, ${name}!`\n}\n',
+  'src/greet.ts': "export function greet(name: string): string {\n  return 'Hello, ' + name\n}\n",
   'src/index.ts': "export { greet } from './greet.ts'\n// the public surface\n",
 }
 const ALL = ['desktop-light', 'desktop-dark', 'mobile']
@@ -109,7 +109,7 @@ async function setTheme(page, theme, timeout) {
 }
 
 /** A fresh page with the conversation shown and settled. */
-async function converse(kit, browser, app, viewport, timeout) {
+async function converse(browser, app, viewport, timeout) {
   const context = await browser.newContext({
     viewport,
     deviceScaleFactor: viewport.width < 600 ? 2 : 1,
@@ -158,7 +158,7 @@ async function main() {
       writeFileSync(join(app.cwd, path), text)
     }
     const runConversation = async (viewport) => {
-      const { context, page } = await converse(kit, browser, app, viewport, opts.timeout)
+      const { context, page } = await converse(browser, app, viewport, opts.timeout)
       const sessionId = decodeURIComponent(new URL(page.url()).pathname.split('/').pop())
       await setTheme(page, 'light', opts.timeout)
       const input = page.locator(SELECTORS.composer)
