@@ -19,6 +19,7 @@ import { SessionIndex } from './index-rows.ts'
 import type {} from '@dsh/llm'
 import { chooseModel, ModelChoiceError, openSession, PendingAnswers, SessionOpenError } from '@dsh/surface-kit'
 import type {} from '@dsh/commands'
+import type {} from '@dsh/agent-default-model' // declares ctx.agentDefaultModel
 import type {} from '@dsh/permission-presets'
 import type {} from '@dsh/brand' // declares the app/ready and app/stopping events
 import {
@@ -73,12 +74,19 @@ export const SessionHostConfig: Schema<SessionHostConfig> = Schema.object({
 })
 
 // Optional services, read with ctx.get() when used: typed by each service's own declaration
-// (the packages are dependencies for their types), except the two this package does not depend on.
+// (the packages are dependencies for their types), except workspaces: @dsh/workspace's tests
+// depend on this package, so its shape is read here by what sessions.create uses.
 type Optional = Pick<
   Context,
-  'llm' | 'durableSessions' | 'sessionPersistence' | 'approval' | 'userQuestions' | 'permissionPresets' | 'commands'
+  | 'llm'
+  | 'agentDefaultModel'
+  | 'durableSessions'
+  | 'sessionPersistence'
+  | 'approval'
+  | 'userQuestions'
+  | 'permissionPresets'
+  | 'commands'
 > & {
-  agentDefaultModel?: { get(): ModelSelection }
   workspaces?: { get(id: string): unknown }
 }
 
