@@ -16,7 +16,7 @@ import { type LineProcessOptions, startLineProcess } from '../src/line-process.t
 const PEER = fileURLToPath(new URL('./fixtures/line-peer.mjs', import.meta.url))
 
 let ctx: Context
-let fiber: Fiber
+let fiber: Fiber<Context>
 let dir: string
 beforeAll(async () => {
   dir = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-line-process-')))
