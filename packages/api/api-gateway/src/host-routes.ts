@@ -8,7 +8,7 @@ import type { QuestionAnswer } from '@dsh/user-questions'
 import * as P from '@dsh/web-protocol'
 import { ApiError, type SessionRow, type WireEvent } from '@dsh/web-protocol'
 import type { SessionHost } from './host.ts'
-import { notFound, toWireModel } from './host-wire.ts'
+import { listRowFields, notFound, toWireModel } from './host-wire.ts'
 
 export class SessionRoutes {
   constructor(private readonly host: SessionHost) {}
@@ -235,14 +235,7 @@ export class SessionRoutes {
         live
           ? this.host.rowOf(live)
           : {
-              sessionId: row.id,
-              cwd: row.cwd,
-              ...(row.title !== undefined ? { title: row.title } : {}),
-              ...(row.firstPrompt !== undefined ? { firstPrompt: row.firstPrompt } : {}),
-              createdAt: row.createdAt,
-              updatedAt: row.updatedAt,
-              turns: row.turns,
-              events: row.events,
+              ...listRowFields(row),
               archived: meta.archived === true,
               status: 'stored',
               queued: 0,

@@ -70,6 +70,18 @@ export function frameOf(live: Live, event: AnySessionEvent): Uint8Array | undefi
 export const notFound = (sessionId: string) =>
   new ApiError('SESSION_NOT_FOUND', `no session ${JSON.stringify(sessionId)}`, { field: 'sessionId' })
 
+/** The fields of a `sessions.list` row read from the index row, live or stored alike. */
+export const listRowFields = (row: IndexRow) => ({
+  sessionId: row.id,
+  cwd: row.cwd,
+  ...(row.title !== undefined ? { title: row.title } : {}),
+  ...(row.firstPrompt !== undefined ? { firstPrompt: row.firstPrompt } : {}),
+  createdAt: row.createdAt,
+  updatedAt: row.updatedAt,
+  turns: row.turns,
+  events: row.events,
+})
+
 export const toWireModel = (model: ModelSelection): WireModel => ({
   provider: model.provider,
   model: model.model,

@@ -29,6 +29,7 @@ import {
   type InterruptedWork,
   isEmptyWork,
   type Live,
+  listRowFields,
   notFound,
   questionFrame,
   toWireModel,
@@ -386,14 +387,7 @@ export class SessionHost {
     const meta = this.meta.get(live.id)
     const presets = this.opt('permissionPresets')
     return {
-      sessionId: live.id,
-      cwd: row.cwd,
-      ...(row.title !== undefined ? { title: row.title } : {}),
-      ...(row.firstPrompt !== undefined ? { firstPrompt: row.firstPrompt } : {}),
-      createdAt: row.createdAt,
-      updatedAt: row.updatedAt,
-      turns: row.turns,
-      events: row.events,
+      ...listRowFields(row),
       archived: meta.archived === true,
       status: this.statusOf(live),
       queued: live.queue.length,
