@@ -1,21 +1,27 @@
-// Vitest global setup: transpile the workspace to dist/ before any test runs, so tests that spawn
-// the real bins (which load dist/) see the sources under test. Takes well under a second. Then
-// build the browser client and the packages' browser halves (skipped when already up to date).
+// Vitest global setup, in vitest's main process before any test file runs:
+// 1. Transpile the workspace to dist/, so tests that spawn the real bins (which load dist/) see the
+//    sources under test, and build the browser client and the packages' browser halves. Both are
+//    skipped when up to date (about a second).
+// 2. Start the test browser broker (@dsh/web-testkit's broker.ts): one Chromium for the whole run,
+//    launched on the first browser test's request, so each browser test file connects instead of
+//    launching its own (0.7-1 s each plus its close). Its URL reaches the test workers through the
+//    environment, which they inherit from this process.
 //
-// Vitest runs the global setup of the root project and of every project that has files in the
-// run, one after another, and every project inherits this file (`extends: true`). Without the flag
-// below a whole-suite run spawned both builds ~50 times (about 90 s before the first test, measured
-// in a clean-clone CI run); the first call builds, the others return at once. The flag lives on
-// globalThis because each project evaluates this module in its own module runner (module state is
-// not shared), while all of them run in vitest's main process.
+// The suite is one vitest project (vitest.config.ts), so this runs once per run. The flag below
+// still guards a second call (vitest evaluates a global setup once per project that lists it).
 import { execFileSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
+import {
+  BROWSER_BROKER_ENV,
+  BROWSER_LAUNCH_OPTIONS,
+  startBrowserBroker,
+} from '../packages/test-support/web-testkit/src/broker.ts'
 
 const built = Symbol.for('dsh.vitest.globalSetup.built')
 
-export default function setup(): void {
+export default async function setup(): Promise<(() => Promise<void>) | undefined> {
   const state = globalThis as { [built]?: boolean }
-  if (state[built]) return
+  if (state[built]) return undefined
   state[built] = true
   const started = performance.now()
   execFileSync(process.execPath, [fileURLToPath(new URL('./build.mjs', import.meta.url)), '--quiet'], {
@@ -28,4 +34,13 @@ export default function setup(): void {
   const seconds = (performance.now() - started) / 1000
   if (seconds > 5)
     process.stderr.write(`vitest global setup: rebuilt dist/ and the client in ${seconds.toFixed(0)} s\n`)
+
+  // A caller that set its own broker (or DSH_TEST_BROWSER_BROKER= to opt out) keeps it.
+  if (process.env[BROWSER_BROKER_ENV] !== undefined) return undefined
+  const broker = await startBrowserBroker(BROWSER_LAUNCH_OPTIONS)
+  process.env[BROWSER_BROKER_ENV] = broker.url
+  return async () => {
+    delete process.env[BROWSER_BROKER_ENV]
+    await broker.close()
+  }
 }

@@ -1,6 +1,7 @@
 // @dsh/web-testkit: browser tests against the real `dsh web`. `startWebApp()` runs the bin
 // (`dsh web --no-open --port 0`) with a temporary HOME and DSH_HOME against a scripted
-// @dsh/llm-mock-server; `launchBrowser()` starts Debian chromium through playwright-core;
+// @dsh/llm-mock-server; `launchBrowser()` gives Debian chromium through playwright-core (in a vitest
+// run, the run's one shared browser: broker.ts);
 // `openPage()` records console errors; `withArtifacts()` saves a screenshot when a step fails.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -10,11 +11,16 @@ import { fileURLToPath } from 'node:url'
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
 import { DSH_BIN } from '@dsh/cli-testkit'
 import { startMockServer, type MockServer, type MockStep } from '@dsh/llm-mock-server'
+import { BROWSER_BROKER_ENV, BROWSER_LAUNCH_OPTIONS, brokerEndpoint, CHROMIUM_PATH } from './broker.ts'
 
 export type { Browser, BrowserContext, Page } from 'playwright-core'
-
-/** The browser binary: `$DSH_CHROMIUM`, else Debian's /usr/bin/chromium. */
-export const CHROMIUM_PATH = process.env.DSH_CHROMIUM || '/usr/bin/chromium'
+export {
+  BROWSER_BROKER_ENV,
+  BROWSER_LAUNCH_OPTIONS,
+  CHROMIUM_PATH,
+  startBrowserBroker,
+  type BrowserBroker,
+} from './broker.ts'
 
 export const hasChromium = (): boolean => existsSync(CHROMIUM_PATH)
 
@@ -151,13 +157,16 @@ export async function startWebApp(options: WebAppOptions = {}): Promise<WebApp> 
   return app
 }
 
-/** Headless Debian chromium (no sandbox: CI runs as root). */
-export function launchBrowser(): Promise<Browser> {
-  return chromium.launch({
-    executablePath: CHROMIUM_PATH,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
-  })
+/**
+ * A browser for one test file. Inside a vitest run whose global setup started the browser broker
+ * (`DSH_TEST_BROWSER_BROKER`), this connects to the run's one shared Chromium; `close()` then closes
+ * this file's contexts and disconnects, leaving the browser to the other files. Elsewhere (a script,
+ * a run without the broker) it launches its own Chromium, which `close()` stops.
+ */
+export async function launchBrowser(): Promise<Browser> {
+  const broker = process.env[BROWSER_BROKER_ENV]
+  if (broker) return chromium.connect(await brokerEndpoint(broker))
+  return chromium.launch(BROWSER_LAUNCH_OPTIONS)
 }
 
 export interface OpenedPage {
