@@ -138,13 +138,23 @@ export function parseCredentialsFile(
 
 /**
  * The known name an entry's name most likely misspells, when it is not itself known: a case slip
- * or one edit away (`DEEPSEEK_APIKEY`), or the same leading word as a known name
- * (`ANTHROPIC_KEY`). A name unlike every known one (another plugin's token) is not flagged.
+ * or one edit away (`DEEPSEEK_APIKEY`), or a known name with a word left out (`ANTHROPIC_KEY` for
+ * `ANTHROPIC_API_KEY`). A name that only shares the provider's word but says something else
+ * (`DEEPSEEK_BASE_URL`, `OPENAI_ORG_ID`) or is unlike every known one (another plugin's token) is
+ * not flagged: refusing to start over a legitimate entry costs more than missing a typo, which the
+ * missing-credential error names anyway.
  */
 export function mistypedCredentialName(name: string, known: ReadonlySet<string>): string | undefined {
   if (known.has(name)) return undefined
-  const first = (n: string) => n.split('_')[0].toUpperCase()
-  const sameWord = [...known].filter((k) => first(k) === first(name) && first(name) !== '')
+  const words = (n: string) => n.toUpperCase().split('_').filter(Boolean)
+  const first = (n: string) => words(n)[0] ?? ''
+  const dropsAWord = (k: string) => {
+    const all = new Set(words(k))
+    return words(name).length < all.size && words(name).every((w) => all.has(w))
+  }
+  const sameWord = [...known].filter(
+    (k) => first(name) !== '' && first(k) === first(name) && (dropsAWord(k) || editDistance(name, k) <= 1),
+  )
   if (sameWord.length)
     return sameWord.reduce((best, k) => (editDistance(name, k) < editDistance(name, best) ? k : best))
   const guess = didYouMean(name, known)

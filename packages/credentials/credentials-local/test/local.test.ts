@@ -324,6 +324,11 @@ describe('the start check of credentials-file entries', () => {
   it('accepts names unlike any known one, and a near name once listed in knownNames', async () => {
     writeCredentials(`GITHUB_TOKEN: ${SECRET}\nBRAVE_SEARCH_API_KEY: ${SECRET}\n${NAME}: ${SECRET}\n`)
     expect(await start()).toBeUndefined()
+    // The provider's word with other words is another setting, not a typo: it must not stop a launch.
+    writeCredentials(
+      `DEEPSEEK_BASE_URL: http://x.invalid\nOPENAI_ORG_ID: org-1\nAZURE_OPENAI_ENDPOINT: https://a.invalid\n`,
+    )
+    expect(await start()).toBeUndefined()
     writeCredentials(`GROK_API_KEY: ${SECRET}\n`)
     expect(await start()).toMatch(/did you mean "GROQ_API_KEY"/)
     expect(await start({ knownNames: ['GROK_API_KEY'] })).toBeUndefined()
