@@ -126,6 +126,15 @@ describe.skipIf(!hasChromium())('dsh web accessibility (axe, WCAG 2.1 AA, light 
       ).toBe('#ffffff')
       const found = await bothThemes(page, 'empty')
       expect(found).toEqual(clean(found))
+      // One control group, in the composer: one model picker on the page (it used to be in the
+      // header and in the composer), beside the effort and the permission mode.
+      const group = page.locator('.dsh-composer-tools')
+      expect(await page.locator('select[aria-label="Model"]').count()).toBe(1)
+      expect(await group.locator('select[aria-label="Model"]').count()).toBe(1)
+      expect(await group.locator('select[aria-label="Reasoning effort"]').count()).toBe(1)
+      expect(await group.locator('select[aria-label="Permissions"]').count()).toBe(1)
+      // The side panel has nothing to show yet: its column is collapsed.
+      expect(await page.locator('[data-testid="side-panel"]').isVisible()).toBe(false)
       // The empty state says where dsh works and offers starters that fill the composer.
       const empty = page.locator('[data-testid="empty-state"]')
       expect(await empty.textContent()).toContain(app.cwd)
