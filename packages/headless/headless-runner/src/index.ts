@@ -5,7 +5,8 @@ import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { OutputFormat } from './args.ts'
 import { abandonStdinRead } from './stdin.ts'
-import { EXIT_OUTPUT_CLOSED, type Io } from './io.ts'
+import { appExit, ExitCode } from '@dsh/surface-kit'
+import type { Io } from './io.ts'
 import { runHeadless } from './run.ts'
 
 export const name = 'headless-runner'
@@ -32,8 +33,9 @@ export const Config: Schema<Config> = Schema.object({
 export { HELP } from './help.ts'
 export { UsageError, parseHeadlessArgs, type HeadlessOptions, type OutputFormat } from './args.ts'
 export { STDIN_GRACE_MS, completeTask, readPipedStdin } from './stdin.ts'
-export { EXIT_OUTPUT_CLOSED, type Io } from './io.ts'
-export { formatAge, sessionTable, type SessionRow } from './sessions.ts'
+export type { Io } from './io.ts'
+export { formatAge } from '@dsh/surface-kit'
+export { sessionTable, type SessionRow } from './sessions.ts'
 export { isUnreachable, toolTitle } from './observe.ts'
 export { resolveModel, runHeadless } from './run.ts'
 
@@ -48,16 +50,15 @@ export function apply(ctx: Context, config: Config): void {
   })
   const io: Io = { stdout: process.stdout, stderr: process.stderr, outputGone: gone.signal }
   const start = async () => {
-    // app-boot's loader takes an exit code; the plugin-loader typings declare `exit()` bare. Read
-    // before the run: after a signal stopped the app, the disposed context no longer has it (and
-    // the signal's status stands).
-    const loader = ctx.get('loader') as { exit?(code: number): void } | undefined
+    // The loader is read before the run: after a signal stopped the app, the disposed context no
+    // longer has it (and the signal's status stands).
+    const exit = appExit(ctx)
     let code: number
     try {
       code = await runHeadless(ctx, config, io)
     } catch (error) {
       io.stderr.write(`dsh: headless run failed: ${(error as Error)?.message ?? error}\n`)
-      code = 1
+      code = ExitCode.failed
     }
     // The result's write may fail only after the run returned: wait until stdout took it.
     await new Promise<void>((resolve) => {
@@ -66,9 +67,8 @@ export function apply(ctx: Context, config: Config): void {
     })
     // A reader that left is the pipe's normal end (141); any other stdout failure is a failure (1).
     if (gone.signal.aborted)
-      code = (gone.signal.reason as NodeJS.ErrnoException)?.code === 'EPIPE' ? EXIT_OUTPUT_CLOSED : 1
-    if (loader?.exit) loader.exit(code)
-    else process.exitCode = code
+      code = (gone.signal.reason as NodeJS.ErrnoException)?.code === 'EPIPE' ? ExitCode.outputClosed : ExitCode.failed
+    exit(code)
   }
   if (config.waitForReady) ctx.on('app/ready', () => void start())
   else void start()

@@ -6,10 +6,7 @@ export interface Io {
   /**
    * Aborted (with the stream's error) once stdout cannot take more output: its reader went away
    * (`dsh -p ... | head -1`). The run then stops its turn, writes nothing more and exits
-   * {@link EXIT_OUTPUT_CLOSED}.
+   * `ExitCode.outputClosed` (141, of `@dsh/surface-kit`).
    */
   outputGone?: AbortSignal
 }
-
-/** Exit status of a run whose stdout reader went away: 128 + SIGPIPE, as shells report a program a closed pipe ended. */
-export const EXIT_OUTPUT_CLOSED = 141

@@ -5,7 +5,7 @@ import type { Context } from 'cordis'
 import type { Agent, ModelSelection, TurnResult } from '@dsh/agent'
 import type { Session, SessionEvent } from '@dsh/session'
 import type { TokenUsage } from '@dsh/llm'
-import { chooseModel, modelChoiceUsage } from '@dsh/surface-kit'
+import { chooseModel, ExitCode, modelChoiceUsage } from '@dsh/surface-kit'
 // Type-only: the `declare module 'cordis'` blocks that type `ctx.get('commands' | 'durableSessions' |
 // 'permissionPresets')`; each row is optional in a profile, so each lookup may be undefined.
 import type {} from '@dsh/commands'
@@ -15,7 +15,7 @@ import type {} from '@dsh/agent-presets'
 import { HELP } from './help.ts'
 import { UsageError, parseHeadlessArgs, type HeadlessOptions } from './args.ts'
 import { completeTask, stdinReadAbandoned } from './stdin.ts'
-import { EXIT_OUTPUT_CLOSED, type Io } from './io.ts'
+import type { Io } from './io.ts'
 import { listSessions, openSession, pickSession } from './sessions.ts'
 import { isUnreachable, progressOf, tellRefusalsWithoutHuman, watchRetries } from './observe.ts'
 import type { Config } from './index.ts'
@@ -50,7 +50,7 @@ export async function runHeadless(
       runPresets.setDefault(options.permissionMode)
     if (options.help) {
       io.stdout.write(HELP)
-      return 0
+      return ExitCode.ok
     }
     if (options.listSessions) return await listSessions(ctx, options, io)
     if (options.resumePick) return await pickSession(ctx, io)
@@ -59,9 +59,9 @@ export async function runHeadless(
   } catch (error) {
     if (error instanceof UsageError) {
       // Stopped (a signal) while waiting for the task on stdin: the signal's exit code stands.
-      if (stdinReadAbandoned()) return 1
+      if (stdinReadAbandoned()) return ExitCode.failed
       io.stderr.write(`dsh: ${error.message}\n`)
-      return 2
+      return ExitCode.usage
     }
     throw error
   }
@@ -79,43 +79,43 @@ export async function runHeadless(
   } catch (error) {
     if (error instanceof UsageError) {
       io.stderr.write(`dsh: ${error.message}\n`)
-      return 2
+      return ExitCode.usage
     }
     io.stderr.write(`dsh: ${(error as Error).message}\n`)
-    return 1
+    return ExitCode.failed
   }
   const presets = ctx.get('permissionPresets')
   if (options.permissionMode !== undefined) {
     if (!presets) {
       io.stderr.write('dsh: --permission-mode needs the permission-presets row in the profile\n')
-      return 2
+      return ExitCode.usage
     }
     if (!presets.names().includes(options.permissionMode)) {
       io.stderr.write(
         `dsh: unknown --permission-mode '${options.permissionMode}'; valid: ${presets.names().join(', ')}\n`,
       )
-      return 2
+      return ExitCode.usage
     }
   }
   if (options.preset !== undefined) {
     const agentPresets = ctx.get('agentPresets')
     if (!agentPresets) {
       io.stderr.write('dsh: --preset needs the agent-presets row in the profile\n')
-      return 2
+      return ExitCode.usage
     }
     const recorded = session?.last('preset/selected')?.data.name
     if (recorded !== undefined && recorded !== options.preset) {
       io.stderr.write(
         `dsh: session ${session!.id} is composed from preset '${recorded}'; --preset cannot change it (leave --preset out)\n`,
       )
-      return 2
+      return ExitCode.usage
     }
     try {
       agentPresets.setDefault(options.preset)
       await agentPresets.load(options.preset) // a bad row is a usage error now, not a failed turn later
     } catch (error) {
       io.stderr.write(`dsh: ${(error as Error).message}\n`)
-      return 2
+      return ExitCode.usage
     }
   }
   const agent: Agent = ctx.agents.create({
@@ -203,14 +203,14 @@ export async function runHeadless(
         off()
         if (!done.ok) {
           io.stderr.write(`dsh: ${done.error.message}\n`)
-          return 1
+          return ExitCode.failed
         }
         if (options.outputFormat === 'text') {
           if (done.output) out(done.output.endsWith('\n') ? done.output : done.output + '\n')
         } else {
           write({ type: 'command', sessionId: agent.session.id, command: done.name, output: done.output ?? '' })
         }
-        return 0
+        return ExitCode.ok
       }
     } finally {
       if (!commandTurn) off()
@@ -220,7 +220,7 @@ export async function runHeadless(
   const stopTurn = () => agent.abort('stdout was closed by its reader')
   gone?.addEventListener('abort', stopTurn, { once: true })
   try {
-    if (gone?.aborted && !commandTurn) return EXIT_OUTPUT_CLOSED
+    if (gone?.aborted && !commandTurn) return ExitCode.outputClosed
     if (gone?.aborted) stopTurn()
     result = commandTurn ? await commandTurn : await agent.send(options.task)
     await agent.idle()
@@ -228,7 +228,7 @@ export async function runHeadless(
     gone?.removeEventListener('abort', stopTurn)
     off()
   }
-  if (gone?.aborted) return EXIT_OUTPUT_CLOSED
+  if (gone?.aborted) return ExitCode.outputClosed
   const turns = agent.session.events.filter((e) => e.type === 'turn/end').length
   if (options.outputFormat === 'text') {
     if (result.text) out(result.text.endsWith('\n') ? result.text : result.text + '\n')
@@ -256,12 +256,12 @@ export async function runHeadless(
     if (result.error && isUnreachable(result.error)) {
       // The adapter's message names the base URL it tried (see @dsh/llm-deepseek transportError).
       io.stderr.write(`dsh: cannot reach the ${model.provider} API: ${result.error.message}\n`)
-      return 1
+      return ExitCode.failed
     }
     io.stderr.write(`dsh: ${describeTurnEnd(result.reason, result.error)}\n`)
-    return 1
+    return ExitCode.failed
   }
-  return 0
+  return ExitCode.ok
 }
 
 /** How the line on stderr says why a turn did not complete (`dsh: the turn failed: CODE: ...`). */

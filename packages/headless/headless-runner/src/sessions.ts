@@ -3,6 +3,7 @@
 import type { Context } from 'cordis'
 import type { Session } from '@dsh/session'
 import type {} from '@dsh/session-persistence'
+import { continuable, ExitCode, formatAge, latestContinuable, resumeStored } from '@dsh/surface-kit'
 import { UsageError, type HeadlessOptions } from './args.ts'
 import type { Io } from './io.ts'
 
@@ -19,23 +20,6 @@ export interface SessionRow {
 }
 
 const durable = (ctx: Context) => ctx.get('durableSessions')
-
-/**
- * A session worth offering to continue: it ran a turn, or it is damaged (so `--continue` names
- * it instead of silently skipping to an older one). A session that only ran a command such as
- * `/help` has no turn and is left out, and so is one derived from another session (a subagent's
- * child log names its parent): `--resume ID` still opens those.
- */
-const continuable = (row: SessionRow) => (row.turns > 0 || row.damaged !== undefined) && row.parentSession === undefined
-
-/** "just now", "5m ago", "3h ago", "2d ago". */
-export function formatAge(then: number, now = Date.now()): string {
-  const s = Math.max(0, Math.round((now - then) / 1000))
-  if (s < 60) return 'just now'
-  if (s < 3600) return `${Math.floor(s / 60)}m ago`
-  if (s < 86_400) return `${Math.floor(s / 3600)}h ago`
-  return `${Math.floor(s / 86_400)}d ago`
-}
 
 /** An aligned table: every column but the last padded to its widest cell. */
 export function sessionTable(rows: SessionRow[], withCwd: boolean, now = Date.now()): string {
@@ -70,7 +54,7 @@ export async function listSessions(ctx: Context, options: HeadlessOptions, io: I
   const store = durable(ctx)
   if (!store) {
     io.stderr.write('dsh: listing sessions needs a session-persistence row in the profile\n')
-    return 1
+    return ExitCode.failed
   }
   const cwd = process.cwd()
   const sessions = (await store.list()).filter((row) => options.all || (row.cwd === cwd && continuable(row)))
@@ -95,7 +79,7 @@ export async function pickSession(ctx: Context, io: Io): Promise<number> {
   const store = durable(ctx)
   if (!store) {
     io.stderr.write('dsh: --resume needs a session-persistence row in the profile\n')
-    return 2
+    return ExitCode.usage
   }
   const cwd = process.cwd()
   const recent = (await store.list()).filter((row) => row.cwd === cwd && continuable(row)).slice(0, 10)
@@ -103,12 +87,12 @@ export async function pickSession(ctx: Context, io: Io): Promise<number> {
     io.stderr.write(
       `dsh: --resume needs a session id, and there is no stored session for ${cwd} (dsh sessions --all lists every one)\n`,
     )
-    return 2
+    return ExitCode.usage
   }
   io.stderr.write(
     `dsh: --resume needs a session id; recent sessions here:\n${sessionTable(recent, false)}dsh: run again with: dsh -r ID "task"\n`,
   )
-  return 2
+  return ExitCode.usage
 }
 
 export async function openSession(ctx: Context, options: HeadlessOptions, io: Io): Promise<Session | undefined> {
@@ -118,11 +102,11 @@ export async function openSession(ctx: Context, options: HeadlessOptions, io: Io
   let id = options.resume
   if (options.continue) {
     // The newest session of this directory that ran a turn (a `/help` run leaves an empty one).
-    const latest = (await store.list()).find((row) => row.cwd === process.cwd() && continuable(row))
+    const latest = latestContinuable(await store.list(), process.cwd())
     if (!latest) throw new UsageError(`--continue: no stored session for ${process.cwd()}`)
     id = latest.id
   }
-  const opened = await store.resume(id!)
+  const opened = await resumeStored(store, id!)
   for (const warning of opened.loaded.warnings) io.stderr.write(`dsh: warning: ${warning}\n`)
   return opened.session
 }
