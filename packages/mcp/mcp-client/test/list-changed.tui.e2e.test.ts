@@ -7,7 +7,7 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
-import { TuiSession, killServer, workspace } from '../../../../bundles/tui/test/harness.ts'
+import { TuiSession, killServer, workspace } from '@dsh/cli-testkit/tui'
 
 const changing = fileURLToPath(new URL('./fixtures/changing-server.mjs', import.meta.url))
 
