@@ -11,6 +11,18 @@ await launch({
   bin: import.meta.url,
   argv,
   run: async () => {
+    if (argv[0] === 'serve') {
+      // `dsh mcp serve` is @dsh/mcp-server's (dsh as a server), next to this package in the monorepo.
+      /** @type {typeof import('../../mcp-server/src/cli.ts')} */
+      const { runMcpServe } = await import(
+        runsSources() ? '../../mcp-server/src/cli.ts' : '../../mcp-server/dist/cli.js'
+      )
+      return runMcpServe({
+        argv: argv.slice(1),
+        installBase: fileURLToPath(new URL('../../../boot/cli/package.json', import.meta.url)),
+        templatesDir: fileURLToPath(new URL('../../../../profiles/', import.meta.url)),
+      })
+    }
     /** @type {typeof import('../src/cli.ts')} */
     const { runMcpCommand } = await import(runsSources() ? '../src/cli.ts' : '../dist/cli.js')
     return runMcpCommand({
