@@ -267,6 +267,11 @@ export function apply(ctx: Context, config: Config): void {
       out.push(entry)
     }
     for (const provider of providers) {
+      // One row per provider: pi-ai's catalog has its own DeepSeek entry (and may name a route
+      // declared above); the native DeepSeek row is DeepSeek here, unless pi-ai's route is in use.
+      if (out.some((p) => p.id === provider.id)) continue
+      const sameAsDeepseek = provider.id === 'deepseek' || provider.keyNames.includes(config.deepseek.keyName)
+      if (sameAsDeepseek && !routed.has(provider.id) && !managed[provider.id]) continue
       const entry: WireProvider = {
         id: provider.id,
         label: provider.label,

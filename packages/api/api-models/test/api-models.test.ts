@@ -120,6 +120,10 @@ describe('models.catalog', () => {
     const openai = providers.find((p) => p.id === 'openai')!
     expect(openai).toMatchObject({ kind: 'pi-ai', keyName: 'OPENAI_API_KEY', routed: false, managed: false })
     expect(providers.find((p) => p.id === 'anthropic')?.keyName).toMatch(/^ANTHROPIC_/)
+    // One row per provider: pi-ai's own DeepSeek entry is not listed beside the native one.
+    expect(providers.filter((p) => p.label === 'DeepSeek').map((p) => p.id)).toEqual(['deepseek-official'])
+    const ids = providers.map((p) => p.id)
+    expect(ids.length).toBe(new Set(ids).size)
   })
 })
 
