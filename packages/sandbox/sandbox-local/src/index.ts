@@ -791,7 +791,8 @@ export class LocalSandbox extends SandboxService {
         (error, stdout, stderr) => {
           if (!error) return resolve({ code: 0, output: stdout })
           const code = typeof (error as { code?: unknown }).code === 'number' ? (error as { code: number }).code : null
-          resolve({ code, output: `${stderr || ''}${stdout || ''}` || error.message })
+          // As in runNative: an exit code says enough when nothing was printed.
+          resolve({ code, output: `${stderr || ''}${stdout || ''}` || (code === null ? error.message : '') })
         },
       )
       this.probing.add(child)
