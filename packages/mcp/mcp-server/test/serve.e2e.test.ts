@@ -1,0 +1,224 @@
+// `dsh mcp serve` through the real `dsh` launcher, with the official SDK client as the peer and
+// @dsh/llm-mock-server as the model of dsh_agent: one stdio server and one HTTP server, each
+// booted once and shared by the tests of its block; the MCP inspector CLI calls the HTTP one.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import { ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js'
+import { DSH_BIN, runDsh } from '@dsh/cli-testkit'
+import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
+
+const require = createRequire(import.meta.url)
+const inspector = join(require.resolve('@modelcontextprotocol/inspector-cli/package.json'), '..', 'build', 'index.js')
+
+const root = mkdtempSync(join(tmpdir(), 'dsh-mcp-serve-'))
+const home = join(root, 'home')
+const cwd = join(root, 'project')
+mkdirSync(cwd, { recursive: true })
+writeFileSync(join(cwd, 'notes.txt'), 'the password is swordfish\n')
+
+const text = (r: unknown) =>
+  ((r as CallToolResult).content ?? []).map((b) => (b.type === 'text' ? b.text : '')).join('')
+
+/** Every file under dir, recursively. */
+function files(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? files(join(dir, e.name)) : [join(dir, e.name)],
+  )
+}
+
+let model: MockServer
+let client: Client
+let stderr = ''
+
+beforeAll(async () => {
+  model = await startMockServer({
+    steps: [{ expect: { lastRole: 'user', lastContains: 'what is six times seven' }, text: 'It is 42.' }] as never,
+  })
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [DSH_BIN, 'mcp', 'serve'],
+    cwd,
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? root,
+      DSH_HOME: home,
+      DEEPSEEK_BASE_URL: model.baseURL,
+      DEEPSEEK_API_KEY: 'sk-test',
+    },
+    stderr: 'pipe',
+  })
+  transport.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString()
+  })
+  client = new Client({ name: 'dsh-test', version: '1.0.0' })
+  await client.connect(transport)
+}, 60_000)
+
+afterAll(async () => {
+  await client?.close()
+  await model?.close()
+})
+
+describe('dsh mcp serve (stdio)', () => {
+  it('lists the profile tools with their schemas, and dsh_agent', async () => {
+    const { tools } = await client.listTools()
+    const names = tools.map((t) => t.name)
+    expect(names).toEqual(expect.arrayContaining(['read', 'bash', 'dsh_agent']))
+    const read = tools.find((t) => t.name === 'read')!
+    expect(read.inputSchema).toMatchObject({ type: 'object', required: expect.arrayContaining(['file_path']) })
+    expect(tools.find((t) => t.name === 'dsh_agent')!.inputSchema).toMatchObject({ required: ['task'] })
+    expect(client.getServerVersion()).toMatchObject({ name: 'dsh' })
+  })
+
+  it('runs read and bash through the tool pipeline', async () => {
+    const read = await client.callTool({ name: 'read', arguments: { file_path: 'notes.txt' } })
+    expect(read.isError).toBeFalsy()
+    expect(text(read)).toContain('the password is swordfish')
+    const bash = await client.callTool({
+      name: 'bash',
+      arguments: { command: 'echo from-bash-$((6*7)) && pwd', description: 'print' },
+    })
+    expect(bash.isError).toBeFalsy()
+    expect(text(bash)).toContain('from-bash-42')
+    expect(text(bash)).toContain(cwd)
+  })
+
+  it('answers bad input with MCP errors', async () => {
+    const unknown = await client.callTool({ name: 'no_such_tool', arguments: {} }).catch((e: unknown) => e)
+    expect(unknown).toBeInstanceOf(McpError)
+    expect((unknown as McpError).code).toBe(ErrorCode.InvalidParams)
+    expect((unknown as McpError).message).toMatch(/unknown tool "no_such_tool"; the tools are: .*read/)
+    const bad = await client.callTool({ name: 'read', arguments: { nope: 1 } })
+    expect(bad.isError).toBe(true)
+    expect(text(bad)).toMatch(/^Error \[INVALID_ARGUMENTS\]: the arguments for tool "read"/)
+    const noTask = await client.callTool({ name: 'dsh_agent', arguments: {} }).catch((e: unknown) => e)
+    expect((noTask as McpError).code).toBe(ErrorCode.InvalidParams)
+    expect((noTask as McpError).message).toContain('dsh_agent: "task" must be a non-empty string')
+  })
+
+  it('dsh_agent runs one turn in a fresh, logged session and returns the answer', { timeout: 30_000 }, async () => {
+    const result = await client.callTool({ name: 'dsh_agent', arguments: { task: 'what is six times seven?' } })
+    expect(result.isError).toBeFalsy()
+    expect(text(result)).toBe('It is 42.')
+    const sessionId = (result._meta as Record<string, string>)['dsh/sessionId']
+    expect(sessionId).toBeTruthy()
+    expect(model.served).toBe(1)
+    const logged = files(join(home, 'sessions')).filter((f) => readFileSync(f, 'utf8').includes(sessionId))
+    expect(logged.length).toBeGreaterThan(0)
+  })
+
+  it('keeps stdout for frames: the client saw no garbage', () => {
+    // A non-frame line on stdout would have made the SDK client fail a parse and drop the
+    // connection; every call above went through. The boot's diagnostics went to stderr.
+    expect(stderr).not.toContain('Error')
+  })
+})
+
+describe('dsh mcp serve --transport http', () => {
+  let proc: ChildProcess
+  let url: string
+  let http: Client
+
+  beforeAll(async () => {
+    proc = spawn(process.execPath, [DSH_BIN, 'mcp', 'serve', '--transport', 'http'], {
+      cwd,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? root, DSH_HOME: home },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    })
+    url = await new Promise<string>((resolve, reject) => {
+      let err = ''
+      proc.stderr!.on('data', (chunk: Buffer) => {
+        err += chunk.toString()
+        const m = /listening on (http:\/\/\S+)/.exec(err)
+        if (m) resolve(m[1])
+      })
+      proc.once('exit', (code) => reject(new Error(`dsh mcp serve exited ${code}: ${err}`)))
+    })
+    http = new Client({ name: 'dsh-test-http', version: '1.0.0' })
+    await http.connect(new StreamableHTTPClientTransport(new URL(url)))
+  }, 60_000)
+
+  afterAll(async () => {
+    await http?.close()
+    if (proc && proc.exitCode === null) {
+      const exited = new Promise((resolve) => proc.once('exit', resolve))
+      proc.kill('SIGTERM')
+      await exited
+    }
+  })
+
+  it('binds loopback and serves the tools over streamable HTTP', async () => {
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/)
+    const { tools } = await http.listTools()
+    expect(tools.map((t) => t.name)).toEqual(expect.arrayContaining(['read', 'bash', 'dsh_agent']))
+    const bash = await http.callTool({ name: 'bash', arguments: { command: 'echo over-http', description: 'print' } })
+    expect(text(bash)).toContain('over-http')
+  })
+
+  it('refuses a request whose Host is not loopback (DNS rebinding) and an unknown session', async () => {
+    const body = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+    })
+    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }
+    const { request } = await import('node:http')
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = request(url, { method: 'POST', headers: { ...headers, host: 'evil.example:80' } }, (res) => {
+        res.resume()
+        resolve(res.statusCode ?? 0)
+      })
+      req.on('error', reject)
+      req.end(body)
+    })
+    expect(status).toBe(403)
+    const stale = await fetch(url, { method: 'POST', headers: { ...headers, 'mcp-session-id': 'nope' }, body })
+    expect(stale.status).toBe(404)
+    expect(((await stale.json()) as { error: { message: string } }).error.message).toBe(
+      'unknown MCP session "nope"; initialize a new one',
+    )
+  })
+
+  it('the MCP inspector CLI lists and calls the tools', { timeout: 30_000 }, async () => {
+    const run = (args: string[]) =>
+      new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
+        // The CLI finds its own package.json as "../package.json" from the working directory.
+        const child = spawn(process.execPath, [inspector, url, '--transport', 'http', ...args], {
+          cwd: join(inspector, '..'),
+        })
+        let out = ''
+        let err = ''
+        child.stdout.on('data', (c: Buffer) => (out += c.toString()))
+        child.stderr.on('data', (c: Buffer) => (err += c.toString()))
+        child.on('exit', (code) => resolve({ code, out, err }))
+      })
+    const list = await run(['--method', 'tools/list'])
+    expect(list.code, list.err).toBe(0)
+    const names = (JSON.parse(list.out) as { tools: { name: string }[] }).tools.map((t) => t.name)
+    expect(names).toEqual(expect.arrayContaining(['read', 'bash', 'dsh_agent']))
+    const call = await run(['--method', 'tools/call', '--tool-name', 'read', '--tool-arg', 'file_path=notes.txt'])
+    expect(call.code, call.err).toBe(0)
+    expect(JSON.parse(call.out).content[0].text).toContain('the password is swordfish')
+  })
+})
+
+describe('dsh mcp serve usage errors', () => {
+  it('rejects bad flags with one line', async () => {
+    const run = await runDsh(['mcp', 'serve', '--transport', 'carrier-pigeon'], { cwd, env: { DSH_HOME: home } })
+    expect(run.code).toBe(2)
+    expect(run.stderr).toBe(
+      'dsh mcp serve: --transport must be stdio or http, not "carrier-pigeon"\ndsh mcp serve: see "dsh mcp serve --help"\n',
+    )
+    const port = await runDsh(['mcp', 'serve', '--port', '80'], { cwd, env: { DSH_HOME: home } })
+    expect(port.code).toBe(2)
+    expect(port.stderr).toContain('--port and --host need --transport http')
+  })
+})
