@@ -43,6 +43,9 @@ export const Config: Schema<Partial<Config>, Config> = Schema.object({
     .description('Row ids that cannot be disabled or reconfigured from the web UI.'),
 }) as Schema<Partial<Config>, Config>
 
+/** Why a protected row cannot be switched or reconfigured (plugins.list's `lockedReason`, the refusal). */
+export const LOCKED_REASON = 'dsh web cannot run without this row'
+
 export const name = 'api-plugins'
 export const inject = ['pluginInventory']
 
@@ -105,6 +108,8 @@ function reasonOf(error: unknown): string {
 
 export function apply(ctx: Context, config: Config): void {
   const protect = new Set(config.protect)
+  // plugins.list says which rows the host refuses to switch, so a UI shows them without a switch.
+  ctx.effect(() => ctx.pluginInventory.lock(protect, LOCKED_REASON))
   const loader = () => ctx.get('loader') as unknown as LoaderLike | undefined
 
   function layerFile(): string | undefined {
@@ -179,7 +184,7 @@ export function apply(ctx: Context, config: Config): void {
       reasons.push(
         entry.fiber || row.state === 'disabled' ? 'the plugin declares no config schema' : 'its module is not loaded',
       )
-    if (protect.has(id)) reasons.push('this row runs the web UI itself')
+    if (protect.has(id)) reasons.push(LOCKED_REASON)
     if (!layer) reasons.push('no patch layer is known (not a dsh boot)')
     detail.editable = reasons.length === 0
     if (reasons.length) detail.reason = reasons.join('; ')
@@ -188,10 +193,14 @@ export function apply(ctx: Context, config: Config): void {
 
   function writable(method: string, id: string): string {
     if (protect.has(id))
-      throw new ApiError('PROTECTED_ROW', `${method}: row "${id}" runs the web UI itself and cannot be changed here`, {
-        status: 409,
-        field: 'id',
-      })
+      throw new ApiError(
+        'PROTECTED_ROW',
+        `${method}: row "${id}" cannot be switched off or changed here: ${LOCKED_REASON}`,
+        {
+          status: 409,
+          field: 'id',
+        },
+      )
     const layer = layerFile()
     if (!layer)
       throw new ApiError('UNAVAILABLE', `${method}: no patch layer is known (not a dsh boot)`, { status: 503 })

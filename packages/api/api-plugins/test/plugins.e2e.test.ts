@@ -96,6 +96,25 @@ describe('plugin rows through the API', () => {
     expect(await callError('plugins.setEnabled', { id: 'api-gateway', enabled: false })).toMatch(/409 PROTECTED_ROW/)
   })
 
+  it('plugins.list marks the rows the app cannot run without, and a switch of one is refused', async () => {
+    const { plugins } = await app.call('plugins.list', {})
+    const row = (id: string) => plugins.find((r: { id: string }) => r.id === id)
+    expect(row('api-gateway')).toMatchObject({ toggleable: false, lockedReason: 'dsh web cannot run without this row' })
+    expect(row('storage')).toMatchObject({ toggleable: false })
+    // An ordinary row carries no lock (absent means switchable, as from hosts before the field).
+    expect(row('tool-bash')).toBeDefined()
+    expect(row('tool-bash').toggleable).toBeUndefined()
+    const refused = await callError('plugins.setEnabled', { id: 'storage', enabled: false })
+    expect(refused).toMatch(/409 PROTECTED_ROW/)
+    expect(refused).toContain(
+      'row "storage" cannot be switched off or changed here: dsh web cannot run without this row',
+    )
+    expect(row('storage').enabled).toBe(true)
+    expect((await app.call('plugins.list', {})).plugins.find((r: { id: string }) => r.id === 'storage').enabled).toBe(
+      true,
+    )
+  })
+
   it('never sends a secret field, and keeps it when a saved config leaves it out', async () => {
     const res = await fetch(`${app.url}/api/plugins.describe`, {
       method: 'POST',

@@ -136,6 +136,13 @@ describe.skipIf(!hasChromium())('Settings in Chromium', () => {
       await row.locator('[data-testid="plugin-enabled"]').click()
       await expect.poll(() => row.locator('[data-testid="plugin-state"]').textContent()).toBe('disabled')
       expect(parse(readFileSync(layer(), 'utf8'))).toContainEqual({ id: 'tool-bash', disabled: true })
+      // A row the app cannot run without has no switch, only the reason.
+      await page.locator('[data-testid="plugin-filter"]').fill('api-gateway')
+      const locked = page.locator('[data-plugin="api-gateway"]')
+      await expect
+        .poll(() => locked.locator('[data-testid="plugin-locked"]').textContent())
+        .toBe('api-gatewayAlways on: dsh web cannot run without this row')
+      expect(await locked.locator('[data-testid="plugin-enabled"]').count()).toBe(0)
       await page.keyboard.press('Escape')
       await send(page, 'no bash now', 3)
       expect(toolsOf(2)).not.toContain('bash')

@@ -27,6 +27,12 @@ export interface PluginRow {
   error?: string
   /** The id of the enclosing group row, when the row is nested. */
   parent?: string
+  /**
+   * False when the host will refuse to switch the row on or off (the app cannot run without it),
+   * with the reason in `lockedReason`. Absent means switchable (hosts before this field send none).
+   */
+  toggleable?: boolean
+  lockedReason?: string
 }
 
 export const PluginRowSchema: Schema<PluginRow> = Schema.object({
@@ -46,10 +52,13 @@ export const PluginRowSchema: Schema<PluginRow> = Schema.object({
   ] as const).required(),
   error: Schema.string(),
   parent: Schema.string(),
+  toggleable: Schema.boolean(),
+  lockedReason: Schema.string(),
 }) as Schema<PluginRow>
 
 export const pluginsList = defineMethod('plugins.list', {
   params: Schema.object({}) as Schema<Record<string, never>>,
   result: Schema.object({ plugins: Schema.array(PluginRowSchema).required() }) as Schema<{ plugins: PluginRow[] }>,
-  description: 'The rows of the plugin tree: id, module, package, enabled, state, error.',
+  description:
+    'The rows of the plugin tree: id, module, package, enabled, state, error; `toggleable: false` (with `lockedReason`) on rows the host refuses to switch.',
 })

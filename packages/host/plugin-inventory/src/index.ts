@@ -139,9 +139,29 @@ export class PluginInventory extends Service {
     }
   }
 
+  private locks = new Map<string, string>()
+
+  /**
+   * Marks rows the host refuses to switch (the app cannot run without them): `list()` gives them
+   * `toggleable: false` and `lockedReason`. The owner of the refusal calls it (api-plugins);
+   * the returned function (or the caller's scope going away, through `ctx.effect`) undoes it.
+   */
+  lock(ids: Iterable<string>, reason: string): () => void {
+    const mine = [...ids].filter((id) => !this.locks.has(id))
+    for (const id of mine) this.locks.set(id, reason)
+    return () => {
+      for (const id of mine) if (this.locks.get(id) === reason) this.locks.delete(id)
+    }
+  }
+
   /** The Loader's rows in Loader order, structural group rows skipped. Empty without a Loader (a bare Context). */
   list(): PluginRow[] {
-    return inventoryOf(this.ctx.get('loader') as LoaderLike | undefined)
+    const rows = inventoryOf(this.ctx.get('loader') as LoaderLike | undefined)
+    for (const row of rows) {
+      const reason = this.locks.get(row.id)
+      if (reason !== undefined) Object.assign(row, { toggleable: false, lockedReason: reason })
+    }
+    return rows
   }
 }
 

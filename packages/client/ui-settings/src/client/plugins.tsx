@@ -104,17 +104,25 @@ function PluginItem({ row, onChanged }: { row: PluginRow; onChanged: (row: Plugi
   return (
     <li className="dsh-settings-item" data-plugin={row.id}>
       <header>
-        <label className="dsh-settings-row" style={{ margin: 0 }}>
-          <input
-            type="checkbox"
-            checked={row.enabled}
-            disabled={busy || detail?.toggleable === false}
-            aria-label={`${t('enabled')}: ${row.id}`}
-            onChange={(e) => void toggle(e.target.checked)}
-            data-testid="plugin-enabled"
-          />
-          <strong>{row.id}</strong>
-        </label>
+        {row.toggleable === false ? (
+          // The host refuses to switch this row (the app cannot run without it): no switch, the reason.
+          <span className="dsh-settings-row" style={{ margin: 0 }} data-testid="plugin-locked">
+            <strong>{row.id}</strong>
+            <span className="dsh-settings-muted">{t('locked', { reason: row.lockedReason ?? '' })}</span>
+          </span>
+        ) : (
+          <label className="dsh-settings-row" style={{ margin: 0 }}>
+            <input
+              type="checkbox"
+              checked={row.enabled}
+              disabled={busy || detail?.toggleable === false}
+              aria-label={`${t('enabled')}: ${row.id}`}
+              onChange={(e) => void toggle(e.target.checked)}
+              data-testid="plugin-enabled"
+            />
+            <strong>{row.id}</strong>
+          </label>
+        )}
         {row.package ? <code className="dsh-settings-muted">{row.package}</code> : null}
         <span className={'dsh-badge ' + (BADGE[row.state] ?? 'warn')} data-testid="plugin-state">
           {row.state}
