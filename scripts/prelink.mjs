@@ -373,7 +373,7 @@ function bundle(entries, sources, dir, isHost, splitting) {
  * included), bundled without
  * chunks and turned into a script (`<id>.script.js`) plus a module of its static imports
  * (`<id>.imports.mjs`). A boot whose rows one stack covers compiles that script with `vm.Script`
- * and a V8 code cache (app-boot, prelink.ts): Node 20 has no code cache for ES modules, and
+ * and a V8 code cache (@dsh/app-prelink): Node 20 has no code cache for ES modules, and
  * compiling the layer files was a tenth of a one-shot. Layers with early rows (the web server's)
  * get no stack: their early/rest split matters more there.
  */

@@ -51,6 +51,6 @@ export {
   type ReloadReport,
   type StopInfo,
 } from './boot.ts'
-export { loadPrelinked, type PrelinkDecision, type PrelinkVariant } from './prelink.ts'
+export { loadPrelinked, type PrelinkDecision, type PrelinkVariant } from '@dsh/app-prelink'
 export { watchLayers, type LayerWatcher, type WatchOptions } from './watch.ts'
 export { runApp, runTree, SIGNAL_EXIT_CODES, type RunOptions, type RunTreeOptions } from './app.ts'

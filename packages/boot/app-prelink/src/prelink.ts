@@ -51,7 +51,7 @@ export type StackCache = 'used' | 'absent' | 'rejected' | 'off'
 /** Row module URL -> its module namespace. */
 type Importers = Record<string, () => Promise<unknown>>
 
-/** The checkout root of this app-boot (dist/ and src/ are both two levels below the package). */
+/** The checkout root this package is in (dist/ and src/ are both two levels below the package). */
 const installRoot = () => fileURLToPath(new URL('../../../../', import.meta.url))
 
 /** Why the prelinked modules were not used (for DSH_DEBUG), or undefined when they were. */

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { afterEach, expect, it, vi } from 'vitest'
-import { loadPrelinked, readSource } from '../src/prelink.ts'
+import { loadPrelinked, readSource } from '../src/index.ts'
 
 const roots: string[] = []
 afterEach(() => {
