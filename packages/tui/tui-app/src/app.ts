@@ -19,12 +19,14 @@ import type { Agent, ModelSelection } from '@dsh/agent'
 import type { ReasoningEffort } from '@dsh/llm'
 import type { AnySessionEvent, Session } from '@dsh/session'
 import { policyAnswerer } from '@dsh/user-approval'
+import { continuable, formatAge, resumeStored } from '@dsh/surface-kit'
 import { Takeovers } from './takeovers.ts'
 import type {} from '@dsh/agent-default-model'
 import type {} from '@dsh/commands'
 import type {} from '@dsh/permission-presets'
 import type {} from '@dsh/session-persistence'
 import type {} from '@dsh/token-meter'
+import type {} from '@dsh/user-questions'
 import {
   MentionProvider,
   StatusLine,
@@ -37,18 +39,6 @@ import {
   type Palette,
   type StatusFields,
 } from '@dsh/tui-components'
-
-/** Optional services, typed by their own packages' declarations; read with ctx.get() when used. */
-type Optional = Pick<
-  Context,
-  | 'agentDefaultModel'
-  | 'durableSessions'
-  | 'permissionPresets'
-  | 'commands'
-  | 'approval'
-  | 'userQuestions'
-  | 'tokenMeter'
->
 
 export interface SessionChoice {
   id: string
@@ -134,10 +124,6 @@ export class TuiApp {
     this.tui.setFocus(this.editor)
     this.tui.addInputListener((data) => this.onKey(data))
     this.refreshCompletion()
-  }
-
-  private opt<K extends keyof Optional>(key: K): Optional[K] | undefined {
-    return this.ctx.get(key) as Optional[K] | undefined
   }
 
   get session(): Session {
@@ -229,13 +215,15 @@ export class TuiApp {
   }
 
   private statusFields(): StatusFields {
-    const meter = this.opt('tokenMeter')
+    const meter = this.ctx.get('tokenMeter')
     const usage = meter?.usage(this.session)
     const model = this.agent.model
     return {
       model: `${model.provider}/${model.model}`,
       ...(model.reasoningEffort ? { effort: model.reasoningEffort } : {}),
-      ...(this.opt('permissionPresets') ? { mode: this.opt('permissionPresets')!.current(this.session.id).name } : {}),
+      ...(this.ctx.get('permissionPresets')
+        ? { mode: this.ctx.get('permissionPresets')!.current(this.session.id).name }
+        : {}),
       ...(meter?.lastRequestInput(this.session) !== undefined
         ? { contextUsed: meter.lastRequestInput(this.session) }
         : {}),
@@ -312,7 +300,7 @@ export class TuiApp {
     this.editor.addToHistory(raw)
     const local = /^\/([a-z][a-z0-9-]*)\s*(.*)$/s.exec(text)
     if (local && LOCAL_COMMANDS.some((c) => c.name === local[1])) return this.runLocal(local[1], local[2])
-    const commands = this.opt('commands')
+    const commands = this.ctx.get('commands')
     if (commands?.isCommandLine(text)) {
       this.transcript.notice(text, this.p.cyan)
       const done = await commands.dispatch(this.agent, text)
@@ -333,7 +321,7 @@ export class TuiApp {
   }
 
   private refreshCompletion(): void {
-    const shared = this.opt('commands')?.list() ?? []
+    const shared = this.ctx.get('commands')?.list() ?? []
     const items = [...LOCAL_COMMANDS, ...shared.filter((c) => !LOCAL_COMMANDS.some((l) => l.name === c.name))]
     const commands = new CombinedAutocompleteProvider(
       items.map((c) => ({ name: c.name, description: c.description })),
@@ -350,21 +338,21 @@ export class TuiApp {
   private registerAnswerers(): () => void {
     const offs: Array<() => void> = []
     const mine = (sessionId?: string) => sessionId === undefined || sessionId === this.session.id
-    const approval = this.opt('approval')
+    const approval = this.ctx.get('approval')
     if (approval) {
       offs.push(
         approval.registerAnswerer({
           name: 'tui',
           accepts: (request) => mine(request.sessionId),
           answer: (request, { signal }) => {
-            const policy = this.opt('permissionPresets')?.policyFor(request.sessionId)
+            const policy = this.ctx.get('permissionPresets')?.policyFor(request.sessionId)
             if (policy === 'never' || policy === 'reject') return policyAnswerer(policy).answer(request, { signal })
             return this.panels.askApproval(request, signal)
           },
         }),
       )
     }
-    const questions = this.opt('userQuestions')
+    const questions = this.ctx.get('userQuestions')
     if (questions) {
       offs.push(
         questions.registerAnswerer({
@@ -442,7 +430,7 @@ export class TuiApp {
     else next.reasoningEffort = effort as ReasoningEffort
     this.agent.model = next
     // Recorded in the session, so `dsh -c` / `dsh -r ID` reopen it on this model.
-    this.opt('agentDefaultModel')?.record(this.session, next)
+    this.ctx.get('agentDefaultModel')?.record(this.session, next)
     this.transcript.notice(
       `model: ${next.provider}/${next.model}${next.reasoningEffort ? ` (${next.reasoningEffort})` : ''}`,
     )
@@ -450,7 +438,7 @@ export class TuiApp {
   }
 
   private async pickMode(): Promise<void> {
-    const presets = this.opt('permissionPresets')
+    const presets = this.ctx.get('permissionPresets')
     if (!presets) return this.transcript.notice('no permission presets are mounted in this profile', this.p.red)
     const list = presets.list()
     const current = presets.current(this.session.id).name
@@ -469,7 +457,7 @@ export class TuiApp {
 
   /** Shift+Tab: the next permission preset; one without confinement only after an explicit `y`. */
   private cycleMode(): void {
-    const presets = this.opt('permissionPresets')
+    const presets = this.ctx.get('permissionPresets')
     if (!presets) return
     const list = presets.list()
     const sessionId = this.session.id
@@ -507,23 +495,20 @@ export class TuiApp {
 
   /** Sessions of this directory that ran a turn, newest first. */
   async sessionChoices(): Promise<SessionChoice[]> {
-    const store = this.opt('durableSessions')
+    const store = this.ctx.get('durableSessions')
     if (!store) return []
     const rows = await store.list()
     return rows
-      .filter(
-        (row) =>
-          row.cwd === this.options.cwd && row.id !== this.session.id && (row.turns > 0 || row.damaged !== undefined),
-      )
+      .filter((row) => row.cwd === this.options.cwd && row.id !== this.session.id && continuable(row))
       .map((row) => ({
         id: row.id,
         label: (row.title ?? row.firstPrompt ?? '(no prompt)').replace(/\s+/g, ' ').trim().slice(0, 80),
-        description: `${ageOf(row.updatedAt ?? row.createdAt)} · ${row.turns} turn${row.turns === 1 ? '' : 's'}${row.damaged !== undefined ? ' · damaged' : ''}`,
+        description: `${formatAge(row.updatedAt ?? row.createdAt)} · ${row.turns} turn${row.turns === 1 ? '' : 's'}${row.damaged !== undefined ? ' · damaged' : ''}`,
       }))
   }
 
   async pickSession(): Promise<void> {
-    if (!this.opt('durableSessions'))
+    if (!this.ctx.get('durableSessions'))
       return this.transcript.notice('resuming needs a session-persistence row in the profile', this.p.red)
     const choices = await this.sessionChoices()
     if (choices.length === 0) return this.transcript.notice(`no other stored session for ${this.options.cwd}`)
@@ -535,10 +520,9 @@ export class TuiApp {
   }
 
   private async openSession(id: string): Promise<void> {
-    const store = this.opt('durableSessions')!
     let session: Session
     try {
-      const opened = await store.resume(id)
+      const opened = await resumeStored(this.ctx.get('durableSessions'), id)
       session = opened.session
       for (const warning of opened.loaded.warnings) this.transcript.notice(`warning: ${warning}`, this.p.yellow)
     } catch (error) {
@@ -555,21 +539,13 @@ export class TuiApp {
   private async replaceAgent(session: Session | undefined): Promise<void> {
     const old = this.agent
     if (this.running) old.abort('switching sessions')
-    const mode = this.opt('permissionPresets')?.current(old.session.id).name
+    const mode = this.ctx.get('permissionPresets')?.current(old.session.id).name
     this.agent = this.ctx.agents.create({ cwd: this.options.cwd, model: old.model, ...(session ? { session } : {}) })
-    if (mode) this.opt('permissionPresets')!.set(this.agent.session.id, mode)
+    if (mode) this.ctx.get('permissionPresets')!.set(this.agent.session.id, mode)
     this.setRunning(false)
     this.queued.length = 0
     this.renderQueue()
     this.attach()
     void old.dispose().catch(() => {})
   }
-}
-
-function ageOf(then: number, now = Date.now()): string {
-  const s = Math.max(0, Math.round((now - then) / 1000))
-  if (s < 60) return 'just now'
-  if (s < 3600) return `${Math.floor(s / 60)}m ago`
-  if (s < 86_400) return `${Math.floor(s / 3600)}h ago`
-  return `${Math.floor(s / 86_400)}d ago`
 }

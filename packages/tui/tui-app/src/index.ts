@@ -13,7 +13,7 @@ import type {} from '@dsh/session-persistence'
 import { TUI_HELP, UsageError, parseTuiArgs, type TuiOptions } from './args.ts'
 import { TuiApp } from './app.ts'
 import { onboard } from './onboarding.ts'
-import { chooseModel, modelChoiceUsage } from '@dsh/surface-kit'
+import { appExit, chooseModel, ExitCode, latestContinuable, modelChoiceUsage, resumeStored } from '@dsh/surface-kit'
 
 export { TuiApp, LOCAL_COMMANDS } from './app.ts'
 export { parseTuiArgs, TUI_HELP, UsageError, type TuiOptions } from './args.ts'
@@ -33,17 +33,9 @@ export const Config: Schema<Config> = Schema.object({
   requireTty: Schema.boolean().default(true).description('Refuse to start unless stdin and stdout are terminals.'),
 })
 
-type Optional = Pick<Context, 'cmdlineArgs' | 'agentDefaultModel' | 'durableSessions' | 'permissionPresets'> & {
-  /** The app's loader: `exit(code)` disposes the tree and ends the process with that code. */
-  loader?: { exit?(code: number): void }
-}
-
-const opt = <K extends keyof Optional>(ctx: Context, key: K): Optional[K] | undefined =>
-  ctx.get(key as never) as Optional[K] | undefined
-
 async function resolveModel(ctx: Context, spec: string | undefined): Promise<ModelSelection> {
   try {
-    return await chooseModel(ctx.llm, spec, opt(ctx, 'agentDefaultModel')?.get())
+    return await chooseModel(ctx.llm, spec, ctx.get('agentDefaultModel')?.get())
   } catch (error) {
     const usage = modelChoiceUsage(error)
     throw usage !== undefined ? new UsageError(usage) : error
@@ -56,15 +48,16 @@ async function openSession(
   cwd: string,
 ): Promise<{ session?: Session; warnings: string[] }> {
   if (options.resume === undefined && !options.continue) return { warnings: [] }
-  const store = opt(ctx, 'durableSessions')
+  const store = ctx.get('durableSessions')
   if (!store) throw new UsageError('--resume/--continue need a session-persistence row in the profile')
   let id = options.resume
   if (options.continue) {
-    const latest = (await store.list()).find((row) => row.cwd === cwd && (row.turns > 0 || row.damaged !== undefined))
+    // The newest session of this directory that ran a turn, not a subagent's child log.
+    const latest = latestContinuable(await store.list(), cwd)
     if (!latest) throw new UsageError(`--continue: no stored session for ${cwd}`)
     id = latest.id
   }
-  const opened = await store.resume(id!)
+  const opened = await resumeStored(store, id!)
   return { session: opened.session, warnings: opened.loaded.warnings }
 }
 
@@ -86,18 +79,18 @@ export async function runTui(ctx: Context, config: Config, exit: (code: number) 
   }
   let options: TuiOptions
   try {
-    options = parseTuiArgs(opt(ctx, 'cmdlineArgs')?.argv ?? [])
+    options = parseTuiArgs(ctx.get('cmdlineArgs')?.argv ?? [])
   } catch (error) {
-    if (error instanceof UsageError) return fail(2, error.message)
+    if (error instanceof UsageError) return fail(ExitCode.usage, error.message)
     throw error
   }
   if (options.help) {
     process.stdout.write(TUI_HELP)
-    return exit(0)
+    return exit(ExitCode.ok)
   }
   if (config.requireTty && !(process.stdin.isTTY && process.stdout.isTTY)) {
     return fail(
-      2,
+      ExitCode.usage,
       'the terminal UI needs an interactive terminal on stdin and stdout; for a one-shot run use: dsh -p "task"',
     )
   }
@@ -105,7 +98,10 @@ export async function runTui(ctx: Context, config: Config, exit: (code: number) 
   // First run without any model key: ask for one before the UI takes the terminal.
   const onboarded = await onboard(ctx, { input: process.stdin, output: process.stdout, env: process.env })
   if (onboarded === false)
-    return fail(1, 'no model API key was set up; run dsh again, or export DEEPSEEK_API_KEY=... (see dsh doctor)')
+    return fail(
+      ExitCode.failed,
+      'no model API key was set up; run dsh again, or export DEEPSEEK_API_KEY=... (see dsh doctor)',
+    )
   let model: ModelSelection
   let opened: { session?: Session; warnings: string[] }
   try {
@@ -115,7 +111,7 @@ export async function runTui(ctx: Context, config: Config, exit: (code: number) 
       const first = (await ctx.llm.listModels(onboarded))[0]
       if (first) model = { provider: onboarded, model: first.id }
     }
-    const presets = opt(ctx, 'permissionPresets')
+    const presets = ctx.get('permissionPresets')
     if (options.permissionMode !== undefined) {
       if (!presets) throw new UsageError('--permission-mode needs the permission-presets row in the profile')
       if (!presets.names().includes(options.permissionMode)) {
@@ -127,12 +123,12 @@ export async function runTui(ctx: Context, config: Config, exit: (code: number) 
     opened = await openSession(ctx, options, cwd)
     // A reopened session continues on the model last picked in it (`/model`), unless --model says otherwise.
     if (options.model === undefined && opened.session)
-      model = opt(ctx, 'agentDefaultModel')?.ofSession(opened.session) ?? model
+      model = ctx.get('agentDefaultModel')?.ofSession(opened.session) ?? model
   } catch (error) {
-    return fail(error instanceof UsageError ? 2 : 1, (error as Error).message)
+    return fail(error instanceof UsageError ? ExitCode.usage : ExitCode.failed, (error as Error).message)
   }
   const agent = ctx.agents.create({ cwd, model, ...(opened.session ? { session: opened.session } : {}) })
-  if (options.permissionMode !== undefined) opt(ctx, 'permissionPresets')!.set(agent.session.id, options.permissionMode)
+  if (options.permissionMode !== undefined) ctx.get('permissionPresets')!.set(agent.session.id, options.permissionMode)
 
   let app: TuiApp | undefined
   let left = false
@@ -142,7 +138,7 @@ export async function runTui(ctx: Context, config: Config, exit: (code: number) 
   const noteResume = () => {
     if (!app || resumeHint !== undefined) return
     const session = app.session
-    const stored = opt(ctx, 'durableSessions')?.isPersisted(session.id)
+    const stored = ctx.get('durableSessions')?.isPersisted(session.id)
     resumeHint =
       stored && session.events.some((event) => event.type === 'turn/start')
         ? `dsh: to resume this session: dsh -r ${session.id}\n`
@@ -173,17 +169,16 @@ export async function runTui(ctx: Context, config: Config, exit: (code: number) 
 }
 
 export function apply(ctx: Context, config: Config): void {
-  const exit = (code: number) => {
-    const loader = opt(ctx, 'loader')
-    if (loader?.exit) loader.exit(code)
-    else process.exitCode = code
-  }
-  const start = () =>
-    runTui(ctx, config, exit).catch((error: unknown) => {
+  const start = () => {
+    // The loader is read when the UI starts: after a signal stopped the app, the disposed context
+    // no longer has it (and the signal's status stands).
+    const exit = appExit(ctx)
+    return runTui(ctx, config, exit).catch((error: unknown) => {
       restoreTerminal()
       process.stderr.write(`dsh: the terminal UI failed: ${(error as Error)?.stack ?? error}\n`)
-      exit(1)
+      exit(ExitCode.failed)
     })
+  }
   if (config.waitForReady) ctx.on('app/ready', () => void start())
   else void start()
 }
