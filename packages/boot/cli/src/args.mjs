@@ -160,6 +160,8 @@ Usage:
   dsh jsonrpc [args...]                 the JSON-RPC SDK agent on stdio (same as dsh-jsonrpc-agent)
   dsh mcp list [--profile NAME] [--json]
                                         the profile's MCP servers and their state
+  dsh mcp serve [--transport stdio|http] dsh's tools and a dsh_agent tool as an MCP server
+                                        ("dsh mcp serve --help")
   dsh plugin add|remove|update|list|new [--profile NAME] ...
                                         install plugin packages into a profile ("dsh plugin
                                         --help")

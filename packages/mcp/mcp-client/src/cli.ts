@@ -38,6 +38,7 @@ export const MCP_HELP = `Usage: dsh mcp list [--profile NAME] [--patch FILE]... 
        dsh mcp add [--transport stdio|http|sse] [--scope user|project] [-e KEY=VALUE]... [--header 'Name: value']... NAME COMMAND_OR_URL [ARGS...]
        dsh mcp remove NAME [--scope user|project]
        dsh mcp login NAME [--profile NAME] [--patch FILE]...
+       dsh mcp serve [--transport stdio|http] [--port N] ...   (dsh as an MCP server: "dsh mcp serve --help")
 
 list starts the MCP servers the profile declares (its mcp-client rows, the project's .mcp.json and
 the mcpServers settings), waits for each one's first connection attempt, prints their state and

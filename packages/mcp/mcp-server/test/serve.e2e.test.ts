@@ -90,6 +90,20 @@ describe('dsh mcp serve (stdio)', () => {
     expect(text(bash)).toContain(cwd)
   })
 
+  it('refuses an escalation with no human to ask, saying so', async () => {
+    const { tools } = await client.listTools()
+    const props = (tools.find((t) => t.name === 'bash')!.inputSchema.properties ?? {}) as Record<string, unknown>
+    // Offered because the commands run sandboxed (bwrap, as everywhere dsh's tests run).
+    expect(props).toHaveProperty('sandbox_escalation')
+    const escalated = await client.callTool({
+      name: 'bash',
+      arguments: { command: 'echo escalated', description: 'print', sandbox_escalation: { justification: 'test' } },
+    })
+    expect(escalated.isError).toBe(true)
+    expect(text(escalated)).not.toContain('escalated\n')
+    expect(text(escalated)).toContain('needs a human, but this run has no interactive approver')
+  })
+
   it('answers bad input with MCP errors', async () => {
     const unknown = await client.callTool({ name: 'no_such_tool', arguments: {} }).catch((e: unknown) => e)
     expect(unknown).toBeInstanceOf(McpError)
