@@ -27,7 +27,7 @@ import type {} from '@dsh/session-persistence'
 import type {} from '@dsh/agent-default-model'
 import type {} from '@dsh/commands'
 import type {} from '@dsh/permission-presets'
-import type {} from '@dsh/cordis-compat/loader' // declares ctx.loader.exit(code)
+import { appExit, ExitCode, resumeStored, type SessionOpenError, sessionOpenError } from '@dsh/surface-kit'
 import type {} from '@dsh/plan-mode'
 import type {} from '@dsh/fs'
 import type {} from '@dsh/mcp-client'
@@ -134,6 +134,24 @@ const CHOICE_OPTIONS: Record<ApprovalChoice, acp.PermissionOption> = {
 
 const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error))
 
+/** `session/load`'s error for a session the kit could not open. */
+function loadError(error: SessionOpenError): acp.RequestError {
+  const { sessionId } = error
+  switch (error.code) {
+    case 'NO_PERSISTENCE':
+      return acp.RequestError.methodNotFound('session/load')
+    case 'NOT_FOUND':
+      return acp.RequestError.sessionNotFound(sessionId)
+    case 'BAD_ID':
+      return acp.RequestError.invalidParams({ sessionId }, `cannot load session: ${error.detail}`)
+    default:
+      return acp.RequestError.invalidRequest(
+        { sessionId, code: error.storeCode },
+        `cannot load session ${sessionId}: ${error.detail}`,
+      )
+  }
+}
+
 export class AcpServer extends Service {
   static inject = ['agents', 'sessions']
   static Config = Config
@@ -215,11 +233,7 @@ export class AcpServer extends Service {
     await conn.closed.catch(() => {})
     // Running turns are cancelled and settle (their logs end with turn/end) before the exit.
     await this.closing.get(conn)
-    if (this.config.exitOnClose) {
-      const loader = this.ctx.get('loader')
-      if (loader?.exit) loader.exit(0)
-      else process.exitCode = 0
-    }
+    if (this.config.exitOnClose) appExit(this.ctx)(ExitCode.ok)
   }
 
   /** Serves one ACP client over `stream` (stdio, a socket, an in-memory pair in tests). */
@@ -377,8 +391,8 @@ export class AcpServer extends Service {
   private async loadSession(state: Connection, params: acp.LoadSessionRequest): Promise<acp.LoadSessionResponse> {
     const cwd = this.checkCwd(params.cwd)
     const durable = this.durable
-    if (!durable) throw acp.RequestError.methodNotFound('session/load')
-    if (this.sessions.has(params.sessionId)) {
+    // Without persistence nothing is loaded, whether or not a connection holds the id.
+    if (durable && this.sessions.has(params.sessionId)) {
       throw acp.RequestError.invalidRequest(
         { sessionId: params.sessionId },
         `session ${params.sessionId} is already open on a connection`,
@@ -386,19 +400,9 @@ export class AcpServer extends Service {
     }
     let session: Session
     try {
-      session = (await durable.resume(params.sessionId)).session
+      session = (await resumeStored(durable, params.sessionId)).session
     } catch (error) {
-      const code = (error as { code?: string }).code
-      if (code === 'NOT_FOUND') throw acp.RequestError.sessionNotFound(params.sessionId)
-      if (code === 'BAD_ID')
-        throw acp.RequestError.invalidParams(
-          { sessionId: params.sessionId },
-          `cannot load session: ${errorText(error)}`,
-        )
-      throw acp.RequestError.invalidRequest(
-        { sessionId: params.sessionId, code },
-        `cannot load session ${params.sessionId}: ${errorText(error)}`,
-      )
+      throw loadError(sessionOpenError(params.sessionId, error))
     }
     const agent = this.createAgent(cwd, session)
     const live = this.attach(state, agent, cwd)
