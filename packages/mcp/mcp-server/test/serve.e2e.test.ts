@@ -43,7 +43,7 @@ beforeAll(async () => {
   })
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [DSH_BIN, 'mcp', 'serve'],
+    args: [DSH_BIN, 'mcp', 'serve', '--patch', join(import.meta.dirname, 'fixtures', 'noisy.yml')],
     cwd,
     env: {
       PATH: process.env.PATH ?? '',
@@ -128,10 +128,9 @@ describe('dsh mcp serve (stdio)', () => {
     expect(logged.length).toBeGreaterThan(0)
   })
 
-  it('keeps stdout for frames: the client saw no garbage', () => {
-    // A non-frame line on stdout would have made the SDK client fail a parse and drop the
-    // connection; every call above went through. The boot's diagnostics went to stderr.
-    expect(stderr).not.toContain('Error')
+  it('keeps stdout for frames: a plugin writing to stdout lands on stderr', () => {
+    // On stdout, that line would have broken the client's first read (or been dropped by it).
+    expect(stderr).toContain('noisy-fixture: hello from a plugin on stdout')
   })
 })
 
