@@ -8,7 +8,7 @@ import type { QuestionAnswer } from '@dsh/user-questions'
 import * as P from '@dsh/web-protocol'
 import { ApiError, type SessionRow, type WireEvent } from '@dsh/web-protocol'
 import type { SessionHost } from './host.ts'
-import { listRowFields, notFound, toWireModel } from './host-wire.ts'
+import { humanSource, listRowFields, notFound, type QueuedPrompt, toWireModel } from './host-wire.ts'
 
 export class SessionRoutes {
   constructor(private readonly host: SessionHost) {}
@@ -319,7 +319,8 @@ export class SessionRoutes {
     return { events: [...events], nextSeq, end: nextSeq >= total }
   }
 
-  async prompt(p: { sessionId: string; text: string; mode: P.PromptMode }) {
+  async prompt(p: { sessionId: string; text: string; mode: P.PromptMode; references?: P.PromptReference[] }) {
+    const prompt: QueuedPrompt = { text: p.text, ...(p.references ? { references: p.references } : {}) }
     await this.host.ready
     if (this.host.meta.get(p.sessionId).archived) {
       throw new ApiError(
@@ -334,17 +335,17 @@ export class SessionRoutes {
         field: 'sessionId',
       })
     if (!live.driving && live.agent.status !== 'running') {
-      this.host.drive(live, p.text)
+      this.host.drive(live, prompt)
       return { disposition: 'started' as const, queued: live.queue.length }
     }
     if (p.mode === 'steer') {
       // The running turn claims it at its next step (the agent's own inbox); never lost.
       live.agent
-        .send(p.text)
+        .send(p.text, { source: humanSource(prompt) })
         .catch((error: Error) => this.host.warn(`session ${live.id}: steered prompt failed: ${error.message}`))
       return { disposition: 'steered' as const, queued: live.queue.length }
     }
-    live.queue.push(p.text)
+    live.queue.push(prompt)
     this.host.refreshStatus(live)
     this.host.broadcast(live, 'status', { sessionId: live.id, status: live.status, queued: live.queue.length })
     return { disposition: 'queued' as const, queued: live.queue.length }

@@ -2,7 +2,7 @@
 // approvals and questions, the model, the SSE frame log. Shared by the host (session state) and its
 // routes (host-routes.ts).
 import type { Agent, ModelSelection } from '@dsh/agent'
-import type { AnySessionEvent, Session } from '@dsh/session'
+import type { AnySessionEvent, MessageReference, Session } from '@dsh/session'
 import type { SessionRow as IndexRow } from '@dsh/surface-kit'
 import type { ApprovalRequest } from '@dsh/user-approval'
 import type { QuestionsRequest } from '@dsh/user-questions'
@@ -17,6 +17,16 @@ export interface InterruptedWork {
   questions: Array<{ requestId: string; questions: string[] }>
 }
 
+/** A human prompt as the host sends it: the text and, from a client that marks them, the picked references. */
+export interface QueuedPrompt {
+  text: string
+  references?: MessageReference[]
+}
+
+/** The source a prompt enters the log with (references only when the client sent them). */
+export const humanSource = (p: QueuedPrompt) =>
+  p.references ? { kind: 'human' as const, references: p.references } : { kind: 'human' as const }
+
 export const isEmptyWork = (w: InterruptedWork | undefined) =>
   !w || (!w.queued.length && !w.approvals.length && !w.questions.length)
 
@@ -24,7 +34,8 @@ export interface Live {
   id: string
   agent: Agent
   session: Session
-  queue: string[]
+  /** Prompts waiting for the running turn, each with the references its client marked. */
+  queue: QueuedPrompt[]
   /** The host is driving a turn (from send until the agent is idle again). */
   driving: boolean
   approvals: Map<string, ApprovalRequest>

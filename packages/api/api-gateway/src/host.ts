@@ -26,12 +26,14 @@ import {
   approvalFrame,
   frameOf,
   framesOf,
+  humanSource,
   type InterruptedWork,
   isEmptyWork,
   type Live,
   listRowFields,
   notFound,
   questionFrame,
+  type QueuedPrompt,
   toWireModel,
 } from './host-wire.ts'
 import { SessionRoutes } from './host-routes.ts'
@@ -315,7 +317,7 @@ export class SessionHost {
   /** The work of `live` that only memory holds. */
   private pendingOf(live: Live): InterruptedWork {
     return {
-      queued: [...live.queue],
+      queued: live.queue.map((p) => p.text),
       approvals: [...live.approvals.values()].map((r) => ({ requestId: String(r.id), kind: r.kind, title: r.title })),
       questions: [...live.questions.values()].map((r) => ({
         requestId: String(r.id),
@@ -456,16 +458,16 @@ export class SessionHost {
     if (!this.stopping) this.ctx.logger('api-gateway').warn(message)
   }
 
-  /** Runs `text` as a turn, then the queued prompts one turn each, until the queue is empty. */
-  drive(live: Live, text: string): void {
+  /** Runs `prompt` as a turn, then the queued prompts one turn each, until the queue is empty. */
+  drive(live: Live, prompt: QueuedPrompt): void {
     if (live.idleTimer) clearTimeout(live.idleTimer)
     live.driving = true
     this.refreshStatus(live)
     const next = async () => {
-      let current: string | undefined = text
+      let current: QueuedPrompt | undefined = prompt
       while (current !== undefined && !this.stopping && this.live.get(live.id) === live) {
         await live.agent
-          .send(current)
+          .send(current.text, { source: humanSource(current) })
           .catch((error: Error) => this.warn(`session ${live.id}: turn failed: ${error.message}`))
         await live.agent.idle().catch(() => {})
         current = this.meta.get(live.id).archived ? undefined : live.queue.shift()

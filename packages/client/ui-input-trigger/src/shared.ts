@@ -5,6 +5,8 @@
 // to the caret. `/` counts only at the very start of the input (a command line); `@` at any word
 // boundary (start of input or after whitespace). Pure, browser-safe.
 
+import type { PromptReference } from '@dsh/web-protocol'
+
 export type TriggerChar = '/' | '@'
 
 export interface TriggerMatch {
@@ -77,6 +79,12 @@ export interface TriggerCandidate {
   detail?: string
   /** Replaces the trigger token when picked (default: `label`); a space follows it. */
   insert?: string
+  /**
+   * What the pick attaches to the message as context (a file or a session). The composer sends
+   * the references whose inserted token is still in the text (`takeReferences`); typed text that
+   * looks the same is not a reference.
+   */
+  reference?: PromptReference
 }
 
 export interface TriggerSession {
@@ -135,6 +143,21 @@ export interface InputTriggersApi {
   list(): readonly TriggerSource[]
   /** Closes the open menu. */
   close(): void
+  /**
+   * The references picked in `sessionId`'s composer whose token is still in `text` (as a whole
+   * word), in pick order without duplicates; the session's picks are forgotten (call it on send).
+   */
+  takeReferences(sessionId: string, text: string): PromptReference[]
+}
+
+/** Whether `token` stands in `text` as a whole word (whitespace or an end on both sides; trailing punctuation allowed). */
+export function hasToken(text: string, token: string): boolean {
+  for (let at = text.indexOf(token); at >= 0; at = text.indexOf(token, at + 1)) {
+    const before = at === 0 || /\s/.test(text[at - 1])
+    const rest = text.slice(at + token.length)
+    if (before && /^(?:[,.;:!?)\]}'"`]*)(?:\s|$)/.test(rest)) return true
+  }
+  return false
 }
 
 declare module 'cordis' {

@@ -20,6 +20,7 @@ vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
 
 const STEPS = [
   { text: 'It exports the answer.' },
+  { text: 'Nothing attached.' },
   { text: 'That file is gone.' },
   { text: 'The other session ported a parser.' },
 ]
@@ -66,9 +67,28 @@ describe.skipIf(!hasChromium())('ui-reference in the browser', () => {
       const sources = events.filter((e: any) => e.type === 'user/message').map((e: any) => e.data.source)
       const human = sources.findIndex((s: any) => s.kind === 'human')
       expect(sources.slice(human, human + 2)).toEqual([
-        { kind: 'human' },
+        { kind: 'human', references: [{ kind: 'file', path: 'src/main.ts' }] },
         { kind: 'plugin', plugin: '@dsh/file-reference', label: '@src/main.ts' },
       ])
+    })
+  })
+
+  it('typed @words stay text: no note for @nothing, no content for a typed (not picked) path', async () => {
+    await withArtifacts(page, 'reference-typed', async () => {
+      const sessionId = new URL(page.url()).pathname.split('/').pop()
+      await input().click()
+      await page.keyboard.type('@nothing here, and @src/main.ts typed by hand')
+      await page.keyboard.press('Enter')
+      await page.locator('[data-node="assistant"]', { hasText: 'Nothing attached.' }).waitFor()
+      const body = lastRequest()
+      expect(body).toContain('@nothing here, and @src/main.ts typed by hand')
+      expect(body).not.toContain('no such file')
+      const { events } = await app.call('sessions.history', { sessionId })
+      const messages = events.filter((e: any) => e.type === 'user/message')
+      const last = messages.findLastIndex((e: any) => e.data.source.kind === 'human')
+      // The human message carries the (empty) list of picks, and nothing follows it.
+      expect(messages[last].data.source).toEqual({ kind: 'human', references: [] })
+      expect(messages.slice(last + 1)).toEqual([])
     })
   })
 

@@ -8,12 +8,12 @@ import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type { InjectedContext, PreStepPayload } from '@dsh/agent'
 import type {} from '@dsh/api-gateway'
-import type {} from '@dsh/session'
+import type { MessageReference } from '@dsh/session'
 import type { SubprocessService } from '@dsh/subprocess'
 import type {} from '@dsh/sandbox-policy'
 import { ApiError } from '@dsh/web-protocol'
 import { filesSearch } from './contract.ts'
-import { mentionedPaths, renderMention, resolveMention, type SandboxPolicy } from './mentions.ts'
+import { mentionedPaths, renderMention, type ResolvedMention, resolveMention, type SandboxPolicy } from './mentions.ts'
 import { listFiles, rank, type Listing } from './search.ts'
 
 export { filesSearch, type FileMatch } from './contract.ts'
@@ -44,15 +44,33 @@ export const Config: Schema<Partial<FileReferenceConfig>, FileReferenceConfig> =
 const textOf = (content: InjectedContext['content']): string =>
   typeof content === 'string' ? content : content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('\n')
 
-/** The context messages for the mentions in `text` (none when it mentions nothing). */
+/** Text mentions looked at per message at most (each is one `stat`). */
+const MAX_TEXT_MENTIONS = 100
+
+/**
+ * The context messages of a human message. With `references` (a client that marks what was
+ * picked: the web composer), exactly the picked files, each with its content or the reason it
+ * has none. Without them (TUI, headless, older clients), the `@path` words of `text` that name
+ * something in the filesystem; a word that names nothing (`@nothing`, `@alice`) stays text.
+ */
 export async function expandMentions(
   cwd: string,
   text: string,
   config: Pick<FileReferenceConfig, 'maxBytes' | 'maxMentions'>,
   policy?: SandboxPolicy,
+  references?: readonly MessageReference[],
 ): Promise<InjectedContext[]> {
-  const paths = mentionedPaths(text).slice(0, config.maxMentions)
-  const resolved = await Promise.all(paths.map((p) => resolveMention(cwd, p, config.maxBytes, policy)))
+  let resolved: ResolvedMention[]
+  if (references) {
+    const paths = [
+      ...new Set(references.flatMap((r) => (r.kind === 'file' && r.path ? [r.path.replace(/^@/, '')] : []))),
+    ].slice(0, config.maxMentions)
+    resolved = await Promise.all(paths.map((p) => resolveMention(cwd, p, config.maxBytes, policy)))
+  } else {
+    const paths = mentionedPaths(text).slice(0, MAX_TEXT_MENTIONS)
+    const all = await Promise.all(paths.map((p) => resolveMention(cwd, p, config.maxBytes, policy)))
+    resolved = all.filter((m) => m.found).slice(0, config.maxMentions)
+  }
   // `@a.md` and `@a.md.` name one file: include it once.
   const unique = resolved.filter((m, i) => resolved.findIndex((o) => o.path === m.path) === i)
   return unique.map((m) => ({
@@ -82,6 +100,7 @@ export function apply(ctx: Context, raw: Partial<FileReferenceConfig> = {}): voi
           textOf(message.content),
           config,
           ctx.get('sandboxPolicy')?.resolve({ sessionId: session.id, cwd }),
+          message.source.references,
         )),
       )
     }

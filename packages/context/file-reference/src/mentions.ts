@@ -28,6 +28,8 @@ export interface ResolvedMention {
   /** Relative to the session directory (forward slashes). */
   path: string
   status: 'ok' | 'missing' | 'outside' | 'not-a-file' | 'binary' | 'unreadable'
+  /** Something exists at the path (whatever the status says about using it). */
+  found: boolean
   content?: string
   /** Bytes left out past maxBytes. */
   truncatedBytes?: number
@@ -62,7 +64,7 @@ export async function resolveMention(
   }
   const full = resolve(cwd, candidate)
   const path = relative(cwd, full).split(sep).join('/') || '.'
-  const base = { mention: candidate, path }
+  const base = { mention: candidate, path, found: info !== undefined }
   const root = await realpath(cwd).catch(() => cwd)
   if (!inside(cwd, full)) return { ...base, status: 'outside' }
   if (!info) return { ...base, status: 'missing' }

@@ -53,20 +53,56 @@ describe('file-reference', () => {
   it('bad mentions get a reason, not content; trailing punctuation and duplicates are handled', async () => {
     symlinkSync('/etc/hostname', join(dir, 'escape'))
     harness = await createHarness({ cwd: dir, script: [{ text: 'ok' }], plugins: [[FileReference, { maxBytes: 100 }]] })
-    await harness.prompt('see @gone.ts, @../secret @src @blob.bin @escape @big.txt and @notes.md. Again @notes.md')
+    writeFileSync(join(dir, '..', 'secret-of-file-ref'), 'x\n')
+    try {
+      await harness.prompt(
+        'see @gone.ts, @../secret-of-file-ref @src @blob.bin @escape @big.txt and @notes.md. Again @notes.md',
+      )
+    } finally {
+      rmSync(join(dir, '..', 'secret-of-file-ref'), { force: true })
+    }
     const texts = userMessages(harness)
       .slice(1)
       .map((m) => m.content[0].text)
-    expect(texts).toHaveLength(7)
-    expect(texts[0]).toMatch(
-      /^<file path="gone.ts" unavailable="missing">The user mentioned @gone.ts, but no such file exists/,
-    )
-    expect(texts[1]).toMatch(/unavailable="outside">.*outside the session directory/)
-    expect(texts[2]).toMatch(/^<file path="src" unavailable="not-a-file">/)
-    expect(texts[3]).toMatch(/unavailable="binary">.*\(4 bytes\)/)
-    expect(texts[4]).toMatch(/^<file path="escape" unavailable="outside">/)
-    expect(texts[5]).toContain('[… 200 more bytes not included; read the file for the rest]')
-    expect(texts[6]).toBe('<file path="notes.md">\nalpha\n</file>')
+    // Typed text: `@gone.ts` names nothing, so it stays text (no note); the rest name something.
+    expect(texts).toHaveLength(6)
+    expect(texts[0]).toMatch(/unavailable="outside">.*outside the session directory/)
+    expect(texts[1]).toMatch(/^<file path="src" unavailable="not-a-file">/)
+    expect(texts[2]).toMatch(/unavailable="binary">.*\(4 bytes\)/)
+    expect(texts[3]).toMatch(/^<file path="escape" unavailable="outside">/)
+    expect(texts[4]).toContain('[… 200 more bytes not included; read the file for the rest]')
+    expect(texts[5]).toBe('<file path="notes.md">\nalpha\n</file>')
+  })
+
+  it('typed @words that name no file stay text: no note reaches the log or the request', async () => {
+    harness = await createHarness({ cwd: dir, script: [{ text: 'ok' }], plugins: [[FileReference, {}]] })
+    await harness.prompt('@nothing here, ask @alice; but @notes.md is real')
+    const messages = userMessages(harness)
+    expect(messages.map((m) => m.source)).toEqual([
+      { kind: 'human' },
+      { kind: 'plugin', plugin: '@dsh/file-reference', label: '@notes.md' },
+    ])
+    expect(lastRequestText(harness)).not.toContain('no such file')
+  })
+
+  it('a message whose client marks picked references expands exactly those, missing ones with a reason', async () => {
+    harness = await createHarness({ cwd: dir, script: [{ text: 'ok' }], plugins: [[FileReference, {}]] })
+    const references = [
+      { kind: 'file' as const, path: 'gone.ts' },
+      { kind: 'file' as const, path: 'notes.md' },
+      { kind: 'session' as const, sessionId: 'other' },
+    ]
+    // `@src/main.ts` was typed, not picked: it stays text.
+    await harness.agent.send('compare @src/main.ts with @notes.md and @gone.ts', {
+      source: { kind: 'human', references },
+    })
+    const messages = userMessages(harness)
+    expect(messages[0].source).toEqual({ kind: 'human', references })
+    expect(messages.slice(1).map((m) => m.content[0].text)).toEqual([
+      '<file path="gone.ts" unavailable="missing">The user mentioned @gone.ts, but no such file exists (it may have been deleted or renamed).</file>',
+      '<file path="notes.md">\nalpha\n</file>',
+    ])
+    expect(lastRequestText(harness)).not.toContain('export const answer')
   })
 
   it('a message without mentions, e-mail addresses and session references add nothing', async () => {

@@ -116,7 +116,12 @@ export function apply(ctx: Context, raw: Partial<SessionReferenceConfig> = {}): 
         out.push(message)
         if (message.source.kind !== 'human') continue
         const text = typeof message.content === 'string' ? message.content : textOf(message.content)
-        for (const id of mentionedSessions(text).slice(0, config.maxMentions)) {
+        // A client that marks picked references (the web composer) decides alone: typed text stays text.
+        const picked = message.source.references
+        const ids = picked
+          ? [...new Set(picked.flatMap((r) => (r.kind === 'session' ? [r.sessionId] : [])))]
+          : mentionedSessions(text)
+        for (const id of ids.slice(0, config.maxMentions)) {
           const content = await describe(id, payload.agent.session.id).catch(
             (error: Error) =>
               `<session id="${id}" unavailable="error">Session ${id} could not be read: ${error.message}</session>`,

@@ -22,9 +22,19 @@ export const asSessionId = (value: string): SessionId => value as SessionId
 
 export type TurnEndReason = 'completed' | 'cancelled' | 'error' | 'max-tokens' | 'blocked' | 'interrupted'
 
-/** Who produced a `user/message`. Context plugins use `{kind: 'plugin', plugin: <package name>}`. */
+/**
+ * Something a client marked as picked context of a human message (the web composer's `@` menu):
+ * a workspace file (relative to the session directory) or another session.
+ */
+export type MessageReference = { kind: 'file'; path: string } | { kind: 'session'; sessionId: string }
+
+/**
+ * Who produced a `user/message`. Context plugins use `{kind: 'plugin', plugin: <package name>}`.
+ * A human message may carry `references`: when present (even empty) they are the only `@`
+ * context the client asked for; absent, context plugins read mentions from the text.
+ */
 export type MessageSource =
-  | { kind: 'human' }
+  | { kind: 'human'; references?: MessageReference[] }
   | { kind: 'plugin'; plugin: string; label?: string }
   | { kind: 'system'; reason?: string }
 

@@ -15,6 +15,8 @@ import { ConversationStore } from './store.ts'
 import { en, zh, type Translate } from './strings.ts'
 import { CSS } from './styles.ts'
 import { MARKDOWN_CSS, warmUp } from '@dsh/ui-markdown'
+import type { PromptReference } from '@dsh/web-protocol'
+import type {} from '@dsh/ui-input-trigger/shared'
 
 export { ChatView, type ChatViewProps } from './chat-view.tsx'
 export { Composer, type ComposerProps, type SendMode } from './composer.tsx'
@@ -119,6 +121,15 @@ export function apply(ctx: Context): void {
   ctx.locale.register(NAMESPACE, { en, zh })
   const store = new ConversationStore(ctx.connection)
   ctx.effect(() => () => store.dispose(), 'ui-conversation: session models')
+  // The composer's `@` picks (@dsh/ui-input-trigger), while that half is loaded.
+  let pickedReferences: ((sessionId: string, text: string) => PromptReference[]) | undefined
+  ctx.inject(['inputTriggers'], (inner) => {
+    const take = (sessionId: string, text: string) => inner.inputTriggers.takeReferences(sessionId, text)
+    pickedReferences = take
+    inner.effect(() => () => {
+      if (pickedReferences === take) pickedReferences = undefined
+    })
+  })
   ctx.effect(() => {
     if (typeof document === 'undefined') return () => {}
     const style = document.createElement('style')
@@ -212,7 +223,15 @@ export function apply(ctx: Context): void {
     const onSend = useCallback(
       async (text: string, mode: SendMode) => {
         const sentAfter = model.snapshot().lastSeq
-        const result = await c.remote.call('sessions.prompt', { sessionId, text, mode })
+        // With the `@` picker loaded, the picked files and sessions go along (even none): only they
+        // become context, and `@words` typed in the text stay text.
+        const references = pickedReferences?.(sessionId, text)
+        const result = await c.remote.call('sessions.prompt', {
+          sessionId,
+          text,
+          mode,
+          ...(references ? { references } : {}),
+        })
         if (result.disposition === 'queued') model.addQueued(text, 'queue', sentAfter)
         else if (result.disposition === 'steered') model.addQueued(text, 'steer', sentAfter)
       },

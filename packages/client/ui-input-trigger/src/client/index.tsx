@@ -7,8 +7,10 @@
 import { type Context, Service } from 'cordis'
 import { useEffect, useState } from 'react'
 import { Store, useStore } from '@dsh/client-runtime'
+import type { PromptReference } from '@dsh/web-protocol'
 import {
   findTrigger,
+  hasToken,
   replaceRange,
   type ComposerInput,
   type InputTriggersApi,
@@ -64,6 +66,8 @@ export class InputTriggers extends Service implements InputTriggersApi {
   readonly menu = new Store<MenuState | undefined>(undefined)
   private readonly sources: TriggerSource[] = []
   private generation = 0
+  /** Picks with a reference, per session: the inserted token and what it attaches. */
+  private readonly picks = new Map<string, Array<{ token: string; reference: PromptReference }>>()
   private abort?: AbortController
 
   constructor(ctx: Context) {
@@ -172,6 +176,20 @@ export class InputTriggers extends Service implements InputTriggersApi {
     }, `inputTriggers: ${source.id}`)
   }
 
+  takeReferences(sessionId: string, text: string): PromptReference[] {
+    const picks = this.picks.get(sessionId) ?? []
+    this.picks.delete(sessionId)
+    const out: PromptReference[] = []
+    const seen = new Set<string>()
+    for (const { token, reference } of picks) {
+      const key = JSON.stringify(reference)
+      if (seen.has(key) || !hasToken(text, token)) continue
+      seen.add(key)
+      out.push(reference)
+    }
+    return out
+  }
+
   list(): readonly TriggerSource[] {
     return [...this.sources]
   }
@@ -244,6 +262,11 @@ export class InputTriggers extends Service implements InputTriggersApi {
     this.close()
     const input = composerInput(state.anchor)
     const session = { sessionId: state.sessionId }
+    if (item.reference) {
+      const list = this.picks.get(state.sessionId) ?? []
+      list.push({ token: item.insert ?? item.label, reference: item.reference })
+      this.picks.set(state.sessionId, list)
+    }
     if (group.source.pick) return group.source.pick(item, session, input, state.match)
     const { text, caret } = replaceRange(
       input.text,

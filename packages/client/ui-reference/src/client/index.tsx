@@ -25,7 +25,12 @@ export function apply(ctx: Context): void {
     order: 0,
     async candidates(query, { sessionId }, signal) {
       const { files } = await ctx.remote.call(filesSearch, { sessionId, query, limit: 20 }, { signal })
-      return files.map((f) => ({ id: `file:${f.path}`, label: f.path, insert: `@${f.path}` }))
+      return files.map((f) => ({
+        id: `file:${f.path}`,
+        label: f.path,
+        insert: `@${f.path}`,
+        reference: { kind: 'file' as const, path: f.path },
+      }))
     },
   })
 
@@ -45,7 +50,13 @@ export function apply(ctx: Context): void {
       return scored
         .sort((a, b) => b.s - a.s)
         .slice(0, query ? 8 : 5)
-        .map((r) => ({ id: `session:${r.id}`, label: r.title, detail: r.cwd, insert: `@session:${r.id}` }))
+        .map((r) => ({
+          id: `session:${r.id}`,
+          label: r.title,
+          detail: r.cwd,
+          insert: `@session:${r.id}`,
+          reference: { kind: 'session' as const, sessionId: r.id },
+        }))
     },
   })
 }
