@@ -12,7 +12,7 @@
 //                   uses the prelinked file only when every enabled row is listed and every input
 //                   file is unchanged (else it imports the files as before).
 //   ../rows.json    the row table: every shipped layer's row names resolved from their layer file,
-//                   with what decided each answer (app-boot src/row-table.ts checks an entry before
+//                   with what decided each answer (app-compose src/row-table.ts checks an entry before
 //                   it answers a name at boot instead of reading the package's package.json).
 // Early rows: a package may list row modules in its package.json `dsh.earlyRows` (export subpaths,
 // "." for the main one), for rows that should start before the rest of the tree has even loaded
@@ -67,7 +67,7 @@ if (!existsSync(appBootDist)) {
 }
 const { parseLayer, resolveFrom } = await import(pathToFileURL(appBootDist).href)
 const { buildRowTable, writeRowTable } = await import(
-  pathToFileURL(join(root, place('packages/boot/app-boot/dist/row-table.js'))).href
+  pathToFileURL(join(root, place('packages/boot/app-compose/dist/row-table.js'))).href
 )
 
 /** The shipped layers: bundles and the apps' own patch files (never tests or node_modules). */
@@ -442,7 +442,7 @@ function unresolvedImports(outputFiles) {
 }
 
 // The row table: every shipped layer's row names resolved from their layer file, with what
-// decided each answer, so a boot can skip the package.json reads (app-boot src/row-table.ts checks
+// decided each answer, so a boot can skip the package.json reads (app-compose src/row-table.ts checks
 // each entry before using it). Rebuilt every run (a few ms); written only when it changed.
 function rowTable() {
   const file = join(outDir, 'rows.json')

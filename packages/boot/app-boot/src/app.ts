@@ -2,10 +2,8 @@
 // composition, then either `--dump-config` or boot, run and graceful shutdown.
 import { resolveDshHome } from '@dsh/home-paths'
 import { bootComposition, type BootedTree, type StopInfo } from './boot.ts'
-import { dumpComposition } from './dump.ts'
 import { applyDotEnv } from './env.ts'
-import { DshUserError } from './errors.ts'
-import { composeProfile, ensureProfile } from './profile.ts'
+import { composeProfile, DshUserError, dumpComposition, ensureProfile } from '@dsh/app-compose'
 import { watchLayers, type WatchOptions } from './watch.ts'
 import { homeLayout } from '@dsh/home-paths'
 import { join, resolve } from 'node:path'

@@ -14,7 +14,7 @@ import {
   PROJECT_ENV_ALLOW_VAR,
   projectEnvAllowlist,
 } from '@dsh/home-paths'
-import { DshUserError } from './errors.ts'
+import { DshUserError } from '@dsh/app-compose'
 
 /**
  * Parses a dotenv file; a missing file is `undefined`. An unreadable file, or a line that is not

@@ -1,6 +1,6 @@
 // How a boot fails: one BootFailure per row that did not come up, one `dsh: boot failed: ...`
 // line each, and the BootError that carries them.
-import { DshUserError } from './errors.ts'
+import { DshUserError } from '@dsh/app-compose'
 
 export type BootFailureKind = 'resolve' | 'disabled' | 'import' | 'config' | 'apply' | 'inject' | 'check'
 

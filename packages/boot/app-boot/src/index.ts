@@ -1,39 +1,42 @@
-// @dsh/app-boot: profiles, bundles, patch layers, .env layering and the fail-loud boot.
-export { DshUserError } from './errors.ts'
+// @dsh/app-boot: the fail-loud boot, reload, .env layering and the launcher; it re-exports the
+// composition (@dsh/app-compose) and prelinked loading (@dsh/app-prelink) for its importers.
 export {
+  applyLayers,
+  collectLayers,
+  composeLayers,
+  composeProfile,
+  DshUserError,
+  dumpComposition,
+  ensureProfile,
+  isBareSpecifier,
   isJsExpr,
   JsExpr,
   jsTag,
   LayerError,
+  listProfileTemplates,
   parseLayer,
   parseLayerCached,
-  ROW_FIELDS,
-  type InsertOp,
-  type Layer,
-  type Op,
-  type PatchOp,
-  type Row,
-  type RowField,
-} from './layer.ts'
-export { applyLayers, type Applied, type ComposedRow } from './apply.ts'
-export { isBareSpecifier, resolveFirst, resolveFrom } from './resolve.ts'
-export {
-  collectLayers,
-  composeLayers,
-  composeProfile,
-  ensureProfile,
-  listProfileTemplates,
   readLayerFile,
   readProfile,
   resolveBundle,
+  resolveFirst,
+  resolveFrom,
+  ROW_FIELDS,
+  type Applied,
   type BundleManifest,
+  type ComposedRow,
   type ComposeOptions,
   type Composition,
+  type InsertOp,
+  type Layer,
   type LayerInfo,
+  type Op,
+  type PatchOp,
   type ProfileManifest,
   type ResolvedRow,
-} from './profile.ts'
-export { dumpComposition } from './dump.ts'
+  type Row,
+  type RowField,
+} from '@dsh/app-compose'
 export { applyDotEnv, layerEnv, readEnvFile } from './env.ts'
 export {
   BootError,

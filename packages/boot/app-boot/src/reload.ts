@@ -3,7 +3,7 @@
 // does not come up.
 import { type Context, resolveConfig } from 'cordis'
 import { type Entry, interpolate } from '@cordisjs/plugin-loader'
-import type { Composition } from './profile.ts'
+import type { Composition } from '@dsh/app-compose'
 import { hasUserFileRows, shareInstallModules } from './shared-modules.ts'
 import { describeConfigError, firstLine, formatFailure, type BootFailure } from './failures.ts'
 import { checkRows, prepareRows, type LoaderError, type Prepared } from './rows.ts'

@@ -3,8 +3,7 @@
 import type { Context } from 'cordis'
 import { type Entry, evaluate } from '@cordisjs/plugin-loader'
 import { fiberError, isFiberActive, unmetInjects, type FiberLike } from '@dsh/cordis-compat'
-import { isJsExpr } from './layer.ts'
-import type { ResolvedRow } from './profile.ts'
+import { isJsExpr, type ResolvedRow } from '@dsh/app-compose'
 import { describeConfigError, firstLine, type BootFailure } from './failures.ts'
 import type { DshLoader } from './boot.ts'
 

@@ -5,8 +5,7 @@
 // file, this time from the dsh installation, so such files share the host's copies.
 import { register } from 'node:module'
 import { pathToFileURL } from 'node:url'
-import type { ResolvedRow } from './profile.ts'
-import { isBareSpecifier } from './resolve.ts'
+import { isBareSpecifier, type ResolvedRow } from '@dsh/app-compose'
 
 // The hook runs on Node's loader thread; a data: URL needs no file next to the transpiled dist/.
 const HOOKS = `

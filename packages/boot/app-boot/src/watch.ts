@@ -3,8 +3,7 @@
 import { existsSync, watch, type FSWatcher } from 'node:fs'
 import { basename, dirname, resolve } from 'node:path'
 import type { BootedTree, BootFailure, ReloadReport } from './boot.ts'
-import { DshUserError } from './errors.ts'
-import type { Composition } from './profile.ts'
+import { DshUserError, type Composition } from '@dsh/app-compose'
 
 export interface WatchOptions {
   /** Files whose edits re-compose the tree (missing ones are picked up when they appear). */

@@ -1,8 +1,7 @@
 // Where in the user's patch files a row's config was written, so a refused config names the
 // file and line to edit (`/h/cordis.patch.yml:4`), as settings.yaml problems do.
-import type { ComposedRow } from './apply.ts'
 import type { BootFailure } from './boot.ts'
-import { locateInLayer } from './layer.ts'
+import { locateInLayer, type ComposedRow } from '@dsh/app-compose'
 
 /**
  * `file:line` of the row's config, or of `keys` inside it, when a layer the user writes (profile,

@@ -90,7 +90,7 @@ describe('row table: the shipped layers', () => {
   it('prelinked/rows.json of this checkout, in a process without --conditions, matches real resolution', () => {
     // The table the build wrote, as the bin uses it: dist, no conditions, every shipped profile.
     const code = `
-      const { composeProfile, composeLayers, ensureProfile, parseLayer } = await import(${JSON.stringify(pathToFileURL(join(CHECKOUT, 'packages/boot/app-boot/dist/index.js')).href)})
+      const { composeProfile, composeLayers, ensureProfile, parseLayer } = await import(${JSON.stringify(pathToFileURL(join(CHECKOUT, 'packages/boot/app-compose/dist/index.js')).href)})
       const { readFileSync } = await import('node:fs')
       const { dirname } = await import('node:path')
       const home = process.argv[1], templates = process.argv[2], installBase = process.argv[3], layers = JSON.parse(process.argv[4])

@@ -99,7 +99,7 @@ describe('composeProfile', () => {
       '- id: r\n  config: { by: profile }\n- insert:\n    - { id: from-profile, name: ./plugin.ts }\n',
     )
     write(join(dir, 'plugin.ts'), 'export function apply() {}\n')
-    fakeBundle(dir, 'b1', `- insert:\n    - { id: r, name: ${join(FIXTURES, 'prepend.ts')}, config: { by: b1 } }\n`)
+    fakeBundle(dir, 'b1', `- insert:\n    - { id: r, name: ${join(FIXTURES, 'row.ts')}, config: { by: b1 } }\n`)
     fakeBundle(dir, 'b2', '- id: r\n  config: { by: b2 }\n')
     write(join(home, 'cordis.patch.yml'), '- id: r\n  config: { by: home }\n')
     const cwd = tempDir()

@@ -46,7 +46,7 @@ export interface RowTable {
   stats: { used: number; fallback: number; firstFallback?: string }
 }
 
-/** The checkout root of this app-boot (dist/ and src/ are both two levels below the package). */
+/** The checkout root this package is in (dist/ and src/ are both two levels below the package). */
 const installRoot = () => fileURLToPath(new URL('../../../../', import.meta.url))
 
 /** `<checkout>/prelinked/rows.json`, where scripts/prelink.mjs writes the shipped table. */
