@@ -161,6 +161,7 @@ export class SandboxedFileSystem extends LocalFileSystem {
       return await approval.request(
         {
           ...(options.session !== undefined ? { sessionId: options.session } : {}),
+          ...(typeof options.callId === 'string' && options.callId !== '' ? { callId: options.callId } : {}),
           kind: 'write',
           title: `${verb === 'write' ? 'Write' : 'Edit'} ${abs} outside the sandbox's writable roots`,
           detail: `Reason given: ${justification}\nCurrent sandbox: ${describePolicy(policy)}`,

@@ -343,6 +343,8 @@ describe('escalation through the write and edit tools', () => {
       { path: target, operation: 'write', sandbox: 'none' },
       { path: target, operation: 'edit', sandbox: 'none' },
     ])
+    // Each request names the tool call it was asked inside (timeout-policy pauses its deadline).
+    expect(asked.map((r) => r.callId)).toEqual(['c0', 'c1'])
   })
 
   it('a refusal, no answer at all, or a failing approval path writes nothing', async () => {

@@ -221,8 +221,10 @@ export function apply(ctx: Context, config: ToolFsConfig): void {
   // to allow one change outside the writable roots (fs-sandbox).
   const sandboxed = isSandboxedFs(ctx.fs)
   const escalation = sandboxed ? { sandbox_escalation: FILE_ESCALATION_PARAMETER } : {}
-  const escalate = (args: { sandbox_escalation?: SandboxEscalationRequest }) =>
-    sandboxed && args.sandbox_escalation !== undefined ? { sandboxEscalation: args.sandbox_escalation } : {}
+  const escalate = (args: { sandbox_escalation?: SandboxEscalationRequest }, call: ToolCallContext) =>
+    sandboxed && args.sandbox_escalation !== undefined
+      ? { sandboxEscalation: args.sandbox_escalation, callId: call.callId }
+      : {}
 
   ctx.tools.register<{ file_path: string; content: string; sandbox_escalation?: SandboxEscalationRequest }>({
     name: 'write',
@@ -249,7 +251,7 @@ export function apply(ctx: Context, config: ToolFsConfig): void {
         const abs = resolve(args.file_path, call)
         const result = await ctx.fs.writeFile(abs, args.content, {
           ...session(call),
-          ...escalate(args),
+          ...escalate(args, call),
           createParents: true,
           signal: call.signal,
         })
@@ -310,7 +312,7 @@ export function apply(ctx: Context, config: ToolFsConfig): void {
         if (args.old_string === '' && !(await ctx.fs.exists(abs))) {
           const result = await ctx.fs.writeFile(abs, args.new_string, {
             ...session(call),
-            ...escalate(args),
+            ...escalate(args, call),
             createParents: true,
             signal: call.signal,
           })
@@ -331,7 +333,7 @@ export function apply(ctx: Context, config: ToolFsConfig): void {
             replacement = replaceExact(text, args.old_string, args.new_string, args.replace_all === true, abs)
             return replacement.after
           },
-          { ...session(call), ...escalate(args), signal: call.signal },
+          { ...session(call), ...escalate(args, call), signal: call.signal },
         )
         const r = replacement!
         const where = r.firstLine === r.lastLine ? `line ${r.firstLine}` : `lines ${r.firstLine}-${r.lastLine}`

@@ -153,6 +153,7 @@ export function apply(ctx: Context, config: ToolAskUserConfig) {
       const outcome = await ctx.userQuestions.ask(questions, {
         ...(call.sessionId !== undefined ? { sessionId: call.sessionId } : {}),
         ...(call.agentId !== undefined ? { agentId: call.agentId } : {}),
+        callId: call.callId,
         signal: call.signal,
       })
       return renderOutcome(questions, outcome)

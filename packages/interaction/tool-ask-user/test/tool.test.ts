@@ -68,6 +68,9 @@ describe('ask_user_question', () => {
     expect(result.text).toBe('thanks')
     expect(asked).toHaveLength(1)
     expect(asked[0]!.sessionId).toBe(harness.session.id)
+    // The batch names the tool call asking it, so a deadline on that call pauses meanwhile.
+    const call = harness.session.events.find((e) => e.type === 'tool/call')!.data as { callId: string }
+    expect(asked[0]!.callId).toBe(call.callId)
     expect(asked[0]!.questions[2]).toEqual({
       id: 'extras',
       question: 'Which extras?',

@@ -63,6 +63,8 @@ function validateInput(input: ApprovalRequestInput): void {
     throw new TypeError('approval.request: kind must be a non-empty string')
   if (typeof input.title !== 'string' || input.title === '')
     throw new TypeError('approval.request: title must be a non-empty string')
+  if (input.callId !== undefined && (typeof input.callId !== 'string' || input.callId === ''))
+    throw new TypeError('approval.request: callId must be a non-empty string')
   if (input.detail !== undefined && typeof input.detail !== 'string')
     throw new TypeError('approval.request: detail must be a string')
   if (input.action === undefined)
@@ -152,6 +154,7 @@ export class ApprovalService extends Service {
       id: brand<'ApprovalId'>(`approval-${Date.now().toString(36)}-${(++counter).toString(36)}`) as ApprovalId,
       ...(input.sessionId !== undefined ? { sessionId: input.sessionId } : {}),
       ...(input.agentId !== undefined ? { agentId: input.agentId } : {}),
+      ...(input.callId !== undefined ? { callId: input.callId } : {}),
       kind: input.kind,
       title: input.title,
       ...(input.detail !== undefined ? { detail: input.detail } : {}),

@@ -29,6 +29,11 @@ export const APPROVAL_CHOICES: readonly ApprovalChoice[] = ['allowed-once', 'all
 export interface ApprovalRequestInput {
   sessionId?: string
   agentId?: string
+  /**
+   * The tool call this request is asked inside (`ToolCallContext.callId`), when it is. A deadline on
+   * that call (timeout-policy) stops counting while the request waits for a person.
+   */
+  callId?: string
   kind: ApprovalKind
   /** One line for the human, e.g. `Run "rm -rf build" outside the sandbox`. */
   title: string

@@ -36,6 +36,8 @@ describe('ctx.approval request validation', () => {
       [req({ kind: 7 }), /^approval\.request: kind must be a non-empty string$/],
       [req({ title: 7 }), /^approval\.request: title must be a non-empty string$/],
       [req({ detail: 7 }), /^approval\.request: detail must be a string$/],
+      [req({ callId: '' }), /^approval\.request: callId must be a non-empty string$/],
+      [req({ callId: 7 }), /^approval\.request: callId must be a non-empty string$/],
       [req({ action: { n: 1n } }), /^approval\.request: action must be JSON$/],
       [req({ options: [] }), /^approval\.request: options must be a non-empty array$/],
       [req({ options: 'allowed-once' }), /^approval\.request: options must be a non-empty array$/],
@@ -57,15 +59,18 @@ describe('ctx.approval request validation', () => {
 })
 
 describe('the minted request', () => {
-  it('carries sessionId, agentId and detail only when given, and the options offered', async () => {
+  it('carries sessionId, agentId, callId and detail only when given, and the options offered', async () => {
     const seen: ApprovalRequest[] = []
     ctx.on('approval/requested', (r: ApprovalRequest) => void seen.push(r))
     ctx.approval.registerAnswerer({ name: 'h', answer: () => ({ decision: 'rejected' }) })
-    await ctx.approval.request(req({ agentId: 'a1', detail: 'd', options: ['allowed-once', 'rejected'] }))
+    await ctx.approval.request(
+      req({ agentId: 'a1', callId: 'call-1', detail: 'd', options: ['allowed-once', 'rejected'] }),
+    )
     await ctx.approval.request({ kind: 'write', title: 'w', action: 1 })
     expect(seen[0]).toMatchObject({
       sessionId: 's1',
       agentId: 'a1',
+      callId: 'call-1',
       kind: 'command',
       title: 't',
       detail: 'd',

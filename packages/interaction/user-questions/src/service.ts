@@ -97,6 +97,7 @@ export class UserQuestionsService extends Service {
       id: brand<'QuestionsId'>(`questions-${Date.now().toString(36)}-${(++counter).toString(36)}`) as QuestionsId,
       ...(options.sessionId !== undefined ? { sessionId: options.sessionId } : {}),
       ...(options.agentId !== undefined ? { agentId: options.agentId } : {}),
+      ...(typeof options.callId === 'string' && options.callId !== '' ? { callId: options.callId } : {}),
       questions: Object.freeze(questions.map(copyQuestion)),
       time: Date.now(),
     })

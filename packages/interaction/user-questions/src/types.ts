@@ -34,6 +34,8 @@ export interface QuestionsRequest {
   readonly id: QuestionsId
   readonly sessionId?: string
   readonly agentId?: string
+  /** The tool call asking (e.g. ask_user_question's), when one is: its deadline pauses meanwhile. */
+  readonly callId?: string
   readonly questions: readonly Question[]
   /** Epoch milliseconds. */
   readonly time: number
@@ -48,6 +50,8 @@ export type QuestionsOutcome =
 export interface AskOptions {
   sessionId?: string
   agentId?: string
+  /** The tool call asking, when one is (`ToolCallContext.callId`); timeout-policy pauses its deadline. */
+  callId?: string
   /** Aborting while pending (turn cancelled) resolves `cancelled`. */
   signal?: AbortSignal
 }

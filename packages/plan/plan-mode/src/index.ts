@@ -261,7 +261,7 @@ export class PlanMode extends Service {
           required: ['plan'],
           additionalProperties: false,
         },
-        execute: (args, call) => this.review(agent, args.plan, call.signal),
+        execute: (args, call) => this.review(agent, args.plan, call.signal, call.callId),
       }),
     )
     return () => {
@@ -269,7 +269,7 @@ export class PlanMode extends Service {
     }
   }
 
-  private async review(agent: Agent, plan: string, signal: AbortSignal): Promise<ToolOutput> {
+  private async review(agent: Agent, plan: string, signal: AbortSignal, callId: string): Promise<ToolOutput> {
     const session = agent.session
     if (plan.trim() === '')
       return fail('EMPTY_PLAN', 'the plan is empty. Call exit_plan_mode again with the plan written out in Markdown.')
@@ -304,7 +304,7 @@ export class PlanMode extends Service {
               options,
             },
           ],
-          { sessionId: session.id, agentId: agent.id, signal },
+          { sessionId: session.id, agentId: agent.id, callId, signal },
         )
         if (outcome.status === 'answered') {
           const answer = outcome.answers.plan
@@ -344,6 +344,7 @@ export class PlanMode extends Service {
           {
             sessionId: session.id,
             agentId: agent.id,
+            callId,
             kind: 'plan',
             title: 'Approve the plan and leave plan mode',
             detail: plan,

@@ -239,11 +239,12 @@ describe('review through approvals (a surface without questions, e.g. ACP)', () 
     const seen: string[] = []
     h.ctx.approval.registerAnswerer({
       name: 'acp',
-      answer: (req) => (seen.push(`${req.kind}:${req.detail}`), answers.shift()!),
+      answer: (req) => (seen.push(`${req.kind}:${req.detail}:${req.callId !== undefined}`), answers.shift()!),
     })
     await h.prompt('go')
     const [first, second] = results(h)
-    expect(seen).toEqual(['plan:v1', 'plan:v2'])
+    // Each request names the exit_plan_mode call it was asked inside.
+    expect(seen).toEqual(['plan:v1:true', 'plan:v2:true'])
     expect(text(first)).toMatch(/you are still in plan mode\. Their feedback: smaller steps/)
     expect(text(second)).toBe('The human approved your plan. Plan mode is off: carry out the plan now.')
     expect(h.session.last('plan/mode')?.data).toEqual({ active: false, by: 'review', plan: 'v2' })

@@ -12,6 +12,8 @@ declare module '@dsh/fs' {
      * an allowed answer the change is refused as before.
      */
     sandboxEscalation?: SandboxEscalationRequest
+    /** The tool call making the change (`ToolCallContext.callId`), named by an escalation approval. */
+    callId?: string
   }
 }
 

@@ -13,6 +13,8 @@ export interface SandboxEscalationRequest {
 export interface ShellSandboxSpec {
   policy: SandboxPolicy
   sessionId?: string
+  /** The tool call running the command; an escalation approval names it (its deadline pauses). */
+  callId?: string
   escalation?: SandboxEscalationRequest
 }
 
@@ -31,6 +33,8 @@ declare module '@dsh/shell' {
   interface ShellRequest {
     /** The session the call acts for; selects its sandbox policy. Default: `env.DSH_SESSION_ID`. */
     sessionId?: string
+    /** The tool call running the command (`ToolCallContext.callId`), named by an escalation approval. */
+    callId?: string
     /** Ask the user to run this command outside the sandbox (confining executors only). */
     sandboxEscalation?: SandboxEscalationRequest
   }

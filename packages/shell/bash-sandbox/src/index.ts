@@ -85,6 +85,9 @@ export class SandboxedBashExecutor extends BashLocalExecutor implements Sandboxe
     const sessionId = request.sessionId ?? request.env?.DSH_SESSION_ID
     if (sessionId !== undefined && (typeof sessionId !== 'string' || sessionId === ''))
       throw new ShellError('INVALID_REQUEST', 'sessionId must be a non-empty string')
+    const callId = request.callId
+    if (callId !== undefined && (typeof callId !== 'string' || callId === ''))
+      throw new ShellError('INVALID_REQUEST', 'callId must be a non-empty string')
     const escalation = request.sandboxEscalation
     if (escalation !== undefined) {
       if (
@@ -106,6 +109,7 @@ export class SandboxedBashExecutor extends BashLocalExecutor implements Sandboxe
       sandbox: {
         policy,
         ...(sessionId !== undefined ? { sessionId } : {}),
+        ...(callId !== undefined ? { callId } : {}),
         ...(escalation !== undefined ? { escalation: { justification: escalation.justification.trim() } } : {}),
       },
     }
@@ -217,6 +221,7 @@ export class SandboxedBashExecutor extends BashLocalExecutor implements Sandboxe
       return await approval.request(
         {
           ...(sandbox.sessionId !== undefined ? { sessionId: sandbox.sessionId } : {}),
+          ...(sandbox.callId !== undefined ? { callId: sandbox.callId } : {}),
           kind: 'command',
           title: `Run \`${oneLine.replace(/\s+/g, ' ')}\` outside the sandbox`,
           detail: `Reason given: ${sandbox.escalation!.justification}\nCurrent sandbox: ${describePolicy(sandbox.policy)}\nWorking directory: ${spec.cwd}`,

@@ -223,6 +223,7 @@ describe('escalation', () => {
     const session = ctx.sessions.create({ cwd: ws })
     const { spec, result } = await sh(ctx, `echo x > ${outside}/escalated`, {
       sessionId: session.id,
+      callId: 'call-7',
       sandboxEscalation: { justification },
     })
     expect(readFileSync(join(outside, 'escalated'), 'utf8')).toBe('x\n')
@@ -235,6 +236,7 @@ describe('escalation', () => {
     expect(asked[0]).toMatchObject({
       kind: 'command',
       sessionId: session.id,
+      callId: 'call-7',
       action: { command: `echo x > ${outside}/escalated`, cwd: ws, sandbox: 'none' },
     })
     expect(asked[0].detail).toContain(justification)
@@ -292,6 +294,12 @@ describe('escalation', () => {
       await expect(
         ctx.shell.resolve({ command: 'true', cwd: ws, sandboxEscalation: bad as never }),
       ).rejects.toMatchObject({ code: 'INVALID_REQUEST' })
+    }
+    for (const callId of ['', 7]) {
+      await expect(ctx.shell.resolve({ command: 'true', cwd: ws, callId: callId as never })).rejects.toMatchObject({
+        code: 'INVALID_REQUEST',
+        message: expect.stringContaining('callId must be a non-empty string'),
+      })
     }
     const spec = await ctx.shell.resolve({ command: 'true', cwd: ws })
     await expect(ctx.shell.run({ ...spec, executor: 'bash-local' })).rejects.toMatchObject({ code: 'FOREIGN_SPEC' })

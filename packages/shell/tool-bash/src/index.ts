@@ -138,7 +138,9 @@ export function apply(ctx: Context, config: ToolBashConfig): void {
           timeoutMs: args.timeoutMs ?? (args.run_in_background && jobs ? shell.limits.maxTimeoutMs : undefined),
           env,
           output: budget,
-          ...(sandboxed ? { sessionId: call.sessionId, sandboxEscalation: args.sandbox_escalation } : {}),
+          ...(sandboxed
+            ? { sessionId: call.sessionId, callId: call.callId, sandboxEscalation: args.sandbox_escalation }
+            : {}),
         })
       } catch (error) {
         if (!isShellError(error)) throw error
