@@ -46,6 +46,14 @@ const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost'])
 
+function isLoopbackOrigin(origin: string): boolean {
+  try {
+    return LOOPBACK.has(new URL(origin).hostname.replace(/^\[|\]$/g, ''))
+  } catch {
+    return false
+  }
+}
+
 export function apply(ctx: Context, config: Config): void {
   const say = (line: string) => void process.stderr.write(`dsh mcp serve: ${line}\n`)
   const exit = (code: number) => {
@@ -97,6 +105,10 @@ export function apply(ctx: Context, config: Config): void {
     const handle = async (req: IncomingMessage, res: ServerResponse) => {
       const url = new URL(req.url ?? '/', 'http://localhost')
       if (url.pathname !== config.path) return reply(res, 404, `not found: the MCP endpoint is ${config.path}`)
+      // A web page is not an MCP client: a request a browser sent from another origin is refused.
+      const origin = req.headers.origin
+      if (allowedHosts && origin !== undefined && !isLoopbackOrigin(origin))
+        return reply(res, 403, `origin ${JSON.stringify(origin)} is not allowed`)
       const id = req.headers['mcp-session-id']
       if (typeof id === 'string') {
         const known = sessions.get(id)

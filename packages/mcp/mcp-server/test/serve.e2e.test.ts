@@ -175,7 +175,7 @@ describe('dsh mcp serve --transport http', () => {
     expect(text(bash)).toContain('over-http')
   })
 
-  it('refuses a request whose Host is not loopback (DNS rebinding) and an unknown session', async () => {
+  it('refuses a non-loopback Host (DNS rebinding), a foreign Origin and an unknown session', async () => {
     const body = JSON.stringify({
       jsonrpc: '2.0',
       id: 1,
@@ -193,6 +193,8 @@ describe('dsh mcp serve --transport http', () => {
       req.end(body)
     })
     expect(status).toBe(403)
+    const page = await fetch(url, { method: 'POST', headers: { ...headers, origin: 'https://evil.example' }, body })
+    expect(page.status).toBe(403)
     const stale = await fetch(url, { method: 'POST', headers: { ...headers, 'mcp-session-id': 'nope' }, body })
     expect(stale.status).toBe(404)
     expect(((await stale.json()) as { error: { message: string } }).error.message).toBe(
