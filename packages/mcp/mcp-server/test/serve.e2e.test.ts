@@ -236,4 +236,17 @@ describe('dsh mcp serve usage errors', () => {
     expect(port.code).toBe(2)
     expect(port.stderr).toContain('--port and --host need --transport http')
   })
+
+  it('names the valid presets for an unknown --permission-mode', { timeout: 30_000 }, async () => {
+    const run = await runDsh(['mcp', 'serve', '--permission-mode', 'yolo'], { cwd, env: { DSH_HOME: home } })
+    expect(run.code).toBe(2)
+    expect(run.stdout).toBe('')
+    expect(run.stderr).toMatch(/^dsh mcp serve: unknown --permission-mode "yolo"; valid: .*read-only/m)
+  })
+
+  it('ends with status 0 and nothing on stdout when the client closes stdin', { timeout: 30_000 }, async () => {
+    const run = await runDsh(['mcp', 'serve'], { cwd, env: { DSH_HOME: home }, stdin: '', timeoutMs: 20_000 })
+    expect(run.code).toBe(0)
+    expect(run.stdout).toBe('')
+  })
 })
