@@ -1,13 +1,15 @@
 // End-to-end: a bash call's deadline (timeout-policy, set to 1.5 s by a patch) does not run while
-// the editor's person decides a sandbox escalation. The real `dsh-acp` bin, the ACP SDK's client
-// side, and the DeepSeek adapter against @dsh/llm-mock-server.
+// the editor's person decides a sandbox escalation. The real `dsh` launcher (`dsh acp`), the ACP
+// SDK's client side, and the DeepSeek adapter against @dsh/llm-mock-server.
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { afterEach, expect, it } from 'vitest'
 import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
 import { assertOnlyFrames, initialize, startAcp, workspace, type AcpProcess } from './harness.ts'
 
 const BUDGET_MS = 1500
+const DSH = fileURLToPath(new URL('../../../boot/cli/bin/dsh.mjs', import.meta.url))
 
 let server: MockServer | undefined
 let running: AcpProcess | undefined
@@ -42,7 +44,8 @@ it('a person slower than the bash budget still gets the command run; a command p
   const p = await startAcp(
     { DSH_HOME: home, DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' },
     cwd,
-    ['--patch', patch],
+    ['acp', '--patch', patch],
+    DSH,
   )
   running = p
   await initialize(p.agent)

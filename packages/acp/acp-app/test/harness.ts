@@ -32,8 +32,13 @@ export interface Spawned {
   exited: Promise<number | null>
 }
 
-export function spawnBin(args: string[], env: Record<string, string | undefined>, cwd: string): Spawned {
-  const child = spawn(process.execPath, [bin, ...args], {
+export function spawnBin(
+  args: string[],
+  env: Record<string, string | undefined>,
+  cwd: string,
+  binPath: string = bin,
+): Spawned {
+  const child = spawn(process.execPath, [binPath, ...args], {
     cwd,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
@@ -68,8 +73,10 @@ export async function startAcp(
   env: Record<string, string | undefined>,
   cwd: string,
   args: string[] = [],
+  /** Another launcher of the same server, e.g. `dsh.mjs` with `acp` as the first argument. */
+  binPath: string = bin,
 ): Promise<AcpProcess> {
-  const spawned = spawnBin(args, env, cwd)
+  const spawned = spawnBin(args, env, cwd, binPath)
   const { child } = spawned
   // A tee of the child's stdout into the SDK: the raw text is kept by spawnBin's listener.
   const readable = new ReadableStream<Uint8Array>({
