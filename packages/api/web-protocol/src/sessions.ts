@@ -147,7 +147,8 @@ export const sessionsPrompt = defineMethod('sessions.prompt', {
     sessionId,
     text: Schema.string().min(1).required(),
     mode: Schema.union(['queue', 'steer'] as const).default('queue'),
-    references: Schema.array(PromptReferenceSchema),
+    // Absent must stay absent (an older client: the text rule); schemastery would fill `[]`.
+    references: optionalObject(Schema.array(PromptReferenceSchema)),
   }),
   result: Schema.object({
     /** `started`: a turn began with it; `queued`: waiting for the running turn; `steered`: given to the running turn. */

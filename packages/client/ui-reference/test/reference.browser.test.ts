@@ -23,6 +23,7 @@ const STEPS = [
   { text: 'Nothing attached.' },
   { text: 'That file is gone.' },
   { text: 'The other session ported a parser.' },
+  { text: 'Read by the text rule.' },
 ]
 
 describe.skipIf(!hasChromium())('ui-reference in the browser', () => {
@@ -127,5 +128,18 @@ describe.skipIf(!hasChromium())('ui-reference in the browser', () => {
       expect(body).toContain('It exports the answer.')
       expect(errors).toEqual([])
     })
+  })
+
+  it('a prompt without references (an older client) keeps the text rule; bad references are refused', async () => {
+    const { session } = await app.call('sessions.create', { cwd: app.cwd })
+    const before = app.mock.requests.length
+    await app.call('sessions.prompt', { sessionId: session.sessionId, text: 'see @src/main.ts and @nothing' })
+    await expect.poll(() => app.mock.requests.length, { timeout: 30_000 }).toBe(before + 1)
+    const body = lastRequest()
+    expect(body).toContain('<file path=\\"src/main.ts\\">\\nexport const answer = 42\\n</file>')
+    expect(body).not.toContain('no such file')
+    await expect(
+      app.call('sessions.prompt', { sessionId: session.sessionId, text: 'x', references: [{ kind: 'file' }] }),
+    ).rejects.toThrow(/400 INVALID_PARAMS.*references/)
   })
 })
