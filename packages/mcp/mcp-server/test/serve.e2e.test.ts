@@ -2,7 +2,7 @@
 // @dsh/llm-mock-server as the model of dsh_agent: one stdio server and one HTTP server, each
 // booted once and shared by the tests of its block; the MCP inspector CLI calls the HTTP one.
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -222,6 +222,47 @@ describe('dsh mcp serve --transport http', () => {
     const call = await run(['--method', 'tools/call', '--tool-name', 'read', '--tool-arg', 'file_path=notes.txt'])
     expect(call.code, call.err).toBe(0)
     expect(JSON.parse(call.out).content[0].text).toContain('the password is swordfish')
+  })
+})
+
+describe('dsh mcp serve --permission-mode read-only', () => {
+  let ro: Client
+
+  beforeAll(async () => {
+    ro = new Client({ name: 'dsh-test-ro', version: '1.0.0' })
+    await ro.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [DSH_BIN, 'mcp', 'serve', '--permission-mode', 'read-only', '--no-agent-tool'],
+        cwd,
+        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? root, DSH_HOME: home },
+        stderr: 'ignore',
+      }),
+    )
+  }, 60_000)
+
+  afterAll(async () => {
+    await ro?.close()
+  })
+
+  it('confines bash to the preset: the workspace write the default mode allows fails here', async () => {
+    const allowed = await client.callTool({
+      name: 'bash',
+      arguments: { command: 'echo yes > allowed.txt && cat allowed.txt', description: 'write' },
+    })
+    expect(text(allowed)).toContain('yes')
+    expect(existsSync(join(cwd, 'allowed.txt'))).toBe(true)
+    const { tools } = await ro.listTools()
+    expect(tools.map((t) => t.name)).not.toContain('dsh_agent')
+    const refused = await ro.callTool({
+      name: 'bash',
+      arguments: { command: 'echo no > refused.txt', description: 'write' },
+    })
+    expect(text(refused)).toMatch(/Read-only file system|Permission denied/)
+    expect(existsSync(join(cwd, 'refused.txt'))).toBe(false)
+    // Reading still works under read-only.
+    const read = await ro.callTool({ name: 'read', arguments: { file_path: 'notes.txt' } })
+    expect(text(read)).toContain('swordfish')
   })
 })
 
