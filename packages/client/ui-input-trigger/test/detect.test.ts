@@ -1,6 +1,6 @@
 // Trigger detection under the caret, range replacement and the fuzzy score.
 import { describe, expect, it } from 'vitest'
-import { findTrigger, fuzzyScore, replaceRange } from '../src/shared.ts'
+import { findTrigger, fuzzyScore, hasToken, replaceRange } from '../src/shared.ts'
 
 describe('findTrigger', () => {
   it('"/" only at the start of the input, "@" at any word boundary', () => {
@@ -38,5 +38,18 @@ describe('replaceRange / fuzzyScore', () => {
     expect(main).toBeGreaterThan(spread)
     expect(fuzzyScore('src', 'src/a.ts')!).toBeGreaterThan(fuzzyScore('src', 'lib/x-src.ts')!)
     expect(fuzzyScore('MAIN', 'src/main.ts')).toBe(main)
+  })
+})
+
+describe('hasToken (is a picked token still in the text?)', () => {
+  it('matches the token as a whole word, trailing punctuation allowed', () => {
+    expect(hasToken('look at @src/a.ts please', '@src/a.ts')).toBe(true)
+    expect(hasToken('@src/a.ts', '@src/a.ts')).toBe(true)
+    expect(hasToken('see @src/a.ts, then', '@src/a.ts')).toBe(true)
+    // Edited into another word, or part of a longer path: no longer the pick.
+    expect(hasToken('see @src/a.tsx', '@src/a.ts')).toBe(false)
+    expect(hasToken('x@src/a.ts', '@src/a.ts')).toBe(false)
+    expect(hasToken('nothing here', '@src/a.ts')).toBe(false)
+    expect(hasToken('x@src/a.ts and @src/a.ts', '@src/a.ts')).toBe(true)
   })
 })
