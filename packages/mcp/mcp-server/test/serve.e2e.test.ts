@@ -6,7 +6,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFil
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
@@ -39,7 +39,10 @@ let stderr = ''
 
 beforeAll(async () => {
   model = await startMockServer({
-    steps: [{ expect: { lastRole: 'user', lastContains: 'what is six times seven' }, text: 'It is 42.' }] as never,
+    steps: [
+      { expect: { lastRole: 'user', lastContains: 'what is six times seven' }, text: 'It is 42.' },
+      { expect: { lastContains: 'think forever' }, events: [{ text: 'Thinking... ' }, { stall: true }] },
+    ] as never,
   })
   const transport = new StdioClientTransport({
     command: process.execPath,
@@ -126,6 +129,23 @@ describe('dsh mcp serve (stdio)', () => {
     expect(model.served).toBe(1)
     const logged = files(join(home, 'sessions')).filter((f) => readFileSync(f, 'utf8').includes(sessionId))
     expect(logged.length).toBeGreaterThan(0)
+  })
+
+  it('cancelling a dsh_agent call stops the agent turn', { timeout: 30_000 }, async () => {
+    const cancel = new AbortController()
+    const call = client.callTool({ name: 'dsh_agent', arguments: { task: 'think forever' } }, undefined, {
+      signal: cancel.signal,
+    })
+    const settled = call.then(
+      () => 'resolved',
+      () => 'rejected',
+    )
+    // The turn's model request arrived (the script stalls it): cancel the MCP request.
+    await vi.waitFor(() => expect(model.requests.length).toBe(2), { timeout: 20_000 })
+    cancel.abort('enough')
+    expect(await settled).toBe('rejected')
+    // The server aborted the agent, which dropped its model request.
+    await vi.waitFor(() => expect(model.requests[1].aborted).toBe(true), { timeout: 20_000 })
   })
 
   it('keeps stdout for frames: a plugin writing to stdout lands on stderr', () => {
