@@ -10,6 +10,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync } from 'node:
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context } from 'cordis'
+import type { PreStepDecision, PreStepPayload } from '@dsh/agent'
 import SessionStore from '@dsh/session'
 import { createHarness } from '@dsh/agent-loop-testkit'
 import {
@@ -195,13 +196,14 @@ describe('the announcement', () => {
     const observer = {
       name: 'pre-step-observer',
       apply(ctx: Context) {
-        ctx.on(
-          'agent/pre-step',
-          (payload: { messages: Array<{ source?: { plugin?: string } }> }, next: () => unknown) => {
-            seen.push(payload.messages.some((message) => message.source?.plugin === ANNOUNCE_SOURCE.plugin))
-            return next()
-          },
-        )
+        ctx.on('agent/pre-step', (payload: PreStepPayload, next: () => Promise<PreStepDecision>) => {
+          seen.push(
+            payload.messages.some(
+              (message) => message.source?.kind === 'plugin' && message.source.plugin === ANNOUNCE_SOURCE.plugin,
+            ),
+          )
+          return next()
+        })
       },
     }
     const harness = await createHarness({

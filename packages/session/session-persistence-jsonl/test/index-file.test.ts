@@ -11,6 +11,7 @@ import { hostname, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { Context } from 'cordis'
+import { asSessionId } from '@dsh/session'
 import type { SessionSummary } from '@dsh/session-persistence'
 import { completeTurn, eventLog } from '@dsh/session-persistence/contract'
 import JsonlPersistence from '../src/index.ts'
@@ -28,7 +29,7 @@ afterEach(async () => {
 })
 
 const summary = (id: string, extra: Partial<SessionSummary> = {}): SessionSummary => ({
-  id,
+  id: asSessionId(id),
   cwd: '/w',
   createdAt: 1,
   updatedAt: 2,
@@ -192,8 +193,8 @@ describe('mergeSummary', () => {
       firstPrompt: 'first',
       turns: 2,
       events: 5,
-      parentSession: 'p',
-      origin: 'fork' as never,
+      parentSession: { sessionId: asSessionId('p'), boundary: 4 },
+      origin: 'fork',
     })
     const more = summary('s', {
       cwd: '/x',
@@ -214,7 +215,7 @@ describe('mergeSummary', () => {
       firstPrompt: 'first',
       turns: 3,
       events: 9,
-      parentSession: 'p',
+      parentSession: { sessionId: 'p', boundary: 4 },
       origin: 'fork',
     })
     expect(Object.keys(merged)).toEqual([
