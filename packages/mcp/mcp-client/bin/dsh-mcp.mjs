@@ -12,11 +12,13 @@ await launch({
   argv,
   run: async () => {
     if (argv[0] === 'serve') {
-      // `dsh mcp serve` is @dsh/mcp-server's (dsh as a server), next to this package in the monorepo.
+      // `dsh mcp serve` is @dsh/mcp-server's (dsh as a server), reached by URL like the launcher
+      // reaches this bin (scripts/pack.mjs follows such URLs into the package layout).
+      const serve = runsSources()
+        ? new URL('../../mcp-server/src/cli.ts', import.meta.url)
+        : new URL('../../mcp-server/dist/cli.js', import.meta.url)
       /** @type {typeof import('../../mcp-server/src/cli.ts')} */
-      const { runMcpServe } = await import(
-        runsSources() ? '../../mcp-server/src/cli.ts' : '../../mcp-server/dist/cli.js'
-      )
+      const { runMcpServe } = await import(serve.href)
       return runMcpServe({
         argv: argv.slice(1),
         installBase: fileURLToPath(new URL('../../../boot/cli/package.json', import.meta.url)),
