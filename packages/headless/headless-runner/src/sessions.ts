@@ -3,7 +3,7 @@
 import type { Context } from 'cordis'
 import type { Session } from '@dsh/session'
 import type {} from '@dsh/session-persistence'
-import { continuable, ExitCode, formatAge, latestContinuable, resumeStored } from '@dsh/surface-kit'
+import { continuable, ExitCode, latestContinuable, resumeStored, sessionTable } from '@dsh/surface-kit'
 import { UsageError, type HeadlessOptions } from './args.ts'
 import type { Io } from './io.ts'
 
@@ -20,35 +20,6 @@ export interface SessionRow {
 }
 
 const durable = (ctx: Context) => ctx.get('durableSessions')
-
-/** An aligned table: every column but the last padded to its widest cell. */
-export function sessionTable(rows: SessionRow[], withCwd: boolean, now = Date.now()): string {
-  const oneLine = (text: string) => {
-    const flat = text.replace(/\s+/g, ' ').trim()
-    return flat.length > 60 ? flat.slice(0, 57) + '...' : flat
-  }
-  const header = ['ID', 'UPDATED', 'TURNS', ...(withCwd ? ['CWD'] : []), 'TITLE']
-  const cells = rows.map((r) => [
-    r.id,
-    formatAge(r.updatedAt ?? r.createdAt, now),
-    String(r.turns),
-    ...(withCwd ? [r.cwd] : []),
-    r.damaged !== undefined
-      ? `(damaged: ${oneLine(r.damaged)})`
-      : oneLine(r.title ?? r.firstPrompt ?? '') || '(no prompt)',
-  ])
-  const all = [header, ...cells]
-  const widths = header.map((_, i) => Math.max(...all.map((row) => row[i].length)))
-  return (
-    all
-      .map((row) =>
-        row
-          .map((cell, i) => (i === row.length - 1 ? cell : i === 2 ? cell.padStart(widths[i]) : cell.padEnd(widths[i])))
-          .join('  '),
-      )
-      .join('\n') + '\n'
-  )
-}
 
 export async function listSessions(ctx: Context, options: HeadlessOptions, io: Io): Promise<number> {
   const store = durable(ctx)

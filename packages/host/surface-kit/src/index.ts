@@ -14,4 +14,4 @@ export {
 export { PendingAnswers, type AnswerOutcome, type AnswerWait } from './answers.ts'
 export { foldSessionRow, humanPromptOf, sessionRowOf, type SessionRow } from './rows.ts'
 export { appExit, ExitCode, type AppExit } from './exit.ts'
-export { formatAge } from './age.ts'
+export { formatAge, sessionTable, type SessionTableRow } from './age.ts'

@@ -1,14 +1,8 @@
 // Text output of `dsh sessions`: the list table and the `show` block.
 import type { SessionListRow } from './index.ts'
 
-/** "just now", "5m ago", "3h ago", "2d ago". */
-export function formatAge(then: number, now = Date.now()): string {
-  const s = Math.max(0, Math.round((now - then) / 1000))
-  if (s < 60) return 'just now'
-  if (s < 3600) return `${Math.floor(s / 60)}m ago`
-  if (s < 86_400) return `${Math.floor(s / 3600)}h ago`
-  return `${Math.floor(s / 86_400)}d ago`
-}
+// The list table and the age column are the terminal faces' shared ones (@dsh/surface-kit).
+export { formatAge, sessionTable } from '@dsh/surface-kit'
 
 /** Milliseconds as `850ms`, `12.3s` or `4m05s`. */
 export function formatDuration(ms: number): string {
@@ -16,40 +10,6 @@ export function formatDuration(ms: number): string {
   if (ms < 60_000) return `${(ms / 1000).toFixed(1)}s`
   const s = Math.round(ms / 1000)
   return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`
-}
-
-const oneLine = (text: string, max = 60) => {
-  const flat = text.replace(/\s+/g, ' ').trim()
-  return flat.length > max ? flat.slice(0, max - 3) + '...' : flat
-}
-
-/** An aligned table: every column but the last padded to its widest cell. */
-export function sessionTable(rows: SessionListRow[], withCwd: boolean, now = Date.now()): string {
-  // The columns `dsh sessions` always had (scripts read them); token figures are in `show` and JSON.
-  const header = ['ID', 'UPDATED', 'TURNS', ...(withCwd ? ['CWD'] : []), 'TITLE']
-  const cells = rows.map((r) => [
-    r.id,
-    formatAge(r.updatedAt ?? r.createdAt, now),
-    String(r.turns),
-    ...(withCwd ? [r.cwd] : []),
-    r.damaged !== undefined
-      ? `(damaged: ${oneLine(r.damaged)})`
-      : oneLine(r.title ?? r.firstPrompt ?? '') || '(no prompt)',
-  ])
-  const all = [header, ...cells]
-  const widths = header.map((_, i) => Math.max(...all.map((row) => row[i].length)))
-  const right = new Set([2])
-  return (
-    all
-      .map((row) =>
-        row
-          .map((cell, i) =>
-            i === row.length - 1 ? cell : right.has(i) ? cell.padStart(widths[i]) : cell.padEnd(widths[i]),
-          )
-          .join('  '),
-      )
-      .join('\n') + '\n'
-  )
 }
 
 /** The `show` block: identity, then whole-session figures, then one line per turn. */
