@@ -34,7 +34,7 @@ async function run(mode: string) {
   const ssh = join(root, 'user', '.ssh')
   for (const dir of [home, ssh, join(repo, '.git'), join(repo, 'app'), join(repo, 'lib'), join(repo, 'docs')])
     mkdirSync(dir, { recursive: true })
-  writeFileSync(join(home, '.credentials.yaml'), `deepseek: ${KEY}\n`, { mode: 0o600 })
+  writeFileSync(join(home, '.credentials.yaml'), `MY_SERVICE_TOKEN: ${KEY}\n`, { mode: 0o600 })
   writeFileSync(join(ssh, 'id_rsa'), `-----BEGIN KEY-----\n${SSH}\n`)
   writeFileSync(join(repo, 'docs', 'rules.md'), 'INSIDE: linked rules from docs')
   symlinkSync(join(home, '.credentials.yaml'), join(repo, 'AGENTS.md'))
