@@ -83,7 +83,7 @@ interface Group {
 /** Starts the harness with `groups`; resolves with its process and what it printed. */
 async function harness(
   groups: Group[],
-  mode: 'stay' | 'idle' = 'stay',
+  mode: 'stay' | 'idle' | 'rearm' = 'stay',
 ): Promise<{ child: ChildProcess; pids: number[]; watchdog: number }> {
   const child = spawn(process.execPath, [HARNESS, JSON.stringify(groups), mode], { stdio: ['ignore', 'pipe', 'pipe'] })
   harnesses.push(child)
@@ -94,6 +94,11 @@ async function harness(
 
 /** The first line the harness prints (fails when it ends first). */
 function firstLine(child: ChildProcess): Promise<string> {
+  return nextLine(child)
+}
+
+/** The first line the harness prints from now on (its earlier lines ended before this call). */
+function nextLine(child: ChildProcess): Promise<string> {
   let stderr = ''
   child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()))
   return new Promise<string>((resolve, reject) => {
@@ -182,10 +187,15 @@ describe.runIf(linux)('watchdog', () => {
   it('replaces a watchdog that was killed while groups run, and the new one ends them', {
     timeout: 60_000,
   }, async () => {
-    const { child, pids, watchdog } = await harness([{ script: `trap '' TERM; sleep 600`, graceMs: 100 }])
+    const { child, pids, watchdog } = await harness([{ script: `trap '' TERM; sleep 600`, graceMs: 100 }], 'rearm')
+    // Listen before the kill: the harness reports the replacement once it has sent it the groups
+    // (a replacement seen in /proc may not have them yet, and would then end nothing).
+    const rearmed = nextLine(child)
     process.kill(watchdog, 'SIGKILL')
     await until('the watchdog to be killed', () => gone(watchdog))
-    const replacement = await until('a new watchdog', () => watchdogOf(child.pid!, watchdog))
+    const replacement = (JSON.parse(await rearmed) as { rearmed: number }).rearmed
+    expect(replacement).not.toBe(watchdog)
+    expect(watchdogOf(child.pid!, watchdog)).toBe(replacement)
     await killHarness(child)
     await until('the guarded group to end', () => pids.every(gone))
     await until('the new watchdog to exit', () => gone(replacement))
