@@ -9,8 +9,9 @@
 #                  headers build the native add-ons), so the engines range is tested, not assumed
 #   --with-tests   also run the README's test command in the clean clone (HOME still the empty one)
 #   --test-families "F ..."
-#                  instead, run only these package families there (directories under packages/, or
-#                  `bundles`), as vitest path filters: CI runs the
+#                  instead, run only these package families or packages there (directories under
+#                  packages/ such as `storage` or `boot/cli`, or `bundles`), as vitest path filters;
+#                  a name that is no such directory fails before anything runs. CI runs the
 #                  README's command on its own checkout already, so under the second Node line it
 #                  runs the engine-sensitive families (native add-ons, PTYs, the loader) and skips
 #                  the slow surface suites (browser, tmux, language servers)
@@ -69,6 +70,16 @@ global_cmd=$(readme_block global)
 [[ -n "$global_cmd" ]] || fail "README.md has no readme:global block"
 
 git clone -q --no-hardlinks "$repo" "$work/dsh"
+# The vitest path filter of a family (`storage`), a package (`boot/cli`), `bundles` or an example.
+family_path() {
+  case "$1" in bundles | examples/*) echo "$1/" ;; *) echo "packages/$1/" ;; esac
+}
+# A typo would narrow the run silently (vitest runs whatever the other filters match): checked
+# here, before the install, so it fails in seconds.
+for family in $test_projects; do
+  [[ -d "$work/dsh/$(family_path "$family")" ]] ||
+    fail "--test-families: $family is not a directory of the checkout ($(family_path "$family"))"
+done
 # What is checked is the committed HEAD: uncommitted edits are not part of a clean clone.
 
 export HOME="$work/home"
@@ -143,7 +154,7 @@ if [[ -n "$with_tests" ]]; then
 elif [[ -n "$test_projects" ]]; then
   args=()
   for family in $test_projects; do
-    case "$family" in bundles | examples/*) args+=("$family/") ;; *) args+=("packages/$family/") ;; esac
+    args+=("$(family_path "$family")")
   done
   say "test families under node $(node --version): $test_projects"
   unset DEEPSEEK_BASE_URL DEEPSEEK_API_KEY
