@@ -112,7 +112,9 @@ function placesOf(abs: string): string[] {
     } catch {
       break
     }
-    current = resolvePath(dirname(real ?? current), target)
+    // A relative target is relative to the directory holding the link (its own links resolved),
+    // not to where the whole chain ends.
+    current = resolvePath(realLocation(dirname(current)) ?? dirname(current), target)
     places.add(current)
   }
   return [...places]

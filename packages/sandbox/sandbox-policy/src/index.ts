@@ -244,10 +244,13 @@ export class SandboxPolicyService extends Service {
     const readOnlyPaths = [
       ...new Set([home, ...layers.map(realpathOrSelf), ...(this.config.readOnlyPaths ?? []).map(realpathOrSelf)]),
     ]
+    // Each credential file by its name in the home and, when it is a link (a dotfiles manager's
+    // layout), by where it really lies: reading the real file directly must be refused as well.
+    const credentials = [join(home, '.credentials.yaml'), join(home, '.env')]
     const hiddenPaths = [
       ...new Set([
-        join(home, '.credentials.yaml'),
-        join(home, '.env'),
+        ...credentials,
+        ...credentials.map(realpathOrSelf),
         ...(this.config.hiddenPaths ?? []).map(realpathOrSelf),
       ]),
     ]

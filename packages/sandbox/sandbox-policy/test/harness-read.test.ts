@@ -65,6 +65,25 @@ describe('harnessReadRefusal', () => {
     expect(harnessReadRefusal(join(ws, 'env-link'), policy)).toMatch(/^it leads to .*\/home\/\.env, which is under/)
   })
 
+  it('resolves each relative hop against the directory of its link: a credential file that is itself a link is still refused', () => {
+    // A dotfile manager's layout: the hidden file is a link to where the secret really lives, and
+    // the workspace reaches it through a relative link. The real path (the secret's) is not a
+    // hidden path; only the hop through the credential file's own name is.
+    const store = join(outside, 'dotfiles', 'deep')
+    mkdirSync(store, { recursive: true })
+    writeFileSync(join(store, 'env'), 'SECRET=1\n')
+    const linkedHome = join(base, 'linked-home')
+    mkdirSync(linkedHome)
+    symlinkSync(join(store, 'env'), join(linkedHome, '.env'))
+    symlinkSync('../linked-home/.env', join(ws, 'dot-env'))
+    const linked = { ...policy, hiddenPaths: [join(linkedHome, '.env')] }
+    expect(harnessReadRefusal(join(ws, 'dot-env'), linked)).toBe(
+      `it leads to ${join(linkedHome, '.env')}, which is under ${join(linkedHome, '.env')}, dsh's credentials, which are not readable in workspace-write mode`,
+    )
+    // Positive control: the secret's real file itself is not a hidden path under this policy.
+    expect(harnessReadRefusal(join(store, 'env'), linked)).toBeUndefined()
+  })
+
   it('refuses per-process /proc entries and the /dev/fd aliases, by name, in a confining mode', () => {
     for (const path of [
       '/proc/self/environ',

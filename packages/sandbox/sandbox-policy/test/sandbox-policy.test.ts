@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { execFileSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context } from 'cordis'
@@ -159,6 +159,24 @@ describe('resolution', () => {
       expect(policy.hiddenPaths).toEqual([join(home, '.credentials.yaml'), join(home, '.env'), join(other, 'secret')])
     }
     expect(ctx.sandboxPolicy.resolve({ cwd: ws })).toMatchObject({ readOnlyPaths: [home, other] })
+    // A credential file that is a link (a dotfiles layout) is hidden where it really lies too, and
+    // the harness refuses to read that real file directly.
+    const dotfiles = join(base, 'dotfiles')
+    mkdirSync(dotfiles, { recursive: true })
+    writeFileSync(join(dotfiles, 'dsh.env'), 'SECRET=1\n')
+    symlinkSync(join(dotfiles, 'dsh.env'), join(home, '.env'))
+    const confined = ctx.sessions.create({ cwd: ws })
+    ctx.sandboxPolicy.setMode(confined.id, 'workspace-write')
+    const linked = ctx.sandboxPolicy.resolve({ sessionId: confined.id })
+    expect(linked.hiddenPaths).toEqual([
+      join(home, '.credentials.yaml'),
+      join(home, '.env'),
+      join(dotfiles, 'dsh.env'),
+      join(other, 'secret'),
+    ])
+    expect(ctx.sandboxPolicy.readRefusal(join(dotfiles, 'dsh.env'), { sessionId: confined.id })).toMatch(
+      /dsh's credentials/,
+    )
     for (const config of [{ readOnlyPaths: ['rel'] }, { hiddenPaths: ['rel/x'] }]) {
       const bad = new Context()
       // The fiber settles with the config error: wait for that, not for time.
