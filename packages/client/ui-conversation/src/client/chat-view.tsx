@@ -17,7 +17,18 @@ import type {
   UserNode,
 } from '../model/index.ts'
 import { Markdown } from '@dsh/ui-markdown'
+import { Check, Copy, IconButton, Pencil, RotateCcw } from '@dsh/client-runtime/ui'
 import type { Translate } from './strings.ts'
+
+/**
+ * What a user message offers besides Copy. Both start a branch: a copy of the session from
+ * before the message's turn (`sessions.fork`) in which the text (as it was, or edited) is sent,
+ * leaving this session as it is. Absent: only Copy.
+ */
+export interface MessageActions {
+  /** Sends `text` in a fork of the session taken before `node`'s turn, and opens it. */
+  resend(node: UserNode, text: string): Promise<void>
+}
 
 export interface ChatViewProps {
   snapshot: ConversationSnapshot
@@ -26,16 +37,168 @@ export interface ChatViewProps {
   renderTool: (node: ToolNode) => ReactNode
   /** Shown when the conversation has no nodes yet. */
   empty?: ReactNode
+  /** Edit-and-resend and retry on user messages (the plugin passes fork + prompt). */
+  actions?: MessageActions
 }
 
-const UserMessage = memo(function UserMessage({ node, t }: { node: UserNode; t: Translate }) {
+/** Copies `text`; the button says "Copied" for a moment after the clipboard took it. */
+function CopyAction({ text, t, label }: { text: string; t: Translate; label: string }) {
+  const [copied, setCopied] = useState(false)
+  const copy = () => {
+    void globalThis.navigator?.clipboard?.writeText(text).then(
+      () => {
+        setCopied(true)
+        setTimeout(() => setCopied(false), 1500)
+      },
+      () => {},
+    )
+  }
   return (
-    <div className="dsh-msg dsh-msg-user" data-node="user" data-seq={node.seq}>
-      {/* biome-ignore lint/a11y/useSemanticElements: a message bubble, not a form control group, so <fieldset> would be wrong; role=group only lets the bubble carry its 'You' label (a plain div may not) */}
-      <div className="dsh-msg-bubble" role="group" aria-label={t('you')}>
-        {node.text}
-        {node.images > 0 ? <div className="dsh-msg-meta">{t('images', { count: node.images })}</div> : null}
+    <IconButton
+      label={copied ? t('copied') : label}
+      icon={copied ? Check : Copy}
+      size={14}
+      data-action="copy"
+      onClick={copy}
+    />
+  )
+}
+
+/** The inline editor of a user message: Enter sends (as a branch), Shift+Enter breaks the line, Esc cancels. */
+function EditForm({
+  text,
+  t,
+  busy,
+  onSend,
+  onCancel,
+}: {
+  text: string
+  t: Translate
+  busy: boolean
+  onSend: (text: string) => void
+  onCancel: () => void
+}) {
+  const [value, setValue] = useState(text)
+  const area = useRef<HTMLTextAreaElement>(null)
+  useEffect(() => {
+    const el = area.current
+    if (!el) return
+    el.focus()
+    el.setSelectionRange(el.value.length, el.value.length)
+  }, [])
+  const send = () => {
+    if (value.trim() && !busy) onSend(value)
+  }
+  return (
+    <form
+      className="dsh-msg-edit"
+      data-edit="true"
+      onSubmit={(e) => {
+        e.preventDefault()
+        send()
+      }}
+    >
+      <textarea
+        ref={area}
+        className="dsh-msg-edit-input"
+        aria-label={t('message.editLabel')}
+        value={value}
+        rows={Math.min(10, Math.max(2, value.split('\n').length))}
+        onChange={(e) => setValue(e.target.value)}
+        onKeyDown={(e) => {
+          if (e.nativeEvent.isComposing) return
+          if (e.key === 'Enter' && !e.shiftKey && !e.altKey && !e.ctrlKey && !e.metaKey) {
+            e.preventDefault()
+            send()
+          } else if (e.key === 'Escape') {
+            e.preventDefault()
+            e.stopPropagation()
+            onCancel()
+          }
+        }}
+      />
+      <div className="dsh-msg-edit-bar">
+        <span className="dsh-msg-meta">{t('message.branchHint')}</span>
+        <button type="button" className="dsh-button" onClick={onCancel}>
+          {t('message.cancel')}
+        </button>
+        <button type="submit" className="dsh-button dsh-button-primary" disabled={busy || !value.trim()}>
+          {t('message.send')}
+        </button>
       </div>
+    </form>
+  )
+}
+
+const UserMessage = memo(function UserMessage({
+  node,
+  t,
+  actions,
+}: {
+  node: UserNode
+  t: Translate
+  /** Present when the message opened its turn (a fork before that turn starts with it). */
+  actions?: MessageActions
+}) {
+  const [editing, setEditing] = useState(false)
+  const [busy, setBusy] = useState(false)
+  const [error, setError] = useState<string | undefined>(undefined)
+  const resend = (text: string) => {
+    if (!actions || busy) return
+    setBusy(true)
+    setError(undefined)
+    actions.resend(node, text).then(
+      () => {
+        setBusy(false)
+        setEditing(false)
+      },
+      (e: unknown) => {
+        setBusy(false)
+        setError(t('message.failed', { message: (e as Error)?.message ?? String(e) }))
+      },
+    )
+  }
+  return (
+    <div className="dsh-msg dsh-msg-user" data-node="user" data-seq={node.seq} data-busy={busy || undefined}>
+      {editing ? (
+        <EditForm text={node.text} t={t} busy={busy} onSend={resend} onCancel={() => setEditing(false)} />
+      ) : (
+        // biome-ignore lint/a11y/useSemanticElements: a message bubble, not a form control group, so <fieldset> would be wrong; role=group only lets the bubble carry its 'You' label (a plain div may not)
+        <div className="dsh-msg-bubble" role="group" aria-label={t('you')}>
+          {node.text}
+          {node.images > 0 ? <div className="dsh-msg-meta">{t('images', { count: node.images })}</div> : null}
+        </div>
+      )}
+      {editing ? null : (
+        <div className="dsh-msg-actions" data-actions="user">
+          <CopyAction text={node.text} t={t} label={t('message.copy')} />
+          {actions ? (
+            <>
+              <IconButton
+                label={t('message.edit')}
+                icon={Pencil}
+                size={14}
+                data-action="edit"
+                disabled={busy}
+                onClick={() => setEditing(true)}
+              />
+              <IconButton
+                label={t('message.retry')}
+                icon={RotateCcw}
+                size={14}
+                data-action="retry"
+                disabled={busy}
+                onClick={() => resend(node.text)}
+              />
+            </>
+          ) : null}
+        </div>
+      )}
+      {error ? (
+        <div className="dsh-msg-meta dsh-msg-error" role="alert">
+          {error}
+        </div>
+      ) : null}
     </div>
   )
 })
@@ -130,33 +293,17 @@ const ThinkingRow = memo(function ThinkingRow({ node, t }: { node: ThinkingNode;
   )
 })
 
-function CopyButton({ text, t }: { text: string; t: Translate }) {
-  const [copied, setCopied] = useState(false)
-  const copy = () => {
-    void globalThis.navigator?.clipboard?.writeText(text).then(
-      () => {
-        setCopied(true)
-        setTimeout(() => setCopied(false), 1500)
-      },
-      () => {},
-    )
-  }
-  return (
-    <div className="dsh-msg-actions">
-      <button type="button" className="dsh-link-button" onClick={copy}>
-        {copied ? t('copied') : t('copy')}
-      </button>
-    </div>
-  )
-}
-
 const AssistantMessage = memo(function AssistantMessage({ node, t }: { node: AssistantNode; t: Translate }) {
   return (
     <div className="dsh-msg dsh-msg-assistant" data-node="assistant" data-streaming={node.streaming || undefined}>
       <Markdown text={node.text} streaming={node.streaming} t={t} />
       {node.streaming ? <span className="dsh-caret" aria-hidden="true" /> : null}
       {node.interrupted ? <div className="dsh-msg-meta dsh-warn">{t('interrupted')}</div> : null}
-      {!node.streaming && node.text ? <CopyButton text={node.text} t={t} /> : null}
+      {!node.streaming && node.text ? (
+        <div className="dsh-msg-actions" data-actions="assistant">
+          <CopyAction text={node.text} t={t} label={t('message.copyAnswer')} />
+        </div>
+      ) : null}
     </div>
   )
 })
@@ -196,10 +343,17 @@ const NoticeRow = memo(function NoticeRow({ node, t }: { node: NoticeNode; t: Tr
   )
 })
 
-function renderNode(node: ConversationNode, t: Translate, renderTool: (node: ToolNode) => ReactNode): ReactNode {
+function renderNode(
+  node: ConversationNode,
+  t: Translate,
+  renderTool: (node: ToolNode) => ReactNode,
+  actionsFor: (node: UserNode) => MessageActions | undefined,
+): ReactNode {
   switch (node.kind) {
-    case 'user':
-      return <UserMessage key={node.key} node={node} t={t} />
+    case 'user': {
+      const actions = actionsFor(node)
+      return <UserMessage key={node.key} node={node} t={t} {...(actions ? { actions } : {})} />
+    }
     case 'context':
       return <ContextRow key={node.key} node={node} t={t} />
     case 'thinking':
@@ -233,7 +387,22 @@ function tailIsLive(nodes: readonly ConversationNode[]): boolean {
 export const WINDOW = 60
 const STEP = 60
 
-export function ChatView({ snapshot, t, renderTool, empty }: ChatViewProps) {
+/**
+ * The keys of the user messages that opened their turn: a fork before that turn starts with the
+ * message, so it can be resent (a message steered into or queued behind it cannot).
+ */
+export function turnOpeners(nodes: readonly ConversationNode[]): Set<string> {
+  const keys = new Set<string>()
+  let turn: number | undefined
+  for (const node of nodes) {
+    if (node.kind !== 'user') continue
+    if (node.turn >= 0 && node.turn !== turn) keys.add(node.key)
+    turn = node.turn
+  }
+  return keys
+}
+
+export function ChatView({ snapshot, t, renderTool, empty, actions }: ChatViewProps) {
   const scroller = useRef<HTMLDivElement>(null)
   const following = useRef(true)
   const [showJump, setShowJump] = useState(false)
@@ -280,6 +449,11 @@ export function ChatView({ snapshot, t, renderTool, empty }: ChatViewProps) {
   const tailStart = Math.max(0, all.length - WINDOW)
   const start = pinned === undefined ? tailStart : Math.min(pinned, tailStart)
   const nodes = start === 0 ? all : all.slice(start)
+  const openers = useMemo(() => (actions ? turnOpeners(all) : undefined), [actions, all])
+  const actionsFor = useCallback(
+    (node: UserNode) => (actions && openers?.has(node.key) ? actions : undefined),
+    [actions, openers],
+  )
   // Keep the reader's place when older rows are mounted above it.
   const fromBottom = useRef<number | undefined>(undefined)
   const revealEarlier = useCallback(() => {
@@ -328,7 +502,7 @@ export function ChatView({ snapshot, t, renderTool, empty }: ChatViewProps) {
         {nodes.length === 0 ? (
           <div className="dsh-chat-empty">{empty ?? t('empty')}</div>
         ) : (
-          nodes.map((node) => renderNode(node, t, renderTool))
+          nodes.map((node) => renderNode(node, t, renderTool, actionsFor))
         )}
         {snapshot.turnRunning &&
         !tailIsLive(nodes) &&

@@ -7,7 +7,7 @@ import type { Context } from 'cordis'
 import { memo, useCallback, useEffect, useMemo } from 'react'
 import { Slot, useCtx, type SessionSlotProps } from '@dsh/client-runtime'
 import type { ConversationSnapshot, ToolNode } from '../model/index.ts'
-import { ChatView } from './chat-view.tsx'
+import { ChatView, type MessageActions } from './chat-view.tsx'
 import { Composer, type SendMode } from './composer.tsx'
 import { useSnapshot, useSnapshotSlice, useStableT } from './hooks.ts'
 import { ContextSection, PlanSection } from './panel.tsx'
@@ -18,7 +18,7 @@ import { MARKDOWN_CSS, warmUp } from '@dsh/ui-markdown'
 import type { PromptReference } from '@dsh/web-protocol'
 import type {} from '@dsh/ui-input-trigger/shared'
 
-export { ChatView, type ChatViewProps } from './chat-view.tsx'
+export { ChatView, turnOpeners, type ChatViewProps, type MessageActions } from './chat-view.tsx'
 export { Composer, type ComposerProps, type SendMode } from './composer.tsx'
 export { PlanSection, ContextSection } from './panel.tsx'
 export { ConversationStore } from './store.ts'
@@ -82,7 +82,7 @@ const composerSlice = (s: ConversationSnapshot) => [
 const panelSlice = (s: ConversationSnapshot) => [s.todos, s.usage, s.lastInputTokens, s.model?.provider, s.model?.model]
 
 export const name = '@dsh/ui-conversation'
-export const inject = ['slots', 'locale', 'remote', 'connection']
+export const inject = ['slots', 'locale', 'remote', 'connection', 'router']
 
 const STARTERS = ['starter.explain', 'starter.tests', 'starter.review']
 
@@ -149,6 +149,28 @@ export function apply(ctx: Context): void {
     return () => void (cancelled = true)
   }, 'ui-conversation: markdown warm-up')
 
+  /**
+   * Retry and edit-and-resend: a fork of the session before the message's turn (the host's
+   * `sessions.fork`), the text sent there, and the fork opened. This session is left as it is.
+   * When the send fails the fork still opens, with the text in its composer.
+   */
+  function messageActions(sessionId: string): MessageActions {
+    return {
+      async resend(node, text) {
+        const { session } = await ctx.remote.call('sessions.fork', { sessionId, beforeTurn: node.turn })
+        const fork = session.sessionId
+        try {
+          await ctx.remote.call('sessions.prompt', { sessionId: fork, text })
+        } catch (error) {
+          store.drafts.set(fork, text)
+          ctx.router.openSession(fork)
+          throw error
+        }
+        ctx.router.openSession(fork)
+      },
+    }
+  }
+
   /** The session's model, held while the calling seat is mounted. */
   function useSessionModel(sessionId: string) {
     const model = useMemo(() => store.model(sessionId), [sessionId])
@@ -188,6 +210,7 @@ export function apply(ctx: Context): void {
       () => (node: ToolNode) => <ToolNodeView sessionId={sessionId} node={node} t={t} />,
       [sessionId, t],
     )
+    const actions = useMemo(() => messageActions(sessionId), [sessionId])
     // Before the first replay, an empty list means "not loaded yet", not "nothing said yet".
     const empty =
       failed !== undefined ? (
@@ -201,7 +224,14 @@ export function apply(ctx: Context): void {
       )
     return (
       <div className="dsh-conv" data-session={sessionId} data-loaded={loaded || undefined}>
-        <ChatView key={sessionId} snapshot={snapshot} t={t} renderTool={renderTool} {...(empty ? { empty } : {})} />
+        <ChatView
+          key={sessionId}
+          snapshot={snapshot}
+          t={t}
+          renderTool={renderTool}
+          actions={actions}
+          {...(empty ? { empty } : {})}
+        />
       </div>
     )
   })

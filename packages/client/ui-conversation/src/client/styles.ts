@@ -16,7 +16,7 @@ export const CSS = `
 .dsh-starter:hover{border-color:var(--dsh-color-accent);background:var(--dsh-color-accent-subtle);}
 .dsh-starter:focus-visible{outline:2px solid var(--dsh-color-focus);outline-offset:2px;}
 .dsh-msg{line-height:1.55;overflow-wrap:anywhere;}
-.dsh-msg-user{display:flex;justify-content:flex-end;}
+.dsh-msg-user{display:flex;flex-direction:column;align-items:flex-end;}
 .dsh-msg-user .dsh-msg-bubble{background:var(--dsh-color-user-bubble);border-radius:12px;padding:8px 12px;max-width:85%;white-space:pre-wrap;}
 .dsh-queued .dsh-msg-bubble{opacity:.7;border:1px dashed var(--dsh-color-border);}
 .dsh-badge{display:inline-block;font-size:11px;padding:1px 6px;border-radius:8px;border:1px solid var(--dsh-color-border);margin-right:6px;color:var(--dsh-color-fg-muted);}
@@ -31,8 +31,15 @@ export const CSS = `
 .dsh-thinking,.dsh-context{font-size:13px;color:var(--dsh-color-fg-muted);}
 .dsh-thinking summary,.dsh-context summary{cursor:pointer;user-select:none;}
 .dsh-thinking-body,.dsh-context-body{white-space:pre-wrap;border-left:2px solid var(--dsh-color-border);padding:4px 10px;margin-top:4px;max-height:320px;overflow:auto;}
-.dsh-msg-actions{opacity:0;transition:opacity .15s;margin-top:2px;}
-.dsh-msg-assistant:hover .dsh-msg-actions,.dsh-msg-actions:focus-within{opacity:1;}
+.dsh-msg-actions{display:flex;gap:2px;opacity:0;transition:opacity var(--dsh-motion-fast);margin-top:2px;}
+.dsh-msg:hover>.dsh-msg-actions,.dsh-msg-actions:focus-within{opacity:1;}
+@media (hover:none){.dsh-msg-actions{opacity:1;}}
+.dsh-msg-actions .dsh-icon-btn{width:28px;height:28px;color:var(--dsh-color-fg-muted);}
+.dsh-msg-edit{width:min(100%,640px);display:flex;flex-direction:column;gap:6px;}
+.dsh-msg-edit-input{width:100%;box-sizing:border-box;font:inherit;line-height:1.5;padding:8px 12px;border-radius:12px;border:1px solid var(--dsh-color-focus);background:var(--dsh-color-surface);color:var(--dsh-color-fg);resize:vertical;}
+.dsh-msg-edit-bar{display:flex;gap:8px;align-items:center;justify-content:flex-end;}
+.dsh-msg-edit-bar .dsh-msg-meta{flex:1;margin:0;}
+.dsh-msg-error{color:var(--dsh-color-danger);}
 .dsh-thinking-preview{margin-left:8px;opacity:.75;font-style:italic;}
 .dsh-working{color:var(--dsh-color-fg-muted);font-size:13px;}
 .dsh-turn-end{font-size:13px;border-radius:8px;padding:6px 10px;background:var(--dsh-color-bg-subtle);}

@@ -1,0 +1,142 @@
+// Per-message actions in real Chromium against the real `dsh web` and the mock model: a user
+// message and an answer each carry Copy (shown on hover or keyboard focus, with an accessible
+// name); a user message that opened its turn also carries Retry and Edit and resend, which send
+// the text (as it was, or edited) in a fork of the session taken before that turn and open the
+// fork, leaving the original session as it was. One host and one page for the file; the mock
+// serves its steps in the order the tests prompt.
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import {
+  hasChromium,
+  launchBrowser,
+  openPage,
+  startWebApp,
+  withArtifacts,
+  type Browser,
+  type Page,
+  type WebApp,
+} from '@dsh/web-testkit'
+
+vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
+
+const STEPS = [
+  { text: 'The first answer: four.' },
+  // Retry (in a fork)
+  { text: 'The retried answer: still four.' },
+  // Edit and resend (in another fork)
+  { text: 'The edited answer: six.' },
+]
+
+type Events = { events: Array<{ type: string; data: any }> }
+
+describe.skipIf(!hasChromium())('per-message actions', () => {
+  let app: WebApp
+  let browser: Browser
+  let page: Page
+  let errors: string[]
+  let original: string
+  beforeAll(async () => {
+    app = await startWebApp({ steps: STEPS as never })
+    browser = await launchBrowser()
+    const opened = await openPage(browser, app.url)
+    ;({ page, errors } = opened)
+    await opened.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: app.url })
+    await page.waitForURL(/\/s\/[^/]+$/)
+    original = sessionId()
+  })
+  afterAll(async () => {
+    await browser?.close()
+    await app?.close()
+  })
+  const sessionId = () => decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!)
+  const input = () => page.locator('textarea[data-composer="true"]')
+  const humanTexts = async (id: string) =>
+    (await app.call<Events>('sessions.history', { sessionId: id })).events
+      .filter((e) => e.type === 'user/message' && (e.data.source?.kind ?? 'human') === 'human')
+      .map((e) => e.data.content.map((b: any) => b.text ?? '').join(''))
+  const status = async (id: string) =>
+    (await app.call('sessions.list', {})).sessions.find((s: any) => s.sessionId === id)?.status
+  const opacity = (selector: string) =>
+    page
+      .locator(selector)
+      .first()
+      .evaluate((el) => getComputedStyle(el).opacity)
+  const clipboard = () => page.evaluate(() => navigator.clipboard.readText())
+
+  it('Copy on a user message and on an answer: hidden until hover or focus, named, and copies the text', async () => {
+    await withArtifacts(page, 'actions-copy', async () => {
+      await input().fill('What is two plus two?')
+      await input().press('Enter')
+      await page.locator('[data-node="assistant"]', { hasText: 'The first answer: four.' }).waitFor()
+      await expect.poll(() => status(original)).toBe('idle')
+      const user = page.locator('[data-node="user"]').first()
+      const answer = page.locator('[data-node="assistant"]').first()
+      // Not hovered, not focused: the actions are out of sight.
+      await page.mouse.move(0, 0)
+      await expect.poll(() => opacity('[data-actions="user"]')).toBe('0')
+      await user.hover()
+      await expect.poll(() => opacity('[data-actions="user"]')).toBe('1')
+      await user.getByRole('button', { name: 'Copy message' }).click()
+      await expect.poll(clipboard).toBe('What is two plus two?')
+      await user.getByRole('button', { name: 'Copied' }).waitFor()
+      await answer.hover()
+      await answer.getByRole('button', { name: 'Copy answer' }).click()
+      await expect.poll(clipboard).toBe('The first answer: four.')
+    })
+  })
+
+  it('Retry, reached with the keyboard: the same text is sent in a fork, the original stays', async () => {
+    await withArtifacts(page, 'actions-retry', async () => {
+      await page.mouse.move(0, 0)
+      await input().focus()
+      // Shift+Tab walks back from the composer through the answer's and the message's actions.
+      let found = false
+      for (let i = 0; i < 20 && !found; i++) {
+        await page.keyboard.press('Shift+Tab')
+        found = await page.evaluate(() => document.activeElement?.getAttribute('aria-label') === 'Retry')
+      }
+      expect(found).toBe(true)
+      // Focus inside the actions shows them.
+      await expect.poll(() => opacity('[data-actions="user"]')).toBe('1')
+      await page.keyboard.press('Enter')
+      await expect.poll(sessionId).not.toBe(original)
+      const fork = sessionId()
+      await page.locator('[data-node="assistant"]', { hasText: 'The retried answer: still four.' }).waitFor()
+      await expect.poll(() => status(fork)).toBe('idle')
+      // The fork holds the message once, answered anew; the original is untouched.
+      expect(await humanTexts(fork)).toEqual(['What is two plus two?'])
+      expect(await page.locator('[data-node="user"]').count()).toBe(1)
+      expect(await page.locator('[data-node="assistant"]').allTextContents()).not.toContain(
+        expect.stringContaining('The first answer'),
+      )
+      expect(await humanTexts(original)).toEqual(['What is two plus two?'])
+    })
+  })
+
+  it('Edit and resend: Enter sends the edited text in a fork; Esc cancels an edit', async () => {
+    await withArtifacts(page, 'actions-edit', async () => {
+      await page.goto(`${app.url}/s/${encodeURIComponent(original)}`)
+      await page.waitForSelector('html[data-ready="true"]')
+      const user = page.locator('[data-node="user"]').first()
+      await user.hover()
+      await user.getByRole('button', { name: 'Edit and resend' }).click()
+      const editor = page.getByRole('textbox', { name: 'Edit your message' })
+      expect(await editor.inputValue()).toBe('What is two plus two?')
+      expect(await editor.evaluate((el) => el === document.activeElement)).toBe(true)
+      await page.keyboard.press('Escape')
+      await editor.waitFor({ state: 'detached' })
+      expect(sessionId()).toBe(original)
+      await user.hover()
+      await user.getByRole('button', { name: 'Edit and resend' }).click()
+      await editor.fill('What is three plus three?')
+      await editor.press('Enter')
+      await expect.poll(sessionId).not.toBe(original)
+      const fork = sessionId()
+      await page.locator('[data-node="assistant"]', { hasText: 'The edited answer: six.' }).waitFor()
+      await expect.poll(() => status(fork)).toBe('idle')
+      expect(await humanTexts(fork)).toEqual(['What is three plus three?'])
+      expect(await humanTexts(original)).toEqual(['What is two plus two?'])
+      expect(errors).toEqual([])
+    })
+  })
+
+})
