@@ -24,6 +24,8 @@ const STEPS = [
   { text: 'The retried answer: still four.' },
   // Edit and resend (in another fork)
   { text: 'The edited answer: six.' },
+  // Code blocks
+  { text: 'Two blocks:\n\n```ts\nconst answer: number = 6\n```\n\nand\n\n```\nplain  text\n  indented\n```\n' },
 ]
 
 type Events = { events: Array<{ type: string; data: any }> }
@@ -139,4 +141,19 @@ describe.skipIf(!hasChromium())('per-message actions', () => {
     })
   })
 
+  it('code blocks in an answer: a language label and a named Copy per block that copies its code exactly', async () => {
+    await withArtifacts(page, 'actions-code', async () => {
+      await input().fill('Show me code')
+      await input().press('Enter')
+      const answer = page.locator('[data-node="assistant"]', { hasText: 'Two blocks:' })
+      await answer.locator('[data-code-block]').nth(1).waitFor()
+      expect(await answer.locator('[data-code-lang]').allTextContents()).toEqual(['TypeScript', 'Code'])
+      await answer.getByRole('button', { name: 'Copy TypeScript code' }).click()
+      await expect.poll(clipboard).toBe('const answer: number = 6')
+      await answer.getByRole('button', { name: 'Copy code', exact: true }).focus()
+      await page.keyboard.press('Enter')
+      await expect.poll(clipboard).toBe('plain  text\n  indented')
+      expect(errors).toEqual([])
+    })
+  })
 })

@@ -50,6 +50,36 @@ const ALIASES: Record<string, string> = {
   patch: 'diff',
 }
 
+const NAMES: Record<string, string> = {
+  typescript: 'TypeScript',
+  javascript: 'JavaScript',
+  python: 'Python',
+  bash: 'Shell',
+  json: 'JSON',
+  diff: 'Diff',
+  yaml: 'YAML',
+  rust: 'Rust',
+  go: 'Go',
+  css: 'CSS',
+  xml: 'HTML/XML',
+  sql: 'SQL',
+  java: 'Java',
+  c: 'C',
+  cpp: 'C++',
+  markdown: 'Markdown',
+}
+
+/**
+ * The label a code block shows for its fence tag: the language's name when it is one of the
+ * shipped ones (`ts` → `TypeScript`), else the tag's first word as written, else undefined.
+ */
+export function languageLabel(tag: string | undefined): string | undefined {
+  const word = tag?.trim().split(/\s+/)[0]
+  if (!word) return undefined
+  const known = languageOf(word)
+  return known ? NAMES[known] : word
+}
+
 /** The language a fence tag names, or undefined when none of the shipped ones fits. */
 export function languageOf(tag: string | undefined): string | undefined {
   if (!tag) return undefined

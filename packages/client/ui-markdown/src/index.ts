@@ -2,5 +2,5 @@
 // HTML string is injected) with syntax highlighting that loads on demand. A library for browser
 // halves (bundled into each half that imports it), not a plugin.
 export { Markdown, decodeEntities, safeHref, warmUp, type MarkdownProps, type Translate } from './markdown.tsx'
-export { highlight, languageOf } from './highlight.ts'
+export { highlight, languageLabel, languageOf } from './highlight.ts'
 export { MARKDOWN_CSS } from './styles.ts'

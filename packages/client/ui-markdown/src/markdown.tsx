@@ -6,7 +6,7 @@
 // biome-ignore-all lint/suspicious/noArrayIndexKey: blocks, list items and table cells are positional tokens of re-lexed text with no identity of their own; the index is their identity (it keeps the memoised blocks of a streaming answer in place)
 import { Lexer, type Token, type Tokens } from 'marked'
 import { memo, useEffect, useMemo, useState, type ReactNode } from 'react'
-import { highlight, languageOf } from './highlight.ts'
+import { highlight, languageLabel, languageOf } from './highlight.ts'
 /**
  * Looks up the renderer's few labels: `copy`, `copied`, `taskDone`, `taskOpen` (the caller's
  * namespace provides them).
@@ -120,11 +120,20 @@ function CodeBlock({ text, lang, complete, t }: { text: string; lang?: string; c
     )
   }
   const highlighted = html && html.source === text
+  const named = languageLabel(lang)
   return (
-    <div className="dsh-md-pre" data-lang={lang || undefined}>
+    <div className="dsh-md-pre" data-lang={lang || undefined} data-code-block="true">
       <div className="dsh-md-pre-bar">
-        <span className="dsh-md-pre-lang">{lang || ''}</span>
-        <button type="button" className="dsh-link-button" onClick={copy}>
+        <span className="dsh-md-pre-lang" data-code-lang="true">
+          {named ?? t('code')}
+        </span>
+        <button
+          type="button"
+          className="dsh-md-copy"
+          aria-label={copied ? t('copied') : named ? t('copyCodeIn', { language: named }) : t('copyCode')}
+          data-action="copy-code"
+          onClick={copy}
+        >
           {copied ? t('copied') : t('copy')}
         </button>
       </div>

@@ -6,7 +6,11 @@ export const MARKDOWN_CSS = `
 .dsh-md li.dsh-md-task{list-style:none;margin-left:-1.2em}.dsh-md li.dsh-md-task input{margin-right:6px}
 .dsh-md-code{background:var(--dsh-color-code-bg);border-radius:4px;padding:1px 4px;font-size:.92em;}
 .dsh-md-pre{border:1px solid var(--dsh-color-border);border-radius:8px;margin:.6em 0;overflow:hidden;}
-.dsh-md-pre-bar{display:flex;justify-content:space-between;font-size:12px;color:var(--dsh-color-fg-muted);padding:2px 8px;background:var(--dsh-color-bg-subtle);}
+.dsh-md-pre-bar{display:flex;justify-content:space-between;align-items:center;font-size:12px;color:var(--dsh-color-fg-muted);padding:2px 4px 2px 10px;background:var(--dsh-color-bg-subtle);border-bottom:1px solid var(--dsh-color-border);}
+.dsh-md-pre-lang{font-family:var(--dsh-font-mono);}
+.dsh-md-copy{background:none;border:1px solid transparent;border-radius:var(--dsh-radius-sm);color:var(--dsh-color-fg-muted);cursor:pointer;font:inherit;font-size:12px;padding:2px 8px;}
+.dsh-md-copy:hover{background:var(--dsh-color-bg-hover);color:var(--dsh-color-fg);}
+.dsh-md-copy:focus-visible{outline:2px solid var(--dsh-color-focus);outline-offset:1px;}
 .dsh-md-pre pre{margin:0;padding:10px 12px;overflow-x:auto;background:var(--dsh-color-code-bg);font-size:13px;line-height:1.45;}
 .dsh-md .hljs-keyword,.dsh-md .hljs-selector-tag,.dsh-md .hljs-literal{color:#8839ef}
 .dsh-md .hljs-string,.dsh-md .hljs-regexp,.dsh-md .hljs-addition{color:#2f7d32}

@@ -2,7 +2,7 @@
 import { createElement as h } from 'react'
 import { renderToStaticMarkup } from 'react-dom/server'
 import { describe, expect, it } from 'vitest'
-import { Markdown, decodeEntities, languageOf, safeHref, warmUp } from '../src/index.ts'
+import { Markdown, decodeEntities, languageLabel, languageOf, safeHref, warmUp } from '../src/index.ts'
 
 const LABELS: Record<string, string> = { copy: 'Copy', copied: 'Copied', taskDone: 'done', taskOpen: 'not done' }
 const t = (key: string) => LABELS[key] ?? key
@@ -46,6 +46,17 @@ describe('Markdown', () => {
     expect(safeHref(' JavaScript:alert(1)')).toBeUndefined()
     expect(safeHref('mailto:a@b.c')).toBe('mailto:a@b.c')
     expect(decodeEntities('&lt;&#39;&bogus;')).toBe("<'&bogus;")
+  })
+})
+
+describe('languageLabel', () => {
+  it("names a shipped language by its name, another by the fence's first word, none by nothing", () => {
+    expect(languageLabel('ts')).toBe('TypeScript')
+    expect(languageLabel('Shell')).toBe('Shell')
+    expect(languageLabel('python title="x.py"')).toBe('Python')
+    expect(languageLabel('brainfuck x')).toBe('brainfuck')
+    expect(languageLabel('  ')).toBeUndefined()
+    expect(languageLabel(undefined)).toBeUndefined()
   })
 })
 
