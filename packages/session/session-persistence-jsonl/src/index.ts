@@ -3,9 +3,14 @@
 // `session.jsonl`), `log.created` (written with the first batch: the log must exist from then
 // on), a writer lock and a rebuildable `summary.json` cache for `list()`; the store root holds the
 // listing index (`index.jsonl`, see list-index.ts) that lets `list()` read one file.
-import { createHash } from 'node:crypto'
-import { existsSync, constants as fsc, promises as fs, readdirSync, statSync } from 'node:fs'
-import { hostname } from 'node:os'
+//
+// This file is the service: where sessions live, and the five backend steps (create, open, read,
+// write, close) plus the listing. The parts it is made of: framing.ts (batch frames and their
+// scan), zstd.ts (the codec), layout.ts (file names and file helpers), lock.ts (the writer lock),
+// header.ts (header and lost-log damage), writer.ts (the open log: first batch, appends),
+// summary-cache.ts (per-session summary cache and index row checks), list-index.ts (the store
+// index), damage.ts (the listing row of an unreadable session).
+import { promises as fs, readdirSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
@@ -16,18 +21,34 @@ import {
   SessionPersistence,
   SessionPersistenceError,
   SummaryBuilder,
-  parseHeader,
   type BackendReadResult,
   type SessionHeader,
   type SessionSummary,
   type StoredRecord,
   isValidSessionId,
   parseSessionId,
-  processAlive,
   sessionNotFound,
 } from '@dsh/session-persistence'
+import { damagedSummary } from './damage.ts'
 import { CodecNeeded, FramingError, encodeBatch, encodeLines, type ScanResult, scanRaw, scanZstd } from './framing.ts'
+import { missingLog, readHeader } from './header.ts'
+import {
+  CREATED_FILE,
+  HEADER_FILE,
+  LOG_RAW,
+  LOG_ZSTD,
+  type Stamp,
+  anyExists,
+  cwdKey,
+  exists,
+  stampOf,
+  syncDir,
+  writeAtomic,
+} from './layout.ts'
 import { appendIndex, INDEX_FILE, type IndexRow, mergeSummary, readIndex, rewriteIndex } from './list-index.ts'
+import { takeWriterLock } from './lock.ts'
+import { cachedSummary, rowValid, writeSummaryCache } from './summary-cache.ts'
+import { type OpenLog, appendBatch, appendFlags, createLog, track, useDsync } from './writer.ts'
 import { loadZstd, readyZstd, type ZstdCodec } from './zstd.ts'
 
 export { loadZstd, readyZstd, type ZstdCodec } from './zstd.ts'
@@ -42,25 +63,16 @@ export {
   BATCH_HEADER_SIZE,
   FramingError,
 } from './framing.ts'
+export { LOG_RAW, LOG_ZSTD, cwdKey } from './layout.ts'
 
 export const name = '@dsh/session-persistence-jsonl'
 
-export const LOG_ZSTD = 'session.jsonl.zstd'
 /**
  * Where the WebAssembly codec is concerned (Node without zlib zstd), a log below this size is
  * written in stored frames without loading it; the batch that finds the log this large starts
  * the load, and batches after it are compressed once it is ready.
  */
 export const STORE_BELOW = 64 * 1024
-export const LOG_RAW = 'session.jsonl'
-const HEADER_FILE = 'header.json'
-const LOCK_FILE = 'writer.lock'
-const SUMMARY_FILE = 'summary.json'
-/**
- * Created beside the log by its first batch and holding the log's file name: a session directory
- * with this marker and no log lost its log (damage), one without either never wrote an event.
- */
-const CREATED_FILE = 'log.created'
 /** Sessions whose `list()` row is computed concurrently. */
 const LIST_CONCURRENCY = 16
 
@@ -83,46 +95,6 @@ export interface JsonlPersistenceConfig {
    * and list from it. Off: every listing reads each session's own `summary.json`.
    */
   listIndex?: boolean
-}
-
-/**
- * The stamp a summary was computed at: the log's name, size and mtime (a log overwritten in place at
- * the same size changes its mtime), `header.json`'s size and mtime.
- */
-interface Stamp {
-  file: string
-  size: number
-  mtime: number
-  header: string
-}
-
-/** `<sanitised cwd, at most 60 chars>-<8 hex of sha256(cwd)>`: readable and collision-safe. */
-export function cwdKey(cwd: string): string {
-  const readable =
-    cwd
-      .replace(/[^A-Za-z0-9._-]+/g, '-')
-      .replace(/^-+|-+$/g, '')
-      .slice(-60) || 'root'
-  return `${readable}-${createHash('sha256').update(cwd).digest('hex').slice(0, 8)}`
-}
-
-interface OpenLog {
-  /** Unset until the first batch creates the log file (a session with no events has none). */
-  handle?: fs.FileHandle
-  /** The handle was opened O_DSYNC: each write returns durable, no separate fdatasync. */
-  dsync?: boolean
-  path: string
-  compressed: boolean
-  /** Byte length of the durable, intact log. */
-  size: number
-  lockPath: string
-  /**
-   * The summary of what the log holds, kept up to date by each batch for the listing index:
-   * `base` is the summary of the log as opened (undefined for a new session), `more` folds the
-   * batches written since. Unset when the opened log's summary was not known (the index row is
-   * then left to the next listing).
-   */
-  tracked?: { base?: SessionSummary; more: SummaryBuilder }
 }
 
 export class JsonlPersistence extends SessionPersistence {
@@ -221,7 +193,7 @@ export class JsonlPersistence extends SessionPersistence {
       throw new SessionPersistenceError('EXISTS', header.id, `session ${header.id} already exists`)
     const dir = join(this.root, cwdKey(header.cwd), header.id)
     await fs.mkdir(dir, { recursive: true })
-    const lockPath = await this.lock(header.id, dir)
+    const lockPath = await takeWriterLock(header.id, dir)
     try {
       const compressed = this.options.compression === 'zstd'
       const path = join(dir, compressed ? LOG_ZSTD : LOG_RAW)
@@ -243,18 +215,18 @@ export class JsonlPersistence extends SessionPersistence {
   protected async backendOpen(id: SessionId): Promise<void> {
     const dir = await this.sessionDir(id)
     if (!dir) throw sessionNotFound(id)
-    const lockPath = await this.lock(id, dir)
+    const lockPath = await takeWriterLock(id, dir)
     const path = await this.existingLog(id)
     if (!path) {
       // A log that was created and is gone: writing would start a fresh log over lost history.
-      const missing = await this.missingLog(id, dir)
+      const missing = await missingLog(id, dir)
       if (missing) {
         await fs.rm(lockPath, { force: true })
         throw missing
       }
       // Created, never written: the first batch creates the log in this build's format.
       const compressed = this.options.compression === 'zstd'
-      const header = await this.readHeader(id, dir).catch(() => undefined)
+      const header = await readHeader(id, dir).catch(() => undefined)
       this.open.set(id, {
         path: join(dir, compressed ? LOG_ZSTD : LOG_RAW),
         compressed,
@@ -265,17 +237,17 @@ export class JsonlPersistence extends SessionPersistence {
       return
     }
     try {
-      const handle = await fs.open(path, this.appendFlags())
+      const handle = await fs.open(path, appendFlags(useDsync(this.options.fsync)))
       const compressed = path.endsWith('.zstd')
       const size = (await handle.stat()).size
       // The summary of the log as it is now, when its cache matches: batches written from here on
       // extend it, so closing can write the index row without reading the log back.
-      const cached = this.options.listIndex ? await this.cachedSummary(id, dir) : undefined
+      const cached = this.options.listIndex ? await cachedSummary(id, dir) : undefined
       const tracked =
         cached && cached.stamp.size === size && join(dir, cached.stamp.file) === path
           ? { base: cached.summary, more: new SummaryBuilder(cached.summary as unknown as SessionHeader) }
           : undefined
-      this.open.set(id, { handle, dsync: this.dsync, path, compressed, size, lockPath, tracked })
+      this.open.set(id, { handle, dsync: useDsync(this.options.fsync), path, compressed, size, lockPath, tracked })
     } catch (error) {
       await fs.rm(lockPath, { force: true })
       throw error
@@ -285,10 +257,10 @@ export class JsonlPersistence extends SessionPersistence {
   protected async backendRead(id: SessionId, mode: 'load' | 'inspect'): Promise<BackendReadResult> {
     const dir = await this.sessionDir(id)
     if (!dir) throw sessionNotFound(id)
-    const header = await this.readHeader(id, dir)
+    const header = await readHeader(id, dir)
     const path = await this.existingLog(id)
     if (!path) {
-      const missing = await this.missingLog(id, dir)
+      const missing = await missingLog(id, dir)
       if (missing) throw missing
       // No log file and no marker: the session was created and nothing was ever written to it.
       return { header, records: [] }
@@ -345,24 +317,12 @@ export class JsonlPersistence extends SessionPersistence {
       ? encodeBatch(records, this.readyCodec(log.size >= STORE_BELOW), this.options.zstdLevel)
       : encodeLines(records)
     if (!log.handle) {
-      await this.createLog(log, bytes)
+      await createLog(log, bytes, this.options.fsync)
       track(log, records)
       return
     }
-    try {
-      let written = 0
-      while (written < bytes.length) {
-        const { bytesWritten } = await log.handle.write(bytes, written, bytes.length - written)
-        written += bytesWritten
-      }
-      if (this.options.fsync && !log.dsync) await log.handle.datasync()
-      log.size += bytes.length
-      track(log, records)
-    } catch (error) {
-      // Leave no half batch behind: the next write must start on a batch boundary.
-      await log.handle.truncate(log.size).catch(() => {})
-      throw error
-    }
+    await appendBatch(log, log.handle, bytes, this.options.fsync)
+    track(log, records)
   }
 
   protected async backendClose(id: SessionId): Promise<void> {
@@ -389,7 +349,7 @@ export class JsonlPersistence extends SessionPersistence {
       mtime: logStat.mtimeMs,
       header: stampOf(header),
     }
-    await writeAtomic(join(dir, SUMMARY_FILE), JSON.stringify({ ...stamp, summary }) + '\n', false)
+    await writeSummaryCache(dir, stamp, summary)
     await appendIndex(this.root, [{ id, key: basename(dirname(dir)), ...stamp, summary }])
   }
 
@@ -445,7 +405,7 @@ export class JsonlPersistence extends SessionPersistence {
       while (next < pending.length) {
         const [id, key, dir] = pending[next++]
         const got = await this.summaryOf(id, dir).catch(async (error: unknown) => ({
-          summary: await this.damagedSummary(id, dir, error),
+          summary: await damagedSummary(root, id, dir, error),
           stamp: undefined,
         }))
         if (!got?.summary) continue
@@ -479,7 +439,7 @@ export class JsonlPersistence extends SessionPersistence {
    * instead of five; anything that does not line up takes the full path.
    */
   private async summaryOf(id: SessionId, dir: string): Promise<{ summary: SessionSummary; stamp?: Stamp } | undefined> {
-    const cached = await this.cachedSummary(id, dir)
+    const cached = await cachedSummary(id, dir)
     if (cached) {
       this.dirs.set(id, dir)
       return cached
@@ -488,10 +448,10 @@ export class JsonlPersistence extends SessionPersistence {
     if (!(await exists(join(dir, HEADER_FILE))) && !(await anyExists(dir, [LOG_ZSTD, LOG_RAW, CREATED_FILE])))
       return undefined
     this.dirs.set(id, dir)
-    const header = await this.readHeader(id, dir)
+    const header = await readHeader(id, dir)
     const path = await this.existingLog(id)
     if (!path) {
-      const missing = await this.missingLog(id, dir)
+      const missing = await missingLog(id, dir)
       if (missing) throw missing
       return { summary: new SummaryBuilder(header).result() }
     }
@@ -506,332 +466,8 @@ export class JsonlPersistence extends SessionPersistence {
     const headerStamp = stampOf(headerStat)
     if (intact !== size) return { summary }
     const stamp: Stamp = { file, size, mtime: logStat.mtimeMs, header: headerStamp }
-    await writeAtomic(join(dir, SUMMARY_FILE), JSON.stringify({ ...stamp, summary }) + '\n', false).catch(() => {})
+    await writeSummaryCache(dir, stamp, summary).catch(() => {})
     return { summary, stamp }
-  }
-
-  /**
-   * The cached summary when its recorded log is still the session's log, at the recorded size, and
-   * `header.json` is the one read then (same size and modification time): a header damaged after
-   * the cache was written takes the full path and is reported.
-   */
-  private async cachedSummary(
-    id: SessionId,
-    dir: string,
-  ): Promise<{ summary: SessionSummary; stamp: Stamp } | undefined> {
-    let cached: { size?: unknown; mtime?: unknown; file?: unknown; header?: unknown; summary?: SessionSummary }
-    try {
-      cached = JSON.parse(await fs.readFile(join(dir, SUMMARY_FILE), 'utf8'))
-    } catch {
-      return undefined // missing or unreadable: rebuilt by the caller
-    }
-    // An older cache without `file`, or a cache of another session: rebuilt.
-    if (
-      cached?.summary?.id !== id ||
-      typeof cached.size !== 'number' ||
-      (cached.file !== LOG_ZSTD && cached.file !== LOG_RAW)
-    )
-      return undefined
-    if (typeof cached.header !== 'string') return undefined
-    // A compressed log is preferred over a raw one, so a cached raw log must not have a rival.
-    if (cached.file === LOG_RAW && (await exists(join(dir, LOG_ZSTD)))) return undefined
-    const [log, header] = await Promise.all([
-      fs.stat(join(dir, cached.file)).then(
-        (st) => st,
-        () => undefined,
-      ),
-      fs.stat(join(dir, HEADER_FILE)).then(stampOf, () => undefined),
-    ])
-    // The log's mtime is checked when the cache records it (caches of older builds do not).
-    if (!log || log.size !== cached.size || (typeof cached.mtime === 'number' && cached.mtime !== log.mtimeMs))
-      return undefined
-    return header === cached.header
-      ? { summary: cached.summary, stamp: { file: cached.file, size: log.size, mtime: log.mtimeMs, header } }
-      : undefined
-  }
-
-  /**
-   * The row of a session whose header or log cannot be read: listed (by the newest of its files'
-   * mtimes) with `damaged`, so `latest()` and `--continue` stop at it instead of picking an older
-   * session. Without a readable header the cwd is recovered from what the directory key can
-   * confirm (see recoverCwd); the creation time is then the directory's.
-   */
-  private async damagedSummary(id: SessionId, dir: string, error: unknown): Promise<SessionSummary | undefined> {
-    const damaged = (error as Error)?.message ?? String(error)
-    const header = await this.readHeader(id, dir).catch(() => undefined)
-    const times = await Promise.all(
-      [LOG_ZSTD, LOG_RAW, CREATED_FILE, HEADER_FILE].map((file) =>
-        fs.stat(join(dir, file)).then(
-          (st) => st.mtimeMs,
-          () => 0,
-        ),
-      ),
-    )
-    const mtime = Math.floor(Math.max(...times))
-    if (header) {
-      const row = new SummaryBuilder(header).result()
-      return { ...row, updatedAt: Math.max(row.updatedAt, mtime), damaged }
-    }
-    const born = await fs.stat(dir).then(
-      (st) => Math.floor(st.birthtimeMs || st.mtimeMs),
-      () => mtime,
-    )
-    return {
-      id,
-      cwd: await this.recoverCwd(id, dir),
-      createdAt: Math.min(born, mtime || born),
-      updatedAt: Math.max(born, mtime),
-      turns: 0,
-      events: 0,
-      damaged,
-    }
-  }
-
-  /**
-   * The cwd of a session whose header is unreadable. The directory key ends in a hash of the cwd,
-   * so a candidate is accepted only when its key is the directory's: the session's own summary
-   * cache, an intact sibling header (every session of one directory key shares the cwd), and this
-   * process's cwd (so `--continue` from that directory finds the damage). '' when none matches.
-   */
-  private async recoverCwd(id: SessionId, dir: string): Promise<string> {
-    const keyDir = dirname(dir)
-    const key = keyDir.slice(this.root.length + 1)
-    const candidates: string[] = []
-    const cached = await fs.readFile(join(dir, SUMMARY_FILE), 'utf8').then(
-      (text) => JSON.parse(text)?.summary?.cwd,
-      () => undefined,
-    )
-    if (typeof cached === 'string') candidates.push(cached)
-    candidates.push(process.cwd())
-    for (const candidate of candidates) if (cwdKey(candidate) === key) return candidate
-    const siblings = await fs.readdir(keyDir).catch(() => [] as string[])
-    for (const sibling of siblings) {
-      if (sibling === id || !isValidSessionId(sibling)) continue
-      const cwd = await fs.readFile(join(keyDir, sibling, HEADER_FILE), 'utf8').then(
-        (text) => JSON.parse(text)?.cwd,
-        () => undefined,
-      )
-      if (typeof cwd === 'string' && cwdKey(cwd) === key) return cwd
-    }
-    return ''
-  }
-
-  /**
-   * The damage of a session directory whose log was created (its marker is there) and is gone;
-   * undefined when no log was ever created.
-   */
-  private async missingLog(id: SessionId, dir: string): Promise<SessionCorruptError | undefined> {
-    let file: string
-    try {
-      file = (await fs.readFile(join(dir, CREATED_FILE), 'utf8')).trim()
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
-      throw error
-    }
-    const name = file === LOG_RAW || file === LOG_ZSTD ? file : LOG_ZSTD
-    return new SessionCorruptError(
-      id,
-      0,
-      `the log ${join(dir, name)} is missing (${join(dir, CREATED_FILE)} records that it was written): its events are lost`,
-    )
-  }
-
-  /** Writes the first batch aside, makes it durable, then renames it into place as the log. */
-  /**
-   * With fsync on, where the platform has O_DSYNC the log is opened with it: a batch is one
-   * `write()` that returns once the data is durable (what write + fdatasync guaranteed), one round
-   * trip to the thread pool instead of two on every checkpoint.
-   */
-  private get dsync(): boolean {
-    return this.options.fsync && typeof fsc.O_DSYNC === 'number' && fsc.O_DSYNC !== 0
-  }
-
-  private appendFlags(): number {
-    return fsc.O_RDWR | fsc.O_APPEND | (this.dsync ? fsc.O_DSYNC : 0)
-  }
-
-  private async createLog(log: OpenLog, bytes: Uint8Array): Promise<void> {
-    const tmp = `${log.path}.${process.pid}.tmp`
-    if (this.dsync) {
-      // The temp file is opened as the log will be (append, O_DSYNC): the batch is durable when
-      // its write returns, and after the rename the same descriptor is the log's (a rename keeps
-      // the file). No separate datasync, close and reopen on the way to the first request.
-      let handle: fs.FileHandle | undefined
-      try {
-        handle = await fs.open(tmp, this.appendFlags() | fsc.O_CREAT | fsc.O_TRUNC, 0o600)
-        let written = 0
-        while (written < bytes.length)
-          written += (await handle.write(bytes, written, bytes.length - written)).bytesWritten
-        await fs.rename(tmp, log.path)
-        await syncDir(dirname(log.path))
-        await markCreated(log.path)
-      } catch (error) {
-        await handle?.close().catch(() => {})
-        await fs.rm(tmp, { force: true })
-        throw error
-      }
-      log.handle = handle
-      log.dsync = true
-      log.size = bytes.length
-      return
-    }
-    try {
-      const handle = await fs.open(tmp, 'w', 0o600)
-      try {
-        await handle.writeFile(bytes)
-        if (this.options.fsync) await handle.datasync()
-      } finally {
-        await handle.close()
-      }
-      await fs.rename(tmp, log.path)
-      if (this.options.fsync) await syncDir(dirname(log.path))
-      await markCreated(log.path)
-    } catch (error) {
-      await fs.rm(tmp, { force: true })
-      throw error
-    }
-    log.handle = await fs.open(log.path, this.appendFlags())
-    log.dsync = this.dsync
-    log.size = bytes.length
-  }
-
-  /**
-   * The session's header. A header that is missing while the log (or its marker) remains, not
-   * JSON, or not a valid header is `BAD_HEADER` naming the file: damage, never "not found".
-   */
-  private async readHeader(id: SessionId, dir: string): Promise<SessionHeader> {
-    const path = join(dir, HEADER_FILE)
-    let text: string
-    try {
-      text = await fs.readFile(path, 'utf8')
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
-      if (await anyExists(dir, [LOG_ZSTD, LOG_RAW, CREATED_FILE])) {
-        throw new SessionPersistenceError('BAD_HEADER', id, `session ${id}: ${path} is missing while its log remains`)
-      }
-      throw sessionNotFound(id)
-    }
-    let value: unknown
-    try {
-      value = JSON.parse(text)
-    } catch {
-      throw new SessionPersistenceError('BAD_HEADER', id, `session ${id}: ${path} is not valid JSON`)
-    }
-    try {
-      return parseHeader(id, value)
-    } catch (error) {
-      if (!(error instanceof SessionPersistenceError)) throw error
-      throw new SessionPersistenceError('BAD_HEADER', id, `${error.message} (${path})`)
-    }
-  }
-
-  /**
-   * Takes `writer.lock` (O_EXCL). A lock left by a dead process on this host is taken over; a
-   * live holder (including this process) makes it `LOCKED`.
-   */
-  private async lock(id: string, dir: string): Promise<string> {
-    const path = join(dir, LOCK_FILE)
-    const mine = JSON.stringify({ pid: process.pid, host: hostname(), since: Date.now() }) + '\n'
-    for (let attempt = 0; attempt < 2; attempt++) {
-      try {
-        await fs.writeFile(path, mine, { flag: 'wx', mode: 0o600 })
-        return path
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
-      }
-      let holder: { pid?: number; host?: string } = {}
-      try {
-        holder = JSON.parse(await fs.readFile(path, 'utf8')) ?? {}
-      } catch {
-        // An empty or torn lock file was left by a writer that died while taking it.
-      }
-      if (holder.host !== undefined && holder.host !== hostname()) {
-        throw new SessionPersistenceError(
-          'LOCKED',
-          id,
-          `session ${id} is open for writing on host ${holder.host} (pid ${holder.pid}); remove ${path} if that process is gone`,
-        )
-      }
-      if (typeof holder.pid === 'number' && processAlive(holder.pid)) {
-        throw new SessionPersistenceError(
-          'LOCKED',
-          id,
-          `session ${id} is open for writing by process ${holder.pid}${holder.pid === process.pid ? ' (this process)' : ''}`,
-        )
-      }
-      await fs.rm(path, { force: true })
-    }
-    throw new SessionPersistenceError('LOCKED', id, `session ${id}: could not take ${path}`)
-  }
-}
-
-/**
- * Whether an index row still describes its session: the log it names (one of the two log names) has
- * the recorded size, `header.json` the recorded size and mtime, and a raw log has no compressed
- * rival (which would win).
- */
-function rowValid(dir: string, row: IndexRow): boolean {
-  if (row.file !== LOG_ZSTD && row.file !== LOG_RAW) return false
-  const log = statSync(join(dir, row.file), { throwIfNoEntry: false })
-  if (!log || log.size !== row.size || log.mtimeMs !== row.mtime) return false
-  const header = statSync(join(dir, HEADER_FILE), { throwIfNoEntry: false })
-  if (!header || stampOf(header) !== row.header) return false
-  return row.file === LOG_ZSTD || !existsSync(join(dir, LOG_ZSTD))
-}
-
-/** Folds a written batch into the open log's summary (for the index row written at close). */
-function track(log: OpenLog, records: StoredRecord[]): void {
-  if (!log.tracked) return
-  for (const record of records) log.tracked.more.add(record.event as never)
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await fs.access(path)
-    return true
-  } catch {
-    return false
-  }
-}
-
-async function anyExists(dir: string, files: string[]): Promise<boolean> {
-  return (await Promise.all(files.map((file) => exists(join(dir, file))))).includes(true)
-}
-
-/** Size and modification time of a file, as the summary cache records them. */
-function stampOf(st: { size: number; mtimeMs: number }): string {
-  return `${st.size}:${st.mtimeMs}`
-}
-
-/**
- * Records beside a just-created log that it exists. Written after the log's rename is durable, so
- * the marker never precedes the log; losing the marker to a crash only forgoes detecting a later
- * loss of that log.
- */
-async function markCreated(logPath: string): Promise<void> {
-  await fs.writeFile(join(dirname(logPath), CREATED_FILE), logPath.slice(dirname(logPath).length + 1) + '\n', {
-    mode: 0o600,
-  })
-}
-
-async function writeAtomic(path: string, text: string, durable = true): Promise<void> {
-  const tmp = `${path}.${process.pid}.tmp`
-  const handle = await fs.open(tmp, 'w', 0o600)
-  try {
-    await handle.writeFile(text)
-    if (durable) await handle.sync()
-  } finally {
-    await handle.close()
-  }
-  await fs.rename(tmp, path)
-}
-
-async function syncDir(dir: string): Promise<void> {
-  const handle = await fs.open(dir, 'r')
-  try {
-    await handle.sync()
-  } finally {
-    await handle.close()
   }
 }
 
