@@ -76,7 +76,7 @@ describe('dsh -p --world e2b', () => {
     expect(run).toMatchObject({ code: 0, stdout: 'Edited remotely.\n' })
     // The change comes back as a saved patch, named in one stderr line, never applied.
     const saved =
-      /^dsh: the E2B sandbox (i[0-9a-f]+) changed the workspace; patch saved to (\S+) \(review, then: git apply \S+\)\n$/.exec(
+      /^dsh: the E2B sandbox (i[0-9a-f]+) changed the workspace; patch saved to (\S+) \(review it, then apply it with: git -C \S+ apply \S+\)\n$/.exec(
         run.stderr,
       )
     expect(saved, run.stderr).not.toBeNull()

@@ -10,12 +10,13 @@ import { AuthenticationError, RateLimitError, Sandbox, SandboxError, SandboxNotF
 import { existsSync, statSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { packUpload, planUpload, UploadTooLarge } from './upload.ts'
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type {} from '@dsh/home-paths'
 import type {} from '@dsh/credentials'
 import type {} from '@dsh/session'
 import type {} from '@dsh/session-persistence'
+import { runSafeGit, type SubprocessService } from '@dsh/subprocess'
 
 export const CREDENTIAL = 'E2B_API_KEY'
 
@@ -92,6 +93,15 @@ declare module '@dsh/session' {
     /** The e2b world's sandbox lifecycle, so a log shows which machine ran the session's commands. */
     'e2b/sandbox': SandboxLogEvent
   }
+}
+
+/** What `finish()` reports: one line per sandbox change for the user, and whether an apply failed. */
+export interface FinishReport {
+  /** Sentences for stderr (no `dsh: ` prefix, no newline). */
+  lines: string[]
+  /** True when `apply` was asked and a patch did not apply (nothing of it was applied). */
+  failed: boolean
+  patches: Array<{ sandboxId: string; file: string; applied?: boolean }>
 }
 
 /** A failure of the e2b world, with a one-line message the model and the user can act on. */
@@ -174,6 +184,12 @@ export class E2bService extends Service {
     sessions?: Context['sessions']
     /** Where end-of-run patches go by default (`$DSH_HOME/e2b-patches`), once known. */
     patchDir?: string
+    /**
+     * This machine's process seam, for `git apply` of a patch into the local tree. In the e2b world
+     * `ctx.subprocess` is the sandbox, so the bundle loads a local provider under an isolated
+     * `subprocess` name that only this row sees; a remote provider is never taken for it.
+     */
+    host?: SubprocessService
   } = { lastExtend: 0 }
   private readonly created = new Map<string, Sandbox>()
   /** Sandboxes whose starting tree was recorded (only those can produce a patch). */
@@ -194,6 +210,12 @@ export class E2bService extends Service {
     ctx.inject(['sessions'], (inner) => {
       this.state.sessions = inner.sessions
       return () => void (this.state.sessions = undefined)
+    })
+    ctx.inject(['subprocess'], (inner) => {
+      const found = inner.subprocess
+      if ('world' in found && found.world === 'e2b') return
+      this.state.host = found
+      return () => void (this.state.host = undefined)
     })
     // Kept after homePaths unloads: the patch is saved while the tree is being disposed.
     ctx.inject(['homePaths'], (inner) => void (this.state.patchDir ??= join(inner.homePaths.home, 'e2b-patches')))
@@ -470,43 +492,134 @@ export class E2bService extends Service {
     }
   }
 
-  /** Ends what this run created (per `onExit`); a reconnected sandbox is left as it was. */
-  private async release(): Promise<void> {
+  /**
+   * Ends the run's sandboxes now (the end of a one-shot run, before the app stops): each one's
+   * change is saved as a patch, then the sandbox is killed (or paused, or kept, per `onExit`).
+   * With `apply`, each saved patch is then applied to the local working tree through this
+   * machine's process seam (`git apply`, checked first: a patch that does not apply changes
+   * nothing and stays saved). Without it, the lines name the exact command that applies it.
+   */
+  async finish(options: { apply?: boolean } = {}): Promise<FinishReport> {
+    const report: FinishReport = { lines: [], failed: false, patches: [] }
     const sandboxes = [...this.created.values()]
     this.created.clear()
     this.state.current = undefined
-    await Promise.all(
-      sandboxes.map(async (sandbox) => {
-        if (this.config.patch.enabled && this.baselined.has(sandbox.sandboxId)) {
-          try {
-            const file = await this.savePatch(sandbox)
-            if (file) {
-              this.log({ sandboxId: sandbox.sandboxId, template: this.config.template, action: 'patched', patch: file })
-              // The user's tree changes only with consent: the patch is saved and named, never applied.
-              process.stderr.write(
-                `dsh: the E2B sandbox ${sandbox.sandboxId} changed the workspace; patch saved to ${file} (review, then: git apply ${quote(file)})\n`,
-              )
-            }
-          } catch (error) {
-            this.home
-              .logger('e2b')
-              .warn('sandbox %s: the patch could not be saved: %s', sandbox.sandboxId, (error as Error).message)
-          }
-        }
-        if (this.config.onExit === 'keep') return
-        try {
-          if (this.config.onExit === 'pause') await sandbox.pause()
-          else await sandbox.kill()
-          this.home
-            .logger('e2b')
-            .info('sandbox %s %s', sandbox.sandboxId, this.config.onExit === 'pause' ? 'paused' : 'killed')
-        } catch (error) {
-          this.home.logger('e2b').warn('sandbox %s could not be ended: %s', sandbox.sandboxId, (error as Error).message)
-        }
-      }),
-    )
+    const saved = await Promise.all(sandboxes.map((sandbox) => this.end(sandbox)))
+    const local = this.config.upload.from ?? process.cwd()
+    for (const [i, file] of saved.entries()) {
+      if (!file) continue
+      const id = sandboxes[i].sandboxId
+      if (!options.apply) {
+        report.patches.push({ sandboxId: id, file })
+        report.lines.push(
+          `the E2B sandbox ${id} changed the workspace; patch saved to ${file} (review it, then apply it with: ${await this.applyCommand(file, local)})`,
+        )
+        continue
+      }
+      const applied = await this.applyPatch(file, local)
+      report.patches.push({ sandboxId: id, file, applied: applied.ok })
+      report.lines.push(applied.line)
+      if (!applied.ok) report.failed = true
+    }
+    return report
+  }
+
+  /** Saves the sandbox's change (when it has a baseline) and ends it per `onExit`; answers the patch file. */
+  private async end(sandbox: Sandbox): Promise<string | undefined> {
+    let file: string | undefined
+    if (this.config.patch.enabled && this.baselined.has(sandbox.sandboxId)) {
+      try {
+        file = await this.savePatch(sandbox)
+        if (file)
+          this.log({ sandboxId: sandbox.sandboxId, template: this.config.template, action: 'patched', patch: file })
+      } catch (error) {
+        this.home
+          .logger('e2b')
+          .warn('sandbox %s: the patch could not be saved: %s', sandbox.sandboxId, (error as Error).message)
+      }
+    }
+    if (this.config.onExit === 'keep') return file
+    try {
+      if (this.config.onExit === 'pause') await sandbox.pause()
+      else await sandbox.kill()
+      this.home
+        .logger('e2b')
+        .info('sandbox %s %s', sandbox.sandboxId, this.config.onExit === 'pause' ? 'paused' : 'killed')
+    } catch (error) {
+      this.home.logger('e2b').warn('sandbox %s could not be ended: %s', sandbox.sandboxId, (error as Error).message)
+    }
+    return file
+  }
+
+  /** `git apply --check`, then `git apply`, of a saved patch in the local tree `dir`. */
+  private async applyPatch(file: string, dir: string): Promise<{ ok: boolean; line: string }> {
+    const host = this.state.host
+    const files = patchFiles(readFileSafe(file))
+    const named = files.length > 0 ? files.join(', ') : 'no files'
+    const keep = `nothing was changed; the patch stays at ${file} to retry`
+    if (!host)
+      return {
+        ok: false,
+        line: `the patch ${file} was not applied: no local process seam to run git with (the world-e2b bundle loads one); ${keep}`,
+      }
+    const prefix = await this.repoPrefix(host, dir)
+    const args = [...(prefix ? [`--directory=${prefix}`] : []), file]
+    const check = await runSafeGit(host, ['apply', '--check', ...args], { cwd: dir })
+    if (check.code !== 0) {
+      const failing = [...check.stderr.matchAll(/error: (?:patch failed: |)([^:\n]+?)(?::\d+)?(?:: .*)?$/gm)]
+        .map((m) => m[1].trim())
+        .filter((name, i, all) => name && all.indexOf(name) === i)
+      const which = failing.length > 0 ? failing.join(', ') : named
+      return {
+        ok: false,
+        line: `the patch ${file} no longer applies to ${dir} (${which}: ${firstLine(check.stderr) || 'git apply --check failed'}); ${keep}`,
+      }
+    }
+    const applied = await runSafeGit(host, ['apply', ...args], { cwd: dir })
+    if (applied.code !== 0)
+      return {
+        ok: false,
+        line: `the patch ${file} could not be applied to ${dir} (${firstLine(applied.stderr) || `git exited ${applied.code}`}); the patch stays at ${file}`,
+      }
+    return { ok: true, line: `applied the patch ${file} to ${dir} (${named})` }
+  }
+
+  /** The exact command that applies `file` to `dir` (what `--apply` would run). */
+  private async applyCommand(file: string, dir: string): Promise<string> {
+    const prefix = this.state.host ? await this.repoPrefix(this.state.host, dir) : ''
+    return `git -C ${quote(dir)} apply${prefix ? ` --directory=${quote(prefix)}` : ''} ${quote(file)}`
+  }
+
+  /** `dir`'s path inside its git work tree ('' at the top, or outside any repository). */
+  private async repoPrefix(host: SubprocessService, dir: string): Promise<string> {
+    const result = await runSafeGit(host, ['rev-parse', '--show-prefix'], { cwd: dir })
+    return result.code === 0 ? result.stdout.trim().replace(/\/$/, '') : ''
+  }
+
+  /** At unload: ends what this run still holds (per `onExit`); a reconnected sandbox is left as it was. */
+  private async release(): Promise<void> {
+    const report = await this.finish()
+    // The user's tree changes only with consent: the patch is saved and named, never applied here.
+    for (const line of report.lines) process.stderr.write(`dsh: ${line}\n`)
   }
 }
+
+/** The paths a git patch touches (`diff --git a/X b/Y` headers, the new name). */
+export function patchFiles(patch: string): string[] {
+  const names = new Set<string>()
+  for (const match of patch.matchAll(/^diff --git a\/(.+?) b\/(.+)$/gm)) names.add(match[2])
+  return [...names]
+}
+
+function readFileSafe(file: string): string {
+  try {
+    return readFileSync(file, 'utf8')
+  } catch {
+    return ''
+  }
+}
+
+const firstLine = (text: string) => text.trim().split('\n')[0] ?? ''
 
 function isDirectory(path: string): boolean {
   try {

@@ -211,6 +211,8 @@ export class E2bSubprocessService extends SubprocessService {
    * so nothing is scrubbed; the policy is the default one, reported for consumers that show it.
    */
   readonly scrubPolicy: ScrubPolicy = { deny: [...DEFAULT_SCRUB_DENY], allow: [] }
+  /** Marks a remote provider: `@dsh/e2b` never takes it for this machine's process seam. */
+  readonly world = 'e2b'
   private readonly live = new Set<RemoteProcess>()
   private readonly state = { disposed: false }
   /** Local BASH_ENV files already mirrored: content hash to remote path, per sandbox id. */

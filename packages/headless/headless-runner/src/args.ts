@@ -23,6 +23,8 @@ export interface HeadlessOptions {
   permissionMode?: string
   /** `--preset NAME`: the agent preset a new session is composed from. */
   preset?: string
+  /** `--apply`: apply the remote world's end-of-run patch to this directory (needs `--world e2b`). */
+  apply: boolean
   help: boolean
 }
 
@@ -54,6 +56,7 @@ export function parseHeadlessArgs(argv: readonly string[]): HeadlessOptions {
         all: { type: 'boolean' },
         'permission-mode': { type: 'string' },
         preset: { type: 'string' },
+        apply: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
     })
@@ -97,6 +100,7 @@ export function parseHeadlessArgs(argv: readonly string[]): HeadlessOptions {
     all,
     permissionMode: values['permission-mode'],
     preset: values.preset,
+    apply: values.apply ?? false,
     help,
   }
 }

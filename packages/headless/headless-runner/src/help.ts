@@ -24,6 +24,10 @@ Options:
   --preset NAME        agent preset of a new session: standard (default), minimal, code, or one
                        of $DSH_HOME/presets/NAME/agent.cordis.yml; also DSH_PRESET. A resumed
                        session keeps its own preset
+  --apply              with --world e2b: after the run, apply the sandbox's change (the saved
+                       patch) to this directory with git apply, checked first: a patch that no
+                       longer applies changes nothing and stays saved (exit 1). Without it the
+                       patch is only saved and the command that applies it is printed
   -r, --resume [ID]    continue the stored session ID; without ID, list this directory's recent
                        sessions on stderr and exit 2
   -c, --continue       continue the latest session of this directory that ran a turn
@@ -35,6 +39,7 @@ Launcher flags, accepted anywhere before "--":
   --profile NAME       profile to boot (default: headless)
   --patch FILE         one more patch layer over the profile (repeatable)
   --dump-config        print the composed rows as YAML and exit
+  --world NAME         where commands and files live: local (default) or e2b (an E2B sandbox)
 
 Task and stdin: the task is the positional arguments joined by spaces. When stdin is not a
 terminal it is read: with no task it is the task; with a task it is appended to the task after a

@@ -12,6 +12,7 @@ import type {} from '@dsh/commands'
 import type {} from '@dsh/session-persistence'
 import type {} from '@dsh/permission-presets'
 import type {} from '@dsh/agent-presets'
+import type {} from '@dsh/e2b'
 import { HELP } from './help.ts'
 import { UsageError, parseHeadlessArgs, type HeadlessOptions } from './args.ts'
 import { completeTask, stdinReadAbandoned } from './stdin.ts'
@@ -96,6 +97,14 @@ export async function runHeadless(
       )
       return ExitCode.usage
     }
+  }
+  // The remote world's change comes back only with consent: --apply is that consent, for this run.
+  const world = ctx.get('e2b')
+  if (options.apply && !world) {
+    io.stderr.write(
+      "dsh: --apply needs --world e2b (it applies the remote sandbox's change to this directory); the local world changes files in place\n",
+    )
+    return ExitCode.usage
   }
   if (options.preset !== undefined) {
     const agentPresets = ctx.get('agentPresets')
@@ -229,6 +238,9 @@ export async function runHeadless(
     off()
   }
   if (gone?.aborted) return ExitCode.outputClosed
+  // The run's sandboxes end here, each change saved as a patch (applied with --apply).
+  const finished = world ? await world.finish({ apply: options.apply && result.reason === 'completed' }) : undefined
+  for (const line of finished?.lines ?? []) io.stderr.write(`dsh: ${line}\n`)
   const turns = agent.session.events.filter((e) => e.type === 'turn/end').length
   if (options.outputFormat === 'text') {
     if (result.text) out(result.text.endsWith('\n') ? result.text : result.text + '\n')
@@ -261,7 +273,7 @@ export async function runHeadless(
     io.stderr.write(`dsh: ${describeTurnEnd(result.reason, result.error)}\n`)
     return ExitCode.failed
   }
-  return ExitCode.ok
+  return finished?.failed ? ExitCode.failed : ExitCode.ok
 }
 
 /** How the line on stderr says why a turn did not complete (`dsh: the turn failed: CODE: ...`). */

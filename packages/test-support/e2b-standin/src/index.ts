@@ -41,6 +41,14 @@ export interface Fault {
   message?: string
 }
 
+/** A held request (`standin.hold`): it waits, unanswered, until `release()`. */
+export interface Hold {
+  /** Settles when the first matching request arrives. */
+  readonly arrived: Promise<RequestRecord>
+  /** Lets the held request (and any later one, since the hold is spent) through. */
+  release(): void
+}
+
 export interface RequestRecord {
   method: string
   path: string
@@ -62,6 +70,8 @@ export interface E2bStandin {
   rootOf(id: string): string
   /** Kills a sandbox from outside (as the provider would on expiry): processes die, streams break. */
   kill(id: string): boolean
+  /** Holds the next request matching `method` and the path prefix until released (once). */
+  hold(method: string, path: string): Hold
   close(): Promise<void>
 }
 
@@ -75,6 +85,7 @@ export async function startE2bStandin(options: StandinOptions = {}): Promise<E2b
   const sandboxes = new Map<string, StandinSandbox>()
   const requests: RequestRecord[] = []
   const faults: Fault[] = []
+  const holds: Array<{ method: string; path: string; arrive: (r: RequestRecord) => void; gate: Promise<void> }> = []
   const schema = envdSchema()
 
   const expire = (sandbox: StandinSandbox, timeoutSeconds: number) => {
@@ -467,6 +478,13 @@ export async function startE2bStandin(options: StandinOptions = {}): Promise<E2b
       fault.times--
       return json(res, fault.status, { code: fault.status, message: fault.message ?? `injected fault ${fault.status}` })
     }
+    const held = holds.findIndex((h) => h.method === record.method && record.path.startsWith(h.path))
+    if (held >= 0) {
+      const [hold] = holds.splice(held, 1)
+      hold.arrive(record)
+      void hold.gate.then(() => rpc(req, res))
+      return
+    }
     rpc(req, res)
   })
   await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve))
@@ -487,6 +505,14 @@ export async function startE2bStandin(options: StandinOptions = {}): Promise<E2b
       return sandbox.root
     },
     kill: (id) => remove(id),
+    hold: (method, path) => {
+      let arrive!: (record: RequestRecord) => void
+      let release!: () => void
+      const arrived = new Promise<RequestRecord>((resolve) => (arrive = resolve))
+      const gate = new Promise<void>((resolve) => (release = resolve))
+      holds.push({ method, path, arrive, gate })
+      return { arrived, release }
+    },
     close: async () => {
       for (const id of [...sandboxes.keys()]) remove(id)
       server.closeAllConnections()
