@@ -44,7 +44,7 @@ describe('ensureProfile', () => {
   it('rejects an unknown profile as a usage error listing the known ones', () => {
     const e = userError(() => ensureProfile(tempDir(), 'nope', TEMPLATES))
     expect(e.exitCode).toBe(2)
-    expect(e.message).toMatch(/^unknown profile "nope": .*\(known: headless, tui, web\)$/)
+    expect(e.message).toMatch(/^unknown profile "nope": .*\(known: acp, headless, tui, web\)$/)
     expect(userError(() => ensureProfile(tempDir(), '../etc', TEMPLATES)).exitCode).toBe(2)
   })
 })

@@ -178,7 +178,7 @@ Usage:
 
 Launcher flags (accepted anywhere before "--"; never passed to the app):
   --profile NAME    profile under $DSH_HOME/profiles (default: ${DEFAULT_PROFILE}); the
-                    templates headless, tui and web are created there on first use
+                    templates acp, headless, tui and web are created there on first use
   --patch FILE      apply FILE as one more patch layer (repeatable, applied in order)
   --world NAME      where commands and files live: local (default) or e2b (an E2B
                     sandbox; needs E2B_API_KEY; see bundles/world-e2b)

@@ -51,7 +51,7 @@ describe('dsh launcher', () => {
   it('rejects an unknown profile with exit 2 and one line', () => {
     const r = dsh(['--profile', 'nope'])
     expect(r.code).toBe(2)
-    expectOneLine(r.stderr, /^dsh: unknown profile "nope": .*known: headless, tui, web/)
+    expectOneLine(r.stderr, /^dsh: unknown profile "nope": .*known: acp, headless, tui, web/)
   })
 
   it('rejects a launcher flag missing its value with exit 2', () => {

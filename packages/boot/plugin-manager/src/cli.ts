@@ -21,7 +21,7 @@ export const PLUGIN_HELP = `Usage: dsh plugin <command> [--profile NAME] ...
 
 Options:
   --profile NAME    only this profile under $DSH_HOME/profiles (default: every profile: the
-                    shipped templates headless, tui and web plus any other under $DSH_HOME/profiles)
+                    shipped templates acp, headless, tui and web plus any other under $DSH_HOME/profiles)
 
 Plugins are installed with npm into $DSH_HOME/profiles/<NAME>/, their row goes into that
 directory's cordis.patch.yml. A plugin whose row does not come up is rolled back.

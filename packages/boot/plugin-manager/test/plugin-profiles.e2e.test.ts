@@ -33,11 +33,11 @@ it('add goes to every profile unless --profile narrows it; remove follows it eve
   const add = await plugin('add', dir)
   expect(add.code, add.stderr).toBe(0)
   expect(add.stdout).toBe(
-    ['headless', 'tui', 'web']
+    ['acp', 'headless', 'tui', 'web']
       .map((p) => `added dsh-plugin-everywhere@1.0.0 to profile ${p} as row everywhere\n`)
       .join(''),
   )
-  for (const profile of ['headless', 'tui', 'web'])
+  for (const profile of ['acp', 'headless', 'tui', 'web'])
     expect(patchOf(profile)).toMatch(/- id: everywhere\n\s+name: dsh-plugin-everywhere/)
 
   // Again: left as it is in each, not an error.
@@ -53,7 +53,7 @@ it('add goes to every profile unless --profile narrows it; remove follows it eve
   const rest = await plugin('remove', 'dsh-plugin-everywhere')
   expect(rest.code, rest.stderr).toBe(0)
   expect(rest.stdout).toBe(
-    ['headless', 'tui'].map((p) => `removed dsh-plugin-everywhere from profile ${p} (everywhere)\n`).join(''),
+    ['acp', 'headless', 'tui'].map((p) => `removed dsh-plugin-everywhere from profile ${p} (everywhere)\n`).join(''),
   )
   const none = await plugin('remove', 'dsh-plugin-everywhere')
   expect(none).toMatchObject({ code: 2, stderr: 'dsh plugin: dsh-plugin-everywhere is not installed in any profile\n' })
