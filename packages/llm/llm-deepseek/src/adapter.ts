@@ -12,7 +12,8 @@ import {
   type StreamChunk,
 } from '@dsh/llm'
 import { PROVIDER_LABEL, errorFromResponse, transportError } from './errors.ts'
-import { StreamTranslator, buildRequestBody, defaultEffortTable, type EffortTable } from './wire.ts'
+import { StreamTranslator, defaultEffortTable, type EffortTable } from './wire.ts'
+import { BodyEncoder, concatBody } from './body.ts'
 
 /** Returns the API key, or undefined/'' when none is configured. Called once per request. */
 export type KeySource = () => string | undefined | Promise<string | undefined>
@@ -59,6 +60,8 @@ const MAX_EVENT_CHARS = 32 * 1024 * 1024
 export class DeepSeekAdapter implements LlmAdapter {
   readonly provider: string
   private readonly options: DeepSeekAdapterOptions
+  /** Keeps the encoded bytes of recently sent history messages (see body.ts). */
+  private readonly encoder = new BodyEncoder()
 
   constructor(options: DeepSeekAdapterOptions) {
     this.provider = options.provider
@@ -214,17 +217,22 @@ export class DeepSeekAdapter implements LlmAdapter {
         authorization: `Bearer ${key}`,
         'user-agent': this.options.userAgent,
       }
-      const body = JSON.stringify(
-        buildRequestBody(request, {
-          maxTokens: this.options.maxTokens,
-          efforts: this.options.efforts ?? defaultEffortTable(),
-        }),
-      )
+      const encoded = this.encoder.encode(request, {
+        maxTokens: this.options.maxTokens,
+        efforts: this.options.efforts ?? defaultEffortTable(),
+      })
+      // Our client writes the chunks as they are; any other fetch gets them as one buffer.
+      const body = this.options.fetch ? concatBody(encoded) : encoded.chunks
       const doFetch = this.options.fetch ?? (nodeFetch as typeof fetch)
       arm()
       let response: Response
       try {
-        response = await doFetch(this.endpoint, { method: 'POST', headers, body, signal: controller.signal })
+        response = await doFetch(this.endpoint, {
+          method: 'POST',
+          headers,
+          body: body as BodyInit,
+          signal: controller.signal,
+        })
       } catch (cause) {
         throw fault(cause, 'connect')
       }

@@ -11,7 +11,11 @@ import { Readable } from 'node:stream'
 export interface FetchInit {
   method?: string
   headers?: Record<string, string>
-  body?: string
+  /**
+   * A string, bytes, or a list of byte chunks sent one after another (no copy into one buffer;
+   * `content-length` is their total unless the headers name one).
+   */
+  body?: string | Uint8Array | readonly Uint8Array[]
   signal?: AbortSignal
 }
 
@@ -104,7 +108,7 @@ export function bodyReader(response: Response): BodyReader | undefined {
   }
 }
 
-/** A `fetch` for one request: method, headers, string body, abort signal. Returns a Response-shaped object. */
+/** A `fetch` for one request: method, headers, body, abort signal. Returns a Response-shaped object. */
 export function nodeFetch(input: string | URL, init: FetchInit = {}): Promise<Response> {
   let url: URL
   try {
@@ -117,7 +121,14 @@ export function nodeFetch(input: string | URL, init: FetchInit = {}): Promise<Re
   const { signal } = init
   if (signal?.aborted) return Promise.reject(abortError(signal.reason))
   return new Promise<Response>((resolve, reject) => {
-    const req = send(url, { method: init.method ?? 'GET', headers: init.headers })
+    const { body } = init
+    let headers = init.headers
+    if (Array.isArray(body) && !Object.keys(headers ?? {}).some((name) => name.toLowerCase() === 'content-length')) {
+      let length = 0
+      for (const chunk of body as readonly Uint8Array[]) length += chunk.byteLength
+      headers = { ...headers, 'content-length': String(length) }
+    }
+    const req = send(url, { method: init.method ?? 'GET', headers })
     let res: IncomingMessage | undefined
     const onAbort = () => {
       const error = abortError(signal?.reason)
@@ -160,6 +171,11 @@ export function nodeFetch(input: string | URL, init: FetchInit = {}): Promise<Re
       nodeBodies.set(response, incoming)
       resolve(response)
     })
-    req.end(init.body)
+    if (Array.isArray(body)) {
+      // Written before the socket is assigned, the chunks wait in the request and leave in one
+      // writev when it is.
+      for (const chunk of body as readonly Uint8Array[]) req.write(chunk)
+      req.end()
+    } else req.end(body as string | Uint8Array | undefined)
   })
 }

@@ -11,6 +11,7 @@ import { plainService } from '@dsh/plain-service'
 export * from './adapter.ts'
 export * from './errors.ts'
 export * from './wire.ts'
+export * from './body.ts'
 
 export const name = 'llm-deepseek'
 export const inject = ['llm']

@@ -62,62 +62,68 @@ const joinText = (blocks: ReadonlyArray<{ type: string; text?: string }>): strin
  */
 export function toWireMessages(system: string | undefined, messages: readonly Message[]): WireMessage[] {
   const out: WireMessage[] = []
-  if (system) out.push({ role: 'system', content: system })
+  if (system) out.push(toWireSystem(system))
   for (const message of messages) {
-    switch (message.role) {
-      case 'user': {
-        const hasImage = message.content.some((b) => b.type === 'image')
-        if (!hasImage) {
-          out.push({ role: 'user', content: joinText(message.content) })
-          break
-        }
-        out.push({
-          role: 'user',
-          content: message.content.map(
-            (b): WireContentPart =>
-              b.type === 'text'
-                ? { type: 'text', text: b.text }
-                : { type: 'image_url', image_url: { url: `data:${b.mediaType};base64,${b.data}` } },
-          ),
-        })
-        break
-      }
-      case 'assistant': {
-        const text = joinText(message.content)
-        const reasoning = message.content
-          .filter((b) => b.type === 'reasoning')
-          .map((b) => (b.type === 'reasoning' ? b.text : ''))
-          .join('')
-        const calls: WireToolCall[] = []
-        for (const block of message.content) {
-          if (block.type === 'tool-call') {
-            calls.push({
-              id: block.callId,
-              type: 'function',
-              function: { name: block.name, arguments: block.arguments },
-            })
-          }
-        }
-        const wire: WireMessage & { role: 'assistant' } = {
-          role: 'assistant',
-          content: text === '' && calls.length ? null : text,
-        }
-        if (reasoning !== '') wire.reasoning_content = reasoning
-        if (calls.length) wire.tool_calls = calls
-        out.push(wire)
-        break
-      }
-      case 'tool': {
-        // DeepSeek's tool messages are text-only; an image in a tool result is named, not sent.
-        const text = message.content
-          .map((b) => (b.type === 'text' ? b.text : `[image ${b.mediaType} omitted]`))
-          .join('')
-        out.push({ role: 'tool', tool_call_id: message.callId, content: text })
-        break
-      }
-    }
+    const wire = toWireMessage(message)
+    if (wire) out.push(wire)
   }
   return out
+}
+
+/** The `system` message that carries the system prompt. */
+export const toWireSystem = (system: string): WireMessage => ({ role: 'system', content: system })
+
+/**
+ * One history message on the wire; a function of that message alone (the incremental body
+ * encoder relies on it). Undefined for a role the wire does not know.
+ */
+export function toWireMessage(message: Message): WireMessage | undefined {
+  switch (message.role) {
+    case 'user': {
+      const hasImage = message.content.some((b) => b.type === 'image')
+      if (!hasImage) return { role: 'user', content: joinText(message.content) }
+      return {
+        role: 'user',
+        content: message.content.map(
+          (b): WireContentPart =>
+            b.type === 'text'
+              ? { type: 'text', text: b.text }
+              : { type: 'image_url', image_url: { url: `data:${b.mediaType};base64,${b.data}` } },
+        ),
+      }
+    }
+    case 'assistant': {
+      const text = joinText(message.content)
+      const reasoning = message.content
+        .filter((b) => b.type === 'reasoning')
+        .map((b) => (b.type === 'reasoning' ? b.text : ''))
+        .join('')
+      const calls: WireToolCall[] = []
+      for (const block of message.content) {
+        if (block.type === 'tool-call') {
+          calls.push({
+            id: block.callId,
+            type: 'function',
+            function: { name: block.name, arguments: block.arguments },
+          })
+        }
+      }
+      const wire: WireMessage & { role: 'assistant' } = {
+        role: 'assistant',
+        content: text === '' && calls.length ? null : text,
+      }
+      if (reasoning !== '') wire.reasoning_content = reasoning
+      if (calls.length) wire.tool_calls = calls
+      return wire
+    }
+    case 'tool': {
+      // DeepSeek's tool messages are text-only; an image in a tool result is named, not sent.
+      const text = message.content.map((b) => (b.type === 'text' ? b.text : `[image ${b.mediaType} omitted]`)).join('')
+      return { role: 'tool', tool_call_id: message.callId, content: text }
+    }
+    default:
+      return undefined
+  }
 }
 
 export function toWireTools(tools: readonly ToolSchema[]): WireTool[] {
@@ -135,9 +141,17 @@ export interface BodyOptions {
 
 /** The JSON body of one streaming chat-completions request. */
 export function buildRequestBody(request: LlmRequest, options: BodyOptions = {}): { [key: string]: unknown } {
+  return bodyAround(request, options, toWireMessages(request.system, request.messages))
+}
+
+/**
+ * The body of `request` with `messages` as the value of its `messages` field, every other field
+ * as `buildRequestBody` sends it (in the same order).
+ */
+export function bodyAround(request: LlmRequest, options: BodyOptions, messages: unknown): { [key: string]: unknown } {
   const body: { [key: string]: unknown } = {
     model: request.model,
-    messages: toWireMessages(request.system, request.messages),
+    messages,
     stream: true,
     stream_options: { include_usage: true },
   }
