@@ -19,6 +19,15 @@ export { SlotRegistry, type SlotEntry, type SlotProps, type SlotRecord, type Pro
 export { Remote, RemoteError, type RemoteMethods, type InputOf, type CallOptions, type RemoteConfig } from './remote.ts'
 export { formatCount } from './format.ts'
 export {
+  KEY_BINDINGS,
+  matchKey,
+  pageKey,
+  type KeyBinding,
+  type KeyChord,
+  type KeyPress,
+  type KeyScope,
+} from './keys.ts'
+export {
   Connection,
   SessionFeed,
   DELTA_PUBLISH_MS,

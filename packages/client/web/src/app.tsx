@@ -8,6 +8,9 @@ import {
   useStore,
   useT,
   LANGS,
+  KEY_BINDINGS,
+  pageKey,
+  type KeyScope,
   type Lang,
   type SessionSlotProps,
   type ThemePreference,
@@ -251,18 +254,6 @@ function SidePanel() {
   )
 }
 
-const SHORTCUTS: Array<[string, string]> = [
-  ['Ctrl+K', 'shortcut.palette'],
-  ['?', 'shortcut.help'],
-  ['/', 'shortcut.search'],
-  ['Alt+N', 'shortcut.new'],
-  ['Alt+P', 'shortcut.panel'],
-  ['Alt+↑', 'shortcut.prev'],
-  ['Alt+↓', 'shortcut.next'],
-  ['Enter', 'shortcut.send'],
-  ['Esc', 'shortcut.escape'],
-]
-
 function typing(target: EventTarget | null): boolean {
   const el = target as HTMLElement | null
   return (
@@ -275,41 +266,42 @@ function useShortcuts(state: ShellState) {
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       if (e.defaultPrevented) return
-      // Ctrl/Cmd+K opens the command palette from anywhere, even while typing.
-      if ((e.ctrlKey || e.metaKey) && !e.altKey && !e.shiftKey && e.key.toLowerCase() === 'k') {
-        e.preventDefault()
-        state.openDialog(state.dialog === 'palette' ? undefined : 'palette')
-        return
-      }
-      if (e.key === 'Escape' && state.dialog) {
-        state.openDialog(undefined)
-        return
-      }
-      if (e.key === 'Escape' && state.drawerOpen) {
-        state.closeDrawer()
-        return
-      }
-      if (e.altKey && !e.ctrlKey && !e.metaKey) {
-        const code = e.code
-        if (code === 'KeyN') state.newSession()
-        else if (code === 'KeyP') state.togglePanel()
-        else if (code === 'ArrowUp' || code === 'ArrowDown') {
+      // What the key means comes from the one table the shortcuts sheet lists (KEY_BINDINGS).
+      const binding = pageKey(e, typing(e.target))
+      if (!binding) return
+      switch (binding.id) {
+        case 'palette':
+          state.openDialog(state.dialog === 'palette' ? undefined : 'palette')
+          break
+        case 'help':
+          state.openDialog(state.dialog === 'shortcuts' ? undefined : 'shortcuts')
+          break
+        case 'search':
+          state.searchRef.current?.focus()
+          break
+        case 'new':
+          state.newSession()
+          break
+        case 'panel':
+          state.togglePanel()
+          break
+        case 'prev':
+        case 'next': {
           const list = ctx.catalog.state.get().sessions
           const at = list.findIndex((r) => r.sessionId === ctx.router.sessionId)
-          const next = list[Math.max(0, Math.min(list.length - 1, at + (code === 'ArrowUp' ? -1 : 1)))]
+          const next = list[Math.max(0, Math.min(list.length - 1, at + (binding.id === 'prev' ? -1 : 1)))]
           if (next) ctx.router.openSession(next.sessionId)
-        } else return
-        e.preventDefault()
-        return
+          break
+        }
+        case 'escape':
+          // Esc closes a dialog, else the drawer; otherwise it is left to the focused control.
+          if (state.dialog) state.openDialog(undefined)
+          else if (state.drawerOpen) state.closeDrawer()
+          return
+        default:
+          return
       }
-      if (typing(e.target) || e.ctrlKey || e.metaKey || e.altKey) return
-      if (e.key === '?') {
-        e.preventDefault()
-        state.openDialog(state.dialog === 'shortcuts' ? undefined : 'shortcuts')
-      } else if (e.key === '/') {
-        e.preventDefault()
-        state.searchRef.current?.focus()
-      }
+      e.preventDefault()
     }
     window.addEventListener('keydown', onKey)
     return () => window.removeEventListener('keydown', onKey)
@@ -318,18 +310,26 @@ function useShortcuts(state: ShellState) {
 
 function ShortcutsDialog({ onClose }: { onClose: () => void }) {
   const t = useT(NS)
+  const scopes: KeyScope[] = ['page', 'composer']
   return (
     <Dialog title={t('shortcuts')} onClose={onClose}>
-      <dl className="shortcuts" data-testid="shortcuts">
-        {SHORTCUTS.map(([key, label]) => (
-          <div key={key}>
-            <dt>
-              <Kbd>{key}</Kbd>
-            </dt>
-            <dd>{t(label)}</dd>
-          </div>
+      <div className="shortcuts" data-testid="shortcuts">
+        {scopes.map((scope) => (
+          <section key={scope} aria-labelledby={`shortcuts-${scope}`}>
+            <h3 id={`shortcuts-${scope}`}>{t(`shortcut.scope.${scope}`)}</h3>
+            <dl>
+              {KEY_BINDINGS.filter((b) => b.scope === scope).map((b) => (
+                <div key={b.id} data-binding={b.id}>
+                  <dt>
+                    <Kbd>{b.keys}</Kbd>
+                  </dt>
+                  <dd>{t(`shortcut.${b.id}`)}</dd>
+                </div>
+              ))}
+            </dl>
+          </section>
         ))}
-      </dl>
+      </div>
     </Dialog>
   )
 }

@@ -2,7 +2,7 @@
 // `conversation.main` / `conversation.composer` at a lower order replaces them. They keep the
 // page usable (and testable) on their own: streamed text, tool calls, turn errors, a prompt box.
 import { useMemo, useRef, useState } from 'react'
-import { useCtx, useSessionFeed, useT, type SessionSlotProps } from '@dsh/client-runtime'
+import { matchKey, useCtx, useSessionFeed, useT, type SessionSlotProps } from '@dsh/client-runtime'
 import { NS } from './messages.ts'
 import { foldItems } from './fold.ts'
 
@@ -81,10 +81,12 @@ export function FallbackComposer({ sessionId, feed }: SessionSlotProps) {
         aria-label={t('composerPlaceholder')}
         onChange={(e) => setText(e.target.value)}
         onKeyDown={(e) => {
-          if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing) {
+          if (e.nativeEvent.isComposing) return
+          const binding = matchKey(e, 'composer')
+          if (binding === 'send') {
             e.preventDefault()
             void send()
-          } else if (e.key === 'Escape' && running) {
+          } else if (binding === 'stop' && running) {
             e.preventDefault()
             void ctx.remote.call('sessions.cancel', { sessionId }).catch(() => {})
           }

@@ -3,6 +3,7 @@
 // While a turn runs, Enter queues the message (the default) and the Steer button hands it to
 // the running turn. A takeover (approval, question) replaces it through `takeover`.
 import { useRef, useState, type KeyboardEvent, type ReactNode } from 'react'
+import { matchKey } from '@dsh/client-runtime'
 import type { Translate } from './strings.ts'
 
 export type SendMode = 'queue' | 'steer'
@@ -84,17 +85,19 @@ export function Composer({
   const onKeyDown = (event: KeyboardEvent<HTMLTextAreaElement>) => {
     if (event.nativeEvent.isComposing) return
     const el = event.currentTarget
-    if (event.key === 'Enter' && !event.shiftKey && !event.altKey && !event.ctrlKey && !event.metaKey) {
+    // What the key means comes from the page's one table of bindings (the shortcuts sheet lists it).
+    const binding = matchKey(event, 'composer')
+    if (binding === 'send') {
       event.preventDefault()
       void send('queue')
       return
     }
-    if (event.key === 'Escape' && running) {
+    if (binding === 'stop' && running) {
       event.preventDefault()
       onCancel()
       return
     }
-    if (event.key === 'ArrowUp' && history.length > 0 && !el.value.slice(0, el.selectionStart).includes('\n')) {
+    if (binding === 'historyPrev' && history.length > 0 && !el.value.slice(0, el.selectionStart).includes('\n')) {
       const at = cursor.current ?? history.length
       if (at === 0) return
       if (cursor.current === undefined) draft.current = el.value
@@ -102,7 +105,7 @@ export function Composer({
       recall(at - 1)
       return
     }
-    if (event.key === 'ArrowDown' && cursor.current !== undefined && !el.value.slice(el.selectionEnd).includes('\n')) {
+    if (binding === 'historyNext' && cursor.current !== undefined && !el.value.slice(el.selectionEnd).includes('\n')) {
       event.preventDefault()
       const next = cursor.current + 1
       if (next >= history.length) {
