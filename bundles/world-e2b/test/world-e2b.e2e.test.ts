@@ -74,6 +74,14 @@ describe('dsh -p --world e2b', () => {
     })
     clearInterval(watch)
     expect(run).toMatchObject({ code: 0, stdout: 'Edited remotely.\n' })
+    // The first request's policy text says the remote sandbox is the confinement, not this
+    // machine's writable roots, and keeps the credential rule.
+    const first = (s.requests[0].body as { messages: { role: string; content: unknown }[] }).messages
+    const policy = first.map((m) => JSON.stringify(m.content)).find((c) => c.includes('[sandbox policy]'))
+    expect(policy).toContain('[sandbox policy] e2b world: commands and file edits run in a remote E2B sandbox')
+    expect(policy).toContain('That sandbox is the confinement')
+    expect(policy).toContain('Credential files (.env, .credentials.yaml, private keys) and .git were not uploaded')
+    expect(policy).not.toContain('may write only under')
     // The change comes back as a saved patch, named in one stderr line, never applied.
     const saved =
       /^dsh: the E2B sandbox (i[0-9a-f]+) changed the workspace; patch saved to (\S+) \(review it, then apply it with: git -C \S+ apply \S+\)\n$/.exec(

@@ -19,6 +19,7 @@ import {
   SANDBOX_MODES,
   type SandboxMode,
   type SandboxPolicy,
+  type SandboxRunnerInfo,
 } from '@dsh/sandbox'
 import type {} from '@dsh/session-persistence'
 import type {} from '@dsh/permission-presets'
@@ -290,9 +291,13 @@ export class SandboxPolicyService extends Service {
   /** The text to announce before the next request of `session`, or undefined when it is unchanged. */
   private async announcement(session: Session, cwd: string): Promise<string | undefined> {
     const input = { sessionId: session.id, cwd }
-    let text = this.describe(input)
+    // A remote world's provider is the confinement: its own statement replaces the local policy's.
+    const info = await this.runnerInfo()
+    const confinement = typeof info?.confinement === 'string' ? info.confinement : undefined
+    let text = confinement !== undefined ? `[sandbox policy] ${confinement}` : this.describe(input)
     // What the enforcing runner cannot confine (e.g. the Landlock fallback) is part of the policy.
-    const runnerNotes = this.modeFor(session.id) === 'danger-full-access' ? [] : await this.runnerNotes()
+    const runnerNotes =
+      this.modeFor(session.id) === 'danger-full-access' && confinement === undefined ? [] : notesOf(info)
     if (runnerNotes.length > 0) text += ` ${runnerNotes.join(' ')}`
     const last = this.announced.has(session) ? this.announced.get(session) : lastAnnouncement(session)
     if (last === text) {
@@ -303,14 +308,13 @@ export class SandboxPolicyService extends Service {
     return text
   }
 
-  private async runnerNotes(): Promise<string[]> {
+  private async runnerInfo(): Promise<SandboxRunnerInfo | undefined> {
     const sandbox = plainService(this).service('sandbox')
-    if (!sandbox || typeof sandbox.describe !== 'function') return []
+    if (!sandbox || typeof sandbox.describe !== 'function') return undefined
     try {
-      const notes = (await sandbox.describe()).notes
-      return Array.isArray(notes) ? notes.filter((note): note is string => typeof note === 'string') : []
+      return await sandbox.describe()
     } catch {
-      return []
+      return undefined
     }
   }
 
@@ -337,6 +341,11 @@ export class SandboxPolicyService extends Service {
     this.optional.set(name, plain)
     return plain as Context[K] | undefined
   }
+}
+
+function notesOf(info: SandboxRunnerInfo | undefined): string[] {
+  const notes = info?.notes
+  return Array.isArray(notes) ? notes.filter((note): note is string => typeof note === 'string') : []
 }
 
 /** The text of the newest announcement in the log (a resumed session keeps its cache prefix). */

@@ -129,6 +129,12 @@ export interface SandboxRunnerInfo {
   rejected: Array<{ runner: string; reason: string }>
   /** What the selected runner does not confine (worth telling the model and the user). */
   notes?: string[]
+  /**
+   * A provider whose confinement is not this machine's policy (a remote sandbox, where commands
+   * and edits run on another machine) states it in this sentence; the policy announcement the
+   * model sees then says it instead of the local writable roots and network.
+   */
+  confinement?: string
 }
 
 /** A finished command the consumer wants checked for sandbox refusals. */
