@@ -18,7 +18,7 @@ suite="$work/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 scenarios=${*:-"server-initialize ping tools-list dns-rebinding-protection server-sse-multiple-streams server-sse-polling"}
 scratch=$(mktemp -d)
 mkdir -p "$scratch/home" "$scratch/project"
-(cd "$scratch/project" && DSH_HOME="$scratch/home" exec node "$dsh" mcp serve --transport http 2>"$scratch/serve.err") &
+(cd "$scratch/project" && DSH_HOME="$scratch/home" exec node "$dsh" mcp serve --transport http --no-auth 2>"$scratch/serve.err") &
 pid=$!
 trap 'kill $pid 2>/dev/null || true; rm -rf "$scratch"' EXIT
 url=''

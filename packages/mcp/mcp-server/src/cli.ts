@@ -10,11 +10,12 @@ import {
   type ResolvedRow,
 } from '@dsh/app-boot'
 import { resolveDshHome } from '@dsh/home-paths'
+import { isLoopbackHost } from './auth.ts'
 import type { Config } from './index.ts'
 import { claimStdout } from './stdio.ts'
 
 export const SERVE_HELP = `Usage: dsh mcp serve [--transport stdio|http] [--port N] [--host ADDR] [--profile NAME]
-                     [--patch FILE]... [--permission-mode MODE] [--no-agent-tool]
+                     [--patch FILE]... [--permission-mode MODE] [--no-agent-tool] [--no-auth]
 
 Serves dsh's tools as a Model Context Protocol server, plus the tool dsh_agent, which runs a dsh
 agent on a task (a fresh session each call) and returns its answer. Calls run under the profile's
@@ -22,6 +23,9 @@ permission mode and sandbox; an approval that would need a human is refused with
   --transport       stdio (default: frames on stdin/stdout, logs on stderr) or http (streamable HTTP)
   --port N          http: port to listen on (default 0: a free one, printed on stderr)
   --host ADDR       http: address to bind (default 127.0.0.1; anything else exposes the tools)
+  --no-auth         http: serve without the bearer token (loopback hosts only). Otherwise every
+                    request needs "Authorization: Bearer <token>": the value of DSH_MCP_SERVE_TOKEN
+                    (environment or dsh's credentials), or a fresh token printed on stderr
   --profile NAME    profile whose tools are served (default: headless)
   --patch FILE      one more patch layer (repeatable)
   --permission-mode MODE  permission preset of every call (e.g. read-only, workspace-write)
@@ -72,6 +76,7 @@ export function parseServeArgs(argv: readonly string[]): ServeArgs | { help: tru
       else if (flag === '--patch') out.patches.push(value())
       else if (flag === '--permission-mode') out.config.permissionMode = value()
       else if (flag === '--no-agent-tool') out.config.agentTool = false
+      else if (flag === '--no-auth') out.config.auth = false
       else return { error: `unknown option ${JSON.stringify(token)}` }
     } catch (error) {
       return { error: (error as Error).message }
@@ -79,6 +84,9 @@ export function parseServeArgs(argv: readonly string[]): ServeArgs | { help: tru
   }
   if (out.config.transport !== 'http' && (out.config.port !== undefined || out.config.host !== undefined))
     return { error: '--port and --host need --transport http' }
+  if (out.config.auth === false && out.config.transport !== 'http') return { error: '--no-auth needs --transport http' }
+  if (out.config.auth === false && out.config.host !== undefined && !isLoopbackHost(out.config.host))
+    return { error: `--no-auth is only allowed on a loopback --host, not "${out.config.host}"` }
   return out
 }
 

@@ -1,6 +1,6 @@
 // @dsh/mcp-server: dsh as a Model Context Protocol server. Once the app is ready it serves the
 // profile's tools (and `dsh_agent`) over stdio or streamable HTTP; see server.ts for the calls.
-import { randomUUID } from 'node:crypto'
+import { randomBytes, randomUUID } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -8,11 +8,18 @@ import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import type {} from '@dsh/tools'
 import type {} from '@dsh/permission-presets'
+import type {} from '@dsh/credentials'
+import type {} from '@dsh/mcp-client'
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js'
+import { bearerMatches, isLoopbackHost, isLoopbackOrigin } from './auth.ts'
 import { claimStdout } from './stdio.ts'
-import { createServer } from './server.ts'
+import { createServer, listTools } from './server.ts'
 
 export const name = 'mcp-server'
 export const inject = ['tools']
+
+/** The credential `dsh mcp serve --transport http` reads its bearer token from, by default. */
+export const TOKEN_CREDENTIAL = 'DSH_MCP_SERVE_TOKEN'
 
 export interface Config {
   transport: 'stdio' | 'http'
@@ -20,6 +27,8 @@ export interface Config {
   port: number
   path: string
   agentTool: boolean
+  auth: boolean
+  tokenCredential: string
   maxSteps?: number
   permissionMode?: string
   cwd: string
@@ -32,27 +41,26 @@ export const Config: Schema<Config> = Schema.object({
   port: Schema.natural().max(65535).default(0).description('HTTP: port; 0 picks a free one (printed on stderr).'),
   path: Schema.string().default('/mcp').description('HTTP: the endpoint path.'),
   agentTool: Schema.boolean().default(true).description('Offer the dsh_agent tool.'),
+  auth: Schema.boolean()
+    .default(true)
+    .description('HTTP: require a bearer token on every request (off is allowed on a loopback host only).'),
+  tokenCredential: Schema.string()
+    .pattern(/^[A-Za-z_][A-Za-z0-9_]*$/)
+    .default(TOKEN_CREDENTIAL)
+    .description('HTTP: the credential holding the bearer token; unset, a fresh token is printed at start.'),
   maxSteps: Schema.natural().min(1).description('Steps one dsh_agent turn may take at most.'),
   permissionMode: Schema.string().description('Permission preset of every call (default: the profile default).'),
   cwd: Schema.string().default('').description('Working directory of calls; default the process working directory.'),
   waitForReady: Schema.boolean().default(true),
 })
 
-export { AGENT_TOOL, createServer, toCallResult, type ServerOptions } from './server.ts'
+export { AGENT_TOOL, createServer, listTools, toCallResult, type ServerOptions } from './server.ts'
+export { transcript, SESSION_TEMPLATE, SESSION_URI } from './catalog.ts'
 export { claimStdout } from './stdio.ts'
+export { bearerMatches, isLoopbackHost, isLoopbackOrigin } from './auth.ts'
 
 const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string })
   .version
-
-const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost'])
-
-function isLoopbackOrigin(origin: string): boolean {
-  try {
-    return LOOPBACK.has(new URL(origin).hostname.replace(/^\[|\]$/g, ''))
-  } catch {
-    return false
-  }
-}
 
 export function apply(ctx: Context, config: Config): void {
   const say = (line: string) => void process.stderr.write(`dsh mcp serve: ${line}\n`)
@@ -67,7 +75,46 @@ export function apply(ctx: Context, config: Config): void {
     maxSteps: config.maxSteps,
     version,
   })
+  // Every connected server, told when the tool set changes: a plugin loaded or unloaded (a fiber
+  // changed state), or an MCP client row's server connected, re-listed or went away. Compared by
+  // what tools/list would answer, so nothing is sent for a change a client cannot see.
+  const live = new Set<Server>()
+  let listedAs: string | undefined
+  let checking = false
+  let disposed = false
+  ctx.effect(() => () => {
+    disposed = true
+  })
+  const checkTools = () => {
+    if (checking || listedAs === undefined) return
+    checking = true
+    setImmediate(() => {
+      checking = false
+      if (disposed) return
+      const now = JSON.stringify(listTools(ctx, config.agentTool))
+      if (now === listedAs) return
+      listedAs = now
+      for (const server of live) void server.sendToolListChanged().catch(() => {})
+    })
+  }
+  ctx.on('internal/status', checkTools)
+  ctx.on('mcp/status', checkTools)
+  const track = (server: Server) => {
+    live.add(server)
+    const closed = server.onclose
+    server.onclose = () => {
+      live.delete(server)
+      closed?.()
+    }
+  }
+
   const start = async () => {
+    if (config.transport === 'http' && !config.auth && !isLoopbackHost(config.host)) {
+      say(
+        `--no-auth is only allowed on a loopback host, not "${config.host}": anyone who reaches the port could run the tools`,
+      )
+      return exit(2)
+    }
     if (config.permissionMode !== undefined) {
       const presets = ctx.get('permissionPresets')
       if (!presets) {
@@ -80,6 +127,7 @@ export function apply(ctx: Context, config: Config): void {
       }
       presets.setDefault(config.permissionMode)
     }
+    listedAs = JSON.stringify(listTools(ctx, config.agentTool))
     if (config.transport === 'stdio') await serveStdio()
     else await serveHttp()
   }
@@ -92,16 +140,30 @@ export function apply(ctx: Context, config: Config): void {
     // The client closing its end of stdin is the end of the session, and of the process.
     process.stdin.once('end', () => exit(0))
     await server.connect(transport)
+    track(server)
+  }
+
+  /** The bearer token of this run: the credential's value, else a fresh one printed on stderr. */
+  const bearerToken = async (): Promise<string | undefined> => {
+    if (!config.auth) return undefined
+    const credentials = ctx.get('credentials')
+    const set = credentials ? await credentials.get(config.tokenCredential) : process.env[config.tokenCredential]
+    if (set !== undefined && set !== '') return set
+    const fresh = randomBytes(24).toString('base64url')
+    say(`no ${config.tokenCredential} is set; the bearer token of this run is ${fresh}`)
+    return fresh
   }
 
   const serveHttp = async () => {
     const { StreamableHTTPServerTransport } = await import('@modelcontextprotocol/sdk/server/streamableHttp.js')
     const sessions = new Map<string, InstanceType<typeof StreamableHTTPServerTransport>>()
     let allowedHosts: string[] | undefined
-    const reply = (res: ServerResponse, status: number, message: string) => {
-      res.writeHead(status, { 'content-type': 'application/json' })
+    const token = await bearerToken()
+    const reply = (res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}) => {
+      res.writeHead(status, { 'content-type': 'application/json', ...headers })
       res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }))
     }
+    const realm = 'Bearer realm="dsh mcp serve"'
     const handle = async (req: IncomingMessage, res: ServerResponse) => {
       const url = new URL(req.url ?? '/', 'http://localhost')
       if (url.pathname !== config.path) return reply(res, 404, `not found: the MCP endpoint is ${config.path}`)
@@ -109,6 +171,17 @@ export function apply(ctx: Context, config: Config): void {
       const origin = req.headers.origin
       if (allowedHosts && origin !== undefined && !isLoopbackOrigin(origin))
         return reply(res, 403, `origin ${JSON.stringify(origin)} is not allowed`)
+      if (token !== undefined && !bearerMatches(req.headers.authorization, token)) {
+        const sent = req.headers.authorization !== undefined
+        return reply(
+          res,
+          401,
+          sent
+            ? 'unauthorized: the bearer token is wrong'
+            : `unauthorized: send "Authorization: Bearer <token>" with the value of ${config.tokenCredential} (or the token dsh mcp serve printed at start)`,
+          { 'www-authenticate': sent ? `${realm}, error="invalid_token"` : realm },
+        )
+      }
       const id = req.headers['mcp-session-id']
       if (typeof id === 'string') {
         const known = sessions.get(id)
@@ -119,7 +192,10 @@ export function apply(ctx: Context, config: Config): void {
       const server = createServer(ctx, opts())
       const transport: InstanceType<typeof StreamableHTTPServerTransport> = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (sid) => void sessions.set(sid, transport),
+        onsessioninitialized: (sid) => {
+          sessions.set(sid, transport)
+          track(server)
+        },
         ...(allowedHosts ? { enableDnsRebindingProtection: true, allowedHosts } : {}),
       })
       transport.onclose = () => {
@@ -152,7 +228,7 @@ export function apply(ctx: Context, config: Config): void {
     })
     const port = (http.address() as AddressInfo).port
     // Bound to loopback: refuse requests whose Host names anything else (DNS rebinding).
-    if (LOOPBACK.has(config.host)) allowedHosts = [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`]
+    if (isLoopbackHost(config.host)) allowedHosts = [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`]
     const host = config.host.includes(':') ? `[${config.host}]` : config.host
     say(`listening on http://${host}:${port}${config.path}`)
   }

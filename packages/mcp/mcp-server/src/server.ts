@@ -1,15 +1,19 @@
 // One MCP server (one client connection): `tools/list` answers the profile's tool registry as the
 // model sees it (names, descriptions, JSON schemas) plus `dsh_agent`; `tools/call` runs a tool
-// through the registry's pipeline (validation, permission mode, sandbox, approvals, spill) or,
-// for `dsh_agent`, one headless agent turn in a fresh session.
-import { randomUUID } from 'node:crypto'
+// through the registry's pipeline, logged in this connection's session (see calls.ts), or, for
+// `dsh_agent`, one headless agent turn in a fresh session. Resources and prompts: see catalog.ts.
 import type { Context } from 'cordis'
 import { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import {
   CallToolRequestSchema,
   ErrorCode,
+  GetPromptRequestSchema,
+  ListPromptsRequestSchema,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
   McpError,
+  ReadResourceRequestSchema,
   type CallToolResult,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js'
@@ -19,6 +23,14 @@ import type {} from '@dsh/llm'
 import type {} from '@dsh/permission-presets'
 import { describeTurnEnd } from '@dsh/session'
 import { chooseModel, modelChoiceUsage } from '@dsh/surface-kit'
+import { CallLog } from './calls.ts'
+import {
+  getSkillPrompt,
+  listSessionResources,
+  listSkillPrompts,
+  readSessionResource,
+  SESSION_TEMPLATE,
+} from './catalog.ts'
 
 export const AGENT_TOOL = 'dsh_agent'
 
@@ -58,25 +70,29 @@ export function toCallResult(result: ToolResultPayload): CallToolResult {
 
 const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error))
 
+/** The tools `tools/list` answers: the registry's schemas as the model sees them, plus `dsh_agent`. */
+export function listTools(ctx: Context, agentTool: boolean): Tool[] {
+  const tools: Tool[] = ctx.tools.schemas().map((s) => ({
+    name: s.name,
+    description: s.description,
+    inputSchema: { type: 'object', ...(s.parameters as Record<string, unknown>) } as Tool['inputSchema'],
+  }))
+  if (agentTool && !tools.some((t) => t.name === AGENT_TOOL)) tools.push(AGENT_SCHEMA)
+  return tools
+}
+
 export function createServer(ctx: Context, opts: ServerOptions): Server {
   const server = new Server(
     { name: 'dsh', title: 'dsh', version: opts.version },
     {
-      capabilities: { tools: {} },
+      capabilities: { tools: { listChanged: true }, resources: {}, prompts: {} },
       instructions:
         "dsh's coding tools (read, edit, bash, ...) run in this working directory under dsh's permission mode and sandbox." +
         (opts.agentTool ? ` ${AGENT_TOOL} hands a whole task to a dsh agent.` : ''),
     },
   )
-  const listed = (): Tool[] => {
-    const tools: Tool[] = ctx.tools.schemas().map((s) => ({
-      name: s.name,
-      description: s.description,
-      inputSchema: { type: 'object', ...(s.parameters as Record<string, unknown>) } as Tool['inputSchema'],
-    }))
-    if (opts.agentTool && !tools.some((t) => t.name === AGENT_TOOL)) tools.push(AGENT_SCHEMA)
-    return tools
-  }
+  const listed = () => listTools(ctx, opts.agentTool)
+  const calls = new CallLog(ctx, { cwd: opts.cwd, client: () => server.getClientVersion() })
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: listed() }))
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const { name, arguments: args = {} } = request.params
@@ -86,12 +102,31 @@ export function createServer(ctx: Context, opts: ServerOptions): Server {
       const known = listed().map((t) => t.name)
       throw new McpError(ErrorCode.InvalidParams, `unknown tool "${name}"; the tools are: ${known.join(', ')}`)
     }
-    const result = await ctx.tools.execute(
-      { callId: `mcp_${randomUUID()}`, name, arguments: JSON.stringify(args) },
-      { cwd: opts.cwd, signal: extra.signal },
-    )
-    return toCallResult(result)
+    const result = toCallResult(await calls.run(name, args, extra.signal))
+    return calls.sessionId ? { ...result, _meta: { 'dsh/sessionId': calls.sessionId } } : result
   })
+  server.setRequestHandler(ListResourcesRequestSchema, async () => ({
+    resources: await listSessionResources(ctx, opts.cwd),
+  }))
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({
+    resourceTemplates: [
+      {
+        uriTemplate: SESSION_TEMPLATE,
+        name: 'dsh-session',
+        title: 'dsh session transcript',
+        description: 'The transcript of one dsh session by id (as listed by `dsh sessions`).',
+        mimeType: 'text/markdown',
+      },
+    ],
+  }))
+  server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
+    const { text, mimeType } = await readSessionResource(ctx, request.params.uri)
+    return { contents: [{ uri: request.params.uri, mimeType, text }] }
+  })
+  server.setRequestHandler(ListPromptsRequestSchema, () => ({ prompts: listSkillPrompts(ctx, opts.cwd) }))
+  server.setRequestHandler(GetPromptRequestSchema, (request) =>
+    getSkillPrompt(ctx, opts.cwd, request.params.name, request.params.arguments),
+  )
   return server
 }
 

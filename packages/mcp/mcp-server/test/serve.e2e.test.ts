@@ -159,10 +159,14 @@ describe('dsh mcp serve --transport http', () => {
   let url: string
   let http: Client
 
+  const token = 'test-token-0123456789'
+  const auth = { authorization: `Bearer ${token}` }
+
   beforeAll(async () => {
     proc = spawn(process.execPath, [DSH_BIN, 'mcp', 'serve', '--transport', 'http'], {
       cwd,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? root, DSH_HOME: home },
+      // The bearer token comes from dsh's credentials (here: their environment layer).
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? root, DSH_HOME: home, DSH_MCP_SERVE_TOKEN: token },
       stdio: ['ignore', 'ignore', 'pipe'],
     })
     url = await new Promise<string>((resolve, reject) => {
@@ -175,7 +179,7 @@ describe('dsh mcp serve --transport http', () => {
       proc.once('exit', (code) => reject(new Error(`dsh mcp serve exited ${code}: ${err}`)))
     })
     http = new Client({ name: 'dsh-test-http', version: '1.0.0' })
-    await http.connect(new StreamableHTTPClientTransport(new URL(url)))
+    await http.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: auth } }))
   }, 60_000)
 
   afterAll(async () => {
@@ -202,7 +206,7 @@ describe('dsh mcp serve --transport http', () => {
       method: 'initialize',
       params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
     })
-    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }
+    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...auth }
     const { request } = await import('node:http')
     const status = await new Promise<number>((resolve, reject) => {
       const req = request(url, { method: 'POST', headers: { ...headers, host: 'evil.example:80' } }, (res) => {
@@ -222,13 +226,75 @@ describe('dsh mcp serve --transport http', () => {
     )
   })
 
+  it('refuses a request without the bearer token, or with a wrong one (401)', async () => {
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} })
+    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }
+    const bare = await fetch(url, { method: 'POST', headers, body })
+    expect(bare.status).toBe(401)
+    expect(bare.headers.get('www-authenticate')).toBe('Bearer realm="dsh mcp serve"')
+    expect(((await bare.json()) as { error: { message: string } }).error.message).toBe(
+      'unauthorized: send "Authorization: Bearer <token>" with the value of DSH_MCP_SERVE_TOKEN (or the token dsh mcp serve printed at start)',
+    )
+    const wrong = await fetch(url, { method: 'POST', headers: { ...headers, authorization: 'Bearer nope' }, body })
+    expect(wrong.status).toBe(401)
+    expect(wrong.headers.get('www-authenticate')).toContain('error="invalid_token"')
+    // The SDK client without the header cannot connect either.
+    const anonymous = new Client({ name: 'anonymous', version: '1.0.0' })
+    await expect(anonymous.connect(new StreamableHTTPClientTransport(new URL(url)))).rejects.toThrow(
+      /401|unauthorized/i,
+    )
+  })
+
+  it('without a configured token, prints a fresh one on stderr and requires it', { timeout: 30_000 }, async () => {
+    const fresh = spawn(process.execPath, [DSH_BIN, 'mcp', 'serve', '--transport', 'http'], {
+      cwd,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? root, DSH_HOME: home },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    })
+    try {
+      const [freshUrl, freshToken] = await new Promise<[string, string]>((resolve, reject) => {
+        let err = ''
+        fresh.stderr!.on('data', (chunk: Buffer) => {
+          err += chunk.toString()
+          const t = /the bearer token of this run is (\S+)/.exec(err)
+          const m = /listening on (http:\/\/\S+)/.exec(err)
+          if (t && m) resolve([m[1], t[1]])
+        })
+        fresh.once('exit', (code) => reject(new Error(`dsh mcp serve exited ${code}: ${err}`)))
+      })
+      expect(freshToken).toMatch(/^[A-Za-z0-9_-]{32}$/)
+      const c = new Client({ name: 'fresh', version: '1.0.0' })
+      await c.connect(
+        new StreamableHTTPClientTransport(new URL(freshUrl), {
+          requestInit: { headers: { authorization: `Bearer ${freshToken}` } },
+        }),
+      )
+      expect((await c.listTools()).tools.length).toBeGreaterThan(0)
+      await c.close()
+      const bare = await fetch(freshUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{}',
+      })
+      expect(bare.status).toBe(401)
+    } finally {
+      const exited = new Promise((resolve) => fresh.once('exit', resolve))
+      fresh.kill('SIGTERM')
+      await exited
+    }
+  })
+
   it('the MCP inspector CLI lists and calls the tools', { timeout: 30_000 }, async () => {
     const run = (args: string[]) =>
       new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
         // The CLI finds its own package.json as "../package.json" from the working directory.
-        const child = spawn(process.execPath, [inspector, url, '--transport', 'http', ...args], {
-          cwd: join(inspector, '..'),
-        })
+        const child = spawn(
+          process.execPath,
+          [inspector, url, '--transport', 'http', '--header', `Authorization: Bearer ${token}`, ...args],
+          {
+            cwd: join(inspector, '..'),
+          },
+        )
         let out = ''
         let err = ''
         child.stdout.on('data', (c: Buffer) => (out += c.toString()))
@@ -296,6 +362,15 @@ describe('dsh mcp serve usage errors', () => {
     const port = await runDsh(['mcp', 'serve', '--port', '80'], { cwd, env: { DSH_HOME: home } })
     expect(port.code).toBe(2)
     expect(port.stderr).toContain('--port and --host need --transport http')
+    const open = await runDsh(['mcp', 'serve', '--transport', 'http', '--host', '0.0.0.0', '--no-auth'], {
+      cwd,
+      env: { DSH_HOME: home },
+    })
+    expect(open.code).toBe(2)
+    expect(open.stderr).toContain('--no-auth is only allowed on a loopback --host, not "0.0.0.0"')
+    const stdio = await runDsh(['mcp', 'serve', '--no-auth'], { cwd, env: { DSH_HOME: home } })
+    expect(stdio.code).toBe(2)
+    expect(stdio.stderr).toContain('--no-auth needs --transport http')
   })
 
   it('names the valid presets for an unknown --permission-mode', { timeout: 30_000 }, async () => {
