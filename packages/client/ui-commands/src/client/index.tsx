@@ -42,9 +42,11 @@ const CSS = `
 .dsh-command-result header { display: flex; gap: 12px; justify-content: space-between; align-items: center; }
 `
 
+const DOWNLOAD = /(\/[A-Za-z0-9_./-]+\.zip)\b/
+
 /** Same-origin download paths in command output (e.g. `/export/<id>.zip`) become links. */
 function linkify(text: string) {
-  const parts = text.split(/(\/[A-Za-z0-9_./-]+\.zip)\b/)
+  const parts = text.split(DOWNLOAD)
   return parts.map((part, i) =>
     i % 2 === 1 ? (
       // biome-ignore lint/suspicious/noArrayIndexKey: the parts of one split string are positional and may repeat; the index is their identity
@@ -55,6 +57,18 @@ function linkify(text: string) {
       part
     ),
   )
+}
+
+/** Starts the download of a same-origin path, as a click on its link would. */
+function download(path: string): void {
+  if (typeof document === 'undefined') return
+  const link = document.createElement('a')
+  link.href = path
+  link.download = ''
+  link.hidden = true
+  document.body.append(link)
+  link.click()
+  link.remove()
 }
 
 export function apply(ctx: Context): void {
@@ -110,6 +124,10 @@ export function apply(ctx: Context): void {
             output: r.ok ? r.output : r.error?.message,
           })
           if (!r.ok && !input.text) input.setText(line)
+          // A command that answers with one download (`/export`) starts it: one Enter, no
+          // second click. The link stays in the panel in case the browser held it back.
+          const paths = r.ok && r.output ? r.output.split(DOWNLOAD).filter((_, i) => i % 2 === 1) : []
+          if (paths.length === 1) download(paths[0])
         } catch (error) {
           result.set({ line, name: `/${command.name}`, state: 'error', output: (error as Error).message })
           // Nothing typed is lost: a refused line goes back into the empty composer.

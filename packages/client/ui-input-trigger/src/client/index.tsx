@@ -300,6 +300,19 @@ export class InputTriggers extends Service implements InputTriggersApi {
       }
       if ((e.key === 'Enter' || e.key === 'Tab') && !e.shiftKey && !e.altKey && !e.ctrlKey && !e.metaKey) {
         stop()
+        // Enter on a line that is already a whole candidate (`/export` typed out) and that a
+        // source claims runs it at once: one Enter, not a pick and then a second Enter.
+        const line = e.target.value.trim()
+        const session = this.session()
+        if (e.key === 'Enter' && session && items.some(({ item }) => (item.insert ?? item.label) === line)) {
+          const target = e.target
+          const handler = this.claim(target.value, session)
+          if (handler) {
+            this.close()
+            this.run(handler, target)
+            return
+          }
+        }
         const chosen = items[Math.min(state.active, items.length - 1)]
         void this.pick(chosen.group, chosen.item)
         return
@@ -309,16 +322,31 @@ export class InputTriggers extends Service implements InputTriggersApi {
     if (e.key !== 'Enter' || e.shiftKey || e.altKey || e.ctrlKey || e.metaKey) return
     const session = this.session()
     if (!session) return
-    const text = e.target.value
+    const claimed = this.claim(e.target.value, session)
+    if (!claimed) return
+    stop()
+    this.run(claimed, e.target)
+  }
+
+  /** The first source that claims Enter on `text`, with its handler. */
+  private claim(
+    text: string,
+    session: TriggerSession,
+  ): { source: TriggerSource; handler: (input: ComposerInput) => void | Promise<void> } | undefined {
     for (const source of this.sources) {
       const handler = source.matchEnter?.(text, session)
-      if (!handler) continue
-      stop()
-      void Promise.resolve(handler(composerInput(e.target))).catch((error: unknown) =>
-        console.warn(`${source.id}: ${String((error as Error)?.message ?? error)}`),
-      )
-      return
+      if (handler) return { source, handler }
     }
+    return undefined
+  }
+
+  private run(
+    claimed: { source: TriggerSource; handler: (input: ComposerInput) => void | Promise<void> },
+    target: HTMLTextAreaElement,
+  ): void {
+    void Promise.resolve(claimed.handler(composerInput(target))).catch((error: unknown) =>
+      console.warn(`${claimed.source.id}: ${String((error as Error)?.message ?? error)}`),
+    )
   }
 }
 
