@@ -2,7 +2,7 @@
 // dependency-cruiser rules, checked by `pnpm arch` (scripts/check-architecture.mjs) and in .ci/run.
 // Paths are relative to the repository root. Floors, bottom up:
 //
-//   util           packages/util/*: leaf helpers (brand, home-paths, atomic-write, plain-service)
+//   util           packages/util/*: leaf helpers (brand, home-paths, atomic-write, plain-service, stdout-claim)
 //   definitions    the vocabulary of the core (session, agent, tools, system-prompt, scope) and each
 //                  seam's Service Definition (packages/<family>/<family>, e.g. fs/fs, llm/llm), plus
 //                  the wire contracts (web-protocol, sdk-protocol)

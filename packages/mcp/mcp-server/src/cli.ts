@@ -12,7 +12,7 @@ import {
 import { resolveDshHome } from '@dsh/home-paths'
 import { isLoopbackHost } from './auth.ts'
 import type { Config } from './index.ts'
-import { claimStdout } from './stdio.ts'
+import { claimStdout } from '@dsh/stdout-claim'
 
 export const SERVE_HELP = `Usage: dsh mcp serve [--transport stdio|http] [--port N] [--host ADDR] [--profile NAME]
                      [--patch FILE]... [--permission-mode MODE] [--no-agent-tool] [--no-auth]

@@ -12,7 +12,7 @@ import type {} from '@dsh/credentials'
 import type {} from '@dsh/mcp-client'
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import { bearerMatches, isLoopbackHost, isLoopbackOrigin } from './auth.ts'
-import { claimStdout } from './stdio.ts'
+import { claimedStdoutStream } from '@dsh/stdout-claim'
 import { createServer, listTools } from './server.ts'
 
 export const name = 'mcp-server'
@@ -56,7 +56,8 @@ export const Config: Schema<Config> = Schema.object({
 
 export { AGENT_TOOL, createServer, listTools, toCallResult, type ServerOptions } from './server.ts'
 export { transcript, SESSION_TEMPLATE, SESSION_URI } from './catalog.ts'
-export { claimStdout } from './stdio.ts'
+/** The claimed stdout as a stream for the SDK's stdio transport (see @dsh/stdout-claim). */
+export { claimedStdoutStream as claimStdout } from '@dsh/stdout-claim'
 export { bearerMatches, isLoopbackHost, isLoopbackOrigin } from './auth.ts'
 
 const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string })
@@ -135,7 +136,7 @@ export function apply(ctx: Context, config: Config): void {
   const serveStdio = async () => {
     const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js')
     const server = createServer(ctx, opts())
-    const transport = new StdioServerTransport(process.stdin, claimStdout())
+    const transport = new StdioServerTransport(process.stdin, claimedStdoutStream())
     ctx.effect(() => () => void server.close().catch(() => {}))
     // The client closing its end of stdin is the end of the session, and of the process.
     process.stdin.once('end', () => exit(0))
