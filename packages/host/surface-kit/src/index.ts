@@ -15,3 +15,11 @@ export { PendingAnswers, type AnswerOutcome, type AnswerWait } from './answers.t
 export { foldSessionRow, humanPromptOf, sessionRowOf, type SessionRow } from './rows.ts'
 export { appExit, ExitCode, type AppExit } from './exit.ts'
 export { formatAge, sessionTable, type SessionTableRow } from './age.ts'
+export {
+  parseFaceArgs,
+  SHARED_FLAGS,
+  sharedOptions,
+  UsageError,
+  type FaceArgs,
+  type SharedOptions,
+} from './args.ts'

@@ -1,8 +1,9 @@
 // The terminal UI's own command line (what follows the launcher's flags).
-import { parseArgs } from 'node:util'
-import { splitOptionalValues } from '@dsh/cmdline'
+// The shared flags (-c, -r, --model, --permission-mode, -h) are parsed by @dsh/surface-kit, the
+// same way as the one-shot's; the TUI has no flags of its own yet.
+import { parseFaceArgs, sharedOptions, UsageError } from '@dsh/surface-kit'
 
-export class UsageError extends Error {}
+export { UsageError }
 
 export interface TuiOptions {
   /** Typed into the editor and sent at start ('' when none). */
@@ -36,41 +37,6 @@ Ctrl+C clears the input (twice on an empty input exits) · Ctrl+D on an empty in
 
 /** Parses the app arguments; throws UsageError with a one-line message for a mistake. */
 export function parseTuiArgs(argv: readonly string[]): TuiOptions {
-  // `-r` takes an optional id: bare (nothing or an option follows, or `--resume=`), it opens the picker.
-  const { args, bare } = splitOptionalValues(argv, [{ long: 'resume', short: 'r' }])
-  const pick = bare.has('resume')
-  const parse = () =>
-    parseArgs({
-      args,
-      allowPositionals: true,
-      strict: true,
-      options: {
-        continue: { type: 'boolean', short: 'c' },
-        resume: { type: 'string', short: 'r' },
-        model: { type: 'string' },
-        'permission-mode': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    })
-  let parsed: ReturnType<typeof parse>
-  try {
-    parsed = parse()
-  } catch (error) {
-    const message = (error as Error).message.split('\n')[0].replace(/\. To specify a positional.*$/, '')
-    throw new UsageError(`${message} (see: dsh --profile tui --help)`)
-  }
-  const { values, positionals } = parsed
-  const resume = values.resume === '' ? undefined : values.resume
-  const resumePick = pick || values.resume === ''
-  if ((resume !== undefined || resumePick) && values.continue)
-    throw new UsageError('--resume and --continue cannot be combined')
-  return {
-    prompt: positionals.join(' '),
-    ...(values.model !== undefined ? { model: values.model } : {}),
-    ...(values['permission-mode'] !== undefined ? { permissionMode: values['permission-mode'] } : {}),
-    ...(resume !== undefined ? { resume } : {}),
-    resumePick,
-    continue: values.continue ?? false,
-    help: values.help ?? false,
-  }
+  const parsed = parseFaceArgs(argv, {}, 'dsh --profile tui --help')
+  return { prompt: parsed.positionals.join(' '), ...sharedOptions(parsed) }
 }
