@@ -1,7 +1,7 @@
 // Models: every provider a key can be set for (the key goes in and never comes back), the
 // OpenAI-compatible endpoints declared here, model discovery and the default model.
 import { useCallback, useEffect, useRef, useState } from 'react'
-import { useCtx } from '@dsh/client-runtime'
+import { useCtx, type Translate } from '@dsh/client-runtime'
 import {
   modelsAddEndpoint,
   modelsCatalog,
@@ -11,8 +11,67 @@ import {
   modelsSetKey,
   type WireProvider,
 } from '@dsh/api-models/contract'
-import { settingsUpdate } from '@dsh/api-settings/contract'
-import { failure, useSettingsT } from './names.ts'
+import { credentialsDescribe, settingsUpdate, type WireCredential } from '@dsh/api-settings/contract'
+import type { Context } from 'cordis'
+import { failure as hostFailure, useSettingsT } from './names.ts'
+
+/** A plain sentence made here (a listing that timed out or failed) stands as is; a host error is framed. */
+const failure = (e: unknown, t: Translate) =>
+  (e as { plain?: boolean })?.plain ? (e as Error).message : hostFailure(e, t)
+const plain = (message: string, field?: string) => Object.assign(new Error(message), { plain: true, field })
+
+/** How long a model listing may take before the page gives up and says so. */
+export const DISCOVER_TIMEOUT_MS = 3000
+
+/**
+ * `models.discover` with a deadline: an endpoint that accepts the connection and never answers
+ * (a wrong port, a stopped tunnel) is reported after DISCOVER_TIMEOUT_MS in a plain sentence
+ * instead of after the host's own, longer probe timeout. Other failures name the target too.
+ */
+async function discoverModels(
+  ctx: Context,
+  params: { provider?: string; baseURL?: string; apiKey?: string },
+  target: string,
+  t: Translate,
+): Promise<string[]> {
+  const signal = AbortSignal.timeout(DISCOVER_TIMEOUT_MS)
+  try {
+    return (await ctx.remote.call(modelsDiscover, params, { signal })).models
+  } catch (e) {
+    if (signal.aborted) throw plain(t('discoverTimeout', { target, seconds: DISCOVER_TIMEOUT_MS / 1000 }))
+    const err = e as { code?: string; message?: string; field?: string }
+    if (err.code === 'DISCOVERY_FAILED')
+      throw plain(
+        t('discoverUnreachable', { target, message: (err.message ?? '').replace(/^models\.discover:\s*/, '') }),
+        err.field,
+      )
+    throw e
+  }
+}
+
+/** Which layer's key is used (never the key), and the layers whose key is shadowed by it. */
+function KeySource({ credential, t }: { credential: WireCredential; t: Translate }) {
+  if (!credential.configured || !credential.source) return null
+  const where = (id: string) => {
+    const layer = credential.layers.find((l) => l.id === id)
+    return layer?.path ?? layer?.label ?? id
+  }
+  const used =
+    credential.source === 'env'
+      ? t('keyFromEnv', { name: credential.name })
+      : t('keyFromLayer', { where: where(credential.source) })
+  const also = credential.shadowed.length ? t('keyAlsoIn', { where: credential.shadowed.map(where).join(', ') }) : ''
+  return (
+    <p
+      className="dsh-settings-muted"
+      data-testid="key-source"
+      data-source={credential.source}
+      data-shadowed={credential.shadowed.join(' ') || undefined}
+    >
+      {also ? `${used} ${also}` : used}
+    </p>
+  )
+}
 
 type Status = { ok: boolean; text: string } | undefined
 const StatusLine = ({ status, testid }: { status: Status; testid?: string }) =>
@@ -30,6 +89,7 @@ export default function ModelsPage() {
   const ctx = useCtx()
   const t = useSettingsT()
   const [providers, setProviders] = useState<WireProvider[]>()
+  const [credentials, setCredentials] = useState<Map<string, WireCredential>>(new Map())
   const [error, setError] = useState<string>()
   const [filter, setFilter] = useState('')
   const [showAll, setShowAll] = useState(false)
@@ -39,8 +99,16 @@ export default function ModelsPage() {
   const reload = useCallback(() => {
     const n = ++latest.current
     return ctx.remote.call(modelsCatalog, {}).then(
-      (r) => {
+      async (r) => {
         if (n !== latest.current) return
+        // Where each key comes from (never the key): the environment, the credentials file, ...
+        const names = [...new Set(r.providers.flatMap((p) => (p.keyName ? [p.keyName] : [])))]
+        const described = await ctx.remote.call(credentialsDescribe, { names }).then(
+          (d) => new Map(d.credentials.map((c) => [c.name, c] as const)),
+          () => new Map<string, WireCredential>(),
+        )
+        if (n !== latest.current) return
+        setCredentials(described)
         setProviders(r.providers)
         setError(undefined)
       },
@@ -76,7 +144,12 @@ export default function ModelsPage() {
       <h3>{t('providers')}</h3>
       <ul className="dsh-settings-list">
         {main.map((p) => (
-          <ProviderItem key={p.id} provider={p} onChange={reload} />
+          <ProviderItem
+            key={p.id}
+            provider={p}
+            credential={p.keyName ? credentials.get(p.keyName) : undefined}
+            onChange={reload}
+          />
         ))}
       </ul>
       <div className="dsh-settings-row">
@@ -96,7 +169,12 @@ export default function ModelsPage() {
       </div>
       <ul className="dsh-settings-list">
         {shown.map((p) => (
-          <ProviderItem key={p.id} provider={p} onChange={reload} />
+          <ProviderItem
+            key={p.id}
+            provider={p}
+            credential={p.keyName ? credentials.get(p.keyName) : undefined}
+            onChange={reload}
+          />
         ))}
       </ul>
       <AddEndpoint onAdded={reload} />
@@ -104,7 +182,15 @@ export default function ModelsPage() {
   )
 }
 
-function ProviderItem({ provider, onChange }: { provider: WireProvider; onChange: () => unknown }) {
+function ProviderItem({
+  provider,
+  credential,
+  onChange,
+}: {
+  provider: WireProvider
+  credential?: WireCredential | undefined
+  onChange: () => unknown
+}) {
   const ctx = useCtx()
   const t = useSettingsT()
   const [key, setKey] = useState('')
@@ -118,8 +204,18 @@ function ProviderItem({ provider, onChange }: { provider: WireProvider; onChange
     setBusy(true)
     try {
       const r = await ctx.remote.call(modelsSetKey, { provider: provider.id, value })
-      setStatus({ ok: true, text: r.verified ? t('keySaved') : t('keySavedUnverified', { note: r.note ?? '' }) })
+      const saved = r.verified ? t('keySaved') : t('keySavedUnverified', { note: r.note ?? '' })
+      setStatus({ ok: true, text: saved })
       await onChange()
+      // The key changed: list the models it gives access to now, without a reload.
+      setStatus({ ok: true, text: `${saved} ${t('listingModels')}` })
+      try {
+        setModels(await discoverModels(ctx, { provider: provider.id }, provider.label, t))
+        setStatus({ ok: true, text: saved })
+      } catch (e) {
+        setModels(undefined)
+        setStatus({ ok: false, text: `${saved} ${failure(e, t)}` })
+      }
     } catch (e) {
       const err = e as { code?: string; message?: string }
       setStatus({
@@ -133,7 +229,7 @@ function ProviderItem({ provider, onChange }: { provider: WireProvider; onChange
   const discover = async () => {
     setBusy(true)
     try {
-      setModels((await ctx.remote.call(modelsDiscover, { provider: provider.id })).models)
+      setModels(await discoverModels(ctx, { provider: provider.id }, provider.label, t))
       setStatus(undefined)
     } catch (e) {
       setStatus({ ok: false, text: failure(e, t) })
@@ -152,6 +248,7 @@ function ProviderItem({ provider, onChange }: { provider: WireProvider; onChange
   const forget = async () => {
     try {
       await ctx.remote.call(modelsForgetKey, { provider: provider.id })
+      setModels(undefined)
       setStatus({ ok: true, text: t('keyForgotten') })
       await onChange()
     } catch (e) {
@@ -184,6 +281,7 @@ function ProviderItem({ provider, onChange }: { provider: WireProvider; onChange
         </span>
         {provider.baseURL ? <span className="dsh-settings-muted">{provider.baseURL}</span> : null}
       </header>
+      {credential ? <KeySource credential={credential} t={t} /> : null}
       {provider.keyName ? (
         <form
           className="dsh-settings-row"
@@ -256,9 +354,11 @@ function AddEndpoint({ onAdded }: { onAdded: () => unknown }) {
     .filter(Boolean)
   const discover = async () => {
     try {
-      const r = await ctx.remote.call(modelsDiscover, { baseURL, ...(apiKey ? { apiKey } : {}) })
-      setModels(r.models.join(', '))
-      setStatus({ ok: true, text: t('discovered', { count: r.models.length, list: r.models.slice(0, 8).join(', ') }) })
+      setField(undefined)
+      setStatus({ ok: true, text: t('listingModels') })
+      const found = await discoverModels(ctx, { baseURL, ...(apiKey ? { apiKey } : {}) }, baseURL.trim(), t)
+      setModels(found.join(', '))
+      setStatus({ ok: true, text: t('discovered', { count: found.length, list: found.slice(0, 8).join(', ') }) })
     } catch (e) {
       setField((e as { field?: string }).field)
       setStatus({ ok: false, text: failure(e, t) })
