@@ -7,6 +7,7 @@ import type { Context } from 'cordis'
 import { Service } from 'cordis'
 import Schema from 'schemastery'
 import { AuthenticationError, RateLimitError, Sandbox, SandboxError, SandboxNotFoundError, type SandboxOpts } from 'e2b'
+import { AsyncLocalStorage } from 'node:async_hooks'
 import { existsSync, statSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { packUpload, planUpload, UploadTooLarge } from './upload.ts'
@@ -14,7 +15,8 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type {} from '@dsh/home-paths'
 import type {} from '@dsh/credentials'
-import type {} from '@dsh/session'
+import type { Session } from '@dsh/session'
+import type { SubagentLink, SubagentWorldLease } from '@dsh/subagent'
 import type {} from '@dsh/session-persistence'
 import { runSafeGit, type SubprocessService } from '@dsh/subprocess'
 
@@ -124,6 +126,24 @@ export class E2bError extends Error {
   }
 }
 
+/**
+ * One place commands run: the run's own sandbox (`root`), or a subagent child's (a lease opened
+ * through the subagent world "e2b"). Mutated in place (see `state`).
+ */
+interface Slot {
+  /** `root`, or the child's `parentSessionId/id`. */
+  key: string
+  /** The child's link, for a child's slot. */
+  link?: SubagentLink
+  current?: Promise<Sandbox>
+  sandboxId?: string
+  lastExtend: number
+  /** `onLost: stop` after this slot's sandbox was lost. */
+  stopped?: E2bError
+  /** The root slot looked for a continued session's sandbox already (once per run). */
+  resumeChecked?: boolean
+}
+
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref?.())
 
 export class E2bService extends Service {
@@ -192,6 +212,11 @@ export class E2bService extends Service {
     host?: SubprocessService
   } = { lastExtend: 0 }
   private readonly created = new Map<string, Sandbox>()
+  /** Every open slot by sandbox id, so `lost` finds the one a sandbox belongs to. */
+  private readonly slotOf = new Map<string, Slot>()
+  /** The run's own sandbox (a child's calls run inside `scope` with the child's slot instead). */
+  private readonly root: Slot = { key: 'root', lastExtend: 0 }
+  private readonly scope = new AsyncLocalStorage<Slot>()
   /** Sandboxes whose starting tree was recorded (only those can produce a patch). */
   private readonly baselined = new Set<string>()
   private readonly home: Context
@@ -223,29 +248,67 @@ export class E2bService extends Service {
       ['sessionPersistence'],
       (inner) => void inner.sessionPersistence.registerEventType('e2b/sandbox', { ignorable: true }),
     )
+    // A subagent child may run in a sandbox of its own (`world: "e2b"` on the subagent tool).
+    ctx.inject(['subagents'], (inner) =>
+      inner.subagents.registerWorld({
+        name: 'e2b',
+        description: 'its own E2B sandbox, with a fresh copy of the workspace',
+        open: (link) => this.lease(link),
+      }),
+    )
     ctx.effect(() => () => this.release(), 'e2b: end the sandboxes this run created')
   }
 
-  /** The id of the live sandbox, once one exists. */
+  /** The id of the live sandbox of the calling scope (the run's, or a child's), once one exists. */
   get sandboxId(): string | undefined {
-    return this.state.sandboxId
+    return this.slot().sandboxId
   }
 
-  /** The sandbox of this run: created (or reconnected) on first use, shared by every caller. */
+  private slot(): Slot {
+    return this.scope.getStore() ?? this.root
+  }
+
+  /**
+   * The sandbox of the calling scope: the run's (shared by every caller), or, inside a subagent
+   * child's lease, the child's own. Created (or reconnected) on first use.
+   */
   sandbox(): Promise<Sandbox> {
     if (this.state.fatal) return Promise.reject(this.state.fatal)
-    if (!this.state.current) {
-      const attempt = this.open()
-      this.state.current = attempt
+    const slot = this.slot()
+    if (slot.stopped) return Promise.reject(slot.stopped)
+    if (!slot.current) {
+      const attempt = this.open(slot)
+      slot.current = attempt
       attempt.catch(() => {
-        if (this.state.current === attempt) this.state.current = undefined
+        if (slot.current === attempt) slot.current = undefined
       })
     }
-    const current = this.state.current
+    const current = slot.current
     return current.then((sandbox) => {
-      this.keepAlive(sandbox)
+      this.keepAlive(slot, sandbox)
       return sandbox
     })
+  }
+
+  /** A subagent child's own sandbox: every call inside `run` uses it; `close` saves its patch and ends it. */
+  lease(link: SubagentLink): SubagentWorldLease {
+    const slot: Slot = { key: `${link.parentSessionId}/${link.id}`, link, lastExtend: 0 }
+    return {
+      run: (fn) => this.scope.run(slot, fn),
+      close: async () => {
+        const pending = slot.current
+        slot.current = undefined
+        const sandbox = await pending?.catch(() => undefined)
+        if (!sandbox || !this.created.has(sandbox.sandboxId)) return
+        this.created.delete(sandbox.sandboxId)
+        this.slotOf.delete(sandbox.sandboxId)
+        const file = await this.end(sandbox, slot)
+        if (file)
+          process.stderr.write(
+            `dsh: the E2B sandbox ${sandbox.sandboxId} of subagent ${link.id} changed the workspace; patch saved to ${file} (review it, then apply it with: ${await this.applyCommand(file, this.localTree())})\n`,
+          )
+      },
+    }
   }
 
   /**
@@ -256,13 +319,15 @@ export class E2bService extends Service {
   lost(sandbox: Sandbox, cause?: unknown): string {
     const id = sandbox.sandboxId
     const reason = cause instanceof Error ? cause.message.split('\n')[0] : undefined
-    if (this.state.sandboxId === id) {
-      this.state.current = undefined
-      this.state.sandboxId = undefined
+    const slot = this.slotOf.get(id)
+    if (slot && slot.sandboxId === id) {
+      slot.current = undefined
+      slot.sandboxId = undefined
       this.created.delete(id)
-      this.log({ sandboxId: id, template: this.config.template, action: 'lost', ...(reason ? { reason } : {}) })
+      this.slotOf.delete(id)
+      this.log(slot, { sandboxId: id, template: this.config.template, action: 'lost', ...(reason ? { reason } : {}) })
       if (this.config.onLost === 'stop') {
-        this.state.fatal = new E2bError(
+        slot.stopped = new E2bError(
           'STOPPED',
           `the E2B sandbox ${id} is gone (killed or expired) and onLost is "stop": no further remote commands run in this session`,
         )
@@ -329,11 +394,20 @@ export class E2bService extends Service {
     return key
   }
 
-  private async open(): Promise<Sandbox> {
+  private localTree(): string {
+    return this.config.upload.from ?? process.cwd()
+  }
+
+  private async open(slot: Slot): Promise<Sandbox> {
     const options = await this.connectionOptions()
-    const reconnect = this.config.sandboxId
+    // The root slot reconnects to `sandboxId` from config, or to the sandbox a continued session
+    // ran in (when its run left it paused or running); a child always gets a new one.
+    const configured = slot === this.root ? this.config.sandboxId : undefined
+    const resumed = !configured && slot === this.root ? await this.resume(options) : undefined
+    if (resumed) return resumed
+    const reconnect = configured
     // The tree is measured before a sandbox exists: an oversized workspace bills nothing.
-    const local = this.config.upload.from ?? process.cwd()
+    const local = this.localTree()
     const upload = !reconnect && this.config.upload.enabled && isDirectory(local) ? this.plan(local) : undefined
     const sandbox = await this.withRetries(reconnect ? 'connect to' : 'create', () =>
       reconnect
@@ -341,12 +415,11 @@ export class E2bService extends Service {
         : Sandbox.create(this.config.template, {
             ...options,
             timeoutMs: this.config.timeoutMs,
-            metadata: { ...this.config.metadata, dsh: '1' },
+            metadata: { ...this.config.metadata, dsh: '1', ...(slot.link ? { 'dsh-subagent': slot.link.id } : {}) },
           }),
     )
     if (!reconnect) this.created.set(sandbox.sandboxId, sandbox)
-    this.state.sandboxId = sandbox.sandboxId
-    this.state.lastExtend = Date.now()
+    this.adopt(slot, sandbox)
     try {
       // The working directory mirrors the local path, which a fresh template does not have.
       await sandbox.commands.run(`mkdir -p ${quote(this.cwd)} && chown user ${quote(this.cwd)} 2>/dev/null; true`, {
@@ -371,7 +444,7 @@ export class E2bService extends Service {
     } catch (error) {
       throw error instanceof E2bError ? error : this.explain(error, 'prepare the working directory of')
     }
-    this.log({
+    this.log(slot, {
       sandboxId: sandbox.sandboxId,
       template: this.config.template,
       action: reconnect ? 'connected' : 'created',
@@ -379,6 +452,67 @@ export class E2bService extends Service {
     })
     this.home.logger('e2b').info('sandbox %s %s', sandbox.sandboxId, reconnect ? 'connected' : 'created')
     return sandbox
+  }
+
+  private adopt(slot: Slot, sandbox: Sandbox): void {
+    slot.sandboxId = sandbox.sandboxId
+    slot.lastExtend = Date.now()
+    this.slotOf.set(sandbox.sandboxId, slot)
+  }
+
+  /**
+   * `--continue`: the sandbox the continued session last ran in (its log's newest `e2b/sandbox`,
+   * unless that says it was killed or lost), reconnected through the SDK (a paused one resumes).
+   * It is then this run's own: ended per `onExit`, its next patch taken from where the last one
+   * stopped. When it is gone, that is said once (stderr and a `lost` event) and undefined
+   * answered, so a new sandbox is created.
+   */
+  private async resume(options: SandboxOpts): Promise<Sandbox | undefined> {
+    if (this.root.resumeChecked) return undefined
+    this.root.resumeChecked = true
+    const last = this.rootSessions()
+      .map((session) => session.last('e2b/sandbox')?.data)
+      .find((event) => event !== undefined)
+    if (!last || last.action === 'killed' || last.action === 'lost') return undefined
+    const id = last.sandboxId
+    let sandbox: Sandbox
+    try {
+      sandbox = await this.withRetries('connect to', () =>
+        Sandbox.connect(id, { ...options, timeoutMs: this.config.timeoutMs }),
+      )
+    } catch (error) {
+      if (error instanceof E2bError && (error.code === 'AUTH' || error.code === 'MISSING_KEY')) throw error
+      const reason = (error instanceof Error ? error.message : String(error)).split('\n')[0]
+      this.log(this.root, {
+        sandboxId: id,
+        template: this.config.template,
+        action: 'lost',
+        reason: `gone before this run: ${reason}`,
+      })
+      process.stderr.write(
+        `dsh: the session's E2B sandbox ${id} is gone (killed or expired); starting a new one (its files are lost; saved patches stay)\n`,
+      )
+      return undefined
+    }
+    this.created.set(sandbox.sandboxId, sandbox)
+    this.adopt(this.root, sandbox)
+    if (this.config.patch.enabled) {
+      const probe = await sandbox.commands
+        .run(`test -d ${REMOTE_STATE_DIR}/baseline.git && echo yes || echo no`, {
+          user: 'root',
+          requestTimeoutMs: this.config.requestTimeoutMs,
+        })
+        .catch(() => undefined)
+      if (probe?.stdout.trim() === 'yes') this.baselined.add(sandbox.sandboxId)
+    }
+    this.log(this.root, { sandboxId: sandbox.sandboxId, template: this.config.template, action: 'connected' })
+    this.home.logger('e2b').info('sandbox %s reconnected for a continued session', sandbox.sandboxId)
+    return sandbox
+  }
+
+  /** Live sessions that are not subagent children (whose first event is their `subagent/link`). */
+  private rootSessions(): Session[] {
+    return (this.state.sessions?.list() ?? []).filter((session) => session.events[0]?.type !== 'subagent/link')
   }
 
   private plan(local: string): ReturnType<typeof planUpload> {
@@ -419,6 +553,13 @@ export class E2bService extends Service {
   private async baseline(sandbox: Sandbox): Promise<void> {
     await sandbox.commands.run(
       `${this.git()} init -q && ${this.git()} add -A && ${this.git()} -c user.name=dsh -c user.email=dsh@localhost commit -q --allow-empty -m baseline`,
+      { user: 'root', requestTimeoutMs: this.config.requestTimeoutMs },
+    )
+  }
+
+  private async advanceBaseline(sandbox: Sandbox): Promise<void> {
+    await sandbox.commands.run(
+      `${this.git()} add -A && ${this.git()} -c user.name=dsh -c user.email=dsh@localhost commit -q --allow-empty -m patched`,
       { user: 'root', requestTimeoutMs: this.config.requestTimeoutMs },
     )
   }
@@ -473,17 +614,27 @@ export class E2bService extends Service {
     return new E2bError('UNAVAILABLE', `could not ${what} an E2B sandbox: ${first}`, { cause: error })
   }
 
-  private keepAlive(sandbox: Sandbox): void {
+  private keepAlive(slot: Slot, sandbox: Sandbox): void {
     // A long session keeps its machine: past half the lifetime, the next use extends it.
-    if (Date.now() - this.state.lastExtend < this.config.timeoutMs / 2) return
-    this.state.lastExtend = Date.now()
+    if (Date.now() - slot.lastExtend < this.config.timeoutMs / 2) return
+    slot.lastExtend = Date.now()
     void sandbox.setTimeout(this.config.timeoutMs).catch(() => {})
   }
 
-  private log(event: SandboxLogEvent): void {
-    const sessions = this.state.sessions
-    if (!sessions) return
-    for (const session of sessions.list()) {
+  /** Appends to the sessions a slot serves: the child's own for a child's, else every root session. */
+  private log(slot: Slot, event: SandboxLogEvent): void {
+    const link = slot.link
+    const sessions = link
+      ? (this.state.sessions?.list() ?? []).filter((session) => {
+          const first = session.events[0]
+          return (
+            first?.type === 'subagent/link' &&
+            first.data.id === link.id &&
+            first.data.parentSessionId === link.parentSessionId
+          )
+        })
+      : this.rootSessions()
+    for (const session of sessions) {
       try {
         session.append('e2b/sandbox', event)
       } catch {
@@ -503,9 +654,12 @@ export class E2bService extends Service {
     const report: FinishReport = { lines: [], failed: false, patches: [] }
     const sandboxes = [...this.created.values()]
     this.created.clear()
-    this.state.current = undefined
-    const saved = await Promise.all(sandboxes.map((sandbox) => this.end(sandbox)))
-    const local = this.config.upload.from ?? process.cwd()
+    this.root.current = undefined
+    const saved = await Promise.all(
+      sandboxes.map((sandbox) => this.end(sandbox, this.slotOf.get(sandbox.sandboxId) ?? this.root)),
+    )
+    this.slotOf.clear()
+    const local = this.localTree()
     for (const [i, file] of saved.entries()) {
       if (!file) continue
       const id = sandboxes[i].sandboxId
@@ -525,13 +679,20 @@ export class E2bService extends Service {
   }
 
   /** Saves the sandbox's change (when it has a baseline) and ends it per `onExit`; answers the patch file. */
-  private async end(sandbox: Sandbox): Promise<string | undefined> {
+  private async end(sandbox: Sandbox, slot: Slot): Promise<string | undefined> {
     let file: string | undefined
     if (this.config.patch.enabled && this.baselined.has(sandbox.sandboxId)) {
       try {
         file = await this.savePatch(sandbox)
         if (file)
-          this.log({ sandboxId: sandbox.sandboxId, template: this.config.template, action: 'patched', patch: file })
+          this.log(slot, {
+            sandboxId: sandbox.sandboxId,
+            template: this.config.template,
+            action: 'patched',
+            patch: file,
+          })
+        // A sandbox that outlives the run (paused or kept, for --continue) starts its next patch here.
+        if (file && this.config.onExit !== 'kill') await this.advanceBaseline(sandbox)
       } catch (error) {
         this.home
           .logger('e2b')
@@ -542,6 +703,11 @@ export class E2bService extends Service {
     try {
       if (this.config.onExit === 'pause') await sandbox.pause()
       else await sandbox.kill()
+      this.log(slot, {
+        sandboxId: sandbox.sandboxId,
+        template: this.config.template,
+        action: this.config.onExit === 'pause' ? 'paused' : 'killed',
+      })
       this.home
         .logger('e2b')
         .info('sandbox %s %s', sandbox.sandboxId, this.config.onExit === 'pause' ? 'paused' : 'killed')

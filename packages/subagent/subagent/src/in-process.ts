@@ -50,7 +50,10 @@ export function inProcessProvider(
       mode === 'spawn'
         ? 'a fresh agent in this process: same tools and model, no view of your conversation (give it the whole task)'
         : 'an agent in this process that starts from a copy of your conversation so far (your current turn excluded)',
-    start({ parent, link, prompt }): ProviderChild {
+    worlds: true,
+    start({ parent, link, prompt, world }): ProviderChild {
+      // In a world of its own, every call of the child's turns runs inside the lease.
+      const within = <T>(fn: () => T): T => (world ? world.run(fn) : fn())
       // A spawned child copies nothing (boundary 0) but still names its parent session, so stores
       // and listings can tell a child's log from a conversation of its own.
       const session =
@@ -80,7 +83,7 @@ export function inProcessProvider(
         throw error
       }
       const child = agent
-      const result = child.send(prompt).then(
+      const result = within(() => child.send(prompt)).then(
         outcomeOf,
         (error: unknown): ChildOutcome => ({
           status: 'failed',
@@ -93,7 +96,7 @@ export function inProcessProvider(
         agentId: child.id,
         result,
         send(message) {
-          child.send(message, { source: PARENT_MESSAGE_SOURCE }).catch(() => {})
+          within(() => child.send(message, { source: PARENT_MESSAGE_SOURCE })).catch(() => {})
         },
         abort() {
           child.abort()

@@ -17,6 +17,8 @@ import {
   type SubagentLink,
   type SubagentProvider,
   type SubagentRecord,
+  type SubagentWorld,
+  type SubagentWorldLease,
 } from './types.ts'
 
 export const PROVIDER_NAME_PATTERN = /^[a-z][a-z0-9-]{0,31}$/
@@ -85,6 +87,7 @@ export class SubagentService extends Service {
   private readonly config: SubagentServiceConfig
   private readonly home: Context
   private readonly registered = new Map<string, SubagentProvider>()
+  private readonly worldsByName = new Map<string, SubagentWorld>()
   /** parent session id -> child id -> live child. */
   private readonly liveByParent = new Map<string, Map<string, Live>>()
   /** in-process child agent id -> its depth. */
@@ -186,6 +189,26 @@ export class SubagentService extends Service {
     return () => void dispose()
   }
 
+  /** Adds a world children can run in (`world` of a start request); undone like a provider. */
+  registerWorld(world: SubagentWorld): () => void {
+    if (!world || typeof world.open !== 'function' || !PROVIDER_NAME_PATTERN.test(world.name))
+      throw new TypeError(`subagents.registerWorld: expected {name matching ${PROVIDER_NAME_PATTERN}, open}`)
+    if (this.worldsByName.has(world.name))
+      throw new TypeError(`subagents.registerWorld: world "${world.name}" is already registered`)
+    const worlds = this.worldsByName
+    const dispose = this.ctx.effect(() => {
+      worlds.set(world.name, world)
+      return () => {
+        if (worlds.get(world.name) === world) worlds.delete(world.name)
+      }
+    }, `subagent-world:${world.name}`)
+    return () => void dispose()
+  }
+
+  worlds(): SubagentWorld[] {
+    return [...this.worldsByName.values()]
+  }
+
   providers(): SubagentProvider[] {
     return [...this.registered.values()]
   }
@@ -217,6 +240,20 @@ export class SubagentService extends Service {
       const known = [...this.registered.keys()].join(', ') || '(none)'
       throw new SubagentError('UNKNOWN_PROVIDER', `unknown subagent provider "${name}"; available: ${known}`)
     }
+    const worldName = options.world
+    const world = worldName === undefined ? undefined : this.worldsByName.get(worldName)
+    if (worldName !== undefined && !world) {
+      const known = [...this.worldsByName.keys()].join(', ')
+      throw new SubagentError(
+        'INVALID_REQUEST',
+        `unknown world "${worldName}"; ${known ? `available: ${known}` : 'this run has no other world (dsh --world e2b adds "e2b")'}; leave world out to run the child in yours`,
+      )
+    }
+    if (world && !provider.worlds)
+      throw new SubagentError(
+        'NOT_SUPPORTED',
+        `provider "${name}" cannot run a child in the world "${world.name}"; use "spawn" or "fork"`,
+      )
     const depth = this.depthOf(parent) + 1
     if (depth > this.config.maxDepth) {
       const where =
@@ -276,10 +313,13 @@ export class SubagentService extends Service {
     this.running.add(live)
     this.childrenOf(session.id).set(link.id, live)
     let child: ProviderChild
+    let lease: SubagentWorldLease | undefined
     try {
       const inherit = inheritanceOf(this.home, parent, depth, this.config.maxDepth)
-      child = await provider.start({ parent, link, description, prompt, inherit })
+      lease = world?.open(link)
+      child = await provider.start({ parent, link, description, prompt, inherit, ...(lease ? { world: lease } : {}) })
     } catch (error) {
+      await lease?.close().catch(() => {})
       this.release(live)
       this.childrenOf(session.id).delete(link.id)
       throw new SubagentError('START_FAILED', `provider "${name}" could not start the child: ${describe(error)}`)
@@ -352,6 +392,11 @@ export class SubagentService extends Service {
           await child.dispose()
         } catch (error) {
           this.home.logger('subagent').warn('disposing subagent %s failed: %s', link.id, describe(error))
+        }
+        try {
+          await lease?.close()
+        } catch (error) {
+          this.home.logger('subagent').warn('closing the world of subagent %s failed: %s', link.id, describe(error))
         }
         const final = snapshot(record)
         try {

@@ -49,6 +49,27 @@ export interface ChildOutcome {
   usage?: TokenUsage
 }
 
+/**
+ * Another place a child's commands and files can live than its parent's (`world` of a start
+ * request): e.g. "e2b", a remote sandbox of its own. Registered by the world's owner.
+ */
+export interface SubagentWorld {
+  /** `^[a-z][a-z0-9-]{0,31}$` */
+  readonly name: string
+  /** One line for the model: what the child gets there. */
+  readonly description?: string
+  /** Opens the place of one child; nothing is created until the child first uses it. */
+  open(link: SubagentLink): SubagentWorldLease
+}
+
+/** One child's place in a world. */
+export interface SubagentWorldLease {
+  /** Runs `fn` so that every call it makes, and everything that continues from it, acts there. */
+  run<T>(fn: () => T): T
+  /** Ends the place (saves what it must, releases the machine); once, after the child was disposed. */
+  close(): Promise<void>
+}
+
 export interface ProviderStartRequest {
   parent: Agent
   link: SubagentLink
@@ -59,6 +80,8 @@ export interface ProviderStartRequest {
    * depth and limit. A provider that starts another process must confine the child by it.
    */
   inherit: ChildInheritance
+  /** The child's place when the request named a `world`; only providers with `worlds: true` get one. */
+  world?: SubagentWorldLease
 }
 
 /** A running child as a provider hands it to the seam. */
@@ -80,6 +103,8 @@ export interface SubagentProvider {
   readonly name: string
   /** One line for the model: what kind of child this provider makes. */
   readonly description?: string
+  /** True when the provider runs a child inside a `world` lease (in-process children do). */
+  readonly worlds?: boolean
   start(request: ProviderStartRequest): ProviderChild | Promise<ProviderChild>
 }
 
@@ -91,6 +116,8 @@ export interface StartSubagentOptions {
   prompt: string
   callId?: string
   background?: boolean
+  /** Run the child in its own place of this registered world (e.g. "e2b"); default: the parent's. */
+  world?: string
   /**
    * Aborting it interrupts the child (a foreground tool call passes its signal); while the
    * request waits for a free slot, aborting it withdraws the request (`CANCELLED`).

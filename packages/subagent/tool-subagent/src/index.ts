@@ -161,7 +161,7 @@ export function apply(ctx: Context, config: ToolSubagentConfig): void {
       .map((p) => `"${p.name}"${p.description ? `: ${p.description}` : ''}`)
       .join('; ')
 
-  ctx.tools.register<{ description: string; prompt: string; provider?: string; background?: boolean }>({
+  ctx.tools.register<{ description: string; prompt: string; provider?: string; background?: boolean; world?: string }>({
     name: 'subagent',
     description:
       'Start a subagent (a child agent with the same tools) on a self-contained task and get its final answer. ' +
@@ -180,6 +180,11 @@ export function apply(ctx: Context, config: ToolSubagentConfig): void {
         background: {
           type: 'boolean',
           description: 'Return at once and be notified when the child finishes. Default false.',
+        },
+        world: {
+          type: 'string',
+          description:
+            'Where the child runs. Default: where you run. "e2b" (when offered) gives it its own E2B sandbox with a fresh copy of the workspace; its changes come back as its own patch.',
         },
       },
       required: ['description', 'prompt'],
@@ -214,7 +219,7 @@ export function apply(ctx: Context, config: ToolSubagentConfig): void {
   }
 
   async function delegate(
-    args: { description: string; prompt: string; provider?: string; background?: boolean },
+    args: { description: string; prompt: string; provider?: string; background?: boolean; world?: string },
     call: ToolCallContext,
   ): Promise<ToolOutput> {
     const parent = parentOf(call)
@@ -227,6 +232,7 @@ export function apply(ctx: Context, config: ToolSubagentConfig): void {
         description: args.description,
         prompt: args.prompt,
         ...(args.provider !== undefined ? { provider: args.provider } : {}),
+        ...(args.world !== undefined ? { world: args.world } : {}),
         callId: call.callId,
         background,
         ...(background ? {} : { signal: call.signal }),
