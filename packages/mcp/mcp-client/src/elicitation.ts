@@ -3,7 +3,7 @@
 // question naming the address. The answers are mapped back to the form's content, checked against
 // its schema; a field left empty is omitted (the SDK fills in the schema's defaults).
 import type { ElicitRequestFormParams, ElicitRequestURLParams, ElicitResult } from '@modelcontextprotocol/sdk/types.js'
-import type { Question, QuestionsOutcome } from '@dsh/user-questions'
+import type { Question, QuestionsOutcome, UserQuestionsService } from '@dsh/user-questions'
 
 export const ACTION_ID = 'mcp_action'
 export const SUBMIT = 'Submit'
@@ -140,4 +140,44 @@ export function elicitationResult(
       problem: `required field${missing.length === 1 ? '' : 's'} left empty: ${missing.join(', ')}`,
     }
   return { result: { action: 'accept', content } }
+}
+
+const oneLine = (text: string) => text.replace(/\s+/g, ' ').slice(0, 200)
+
+/**
+ * Answers an elicitation of `server` by asking the human at hand in `sessionId`; declined (and
+ * said so through `say`, on stderr too) when nobody can answer. A URL the human chose to open is
+ * opened through `open`.
+ */
+export async function answerElicitation(
+  questions: UserQuestionsService | undefined,
+  sessionId: string | undefined,
+  server: string,
+  params: ElicitRequestFormParams | ElicitRequestURLParams,
+  signal: AbortSignal,
+  io: { say(notice: string, stderr: boolean): void; open(url: string): void },
+): Promise<ElicitResult> {
+  const what = params.mode === 'url' ? `to open ${params.url}` : 'for input'
+  if (!questions?.available(sessionId)) {
+    io.say(
+      `MCP server "${server}" asked ${what} ("${oneLine(params.message)}"); declined: no human is at hand to answer.`,
+      true,
+    )
+    return { action: 'decline' }
+  }
+  const outcome = await questions.ask(elicitationQuestions(server, params), {
+    ...(sessionId !== undefined ? { sessionId } : {}),
+    signal,
+  })
+  const { result, problem } = elicitationResult(params, outcome)
+  if (problem) io.say(`MCP server "${server}" asked ${what}; declined: ${problem}.`, false)
+  if (
+    params.mode === 'url' &&
+    result.action === 'accept' &&
+    outcome.status === 'answered' &&
+    outcome.answers.mcp_action?.selected[0] === OPEN
+  ) {
+    io.open(params.url)
+  }
+  return result
 }

@@ -4,225 +4,48 @@
 // shape other agents use. `ctx.mcp` lists them with their state and mounts per-session servers.
 // The project's `.mcp.json` is the project's, not the user's: its servers start only through
 // `ctx.projectTrust` (consent per directory and content), never without it.
-import { resolve } from 'node:path'
 import { type Context, Service } from 'cordis'
-import Schema from 'schemastery'
-import type { Session } from '@dsh/session'
 import type {} from '@dsh/session-persistence'
 import type {} from '@dsh/settings'
 import type {} from '@dsh/agent'
 import type {} from '@dsh/subprocess'
 import type { CommandRegistry } from '@dsh/commands'
-import type { InjectedContext } from '@dsh/agent'
 import type {} from '@dsh/tools'
-import type { ProjectTrust, ProjectTrustRequests, TrustRequest } from '@dsh/project-trust'
+import type { ProjectTrust } from '@dsh/project-trust'
 import type {} from '@dsh/credentials'
 import type { UserQuestionsService } from '@dsh/user-questions'
 import type { ElicitRequestFormParams, ElicitRequestURLParams, ElicitResult } from '@modelcontextprotocol/sdk/types.js'
-import { credentialStore, McpAuthError, memoryStore, type AuthStore, type ConsentRequest } from './oauth.ts'
-import { elicitationQuestions, elicitationResult, OPEN } from './elicitation.ts'
-import {
-  checkServer,
-  checkTable,
-  projectTrustItems,
-  readProjectFile,
-  serverFileDigests,
-  type CheckedServer,
-  type McpSource,
-} from './config.ts'
-import { McpServerConnection, type ConnectionOptions, type McpServerStatus } from './server.ts'
+import { layeredStore, McpAuthError, type AuthStore, type ConsentRequest } from './oauth.ts'
+import { answerElicitation } from './elicitation.ts'
+import { checkServer, checkTable, serverFileDigests, type CheckedServer } from './config.ts'
+import { McpServerConnection, type McpServerStatus } from './server.ts'
 import { fromAcpServer } from './acp.ts'
-import { promptArguments, promptCommandName, promptText, promptUsage } from './prompts.ts'
-import { mentionedResources, renderResource, renderUnavailable } from './mentions.ts'
+import { promptCommand, promptCommandName } from './prompts.ts'
+import { expandMentions, mentionText } from './mentions.ts'
+import { McpClientConfigSchema, type AddServerOptions, type McpClientConfig } from './client-config.ts'
+import { logNotices, staticStatus } from './notices.ts'
+import { projectRequest } from './project.ts'
+import { askSignIn, openInBrowser } from './sign-in.ts'
 
 export type { McpServerState, McpServerStatus, RetryOptions } from './server.ts'
+export type { AddServerOptions, McpClientConfig } from './client-config.ts'
+export type { McpProgress, McpStatusNotice, ToolProgress } from './notices.ts'
 export type { CheckedServer, McpSource, McpTransportKind, OAuthSettings, ServerSpec } from './config.ts'
 export { McpAuthError, storeKey } from './oauth.ts'
 export { elicitationQuestions, elicitationResult } from './elicitation.ts'
 export { checkServer, checkTable, commandLine, expandVariables, projectTrustItems, readProjectFile } from './config.ts'
 
-/** The project-trust source id of `.mcp.json` servers. */
-export const TRUST_SOURCE = 'mcp'
-
-function projectRequest(dir: string): { request: TrustRequest; table: unknown; path: string; problem?: string } {
-  const project = readProjectFile(dir)
-  return {
-    request: {
-      source: TRUST_SOURCE,
-      label: 'MCP servers',
-      dir,
-      items: projectTrustItems(project.table, '.mcp.json', dir),
-    },
-    table: project.table,
-    path: project.path,
-    ...(project.problem ? { problem: project.problem } : {}),
-  }
-}
-
-/** What this row would start from the project of `cwd` (for `dsh trust`; the same items the row gates with). */
-export const projectTrustRequests: ProjectTrustRequests = (config, cwd) => {
-  if (config?.projectFile === false) return []
-  const dir = typeof config?.cwd === 'string' && config.cwd !== '' ? resolve(cwd, config.cwd) : cwd
-  return [projectRequest(dir).request]
-}
+export { projectTrustRequests, TRUST_SOURCE } from './project.ts'
 export { toolName } from './names.ts'
 export { fromAcpServer } from './acp.ts'
 export { mapResult } from './results.ts'
 export { promptArguments, promptCommandName, promptText, promptUsage, splitWords } from './prompts.ts'
-export { mentionedResources, renderResource } from './mentions.ts'
-
-/** The source plugin of the context messages `@server:uri` mentions add. */
-export const MENTION_SOURCE = '@dsh/mcp-client'
-
-/** The session event a server's trouble (and recovery) is logged as. Not model-visible. */
-export interface McpStatusNotice {
-  server: string
-  state: McpServerStatus['state']
-  message: string
-  scope?: string
-}
-
-/** Progress of a running tool call (the call's card shows it); never sent to the model. */
-export interface ToolProgress {
-  callId: string
-  progress: number
-  total?: number
-  message?: string
-  /** Who reported it, e.g. `mcp:<server>`. */
-  source: string
-}
-
-declare module '@dsh/session' {
-  interface SessionEventMap {
-    /** An MCP server failed, is retrying, was restarted or recovered; never sent to the model. */
-    'mcp/status': McpStatusNotice
-    /** A progress notification of a running tool call. */
-    'tool/progress': ToolProgress
-  }
-}
-
-export interface McpProgress {
-  server: string
-  tool: string
-  callId: string
-  sessionId?: string
-  progress: number
-  total?: number
-  message?: string
-}
-
-declare module 'cordis' {
-  interface Context {
-    mcp: McpClient
-  }
-  interface Events {
-    /** Every state change of a server (the status after it). */
-    'mcp/status'(status: McpServerStatus, notice?: string): void
-    /** A progress notification of a running call. */
-    'mcp/progress'(progress: McpProgress): void
-  }
-}
-
-export interface McpClientConfig extends ConnectionOptions {
-  /** `mcpServers`-shaped table; each entry is checked on its own. */
-  servers: Record<string, unknown>
-  /** Read `<cwd>/.mcp.json`. */
-  projectFile: boolean
-  /** Read the `mcpServers` settings namespace (`$DSH_HOME/settings.yaml`). */
-  userSettings: boolean
-  /** Project directory: where `.mcp.json` is read and local servers start. Default: the process cwd. */
-  cwd?: string
-  /** How long the first model request waits for servers still starting. */
-  startupWaitMs: number
-  /** The command that opens an address in the user's browser (the URL is appended); default per platform. */
-  browser?: string[]
-  /** `@server:uri` mentions expanded per message at most. */
-  maxMentions: number
-  /** Characters of one mentioned resource included at most. */
-  mentionMaxChars: number
-}
-
-export interface AddServerOptions {
-  source?: McpSource
-  /** Shown in `list()` and notices; default the source. */
-  origin?: string
-  /** Agent scope: the server's tools exist only there. */
-  scope?: string
-  /** Base directory of a relative `cwd`, and the default `cwd` of a local server. */
-  cwd?: string
-}
-
-const RetrySchema = Schema.object({
-  initialDelayMs: Schema.natural()
-    .min(1)
-    .default(500)
-    .description('Delay before the first retry (ms); doubles per failure.'),
-  maxDelayMs: Schema.natural().min(1).default(30_000).description('Longest delay between attempts (ms).'),
-  maxAttempts: Schema.natural()
-    .min(1)
-    .default(6)
-    .description('Consecutive failures after which a server is left failed.'),
-  stableMs: Schema.natural()
-    .min(1)
-    .default(30_000)
-    .description('A connection that lasts this long resets the failure count.'),
-})
+export { MENTION_SOURCE, mentionedResources, renderResource } from './mentions.ts'
 
 export class McpClient extends Service {
   static inject = ['tools', 'subprocess']
 
-  static Config: Schema<Partial<McpClientConfig>, McpClientConfig> = Schema.object({
-    servers: Schema.dict(Schema.any())
-      .default({})
-      .description(
-        'MCP servers, in the common mcpServers shape: {name: {command, args, env, cwd} | {url, headers, type}}.',
-      ),
-    projectFile: Schema.boolean().default(true).description("Also read the project's .mcp.json."),
-    userSettings: Schema.boolean().default(true).description('Also read the mcpServers settings namespace.'),
-    cwd: Schema.string().description('Project directory (default: the process working directory).'),
-    startupWaitMs: Schema.natural()
-      .default(10_000)
-      .description('How long the first model request waits for servers still starting (ms).'),
-    connectTimeoutMs: Schema.natural()
-      .min(1)
-      .default(30_000)
-      .description('Time limit of one connection attempt, and of listing tools (ms).'),
-    callTimeoutMs: Schema.natural()
-      .min(1)
-      .default(120_000)
-      .description('A call fails when the server is silent this long (ms); progress notifications restart the clock.'),
-    maxCallMs: Schema.natural()
-      .min(1)
-      .default(900_000)
-      .description('A call fails after this long whatever its progress (ms).'),
-    reconnectWaitMs: Schema.natural()
-      .default(5_000)
-      .description('How long a call waits for a server that is reconnecting (ms).'),
-    killGraceMs: Schema.natural()
-      .default(2_000)
-      .description('Grace between SIGTERM and SIGKILL when a local server is stopped (ms).'),
-    maxDescriptionChars: Schema.natural()
-      .min(100)
-      .default(2_000)
-      .description('Longest tool description shown to the model.'),
-    retry: RetrySchema.default(RetrySchema(undefined as never)),
-    authWaitMs: Schema.natural()
-      .min(1)
-      .default(300_000)
-      .description('How long an OAuth sign-in waits for the browser to come back (ms).'),
-    maxAuthAttempts: Schema.natural()
-      .min(1)
-      .default(3)
-      .description('Sign-ins one request may trigger (401, 403 insufficient_scope) before it fails.'),
-    browser: Schema.array(Schema.string()).description(
-      'Command that opens an address in a browser (the URL is appended); default xdg-open / open / start.',
-    ),
-    maxMentions: Schema.natural().min(1).default(10).description('@server:uri mentions expanded per message at most.'),
-    mentionMaxChars: Schema.natural()
-      .min(100)
-      .default(100_000)
-      .description('Characters of one mentioned resource included at most.'),
-  })
+  static Config = McpClientConfigSchema
 
   private readonly servers = new Map<string, McpServerConnection | CheckedServer>()
   /** Project servers waiting for the user's trust (listed as disabled until then), and why. */
@@ -238,7 +61,6 @@ export class McpClient extends Service {
   private sessions: Context['sessions'] | undefined
   /** The slash commands of each server's prompts, by server key, then by command name. */
   private readonly promptCommands = new Map<string, Map<string, { key: string; dispose: () => void }>>()
-  private readonly memory = memoryStore()
   /** The newest session a human answers questions in (sign-ins outside a call are asked there). */
   private humanSession: string | undefined
   /** Servers whose missing sign-in was already reported to a run without a human. */
@@ -246,20 +68,10 @@ export class McpClient extends Service {
   /** Set by `login()`: shows the authorization URL instead of asking through user questions. */
   private consentOverride: ((request: ConsentRequest) => Promise<void>) | undefined
   /** OAuth state: the credentials seam (the 0600 credentials file) when mounted, else this process's memory. */
-  private readonly authStore: AuthStore = {
-    load: (key) => (this.credentials ? credentialStore(this.credentials) : this.memory).load(key),
-    save: async (key, value) => {
-      if (!this.credentials) return this.memory.save(key, value)
-      try {
-        await credentialStore(this.credentials).save(key, value)
-      } catch (error) {
-        this.ctx
-          .logger('mcp')
-          .warn('could not store an MCP sign-in (%s); it lasts for this run only', (error as Error).message)
-        await this.memory.save(key, value)
-      }
-    },
-  }
+  private readonly authStore: AuthStore = layeredStore(
+    () => this.credentials,
+    (message) => this.ctx.logger('mcp').warn(message),
+  )
 
   constructor(
     ctx: Context,
@@ -385,25 +197,7 @@ export class McpClient extends Service {
         this.sessions = inner.sessions
         return () => (this.sessions = undefined)
       }, 'mcp: sessions')
-      // A session that starts after a server already failed hears about it once.
-      inner.on('session/created', (session) => {
-        for (const status of this.list()) {
-          if (status.state === 'connected' || status.state === 'starting' || status.state === 'disabled') continue
-          if (status.scope !== undefined) continue
-          this.append(session, { server: status.name, state: status.state, message: summary(status) })
-        }
-      })
-      inner.on('mcp/status', (status, notice) => {
-        if (!notice) return
-        for (const session of inner.sessions.list()) {
-          this.append(session, {
-            server: status.name,
-            state: status.state,
-            message: notice,
-            ...(status.scope !== undefined ? { scope: status.scope } : {}),
-          })
-        }
-      })
+      logNotices(inner, () => this.list())
     })
     // The first request of a turn waits (bounded) for servers still starting, so their tools are offered.
     // Project servers still waiting for consent are settled first (asked once, or skipped).
@@ -430,44 +224,12 @@ export class McpClient extends Service {
         if (!offering.has(entry.name) || entry.scope !== undefined) offering.set(entry.name, entry)
       }
       if (offering.size === 0) return next()
-      const names = new Set(offering.keys())
-      const out: InjectedContext[] = []
-      for (const message of payload.messages) {
-        out.push(message)
-        if (message.source.kind !== 'human') continue
-        const text =
-          typeof message.content === 'string'
-            ? message.content
-            : message.content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('\n')
-        for (const mention of mentionedResources(text, names).slice(0, this.config.maxMentions)) {
-          const read = await this.mentionText(offering.get(mention.server)!, mention.uri, mention.trimmed)
-          out.push({
-            content: read.content,
-            source: { kind: 'plugin', plugin: MENTION_SOURCE, label: `@${mention.server}:${read.uri}` },
-          })
-        }
-      }
+      const read = (server: string, uri: string, trimmed?: string) =>
+        mentionText(offering.get(server)!, uri, trimmed, this.config.mentionMaxChars)
+      const out = await expandMentions(payload.messages, new Set(offering.keys()), this.config.maxMentions, read)
       payload.messages.splice(0, payload.messages.length, ...out)
       return next()
     })
-  }
-
-  /** A mentioned resource's text for the model, or a one-line note why there is none. */
-  private async mentionText(
-    connection: McpServerConnection,
-    uri: string,
-    trimmed?: string,
-  ): Promise<{ uri: string; content: string }> {
-    const max = this.config.mentionMaxChars
-    try {
-      return { uri, content: renderResource(connection.name, uri, await connection.readResource(uri), max) }
-    } catch (error) {
-      if (trimmed) {
-        const second = await connection.readResource(trimmed).catch(() => undefined)
-        if (second) return { uri: trimmed, content: renderResource(connection.name, trimmed, second, max) }
-      }
-      return { uri, content: renderUnavailable(connection.name, uri, (error as Error).message) }
-    }
   }
 
   /**
@@ -496,24 +258,8 @@ export class McpClient extends Service {
     if (!commands) return
     for (const [name, prompt] of wanted) {
       if (current.has(name)) continue
-      const description = (prompt.description ?? prompt.title ?? '').replace(/\s+/g, ' ').trim()
-      const usage = promptUsage(prompt)
       try {
-        const dispose = commands.register({
-          name,
-          description: `MCP prompt of "${connection.name}"${description ? `: ${description.length > 120 ? `${description.slice(0, 117)}...` : description}` : ''}`,
-          ...(usage ? { usage } : {}),
-          run: async (args, context) => {
-            const values = promptArguments(prompt, args, name)
-            const result = await connection.getPrompt(prompt.name, values, context.signal)
-            const text = promptText(result)
-            if (!text.trim()) throw new Error(`the prompt "${prompt.name}" of MCP server "${connection.name}" is empty`)
-            void context.agent
-              .send(text)
-              .catch((error: Error) => this.ctx.logger('mcp').warn('/%s: the turn failed: %s', name, error.message))
-            return `Running the MCP prompt "${prompt.name}" of "${connection.name}".`
-          },
-        })
+        const dispose = commands.register(promptCommand(connection, prompt, name, this.ctx.logger('mcp')))
         current.set(name, { key: JSON.stringify(prompt), dispose })
       } catch (error) {
         this.ctx
@@ -771,72 +517,21 @@ export class McpClient extends Service {
   /** Shows an authorization URL: through `login()`'s printer, or as a question to the human at hand. */
   private async consent(request: ConsentRequest): Promise<void> {
     if (this.consentOverride) return this.consentOverride(request)
-    const sessionId = this.humanSession
-    const questions = this.questions
-    if (!questions?.available(sessionId)) {
-      throw new McpAuthError(
-        'no-human',
-        `it needs you to sign in (OAuth) and no human is at hand; run "dsh mcp login ${request.server}"`,
-      )
-    }
-    const outcome = await questions.ask(
-      [
-        {
-          id: 'signin',
-          header: 'MCP sign-in',
-          question: `MCP server "${request.server}" needs you to sign in. Open this address in a browser and approve access (the browser then returns to dsh on this machine):\n${request.url.href}`,
-          options: [
-            { label: OPEN_BROWSER, description: 'dsh opens the address in your default browser' },
-            { label: OPENED_MYSELF, description: 'you open the address yourself' },
-            { label: CANCEL_SIGN_IN },
-          ],
-        },
-      ],
-      { ...(sessionId !== undefined ? { sessionId } : {}), signal: request.signal },
-    )
-    if (request.signal.aborted) return
-    if (outcome.status !== 'answered')
-      throw new McpAuthError('declined', `the sign-in was not answered (${outcome.reason})`)
-    const choice = outcome.answers.signin?.selected[0]
-    if (choice === CANCEL_SIGN_IN) throw new McpAuthError('declined', 'the sign-in was cancelled')
-    if (choice === OPEN_BROWSER) this.openInBrowser(request.url.href)
+    return askSignIn(this.questions, this.humanSession, request, (url) => this.openInBrowser(url))
   }
 
   /** An elicitation of a server, asked as user questions; declined (and said so) without a human. */
-  private async elicit(
+  private elicit(
     server: string,
     params: ElicitRequestFormParams | ElicitRequestURLParams,
     callSession: string | undefined,
     signal: AbortSignal,
     scope: string | undefined,
   ): Promise<ElicitResult> {
-    const sessionId = callSession ?? this.humanSession
-    const questions = this.questions
-    const what = params.mode === 'url' ? `to open ${params.url}` : 'for input'
-    if (!questions?.available(sessionId)) {
-      this.say(
-        server,
-        scope,
-        `MCP server "${server}" asked ${what} ("${oneLine(params.message)}"); declined: no human is at hand to answer.`,
-        true,
-      )
-      return { action: 'decline' }
-    }
-    const outcome = await questions.ask(elicitationQuestions(server, params), {
-      ...(sessionId !== undefined ? { sessionId } : {}),
-      signal,
+    return answerElicitation(this.questions, callSession ?? this.humanSession, server, params, signal, {
+      say: (notice, stderr) => this.say(server, scope, notice, stderr),
+      open: (url) => this.openInBrowser(url),
     })
-    const { result, problem } = elicitationResult(params, outcome)
-    if (problem) this.say(server, scope, `MCP server "${server}" asked ${what}; declined: ${problem}.`, false)
-    if (
-      params.mode === 'url' &&
-      result.action === 'accept' &&
-      outcome.status === 'answered' &&
-      outcome.answers.mcp_action?.selected[0] === OPEN
-    ) {
-      this.openInBrowser(params.url)
-    }
-    return result
   }
 
   /** A notice about a server that is not a state change: logged, appended to sessions, and (headless) on stderr. */
@@ -849,29 +544,12 @@ export class McpClient extends Service {
 
   /** Opens an address in the user's browser (best effort: the address was shown to them as well). */
   private openInBrowser(url: string): void {
-    const command =
-      this.config.browser ??
-      (process.platform === 'darwin'
-        ? ['open']
-        : process.platform === 'win32'
-          ? ['cmd', '/c', 'start', '""']
-          : ['xdg-open'])
-    try {
-      const handle = this.ctx.subprocess.spawn({
-        file: command[0],
-        args: [...command.slice(1), url],
-        cwd: this.cwd,
-        env: { set: {} },
-        kill: { graceMs: this.config.killGraceMs },
-        retentionMode: 'none',
-      })
-      void handle.exited.then((exit) => {
-        if (exit.spawnError)
-          this.ctx.logger('mcp').warn('could not open a browser (%s): %s', command[0], exit.spawnError.message)
-      })
-    } catch (error) {
-      this.ctx.logger('mcp').warn('could not open a browser (%s): %s', command[0], (error as Error).message)
-    }
+    openInBrowser(this.ctx.subprocess, url, {
+      ...(this.config.browser ? { command: this.config.browser } : {}),
+      cwd: this.cwd,
+      killGraceMs: this.config.killGraceMs,
+      logger: this.ctx.logger('mcp'),
+    })
   }
 
   /**
@@ -899,54 +577,13 @@ export class McpClient extends Service {
   private problem(message: string): void {
     this.ctx.logger('mcp').warn(message)
   }
-
-  private append(session: Session, notice: McpStatusNotice): void {
-    try {
-      session.append('mcp/status', notice)
-    } catch (error) {
-      this.ctx.logger('mcp').warn('could not log an MCP notice in session %s: %s', session.id, (error as Error).message)
-    }
-  }
 }
-
-const OPEN_BROWSER = 'Open the browser'
-const OPENED_MYSELF = 'I will open it myself'
-const CANCEL_SIGN_IN = 'Cancel'
-const oneLine = (text: string) => text.replace(/\s+/g, ' ').slice(0, 200)
 
 const digestKey = (files: Record<string, string>) =>
   JSON.stringify(Object.entries(files).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
 
 function keyOf(name: string, scope: string | undefined): string {
   return scope === undefined ? name : `${scope}\u0000${name}`
-}
-
-function staticStatus(entry: CheckedServer & { scope?: string }): McpServerStatus {
-  return {
-    name: entry.name,
-    source: entry.source,
-    origin: entry.origin,
-    ...(entry.scope !== undefined ? { scope: entry.scope } : {}),
-    ...('spec' in entry ? { transport: entry.spec.transport } : {}),
-    state: 'invalid' in entry ? 'invalid' : 'disabled',
-    tools: [],
-    failures: 0,
-    restarts: 0,
-    ...('invalid' in entry ? { error: entry.invalid } : {}),
-  }
-}
-
-function summary(status: McpServerStatus): string {
-  switch (status.state) {
-    case 'invalid':
-      return `MCP server "${status.name}" in ${status.origin} is misconfigured: ${status.error}. It was not started.`
-    case 'failed':
-      return `MCP server "${status.name}" failed: ${status.error ?? 'unknown error'}. Its tools are unavailable.`
-    case 'retrying':
-      return `MCP server "${status.name}" is retrying after: ${status.error ?? 'unknown error'}.`
-    default:
-      return `MCP server "${status.name}" is ${status.state}.`
-  }
 }
 
 export const name = 'mcp-client'

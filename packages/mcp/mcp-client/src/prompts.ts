@@ -2,7 +2,9 @@
 // mapped onto the prompt's declared arguments (`key=value` pairs, or values in declaration order),
 // the prompt is fetched with `prompts/get`, and its messages become one human message of the
 // agent's conversation (a turn, as a typed message would start).
+import type { Logger } from 'cordis'
 import type { GetPromptResult, Prompt } from '@modelcontextprotocol/sdk/types.js'
+import type { Command } from '@dsh/commands'
 
 /** Command names the registry accepts: lower-case letters, digits, `_` and `-`, a letter first. */
 export function promptCommandName(server: string, prompt: string): string {
@@ -90,4 +92,36 @@ export function promptText(result: GetPromptResult): string {
     return labelled ? `${message.role === 'user' ? 'User' : 'Assistant'}: ${text}` : text
   })
   return parts.join('\n\n')
+}
+
+/**
+ * The `/mcp__<server>__<prompt>` command of one prompt: it fills the prompt's arguments from the
+ * command line, gets the prompt and sends its text as the human message of a turn.
+ */
+export function promptCommand(
+  connection: {
+    name: string
+    getPrompt(name: string, args: Record<string, string>, signal?: AbortSignal): Promise<GetPromptResult>
+  },
+  prompt: Prompt,
+  name: string,
+  logger: Logger,
+): Command {
+  const description = (prompt.description ?? prompt.title ?? '').replace(/\s+/g, ' ').trim()
+  const usage = promptUsage(prompt)
+  return {
+    name,
+    description: `MCP prompt of "${connection.name}"${description ? `: ${description.length > 120 ? `${description.slice(0, 117)}...` : description}` : ''}`,
+    ...(usage ? { usage } : {}),
+    run: async (args, context) => {
+      const values = promptArguments(prompt, args, name)
+      const result = await connection.getPrompt(prompt.name, values, context.signal)
+      const text = promptText(result)
+      if (!text.trim()) throw new Error(`the prompt "${prompt.name}" of MCP server "${connection.name}" is empty`)
+      void context.agent
+        .send(text)
+        .catch((error: Error) => logger.warn('/%s: the turn failed: %s', name, error.message))
+      return `Running the MCP prompt "${prompt.name}" of "${connection.name}".`
+    },
+  }
 }

@@ -1,147 +1,43 @@
-// One MCP server: connects (with jittered exponential backoff), registers the server's tools on
-// `ctx.tools`, follows `notifications/tools/list_changed`, restarts after a crash, and forwards
-// calls with a per-call timeout and cancellation. Everything it goes through is reported as a
-// status change; the service turns the interesting ones into logged notices.
-//
-// A server's tool list is read loosely and each tool checked on its own (the SDK's schema, its
-// output-schema compiler, the registry): one tool dsh cannot use is skipped with a notice naming
-// it and why, and the server's other tools still load.
-import { basename } from 'node:path'
-import { pathToFileURL } from 'node:url'
-import type { Context } from 'cordis'
+// One MCP server: connects (jittered exponential backoff), registers the server's tools on
+// `ctx.tools` (each listed tool checked on its own, see tool-list.ts), follows list_changed,
+// restarts after a crash, and forwards calls with a per-call timeout and cancellation. Every step
+// is reported as a status change; the service turns the interesting ones into logged notices.
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
-import type {
-  GetPromptResult,
-  LoggingMessageNotification,
-  Prompt,
-  ReadResourceResult,
-  Resource,
-  ResourceTemplate,
-  Tool,
-} from '@modelcontextprotocol/sdk/types.js'
-import { loadSdk, sdk as loadedSdk, type Client, type Sdk } from './sdk.ts'
-import type { SubprocessService } from '@dsh/subprocess'
-import type { JsonSchema, ToolCallContext, ToolOutput } from '@dsh/tools'
-import type { McpSource, McpTransportKind, ServerSpec } from './config.ts'
+import type { GetPromptResult, ReadResourceResult, Tool } from '@modelcontextprotocol/sdk/types.js'
+import type { ToolCallContext, ToolOutput } from '@dsh/tools'
+import { loadSdk, type Client } from './sdk.ts'
+import type { McpSource, ServerSpec } from './config.ts'
+import { retryDelay, type ConnectionHost, type McpServerState, type McpServerStatus } from './connection-types.ts'
+import { createClient, createTransport } from './client-wiring.ts'
+import { callFailure, describeFailure, failure, firstLine, REGISTRY_REASON, authErrorOf } from './failures.ts'
 import { hashedToolName, nameBoard, toolName, type NameBoard } from './names.ts'
+import type { McpOAuth } from './oauth.ts'
+import { resourceTools } from './resource-tools.ts'
 import { mapResult } from './results.ts'
-import { MESSAGE_TOO_LARGE, SubprocessStdioTransport, type TooLargeData } from './stdio-transport.ts'
-import { McpAuthError, McpOAuth, type AuthStore, type ConsentRequest } from './oauth.ts'
-import type { ElicitRequestFormParams, ElicitRequestURLParams, ElicitResult } from '@modelcontextprotocol/sdk/types.js'
+import { ServerCatalog, type CatalogKind, type CatalogSnapshot } from './server-catalog.ts'
+import {
+  checkListedTools,
+  compilerOf,
+  keyOf,
+  listAllTools,
+  outputProblem,
+  parametersOf,
+  type OutputCheck,
+  type SchemaCompiler,
+} from './tool-list.ts'
 
-export type McpServerState = 'starting' | 'connected' | 'retrying' | 'failed' | 'invalid' | 'disabled' | 'closed'
-
-/** What `ctx.mcp.list()` reports per server. */
-export interface McpServerStatus {
-  name: string
-  source: McpSource
-  /** Where the server was declared: a file path, `config`, `settings`, or `session <id>`. */
-  origin: string
-  /** Agent scope of a per-session server (its tools exist only there). */
-  scope?: string
-  transport?: McpTransportKind
-  state: McpServerState
-  /** Registered (model-facing) tool names, sorted. */
-  tools: string[]
-  /** Tools the server offers that dsh could not register, with why (absent when none). */
-  skipped?: Array<{ tool: string; reason: string }>
-  /** Failed attempts since the last stable connection. */
-  failures: number
-  /** Restarts after a connection was lost. */
-  restarts: number
-  /** The last failure, one line. */
-  error?: string
-  /** Epoch ms of the next attempt while `retrying`. */
-  nextRetryAt?: number
-  /** A remote server that needs a human to sign in (OAuth) and found none: `failed` until one is at hand. */
-  signIn?: 'needed'
-}
-
-export interface RetryOptions {
-  initialDelayMs: number
-  maxDelayMs: number
-  /** Consecutive failures after which the server is left `failed`. */
-  maxAttempts: number
-  /** A connection that lasts this long resets the failure count. */
-  stableMs: number
-}
-
-export interface ConnectionOptions {
-  connectTimeoutMs: number
-  callTimeoutMs: number
-  maxCallMs: number
-  /** How long a call waits for a server that is (re)connecting before it fails. */
-  reconnectWaitMs: number
-  killGraceMs: number
-  maxDescriptionChars: number
-  retry: RetryOptions
-  /** How long a sign-in waits for the browser to come back to the loopback callback. */
-  authWaitMs: number
-  /** Sign-ins one request may trigger (401 and 403 insufficient_scope) before the server is failed. */
-  maxAuthAttempts: number
-}
-
-export interface ConnectionHost {
-  /** The plugin context tools are registered on. */
-  ctx: Context
-  subprocess: SubprocessService
-  options: ConnectionOptions
-  /** Called on every state change; `notice` is set for changes a user should hear about. */
-  onStatus(status: McpServerStatus, notice?: string): void
-  onProgress?(info: {
-    server: string
-    tool: string
-    callId: string
-    /** The session whose call reported it (absent for a call outside a session). */
-    sessionId?: string
-    progress: number
-    total?: number
-    message?: string
-  }): void
-  /** The server's prompts, resources or templates were (re)listed: after connecting, on list_changed, on dispose. */
-  onCatalog?(connection: McpServerConnection): void
-  /** A `notifications/message` (log line) of the server. */
-  onLog?(server: string, params: LoggingMessageNotification['params']): void
-  /** The workspace offered to servers as their one root (`roots/list`). */
-  workspace: string
-  /** Where OAuth sign-in state is kept. */
-  authStore: AuthStore
-  /** Shows an authorization URL to a human (see McpOAuth); rejects with McpAuthError when nobody can or will. */
-  consent(request: ConsentRequest): Promise<void>
-  /** Asks the human an elicitation of the server, in the session whose call is running (if any). */
-  elicit(
-    server: string,
-    params: ElicitRequestFormParams | ElicitRequestURLParams,
-    sessionId: string | undefined,
-    signal: AbortSignal,
-  ): Promise<ElicitResult>
-}
-
-const CLIENT_INFO = { name: 'dsh', version: '0.1.0' }
+export type {
+  ConnectionHost,
+  ConnectionOptions,
+  McpServerState,
+  McpServerStatus,
+  RetryOptions,
+} from './connection-types.ts'
 
 interface Registered {
   raw: string
   key: string
   dispose(): void
-}
-
-/** Checks a structured result against the tool's output schema: undefined when it conforms. */
-type OutputCheck = (value: unknown) => { valid: boolean; errorMessage?: string }
-
-/** Compiles a JSON schema into a check, throwing on a schema it cannot compile (the SDK's ajv). */
-interface SchemaCompiler {
-  getValidator(schema: unknown): OutputCheck
-}
-
-/**
- * The client's own JSON-schema validator (ajv, as `listTools()` would use it to cache output
- * schemas). The SDK keeps it in a private field; the SDK version is pinned exactly, and without the
- * field output schemas are simply not checked. Importing the SDK's ajv provider module separately
- * broke in the prelinked bundle ("Ajv is not a constructor"), hence the field.
- */
-function compilerOf(client: Client): SchemaCompiler | undefined {
-  const field = (client as unknown as { _jsonSchemaValidator?: Partial<SchemaCompiler> })._jsonSchemaValidator
-  return typeof field?.getValidator === 'function' ? (field as SchemaCompiler) : undefined
 }
 
 /** A connection failure described while the process was still up (closing it kills it). */
@@ -184,11 +80,9 @@ export class McpServerConnection {
   /** Sessions of the calls in flight, newest last: an elicitation is asked in the newest. */
   private readonly callSessions: Array<string | undefined> = []
   /** What the server offers besides tools, as last listed (kept while it restarts, like its tools). */
-  private prompts: Prompt[] = []
+  private readonly offers = new ServerCatalog()
   /** Whether the live server's capabilities offer resources (it may then be `@`-mentioned). */
   offersResources = false
-  private resources: Resource[] = []
-  private templates: ResourceTemplate[] = []
 
   constructor(
     readonly name: string,
@@ -276,9 +170,7 @@ export class McpServerConnection {
     for (const dispose of this.resourceTools.values()) dispose()
     this.resourceTools.clear()
     this.board.leave(this.name)
-    this.prompts = []
-    this.resources = []
-    this.templates = []
+    this.offers.clear()
     this.host.onCatalog?.(this)
     const client = this.client
     this.client = undefined
@@ -296,13 +188,6 @@ export class McpServerConnection {
       for (const wake of waiters) wake()
     }
     this.host.onStatus(this.status(), notice)
-  }
-
-  private delayFor(failures: number): number {
-    const { initialDelayMs, maxDelayMs } = this.host.options.retry
-    const ceiling = Math.min(maxDelayMs, initialDelayMs * 2 ** Math.max(0, failures - 1))
-    // Half fixed, half random: servers restarted together do not retry in lockstep.
-    return Math.round(ceiling / 2 + Math.random() * (ceiling / 2))
   }
 
   private async run(): Promise<void> {
@@ -339,7 +224,7 @@ export class McpServerConnection {
             )
             return
           }
-          const delay = this.delayFor(this.failures)
+          const delay = retryDelay(this.host.options.retry, this.failures)
           this.nextRetryAt = Date.now() + delay
           this.setState(
             'retrying',
@@ -358,74 +243,24 @@ export class McpServerConnection {
     }
   }
 
-  private createTransport(sdk: Sdk): Transport {
-    const spec = this.spec
-    if (spec.transport === 'stdio')
-      return new SubprocessStdioTransport(sdk, this.host.subprocess, spec, this.host.options.killGraceMs)
-    const requestInit = { headers: spec.headers }
-    if (spec.oauth !== false) {
-      this.oauth ??= new McpOAuth({
-        server: this.name,
-        url: spec.url,
-        settings: spec.oauth,
-        store: this.host.authStore,
-        sdk,
-        consent: (request) => this.host.consent(request),
-        waitMs: this.host.options.authWaitMs,
-        maxAttempts: this.host.options.maxAuthAttempts,
-      })
-    }
-    const fetch = this.oauth?.wrap()
-    const options = { requestInit, ...(fetch ? { fetch } : {}) }
-    if (spec.transport === 'sse') return new sdk.SSEClientTransport(new URL(spec.url), options)
-    return new sdk.StreamableHTTPClientTransport(new URL(spec.url), options)
-  }
-
   private async connectOnce(): Promise<void> {
     const sdk = await loadSdk()
     const { ErrorCode, McpError } = sdk
-    const transport = this.createTransport(sdk)
+    const made = createTransport(sdk, this.name, this.spec, this.host, this.oauth)
+    this.oauth = made.oauth
+    const transport = made.transport
     this.transport = transport
-    const client = new sdk.Client(CLIENT_INFO, {
-      capabilities: { elicitation: { form: { applyDefaults: true }, url: {} }, roots: { listChanged: false } },
-      listChanged: {
-        tools: {
-          autoRefresh: false,
-          debounceMs: 100,
-          onChanged: () => {
-            if (this.client === client) void this.refresh(client)
-          },
-        },
-        prompts: {
-          autoRefresh: false,
-          debounceMs: 100,
-          onChanged: () => {
-            if (this.client === client) void this.refreshCatalog(client, 'prompts')
-          },
-        },
-        resources: {
-          autoRefresh: false,
-          debounceMs: 100,
-          onChanged: () => {
-            if (this.client === client) void this.refreshCatalog(client, 'resources')
-          },
-        },
+    const client = createClient(sdk, {
+      toolsChanged: (changed) => {
+        if (this.client === changed) void this.refresh(changed)
       },
+      catalogChanged: (changed, kind) => {
+        if (this.client === changed) void this.refreshCatalog(changed, kind)
+      },
+      log: (params) => this.host.onLog?.(this.name, params),
+      elicit: (params, signal) => this.host.elicit(this.name, params, this.callSessions.at(-1), signal),
+      workspace: this.host.workspace,
     })
-    client.setNotificationHandler(sdk.LoggingMessageNotificationSchema, (notification) => {
-      this.host.onLog?.(this.name, notification.params)
-    })
-    client.setRequestHandler(sdk.ElicitRequestSchema, (request, extra) =>
-      this.host.elicit(
-        this.name,
-        request.params as ElicitRequestFormParams | ElicitRequestURLParams,
-        this.callSessions.at(-1),
-        extra.signal,
-      ),
-    )
-    client.setRequestHandler(sdk.ListRootsRequestSchema, () => ({
-      roots: [{ uri: pathToFileURL(this.host.workspace).href, name: basename(this.host.workspace) || 'workspace' }],
-    }))
     let live = false
     client.onclose = () => {
       if (live && this.client === client && !this.disposed)
@@ -438,7 +273,7 @@ export class McpServerConnection {
     const timeout = this.host.options.connectTimeoutMs
     try {
       await client.connect(transport, { timeout })
-      const tools = await this.listAll(client)
+      const tools = await listAllTools(client, this.host.options.connectTimeoutMs)
       if (this.disposed) throw new Error('disposed')
       this.client = client
       this.validator = compilerOf(client)
@@ -468,50 +303,14 @@ export class McpServerConnection {
   }
 
   /** The prompts, resources and resource templates the server offered when last listed. */
-  catalog(): { prompts: Prompt[]; resources: Resource[]; templates: ResourceTemplate[] } {
-    return { prompts: [...this.prompts], resources: [...this.resources], templates: [...this.templates] }
+  catalog(): CatalogSnapshot {
+    return this.offers.snapshot()
   }
 
-  /**
-   * Lists every page of the server's prompts, or of its resources and templates, when its
-   * capabilities offer them. A listing that fails leaves that part empty and logs why: prompts
-   * and resources are extras, the server's tools still load.
-   */
-  private async listCatalog(client: Client, kind: 'prompts' | 'resources'): Promise<void> {
-    const capabilities = client.getServerCapabilities()
-    const timeout = this.host.options.connectTimeoutMs
-    const pages = async <T>(
-      read: (cursor: string | undefined) => Promise<{ nextCursor?: string } & Record<string, unknown>>,
-      field: string,
-    ): Promise<T[]> => {
-      const out: T[] = []
-      const seen = new Set<string>()
-      let cursor: string | undefined
-      do {
-        const page = await read(cursor)
-        out.push(...((page[field] as T[] | undefined) ?? []))
-        cursor = page.nextCursor
-        if (cursor !== undefined && seen.has(cursor)) break
-        if (cursor !== undefined) seen.add(cursor)
-      } while (cursor)
-      return out
-    }
-    const params = (cursor: string | undefined) => (cursor ? { cursor } : undefined)
+  /** Lists prompts or resources; a failure leaves that part as it was and is logged. */
+  private async listCatalog(client: Client, kind: CatalogKind): Promise<void> {
     try {
-      if (kind === 'prompts') {
-        this.prompts = capabilities?.prompts
-          ? await pages<Prompt>((c) => client.listPrompts(params(c), { timeout }), 'prompts')
-          : []
-      } else if (capabilities?.resources) {
-        this.resources = await pages<Resource>((c) => client.listResources(params(c), { timeout }), 'resources')
-        this.templates = await pages<ResourceTemplate>(
-          (c) => client.listResourceTemplates(params(c), { timeout }),
-          'resourceTemplates',
-        ).catch(() => [])
-      } else {
-        this.resources = []
-        this.templates = []
-      }
+      await this.offers.list(client, kind, this.host.options.connectTimeoutMs)
     } catch (error) {
       this.host.ctx
         .logger('mcp')
@@ -520,70 +319,41 @@ export class McpServerConnection {
   }
 
   /** A `prompts/list_changed` or `resources/list_changed`: list again and tell the host. */
-  private async refreshCatalog(client: Client, kind: 'prompts' | 'resources'): Promise<void> {
+  private async refreshCatalog(client: Client, kind: CatalogKind): Promise<void> {
     await this.listCatalog(client, kind)
     if (this.client === client && !this.disposed) this.host.onCatalog?.(this)
   }
 
   /** `prompts/get`: the prompt `name` with its arguments filled in. */
-  async getPrompt(name: string, args: Record<string, string>, signal?: AbortSignal): Promise<GetPromptResult> {
-    const client = await this.whenConnected(signal ?? new AbortController().signal)
-    if (!client) throw new Error(`the MCP server "${this.name}" is not connected (${this.lastError ?? this.state})`)
-    try {
-      return await client.getPrompt(
-        { name, arguments: args },
-        { timeout: this.spec.timeoutMs ?? this.host.options.callTimeoutMs, ...(signal ? { signal } : {}) },
-      )
-    } catch (error) {
-      throw new Error(this.explain(error instanceof Error ? error.message : String(error)))
-    }
+  getPrompt(name: string, args: Record<string, string>, signal?: AbortSignal): Promise<GetPromptResult> {
+    return this.request(signal, (client, options) => client.getPrompt({ name, arguments: args }, options))
   }
 
   /** `resources/read` of one URI. */
-  async readResource(uri: string, signal?: AbortSignal): Promise<ReadResourceResult> {
+  readResource(uri: string, signal?: AbortSignal): Promise<ReadResourceResult> {
+    return this.request(signal, (client, options) => client.readResource({ uri }, options))
+  }
+
+  /** One request once connected, with the call timeout; rejects with one explained line. */
+  private async request<T>(
+    signal: AbortSignal | undefined,
+    send: (client: Client, options: { timeout: number; signal?: AbortSignal }) => Promise<T>,
+  ): Promise<T> {
     const client = await this.whenConnected(signal ?? new AbortController().signal)
     if (!client) throw new Error(`the MCP server "${this.name}" is not connected (${this.lastError ?? this.state})`)
     try {
-      return await client.readResource(
-        { uri },
-        { timeout: this.spec.timeoutMs ?? this.host.options.callTimeoutMs, ...(signal ? { signal } : {}) },
-      )
+      return await send(client, {
+        timeout: this.spec.timeoutMs ?? this.host.options.callTimeoutMs,
+        ...(signal ? { signal } : {}),
+      })
     } catch (error) {
       throw new Error(this.explain(error instanceof Error ? error.message : String(error)))
     }
-  }
-
-  /**
-   * Every page of `tools/list`, read with a schema that checks only the page: `client.listTools()`
-   * validates the whole list at once (one malformed tool, or an output schema ajv cannot compile,
-   * rejects it and with it the server), so each tool is checked on its own in `sync`.
-   */
-  private async listAll(client: Client): Promise<unknown[]> {
-    const { PaginatedResultSchema } = loadedSdk!
-    const tools: unknown[] = []
-    let cursor: string | undefined
-    const seen = new Set<string>()
-    do {
-      const page = await client.request(
-        { method: 'tools/list', ...(cursor ? { params: { cursor } } : {}) },
-        PaginatedResultSchema,
-        { timeout: this.host.options.connectTimeoutMs },
-      )
-      const listed = (page as { tools?: unknown }).tools
-      if (!Array.isArray(listed)) throw new Error('the server answered tools/list without a tools array')
-      tools.push(...listed)
-      cursor = page.nextCursor
-      if (cursor !== undefined) {
-        if (seen.has(cursor)) break
-        seen.add(cursor)
-      }
-    } while (cursor)
-    return tools
   }
 
   private async refresh(client: Client): Promise<void> {
     try {
-      const tools = await this.listAll(client)
+      const tools = await listAllTools(client, this.host.options.connectTimeoutMs)
       if (this.client === client && !this.disposed) {
         this.sync(tools)
         this.host.onStatus(this.status())
@@ -610,7 +380,7 @@ export class McpServerConnection {
       )
       return
     }
-    const delay = this.delayFor(this.failures)
+    const delay = retryDelay(this.host.options.retry, this.failures)
     this.nextRetryAt = Date.now() + delay
     this.setState(
       'retrying',
@@ -620,44 +390,9 @@ export class McpServerConnection {
     this.timer.unref?.()
   }
 
-  /**
-   * Checks each listed tool on its own: the SDK's tool schema, a task-only tool (dsh calls tools
-   * directly), an output schema the validator cannot compile. Valid tools are registered (see
-   * `register`); the rest are skipped with a notice naming each and why.
-   */
+  /** Registers the valid tools of a listing (see `register`); the rest are skipped with a notice. */
   private sync(listed: unknown[]): void {
-    const { ToolSchema } = loadedSdk!
-    const tools: Tool[] = []
-    const skipped: Array<{ tool: string; reason: string }> = []
-    const checks = new Map<string, OutputCheck>()
-    const nameOf = (raw: unknown) => {
-      const name = (raw as { name?: unknown } | null)?.name
-      return typeof name === 'string' && name !== '' ? name : JSON.stringify(name ?? null)
-    }
-    for (const raw of listed) {
-      const parsed = ToolSchema.safeParse(raw)
-      if (!parsed.success) {
-        skipped.push({
-          tool: nameOf(raw),
-          reason: `its definition does not follow the MCP schema (${zodSummary(parsed.error)})`,
-        })
-        continue
-      }
-      const tool = parsed.data as Tool
-      if (tool.execution?.taskSupport === 'required') {
-        skipped.push({ tool: tool.name, reason: 'it can only run as an MCP task, which dsh does not start' })
-        continue
-      }
-      if (tool.outputSchema && this.validator) {
-        try {
-          checks.set(tool.name, this.validator.getValidator(tool.outputSchema))
-        } catch (error) {
-          skipped.push({ tool: tool.name, reason: `its output schema is invalid (${firstLine(error)})` })
-          continue
-        }
-      }
-      tools.push(tool)
-    }
+    const { tools, skipped, checks } = checkListedTools(listed, this.validator)
     this.listed = tools
     this.listSkipped = skipped
     this.outputChecks = checks
@@ -792,60 +527,18 @@ export class McpServerConnection {
             ...(progress.message !== undefined ? { message: progress.message } : {}),
           }),
       })
-      const check = this.outputChecks.get(tool)
-      if (check && !result.isError) {
-        if (!result.structuredContent) {
-          return failure(
-            'MCP_ERROR',
-            `tool "${call.name}" (MCP server "${this.name}") declares an output schema but returned no structured content.`,
-          )
-        }
-        const verdict = check(result.structuredContent)
-        if (!verdict.valid) {
-          return failure(
-            'MCP_ERROR',
-            `tool "${call.name}" (MCP server "${this.name}") returned structured content that does not match its output schema: ${verdict.errorMessage ?? 'invalid'}.`,
-          )
-        }
-      }
-      return mapResult(result, { server: this.name, tool })
+      const wrong = outputProblem(this.outputChecks.get(tool), result, call.name, this.name)
+      return wrong ? failure('MCP_ERROR', wrong) : mapResult(result, { server: this.name, tool })
     } catch (error) {
       if (call.signal.aborted) throw error
-      const { ErrorCode, McpError } = loadedSdk!
-      if (
-        error instanceof McpError &&
-        error.code === MESSAGE_TOO_LARGE &&
-        (error.data as TooLargeData | undefined)?.reason === 'message-too-large'
-      ) {
-        const data = error.data as TooLargeData
-        return failure(
-          'MCP_TOO_LARGE',
-          `the answer of tool "${call.name}" (MCP server "${this.name}") was ${formatBytes(data.bytes)}, over the ${formatBytes(data.limit)} message cap, so it was dropped. Ask for less (a smaller range, a filter, a page).`,
-        )
-      }
-      if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
-        return failure(
-          'MCP_TIMEOUT',
-          `tool "${call.name}" (MCP server "${this.name}") did not answer within ${formatMs(timeout)}; the request was cancelled on the server. Its effects, if any, may be partial.`,
-        )
-      }
-      const auth = authErrorOf(error)
-      if (auth) {
-        return failure(
-          'MCP_AUTH',
-          `MCP server "${this.name}" refused the call to "${call.name}" and signing in again did not work: ${this.explain(auth.message)}`,
-        )
-      }
-      if ((error instanceof McpError && error.code === ErrorCode.ConnectionClosed) || isNetworkError(error)) {
-        const reason = this.explain(error)
-        if (this.client === client) this.lost(reason)
-        return failure(
-          'MCP_DISCONNECTED',
-          `the connection to MCP server "${this.name}" was lost during the call (${reason}); it is being restarted. The tool may or may not have run; check before calling it again.`,
-        )
-      }
-      const message = this.explain(error instanceof Error ? error.message : String(error))
-      return failure('MCP_ERROR', `MCP server "${this.name}" refused the call to "${call.name}": ${message}`)
+      const mapped = callFailure(error, {
+        server: this.name,
+        tool: call.name,
+        timeout,
+        explain: (e) => this.explain(e),
+      })
+      if (mapped.lost !== undefined && this.client === client) this.lost(mapped.lost)
+      return mapped.output
     } finally {
       const at = this.callSessions.lastIndexOf(call.sessionId)
       if (at >= 0) this.callSessions.splice(at, 1)
@@ -864,82 +557,25 @@ export class McpServerConnection {
       this.resourceTools.clear()
       return
     }
-    const add = (
-      raw: string,
-      description: string,
-      parameters: JsonSchema,
-      run: (client: Client, args: Record<string, unknown>, call: ToolCallContext) => Promise<ToolOutput>,
-    ) => {
-      const name = toolName(this.name, raw, new Set())
-      if (this.resourceTools.has(name) || this.registered.has(name)) return
+    const timeout = () => this.spec.timeoutMs ?? this.host.options.callTimeoutMs
+    const connected = (signal: AbortSignal) => this.whenConnected(signal)
+    for (const tool of resourceTools(this.name, timeout, connected, (error) => this.explain(error))) {
+      const name = toolName(this.name, tool.raw, new Set())
+      if (this.resourceTools.has(name) || this.registered.has(name)) continue
       try {
         const dispose = this.host.ctx.tools.register<Record<string, unknown>>({
           name,
-          description,
-          parameters,
+          description: tool.description,
+          parameters: tool.parameters,
           ...(this.scope !== undefined ? { scope: this.scope } : {}),
           concurrencySafe: true,
-          execute: async (args, call) => {
-            const client = await this.whenConnected(call.signal)
-            if (!client)
-              return failure(
-                'MCP_UNAVAILABLE',
-                `the MCP server "${this.name}" is not connected, so "${call.name}" did not run.`,
-              )
-            try {
-              return await run(client, args, call)
-            } catch (error) {
-              if (call.signal.aborted) throw error
-              return failure(
-                'MCP_ERROR',
-                `MCP server "${this.name}" refused "${call.name}": ${this.explain(error instanceof Error ? error.message : String(error))}`,
-              )
-            }
-          },
+          execute: tool.execute,
         })
         this.resourceTools.set(name, dispose)
       } catch {
         // A name the registry refuses is left out; the server's own tools are unaffected.
       }
     }
-    const timeout = () => this.spec.timeoutMs ?? this.host.options.callTimeoutMs
-    add(
-      'list_resources',
-      `Lists the resources (and resource templates) the MCP server "${this.name}" offers: URI, name, type and description. Read one with its read_resource tool.`,
-      { type: 'object', properties: { cursor: { type: 'string', description: 'nextCursor of a previous page' } } },
-      async (client, args, call) => {
-        const cursor = typeof args.cursor === 'string' ? args.cursor : undefined
-        const page = await client.listResources(cursor ? { cursor } : undefined, {
-          signal: call.signal,
-          timeout: timeout(),
-        })
-        const lines = page.resources.map(
-          (r) =>
-            `${r.uri}  ${r.name}${r.mimeType ? ` (${r.mimeType})` : ''}${r.description ? ` - ${r.description}` : ''}`,
-        )
-        if (!cursor) {
-          const templates = await client
-            .listResourceTemplates(undefined, { signal: call.signal, timeout: timeout() })
-            .catch(() => undefined)
-          for (const t of templates?.resourceTemplates ?? [])
-            lines.push(`${t.uriTemplate}  ${t.name} (template)${t.description ? ` - ${t.description}` : ''}`)
-        }
-        if (page.nextCursor) lines.push(`More: call again with cursor ${JSON.stringify(page.nextCursor)}.`)
-        return { content: lines.length ? lines.join('\n') : `MCP server "${this.name}" lists no resources.` }
-      },
-    )
-    add(
-      'read_resource',
-      `Reads one resource of the MCP server "${this.name}" by URI (see its list_resources tool; a template's URI with its variables filled in).`,
-      { type: 'object', properties: { uri: { type: 'string', description: 'The resource URI' } }, required: ['uri'] },
-      async (client, args, call) => {
-        const result = await client.readResource({ uri: String(args.uri) }, { signal: call.signal, timeout: timeout() })
-        return mapResult({ content: result.contents.map((resource) => ({ type: 'resource', resource })) } as never, {
-          server: this.name,
-          tool: 'read_resource',
-        })
-      },
-    )
   }
 
   /** One line about a failure, with every secret of the sign-in replaced. */
@@ -954,85 +590,4 @@ export class McpServerConnection {
     await this.oauth.logout()
     return true
   }
-}
-
-/** The sign-in failure behind an error (the SDK may wrap what the fetch threw). */
-function authErrorOf(error: unknown): McpAuthError | undefined {
-  let e: unknown = error
-  for (let depth = 0; e && depth < 5; depth++) {
-    if (e instanceof McpAuthError) return e
-    e = (e as { cause?: unknown }).cause
-  }
-  return undefined
-}
-
-const REGISTRY_REASON = 'the tool registry refused it: '
-
-function firstLine(error: unknown): string {
-  const text = error instanceof Error ? error.message : String(error)
-  return text.split('\n')[0].slice(0, 300)
-}
-
-/** The first few issues of a zod error, as `path: message`. */
-function zodSummary(error: { issues?: Array<{ path: PropertyKey[]; message: string }> }): string {
-  const issues = error.issues ?? []
-  const parts = issues
-    .slice(0, 3)
-    .map((issue) => `${issue.path.length ? issue.path.map(String).join('.') : '(root)'}: ${issue.message}`)
-  return parts.join('; ') + (issues.length > 3 ? `; and ${issues.length - 3} more` : '') || 'invalid'
-}
-
-function formatBytes(bytes: number): string {
-  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`
-  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`
-}
-
-function failure(code: string, sentence: string): ToolOutput {
-  return { content: `Error [${code}]: ${sentence}`, isError: true, error: { code, message: sentence } }
-}
-
-function keyOf(tool: Tool): string {
-  return JSON.stringify([
-    tool.description ?? tool.title ?? '',
-    tool.inputSchema ?? null,
-    tool.annotations?.readOnlyHint === true,
-  ])
-}
-
-/** The tool's input schema as registry parameters; a schema without `type: object` is wrapped. */
-function parametersOf(tool: Tool): JsonSchema {
-  const schema = (tool.inputSchema ?? {}) as Record<string, unknown>
-  const { $schema: _ignored, ...rest } = schema
-  return { ...rest, type: 'object' } as JsonSchema
-}
-
-function formatMs(ms: number): string {
-  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`
-}
-
-function isNetworkError(error: unknown): boolean {
-  if (!(error instanceof Error)) return false
-  if (error.name === 'TypeError' && /fetch failed/i.test(error.message)) return true
-  const cause = (error as { cause?: { code?: string } }).cause
-  return (
-    typeof cause?.code === 'string' &&
-    /^(ECONNREFUSED|ECONNRESET|EPIPE|ENOTFOUND|EHOSTUNREACH|UND_ERR_SOCKET)$/.test(cause.code)
-  )
-}
-
-/** One line about why a connection failed, preferring what the process or network said. */
-function describeFailure(error: unknown, transport: Transport | undefined): string {
-  if (transport instanceof SubprocessStdioTransport) {
-    const exit = transport.describeExit()
-    if (exit) return exit
-  }
-  if (loadedSdk && error instanceof loadedSdk.McpError && error.code === loadedSdk.ErrorCode.RequestTimeout)
-    return 'the server did not answer in time'
-  if (error instanceof Error) {
-    const cause = (error as { cause?: { code?: string; message?: string } }).cause
-    if (cause?.code)
-      return `${error.message} (${cause.code}${cause.message && !cause.message.includes(cause.code) ? `: ${cause.message}` : ''})`
-    return error.message.split('\n')[0] || error.name
-  }
-  return String(error)
 }
