@@ -5,6 +5,7 @@
 // the mock serves its steps in the order the tests prompt.
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import AxeBuilder from '@axe-core/playwright'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import {
@@ -43,7 +44,28 @@ const STEPS = [
     ],
   },
   { text: 'Allowed.' },
+  // question
+  {
+    toolCalls: [
+      {
+        name: 'ask_user_question',
+        arguments: {
+          questions: [
+            {
+              id: 'db',
+              question: 'Which database?',
+              header: 'Database',
+              options: [{ label: 'SQLite', description: 'one file' }, { label: 'Postgres' }],
+            },
+          ],
+        },
+      },
+    ],
+  },
+  { text: 'SQLite it is.' },
 ]
+// The question view needs the ask_user_question tool, which the web bundle does not mount.
+const ASK_USER = fileURLToPath(new URL('../../../interaction/tool-ask-user/dist/index.js', import.meta.url))
 
 type Impact = 'minor' | 'moderate' | 'serious' | 'critical'
 /** Serious and critical WCAG 2.1 A/AA violations on the page as it is now, one line each. */
@@ -86,7 +108,10 @@ let page: Page
 let errors: string[]
 
 beforeAll(async () => {
-  app = await startWebApp({ steps: STEPS as never })
+  app = await startWebApp({
+    steps: STEPS as never,
+    patch: `- insert:\n    - id: tool-ask-user\n      name: ${JSON.stringify(ASK_USER)}\n`,
+  })
   writeFileSync(join(app.cwd, 'notes.txt'), 'alpha\nbeta\ngamma\n')
   browser = await launchBrowser()
   const opened = await openPage(browser, app.url)
@@ -184,14 +209,44 @@ describe.skipIf(!hasChromium())('dsh web accessibility (axe, WCAG 2.1 AA, light 
     })
   })
 
+  it('question', async () => {
+    await withArtifacts(page, 'a11y-question', async () => {
+      await send('ask me')
+      const form = page.locator('.dsh-question')
+      await form.waitFor({ timeout: 20_000 })
+      const found = await bothThemes(page, 'question')
+      await form.getByLabel('SQLite').check()
+      await form.getByRole('button', { name: 'Send answers' }).click()
+      await page.getByText('SQLite it is.', { exact: true }).waitFor({ timeout: 20_000 })
+      expect(found).toEqual(clean(found))
+      await idle()
+    })
+  })
+
   it('settings', async () => {
     await withArtifacts(page, 'a11y-settings', async () => {
       await page.locator('.footer-controls button[aria-label="Settings"]').click()
       await page.getByRole('dialog').waitFor()
       await page.waitForSelector('[data-testid="settings-dialog"] [data-section]')
       const found = await bothThemes(page, 'settings')
+      // Tools and integrations: the model's tools and what the agent connects to, with switches.
+      await page.locator('[data-testid="settings-dialog"] [data-section="tools"]').click()
+      const tools = page.locator('[data-testid="settings-tools"]')
+      await tools.locator('[data-tool-group="tools"] [data-plugin]').first().waitFor()
+      Object.assign(found, await bothThemes(page, 'settings-tools'))
       await page.keyboard.press('Escape')
       await page.getByRole('dialog').waitFor({ state: 'detached' })
+      expect(found).toEqual(clean(found))
+    })
+  })
+
+  it('trajectory', async () => {
+    await withArtifacts(page, 'a11y-trajectory', async () => {
+      await page.locator('[data-trajectory-open]').click()
+      await page.locator('[data-trajectory] tr[data-trajectory-request]').first().waitFor({ timeout: 20_000 })
+      const found = await bothThemes(page, 'trajectory')
+      await page.keyboard.press('Escape')
+      await expect.poll(() => page.locator('[data-trajectory]').count()).toBe(0)
       expect(found).toEqual(clean(found))
     })
   })

@@ -45,9 +45,10 @@ export function apply(ctx: Context): void {
     order: 0,
     component: deferred(() => import('./dialog.tsx')),
   })
-  // Providers and models first (what a new user comes for), then the general settings; the
-  // host's plugin rows last, under "Advanced".
+  // Providers and models first (what a new user comes for), then tools and integrations, then
+  // the general settings; the host's plugin rows last, under "Advanced".
   ctx.slots.register(SECTION_SLOT, { id: 'models', order: 0, component: deferred(() => import('./models.tsx')) })
+  ctx.slots.register(SECTION_SLOT, { id: 'tools', order: 5, component: deferred(() => import('./tools.tsx')) })
   ctx.slots.register(SECTION_SLOT, { id: 'general', order: 10, component: deferred(() => import('./general.tsx')) })
   ctx.slots.register(SECTION_SLOT, { id: 'plugins', order: 100, component: deferred(() => import('./plugins.tsx')) })
 }

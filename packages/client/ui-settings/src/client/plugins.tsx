@@ -72,7 +72,13 @@ export default function PluginsPage() {
   )
 }
 
-function PluginItem({ row, onChanged }: { row: PluginRow; onChanged: (row: PluginRow, layer?: string) => void }) {
+export function PluginItem({
+  row,
+  onChanged,
+}: {
+  row: PluginRow
+  onChanged: (row: PluginRow, layer?: string) => void
+}) {
   const ctx = useCtx()
   const t = useSettingsT()
   const [detail, setDetail] = useState<PluginDetail>()
