@@ -86,6 +86,31 @@ describe('BodyEncoder', () => {
     expect(encoder.size).toBe(5)
   })
 
+  it('joins long runs into blocks, and splits a block whose messages changed', () => {
+    const encoder = new BodyEncoder()
+    const history: Message[] = [user('go')]
+    for (let i = 0; i < 100; i++) history.push(call(`c${i}`, `m${i}`), result(`c${i}`, `r${i} ✓`))
+    const first = sent(encoder, request(history))
+    expect(first.chunks).toHaveLength(history.length + 3)
+    // 201 messages: three blocks of 64 and 9 single ones, between the head and the tail.
+    const second = sent(encoder, request(history))
+    expect(second.chunks).toHaveLength(2 + 3 + 9 + 1)
+    expect(encoder.size).toBe(201)
+    // A result rewritten inside the second block; then a compaction keeping a tail that starts
+    // inside the third block; then the same object twice in a row, as a run of its own.
+    history[100] = result('c49', 'pruned')
+    sent(encoder, request(history))
+    sent(encoder, request(history))
+    const tail = history.slice(150)
+    sent(encoder, request([history[0], user('summary'), ...tail]))
+    sent(encoder, request([history[0], user('summary'), ...tail]))
+    const same = user('again')
+    const repeated = Array.from({ length: 150 }, () => same)
+    sent(encoder, request(repeated))
+    sent(encoder, request(repeated))
+    sent(encoder, request([...repeated.slice(1), history[3]], { system: undefined }))
+  })
+
   it('encodes a message that is not frozen every time, so changing it in place is sent', () => {
     const encoder = new BodyEncoder()
     const loose: Message = { role: 'tool', callId: 'c0', name: 'read', content: [{ type: 'text', text: 'before' }] }
