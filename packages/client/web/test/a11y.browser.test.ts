@@ -23,8 +23,8 @@ vi.setConfig({ testTimeout: 90_000, hookTimeout: 90_000 })
 
 const STREAM = Array.from({ length: 16 }, (_, i) => (i === 0 ? 'Here is a **streamed** answer' : ` part ${i}`))
 const STEPS = [
-  // streaming answer
-  { events: STREAM.flatMap((text, i) => (i === 0 ? [{ text }] : [{ delayMs: 250 }, { text }])) },
+  // streaming answer: held after its first half until the test has checked the streaming view
+  { events: STREAM.flatMap((text, i) => (i === STREAM.length / 2 ? [{ gate: 'checked' }, { text }] : [{ text }])) },
   // tool cards with a diff
   { toolCalls: [{ name: 'bash', arguments: { command: "printf 'one\\ntwo\\n'", description: 'Print two lines' } }] },
   { toolCalls: [{ name: 'read', arguments: { file_path: 'notes.txt' } }] },
@@ -177,9 +177,11 @@ describe.skipIf(!hasChromium())('dsh web accessibility (axe, WCAG 2.1 AA, light 
       const streaming = page.locator('[data-node="assistant"][data-streaming]')
       await streaming.waitFor({ timeout: 20_000 })
       const found = await bothThemes(page, 'streaming')
-      // Still streaming when both checks ran: the view checked is the streaming one.
+      // Still streaming when both checks ran (the answer waits at its gate): the view checked is
+      // the streaming one.
       expect(await streaming.count()).toBe(1)
       expect(found).toEqual(clean(found))
+      app.mock.release('checked')
       await idle()
     })
   })

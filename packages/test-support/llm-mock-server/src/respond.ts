@@ -11,6 +11,7 @@ type Action =
   | { kind: 'delta'; delta: Json }
   | { kind: 'delay'; ms: number }
   | { kind: 'stall' }
+  | { kind: 'gate'; name: string }
   | { kind: 'comment'; text: string }
   | { kind: 'reset' }
   | { kind: 'raw'; text: string }
@@ -112,6 +113,7 @@ export function planResponse(step: MockResponseStep, stepIndex: number, request:
       })
     } else if ('delayMs' in event) plan.actions.push({ kind: 'delay', ms: event.delayMs })
     else if ('stall' in event) plan.actions.push({ kind: 'stall' })
+    else if ('gate' in event) plan.actions.push({ kind: 'gate', name: event.gate })
     else if ('keepAlive' in event) plan.actions.push({ kind: 'comment', text: 'keep-alive' })
     else if ('reset' in event) plan.actions.push({ kind: 'reset' })
     else if ('frame' in event) plan.actions.push({ kind: 'raw', text: event.frame })
@@ -168,6 +170,7 @@ export async function streamResponse(
   request: Json,
   abort: AbortSignal,
   record: RecordedRequest,
+  gates: Gates,
 ): Promise<void> {
   const includeUsage = (request.stream_options as Json | undefined)?.include_usage === true
   const created = Math.floor(Date.now() / 1000)
@@ -199,6 +202,10 @@ export async function streamResponse(
     if (action.kind === 'stall') {
       await sleep(Infinity, abort)
       return
+    }
+    if (action.kind === 'gate') {
+      await gates.passed(action.name, abort)
+      continue
     }
     if (action.kind === 'reset') {
       res.socket?.resetAndDestroy?.() ?? res.destroy()
@@ -247,11 +254,12 @@ export async function streamResponse(
   if (!abort.aborted) res.end()
 }
 
-export async function jsonResponse(res: ServerResponse, plan: Plan, abort: AbortSignal): Promise<void> {
+export async function jsonResponse(res: ServerResponse, plan: Plan, abort: AbortSignal, gates: Gates): Promise<void> {
   if (plan.delayMs) await sleep(plan.delayMs, abort)
   for (const action of plan.actions) {
     if (abort.aborted) return
     if (action.kind === 'delay') await sleep(action.ms, abort)
+    else if (action.kind === 'gate') await gates.passed(action.name, abort)
     else if (action.kind === 'stall') return void (await sleep(Infinity, abort))
     else if (action.kind === 'reset') return void (res.socket?.resetAndDestroy?.() ?? res.destroy())
     else if (action.kind === 'forever') return void (await sleep(Infinity, abort))
@@ -351,6 +359,34 @@ export function closeSignal(res: ServerResponse): AbortSignal {
     if (!res.writableFinished) controller.abort()
   })
   return controller.signal
+}
+
+/** The named gates of one server: `{gate}` events wait here until the test releases them. */
+export class Gates {
+  readonly #open = new Set<string>()
+  readonly #waiting = new Map<string, Array<() => void>>()
+
+  /** Opens `name` for good: responses waiting there go on, later ones pass at once. */
+  release(name: string): void {
+    this.#open.add(name)
+    for (const resume of this.#waiting.get(name) ?? []) resume()
+    this.#waiting.delete(name)
+  }
+
+  /** Resolves once `name` is released or `signal` aborts. */
+  passed(name: string, signal: AbortSignal): Promise<void> {
+    if (this.#open.has(name) || signal.aborted) return Promise.resolve()
+    return new Promise((resolve) => {
+      const done = () => {
+        signal.removeEventListener('abort', done)
+        resolve()
+      }
+      signal.addEventListener('abort', done, { once: true })
+      const list = this.#waiting.get(name) ?? []
+      list.push(done)
+      this.#waiting.set(name, list)
+    })
+  }
 }
 
 export function sleep(ms: number, signal: AbortSignal): Promise<void> {

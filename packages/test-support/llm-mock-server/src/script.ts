@@ -34,6 +34,12 @@ export type MockEvent =
   | { delayMs: number }
   /** Send nothing more until the client disconnects. */
   | { stall: true }
+  /**
+   * Send nothing more until the test calls `release(name)` on the in-process server (a gate
+   * released before the response reaches it passes at once), or the client disconnects. For a
+   * test that must see the response half-way, whatever the machine's speed.
+   */
+  | { gate: string }
   /** An SSE comment line `: keep-alive`. */
   | { keepAlive: true }
   /** Destroy the socket (connection reset mid-stream). */
@@ -160,6 +166,7 @@ const EVENT_KEYS = [
   'toolArgs',
   'delayMs',
   'stall',
+  'gate',
   'keepAlive',
   'reset',
   'frame',
@@ -317,6 +324,9 @@ function validateStep(c: Checker, value: unknown, path: string): void {
         case 'reasoning':
         case 'frame':
           c.string(v, q)
+          break
+        case 'gate':
+          if (c.string(v, q) === '') c.fail(q, 'expected a non-empty gate name')
           break
         case 'delayMs':
           c.natural(v, q)

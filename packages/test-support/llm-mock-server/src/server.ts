@@ -6,6 +6,7 @@ import { loadScript, validateScript, type MockExpectation, type MockScript, type
 import {
   closeSignal,
   errorBody,
+  Gates,
   jsonResponse,
   looksJson,
   planResponse,
@@ -64,6 +65,8 @@ export interface MockServer {
   readonly served: number
   /** Steps not yet answered. */
   readonly remaining: number
+  /** Opens the `{gate: name}` events of the script: responses waiting there go on (see MockEvent). */
+  release(name: string): void
   close(): Promise<void>
 }
 
@@ -74,6 +77,7 @@ export async function startMockServer(options: MockServerOptions): Promise<MockS
   const script = resolveScript(options)
   const basePath = (options.basePath ?? '/v1').replace(/\/+$/, '')
   const requests: RecordedRequest[] = []
+  const gates = new Gates()
   let served = 0
 
   const server = createServer((req, res) => {
@@ -188,8 +192,8 @@ export async function startMockServer(options: MockServerOptions): Promise<MockS
       return
     }
     const plan = planResponse(step, stepIndex, request)
-    if (request.stream === true) await streamResponse(res, plan, request, abort, record)
-    else await jsonResponse(res, plan, abort)
+    if (request.stream === true) await streamResponse(res, plan, request, abort, record, gates)
+    else await jsonResponse(res, plan, abort, gates)
   }
 
   await new Promise<void>((resolve, reject) => {
@@ -214,6 +218,9 @@ export async function startMockServer(options: MockServerOptions): Promise<MockS
     },
     get remaining() {
       return script.steps.length - served
+    },
+    release(name: string) {
+      gates.release(name)
     },
     close() {
       closing ??= new Promise<void>((resolve) => {

@@ -2,7 +2,13 @@ import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { MockScriptError, startMockServer, type MockServer, type MockServerOptions } from '../src/index.ts'
+import {
+  MockScriptError,
+  startMockServer,
+  validateScript,
+  type MockServer,
+  type MockServerOptions,
+} from '../src/index.ts'
 import { collectSse, readSse } from './sse.ts'
 
 const servers: MockServer[] = []
@@ -229,6 +235,66 @@ describe('llm-mock-server streaming', () => {
     expect(server.requests[0].outcome).toBe('served')
   })
 
+  it('holds a stream at a gate until the test releases it; a gate released early passes at once', async () => {
+    const server = await start({
+      steps: [
+        { events: [{ text: 'held' }, { gate: 'never' }, { text: 'not sent' }] },
+        { events: [{ text: 'before' }, { gate: 'half' }, { text: 'after' }] },
+        { events: [{ text: 'again' }, { gate: 'half' }, { text: 'through' }] },
+        { events: [{ gate: 'json' }, { text: 'whole' }] },
+      ],
+    })
+    // Held at a gate nobody opens: the response is still open when the client gives up on it
+    // (without the gate it would have ended long before).
+    const controller = new AbortController()
+    const held = await chat(server, { stream: true }, { signal: controller.signal })
+    await expect(
+      (async () => {
+        for await (const item of readSse(held.body!)) {
+          if (JSON.parse(item.data!).choices[0]?.delta?.content === 'held') controller.abort()
+        }
+      })(),
+    ).rejects.toThrow(/abort/i)
+    await expect.poll(() => server.requests[0].aborted).toBe(true)
+
+    const response = await chat(server, { stream: true })
+    const seen: string[] = []
+    let released = false
+    for await (const item of readSse(response.body!)) {
+      if (item.data === '[DONE]') break
+      const content = JSON.parse(item.data!).choices[0]?.delta?.content
+      if (!content) continue
+      seen.push(content)
+      // The first text arrived and the stream waits: nothing after the gate has been written yet.
+      if (content === 'before') {
+        expect(seen).toEqual(['before'])
+        released = true
+        server.release('half')
+      }
+    }
+    expect(released).toBe(true)
+    expect(seen).toEqual(['before', 'after'])
+    // Released for good: the next response passes the same gate without waiting.
+    const again = await collectSse(await chat(server, { stream: true }))
+    expect(again.frames.map((f) => f.choices?.[0]?.delta?.content ?? '').join('')).toBe('againthrough')
+    // A non-streamed answer waits at its gate too.
+    let answered = false
+    const whole = chat(server, { stream: false }).then(async (r) => {
+      answered = true
+      return (await r.json()) as any
+    })
+    await expect.poll(() => server.requests.length).toBe(4)
+    expect(answered).toBe(false)
+    server.release('json')
+    expect((await whole).choices[0].message.content).toBe('whole')
+  })
+
+  it('refuses an empty gate name', () => {
+    expect(() => validateScript({ steps: [{ events: [{ gate: '' }] }] })).toThrow(
+      /steps\[0\]\.events\[0\]\.gate: expected a non-empty gate name/,
+    )
+  })
+
   it('resets the connection mid-stream', async () => {
     const server = await start({ steps: [{ events: [{ text: 'half' }, { reset: true }] }] })
     const response = await chat(server, { stream: true })
@@ -377,7 +443,7 @@ describe('llm-mock-server script files', () => {
       "bad.yaml: steps[1]: unknown field 'txt'; expected one of: label, expect, reasoning, text, toolCalls, events, usage, usageOn, finish, delayMs, chunkDelayMs, done, model, id",
     )
     expect(await badScript('steps:\n  - events:\n      - text: a\n        reasoning: b\n')).toBe(
-      'bad.yaml: steps[0].events[0]: an event has exactly one of the keys text, reasoning, toolCall, toolArgs, delayMs, stall, keepAlive, reset, frame, forever; got text, reasoning',
+      'bad.yaml: steps[0].events[0]: an event has exactly one of the keys text, reasoning, toolCall, toolArgs, delayMs, stall, gate, keepAlive, reset, frame, forever; got text, reasoning',
     )
     expect(await badScript('steps:\n  - error: {status: 200}\n')).toBe(
       'bad.yaml: steps[0].error.status: expected an HTTP error status 400-599, got 200',
