@@ -122,12 +122,19 @@ describe('storage-json', () => {
       let out = ''
       child.stdout.on('data', (chunk: Buffer) => {
         out += chunk.toString()
-        const lines = out.trim().split('\n')
-        if (lines.includes('stalled')) {
-          // The fourth write has put half its bytes on disk: kill it there.
-          child.kill('SIGKILL')
-          resolve()
-        } else acknowledged = Number(lines[lines.length - 1])
+        // Every complete line, in order: on a loaded machine the last acknowledgement and
+        // "stalled" can arrive in one chunk.
+        const lines = out.split('\n')
+        out = lines.pop() ?? ''
+        for (const line of lines) {
+          if (line === 'stalled') {
+            // The fourth write has put half its bytes on disk: kill it there.
+            child.kill('SIGKILL')
+            resolve()
+            return
+          }
+          acknowledged = Number(line)
+        }
       })
       child.on('exit', (code) => (code !== null ? reject(new Error(`writer exited ${code}: ${stderr}`)) : undefined))
     })
