@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs'
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
+import { ExitCode } from '@dsh/surface-kit'
 import { HarnessSdkJsonRpcServer, type ServerIo } from './server.ts'
 
 export { HarnessSdkJsonRpcServer, type ServerIo, type ServerOptions } from './server.ts'
@@ -50,7 +51,7 @@ export function apply(ctx: Context, config: Config): void {
     })
     server.start()
   }
-  ctx.effect(() => () => void server?.stop(0), 'sdk-server: stop')
+  ctx.effect(() => () => void server?.stop(ExitCode.ok), 'sdk-server: stop')
   if (config.waitForReady) ctx.on('app/ready', start)
   else start()
 }

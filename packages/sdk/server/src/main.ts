@@ -16,6 +16,7 @@ import {
   type Layer,
 } from '@dsh/app-boot'
 import { resolveDshHome } from '@dsh/home-paths'
+import { ExitCode } from '@dsh/surface-kit'
 
 const pkgFile = fileURLToPath(new URL('../package.json', import.meta.url))
 const version = (JSON.parse(readFileSync(pkgFile, 'utf8')) as { version: string }).version
@@ -57,7 +58,7 @@ export function defaultLayers(): Layer[] {
 
 function usage(stderr: NodeJS.WritableStream, message: string): number {
   stderr.write(`dsh-jsonrpc-agent: ${message} (see --help)\n`)
-  return 2
+  return ExitCode.usage
 }
 
 export async function main(opts: MainOptions): Promise<number> {
@@ -68,11 +69,11 @@ export async function main(opts: MainOptions): Promise<number> {
   const args = [...opts.argv]
   if (args.includes('-h') || args.includes('--help')) {
     stdout.write(HELP)
-    return 0
+    return ExitCode.ok
   }
   if (args.includes('--version')) {
     stdout.write(`dsh-jsonrpc-agent ${version}\n`)
-    return 0
+    return ExitCode.ok
   }
   const dump = args.includes('--dump-config')
   const patches: string[] = []
@@ -101,7 +102,7 @@ export async function main(opts: MainOptions): Promise<number> {
     if (dump) {
       // With --dump-config, stdout is for the dump, not for frames.
       stdout.write(dumpComposition(comp))
-      return 0
+      return ExitCode.ok
     }
     return await runTree(
       () =>

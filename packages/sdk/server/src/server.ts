@@ -25,9 +25,16 @@ import {
 } from '@dsh/sdk-protocol'
 import * as p from './params.ts'
 import type {} from '@dsh/llm'
-import { chooseModel, ModelChoiceError, PendingAnswers, resumeStored, SessionOpenError } from '@dsh/surface-kit'
+import {
+  appExit,
+  chooseModel,
+  ExitCode,
+  ModelChoiceError,
+  PendingAnswers,
+  resumeStored,
+  SessionOpenError,
+} from '@dsh/surface-kit'
 import type {} from '@dsh/agent-default-model'
-import type {} from '@dsh/cordis-compat/loader' // declares ctx.loader.exit(code)
 import { history, list, type ReadServices, search } from './reads.ts'
 import { SubagentRelay } from './subagents.ts'
 
@@ -40,7 +47,11 @@ export interface ServerOptions {
   serverName: string
   serverVersion: string
   maxSteps?: number
-  /** Called once when the server stops (shutdown request or end of input); default: `ctx.loader.exit(code)`. */
+  /**
+   * Called once when the server stops with its exit status (`ExitCode.ok` on a shutdown request or
+   * the end of input, `ExitCode.failed` when the input fails); default: the surface kit's
+   * `appExit(ctx)`, the loader's exit (or `process.exitCode` without a loader).
+   */
   onStop?: (code: number) => void
 }
 
@@ -58,11 +69,7 @@ interface Entry {
 
 // The optional services this server uses when they are mounted (read with ctx.get()), typed by
 // their own packages' declarations.
-// (`loader` is the app's DshLoader, whose exit takes a code: declared by @dsh/cordis-compat/loader.)
-type Optional = Pick<
-  Context,
-  'llm' | 'agentDefaultModel' | 'durableSessions' | 'sessionPersistence' | 'approval' | 'loader'
-> &
+type Optional = Pick<Context, 'llm' | 'agentDefaultModel' | 'durableSessions' | 'sessionPersistence' | 'approval'> &
   Pick<ReadServices, 'sessionQuery'>
 
 function toWireResult(result: TurnResult): WireTurnResult {
@@ -123,14 +130,19 @@ export class HarnessSdkJsonRpcServer {
     })
     const input = this.io.input
     const onData = (chunk: Buffer | string) => this.connection.receive(chunk)
-    const onEnd = () => void this.stop(0)
+    const onEnd = () => void this.stop(ExitCode.ok)
+    // Input that cannot be read is not a client that went away: say why, and exit as a failure.
+    const onError = (error: Error) => {
+      process.stderr.write(`${this.options.serverName}: cannot read the protocol input: ${error.message}\n`)
+      void this.stop(ExitCode.failed)
+    }
     input.on('data', onData)
     input.on('end', onEnd)
-    input.on('error', onEnd)
+    input.on('error', onError)
     this.detach = () => {
       input.off('data', onData)
       input.off('end', onEnd)
-      input.off('error', onEnd)
+      input.off('error', onError)
     }
     input.resume?.()
   }
@@ -156,7 +168,8 @@ export class HarnessSdkJsonRpcServer {
         await entry.agent.dispose().catch(() => {})
       }
       this.entries.clear()
-      const stop = this.options.onStop ?? ((c: number) => this.opt('loader')?.exit(c))
+      // The loader is read now, as before: a tree being disposed (a signal, a reload) has none left.
+      const stop = this.options.onStop ?? appExit(this.ctx)
       stop(code)
     })()
     return this.stopping
@@ -190,7 +203,7 @@ export class HarnessSdkJsonRpcServer {
         return this.respond(params)
       case Method.shutdown: {
         // Answer first; the stop runs after the response frame is flushed.
-        queueMicrotask(() => queueMicrotask(() => void this.stop(0)))
+        queueMicrotask(() => queueMicrotask(() => void this.stop(ExitCode.ok)))
         return {}
       }
       default:
