@@ -6,8 +6,11 @@
 // Token estimator: ceil(UTF-16 length / 4), the same rough heuristic as @dsh/token-meter's
 // `estimate` (English and code run at about 4 characters a token; it is not a tokenizer).
 //
-// Two configurations: the headless profile as shipped, and the same with every tool row of
-// bundles/base enabled (the shipped profile disables tool-str-replace-editor).
+// Three configurations from the same run: the headless profile as shipped (rarely used tools
+// deferred by @dsh/tool-deferral: one catalogue line each inside load_tools), the same with
+// deferral off (the baseline: every tool's full schema), and the shipped one with every tool row
+// of bundles/base enabled (the shipped profile disables tool-str-replace-editor). "tools sent" counts
+// the schemas in the request; "listed" the deferred tools named in load_tools' catalogue.
 //
 // Usage: node bench/prompt.mjs [--print] [--json]
 //   --print  also prints the system prompt text (of the shipped profile)
@@ -29,9 +32,11 @@ const bin = fileURLToPath(new URL('../packages/boot/cli/bin/dsh.mjs', import.met
 const root = mkdtempSync(join(tmpdir(), 'dsh-bench-prompt-'))
 const project = join(root, 'project')
 mkdirSync(project)
-const server = await startMockServer({ steps: [{ text: 'done' }, { text: 'done' }] })
+const server = await startMockServer({ steps: [{ text: 'done' }, { text: 'done' }, { text: 'done' }] })
 const allTools = join(root, 'all-tools.patch.yml')
 writeFileSync(allTools, '- id: tool-str-replace-editor\n  disabled: false\n')
+const noDeferral = join(root, 'no-deferral.patch.yml')
+writeFileSync(noDeferral, '- id: tool-deferral\n  config:\n    enabled: false\n')
 
 const run = (extra) =>
   new Promise((resolve, reject) => {
@@ -62,9 +67,12 @@ function measure(request, label) {
     .join('\n')
   const tools = JSON.stringify(request.body.tools ?? [])
   const bytes = (s) => Buffer.byteLength(s, 'utf8')
+  const loader = (request.body.tools ?? []).find((t) => (t.function?.name ?? t.name) === 'load_tools')
+  const listed = (loader?.function?.description ?? '').split('\n').flatMap((l) => /^- ([\w-]+): /.exec(l)?.[1] ?? [])
   const result = {
     label,
     tools: (request.body.tools ?? []).map((t) => t.function?.name ?? t.name),
+    listed,
     systemBytes: bytes(system),
     systemTokens: estimate(system),
     toolSchemaBytes: bytes(tools),
@@ -79,18 +87,23 @@ function measure(request, label) {
 
 try {
   await run([])
+  await run(['--patch', noDeferral])
   await run(['--patch', allTools])
   const chats = server.requests.filter((r) => r.body && Array.isArray(r.body.messages))
-  if (chats.length !== 2) throw new Error(`expected 2 model requests, got ${chats.length}`)
+  if (chats.length !== 3) throw new Error(`expected 3 model requests, got ${chats.length}`)
   const shipped = measure(chats[0], 'headless (shipped)')
-  const every = measure(chats[1], 'headless + every base tool row')
-  if (args.has('--json')) for (const { result } of [shipped, every]) console.log(JSON.stringify(result))
+  const baseline = measure(chats[1], 'headless, deferral off (baseline)')
+  const every = measure(chats[2], 'headless + every base tool row')
+  const all = [shipped, baseline, every]
+  if (args.has('--json')) for (const { result } of all) console.log(JSON.stringify(result))
   else {
     console.log(
       'estimator: ceil(characters / 4) per part (as @dsh/token-meter estimate); tool schemas as sent on the wire',
     )
-    for (const { result: r } of [shipped, every]) {
-      console.log(`\n${r.label}: ${r.tools.join(', ')}`)
+    for (const { result: r } of all) {
+      console.log(`\n${r.label}: ${r.tools.length} tools sent, ${r.listed.length} listed in load_tools`)
+      console.log(`  sent  : ${r.tools.join(', ')}`)
+      if (r.listed.length > 0) console.log(`  listed: ${r.listed.join(', ')}`)
       console.log(`  system prompt : ${String(r.systemBytes).padStart(6)} bytes  ~${r.systemTokens} tokens`)
       console.log(`  tool schemas  : ${String(r.toolSchemaBytes).padStart(6)} bytes  ~${r.toolSchemaTokens} tokens`)
       console.log(`  total fixed   : ${String(r.totalBytes).padStart(6)} bytes  ~${r.totalTokens} tokens`)

@@ -64,6 +64,8 @@ export interface TurnDeps {
   stream(request: LlmRequest): AsyncIterable<StreamChunk>
   tools: {
     schemas(scope?: string): ToolSchema[]
+    /** Tools held back from the request as catalogue lines (deferred); their prompt sections are left out. */
+    deferred?(scope?: string): ReadonlyArray<{ name: string }>
     executeAll(
       calls: readonly ToolCallRequest[],
       context: ExecuteContext,
@@ -274,7 +276,16 @@ function buildRequest(deps: TurnDeps, turn: number, step: number, signal: AbortS
   const { provider, model } = selection
   const session = deps.log
   const tools = deps.tools.schemas(deps.scope)
-  const assembled = deps.prompt.assemble({ provider, model, cwd: deps.cwd, scope: deps.scope, tools, session })
+  const deferredTools = deps.tools.deferred?.(deps.scope).map((def) => def.name)
+  const assembled = deps.prompt.assemble({
+    provider,
+    model,
+    cwd: deps.cwd,
+    scope: deps.scope,
+    tools,
+    session,
+    ...(deferredTools?.length ? { deferredTools } : {}),
+  })
   const header = { provider, model, system: assembled.system, tools: assembled.tools }
   const headerJson = JSON.stringify(header)
   if (headerJson !== deps.state.lastHeader) {

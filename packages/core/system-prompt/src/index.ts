@@ -26,6 +26,12 @@ export interface PromptSection {
   stable?: boolean
   /** Agent scope the section belongs to; absent: global. */
   scope?: string
+  /**
+   * The tools this section is guidance for: it is left out of a prompt whose `deferredTools`
+   * include every one of them (the model sees those tools only as catalogue lines until it loads
+   * them). Absent: always included.
+   */
+  tools?: readonly string[]
 }
 
 /**
@@ -50,6 +56,11 @@ export interface AssembleInput {
   date?: string
   /** The session being prompted: pins `{{date}}` and `{{git}}` for the session's life. */
   session?: PromptSession
+  /**
+   * Tools held back from this request (normally `ctx.tools.deferred(scope)`): a section whose
+   * `tools` are all among them is left out.
+   */
+  deferredTools?: readonly string[]
 }
 
 export interface AssembledPrompt {
@@ -144,6 +155,7 @@ export interface ResolvedSection {
   text: string
   stable: boolean
   scope?: string
+  tools?: readonly string[]
 }
 type SectionEntry = ResolvedSection
 
@@ -240,6 +252,12 @@ export class SystemPrompt extends Service {
       throw new TypeError(`prompt section "${id}": stable must be a boolean`)
     if (scope !== undefined && (typeof scope !== 'string' || scope === ''))
       throw new TypeError(`prompt section "${id}": scope must be a non-empty string when given`)
+    const tools = section.tools
+    if (
+      tools !== undefined &&
+      (!Array.isArray(tools) || tools.length === 0 || tools.some((t) => typeof t !== 'string' || t === ''))
+    )
+      throw new TypeError(`prompt section "${id}": tools must be a non-empty array of tool names when given`)
     this.checkText(`prompt section "${id}"`, text)
     const entry: SectionEntry = {
       id,
@@ -247,6 +265,7 @@ export class SystemPrompt extends Service {
       text,
       stable: section.stable ?? true,
       ...(scope !== undefined ? { scope } : {}),
+      ...(tools !== undefined ? { tools: [...tools] } : {}),
     }
     const table = this.sectionsTable
     const dispose = this.ctx.effect(() => table.register(entry, { scope }), `prompt-section:${id}`)
@@ -335,7 +354,10 @@ export class SystemPrompt extends Service {
     const persona = self.personas.get('persona', input.scope)
     if (persona?.owns) return { system: tidy(render(persona.text, lookup('persona'))), tools }
     const parts: string[] = [render(self.identity, lookup('identity'))]
-    const sections = self.ordered(input.scope)
+    const deferred = input.deferredTools?.length ? new Set(input.deferredTools) : undefined
+    const sections = deferred
+      ? self.ordered(input.scope).filter((section) => !section.tools?.every((name) => deferred.has(name)))
+      : self.ordered(input.scope)
     for (const section of sections)
       if (section.stable) parts.push(render(section.text, lookup(`prompt section "${section.id}"`)))
     parts.push(render(self.persona(input.scope), lookup('persona')))

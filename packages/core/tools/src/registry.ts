@@ -20,6 +20,7 @@ import type {
   ToolCallOrigin,
   ToolCallRequest,
   ToolDefinition,
+  ToolDeferral,
   ToolDenial,
   ToolGuard,
   ToolMode,
@@ -79,6 +80,8 @@ export class ToolRegistry extends Service {
     label: 'tool restriction',
   })
   private readonly compiler = new SchemaCompiler()
+  /** The deferral policy in effect (at most one; mutated in place, shared by caller views). */
+  private readonly deferrals: ToolDeferral[] = []
 
   /**
    * The events service as its plain object: `this.ctx.waterfall(...)` reaches it through a Cordis
@@ -197,14 +200,77 @@ export class ToolRegistry extends Service {
 
   /**
    * Model-facing schemas visible from `scope` under its presentation mode (see `presented`),
-   * sorted by name so the request prefix stays cacheable.
+   * sorted by name so the request prefix stays cacheable. With a deferral policy and an agent
+   * scope, the tools deferred there are left out and listed one line each (`- name: summary`)
+   * after the loader tool's description; the loader itself is left out while nothing is deferred.
    */
   schemas(scope?: string): ToolSchema[] {
-    return this.presented(scope).map((def) => ({
-      name: def.name,
-      description: def.description,
-      parameters: def.parameters,
-    }))
+    const presented = this.presented(scope)
+    const policy = this.deferrals[0]
+    if (!policy) return presented.map(schemaOf)
+    const held = new Set(scope === undefined ? [] : this.deferredAmong(presented, policy, scope))
+    const schemas: ToolSchema[] = []
+    for (const def of presented) {
+      if (def.name === policy.loader) {
+        if (held.size > 0) schemas.push({ ...schemaOf(def), description: catalogue(def.description, [...held]) })
+      } else if (!held.has(def)) schemas.push(schemaOf(def))
+    }
+    return schemas
+  }
+
+  /**
+   * The tools deferred in `scope` right now (sent as catalogue lines, not schemas), sorted by
+   * name; empty without a deferral policy or an agent scope.
+   */
+  deferred(scope?: string): ToolDefinition[] {
+    const policy = this.deferrals[0]
+    if (!policy || scope === undefined) return []
+    return this.deferredAmong(this.presented(scope), policy, scope)
+  }
+
+  /** The catalogue line's text of a tool: its `summary`, else the first sentence of its description. */
+  summary(def: Pick<ToolDefinition, 'description' | 'summary'>): string {
+    return summaryOf(def)
+  }
+
+  /**
+   * Sets the deferral policy (see `ToolDeferral`). One at a time: a second one throws. Undone by
+   * the disposer or when the calling plugin unloads.
+   */
+  setDeferral(policy: ToolDeferral): () => void {
+    if (policy === null || typeof policy !== 'object' || typeof policy.deferred !== 'function')
+      throw new TypeError('tools.setDeferral: expected {loader, deferred}')
+    if (typeof policy.loader !== 'string' || !TOOL_NAME_PATTERN.test(policy.loader))
+      throw new TypeError(`tools.setDeferral: invalid loader name ${JSON.stringify(policy.loader)}`)
+    if (this.deferrals.length > 0) throw new TypeError('tools.setDeferral: a deferral policy is already set')
+    const deferrals = this.deferrals
+    const dispose = this.ctx.effect(() => {
+      deferrals.push(policy)
+      return () => {
+        const index = deferrals.indexOf(policy)
+        if (index >= 0) deferrals.splice(index, 1)
+      }
+    }, 'tool-deferral')
+    return () => void dispose()
+  }
+
+  /** Whether `def`, as resolved from `scope`, is deferred there by `policy`. */
+  private isDeferred(policy: ToolDeferral, def: ToolDefinition, scope: string): boolean {
+    if (def.name === policy.loader || def.codeEntry === true) return false
+    // A scope's own tools (a preset's, plan mode's exit_plan_mode) are always sent in full.
+    if (this.entries.get(def.name, scope)?.scope !== undefined) return false
+    try {
+      return policy.deferred(def, scope) === true
+    } catch (error) {
+      this.ctx.logger('tools').warn('the deferral policy threw for tool "%s": %s', def.name, messageOf(error))
+      return false
+    }
+  }
+
+  private deferredAmong(presented: ToolDefinition[], policy: ToolDeferral, scope: string): ToolDefinition[] {
+    // Nothing is deferred when the loader is not reachable from this scope (hidden by a preset).
+    if (!presented.some((def) => def.name === policy.loader)) return []
+    return presented.filter((def) => this.isDeferred(policy, def, scope))
   }
 
   /**
@@ -327,6 +393,8 @@ export class ToolRegistry extends Service {
     if (!entry || !visible(entry.def, this.presentAs(context.scope), context.origin ?? 'model')) {
       return { kind: 'done', call, output: this.unknownTool(name, context) }
     }
+    // A deferred tool called directly runs like any other; the policy may load its schema now.
+    const loaded = this.calledDeferred(entry.def, context)
     const problems = entry.validate(args)
     if (problems) {
       return {
@@ -337,12 +405,28 @@ export class ToolRegistry extends Service {
           'INVALID_ARGUMENTS',
           `the arguments for tool "${name}" do not match its parameters schema:\n` +
             problems.map((line) => `- ${line}`).join('\n') +
-            '\nFix these and call the tool again.',
+            '\nFix these and call the tool again.' +
+            (loaded ? ' Its full schema is now in your tool list.' : ''),
           problems.join('; '),
         ),
       }
     }
     return { kind: 'ready', call, entry, args, safe: isSafe(entry.def, args) }
+  }
+
+  /** Tells the policy about a direct model call to a tool deferred in the call's scope; true if it loaded it. */
+  private calledDeferred(def: ToolDefinition, context: ExecuteContext): boolean {
+    const policy = this.deferrals[0]
+    const scope = context.scope
+    if (!policy?.calledDeferred || scope === undefined || (context.origin ?? 'model') !== 'model') return false
+    if (!this.isDeferred(policy, def, scope)) return false
+    try {
+      policy.calledDeferred(def, context)
+    } catch (error) {
+      this.ctx.logger('tools').warn('the deferral policy failed to load tool "%s": %s', def.name, messageOf(error))
+      return false
+    }
+    return !this.isDeferred(policy, def, scope)
   }
 
   private unknownTool(name: string, context: ExecuteContext): ToolOutput {
@@ -536,6 +620,32 @@ function internalError(name: string, stage: string, error: unknown, ran: boolean
       (ran ? 'The tool ran, but its result was lost.' : 'The tool did not run.'),
     message,
   )
+}
+
+function schemaOf(def: ToolDefinition): ToolSchema {
+  return { name: def.name, description: def.description, parameters: def.parameters }
+}
+
+/**
+ * `summary`, else the description's first sentence (up to `. ` or a line break); one longer than
+ * 110 characters is cut before its last colon or semicolon (else comma) within them.
+ */
+function summaryOf(def: Pick<ToolDefinition, 'description' | 'summary'>): string {
+  const given = typeof def.summary === 'string' ? def.summary.trim() : ''
+  if (given !== '') return given
+  const text = def.description.trim()
+  const end = text.search(/\.(\s|$)|\n/)
+  const first = (end < 0 ? text : text.slice(0, text[end] === '.' ? end + 1 : end)).trim()
+  if (first.length <= 110) return first
+  const head = first.slice(0, 110)
+  const cut = Math.max(head.lastIndexOf(': '), head.lastIndexOf('; '))
+  const at = cut > 20 ? cut : head.lastIndexOf(', ')
+  return at > 20 ? first.slice(0, at) : `${head.trimEnd()}…`
+}
+
+/** The loader's description followed by one line per deferred tool. */
+function catalogue(description: string, held: ToolDefinition[]): string {
+  return `${description.trimEnd()}\n${held.map((def) => `- ${def.name}: ${summaryOf(def)}`).join('\n')}`
 }
 
 function compare(a: string, b: string): number {

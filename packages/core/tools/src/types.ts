@@ -77,6 +77,34 @@ export interface ToolDefinition<A = any> {
    * (and unknown) in `native` mode, and never callable from inside a program.
    */
   codeEntry?: boolean
+  /**
+   * Whether the schema may be held back from the model until it asks for it (see `ToolDeferral`):
+   * `true` for a rarely needed tool, `false` for one that must always be sent in full; absent, the
+   * deferral policy decides. Without a deferral policy every tool is sent in full.
+   */
+  defer?: boolean
+  /**
+   * One sentence for the catalogue line a deferred tool is shown as. Default: the first sentence
+   * of `description` (at most 120 characters).
+   */
+  summary?: string
+}
+
+/**
+ * A deferral policy (one at a time, `tools.setDeferral`): which tools an agent scope sees as one
+ * catalogue line inside the loader tool instead of their full schema. Applies only to
+ * `schemas(scope)` with an agent scope; calls, `list`, `presented` and `programTools` ignore it.
+ */
+export interface ToolDeferral {
+  /** The loader tool: presented only while something is deferred, its description followed by the catalogue. */
+  loader: string
+  /** Whether `def` (a global, non-entry tool visible from `scope`) is held back from `scope` now. */
+  deferred(def: ToolDefinition, scope: string): boolean
+  /**
+   * A direct model call from `context.scope` resolved to a tool that is deferred there (the model
+   * called it without loading it). The registry runs the call as usual; the policy may load it.
+   */
+  calledDeferred?(def: ToolDefinition, context: ExecuteContext): void
 }
 
 /** The raw call as the model produced it (the session's `tool/call` payload). */

@@ -8,6 +8,8 @@ import { contributeSection } from '@dsh/system-prompt'
 export const PROMPT_SECTION = {
   id: 'tool:fs-search',
   order: 320,
+  // Left out while all of these tools are deferred (@dsh/tool-deferral).
+  tools: ['glob', 'grep'],
   text: [
     'Search (glob, grep):',
     '- Find files by name with glob and text inside files with grep, then read only the files or ranges that matter.',

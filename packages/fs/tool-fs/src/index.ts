@@ -184,6 +184,7 @@ export function apply(ctx: Context, config: ToolFsConfig): void {
   if (config.readImage) {
     ctx.tools.register<{ file_path: string }>({
       name: 'read_image',
+      defer: true,
       description:
         'View an image file (PNG, JPEG, GIF or WebP, detected from its content). Returns the image itself. ' +
         `Images over ${sizeLabel(config.maxImageBytes)} are refused. Relative paths are taken against the working directory.`,

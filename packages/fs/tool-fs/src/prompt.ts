@@ -8,6 +8,8 @@ import { contributeSection } from '@dsh/system-prompt'
 export const PROMPT_SECTION = {
   id: 'tool:fs',
   order: 310,
+  // Left out while all of these tools are deferred (@dsh/tool-deferral).
+  tools: ['read', 'write', 'edit'],
   text: [
     'Files (read, write, edit):',
     '- read a file before you edit or overwrite it; a change to a file you have not read, or that changed since you read it, is refused: read it again.',

@@ -8,6 +8,8 @@ import { contributeSection } from '@dsh/system-prompt'
 export const PROMPT_SECTION = {
   id: 'tool:str-replace-editor',
   order: 315,
+  // Left out while all of these tools are deferred (@dsh/tool-deferral).
+  tools: ['str_replace_editor'],
   text: [
     'Editor (str_replace_editor):',
     '- view a file before changing it, and again if it changed since.',

@@ -78,6 +78,7 @@ export function apply(ctx: Context, config: Config): void {
 
   ctx.tools.register<Record<string, never>>({
     name: 'get_goal',
+    defer: true,
     description:
       'Read the session goal: its id, status (active | paused | budget-limited | complete), objective, and the rounds and tokens spent against its budgets.',
     parameters: { type: 'object', properties: {}, additionalProperties: false },
@@ -94,6 +95,7 @@ export function apply(ctx: Context, config: Config): void {
   if (config.allowCreate) {
     ctx.tools.register<{ objective: string; max_rounds?: number; token_budget?: number }>({
       name: 'create_goal',
+      defer: true,
       description:
         'Set a goal for this session when the user asks you to keep working until something is done. ' +
         'While the goal is active, the harness starts a new round each time your turn ends, until you mark the goal complete with update_goal ' +
@@ -135,6 +137,7 @@ export function apply(ctx: Context, config: Config): void {
 
   ctx.tools.register<{ goal_id: string; status: 'complete'; summary?: string }>({
     name: 'update_goal',
+    defer: true,
     description:
       'Mark the session goal complete once its objective is achieved and verified. Pass the goal id from get_goal or the round prompt. ' +
       'This is the only change you can make; pausing, editing and clearing are up to the user.',

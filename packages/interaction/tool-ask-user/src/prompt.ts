@@ -8,6 +8,8 @@ import { contributeSection } from '@dsh/system-prompt'
 export const PROMPT_SECTION = {
   id: 'tool:ask-user',
   order: 340,
+  // Left out while all of these tools are deferred (@dsh/tool-deferral).
+  tools: ['ask_user_question'],
   text: [
     'Questions (ask_user_question):',
     '- Ask only when the answer would change what you do and you cannot find it in the project: a real choice between options, or a missing requirement. Otherwise decide, and say what you assumed.',

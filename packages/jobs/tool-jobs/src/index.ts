@@ -28,6 +28,8 @@ export const NOTICE_SOURCE = { kind: 'plugin', plugin: '@dsh/tool-jobs', label: 
 export const PROMPT_SECTION = {
   id: 'tool:jobs',
   order: 345,
+  // Left out while all of these tools are deferred (@dsh/tool-deferral).
+  tools: ['job_output', 'job_list', 'job_kill'],
   text: [
     'Background jobs (bash run_in_background, job_output, job_list, job_kill):',
     '- Start long-running commands (servers, watchers, long builds) with bash run_in_background: true; the call returns a job id at once and the job keeps running across turns.',
@@ -68,6 +70,7 @@ export function apply(ctx: Context, config: ToolJobsConfig): void {
 
   ctx.tools.register<{ id: string; since?: number }>({
     name: 'job_output',
+    defer: true,
     description:
       'Read the output of a background job. Returns the output from byte offset `since` (default 0) to now, the job status, ' +
       'and `next`: pass it as `since` next time to get only new output.',
@@ -129,6 +132,7 @@ export function apply(ctx: Context, config: ToolJobsConfig): void {
 
   ctx.tools.register<Record<string, never>>({
     name: 'job_list',
+    defer: true,
     description: 'List the background jobs of this session with their ids, status and output size.',
     parameters: { type: 'object', properties: {}, additionalProperties: false },
     concurrencySafe: true,
@@ -148,6 +152,7 @@ export function apply(ctx: Context, config: ToolJobsConfig): void {
 
   ctx.tools.register<{ id: string }>({
     name: 'job_kill',
+    defer: true,
     description: 'Stop a background job (its process and everything it started). Its output stays readable.',
     parameters: {
       type: 'object',

@@ -63,6 +63,8 @@ type Operation = (typeof OPERATIONS)[number]
 export const PROMPT_SECTION = {
   id: 'tool:lsp',
   order: 350,
+  // Left out while all of these tools are deferred (@dsh/tool-deferral).
+  tools: ['lsp'],
   text: [
     'Code navigation (lsp):',
     '- To find where a symbol is defined, used or implemented, or what its type is, prefer the lsp tool over text search: it follows imports and types exactly.',
@@ -137,6 +139,7 @@ export function apply(ctx: Context, config: ToolLspConfig): void {
   contributeSection(ctx, PROMPT_SECTION)
   ctx.tools.register<LspArgs>({
     name: 'lsp',
+    defer: true,
     description:
       'Precise code navigation through the language server: definition, references, implementations, hover (type and docs) at a position, ' +
       'document_symbols of a file, workspace_symbols by name. Positions are 1-based line and column, as shown by the read tool. ' +

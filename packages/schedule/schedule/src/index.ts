@@ -228,6 +228,7 @@ export function apply(ctx: Context, config: Config): void {
 
   ctx.tools.register<CreateArgs>({
     name: 'schedule_create',
+    defer: true,
     description:
       'Schedule a reminder for yourself in this session. Give exactly one of: after_seconds (once, that many seconds from now), ' +
       `at (once, an absolute ISO 8601 time with a zone, e.g. 2030-01-31T09:00:00Z), every_seconds (repeatedly, at least ${config.minEverySeconds}). ` +
@@ -344,6 +345,7 @@ export function apply(ctx: Context, config: Config): void {
 
   ctx.tools.register<Record<string, never>>({
     name: 'schedule_list',
+    defer: true,
     description: 'List the pending reminders of this session with their ids and next due times.',
     parameters: { type: 'object', properties: {}, additionalProperties: false },
     concurrencySafe: true,
@@ -382,6 +384,7 @@ export function apply(ctx: Context, config: Config): void {
 
   ctx.tools.register<{ id: string }>({
     name: 'schedule_cancel',
+    defer: true,
     description: 'Cancel a pending reminder of this session by id (from schedule_create or schedule_list).',
     parameters: {
       type: 'object',

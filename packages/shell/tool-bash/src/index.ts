@@ -78,7 +78,6 @@ export function describeTool(limits: ShellLimits): string {
     '- stdin is closed and the environment is non-interactive (no pager, no colours, CI=1). Pass flags such as `-y` or `--no-edit`; commands that wait for input get end-of-file.',
     `- Timeout: ${limits.defaultTimeoutMs} ms unless you set timeoutMs (at most ${limits.maxTimeoutMs} ms). On timeout the command and every process it started are stopped.`,
     '- Processes left running in the background (`cmd &`) are stopped when the command finishes.',
-    '- Prefer the dedicated file tools for reading, editing and searching files.',
   ].join('\n')
 }
 

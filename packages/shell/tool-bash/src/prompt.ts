@@ -8,6 +8,8 @@ import { contributeSection } from '@dsh/system-prompt'
 export const PROMPT_SECTION = {
   id: 'tool:bash',
   order: 300,
+  // Left out while all of these tools are deferred (@dsh/tool-deferral).
+  tools: ['bash'],
   text: [
     'Shell (bash):',
     '- Use bash to run programs: builds, tests, linters, git, package managers. Do not use it to read, search or edit files when a file tool can do that.',

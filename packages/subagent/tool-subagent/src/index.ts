@@ -35,6 +35,8 @@ export const REPORT_SOURCE = { kind: 'plugin', plugin: '@dsh/tool-subagent', lab
 export const PROMPT_SECTION = {
   id: 'tool:subagent',
   order: 340,
+  // Left out while all of these tools are deferred (@dsh/tool-deferral).
+  tools: ['subagent', 'list_agents', 'send_message', 'interrupt_agent'],
   text: [
     'Delegation (subagent):',
     '- Hand a self-contained piece of work (a search across many files, an independent change, a second opinion) to a subagent; several subagent calls in one step run in parallel.',
@@ -163,6 +165,7 @@ export function apply(ctx: Context, config: ToolSubagentConfig): void {
 
   ctx.tools.register<{ description: string; prompt: string; provider?: string; background?: boolean; world?: string }>({
     name: 'subagent',
+    defer: true,
     description:
       'Start a subagent (a child agent with the same tools) on a self-contained task and get its final answer. ' +
       'Several subagent calls in one step run in parallel. With background: true the call returns at once with the ' +
@@ -261,6 +264,8 @@ export function apply(ctx: Context, config: ToolSubagentConfig): void {
 
   ctx.tools.register<{ message: string }>({
     name: 'report',
+    // Never deferred: it is for subagents only (filtered out of a root agent's requests below).
+    defer: false,
     description:
       'Send your parent agent an intermediate finding while you keep working (you are a subagent). ' +
       'Your final answer still ends your task; use report for results the parent can act on before then.',
@@ -287,6 +292,7 @@ export function apply(ctx: Context, config: ToolSubagentConfig): void {
 
   ctx.tools.register<Record<string, never>>({
     name: 'list_agents',
+    defer: true,
     description:
       'List the subagents you started in this session (running and finished) with their ids, status and answers.',
     parameters: { type: 'object', properties: {}, additionalProperties: false },
@@ -304,6 +310,7 @@ export function apply(ctx: Context, config: ToolSubagentConfig): void {
 
   ctx.tools.register<{ id: string; message: string }>({
     name: 'send_message',
+    defer: true,
     description: 'Send an extra instruction to one of your running subagents; it reads it at its next step.',
     parameters: {
       type: 'object',
@@ -331,6 +338,7 @@ export function apply(ctx: Context, config: ToolSubagentConfig): void {
 
   ctx.tools.register<{ id: string }>({
     name: 'interrupt_agent',
+    defer: true,
     description: 'Stop one of your running subagents. Its run ends cancelled; anything it already did stays done.',
     parameters: {
       type: 'object',

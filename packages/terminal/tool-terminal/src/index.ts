@@ -27,6 +27,8 @@ export const Config: Schema<Partial<ToolTerminalConfig>, ToolTerminalConfig> = S
 export const PROMPT_SECTION = {
   id: 'tool:terminal',
   order: 346,
+  // Left out while all of these tools are deferred (@dsh/tool-deferral).
+  tools: ['terminal_open', 'terminal_send', 'terminal_read', 'terminal_signal', 'terminal_close', 'terminal_list'],
   text: [
     'Terminals (terminal_open, terminal_send, terminal_read, terminal_signal, terminal_close, terminal_list):',
     '- Use a terminal for interactive programs (a REPL, a debugger, a prompt that asks questions) or when working directory and environment must persist between commands; use bash for one-off commands.',

@@ -134,6 +134,7 @@ export function apply(ctx: Context, config: ToolTodoConfig): void {
   })
   ctx.tools.register<{ todos: TodoInput[] }>({
     name: 'todo_write',
+    defer: true,
     description:
       'Write your task list for the current work. Each call replaces the whole list, so always send every item, ' +
       'finished ones included. Use it for work with several steps: add the steps when you start, keep exactly one item ' +

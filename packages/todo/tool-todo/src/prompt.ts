@@ -8,6 +8,8 @@ import { contributeSection } from '@dsh/system-prompt'
 export const PROMPT_SECTION = {
   id: 'tool:todo',
   order: 330,
+  // Left out while all of these tools are deferred (@dsh/tool-deferral).
+  tools: ['todo_write'],
   text: [
     'Task list (todo_write):',
     '- For work with three or more distinct steps, write the list before you start and keep it current: one item in_progress at a time, mark an item completed as soon as it is done.',

@@ -157,6 +157,8 @@ describe('the headless composition registers every event type it can write', () 
     )
     const call = (id: string, name: string, args: object) => ({ toolCalls: [{ id, name, arguments: args }] })
     const script: Array<{ toolCalls?: Array<{ id: string; name: string; arguments: object }>; text?: string }> = [
+      // Deferred tools (@dsh/tool-deferral): two loaded by name, the rest loaded by calling them.
+      call('c_load', 'load_tools', { names: ['read_image', 'todo_write'] }),
       call('c_read', 'read', { file_path: 'notes.txt' }),
       call('c_image', 'read_image', { file_path: 'dot.png' }),
       call('c_write', 'write', { file_path: 'new.txt', content: 'one\n' }),

@@ -79,6 +79,8 @@ export const Config: Schema<Partial<Config>, Config> = Schema.object({
 export const PROMPT_SECTION = {
   id: 'tool:web',
   order: 340,
+  // Left out while all of these tools are deferred (@dsh/tool-deferral).
+  tools: ['web_search', 'web_fetch'],
   text: [
     'Web (web_search, web_fetch):',
     '- Use web_search for facts that may be newer than your training or that you are unsure of (library versions, APIs, error messages); use web_fetch to read a specific page, such as documentation a user links.',
@@ -111,6 +113,7 @@ export function apply(ctx: Context, config: Config): void {
   if (config.fetch) {
     ctx.tools.register<FetchArgs>({
       name: 'web_fetch',
+      defer: true,
       description:
         'Fetch one web page by URL (http or https, GET) and return its text: HTML is converted to Markdown, text, JSON and XML are returned as they are. ' +
         'Redirects are followed (a few at most); very large pages are cut. Private, loopback and link-local addresses are refused. ' +
@@ -199,6 +202,7 @@ export function apply(ctx: Context, config: Config): void {
   if (config.search) {
     ctx.tools.register<SearchArgs>({
       name: 'web_search',
+      defer: true,
       description:
         `Search the web. Give 1 to ${config.maxQueries} queries (different phrasings or sub-questions run in parallel); each returns up to ${config.maxResults} results ` +
         'with title, URL and a snippet (some providers also write a short answer). Use web_fetch on a result to read the whole page.',

@@ -69,10 +69,12 @@ it('the model fetches a local page through the real bin and reads it as Markdown
   })
   expect(run.stderr).toBe('')
   expect(JSON.parse(run.stdout)).toMatchObject({ result: 'read it', reason: 'completed' })
-  const offered = ((model.requests[0].body as { tools?: Array<{ function: { name: string } }> }).tools ?? []).map(
-    (t) => t.function.name,
-  )
-  expect(offered).toEqual(expect.arrayContaining(['web_fetch', 'web_search']))
+  // Both tools are deferred (@dsh/tool-deferral): listed in load_tools' catalogue, called directly.
+  const offered = (
+    (model.requests[0].body as { tools?: Array<{ function: { name: string; description: string } }> }).tools ?? []
+  ).find((t) => t.function.name === 'load_tools')?.function.description
+  expect(offered).toMatch(/^- web_fetch: /m)
+  expect(offered).toMatch(/^- web_search: /m)
   expect(toolText(1, 'f1')).toBe(
     `URL: ${page}/guide\nRedirected from: ${page}/old (1 redirect)\nStatus: 200 OK\nContent-Type: text/html (converted to Markdown)\nTitle: Guide\n\n## Setup\n\nUse [the API](${page}/api) with **care**.`,
   )
