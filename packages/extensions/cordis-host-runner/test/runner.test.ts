@@ -15,6 +15,11 @@ async function setup(answer: 'allowed-once' | 'rejected' | null, config: Record<
 }
 
 const code = (error: unknown) => (error as RunnerError).code
+const failed = (p: Promise<unknown>) =>
+  p.then(
+    () => new Error('it did not fail'),
+    (e: unknown) => e as RunnerError,
+  )
 
 describe('DynamicCordisRunner', () => {
   it('retracts a session’s running definitions when its agent goes, running their disposers', async () => {
@@ -44,7 +49,7 @@ describe('DynamicCordisRunner', () => {
   it('fails closed: no answerer means unavailable, and the code does not start', async () => {
     const { h, runner } = await setup(null)
     const d = runner.define({ name: 'x', description: '', code: "dsh.log('started')", cwd: '/' })
-    expect(code(await runner.run('x').catch((e) => e))).toBe('NOT_APPROVED')
+    expect(code(await failed(runner.run('x')))).toBe('NOT_APPROVED')
     expect(d.log).toEqual([])
     expect(d.state).toBe('defined')
     await h.dispose()
@@ -53,17 +58,17 @@ describe('DynamicCordisRunner', () => {
   it('bounds the code: an endless loop at start or in a handler is stopped, and the process lives on', async () => {
     const { h, runner } = await setup('allowed-once')
     runner.define({ name: 'spin', description: '', code: 'for (;;) {}', cwd: '/' })
-    const error = await runner.run('spin').catch((e) => e)
+    const error = await failed(runner.run('spin'))
     expect(code(error)).toBe('APPLY_FAILED')
     expect(String(error.message)).toMatch(/timed out/i)
     expect(runner.get('spin')?.state).toBe('failed')
     runner.define({ name: 'later', description: '', code: "dsh.handle('spin', () => { for (;;) {} })", cwd: '/' })
     await runner.run('later')
-    const spun = await runner.invoke('later', 'spin', null).catch((e) => e)
+    const spun = await failed(runner.invoke('later', 'spin', null))
     expect(code(spun)).toBe('HANDLER_FAILED')
     expect(String(spun.message)).toMatch(/timed out/i)
     runner.define({ name: 'syntax', description: '', code: 'this is not javascript', cwd: '/' })
-    expect(String((await runner.run('syntax').catch((e) => e)).message)).toMatch(/does not compile/)
+    expect((await failed(runner.run('syntax'))).message).toMatch(/does not compile/)
     await h.dispose()
   })
 
@@ -76,8 +81,8 @@ describe('DynamicCordisRunner', () => {
       cwd: '/',
     })
     await runner.run('odd')
-    expect((await runner.invoke('odd', 'cyclic', null).catch((e) => e)).message).toMatch(/not JSON/)
-    expect((await runner.invoke('odd', 'boom', null).catch((e) => e)).message).toBe('odd.boom failed: kaput')
+    expect((await failed(runner.invoke('odd', 'cyclic', null))).message).toMatch(/not JSON/)
+    expect((await failed(runner.invoke('odd', 'boom', null))).message).toBe('odd.boom failed: kaput')
     await h.dispose()
   })
 
