@@ -3,7 +3,7 @@
 // applies it to the local tree with git (checked first), a patch that no longer applies changes
 // nothing and stays saved, and without --apply the exact command that applies it is printed.
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
@@ -125,6 +125,28 @@ describe('dsh -p --world e2b --apply', () => {
     // Nothing of it was applied: the new file of the same patch is absent, the edit is the user's.
     expect(existsSync(join(cwd, 'added.txt'))).toBe(false)
     expect(readFileSync(join(cwd, 'notes.txt'), 'utf8')).toBe('alpha\ndelta\n')
+  })
+
+  it('in a subdirectory of a git work tree, the patch lands in that subdirectory', async () => {
+    const repo = mkdtempSync(join(tmpdir(), 'dsh-e2b-apply-repo-'))
+    execFileSync('git', ['init', '-q', repo])
+    const cwd = join(repo, 'sub')
+    mkdirSync(cwd)
+    writeFileSync(join(cwd, 'notes.txt'), 'alpha\nbeta\n')
+    writeFileSync(join(cwd, '.gitignore'), 'home/\n')
+    const home = join(cwd, 'home')
+    const s = (server = await editing())
+    const run = await runDsh(['-p', '--world', 'e2b', '--apply', 'edit notes'], {
+      cwd,
+      env: env(home, s),
+      timeoutMs: 90_000,
+    })
+    expect(run, run.stderr).toMatchObject({ code: 0, stdout: 'Done remotely.\n' })
+    expect(run.stderr).toMatch(/^dsh: applied the patch \S+ to \S+ \(/)
+    // git apply from a subdirectory would skip paths it reads as outside it: the prefix keeps them in.
+    expect(readFileSync(join(cwd, 'notes.txt'), 'utf8')).toBe('alpha\ngamma\n')
+    expect(readFileSync(join(cwd, 'added.txt'), 'utf8')).toBe('new file\n')
+    expect(existsSync(join(repo, 'notes.txt'))).toBe(false)
   })
 
   it('--apply without --world e2b is a one-line usage error', async () => {
