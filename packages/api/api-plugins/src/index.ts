@@ -8,7 +8,7 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { ApiError } from '@dsh/web-protocol'
 import { secretPaths } from '@dsh/api-settings'
-import { resolveFirst } from '@dsh/app-boot'
+import { type DshLoader, resolveFirst } from '@dsh/app-boot'
 import type {} from '@dsh/api-gateway'
 import type {} from '@dsh/plugin-inventory'
 import { pluginsConfigure, pluginsDescribe, pluginsSetEnabled, type PluginDetail } from './contract.ts'
@@ -49,19 +49,11 @@ export const LOCKED_REASON = 'dsh web cannot run without this row'
 export const name = 'api-plugins'
 export const inject = ['pluginInventory']
 
-/** The parts of a Loader entry and of the Loader used here (the loader's typings hide the fiber's runtime). */
-interface EntryLike {
-  id: string
-  options: { id: string; name: string; config?: unknown; disabled?: boolean | null }
-  fiber?: { runtime?: { Config?: unknown } }
-}
-interface LoaderLike {
-  entries(): Iterable<EntryLike>
-  update(id: string, options: Record<string, unknown>): Promise<void>
-  await(): Promise<void>
-  import(name: string, getOuterStack: () => string[]): Promise<unknown>
-  unwrapExports(exports: unknown): unknown
-}
+/**
+ * The app's Loader (`DshLoader` of @dsh/app-boot, a @cordisjs/plugin-loader `Loader`) and one of
+ * its entries: the real declared types, read from `ctx.get('loader')` without a cast.
+ */
+type LoaderEntry = ReturnType<DshLoader['entries']> extends Iterable<infer E> ? E : never
 
 type ConfigSchema = Schema & { toJSON(): unknown }
 
@@ -110,7 +102,7 @@ export function apply(ctx: Context, config: Config): void {
   const protect = new Set(config.protect)
   // plugins.list says which rows the host refuses to switch, so a UI shows them without a switch.
   ctx.effect(() => ctx.pluginInventory.lock(protect, LOCKED_REASON))
-  const loader = () => ctx.get('loader') as unknown as LoaderLike | undefined
+  const loader = () => ctx.get('loader')
 
   function layerFile(): string | undefined {
     const info = ctx.get('bootInfo')
@@ -119,20 +111,20 @@ export function apply(ctx: Context, config: Config): void {
     return info.profileDir ? join(info.profileDir, 'cordis.patch.yml') : undefined
   }
 
-  function entryOf(id: string): EntryLike {
+  function entryOf(id: string): LoaderEntry {
     const tree = loader()
     for (const entry of tree?.entries() ?? []) if (entry.id === id) return entry
     throw new ApiError('UNKNOWN_ROW', `no row ${JSON.stringify(id)} in the plugin tree`, { status: 404, field: 'id' })
   }
 
   /** A bare row name (a row disabled at boot keeps it) resolved the way the boot resolves names. */
-  function moduleUrl(entry: EntryLike): string | undefined {
+  function moduleUrl(entry: LoaderEntry): string | undefined {
     const name = entry.options.name
     if (/^(file|cordis):/.test(name)) return name
     return resolveFirst(name, ctx.get('bootInfo')?.layerFiles ?? [])
   }
 
-  async function schemaOf(entry: EntryLike): Promise<ConfigSchema | undefined> {
+  async function schemaOf(entry: LoaderEntry): Promise<ConfigSchema | undefined> {
     // A mounted row's runtime carries the plugin's Config; otherwise the module is imported.
     let plugin = entry.fiber?.runtime as { Config?: unknown } | undefined
     if (!plugin?.Config) {

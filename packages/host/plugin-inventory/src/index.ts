@@ -3,7 +3,8 @@
 // is the tree as it is now: nothing is cached but the module -> package name lookup.
 import { type Context, Service } from 'cordis'
 import Schema from 'schemastery'
-import { fiberError, fiberStateName, type FiberLike } from '@dsh/cordis-compat'
+import type { Loader } from '@cordisjs/plugin-loader'
+import { fiberError, fiberStateName } from '@dsh/cordis-compat'
 import type {} from '@dsh/api-gateway' // declares ctx.api (a type-only import: the gateway stays optional at runtime)
 import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
@@ -21,19 +22,13 @@ declare module 'cordis' {
   }
 }
 
-/** The part of a Loader entry the inventory reads (the fiber's error is read through @dsh/cordis-compat). */
-interface EntryLike {
-  id: string
-  disabled: boolean
-  options: { id: string; name: string; group?: boolean | null }
-  subgroup?: unknown
-  fiber?: FiberLike
-  parent: { ctx: { fiber: { entry?: { id: string } } } }
-}
-
-export interface LoaderLike {
-  entries(): Iterable<EntryLike>
-}
+/**
+ * The Loader as the inventory reads it: the real `Loader` of @cordisjs/plugin-loader (a type-only
+ * import, erased from the built module), narrowed to `entries()`. Each entry is the Loader's own
+ * `Entry`; the fiber's error and state are read through @dsh/cordis-compat. Kept under this name
+ * for @dsh/frontend-static, which passes the app's loader.
+ */
+export type LoaderLike = Pick<Loader, 'entries'>
 
 function firstLine(error: unknown): string {
   const text = error instanceof Error ? error.message : String(error)
@@ -156,7 +151,7 @@ export class PluginInventory extends Service {
 
   /** The Loader's rows in Loader order, structural group rows skipped. Empty without a Loader (a bare Context). */
   list(): PluginRow[] {
-    const rows = inventoryOf(this.ctx.get('loader') as LoaderLike | undefined)
+    const rows = inventoryOf(this.ctx.get('loader'))
     for (const row of rows) {
       const reason = this.locks.get(row.id)
       if (reason !== undefined) Object.assign(row, { toggleable: false, lockedReason: reason })

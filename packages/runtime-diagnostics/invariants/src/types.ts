@@ -31,7 +31,12 @@ export interface InvariantSummary {
   description: string
 }
 
-/** The registration surface helpers need; satisfied by `ctx.invariants`. */
+/**
+ * The registration surface helpers need; satisfied by `ctx.invariants`. Not a shadow of a service
+ * in another package: `Invariants` is this package's own class (index.ts), and a helper taking
+ * `Pick<Invariants, 'register'>` would make this file and model-visible.ts import index.ts, which
+ * imports them (a file cycle). The narrow interface is the declared contract of the helpers.
+ */
 export interface InvariantsLike {
   register(definition: InvariantDefinition): () => void
 }

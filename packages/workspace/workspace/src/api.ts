@@ -5,7 +5,13 @@ import type { MethodContract } from '@dsh/web-protocol'
 import type { WorkspaceService } from './service.ts'
 import { workspacesCreate, workspacesList, workspacesRemove, workspacesRename, workspacesReorder } from './contract.ts'
 
-/** The part of `ctx.api` (@dsh/api-gateway) this package uses. */
+/**
+ * The part of `ctx.api` (@dsh/api-gateway) this package uses. Declared here rather than imported:
+ * @dsh/workspace is a seam definition (the definitions floor), and the gateway is a surface; the
+ * floors (`definitions-import-only-definitions` in .dependency-cruiser.cjs, which counts type-only
+ * imports) forbid the import. The gateway's `ctx.api` satisfies it structurally, and
+ * `Workspaces` passes `ctx.api` only when the gateway row is mounted (`ctx.inject(['api'])`).
+ */
 export interface ApiGatewayLike {
   register<P, R>(
     contract: MethodContract<P, R>,
