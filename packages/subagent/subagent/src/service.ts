@@ -39,6 +39,8 @@ export interface SubagentServiceConfig {
   maxQueued: number
   timeoutMs: number
   maxSteps?: number
+  /** World of children started without one, when that world is registered (e.g. "e2b"). */
+  world?: string
 }
 
 interface Live {
@@ -81,6 +83,9 @@ export class SubagentService extends Service {
     maxSteps: Schema.natural()
       .min(1)
       .description("Step limit of an in-process child turn (default: the agent loop's)."),
+    world: Schema.string().description(
+      'World of children started without one (e.g. "e2b": a sandbox each), used while that world is registered.',
+    ),
   })
 
   // Fields are only mutated in place: inside methods `this` may be a per-caller shadow.
@@ -240,7 +245,11 @@ export class SubagentService extends Service {
       const known = [...this.registered.keys()].join(', ') || '(none)'
       throw new SubagentError('UNKNOWN_PROVIDER', `unknown subagent provider "${name}"; available: ${known}`)
     }
-    const worldName = options.world
+    // A configured default world holds only where it exists (a preset used in the local world too).
+    const fallback = this.config.world
+    const worldName =
+      options.world ??
+      (fallback !== undefined && this.worldsByName.has(fallback) && provider.worlds ? fallback : undefined)
     const world = worldName === undefined ? undefined : this.worldsByName.get(worldName)
     if (worldName !== undefined && !world) {
       const known = [...this.worldsByName.keys()].join(', ')

@@ -38,6 +38,29 @@ describe('subagent worlds', () => {
     expect(events).toEqual(['open sub-1', 'close sub-1'])
   })
 
+  it("the row's world is the default while that world is registered", async () => {
+    const place = new AsyncLocalStorage<string>()
+    harness = await createHarness({
+      script: [
+        () => ({ text: `in ${place.getStore() ?? 'the parent world'}` }),
+        () => ({ text: `in ${place.getStore() ?? 'the parent world'}` }),
+      ],
+      plugins: [[SubagentService, { world: 'far' }]],
+    })
+    const subagents = harness.ctx.subagents
+    // Not registered (yet): the configured default does not apply.
+    expect(await subagents.run({ parent: harness.agent, description: 'd', prompt: 'p' })).toMatchObject({
+      text: 'in the parent world',
+    })
+    subagents.registerWorld({
+      name: 'far',
+      open: (link) => ({ run: (fn) => place.run(`far/${link.id}`, fn), close: async () => {} }),
+    })
+    expect(await subagents.run({ parent: harness.agent, description: 'd', prompt: 'p' })).toMatchObject({
+      text: 'in far/sub-2',
+    })
+  })
+
   it('an unknown world or a provider that cannot enter one is refused, nothing started', async () => {
     harness = await createHarness({ plugins: [[SubagentService, {}]] })
     const subagents = harness.ctx.subagents
