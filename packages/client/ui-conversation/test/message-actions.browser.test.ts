@@ -156,4 +156,24 @@ describe.skipIf(!hasChromium())('per-message actions', () => {
       expect(errors).toEqual([])
     })
   })
+
+  it('Fork from here on an earlier answer: a new session holding the log up to it, no model call', async () => {
+    await withArtifacts(page, 'actions-fork', async () => {
+      const source = sessionId()
+      await expect.poll(() => status(source)).toBe('idle')
+      const requests = app.mock.requests.length
+      // The answer that closed the first of this session's two turns.
+      const answer = page.locator('[data-node="assistant"]', { hasText: 'The edited answer: six.' })
+      await answer.hover()
+      await answer.getByRole('button', { name: 'Fork from here' }).click()
+      await expect.poll(sessionId).not.toBe(source)
+      const fork = sessionId()
+      await page.locator('[data-node="assistant"]', { hasText: 'The edited answer: six.' }).waitFor()
+      expect(await humanTexts(fork)).toEqual(['What is three plus three?'])
+      expect(await page.locator('[data-node="assistant"]', { hasText: 'Two blocks:' }).count()).toBe(0)
+      expect(await humanTexts(source)).toEqual(['What is three plus three?', 'Show me code'])
+      expect(app.mock.requests.length).toBe(requests)
+      expect(errors).toEqual([])
+    })
+  })
 })

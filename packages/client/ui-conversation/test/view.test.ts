@@ -5,8 +5,8 @@ import { createElement as h } from 'react'
 import { renderToStaticMarkup } from 'react-dom/server'
 import { describe, expect, it } from 'vitest'
 import type { SessionStreamEvent } from '@dsh/web-protocol'
-import { foldConversation, type ToolNode } from '../src/model/index.ts'
-import { ChatView, textBlocks, WINDOW } from '../src/client/chat-view.tsx'
+import { foldConversation, type ConversationNode, type ToolNode } from '../src/model/index.ts'
+import { ChatView, textBlocks, turnClosers, turnOpeners, WINDOW } from '../src/client/chat-view.tsx'
 import { Composer } from '../src/client/composer.tsx'
 import { en, translator, zh } from '../src/client/strings.ts'
 import { ContextSection, PlanSection } from '../src/client/panel.tsx'
@@ -181,5 +181,41 @@ describe('textBlocks (the opened reasoning body)', () => {
     expect(textBlocks(other, stale, 256).join('')).toBe(other)
     expect(textBlocks(other, stale, 256)).toEqual(textBlocks(other, [], 256))
     expect(textBlocks('fresh start\n', stale, 256)).toEqual(['fresh start\n'])
+  })
+})
+
+describe('message action points', () => {
+  const user = (key: string, turn: number): ConversationNode => ({
+    kind: 'user',
+    key,
+    seq: 0,
+    turn,
+    text: key,
+    images: 0,
+    time: 0,
+  })
+  const answer = (key: string, turn: number, streaming = false): ConversationNode => ({
+    kind: 'assistant',
+    key,
+    turn,
+    step: 0,
+    text: key,
+    streaming,
+    interrupted: false,
+  })
+
+  it('resends only a message that opened its turn (not one steered into it)', () => {
+    const nodes = [user('u0', 0), answer('a0', 0), user('u1', 1), user('steer', 1), answer('a1', 1)]
+    expect([...turnOpeners(nodes)]).toEqual(['u0', 'u1'])
+  })
+
+  it('forks after the answer that closed a turn: before the next turn, or the whole log at the end', () => {
+    const nodes = [user('u0', 0), answer('early', 0), answer('a0', 0), user('u1', 1), answer('a1', 1)]
+    expect([...turnClosers(nodes, false)]).toEqual([
+      ['a0', 1],
+      ['a1', undefined],
+    ])
+    // The newest turn still running: its answer is not a fork point yet.
+    expect([...turnClosers([...nodes.slice(0, 4), answer('live', 1, true)], true)]).toEqual([['a0', 1]])
   })
 })

@@ -17,7 +17,7 @@ import type {
   UserNode,
 } from '../model/index.ts'
 import { Markdown } from '@dsh/ui-markdown'
-import { Check, Copy, IconButton, Pencil, RotateCcw } from '@dsh/client-runtime/ui'
+import { Check, Copy, GitFork, IconButton, Pencil, RotateCcw } from '@dsh/client-runtime/ui'
 import type { Translate } from './strings.ts'
 
 /**
@@ -28,6 +28,8 @@ import type { Translate } from './strings.ts'
 export interface MessageActions {
   /** Sends `text` in a fork of the session taken before `node`'s turn, and opens it. */
   resend(node: UserNode, text: string): Promise<void>
+  /** Forks the session after an answer's turn (`beforeTurn`: the next turn; absent: the whole log) and opens the fork. */
+  fork(beforeTurn: number | undefined): Promise<void>
 }
 
 export interface ChatViewProps {
@@ -293,7 +295,49 @@ const ThinkingRow = memo(function ThinkingRow({ node, t }: { node: ThinkingNode;
   )
 })
 
-const AssistantMessage = memo(function AssistantMessage({ node, t }: { node: AssistantNode; t: Translate }) {
+/** "Fork from here" on the answer that closed a turn: a new session holding the log up to it. */
+function ForkAction({ t, fork }: { t: Translate; fork: () => Promise<void> }) {
+  const [busy, setBusy] = useState(false)
+  const [error, setError] = useState<string | undefined>(undefined)
+  return (
+    <>
+      <IconButton
+        label={t('message.fork')}
+        icon={GitFork}
+        size={14}
+        data-action="fork"
+        disabled={busy}
+        onClick={() => {
+          setBusy(true)
+          setError(undefined)
+          fork().then(
+            () => setBusy(false),
+            (e: unknown) => {
+              setBusy(false)
+              setError(t('message.forkFailed', { message: (e as Error)?.message ?? String(e) }))
+            },
+          )
+        }}
+      />
+      {error ? (
+        <span className="dsh-msg-meta dsh-msg-error" role="alert">
+          {error}
+        </span>
+      ) : null}
+    </>
+  )
+}
+
+const AssistantMessage = memo(function AssistantMessage({
+  node,
+  t,
+  fork,
+}: {
+  node: AssistantNode
+  t: Translate
+  /** Present on the answer that closed a finished turn. */
+  fork?: (() => Promise<void>) | undefined
+}) {
   return (
     <div className="dsh-msg dsh-msg-assistant" data-node="assistant" data-streaming={node.streaming || undefined}>
       <Markdown text={node.text} streaming={node.streaming} t={t} />
@@ -302,6 +346,7 @@ const AssistantMessage = memo(function AssistantMessage({ node, t }: { node: Ass
       {!node.streaming && node.text ? (
         <div className="dsh-msg-actions" data-actions="assistant">
           <CopyAction text={node.text} t={t} label={t('message.copyAnswer')} />
+          {fork ? <ForkAction t={t} fork={fork} /> : null}
         </div>
       ) : null}
     </div>
@@ -348,6 +393,7 @@ function renderNode(
   t: Translate,
   renderTool: (node: ToolNode) => ReactNode,
   actionsFor: (node: UserNode) => MessageActions | undefined,
+  forkFor: (node: AssistantNode) => (() => Promise<void>) | undefined,
 ): ReactNode {
   switch (node.kind) {
     case 'user': {
@@ -359,7 +405,7 @@ function renderNode(
     case 'thinking':
       return <ThinkingRow key={node.key} node={node} t={t} />
     case 'assistant':
-      return <AssistantMessage key={node.key} node={node} t={t} />
+      return <AssistantMessage key={node.key} node={node} t={t} fork={forkFor(node)} />
     case 'tool':
       return (
         <div key={node.key} className="dsh-tool-slot" data-node="tool" data-tool={node.name} data-status={node.status}>
@@ -400,6 +446,27 @@ export function turnOpeners(nodes: readonly ConversationNode[]): Set<string> {
     turn = node.turn
   }
   return keys
+}
+
+/**
+ * The answers that closed a finished turn, each with the `beforeTurn` of a fork that keeps the log
+ * up to it: the next turn's number, or undefined for the last turn (the whole log). A turn still
+ * running has none.
+ */
+export function turnClosers(nodes: readonly ConversationNode[], turnRunning: boolean): Map<string, number | undefined> {
+  const last = new Map<number, string>()
+  let newest = -1
+  for (const node of nodes) {
+    if (!('turn' in node)) continue
+    newest = Math.max(newest, node.turn)
+    if (node.kind === 'assistant' && !node.streaming && node.text) last.set(node.turn, node.key)
+  }
+  const closers = new Map<string, number | undefined>()
+  for (const [turn, key] of last) {
+    if (turn < newest) closers.set(key, turn + 1)
+    else if (!turnRunning) closers.set(key, undefined)
+  }
+  return closers
 }
 
 export function ChatView({ snapshot, t, renderTool, empty, actions }: ChatViewProps) {
@@ -454,6 +521,24 @@ export function ChatView({ snapshot, t, renderTool, empty, actions }: ChatViewPr
     (node: UserNode) => (actions && openers?.has(node.key) ? actions : undefined),
     [actions, openers],
   )
+  const closers = useMemo(
+    () => (actions ? turnClosers(all, snapshot.turnRunning) : undefined),
+    [actions, all, snapshot.turnRunning],
+  )
+  // One function per answer and fork point, kept while they stay the same (the rows are memoized).
+  const forks = useRef(new Map<string, { before: number | undefined; run: () => Promise<void> }>())
+  const forkFor = useCallback(
+    (node: AssistantNode) => {
+      if (!actions || !closers?.has(node.key)) return undefined
+      const before = closers.get(node.key)
+      const known = forks.current.get(node.key)
+      if (known && known.before === before) return known.run
+      const run = () => actions.fork(before)
+      forks.current.set(node.key, { before, run })
+      return run
+    },
+    [actions, closers],
+  )
   // Keep the reader's place when older rows are mounted above it.
   const fromBottom = useRef<number | undefined>(undefined)
   const revealEarlier = useCallback(() => {
@@ -502,7 +587,7 @@ export function ChatView({ snapshot, t, renderTool, empty, actions }: ChatViewPr
         {nodes.length === 0 ? (
           <div className="dsh-chat-empty">{empty ?? t('empty')}</div>
         ) : (
-          nodes.map((node) => renderNode(node, t, renderTool, actionsFor))
+          nodes.map((node) => renderNode(node, t, renderTool, actionsFor, forkFor))
         )}
         {snapshot.turnRunning &&
         !tailIsLive(nodes) &&

@@ -18,7 +18,7 @@ import { MARKDOWN_CSS, warmUp } from '@dsh/ui-markdown'
 import type { PromptReference } from '@dsh/web-protocol'
 import type {} from '@dsh/ui-input-trigger/shared'
 
-export { ChatView, turnOpeners, type ChatViewProps, type MessageActions } from './chat-view.tsx'
+export { ChatView, turnClosers, turnOpeners, type ChatViewProps, type MessageActions } from './chat-view.tsx'
 export { Composer, type ComposerProps, type SendMode } from './composer.tsx'
 export { PlanSection, ContextSection } from './panel.tsx'
 export { ConversationStore } from './store.ts'
@@ -167,6 +167,13 @@ export function apply(ctx: Context): void {
           throw error
         }
         ctx.router.openSession(fork)
+      },
+      async fork(beforeTurn) {
+        const { session } = await ctx.remote.call('sessions.fork', {
+          sessionId,
+          ...(beforeTurn !== undefined ? { beforeTurn } : {}),
+        })
+        ctx.router.openSession(session.sessionId)
       },
     }
   }
