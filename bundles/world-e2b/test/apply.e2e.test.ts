@@ -158,5 +158,9 @@ describe('dsh -p --world e2b --apply', () => {
       "dsh: --apply needs --world e2b (it applies the remote sandbox's change to this directory); the local world changes files in place\n",
     )
     expect(s.requests).toHaveLength(0)
+    // The help names the flag and what it needs.
+    const help = await runDsh(['-p', '--help'], { cwd, env: env(home, s), timeoutMs: 60_000 })
+    expect(help.code).toBe(0)
+    expect(help.stdout).toMatch(/^ {2}--apply {14}with --world e2b: after the run, apply the sandbox's change/m)
   })
 })
