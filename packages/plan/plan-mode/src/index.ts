@@ -89,6 +89,8 @@ export const DEFAULT_ALLOWED_TOOLS = [
   'schedule_list',
   // Code Mode's entry tool: every tool call of its program goes through this gate on its own.
   'run_code',
+  // Only adds deferred schemas to the request (@dsh/tool-deferral); each loaded tool is gated itself.
+  'load_tools',
 ]
 
 const APPROVE = 'Approve'

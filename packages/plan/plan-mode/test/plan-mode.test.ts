@@ -89,6 +89,21 @@ describe('@dsh/plan-mode', () => {
     expect(toolNames(third)).toEqual(['read', 'write'])
   })
 
+  it('load_tools runs while planning (it only adds schemas; each loaded tool is gated itself)', async () => {
+    const h = await boot([{ toolCalls: [{ name: 'load_tools', arguments: {} }] }, { text: 'ok' }])
+    h.ctx.tools.register({
+      name: 'load_tools',
+      description: 'stands in for @dsh/tool-deferral',
+      parameters: { type: 'object' },
+      execute: () => ({ content: 'loaded' }),
+    })
+    await h.ctx.commands.dispatch(h.agent, '/plan')
+    await h.prompt('look around')
+    const [load] = results(h)
+    expect(load.error).toBeUndefined()
+    expect(text(load)).toBe('loaded')
+  })
+
   it('a human keeps it planning with feedback, then approves and switches the permission mode', async () => {
     const h = await boot([
       { toolCalls: [{ name: 'exit_plan_mode', arguments: { plan: 'v1' } }] },
