@@ -5,6 +5,7 @@
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { runDsh } from '@dsh/cli-testkit'
 import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
@@ -76,6 +77,30 @@ describe('@dsh/desktop-notifications', () => {
     expect(run, run.stderr).toMatchObject({ code: 0, stdout: 'Refused.\n' })
     expect(readFileSync(w.record, 'utf8')).toBe(
       '--app-name=dsh|--urgency=critical|dsh needs your approval|Run the model-written plugin "p" inside dsh|\n',
+    )
+  })
+
+  it('a question to the user notifies as critical with the question', async () => {
+    server = await startMockServer({
+      steps: [
+        {
+          toolCalls: [
+            {
+              name: 'ask_user_question',
+              arguments: { questions: [{ id: 'db', question: 'Which database should I migrate?' }] },
+            },
+          ],
+        },
+        { text: 'Nobody answered.' },
+      ] as never,
+    })
+    // The question tool ships in the terminal UI's bundle; the one-shot gets it from its file here.
+    const askUser = fileURLToPath(new URL('../../../interaction/tool-ask-user/dist/index.js', import.meta.url))
+    const w = workspace(true, `${ROW('question')}    - id: tool-ask-user\n      name: ${JSON.stringify(askUser)}\n`)
+    const run = await runDsh(['-p', '--patch', join(w.root, 'patch.yml'), 'go'], { cwd: w.root, env: w.env(server) })
+    expect(run, run.stderr).toMatchObject({ code: 0, stdout: 'Nobody answered.\n' })
+    expect(readFileSync(w.record, 'utf8')).toBe(
+      '--app-name=dsh|--urgency=critical|dsh has a question|Which database should I migrate?|\n',
     )
   })
 
