@@ -8,9 +8,33 @@
 // summary requests) against the sum an uncompacted session would have sent, and the share of
 // prompt tokens that repeat the previous request's prefix (what a provider's prompt cache can hit).
 // Tokens are estimated at four characters each, as the token meter does.
+//
+// BENCH_MODE=dsh runs the real one-shot instead (`dsh --profile headless`, the default DeepSeek
+// adapter, its 1M-token window and the default compaction rows) against a small scripted
+// chat-completions server on loopback: BENCH_STEPS (default 2,000) `read` calls of files of
+// BENCH_RESULT_BYTES (default 1,050: about 1.5 KB of context per step, 3 MB at step 2,000; past
+// ~2,100 steps compaction-basic summarises). It prints the step interval (end of one response ->
+// the next request's last body byte, at the server) and the dsh process's CPU per step (user +
+// system, read at each request by a small --import hook), as medians over the first and the last
+// 100 steps and over the 100 before the first compaction, with the context size there; peak RSS
+// before and after the first compaction and the RSS at the end. BENCH_BASE=/other/checkout runs
+// that checkout's dsh too, alternated (a before/after in one run); BENCH_RUNS (default 1) runs
+// each that many times. `node -e 0` is timed at the start and the end: a run whose second timing
+// is over 1.5x the first is flagged as loaded. BENCH_MODE=both runs the harness part, then this.
+import { spawn } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:http'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { register } from 'tsx/esm/api'
 import { performance } from 'node:perf_hooks'
 
+const MODE = process.env.BENCH_MODE ?? 'harness'
+if (!['harness', 'dsh', 'both'].includes(MODE)) {
+  console.error(`bench/long-session: BENCH_MODE must be harness, dsh or both, not ${JSON.stringify(MODE)}`)
+  process.exit(2)
+}
 register()
 const { createHarness } = await import('../packages/test-support/agent-loop-testkit/src/index.ts')
 const { default: TokenMeter } = await import('../packages/session/token-meter/src/index.ts')
@@ -18,7 +42,7 @@ const { default: BasicCompactionEngine } = await import('../packages/compaction/
 const { default: ToolResultPruner } = await import('../packages/compaction/compaction-tool-result-pruner/src/index.ts')
 
 const STEPS = Number(process.env.BENCH_STEPS ?? 2000)
-const RESULT = Number(process.env.BENCH_RESULT_BYTES ?? 5000)
+const RESULT = Number(process.env.BENCH_RESULT_BYTES ?? (MODE === 'dsh' ? 1050 : 5000))
 const tokens = (chars) => Math.ceil(chars / 4)
 const messageChars = new WeakMap()
 const charsOf = (m) => {
@@ -138,6 +162,207 @@ async function run(label, withPruner) {
   await harness.dispose()
 }
 
-await run('compaction-basic', false)
-await run('compaction-basic + tool-result-pruner', true)
-console.log(`\npeak RSS: ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MB`)
+if (MODE !== 'dsh') {
+  await run('compaction-basic', false)
+  await run('compaction-basic + tool-result-pruner', true)
+  console.log(`\npeak RSS: ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MB`)
+}
+if (MODE !== 'harness') await dshRuns()
+
+// ---- BENCH_MODE=dsh: the real one-shot over HTTP ----
+
+async function dshRuns() {
+  const RUNS = Number(process.env.BENCH_RUNS ?? 1)
+  const WINDOW = 100
+  const bins = [['this', fileURLToPath(new URL('../packages/boot/cli/bin/dsh.mjs', import.meta.url))]]
+  if (process.env.BENCH_BASE)
+    bins.push(['base', join(resolve(process.env.BENCH_BASE), 'packages/boot/cli/bin/dsh.mjs')])
+  const root = mkdtempSync(join(tmpdir(), 'dsh-bench-long-session-'))
+  const ws = join(root, 'ws')
+  mkdirSync(ws)
+  for (let i = 0; i < STEPS; i++) {
+    let text = ''
+    for (let line = 0; text.length < RESULT; line++) text += `export const v${line} = ${line * 7} // module ${i}\n`
+    writeFileSync(join(ws, `m${i}.ts`), text.slice(0, RESULT))
+  }
+  // The hook: CPU, current RSS and the highest RSS since the previous request, at each request.
+  const hook = join(root, 'hook.mjs')
+  const marksFile = join(root, 'marks.json')
+  writeFileSync(
+    hook,
+    `import http from 'node:http'
+import { syncBuiltinESMExports } from 'node:module'
+import { writeFileSync } from 'node:fs'
+const rows = []
+let high = 0
+setInterval(() => { high = Math.max(high, process.memoryUsage.rss()) }, 10).unref()
+const request = http.request
+http.request = function (...args) {
+  const { user, system } = process.cpuUsage()
+  const rss = process.memoryUsage.rss()
+  rows.push([(user + system) / 1000, rss, Math.max(high, rss)])
+  high = 0
+  return request.apply(this, args)
+}
+syncBuiltinESMExports()
+process.on('exit', () => writeFileSync(${JSON.stringify(marksFile)}, JSON.stringify({ rows, maxRSS: process.resourceUsage().maxRSS * 1024 })))
+`,
+  )
+  // The model: every agent request gets one `read` of the next file, a compaction request (its
+  // last user message asks for the summary) gets a summary, and the step after the last a text.
+  let stamps = []
+  let agentSteps = 0
+  const frame = (o) => `data: ${JSON.stringify(o)}\n\n`
+  const server = createServer((req, res) => {
+    const head = performance.now()
+    const chunks = []
+    let bytes = 0
+    req.on('data', (c) => {
+      bytes += c.length
+      chunks.push(c)
+    })
+    req.on('end', () => {
+      const arrived = performance.now()
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8'))
+      const last = body.messages.at(-1)
+      const summary = last.role === 'user' && /about to be compacted/.test(String(last.content))
+      const base = { id: `c${stamps.length}`, object: 'chat.completion.chunk', created: 0, model: body.model }
+      const choice = (delta, finish) => ({ ...base, choices: [{ index: 0, delta, finish_reason: finish }] })
+      let out = frame(choice({ role: 'assistant', content: '' }, null))
+      if (summary)
+        out += frame(choice({ content: 'Summary: the user asked to read every module in order. '.repeat(20) }, 'stop'))
+      else if (agentSteps < STEPS) {
+        const call = { index: 0, id: `call_${stamps.length}`, type: 'function' }
+        call.function = { name: 'read', arguments: JSON.stringify({ file_path: `m${agentSteps++}.ts` }) }
+        out += frame(choice({ tool_calls: [call] }, 'tool_calls'))
+      } else out += frame(choice({ content: 'finished' }, 'stop'))
+      const prompt = Math.ceil(bytes / 4)
+      out += frame({
+        ...base,
+        choices: [],
+        usage: { prompt_tokens: prompt, completion_tokens: 30, total_tokens: prompt + 30 },
+      })
+      out += 'data: [DONE]\n\n'
+      res.writeHead(200, { 'content-type': 'text/event-stream' })
+      res.end(out, () =>
+        stamps.push({ head, arrived, ended: performance.now(), bytes, summary, port: req.socket.remotePort }),
+      )
+    })
+  })
+  await new Promise((done) => server.listen(0, '127.0.0.1', done))
+  const env = {
+    PATH: process.env.PATH,
+    HOME: root,
+    DSH_HOME: join(root, 'home'),
+    DEEPSEEK_API_KEY: 'sk-bench',
+    DEEPSEEK_BASE_URL: `http://127.0.0.1:${server.address().port}/v1`,
+  }
+  const run = (args) =>
+    new Promise((done, fail) => {
+      const t0 = performance.now()
+      const child = spawn(process.execPath, args, { cwd: ws, env, stdio: ['ignore', 'ignore', 'pipe'] })
+      let err = ''
+      child.stderr.on('data', (d) => (err += d))
+      child.on('error', fail)
+      child.on('close', (code) => (code === 0 ? done(performance.now() - t0) : fail(new Error(`exit ${code}: ${err}`))))
+    })
+  const nodeZero = async () => {
+    const t = []
+    for (let i = 0; i < 5; i++) t.push(await run(['-e', '0']))
+    return median(t)
+  }
+  const median = (xs) => {
+    const sorted = [...xs].sort((a, b) => a - b)
+    return sorted.length ? sorted[Math.floor(sorted.length / 2)] : Number.NaN
+  }
+  const mb = (n) => `${(n / 1e6).toFixed(2)} MB`
+  const zeroBefore = await nodeZero()
+  const results = []
+  for (let r = 0; r < RUNS; r++) {
+    for (const [label, bin] of bins) {
+      stamps = []
+      agentSteps = 0
+      rmSync(join(root, 'home'), { recursive: true, force: true })
+      const t0 = performance.now()
+      await run([
+        '--import',
+        hook,
+        bin,
+        '--profile',
+        'headless',
+        '--permission-mode',
+        'danger-full-access',
+        '--max-steps',
+        String(STEPS + 10),
+        'read every module in order',
+      ])
+      const wall = performance.now() - t0
+      const { rows, maxRSS } = JSON.parse(readFileSync(marksFile, 'utf8'))
+      // Step k: from the end of response k-1 to request k (both agent requests).
+      const steps = []
+      let compactedAt
+      for (let k = 1; k < stamps.length; k++) {
+        if (stamps[k].summary) compactedAt ??= steps.length
+        if (stamps[k].summary || stamps[k - 1].summary) continue
+        steps.push({
+          ms: stamps[k].arrived - stamps[k - 1].ended,
+          cpu: rows[k][0] - rows[k - 1][0],
+          bytes: stamps[k].bytes,
+          rss: rows[k][1],
+          high: rows[k][2],
+        })
+      }
+      const at = (from, to) => {
+        const w = steps.slice(Math.max(0, from), Math.max(0, to))
+        return { ms: median(w.map((s) => s.ms)), cpu: median(w.map((s) => s.cpu)), bytes: w.at(-1)?.bytes ?? 0 }
+      }
+      const highest = (from, to) => Math.max(0, ...steps.slice(from, to).map((s) => s.high))
+      results.push({
+        label,
+        wall,
+        cpu: rows.at(-1)[0],
+        requests: stamps.length,
+        connections: new Set(stamps.map((s) => s.port)).size,
+        compactions: stamps.filter((s) => s.summary).length,
+        early: at(1, WINDOW + 1),
+        late: at(steps.length - WINDOW, steps.length),
+        beforeCompaction: compactedAt === undefined ? undefined : at(compactedAt - WINDOW, compactedAt),
+        peakBefore: highest(0, compactedAt ?? steps.length),
+        peakAfter: compactedAt === undefined ? undefined : highest(compactedAt, steps.length),
+        endRss: steps.at(-1).rss,
+        maxRSS,
+      })
+    }
+  }
+  server.close()
+  const zeroAfter = await nodeZero()
+  const loaded = zeroAfter > 1.5 * zeroBefore
+  console.log(
+    `\n== real one-shot (dsh --profile headless, DeepSeek adapter over loopback HTTP), ${STEPS} steps of ${RESULT}-byte reads`,
+  )
+  console.log(
+    `node -e 0: ${zeroBefore.toFixed(0)} ms before, ${zeroAfter.toFixed(0)} ms after${loaded ? '  [LOADED: the machine slowed down during the run]' : ''}`,
+  )
+  const line = (name, w) =>
+    `  ${name.padEnd(28)} interval ${w.ms.toFixed(2).padStart(6)} ms   CPU ${w.cpu.toFixed(2).padStart(6)} ms   context ${mb(w.bytes)}`
+  for (const r of results) {
+    console.log(
+      `${r.label}: ${r.requests} requests on ${r.connections} connection(s), ${r.compactions} compactions, wall ${(r.wall / 1000).toFixed(1)} s, CPU ${(r.cpu / 1000).toFixed(1)} s`,
+    )
+    console.log(line(`steps 2-${WINDOW + 1}`, r.early))
+    if (r.beforeCompaction) console.log(line(`${WINDOW} before 1st compaction`, r.beforeCompaction))
+    console.log(line(`last ${WINDOW} steps`, r.late))
+    const ref = r.beforeCompaction ?? r.late
+    console.log(
+      `  late/early: interval ${(ref.ms / r.early.ms).toFixed(2)}x, CPU ${(ref.cpu / r.early.cpu).toFixed(2)}x (at ${mb(ref.bytes)} of context)`,
+    )
+    console.log(
+      `  RSS: peak ${(r.maxRSS / 2 ** 20).toFixed(0)} MB (kernel high-water); sampled peak ` +
+        (r.peakAfter === undefined
+          ? `${(r.peakBefore / 2 ** 20).toFixed(0)} MB`
+          : `before the 1st compaction ${(r.peakBefore / 2 ** 20).toFixed(0)} MB, after it ${(r.peakAfter / 2 ** 20).toFixed(0)} MB`) +
+        `; at the end ${(r.endRss / 2 ** 20).toFixed(0)} MB`,
+    )
+  }
+  rmSync(root, { recursive: true, force: true })
+}
