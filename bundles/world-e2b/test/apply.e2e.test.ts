@@ -71,7 +71,7 @@ describe('dsh -p --world e2b --apply', () => {
     // The patch stays where it was saved.
     expect(file.startsWith(join(home, 'e2b-patches'))).toBe(true)
     expect(existsSync(file)).toBe(true)
-  })
+  }, 60_000)
 
   it('without --apply prints the exact command that applies it, and that command works', async () => {
     const { home, cwd } = workspace()
@@ -92,7 +92,7 @@ describe('dsh -p --world e2b --apply', () => {
     execFileSync(git, args, { cwd: tmpdir() })
     expect(readFileSync(join(cwd, 'notes.txt'), 'utf8')).toBe('alpha\ngamma\n')
     expect(readFileSync(join(cwd, 'added.txt'), 'utf8')).toBe('new file\n')
-  })
+  }, 60_000)
 
   it('a patch that no longer applies is one sentence naming the file; nothing is half-applied', async () => {
     const { home, cwd } = workspace()
@@ -125,7 +125,7 @@ describe('dsh -p --world e2b --apply', () => {
     // Nothing of it was applied: the new file of the same patch is absent, the edit is the user's.
     expect(existsSync(join(cwd, 'added.txt'))).toBe(false)
     expect(readFileSync(join(cwd, 'notes.txt'), 'utf8')).toBe('alpha\ndelta\n')
-  })
+  }, 60_000)
 
   it('in a subdirectory of a git work tree, the patch lands in that subdirectory', async () => {
     const repo = mkdtempSync(join(tmpdir(), 'dsh-e2b-apply-repo-'))
@@ -147,7 +147,7 @@ describe('dsh -p --world e2b --apply', () => {
     expect(readFileSync(join(cwd, 'notes.txt'), 'utf8')).toBe('alpha\ngamma\n')
     expect(readFileSync(join(cwd, 'added.txt'), 'utf8')).toBe('new file\n')
     expect(existsSync(join(repo, 'notes.txt'))).toBe(false)
-  })
+  }, 60_000)
 
   it('--apply without --world e2b is a one-line usage error', async () => {
     const { home, cwd } = workspace()
@@ -162,5 +162,5 @@ describe('dsh -p --world e2b --apply', () => {
     const help = await runDsh(['-p', '--help'], { cwd, env: env(home, s), timeoutMs: 60_000 })
     expect(help.code).toBe(0)
     expect(help.stdout).toMatch(/^ {2}--apply {14}with --world e2b: after the run, apply the sandbox's change/m)
-  })
+  }, 60_000)
 })

@@ -85,7 +85,7 @@ describe('dsh -p --world e2b --continue', () => {
     expect(standin.requests.filter((r) => r.method === 'POST' && r.path === '/sandboxes')).toHaveLength(creates)
     // The first run's change was already saved; this run changed nothing, so no new patch line.
     expect(run.stderr).toBe('')
-  })
+  }, 60_000)
 
   it('a sandbox gone between the runs: a new one, said once on stderr and in the session', async () => {
     const { home, cwd, layer } = workspace()
@@ -116,5 +116,5 @@ describe('dsh -p --world e2b --continue', () => {
     expect(String(events[0]?.reason)).toMatch(/^gone before this run: /)
     expect(events[1]).toMatchObject({ sandboxId: fresh, action: 'created' })
     expect(events.filter((e) => e?.action === 'lost')).toHaveLength(1)
-  })
+  }, 60_000)
 })

@@ -64,7 +64,7 @@ describe('subagents with world: "e2b"', () => {
             !before.has(x.record.id) &&
             [...x.processes.values()].some((p) => p.config.args.join(' ').includes('while [ ! -f go ]')),
         )
-    await expect.poll(() => finished || waiting().length === 3, { timeout: 15_000, interval: 20 }).toBe(true)
+    await expect.poll(() => finished || waiting().length === 3, { timeout: 45_000, interval: 20 }).toBe(true)
     const three = waiting()
     expect(three).toHaveLength(3)
     const ids = three.map((x) => x.record.id).sort()
@@ -97,5 +97,5 @@ describe('subagents with world: "e2b"', () => {
       )
     const patched = [...run.stderr.matchAll(/the E2B sandbox (i[0-9a-f]+) of subagent/g)].map((m) => m[1]).sort()
     expect(patched).toEqual(ids)
-  })
+  }, 60_000)
 })
