@@ -1,11 +1,15 @@
 #!/usr/bin/env node
 // Per-command overhead of sandboxed bash: N short commands (default 200) through ctx.shell with
-// @dsh/bash-local (baseline) and with @dsh/bash-sandbox under each working runner (bwrap, Landlock),
+// @dsh/bash-local (baseline) and with @dsh/bash-sandbox under each working runner (bwrap, Landlock
+// through its spawn server, Landlock with a helper per command),
 // in the same run and interleaved in blocks so machine load affects all alike. Prints the median
 // and mean per command and the overhead against the baseline (target: under 15 ms).
-//   node bench/sandbox.mjs            BENCH_RUNS=200 BENCH_COMMAND='true'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+// Then, per variant on its own, the CPU time per command: this process plus every child it reaped
+// (a spawn server's commands roll up through the server once it ends), the server start included.
+// The load average is printed: on a shared machine label the figures "loaded".
+//   node bench/sandbox.mjs            BENCH_RUNS=200 BENCH_COMMAND='true' BENCH_CPU_RUNS=100
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
+import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { register } from 'tsx/esm/api'
@@ -20,16 +24,28 @@ const { default: SandboxPolicyService } = await import('../packages/sandbox/sand
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 200)
 const COMMAND = process.env.BENCH_COMMAND ?? 'true'
+const CPU_RUNS = Number(process.env.BENCH_CPU_RUNS ?? 100)
 const BLOCK = 20
 const ws = mkdtempSync(join(tmpdir(), 'dsh-bench-sandbox-'))
 
-async function shell(runner) {
+/** Each variant: its sandbox-local config (none: plain bash-local). */
+const VARIANTS = {
+  baseline: undefined,
+  bwrap: { runner: 'bwrap' },
+  // Landlock with its spawn server (the default), and as a helper started per command.
+  landlock: { runner: 'landlock' },
+  'landlock-per-command': { runner: 'landlock', spawnServer: false },
+}
+
+async function shell(name) {
   const ctx = new Context()
   await ctx.plugin(LocalSubprocessService, {})
-  if (runner === 'baseline') {
+  const config = VARIANTS[name]
+  if (!config) {
     await ctx.plugin(BashLocalExecutor, {})
   } else {
-    await ctx.plugin(LocalSandbox, { runner })
+    const { runner } = config
+    await ctx.plugin(LocalSandbox, config)
     const info = await ctx.sandbox.describe()
     if (info.runner !== runner) return { skipped: info.rejected.map((r) => `${r.runner}: ${r.reason}`).join('; ') }
     await ctx.plugin(SandboxPolicyService, { tempDirs: [] })
@@ -48,8 +64,39 @@ async function once(ctx) {
   return ms
 }
 
+/** CPU ms of this process and of every child it has reaped (with their reaped descendants). */
+function cpuMs() {
+  const own = process.cpuUsage()
+  // /proc/self/stat fields 16 and 17 (cutime, cstime) in clock ticks (100 per second on Linux).
+  const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ')
+  return (own.user + own.system) / 1000 + (Number(fields[13]) + Number(fields[14])) * 10
+}
+
+/** Children of this process not yet reaped. */
+function children() {
+  const pids = new Set()
+  for (const task of readdirSync('/proc/self/task'))
+    for (const pid of readFileSync(`/proc/self/task/${task}/children`, 'utf8').trim().split(/\s+/))
+      if (pid) pids.add(pid)
+  return pids
+}
+/** Spawn servers (bwrap, unshare, the Landlock helper) not yet ended and reaped; tsx's esbuild service and the subprocess watchdogs stay. */
+const lingering = () =>
+  [...children()].filter((pid) => {
+    try {
+      return /bwrap|unshare|spawn-server|landlock-exec/.test(readFileSync(`/proc/${pid}/cmdline`, 'latin1'))
+    } catch {
+      return false
+    }
+  }).length
+
+const load = () =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ')
+console.log(`load average at start: ${load()}`)
 const variants = {}
-for (const name of ['baseline', 'bwrap', 'landlock']) {
+for (const name of Object.keys(VARIANTS)) {
   const made = await shell(name)
   if (made.skipped) console.log(`${name}: skipped (${made.skipped})`)
   else variants[name] = { ctx: made.ctx, samples: [] }
@@ -60,20 +107,35 @@ for (let done = 0; done < RUNS; done += BLOCK) {
     for (let i = 0; i < Math.min(BLOCK, RUNS - done); i++) v.samples.push(await once(v.ctx))
 }
 
+// CPU per command: each variant alone in a fresh context, from before its first command (a spawn
+// server's start included) until its servers have ended and been reaped.
+for (const v of Object.values(variants)) await v.ctx.fiber.dispose()
+while (lingering() > 0) await new Promise((r) => setTimeout(r, 10))
+for (const [name, v] of Object.entries(variants)) {
+  const t0 = cpuMs()
+  const { ctx } = await shell(name)
+  for (let i = 0; i < CPU_RUNS; i++) await once(ctx)
+  await ctx.fiber.dispose()
+  while (lingering() > 0) await new Promise((r) => setTimeout(r, 10))
+  v.cpu = (cpuMs() - t0) / CPU_RUNS
+}
+
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b)
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2
 }
 const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length
 const base = variants.baseline
-console.log(`${RUNS} x \`${COMMAND}\` per variant (node ${process.version}, ${process.arch})`)
+console.log(
+  `${RUNS} x \`${COMMAND}\` per variant, CPU over ${CPU_RUNS} more (node ${process.version}, ${process.arch}; load average at end: ${load()})`,
+)
 for (const [name, v] of Object.entries(variants)) {
-  const line = `${name.padEnd(9)} median ${median(v.samples).toFixed(2)} ms  mean ${mean(v.samples).toFixed(2)} ms`
+  const line = `${name.padEnd(20)} median ${median(v.samples).toFixed(2)} ms  mean ${mean(v.samples).toFixed(2)} ms  CPU ${v.cpu.toFixed(2)} ms`
   if (v === base) console.log(line)
   else {
     const overhead = median(v.samples) - median(base.samples)
     console.log(
-      `${line}  overhead ${overhead.toFixed(2)} ms/command (median; ratio ${(median(v.samples) / median(base.samples)).toFixed(2)}x)  ${overhead < 15 ? 'under' : 'OVER'} the 15 ms target`,
+      `${line}  overhead ${overhead.toFixed(2)} ms/command (median; ratio ${(median(v.samples) / median(base.samples)).toFixed(2)}x; CPU +${(v.cpu - base.cpu).toFixed(2)} ms)  ${overhead < 15 ? 'under' : 'OVER'} the 15 ms target`,
     )
   }
 }

@@ -7,7 +7,11 @@
 //   node landlock-exec.mjs <base64 JSON spec> -- argv...
 //
 // spec: {"writable": [abs paths], "network": bool, "hidden"?: [abs paths],
-//        "mounts"?: {"namespace": "mnt:[N]", "pins": [abs dirs], "readOnly": [abs paths]}}
+//        "mounts"?: {"namespace": "mnt:[N]", "pins": [abs dirs], "readOnly": [abs paths]},
+//        "controlFd"?: N}
+// `controlFd` (3 or above) stays open across the execve: the spawn server that sandbox-local
+// starts confined this way (`-- spawn-server`) gets its control socket there and starts every
+// command of the policy from inside the confinement (see README).
 // With `mounts` (only inside a private mount namespace of its own, which `namespace`, the
 // harness's mount namespace, must differ from) it first binds each pin onto itself and each
 // read-only path read-only: the project control files inside a writable root (see README).
@@ -325,6 +329,8 @@ if (
 ) {
   die('spec.mounts needs {namespace: string, pins: [absolute paths], readOnly: [absolute paths]}')
 }
+if (spec.controlFd !== undefined && !(Number.isInteger(spec.controlFd) && spec.controlFd >= 3))
+  die('spec.controlFd must be a descriptor number of 3 or above')
 const argv = args.slice(2)
 const env = { ...process.env }
 const file = which(argv[0], env)
@@ -346,6 +352,9 @@ signal(13, null)
 signal(25, null)
 // Node marks every inherited descriptor close-on-exec at startup; stdio must reach the target.
 for (const fd of [0, 1, 2]) fcntl(fd, 2, 'int', 0)
+// F_SETFD 0 fails on a descriptor that is not open: a server without its socket would be useless.
+if (spec.controlFd !== undefined && fcntl(spec.controlFd, 2, 'int', 0) !== 0)
+  die(`descriptor ${spec.controlFd} is not open (errno ${errno()})`)
 const envp = Object.entries(env).map(([k, v]) => `${k}=${v}`)
 execve(file, [...argv, null], [...envp, null])
 die(`execve(${file}) failed (errno ${errno()})`)

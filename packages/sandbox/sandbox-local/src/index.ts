@@ -56,7 +56,7 @@ export interface SandboxLocalConfig {
   probeTimeoutMs: number
   /** Default 50. */
   prewarmDelayMs?: number
-  /** Default true: bwrap commands start through a spawn server per policy (see README). */
+  /** Default true: commands start through a confined spawn server per policy, for both runners (see README). */
   spawnServer?: boolean
   /** Default 4: spawn servers (one per distinct policy) kept running at once. */
   maxSpawnServers?: number
@@ -141,6 +141,47 @@ function isProbe(value: unknown): value is Probe {
   )
 }
 
+/** How to start a policy's spawn server, and what its confinement captured when it started. */
+interface ServerStart {
+  /** What runs in front of the server (`bwrap <flags> --`, or `[unshare ... --] node helper <spec> --`). */
+  prefix: string[]
+  /** Only where the prefix gives the server a PID namespace of its own. */
+  sweep: boolean
+  /** `captured()` of the paths the prefix binds or grants by inode. */
+  captured: string
+}
+
+/**
+ * What a server's confinement took from the filesystem when it started: bind mounts and Landlock
+ * rules hold the inode a path named then, and Landlock's hidden-path rules list the entries of
+ * the directories on the way. A path replaced since (a workspace deleted and made again) or a
+ * directory whose entries changed needs a new server, as a runner per command would see the new
+ * state. Cheap: one stat per path.
+ */
+function captured(paths: readonly string[], listed: readonly string[]): string {
+  const identity = (path: string, withTime: boolean): string => {
+    try {
+      const st = statSync(path, { bigint: true })
+      // The birth time tells a new directory from an old one that had the same inode number.
+      return `${st.dev}:${st.ino}:${st.birthtimeNs}${withTime ? `:${st.mtimeNs}` : ''}`
+    } catch {
+      return '-'
+    }
+  }
+  return [...paths.map((path) => identity(path, false)), ...listed.map((dir) => identity(dir, true))].join(',')
+}
+
+/** The directories the Landlock helper lists to hide `hidden` (see addReadRules in the helper). */
+function hiddenAncestors(hidden: readonly string[]): string[] {
+  const dirs = new Set<string>()
+  for (const path of hidden)
+    for (let dir = dirname(path); ; dir = dirname(dir)) {
+      dirs.add(dir)
+      if (dir === dirname(dir)) break
+    }
+  return [...dirs].sort()
+}
+
 /** A spawn server's bwrap prefix from a command's flags: the same flags without --as-pid-1 (bwrap's init is PID 1, the server PID 2). */
 function serverPrefix(flags: string[]): string[] {
   return [...flags.filter((arg) => arg !== '--as-pid-1'), '--']
@@ -174,7 +215,7 @@ export class LocalSandbox extends SandboxService {
     spawnServer: Schema.boolean()
       .default(true)
       .description(
-        'bwrap runner: start commands through one long-lived sandbox per policy (a small spawn server inside it) instead of a new bwrap per command. Falls back to a bwrap per command where the server is not built.',
+        'Start commands through one long-lived confined spawn server per policy (inside a bwrap sandbox, or behind the Landlock helper) instead of a runner per command. Falls back to a runner per command where the server is not built.',
       ),
     maxSpawnServers: Schema.natural()
       .min(1)
@@ -204,8 +245,10 @@ export class LocalSandbox extends SandboxService {
   private disposed = false
   /** Running spawn servers by their bwrap prefix, least recently used first. */
   private readonly servers = new Map<string, SpawnServer>()
-  /** Prefixes whose server did not come up, with why: those use a bwrap per command. */
+  /** Servers (by key) whose start failed or that ended twice on their own, with why: those use the argv. */
   readonly failedServers = new Map<string, string>()
+  /** How often each key's server ended on its own. */
+  private readonly serverEnds = new Map<string, number>()
   /** Why spawn servers are not used at all here (not built, not Linux), once known. */
   spawnServerFallback: string | undefined
   private serversChecked = false
@@ -355,7 +398,12 @@ export class LocalSandbox extends SandboxService {
       const launcher =
         this.config.spawnServer === false || request.launcher === false
           ? undefined
-          : await this.launcherFor(prefix, argv, cwd, merge)
+          : await this.launcherFor(
+              { prefix, sweep: true, captured: captured([...writable, ...readOnly], []) },
+              argv,
+              cwd,
+              merge,
+            )
       args.push('--chdir', cwd, '--', '/bin/sh', '-c', init, 'dsh-sandbox-init', ...argv)
       return {
         argv: args,
@@ -391,28 +439,64 @@ export class LocalSandbox extends SandboxService {
       selected.namespaces && controlled.length > 0
         ? { namespace: ownMountNamespace(), pins: pinDirs(controlled, writable), readOnly: controlled }
         : undefined
-    const spec = Buffer.from(
-      JSON.stringify({ writable, network: policy.network, hidden, ...(mounts ? { mounts } : {}) }),
-    ).toString('base64')
+    const confinement = { writable, network: policy.network, hidden, ...(mounts ? { mounts } : {}) }
+    const spec = Buffer.from(JSON.stringify(confinement)).toString('base64')
     const notes = policy.network
       ? []
       : ['network: IPv4/IPv6 sockets are refused; Unix-domain sockets on the filesystem stay reachable']
     if (!selected.namespaces && (policy.controlPaths ?? []).some((path) => writable.some((root) => within(path, root))))
       notes.push(LANDLOCK_CONTROL_NOTE)
-    const helper = [this.config.node, LANDLOCK_HELPER, spec, '--']
-    if (!selected.namespaces)
-      return { argv: [...helper, ...argv], runner: 'landlock', enforcement: 'enforced', mode: policy.mode, notes }
     // Own PID namespace: when the command ends, the kernel ends everything it left behind (setsid
     // included); a private /proc hides the harness's processes. The sh init is PID 1 (see PID1_INIT).
-    const namespaces = [
-      this.config.unshare,
-      '--pid',
-      '--fork',
-      '--kill-child',
-      '--mount-proc',
-      ...(policy.network ? [] : ['--net']),
-      '--',
-    ]
+    const namespaces = selected.namespaces
+      ? [
+          this.config.unshare,
+          '--pid',
+          '--fork',
+          '--kill-child',
+          '--mount-proc',
+          ...(policy.network ? [] : ['--net']),
+          '--',
+        ]
+      : []
+    // The same confinement without a Node start per command: a spawn server started once per
+    // policy behind the helper, which confines it (mounts, capabilities, seccomp, Landlock) and
+    // keeps its control socket (fd 3) open across the execve. Landlock and seccomp bind a process
+    // and all its descendants for good, so every command the server starts is confined as the
+    // helper would confine it; a different policy needs a server of its own. In its own PID
+    // namespace the server is PID 1 and sweeps what a command leaves behind.
+    const launcher =
+      this.config.spawnServer === false || request.launcher === false
+        ? undefined
+        : await this.launcherFor(
+            {
+              prefix: [
+                ...namespaces,
+                this.config.node,
+                LANDLOCK_HELPER,
+                Buffer.from(JSON.stringify({ ...confinement, controlFd: 3 })).toString('base64'),
+                '--',
+              ],
+              sweep: selected.namespaces === true,
+              captured: captured(
+                [...writable, ...(mounts ? [...mounts.pins, ...mounts.readOnly] : [])],
+                hiddenAncestors(hidden),
+              ),
+            },
+            argv,
+            cwd,
+            merge,
+          )
+    const helper = [this.config.node, LANDLOCK_HELPER, spec, '--']
+    if (!selected.namespaces)
+      return {
+        argv: [...helper, ...argv],
+        runner: 'landlock',
+        enforcement: 'enforced',
+        mode: policy.mode,
+        notes,
+        ...(launcher ? { launcher } : {}),
+      }
     return {
       argv: [...namespaces, ...helper, '/bin/sh', '-c', init, 'dsh-sandbox-init', ...argv],
       runner: 'landlock',
@@ -420,6 +504,7 @@ export class LocalSandbox extends SandboxService {
       mode: policy.mode,
       notes,
       ...(merge ? { stderrMerged: true } : {}),
+      ...(launcher ? { launcher } : {}),
     }
   }
 
@@ -458,7 +543,7 @@ export class LocalSandbox extends SandboxService {
    * for the policy: its commands run as a bwrap per command, which reports bwrap's own error.
    */
   private async launcherFor(
-    prefix: string[],
+    start: ServerStart,
     argv: string[],
     cwd: string,
     merge: boolean,
@@ -468,9 +553,9 @@ export class LocalSandbox extends SandboxService {
       this.spawnServerFallback = spawnServerUnavailable()
     }
     if (this.spawnServerFallback !== undefined) return undefined
-    const key = prefix.join('\0')
+    const key = [...start.prefix, start.sweep ? '--sweep' : '', start.captured].join('\0')
     if (this.failedServers.has(key)) return undefined
-    const server = this.serverFor(key, prefix)
+    const server = this.serverFor(key, start)
     if (!server) return undefined
     if (!(await server.ready)) {
       // Perhaps the stored probe result trusted without a probe is out of date: verify it now.
@@ -488,14 +573,31 @@ export class LocalSandbox extends SandboxService {
     }
   }
 
-  private serverFor(key: string, prefix: string[]): SpawnServer | undefined {
+  private serverFor(key: string, start: ServerStart): SpawnServer | undefined {
     if (this.disposed) return undefined
     let server = this.servers.get(key)
     if (server) this.servers.delete(key)
-    if (server?.closed) server = undefined
+    if (server?.closed) {
+      // It ended on its own (servers this side ends leave the map): started again once; a second
+      // end leaves the policy to the confined argv (a runner per command), which says what fails.
+      const ended = (this.serverEnds.get(key) ?? 0) + 1
+      this.serverEnds.set(key, ended)
+      if (ended > 1) {
+        this.failedServers.set(
+          key,
+          `the spawn server ended twice${server.closeReason ? `: ${server.closeReason}` : ''}`,
+        )
+        return undefined
+      }
+      server = undefined
+    }
     if (!server) {
       try {
-        server = new SpawnServer({ prefix, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, sweep: true })
+        server = new SpawnServer({
+          prefix: start.prefix,
+          env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+          sweep: start.sweep,
+        })
       } catch (error) {
         this.spawnServerFallback = (error as Error).message
         return undefined

@@ -156,12 +156,13 @@ for (const runner of ['bwrap', 'landlock'] as const) {
 const variants = [
   { name: 'bwrap, a bwrap per command', runner: 'bwrap', config: { spawnServer: false } },
   { name: 'bwrap, through its spawn server', runner: 'bwrap', config: {} },
-  { name: 'landlock', runner: 'landlock', config: {} },
+  { name: 'landlock, a helper per command', runner: 'landlock', config: { spawnServer: false } },
+  { name: 'landlock, through its spawn server', runner: 'landlock', config: {} },
 ] as const
 
 describe.each(variants)('$name (forced)', ({ runner, config }) => {
   const skip = probes.get(runner) !== undefined
-  const viaServer = runner === 'bwrap' && !('spawnServer' in config)
+  const viaServer = !('spawnServer' in config)
   let service: LocalSandbox
   beforeAll(async () => {
     if (!skip) service = await sandbox(runner, config)
@@ -342,7 +343,7 @@ describe.each(variants)('$name (forced)', ({ runner, config }) => {
     async () => {
       // The project lies two levels inside the writable temp dir (as a checkout under /tmp does), so
       // renaming a directory above a protected file is tried too.
-      const project = join(temp, `nest-${viaServer ? 'server' : runner}`, 'proj')
+      const project = join(temp, `nest-${runner}${viaServer ? '-server' : ''}`, 'proj')
       const git = (...args: string[]) =>
         execFileSync('git', ['-C', project, ...args], {
           encoding: 'utf8',
@@ -423,7 +424,7 @@ describe.each(variants)('$name (forced)', ({ runner, config }) => {
   it.skipIf(skip || runner === 'landlock')(
     'a dsh home deeper inside a writable dir cannot be swapped by renaming a directory above it',
     async () => {
-      const home = join(temp, `deep-${viaServer ? 'server' : runner}`, 'home')
+      const home = join(temp, `deep-${runner}${viaServer ? '-server' : ''}`, 'home')
       mkdirSync(home, { recursive: true })
       writeFileSync(join(home, 'settings.yaml'), 'theme: plain\n')
       const above = dirname(home)
@@ -439,8 +440,8 @@ describe.each(variants)('$name (forced)', ({ runner, config }) => {
   it.skipIf(skip)(
     'a linked worktree: its .git file and the real git directory it points to stay read-only',
     async () => {
-      const main = join(temp, `main-${viaServer ? 'server' : runner}`)
-      const tree = join(temp, `tree-${viaServer ? 'server' : runner}`)
+      const main = join(temp, `main-${runner}${viaServer ? '-server' : ''}`)
+      const tree = join(temp, `tree-${runner}${viaServer ? '-server' : ''}`)
       const git = (cwd: string, ...args: string[]) =>
         execFileSync('git', ['-C', cwd, ...args], {
           encoding: 'utf8',
@@ -496,6 +497,39 @@ describe.each(variants)('$name (forced)', ({ runner, config }) => {
     expect(error.code).toBe('SANDBOX_UNAVAILABLE')
     expect(error.message).toContain(`the writable root ${ws} lies inside ${base}`)
   })
+
+  it.skipIf(skip || !viaServer)(
+    'a server sees the filesystem as a runner per command would: a recreated writable root, a new entry beside a hidden file',
+    async () => {
+      const tag = `${runner}-fresh`
+      // Outside the other writable roots, so only its own bind or rule makes it writable.
+      const root = join(base, `root-${tag}`)
+      const home = join(outside, `home-${tag}`)
+      mkdirSync(root, { recursive: true })
+      mkdirSync(home, { recursive: true })
+      writeFileSync(join(home, '.env'), 'TOKEN=sk-fresh\n')
+      const extra: Partial<SandboxPolicy> = {
+        writableRoots: [ws, temp, root],
+        readOnlyPaths: [home],
+        hiddenPaths: [join(home, '.env')],
+      }
+      const first = await bash(service, 'workspace-write', `echo one > ${root}/one && cat ${home}/.env`, false, extra)
+      expect(first.invocation.launcher).toBeDefined()
+      expect(first.output).not.toContain('sk-fresh')
+      expect(readFileSync(join(root, 'one'), 'utf8')).toBe('one\n')
+      // The writable root is deleted and made again under the same policy.
+      rmSync(root, { recursive: true })
+      mkdirSync(root)
+      const second = await bash(service, 'workspace-write', `echo two > ${root}/two`, false, extra)
+      expect(second.invocation.launcher).toBeDefined()
+      expect(readFileSync(join(root, 'two'), 'utf8')).toBe('two\n')
+      // The home gains a file (bwrap lists the home's entries in its flags; Landlock grants them one by one).
+      writeFileSync(join(home, 'settings.yaml'), 'theme: fresh\n')
+      const third = await bash(service, 'workspace-write', `cat ${home}/settings.yaml; cat ${home}/.env`, false, extra)
+      expect(third.output).toContain('theme: fresh')
+      expect(third.output).not.toContain('sk-fresh')
+    },
+  )
 
   it.skipIf(skip)('danger-full-access runs unconfined', async () => {
     const result = await bash(
@@ -617,6 +651,117 @@ describe('spawn servers', () => {
     expect(invocation.launcher).toBeUndefined()
     expect(other.spawnServers).toBe(0)
     expect((await run(invocation)).output).toBe('on-a-pty\n')
+  })
+})
+
+describe('landlock spawn servers', () => {
+  const skip = probes.get('landlock') !== undefined
+  /** A node that logs each start of the Landlock helper as a spawn server (its argv ends in `spawn-server`). */
+  function loggingNode(name: string, refuse = false): { file: string; starts: () => number } {
+    const file = join(base, name)
+    const log = `${file}.log`
+    const serverCase = refuse
+      ? `*spawn-server*) echo server >> ${log}; echo "dsh-sandbox(landlock): simulated refusal" >&2; exit 125;;`
+      : `*spawn-server*) echo server >> ${log};;`
+    writeFileSync(file, `#!/bin/sh\ncase "$*" in ${serverCase} esac\nexec ${process.execPath} "$@"\n`, { mode: 0o755 })
+    return {
+      file,
+      starts: () => (existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter(Boolean).length : 0),
+    }
+  }
+  /** Spawn servers started by this process (through unshare or directly), by pid. */
+  function serverPids(): number[] {
+    const parents = new Map<number, number>()
+    const servers: number[] = []
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue
+      try {
+        parents.set(Number(entry), Number(/^PPid:\s+(\d+)/m.exec(readFileSync(`/proc/${entry}/status`, 'utf8'))![1]))
+        if (readFileSync(`/proc/${entry}/cmdline`, 'latin1').split('\0')[0]!.endsWith('/spawn-server'))
+          servers.push(Number(entry))
+      } catch {}
+    }
+    const ours = (pid: number): boolean => {
+      for (let p = parents.get(pid); p !== undefined && p > 1; p = parents.get(p)) if (p === process.pid) return true
+      return false
+    }
+    return servers.filter(ours)
+  }
+
+  it.skipIf(skip)('one confined helper per policy, not one per command; every command still confined', async () => {
+    const node = loggingNode('node-landlock-1')
+    const others = new Set(serverPids())
+    const ctx = new Context()
+    const fiber = ctx.plugin(LocalSandbox, { runner: 'landlock', node: node.file })
+    await fiber
+    const service = ctx.sandbox as LocalSandbox
+    for (let i = 0; i < 3; i++) {
+      const result = await bash(service, 'workspace-write', `echo x > ${outside}/served-${i} || echo denied-${i}`)
+      expect(result.invocation.launcher).toBeDefined()
+      expect(result.output).toContain(`denied-${i}`)
+    }
+    expect(node.starts()).toBe(1)
+    expect(service.spawnServers).toBe(1)
+    expect((await bash(service, 'workspace-write', 'echo net', true)).output).toBe('net\n')
+    expect(node.starts()).toBe(2)
+    expect(service.spawnServers).toBe(2)
+    await fiber.dispose()
+    await vi.waitFor(() => expect(serverPids().filter((pid) => !others.has(pid))).toEqual([]), {
+      timeout: 10_000,
+      interval: 50,
+    })
+  })
+
+  it.skipIf(skip)(
+    'a server that ends is started once more; after a second end the policy runs its confined argv',
+    async () => {
+      const node = loggingNode('node-landlock-2')
+      const others = new Set(serverPids())
+      const service = await sandbox('landlock', { node: node.file })
+      const cat = `echo x > ${outside}/after-end || echo denied`
+      expect((await bash(service, 'workspace-write', cat)).output).toContain('denied')
+      for (const pid of serverPids()) if (!others.has(pid)) process.kill(pid, 'SIGKILL')
+      await vi.waitFor(() => expect(service.spawnServers).toBe(0), { timeout: 10_000, interval: 20 })
+      const again = await bash(service, 'workspace-write', cat)
+      expect(again.invocation.launcher).toBeDefined()
+      expect(again.output).toContain('denied')
+      expect(node.starts()).toBe(2)
+      for (const pid of serverPids()) if (!others.has(pid)) process.kill(pid, 'SIGKILL')
+      await vi.waitFor(() => expect(service.spawnServers).toBe(0), { timeout: 10_000, interval: 20 })
+      const third = await bash(service, 'workspace-write', cat)
+      expect(third.invocation.launcher).toBeUndefined()
+      expect([...service.failedServers.values()]).toEqual([expect.stringMatching(/^the spawn server ended twice/)])
+      expect(third.output).toContain('denied')
+      expect(node.starts()).toBe(2)
+    },
+  )
+
+  it.skipIf(skip)('a helper that refuses to start the server leaves the policy to its confined argv', async () => {
+    const node = loggingNode('node-landlock-3', true)
+    const service = await sandbox('landlock', { node: node.file })
+    const result = await bash(service, 'workspace-write', `echo x > ${outside}/refused || echo denied`)
+    expect(result.invocation.launcher).toBeUndefined()
+    expect(result.output).toContain('denied')
+    expect([...service.failedServers.values()]).toEqual(['dsh-sandbox(landlock): simulated refusal'])
+  })
+
+  it.skipIf(skip)('the helper keeps only a descriptor it is told to, and refuses a bad one', () => {
+    const helper = (controlFd: unknown, script: string) => {
+      const spec = Buffer.from(JSON.stringify({ writable: [ws], network: true, controlFd })).toString('base64')
+      return spawnSync(process.execPath, [LANDLOCK_HELPER, spec, '--', '/bin/sh', '-c', script], {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
+      })
+    }
+    // fd 3 reaches the target only when the spec names it (Node marks it close-on-exec otherwise).
+    expect(helper(3, 'echo kept >&3 && echo open').stdout).toBe('open\n')
+    expect(helper(undefined, 'echo kept >&3 2>/dev/null || echo closed').stdout).toBe('closed\n')
+    const bad = helper(2, 'true')
+    expect(bad.status).toBe(125)
+    expect(bad.stderr).toContain('spec.controlFd must be')
+    const closed = helper(900, 'true')
+    expect(closed.status).toBe(125)
+    expect(closed.stderr).toContain('descriptor 900 is not open')
   })
 })
 
@@ -924,7 +1069,7 @@ describe('bad input', () => {
 it('no confined command of this file wrote outside the writable roots', () => {
   // Every escape attempt above aimed at `outside` (or its home dirs); only files the tests
   // themselves created there may exist.
-  const planted = new Set(['home-bwrap', 'home-landlock'])
+  const planted = new Set(['home-bwrap', 'home-landlock', 'home-bwrap-fresh', 'home-landlock-fresh'])
   expect(readdirSync(outside).filter((name) => !planted.has(name))).toEqual([])
   for (const runner of ['bwrap', 'landlock']) {
     const home = join(outside, `home-${runner}`)
