@@ -1,7 +1,8 @@
 // `dsh --profile acp`: the real `dsh` launcher serves the Agent Client Protocol on stdio from the
 // shipped `acp` profile template (@dsh/bundle-base + this package's layer as a bundle), driven by
 // the official ACP client, with the DeepSeek adapter talking to @dsh/llm-mock-server. The
-// profile's own cordis.patch.yml under $DSH_HOME is a layer of what boots.
+// profile's own cordis.patch.yml under $DSH_HOME is a layer of what boots, over the same rows
+// `dsh-acp` composes.
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it, vi } from 'vitest'
@@ -41,6 +42,12 @@ describe('dsh --profile acp', () => {
     const dumped = dump.stdoutLines().join('\n')
     expect(dumped).toMatch(/bundle @dsh\/bundle-base: .*\n#\s+bundle @dsh\/acp-app: /)
     expect(dumped).toMatch(/- id: acp$/m)
+    // The same rows as dsh-acp's own composition (names aside: the two render module names differently).
+    const own = spawnBin(['--dump-config'], env, cwd)
+    own.child.stdin.end()
+    expect(await own.exited).toBe(0)
+    const rows = (lines: string[]) => lines.filter((l) => !l.startsWith('#') && !/^\s*name: /.test(l))
+    expect(rows(dump.stdoutLines())).toEqual(rows(own.stdoutLines()))
     const profilePatch = join(home, 'profiles', 'acp', 'cordis.patch.yml')
     expect(existsSync(profilePatch)).toBe(true)
     writeFileSync(profilePatch, '- id: acp\n  config:\n    agentName: dsh-profile-acp\n')
