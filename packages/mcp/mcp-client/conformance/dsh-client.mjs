@@ -31,6 +31,15 @@ function oauthFor() {
       algorithm: context.signing_algorithm ?? 'ES256',
     }
   if (scenario === 'auth/pre-registration') return { clientId: context.client_id, clientSecret: context.client_secret }
+  if (scenario === 'auth/cross-app-access-complete-flow')
+    return {
+      grant: 'cross_app_access',
+      clientId: context.client_id,
+      clientSecret: context.client_secret,
+      idpTokenUrl: context.idp_token_endpoint,
+      idToken: context.idp_id_token,
+      idpClientId: context.idp_client_id,
+    }
   // A client ID metadata document dsh would publish; used only where the server supports them.
   return { clientMetadataUrl: 'https://conformance-test.local/client-metadata.json' }
 }

@@ -28,10 +28,13 @@ export interface RemoteServerSpec {
 
 /**
  * How dsh signs in to a remote server that answers 401. `authorization_code` (the default) asks the
- * human through a browser, with a loopback callback; `client_credentials` is machine to machine.
+ * human through a browser, with a loopback callback; `client_credentials` is machine to machine;
+ * `cross_app_access` (SEP-990, enterprise-managed) trades the user's identity-provider ID token for
+ * an identity assertion grant (ID-JAG, RFC 8693 token exchange at the IdP) and that for an access
+ * token (RFC 7523 JWT bearer grant at the server's authorization server), with no browser step.
  */
 export interface OAuthSettings {
-  grant: 'authorization_code' | 'client_credentials'
+  grant: 'authorization_code' | 'client_credentials' | 'cross_app_access'
   /** A pre-registered client (no dynamic registration). */
   clientId?: string
   clientSecret?: string
@@ -46,6 +49,13 @@ export interface OAuthSettings {
   algorithm?: string
   /** Client name shown by the authorization server. */
   clientName?: string
+  /** cross_app_access: the identity provider's token endpoint (https, or http on loopback). */
+  idpTokenUrl?: string
+  /** cross_app_access: the user's ID token from the identity provider (e.g. `${IDP_ID_TOKEN}`). */
+  idToken?: string
+  /** cross_app_access: dsh's client at the identity provider, when it authenticates the exchange. */
+  idpClientId?: string
+  idpClientSecret?: string
 }
 
 export type ServerSpec = (StdioServerSpec | RemoteServerSpec) & {
@@ -196,7 +206,13 @@ const OAUTH_KEYS = [
   'privateKey',
   'algorithm',
   'clientName',
+  'idpTokenUrl',
+  'idToken',
+  'idpClientId',
+  'idpClientSecret',
 ]
+
+const GRANTS = ['authorization_code', 'client_credentials', 'cross_app_access'] as const
 
 /** The `oauth` field of a remote entry: absent (OAuth when asked), `false`, or an object of settings. */
 function oauthSettings(raw: unknown, expand: (text: string, where: string) => string): OAuthSettings | false {
@@ -216,9 +232,11 @@ function oauthSettings(raw: unknown, expand: (text: string, where: string) => st
     if (typeof value !== 'string' || value === '') throw new SpecError(`"oauth.${key}" must be a non-empty string`)
     return expand(value, `"oauth.${key}"`)
   }
-  const grant = raw.grant ?? 'authorization_code'
-  if (grant !== 'authorization_code' && grant !== 'client_credentials')
-    throw new SpecError(`"oauth.grant" must be authorization_code or client_credentials, not ${JSON.stringify(grant)}`)
+  const grant = (raw.grant ?? 'authorization_code') as OAuthSettings['grant']
+  if (!GRANTS.includes(grant))
+    throw new SpecError(
+      `"oauth.grant" must be authorization_code, client_credentials or cross_app_access, not ${JSON.stringify(grant)}`,
+    )
   const port = raw.callbackPort
   if (port !== undefined && (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535))
     throw new SpecError('"oauth.callbackPort" must be a port number (1-65535)')
@@ -231,6 +249,10 @@ function oauthSettings(raw: unknown, expand: (text: string, where: string) => st
     'privateKey',
     'algorithm',
     'clientName',
+    'idpTokenUrl',
+    'idToken',
+    'idpClientId',
+    'idpClientSecret',
   ] as const) {
     const value = text(key)
     if (value !== undefined) settings[key] = value
@@ -244,12 +266,27 @@ function oauthSettings(raw: unknown, expand: (text: string, where: string) => st
     if (!parsed || parsed.protocol !== 'https:' || parsed.pathname === '/')
       throw new SpecError('"oauth.clientMetadataUrl" must be an https URL with a path')
   }
-  if (grant === 'client_credentials') {
-    if (!settings.clientId) throw new SpecError('"oauth.grant: client_credentials" needs "oauth.clientId"')
+  if (grant === 'client_credentials' || grant === 'cross_app_access') {
+    if (!settings.clientId) throw new SpecError(`"oauth.grant: ${grant}" needs "oauth.clientId"`)
     if (!settings.clientSecret && !settings.privateKey)
-      throw new SpecError('"oauth.grant: client_credentials" needs "oauth.clientSecret" or "oauth.privateKey"')
+      throw new SpecError(`"oauth.grant: ${grant}" needs "oauth.clientSecret" or "oauth.privateKey"`)
   } else if (settings.privateKey)
-    throw new SpecError('"oauth.privateKey" is only used with "oauth.grant: client_credentials"')
+    throw new SpecError('"oauth.privateKey" is only used with "oauth.grant: client_credentials" or "cross_app_access"')
+  const idpKeys = (['idpTokenUrl', 'idToken', 'idpClientId', 'idpClientSecret'] as const).filter((k) => settings[k])
+  if (grant === 'cross_app_access') {
+    if (!settings.idpTokenUrl || !settings.idToken)
+      throw new SpecError('"oauth.grant: cross_app_access" needs "oauth.idpTokenUrl" and "oauth.idToken"')
+    let idp: URL | undefined
+    try {
+      idp = new URL(settings.idpTokenUrl)
+    } catch {}
+    const loopback = idp && /^(127\.0\.0\.1|localhost|\[::1\])$/.test(idp.hostname)
+    if (!idp || !(idp.protocol === 'https:' || (idp.protocol === 'http:' && loopback)))
+      throw new SpecError('"oauth.idpTokenUrl" must be an https URL (http only on a loopback host)')
+    if (settings.idpClientSecret && !settings.idpClientId)
+      throw new SpecError('"oauth.idpClientSecret" needs "oauth.idpClientId"')
+  } else if (idpKeys.length > 0)
+    throw new SpecError(`"oauth.${idpKeys[0]}" is only used with "oauth.grant: cross_app_access"`)
   if (settings.clientSecret && !settings.clientId) throw new SpecError('"oauth.clientSecret" needs "oauth.clientId"')
   return settings
 }

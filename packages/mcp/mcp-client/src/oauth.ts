@@ -19,6 +19,7 @@ import type {
 } from '@modelcontextprotocol/sdk/shared/auth.js'
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js'
 import type { OAuthSettings } from './config.ts'
+import { identityAssertionGrant, JWT_BEARER } from './cross-app.ts'
 
 /** The auth half of the SDK, loaded with the rest of it (see sdk.ts). */
 export interface AuthSdk {
@@ -120,34 +121,11 @@ export function memoryStore(): AuthStore {
   }
 }
 
-/**
- * The credentials seam (the 0600 credentials file) while `credentials()` gives one, else this
- * process's memory; a save the credentials refuse is kept in memory for the run (`warn` says so).
- */
-export function layeredStore(
-  credentials: () => Parameters<typeof credentialStore>[0] | undefined,
-  warn: (message: string) => void,
-): AuthStore {
-  const memory = memoryStore()
-  return {
-    load: (key) => {
-      const seam = credentials()
-      return (seam ? credentialStore(seam) : memory).load(key)
-    },
-    save: async (key, value) => {
-      const seam = credentials()
-      if (!seam) return memory.save(key, value)
-      try {
-        await credentialStore(seam).save(key, value)
-      } catch (error) {
-        warn(`could not store an MCP sign-in (${(error as Error).message}); it lasts for this run only`)
-        await memory.save(key, value)
-      }
-    },
-  }
-}
-
 const CALLBACK_PATH = '/callback'
+
+/** The grant a machine client registers for (client metadata `grant_types`). */
+const machineGrant = (grant: OAuthSettings['grant']) =>
+  grant === 'cross_app_access' ? JWT_BEARER : 'client_credentials'
 
 /** The loopback end of the redirect: one pending sign-in at a time, matched by `state`. */
 class CallbackServer {
@@ -255,7 +233,9 @@ export class McpOAuth {
     const settings = options.settings
     if (settings.clientSecret) this.secrets.add(settings.clientSecret)
     if (settings.privateKey) this.secrets.add(settings.privateKey)
-    this.provider = settings.grant === 'client_credentials' ? this.machineProvider() : this.browserProvider()
+    if (settings.idToken) this.secrets.add(settings.idToken)
+    if (settings.idpClientSecret) this.secrets.add(settings.idpClientSecret)
+    this.provider = settings.grant === 'authorization_code' ? this.browserProvider() : this.machineProvider()
   }
 
   /** Replaces every secret this flow has seen by `[redacted]`. */
@@ -314,11 +294,11 @@ export class McpOAuth {
 
   private clientMetadata(): OAuthClientMetadata {
     const settings = this.options.settings
-    const machine = settings.grant === 'client_credentials'
+    const machine = settings.grant !== 'authorization_code'
     return {
       client_name: settings.clientName ?? 'dsh',
       redirect_uris: machine || !this.redirectUrl ? [] : [this.redirectUrl],
-      grant_types: machine ? ['client_credentials'] : ['authorization_code', 'refresh_token'],
+      grant_types: machine ? [machineGrant(settings.grant)] : ['authorization_code', 'refresh_token'],
       response_types: machine ? [] : ['code'],
       ...(settings.scope ? { scope: settings.scope } : {}),
     }
@@ -426,23 +406,40 @@ export class McpOAuth {
         return {
           client_name: settings.clientName ?? 'dsh',
           redirect_uris: [],
-          grant_types: ['client_credentials'],
+          grant_types: [machineGrant(settings.grant)],
           token_endpoint_auth_method: jwt ? 'private_key_jwt' : 'client_secret_basic',
         }
       },
       redirectToAuthorization: () => {
-        throw new McpAuthError('failed', 'the client credentials grant has no browser step')
+        throw new McpAuthError('failed', `the ${settings.grant} grant has no browser step`)
       },
       saveCodeVerifier: () => {},
       codeVerifier: () => '',
-      prepareTokenRequest: (scope?: string) => {
-        const params = new URLSearchParams({ grant_type: 'client_credentials' })
+      prepareTokenRequest: async (scope?: string) => {
         const wanted = scope ?? settings.scope
+        const params =
+          settings.grant === 'cross_app_access'
+            ? new URLSearchParams({ grant_type: JWT_BEARER, assertion: await this.identityAssertion(wanted) })
+            : new URLSearchParams({ grant_type: 'client_credentials' })
         if (wanted) params.set('scope', wanted)
         return params
       },
       ...(jwt ? { addClientAuthentication: jwt } : {}),
     }
+  }
+
+  /** SEP-990: the identity assertion grant for this server (see cross-app.ts); a secret, scrubbed. */
+  private async identityAssertion(scope: string | undefined): Promise<string> {
+    const grant = await identityAssertionGrant({
+      settings: this.options.settings,
+      discovery: (await this.load()).discovery,
+      url: this.options.url,
+      scope,
+      fetch: this.options.fetch ?? fetch,
+      scrub: (text) => this.scrub(text),
+    })
+    this.secrets.add(grant)
+    return grant
   }
 
   /**

@@ -82,7 +82,7 @@ describe('the oauth field of a remote entry', () => {
 
   it('refuses a setting it does not know, naming the known ones', () => {
     expect(refused({ clientID: 'x' })).toBe(
-      '"oauth.clientID" is not a known setting (known: grant, clientId, clientSecret, clientMetadataUrl, scope, callbackPort, privateKey, algorithm, clientName)',
+      '"oauth.clientID" is not a known setting (known: grant, clientId, clientSecret, clientMetadataUrl, scope, callbackPort, privateKey, algorithm, clientName, idpTokenUrl, idToken, idpClientId, idpClientSecret)',
     )
     expect(refused({ scope: 'x', redirectUri: 'http://h' })).toMatch(/^"oauth\.redirectUri" is not a known setting/)
     // Every known setting is accepted by name (a typo in the list would refuse it).
@@ -105,7 +105,7 @@ describe('the oauth field of a remote entry', () => {
 
   it('refuses a grant other than the two it speaks', () => {
     expect(refused({ grant: 'password' })).toBe(
-      '"oauth.grant" must be authorization_code or client_credentials, not "password"',
+      '"oauth.grant" must be authorization_code, client_credentials or cross_app_access, not "password"',
     )
     expect(refused({ grant: 'client-credentials' })).toMatch(/not "client-credentials"$/)
     expect(refused({ grant: 3 })).toMatch(/not 3$/)
@@ -138,7 +138,7 @@ describe('the oauth field of a remote entry', () => {
       '"oauth.grant: client_credentials" needs "oauth.clientSecret" or "oauth.privateKey"',
     )
     expect(refused({ privateKey: 'PEM', clientId: 'c' })).toBe(
-      '"oauth.privateKey" is only used with "oauth.grant: client_credentials"',
+      '"oauth.privateKey" is only used with "oauth.grant: client_credentials" or "cross_app_access"',
     )
     expect(refused({ clientSecret: 's' })).toBe('"oauth.clientSecret" needs "oauth.clientId"')
   })
@@ -149,7 +149,7 @@ describe('the oauth field of a remote entry', () => {
       name: 'srv',
       source: 'config',
       origin: 'the row',
-      invalid: '"oauth.grant" must be authorization_code or client_credentials, not "password"',
+      invalid: '"oauth.grant" must be authorization_code, client_credentials or cross_app_access, not "password"',
     })
     expect(checkServer('ok', { url: URL_ }, options)).toHaveProperty('spec')
   })

@@ -250,13 +250,31 @@ describe('oauth settings in a server entry', () => {
   })
   it.each([
     ['nope', '"oauth" must be false or an object'],
-    [{ grant: 'password' }, '"oauth.grant" must be authorization_code or client_credentials, not "password"'],
+    [
+      { grant: 'password' },
+      '"oauth.grant" must be authorization_code, client_credentials or cross_app_access, not "password"',
+    ],
     [{ callbackPort: 70000 }, '"oauth.callbackPort" must be a port number (1-65535)'],
     [{ clientSecret: 'x' }, '"oauth.clientSecret" needs "oauth.clientId"'],
     [{ tokenUrl: 'x' }, '"oauth.tokenUrl" is not a known setting'],
     [{ clientMetadataUrl: 'http://h/doc.json' }, '"oauth.clientMetadataUrl" must be an https URL with a path'],
     [{ grant: 'client_credentials', clientId: 'c' }, 'needs "oauth.clientSecret" or "oauth.privateKey"'],
     [{ clientId: '${UNSET_VARIABLE}' }, 'uses ${UNSET_VARIABLE}, which is not set'],
+    [
+      { grant: 'cross_app_access', clientId: 'c', clientSecret: 's' },
+      '"oauth.grant: cross_app_access" needs "oauth.idpTokenUrl" and "oauth.idToken"',
+    ],
+    [
+      {
+        grant: 'cross_app_access',
+        clientId: 'c',
+        clientSecret: 's',
+        idpTokenUrl: 'http://idp.example/token',
+        idToken: 't',
+      },
+      '"oauth.idpTokenUrl" must be an https URL (http only on a loopback host)',
+    ],
+    [{ idToken: 't' }, '"oauth.idToken" is only used with "oauth.grant: cross_app_access"'],
   ])('refuses %j with one line', (oauth, reason) => {
     const checked = check(oauth)
     expect('invalid' in checked && checked.invalid).toContain(reason)
