@@ -209,7 +209,7 @@ export const MAP = [
   { key: 'Model-facing `bash(command)` backed by one owner-scoped `ctx', packages: ['@dsh/tool-bash-persistent'] },
   { key: 'The model-facing `pwsh` tool registered over the `ctx.shell`', missing: 'tool-pwsh' },
   { key: 'Pure agent skill provider registry.', packages: ['@dsh/skill'] },
-  { key: 'Optional bundled skill provider that contributes `dsh-badge`', missing: 'skill-badge' },
+  { key: 'Optional bundled skill provider that contributes `dsh-badge`', packages: ['@dsh/skill-badge'] },
   { key: 'Local filesystem provider for the `ctx.skills` registry.', packages: ['@dsh/skill-filesystem'] },
   { key: 'The model-facing skill catalog and `skill` tool.', packages: ['@dsh/tool-skill'] },
   { key: 'The **local-filesystem** implementation of the `@deepseek-ai', packages: ['@dsh/spill-local'] },
@@ -340,7 +340,7 @@ const MEANING = [
   "It is not an audit of every sentence: the depth of each package is judged in its README's",
   '`## Known Limitations`, and `partial` marks only gaps that are known and large. An earlier, stricter',
   'hand count (issue 41) read 130 built, 24 partial, 23 missing; since then the agent spine, the',
-  '`acp` profile, tool-cordis, the dynamic host runner, desktop notifications and `/open` were',
+  '`acp` profile, tool-cordis, the dynamic host runner, desktop notifications, `/open` and skill-badge were',
   'added, and several packages were finished by their owners. PowerShell (`pwsh-local`,',
   '`pwsh-sandbox`, `tool-pwsh`) cannot be run or tested on these machines and stays out.',
 ]
