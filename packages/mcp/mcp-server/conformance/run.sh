@@ -3,9 +3,11 @@
 # `dsh mcp serve --transport http` (the real launcher, a scratch DSH_HOME and project). The suite
 # needs Node 22: both it and node@22 are installed from npm into a scratch directory
 # (DSH_CONFORMANCE_DIR keeps it between runs). Each line: scenario, then the suite's check counts.
-# Scenarios that call fixture tools of the suite's reference server (tools-call-*, json-schema-*),
-# or test prompts, resources, completion, logging or elicitation, do not apply: dsh serves its own
-# tools only. Usage: sh packages/mcp/mcp-server/conformance/run.sh [scenario ...]
+# Scenarios that call fixture tools, prompts or resources of the suite's reference server
+# (tools-call-*, json-schema-*, prompts-get-*, resources-read-*, ...), or test completion, logging,
+# subscriptions or elicitation, do not apply: dsh serves its own tools, skills and sessions.
+# The server runs with --no-auth (the suite sends no bearer token).
+# Usage: sh packages/mcp/mcp-server/conformance/run.sh [scenario ...]
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 dsh="$here/../../../boot/cli/bin/dsh.mjs"
@@ -15,7 +17,7 @@ if [ ! -x "$work/node_modules/.bin/node" ]; then
 fi
 node22="$work/node_modules/.bin/node"
 suite="$work/node_modules/@modelcontextprotocol/conformance/dist/index.js"
-scenarios=${*:-"server-initialize ping tools-list dns-rebinding-protection server-sse-multiple-streams server-sse-polling"}
+scenarios=${*:-"server-initialize ping tools-list dns-rebinding-protection server-sse-multiple-streams server-sse-polling resources-list prompts-list"}
 scratch=$(mktemp -d)
 mkdir -p "$scratch/home" "$scratch/project"
 (cd "$scratch/project" && DSH_HOME="$scratch/home" exec node "$dsh" mcp serve --transport http --no-auth 2>"$scratch/serve.err") &
