@@ -100,7 +100,7 @@ export function apply(ctx: Context, config: ToolFsConfig): void {
       'Read a text file. Returns a line-numbered window: each line is prefixed by its 1-based number and a tab ' +
       `(the prefix is not part of the file). By default up to ${config.defaultLimit} lines from the start; pass offset ` +
       '(1-based first line) and limit to page through longer files. Lines longer than ' +
-      `${config.maxLineLength} characters are cut with a marker. Relative paths are taken against the working directory. ` +
+      `${config.maxLineLength} characters are cut with a marker. ` +
       'A file must be read before it can be edited or overwritten.',
     parameters: {
       type: 'object',
@@ -231,8 +231,7 @@ export function apply(ctx: Context, config: ToolFsConfig): void {
     name: 'write',
     description:
       'Write a whole file: creates it (and missing parent directories) or replaces all of its content. ' +
-      'An existing file must have been read first and must not have changed since. Prefer edit for changes to part of a file. ' +
-      'Relative paths are taken against the working directory.',
+      'An existing file must have been read first and must not have changed since. Prefer edit for changes to part of a file.',
     parameters: {
       type: 'object',
       properties: {
@@ -280,7 +279,7 @@ export function apply(ctx: Context, config: ToolFsConfig): void {
       'Replace exact text in a file. old_string must match the file exactly (whitespace and indentation included; ' +
       'do not include the line-number prefix shown by read) and must occur exactly once, unless replace_all is true. ' +
       'The file must have been read first and must not have changed since. An empty old_string creates a new file ' +
-      'with new_string as its content. Relative paths are taken against the working directory.',
+      'with new_string as its content.',
     parameters: {
       type: 'object',
       properties: {
