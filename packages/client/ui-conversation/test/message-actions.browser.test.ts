@@ -36,6 +36,8 @@ describe.skipIf(!hasChromium())('per-message actions', () => {
   let page: Page
   let errors: string[]
   let original: string
+  /** The session with two turns (an edited question, then code), set by the fork test. */
+  let twoTurns: string
   beforeAll(async () => {
     app = await startWebApp({ steps: STEPS as never })
     browser = await launchBrowser()
@@ -160,6 +162,7 @@ describe.skipIf(!hasChromium())('per-message actions', () => {
   it('Fork from here on an earlier answer: a new session holding the log up to it, no model call', async () => {
     await withArtifacts(page, 'actions-fork', async () => {
       const source = sessionId()
+      twoTurns = source
       await expect.poll(() => status(source)).toBe('idle')
       const requests = app.mock.requests.length
       // The answer that closed the first of this session's two turns.
@@ -173,6 +176,43 @@ describe.skipIf(!hasChromium())('per-message actions', () => {
       expect(await page.locator('[data-node="assistant"]', { hasText: 'Two blocks:' }).count()).toBe(0)
       expect(await humanTexts(source)).toEqual(['What is three plus three?', 'Show me code'])
       expect(app.mock.requests.length).toBe(requests)
+      expect(errors).toEqual([])
+    })
+  })
+
+  it('Like and Dislike on any answer, not only the last (ui-message-feedback in the action bar)', async () => {
+    await withArtifacts(page, 'actions-rating', async () => {
+      await page.goto(`${app.url}/s/${encodeURIComponent(twoTurns)}`)
+      await page.waitForSelector('html[data-ready="true"]')
+      const events = (await app.call<Events>('sessions.history', { sessionId: twoTurns })).events as Array<{
+        seq: number
+        type: string
+        data: any
+      }>
+      const first = events.find((e) => e.type === 'assistant/message')!.seq
+      // The first of two answers: the side panel rates only the last one.
+      const answer = page.locator('[data-node="assistant"]', { hasText: 'The edited answer: six.' })
+      const rating = answer.locator('[data-answer-rating]')
+      await answer.hover()
+      await answer.getByRole('button', { name: 'Like this answer', exact: true }).click()
+      await expect.poll(() => rating.getAttribute('data-answer-rating')).toBe('like')
+      expect(
+        await answer
+          .getByRole('button', { name: 'Liked (press to withdraw)', exact: true })
+          .getAttribute('aria-pressed'),
+      ).toBe('true')
+      const logged = async () =>
+        (await app.call<Events>('sessions.history', { sessionId: twoTurns })).events
+          .filter((e) => e.type === 'feedback/message')
+          .map((e) => e.data)
+      expect(await logged()).toEqual([{ messageSeq: first, rating: 'like' }])
+      // Pressed again: withdrawn.
+      await answer.getByRole('button', { name: 'Liked (press to withdraw)', exact: true }).click()
+      await expect.poll(() => rating.getAttribute('data-answer-rating')).toBe('none')
+      expect(await logged()).toEqual([
+        { messageSeq: first, rating: 'like' },
+        { messageSeq: first, rating: 'none' },
+      ])
       expect(errors).toEqual([])
     })
   })

@@ -41,6 +41,8 @@ export interface ChatViewProps {
   empty?: ReactNode
   /** Edit-and-resend and retry on user messages (the plugin passes fork + prompt). */
   actions?: MessageActions
+  /** More actions of a committed answer (the plugin passes the `conversation.message.actions` slot). */
+  renderAnswerActions?: ((node: AssistantNode) => ReactNode) | undefined
 }
 
 /** Copies `text`; the button says "Copied" for a moment after the clipboard took it. */
@@ -332,11 +334,13 @@ const AssistantMessage = memo(function AssistantMessage({
   node,
   t,
   fork,
+  more,
 }: {
   node: AssistantNode
   t: Translate
   /** Present on the answer that closed a finished turn. */
   fork?: (() => Promise<void>) | undefined
+  more?: ((node: AssistantNode) => ReactNode) | undefined
 }) {
   return (
     <div className="dsh-msg dsh-msg-assistant" data-node="assistant" data-streaming={node.streaming || undefined}>
@@ -347,6 +351,7 @@ const AssistantMessage = memo(function AssistantMessage({
         <div className="dsh-msg-actions" data-actions="assistant">
           <CopyAction text={node.text} t={t} label={t('message.copyAnswer')} />
           {fork ? <ForkAction t={t} fork={fork} /> : null}
+          {more && node.seq !== undefined && !node.interrupted ? more(node) : null}
         </div>
       ) : null}
     </div>
@@ -394,6 +399,7 @@ function renderNode(
   renderTool: (node: ToolNode) => ReactNode,
   actionsFor: (node: UserNode) => MessageActions | undefined,
   forkFor: (node: AssistantNode) => (() => Promise<void>) | undefined,
+  more?: (node: AssistantNode) => ReactNode,
 ): ReactNode {
   switch (node.kind) {
     case 'user': {
@@ -405,7 +411,7 @@ function renderNode(
     case 'thinking':
       return <ThinkingRow key={node.key} node={node} t={t} />
     case 'assistant':
-      return <AssistantMessage key={node.key} node={node} t={t} fork={forkFor(node)} />
+      return <AssistantMessage key={node.key} node={node} t={t} fork={forkFor(node)} more={more} />
     case 'tool':
       return (
         <div key={node.key} className="dsh-tool-slot" data-node="tool" data-tool={node.name} data-status={node.status}>
@@ -469,7 +475,7 @@ export function turnClosers(nodes: readonly ConversationNode[], turnRunning: boo
   return closers
 }
 
-export function ChatView({ snapshot, t, renderTool, empty, actions }: ChatViewProps) {
+export function ChatView({ snapshot, t, renderTool, empty, actions, renderAnswerActions }: ChatViewProps) {
   const scroller = useRef<HTMLDivElement>(null)
   const following = useRef(true)
   const [showJump, setShowJump] = useState(false)
@@ -587,7 +593,7 @@ export function ChatView({ snapshot, t, renderTool, empty, actions }: ChatViewPr
         {nodes.length === 0 ? (
           <div className="dsh-chat-empty">{empty ?? t('empty')}</div>
         ) : (
-          nodes.map((node) => renderNode(node, t, renderTool, actionsFor, forkFor))
+          nodes.map((node) => renderNode(node, t, renderTool, actionsFor, forkFor, renderAnswerActions))
         )}
         {snapshot.turnRunning &&
         !tailIsLive(nodes) &&

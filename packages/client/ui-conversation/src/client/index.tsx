@@ -6,7 +6,7 @@
 import type { Context } from 'cordis'
 import { memo, useCallback, useEffect, useMemo } from 'react'
 import { Slot, useCtx, type SessionSlotProps } from '@dsh/client-runtime'
-import type { ConversationSnapshot, ToolNode } from '../model/index.ts'
+import type { AssistantNode, ConversationSnapshot, ToolNode } from '../model/index.ts'
 import { ChatView, type MessageActions } from './chat-view.tsx'
 import { Composer, type SendMode } from './composer.tsx'
 import { useSnapshot, useSnapshotSlice, useStableT } from './hooks.ts'
@@ -32,11 +32,21 @@ export interface ChatNodeSlotProps {
   node: ToolNode
 }
 
+/** Props of `conversation.message.actions` entries: more buttons in a committed answer's action bar. */
+export interface MessageActionsSlotProps {
+  sessionId: string
+  /** A committed, uninterrupted answer (`seq`: its `assistant/message` event). */
+  node: AssistantNode & { seq: number }
+}
+
 declare module '@dsh/client-runtime' {
   interface SlotProps {
     'conversation.chat.node': ChatNodeSlotProps
+    'conversation.message.actions': MessageActionsSlotProps
   }
 }
+
+export const MESSAGE_ACTIONS_SLOT = 'conversation.message.actions'
 
 export const CHAT_NODE_SLOT = 'conversation.chat.node'
 export const NAMESPACE = 'conversation'
@@ -218,6 +228,12 @@ export function apply(ctx: Context): void {
       [sessionId, t],
     )
     const actions = useMemo(() => messageActions(sessionId), [sessionId])
+    const renderAnswerActions = useMemo(
+      () => (node: AssistantNode) => (
+        <Slot name={MESSAGE_ACTIONS_SLOT} props={{ sessionId, node: node as AssistantNode & { seq: number } }} />
+      ),
+      [sessionId],
+    )
     // Before the first replay, an empty list means "not loaded yet", not "nothing said yet".
     const empty =
       failed !== undefined ? (
@@ -237,6 +253,7 @@ export function apply(ctx: Context): void {
           t={t}
           renderTool={renderTool}
           actions={actions}
+          renderAnswerActions={renderAnswerActions}
           {...(empty ? { empty } : {})}
         />
       </div>

@@ -368,6 +368,7 @@ function onAssistantMessage(s: FoldState, event: WireEvent, data: Record<string,
         text: block.text ?? '',
         streaming: false,
         interrupted,
+        seq: event.seq,
       })
     } else if (block.type === 'tool-call') {
       const key = callKey(s, block.callId, true)

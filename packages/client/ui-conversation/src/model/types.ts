@@ -53,6 +53,8 @@ export interface AssistantNode {
   streaming: boolean
   /** The turn was cancelled while this text streamed; the prefix was kept. */
   interrupted: boolean
+  /** The seq of the committed `assistant/message` event (absent while it streams). */
+  seq?: number
 }
 
 export type ToolStatus = 'streaming' | 'running' | 'done' | 'error' | 'cancelled'

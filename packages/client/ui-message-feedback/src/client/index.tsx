@@ -4,8 +4,8 @@
 // current rating is read from the session feed, so it follows other tabs and reloads.
 import type { Context } from 'cordis'
 import { useMemo, useState } from 'react'
-import { useT, type SessionSlotProps } from '@dsh/client-runtime'
-import { Button, ThumbsDown, ThumbsUp } from '@dsh/client-runtime/ui'
+import { useSessionFeed, useT, type SessionSlotProps } from '@dsh/client-runtime'
+import { Button, IconButton, ThumbsDown, ThumbsUp } from '@dsh/client-runtime/ui'
 import { currentFeedback, messageFeedbackPut, type Rating } from '@dsh/message-feedback/contract'
 
 export const NAMESPACE = 'messageFeedback'
@@ -21,6 +21,10 @@ const en = {
   saved: 'Saved',
   withdraw: 'Withdraw',
   failed: 'Not saved: {message}',
+  likeAnswer: 'Like this answer',
+  dislikeAnswer: 'Dislike this answer',
+  liked: 'Liked (press to withdraw)',
+  disliked: 'Disliked (press to withdraw)',
 }
 const zh: Record<keyof typeof en, string> = {
   title: '对上一条回答的反馈',
@@ -31,6 +35,10 @@ const zh: Record<keyof typeof en, string> = {
   saved: '已保存',
   withdraw: '撤回',
   failed: '未保存: {message}',
+  likeAnswer: '赞这条回答',
+  dislikeAnswer: '踩这条回答',
+  liked: '已赞(再按一次撤回)',
+  disliked: '已踩(再按一次撤回)',
 }
 
 /** The seq of the assistant message that closed the last completed turn. */
@@ -137,6 +145,58 @@ export function apply(ctx: Context): void {
     )
   }
   ctx.slots.register('panel.side', { id: 'ui-message-feedback', order: 50, component: FeedbackSection })
+
+  /** Like and Dislike in any answer's action bar (ui-conversation's `conversation.message.actions`); pressed again, withdrawn. */
+  function AnswerRating({ sessionId, node }: { sessionId: string; node: { seq: number } }) {
+    const t = useT(NAMESPACE)
+    const feed = useSessionFeed(sessionId, { deltas: false })
+    // biome-ignore lint/correctness/useExhaustiveDependencies: feed.withoutDeltas grows in place (same array); feed.version is what changes when it does
+    const rating = useMemo(
+      () => (feed ? currentFeedback(feed.withoutDeltas).find((f) => f.messageSeq === node.seq)?.rating : undefined),
+      [feed?.version, feed?.withoutDeltas, node.seq],
+    )
+    const [error, setError] = useState<string | undefined>(undefined)
+    const put = (wanted: Rating) => {
+      setError(undefined)
+      ctx.remote
+        .call(messageFeedbackPut, { sessionId, messageSeq: node.seq, rating: rating === wanted ? 'none' : wanted })
+        .catch((e: unknown) => setError(t('failed', { message: (e as Error).message })))
+    }
+    return (
+      <span
+        className="dsh-answer-rating"
+        style={{ display: 'inline-flex', gap: 2 }}
+        data-answer-rating={rating ?? 'none'}
+      >
+        <IconButton
+          label={rating === 'like' ? t('liked') : t('likeAnswer')}
+          icon={ThumbsUp}
+          size={14}
+          aria-pressed={rating === 'like'}
+          data-feedback="like"
+          onClick={() => put('like')}
+        />
+        <IconButton
+          label={rating === 'dislike' ? t('disliked') : t('dislikeAnswer')}
+          icon={ThumbsDown}
+          size={14}
+          aria-pressed={rating === 'dislike'}
+          data-feedback="dislike"
+          onClick={() => put('dislike')}
+        />
+        {error ? (
+          <span className="error" role="alert">
+            {error}
+          </span>
+        ) : null}
+      </span>
+    )
+  }
+  ctx.slots.register('conversation.message.actions', {
+    id: 'ui-message-feedback',
+    order: 10,
+    component: AnswerRating,
+  })
 }
 
 export default { name, inject, apply }
