@@ -12,6 +12,7 @@ import {
 import type { AnySessionEvent } from '@dsh/session'
 import { isValidSessionId } from '@dsh/session-persistence'
 import type {} from '@dsh/skill'
+import { sessionRowOf, type SessionRow } from '@dsh/surface-kit'
 
 export const SESSION_URI = 'dsh://session/'
 export const SESSION_TEMPLATE = `${SESSION_URI}{id}`
@@ -22,12 +23,18 @@ export const MAX_LISTED_SESSIONS = 100
 /** Characters of one tool result kept in a transcript. */
 const MAX_RESULT_CHARS = 4000
 
+/**
+ * The sessions of `cwd` with at least one turn, newest first: the stored ones, and the ones live in
+ * this process (a live row wins: it may be ahead of what is stored).
+ */
 export async function listSessionResources(ctx: Context, cwd: string): Promise<Resource[]> {
-  const durable = ctx.get('durableSessions')
-  if (!durable) return []
-  const rows = (await durable.list()).filter((row) => row.cwd === cwd && row.turns > 0 && row.damaged === undefined)
-  rows.sort((a, b) => b.updatedAt - a.updatedAt)
-  return rows.slice(0, MAX_LISTED_SESSIONS).map((row) => ({
+  const rows = new Map<string, Pick<SessionRow, 'id' | 'title' | 'firstPrompt' | 'turns' | 'updatedAt'>>()
+  const stored = (await ctx.get('durableSessions')?.list()) ?? []
+  for (const row of stored) if (row.cwd === cwd && row.damaged === undefined) rows.set(row.id, row)
+  for (const session of ctx.get('sessions')?.list() ?? [])
+    if (session.cwd === cwd) rows.set(session.id, sessionRowOf(session.id, session.cwd, session.events))
+  const listed = [...rows.values()].filter((row) => row.turns > 0).sort((a, b) => b.updatedAt - a.updatedAt)
+  return listed.slice(0, MAX_LISTED_SESSIONS).map((row) => ({
     uri: `${SESSION_URI}${row.id}`,
     name: `session-${row.id}`,
     title: oneLine(row.title ?? row.firstPrompt ?? `session ${row.id}`),

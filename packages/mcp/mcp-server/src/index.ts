@@ -10,6 +10,7 @@ import type {} from '@dsh/tools'
 import type {} from '@dsh/permission-presets'
 import type {} from '@dsh/credentials'
 import type {} from '@dsh/mcp-client'
+import type {} from '@dsh/session'
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import { bearerMatches, isLoopbackHost, isLoopbackOrigin } from './auth.ts'
 import { claimedStdoutStream } from '@dsh/stdout-claim'
@@ -100,6 +101,11 @@ export function apply(ctx: Context, config: Config): void {
   }
   ctx.on('internal/status', checkTools)
   ctx.on('mcp/status', checkTools)
+  // A session of this directory that finished its first turn is a new resource.
+  ctx.on('session/event', (session, event) => {
+    if (event.type !== 'turn/end' || event.data.turn !== 0 || session.cwd !== opts().cwd) return
+    for (const server of live) void server.sendResourceListChanged().catch(() => {})
+  })
   const track = (server: Server) => {
     live.add(server)
     const closed = server.onclose

@@ -85,7 +85,7 @@ export function createServer(ctx: Context, opts: ServerOptions): Server {
   const server = new Server(
     { name: 'dsh', title: 'dsh', version: opts.version },
     {
-      capabilities: { tools: { listChanged: true }, resources: {}, prompts: {} },
+      capabilities: { tools: { listChanged: true }, resources: { listChanged: true }, prompts: {} },
       instructions:
         "dsh's coding tools (read, edit, bash, ...) run in this working directory under dsh's permission mode and sandbox." +
         (opts.agentTool ? ` ${AGENT_TOOL} hands a whole task to a dsh agent.` : ''),

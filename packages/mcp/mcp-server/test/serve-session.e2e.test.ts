@@ -11,7 +11,12 @@ import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
-import { McpError, ToolListChangedNotificationSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js'
+import {
+  McpError,
+  ResourceListChangedNotificationSchema,
+  ToolListChangedNotificationSchema,
+  type CallToolResult,
+} from '@modelcontextprotocol/sdk/types.js'
 import { DSH_BIN, runDsh } from '@dsh/cli-testkit'
 import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
 
@@ -41,6 +46,7 @@ let client: Client
 let transport: StdioClientTransport
 const changes = new EventEmitter()
 let listChanged = 0
+let resourcesChanged = 0
 let sessionId = ''
 
 /** The tool names, once `name` is among them: listed again at each list_changed notification. */
@@ -69,6 +75,10 @@ beforeAll(async () => {
     listChanged++
     changes.emit('changed')
   })
+  client.setNotificationHandler(ResourceListChangedNotificationSchema, () => {
+    resourcesChanged++
+    changes.emit('resources')
+  })
   await client.connect(transport)
 }, 60_000)
 
@@ -86,6 +96,9 @@ describe('dsh mcp serve: sessions, list changes, resources, prompts', () => {
     const bash = await client.callTool({ name: 'bash', arguments: { command: 'echo second', description: 'print' } })
     expect(text(bash)).toContain('second')
     expect(sessionOf(bash)).toBe(sessionId)
+    // The new session finished its first turn: a new resource, announced.
+    if (resourcesChanged === 0) await once(changes, 'resources')
+    expect(resourcesChanged).toBe(1)
   })
 
   it('tells the client when the tool set changes (an MCP server of the client row adds one)', {
