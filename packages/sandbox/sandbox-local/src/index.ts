@@ -28,7 +28,7 @@ import {
   type SandboxLocalConfig,
 } from './constants.ts'
 import { landlockPlan } from './landlock.ts'
-import { checkRequest, refuseWritableInsideProtected } from './policy.ts'
+import { checkRequest, refuseDanglingControlLinks, refuseWritableInsideProtected } from './policy.ts'
 import {
   endProbes,
   probeBwrap,
@@ -219,6 +219,9 @@ export class LocalSandbox extends SandboxService {
     const readOnly = (policy.readOnlyPaths ?? []).filter((path) => path !== '/')
     const hidden = policy.hiddenPaths ?? []
     refuseWritableInsideProtected(writable, readOnly)
+    // Where the runner protects the control files (Landlock only with a mount namespace of its own).
+    if (selected.runner === 'bwrap' || selected.namespaces)
+      refuseDanglingControlLinks(policy.controlPaths ?? [], writable)
     const useServer = this.config.spawnServer !== false && request.launcher !== false
     if (selected.runner === 'bwrap') {
       // --as-pid-1: the command itself is PID 1 of the new PID namespace. With bwrap's own reaper as

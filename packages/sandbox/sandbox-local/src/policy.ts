@@ -1,5 +1,6 @@
 // Checks of a wrap request that hold for every runner, and the path test the runners share.
-import { isAbsolute, sep } from 'node:path'
+import { existsSync, lstatSync, readlinkSync } from 'node:fs'
+import { dirname, isAbsolute, resolve, sep } from 'node:path'
 import { SandboxError, isSandboxMode, type SandboxPolicy, type SandboxWrapRequest } from '@dsh/sandbox'
 
 /** `path` is `root` or lies below it (everything lies below `/`). */
@@ -49,3 +50,39 @@ export function refuseWritableInsideProtected(writable: readonly string[], readO
   }
 }
 
+/**
+ * A project control path reached through a symbolic link whose target does not exist (a `.git`
+ * link to a missing git directory) cannot be protected: a mount needs an existing target, and a
+ * confined command could create the target inside a writable root and plant hooks or
+ * configuration that git or an editor outside the sandbox would run later. Such a command is not
+ * run. A link whose target exists is bound read-only at the target; one pointing outside every
+ * writable root needs nothing.
+ */
+export function refuseDanglingControlLinks(control: readonly string[], writable: readonly string[]): void {
+  for (const path of control) {
+    for (let entry = path; writable.some((root) => entry !== root && within(entry, root)); entry = dirname(entry)) {
+      let link: ReturnType<typeof lstatSync>
+      try {
+        link = lstatSync(entry, { throwIfNoEntry: false })
+      } catch {
+        link = undefined // ENOTDIR: a file on the way (a `.git` file), looked at next
+      }
+      if (link === undefined) continue // missing: look at the directory holding it
+      if (!link.isSymbolicLink() || existsSync(entry)) break // it exists, and so does everything above it
+      let target: string
+      try {
+        target = resolve(dirname(entry), readlinkSync(entry))
+      } catch {
+        break
+      }
+      const root = writable.find((candidate) => within(target, candidate))
+      if (root !== undefined) {
+        throw new SandboxError(
+          'SANDBOX_UNAVAILABLE',
+          `${entry} is a symbolic link to ${target}, which does not exist and lies inside the writable root ${root}: a confined command could create it (and plant hooks or configuration that programs outside the sandbox run), so the command was not run; create ${target} or remove the link`,
+        )
+      }
+      break
+    }
+  }
+}

@@ -498,6 +498,40 @@ describe.each(variants)('$name (forced)', ({ runner, config }) => {
     expect(error.message).toContain(`the writable root ${ws} lies inside ${base}`)
   })
 
+  it.skipIf(skip)(
+    'a dangling .git (or .env) symlink into a writable root: no command runs that could create its target',
+    async () => {
+      const project = join(temp, `dangling-${runner}${viaServer ? '-server' : ''}`)
+      const target = join(temp, `gitdir-${runner}${viaServer ? '-server' : ''}`)
+      mkdirSync(project, { recursive: true })
+      symlinkSync(target, join(project, '.git'))
+      const protect: Partial<SandboxPolicy> = {
+        workspaceRoot: project,
+        writableRoots: [project, temp],
+        controlPaths: projectControlPaths(project),
+      }
+      // The command would make the link's target a repository with a hook the user's git runs later.
+      const attack = `mkdir -p ${target}/hooks && printf '#!/bin/sh\\necho pwned\\n' > ${target}/hooks/pre-commit && echo planted`
+      const attempt = service
+        .wrap({ argv: ['bash', '-c', attack], cwd: project, policy: policy('workspace-write', false, protect) })
+        .then(run, (error) => error)
+      const outcome = await attempt
+      if (runner === 'landlock' && !(await service.describe()).notes?.includes(PID_NAMESPACE_NOTE)) return
+      expect(outcome).toMatchObject({ code: 'SANDBOX_UNAVAILABLE' })
+      expect(outcome.message).toContain(`${join(project, '.git')} is a symbolic link to ${target}`)
+      expect(existsSync(target)).toBe(false)
+      // An existing target is protected as before, and a link pointing outside every writable
+      // root needs nothing: neither is refused.
+      mkdirSync(join(target, 'hooks'), { recursive: true })
+      const fine = await bash(service, 'workspace-write', 'echo runs', false, protect)
+      expect(fine.output).toBe('runs\n')
+      rmSync(join(project, '.git'))
+      symlinkSync(join(outside, 'no-such-gitdir'), join(project, '.git'))
+      expect((await bash(service, 'read-only', 'echo ro', false, protect)).output).toBe('ro\n')
+      expect((await bash(service, 'workspace-write', 'echo rw', false, protect)).output).toBe('rw\n')
+    },
+  )
+
   it.skipIf(skip || !viaServer)(
     'a server sees the filesystem as a runner per command would: a recreated writable root, a new entry beside a hidden file',
     async () => {
