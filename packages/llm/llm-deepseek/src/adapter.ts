@@ -230,7 +230,7 @@ export class DeepSeekAdapter implements LlmAdapter {
         response = await doFetch(this.endpoint, {
           method: 'POST',
           headers,
-          body: body as BodyInit,
+          body: body as RequestInit['body'],
           signal: controller.signal,
         })
       } catch (cause) {
