@@ -14,6 +14,7 @@ import type {} from '@dsh/session'
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import { bearerMatches, isLoopbackHost, isLoopbackOrigin } from './auth.ts'
 import { claimedStdoutStream } from '@dsh/stdout-claim'
+import { appExit } from '@dsh/surface-kit'
 import { createServer, listTools } from './server.ts'
 
 export const name = 'mcp-server'
@@ -66,11 +67,7 @@ const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.
 
 export function apply(ctx: Context, config: Config): void {
   const say = (line: string) => void process.stderr.write(`dsh mcp serve: ${line}\n`)
-  const exit = (code: number) => {
-    const loader = ctx.get('loader') as { exit?(code: number): void } | undefined
-    if (loader?.exit) loader.exit(code)
-    else process.exitCode = code
-  }
+  const exit = appExit(ctx)
   const opts = () => ({
     cwd: config.cwd || process.cwd(),
     agentTool: config.agentTool,
