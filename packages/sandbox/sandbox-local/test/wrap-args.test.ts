@@ -175,6 +175,60 @@ describe('wrap() with bwrap', () => {
   })
 })
 
+describe('control paths behind a symbolic link whose target is missing', () => {
+  const refusal = (controlPaths: string[], extra: Partial<SandboxPolicy> = {}, mode: SandboxMode = 'workspace-write') =>
+    ctx.sandbox
+      .wrap({ argv: ['true'], cwd: ws, policy: policy(mode, { controlPaths, ...extra }), launcher: false })
+      .then(
+        () => undefined,
+        (error: { code: string; message: string }) => `${error.code}: ${error.message}`,
+      )
+
+  it('refuses a dangling link into a writable root, named with its target, also when the path lies below it', async () => {
+    const project = join(ws, 'dangling')
+    mkdirSync(project, { recursive: true })
+    const link = join(project, '.git')
+    symlinkSync('../gitdir-missing', link)
+    const target = join(ws, 'gitdir-missing')
+    const expected = `SANDBOX_UNAVAILABLE: ${link} is a symbolic link to ${target}, which does not exist and lies inside the writable root ${ws}: a confined command could create it (and plant hooks or configuration that programs outside the sandbox run), so the command was not run; create ${target} or remove the link`
+    expect(await refusal([link])).toBe(expected)
+    // `.git/hooks` is reached through the link: the walk up finds it.
+    expect(await refusal([join(project, '.git', 'hooks'), join(project, '.mcp.json')])).toBe(expected)
+    // Read-only mode has no writable root: nothing can create the target.
+    expect(await refusal([link], {}, 'read-only')).toBeUndefined()
+    // A writable root elsewhere does not hold the target.
+    const other = join(base, 'other-root')
+    mkdirSync(other, { recursive: true })
+    expect(await refusal([link], { writableRoots: [other] })).toBeUndefined()
+    // Once the target exists, the link is protected by binding the target.
+    mkdirSync(target)
+    expect(await refusal([link])).toBeUndefined()
+    rmSync(target, { recursive: true })
+    rmSync(project, { recursive: true })
+  })
+
+  it('leaves alone links pointing outside every writable root, missing paths, files on the way and the root itself', async () => {
+    const project = join(ws, 'plain')
+    mkdirSync(project, { recursive: true })
+    symlinkSync(join(base, 'nowhere'), join(project, '.env'))
+    writeFileSync(join(project, '.git'), 'gitdir: /somewhere\n')
+    symlinkSync(join(ws, 'missing-too'), join(base, 'root-link'))
+    expect(
+      await refusal([
+        join(project, '.env'), // dangling, but outside the writable roots
+        join(project, '.mcp.json'), // missing: nothing to follow
+        join(project, '.git', 'hooks'), // ENOTDIR: a .git file on the way
+        join(base, 'root-link'), // not inside a writable root at all
+        ws, // a writable root itself
+      ]),
+    ).toBeUndefined()
+    // A writable root that is itself a dangling link is not a control path's problem either.
+    expect(await refusal([join(project, '.env')], { writableRoots: [ws, join(base, 'root-link')] })).toBeUndefined()
+    rmSync(project, { recursive: true })
+    rmSync(join(base, 'root-link'))
+  })
+})
+
 describe('protectArgs', () => {
   it('a read-only path is bound read-only; one inside another is covered by it', () => {
     const a = join(base, 'ro-a')
