@@ -104,6 +104,8 @@ export interface FinishReport {
   /** True when `apply` was asked and a patch did not apply (nothing of it was applied). */
   failed: boolean
   patches: Array<{ sandboxId: string; file: string; applied?: boolean }>
+  /** True when the app's stop interrupted a sandbox's preparation (its line is in `lines`). */
+  interrupted: boolean
 }
 
 /** A failure of the e2b world, with a one-line message the model and the user can act on. */
@@ -118,7 +120,8 @@ export class E2bError extends Error {
       | 'SANDBOX_LOST'
       | 'STOPPED'
       | 'UPLOAD_TOO_LARGE'
-      | 'UPLOAD_FAILED',
+      | 'UPLOAD_FAILED'
+      | 'INTERRUPTED',
     message: string,
     options?: { cause?: unknown },
   ) {
@@ -145,6 +148,8 @@ interface Slot {
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref?.())
+
+const interrupted = (when: string) => new E2bError('INTERRUPTED', `the app is stopping: interrupted ${when}`)
 
 export class E2bService extends Service {
   static Config: Schema<Partial<E2bConfig>, E2bConfig> = Schema.object({
@@ -210,7 +215,16 @@ export class E2bService extends Service {
      * `subprocess` name that only this row sees; a remote provider is never taken for it.
      */
     host?: SubprocessService
-  } = { lastExtend: 0 }
+    /**
+     * Aborted when the app starts stopping (Ctrl-C, SIGTERM, the end of the run): a sandbox still
+     * being prepared (upload, baseline) stops there and is killed, and retry waits end.
+     */
+    stopping: AbortController
+    /** Sandboxes being created or prepared right now (settled before the app unwinds). */
+    opening: Set<Promise<unknown>>
+    /** Lines for the user not yet reported by `finish()` (an interrupted preparation). */
+    notices: string[]
+  } = { lastExtend: 0, stopping: new AbortController(), opening: new Set(), notices: [] }
   private readonly created = new Map<string, Sandbox>()
   /** Every open slot by sandbox id, so `lost` finds the one a sandbox belongs to. */
   private readonly slotOf = new Map<string, Slot>()
@@ -256,6 +270,12 @@ export class E2bService extends Service {
         open: (link) => this.lease(link),
       }),
     )
+    // Ctrl-C during an upload: the preparation stops and the half-prepared sandbox is killed now,
+    // while the sessions still take events, before the rows unwind.
+    ctx.on('app/stopping', async () => {
+      this.state.stopping.abort()
+      await Promise.all([...this.state.opening].map((p) => p.catch(() => {})))
+    })
     ctx.effect(() => () => this.release(), 'e2b: end the sandboxes this run created')
   }
 
@@ -279,9 +299,14 @@ export class E2bService extends Service {
     if (!slot.current) {
       const attempt = this.open(slot)
       slot.current = attempt
-      attempt.catch(() => {
-        if (slot.current === attempt) slot.current = undefined
-      })
+      this.state.opening.add(attempt)
+      attempt.then(
+        () => this.state.opening.delete(attempt),
+        () => {
+          this.state.opening.delete(attempt)
+          if (slot.current === attempt) slot.current = undefined
+        },
+      )
     }
     const current = slot.current
     return current.then((sandbox) => {
@@ -409,6 +434,8 @@ export class E2bService extends Service {
     // The tree is measured before a sandbox exists: an oversized workspace bills nothing.
     const local = this.localTree()
     const upload = !reconnect && this.config.upload.enabled && isDirectory(local) ? this.plan(local) : undefined
+    const signal = this.state.stopping.signal
+    if (signal.aborted) throw interrupted('before an E2B sandbox was created')
     const sandbox = await this.withRetries(reconnect ? 'connect to' : 'create', () =>
       reconnect
         ? Sandbox.connect(reconnect, { ...options, timeoutMs: this.config.timeoutMs })
@@ -420,16 +447,25 @@ export class E2bService extends Service {
     )
     if (!reconnect) this.created.set(sandbox.sandboxId, sandbox)
     this.adopt(slot, sandbox)
+    let phase = 'preparing the E2B sandbox'
     try {
+      // Created while the app was being stopped: the create itself is never aborted (an aborted
+      // create could leave a sandbox whose id we never learn), so its sandbox is ended here.
+      signal.throwIfAborted()
       // The working directory mirrors the local path, which a fresh template does not have.
       await sandbox.commands.run(`mkdir -p ${quote(this.cwd)} && chown user ${quote(this.cwd)} 2>/dev/null; true`, {
         user: 'root',
         requestTimeoutMs: this.config.requestTimeoutMs,
+        signal,
       })
-      if (upload && upload.files.length > 0) await this.send(sandbox, local, upload)
+      if (upload && upload.files.length > 0) {
+        phase = 'uploading the workspace'
+        await this.send(sandbox, local, upload, signal)
+        phase = 'preparing the E2B sandbox'
+      }
       if (!reconnect && this.config.patch.enabled) {
         // Without git in the template there is no patch at the end; the world still works.
-        await this.baseline(sandbox).then(
+        await this.baseline(sandbox, signal).then(
           () => this.baselined.add(sandbox.sandboxId),
           (error: unknown) =>
             this.home
@@ -441,7 +477,9 @@ export class E2bService extends Service {
               ),
         )
       }
+      signal.throwIfAborted()
     } catch (error) {
+      if (signal.aborted && !reconnect) throw await this.abandon(slot, sandbox, phase, error)
       throw error instanceof E2bError ? error : this.explain(error, 'prepare the working directory of')
     }
     this.log(slot, {
@@ -452,6 +490,38 @@ export class E2bService extends Service {
     })
     this.home.logger('e2b').info('sandbox %s %s', sandbox.sandboxId, reconnect ? 'connected' : 'created')
     return sandbox
+  }
+
+  /**
+   * A sandbox whose preparation the app's stop interrupted (Ctrl-C during the upload): nothing of
+   * it is kept. It is forgotten by the run (no patch, no end-of-run kill), killed now, logged as
+   * killed, and one line tells the user (naming the id when the kill failed, so it can be ended
+   * by hand; `finish()` reports it). Answers the error the waiting callers get.
+   */
+  private async abandon(slot: Slot, sandbox: Sandbox, phase: string, cause: unknown): Promise<E2bError> {
+    const id = sandbox.sandboxId
+    this.created.delete(id)
+    this.slotOf.delete(id)
+    if (slot.sandboxId === id) slot.sandboxId = undefined
+    const killed = await sandbox.kill().then(
+      () => undefined,
+      (error: unknown) => (error instanceof Error ? error.message : String(error)).split('\n')[0],
+    )
+    const reason = `interrupted while ${phase}`
+    if (killed === undefined) {
+      this.log(slot, { sandboxId: id, template: this.config.template, action: 'killed', reason })
+      this.state.notices.push(`${reason}; the E2B sandbox ${id} created for it was killed`)
+    } else
+      this.state.notices.push(
+        `${reason}; the E2B sandbox ${id} created for it could not be killed (${killed}); kill it yourself (e2b sandbox kill ${id}) or it runs until its timeout`,
+      )
+    return new E2bError(
+      'INTERRUPTED',
+      `${reason}; the E2B sandbox ${id} was ${killed === undefined ? 'killed' : 'left running'}`,
+      {
+        cause,
+      },
+    )
   }
 
   private adopt(slot: Slot, sandbox: Sandbox): void {
@@ -529,18 +599,25 @@ export class E2bService extends Service {
   }
 
   /** Packs the planned files, uploads one archive and unpacks it into the remote working directory. */
-  private async send(sandbox: Sandbox, local: string, plan: ReturnType<typeof planUpload>): Promise<void> {
+  private async send(
+    sandbox: Sandbox,
+    local: string,
+    plan: ReturnType<typeof planUpload>,
+    signal: AbortSignal,
+  ): Promise<void> {
     const archive = `${REMOTE_STATE_DIR}/workspace-${randomBytes(6).toString('hex')}.tgz`
     try {
-      const bytes = await packUpload(local, plan)
+      const bytes = await packUpload(local, plan, signal)
       await sandbox.files.write(archive, bytes.slice().buffer as ArrayBuffer, {
         requestTimeoutMs: Math.max(this.config.requestTimeoutMs, 120_000),
+        signal,
       })
       await sandbox.commands.run(
         `tar -xzf ${archive} -C ${quote(this.cwd)} && rm -f ${archive} && chown -R user ${quote(this.cwd)} 2>/dev/null; true`,
-        { user: 'root', requestTimeoutMs: this.config.requestTimeoutMs },
+        { user: 'root', requestTimeoutMs: this.config.requestTimeoutMs, signal },
       )
     } catch (error) {
+      if (signal.aborted) throw error
       throw new E2bError(
         'UPLOAD_FAILED',
         `the workspace could not be uploaded to the E2B sandbox ${sandbox.sandboxId}: ${(error as Error).message.split('\n')[0]}`,
@@ -550,10 +627,10 @@ export class E2bService extends Service {
   }
 
   /** A private git repository (outside the tree) recording the working directory as it started. */
-  private async baseline(sandbox: Sandbox): Promise<void> {
+  private async baseline(sandbox: Sandbox, signal?: AbortSignal): Promise<void> {
     await sandbox.commands.run(
       `${this.git()} init -q && ${this.git()} add -A && ${this.git()} -c user.name=dsh -c user.email=dsh@localhost commit -q --allow-empty -m baseline`,
-      { user: 'root', requestTimeoutMs: this.config.requestTimeoutMs },
+      { user: 'root', requestTimeoutMs: this.config.requestTimeoutMs, ...(signal ? { signal } : {}) },
     )
   }
 
@@ -651,7 +728,11 @@ export class E2bService extends Service {
    * nothing and stays saved). Without it, the lines name the exact command that applies it.
    */
   async finish(options: { apply?: boolean } = {}): Promise<FinishReport> {
-    const report: FinishReport = { lines: [], failed: false, patches: [] }
+    // A sandbox still being created or prepared is settled first: an interrupted one kills itself
+    // (its line is reported here), and a finished one is ended below like the others.
+    await Promise.all([...this.state.opening].map((p) => p.catch(() => {})))
+    const notices = this.state.notices.splice(0)
+    const report: FinishReport = { lines: notices, failed: false, patches: [], interrupted: notices.length > 0 }
     const sandboxes = [...this.created.values()]
     this.created.clear()
     this.root.current = undefined

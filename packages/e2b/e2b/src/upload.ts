@@ -95,10 +95,15 @@ export function planUpload(
   return { files, bytes }
 }
 
-/** The planned files as one gzipped tar (paths relative to `root`, modes and symlinks kept). */
-export async function packUpload(root: string, plan: UploadPlan): Promise<Uint8Array> {
+/** The planned files as one gzipped tar (paths relative to `root`, modes and symlinks kept), in memory. */
+export async function packUpload(root: string, plan: UploadPlan, signal?: AbortSignal): Promise<Uint8Array> {
   const chunks: Buffer[] = []
   const stream = create({ cwd: root, gzip: true, portable: true, noDirRecurse: true }, plan.files)
-  for await (const chunk of stream as AsyncIterable<Buffer>) chunks.push(chunk)
+  for await (const chunk of stream as AsyncIterable<Buffer>) {
+    // Stopped while packing (Ctrl-C): the archive is only in memory, so nothing is left behind.
+    signal?.throwIfAborted()
+    chunks.push(chunk)
+  }
+  signal?.throwIfAborted()
   return new Uint8Array(Buffer.concat(chunks))
 }

@@ -270,7 +270,9 @@ export async function runHeadless(
       io.stderr.write(`dsh: cannot reach the ${model.provider} API: ${result.error.message}\n`)
       return ExitCode.failed
     }
-    io.stderr.write(`dsh: ${describeTurnEnd(result.reason, result.error)}\n`)
+    // A stop that interrupted the remote world's setup was said in its own line (what became of the sandbox).
+    if (!(result.reason === 'cancelled' && finished?.interrupted))
+      io.stderr.write(`dsh: ${describeTurnEnd(result.reason, result.error)}\n`)
     return ExitCode.failed
   }
   return finished?.failed ? ExitCode.failed : ExitCode.ok
