@@ -65,7 +65,7 @@ if (!existsSync(appBootDist)) {
   rmSync(outDir, { recursive: true, force: true })
   process.exit(0)
 }
-const { parseLayer, resolveFrom } = await import(pathToFileURL(appBootDist).href)
+const { applyLayers, parseLayer, resolveFrom } = await import(pathToFileURL(appBootDist).href)
 const { buildRowTable, writeRowTable } = await import(
   pathToFileURL(join(root, place('packages/boot/app-compose/dist/row-table.js'))).href
 )
@@ -388,7 +388,12 @@ async function stacks(dir, wanted, isHost) {
     // A layer with early rows (the web server's) or without rows gets no stack.
     if (picked.some(([, layer]) => !layer || layer.early.length || !layer.urls.length)) continue
     const id = `stack-${picked.map(([file]) => entryName(join(root, file))).join('+')}`
-    const rows = [...new Set([...base[1].early, ...base[1].urls, ...picked.flatMap(([, layer]) => layer.urls)])]
+    let rows = [...new Set([...base[1].early, ...base[1].urls, ...picked.flatMap(([, layer]) => layer.urls)])]
+    // A set with a `keep` operation (the sessions command's layer) disables most rows: its stack
+    // holds only the modules of the rows the composition leaves enabled, so the boot evaluates
+    // no code of the rows it does not mount.
+    const enabled = enabledRowUrls([base[0], ...set.map((file) => join(root, file))])
+    if (enabled) rows = rows.filter((url) => enabled.has(url))
     entries.push(rowEntry(sources, id, rows, isHost, 'the row modules of the base layer and the layers of one stack'))
     described[id] = { layers: [relative(root, base[0]), ...set], modules: rows, early: base[1].early }
   }
@@ -414,6 +419,27 @@ async function stacks(dir, wanted, isHost) {
     described[id].hash = createHash('sha256').update(script).digest('hex').slice(0, 32)
   }
   return { manifest: described, files }
+}
+
+/**
+ * The module URLs of the rows left enabled when `files` are applied in order, when one of them
+ * holds a `keep` operation; else undefined (the stack holds every row its layers name). A row
+ * disabled by a `!!js` expression counts as enabled (it is decided at boot).
+ */
+function enabledRowUrls(files) {
+  const layers = files.map((file) => parseLayer(readFileSync(file, 'utf8'), file))
+  if (!layers.some((layer) => layer.ops.some((op) => op.kind === 'keep'))) return undefined
+  const urls = new Set()
+  const add = (row, from) => {
+    if (!row || typeof row !== 'object' || row.disabled === true) return
+    if (typeof row.name === 'string' && !row.name.startsWith('cordis:')) {
+      const url = resolveFrom(row.name, from)
+      if (url) urls.add(url)
+    }
+    if (Array.isArray(row.config)) for (const child of row.config) add(child, from)
+  }
+  for (const composed of applyLayers(layers).rows) add(composed.row, composed.nameFrom)
+  return urls
 }
 
 /**

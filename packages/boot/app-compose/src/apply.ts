@@ -1,6 +1,6 @@
 // Applies ordered layers to an empty row list. No evaluation; the file system is read only to
 // name the line of a problem.
-import { LayerError, locateInLayer, type Layer, type Row } from './layer.ts'
+import { keepMatches, LayerError, locateInLayer, type Layer, type Row } from './layer.ts'
 import { nearest } from './near.ts'
 
 export interface ComposedRow {
@@ -32,6 +32,8 @@ function clone<T>(value: T): T {
  * Layer semantics: `insert` appends rows (a duplicate id is an error); `- id: X` replaces each
  * listed field of row X whole (`config` is never merged; `null` removes the field). A patch
  * naming an id no earlier layer (or earlier operation of the same layer) inserted is a warning.
+ * `keep` disables every row so far that none of its entries matches (so does an exact entry that
+ * names no row: a warning).
  */
 export function applyLayers(layers: readonly Layer[]): Applied {
   const rows: ComposedRow[] = []
@@ -42,6 +44,25 @@ export function applyLayers(layers: readonly Layer[]): Applied {
       if (c.layers[c.layers.length - 1] !== layer.label) c.layers.push(layer.label)
     }
     for (const op of layer.ops) {
+      if (op.kind === 'keep') {
+        // Every row so far that no entry keeps is disabled; a kept row keeps its own `disabled`.
+        for (const c of rows) {
+          if (op.ids.some((entry) => keepMatches(entry, c.row.id))) continue
+          if (c.row.disabled !== true) {
+            c.row.disabled = true
+            touch(c)
+          }
+        }
+        op.ids.forEach((entry, i) => {
+          if (entry.includes('*') || byId.has(entry)) return
+          const guess = nearest(entry, byId.keys())
+          const line = locateInLayer(layer.file, [op.index, 'keep', i])
+          warnings.push(
+            `${layer.label} (${layer.file}${line ? `:${line}` : ''}): [${op.index}].keep[${i}] id "${entry}" names no row${guess ? ` (did you mean "${guess}"?)` : ''}; nothing kept by it`,
+          )
+        })
+        continue
+      }
       if (op.kind === 'insert') {
         op.rows.forEach((row, i) => {
           if (byId.has(row.id)) {

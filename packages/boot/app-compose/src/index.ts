@@ -10,6 +10,8 @@ export {
   parseLayerCached,
   ROW_FIELDS,
   type InsertOp,
+  type KeepOp,
+  keepMatches,
   type Layer,
   type Op,
   type PatchOp,

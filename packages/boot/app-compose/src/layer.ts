@@ -66,7 +66,34 @@ export interface InsertOp {
   rows: Row[]
 }
 
-export type Op = PatchOp | InsertOp
+/**
+ * `- keep: [ids]`: every row composed so far whose id matches none of `ids` is disabled (rows of
+ * later operations and layers are not affected). An entry is an exact id or a pattern where `*`
+ * stands for any run of characters (`session-*`).
+ */
+export interface KeepOp {
+  kind: 'keep'
+  index: number
+  ids: string[]
+}
+
+export type Op = PatchOp | InsertOp | KeepOp
+
+/** Whether a row id matches a `keep` entry (an exact id, or a pattern with `*` wildcards). */
+export function keepMatches(entry: string, id: string): boolean {
+  if (!entry.includes('*')) return entry === id
+  const parts = entry.split('*')
+  if (!id.startsWith(parts[0]) || id.length < parts[0].length + parts[parts.length - 1].length) return false
+  if (!id.endsWith(parts[parts.length - 1])) return false
+  let at = parts[0].length
+  const end = id.length - parts[parts.length - 1].length
+  for (const part of parts.slice(1, -1)) {
+    const found = id.indexOf(part, at)
+    if (found === -1 || found + part.length > end) return false
+    at = found + part.length
+  }
+  return true
+}
 
 export interface Layer {
   /** Absolute path of the file; row names introduced here resolve from it. */
@@ -236,7 +263,25 @@ function checkRow(file: string, where: string, raw: unknown): Row {
 function checkOp(file: string, index: number, raw: unknown): Op {
   const where = `[${index}]`
   if (!isPlainObject(raw))
-    fail(file, where, 'an operation must be a map: "- id: <row id>" with fields, or "- insert: [rows]"')
+    fail(
+      file,
+      where,
+      'an operation must be a map: "- id: <row id>" with fields, "- insert: [rows]" or "- keep: [row ids]"',
+    )
+  if ('keep' in raw) {
+    const extra = Object.keys(raw).filter((k) => k !== 'keep')
+    if (extra.length) fail(file, `${where}.${extra[0]}`, 'a "keep" operation takes no other fields')
+    const ids = raw.keep
+    if (!Array.isArray(ids) || !ids.length)
+      fail(file, `${where}.keep`, 'must be a non-empty list of row ids or patterns such as "session-*"')
+    ids.forEach((id, i) => {
+      if (typeof id !== 'string' || !id)
+        fail(file, `${where}.keep[${i}]`, 'must be a row id or a pattern such as "session-*"')
+      if (id.includes(':'))
+        fail(file, `${where}.keep[${i}]`, 'must not contain ":" (nested rows cannot be kept one by one)')
+    })
+    return { kind: 'keep', index, ids: ids as string[] }
+  }
   if ('insert' in raw) {
     const extra = Object.keys(raw).filter((k) => k !== 'insert')
     if (extra.length) fail(file, `${where}.${extra[0]}`, 'an "insert" operation takes no other fields')
@@ -244,7 +289,12 @@ function checkOp(file: string, index: number, raw: unknown): Op {
     if (!Array.isArray(rows)) fail(file, `${where}.insert`, 'must be a list of rows')
     return { kind: 'insert', index, rows: rows.map((r, i) => checkRow(file, `${where}.insert[${i}]`, r)) }
   }
-  if (!('id' in raw)) fail(file, where, 'an operation needs "id" (to patch a row) or "insert" (to add rows)')
+  if (!('id' in raw))
+    fail(
+      file,
+      where,
+      'an operation needs "id" (to patch a row), "insert" (to add rows) or "keep" (to disable every other row)',
+    )
   checkField(file, where, 'id', raw.id, false)
   const fields: PatchOp['fields'] = {}
   for (const [field, value] of Object.entries(raw)) {

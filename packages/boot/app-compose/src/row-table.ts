@@ -63,7 +63,7 @@ function rowNames(file: string): string[] {
   const layer = parseLayer(readFileSync(file, 'utf8'), file)
   for (const op of layer.ops) {
     if (op.kind === 'insert') for (const row of op.rows) add(row)
-    else if (typeof op.fields?.name === 'string')
+    else if (op.kind === 'patch' && typeof op.fields.name === 'string')
       add({ name: op.fields.name, config: op.fields.config } as Partial<Row>)
   }
   return [...names].sort()

@@ -93,6 +93,8 @@ export abstract class SessionPersistence extends Service {
   /** Closes in flight: a second `close` of the same session waits for the first to release the lock. */
   private readonly closing = new Map<string, Promise<void>>()
   private readonly types = new Map<string, EventTypeOptions[]>()
+  /** Holders of `readAnyEventType()`: while any is held, reads accept unregistered event types. */
+  private readonly readingAny = new Set<symbol>()
   private readonly windowMs: number
   private readonly refuseUnknown: boolean
 
@@ -133,6 +135,20 @@ export abstract class SessionPersistence extends Service {
   /** Declares a plugin's event type so loads accept it. Undone by the disposer or the caller unloading. */
   registerEventType(type: string, options: EventTypeOptions = {}): () => void {
     return this.ctx.effect(() => this.addType(type, options), `session-persistence: event type ${type}`)
+  }
+
+  /**
+   * While the returned disposer has not run, `load`, `inspect` and `readFrom` accept event types
+   * nobody registered (appends still follow `unknownEventTypes`). For read-only commands that
+   * mount only part of a profile, such as `dsh sessions`: the plugins that wrote and registered
+   * those types are not mounted there. Undone when the caller unloads.
+   */
+  readAnyEventType(): () => void {
+    const token = Symbol('read any event type')
+    return this.ctx.effect(() => {
+      this.readingAny.add(token)
+      return () => this.readingAny.delete(token)
+    }, 'session-persistence: read any event type')
   }
 
   isKnownType(type: string): boolean {
@@ -388,6 +404,7 @@ export abstract class SessionPersistence extends Service {
   }
 
   private checkTypes(sessionId: string, records: readonly StoredRecord[]): void {
+    if (this.readingAny.size) return
     for (const record of records) {
       const type = record.event.type
       if (!record.ignorable && !this.isKnownType(type)) {

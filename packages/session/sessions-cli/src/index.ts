@@ -233,6 +233,10 @@ async function search(ctx: Context, cmd: ParsedCommand, io: Io, cwd: string): Pr
 
 export function apply(ctx: Context, config: Config): void {
   const io: Io = { stdout: process.stdout, stderr: process.stderr }
+  // The command's layer keeps only the session rows, so the plugins that registered the event
+  // types of older sessions (goals, MCP, plan mode...) are not mounted here: reading is all this
+  // process does, and a log must not be refused for a type whose plugin is not mounted.
+  ctx.inject(['sessionPersistence'], (inner) => void inner.sessionPersistence.readAnyEventType())
   const start = async () => {
     let code: number
     try {
