@@ -7,13 +7,14 @@
 // that file starts bwrap for nearly every test; these tests let it be mutated.
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { release, tmpdir, version } from 'node:os'
 import { join } from 'node:path'
 import { Context } from 'cordis'
 import HomePaths from '@dsh/home-paths'
 import { isSandboxError } from '@dsh/sandbox'
 import LocalSandbox, {
   LANDLOCK_CONTROL_NOTE,
+  LANDLOCK_HELPER,
   LANDLOCK_NOTE,
   NO_PID_NAMESPACE_NOTE,
   PID_NAMESPACE_NOTE,
@@ -166,6 +167,66 @@ describe('the Landlock probe', () => {
     await service.describe()
     const stored = JSON.parse(readFileSync(join(home, '.cache', 'sandbox-probe.json'), 'utf8'))
     expect(stored.probe.selected).toEqual({ runner: 'landlock', abi: 4, seccomp: false, namespaces: true })
+  })
+})
+
+describe('what the probe runs', () => {
+  it('the Landlock helper with --probe, then unshare with the namespaces the commands would get', async () => {
+    const node = script(`printf '%s' '{"abi":5,"seccomp":true}'`)
+    const unshare = script('exit 0')
+    const { service } = await sandbox({ runner: 'landlock', node: node.file, unshare: unshare.file })
+    expect((await service.describe()).runner).toBe('landlock')
+    expect(readFileSync(`${node.file}.log`, 'utf8')).toBe(`${LANDLOCK_HELPER} --probe\n`)
+    expect(readFileSync(`${unshare.file}.log`, 'utf8')).toBe('--pid --fork --kill-child --mount-proc --net -- true\n')
+  })
+
+  it('bwrap with the flags of a real command, ending in `true`', async () => {
+    const bwrap = script('exit 0')
+    const { service } = await sandbox({ runner: 'bwrap', bwrap: bwrap.file })
+    expect((await service.describe()).runner).toBe('bwrap')
+    expect(readFileSync(`${bwrap.file}.log`, 'utf8')).toBe(
+      '--ro-bind / / --dev /dev --proc /proc --unshare-pid --as-pid-1 --die-with-parent --cap-drop ALL --unshare-net -- true\n',
+    )
+  })
+})
+
+describe('the probe key', () => {
+  const keyOf = async (config: Record<string, unknown>) =>
+    JSON.parse(((await sandbox(config)).service as unknown as { probeKey(): string }).probeKey())
+
+  it('names each runner binary by path, size and mtime; a bare name is looked up on PATH; a missing one says so', async () => {
+    const node = script('exit 0')
+    const unshare = script('exit 0')
+    const key = await keyOf({ runner: 'auto', bwrap: 'sh', node: node.file, unshare: unshare.file })
+    const stamp = (path: string) => `${path}:${statSync(path).size}:${statSync(path).mtimeMs}`
+    const sh = process.env
+      .PATH!.split(':')
+      .filter(Boolean)
+      .map((dir) => join(dir, 'sh'))
+      .find((path) => existsSync(path) && statSync(path).isFile())!
+    expect(key).toEqual({
+      v: 1,
+      runner: 'auto',
+      bwrap: stamp(sh),
+      node: stamp(node.file),
+      unshare: stamp(unshare.file),
+      helper: stamp(LANDLOCK_HELPER),
+      kernel: `${release()} ${version()}`,
+      uid: process.getuid?.() ?? -1,
+      sysctls: [
+        '/proc/sys/kernel/unprivileged_userns_clone',
+        '/proc/sys/user/max_user_namespaces',
+        '/proc/sys/kernel/apparmor_restrict_unprivileged_userns',
+      ].map((path) => (existsSync(path) ? readFileSync(path, 'utf8').trim() : '')),
+    })
+    const missing = await keyOf({ runner: 'bwrap', bwrap: 'dsh-no-such-bwrap', node: join(base, 'no-node') })
+    expect([missing.bwrap, missing.node, missing.runner]).toEqual(['missing', 'missing', 'bwrap'])
+    // A changed binary is a new key.
+    writeFileSync(node.file, '#!/bin/sh\nexit 0 # changed\n')
+    expect((await keyOf({ runner: 'auto', bwrap: 'sh', node: node.file, unshare: unshare.file })).node).toBe(
+      stamp(node.file),
+    )
+    expect(stamp(node.file)).not.toBe(key.node)
   })
 })
 
