@@ -286,36 +286,72 @@ export class LanguageServerClient {
 
   /**
    * Syncs `path` and waits for the server to publish its diagnostics: until a publication is
-   * followed by `quietMs` without another one, at most `maxWaitMs`.
+   * followed by a quiet window without another one, at most `maxWaitMs` after the change was sent.
+   * The server's start and project load (both awaited by `sync`) do not count against `maxWaitMs`;
+   * the caller bounds the whole wait.
    */
   async diagnostics(path: string, maxWaitMs: number, quietMs: number): Promise<RawDiagnostic[]> {
     const uri = uriOf(path)
-    const deadline = Date.now() + maxWaitMs
-    let seen = false
-    const waitPublish = (ms: number) =>
-      new Promise<boolean>((resolve) => {
+    /** Registers a waiter now; it resolves true on the next publication for `uri`, false once disarmed. */
+    const nextPublish = () => {
+      let disarm = () => {}
+      const promise = new Promise<boolean>((resolve) => {
         const list = this.publishWaiters.get(uri) ?? []
-        const wake = () => {
-          clearTimeout(timer)
-          resolve(true)
-        }
-        const timer = setTimeout(
-          () => {
-            const current = this.publishWaiters.get(uri)
-            if (current) current.splice(current.indexOf(wake), 1)
-            resolve(false)
-          },
-          Math.max(0, ms),
-        )
+        const wake = () => resolve(true)
         list.push(wake)
         this.publishWaiters.set(uri, list)
+        disarm = () => {
+          const current = this.publishWaiters.get(uri)
+          if (current?.includes(wake)) current.splice(current.indexOf(wake), 1)
+          resolve(false)
+        }
       })
-    const first = waitPublish(deadline - Date.now())
+      return { promise, disarm }
+    }
+    const within = async (waiter: ReturnType<typeof nextPublish>, ms: number) => {
+      const timer = setTimeout(waiter.disarm, Math.max(0, ms))
+      try {
+        return await waiter.promise
+      } finally {
+        clearTimeout(timer)
+      }
+    }
+    // Listening before the change is sent, so an early publication is not missed.
+    let first = nextPublish()
     const changed = await this.sync(path)
-    if (!changed && this.published.has(uri)) return this.published.get(uri) ?? []
-    seen = await first
+    if (!changed && this.published.has(uri)) {
+      first.disarm()
+      return this.published.get(uri) ?? []
+    }
+    const changedAt = Date.now()
+    let deadline = changedAt + maxWaitMs
+    // Time the server spends on reported work (a project loading after the first open) does not
+    // count either: while it reports progress, the wait for the first publication is extended,
+    // up to the request timeout.
+    const busyUntil = changedAt + this.requestTimeoutMs
+    let seen = await within(first, deadline - Date.now())
+    while (!seen && this.progress.size > 0 && Date.now() < busyUntil) {
+      first = nextPublish()
+      const busy = this.progressChange(busyUntil - Date.now()).then(() => 'progress' as const)
+      const outcome = await Promise.race([first.promise, busy])
+      if (outcome === true) seen = true
+      else {
+        first.disarm()
+        if (this.progress.size === 0) {
+          deadline = Date.now() + maxWaitMs
+          seen = await within(nextPublish(), maxWaitMs)
+        }
+      }
+    }
+    const firstAt = Date.now()
+    // A server that took long for its first publication (a loaded machine, a big project) takes
+    // about as long for the next kind of check (typescript-language-server publishes syntax, then
+    // semantic errors): the quiet window is at least that long, so a slow server's second
+    // publication is not cut off by a window sized for a fast one.
+    const quiet = Math.max(quietMs, firstAt - changedAt)
+    deadline = Math.max(deadline, firstAt + quiet)
     while (seen && Date.now() < deadline) {
-      seen = await waitPublish(Math.min(quietMs, deadline - Date.now()))
+      seen = await within(nextPublish(), Math.min(quiet, deadline - Date.now()))
     }
     return this.published.get(uri) ?? []
   }

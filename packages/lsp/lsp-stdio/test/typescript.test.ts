@@ -106,6 +106,24 @@ describe('@dsh/lsp-stdio with typescript-language-server', () => {
     ])
   })
 
+  it('a slow server start does not use up the diagnostics wait: it counts from the change, once the server is ready', {
+    timeout: 180_000,
+  }, async () => {
+    const dir = fixture()
+    writeFileSync(join(dir, 'src/main.ts'), "import { add } from './math'\n\nconst total: string = add(1, 2)\n")
+    const server = typescriptServer()
+    // The server answers `initialize` only after 6 s (a cold disk, a loaded machine), longer than
+    // the whole diagnostics wait of 5 s: the wait must start once the change reached the server.
+    const slow = {
+      ...server,
+      command: '/bin/sh',
+      args: ['-c', 'sleep 6; exec "$0" "$@"', server.command, ...server.args],
+    }
+    const ctx = await boot({ servers: { typescript: slow }, diagnosticsWaitMs: 5_000 })
+    const errors = (await ctx.lsp.diagnostics(join(dir, 'src/main.ts'))).filter((d) => d.severity === 'error')
+    expect(errors.map((d) => d.code)).toEqual(['2322'])
+  })
+
   it('fails with a clear error when the server cannot start, and answers NO_SERVER for other files', async () => {
     const dir = fixture()
     const ctx = await boot({ servers: { broken: { command: 'dsh-no-such-language-server', extensions: ['.ts'] } } })
