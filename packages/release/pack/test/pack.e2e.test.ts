@@ -223,11 +223,13 @@ beforeAll(async () => {
   }
 }, 600_000)
 
+// Deleting the registry's storage, the global prefix and the unpacked trees took over 20 s (the
+// default hook limit) on a machine at load 16-20.
 afterAll(async () => {
   verdaccio?.kill('SIGTERM')
   await mock?.close()
   rmSync(work, { recursive: true, force: true })
-})
+}, 180_000)
 
 describe('the dsh npm package', () => {
   it('the tarball holds the bins, the prelinked stacks, the built client and the profiles; no tests, maps or sources', () => {
