@@ -45,7 +45,7 @@ export interface E2bConfig {
   requestTimeoutMs: number
   /** Remote working directory; default: the same absolute path as the local working directory. */
   cwd?: string
-  /** Retries of a create or connect that failed with 429 or a 5xx (each waits twice as long). */
+  /** Retries of a control-plane call (create, connect, kill, pause) answered 429 or a 5xx (each waits twice as long). */
   retries: number
   /** First retry delay in ms. */
   retryDelayMs: number
@@ -147,7 +147,22 @@ interface Slot {
   resumeChecked?: boolean
 }
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref?.())
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    // Not unref'd: at the end of a one-shot run this wait may be all that keeps the process alive.
+    const timer = setTimeout(done, ms)
+    signal?.addEventListener('abort', done, { once: true })
+    function done() {
+      clearTimeout(timer)
+      signal?.removeEventListener('abort', done)
+      resolve()
+    }
+  })
+
+/** A control-plane answer worth retrying: 429 (rate limit) or a 5xx. */
+function isTransient(error: unknown): boolean {
+  return error instanceof RateLimitError || (error instanceof SandboxError && /^5\d\d:/.test(error.message))
+}
 
 const interrupted = (when: string) => new E2bError('INTERRUPTED', `the app is stopping: interrupted ${when}`)
 
@@ -164,7 +179,10 @@ export class E2bService extends Service {
     sandboxUrl: Schema.string().description('envd URL (default: E2B_SANDBOX_URL, else per-sandbox hosts).'),
     requestTimeoutMs: Schema.natural().min(100).default(30_000).description('Timeout of one request to E2B.'),
     cwd: Schema.string().description('Remote working directory (default: the local working directory path).'),
-    retries: Schema.natural().max(10).default(2).description('Retries of a create/connect answered 429 or 5xx.'),
+    retries: Schema.natural()
+      .max(10)
+      .default(2)
+      .description('Retries of a control-plane call (create, connect, kill, pause) answered 429 or 5xx.'),
     retryDelayMs: Schema.natural().default(500).description('First retry delay in ms (doubles each retry).'),
     onExit: Schema.union(['kill', 'pause', 'keep'])
       .default('kill')
@@ -222,9 +240,11 @@ export class E2bService extends Service {
     stopping: AbortController
     /** Sandboxes being created or prepared right now (settled before the app unwinds). */
     opening: Set<Promise<unknown>>
-    /** Lines for the user not yet reported by `finish()` (an interrupted preparation). */
+    /** Lines for the user not yet reported by `finish()` (an interrupted preparation, a sandbox left running). */
     notices: string[]
-  } = { lastExtend: 0, stopping: new AbortController(), opening: new Set(), notices: [] }
+    /** The app's stop interrupted a sandbox's preparation (said in `notices`). */
+    interrupted: boolean
+  } = { lastExtend: 0, stopping: new AbortController(), opening: new Set(), notices: [], interrupted: false }
   private readonly created = new Map<string, Sandbox>()
   /** Every open slot by sandbox id, so `lost` finds the one a sandbox belongs to. */
   private readonly slotOf = new Map<string, Slot>()
@@ -503,7 +523,8 @@ export class E2bService extends Service {
     this.created.delete(id)
     this.slotOf.delete(id)
     if (slot.sandboxId === id) slot.sandboxId = undefined
-    const killed = await sandbox.kill().then(
+    this.state.interrupted = true
+    const killed = await this.retrying(() => sandbox.kill()).then(
       () => undefined,
       (error: unknown) => (error instanceof Error ? error.message : String(error)).split('\n')[0],
     )
@@ -552,6 +573,20 @@ export class E2bService extends Service {
       )
     } catch (error) {
       if (error instanceof E2bError && (error.code === 'AUTH' || error.code === 'MISSING_KEY')) throw error
+      const cause = error instanceof E2bError ? error.cause : error
+      if (!(cause instanceof SandboxNotFoundError)) {
+        // Not known to be gone (E2B kept answering 429/5xx, or could not be reached): it may still
+        // exist, paused or running, so it is neither replaced (a second machine) nor forgotten (a
+        // leak). This run's remote calls fail at once with the same sentence (no retry storm).
+        const why = `${firstLine(cause instanceof Error ? cause.message : String(cause))}${this.tries(cause)}`
+        const line = `could not reconnect to the session's E2B sandbox ${id} (${why}); it was left as it was: continue the session again later, or end it with: e2b sandbox kill ${id}`
+        this.state.notices.push(line)
+        throw (this.state.fatal = new E2bError(
+          isTransient(cause) && cause instanceof RateLimitError ? 'RATE_LIMIT' : 'UNAVAILABLE',
+          line,
+          { cause },
+        ))
+      }
       const reason = (error instanceof Error ? error.message : String(error)).split('\n')[0]
       this.log(this.root, {
         sandboxId: id,
@@ -664,18 +699,34 @@ export class E2bService extends Service {
   }
 
   private async withRetries(what: string, call: () => Promise<Sandbox>): Promise<Sandbox> {
+    try {
+      return await this.retrying(call, this.state.stopping.signal)
+    } catch (error) {
+      const explained = this.explain(error, what)
+      if (explained.code === 'AUTH') throw (this.state.fatal = explained)
+      throw explained
+    }
+  }
+
+  /**
+   * One control-plane call, retried `retries` times (doubling waits from `retryDelayMs`) while it
+   * fails with a 429 or a 5xx; any other failure, or the last one, is thrown as the SDK gave it.
+   * An aborted `signal` (the app stopping) ends the waiting.
+   */
+  private async retrying<T>(call: () => Promise<T>, signal?: AbortSignal): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       try {
         return await call()
       } catch (error) {
-        const explained = this.explain(error, what)
-        if (explained.code === 'AUTH') throw (this.state.fatal = explained)
-        const transient =
-          explained.code === 'RATE_LIMIT' || (error instanceof SandboxError && /^5\d\d:/.test(error.message))
-        if (!transient || attempt >= this.config.retries) throw explained
-        await sleep(this.config.retryDelayMs * 2 ** attempt)
+        if (!isTransient(error) || attempt >= this.config.retries || signal?.aborted) throw error
+        await sleep(this.config.retryDelayMs * 2 ** attempt, signal)
       }
     }
+  }
+
+  /** `N tries` for the lines that report a call that kept failing. */
+  private tries(error: unknown): string {
+    return isTransient(error) ? `, ${this.config.retries + 1} tries` : ''
   }
 
   /** One sentence for an SDK failure. */
@@ -731,8 +782,8 @@ export class E2bService extends Service {
     // A sandbox still being created or prepared is settled first: an interrupted one kills itself
     // (its line is reported here), and a finished one is ended below like the others.
     await Promise.all([...this.state.opening].map((p) => p.catch(() => {})))
-    const notices = this.state.notices.splice(0)
-    const report: FinishReport = { lines: notices, failed: false, patches: [], interrupted: notices.length > 0 }
+    const interrupted = this.state.interrupted
+    this.state.interrupted = false
     const sandboxes = [...this.created.values()]
     this.created.clear()
     this.root.current = undefined
@@ -740,6 +791,9 @@ export class E2bService extends Service {
       sandboxes.map((sandbox) => this.end(sandbox, this.slotOf.get(sandbox.sandboxId) ?? this.root)),
     )
     this.slotOf.clear()
+    // What the user must know first: an interrupted setup, a sandbox that could not be ended or
+    // reconnected (a child's included, ended before).
+    const report: FinishReport = { lines: this.state.notices.splice(0), failed: false, patches: [], interrupted }
     const local = this.localTree()
     for (const [i, file] of saved.entries()) {
       if (!file) continue
@@ -782,8 +836,8 @@ export class E2bService extends Service {
     }
     if (this.config.onExit === 'keep') return file
     try {
-      if (this.config.onExit === 'pause') await sandbox.pause()
-      else await sandbox.kill()
+      if (this.config.onExit === 'pause') await this.retrying(() => sandbox.pause())
+      else await this.retrying(() => sandbox.kill())
       this.log(slot, {
         sandboxId: sandbox.sandboxId,
         template: this.config.template,
@@ -793,7 +847,15 @@ export class E2bService extends Service {
         .logger('e2b')
         .info('sandbox %s %s', sandbox.sandboxId, this.config.onExit === 'pause' ? 'paused' : 'killed')
     } catch (error) {
-      this.home.logger('e2b').warn('sandbox %s could not be ended: %s', sandbox.sandboxId, (error as Error).message)
+      // Never silent: a sandbox left running bills until its timeout, so the user gets its id.
+      const why = `${firstLine(error instanceof Error ? error.message : String(error))}${this.tries(error)}`
+      const until = `${Math.round(this.config.timeoutMs / 1000)} s after its last use`
+      this.state.notices.push(
+        this.config.onExit === 'pause'
+          ? `the E2B sandbox ${sandbox.sandboxId} could not be paused (${why}); it runs until its timeout (${until}) and is then killed, so its files are lost; to end it now: e2b sandbox kill ${sandbox.sandboxId}`
+          : `the E2B sandbox ${sandbox.sandboxId} could not be killed (${why}); it runs until its timeout (${until}); to end it now: e2b sandbox kill ${sandbox.sandboxId}`,
+      )
+      this.home.logger('e2b').warn('sandbox %s could not be ended: %s', sandbox.sandboxId, why)
     }
     return file
   }
