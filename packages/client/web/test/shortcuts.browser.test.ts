@@ -13,7 +13,7 @@ import {
   type Page,
   type WebApp,
 } from '@dsh/web-testkit'
-import { KEY_BINDINGS } from '../../runtime/src/keys.ts'
+import { KEY_BINDINGS } from '@dsh/client-runtime'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
 
