@@ -103,7 +103,8 @@ export interface FinishReport {
   lines: string[]
   /** True when `apply` was asked and a patch did not apply (nothing of it was applied). */
   failed: boolean
-  patches: Array<{ sandboxId: string; file: string; applied?: boolean }>
+  /** Each saved patch: the paths it touches and the local tree it applies to. */
+  patches: Array<{ sandboxId: string; file: string; files: string[]; dir: string; applied?: boolean }>
   /** True when the app's stop interrupted a sandbox's preparation (its line is in `lines`). */
   interrupted: boolean
 }
@@ -799,14 +800,20 @@ export class E2bService extends Service {
       if (!file) continue
       const id = sandboxes[i].sandboxId
       if (!options.apply) {
-        report.patches.push({ sandboxId: id, file })
+        report.patches.push({ sandboxId: id, file, files: patchFiles(readFileSafe(file)), dir: local })
         report.lines.push(
           `the E2B sandbox ${id} changed the workspace; patch saved to ${file} (review it, then apply it with: ${await this.applyCommand(file, local)})`,
         )
         continue
       }
       const applied = await this.applyPatch(file, local)
-      report.patches.push({ sandboxId: id, file, applied: applied.ok })
+      report.patches.push({
+        sandboxId: id,
+        file,
+        files: patchFiles(readFileSafe(file)),
+        dir: local,
+        applied: applied.ok,
+      })
       report.lines.push(applied.line)
       if (!applied.ok) report.failed = true
     }
@@ -858,6 +865,14 @@ export class E2bService extends Service {
       this.home.logger('e2b').warn('sandbox %s could not be ended: %s', sandbox.sandboxId, why)
     }
     return file
+  }
+
+  /**
+   * Applies a patch `finish()` saved to the local tree (`upload.from`, else the working directory),
+   * checked first like `--apply`: for a surface that asks the user after the run (the TUI's panel).
+   */
+  applySaved(file: string): Promise<{ ok: boolean; line: string }> {
+    return this.applyPatch(file, this.localTree())
   }
 
   /** `git apply --check`, then `git apply`, of a saved patch in the local tree `dir`. */

@@ -27,6 +27,7 @@ import type {} from '@dsh/permission-presets'
 import type {} from '@dsh/session-persistence'
 import type {} from '@dsh/token-meter'
 import type {} from '@dsh/user-questions'
+import type {} from '@dsh/e2b'
 import {
   MentionProvider,
   StatusLine,
@@ -90,6 +91,8 @@ export class TuiApp {
   private contextWindow?: number
   private readonly branch?: string
   private stopped = false
+  /** The user asked to leave (the e2b world's change may still be offered first). */
+  private leaving = false
   /** The user just declined a confirmation: the next Shift+Tab moves past unconfined presets. */
   private skipUnconfined = false
 
@@ -157,8 +160,41 @@ export class TuiApp {
   }
 
   private exit(code = 0): void {
-    this.stop()
-    this.options.onExit(code)
+    if (this.leaving) return
+    this.leaving = true
+    void this.offerRemoteChange().then((lines) => {
+      this.stop()
+      for (const line of lines) process.stderr.write(`dsh: ${line}\n`)
+      this.options.onExit(code)
+    })
+  }
+
+  /**
+   * In the e2b world the sandbox's change is brought back before leaving (saved as a patch, the
+   * sandbox ended) and reaches the local tree only when the user picks "apply" in a panel; else
+   * the patch file stays, named with the command that applies it. Answers the lines printed once
+   * the UI is gone.
+   */
+  private async offerRemoteChange(): Promise<string[]> {
+    const world = this.ctx.get('e2b')
+    if (!world) return []
+    this.notice('Saving the E2B sandbox change…')
+    let report: Awaited<ReturnType<typeof world.finish>>
+    try {
+      report = await world.finish()
+    } catch (error) {
+      return [`the E2B sandbox change could not be saved: ${(error as Error).message}`]
+    }
+    const lines = report.lines.filter((line) => !report.patches.some((patch) => line.includes(patch.file)))
+    for (const patch of report.patches) {
+      const choice = await this.pick(`The E2B sandbox ${patch.sandboxId} changed ${patch.files.join(', ')}`, [
+        { value: 'apply', label: `Apply it to ${patch.dir}`, description: 'git apply, checked first' },
+        { value: 'keep', label: 'Keep the patch file only', description: patch.file },
+      ])
+      if (choice === 'apply') lines.push((await world.applySaved(patch.file)).line)
+      else lines.push(...report.lines.filter((line) => line.includes(patch.file)))
+    }
+    return lines
   }
 
   // ---- session ----
