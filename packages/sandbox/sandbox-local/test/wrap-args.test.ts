@@ -151,7 +151,12 @@ describe('wrap() with bwrap', () => {
   })
 
   it('refuses malformed requests with one line each', async () => {
-    const error = (request: unknown) => ctx.sandbox.wrap(request as never).catch((e: { message: string }) => e.message)
+    // Each with the INVALID_POLICY code (callers tell a bad request from a missing runner by it).
+    const error = (request: unknown) =>
+      ctx.sandbox.wrap(request as never).then(
+        () => 'accepted',
+        (e: { code: string; message: string }) => (e.code === 'INVALID_POLICY' ? e.message : `${e.code}: ${e.message}`),
+      )
     expect(await error({ argv: ['a', 1], cwd: ws, policy: policy('read-only') })).toBe(
       'argv must be a non-empty array of strings',
     )
