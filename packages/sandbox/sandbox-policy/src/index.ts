@@ -292,12 +292,16 @@ export class SandboxPolicyService extends Service {
   private async announcement(session: Session, cwd: string): Promise<string | undefined> {
     const input = { sessionId: session.id, cwd }
     // A remote world's provider is the confinement: its own statement replaces the local policy's.
-    const info = await this.runnerInfo()
-    const confinement = typeof info?.confinement === 'string' ? info.confinement : undefined
+    // It states that without a probe; a local runner is described (probed) only in confining modes,
+    // so danger-full-access never starts the sandbox probe.
+    const stated = plainService(this).service('sandbox')?.confinement
+    const danger = this.modeFor(session.id) === 'danger-full-access'
+    const info = danger && typeof stated !== 'string' ? undefined : await this.runnerInfo()
+    const confinement =
+      typeof stated === 'string' ? stated : typeof info?.confinement === 'string' ? info.confinement : undefined
     let text = confinement !== undefined ? `[sandbox policy] ${confinement}` : this.describe(input)
     // What the enforcing runner cannot confine (e.g. the Landlock fallback) is part of the policy.
-    const runnerNotes =
-      this.modeFor(session.id) === 'danger-full-access' && confinement === undefined ? [] : notesOf(info)
+    const runnerNotes = danger && confinement === undefined ? [] : notesOf(info)
     if (runnerNotes.length > 0) text += ` ${runnerNotes.join(' ')}`
     const last = this.announced.has(session) ? this.announced.get(session) : lastAnnouncement(session)
     if (last === text) {

@@ -171,6 +171,14 @@ export abstract class SandboxService extends Service {
     super(ctx, 'sandbox')
   }
 
+  /**
+   * A provider whose confinement is not this machine's policy (a remote sandbox) states it here,
+   * known without probing anything: the policy reads it in every mode, while `describe()` (which
+   * may probe a local runner) is not asked in `danger-full-access`. Same sentence as
+   * `SandboxRunnerInfo.confinement`.
+   */
+  readonly confinement?: string
+
   /** Probes (once) and reports the selected runner. */
   abstract describe(): Promise<SandboxRunnerInfo>
 
