@@ -2,7 +2,7 @@
 // limits and the per-child timeout, links each child to its parent in both logs, and cascades
 // cancellation from the parent (its tool call's signal, or the parent agent going away).
 import { type Context, Service } from 'cordis'
-import Schema from 'schemastery'
+import type Schema from 'schemastery'
 import type { Agent } from '@dsh/agent'
 import type { Session } from '@dsh/session'
 import type {} from '@dsh/session-persistence'
@@ -20,44 +20,22 @@ import {
   type SubagentWorld,
   type SubagentWorldLease,
 } from './types.ts'
-
-export const PROVIDER_NAME_PATTERN = /^[a-z][a-z0-9-]{0,31}$/
-export const SUBAGENT_EVENT_TYPES = [
-  'subagent/started',
-  'subagent/finished',
-  'subagent/link',
-  'subagent/report',
-] as const
-
-/** Longest report a child may send its parent, in characters. */
-export const MAX_REPORT_CHARS = 20_000
-
-export interface SubagentServiceConfig {
-  defaultProvider: string
-  maxDepth: number
-  maxConcurrent: number
-  maxQueued: number
-  timeoutMs: number
-  maxSteps?: number
-  /** World of children started without one, when that world is registered (e.g. "e2b"). */
-  world?: string
-}
-
-interface Live {
-  record: SubagentRecord
-  parent: Agent
-  child?: ProviderChild
-  /** Why the seam stopped the child, when it did (timeout, interrupt, parent gone). */
-  stoppedBy?: { code: string; message: string }
-  finished: Promise<SubagentRecord>
-}
-
-export interface StartedSubagent {
-  /** Snapshot taken once the child runs. */
-  record: SubagentRecord
-  /** Resolves (never rejects) with the final snapshot once the child's run ended. */
-  finished: Promise<SubagentRecord>
-}
+import {
+  MAX_REPORT_CHARS,
+  PROVIDER_NAME_PATTERN,
+  SUBAGENT_EVENT_TYPES,
+  subagentServiceConfig,
+  type Live,
+  type StartedSubagent,
+  type SubagentServiceConfig,
+} from './service-types.ts'
+export {
+  MAX_REPORT_CHARS,
+  PROVIDER_NAME_PATTERN,
+  SUBAGENT_EVENT_TYPES,
+  type StartedSubagent,
+  type SubagentServiceConfig,
+} from './service-types.ts'
 
 const snapshot = (record: SubagentRecord): SubagentRecord => structuredClone(record)
 
@@ -65,28 +43,7 @@ const describe = (error: unknown) => (error instanceof Error ? error.message : S
 
 export class SubagentService extends Service {
   static inject = ['agents', 'sessions']
-  static Config: Schema<Partial<SubagentServiceConfig>, SubagentServiceConfig> = Schema.object({
-    defaultProvider: Schema.string().default('spawn').description('Provider used when a request names none.'),
-    maxDepth: Schema.natural()
-      .min(1)
-      .default(2)
-      .description('Deepest delegation allowed: 1 lets roots start children, 2 lets children start their own, ...'),
-    maxConcurrent: Schema.natural().min(1).default(4).description('Most children running at once in this process.'),
-    maxQueued: Schema.natural()
-      .default(16)
-      .description(
-        'Start requests of root agents that may wait for a free slot (first come, first served); beyond it, or for nested children, a full house is CONCURRENCY_LIMIT. 0 = never wait.',
-      ),
-    timeoutMs: Schema.natural()
-      .default(600_000)
-      .description('A child still running after this long is stopped and fails TIMEOUT; 0 = no limit.'),
-    maxSteps: Schema.natural()
-      .min(1)
-      .description("Step limit of an in-process child turn (default: the agent loop's)."),
-    world: Schema.string().description(
-      'World of children started without one (e.g. "e2b": a sandbox each), used while that world is registered.',
-    ),
-  })
+  static Config: Schema<Partial<SubagentServiceConfig>, SubagentServiceConfig> = subagentServiceConfig
 
   // Fields are only mutated in place: inside methods `this` may be a per-caller shadow.
   private readonly config: SubagentServiceConfig
