@@ -1,0 +1,181 @@
+// A user message of the chat view: its bubble, Copy, and (when the plugin passes actions) edit
+// and retry, which both resend the text in a fork taken before the message's turn. CopyAction is
+// shared with the answers.
+import { memo, useEffect, useRef, useState } from 'react'
+import type { UserNode } from '../model/index.ts'
+import { Check, Copy, IconButton, Pencil, RotateCcw } from '@dsh/client-runtime/ui'
+import type { Translate } from './strings.ts'
+
+/**
+ * What a user message offers besides Copy. Both start a branch: a copy of the session from
+ * before the message's turn (`sessions.fork`) in which the text (as it was, or edited) is sent,
+ * leaving this session as it is. Absent: only Copy.
+ */
+export interface MessageActions {
+  /** Sends `text` in a fork of the session taken before `node`'s turn, and opens it. */
+  resend(node: UserNode, text: string): Promise<void>
+  /** Forks the session after an answer's turn (`beforeTurn`: the next turn; absent: the whole log) and opens the fork. */
+  fork(beforeTurn: number | undefined): Promise<void>
+}
+
+/** Copies `text`; the button says "Copied" for a moment after the clipboard took it. */
+export function CopyAction({ text, t, label }: { text: string; t: Translate; label: string }) {
+  const [copied, setCopied] = useState(false)
+  const copy = () => {
+    void globalThis.navigator?.clipboard?.writeText(text).then(
+      () => {
+        setCopied(true)
+        setTimeout(() => setCopied(false), 1500)
+      },
+      () => {},
+    )
+  }
+  return (
+    <IconButton
+      label={copied ? t('copied') : label}
+      icon={copied ? Check : Copy}
+      size={14}
+      data-action="copy"
+      onClick={copy}
+    />
+  )
+}
+
+/** The inline editor of a user message: Enter sends (as a branch), Shift+Enter breaks the line, Esc cancels. */
+function EditForm({
+  text,
+  t,
+  busy,
+  onSend,
+  onCancel,
+}: {
+  text: string
+  t: Translate
+  busy: boolean
+  onSend: (text: string) => void
+  onCancel: () => void
+}) {
+  const [value, setValue] = useState(text)
+  const area = useRef<HTMLTextAreaElement>(null)
+  useEffect(() => {
+    const el = area.current
+    if (!el) return
+    el.focus()
+    el.setSelectionRange(el.value.length, el.value.length)
+  }, [])
+  const send = () => {
+    if (value.trim() && !busy) onSend(value)
+  }
+  return (
+    <form
+      className="dsh-msg-edit"
+      data-edit="true"
+      onSubmit={(e) => {
+        e.preventDefault()
+        send()
+      }}
+    >
+      <textarea
+        ref={area}
+        className="dsh-msg-edit-input"
+        aria-label={t('message.editLabel')}
+        value={value}
+        rows={Math.min(10, Math.max(2, value.split('\n').length))}
+        onChange={(e) => setValue(e.target.value)}
+        onKeyDown={(e) => {
+          if (e.nativeEvent.isComposing) return
+          if (e.key === 'Enter' && !e.shiftKey && !e.altKey && !e.ctrlKey && !e.metaKey) {
+            e.preventDefault()
+            send()
+          } else if (e.key === 'Escape') {
+            e.preventDefault()
+            e.stopPropagation()
+            onCancel()
+          }
+        }}
+      />
+      <div className="dsh-msg-edit-bar">
+        <span className="dsh-msg-meta">{t('message.branchHint')}</span>
+        <button type="button" className="dsh-button" onClick={onCancel}>
+          {t('message.cancel')}
+        </button>
+        <button type="submit" className="dsh-button dsh-button-primary" disabled={busy || !value.trim()}>
+          {t('message.send')}
+        </button>
+      </div>
+    </form>
+  )
+}
+
+export const UserMessage = memo(function UserMessage({
+  node,
+  t,
+  actions,
+}: {
+  node: UserNode
+  t: Translate
+  /** Present when the message opened its turn (a fork before that turn starts with it). */
+  actions?: MessageActions
+}) {
+  const [editing, setEditing] = useState(false)
+  const [busy, setBusy] = useState(false)
+  const [error, setError] = useState<string | undefined>(undefined)
+  const resend = (text: string) => {
+    if (!actions || busy) return
+    setBusy(true)
+    setError(undefined)
+    actions.resend(node, text).then(
+      () => {
+        setBusy(false)
+        setEditing(false)
+      },
+      (e: unknown) => {
+        setBusy(false)
+        setError(t('message.failed', { message: (e as Error)?.message ?? String(e) }))
+      },
+    )
+  }
+  return (
+    <div className="dsh-msg dsh-msg-user" data-node="user" data-seq={node.seq} data-busy={busy || undefined}>
+      {editing ? (
+        <EditForm text={node.text} t={t} busy={busy} onSend={resend} onCancel={() => setEditing(false)} />
+      ) : (
+        // biome-ignore lint/a11y/useSemanticElements: a message bubble, not a form control group, so <fieldset> would be wrong; role=group only lets the bubble carry its 'You' label (a plain div may not)
+        <div className="dsh-msg-bubble" role="group" aria-label={t('you')}>
+          {node.text}
+          {node.images > 0 ? <div className="dsh-msg-meta">{t('images', { count: node.images })}</div> : null}
+        </div>
+      )}
+      {editing ? null : (
+        <div className="dsh-msg-actions" data-actions="user">
+          <CopyAction text={node.text} t={t} label={t('message.copy')} />
+          {actions ? (
+            <>
+              <IconButton
+                label={t('message.edit')}
+                icon={Pencil}
+                size={14}
+                data-action="edit"
+                disabled={busy}
+                onClick={() => setEditing(true)}
+              />
+              <IconButton
+                label={t('message.retry')}
+                icon={RotateCcw}
+                size={14}
+                data-action="retry"
+                disabled={busy}
+                onClick={() => resend(node.text)}
+              />
+            </>
+          ) : null}
+        </div>
+      )}
+      {error ? (
+        <div className="dsh-msg-meta dsh-msg-error" role="alert">
+          {error}
+        </div>
+      ) : null}
+    </div>
+  )
+})
