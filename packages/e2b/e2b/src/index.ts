@@ -5,84 +5,39 @@
 // created is killed when the plugin unloads.
 import type { Context } from 'cordis'
 import { Service } from 'cordis'
-import Schema from 'schemastery'
-import { AuthenticationError, RateLimitError, Sandbox, SandboxError, SandboxNotFoundError, type SandboxOpts } from 'e2b'
+import type Schema from 'schemastery'
+import { Sandbox, SandboxNotFoundError, RateLimitError, type SandboxOpts } from 'e2b'
 import { AsyncLocalStorage } from 'node:async_hooks'
-import { existsSync, statSync } from 'node:fs'
-import { randomBytes } from 'node:crypto'
-import { packUpload, planUpload, UploadTooLarge } from './upload.ts'
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type {} from '@dsh/home-paths'
 import type {} from '@dsh/credentials'
-import type { Session } from '@dsh/session'
+import type {} from '@dsh/session'
 import type { SubagentLink, SubagentWorldLease } from '@dsh/subagent'
+import type { SubprocessService } from '@dsh/subprocess'
 import type {} from '@dsh/session-persistence'
-import { runSafeGit, type SubprocessService } from '@dsh/subprocess'
+import { explain, isGone, logEvent, readApiKey, retrying, rootSessions, tries } from './calls.ts'
+import { E2bConfigSchema } from './config.ts'
+import { applyCommand, applyPatch } from './local-patch.ts'
+import * as remote from './remote.ts'
+import {
+  E2bError,
+  REMOTE_STATE_DIR,
+  type E2bConfig,
+  type FinishReport,
+  type SandboxLogEvent,
+  type Slot,
+} from './types.ts'
+import { firstLine, interrupted, isDirectory, isTransient, patchFiles, quote, readFileSafe } from './util.ts'
 
-export const CREDENTIAL = 'E2B_API_KEY'
-
-/**
- * dsh's own files inside the sandbox (upload archive, baseline repository, mirrored startup
- * files): in the sandbox user's home, a path of the remote machine, never of this one.
- */
-export const REMOTE_STATE_DIR = '/home/user/.dsh-e2b'
-
-export interface E2bConfig {
-  /** Template (or alias) new sandboxes start from. */
-  template: string
-  /** Sandbox lifetime in ms; each use past half of it extends it again. */
-  timeoutMs: number
-  /** Metadata attached to every sandbox this run creates (the run adds `dsh: "1"`). */
-  metadata: Record<string, string>
-  /** E2B domain (default: the SDK's, `E2B_DOMAIN` or e2b.app). */
-  domain?: string
-  /** Control-plane URL (default: the SDK's, `E2B_API_URL` or derived from the domain). */
-  apiUrl?: string
-  /** Sandbox (envd) URL (default: the SDK's, `E2B_SANDBOX_URL` or per-sandbox hosts). */
-  sandboxUrl?: string
-  /** Timeout of one control-plane or envd request. */
-  requestTimeoutMs: number
-  /** Remote working directory; default: the same absolute path as the local working directory. */
-  cwd?: string
-  /** Retries of a control-plane call (create, connect, kill, pause) answered 429 or a 5xx (each waits twice as long). */
-  retries: number
-  /** First retry delay in ms. */
-  retryDelayMs: number
-  /** What ends with the run: `kill` every sandbox it created, `pause` them, or `keep` them running. */
-  onExit: 'kill' | 'pause' | 'keep'
-  /** When a sandbox is found gone (killed, expired): `recreate` one on next use, or `stop` (every later use fails). */
-  onLost: 'recreate' | 'stop'
-  /** Reconnect to this sandbox id instead of creating one (it is then not killed at the end). */
-  sandboxId?: string
-  /** The local working tree copied into a new sandbox's working directory before first use. */
-  upload: {
-    enabled: boolean
-    /** Local directory uploaded (default: the process working directory). */
-    from?: string
-    /** Refuse (before any sandbox is created) a tree larger than this, in bytes of file content. */
-    maxBytes: number
-    /** More gitignore-style patterns to leave out (`.git` and credential files always are). */
-    exclude: string[]
-  }
-  /** At the end, the change a created sandbox made to its working directory, saved as a patch. */
-  patch: {
-    enabled: boolean
-    /** Directory of saved patches (default: `$DSH_HOME/e2b-patches`). */
-    dir?: string
-  }
-}
-
-export interface SandboxLogEvent {
-  sandboxId: string
-  template: string
-  action: 'created' | 'connected' | 'lost' | 'killed' | 'paused' | 'patched'
-  reason?: string
-  /** What the workspace upload brought (on `created`). */
-  uploaded?: { files: number; bytes: number }
-  /** Where the end-of-run patch was saved (on `patched`). */
-  patch?: string
-}
+export {
+  CREDENTIAL,
+  E2bError,
+  REMOTE_STATE_DIR,
+  type E2bConfig,
+  type FinishReport,
+  type SandboxLogEvent,
+} from './types.ts'
+export { patchFiles, quote } from './util.ts'
 
 declare module 'cordis' {
   interface Context {
@@ -97,118 +52,8 @@ declare module '@dsh/session' {
   }
 }
 
-/** What `finish()` reports: one line per sandbox change for the user, and whether an apply failed. */
-export interface FinishReport {
-  /** Sentences for stderr (no `dsh: ` prefix, no newline). */
-  lines: string[]
-  /** True when `apply` was asked and a patch did not apply (nothing of it was applied). */
-  failed: boolean
-  /** Each saved patch: the paths it touches and the local tree it applies to. */
-  patches: Array<{ sandboxId: string; file: string; files: string[]; dir: string; applied?: boolean }>
-  /** True when the app's stop interrupted a sandbox's preparation (its line is in `lines`). */
-  interrupted: boolean
-}
-
-/** A failure of the e2b world, with a one-line message the model and the user can act on. */
-export class E2bError extends Error {
-  override name = 'E2bError'
-  constructor(
-    readonly code:
-      | 'MISSING_KEY'
-      | 'AUTH'
-      | 'RATE_LIMIT'
-      | 'UNAVAILABLE'
-      | 'SANDBOX_LOST'
-      | 'STOPPED'
-      | 'UPLOAD_TOO_LARGE'
-      | 'UPLOAD_FAILED'
-      | 'INTERRUPTED',
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options)
-  }
-}
-
-/**
- * One place commands run: the run's own sandbox (`root`), or a subagent child's (a lease opened
- * through the subagent world "e2b"). Mutated in place (see `state`).
- */
-interface Slot {
-  /** `root`, or the child's `parentSessionId/id`. */
-  key: string
-  /** The child's link, for a child's slot. */
-  link?: SubagentLink
-  current?: Promise<Sandbox>
-  sandboxId?: string
-  lastExtend: number
-  /** `onLost: stop` after this slot's sandbox was lost. */
-  stopped?: E2bError
-  /** The root slot looked for a continued session's sandbox already (once per run). */
-  resumeChecked?: boolean
-}
-
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    // Not unref'd: at the end of a one-shot run this wait may be all that keeps the process alive.
-    const timer = setTimeout(done, ms)
-    signal?.addEventListener('abort', done, { once: true })
-    function done() {
-      clearTimeout(timer)
-      signal?.removeEventListener('abort', done)
-      resolve()
-    }
-  })
-
-/** A control-plane answer worth retrying: 429 (rate limit) or a 5xx. */
-function isTransient(error: unknown): boolean {
-  return error instanceof RateLimitError || (error instanceof SandboxError && /^5\d\d:/.test(error.message))
-}
-
-const interrupted = (when: string) => new E2bError('INTERRUPTED', `the app is stopping: interrupted ${when}`)
-
 export class E2bService extends Service {
-  static Config: Schema<Partial<E2bConfig>, E2bConfig> = Schema.object({
-    template: Schema.string().default('base').description('Template or alias new sandboxes start from.'),
-    timeoutMs: Schema.natural()
-      .min(1000)
-      .default(600_000)
-      .description('Sandbox lifetime in ms, extended while the run uses it.'),
-    metadata: Schema.dict(String).default({}).description('Metadata attached to each sandbox this run creates.'),
-    domain: Schema.string().description('E2B domain (default: E2B_DOMAIN, else e2b.app).'),
-    apiUrl: Schema.string().description('Control-plane URL (default: E2B_API_URL, else derived from the domain).'),
-    sandboxUrl: Schema.string().description('envd URL (default: E2B_SANDBOX_URL, else per-sandbox hosts).'),
-    requestTimeoutMs: Schema.natural().min(100).default(30_000).description('Timeout of one request to E2B.'),
-    cwd: Schema.string().description('Remote working directory (default: the local working directory path).'),
-    retries: Schema.natural()
-      .max(10)
-      .default(2)
-      .description('Retries of a control-plane call (create, connect, kill, pause) answered 429 or 5xx.'),
-    retryDelayMs: Schema.natural().default(500).description('First retry delay in ms (doubles each retry).'),
-    onExit: Schema.union(['kill', 'pause', 'keep'])
-      .default('kill')
-      .description('What happens to the sandboxes this run created when it ends.'),
-    onLost: Schema.union(['recreate', 'stop'])
-      .default('recreate')
-      .description('After a sandbox is found gone: create a new one on next use, or stop.'),
-    sandboxId: Schema.string().description('Reconnect to this sandbox instead of creating one.'),
-    upload: Schema.object({
-      enabled: Schema.boolean()
-        .default(true)
-        .description('Copy the local working tree (per .gitignore) into a new sandbox.'),
-      from: Schema.string().description('Local directory uploaded (default: the process working directory).'),
-      maxBytes: Schema.natural()
-        .default(100 << 20)
-        .description('Largest tree uploaded, in bytes of file content.'),
-      exclude: Schema.array(String).default([]).description('More gitignore-style patterns to leave out.'),
-    }).default({ enabled: true, maxBytes: 100 << 20, exclude: [] } as E2bConfig['upload'] as never),
-    patch: Schema.object({
-      enabled: Schema.boolean()
-        .default(true)
-        .description('Save the change a created sandbox made as a patch at the end of the run.'),
-      dir: Schema.string().description('Directory of saved patches (default: $DSH_HOME/e2b-patches).'),
-    }).default({ enabled: true } as E2bConfig['patch'] as never),
-  })
+  static Config: Schema<Partial<E2bConfig>, E2bConfig> = E2bConfigSchema
 
   readonly config: E2bConfig
   /** Absolute remote working directory. */
@@ -351,7 +196,7 @@ export class E2bService extends Service {
         const file = await this.end(sandbox, slot)
         if (file)
           process.stderr.write(
-            `dsh: the E2B sandbox ${sandbox.sandboxId} of subagent ${link.id} changed the workspace; patch saved to ${file} (review it, then apply it with: ${await this.applyCommand(file, this.localTree())})\n`,
+            `dsh: the E2B sandbox ${sandbox.sandboxId} of subagent ${link.id} changed the workspace; patch saved to ${file} (review it, then apply it with: ${await applyCommand(this.state.host, file, this.localTree())})\n`,
           )
       },
     }
@@ -386,18 +231,12 @@ export class E2bService extends Service {
 
   /** True when `error` says the sandbox is no longer running (as opposed to a failed call). */
   isGone(error: unknown): boolean {
-    if (error instanceof SandboxNotFoundError) return true
-    const message = error instanceof Error ? error.message : String(error)
-    return (
-      /not running anymore|sandbox .*(was )?not found|sandbox is probably not running|\bunavailable\b|502/i.test(
-        message,
-      ) && error instanceof SandboxError
-    )
+    return isGone(error)
   }
 
   /** SDK options shared by every call (key, URLs, request timeout). */
   async connectionOptions(): Promise<SandboxOpts> {
-    const apiKey = await this.apiKey()
+    const apiKey = await readApiKey(this.state)
     return {
       apiKey,
       requestTimeoutMs: this.config.requestTimeoutMs,
@@ -407,37 +246,9 @@ export class E2bService extends Service {
     }
   }
 
-  private async apiKey(): Promise<string> {
-    let key: string | undefined
-    const credentials = this.state.credentials
-    if (credentials) {
-      try {
-        key = await credentials.get(CREDENTIAL)
-      } catch (error) {
-        throw (this.state.fatal = new E2bError(
-          'MISSING_KEY',
-          `${CREDENTIAL} could not be read: ${(error as Error).message}`,
-          { cause: error },
-        ))
-      }
-    } else key = process.env[CREDENTIAL]
-    if (!key) {
-      let where = `export ${CREDENTIAL}=... in the environment`
-      try {
-        const description = await credentials?.describe(CREDENTIAL)
-        if (description)
-          where = description.layers
-            .map((layer) => (layer.id === 'env' ? `export ${CREDENTIAL}=... in the environment` : layer.label))
-            .join('; ')
-      } catch {
-        // the plain hint stands
-      }
-      throw (this.state.fatal = new E2bError(
-        'MISSING_KEY',
-        `the e2b world needs ${CREDENTIAL} (an E2B API key); set it in one of: ${where}`,
-      ))
-    }
-    return key
+  /** The remote working directory and request timeout, for the calls of `remote.ts`. */
+  private remote(): remote.RemoteTarget {
+    return { cwd: this.cwd, requestTimeoutMs: this.config.requestTimeoutMs }
   }
 
   private localTree(): string {
@@ -454,7 +265,10 @@ export class E2bService extends Service {
     const reconnect = configured
     // The tree is measured before a sandbox exists: an oversized workspace bills nothing.
     const local = this.localTree()
-    const upload = !reconnect && this.config.upload.enabled && isDirectory(local) ? this.plan(local) : undefined
+    const upload =
+      !reconnect && this.config.upload.enabled && isDirectory(local)
+        ? remote.plan(local, this.config.upload, this.state)
+        : undefined
     const signal = this.state.stopping.signal
     if (signal.aborted) throw interrupted('before an E2B sandbox was created')
     const sandbox = await this.withRetries(reconnect ? 'connect to' : 'create', () =>
@@ -481,12 +295,12 @@ export class E2bService extends Service {
       })
       if (upload && upload.files.length > 0) {
         phase = 'uploading the workspace'
-        await this.send(sandbox, local, upload, signal)
+        await remote.send(sandbox, this.remote(), local, upload, signal)
         phase = 'preparing the E2B sandbox'
       }
       if (!reconnect && this.config.patch.enabled) {
         // Without git in the template there is no patch at the end; the world still works.
-        await this.baseline(sandbox, signal).then(
+        await remote.baseline(sandbox, this.remote(), signal).then(
           () => this.baselined.add(sandbox.sandboxId),
           (error: unknown) =>
             this.home
@@ -525,7 +339,7 @@ export class E2bService extends Service {
     this.slotOf.delete(id)
     if (slot.sandboxId === id) slot.sandboxId = undefined
     this.state.interrupted = true
-    const killed = await this.retrying(() => sandbox.kill()).then(
+    const killed = await retrying(() => sandbox.kill(), this.config).then(
       () => undefined,
       (error: unknown) => (error instanceof Error ? error.message : String(error)).split('\n')[0],
     )
@@ -562,7 +376,7 @@ export class E2bService extends Service {
   private async resume(options: SandboxOpts): Promise<Sandbox | undefined> {
     if (this.root.resumeChecked) return undefined
     this.root.resumeChecked = true
-    const last = this.rootSessions()
+    const last = rootSessions(this.state.sessions)
       .map((session) => session.last('e2b/sandbox')?.data)
       .find((event) => event !== undefined)
     if (!last || last.action === 'killed' || last.action === 'lost') return undefined
@@ -579,7 +393,7 @@ export class E2bService extends Service {
         // Not known to be gone (E2B kept answering 429/5xx, or could not be reached): it may still
         // exist, paused or running, so it is neither replaced (a second machine) nor forgotten (a
         // leak). This run's remote calls fail at once with the same sentence (no retry storm).
-        const why = `${firstLine(cause instanceof Error ? cause.message : String(cause))}${this.tries(cause)}`
+        const why = `${firstLine(cause instanceof Error ? cause.message : String(cause))}${tries(cause, this.config.retries)}`
         const line = `could not reconnect to the session's E2B sandbox ${id} (${why}); it was left as it was: continue the session again later, or end it with: e2b sandbox kill ${id}`
         this.state.notices.push(line)
         throw (this.state.fatal = new E2bError(
@@ -616,92 +430,17 @@ export class E2bService extends Service {
     return sandbox
   }
 
-  /** Live sessions that are not subagent children (whose first event is their `subagent/link`). */
-  private rootSessions(): Session[] {
-    return (this.state.sessions?.list() ?? []).filter((session) => session.events[0]?.type !== 'subagent/link')
-  }
-
-  private plan(local: string): ReturnType<typeof planUpload> {
-    try {
-      return planUpload(local, { maxBytes: this.config.upload.maxBytes, exclude: this.config.upload.exclude })
-    } catch (error) {
-      // The tree does not shrink by itself: later uses fail at once with the same sentence.
-      if (error instanceof UploadTooLarge)
-        throw (this.state.fatal = new E2bError('UPLOAD_TOO_LARGE', error.message, { cause: error }))
-      throw new E2bError('UPLOAD_FAILED', `the workspace could not be read for upload: ${(error as Error).message}`, {
-        cause: error,
-      })
-    }
-  }
-
-  /** Packs the planned files, uploads one archive and unpacks it into the remote working directory. */
-  private async send(
-    sandbox: Sandbox,
-    local: string,
-    plan: ReturnType<typeof planUpload>,
-    signal: AbortSignal,
-  ): Promise<void> {
-    const archive = `${REMOTE_STATE_DIR}/workspace-${randomBytes(6).toString('hex')}.tgz`
-    try {
-      const bytes = await packUpload(local, plan, signal)
-      await sandbox.files.write(archive, bytes.slice().buffer as ArrayBuffer, {
-        requestTimeoutMs: Math.max(this.config.requestTimeoutMs, 120_000),
-        signal,
-      })
-      await sandbox.commands.run(
-        `tar -xzf ${archive} -C ${quote(this.cwd)} && rm -f ${archive} && chown -R user ${quote(this.cwd)} 2>/dev/null; true`,
-        { user: 'root', requestTimeoutMs: this.config.requestTimeoutMs, signal },
-      )
-    } catch (error) {
-      if (signal.aborted) throw error
-      throw new E2bError(
-        'UPLOAD_FAILED',
-        `the workspace could not be uploaded to the E2B sandbox ${sandbox.sandboxId}: ${(error as Error).message.split('\n')[0]}`,
-        { cause: error },
-      )
-    }
-  }
-
-  /** A private git repository (outside the tree) recording the working directory as it started. */
-  private async baseline(sandbox: Sandbox, signal?: AbortSignal): Promise<void> {
-    await sandbox.commands.run(
-      `${this.git()} init -q && ${this.git()} add -A && ${this.git()} -c user.name=dsh -c user.email=dsh@localhost commit -q --allow-empty -m baseline`,
-      { user: 'root', requestTimeoutMs: this.config.requestTimeoutMs, ...(signal ? { signal } : {}) },
-    )
-  }
-
-  private async advanceBaseline(sandbox: Sandbox): Promise<void> {
-    await sandbox.commands.run(
-      `${this.git()} add -A && ${this.git()} -c user.name=dsh -c user.email=dsh@localhost commit -q --allow-empty -m patched`,
-      { user: 'root', requestTimeoutMs: this.config.requestTimeoutMs },
-    )
-  }
-
-  private git(): string {
-    return `git --git-dir=${REMOTE_STATE_DIR}/baseline.git --work-tree=${quote(this.cwd)}`
-  }
-
   /**
    * The change the sandbox made to its working directory since the baseline, as a binary git
    * patch saved locally; nothing is applied. Returns the file, or undefined when nothing changed.
    */
   async savePatch(sandbox: Sandbox): Promise<string | undefined> {
-    const result = await sandbox.commands.run(`${this.git()} add -A && ${this.git()} diff --cached --binary HEAD`, {
-      user: 'root',
-      requestTimeoutMs: this.config.requestTimeoutMs,
-    })
-    if (result.stdout.trim() === '') return undefined
-    const dir = this.config.patch.dir ?? this.state.patchDir
-    if (!dir) return undefined
-    mkdirSync(dir, { recursive: true, mode: 0o700 })
-    const file = join(dir, `${sandbox.sandboxId}.patch`)
-    writeFileSync(file, result.stdout, { mode: 0o600 })
-    return file
+    return remote.savePatch(sandbox, this.remote(), this.config.patch.dir ?? this.state.patchDir)
   }
 
   private async withRetries(what: string, call: () => Promise<Sandbox>): Promise<Sandbox> {
     try {
-      return await this.retrying(call, this.state.stopping.signal)
+      return await retrying(call, this.config, this.state.stopping.signal)
     } catch (error) {
       const explained = this.explain(error, what)
       if (explained.code === 'AUTH') throw (this.state.fatal = explained)
@@ -709,38 +448,9 @@ export class E2bService extends Service {
     }
   }
 
-  /**
-   * One control-plane call, retried `retries` times (doubling waits from `retryDelayMs`) while it
-   * fails with a 429 or a 5xx; any other failure, or the last one, is thrown as the SDK gave it.
-   * An aborted `signal` (the app stopping) ends the waiting.
-   */
-  private async retrying<T>(call: () => Promise<T>, signal?: AbortSignal): Promise<T> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await call()
-      } catch (error) {
-        if (!isTransient(error) || attempt >= this.config.retries || signal?.aborted) throw error
-        await sleep(this.config.retryDelayMs * 2 ** attempt, signal)
-      }
-    }
-  }
-
-  /** `N tries` for the lines that report a call that kept failing. */
-  private tries(error: unknown): string {
-    return isTransient(error) ? `, ${this.config.retries + 1} tries` : ''
-  }
-
   /** One sentence for an SDK failure. */
   explain(error: unknown, what: string): E2bError {
-    if (error instanceof E2bError) return error
-    const first = (error instanceof Error ? error.message : String(error)).split('\n')[0]
-    if (error instanceof AuthenticationError)
-      return new E2bError('AUTH', `E2B refused ${CREDENTIAL} (${first}); check the key`, { cause: error })
-    if (error instanceof RateLimitError)
-      return new E2bError('RATE_LIMIT', `E2B is rate limiting: could not ${what} a sandbox (${first})`, {
-        cause: error,
-      })
-    return new E2bError('UNAVAILABLE', `could not ${what} an E2B sandbox: ${first}`, { cause: error })
+    return explain(error, what)
   }
 
   private keepAlive(slot: Slot, sandbox: Sandbox): void {
@@ -752,24 +462,7 @@ export class E2bService extends Service {
 
   /** Appends to the sessions a slot serves: the child's own for a child's, else every root session. */
   private log(slot: Slot, event: SandboxLogEvent): void {
-    const link = slot.link
-    const sessions = link
-      ? (this.state.sessions?.list() ?? []).filter((session) => {
-          const first = session.events[0]
-          return (
-            first?.type === 'subagent/link' &&
-            first.data.id === link.id &&
-            first.data.parentSessionId === link.parentSessionId
-          )
-        })
-      : this.rootSessions()
-    for (const session of sessions) {
-      try {
-        session.append('e2b/sandbox', event)
-      } catch {
-        // a closed session takes no more events
-      }
-    }
+    logEvent(this.state.sessions, slot, event)
   }
 
   /**
@@ -802,11 +495,11 @@ export class E2bService extends Service {
       if (!options.apply) {
         report.patches.push({ sandboxId: id, file, files: patchFiles(readFileSafe(file)), dir: local })
         report.lines.push(
-          `the E2B sandbox ${id} changed the workspace; patch saved to ${file} (review it, then apply it with: ${await this.applyCommand(file, local)})`,
+          `the E2B sandbox ${id} changed the workspace; patch saved to ${file} (review it, then apply it with: ${await applyCommand(this.state.host, file, local)})`,
         )
         continue
       }
-      const applied = await this.applyPatch(file, local)
+      const applied = await applyPatch(this.state.host, file, local)
       report.patches.push({
         sandboxId: id,
         file,
@@ -834,7 +527,7 @@ export class E2bService extends Service {
             patch: file,
           })
         // A sandbox that outlives the run (paused or kept, for --continue) starts its next patch here.
-        if (file && this.config.onExit !== 'kill') await this.advanceBaseline(sandbox)
+        if (file && this.config.onExit !== 'kill') await remote.advanceBaseline(sandbox, this.remote())
       } catch (error) {
         this.home
           .logger('e2b')
@@ -843,8 +536,8 @@ export class E2bService extends Service {
     }
     if (this.config.onExit === 'keep') return file
     try {
-      if (this.config.onExit === 'pause') await this.retrying(() => sandbox.pause())
-      else await this.retrying(() => sandbox.kill())
+      if (this.config.onExit === 'pause') await retrying(() => sandbox.pause(), this.config)
+      else await retrying(() => sandbox.kill(), this.config)
       this.log(slot, {
         sandboxId: sandbox.sandboxId,
         template: this.config.template,
@@ -855,7 +548,7 @@ export class E2bService extends Service {
         .info('sandbox %s %s', sandbox.sandboxId, this.config.onExit === 'pause' ? 'paused' : 'killed')
     } catch (error) {
       // Never silent: a sandbox left running bills until its timeout, so the user gets its id.
-      const why = `${firstLine(error instanceof Error ? error.message : String(error))}${this.tries(error)}`
+      const why = `${firstLine(error instanceof Error ? error.message : String(error))}${tries(error, this.config.retries)}`
       const until = `${Math.round(this.config.timeoutMs / 1000)} s after its last use`
       this.state.notices.push(
         this.config.onExit === 'pause'
@@ -872,52 +565,7 @@ export class E2bService extends Service {
    * checked first like `--apply`: for a surface that asks the user after the run (the TUI's panel).
    */
   applySaved(file: string): Promise<{ ok: boolean; line: string }> {
-    return this.applyPatch(file, this.localTree())
-  }
-
-  /** `git apply --check`, then `git apply`, of a saved patch in the local tree `dir`. */
-  private async applyPatch(file: string, dir: string): Promise<{ ok: boolean; line: string }> {
-    const host = this.state.host
-    const files = patchFiles(readFileSafe(file))
-    const named = files.length > 0 ? files.join(', ') : 'no files'
-    const keep = `nothing was changed; the patch stays at ${file} to retry`
-    if (!host)
-      return {
-        ok: false,
-        line: `the patch ${file} was not applied: no local process seam to run git with (the world-e2b bundle loads one); ${keep}`,
-      }
-    const prefix = await this.repoPrefix(host, dir)
-    const args = [...(prefix ? [`--directory=${prefix}`] : []), file]
-    const check = await runSafeGit(host, ['apply', '--check', ...args], { cwd: dir })
-    if (check.code !== 0) {
-      const failing = [...check.stderr.matchAll(/error: (?:patch failed: |)([^:\n]+?)(?::\d+)?(?:: .*)?$/gm)]
-        .map((m) => m[1].trim())
-        .filter((name, i, all) => name && all.indexOf(name) === i)
-      const which = failing.length > 0 ? failing.join(', ') : named
-      return {
-        ok: false,
-        line: `the patch ${file} no longer applies to ${dir} (${which}: ${firstLine(check.stderr) || 'git apply --check failed'}); ${keep}`,
-      }
-    }
-    const applied = await runSafeGit(host, ['apply', ...args], { cwd: dir })
-    if (applied.code !== 0)
-      return {
-        ok: false,
-        line: `the patch ${file} could not be applied to ${dir} (${firstLine(applied.stderr) || `git exited ${applied.code}`}); the patch stays at ${file}`,
-      }
-    return { ok: true, line: `applied the patch ${file} to ${dir} (${named})` }
-  }
-
-  /** The exact command that applies `file` to `dir` (what `--apply` would run). */
-  private async applyCommand(file: string, dir: string): Promise<string> {
-    const prefix = this.state.host ? await this.repoPrefix(this.state.host, dir) : ''
-    return `git -C ${quote(dir)} apply${prefix ? ` --directory=${quote(prefix)}` : ''} ${quote(file)}`
-  }
-
-  /** `dir`'s path inside its git work tree ('' at the top, or outside any repository). */
-  private async repoPrefix(host: SubprocessService, dir: string): Promise<string> {
-    const result = await runSafeGit(host, ['rev-parse', '--show-prefix'], { cwd: dir })
-    return result.code === 0 ? result.stdout.trim().replace(/\/$/, '') : ''
+    return applyPatch(this.state.host, file, this.localTree())
   }
 
   /** At unload: ends what this run still holds (per `onExit`); a reconnected sandbox is left as it was. */
@@ -926,36 +574,6 @@ export class E2bService extends Service {
     // The user's tree changes only with consent: the patch is saved and named, never applied here.
     for (const line of report.lines) process.stderr.write(`dsh: ${line}\n`)
   }
-}
-
-/** The paths a git patch touches (`diff --git a/X b/Y` headers, the new name). */
-export function patchFiles(patch: string): string[] {
-  const names = new Set<string>()
-  for (const match of patch.matchAll(/^diff --git a\/(.+?) b\/(.+)$/gm)) names.add(match[2])
-  return [...names]
-}
-
-function readFileSafe(file: string): string {
-  try {
-    return readFileSync(file, 'utf8')
-  } catch {
-    return ''
-  }
-}
-
-const firstLine = (text: string) => text.trim().split('\n')[0] ?? ''
-
-function isDirectory(path: string): boolean {
-  try {
-    return existsSync(path) && statSync(path).isDirectory()
-  } catch {
-    return false
-  }
-}
-
-/** POSIX single-quoting for one shell word. */
-export function quote(word: string): string {
-  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'"'"'`)}'`
 }
 
 export { planUpload, packUpload, UploadTooLarge, ALWAYS_EXCLUDED } from './upload.ts'
