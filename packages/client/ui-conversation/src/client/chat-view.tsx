@@ -127,7 +127,7 @@ const ThinkingRow = memo(function ThinkingRow({ node, t }: { node: ThinkingNode;
 })
 
 /** "Fork from here" on the answer that closed a turn: a new session holding the log up to it. */
-function ForkAction({ t, fork }: { t: Translate; fork: () => Promise<void> }) {
+function ForkAction({ t, onFork }: { t: Translate; onFork: () => Promise<void> }) {
   const [busy, setBusy] = useState(false)
   const [error, setError] = useState<string | undefined>(undefined)
   return (
@@ -141,7 +141,7 @@ function ForkAction({ t, fork }: { t: Translate; fork: () => Promise<void> }) {
         onClick={() => {
           setBusy(true)
           setError(undefined)
-          fork().then(
+          onFork().then(
             () => setBusy(false),
             (e: unknown) => {
               setBusy(false)
@@ -179,7 +179,7 @@ const AssistantMessage = memo(function AssistantMessage({
       {!node.streaming && node.text ? (
         <div className="dsh-msg-actions" data-actions="assistant">
           <CopyAction text={node.text} t={t} label={t('message.copyAnswer')} />
-          {fork ? <ForkAction t={t} fork={fork} /> : null}
+          {fork ? <ForkAction t={t} onFork={fork} /> : null}
           {more && node.seq !== undefined && !node.interrupted ? more(node) : null}
         </div>
       ) : null}
