@@ -67,6 +67,9 @@ async function paste(page: Page, key: string): Promise<string | null> {
   await deepseek.locator('[data-testid="key-input"]').fill(key)
   await deepseek.locator('[data-testid="key-save"]').click()
   await expect.poll(read, { timeout: 20_000 }).not.toBe(before)
+  // A stored key is followed by a model listing whose progress shows in the same status line
+  // ("… Listing the models…"): the answer is the status once that listing has ended.
+  await expect.poll(async () => (await read())?.includes('Listing the models'), { timeout: 20_000 }).toBe(false)
   return read()
 }
 
