@@ -184,7 +184,9 @@ function SessionItem({ row, active, now }: { row: SessionRow; active: boolean; n
         label={t('sessionActions')}
         trigger={<IconButton className="item-actions" label={t('sessionActions')} icon={Ellipsis} tooltip={false} />}
         items={[
-          { label: t('rename'), icon: Pencil, onSelect: () => setTimeout(() => setEditing(true), 0) },
+          // The field takes the focus: the menu must not hand it back to its trigger (a blur would
+          // close the field again before anyone types; seen on a loaded machine).
+          { label: t('rename'), icon: Pencil, movesFocus: true, onSelect: () => setEditing(true) },
           {
             label: t('fork'),
             icon: GitFork,

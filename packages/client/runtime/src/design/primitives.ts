@@ -11,6 +11,7 @@ import {
   type ComponentType,
   type ReactElement,
   type ReactNode,
+  useRef,
 } from 'react'
 import * as DialogPrimitive from '@radix-ui/react-dialog'
 import * as MenuPrimitive from '@radix-ui/react-dropdown-menu'
@@ -152,7 +153,19 @@ export function Dialog({
 }
 
 export type MenuEntry =
-  | { label: ReactNode; onSelect: () => void; icon?: LucideIcon; danger?: boolean; disabled?: boolean; testId?: string }
+  | {
+      label: ReactNode
+      onSelect: () => void
+      icon?: LucideIcon
+      danger?: boolean
+      disabled?: boolean
+      testId?: string
+      /**
+       * The item puts the focus somewhere itself (an inline rename field): the closing menu then
+       * does not return the focus to its trigger, which would blur that field at once.
+       */
+      movesFocus?: boolean
+    }
   | 'separator'
 
 export interface MenuProps {
@@ -165,6 +178,8 @@ export interface MenuProps {
 
 /** A menu of actions opened from a button (arrow keys, typeahead, Escape). */
 export function Menu({ trigger, items, align = 'end', label }: MenuProps) {
+  // Set by an item that moves the focus itself, read when the menu closes (same interaction).
+  const focusMoved = useRef(false)
   return h(
     MenuPrimitive.Root,
     { modal: false },
@@ -174,7 +189,17 @@ export function Menu({ trigger, items, align = 'end', label }: MenuProps) {
       null,
       h(
         MenuPrimitive.Content,
-        { className: 'dsh-menu', align, sideOffset: 4, 'aria-label': label },
+        {
+          className: 'dsh-menu',
+          align,
+          sideOffset: 4,
+          'aria-label': label,
+          onCloseAutoFocus: (event: Event) => {
+            if (!focusMoved.current) return
+            focusMoved.current = false
+            event.preventDefault()
+          },
+        },
         items.map((item, i) =>
           item === 'separator'
             ? h(MenuPrimitive.Separator, { key: `s${i}`, className: 'dsh-menu-sep' })
@@ -184,7 +209,10 @@ export function Menu({ trigger, items, align = 'end', label }: MenuProps) {
                   key: i,
                   className: cx('dsh-menu-item', item.danger && 'dsh-menu-danger'),
                   disabled: item.disabled,
-                  onSelect: item.onSelect,
+                  onSelect: () => {
+                    focusMoved.current = item.movesFocus === true
+                    item.onSelect()
+                  },
                   ...testIdProp(item.testId),
                 },
                 item.icon ? h(item.icon, { size: 15, 'aria-hidden': true }) : null,
