@@ -10,7 +10,9 @@ async function setup(answer: 'allowed-once' | 'rejected' | null, config: Record<
   const h = await createHarness({ script: [] })
   await h.mount(ApprovalService)
   if (answer) h.ctx.approval.registerAnswerer({ name: 'test', answer: () => ({ decision: answer }) })
-  const mounted = await h.mount(Runner, { settleTimeoutMs: 2000, syncTimeoutMs: 100, ...config })
+  // A synchronous slice of 2 s: code that is not meant to time out must not (a loaded machine ran
+  // a plain throw past 100 ms); the test of the bound sets its own short one.
+  const mounted = await h.mount(Runner, { settleTimeoutMs: 2000, syncTimeoutMs: 2000, ...config })
   return { h, runner: h.ctx.dynamicCordisRunner, mounted }
 }
 
@@ -56,7 +58,7 @@ describe('DynamicCordisRunner', () => {
   })
 
   it('bounds the code: an endless loop at start or in a handler is stopped, and the process lives on', async () => {
-    const { h, runner } = await setup('allowed-once')
+    const { h, runner } = await setup('allowed-once', { syncTimeoutMs: 100 })
     runner.define({ name: 'spin', description: '', code: 'for (;;) {}', cwd: '/' })
     const error = await failed(runner.run('spin'))
     expect(code(error)).toBe('APPLY_FAILED')
