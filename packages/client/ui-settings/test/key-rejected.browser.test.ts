@@ -68,8 +68,8 @@ async function paste(page: Page, key: string): Promise<string | null> {
   await deepseek.locator('[data-testid="key-save"]').click()
   await expect.poll(read, { timeout: 20_000 }).not.toBe(before)
   // A stored key is followed by a model listing whose progress shows in the same status line
-  // ("… Listing the models…"): the answer is the status once that listing has ended.
-  await expect.poll(async () => (await read())?.includes('Listing the models'), { timeout: 20_000 }).toBe(false)
+  // ("… Listing the models…"); the line is `aria-busy` until the save and that listing have ended.
+  await expect.poll(() => status.getAttribute('aria-busy'), { timeout: 20_000 }).toBe('false')
   return read()
 }
 

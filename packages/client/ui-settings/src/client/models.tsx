@@ -74,11 +74,14 @@ function KeySource({ credential, t }: { credential: WireCredential; t: Translate
 }
 
 type Status = { ok: boolean; text: string } | undefined
-const StatusLine = ({ status, testid }: { status: Status; testid?: string }) =>
+// `aria-busy` stays true while the action that owns the line (a key save and the model listing
+// that follows it) is still running, so assistive technology and tests read the final text.
+const StatusLine = ({ status, testid, busy }: { status: Status; testid?: string; busy?: boolean }) =>
   status ? (
     <p
       className={status.ok ? 'dsh-settings-ok' : 'dsh-settings-error'}
       role={status.ok ? 'status' : 'alert'}
+      aria-busy={busy ? 'true' : 'false'}
       data-testid={testid}
     >
       {status.text}
@@ -334,7 +337,7 @@ function ProviderItem({
           ))}
         </ul>
       ) : null}
-      <StatusLine status={status} testid="provider-status" />
+      <StatusLine status={status} busy={busy} testid="provider-status" />
     </li>
   )
 }
