@@ -11,8 +11,11 @@ export {
   BASH_TAIL_LINES,
   DIFF_LINES,
   EXPANDED_LINES,
+  PROGRESS_CELLS,
+  progressLine,
   type ToolState,
   type ToolResultView,
+  type ToolProgressView,
 } from './tool-card.ts'
 export { Transcript, AssistantEntry, TextBlock, firstBlockBoundary } from './transcript.ts'
 export { ApprovalPanel, ConfirmPanel, QuestionPanel, Picker } from './panels.ts'

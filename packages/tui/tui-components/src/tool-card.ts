@@ -13,6 +13,27 @@ export interface ToolResultView {
   meta?: { [key: string]: unknown }
 }
 
+/** A running call's latest progress (the `tool/progress` session event, e.g. from an MCP server). */
+export interface ToolProgressView {
+  progress: number
+  total?: number
+  message?: string
+}
+
+/** Cells of the progress bar. */
+export const PROGRESS_CELLS = 10
+
+/** `[■■■□□□□□□□] 3/10 message`, or `3 message` without a total. */
+export function progressLine(view: ToolProgressView): string {
+  const round = (n: number) => String(Math.round(n * 100) / 100)
+  const total = view.total
+  const count = total !== undefined ? `${round(view.progress)}/${round(total)}` : round(view.progress)
+  const message = view.message ? ` ${oneLine(view.message)}` : ''
+  if (total === undefined || !(total > 0)) return `${count}${message}`
+  const filled = Math.round(Math.min(1, Math.max(0, view.progress / total)) * PROGRESS_CELLS)
+  return `[${'■'.repeat(filled)}${'□'.repeat(PROGRESS_CELLS - filled)}] ${count}${message}`
+}
+
 /** Lines of a bash tail shown when collapsed. */
 export const BASH_TAIL_LINES = 5
 /** Diff lines shown when collapsed. */
@@ -74,6 +95,7 @@ export class ToolCard implements Component {
   state: ToolState = 'pending'
   expanded = false
   result?: ToolResultView
+  progress?: ToolProgressView
   private cache?: { width: number; key: string; lines: string[] }
 
   constructor(
@@ -90,6 +112,12 @@ export class ToolCard implements Component {
 
   setRunning(): void {
     if (this.state === 'pending') this.state = 'running'
+    this.cache = undefined
+  }
+
+  /** The latest progress the running call reported; shown until its result arrives. */
+  setProgress(progress: ToolProgressView): void {
+    this.progress = progress
     this.cache = undefined
   }
 
@@ -140,7 +168,10 @@ export class ToolCard implements Component {
 
   private body(width: number): string[] {
     const { p, result } = this
-    if (!result) return this.state === 'running' ? [p.gray('running…')] : []
+    if (!result) {
+      if (this.state !== 'running') return []
+      return [p.gray(this.progress ? truncateToWidth(sanitize(progressLine(this.progress)), width) : 'running…')]
+    }
     const cap = (lines: string[], max: number, what: string): string[] =>
       lines.length <= max
         ? lines

@@ -380,8 +380,20 @@ export class Transcript extends Container {
         else if (reason !== 'completed') this.notice(`⎿ ${describeTurnEnd(reason, error)}`, this.p.red)
         break
       }
-      default:
-        return
+      default: {
+        // `tool/progress` is declared by the tools that report it (e.g. @dsh/mcp-client), not by
+        // the session's own vocabulary, so it is read by name and checked here.
+        const { type, data } = event as { type: string; data: Record<string, unknown> }
+        if (type !== 'tool/progress' || typeof data?.progress !== 'number') return
+        const card = this.cards.get(String(data.callId))
+        if (!card || card.state !== 'running') return
+        card.setProgress({
+          progress: data.progress,
+          ...(typeof data.total === 'number' ? { total: data.total } : {}),
+          ...(typeof data.message === 'string' && data.message !== '' ? { message: data.message } : {}),
+        })
+        break
+      }
     }
     this.onChange()
   }
