@@ -1,6 +1,6 @@
 // @dsh/ui-conversation (host half): nothing runs on the host. The row exists so the web host
 // serves this package's browser half (`./client`); disabling the row removes the chat view and
-// composer from the page. The conversation view model is at `@dsh/ui-conversation/model`.
+// composer from the page. The conversation view model is `@dsh/conversation-model`.
 import Schema from 'schemastery'
 
 export const name = '@dsh/ui-conversation'

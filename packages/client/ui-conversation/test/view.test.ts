@@ -5,14 +5,14 @@ import { createElement as h } from 'react'
 import { renderToStaticMarkup } from 'react-dom/server'
 import { describe, expect, it } from 'vitest'
 import type { SessionStreamEvent } from '@dsh/web-protocol'
-import { foldConversation, type ConversationNode, type ToolNode } from '../src/model/index.ts'
+import { foldConversation, type ConversationNode, type ToolNode } from '@dsh/conversation-model'
 import { ChatView, textBlocks, turnClosers, turnOpeners, WINDOW } from '../src/client/chat-view.tsx'
 import { Composer } from '../src/client/composer.tsx'
 import { en, translator, zh } from '../src/client/strings.ts'
 import { ContextSection, PlanSection } from '../src/client/panel.tsx'
 
 const load = (name: string): SessionStreamEvent[] =>
-  JSON.parse(readFileSync(new URL(`./fixtures/${name}.json`, import.meta.url), 'utf8'))
+  JSON.parse(readFileSync(new URL(`../../conversation-model/test/fixtures/${name}.json`, import.meta.url), 'utf8'))
 const t = translator(en)
 const tool = (node: ToolNode) => h('div', { className: 'card' }, `${node.name}:${node.status}`)
 

@@ -5,14 +5,14 @@ import { createElement as h } from 'react'
 import { renderToStaticMarkup } from 'react-dom/server'
 import { describe, expect, it } from 'vitest'
 import type { SessionStreamEvent, WireQuestion } from '@dsh/web-protocol'
-import { foldConversation, type PendingApproval } from '@dsh/ui-conversation/model'
+import { foldConversation, type PendingApproval } from '@dsh/conversation-model'
 import { buildAnswers, emptyForm, isAnswered, setText, toggleOption } from '../src/answers.ts'
 import { ApprovalTakeover } from '../src/client/approval.tsx'
 import { QuestionTakeover } from '../src/client/question.tsx'
 import { en, translator, zh } from '../src/client/strings.ts'
 
 const load = (name: string): SessionStreamEvent[] =>
-  JSON.parse(readFileSync(new URL(`../../ui-conversation/test/fixtures/${name}.json`, import.meta.url), 'utf8'))
+  JSON.parse(readFileSync(new URL(`../../conversation-model/test/fixtures/${name}.json`, import.meta.url), 'utf8'))
 const t = translator(en)
 const pendingAt = (name: string, event: string) => {
   const frames = load(name)

@@ -1,7 +1,7 @@
 // Pure presentation data for tool calls: what a card shows, derived from a ToolNode (the call's
 // parsed arguments and its logged result, `meta` included). No React, no strings for humans
 // beyond what the tool itself produced; cards translate their own labels.
-import type { JsonObject, ToolNode } from '@dsh/ui-conversation/model'
+import type { JsonObject, ToolNode } from '@dsh/conversation-model'
 
 const str = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined)
 const num = (value: unknown): number | undefined =>

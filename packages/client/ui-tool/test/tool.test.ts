@@ -5,7 +5,7 @@ import { createElement as h } from 'react'
 import { renderToStaticMarkup } from 'react-dom/server'
 import { describe, expect, it } from 'vitest'
 import type { SessionStreamEvent } from '@dsh/web-protocol'
-import { foldConversation, type ToolNode } from '@dsh/ui-conversation/model'
+import { foldConversation, type ToolNode } from '@dsh/conversation-model'
 import {
   additionDiff,
   bashView,
@@ -20,7 +20,7 @@ import { LongText } from '../src/client/long-text.tsx'
 import { en, translator, zh } from '../src/client/strings.ts'
 
 const frames: SessionStreamEvent[] = JSON.parse(
-  readFileSync(new URL('../../ui-conversation/test/fixtures/tools-turn.json', import.meta.url), 'utf8'),
+  readFileSync(new URL('../../conversation-model/test/fixtures/tools-turn.json', import.meta.url), 'utf8'),
 )
 const tools = foldConversation(frames).nodes.filter((n): n is ToolNode => n.kind === 'tool')
 const byName = (name: string, nth = 0) => tools.filter((n) => n.name === name)[nth]

@@ -15,7 +15,7 @@ import type {
   ToolNode,
   TurnEndNode,
   UserNode,
-} from '../model/index.ts'
+} from '@dsh/conversation-model'
 import { Markdown } from '@dsh/ui-markdown'
 import { GitFork, IconButton } from '@dsh/client-runtime/ui'
 import type { Translate } from './strings.ts'

@@ -9,7 +9,7 @@
 // ends no longer renders the shell's readers and the whole chat in one task.
 import { startTransition, useEffect, useReducer, useRef } from 'react'
 import { frameBatcher, useT, type Translate } from '@dsh/client-runtime'
-import type { ConversationModel, ConversationSnapshot } from '../model/index.ts'
+import type { ConversationModel, ConversationSnapshot } from '@dsh/conversation-model'
 
 /** The runtime's `useT` (stable identity; the locale service is read once per component). */
 export function useStableT(ns: string): Translate {

@@ -6,7 +6,7 @@
 import type { Context } from 'cordis'
 import { memo, useCallback, useEffect, useMemo } from 'react'
 import { Slot, useCtx, type SessionSlotProps } from '@dsh/client-runtime'
-import type { AssistantNode, ConversationSnapshot, ToolNode } from '../model/index.ts'
+import type { AssistantNode, ConversationSnapshot, ToolNode } from '@dsh/conversation-model'
 import { ChatView, type MessageActions } from './chat-view.tsx'
 import { Composer, type SendMode } from './composer.tsx'
 import { useSnapshot, useSnapshotSlice, useStableT } from './hooks.ts'
@@ -24,7 +24,7 @@ export { PlanSection, ContextSection } from './panel.tsx'
 export { ConversationStore } from './store.ts'
 export { useSnapshot, useSnapshotSlice, useStableT } from './hooks.ts'
 export { en, zh, translator, type Translate } from './strings.ts'
-export * from '../model/index.ts'
+export * from '@dsh/conversation-model'
 
 /** Props of `conversation.chat.node` entries (keyed by node kind; `tool` today). */
 export interface ChatNodeSlotProps {

@@ -3,7 +3,7 @@
 // Both re-render only when what they show changes (not on every streamed delta).
 import { memo } from 'react'
 import { formatCount as fmt } from '@dsh/client-runtime'
-import type { ConversationSnapshot } from '../model/index.ts'
+import type { ConversationSnapshot } from '@dsh/conversation-model'
 import type { Translate } from './strings.ts'
 
 type SectionProps = { snapshot: ConversationSnapshot; t: Translate }

@@ -6,7 +6,7 @@
 // nobody holds is dropped shortly after, releasing its feed, so the page keeps streams open only
 // for what it shows (browsers allow few connections per host).
 import type { Connection, SessionFeed } from '@dsh/client-runtime'
-import { ConversationModel } from '../model/index.ts'
+import { ConversationModel } from '@dsh/conversation-model'
 
 interface Entry {
   model: ConversationModel

@@ -2,7 +2,7 @@
 // and retry, which both resend the text in a fork taken before the message's turn. CopyAction is
 // shared with the answers.
 import { memo, useEffect, useRef, useState } from 'react'
-import type { UserNode } from '../model/index.ts'
+import type { UserNode } from '@dsh/conversation-model'
 import { Check, Copy, IconButton, Pencil, RotateCcw } from '@dsh/client-runtime/ui'
 import type { Translate } from './strings.ts'
 

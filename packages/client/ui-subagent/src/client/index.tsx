@@ -16,7 +16,7 @@ import {
   type SessionSlotProps,
   type Translate,
 } from '@dsh/client-runtime'
-import type { ToolNode } from '@dsh/ui-conversation/model'
+import type { ToolNode } from '@dsh/conversation-model'
 import { subagentsList, type WireSubagent } from '../contract.ts'
 import {
   durationOf,

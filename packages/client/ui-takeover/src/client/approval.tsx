@@ -4,7 +4,7 @@
 // stray Enter answers nothing: the heading takes focus.
 import { useEffect, useRef, useState } from 'react'
 import type { ApprovalChoice } from '@dsh/web-protocol'
-import type { PendingApproval } from '@dsh/ui-conversation/model'
+import type { PendingApproval } from '@dsh/conversation-model'
 import type { Translate } from './strings.ts'
 
 export interface ApprovalTakeoverProps {

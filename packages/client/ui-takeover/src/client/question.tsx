@@ -3,7 +3,7 @@
 // go only when every question has one.
 import { useEffect, useRef, useState } from 'react'
 import type { WireQuestionAnswer } from '@dsh/web-protocol'
-import type { PendingQuestion } from '@dsh/ui-conversation/model'
+import type { PendingQuestion } from '@dsh/conversation-model'
 import { buildAnswers, emptyForm, isAnswered, setText, toggleOption, type QuestionFormState } from '../answers.ts'
 import type { Translate } from './strings.ts'
 

@@ -2,7 +2,7 @@
 // acted on and its status; a body that may collapse). `cardFor(name)` picks the built-in card;
 // unknown tools get GenericCard.
 import { memo, useState, type ComponentType, type ReactNode } from 'react'
-import type { ToolNode } from '@dsh/ui-conversation/model'
+import type { ToolNode } from '@dsh/conversation-model'
 import { bashView, fileChangeView, formatDuration, summaryView, todoView, type DiffLine } from '../present.ts'
 import { LongText } from './long-text.tsx'
 import type { Translate } from './strings.ts'

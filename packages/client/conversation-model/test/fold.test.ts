@@ -4,8 +4,8 @@
 import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import type { SessionStreamEvent, WireEvent } from '@dsh/web-protocol'
-import { createFoldState, foldEvent, settleOpen } from '../src/model/fold.ts'
-import { foldConversation } from '../src/model/index.ts'
+import { createFoldState, foldEvent, settleOpen } from '../src/fold.ts'
+import { foldConversation } from '../src/index.ts'
 
 const frames: SessionStreamEvent[] = JSON.parse(
   readFileSync(new URL('./fixtures/tools-turn.json', import.meta.url), 'utf8'),

@@ -12,7 +12,7 @@ import {
   type ConversationNode,
   type ThinkingNode,
   type ToolNode,
-} from '../src/model/index.ts'
+} from '../src/index.ts'
 
 const load = (name: string): SessionStreamEvent[] =>
   JSON.parse(readFileSync(new URL(`./fixtures/${name}.json`, import.meta.url), 'utf8'))

@@ -2,7 +2,7 @@
 // loop made ids session-unique; providers that number calls per response): live and refolded.
 import { describe, expect, it } from 'vitest'
 import type { WireEvent } from '@dsh/web-protocol'
-import { foldConversation, type ToolNode } from '../src/model/index.ts'
+import { foldConversation, type ToolNode } from '../src/index.ts'
 
 function log(withChunks: boolean): WireEvent[] {
   const list: Array<[string, unknown]> = []
