@@ -1,7 +1,10 @@
-// Images in real Chromium against the real `dsh web` and the mock model: a pasted PNG is stored
-// and reaches the request as an image block for a model that accepts images, and as a one-line
+// Images in real Chromium against the real `dsh web` and the mock model: an image attached with
+// the composer's button, pasted or dropped is stored, shows as a thumbnail in the composer (the
+// token stays out of the text) and in the sent message, opens in a viewer that Escape closes, and
+// reaches the request as an image block for a model that accepts images, and as a one-line
 // description for one that does not; an image over the limit and a non-image file are refused
 // with the host's reason and the composer text is kept.
+import { createHash } from 'node:crypto'
 import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
@@ -27,7 +30,7 @@ const PATCH = `- id: llm-deepseek
 - id: attachment-local
   config: { maxBytes: 20000 }
 `
-const STEPS = [{ text: 'A red square.' }, { text: 'I cannot see it.' }]
+const STEPS = [{ text: 'A small blue square.' }, { text: 'A red square.' }, { text: 'I cannot see it.' }]
 
 describe.skipIf(!hasChromium())('ui-attachment in the browser', () => {
   let app: WebApp
@@ -58,6 +61,56 @@ describe.skipIf(!hasChromium())('ui-attachment in the browser', () => {
     )
   const messages = (i: number) =>
     (app.mock.requests[i].body as { messages: Array<{ role: string; content: unknown }> }).messages
+  const composerThumbs = () => page.locator('form.dsh-composer .dsh-image-thumb')
+  /** The natural widths of the loaded images under `selector` (0 until one has loaded). */
+  const loadedWidths = (selector: string) =>
+    page.locator(selector).evaluateAll((imgs) => imgs.map((i) => (i as HTMLImageElement).naturalWidth))
+  const viewer = () => page.getByTestId('image-viewer')
+
+  it('an image attached with the button shows as a thumbnail, is sent, and opens in the viewer', async () => {
+    await withArtifacts(page, 'attachment-button', async () => {
+      const image = png(12, 12, { rgb: [30, 60, 200] })
+      await input().fill('Which colour? ')
+      await page.getByRole('button', { name: 'Attach images' }).waitFor()
+      await page.locator('input[data-attach-input]').setInputFiles({
+        name: 'blue.png',
+        mimeType: 'image/png',
+        buffer: image,
+      })
+      // A thumbnail in the composer, served by the host; the token stays out of the text.
+      await expect.poll(() => loadedWidths('form.dsh-composer .dsh-image-thumb img')).toEqual([12])
+      expect(await input().inputValue()).toBe('Which colour? ')
+      // The viewer opens from the thumbnail and Escape closes it, the focus back on the thumbnail.
+      await page.getByRole('button', { name: 'View image blue.png' }).click()
+      await expect.poll(() => loadedWidths('[data-testid="image-viewer"] img')).toEqual([12])
+      expect(await viewer().getByRole('heading').textContent()).toBe('blue.png')
+      await page.keyboard.press('Escape')
+      await viewer().waitFor({ state: 'detached' })
+      expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).toBe('View image blue.png')
+      await input().press('Enter')
+      await page.locator('[data-node="assistant"]', { hasText: 'A small blue square.' }).waitFor()
+      const hex = createHash('sha256').update(image).digest('hex')
+      const user = messages(0)
+        .filter((m) => m.role === 'user')
+        .at(-1)!
+      expect(user.content).toEqual([
+        { type: 'image_url', image_url: { url: `data:image/png;base64,${image.toString('base64')}` } },
+        { type: 'text', text: ' Which colour? ' },
+      ])
+      const { events } = await app.call('sessions.history', { sessionId: sessionId() })
+      const logged = events.filter((e: any) => e.type === 'user/message' && e.data.source.kind === 'human').at(-1)
+      expect(logged.data.content[0].text).toBe(`[image sha256:${hex} blue.png] Which colour? `)
+      // The composer is empty again; the sent message shows the image, not the token.
+      expect(await composerThumbs().count()).toBe(0)
+      const sent = page.locator('[data-node="user"]').last()
+      expect(await sent.locator('.dsh-msg-bubble').textContent()).toBe('Which colour? ')
+      await expect.poll(() => loadedWidths('[data-node="user"] .dsh-image-thumb img')).toEqual([12])
+      await sent.getByRole('button', { name: 'View image blue.png' }).click()
+      await expect.poll(() => loadedWidths('[data-testid="image-viewer"] img')).toEqual([12])
+      await page.keyboard.press('Escape')
+      await viewer().waitFor({ state: 'detached' })
+    })
+  })
 
   it('a pasted PNG is stored and reaches the request as an image block', async () => {
     await withArtifacts(page, 'attachment-paste', async () => {
@@ -65,24 +118,23 @@ describe.skipIf(!hasChromium())('ui-attachment in the browser', () => {
       await input().fill('What is this? ')
       await input().press('End')
       await paste(image.toString('base64'), 'square.png', 'image/png')
-      await expect
-        .poll(() => input().inputValue())
-        .toMatch(/^What is this\? \[image sha256:[0-9a-f]{64} square\.png\] $/)
-      const hex = /sha256:([0-9a-f]{64})/.exec(await input().inputValue())![1]
+      await expect.poll(() => loadedWidths('form.dsh-composer .dsh-image-thumb img')).toEqual([16])
+      expect(await input().inputValue()).toBe('What is this? ')
+      const hex = createHash('sha256').update(image).digest('hex')
       expect(readdirSync(join(app.home, '.dsh', 'attachments', 'v1', 'objects', hex.slice(0, 2)))).toEqual([hex])
       await input().press('Enter')
       await page.locator('[data-node="assistant"]', { hasText: 'A red square.' }).waitFor()
-      const user = messages(0)
+      const user = messages(1)
         .filter((m) => m.role === 'user')
         .at(-1)!
       expect(user.content).toEqual([
-        { type: 'text', text: 'What is this? ' },
         { type: 'image_url', image_url: { url: `data:image/png;base64,${image.toString('base64')}` } },
+        { type: 'text', text: ' What is this? ' },
       ])
       // The log keeps the reference, not the pixels.
       const { events } = await app.call('sessions.history', { sessionId: sessionId() })
       const logged = events.filter((e: any) => e.type === 'user/message' && e.data.source.kind === 'human').at(-1)
-      expect(logged.data.content[0].text).toBe(`What is this? [image sha256:${hex} square.png] `)
+      expect(logged.data.content[0].text).toBe(`[image sha256:${hex} square.png] What is this? `)
     })
   })
 
@@ -92,7 +144,7 @@ describe.skipIf(!hasChromium())('ui-attachment in the browser', () => {
       await input().fill('And now?')
       await input().press('Enter')
       await page.locator('[data-node="assistant"]', { hasText: 'I cannot see it.' }).waitFor()
-      const body = JSON.stringify(messages(1))
+      const body = JSON.stringify(messages(2))
       expect(body).not.toContain('image_url')
       expect(body).toContain(
         '[image square.png: an image the user attached; the current model (deepseek-official/text-only) cannot see images, so only its name is given]',
@@ -114,10 +166,28 @@ describe.skipIf(!hasChromium())('ui-attachment in the browser', () => {
         .poll(() => page.locator('[data-attachment-status="error"]').textContent())
         .toMatch(/^notes\.txt: not a PNG, JPEG, GIF or WebP image/)
       expect(await input().inputValue()).toBe('keep me')
-      expect(app.mock.requests).toHaveLength(2)
+      expect(app.mock.requests).toHaveLength(3)
       expect(
         errors.filter((e) => !/Failed to load resource: the server responded with a status of 41[35]/.test(e)),
       ).toEqual([])
+    })
+  })
+
+  it('a dropped image shows as a thumbnail that Remove takes away again', async () => {
+    await withArtifacts(page, 'attachment-drop', async () => {
+      await input().fill('dropped: ')
+      await input().evaluate((el, b64) => {
+        const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))
+        const data = new DataTransfer()
+        data.items.add(new File([bytes], 'drop.png', { type: 'image/png' }))
+        el.dispatchEvent(new DragEvent('dragover', { dataTransfer: data, bubbles: true, cancelable: true }))
+        el.dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }))
+      }, png(8, 8).toString('base64'))
+      await expect.poll(() => loadedWidths('form.dsh-composer .dsh-image-thumb img')).toEqual([8])
+      expect(await input().inputValue()).toBe('dropped: ')
+      await page.getByRole('button', { name: 'Remove image drop.png' }).click()
+      expect(await composerThumbs().count()).toBe(0)
+      expect(await input().inputValue()).toBe('dropped: ')
     })
   })
 })

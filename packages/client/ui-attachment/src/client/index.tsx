@@ -1,10 +1,13 @@
-// @dsh/ui-attachment/client: paste or drop images into the composer. Each image file is uploaded
-// to `POST /attachments` (JSON, base64) (stored content-addressed by the host) and the returned token
-// (`[image sha256:<hex> <name>]`) is inserted at the caret; the message carries the token and the
-// host sends the pixels to models that accept images. Non-image files and images over the limit
-// are refused with the host's one-line reason; the composer text is never touched then.
+// @dsh/ui-attachment/client: attach (a button in the composer's tools), paste or drop images into
+// the composer. Each image file is uploaded to `POST /attachments` (JSON, base64) (stored
+// content-addressed by the host) and the returned token (`[image sha256:<hex> <name>]`) is
+// inserted at the caret; the composer shows it as a thumbnail, the message carries the token and
+// the host sends the pixels to models that accept images. Non-image files and images over the
+// limit are refused with the host's one-line reason; the composer text is never touched then.
 import type { Context } from 'cordis'
-import { Store, useStore, useT } from '@dsh/client-runtime'
+import { useRef } from 'react'
+import { Store, useStore, useT, type SessionSlotProps } from '@dsh/client-runtime'
+import { IconButton, Paperclip } from '@dsh/client-runtime/ui'
 
 export const NAMESPACE = 'attachment'
 export const name = '@dsh/ui-attachment'
@@ -15,12 +18,14 @@ const en = {
   refused: '{name}: {message}',
   notImage: 'not an image (PNG, JPEG, GIF or WebP)',
   dismiss: 'Dismiss',
+  attach: 'Attach images',
 }
 const zh: Record<keyof typeof en, string> = {
   uploading: '正在上传 {name}…',
   refused: '{name}: {message}',
   notImage: '不是图片(PNG、JPEG、GIF 或 WebP)',
   dismiss: '关闭',
+  attach: '添加图片',
 }
 
 const CSS = `
@@ -28,6 +33,7 @@ const CSS = `
   border: 1px solid var(--border, #ddd); border-radius: 8px; padding: 6px 12px; box-shadow: 0 6px 24px rgb(0 0 0 / .18); font-size: 13px; display: flex; gap: 10px; align-items: center; }
 .dsh-attach-status.error { border-color: var(--danger, #c0362c); color: var(--danger, #c0362c); }
 textarea[data-composer="true"].dsh-attach-drop { outline: 2px dashed var(--accent, #2f6fed); }
+.dsh-composer-tools .dsh-attach-button { padding: 0; }
 `
 
 type Status = { kind: 'uploading' | 'error'; text: string } | undefined
@@ -35,6 +41,11 @@ const valueSetter =
   typeof HTMLTextAreaElement === 'undefined'
     ? undefined
     : Object.getOwnPropertyDescriptor(HTMLTextAreaElement.prototype, 'value')?.set
+/** The formats the host admits (the file dialog offers these; the host checks the bytes). */
+const ACCEPT = 'image/png,image/jpeg,image/gif,image/webp'
+const composerOf = (from: Element | null): HTMLTextAreaElement | null =>
+  from?.closest('form')?.querySelector<HTMLTextAreaElement>('textarea[data-composer="true"]') ??
+  document.querySelector<HTMLTextAreaElement>('textarea[data-composer="true"]')
 const isComposer = (target: EventTarget | null): target is HTMLTextAreaElement =>
   typeof HTMLTextAreaElement !== 'undefined' &&
   target instanceof HTMLTextAreaElement &&
@@ -146,7 +157,45 @@ export function apply(ctx: Context): void {
       </div>
     )
   }
+  /** The composer's attach button: a file dialog whose images go the way of a paste. */
+  function AttachButton({ row }: SessionSlotProps) {
+    const tr = useT(NAMESPACE)
+    const picker = useRef<HTMLInputElement>(null)
+    const busy = useStore(status)?.kind === 'uploading'
+    return (
+      <>
+        <IconButton
+          label={tr('attach')}
+          icon={Paperclip}
+          className="dsh-attach-button"
+          data-action="attach"
+          disabled={row?.archived === true || busy}
+          onClick={() => picker.current?.click()}
+        />
+        <input
+          ref={picker}
+          type="file"
+          accept={ACCEPT}
+          multiple
+          hidden
+          tabIndex={-1}
+          aria-hidden="true"
+          data-attach-input="true"
+          onChange={(e) => {
+            const input = e.currentTarget
+            const files = [...(input.files ?? [])]
+            // Cleared at once, so choosing the same file again fires another change.
+            input.value = ''
+            const el = composerOf(input)
+            if (el && files.length) void upload(el, files)
+          }}
+        />
+      </>
+    )
+  }
+
   ctx.slots.register('app.overlay', { id: 'ui-attachment', order: 30, component: StatusLine })
+  ctx.slots.register('conversation.composer.tools', { id: 'ui-attachment', order: -10, component: AttachButton })
 }
 
 export default { name, inject, apply }

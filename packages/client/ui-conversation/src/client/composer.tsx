@@ -2,8 +2,12 @@
 // running turn, ↑/↓ walk the history of sent prompts (when the caret is on the first/last line).
 // While a turn runs, Enter queues the message (the default) and the Steer button hands it to
 // the running turn. A takeover (approval, question) replaces it through `takeover`.
+// Image tokens that reach the input (an attach, paste or drop of @dsh/ui-attachment inserts
+// them) are taken out of the text and shown as thumbnails above it, each removable; a message is
+// sent with the tokens first, then the text. History and drafts hold the whole message.
 import { useRef, useState, type KeyboardEvent, type ReactNode } from 'react'
 import { matchKey } from '@dsh/client-runtime'
+import { ImageThumbs, joinImages, splitImages, type ImageRef } from './images.tsx'
 import type { Translate } from './strings.ts'
 
 export type SendMode = 'queue' | 'steer'
@@ -43,10 +47,13 @@ export function Composer({
   initialText = '',
   onDraftChange,
 }: ComposerProps) {
-  const [text, setTextState] = useState(initialText)
-  const setText = (value: string) => {
+  const [initial] = useState(() => splitImages(initialText))
+  const [text, setTextState] = useState(initial.text)
+  const [images, setImagesState] = useState<readonly ImageRef[]>(initial.images)
+  const setMessage = (value: string, attached: readonly ImageRef[]) => {
     setTextState(value)
-    onDraftChange?.(value)
+    setImagesState(attached)
+    onDraftChange?.(joinImages(value, attached))
   }
   const [error, setError] = useState<string | undefined>(undefined)
   const [sending, setSending] = useState(false)
@@ -56,13 +63,13 @@ export function Composer({
   const input = useRef<HTMLTextAreaElement>(null)
 
   const send = async (mode: SendMode) => {
-    const value = text
-    if (!value.trim() || disabled || sending) return
+    if ((!text.trim() && !images.length) || disabled || sending) return
+    const value = joinImages(text, images)
     setSending(true)
     setError(undefined)
     try {
       await onSend(value, mode)
-      setText('')
+      setMessage('', [])
       cursor.current = undefined
     } catch (e) {
       setError(t('composer.failed', { message: e instanceof Error ? e.message : String(e) }))
@@ -74,11 +81,11 @@ export function Composer({
 
   const recall = (index: number) => {
     cursor.current = index
-    const value = index >= history.length ? draft.current : history[index]
-    setText(value)
+    const recalled = splitImages(index >= history.length ? draft.current : history[index])
+    setMessage(recalled.text, recalled.images)
     requestAnimationFrame(() => {
       const el = input.current
-      if (el) el.selectionStart = el.selectionEnd = value.length
+      if (el) el.selectionStart = el.selectionEnd = recalled.text.length
     })
   }
 
@@ -100,7 +107,7 @@ export function Composer({
     if (binding === 'historyPrev' && history.length > 0 && !el.value.slice(0, el.selectionStart).includes('\n')) {
       const at = cursor.current ?? history.length
       if (at === 0) return
-      if (cursor.current === undefined) draft.current = el.value
+      if (cursor.current === undefined) draft.current = joinImages(el.value, images)
       event.preventDefault()
       recall(at - 1)
       return
@@ -117,7 +124,7 @@ export function Composer({
 
   if (takeover) return <div className="dsh-composer dsh-composer-takeover">{takeover}</div>
 
-  const empty = !text.trim()
+  const empty = !text.trim() && !images.length
   return (
     <form
       className="dsh-composer"
@@ -126,6 +133,18 @@ export function Composer({
         void send('queue')
       }}
     >
+      <ImageThumbs
+        images={images}
+        t={t}
+        className="dsh-composer-images"
+        onRemove={(index) => {
+          setMessage(
+            text,
+            images.filter((_, i) => i !== index),
+          )
+          input.current?.focus()
+        }}
+      />
       <textarea
         ref={input}
         className="dsh-composer-input"
@@ -140,11 +159,20 @@ export function Composer({
         // biome-ignore lint/a11y/noAutofocus: the host decides (autoFocus prop): the composer of a freshly opened session takes the focus so typing starts at once
         autoFocus={autoFocus}
         onChange={(e) => {
-          setText(e.target.value)
+          const el = e.target
+          // A token that reached the input (attach, paste, drop) becomes a thumbnail.
+          const typed = splitImages(el.value, el.selectionStart ?? el.value.length)
+          setMessage(typed.text, typed.images.length ? [...images, ...typed.images] : images)
+          if (typed.images.length) {
+            const caret = typed.caret
+            requestAnimationFrame(() => {
+              if (input.current) input.current.selectionStart = input.current.selectionEnd = caret
+            })
+          }
           if (
             cursor.current !== undefined &&
             cursor.current < history.length &&
-            e.target.value !== history[cursor.current]
+            joinImages(typed.text, images) !== history[cursor.current]
           )
             cursor.current = undefined
         }}

@@ -1,6 +1,9 @@
 // The conversation's stylesheet, added to the page while the plugin is loaded. Colours come from
 // the design tokens (`--dsh-color-*`, @dsh/client-runtime/ui), which follow the theme.
-export const CSS = `
+import { IMAGES_CSS } from './images.tsx'
+
+export const CSS =
+  `
 .dsh-conv{
   display:flex;flex-direction:column;height:100%;min-height:0;color:var(--dsh-color-fg);}
 .dsh-chat{flex:1;min-height:0;overflow-y:auto;position:relative;}
@@ -73,4 +76,4 @@ export const CSS = `
 .dsh-panel-todo li[data-status=in_progress] .dsh-panel-todo-text{font-weight:600;}
 .dsh-sr-only{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap;}
 .dsh-muted{color:var(--dsh-color-fg-muted);}
-`
+` + IMAGES_CSS
