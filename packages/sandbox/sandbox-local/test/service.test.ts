@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Context } from 'cordis'
 import HomePaths from '@dsh/home-paths'
-import { SPAWN_SERVER_PATH } from '@dsh/posix-spawn'
+import { SPAWN_SERVER_PATH, spawnServerUnavailable } from '@dsh/posix-spawn'
 import type { SandboxMode, SandboxPolicy } from '@dsh/sandbox'
 import LocalSandbox, {
   LANDLOCK_CONTROL_NOTE,
@@ -34,6 +34,12 @@ import LocalSandbox, {
 
 let base: string
 let ws: string
+/**
+ * Spawn servers need the posix_spawn add-on, which only loads on the main thread: under Stryker's
+ * vitest runner (worker threads) none can start, so the tests that start one are skipped there
+ * and the ones below that only ask whether wrap() wanted one hold in both places.
+ */
+const noServers = spawnServerUnavailable() !== undefined
 const contexts: Context[] = []
 beforeAll(() => {
   base = realpathSync(mkdtempSync(join(tmpdir(), 'dsh-sandbox-service-')))
@@ -191,26 +197,29 @@ describe('the background probe after app/ready', () => {
 describe('wrap() through bwrap spawn servers', () => {
   const passThrough = () => script('exec bwrap "$@"')
 
-  it('a launcher from a server started once per policy, with the flags but --as-pid-1, and --sweep', async () => {
-    const bwrap = passThrough()
-    const { service } = await load({ runner: 'bwrap', bwrap: bwrap.file, probeCache: false })
-    const served = await wrapIn(service, policy('workspace-write'))
-    expect(served.launcher).toBeDefined()
-    expect(service.spawnServers).toBe(1)
-    // The per-command argv is the same as without a server.
-    const plain = await wrapIn(service, policy('workspace-write'), { launcher: false })
-    expect(plain.launcher).toBeUndefined()
-    expect(served.argv).toEqual(plain.argv)
-    const [, start] = bwrap.log()
-    const flags = plain.argv.slice(1, plain.argv.indexOf('--chdir')).filter((flag) => flag !== '--as-pid-1')
-    expect(start).toBe([...flags, '--', SPAWN_SERVER_PATH, '--sweep'].join(' '))
-    // Same policy: the same server. Another policy: one more (the default bound is 4).
-    expect((await wrapIn(service, policy('workspace-write'))).launcher).toBeDefined()
-    expect(bwrap.log()).toHaveLength(2)
-    expect((await wrapIn(service, policy('read-only'))).launcher).toBeDefined()
-    expect(service.spawnServers).toBe(2)
-    expect(bwrap.log()).toHaveLength(3)
-  })
+  it.skipIf(noServers)(
+    'a launcher from a server started once per policy, with the flags but --as-pid-1, and --sweep',
+    async () => {
+      const bwrap = passThrough()
+      const { service } = await load({ runner: 'bwrap', bwrap: bwrap.file, probeCache: false })
+      const served = await wrapIn(service, policy('workspace-write'))
+      expect(served.launcher).toBeDefined()
+      expect(service.spawnServers).toBe(1)
+      // The per-command argv is the same as without a server.
+      const plain = await wrapIn(service, policy('workspace-write'), { launcher: false })
+      expect(plain.launcher).toBeUndefined()
+      expect(served.argv).toEqual(plain.argv)
+      const [, start] = bwrap.log()
+      const flags = plain.argv.slice(1, plain.argv.indexOf('--chdir')).filter((flag) => flag !== '--as-pid-1')
+      expect(start).toBe([...flags, '--', SPAWN_SERVER_PATH, '--sweep'].join(' '))
+      // Same policy: the same server. Another policy: one more (the default bound is 4).
+      expect((await wrapIn(service, policy('workspace-write'))).launcher).toBeDefined()
+      expect(bwrap.log()).toHaveLength(2)
+      expect((await wrapIn(service, policy('read-only'))).launcher).toBeDefined()
+      expect(service.spawnServers).toBe(2)
+      expect(bwrap.log()).toHaveLength(3)
+    },
+  )
 
   it('spawnServer false starts none', async () => {
     const bwrap = passThrough()
@@ -220,54 +229,72 @@ describe('wrap() through bwrap spawn servers', () => {
     expect(bwrap.log()).toHaveLength(1)
   })
 
-  it('maxSpawnServers bounds the servers kept; a workspace made again needs a server of its own', async () => {
-    const bwrap = passThrough()
-    const { service } = await load({ runner: 'bwrap', bwrap: bwrap.file, probeCache: false, maxSpawnServers: 1 })
-    await wrapIn(service, policy('workspace-write'))
-    await wrapIn(service, policy('read-only'))
-    expect(service.spawnServers).toBe(1)
-    const other = await load({ runner: 'bwrap', bwrap: bwrap.file, probeCache: false })
-    const again = join(base, 'again')
-    mkdirSync(again)
-    const p = policy('workspace-write', { writableRoots: [again] })
-    await wrapIn(other.service, p)
-    await wrapIn(other.service, p)
-    expect(other.service.spawnServers).toBe(1)
-    // Deleted and made again: the old bind would hold the old directory.
-    rmSync(again, { recursive: true })
-    mkdirSync(again)
-    await wrapIn(other.service, p)
-    expect(other.service.spawnServers).toBe(2)
+  it('a server is asked for only with spawnServer on and a request that does not run its argv itself', async () => {
+    // Asked: a launcher where servers can start, else the reason they cannot. Not asked: neither.
+    const asked = async (config: Record<string, unknown>, extra: { launcher?: false } = {}) => {
+      const { service } = await load({ runner: 'bwrap', bwrap: passThrough().file, probeCache: false, ...config })
+      const inv = await wrapIn(service, policy('workspace-write'), extra)
+      return inv.launcher !== undefined || service.spawnServerFallback !== undefined
+    }
+    expect(await asked({})).toBe(true)
+    expect(await asked({ spawnServer: false })).toBe(false)
+    expect(await asked({}, { launcher: false })).toBe(false)
   })
 
-  it('a server that does not start: the argv is used, the failure kept by policy, a trusted stored probe verified', async () => {
-    // A bwrap that refuses only server starts.
-    const bwrap = script(
-      'case "$*" in *spawn-server*) echo "bwrap: simulated refusal" >&2; exit 1;; esac\nexec bwrap "$@"',
-    )
-    const home = join(base, 'home-refusal')
-    const config = { runner: 'bwrap', bwrap: bwrap.file, prewarmDelayMs: 0 }
-    const first = await load(config, (c) => c.plugin(HomePaths, { home }))
-    await first.service.describe()
-    await dispose(first.ctx)
-    expect(bwrap.log()).toHaveLength(1)
-    // Stored and verified just now: trusted without a probe...
-    const { service } = await load(config, (c) => c.plugin(HomePaths, { home }))
-    expect(await service.describe()).toEqual({ runner: 'bwrap', rejected: [] })
-    expect(inside(service).unverified).toBeDefined()
-    const invocation = await wrapIn(service, policy('workspace-write'))
-    expect(invocation.launcher).toBeUndefined()
-    expect(invocation.argv[0]).toBe(bwrap.file)
-    const [[key, why]] = [...service.failedServers]
-    expect(why).toBe('bwrap: simulated refusal')
-    const parts = key.split('\0')
-    expect(parts.slice(-2)[0]).toBe('--sweep')
-    // ...and what the server's binds captured (the writable root's identity) is part of its key.
-    expect(parts.at(-1)).toMatch(/^\d+:\d+:\d+$/)
-    // ...until the server does not come up: the stored result is verified at once.
-    await expect.poll(() => bwrap.log().filter((line) => line.endsWith('-- true')).length).toBe(2)
-    expect(inside(service).unverified).toBeUndefined()
-  })
+  it.skipIf(noServers)(
+    'maxSpawnServers bounds the servers kept; a workspace made again needs a server of its own',
+    async () => {
+      const bwrap = passThrough()
+      const { service } = await load({ runner: 'bwrap', bwrap: bwrap.file, probeCache: false, maxSpawnServers: 1 })
+      await wrapIn(service, policy('workspace-write'))
+      await wrapIn(service, policy('read-only'))
+      expect(service.spawnServers).toBe(1)
+      const other = await load({ runner: 'bwrap', bwrap: bwrap.file, probeCache: false })
+      const again = join(base, 'again')
+      mkdirSync(again)
+      const p = policy('workspace-write', { writableRoots: [again] })
+      await wrapIn(other.service, p)
+      await wrapIn(other.service, p)
+      expect(other.service.spawnServers).toBe(1)
+      // Deleted and made again: the old bind would hold the old directory.
+      rmSync(again, { recursive: true })
+      mkdirSync(again)
+      await wrapIn(other.service, p)
+      expect(other.service.spawnServers).toBe(2)
+    },
+  )
+
+  it.skipIf(noServers)(
+    'a server that does not start: the argv is used, the failure kept by policy, a trusted stored probe verified',
+    async () => {
+      // A bwrap that refuses only server starts.
+      const bwrap = script(
+        'case "$*" in *spawn-server*) echo "bwrap: simulated refusal" >&2; exit 1;; esac\nexec bwrap "$@"',
+      )
+      const home = join(base, 'home-refusal')
+      const config = { runner: 'bwrap', bwrap: bwrap.file, prewarmDelayMs: 0 }
+      const first = await load(config, (c) => c.plugin(HomePaths, { home }))
+      await first.service.describe()
+      await dispose(first.ctx)
+      expect(bwrap.log()).toHaveLength(1)
+      // Stored and verified just now: trusted without a probe...
+      const { service } = await load(config, (c) => c.plugin(HomePaths, { home }))
+      expect(await service.describe()).toEqual({ runner: 'bwrap', rejected: [] })
+      expect(inside(service).unverified).toBeDefined()
+      const invocation = await wrapIn(service, policy('workspace-write'))
+      expect(invocation.launcher).toBeUndefined()
+      expect(invocation.argv[0]).toBe(bwrap.file)
+      const [[key, why]] = [...service.failedServers]
+      expect(why).toBe('bwrap: simulated refusal')
+      const parts = key.split('\0')
+      expect(parts.slice(-2)[0]).toBe('--sweep')
+      // ...and what the server's binds captured (the writable root's identity) is part of its key.
+      expect(parts.at(-1)).toMatch(/^\d+:\d+:\d+$/)
+      // ...until the server does not come up: the stored result is verified at once.
+      await expect.poll(() => bwrap.log().filter((line) => line.endsWith('-- true')).length).toBe(2)
+      expect(inside(service).unverified).toBeUndefined()
+    },
+  )
 })
 
 describe('wrap() with Landlock', () => {
@@ -354,30 +381,48 @@ describe('wrap() with Landlock', () => {
     rmSync(project, { recursive: true })
   })
 
-  it('through its spawn server: a launcher per policy, unless spawnServer is off or the request says launcher false', async () => {
-    // The stand-in hands over to the server without the helper (confinement is sandbox-local.test.ts's).
-    const { config, nodeLog } = landlock(false, 'shift 3; exec "$@"')
-    const { service } = await load(config)
-    const inv = await wrapIn(service, policy('workspace-write'))
-    expect(inv.launcher).toBeDefined()
-    expect(service.spawnServers).toBe(1)
-    const [, start] = nodeLog()
-    expect(start!.startsWith(`${LANDLOCK_HELPER} `)).toBe(true)
-    expect(start!.endsWith(` -- ${SPAWN_SERVER_PATH}`)).toBe(true)
-    expect((await wrapIn(service, policy('workspace-write'), { launcher: false })).launcher).toBeUndefined()
-    const off = await load({ ...config, spawnServer: false })
-    expect((await wrapIn(off.service, policy('workspace-write'))).launcher).toBeUndefined()
-    expect(nodeLog()).toHaveLength(3)
+  it('a server is asked for only with spawnServer on and a request that does not run its argv itself', async () => {
+    const asked = async (config: Record<string, unknown>, extra: { launcher?: false } = {}) => {
+      const { service } = await load({ ...landlock(false, 'shift 3; exec "$@"').config, ...config })
+      const inv = await wrapIn(service, policy('workspace-write'), extra)
+      expect(inv.runner).toBe('landlock')
+      return inv.launcher !== undefined || service.spawnServerFallback !== undefined
+    }
+    expect(await asked({})).toBe(true)
+    expect(await asked({ spawnServer: false })).toBe(false)
+    expect(await asked({}, { launcher: false })).toBe(false)
   })
 
-  it('a helper that refuses to start the server leaves the argv, and the refusal is kept', async () => {
-    const { config } = landlock(true, 'echo "dsh-sandbox(landlock): simulated refusal" >&2; exit 125')
-    const { service } = await load(config)
-    const inv = await wrapIn(service, policy('workspace-write'))
-    expect(inv.launcher).toBeUndefined()
-    expect(inv.argv[0]).toBe(config.unshare)
-    expect([...service.failedServers.values()]).toEqual(['dsh-sandbox(landlock): simulated refusal'])
-  })
+  it.skipIf(noServers)(
+    'through its spawn server: a launcher per policy, unless spawnServer is off or the request says launcher false',
+    async () => {
+      // The stand-in hands over to the server without the helper (confinement is sandbox-local.test.ts's).
+      const { config, nodeLog } = landlock(false, 'shift 3; exec "$@"')
+      const { service } = await load(config)
+      const inv = await wrapIn(service, policy('workspace-write'))
+      expect(inv.launcher).toBeDefined()
+      expect(service.spawnServers).toBe(1)
+      const [, start] = nodeLog()
+      expect(start!.startsWith(`${LANDLOCK_HELPER} `)).toBe(true)
+      expect(start!.endsWith(` -- ${SPAWN_SERVER_PATH}`)).toBe(true)
+      expect((await wrapIn(service, policy('workspace-write'), { launcher: false })).launcher).toBeUndefined()
+      const off = await load({ ...config, spawnServer: false })
+      expect((await wrapIn(off.service, policy('workspace-write'))).launcher).toBeUndefined()
+      expect(nodeLog()).toHaveLength(3)
+    },
+  )
+
+  it.skipIf(noServers)(
+    'a helper that refuses to start the server leaves the argv, and the refusal is kept',
+    async () => {
+      const { config } = landlock(true, 'echo "dsh-sandbox(landlock): simulated refusal" >&2; exit 125')
+      const { service } = await load(config)
+      const inv = await wrapIn(service, policy('workspace-write'))
+      expect(inv.launcher).toBeUndefined()
+      expect(inv.argv[0]).toBe(config.unshare)
+      expect([...service.failedServers.values()]).toEqual(['dsh-sandbox(landlock): simulated refusal'])
+    },
+  )
 })
 
 describe('which runner, and what is said about it', () => {
@@ -526,44 +571,47 @@ describe('a stored probe result: trusted or verified', () => {
     }
   })
 
-  it('a different answer replaces it; spawn servers end unless the answer is bwrap again', async () => {
-    // bwrap refuses to start a server for the policy that reads `refuse-server`, and once `broken`
-    // exists its probe fails (the machine changed since the result was stored).
-    const broken = join(base, 'bwrap-broken')
-    const refuse = join(base, 'refuse-server')
-    mkdirSync(refuse)
-    const bwrap = script(
-      `case "$*" in *${refuse}*spawn-server*) echo "bwrap: refused" >&2; exit 1;; *'-- true') [ -e ${broken} ] && { echo "bwrap: broken" >&2; exit 1; };; esac\nexec bwrap "$@"`,
-    )
-    for (const answer of ['bwrap', 'none']) {
-      const home = join(base, `home-replace-${answer}`)
-      const config = { runner: 'bwrap', bwrap: bwrap.file, prewarmDelayMs: 0 }
-      // Verified just now, so trusted: the refused server is what makes the service verify it.
-      const stored = answer === 'bwrap' ? { ...PROBE, notes: ['stored note'] } : PROBE
-      const { service, runs, said } = await storedThen(home, config, Date.now(), stored)
-      expect((await wrapIn(service, policy('workspace-write'))).launcher).toBeDefined()
-      expect(service.spawnServers).toBe(1)
-      if (answer === 'none') writeFileSync(broken, '')
-      expect((await wrapIn(service, policy('read-only', { readOnlyPaths: [refuse] }))).launcher).toBeUndefined()
-      await expect.poll(() => runs.length).toBe(1)
-      await runs[0]
-      rmSync(broken, { force: true })
-      const outOfDate = said.map((line) => JSON.parse(line).args).filter((args) => /out of date/.test(args[0]))
-      expect(outOfDate).toEqual([
-        [
-          'the stored sandbox probe result was out of date; commands from now on use the new one (%s)',
-          answer === 'bwrap' ? 'bwrap' : 'no runner',
-        ],
-      ])
-      expect(service.spawnServers, answer).toBe(answer === 'bwrap' ? 1 : 0)
-      expect(stamp(home).probe.notes).toEqual([])
-      expect(await service.describe()).toEqual(
-        answer === 'bwrap'
-          ? { runner: 'bwrap', rejected: [] }
-          : { rejected: [{ runner: 'bwrap', reason: `${bwrap.file} exited 1: bwrap: broken` }] },
+  it.skipIf(noServers)(
+    'a different answer replaces it; spawn servers end unless the answer is bwrap again',
+    async () => {
+      // bwrap refuses to start a server for the policy that reads `refuse-server`, and once `broken`
+      // exists its probe fails (the machine changed since the result was stored).
+      const broken = join(base, 'bwrap-broken')
+      const refuse = join(base, 'refuse-server')
+      mkdirSync(refuse)
+      const bwrap = script(
+        `case "$*" in *${refuse}*spawn-server*) echo "bwrap: refused" >&2; exit 1;; *'-- true') [ -e ${broken} ] && { echo "bwrap: broken" >&2; exit 1; };; esac\nexec bwrap "$@"`,
       )
-    }
-  })
+      for (const answer of ['bwrap', 'none']) {
+        const home = join(base, `home-replace-${answer}`)
+        const config = { runner: 'bwrap', bwrap: bwrap.file, prewarmDelayMs: 0 }
+        // Verified just now, so trusted: the refused server is what makes the service verify it.
+        const stored = answer === 'bwrap' ? { ...PROBE, notes: ['stored note'] } : PROBE
+        const { service, runs, said } = await storedThen(home, config, Date.now(), stored)
+        expect((await wrapIn(service, policy('workspace-write'))).launcher).toBeDefined()
+        expect(service.spawnServers).toBe(1)
+        if (answer === 'none') writeFileSync(broken, '')
+        expect((await wrapIn(service, policy('read-only', { readOnlyPaths: [refuse] }))).launcher).toBeUndefined()
+        await expect.poll(() => runs.length).toBe(1)
+        await runs[0]
+        rmSync(broken, { force: true })
+        const outOfDate = said.map((line) => JSON.parse(line).args).filter((args) => /out of date/.test(args[0]))
+        expect(outOfDate).toEqual([
+          [
+            'the stored sandbox probe result was out of date; commands from now on use the new one (%s)',
+            answer === 'bwrap' ? 'bwrap' : 'no runner',
+          ],
+        ])
+        expect(service.spawnServers, answer).toBe(answer === 'bwrap' ? 1 : 0)
+        expect(stamp(home).probe.notes).toEqual([])
+        expect(await service.describe()).toEqual(
+          answer === 'bwrap'
+            ? { runner: 'bwrap', rejected: [] }
+            : { rejected: [{ runner: 'bwrap', reason: `${bwrap.file} exited 1: bwrap: broken` }] },
+        )
+      }
+    },
+  )
 
   it('a probe that is still running at the unload starts no further probe child', async () => {
     const go = join(base, 'probe-go')
