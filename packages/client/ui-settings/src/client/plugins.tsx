@@ -1,43 +1,23 @@
 // Plugins: every row of the host's plugin tree (package, state, error), enable/disable, and a
 // config form generated from the plugin's schema; changes apply now and go to the patch layer.
-import { useCallback, useEffect, useMemo, useState } from 'react'
+import { useMemo, useState } from 'react'
 import Schema from 'schemastery'
 import { useCtx } from '@dsh/client-runtime'
-import { pluginsList, type PluginRow } from '@dsh/plugin-inventory/contract'
+import type { PluginRow } from '@dsh/plugin-inventory/contract'
 import { pluginsConfigure, pluginsDescribe, pluginsSetEnabled, type PluginDetail } from '@dsh/api-plugins/contract'
 import { failure, useSettingsT } from './names.ts'
 import { check, SchemaForm } from './form.tsx'
+import { usePluginRows } from './plugin-rows.tsx'
 
 const BADGE: Record<string, string> = { active: 'ok', failed: 'bad', 'not-loaded': 'bad', disabled: 'warn' }
 
 export default function PluginsPage() {
-  const ctx = useCtx()
   const t = useSettingsT()
-  const [rows, setRows] = useState<PluginRow[]>()
-  const [error, setError] = useState<string>()
+  const listing = usePluginRows()
   const [filter, setFilter] = useState('')
   const [layer, setLayer] = useState<string>()
-  const reload = useCallback(
-    () =>
-      ctx.remote.call(pluginsList, {}).then(
-        (r) => setRows(r.plugins),
-        (e) => setError(failure(e, t)),
-      ),
-    [ctx, t],
-  )
-  useEffect(() => void reload(), [reload])
-  if (error)
-    return (
-      <p className="dsh-settings-error" role="alert">
-        {error}
-      </p>
-    )
-  if (!rows)
-    return (
-      <p className="dsh-settings-muted" role="status">
-        {t('loading')}
-      </p>
-    )
+  if (!listing.rows) return listing.placeholder
+  const { rows, update } = listing
   const needle = filter.trim().toLowerCase()
   const shown = needle
     ? rows.filter((r) => r.id.toLowerCase().includes(needle) || r.package?.toLowerCase().includes(needle))
@@ -62,7 +42,7 @@ export default function PluginsPage() {
             key={row.id}
             row={row}
             onChanged={(r, file) => {
-              setRows((list) => list?.map((x) => (x.id === r.id ? r : x)))
+              update(r)
               if (file) setLayer(file)
             }}
           />
