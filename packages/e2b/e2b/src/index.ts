@@ -15,6 +15,9 @@ import type {} from '@dsh/session'
 import type { SubagentLink, SubagentWorldLease } from '@dsh/subagent'
 import type { SubprocessService } from '@dsh/subprocess'
 import type {} from '@dsh/session-persistence'
+import type {} from '@dsh/api-gateway'
+import { ApiError } from '@dsh/web-protocol'
+import { e2bApply, e2bKeep, e2bReview, type E2bReview, type E2bSettled } from './contract.ts'
 import { explain, isGone, logEvent, readApiKey, retrying, rootSessions, tries } from './calls.ts'
 import { E2bConfigSchema } from './config.ts'
 import { applyCommand, applyPatch } from './local-patch.ts'
@@ -90,6 +93,8 @@ export class E2bService extends Service {
     notices: string[]
     /** The app's stop interrupted a sandbox's preparation (said in `notices`). */
     interrupted: boolean
+    /** The change offered for approval and not settled yet (the web's review); a new review replaces it. */
+    review?: { file: string; sandbox: Sandbox; tree: string }
   } = { lastExtend: 0, stopping: new AbortController(), opening: new Set(), notices: [], interrupted: false }
   private readonly created = new Map<string, Sandbox>()
   /** Every open slot by sandbox id, so `lost` finds the one a sandbox belongs to. */
@@ -136,6 +141,12 @@ export class E2bService extends Service {
         open: (link) => this.lease(link),
       }),
     )
+    // The web host's approval of the sandbox's change (`e2b.review`, `e2b.apply`, `e2b.keep`).
+    ctx.inject(['api'], (inner) => {
+      inner.api.register(e2bReview, async () => ({ review: (await this.review()) ?? null }))
+      inner.api.register(e2bApply, (p) => this.settle(p.file, 'apply'))
+      inner.api.register(e2bKeep, (p) => this.settle(p.file, 'keep'))
+    })
     // Ctrl-C during an upload: the preparation stops and the half-prepared sandbox is killed now,
     // while the sessions still take events, before the rows unwind.
     ctx.on('app/stopping', async () => {
@@ -566,6 +577,84 @@ export class E2bService extends Service {
    */
   applySaved(file: string): Promise<{ ok: boolean; line: string }> {
     return applyPatch(this.state.host, file, this.localTree())
+  }
+
+  /**
+   * The change the run's sandbox made since its baseline (or the last settled review), saved as a
+   * patch file for the user to approve while the sandbox keeps running (the web's panel). Never
+   * creates a sandbox: undefined when there is none yet, or no change. Replaces an unsettled review.
+   */
+  async review(): Promise<E2bReview | undefined> {
+    const pending = this.root.current
+    const sandbox = pending ? await pending.catch(() => undefined) : undefined
+    if (!sandbox || !this.baselined.has(sandbox.sandboxId)) return undefined
+    const dir = this.config.patch.dir ?? this.state.patchDir
+    if (!dir) throw new E2bError('UNAVAILABLE', 'the E2B patch directory is unknown (no patch.dir and no DSH_HOME)')
+    const name = `${sandbox.sandboxId}-${Date.now().toString(36)}`
+    const taken = await remote.snapshot(sandbox, this.remote(), dir, name).catch((error: unknown) => {
+      if (this.isGone(error)) throw new E2bError('SANDBOX_LOST', this.lost(sandbox, error), { cause: error })
+      throw this.explain(error, 'review the change of')
+    })
+    if (!taken) return undefined
+    this.state.review = { file: taken.file, sandbox, tree: taken.tree }
+    return {
+      sandboxId: sandbox.sandboxId,
+      file: taken.file,
+      files: patchFiles(taken.patch),
+      dir: this.localTree(),
+      patch:
+        taken.patch.length > 65_536
+          ? `${taken.patch.slice(0, 65_536)}\n[... cut; the file holds all of it]\n`
+          : taken.patch,
+    }
+  }
+
+  /**
+   * Settles the pending review: `apply` runs the same checked `git apply` as `--apply` (a patch
+   * that does not apply changes nothing and stays offered); `keep` leaves the local tree alone and
+   * the file where it is. Either way the sandbox's baseline moves to the reviewed tree.
+   */
+  async settle(file: string, action: 'apply' | 'keep'): Promise<E2bSettled> {
+    const review = this.state.review
+    if (!review || review.file !== file)
+      throw new ApiError(
+        'REVIEW_NOT_FOUND',
+        `${file} is not the change offered now (settled already, or replaced by a newer review)`,
+        {
+          status: 409,
+          field: 'file',
+        },
+      )
+    this.state.review = undefined
+    const local = this.localTree()
+    let result: E2bSettled
+    if (action === 'apply') {
+      result = await applyPatch(this.state.host, file, local)
+      if (!result.ok) {
+        this.state.review = review
+        return result
+      }
+    } else
+      result = {
+        ok: true,
+        line: `kept the patch ${file}; ${local} was left as it was (apply it later with: ${await applyCommand(this.state.host, file, local)})`,
+      }
+    const slot = this.slotOf.get(review.sandbox.sandboxId) ?? this.root
+    this.log(slot, {
+      sandboxId: review.sandbox.sandboxId,
+      template: this.config.template,
+      action: 'patched',
+      patch: file,
+    })
+    try {
+      await remote.advanceTo(review.sandbox, this.remote(), review.tree)
+    } catch (error) {
+      // The sandbox went away: nothing more will come from it, so nothing is offered twice.
+      this.home
+        .logger('e2b')
+        .warn('sandbox %s: the baseline did not move: %s', review.sandbox.sandboxId, (error as Error).message)
+    }
+    return result
   }
 
   /** At unload: ends what this run still holds (per `onExit`); a reconnected sandbox is left as it was. */

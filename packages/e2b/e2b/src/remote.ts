@@ -108,3 +108,39 @@ export async function send(
     )
   }
 }
+
+/**
+ * For a review while the sandbox keeps running (the web's approval): the change since the baseline
+ * saved as `name`.patch in `dir`, and the git tree it was taken from, so settling it moves the
+ * baseline to exactly what was reviewed (a change made after the review stays for the next one).
+ */
+export async function snapshot(
+  sandbox: Sandbox,
+  target: RemoteTarget,
+  dir: string,
+  name: string,
+): Promise<{ file: string; tree: string; patch: string } | undefined> {
+  const g = git(target.cwd)
+  const result = await sandbox.commands.run(`${g} add -A && ${g} write-tree && ${g} diff --cached --binary HEAD`, {
+    user: 'root',
+    requestTimeoutMs: target.requestTimeoutMs,
+  })
+  const newline = result.stdout.indexOf('\n')
+  const tree = result.stdout.slice(0, newline).trim()
+  const patch = result.stdout.slice(newline + 1)
+  if (!/^[0-9a-f]{40,64}$/.test(tree)) throw new Error(`git write-tree answered ${JSON.stringify(tree.slice(0, 80))}`)
+  if (patch.trim() === '') return undefined
+  mkdirSync(dir, { recursive: true, mode: 0o700 })
+  const file = join(dir, `${name}.patch`)
+  writeFileSync(file, patch, { mode: 0o600 })
+  return { file, tree, patch }
+}
+
+/** Moves the baseline to `tree` (a reviewed snapshot): the next patch holds only what came after it. */
+export async function advanceTo(sandbox: Sandbox, target: RemoteTarget, tree: string): Promise<void> {
+  const g = git(target.cwd)
+  await sandbox.commands.run(
+    `${g} update-ref HEAD "$(${g} -c user.name=dsh -c user.email=dsh@localhost commit-tree ${quote(tree)} -p HEAD -m reviewed)"`,
+    { user: 'root', requestTimeoutMs: target.requestTimeoutMs },
+  )
+}
