@@ -209,6 +209,58 @@ function stepShape(step: MockStep): string {
   return `${r}${calls.length}${flags}`
 }
 
+/**
+ * The cases a session exercises: its kinds, plus where they sit, which the faces once got wrong in
+ * ways the kinds alone do not tell: a cancelled first turn, a cancelled step with a call in its
+ * prefix, a compaction followed by another turn and one at the end, approvals in two consecutive
+ * steps of a turn, parallel calls in one step.
+ */
+export type CaseKind =
+  | SessionKind
+  | 'cancel-first-turn'
+  | 'cancel-with-call'
+  | 'compaction-mid'
+  | 'compaction-end'
+  | 'approval-consecutive'
+  | 'parallel'
+
+/** Every case a CI seed set must cover (the interactive generator's full range). */
+export const ALL_CASE_KINDS: readonly CaseKind[] = [
+  'reasoning',
+  'error',
+  'cancel',
+  'approval',
+  'compaction',
+  'ids-unique',
+  'ids-repeated',
+  'ids-empty',
+  'ids-missing',
+  'cancel-first-turn',
+  'cancel-with-call',
+  'compaction-mid',
+  'compaction-end',
+  'approval-consecutive',
+  'parallel',
+]
+
+export function caseKinds(session: GeneratedSession): Set<CaseKind> {
+  const found = new Set<CaseKind>(session.kinds)
+  const escalates = (step: MockStep) =>
+    Array.isArray(step.toolCalls) &&
+    (step.toolCalls as Array<{ arguments: { [key: string]: unknown } }>).some((c) => c.arguments.sandbox_escalation)
+  if (session.turns[0]?.cancelAt !== undefined) found.add('cancel-first-turn')
+  session.turns.forEach((turn, t) => {
+    if (turn.compactAfter) found.add(t < session.turns.length - 1 ? 'compaction-mid' : 'compaction-end')
+    turn.steps.forEach((step, s) => {
+      if (s > 0 && escalates(step) && escalates(turn.steps[s - 1])) found.add('approval-consecutive')
+      if (Array.isArray(step.toolCalls) && step.toolCalls.length > 1) found.add('parallel')
+      if (Array.isArray(step.events) && (step.events as MockStep[]).some((e) => e.toolCall))
+        found.add('cancel-with-call')
+    })
+  })
+  return found
+}
+
 /** Seeds for a run: `DSH_GEN_SEEDS=N` (or `--seeds N` through the script) widens the fixed set. */
 export function seedsFromEnv(
   fixed: readonly number[],

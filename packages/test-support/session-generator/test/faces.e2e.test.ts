@@ -8,8 +8,9 @@
 // `session/load` in a new process) and the TUI's screen (live, after `dsh -c`, and `dsh --resume`
 // of the ACP-made session) must list exactly the items of the stored log, in order.
 //
-// Seeds: a fixed set in CI that covers every kind; `DSH_GEN_SEEDS=N` (or `bin/run-seeds.mjs
-// --seeds N`) runs N seeds from DSH_GEN_FIRST_SEED (1000). A failure names the seed and the shape.
+// Seeds: one fixed seed in CI that covers every case kind (asserted below); `DSH_GEN_SEEDS=N` (or
+// `bin/run-seeds.mjs --seeds N`) runs N seeds from DSH_GEN_FIRST_SEED (1000) instead, and
+// `DSH_GEN_ALL_FIXED=1` adds the earlier fixed seeds. A failure names the seed and the shape.
 import { execFileSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -27,6 +28,8 @@ import {
   type WebApp,
 } from '@dsh/web-testkit'
 import {
+  ALL_CASE_KINDS,
+  caseKinds,
   expectedMarkers,
   foldLog,
   generateSession,
@@ -52,11 +55,16 @@ import {
   type AcpPeer,
 } from './faces.ts'
 
-// 178: every kind (mixed ids, a tool error, a cancelled step with a call, approvals, a compaction
-// at the end); 24: a cancelled first turn, approvals, a compaction followed by another turn;
-// 1158: approvals in two consecutive steps (the web panel once kept the second one's buttons
-// disabled).
-const FIXED_SEEDS = [178, 24, 1158]
+// CI plays one generated session that holds every case the faces have got wrong
+// (ALL_CASE_KINDS: every kind, every id mode, a cancelled first turn whose prefix holds a call,
+// approvals in two consecutive steps, a compaction followed by another turn and one at the end):
+// seed 1587052, "ids mixed; turns: 3e.Xc | 3p.r3p.A | /compact | A | /compact". It replaced three
+// seeds that together held the same cases (178: every kind; 24: a cancelled first turn, a
+// compaction followed by another turn; 1158: approvals in two consecutive steps, which the web
+// panel once answered with the second one's buttons disabled) in one session instead of three.
+// `DSH_GEN_ALL_FIXED=1` plays those three too.
+const CI_SEED = 1587052
+const FIXED_SEEDS = process.env.DSH_GEN_ALL_FIXED ? [CI_SEED, 178, 24, 1158] : [CI_SEED]
 const THOUGHT = '<r>'
 
 /** A hand-written session in the generator's shape (markers tagged with `seed`). */
@@ -198,6 +206,16 @@ function checkShape(session: GeneratedSession, log: LogEvent[], face: string): v
     session.turns.filter((t) => t.compactAfter).length,
   )
 }
+
+describe('the CI seed set', () => {
+  it('covers every case kind, so one seed can stand for the several that found bugs', () => {
+    const covered = new Set(FIXED_SEEDS.flatMap((seed) => [...caseKinds(generateSession(seed))]))
+    expect(ALL_CASE_KINDS.filter((k) => !covered.has(k))).toEqual([])
+    expect(generateSession(CI_SEED).describe()).toBe(
+      'seed 1587052 (ids mixed; turns: 3e.Xc | 3p.r3p.A | /compact | A | /compact)',
+    )
+  })
+})
 
 let app: WebApp
 let browser: Browser | undefined
