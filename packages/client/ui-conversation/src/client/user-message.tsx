@@ -4,6 +4,7 @@
 import { memo, useEffect, useRef, useState } from 'react'
 import type { UserNode } from '@dsh/conversation-model'
 import { Check, Copy, IconButton, Pencil, RotateCcw } from '@dsh/client-runtime/ui'
+import { UserText } from './images.tsx'
 import type { Translate } from './strings.ts'
 
 /**
@@ -142,7 +143,7 @@ export const UserMessage = memo(function UserMessage({
       ) : (
         // biome-ignore lint/a11y/useSemanticElements: a message bubble, not a form control group, so <fieldset> would be wrong; role=group only lets the bubble carry its 'You' label (a plain div may not)
         <div className="dsh-msg-bubble" role="group" aria-label={t('you')}>
-          {node.text}
+          <UserText text={node.text} t={t} />
           {node.images > 0 ? <div className="dsh-msg-meta">{t('images', { count: node.images })}</div> : null}
         </div>
       )}
