@@ -240,7 +240,7 @@ export class AcpServer extends Service {
   private announceCommands(live: LiveSession): void {
     const commands = this.commands
     if (!commands) return
-    const availableCommands = commands.list().map((c) => ({
+    const availableCommands = commands.list(live.agent).map((c) => ({
       name: c.name,
       description: c.description,
       ...(c.usage ? { input: { hint: c.usage } } : {}),

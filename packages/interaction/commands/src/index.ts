@@ -42,6 +42,18 @@ export interface CommandInfo {
   name: string
   description: string
   usage?: string
+  /** The id of the source that offers it (absent for a registered command). */
+  source?: string
+}
+
+/**
+ * Commands that depend on the agent (e.g. the skills of its working directory): asked each time
+ * a menu is built or a line is dispatched for that agent. Synchronous, so a menu never waits.
+ */
+export interface CommandSource {
+  /** Unique among sources; menus may group by it. */
+  id: string
+  list(agent: Agent): Command[]
 }
 
 export type DispatchResult =
@@ -74,6 +86,7 @@ export class CommandRegistry extends Service {
 
   // Shared by caller views of the service; mutated in place.
   private readonly table = new Map<string, Command>()
+  private readonly sources: CommandSource[] = []
   /** Commands still being loaded (see `pending`). */
   private readonly loading = new Set<Promise<unknown>>()
 
@@ -84,9 +97,9 @@ export class CommandRegistry extends Service {
         name: 'help',
         description: 'List the available commands.',
         // Commands still loading (see `pending`) are listed once they arrived.
-        run: async () => {
+        run: async (_args, context) => {
           await Promise.all([...this.loading])
-          return this.list()
+          return this.list(context.agent)
             .map((c) => `/${c.name}${c.usage ? ` ${c.usage}` : ''}  ${c.description}`)
             .join('\n')
         },
@@ -138,21 +151,67 @@ export class CommandRegistry extends Service {
     return () => void loading.delete(wait)
   }
 
-  /** Registered commands, sorted by name. */
-  list(): CommandInfo[] {
-    return [...this.table.values()]
-      .map(({ name, description, usage }) => (usage ? { name, description, usage } : { name, description }))
+  /**
+   * Adds a source of per-agent commands. A registered command wins over a source's command of the
+   * same name, and an earlier source over a later one. Throws for a duplicate id. An effect of
+   * the calling plugin, like `register`.
+   */
+  provide(source: CommandSource): () => void {
+    if (!source || typeof source.id !== 'string' || source.id === '' || typeof source.list !== 'function')
+      throw new TypeError('commands.provide: expected {id, list(agent)}')
+    const sources = this.sources
+    if (sources.some((s) => s.id === source.id))
+      throw new Error(`commands.provide: source "${source.id}" is already provided`)
+    const dispose = this.ctx.effect(() => {
+      sources.push(source)
+      this.ctx.emit('commands/changed')
+      return () => {
+        const index = sources.indexOf(source)
+        if (index < 0) return
+        sources.splice(index, 1)
+        this.ctx.emit('commands/changed')
+      }
+    }, `commands(source ${source.id})`)
+    return () => void dispose()
+  }
+
+  /**
+   * Registered commands, sorted by name; with `agent`, also what the sources offer that agent
+   * (a source that throws or offers an invalid name is skipped for that name, with a warning).
+   */
+  list(agent?: Agent): CommandInfo[] {
+    return [...this.resolve(agent).values()]
+      .map(({ command, source }) => info(command, source))
       .sort((a, b) => a.name.localeCompare(b.name))
   }
 
-  get(name: string): CommandInfo | undefined {
+  get(name: string, agent?: Agent): CommandInfo | undefined {
     const command = this.table.get(name)
-    return (
-      command &&
-      (command.usage
-        ? { name: command.name, description: command.description, usage: command.usage }
-        : { name: command.name, description: command.description })
-    )
+    if (command) return info(command)
+    if (!agent) return undefined
+    const found = this.resolve(agent).get(name)
+    return found && info(found.command, found.source)
+  }
+
+  /** Every command visible to `agent`, by name: registered ones first, then each source's. */
+  private resolve(agent: Agent | undefined): Map<string, { command: Command; source?: string }> {
+    const out = new Map<string, { command: Command; source?: string }>()
+    for (const command of this.table.values()) out.set(command.name, { command })
+    if (!agent) return out
+    for (const source of this.sources) {
+      let offered: Command[]
+      try {
+        offered = source.list(agent)
+      } catch (error) {
+        this.ctx.logger('commands').warn('command source %s failed: %s', source.id, (error as Error).message)
+        continue
+      }
+      for (const command of offered) {
+        if (!command || typeof command.run !== 'function' || !COMMAND_NAME.test(command.name)) continue
+        if (!out.has(command.name)) out.set(command.name, { command, source: source.id })
+      }
+    }
+    return out
   }
 
   /** Whether `text` is a command line (`/name` or `/name args`), registered or not. */
@@ -168,14 +227,15 @@ export class CommandRegistry extends Service {
   async dispatch(agent: Agent, text: string, options: { signal?: AbortSignal } = {}): Promise<DispatchResult> {
     const parsed = parseCommandLine(text)
     if (!parsed) return { handled: false }
-    let command = this.table.get(parsed.name)
+    const lookup = () => this.resolve(agent).get(parsed.name)?.command
+    let command = lookup()
     if (!command && this.loading.size > 0) {
       await Promise.all([...this.loading])
-      command = this.table.get(parsed.name)
+      command = lookup()
     }
     let result: DispatchResult & { handled: true }
     if (!command) {
-      const known = this.list().map((c) => `/${c.name}`)
+      const known = this.list(agent).map((c) => `/${c.name}`)
       result = {
         handled: true,
         name: parsed.name,
@@ -209,6 +269,15 @@ export class CommandRegistry extends Service {
     }
     this.ctx.emit('commands/dispatched', agent, result)
     return result
+  }
+}
+
+function info(command: Command, source?: string): CommandInfo {
+  return {
+    name: command.name,
+    description: command.description,
+    ...(command.usage ? { usage: command.usage } : {}),
+    ...(source ? { source } : {}),
   }
 }
 

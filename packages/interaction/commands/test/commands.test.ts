@@ -105,4 +105,47 @@ describe('ctx.commands', () => {
       error: { code: 'UNKNOWN_COMMAND' },
     })
   })
+
+  it('lists and dispatches per-agent commands from a source; registered names win; unwinds', async () => {
+    const h = await harness()
+    const seen: string[] = []
+    const off = h.ctx.commands.provide({
+      id: 'by-cwd',
+      list: (agent) => [
+        { name: 'where', description: 'Where the agent works.', run: () => `cwd=${agent.cwd}` },
+        { name: 'help', description: 'A shadowed help.', run: () => 'shadowed' },
+        { name: 'Bad Name', description: 'skipped', run: () => 'x' },
+      ],
+    })
+    h.ctx.on('commands/changed', () => seen.push('changed'))
+    expect(() => h.ctx.commands.provide({ id: 'by-cwd', list: () => [] })).toThrow(/already provided/)
+    expect(() => h.ctx.commands.provide({ id: '' } as never)).toThrow(/expected/)
+    // Without an agent only registered commands; with one, the source's too, marked with its id.
+    expect(h.ctx.commands.list().map((c) => c.name)).toEqual(['help'])
+    expect(h.ctx.commands.list(h.agent)).toEqual([
+      { name: 'help', description: 'List the available commands.' },
+      { name: 'where', description: 'Where the agent works.', source: 'by-cwd' },
+    ])
+    expect(h.ctx.commands.get('where', h.agent)).toMatchObject({ source: 'by-cwd' })
+    expect(h.ctx.commands.get('where')).toBeUndefined()
+    expect(await h.ctx.commands.dispatch(h.agent, '/where')).toEqual({
+      handled: true,
+      name: 'where',
+      ok: true,
+      output: `cwd=${h.agent.cwd}`,
+    })
+    const help = await h.ctx.commands.dispatch(h.agent, '/help')
+    expect(help).toMatchObject({ ok: true, output: expect.stringContaining('/where  Where the agent works.') })
+    // A throwing source costs its own commands only.
+    h.ctx.commands.provide({
+      id: 'broken',
+      list: () => {
+        throw new Error('no')
+      },
+    })
+    expect(h.ctx.commands.list(h.agent).map((c) => c.name)).toEqual(['help', 'where'])
+    off()
+    expect(seen).toEqual(['changed', 'changed'])
+    expect(await h.ctx.commands.dispatch(h.agent, '/where')).toMatchObject({ error: { code: 'UNKNOWN_COMMAND' } })
+  })
 })

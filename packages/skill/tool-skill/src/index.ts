@@ -1,7 +1,7 @@
 // @dsh/tool-skill: the model-facing side of skills. The system prompt lists the skills of the
 // working directory (name and description only, pinned per session so the prompt prefix stays
 // cacheable); the `skill` tool loads one in full (its instructions and the list of its files);
-// `/<skill-name>` runs a skill as a command. Nothing is offered while no skill exists, so a
+// `/<skill-name>` runs a skill as a command (the skills of the agent's own directory). Nothing is offered while no skill exists, so a
 // deployment without skills pays no tokens.
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
@@ -9,14 +9,14 @@ import type { PromptSession } from '@dsh/system-prompt'
 import type { ToolOutput } from '@dsh/tools'
 import type { LoadedSkill, SkillInfo } from '@dsh/skill'
 import type {} from '@dsh/agent'
-import type {} from '@dsh/commands'
+import type { Command } from '@dsh/commands'
 
 export interface ToolSkillConfig {
   /** Directory probed at load for skills (the tool appears once any agent's directory has one). Default: the process cwd. */
   cwd?: string
   /** Longest catalog in the system prompt; skills past it are counted, not listed. */
   maxCatalogChars: number
-  /** Register `/<skill-name>` commands for the skills found at load. */
+  /** Offer `/<skill-name>` commands for the skills of each agent's working directory. */
   commands: boolean
 }
 
@@ -26,7 +26,9 @@ export const Config: Schema<Partial<ToolSkillConfig>, ToolSkillConfig> = Schema.
     .min(200)
     .default(8_000)
     .description('Longest skill catalog in the system prompt (characters).'),
-  commands: Schema.boolean().default(true).description('Register /<skill-name> commands for the skills found at load.'),
+  commands: Schema.boolean()
+    .default(true)
+    .description("Offer /<skill-name> commands for the skills of each agent's working directory."),
 })
 
 export const name = 'tool-skill'
@@ -64,6 +66,36 @@ function fail(code: string, message: string): ToolOutput {
 }
 
 const COMMAND_NAME = /^[a-z][a-z0-9-]*$/
+
+/** The id of the command source that offers `/<skill-name>` (menus group by it). */
+export const SKILL_COMMAND_SOURCE = 'skill'
+/** Description prefix of a skill only the user can invoke (`disable-model-invocation: true`). */
+export const USER_ONLY_PREFIX = '(user only) '
+
+/**
+ * `/<skill-name> [request]` for every skill visible from `cwd` whose name is a valid command name,
+ * user-only skills included (a slash command is their only entry point). Running one loads the
+ * skill and sends its body, then the request, as the user's message.
+ */
+export function skillCommands(ctx: Context, cwd: string): Command[] {
+  return ctx.skills
+    .list(cwd)
+    .filter((skill) => COMMAND_NAME.test(skill.name))
+    .map((skill) => {
+      const text = skill.description.length > 120 ? `${skill.description.slice(0, 117)}...` : skill.description
+      return {
+        name: skill.name,
+        description: `Skill: ${skill.modelInvocable ? '' : USER_ONLY_PREFIX}${text}`,
+        usage: '[request]',
+        async run(args, context) {
+          const loaded = await ctx.skills.load(skill.name, context.agent.cwd)
+          const request = args.trim()
+          void context.agent.send(`${loaded.body.trimEnd()}${request ? `\n\n${request}` : ''}`)
+          return `Running the skill "${skill.name}".`
+        },
+      } satisfies Command
+    })
+}
 
 export function apply(ctx: Context, config: ToolSkillConfig): void {
   // One catalog per session and directory: the prompt does not change under a running session.
@@ -138,20 +170,7 @@ export function apply(ctx: Context, config: ToolSkillConfig): void {
 
   if (config.commands) {
     ctx.inject(['commands'], (inner) => {
-      for (const skill of ctx.skills.list(startCwd)) {
-        if (!COMMAND_NAME.test(skill.name) || inner.commands.get(skill.name)) continue
-        inner.commands.register({
-          name: skill.name,
-          description: `Skill: ${skill.description.length > 120 ? `${skill.description.slice(0, 117)}...` : skill.description}`,
-          usage: '[request]',
-          async run(args, context) {
-            const loaded = await ctx.skills.load(skill.name, context.agent.cwd)
-            const request = args.trim()
-            void context.agent.send(`${loaded.body.trimEnd()}${request ? `\n\n${request}` : ''}`)
-            return `Running the skill "${skill.name}".`
-          },
-        })
-      }
+      inner.commands.provide({ id: SKILL_COMMAND_SOURCE, list: (agent) => skillCommands(ctx, agent.cwd) })
     })
   }
 }

@@ -88,12 +88,51 @@ describe('@dsh/tool-skill', () => {
   it('runs a skill as a /command: the body becomes the user message', async () => {
     const { cwd, home } = project({ release: RELEASE })
     const h = await boot(cwd, home, [{ text: 'releasing' }], [[CommandRegistry, {}]])
-    expect(h.ctx.commands.get('release')).toMatchObject({ description: 'Skill: How to cut a release of this project.' })
+    expect(h.ctx.commands.get('release', h.agent)).toMatchObject({
+      description: 'Skill: How to cut a release of this project.',
+      source: 'skill',
+    })
     const result = await h.ctx.commands.dispatch(h.agent, '/release for version 2.0')
     expect(result).toMatchObject({ handled: true, ok: true, output: 'Running the skill "release".' })
     await h.agent.idle()
     const message = h.session.events.find((e) => e.type === 'user/message')!.data as { content: { text: string }[] }
     expect(message.content[0].text).toBe('1. Bump the version.\n2. Run scripts/release.sh.\n\nfor version 2.0')
+  })
+
+  it("offers the skills of the agent's own directory as commands, user-only ones marked", async () => {
+    const load = project({})
+    const { cwd } = project({
+      release: RELEASE,
+      secret: '---\nname: secret\ndescription: User only.\ndisable-model-invocation: true\n---\nThe secret steps.',
+      Weird_Name: '---\nname: Weird_Name\ndescription: Not a command name.\n---\nx',
+    })
+    // The plugin loads in a directory without skills; the agent works in another one.
+    harness = await createHarness({
+      cwd,
+      script: [{ text: 'ok' }] as never,
+      plugins: [
+        [HomePaths, { home: load.home }],
+        [SkillRegistry],
+        [SkillFilesystem, {}],
+        [CommandRegistry, {}],
+        [ToolSkill, { cwd: load.cwd }],
+      ] as never,
+    })
+    const h = harness
+    const listed = h.ctx.commands.list(h.agent).filter((c) => c.source === 'skill')
+    expect(listed).toEqual([
+      {
+        name: 'release',
+        description: 'Skill: How to cut a release of this project.',
+        usage: '[request]',
+        source: 'skill',
+      },
+      { name: 'secret', description: 'Skill: (user only) User only.', usage: '[request]', source: 'skill' },
+    ])
+    expect(await h.ctx.commands.dispatch(h.agent, '/secret')).toMatchObject({ ok: true })
+    await h.agent.idle()
+    const message = h.session.events.find((e) => e.type === 'user/message')!.data as { content: { text: string }[] }
+    expect(message.content[0].text).toBe('The secret steps.')
   })
 
   it('cuts a long catalog and counts what it left out', () => {

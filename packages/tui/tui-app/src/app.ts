@@ -357,7 +357,7 @@ export class TuiApp {
   }
 
   private refreshCompletion(): void {
-    const shared = this.ctx.get('commands')?.list() ?? []
+    const shared = this.ctx.get('commands')?.list(this.agent) ?? []
     const items = [...LOCAL_COMMANDS, ...shared.filter((c) => !LOCAL_COMMANDS.some((l) => l.name === c.name))]
     const commands = new CombinedAutocompleteProvider(
       items.map((c) => ({ name: c.name, description: c.description })),
