@@ -1,6 +1,6 @@
-import { mkdtemp, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises'
+import { cp, mkdtemp, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, relative } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { Context } from 'cordis'
 import { SessionCorruptError } from '@dsh/session-persistence'
@@ -8,6 +8,8 @@ import { completeTurn, eventLog } from '@dsh/session-persistence/contract'
 import JsonlPersistence, { cwdKey, loadZstd, scanZstd } from '../src/index.ts'
 
 let root: string
+/** Copies of the store the every-cut test checks side by side. */
+const LANES = 4
 const contexts: Context[] = []
 async function open(config: Record<string, unknown> = {}) {
   const ctx = new Context()
@@ -15,7 +17,7 @@ async function open(config: Record<string, unknown> = {}) {
   ctx.on('session-persistence/warning', (message) => void warnings.push(message))
   await ctx.plugin(JsonlPersistence, { root, batchWindowMs: 5, ...config })
   contexts.push(ctx)
-  return { p: ctx.sessionPersistence as JsonlPersistence, warnings }
+  return { p: ctx.sessionPersistence as JsonlPersistence, warnings, ctx }
 }
 
 /** Writes three batches (one turn each) and returns the log path and the byte size after each batch. */
@@ -41,10 +43,11 @@ async function threeBatches(compression: 'zstd' | 'none') {
 beforeEach(async () => {
   root = await mkdtemp(join(tmpdir(), 'dsh-jsonl-'))
 })
+const dispose = (ctx: Context) => (ctx as unknown as { fiber: { dispose(): Promise<void> } }).fiber.dispose()
 afterEach(async () => {
-  for (const ctx of contexts.splice(0))
-    await (ctx as unknown as { fiber: { dispose(): Promise<void> } }).fiber.dispose()
-  await rm(root, { recursive: true, force: true })
+  for (const ctx of contexts.splice(0)) await dispose(ctx)
+  for (const dir of [root, ...Array.from({ length: LANES }, (_, i) => `${root}.lane${i}`)])
+    await rm(dir, { recursive: true, force: true })
 })
 
 describe('layout', () => {
@@ -76,28 +79,49 @@ for (const compression of ['zstd', 'none'] as const) {
     it('loads the complete batches at every cut inside the last batch, cuts the file and warns', async () => {
       const { path, sizes, counts } = await threeBatches(compression)
       const original = await readFile(path)
-      for (let cut = sizes[1]; cut < sizes[2]; cut++) {
-        await writeFile(path, original.subarray(0, cut))
-        const { p, warnings } = await open()
-        const loaded = await p.load('torn')
-        // zstd: the batch is the unit. Raw JSONL: every complete line of the torn batch survives.
-        const region = original.subarray(sizes[1], cut)
-        const lines = compression === 'none' ? region.toString('utf8').split('\n').length - 1 : 0
-        const intact = compression === 'none' ? sizes[1] + region.lastIndexOf(0x0a) + 1 : sizes[1]
-        expect(loaded.events.length - loaded.repairs.length).toBe(counts[1] + lines)
-        if (cut > intact) {
-          expect(loaded.tornTail).toMatchObject({ offset: intact, dropped: cut - intact })
-          expect(warnings.join('\n')).toMatch(/torn tail/)
-          // Cut, then repairs appended after the intact prefix: the torn bytes are gone.
-          const now = await readFile(path)
-          expect(now.subarray(0, intact).equals(original.subarray(0, intact))).toBe(true)
-          if (loaded.repairs.length === 0) expect(now.length).toBe(intact)
-          expect((await p.inspect('torn')).tornTail).toBeUndefined()
-        } else {
-          expect(loaded.tornTail).toBeUndefined()
-        }
-        await p.close('torn')
-      }
+      // Every cut, in LANES independent copies of the store (the cuts of a lane one after another,
+      // the lanes at once): one cut's load waits on the disk while another's runs.
+      const lanes = await Promise.all(
+        Array.from({ length: LANES }, async (_, i) => {
+          const laneRoot = `${root}.lane${i}`
+          await cp(root, laneRoot, { recursive: true })
+          return { laneRoot, lanePath: join(laneRoot, relative(root, path)) }
+        }),
+      )
+      let checked = 0
+      await Promise.all(
+        lanes.map(async ({ laneRoot, lanePath }, lane) => {
+          for (let cut = sizes[1] + lane; cut < sizes[2]; cut += LANES) {
+            await writeFile(lanePath, original.subarray(0, cut))
+            // fsync off for these throwaway stores: the cut itself is still synced (load always
+            // syncs it); the durability of appended batches is not what this loop checks.
+            const { p, warnings, ctx } = await open({ root: laneRoot, fsync: false })
+            const loaded = await p.load('torn')
+            // zstd: the batch is the unit. Raw JSONL: every complete line of the torn batch survives.
+            const region = original.subarray(sizes[1], cut)
+            const lines = compression === 'none' ? region.toString('utf8').split('\n').length - 1 : 0
+            const intact = compression === 'none' ? sizes[1] + region.lastIndexOf(0x0a) + 1 : sizes[1]
+            expect(loaded.events.length - loaded.repairs.length, `cut at ${cut}`).toBe(counts[1] + lines)
+            if (cut > intact) {
+              expect(loaded.tornTail, `cut at ${cut}`).toMatchObject({ offset: intact, dropped: cut - intact })
+              expect(warnings.join('\n')).toMatch(/torn tail/)
+              // Cut, then repairs appended after the intact prefix: the torn bytes are gone.
+              const now = await readFile(lanePath)
+              expect(now.subarray(0, intact).equals(original.subarray(0, intact))).toBe(true)
+              if (loaded.repairs.length === 0) expect(now.length).toBe(intact)
+              expect((await p.inspect('torn')).tornTail).toBeUndefined()
+            } else {
+              expect(loaded.tornTail, `cut at ${cut}`).toBeUndefined()
+            }
+            await p.close('torn')
+            // One store per cut, disposed at once rather than a thousand kept until the test ends.
+            contexts.splice(contexts.indexOf(ctx), 1)
+            await dispose(ctx)
+            checked++
+          }
+        }),
+      )
+      expect(checked).toBe(sizes[2] - sizes[1])
     }, 60_000)
 
     it('inspect reports a torn tail without cutting it', async () => {
