@@ -267,11 +267,11 @@ describe('Harness against dsh-jsonrpc-agent', () => {
 })
 
 describe('no leaked servers when the parent goes away', () => {
-  const parent = fileURLToPath(new URL('./fixtures/parent.ts', import.meta.url))
+  const parent = fileURLToPath(new URL('./fixtures/parent.mjs', import.meta.url))
 
   async function serverPidOf(mode: 'exit' | 'hang') {
     const ws = workspace()
-    const child = spawn(process.execPath, ['--import', 'tsx', parent, mode], {
+    const child = spawn(process.execPath, [parent, mode], {
       cwd: fileURLToPath(new URL('..', import.meta.url)),
       env: {
         PATH: process.env.PATH,
