@@ -173,6 +173,9 @@ if (MODE !== 'harness') await dshRuns()
 
 async function dshRuns() {
   const RUNS = Number(process.env.BENCH_RUNS ?? 1)
+  const CHECKPOINTS = [1000, 2000, 3000, 4000, 6000, 8000]
+  // BENCH_NODE_FLAGS: extra node flags for the dsh processes (e.g. V8 heap sizing experiments).
+  const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)
   const WINDOW = 100
   const bins = [['this', fileURLToPath(new URL('../packages/boot/cli/bin/dsh.mjs', import.meta.url))]]
   if (process.env.BENCH_BASE)
@@ -186,6 +189,10 @@ async function dshRuns() {
     writeFileSync(join(ws, `m${i}.ts`), text.slice(0, RESULT))
   }
   // The hook: CPU, current RSS and the highest RSS since the previous request, at each request.
+  // BENCH_SNAPSHOTS=1000,2000 (request numbers) with BENCH_SNAPSHOT_DIR: the hook writes a heap
+  // snapshot of the dsh process (and its memoryUsage as JSON) there at those requests.
+  const SNAPSHOT_DIR = process.env.BENCH_SNAPSHOT_DIR && resolve(process.env.BENCH_SNAPSHOT_DIR)
+  const SNAPSHOTS = SNAPSHOT_DIR ? (process.env.BENCH_SNAPSHOTS ?? '').split(',').filter(Boolean).map(Number) : []
   const hook = join(root, 'hook.mjs')
   const marksFile = join(root, 'marks.json')
   writeFileSync(
@@ -193,8 +200,12 @@ async function dshRuns() {
     `import http from 'node:http'
 import { syncBuiltinESMExports } from 'node:module'
 import { writeFileSync } from 'node:fs'
+import v8 from 'node:v8'
 const rows = []
+const heap = []
 let high = 0
+const snapshotAt = new Set(${JSON.stringify(SNAPSHOTS)})
+const snapshotDir = ${JSON.stringify(SNAPSHOT_DIR ?? '')}
 setInterval(() => { high = Math.max(high, process.memoryUsage.rss()) }, 10).unref()
 const request = http.request
 http.request = function (...args) {
@@ -202,10 +213,21 @@ http.request = function (...args) {
   const rss = process.memoryUsage.rss()
   rows.push([(user + system) / 1000, rss, Math.max(high, rss)])
   high = 0
+  if (rows.length % 500 === 0) {
+    const spaces = {}
+    for (const s of v8.getHeapSpaceStatistics()) spaces[s.space_name] = [s.physical_space_size, s.space_used_size]
+    heap.push([rows.length, spaces, process.memoryUsage().external])
+  }
+  if (snapshotAt.has(rows.length)) {
+    const { heapUsed, heapTotal, arrayBuffers } = process.memoryUsage()
+    const name = snapshotDir + '/' + process.env.BENCH_LABEL + '-' + rows.length
+    writeFileSync(name + '.json', JSON.stringify({ rss, heapUsed, heapTotal, arrayBuffers }))
+    v8.writeHeapSnapshot(name + '.heapsnapshot')
+  }
   return request.apply(this, args)
 }
 syncBuiltinESMExports()
-process.on('exit', () => writeFileSync(${JSON.stringify(marksFile)}, JSON.stringify({ rows, maxRSS: process.resourceUsage().maxRSS * 1024 })))
+process.on('exit', () => writeFileSync(${JSON.stringify(marksFile)}, JSON.stringify({ rows, heap, maxRSS: process.resourceUsage().maxRSS * 1024 })))
 `,
   )
   // The model: every agent request gets one `read` of the next file, a compaction request (its
@@ -257,10 +279,14 @@ process.on('exit', () => writeFileSync(${JSON.stringify(marksFile)}, JSON.string
     DEEPSEEK_API_KEY: 'sk-bench',
     DEEPSEEK_BASE_URL: `http://127.0.0.1:${server.address().port}/v1`,
   }
-  const run = (args) =>
+  const run = (args, label = 'node') =>
     new Promise((done, fail) => {
       const t0 = performance.now()
-      const child = spawn(process.execPath, args, { cwd: ws, env, stdio: ['ignore', 'ignore', 'pipe'] })
+      const child = spawn(process.execPath, args, {
+        cwd: ws,
+        env: { ...env, BENCH_LABEL: label },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      })
       let err = ''
       child.stderr.on('data', (d) => (err += d))
       child.on('error', fail)
@@ -284,20 +310,24 @@ process.on('exit', () => writeFileSync(${JSON.stringify(marksFile)}, JSON.string
       agentSteps = 0
       rmSync(join(root, 'home'), { recursive: true, force: true })
       const t0 = performance.now()
-      await run([
-        '--import',
-        hook,
-        bin,
-        '--profile',
-        'headless',
-        '--permission-mode',
-        'danger-full-access',
-        '--max-steps',
-        String(STEPS + 10),
-        'read every module in order',
-      ])
+      await run(
+        [
+          ...NODE_FLAGS,
+          '--import',
+          hook,
+          bin,
+          '--profile',
+          'headless',
+          '--permission-mode',
+          'danger-full-access',
+          '--max-steps',
+          String(STEPS + 10),
+          'read every module in order',
+        ],
+        label,
+      )
       const wall = performance.now() - t0
-      const { rows, maxRSS } = JSON.parse(readFileSync(marksFile, 'utf8'))
+      const { rows, heap, maxRSS } = JSON.parse(readFileSync(marksFile, 'utf8'))
       // Step k: from the end of response k-1 to request k (both agent requests).
       const steps = []
       let compactedAt
@@ -330,6 +360,13 @@ process.on('exit', () => writeFileSync(${JSON.stringify(marksFile)}, JSON.string
         peakBefore: highest(0, compactedAt ?? steps.length),
         peakAfter: compactedAt === undefined ? undefined : highest(compactedAt, steps.length),
         endRss: steps.at(-1).rss,
+        heap,
+        // Sampled peak RSS up to each checkpoint step, and the RSS at it.
+        // (the last checkpoint stands for the last step when a few steps short of it: the
+        // summary request and the step after it are not counted as steps)
+        checkpoints: CHECKPOINTS.map((k) => (k > steps.length && k - steps.length <= 10 ? steps.length : k))
+          .filter((k) => k <= steps.length)
+          .map((k) => [k, highest(0, k), steps[k - 1].rss]),
         maxRSS,
       })
     }
@@ -363,6 +400,18 @@ process.on('exit', () => writeFileSync(${JSON.stringify(marksFile)}, JSON.string
           : `before the 1st compaction ${(r.peakBefore / 2 ** 20).toFixed(0)} MB, after it ${(r.peakAfter / 2 ** 20).toFixed(0)} MB`) +
         `; at the end ${(r.endRss / 2 ** 20).toFixed(0)} MB`,
     )
+    if (process.env.BENCH_HEAP_STATS)
+      for (const [k, spaces, external] of r.heap) {
+        const part = (name) =>
+          spaces[name] ? `${(spaces[name][0] / 2 ** 20).toFixed(0)}/${(spaces[name][1] / 2 ** 20).toFixed(0)}` : '-'
+        console.log(
+          `  request ${String(k).padStart(5)}: V8 MB committed/used new ${part('new_space')} old ${part('old_space')} large ${part('large_object_space')} code ${part('code_space')}, external ${(external / 2 ** 20).toFixed(0)} MB`,
+        )
+      }
+    for (const [k, peak, rss] of r.checkpoints)
+      console.log(
+        `  step ${String(k).padStart(5)}: sampled peak so far ${(peak / 2 ** 20).toFixed(0)} MB, RSS ${(rss / 2 ** 20).toFixed(0)} MB`,
+      )
   }
   rmSync(root, { recursive: true, force: true })
 }
