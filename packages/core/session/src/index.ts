@@ -15,8 +15,10 @@ export {
   type SurfaceReplaceData,
 } from './surface.ts'
 export {
+  RELEASED_CHUNK,
   Session,
   SessionAppendError,
+  isReleasedChunk,
   newSessionId,
   type SessionListener,
   type SessionOptions,

@@ -30,6 +30,42 @@ export interface SessionOptions {
    * as a bounded excerpt plus a marker (the log keeps the full value). Default 100,000 chars.
    */
   maxToolArgumentChars?: number
+  /**
+   * What the in-memory log keeps of streamed `assistant/chunk` events once their step has folded
+   * them (the next `assistant/message`, `step/end` or `turn/end` after them). `keep` (default):
+   * every chunk whole. `release`: each becomes a placeholder with the same `type`, `seq` and
+   * `time` and the shared payload `RELEASED_CHUNK` (`{chunk: {kind: 'released'}}`), so a long
+   * session does not hold every delta for its lifetime. Listeners always receive the whole event
+   * when it is appended (persistence stores it whole); an open step's chunks are never released.
+   */
+  streamChunks?: 'keep' | 'release'
+}
+
+/**
+ * Payload of an `assistant/chunk` event released from the in-memory log (`streamChunks:
+ * 'release'`). The stored log holds the chunk whole; reload it from persistence for raw fidelity.
+ */
+export const RELEASED_CHUNK: SessionEventMap['assistant/chunk'] = Object.freeze({
+  chunk: Object.freeze({ kind: 'released' }),
+}) as unknown as SessionEventMap['assistant/chunk']
+
+/** Whether an event is an `assistant/chunk` placeholder left by `streamChunks: 'release'`. */
+export const isReleasedChunk = (event: AnySessionEvent): boolean =>
+  event.type === 'assistant/chunk' && event.data === RELEASED_CHUNK
+
+/** A stored placeholder (a fork of a releasing session persists them): `{chunk: {kind: 'released'}}`. */
+function isReleasedPayload(type: string, data: unknown): boolean {
+  if (type !== 'assistant/chunk' || !data || typeof data !== 'object') return false
+  const keys = Object.keys(data)
+  const chunk = (data as { chunk?: unknown }).chunk
+  return (
+    keys.length === 1 &&
+    keys[0] === 'chunk' &&
+    !!chunk &&
+    typeof chunk === 'object' &&
+    Object.keys(chunk).length === 1 &&
+    (chunk as { kind?: unknown }).kind === 'released'
+  )
 }
 
 export type SessionListener = (event: AnySessionEvent) => void
@@ -74,6 +110,8 @@ export class Session {
   private readonly listeners = new Map<SessionListener, string | undefined>()
   private readonly pending: AnySessionEvent[] = []
   private dispatching = false
+  /** `streamChunks: 'release'`: seqs of the chunks not yet folded by their step (else undefined). */
+  private readonly unfolded: number[] | undefined
 
   constructor(options: SessionOptions) {
     if (typeof options.cwd !== 'string' || options.cwd === '')
@@ -89,6 +127,10 @@ export class Session {
     if (!Number.isSafeInteger(cap) || cap < 0)
       throw new TypeError('Session: maxToolArgumentChars must be a non-negative integer')
     this.surface = new SessionSurface((data) => this.append('surface/replace', data), cap)
+    const chunks = options.streamChunks ?? 'keep'
+    if (chunks !== 'keep' && chunks !== 'release')
+      throw new TypeError(`Session: streamChunks must be 'keep' or 'release', not ${JSON.stringify(chunks)}`)
+    if (chunks === 'release') this.unfolded = []
     if (options.events) for (const event of options.events) this.restoreOne(event)
   }
 
@@ -196,7 +238,8 @@ export class Session {
         )
       if (typeof time !== 'number' || !Number.isFinite(time))
         throw new SessionAppendError(type, `events[${seq}].time`, 'must be a finite number')
-      event = Object.freeze({ type, seq, time, data: this.validate(type, event.data) }) as SessionEvent
+      const data = isReleasedPayload(type, event.data) ? RELEASED_CHUNK : this.validate(type, event.data)
+      event = Object.freeze({ type, seq, time, data }) as SessionEvent
     } else if (event.seq !== seq) {
       throw new SessionAppendError(
         event.type,
@@ -217,6 +260,31 @@ export class Session {
     this.log.push(event)
     this.lastOfType.set(event.type, event)
     this.surface.ingest(event)
+    if (this.unfolded) this.fold(event)
+  }
+
+  /**
+   * `streamChunks: 'release'`: once the event that folds a step's stream is in the log, that
+   * step's chunks are swapped for placeholders. Runs before listeners see `event`, but each chunk
+   * reached every listener when it was appended (the pending queue holds its own reference).
+   */
+  private fold(event: AnySessionEvent): void {
+    const unfolded = this.unfolded!
+    if (event.type === 'assistant/chunk') {
+      if (event.data !== RELEASED_CHUNK) unfolded.push(event.seq)
+      return
+    }
+    if (unfolded.length === 0) return
+    if (event.type !== 'assistant/message' && event.type !== 'step/end' && event.type !== 'turn/end') return
+    let last: AnySessionEvent | undefined
+    for (const seq of unfolded) {
+      const { type, time } = this.log[seq]
+      last = Object.freeze({ type, seq, time, data: RELEASED_CHUNK }) as AnySessionEvent
+      minted.add(last)
+      this.log[seq] = last
+    }
+    unfolded.length = 0
+    if (last && this.lastOfType.get('assistant/chunk')?.seq === last.seq) this.lastOfType.set('assistant/chunk', last)
   }
 
   private notify(event: AnySessionEvent): void {

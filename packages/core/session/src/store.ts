@@ -59,17 +59,24 @@ export class SessionStore extends Service {
       .description(
         'Longest tool-call arguments string replayed to the model as-is; longer ones become an excerpt plus a marker (the log keeps them whole).',
       ),
+    streamChunks: Schema.union(['keep', 'release'])
+      .default('keep')
+      .description(
+        "What the in-memory log keeps of a step's streamed assistant/chunk events once its message is logged: keep them whole, or release them to payload-free placeholders (the stored log keeps them whole).",
+      ),
   })
 
   // Fields are only mutated in place: inside methods `this` is a per-caller shadow.
   private readonly entries = new Map<string, Entry>()
   private readonly home: Context
   private readonly maxToolArgumentChars: number
+  private readonly streamChunks: 'keep' | 'release'
 
   constructor(ctx: Context, config: SessionStore.Config = {}) {
     super(ctx, 'sessions')
     this.home = ctx
     this.maxToolArgumentChars = config.maxToolArgumentChars ?? DEFAULT_MAX_TOOL_ARGUMENT_CHARS
+    this.streamChunks = config.streamChunks ?? 'keep'
     ctx.effect(
       () => () => {
         for (const id of [...this.entries.keys()]) this.remove(id)
@@ -83,6 +90,7 @@ export class SessionStore extends Service {
       throw new Error(`session "${options.id}" already exists`)
     const session = new Session({
       maxToolArgumentChars: this.maxToolArgumentChars,
+      streamChunks: this.streamChunks,
       ...options,
     } satisfies SessionOptions)
     return this.adopt(session)
@@ -122,6 +130,7 @@ export class SessionStore extends Service {
       clock: from.clock,
       events: from.slice(0, at),
       maxToolArgumentChars: this.maxToolArgumentChars,
+      streamChunks: this.streamChunks,
     })
     this.adopt(session)
     session.append('seed/end', { fromSession: from.id, boundary: at })
@@ -171,5 +180,7 @@ export namespace SessionStore {
   export interface Config {
     /** Default 100,000. See `SessionOptions.maxToolArgumentChars`. */
     maxToolArgumentChars?: number
+    /** Default `keep`. See `SessionOptions.streamChunks`. */
+    streamChunks?: 'keep' | 'release'
   }
 }
