@@ -1,0 +1,82 @@
+// `dsh-jsonrpc-agent` in the e2b world through config (the world-e2b layer as a `--patch` layer),
+// driven by the SDK client (`Harness` of @dsh/sdk-client), with E2B played by @dsh/e2b-standin and
+// the model by @dsh/llm-mock-server: the session's edit and bash run in the sandbox, the local tree
+// stays untouched, and at shutdown the sandbox is killed and its change saved as a patch.
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
+import { startE2bStandin, type E2bStandin } from '@dsh/e2b-standin'
+import { Harness } from '@dsh/sdk-client'
+
+vi.setConfig({ testTimeout: 90_000, hookTimeout: 60_000 })
+
+const WORLD = fileURLToPath(new URL('../cordis.patch.yml', import.meta.url))
+const BIN = fileURLToPath(new URL('../node_modules/@dsh/sdk-server/bin/dsh-jsonrpc-agent.mjs', import.meta.url))
+
+let standin: E2bStandin
+let server: MockServer
+beforeAll(async () => {
+  standin = await startE2bStandin()
+  server = await startMockServer({
+    steps: [
+      { toolCalls: [{ name: 'read', arguments: { file_path: 'notes.txt' } }] },
+      {
+        toolCalls: [{ name: 'edit', arguments: { file_path: 'notes.txt', old_string: 'beta', new_string: 'gamma' } }],
+      },
+      { toolCalls: [{ name: 'bash', arguments: { command: 'cat notes.txt', description: 'check' } }] },
+      { text: 'Edited in the sandbox.' },
+    ] as never,
+  })
+})
+afterAll(async () => {
+  await server?.close()
+  await standin?.close()
+})
+
+describe('dsh-jsonrpc-agent --patch world-e2b', () => {
+  it('runs the session in a sandbox, and kills it with the change saved at shutdown', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'dsh-e2b-sdk-'))
+    writeFileSync(join(cwd, 'notes.txt'), 'alpha\nbeta\n')
+    writeFileSync(join(cwd, '.gitignore'), 'home/\n')
+    const before = new Set(standin.sandboxes().map((x) => x.record.id))
+    const harness = await Harness.start({
+      bin: BIN,
+      args: ['--patch', WORLD],
+      cwd,
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        DSH_HOME: join(cwd, 'home'),
+        DEEPSEEK_BASE_URL: server.baseURL,
+        DEEPSEEK_API_KEY: 'sk-test-not-a-real-key',
+        ...standin.env,
+      },
+    })
+    try {
+      const session = await harness.createSession()
+      const result = await session.prompt('replace beta with gamma')
+      expect(result).toMatchObject({ reason: 'completed', text: 'Edited in the sandbox.' })
+      const bash = (server.requests[3].body as { messages: { role: string; content: string }[] }).messages
+        .filter((m) => m.role === 'tool')
+        .at(-1)?.content
+      expect(bash).toContain('alpha\ngamma')
+      const mine = standin.sandboxes().filter((x) => !before.has(x.record.id))
+      expect(mine).toHaveLength(1)
+      const id = mine[0].record.id
+      expect(readFileSync(join(standin.rootOf(id), cwd, 'notes.txt'), 'utf8')).toBe('alpha\ngamma\n')
+      expect(readFileSync(join(cwd, 'notes.txt'), 'utf8')).toBe('alpha\nbeta\n')
+      await harness.close()
+      expect(standin.get(id)).toBeUndefined()
+      // The change comes back as the sandbox's patch file; the local tree is still as it was.
+      const patch = join(cwd, 'home', 'e2b-patches', `${id}.patch`)
+      expect(existsSync(patch)).toBe(true)
+      expect(readFileSync(patch, 'utf8')).toContain('+gamma')
+      expect(readFileSync(join(cwd, 'notes.txt'), 'utf8')).toBe('alpha\nbeta\n')
+    } finally {
+      await harness.close()
+    }
+  })
+})
