@@ -1,24 +1,4 @@
-// `@dsh/client-runtime/ui`: the design system of dsh web for the shell and every browser half
-// (a shared name of the page's import map, so a third-party half gets it without bundling it).
-// Tokens as CSS custom properties and as `var()` strings, accessible primitives on Radix UI, and
-// the Lucide icon set. Importing it installs the tokens' and primitives' stylesheet once.
-import { PRIMITIVES_CSS } from './design/styles.ts'
-import { tokensCss } from './design/tokens.ts'
-
-export { tokens, tokensCss, light, dark, scale, type Palette } from './design/tokens.ts'
-export * from './design/primitives.ts'
-export * from './design/icons.ts'
-export { PRIMITIVES_CSS }
-
-const STYLE_ID = 'dsh-design'
-
-/** Adds the design's stylesheet to `doc` once (first in <head>, so later sheets can refine it). */
-export function installDesign(doc: Document | undefined = globalThis.document): void {
-  if (!doc || doc.getElementById(STYLE_ID)) return
-  const style = doc.createElement('style')
-  style.id = STYLE_ID
-  style.textContent = tokensCss() + PRIMITIVES_CSS
-  doc.head.prepend(style)
-}
-
-installDesign()
+// `@dsh/client-runtime/ui`: the older name of the design system, kept so a browser half built
+// against it still loads. The design system is its own package now (`@dsh/client-design`), and
+// both names are shared entries of the page's import map that resolve to one module instance.
+export * from '@dsh/client-design'

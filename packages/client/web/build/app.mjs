@@ -114,7 +114,7 @@ async function buildInto(OUT_DIR, quiet) {
     'react-dom/client',
     'cordis',
     '@dsh/client-runtime',
-    '@dsh/client-runtime/ui',
+    '@dsh/client-design',
   ]
     .map((n) => map[n])
     .filter(Boolean)

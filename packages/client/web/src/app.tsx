@@ -15,7 +15,7 @@ import {
   type SessionSlotProps,
   type ThemePreference,
 } from '@dsh/client-runtime'
-import { IconButton, Kbd, Keyboard, MenuIcon, PanelRight, Settings } from '@dsh/client-runtime/ui'
+import { IconButton, Kbd, Keyboard, MenuIcon, PanelRight, Settings } from '@dsh/client-design'
 import { NS } from './messages.ts'
 import { Sidebar } from './sidebar.tsx'
 import { ShellContext, useShell, type ShellState } from './state.ts'

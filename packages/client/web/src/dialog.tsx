@@ -3,7 +3,7 @@
 // so that settings.tsx and app.tsx do not import each other.
 import type { ReactNode } from 'react'
 import { useT } from '@dsh/client-runtime'
-import { Dialog as DesignDialog } from '@dsh/client-runtime/ui'
+import { Dialog as DesignDialog } from '@dsh/client-design'
 import { NS } from './messages.ts'
 
 export function Dialog({

@@ -1,7 +1,7 @@
 // Boot: the runtime's root context, the shell's own plugin (dictionaries, fallback views, footer
 // controls), first paint, then the browser halves of the enabled host rows.
 import { createRoot } from 'react-dom/client'
-import '@dsh/client-runtime/ui'
+import '@dsh/client-design'
 import type { Context } from 'cordis'
 import { createRuntime, readManifest, RuntimeProvider, type BootManifest } from '@dsh/client-runtime'
 import { App, FooterControls } from './app.tsx'

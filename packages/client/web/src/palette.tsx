@@ -15,7 +15,7 @@ import {
   Settings,
   Sun,
   Languages,
-} from '@dsh/client-runtime/ui'
+} from '@dsh/client-design'
 import { NS } from './messages.ts'
 import { cleanTitle, titleOf } from './sessions.ts'
 import { useShell } from './state.ts'

@@ -13,7 +13,7 @@ import {
   Plus,
   Search,
   StatusDot,
-} from '@dsh/client-runtime/ui'
+} from '@dsh/client-design'
 import type { SessionRow } from '@dsh/web-protocol'
 import { NS } from './messages.ts'
 import {

@@ -7,7 +7,7 @@
 import type { Context } from 'cordis'
 import { useRef } from 'react'
 import { Store, useStore, useT, type SessionSlotProps } from '@dsh/client-runtime'
-import { IconButton, Paperclip } from '@dsh/client-runtime/ui'
+import { IconButton, Paperclip } from '@dsh/client-design'
 
 export const NAMESPACE = 'attachment'
 export const name = '@dsh/ui-attachment'

@@ -14,7 +14,7 @@ import type {
   UserNode,
 } from '@dsh/conversation-model'
 import { Markdown } from '@dsh/ui-markdown'
-import { GitFork, IconButton } from '@dsh/client-runtime/ui'
+import { GitFork, IconButton } from '@dsh/client-design'
 import type { Translate } from './strings.ts'
 import { CopyAction, type MessageActions, UserMessage } from './user-message.tsx'
 

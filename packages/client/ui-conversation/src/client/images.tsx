@@ -4,7 +4,7 @@
 // the text and shown as thumbnails (served by `GET /attachments/<id>`); a thumbnail opens the
 // image in a dialog (focus kept inside, Escape or the close button closes it, focus goes back).
 import { useMemo, useRef, useState } from 'react'
-import { Dialog, IconButton, X } from '@dsh/client-runtime/ui'
+import { Dialog, IconButton, X } from '@dsh/client-design'
 import type { Translate } from './strings.ts'
 
 export interface ImageRef {

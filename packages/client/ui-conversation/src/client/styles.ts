@@ -1,5 +1,5 @@
 // The conversation's stylesheet, added to the page while the plugin is loaded. Colours come from
-// the design tokens (`--dsh-color-*`, @dsh/client-runtime/ui), which follow the theme.
+// the design tokens (`--dsh-color-*`, @dsh/client-design), which follow the theme.
 import { IMAGES_CSS } from './images.tsx'
 
 export const CSS =

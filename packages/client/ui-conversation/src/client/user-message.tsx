@@ -3,7 +3,7 @@
 // shared with the answers.
 import { memo, useEffect, useRef, useState } from 'react'
 import type { UserNode } from '@dsh/conversation-model'
-import { Check, Copy, IconButton, Pencil, RotateCcw } from '@dsh/client-runtime/ui'
+import { Check, Copy, IconButton, Pencil, RotateCcw } from '@dsh/client-design'
 import { UserText } from './images.tsx'
 import type { Translate } from './strings.ts'
 

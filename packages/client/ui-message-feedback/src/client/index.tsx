@@ -5,7 +5,7 @@
 import type { Context } from 'cordis'
 import { useMemo, useState } from 'react'
 import { useSessionFeed, useT, type SessionSlotProps } from '@dsh/client-runtime'
-import { Button, IconButton, ThumbsDown, ThumbsUp } from '@dsh/client-runtime/ui'
+import { Button, IconButton, ThumbsDown, ThumbsUp } from '@dsh/client-design'
 import { currentFeedback, messageFeedbackPut, type Rating } from '@dsh/message-feedback/contract'
 
 export const NAMESPACE = 'messageFeedback'

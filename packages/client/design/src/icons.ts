@@ -1,6 +1,6 @@
 // The one icon set of dsh web (Lucide, drawn as inline SVG in currentColor, so an icon never
 // depends on a font having the glyph). The shell and the browser halves take their icons from
-// here; a third-party half gets the same set through `@dsh/client-runtime/ui` without bundling
+// here; a third-party half gets the same set through `@dsh/client-design` without bundling
 // its own. Icons are decorative by default (`aria-hidden`): the control around one carries the
 // label.
 export {
