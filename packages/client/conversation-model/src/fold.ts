@@ -145,6 +145,9 @@ export function foldEvent(s: FoldState, event: WireEvent): void {
     case 'tool/result':
       onToolResult(s, event, data)
       break
+    case 'tool/progress':
+      onToolProgress(s, data)
+      break
     case 'todo/write':
       if (Array.isArray(data.todos)) s.todos = data.todos as TodoItem[]
       break
@@ -437,6 +440,20 @@ function onToolCall(s: FoldState, event: WireEvent, data: Record<string, any>): 
     ...(input ? { input } : {}),
     status: 'running',
     startedAt: event.time,
+  })
+}
+
+/** A running call's latest progress (`tool/progress`, e.g. an MCP server's notifications/progress). */
+function onToolProgress(s: FoldState, data: Record<string, any>): void {
+  const node = nodeAt(s, callKey(s, data.callId, false)) as ToolNode | undefined
+  if (!node || node.kind !== 'tool' || typeof data.progress !== 'number') return
+  replace(s, {
+    ...node,
+    progress: {
+      progress: data.progress,
+      ...(typeof data.total === 'number' ? { total: data.total } : {}),
+      ...(typeof data.message === 'string' && data.message !== '' ? { message: data.message } : {}),
+    },
   })
 }
 

@@ -84,6 +84,14 @@ export interface ToolNode {
   /** Log time of the call and of its result. */
   startedAt?: number
   endedAt?: number
+  /** The latest `tool/progress` the running call reported (e.g. an MCP server's progress notification). */
+  progress?: ToolProgressView
+}
+
+export interface ToolProgressView {
+  progress: number
+  total?: number
+  message?: string
 }
 
 /** The end of a turn that did not simply complete (cancelled, error, ...), or rejected input. */

@@ -16,6 +16,33 @@ export function formatDuration(ms: number | undefined): string | undefined {
   return `${minutes} min ${Math.round((ms % 60_000) / 1000)} s`
 }
 
+export interface ProgressView {
+  /** `3/10` (or `3` without a total). */
+  count: string
+  /** 0..1 when the total is known and positive. */
+  fraction?: number
+  message?: string
+}
+
+/**
+ * What a running call's latest progress shows: the count against the total and the message the
+ * tool sent (MCP servers report progress this way). Undefined when the call is not running or
+ * reported none.
+ */
+export function progressView(node: ToolNode): ProgressView | undefined {
+  const p = node.progress
+  if (!p || node.status !== 'running') return undefined
+  const value = num(p.progress)
+  if (value === undefined) return undefined
+  const total = num(p.total)
+  const round = (n: number) => String(Math.round(n * 100) / 100)
+  return {
+    count: total !== undefined ? `${round(value)}/${round(total)}` : round(value),
+    ...(total !== undefined && total > 0 ? { fraction: Math.min(1, Math.max(0, value / total)) } : {}),
+    ...(p.message ? { message: p.message } : {}),
+  }
+}
+
 export interface BashView {
   command: string
   description?: string

@@ -3,7 +3,15 @@
 // unknown tools get GenericCard.
 import { memo, useState, type ComponentType, type ReactNode } from 'react'
 import type { ToolNode } from '@dsh/conversation-model'
-import { bashView, fileChangeView, formatDuration, summaryView, todoView, type DiffLine } from '../present.ts'
+import {
+  bashView,
+  fileChangeView,
+  formatDuration,
+  progressView,
+  summaryView,
+  todoView,
+  type DiffLine,
+} from '../present.ts'
 import { LongText } from './long-text.tsx'
 import type { Translate } from './strings.ts'
 
@@ -17,6 +25,21 @@ function StatusBadge({ node, t }: ToolCardProps) {
     <span className={`dsh-tool-status dsh-tool-status-${node.status}`} data-status={node.status}>
       {t(`status.${node.status}`)}
     </span>
+  )
+}
+
+/** A running call's latest progress: a bar when the total is known, the count and the tool's message. */
+function ProgressLine({ node, t }: ToolCardProps) {
+  const view = progressView(node)
+  if (!view) return null
+  return (
+    <div className="dsh-tool-progress" data-progress={view.count}>
+      {view.fraction !== undefined ? (
+        <progress className="dsh-tool-progress-bar" max={1} value={view.fraction} aria-label={t('progress')} />
+      ) : null}
+      <span className="dsh-tool-progress-count">{view.count}</span>
+      {view.message ? <span className="dsh-tool-progress-message">{view.message}</span> : null}
+    </div>
   )
 }
 
@@ -58,6 +81,7 @@ function Frame({
           <StatusBadge node={node} t={t} />
         </span>
       </header>
+      <ProgressLine node={node} t={t} />
       {open && children ? <div className="dsh-tool-body">{children}</div> : null}
     </section>
   )

@@ -35,6 +35,7 @@ export const en = {
   'todo.pending': 'to do',
   images: '{count} image(s)',
   invalidArguments: 'The model sent arguments that are not valid JSON',
+  progress: 'Progress',
 } as const
 
 export type ToolKey = keyof typeof en
@@ -73,6 +74,7 @@ export const zh: Record<ToolKey, string> = {
   'todo.pending': '待办',
   images: '{count} 张图片',
   invalidArguments: '模型发送的参数不是有效的 JSON',
+  progress: '进度',
 }
 
 export function translator(messages: Record<string, string>, fallback: Record<string, string> = en): Translate {

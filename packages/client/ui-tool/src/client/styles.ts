@@ -14,6 +14,10 @@ html[data-theme=dark] .dsh-tool{--t-term:#0f1115;}
 .dsh-tool-status{font-size:11px;color:var(--t-muted);}
 .dsh-tool-status-error{color:var(--t-bad);}
 .dsh-tool-status-running::before,.dsh-tool-status-streaming::before{content:'';display:inline-block;width:6px;height:6px;border-radius:50%;background:currentColor;margin-right:4px;animation:dsh-pulse 1.2s ease-in-out infinite;}
+.dsh-tool-progress{display:flex;align-items:center;gap:8px;padding:4px 10px;font-size:12px;color:var(--t-muted);border-top:1px solid var(--t-border);}
+.dsh-tool-progress-bar{width:120px;height:6px;flex:none;}
+.dsh-tool-progress-count{font-variant-numeric:tabular-nums;}
+.dsh-tool-progress-message{overflow:hidden;text-overflow:ellipsis;white-space:nowrap;}
 .dsh-tool-body{padding:8px 10px;display:flex;flex-direction:column;gap:6px;}
 .dsh-tool-section{font-size:11px;text-transform:uppercase;letter-spacing:.04em;color:var(--t-muted);}
 .dsh-tool-error{color:var(--t-bad);white-space:pre-wrap;}
