@@ -38,10 +38,7 @@ export const MAP = [
   { key: 'The dsh one-shot bundle. `cordis.patch.yml` rides directly o', packages: ['@dsh/bundle-headless'] },
   { key: 'The dsh browser-surface bundle. `cordis.patch.yml` rides ove', packages: ['@dsh/bundle-web'] },
   { key: "Wire consumer layer: the client plugin's apply mounts `ctx.c", packages: ['@dsh/client-runtime'] },
-  {
-    key: 'Hot reload for script-loaded client plugins. The web bundle ',
-    missing: 'client hot module reload (cordis-client hmr)',
-  },
+  { key: 'Hot reload for script-loaded client plugins. The web bundle ', packages: ['@dsh/client-hmr'] },
   { key: 'Locale plugin: LocaleRuntime — the `zh`/`en` preference stor', packages: ['@dsh/client-runtime'] },
   { key: "Client module system: the browser peer of Node's internal ES", packages: ['@dsh/client-runtime'] },
   { key: 'Client cordis boot and React-free object services: SlotRegis', packages: ['@dsh/client-runtime'] },
