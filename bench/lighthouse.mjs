@@ -1,0 +1,119 @@
+#!/usr/bin/env node
+// Lighthouse on the conversation view of `dsh web` (issue 38: accessibility and best practices at
+// least 95, performance at least 90). Not part of CI: it takes a minute or more.
+//
+// It boots a real `dsh web` against the scripted model (@dsh/llm-mock-server), holds one
+// conversation in it (a prompt, a bash tool card, a Markdown answer with a code block and a
+// table), then runs Lighthouse (npm `lighthouse`, a devDependency of the root) in Debian chromium
+// on that session's page, once with Lighthouse's mobile defaults (simulated slow 4G and a 4x
+// slower CPU) and once with its desktop preset, and prints the three scores of each and every
+// audit that cost points. Needs `node scripts/build-client.mjs` first.
+// usage: node bench/lighthouse.mjs [--json figures.json] [--reports DIR] [--only mobile|desktop]
+//   --reports keeps each run's full Lighthouse report (DIR/<mobile|desktop>.json).
+import { readFileSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+const CHROMIUM = process.env.DSH_CHROMIUM || '/usr/bin/chromium'
+const args = process.argv.slice(2)
+const option = (name) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined)
+const jsonOut = option('--json')
+const reports = option('--reports')
+const only = option('--only')
+const GOALS = { accessibility: 95, 'best-practices': 95, performance: 90 }
+
+const requireRoot = createRequire(`${root}package.json`)
+let lighthouseMain
+try {
+  lighthouseMain = requireRoot.resolve('lighthouse')
+} catch {
+  console.error('bench/lighthouse: the lighthouse package is not installed (run pnpm install at the root)')
+  process.exit(1)
+}
+const { default: lighthouse, desktopConfig } = await import(pathToFileURL(lighthouseMain).href)
+const chromeLauncher = await import(pathToFileURL(createRequire(lighthouseMain).resolve('chrome-launcher')).href)
+const { startWebApp, launchBrowser } = await import(`${root}packages/test-support/web-testkit/dist/index.js`)
+
+const app = await startWebApp({
+  steps: [
+    { toolCalls: [{ name: 'bash', arguments: { command: 'ls -1', description: 'List the project files' } }] },
+    {
+      text:
+        'The project holds two files:\n\n| file | what it is |\n| --- | --- |\n| `README.md` | the introduction |\n' +
+        '| `main.py` | the entry point |\n\nThe entry point:\n\n```python\nprint("hi")\n```\n',
+    },
+  ],
+})
+let chrome
+try {
+  writeFileSync(`${app.cwd}/README.md`, '# demo\n')
+  writeFileSync(`${app.cwd}/main.py`, 'print("hi")\n')
+  // One conversation, typed and answered in a browser as a user would.
+  const browser = await launchBrowser()
+  let url
+  try {
+    const page = await browser.newPage()
+    await page.goto(app.url)
+    await page.waitForSelector('html[data-ready="true"]')
+    await page.waitForURL(/\/s\//)
+    await page.locator('textarea[data-composer]').fill('What is in this project?')
+    await page.locator('textarea[data-composer]').press('Enter')
+    await page.locator('[data-node="assistant"]', { hasText: 'The entry point' }).waitFor({ timeout: 60_000 })
+    url = page.url()
+  } finally {
+    await browser.close()
+  }
+
+  chrome = await chromeLauncher.launch({
+    chromePath: CHROMIUM,
+    chromeFlags: ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+  })
+  const categories = Object.keys(GOALS)
+  const figures = {}
+  for (const [label, config] of [
+    ['mobile', undefined],
+    ['desktop', desktopConfig],
+  ]) {
+    if (only && only !== label) continue
+    const started = Date.now()
+    const result = await lighthouse(
+      url,
+      { port: chrome.port, output: 'json', logLevel: 'error', onlyCategories: categories },
+      config,
+    )
+    const lhr = result.lhr
+    if (reports) writeFileSync(`${reports}/${label}.json`, result.report)
+    if (lhr.runtimeError) throw new Error(`${label}: ${lhr.runtimeError.code}: ${lhr.runtimeError.message}`)
+    const scores = Object.fromEntries(categories.map((c) => [c, Math.round((lhr.categories[c]?.score ?? 0) * 100)]))
+    const lost = []
+    for (const c of categories)
+      for (const ref of lhr.categories[c].auditRefs) {
+        const audit = lhr.audits[ref.id]
+        if (ref.weight > 0 && audit.score !== null && audit.score < 1)
+          lost.push(`${c}: ${ref.id} (${Math.round(audit.score * 100)}) ${audit.displayValue ?? ''}`.trim())
+      }
+    const metrics = [
+      'first-contentful-paint',
+      'largest-contentful-paint',
+      'total-blocking-time',
+      'cumulative-layout-shift',
+    ]
+      .map((id) => `${id} ${lhr.audits[id]?.displayValue ?? '?'}`)
+      .join(', ')
+    figures[label] = { scores, lost, metrics }
+    console.log(
+      `${label}: ${categories
+        .map((c) => `${c} ${scores[c]} (goal ${GOALS[c]}: ${scores[c] >= GOALS[c] ? 'met' : 'MISSED'})`)
+        .join(', ')} [${((Date.now() - started) / 1000).toFixed(0)} s]`,
+    )
+    console.log(`  ${metrics}`)
+    for (const line of lost) console.log(`  - ${line}`)
+  }
+  const version = JSON.parse(readFileSync(requireRoot.resolve('lighthouse/package.json'), 'utf8')).version
+  console.log(`lighthouse ${version}, ${CHROMIUM}, ${url.replace(/\/s\/.*/, '/s/<session>')}`)
+  if (jsonOut) writeFileSync(jsonOut, `${JSON.stringify(figures, null, 2)}\n`)
+} finally {
+  await chrome?.kill()
+  await app.close()
+}
