@@ -137,19 +137,26 @@ const idle = () => expect.poll(() => page.locator('.dsh-chat[data-running]').cou
 describe.skipIf(!hasChromium())('the conversation in Chromium', () => {
   it('streams an answer in visibly increasing pieces, then renders its Markdown table', async () => {
     await withArtifacts(page, 'conv-stream', async () => {
+      // Every text the answer shows, recorded in the page as the DOM changes (a MutationObserver):
+      // polling from here missed pieces on a loaded machine.
+      await page.evaluate(() => {
+        const seen: string[] = []
+        const record = () => {
+          const text = [...document.querySelectorAll('[data-node="assistant"] .dsh-md')].at(-1)?.textContent ?? ''
+          if (text && seen.at(-1) !== text) seen.push(text)
+        }
+        const observer = new MutationObserver(record)
+        observer.observe(document.body, { subtree: true, childList: true, characterData: true })
+        Object.assign(window, { __seen: seen, __seenObserver: observer })
+      })
       await send('show me a table')
-      const seen: string[] = []
+      await page.locator('[data-node="assistant"]:not([data-streaming]) table').waitFor({ timeout: 20_000 })
+      const seen = await page.evaluate(() => {
+        const w = window as unknown as { __seen: string[]; __seenObserver: MutationObserver }
+        w.__seenObserver.disconnect()
+        return w.__seen
+      })
       const final = STREAM.join('')
-      for (let i = 0; i < 400; i++) {
-        const text =
-          (await assistant()
-            .last()
-            .textContent()
-            .catch(() => '')) ?? ''
-        if (text && seen.at(-1) !== text) seen.push(text)
-        if (await page.locator('[data-node="assistant"]:not([data-streaming]) table').count()) break
-        await page.waitForTimeout(20)
-      }
       expect(seen.length).toBeGreaterThan(2)
       // Each piece extends the previous one.
       for (let i = 1; i < seen.length; i++) expect(seen[i].length).toBeGreaterThanOrEqual(seen[i - 1].length)
