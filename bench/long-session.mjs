@@ -21,6 +21,12 @@
 // that checkout's dsh too, alternated (a before/after in one run); BENCH_RUNS (default 1) runs
 // each that many times. `node -e 0` is timed at the start and the end: a run whose second timing
 // is over 1.5x the first is flagged as loaded. BENCH_MODE=both runs the harness part, then this.
+// Memory (issue 42): the sampled peak RSS and the RSS at steps 1,000 / 2,000 / 3,000 / 4,000;
+// BENCH_HEAP_STATS=1 adds V8's committed/used space sizes every 500 requests;
+// BENCH_SNAPSHOT_DIR=dir BENCH_SNAPSHOTS=1000,2000 writes heap snapshots of the dsh process there
+// (their RSS figures are then meaningless: a snapshot costs hundreds of MB); BENCH_NODE_FLAGS
+// passes node flags to the dsh processes; BENCH_TEXT_DELTAS=N streams N short text deltas before
+// each call (a talkative model: N more assistant/chunk events per step).
 import { spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:http'
@@ -174,6 +180,7 @@ if (MODE !== 'harness') await dshRuns()
 async function dshRuns() {
   const RUNS = Number(process.env.BENCH_RUNS ?? 1)
   const CHECKPOINTS = [1000, 2000, 3000, 4000, 6000, 8000]
+  const TEXT_DELTAS = Number(process.env.BENCH_TEXT_DELTAS ?? 0)
   // BENCH_NODE_FLAGS: extra node flags for the dsh processes (e.g. V8 heap sizing experiments).
   const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)
   const WINDOW = 100
@@ -254,6 +261,9 @@ process.on('exit', () => writeFileSync(${JSON.stringify(marksFile)}, JSON.string
       if (summary)
         out += frame(choice({ content: 'Summary: the user asked to read every module in order. '.repeat(20) }, 'stop'))
       else if (agentSteps < STEPS) {
+        // BENCH_TEXT_DELTAS: a streamed sentence of that many short deltas before the call.
+        for (let d = 0; d < TEXT_DELTAS; d++)
+          out += frame(choice({ content: d === 0 ? 'Reading the next ' : 'module ' }, null))
         const call = { index: 0, id: `call_${stamps.length}`, type: 'function' }
         call.function = { name: 'read', arguments: JSON.stringify({ file_path: `m${agentSteps++}.ts` }) }
         out += frame(choice({ tool_calls: [call] }, 'tool_calls'))
@@ -375,7 +385,7 @@ process.on('exit', () => writeFileSync(${JSON.stringify(marksFile)}, JSON.string
   const zeroAfter = await nodeZero()
   const loaded = zeroAfter > 1.5 * zeroBefore
   console.log(
-    `\n== real one-shot (dsh --profile headless, DeepSeek adapter over loopback HTTP), ${STEPS} steps of ${RESULT}-byte reads`,
+    `\n== real one-shot (dsh --profile headless, DeepSeek adapter over loopback HTTP), ${STEPS} steps of ${RESULT}-byte reads${TEXT_DELTAS ? `, each after ${TEXT_DELTAS} streamed text deltas` : ''}`,
   )
   console.log(
     `node -e 0: ${zeroBefore.toFixed(0)} ms before, ${zeroAfter.toFixed(0)} ms after${loaded ? '  [LOADED: the machine slowed down during the run]' : ''}`,
