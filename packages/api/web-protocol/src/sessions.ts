@@ -133,16 +133,24 @@ export const sessionsHistory = defineMethod('sessions.history', {
 
 export type PromptMode = 'queue' | 'steer'
 /** A file or session the user picked as context of a prompt (the composer's `@` menu). */
-export type PromptReference = { kind: 'file'; path: string } | { kind: 'session'; sessionId: string }
+export type PromptReference =
+  | { kind: 'file'; path: string }
+  | { kind: 'session'; sessionId: string }
+  | { kind: 'resource'; server: string; uri: string }
 
 const PromptReferenceSchema: Schema<PromptReference> = Schema.union([
   Schema.object({ kind: Schema.const('file').required(), path: Schema.string().min(1).max(4096).required() }),
   Schema.object({ kind: Schema.const('session').required(), sessionId: Schema.string().min(1).max(200).required() }),
+  Schema.object({
+    kind: Schema.const('resource').required(),
+    server: Schema.string().min(1).max(200).required(),
+    uri: Schema.string().min(1).max(4096).required(),
+  }),
 ]) as Schema<PromptReference>
 
 export const sessionsPrompt = defineMethod('sessions.prompt', {
   description:
-    'Sends a human message. While a turn runs, `queue` (default) runs it after the turn, `steer` hands it to the running turn at its next step. `references` (optional) lists the files and sessions the user picked as context: when present, only those become context and `@words` in the text stay text; absent, `@path` words naming existing files are expanded.',
+    'Sends a human message. While a turn runs, `queue` (default) runs it after the turn, `steer` hands it to the running turn at its next step. `references` (optional) lists the files, sessions and MCP resources the user picked as context: when present, only those become context and `@words` in the text stay text; absent, `@path` words naming existing files are expanded.',
   params: Schema.object({
     sessionId,
     text: Schema.string().min(1).required(),

@@ -24,9 +24,12 @@ export type TurnEndReason = 'completed' | 'cancelled' | 'error' | 'max-tokens' |
 
 /**
  * Something a client marked as picked context of a human message (the web composer's `@` menu):
- * a workspace file (relative to the session directory) or another session.
+ * a workspace file (relative to the session directory), another session, or an MCP server's resource.
  */
-export type MessageReference = { kind: 'file'; path: string } | { kind: 'session'; sessionId: string }
+export type MessageReference =
+  | { kind: 'file'; path: string }
+  | { kind: 'session'; sessionId: string }
+  | { kind: 'resource'; server: string; uri: string }
 
 /**
  * Who produced a `user/message`. Context plugins use `{kind: 'plugin', plugin: <package name>}`.

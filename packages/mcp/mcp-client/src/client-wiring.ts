@@ -61,6 +61,8 @@ export interface ClientHooks {
   toolsChanged(client: Client): void
   /** `notifications/{prompts,resources}/list_changed` (debounced). */
   catalogChanged(client: Client, kind: CatalogKind): void
+  /** `notifications/resources/updated` (a subscribed resource changed). */
+  resourceUpdated(client: Client, uri: string): void
   /** `notifications/message`. */
   log(params: LoggingMessageNotification['params']): void
   /** `elicitation/create`. */
@@ -79,6 +81,9 @@ export function createClient(sdk: Sdk, hooks: ClientHooks): Client {
     },
   })
   client.setNotificationHandler(sdk.LoggingMessageNotificationSchema, (notification) => hooks.log(notification.params))
+  client.setNotificationHandler(sdk.ResourceUpdatedNotificationSchema, (notification) =>
+    hooks.resourceUpdated(client, notification.params.uri),
+  )
   client.setRequestHandler(sdk.ElicitRequestSchema, (request, extra) =>
     hooks.elicit(request.params as ElicitRequestFormParams | ElicitRequestURLParams, extra.signal),
   )

@@ -79,6 +79,8 @@ export interface ConnectionHost {
   }): void
   /** The server's prompts, resources or templates were (re)listed: after connecting, on list_changed, on dispose. */
   onCatalog?(connection: McpServerConnection): void
+  /** A `notifications/resources/updated` of the live client (a subscribed resource changed). */
+  onResourceUpdated?(connection: McpServerConnection, uri: string): void
   /** A `notifications/message` (log line) of the server. */
   onLog?(server: string, params: LoggingMessageNotification['params']): void
   /** The workspace offered to servers as their one root (`roots/list`). */

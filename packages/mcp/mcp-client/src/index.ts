@@ -22,30 +22,30 @@ import { checkServer, checkTable, serverFileDigests, type CheckedServer } from '
 import { McpServerConnection, type McpServerStatus } from './server.ts'
 import { fromAcpServer } from './acp.ts'
 import { promptCommand, promptCommandName } from './prompts.ts'
-import { expandMentions, mentionText } from './mentions.ts'
+import { resourceCandidates } from './mentions.ts'
 import { McpClientConfigSchema, type AddServerOptions, type McpClientConfig } from './client-config.ts'
 import { logNotices, staticStatus } from './notices.ts'
 import { projectRequest } from './project.ts'
 import { askSignIn, openInBrowser } from './sign-in.ts'
+import { sessionSubscriptions } from './subscriptions.ts'
+import { registerWebApi } from './web-api.ts'
 
 export type { McpServerState, McpServerStatus, RetryOptions } from './server.ts'
 export type { AddServerOptions, McpClientConfig } from './client-config.ts'
-export type { McpProgress, McpStatusNotice, ToolProgress } from './notices.ts'
+export type { McpProgress, McpStatusNotice, ResourceUpdatedNotice, ToolProgress } from './notices.ts'
 export type { CheckedServer, McpSource, McpTransportKind, OAuthSettings, ServerSpec } from './config.ts'
 export { McpAuthError, storeKey } from './oauth.ts'
 export { elicitationQuestions, elicitationResult } from './elicitation.ts'
 export { checkServer, checkTable, commandLine, expandVariables, projectTrustItems, readProjectFile } from './config.ts'
-
 export { projectTrustRequests, TRUST_SOURCE } from './project.ts'
 export { toolName } from './names.ts'
 export { fromAcpServer } from './acp.ts'
 export { mapResult } from './results.ts'
 export { promptArguments, promptCommandName, promptText, promptUsage, splitWords } from './prompts.ts'
-export { MENTION_SOURCE, mentionedResources, renderResource } from './mentions.ts'
+export { MENTION_SOURCE, mentionedResources, renderResource, type ResourceCandidate } from './mentions.ts'
 
 export class McpClient extends Service {
   static inject = ['tools', 'subprocess']
-
   static Config = McpClientConfigSchema
 
   private readonly servers = new Map<string, McpServerConnection | CheckedServer>()
@@ -66,6 +66,13 @@ export class McpClient extends Service {
   private humanSession: string | undefined
   /** Servers whose missing sign-in was already reported to a run without a human. */
   private readonly signInReported = new Set<string>()
+  private readonly connections = () => [...this.servers.values()].filter((e) => e instanceof McpServerConnection)
+  /** Resources mentioned in sessions, subscribed to where the server offers it (subscriptions.ts). */
+  private readonly subscriptions = sessionSubscriptions(
+    () => this.sessions,
+    (message) => this.ctx.logger('mcp').warn(message),
+    () => this.config.mentionMaxChars,
+  )
   /** Set by `login()`: shows the authorization URL instead of asking through user questions. */
   private consentOverride: ((request: ConsentRequest) => Promise<void>) | undefined
   /** OAuth state: the credentials seam (the 0600 credentials file) when mounted, else this process's memory. */
@@ -178,6 +185,7 @@ export class McpClient extends Service {
     ctx.inject(['sessionPersistence'], (inner) => {
       inner.sessionPersistence.registerEventType('mcp/status')
       inner.sessionPersistence.registerEventType('tool/progress')
+      inner.sessionPersistence.registerEventType('mcp/resource-updated')
     })
     ctx.inject(['commands'], (inner) => {
       inner.effect(() => {
@@ -215,19 +223,11 @@ export class McpClient extends Service {
       },
       { prepend: true },
     )
-    // `@server:uri` in a human message: the resource's text follows the message as logged context.
+    registerWebApi(ctx, () => this.resourceMentions())
+    // `@server:uri` in a human message: the resource follows as logged context (subscriptions.ts).
     ctx.on('agent/pre-step', async (payload, next) => {
-      const scope = payload.agent.scope
-      const offering = new Map<string, McpServerConnection>()
-      for (const entry of this.servers.values()) {
-        if (!(entry instanceof McpServerConnection) || !entry.offersResources) continue
-        if (entry.scope !== undefined && entry.scope !== scope) continue
-        if (!offering.has(entry.name) || entry.scope !== undefined) offering.set(entry.name, entry)
-      }
-      if (offering.size === 0) return next()
-      const read = (server: string, uri: string, trimmed?: string) =>
-        mentionText(offering.get(server)!, uri, trimmed, this.config.mentionMaxChars)
-      const out = await expandMentions(payload.messages, new Set(offering.keys()), this.config.maxMentions, read)
+      const { scope, session } = payload.agent
+      const out = await this.subscriptions.expand(payload.messages, this.connections(), scope, session.id, this.config)
       payload.messages.splice(0, payload.messages.length, ...out)
       return next()
     })
@@ -281,6 +281,11 @@ export class McpClient extends Service {
   catalog(name: string, scope?: string) {
     const entry = this.servers.get(keyOf(name, scope))
     return entry instanceof McpServerConnection ? entry.catalog() : undefined
+  }
+
+  /** Resources and templates of the connected servers visible from `scope`, for `@` menus (`@server:uri`). */
+  resourceMentions(scope?: string) {
+    return resourceCandidates(this.connections(), scope)
   }
 
   /** Every known server (invalid and disabled ones included), sorted by scope then name. */
@@ -410,6 +415,7 @@ export class McpClient extends Service {
           onStatus: (status, notice) => {
             if (notice) this.ctx.logger('mcp').warn(notice)
             this.ctx.emit('mcp/status', status, notice)
+            this.subscriptions.state(this.servers.get(key), status.state)
             // A project server about to be started again runs only while the files it executes are
             // the consented ones (a confined command may have rewritten its script meanwhile).
             if (status.state === 'retrying' && entry.source === 'project' && scope === undefined)
@@ -433,6 +439,7 @@ export class McpClient extends Service {
             }
           },
           onCatalog: (connection) => this.syncPrompts(connection),
+          onResourceUpdated: (connection, uri) => this.subscriptions.updated(connection, uri),
           onLog: (server, params) => {
             const data = typeof params.data === 'string' ? params.data : JSON.stringify(params.data)
             const text = `MCP server "${server}"${params.logger ? ` (${params.logger})` : ''} [${params.level}]: ${data}`
@@ -481,6 +488,7 @@ export class McpClient extends Service {
     const entry = this.servers.get(key)
     if (!entry) return
     this.servers.delete(key)
+    this.subscriptions.forget(entry)
     if (entry instanceof McpServerConnection) void entry.dispose()
   }
 

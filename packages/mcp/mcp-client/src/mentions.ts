@@ -2,6 +2,7 @@
 // resources becomes one logged context message after the message, with the resource's text (or a
 // one-line reason it has none), so what the model saw is in the log and survives a resume.
 import type { ReadResourceResult } from '@modelcontextprotocol/sdk/types.js'
+import type { CatalogSnapshot } from './server-catalog.ts'
 
 /** The source plugin of the context messages `@server:uri` mentions add. */
 export const MENTION_SOURCE = '@dsh/mcp-client'
@@ -67,9 +68,31 @@ export function renderUnavailable(server: string, uri: string, reason: string): 
 }
 
 /** A message of the pre-step payload, as far as mentions need it. */
-interface EnteredMessage {
+export interface EnteredMessage {
   content: string | ReadonlyArray<{ type: string; text?: string }>
-  source: { kind: string }
+  source: { kind: string; references?: ReadonlyArray<{ kind: string; server?: string; uri?: string }> }
+}
+
+/**
+ * The resources a human message mentions: with `references` (a client that marks what was picked:
+ * the web composer), exactly the picked resources of `servers`; without them (TUI, headless), the
+ * `@server:uri` words of its text.
+ */
+export function messageMentions(message: EnteredMessage, servers: ReadonlySet<string>): ResourceMention[] {
+  const references = message.source.references
+  if (references) {
+    const out: ResourceMention[] = []
+    for (const r of references) {
+      if (r.kind !== 'resource' || !r.server || !r.uri || !servers.has(r.server)) continue
+      if (!out.some((m) => m.server === r.server && m.uri === r.uri)) out.push({ server: r.server, uri: r.uri })
+    }
+    return out
+  }
+  const text =
+    typeof message.content === 'string'
+      ? message.content
+      : message.content.flatMap((b) => (b.type === 'text' ? [b.text ?? ''] : [])).join('\n')
+  return mentionedResources(text, servers)
 }
 
 /**
@@ -86,11 +109,7 @@ export async function expandMentions<M extends EnteredMessage>(
   for (const message of messages) {
     out.push(message)
     if (message.source.kind !== 'human') continue
-    const text =
-      typeof message.content === 'string'
-        ? message.content
-        : message.content.flatMap((b) => (b.type === 'text' ? [b.text ?? ''] : [])).join('\n')
-    for (const mention of mentionedResources(text, servers).slice(0, max)) {
+    for (const mention of messageMentions(message, servers).slice(0, max)) {
       const got = await read(mention.server, mention.uri, mention.trimmed)
       out.push({
         content: got.content,
@@ -101,20 +120,65 @@ export async function expandMentions<M extends EnteredMessage>(
   return out
 }
 
-/** A mentioned resource's text for the model, or a one-line note why there is none. */
+/** A mentioned resource's text for the model (`read`), or a one-line note why there is none. */
 export async function mentionText(
   connection: { name: string; readResource(uri: string): Promise<ReadResourceResult> },
   uri: string,
   trimmed: string | undefined,
   max: number,
-): Promise<{ uri: string; content: string }> {
+): Promise<{ uri: string; content: string; read: boolean }> {
   try {
-    return { uri, content: renderResource(connection.name, uri, await connection.readResource(uri), max) }
+    return { uri, content: renderResource(connection.name, uri, await connection.readResource(uri), max), read: true }
   } catch (error) {
     if (trimmed) {
       const second = await connection.readResource(trimmed).catch(() => undefined)
-      if (second) return { uri: trimmed, content: renderResource(connection.name, trimmed, second, max) }
+      if (second) return { uri: trimmed, content: renderResource(connection.name, trimmed, second, max), read: true }
     }
-    return { uri, content: renderUnavailable(connection.name, uri, (error as Error).message) }
+    return { uri, content: renderUnavailable(connection.name, uri, (error as Error).message), read: false }
   }
+}
+
+/** One entry of an `@` menu: a resource (or a template, whose `{variables}` the user fills in). */
+export interface ResourceCandidate {
+  server: string
+  uri: string
+  name: string
+  description?: string
+  template: boolean
+}
+
+/**
+ * The resources and templates of the servers offering resources that are visible from `scope`
+ * (a scope's own server shadows a global one of the same name), as last listed, for `@` menus.
+ */
+export function resourceCandidates(
+  connections: ReadonlyArray<{ name: string; scope?: string; offersResources: boolean; catalog(): CatalogSnapshot }>,
+  scope?: string,
+): ResourceCandidate[] {
+  const visible = new Map<string, (typeof connections)[number]>()
+  for (const entry of connections) {
+    if (!entry.offersResources || (entry.scope !== undefined && entry.scope !== scope)) continue
+    if (!visible.has(entry.name) || entry.scope !== undefined) visible.set(entry.name, entry)
+  }
+  const out: ResourceCandidate[] = []
+  for (const [server, connection] of [...visible].sort(([a], [b]) => a.localeCompare(b))) {
+    const { resources, templates } = connection.catalog()
+    for (const r of resources)
+      out.push({
+        server,
+        uri: r.uri,
+        name: r.title ?? r.name,
+        template: false,
+        ...(r.description ? { description: r.description } : {}),
+      })
+    for (const t of templates)
+      out.push({
+        server,
+        uri: t.uriTemplate,
+        name: t.title ?? t.name,
+        template: true,
+        ...(t.description ? { description: t.description } : {}),
+      })
+  }
+  return out
 }

@@ -5,6 +5,9 @@ import type { Session } from '@dsh/session'
 import type { CheckedServer } from './config.ts'
 import type { McpServerStatus } from './connection-types.ts'
 import type { McpClient } from './index.ts'
+import type { ResourceUpdatedNotice } from './subscriptions.ts'
+
+export type { ResourceUpdatedNotice }
 
 /** The session event a server's trouble (and recovery) is logged as. Not model-visible. */
 export interface McpStatusNotice {
@@ -30,6 +33,8 @@ declare module '@dsh/session' {
     'mcp/status': McpStatusNotice
     /** A progress notification of a running tool call. */
     'tool/progress': ToolProgress
+    /** A resource mentioned in the session changed (its server's notifications/resources/updated). */
+    'mcp/resource-updated': ResourceUpdatedNotice
   }
 }
 

@@ -17,6 +17,7 @@ export interface Sdk {
   ElicitRequestSchema: typeof import('@modelcontextprotocol/sdk/types.js').ElicitRequestSchema
   ListRootsRequestSchema: typeof import('@modelcontextprotocol/sdk/types.js').ListRootsRequestSchema
   LoggingMessageNotificationSchema: typeof import('@modelcontextprotocol/sdk/types.js').LoggingMessageNotificationSchema
+  ResourceUpdatedNotificationSchema: typeof import('@modelcontextprotocol/sdk/types.js').ResourceUpdatedNotificationSchema
   auth: typeof import('@modelcontextprotocol/sdk/client/auth.js').auth
   extractWWWAuthenticateParams: typeof import('@modelcontextprotocol/sdk/client/auth.js').extractWWWAuthenticateParams
   createPrivateKeyJwtAuth: typeof import('@modelcontextprotocol/sdk/client/auth-extensions.js').createPrivateKeyJwtAuth
@@ -52,6 +53,7 @@ export function loadSdk(): Promise<Sdk> {
       ElicitRequestSchema: types.ElicitRequestSchema,
       ListRootsRequestSchema: types.ListRootsRequestSchema,
       LoggingMessageNotificationSchema: types.LoggingMessageNotificationSchema,
+      ResourceUpdatedNotificationSchema: types.ResourceUpdatedNotificationSchema,
       auth: auth.auth,
       extractWWWAuthenticateParams: auth.extractWWWAuthenticateParams,
       createPrivateKeyJwtAuth: authExtensions.createPrivateKeyJwtAuth,

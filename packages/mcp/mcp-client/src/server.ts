@@ -81,8 +81,9 @@ export class McpServerConnection {
   private readonly callSessions: Array<string | undefined> = []
   /** What the server offers besides tools, as last listed (kept while it restarts, like its tools). */
   private readonly offers = new ServerCatalog()
-  /** Whether the live server's capabilities offer resources (it may then be `@`-mentioned). */
+  /** Whether the live server's capabilities offer resources (it may then be `@`-mentioned), and subscriptions to them. */
   offersResources = false
+  subscribable = false
 
   constructor(
     readonly name: string,
@@ -257,6 +258,7 @@ export class McpServerConnection {
       catalogChanged: (changed, kind) => {
         if (this.client === changed) void this.refreshCatalog(changed, kind)
       },
+      resourceUpdated: (changed, uri) => this.client === changed && this.host.onResourceUpdated?.(this, uri),
       log: (params) => this.host.onLog?.(this.name, params),
       elicit: (params, signal) => this.host.elicit(this.name, params, this.callSessions.at(-1), signal),
       workspace: this.host.workspace,
@@ -280,6 +282,7 @@ export class McpServerConnection {
       live = true
       this.sync(tools)
       this.syncResourceTools(client.getServerCapabilities()?.resources !== undefined)
+      this.subscribable = client.getServerCapabilities()?.resources?.subscribe === true
       await this.listCatalog(client, 'prompts')
       await this.listCatalog(client, 'resources')
     } catch (error) {
@@ -335,7 +338,7 @@ export class McpServerConnection {
   }
 
   /** One request once connected, with the call timeout; rejects with one explained line. */
-  private async request<T>(
+  async request<T>(
     signal: AbortSignal | undefined,
     send: (client: Client, options: { timeout: number; signal?: AbortSignal }) => Promise<T>,
   ): Promise<T> {

@@ -12,6 +12,7 @@ import SubprocessLocal from '@dsh/subprocess-local'
 import CommandRegistry from '@dsh/commands'
 import McpClient, { mentionedResources, promptArguments, promptCommandName } from '../src/index.ts'
 import { parseAdd } from '../src/cli-config.ts'
+import { messageMentions } from '../src/mentions.ts'
 
 const changing = fileURLToPath(new URL('./fixtures/changing-server.mjs', import.meta.url))
 
@@ -51,7 +52,7 @@ describe('the catalog of a server that changes', () => {
   it('lists prompts and resources at connect and registers each prompt as a command', () => {
     const catalog = h.ctx.mcp.catalog('changing')!
     expect(catalog.prompts.map((p) => p.name)).toEqual(['hello'])
-    expect(catalog.resources.map((r) => r.uri)).toEqual(['fixture://hello'])
+    expect(catalog.resources.map((r) => r.uri)).toEqual(['fixture://hello', 'fixture://counter', 'fixture://other'])
     expect(h.ctx.commands.get('mcp__changing__hello')).toEqual({
       name: 'mcp__changing__hello',
       description: 'MCP prompt of "changing": Says hello.',
@@ -130,6 +131,29 @@ describe('@server:uri mentions', () => {
     ).toEqual([
       { server: 'docs', uri: 'file:///a.md,', trimmed: 'file:///a.md' },
       { server: 'x', uri: 'urn:y' },
+    ])
+  })
+
+  it('takes only the picked resources of a message that marks its references (the web composer)', () => {
+    const servers = new Set(['docs'])
+    const text = 'typed @docs:file:///typed.md and picked @docs:file:///picked.md'
+    const picked = {
+      content: text,
+      source: {
+        kind: 'human',
+        references: [
+          { kind: 'file', path: 'a.md' },
+          { kind: 'resource', server: 'docs', uri: 'file:///picked.md' },
+          { kind: 'resource', server: 'docs', uri: 'file:///picked.md' },
+          { kind: 'resource', server: 'gone', uri: 'x:y' },
+        ],
+      },
+    }
+    expect(messageMentions(picked, servers)).toEqual([{ server: 'docs', uri: 'file:///picked.md' }])
+    // No references (TUI, headless): the typed mentions.
+    expect(messageMentions({ content: text, source: { kind: 'human' } }, servers).map((m) => m.uri)).toEqual([
+      'file:///typed.md',
+      'file:///picked.md',
     ])
   })
 })

@@ -364,8 +364,14 @@ export class TuiApp {
       this.options.cwd,
       null,
     )
+    // The MCP servers' resources (as last listed) are `@server:uri` mentions.
+    const resources = () =>
+      (this.ctx.get('mcp')?.resourceMentions(this.agent.scope) ?? []).map((r) => ({
+        token: `${r.server}:${r.uri}`,
+        description: `${r.name}${r.template ? ' (template)' : ''}${r.description ? ` - ${r.description}` : ''}`,
+      }))
     this.editor.setAutocompleteProvider(
-      new MentionProvider(commands, this.options.cwd, this.ctx.get('subprocess') ?? undefined),
+      new MentionProvider(commands, this.options.cwd, this.ctx.get('subprocess') ?? undefined, resources),
     )
   }
 

@@ -20,4 +20,13 @@ export {
 export { Transcript, AssistantEntry, TextBlock, firstBlockBoundary } from './transcript.ts'
 export { ApprovalPanel, ConfirmPanel, QuestionPanel, Picker } from './panels.ts'
 export { StatusLine, statusText, gitBranch, tildePath, type StatusFields } from './status.ts'
-export { MentionProvider, listFiles, mentionQuery, rankFiles, MAX_FILES } from './mentions.ts'
+export {
+  MentionProvider,
+  listFiles,
+  mentionQuery,
+  rankFiles,
+  rankCandidates,
+  MAX_FILES,
+  SHOWN_OTHERS,
+  type MentionCandidate,
+} from './mentions.ts'

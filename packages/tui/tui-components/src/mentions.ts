@@ -1,8 +1,9 @@
 // `@` file mentions for the editor: `@part` completes to a path of the working directory whose
 // relative path contains `part` (case-insensitive), shortest first. The file list comes from
 // `rg --files` (the packaged ripgrep: .gitignore honoured, hidden files skipped) started through
-// `ctx.subprocess` by @dsh/file-reference's lister, cached for a few seconds; everything else
-// (slash commands, Tab path completion) is the wrapped provider's.
+// `ctx.subprocess` by @dsh/file-reference's lister, cached for a few seconds. Other sources (the
+// MCP servers' resources as `@server:uri`) are listed before the files when they match; everything
+// else (slash commands, Tab path completion) is the wrapped provider's.
 import type { AutocompleteItem, AutocompleteProvider, AutocompleteSuggestions } from '@mariozechner/pi-tui'
 import { listFiles as listWorkspace } from '@dsh/file-reference'
 import type { SubprocessService } from '@dsh/subprocess'
@@ -39,6 +40,28 @@ export function rankFiles(files: readonly string[], query: string, limit = SHOWN
     .slice(0, limit)
 }
 
+/** A mention another source offers (e.g. an MCP resource): inserted as `@<token>`. */
+export interface MentionCandidate {
+  /** What follows the `@`, e.g. `docs:file:///guide.md`. */
+  token: string
+  description?: string
+}
+
+/** Mentions of other sources shown at most, before the files. */
+export const SHOWN_OTHERS = 8
+
+/** Candidates whose token or description contains `query` (case-insensitive), in the source's order. */
+export function rankCandidates(
+  candidates: readonly MentionCandidate[],
+  query: string,
+  limit = SHOWN_OTHERS,
+): MentionCandidate[] {
+  const needle = query.toLowerCase()
+  return candidates
+    .filter((c) => c.token.toLowerCase().includes(needle) || (c.description ?? '').toLowerCase().includes(needle))
+    .slice(0, limit)
+}
+
 export class MentionProvider implements AutocompleteProvider {
   private cache?: { at: number; files: Promise<string[]> }
 
@@ -47,6 +70,8 @@ export class MentionProvider implements AutocompleteProvider {
     private readonly cwd: string,
     /** Where ripgrep starts; without it `@` offers no files. */
     private readonly subprocess?: Pick<SubprocessService, 'spawn'>,
+    /** Other mentions, read at each keystroke (so a source's changes show at once). */
+    private readonly others?: () => readonly MentionCandidate[],
   ) {}
 
   private files(): Promise<string[]> {
@@ -66,9 +91,20 @@ export class MentionProvider implements AutocompleteProvider {
   ): Promise<AutocompleteSuggestions | null> {
     const query = mentionQuery((lines[cursorLine] ?? '').slice(0, cursorCol))
     if (query === undefined) return this.inner.getSuggestions(lines, cursorLine, cursorCol, options)
-    const ranked = rankFiles(await this.files(), query)
-    if (options.signal.aborted || ranked.length === 0) return null
-    return { items: ranked.map((path) => ({ value: `@${path}`, label: path })), prefix: `@${query}` }
+    const others = rankCandidates(this.others?.() ?? [], query)
+    const ranked = rankFiles(await this.files(), query, SHOWN - others.length)
+    if (options.signal.aborted || ranked.length + others.length === 0) return null
+    return {
+      items: [
+        ...others.map((c) => ({
+          value: `@${c.token}`,
+          label: c.token,
+          ...(c.description ? { description: c.description } : {}),
+        })),
+        ...ranked.map((path) => ({ value: `@${path}`, label: path })),
+      ],
+      prefix: `@${query}`,
+    }
   }
 
   applyCompletion(

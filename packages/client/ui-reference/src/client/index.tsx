@@ -2,17 +2,32 @@
 // workspace files from `files.search` (fuzzy, .gitignore respected); a pick inserts `@path`, which
 // @dsh/file-reference expands into the file's content when the message is sent. Sessions: other
 // sessions of the catalog by title; a pick inserts `@session:<id>`, which
-// @dsh/session-reference expands into that session's summary.
+// @dsh/session-reference expands into that session's summary. MCP resources: the connected MCP
+// servers' resources from `mcp.resources`; a pick inserts `@server:uri`, which @dsh/mcp-client
+// expands into the resource's text.
 import type { Context } from 'cordis'
 import { filesSearch } from '@dsh/file-reference/contract'
+import { mcpResources } from '@dsh/mcp-client/contract'
 import { fuzzyScore } from '@dsh/ui-input-trigger/shared'
 
 export const NAMESPACE = 'reference'
 export const name = '@dsh/ui-reference'
 export const inject = ['locale', 'remote', 'catalog', 'inputTriggers']
 
-const en = { files: 'Files', sessions: 'Sessions', untitled: '(untitled)' }
-const zh: Record<keyof typeof en, string> = { files: '文件', sessions: '会话', untitled: '(无标题)' }
+const en = {
+  files: 'Files',
+  sessions: 'Sessions',
+  untitled: '(untitled)',
+  resources: 'MCP resources',
+  template: 'template',
+}
+const zh: Record<keyof typeof en, string> = {
+  files: '文件',
+  sessions: '会话',
+  untitled: '(无标题)',
+  resources: 'MCP 资源',
+  template: '模板',
+}
 
 export function apply(ctx: Context): void {
   ctx.locale.register(NAMESPACE, { en, zh })
@@ -33,6 +48,8 @@ export function apply(ctx: Context): void {
       }))
     },
   })
+
+  registerMcpResources(ctx, t)
 
   ctx.inputTriggers.register({
     id: 'reference-sessions',
@@ -57,6 +74,32 @@ export function apply(ctx: Context): void {
           insert: `@session:${r.id}`,
           reference: { kind: 'session' as const, sessionId: r.id },
         }))
+    },
+  })
+}
+
+/**
+ * Registers the MCP resources source: the connected servers' resources and templates from
+ * `mcp.resources`; a pick inserts `@server:uri` and marks it as a reference, which @dsh/mcp-client
+ * expands into the resource's text when the message is sent. A host without the method lists none.
+ */
+function registerMcpResources(ctx: Context, t: (key: keyof typeof en) => string): void {
+  ctx.inputTriggers.register({
+    id: 'reference-mcp-resources',
+    char: '@',
+    group: t('resources'),
+    order: 5,
+    async candidates(query, { sessionId }, signal) {
+      const { resources } = await ctx.remote
+        .call(mcpResources, { sessionId, query, limit: 10 }, { signal })
+        .catch(() => ({ resources: [] }))
+      return resources.map((r) => ({
+        id: `mcp:${r.server}:${r.uri}`,
+        label: `${r.server}:${r.uri}`,
+        detail: `${r.name}${r.template ? ` (${t('template')})` : ''}${r.description ? ` · ${r.description}` : ''}`,
+        insert: `@${r.server}:${r.uri}`,
+        reference: { kind: 'resource' as const, server: r.server, uri: r.uri },
+      }))
     },
   })
 }

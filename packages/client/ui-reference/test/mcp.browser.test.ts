@@ -1,0 +1,109 @@
+// MCP in the web client, in real Chromium against the real `dsh web` and the mock model, with a
+// server on the official SDK (@dsh/mcp-client's test fixture, started by the client row): a long
+// tool call's notifications/progress show on its running card as a bar with "3/10 message", and
+// a prompt the server adds mid-session (notifications/prompts/list_changed) is in the `/` menu
+// without a restart; the `@` menu lists the server's resources, and only a picked one becomes
+// context.
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import {
+  hasChromium,
+  launchBrowser,
+  openPage,
+  startWebApp,
+  withArtifacts,
+  type Browser,
+  type Page,
+  type WebApp,
+} from '@dsh/web-testkit'
+
+vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
+
+const fixture = fileURLToPath(new URL('../../../mcp/mcp-client/test/fixtures/changing-server.mjs', import.meta.url))
+const release = join(mkdtempSync(join(tmpdir(), 'dsh-mcp-web-')), 'release')
+const PATCH = `- id: mcp
+  config:
+    servers:
+      changing: { command: ${JSON.stringify(process.execPath)}, args: [${JSON.stringify(fixture)}] }
+`
+const STEPS = [
+  { toolCalls: [{ id: 'c_slow', name: 'mcp__changing__slow', arguments: { done: 3, total: 10, release } }] },
+  { text: 'Released.' },
+  { toolCalls: [{ id: 'c_add', name: 'mcp__changing__add_prompt', arguments: { name: 'fresh' } }] },
+  { text: 'Added.' },
+  { text: 'Counted.' },
+]
+
+describe.skipIf(!hasChromium())('MCP in the web client', () => {
+  let app: WebApp
+  let browser: Browser
+  let page: Page
+  beforeAll(async () => {
+    app = await startWebApp({ steps: STEPS as never, patch: PATCH })
+    browser = await launchBrowser()
+    ;({ page } = await openPage(browser, app.url))
+    await page.waitForURL(/\/s\/[^/]+$/)
+  })
+  afterAll(async () => {
+    await browser?.close()
+    await app?.close()
+  })
+  const input = () => page.locator('textarea.dsh-composer-input')
+
+  it("draws a running call's progress on its card, then its result", async () => {
+    await withArtifacts(page, 'mcp-progress', async () => {
+      await input().click()
+      await page.keyboard.type('run the slow one')
+      await page.keyboard.press('Enter')
+      // The server holds its answer until `release` exists: the card can only be running here.
+      const progress = page.locator('[data-call="c_slow"] .dsh-tool-progress[data-progress="3/10"]')
+      await progress.waitFor()
+      expect(await progress.textContent()).toContain('step 3 of 10')
+      expect(await progress.locator('progress').getAttribute('value')).toBe('0.3')
+      writeFileSync(release, '')
+      await page.locator('[data-node="assistant"]', { hasText: 'Released.' }).waitFor()
+      await expect.poll(() => page.locator('[data-call="c_slow"] .dsh-tool-progress').count()).toBe(0)
+    })
+  })
+
+  it('lists a prompt the server added mid-session in the / menu', async () => {
+    await withArtifacts(page, 'mcp-list-changed', async () => {
+      await input().click()
+      await page.keyboard.type('add a prompt')
+      await page.keyboard.press('Enter')
+      await page.locator('[data-node="assistant"]', { hasText: 'Added.' }).waitFor()
+      await input().click()
+      await page.keyboard.type('/mcp__changing__')
+      const item = page.locator('[data-trigger-menu="/"] [data-trigger-item="mcp__changing__fresh"]')
+      await item.waitFor()
+      expect(await page.locator('[data-trigger-menu="/"] [data-trigger-item="mcp__changing__hello"]').count()).toBe(1)
+    })
+  })
+
+  it('lists MCP resources in the @ menu; a picked one becomes context, a typed one stays text', async () => {
+    await withArtifacts(page, 'mcp-resource-menu', async () => {
+      await input().fill('')
+      await input().click()
+      await page.keyboard.type('typed @changing:fixture://hello and picked @coun')
+      const item = page.locator('[data-trigger-menu="@"] [data-trigger-item="mcp:changing:fixture://counter"]')
+      await item.waitFor()
+      await page.keyboard.press('Enter')
+      expect(await input().inputValue()).toBe('typed @changing:fixture://hello and picked @changing:fixture://counter ')
+      await page.keyboard.press('Enter')
+      await page.locator('[data-node="assistant"]', { hasText: 'Counted.' }).waitFor()
+      const body = JSON.stringify(app.mock.requests.at(-1)?.body)
+      expect(body).toContain('<resource server=\\"changing\\" uri=\\"fixture://counter\\">')
+      expect(body).not.toContain('<resource server=\\"changing\\" uri=\\"fixture://hello\\">')
+      const { events } = await app.call('sessions.history', {
+        sessionId: new URL(page.url()).pathname.split('/').pop(),
+      })
+      const human = events.filter((e: any) => e.type === 'user/message' && e.data.source.kind === 'human').at(-1)
+      expect(human.data.source.references).toEqual([
+        { kind: 'resource', server: 'changing', uri: 'fixture://counter' },
+      ])
+    })
+  })
+})

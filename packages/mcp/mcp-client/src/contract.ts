@@ -1,0 +1,34 @@
+// The MCP method of the web host (browser-safe): the resources and resource templates of the
+// connected MCP servers, for the composer's `@` menu (a pick inserts `@server:uri`).
+import Schema from 'schemastery'
+import { defineMethod } from '@dsh/web-protocol'
+
+export interface McpResourceMatch {
+  server: string
+  /** The resource's URI, or a template's URI template (`{variables}` filled in by the user). */
+  uri: string
+  name: string
+  description?: string
+  template: boolean
+}
+
+export const mcpResources = defineMethod('mcp.resources', {
+  description:
+    'Resources and resource templates of the connected MCP servers (as last listed) whose `server:uri`, name or description contains `query` (case-insensitive), servers by name; each is mentioned as `@server:uri`.',
+  params: Schema.object({
+    sessionId: Schema.string().min(1).required(),
+    query: Schema.string().default(''),
+    limit: Schema.natural().min(1).max(200).default(20),
+  }),
+  result: Schema.object({
+    resources: Schema.array(
+      Schema.object({
+        server: Schema.string().required(),
+        uri: Schema.string().required(),
+        name: Schema.string().required(),
+        description: Schema.string(),
+        template: Schema.boolean().required(),
+      }),
+    ).required(),
+  }) as Schema<{ resources: McpResourceMatch[] }>,
+})
