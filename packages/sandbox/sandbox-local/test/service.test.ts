@@ -346,7 +346,9 @@ describe('wrap() with Landlock', () => {
       notes: ['network: IPv4/IPv6 sockets are refused; Unix-domain sockets on the filesystem stay reachable'],
     })
     expect(spec(inv.argv)).toEqual({ writable: [ws], network: false, hidden: [secret] })
-    expect(spec((await wrapIn(service, policy('read-only'), { launcher: false })).argv)).toEqual({
+    // Read-only grants no write, even where the policy lists writable roots.
+    const readOnly = policy('read-only', { writableRoots: [ws] })
+    expect(spec((await wrapIn(service, readOnly, { launcher: false })).argv)).toEqual({
       writable: [],
       network: false,
       hidden: [],
