@@ -207,6 +207,30 @@ describe.skipIf(!hasChromium())('dsh web accessibility (axe, WCAG 2.1 AA, light 
     })
   })
 
+  it('an image in the composer and its viewer', async () => {
+    await withArtifacts(page, 'a11y-image', async () => {
+      // A PNG drawn in the page, pasted into the composer (uploaded, shown as a thumbnail).
+      await page.locator('textarea[data-composer="true"]').evaluate(async (el) => {
+        const canvas = Object.assign(document.createElement('canvas'), { width: 24, height: 24 })
+        canvas.getContext('2d')!.fillRect(0, 0, 24, 24)
+        const blob = await new Promise<Blob>((done) => canvas.toBlob((b) => done(b!), 'image/png'))
+        const data = new DataTransfer()
+        data.items.add(new File([blob], 'square.png', { type: 'image/png' }))
+        el.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }))
+      })
+      await page.getByRole('button', { name: 'View image square.png' }).waitFor()
+      const found = { 'composer image light': await violations(page) }
+      await page.getByRole('button', { name: 'View image square.png' }).click()
+      await page.getByTestId('image-viewer').waitFor()
+      Object.assign(found, await bothThemes(page, 'image-viewer'))
+      await page.keyboard.press('Escape')
+      await page.getByTestId('image-viewer').waitFor({ state: 'detached' })
+      await setTheme(page, 'light')
+      await page.getByRole('button', { name: 'Remove image square.png' }).click()
+      expect(found).toEqual(clean(found))
+    })
+  })
+
   it('streaming answer', async () => {
     await withArtifacts(page, 'a11y-streaming', async () => {
       await send('stream something')
