@@ -36,6 +36,12 @@ export const E2bConfigSchema: Schema<Partial<E2bConfig>, E2bConfig> = Schema.obj
       .description('Largest tree uploaded, in bytes of file content.'),
     exclude: Schema.array(String).default([]).description('More gitignore-style patterns to leave out.'),
   }).default({ enabled: true, maxBytes: 100 << 20, exclude: [] } as E2bConfig['upload'] as never),
+  idle: Schema.object({
+    afterMs: Schema.natural()
+      .default(0)
+      .description('Pause or kill a sandbox after this long without a call or a running command (0: never).'),
+    action: Schema.union(['pause', 'kill']).default('pause').description('What an idle sandbox gets.'),
+  }).default({ afterMs: 0, action: 'pause' } as E2bConfig['idle'] as never),
   patch: Schema.object({
     enabled: Schema.boolean()
       .default(true)

@@ -27,6 +27,7 @@ import {
   REMOTE_STATE_DIR,
   type E2bConfig,
   type FinishReport,
+  type IdleClock,
   type SandboxLogEvent,
   type Slot,
 } from './types.ts'
@@ -38,6 +39,7 @@ export {
   REMOTE_STATE_DIR,
   type E2bConfig,
   type FinishReport,
+  type IdleClock,
   type SandboxLogEvent,
 } from './types.ts'
 export { patchFiles, quote } from './util.ts'
@@ -95,7 +97,24 @@ export class E2bService extends Service {
     interrupted: boolean
     /** The change offered for approval and not settled yet (the web's review); a new review replaces it. */
     review?: { file: string; sandbox: Sandbox; tree: string }
-  } = { lastExtend: 0, stopping: new AbortController(), opening: new Set(), notices: [], interrupted: false }
+    /** The idle timer's clock (`useClock`). */
+    clock: IdleClock
+  } = {
+    clock: {
+      setTimeout: (fire, ms) => {
+        // unref'd: an idle timer never keeps a finished run alive.
+        const timer = setTimeout(() => void fire(), ms)
+        timer.unref?.()
+        return timer
+      },
+      clearTimeout: (timer) => clearTimeout(timer as ReturnType<typeof setTimeout>),
+    },
+    lastExtend: 0,
+    stopping: new AbortController(),
+    opening: new Set(),
+    notices: [],
+    interrupted: false,
+  }
   private readonly created = new Map<string, Sandbox>()
   /** Every open slot by sandbox id, so `lost` finds the one a sandbox belongs to. */
   private readonly slotOf = new Map<string, Slot>()
@@ -188,8 +207,115 @@ export class E2bService extends Service {
     const current = slot.current
     return current.then((sandbox) => {
       this.keepAlive(slot, sandbox)
+      this.touch(slot)
       return sandbox
     })
+  }
+
+  /**
+   * Marks the calling scope's sandbox busy (a remote command runs there) until the answered
+   * function is called: an idle pause or kill never lands under a running command.
+   */
+  busy(): () => void {
+    const slot = this.slot()
+    slot.busy = (slot.busy ?? 0) + 1
+    this.disarm(slot)
+    let done = false
+    return () => {
+      if (done) return
+      done = true
+      slot.busy = (slot.busy ?? 1) - 1
+      this.touch(slot)
+    }
+  }
+
+  /** Replaces the idle timer's clock (tests drive it by hand instead of waiting). */
+  useClock(clock: IdleClock): void {
+    this.state.clock = clock
+  }
+
+  private disarm(slot: Slot): void {
+    if (slot.idleTimer === undefined) return
+    this.state.clock.clearTimeout(slot.idleTimer)
+    slot.idleTimer = undefined
+  }
+
+  /** The last use of a slot's sandbox: the idle timer starts again from now. */
+  private touch(slot: Slot): void {
+    this.disarm(slot)
+    if (this.config.idle.afterMs <= 0 || (slot.busy ?? 0) > 0 || !slot.current) return
+    slot.idleTimer = this.state.clock.setTimeout(() => this.idleOut(slot), this.config.idle.afterMs)
+  }
+
+  /**
+   * A slot's sandbox stayed unused for `idle.afterMs`: paused (the next use resumes it through the
+   * SDK's connect, files kept) or killed after its change is saved (the next use starts a new one).
+   */
+  private async idleOut(slot: Slot): Promise<void> {
+    slot.idleTimer = undefined
+    const pending = slot.current
+    if (!pending || (slot.busy ?? 0) > 0) return
+    const sandbox = await pending.catch(() => undefined)
+    // A use came in meanwhile, or the sandbox never opened: nothing is idle.
+    if (!sandbox || slot.current !== pending || (slot.busy ?? 0) > 0 || slot.idleTimer !== undefined) return
+    const id = sandbox.sandboxId
+    const seconds = Math.round(this.config.idle.afterMs / 1000)
+    slot.current = undefined
+    if (this.config.idle.action === 'pause') {
+      try {
+        await retrying(() => sandbox.pause(), this.config)
+      } catch (error) {
+        // Still running: it stays this slot's sandbox, and the timer starts again.
+        slot.current = pending
+        this.home.logger('e2b').warn('sandbox %s: the idle pause failed: %s', id, (error as Error).message)
+        this.touch(slot)
+        return
+      }
+      slot.paused = id
+      this.log(slot, {
+        sandboxId: id,
+        template: this.config.template,
+        action: 'paused',
+        reason: `idle for ${seconds} s`,
+      })
+      this.home.logger('e2b').info('sandbox %s paused after %d s idle', id, seconds)
+      return
+    }
+    this.created.delete(id)
+    this.slotOf.delete(id)
+    slot.sandboxId = undefined
+    const file = await this.end(sandbox, slot, 'kill', `idle for ${seconds} s`)
+    this.state.notices.push(
+      `the E2B sandbox ${id} was idle for ${seconds} s and was killed (idle.action: kill)${file ? `; its change was saved to ${file}` : ''}; the next command starts a new sandbox from the local tree`,
+    )
+  }
+
+  /** Resumes a slot's sandbox paused for idleness (the SDK's connect resumes a paused sandbox). */
+  private async wake(slot: Slot, id: string, options: SandboxOpts): Promise<Sandbox | undefined> {
+    slot.paused = undefined
+    let sandbox: Sandbox
+    try {
+      sandbox = await this.withRetries('resume', () =>
+        Sandbox.connect(id, { ...options, timeoutMs: this.config.timeoutMs }),
+      )
+    } catch (error) {
+      const cause = error instanceof E2bError ? error.cause : error
+      if (!(cause instanceof SandboxNotFoundError)) throw error
+      this.created.delete(id)
+      this.slotOf.delete(id)
+      slot.sandboxId = undefined
+      this.log(slot, {
+        sandboxId: id,
+        template: this.config.template,
+        action: 'lost',
+        reason: 'gone while paused for idleness',
+      })
+      return undefined
+    }
+    this.created.set(id, sandbox)
+    this.adopt(slot, sandbox)
+    this.log(slot, { sandboxId: id, template: this.config.template, action: 'connected', reason: 'resumed after idle' })
+    return sandbox
   }
 
   /** A subagent child's own sandbox: every call inside `run` uses it; `close` saves its patch and ends it. */
@@ -198,7 +324,8 @@ export class E2bService extends Service {
     return {
       run: (fn) => this.scope.run(slot, fn),
       close: async () => {
-        const pending = slot.current
+        this.disarm(slot)
+        const pending = slot.current ?? (slot.paused ? this.scope.run(slot, () => this.sandbox()) : undefined)
         slot.current = undefined
         const sandbox = await pending?.catch(() => undefined)
         if (!sandbox || !this.created.has(sandbox.sandboxId)) return
@@ -268,6 +395,10 @@ export class E2bService extends Service {
 
   private async open(slot: Slot): Promise<Sandbox> {
     const options = await this.connectionOptions()
+    if (slot.paused) {
+      const woken = await this.wake(slot, slot.paused, options)
+      if (woken) return woken
+    }
     // The root slot reconnects to `sandboxId` from config, or to the sandbox a continued session
     // ran in (when its run left it paused or running); a child always gets a new one.
     const configured = slot === this.root ? this.config.sandboxId : undefined
@@ -489,6 +620,19 @@ export class E2bService extends Service {
     await Promise.all([...this.state.opening].map((p) => p.catch(() => {})))
     const interrupted = this.state.interrupted
     this.state.interrupted = false
+    // Idle timers end here; a sandbox paused for idleness is resumed so its change can be taken.
+    for (const slot of new Set([this.root, ...this.slotOf.values()])) {
+      this.disarm(slot)
+      if (slot.paused) {
+        const id = slot.paused
+        await this.wake(slot, id, await this.connectionOptions()).catch((error: unknown) => {
+          this.created.delete(id)
+          this.state.notices.push(
+            `the E2B sandbox ${id}, paused while idle, could not be resumed to save its change (${firstLine((error as Error).message)}); end it with: e2b sandbox kill ${id}`,
+          )
+        })
+      }
+    }
     const sandboxes = [...this.created.values()]
     this.created.clear()
     this.root.current = undefined
@@ -525,7 +669,12 @@ export class E2bService extends Service {
   }
 
   /** Saves the sandbox's change (when it has a baseline) and ends it per `onExit`; answers the patch file. */
-  private async end(sandbox: Sandbox, slot: Slot): Promise<string | undefined> {
+  private async end(
+    sandbox: Sandbox,
+    slot: Slot,
+    how: E2bConfig['onExit'] = this.config.onExit,
+    reason?: string,
+  ): Promise<string | undefined> {
     let file: string | undefined
     if (this.config.patch.enabled && this.baselined.has(sandbox.sandboxId)) {
       try {
@@ -538,31 +687,30 @@ export class E2bService extends Service {
             patch: file,
           })
         // A sandbox that outlives the run (paused or kept, for --continue) starts its next patch here.
-        if (file && this.config.onExit !== 'kill') await remote.advanceBaseline(sandbox, this.remote())
+        if (file && how !== 'kill') await remote.advanceBaseline(sandbox, this.remote())
       } catch (error) {
         this.home
           .logger('e2b')
           .warn('sandbox %s: the patch could not be saved: %s', sandbox.sandboxId, (error as Error).message)
       }
     }
-    if (this.config.onExit === 'keep') return file
+    if (how === 'keep') return file
     try {
-      if (this.config.onExit === 'pause') await retrying(() => sandbox.pause(), this.config)
+      if (how === 'pause') await retrying(() => sandbox.pause(), this.config)
       else await retrying(() => sandbox.kill(), this.config)
       this.log(slot, {
         sandboxId: sandbox.sandboxId,
         template: this.config.template,
-        action: this.config.onExit === 'pause' ? 'paused' : 'killed',
+        action: how === 'pause' ? 'paused' : 'killed',
+        ...(reason ? { reason } : {}),
       })
-      this.home
-        .logger('e2b')
-        .info('sandbox %s %s', sandbox.sandboxId, this.config.onExit === 'pause' ? 'paused' : 'killed')
+      this.home.logger('e2b').info('sandbox %s %s', sandbox.sandboxId, how === 'pause' ? 'paused' : 'killed')
     } catch (error) {
       // Never silent: a sandbox left running bills until its timeout, so the user gets its id.
       const why = `${firstLine(error instanceof Error ? error.message : String(error))}${tries(error, this.config.retries)}`
       const until = `${Math.round(this.config.timeoutMs / 1000)} s after its last use`
       this.state.notices.push(
-        this.config.onExit === 'pause'
+        how === 'pause'
           ? `the E2B sandbox ${sandbox.sandboxId} could not be paused (${why}); it runs until its timeout (${until}) and is then killed, so its files are lost; to end it now: e2b sandbox kill ${sandbox.sandboxId}`
           : `the E2B sandbox ${sandbox.sandboxId} could not be killed (${why}); it runs until its timeout (${until}); to end it now: e2b sandbox kill ${sandbox.sandboxId}`,
       )

@@ -23,7 +23,7 @@ export function git(cwd: string): string {
 export async function baseline(sandbox: Sandbox, target: RemoteTarget, signal?: AbortSignal): Promise<void> {
   const g = git(target.cwd)
   await sandbox.commands.run(
-    `${g} init -q && ${g} add -A && ${g} -c user.name=dsh -c user.email=dsh@localhost commit -q --allow-empty -m baseline`,
+    `mkdir -p ${REMOTE_STATE_DIR} && ${g} init -q && ${g} add -A && ${g} -c user.name=dsh -c user.email=dsh@localhost commit -q --allow-empty -m baseline`,
     { user: 'root', requestTimeoutMs: target.requestTimeoutMs, ...(signal ? { signal } : {}) },
   )
 }

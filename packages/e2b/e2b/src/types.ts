@@ -48,6 +48,15 @@ export interface E2bConfig {
     /** More gitignore-style patterns to leave out (`.git` and credential files always are). */
     exclude: string[]
   }
+  /**
+   * A sandbox no call used for `afterMs` (and running no command) is paused (`pause`: resumed
+   * through the SDK's connect on next use, files kept) or killed (`kill`: its change saved as a
+   * patch first; the next use starts a new sandbox from the local tree). `afterMs: 0`: never.
+   */
+  idle: {
+    afterMs: number
+    action: 'pause' | 'kill'
+  }
   /** At the end, the change a created sandbox made to its working directory, saved as a patch. */
   patch: {
     enabled: boolean
@@ -116,4 +125,16 @@ export interface Slot {
   stopped?: E2bError
   /** The root slot looked for a continued session's sandbox already (once per run). */
   resumeChecked?: boolean
+  /** Remote commands running now (an idle sandbox is one with none and no call for `idle.afterMs`). */
+  busy?: number
+  /** The idle timer, armed after the last use. */
+  idleTimer?: unknown
+  /** The id of this slot's sandbox paused for idleness (the next use resumes it). */
+  paused?: string
+}
+
+/** The clock of the idle timer (replaceable: tests drive it without waiting). */
+export interface IdleClock {
+  setTimeout(fire: () => Promise<void>, ms: number): unknown
+  clearTimeout(timer: unknown): void
 }

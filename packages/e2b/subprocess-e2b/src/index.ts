@@ -239,6 +239,8 @@ export class E2bSubprocessService extends SubprocessService {
     if (spec.stderr === 'stdout' && mode === 'separate') throw invalid('retentionMode "separate" needs stderr: "pipe"')
     const proc = this.track(new RemoteProcess(mode, spec.retention, spec.kill.graceMs))
     proc.watchAbort(spec.signal)
+    // A running command keeps its sandbox from an idle pause or kill until it ends.
+    void proc.exited.finally(this.owner.busy())
     void this.start(proc, spec)
     return {
       get pid() {
@@ -273,6 +275,7 @@ export class E2bSubprocessService extends SubprocessService {
     }
     const proc = this.track(new RemoteProcess('terminal', spec.retention, spec.kill.graceMs))
     proc.watchAbort(spec.signal)
+    void proc.exited.finally(this.owner.busy())
     void (async () => {
       let sandbox: Sandbox
       try {
