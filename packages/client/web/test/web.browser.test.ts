@@ -74,8 +74,15 @@ describe.skipIf(!hasChromium())('dsh web in Chromium', () => {
       let requests = 0
       await page.route('**/api/workspaces.create', (route) => (requests++, route.continue()))
       await page.route('**/api/sessions.create', (route) => (requests++, route.continue()))
+      // A positive control: a request the page sends after the click. A request of the click's
+      // own would have left within the click's task (openFreshSession calls fetch at once),
+      // before this one reaches the route.
+      let control!: () => void
+      const controlSeen = new Promise<void>((resolve) => (control = resolve))
+      await page.route('**/__after-click', (route) => (control(), route.fulfill({ status: 204 })))
       await page.locator('[data-testid="new-session"]').click()
-      await page.waitForTimeout(300) // a request would have left within a task of the click
+      await page.evaluate(() => fetch('/__after-click').then(() => undefined))
+      await controlSeen
       expect(requests).toBe(0)
       expect(decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!)).toBe(sessionId)
       await page.unrouteAll()
