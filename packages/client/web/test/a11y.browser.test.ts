@@ -91,12 +91,13 @@ async function violations(page: Page): Promise<string[]> {
   expect(page.frames()).toHaveLength(1)
   if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE_SOURCE)
   // Colours mid-transition (a theme switch fades them, a dialog fades in) are not the view's:
-  // wait for every finite animation and transition running now to end (spinners run forever).
+  // wait for every finite animation and transition running now to end (spinners run forever,
+  // paused ones would never end).
   await page.evaluate(() =>
     Promise.allSettled(
       document
         .getAnimations()
-        .filter((a) => a.effect?.getComputedTiming().endTime !== Number.POSITIVE_INFINITY)
+        .filter((a) => a.playState === 'running' && a.effect?.getComputedTiming().endTime !== Number.POSITIVE_INFINITY)
         .map((a) => a.finished),
     ),
   )
