@@ -256,7 +256,7 @@ export class Session {
   }
 
   private commit(event: AnySessionEvent): void {
-    minted.add(event)
+    if (event.data !== RELEASED_CHUNK) minted.add(event)
     this.log.push(event)
     this.lastOfType.set(event.type, event)
     this.surface.ingest(event)
@@ -279,8 +279,9 @@ export class Session {
     let last: AnySessionEvent | undefined
     for (const seq of unfolded) {
       const { type, time } = this.log[seq]
+      // Not added to `minted`: a chunk-heavy log would hold one WeakSet entry per placeholder; a
+      // fork re-checks a placeholder cheaply (restoreOne maps it back to RELEASED_CHUNK).
       last = Object.freeze({ type, seq, time, data: RELEASED_CHUNK }) as AnySessionEvent
-      minted.add(last)
       this.log[seq] = last
     }
     unfolded.length = 0

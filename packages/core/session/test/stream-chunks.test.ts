@@ -95,6 +95,10 @@ describe("Session streamChunks: 'release'", () => {
     const again = new Session({ cwd: '/w', events: JSON.parse(JSON.stringify(restored.events)) })
     expect(chunks(again).every((e) => e.data === RELEASED_CHUNK)).toBe(true)
     expect(again.events.map((e) => [e.seq, e.time])).toEqual(source.events.map((e) => [e.seq, e.time]))
+    // Handed over as live objects (a fork's copy), placeholders are taken as they are.
+    const copy = new Session({ cwd: '/w', events: restored.slice(0, 3) })
+    expect(copy.at(2)).toEqual(restored.at(2))
+    expect(copy.at(2)!.data).toBe(RELEASED_CHUNK)
   })
 
   it('refuses an unknown streamChunks value', () => {
