@@ -71,12 +71,13 @@ describe.skipIf(!hasChromium())('ui-attachment in the browser', () => {
     await withArtifacts(page, 'attachment-button', async () => {
       const image = png(12, 12, { rgb: [30, 60, 200] })
       await input().fill('Which colour? ')
-      await page.getByRole('button', { name: 'Attach images' }).waitFor()
-      await page.locator('input[data-attach-input]').setInputFiles({
-        name: 'blue.png',
-        mimeType: 'image/png',
-        buffer: image,
-      })
+      // The button opens the file dialog (its hidden file input); the file chosen there is uploaded.
+      const [chooser] = await Promise.all([
+        page.waitForEvent('filechooser'),
+        page.getByRole('button', { name: 'Attach images' }).click(),
+      ])
+      expect(chooser.isMultiple()).toBe(true)
+      await chooser.setFiles({ name: 'blue.png', mimeType: 'image/png', buffer: image })
       // A thumbnail in the composer, served by the host; the token stays out of the text.
       await expect.poll(() => loadedWidths('form.dsh-composer .dsh-image-thumb img')).toEqual([12])
       expect(await input().inputValue()).toBe('Which colour? ')
