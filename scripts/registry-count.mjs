@@ -122,10 +122,7 @@ export const MAP = [
     partial: 'host half only: no browser run round trip (cordis/request-run)',
   },
   { key: 'The self-referential Cordis toolset: five model-facing tools', packages: ['@dsh/tool-cordis'] },
-  {
-    key: 'Cordis dynamic-plugin surfaces, browser half: a frame-wide p',
-    missing: 'ui-cordis (dynamic-plugin panel and cordis_define card)',
-  },
+  { key: 'Cordis dynamic-plugin surfaces, browser half: a frame-wide p', packages: ['@dsh/ui-cordis'] },
   { key: 'Trigger-independent session feedback plus human-facing `/fee', packages: ['@dsh/command-feedback'] },
   { key: 'Host-owned editable feedback for one finalized assistant mes', packages: ['@dsh/message-feedback'] },
   { key: 'The **local-filesystem implementation** of the `ctx.fs` prov', packages: ['@dsh/fs-local'] },
