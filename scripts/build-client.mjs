@@ -80,6 +80,7 @@ let built = 0
     join(webDir, 'build'),
     join(webDir, 'package.json'),
     join(root, 'packages/client/runtime/dist'),
+    join(root, 'packages/client/connection/dist'),
     join(root, 'packages/client/design/dist'),
     join(root, 'packages/api/web-protocol/dist'),
     join(root, 'packages/workspace/workspace/dist'),

@@ -5,9 +5,7 @@ import { type Context, Service } from 'cordis'
 import type { HostStreamEvent, SessionRow } from '@dsh/web-protocol'
 import { sessionsList } from '@dsh/web-protocol'
 import { workspacesList, type WireWorkspace } from '@dsh/workspace/contract'
-import { Store } from './store.ts'
-import type { Remote } from './remote.ts'
-import type { Connection } from './connection.ts'
+import { Store, type Connection, type Remote } from '@dsh/client-connection'
 
 declare module 'cordis' {
   interface Context {

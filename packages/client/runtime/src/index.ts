@@ -6,17 +6,39 @@
 // bare name; the page's import map gives them one shared copy.
 import { Context } from 'cordis'
 import { SlotRegistry } from './slots.ts'
-import { Remote, type RemoteConfig } from './remote.ts'
-import { Connection, type ConnectionConfig } from './connection.ts'
+import { Remote, type RemoteConfig, Connection, type ConnectionConfig } from '@dsh/client-connection'
 import { Locale, type LocaleConfig } from './locale.ts'
 import { Theme } from './theme.ts'
 import { Catalog } from './catalog.ts'
 import { Router } from './router.ts'
 import { ClientPlugins, type ModuleImporter } from './plugins.ts'
 
-export { Store, frameBatcher, type ReadableStore } from './store.ts'
+// The host link (ctx.remote, ctx.connection, the SSE reader) is @dsh/client-connection; every name
+// of it stays a name of this package.
+export {
+  Store,
+  frameBatcher,
+  type ReadableStore,
+  Remote,
+  RemoteError,
+  type RemoteMethods,
+  type InputOf,
+  type CallOptions,
+  type RemoteConfig,
+  Connection,
+  SessionFeed,
+  DELTA_PUBLISH_MS,
+  type OnlineState,
+  type SessionFeedState,
+  type PendingApproval,
+  type PendingQuestion,
+  type ConnectionConfig,
+  readSse,
+  StreamError,
+  type SseFrame,
+  Utf8Decoder,
+} from '@dsh/client-connection'
 export { SlotRegistry, type SlotEntry, type SlotProps, type SlotRecord, type PropsOfSlot } from './slots.ts'
-export { Remote, RemoteError, type RemoteMethods, type InputOf, type CallOptions, type RemoteConfig } from './remote.ts'
 export { formatCount } from './format.ts'
 export {
   KEY_BINDINGS,
@@ -27,24 +49,12 @@ export {
   type KeyPress,
   type KeyScope,
 } from './keys.ts'
-export {
-  Connection,
-  SessionFeed,
-  DELTA_PUBLISH_MS,
-  type OnlineState,
-  type SessionFeedState,
-  type PendingApproval,
-  type PendingQuestion,
-  type ConnectionConfig,
-} from './connection.ts'
 export { Locale, pickLang, LANGS, type Lang, type Messages, type Dictionary, type Translate } from './locale.ts'
 export { Theme, type ThemePreference, type ColorScheme } from './theme.ts'
 export { Catalog, type CatalogState } from './catalog.ts'
 export { Router, parseRoute, sessionPath, type Route } from './router.ts'
 export { ClientPlugins, type ClientPluginEntry, type LoadedPlugin, type ModuleImporter } from './plugins.ts'
 export { readManifest, parseManifest, MANIFEST_PATH, MANIFEST_ELEMENT_ID, type BootManifest } from './manifest.ts'
-export { readSse, StreamError, type SseFrame } from './sse.ts'
-export { Utf8Decoder } from './utf8.ts'
 export {
   RuntimeProvider,
   useCtx,
@@ -63,7 +73,6 @@ export { SLOTS, type SlotName, type SessionSlotProps } from './names.ts'
 declare module 'cordis' {
   interface Context {
     slots: SlotRegistry
-    remote: Remote
   }
 }
 

@@ -1,7 +1,7 @@
 // `ctx.locale`: the page language (`en` or `zh`) and the dictionaries plugins register per
 // namespace. The choice is kept in localStorage; without one the browser's languages decide.
 import { type Context, Service } from 'cordis'
-import { Store } from './store.ts'
+import { Store } from '@dsh/client-connection'
 
 export type Lang = 'en' | 'zh'
 export const LANGS: readonly Lang[] = ['en', 'zh']

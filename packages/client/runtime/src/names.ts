@@ -1,7 +1,7 @@
 // The named slots of the app layout. Each is a place in the page; the props an entry receives
 // are typed in `SlotProps` below (extend it by declaration merging for your own slots).
 import type { SessionRow } from '@dsh/web-protocol'
-import type { PendingApproval, PendingQuestion, SessionFeedState } from './connection.ts'
+import type { PendingApproval, PendingQuestion, SessionFeedState } from '@dsh/client-connection'
 
 export const SLOTS = {
   /** Top of the sidebar, under the wordmark (actions). */

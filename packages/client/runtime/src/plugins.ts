@@ -4,7 +4,7 @@
 // resolve through the page's import map to the app's own copies.
 import { type Context, Service } from 'cordis'
 import { isFiberActive } from '@dsh/cordis-compat'
-import { Store } from './store.ts'
+import { Store } from '@dsh/client-connection'
 
 declare module 'cordis' {
   interface Context {

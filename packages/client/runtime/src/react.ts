@@ -16,9 +16,8 @@ import {
 } from 'react'
 import type { Context } from 'cordis'
 import { originalOf } from '@dsh/cordis-compat'
-import type { ReadableStore } from './store.ts'
+import type { ReadableStore, SessionFeed, SessionFeedState } from '@dsh/client-connection'
 import type { PropsOfSlot, SlotRecord } from './slots.ts'
-import type { SessionFeed, SessionFeedState } from './connection.ts'
 import type { Translate } from './locale.ts'
 
 const CordisContext = createContext<Context | null>(null)

@@ -1,6 +1,6 @@
 // `ctx.router`: which session the page shows, kept in the URL (`/s/<sessionId>`), with history.
 import { type Context, Service } from 'cordis'
-import { Store } from './store.ts'
+import { Store } from '@dsh/client-connection'
 
 declare module 'cordis' {
   interface Context {

@@ -1,7 +1,7 @@
 // `ctx.theme`: light, dark or system (follows prefers-color-scheme). The resolved scheme is set on
 // <html> as `data-theme` and `color-scheme`; stylesheets key their colours on it.
 import { type Context, Service } from 'cordis'
-import { Store } from './store.ts'
+import { Store } from '@dsh/client-connection'
 
 export type ThemePreference = 'light' | 'dark' | 'system'
 export type ColorScheme = 'light' | 'dark'

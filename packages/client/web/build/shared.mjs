@@ -17,6 +17,8 @@ export const SHARED = [
   'schemastery',
   '@dsh/web-protocol',
   '@dsh/client-runtime',
+  // the host link the runtime re-exports (ctx.remote, ctx.connection, readSse)
+  '@dsh/client-connection',
   '@dsh/client-design',
   // the design system's older name, for halves built before it left the runtime
   '@dsh/client-runtime/ui',

@@ -5,8 +5,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import type { Context } from 'cordis'
-import { createRuntime, DELTA_PUBLISH_MS, RemoteError } from '../src/index.ts'
+import { Context } from 'cordis'
+import { Connection, DELTA_PUBLISH_MS, Remote, RemoteError } from '../src/index.ts'
 
 interface Script {
   /** Answers one session stream request (the n-th, with its `after`). */
@@ -55,7 +55,10 @@ async function start(script: Script): Promise<Context> {
   })
   await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve))
   const base = `http://127.0.0.1:${(server!.address() as AddressInfo).port}`
-  root = await createRuntime({ remote: { baseUrl: base }, connection: { retryMs: 20, maxRetryMs: 80, lingerMs: 50 } })
+  // The two services as @dsh/client-runtime's createRuntime() starts them (remote first).
+  root = new Context()
+  await root.plugin(Remote, { baseUrl: base })
+  await root.plugin(Connection, { retryMs: 20, maxRetryMs: 80, lingerMs: 50 })
   return root
 }
 
