@@ -1,6 +1,6 @@
 // Drives the real `dsh` bin inside a real tmux server (its own socket, so a developer's tmux is
 // never touched) against @dsh/llm-mock-server, with a temporary DSH_HOME and working directory.
-import { execFileSync } from 'node:child_process'
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -59,13 +59,58 @@ export interface TuiOptions {
   env?: Record<string, string>
 }
 
+/** A safety net only: a wait re-reads the screen this often even when tmux reports no output. */
+const RECHECK_MS = 250
+/** At most one screen read per this many milliseconds while output streams in. */
+const MIN_READ_GAP_MS = 40
+
 export class TuiSession {
+  /** Chunks the control client has received: tmux reports every write to the pane. */
+  private outputs = 0
+  private readonly wakers = new Set<() => void>()
+  private control: ChildProcess | undefined
+  private lastRead = 0
+
   private constructor(
     readonly name: string,
     readonly server: MockServer,
     readonly ws: Workspace,
     private readonly ownServer: boolean,
   ) {}
+
+  /**
+   * A tmux control-mode client on the session: tmux sends it a `%output` line whenever the pane
+   * is written to (after the write reached the pane's screen), so waits read the screen when it
+   * changed instead of polling it. Without it (it failed to start or ended) waits still re-read
+   * every RECHECK_MS.
+   */
+  private attachControl(): void {
+    const control = spawn('tmux', ['-L', SOCKET, '-f', '/dev/null', '-C', 'attach-session', '-t', this.name], {
+      stdio: ['pipe', 'pipe', 'ignore'],
+    })
+    this.control = control
+    const wake = () => {
+      this.outputs++
+      for (const waker of [...this.wakers]) waker()
+    }
+    control.stdout!.on('data', wake)
+    control.on('error', () => {})
+    control.on('exit', wake)
+  }
+
+  /** Resolves once tmux reported output after `seen`, or after `ms` (the safety net). */
+  private changed(seen: number, ms: number): Promise<void> {
+    if (this.outputs !== seen) return Promise.resolve()
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer)
+        this.wakers.delete(done)
+        resolve()
+      }
+      const timer = setTimeout(done, ms)
+      this.wakers.add(done)
+    })
+  }
 
   static async start(options: TuiOptions = {}): Promise<TuiSession> {
     const server = options.server ?? (await startMockServer({ steps: (options.steps ?? []) as never }))
@@ -98,7 +143,9 @@ export class TuiSession {
       command,
     )
     tmux('set-option', '-t', name, 'window-size', 'manual')
-    return new TuiSession(name, server, ws, options.server === undefined)
+    const session = new TuiSession(name, server, ws, options.server === undefined)
+    session.attachControl()
+    return session
   }
 
   /** The visible screen as text (no escape sequences). */
@@ -118,15 +165,23 @@ export class TuiSession {
     return tmux('capture-pane', '-p', '-S', '-', '-t', this.name)
   }
 
-  /** Waits until the screen matches; throws with the last screen when it does not within the deadline. */
+  /**
+   * Waits until the screen matches, reading it again whenever tmux reports output to the pane;
+   * throws with the last screen when it does not match within the deadline.
+   */
   async waitFor(test: RegExp | ((screen: string) => boolean), timeoutMs = 20_000): Promise<string> {
     const check = typeof test === 'function' ? test : (s: string) => test.test(s)
     const deadline = Date.now() + timeoutMs
     let last = ''
     while (Date.now() < deadline) {
+      // While output streams in, reads are spaced out (each one runs the tmux client).
+      const gap = this.lastRead + MIN_READ_GAP_MS - Date.now()
+      if (gap > 0) await new Promise((r) => setTimeout(r, gap))
+      const seen = this.outputs
       last = this.screen()
+      this.lastRead = Date.now()
       if (check(last)) return last
-      await new Promise((r) => setTimeout(r, 100))
+      await this.changed(seen, Math.max(0, Math.min(RECHECK_MS, deadline - Date.now())))
     }
     throw new Error(`screen did not match ${String(test)} within ${timeoutMs} ms; it shows:\n${last}`)
   }
@@ -185,6 +240,9 @@ export class TuiSession {
     } catch {
       // Already gone.
     }
+    // The control client ends with its session; one that did not is stopped.
+    if (this.control && this.control.exitCode === null && this.control.signalCode === null) this.control.kill()
+    this.control?.stdin?.destroy()
     if (this.ownServer) await this.server.close()
   }
 }
