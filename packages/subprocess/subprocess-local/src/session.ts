@@ -11,6 +11,13 @@ interface ProcStat {
   session: number
 }
 
+/**
+ * The processes of session `sid`, and the leader itself before it has called setsid: node-pty
+ * returns from fork without waiting for the child to run, so on a loaded machine the child can
+ * still sit in our own session and process group when a close arrives. It counts (only while it
+ * is our child, so a reused pid is never taken for it), and it is signalled by pid, never by its
+ * group, which is still ours.
+ */
 function members(sid: number): ProcStat[] {
   const out: ProcStat[] = []
   let entries: string[]
@@ -30,7 +37,7 @@ function members(sid: number): ProcStat[] {
     }
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
     const session = Number(fields[3])
-    if (session !== sid) continue
+    if (session !== sid && !(Number(entry) === sid && Number(fields[1]) === process.pid)) continue
     out.push({ pid: Number(entry), state: fields[0], pgrp: Number(fields[2]), session })
   }
   return out
@@ -46,8 +53,18 @@ export function signalSession(sid: number, signal: NodeJS.Signals): void {
     signalGroup(sid, signal)
     return
   }
-  const groups = new Set<number>()
-  for (const member of members(sid)) groups.add(member.pgrp)
-  groups.add(sid)
+  const groups = new Set<number>([sid])
+  for (const member of members(sid)) {
+    if (member.session === sid) groups.add(member.pgrp)
+    else signalPid(member.pid, signal)
+  }
   for (const pgrp of groups) signalGroup(pgrp, signal)
+}
+
+function signalPid(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(pid, signal)
+  } catch {
+    // Gone already (ESRCH), or no longer ours to signal.
+  }
 }
