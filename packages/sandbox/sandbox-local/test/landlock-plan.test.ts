@@ -124,7 +124,11 @@ describe('the plan', () => {
   it('without one: no mounts, the control-file note only for control paths inside a writable root, no sweep', () => {
     const other = join(base, 'other')
     mkdirSync(other, { recursive: true })
-    const result = plan(PLAIN, { controlPaths: control(), network: true }, { writable: [other, ws] })
+    const result = plan(
+      PLAIN,
+      { controlPaths: [join(base, 'elsewhere', '.git'), ...control()], network: true },
+      { writable: [other, ws] },
+    )
     const spec = decode(result.argv[2]!)
     expect(spec).toEqual({ writable: [other, ws], network: true, hidden: [] })
     expect(result.argv).toEqual(['/usr/bin/node', LANDLOCK_HELPER, result.argv[2], '--', 'true'])
