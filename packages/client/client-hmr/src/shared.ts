@@ -9,6 +9,7 @@ export interface HmrPlugin {
 
 /** Published on the host stream when browser halves changed on disk, appeared or went away. */
 export interface ClientPluginsChanged {
+  [key: string]: unknown
   type: 'client-plugins/changed'
   /** Halves to (re)load: changed files, or a row enabled since the last poll. */
   load: HmrPlugin[]

@@ -6,7 +6,7 @@
 // `cordis/changed` host event and after a reconnect.
 import type { Context } from 'cordis'
 import { useState } from 'react'
-import { Slot, Store, useStore, useT } from '@dsh/client-runtime'
+import { type PropsOfSlot, Slot, Store, useStore, useT } from '@dsh/client-runtime'
 import { CORDIS_CHANGED, cordisDefinitions, cordisRetract, cordisRun, type WireDefinition } from '../contract.ts'
 
 export const NAMESPACE = 'cordis'
@@ -48,9 +48,9 @@ const CSS = `
 .dsh-cordis-card { border: 1px solid var(--border, #ddd); border-radius: 8px; padding: 6px 10px; margin: 4px 0; font-size: 13px; }
 `
 
-interface ToolViewProps {
-  sessionId: string
-  node: { callId: string; name: string; input?: Record<string, unknown>; status: string }
+/** The slot's props (declared by @dsh/ui-tool); only `node.callId` and `node.input` are read. */
+type ToolViewProps = PropsOfSlot<'tool.call.toolview'> & {
+  node: { callId: string; input?: Record<string, unknown> }
 }
 
 export function apply(ctx: Context): void {
