@@ -8,7 +8,7 @@
 // --strict is given.
 // usage: node scripts/build-client.mjs [--quiet] [--force] [--strict] [extra package dirs...]
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { join, relative, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
@@ -115,11 +115,38 @@ for (const group of ['packages', 'bundles']) {
   }
 }
 dirs.push(...extra)
+// A half bundles the workspace packages it imports that are not shared (in the import map), and
+// theirs in turn: their sources are inputs of the half too, or a change to, say, the conversation
+// model would leave ui-conversation's old bundle in place.
+const manifestOf = (dir) => {
+  try {
+    return JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'))
+  } catch {
+    return {}
+  }
+}
+const dirByName = new Map(dirs.map((dir) => [manifestOf(dir).name, dir]))
+const shared = new Set(SHARED)
+function bundledInputs(dir) {
+  const inputs = []
+  const seen = new Set([dir])
+  const visit = (d) => {
+    inputs.push(join(d, 'src'), join(d, 'package.json'))
+    for (const name of Object.keys(manifestOf(d).dependencies ?? {})) {
+      const dep = dirByName.get(name)
+      if (!dep || shared.has(name) || seen.has(dep)) continue
+      seen.add(dep)
+      visit(dep)
+    }
+  }
+  visit(dir)
+  return inputs
+}
 for (const dir of dirs) {
   const entry = ['src/client/index.tsx', 'src/client/index.ts'].map((e) => join(dir, e)).find((e) => existsSync(e))
   if (!entry) continue
   const out = join(dir, 'dist-client')
-  if (fresh(out, [join(dir, 'src'), join(dir, 'package.json')])) continue
+  if (fresh(out, bundledInputs(dir))) continue
   try {
     const staging = `${out}.tmp-${process.pid}`
     await buildHalf(dir, entry, staging)
