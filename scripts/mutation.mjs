@@ -87,38 +87,43 @@ if (positional.length !== 1) fail('give exactly one package (a directory like pa
 
 /**
  * The part of a package that `pnpm mutation` mutates when no `--mutate` is given and the whole
- * `src/` is not the point. The ACP server's permission path sits inside server.ts beside the
- * session and tool-call code: its blocks are found by their first lines, so the ranges follow
- * edits of the file. Each block ends at the first line after its start that closes at the start's
- * indentation.
+ * `src/` is not the point. The ACP server's permission path: permission.ts whole (the option
+ * table, the request, its answer and every failure), and blocks of other files, found by their
+ * first lines so the ranges follow edits of the file. Each block ends at the first line after
+ * its start that closes at the start's indentation.
  */
 const FOCUS = {
-  'packages/acp/acp': {
-    file: 'src/server.ts',
-    blocks: [
-      /^const CHOICE_OPTIONS: Record/, // the ACP option of each approval choice
-      /^ {4}ctx\.inject\(\['approval'\]/, // the answerer registration
-      /^ {2}private cancel\(/, // session/cancel aborts pending permission requests
-      /^ {2}private async tracking</, // which tool call a request belongs to
-      /^ {2}private async askPermission\(/, // the request, its answer and every failure
-    ],
-  },
+  'packages/acp/acp': [
+    { file: 'src/permission.ts' },
+    {
+      file: 'src/server.ts',
+      blocks: [
+        /^ {4}ctx\.inject\(\['approval'\]/, // the answerer registration
+        /^ {2}private cancel\(/, // session/cancel aborts pending permission requests
+      ],
+    },
+    { file: 'src/tool-calls.ts', blocks: [/^export async function tracking</] }, // which tool call a request belongs to
+  ],
 }
 
 function focusRanges(pkgDir) {
   const focus = FOCUS[pkgDir]
   if (!focus) return undefined
-  const file = join(pkgDir, focus.file)
-  const lines = readFileSync(join(root, file), 'utf8').split('\n')
-  return focus.blocks.map((pattern) => {
-    const start = lines.findIndex((line) => pattern.test(line))
-    if (start < 0) fail(`${file}: no line matches ${pattern} (update FOCUS in scripts/mutation.mjs)`)
-    const indent = /^ */.exec(lines[start])[0]
-    const end = lines.findIndex(
-      (line, i) => i > start && line.startsWith(`${indent}}`) && !line.startsWith(`${indent}} `),
-    )
-    if (end < 0) fail(`${file}: the block at line ${start + 1} does not close`)
-    return `${file}:${start + 1}-${end + 1}`
+  return focus.flatMap(({ file: name, blocks }) => {
+    const file = join(pkgDir, name)
+    if (!existsSync(join(root, file))) fail(`${file} does not exist (update FOCUS in scripts/mutation.mjs)`)
+    if (!blocks) return [file]
+    const lines = readFileSync(join(root, file), 'utf8').split('\n')
+    return blocks.map((pattern) => {
+      const start = lines.findIndex((line) => pattern.test(line))
+      if (start < 0) fail(`${file}: no line matches ${pattern} (update FOCUS in scripts/mutation.mjs)`)
+      const indent = /^ */.exec(lines[start])[0]
+      const end = lines.findIndex(
+        (line, i) => i > start && line.startsWith(`${indent}}`) && !line.startsWith(`${indent}} `),
+      )
+      if (end < 0) fail(`${file}: the block at line ${start + 1} does not close`)
+      return `${file}:${start + 1}-${end + 1}`
+    })
   })
 }
 
