@@ -1,0 +1,97 @@
+// The page `dsh web` serves, for a fast first paint (issue 38's Lighthouse goal): every enabled
+// browser half's entry is preloaded from the HTML (fetched in parallel with the app's entry, not
+// one round trip after it, and used by the runtime's import), under the page's CSP; and the
+// conversation view's headings step down one level at a time (the side panel's section titles
+// follow the session title). One real `dsh web` with the web bundle's halves and the mock model.
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { hasChromium, launchBrowser, openPage, startWebApp, type Browser, type WebApp } from '@dsh/web-testkit'
+
+vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
+
+let app: WebApp
+let browser: Browser | undefined
+
+beforeAll(async () => {
+  app = await startWebApp({ steps: [{ text: 'Hello from the mock model.' }] })
+})
+
+afterAll(async () => {
+  await browser?.close()
+  await app?.close()
+})
+
+const attr = (tag: string, name: string) => new RegExp(`\\s${name}="([^"]*)"`).exec(tag)?.[1]
+
+describe('the page dsh web serves', () => {
+  it("preloads each enabled browser half's entry after the import map, under the page's CSP", async () => {
+    const res = await fetch(app.url)
+    expect(res.status).toBe(200)
+    const html = await res.text()
+    const boot = /<script type="application\/json" id="dsh-boot">(.*?)<\/script>/s.exec(html)
+    expect(boot).not.toBeNull()
+    const manifest = JSON.parse(boot![1]) as { plugins: { package: string; url: string }[] }
+    // The web bundle mounts many halves (conversation, tools, settings...).
+    expect(manifest.plugins.length).toBeGreaterThan(5)
+    const links = [...html.matchAll(/<link\b[^>]*>/g)].filter((m) => attr(m[0], 'rel') === 'modulepreload')
+    const preloaded = new Map(links.map((m) => [attr(m[0], 'href'), m.index!]))
+    const importMap = html.indexOf('<script type="importmap">')
+    expect(importMap).toBeGreaterThan(-1)
+    for (const plugin of manifest.plugins) {
+      expect(preloaded.has(plugin.url), `no modulepreload for ${plugin.package} (${plugin.url})`).toBe(true)
+      // After the import map (a module fetch before it would make the browser drop the map).
+      expect(preloaded.get(plugin.url)!).toBeGreaterThan(importMap)
+    }
+    // Same-origin paths only: the CSP's script-src 'self' covers them, with no new exception.
+    for (const href of preloaded.keys()) expect(href).toMatch(/^\/[^/]/)
+    expect(res.headers.get('content-security-policy')).toMatch(/script-src 'self'/)
+  })
+
+  it.skipIf(!hasChromium())(
+    'in Chromium the halves are fetched with the entry, once each; the headings step down one level at a time',
+    async () => {
+      browser = await launchBrowser()
+      const { page, errors } = await openPage(browser, app.url)
+      const urls = (await (await fetch(new URL('/client-manifest.json', app.url))).json()).plugins.map(
+        (p: { url: string }) => p.url,
+      ) as string[]
+      const fetched = await page.evaluate(() =>
+        performance.getEntriesByType('resource').map((r) => ({
+          path: new URL(r.name).pathname,
+          start: r.startTime,
+          end: (r as PerformanceResourceTiming).responseEnd,
+        })),
+      )
+      // The app's entry module (the page's one <script src>); the runtime imports the halves only
+      // after it has run, so a half whose fetch started before the entry arrived came from a preload.
+      const entryPath = /<script type="module"[^>]*\ssrc="([^"]+)"/.exec(await (await fetch(app.url)).text())![1]
+      const entry = fetched.find((f) => f.path === entryPath)
+      expect(entry, entryPath).toBeDefined()
+      for (const url of urls) {
+        const path = new URL(url, app.url).pathname
+        const hits = fetched.filter((f) => f.path === path)
+        // Fetched once: the runtime's import(url) reused the preloaded module.
+        expect(hits.length, path).toBe(1)
+        expect(hits[0].start, `${path} started after the app's entry arrived`).toBeLessThan(entry!.end)
+      }
+      // A CSP refusal or a failed module would be logged as a console error.
+      expect(errors).toEqual([])
+
+      // A conversation with the side panel showing (the context section, after an answer).
+      await page.waitForURL(/\/s\/[^/]+$/)
+      const input = page.locator('textarea[data-composer="true"]')
+      await input.fill('Say hello')
+      await input.press('Enter')
+      await page.getByText('Hello from the mock model.').waitFor()
+      await page.locator('[data-testid="side-panel"] h3').first().waitFor()
+      const levels = await page.evaluate(() =>
+        [...document.querySelectorAll('h1, h2, h3, h4, h5, h6')]
+          .filter((h) => h.getClientRects().length > 0)
+          .map((h) => `${h.tagName.toLowerCase()} ${h.textContent?.trim().slice(0, 30)}`),
+      )
+      expect(levels.some((l) => l.startsWith('h1 '))).toBe(true)
+      // axe's heading-order: no heading is more than one level below the one before it.
+      const jumps = levels.filter((l, i) => i > 0 && Number(l[1]) > Number(levels[i - 1][1]) + 1)
+      expect(jumps, levels.join(' | ')).toEqual([])
+    },
+  )
+})
