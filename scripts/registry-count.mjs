@@ -258,7 +258,7 @@ export const MAP = [
     packages: ['@dsh/desktop-notifications'],
     partial: 'desktop notifications through notify-send; no browser notifications',
   },
-  { key: 'Renders interactive components, charts, forms, and panels fr', missing: 'dsh-ui fences (generative UI)' },
+  { key: 'Renders interactive components, charts, forms, and panels fr', packages: ['@dsh/ui-fences'] },
   { key: 'A full-screen Claude Code-style terminal front door for DSH ', packages: ['@dsh/bundle-tui'] },
 ]
 

@@ -5,7 +5,16 @@
 // block re-renders. Code blocks are highlighted lazily (./highlight.ts), once complete.
 // biome-ignore-all lint/suspicious/noArrayIndexKey: blocks, list items and table cells are positional tokens of re-lexed text with no identity of their own; the index is their identity (it keeps the memoised blocks of a streaming answer in place)
 import { Lexer, type Token, type Tokens } from 'marked'
-import { memo, useEffect, useMemo, useState, type ReactNode } from 'react'
+import {
+  type ComponentType,
+  createContext,
+  memo,
+  useContext,
+  useEffect,
+  useMemo,
+  useState,
+  type ReactNode,
+} from 'react'
 import { highlight, languageLabel, languageOf } from './highlight.ts'
 /**
  * Looks up the renderer's few labels: `copy`, `copied`, `taskDone`, `taskOpen` (the caller's
@@ -95,7 +104,30 @@ function inline(tokens: Token[] | undefined, keyPrefix = ''): ReactNode[] {
   })
 }
 
-function CodeBlock({ text, lang, complete, t }: { text: string; lang?: string; complete: boolean; t: Translate }) {
+/** What a fence renderer gets: the fence's language tag and text, and whether the fence is closed. */
+export interface FenceProps {
+  lang: string
+  code: string
+  complete: boolean
+  /** The ordinary code block, for a renderer that declines this fence. */
+  fallback: ReactNode
+}
+
+/**
+ * A renderer for fenced code blocks that carry a language tag (e.g. generative UI fences): given
+ * by the host of the Markdown (a context, so nested blocks see it too); absent, code renders as code.
+ */
+export const MarkdownFences = createContext<ComponentType<FenceProps> | undefined>(undefined)
+
+function CodeBlock(props: { text: string; lang?: string; complete: boolean; t: Translate }) {
+  const Fence = useContext(MarkdownFences)
+  const lang = props.lang?.trim()
+  if (Fence && lang)
+    return <Fence lang={lang} code={props.text} complete={props.complete} fallback={<PlainCode {...props} />} />
+  return <PlainCode {...props} />
+}
+
+function PlainCode({ text, lang, complete, t }: { text: string; lang?: string; complete: boolean; t: Translate }) {
   const language = languageOf(lang)
   const [html, setHtml] = useState<{ source: string; html: string } | undefined>(undefined)
   const [copied, setCopied] = useState(false)
