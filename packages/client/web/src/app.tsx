@@ -243,6 +243,9 @@ function SidePanel() {
   const feed = useSessionFeed(route.sessionId, { deltas: false })
   return (
     <aside className="side-panel" aria-label={t('sidePanel')} data-testid="side-panel">
+      {/* The level between the page's <h1> (the session title) and the sections' <h3>, unseen;
+          the panel still collapses when this is all it holds (styles.css). */}
+      <h2 className="visually-hidden side-panel-heading">{t('sidePanel')}</h2>
       {route.sessionId && feed
         ? (() => {
             const props = { sessionId: route.sessionId, feed, row: ctx.catalog.get(route.sessionId) }

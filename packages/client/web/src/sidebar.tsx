@@ -52,6 +52,8 @@ export function Sidebar() {
   )
   return (
     <nav className="sidebar" aria-label={t('sessions')} id="dsh-sidebar">
+      {/* The level above the workspace groups' <h3>, unseen (the nav is labelled already). */}
+      <h2 className="visually-hidden">{t('sessions')}</h2>
       <div className="sidebar-top">
         <span className="wordmark">dsh</span>
         <Slot name="sidebar.header" />
