@@ -13,24 +13,10 @@ import type {
   TurnEndNode,
   UserNode,
 } from '@dsh/conversation-model'
-import { Slot } from '@dsh/client-runtime'
-import { type FenceProps, Markdown, MarkdownFences } from '@dsh/ui-markdown'
+import { Markdown } from '@dsh/ui-markdown'
 import { GitFork, IconButton } from '@dsh/client-design'
 import type { Translate } from './strings.ts'
 import { CopyAction, type MessageActions, UserMessage } from './user-message.tsx'
-
-/** A fenced block another half renders (`conversation.fence`, keyed by the fence's language); others stay code. */
-function SlotFence(p: FenceProps) {
-  return (
-    <Slot
-      name="conversation.fence"
-      slotKey={p.lang}
-      single
-      props={{ lang: p.lang, code: p.code, complete: p.complete }}
-      fallback={p.fallback}
-    />
-  )
-}
 
 const ContextRow = memo(function ContextRow({ node, t }: { node: ContextNode; t: Translate }) {
   const origin = node.origin.startsWith('plugin:') ? (node.label ?? node.origin.slice(7)) : undefined
@@ -169,9 +155,7 @@ const AssistantMessage = memo(function AssistantMessage({
 }) {
   return (
     <div className="dsh-msg dsh-msg-assistant" data-node="assistant" data-streaming={node.streaming || undefined}>
-      <MarkdownFences.Provider value={SlotFence}>
-        <Markdown text={node.text} streaming={node.streaming} t={t} />
-      </MarkdownFences.Provider>
+      <Markdown text={node.text} streaming={node.streaming} t={t} />
       {node.streaming ? <span className="dsh-caret" aria-hidden="true" /> : null}
       {node.interrupted ? <div className="dsh-msg-meta dsh-warn">{t('interrupted')}</div> : null}
       {!node.streaming && node.text ? (

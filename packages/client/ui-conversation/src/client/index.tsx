@@ -14,9 +14,22 @@ import { ContextSection, PlanSection } from './panel.tsx'
 import { ConversationStore } from './store.ts'
 import { en, zh, type Translate } from './strings.ts'
 import { CSS } from './styles.ts'
-import { MARKDOWN_CSS, warmUp } from '@dsh/ui-markdown'
+import { type FenceProps, MARKDOWN_CSS, MarkdownFences, warmUp } from '@dsh/ui-markdown'
 import type { PromptReference } from '@dsh/web-protocol'
 import type {} from '@dsh/ui-input-trigger/shared'
+
+/** A fenced block another half renders (`conversation.fence`, keyed by the fence's language); others stay code. */
+function SlotFence(p: FenceProps) {
+  return (
+    <Slot
+      name="conversation.fence"
+      slotKey={p.lang}
+      single
+      props={{ lang: p.lang, code: p.code, complete: p.complete }}
+      fallback={p.fallback}
+    />
+  )
+}
 
 export { ChatView, turnClosers, turnOpeners, type ChatViewProps, type MessageActions } from './chat-view.tsx'
 export { Composer, type ComposerProps, type SendMode } from './composer.tsx'
@@ -247,15 +260,17 @@ export function apply(ctx: Context): void {
       )
     return (
       <div className="dsh-conv" data-session={sessionId} data-loaded={loaded || undefined}>
-        <ChatView
-          key={sessionId}
-          snapshot={snapshot}
-          t={t}
-          renderTool={renderTool}
-          actions={actions}
-          renderAnswerActions={renderAnswerActions}
-          {...(empty ? { empty } : {})}
-        />
+        <MarkdownFences.Provider value={SlotFence}>
+          <ChatView
+            key={sessionId}
+            snapshot={snapshot}
+            t={t}
+            renderTool={renderTool}
+            actions={actions}
+            renderAnswerActions={renderAnswerActions}
+            {...(empty ? { empty } : {})}
+          />
+        </MarkdownFences.Provider>
       </div>
     )
   })

@@ -35,10 +35,18 @@ const CSS = `
 .dsh-ui-error { color: var(--danger, #c0362c); font-size: 12px; }
 `
 
-interface FenceSlotProps {
+/** The props `@dsh/ui-conversation` gives a `conversation.fence` entry (keyed by the fence's language). */
+export interface FenceSlotProps {
   lang: string
   code: string
+  /** False while the fence is still streaming. */
   complete: boolean
+}
+
+declare module '@dsh/client-runtime' {
+  interface SlotProps {
+    'conversation.fence': FenceSlotProps
+  }
 }
 
 export function apply(ctx: Context): void {
