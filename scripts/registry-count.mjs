@@ -335,7 +335,9 @@ const MEANING = [
   '`## Known Limitations`, and `partial` marks only gaps that are known and large. An earlier, stricter',
   'hand count (issue 41) read 130 built, 24 partial, 23 missing; since then the agent spine, the',
   '`acp` profile, tool-cordis, the dynamic host runner, desktop notifications, `/open` and skill-badge were',
-  'added, and several packages were finished by their owners. PowerShell (`pwsh-local`,',
+  'added, and several packages were finished by their owners; then the web gained skills in the `/` menu',
+  '(ui-skill), a background-jobs view (ui-jobs), hot reload of browser halves (client-hmr), the',
+  'model-written plugins panel (ui-cordis) and dsh-ui fences (ui-fences). PowerShell (`pwsh-local`,',
   '`pwsh-sandbox`, `tool-pwsh`) cannot be run or tested on these machines and stays out.',
 ]
 
