@@ -185,7 +185,9 @@ export const DESCRIPTION = [
   'throw when a child fails: check `status`). Start children in parallel with `Promise.all`; a run has limits on',
   'children, parallelism and time (extra spawns wait for a free slot). `input` holds the input you pass, `console.log`',
   'is shown to you, `return` a JSON value as the result. Use it for work that splits into independent parts; children',
-  'share your workspace, so give parallel children non-overlapping files.',
+  'share your workspace, so give parallel children non-overlapping files. `world` (optional, as on the subagent tool)',
+  'runs a child in another world where this run has one, e.g. "e2b": a remote sandbox of its own with a fresh copy',
+  'of the workspace.',
 ].join(' ')
 
 export function apply(ctx: Context, config: ToolWorkflowConfig): void {

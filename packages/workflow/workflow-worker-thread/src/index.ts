@@ -225,6 +225,7 @@ export class WorkerThreadWorkflowEngine extends WorkflowEngine {
           description: child.description,
           prompt: child.prompt,
           ...(child.provider !== undefined ? { provider: child.provider } : {}),
+          ...(child.world !== undefined ? { world: child.world } : {}),
           ...(callId !== undefined ? { callId } : {}),
           signal,
         })

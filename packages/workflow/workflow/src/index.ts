@@ -27,6 +27,8 @@ export interface WorkflowChildRequest {
   description?: string
   /** Subagent provider (`spawn` by default, see ctx.subagents). */
   provider?: string
+  /** Where the child's commands and files live (e.g. "e2b": a sandbox of its own), when that world is registered. */
+  world?: string
 }
 
 export type WorkflowChildStatus = 'completed' | 'failed' | 'cancelled'
@@ -114,7 +116,7 @@ declare module 'cordis' {
 /** Checks a child request from a script; returns a sentence naming the problem, or undefined. */
 export function checkChildRequest(value: unknown): string | undefined {
   if (value === null || typeof value !== 'object' || Array.isArray(value))
-    return 'agents.spawn takes one object: { prompt, description?, provider? }'
+    return 'agents.spawn takes one object: { prompt, description?, provider?, world? }'
   const request = value as Record<string, unknown>
   if (typeof request.prompt !== 'string' || request.prompt.trim() === '')
     return 'agents.spawn: prompt must be a non-empty string'
@@ -122,9 +124,11 @@ export function checkChildRequest(value: unknown): string | undefined {
     return 'agents.spawn: description must be a string'
   if (request.provider !== undefined && typeof request.provider !== 'string')
     return 'agents.spawn: provider must be a string'
-  const extra = Object.keys(request).filter((key) => !['prompt', 'description', 'provider'].includes(key))
+  if (request.world !== undefined && (typeof request.world !== 'string' || request.world === ''))
+    return 'agents.spawn: world must be a non-empty string (e.g. "e2b")'
+  const extra = Object.keys(request).filter((key) => !['prompt', 'description', 'provider', 'world'].includes(key))
   if (extra.length > 0)
-    return `agents.spawn: unexpected field${extra.length > 1 ? 's' : ''} ${extra.join(', ')} (allowed: prompt, description, provider)`
+    return `agents.spawn: unexpected field${extra.length > 1 ? 's' : ''} ${extra.join(', ')} (allowed: prompt, description, provider, world)`
   return undefined
 }
 

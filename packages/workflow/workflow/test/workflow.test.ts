@@ -22,7 +22,7 @@ describe('checkChildRequest', () => {
   })
 
   it('refuses anything that is not one plain object', () => {
-    const shape = 'agents.spawn takes one object: { prompt, description?, provider? }'
+    const shape = 'agents.spawn takes one object: { prompt, description?, provider?, world? }'
     for (const bad of [undefined, null, 'review a', 42, true, [], [{ prompt: 'x' }]])
       expect(checkChildRequest(bad), String(bad)).toBe(shape)
   })
@@ -51,12 +51,20 @@ describe('checkChildRequest', () => {
     expect(checkChildRequest({ prompt: 'x', provider: false })).toBe('agents.spawn: provider must be a string')
   })
 
+  it('takes a world by name and refuses a non-string or empty one', () => {
+    expect(checkChildRequest({ prompt: 'x', world: 'e2b' })).toBeUndefined()
+    for (const bad of ['', 3, { name: 'e2b' }, null])
+      expect(checkChildRequest({ prompt: 'x', world: bad }), JSON.stringify(bad)).toBe(
+        'agents.spawn: world must be a non-empty string (e.g. "e2b")',
+      )
+  })
+
   it('names unexpected fields (singular and plural)', () => {
     expect(checkChildRequest({ prompt: 'x', model: 'big' })).toBe(
-      'agents.spawn: unexpected field model (allowed: prompt, description, provider)',
+      'agents.spawn: unexpected field model (allowed: prompt, description, provider, world)',
     )
     expect(checkChildRequest({ prompt: 'x', tools: [], timeoutMs: 5 })).toBe(
-      'agents.spawn: unexpected fields tools, timeoutMs (allowed: prompt, description, provider)',
+      'agents.spawn: unexpected fields tools, timeoutMs (allowed: prompt, description, provider, world)',
     )
   })
 
