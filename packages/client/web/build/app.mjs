@@ -22,6 +22,18 @@ export function importMapHtml(map, preloadFiles = []) {
   return `<script type="importmap">${JSON.stringify({ imports })}</script>\n    ${preload}`
 }
 
+/** Moves the page's `<link rel="stylesheet">` elements to the top of `<head>` (after its meta and title). */
+export function stylesheetFirst(html) {
+  const links = html.match(/<link rel="stylesheet"[^>]*>\s*/g) ?? []
+  if (links.length === 0) return html
+  let out = html
+  for (const link of links) out = out.replace(link, '')
+  const at = out.indexOf('</title>')
+  if (at === -1) return html
+  const end = at + '</title>'.length
+  return `${out.slice(0, end)}\n    ${links.map((l) => l.trim()).join('\n    ')}${out.slice(end)}`
+}
+
 /**
  * Builds into a fresh directory and swaps it in at the end, so a host serving dist-web/ meanwhile
  * never sees a half-written tree (and files of older builds do not pile up).
@@ -115,6 +127,9 @@ async function buildInto(OUT_DIR, quiet) {
     'cordis',
     '@dsh/client-runtime',
     '@dsh/client-design',
+    // Imported by the browser halves at start (preloaded with them by the host).
+    '@dsh/web-protocol',
+    'schemastery',
   ]
     .map((n) => map[n])
     .filter(Boolean)
@@ -140,6 +155,12 @@ async function buildInto(OUT_DIR, quiet) {
           order: 'pre',
           handler: (html) => html.replace('<!-- dsh:import-map -->', importMapHtml(map, preloadFiles)),
         },
+      },
+      {
+        // The stylesheet first in <head>: it is all the static shell needs to paint, and a
+        // browser with a few connections per host would otherwise fetch it after every preload.
+        name: 'dsh-css-first',
+        transformIndexHtml: { order: 'post', handler: stylesheetFirst },
       },
     ],
     build: {
