@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
 import { startE2bStandin, type E2bStandin } from '@dsh/e2b-standin'
-import { initialize, startAcp, workspace } from '../../../packages/acp/acp-app/test/harness.ts'
+import { initialize, startAcp, workspace } from '@dsh/cli-testkit/acp'
 
 vi.setConfig({ testTimeout: 90_000, hookTimeout: 60_000 })
 

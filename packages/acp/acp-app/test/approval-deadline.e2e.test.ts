@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterEach, expect, it } from 'vitest'
 import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
-import { assertOnlyFrames, initialize, startAcp, workspace, type AcpProcess } from './harness.ts'
+import { assertOnlyFrames, initialize, startAcp, workspace, type AcpProcess } from '@dsh/cli-testkit/acp'
 
 const BUDGET_MS = 1500
 const DSH = fileURLToPath(new URL('../../../boot/cli/bin/dsh.mjs', import.meta.url))

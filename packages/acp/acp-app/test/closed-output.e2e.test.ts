@@ -4,7 +4,7 @@
 // any closed connection, with no stack trace on stderr.
 import { afterEach, describe, expect, it } from 'vitest'
 import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
-import { initialize, startAcp, workspace, type AcpProcess } from './harness.ts'
+import { initialize, startAcp, workspace, type AcpProcess } from '@dsh/cli-testkit/acp'
 
 let server: MockServer | undefined
 const running: AcpProcess[] = []

@@ -5,7 +5,7 @@ import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
-import { assertOnlyFrames, initialize, startAcp, workspace, type AcpProcess } from './harness.ts'
+import { assertOnlyFrames, initialize, startAcp, workspace, type AcpProcess } from '@dsh/cli-testkit/acp'
 
 const require = createRequire(import.meta.url)
 const everything = join(

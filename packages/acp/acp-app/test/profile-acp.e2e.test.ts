@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
 import { fileURLToPath } from 'node:url'
-import { assertOnlyFrames, initialize, spawnBin, startAcp, workspace, type AcpProcess } from './harness.ts'
+import { assertOnlyFrames, initialize, spawnBin, startAcp, workspace, type AcpProcess } from '@dsh/cli-testkit/acp'
 
 vi.setConfig({ testTimeout: 60_000 })
 

@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
 import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
-import { initialize, startAcp, workspace, type AcpProcess } from './harness.ts'
+import { initialize, startAcp, workspace, type AcpProcess } from '@dsh/cli-testkit/acp'
 
 const dsh = fileURLToPath(new URL('../../../boot/cli/bin/dsh.mjs', import.meta.url))
 

@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import { Context } from 'cordis'
 import { completeTurn, eventLog } from '@dsh/session-persistence/contract'
 import JsonlPersistence from '@dsh/session-persistence-jsonl'
-import { initialize, startAcp, workspace, type AcpProcess } from './harness.ts'
+import { initialize, startAcp, workspace, type AcpProcess } from '@dsh/cli-testkit/acp'
 
 vi.setConfig({ testTimeout: 60_000 })
 

@@ -3,7 +3,7 @@
 // resumes it (`session/load`) and keeps prompting it; a session made there is listed too.
 import { afterEach, describe, expect, it } from 'vitest'
 import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
-import { assertOnlyFrames, initialize, startAcp, workspace, type AcpProcess } from './harness.ts'
+import { assertOnlyFrames, initialize, startAcp, workspace, type AcpProcess } from '@dsh/cli-testkit/acp'
 
 let server: MockServer | undefined
 const running: AcpProcess[] = []

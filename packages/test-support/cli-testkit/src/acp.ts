@@ -1,4 +1,4 @@
-// Drives the real `dsh-acp` bin in a subprocess with the ACP SDK's client side over its stdio.
+// @dsh/cli-testkit/acp: drives the real `dsh-acp` bin in a subprocess with the ACP SDK's client side over its stdio.
 // Every stdout byte is also kept raw, so tests can check that nothing but frames was printed.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import { mkdtempSync, realpathSync } from 'node:fs'
@@ -8,7 +8,7 @@ import { Writable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import * as acp from '@agentclientprotocol/sdk'
 
-export const bin = fileURLToPath(new URL('../bin/dsh-acp.mjs', import.meta.url))
+export const bin = fileURLToPath(new URL('../../../acp/acp-app/bin/dsh-acp.mjs', import.meta.url))
 
 export interface Workspace {
   root: string
