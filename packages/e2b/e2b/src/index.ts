@@ -6,7 +6,7 @@
 import type { Context } from 'cordis'
 import { Service } from 'cordis'
 import type Schema from 'schemastery'
-import { Sandbox, SandboxNotFoundError, RateLimitError, type SandboxOpts } from 'e2b'
+import { Sandbox, type SandboxOpts } from 'e2b'
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { join } from 'node:path'
 import type {} from '@dsh/home-paths'
@@ -16,22 +16,24 @@ import type { SubagentLink, SubagentWorldLease } from '@dsh/subagent'
 import type { SubprocessService } from '@dsh/subprocess'
 import type {} from '@dsh/session-persistence'
 import type {} from '@dsh/api-gateway'
-import { ApiError } from '@dsh/web-protocol'
 import { e2bApply, e2bKeep, e2bReview, type E2bReview, type E2bSettled } from './contract.ts'
-import { explain, isGone, logEvent, readApiKey, retrying, rootSessions, tries } from './calls.ts'
+import { explain, isGone, logEvent, readApiKey, retrying } from './calls.ts'
 import { E2bConfigSchema } from './config.ts'
+import { abandon, endSandbox, type EndingOwner } from './ending.ts'
+import { disarm, markBusy, touch, wake, wakeAll, type IdleOwner } from './idle.ts'
+import { reconnectContinued, type ReconnectOwner } from './reconnect.ts'
 import { applyCommand, applyPatch } from './local-patch.ts'
 import * as remote from './remote.ts'
+import { settleReview, takeReview, type PendingReview, type ReviewOwner } from './review.ts'
 import {
   E2bError,
-  REMOTE_STATE_DIR,
   type E2bConfig,
   type FinishReport,
   type IdleClock,
   type SandboxLogEvent,
   type Slot,
 } from './types.ts'
-import { firstLine, interrupted, isDirectory, isTransient, patchFiles, quote, readFileSafe } from './util.ts'
+import { interrupted, isDirectory, patchFiles, quote, readFileSafe } from './util.ts'
 
 export {
   CREDENTIAL,
@@ -96,7 +98,7 @@ export class E2bService extends Service {
     /** The app's stop interrupted a sandbox's preparation (said in `notices`). */
     interrupted: boolean
     /** The change offered for approval and not settled yet (the web's review); a new review replaces it. */
-    review?: { file: string; sandbox: Sandbox; tree: string }
+    review?: PendingReview
     /** The idle timer's clock (`useClock`). */
     clock: IdleClock
   } = {
@@ -124,6 +126,8 @@ export class E2bService extends Service {
   /** Sandboxes whose starting tree was recorded (only those can produce a patch). */
   private readonly baselined = new Set<string>()
   private readonly home: Context
+  /** What the code cut into idle.ts, review.ts, ending.ts and reconnect.ts uses of this service. */
+  private readonly parts: IdleOwner & ReviewOwner & EndingOwner & ReconnectOwner
 
   constructor(ctx: Context, config: Partial<E2bConfig> = {}) {
     super(ctx, 'e2b')
@@ -132,6 +136,26 @@ export class E2bService extends Service {
     this.cwd = this.config.cwd ?? process.cwd()
     if (!this.cwd.startsWith('/'))
       throw new TypeError(`e2b: cwd must be an absolute path, got ${JSON.stringify(this.cwd)}`)
+    this.parts = {
+      config: this.config,
+      home: ctx,
+      state: this.state,
+      root: this.root,
+      created: this.created,
+      slotOf: this.slotOf,
+      baselined: this.baselined,
+      log: (slot, event) => this.log(slot, event),
+      adopt: (slot, sandbox) => this.adopt(slot, sandbox),
+      end: (sandbox, slot, how, reason) => endSandbox(this.parts, sandbox, slot, how, reason),
+      savePatch: (sandbox) => this.savePatch(sandbox),
+      connectionOptions: () => this.connectionOptions(),
+      withRetries: (what, call) => this.withRetries(what, call),
+      remote: () => this.remote(),
+      localTree: () => this.localTree(),
+      isGone: (error) => this.isGone(error),
+      lost: (sandbox, cause) => this.lost(sandbox, cause),
+      explain: (error, what) => this.explain(error, what),
+    }
     ctx.inject(['credentials'], (inner) => {
       this.state.credentials = inner.credentials
       return () => void (this.state.credentials = undefined)
@@ -207,7 +231,7 @@ export class E2bService extends Service {
     const current = slot.current
     return current.then((sandbox) => {
       this.keepAlive(slot, sandbox)
-      this.touch(slot)
+      touch(this.parts, slot)
       return sandbox
     })
   }
@@ -217,105 +241,12 @@ export class E2bService extends Service {
    * function is called: an idle pause or kill never lands under a running command.
    */
   busy(): () => void {
-    const slot = this.slot()
-    slot.busy = (slot.busy ?? 0) + 1
-    this.disarm(slot)
-    let done = false
-    return () => {
-      if (done) return
-      done = true
-      slot.busy = (slot.busy ?? 1) - 1
-      this.touch(slot)
-    }
+    return markBusy(this.parts, this.slot())
   }
 
   /** Replaces the idle timer's clock (tests drive it by hand instead of waiting). */
   useClock(clock: IdleClock): void {
     this.state.clock = clock
-  }
-
-  private disarm(slot: Slot): void {
-    if (slot.idleTimer === undefined) return
-    this.state.clock.clearTimeout(slot.idleTimer)
-    slot.idleTimer = undefined
-  }
-
-  /** The last use of a slot's sandbox: the idle timer starts again from now. */
-  private touch(slot: Slot): void {
-    this.disarm(slot)
-    if (this.config.idle.afterMs <= 0 || (slot.busy ?? 0) > 0 || !slot.current) return
-    slot.idleTimer = this.state.clock.setTimeout(() => this.idleOut(slot), this.config.idle.afterMs)
-  }
-
-  /**
-   * A slot's sandbox stayed unused for `idle.afterMs`: paused (the next use resumes it through the
-   * SDK's connect, files kept) or killed after its change is saved (the next use starts a new one).
-   */
-  private async idleOut(slot: Slot): Promise<void> {
-    slot.idleTimer = undefined
-    const pending = slot.current
-    if (!pending || (slot.busy ?? 0) > 0) return
-    const sandbox = await pending.catch(() => undefined)
-    // A use came in meanwhile, or the sandbox never opened: nothing is idle.
-    if (!sandbox || slot.current !== pending || (slot.busy ?? 0) > 0 || slot.idleTimer !== undefined) return
-    const id = sandbox.sandboxId
-    const seconds = Math.round(this.config.idle.afterMs / 1000)
-    slot.current = undefined
-    if (this.config.idle.action === 'pause') {
-      try {
-        await retrying(() => sandbox.pause(), this.config)
-      } catch (error) {
-        // Still running: it stays this slot's sandbox, and the timer starts again.
-        slot.current = pending
-        this.home.logger('e2b').warn('sandbox %s: the idle pause failed: %s', id, (error as Error).message)
-        this.touch(slot)
-        return
-      }
-      slot.paused = id
-      this.log(slot, {
-        sandboxId: id,
-        template: this.config.template,
-        action: 'paused',
-        reason: `idle for ${seconds} s`,
-      })
-      this.home.logger('e2b').info('sandbox %s paused after %d s idle', id, seconds)
-      return
-    }
-    this.created.delete(id)
-    this.slotOf.delete(id)
-    slot.sandboxId = undefined
-    const file = await this.end(sandbox, slot, 'kill', `idle for ${seconds} s`)
-    this.state.notices.push(
-      `the E2B sandbox ${id} was idle for ${seconds} s and was killed (idle.action: kill)${file ? `; its change was saved to ${file}` : ''}; the next command starts a new sandbox from the local tree`,
-    )
-  }
-
-  /** Resumes a slot's sandbox paused for idleness (the SDK's connect resumes a paused sandbox). */
-  private async wake(slot: Slot, id: string, options: SandboxOpts): Promise<Sandbox | undefined> {
-    slot.paused = undefined
-    let sandbox: Sandbox
-    try {
-      sandbox = await this.withRetries('resume', () =>
-        Sandbox.connect(id, { ...options, timeoutMs: this.config.timeoutMs }),
-      )
-    } catch (error) {
-      const cause = error instanceof E2bError ? error.cause : error
-      if (!(cause instanceof SandboxNotFoundError)) throw error
-      this.created.delete(id)
-      this.slotOf.delete(id)
-      slot.sandboxId = undefined
-      this.log(slot, {
-        sandboxId: id,
-        template: this.config.template,
-        action: 'lost',
-        reason: 'gone while paused for idleness',
-      })
-      return undefined
-    }
-    this.created.set(id, sandbox)
-    this.adopt(slot, sandbox)
-    this.log(slot, { sandboxId: id, template: this.config.template, action: 'connected', reason: 'resumed after idle' })
-    return sandbox
   }
 
   /** A subagent child's own sandbox: every call inside `run` uses it; `close` saves its patch and ends it. */
@@ -324,14 +255,14 @@ export class E2bService extends Service {
     return {
       run: (fn) => this.scope.run(slot, fn),
       close: async () => {
-        this.disarm(slot)
+        disarm(this.parts, slot)
         const pending = slot.current ?? (slot.paused ? this.scope.run(slot, () => this.sandbox()) : undefined)
         slot.current = undefined
         const sandbox = await pending?.catch(() => undefined)
         if (!sandbox || !this.created.has(sandbox.sandboxId)) return
         this.created.delete(sandbox.sandboxId)
         this.slotOf.delete(sandbox.sandboxId)
-        const file = await this.end(sandbox, slot)
+        const file = await endSandbox(this.parts, sandbox, slot)
         if (file)
           process.stderr.write(
             `dsh: the E2B sandbox ${sandbox.sandboxId} of subagent ${link.id} changed the workspace; patch saved to ${file} (review it, then apply it with: ${await applyCommand(this.state.host, file, this.localTree())})\n`,
@@ -396,13 +327,13 @@ export class E2bService extends Service {
   private async open(slot: Slot): Promise<Sandbox> {
     const options = await this.connectionOptions()
     if (slot.paused) {
-      const woken = await this.wake(slot, slot.paused, options)
+      const woken = await wake(this.parts, slot, slot.paused, options)
       if (woken) return woken
     }
     // The root slot reconnects to `sandboxId` from config, or to the sandbox a continued session
     // ran in (when its run left it paused or running); a child always gets a new one.
     const configured = slot === this.root ? this.config.sandboxId : undefined
-    const resumed = !configured && slot === this.root ? await this.resume(options) : undefined
+    const resumed = !configured && slot === this.root ? await reconnectContinued(this.parts, options) : undefined
     if (resumed) return resumed
     const reconnect = configured
     // The tree is measured before a sandbox exists: an oversized workspace bills nothing.
@@ -456,7 +387,7 @@ export class E2bService extends Service {
       }
       signal.throwIfAborted()
     } catch (error) {
-      if (signal.aborted && !reconnect) throw await this.abandon(slot, sandbox, phase, error)
+      if (signal.aborted && !reconnect) throw await abandon(this.parts, slot, sandbox, phase, error)
       throw error instanceof E2bError ? error : this.explain(error, 'prepare the working directory of')
     }
     this.log(slot, {
@@ -469,107 +400,10 @@ export class E2bService extends Service {
     return sandbox
   }
 
-  /**
-   * A sandbox whose preparation the app's stop interrupted (Ctrl-C during the upload): nothing of
-   * it is kept. It is forgotten by the run (no patch, no end-of-run kill), killed now, logged as
-   * killed, and one line tells the user (naming the id when the kill failed, so it can be ended
-   * by hand; `finish()` reports it). Answers the error the waiting callers get.
-   */
-  private async abandon(slot: Slot, sandbox: Sandbox, phase: string, cause: unknown): Promise<E2bError> {
-    const id = sandbox.sandboxId
-    this.created.delete(id)
-    this.slotOf.delete(id)
-    if (slot.sandboxId === id) slot.sandboxId = undefined
-    this.state.interrupted = true
-    const killed = await retrying(() => sandbox.kill(), this.config).then(
-      () => undefined,
-      (error: unknown) => (error instanceof Error ? error.message : String(error)).split('\n')[0],
-    )
-    const reason = `interrupted while ${phase}`
-    if (killed === undefined) {
-      this.log(slot, { sandboxId: id, template: this.config.template, action: 'killed', reason })
-      this.state.notices.push(`${reason}; the E2B sandbox ${id} created for it was killed`)
-    } else
-      this.state.notices.push(
-        `${reason}; the E2B sandbox ${id} created for it could not be killed (${killed}); kill it yourself (e2b sandbox kill ${id}) or it runs until its timeout`,
-      )
-    return new E2bError(
-      'INTERRUPTED',
-      `${reason}; the E2B sandbox ${id} was ${killed === undefined ? 'killed' : 'left running'}`,
-      {
-        cause,
-      },
-    )
-  }
-
   private adopt(slot: Slot, sandbox: Sandbox): void {
     slot.sandboxId = sandbox.sandboxId
     slot.lastExtend = Date.now()
     this.slotOf.set(sandbox.sandboxId, slot)
-  }
-
-  /**
-   * `--continue`: the sandbox the continued session last ran in (its log's newest `e2b/sandbox`,
-   * unless that says it was killed or lost), reconnected through the SDK (a paused one resumes).
-   * It is then this run's own: ended per `onExit`, its next patch taken from where the last one
-   * stopped. When it is gone, that is said once (stderr and a `lost` event) and undefined
-   * answered, so a new sandbox is created.
-   */
-  private async resume(options: SandboxOpts): Promise<Sandbox | undefined> {
-    if (this.root.resumeChecked) return undefined
-    this.root.resumeChecked = true
-    const last = rootSessions(this.state.sessions)
-      .map((session) => session.last('e2b/sandbox')?.data)
-      .find((event) => event !== undefined)
-    if (!last || last.action === 'killed' || last.action === 'lost') return undefined
-    const id = last.sandboxId
-    let sandbox: Sandbox
-    try {
-      sandbox = await this.withRetries('connect to', () =>
-        Sandbox.connect(id, { ...options, timeoutMs: this.config.timeoutMs }),
-      )
-    } catch (error) {
-      if (error instanceof E2bError && (error.code === 'AUTH' || error.code === 'MISSING_KEY')) throw error
-      const cause = error instanceof E2bError ? error.cause : error
-      if (!(cause instanceof SandboxNotFoundError)) {
-        // Not known to be gone (E2B kept answering 429/5xx, or could not be reached): it may still
-        // exist, paused or running, so it is neither replaced (a second machine) nor forgotten (a
-        // leak). This run's remote calls fail at once with the same sentence (no retry storm).
-        const why = `${firstLine(cause instanceof Error ? cause.message : String(cause))}${tries(cause, this.config.retries)}`
-        const line = `could not reconnect to the session's E2B sandbox ${id} (${why}); it was left as it was: continue the session again later, or end it with: e2b sandbox kill ${id}`
-        this.state.notices.push(line)
-        throw (this.state.fatal = new E2bError(
-          isTransient(cause) && cause instanceof RateLimitError ? 'RATE_LIMIT' : 'UNAVAILABLE',
-          line,
-          { cause },
-        ))
-      }
-      const reason = (error instanceof Error ? error.message : String(error)).split('\n')[0]
-      this.log(this.root, {
-        sandboxId: id,
-        template: this.config.template,
-        action: 'lost',
-        reason: `gone before this run: ${reason}`,
-      })
-      process.stderr.write(
-        `dsh: the session's E2B sandbox ${id} is gone (killed or expired); starting a new one (its files are lost; saved patches stay)\n`,
-      )
-      return undefined
-    }
-    this.created.set(sandbox.sandboxId, sandbox)
-    this.adopt(this.root, sandbox)
-    if (this.config.patch.enabled) {
-      const probe = await sandbox.commands
-        .run(`test -d ${REMOTE_STATE_DIR}/baseline.git && echo yes || echo no`, {
-          user: 'root',
-          requestTimeoutMs: this.config.requestTimeoutMs,
-        })
-        .catch(() => undefined)
-      if (probe?.stdout.trim() === 'yes') this.baselined.add(sandbox.sandboxId)
-    }
-    this.log(this.root, { sandboxId: sandbox.sandboxId, template: this.config.template, action: 'connected' })
-    this.home.logger('e2b').info('sandbox %s reconnected for a continued session', sandbox.sandboxId)
-    return sandbox
   }
 
   /**
@@ -621,23 +455,12 @@ export class E2bService extends Service {
     const interrupted = this.state.interrupted
     this.state.interrupted = false
     // Idle timers end here; a sandbox paused for idleness is resumed so its change can be taken.
-    for (const slot of new Set([this.root, ...this.slotOf.values()])) {
-      this.disarm(slot)
-      if (slot.paused) {
-        const id = slot.paused
-        await this.wake(slot, id, await this.connectionOptions()).catch((error: unknown) => {
-          this.created.delete(id)
-          this.state.notices.push(
-            `the E2B sandbox ${id}, paused while idle, could not be resumed to save its change (${firstLine((error as Error).message)}); end it with: e2b sandbox kill ${id}`,
-          )
-        })
-      }
-    }
+    await wakeAll(this.parts, new Set([this.root, ...this.slotOf.values()]))
     const sandboxes = [...this.created.values()]
     this.created.clear()
     this.root.current = undefined
     const saved = await Promise.all(
-      sandboxes.map((sandbox) => this.end(sandbox, this.slotOf.get(sandbox.sandboxId) ?? this.root)),
+      sandboxes.map((sandbox) => endSandbox(this.parts, sandbox, this.slotOf.get(sandbox.sandboxId) ?? this.root)),
     )
     this.slotOf.clear()
     // What the user must know first: an interrupted setup, a sandbox that could not be ended or
@@ -668,57 +491,6 @@ export class E2bService extends Service {
     return report
   }
 
-  /** Saves the sandbox's change (when it has a baseline) and ends it per `onExit`; answers the patch file. */
-  private async end(
-    sandbox: Sandbox,
-    slot: Slot,
-    how: E2bConfig['onExit'] = this.config.onExit,
-    reason?: string,
-  ): Promise<string | undefined> {
-    let file: string | undefined
-    if (this.config.patch.enabled && this.baselined.has(sandbox.sandboxId)) {
-      try {
-        file = await this.savePatch(sandbox)
-        if (file)
-          this.log(slot, {
-            sandboxId: sandbox.sandboxId,
-            template: this.config.template,
-            action: 'patched',
-            patch: file,
-          })
-        // A sandbox that outlives the run (paused or kept, for --continue) starts its next patch here.
-        if (file && how !== 'kill') await remote.advanceBaseline(sandbox, this.remote())
-      } catch (error) {
-        this.home
-          .logger('e2b')
-          .warn('sandbox %s: the patch could not be saved: %s', sandbox.sandboxId, (error as Error).message)
-      }
-    }
-    if (how === 'keep') return file
-    try {
-      if (how === 'pause') await retrying(() => sandbox.pause(), this.config)
-      else await retrying(() => sandbox.kill(), this.config)
-      this.log(slot, {
-        sandboxId: sandbox.sandboxId,
-        template: this.config.template,
-        action: how === 'pause' ? 'paused' : 'killed',
-        ...(reason ? { reason } : {}),
-      })
-      this.home.logger('e2b').info('sandbox %s %s', sandbox.sandboxId, how === 'pause' ? 'paused' : 'killed')
-    } catch (error) {
-      // Never silent: a sandbox left running bills until its timeout, so the user gets its id.
-      const why = `${firstLine(error instanceof Error ? error.message : String(error))}${tries(error, this.config.retries)}`
-      const until = `${Math.round(this.config.timeoutMs / 1000)} s after its last use`
-      this.state.notices.push(
-        how === 'pause'
-          ? `the E2B sandbox ${sandbox.sandboxId} could not be paused (${why}); it runs until its timeout (${until}) and is then killed, so its files are lost; to end it now: e2b sandbox kill ${sandbox.sandboxId}`
-          : `the E2B sandbox ${sandbox.sandboxId} could not be killed (${why}); it runs until its timeout (${until}); to end it now: e2b sandbox kill ${sandbox.sandboxId}`,
-      )
-      this.home.logger('e2b').warn('sandbox %s could not be ended: %s', sandbox.sandboxId, why)
-    }
-    return file
-  }
-
   /**
    * Applies a patch `finish()` saved to the local tree (`upload.from`, else the working directory),
    * checked first like `--apply`: for a surface that asks the user after the run (the TUI's panel).
@@ -732,29 +504,8 @@ export class E2bService extends Service {
    * patch file for the user to approve while the sandbox keeps running (the web's panel). Never
    * creates a sandbox: undefined when there is none yet, or no change. Replaces an unsettled review.
    */
-  async review(): Promise<E2bReview | undefined> {
-    const pending = this.root.current
-    const sandbox = pending ? await pending.catch(() => undefined) : undefined
-    if (!sandbox || !this.baselined.has(sandbox.sandboxId)) return undefined
-    const dir = this.config.patch.dir ?? this.state.patchDir
-    if (!dir) throw new E2bError('UNAVAILABLE', 'the E2B patch directory is unknown (no patch.dir and no DSH_HOME)')
-    const name = `${sandbox.sandboxId}-${Date.now().toString(36)}`
-    const taken = await remote.snapshot(sandbox, this.remote(), dir, name).catch((error: unknown) => {
-      if (this.isGone(error)) throw new E2bError('SANDBOX_LOST', this.lost(sandbox, error), { cause: error })
-      throw this.explain(error, 'review the change of')
-    })
-    if (!taken) return undefined
-    this.state.review = { file: taken.file, sandbox, tree: taken.tree }
-    return {
-      sandboxId: sandbox.sandboxId,
-      file: taken.file,
-      files: patchFiles(taken.patch),
-      dir: this.localTree(),
-      patch:
-        taken.patch.length > 65_536
-          ? `${taken.patch.slice(0, 65_536)}\n[... cut; the file holds all of it]\n`
-          : taken.patch,
-    }
+  review(): Promise<E2bReview | undefined> {
+    return takeReview(this.parts)
   }
 
   /**
@@ -762,47 +513,8 @@ export class E2bService extends Service {
    * that does not apply changes nothing and stays offered); `keep` leaves the local tree alone and
    * the file where it is. Either way the sandbox's baseline moves to the reviewed tree.
    */
-  async settle(file: string, action: 'apply' | 'keep'): Promise<E2bSettled> {
-    const review = this.state.review
-    if (!review || review.file !== file)
-      throw new ApiError(
-        'REVIEW_NOT_FOUND',
-        `${file} is not the change offered now (settled already, or replaced by a newer review)`,
-        {
-          status: 409,
-          field: 'file',
-        },
-      )
-    this.state.review = undefined
-    const local = this.localTree()
-    let result: E2bSettled
-    if (action === 'apply') {
-      result = await applyPatch(this.state.host, file, local)
-      if (!result.ok) {
-        this.state.review = review
-        return result
-      }
-    } else
-      result = {
-        ok: true,
-        line: `kept the patch ${file}; ${local} was left as it was (apply it later with: ${await applyCommand(this.state.host, file, local)})`,
-      }
-    const slot = this.slotOf.get(review.sandbox.sandboxId) ?? this.root
-    this.log(slot, {
-      sandboxId: review.sandbox.sandboxId,
-      template: this.config.template,
-      action: 'patched',
-      patch: file,
-    })
-    try {
-      await remote.advanceTo(review.sandbox, this.remote(), review.tree)
-    } catch (error) {
-      // The sandbox went away: nothing more will come from it, so nothing is offered twice.
-      this.home
-        .logger('e2b')
-        .warn('sandbox %s: the baseline did not move: %s', review.sandbox.sandboxId, (error as Error).message)
-    }
-    return result
+  settle(file: string, action: 'apply' | 'keep'): Promise<E2bSettled> {
+    return settleReview(this.parts, file, action)
   }
 
   /** At unload: ends what this run still holds (per `onExit`); a reconnected sandbox is left as it was. */
