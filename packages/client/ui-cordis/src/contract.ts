@@ -22,8 +22,9 @@ const Name = Schema.object({ name: Schema.string().min(1).required() })
 const One = Schema.object({ definition: Schema.any() }) as unknown as Schema<{ definition: WireDefinition }>
 
 export const cordisDefinitions = defineMethod('cordis.definitions', {
-  description: 'Every model-written plugin the host runner holds, across sessions.',
-  params: Schema.object({}),
+  description:
+    "The model-written plugins the host runner holds: those `sessionId` defined, or every session's without it.",
+  params: Schema.object({ sessionId: Schema.string().min(1) }) as Schema<{ sessionId?: string }>,
   result: Schema.object({ definitions: Schema.array(Schema.any()).required() }) as unknown as Schema<{
     definitions: WireDefinition[]
   }>,

@@ -44,7 +44,7 @@ export function apply(ctx: Context): void {
     }
   }
   ctx.inject(['api'], (inner) => {
-    inner.api.register(cordisDefinitions, () => ({ definitions: runner.list().map(wireDefinition) }))
+    inner.api.register(cordisDefinitions, (p) => ({ definitions: runner.list(p.sessionId).map(wireDefinition) }))
     inner.api.register(cordisRun, (p, call) =>
       coded(async () => ({ definition: wireDefinition(await runner.run(p.name, { signal: call.signal })) })),
     )

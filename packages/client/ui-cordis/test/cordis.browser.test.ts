@@ -1,7 +1,8 @@
 // Model-written plugins in real Chromium against the real `dsh web`, the real host runner and the
 // mock model: the model's cordis_define call shows its code read-only on the card; the Plugins
 // section lists the definition; Run asks the approval in the session (the takeover) and, allowed,
-// the plugin runs (its log shows); Retract takes it down and the section empties.
+// the plugin runs (its log shows); Retract takes it down and the section empties. The section lists
+// only the open session's definitions: another session's plugin stays out of it.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import {
   hasChromium,
@@ -25,7 +26,12 @@ const PATCH = `- insert:
     - id: ui-cordis
       name: "@dsh/ui-cordis"
 `
+const OTHER = "dsh.log('other up')"
 const STEPS = [
+  {
+    toolCalls: [{ name: 'cordis_define', arguments: { name: 'other', description: 'Another session.', code: OTHER } }],
+  },
+  { text: 'Defined the other.' },
   {
     toolCalls: [
       { name: 'cordis_define', arguments: { name: 'greeter', description: 'Says hello to a name.', code: CODE } },
@@ -50,6 +56,21 @@ describe.skipIf(!hasChromium())('ui-cordis in the browser', () => {
     await app?.close()
   })
   const input = () => page.locator('textarea.dsh-composer-input')
+  let first = ''
+
+  it("lists a plugin in the session that defined it, not in another session's section", async () => {
+    first = page.url()
+    const { session } = await app.call<{ session: { sessionId: string } }>('sessions.create', { cwd: app.cwd })
+    await page.goto(`${app.url}/s/${encodeURIComponent(session.sessionId)}`)
+    await input().fill('write me another plugin')
+    await input().press('Enter')
+    await page.locator('[data-node="assistant"]', { hasText: 'Defined the other.' }).waitFor()
+    await page.locator('[data-cordis-panel] [data-cordis-definition="other"]').waitFor()
+    expect((await app.call('cordis.definitions', { sessionId: session.sessionId })).definitions).toMatchObject([
+      { name: 'other', sessionId: session.sessionId },
+    ])
+    await page.goto(first)
+  })
 
   it('shows the defined code, runs the plugin after the approval, and retracts it', async () => {
     await withArtifacts(page, 'cordis-panel', async () => {
@@ -60,6 +81,8 @@ describe.skipIf(!hasChromium())('ui-cordis in the browser', () => {
       expect(await card.locator('[data-cordis-card-code]').textContent()).toBe(CODE)
       const item = page.locator('[data-cordis-panel] [data-cordis-definition="greeter"]')
       await item.waitFor()
+      // The same fetch that brought the greeter would bring the other session's plugin.
+      expect(await page.locator('[data-cordis-panel] [data-cordis-definition]').count()).toBe(1)
       expect(await item.getAttribute('data-cordis-state')).toBe('defined')
       await item.locator('[data-cordis-code="greeter"]').click()
       expect(await item.locator('[data-cordis-source="greeter"]').textContent()).toBe(CODE)
@@ -74,7 +97,9 @@ describe.skipIf(!hasChromium())('ui-cordis in the browser', () => {
       expect(await item.textContent()).toContain('Handlers: greet')
       await item.locator('[data-cordis-retract="greeter"]').click()
       await page.locator('[data-cordis-panel]').waitFor({ state: 'detached' })
-      expect((await app.call('cordis.definitions')).definitions).toEqual([])
+      const sessionId = new URL(page.url()).pathname.split('/').pop()!
+      expect((await app.call('cordis.definitions', { sessionId })).definitions).toEqual([])
+      expect((await app.call('cordis.definitions')).definitions).toMatchObject([{ name: 'other' }])
       await expect(app.call('cordis.run', { name: 'greeter' })).rejects.toThrow(/404 UNKNOWN_DEFINITION/)
       expect(errors).toEqual([])
     })

@@ -1,12 +1,13 @@
 // @dsh/ui-cordis/client: the model-written plugins the host runner holds. A Plugins section in the
-// side panel lists every definition (all sessions: the runner is one per host) with its state,
+// side panel lists the definitions of the open session (the runner is one per host; the panel asks
+// `cordis.definitions` for the session it shows) with their state,
 // description, handlers and log, its code on demand, and Run (the approval is asked in the
 // defining session) and Retract. The `cordis_define` tool card shows, read-only, what the call
-// defined: name, description and the exact code. The list is fetched on first render, on each
-// `cordis/changed` host event and after a reconnect.
+// defined: name, description and the exact code. A session's list is fetched when its panel first
+// renders, on each `cordis/changed` host event and after a reconnect.
 import type { Context } from 'cordis'
 import { useState } from 'react'
-import { type PropsOfSlot, Slot, Store, useStore, useT } from '@dsh/client-runtime'
+import { type PropsOfSlot, type SessionSlotProps, Slot, Store, useStore, useT } from '@dsh/client-runtime'
 import { CORDIS_CHANGED, cordisDefinitions, cordisRetract, cordisRun, type WireDefinition } from '../contract.ts'
 
 export const NAMESPACE = 'cordis'
@@ -64,40 +65,50 @@ export function apply(ctx: Context): void {
     return () => style.remove()
   }, 'ui-cordis: stylesheet')
 
-  const state = new Store<{ definitions: WireDefinition[]; loaded: boolean; error?: string }>({
-    definitions: [],
-    loaded: false,
-  })
-  let pending: Promise<void> | undefined
-  let again = false
-  const refresh = (): Promise<void> => {
-    if (pending !== undefined) {
-      again = true
-      return pending
+  type Listed = { definitions: WireDefinition[]; loaded: boolean; error?: string }
+  const bySession = new Map<string, Store<Listed>>()
+  const storeOf = (sessionId: string) => {
+    let store = bySession.get(sessionId)
+    if (!store) {
+      bySession.set(sessionId, (store = new Store<Listed>({ definitions: [], loaded: false })))
+      void refresh(sessionId)
     }
-    pending = (async () => {
-      do {
-        again = false
-        try {
-          const { definitions } = await ctx.remote.call(cordisDefinitions, {})
-          state.set({ definitions, loaded: true })
-        } catch (error) {
-          state.set({ ...state.get(), error: (error as Error).message })
-        }
-      } while (again)
-    })().finally(() => (pending = undefined))
-    return pending
+    return store
   }
-  void refresh()
+  // One fetch per session at a time; a change during it asks for one more.
+  const inFlight = new Map<string, { again: boolean; done: Promise<void> }>()
+  const refresh = (sessionId: string): Promise<void> => {
+    const running = inFlight.get(sessionId)
+    if (running) {
+      running.again = true
+      return running.done
+    }
+    const flight = { again: false, done: Promise.resolve() }
+    flight.done = (async () => {
+      do {
+        flight.again = false
+        const store = bySession.get(sessionId)
+        try {
+          const { definitions } = await ctx.remote.call(cordisDefinitions, { sessionId })
+          store?.set({ definitions, loaded: true })
+        } catch (error) {
+          if (store) store.set({ ...store.get(), error: (error as Error).message })
+        }
+      } while (flight.again)
+    })().finally(() => inFlight.delete(sessionId))
+    inFlight.set(sessionId, flight)
+    return flight.done
+  }
   ctx.effect(
     () =>
       ctx.connection.onHost((event) => {
-        if (event.type === CORDIS_CHANGED || event.type === 'connection/reset') void refresh()
+        if (event.type === CORDIS_CHANGED || event.type === 'connection/reset')
+          for (const id of bySession.keys()) void refresh(id)
       }),
     'ui-cordis: host events',
   )
 
-  function Item({ d }: { d: WireDefinition }) {
+  function Item({ d, sessionId }: { d: WireDefinition; sessionId: string }) {
     const t = useT(NAMESPACE)
     const [shown, setShown] = useState(false)
     const [busy, setBusy] = useState(false)
@@ -109,7 +120,7 @@ export function apply(ctx: Context): void {
         .catch((e: Error) => setError(e.message))
         .finally(() => {
           setBusy(false)
-          void refresh()
+          void refresh(sessionId)
         })
     }
     return (
@@ -153,9 +164,9 @@ export function apply(ctx: Context): void {
     )
   }
 
-  function Section() {
+  function Section({ sessionId }: SessionSlotProps) {
     const t = useT(NAMESPACE)
-    const { definitions, error } = useStore(state)
+    const { definitions, error } = useStore(storeOf(sessionId))
     if (definitions.length === 0 && !error) return null
     return (
       <section className="dsh-cordis" aria-label={t('title')} data-cordis-panel="true">
@@ -163,7 +174,7 @@ export function apply(ctx: Context): void {
         {error ? <p className="dsh-cordis-error">{error}</p> : null}
         <ul>
           {definitions.map((d) => (
-            <Item key={d.name} d={d} />
+            <Item key={d.name} d={d} sessionId={sessionId} />
           ))}
         </ul>
       </section>
