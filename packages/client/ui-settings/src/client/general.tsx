@@ -5,6 +5,7 @@ import Schema from 'schemastery'
 import { LANGS, useCtx, useStore, type Lang, type ThemePreference } from '@dsh/client-runtime'
 import { settingsDescribe, settingsUpdate, type WireSection } from '@dsh/api-settings/contract'
 import { failure, useSettingsT } from './names.ts'
+import { useLoaded } from './loaded.tsx'
 
 interface SchemaNode {
   type?: string
@@ -25,22 +26,13 @@ export default function GeneralPage() {
   const t = useSettingsT()
   const lang = useStore(ctx.locale.current)
   const theme = useStore(ctx.theme.preference)
-  const [sections, setSections] = useState<WireSection[]>()
-  const [error, setError] = useState<string>()
-  // biome-ignore lint/correctness/useExhaustiveDependencies: fetched once per ctx; t only words a failure, and a language switch need not fetch the settings again
-  useEffect(() => {
-    let live = true
-    ctx.remote.call(settingsDescribe, {}).then(
-      (r) => live && setSections(r.sections),
-      (e) => live && setError(failure(e, t)),
-    )
-    return () => {
-      live = false
-    }
-  }, [ctx])
-  const section = (ns: string) => sections?.find((s) => s.namespace === ns)
+  const listing = useLoaded(
+    (host) => host.remote.call(settingsDescribe, {}).then((r) => r.sections),
+    'settings-sections',
+  )
+  const section = (ns: string) => listing.value?.find((s) => s.namespace === ns)
   const onSaved = (next: WireSection) =>
-    setSections((list) => list?.map((s) => (s.namespace === next.namespace ? next : s)))
+    listing.update((list) => list.map((s) => (s.namespace === next.namespace ? next : s)))
   return (
     <div data-testid="settings-general">
       <h3>
@@ -71,16 +63,7 @@ export default function GeneralPage() {
         </label>
       </div>
       <p className="dsh-settings-muted">{t('themeNote')}</p>
-      {error ? (
-        <p className="dsh-settings-error" role="alert">
-          {error}
-        </p>
-      ) : null}
-      {!sections && !error ? (
-        <p className="dsh-settings-muted" role="status">
-          {t('loading')}
-        </p>
-      ) : null}
+      {listing.placeholder}
       {section('model') ? <DefaultModel section={section('model')!} onSaved={onSaved} /> : null}
       {section('permissions') ? <DefaultPermission section={section('permissions')!} onSaved={onSaved} /> : null}
     </div>

@@ -1,6 +1,6 @@
 // Models: every provider a key can be set for (the key goes in and never comes back), the
 // OpenAI-compatible endpoints declared here, model discovery and the default model.
-import { useCallback, useEffect, useRef, useState } from 'react'
+import { useState } from 'react'
 import { useCtx, type Translate } from '@dsh/client-runtime'
 import {
   modelsAddEndpoint,
@@ -14,6 +14,7 @@ import {
 import { credentialsDescribe, settingsUpdate, type WireCredential } from '@dsh/api-settings/contract'
 import type { Context } from 'cordis'
 import { failure as hostFailure, useSettingsT } from './names.ts'
+import { useLoaded } from './loaded.tsx'
 
 /** A plain sentence made here (a listing that timed out or failed) stands as is; a host error is framed. */
 const failure = (e: unknown, t: Translate) =>
@@ -89,50 +90,25 @@ const StatusLine = ({ status, testid, busy }: { status: Status; testid?: string;
   ) : null
 
 export default function ModelsPage() {
-  const ctx = useCtx()
   const t = useSettingsT()
-  const [providers, setProviders] = useState<WireProvider[]>()
-  const [credentials, setCredentials] = useState<Map<string, WireCredential>>(new Map())
-  const [error, setError] = useState<string>()
   const [filter, setFilter] = useState('')
   const [showAll, setShowAll] = useState(false)
-  // Only the newest catalog request may set the list: an older answer arriving late (a reload
-  // started before a key was forgotten) must not bring back what was removed.
-  const latest = useRef(0)
-  const reload = useCallback(() => {
-    const n = ++latest.current
-    return ctx.remote.call(modelsCatalog, {}).then(
-      async (r) => {
-        if (n !== latest.current) return
-        // Where each key comes from (never the key): the environment, the credentials file, ...
-        const names = [...new Set(r.providers.flatMap((p) => (p.keyName ? [p.keyName] : [])))]
-        const described = await ctx.remote.call(credentialsDescribe, { names }).then(
-          (d) => new Map(d.credentials.map((c) => [c.name, c] as const)),
-          () => new Map<string, WireCredential>(),
-        )
-        if (n !== latest.current) return
-        setCredentials(described)
-        setProviders(r.providers)
-        setError(undefined)
-      },
-      (e) => {
-        if (n === latest.current) setError(failure(e, t))
-      },
+  // The catalog, then where each provider's key comes from (never the key): the environment,
+  // the credentials file, ... A reload after a change lets only its newest answer set the list,
+  // so an older answer arriving late (a reload started before a key was forgotten) cannot bring
+  // back what was removed.
+  const listing = useLoaded(async (ctx) => {
+    const { providers } = await ctx.remote.call(modelsCatalog, {})
+    const names = [...new Set(providers.flatMap((p) => (p.keyName ? [p.keyName] : [])))]
+    const credentials = await ctx.remote.call(credentialsDescribe, { names }).then(
+      (d) => new Map(d.credentials.map((c) => [c.name, c] as const)),
+      () => new Map<string, WireCredential>(),
     )
-  }, [ctx, t])
-  useEffect(() => void reload(), [reload])
-  if (error)
-    return (
-      <p className="dsh-settings-error" role="alert">
-        {error}
-      </p>
-    )
-  if (!providers)
-    return (
-      <p className="dsh-settings-muted" role="status">
-        {t('loading')}
-      </p>
-    )
+    return { providers, credentials }
+  }, 'provider-catalog')
+  if (listing.placeholder) return listing.placeholder
+  const { providers, credentials } = listing.value
+  const reload = listing.reload
   // DeepSeek, declared endpoints and set-up providers first; the rest behind a filter.
   const main = providers.filter((p) => p.kind !== 'pi-ai' || p.routed || p.keyConfigured)
   const rest = providers.filter((p) => !main.includes(p))

@@ -7,7 +7,7 @@ import type { PluginRow } from '@dsh/plugin-inventory/contract'
 import { pluginsConfigure, pluginsDescribe, pluginsSetEnabled, type PluginDetail } from '@dsh/api-plugins/contract'
 import { failure, useSettingsT } from './names.ts'
 import { check, SchemaForm } from './form.tsx'
-import { usePluginRows } from './plugin-rows.tsx'
+import { replaceRow, usePluginRows } from './plugin-rows.tsx'
 
 const BADGE: Record<string, string> = { active: 'ok', failed: 'bad', 'not-loaded': 'bad', disabled: 'warn' }
 
@@ -16,8 +16,8 @@ export default function PluginsPage() {
   const listing = usePluginRows()
   const [filter, setFilter] = useState('')
   const [layer, setLayer] = useState<string>()
-  if (!listing.rows) return listing.placeholder
-  const { rows, update } = listing
+  if (listing.placeholder) return listing.placeholder
+  const { value: rows, update } = listing
   const needle = filter.trim().toLowerCase()
   const shown = needle
     ? rows.filter((r) => r.id.toLowerCase().includes(needle) || r.package?.toLowerCase().includes(needle))
@@ -42,7 +42,7 @@ export default function PluginsPage() {
             key={row.id}
             row={row}
             onChanged={(r, file) => {
-              update(r)
+              update(replaceRow(r))
               if (file) setLayer(file)
             }}
           />

@@ -3,7 +3,7 @@
 // each with its switch, state and config, without the internal rows of "Advanced: plugins".
 import type { PluginRow } from '@dsh/plugin-inventory/contract'
 import { useSettingsT } from './names.ts'
-import { usePluginRows } from './plugin-rows.tsx'
+import { replaceRow, usePluginRows } from './plugin-rows.tsx'
 import { PluginItem } from './plugins.tsx'
 
 /** Which group a row belongs to, by its package; undefined: an internal row (Advanced only). */
@@ -17,8 +17,9 @@ export function toolGroup(row: PluginRow): 'tools' | 'integrations' | undefined 
 export default function ToolsPage() {
   const t = useSettingsT()
   const listing = usePluginRows()
-  if (!listing.rows) return listing.placeholder
-  const { rows, update: changed } = listing
+  if (listing.placeholder) return listing.placeholder
+  const rows = listing.value
+  const changed = (row: PluginRow) => listing.update(replaceRow(row))
   return (
     <div data-testid="settings-tools">
       <p className="dsh-settings-muted">{t('tools.intro')}</p>
