@@ -28,6 +28,13 @@ export interface WireJobOutput {
 
 /** Host stream event: the jobs of `sessionId` changed (one started or finished). */
 export const JOBS_CHANGED = 'jobs/changed'
+/**
+ * Host stream event: job `jobId` of `sessionId` has output up to byte `to`. Sent on the first write
+ * and then at most once per `JOBS_OUTPUT_INTERVAL_MS` while the job writes (the last write is
+ * always sent); an open panel reads the new bytes with `jobs.output {since}`.
+ */
+export const JOBS_OUTPUT = 'jobs/output'
+export const JOBS_OUTPUT_INTERVAL_MS = 100
 
 const Ref = { sessionId: Schema.string().min(1).required(), jobId: Schema.string().min(1).required() }
 const Job = Schema.any() as unknown as Schema<WireJob>

@@ -7,7 +7,15 @@ import Schema from 'schemastery'
 import { ApiError } from '@dsh/web-protocol'
 import { JobError, type JobRecord } from '@dsh/jobs'
 import type {} from '@dsh/api-gateway'
-import { JOBS_CHANGED, jobsKill, jobsList, jobsOutput, type WireJob } from './contract.ts'
+import {
+  JOBS_CHANGED,
+  JOBS_OUTPUT,
+  JOBS_OUTPUT_INTERVAL_MS,
+  jobsKill,
+  jobsList,
+  jobsOutput,
+  type WireJob,
+} from './contract.ts'
 
 export * from './contract.ts'
 
@@ -64,6 +72,45 @@ export function apply(ctx: Context): void {
     }
     inner.on('job/started', changed)
     inner.on('job/finished', changed)
+    // Output: the first write is sent at once, later ones at most once per interval (the newest
+    // total wins), so a chatty job cannot flood the stream.
+    const windows = new Map<string, { sessionId: string; to: number; dirty: boolean; stop: () => void }>()
+    const publishOutput = (jobId: string, sessionId: string, to: number) =>
+      inner.api.publishHost({ type: JOBS_OUTPUT, sessionId, jobId, to })
+    inner.on('job/output', (jobId, owner, to) => {
+      const sessionId = owner.sessionId
+      if (!sessionId) return
+      const open = windows.get(jobId)
+      if (open) {
+        open.to = to
+        open.dirty = true
+        return
+      }
+      publishOutput(jobId, sessionId, to)
+      const slot = { sessionId, to, dirty: false, stop: () => {} }
+      const tick = () => {
+        if (!slot.dirty) {
+          windows.delete(jobId)
+          return
+        }
+        slot.dirty = false
+        publishOutput(jobId, slot.sessionId, slot.to)
+        arm()
+      }
+      const arm = () => {
+        const timer = setTimeout(tick, JOBS_OUTPUT_INTERVAL_MS)
+        slot.stop = () => clearTimeout(timer)
+      }
+      arm()
+      windows.set(jobId, slot)
+    })
+    inner.effect(
+      () => () => {
+        for (const slot of windows.values()) slot.stop()
+        windows.clear()
+      },
+      'ui-jobs: output windows',
+    )
   })
 }
 

@@ -1,7 +1,10 @@
 // Background jobs in real Chromium against the real `dsh web` and the mock model: the model starts
 // a real `bash` job with run_in_background; the header's Jobs button appears with the running
-// count (pushed by `jobs/changed`, no reload), the panel shows the job's output, and Stop kills it.
+// count (pushed by `jobs/changed`, no reload), the panel shows the job's output and follows it live
+// (a line the job writes after the panel opened appears without Refresh), and Stop kills it.
 // The methods refuse another session's job.
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import {
   hasChromium,
@@ -16,13 +19,15 @@ import {
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
 
+// The job writes a second line only once the test creates `go` in the workspace.
+const COMMAND = 'echo job-says-hello; while [ ! -e go ]; do sleep 0.1; done; echo job-says-more; sleep 120'
 const STEPS = [
   {
     toolCalls: [
       {
         name: 'bash',
         arguments: {
-          command: 'echo job-says-hello; sleep 120',
+          command: COMMAND,
           description: 'A long job',
           run_in_background: true,
         },
@@ -64,14 +69,12 @@ describe.skipIf(!hasChromium())('ui-jobs in the browser', () => {
       const job = page.locator('[data-jobs-panel] [data-job="bash-1"]')
       await job.waitFor()
       expect(await job.getAttribute('data-job-status')).toBe('running')
-      expect(await job.locator('code').textContent()).toBe('echo job-says-hello; sleep 120')
+      expect(await job.locator('code').textContent()).toBe(COMMAND)
       await job.locator('[data-job-output="toggle"]').click()
-      await expect
-        .poll(async () => {
-          await job.locator('[data-job-output="refresh"]').click()
-          return job.locator('[data-job-text]').textContent()
-        })
-        .toContain('job-says-hello')
+      await expect.poll(() => job.locator('[data-job-text]').textContent()).toContain('job-says-hello')
+      // Live: the next line arrives by the host's jobs/output event, with no click.
+      writeFileSync(join(app.cwd, 'go'), '')
+      await expect.poll(() => job.locator('[data-job-text]').textContent()).toBe('job-says-hello\njob-says-more\n')
       await job.locator('[data-job-stop="bash-1"]').click()
       await expect.poll(() => job.getAttribute('data-job-status')).toBe('killed')
       expect(await job.locator('.meta').textContent()).toBe('bash-1 · stopped')

@@ -86,6 +86,8 @@ declare module 'cordis' {
   interface Events {
     'job/started'(record: JobRecord): void
     'job/finished'(record: JobRecord): void
+    /** A running job wrote output; `outputBytes` is its new total. */
+    'job/output'(id: string, owner: Readonly<JobOwner>, outputBytes: number): void
   }
 }
 
@@ -295,7 +297,11 @@ export class JobRegistry extends Service {
       live.spill.write(bytes)
       this.noteSpill(live)
     }
-    if (live.retained <= this.config.retainBytes) return
+    if (live.retained > this.config.retainBytes) this.trim(live)
+    this.home.emit('job/output', live.record.id, live.record.owner, live.record.outputBytes)
+  }
+
+  private trim(live: Live): void {
     // Over the bound: from now on the whole output also goes to a file; memory keeps the tail.
     if (!live.spill && live.record.spillPath === undefined && live.record.spillError === undefined) this.openSpill(live)
     const all = Buffer.concat(live.chunks)

@@ -2,12 +2,14 @@
 // background jobs, with the number still running) and its panel: each job's command, status and
 // exit code, its output on demand, and Stop for a running one. The list is fetched with
 // `jobs.list` when the button first renders and again on each `jobs/changed` host event for the
-// session (a job started or ended) and after a reconnect; output is read with `jobs.output` when a
-// job is opened, on Refresh, and when the job ends.
+// session (a job started or ended) and after a reconnect. An opened job's output is read with
+// `jobs.output` and then follows the job live: each `jobs/output` host event for it reads the new
+// bytes (`since` the last offset) until the output is hidden, the panel closes or the job ends (its
+// last bytes are read then). Refresh reads it whole again.
 import type { Context } from 'cordis'
-import { useEffect, useState } from 'react'
+import { useEffect, useRef, useState } from 'react'
 import { Store, useStore, useT, type SessionSlotProps } from '@dsh/client-runtime'
-import { JOBS_CHANGED, jobsKill, jobsList, jobsOutput, type WireJob } from '../contract.ts'
+import { JOBS_CHANGED, JOBS_OUTPUT, jobsKill, jobsList, jobsOutput, type WireJob } from '../contract.ts'
 
 export const NAMESPACE = 'jobs'
 export const name = '@dsh/ui-jobs'
@@ -144,22 +146,63 @@ export function apply(ctx: Context): void {
   function Job({ sessionId, job }: { sessionId: string; job: WireJob }) {
     const t = useT(NAMESPACE)
     const [shown, setShown] = useState(false)
-    const [output, setOutput] = useState<{ text: string; skipped: number } | undefined>(undefined)
+    const [output, setOutput] = useState<{ text: string; skipped: number; to: number } | undefined>(undefined)
     const [error, setError] = useState<string | undefined>(undefined)
     const [stopping, setStopping] = useState(false)
-    const load = () =>
-      ctx.remote.call(jobsOutput, { sessionId, jobId: job.id }).then(
-        (out) => {
-          setOutput({ text: out.text, skipped: out.skipped })
-          setError(undefined)
-        },
-        (e: Error) => setError(e.message),
-      )
+    // Reads are serialised: `whole` reads from byte 0, otherwise from the last offset read; a read
+    // asked for while one runs is done once after it.
+    const reader = useRef({ to: 0, busy: false, again: false, whole: false, live: true })
+    const read = (whole: boolean) => {
+      const r = reader.current
+      if (whole) r.whole = true
+      if (r.busy) {
+        r.again = true
+        return
+      }
+      r.busy = true
+      void (async () => {
+        do {
+          r.again = false
+          const fresh = r.whole
+          r.whole = false
+          try {
+            const out = await ctx.remote.call(jobsOutput, { sessionId, jobId: job.id, since: fresh ? 0 : r.to })
+            if (!r.live) return
+            r.to = out.to
+            setOutput((prev) =>
+              fresh || !prev
+                ? { text: out.text, skipped: out.skipped, to: out.to }
+                : { text: prev.text + out.text, skipped: prev.skipped + out.skipped, to: out.to },
+            )
+            setError(undefined)
+          } catch (e) {
+            if (r.live) setError((e as Error).message)
+          }
+        } while (r.again && r.live)
+        r.busy = false
+      })()
+    }
+    useEffect(
+      () => () => {
+        reader.current.live = false
+      },
+      [],
+    )
     // Read on open, and again when the job ends (its last bytes).
-    // biome-ignore lint/correctness/useExhaustiveDependencies: the status change is the trigger; load is rebuilt each render
+    // biome-ignore lint/correctness/useExhaustiveDependencies: the status change is the trigger; read is rebuilt each render
     useEffect(() => {
-      if (shown) void load()
+      if (shown) read(output === undefined)
     }, [shown, job.status])
+    // While shown and running: follow the host's output events for this job.
+    // biome-ignore lint/correctness/useExhaustiveDependencies: read is rebuilt each render; the reader ref is stable
+    useEffect(() => {
+      if (!shown || job.status !== 'running') return
+      return ctx.connection.onHost((event) => {
+        if (event.type === JOBS_OUTPUT && event.jobId === job.id && event.sessionId === sessionId) {
+          if (typeof event.to !== 'number' || event.to > reader.current.to) read(false)
+        }
+      })
+    }, [shown, job.status, job.id, sessionId])
     const status =
       job.status === 'exited' ? t('status.exited', { code: String(job.exitCode ?? '') }) : t(`status.${job.status}`)
     return (
@@ -173,7 +216,7 @@ export function apply(ctx: Context): void {
             {shown ? t('hide') : t('output')}
           </button>
           {shown ? (
-            <button type="button" data-job-output="refresh" onClick={() => void load()}>
+            <button type="button" data-job-output="refresh" onClick={() => read(true)}>
               {t('refresh')}
             </button>
           ) : null}
