@@ -7,7 +7,6 @@ import { describe, expect, it } from 'vitest'
 import type { SessionStreamEvent } from '@dsh/web-protocol'
 import { foldConversation, type ConversationNode, type ToolNode } from '@dsh/conversation-model'
 import { ChatView, textBlocks, turnClosers, turnOpeners, WINDOW } from '../src/client/chat-view.tsx'
-import { Composer } from '../src/client/composer.tsx'
 import { en, translator, zh } from '../src/client/strings.ts'
 import { ContextSection, PlanSection } from '../src/client/panel.tsx'
 
@@ -107,23 +106,6 @@ describe('ChatView', () => {
     )
     expect(html).toMatch(/data-node="queued".*Queued.*second question/s)
     expect(html).toContain('Working…')
-  })
-})
-
-describe('Composer', () => {
-  const base = { t, onSend: () => {}, onCancel: () => {}, history: [] }
-  it('offers Send when idle, and Queue, Steer and Stop while a turn runs', () => {
-    const idle = renderToStaticMarkup(h(Composer, { ...base, running: false }))
-    expect(idle).toContain('>Send</button>')
-    expect(idle).not.toContain('Stop')
-    const busy = renderToStaticMarkup(h(Composer, { ...base, running: true }))
-    expect(busy).toMatch(/>Steer<\/button>.*>Queue<\/button>.*>Stop<\/button>/s)
-  })
-  it('is replaced by a takeover, and read-only when disabled', () => {
-    expect(renderToStaticMarkup(h(Composer, { ...base, running: true, takeover: h('div', null, 'APPROVE?') }))).toBe(
-      '<div class="dsh-composer dsh-composer-takeover"><div>APPROVE?</div></div>',
-    )
-    expect(renderToStaticMarkup(h(Composer, { ...base, running: false, disabled: true }))).toContain('readOnly=""')
   })
 })
 

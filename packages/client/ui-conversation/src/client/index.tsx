@@ -8,7 +8,7 @@ import { memo, useCallback, useEffect, useMemo } from 'react'
 import { Slot, useCtx, type SessionSlotProps } from '@dsh/client-runtime'
 import type { AssistantNode, ConversationSnapshot, ToolNode } from '@dsh/conversation-model'
 import { ChatView, type MessageActions } from './chat-view.tsx'
-import { Composer, type SendMode } from './composer.tsx'
+import { Composer, type SendMode } from '@dsh/conversation-composer'
 import { useSnapshot, useSnapshotSlice, useStableT } from './hooks.ts'
 import { ContextSection, PlanSection } from './panel.tsx'
 import { ConversationStore } from './store.ts'
@@ -32,7 +32,7 @@ function SlotFence(p: FenceProps) {
 }
 
 export { ChatView, turnClosers, turnOpeners, type ChatViewProps, type MessageActions } from './chat-view.tsx'
-export { Composer, type ComposerProps, type SendMode } from './composer.tsx'
+export { Composer, type ComposerProps, type SendMode } from '@dsh/conversation-composer'
 export { PlanSection, ContextSection } from './panel.tsx'
 export { ConversationStore } from './store.ts'
 export { useSnapshot, useSnapshotSlice, useStableT } from './hooks.ts'

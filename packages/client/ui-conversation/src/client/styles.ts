@@ -1,6 +1,6 @@
 // The conversation's stylesheet, added to the page while the plugin is loaded. Colours come from
 // the design tokens (`--dsh-color-*`, @dsh/client-design), which follow the theme.
-import { IMAGES_CSS } from './images.tsx'
+import { COMPOSER_CSS, IMAGES_CSS } from '@dsh/conversation-composer'
 
 export const CSS =
   `
@@ -51,19 +51,9 @@ export const CSS =
 .dsh-earlier{align-self:center;}
 .dsh-jump{position:sticky;bottom:8px;left:50%;transform:translateX(-50%);display:block;margin:0 auto;border:1px solid var(--dsh-color-border);background:var(--dsh-color-bg-subtle);color:var(--dsh-color-fg);border-radius:14px;padding:4px 12px;cursor:pointer;}
 .dsh-link-button{background:none;border:none;color:var(--dsh-color-accent);cursor:pointer;padding:0 4px;font:inherit;font-size:12px;}
-.dsh-composer{max-width:860px;width:100%;margin:0 auto;box-sizing:border-box;border:1px solid var(--dsh-color-border-strong);border-radius:var(--dsh-radius-xl);background:var(--dsh-color-surface);box-shadow:var(--dsh-shadow-1);padding:8px 10px 8px;transition:border-color var(--dsh-motion-fast),box-shadow var(--dsh-motion-fast);}
-.dsh-composer:focus-within{border-color:var(--dsh-color-focus);box-shadow:0 0 0 1px var(--dsh-color-focus),var(--dsh-shadow-1);}
-.dsh-composer-takeover{border:none;box-shadow:none;background:transparent;padding:0;}
-.dsh-composer-input{width:100%;box-sizing:border-box;resize:none;font:inherit;line-height:1.5;padding:4px 4px;border:none;background:transparent;color:inherit;}
-.dsh-composer-input:focus{outline:none;}
-.dsh-composer-bar{display:flex;align-items:center;flex-wrap:wrap;gap:8px;margin-top:6px;}
-.dsh-composer-tools{display:flex;flex-wrap:wrap;align-items:center;gap:6px;}
-.dsh-composer-tools select{font-size:12px;padding:3px 24px 3px 8px;border-color:var(--dsh-color-border);background-color:var(--dsh-color-bg-subtle);max-width:200px;}
-@media (max-width:720px){.dsh-composer-hint{display:none;}}
-.dsh-composer-hint{flex:1 1 0;min-width:0;white-space:nowrap;overflow:hidden;text-overflow:ellipsis;font-size:12px;color:var(--dsh-color-fg-muted);}
-.dsh-composer-tools button{font-size:12px;padding:3px 10px;}
-.dsh-composer-error{color:var(--dsh-color-danger);font-size:13px;margin-top:4px;}
-.dsh-button{font:inherit;font-size:13px;padding:5px 12px;border-radius:8px;border:1px solid var(--dsh-color-border);background:transparent;color:inherit;cursor:pointer;}
+` +
+  COMPOSER_CSS +
+  `.dsh-button{font:inherit;font-size:13px;padding:5px 12px;border-radius:8px;border:1px solid var(--dsh-color-border);background:transparent;color:inherit;cursor:pointer;}
 .dsh-button:disabled{opacity:.5;cursor:default;}
 .dsh-button-primary{background:var(--dsh-color-accent);border-color:var(--dsh-color-accent);color:var(--dsh-color-accent-fg);}
 .dsh-button-danger{color:var(--dsh-color-danger);border-color:currentColor;}
@@ -76,4 +66,5 @@ export const CSS =
 .dsh-panel-todo li[data-status=in_progress] .dsh-panel-todo-text{font-weight:600;}
 .dsh-sr-only{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap;}
 .dsh-muted{color:var(--dsh-color-fg-muted);}
-` + IMAGES_CSS
+` +
+  IMAGES_CSS

@@ -4,7 +4,7 @@
 import { memo, useEffect, useRef, useState } from 'react'
 import type { UserNode } from '@dsh/conversation-model'
 import { Check, Copy, IconButton, Pencil, RotateCcw } from '@dsh/client-design'
-import { UserText } from './images.tsx'
+import { UserText } from '@dsh/conversation-composer'
 import type { Translate } from './strings.ts'
 
 /**

@@ -5,11 +5,10 @@
 import { createElement as h } from 'react'
 import { renderToStaticMarkup } from 'react-dom/server'
 import { describe, expect, it } from 'vitest'
-import { Composer } from '../src/client/composer.tsx'
-import { joinImages, splitImages, UserText } from '../src/client/images.tsx'
-import { en, translator } from '../src/client/strings.ts'
+import { Composer } from '../src/composer.tsx'
+import { joinImages, splitImages, UserText } from '../src/images.tsx'
+import { t } from './translate.ts'
 
-const t = translator(en)
 const A = `sha256:${'a'.repeat(64)}`
 const B = `sha256:${'b'.repeat(64)}`
 
