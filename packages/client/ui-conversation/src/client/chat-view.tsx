@@ -6,6 +6,7 @@
 // "Show earlier"), keeping what is on screen in place. The rows themselves are in chat-rows.tsx.
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState, type ReactNode } from 'react'
 import type { AssistantNode, ConversationNode, ConversationSnapshot, ToolNode, UserNode } from '@dsh/conversation-model'
+import { UserText } from '@dsh/conversation-composer'
 import { renderNode } from './chat-rows.tsx'
 import type { Translate } from './strings.ts'
 import type { MessageActions } from './user-message.tsx'
@@ -209,7 +210,7 @@ export function ChatView({ snapshot, t, renderTool, empty, actions, renderAnswer
           <div key={q.id} className="dsh-msg dsh-msg-user dsh-queued" data-node="queued">
             <div className="dsh-msg-bubble">
               <span className="dsh-badge">{q.mode === 'steer' ? t('steering') : t('queued')}</span>
-              {q.text}
+              <UserText text={q.text} t={t} />
             </div>
           </div>
         ))}

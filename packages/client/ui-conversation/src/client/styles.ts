@@ -41,6 +41,7 @@ export const CSS =
 .dsh-msg-edit{width:min(100%,640px);display:flex;flex-direction:column;gap:6px;}
 .dsh-msg-edit-input{width:100%;box-sizing:border-box;font:inherit;line-height:1.5;padding:8px 12px;border-radius:12px;border:1px solid var(--dsh-color-focus);background:var(--dsh-color-surface);color:var(--dsh-color-fg);resize:vertical;}
 .dsh-msg-edit-bar{display:flex;gap:8px;align-items:center;justify-content:flex-end;}
+.dsh-msg-edit-images{justify-content:flex-end;padding:8px 8px 0 0;}
 .dsh-msg-edit-bar .dsh-msg-meta{flex:1;margin:0;}
 .dsh-msg-error{color:var(--dsh-color-danger);}
 .dsh-thinking-preview{margin-left:8px;opacity:.75;font-style:italic;}

@@ -4,7 +4,7 @@
 import { memo, useEffect, useRef, useState } from 'react'
 import type { UserNode } from '@dsh/conversation-model'
 import { Check, Copy, IconButton, Pencil, RotateCcw } from '@dsh/client-design'
-import { UserText } from '@dsh/conversation-composer'
+import { ImageThumbs, joinImages, splitImages, UserText } from '@dsh/conversation-composer'
 import type { Translate } from './strings.ts'
 
 /**
@@ -42,7 +42,11 @@ export function CopyAction({ text, t, label }: { text: string; t: Translate; lab
   )
 }
 
-/** The inline editor of a user message: Enter sends (as a branch), Shift+Enter breaks the line, Esc cancels. */
+/**
+ * The inline editor of a user message: Enter sends (as a branch), Shift+Enter breaks the line, Esc
+ * cancels. The message's images are thumbnails above the field (each with Remove), the field holds
+ * the text without their tokens, and the tokens go back in front of the text when it is sent.
+ */
 function EditForm({
   text,
   t,
@@ -56,7 +60,10 @@ function EditForm({
   onSend: (text: string) => void
   onCancel: () => void
 }) {
-  const [value, setValue] = useState(text)
+  // Split once, when the editor opens: what is edited from then on is the user's.
+  const [initial] = useState(() => splitImages(text))
+  const [images, setImages] = useState(initial.images)
+  const [value, setValue] = useState(initial.text)
   const area = useRef<HTMLTextAreaElement>(null)
   useEffect(() => {
     const el = area.current
@@ -64,8 +71,9 @@ function EditForm({
     el.focus()
     el.setSelectionRange(el.value.length, el.value.length)
   }, [])
+  const empty = !value.trim() && !images.length
   const send = () => {
-    if (value.trim() && !busy) onSend(value)
+    if (!empty && !busy) onSend(joinImages(value, images))
   }
   return (
     <form
@@ -76,6 +84,12 @@ function EditForm({
         send()
       }}
     >
+      <ImageThumbs
+        images={images}
+        t={t}
+        className="dsh-msg-edit-images"
+        onRemove={(index) => setImages((list) => list.filter((_, i) => i !== index))}
+      />
       <textarea
         ref={area}
         className="dsh-msg-edit-input"
@@ -100,7 +114,7 @@ function EditForm({
         <button type="button" className="dsh-button" onClick={onCancel}>
           {t('message.cancel')}
         </button>
-        <button type="submit" className="dsh-button dsh-button-primary" disabled={busy || !value.trim()}>
+        <button type="submit" className="dsh-button dsh-button-primary" disabled={busy || empty}>
           {t('message.send')}
         </button>
       </div>
