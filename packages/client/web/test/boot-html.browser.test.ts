@@ -56,7 +56,9 @@ describe('the page dsh web serves', () => {
       ) as string[]
       const fetched = await page.evaluate(() =>
         performance.getEntriesByType('resource').map((r) => ({
-          path: new URL(r.name).pathname,
+          // With the query: a hot reload (client-hmr, when a half is rebuilt meanwhile) imports
+          // `<entry>?v=...`, a new module, not a second fetch of the preloaded one.
+          path: new URL(r.name).pathname + new URL(r.name).search,
           start: r.startTime,
           end: (r as PerformanceResourceTiming).responseEnd,
         })),
