@@ -3,7 +3,9 @@
 // tool call's notifications/progress show on its running card as a bar with "3/10 message", and
 // a prompt the server adds mid-session (notifications/prompts/list_changed) is in the `/` menu
 // without a restart; the `@` menu lists the server's resources, and only a picked one becomes
-// context.
+// context. A server mounted in the session's own scope (a plugin's per-session server, as an
+// editor's are) is in that session's `@` menu too, without its resource template (which the menu
+// could only send unfilled).
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -23,11 +25,30 @@ import {
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
 
 const fixture = fileURLToPath(new URL('../../../mcp/mcp-client/test/fixtures/changing-server.mjs', import.meta.url))
-const release = join(mkdtempSync(join(tmpdir(), 'dsh-mcp-web-')), 'release')
+const notes = fileURLToPath(new URL('../../../mcp/mcp-client/test/fixtures/notes-server.mjs', import.meta.url))
+const scratch = mkdtempSync(join(tmpdir(), 'dsh-mcp-web-'))
+const release = join(scratch, 'release')
+// A plugin that mounts the notes server in the scope of each agent, as an editor's per-session
+// servers are mounted (ctx.mcp.add with the agent's scope).
+const perSession = join(scratch, 'per-session-mcp.mjs')
+writeFileSync(
+  perSession,
+  `export const name = 'per-session-mcp'
+export const inject = ['mcp']
+export function apply(ctx) {
+  ctx.on('agent/created', (agent) => {
+    ctx.mcp.add('notes', { command: ${JSON.stringify(process.execPath)}, args: [${JSON.stringify(notes)}] }, { scope: agent.scope })
+  })
+}
+`,
+)
 const PATCH = `- id: mcp
   config:
     servers:
       changing: { command: ${JSON.stringify(process.execPath)}, args: [${JSON.stringify(fixture)}] }
+- insert:
+    - id: per-session-mcp
+      name: ${JSON.stringify(perSession)}
 `
 const STEPS = [
   { toolCalls: [{ id: 'c_slow', name: 'mcp__changing__slow', arguments: { done: 3, total: 10, release } }] },
@@ -35,6 +56,7 @@ const STEPS = [
   { toolCalls: [{ id: 'c_add', name: 'mcp__changing__add_prompt', arguments: { name: 'fresh' } }] },
   { text: 'Added.' },
   { text: 'Counted.' },
+  { text: 'Noted.' },
 ]
 
 describe.skipIf(!hasChromium())('MCP in the web client', () => {
@@ -101,9 +123,34 @@ describe.skipIf(!hasChromium())('MCP in the web client', () => {
         sessionId: new URL(page.url()).pathname.split('/').pop(),
       })
       const human = events.filter((e: any) => e.type === 'user/message' && e.data.source.kind === 'human').at(-1)
-      expect(human.data.source.references).toEqual([
-        { kind: 'resource', server: 'changing', uri: 'fixture://counter' },
-      ])
+      expect(human.data.source.references).toEqual([{ kind: 'resource', server: 'changing', uri: 'fixture://counter' }])
+    })
+  })
+
+  it("lists the session's own scoped server in the @ menu, without its template", async () => {
+    await withArtifacts(page, 'mcp-scoped-resources', async () => {
+      const sessionId = new URL(page.url()).pathname.split('/').pop()!
+      await input().fill('')
+      await input().click()
+      await page.keyboard.type('see @notes:')
+      const menu = page.locator('[data-trigger-menu="@"]')
+      const today = menu.locator('[data-trigger-item="mcp:notes:notes://today"]')
+      await today.waitFor()
+      // The template came in the same answer as the resource: the menu asked without templates.
+      expect(await menu.locator('[data-trigger-item^="mcp:notes:"]').count()).toBe(1)
+      await page.keyboard.press('Enter')
+      await page.keyboard.press('Enter')
+      await page.locator('[data-node="assistant"]', { hasText: 'Noted.' }).waitFor()
+      const body = JSON.stringify(app.mock.requests.at(-1)?.body)
+      expect(body).toContain('<resource server=\\"notes\\" uri=\\"notes://today\\">')
+      expect(body).toContain("today's note")
+      // The method: templates unless asked without; another session (no live agent) sees globals only.
+      const all = await app.call('mcp.resources', { sessionId, query: 'notes' })
+      expect(all.resources.map((r: { uri: string }) => r.uri)).toEqual(['notes://today', 'notes://day/{day}'])
+      const { session } = await app.call<{ session: { sessionId: string } }>('sessions.create', { cwd: app.cwd })
+      const other = await app.call('mcp.resources', { sessionId: session.sessionId })
+      expect(other.resources.map((r: { server: string }) => r.server)).toContain('changing')
+      expect(other.resources.map((r: { server: string }) => r.server)).not.toContain('notes')
     })
   })
 })

@@ -1,5 +1,6 @@
-// The MCP method of the web host (browser-safe): the resources and resource templates of the
-// connected MCP servers, for the composer's `@` menu (a pick inserts `@server:uri`).
+// The MCP method of the web host (browser-safe): the resources and resource templates of the MCP
+// servers a session sees (the global ones and its own scope's), for the composer's `@` menu (a pick
+// inserts `@server:uri`).
 import Schema from 'schemastery'
 import { defineMethod } from '@dsh/web-protocol'
 
@@ -14,11 +15,12 @@ export interface McpResourceMatch {
 
 export const mcpResources = defineMethod('mcp.resources', {
   description:
-    'Resources and resource templates of the connected MCP servers (as last listed) whose `server:uri`, name or description contains `query` (case-insensitive), servers by name; each is mentioned as `@server:uri`.',
+    "Resources and resource templates (as last listed) of the MCP servers `sessionId` sees (the global servers and those of its agent's scope, a scoped server shadowing a global one of its name) whose `server:uri`, name or description contains `query` (case-insensitive), servers by name; each is mentioned as `@server:uri`. `templates: false` leaves templates out.",
   params: Schema.object({
     sessionId: Schema.string().min(1).required(),
     query: Schema.string().default(''),
     limit: Schema.natural().min(1).max(200).default(20),
+    templates: Schema.boolean().default(true),
   }),
   result: Schema.object({
     resources: Schema.array(

@@ -223,7 +223,7 @@ export class McpClient extends Service {
       },
       { prepend: true },
     )
-    registerWebApi(ctx, () => this.resourceMentions())
+    registerWebApi(ctx, (scope) => this.resourceMentions(scope))
     // `@server:uri` in a human message: the resource follows as logged context (subscriptions.ts).
     ctx.on('agent/pre-step', async (payload, next) => {
       const { scope, session } = payload.agent

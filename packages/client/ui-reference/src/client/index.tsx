@@ -2,9 +2,9 @@
 // workspace files from `files.search` (fuzzy, .gitignore respected); a pick inserts `@path`, which
 // @dsh/file-reference expands into the file's content when the message is sent. Sessions: other
 // sessions of the catalog by title; a pick inserts `@session:<id>`, which
-// @dsh/session-reference expands into that session's summary. MCP resources: the connected MCP
-// servers' resources from `mcp.resources`; a pick inserts `@server:uri`, which @dsh/mcp-client
-// expands into the resource's text.
+// @dsh/session-reference expands into that session's summary. MCP resources: the resources of the
+// servers the session sees, from `mcp.resources` (templates left out); a pick inserts
+// `@server:uri`, which @dsh/mcp-client expands into the resource's text.
 import type { Context } from 'cordis'
 import { filesSearch } from '@dsh/file-reference/contract'
 import { mcpResources } from '@dsh/mcp-client/contract'
@@ -19,14 +19,12 @@ const en = {
   sessions: 'Sessions',
   untitled: '(untitled)',
   resources: 'MCP resources',
-  template: 'template',
 }
 const zh: Record<keyof typeof en, string> = {
   files: '文件',
   sessions: '会话',
   untitled: '(无标题)',
   resources: 'MCP 资源',
-  template: '模板',
 }
 
 export function apply(ctx: Context): void {
@@ -79,9 +77,11 @@ export function apply(ctx: Context): void {
 }
 
 /**
- * Registers the MCP resources source: the connected servers' resources and templates from
- * `mcp.resources`; a pick inserts `@server:uri` and marks it as a reference, which @dsh/mcp-client
- * expands into the resource's text when the message is sent. A host without the method lists none.
+ * Registers the MCP resources source: the resources of the servers the session sees (global and its
+ * own scope's) from `mcp.resources`; a pick inserts `@server:uri` and marks it as a reference, which
+ * @dsh/mcp-client expands into the resource's text when the message is sent. Resource templates are
+ * left out: a `{variable}` left unfilled names no resource the server can read, and the menu has no
+ * way to fill it. A host without the method lists none.
  */
 function registerMcpResources(ctx: Context, t: (key: keyof typeof en) => string): void {
   ctx.inputTriggers.register({
@@ -91,12 +91,12 @@ function registerMcpResources(ctx: Context, t: (key: keyof typeof en) => string)
     order: 5,
     async candidates(query, { sessionId }, signal) {
       const { resources } = await ctx.remote
-        .call(mcpResources, { sessionId, query, limit: 10 }, { signal })
+        .call(mcpResources, { sessionId, query, limit: 10, templates: false }, { signal })
         .catch(() => ({ resources: [] }))
       return resources.map((r) => ({
         id: `mcp:${r.server}:${r.uri}`,
         label: `${r.server}:${r.uri}`,
-        detail: `${r.name}${r.template ? ` (${t('template')})` : ''}${r.description ? ` · ${r.description}` : ''}`,
+        detail: `${r.name}${r.description ? ` · ${r.description}` : ''}`,
         insert: `@${r.server}:${r.uri}`,
         reference: { kind: 'resource' as const, server: r.server, uri: r.uri },
       }))
