@@ -79,6 +79,8 @@ export function checkListedTools(listed: unknown[], validator: SchemaCompiler | 
  * rejects it and with it the server), so each tool is checked on its own by `checkListedTools`.
  */
 export async function listAllTools(client: Client, timeout: number): Promise<unknown[]> {
+  // A server that offers no tools (only resources or prompts) need not answer tools/list at all.
+  if (client.getServerCapabilities()?.tools === undefined) return []
   const { PaginatedResultSchema } = loadedSdk!
   const tools: unknown[] = []
   let cursor: string | undefined
