@@ -1,18 +1,17 @@
-// `dsh-acp` in the e2b world through config (the world-e2b layer as a `--patch` layer), driven by
+// `dsh-acp` in the e2b world through `--world e2b` (the world-e2b layer, as for `dsh --world e2b`), driven by
 // the official ACP SDK as the client, with E2B played by @dsh/e2b-standin and the model by
 // @dsh/llm-mock-server: the session's write and bash run in the sandbox, the local tree stays
 // untouched, and when the client goes away the sandbox is killed and its change saved as a patch.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { execFile } from 'node:child_process'
+import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
 import { startE2bStandin, type E2bStandin } from '@dsh/e2b-standin'
-import { initialize, startAcp, workspace } from '@dsh/cli-testkit/acp'
+import { bin as ACP_BIN, initialize, startAcp, workspace } from '@dsh/cli-testkit/acp'
 
 vi.setConfig({ testTimeout: 90_000, hookTimeout: 60_000 })
-
-const WORLD = fileURLToPath(new URL('../cordis.patch.yml', import.meta.url))
 
 let standin: E2bStandin
 let server: MockServer
@@ -31,7 +30,7 @@ afterAll(async () => {
   await standin?.close()
 })
 
-describe('dsh-acp --patch world-e2b', () => {
+describe('dsh-acp --world e2b', () => {
   it('runs the session in a sandbox, and kills it with the change saved when the client leaves', async () => {
     const { home, cwd } = workspace()
     writeFileSync(join(cwd, 'README'), 'local input\n')
@@ -40,7 +39,7 @@ describe('dsh-acp --patch world-e2b', () => {
     const p = await startAcp(
       { DSH_HOME: home, DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'sk-test-not-a-real-key', ...standin.env },
       cwd,
-      ['--patch', WORLD],
+      ['--world', 'e2b'],
     )
     await initialize(p.agent)
     const { sessionId } = await p.agent.request('session/new', { cwd, mcpServers: [] })
@@ -67,5 +66,28 @@ describe('dsh-acp --patch world-e2b', () => {
     expect(saved![1]).toBe(id)
     expect(readFileSync(saved![2], 'utf8')).toContain('+from acp')
     expect(existsSync(join(cwd, 'made.txt'))).toBe(false)
+  })
+})
+
+describe('dsh-acp --world: help and bad names', () => {
+  const run = (args: string[]) =>
+    promisify(execFile)(process.execPath, [ACP_BIN, ...args], {
+      env: { ...process.env, DSH_HOME: '/nonexistent' },
+    }).then(
+      (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
+      (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
+    )
+  it('lists --world in --help', async () => {
+    const r = await run(['--help'])
+    expect(r.code).toBe(0)
+    expect(r.stdout).toMatch(/--world NAME +where commands and files live: local \| e2b/)
+  })
+  it('refuses an unknown world in one line, exit 2, and a missing name', async () => {
+    const bad = await run(['--world', 'mars'])
+    expect(bad.code).toBe(2)
+    expect(bad.stderr.split('\n')[0]).toBe('dsh-acp: --world: unknown world "mars" (known: local, e2b)' + '')
+    const bare = await run(['--world'])
+    expect(bare.code).toBe(2)
+    expect(bare.stderr).toContain('--world needs a world name (local, e2b)')
   })
 })

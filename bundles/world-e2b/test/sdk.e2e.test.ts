@@ -1,4 +1,4 @@
-// `dsh-jsonrpc-agent` in the e2b world through config (the world-e2b layer as a `--patch` layer),
+// `dsh-jsonrpc-agent` in the e2b world through `--world e2b` (the world-e2b layer, as for `dsh --world e2b`),
 // driven by the SDK client (`Harness` of @dsh/sdk-client), with E2B played by @dsh/e2b-standin and
 // the model by @dsh/llm-mock-server: the session's edit and bash run in the sandbox, the local tree
 // stays untouched, and at shutdown the sandbox is killed and its change saved as a patch.
@@ -6,6 +6,8 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { execFile } from 'node:child_process'
+import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
 import { startE2bStandin, type E2bStandin } from '@dsh/e2b-standin'
@@ -13,7 +15,6 @@ import { Harness } from '@dsh/sdk-client'
 
 vi.setConfig({ testTimeout: 90_000, hookTimeout: 60_000 })
 
-const WORLD = fileURLToPath(new URL('../cordis.patch.yml', import.meta.url))
 const BIN = fileURLToPath(new URL('../node_modules/@dsh/sdk-server/bin/dsh-jsonrpc-agent.mjs', import.meta.url))
 
 let standin: E2bStandin
@@ -36,7 +37,7 @@ afterAll(async () => {
   await standin?.close()
 })
 
-describe('dsh-jsonrpc-agent --patch world-e2b', () => {
+describe('dsh-jsonrpc-agent --world e2b', () => {
   it('runs the session in a sandbox, and kills it with the change saved at shutdown', async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'dsh-e2b-sdk-'))
     writeFileSync(join(cwd, 'notes.txt'), 'alpha\nbeta\n')
@@ -44,7 +45,7 @@ describe('dsh-jsonrpc-agent --patch world-e2b', () => {
     const before = new Set(standin.sandboxes().map((x) => x.record.id))
     const harness = await Harness.start({
       bin: BIN,
-      args: ['--patch', WORLD],
+      args: ['--world', 'e2b'],
       cwd,
       env: {
         PATH: process.env.PATH,
@@ -78,5 +79,28 @@ describe('dsh-jsonrpc-agent --patch world-e2b', () => {
     } finally {
       await harness.close()
     }
+  })
+})
+
+describe('dsh-jsonrpc-agent --world: help and bad names', () => {
+  const run = (args: string[]) =>
+    promisify(execFile)(process.execPath, [BIN, ...args], { env: { ...process.env, DSH_HOME: '/nonexistent' } }).then(
+      (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
+      (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
+    )
+  it('lists --world in --help', async () => {
+    const r = await run(['--help'])
+    expect(r.code).toBe(0)
+    expect(r.stdout).toMatch(/--world NAME +where commands and files live: local \| e2b/)
+  })
+  it('refuses an unknown world in one line, exit 2, and a missing name', async () => {
+    const bad = await run(['--world', 'mars'])
+    expect(bad.code).toBe(2)
+    expect(bad.stderr.split('\n')[0]).toBe(
+      'dsh-jsonrpc-agent: --world: unknown world "mars" (known: local, e2b)' + ' (see --help)',
+    )
+    const bare = await run(['--world'])
+    expect(bare.code).toBe(2)
+    expect(bare.stderr).toContain('--world needs a world name (local, e2b)')
   })
 })

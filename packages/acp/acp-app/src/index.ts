@@ -18,6 +18,7 @@ import {
   type Composition,
   type Layer,
 } from '@dsh/app-boot'
+import { WORLD_HELP, worldPatch } from '@dsh/app-boot/worlds'
 import { homeLayout, resolveDshHome } from '@dsh/home-paths'
 import { claimStdout } from '@dsh/acp'
 
@@ -25,12 +26,13 @@ const pkgFile = fileURLToPath(new URL('../package.json', import.meta.url))
 const appDir = dirname(pkgFile)
 const appLayerFile = resolve(appDir, 'cordis.patch.yml')
 
-export const HELP = `Usage: dsh-acp [--patch FILE]... [--dump-config]
+export const HELP = `Usage: dsh-acp [--world NAME] [--patch FILE]... [--dump-config]
 
 Serves the Agent Client Protocol (newline-delimited JSON-RPC) on stdin/stdout for editors.
 Stdout carries protocol frames only; logs go to stderr. Closing stdin cancels running work and exits.
 
 Options:
+  --world NAME    ${WORLD_HELP}
   --patch FILE    apply one more cordis.patch.yml layer (repeatable; after $DSH_HOME/cordis.patch.yml)
   --dump-config   print the composed rows as YAML and exit
   -h, --help      show this help
@@ -57,6 +59,11 @@ export function parseAcpArgs(argv: readonly string[]): AcpArgs {
       const value = a === '--patch' ? argv[++i] : a.slice('--patch='.length)
       if (!value) return { action: 'error', patches, error: '--patch needs a file' }
       patches.push(value)
+    } else if (a === '--world' || a.startsWith('--world=')) {
+      // The same flag as `dsh --world`: one more patch layer, where commands and files live.
+      const world = worldPatch(a === '--world' ? argv[++i] : a.slice('--world='.length))
+      if (world.error) return { action: 'error', patches, error: world.error }
+      if (world.patch) patches.push(world.patch)
     } else return { action: 'error', patches, error: `unknown argument ${JSON.stringify(a)}` }
   }
   return { action, patches }

@@ -1,5 +1,6 @@
 // @ts-check
 import { fileURLToPath } from 'node:url'
+import { worldPatch } from '@dsh/app-boot/worlds'
 // Launcher argument parsing. Plain JavaScript so `dsh --help` and `dsh --version` run without
 // a TypeScript loader. The launcher's value flags (--profile, --patch, --dump-config) are taken
 // wherever they appear before `--`; --help, --version and the subcommand words (web, sessions,
@@ -31,14 +32,8 @@ export const SESSIONS_PATCH = fileURLToPath(
   new URL('../../../session/sessions-cli/sessions.patch.yml', import.meta.url),
 )
 
-/**
- * Patch layers `--world NAME` adds: where commands and files live (bundles/world-NAME). `local`
- * is the base bundle's own world and adds nothing.
- * @type {Record<string, string>}
- */
-export const WORLD_PATCHES = {
-  e2b: fileURLToPath(new URL('../../../../bundles/world-e2b/cordis.patch.yml', import.meta.url)),
-}
+/** Patch layers `--world NAME` adds: shared with dsh-acp and dsh-jsonrpc-agent (@dsh/app-boot/worlds). */
+export { WORLD_PATCHES } from '@dsh/app-boot/worlds'
 
 /**
  * @typedef {object} LauncherArgs
@@ -99,12 +94,10 @@ export function parseLauncherArgs(argv) {
       i += v.used
     } else if (token === '--world' || token.startsWith('--world=')) {
       const v = flagValue('--world')
-      const known = ['local', ...Object.keys(WORLD_PATCHES)].join(', ')
-      if (!v?.value) return fail(`--world needs a world name (${known})`)
-      if (v.value !== 'local' && !Object.hasOwn(WORLD_PATCHES, v.value))
-        return fail(`--world: unknown world "${v.value}" (known: ${known})`)
-      if (v.value !== 'local') out.patches.push(WORLD_PATCHES[v.value])
-      i += v.used
+      const world = worldPatch(v?.value)
+      if (world.error) return fail(world.error)
+      if (world.patch) out.patches.push(world.patch)
+      i += v?.used ?? 0
     } else if (token === '--dump-config') {
       out.dumpConfig = true
     } else if (front && token === '--version') {

@@ -15,13 +15,14 @@ import {
   runTree,
   type Layer,
 } from '@dsh/app-boot'
+import { WORLD_HELP, worldPatch } from '@dsh/app-boot/worlds'
 import { resolveDshHome } from '@dsh/home-paths'
 import { ExitCode } from '@dsh/surface-kit'
 
 const pkgFile = fileURLToPath(new URL('../package.json', import.meta.url))
 const version = (JSON.parse(readFileSync(pkgFile, 'utf8')) as { version: string }).version
 
-export const HELP = `Usage: dsh-jsonrpc-agent [--patch FILE]... [--dump-config] [CONFIG]
+export const HELP = `Usage: dsh-jsonrpc-agent [--world NAME] [--patch FILE]... [--dump-config] [CONFIG]
 
 Serves the dsh SDK protocol (newline-delimited JSON-RPC 2.0) on stdin/stdout until stdin closes
 or a client sends "shutdown". stdout carries protocol frames only; logs go to stderr.
@@ -30,6 +31,7 @@ The composition is the patch layer CONFIG, else the file named by $DSH_CORDIS_CO
 shipped default: @dsh/bundle-base plus the sdk-server layer (approval + jsonrpc rows).
 
 Options:
+  --world NAME   ${WORLD_HELP}
   --patch FILE   apply FILE as one more patch layer over the composition (repeatable)
   --dump-config  print the composed rows as one YAML layer and exit
   -h, --help     show this help
@@ -84,6 +86,11 @@ export async function main(opts: MainOptions): Promise<number> {
       const file = args[++i]
       if (file === undefined) return usage(stderr, '--patch needs a FILE')
       patches.push(file)
+    } else if (args[i] === '--world' || args[i].startsWith('--world=')) {
+      // The same flag as `dsh --world`: one more patch layer, where commands and files live.
+      const world = worldPatch(args[i] === '--world' ? args[++i] : args[i].slice('--world='.length))
+      if (world.error) return usage(stderr, world.error)
+      if (world.patch) patches.push(world.patch)
     } else if (args[i].startsWith('-')) return usage(stderr, `unknown option ${args[i]}`)
     else positional.push(args[i])
   }
