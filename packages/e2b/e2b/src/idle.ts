@@ -95,6 +95,22 @@ async function idleOut(owner: IdleOwner, slot: Slot): Promise<void> {
   owner.state.notices.push(
     `the E2B sandbox ${id} was idle for ${seconds} s and was killed (idle.action: kill)${file ? `; its change was saved to ${file}` : ''}; the next command starts a new sandbox from the local tree`,
   )
+  slot.idleNote = modelNote(id, `was idle for ${seconds} s and was killed`, file !== undefined)
+}
+
+/**
+ * The one line the model reads in its next request when its sandbox went away while idle: what
+ * it wrote there is not in the next sandbox, which starts again from the user's local tree.
+ */
+export function modelNote(id: string, what: string, saved: boolean): string {
+  return `Note from the e2b world: the E2B sandbox ${id} ${what}. Files you created or changed there are not in the next sandbox${saved ? ' (the user has them as a patch, not yet applied locally)' : ''}; the next command starts a new sandbox holding a fresh copy of the user's local project, so redo any change you still need.`
+}
+
+/** Hands the calling slot's pending idle note to the next request once (`agent/pre-step`). */
+export function takeIdleNote(slot: Slot): string | undefined {
+  const note = slot.idleNote
+  slot.idleNote = undefined
+  return note
 }
 
 /** Resumes a slot's sandbox paused for idleness (the SDK's connect resumes a paused sandbox). */
@@ -122,6 +138,7 @@ export async function wake(
       action: 'lost',
       reason: 'gone while paused for idleness',
     })
+    slot.idleNote = modelNote(id, 'was paused while idle and is gone (killed or expired)', false)
     return undefined
   }
   owner.created.set(id, sandbox)

@@ -16,11 +16,12 @@ import type { SubagentLink, SubagentWorldLease } from '@dsh/subagent'
 import type { SubprocessService } from '@dsh/subprocess'
 import type {} from '@dsh/session-persistence'
 import type {} from '@dsh/api-gateway'
+import type {} from '@dsh/agent'
 import { e2bApply, e2bKeep, e2bReview, type E2bReview, type E2bSettled } from './contract.ts'
 import { explain, isGone, logEvent, readApiKey, retrying } from './calls.ts'
 import { E2bConfigSchema } from './config.ts'
 import { abandon, endSandbox, type EndingOwner } from './ending.ts'
-import { disarm, markBusy, touch, wake, wakeAll, type IdleOwner } from './idle.ts'
+import { disarm, markBusy, takeIdleNote, touch, wake, wakeAll, type IdleOwner } from './idle.ts'
 import { reconnectContinued, type ReconnectOwner } from './reconnect.ts'
 import { applyCommand, applyPatch } from './local-patch.ts'
 import * as remote from './remote.ts'
@@ -195,6 +196,14 @@ export class E2bService extends Service {
     ctx.on('app/stopping', async () => {
       this.state.stopping.abort()
       await Promise.all([...this.state.opening].map((p) => p.catch(() => {})))
+    })
+    // A sandbox that went away while idle took the files only it held: the next request of an
+    // agent in that slot (the run's, or a child's inside its lease) says so in one line, once.
+    ctx.on('agent/pre-step', async (payload, next) => {
+      const note = takeIdleNote(this.slot())
+      if (note !== undefined)
+        payload.messages.unshift({ content: note, source: { kind: 'plugin', plugin: '@dsh/e2b' } })
+      return next()
     })
     ctx.effect(() => () => this.release(), 'e2b: end the sandboxes this run created')
   }

@@ -131,6 +131,11 @@ export interface Slot {
   idleTimer?: unknown
   /** The id of this slot's sandbox paused for idleness (the next use resumes it). */
   paused?: string
+  /**
+   * For the model, once: this slot's sandbox went away while idle (killed, or gone while paused),
+   * so the files only it held are gone. Said in the next request of an agent in this slot.
+   */
+  idleNote?: string
 }
 
 /** The clock of the idle timer (replaceable: tests drive it without waiting). */

@@ -9,6 +9,7 @@ import { Context } from 'cordis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startE2bStandin, type E2bStandin } from '@dsh/e2b-standin'
 import type { ProcessExit } from '@dsh/subprocess'
+import type { PreStepPayload } from '@dsh/agent'
 import E2bService, { type E2bConfig, type IdleClock } from '../src/index.ts'
 import E2bSubprocessService from '@dsh/subprocess-e2b'
 import E2bFileSystem from '@dsh/fs-e2b'
@@ -68,6 +69,19 @@ async function world(idle: E2bConfig['idle'], extra: Partial<E2bConfig> = {}) {
       for (const fiber of fibers.reverse()) await fiber.dispose()
     },
   }
+}
+
+/** The messages `agent/pre-step` adds to a request of the run's agent (as the agent loop asks it). */
+async function preStep(ctx: Context): Promise<string[]> {
+  const payload = { agent: {}, turn: 0, step: 0, messages: [] } as unknown as PreStepPayload
+  const decision = await ctx.waterfall('agent/pre-step', payload, async () => ({
+    action: 'enter' as const,
+    messages: payload.messages,
+  }))
+  if (decision.action !== 'enter') throw new Error('pre-step rejected')
+  return decision.messages
+    .filter((m) => m.source.kind === 'plugin' && m.source.plugin === '@dsh/e2b')
+    .map((m) => String(m.content))
 }
 
 const text = (exit: ProcessExit) => new TextDecoder().decode(exit.output.merged?.head ?? new Uint8Array())
@@ -132,10 +146,17 @@ describe('idle sandboxes', () => {
     try {
       expect(text(await run(ctx, 'echo kept > b.txt; echo ok').exited)).toBe('ok\n')
       const id = ctx.e2b.sandboxId as string
+      // Nothing to say while the sandbox lives.
+      expect(await preStep(ctx)).toEqual([])
       await clock.elapse()
       expect(standin.get(id)).toBeUndefined()
       const patch = join(dir, `${id}.patch`)
       expect(readFileSync(patch, 'utf8')).toContain('+kept')
+      // The model is told in its next request, once, that its files there are gone.
+      expect(await preStep(ctx)).toEqual([
+        `Note from the e2b world: the E2B sandbox ${id} was idle for 5 s and was killed. Files you created or changed there are not in the next sandbox (the user has them as a patch, not yet applied locally); the next command starts a new sandbox holding a fresh copy of the user's local project, so redo any change you still need.`,
+      ])
+      expect(await preStep(ctx)).toEqual([])
       // A new machine: the killed one's files are not there (they are in the patch).
       expect(text(await run(ctx, 'test -e b.txt && echo present || echo absent').exited)).toBe('absent\n')
       const next = ctx.e2b.sandboxId as string
@@ -146,6 +167,27 @@ describe('idle sandboxes', () => {
       )
       expect(standin.get(next)).toBeUndefined()
       expect(existsSync(patch)).toBe(true)
+    } finally {
+      await close()
+    }
+  })
+
+  it('pause: a paused sandbox gone before the next use is replaced, and the model told so', async () => {
+    const { ctx, clock, close } = await world({ afterMs: 60_000, action: 'pause' })
+    try {
+      expect(text(await run(ctx, 'echo one > a.txt; echo ok').exited)).toBe('ok\n')
+      const id = ctx.e2b.sandboxId as string
+      await clock.elapse()
+      expect(standin.get(id)?.record.state).toBe('paused')
+      // A paused sandbox that resumes says nothing; this one is killed behind dsh's back.
+      expect(await preStep(ctx)).toEqual([])
+      expect(standin.kill(id)).toBe(true)
+      expect(text(await run(ctx, 'test -e a.txt && echo present || echo absent').exited)).toBe('absent\n')
+      expect(ctx.e2b.sandboxId).not.toBe(id)
+      expect(await preStep(ctx)).toEqual([
+        `Note from the e2b world: the E2B sandbox ${id} was paused while idle and is gone (killed or expired). Files you created or changed there are not in the next sandbox; the next command starts a new sandbox holding a fresh copy of the user's local project, so redo any change you still need.`,
+      ])
+      expect(await preStep(ctx)).toEqual([])
     } finally {
       await close()
     }
