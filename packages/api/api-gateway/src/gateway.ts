@@ -76,6 +76,10 @@ declare module 'cordis' {
   interface Context {
     api: ApiGateway
   }
+  interface Events {
+    /** A host stream client connected or went away; `count` is how many are open now. */
+    'api/host-clients'(count: number): void
+  }
 }
 
 interface Entry {
@@ -198,6 +202,11 @@ export class ApiGateway extends Service {
     return entry.handler(params, call)
   }
 
+  /** How many host stream clients are open (pages of `dsh web`, other subscribers). */
+  get hostClientCount(): number {
+    return this.hostClients.size
+  }
+
   /** Sends an event to every host stream client. */
   publishHost(event: HostStreamEvent): void {
     for (const client of [...this.hostClients]) client.send(undefined, event)
@@ -257,10 +266,13 @@ export class ApiGateway extends Service {
     const client = new SseClient(req, res, {
       maxBufferedBytes: this.config.clientBufferBytes,
       heartbeatMs: this.config.heartbeatMs,
-      onClose: () => clients.delete(client),
+      onClose: () => {
+        if (clients.delete(client)) this.ctx.emit('api/host-clients', clients.size)
+      },
     })
     clients.add(client)
     client.send(undefined, { type: 'hello' })
+    this.ctx.emit('api/host-clients', clients.size)
   }
 
   private async openSession(req: IncomingMessage, res: ServerResponse, url: URL, sessionId: string): Promise<void> {

@@ -11,7 +11,7 @@ export interface HmrPlugin {
 export interface ClientPluginsChanged {
   [key: string]: unknown
   type: 'client-plugins/changed'
-  /** Halves to (re)load: changed files, or a row enabled since the last poll. */
+  /** Halves to (re)load: changed files, or a row enabled since the last check. */
   load: HmrPlugin[]
   /** Packages whose half is no longer served (row disabled or removed). */
   unload: string[]
