@@ -1,16 +1,26 @@
-// Images in the conversation. A message carries an image as a token in its text
+// Images in the conversation. A message typed here carries an image as a token in its text
 // (`[image sha256:<hex> <name>]`, written by @dsh/ui-attachment after `POST /attachments`; the
 // host's @dsh/attachment turns it into pixels for the model). Here the tokens are taken out of
-// the text and shown as thumbnails (served by `GET /attachments/<id>`); a thumbnail opens the
-// image in a dialog (focus kept inside, Escape or the close button closes it, focus goes back).
+// the text and shown as thumbnails (served by `GET /attachments/<id>`). A message from another
+// surface (an ACP client's prompt) or a tool result may instead carry image blocks; the
+// conversation model gives those a `data:` URL (`src`), drawn by the same thumbnails. A thumbnail
+// opens the image in a dialog (focus kept inside, Escape or the close button closes it, focus
+// goes back).
 import { useMemo, useRef, useState } from 'react'
 import { Dialog, IconButton, X } from '@dsh/client-design'
 import type { Translate } from './strings.ts'
 
-export interface ImageRef {
-  /** `sha256:<hex>` */
+/** What a thumbnail draws. */
+export interface ThumbImage {
+  /** `sha256:<hex>` of a stored attachment, or (with `src`) a key unique in its list. */
   id: string
   name?: string
+  /** Where the pixels are (e.g. a `data:` URL); absent: the stored attachment `id`. */
+  src?: string
+}
+
+/** An image token of a message's text. */
+export interface ImageRef extends ThumbImage {
   /** The token as it appears in the text. */
   token: string
 }
@@ -50,7 +60,8 @@ export function joinImages(text: string, images: readonly ImageRef[]): string {
 /** Where the host serves a stored image. */
 export const imageUrl = (id: string): string => `/attachments/${encodeURIComponent(id)}`
 
-const labelOf = (image: ImageRef, t: Translate): string => image.name || t('image.unnamed')
+const srcOf = (image: ThumbImage): string => image.src ?? imageUrl(image.id)
+const labelOf = (image: ThumbImage, t: Translate): string => image.name || t('image.unnamed')
 
 /**
  * A row of thumbnails; each opens the image in the viewer. With `onRemove` (the composer) each
@@ -62,12 +73,12 @@ export function ImageThumbs({
   onRemove,
   className,
 }: {
-  images: readonly ImageRef[]
+  images: readonly ThumbImage[]
   t: Translate
   onRemove?: (index: number) => void
   className?: string
 }) {
-  const [open, setOpen] = useState<ImageRef | undefined>(undefined)
+  const [open, setOpen] = useState<ThumbImage | undefined>(undefined)
   // The thumbnail that opened the viewer gets the focus back when it closes (the dialog has no
   // trigger of its own to return it to).
   const opener = useRef<HTMLElement | null>(null)
@@ -92,7 +103,7 @@ export function ImageThumbs({
                 setOpen(image)
               }}
             >
-              <img src={imageUrl(image.id)} alt="" loading="lazy" decoding="async" />
+              <img src={srcOf(image)} alt="" loading="lazy" decoding="async" />
             </button>
             {onRemove ? (
               <IconButton
@@ -118,20 +129,24 @@ export function ImageThumbs({
           testId="image-viewer"
           closeLabel={t('image.close')}
         >
-          <img className="dsh-image-full" src={imageUrl(open.id)} alt={labelOf(open, t)} />
+          <img className="dsh-image-full" src={srcOf(open)} alt={labelOf(open, t)} />
         </Dialog>
       ) : null}
     </>
   )
 }
 
-/** A user message's text: its images as thumbnails, then the text without the tokens. */
-export function UserText({ text, t }: { text: string; t: Translate }) {
+/**
+ * A user message's text: its images as thumbnails (the message's own image blocks, `blocks`,
+ * then the tokens of its text), then the text without the tokens.
+ */
+export function UserText({ text, t, blocks }: { text: string; t: Translate; blocks?: readonly ThumbImage[] }) {
   const split = useMemo(() => splitImages(text), [text])
-  if (!split.images.length) return text
+  const images = useMemo(() => (blocks?.length ? [...blocks, ...split.images] : split.images), [blocks, split.images])
+  if (!images.length) return text
   return (
     <>
-      <ImageThumbs images={split.images} t={t} />
+      <ImageThumbs images={images} t={t} />
       {split.text.trim() ? split.text : null}
     </>
   )

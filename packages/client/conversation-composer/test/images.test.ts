@@ -58,4 +58,16 @@ describe('image tokens', () => {
     expect(message).toContain('aria-label="View image unnamed"')
     expect(message).toMatch(/<\/ul>Which colour\?$/)
   })
+
+  it("draw an image block's own source, before the text's tokens", () => {
+    const src = 'data:image/png;base64,iVBORw0KGgo='
+    const message = renderToStaticMarkup(
+      h(UserText, { text: `[image ${B}] Which colour?`, t, blocks: [{ id: 'u1:image0', name: 'PNG 1', src }] }),
+    )
+    const imgs = [...message.matchAll(/<img src="([^"]+)"/g)].map((m) => m[1])
+    expect(imgs).toEqual([src, `/attachments/sha256%3A${'b'.repeat(64)}`])
+    expect(message).toContain('aria-label="View image PNG 1"')
+    // A message with image blocks and no text is its thumbnails alone.
+    expect(renderToStaticMarkup(h(UserText, { text: '', t, blocks: [{ id: 'x', src }] }))).toContain(`src="${src}"`)
+  })
 })

@@ -7,6 +7,7 @@
 import type { WireEvent } from '@dsh/web-protocol'
 import type {
   ConversationNode,
+  ImageView,
   JsonObject,
   QueuedPrompt,
   ThinkingNode,
@@ -16,7 +17,15 @@ import type {
   UsageTotals,
 } from './types.ts'
 
-type Block = { type: string; text?: string; callId?: string; name?: string; arguments?: string }
+type Block = {
+  type: string
+  text?: string
+  callId?: string
+  name?: string
+  arguments?: string
+  mediaType?: unknown
+  data?: unknown
+}
 
 interface LiveStep {
   turn: number
@@ -44,16 +53,38 @@ export function parseArguments(raw: string): JsonObject | undefined {
   }
 }
 
-const textOf = (content: unknown): { text: string; images: number } => {
-  const blocks = Array.isArray(content) ? (content as Block[]) : []
-  return {
-    text: blocks
-      .filter((b) => b.type === 'text')
-      .map((b) => b.text ?? '')
-      .join('\n'),
-    images: blocks.filter((b) => b.type === 'image').length,
-  }
+/** Base64 characters of one image block beyond which it is counted, not drawn (12 MiB decoded). */
+export const MAX_IMAGE_DATA_CHARS = 16 * 1024 * 1024
+/** Raster types a browser draws in an `<img>` (no SVG: a document, not pixels). */
+const DRAWABLE = /^image\/(png|jpeg|gif|webp|avif|bmp)$/
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/
+
+/** The view of an image block (`{type: 'image', mediaType, data}` with base64 `data`). */
+export function imageView(block: { mediaType?: unknown; data?: unknown }): ImageView {
+  const mediaType = typeof block.mediaType === 'string' ? block.mediaType.toLowerCase() : ''
+  const data = typeof block.data === 'string' ? block.data : ''
+  const pad = data.endsWith('==') ? 2 : data.endsWith('=') ? 1 : 0
+  const bytes = Math.max(0, Math.floor((data.length * 3) / 4) - pad)
+  const drawable =
+    data.length > 0 &&
+    data.length <= MAX_IMAGE_DATA_CHARS &&
+    data.length % 4 === 0 &&
+    DRAWABLE.test(mediaType) &&
+    BASE64.test(data)
+  return { mediaType, ...(drawable ? { src: `data:${mediaType};base64,${data}` } : {}), bytes }
 }
+
+const blocksOf = (content: unknown): Block[] =>
+  Array.isArray(content) ? (content as Block[]).filter((b) => b !== null && typeof b === 'object') : []
+const textOf = (content: unknown): string =>
+  blocksOf(content)
+    .filter((b) => b.type === 'text')
+    .map((b) => b.text ?? '')
+    .join('\n')
+const imagesOf = (content: unknown): ImageView[] =>
+  blocksOf(content)
+    .filter((b) => b.type === 'image')
+    .map(imageView)
 
 /** How long a thinking node's `preview` (the end of its text) is kept, in characters. */
 export const PREVIEW_CHARS = 240
@@ -181,9 +212,10 @@ export function foldEvent(s: FoldState, event: WireEvent): void {
 }
 
 function onUserMessage(s: FoldState, event: WireEvent, data: Record<string, any>): void {
-  const { text, images } = textOf(data.content)
+  const text = textOf(data.content)
   const source = data.source ?? { kind: 'human' }
   if (source.kind === 'human') {
+    const images = imagesOf(data.content)
     push(s, { kind: 'user', key: `u${event.seq}`, seq: event.seq, turn: s.turn, text, images, time: event.time })
     // The first queued prompt with this text has been claimed.
     const at = s.queued.findIndex((q) => q.text === text)
@@ -460,7 +492,8 @@ function onToolProgress(s: FoldState, data: Record<string, any>): void {
 function onToolResult(s: FoldState, event: WireEvent, data: Record<string, any>): void {
   const message = data.message ?? {}
   const key = callKey(s, message.callId, false)
-  const { text, images } = textOf(message.content)
+  const text = textOf(message.content)
+  const images = imagesOf(message.content)
   const isError = message.isError === true || data.error !== undefined
   const result: ToolResultView = {
     text,
@@ -502,9 +535,7 @@ function onTurnEnd(s: FoldState, event: WireEvent, data: Record<string, any>): v
     }
   }
   s.turnRunning = false
-  const rejected = Array.isArray(data.rejected)
-    ? data.rejected.map((r: { content: unknown }) => textOf(r.content).text)
-    : []
+  const rejected = Array.isArray(data.rejected) ? data.rejected.map((r: { content: unknown }) => textOf(r.content)) : []
   if (data.reason !== 'completed' || rejected.length > 0) {
     push(s, {
       kind: 'turn-end',

@@ -12,9 +12,25 @@ export interface UserNode {
   seq: number
   turn: number
   text: string
-  /** Image blocks the message carried (not rendered inline). */
-  images: number
+  /** The image blocks the message carried (an ACP client's prompt images, ...), in order. */
+  images: readonly ImageView[]
   time: number
+}
+
+/**
+ * An image block of a message or a tool result, as a view can draw it. `src` is a `data:` URL
+ * built once, when the block is folded: later nodes and snapshots share that one string, so the
+ * pixels are not copied per change or per render. Absent when the block cannot be shown safely
+ * (its type is not a raster image type, its data is not base64, or it is over
+ * `MAX_IMAGE_DATA_CHARS`); the image is then only counted.
+ */
+export interface ImageView {
+  /** As the block gave it, e.g. `image/png`. */
+  mediaType: string
+  /** `data:<mediaType>;base64,<data>`. */
+  src?: string
+  /** Decoded size in bytes (from the base64 length). */
+  bytes: number
 }
 
 /** Model-facing context a plugin or the system added (sandbox notes, instructions): muted. */
@@ -62,7 +78,8 @@ export type ToolStatus = 'streaming' | 'running' | 'done' | 'error' | 'cancelled
 export interface ToolResultView {
   /** The text blocks joined (what the model saw). */
   text: string
-  images: number
+  /** The image blocks of the result (see ImageView). */
+  images: readonly ImageView[]
   isError: boolean
   error?: { code: string; message: string }
   meta?: JsonObject

@@ -173,7 +173,7 @@ describe('message action points', () => {
     seq: 0,
     turn,
     text: key,
-    images: 0,
+    images: [],
     time: 0,
   })
   const answer = (key: string, turn: number, streaming = false): ConversationNode => ({

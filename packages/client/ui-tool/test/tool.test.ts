@@ -126,7 +126,7 @@ describe('cards', () => {
       name: 'mystery',
       arguments: '{"a":1',
       status: 'done',
-      result: { text: 'ok', images: 0, isError: false },
+      result: { text: 'ok', images: [], isError: false },
     }
     // A success starts collapsed (one line); a failure opens with its arguments and error.
     const ok = renderToStaticMarkup(h(GenericCard, { node, t }))
@@ -139,7 +139,7 @@ describe('cards', () => {
           status: 'error',
           result: {
             text: 'bad',
-            images: 0,
+            images: [],
             isError: true,
             error: { code: 'INVALID_ARGUMENTS', message: 'arguments are not JSON' },
           },

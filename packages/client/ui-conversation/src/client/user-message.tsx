@@ -1,10 +1,10 @@
 // A user message of the chat view: its bubble, Copy, and (when the plugin passes actions) edit
 // and retry, which both resend the text in a fork taken before the message's turn. CopyAction is
 // shared with the answers.
-import { memo, useEffect, useRef, useState } from 'react'
-import type { UserNode } from '@dsh/conversation-model'
+import { memo, useEffect, useMemo, useRef, useState } from 'react'
+import type { ImageView, UserNode } from '@dsh/conversation-model'
 import { Check, Copy, IconButton, Pencil, RotateCcw } from '@dsh/client-design'
-import { ImageThumbs, joinImages, splitImages, UserText } from '@dsh/conversation-composer'
+import { ImageThumbs, joinImages, splitImages, type ThumbImage, UserText } from '@dsh/conversation-composer'
 import type { Translate } from './strings.ts'
 
 /**
@@ -122,6 +122,20 @@ function EditForm({
   )
 }
 
+/**
+ * The thumbnails of a message's image blocks (an ACP client's prompt images): the ones the model
+ * gave a `data:` URL, named by type and position (`PNG 1`); the rest are only counted.
+ */
+export function blockImages(key: string, images: readonly ImageView[]): { thumbs: ThumbImage[]; hidden: number } {
+  const thumbs: ThumbImage[] = []
+  images.forEach((image, i) => {
+    if (!image.src) return
+    const type = image.mediaType.replace(/^image\//, '').toUpperCase()
+    thumbs.push({ id: `${key}:image${i}`, name: `${type} ${i + 1}`, src: image.src })
+  })
+  return { thumbs, hidden: images.length - thumbs.length }
+}
+
 export const UserMessage = memo(function UserMessage({
   node,
   t,
@@ -135,6 +149,7 @@ export const UserMessage = memo(function UserMessage({
   const [editing, setEditing] = useState(false)
   const [busy, setBusy] = useState(false)
   const [error, setError] = useState<string | undefined>(undefined)
+  const blocks = useMemo(() => blockImages(node.key, node.images), [node.key, node.images])
   const resend = (text: string) => {
     if (!actions || busy) return
     setBusy(true)
@@ -157,8 +172,8 @@ export const UserMessage = memo(function UserMessage({
       ) : (
         // biome-ignore lint/a11y/useSemanticElements: a message bubble, not a form control group, so <fieldset> would be wrong; role=group only lets the bubble carry its 'You' label (a plain div may not)
         <div className="dsh-msg-bubble" role="group" aria-label={t('you')}>
-          <UserText text={node.text} t={t} />
-          {node.images > 0 ? <div className="dsh-msg-meta">{t('images', { count: node.images })}</div> : null}
+          <UserText text={node.text} t={t} blocks={blocks.thumbs} />
+          {blocks.hidden > 0 ? <div className="dsh-msg-meta">{t('images', { count: blocks.hidden })}</div> : null}
         </div>
       )}
       {editing ? null : (

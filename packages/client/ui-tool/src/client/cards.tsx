@@ -276,8 +276,8 @@ export const GenericCard = memo(function GenericCard({ node, t }: ToolCardProps)
           ) : (
             <LongText text={node.result.text || t('noOutput')} t={t} />
           )}
-          {node.result.images > 0 ? (
-            <div className="dsh-muted">{t('images', { count: node.result.images })}</div>
+          {node.result.images.length > 0 ? (
+            <div className="dsh-muted">{t('images', { count: node.result.images.length })}</div>
           ) : null}
         </>
       ) : null}
