@@ -112,7 +112,8 @@ export function apply(ctx: Context, config: Config): void {
     let running = false
     let again = false
     let scans = 0
-    const watchers = new Map<string, FSWatcher>()
+    /** Watched directory -> its watcher and inode (a directory replaced by a new one is re-armed). */
+    const watchers = new Map<string, { watcher: FSWatcher; ino: number }>()
     let debounce: ReturnType<typeof setTimeout> | undefined
     let poll: ReturnType<typeof setInterval> | undefined
 
@@ -127,7 +128,7 @@ export function apply(ctx: Context, config: Config): void {
     }
 
     const closeWatchers = () => {
-      for (const watcher of watchers.values()) watcher.close()
+      for (const { watcher } of watchers.values()) watcher.close()
       watchers.clear()
     }
 
@@ -146,22 +147,33 @@ export function apply(ctx: Context, config: Config): void {
       const wanted = new Set<string>()
       for (const dir of dirs) for (const sub of await directoriesOf(dir, config.maxFiles)) wanted.add(sub)
       if (!active) return
-      for (const [path, watcher] of watchers)
+      for (const [path, { watcher }] of watchers)
         if (!wanted.has(path)) {
           watcher.close()
           watchers.delete(path)
         }
       for (const path of wanted) {
-        if (watchers.has(path)) continue
+        let ino: number
+        try {
+          ino = (await stat(path)).ino
+        } catch {
+          continue
+        }
+        if (!active) return
+        const held = watchers.get(path)
+        // Same directory as before: keep its watcher. Replaced (removed and made again): re-arm.
+        if (held?.ino === ino) continue
+        held?.watcher.close()
+        watchers.delete(path)
         try {
           const watcher = watch(path, { persistent: false }, () => schedule())
-          // A watched directory removed or renamed: drop it; the next compare re-arms what exists.
+          // A watched directory removed or renamed: drop it; the next check re-arms what exists.
           watcher.on('error', () => {
             watcher.close()
-            if (watchers.get(path) === watcher) watchers.delete(path)
+            if (watchers.get(path)?.watcher === watcher) watchers.delete(path)
             schedule()
           })
-          watchers.set(path, watcher)
+          watchers.set(path, { watcher, ino })
         } catch (error) {
           const code = (error as NodeJS.ErrnoException).code
           if (code === 'ENOENT' || code === 'ENOTDIR') continue

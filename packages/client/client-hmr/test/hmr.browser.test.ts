@@ -3,7 +3,7 @@
 // the open page shows the new half without reloading (a marker set on the window survives), and
 // the host stream carried exactly that package. With no page open the host reads nothing: its
 // scans (logged under DSH_DEBUG) start when a page connects and stop when the last one leaves.
-import { readFileSync, writeFileSync } from 'node:fs'
+import { cpSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
@@ -84,6 +84,20 @@ describe.skipIf(!hasChromium())('client hot reload', () => {
       expect(await panel.count()).toBe(1)
       expect(errors).toEqual([])
     })
+  })
+
+  it('follows a half whose directory was replaced by a new one', async () => {
+    const panel = page.locator('[data-testid="hello-ui"]')
+    await expect.poll(() => panel.locator('h3').textContent()).toBe('Hello, reloaded')
+    // A build tool that writes a fresh directory and swaps it in: the old watcher's inode is gone.
+    const dir = join(app.cwd, 'hello-ui/client')
+    renameSync(dir, `${dir}.old`)
+    cpSync(`${dir}.old`, dir, { recursive: true })
+    rewrite('Hello, reloaded', 'Hello, new directory')
+    await expect.poll(() => panel.locator('h3').textContent()).toBe('Hello, new directory')
+    // The new directory is watched: the next write inside it is seen too.
+    rewrite('Hello, new directory', 'Hello, reloaded')
+    await expect.poll(() => panel.locator('h3').textContent()).toBe('Hello, reloaded')
   })
 
   it('stops when the last page leaves and reports an idle rebuild to the next page', async () => {
