@@ -7,7 +7,15 @@ import { fileURLToPath } from 'node:url'
 import { afterEach, describe, expect, it } from 'vitest'
 import type * as acp from '@agentclientprotocol/sdk'
 import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
-import { assertOnlyFrames, initialize, normalise, spawnBin, startAcp, workspace, type AcpProcess } from '@dsh/cli-testkit/acp'
+import {
+  assertOnlyFrames,
+  initialize,
+  normalise,
+  spawnBin,
+  startAcp,
+  workspace,
+  type AcpProcess,
+} from '@dsh/cli-testkit/acp'
 
 let server: MockServer | undefined
 const running: AcpProcess[] = []
