@@ -87,7 +87,10 @@ describe.skipIf(!hasChromium())('ui-attachment in the browser', () => {
       expect(await viewer().getByRole('heading').textContent()).toBe('blue.png')
       await page.keyboard.press('Escape')
       await viewer().waitFor({ state: 'detached' })
-      expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).toBe('View image blue.png')
+      // The viewer hands the focus back on the next animation frame after it closed.
+      await expect
+        .poll(() => page.evaluate(() => document.activeElement?.getAttribute('aria-label')))
+        .toBe('View image blue.png')
       await input().press('Enter')
       await page.locator('[data-node="assistant"]', { hasText: 'A small blue square.' }).waitFor()
       const hex = createHash('sha256').update(image).digest('hex')

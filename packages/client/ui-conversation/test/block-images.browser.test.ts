@@ -91,7 +91,10 @@ describe.skipIf(!hasChromium())('image blocks of a message from an ACP client', 
       expect(await viewer.getByRole('heading').textContent()).toBe('PNG 1')
       await page.keyboard.press('Escape')
       await viewer.waitFor({ state: 'detached' })
-      expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).toBe('View image PNG 1')
+      // The viewer hands the focus back on the next animation frame after it closed.
+      await expect
+        .poll(() => page.evaluate(() => document.activeElement?.getAttribute('aria-label')))
+        .toBe('View image PNG 1')
       expect(errors).toEqual([])
     })
   })
