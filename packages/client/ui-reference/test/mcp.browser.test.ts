@@ -97,6 +97,13 @@ describe.skipIf(!hasChromium())('MCP in the web client', () => {
       await page.keyboard.type('add a prompt')
       await page.keyboard.press('Enter')
       await page.locator('[data-node="assistant"]', { hasText: 'Added.' }).waitFor()
+      // The host re-lists the server's prompts when its list_changed arrives, after the tool
+      // answered: the menu reads the list when it opens, so it opens once the host has the prompt.
+      await expect
+        .poll(async () =>
+          ((await app.call('commands.list', {})).commands as Array<{ name: string }>).map((c) => c.name),
+        )
+        .toContain('mcp__changing__fresh')
       await input().click()
       await page.keyboard.type('/mcp__changing__')
       const item = page.locator('[data-trigger-menu="/"] [data-trigger-item="mcp__changing__fresh"]')
