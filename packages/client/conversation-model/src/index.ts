@@ -2,6 +2,7 @@
 // fold of the session log and stream frames into view nodes. A library, not a plugin.
 export * from './types.ts'
 export { imageView, MAX_IMAGE_DATA_CHARS } from './fold.ts'
+export { imageThumbs, type ImageThumb } from './images.ts'
 export {
   ConversationModel,
   foldConversation,

@@ -2,9 +2,9 @@
 // and retry, which both resend the text in a fork taken before the message's turn. CopyAction is
 // shared with the answers.
 import { memo, useEffect, useMemo, useRef, useState } from 'react'
-import type { ImageView, UserNode } from '@dsh/conversation-model'
+import { imageThumbs, type UserNode } from '@dsh/conversation-model'
 import { Check, Copy, IconButton, Pencil, RotateCcw } from '@dsh/client-design'
-import { ImageThumbs, joinImages, splitImages, type ThumbImage, UserText } from '@dsh/conversation-composer'
+import { ImageThumbs, joinImages, splitImages, UserText } from '@dsh/conversation-composer'
 import type { Translate } from './strings.ts'
 
 /**
@@ -122,20 +122,6 @@ function EditForm({
   )
 }
 
-/**
- * The thumbnails of a message's image blocks (an ACP client's prompt images): the ones the model
- * gave a `data:` URL, named by type and position (`PNG 1`); the rest are only counted.
- */
-export function blockImages(key: string, images: readonly ImageView[]): { thumbs: ThumbImage[]; hidden: number } {
-  const thumbs: ThumbImage[] = []
-  images.forEach((image, i) => {
-    if (!image.src) return
-    const type = image.mediaType.replace(/^image\//, '').toUpperCase()
-    thumbs.push({ id: `${key}:image${i}`, name: `${type} ${i + 1}`, src: image.src })
-  })
-  return { thumbs, hidden: images.length - thumbs.length }
-}
-
 export const UserMessage = memo(function UserMessage({
   node,
   t,
@@ -149,7 +135,7 @@ export const UserMessage = memo(function UserMessage({
   const [editing, setEditing] = useState(false)
   const [busy, setBusy] = useState(false)
   const [error, setError] = useState<string | undefined>(undefined)
-  const blocks = useMemo(() => blockImages(node.key, node.images), [node.key, node.images])
+  const blocks = useMemo(() => imageThumbs(node.key, node.images), [node.key, node.images])
   const resend = (text: string) => {
     if (!actions || busy) return
     setBusy(true)

@@ -1,7 +1,7 @@
 // Tool cards: one per kind of call, all sharing the same frame (a header with the tool, what it
 // acted on and its status; a body that may collapse). `cardFor(name)` picks the built-in card;
 // unknown tools get GenericCard.
-import { memo, useState, type ComponentType, type ReactNode } from 'react'
+import { lazy, memo, Suspense, useState, type ComponentType, type ReactNode } from 'react'
 import type { ToolNode } from '@dsh/conversation-model'
 import {
   bashView,
@@ -14,6 +14,21 @@ import {
 } from '../present.ts'
 import { LongText } from './long-text.tsx'
 import type { Translate } from './strings.ts'
+
+// The thumbnails and viewer of a result's images: a chunk of their own, fetched the first time a
+// result carries an image, so the half's entry stays small.
+const ResultImages = lazy(() => import('./result-images.tsx'))
+
+/** A finished call's result images, drawn under the header whether or not the body is open. */
+function ImagesLine({ node, t }: ToolCardProps) {
+  const images = node.result?.images
+  if (!images?.length) return null
+  return (
+    <Suspense fallback={<div className="dsh-muted">{t('images', { count: images.length })}</div>}>
+      <ResultImages callKey={node.key} images={images} t={t} />
+    </Suspense>
+  )
+}
 
 export interface ToolCardProps {
   node: ToolNode
@@ -82,6 +97,7 @@ function Frame({
         </span>
       </header>
       <ProgressLine node={node} t={t} />
+      <ImagesLine node={node} t={t} />
       {open && children ? <div className="dsh-tool-body">{children}</div> : null}
     </section>
   )
@@ -276,9 +292,6 @@ export const GenericCard = memo(function GenericCard({ node, t }: ToolCardProps)
           ) : (
             <LongText text={node.result.text || t('noOutput')} t={t} />
           )}
-          {node.result.images.length > 0 ? (
-            <div className="dsh-muted">{t('images', { count: node.result.images.length })}</div>
-          ) : null}
         </>
       ) : null}
     </Frame>

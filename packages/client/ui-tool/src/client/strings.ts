@@ -36,6 +36,11 @@ export const en = {
   images: '{count} image(s)',
   invalidArguments: 'The model sent arguments that are not valid JSON',
   progress: 'Progress',
+  'image.list': 'Images the tool returned',
+  'image.open': 'View image {name}',
+  'image.close': 'Close the image',
+  'image.unnamed': 'unnamed',
+  'image.remove': 'Remove image {name}',
 } as const
 
 export type ToolKey = keyof typeof en
@@ -75,6 +80,11 @@ export const zh: Record<ToolKey, string> = {
   images: '{count} 张图片',
   invalidArguments: '模型发送的参数不是有效的 JSON',
   progress: '进度',
+  'image.list': '工具返回的图片',
+  'image.open': '查看图片 {name}',
+  'image.close': '关闭图片',
+  'image.unnamed': '未命名',
+  'image.remove': '移除图片 {name}',
 }
 
 export function translator(messages: Record<string, string>, fallback: Record<string, string> = en): Translate {

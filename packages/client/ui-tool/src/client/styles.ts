@@ -18,6 +18,7 @@ html[data-theme=dark] .dsh-tool{--t-term:#0f1115;}
 .dsh-tool-progress-bar{width:120px;height:6px;flex:none;}
 .dsh-tool-progress-count{font-variant-numeric:tabular-nums;}
 .dsh-tool-progress-message{overflow:hidden;text-overflow:ellipsis;white-space:nowrap;}
+.dsh-tool-images{display:flex;flex-direction:column;gap:4px;padding:6px 10px;border-top:1px solid var(--t-border);}
 .dsh-tool-body{padding:8px 10px;display:flex;flex-direction:column;gap:6px;}
 .dsh-tool-section{font-size:11px;text-transform:uppercase;letter-spacing:.04em;color:var(--t-muted);}
 .dsh-tool-error{color:var(--t-bad);white-space:pre-wrap;}
