@@ -27,7 +27,7 @@ import { McpClientConfigSchema, type AddServerOptions, type McpClientConfig } fr
 import { logNotices, staticStatus } from './notices.ts'
 import { projectRequest } from './project.ts'
 import { askSignIn, openInBrowser } from './sign-in.ts'
-import { sessionSubscriptions } from './subscriptions.ts'
+import { recallOnResume, sessionSubscriptions } from './subscriptions.ts'
 import { registerWebApi } from './web-api.ts'
 
 export type { McpServerState, McpServerStatus, RetryOptions } from './server.ts'
@@ -207,6 +207,7 @@ export class McpClient extends Service {
         return () => (this.sessions = undefined)
       }, 'mcp: sessions')
       logNotices(inner, () => this.list())
+      recallOnResume(inner, this.subscriptions, this.connections)
     })
     // The first request of a turn waits (bounded) for servers still starting, so their tools are offered.
     // Project servers still waiting for consent are settled first (asked once, or skipped).

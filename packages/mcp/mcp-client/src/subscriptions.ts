@@ -4,10 +4,14 @@
 // (`mcp/resource-updated`, not model-visible) and, before that session's next model request, the
 // resource is read again and its current text added as one context message. A URI no live
 // session mentions any more is unsubscribed when its next update arrives; a reconnected server
-// is subscribed again to every URI still watched.
+// is subscribed again to every URI still watched. A session that enters the store with a log
+// (resumed, reopened after a restart, forked) watches again what its log mentions
+// (logged-mentions.ts), once the server is connected.
 import type { ReadResourceResult } from '@modelcontextprotocol/sdk/types.js'
 import { type EnteredMessage, expandMentions, MENTION_SOURCE, mentionText, renderResource } from './mentions.ts'
-import type { SessionStore } from '@dsh/session'
+import type { Context } from 'cordis'
+import type { Session, SessionStore } from '@dsh/session'
+import { type LoggedMention, loggedMentions } from './logged-mentions.ts'
 import type { Client } from './sdk.ts'
 
 /** What a subscription needs of a connection (McpServerConnection). */
@@ -68,6 +72,20 @@ export function sessionSubscriptions(
   })
 }
 
+/**
+ * Sessions that enter the store with a log (resumed, reopened, forked; and those already there)
+ * watch again the resources their log mentions. `inner` is the context that injected `sessions`.
+ */
+export function recallOnResume(
+  inner: Context,
+  subscriptions: ResourceSubscriptions,
+  connections: () => readonly SubscribableConnection[],
+): void {
+  const recall = (session: Session) => subscriptions.resume(session.id, loggedMentions(session.events), connections())
+  for (const session of inner.sessions.list()) recall(session)
+  inner.on('session/created', recall)
+}
+
 const attr = (value: string) => value.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;')
 
 /** The model-facing note of an update: what changed, then the resource as it reads now. */
@@ -81,8 +99,10 @@ export function renderUpdate(server: string, uri: string, read: ReadResourceResu
 export class ResourceSubscriptions {
   /** Sessions watching each URI, per connection. */
   private readonly watched = new Map<SubscribableConnection, Map<string, Set<string>>>()
-  /** URIs subscribed on the connection's live client. */
-  private readonly subscribed = new Map<SubscribableConnection, Set<string>>()
+  /** URIs subscribed on the connection's live client (settled once the server answered). */
+  private readonly subscribed = new Map<SubscribableConnection, Map<string, Promise<void>>>()
+  /** Per resumed session, the mentions of its log not yet watched on a connection of this process. */
+  private readonly remembered = new Map<string, LoggedMention[]>()
   /** Updates not told to the model yet, per session, in arrival order (one per connection and URI). */
   private readonly pending = new Map<string, Map<string, { connection: SubscribableConnection; uri: string }>>()
   private readonly connectedNow = new WeakSet<SubscribableConnection>()
@@ -112,6 +132,7 @@ export class ResourceSubscriptions {
       if (got.read) await this.watch(connection, got.uri, sessionId)
       return got
     }
+    await this.recallFor(sessionId, offering)
     const out = await expandMentions(messages, new Set(offering.keys()), limits.maxMentions, read)
     return [...out, ...(await this.take(sessionId))]
   }
@@ -145,9 +166,7 @@ export class ResourceSubscriptions {
       return
     }
     for (const id of sessions) {
-      let queue = this.pending.get(id)
-      if (!queue) this.pending.set(id, (queue = new Map()))
-      queue.set(`${connection.name}\u0000${connection.scope ?? ''}\u0000${uri}`, { connection, uri })
+      this.queue(id, connection, uri)
       this.host.log(id, {
         server: connection.name,
         uri,
@@ -171,6 +190,59 @@ export class ResourceSubscriptions {
     if (this.connectedNow.has(connection)) return
     this.connectedNow.add(connection)
     for (const uri of this.watched.get(connection)?.keys() ?? []) void this.subscribe(connection, uri)
+    // A global server is visible from every session: resumed sessions watch their mentions of it now
+    // (a scope's own server is matched at that session's next step, where its scope is known).
+    if (connection.scope !== undefined) return
+    for (const id of [...this.remembered.keys()]) {
+      if (this.host.live(id)) void this.recall(connection, id)
+      else this.remembered.delete(id)
+    }
+  }
+
+  /**
+   * A session entered the store with a log that mentions `mentions`: each is watched again on the
+   * connected global server of its name now, or when one connects, or at the session's next step
+   * on the server visible from its scope; a logged update the model was not told of is queued.
+   */
+  resume(sessionId: string, mentions: readonly LoggedMention[], connections: readonly SubscribableConnection[]): void {
+    if (mentions.length === 0) return
+    this.remembered.set(
+      sessionId,
+      mentions.map((m) => ({ ...m })),
+    )
+    for (const connection of connections)
+      if (connection.scope === undefined && this.connectedNow.has(connection)) void this.recall(connection, sessionId)
+  }
+
+  /** At a step: the session's remembered mentions of the servers visible from its scope are watched (and stay so). */
+  private async recallFor(sessionId: string, offering: ReadonlyMap<string, SubscribableConnection>): Promise<void> {
+    const mentions = this.remembered.get(sessionId)
+    if (!mentions) return
+    await Promise.all([...offering.values()].map((connection) => this.recall(connection, sessionId)))
+    const left = mentions.filter((m) => !offering.has(m.server))
+    if (left.length > 0) this.remembered.set(sessionId, left)
+    else this.remembered.delete(sessionId)
+  }
+
+  /** Watches the session's remembered mentions of `connection`'s server; settles once subscribed. */
+  private async recall(connection: SubscribableConnection, sessionId: string): Promise<void> {
+    if (!connection.offersResources) return
+    const watches: Promise<void>[] = []
+    for (const mention of this.remembered.get(sessionId) ?? []) {
+      if (mention.server !== connection.name) continue
+      watches.push(this.watch(connection, mention.uri, sessionId))
+      if (!mention.pending) continue
+      mention.pending = false
+      this.queue(sessionId, connection, mention.uri)
+    }
+    await Promise.all(watches)
+  }
+
+  /** Queues an update of `uri` for the session's next step (one per connection and URI). */
+  private queue(sessionId: string, connection: SubscribableConnection, uri: string): void {
+    let queue = this.pending.get(sessionId)
+    if (!queue) this.pending.set(sessionId, (queue = new Map()))
+    queue.set(`${connection.name}\u0000${connection.scope ?? ''}\u0000${uri}`, { connection, uri })
   }
 
   /** The connection is gone for good: nothing of it is watched or pending. */
@@ -199,20 +271,23 @@ export class ResourceSubscriptions {
     return notes
   }
 
-  private async subscribe(connection: SubscribableConnection, uri: string): Promise<void> {
+  /** Subscribes once per URI and live client; a second caller waits for the same answer. */
+  private subscribe(connection: SubscribableConnection, uri: string): Promise<void> {
     let uris = this.subscribed.get(connection)
-    if (!uris) this.subscribed.set(connection, (uris = new Set()))
-    if (uris.has(uri)) return
-    uris.add(uri)
-    await connection
+    if (!uris) this.subscribed.set(connection, (uris = new Map()))
+    const known = uris.get(uri)
+    if (known !== undefined) return known
+    const done: Promise<void> = connection
       .request(undefined, (client, options) => client.subscribeResource({ uri }, options))
       .then(
         () => {},
         (error: Error) => {
-          this.subscribed.get(connection)?.delete(uri)
+          if (this.subscribed.get(connection)?.get(uri) === done) this.subscribed.get(connection)?.delete(uri)
           this.host.warn(`MCP server "${connection.name}": subscribing to ${uri} failed: ${error.message}`)
         },
       )
+    uris.set(uri, done)
+    return done
   }
 
   private unsubscribe(connection: SubscribableConnection, uri: string): void {

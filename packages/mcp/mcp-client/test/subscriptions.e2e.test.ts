@@ -2,7 +2,8 @@
 // server on the official SDK that offers resource subscriptions: a resource the human mentioned is
 // subscribed to, and when the server reports it changed (notifications/resources/updated), the
 // change is logged in the session and the model's next request carries the resource as it reads
-// now. An update of a resource nobody mentioned is ignored.
+// now. An update of a resource nobody mentioned is ignored. A resumed session (`dsh -c`) is
+// subscribed again to what its log mentions, though its server is a new process.
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -73,5 +74,40 @@ describe('MCP resource subscriptions through dsh', () => {
       '@changing:fixture://counter',
       '@changing:fixture://counter (updated)',
     ])
+  })
+
+  it('subscribes a resumed session again to the resources its log mentions', { timeout: 60_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'dsh-mcp-resume-'))
+    const home = join(dir, 'home')
+    const cwd = join(dir, 'project')
+    mkdirSync(home)
+    mkdirSync(cwd)
+    writeFileSync(
+      join(home, 'settings.yaml'),
+      `mcpServers:\n  changing:\n    command: ${JSON.stringify(process.execPath)}\n    args: [${JSON.stringify(changing)}]\n`,
+    )
+    const model = await startMockServer({
+      steps: [
+        { text: 'Watching it.' },
+        { toolCalls: [{ id: 'c_bump', name: 'mcp__changing__bump', arguments: {} }] },
+        { text: 'It is 1 now.' },
+      ] as never,
+    })
+    const env = { DSH_HOME: home, DEEPSEEK_BASE_URL: model.baseURL, DEEPSEEK_API_KEY: 'x' }
+    try {
+      const first = await runDsh(['-p', 'watch @changing:fixture://counter for me'], { cwd, env })
+      expect(first, first.stderr).toMatchObject({ code: 0, stdout: 'Watching it.\n' })
+      // A new dsh process and a new server process: nothing is subscribed until the log is read.
+      const again = await runDsh(['-c', '-p', 'bump the counter'], { cwd, env })
+      expect(again, again.stderr).toMatchObject({ code: 0, stdout: 'It is 1 now.\n' })
+      expect(model.requests).toHaveLength(3)
+      const bump = JSON.stringify(model.requests[2].body)
+      expect(bump).toContain('now 1; subscribed: fixture://counter')
+      expect(userTexts(model.requests[2].body).join('\n')).toContain(
+        '<resource-updated server="changing" uri="fixture://counter">The MCP server "changing" reports that the resource @changing:fixture://counter, mentioned earlier in this session, changed. Its content now:</resource-updated>\n<resource server="changing" uri="fixture://counter">\ncounter 1\n</resource>',
+      )
+    } finally {
+      await model.close()
+    }
   })
 })
