@@ -104,6 +104,17 @@ export class SessionRoutes {
       return { models: (await llm.listModels(p.provider)).map((m) => ({ ...m, id: m.id })) }
     })
     api.register(P.commandsList, () => ({ commands: this.host.opt('commands')?.list() ?? [] }))
+    // Open `/` menus re-read the list when it changes (an MCP prompt that arrives while one is open):
+    // one `commands/changed` per burst (a server's prompts register one by one).
+    let pushing = false
+    this.host.ctx.on('commands/changed', () => {
+      if (pushing) return
+      pushing = true
+      queueMicrotask(() => {
+        pushing = false
+        this.host.publishHost({ type: P.COMMANDS_CHANGED })
+      })
+    })
     api.register(P.commandsExecute, async (p, call) => {
       const commands = this.host.opt('commands')
       if (!commands) throw new ApiError('UNAVAILABLE', 'commands.execute: no commands row is mounted')

@@ -257,6 +257,8 @@ export interface CommandInfo {
   usage?: string
 }
 export const commandsList = defineMethod('commands.list', {
+  description:
+    'The registered slash commands (name, description, usage); the host stream sends `commands/changed` when the list changes.',
   params: Schema.object({}),
   result: Schema.object({
     commands: Schema.array(

@@ -52,6 +52,12 @@ export interface WireQuestion {
   multiSelect?: boolean
 }
 
+/**
+ * Host stream event: the host's command list changed (a command registered or removed, an MCP
+ * server's prompts re-listed); `commands.list` answers the new list. Bursts are sent once.
+ */
+export const COMMANDS_CHANGED = 'commands/changed'
+
 /** Host stream payloads (default event name, JSON data with a `type`). */
 export type HostStreamEvent =
   | { type: 'session/added'; session: SessionRow }
@@ -59,6 +65,7 @@ export type HostStreamEvent =
   | { type: 'session/status'; sessionId: string; status: SessionStatus; queued: number }
   | { type: 'session/changed'; session: SessionRow }
   | { type: 'workspace/changed'; [key: string]: unknown }
+  | { type: typeof COMMANDS_CHANGED }
   | { type: string; [key: string]: unknown }
 
 export type { WireQuestionAnswer }

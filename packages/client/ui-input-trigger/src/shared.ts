@@ -144,6 +144,12 @@ export interface InputTriggersApi {
   /** Closes the open menu. */
   close(): void
   /**
+   * A source's candidates changed (a command registered, a server re-listed): the open menu, when
+   * it shows that source's trigger character, asks every source again for the same query. The
+   * caret, the typed text and the active row stay; nothing happens while no menu is open.
+   */
+  refresh(sourceId?: string): void
+  /**
    * The references picked in `sessionId`'s composer whose token is still in `text` (as a whole
    * word), in pick order without duplicates; the session's picks are forgotten (call it on send).
    */

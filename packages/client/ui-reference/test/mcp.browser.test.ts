@@ -1,8 +1,8 @@
 // MCP in the web client, in real Chromium against the real `dsh web` and the mock model, with a
 // server on the official SDK (@dsh/mcp-client's test fixture, started by the client row): a long
 // tool call's notifications/progress show on its running card as a bar with "3/10 message", and
-// a prompt the server adds mid-session (notifications/prompts/list_changed) is in the `/` menu
-// without a restart; the `@` menu lists the server's resources, and only a picked one becomes
+// a prompt the server adds mid-session (notifications/prompts/list_changed) joins a `/` menu that
+// is open at the time (the host's `commands/changed` push); the `@` menu lists the server's resources, and only a picked one becomes
 // context. A server mounted in the session's own scope (a plugin's per-session server, as an
 // editor's are) is in that session's `@` menu too, without its resource template (which the menu
 // could only send unfilled).
@@ -91,24 +91,28 @@ describe.skipIf(!hasChromium())('MCP in the web client', () => {
     })
   })
 
-  it('lists a prompt the server added mid-session in the / menu', async () => {
+  it('adds a prompt the server lists while the / menu is open to that open menu', async () => {
     await withArtifacts(page, 'mcp-list-changed', async () => {
       await input().click()
-      await page.keyboard.type('add a prompt')
-      await page.keyboard.press('Enter')
-      await page.locator('[data-node="assistant"]', { hasText: 'Added.' }).waitFor()
-      // The host re-lists the server's prompts when its list_changed arrives, after the tool
-      // answered: the menu reads the list when it opens, so it opens once the host has the prompt.
-      await expect
-        .poll(async () =>
-          ((await app.call('commands.list', {})).commands as Array<{ name: string }>).map((c) => c.name),
-        )
-        .toContain('mcp__changing__fresh')
-      await input().click()
       await page.keyboard.type('/mcp__changing__')
-      const item = page.locator('[data-trigger-menu="/"] [data-trigger-item="mcp__changing__fresh"]')
-      await item.waitFor()
-      expect(await page.locator('[data-trigger-menu="/"] [data-trigger-item="mcp__changing__hello"]').count()).toBe(1)
+      const menu = page.locator('[data-trigger-menu="/"]')
+      await menu.locator('[data-trigger-item="mcp__changing__hello"]').waitFor()
+      const opened = await menu.elementHandle()
+      // Another session makes the server add a prompt (its list_changed reaches the host) while
+      // this menu stays open; nothing is typed here meanwhile.
+      const { session } = await app.call<{ session: { sessionId: string } }>('sessions.create', { cwd: app.cwd })
+      await app.call('sessions.prompt', { sessionId: session.sessionId, text: 'add a prompt' })
+      await menu.locator('[data-trigger-item="mcp__changing__fresh"]').waitFor()
+      // The same menu (not one opened again) and the same text under the caret.
+      expect(await opened?.evaluate((el) => el.isConnected)).toBe(true)
+      expect(await input().inputValue()).toBe('/mcp__changing__')
+      expect(await menu.locator('[data-trigger-item="mcp__changing__hello"]').count()).toBe(1)
+      await page.keyboard.press('Escape')
+      await input().fill('')
+      // The other session's turn ends before this one asks the model again (the steps are shared).
+      await expect
+        .poll(async () => JSON.stringify((await app.call('sessions.history', session)).events))
+        .toContain('Added.')
     })
   })
 

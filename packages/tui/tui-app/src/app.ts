@@ -30,6 +30,7 @@ import type {} from '@dsh/user-questions'
 import type {} from '@dsh/e2b'
 import {
   MentionProvider,
+  replaceProvider,
   StatusLine,
   TextBlock,
   Transcript,
@@ -370,7 +371,9 @@ export class TuiApp {
         token: `${r.server}:${r.uri}`,
         description: `${r.name}${r.template ? ' (template)' : ''}${r.description ? ` - ${r.description}` : ''}`,
       }))
-    this.editor.setAutocompleteProvider(
+    // A `/` menu open when the list changes stays open and lists the new commands.
+    replaceProvider(
+      this.editor,
       new MentionProvider(commands, this.options.cwd, this.ctx.get('subprocess') ?? undefined, resources),
     )
   }

@@ -26,6 +26,7 @@ export {
   mentionQuery,
   rankFiles,
   rankCandidates,
+  replaceProvider,
   MAX_FILES,
   SHOWN_OTHERS,
   type MentionCandidate,

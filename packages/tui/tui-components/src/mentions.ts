@@ -4,7 +4,7 @@
 // `ctx.subprocess` by @dsh/file-reference's lister, cached for a few seconds. Other sources (the
 // MCP servers' resources as `@server:uri`) are listed before the files when they match; everything
 // else (slash commands, Tab path completion) is the wrapped provider's.
-import type { AutocompleteItem, AutocompleteProvider, AutocompleteSuggestions } from '@mariozechner/pi-tui'
+import type { AutocompleteItem, AutocompleteProvider, AutocompleteSuggestions, Editor } from '@mariozechner/pi-tui'
 import { listFiles as listWorkspace } from '@dsh/file-reference'
 import type { SubprocessService } from '@dsh/subprocess'
 
@@ -127,4 +127,16 @@ export class MentionProvider implements AutocompleteProvider {
     if (mentionQuery((lines[cursorLine] ?? '').slice(0, cursorCol)) !== undefined) return true
     return this.inner.shouldTriggerFileCompletion?.(lines, cursorLine, cursorCol) ?? false
   }
+}
+
+/**
+ * Gives `editor` a new autocomplete provider (the command list changed). pi-tui's
+ * `setAutocompleteProvider` closes an open menu; a menu open at the time is asked again through
+ * the new provider instead, so a command that arrives while the `/` menu is open joins it.
+ */
+export function replaceProvider(editor: Editor, provider: AutocompleteProvider): void {
+  const open = editor.isShowingAutocomplete()
+  editor.setAutocompleteProvider(provider)
+  // The editor's own re-ask (what a keystroke in an open menu runs); private in pi-tui's types.
+  if (open) (editor as unknown as { tryTriggerAutocomplete?: () => void }).tryTriggerAutocomplete?.()
 }

@@ -1,16 +1,17 @@
 // @dsh/ui-commands/client: the `/` source of `ctx.inputTriggers`. Typing `/` at the start of the
 // composer lists every registered command (name, arguments, description); picking one inserts
-// `/name `. Enter on a line naming a listed command runs it through `commands.execute` (never a
-// model turn), clears the composer and shows the command's output or error above it.
+// `/name `; a `commands/changed` from the host refreshes an open menu. Enter on a line naming a
+// listed command runs it through `commands.execute` (never a model turn), clears the composer and
+// shows the command's output or error above it.
 import type { Context } from 'cordis'
 import { Store, useStore, useT } from '@dsh/client-runtime'
-import type { CommandInfo } from '@dsh/web-protocol'
+import { COMMANDS_CHANGED, type CommandInfo } from '@dsh/web-protocol'
 import type {} from '@dsh/ui-input-trigger/shared'
 import { commandOfLine, matchCommands } from '../commands.ts'
 
 export const NAMESPACE = 'commands'
 export const name = '@dsh/ui-commands'
-export const inject = ['slots', 'locale', 'remote', 'inputTriggers']
+export const inject = ['slots', 'locale', 'remote', 'connection', 'inputTriggers']
 
 const en = {
   group: 'Commands',
@@ -91,6 +92,19 @@ export function apply(ctx: Context): void {
     return loading
   }
   void load().catch(() => {})
+  // The host says when its list changed (an MCP server's prompt arrived, a plugin registered a
+  // command): read it again and refresh an open `/` menu, so what it lists is current while open.
+  ctx.effect(
+    () =>
+      ctx.connection.onHost((event) => {
+        if (event.type !== COMMANDS_CHANGED && event.type !== 'connection/reset') return
+        load(true).then(
+          () => ctx.inputTriggers.refresh('commands'),
+          () => {},
+        )
+      }),
+    'ui-commands: follow the command list',
+  )
   const result = new Store<Outcome | undefined>(undefined)
   const t = (key: keyof typeof en, vars?: Record<string, string | number>) => ctx.locale.t(NAMESPACE, key, vars)
 
@@ -99,7 +113,7 @@ export function apply(ctx: Context): void {
     char: '/',
     group: t('group'),
     async candidates(query) {
-      // The list is re-read each time the menu opens (a plugin may have added a command).
+      // The list is re-read each time the menu opens, and when the host says it changed.
       const commands = await load(query === '')
       return matchCommands(commands, query).map((c) => ({
         id: c.name,

@@ -17,6 +17,7 @@ import {
   type MenuGroup,
   type MenuState,
   type TriggerCandidate,
+  type TriggerMatch,
   type TriggerSession,
   type TriggerSource,
 } from '../shared.ts'
@@ -222,30 +223,42 @@ export class InputTriggers extends Service implements InputTriggersApi {
       current.match.char === match.char
     )
       return
+    this.ask(el, session, match, current?.match.char === match.char ? current.groups : [], 0)
+  }
+
+  refresh(sourceId?: string): void {
+    const state = this.menu.get()
+    if (!state) return
+    if (sourceId !== undefined && !this.sources.some((s) => s.id === sourceId && s.char === state.match.char)) return
+    this.ask(state.anchor, { sessionId: state.sessionId }, state.match, state.groups, state.active)
+  }
+
+  /** Asks the sources of `match`'s character for candidates and shows them (the newest ask wins). */
+  private ask(
+    el: HTMLTextAreaElement,
+    session: TriggerSession,
+    match: TriggerMatch,
+    shown: MenuGroup[],
+    active: number,
+  ): void {
     const generation = ++this.generation
     this.abort?.abort()
     const abort = (this.abort = new AbortController())
     const sources = this.sources.filter((s) => s.char === match.char)
-    this.menu.set({
-      sessionId: session.sessionId,
-      match,
-      anchor: el,
-      groups: current?.match.char === match.char ? current.groups : [],
-      active: 0,
-      loading: true,
-    })
+    this.menu.set({ sessionId: session.sessionId, match, anchor: el, groups: shown, active, loading: true })
     void Promise.allSettled(
       sources.map(async (source) => ({ source, items: await source.candidates(match.query, session, abort.signal) })),
     ).then((results) => {
       if (generation !== this.generation) return
       const groups = results.flatMap((r) => (r.status === 'fulfilled' && r.value.items.length ? [r.value] : []))
       const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')
+      const count = groups.reduce((n, g) => n + g.items.length, 0)
       this.menu.set({
         sessionId: session.sessionId,
         match,
         anchor: el,
         groups,
-        active: 0,
+        active: Math.min(active, Math.max(0, count - 1)),
         loading: false,
         ...(failed ? { error: String(failed.reason?.message ?? failed.reason) } : {}),
       })
