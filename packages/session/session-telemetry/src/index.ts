@@ -69,7 +69,25 @@ export interface TurnRecord extends RecordBase {
   prompt?: string
 }
 
-export type TelemetryRecord = ModelCallRecord | ToolCallRecord | TurnRecord
+/**
+ * A human's recorded feedback: a like/dislike on one answer (`feedback/message`, `rating` and the
+ * rated `messageSeq`) or free text about the session (`feedback/record`, `source`).
+ */
+export interface FeedbackRecord extends RecordBase {
+  kind: 'feedback'
+  /** `message`: a rating of one assistant message; `session`: free-text feedback. */
+  target: 'message' | 'session'
+  rating?: string
+  messageSeq?: number
+  source?: string
+  /** With includeContent: the note or the feedback text. */
+  note?: string
+}
+
+export type TelemetryRecord = ModelCallRecord | ToolCallRecord | TurnRecord | FeedbackRecord
+
+/** Event types that record human feedback (they trigger the replay of a feedback-only backend). */
+export const FEEDBACK_EVENT_TYPES: readonly string[] = ['feedback/message', 'feedback/record']
 
 export interface TelemetryExporter {
   name: string
@@ -121,7 +139,7 @@ export class SessionTelemetry extends Service {
 
   // Mutated in place only (methods may run on a per-caller shadow of the service).
   private readonly exporters: TelemetryExporter[] = []
-  private readonly trackers = new Map<string, Tracker>()
+  private readonly folds = new Map<string, RecordFold>()
   private readonly home: Context
   readonly includeContent: boolean
   private readonly maxContentChars: number
@@ -131,10 +149,10 @@ export class SessionTelemetry extends Service {
     this.home = ctx
     this.includeContent = config.includeContent ?? envFlag(process.env.DSH_TELEMETRY_INCLUDE_CONTENT)
     this.maxContentChars = config.maxContentChars ?? 4000
-    const trackers = this.trackers
+    const folds = this.folds
     ctx.on('session/event', (session, event) => this.onEvent(session, event))
-    ctx.on('session/deleted', (session) => void trackers.delete(session.id))
-    ctx.effect(() => () => trackers.clear(), 'session-telemetry: clear')
+    ctx.on('session/deleted', (session) => void folds.delete(session.id))
+    ctx.effect(() => () => folds.clear(), 'session-telemetry: clear')
   }
 
   /** Adds an exporter; records go to it until the disposer runs or the caller unloads. */
@@ -159,21 +177,87 @@ export class SessionTelemetry extends Service {
     }
   }
 
-  private content(text: string): string {
-    return text.length > this.maxContentChars ? `${text.slice(0, this.maxContentChars)}…` : text
+  /**
+   * The records of a whole log, folded from its first event exactly as live following builds them
+   * (same content setting). For backends that export a session only at some later moment (e.g. at
+   * recorded feedback) rather than as it runs; nothing is handed to the exporters.
+   */
+  replay(events: readonly AnySessionEvent[], sessionId: string): TelemetryRecord[] {
+    const fold = new RecordFold(sessionId, this.foldOptions())
+    const out: TelemetryRecord[] = []
+    for (const event of events) {
+      const record = fold.push(event)
+      if (record) out.push(record)
+    }
+    return out
+  }
+
+  private foldOptions(): FoldOptions {
+    return { includeContent: this.includeContent, maxContentChars: this.maxContentChars }
   }
 
   private onEvent(session: Session, event: AnySessionEvent): void {
     if (this.exporters.length === 0) return
-    let t = this.trackers.get(session.id)
-    if (!t) this.trackers.set(session.id, (t = { calls: new Map() }))
+    let fold = this.folds.get(session.id)
+    if (!fold) this.folds.set(session.id, (fold = new RecordFold(session.id, this.foldOptions())))
+    const record = fold.push(event)
+    if (record) this.emit(record)
+  }
+}
+
+interface FoldOptions {
+  includeContent: boolean
+  maxContentChars: number
+}
+
+/** Folds one session's events, in seq order, into records (one per closing event). */
+export class RecordFold {
+  private readonly t: Tracker = { calls: new Map() }
+
+  constructor(
+    readonly sessionId: string,
+    private readonly options: FoldOptions,
+  ) {}
+
+  private content(text: string): string {
+    const max = this.options.maxContentChars
+    return text.length > max ? `${text.slice(0, max)}…` : text
+  }
+
+  /** The record `event` closes, if any. */
+  push(event: AnySessionEvent): TelemetryRecord | undefined {
+    const t = this.t
+    const sessionId = this.sessionId
+    const includeContent = this.options.includeContent
     const base = (): RecordBase => ({
-      sessionId: session.id,
+      sessionId,
       time: event.time,
       seq: event.seq,
-      ...(t!.turn ? { turn: t!.turn.turn } : {}),
-      ...(t!.step !== undefined ? { step: t!.step } : {}),
+      ...(t.turn ? { turn: t.turn.turn } : {}),
+      ...(t.step !== undefined ? { step: t.step } : {}),
     })
+    const type = event.type as string
+    if (type === 'feedback/message' || type === 'feedback/record') {
+      const data = event.data as {
+        messageSeq?: unknown
+        rating?: unknown
+        note?: unknown
+        text?: unknown
+        source?: unknown
+      }
+      const note = typeof data.note === 'string' ? data.note : typeof data.text === 'string' ? data.text : undefined
+      return {
+        kind: 'feedback',
+        sessionId,
+        time: event.time,
+        seq: event.seq,
+        target: type === 'feedback/message' ? 'message' : 'session',
+        ...(typeof data.rating === 'string' ? { rating: data.rating } : {}),
+        ...(typeof data.messageSeq === 'number' ? { messageSeq: data.messageSeq } : {}),
+        ...(typeof data.source === 'string' ? { source: data.source } : {}),
+        ...(includeContent && note ? { note: this.content(note) } : {}),
+      }
+    }
     switch (event.type) {
       case 'turn/start':
         t.turn = {
@@ -234,14 +318,13 @@ export class SessionTelemetry extends Service {
           ...(event.data.finish ? { finish: event.data.finish } : {}),
           ...(event.data.interrupted ? { interrupted: true } : {}),
           toolCalls: content.filter((b) => b.type === 'tool-call').length,
-          ...(this.includeContent
+          ...(includeContent
             ? { output: this.content(content.map((b) => (b.type === 'text' ? b.text : '')).join('')) }
             : {}),
         }
         t.callStart = event.time
         t.firstChunk = undefined
-        this.emit(record)
-        break
+        return record
       }
       case 'tool/call':
         t.calls.set(event.data.callId, {
@@ -265,7 +348,7 @@ export class SessionTelemetry extends Service {
           t.turn.toolCalls++
           if (isError) t.turn.toolErrors++
         }
-        this.emit({
+        return {
           kind: 'tool_call',
           ...base(),
           tool: call?.name ?? message.name,
@@ -273,22 +356,21 @@ export class SessionTelemetry extends Service {
           ...(call ? { durationMs: event.time - call.start } : {}),
           isError,
           ...(event.data.error ? { errorCode: event.data.error.code } : {}),
-          ...(this.includeContent
+          ...(includeContent
             ? {
                 arguments: this.content(call?.args ?? ''),
                 result: this.content(message.content.map((b) => (b.type === 'text' ? b.text : '')).join('')),
               }
             : {}),
-        })
-        break
+        }
       }
       case 'turn/end': {
         const turn = t.turn
         t.turn = undefined
         t.step = undefined
-        this.emit({
+        return {
           kind: 'turn',
-          sessionId: session.id,
+          sessionId,
           time: event.time,
           seq: event.seq,
           turn: event.data.turn,
@@ -300,11 +382,11 @@ export class SessionTelemetry extends Service {
           toolErrors: turn?.toolErrors ?? 0,
           tokens: turn?.tokens ?? zero(),
           ...(event.data.error ? { errorCode: event.data.error.code } : {}),
-          ...(this.includeContent && turn ? { prompt: this.content(turn.prompts.join('\n\n')) } : {}),
-        })
-        break
+          ...(includeContent && turn ? { prompt: this.content(turn.prompts.join('\n\n')) } : {}),
+        }
       }
     }
+    return undefined
   }
 }
 

@@ -107,4 +107,23 @@ describe('ctx.sessionTelemetry', () => {
       false,
     ])
   })
+
+  it('replay folds a whole log into the records live following built; feedback events become feedback records', async () => {
+    const { h, records } = await run({ includeContent: true })
+    try {
+      await h.prompt('private words')
+      const answer = h.session.events.findLast((e) => e.type === 'assistant/message')!
+      // The feedback packages declare these types; the seam reads them by name.
+      const append = h.session.append.bind(h.session) as (type: string, data: unknown) => { seq: number }
+      const like = append('feedback/message', { messageSeq: answer.seq, rating: 'like', note: 'clear' })
+      const text = append('feedback/record', { text: 'good session', source: 'command' })
+      expect(records.slice(-2)).toMatchObject([
+        { kind: 'feedback', target: 'message', rating: 'like', messageSeq: answer.seq, seq: like.seq, note: 'clear' },
+        { kind: 'feedback', target: 'session', source: 'command', seq: text.seq, note: 'good session' },
+      ])
+      expect(h.ctx.sessionTelemetry.replay(h.session.events, h.session.id)).toEqual(records)
+    } finally {
+      await h.dispose()
+    }
+  })
 })
