@@ -1,7 +1,8 @@
 // `dsh-acp` in the e2b world through `--world e2b` (the world-e2b layer, as for `dsh --world e2b`), driven by
 // the official ACP SDK as the client, with E2B played by @dsh/e2b-standin and the model by
 // @dsh/llm-mock-server: the session's write and bash run in the sandbox, the local tree stays
-// untouched, and when the client goes away the sandbox is killed and its change saved as a patch.
+// untouched (the client cancels the offer of the change, so it is kept as a patch), and when the
+// client goes away the sandbox is killed.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { execFile } from 'node:child_process'
@@ -31,7 +32,7 @@ afterAll(async () => {
 })
 
 describe('dsh-acp --world e2b', () => {
-  it('runs the session in a sandbox, and kills it with the change saved when the client leaves', async () => {
+  it('runs the session in a sandbox, keeps the change the client did not allow, and kills it when the client leaves', async () => {
     const { home, cwd } = workspace()
     writeFileSync(join(cwd, 'README'), 'local input\n')
     writeFileSync(join(cwd, '.gitignore'), 'home/\n')
@@ -59,12 +60,15 @@ describe('dsh-acp --world e2b', () => {
     expect(readFileSync(join(standin.rootOf(id), cwd, 'made.txt'), 'utf8')).toBe('from acp\n')
     expect(existsSync(join(cwd, 'made.txt'))).toBe(false)
 
+    // The turn's change was offered (session/request_permission); the harness cancels: kept only.
+    expect(p.permissions).toHaveLength(1)
+    const kept = /kept the patch (\S+); (\S+) was left as it was/.exec(p.stderr())
+    expect(kept, p.stderr()).not.toBeNull()
+    expect(kept![1]).toContain(id)
+    expect(readFileSync(kept![1], 'utf8')).toContain('+from acp')
+
     expect(await p.close()).toBe(0)
     expect(standin.get(id)).toBeUndefined()
-    const saved = /the E2B sandbox (\S+) changed the workspace; patch saved to (\S+) /.exec(p.stderr())
-    expect(saved, p.stderr()).not.toBeNull()
-    expect(saved![1]).toBe(id)
-    expect(readFileSync(saved![2], 'utf8')).toContain('+from acp')
     expect(existsSync(join(cwd, 'made.txt'))).toBe(false)
   })
 })

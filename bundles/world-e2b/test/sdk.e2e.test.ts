@@ -1,7 +1,8 @@
 // `dsh-jsonrpc-agent` in the e2b world through `--world e2b` (the world-e2b layer, as for `dsh --world e2b`),
 // driven by the SDK client (`Harness` of @dsh/sdk-client), with E2B played by @dsh/e2b-standin and
-// the model by @dsh/llm-mock-server: the session's edit and bash run in the sandbox, the local tree
-// stays untouched, and at shutdown the sandbox is killed and its change saved as a patch.
+// the model by @dsh/llm-mock-server: the session's edit and bash run in the sandbox, the turn's
+// change is offered through the SDK's approval path and applied when the client allows it, and at
+// shutdown the sandbox is killed.
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -38,13 +39,19 @@ afterAll(async () => {
 })
 
 describe('dsh-jsonrpc-agent --world e2b', () => {
-  it('runs the session in a sandbox, and kills it with the change saved at shutdown', async () => {
+  it('runs the session in a sandbox, applies its change when the client allows it, and kills it at shutdown', async () => {
     const cwd = mkdtempSync(join(tmpdir(), 'dsh-e2b-sdk-'))
     writeFileSync(join(cwd, 'notes.txt'), 'alpha\nbeta\n')
     writeFileSync(join(cwd, '.gitignore'), 'home/\n')
     const before = new Set(standin.sandboxes().map((x) => x.record.id))
+    const asked: string[] = []
     const harness = await Harness.start({
       bin: BIN,
+      // The SDK's approval path: the turn's change is offered, and this client allows it.
+      onApproval: (request) => {
+        asked.push(`${request.request.kind}: ${request.request.title}`)
+        return 'allowed-once'
+      },
       args: ['--world', 'e2b'],
       cwd,
       env: {
@@ -68,14 +75,13 @@ describe('dsh-jsonrpc-agent --world e2b', () => {
       expect(mine).toHaveLength(1)
       const id = mine[0].record.id
       expect(readFileSync(join(standin.rootOf(id), cwd, 'notes.txt'), 'utf8')).toBe('alpha\ngamma\n')
-      expect(readFileSync(join(cwd, 'notes.txt'), 'utf8')).toBe('alpha\nbeta\n')
+      // Asked once, before the prompt's answer; allowed, so the local file has the change.
+      expect(asked).toEqual([expect.stringMatching(/^e2b-apply: Apply the E2B sandbox's change to \S+ \(notes\.txt\)/)])
+      expect(readFileSync(join(cwd, 'notes.txt'), 'utf8')).toBe('alpha\ngamma\n')
       await harness.close()
       expect(standin.get(id)).toBeUndefined()
-      // The change comes back as the sandbox's patch file; the local tree is still as it was.
-      const patch = join(cwd, 'home', 'e2b-patches', `${id}.patch`)
-      expect(existsSync(patch)).toBe(true)
-      expect(readFileSync(patch, 'utf8')).toContain('+gamma')
-      expect(readFileSync(join(cwd, 'notes.txt'), 'utf8')).toBe('alpha\nbeta\n')
+      // The applied change is not saved again at the end (it was settled).
+      expect(existsSync(join(cwd, 'home', 'e2b-patches', `${id}.patch`))).toBe(false)
     } finally {
       await harness.close()
     }

@@ -63,7 +63,8 @@ export function parseAcpArgs(argv: readonly string[]): AcpArgs {
       // The same flag as `dsh --world`: one more patch layer, where commands and files live.
       const world = worldPatch(a === '--world' ? argv[++i] : a.slice('--world='.length))
       if (world.error) return { action: 'error', patches, error: world.error }
-      if (world.patch) patches.push(world.patch)
+      // A session server adds the world's session layer too (each session's own folder, consent).
+      if (world.patch) patches.push(world.patch, ...(world.sessions ? [world.sessions] : []))
     } else return { action: 'error', patches, error: `unknown argument ${JSON.stringify(a)}` }
   }
   return { action, patches }

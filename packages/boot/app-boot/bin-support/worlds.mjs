@@ -13,6 +13,15 @@ export const WORLD_PATCHES = {
   e2b: fileURLToPath(new URL('../../../../bundles/world-e2b/cordis.patch.yml', import.meta.url)),
 }
 
+/**
+ * One more layer the session servers (`dsh-acp`, `dsh-jsonrpc-agent`) add with a world: their
+ * sessions each name a folder and are asked about their change when a turn ends.
+ * @type {Record<string, string>}
+ */
+export const WORLD_SESSION_PATCHES = {
+  e2b: fileURLToPath(new URL('../../../../bundles/world-e2b/sessions.patch.yml', import.meta.url)),
+}
+
 /** The world names, `local` first, as the help text and the errors list them. */
 export const WORLD_NAMES = ['local', ...Object.keys(WORLD_PATCHES)]
 
@@ -20,15 +29,16 @@ export const WORLD_NAMES = ['local', ...Object.keys(WORLD_PATCHES)]
 export const WORLD_HELP = `where commands and files live: ${WORLD_NAMES.join(' | ')} (default local; e2b: an E2B sandbox, needs E2B_API_KEY)`
 
 /**
- * What `--world VALUE` means: the patch layer to add (none for `local`), or a one-line usage
- * error (exit 2) for a missing or unknown name.
+ * What `--world VALUE` means: the patch layer to add (none for `local`), the session servers'
+ * extra layer (`sessions`), or a one-line usage error (exit 2) for a missing or unknown name.
  * @param {string | undefined} value
- * @returns {{ patch?: string; error?: string }}
+ * @returns {{ patch?: string; sessions?: string; error?: string }}
  */
 export function worldPatch(value) {
   const known = WORLD_NAMES.join(', ')
   if (!value) return { error: `--world needs a world name (${known})` }
   if (value === 'local') return {}
   if (!Object.hasOwn(WORLD_PATCHES, value)) return { error: `--world: unknown world "${value}" (known: ${known})` }
-  return { patch: WORLD_PATCHES[value] }
+  const sessions = Object.hasOwn(WORLD_SESSION_PATCHES, value) ? WORLD_SESSION_PATCHES[value] : undefined
+  return { patch: WORLD_PATCHES[value], ...(sessions ? { sessions } : {}) }
 }

@@ -1,6 +1,7 @@
 // What the e2b service's calls share: the API key, retries of control-plane calls, the sentences
 // for their failures, and the session log of sandbox lifecycle events.
 import type { Context } from 'cordis'
+import { resolve } from 'node:path'
 import { AuthenticationError, RateLimitError, SandboxError, SandboxNotFoundError } from 'e2b'
 import type {} from '@dsh/credentials'
 import type { Session } from '@dsh/session'
@@ -108,10 +109,10 @@ export function logEvent(sessions: Context['sessions'] | undefined, slot: Slot, 
           first.data.parentSessionId === link.parentSessionId
         )
       })
-    : rootSessions(sessions)
+    : rootSessions(sessions).filter((session) => !slot.dir || resolve(session.cwd) === slot.dir)
   for (const session of targets) {
     try {
-      session.append('e2b/sandbox', event)
+      session.append('e2b/sandbox', slot.dir && !link ? { ...event, workspace: slot.dir } : event)
     } catch {
       // a closed session takes no more events
     }

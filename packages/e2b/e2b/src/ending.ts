@@ -21,8 +21,8 @@ export interface EndingOwner {
   /** Sandboxes whose starting tree was recorded (only those can produce a patch). */
   readonly baselined: Set<string>
   log(slot: Slot, event: SandboxLogEvent): void
-  savePatch(sandbox: Sandbox): Promise<string | undefined>
-  remote(): remote.RemoteTarget
+  savePatch(sandbox: Sandbox, slot?: Slot): Promise<string | undefined>
+  remote(slot?: Slot): remote.RemoteTarget
 }
 
 /** Saves the sandbox's change (when it has a baseline) and ends it per `onExit`; answers the patch file. */
@@ -37,7 +37,7 @@ export async function endSandbox(
   let file: string | undefined
   if (config.patch.enabled && owner.baselined.has(sandbox.sandboxId)) {
     try {
-      file = await owner.savePatch(sandbox)
+      file = await owner.savePatch(sandbox, slot)
       if (file)
         owner.log(slot, {
           sandboxId: sandbox.sandboxId,
@@ -46,7 +46,7 @@ export async function endSandbox(
           patch: file,
         })
       // A sandbox that outlives the run (paused or kept, for --continue) starts its next patch here.
-      if (file && how !== 'kill') await remote.advanceBaseline(sandbox, owner.remote())
+      if (file && how !== 'kill') await remote.advanceBaseline(sandbox, owner.remote(slot))
     } catch (error) {
       owner.home
         .logger('e2b')

@@ -8,7 +8,7 @@ import { Service } from 'cordis'
 import type Schema from 'schemastery'
 import { Sandbox, type SandboxOpts } from 'e2b'
 import { AsyncLocalStorage } from 'node:async_hooks'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import type {} from '@dsh/home-paths'
 import type {} from '@dsh/credentials'
 import type {} from '@dsh/session'
@@ -22,6 +22,7 @@ import { explain, isGone, logEvent, readApiKey, retrying } from './calls.ts'
 import { E2bConfigSchema } from './config.ts'
 import { abandon, endSandbox, type EndingOwner } from './ending.ts'
 import { disarm, markBusy, takeIdleNote, touch, wake, wakeAll, type IdleOwner } from './idle.ts'
+import { offerChange, type ConsentOwner, type Offer } from './consent.ts'
 import { reconnectContinued, type ReconnectOwner } from './reconnect.ts'
 import { applyCommand, applyPatch } from './local-patch.ts'
 import * as remote from './remote.ts'
@@ -46,6 +47,7 @@ export {
   type SandboxLogEvent,
 } from './types.ts'
 export { patchFiles, quote } from './util.ts'
+export type { Offer } from './consent.ts'
 
 declare module 'cordis' {
   interface Context {
@@ -126,9 +128,11 @@ export class E2bService extends Service {
   private readonly scope = new AsyncLocalStorage<Slot>()
   /** Sandboxes whose starting tree was recorded (only those can produce a patch). */
   private readonly baselined = new Set<string>()
+  /** The slots of other local folders than the run's tree, by folder (`within`: a session's cwd). */
+  private readonly workspaces = new Map<string, Slot>()
   private readonly home: Context
   /** What the code cut into idle.ts, review.ts, ending.ts and reconnect.ts uses of this service. */
-  private readonly parts: IdleOwner & ReviewOwner & EndingOwner & ReconnectOwner
+  private readonly parts: IdleOwner & ReviewOwner & EndingOwner & ReconnectOwner & ConsentOwner
 
   constructor(ctx: Context, config: Partial<E2bConfig> = {}) {
     super(ctx, 'e2b')
@@ -148,11 +152,11 @@ export class E2bService extends Service {
       log: (slot, event) => this.log(slot, event),
       adopt: (slot, sandbox) => this.adopt(slot, sandbox),
       end: (sandbox, slot, how, reason) => endSandbox(this.parts, sandbox, slot, how, reason),
-      savePatch: (sandbox) => this.savePatch(sandbox),
+      savePatch: (sandbox, slot) => this.savePatch(sandbox, slot),
       connectionOptions: () => this.connectionOptions(),
       withRetries: (what, call) => this.withRetries(what, call),
-      remote: () => this.remote(),
-      localTree: () => this.localTree(),
+      remote: (slot) => this.remote(slot),
+      localTree: (slot) => this.localTree(slot),
       isGone: (error) => this.isGone(error),
       lost: (sandbox, cause) => this.lost(sandbox, cause),
       explain: (error, what) => this.explain(error, what),
@@ -200,7 +204,10 @@ export class E2bService extends Service {
     // A sandbox that went away while idle took the files only it held: the next request of an
     // agent in that slot (the run's, or a child's inside its lease) says so in one line, once.
     ctx.on('agent/pre-step', async (payload, next) => {
-      const note = takeIdleNote(this.slot())
+      const cwd = payload.agent.cwd
+      const note = takeIdleNote(
+        this.scope.getStore() ?? (cwd ? this.workspaces.get(resolve(cwd)) : undefined) ?? this.root,
+      )
       if (note !== undefined)
         payload.messages.unshift({ content: note, source: { kind: 'plugin', plugin: '@dsh/e2b' } })
       return next()
@@ -215,6 +222,24 @@ export class E2bService extends Service {
 
   private slot(): Slot {
     return this.scope.getStore() ?? this.root
+  }
+
+  /**
+   * Runs `fn` with the sandbox of the local folder `dir` (a session's cwd): the run's own when `dir`
+   * is the run's tree, else one sandbox per folder, holding an upload of that folder at its path,
+   * whose change comes back to it. Inside a subagent child's lease the child's sandbox stays.
+   */
+  within<T>(dir: string, fn: () => T): T {
+    if (this.scope.getStore()) return fn()
+    return this.scope.run(this.workspaceSlot(dir), fn)
+  }
+
+  private workspaceSlot(dir: string): Slot {
+    const folder = resolve(dir)
+    if (folder === this.cwd || folder === this.localTree()) return this.root
+    let slot = this.workspaces.get(folder)
+    if (!slot) this.workspaces.set(folder, (slot = { key: `workspace:${folder}`, dir: folder, lastExtend: 0 }))
+    return slot
   }
 
   /**
@@ -260,7 +285,10 @@ export class E2bService extends Service {
 
   /** A subagent child's own sandbox: every call inside `run` uses it; `close` saves its patch and ends it. */
   lease(link: SubagentLink): SubagentWorldLease {
-    const slot: Slot = { key: `${link.parentSessionId}/${link.id}`, link, lastExtend: 0 }
+    // A child of a session in another folder works on a copy of that folder.
+    const parentCwd = this.state.sessions?.get(link.parentSessionId)?.cwd
+    const dir = parentCwd === undefined ? undefined : this.workspaceSlot(parentCwd).dir
+    const slot: Slot = { key: `${link.parentSessionId}/${link.id}`, link, lastExtend: 0, ...(dir ? { dir } : {}) }
     return {
       run: (fn) => this.scope.run(slot, fn),
       close: async () => {
@@ -274,7 +302,7 @@ export class E2bService extends Service {
         const file = await endSandbox(this.parts, sandbox, slot)
         if (file)
           process.stderr.write(
-            `dsh: the E2B sandbox ${sandbox.sandboxId} of subagent ${link.id} changed the workspace; patch saved to ${file} (review it, then apply it with: ${await applyCommand(this.state.host, file, this.localTree())})\n`,
+            `dsh: the E2B sandbox ${sandbox.sandboxId} of subagent ${link.id} changed the workspace; patch saved to ${file} (review it, then apply it with: ${await applyCommand(this.state.host, file, this.localTree(slot))})\n`,
           )
       },
     }
@@ -324,13 +352,14 @@ export class E2bService extends Service {
     }
   }
 
-  /** The remote working directory and request timeout, for the calls of `remote.ts`. */
-  private remote(): remote.RemoteTarget {
-    return { cwd: this.cwd, requestTimeoutMs: this.config.requestTimeoutMs }
+  /** The remote working directory (a workspace slot's: its folder) and request timeout, for `remote.ts`. */
+  private remote(slot?: Slot): remote.RemoteTarget {
+    return { cwd: slot?.dir ?? this.cwd, requestTimeoutMs: this.config.requestTimeoutMs }
   }
 
-  private localTree(): string {
-    return this.config.upload.from ?? process.cwd()
+  /** The local tree a slot's sandbox holds a copy of, and that its change applies to. */
+  private localTree(slot?: Slot): string {
+    return slot?.dir ?? this.config.upload.from ?? process.cwd()
   }
 
   private async open(slot: Slot): Promise<Sandbox> {
@@ -346,7 +375,8 @@ export class E2bService extends Service {
     if (resumed) return resumed
     const reconnect = configured
     // The tree is measured before a sandbox exists: an oversized workspace bills nothing.
-    const local = this.localTree()
+    const local = this.localTree(slot)
+    const target = this.remote(slot)
     const upload =
       !reconnect && this.config.upload.enabled && isDirectory(local)
         ? remote.plan(local, this.config.upload, this.state)
@@ -359,7 +389,12 @@ export class E2bService extends Service {
         : Sandbox.create(this.config.template, {
             ...options,
             timeoutMs: this.config.timeoutMs,
-            metadata: { ...this.config.metadata, dsh: '1', ...(slot.link ? { 'dsh-subagent': slot.link.id } : {}) },
+            metadata: {
+              ...this.config.metadata,
+              dsh: '1',
+              ...(slot.link ? { 'dsh-subagent': slot.link.id } : {}),
+              ...(slot.dir ? { 'dsh-workspace': slot.dir } : {}),
+            },
           }),
     )
     if (!reconnect) this.created.set(sandbox.sandboxId, sandbox)
@@ -370,19 +405,19 @@ export class E2bService extends Service {
       // create could leave a sandbox whose id we never learn), so its sandbox is ended here.
       signal.throwIfAborted()
       // The working directory mirrors the local path, which a fresh template does not have.
-      await sandbox.commands.run(`mkdir -p ${quote(this.cwd)} && chown user ${quote(this.cwd)} 2>/dev/null; true`, {
+      await sandbox.commands.run(`mkdir -p ${quote(target.cwd)} && chown user ${quote(target.cwd)} 2>/dev/null; true`, {
         user: 'root',
         requestTimeoutMs: this.config.requestTimeoutMs,
         signal,
       })
       if (upload && upload.files.length > 0) {
         phase = 'uploading the workspace'
-        await remote.send(sandbox, this.remote(), local, upload, signal)
+        await remote.send(sandbox, target, local, upload, signal)
         phase = 'preparing the E2B sandbox'
       }
       if (!reconnect && this.config.patch.enabled) {
         // Without git in the template there is no patch at the end; the world still works.
-        await remote.baseline(sandbox, this.remote(), signal).then(
+        await remote.baseline(sandbox, target, signal).then(
           () => this.baselined.add(sandbox.sandboxId),
           (error: unknown) =>
             this.home
@@ -419,8 +454,8 @@ export class E2bService extends Service {
    * The change the sandbox made to its working directory since the baseline, as a binary git
    * patch saved locally; nothing is applied. Returns the file, or undefined when nothing changed.
    */
-  async savePatch(sandbox: Sandbox): Promise<string | undefined> {
-    return remote.savePatch(sandbox, this.remote(), this.config.patch.dir ?? this.state.patchDir)
+  async savePatch(sandbox: Sandbox, slot = this.slotOf.get(sandbox.sandboxId)): Promise<string | undefined> {
+    return remote.savePatch(sandbox, this.remote(slot), this.config.patch.dir ?? this.state.patchDir)
   }
 
   private async withRetries(what: string, call: () => Promise<Sandbox>): Promise<Sandbox> {
@@ -464,21 +499,21 @@ export class E2bService extends Service {
     const interrupted = this.state.interrupted
     this.state.interrupted = false
     // Idle timers end here; a sandbox paused for idleness is resumed so its change can be taken.
-    await wakeAll(this.parts, new Set([this.root, ...this.slotOf.values()]))
+    await wakeAll(this.parts, new Set([this.root, ...this.workspaces.values(), ...this.slotOf.values()]))
     const sandboxes = [...this.created.values()]
     this.created.clear()
     this.root.current = undefined
-    const saved = await Promise.all(
-      sandboxes.map((sandbox) => endSandbox(this.parts, sandbox, this.slotOf.get(sandbox.sandboxId) ?? this.root)),
-    )
+    for (const slot of this.workspaces.values()) slot.current = undefined
+    const slots = sandboxes.map((sandbox) => this.slotOf.get(sandbox.sandboxId) ?? this.root)
+    const saved = await Promise.all(sandboxes.map((sandbox, i) => endSandbox(this.parts, sandbox, slots[i])))
     this.slotOf.clear()
     // What the user must know first: an interrupted setup, a sandbox that could not be ended or
     // reconnected (a child's included, ended before).
     const report: FinishReport = { lines: this.state.notices.splice(0), failed: false, patches: [], interrupted }
-    const local = this.localTree()
     for (const [i, file] of saved.entries()) {
       if (!file) continue
       const id = sandboxes[i].sandboxId
+      const local = this.localTree(slots[i])
       if (!options.apply) {
         report.patches.push({ sandboxId: id, file, files: patchFiles(readFileSafe(file)), dir: local })
         report.lines.push(
@@ -515,6 +550,15 @@ export class E2bService extends Service {
    */
   review(): Promise<E2bReview | undefined> {
     return takeReview(this.parts)
+  }
+
+  /**
+   * The change the sandbox of the local folder `dir` made since its baseline (or its last offer),
+   * saved as a patch file, to be applied or kept (`@dsh/e2b/sessions` asks when a turn ends).
+   * Never creates a sandbox: undefined when there is none yet, or no change.
+   */
+  offer(dir: string): Promise<Offer | undefined> {
+    return offerChange(this.parts, this.workspaceSlot(dir))
   }
 
   /**

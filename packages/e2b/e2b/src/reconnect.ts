@@ -36,7 +36,8 @@ export async function reconnectContinued(owner: ReconnectOwner, options: Sandbox
   root.resumeChecked = true
   const last = rootSessions(owner.state.sessions)
     .map((session) => session.last('e2b/sandbox')?.data)
-    .find((event) => event !== undefined)
+    // A sandbox of a session's own folder is not the run's (see `within`).
+    .find((event) => event !== undefined && event.workspace === undefined)
   if (!last || last.action === 'killed' || last.action === 'lost') return undefined
   const id = last.sandboxId
   let sandbox: Sandbox

@@ -31,8 +31,8 @@ export interface ReviewOwner {
   /** Sandboxes whose starting tree was recorded (only those can produce a patch). */
   readonly baselined: Set<string>
   log(slot: Slot, event: SandboxLogEvent): void
-  remote(): remote.RemoteTarget
-  localTree(): string
+  remote(slot?: Slot): remote.RemoteTarget
+  localTree(slot?: Slot): string
   isGone(error: unknown): boolean
   lost(sandbox: Sandbox, cause?: unknown): string
   explain(error: unknown, what: string): E2bError

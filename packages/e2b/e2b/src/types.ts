@@ -74,6 +74,8 @@ export interface SandboxLogEvent {
   uploaded?: { files: number; bytes: number }
   /** Where the end-of-run patch was saved (on `patched`). */
   patch?: string
+  /** The local folder the sandbox holds, when it is not the run's tree (a session's own cwd). */
+  workspace?: string
 }
 
 /** What `finish()` reports: one line per sandbox change for the user, and whether an apply failed. */
@@ -118,6 +120,11 @@ export interface Slot {
   key: string
   /** The child's link, for a child's slot. */
   link?: SubagentLink
+  /**
+   * The local folder this slot's sandbox holds a copy of, at the same path (a session's cwd other
+   * than the run's tree, and its children); undefined: the run's tree.
+   */
+  dir?: string
   current?: Promise<Sandbox>
   sandboxId?: string
   lastExtend: number

@@ -90,7 +90,8 @@ export async function main(opts: MainOptions): Promise<number> {
       // The same flag as `dsh --world`: one more patch layer, where commands and files live.
       const world = worldPatch(args[i] === '--world' ? args[++i] : args[i].slice('--world='.length))
       if (world.error) return usage(stderr, world.error)
-      if (world.patch) patches.push(world.patch)
+      // A session server adds the world's session layer too (each session's own folder, consent).
+      if (world.patch) patches.push(world.patch, ...(world.sessions ? [world.sessions] : []))
     } else if (args[i].startsWith('-')) return usage(stderr, `unknown option ${args[i]}`)
     else positional.push(args[i])
   }
