@@ -32,6 +32,19 @@ export const SESSIONS_PATCH = fileURLToPath(
   new URL('../../../session/sessions-cli/sessions.patch.yml', import.meta.url),
 )
 
+/**
+ * `dsh web --world NAME`: the web host chooses the world per workspace (@dsh/bundle-web-worlds);
+ * NAME is the world of folders that chose none. These layers replace the world's own layer there.
+ * @type {Record<string, string[]>}
+ */
+export const WEB_WORLD_PATCHES = {
+  local: [fileURLToPath(new URL('../../../../bundles/web-worlds/cordis.patch.yml', import.meta.url))],
+  e2b: [
+    fileURLToPath(new URL('../../../../bundles/web-worlds/cordis.patch.yml', import.meta.url)),
+    fileURLToPath(new URL('../../../../bundles/web-worlds/e2b.patch.yml', import.meta.url)),
+  ],
+}
+
 /** Patch layers `--world NAME` adds: shared with dsh-acp and dsh-jsonrpc-agent (@dsh/app-boot/worlds). */
 export { WORLD_PATCHES } from '@dsh/app-boot/worlds'
 
@@ -67,6 +80,9 @@ export function parseLauncherArgs(argv) {
   // Before the first app argument: subcommand words, --help and --version are the launcher's.
   let front = true
   let print = false
+  /** @type {string | undefined} */
+  let worldValue
+  let worldAt = -1
   for (let i = 0; i < argv.length; i++) {
     const token = argv[i]
     /** @param {string} flag */
@@ -96,6 +112,9 @@ export function parseLauncherArgs(argv) {
       const v = flagValue('--world')
       const world = worldPatch(v?.value)
       if (world.error) return fail(world.error)
+      // Held until the profile is known: the web host takes the per-workspace layers instead.
+      worldValue = v?.value
+      worldAt = out.patches.length
       if (world.patch) out.patches.push(world.patch)
       i += v?.used ?? 0
     } else if (token === '--dump-config') {
@@ -133,6 +152,11 @@ export function parseLauncherArgs(argv) {
   }
   // `-p` means one-shot whatever the default profile is; an explicit --profile still wins.
   if (print && !out.profileGiven) out.profile = PRINT_PROFILE
+  if (out.profile === 'web' && worldValue !== undefined && Object.hasOwn(WEB_WORLD_PATCHES, worldValue)) {
+    // The web host routes per workspace: the world's own layer (if any) gives way to these.
+    const own = worldPatch(worldValue).patch ? 1 : 0
+    out.patches.splice(worldAt, own, ...WEB_WORLD_PATCHES[worldValue])
+  }
   return out
 }
 

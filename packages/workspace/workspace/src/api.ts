@@ -3,7 +3,14 @@
 import type { Context } from 'cordis'
 import type { MethodContract } from '@dsh/web-protocol'
 import type { WorkspaceService } from './service.ts'
-import { workspacesCreate, workspacesList, workspacesRemove, workspacesRename, workspacesReorder } from './contract.ts'
+import {
+  workspacesCreate,
+  workspacesList,
+  workspacesRemove,
+  workspacesRename,
+  workspacesReorder,
+  workspacesWorlds,
+} from './contract.ts'
 
 /**
  * The part of `ctx.api` (@dsh/api-gateway) this package uses. Declared here rather than imported:
@@ -27,5 +34,6 @@ export function registerWorkspaceApi(ctx: Context, api: ApiGatewayLike, service:
   api.register(workspacesRename, async ({ id, name }) => ({ workspace: await workspaces().rename(id, name) }))
   api.register(workspacesReorder, async ({ ids }) => ({ workspaces: await workspaces().reorder(ids) }))
   api.register(workspacesRemove, async ({ id }) => ({ workspace: await workspaces().remove(id) }))
+  api.register(workspacesWorlds, () => workspaces().worlds())
   ctx.on('workspace/changed', (event) => api.publishHost({ ...event }))
 }

@@ -11,6 +11,18 @@ export interface WireWorkspace {
   path: string
   /** Milliseconds since the epoch. */
   createdAt: number
+  /**
+   * Where its sessions' commands and files live (`local`, `e2b`, ...), when chosen; absent: the
+   * host's default world (`dsh web --world NAME`).
+   */
+  world?: string
+}
+
+/** A world a workspace may choose (`workspaces.worlds`). */
+export interface WireWorld {
+  name: string
+  /** One line for the picker. */
+  description: string
 }
 
 export const MAX_WORKSPACE_NAME = 200
@@ -20,6 +32,7 @@ export const WorkspaceSchema: Schema<WireWorkspace> = Schema.object({
   name: Schema.string().required(),
   path: Schema.string().required(),
   createdAt: Schema.natural().required(),
+  world: Schema.string(),
 })
 
 // Fresh schema objects per use: schemastery's modifiers mutate the schema they are called on.
@@ -41,8 +54,22 @@ export const workspacesCreate = defineMethod('workspaces.create', {
       .required()
       .description('An absolute directory path on the host (a leading ~ is the home directory).'),
     name: name(),
+    world: Schema.string().description(
+      'Where its sessions run: a name from workspaces.worlds (default: the host default world).',
+    ),
   }),
   result: Schema.object({ workspace: WorkspaceSchema, created: Schema.boolean().required() }),
+})
+
+export const workspacesWorlds = defineMethod('workspaces.worlds', {
+  description: "The worlds a workspace can choose (this host's own machine first) and the host's default.",
+  params: Schema.object({}),
+  result: Schema.object({
+    worlds: Schema.array(
+      Schema.object({ name: Schema.string().required(), description: Schema.string().required() }),
+    ).required(),
+    default: Schema.string().required(),
+  }) as unknown as Schema<{ worlds: WireWorld[]; default: string }>,
 })
 
 export const workspacesRename = defineMethod('workspaces.rename', {
@@ -69,6 +96,7 @@ export const workspaceMethods = [
   workspacesRename,
   workspacesReorder,
   workspacesRemove,
+  workspacesWorlds,
 ] as const
 
 /** The host-stream payload published after every change. `workspaces` is the whole new list. */

@@ -13,6 +13,7 @@ export {
   normalizeWorkspacePath,
   StoredWorkspaceSchema,
   WORKSPACE_DOMAIN,
+  LOCAL_WORLD,
   type Workspace,
   type WorkspaceId,
   type StoredWorkspace,

@@ -11,7 +11,7 @@ import Schema from 'schemastery'
 import { brand, type Brand } from '@dsh/brand'
 import { ApiError } from '@dsh/web-protocol'
 import type { Domain } from '@dsh/storage'
-import { MAX_WORKSPACE_NAME, type WireWorkspace, type WorkspaceChangedEvent } from './contract.ts'
+import { MAX_WORKSPACE_NAME, type WireWorkspace, type WireWorld, type WorkspaceChangedEvent } from './contract.ts'
 
 export type WorkspaceId = Brand<string, 'WorkspaceId'>
 
@@ -26,6 +26,8 @@ export interface StoredWorkspace {
   createdAt: number
   /** Sort key of the user order; ties fall back to creation time. */
   position: number
+  /** The world chosen when it was added (absent: the host's default). */
+  world?: string
 }
 
 export const StoredWorkspaceSchema: Schema<StoredWorkspace> = Schema.object({
@@ -33,6 +35,7 @@ export const StoredWorkspaceSchema: Schema<StoredWorkspace> = Schema.object({
   path: Schema.string().required(),
   createdAt: Schema.natural().required(),
   position: Schema.number().required(),
+  world: Schema.string(),
 })
 
 export const WORKSPACE_DOMAIN = 'workspace'
@@ -94,7 +97,14 @@ export function normalizeWorkspacePath(raw: unknown, home: string = homedir()): 
 interface State {
   /** Serializes mutations so check-then-write steps (duplicate path, order) cannot interleave. */
   queue: Promise<unknown>
+  /** Worlds a workspace may choose besides `local` (registered by the plugin that runs them). */
+  worlds: Map<string, WireWorld>
+  /** The world of a workspace that chose none (`setDefaultWorld`). */
+  defaultWorld: string
 }
+
+/** This machine: the world every host has. */
+export const LOCAL_WORLD: WireWorld = { name: 'local', description: 'this machine' }
 
 export class WorkspaceService extends Service {
   static inject = ['storage']
@@ -102,7 +112,11 @@ export class WorkspaceService extends Service {
 
   private readonly domain: Domain<StoredWorkspace>
   private readonly config: WorkspaceServiceConfig
-  private readonly state: State = { queue: Promise.resolve() }
+  private readonly state: State = {
+    queue: Promise.resolve(),
+    worlds: new Map([[LOCAL_WORLD.name, LOCAL_WORLD]]),
+    defaultWorld: LOCAL_WORLD.name,
+  }
 
   constructor(ctx: Context, config: Partial<WorkspaceServiceConfig> = {}) {
     super(ctx, 'workspaces')
@@ -127,7 +141,49 @@ export class WorkspaceService extends Service {
   }
 
   private static wire(id: WorkspaceId, stored: StoredWorkspace): Workspace {
-    return { id, name: stored.name, path: stored.path, createdAt: stored.createdAt }
+    return {
+      id,
+      name: stored.name,
+      path: stored.path,
+      createdAt: stored.createdAt,
+      ...(stored.world ? { world: stored.world } : {}),
+    }
+  }
+
+  /**
+   * Lets workspaces choose `world` (the plugin that runs it calls this; `local` is always there).
+   * Returns the disposer. `isDefault` makes it the world of workspaces that chose none.
+   */
+  registerWorld(world: WireWorld, options: { isDefault?: boolean } = {}): () => void {
+    if (!/^[a-z][a-z0-9-]{0,31}$/.test(world?.name ?? ''))
+      throw new TypeError(`workspaces.registerWorld: bad world name ${JSON.stringify(world?.name)}`)
+    if (this.state.worlds.has(world.name))
+      throw new TypeError(`workspaces.registerWorld: world "${world.name}" is already registered`)
+    this.state.worlds.set(world.name, { name: world.name, description: world.description })
+    if (options.isDefault) this.state.defaultWorld = world.name
+    return () => {
+      this.state.worlds.delete(world.name)
+      if (this.state.defaultWorld === world.name) this.state.defaultWorld = LOCAL_WORLD.name
+    }
+  }
+
+  /** The worlds a workspace may choose (`local` first) and the default of a workspace that chose none. */
+  worlds(): { worlds: WireWorld[]; default: string } {
+    return { worlds: [...this.state.worlds.values()], default: this.state.defaultWorld }
+  }
+
+  /** The world a workspace's sessions run in: its own choice, else the host's default. */
+  worldOf(workspace: Pick<WireWorkspace, 'world'>): string {
+    return workspace.world ?? this.state.defaultWorld
+  }
+
+  private checkWorld(raw: unknown): string {
+    const known = [...this.state.worlds.keys()].join(', ')
+    if (typeof raw !== 'string' || !this.state.worlds.has(raw))
+      throw new ApiError('INVALID_PARAMS', `world: unknown world ${JSON.stringify(raw)} (known: ${known})`, {
+        field: 'world',
+      })
+    return raw
   }
 
   /** Every workspace in the user order. */
@@ -152,10 +208,11 @@ export class WorkspaceService extends Service {
    * Adds a workspace for an existing directory (appended last). A directory that is already a
    * workspace is not added twice: its workspace comes back with `created: false`.
    */
-  create(params: { path: string; name?: string }): Promise<{ workspace: Workspace; created: boolean }> {
+  create(params: { path: string; name?: string; world?: string }): Promise<{ workspace: Workspace; created: boolean }> {
     return this.serial(async () => {
       const path = normalizeWorkspacePath(params?.path)
       const name = params.name === undefined ? undefined : checkName(params.name)
+      const world = params.world === undefined ? undefined : this.checkWorld(params.world)
       let info: Stats
       try {
         info = await stat(path)
@@ -172,7 +229,16 @@ export class WorkspaceService extends Service {
         throw new ApiError('NOT_A_DIRECTORY', `path: ${path} is a file, not a directory`, { field: 'path' })
       const records = await this.records()
       const existing = records.find(([, stored]) => stored.path === path)
-      if (existing) return { workspace: WorkspaceService.wire(existing[0], existing[1]), created: false }
+      if (existing) {
+        // A folder keeps the world it was added with: its sessions, sandbox and patches belong there.
+        if (world !== undefined && this.worldOf(existing[1]) !== world)
+          throw new ApiError(
+            'WORKSPACE_WORLD',
+            `world: ${path} is already a workspace in the ${this.worldOf(existing[1])} world; remove it and add it again to move it to ${world}`,
+            { status: 409, field: 'world' },
+          )
+        return { workspace: WorkspaceService.wire(existing[0], existing[1]), created: false }
+      }
       if (records.length >= this.config.maxWorkspaces) {
         throw new ApiError(
           'TOO_MANY_WORKSPACES',
@@ -187,6 +253,7 @@ export class WorkspaceService extends Service {
         path,
         createdAt: Date.now(),
         position: last + 1,
+        ...(world !== undefined ? { world } : {}),
       }
       await this.domain.set(id, stored)
       const workspace = WorkspaceService.wire(id, stored)

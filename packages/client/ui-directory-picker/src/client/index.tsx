@@ -5,7 +5,7 @@ import type { Context } from 'cordis'
 import { useEffect, useState } from 'react'
 import { Store, useStore, useT } from '@dsh/client-runtime'
 import { hostListDirectory, type DirectoryListing } from '@dsh/directory-picker/contract'
-import { workspacesCreate } from '@dsh/workspace/contract'
+import { workspacesCreate, workspacesWorlds, type WireWorld } from '@dsh/workspace/contract'
 
 export const NAMESPACE = 'directoryPicker'
 export const name = '@dsh/ui-directory-picker'
@@ -22,6 +22,7 @@ const en = {
   empty: 'No folders here.',
   truncated: 'Showing {shown} of {total}.',
   failed: '{message}',
+  world: 'Runs on',
 }
 const zh: Record<keyof typeof en, string> = {
   open: '添加工作区',
@@ -34,6 +35,7 @@ const zh: Record<keyof typeof en, string> = {
   empty: '这里没有文件夹。',
   truncated: '显示 {shown} / {total}。',
   failed: '{message}',
+  world: '运行于',
 }
 
 export function apply(ctx: Context): void {
@@ -57,6 +59,24 @@ export function apply(ctx: Context): void {
     const [listing, setListing] = useState<DirectoryListing | undefined>(undefined)
     const [error, setError] = useState<string | undefined>(undefined)
     const [busy, setBusy] = useState(false)
+    // The worlds this host offers (more than this machine only with `dsh web --world NAME`).
+    const [worlds, setWorlds] = useState<{ worlds: WireWorld[]; default: string } | undefined>(undefined)
+    const [world, setWorld] = useState<string | undefined>(undefined)
+    useEffect(() => {
+      if (!isOpen) return
+      let live = true
+      ctx.remote.call(workspacesWorlds, {}).then(
+        (r) => {
+          if (!live) return
+          setWorlds(r)
+          setWorld(r.default)
+        },
+        () => live && setWorlds(undefined),
+      )
+      return () => {
+        live = false
+      }
+    }, [isOpen])
     useEffect(() => {
       if (!isOpen) return
       let live = true
@@ -82,7 +102,10 @@ export function apply(ctx: Context): void {
       if (!listing) return
       setBusy(true)
       try {
-        await ctx.remote.call(workspacesCreate, { path: listing.path })
+        await ctx.remote.call(workspacesCreate, {
+          path: listing.path,
+          ...(worlds && worlds.worlds.length > 1 && world ? { world } : {}),
+        })
         await ctx.catalog.refresh()
         close()
       } catch (e) {
@@ -148,6 +171,18 @@ export function apply(ctx: Context): void {
               </div>
             ))}
           </div>
+          {worlds && worlds.worlds.length > 1 ? (
+            <label style={{ display: 'flex', gap: 8, alignItems: 'center', marginTop: 8 }}>
+              {t('world')}
+              <select data-directory-world="true" value={world} onChange={(e) => setWorld(e.target.value)}>
+                {worlds.worlds.map((w) => (
+                  <option key={w.name} value={w.name}>
+                    {w.name}: {w.description}
+                  </option>
+                ))}
+              </select>
+            </label>
+          ) : null}
           {listing?.truncated ? (
             <p className="muted">{t('truncated', { shown: listing.entries.length, total: listing.total })}</p>
           ) : null}

@@ -1,0 +1,140 @@
+// `dsh web --world local` with a world per workspace, in real Chromium: E2B is played by
+// @dsh/e2b-standin and the model by @dsh/llm-mock-server. Two workspaces are added through the
+// folder picker, one on this machine and one in an E2B sandbox; a bash command in each session runs
+// where its workspace says: the local one writes the local folder and sends nothing to the
+// stand-in, the e2b one writes only the sandbox's copy and cannot see the local workspace's files.
+// A world name the host does not have is refused in one sentence.
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import {
+  hasChromium,
+  launchBrowser,
+  openPage,
+  startWebApp,
+  withArtifacts,
+  type Browser,
+  type Page,
+  type WebApp,
+} from '@dsh/web-testkit'
+import { startE2bStandin, type E2bStandin } from '@dsh/e2b-standin'
+
+vi.setConfig({ testTimeout: 120_000, hookTimeout: 90_000 })
+
+const bash = (command: string) => ({ toolCalls: [{ name: 'bash', arguments: { command, description: 'where' } }] })
+// A file only this machine holds; the e2b session tries to read it by its absolute path.
+const SECRET = 'only-on-this-machine'
+const secretFile = join(mkdtempSync(join(tmpdir(), 'dsh-worlds-secret-')), 'secret.txt')
+writeFileSync(secretFile, `${SECRET}\n`)
+
+describe.skipIf(!hasChromium())('dsh web: a world per workspace', () => {
+  let standin: E2bStandin
+  let app: WebApp
+  let browser: Browser
+  let here: string
+  let there: string
+  beforeAll(async () => {
+    standin = await startE2bStandin()
+    // The mock model's steps are taken in order: the local session's turn, then the e2b one's.
+    app = await startWebApp({
+      steps: [
+        bash('echo made-locally > where.txt && cat notes.txt'),
+        { text: 'Local done.' },
+        bash(`echo made-remotely > where.txt; cat notes.txt; cat ${secretFile} || echo secret-not-here`),
+        { text: 'Remote done.' },
+      ] as never,
+      args: ['--world', 'local'],
+      env: standin.env,
+    })
+    here = join(app.home, 'projects', 'here')
+    there = join(app.home, 'projects', 'there')
+    mkdirSync(here, { recursive: true })
+    mkdirSync(there, { recursive: true })
+    writeFileSync(join(here, 'notes.txt'), 'local notes\n')
+    writeFileSync(join(there, 'notes.txt'), 'remote notes\n')
+    browser = await launchBrowser()
+  })
+  afterAll(async () => {
+    await browser?.close()
+    await app?.close()
+    await standin?.close()
+  })
+
+  /** Adds `folder` (a child of ~/projects) as a workspace in `world` through the picker. */
+  async function addWorkspace(page: Page, folder: string, world: string): Promise<void> {
+    await page.locator('[data-directory-picker-open]').click()
+    const dialog = page.locator('[data-directory-picker]')
+    await dialog.locator('[data-directory-entry="projects"]').click()
+    await dialog.locator(`[data-directory-entry="${folder}"]`).click()
+    await expect
+      .poll(() => dialog.locator('[data-directory-path]').textContent())
+      .toBe(join(app.home, 'projects', folder))
+    await dialog.locator('[data-directory-world]').selectOption(world)
+    await dialog.locator('[data-directory-use]').click()
+    await expect.poll(() => dialog.count()).toBe(0)
+  }
+
+  /** Opens a new session of the workspace at `path`, sends one prompt, waits for the answer text. */
+  async function runTurn(page: Page, path: string, answer: string): Promise<string> {
+    const { workspaces } = await app.call('workspaces.list')
+    const workspace = workspaces.find((w: { path: string }) => w.path === path)
+    const { session } = await app.call('sessions.create', { workspaceId: workspace.id })
+    await page.goto(`${app.url}/s/${session.sessionId}`)
+    const input = page.locator('textarea.dsh-composer-input')
+    await input.fill('run it')
+    await input.press('Enter')
+    await expect.poll(() => page.getByText(answer).count(), { timeout: 60_000 }).toBeGreaterThan(0)
+    return session.sessionId
+  }
+
+  /** The text of the session's tool results, from its log. */
+  async function toolOutput(sessionId: string): Promise<string> {
+    const { events } = await app.call('sessions.history', { sessionId })
+    return JSON.stringify(events.filter((e: { type: string }) => e.type === 'tool/result'))
+  }
+
+  const processStarts = () => standin.requests.filter((r) => /process\.Process\/Start$/.test(r.path)).length
+
+  it('runs each session in its workspace world, and refuses an unknown world', async () => {
+    const { page, errors } = await openPage(browser, app.url)
+    await withArtifacts(page, 'web-worlds', async () => {
+      await addWorkspace(page, 'here', 'local')
+      await addWorkspace(page, 'there', 'e2b')
+      const { workspaces } = await app.call('workspaces.list')
+      // (the launch folder is a workspace too, in the host's default world)
+      expect(workspaces.map((w: { path: string; world?: string }) => [w.path, w.world])).toEqual([
+        [app.cwd, undefined],
+        [here, 'local'],
+        [there, 'e2b'],
+      ])
+
+      // The local workspace: the command ran on this machine; nothing reached the stand-in.
+      const local = await runTurn(page, here, 'Local done.')
+      expect(await toolOutput(local)).toContain('local notes')
+      expect(readFileSync(join(here, 'where.txt'), 'utf8')).toBe('made-locally\n')
+      expect(standin.sandboxes()).toEqual([])
+      expect(processStarts()).toBe(0)
+
+      // The e2b workspace: the command ran in a sandbox holding a copy of `there` (at its path);
+      // the local folder is untouched, and the local workspace's file does not exist there.
+      const remote = await runTurn(page, there, 'Remote done.')
+      const [sandbox] = standin.sandboxes()
+      expect(sandbox).toBeDefined()
+      expect(processStarts()).toBeGreaterThan(0)
+      expect(readFileSync(join(standin.rootOf(sandbox.record.id), there, 'where.txt'), 'utf8')).toBe('made-remotely\n')
+      expect(existsSync(join(there, 'where.txt'))).toBe(false)
+      expect(readFileSync(join(here, 'where.txt'), 'utf8')).toBe('made-locally\n')
+      const result = await toolOutput(remote)
+      expect(result).toContain('remote notes')
+      expect(result).toContain('secret-not-here')
+      expect(result).not.toContain(SECRET)
+
+      expect(errors.filter((e) => !/status of 4\d\d/.test(e))).toEqual([])
+    })
+    // One sentence for a world this host does not have.
+    await expect(app.call('workspaces.create', { path: join(app.home, 'projects'), world: 'mars' })).rejects.toThrow(
+      /^workspaces\.create: 400 INVALID_PARAMS: world: unknown world "mars" \(known: local, e2b\)$/,
+    )
+  })
+})

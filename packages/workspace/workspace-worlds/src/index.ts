@@ -1,0 +1,207 @@
+// @dsh/workspace-worlds: where each session's commands and files live, chosen per workspace in one
+// host. Every world (this machine's providers, the e2b sandbox's) is a full set of the four seams
+// (`subprocess`, `fs`, `shell`, `sandbox`) mounted under an isolated name and handed to `ctx.worlds`
+// by an export row (`@dsh/workspace-worlds/export`). The public seams are routers
+// (`@dsh/workspace-worlds/routed`) that ask `ctx.worlds` which set serves the call: a session's tool
+// calls and model steps run inside its world's scope (an AsyncLocalStorage store), so a session of a
+// local workspace reaches only the local set and a session of an e2b workspace only the sandbox's.
+import { AsyncLocalStorage } from 'node:async_hooks'
+import { resolve, sep } from 'node:path'
+import { type Context, Service } from 'cordis'
+import Schema from 'schemastery'
+import type {} from '@dsh/agent'
+import type {} from '@dsh/tools'
+import type {} from '@dsh/session'
+import type { FileSystem } from '@dsh/fs'
+import type { SandboxService } from '@dsh/sandbox'
+import type { ShellExecutor } from '@dsh/shell'
+import type { SubprocessService } from '@dsh/subprocess'
+import type { WireWorkspace, WorkspaceService } from '@dsh/workspace'
+
+declare module 'cordis' {
+  interface Context {
+    worlds: WorldsService
+  }
+}
+
+/** One world's providers of the four seams. */
+export interface WorldServices {
+  subprocess: SubprocessService
+  fs: FileSystem
+  shell: ShellExecutor
+  sandbox: SandboxService
+}
+
+export interface WorldEntry {
+  name: string
+  /** One line for the workspace picker. */
+  description: string
+  services: WorldServices
+  /**
+   * Runs `fn` with the world's own per-folder state (the e2b world: the sandbox of that folder).
+   * Absent: the world has one state for every folder (this machine).
+   */
+  enter?<T>(folder: string, fn: () => T): T
+}
+
+export interface WorldsConfig {
+  /** The world of a folder that is not a workspace, or a workspace that chose none (`dsh web --world NAME`). */
+  default: string
+}
+
+export const Config: Schema<Partial<WorldsConfig>, WorldsConfig> = Schema.object({
+  default: Schema.string()
+    .pattern(/^[a-z][a-z0-9-]{0,31}$/)
+    .default('local')
+    .description('World of folders that chose none.'),
+}) as Schema<Partial<WorldsConfig>, WorldsConfig>
+
+/** A world lookup that found no provided world: one sentence, the names that exist. */
+export class WorldError extends Error {
+  override name = 'WorldError'
+  readonly code = 'UNKNOWN_WORLD'
+}
+
+function inside(path: string, folder: string): boolean {
+  return path === folder || path.startsWith(folder.endsWith(sep) ? folder : folder + sep)
+}
+
+export class WorldsService extends Service {
+  static Config = Config
+  readonly config: WorldsConfig
+  /** Mutated in place (Cordis may hand callers a shadow of the service). */
+  private readonly state: {
+    worlds: Map<string, WorldEntry>
+    /** Workspaces as last listed (path and chosen world), for the folder of a session. */
+    workspaces: Array<Pick<WireWorkspace, 'path' | 'world'>>
+    /** The world a session was first seen in: it keeps it for its life, whatever its folder's record says later. */
+    pinned: Map<string, string>
+    service?: WorkspaceService
+  } = { worlds: new Map(), workspaces: [], pinned: new Map() }
+  private readonly scope = new AsyncLocalStorage<WorldEntry>()
+
+  constructor(ctx: Context, config: Partial<WorldsConfig> = {}) {
+    super(ctx, 'worlds')
+    this.config = Config(config)
+    ctx.inject(['workspaces'], (inner) => {
+      const service = inner.workspaces
+      this.state.service = service
+      const refresh = () =>
+        service.list().then(
+          (list) => void (this.state.workspaces = list.map((w) => ({ path: w.path, world: w.world }))),
+          () => {},
+        )
+      void refresh()
+      inner.on('workspace/changed', (event) => {
+        this.state.workspaces = event.workspaces.map((w) => ({ path: w.path, world: w.world }))
+      })
+      // Worlds provided before the workspace service came up are offered now.
+      const offs = [...this.state.worlds.values()].map((entry) => this.offer(entry))
+      return () => {
+        for (const off of offs) off()
+        this.state.service = undefined
+      }
+    })
+    // A session's model steps and tool calls run in its world. Outermost (prepended), so every
+    // other listener and the tool body see the same world.
+    ctx.on('agent/pre-step', (payload, next) => this.within(payload.agent.session.id, payload.agent.cwd, next), {
+      prepend: true,
+    })
+    ctx.on('tools/execute', (payload, next) => this.within(payload.context.sessionId, payload.context.cwd, next), {
+      prepend: true,
+    })
+  }
+
+  private offer(entry: WorldEntry): () => void {
+    const service = this.state.service
+    if (!service || entry.name === 'local') return () => {}
+    return service.registerWorld(
+      { name: entry.name, description: entry.description },
+      { isDefault: this.config.default === entry.name },
+    )
+  }
+
+  /** Hands a world's providers to the routers (the export rows call this). Returns the disposer. */
+  provide(entry: WorldEntry): () => void {
+    if (this.state.worlds.has(entry.name))
+      throw new TypeError(`worlds.provide: world "${entry.name}" is already provided`)
+    this.state.worlds.set(entry.name, entry)
+    const off = this.offer(entry)
+    return () => {
+      off()
+      if (this.state.worlds.get(entry.name) === entry) this.state.worlds.delete(entry.name)
+    }
+  }
+
+  /** Names of the provided worlds. */
+  names(): string[] {
+    return [...this.state.worlds.keys()]
+  }
+
+  /** The workspace folder holding `path` (the deepest one), if any. */
+  folderOf(path: string): Pick<WireWorkspace, 'path' | 'world'> | undefined {
+    const abs = resolve(path)
+    let best: Pick<WireWorkspace, 'path' | 'world'> | undefined
+    for (const w of this.state.workspaces)
+      if (inside(abs, w.path) && (!best || w.path.length > best.path.length)) best = w
+    return best
+  }
+
+  /** The world a folder's sessions run in: its workspace's choice, else the host default. */
+  worldOfFolder(path: string): string {
+    return this.folderOf(path)?.world ?? this.config.default
+  }
+
+  /** The world of a session (pinned when first seen); `cwd` is its working directory. */
+  worldOfSession(sessionId: string | undefined, cwd: string): string {
+    if (sessionId === undefined) return this.worldOfFolder(cwd)
+    let name = this.state.pinned.get(sessionId)
+    if (name === undefined) {
+      name = this.worldOfFolder(cwd)
+      this.state.pinned.set(sessionId, name)
+    }
+    return name
+  }
+
+  private entry(name: string): WorldEntry {
+    const entry = this.state.worlds.get(name)
+    if (!entry)
+      throw new WorldError(
+        `the world "${name}" is not available on this host (available: ${this.names().join(', ') || 'none'})`,
+      )
+    return entry
+  }
+
+  /** Runs `fn` in the world of a session (or of the folder `cwd`), with that world's per-folder state. */
+  within<T>(sessionId: string | undefined, cwd: string, fn: () => T): T {
+    const entry = this.entry(this.worldOfSession(sessionId, cwd))
+    const folder = this.folderOf(cwd)?.path ?? resolve(cwd)
+    return this.scope.run(entry, () => (entry.enter ? entry.enter(folder, fn) : fn()))
+  }
+
+  /**
+   * The providers that serve a call: the calling session's world inside its scope; outside any
+   * session (the harness's own calls), the world of the folder `path` names, else the default.
+   */
+  current(path?: string): WorldServices {
+    const scoped = this.scope.getStore()
+    if (scoped) return scoped.services
+    return this.entry(path === undefined ? this.config.default : this.worldOfFolder(path)).services
+  }
+
+  /** The providers of the world a session runs in (`fs` calls that name their session). */
+  forSession(sessionId: string, path: string): WorldServices {
+    const scoped = this.scope.getStore()
+    if (scoped) return scoped.services
+    const pinned = this.state.pinned.get(sessionId)
+    return this.entry(pinned ?? this.worldOfFolder(path)).services
+  }
+
+  /** The name of the world the calling scope runs in (undefined outside a session's scope). */
+  scoped(): string | undefined {
+    return this.scope.getStore()?.name
+  }
+}
+
+export const name = 'workspace-worlds'
+export default WorldsService
