@@ -1,10 +1,17 @@
 // A user message of the chat view: its bubble, Copy, and (when the plugin passes actions) edit
-// and retry, which both resend the text in a fork taken before the message's turn. CopyAction is
-// shared with the answers.
+// and retry, which both resend the message (its text and its images) in a fork taken before the
+// message's turn. CopyAction is shared with the answers.
 import { memo, useEffect, useMemo, useRef, useState } from 'react'
 import { imageThumbs, type UserNode } from '@dsh/conversation-model'
 import { Check, Copy, IconButton, Pencil, RotateCcw } from '@dsh/client-design'
-import { ImageThumbs, joinImages, splitImages, UserText } from '@dsh/conversation-composer'
+import {
+  ImageThumbs,
+  type ImageRef,
+  joinImages,
+  splitImages,
+  type ThumbImage,
+  UserText,
+} from '@dsh/conversation-composer'
 import type { Translate } from './strings.ts'
 
 /**
@@ -43,26 +50,60 @@ export function CopyAction({ text, t, label }: { text: string; t: Translate; lab
 }
 
 /**
+ * An image a resent message carries: a token of its text (`token`), or one of its image blocks
+ * (an ACP client's prompt image: `src`, a `data:` URL), stored when it is sent.
+ */
+export type ResendImage = ThumbImage & { token?: string }
+
+/**
+ * The token of an image to resend: a token image as it is; a block image stored first through
+ * `POST /attachments` (the composer's path), since a web prompt is text and the host turns the
+ * token back into pixels for the model.
+ */
+async function tokenOf(image: ResendImage): Promise<ImageRef> {
+  if (image.token) return image as ImageRef
+  const data = /^data:[^;,]+;base64,(.*)$/.exec(image.src ?? '')?.[1]
+  if (!data) throw new Error(`the image ${image.name ?? image.id} has no data`)
+  const response = await fetch('/attachments', {
+    method: 'POST',
+    body: JSON.stringify({ name: image.name ?? 'image', data }),
+    headers: { 'content-type': 'application/json' },
+    credentials: 'same-origin',
+  })
+  const body = (await response.json().catch(() => ({}))) as { token?: string; error?: { message?: string } }
+  if (!response.ok || !body.token) throw new Error(body.error?.message ?? `HTTP ${response.status}`)
+  return { ...image, token: body.token }
+}
+
+/** The text a message is resent with: `text` after the tokens of `images` (block images stored first). */
+export async function resendText(text: string, images: readonly ResendImage[]): Promise<string> {
+  return joinImages(text, await Promise.all(images.map(tokenOf)))
+}
+
+/**
  * The inline editor of a user message: Enter sends (as a branch), Shift+Enter breaks the line, Esc
- * cancels. The message's images are thumbnails above the field (each with Remove), the field holds
- * the text without their tokens, and the tokens go back in front of the text when it is sent.
+ * cancels. The message's images (its image blocks, then the tokens of its text) are thumbnails
+ * above the field (each with Remove), the field holds the text without the tokens, and the images
+ * go back in front of the text when it is sent.
  */
 function EditForm({
   text,
+  blocks,
   t,
   busy,
   onSend,
   onCancel,
 }: {
   text: string
+  blocks: readonly ThumbImage[]
   t: Translate
   busy: boolean
-  onSend: (text: string) => void
+  onSend: (text: string, images: readonly ResendImage[]) => void
   onCancel: () => void
 }) {
   // Split once, when the editor opens: what is edited from then on is the user's.
   const [initial] = useState(() => splitImages(text))
-  const [images, setImages] = useState(initial.images)
+  const [images, setImages] = useState<readonly ResendImage[]>(() => [...blocks, ...initial.images])
   const [value, setValue] = useState(initial.text)
   const area = useRef<HTMLTextAreaElement>(null)
   useEffect(() => {
@@ -73,7 +114,7 @@ function EditForm({
   }, [])
   const empty = !value.trim() && !images.length
   const send = () => {
-    if (!empty && !busy) onSend(joinImages(value, images))
+    if (!empty && !busy) onSend(value, images)
   }
   return (
     <form
@@ -136,25 +177,34 @@ export const UserMessage = memo(function UserMessage({
   const [busy, setBusy] = useState(false)
   const [error, setError] = useState<string | undefined>(undefined)
   const blocks = useMemo(() => imageThumbs(node.key, node.images), [node.key, node.images])
-  const resend = (text: string) => {
+  const resend = (text: string, images: readonly ResendImage[]) => {
     if (!actions || busy) return
     setBusy(true)
     setError(undefined)
-    actions.resend(node, text).then(
-      () => {
-        setBusy(false)
-        setEditing(false)
-      },
-      (e: unknown) => {
-        setBusy(false)
-        setError(t('message.failed', { message: (e as Error)?.message ?? String(e) }))
-      },
-    )
+    resendText(text, images)
+      .then((full) => actions.resend(node, full))
+      .then(
+        () => {
+          setBusy(false)
+          setEditing(false)
+        },
+        (e: unknown) => {
+          setBusy(false)
+          setError(t('message.failed', { message: (e as Error)?.message ?? String(e) }))
+        },
+      )
   }
   return (
     <div className="dsh-msg dsh-msg-user" data-node="user" data-seq={node.seq} data-busy={busy || undefined}>
       {editing ? (
-        <EditForm text={node.text} t={t} busy={busy} onSend={resend} onCancel={() => setEditing(false)} />
+        <EditForm
+          text={node.text}
+          blocks={blocks.thumbs}
+          t={t}
+          busy={busy}
+          onSend={resend}
+          onCancel={() => setEditing(false)}
+        />
       ) : (
         // biome-ignore lint/a11y/useSemanticElements: a message bubble, not a form control group, so <fieldset> would be wrong; role=group only lets the bubble carry its 'You' label (a plain div may not)
         <div className="dsh-msg-bubble" role="group" aria-label={t('you')}>
@@ -181,7 +231,8 @@ export const UserMessage = memo(function UserMessage({
                 size={14}
                 data-action="retry"
                 disabled={busy}
-                onClick={() => resend(node.text)}
+                // The text as it is (its tokens included) after the message's image blocks.
+                onClick={() => resend(node.text, blocks.thumbs)}
               />
             </>
           ) : null}
