@@ -2,6 +2,9 @@
 // turn), when an approval waits for the user and when the model asks the user a question. The
 // notifier (`notify-send` by default) is started through ctx.subprocess with a fixed argv (no
 // shell), a scrubbed environment and a kill deadline; where it is not installed nothing is shown.
+// Under `dsh web` (when ctx.api is there) each of those moments is also published to the pages as
+// a `notifications/attention` host event, which the browser half (@dsh/ui-notifications) shows
+// as a browser notification.
 import { accessSync, constants } from 'node:fs'
 import { delimiter, isAbsolute, join } from 'node:path'
 import type { Context } from 'cordis'
@@ -10,6 +13,10 @@ import type {} from '@dsh/agent'
 import type {} from '@dsh/subprocess'
 import type {} from '@dsh/user-approval'
 import type {} from '@dsh/user-questions'
+import type {} from '@dsh/api-gateway'
+import { ATTENTION_EVENT, type AttentionEvent } from './contract.ts'
+
+export * from './contract.ts'
 
 export const name = 'desktop-notifications'
 export const inject = ['subprocess']
@@ -17,6 +24,7 @@ export const inject = ['subprocess']
 export type NotifyOn = 'turn-end' | 'approval' | 'question'
 
 export interface Config {
+  native: boolean
   command: string
   appName: string
   on: NotifyOn[]
@@ -27,6 +35,9 @@ export interface Config {
 }
 
 export const Config: Schema<Partial<Config>, Config> = Schema.object({
+  native: Schema.boolean()
+    .default(true)
+    .description('Run the desktop notifier on the host (false: only the pages of dsh web are told).'),
   command: Schema.string()
     .min(1)
     .default('notify-send')
@@ -79,6 +90,52 @@ export function apply(ctx: Context, config: Config): void {
     throw new Error(
       `desktop-notifications: command ${JSON.stringify(config.command)} must be a name on PATH or an absolute path`,
     )
+  const cut = (text: string) => oneLine(text, config.maxBodyChars)
+  const turnTitle = (reason: string) => (reason === 'completed' ? 'dsh: turn finished' : `dsh: turn ended (${reason})`)
+  const APPROVAL = 'dsh needs your approval'
+  const QUESTION = 'dsh has a question'
+  const questionOf = (request: { questions: readonly { question: string }[] }) =>
+    request.questions[0]?.question ?? 'a question is waiting'
+
+  // The pages of dsh web: every moment is told (the page decides whether to show it: only while
+  // hidden, and only when the user turned notifications on). No minTurnMs: a hidden page is the
+  // sign that the user looked away.
+  ctx.inject(['api'], (inner) => {
+    const tell = (
+      sessionId: string | undefined,
+      kind: AttentionEvent['kind'],
+      title: string,
+      body: string,
+      reason?: string,
+    ) => {
+      if (!sessionId) return
+      const event: AttentionEvent = {
+        type: ATTENTION_EVENT,
+        sessionId,
+        kind,
+        title: oneLine(title, 100),
+        body: cut(body),
+        ...(reason ? { reason } : {}),
+      }
+      inner.api.publishHost(event)
+    }
+    if (config.on.includes('turn-end'))
+      inner.on('agent/turn-end', (agent, result) =>
+        tell(
+          agent.session.id,
+          'turn-end',
+          turnTitle(result.reason),
+          result.text || `${result.steps} step(s), no reply text`,
+          result.reason,
+        ),
+      )
+    if (config.on.includes('approval'))
+      inner.on('approval/requested', (request) => tell(request.sessionId, 'approval', APPROVAL, request.title))
+    if (config.on.includes('question'))
+      inner.on('questions/asked', (request) => tell(request.sessionId, 'question', QUESTION, questionOf(request)))
+  })
+
+  if (!config.native) return
   const file = findCommand(config.command)
   if (!file) {
     logger.debug('%s is not installed (not on PATH): no desktop notifications', config.command)
@@ -91,12 +148,7 @@ export function apply(ctx: Context, config: Config): void {
     try {
       handle = ctx.subprocess.spawn({
         file,
-        args: [
-          `--app-name=${config.appName}`,
-          `--urgency=${urgency}`,
-          oneLine(title, 100),
-          oneLine(body, config.maxBodyChars),
-        ],
+        args: [`--app-name=${config.appName}`, `--urgency=${urgency}`, oneLine(title, 100), cut(body)],
         cwd,
         env: { base: 'scrubbed' },
         kill: { graceMs: 500 },
@@ -126,18 +178,22 @@ export function apply(ctx: Context, config: Config): void {
     ctx.on('agent/turn-end', (agent, result) => {
       const start = agent.session.last('turn/start')
       if (config.minTurnMs > 0 && (!start || Date.now() - start.time < config.minTurnMs)) return
-      const title = result.reason === 'completed' ? 'dsh: turn finished' : `dsh: turn ended (${result.reason})`
-      notify(title, result.text || `${result.steps} step(s), no reply text`, config.urgency, agent.cwd)
+      notify(
+        turnTitle(result.reason),
+        result.text || `${result.steps} step(s), no reply text`,
+        config.urgency,
+        agent.cwd,
+      )
     })
   }
   if (config.on.includes('approval')) {
     ctx.on('approval/requested', (request) => {
-      notify('dsh needs your approval', request.title, 'critical', process.cwd())
+      notify(APPROVAL, request.title, 'critical', process.cwd())
     })
   }
   if (config.on.includes('question')) {
     ctx.on('questions/asked', (request) => {
-      notify('dsh has a question', request.questions[0]?.question ?? 'a question is waiting', 'critical', process.cwd())
+      notify(QUESTION, questionOf(request), 'critical', process.cwd())
     })
   }
 }
