@@ -93,6 +93,14 @@ describe('workflow children with world: "e2b"', () => {
     expect(children.size).toBe(2)
     expect(new Set(saved.map((m) => m[2])).size).toBe(2)
     for (const id of children) expect(created).toContain(id)
+    // Exactly three machines: the two children's, and the run's own, which the workflow program
+    // itself runs in (code-runtime-subprocess spawns `node -e` through ctx.subprocess, the run's
+    // sandbox in this world: the model's program is confined there, never on this machine). It is
+    // created first: the program that spawns the children runs in it.
+    expect(created).toHaveLength(3)
+    const own = created.filter((id) => !children.has(id as string))
+    expect(own).toHaveLength(1)
+    expect(created[0]).toBe(own[0])
     for (const m of saved) expect(readFileSync(m[3], 'utf8')).toContain('+shared input')
     expect(existsSync(join(cwd, 'out.txt'))).toBe(false)
   }, 120_000)
