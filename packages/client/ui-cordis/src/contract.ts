@@ -7,18 +7,28 @@ export interface WireDefinition {
   name: string
   description: string
   code: string
+  /** The browser half's code, when the definition has one. */
+  browser?: string
   hash: string
   sessionId?: string
   state: 'defined' | 'running' | 'failed'
   error?: string
   handlers: string[]
   log: string[]
+  /** With a browser half, while running: whether a page runs it. */
+  browserState?: 'waiting' | 'running' | 'failed'
+  browserError?: string
+  browserHandlers?: string[]
 }
 
 /** Host stream event: a definition was defined, started or retracted. */
 export const CORDIS_CHANGED = 'cordis/changed'
 
-const Name = Schema.object({ name: Schema.string().min(1).required() })
+/** A definition is named within its session: the caller says which session's it means. */
+const Name = Schema.object({
+  sessionId: Schema.string().min(1).required(),
+  name: Schema.string().min(1).required(),
+})
 const One = Schema.object({ definition: Schema.any() }) as unknown as Schema<{ definition: WireDefinition }>
 
 export const cordisDefinitions = defineMethod('cordis.definitions', {
@@ -30,12 +40,14 @@ export const cordisDefinitions = defineMethod('cordis.definitions', {
   }>,
 })
 export const cordisRun = defineMethod('cordis.run', {
-  description: 'Starts a definition; the approval is asked in the session that defined it.',
-  params: Name as Schema<{ name: string }>,
+  description:
+    "Starts the definition `name` of session `sessionId`; the approval is asked in that session. Another session's definition is UNKNOWN_DEFINITION.",
+  params: Name as Schema<{ sessionId: string; name: string }>,
   result: One,
 })
 export const cordisRetract = defineMethod('cordis.retract', {
-  description: 'Takes a definition down (if running) and forgets it.',
-  params: Name as Schema<{ name: string }>,
+  description:
+    "Takes the definition `name` of session `sessionId` down (if running) and forgets it. Another session's definition is UNKNOWN_DEFINITION.",
+  params: Name as Schema<{ sessionId: string; name: string }>,
   result: Schema.object({}),
 })

@@ -23,12 +23,16 @@ export function wireDefinition(d: Readonly<Definition>): WireDefinition {
     name: d.name,
     description: d.description,
     code: d.code,
+    ...(d.browser ? { browser: d.browser } : {}),
     hash: d.hash,
     ...(d.sessionId ? { sessionId: d.sessionId } : {}),
     state: d.state,
     ...(d.error ? { error: d.error } : {}),
     handlers: [...d.handlers],
     log: [...d.log],
+    ...(d.browserState ? { browserState: d.browserState } : {}),
+    ...(d.browserError ? { browserError: d.browserError } : {}),
+    ...(d.browserHandlers?.length ? { browserHandlers: [...d.browserHandlers] } : {}),
   }
 }
 
@@ -46,13 +50,14 @@ export function apply(ctx: Context): void {
   ctx.inject(['api'], (inner) => {
     inner.api.register(cordisDefinitions, (p) => ({ definitions: runner.list(p.sessionId).map(wireDefinition) }))
     inner.api.register(cordisRun, (p, call) =>
-      coded(async () => ({ definition: wireDefinition(await runner.run(p.name, { signal: call.signal })) })),
+      coded(async () => ({
+        // Scoped: the runner looks the name up among this session's definitions only.
+        definition: wireDefinition(await runner.run(p.name, { sessionId: p.sessionId, signal: call.signal })),
+      })),
     )
     inner.api.register(cordisRetract, (p) =>
       coded(async () => {
-        if (!runner.get(p.name))
-          throw new RunnerError('UNKNOWN_DEFINITION', `no plugin named ${JSON.stringify(p.name)}`)
-        await runner.retract(p.name, 'retracted by the user')
+        await runner.retract(p.name, 'retracted by the user', p.sessionId)
         return {}
       }),
     )
@@ -60,6 +65,7 @@ export function apply(ctx: Context): void {
     inner.on('dynamicCordisRunner/defined', changed)
     inner.on('dynamicCordisRunner/mounted', changed)
     inner.on('dynamicCordisRunner/retract', changed)
+    inner.on('dynamicCordisRunner/browser', changed)
   })
 }
 

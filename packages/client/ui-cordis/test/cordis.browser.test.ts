@@ -100,8 +100,23 @@ describe.skipIf(!hasChromium())('ui-cordis in the browser', () => {
       const sessionId = new URL(page.url()).pathname.split('/').pop()!
       expect((await app.call('cordis.definitions', { sessionId })).definitions).toEqual([])
       expect((await app.call('cordis.definitions')).definitions).toMatchObject([{ name: 'other' }])
-      await expect(app.call('cordis.run', { name: 'greeter' })).rejects.toThrow(/404 UNKNOWN_DEFINITION/)
+      await expect(app.call('cordis.run', { sessionId, name: 'greeter' })).rejects.toThrow(/404 UNKNOWN_DEFINITION/)
       expect(errors).toEqual([])
     })
+  })
+
+  it("refuses to run or retract another session's plugin by name, and a call that names no session", async () => {
+    const sessionId = new URL(first).pathname.split('/').pop()!
+    // `other` belongs to the second session: named from the first, it does not exist.
+    await expect(app.call('cordis.retract', { sessionId, name: 'other' })).rejects.toThrow(
+      /404 UNKNOWN_DEFINITION.*no definition named "other" in session/,
+    )
+    await expect(app.call('cordis.run', { sessionId, name: 'other' })).rejects.toThrow(/404 UNKNOWN_DEFINITION/)
+    await expect(app.call('cordis.retract', { name: 'other' })).rejects.toThrow(/sessionId/)
+    await expect(app.call('cordis.run', { name: 'other' })).rejects.toThrow(/sessionId/)
+    const [other] = (await app.call('cordis.definitions')).definitions
+    expect(other).toMatchObject({ name: 'other', state: 'defined' })
+    await app.call('cordis.retract', { sessionId: other.sessionId, name: 'other' })
+    expect((await app.call('cordis.definitions')).definitions).toEqual([])
   })
 })

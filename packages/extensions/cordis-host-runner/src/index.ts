@@ -19,13 +19,18 @@ export type DefinitionName = Brand<string, 'DynamicDefinitionName'>
 
 export type DefinitionState = 'defined' | 'running' | 'failed'
 
+/** Where the browser half of a running definition is: asked of the pages, running in one, or failed there. */
+export type BrowserState = 'waiting' | 'running' | 'failed'
+
 export interface Definition {
   readonly name: DefinitionName
   readonly description: string
   readonly code: string
-  /** sha256 of the code: what an approval covers. */
+  /** The browser half's code (the body of `function (dsh) {...}` run in a sandboxed frame of a page), when there is one. */
+  readonly browser?: string
+  /** sha256 of the code (of `[code, browser]` as JSON with a browser half): what an approval covers. */
   readonly hash: string
-  /** The session that defined it; retracted with that session. */
+  /** The session that defined it; retracted with that session. The name is unique within it. */
   readonly sessionId?: string
   readonly cwd: string
   state: DefinitionState
@@ -33,14 +38,29 @@ export interface Definition {
   error?: string
   /** Handlers the running code registered. */
   handlers: string[]
-  /** Lines the code printed with dsh.log (last `maxLogLines`). */
+  /** Lines the code printed with dsh.log (last `maxLogLines`); the browser half's start with `[browser]`. */
   log: string[]
+  /** With a browser half, while running: whether a page runs it. */
+  browserState?: BrowserState
+  /** Why the browser half failed in a page. */
+  browserError?: string
+  /** Handlers the browser half registered (called through a page). */
+  browserHandlers: string[]
 }
+
+/** What a page reports about the browser half it runs (validated by the page and again here). */
+export type BrowserReport =
+  | { kind: 'started' }
+  | { kind: 'failed'; error: string }
+  | { kind: 'log'; text: string }
+  | { kind: 'handle'; handler: string }
+  | { kind: 'result'; id: number; value?: unknown; error?: string }
 
 export interface DefineInput {
   name: string
   description: string
   code: string
+  browser?: string
   sessionId?: string
   cwd: string
 }
@@ -63,6 +83,7 @@ export type RunnerErrorCode =
   | 'UNKNOWN_HANDLER'
   | 'HANDLER_FAILED'
   | 'TOO_MANY'
+  | 'INVALID_REPORT'
 
 export class RunnerError extends Error {
   constructor(
@@ -92,6 +113,15 @@ declare module 'cordis' {
     'dynamicCordisRunner/mounted'(definition: Readonly<Definition>): void
     /** A running definition was taken down (retract, its session ended, or the runner unloaded). */
     'dynamicCordisRunner/retract'(definition: Readonly<Definition>, reason: string): void
+    /** A definition with a browser half started on the host: the open pages of its session are asked to run it. */
+    'dynamicCordisRunner/request-run'(definition: Readonly<Definition>): void
+    /** A page reported on a browser half (started, failed, logged, registered a handler). */
+    'dynamicCordisRunner/browser'(definition: Readonly<Definition>): void
+    /** A handler of a browser half is called: a page running it answers with a `result` report. */
+    'dynamicCordisRunner/browser-invoke'(
+      definition: Readonly<Definition>,
+      call: { id: number; handler: string; input: unknown },
+    ): void
   }
 }
 
@@ -109,6 +139,9 @@ declare module '@dsh/session' {
 export const SESSION_EVENTS = ['cordis/define', 'cordis/run', 'cordis/retract'] as const
 
 const NAME = /^[a-z][a-z0-9-]{0,39}$/
+
+/** The key of a definition: names are unique within a session, not across sessions. */
+const keyOf = (sessionId: string | undefined, name: string) => `${sessionId ?? ''}\u0000${name}`
 
 interface Live {
   sandbox: Sandbox
@@ -136,6 +169,12 @@ export class DynamicCordisRunner extends Service {
 
   private readonly definitions = new Map<string, Definition>()
   private readonly live = new Map<string, Live>()
+  /** Browser handler calls waiting for a page's answer, by call id. */
+  private readonly browserCalls = new Map<
+    number,
+    { key: string; resolve: (r: { value?: unknown; error?: string }) => void }
+  >()
+  private nextBrowserCall = 0
   private shell: Context['shell'] | undefined
 
   constructor(
@@ -161,7 +200,7 @@ export class DynamicCordisRunner extends Service {
     ctx.on('session/deleted', (session) => void this.forgetSession(session.id, 'session deleted'))
     ctx.effect(
       () => () => {
-        for (const name of [...this.live.keys()]) void this.stop(name, 'runner unloaded')
+        for (const key of [...this.live.keys()]) void this.stop(key, 'runner unloaded')
       },
       'dynamicCordisRunner: retract all',
     )
@@ -172,8 +211,9 @@ export class DynamicCordisRunner extends Service {
     return [...this.definitions.values()].filter((d) => sessionId === undefined || d.sessionId === sessionId)
   }
 
-  get(name: string): Readonly<Definition> | undefined {
-    return this.definitions.get(name)
+  /** The definition `name` of that session (of no session when `sessionId` is absent). */
+  get(name: string, sessionId?: string): Readonly<Definition> | undefined {
+    return this.definitions.get(keyOf(sessionId, name))
   }
 
   /** Adds or replaces a definition (not while it runs). Logged as `cordis/define` in its session. */
@@ -183,12 +223,25 @@ export class DynamicCordisRunner extends Service {
         'INVALID_NAME',
         `name ${JSON.stringify(input.name)} is not valid: use 1-40 lowercase letters, digits and "-", starting with a letter`,
       )
-    const bytes = Buffer.byteLength(input.code, 'utf8')
-    if (input.code.trim() === '') throw new RunnerError('INVALID_CODE', 'code is empty')
-    if (bytes > this.config.maxCodeBytes)
-      throw new RunnerError('INVALID_CODE', `code is ${bytes} bytes; at most ${this.config.maxCodeBytes} are allowed`)
-    const existing = this.definitions.get(input.name)
-    if (existing && this.live.has(input.name))
+    const browser = input.browser?.trim() ? input.browser : undefined
+    if (input.code.trim() === '' && !browser) throw new RunnerError('INVALID_CODE', 'code is empty')
+    for (const [what, text] of [
+      ['code', input.code],
+      ['browser', browser ?? ''],
+    ] as const) {
+      const bytes = Buffer.byteLength(text, 'utf8')
+      if (bytes > this.config.maxCodeBytes)
+        throw new RunnerError(
+          'INVALID_CODE',
+          `${what} is ${bytes} bytes; at most ${this.config.maxCodeBytes} are allowed`,
+        )
+    }
+    // The browser half is served inline in an HTML document: it cannot close its script element.
+    if (browser && /<\/script|<!--/i.test(browser))
+      throw new RunnerError('INVALID_CODE', 'browser code must not contain "</script" or "<!--"; split the string')
+    const key = keyOf(input.sessionId, input.name)
+    const existing = this.definitions.get(key)
+    if (existing && this.live.has(key))
       throw new RunnerError('RUNNING', `${input.name} is running; retract it before defining it again`)
     if (!existing && this.definitions.size >= this.config.maxDefinitions)
       throw new RunnerError('TOO_MANY', `${this.config.maxDefinitions} definitions are held already; retract one first`)
@@ -196,14 +249,18 @@ export class DynamicCordisRunner extends Service {
       name: input.name as DefinitionName,
       description: input.description,
       code: input.code,
-      hash: createHash('sha256').update(input.code).digest('hex'),
+      ...(browser ? { browser } : {}),
+      hash: createHash('sha256')
+        .update(browser ? JSON.stringify([input.code, browser]) : input.code)
+        .digest('hex'),
       sessionId: input.sessionId,
       cwd: input.cwd,
       state: 'defined',
       handlers: [],
       log: [],
+      browserHandlers: [],
     }
-    this.definitions.set(input.name, definition)
+    this.definitions.set(key, definition)
     this.sessionOf(definition)?.append('cordis/define', {
       name: definition.name,
       description: definition.description,
@@ -216,19 +273,24 @@ export class DynamicCordisRunner extends Service {
 
   /**
    * Asks the user, then mounts the definition's code as a fiber. Rejected, cancelled or unanswered
-   * (no one to ask) approvals refuse with NOT_APPROVED: nothing model-written runs unseen.
+   * (no one to ask) approvals refuse with NOT_APPROVED: nothing model-written runs unseen. The
+   * definition is looked up in `origin.sessionId`'s definitions: a caller acts on its own session's.
    */
   async run(name: string, origin: CallOrigin = {}): Promise<Readonly<Definition>> {
-    const definition = this.require(name)
-    if (this.live.has(name)) throw new RunnerError('RUNNING', `${name} is running already`)
+    const key = keyOf(origin.sessionId, name)
+    const definition = this.require(name, origin.sessionId)
+    if (this.live.has(key)) throw new RunnerError('RUNNING', `${name} is running already`)
+    const browserPart = definition.browser
+      ? `\n\n// The browser half (runs in a sandboxed frame of the page, no network):\n${definition.browser}`
+      : ''
     const outcome = await this.ctx.approval.request(
       {
-        sessionId: origin.sessionId ?? definition.sessionId,
+        sessionId: definition.sessionId,
         agentId: origin.agentId,
         callId: origin.callId,
         kind: 'plugin',
         title: `Run the model-written plugin "${name}" inside dsh`,
-        detail: `${definition.description}\n\n${definition.code}`,
+        detail: `${definition.description}\n\n${definition.code}${browserPart}`,
         action: { plugin: name, sha256: definition.hash },
       },
       { signal: origin.signal },
@@ -237,10 +299,11 @@ export class DynamicCordisRunner extends Service {
       const why = outcome.reason ? `: ${outcome.reason}` : ''
       throw new RunnerError('NOT_APPROVED', `running ${name} was not approved (${outcome.decision}${why})`)
     }
-    if (this.live.has(name)) throw new RunnerError('RUNNING', `${name} is running already`)
-    if (this.definitions.get(name) !== definition)
+    if (this.live.has(key)) throw new RunnerError('RUNNING', `${name} is running already`)
+    if (this.definitions.get(key) !== definition)
       throw new RunnerError('UNKNOWN_DEFINITION', `${name} changed while waiting for approval; run it again`)
     definition.handlers = []
+    definition.browserHandlers = []
     definition.error = undefined
     const sandbox = new Sandbox(this.hostFor(definition), {
       filename: `dynamic:${name}`,
@@ -257,14 +320,14 @@ export class DynamicCordisRunner extends Service {
         inner.effect(() => () => void disposeCode(), `dynamic:${name}: dispose`)
       },
     })
-    this.live.set(name, { sandbox, fiber, disposeCode })
+    this.live.set(key, { sandbox, fiber, disposeCode })
     try {
       await fiber
     } catch {
       // the failure is in `applied`
     }
     if (applied.error) {
-      this.live.delete(name)
+      this.live.delete(key)
       await fiber.dispose()
       definition.state = 'failed'
       definition.error = applied.error
@@ -272,59 +335,152 @@ export class DynamicCordisRunner extends Service {
       throw new RunnerError('APPLY_FAILED', `${name} failed while starting: ${applied.error}`)
     }
     definition.state = 'running'
+    if (definition.browser) {
+      definition.browserState = 'waiting'
+      definition.browserError = undefined
+    }
     this.sessionOf(definition)?.append('cordis/run', { name, hash: definition.hash, ok: true })
     this.ctx.emit('dynamicCordisRunner/mounted', definition)
+    // The browser half runs in a page: the surfaces ask the open pages of the session (request-run).
+    if (definition.browser) this.ctx.emit('dynamicCordisRunner/request-run', definition)
     return definition
   }
 
-  /** Calls a handler the running code registered with `dsh.handle`; resolves with its JSON result. */
-  async invoke(name: string, handler: string, input: unknown): Promise<unknown> {
-    const definition = this.require(name)
-    const live = this.live.get(name)
+  /**
+   * Calls a handler the running code registered with `dsh.handle` (the host half's first, then the
+   * browser half's through a page); resolves with its JSON result. Scoped to `sessionId`'s definitions.
+   */
+  async invoke(name: string, handler: string, input: unknown, sessionId?: string): Promise<unknown> {
+    const key = keyOf(sessionId, name)
+    const definition = this.require(name, sessionId)
+    const live = this.live.get(key)
     if (!live || definition.state !== 'running') throw new RunnerError('NOT_RUNNING', `${name} is not running`)
-    const outcome = await live.sandbox.invoke(handler, input, this.config.settleTimeoutMs)
-    if (outcome.missing)
+    const outcome =
+      !definition.handlers.includes(handler) && definition.browserHandlers.includes(handler)
+        ? await this.invokeBrowser(key, definition, handler, input)
+        : await live.sandbox.invoke(handler, input, this.config.settleTimeoutMs)
+    if (outcome.missing) {
+      const all = [...definition.handlers, ...definition.browserHandlers.map((h) => `${h} (browser)`)]
       throw new RunnerError(
         'UNKNOWN_HANDLER',
-        `${name} has no handler ${JSON.stringify(handler)} (it has: ${definition.handlers.join(', ') || 'none'})`,
+        `${name} has no handler ${JSON.stringify(handler)} (it has: ${all.join(', ') || 'none'})`,
       )
+    }
     if (outcome.error !== undefined)
       throw new RunnerError('HANDLER_FAILED', `${name}.${handler} failed: ${outcome.error}`)
     return outcome.value ?? null
   }
 
-  /** Takes a running definition down (when it runs) and forgets it. */
-  async retract(name: string, reason = 'retracted'): Promise<void> {
-    this.require(name)
-    await this.stop(name, reason, true)
-    this.definitions.delete(name)
+  private invokeBrowser(
+    key: string,
+    definition: Definition,
+    handler: string,
+    input: unknown,
+  ): Promise<{ value?: unknown; error?: string; missing?: boolean }> {
+    const id = ++this.nextBrowserCall
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.browserCalls.delete(id)
+        resolve({
+          error: `no page answered within ${this.config.settleTimeoutMs} ms (is the session open in dsh web?)`,
+        })
+      }, this.config.settleTimeoutMs)
+      this.browserCalls.set(id, {
+        key,
+        resolve: (r) => {
+          clearTimeout(timer)
+          this.browserCalls.delete(id)
+          resolve(r)
+        },
+      })
+      this.ctx.emit('dynamicCordisRunner/browser-invoke', definition, { id, handler, input: input ?? null })
+    })
+  }
+
+  /**
+   * A page's report on the browser half of a running definition: it started, failed, logged a
+   * line, registered a handler, or answered a call. Refused unless the definition runs with a
+   * browser half and `hash` is the code the user approved.
+   */
+  browserReport(name: string, sessionId: string | undefined, hash: string, report: BrowserReport): void {
+    const key = keyOf(sessionId, name)
+    const definition = this.require(name, sessionId)
+    if (!definition.browser || definition.state !== 'running' || !this.live.has(key))
+      throw new RunnerError('NOT_RUNNING', `${name} has no running browser half`)
+    if (hash !== definition.hash)
+      throw new RunnerError('INVALID_REPORT', `the report is for other code than ${name} runs (hash ${hash})`)
+    switch (report.kind) {
+      case 'started':
+        definition.browserState = 'running'
+        definition.browserError = undefined
+        break
+      case 'failed':
+        definition.browserState = 'failed'
+        definition.browserError = String(report.error)
+        break
+      case 'log':
+        definition.log.push(`[browser] ${String(report.text)}`)
+        if (definition.log.length > this.config.maxLogLines) definition.log.shift()
+        break
+      case 'handle':
+        if (!definition.browserHandlers.includes(report.handler)) definition.browserHandlers.push(report.handler)
+        break
+      case 'result': {
+        const call = this.browserCalls.get(report.id)
+        if (!call || call.key !== key) throw new RunnerError('INVALID_REPORT', `no call ${report.id} of ${name} waits`)
+        call.resolve(report.error !== undefined ? { error: String(report.error) } : { value: report.value ?? null })
+        return
+      }
+      default:
+        throw new RunnerError(
+          'INVALID_REPORT',
+          `unknown report kind ${JSON.stringify((report as { kind: unknown }).kind)}`,
+        )
+    }
+    this.ctx.emit('dynamicCordisRunner/browser', definition)
+  }
+
+  /** Takes a running definition down (when it runs) and forgets it. Scoped to `sessionId`'s definitions. */
+  async retract(name: string, reason = 'retracted', sessionId?: string): Promise<void> {
+    const definition = this.require(name, sessionId)
+    const key = keyOf(definition.sessionId, name)
+    await this.stop(key, reason, true)
+    this.definitions.delete(key)
   }
 
   private async forgetSession(sessionId: string, reason: string): Promise<void> {
-    for (const d of this.list(sessionId)) await this.retract(d.name, reason)
+    for (const d of this.list(sessionId)) await this.retract(d.name, reason, sessionId)
   }
 
-  private async stop(name: string, reason: string, forget = false): Promise<void> {
-    const live = this.live.get(name)
-    const definition = this.definitions.get(name)
+  private async stop(key: string, reason: string, forget = false): Promise<void> {
+    const live = this.live.get(key)
+    const definition = this.definitions.get(key)
     if (!live || !definition) return
-    if (forget) this.definitions.delete(name)
-    this.live.delete(name)
+    if (forget) this.definitions.delete(key)
+    this.live.delete(key)
+    for (const [id, call] of [...this.browserCalls])
+      if (call.key === key) {
+        this.browserCalls.delete(id)
+        call.resolve({ error: `${definition.name} was taken down (${reason})` })
+      }
     await live.fiber.dispose()
     await live.disposeCode()
     definition.state = 'defined'
     definition.handlers = []
-    this.sessionOf(definition)?.append('cordis/retract', { name, reason })
+    definition.browserHandlers = []
+    definition.browserState = undefined
+    this.sessionOf(definition)?.append('cordis/retract', { name: definition.name, reason })
     this.ctx.emit('dynamicCordisRunner/retract', definition, reason)
   }
 
-  private require(name: string): Definition {
-    const definition = this.definitions.get(name)
+  private require(name: string, sessionId?: string): Definition {
+    const definition = this.definitions.get(keyOf(sessionId, name))
     if (!definition) {
-      const known = [...this.definitions.keys()]
+      const known = [...this.definitions.values()].filter((d) => d.sessionId === sessionId).map((d) => d.name)
+      const where = sessionId === undefined ? '' : ` in session ${sessionId}`
       throw new RunnerError(
         'UNKNOWN_DEFINITION',
-        `no definition named ${JSON.stringify(name)} (defined: ${known.join(', ') || 'none'})`,
+        `no definition named ${JSON.stringify(name)}${where} (defined there: ${known.join(', ') || 'none'})`,
       )
     }
     return definition

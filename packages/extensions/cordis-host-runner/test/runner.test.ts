@@ -34,7 +34,7 @@ describe('DynamicCordisRunner', () => {
       cwd: process.cwd(),
     })
     await runner.run('watcher', { sessionId: h.session.id })
-    expect(await runner.invoke('watcher', 'ping', null)).toBe('pong')
+    expect(await runner.invoke('watcher', 'ping', null, h.session.id)).toBe('pong')
     const retracted = new Promise<string>((resolve) =>
       h.ctx.on('dynamicCordisRunner/retract', (_d, reason) => resolve(reason)),
     )
@@ -94,6 +94,111 @@ describe('DynamicCordisRunner', () => {
     await runner.run('a')
     await mounted.dispose()
     await expect.poll(() => d.log).toEqual(['bye'])
+    await h.dispose()
+  })
+
+  it('keys definitions by session: one session cannot run, call, retract or replace another’s plugin', async () => {
+    const { h, runner } = await setup('allowed-once')
+    const mine = h.session.id
+    runner.define({
+      name: 'tool',
+      description: 'mine',
+      code: "dsh.handle('who', () => 'mine')",
+      sessionId: mine,
+      cwd: '/',
+    })
+    // The same name in another session is a separate definition, not a replacement.
+    runner.define({
+      name: 'tool',
+      description: 'theirs',
+      code: "dsh.handle('who', () => 'theirs')",
+      sessionId: 'other',
+      cwd: '/',
+    })
+    expect(runner.get('tool', mine)?.description).toBe('mine')
+    expect(runner.list('other').map((d) => d.description)).toEqual(['theirs'])
+    await runner.run('tool', { sessionId: mine })
+    expect(await runner.invoke('tool', 'who', null, mine)).toBe('mine')
+    // From a third session the name does not exist.
+    expect(code(await failed(runner.run('tool', { sessionId: 'third' })))).toBe('UNKNOWN_DEFINITION')
+    expect(code(await failed(runner.invoke('tool', 'who', null, 'third')))).toBe('UNKNOWN_DEFINITION')
+    expect(code(await failed(runner.retract('tool', 'x', 'third')))).toBe('UNKNOWN_DEFINITION')
+    expect(code(await failed(runner.invoke('tool', 'who', null, 'other')))).toBe('NOT_RUNNING')
+    await runner.retract('tool', 'done', 'other')
+    expect(runner.get('tool', mine)?.state).toBe('running')
+    await h.dispose()
+  })
+
+  it('a browser half: approved with the host half, asked of the pages, reported on and called through them', async () => {
+    const { h, runner } = await setup('allowed-once', { settleTimeoutMs: 5000 })
+    const sid = h.session.id
+    expect(
+      (
+        await failed(
+          Promise.resolve().then(() =>
+            runner.define({
+              name: 'bad',
+              description: '',
+              code: '',
+              browser: "x = '</script>'",
+              sessionId: sid,
+              cwd: '/',
+            }),
+          ),
+        )
+      ).message,
+    ).toMatch(/must not contain "<\/script"/)
+    expect(
+      code(
+        await failed(
+          Promise.resolve().then(() =>
+            runner.define({ name: 'none', description: '', code: ' ', sessionId: sid, cwd: '/' }),
+          ),
+        ),
+      ),
+    ).toBe('INVALID_CODE')
+    const details: string[] = []
+    // Consulted first (newest), it only records what the user is shown and leaves the answer to the test's.
+    h.ctx.approval.registerAnswerer({
+      name: 'recorder',
+      accepts: (request) => {
+        details.push(String(request.detail))
+        return false
+      },
+      answer: () => ({ decision: 'rejected' }),
+    })
+    const d = runner.define({
+      name: 'view',
+      description: 'draws',
+      code: '',
+      browser: "dsh.log('hi')",
+      sessionId: sid,
+      cwd: '/',
+    })
+    const requested = new Promise<string>((resolve) =>
+      h.ctx.on('dynamicCordisRunner/request-run', (x) => resolve(x.name)),
+    )
+    await runner.run('view', { sessionId: sid })
+    expect(await requested).toBe('view')
+    expect(details.join('\n')).toContain("dsh.log('hi')")
+    expect(d.browserState).toBe('waiting')
+    expect(() => runner.browserReport('view', sid, 'f'.repeat(64), { kind: 'started' })).toThrow(/other code/)
+    runner.browserReport('view', sid, d.hash, { kind: 'started' })
+    runner.browserReport('view', sid, d.hash, { kind: 'log', text: 'hi' })
+    runner.browserReport('view', sid, d.hash, { kind: 'handle', handler: 'size' })
+    expect(d).toMatchObject({ browserState: 'running', log: ['[browser] hi'], browserHandlers: ['size'] })
+    // A page answers the call it was handed.
+    h.ctx.on('dynamicCordisRunner/browser-invoke', (_x, call) =>
+      queueMicrotask(() =>
+        runner.browserReport('view', sid, d.hash, { kind: 'result', id: call.id, value: { w: call.input } }),
+      ),
+    )
+    expect(await runner.invoke('view', 'size', 3, sid)).toEqual({ w: 3 })
+    expect(() => runner.browserReport('view', sid, d.hash, { kind: 'result', id: 999, value: 1 })).toThrow(
+      /no call 999/,
+    )
+    await runner.retract('view', 'done', sid)
+    expect(() => runner.browserReport('view', sid, d.hash, { kind: 'started' })).toThrow(/no definition/)
     await h.dispose()
   })
 })

@@ -31,9 +31,13 @@ function failure(error: unknown): ToolOutput {
 }
 
 function brief(d: Readonly<Definition>): string {
-  const handlers = d.handlers.length ? ` handlers: ${d.handlers.join(', ')}` : ''
+  const all = [...d.handlers, ...d.browserHandlers.map((h) => `${h} (browser)`)]
+  const handlers = all.length ? ` handlers: ${all.join(', ')}` : ''
+  const browser = d.browserState
+    ? ` browser half: ${d.browserState}${d.browserError ? ` (${d.browserError})` : ''}`
+    : ''
   const error = d.state === 'failed' && d.error ? ` (last run failed: ${d.error})` : ''
-  return `- ${d.name} [${d.state}] ${d.description}${handlers}${error}`
+  return `- ${d.name} [${d.state}] ${d.description}${handlers}${browser}${error}`
 }
 
 const CODE_HELP =
@@ -44,6 +48,12 @@ const CODE_HELP =
   '{exitCode, status, output}, and `dsh.onDispose(fn)` runs fn when the plugin is retracted. The body may be async ' +
   '(return a promise); the plugin is running once it settles.'
 
+const BROWSER_HELP =
+  'Optional `browser`: a second body of `function (dsh) { ... }` for the browser half, run in an isolated frame ' +
+  'shown in the side panel of the session in dsh web (no network, no storage, no access to the page). There ' +
+  '`dsh.root` is the element to render into, `dsh.log(...values)` and `dsh.handle(name, fn)` work as above ' +
+  '(cordis_invoke reaches a browser handler through the open page). Leave `code` empty for a browser-only plugin.'
+
 export function apply(ctx: Context, config: Config): void {
   const runner = ctx.dynamicCordisRunner
   const list = (call: ToolCallContext) => {
@@ -51,11 +61,11 @@ export function apply(ctx: Context, config: Config): void {
     return mine.length ? mine.map(brief).join('\n') : 'No plugins are defined in this session.'
   }
 
-  ctx.tools.register<{ name: string; description: string; code: string }>({
+  ctx.tools.register<{ name: string; description: string; code: string; browser?: string }>({
     name: 'cordis_define',
     description:
       'Define (or replace) a small dsh plugin by name. Defining does not run it; call cordis_run next, which asks ' +
-      `the user. ${CODE_HELP}`,
+      `the user. ${CODE_HELP} ${BROWSER_HELP}`,
     parameters: {
       type: 'object',
       properties: {
@@ -64,7 +74,8 @@ export function apply(ctx: Context, config: Config): void {
           description: 'Lowercase letters, digits and "-", starting with a letter (at most 40).',
         },
         description: { type: 'string', description: 'One sentence for the user: what the plugin does.' },
-        code: { type: 'string', description: 'The JavaScript body described above.' },
+        code: { type: 'string', description: 'The JavaScript body described above (the host half).' },
+        browser: { type: 'string', description: 'The browser half, when the plugin shows something in dsh web.' },
       },
       required: ['name', 'description', 'code'],
       additionalProperties: false,
@@ -72,8 +83,9 @@ export function apply(ctx: Context, config: Config): void {
     execute(args, call) {
       try {
         const d = runner.define({ ...args, sessionId: call.sessionId, cwd: call.cwd })
+        const browser = d.browser ? ` and a browser half (${Buffer.byteLength(d.browser)} bytes)` : ''
         return {
-          content: `Defined ${d.name} (${Buffer.byteLength(d.code)} bytes). Call cordis_run with name "${d.name}" to start it.`,
+          content: `Defined ${d.name} (${Buffer.byteLength(d.code)} bytes${browser}). Call cordis_run with name "${d.name}" to start it.`,
           meta: { name: d.name, hash: d.hash },
         }
       } catch (error) {
@@ -102,7 +114,11 @@ export function apply(ctx: Context, config: Config): void {
           signal: call.signal,
         })
         const handlers = d.handlers.length ? d.handlers.join(', ') : 'none'
-        return { content: `${d.name} is running. Handlers: ${handlers}.`, meta: { name: d.name, handlers: d.handlers } }
+        const browser = d.browser ? ' Its browser half was handed to the open pages of this session.' : ''
+        return {
+          content: `${d.name} is running. Handlers: ${handlers}.${browser}`,
+          meta: { name: d.name, handlers: d.handlers },
+        }
       } catch (error) {
         return failure(error)
       }
@@ -122,9 +138,9 @@ export function apply(ctx: Context, config: Config): void {
       required: ['name', 'handler'],
       additionalProperties: false,
     },
-    async execute(args) {
+    async execute(args, call) {
       try {
-        const value = await runner.invoke(args.name, args.handler, args.input ?? null)
+        const value = await runner.invoke(args.name, args.handler, args.input ?? null, call.sessionId)
         let text = JSON.stringify(value)
         if (text.length > config.maxResultChars)
           text = `${text.slice(0, config.maxResultChars)}\n[... result cut at ${config.maxResultChars} characters]`
@@ -158,9 +174,9 @@ export function apply(ctx: Context, config: Config): void {
       required: ['name'],
       additionalProperties: false,
     },
-    async execute(args) {
+    async execute(args, call) {
       try {
-        await runner.retract(args.name)
+        await runner.retract(args.name, 'retracted', call.sessionId)
         return { content: `Retracted ${args.name}.` }
       } catch (error) {
         return failure(error)

@@ -25,6 +25,10 @@ const en = {
   'state.running': 'running',
   'state.failed': 'failed',
   defines: 'Defines the plugin {name}',
+  'browser.waiting': 'browser half: waiting for a page',
+  'browser.running': 'browser half: running in a page',
+  'browser.failed': 'browser half: failed',
+  browserCode: 'Browser half',
 }
 const zh: Record<keyof typeof en, string> = {
   title: '模型编写的插件',
@@ -37,6 +41,10 @@ const zh: Record<keyof typeof en, string> = {
   'state.running': '运行中',
   'state.failed': '失败',
   defines: '定义插件 {name}',
+  'browser.waiting': '浏览器部分：等待页面',
+  'browser.running': '浏览器部分：在页面中运行',
+  'browser.failed': '浏览器部分：失败',
+  browserCode: '浏览器部分',
 }
 
 const CSS = `
@@ -129,6 +137,12 @@ export function apply(ctx: Context): void {
         <span className="meta">{t(`state.${d.state}`)}</span>
         <div>{d.description}</div>
         {d.handlers.length > 0 ? <div className="meta">{t('handlers', { list: d.handlers.join(', ') })}</div> : null}
+        {d.browserState ? (
+          <div className="meta" data-cordis-browser={d.browserState}>
+            {t(`browser.${d.browserState}`)}
+          </div>
+        ) : null}
+        {d.browserError ? <div className="dsh-cordis-error">{d.browserError}</div> : null}
         {d.error ? <div className="dsh-cordis-error">{d.error}</div> : null}
         {d.log.length > 0 ? <pre data-cordis-log={d.name}>{d.log.join('\n')}</pre> : null}
         <div className="actions">
@@ -140,7 +154,7 @@ export function apply(ctx: Context): void {
               type="button"
               data-cordis-run={d.name}
               disabled={busy}
-              onClick={() => act(() => ctx.remote.call(cordisRun, { name: d.name }))}
+              onClick={() => act(() => ctx.remote.call(cordisRun, { sessionId, name: d.name }))}
             >
               {t('run')}
             </button>
@@ -149,7 +163,7 @@ export function apply(ctx: Context): void {
             type="button"
             data-cordis-retract={d.name}
             disabled={busy}
-            onClick={() => act(() => ctx.remote.call(cordisRetract, { name: d.name }))}
+            onClick={() => act(() => ctx.remote.call(cordisRetract, { sessionId, name: d.name }))}
           >
             {t('retract')}
           </button>
@@ -160,6 +174,12 @@ export function apply(ctx: Context): void {
           </p>
         ) : null}
         {shown ? <pre data-cordis-source={d.name}>{d.code}</pre> : null}
+        {shown && d.browser ? (
+          <>
+            <div className="meta">{t('browserCode')}</div>
+            <pre data-cordis-browser-source={d.name}>{d.browser}</pre>
+          </>
+        ) : null}
       </li>
     )
   }
@@ -191,6 +211,7 @@ export function apply(ctx: Context): void {
         <strong>{t('defines', { name: pluginName })}</strong>
         {typeof input.description === 'string' ? <div>{input.description}</div> : null}
         {typeof input.code === 'string' ? <pre data-cordis-card-code="true">{input.code}</pre> : null}
+        {typeof input.browser === 'string' ? <pre data-cordis-card-browser="true">{input.browser}</pre> : null}
         <Slot name="tool.call.toolview" single props={props} />
       </div>
     )
