@@ -106,6 +106,8 @@ export class FrontendStatic extends Service {
   readonly cache: CompressionCache
   private readonly index: { mtimeMs: number; size: number; html?: string } = { mtimeMs: -1, size: -1 }
   private readonly clientCache = new Map<string, ClientPlugin | undefined>()
+  /** `frame-src` sources plugins asked for (none: the page may frame nothing). */
+  private readonly frameSources = new Map<string, number>()
 
   constructor(
     ctx: Context,
@@ -157,6 +159,28 @@ export class FrontendStatic extends Service {
     return { version: 1, plugins, launchCwd: this.config.launchCwd ?? process.cwd() }
   }
 
+  /**
+   * Lets the page frame documents from `source` (a CSP source, e.g. `'self'`) while the calling
+   * plugin is active: a plugin that serves a framable document of its own (the dynamic-plugin
+   * runner's sandboxed frame) asks for it. Every other response of the host refuses framing.
+   */
+  allowFrames(source: string): () => void {
+    if (!/^('self'|https?:\/\/[^\s;,]+)$/.test(source))
+      throw new TypeError(
+        `frontendStatic.allowFrames: ${JSON.stringify(source)} is not a frame source ('self' or a URL)`,
+      )
+    const sources = this.frameSources
+    const dispose = this.ctx.effect(() => {
+      sources.set(source, (sources.get(source) ?? 0) + 1)
+      return () => {
+        const n = (sources.get(source) ?? 1) - 1
+        if (n > 0) sources.set(source, n)
+        else sources.delete(source)
+      }
+    }, 'frontend-static: frame source')
+    return () => void dispose()
+  }
+
   /** The enabled plugins that ship a browser half, in Loader order. */
   clientPlugins(): ClientPlugin[] {
     return clientPlugins(this.loaderView())
@@ -203,7 +227,9 @@ export class FrontendStatic extends Service {
     const body = Buffer.from(html, 'utf8')
     // The page's CSP from the page as served: its import map and boot data by hash, nothing else
     // inline. Browser halves add <style> elements at run time, so inline styles are allowed.
-    res.setHeader('content-security-policy', documentPolicy(html, { styles: 'inline' }))
+    // Frames only from the sources a plugin asked for (allowFrames); none by default.
+    const frames = this.frameSources.size ? `; frame-src ${[...this.frameSources.keys()].join(' ')}` : ''
+    res.setHeader('content-security-policy', documentPolicy(html, { styles: 'inline' }) + frames)
     await sendFile(
       req,
       res,
