@@ -40,6 +40,8 @@ describe.skipIf(!hasChromium())('dsh web: a world per workspace', () => {
     app = await startWebApp({
       steps: [
         bash('echo made-locally > where.txt && cat notes.txt'),
+        // A path into the e2b workspace's folder: a local session reads this machine's copy.
+        { toolCalls: [{ name: 'read', arguments: { file_path: '../there/notes.txt' } }] },
         { text: 'Local done.' },
         bash(`echo made-remotely > where.txt; cat notes.txt; cat ${secretFile} || echo secret-not-here`),
         { text: 'Remote done.' },
@@ -111,7 +113,9 @@ describe.skipIf(!hasChromium())('dsh web: a world per workspace', () => {
 
       // The local workspace: the command ran on this machine; nothing reached the stand-in.
       const local = await runTurn(page, here, 'Local done.')
-      expect(await toolOutput(local)).toContain('local notes')
+      const localOutput = await toolOutput(local)
+      expect(localOutput).toContain('local notes')
+      expect(localOutput).toContain('remote notes')
       expect(readFileSync(join(here, 'where.txt'), 'utf8')).toBe('made-locally\n')
       expect(standin.sandboxes()).toEqual([])
       expect(processStarts()).toBe(0)
