@@ -154,6 +154,11 @@ export interface InputTriggersApi {
    * word), in pick order without duplicates; the session's picks are forgotten (call it on send).
    */
   takeReferences(sessionId: string, text: string): PromptReference[]
+  /**
+   * Remembers `reference` as picked in `sessionId`'s composer under `token` (what a source's own
+   * `pick` inserted, e.g. a resource template once its variables are filled in).
+   */
+  addReference(sessionId: string, token: string, reference: PromptReference): void
 }
 
 /** Whether `token` stands in `text` as a whole word (whitespace or an end on both sides; trailing punctuation allowed). */

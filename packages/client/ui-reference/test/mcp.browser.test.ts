@@ -2,10 +2,12 @@
 // server on the official SDK (@dsh/mcp-client's test fixture, started by the client row): a long
 // tool call's notifications/progress show on its running card as a bar with "3/10 message", and
 // a prompt the server adds mid-session (notifications/prompts/list_changed) joins a `/` menu that
-// is open at the time (the host's `commands/changed` push); the `@` menu lists the server's resources, and only a picked one becomes
-// context. A server mounted in the session's own scope (a plugin's per-session server, as an
-// editor's are) is in that session's `@` menu too, without its resource template (which the menu
-// could only send unfilled).
+// is open at the time (the host's `commands/changed` push); the `@` menu lists the server's
+// resources, and only a picked one becomes context. A server mounted in the session's own scope (a
+// plugin's per-session server, as an editor's are) is in that session's `@` menu too, with its
+// resource template: picking it asks for the template's variable in a small form (keyboard only;
+// an empty value is refused) and the filled URI is what the model reads. A server a live subagent
+// mounts for itself is listed too, labelled with the subagent.
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -28,8 +30,9 @@ const fixture = fileURLToPath(new URL('../../../mcp/mcp-client/test/fixtures/cha
 const notes = fileURLToPath(new URL('../../../mcp/mcp-client/test/fixtures/notes-server.mjs', import.meta.url))
 const scratch = mkdtempSync(join(tmpdir(), 'dsh-mcp-web-'))
 const release = join(scratch, 'release')
+const childRelease = join(scratch, 'child-release')
 // A plugin that mounts the notes server in the scope of each agent, as an editor's per-session
-// servers are mounted (ctx.mcp.add with the agent's scope).
+// servers are mounted (ctx.mcp.add with the agent's scope); a subagent's is named `subnotes`.
 const perSession = join(scratch, 'per-session-mcp.mjs')
 writeFileSync(
   perSession,
@@ -37,7 +40,7 @@ writeFileSync(
 export const inject = ['mcp']
 export function apply(ctx) {
   ctx.on('agent/created', (agent) => {
-    ctx.mcp.add('notes', { command: ${JSON.stringify(process.execPath)}, args: [${JSON.stringify(notes)}] }, { scope: agent.scope })
+    ctx.mcp.add(agent.session.parent ? 'subnotes' : 'notes', { command: ${JSON.stringify(process.execPath)}, args: [${JSON.stringify(notes)}] }, { scope: agent.scope })
   })
 }
 `,
@@ -57,6 +60,14 @@ const STEPS = [
   { text: 'Added.' },
   { text: 'Counted.' },
   { text: 'Noted.' },
+  { text: 'Day noted.' },
+  // The parent starts a subagent; the subagent holds its turn on the slow tool until released.
+  { toolCalls: [{ id: 'c_sub', name: 'subagent', arguments: { description: 'hold', prompt: 'hold on' } }] },
+  {
+    toolCalls: [{ id: 'c_hold', name: 'mcp__changing__slow', arguments: { done: 1, total: 1, release: childRelease } }],
+  },
+  { text: 'Child done.' },
+  { text: 'Parent done.' },
 ]
 
 describe.skipIf(!hasChromium())('MCP in the web client', () => {
@@ -138,7 +149,7 @@ describe.skipIf(!hasChromium())('MCP in the web client', () => {
     })
   })
 
-  it("lists the session's own scoped server in the @ menu, without its template", async () => {
+  it("lists the session's own scoped server in the @ menu", async () => {
     await withArtifacts(page, 'mcp-scoped-resources', async () => {
       const sessionId = new URL(page.url()).pathname.split('/').pop()!
       await input().fill('')
@@ -147,8 +158,8 @@ describe.skipIf(!hasChromium())('MCP in the web client', () => {
       const menu = page.locator('[data-trigger-menu="@"]')
       const today = menu.locator('[data-trigger-item="mcp:notes:notes://today"]')
       await today.waitFor()
-      // The template came in the same answer as the resource: the menu asked without templates.
       expect(await menu.locator('[data-trigger-item^="mcp:notes:"]').count()).toBe(1)
+      await menu.locator('[data-trigger-item="mcp-template:notes:notes://day/{day}"]').waitFor()
       await page.keyboard.press('Enter')
       await page.keyboard.press('Enter')
       await page.locator('[data-node="assistant"]', { hasText: 'Noted.' }).waitFor()
@@ -162,6 +173,102 @@ describe.skipIf(!hasChromium())('MCP in the web client', () => {
       const other = await app.call('mcp.resources', { sessionId: session.sessionId })
       expect(other.resources.map((r: { server: string }) => r.server)).toContain('changing')
       expect(other.resources.map((r: { server: string }) => r.server)).not.toContain('notes')
+    })
+  })
+
+  it("asks for a picked template's variables, refuses an empty one, and sends the filled URI", async () => {
+    await withArtifacts(page, 'mcp-template-form', async () => {
+      await input().fill('')
+      await input().click()
+      await page.keyboard.type('see @notes:notes://day')
+      const item = page.locator('[data-trigger-menu="@"] [data-trigger-item="mcp-template:notes:notes://day/{day}"]')
+      await item.waitFor()
+      expect(await item.textContent()).toContain('template')
+      // Keyboard only: move to the template's row and pick it.
+      for (let i = 0; i < 5 && (await item.getAttribute('aria-selected')) !== 'true'; i++)
+        await page.keyboard.press('ArrowDown')
+      expect(await item.getAttribute('aria-selected')).toBe('true')
+      await page.keyboard.press('Enter')
+      const form = page.getByRole('dialog', { name: 'Fill in @notes:notes://day/{day}' })
+      const day = form.getByRole('textbox', { name: 'day' })
+      await day.waitFor()
+      expect(await day.evaluate((el) => el === document.activeElement)).toBe(true)
+      // Nothing is inserted yet: the composer still holds what was typed.
+      expect(await input().inputValue()).toBe('see @notes:notes://day')
+      // An empty value is refused with a message naming the variable; the focus stays on it.
+      await page.keyboard.press('Enter')
+      const alert = form.getByRole('alert')
+      await alert.waitFor()
+      expect(await alert.textContent()).toBe(
+        '"day" is empty: a resource template needs a value for each of its variables.',
+      )
+      expect(await day.getAttribute('aria-invalid')).toBe('true')
+      expect(await day.evaluate((el) => el === document.activeElement)).toBe(true)
+      await page.keyboard.type('monday')
+      await page.keyboard.press('Enter')
+      await form.waitFor({ state: 'detached' })
+      expect(await input().inputValue()).toBe('see @notes:notes://day/monday ')
+      expect(await input().evaluate((el) => el === document.activeElement)).toBe(true)
+      await page.keyboard.press('Enter')
+      await page.locator('[data-node="assistant"]', { hasText: 'Day noted.' }).waitFor()
+      const body = JSON.stringify(app.mock.requests.at(-1)?.body)
+      expect(body).toContain('<resource server=\\"notes\\" uri=\\"notes://day/monday\\">')
+      expect(body).toContain('note of monday')
+      const sessionId = new URL(page.url()).pathname.split('/').pop()
+      const { events } = await app.call('sessions.history', { sessionId })
+      const human = events.filter((e: any) => e.type === 'user/message' && e.data.source.kind === 'human').at(-1)
+      expect(human.data.source.references).toEqual([{ kind: 'resource', server: 'notes', uri: 'notes://day/monday' }])
+    })
+  })
+
+  it('closes the template form on Escape without inserting anything', async () => {
+    await withArtifacts(page, 'mcp-template-escape', async () => {
+      await input().fill('')
+      await input().click()
+      await page.keyboard.type('@notes:notes://day')
+      const item = page.locator('[data-trigger-menu="@"] [data-trigger-item="mcp-template:notes:notes://day/{day}"]')
+      await item.click()
+      const form = page.getByRole('dialog', { name: 'Fill in @notes:notes://day/{day}' })
+      await form.getByRole('textbox', { name: 'day' }).waitFor()
+      await page.keyboard.type('tuesday')
+      await page.keyboard.press('Escape')
+      await form.waitFor({ state: 'detached' })
+      expect(await input().inputValue()).toBe('@notes:notes://day')
+      expect(await input().evaluate((el) => el === document.activeElement)).toBe(true)
+      await input().fill('')
+    })
+  })
+
+  it('lists the servers a live subagent of the session mounts for itself, labelled', async () => {
+    await withArtifacts(page, 'mcp-subagent-resources', async () => {
+      const sessionId = new URL(page.url()).pathname.split('/').pop()!
+      await input().fill('')
+      await input().click()
+      await page.keyboard.type('start a subagent')
+      await page.keyboard.press('Enter')
+      // The subagent holds its turn on the slow call: it is live while the menu is asked.
+      await expect.poll(() => app.mock.requests.length).toBe(9)
+      await page.keyboard.type('@subnotes')
+      const item = page.locator('[data-trigger-menu="@"] [data-trigger-item="mcp:subnotes:notes://today"]')
+      await item.waitFor()
+      expect(await item.textContent()).toContain('subagent sub-1')
+      // Listed once each: the global server and the session's own are not repeated for the subagent.
+      type Match = { server: string; uri: string; via?: string }
+      const listed: Match[] = (await app.call('mcp.resources', { sessionId })).resources
+      const keys = listed.map((r) => `${r.server}:${r.uri}`)
+      expect(new Set(keys).size).toBe(keys.length)
+      expect(listed.filter((r) => r.server === 'subnotes').map((r) => r.via)).toEqual([
+        'subagent sub-1',
+        'subagent sub-1',
+      ])
+      expect(listed.filter((r) => r.server !== 'subnotes').every((r) => r.via === undefined)).toBe(true)
+      await page.keyboard.press('Escape')
+      await input().fill('')
+      writeFileSync(childRelease, '')
+      await page.locator('[data-node="assistant"]', { hasText: 'Parent done.' }).waitFor()
+      // Once the subagent ended, its servers are no longer the session's.
+      const after: Match[] = (await app.call('mcp.resources', { sessionId })).resources
+      expect(after.map((r) => r.server)).not.toContain('subnotes')
     })
   })
 })

@@ -11,11 +11,13 @@ export interface McpResourceMatch {
   name: string
   description?: string
   template: boolean
+  /** Set when the server is a live subagent's own (`subagent sub-1`), not one the session's agent sees. */
+  via?: string
 }
 
 export const mcpResources = defineMethod('mcp.resources', {
   description:
-    "Resources and resource templates (as last listed) of the MCP servers `sessionId` sees (the global servers and those of its agent's scope, a scoped server shadowing a global one of its name) whose `server:uri`, name or description contains `query` (case-insensitive), servers by name; each is mentioned as `@server:uri`. `templates: false` leaves templates out.",
+    "Resources and resource templates (as last listed) of the MCP servers `sessionId` sees (the global servers and those of its agent's scope, a scoped server shadowing a global one of its name; then those its live subagents mount for themselves, labelled `via`, for names not already listed) whose `server:uri`, name or description contains `query` (case-insensitive), servers by name; each is mentioned as `@server:uri`. `templates: false` leaves templates out.",
   params: Schema.object({
     sessionId: Schema.string().min(1).required(),
     query: Schema.string().default(''),
@@ -30,6 +32,7 @@ export const mcpResources = defineMethod('mcp.resources', {
         name: Schema.string().required(),
         description: Schema.string(),
         template: Schema.boolean().required(),
+        via: Schema.string(),
       }),
     ).required(),
   }) as Schema<{ resources: McpResourceMatch[] }>,

@@ -224,11 +224,12 @@ export class McpClient extends Service {
       },
       { prepend: true },
     )
-    registerWebApi(ctx, (scope) => this.resourceMentions(scope))
+    const web = registerWebApi(ctx, (scope) => this.resourceMentions(scope))
     // `@server:uri` in a human message: the resource follows as logged context (subscriptions.ts).
     ctx.on('agent/pre-step', async (payload, next) => {
       const { scope, session } = payload.agent
-      const out = await this.subscriptions.expand(payload.messages, this.connections(), scope, session.id, this.config)
+      const [all, also] = [this.connections(), web.subagentScopes(session.id)]
+      const out = await this.subscriptions.expand(payload.messages, all, scope, session.id, this.config, also)
       payload.messages.splice(0, payload.messages.length, ...out)
       return next()
     })

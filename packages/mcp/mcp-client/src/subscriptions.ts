@@ -120,12 +120,17 @@ export class ResourceSubscriptions {
     scope: string | undefined,
     sessionId: string,
     limits: { maxMentions: number; mentionMaxChars: number },
+    also: readonly string[] = [],
   ): Promise<Array<M | UpdateNote>> {
     const offering = new Map<string, SubscribableConnection>()
     for (const entry of connections) {
       if (!entry.offersResources || (entry.scope !== undefined && entry.scope !== scope)) continue
       if (!offering.has(entry.name) || entry.scope !== undefined) offering.set(entry.name, entry)
     }
+    // The servers of the session's live subagents (`also`, their scopes), for names not reached above.
+    for (const entry of connections)
+      if (entry.offersResources && entry.scope !== undefined && also.includes(entry.scope) && !offering.has(entry.name))
+        offering.set(entry.name, entry)
     const read = async (server: string, uri: string, trimmed?: string) => {
       const connection = offering.get(server)!
       const got = await mentionText(connection, uri, trimmed, limits.mentionMaxChars)

@@ -177,6 +177,12 @@ export class InputTriggers extends Service implements InputTriggersApi {
     }, `inputTriggers: ${source.id}`)
   }
 
+  addReference(sessionId: string, token: string, reference: PromptReference): void {
+    const list = this.picks.get(sessionId) ?? []
+    list.push({ token, reference })
+    this.picks.set(sessionId, list)
+  }
+
   takeReferences(sessionId: string, text: string): PromptReference[] {
     const picks = this.picks.get(sessionId) ?? []
     this.picks.delete(sessionId)
@@ -275,11 +281,7 @@ export class InputTriggers extends Service implements InputTriggersApi {
     this.close()
     const input = composerInput(state.anchor)
     const session = { sessionId: state.sessionId }
-    if (item.reference) {
-      const list = this.picks.get(state.sessionId) ?? []
-      list.push({ token: item.insert ?? item.label, reference: item.reference })
-      this.picks.set(state.sessionId, list)
-    }
+    if (item.reference) this.addReference(state.sessionId, item.insert ?? item.label, item.reference)
     if (group.source.pick) return group.source.pick(item, session, input, state.match)
     const { text, caret } = replaceRange(
       input.text,

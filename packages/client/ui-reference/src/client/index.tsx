@@ -3,33 +3,45 @@
 // @dsh/file-reference expands into the file's content when the message is sent. Sessions: other
 // sessions of the catalog by title; a pick inserts `@session:<id>`, which
 // @dsh/session-reference expands into that session's summary. MCP resources: the resources of the
-// servers the session sees, from `mcp.resources` (templates left out); a pick inserts
-// `@server:uri`, which @dsh/mcp-client expands into the resource's text.
+// servers of the session's live agents, from `mcp.resources`; a pick inserts `@server:uri`,
+// which @dsh/mcp-client expands into the resource's text. A resource template opens a small form
+// for its variables first (template-form.tsx) and inserts the filled URI.
 import type { Context } from 'cordis'
 import { filesSearch } from '@dsh/file-reference/contract'
 import { mcpResources } from '@dsh/mcp-client/contract'
-import { fuzzyScore } from '@dsh/ui-input-trigger/shared'
+import { fuzzyScore, replaceRange } from '@dsh/ui-input-trigger/shared'
+import { FORM_CSS, templateForm } from './template-form.tsx'
 
 export const NAMESPACE = 'reference'
 export const name = '@dsh/ui-reference'
-export const inject = ['locale', 'remote', 'catalog', 'inputTriggers']
+export const inject = ['slots', 'locale', 'remote', 'catalog', 'inputTriggers']
 
 const en = {
   files: 'Files',
   sessions: 'Sessions',
   untitled: '(untitled)',
   resources: 'MCP resources',
+  template: 'template',
+  templateTitle: 'Fill in {template}',
+  templateEmpty: '"{name}" is empty: a resource template needs a value for each of its variables.',
+  templateInsert: 'Insert',
+  templateCancel: 'Cancel',
 }
 const zh: Record<keyof typeof en, string> = {
   files: '文件',
   sessions: '会话',
   untitled: '(无标题)',
   resources: 'MCP 资源',
+  template: '模板',
+  templateTitle: '填写 {template}',
+  templateEmpty: '"{name}" 为空：资源模板的每个变量都需要一个值。',
+  templateInsert: '插入',
+  templateCancel: '取消',
 }
 
 export function apply(ctx: Context): void {
   ctx.locale.register(NAMESPACE, { en, zh })
-  const t = (key: keyof typeof en) => ctx.locale.t(NAMESPACE, key)
+  const t = (key: keyof typeof en, vars?: Record<string, string>) => ctx.locale.t(NAMESPACE, key, vars)
 
   ctx.inputTriggers.register({
     id: 'reference-files',
@@ -77,13 +89,34 @@ export function apply(ctx: Context): void {
 }
 
 /**
- * Registers the MCP resources source: the resources of the servers the session sees (global and its
- * own scope's) from `mcp.resources`; a pick inserts `@server:uri` and marks it as a reference, which
- * @dsh/mcp-client expands into the resource's text when the message is sent. Resource templates are
- * left out: a `{variable}` left unfilled names no resource the server can read, and the menu has no
- * way to fill it. A host without the method lists none.
+ * Registers the MCP resources source: the resources and templates of the servers the session's
+ * live agents see (global and each agent's own scope's) from `mcp.resources`; a pick inserts
+ * `@server:uri` and marks it as a reference, which @dsh/mcp-client expands into the resource's text
+ * when the message is sent. A template asks for its variables first (a `{variable}` left unfilled
+ * names no resource the server can read). A host without the method lists none.
  */
 function registerMcpResources(ctx: Context, t: (key: keyof typeof en) => string): void {
+  ctx.effect(() => {
+    if (typeof document === 'undefined') return () => {}
+    const style = document.createElement('style')
+    style.dataset.owner = name
+    style.textContent = FORM_CSS
+    document.head.append(style)
+    return () => style.remove()
+  }, 'ui-reference: template form stylesheet')
+  // A filled template: its URI replaces the `@query` the menu was opened on, as a picked reference.
+  const { open, Form } = templateForm(NAMESPACE, (filling, uri) => {
+    const token = `@${filling.server}:${uri}`
+    const { input, match } = filling
+    const intact = input.text.slice(match.start, match.end) === `@${match.query}`
+    const at = intact ? match : { start: input.text.length, end: input.text.length }
+    const pad = !intact && input.text && !/\s$/.test(input.text) ? ' ' : ''
+    const { text, caret } = replaceRange(input.text, at.start, at.end, `${pad}${token} `)
+    ctx.inputTriggers.addReference(filling.sessionId, token, { kind: 'resource', server: filling.server, uri })
+    input.setText(text, caret)
+  })
+  ctx.slots.register('app.overlay', { id: 'ui-reference-template', order: 11, component: Form })
+  const templates = new Map<string, { server: string; uri: string; name: string }>()
   ctx.inputTriggers.register({
     id: 'reference-mcp-resources',
     char: '@',
@@ -91,15 +124,41 @@ function registerMcpResources(ctx: Context, t: (key: keyof typeof en) => string)
     order: 5,
     async candidates(query, { sessionId }, signal) {
       const { resources } = await ctx.remote
-        .call(mcpResources, { sessionId, query, limit: 10, templates: false }, { signal })
+        .call(mcpResources, { sessionId, query, limit: 10 }, { signal })
         .catch(() => ({ resources: [] }))
-      return resources.map((r) => ({
-        id: `mcp:${r.server}:${r.uri}`,
-        label: `${r.server}:${r.uri}`,
-        detail: `${r.name}${r.description ? ` · ${r.description}` : ''}`,
-        insert: `@${r.server}:${r.uri}`,
-        reference: { kind: 'resource' as const, server: r.server, uri: r.uri },
-      }))
+      return resources.map((r) => {
+        const detail = `${r.name}${r.description ? ` · ${r.description}` : ''}${r.via ? ` · ${r.via}` : ''}`
+        if (!r.template)
+          return {
+            id: `mcp:${r.server}:${r.uri}`,
+            label: `${r.server}:${r.uri}`,
+            detail,
+            insert: `@${r.server}:${r.uri}`,
+            reference: { kind: 'resource' as const, server: r.server, uri: r.uri },
+          }
+        const id = `mcp-template:${r.server}:${r.uri}`
+        templates.set(id, { server: r.server, uri: r.uri, name: r.name })
+        return { id, label: `${r.server}:${r.uri}`, detail: `${t('template')} · ${detail}` }
+      })
+    },
+    pick(candidate, { sessionId }, input, match) {
+      const template = templates.get(candidate.id)
+      if (template)
+        return open.set({
+          sessionId,
+          server: template.server,
+          template: template.uri,
+          name: template.name,
+          input,
+          match,
+        })
+      const { text, caret } = replaceRange(
+        input.text,
+        match.start,
+        match.end,
+        `${candidate.insert ?? candidate.label} `,
+      )
+      input.setText(text, caret)
     },
   })
 }
