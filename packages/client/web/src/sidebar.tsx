@@ -114,6 +114,8 @@ function SessionGroup({ group, current }: { group: Group; current?: string }) {
       <h3 title={group.path}>
         <Folder size={13} aria-hidden="true" />
         <span>{group.name}</span>
+        {/* Per-workspace actions of browser halves (e.g. Open in editor): {path, name}. */}
+        <Slot name="sidebar.workspace.actions" props={{ path: group.path, name: group.name }} />
       </h3>
       <ul>
         {shown.map((row) => (
