@@ -283,7 +283,11 @@ if (bundling && !process.exitCode) {
   const { spawnSync } = await import('node:child_process')
   const prelink = spawnSync(
     process.execPath,
-    [join(root, 'scripts/prelink.mjs'), ...process.argv.filter((a) => a === '--quiet')],
+    [
+      '--experimental-import-meta-resolve',
+      join(root, 'scripts/prelink.mjs'),
+      ...process.argv.filter((a) => a === '--quiet'),
+    ],
     { stdio: 'inherit' },
   )
   if (prelink.status !== 0) process.exitCode = prelink.status ?? 1

@@ -430,7 +430,15 @@ writeFileSync(join(stage, 'package.json'), `${JSON.stringify(manifest, null, 2)}
 log('prelinking the staged layout')
 run(
   process.execPath,
-  [join(root, 'scripts/prelink.mjs'), '--root', stage, '--layout', 'package', ...(quiet ? ['--quiet'] : [])],
+  [
+    '--experimental-import-meta-resolve',
+    join(root, 'scripts/prelink.mjs'),
+    '--root',
+    stage,
+    '--layout',
+    'package',
+    ...(quiet ? ['--quiet'] : []),
+  ],
   { cwd: stage },
 )
 writeFileSync(
