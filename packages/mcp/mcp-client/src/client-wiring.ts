@@ -13,7 +13,7 @@ import type {
 } from '@modelcontextprotocol/sdk/types.js'
 import type { ServerSpec } from './config.ts'
 import type { ConnectionHost } from './connection-types.ts'
-import { McpOAuth } from './oauth.ts'
+import { McpOAuth } from '@dsh/mcp-oauth'
 import type { Client, Sdk } from './sdk.ts'
 import type { CatalogKind } from './server-catalog.ts'
 import { SubprocessStdioTransport } from './stdio-transport.ts'

@@ -5,7 +5,7 @@ import type { LoggingMessageNotification } from '@modelcontextprotocol/sdk/types
 import type { ElicitRequestFormParams, ElicitRequestURLParams, ElicitResult } from '@modelcontextprotocol/sdk/types.js'
 import type { SubprocessService } from '@dsh/subprocess'
 import type { McpSource, McpTransportKind } from './config.ts'
-import type { AuthStore, ConsentRequest } from './oauth.ts'
+import type { AuthStore, ConsentRequest } from '@dsh/mcp-oauth'
 import type { McpServerConnection } from './server.ts'
 
 export type McpServerState = 'starting' | 'connected' | 'retrying' | 'failed' | 'invalid' | 'disabled' | 'closed'

@@ -4,7 +4,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
 import type { ToolOutput } from '@dsh/tools'
 import { sdk as loadedSdk } from './sdk.ts'
 import { MESSAGE_TOO_LARGE, SubprocessStdioTransport, type TooLargeData } from './stdio-transport.ts'
-import { McpAuthError } from './oauth.ts'
+import { McpAuthError } from '@dsh/mcp-oauth'
 
 /** The sign-in failure behind an error (the SDK may wrap what the fetch threw). */
 export function authErrorOf(error: unknown): McpAuthError | undefined {

@@ -15,8 +15,7 @@ import type { ProjectTrust } from '@dsh/project-trust'
 import type {} from '@dsh/credentials'
 import type { UserQuestionsService } from '@dsh/user-questions'
 import type { ElicitRequestFormParams, ElicitRequestURLParams, ElicitResult } from '@modelcontextprotocol/sdk/types.js'
-import { McpAuthError, type AuthStore, type ConsentRequest } from './oauth.ts'
-import { layeredStore } from './auth-store.ts'
+import { type AuthStore, layeredStore, openInBrowser, SignIns } from '@dsh/mcp-oauth'
 import { answerElicitation } from './elicitation.ts'
 import { checkServer, checkTable, serverFileDigests, type CheckedServer } from './config.ts'
 import { McpServerConnection, type McpServerStatus } from './server.ts'
@@ -26,7 +25,6 @@ import { resourceCandidates } from './mentions.ts'
 import { McpClientConfigSchema, type AddServerOptions, type McpClientConfig } from './client-config.ts'
 import { logNotices, staticStatus } from './notices.ts'
 import { projectRequest } from './project.ts'
-import { askSignIn, openInBrowser } from './sign-in.ts'
 import { recallOnResume, sessionSubscriptions } from './subscriptions.ts'
 import { registerWebApi } from './web-api.ts'
 
@@ -34,7 +32,7 @@ export type { McpServerState, McpServerStatus, RetryOptions } from './server.ts'
 export type { AddServerOptions, McpClientConfig } from './client-config.ts'
 export type { McpProgress, McpStatusNotice, ResourceUpdatedNotice, ToolProgress } from './notices.ts'
 export type { CheckedServer, McpSource, McpTransportKind, OAuthSettings, ServerSpec } from './config.ts'
-export { McpAuthError, storeKey } from './oauth.ts'
+export { McpAuthError, storeKey } from '@dsh/mcp-oauth'
 export { elicitationQuestions, elicitationResult } from './elicitation.ts'
 export { checkServer, checkTable, commandLine, expandVariables, projectTrustItems, readProjectFile } from './config.ts'
 export { projectTrustRequests, TRUST_SOURCE } from './project.ts'
@@ -62,10 +60,13 @@ export class McpClient extends Service {
   private sessions: Context['sessions'] | undefined
   /** The slash commands of each server's prompts, by server key, then by command name. */
   private readonly promptCommands = new Map<string, Map<string, { key: string; dispose: () => void }>>()
-  /** The newest session a human answers questions in (sign-ins outside a call are asked there). */
-  private humanSession: string | undefined
-  /** Servers whose missing sign-in was already reported to a run without a human. */
-  private readonly signInReported = new Set<string>()
+  /** Sign-ins outside one server: the session with a human, servers waiting for one, `dsh mcp login`. */
+  private readonly signIns = new SignIns({
+    questions: () => this.questions,
+    open: (url) => this.openInBrowser(url),
+    waitMs: () => this.config.authWaitMs,
+    tell: (line) => process.stderr.write(line),
+  })
   private readonly connections = () => [...this.servers.values()].filter((e) => e instanceof McpServerConnection)
   /** Resources mentioned in sessions, subscribed to where the server offers it (subscriptions.ts). */
   private readonly subscriptions = sessionSubscriptions(
@@ -73,8 +74,6 @@ export class McpClient extends Service {
     (message) => this.ctx.logger('mcp').warn(message),
     () => this.config.mentionMaxChars,
   )
-  /** Set by `login()`: shows the authorization URL instead of asking through user questions. */
-  private consentOverride: ((request: ConsentRequest) => Promise<void>) | undefined
   /** OAuth state: the credentials seam (the 0600 credentials file) when mounted, else this process's memory. */
   private readonly authStore: AuthStore = layeredStore(
     () => this.credentials,
@@ -216,10 +215,12 @@ export class McpClient extends Service {
       async (payload, next) => {
         const sessionId = payload.agent.session.id
         if (this.held.size > 0) await this.trust?.consent({ sessionId })
-        if (this.questions?.available(sessionId)) this.humanSession = sessionId
-        await this.ready(payload.agent.scope)
+        this.signIns.step(sessionId)
+        const scope = payload.agent.scope
+        await this.ready(scope)
         // After the first attempts: a server that found no human to sign in is retried with this one.
-        await this.signInWaiting(sessionId, payload.agent.scope)
+        const visible = this.connections().filter((c) => c.scope === undefined || c.scope === scope)
+        await this.signIns.waiting(sessionId, visible)
         return next()
       },
       { prepend: true },
@@ -453,7 +454,7 @@ export class McpClient extends Service {
           },
           workspace: entry.spec.transport === 'stdio' ? entry.spec.cwd : this.cwd,
           authStore: this.authStore,
-          consent: (request) => this.consent(request),
+          consent: (request) => this.signIns.consent(request),
           elicit: (server, params, sessionId, signal) => this.elicit(server, params, sessionId, signal, scope),
         },
         scope,
@@ -494,43 +495,6 @@ export class McpClient extends Service {
     if (entry instanceof McpServerConnection) void entry.dispose()
   }
 
-  /**
-   * Servers that need a human to sign in: with one at hand in this session they connect again (and
-   * ask, bounded by `authWaitMs`); without one, one stderr line per server names `dsh mcp login`.
-   */
-  private async signInWaiting(sessionId: string, scope: string | undefined): Promise<void> {
-    const waiting = [...this.servers.values()].filter(
-      (entry): entry is McpServerConnection =>
-        entry instanceof McpServerConnection &&
-        (entry.scope === undefined || entry.scope === scope) &&
-        entry.status().signIn === 'needed',
-    )
-    if (waiting.length === 0) return
-    if (!this.questions?.available(sessionId)) {
-      for (const connection of waiting) {
-        if (this.signInReported.has(connection.name)) continue
-        this.signInReported.add(connection.name)
-        process.stderr.write(
-          `dsh: MCP server "${connection.name}" needs you to sign in (OAuth) and no human is at hand; run "dsh mcp login ${connection.name}" once, then its tools are available\n`,
-        )
-      }
-      return
-    }
-    await Promise.all(
-      waiting.map((connection) => {
-        const settled = connection.settled(this.config.authWaitMs)
-        connection.restart()
-        return settled
-      }),
-    )
-  }
-
-  /** Shows an authorization URL: through `login()`'s printer, or as a question to the human at hand. */
-  private async consent(request: ConsentRequest): Promise<void> {
-    if (this.consentOverride) return this.consentOverride(request)
-    return askSignIn(this.questions, this.humanSession, request, (url) => this.openInBrowser(url))
-  }
-
   /** An elicitation of a server, asked as user questions; declined (and said so) without a human. */
   private elicit(
     server: string,
@@ -539,7 +503,7 @@ export class McpClient extends Service {
     signal: AbortSignal,
     scope: string | undefined,
   ): Promise<ElicitResult> {
-    return answerElicitation(this.questions, callSession ?? this.humanSession, server, params, signal, {
+    return answerElicitation(this.questions, callSession ?? this.signIns.humanSession, server, params, signal, {
       say: (notice, stderr) => this.say(server, scope, notice, stderr),
       open: (url) => this.openInBrowser(url),
     })
@@ -570,19 +534,8 @@ export class McpClient extends Service {
   async login(name: string, show: (url: string) => void, scope?: string): Promise<McpServerStatus | undefined> {
     const connection = this.servers.get(keyOf(name, scope))
     if (!(connection instanceof McpServerConnection)) return this.get(name, scope)
-    this.consentOverride = async (request) => {
-      if (request.server === name) show(request.url.href)
-      else throw new McpAuthError('no-human', 'another server is signing in')
-    }
-    try {
-      await connection.logout()
-      const settled = connection.settled(this.config.authWaitMs)
-      connection.restart(true)
-      await settled
-      return connection.status()
-    } finally {
-      this.consentOverride = undefined
-    }
+    await this.signIns.login(connection, show)
+    return connection.status()
   }
 
   private problem(message: string): void {

@@ -1,30 +1,22 @@
 // One MCP server: connects (jittered exponential backoff), registers the server's tools on
-// `ctx.tools` (each listed tool checked on its own, see tool-list.ts), follows list_changed,
+// `ctx.tools` (each listed tool checked on its own, see tool-list.ts and tool-registrations.ts), follows list_changed,
 // restarts after a crash, and forwards calls with a per-call timeout and cancellation. Every step
 // is reported as a status change; the service turns the interesting ones into logged notices.
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js'
-import type { GetPromptResult, ReadResourceResult, Tool } from '@modelcontextprotocol/sdk/types.js'
+import type { GetPromptResult, ReadResourceResult } from '@modelcontextprotocol/sdk/types.js'
 import type { ToolCallContext, ToolOutput } from '@dsh/tools'
 import { loadSdk, type Client } from './sdk.ts'
 import type { McpSource, ServerSpec } from './config.ts'
 import { retryDelay, type ConnectionHost, type McpServerState, type McpServerStatus } from './connection-types.ts'
 import { createClient, createTransport } from './client-wiring.ts'
-import { callFailure, describeFailure, failure, firstLine, REGISTRY_REASON, authErrorOf } from './failures.ts'
-import { hashedToolName, nameBoard, toolName, type NameBoard } from './names.ts'
-import type { McpOAuth } from './oauth.ts'
+import { callFailure, describeFailure, failure, authErrorOf } from './failures.ts'
+import { toolName } from './names.ts'
+import type { McpOAuth } from '@dsh/mcp-oauth'
 import { resourceTools } from './resource-tools.ts'
 import { mapResult } from './results.ts'
 import { ServerCatalog, type CatalogKind, type CatalogSnapshot } from './server-catalog.ts'
-import {
-  checkListedTools,
-  compilerOf,
-  keyOf,
-  listAllTools,
-  outputProblem,
-  parametersOf,
-  type OutputCheck,
-  type SchemaCompiler,
-} from './tool-list.ts'
+import { compilerOf, listAllTools, outputProblem, type SchemaCompiler } from './tool-list.ts'
+import { ToolRegistrations } from './tool-registrations.ts'
 
 export type {
   ConnectionHost,
@@ -33,12 +25,6 @@ export type {
   McpServerStatus,
   RetryOptions,
 } from './connection-types.ts'
-
-interface Registered {
-  raw: string
-  key: string
-  dispose(): void
-}
 
 /** A connection failure described while the process was still up (closing it kills it). */
 class ConnectFailure extends Error {}
@@ -55,18 +41,9 @@ export class McpServerConnection {
   private timer?: NodeJS.Timeout
   private stableTimer?: NodeJS.Timeout
   private wakeRetry?: () => void
-  private readonly registered = new Map<string, Registered>()
-  /** The last tool list read (valid tools only), kept to register again when names change. */
-  private listed: Tool[] = []
-  /** Tools refused when the list was read, and all refused tools after the last register. */
-  private listSkipped: Array<{ tool: string; reason: string }> = []
-  private skipped: Array<{ tool: string; reason: string }> = []
+  /** The server's tools on `ctx.tools` (tool-registrations.ts). */
+  private readonly tools: ToolRegistrations
   private validator?: SchemaCompiler
-  /** Skips already reported, so a refresh does not repeat the notice. */
-  private readonly reported = new Set<string>()
-  /** Output-schema checks by raw tool name (the SDK's own, done here since tools are listed here). */
-  private outputChecks = new Map<string, OutputCheck>()
-  private readonly board: NameBoard
   private waiters: Array<() => void> = []
   private running = false
   /** Settles once the first connection attempt has finished, whatever its outcome. */
@@ -94,9 +71,11 @@ export class McpServerConnection {
     readonly scope?: string,
   ) {
     this.firstAttempt = new Promise((resolve) => (this.settleFirst = resolve))
-    // Keyed by the service's options object: the one thing every connection of a service shares
-    // by identity (a Cordis context reached through a service may be a fresh proxy each time).
-    this.board = nameBoard(host.options, scope)
+    this.tools = new ToolRegistrations(name, host, scope, {
+      disposed: () => this.disposed,
+      notify: (notice) => this.host.onStatus(this.status(), notice),
+      call: (tool, args, call) => this.call(tool, args, call),
+    })
   }
 
   status(): McpServerStatus {
@@ -107,8 +86,8 @@ export class McpServerConnection {
       ...(this.scope !== undefined ? { scope: this.scope } : {}),
       transport: this.spec.transport,
       state: this.state,
-      tools: [...this.registered.keys(), ...this.resourceTools.keys()].sort(),
-      ...(this.skipped.length ? { skipped: this.skipped.map((s) => ({ ...s })) } : {}),
+      tools: [...this.tools.names(), ...this.resourceTools.keys()].sort(),
+      ...(this.tools.skipped.length ? { skipped: this.tools.skipped.map((s) => ({ ...s })) } : {}),
       failures: this.failures,
       restarts: this.restarts,
       ...(this.lastError !== undefined ? { error: this.lastError } : {}),
@@ -166,11 +145,9 @@ export class McpServerConnection {
     clearTimeout(this.timer)
     clearTimeout(this.stableTimer)
     this.wakeRetry?.()
-    for (const entry of this.registered.values()) entry.dispose()
-    this.registered.clear()
+    this.tools.clear()
     for (const dispose of this.resourceTools.values()) dispose()
     this.resourceTools.clear()
-    this.board.leave(this.name)
     this.offers.clear()
     this.host.onCatalog?.(this)
     const client = this.client
@@ -280,7 +257,7 @@ export class McpServerConnection {
       this.client = client
       this.validator = compilerOf(client)
       live = true
-      this.sync(tools)
+      this.tools.sync(tools, this.validator)
       this.syncResourceTools(client.getServerCapabilities()?.resources !== undefined)
       this.subscribable = client.getServerCapabilities()?.resources?.subscribe === true
       await this.listCatalog(client, 'prompts')
@@ -300,7 +277,7 @@ export class McpServerConnection {
     this.stableTimer.unref?.()
     this.setState(
       'connected',
-      recovered ? `MCP server "${this.name}" is connected again (${this.registered.size} tools).` : undefined,
+      recovered ? `MCP server "${this.name}" is connected again (${this.tools.size} tools).` : undefined,
     )
     this.host.onCatalog?.(this)
   }
@@ -358,7 +335,7 @@ export class McpServerConnection {
     try {
       const tools = await listAllTools(client, this.host.options.connectTimeoutMs)
       if (this.client === client && !this.disposed) {
-        this.sync(tools)
+        this.tools.sync(tools, this.validator)
         this.host.onStatus(this.status())
       }
     } catch {
@@ -391,93 +368,6 @@ export class McpServerConnection {
     )
     this.timer = setTimeout(() => void this.run(), delay)
     this.timer.unref?.()
-  }
-
-  /** Registers the valid tools of a listing (see `register`); the rest are skipped with a notice. */
-  private sync(listed: unknown[]): void {
-    const { tools, skipped, checks } = checkListedTools(listed, this.validator)
-    this.listed = tools
-    this.listSkipped = skipped
-    this.outputChecks = checks
-    this.register()
-  }
-
-  /**
-   * Registers new tools, replaces changed ones and removes vanished ones. A tool the registry
-   * refuses (its input schema) is skipped like the ones `sync` refused. Names another server of the
-   * same scope also claims are registered under a hashed name (see NameBoard).
-   */
-  private register(): void {
-    const skipped = [...this.listSkipped]
-    const plain = new Map<string, Tool>()
-    const taken = new Set<string>()
-    for (const tool of this.listed) {
-      const name = toolName(this.name, tool.name, taken)
-      if (taken.has(name)) continue
-      taken.add(name)
-      plain.set(name, tool)
-    }
-    const changed = this.board.update(this.name, new Map([...plain].map(([name, tool]) => [name, tool.name])), () => {
-      if (!this.disposed) {
-        this.register()
-        this.host.onStatus(this.status())
-      }
-    })
-    const next = new Map<string, Tool>()
-    for (const [name, tool] of plain)
-      next.set(this.board.contested(name) ? hashedToolName(this.name, tool.name) : name, tool)
-    for (const [name, entry] of this.registered) {
-      const tool = next.get(name)
-      if (!tool || keyOf(tool) !== entry.key) {
-        entry.dispose()
-        this.registered.delete(name)
-      }
-    }
-    for (const [name, tool] of next) {
-      if (this.registered.has(name)) continue
-      try {
-        const dispose = this.host.ctx.tools.register<Record<string, unknown>>({
-          name,
-          description: this.describeTool(tool),
-          parameters: parametersOf(tool),
-          ...(this.scope !== undefined ? { scope: this.scope } : {}),
-          concurrencySafe: tool.annotations?.readOnlyHint === true,
-          execute: (args, call) => this.call(tool.name, args, call),
-        })
-        this.registered.set(name, { raw: tool.name, key: keyOf(tool), dispose })
-      } catch (error) {
-        skipped.push({ tool: tool.name, reason: `${REGISTRY_REASON}${firstLine(error)}` })
-      }
-    }
-    this.skipped = skipped
-    this.noticeSkips()
-    for (const name of changed) {
-      const claims = this.board.claimants(name)
-      if (claims.length < 2) continue
-      // One notice per newly contested name, from the server whose listing made it so.
-      const list = claims
-        .map((c) => `${hashedToolName(c.server, c.tool)} (server "${c.server}", tool "${c.tool}")`)
-        .join(', ')
-      this.host.onStatus(
-        this.status(),
-        `MCP servers ${claims.map((c) => `"${c.server}"`).join(' and ')} both offer a tool named ${name}; to keep them apart, each is registered under a name with a hash suffix: ${list}.`,
-      )
-    }
-  }
-
-  /** One notice for the skips not reported yet, naming the server, each tool and why. */
-  private noticeSkips(): void {
-    const fresh = this.skipped.filter((s) => !this.reported.has(`${s.tool}\u0000${s.reason}`))
-    if (fresh.length === 0) return
-    for (const s of fresh) this.reported.add(`${s.tool}\u0000${s.reason}`)
-    const list = fresh.map((s) => `tool "${s.tool}" (${s.reason})`).join('; ')
-    this.host.onStatus(this.status(), `MCP server "${this.name}": skipped ${list}. Its other tools are available.`)
-  }
-
-  private describeTool(tool: Tool): string {
-    const text = (tool.description ?? tool.title ?? '').trim() || `Tool ${tool.name} of the MCP server "${this.name}".`
-    const max = this.host.options.maxDescriptionChars
-    return text.length > max ? `${text.slice(0, max - 3)}...` : text
   }
 
   private whenConnected(signal: AbortSignal): Promise<Client | undefined> {
@@ -530,7 +420,7 @@ export class McpServerConnection {
             ...(progress.message !== undefined ? { message: progress.message } : {}),
           }),
       })
-      const wrong = outputProblem(this.outputChecks.get(tool), result, call.name, this.name)
+      const wrong = outputProblem(this.tools.outputCheck(tool), result, call.name, this.name)
       return wrong ? failure('MCP_ERROR', wrong) : mapResult(result, { server: this.name, tool })
     } catch (error) {
       if (call.signal.aborted) throw error
@@ -564,7 +454,7 @@ export class McpServerConnection {
     const connected = (signal: AbortSignal) => this.whenConnected(signal)
     for (const tool of resourceTools(this.name, timeout, connected, (error) => this.explain(error))) {
       const name = toolName(this.name, tool.raw, new Set())
-      if (this.resourceTools.has(name) || this.registered.has(name)) continue
+      if (this.resourceTools.has(name) || this.tools.has(name)) continue
       try {
         const dispose = this.host.ctx.tools.register<Record<string, unknown>>({
           name,

@@ -3,7 +3,7 @@
 import type { Logger } from 'cordis'
 import type { SubprocessService } from '@dsh/subprocess'
 import type { UserQuestionsService } from '@dsh/user-questions'
-import { McpAuthError, type ConsentRequest } from './oauth.ts'
+import { type ConsentRequest, McpAuthError } from './errors.ts'
 
 const OPEN_BROWSER = 'Open the browser'
 const OPENED_MYSELF = 'I will open it myself'

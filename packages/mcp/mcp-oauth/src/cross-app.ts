@@ -4,15 +4,13 @@
 // the MCP server as its resource. The authorization-server half (the RFC 7523 JWT bearer grant
 // with that assertion) is an ordinary token request of the SDK, prepared in oauth.ts.
 import type { OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js'
-import type { OAuthSettings } from './config.ts'
-import { McpAuthError } from './oauth.ts'
+import { McpAuthError, oneLine } from './errors.ts'
+import type { OAuthSettings } from './settings.ts'
 
 export const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange'
 export const JWT_BEARER = 'urn:ietf:params:oauth:grant-type:jwt-bearer'
 export const ID_JAG = 'urn:ietf:params:oauth:token-type:id-jag'
 export const ID_TOKEN = 'urn:ietf:params:oauth:token-type:id_token'
-
-const oneLine = (text: string) => text.replace(/\s+/g, ' ').slice(0, 300)
 
 export interface AssertionRequest {
   settings: OAuthSettings

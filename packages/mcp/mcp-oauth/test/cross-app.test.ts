@@ -1,25 +1,21 @@
-// SEP-990 cross-app access end to end, in process: the real client (with credentials-local in a
-// temp home and no human at hand) against an MCP server on the official SDK behind a bearer check,
+// SEP-990 cross-app access end to end, in process: McpOAuth's fetch under the official SDK's
+// client (no human at hand) against an MCP server on the official SDK behind a bearer check,
 // its authorization server (the RFC 7523 JWT bearer grant, client_secret_basic) and an enterprise
 // identity provider (the RFC 8693 token exchange of an ID token for an ID-JAG). The two OAuth
 // servers cannot be reached on this machine for real: they are small loopback servers speaking
 // the wire format of those RFCs, checking every parameter the conformance suite checks.
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync } from 'node:fs'
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { Context } from 'cordis'
+import { auth, extractWWWAuthenticateParams } from '@modelcontextprotocol/sdk/client/auth.js'
+import { createPrivateKeyJwtAuth } from '@modelcontextprotocol/sdk/client/auth-extensions.js'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { Server } from '@modelcontextprotocol/sdk/server/index.js'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js'
-import { ToolRegistry } from '@dsh/tools'
-import SubprocessLocal from '@dsh/subprocess-local'
-import UserQuestions from '@dsh/user-questions'
-import CredentialsLocal from '@dsh/credentials-local'
-import McpClient from '../src/index.ts'
+import { McpAuthError, McpOAuth, memoryStore, type OAuthSettings } from '../src/index.ts'
 
 const CLIENT = 'dsh-xaa'
 const SECRET = 'xaa-client-secret'
@@ -130,37 +126,45 @@ afterAll(async () => {
   }
 })
 
-describe('@dsh/mcp-client cross-app access (SEP-990)', () => {
-  it('trades the ID token for an ID-JAG and that for an access token, with no human; a refused exchange fails in one line', async () => {
-    const ctx = new Context()
-    const home = mkdtempSync(join(tmpdir(), 'dsh-mcp-xaa-'))
-    await ctx.plugin(ToolRegistry, {} as never)
-    await ctx.plugin(SubprocessLocal, {} as never)
-    await ctx.plugin(UserQuestions, {} as never)
-    await ctx.plugin(CredentialsLocal, { home, cwd: home, checkAtStart: false })
-    const oauth = (idToken: string) => ({
-      grant: 'cross_app_access',
-      clientId: CLIENT,
-      clientSecret: SECRET,
-      idpTokenUrl: `${idp.url}/token`,
-      idToken,
-      scope: 'mcp:tools',
-    })
-    const fork = ctx.plugin(McpClient, {
-      servers: {
-        srv: { url: `${rs.url}/mcp`, oauth: oauth(ID_TOKEN) },
-        stale: { url: `${rs.url}/mcp`, oauth: oauth('idtoken-revoked-0123') },
-      },
-      projectFile: false,
-      userSettings: false,
-      retry: { initialDelayMs: 50, maxDelayMs: 100, maxAttempts: 2, stableMs: 30_000 },
-    })
-    await fork
-    await ctx.mcp.ready(undefined, Number.POSITIVE_INFINITY)
+/** An SDK client whose transport sends through McpOAuth's fetch (as @dsh/mcp-client wires it). */
+async function connect(idToken: string) {
+  const settings: OAuthSettings = {
+    grant: 'cross_app_access',
+    clientId: CLIENT,
+    clientSecret: SECRET,
+    idpTokenUrl: `${idp.url}/token`,
+    idToken,
+    scope: 'mcp:tools',
+  }
+  const oauth = new McpOAuth({
+    server: 'srv',
+    url: `${rs.url}/mcp`,
+    settings,
+    store: memoryStore(),
+    sdk: { auth, extractWWWAuthenticateParams, createPrivateKeyJwtAuth },
+    consent: async () => {
+      throw new McpAuthError('no-human', 'cross-app access asks nobody')
+    },
+    waitMs: 10_000,
+    maxAttempts: 3,
+  })
+  const client = new Client({ name: 'test', version: '1.0.0' })
+  const transport = new StreamableHTTPClientTransport(new URL(`${rs.url}/mcp`), { fetch: oauth.wrap() })
+  await client.connect(transport)
+  return { client, oauth }
+}
 
-    expect(ctx.mcp.get('srv')).toMatchObject({ state: 'connected', tools: ['mcp__srv__whoami'] })
-    const result = await ctx.tools.execute({ callId: 'c1', name: 'mcp__srv__whoami', arguments: '{}' }, { cwd: home })
-    expect(result.message.content).toEqual([{ type: 'text', text: 'you are alice@example.com' }])
+/** The sign-in failure behind an error (the SDK may wrap what the fetch threw). */
+function authError(error: unknown): McpAuthError | undefined {
+  for (let e = error; e instanceof Error; e = e.cause) if (e instanceof McpAuthError) return e
+  return undefined
+}
+
+describe('@dsh/mcp-oauth cross-app access (SEP-990)', () => {
+  it('trades the ID token for an ID-JAG and that for an access token, with no human; a refused exchange fails in one line', async () => {
+    const { client, oauth } = await connect(ID_TOKEN)
+    const result = await client.callTool({ name: 'whoami', arguments: {} })
+    expect(result.content).toEqual([{ type: 'text', text: 'you are alice@example.com' }])
     // The exchange named the discovered authorization server and the protected resource.
     expect(exchanges.find((e) => e.subject_token === ID_TOKEN)).toMatchObject({
       subject_token: ID_TOKEN,
@@ -172,13 +176,16 @@ describe('@dsh/mcp-client cross-app access (SEP-990)', () => {
       grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer',
       assertion: expect.stringMatching(/^jag-/),
     })
+    await client.close()
+    oauth.close()
 
-    const stale = ctx.mcp.get('stale')!
-    expect(stale.state).toBe('failed')
-    expect(stale.error).toContain(
+    const failed = await connect('idtoken-revoked-0123').then(
+      () => undefined,
+      (error: unknown) => authError(error),
+    )
+    expect(failed?.reason).toBe('failed')
+    expect(failed?.message).toBe(
       'the identity provider refused the token exchange (HTTP 400: invalid_grant: unknown ID token [redacted])',
     )
-    expect(stale.error).not.toContain('idtoken-revoked-0123')
-    await fork.dispose()
   })
 })

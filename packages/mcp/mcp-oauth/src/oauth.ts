@@ -4,13 +4,12 @@
 // metadata document, PKCE, scope selection, token endpoint authentication, refresh); this file
 // supplies what a provider must: where state is kept (the credentials seam), the loopback
 // callback that receives the code, the human (through the host's consent function), and a fetch
-// wrapper that answers 401 and 403 `insufficient_scope` with a bounded number of sign-ins.
+// wrapper that answers 401 and 403 `insufficient_scope` with a bounded number of sign-ins. The
+// loopback callback is callback.ts, the state store store.ts, SEP-990's IdP half cross-app.ts.
 //
 // Secrets (tokens, client secrets, codes, verifiers) never leave through an error or a log line:
 // `scrub()` replaces every one this flow has seen, and every failure is reported through it.
-import { createHash, randomBytes } from 'node:crypto'
-import { createServer, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { randomBytes } from 'node:crypto'
 import type { OAuthClientProvider, OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js'
 import type {
   OAuthClientInformationMixed,
@@ -18,48 +17,17 @@ import type {
   OAuthTokens,
 } from '@modelcontextprotocol/sdk/shared/auth.js'
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js'
-import type { OAuthSettings } from './config.ts'
+import { CALLBACK_PATH, CallbackServer } from './callback.ts'
 import { identityAssertionGrant, JWT_BEARER } from './cross-app.ts'
+import { type ConsentRequest, McpAuthError, oneLine } from './errors.ts'
+import type { OAuthSettings } from './settings.ts'
+import { type AuthStore, type StoredAuth, storeKey } from './store.ts'
 
-/** The auth half of the SDK, loaded with the rest of it (see sdk.ts). */
+/** The auth half of the SDK, as the host loaded it (@dsh/mcp-client loads the SDK on first use). */
 export interface AuthSdk {
   auth: typeof import('@modelcontextprotocol/sdk/client/auth.js').auth
   extractWWWAuthenticateParams: typeof import('@modelcontextprotocol/sdk/client/auth.js').extractWWWAuthenticateParams
   createPrivateKeyJwtAuth: typeof import('@modelcontextprotocol/sdk/client/auth-extensions.js').createPrivateKeyJwtAuth
-}
-
-/** What is kept per server (and URL) between runs. */
-export interface StoredAuth {
-  url: string
-  tokens?: OAuthTokens
-  client?: OAuthClientInformationMixed
-  discovery?: OAuthDiscoveryState
-  /** The loopback port the registered redirect URI names. */
-  port?: number
-}
-
-/** Where sign-in state lives: the credentials seam when there is one (0600 file), else memory. */
-export interface AuthStore {
-  load(key: string): Promise<StoredAuth | undefined>
-  save(key: string, value: StoredAuth | undefined): Promise<void>
-}
-
-/** A sign-in that cannot go on: retrying the connection would not help, so it is not retried. */
-export class McpAuthError extends Error {
-  constructor(
-    readonly reason: 'no-human' | 'declined' | 'timeout' | 'failed',
-    message: string,
-  ) {
-    super(message)
-    this.name = 'McpAuthError'
-  }
-}
-
-export interface ConsentRequest {
-  server: string
-  url: URL
-  /** Aborted when the callback arrived (the question is no longer needed). */
-  signal: AbortSignal
 }
 
 export interface OAuthOptions {
@@ -78,136 +46,9 @@ export interface OAuthOptions {
   fetch?: FetchLike
 }
 
-/** The credential name a server's sign-in state is stored under (server name and URL, hashed). */
-export function storeKey(server: string, url: string): string {
-  return `MCP_OAUTH_${createHash('sha256').update(`${server}\u0000${url}`).digest('hex').slice(0, 16).toUpperCase()}`
-}
-
-/** A store backed by a credentials service (`get`/`set`/`unset` of strings). */
-export function credentialStore(credentials: {
-  get(name: string): Promise<string | undefined>
-  set(name: string, value: string): Promise<void>
-  unset(name: string): Promise<void>
-}): AuthStore {
-  return {
-    async load(key) {
-      const text = await credentials.get(key)
-      if (!text) return undefined
-      try {
-        const value = JSON.parse(text) as StoredAuth
-        return value && typeof value === 'object' && typeof value.url === 'string' ? value : undefined
-      } catch {
-        return undefined
-      }
-    },
-    async save(key, value) {
-      if (value === undefined) await credentials.unset(key)
-      else await credentials.set(key, JSON.stringify(value))
-    },
-  }
-}
-
-export function memoryStore(): AuthStore {
-  const values = new Map<string, string>()
-  return {
-    async load(key) {
-      const text = values.get(key)
-      return text ? (JSON.parse(text) as StoredAuth) : undefined
-    },
-    async save(key, value) {
-      if (value === undefined) values.delete(key)
-      else values.set(key, JSON.stringify(value))
-    },
-  }
-}
-
-const CALLBACK_PATH = '/callback'
-
 /** The grant a machine client registers for (client metadata `grant_types`). */
 const machineGrant = (grant: OAuthSettings['grant']) =>
   grant === 'cross_app_access' ? JWT_BEARER : 'client_credentials'
-
-/** The loopback end of the redirect: one pending sign-in at a time, matched by `state`. */
-class CallbackServer {
-  private server?: Server
-  private pending?: { state: string; resolve(code: string): void; reject(error: Error): void }
-  port?: number
-
-  constructor(private readonly serverName: string) {}
-
-  async listen(preferred?: number): Promise<number> {
-    if (this.server && this.port !== undefined) return this.port
-    const server = createServer((req, res) => this.handle(req.url ?? '/', res))
-    const bind = (port: number) =>
-      new Promise<number>((resolve, reject) => {
-        server.once('error', reject)
-        server.listen(port, '127.0.0.1', () => {
-          server.off('error', reject)
-          resolve((server.address() as AddressInfo).port)
-        })
-      })
-    let port: number
-    try {
-      port = await bind(preferred ?? 0)
-    } catch (error) {
-      if (preferred === undefined) throw error
-      port = await bind(0)
-    }
-    server.unref()
-    this.server = server
-    this.port = port
-    return port
-  }
-
-  expect(state: string): Promise<string> {
-    this.pending?.reject(new McpAuthError('failed', 'a newer sign-in replaced this one'))
-    return new Promise((resolve, reject) => (this.pending = { state, resolve, reject }))
-  }
-
-  private handle(path: string, res: import('node:http').ServerResponse): void {
-    const url = new URL(path, 'http://127.0.0.1')
-    const page = (status: number, text: string) => {
-      res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' })
-      res.end(`<!doctype html><meta charset="utf-8"><title>dsh</title><p>${escapeHtml(text)}</p>`)
-    }
-    if (url.pathname !== CALLBACK_PATH) {
-      page(404, 'Not found.')
-      return
-    }
-    const pending = this.pending
-    if (!pending || url.searchParams.get('state') !== pending.state) {
-      page(400, 'This sign-in link is not the one dsh is waiting for (or it was already used).')
-      return
-    }
-    this.pending = undefined
-    const error = url.searchParams.get('error')
-    const code = url.searchParams.get('code')
-    if (error || !code) {
-      const description = url.searchParams.get('error_description')
-      pending.reject(
-        new McpAuthError(
-          'declined',
-          `the authorization server refused the sign-in: ${oneLine(error ?? 'no code')}${description ? ` (${oneLine(description)})` : ''}`,
-        ),
-      )
-      page(400, `Sign-in to MCP server "${this.serverName}" failed. You can close this tab.`)
-      return
-    }
-    pending.resolve(code)
-    page(200, `Signed in to MCP server "${this.serverName}". You can close this tab and return to dsh.`)
-  }
-
-  close(): void {
-    this.pending?.reject(new McpAuthError('failed', 'the sign-in was stopped'))
-    this.pending = undefined
-    this.server?.close()
-    this.server = undefined
-    this.port = undefined
-  }
-}
-
-const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
-const oneLine = (text: string) => text.replace(/\s+/g, ' ').slice(0, 300)
 
 /**
  * One server's OAuth: the provider the SDK's `auth()` drives, and the fetch wrapper the transport
