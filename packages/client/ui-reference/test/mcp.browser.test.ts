@@ -31,6 +31,8 @@ const notes = fileURLToPath(new URL('../../../mcp/mcp-client/test/fixtures/notes
 const scratch = mkdtempSync(join(tmpdir(), 'dsh-mcp-web-'))
 const release = join(scratch, 'release')
 const childRelease = join(scratch, 'child-release')
+const holdA = join(scratch, 'hold-a')
+const holdB = join(scratch, 'hold-b')
 // A plugin that mounts the notes server in the scope of each agent, as an editor's per-session
 // servers are mounted (ctx.mcp.add with the agent's scope); a subagent's is named `subnotes`.
 const perSession = join(scratch, 'per-session-mcp.mjs')
@@ -68,6 +70,17 @@ const STEPS = [
   },
   { text: 'Child done.' },
   { text: 'Parent done.' },
+  // A background subagent: it and its parent each hold a slow call (which gets which step is
+  // the order of their requests, told apart by their bodies); the parent then reads a mention.
+  {
+    toolCalls: [
+      { id: 'c_bg', name: 'subagent', arguments: { description: 'bg', prompt: 'hold on', background: true } },
+    ],
+  },
+  { toolCalls: [{ id: 'c_a', name: 'mcp__changing__slow', arguments: { done: 1, total: 1, release: holdA } }] },
+  { toolCalls: [{ id: 'c_b', name: 'mcp__changing__slow', arguments: { done: 1, total: 1, release: holdB } }] },
+  { text: 'Read it.' },
+  { text: 'Background done.' },
 ]
 
 describe.skipIf(!hasChromium())('MCP in the web client', () => {
@@ -270,5 +283,30 @@ describe.skipIf(!hasChromium())('MCP in the web client', () => {
       const after: Match[] = (await app.call('mcp.resources', { sessionId })).resources
       expect(after.map((r) => r.server)).not.toContain('subnotes')
     })
+  })
+
+  it("reads a mention of a live subagent's own server for the parent", async () => {
+    const sessionId = new URL(page.url()).pathname.split('/').pop()!
+    const before = app.mock.requests.length
+    await app.call('sessions.prompt', { sessionId, text: 'start one in the background' })
+    // The parent's second request and the subagent's first each hold a slow call.
+    await expect.poll(() => app.mock.requests.length).toBe(before + 3)
+    const held = app.mock.requests.slice(before + 1, before + 3)
+    const parentFirst = JSON.stringify(held[0].body).includes('c_bg')
+    const [parentHold, childHold] = parentFirst ? [holdA, holdB] : [holdB, holdA]
+    const steered = await app.call('sessions.prompt', {
+      sessionId,
+      text: 'read @subnotes:notes://today',
+      mode: 'steer',
+      references: [{ kind: 'resource', server: 'subnotes', uri: 'notes://today' }],
+    })
+    expect(steered.disposition).toBe('steered')
+    writeFileSync(parentHold, '')
+    await expect.poll(() => app.mock.requests.length).toBe(before + 4)
+    const read = JSON.stringify(app.mock.requests[before + 3].body)
+    expect(read).toContain('<resource server=\\"subnotes\\" uri=\\"notes://today\\">')
+    expect(read).toContain("today's note")
+    writeFileSync(childHold, '')
+    await expect.poll(() => app.mock.requests.length).toBe(before + 5)
   })
 })
