@@ -368,19 +368,28 @@ export class E2bSubprocessService extends SubprocessService {
       proc.settle(exitOf(proc, result.exitCode))
     } catch (error) {
       if (error instanceof CommandExitError) return proc.settle(exitOf(proc, error.exitCode))
-      if (this.owner.isGone(error)) {
+      // Gone only when the sandbox itself says so: a stream that broke under a running sandbox is
+      // a dropped connection, and the machine (with the files written there) is still there.
+      if (this.owner.isGone(error) && !(await sandbox.isRunning().catch(() => false))) {
         return proc.settle({
           code: null,
           signal: null,
-          spawnError: { code: 'E2B_SANDBOX_LOST', message: this.owner.lost(sandbox, error) },
+          spawnError: { code: 'E2B_SANDBOX_LOST', message: this.owner.lost(sandbox, error), started: true },
         })
       }
+      if (proc.done) return
+      // The command may still run remotely with nobody reading it: it is stopped (best effort), so
+      // it neither holds the sandbox busy nor writes files behind the model's back.
+      const pid = proc.pid
+      const stopped =
+        pid === undefined ? false : await sandbox.commands.kill(pid, { requestTimeoutMs: 10_000 }).catch(() => false)
       proc.settle({
         code: null,
         signal: null,
         spawnError: {
-          code: 'E2B_STREAM_FAILED',
-          message: `the connection to the E2B sandbox broke while the command ran: ${messageOf(error)}`,
+          code: 'E2B_STREAM_DROPPED',
+          message: `the connection to the E2B sandbox ${sandbox.sandboxId} dropped while the command ran (${messageOf(error)}), so its exit status is unknown; the output above is what arrived before the drop, the command ${stopped ? 'was stopped there' : 'may still be running there'}, and the next command reconnects`,
+          started: true,
         },
       })
     }

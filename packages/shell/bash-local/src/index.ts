@@ -461,7 +461,11 @@ function classify(exit: ProcessExit, cause: 'timeout' | 'cancelled' | undefined,
   if (exit.escalation) result.escalation = exit.escalation
   if (exit.spawnError) {
     result.status = 'failed'
-    result.error = { code: exit.spawnError.code, message: exit.spawnError.message }
+    result.error = {
+      code: exit.spawnError.code,
+      message: exit.spawnError.message,
+      ...(exit.spawnError.started ? { started: true as const } : {}),
+    }
   } else if (exit.terminated === 'aborted' && cause) {
     result.status = cause
   } else if (exit.terminated === 'disposed') {

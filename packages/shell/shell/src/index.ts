@@ -86,7 +86,8 @@ export interface ShellOutput {
 
 /**
  * `exited`: the command ended with `exitCode`. `signaled`: a signal not sent by the executor ended it.
- * `timeout` / `cancelled`: the executor terminated it. `failed`: it could not be started (`error`).
+ * `timeout` / `cancelled`: the executor terminated it. `failed`: it could not be started (`error`),
+ * or (`error.started`) it started and its provider lost it, so its exit status is unknown.
  */
 export type ShellStatus = 'exited' | 'signaled' | 'timeout' | 'cancelled' | 'failed'
 
@@ -98,7 +99,7 @@ export interface ShellResult {
   durationMs: number
   /** The strongest signal the executor sent to the process group, if it sent one. */
   escalation?: 'SIGTERM' | 'SIGKILL'
-  error?: { code: string; message: string }
+  error?: { code: string; message: string; started?: true }
 }
 
 export type ShellErrorCode =

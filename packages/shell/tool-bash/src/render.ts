@@ -26,6 +26,8 @@ function statusLine(result: ShellResult, spec: ShellSpec): string {
     case 'cancelled':
       return '[cancelled; the command and its child processes were stopped]'
     case 'failed':
+      // A command its provider lost after it started (a remote machine, a dropped connection).
+      if (result.error?.started) return `[lost after it started: ${result.error.message}]`
       return `[could not start: ${result.error?.message ?? 'unknown error'}]`
   }
 }

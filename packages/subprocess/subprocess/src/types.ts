@@ -172,8 +172,12 @@ export interface ProcessExit {
   escalation?: 'SIGTERM' | 'SIGKILL'
   /** Retained output: `merged`/`terminal` or per stream, per the retention mode. */
   output: Partial<Record<'merged' | OutputStream, RetainedOutput>>
-  /** Set when the process could not be started at all (e.g. ENOENT); code and signal are then null. */
-  spawnError?: { code: string; message: string }
+  /**
+   * Set when the process could not be started at all (e.g. ENOENT); code and signal are then null.
+   * `started`: it did start, and the provider lost it (a remote machine gone, or the connection to
+   * it broken), so its exit status is unknown.
+   */
+  spawnError?: { code: string; message: string; started?: true }
 }
 
 interface CommonHandle {

@@ -8,8 +8,16 @@ import { Code, ConnectError, type HandlerContext } from '@connectrpc/connect'
 import { timestampFromMs } from '@bufbuild/protobuf/wkt'
 import type { ProcessEvent, SandboxProcess, StandinSandbox } from './sandbox.ts'
 
-/** Streams a process's events until it ends, the client goes away, or the sandbox stops. */
-export async function* follow(sandbox: StandinSandbox, proc: SandboxProcess, context: HandlerContext) {
+/**
+ * Streams a process's events until it ends, the client goes away, or the sandbox stops.
+ * `afterFirstData` runs once the first output message was handed over (a scripted stream drop).
+ */
+export async function* follow(
+  sandbox: StandinSandbox,
+  proc: SandboxProcess,
+  context: HandlerContext,
+  afterFirstData?: () => void,
+) {
   const queue: ProcessEvent[] = []
   let wake: (() => void) | undefined
   const push = (event: ProcessEvent) => {
@@ -37,6 +45,8 @@ export async function* follow(sandbox: StandinSandbox, proc: SandboxProcess, con
         yield {
           event: { event: { case: 'data' as const, value: { output: { case: event.stream, value: event.data } } } },
         }
+        afterFirstData?.()
+        afterFirstData = undefined
       } else {
         yield {
           event: {

@@ -49,6 +49,12 @@ export interface Hold {
   release(): void
 }
 
+/** A scripted stream drop (`standin.dropStream`). */
+export interface StreamDrop {
+  /** Settles when the stream was cut (its connection destroyed), with the `Start` request's record. */
+  readonly dropped: Promise<RequestRecord>
+}
+
 export interface RequestRecord {
   method: string
   path: string
@@ -72,6 +78,12 @@ export interface E2bStandin {
   kill(id: string): boolean
   /** Holds the next request matching `method` and the path prefix until released (once). */
   hold(method: string, path: string): Hold
+  /**
+   * Cuts the output stream of the next process started with a command line containing `command`
+   * (once), right after its first output message: the connection is destroyed as a network drop
+   * would, while the process keeps running in the sandbox.
+   */
+  dropStream(command: string): StreamDrop
   close(): Promise<void>
 }
 
@@ -87,6 +99,22 @@ export async function startE2bStandin(options: StandinOptions = {}): Promise<E2b
   const faults: Fault[] = []
   const holds: Array<{ method: string; path: string; arrive: (r: RequestRecord) => void; gate: Promise<void> }> = []
   const schema = envdSchema()
+  const drops: Array<{ command: string; drop: (record: RequestRecord) => void }> = []
+  /** Each open request's response, by the id stamped on it, so a handler can cut its connection. */
+  const open = new Map<string, { res: ServerResponse; record: RequestRecord }>()
+  let stamp = 0
+  /** The scripted drop of a `Start` whose command line contains a drop's text (taken once). */
+  const dropFor = (context: HandlerContext, line: string): (() => void) | undefined => {
+    const index = drops.findIndex((d) => line.includes(d.command))
+    const target = open.get(context.requestHeader.get('x-standin-request') ?? '')
+    if (index < 0 || !target) return undefined
+    const [drop] = drops.splice(index, 1)
+    return () =>
+      setImmediate(() => {
+        target.res.socket?.destroy()
+        drop.drop(target.record)
+      })
+  }
 
   const expire = (sandbox: StandinSandbox, timeoutSeconds: number) => {
     if (sandbox.timer) clearTimeout(sandbox.timer)
@@ -145,7 +173,7 @@ export async function startE2bStandin(options: StandinOptions = {}): Promise<E2b
           request.stdin === true,
           request.tag || undefined,
         )
-        yield* follow(sandbox, proc, context)
+        yield* follow(sandbox, proc, context, dropFor(context, [config.cmd, ...config.args].join(' ')))
       },
       async *connect(request: any, context: HandlerContext) {
         const sandbox = sandboxOf(context)
@@ -473,6 +501,10 @@ export async function startE2bStandin(options: StandinOptions = {}): Promise<E2b
     if (typeof sandboxHeader === 'string') record.sandboxId = sandboxHeader
     requests.push(record)
     res.on('finish', () => (record.status = res.statusCode))
+    const id = String(++stamp)
+    req.headers['x-standin-request'] = id
+    open.set(id, { res, record })
+    res.on('close', () => open.delete(id))
     const fault = faults.find((f) => f.times > 0 && f.method === record.method && record.path.startsWith(f.path))
     if (fault) {
       fault.times--
@@ -512,6 +544,12 @@ export async function startE2bStandin(options: StandinOptions = {}): Promise<E2b
       const gate = new Promise<void>((resolve) => (release = resolve))
       holds.push({ method, path, arrive, gate })
       return { arrived, release }
+    },
+    dropStream: (command) => {
+      let drop!: (record: RequestRecord) => void
+      const dropped = new Promise<RequestRecord>((resolve) => (drop = resolve))
+      drops.push({ command, drop })
+      return { dropped }
     },
     close: async () => {
       for (const id of [...sandboxes.keys()]) remove(id)

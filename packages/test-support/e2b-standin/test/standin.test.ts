@@ -59,6 +59,27 @@ describe('e2b-standin', () => {
     await sandbox.kill()
   })
 
+  it('drops a process stream on request; the process keeps running and the next call works', async () => {
+    const sandbox = await Sandbox.create(opts())
+    const drop = standin.dropStream('dropped-marker')
+    const chunks: string[] = []
+    const handle = await sandbox.commands.run('echo first; sleep 30; echo dropped-marker', {
+      background: true,
+      onStdout: (d) => void chunks.push(d),
+    })
+    const error = await handle.wait().then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    )
+    expect(error).toBeInstanceOf(Error)
+    expect(chunks.join('')).toBe('first\n')
+    expect((await drop.dropped).sandboxId).toBe(sandbox.sandboxId)
+    // The process outlived its stream, and the sandbox answers the next call.
+    expect((await sandbox.commands.list()).map((p) => p.pid)).toContain(handle.pid)
+    expect((await sandbox.commands.run('echo next')).stdout).toBe('next\n')
+    await sandbox.kill()
+  })
+
   it('reads, writes, lists, moves and removes files', async () => {
     const sandbox = await Sandbox.create(opts())
     await sandbox.files.write('/work/a/b.txt', 'bytes')
