@@ -169,7 +169,9 @@ export function apply(ctx: Context): void {
 
   ctx.effect(
     () =>
-      ctx.connection.onHost((event) => {
+      ctx.connection.onHost((hostEvent) => {
+        // Our events are plain records; their fields are checked before use.
+        const event = hostEvent as { type: string; [key: string]: unknown }
         const sessionId = typeof event.sessionId === 'string' ? event.sessionId : undefined
         if (event.type === 'connection/reset') for (const id of bySession.keys()) void refresh(id)
         else if (event.type === REQUEST_RUN && sessionId) void refresh(sessionId)
@@ -182,7 +184,8 @@ export function apply(ctx: Context): void {
           for (const entry of frames) {
             if (entry.sessionId !== sessionId || entry.half.name !== event.name || entry.half.hash !== event.hash)
               continue
-            const id = event.id as number
+            if (typeof event.id !== 'number' || typeof event.handler !== 'string') return
+            const id = event.id
             entry.pending.add(id)
             entry.iframe.contentWindow?.postMessage(
               { protocol: FRAME_PROTOCOL, kind: 'invoke', id, handler: event.handler, input: event.input },
