@@ -104,7 +104,10 @@ export class E2bService extends Service {
     review?: PendingReview
     /** The idle timer's clock (`useClock`). */
     clock: IdleClock
+    /** Where lines for the user go while the run is on (`onNotice`; default: stderr). */
+    sinks: Array<(line: string) => void>
   } = {
+    sinks: [],
     clock: {
       setTimeout: (fire, ms) => {
         // unref'd: an idle timer never keeps a finished run alive.
@@ -155,6 +158,7 @@ export class E2bService extends Service {
       savePatch: (sandbox, slot) => this.savePatch(sandbox, slot),
       connectionOptions: () => this.connectionOptions(),
       withRetries: (what, call) => this.withRetries(what, call),
+      notify: (line) => this.notify(line),
       remote: (slot) => this.remote(slot),
       localTree: (slot) => this.localTree(slot),
       isGone: (error) => this.isGone(error),
@@ -278,6 +282,32 @@ export class E2bService extends Service {
     return markBusy(this.parts, this.slot())
   }
 
+  /**
+   * Takes the lines this world says to the user while the run is on (a continued session's sandbox
+   * found gone, a subagent's patch saved): the newest sink gets them, e.g. a TUI's transcript, where
+   * a stderr line would land under the screen. Without one they go to stderr. Returns the disposer.
+   */
+  onNotice(sink: (line: string) => void): () => void {
+    this.state.sinks.push(sink)
+    return () => {
+      const at = this.state.sinks.lastIndexOf(sink)
+      if (at >= 0) this.state.sinks.splice(at, 1)
+    }
+  }
+
+  /** One line for the user now (no `dsh: ` prefix, no newline). */
+  private notify(line: string): void {
+    const sink = this.state.sinks.at(-1)
+    if (sink) {
+      try {
+        return sink(line)
+      } catch {
+        // a failing sink falls back to stderr
+      }
+    }
+    process.stderr.write(`dsh: ${line}\n`)
+  }
+
   /** Replaces the idle timer's clock (tests drive it by hand instead of waiting). */
   useClock(clock: IdleClock): void {
     this.state.clock = clock
@@ -301,8 +331,8 @@ export class E2bService extends Service {
         this.slotOf.delete(sandbox.sandboxId)
         const file = await endSandbox(this.parts, sandbox, slot)
         if (file)
-          process.stderr.write(
-            `dsh: the E2B sandbox ${sandbox.sandboxId} of subagent ${link.id} changed the workspace; patch saved to ${file} (review it, then apply it with: ${await applyCommand(this.state.host, file, this.localTree(slot))})\n`,
+          this.notify(
+            `the E2B sandbox ${sandbox.sandboxId} of subagent ${link.id} changed the workspace; patch saved to ${file} (review it, then apply it with: ${await applyCommand(this.state.host, file, this.localTree(slot))})`,
           )
       },
     }

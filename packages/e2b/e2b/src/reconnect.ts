@@ -21,6 +21,8 @@ export interface ReconnectOwner {
   log(slot: Slot, event: SandboxLogEvent): void
   adopt(slot: Slot, sandbox: Sandbox): void
   withRetries(what: string, call: () => Promise<Sandbox>): Promise<Sandbox>
+  /** A line for the user now (a TUI's transcript, else stderr). */
+  notify(line: string): void
 }
 
 /**
@@ -68,8 +70,8 @@ export async function reconnectContinued(owner: ReconnectOwner, options: Sandbox
       action: 'lost',
       reason: `gone before this run: ${reason}`,
     })
-    process.stderr.write(
-      `dsh: the session's E2B sandbox ${id} is gone (killed or expired); starting a new one (its files are lost; saved patches stay)\n`,
+    owner.notify(
+      `the session's E2B sandbox ${id} is gone (killed or expired); starting a new one (its files are lost; saved patches stay)`,
     )
     return undefined
   }

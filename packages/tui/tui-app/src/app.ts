@@ -32,6 +32,7 @@ import {
   MentionProvider,
   replaceProvider,
   StatusLine,
+  templateFiller,
   TextBlock,
   Transcript,
   editorTheme,
@@ -86,6 +87,7 @@ export class TuiApp {
   private readonly offs: Array<() => void> = []
   /** Approval, question, picker and confirmation panels shown in place of the editor. */
   private readonly panels: Takeovers
+  private readonly fill: ReturnType<typeof templateFiller>
   private hint?: string
   private hintTimer?: NodeJS.Timeout
   private lastCtrlC = 0
@@ -124,6 +126,7 @@ export class TuiApp {
     this.tui.addChild(this.status)
     this.activity.addChild(new TextBlock('\n', '', ''))
     this.panels = new Takeovers(this.tui, this.slot, this.editor, this.p)
+    this.fill = templateFiller(this.editor, (title, variables) => this.panels.fillTemplate(title, variables))
     this.slot.addChild(this.editor)
     this.tui.setFocus(this.editor)
     this.tui.addInputListener((data) => this.onKey(data))
@@ -139,6 +142,10 @@ export class TuiApp {
     this.tui.start()
     this.attach()
     this.offs.push(this.registerAnswerers())
+    // The e2b world's lines during the run (a continued session's sandbox found gone and replaced)
+    // go in the transcript: written to stderr they would land under the screen.
+    const world = this.ctx.get('e2b')
+    if (world) this.offs.push(world.onNotice((line) => this.transcript.notice(`dsh: ${line}`, this.p.yellow)))
     // Commands that arrive later (an MCP server's prompts once it connected) join the `/` menu.
     this.offs.push(this.ctx.on('commands/changed', () => this.refreshCompletion()))
   }
@@ -370,11 +377,12 @@ export class TuiApp {
       (this.ctx.get('mcp')?.resourceMentions(this.agent.scope) ?? []).map((r) => ({
         token: `${r.server}:${r.uri}`,
         description: `${r.name}${r.template ? ' (template)' : ''}${r.description ? ` - ${r.description}` : ''}`,
+        template: r.template,
       }))
     // A `/` menu open when the list changes stays open and lists the new commands.
     replaceProvider(
       this.editor,
-      new MentionProvider(commands, this.options.cwd, this.ctx.get('subprocess') ?? undefined, resources),
+      new MentionProvider(commands, this.options.cwd, this.ctx.get('subprocess') ?? undefined, resources, this.fill),
     )
   }
 
