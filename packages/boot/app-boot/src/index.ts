@@ -15,6 +15,7 @@ export {
   LayerError,
   listProfileTemplates,
   parseLayer,
+  layerCacheKey,
   parseLayerCached,
   readLayerFile,
   readProfile,

@@ -7,6 +7,7 @@ export {
   LayerError,
   locateInLayer,
   parseLayer,
+  layerCacheKey,
   parseLayerCached,
   ROW_FIELDS,
   type InsertOp,

@@ -1,6 +1,6 @@
 // Patch layers: parsing and validation of one `cordis.patch.yml` into typed operations.
 import { createHash } from 'node:crypto'
-import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -346,10 +346,10 @@ export function parseLayer(text: string, file: string, label: string = file): La
  */
 export function parseLayerCached(text: string, file: string, label: string, cacheDir: string | undefined): Layer {
   if (!cacheDir) return parseLayer(text, file, label)
-  const entry = join(
-    cacheDir,
-    `${createHash('sha256').update(parserStamp()).update('\0').update(text).digest('hex').slice(0, 32)}.json`,
-  )
+  const key = layerCacheKey(text)
+  const shipped = shippedOps(key)
+  if (shipped) return { file, label, ops: shipped }
+  const entry = join(cacheDir, `${key}.json`)
   try {
     const ops = reviveJsExpr(JSON.parse(readFileSync(entry, 'utf8'))) as Op[]
     return { file, label, ops }
@@ -368,14 +368,44 @@ export function parseLayerCached(text: string, file: string, label: string, cach
   return layer
 }
 
+/**
+ * The cache key of a layer's text under this parser: a hash of the text and of this module's own
+ * file content (not its path, so a relocated installation keeps its shipped table valid).
+ */
+export function layerCacheKey(text: string): string {
+  return createHash('sha256').update(parserStamp()).update('\0').update(text).digest('hex').slice(0, 32)
+}
+
 let stamp: string | undefined
 function parserStamp(): string {
-  if (stamp === undefined) {
-    const self = fileURLToPath(import.meta.url)
-    const info = statSync(self)
-    stamp = `${self}:${info.size}:${info.mtimeMs}`
-  }
+  stamp ??= createHash('sha256')
+    .update(readFileSync(fileURLToPath(import.meta.url)))
+    .digest('hex')
   return stamp
+}
+
+/** `<checkout>/prelinked/layers.json` (dist/ and src/ are both two levels below the package). */
+export const shippedLayersFile = (): string =>
+  fileURLToPath(new URL('../../../../prelinked/layers.json', import.meta.url))
+
+/**
+ * The shipped layers, parsed at build time (scripts/prelink.mjs writes `prelinked/layers.json`,
+ * `{layers: {<layerCacheKey>: ops}}`): a first boot in a fresh home (every first run, every test)
+ * then loads no YAML parser for the bundles and profile templates dsh ships. Read once per process;
+ * a missing or unreadable table only means parsing.
+ */
+let shippedTable: Record<string, unknown> | null | undefined
+function shippedOps(key: string): Op[] | undefined {
+  if (shippedTable === undefined) {
+    try {
+      const data = JSON.parse(readFileSync(shippedLayersFile(), 'utf8')) as { layers?: unknown }
+      shippedTable = data?.layers && typeof data.layers === 'object' ? (data.layers as Record<string, unknown>) : null
+    } catch {
+      shippedTable = null
+    }
+  }
+  const ops = shippedTable ? shippedTable[key] : undefined
+  return Array.isArray(ops) ? (reviveJsExpr(ops) as Op[]) : undefined
 }
 
 /** JSON turns a JsExpr into `{__jsExpr}`; turn those back into JsExpr instances. */
