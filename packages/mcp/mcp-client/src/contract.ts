@@ -1,8 +1,10 @@
 // The MCP method of the web host (browser-safe): the resources and resource templates of the MCP
 // servers a session sees (the global ones and its own scope's), for the composer's `@` menu (a pick
-// inserts `@server:uri`).
+// inserts `@server:uri`), and the URI templates of resource templates (filled in before a mention).
 import Schema from 'schemastery'
 import { defineMethod } from '@dsh/web-protocol'
+
+export { expandTemplate, firstEmptyVariable, templateVariables } from './uri-template.ts'
 
 export interface McpResourceMatch {
   server: string

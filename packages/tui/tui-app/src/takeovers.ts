@@ -1,9 +1,10 @@
-// Panels in place of the editor: approvals, questions, pickers and yes/no confirmations. One
+// Panels in place of the editor: approvals, questions, pickers, yes/no confirmations and the
+// variables of a picked resource template. One
 // shows at a time, the others wait in order; when the last closes, the editor is back in focus.
 import type { Component, Container, Editor, SelectItem, TUI } from '@mariozechner/pi-tui'
 import type { ApprovalAnswer, ApprovalRequest } from '@dsh/user-approval'
 import type { QuestionAnswer, QuestionsRequest } from '@dsh/user-questions'
-import { ApprovalPanel, ConfirmPanel, Picker, QuestionPanel, type Palette } from '@dsh/tui-components'
+import { ApprovalPanel, ConfirmPanel, Picker, QuestionPanel, TemplatePanel, type Palette } from '@dsh/tui-components'
 
 export class Takeovers {
   private readonly queue: Array<{ component: Component; cancel(): void }> = []
@@ -92,6 +93,18 @@ export class Takeovers {
         selected,
       )
       finish = this.takeover(picker, () => resolve(undefined))
+    })
+  }
+
+  /** The values of a picked resource template's variables, or undefined when cancelled (Esc). */
+  fillTemplate(title: string, variables: string[]): Promise<Record<string, string> | undefined> {
+    return new Promise((resolve) => {
+      let finish = () => {}
+      const panel = new TemplatePanel(title, variables, this.p, (values) => {
+        finish()
+        resolve(values)
+      })
+      finish = this.takeover(panel, () => resolve(undefined))
     })
   }
 

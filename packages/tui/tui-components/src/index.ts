@@ -31,3 +31,4 @@ export {
   SHOWN_OTHERS,
   type MentionCandidate,
 } from './mentions.ts'
+export { TemplatePanel, templateFiller, type TemplatePick } from './template-panel.ts'

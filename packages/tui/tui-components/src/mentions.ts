@@ -7,6 +7,7 @@
 import type { AutocompleteItem, AutocompleteProvider, AutocompleteSuggestions, Editor } from '@mariozechner/pi-tui'
 import { listFiles as listWorkspace } from '@dsh/file-reference'
 import type { SubprocessService } from '@dsh/subprocess'
+import type { TemplatePick } from './template-panel.ts'
 
 /** Files listed at most; a bigger tree is cut (the mention still works for what was listed). */
 export const MAX_FILES = 20_000
@@ -45,6 +46,8 @@ export interface MentionCandidate {
   /** What follows the `@`, e.g. `docs:file:///guide.md`. */
   token: string
   description?: string
+  /** A resource template (`server:notes://day/{day}`): picked, it asks for its variables (`fill`). */
+  template?: boolean
 }
 
 /** Mentions of other sources shown at most, before the files. */
@@ -64,6 +67,8 @@ export function rankCandidates(
 
 export class MentionProvider implements AutocompleteProvider {
   private cache?: { at: number; files: Promise<string[]> }
+  /** The values (`@token`) of the templates last suggested. */
+  private templates = new Set<string>()
 
   constructor(
     private readonly inner: AutocompleteProvider,
@@ -72,6 +77,8 @@ export class MentionProvider implements AutocompleteProvider {
     private readonly subprocess?: Pick<SubprocessService, 'spawn'>,
     /** Other mentions, read at each keystroke (so a source's changes show at once). */
     private readonly others?: () => readonly MentionCandidate[],
+    /** Fills a picked template's variables (see `templateFiller`); without it the template is inserted as is. */
+    private readonly fill?: (token: string, at: TemplatePick) => void,
   ) {}
 
   private files(): Promise<string[]> {
@@ -94,6 +101,7 @@ export class MentionProvider implements AutocompleteProvider {
     const others = rankCandidates(this.others?.() ?? [], query)
     const ranked = rankFiles(await this.files(), query, SHOWN - others.length)
     if (options.signal.aborted || ranked.length + others.length === 0) return null
+    this.templates = new Set(others.filter((c) => c.template).map((c) => `@${c.token}`))
     return {
       items: [
         ...others.map((c) => ({
@@ -115,6 +123,11 @@ export class MentionProvider implements AutocompleteProvider {
     prefix: string,
   ): { lines: string[]; cursorLine: number; cursorCol: number } {
     if (!prefix.startsWith('@')) return this.inner.applyCompletion(lines, cursorLine, cursorCol, item, prefix)
+    if (this.fill && this.templates.has(item.value)) {
+      // Nothing is inserted yet: the filled mention replaces the `@query` once the panel answers.
+      this.fill(item.value.slice(1), { lines: [...lines], cursorLine, cursorCol, prefix })
+      return { lines, cursorLine, cursorCol }
+    }
     const line = lines[cursorLine] ?? ''
     const start = cursorCol - prefix.length
     const inserted = `${item.value} `

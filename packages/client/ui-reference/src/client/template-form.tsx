@@ -5,7 +5,7 @@
 import { type ReactElement, useId, useRef, useState } from 'react'
 import { Store, useStore, useT } from '@dsh/client-runtime'
 import type { ComposerInput, TriggerMatch } from '@dsh/ui-input-trigger/shared'
-import { expandTemplate, firstEmptyVariable, templateVariables } from '../uri-template.ts'
+import { expandTemplate, firstEmptyVariable, templateVariables } from '@dsh/mcp-client/contract'
 
 export interface Filling {
   sessionId: string
