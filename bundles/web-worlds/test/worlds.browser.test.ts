@@ -119,6 +119,9 @@ describe.skipIf(!hasChromium())('dsh web: a world per workspace', () => {
       expect(readFileSync(join(here, 'where.txt'), 'utf8')).toBe('made-locally\n')
       expect(standin.sandboxes()).toEqual([])
       expect(processStarts()).toBe(0)
+      // Its side panel has no sandbox change to offer (this machine's world works on the folder).
+      const panel = page.locator('[data-testid="e2b-review"]')
+      await expect.poll(() => panel.getAttribute('data-e2b-phase')).toBe('none')
 
       // The e2b workspace: the command ran in a sandbox holding a copy of `there` (at its path);
       // the local folder is untouched, and the local workspace's file does not exist there.
@@ -133,6 +136,22 @@ describe.skipIf(!hasChromium())('dsh web: a world per workspace', () => {
       expect(result).toContain('remote notes')
       expect(result).toContain('secret-not-here')
       expect(result).not.toContain(SECRET)
+
+      // The session's panel offers its sandbox's change; Apply brings it into `there` only.
+      await expect.poll(() => panel.getAttribute('data-e2b-phase'), { timeout: 30_000 }).toBe('offered')
+      expect(await panel.locator('[data-e2b-files] li').allTextContents()).toEqual(['where.txt'])
+      await panel.locator('[data-e2b-action="apply"]').click()
+      await expect.poll(() => panel.getAttribute('data-e2b-phase')).toBe('settled')
+      expect(await panel.locator('[data-e2b-line]').textContent()).toMatch(
+        new RegExp(`^applied the patch \\S+\\.patch to ${there} \\(where\\.txt\\)$`),
+      )
+      expect(readFileSync(join(there, 'where.txt'), 'utf8')).toBe('made-remotely\n')
+      expect(readFileSync(join(here, 'where.txt'), 'utf8')).toBe('made-locally\n')
+      expect(existsSync(join(app.cwd, 'where.txt'))).toBe(false)
+      // A local session has nothing to settle; a file that was not offered is refused.
+      await expect(app.call('worlds.apply', { sessionId: local, file: '/tmp/x.patch' })).rejects.toThrow(
+        /409 REVIEW_NOT_FOUND: \/tmp\/x\.patch is not the change offered now for /,
+      )
 
       expect(errors.filter((e) => !/status of 4\d\d/.test(e))).toEqual([])
     })

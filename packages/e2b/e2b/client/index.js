@@ -3,7 +3,9 @@
 // copies). A side-panel section offers the sandbox's change for approval: when a turn of the
 // session ends, and on the user's "Review changes", it asks the host (`e2b.review`); the user then
 // applies it to the local tree (`e2b.apply`, the checked `git apply` of `--apply`) or keeps only
-// the patch file (`e2b.keep`). Nothing reaches the local tree without that click.
+// the patch file (`e2b.keep`). Nothing reaches the local tree without that click. On a host with a
+// world per workspace the same section asks `worlds.review/apply/keep` for the open session, whose
+// change applies to that session's workspace folder only.
 import { createElement as h, useEffect, useRef, useState } from 'react'
 import { useCtx, useT } from '@dsh/client-runtime'
 
@@ -43,13 +45,27 @@ function E2bReviewSection(props) {
   const [state, setState] = useState({ phase: 'idle' })
   const busy = useRef(false)
   const ended = endedTurns(props.feed.withoutDeltas)
+  // A host with a world per workspace (@dsh/workspace-worlds) answers `worlds.*` for this session's
+  // own folder; a host-wide e2b world answers `e2b.*` for its one sandbox.
+  const perSession = useRef(true)
+  const call = async (method, params) => {
+    if (perSession.current) {
+      try {
+        return await ctx.remote.call(`worlds.${method}`, { sessionId: props.sessionId, ...params })
+      } catch (error) {
+        if (error.code !== 'UNKNOWN_METHOD') throw error
+        perSession.current = false
+      }
+    }
+    return ctx.remote.call(`e2b.${method}`, params)
+  }
 
   const review = async () => {
     if (busy.current) return
     busy.current = true
     setState({ phase: 'checking' })
     try {
-      const { review } = await ctx.remote.call('e2b.review', {})
+      const { review } = await call('review', {})
       setState(review ? { phase: 'offered', review } : { phase: 'none' })
     } catch (error) {
       setState({ phase: 'error', line: error.message })
@@ -63,7 +79,7 @@ function E2bReviewSection(props) {
     const review = state.review
     setState({ phase: 'settling', review })
     try {
-      const result = await ctx.remote.call(method, { file: review.file })
+      const result = await call(method, { file: review.file })
       setState(result.ok ? { phase: 'settled', line: result.line } : { phase: 'offered', review, line: result.line })
     } catch (error) {
       setState({ phase: 'offered', review, line: error.message })
@@ -97,7 +113,7 @@ function E2bReviewSection(props) {
           type: 'button',
           'data-e2b-action': 'apply',
           disabled: state.phase === 'settling',
-          onClick: () => settle('e2b.apply'),
+          onClick: () => settle('apply'),
         },
         t('apply'),
       ),
@@ -108,7 +124,7 @@ function E2bReviewSection(props) {
           type: 'button',
           'data-e2b-action': 'keep',
           disabled: state.phase === 'settling',
-          onClick: () => settle('e2b.keep'),
+          onClick: () => settle('keep'),
         },
         t('keep'),
       ),

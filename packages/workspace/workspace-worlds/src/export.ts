@@ -5,7 +5,7 @@
 // folder through `ctx.e2b.within` (the e2b world); without it the world has one state for all.
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
-import type {} from './index.ts'
+import type { WorldOffer } from './index.ts'
 
 export interface ExportConfig {
   /** The world's name, as workspaces choose it (`local`, `e2b`). */
@@ -30,6 +30,7 @@ export const inject = ['worlds', 'subprocess', 'fs', 'shell', 'sandbox']
 /** The part of `ctx.e2b` used here (`within` runs a call with the sandbox of one folder). */
 interface FolderScoped {
   within?<T>(dir: string, fn: () => T): T
+  offer?(dir: string): Promise<WorldOffer | undefined>
 }
 
 export function apply(ctx: Context, config: ExportConfig): void {
@@ -47,6 +48,8 @@ export function apply(ctx: Context, config: ExportConfig): void {
         services,
         // Without `within` (an older @dsh/e2b) every folder shares the run's one sandbox.
         enter: (folder, fn) => (e2b?.within ? e2b.within(folder, fn) : fn()),
+        // The sandbox's change to that folder, applied to it only (`e2b.offer`).
+        ...(e2b?.offer ? { offer: (folder: string) => e2b.offer!(folder) } : {}),
       }),
     )
   })

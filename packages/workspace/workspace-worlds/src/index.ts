@@ -16,7 +16,16 @@ import type { FileSystem } from '@dsh/fs'
 import type { SandboxService } from '@dsh/sandbox'
 import type { ShellExecutor } from '@dsh/shell'
 import type { SubprocessService } from '@dsh/subprocess'
-import type { WireWorkspace, WorkspaceService } from '@dsh/workspace'
+import {
+  ApiError,
+  worldsApply,
+  worldsKeep,
+  worldsReview,
+  type ApiGatewayLike,
+  type WireWorkspace,
+  type WireWorldReview,
+  type WorkspaceService,
+} from '@dsh/workspace'
 
 declare module 'cordis' {
   interface Context {
@@ -42,6 +51,16 @@ export interface WorldEntry {
    * Absent: the world has one state for every folder (this machine).
    */
   enter?<T>(folder: string, fn: () => T): T
+  /**
+   * The change the world made to `folder` since it was last offered, saved as a patch file, to be
+   * applied to that folder or kept. Absent: the world works on the folder itself (this machine).
+   */
+  offer?(folder: string): Promise<WorldOffer | undefined>
+}
+
+/** A change of a world's copy of a folder, offered to the user: apply it to the folder or keep the file. */
+export interface WorldOffer extends WireWorldReview {
+  settle(action: 'apply' | 'keep'): Promise<{ ok: boolean; line: string }>
 }
 
 export interface WorldsConfig {
@@ -77,7 +96,12 @@ export class WorldsService extends Service {
     /** The world a session was first seen in: it keeps it for its life, whatever its folder's record says later. */
     pinned: Map<string, string>
     service?: WorkspaceService
-  } = { worlds: new Map(), workspaces: [], pinned: new Map() }
+    /** Who waits for a world to be provided (`provided`). */
+    waiting: Map<string, Array<() => void>>
+    /** The change offered for each folder and not settled yet (a new review replaces it). */
+    offers: Map<string, WorldOffer>
+    sessions?: Context['sessions']
+  } = { worlds: new Map(), workspaces: [], pinned: new Map(), offers: new Map(), waiting: new Map() }
   private readonly scope = new AsyncLocalStorage<WorldEntry>()
 
   constructor(ctx: Context, config: Partial<WorldsConfig> = {}) {
@@ -101,6 +125,17 @@ export class WorldsService extends Service {
         for (const off of offs) off()
         this.state.service = undefined
       }
+    })
+    ctx.inject(['sessions'], (inner) => {
+      this.state.sessions = inner.sessions
+      return () => void (this.state.sessions = undefined)
+    })
+    // The web's approval of a session's change, for the folder of that session only.
+    ctx.inject(['api'], (inner) => {
+      const api = (inner as unknown as { api: ApiGatewayLike }).api
+      api.register(worldsReview, async ({ sessionId }) => ({ review: (await this.review(sessionId)) ?? null }))
+      api.register(worldsApply, ({ sessionId, file }) => this.settle(sessionId, file, 'apply'))
+      api.register(worldsKeep, ({ sessionId, file }) => this.settle(sessionId, file, 'keep'))
     })
     // A session's model steps and tool calls run in its world. Outermost (prepended), so every
     // other listener and the tool body see the same world.
@@ -126,11 +161,23 @@ export class WorldsService extends Service {
     if (this.state.worlds.has(entry.name))
       throw new TypeError(`worlds.provide: world "${entry.name}" is already provided`)
     this.state.worlds.set(entry.name, entry)
+    for (const wake of this.state.waiting.get(entry.name) ?? []) wake()
+    this.state.waiting.delete(entry.name)
     const off = this.offer(entry)
     return () => {
       off()
       if (this.state.worlds.get(entry.name) === entry) this.state.worlds.delete(entry.name)
     }
+  }
+
+  /** Resolves once the world `name` is provided (the routers wait for the default world). */
+  provided(name: string): Promise<void> {
+    if (this.state.worlds.has(name)) return Promise.resolve()
+    return new Promise((resolve) => {
+      const list = this.state.waiting.get(name) ?? []
+      list.push(resolve)
+      this.state.waiting.set(name, list)
+    })
   }
 
   /** Names of the provided worlds. */
@@ -195,6 +242,51 @@ export class WorldsService extends Service {
     if (scoped) return scoped.services
     const pinned = this.state.pinned.get(sessionId)
     return this.entry(pinned ?? this.worldOfFolder(path)).services
+  }
+
+  /** The folder and world of a live session (its workspace folder, else its cwd). */
+  private sessionPlace(sessionId: string): { folder: string; entry: WorldEntry } {
+    const session = this.state.sessions?.get(sessionId)
+    if (!session)
+      throw new ApiError('SESSION_NOT_FOUND', `session ${JSON.stringify(sessionId)} is not open on this host`, {
+        field: 'sessionId',
+      })
+    const entry = this.entry(this.worldOfSession(sessionId, session.cwd))
+    return { folder: this.folderOf(session.cwd)?.path ?? resolve(session.cwd), entry }
+  }
+
+  /**
+   * The change the session's world made to its folder since the last review (the e2b world: the
+   * sandbox of that workspace), saved as a patch file; undefined for a world that works on the
+   * folder itself, no sandbox yet, or no change. Replaces that folder's unsettled review.
+   */
+  async review(sessionId: string): Promise<WireWorldReview | undefined> {
+    const { folder, entry } = this.sessionPlace(sessionId)
+    const offer = entry.offer ? await entry.offer(folder) : undefined
+    if (!offer) return undefined
+    this.state.offers.set(folder, offer)
+    const { settle: _settle, ...review } = offer
+    return {
+      ...review,
+      patch:
+        review.patch.length > 65_536
+          ? `${review.patch.slice(0, 65_536)}\n[... cut; the file holds all of it]\n`
+          : review.patch,
+    }
+  }
+
+  /** Applies the session's reviewed patch to its own folder (checked, all or nothing), or keeps the file. */
+  async settle(sessionId: string, file: string, action: 'apply' | 'keep'): Promise<{ ok: boolean; line: string }> {
+    const { folder } = this.sessionPlace(sessionId)
+    const offer = this.state.offers.get(folder)
+    if (!offer || offer.file !== file)
+      throw new ApiError(
+        'REVIEW_NOT_FOUND',
+        `${file} is not the change offered now for ${folder} (settled already, or replaced by a newer review)`,
+        { status: 409, field: 'file' },
+      )
+    this.state.offers.delete(folder)
+    return offer.settle(action)
   }
 
   /** The name of the world the calling scope runs in (undefined outside a session's scope). */

@@ -169,8 +169,27 @@ export class RoutedFileSystem extends FileSystem {
 
 export const name = 'workspace-worlds-routed'
 
-/** Mounts the four routed seams (the `subprocess` row of a per-workspace host). */
-export function apply(ctx: Context): void {
+/**
+ * Mounts the four routed seams (the `subprocess` row of a per-workspace host) once the default
+ * world is provided, so a consumer that reads a seam while it loads (tool-bash asks the shell's
+ * limits) finds a world to answer.
+ */
+export async function apply(ctx: Context): Promise<void> {
+  const wanted = ctx.worlds.config.default
+  const timer = setTimeout(
+    () =>
+      ctx
+        .logger('worlds')
+        .error(
+          'the default world "%s" is not provided after 30 s (provided: %s); the subprocess, fs, shell and sandbox seams wait for it',
+          wanted,
+          ctx.worlds.names().join(', ') || 'none',
+        ),
+    30_000,
+  )
+  timer.unref?.()
+  await ctx.worlds.provided(wanted)
+  clearTimeout(timer)
   ctx.plugin(RoutedSubprocess)
   ctx.plugin(RoutedFileSystem)
   ctx.plugin(RoutedShell)

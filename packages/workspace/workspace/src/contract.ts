@@ -90,6 +90,50 @@ export const workspacesRemove = defineMethod('workspaces.remove', {
   result: Schema.object({ workspace: WorkspaceSchema }),
 })
 
+// The change a session's world holds for its folder (the e2b world: the sandbox of that workspace),
+// offered for approval from the web's side panel. Served by @dsh/workspace-worlds when a host
+// chooses worlds per workspace; defined here, beside `workspaces.worlds`, as the wire of that choice.
+/** One change offered for approval: the patch a session's world made to its folder. */
+export interface WireWorldReview {
+  /** The sandbox (or other machine) it was made in. */
+  sandboxId: string
+  /** The local patch file. */
+  file: string
+  /** The paths it touches, relative to `dir`. */
+  files: string[]
+  /** The local folder it applies to: the session's workspace folder, never another. */
+  dir: string
+  /** The patch text (cut at 64 KB; the file holds all of it). */
+  patch: string
+}
+
+const sessionId = () => Schema.string().min(1).required().description('A session of this host.')
+const Settled = Schema.object({
+  ok: Schema.boolean().required(),
+  line: Schema.string().required(),
+}) as unknown as Schema<{
+  ok: boolean
+  line: string
+}>
+
+export const worldsReview = defineMethod('worlds.review', {
+  description:
+    "The change the session's world made to its workspace folder since the last review, saved as a patch file (null: a local session, no sandbox yet, or no change).",
+  params: Schema.object({ sessionId: sessionId() }),
+  result: Schema.object({ review: Schema.any() }) as unknown as Schema<{ review: WireWorldReview | null }>,
+})
+export const worldsApply = defineMethod('worlds.apply', {
+  description:
+    "Applies the session's reviewed patch to its workspace folder (git apply, checked first: all or nothing).",
+  params: Schema.object({ sessionId: sessionId(), file: Schema.string().min(1).required() }),
+  result: Settled,
+})
+export const worldsKeep = defineMethod('worlds.keep', {
+  description: "Declines the session's reviewed patch: its folder is left as it is and the patch file stays.",
+  params: Schema.object({ sessionId: sessionId(), file: Schema.string().min(1).required() }),
+  result: Settled,
+})
+
 export const workspaceMethods = [
   workspacesList,
   workspacesCreate,

@@ -20,6 +20,8 @@ export {
   type WorkspaceServiceConfig,
 } from './service.ts'
 export { registerWorkspaceApi, type ApiGatewayLike } from './api.ts'
+/** The error of the workspace wire, for the world plugins that serve its methods (@dsh/workspace-worlds). */
+export { ApiError } from '@dsh/web-protocol'
 
 export const name = 'workspace'
 
