@@ -34,6 +34,21 @@ export function stylesheetFirst(html) {
   return `${out.slice(0, end)}\n    ${links.map((l) => l.trim()).join('\n    ')}${out.slice(end)}`
 }
 
+const BOOT_SLOT = '<script type="application/json" id="dsh-boot"></script>'
+
+/**
+ * The boot data's slot after the app's entry script. The host fills the slot with the boot data
+ * and a modulepreload of every browser half (@dsh/frontend-static); after the entry, the page's
+ * own modules are asked for before the ~25 halves, which a browser with a few connections per
+ * host would otherwise fetch first (and a half is imported only once the entry has run).
+ */
+export function entryBeforeHalves(html) {
+  const entry = /<script type="module"[^>]*\ssrc="[^"]+"[^>]*><\/script>/.exec(html)
+  if (!entry || !html.includes(BOOT_SLOT)) return html
+  const out = html.replace(new RegExp(`\\s*${BOOT_SLOT.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}`), '')
+  return out.replace(entry[0], `${entry[0]}\n    ${BOOT_SLOT}`)
+}
+
 /**
  * Builds into a fresh directory and swaps it in at the end, so a host serving dist-web/ meanwhile
  * never sees a half-written tree (and files of older builds do not pile up).
@@ -160,7 +175,7 @@ async function buildInto(OUT_DIR, quiet) {
         // The stylesheet first in <head>: it is all the static shell needs to paint, and a
         // browser with a few connections per host would otherwise fetch it after every preload.
         name: 'dsh-css-first',
-        transformIndexHtml: { order: 'post', handler: stylesheetFirst },
+        transformIndexHtml: { order: 'post', handler: (html) => entryBeforeHalves(stylesheetFirst(html)) },
       },
     ],
     build: {

@@ -2,7 +2,10 @@
 // browser half's entry is preloaded from the HTML (fetched in parallel with the app's entry, not
 // one round trip after it, and used by the runtime's import), under the page's CSP; and the
 // conversation view's headings step down one level at a time (the side panel's section titles
-// follow the session title). One real `dsh web` with the web bundle's halves and the mock model.
+// follow the session title). The app's entry script comes before the halves' preloads (asked for
+// first), and on a phone the conversation has the whole width while the side panel is empty (no
+// squeeze-then-widen layout shift). One real `dsh web` with the web bundle's halves and the mock
+// model.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { hasChromium, launchBrowser, openPage, startWebApp, type Browser, type WebApp } from '@dsh/web-testkit'
 
@@ -44,12 +47,47 @@ describe('the page dsh web serves', () => {
     // Same-origin paths only: the CSP's script-src 'self' covers them, with no new exception.
     for (const href of preloaded.keys()) expect(href).toMatch(/^\/[^/]/)
     expect(res.headers.get('content-security-policy')).toMatch(/script-src 'self'/)
+    // The app's entry is asked for before any half: its script comes before their preloads.
+    const entry = /<script type="module"[^>]*\ssrc="([^"]+)"/.exec(html)
+    expect(entry).not.toBeNull()
+    for (const plugin of manifest.plugins) expect(preloaded.get(plugin.url)!).toBeGreaterThan(entry!.index)
   })
+
+  it.skipIf(!hasChromium())(
+    'on a phone the conversation has the whole width while the side panel is empty',
+    async () => {
+      browser ??= await launchBrowser()
+      const context = await browser.newContext({
+        viewport: { width: 412, height: 823 },
+        isMobile: true,
+        hasTouch: true,
+      })
+      try {
+        const page = await context.newPage()
+        await page.goto(app.url)
+        await page.waitForSelector('html[data-ready="true"]')
+        await page.waitForURL(/\/s\/[^/]+$/)
+        const layout = () =>
+          page.evaluate(() => ({
+            panel: document.querySelector('.app')?.className,
+            empty: document.querySelector('[data-testid="side-panel"]')?.children.length,
+            width: Math.round(document.querySelector('main.conversation')!.getBoundingClientRect().width),
+          }))
+        // A new session: the panel is open but has only its unseen heading.
+        const seen = await layout()
+        expect(seen.panel).toContain('panel-open')
+        expect(seen.empty).toBe(1)
+        expect(seen.width).toBe(412)
+      } finally {
+        await context.close()
+      }
+    },
+  )
 
   it.skipIf(!hasChromium())(
     'in Chromium the halves are fetched with the entry, once each; the headings step down one level at a time',
     async () => {
-      browser = await launchBrowser()
+      browser ??= await launchBrowser()
       const { page, errors } = await openPage(browser, app.url)
       const urls = (await (await fetch(new URL('/client-manifest.json', app.url))).json()).plugins.map(
         (p: { url: string }) => p.url,
