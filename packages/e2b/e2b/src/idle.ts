@@ -95,7 +95,7 @@ async function idleOut(owner: IdleOwner, slot: Slot): Promise<void> {
   owner.state.notices.push(
     `the E2B sandbox ${id} was idle for ${seconds} s and was killed (idle.action: kill)${file ? `; its change was saved to ${file}` : ''}; the next command starts a new sandbox from the local tree`,
   )
-  slot.idleNote = modelNote(id, `was idle for ${seconds} s and was killed`, file !== undefined)
+  noteFor(slot, modelNote(id, `was idle for ${seconds} s and was killed`, file !== undefined))
 }
 
 /**
@@ -106,10 +106,31 @@ export function modelNote(id: string, what: string, saved: boolean): string {
   return `Note from the e2b world: the E2B sandbox ${id} ${what}. Files you created or changed there are not in the next sandbox${saved ? ' (the user has them as a patch, not yet applied locally)' : ''}; the next command starts a new sandbox holding a fresh copy of the user's local project, so redo any change you still need.`
 }
 
-/** Hands the calling slot's pending idle note to the next request once (`agent/pre-step`). */
-export function takeIdleNote(slot: Slot): string | undefined {
+/** Leaves `note` for every session that worked in the slot's lost sandbox (the web: all of a workspace's). */
+function noteFor(slot: Slot, note: string): void {
+  slot.idleNote = note
+  slot.idleFor = new Set(slot.users)
+  slot.users = new Set()
+}
+
+/**
+ * The calling slot's pending idle note for the next request of `sessionId`'s agent
+ * (`agent/pre-step`): once for each session that worked in the lost sandbox, so every session of
+ * a shared sandbox is told. Without a session, or when no session was seen working there, the
+ * next request takes it.
+ */
+export function takeIdleNote(slot: Slot, sessionId?: string): string | undefined {
+  if (sessionId !== undefined) (slot.users ??= new Set()).add(sessionId)
   const note = slot.idleNote
+  if (note === undefined) return undefined
+  const waiting = slot.idleFor
+  if (waiting && waiting.size > 0 && sessionId !== undefined) {
+    if (!waiting.delete(sessionId)) return undefined
+    if (waiting.size === 0) slot.idleNote = undefined
+    return note
+  }
   slot.idleNote = undefined
+  slot.idleFor = undefined
   return note
 }
 
@@ -138,7 +159,7 @@ export async function wake(
       action: 'lost',
       reason: 'gone while paused for idleness',
     })
-    slot.idleNote = modelNote(id, 'was paused while idle and is gone (killed or expired)', false)
+    noteFor(slot, modelNote(id, 'was paused while idle and is gone (killed or expired)', false))
     return undefined
   }
   owner.created.set(id, sandbox)

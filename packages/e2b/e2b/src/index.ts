@@ -211,6 +211,7 @@ export class E2bService extends Service {
       const cwd = payload.agent.cwd
       const note = takeIdleNote(
         this.scope.getStore() ?? (cwd ? this.workspaces.get(resolve(cwd)) : undefined) ?? this.root,
+        payload.agent.session?.id,
       )
       if (note !== undefined)
         payload.messages.unshift({ content: note, source: { kind: 'plugin', plugin: '@dsh/e2b' } })

@@ -143,6 +143,10 @@ export interface Slot {
    * so the files only it held are gone. Said in the next request of an agent in this slot.
    */
   idleNote?: string
+  /** Sessions whose agent stepped in this slot since its last idle loss: each is told `idleNote`. */
+  users?: Set<string>
+  /** Sessions still to be told `idleNote`, once each (empty: the next agent to step in the slot). */
+  idleFor?: Set<string>
 }
 
 /** The clock of the idle timer (replaceable: tests drive it without waiting). */

@@ -72,8 +72,9 @@ async function world(idle: E2bConfig['idle'], extra: Partial<E2bConfig> = {}) {
 }
 
 /** The messages `agent/pre-step` adds to a request of the run's agent (as the agent loop asks it). */
-async function preStep(ctx: Context): Promise<string[]> {
-  const payload = { agent: {}, turn: 0, step: 0, messages: [] } as unknown as PreStepPayload
+async function preStep(ctx: Context, sessionId?: string): Promise<string[]> {
+  const agent = sessionId === undefined ? {} : { session: { id: sessionId } }
+  const payload = { agent, turn: 0, step: 0, messages: [] } as unknown as PreStepPayload
   const decision = await ctx.waterfall('agent/pre-step', payload, async () => ({
     action: 'enter' as const,
     messages: payload.messages,
@@ -167,6 +168,28 @@ describe('idle sandboxes', () => {
       )
       expect(standin.get(next)).toBeUndefined()
       expect(existsSync(patch)).toBe(true)
+    } finally {
+      await close()
+    }
+  })
+
+  it('kill: every session that worked in the shared sandbox is told once; a later one is not', async () => {
+    const { ctx, clock, close } = await world({ afterMs: 5_000, action: 'kill' })
+    try {
+      // Two sessions (a web host's sessions of one workspace) step and work in the one sandbox.
+      expect(await preStep(ctx, 'ses_a')).toEqual([])
+      expect(await preStep(ctx, 'ses_b')).toEqual([])
+      expect(text(await run(ctx, 'echo ok').exited)).toBe('ok\n')
+      const id = ctx.e2b.sandboxId as string
+      await clock.elapse()
+      expect(standin.get(id)).toBeUndefined()
+      const note = `Note from the e2b world: the E2B sandbox ${id} was idle for 5 s and was killed.`
+      // A session that never worked there has nothing to redo.
+      expect(await preStep(ctx, 'ses_new')).toEqual([])
+      expect((await preStep(ctx, 'ses_a'))[0]).toMatch(new RegExp(`^${note.replace(/[.]/g, '\\.')}`))
+      expect(await preStep(ctx, 'ses_a')).toEqual([])
+      expect((await preStep(ctx, 'ses_b'))[0]).toMatch(new RegExp(`^${note.replace(/[.]/g, '\\.')}`))
+      expect(await preStep(ctx, 'ses_b')).toEqual([])
     } finally {
       await close()
     }
