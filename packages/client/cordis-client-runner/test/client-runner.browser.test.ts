@@ -72,6 +72,14 @@ const STEPS = [
   }),
   call('cordis_run', { name: 'probe' }),
   { text: 'Probe is running.' },
+  call('cordis_define', {
+    name: 'broken',
+    description: 'Does not compile.',
+    code: '',
+    browser: 'this is not javascript',
+  }),
+  call('cordis_run', { name: 'broken' }),
+  { text: 'Broken is running.' },
   call('cordis_retract', { name: 'hello' }),
   { text: 'Hello is gone.' },
 ]
@@ -161,9 +169,29 @@ describe.skipIf(!hasChromium())('cordis-client-runner in the browser', () => {
         }),
       ).toBe('null SecurityError')
       await alone.close()
+      // The page frames only while this row asks for it; the frame document has its own policy.
+      const pageCsp = (await fetch(app.url)).headers.get('content-security-policy')!
+      expect(pageCsp).toContain("frame-src 'self'")
+      const frameCsp = (await fetch(new URL(src!, app.url))).headers.get('content-security-policy')!
+      expect(frameCsp).toMatch(/^default-src 'none'; script-src 'sha256-[^ ]+' 'sha256-[^ ;]+';/)
+      expect(frameCsp).toContain("connect-src 'none'")
+      expect(frameCsp).toContain('sandbox allow-scripts')
+      expect(frameCsp).not.toContain('unsafe-eval')
       // Only the approved code of a running plugin is served.
       const wrong = await fetch(new URL(src!.replace(/[0-9a-f]{64}$/, '0'.repeat(64)), app.url))
       expect(wrong.status).toBe(404)
+    })
+  })
+
+  it('a browser half that does not compile is reported failed, in the frame and in the panel', async () => {
+    await withArtifacts(page, 'cordis-client-runner-broken', async () => {
+      await send('run the broken one')
+      await allow('broken')
+      await page.locator('[data-cordis-frame="broken"][data-cordis-frame-state="failed"]').waitFor()
+      await page.locator('[data-cordis-definition="broken"] [data-cordis-browser="failed"]').waitFor()
+      expect(await page.locator('[data-cordis-definition="broken"] .dsh-cordis-error').textContent()).toMatch(
+        /SyntaxError|Unexpected/,
+      )
     })
   })
 
@@ -173,7 +201,9 @@ describe.skipIf(!hasChromium())('cordis-client-runner in the browser', () => {
       await page.locator('[data-node="assistant"]', { hasText: 'Hello is gone.' }).waitFor()
       await page.locator('[data-cordis-frame="hello"]').waitFor({ state: 'detached' })
       expect(page.frames().some((f) => f.url().includes('/hello/'))).toBe(false)
-      // The probe is retracted from the panel: the section empties.
+      // The others are retracted from the panel: the section empties.
+      await page.locator('[data-cordis-retract="broken"]').click()
+      await page.locator('[data-cordis-frame="broken"]').waitFor({ state: 'detached' })
       await page.locator('[data-cordis-retract="probe"]').click()
       await page.locator('[data-cordis-frames]').waitFor({ state: 'detached' })
       expect(page.frames()).toHaveLength(1)
