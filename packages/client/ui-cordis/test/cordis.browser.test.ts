@@ -112,8 +112,8 @@ describe.skipIf(!hasChromium())('ui-cordis in the browser', () => {
       /404 UNKNOWN_DEFINITION.*no definition named "other" in session/,
     )
     await expect(app.call('cordis.run', { sessionId, name: 'other' })).rejects.toThrow(/404 UNKNOWN_DEFINITION/)
-    await expect(app.call('cordis.retract', { name: 'other' })).rejects.toThrow(/sessionId/)
-    await expect(app.call('cordis.run', { name: 'other' })).rejects.toThrow(/sessionId/)
+    await expect(app.call('cordis.retract', { name: 'other' })).rejects.toThrow(/400 INVALID_PARAMS.*sessionId/)
+    await expect(app.call('cordis.run', { name: 'other' })).rejects.toThrow(/400 INVALID_PARAMS.*sessionId/)
     const [other] = (await app.call('cordis.definitions')).definitions
     expect(other).toMatchObject({ name: 'other', state: 'defined' })
     await app.call('cordis.retract', { sessionId: other.sessionId, name: 'other' })
