@@ -8,7 +8,7 @@ export const ATTENTION_EVENT = 'notifications/attention'
 
 export type AttentionKind = 'turn-end' | 'approval' | 'question'
 
-export interface AttentionEvent {
+export type AttentionEvent = {
   type: typeof ATTENTION_EVENT
   sessionId: string
   kind: AttentionKind

@@ -182,7 +182,7 @@ export function apply(ctx: Context, config: Config): void {
       const exit = await Promise.race([
         handle.exited,
         new Promise<undefined>((done) => {
-          timer = setTimeout(done, config.waitMs)
+          timer = setTimeout(() => done(undefined), config.waitMs)
         }),
       ])
       clearTimeout(timer)
