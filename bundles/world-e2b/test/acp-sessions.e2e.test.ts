@@ -72,6 +72,11 @@ describe('dsh-acp --world e2b, a session per folder', () => {
     expect(p.permissions[0].sessionId).toBe(a)
     expect(p.permissions[0].toolCall.title).toContain(one)
     expect(p.permissions[0].toolCall.title).toContain('one-made.txt')
+    // The options say what they do here.
+    expect(p.permissions[0].options.map((o) => [o.kind, o.name])).toEqual([
+      ['allow_once', `Apply it to ${one}`],
+      ['reject_once', 'Keep the patch file only'],
+    ])
     // Applied to the session's folder, before the prompt's answer.
     expect(readFileSync(join(one, 'one-made.txt'), 'utf8')).toBe('one\n')
 

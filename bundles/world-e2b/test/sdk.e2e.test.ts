@@ -50,6 +50,10 @@ describe('dsh-jsonrpc-agent --world e2b', () => {
       // The SDK's approval path: the turn's change is offered, and this client allows it.
       onApproval: (request) => {
         asked.push(`${request.request.kind}: ${request.request.title}`)
+        expect(request.request.labels).toEqual({
+          'allowed-once': `Apply it to ${cwd}`,
+          rejected: 'Keep the patch file only',
+        })
         return 'allowed-once'
       },
       args: ['--world', 'e2b'],

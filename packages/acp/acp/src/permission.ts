@@ -50,7 +50,8 @@ export async function askPermission(
             ? { content: [{ type: 'content', content: { type: 'text', text: request.detail } }] }
             : {}),
         },
-        options: choices.map((c) => CHOICE_OPTIONS[c]),
+        // The request's own words for a choice, when it has them (e.g. "Keep the patch only").
+        options: choices.map((c) => ({ ...CHOICE_OPTIONS[c], name: request.labels?.[c] ?? CHOICE_OPTIONS[c].name })),
       },
       { cancellationSignal: controller.signal, stopWaitingOnCancel: true },
     )

@@ -41,6 +41,7 @@ export function apply(ctx: Context): void {
         detail: `The turn changed ${offer.files.length} file(s) in the E2B sandbox ${offer.sandboxId}: ${files}. Allow applies the change to ${offer.dir} (git apply, checked first: all or nothing); Reject keeps it only as the patch ${offer.file}.\n\n${offer.patch.length > 16_384 ? `${offer.patch.slice(0, 16_384)}\n[... cut; the file holds all of it]` : offer.patch}`,
         action: { sandboxId: offer.sandboxId, file: offer.file, dir: offer.dir, files: offer.files },
         options: ['allowed-once', 'rejected'],
+        labels: { 'allowed-once': `Apply it to ${offer.dir}`, rejected: 'Keep the patch file only' },
       })
       // Only a person's yes applies: a policy standing in for nobody, an error or a timeout keeps.
       const yes = (outcome.decision === 'allowed-once' || outcome.decision === 'allowed-always') && !outcome.noHuman

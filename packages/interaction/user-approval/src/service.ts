@@ -74,6 +74,16 @@ function validateInput(input: ApprovalRequestInput): void {
   } catch {
     throw new TypeError('approval.request: action must be JSON')
   }
+  if (input.labels !== undefined) {
+    if (input.labels === null || typeof input.labels !== 'object' || Array.isArray(input.labels))
+      throw new TypeError('approval.request: labels must be an object of choice to text')
+    for (const [choice, label] of Object.entries(input.labels)) {
+      if (!APPROVAL_CHOICES.includes(choice as ApprovalChoice))
+        throw new TypeError(`approval.request: labels names an unknown choice ${JSON.stringify(choice)}`)
+      if (typeof label !== 'string' || label.trim() === '')
+        throw new TypeError(`approval.request: the label of ${choice} must be a non-empty string`)
+    }
+  }
   if (input.options !== undefined) {
     if (!Array.isArray(input.options) || input.options.length === 0)
       throw new TypeError('approval.request: options must be a non-empty array')
@@ -160,6 +170,7 @@ export class ApprovalService extends Service {
       ...(input.detail !== undefined ? { detail: input.detail } : {}),
       action: JSON.parse(JSON.stringify(input.action)) as JsonValue,
       options: Object.freeze([...(input.options ?? APPROVAL_CHOICES)]),
+      ...(input.labels !== undefined ? { labels: Object.freeze({ ...input.labels }) } : {}),
       time: Date.now(),
     })
     const key = actionKey(request.kind, request.action)

@@ -46,6 +46,11 @@ export interface ApprovalRequestInput {
   action: JsonValue
   /** Choices the answerer may offer. Default: all three. Omit `allowed-always` for one-off risks. */
   options?: ApprovalChoice[]
+  /**
+   * What each choice does here, in a few words, for answerers that name their buttons (e.g.
+   * `{'allowed-once': 'Apply the change', rejected: 'Keep the patch only'}`); absent: their own names.
+   */
+  labels?: Partial<Record<ApprovalChoice, string>>
 }
 
 /** A request as answerers, events and `pending()` see it. */

@@ -145,6 +145,27 @@ describe('ctx.approval', () => {
     )
     expect(() => ctx.approval.registerAnswerer({ name: '' } as never)).toThrow(TypeError)
   })
+
+  it("hands a request's choice labels to the answerer, and refuses malformed ones", async () => {
+    let seen: ApprovalRequest | undefined
+    ctx.approval.registerAnswerer({
+      name: 'h',
+      answer: (r) => {
+        seen = r
+        return { decision: 'rejected' }
+      },
+    })
+    const labels = { 'allowed-once': 'Apply it', rejected: 'Keep the patch only' } as const
+    await ctx.approval.request(req(1, { options: ['allowed-once', 'rejected'], labels }))
+    expect(seen?.labels).toEqual(labels)
+    await expect(ctx.approval.request(req(1, { labels: { maybe: 'x' } as never }))).rejects.toThrow(
+      /labels names an unknown choice "maybe"/,
+    )
+    await expect(ctx.approval.request(req(1, { labels: { rejected: ' ' } }))).rejects.toThrow(
+      /the label of rejected must be a non-empty string/,
+    )
+    await expect(ctx.approval.request(req(1, { labels: ['x'] as never }))).rejects.toThrow(/labels must be an object/)
+  })
 })
 
 describe('policyAnswerer', () => {

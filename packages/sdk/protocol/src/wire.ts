@@ -337,6 +337,8 @@ export interface WireApprovalRequest {
   action: unknown
   /** The decisions this request accepts in approval/respond. */
   options: ApprovalDecision[]
+  /** What a decision does here, in a few words (a button's text), when the request says. */
+  labels?: Partial<Record<ApprovalDecision, string>>
   agentId?: string
   time: number
 }

@@ -443,6 +443,7 @@ export class HarnessSdkJsonRpcServer {
       ...(request.detail !== undefined ? { detail: request.detail } : {}),
       action: request.action,
       options: [...request.options],
+      ...(request.labels !== undefined ? { labels: { ...request.labels } } : {}),
       ...(request.agentId !== undefined ? { agentId: request.agentId } : {}),
       time: request.time,
     }
