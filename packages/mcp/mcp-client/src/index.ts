@@ -23,7 +23,7 @@ import { fromAcpServer } from './acp.ts'
 import { promptCommand, promptCommandName } from './prompts.ts'
 import { resourceCandidates } from './mentions.ts'
 import { McpClientConfigSchema, type AddServerOptions, type McpClientConfig } from './client-config.ts'
-import { logNotices, staticStatus } from './notices.ts'
+import { appendProgress, logNotices, logServerMessage, staticStatus } from './notices.ts'
 import { projectRequest } from './project.ts'
 import { recallOnResume, sessionSubscriptions } from './subscriptions.ts'
 import { registerWebApi } from './web-api.ts'
@@ -426,32 +426,11 @@ export class McpClient extends Service {
           },
           onProgress: (progress) => {
             this.ctx.emit('mcp/progress', progress)
-            const session = progress.sessionId !== undefined ? this.sessions?.get(progress.sessionId) : undefined
-            if (session) {
-              try {
-                session.append('tool/progress', {
-                  callId: progress.callId,
-                  progress: progress.progress,
-                  ...(progress.total !== undefined ? { total: progress.total } : {}),
-                  ...(progress.message !== undefined ? { message: progress.message } : {}),
-                  source: `mcp:${progress.server}`,
-                })
-              } catch (error) {
-                this.ctx.logger('mcp').warn('could not log tool progress: %s', (error as Error).message)
-              }
-            }
+            appendProgress(this.sessions, progress, this.ctx.logger('mcp'))
           },
           onCatalog: (connection) => this.syncPrompts(connection),
           onResourceUpdated: (connection, uri) => this.subscriptions.updated(connection, uri),
-          onLog: (server, params) => {
-            const data = typeof params.data === 'string' ? params.data : JSON.stringify(params.data)
-            const text = `MCP server "${server}"${params.logger ? ` (${params.logger})` : ''} [${params.level}]: ${data}`
-            const logger = this.ctx.logger('mcp')
-            if (params.level === 'debug') logger.debug(text)
-            else if (params.level === 'info' || params.level === 'notice') logger.info(text)
-            else if (params.level === 'warning') logger.warn(text)
-            else logger.error(text)
-          },
+          onLog: (server, params) => logServerMessage(this.ctx.logger('mcp'), server, params),
           workspace: entry.spec.transport === 'stdio' ? entry.spec.cwd : this.cwd,
           authStore: this.authStore,
           consent: (request) => this.signIns.consent(request),

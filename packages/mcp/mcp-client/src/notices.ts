@@ -1,7 +1,8 @@
 // What `@dsh/mcp-client` adds to the shared vocabulary (session events, Cordis events, `ctx.mcp`)
 // and how a server's status reads as a one-line notice.
-import type { Context } from 'cordis'
-import type { Session } from '@dsh/session'
+import type { Context, Logger } from 'cordis'
+import type { Session, SessionStore } from '@dsh/session'
+import type { LoggingMessageNotification } from '@modelcontextprotocol/sdk/types.js'
 import type { CheckedServer } from './config.ts'
 import type { McpServerStatus } from './connection-types.ts'
 import type { McpClient } from './index.ts'
@@ -120,4 +121,31 @@ export function logNotices(ctx: Context, list: () => McpServerStatus[]): void {
       })
     }
   })
+}
+
+/** A call's progress, appended to the calling session as `tool/progress` (the call's card draws it). */
+export function appendProgress(sessions: SessionStore | undefined, progress: McpProgress, logger: Logger): void {
+  const session = progress.sessionId !== undefined ? sessions?.get(progress.sessionId) : undefined
+  if (!session) return
+  try {
+    session.append('tool/progress', {
+      callId: progress.callId,
+      progress: progress.progress,
+      ...(progress.total !== undefined ? { total: progress.total } : {}),
+      ...(progress.message !== undefined ? { message: progress.message } : {}),
+      source: `mcp:${progress.server}`,
+    })
+  } catch (error) {
+    logger.warn('could not log tool progress: %s', (error as Error).message)
+  }
+}
+
+/** A server's `notifications/message` in the dsh log: debug to debug, info and notice to info, warning to warn, the rest to error. */
+export function logServerMessage(logger: Logger, server: string, params: LoggingMessageNotification['params']): void {
+  const data = typeof params.data === 'string' ? params.data : JSON.stringify(params.data)
+  const text = `MCP server "${server}"${params.logger ? ` (${params.logger})` : ''} [${params.level}]: ${data}`
+  if (params.level === 'debug') logger.debug(text)
+  else if (params.level === 'info' || params.level === 'notice') logger.info(text)
+  else if (params.level === 'warning') logger.warn(text)
+  else logger.error(text)
 }
