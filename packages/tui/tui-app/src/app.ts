@@ -32,7 +32,6 @@ import {
   MentionProvider,
   replaceProvider,
   StatusLine,
-  templateFiller,
   TextBlock,
   Transcript,
   editorTheme,
@@ -87,7 +86,6 @@ export class TuiApp {
   private readonly offs: Array<() => void> = []
   /** Approval, question, picker and confirmation panels shown in place of the editor. */
   private readonly panels: Takeovers
-  private readonly fill: ReturnType<typeof templateFiller>
   private hint?: string
   private hintTimer?: NodeJS.Timeout
   private lastCtrlC = 0
@@ -126,7 +124,6 @@ export class TuiApp {
     this.tui.addChild(this.status)
     this.activity.addChild(new TextBlock('\n', '', ''))
     this.panels = new Takeovers(this.tui, this.slot, this.editor, this.p)
-    this.fill = templateFiller(this.editor, (title, variables) => this.panels.fillTemplate(title, variables))
     this.slot.addChild(this.editor)
     this.tui.setFocus(this.editor)
     this.tui.addInputListener((data) => this.onKey(data))
@@ -379,11 +376,10 @@ export class TuiApp {
         description: `${r.name}${r.template ? ' (template)' : ''}${r.description ? ` - ${r.description}` : ''}`,
         template: r.template,
       }))
+    const subprocess = this.ctx.get('subprocess') ?? undefined
+    const provider = new MentionProvider(commands, this.options.cwd, subprocess, resources, this.panels.fill)
     // A `/` menu open when the list changes stays open and lists the new commands.
-    replaceProvider(
-      this.editor,
-      new MentionProvider(commands, this.options.cwd, this.ctx.get('subprocess') ?? undefined, resources, this.fill),
-    )
+    replaceProvider(this.editor, provider)
   }
 
   // ---- takeovers ----

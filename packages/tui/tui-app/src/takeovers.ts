@@ -4,17 +4,29 @@
 import type { Component, Container, Editor, SelectItem, TUI } from '@mariozechner/pi-tui'
 import type { ApprovalAnswer, ApprovalRequest } from '@dsh/user-approval'
 import type { QuestionAnswer, QuestionsRequest } from '@dsh/user-questions'
-import { ApprovalPanel, ConfirmPanel, Picker, QuestionPanel, TemplatePanel, type Palette } from '@dsh/tui-components'
+import {
+  ApprovalPanel,
+  ConfirmPanel,
+  Picker,
+  QuestionPanel,
+  TemplatePanel,
+  templateFiller,
+  type Palette,
+} from '@dsh/tui-components'
 
 export class Takeovers {
   private readonly queue: Array<{ component: Component; cancel(): void }> = []
+  /** For the editor's `MentionProvider`: a picked resource template asks for its variables here. */
+  readonly fill: ReturnType<typeof templateFiller>
 
   constructor(
     private readonly tui: TUI,
     private readonly slot: Container,
     private readonly editor: Editor,
     private readonly p: Palette,
-  ) {}
+  ) {
+    this.fill = templateFiller(editor, (title, variables) => this.fillTemplate(title, variables))
+  }
 
   /** Whether a panel is showing (keys then go to it, not to the editor). */
   get active(): boolean {
