@@ -125,4 +125,47 @@ describe('dsh-acp --world e2b, a session per folder', () => {
     // Settled changes are not saved again at the end: nothing new was made after the offers.
     expect(p.stderr()).not.toMatch(/changed the workspace; patch saved/)
   })
+
+  it('gives a subagent of a session in its own folder a copy of that folder', async () => {
+    const { root, home } = workspace()
+    writeFileSync(join(root, 'process-folder.txt'), 'the process folder\n')
+    const three = join(root, 'three')
+    mkdirSync(three)
+    writeFileSync(join(three, 'in-three.txt'), '3\n')
+    const model = await startMockServer({
+      steps: [
+        { toolCalls: [{ name: 'subagent', arguments: { description: 'look', prompt: 'list', world: 'e2b' } }] },
+        { toolCalls: [{ name: 'bash', arguments: { command: 'pwd; ls; ls ..', description: 'look' } }] },
+        { text: 'Child looked.' },
+        { text: 'Parent done.' },
+      ] as never,
+    })
+    try {
+      const p = await startAcp(
+        {
+          DSH_HOME: home,
+          DEEPSEEK_BASE_URL: model.baseURL,
+          DEEPSEEK_API_KEY: 'sk-test-not-a-real-key',
+          ...standin.env,
+        },
+        root,
+        ['--world', 'e2b'],
+      )
+      await initialize(p.agent)
+      const c = (await p.agent.request('session/new', { cwd: three, mcpServers: [] })).sessionId
+      const done = await p.agent.request('session/prompt', { sessionId: c, prompt: [{ type: 'text', text: 'go' }] })
+      expect(done.stopReason, p.stderr()).toBe('end_turn')
+      const listed = (model.requests[2].body as { messages: { role: string; content: string }[] }).messages
+        .filter((m) => m.role === 'tool')
+        .at(-1)?.content
+      expect(listed).toContain(three)
+      expect(listed).toContain('in-three.txt')
+      expect(listed).not.toContain('process-folder')
+      // Nothing changed, so nothing was offered.
+      expect(p.permissions).toHaveLength(0)
+      expect(await p.close()).toBe(0)
+    } finally {
+      await model.close()
+    }
+  })
 })
