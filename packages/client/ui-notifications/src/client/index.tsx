@@ -150,7 +150,12 @@ export function apply(ctx: Context): void {
     }
     const hint = state === 'unsupported' ? t('unsupported') : state === 'denied' ? t('blocked') : t('on')
     return (
-      <label className="dsh-notifications-switch" title={hint} data-notifications-heard={count}>
+      <label
+        className="dsh-notifications-switch"
+        title={hint}
+        data-notifications-heard={count}
+        style={{ display: 'inline-flex', alignItems: 'center', gap: 4 }}
+      >
         <input
           type="checkbox"
           role="switch"

@@ -1,4 +1,4 @@
-// @dsh/ui-schedule/client: a "Scheduled tasks" action in the sidebar header opens a dialog over
+// @dsh/ui-schedule/client: a "Scheduled tasks" icon action in the sidebar header opens a dialog over
 // the schedule-tasks row's methods: the recurring tasks (name, prompt, folder, interval, next run
 // or paused, last run with a link to its session), Pause / Resume, Run now and Delete for each,
 // and a form that adds one (prompt, every N minutes, folder: a workspace or the open session's).
@@ -7,6 +7,7 @@
 import type { Context } from 'cordis'
 import { useEffect, useState } from 'react'
 import { Store, useStore, useT } from '@dsh/client-runtime'
+import { History, IconButton } from '@dsh/client-design'
 import {
   scheduleTasksCreate,
   scheduleTasksList,
@@ -122,16 +123,15 @@ export function apply(ctx: Context): void {
   function Action() {
     const t = useT(NAMESPACE)
     return (
-      <button
-        type="button"
+      <IconButton
+        label={t('open')}
+        icon={History}
         data-schedule-open="true"
         onClick={() => {
           open.set(true)
           refresh()
         }}
-      >
-        {t('open')}
-      </button>
+      />
     )
   }
 
