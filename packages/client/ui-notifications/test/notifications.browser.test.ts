@@ -1,4 +1,4 @@
-// Browser notifications in real Chromium against the real `dsh web` (web bundle rows
+// Browser notifications (a finished turn, a question, an approval) in real Chromium against the real `dsh web` (web bundle rows
 // desktop-notifications + ui-notifications) and the scripted mock model. A page-side hook,
 // installed before the app loads, wraps `Notification` (recording each one shown and each
 // permission request) and lets the test mark the page hidden (headless Chromium always reports
@@ -28,6 +28,18 @@ const STEPS = [
       {
         name: 'ask_user_question',
         arguments: { questions: [{ id: 'db', question: 'Which database should I migrate?' }] },
+      },
+    ],
+  },
+  {
+    toolCalls: [
+      {
+        name: 'bash',
+        arguments: {
+          command: 'echo deploy-now',
+          description: 'Deploy',
+          sandbox_escalation: { justification: 'needs the network' },
+        },
       },
     ],
   },
@@ -150,6 +162,19 @@ describe.skipIf(!hasChromium())('ui-notifications in the browser', () => {
         body: 'Which database should I migrate?',
         tag: `dsh:${session.sessionId}:question`,
       })
+
+      // So does an approval (a sandboxed session whose command asks to leave the sandbox).
+      const deploy = (
+        await app.call<{ session: { sessionId: string } }>('sessions.create', { cwd: app.cwd, title: 'Deploy' })
+      ).session.sessionId
+      await app.call('sessions.setPermissionMode', { sessionId: deploy, mode: 'workspace-write' })
+      await app.call('sessions.prompt', { sessionId: deploy, text: 'deploy it' })
+      await expect.poll(notes, { timeout: 20_000 }).toHaveLength(3)
+      expect((await notes())[2]).toMatchObject({
+        title: 'dsh needs your approval · Deploy',
+        body: expect.stringContaining('echo deploy-now'),
+        tag: `dsh:${deploy}:approval`,
+      })
       expect(errors).toEqual([])
     })
   })
@@ -165,7 +190,7 @@ describe.skipIf(!hasChromium())('ui-notifications in the browser', () => {
       const { session } = await app.call<{ session: { sessionId: string } }>('sessions.create', { cwd: app.cwd })
       await app.call('sessions.prompt', { sessionId: session.sessionId, text: 'one more' })
       await expect.poll(async () => Number(await heard()), { timeout: 20_000 }).toBe(before + 1)
-      expect(await notes()).toHaveLength(2)
+      expect(await notes()).toHaveLength(3)
     })
   })
 })
