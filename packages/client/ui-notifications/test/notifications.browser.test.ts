@@ -1,9 +1,9 @@
 // Browser notifications (a finished turn, a question, an approval) in real Chromium against the
 // real `dsh web` (web bundle rows desktop-notifications + ui-notifications) and the scripted mock
-// model. A page-side hook,
-// installed before the app loads, wraps `Notification` (recording each one shown and each
-// permission request) and lets the test mark the page hidden (headless Chromium always reports
-// its pages visible). The browser's permission is granted through the browser context.
+// model. A page-side hook, installed before the app loads, wraps `Notification` (recording each
+// one shown and each permission request) and lets the test mark the page hidden (headless
+// Chromium always reports its pages visible). The browser's permission is granted through the
+// browser context.
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import {
