@@ -198,7 +198,8 @@ Launcher flags (accepted anywhere before "--"; never passed to the app):
                     templates acp, headless, tui and web are created there on first use
   --patch FILE      apply FILE as one more patch layer (repeatable, applied in order)
   --world NAME      where commands and files live: local (default) or e2b (an E2B
-                    sandbox; needs E2B_API_KEY; see bundles/world-e2b)
+                    sandbox; needs E2B_API_KEY; see bundles/world-e2b); with web,
+                    each workspace chooses and NAME is the default (bundles/web-worlds)
   --dump-config     print the composed rows as one YAML layer and exit
   --version         print the version (first argument only)
   --help, -h        this help (first argument only); "dsh --profile NAME --help" or

@@ -304,6 +304,7 @@ describe('workspaces over HTTP', () => {
       'workspaces.rename',
       'workspaces.reorder',
       'workspaces.remove',
+      'workspaces.worlds',
     ])
   })
 })
