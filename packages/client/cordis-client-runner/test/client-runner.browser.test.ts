@@ -201,12 +201,22 @@ describe.skipIf(!hasChromium())('cordis-client-runner in the browser', () => {
       await page.locator('[data-node="assistant"]', { hasText: 'Hello is gone.' }).waitFor()
       await page.locator('[data-cordis-frame="hello"]').waitFor({ state: 'detached' })
       expect(page.frames().some((f) => f.url().includes('/hello/'))).toBe(false)
-      // The others are retracted from the panel: the section empties.
+      // Another is retracted from the panel.
       await page.locator('[data-cordis-retract="broken"]').click()
       await page.locator('[data-cordis-frame="broken"]').waitFor({ state: 'detached' })
-      await page.locator('[data-cordis-retract="probe"]').click()
+    })
+  })
+
+  it('the session ending takes the last one down: its frame is gone and its document no longer served', async () => {
+    await withArtifacts(page, 'cordis-client-runner-session-end', async () => {
+      const sessionId = new URL(page.url()).pathname.split('/').pop()!
+      const src = await page.locator('[data-cordis-frame="probe"] iframe').getAttribute('src')
+      await app.call('sessions.remove', { sessionId })
       await page.locator('[data-cordis-frames]').waitFor({ state: 'detached' })
       expect(page.frames()).toHaveLength(1)
+      // The runner retracted it with the session (not only the page leaving it).
+      await expect.poll(async () => (await app.call('cordis.definitions', { sessionId })).definitions).toEqual([])
+      expect((await fetch(new URL(src!, app.url))).status).toBe(404)
     })
   })
 })
