@@ -86,6 +86,12 @@ export function swapDir(staging, final) {
   rmSync(old, { recursive: true, force: true })
 }
 
+/** Modules of the shared libraries (npm packages and the workspace's shared packages). */
+const START_CODE = /[\\/](node_modules|packages)[\\/]/
+/** What @dsh/client-design imports only lazily (its `overlays.ts`, and the Radix parts only it uses). */
+const LAZY_CODE =
+  /[\\/]design[\\/](src[\\/]overlays\.ts|dist[\\/]overlays[\w-]*\.js)$|[\\/]@radix-ui[\\/]react-(select|popover|tabs|number|use-previous)[\\/]/
+
 async function buildInto(OUT_DIR, quiet) {
   const logLevel = quiet ? 'warn' : 'info'
   // 1. Shared libraries: every name an entry, shared code in common chunks.
@@ -128,7 +134,17 @@ async function buildInto(OUT_DIR, quiet) {
         onwarn(warning, warn) {
           if (warning.code !== 'MODULE_LEVEL_DIRECTIVE') warn(warning)
         },
-        output: { entryFileNames: 'shared/[name]-[hash].js', chunkFileNames: 'shared/lib-[hash].js', format: 'es' },
+        output: {
+          entryFileNames: 'shared/[name]-[hash].js',
+          chunkFileNames: 'shared/lib-[hash].js',
+          format: 'es',
+          // The libraries' code in one chunk, not one per set of importing names (eleven): each
+          // file the page asks for at start is a request, and a browser with a few connections
+          // per host queues them; the names stay thin entries the import map points at. What the
+          // design system imports lazily (its overlays: select, popover, tabs) stays a chunk of
+          // its own, fetched when first used.
+          codeSplitting: { groups: [{ name: 'lib', test: (id) => START_CODE.test(id) && !LAZY_CODE.test(id) }] },
+        },
       },
     },
   })

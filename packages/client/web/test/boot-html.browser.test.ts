@@ -47,6 +47,10 @@ describe('the page dsh web serves', () => {
     // Same-origin paths only: the CSP's script-src 'self' covers them, with no new exception.
     for (const href of preloaded.keys()) expect(href).toMatch(/^\/[^/]/)
     expect(res.headers.get('content-security-policy')).toMatch(/script-src 'self'/)
+    // The shared libraries' code comes in few files (one chunk and the bundler's small runtime),
+    // not one per set of importing names: each preloaded file is a request the browser queues.
+    const libChunks = [...preloaded.keys()].filter((href) => href!.startsWith('/shared/lib-'))
+    expect(libChunks.length, libChunks.join(' ')).toBeLessThanOrEqual(2)
     // The app's entry is asked for before any half: its script comes before their preloads.
     const entry = /<script type="module"[^>]*\ssrc="([^"]+)"/.exec(html)
     expect(entry).not.toBeNull()
