@@ -111,6 +111,13 @@ describe.skipIf(!hasChromium())('dsh web: a world per workspace', () => {
         [there, 'e2b'],
       ])
 
+      // Each workspace heading names its world; the launch folder has the host's default.
+      const badge = (name: string) =>
+        page.locator(`section.session-group[aria-label="${name}"] [data-workspace-world]`).textContent()
+      await expect.poll(() => badge('there')).toBe('e2b')
+      expect(await badge('here')).toBe('local')
+      expect(await badge('project')).toBe('local')
+
       // The local workspace: the command ran on this machine; nothing reached the stand-in.
       const local = await runTurn(page, here, 'Local done.')
       const localOutput = await toolOutput(local)

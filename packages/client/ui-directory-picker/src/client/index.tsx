@@ -7,6 +7,13 @@ import { Store, useStore, useT } from '@dsh/client-runtime'
 import { hostListDirectory, type DirectoryListing } from '@dsh/directory-picker/contract'
 import { workspacesCreate, workspacesWorlds, type WireWorld } from '@dsh/workspace/contract'
 
+/** The props the shell gives each entry of the slot: the workspace (or folder) of one heading. */
+declare module '@dsh/client-runtime' {
+  interface SlotProps {
+    'sidebar.workspace.actions': { path: string; name: string }
+  }
+}
+
 export const NAMESPACE = 'directoryPicker'
 export const name = '@dsh/ui-directory-picker'
 export const inject = ['slots', 'locale', 'remote', 'catalog']
@@ -23,6 +30,7 @@ const en = {
   truncated: 'Showing {shown} of {total}.',
   failed: '{message}',
   world: 'Runs on',
+  runsOn: '{name} runs on {world}: {description}',
 }
 const zh: Record<keyof typeof en, string> = {
   open: '添加工作区',
@@ -36,6 +44,7 @@ const zh: Record<keyof typeof en, string> = {
   truncated: '显示 {shown} / {total}。',
   failed: '{message}',
   world: '运行于',
+  runsOn: '{name} 运行于 {world}：{description}',
 }
 
 export function apply(ctx: Context): void {
@@ -210,7 +219,34 @@ export function apply(ctx: Context): void {
     )
   }
 
+  // Each workspace heading names its world, on a host that offers more than this machine.
+  const offered = new Store<{ worlds: WireWorld[]; default: string } | undefined>(undefined)
+  ctx.remote.call(workspacesWorlds, {}).then(
+    (r) => offered.set(r),
+    () => {},
+  )
+  function WorldBadge(props: { path: string; name: string }) {
+    const t = useT(NAMESPACE)
+    const worlds = useStore(offered)
+    const catalog = useStore(ctx.catalog.state)
+    if (!worlds || worlds.worlds.length < 2) return null
+    const workspace = catalog.workspaces.find((w) => w.path === props.path)
+    const world = workspace?.world ?? worlds.default
+    const description = worlds.worlds.find((w) => w.name === world)?.description ?? ''
+    return (
+      <span
+        className="muted"
+        data-workspace-world={world}
+        title={t('runsOn', { name: props.name, world, description })}
+        style={{ fontSize: '0.8em', fontWeight: 'normal', marginLeft: 4 }}
+      >
+        {world}
+      </span>
+    )
+  }
+
   ctx.slots.register('sidebar.header', { id: 'ui-directory-picker', order: 20, component: Action })
+  ctx.slots.register('sidebar.workspace.actions', { id: 'ui-directory-picker-world', order: 5, component: WorldBadge })
   ctx.slots.register('app.overlay', { id: 'ui-directory-picker', order: 40, component: Dialog })
 }
 
