@@ -148,7 +148,7 @@ describe('telemetry modes through the real bins', () => {
   it('off, the default and explicit: dsh -p sends nothing and writes no telemetry file or anonymous id', async () => {
     const w = await world('off', ['first answer', 'second answer'])
     const before = connections
-    for (const extra of [{}, { DSH_TELEMETRY_MODE: 'off' }]) {
+    for (const extra of [{}, { DSH_TELEMETRY_MODE: 'off' }] as Array<Record<string, string>>) {
       const run = await runDsh(['-p', 'quiet prompt'], { cwd: w.cwd, env: w.env(extra) })
       expect(run.code, run.stderr).toBe(0)
       expect(run.stdout).toContain('answer')

@@ -25,6 +25,9 @@ let url: string
 const received: Received[] = []
 let waiters: Array<() => void> = []
 let home: string
+/** What the receiver answers (a 500 plays a collector that is down). */
+let status = 200
+let hits = 0
 
 beforeAll(async () => {
   home = mkdtempSync(join(tmpdir(), 'dsh-otel-unit-'))
@@ -34,6 +37,8 @@ beforeAll(async () => {
       .setEncoding('utf8')
       .on('data', (d: string) => (text += d))
       .on('end', () => {
+        hits++
+        if (status !== 200) return void res.writeHead(status).end('collector down')
         received.push({ path: req.url ?? '', contentType: String(req.headers['content-type']), body: JSON.parse(text) })
         res.writeHead(200, { 'content-type': 'application/json' }).end('{}')
         for (const wake of waiters.splice(0)) wake()
@@ -184,6 +189,58 @@ describe('mode live', () => {
     } finally {
       await h.dispose()
     }
+  })
+})
+
+describe('a failing collector', () => {
+  it('never fails a turn, prints one stderr line for several failed batches, and reports the loss on the ops scope once it answers again', async () => {
+    const h = await harness({ mode: 'live' })
+    const lines: string[] = []
+    const write = process.stderr.write
+    process.stderr.write = ((chunk: string | Uint8Array) => {
+      lines.push(String(chunk))
+      return true
+    }) as typeof process.stderr.write
+    const turn = (sessionId: string) =>
+      h.ctx.sessionTelemetry.emit({
+        kind: 'turn',
+        sessionId,
+        time: Date.now(),
+        seq: 0,
+        reason: 'completed',
+        steps: 0,
+        modelCalls: 0,
+        toolCalls: 0,
+        toolErrors: 0,
+        tokens: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, reasoning: 0 },
+      })
+    try {
+      status = 500
+      const before = hits
+      expect((await h.prompt('first')).reason).toBe('completed')
+      await stopping(h)
+      turn('lost-too')
+      await stopping(h)
+      const failed = hits - before
+      expect(failed).toBeGreaterThanOrEqual(2)
+      status = 200
+      turn('after-recovery')
+      await stopping(h)
+      const all = await until((all) => all.some((r) => r.name === 'dsh.telemetry.dropped'))
+      const dropped = all.find((r) => r.name === 'dsh.telemetry.dropped')!
+      expect(dropped.scope).toBe(Otel.OPS_SCOPE)
+      expect(dropped.attrs['dsh.batches']).toBe(failed)
+      // The turn's four records and the one emitted after it were lost.
+      expect(dropped.attrs['dsh.records']).toBe(5)
+      expect(all.some((r) => r.attrs['dsh.session_id'] === 'after-recovery')).toBe(true)
+    } finally {
+      process.stderr.write = write
+      status = 200
+      await h.dispose()
+    }
+    expect(lines).toEqual([
+      `dsh: telemetry export to ${url} failed (Internal Server Error); its records are dropped and further failures are not reported\n`,
+    ])
   })
 })
 
