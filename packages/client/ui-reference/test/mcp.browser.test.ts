@@ -7,7 +7,7 @@
 // plugin's per-session server, as an editor's are) is in that session's `@` menu too, with its
 // resource template: picking it asks for the template's variable in a small form (keyboard only;
 // an empty value is refused) and the filled URI is what the model reads. A server a live subagent
-// mounts for itself is listed too, labelled with the subagent.
+// mounts for itself is listed too, labelled with the subagent, and joins an `@` menu already open.
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -257,13 +257,16 @@ describe.skipIf(!hasChromium())('MCP in the web client', () => {
       const sessionId = new URL(page.url()).pathname.split('/').pop()!
       await input().fill('')
       await input().click()
-      await page.keyboard.type('start a subagent')
-      await page.keyboard.press('Enter')
-      // The subagent holds its turn on the slow call: it is live while the menu is asked.
-      await expect.poll(() => app.mock.requests.length).toBe(9)
+      // The menu is open before the subagent exists; its server joins the open menu (the host's
+      // `mcp/resources-changed` push) without a keystroke.
       await page.keyboard.type('@subnotes')
+      await page.locator('[data-trigger-menu="@"]').waitFor()
+      await app.call('sessions.prompt', { sessionId, text: 'start a subagent' })
       const item = page.locator('[data-trigger-menu="@"] [data-trigger-item="mcp:subnotes:notes://today"]')
       await item.waitFor()
+      expect(await input().inputValue()).toBe('@subnotes')
+      // The subagent holds its turn on the slow call: it is live.
+      await expect.poll(() => app.mock.requests.length).toBe(9)
       expect(await item.textContent()).toContain('subagent sub-1')
       // Listed once each: the global server and the session's own are not repeated for the subagent.
       type Match = { server: string; uri: string; via?: string }

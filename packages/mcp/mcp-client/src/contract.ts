@@ -6,6 +6,13 @@ import { defineMethod } from '@dsh/web-protocol'
 
 export { expandTemplate, firstEmptyVariable, templateVariables } from './uri-template.ts'
 
+/**
+ * Host stream event: what `mcp.resources` answers may have changed (a server listed its resources
+ * again, connected or went away; an agent, e.g. a subagent with its own servers, came or went).
+ * An open `@` menu asks again. Bursts are sent once.
+ */
+export const MCP_RESOURCES_CHANGED = 'mcp/resources-changed'
+
 export interface McpResourceMatch {
   server: string
   /** The resource's URI, or a template's URI template (`{variables}` filled in by the user). */

@@ -428,7 +428,10 @@ export class McpClient extends Service {
             this.ctx.emit('mcp/progress', progress)
             appendProgress(this.sessions, progress, this.ctx.logger('mcp'))
           },
-          onCatalog: (connection) => this.syncPrompts(connection),
+          onCatalog: (connection) => {
+            this.syncPrompts(connection)
+            this.ctx.emit('mcp/catalog', connection.name, connection.scope)
+          },
           onResourceUpdated: (connection, uri) => this.subscriptions.updated(connection, uri),
           onLog: (server, params) => logServerMessage(this.ctx.logger('mcp'), server, params),
           workspace: entry.spec.transport === 'stdio' ? entry.spec.cwd : this.cwd,

@@ -56,6 +56,8 @@ declare module 'cordis' {
   interface Events {
     /** Every state change of a server (the status after it). */
     'mcp/status'(status: McpServerStatus, notice?: string): void
+    /** A server's prompts, resources or templates were listed again (or it went away). */
+    'mcp/catalog'(server: string, scope: string | undefined): void
     /** A progress notification of a running call. */
     'mcp/progress'(progress: McpProgress): void
   }

@@ -5,7 +5,7 @@
 import type { Context } from 'cordis'
 import type {} from '@dsh/api-gateway'
 import type { Agent } from '@dsh/agent'
-import { mcpResources } from './contract.ts'
+import { MCP_RESOURCES_CHANGED, mcpResources } from './contract.ts'
 import type { ResourceCandidate } from './mentions.ts'
 
 /** A live agent of a session: its scope, and for a subagent what the menu calls it. */
@@ -94,6 +94,20 @@ export function registerWebApi(
       )
       return { resources: resources.slice(0, limit) }
     })
+    // Open `@` menus ask again when the answer may have changed: one push per burst.
+    let queued = false
+    const changed = () => {
+      if (queued) return
+      queued = true
+      queueMicrotask(() => {
+        queued = false
+        inner.api.publishHost({ type: MCP_RESOURCES_CHANGED })
+      })
+    }
+    inner.on('mcp/catalog', changed)
+    inner.on('mcp/status', changed)
+    inner.on('agent/created', changed)
+    inner.on('agent/disposed', changed)
   })
   return {
     /** The scopes of the session's live subagents (their servers can be mentioned in it). */

@@ -8,13 +8,13 @@
 // for its variables first (template-form.tsx) and inserts the filled URI.
 import type { Context } from 'cordis'
 import { filesSearch } from '@dsh/file-reference/contract'
-import { mcpResources } from '@dsh/mcp-client/contract'
+import { MCP_RESOURCES_CHANGED, mcpResources } from '@dsh/mcp-client/contract'
 import { fuzzyScore, replaceRange } from '@dsh/ui-input-trigger/shared'
 import { FORM_CSS, templateForm } from './template-form.tsx'
 
 export const NAMESPACE = 'reference'
 export const name = '@dsh/ui-reference'
-export const inject = ['slots', 'locale', 'remote', 'catalog', 'inputTriggers']
+export const inject = ['slots', 'locale', 'remote', 'connection', 'catalog', 'inputTriggers']
 
 const en = {
   files: 'Files',
@@ -116,6 +116,14 @@ function registerMcpResources(ctx: Context, t: (key: keyof typeof en) => string)
     input.setText(text, caret)
   })
   ctx.slots.register('app.overlay', { id: 'ui-reference-template', order: 11, component: Form })
+  // The host says when the servers' lists may have changed: an open `@` menu asks again.
+  ctx.effect(
+    () =>
+      ctx.connection.onHost((event) => {
+        if (event.type === MCP_RESOURCES_CHANGED) ctx.inputTriggers.refresh('reference-mcp-resources')
+      }),
+    'ui-reference: follow the MCP servers',
+  )
   const templates = new Map<string, { server: string; uri: string; name: string }>()
   ctx.inputTriggers.register({
     id: 'reference-mcp-resources',
