@@ -2,7 +2,9 @@
 // ui-schedule) and the scripted mock model: a task added from the Scheduled tasks dialog runs in a
 // fresh session (Run now), the dialog links to that session, Pause / Delete act on the host, the
 // host's timer runs due tasks by itself and a paused task is skipped while another keeps running,
-// and tasks survive a host restart.
+// and tasks survive a host restart (one that fell due while it was down runs once at start).
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import {
   hasChromium,
@@ -125,11 +127,31 @@ describe.skipIf(!hasChromium())('ui-schedule in the browser', () => {
     await app.call('scheduleTasks.pause', { id: b.id, paused: true })
   })
 
-  it('keeps tasks across a host restart, and says what is wrong with a bad task', async () => {
+  it('keeps tasks across a host restart, runs one that fell due meanwhile once, and refuses bad tasks', async () => {
     const before = await tasks()
     expect(before.map((t) => t.name)).toEqual(['A', 'B'])
+    await app.stop()
+    // While the host is down, task A (resumed, a long interval) falls due: it runs once at start.
+    const file = join(app.home, '.dsh', 'storage', 'schedule-task.json')
+    const stored = JSON.parse(readFileSync(file, 'utf8'))
+    const hour = 3600_000
+    stored.entries[before[0].id] = {
+      ...stored.entries[before[0].id],
+      paused: false,
+      everySeconds: 3600,
+      nextAt: Date.now() - 2.5 * hour,
+    }
+    writeFileSync(file, JSON.stringify(stored))
+    const started = Date.now()
     await app.restart()
-    expect(await tasks()).toEqual(before)
+    await expect.poll(async () => (await task(before[0].id))!.runs, { timeout: 20_000 }).toBe(before[0].runs + 1)
+    const ran = (await task(before[0].id))!
+    expect(ran.lastRunAt).toBeGreaterThanOrEqual(started)
+    // The missed slots fold into that one run; the next one is on the task's grid, within the hour.
+    expect(ran.nextAt).toBeGreaterThan(Date.now())
+    expect(ran.nextAt).toBeLessThanOrEqual(Date.now() + hour)
+    expect(await task(before[1].id)).toEqual(before[1])
+    await app.call('scheduleTasks.pause', { id: before[0].id, paused: true })
     const bad = (params: object) =>
       app.call('scheduleTasks.create', { prompt: 'x', cwd: app.cwd, everySeconds: 5, ...params })
     await expect(bad({ cwd: 'relative' })).rejects.toThrow(

@@ -139,6 +139,8 @@ export function apply(ctx: Context, config: TasksConfig): void {
     timer = setTimeout(() => {
       timer = undefined
       if (Date.now() < next.nextAt) return void arm()
+      // Still booting (the session methods are not there yet): app/ready arms the timer again.
+      if (!ctx.api.list().includes('sessions.create')) return
       running.add(next.id)
       void run(next.id, true)
         .catch((e: Error) => logger.warn('task %s: %s', next.id, e.message))
@@ -218,6 +220,8 @@ export function apply(ctx: Context, config: TasksConfig): void {
   ctx.api.register(scheduleTasksRun, async (p) => ({ sessionId: (await run(p.id, false))! }))
 
   rearm()
+  // A task overdue at start runs once the app is up (its session methods answer then).
+  ctx.on('app/ready' as never, rearm)
   ctx.effect(
     () => () => {
       stopped = true
