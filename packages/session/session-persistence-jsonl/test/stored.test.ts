@@ -1,5 +1,6 @@
 // Stored zstd frames: the batches written before the zstd codec has loaded. This file runs in its
 // own module instance, so the codec starts unloaded here (the first write must not wait for it).
+// vitest: isolate (vitest.config.ts: a shared worker may have loaded the codec in an earlier file)
 import { spawnSync } from 'node:child_process'
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
