@@ -100,10 +100,10 @@ const SHIPPED = '^(packages/[^/]+/[^/]+|bundles/[^/]+)/(src|bin)/'
 /**
  * Browser code: the client runtime, the app (all but its node-side src/index.ts), the shared
  * browser libraries of the client family, and every feature's browser half (src/client/).
- * The host entry of a ui-* package (src/index.ts), and of client-hmr, is its host half.
+ * The host entry of a ui-* package (src/index.ts), and of client-hmr and cordis-client-runner, is its host half.
  */
 const BROWSER = '^packages/client/[^/]+/src/'
-const CLIENT_HOST_ENTRIES = '^packages/client/(ui-(?!markdown/)[^/]+|web|client-hmr)/src/index\\.tsx?$'
+const CLIENT_HOST_ENTRIES = '^packages/client/(ui-(?!markdown/)[^/]+|web|client-hmr|cordis-client-runner)/src/index\\.tsx?$'
 
 /**
  * @dsh/cordis-compat's browser-safe entry (it imports `cordis` only): the client runtime reads a

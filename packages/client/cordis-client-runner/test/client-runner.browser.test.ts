@@ -200,7 +200,8 @@ describe.skipIf(!hasChromium())('cordis-client-runner in the browser', () => {
       await send('retract the greeting')
       await page.locator('[data-node="assistant"]', { hasText: 'Hello is gone.' }).waitFor()
       await page.locator('[data-cordis-frame="hello"]').waitFor({ state: 'detached' })
-      expect(page.frames().some((f) => f.url().includes('/hello/'))).toBe(false)
+      // Playwright drops a detached frame on its own event: wait for it.
+      await expect.poll(() => page.frames().some((f) => f.url().includes('/hello/'))).toBe(false)
       // Another is retracted from the panel.
       await page.locator('[data-cordis-retract="broken"]').click()
       await page.locator('[data-cordis-frame="broken"]').waitFor({ state: 'detached' })
@@ -213,7 +214,7 @@ describe.skipIf(!hasChromium())('cordis-client-runner in the browser', () => {
       const src = await page.locator('[data-cordis-frame="probe"] iframe').getAttribute('src')
       await app.call('sessions.remove', { sessionId })
       await page.locator('[data-cordis-frames]').waitFor({ state: 'detached' })
-      expect(page.frames()).toHaveLength(1)
+      await expect.poll(() => page.frames().length).toBe(1)
       // The runner retracted it with the session (not only the page leaving it).
       await expect.poll(async () => (await app.call('cordis.definitions', { sessionId })).definitions).toEqual([])
       expect((await fetch(new URL(src!, app.url))).status).toBe(404)
