@@ -8,10 +8,14 @@
 // on that session's page, once with Lighthouse's mobile defaults (simulated slow 4G and a 4x
 // slower CPU) and once with its desktop preset, and prints the three scores of each and every
 // audit that cost points. Needs `node scripts/build-client.mjs` first.
-// usage: node bench/lighthouse.mjs [--json figures.json] [--reports DIR] [--only mobile|desktop]
-//   --reports keeps each run's full Lighthouse report (DIR/<mobile|desktop>.json).
+// usage: node bench/lighthouse.mjs [--json figures.json] [--reports DIR] [--only mobile|desktop] [--runs N]
+//   --reports keeps each run's full Lighthouse report (DIR/<mobile|desktop>[-<run>].json).
+//   --runs N repeats each preset N times on the same session (default 1). The scores follow the
+//   machine's load (Lighthouse multiplies the CPU time it observes), so each run prints the
+//   1-minute load average before and after it.
 import { readFileSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
+import { loadavg } from 'node:os'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
@@ -21,6 +25,12 @@ const option = (name) => (args.includes(name) ? args[args.indexOf(name) + 1] : u
 const jsonOut = option('--json')
 const reports = option('--reports')
 const only = option('--only')
+const runs = Math.max(1, Number(option('--runs') ?? 1))
+if (!Number.isInteger(runs)) {
+  console.error(`bench/lighthouse: --runs takes a whole number, not ${JSON.stringify(option('--runs'))}`)
+  process.exit(2)
+}
+const load = () => loadavg()[0].toFixed(2)
 const GOALS = { accessibility: 95, 'best-practices': 95, performance: 90 }
 
 const requireRoot = createRequire(`${root}package.json`)
@@ -71,11 +81,14 @@ try {
   })
   const categories = Object.keys(GOALS)
   const figures = {}
-  for (const [label, config] of [
+  const presets = [
     ['mobile', undefined],
     ['desktop', desktopConfig],
-  ]) {
-    if (only && only !== label) continue
+  ].filter(([preset]) => !only || only === preset)
+  for (const [preset, config] of presets.flatMap((p) => Array.from({ length: runs }, () => p))) {
+    const run = Object.keys(figures).filter((k) => k.startsWith(preset)).length + 1
+    const label = runs > 1 ? `${preset}-${run}` : preset
+    const loadBefore = load()
     const started = Date.now()
     const result = await lighthouse(
       url,
@@ -101,11 +114,12 @@ try {
     ]
       .map((id) => `${id} ${lhr.audits[id]?.displayValue ?? '?'}`)
       .join(', ')
-    figures[label] = { scores, lost, metrics }
+    const loadAfter = load()
+    figures[label] = { scores, lost, metrics, load: [Number(loadBefore), Number(loadAfter)] }
     console.log(
       `${label}: ${categories
         .map((c) => `${c} ${scores[c]} (goal ${GOALS[c]}: ${scores[c] >= GOALS[c] ? 'met' : 'MISSED'})`)
-        .join(', ')} [${((Date.now() - started) / 1000).toFixed(0)} s]`,
+        .join(', ')} [${((Date.now() - started) / 1000).toFixed(0)} s, load ${loadBefore} -> ${loadAfter}]`,
     )
     console.log(`  ${metrics}`)
     for (const line of lost) console.log(`  - ${line}`)
