@@ -5,8 +5,10 @@
 // names what it watched (and an update the model was not shown); it is watched again once the
 // server is connected.
 import { describe, expect, it } from 'vitest'
+import { Context } from 'cordis'
+import { SessionStore } from '@dsh/session'
 import { loggedMentions } from '../src/logged-mentions.ts'
-import { ResourceSubscriptions, type SubscribableConnection } from '../src/subscriptions.ts'
+import { recallOnResume, ResourceSubscriptions, type SubscribableConnection } from '../src/subscriptions.ts'
 
 function connection(subscribable = true) {
   const sent: string[] = []
@@ -162,5 +164,112 @@ describe('resource subscriptions', () => {
     // Done once: a later step does not subscribe again.
     await subs.expand([], [scoped], 'agent-1', 's1', limits)
     expect(scoped.sent).toEqual(['subscribe file:///c.md'])
+  })
+
+  it("reads only this package's mention notes, whatever shape the other events have", () => {
+    const message = (source: unknown, content: unknown = [{ type: 'text', text: 'x' }]) => ({
+      type: 'user/message',
+      data: { content, source },
+    })
+    const plugin = (label?: string) => ({ kind: 'plugin', plugin: '@dsh/mcp-client', ...(label ? { label } : {}) })
+    const unavailable =
+      '<resource server="docs" uri="u" unavailable="error">The user mentioned @docs:u, but no</resource>'
+    const events = [
+      {
+        type: 'assistant/message',
+        data: { content: [{ type: 'text', text: 'x' }], source: plugin('@docs:not-a-note') },
+      },
+      message(undefined),
+      message(plugin()),
+      message(plugin('docs:no-at')),
+      message({ kind: 'human', plugin: '@dsh/mcp-client', label: '@docs:human' }),
+      message(plugin('@:no-server')),
+      message(plugin('@docs:')),
+      // The note's text may come as a string, after other blocks, or be missing.
+      message(plugin('@docs:string'), '<resource server="docs" uri="string">\nok\n</resource>'),
+      message(plugin('@docs:gone'), unavailable),
+      message(plugin('@docs:after-image'), [{ type: 'image' }, { type: 'text', text: unavailable }]),
+      message(plugin('@docs:quoted'), [{ type: 'text', text: `see ${unavailable}` }]),
+      message(plugin('@docs:empty'), []),
+      message(plugin('@docs:none'), undefined),
+      { type: 'mcp/resource-updated', data: { server: 'docs', uri: 'string' } },
+      message(plugin('@docs:string'), '<resource server="docs" uri="string">\nok\n</resource>'),
+      { type: 'mcp/resource-updated', data: undefined },
+    ]
+    expect(loggedMentions(events)).toEqual([
+      { server: 'docs', uri: 'string', pending: false },
+      { server: 'docs', uri: 'quoted', pending: false },
+      { server: 'docs', uri: 'empty', pending: false },
+      { server: 'docs', uri: 'none', pending: false },
+    ])
+  })
+
+  it('recalls once per mention, only live sessions, only servers offering resources', async () => {
+    const { live, subs } = setup()
+    const c = connection()
+    subs.resume('s1', [{ server: 'docs', uri: 'file:///a.md', pending: true }], [c])
+    subs.resume('gone', [{ server: 'docs', uri: 'file:///gone.md', pending: false }], [c])
+    subs.state(c, 'connected')
+    await subs
+      .expand([], [c], undefined, 's1', { maxMentions: 10, mentionMaxChars: 1000 })
+      .then((out) =>
+        expect(out.map((n) => ('source' in n ? n.source : undefined))).toEqual([
+          { kind: 'plugin', plugin: '@dsh/mcp-client', label: '@docs:file:///a.md (updated)' },
+        ]),
+      )
+    // Told once: connecting again and the next step add nothing.
+    subs.state(c, 'retrying')
+    subs.state(c, 'connected')
+    expect(await subs.expand([], [c], undefined, 's1', { maxMentions: 10, mentionMaxChars: 1000 })).toEqual([])
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(c.sent).toEqual(['subscribe file:///a.md', 'subscribe file:///a.md'])
+    // A session that is no longer in the store watches nothing: its mention is never subscribed.
+    expect(live.has('gone')).toBe(false)
+
+    // A server without resources is not asked; one that is not connected yet is matched later.
+    const plain = { ...connection(), offersResources: false }
+    subs.state(plain, 'connected')
+    subs.resume('s2', [{ server: 'docs', uri: 'file:///b.md', pending: true }], [plain])
+    expect(await subs.take('s2')).toEqual([])
+    expect(plain.sent).toEqual([])
+    const limits = { maxMentions: 10, mentionMaxChars: 1000 }
+    await subs.expand([], [plain], undefined, 's2', limits)
+    const wiki = { ...connection(), name: 'wiki', scope: 'a1' }
+    subs.resume(
+      's2',
+      [
+        { server: 'wiki', uri: 'w:1', pending: false },
+        { server: 'docs', uri: 'file:///b.md', pending: false },
+      ],
+      [],
+    )
+    await subs.expand([], [c], 'a1', 's2', limits)
+    expect(c.sent.filter((m) => m.endsWith('b.md'))).toEqual(['subscribe file:///b.md'])
+    // wiki was not there at that step: it is still remembered, and subscribed at a step that has it.
+    subs.state(wiki, 'connected')
+    await subs.expand([], [c, wiki], 'a1', 's2', limits)
+    expect(wiki.sent).toEqual(['subscribe w:1'])
+  })
+
+  it('recallOnResume: a session entering the store with a log watches its mentions again', async () => {
+    const ctx = new Context()
+    await ctx.plugin(SessionStore)
+    const { subs } = setup()
+    const c = connection()
+    subs.state(c, 'connected')
+    const note = (label: string) => ({
+      content: [{ type: 'text' as const, text: `<resource server="docs" uri="${label}">\nv\n</resource>` }],
+      source: { kind: 'plugin' as const, plugin: '@dsh/mcp-client', label: `@docs:${label}` },
+    })
+    const before = ctx.sessions.create({ cwd: '/', id: 's1' })
+    before.append('user/message', note('file:///before.md'))
+    recallOnResume(ctx, subs, () => [c])
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(c.sent).toEqual(['subscribe file:///before.md'])
+    const log = ctx.sessions.create({ cwd: '/', id: 'log' })
+    log.append('user/message', note('file:///after.md'))
+    ctx.sessions.create({ cwd: '/', id: 's2', events: log.events })
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(c.sent).toEqual(['subscribe file:///before.md', 'subscribe file:///after.md'])
   })
 })
