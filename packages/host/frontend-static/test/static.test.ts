@@ -217,6 +217,28 @@ describe('the client directory', () => {
   })
 })
 
+describe("the page's frame-src", () => {
+  it('frames nothing until a plugin asks; only while that plugin is active; a bad source throws', async () => {
+    const { port } = await start()
+    const csp = async () => String((await get(port, '/')).headers['content-security-policy'])
+    expect(await csp()).not.toContain('frame-src')
+    const asker = ctx.plugin({
+      name: 'asks-for-frames',
+      inject: ['frontendStatic'],
+      apply: (inner: Context) => {
+        inner.frontendStatic.allowFrames("'self'")
+      },
+    })
+    await asker
+    expect(await csp()).toMatch(/; frame-src 'self'$/)
+    await asker.dispose()
+    expect(await csp()).not.toContain('frame-src')
+    const fs = ctx.get('frontendStatic') as FrontendStatic
+    expect(() => fs.allowFrames("'self'; script-src *")).toThrow(/is not a frame source/)
+    expect(() => fs.allowFrames('*')).toThrow(/is not a frame source/)
+  })
+})
+
 describe('plugin browser halves at /plugins/<package>/<file>', () => {
   it("serves an enabled package's ./client export directory; disabled, unknown or client-less packages are 404; traversal 403", async () => {
     const ui = writePackage(
