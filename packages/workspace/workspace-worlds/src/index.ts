@@ -227,21 +227,31 @@ export class WorldsService extends Service {
   }
 
   /**
-   * The providers that serve a call: the calling session's world inside its scope; outside any
-   * session (the harness's own calls), the world of the folder `path` names, else the default.
+   * Runs `fn` with the providers that serve a call: the calling session's world inside its scope.
+   * Outside any scope (a harness call), the world of `sessionId` when the call names its session,
+   * else of the workspace folder `path` lies in, else the default; the world's per-folder state
+   * (the e2b world: that folder's sandbox) is entered for the call, so its result is of that folder.
    */
-  current(path?: string): WorldServices {
+  route<T>(path: string | undefined, sessionId: string | undefined, fn: (services: WorldServices) => T): T {
     const scoped = this.scope.getStore()
-    if (scoped) return scoped.services
-    return this.entry(path === undefined ? this.config.default : this.worldOfFolder(path)).services
+    if (scoped) return fn(scoped.services)
+    let where = path
+    let name: string | undefined
+    if (sessionId !== undefined) {
+      const cwd = this.state.sessions?.get(sessionId)?.cwd
+      if (cwd !== undefined) where = cwd
+      name = this.state.pinned.get(sessionId) ?? (cwd !== undefined ? this.worldOfSession(sessionId, cwd) : undefined)
+    }
+    if (where === undefined) return fn(this.entry(name ?? this.config.default).services)
+    const entry = this.entry(name ?? this.worldOfFolder(where))
+    if (!entry.enter) return fn(entry.services)
+    const folder = this.folderOf(where)?.path ?? resolve(where)
+    return entry.enter(folder, () => fn(entry.services))
   }
 
-  /** The providers of the world a session runs in (`fs` calls that name their session). */
-  forSession(sessionId: string, path: string): WorldServices {
-    const scoped = this.scope.getStore()
-    if (scoped) return scoped.services
-    const pinned = this.state.pinned.get(sessionId)
-    return this.entry(pinned ?? this.worldOfFolder(path)).services
+  /** The providers of the calling scope's world (the default outside any session), for plain reads. */
+  current(): WorldServices {
+    return this.scope.getStore()?.services ?? this.entry(this.config.default).services
   }
 
   /** The folder and world of a live session (its workspace folder, else its cwd). */

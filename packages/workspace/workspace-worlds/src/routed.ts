@@ -1,6 +1,6 @@
 // The public seams of a host whose worlds are chosen per workspace: `subprocess`, `fs`, `shell` and
 // `sandbox` providers that hold no state of their own and pass each call to the provider of the
-// calling session's world (`ctx.worlds.current()`). A call carries on in the one world it was routed
+// calling session's world (`ctx.worlds.route()`). A call carries on in the one world it was routed
 // to (a shell spec resolved in one world is refused by another's executor), so nothing a local
 // session starts reaches the sandbox and nothing an e2b session starts runs on this machine.
 import type { Context } from 'cordis'
@@ -44,10 +44,10 @@ export class RoutedSubprocess extends SubprocessService {
     this.worlds = ctx.worlds
   }
   spawn(spec: SpawnSpec): ProcessHandle {
-    return this.worlds.current(spec.cwd).subprocess.spawn(spec)
+    return this.worlds.route(spec.cwd, undefined, (w) => w.subprocess.spawn(spec))
   }
   spawnTerminal(spec: TerminalSpawnSpec): TerminalHandle {
-    return this.worlds.current(spec.cwd).subprocess.spawnTerminal(spec)
+    return this.worlds.route(spec.cwd, undefined, (w) => w.subprocess.spawnTerminal(spec))
   }
   get scrubPolicy(): ScrubPolicy {
     return this.worlds.current().subprocess.scrubPolicy
@@ -68,11 +68,11 @@ export class RoutedShell extends ShellExecutor {
     return this.worlds.current().shell.limits
   }
   resolve(request: ShellRequest): Promise<ShellSpec> {
-    return this.worlds.current(request.cwd).shell.resolve(request)
+    return this.worlds.route(request.cwd, undefined, (w) => w.shell.resolve(request))
   }
   /** The executor of the calling world runs it; a spec another world resolved is its FOREIGN_SPEC. */
   run(spec: ShellSpec, options?: ShellRunOptions): Promise<ShellResult> {
-    return this.worlds.current(spec.cwd).shell.run(spec, options)
+    return this.worlds.route(spec.cwd, undefined, (w) => w.shell.run(spec, options))
   }
 }
 
@@ -90,7 +90,7 @@ export class RoutedSandbox extends SandboxService {
     return this.worlds.current().sandbox.describe()
   }
   wrap(request: SandboxWrapRequest): Promise<SandboxInvocation> {
-    return this.worlds.current(request.cwd).sandbox.wrap(request)
+    return this.worlds.route(request.cwd, undefined, (w) => w.sandbox.wrap(request))
   }
   override detectDenial(outcome: SandboxOutcome) {
     return this.worlds.current().sandbox.detectDenial(outcome)
@@ -108,43 +108,42 @@ export class RoutedFileSystem extends FileSystem {
     super(ctx)
     this.worlds = ctx.worlds
   }
-  private pick(path: string, options?: FsCallOptions): FileSystem {
-    return options?.session !== undefined
-      ? this.worlds.forSession(options.session, path).fs
-      : this.worlds.current(path).fs
+  /** Runs one call with the file provider of its world (the session it names, else its path's). */
+  private pick<T>(path: string, options: FsCallOptions | undefined, fn: (fs: FileSystem) => T): T {
+    return this.worlds.route(path, options?.session, (w) => fn(w.fs))
   }
   override resolve(path: string, cwd?: string): string {
-    return this.worlds.current(cwd).fs.resolve(path, cwd)
+    return this.worlds.current().fs.resolve(path, cwd)
   }
   override stat(path: string): Promise<FileStat> {
-    return this.pick(path).stat(path)
+    return this.pick(path, undefined, (fs) => fs.stat(path))
   }
   override exists(path: string): Promise<boolean> {
-    return this.pick(path).exists(path)
+    return this.pick(path, undefined, (fs) => fs.exists(path))
   }
   override readFile(path: string, options?: FsCallOptions): Promise<ReadResult> {
-    return this.pick(path, options).readFile(path, options)
+    return this.pick(path, options, (fs) => fs.readFile(path, options))
   }
   override readText(path: string, options?: FsCallOptions): Promise<ReadTextResult> {
-    return this.pick(path, options).readText(path, options)
+    return this.pick(path, options, (fs) => fs.readText(path, options))
   }
   override writeFile(path: string, data: string | Uint8Array, options?: WriteOptions): Promise<WriteResult> {
-    return this.pick(path, options).writeFile(path, data, options)
+    return this.pick(path, options, (fs) => fs.writeFile(path, data, options))
   }
   override edit(path: string, transform: EditTransform, options?: FsCallOptions): Promise<EditResult> {
-    return this.pick(path, options).edit(path, transform, options)
+    return this.pick(path, options, (fs) => fs.edit(path, transform, options))
   }
   override list(path: string): Promise<DirEntry[]> {
-    return this.pick(path).list(path)
+    return this.pick(path, undefined, (fs) => fs.list(path))
   }
   override readdir(path: string): Promise<DirEntry[]> {
-    return this.pick(path).readdir(path)
+    return this.pick(path, undefined, (fs) => fs.readdir(path))
   }
   override mkdir(path: string, options?: { recursive?: boolean }): Promise<void> {
-    return this.pick(path).mkdir(path, options)
+    return this.pick(path, undefined, (fs) => fs.mkdir(path, options))
   }
   override remove(path: string, options?: RemoveOptions): Promise<void> {
-    return this.pick(path, options).remove(path, options)
+    return this.pick(path, options, (fs) => fs.remove(path, options))
   }
   // The primitives are never reached: every public call above goes to a world's provider.
   protected statPath(): Promise<FileStat | undefined> {
