@@ -29,6 +29,7 @@ interface Task {
   paused: boolean
   runs: number
   lastSessionId?: string
+  lastRunAt?: number
   nextAt: number
 }
 
