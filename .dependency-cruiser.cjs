@@ -103,7 +103,8 @@ const SHIPPED = '^(packages/[^/]+/[^/]+|bundles/[^/]+)/(src|bin)/'
  * The host entry of a ui-* package (src/index.ts), and of client-hmr and cordis-client-runner, is its host half.
  */
 const BROWSER = '^packages/client/[^/]+/src/'
-const CLIENT_HOST_ENTRIES = '^packages/client/(ui-(?!markdown/)[^/]+|web|client-hmr|cordis-client-runner)/src/index\\.tsx?$'
+const CLIENT_HOST_ENTRIES =
+  '^packages/client/(ui-(?!markdown/)[^/]+|web|client-hmr|cordis-client-runner)/src/index\\.tsx?$'
 
 /**
  * @dsh/cordis-compat's browser-safe entry (it imports `cordis` only): the client runtime reads a
