@@ -20,9 +20,9 @@ import {
   scheduleTasksRun,
   TASKS_CHANGED,
   type WireTask,
-} from './tasks-contract.ts'
+} from './contract.ts'
 
-export * from './tasks-contract.ts'
+export * from './contract.ts'
 
 export const name = 'schedule-tasks'
 export const inject = ['storage', 'api']

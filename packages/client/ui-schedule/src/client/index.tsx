@@ -16,7 +16,7 @@ import {
   scheduleTasksRun,
   TASKS_CHANGED,
   type WireTask,
-} from '@dsh/schedule/tasks-contract'
+} from '@dsh/schedule/contract'
 
 export const NAMESPACE = 'schedule'
 export const name = '@dsh/ui-schedule'
