@@ -8,7 +8,12 @@ import { describe, expect, it } from 'vitest'
 import { Context } from 'cordis'
 import { SessionStore } from '@dsh/session'
 import { loggedMentions } from '../src/logged-mentions.ts'
-import { recallOnResume, ResourceSubscriptions, type SubscribableConnection } from '../src/subscriptions.ts'
+import {
+  recallOnResume,
+  ResourceSubscriptions,
+  sessionSubscriptions,
+  type SubscribableConnection,
+} from '../src/subscriptions.ts'
 
 function connection(subscribable = true) {
   const sent: string[] = []
@@ -271,5 +276,104 @@ describe('resource subscriptions', () => {
     ctx.sessions.create({ cwd: '/', id: 's2', events: log.events })
     await new Promise((resolve) => setImmediate(resolve))
     expect(c.sent).toEqual(['subscribe file:///before.md', 'subscribe file:///after.md'])
+  })
+
+  it('expands the mentions of a human message on the server its scope sees, watching the readable ones', async () => {
+    const { subs } = setup()
+    const global = {
+      ...connection(),
+      readResource: async (uri: string) => {
+        if (uri.includes('missing')) throw new Error('no such resource')
+        return { contents: [{ uri, mimeType: 'text/plain', text: `global ${uri}` }] }
+      },
+    }
+    const scoped = { ...connection(), scope: 'a1' }
+    const other = { ...connection(), scope: 'a2' }
+    const mute = { ...connection(), name: 'mute', offersResources: false }
+    const message = {
+      content: 'see @docs:file:///a.md and @docs:file:///missing and @mute:x',
+      source: { kind: 'human' },
+    }
+    const limits = { maxMentions: 10, mentionMaxChars: 1000 }
+    const plain = await subs.expand([message], [scoped, global, other, mute], undefined, 's1', limits)
+    expect(plain.slice(1).map((m) => (typeof m.content === 'string' ? (m.content.split('\n')[1] ?? '') : ''))).toEqual([
+      'global file:///a.md',
+      '',
+    ])
+    expect(
+      (plain[2].content as string).startsWith('<resource server="docs" uri="file:///missing" unavailable="error">'),
+    ).toBe(true)
+    expect(global.sent).toEqual(['subscribe file:///a.md'])
+    // From scope a1, its own server of that name wins over the global one.
+    await subs.expand([message], [global, scoped, other], 'a1', 's1', limits)
+    expect(scoped.sent).toEqual(['subscribe file:///a.md', 'subscribe file:///missing'])
+    expect(other.sent).toEqual([])
+  })
+
+  it('a failed subscription is a warning and is tried again; a forgotten connection has nothing pending', async () => {
+    const warnings: string[] = []
+    const subs = new ResourceSubscriptions({
+      live: () => true,
+      log: () => {},
+      warn: (message) => warnings.push(message),
+      maxChars: () => 1000,
+    })
+    let refuse = true
+    const c = connection()
+    const flaky = {
+      ...c,
+      request: <T>(_signal: AbortSignal | undefined, send: (client: never, options: never) => Promise<T>) =>
+        refuse
+          ? Promise.reject(new Error('refused'))
+          : send(
+              {
+                subscribeResource: async ({ uri }: { uri: string }) => void c.sent.push(`subscribe ${uri}`),
+                unsubscribeResource: async () => {
+                  throw new Error('gone')
+                },
+              } as never,
+              { timeout: 1000 } as never,
+            ),
+    } as SubscribableConnection
+    await subs.watch(flaky, 'file:///a.md', 's1')
+    expect(warnings).toEqual(['MCP server "docs": subscribing to file:///a.md failed: refused'])
+    refuse = false
+    await subs.watch(flaky, 'file:///a.md', 's2')
+    expect(c.sent).toEqual(['subscribe file:///a.md'])
+    subs.updated(flaky, 'file:///a.md')
+    subs.forget(flaky)
+    expect(await subs.take('s1')).toEqual([])
+    expect(await subs.take('s2')).toEqual([])
+  })
+
+  it('sessionSubscriptions logs an update in the live session of the store, and not in a deleted one', async () => {
+    const ctx = new Context()
+    await ctx.plugin(SessionStore)
+    const warnings: string[] = []
+    const subs = sessionSubscriptions(
+      () => ctx.sessions,
+      (message) => warnings.push(message),
+      () => 1000,
+    )
+    const session = ctx.sessions.create({ cwd: '/', id: 'live' })
+    ctx.sessions.create({ cwd: '/', id: 'deleted' })
+    const c = connection()
+    const scoped = { ...connection(), scope: 'a1' }
+    await subs.watch(c, 'file:///a.md', 'live')
+    await subs.watch(c, 'file:///a.md', 'deleted')
+    await subs.watch(scoped, 'file:///a.md', 'live')
+    ctx.sessions.delete('deleted')
+    subs.updated(c, 'file:///a.md')
+    subs.updated(scoped, 'file:///a.md')
+    expect(session.events.filter((e) => e.type === 'mcp/resource-updated').map((e) => e.data)).toEqual([
+      { server: 'docs', uri: 'file:///a.md' },
+      { server: 'docs', uri: 'file:///a.md', scope: 'a1' },
+    ])
+    // Two connections of one name, one URI: one note each.
+    expect((await subs.take('live')).map((n) => n.source.label)).toEqual([
+      '@docs:file:///a.md (updated)',
+      '@docs:file:///a.md (updated)',
+    ])
+    expect(warnings).toEqual([])
   })
 })
