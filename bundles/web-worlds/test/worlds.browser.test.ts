@@ -4,7 +4,7 @@
 // where its workspace says: the local one writes the local folder and sends nothing to the
 // stand-in, the e2b one writes only the sandbox's copy and cannot see the local workspace's files.
 // A world name the host does not have is refused in one sentence.
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
@@ -42,6 +42,12 @@ describe.skipIf(!hasChromium())('dsh web: a world per workspace', () => {
         bash('echo made-locally > where.txt && cat notes.txt'),
         // A path into the e2b workspace's folder: a local session reads this machine's copy.
         { toolCalls: [{ name: 'read', arguments: { file_path: '../there/notes.txt' } }] },
+        // A child sent to the e2b world from a local session runs in a sandbox of its own.
+        {
+          toolCalls: [{ name: 'subagent', arguments: { description: 'remote part', prompt: 'do it', world: 'e2b' } }],
+        },
+        bash('echo from-child > child.txt'),
+        { text: 'Child done.' },
         { text: 'Local done.' },
         bash(`echo made-remotely > where.txt; cat notes.txt; cat ${secretFile} || echo secret-not-here`),
         { text: 'Remote done.' },
@@ -124,8 +130,20 @@ describe.skipIf(!hasChromium())('dsh web: a world per workspace', () => {
       expect(localOutput).toContain('local notes')
       expect(localOutput).toContain('remote notes')
       expect(readFileSync(join(here, 'where.txt'), 'utf8')).toBe('made-locally\n')
+      // Only the child reached E2B: one sandbox, created for it and killed when it ended, its
+      // change saved as its own patch; the child's file is not in the local folder.
+      const creates = standin.requests.filter((r) => r.method === 'POST' && r.path === '/sandboxes')
+      expect(creates).toHaveLength(1)
       expect(standin.sandboxes()).toEqual([])
-      expect(processStarts()).toBe(0)
+      expect(localOutput).toContain('Child done.')
+      expect(existsSync(join(here, 'child.txt'))).toBe(false)
+      const patches = join(app.home, '.dsh', 'e2b-patches')
+      expect(
+        readdirSync(patches)
+          .map((f) => readFileSync(join(patches, f), 'utf8'))
+          .join(''),
+      ).toContain('+from-child')
+      const startsAfterLocal = processStarts()
       // Its side panel has no sandbox change to offer (this machine's world works on the folder).
       const panel = page.locator('[data-testid="e2b-review"]')
       await expect.poll(() => panel.getAttribute('data-e2b-phase')).toBe('none')
@@ -135,7 +153,7 @@ describe.skipIf(!hasChromium())('dsh web: a world per workspace', () => {
       const remote = await runTurn(page, there, 'Remote done.')
       const [sandbox] = standin.sandboxes()
       expect(sandbox).toBeDefined()
-      expect(processStarts()).toBeGreaterThan(0)
+      expect(processStarts()).toBeGreaterThan(startsAfterLocal)
       expect(readFileSync(join(standin.rootOf(sandbox.record.id), there, 'where.txt'), 'utf8')).toBe('made-remotely\n')
       expect(existsSync(join(there, 'where.txt'))).toBe(false)
       expect(readFileSync(join(here, 'where.txt'), 'utf8')).toBe('made-locally\n')

@@ -225,6 +225,14 @@ export class E2bService extends Service {
     return this.slot().sandboxId
   }
 
+  /**
+   * True inside a subagent child's lease (`world: "e2b"`): the caller was given a sandbox of its
+   * own, whatever world its session's folder runs in (a host with a world per workspace asks).
+   */
+  get leased(): boolean {
+    return this.scope.getStore()?.link !== undefined
+  }
+
   private slot(): Slot {
     return this.scope.getStore() ?? this.root
   }

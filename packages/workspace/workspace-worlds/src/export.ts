@@ -31,6 +31,7 @@ export const inject = ['worlds', 'subprocess', 'fs', 'shell', 'sandbox']
 interface FolderScoped {
   within?<T>(dir: string, fn: () => T): T
   offer?(dir: string): Promise<WorldOffer | undefined>
+  readonly leased?: boolean
 }
 
 export function apply(ctx: Context, config: ExportConfig): void {
@@ -50,6 +51,8 @@ export function apply(ctx: Context, config: ExportConfig): void {
         enter: (folder, fn) => (e2b?.within ? e2b.within(folder, fn) : fn()),
         // The sandbox's change to that folder, applied to it only (`e2b.offer`).
         ...(e2b?.offer ? { offer: (folder: string) => e2b.offer!(folder) } : {}),
+        // A subagent child in its own sandbox (`world: "e2b"`) stays in this world.
+        claims: () => e2b?.leased === true,
       }),
     )
   })

@@ -56,6 +56,11 @@ export interface WorldEntry {
    * applied to that folder or kept. Absent: the world works on the folder itself (this machine).
    */
   offer?(folder: string): Promise<WorldOffer | undefined>
+  /**
+   * True when the calling async context was handed to this world explicitly, whatever its session's
+   * folder says (the e2b world: a subagent child started with `world: "e2b"` runs in its lease).
+   */
+  claims?(): boolean
 }
 
 /** A change of a world's copy of a folder, offered to the user: apply it to the folder or keep the file. */
@@ -221,7 +226,10 @@ export class WorldsService extends Service {
 
   /** Runs `fn` in the world of a session (or of the folder `cwd`), with that world's per-folder state. */
   within<T>(sessionId: string | undefined, cwd: string, fn: () => T): T {
-    const entry = this.entry(this.worldOfSession(sessionId, cwd))
+    // A child its parent sent to another world (subagent `world: "e2b"`) runs there, even from a
+    // local workspace; otherwise the session's own world.
+    const claimed = [...this.state.worlds.values()].find((entry) => entry.claims?.())
+    const entry = claimed ?? this.entry(this.worldOfSession(sessionId, cwd))
     const folder = this.folderOf(cwd)?.path ?? resolve(cwd)
     return this.scope.run(entry, () => (entry.enter ? entry.enter(folder, fn) : fn()))
   }
