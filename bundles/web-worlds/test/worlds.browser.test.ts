@@ -102,6 +102,13 @@ describe.skipIf(!hasChromium())('dsh web: a world per workspace', () => {
     return JSON.stringify(events.filter((e: { type: string }) => e.type === 'tool/result'))
   }
 
+  /** The text of the session's user messages (the policy announcement is one), from its log. */
+  async function userMessages(sessionId: string): Promise<string> {
+    const { events } = await app.call('sessions.history', { sessionId })
+    return JSON.stringify(events.filter((e: { type: string }) => e.type === 'user/message'))
+  }
+  const E2B_POLICY = 'e2b world: commands and file edits run in a remote E2B sandbox'
+
   const processStarts = () => standin.requests.filter((r) => /process\.Process\/Start$/.test(r.path)).length
 
   it('runs each session in its workspace world, and refuses an unknown world', async () => {
@@ -144,6 +151,7 @@ describe.skipIf(!hasChromium())('dsh web: a world per workspace', () => {
           .join(''),
       ).toContain('+from-child')
       const startsAfterLocal = processStarts()
+      expect(await userMessages(local)).not.toContain(E2B_POLICY)
       // Its side panel has no sandbox change to offer (this machine's world works on the folder).
       const panel = page.locator('[data-testid="e2b-review"]')
       await expect.poll(() => panel.getAttribute('data-e2b-phase')).toBe('none')
@@ -157,6 +165,8 @@ describe.skipIf(!hasChromium())('dsh web: a world per workspace', () => {
       expect(readFileSync(join(standin.rootOf(sandbox.record.id), there, 'where.txt'), 'utf8')).toBe('made-remotely\n')
       expect(existsSync(join(there, 'where.txt'))).toBe(false)
       expect(readFileSync(join(here, 'where.txt'), 'utf8')).toBe('made-locally\n')
+      // The model of the e2b session is told its world's confinement.
+      expect(await userMessages(remote)).toContain(E2B_POLICY)
       const result = await toolOutput(remote)
       expect(result).toContain('remote notes')
       expect(result).toContain('secret-not-here')
