@@ -217,10 +217,9 @@ export function apply(ctx: Context, config: ToolFsSearchConfig): void {
   ctx.tools.register<{ pattern: string; path?: string }>({
     name: 'glob',
     description:
-      'Find files by glob pattern (e.g. "**/*.ts", "src/**/test_*.py", "*.{json,yaml}"). A pattern without a slash ' +
-      'matches file names at any depth. Searches the working directory or `path`; files ignored by .gitignore ' +
-      `${config.hidden ? '' : 'and hidden files '}are skipped. Returns paths relative to the working directory, ` +
-      `${config.sort === 'path' ? 'sorted by path, ' : ''}at most ${config.maxFiles}.`,
+      'Find files by glob pattern (e.g. "**/*.ts", "*.{json,yaml}"; without a slash it matches names at any depth) ' +
+      `under the working directory or path, skipping .gitignore'd${config.hidden ? '' : ' and hidden'} files. ` +
+      `Returns relative paths, ${config.sort === 'path' ? 'sorted, ' : ''}at most ${config.maxFiles}.`,
     parameters: {
       type: 'object',
       properties: {
@@ -289,11 +288,10 @@ export function apply(ctx: Context, config: ToolFsSearchConfig): void {
   ctx.tools.register<{ pattern: string; path?: string; include?: string }>({
     name: 'grep',
     description:
-      'Search file contents with a regular expression (ripgrep, Rust regex syntax: e.g. "fn\\s+main", "TODO|FIXME"; ' +
-      'escape literal ( [ { . * + ? with a backslash). Searches the working directory or `path` (a directory or one file); ' +
-      'include limits the files by glob (e.g. "*.ts", "src/**/*.{js,jsx}"). Files ignored by .gitignore' +
-      `${config.hidden ? '' : ' and hidden files'} are skipped. Returns matching lines grouped by file as "line: text", ` +
-      `paths relative to the working directory, at most ${config.maxMatches} lines; lines longer than ${config.maxLineLength} characters are shortened.`,
+      'Search file contents with a ripgrep (Rust) regex; escape literal ( [ { . * + ? with a backslash. ' +
+      'Searches the working directory or path (a directory or one file); include filters files by glob (e.g. "*.ts"). ' +
+      `Skips .gitignore'd${config.hidden ? '' : ' and hidden'} files. Returns "line: text" grouped by relative path, ` +
+      `at most ${config.maxMatches} lines; lines over ${config.maxLineLength} characters are shortened.`,
     parameters: {
       type: 'object',
       properties: {

@@ -12,8 +12,7 @@ export const PROMPT_SECTION = {
   tools: ['glob', 'grep'],
   text: [
     'Search (glob, grep):',
-    '- Find files by name with glob and text inside files with grep, then read only the files or ranges that matter.',
-    '- Prefer them to find, grep or rg in bash: results are bounded and ignore files (.gitignore) are honoured.',
+    '- Prefer them to find, grep or rg in bash (bounded results, .gitignore honoured), then read only the files or ranges that matter.',
   ].join('\n'),
 }
 

@@ -97,11 +97,9 @@ export function apply(ctx: Context, config: ToolFsConfig): void {
   ctx.tools.register<{ file_path: string; offset?: number; limit?: number }>({
     name: 'read',
     description:
-      'Read a text file. Returns a line-numbered window: each line is prefixed by its 1-based number and a tab ' +
-      `(the prefix is not part of the file). By default up to ${config.defaultLimit} lines from the start; pass offset ` +
-      '(1-based first line) and limit to page through longer files. Lines longer than ' +
-      `${config.maxLineLength} characters are cut with a marker. ` +
-      'A file must be read before it can be edited or overwritten.',
+      'Read a text file as numbered lines ("N<tab>text"; the number and tab are not file content). ' +
+      `Up to ${config.defaultLimit} lines by default; page with offset (1-based) and limit. Lines over ` +
+      `${config.maxLineLength} characters are cut. Read a file before you edit or overwrite it.`,
     parameters: {
       type: 'object',
       properties: {
@@ -184,6 +182,8 @@ export function apply(ctx: Context, config: ToolFsConfig): void {
   if (config.readImage) {
     ctx.tools.register<{ file_path: string }>({
       name: 'read_image',
+      // The line load_tools lists while this tool is deferred (@dsh/tool-deferral).
+      summary: 'View an image file (PNG, JPEG, GIF or WebP).',
       defer: true,
       description:
         'View an image file (PNG, JPEG, GIF or WebP, detected from its content). Returns the image itself. ' +
@@ -230,8 +230,8 @@ export function apply(ctx: Context, config: ToolFsConfig): void {
   ctx.tools.register<{ file_path: string; content: string; sandbox_escalation?: SandboxEscalationRequest }>({
     name: 'write',
     description:
-      'Write a whole file: creates it (and missing parent directories) or replaces all of its content. ' +
-      'An existing file must have been read first and must not have changed since. Prefer edit for changes to part of a file.',
+      'Create or overwrite a whole file (missing parent directories are created). ' +
+      'An existing file must have been read and not changed since.',
     parameters: {
       type: 'object',
       properties: {
@@ -276,10 +276,9 @@ export function apply(ctx: Context, config: ToolFsConfig): void {
   }>({
     name: 'edit',
     description:
-      'Replace exact text in a file. old_string must match the file exactly (whitespace and indentation included; ' +
-      'do not include the line-number prefix shown by read) and must occur exactly once, unless replace_all is true. ' +
-      'The file must have been read first and must not have changed since. An empty old_string creates a new file ' +
-      'with new_string as its content.',
+      "Replace exact text in a file: old_string (whitespace included, without read's line-number prefix) must occur " +
+      'exactly once unless replace_all. The file must have been read and not changed since. ' +
+      'An empty old_string creates a new file.',
     parameters: {
       type: 'object',
       properties: {

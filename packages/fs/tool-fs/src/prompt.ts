@@ -12,10 +12,7 @@ export const PROMPT_SECTION = {
   tools: ['read', 'write', 'edit'],
   text: [
     'Files (read, write, edit):',
-    '- read a file before you edit or overwrite it; a change to a file you have not read, or that changed since you read it, is refused: read it again.',
-    '- Use edit for a change to part of a file (old_string copied exactly, with enough context to be unique); use write only for new files or full rewrites.',
-    '- The line numbers and tab in read output are not file content; never put them in old_string.',
-    '- For a large file, read the range you need with offset and limit.',
+    '- Use edit for part of a file (old_string with enough context to be unique); write only for new files or full rewrites.',
   ].join('\n'),
 }
 

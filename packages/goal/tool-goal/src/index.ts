@@ -95,6 +95,8 @@ export function apply(ctx: Context, config: Config): void {
   if (config.allowCreate) {
     ctx.tools.register<{ objective: string; max_rounds?: number; token_budget?: number }>({
       name: 'create_goal',
+      // The line load_tools lists while this tool is deferred (@dsh/tool-deferral).
+      summary: 'Set a goal to keep working on until it is done (when the user asks for one).',
       defer: true,
       description:
         'Set a goal for this session when the user asks you to keep working until something is done. ' +
@@ -137,6 +139,8 @@ export function apply(ctx: Context, config: Config): void {
 
   ctx.tools.register<{ goal_id: string; status: 'complete'; summary?: string }>({
     name: 'update_goal',
+    // The line load_tools lists while this tool is deferred (@dsh/tool-deferral).
+    summary: 'Mark the session goal complete once achieved and verified.',
     defer: true,
     description:
       'Mark the session goal complete once its objective is achieved and verified. Pass the goal id from get_goal or the round prompt. ' +

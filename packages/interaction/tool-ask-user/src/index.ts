@@ -41,22 +41,21 @@ export function parameters(config: ToolAskUserConfig): JsonSchema {
         type: 'array',
         minItems: 1,
         maxItems: config.maxQuestions,
-        description: 'The questions to ask, shown to the user together.',
+        description: 'The questions, shown to the user together.',
         items: {
           type: 'object',
           properties: {
             id: {
               type: 'string',
               minLength: 1,
-              description: 'Short unique key for this question; the answer is reported under it.',
+              description: 'Short unique key; the answer is reported under it.',
             },
             question: { type: 'string', minLength: 1, description: 'The full question, ending with a question mark.' },
-            header: { type: 'string', description: 'A very short label for the question (a few words).' },
+            header: { type: 'string', description: 'A label of a few words.' },
             options: {
               type: 'array',
               maxItems: config.maxOptions,
-              description:
-                'Choices to pick from. Omit for a free-text question. The user can always add their own text.',
+              description: 'Choices to pick from; omit for a free-text question.',
               items: {
                 type: 'object',
                 properties: {
@@ -80,12 +79,9 @@ export function parameters(config: ToolAskUserConfig): JsonSchema {
 }
 
 export const DESCRIPTION = [
-  'Ask the user one or more short questions and wait for the answers.',
-  '',
-  '- Use it when you need a decision, a preference, or information only the user has, and guessing would risk wasted work. Do not use it for things you can find out yourself (files, commands, docs).',
-  '- Prefer offering options (2 to 4 clear choices, the recommended one first); the user may still answer in their own words.',
-  '- Ask everything you need in one call; keep each question self-contained.',
-  '- If no human can answer right now, the result says so: continue with your best judgement and state the assumption you made.',
+  'Ask the user short, self-contained questions (all you need in one call) and wait for the answers.',
+  '- Offer 2 to 4 options when you can, the recommended one first; the user may still answer in their own words.',
+  '- If no human can answer now, the result says so: continue with your best judgement and state your assumption.',
 ].join('\n')
 
 export function toQuestions(args: AskUserArgs): Question[] {

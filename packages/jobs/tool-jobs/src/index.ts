@@ -132,6 +132,8 @@ export function apply(ctx: Context, config: ToolJobsConfig): void {
 
   ctx.tools.register<Record<string, never>>({
     name: 'job_list',
+    // The line load_tools lists while this tool is deferred (@dsh/tool-deferral).
+    summary: 'List the background jobs (ids, status, output size).',
     defer: true,
     description: 'List the background jobs of this session with their ids, status and output size.',
     parameters: { type: 'object', properties: {}, additionalProperties: false },
@@ -152,6 +154,8 @@ export function apply(ctx: Context, config: ToolJobsConfig): void {
 
   ctx.tools.register<{ id: string }>({
     name: 'job_kill',
+    // The line load_tools lists while this tool is deferred (@dsh/tool-deferral).
+    summary: 'Stop a background job and everything it started.',
     defer: true,
     description: 'Stop a background job (its process and everything it started). Its output stays readable.',
     parameters: {

@@ -345,6 +345,8 @@ export function apply(ctx: Context, config: Config): void {
 
   ctx.tools.register<Record<string, never>>({
     name: 'schedule_list',
+    // The line load_tools lists while this tool is deferred (@dsh/tool-deferral).
+    summary: 'List the pending reminders (ids, next due times).',
     defer: true,
     description: 'List the pending reminders of this session with their ids and next due times.',
     parameters: { type: 'object', properties: {}, additionalProperties: false },
@@ -384,6 +386,8 @@ export function apply(ctx: Context, config: Config): void {
 
   ctx.tools.register<{ id: string }>({
     name: 'schedule_cancel',
+    // The line load_tools lists while this tool is deferred (@dsh/tool-deferral).
+    summary: 'Cancel a pending reminder by id.',
     defer: true,
     description: 'Cancel a pending reminder of this session by id (from schedule_create or schedule_list).',
     parameters: {

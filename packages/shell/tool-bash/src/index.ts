@@ -71,13 +71,9 @@ export const parameters: JsonSchema = {
 
 export function describeTool(limits: ShellLimits): string {
   return [
-    'Run a bash command (`bash -c`) and return its output.',
-    '',
-    '- Every call starts a fresh shell: `cd`, exported variables and shell functions do not carry over to the next call. Use `workdir` to choose the directory.',
-    '- stdout and stderr are merged in the order they arrive, followed by the exit code. Long output keeps its beginning and end; the omitted middle is saved to a file whose path is given, which you can read or search.',
-    '- stdin is closed and the environment is non-interactive (no pager, no colours, CI=1). Pass flags such as `-y` or `--no-edit`; commands that wait for input get end-of-file.',
-    `- Timeout: ${limits.defaultTimeoutMs} ms unless you set timeoutMs (at most ${limits.maxTimeoutMs} ms). On timeout the command and every process it started are stopped.`,
-    '- Processes left running in the background (`cmd &`) are stopped when the command finishes.',
+    'Run a bash command (`bash -c`); returns stdout and stderr merged in order, then the exit code.',
+    '- Each call is a fresh non-interactive shell: cd and exports do not carry over (use workdir); stdin is closed (pass -y, --no-edit), no pager, CI=1.',
+    `- Timeout ${limits.defaultTimeoutMs} ms unless you set timeoutMs (at most ${limits.maxTimeoutMs} ms); then the command and its processes are stopped. Processes left in the background (cmd &) stop when it finishes.`,
   ].join('\n')
 }
 

@@ -12,8 +12,7 @@ export const PROMPT_SECTION = {
   tools: ['bash'],
   text: [
     'Shell (bash):',
-    '- Use bash to run programs: builds, tests, linters, git, package managers. Do not use it to read, search or edit files when a file tool can do that.',
-    '- Every call is a new non-interactive shell: set workdir rather than cd, pass flags that avoid prompts, and narrow long output (grep, head, tail, --quiet).',
+    '- Use bash to run programs (builds, tests, linters, git, package managers); narrow long output (grep, head, tail, --quiet).',
     '- After changing code, run the relevant tests or checks if the project has them.',
   ].join('\n'),
 }

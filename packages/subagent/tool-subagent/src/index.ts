@@ -165,6 +165,8 @@ export function apply(ctx: Context, config: ToolSubagentConfig): void {
 
   ctx.tools.register<{ description: string; prompt: string; provider?: string; background?: boolean; world?: string }>({
     name: 'subagent',
+    // The line load_tools lists while this tool is deferred (@dsh/tool-deferral).
+    summary: 'Start a subagent on a self-contained task and get its final answer.',
     defer: true,
     description:
       'Start a subagent (a child agent with the same tools) on a self-contained task and get its final answer. ' +
@@ -292,6 +294,8 @@ export function apply(ctx: Context, config: ToolSubagentConfig): void {
 
   ctx.tools.register<Record<string, never>>({
     name: 'list_agents',
+    // The line load_tools lists while this tool is deferred (@dsh/tool-deferral).
+    summary: 'List your subagents (ids, status, answers).',
     defer: true,
     description:
       'List the subagents you started in this session (running and finished) with their ids, status and answers.',
@@ -310,6 +314,8 @@ export function apply(ctx: Context, config: ToolSubagentConfig): void {
 
   ctx.tools.register<{ id: string; message: string }>({
     name: 'send_message',
+    // The line load_tools lists while this tool is deferred (@dsh/tool-deferral).
+    summary: 'Send an extra instruction to a running subagent.',
     defer: true,
     description: 'Send an extra instruction to one of your running subagents; it reads it at its next step.',
     parameters: {
