@@ -18,3 +18,5 @@ export declare const SESSIONS_PATCH: string
 export declare const OWN_COMMANDS: readonly ['config', 'doctor']
 /** Patch layers `--world NAME` adds (bundles/world-NAME/cordis.patch.yml). */
 export declare const WORLD_PATCHES: Record<string, string>
+/** `dsh web --world NAME`: the per-workspace layers (@dsh/bundle-web-worlds) that replace the world's own. */
+export declare const WEB_WORLD_PATCHES: Record<string, string[]>
