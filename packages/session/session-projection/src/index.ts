@@ -81,6 +81,15 @@ export interface ListReport {
   logsRead: number
 }
 
+/** Options of `list()`. */
+export interface ListOptions {
+  /**
+   * Only stored sessions whose summary passes get a row (and are folded, refreshed or rebuilt):
+   * a caller that shows a few rows pays for those. Checkpoints of the others are kept as they are.
+   */
+  only?: (summary: SessionSummary) => boolean
+}
+
 /** What `list()` needs from the persistence seam. */
 export interface StoredLogs {
   list(): Promise<SessionSummary[]>
@@ -164,9 +173,10 @@ export class SessionProjections extends Service {
   /**
    * One row per stored session (newest first), with every unit's value. Live sessions are served
    * from their in-memory fold; stored ones from the cache when it matches the log, else from the
-   * log (and the cache is updated). `logs` defaults to `ctx.sessionPersistence`.
+   * log (and the cache is updated). `logs` defaults to `ctx.sessionPersistence`; `options.only`
+   * narrows the rows projected.
    */
-  async list(logs?: StoredLogs): Promise<ProjectionRow[]> {
+  async list(logs?: StoredLogs, options: ListOptions = {}): Promise<ProjectionRow[]> {
     const home = this.home
     const source = logs ?? home.get('sessionPersistence')
     if (!source) throw new Error('session-projections: listing stored sessions needs a session-persistence row')
@@ -174,7 +184,7 @@ export class SessionProjections extends Service {
     const warn = (message: string) => home.emit('session-projection/warning', message)
     const liveSessions = new Map<string, Session>()
     for (const session of home.sessions.list()) liveSessions.set(session.id, session)
-    const { rows, report, changed, removed } = await this.engine.list(source, cache, liveSessions, warn)
+    const { rows, report, changed, removed } = await this.engine.list(source, cache, liveSessions, warn, options.only)
     if (cache && this.writeCache && (changed.length > 0 || removed.length > 0)) {
       await cache
         .write(changed, removed)
@@ -186,7 +196,7 @@ export class SessionProjections extends Service {
 
   /** The row of one stored (or live) session; undefined when persistence does not know it. */
   async show(sessionId: SessionId | string, logs?: StoredLogs): Promise<ProjectionRow | undefined> {
-    return (await this.list(logs)).find((row) => row.summary.id === sessionId)
+    return (await this.list(logs, { only: (summary) => summary.id === sessionId }))[0]
   }
 }
 
@@ -218,6 +228,7 @@ class Engine {
     cache: SessionProjectionCache | undefined,
     liveSessions: Map<string, Session>,
     warn: (message: string) => void,
+    only?: (summary: SessionSummary) => boolean,
   ) {
     const report = emptyReport()
     // The cache is read while persistence lists (its parse overlaps the listing's file I/O); the
@@ -236,6 +247,7 @@ class Engine {
     const rows: ProjectionRow[] = []
     const units = [...this.registry]
     for (const summary of summaries) {
+      if (only && !only(summary)) continue
       // The common cases (damaged, live, cache hit) are answered without an await.
       const row =
         this.quickRow(summary, checkpoints.get(summary.id), liveSessions, units) ??

@@ -218,6 +218,51 @@ describe('ctx.sessionProjections over stored sessions', () => {
   })
 })
 
+describe('a narrowed listing (`only`)', () => {
+  it('projects only the rows asked for, reads only their logs and keeps every other checkpoint', async () => {
+    const dir = home()
+    const ctx = await tree(dir, counter, 0)
+    await store(ctx, 4)
+    const reads: string[] = []
+    const logs: StoredLogs = {
+      list: () => ctx.sessionPersistence.list(),
+      readFrom: (id, seq) => (reads.push(id), ctx.sessionPersistence.readFrom(id, seq)),
+    }
+    // Cold cache: only the two rows asked for are folded from their logs.
+    const some = await ctx.sessionProjections.list(logs, { only: (s) => s.id === 's1' || s.id === 's3' })
+    expect(some.map((r) => [r.summary.id, r.source])).toEqual([
+      ['s3', 'rebuilt'],
+      ['s1', 'rebuilt'],
+    ])
+    expect(reads.sort()).toEqual(['s1', 's3'])
+    expect(ctx.sessionProjections.lastReport).toMatchObject({ rows: 2, rebuilt: 2, logsRead: 2 })
+    expect(Object.keys(JSON.parse(readFileSync(join(dir, 'cache.json'), 'utf8')).checkpoints).sort()).toEqual([
+      's1',
+      's3',
+    ])
+    // A full listing fills the rest; a narrowed one after it drops nothing it did not list.
+    await ctx.sessionProjections.list()
+    reads.length = 0
+    const one = await ctx.sessionProjections.list(logs, { only: (s) => s.id === 's0' })
+    expect(one.map((r) => [r.summary.id, r.source, r.values.counts])).toEqual([
+      ['s0', 'cache', { events: 4, prompts: 1, last: 'prompt 0' }],
+    ])
+    expect(reads).toEqual([])
+    expect(Object.keys(JSON.parse(readFileSync(join(dir, 'cache.json'), 'utf8')).checkpoints).sort()).toEqual([
+      's0',
+      's1',
+      's2',
+      's3',
+    ])
+    // show() is a narrowed listing of one session.
+    expect((await ctx.sessionProjections.show('s2', noLogReads(ctx)))?.values.counts).toMatchObject({
+      last: 'prompt 2',
+    })
+    expect(ctx.sessionProjections.lastReport.rows).toBe(1)
+    expect(await ctx.sessionProjections.show('nope')).toBeUndefined()
+  })
+})
+
 describe('the registry', () => {
   it('folds whole logs, refuses duplicate names and unregisters with the disposer', async () => {
     const ctx = await tree(home())

@@ -154,7 +154,10 @@ export async function runSessionsCommand(
   if (cmd.command === 'search') return search(ctx, cmd, io, cwd)
   if (cmd.command === 'show') {
     let row = await showFromLog(ctx, cmd.id!)
-    if (row === undefined) row = (await ctx.sessionProjections.list()).map(rowOf).find((r) => r.id === cmd.id) ?? null
+    if (row === undefined) {
+      const [found] = await ctx.sessionProjections.list(undefined, { only: (summary) => summary.id === cmd.id })
+      row = found ? rowOf(found) : null
+    }
     if (!row) {
       io.stderr.write(`dsh sessions: no stored session ${JSON.stringify(cmd.id)} (dsh sessions --all lists them)\n`)
       return 1
@@ -162,8 +165,9 @@ export async function runSessionsCommand(
     io.stdout.write(cmd.format === 'json' ? JSON.stringify(row) + '\n' : formatStats(row))
     return 0
   }
-  const rows = (await ctx.sessionProjections.list()).map(rowOf)
-  const shown = rows.filter((row) => cmd.all || (row.cwd === cwd && continuable(row)))
+  // Only the rows shown are projected: without --all, the sessions of this directory.
+  const only = cmd.all ? undefined : (row: SessionSummary) => row.cwd === cwd && continuable(row)
+  const shown = (await ctx.sessionProjections.list(undefined, { only })).map(rowOf)
   if (cmd.format === 'json') {
     io.stdout.write(JSON.stringify(shown.map(compact)) + '\n')
     return 0

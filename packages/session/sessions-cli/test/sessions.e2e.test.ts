@@ -1,6 +1,6 @@
 // `dsh sessions`, `dsh sessions show` and `dsh sessions search` on the real bin: sessions made by
 // real one-shot runs against the mock model, listed with titles and stats, searched literally.
-import { mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
@@ -88,6 +88,21 @@ describe('dsh sessions', () => {
     const text = await runDsh(['sessions'], { cwd, env: env() })
     expect(text.stdout).toMatch(/^ID\s+UPDATED\s+TURNS\s+TITLE\n/)
     expect(text.stdout).toContain('Read notes.txt and tell me the ingredient')
+  })
+
+  it("without --all only this directory's rows are projected; --all projects the rest", async () => {
+    const cache = join(home, 'storage', 'session_projcache.json')
+    rmSync(cache, { force: true })
+    rmSync(`${cache}.journal`, { force: true })
+    const run = await runDsh(['sessions', '--output-format', 'json'], { cwd, env: env() })
+    expect(run.code, run.stderr).toBe(0)
+    expect(JSON.parse(run.stdout).map((r: { id: string }) => r.id)).toEqual([sessionId])
+    // The other directory's log was not folded: the cold cache holds this directory's row only.
+    expect(Object.keys(JSON.parse(readFileSync(cache, 'utf8')).checkpoints)).toEqual([sessionId])
+    const all = await runDsh(['sessions', '--all', '--output-format', 'json'], { cwd, env: env() })
+    expect(JSON.parse(all.stdout)).toHaveLength(2)
+    const after = await runDsh(['sessions', '--output-format', 'json'], { cwd, env: env() })
+    expect(after.stdout).toBe(run.stdout)
   })
 
   it('show: the stats of the scripted 3-step turn match the mock usage exactly', async () => {
