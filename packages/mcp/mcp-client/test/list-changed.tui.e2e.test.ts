@@ -90,8 +90,12 @@ describe('MCP list_changed in the TUI', () => {
     // tools/list_changed: the new tool is offered from the next request on.
     expect(toolNames(third)).toContain('mcp__changing__fresh_tool')
 
-    // The new resource can be mentioned.
-    s.type('read @changing:fixture://fresh-doc')
+    // The new resource is in the `@` menu and a pick mentions it. (Typing it out and pressing Enter
+    // raced the menu's debounce: on a loaded machine the menu was open and took the Enter.)
+    s.type('read @changing:fixture://fresh-d')
+    await s.waitFor(/changing:fixture:\/\/fresh-doc/)
+    s.keys('Tab')
+    await s.waitFor((screen) => screen.includes('read @changing:fixture://fresh-doc'))
     s.keys('Enter')
     await s.waitFor(/Read it\./)
     expect(texts(s.server.requests[3].body)).toContain(
