@@ -1,9 +1,10 @@
 // `dsh web --world local` with a world per workspace, in real Chromium: E2B is played by
 // @dsh/e2b-standin and the model by @dsh/llm-mock-server. Two workspaces are added through the
 // folder picker, one on this machine and one in an E2B sandbox; a bash command in each session runs
-// where its workspace says: the local one writes the local folder and sends nothing to the
-// stand-in, the e2b one writes only the sandbox's copy and cannot see the local workspace's files.
-// A world name the host does not have is refused in one sentence.
+// where its workspace says: the local one writes the local folder and reaches E2B only through a
+// child it sends there (`subagent` with `world: "e2b"`); the e2b one writes only the sandbox's copy,
+// cannot read this machine's files, and its change reaches only its own folder through the side
+// panel's Apply. A world name the host does not have is refused in one sentence.
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -131,7 +132,7 @@ describe.skipIf(!hasChromium())('dsh web: a world per workspace', () => {
       expect(await badge('here')).toBe('local')
       expect(await badge('project')).toBe('local')
 
-      // The local workspace: the command ran on this machine; nothing reached the stand-in.
+      // The local workspace: the command and the read ran on this machine.
       const local = await runTurn(page, here, 'Local done.')
       const localOutput = await toolOutput(local)
       expect(localOutput).toContain('local notes')
