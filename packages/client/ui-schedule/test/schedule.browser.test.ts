@@ -1,8 +1,9 @@
 // Recurring tasks in real Chromium against the real `dsh web` (web bundle rows schedule-tasks +
 // ui-schedule) and the scripted mock model: a task added from the Scheduled tasks dialog runs in a
 // fresh session (Run now), the dialog links to that session, Pause / Delete act on the host, the
-// host's timer runs due tasks by itself and a paused task is skipped while another keeps running,
-// and tasks survive a host restart (one that fell due while it was down runs once at start).
+// host's timer runs due tasks by itself (a one-shot once) and a paused task is skipped while
+// another keeps running, and tasks survive a host restart (one that fell due while it was down
+// runs once at start).
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
@@ -26,6 +27,8 @@ const PATCH = '- id: schedule-tasks\n  config:\n    minEverySeconds: 1\n'
 interface Task {
   id: string
   name: string
+  once?: boolean
+  done?: boolean
   paused: boolean
   runs: number
   lastSessionId?: string
@@ -59,7 +62,7 @@ describe.skipIf(!hasChromium())('ui-schedule in the browser', () => {
       await dialog.getByText('No scheduled tasks yet.').waitFor()
       await dialog.getByLabel('Name').fill('Nightly')
       await dialog.getByLabel('Prompt').fill('check the build')
-      await dialog.getByLabel('Every (minutes)').fill('90')
+      await dialog.getByLabel('Minutes (N)').fill('90')
       expect(await dialog.getByLabel('Folder').inputValue()).toBe(app.cwd)
       await dialog.getByRole('button', { name: 'Add task' }).click()
       const row = dialog.locator('[data-task="task-1"]')
@@ -111,7 +114,19 @@ describe.skipIf(!hasChromium())('ui-schedule in the browser', () => {
       ).task
     const a = await created('A')
     const b = await created('B')
+    const once = (
+      await app.call<{ task: Task }>('scheduleTasks.create', {
+        name: 'Once',
+        prompt: 'Once prompt',
+        cwd: app.cwd,
+        afterSeconds: 1,
+      })
+    ).task
+    expect(once).toMatchObject({ once: true, everySeconds: 1, paused: false, runs: 0 })
     await expect.poll(async () => (await task(a.id))!.runs, { timeout: 20_000 }).toBeGreaterThanOrEqual(1)
+    // The one-shot runs once on its timer and is then done.
+    await expect.poll(async () => (await task(once.id))!.done, { timeout: 20_000 }).toBe(true)
+    expect((await task(once.id))!.runs).toBe(1)
     await app.call('scheduleTasks.pause', { id: a.id, paused: true })
     // A run of A already starting when it was paused still lands: count A once B has run again.
     const afterPause = (await task(b.id))!.runs
@@ -121,6 +136,8 @@ describe.skipIf(!hasChromium())('ui-schedule in the browser', () => {
     const runsB = (await task(b.id))!.runs
     await expect.poll(async () => (await task(b.id))!.runs, { timeout: 20_000 }).toBeGreaterThanOrEqual(runsB + 2)
     expect((await task(a.id))!.runs).toBe(runsA)
+    expect((await task(once.id))!.runs).toBe(1)
+    await expect(app.call('scheduleTasks.pause', { id: once.id, paused: false })).rejects.toThrow(/409 TASK_DONE/)
     // A resumed task skips the slots it missed: its next run is in the future.
     const resumed = (await app.call<{ task: Task }>('scheduleTasks.pause', { id: a.id, paused: false })).task
     expect(resumed.nextAt).toBeGreaterThan(Date.now() - 1000)
@@ -130,7 +147,7 @@ describe.skipIf(!hasChromium())('ui-schedule in the browser', () => {
 
   it('keeps tasks across a host restart, runs one that fell due meanwhile once, and refuses bad tasks', async () => {
     const before = await tasks()
-    expect(before.map((t) => t.name)).toEqual(['A', 'B'])
+    expect(before.map((t) => t.name)).toEqual(['A', 'B', 'Once'])
     await app.stop()
     // While the host is down, task A (resumed, a long interval) falls due: it runs once at start.
     const file = join(app.home, '.dsh', 'storage', 'schedule-task.json')
@@ -159,6 +176,7 @@ describe.skipIf(!hasChromium())('ui-schedule in the browser', () => {
       /400 NOT_A_DIRECTORY: relative: not an existing absolute directory/,
     )
     await expect(bad({ everySeconds: 0 })).rejects.toThrow(/400 INVALID_PARAMS/)
+    await expect(bad({ afterSeconds: 5 })).rejects.toThrow(/400 INVALID_PARAMS: give everySeconds .* not both/)
     await expect(bad({ prompt: '   ' })).rejects.toThrow(/400 INVALID_PARAMS: the prompt is empty/)
     await expect(app.call('scheduleTasks.run', { id: 'task-99' })).rejects.toThrow(/404 UNKNOWN_TASK/)
   })

@@ -1,6 +1,7 @@
-// The recurring-task methods of the web host (browser-safe: no node imports). A task runs its
-// prompt in a fresh session of its folder every `everySeconds`, fixed rate; the host keeps tasks
-// in the storage domain `schedule-task` and tells the pages `scheduleTasks/changed` on each change.
+// The scheduled-task methods of the web host (browser-safe: no node imports). A task runs its
+// prompt in a fresh session of its folder every `everySeconds`, fixed rate, or once (`once`); the
+// host keeps tasks in the storage domain `schedule-task` and tells the pages
+// `scheduleTasks/changed` on each change.
 import Schema from 'schemastery'
 import { defineMethod } from '@dsh/web-protocol'
 
@@ -10,7 +11,12 @@ export interface WireTask {
   prompt: string
   /** The folder each run's session starts in. */
   cwd: string
+  /** The interval; for a one-shot task, the delay it was created with. */
   everySeconds: number
+  /** A one-shot task: it runs once on its timer, then is `done`. */
+  once?: boolean
+  /** A one-shot task that has run on its timer (it stays listed until deleted). */
+  done?: boolean
   paused: boolean
   createdAt: number
   /** When the next run is due (epoch ms); kept while paused, moved forward on resume. */
@@ -37,13 +43,14 @@ export const scheduleTasksList = defineMethod('scheduleTasks.list', {
 })
 export const scheduleTasksCreate = defineMethod('scheduleTasks.create', {
   description:
-    'Adds a recurring task: `prompt` runs in a fresh session of `cwd` every `everySeconds`, the first run one interval from now.',
+    'Adds a task: `prompt` runs in a fresh session of `cwd` every `everySeconds` (the first run one interval from now), or once, `afterSeconds` from now. Exactly one of the two.',
   params: Schema.object({
     name: Schema.string().max(80).description('A short label; default: the start of the prompt.'),
     prompt: Schema.string().min(1).required(),
     cwd: Schema.string().min(1).required().description('An existing absolute directory on the host.'),
-    everySeconds: Schema.natural().min(1).required(),
-  }) as Schema<{ name?: string; prompt: string; cwd: string; everySeconds: number }>,
+    everySeconds: Schema.natural().min(1),
+    afterSeconds: Schema.natural().min(1),
+  }) as Schema<{ name?: string; prompt: string; cwd: string; everySeconds?: number; afterSeconds?: number }>,
   result: Schema.object({ task: Task }) as Schema<{ task: WireTask }>,
 })
 export const scheduleTasksPause = defineMethod('scheduleTasks.pause', {

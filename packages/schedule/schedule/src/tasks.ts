@@ -1,5 +1,5 @@
-// @dsh/schedule/tasks: recurring tasks for `dsh web`. A task is a prompt, a folder and an
-// interval; each run starts a fresh session in the folder and sends the prompt, through the same
+// @dsh/schedule/tasks: scheduled tasks for `dsh web`. A task is a prompt, a folder and an
+// interval (or one delay, for a one-shot task); each run starts a fresh session in the folder and sends the prompt, through the same
 // `sessions.create` / `sessions.prompt` methods a page uses (so the run shows in the sidebar like
 // any session). Tasks live in the storage domain `schedule-task` (they survive a restart; a run
 // that fell due while the host was down runs once at start, late). One timer is armed for the
@@ -45,6 +45,8 @@ const StoredTaskSchema = Schema.object({
   prompt: Schema.string().required(),
   cwd: Schema.string().required(),
   everySeconds: Schema.natural().min(1).required(),
+  once: Schema.boolean(),
+  done: Schema.boolean(),
   paused: Schema.boolean().default(false),
   createdAt: Schema.number().required(),
   nextAt: Schema.number().required(),
@@ -118,7 +120,8 @@ export function apply(ctx: Context, config: TasksConfig): void {
         lastRunAt: now,
         ...(sessionId ? { lastSessionId: sessionId } : {}),
         ...(error ? { lastError: error } : {}),
-        ...(scheduled ? { nextAt: nextSlot(latest.nextAt, latest.everySeconds * 1000, now) } : {}),
+        ...(scheduled && latest.once ? { done: true } : {}),
+        ...(scheduled && !latest.once ? { nextAt: nextSlot(latest.nextAt, latest.everySeconds * 1000, now) } : {}),
       })
       changed()
     }
@@ -132,7 +135,7 @@ export function apply(ctx: Context, config: TasksConfig): void {
     clearTimeout(timer)
     timer = undefined
     if (stopped) return
-    const tasks = (await list()).filter((t) => !t.paused && !running.has(t.id))
+    const tasks = (await list()).filter((t) => !t.paused && !t.done && !running.has(t.id))
     if (stopped || mine !== serial || tasks.length === 0) return
     const next = tasks.reduce((a, b) => (b.nextAt < a.nextAt ? b : a))
     const wait = Math.min(Math.max(0, next.nextAt - Date.now()), MAX_TIMER_MS)
@@ -155,7 +158,11 @@ export function apply(ctx: Context, config: TasksConfig): void {
 
   ctx.api.register(scheduleTasksList, async () => ({ tasks: await list() }))
   ctx.api.register(scheduleTasksCreate, async (p) => {
-    if (p.everySeconds < config.minEverySeconds)
+    if ((p.everySeconds === undefined) === (p.afterSeconds === undefined))
+      throw new ApiError('INVALID_PARAMS', 'give everySeconds (recurring) or afterSeconds (once), not both')
+    const once = p.afterSeconds !== undefined
+    const seconds = (p.everySeconds ?? p.afterSeconds)!
+    if (!once && seconds < config.minEverySeconds)
       throw new ApiError('EVERY_TOO_SHORT', `everySeconds must be at least ${config.minEverySeconds}`, {
         field: 'everySeconds',
       })
@@ -185,10 +192,11 @@ export function apply(ctx: Context, config: TasksConfig): void {
       name: label,
       prompt,
       cwd: p.cwd,
-      everySeconds: p.everySeconds,
+      everySeconds: seconds,
+      ...(once ? { once: true } : {}),
       paused: false,
       createdAt: now,
-      nextAt: now + p.everySeconds * 1000,
+      nextAt: now + seconds * 1000,
       runs: 0,
     }
     await domain.set(id, task)
@@ -198,12 +206,14 @@ export function apply(ctx: Context, config: TasksConfig): void {
   })
   ctx.api.register(scheduleTasksPause, async (p) => {
     const task = await find(p.id)
+    if (task.done && !p.paused)
+      throw new ApiError('TASK_DONE', `${p.id} is a one-shot task that already ran`, { status: 409 })
     const now = Date.now()
     const next: StoredTask = {
       ...task,
       paused: p.paused,
-      // Resumed: the slots missed while paused are skipped.
-      ...(p.paused ? {} : { nextAt: nextSlot(task.nextAt, task.everySeconds * 1000, now) }),
+      // Resumed: the slots missed while paused are skipped (a one-shot due meanwhile runs now).
+      ...(p.paused || task.once ? {} : { nextAt: nextSlot(task.nextAt, task.everySeconds * 1000, now) }),
     }
     await domain.set(p.id, next)
     changed()

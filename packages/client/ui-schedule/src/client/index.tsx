@@ -1,7 +1,8 @@
 // @dsh/ui-schedule/client: a "Scheduled tasks" icon action in the sidebar header opens a dialog over
-// the schedule-tasks row's methods: the recurring tasks (name, prompt, folder, interval, next run
-// or paused, last run with a link to its session), Pause / Resume, Run now and Delete for each,
-// and a form that adds one (prompt, every N minutes, folder: a workspace or the open session's).
+// the schedule-tasks row's methods: the tasks (name, prompt, folder, interval or once, next run,
+// paused or done, last run with a link to its session), Pause / Resume, Run now and Delete for
+// each, and a form that adds one (prompt, every N minutes or once in N minutes, folder: a
+// workspace or the open session's).
 // The list is fetched when the dialog opens and again on each `scheduleTasks/changed` host event
 // and after a reconnect.
 import type { Context } from 'cordis'
@@ -28,6 +29,11 @@ const en = {
   close: 'Close',
   empty: 'No scheduled tasks yet.',
   every: 'every {n} min',
+  once: 'once',
+  done: 'done',
+  repeat: 'Runs',
+  repeatEvery: 'every N minutes',
+  repeatOnce: 'once, in N minutes',
   next: 'next run {when}',
   paused: 'paused',
   runs: '{n} runs',
@@ -39,7 +45,7 @@ const en = {
   add: 'Add a task',
   name: 'Name',
   prompt: 'Prompt',
-  minutes: 'Every (minutes)',
+  minutes: 'Minutes (N)',
   folder: 'Folder',
   create: 'Add task',
 }
@@ -49,6 +55,11 @@ const zh: Record<keyof typeof en, string> = {
   close: '关闭',
   empty: '还没有定时任务。',
   every: '每 {n} 分钟',
+  once: '一次',
+  done: '已完成',
+  repeat: '运行',
+  repeatEvery: '每 N 分钟',
+  repeatOnce: '一次，N 分钟后',
   next: '下次运行 {when}',
   paused: '已暂停',
   runs: '已运行 {n} 次',
@@ -60,7 +71,7 @@ const zh: Record<keyof typeof en, string> = {
   add: '添加任务',
   name: '名称',
   prompt: '提示词',
-  minutes: '间隔（分钟）',
+  minutes: '分钟数（N）',
   folder: '文件夹',
   create: '添加任务',
 }
@@ -152,12 +163,12 @@ export function apply(ctx: Context): void {
     }
     const when = (ms: number) => new Date(ms).toLocaleString(lang === 'zh' ? 'zh-CN' : 'en-US')
     return (
-      <li data-task={task.id} data-task-paused={task.paused} data-task-runs={task.runs}>
+      <li data-task={task.id} data-task-paused={task.paused} data-task-runs={task.runs} data-task-done={!!task.done}>
         <strong>{task.name}</strong>
         <div className="meta">
-          {t('every', { n: String(Math.round((task.everySeconds / 60) * 100) / 100) })} ·{' '}
-          {task.paused ? t('paused') : t('next', { when: when(task.nextAt) })} · {t('runs', { n: task.runs })} ·{' '}
-          <code>{task.cwd}</code>
+          {task.once ? t('once') : t('every', { n: String(Math.round((task.everySeconds / 60) * 100) / 100) })} ·{' '}
+          {task.done ? t('done') : task.paused ? t('paused') : t('next', { when: when(task.nextAt) })} ·{' '}
+          {t('runs', { n: task.runs })} · <code>{task.cwd}</code>
         </div>
         <pre>{task.prompt}</pre>
         {task.lastSessionId ? (
@@ -179,14 +190,16 @@ export function apply(ctx: Context): void {
         ) : null}
         {task.lastError ? <div className="dsh-schedule-error">{task.lastError}</div> : null}
         <div className="actions">
-          <button
-            type="button"
-            disabled={busy}
-            data-task-pause={task.paused ? 'resume' : 'pause'}
-            onClick={() => act(() => ctx.remote.call(scheduleTasksPause, { id: task.id, paused: !task.paused }))}
-          >
-            {task.paused ? t('resume') : t('pause')}
-          </button>
+          {task.done ? null : (
+            <button
+              type="button"
+              disabled={busy}
+              data-task-pause={task.paused ? 'resume' : 'pause'}
+              onClick={() => act(() => ctx.remote.call(scheduleTasksPause, { id: task.id, paused: !task.paused }))}
+            >
+              {task.paused ? t('resume') : t('pause')}
+            </button>
+          )}
           <button
             type="button"
             disabled={busy}
@@ -218,6 +231,7 @@ export function apply(ctx: Context): void {
     const [label, setLabel] = useState('')
     const [prompt, setPrompt] = useState('')
     const [minutes, setMinutes] = useState('60')
+    const [once, setOnce] = useState(false)
     const [folder, setFolder] = useState<string | undefined>(undefined)
     const [busy, setBusy] = useState(false)
     const cwd = folder ?? folders[0]
@@ -230,7 +244,9 @@ export function apply(ctx: Context): void {
           ...(label.trim() ? { name: label.trim() } : {}),
           prompt,
           cwd,
-          everySeconds: Math.round(Number(minutes) * 60),
+          ...(once
+            ? { afterSeconds: Math.max(1, Math.round(Number(minutes) * 60)) }
+            : { everySeconds: Math.round(Number(minutes) * 60) }),
         })
         setLabel('')
         setPrompt('')
@@ -253,6 +269,15 @@ export function apply(ctx: Context): void {
         <input id="dsh-schedule-name" value={label} onChange={(e) => setLabel(e.target.value)} />
         <label htmlFor="dsh-schedule-prompt">{t('prompt')}</label>
         <textarea id="dsh-schedule-prompt" required value={prompt} onChange={(e) => setPrompt(e.target.value)} />
+        <label htmlFor="dsh-schedule-repeat">{t('repeat')}</label>
+        <select
+          id="dsh-schedule-repeat"
+          value={once ? 'once' : 'every'}
+          onChange={(e) => setOnce(e.target.value === 'once')}
+        >
+          <option value="every">{t('repeatEvery')}</option>
+          <option value="once">{t('repeatOnce')}</option>
+        </select>
         <label htmlFor="dsh-schedule-minutes">{t('minutes')}</label>
         <input
           id="dsh-schedule-minutes"
