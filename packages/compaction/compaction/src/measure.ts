@@ -84,8 +84,7 @@ export function measureNextRequest(session: Session, options: MeasureOptions): n
   const { estimate } = options
   const nodes = session.surface.nodes
   const header = session.last('request/header')?.data
-  let surface = 0
-  for (const node of nodes) surface += messageTokens(node.message, estimate)
+  const surface = surfaceTokens(session, estimate)
   let pending = 0
   for (const message of options.pending ?? []) pending += messageTokens(message, estimate)
   const estimated = headerTokens(header, estimate) + surface + pending
@@ -98,6 +97,41 @@ export function measureNextRequest(session: Session, options: MeasureOptions): n
   for (let i = nodes.length - 1; i >= 0 && nodes[i].seq >= lastAssistant.seq; i--)
     tail += messageTokens(nodes[i].message, estimate)
   return Math.max(estimated, options.lastRequestInput + tail + pending)
+}
+
+// The surface's total, kept per (estimator, surface) and extended by the nodes appended since the
+// last call, so a step costs O(new nodes), not O(history) (issue 42: both the pruner and compaction
+// measure before every step). The surface changes in two ways only: an event appends a node at
+// the end, or a logged `surface/replace` rewrites a range. So the running total is exact while
+// the session's last `surface/replace` is the one it was taken under and the surface has not
+// shrunk; any other state (a new replacement, a different session or fork: another surface
+// object) is summed afresh. Only frozen messages are counted into a kept total: a mutable one
+// could change under it.
+interface SurfaceTotal {
+  replace: object | undefined
+  count: number
+  tokens: number
+}
+const surfaceTotals = new WeakMap<Estimator, WeakMap<object, SurfaceTotal>>()
+
+/** Estimated tokens of every message on `session`'s surface (incremental; see above). */
+export function surfaceTokens(session: Session, estimate: Estimator): number {
+  const nodes = session.surface.nodes
+  const replace = session.last('surface/replace')
+  let perEstimator = surfaceTotals.get(estimate)
+  if (!perEstimator) surfaceTotals.set(estimate, (perEstimator = new WeakMap()))
+  const kept = perEstimator.get(session.surface)
+  const valid = kept !== undefined && kept.replace === replace && kept.count <= nodes.length
+  let tokens = valid ? kept.tokens : 0
+  let frozen = true
+  for (let i = valid ? kept.count : 0; i < nodes.length; i++) {
+    const message = nodes[i].message
+    tokens += messageTokens(message, estimate)
+    if (frozen && !Object.isFrozen(message)) frozen = false
+  }
+  if (frozen) perEstimator.set(session.surface, { replace, count: nodes.length, tokens })
+  else perEstimator.delete(session.surface)
+  return tokens
 }
 
 /** Sum of the estimated tokens of `nodes[from..to)`. */
