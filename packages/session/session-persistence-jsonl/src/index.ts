@@ -369,13 +369,15 @@ export class JsonlPersistence extends SessionPersistence {
     }
     for (const key of keys) {
       if (key === INDEX_FILE) continue
+      const keyDir = join(root, key)
       let ids: string[]
       try {
-        ids = readdirSync(join(root, key))
+        ids = readdirSync(keyDir)
       } catch {
         continue
       }
-      for (const id of ids) if (isValidSessionId(id)) found.push([id, key, join(root, key, id)])
+      // A valid id has no separator or dot segment: concatenation gives what join() would.
+      for (const id of ids) if (isValidSessionId(id)) found.push([id, key, `${keyDir}/${id}`])
     }
     const rows: SessionSummary[] = []
     const index = useIndex ? readIndex(root) : undefined
