@@ -126,6 +126,41 @@ describe('the oauth field of a remote entry', () => {
       expect(refused({ clientMetadataUrl: url })).toBe('"oauth.clientMetadataUrl" must be an https URL with a path')
   })
 
+  it('cross-app access: the identity provider, the ID token and its client, checked', () => {
+    const xaa = { grant: 'cross_app_access', clientId: 'dsh', clientSecret: 's', idToken: 'id' }
+    expect(
+      oauth({ ...xaa, idpTokenUrl: 'https://idp.example.com/token', idpClientId: 'c', idpClientSecret: 'cs' }),
+    ).toStrictEqual({
+      grant: 'cross_app_access',
+      clientId: 'dsh',
+      clientSecret: 's',
+      idToken: 'id',
+      idpTokenUrl: 'https://idp.example.com/token',
+      idpClientId: 'c',
+      idpClientSecret: 'cs',
+    })
+    for (const host of ['127.0.0.1:9', 'localhost', '[::1]:8080'])
+      expect(oauth({ ...xaa, idpTokenUrl: `http://${host}/token` })).toMatchObject({
+        idpTokenUrl: `http://${host}/token`,
+      })
+    const needs = '"oauth.grant: cross_app_access" needs "oauth.idpTokenUrl" and "oauth.idToken"'
+    expect(refused({ ...xaa, idToken: undefined, idpTokenUrl: 'https://idp/token' })).toBe(needs)
+    expect(refused(xaa)).toBe(needs)
+    for (const url of ['http://idp.example.com/token', 'ftp://localhost/token', 'not a url', 'http://127.0.0.2/token'])
+      expect(refused({ ...xaa, idpTokenUrl: url })).toBe(
+        '"oauth.idpTokenUrl" must be an https URL (http only on a loopback host)',
+      )
+    expect(refused({ ...xaa, idpTokenUrl: 'https://idp/token', idpClientSecret: 'cs' })).toBe(
+      '"oauth.idpClientSecret" needs "oauth.idpClientId"',
+    )
+    expect(refused({ clientId: 'c', idToken: 'id' })).toBe(
+      '"oauth.idToken" is only used with "oauth.grant: cross_app_access"',
+    )
+    expect(refused({ grant: 'client_credentials', clientId: 'c', clientSecret: 's', idpClientId: 'x' })).toBe(
+      '"oauth.idpClientId" is only used with "oauth.grant: cross_app_access"',
+    )
+  })
+
   it('refuses settings that cannot work together', () => {
     expect(refused({ grant: 'client_credentials', clientSecret: 's' })).toBe(
       '"oauth.grant: client_credentials" needs "oauth.clientId"',
