@@ -11,6 +11,7 @@ import type { ProjectionRow } from '@dsh/session-projection'
 import { fallbackTitle, type SessionTitle } from '@dsh/session-title'
 import type { SessionStats } from '@dsh/session-stats'
 import type {} from '@dsh/cmdline'
+import type { SessionTableRow } from '@dsh/surface-kit'
 import { formatStats, sessionTable } from './format.ts'
 import type {} from '@dsh/cordis-compat/loader' // declares ctx.loader.exit(code)
 
@@ -106,11 +107,17 @@ export function parseSessionsArgs(argv: readonly string[]): ParsedCommand {
 }
 
 /** Title of a row: the projected one, else the stored summary's, else the fallback of the first prompt. */
+function titleOf(row: ProjectionRow, title: SessionTitle | null | undefined): string | undefined {
+  return (
+    title?.title ?? row.summary.title ?? (row.summary.firstPrompt ? fallbackTitle(row.summary.firstPrompt) : undefined)
+  )
+}
+
+/** The listed row: the stored summary with its title and stats. */
 export function rowOf(row: ProjectionRow): SessionListRow {
   const title = row.values.title as SessionTitle | null | undefined
   const stats = row.values.sessionStats as SessionStats | undefined
-  const text =
-    title?.title ?? row.summary.title ?? (row.summary.firstPrompt ? fallbackTitle(row.summary.firstPrompt) : undefined)
+  const text = titleOf(row, title)
   return {
     ...row.summary,
     ...(text !== undefined ? { title: text } : {}),
@@ -167,11 +174,25 @@ export async function runSessionsCommand(
   }
   // Only the rows shown are projected: without --all, the sessions of this directory.
   const only = cmd.all ? undefined : (row: SessionSummary) => row.cwd === cwd && continuable(row)
-  const shown = (await ctx.sessionProjections.list(undefined, { only })).map(rowOf)
+  const listed = await ctx.sessionProjections.list(undefined, { only })
   if (cmd.format === 'json') {
-    io.stdout.write(JSON.stringify(shown.map(compact)) + '\n')
+    io.stdout.write(JSON.stringify(listed.map((row) => compact(rowOf(row)))) + '\n')
     return 0
   }
+  // The table reads a few fields: no copy of each whole summary and its stats (10,000 rows).
+  const shown = listed.map((row): SessionTableRow => {
+    const s = row.summary
+    return {
+      id: s.id,
+      cwd: s.cwd,
+      createdAt: s.createdAt,
+      updatedAt: s.updatedAt,
+      turns: s.turns,
+      title: titleOf(row, row.values.title as SessionTitle | null | undefined),
+      firstPrompt: s.firstPrompt,
+      damaged: s.damaged,
+    }
+  })
   if (shown.length === 0) {
     io.stderr.write(
       cmd.all
