@@ -116,3 +116,30 @@ export async function abandon(
     },
   )
 }
+
+/**
+ * Forgets `sandbox` after a call found it gone (killed or expired): its slot opens a fresh one on
+ * the next use (`onLost: recreate`) or is stopped for the run (`stop`). Returns the sentence for the
+ * caller's result.
+ */
+export function loseSandbox(owner: EndingOwner, sandbox: Sandbox, cause?: unknown): string {
+  const id = sandbox.sandboxId
+  const reason = cause instanceof Error ? cause.message.split('\n')[0] : undefined
+  const slot = owner.slotOf.get(id)
+  if (slot && slot.sandboxId === id) {
+    slot.current = undefined
+    slot.sandboxId = undefined
+    owner.created.delete(id)
+    owner.slotOf.delete(id)
+    owner.log(slot, { sandboxId: id, template: owner.config.template, action: 'lost', ...(reason ? { reason } : {}) })
+    if (owner.config.onLost === 'stop') {
+      slot.stopped = new E2bError(
+        'STOPPED',
+        `the E2B sandbox ${id} is gone (killed or expired) and onLost is "stop": no further remote commands run in this session`,
+      )
+    }
+  }
+  return owner.config.onLost === 'stop'
+    ? `the E2B sandbox ${id} stopped (killed or expired) while this ran; the e2b world is stopped for this run`
+    : `the E2B sandbox ${id} stopped (killed or expired) while this ran; the next command starts a new sandbox (files written there so far are lost)`
+}

@@ -20,7 +20,7 @@ import type {} from '@dsh/agent'
 import { e2bApply, e2bKeep, e2bReview, type E2bReview, type E2bSettled } from './contract.ts'
 import { explain, isGone, logEvent, readApiKey, retrying } from './calls.ts'
 import { E2bConfigSchema } from './config.ts'
-import { abandon, endSandbox, type EndingOwner } from './ending.ts'
+import { abandon, endSandbox, loseSandbox, type EndingOwner } from './ending.ts'
 import { disarm, markBusy, takeIdleNote, touch, wake, wakeAll, type IdleOwner } from './idle.ts'
 import { offerChange, type ConsentOwner, type Offer } from './consent.ts'
 import { reconnectContinued, type ReconnectOwner } from './reconnect.ts'
@@ -35,7 +35,7 @@ import {
   type SandboxLogEvent,
   type Slot,
 } from './types.ts'
-import { interrupted, isDirectory, patchFiles, quote, readFileSafe } from './util.ts'
+import { interrupted, isDirectory, patchFiles, readFileSafe } from './util.ts'
 
 export {
   CREDENTIAL,
@@ -309,7 +309,8 @@ export class E2bService extends Service {
     const sink = this.state.sinks.at(-1)
     if (sink) {
       try {
-        return sink(line)
+        sink(line)
+        return
       } catch {
         // a failing sink falls back to stderr
       }
@@ -353,25 +354,7 @@ export class E2bService extends Service {
    * for the caller's result.
    */
   lost(sandbox: Sandbox, cause?: unknown): string {
-    const id = sandbox.sandboxId
-    const reason = cause instanceof Error ? cause.message.split('\n')[0] : undefined
-    const slot = this.slotOf.get(id)
-    if (slot && slot.sandboxId === id) {
-      slot.current = undefined
-      slot.sandboxId = undefined
-      this.created.delete(id)
-      this.slotOf.delete(id)
-      this.log(slot, { sandboxId: id, template: this.config.template, action: 'lost', ...(reason ? { reason } : {}) })
-      if (this.config.onLost === 'stop') {
-        slot.stopped = new E2bError(
-          'STOPPED',
-          `the E2B sandbox ${id} is gone (killed or expired) and onLost is "stop": no further remote commands run in this session`,
-        )
-      }
-    }
-    return this.config.onLost === 'stop'
-      ? `the E2B sandbox ${id} stopped (killed or expired) while this ran; the e2b world is stopped for this run`
-      : `the E2B sandbox ${id} stopped (killed or expired) while this ran; the next command starts a new sandbox (files written there so far are lost)`
+    return loseSandbox(this.parts, sandbox, cause)
   }
 
   /** True when `error` says the sandbox is no longer running (as opposed to a failed call). */
@@ -443,31 +426,19 @@ export class E2bService extends Service {
       // Created while the app was being stopped: the create itself is never aborted (an aborted
       // create could leave a sandbox whose id we never learn), so its sandbox is ended here.
       signal.throwIfAborted()
-      // The working directory mirrors the local path, which a fresh template does not have.
-      await sandbox.commands.run(`mkdir -p ${quote(target.cwd)} && chown user ${quote(target.cwd)} 2>/dev/null; true`, {
-        user: 'root',
-        requestTimeoutMs: this.config.requestTimeoutMs,
+      const baselined = await remote.prepare(sandbox, target, local, {
+        upload,
         signal,
+        baseline: !reconnect && this.config.patch.enabled,
+        onPhase: (now) => {
+          phase = now
+        },
+        onNoBaseline: (error) =>
+          this.home
+            .logger('e2b')
+            .warn('sandbox %s: no baseline for the end-of-run patch: %s', sandbox.sandboxId, (error as Error).message),
       })
-      if (upload && upload.files.length > 0) {
-        phase = 'uploading the workspace'
-        await remote.send(sandbox, target, local, upload, signal)
-        phase = 'preparing the E2B sandbox'
-      }
-      if (!reconnect && this.config.patch.enabled) {
-        // Without git in the template there is no patch at the end; the world still works.
-        await remote.baseline(sandbox, target, signal).then(
-          () => this.baselined.add(sandbox.sandboxId),
-          (error: unknown) =>
-            this.home
-              .logger('e2b')
-              .warn(
-                'sandbox %s: no baseline for the end-of-run patch: %s',
-                sandbox.sandboxId,
-                (error as Error).message,
-              ),
-        )
-      }
+      if (baselined) this.baselined.add(sandbox.sandboxId)
       signal.throwIfAborted()
     } catch (error) {
       if (signal.aborted && !reconnect) throw await abandon(this.parts, slot, sandbox, phase, error)

@@ -110,6 +110,45 @@ export async function send(
 }
 
 /**
+ * Readies a new or reconnected sandbox: the remote working directory (it mirrors the local path,
+ * which a fresh template does not have), the workspace upload when one was planned, and the
+ * baseline when asked. Resolves to whether the baseline was recorded: without git in the template
+ * there is no patch at the end (`onNoBaseline` hears why), and the world still works.
+ */
+export async function prepare(
+  sandbox: Sandbox,
+  target: RemoteTarget,
+  local: string,
+  opts: {
+    upload?: ReturnType<typeof planUpload>
+    signal: AbortSignal
+    baseline: boolean
+    onPhase: (phase: string) => void
+    onNoBaseline: (error: unknown) => void
+  },
+): Promise<boolean> {
+  const { upload, signal } = opts
+  await sandbox.commands.run(`mkdir -p ${quote(target.cwd)} && chown user ${quote(target.cwd)} 2>/dev/null; true`, {
+    user: 'root',
+    requestTimeoutMs: target.requestTimeoutMs,
+    signal,
+  })
+  if (upload && upload.files.length > 0) {
+    opts.onPhase('uploading the workspace')
+    await send(sandbox, target, local, upload, signal)
+    opts.onPhase('preparing the E2B sandbox')
+  }
+  if (!opts.baseline) return false
+  return baseline(sandbox, target, signal).then(
+    () => true,
+    (error: unknown) => {
+      opts.onNoBaseline(error)
+      return false
+    },
+  )
+}
+
+/**
  * For a review while the sandbox keeps running (the web's approval): the change since the baseline
  * saved as `name`.patch in `dir`, and the git tree it was taken from, so settling it moves the
  * baseline to exactly what was reviewed (a change made after the review stays for the next one).
