@@ -224,6 +224,11 @@ export class ApiGateway extends Service {
     return () => void dispose()
   }
 
+  /** The session stream provider mounted now, if any (the page's host reads a session's replay through it). */
+  sessionStreams(): SessionStreams | undefined {
+    return this.streams.provider
+  }
+
   /**
    * The HTTP carrier for everything under `/api/`: `POST /api/<method>`, `GET /api/events/host`,
    * `GET /api/events/session/<id>`. `info` defaults to what the socket says.

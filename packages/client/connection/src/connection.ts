@@ -271,6 +271,36 @@ function intern(value: string): string {
   return value
 }
 
+/** The id of the page's data block with the opened session's replay (written by `@dsh/frontend-static`). */
+export const SESSION_DATA_ID = 'dsh-session'
+
+/**
+ * The frames the page carries for `sessionId` (its `dsh-session` data block), taken once: the
+ * block is removed as it is read, so a feed opened later (after a close, or for another session)
+ * streams as usual. Undefined when there is no such block, it names another session, or it is
+ * malformed.
+ */
+export function takeSessionData(sessionId: string): Array<[string, unknown]> | undefined {
+  const doc = (globalThis as { document?: Document }).document
+  const element = doc?.getElementById?.(SESSION_DATA_ID)
+  if (!element || element.getAttribute('type') !== 'application/json') return undefined
+  let data: { version?: unknown; sessionId?: unknown; frames?: unknown }
+  try {
+    data = JSON.parse(element.textContent ?? '')
+  } catch {
+    element.remove()
+    return undefined
+  }
+  if (data?.sessionId !== sessionId) return undefined
+  element.remove()
+  if (data.version !== 1 || !Array.isArray(data.frames)) return undefined
+  const frames = data.frames.filter(
+    (f): f is [string, unknown] =>
+      Array.isArray(f) && typeof f[0] === 'string' && f[1] !== null && typeof f[1] === 'object',
+  )
+  return frames.length === data.frames.length ? frames : undefined
+}
+
 /** One session's log and live state; obtained from `ctx.connection.session(id)`. */
 export class SessionFeed implements ReadableStore<SessionFeedState> {
   closed = false
@@ -312,6 +342,7 @@ export class SessionFeed implements ReadableStore<SessionFeedState> {
     private readonly connection: Connection,
     private readonly onClose: () => void,
   ) {
+    this.adopt()
     this.snapshot = this.build(0)
     this.settledSnapshot = this.snapshot
     this.settled = {
@@ -425,6 +456,36 @@ export class SessionFeed implements ReadableStore<SessionFeedState> {
     Object.assign(this.partial, patch)
     this.schedule()
     if (now) this.batch.flush()
+  }
+
+  /**
+   * Takes the replay the page carries for this session (see takeSessionData), so the first render
+   * has the log without a round trip; the stream then resumes after its last seq (and starts over
+   * through its resync path if the host's log no longer matches). All or nothing: a frame out of
+   * order drops what was taken.
+   */
+  private adopt(): void {
+    const frames = takeSessionData(this.sessionId)
+    if (!frames) return
+    const events: WireEvent[] = []
+    const approvals: PendingApproval[] = []
+    const questions: PendingQuestion[] = []
+    let status: { status?: SessionStatus; queued?: number } | undefined
+    for (const [name, data] of frames) {
+      if (name === 'message') {
+        const event = data as WireEvent
+        if (event.seq !== events.length || typeof event.type !== 'string' || status) return
+        event.type = intern(event.type)
+        events.push(event)
+      } else if (name === 'status') status = data as typeof status
+      else if (name === 'approval') approvals.push(data as PendingApproval)
+      else if (name === 'question') questions.push(data as PendingQuestion)
+    }
+    if (!status) return
+    for (const event of events) this.take(event)
+    for (const request of approvals) this.approvals.set(request.requestId, request)
+    for (const request of questions) this.questions.set(request.requestId, request)
+    Object.assign(this.partial, { status: status.status, queued: status.queued ?? 0, loaded: true })
   }
 
   /** Holds one log event (the next seq) and hands it to the event listeners. */

@@ -4,8 +4,11 @@
 // conversation view's headings step down one level at a time (the side panel's section titles
 // follow the session title). The app's entry script comes before the halves' preloads (asked for
 // first), and on a phone the conversation has the whole width while the side panel is empty (no
-// squeeze-then-widen layout shift). One real `dsh web` with the web bundle's halves and the mock
-// model.
+// squeeze-then-widen layout shift). A page whose URL names a session carries that session's
+// replay as a data block, so its first render needs no events round trip: the conversation shows
+// while the events stream is held, which then resumes after the carried seq; a block that does
+// not fit the log is dropped and the stream replays from the start. One real `dsh web` with the
+// web bundle's halves and the mock model.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { hasChromium, launchBrowser, openPage, startWebApp, type Browser, type WebApp } from '@dsh/web-testkit'
 
@@ -15,7 +18,7 @@ let app: WebApp
 let browser: Browser | undefined
 
 beforeAll(async () => {
-  app = await startWebApp({ steps: [{ text: 'Hello from the mock model.' }] })
+  app = await startWebApp({ steps: [{ text: 'Hello from the mock model.' }, { text: 'Hello from the mock model.' }] })
 })
 
 afterAll(async () => {
@@ -136,6 +139,91 @@ describe('the page dsh web serves', () => {
       // axe's heading-order: no heading is more than one level below the one before it.
       const jumps = levels.filter((l, i) => i > 0 && Number(l[1]) > Number(levels[i - 1][1]) + 1)
       expect(jumps, levels.join(' | ')).toEqual([])
+    },
+  )
+
+  it.skipIf(!hasChromium())(
+    "a session's page carries its replay: the conversation shows with the events stream held, then resumes after it",
+    async () => {
+      browser ??= await launchBrowser()
+      const context = await browser.newContext()
+      try {
+        // One answered conversation, typed in the page as a user would.
+        const first = await context.newPage()
+        await first.goto(app.url)
+        await first.waitForSelector('html[data-ready="true"]')
+        await first.waitForURL(/\/s\/[^/]+$/)
+        await first.locator('textarea[data-composer="true"]').fill('Say hello again')
+        await first.locator('textarea[data-composer="true"]').press('Enter')
+        await first.locator('[data-node="assistant"]', { hasText: 'Hello from the mock model.' }).waitFor()
+        const url = first.url()
+        const sessionId = decodeURIComponent(url.split('/s/')[1])
+        await first.close()
+
+        // The page as served: the block names the session and holds its log from seq 0, then its status.
+        const res = await fetch(url)
+        const html = await res.text()
+        const block = /<script type="application\/json" id="dsh-session">(.*?)<\/script>/s.exec(html)
+        expect(block, 'no dsh-session block').not.toBeNull()
+        const data = JSON.parse(block![1]) as { sessionId: string; frames: [string, any][] }
+        expect(data.sessionId).toBe(sessionId)
+        const messages = data.frames.filter(([event]) => event === 'message').map(([, e]) => e)
+        expect(messages.map((e) => e.seq)).toEqual(messages.map((_, i) => i))
+        expect(JSON.stringify(messages)).toContain('Say hello again')
+        expect(data.frames.some(([event]) => event === 'status')).toBe(true)
+        // The CSP is as strict as before: still no inline script allowed by keyword.
+        expect(res.headers.get('content-security-policy')).toMatch(/script-src 'self'( 'sha256-[^']+')*;/)
+        // The app's root page names no session: no block.
+        expect(await (await fetch(app.url)).text()).not.toContain('id="dsh-session"')
+
+        // The events stream held: the conversation still shows, and the stream asks only for what follows.
+        const page = await context.newPage()
+        const streams: string[] = []
+        let release!: () => void
+        const released = new Promise<void>((resolve) => (release = resolve))
+        await page.route('**/api/events/session/**', async (route) => {
+          streams.push(route.request().url())
+          await released
+          await route.continue().catch(() => {})
+        })
+        await page.goto(url)
+        await page
+          .locator('[data-node="assistant"]', { hasText: 'Hello from the mock model.' })
+          .waitFor({ timeout: 20_000 })
+        await page.locator('[data-node="user"]', { hasText: 'Say hello again' }).first().waitFor()
+        expect(streams.length).toBeGreaterThan(0)
+        expect(new URL(streams[0]).searchParams.get('after')).toBe(String(messages.length - 1))
+        release()
+        await page.waitForSelector('html[data-ready="true"]')
+        await page.close()
+
+        // A block that does not fit (a gap in its seqs) is dropped whole: the stream replays from seq 0.
+        const stale = await context.newPage()
+        const staleStreams: string[] = []
+        await stale.route('**/api/events/session/**', async (route) => {
+          staleStreams.push(route.request().url())
+          await route.continue().catch(() => {})
+        })
+        await stale.route(url, async (route) => {
+          const response = await route.fetch()
+          const body = (await response.text()).replace(
+            /(<script type="application\/json" id="dsh-session">)(.*?)(<\/script>)/s,
+            (_, open: string, json: string, close: string) => {
+              const parsed = JSON.parse(json) as { frames: [string, any][] }
+              parsed.frames = parsed.frames.filter(([event, e]) => !(event === 'message' && e.seq === 0))
+              return open + JSON.stringify(parsed).replace(/</g, '\\u003c') + close
+            },
+          )
+          await route.fulfill({ response, body })
+        })
+        await stale.goto(url)
+        await stale.locator('[data-node="assistant"]', { hasText: 'Hello from the mock model.' }).waitFor()
+        expect(staleStreams.length).toBeGreaterThan(0)
+        expect(new URL(staleStreams[0]).searchParams.get('after')).toBeNull()
+        expect(await stale.locator('#dsh-session').count()).toBe(0)
+      } finally {
+        await context.close()
+      }
     },
   )
 })

@@ -52,6 +52,73 @@ export interface BootManifest {
 
 export const MANIFEST_PATH = '/client-manifest.json'
 const MANIFEST_SLOT = '<script type="application/json" id="dsh-boot"></script>'
+/** The id of the data block that carries the opened session's replay (read by `@dsh/client-connection`). */
+export const SESSION_DATA_ID = 'dsh-session'
+/** The page's route of one session (`/s/<id>`), as the browser client names it. */
+const SESSION_ROUTE = /^\/s\/([^/]+)\/?$/
+
+/** What the page carries of the session its URL names: the frames its event stream would send first. */
+export interface SessionData {
+  version: 1
+  sessionId: string
+  /** `[event, data]` in stream order: the log from seq 0 (`message`), then `status`, `approval`, `question`. */
+  frames: Array<[string, unknown]>
+}
+
+/** The session stream seat of the api gateway, as this package uses it (present when the gateway is). */
+interface StreamSeat {
+  sessionStreams?(): { attach(sessionId: string, client: unknown, after: number): Promise<void> } | undefined
+}
+
+/**
+ * A session's replay as its stream would send it, or undefined (no session host, an unknown
+ * session, a log over `maxBytes` of JSON, or a resync). It attaches like a stream client and
+ * detaches at once, after the replay and the pending requests (all sent synchronously).
+ */
+export async function readSessionData(
+  seat: StreamSeat | undefined,
+  sessionId: string,
+  maxBytes: number,
+): Promise<SessionData | undefined> {
+  const streams = seat?.sessionStreams?.()
+  if (!streams) return undefined
+  const frames: Array<[string, unknown]> = []
+  let bytes = 0
+  let failed = false
+  const client = {
+    closed: false,
+    onClose: undefined as (() => void) | undefined,
+    send(event: string | undefined, data: unknown): boolean {
+      if (client.closed) return false
+      bytes += JSON.stringify(data)?.length ?? 0
+      if (bytes > maxBytes) {
+        failed = true
+        client.close()
+        return false
+      }
+      frames.push([event ?? 'message', data])
+      return true
+    },
+    resync() {
+      failed = true
+      client.close()
+    },
+    close() {
+      if (client.closed) return
+      client.closed = true
+      client.onClose?.()
+    },
+  }
+  try {
+    await streams.attach(sessionId, client, -1)
+  } catch {
+    return undefined
+  } finally {
+    client.close()
+  }
+  if (failed || !frames.some(([event]) => event === 'status')) return undefined
+  return { version: 1, sessionId, frames }
+}
 
 /** `<link rel="modulepreload">` for each URL (same-origin paths), HTML-escaped, one a line. */
 export function preloadLinks(urls: readonly string[]): string {
@@ -74,6 +141,8 @@ export interface FrontendStaticConfig {
   compress?: boolean
   /** Byte budget of the compressed-body cache. */
   cacheBytes?: number
+  /** Embed the replay of the session a page URL names (`/s/<id>`) when its JSON is at most this many bytes; 0: never. */
+  sessionDataBytes?: number
 }
 
 /** The index taps the webserver may offer (an addition to the contract; used when present). */
@@ -99,6 +168,11 @@ export class FrontendStatic extends Service {
     cacheBytes: Schema.natural()
       .default(32 * 1024 * 1024)
       .description('Byte budget of the compressed-body cache.'),
+    sessionDataBytes: Schema.natural()
+      .default(512 * 1024)
+      .description(
+        'Embed the replay of the session a page URL names (/s/<id>) in the page when its JSON is at most this many bytes (the first paint needs no events round trip); 0: never.',
+      ),
   })
 
   /** The real path of the served directory. */
@@ -206,9 +280,27 @@ export class FrontendStatic extends Service {
     return this.index.html
   }
 
-  private async sendIndex(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  private async sendIndex(req: IncomingMessage, res: ServerResponse, pathname = '/'): Promise<void> {
     let html = this.readIndex()
     if (html.includes(MANIFEST_SLOT)) {
+      // The session the URL names, replayed into the page: its first render needs no events round
+      // trip (the connection takes these frames once, then streams after their last seq). The
+      // page is served only past every guard of the webserver, the same fence as the events API.
+      const route = SESSION_ROUTE.exec(pathname)
+      let sessionId: string | undefined
+      try {
+        sessionId = route ? decodeURIComponent(route[1]) : undefined
+      } catch {
+        sessionId = undefined
+      }
+      const limit = this.config.sessionDataBytes ?? 512 * 1024
+      const data =
+        sessionId && limit > 0 && req.method === 'GET'
+          ? await readSessionData(this.ctx.get('api') as StreamSeat | undefined, sessionId, limit)
+          : undefined
+      const block = data
+        ? `<script type="application/json" id="${SESSION_DATA_ID}">${JSON.stringify(data).replace(/</g, '\\u003c')}</script>`
+        : ''
       const manifest = this.manifest()
       // `<` escaped so no value can close the script element.
       const json = JSON.stringify(manifest).replace(/</g, '\\u003c')
@@ -219,7 +311,7 @@ export class FrontendStatic extends Service {
       html = html.replace(
         MANIFEST_SLOT,
         () =>
-          `${preloadLinks(manifest.plugins.map((p) => p.url))}<script type="application/json" id="dsh-boot">${json}</script>`,
+          `${preloadLinks(manifest.plugins.map((p) => p.url))}<script type="application/json" id="dsh-boot">${json}</script>${block}`,
       )
     }
     const taps = this.ctx.webServer as unknown as IndexTaps
@@ -257,7 +349,7 @@ export class FrontendStatic extends Service {
     }
     // The page itself, with no file look-up (SPA routes below resolve to it as well).
     if (info.url.pathname === '/' || info.url.pathname === '/index.html') {
-      await this.sendIndex(req, res)
+      await this.sendIndex(req, res, info.url.pathname)
       return
     }
     const found = await resolveUnder(this.root, info.url.pathname)
@@ -266,7 +358,7 @@ export class FrontendStatic extends Service {
       return
     }
     if (found.kind === 'missing' || found.path === join(this.root, 'index.html')) {
-      await this.sendIndex(req, res)
+      await this.sendIndex(req, res, info.url.pathname)
       return
     }
     await sendFile(req, res, found, {
