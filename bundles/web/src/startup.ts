@@ -11,6 +11,7 @@ import type {} from '@dsh/cordis-compat/loader' // declares ctx.loader.exit(code
 import WebServer from '@dsh/webserver'
 import * as accessGate from '@dsh/access-gate'
 import type {} from '@dsh/brand' // declares the app/ready and app/stopping events
+import { registerSurfaceContext } from './surface.ts'
 
 export const name = 'web-startup'
 export const inject = ['cmdlineArgs']
@@ -35,6 +36,11 @@ export interface Config {
    * before the rest of the app is up (API calls wait for it); false: only once every row is up.
    */
   earlyStatic: boolean
+  /**
+   * Tell the model it serves the dsh web page (the web-surface and harness-source prompt sections)
+   * and give the commands it runs the page's URL as DSH_WEB_URL.
+   */
+  surfaceContext: boolean
 }
 
 export const Config: Schema<Config> = Schema.object({
@@ -48,6 +54,7 @@ export const Config: Schema<Config> = Schema.object({
     .default(1024 * 1024),
   maxLoginFailures: Schema.natural().min(1).default(5),
   earlyStatic: Schema.boolean().default(true),
+  surfaceContext: Schema.boolean().default(true),
 })
 
 export const HELP = `Usage: dsh web [options]        (or: dsh --profile web [options])
@@ -253,6 +260,7 @@ export async function apply(ctx: Context, config: Config) {
   // app/ready (their methods and the set of active rows are complete only then). The URL goes out
   // now, so a browser loads the page while the rest of the app comes up.
   if (config.earlyStatic) server.serveBeforeReady(isEarlyStatic)
+  if (config.surfaceContext) registerSurfaceContext(ctx, displayUrl(host, server.port))
   const announce = () => {
     const url = displayUrl(host, server.port)
     if (config.printUrl) process.stdout.write(`${url}\n`)
