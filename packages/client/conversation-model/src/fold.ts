@@ -5,6 +5,7 @@
 // place (the nodes array, a few maps) so a long streamed answer does not allocate per delta;
 // nodes themselves are replaced, never mutated, so snapshots keep unchanged nodes' identity.
 import type { WireEvent } from '@dsh/web-protocol'
+import { imageView } from './images.ts'
 import type {
   ConversationNode,
   ImageView,
@@ -51,27 +52,6 @@ export function parseArguments(raw: string): JsonObject | undefined {
   } catch {
     return undefined
   }
-}
-
-/** Base64 characters of one image block beyond which it is counted, not drawn (12 MiB decoded). */
-export const MAX_IMAGE_DATA_CHARS = 16 * 1024 * 1024
-/** Raster types a browser draws in an `<img>` (no SVG: a document, not pixels). */
-const DRAWABLE = /^image\/(png|jpeg|gif|webp|avif|bmp)$/
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/
-
-/** The view of an image block (`{type: 'image', mediaType, data}` with base64 `data`). */
-export function imageView(block: { mediaType?: unknown; data?: unknown }): ImageView {
-  const mediaType = typeof block.mediaType === 'string' ? block.mediaType.toLowerCase() : ''
-  const data = typeof block.data === 'string' ? block.data : ''
-  const pad = data.endsWith('==') ? 2 : data.endsWith('=') ? 1 : 0
-  const bytes = Math.max(0, Math.floor((data.length * 3) / 4) - pad)
-  const drawable =
-    data.length > 0 &&
-    data.length <= MAX_IMAGE_DATA_CHARS &&
-    data.length % 4 === 0 &&
-    DRAWABLE.test(mediaType) &&
-    BASE64.test(data)
-  return { mediaType, ...(drawable ? { src: `data:${mediaType};base64,${data}` } : {}), bytes }
 }
 
 const blocksOf = (content: unknown): Block[] =>
