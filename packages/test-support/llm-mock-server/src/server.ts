@@ -67,6 +67,14 @@ export interface MockServer {
   readonly remaining: number
   /** Opens the `{gate: name}` events of the script: responses waiting there go on (see MockEvent). */
   release(name: string): void
+  /**
+   * Replaces the script (a file path, a script object or inline steps, validated as at start) and
+   * starts its step count over: the next chat request is answered by step 0 of the new script.
+   * Recorded requests stay; responses already under way finish with their old step. For one server
+   * shared by several tests, each installing its own script (`setScript([])` clears it: every
+   * request is then refused as exhausted).
+   */
+  setScript(script: string | MockScript | MockStep[]): void
   close(): Promise<void>
 }
 
@@ -74,7 +82,7 @@ type Json = { [key: string]: unknown }
 
 /** Starts the server; resolves once it listens. */
 export async function startMockServer(options: MockServerOptions): Promise<MockServer> {
-  const script = resolveScript(options)
+  let script = resolveScript(options)
   const basePath = (options.basePath ?? '/v1').replace(/\/+$/, '')
   const requests: RecordedRequest[] = []
   const gates = new Gates()
@@ -221,6 +229,10 @@ export async function startMockServer(options: MockServerOptions): Promise<MockS
     },
     release(name: string) {
       gates.release(name)
+    },
+    setScript(next) {
+      script = Array.isArray(next) ? resolveScript({ steps: next }) : resolveScript({ script: next })
+      served = 0
     },
     close() {
       closing ??= new Promise<void>((resolve) => {

@@ -312,6 +312,29 @@ describe('llm-mock-server streaming', () => {
     expect(server.remaining).toBe(0)
   })
 
+  it('setScript installs a new script and counts its steps from 0; an invalid one is refused', async () => {
+    const server = await start({ steps: [{ text: 'first file' }] })
+    expect((await json(await chat(server, {}))).choices[0].message.content).toBe('first file')
+    server.setScript([{ text: 'second file, step 0' }, { text: 'second file, step 1' }])
+    expect(server.remaining).toBe(2)
+    expect((await json(await chat(server, {}))).choices[0].message.content).toBe('second file, step 0')
+    server.setScript({ steps: [{ text: 'third' }] })
+    expect((await json(await chat(server, {}))).choices[0].message.content).toBe('third')
+    server.setScript([])
+    const refused = await chat(server, {})
+    expect(refused.status).toBe(500)
+    expect((await json(refused)).error.message).toBe(
+      'llm-mock-server: script exhausted: request 1 arrived but the script has 0 steps',
+    )
+    expect(() => server.setScript([{ nope: 1 } as never])).toThrow(MockScriptError)
+    expect(server.requests.map((r) => [r.step, r.outcome])).toEqual([
+      [0, 'served'],
+      [0, 'served'],
+      [0, 'served'],
+      [undefined, 'exhausted'],
+    ])
+  })
+
   it('fails a step whose request expectations do not match with a 400 describing the mismatch', async () => {
     const server = await start({
       steps: [
