@@ -4,6 +4,8 @@
 // backend (zstd, the default), then measures in this process, alternately, BENCH_RUNS times:
 //   baseline   ctx.sessionPersistence.list() alone (the stored summaries, no projections)
 //   warm       the projection listing served from the checkpoint cache (goal: under 200 ms)
+//   one dir    the same narrowed to one directory of the seven (`list(logs, {only})`, what
+//              `dsh sessions` without --all runs)
 // and once each: the cold listing that builds the cache (reads every log), and the listing after
 // one session grew (reads one log tail). Prints medians, the warm/baseline ratio, and the number of
 // logs each listing read (the warm one must read none). Also times `dsh sessions --all` end to end
@@ -155,6 +157,17 @@ for (let r = 0; r < RUNS; r++) {
 }
 const cacheRead = []
 for (let r = 0; r < RUNS; r++) cacheRead.push(await time(() => ctx.sessionProjectionCache.readAll()))
+// `dsh sessions` without --all: the rows of one directory of the seven (`only`), warm.
+const oneDir = []
+let oneDirRows = 0
+for (let r = 0; r < RUNS; r++) {
+  oneDir.push(
+    await time(
+      async () =>
+        (oneDirRows = (await ctx.sessionProjections.list(logs, { only: (s) => s.cwd === '/work/project-0' })).length),
+    ),
+  )
+}
 const { statSync } = await import('node:fs')
 const cacheBytes = statSync(ctx.sessionProjectionCache.path).size
 // One session grows by a turn: the next listing reads only that log's tail.
@@ -184,6 +197,9 @@ console.log(
 )
 console.log(
   `  of which cache readAll():          ${fmt(median(cacheRead))}   document: ${(cacheBytes / 1024).toFixed(0)} KiB`,
+)
+console.log(
+  `warm listing of one directory:     ${fmt(median(oneDir))}   rows: ${oneDirRows} (dsh sessions without --all)`,
 )
 console.log(
   `after one session grew:            ${fmt(after)}   logs read: ${afterReads} (refreshed ${report.refreshed}, cache ${report.cache})`,
