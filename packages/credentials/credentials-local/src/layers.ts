@@ -204,7 +204,12 @@ export function credentialsFileLayer(path: string, known: ReadonlySet<string> = 
           const line = lineOf((pair.key as { range?: [number] } | null)?.range?.[0])
           const at = `${path}${line ? `:${line}` : ''}`
           if (!CREDENTIAL_NAME.test(key)) {
-            const guess = didYouMean(key.replace(/[^A-Za-z0-9_]/g, '_'), known) ?? didYouMean(key, known)
+            // `didYouMean` never offers the word itself, so a name that only needs its invalid
+            // characters turned into "_" (`AB-CD-EF-GH-KEY`) is matched exactly first.
+            const underscored = key.replace(/[^A-Za-z0-9_]/g, '_')
+            const guess = known.has(underscored)
+              ? underscored
+              : (didYouMean(underscored, known) ?? didYouMean(key, known))
             problems.push(
               new CredentialError(
                 'MALFORMED_FILE',
