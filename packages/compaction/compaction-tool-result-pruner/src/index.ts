@@ -60,6 +60,14 @@ export const Config: Schema<Partial<Config>, Config> = Schema.object({
   minBatchTokens: Schema.natural().default(8_000).description('Smallest saving for which an automatic batch runs.'),
 })
 
+interface PruneTarget {
+  /** The node's index on the surface when it was found. */
+  index: number
+  seq: number
+  before: Message
+  after: ToolMessage
+}
+
 export interface PruneResult {
   /** Tool results rewritten by this call. */
   pruned: number
@@ -86,6 +94,18 @@ export class ToolResultPruner extends Service {
 
   private readonly estimate: Estimator
   private readonly windows = new Map<string, number | undefined>()
+  /**
+   * Per surface: nodes `[0, checked)` were looked at, and `targets` are the prunable ones among
+   * them. A step then checks only the nodes that left the recent budget since (issue 42: once a
+   * session passes the trigger with nothing worth pruning, every step used to re-check every
+   * result). Exact while the session's last `surface/replace` is `replace` (nodes are only
+   * appended between rewrites, and whether a frozen result is prunable never changes for one
+   * config); any rewrite, pruning included, or another surface (a fork) scans afresh.
+   */
+  private readonly scans = new WeakMap<
+    object,
+    { replace: object | undefined; checked: number; targets: PruneTarget[] }
+  >()
 
   constructor(
     ctx: Context,
@@ -145,12 +165,27 @@ export class ToolResultPruner extends Service {
       recent += messageTokens(nodes[end - 1].message, this.estimate)
       end--
     }
-    const targets: Array<{ seq: number; before: Message; after: ToolMessage }> = []
-    for (let i = 0; i < end; i++) {
-      const node = nodes[i]
-      if (node.kind !== 'tool/result' || node.message.role !== 'tool') continue
-      const after = this.pruneMessage(node.message)
-      if (after) targets.push({ seq: node.seq, before: node.message, after })
+    // Only the nodes not looked at since the surface was last rewritten are checked (see `scans`).
+    const replace = session.last('surface/replace')
+    const kept = this.scans.get(session.surface)
+    const valid = kept !== undefined && kept.replace === replace && kept.checked <= nodes.length
+    let targets: PruneTarget[] = valid ? kept.targets : []
+    const from = valid ? kept.checked : 0
+    if (from > end) {
+      // A larger recent budget than the scan was taken with: its targets past `end` are recent now.
+      targets = targets.filter((t) => t.index < end)
+    } else {
+      targets = targets.slice()
+      let frozen = true
+      for (let i = from; i < end; i++) {
+        const node = nodes[i]
+        if (node.kind !== 'tool/result' || node.message.role !== 'tool') continue
+        if (frozen && !Object.isFrozen(node.message)) frozen = false
+        const after = this.pruneMessage(node.message)
+        if (after) targets.push({ index: i, seq: node.seq, before: node.message, after })
+      }
+      if (frozen) this.scans.set(session.surface, { replace, checked: end, targets })
+      else this.scans.delete(session.surface)
     }
     let savedTokens = 0
     for (const { before, after } of targets)
