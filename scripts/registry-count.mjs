@@ -114,12 +114,11 @@ export const MAP = [
   { key: 'The **default executor-less, UI-less agent spine** as ONE Co', packages: ['@dsh/bundle-agent-spine'] },
   {
     key: 'Browser half of dynamic dual-half plugin packages. The host-',
-    missing: 'cordis-client-runner (browser half of dynamic plugins)',
+    packages: ['@dsh/cordis-client-runner'],
   },
   {
     key: 'The host half of model-mounted dynamic packages: the definit',
     packages: ['@dsh/cordis-host-runner'],
-    partial: 'host half only: no browser run round trip (cordis/request-run)',
   },
   { key: 'The self-referential Cordis toolset: five model-facing tools', packages: ['@dsh/tool-cordis'] },
   { key: 'Cordis dynamic-plugin surfaces, browser half: a frame-wide p', packages: ['@dsh/ui-cordis'] },
@@ -188,7 +187,6 @@ export const MAP = [
   {
     key: 'The OpenTelemetry backend for the telemetry seam — the only ',
     packages: ['@dsh/session-telemetry-otel'],
-    partial: 'OTLP logs on/off; the other telemetry modes are not built',
   },
   { key: 'Log-backed session titles with an immediate deterministic fa', packages: ['@dsh/session-title'] },
   { key: 'Optional `ctx.sessionTitle` provider that summarizes every e', packages: ['@dsh/session-title-llm'] },
@@ -241,8 +239,7 @@ export const MAP = [
   { key: 'Workspace entity registry (`ctx.workspaceRegistry`) for the ', packages: ['@dsh/workspace'] },
   {
     key: 'Adds an Open in VS Code action to each workspace row in the ',
-    packages: ['@dsh/open-in-editor'],
-    partial: '/open in $VISUAL/$EDITOR; no per-workspace action in the web sidebar',
+    packages: ['@dsh/open-in-editor', '@dsh/ui-open-in-editor'],
   },
   {
     key: 'Adds Codex-style @file mentions to the web composer and expa',
@@ -250,13 +247,11 @@ export const MAP = [
   },
   {
     key: 'Runs recurring or one-shot coding tasks in fresh DSH agent s',
-    packages: ['@dsh/schedule'],
-    partial: 'durable reminders in the same session; no recurring tasks in fresh sessions managed from the web',
+    packages: ['@dsh/schedule', '@dsh/ui-schedule'],
   },
   {
     key: 'Shows configurable browser desktop notifications when a DSH ',
-    packages: ['@dsh/desktop-notifications'],
-    partial: 'desktop notifications through notify-send; no browser notifications',
+    packages: ['@dsh/desktop-notifications', '@dsh/ui-notifications'],
   },
   { key: 'Renders interactive components, charts, forms, and panels fr', packages: ['@dsh/ui-fences'] },
   { key: 'A full-screen Claude Code-style terminal front door for DSH ', packages: ['@dsh/bundle-tui'] },
@@ -337,8 +332,12 @@ const MEANING = [
   '`acp` profile, tool-cordis, the dynamic host runner, desktop notifications, `/open` and skill-badge were',
   'added, and several packages were finished by their owners; then the web gained skills in the `/` menu',
   '(ui-skill), a background-jobs view (ui-jobs), hot reload of browser halves (client-hmr), the',
-  'model-written plugins panel (ui-cordis) and dsh-ui fences (ui-fences). PowerShell (`pwsh-local`,',
-  '`pwsh-sandbox`, `tool-pwsh`) cannot be run or tested on these machines and stays out.',
+  'model-written plugins panel (ui-cordis) and dsh-ui fences (ui-fences); then the browser half of',
+  'model-written plugins (cordis-client-runner, in a sandboxed frame), the telemetry modes, browser',
+  "notifications, the web sidebar's Open in editor and scheduled tasks in fresh sessions. PowerShell",
+  '(`pwsh-local`, `pwsh-sandbox`, `tool-pwsh`) cannot be run or tested on these machines and stays out.',
+  'The Typert loader integration has nothing to load into: the paragraph requires `ctx.typert`, a',
+  "registry of generated Typert artifacts, and dsh's API gateway is written by hand, not generated.",
 ]
 
 /** The docs/registry-status.md page. */
@@ -362,9 +361,11 @@ export function markdown(result) {
     '',
     '## Partial',
     '',
-    ...result.paragraphs
-      .filter((r) => r.status === 'partial')
-      .map((r) => `- ${r.index}. ${r.packages.map((p) => `\`${p}\``).join(', ')}: ${r.note}`),
+    ...(result.partial === 0
+      ? ['None.']
+      : result.paragraphs
+          .filter((r) => r.status === 'partial')
+          .map((r) => `- ${r.index}. ${r.packages.map((p) => `\`${p}\``).join(', ')}: ${r.note}`)),
     '',
     '## Built',
     '',
