@@ -21,6 +21,7 @@ export {
   startBrowserBroker,
   type BrowserBroker,
 } from './broker.ts'
+export { type FileMock, type UseWebAppOptions, useWebApp, type WebFixture, webAppBoots } from './fixture.ts'
 
 export const hasChromium = (): boolean => existsSync(CHROMIUM_PATH)
 
@@ -43,6 +44,12 @@ export interface WebAppOptions {
   port?: number
   /** Leave DEEPSEEK_API_KEY unset (to see the missing-key notice). */
   noKey?: boolean
+  /**
+   * Run the host under a small node parent that stops it when this process's end of its stdin
+   * closes: the host dies with this process even when nothing calls `close()` (a vitest worker
+   * killed with a host shared across files).
+   */
+  tether?: boolean
 }
 
 export interface WebApp {
@@ -63,6 +70,14 @@ export interface WebApp {
   /** Stops everything and removes the temporary folders. */
   close(): Promise<void>
 }
+
+// The tether's parent: runs argv[1..] and stops it (SIGTERM) when stdin ends or on SIGTERM/SIGINT,
+// exiting with the host's code.
+const TETHER = `const c = require('node:child_process').spawn(process.argv[1], process.argv.slice(2), { stdio: ['ignore', 'inherit', 'inherit'] });
+const stop = () => { if (c.exitCode === null && c.signalCode === null) c.kill('SIGTERM') };
+process.stdin.on('end', stop).on('error', stop).resume();
+process.on('SIGTERM', stop); process.on('SIGINT', stop);
+c.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));`
 
 export async function startWebApp(options: WebAppOptions = {}): Promise<WebApp> {
   const root = mkdtempSync(join(tmpdir(), 'dsh-web-test-'))
@@ -91,11 +106,12 @@ export async function startWebApp(options: WebAppOptions = {}): Promise<WebApp> 
   let stderr = ''
   let port = options.port ?? 0
   const start = async (): Promise<string> => {
-    const proc = spawn(
-      process.execPath,
-      [DSH_BIN, ...args.map((a, i) => (args[i - 1] === '--port' ? String(port) : a))],
-      { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] },
-    )
+    const argv = [DSH_BIN, ...args.map((a, i) => (args[i - 1] === '--port' ? String(port) : a))]
+    const proc = spawn(process.execPath, options.tether ? ['-e', TETHER, process.execPath, ...argv] : argv, {
+      cwd,
+      env,
+      stdio: [options.tether ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+    })
     child = proc
     proc.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d))
     exited = new Promise((resolve) => proc.on('close', (code) => resolve(code)))
