@@ -242,10 +242,10 @@ describe('credentialsFileLayer: entries', () => {
 
   it('a name that is no credential name: code, path, the name cut to 80 characters, and the guess', async () => {
     const long = `X-${'Y'.repeat(100)}`
-    const path = file(`${long}: v\nAB-CD-EF-GH-KEY: v\nAB_CD_EF_GH_KEY: w\n`)
+    const path = file(`${long}: v\nAB-CD-EF-GH-KEY: v\nAB_CD_EF_GH_KEY: w\nAB-CD-EF-GH-KEX: v\n`)
     const read = okOf(await credentialsFileLayer(path, new Set(['AB_CD_EF_GH_KEY'])).read())
-    expect(read.problems).toHaveLength(2)
-    const [first, second] = read.problems!
+    expect(read.problems).toHaveLength(3)
+    const [first, second, third] = read.problems!
     expect(first!.code).toBe('MALFORMED_FILE')
     expect(first!.details).toEqual({ path })
     expect(first!.message).toBe(
@@ -255,6 +255,10 @@ describe('credentialsFileLayer: entries', () => {
     // guess comes from the name with its invalid characters turned into "_".
     expect(second!.message).toBe(
       `${path}:2: "AB-CD-EF-GH-KEY" is not a credential name (valid: letters, digits and "_", not starting with a digit; did you mean "AB_CD_EF_GH_KEY"?)`,
+    )
+    // One edit from the known name once underscored, five from the raw text.
+    expect(third!.message).toBe(
+      `${path}:4: "AB-CD-EF-GH-KEX" is not a credential name (valid: letters, digits and "_", not starting with a digit; did you mean "AB_CD_EF_GH_KEY"?)`,
     )
   })
 
@@ -272,6 +276,10 @@ describe('mistypedCredentialName', () => {
     const known = ['OPENAI_SECRET_API_KEY', 'OPENAI_API_KEY', 'OPENAI_ORG_API_KEY']
     expect(mistypedCredentialName('OPENAI_KEY', new Set(known))).toBe('OPENAI_API_KEY')
     expect(mistypedCredentialName('OPENAI_KEY', new Set([...known].reverse()))).toBe('OPENAI_API_KEY')
+  })
+
+  it('one edit away with the same first word beats one edit away with another', () => {
+    expect(mistypedCredentialName('A_KEYS', new Set(['B_KEYS', 'A_KEY']))).toBe('A_KEY')
   })
 
   it('of two equally near names, the first known one', () => {
@@ -353,6 +361,11 @@ describe('the provider over these layers', () => {
     expect((empty as CredentialError).details).toEqual({ credential: 'A_KEY' })
     await credentials.set('A_KEY', 'a')
     expect(statSync(home).mode & 0o777).toBe(0o700)
+    // A long value with spaces stays on its one line (YAML would fold it at 80 columns).
+    const long = Array.from({ length: 30 }, (_, i) => `word${i}`).join(' ')
+    await credentials.set('B_KEY', long)
+    expect(readFileSync(join(home, '.credentials.yaml'), 'utf8')).toBe(`A_KEY: a\nB_KEY: ${long}\n`)
+    await credentials.unset('B_KEY')
     expect(readFileSync(join(home, '.credentials.yaml'), 'utf8')).toBe('A_KEY: a\n')
     const path = join(home, '.credentials.yaml')
     chmodSync(path, 0o640)
