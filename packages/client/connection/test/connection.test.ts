@@ -361,6 +361,82 @@ describe('ctx.connection.session(id)', () => {
     feed.release()
   })
 
+  it("takes the page's replay of the session once (loaded at once, streams after it); a stale one is put right by resync", async () => {
+    // The page's data block as @dsh/frontend-static writes it; a minimal document holding it
+    // (this file runs in node; the browser test in @dsh/client-web reads a real page's).
+    const frames = (seqs: number) => [
+      ...Array.from({ length: seqs }, (_, seq) => ['message', { seq, type: 'turn/start', time: 0, data: {} }]),
+      ['status', { sessionId: 's7', status: 'idle', queued: 0 }],
+    ]
+    let blocks: Record<string, { text: string; removed: boolean }> = {}
+    const doc = {
+      getElementById: (id: string) => {
+        const block = blocks[id]
+        if (!block || block.removed) return null
+        return {
+          getAttribute: (name: string) => (name === 'type' ? 'application/json' : null),
+          textContent: block.text,
+          remove: () => void (block.removed = true),
+        }
+      },
+    }
+    vi.stubGlobal('document', doc)
+    try {
+      const ctx = await start({
+        session(res, _n, after) {
+          sse(res)
+          // The host's log: seq 0 and 1 (a client past seq 1 holds a log this host does not have).
+          if (after !== undefined && after >= 2)
+            return void res.end('event: resync\ndata: {"reason":"after is past the end of the log"}\n\n')
+          for (let seq = (after ?? -1) + 1; seq <= 1; seq++) res.write(event(seq, 'turn/start'))
+          res.write('event: status\ndata: {"status":"idle","queued":0}\n\n')
+        },
+      })
+      // A block naming another session is left for its own feed; this one streams from seq 0.
+      blocks = {
+        'dsh-session': { text: JSON.stringify({ version: 1, sessionId: 'other', frames: frames(1) }), removed: false },
+      }
+      const plain = ctx.connection.session('s6')
+      expect(plain.get().loaded).toBe(false)
+      await vi.waitFor(() => expect(plain.get().events.length).toBe(2))
+      expect(blocks['dsh-session'].removed).toBe(false)
+      plain.release()
+
+      // The block fits the host's log: held before any request, the stream resumes after seq 1.
+      blocks = {
+        'dsh-session': { text: JSON.stringify({ version: 1, sessionId: 's7', frames: frames(2) }), removed: false },
+      }
+      const feed = ctx.connection.session('s7')
+      expect(feed.get().loaded).toBe(true)
+      expect(feed.get().status).toBe('idle')
+      expect(feed.get().events.map((e) => e.seq)).toEqual([0, 1])
+      expect(blocks['dsh-session'].removed).toBe(true)
+      await vi.waitFor(() => expect(feed.get().live).toBe(true))
+      expect(requests.filter((r) => r.includes('/s7'))).toEqual(['/api/events/session/s7?chunks=runs&after=1'])
+      feed.release()
+      feed.close()
+
+      // A stale block (seq 0..3; the host's log ends at 1): resync twice, then the log from seq 0.
+      blocks = {
+        'dsh-session': { text: JSON.stringify({ version: 1, sessionId: 's8', frames: frames(4) }), removed: false },
+      }
+      const stale = ctx.connection.session('s8')
+      let resets = 0
+      stale.onReset(() => resets++)
+      expect(stale.get().lastSeq).toBe(3)
+      await vi.waitFor(() => expect(resets).toBe(1), { timeout: 5000 })
+      await vi.waitFor(() => expect(stale.get().events.map((e) => e.seq)).toEqual([0, 1]))
+      expect(requests.filter((r) => r.includes('/s8'))).toEqual([
+        '/api/events/session/s8?chunks=runs&after=3',
+        '/api/events/session/s8?chunks=runs&after=3',
+        '/api/events/session/s8?chunks=runs',
+      ])
+      stale.release()
+    } finally {
+      vi.unstubAllGlobals()
+    }
+  })
+
   it('keeps pending approvals from the stream and drops them when resolved', async () => {
     // The host resolves the approval only once the feed has shown it (no race on a loaded machine).
     let resolveNow!: () => void
