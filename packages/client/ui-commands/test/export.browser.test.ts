@@ -6,34 +6,19 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import {
-  hasChromium,
-  launchBrowser,
-  openPage,
-  startWebApp,
-  withArtifacts,
-  type Browser,
-  type Page,
-  type WebApp,
-} from '@dsh/web-testkit'
+import { hasChromium, type Page, useWebApp, withArtifacts } from '@dsh/web-testkit'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
 
 describe.skipIf(!hasChromium())('/export in the browser', () => {
-  let app: WebApp
-  let browser: Browser
+  const web = useWebApp({ steps: [{ text: 'An answer worth keeping.' }] as never })
   let page: Page
   let errors: string[]
   const saved = mkdtempSync(join(tmpdir(), 'dsh-export-'))
   beforeAll(async () => {
-    app = await startWebApp({ steps: [{ text: 'An answer worth keeping.' }] as never })
-    browser = await launchBrowser()
-    ;({ page, errors } = await openPage(browser, app.url))
-    await page.waitForURL(/\/s\/[^/]+$/)
+    ;({ page, errors } = await web.openPage())
   })
-  afterAll(async () => {
-    await browser?.close()
-    await app?.close()
+  afterAll(() => {
     rmSync(saved, { recursive: true, force: true })
   })
   const input = () => page.locator('textarea.dsh-composer-input')
@@ -44,8 +29,8 @@ describe.skipIf(!hasChromium())('/export in the browser', () => {
       await input().fill('Keep this exchange')
       await input().press('Enter')
       await page.locator('[data-node="assistant"]', { hasText: 'An answer worth keeping.' }).waitFor()
-      await expect.poll(async () => (await app.call('sessions.list')).sessions[0].status).toBe('idle')
-      const requests = app.mock.requests.length
+      await expect.poll(async () => (await web.call('sessions.list', { cwd: web.cwd })).sessions[0].status).toBe('idle')
+      const requests = web.mock.requests.length
       await input().click()
       await page.keyboard.type('/export')
       // The menu is open on the typed command: the Enter below is the only one.
@@ -63,7 +48,7 @@ describe.skipIf(!hasChromium())('/export in the browser', () => {
       await expect.poll(() => page.locator('[data-command-result]').getAttribute('data-command-result')).toBe('ok')
       expect(await input().inputValue()).toBe('')
       expect(await page.locator('[data-trigger-menu]').count()).toBe(0)
-      expect(app.mock.requests.length).toBe(requests)
+      expect(web.mock.requests.length).toBe(requests)
       expect(errors).toEqual([])
     })
   })

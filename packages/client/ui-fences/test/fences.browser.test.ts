@@ -1,17 +1,8 @@
 // dsh-ui fences in real Chromium against the real `dsh web` and the mock model: an answer with a
 // chart, a table, a malformed fence and a form renders as components (not code); the prompt
 // section reached the model; submitting the form sends the answers as the next user message.
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import {
-  hasChromium,
-  launchBrowser,
-  openPage,
-  startWebApp,
-  withArtifacts,
-  type Browser,
-  type Page,
-  type WebApp,
-} from '@dsh/web-testkit'
+import { beforeAll, describe, expect, it, vi } from 'vitest'
+import { hasChromium, type Page, useWebApp, withArtifacts } from '@dsh/web-testkit'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
 
@@ -48,19 +39,11 @@ const ANSWER = [
 ].join('\n\n')
 
 describe.skipIf(!hasChromium())('ui-fences in the browser', () => {
-  let app: WebApp
-  let browser: Browser
+  const web = useWebApp({ steps: [{ text: ANSWER }, { text: 'Releasing 2.0 on beta.' }] as never })
   let page: Page
   let errors: string[]
   beforeAll(async () => {
-    app = await startWebApp({ steps: [{ text: ANSWER }, { text: 'Releasing 2.0 on beta.' }] as never })
-    browser = await launchBrowser()
-    ;({ page, errors } = await openPage(browser, app.url))
-    await page.waitForURL(/\/s\/[^/]+$/)
-  })
-  afterAll(async () => {
-    await browser?.close()
-    await app?.close()
+    ;({ page, errors } = await web.openPage())
   })
   const input = () => page.locator('textarea.dsh-composer-input')
 
@@ -80,14 +63,14 @@ describe.skipIf(!hasChromium())('ui-fences in the browser', () => {
       )
       // A fence in another language is still code.
       expect(await answer.locator('pre code', { hasText: 'const plain = 1' }).count()).toBe(1)
-      const system = JSON.stringify((app.mock.requests[0].body as { messages: unknown[] }).messages[0])
+      const system = JSON.stringify((web.mock.requests[0].body as { messages: unknown[] }).messages[0])
       expect(system).toContain('fenced block tagged `dsh-ui`')
       const form = answer.locator('[data-dsh-ui="form"]')
       await form.locator('input[name="version"]').fill('2.0')
       await form.locator('select[name="channel"]').selectOption('beta')
       await form.getByRole('button', { name: 'Go' }).click()
       await page.locator('[data-node="assistant"]', { hasText: 'Releasing 2.0 on beta.' }).waitFor()
-      const last = app.mock.requests.at(-1)!.body as { messages: Array<{ role: string; content: unknown }> }
+      const last = web.mock.requests.at(-1)!.body as { messages: Array<{ role: string; content: unknown }> }
       expect(JSON.stringify(last.messages.at(-1)!.content)).toContain(
         'Form \\"Release\\" submitted:\\nVersion: 2.0\\nChannel: beta',
       )

@@ -2,16 +2,8 @@
 // ui-goal row from the web bundle) and the mock model: the model sets a goal, two rounds without
 // progress pause it; the bar shows it, edits the objective, resumes it (one more round spends the
 // round budget) and clears it. A stale revision is refused by the host.
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import {
-  hasChromium,
-  launchBrowser,
-  openPage,
-  startWebApp,
-  withArtifacts,
-  type Browser,
-  type WebApp,
-} from '@dsh/web-testkit'
+import { describe, expect, it, vi } from 'vitest'
+import { hasChromium, useWebApp, withArtifacts } from '@dsh/web-testkit'
 
 vi.setConfig({ testTimeout: 90_000, hookTimeout: 90_000 })
 
@@ -24,19 +16,10 @@ const STEPS = [
 ]
 
 describe.skipIf(!hasChromium())('ui-goal in the browser', () => {
-  let app: WebApp
-  let browser: Browser
-  beforeAll(async () => {
-    app = await startWebApp({ steps: STEPS as never })
-    browser = await launchBrowser()
-  })
-  afterAll(async () => {
-    await browser?.close()
-    await app?.close()
-  })
+  const web = useWebApp({ steps: STEPS as never })
 
   it('shows the goal, edits, resumes and clears it; a stale revision is refused', async () => {
-    const { page, errors } = await openPage(browser, app.url)
+    const { page, errors } = await web.openPage()
     await withArtifacts(page, 'goal-bar', async () => {
       await page.waitForURL(/\/s\/[^/]+$/)
       const sessionId = /\/s\/([^/]+)$/.exec(page.url())![1]
@@ -57,7 +40,7 @@ describe.skipIf(!hasChromium())('ui-goal in the browser', () => {
         .toBe('Write and send the quarterly report')
 
       // a mutation computed from an old revision
-      const stale = await app.call('goals.pause', { sessionId, expectedRevision: 1 }).catch((e: Error) => e)
+      const stale = await web.call('goals.pause', { sessionId, expectedRevision: 1 }).catch((e: Error) => e)
       expect(String((stale as Error).message ?? stale)).toContain('STALE_REVISION')
 
       await bar.locator('[data-goal-action="resume"]').click()
@@ -66,7 +49,7 @@ describe.skipIf(!hasChromium())('ui-goal in the browser', () => {
 
       await bar.locator('[data-goal-action="clear"]').click()
       await expect.poll(() => page.locator('.dsh-goalbar').count()).toBe(0)
-      const history = (await app.call('sessions.history', { sessionId })) as {
+      const history = (await web.call('sessions.history', { sessionId })) as {
         events: Array<{ type: string; data: { by: string; action: string } }>
       }
       expect(history.events.filter((e) => e.type === 'goal/set').map((e) => `${e.data.by}:${e.data.action}`)).toEqual([
@@ -81,7 +64,7 @@ describe.skipIf(!hasChromium())('ui-goal in the browser', () => {
       ])
       // bad input through the host methods: one clear error each
       const refused = async (method: string, params: object) =>
-        ((await app.call(method, params).catch((e: Error) => e)) as Error).message
+        ((await web.call(method, params).catch((e: Error) => e)) as Error).message
       expect(await refused('goals.edit', { sessionId, expectedRevision: 9, maxRounds: 0 })).toMatch(
         /^goals\.edit: 400 INVALID_PARAMS: .*maxRounds/,
       )

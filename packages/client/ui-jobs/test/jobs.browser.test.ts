@@ -5,17 +5,8 @@
 // The methods refuse another session's job.
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import {
-  hasChromium,
-  launchBrowser,
-  openPage,
-  startWebApp,
-  withArtifacts,
-  type Browser,
-  type Page,
-  type WebApp,
-} from '@dsh/web-testkit'
+import { beforeAll, describe, expect, it, vi } from 'vitest'
+import { hasChromium, type Page, useWebApp, withArtifacts } from '@dsh/web-testkit'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
 
@@ -38,19 +29,11 @@ const STEPS = [
 ]
 
 describe.skipIf(!hasChromium())('ui-jobs in the browser', () => {
-  let app: WebApp
-  let browser: Browser
+  const web = useWebApp({ steps: STEPS as never })
   let page: Page
   let errors: string[]
   beforeAll(async () => {
-    app = await startWebApp({ steps: STEPS as never })
-    browser = await launchBrowser()
-    ;({ page, errors } = await openPage(browser, app.url))
-    await page.waitForURL(/\/s\/[^/]+$/)
-  })
-  afterAll(async () => {
-    await browser?.close()
-    await app?.close()
+    ;({ page, errors } = await web.openPage())
   })
   const input = () => page.locator('textarea.dsh-composer-input')
   const sessionId = () => new URL(page.url()).pathname.split('/').pop()!
@@ -73,7 +56,7 @@ describe.skipIf(!hasChromium())('ui-jobs in the browser', () => {
       await job.locator('[data-job-output="toggle"]').click()
       await expect.poll(() => job.locator('[data-job-text]').textContent()).toContain('job-says-hello')
       // Live: the next line arrives by the host's jobs/output event, with no click.
-      writeFileSync(join(app.cwd, 'go'), '')
+      writeFileSync(join(web.cwd, 'go'), '')
       await expect.poll(() => job.locator('[data-job-text]').textContent()).toBe('job-says-hello\njob-says-more\n')
       await job.locator('[data-job-stop="bash-1"]').click()
       await expect.poll(() => job.getAttribute('data-job-status')).toBe('killed')
@@ -85,15 +68,15 @@ describe.skipIf(!hasChromium())('ui-jobs in the browser', () => {
   })
 
   it("refuses another session's job and an unknown one", async () => {
-    const { session } = await app.call<{ session: { sessionId: string } }>('sessions.create', { cwd: app.cwd })
-    expect((await app.call('jobs.list', { sessionId: session.sessionId })).jobs).toEqual([])
-    expect((await app.call('jobs.list', { sessionId: sessionId() })).jobs).toMatchObject([
+    const { session } = await web.call<{ session: { sessionId: string } }>('sessions.create', { cwd: web.cwd })
+    expect((await web.call('jobs.list', { sessionId: session.sessionId })).jobs).toEqual([])
+    expect((await web.call('jobs.list', { sessionId: sessionId() })).jobs).toMatchObject([
       { id: 'bash-1', status: 'killed', kind: 'bash' },
     ])
-    await expect(app.call('jobs.output', { sessionId: session.sessionId, jobId: 'bash-1' })).rejects.toThrow(
+    await expect(web.call('jobs.output', { sessionId: session.sessionId, jobId: 'bash-1' })).rejects.toThrow(
       /404 UNKNOWN_JOB/,
     )
-    await expect(app.call('jobs.kill', { sessionId: sessionId(), jobId: 'bash-99' })).rejects.toThrow(/404 UNKNOWN_JOB/)
-    await expect(app.call('jobs.output', { sessionId: sessionId(), jobId: '' })).rejects.toThrow(/400 INVALID_PARAMS/)
+    await expect(web.call('jobs.kill', { sessionId: sessionId(), jobId: 'bash-99' })).rejects.toThrow(/404 UNKNOWN_JOB/)
+    await expect(web.call('jobs.output', { sessionId: sessionId(), jobId: '' })).rejects.toThrow(/400 INVALID_PARAMS/)
   })
 })
