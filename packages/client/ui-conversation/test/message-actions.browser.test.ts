@@ -4,17 +4,8 @@
 // the text (as it was, or edited) in a fork of the session taken before that turn and open the
 // fork, leaving the original session as it was. One host and one page for the file; the mock
 // serves its steps in the order the tests prompt.
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import {
-  hasChromium,
-  launchBrowser,
-  openPage,
-  startWebApp,
-  withArtifacts,
-  type Browser,
-  type Page,
-  type WebApp,
-} from '@dsh/web-testkit'
+import { beforeAll, describe, expect, it, vi } from 'vitest'
+import { hasChromium, type Page, useWebApp, withArtifacts } from '@dsh/web-testkit'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
 
@@ -31,34 +22,27 @@ const STEPS = [
 type Events = { events: Array<{ type: string; data: any }> }
 
 describe.skipIf(!hasChromium())('per-message actions', () => {
-  let app: WebApp
-  let browser: Browser
+  const web = useWebApp({ steps: STEPS as never })
   let page: Page
   let errors: string[]
   let original: string
   /** The session with two turns (an edited question, then code), set by the fork test. */
   let twoTurns: string
   beforeAll(async () => {
-    app = await startWebApp({ steps: STEPS as never })
-    browser = await launchBrowser()
-    const opened = await openPage(browser, app.url)
+    const opened = await web.openPage()
     ;({ page, errors } = opened)
-    await opened.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: app.url })
+    await opened.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: web.url })
     await page.waitForURL(/\/s\/[^/]+$/)
     original = sessionId()
-  })
-  afterAll(async () => {
-    await browser?.close()
-    await app?.close()
   })
   const sessionId = () => decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!)
   const input = () => page.locator('textarea[data-composer="true"]')
   const humanTexts = async (id: string) =>
-    (await app.call<Events>('sessions.history', { sessionId: id })).events
+    (await web.call<Events>('sessions.history', { sessionId: id })).events
       .filter((e) => e.type === 'user/message' && (e.data.source?.kind ?? 'human') === 'human')
       .map((e) => e.data.content.map((b: any) => b.text ?? '').join(''))
   const status = async (id: string) =>
-    (await app.call('sessions.list', {})).sessions.find((s: any) => s.sessionId === id)?.status
+    (await web.call('sessions.list', { cwd: web.cwd })).sessions.find((s: any) => s.sessionId === id)?.status
   const opacity = (selector: string) =>
     page
       .locator(selector)
@@ -118,7 +102,7 @@ describe.skipIf(!hasChromium())('per-message actions', () => {
 
   it('Edit and resend: Enter sends the edited text in a fork; Esc cancels an edit', async () => {
     await withArtifacts(page, 'actions-edit', async () => {
-      await page.goto(`${app.url}/s/${encodeURIComponent(original)}`)
+      await page.goto(`${web.url}/s/${encodeURIComponent(original)}`)
       await page.waitForSelector('html[data-ready="true"]')
       const user = page.locator('[data-node="user"]').first()
       await user.hover()
@@ -164,7 +148,7 @@ describe.skipIf(!hasChromium())('per-message actions', () => {
       const source = sessionId()
       twoTurns = source
       await expect.poll(() => status(source)).toBe('idle')
-      const requests = app.mock.requests.length
+      const requests = web.mock.requests.length
       // The answer that closed the first of this session's two turns.
       const answer = page.locator('[data-node="assistant"]', { hasText: 'The edited answer: six.' })
       await answer.hover()
@@ -175,16 +159,16 @@ describe.skipIf(!hasChromium())('per-message actions', () => {
       expect(await humanTexts(fork)).toEqual(['What is three plus three?'])
       expect(await page.locator('[data-node="assistant"]', { hasText: 'Two blocks:' }).count()).toBe(0)
       expect(await humanTexts(source)).toEqual(['What is three plus three?', 'Show me code'])
-      expect(app.mock.requests.length).toBe(requests)
+      expect(web.mock.requests.length).toBe(requests)
       expect(errors).toEqual([])
     })
   })
 
   it('Like and Dislike on any answer, not only the last (ui-message-feedback in the action bar)', async () => {
     await withArtifacts(page, 'actions-rating', async () => {
-      await page.goto(`${app.url}/s/${encodeURIComponent(twoTurns)}`)
+      await page.goto(`${web.url}/s/${encodeURIComponent(twoTurns)}`)
       await page.waitForSelector('html[data-ready="true"]')
-      const events = (await app.call<Events>('sessions.history', { sessionId: twoTurns })).events as Array<{
+      const events = (await web.call<Events>('sessions.history', { sessionId: twoTurns })).events as Array<{
         seq: number
         type: string
         data: any
@@ -202,7 +186,7 @@ describe.skipIf(!hasChromium())('per-message actions', () => {
           .getAttribute('aria-pressed'),
       ).toBe('true')
       const logged = async () =>
-        (await app.call<Events>('sessions.history', { sessionId: twoTurns })).events
+        (await web.call<Events>('sessions.history', { sessionId: twoTurns })).events
           .filter((e) => e.type === 'feedback/message')
           .map((e) => e.data)
       expect(await logged()).toEqual([{ messageSeq: first, rating: 'like' }])

@@ -5,17 +5,8 @@
 // gate. The test opens each gate after checking what the page shows meanwhile.
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import {
-  hasChromium,
-  launchBrowser,
-  openPage,
-  startWebApp,
-  withArtifacts,
-  type Browser,
-  type Page,
-  type WebApp,
-} from '@dsh/web-testkit'
+import { beforeAll, describe, expect, it, vi } from 'vitest'
+import { hasChromium, type Page, useWebApp, withArtifacts } from '@dsh/web-testkit'
 
 vi.setConfig({ testTimeout: 90_000, hookTimeout: 90_000 })
 
@@ -45,21 +36,14 @@ const STEPS = [
 ]
 
 describe.skipIf(!hasChromium())('ui-subagent in the browser', () => {
-  let app: WebApp
-  let browser: Browser
+  const web = useWebApp({ steps: STEPS as never })
   let page: Page
   let errors: string[]
   let parentUrl: string
   beforeAll(async () => {
-    app = await startWebApp({ steps: STEPS as never })
-    browser = await launchBrowser()
-    ;({ page, errors } = await openPage(browser, app.url))
+    ;({ page, errors } = await web.openPage())
     await page.waitForURL(/\/s\/[^/]+$/)
     parentUrl = page.url()
-  })
-  afterAll(async () => {
-    await browser?.close()
-    await app?.close()
   })
 
   const top = (id: string) => page.locator(`[data-panel="subagents"] > ul > li[data-subagent="${id}"]`)
@@ -83,7 +67,7 @@ describe.skipIf(!hasChromium())('ui-subagent in the browser', () => {
       const bgCard = page.locator('.dsh-subagent-card[data-call="c_bg"] [data-testid="subagent-strip"]')
       await expect.poll(() => bgCard.getAttribute('data-status')).toBe('completed')
 
-      writeFileSync(join(app.cwd, 'gate-1'), '')
+      writeFileSync(join(web.cwd, 'gate-1'), '')
       // The foreground child runs (spinner) while it waits at gate-2; so does its tool card.
       const fg = top('sub-2')
       await expect.poll(() => fg.getAttribute('data-status'), { timeout: 30_000 }).toBe('running')
@@ -96,7 +80,7 @@ describe.skipIf(!hasChromium())('ui-subagent in the browser', () => {
       // The generic card still renders below the strip.
       expect(await fgCard.locator('[data-tool="subagent"]').count()).toBe(1)
 
-      writeFileSync(join(app.cwd, 'gate-2'), '')
+      writeFileSync(join(web.cwd, 'gate-2'), '')
       await page.locator('[data-node="assistant"]', { hasText: 'All done.' }).waitFor({ timeout: 30_000 })
       await expect.poll(() => fg.getAttribute('data-status')).toBe('completed')
       await expect
@@ -126,19 +110,19 @@ describe.skipIf(!hasChromium())('ui-subagent in the browser', () => {
 
   it('subagents.list answers from the host; bad input is refused with a clear error', async () => {
     const sessionId = new URL(parentUrl).pathname.split('/').pop()!
-    const { children } = await app.call('subagents.list', { sessionId })
+    const { children } = await web.call('subagents.list', { sessionId })
     expect(children.map((c: any) => [c.id, c.status, c.background, c.description])).toEqual([
       ['sub-1', 'completed', true, 'Watch the logs'],
       ['sub-2', 'completed', false, 'Inspect the files'],
     ])
     expect(children[0].reports).toEqual(['The logs look quiet so far.'])
     expect(children[1].sessionId).toMatch(/./)
-    await expect(app.call('subagents.list', {})).rejects.toThrow(/INVALID_PARAMS/)
-    await expect(app.call('subagents.list', { sessionId: '' })).rejects.toThrow(/INVALID_PARAMS/)
+    await expect(web.call('subagents.list', {})).rejects.toThrow(/INVALID_PARAMS/)
+    await expect(web.call('subagents.list', { sessionId: '' })).rejects.toThrow(/INVALID_PARAMS/)
   })
 
   it('speaks Chinese', async () => {
-    const zh = await openPage(browser, parentUrl, { locale: 'zh-CN' })
+    const zh = await web.openPage({ locale: 'zh-CN', path: new URL(parentUrl).pathname })
     try {
       const section = zh.page.locator('[data-panel="subagents"]')
       await section.waitFor()
