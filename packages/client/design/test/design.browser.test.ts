@@ -1,28 +1,15 @@
 // The design system in the real page: `dsh web` with the mock model, Chromium. The page's import
 // map gives `@dsh/client-design` and its older name `@dsh/client-runtime/ui` one module (a half
 // on either name gets the same components), and the stylesheet is installed once.
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { hasChromium, launchBrowser, openPage, startWebApp, type Browser, type WebApp } from '@dsh/web-testkit'
+import { describe, expect, it, vi } from 'vitest'
+import { hasChromium, useWebApp } from '@dsh/web-testkit'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 })
 
-let app: WebApp
-let browser: Browser
-
-beforeAll(async () => {
-  if (!hasChromium()) return
-  app = await startWebApp({ steps: [] })
-  browser = await launchBrowser()
-})
-
-afterAll(async () => {
-  await browser?.close()
-  await app?.close()
-})
-
 describe.skipIf(!hasChromium())('@dsh/client-design in dsh web', () => {
+  const web = useWebApp({ steps: [] })
   it('both names resolve to one module in the page, and the stylesheet is there once', async () => {
-    const { page, context, errors } = await openPage(browser, app.url)
+    const { page, context, errors } = await web.openPage()
     try {
       const seen = await page.evaluate(async () => {
         // The page's own modules through its import map (eval keeps vitest from rewriting the imports).

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { startWebApp, type WebApp } from '@dsh/web-testkit'
+import { useWebApp } from '@dsh/web-testkit'
 import { png } from '@dsh/attachment/test-png'
 import { zip } from '../src/zip.ts'
 
@@ -18,18 +18,16 @@ const STEPS = [
   { events: [{ text: 'Working ' }, { delayMs: 100 }, { text: 'on it' }, { stall: true }] },
 ]
 
-let app: WebApp
+const web = useWebApp({ steps: STEPS as never })
 let scratch: string
 beforeAll(async () => {
-  app = await startWebApp({ steps: STEPS as never })
   scratch = mkdtempSync(join(tmpdir(), 'dsh-export-test-'))
 })
-afterAll(async () => {
-  await app?.close()
+afterAll(() => {
   rmSync(scratch, { recursive: true, force: true })
 })
 
-const download = async (sessionId: string) => fetch(`${app.url.replace(/\/$/, '')}/export/${sessionId}.zip`)
+const download = async (sessionId: string) => fetch(`${web.url.replace(/\/$/, '')}/export/${sessionId}.zip`)
 const unzip = (buffer: Buffer, name: string) => {
   const file = join(scratch, `${Math.random().toString(36).slice(2)}.zip`)
   writeFileSync(file, buffer)
@@ -51,17 +49,17 @@ const waitFor = async (check: () => Promise<boolean>) => {
 
 describe('session-log-export', () => {
   it('a finished session: the log line for line, its image, a manifest', async () => {
-    const { session } = await app.call('sessions.create', { cwd: app.cwd })
-    const upload = await fetch(`${app.url.replace(/\/$/, '')}/attachments`, {
+    const { session } = await web.call('sessions.create', { cwd: web.cwd })
+    const upload = await fetch(`${web.url.replace(/\/$/, '')}/attachments`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ name: 'a.png', data: png(3, 3).toString('base64') }),
     })
     const { token, attachment } = (await upload.json()) as { token: string; attachment: { id: string } }
-    await app.call('sessions.prompt', { sessionId: session.sessionId, text: `look ${token}` })
+    await web.call('sessions.prompt', { sessionId: session.sessionId, text: `look ${token}` })
     await waitFor(
       async () =>
-        (await app.call('sessions.list')).sessions.find((s: any) => s.sessionId === session.sessionId)?.status ===
+        (await web.call('sessions.list')).sessions.find((s: any) => s.sessionId === session.sessionId)?.status ===
         'idle',
     )
     const response = await download(session.sessionId)
@@ -73,7 +71,7 @@ describe('session-log-export', () => {
     const archive = unzip(Buffer.from(await response.arrayBuffer()), 'finished')
     const hex = attachment.id.slice(7)
     expect(archive.list).toEqual(['manifest.json', 'session.jsonl', `attachments/${hex}.png`])
-    const { events } = await app.call('sessions.history', { sessionId: session.sessionId })
+    const { events } = await web.call('sessions.history', { sessionId: session.sessionId })
     const lines = archive
       .read('session.jsonl')
       .toString('utf8')
@@ -86,21 +84,21 @@ describe('session-log-export', () => {
     expect(manifest).toMatchObject({
       format: 'dsh-session-export/1',
       sessionId: session.sessionId,
-      cwd: app.cwd,
+      cwd: web.cwd,
       events: events.length,
       running: false,
       attachments: [{ id: attachment.id, file: `attachments/${hex}.png` }],
       missingAttachments: [],
     })
-    const command = await app.call('commands.execute', { sessionId: session.sessionId, line: '/export' })
+    const command = await web.call('commands.execute', { sessionId: session.sessionId, line: '/export' })
     expect(command).toMatchObject({ ok: true, output: `Session log: /export/${session.sessionId}.zip` })
   })
 
   it('a running session exports a consistent prefix and says it was running', async () => {
-    const { session } = await app.call('sessions.create', { cwd: app.cwd })
-    await app.call('sessions.prompt', { sessionId: session.sessionId, text: 'work slowly' })
+    const { session } = await web.call('sessions.create', { cwd: web.cwd })
+    await web.call('sessions.prompt', { sessionId: session.sessionId, text: 'work slowly' })
     await waitFor(async () =>
-      (await app.call('sessions.history', { sessionId: session.sessionId })).events.some(
+      (await web.call('sessions.history', { sessionId: session.sessionId })).events.some(
         (e: any) => e.type === 'assistant/chunk',
       ),
     )
@@ -116,7 +114,7 @@ describe('session-log-export', () => {
     expect(lines.some((e) => e.type === 'turn/end')).toBe(false)
     const manifest = JSON.parse(archive.read('manifest.json').toString('utf8'))
     expect(manifest).toMatchObject({ running: true, events: lines.length })
-    await app.call('sessions.cancel', { sessionId: session.sessionId })
+    await web.call('sessions.cancel', { sessionId: session.sessionId })
   })
 
   it('an unknown session is a 404, a bad path is a 404 naming the route', async () => {
@@ -126,7 +124,7 @@ describe('session-log-export', () => {
       code: 'SESSION_NOT_FOUND',
       message: 'no session "no-such-session"',
     })
-    const bad = await fetch(`${app.url.replace(/\/$/, '')}/export/x`)
+    const bad = await fetch(`${web.url.replace(/\/$/, '')}/export/x`)
     expect(bad.status).toBe(404)
     expect(((await bad.json()) as { error: { message: string } }).error.message).toBe('GET /export/<sessionId>.zip')
   })
