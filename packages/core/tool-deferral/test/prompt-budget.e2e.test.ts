@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runDsh } from '@dsh/cli-testkit'
 import { killServer, TuiSession } from '@dsh/cli-testkit/tui'
 import { type MockServer, type RecordedRequest, startMockServer } from '@dsh/llm-mock-server'
-import { startWebApp } from '@dsh/web-testkit'
+import { useWebApp } from '@dsh/web-testkit'
 
 const GOAL_TOKENS = 3000
 
@@ -78,9 +78,11 @@ async function tui(): Promise<RecordedRequest[]> {
   return chats(session.server.requests)
 }
 
+// The worker's shared dsh web (default configuration), with this file's script and folder.
+const host = useWebApp({ steps: STEPS as never })
+
 async function web(): Promise<RecordedRequest[]> {
-  const app = await startWebApp({ steps: STEPS as never })
-  cleanup.push(() => app.close())
+  const app = host
   const { session } = await app.call('sessions.create', { cwd: app.cwd })
   await app.call('sessions.prompt', { sessionId: session.sessionId, text: 'go' })
   // The turn's end is an event on the session's history; wait for it, then read the requests.
