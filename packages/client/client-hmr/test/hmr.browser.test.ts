@@ -82,6 +82,8 @@ describe.skipIf(!hasChromium())('client hot reload', () => {
       )
       expect(listed).toEqual([expect.objectContaining({ state: 'active', url: expect.stringMatching(/\?v=/) })])
       expect(await panel.count()).toBe(1)
+      // Its stylesheet was replaced, not stacked (installStyles removes it with the old copy).
+      expect(await page.locator('style[data-owner="hello-ui"]').count()).toBe(1)
       expect(errors).toEqual([])
     })
   })

@@ -40,6 +40,7 @@ export {
 } from '@dsh/client-connection'
 export { SlotRegistry, type SlotEntry, type SlotProps, type SlotRecord, type PropsOfSlot } from './slots.ts'
 export { formatCount } from './format.ts'
+export { installStyles } from './styles.ts'
 export {
   KEY_BINDINGS,
   matchKey,

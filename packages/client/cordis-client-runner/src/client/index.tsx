@@ -11,7 +11,7 @@
 // `cordis/retracted` event removes the frame at once.
 import type { Context } from 'cordis'
 import { useCallback } from 'react'
-import { type SessionSlotProps, Store, useStore, useT } from '@dsh/client-runtime'
+import { installStyles, type SessionSlotProps, Store, useStore, useT } from '@dsh/client-runtime'
 import {
   type BrowserHalf,
   cordisBrowserHalves,
@@ -103,14 +103,7 @@ export function checkMessage(
 
 export function apply(ctx: Context): void {
   ctx.locale.register(NAMESPACE, { en, zh })
-  ctx.effect(() => {
-    if (typeof document === 'undefined') return () => {}
-    const style = document.createElement('style')
-    style.dataset.owner = name
-    style.textContent = CSS
-    document.head.append(style)
-    return () => style.remove()
-  }, 'cordis-client-runner: stylesheet')
+  installStyles(ctx, name, CSS, 'cordis-client-runner: stylesheet')
 
   const frames = new Set<FrameEntry>()
   const bySession = new Map<string, Store<Listed>>()

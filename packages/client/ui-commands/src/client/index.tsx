@@ -4,7 +4,7 @@
 // listed command runs it through `commands.execute` (never a model turn), clears the composer and
 // shows the command's output or error above it.
 import type { Context } from 'cordis'
-import { Store, useStore, useT } from '@dsh/client-runtime'
+import { installStyles, Store, useStore, useT } from '@dsh/client-runtime'
 import { COMMANDS_CHANGED, type CommandInfo } from '@dsh/web-protocol'
 import type {} from '@dsh/ui-input-trigger/shared'
 import { commandOfLine, matchCommands } from '../commands.ts'
@@ -74,14 +74,7 @@ function download(path: string): void {
 
 export function apply(ctx: Context): void {
   ctx.locale.register(NAMESPACE, { en, zh })
-  ctx.effect(() => {
-    if (typeof document === 'undefined') return () => {}
-    const style = document.createElement('style')
-    style.dataset.owner = name
-    style.textContent = CSS
-    document.head.append(style)
-    return () => style.remove()
-  }, 'ui-commands: stylesheet')
+  installStyles(ctx, name, CSS, 'ui-commands: stylesheet')
   let known: CommandInfo[] = []
   let loading: Promise<CommandInfo[]> | undefined
   const load = (fresh = false) => {

@@ -5,7 +5,7 @@
 // (ui-tool fills it), with a plain one-line fallback when nothing does.
 import type { Context } from 'cordis'
 import { memo, useCallback, useEffect, useMemo } from 'react'
-import { Slot, useCtx, type SessionSlotProps } from '@dsh/client-runtime'
+import { installStyles, Slot, useCtx, type SessionSlotProps } from '@dsh/client-runtime'
 import type { AssistantNode, ConversationSnapshot, ToolNode } from '@dsh/conversation-model'
 import { ChatView, type MessageActions } from './chat-view.tsx'
 import { Composer, type SendMode } from '@dsh/conversation-composer'
@@ -153,14 +153,7 @@ export function apply(ctx: Context): void {
       if (pickedReferences === take) pickedReferences = undefined
     })
   })
-  ctx.effect(() => {
-    if (typeof document === 'undefined') return () => {}
-    const style = document.createElement('style')
-    style.dataset.owner = name
-    style.textContent = CSS + MARKDOWN_CSS
-    document.head.append(style)
-    return () => style.remove()
-  }, 'ui-conversation: stylesheet')
+  installStyles(ctx, name, CSS + MARKDOWN_CSS, 'ui-conversation: stylesheet')
   // Compile the Markdown lexer's expressions while the page is idle: the first answer of a fresh
   // page then renders without that one-time cost inside its frame. No timeout: a forced run
   // could land in the middle of a stream, which is what this avoids.

@@ -7,7 +7,15 @@
 // renders, on each `cordis/changed` host event and after a reconnect.
 import type { Context } from 'cordis'
 import { useState } from 'react'
-import { type PropsOfSlot, type SessionSlotProps, Slot, Store, useStore, useT } from '@dsh/client-runtime'
+import {
+  installStyles,
+  type PropsOfSlot,
+  type SessionSlotProps,
+  Slot,
+  Store,
+  useStore,
+  useT,
+} from '@dsh/client-runtime'
 import { CORDIS_CHANGED, cordisDefinitions, cordisRetract, cordisRun, type WireDefinition } from '../contract.ts'
 
 export const NAMESPACE = 'cordis'
@@ -64,14 +72,7 @@ type ToolViewProps = PropsOfSlot<'tool.call.toolview'> & {
 
 export function apply(ctx: Context): void {
   ctx.locale.register(NAMESPACE, { en, zh })
-  ctx.effect(() => {
-    if (typeof document === 'undefined') return () => {}
-    const style = document.createElement('style')
-    style.dataset.owner = name
-    style.textContent = CSS
-    document.head.append(style)
-    return () => style.remove()
-  }, 'ui-cordis: stylesheet')
+  installStyles(ctx, name, CSS, 'ui-cordis: stylesheet')
 
   type Listed = { definitions: WireDefinition[]; loaded: boolean; error?: string }
   const bySession = new Map<string, Store<Listed>>()

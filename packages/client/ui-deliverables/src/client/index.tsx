@@ -3,7 +3,7 @@
 // diff (every change of the turn, in order).
 import type { Context } from 'cordis'
 import { useMemo, useState } from 'react'
-import { useT, type SessionSlotProps } from '@dsh/client-runtime'
+import { installStyles, useT, type SessionSlotProps } from '@dsh/client-runtime'
 import { diffLines, lastTurnDeliverables } from '../deliverables.ts'
 
 export const NAMESPACE = 'deliverables'
@@ -29,14 +29,7 @@ const CSS = `
 
 export function apply(ctx: Context): void {
   ctx.locale.register(NAMESPACE, { en, zh })
-  ctx.effect(() => {
-    if (typeof document === 'undefined') return () => {}
-    const style = document.createElement('style')
-    style.dataset.owner = name
-    style.textContent = CSS
-    document.head.append(style)
-    return () => style.remove()
-  }, 'ui-deliverables: stylesheet')
+  installStyles(ctx, name, CSS, 'ui-deliverables: stylesheet')
 
   function Deliverables({ feed }: SessionSlotProps) {
     const t = useT(NAMESPACE)

@@ -5,7 +5,7 @@
 // next message in the open session.
 import type { Context } from 'cordis'
 import { useState } from 'react'
-import { useCtx, useStore, useT } from '@dsh/client-runtime'
+import { installStyles, useCtx, useStore, useT } from '@dsh/client-runtime'
 import { FENCE_LANGUAGE, type Field, formMessage, parseSpec, type Spec } from '../spec.ts'
 
 export const NAMESPACE = 'fences'
@@ -51,14 +51,7 @@ declare module '@dsh/client-runtime' {
 
 export function apply(ctx: Context): void {
   ctx.locale.register(NAMESPACE, { en, zh })
-  ctx.effect(() => {
-    if (typeof document === 'undefined') return () => {}
-    const style = document.createElement('style')
-    style.dataset.owner = name
-    style.textContent = CSS
-    document.head.append(style)
-    return () => style.remove()
-  }, 'ui-fences: stylesheet')
+  installStyles(ctx, name, CSS, 'ui-fences: stylesheet')
 
   function Form({ spec }: { spec: Extract<Spec, { type: 'form' }> }) {
     const c = useCtx()

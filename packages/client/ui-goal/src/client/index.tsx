@@ -5,7 +5,7 @@
 // (a ref, so two clicks in one frame cannot both go), and shows a refusal inline.
 import type { Context } from 'cordis'
 import { useMemo, useRef, useState, type KeyboardEvent } from 'react'
-import { useCtx, useT, type SessionSlotProps } from '@dsh/client-runtime'
+import { installStyles, useCtx, useT, type SessionSlotProps } from '@dsh/client-runtime'
 import { goalsClear, goalsEdit, goalsPause, goalsResume, type WireGoal } from '../contract.ts'
 import { en, zh } from './strings.ts'
 
@@ -37,14 +37,7 @@ const CSS = `
 
 export function apply(ctx: Context): void {
   ctx.locale.register(NAMESPACE, { en, zh })
-  ctx.effect(() => {
-    if (typeof document === 'undefined') return () => {}
-    const style = document.createElement('style')
-    style.dataset.owner = name
-    style.textContent = CSS
-    document.head.append(style)
-    return () => style.remove()
-  }, 'ui-goal: stylesheet')
+  installStyles(ctx, name, CSS, 'ui-goal: stylesheet')
 
   function GoalBar({ sessionId, feed }: SessionSlotProps) {
     const c = useCtx()

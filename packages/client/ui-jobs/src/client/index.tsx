@@ -8,7 +8,7 @@
 // last bytes are read then). Refresh reads it whole again.
 import type { Context } from 'cordis'
 import { useEffect, useRef, useState } from 'react'
-import { Store, useStore, useT, type SessionSlotProps } from '@dsh/client-runtime'
+import { installStyles, Store, useStore, useT, type SessionSlotProps } from '@dsh/client-runtime'
 import { JOBS_CHANGED, JOBS_OUTPUT, jobsKill, jobsList, jobsOutput, type WireJob } from '../contract.ts'
 
 export const NAMESPACE = 'jobs'
@@ -68,14 +68,7 @@ interface SessionJobs {
 
 export function apply(ctx: Context): void {
   ctx.locale.register(NAMESPACE, { en, zh })
-  ctx.effect(() => {
-    if (typeof document === 'undefined') return () => {}
-    const style = document.createElement('style')
-    style.dataset.owner = name
-    style.textContent = CSS
-    document.head.append(style)
-    return () => style.remove()
-  }, 'ui-jobs: stylesheet')
+  installStyles(ctx, name, CSS, 'ui-jobs: stylesheet')
 
   const bySession = new Map<string, Store<SessionJobs>>()
   const storeOf = (sessionId: string) => {

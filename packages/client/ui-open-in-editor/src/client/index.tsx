@@ -6,7 +6,7 @@
 // as the action's one-line alert.
 import type { Context } from 'cordis'
 import { useState } from 'react'
-import { useT } from '@dsh/client-runtime'
+import { installStyles, useT } from '@dsh/client-runtime'
 import { FilePen, IconButton } from '@dsh/client-design'
 import { hostOpenPath } from '@dsh/open-in-editor/contract'
 
@@ -49,14 +49,7 @@ const CSS = `
 
 export function apply(ctx: Context): void {
   ctx.locale.register(NAMESPACE, { en, zh })
-  ctx.effect(() => {
-    if (typeof document === 'undefined') return () => {}
-    const style = document.createElement('style')
-    style.dataset.owner = name
-    style.textContent = CSS
-    document.head.append(style)
-    return () => style.remove()
-  }, 'ui-open-in-editor: stylesheet')
+  installStyles(ctx, name, CSS, 'ui-open-in-editor: stylesheet')
 
   function Action({ path, name: label }: WorkspaceActionProps) {
     const t = useT(NAMESPACE)

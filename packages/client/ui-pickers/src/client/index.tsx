@@ -5,7 +5,7 @@
 // The host's session/changed updates the catalog row the pickers read.
 import type { Context } from 'cordis'
 import { useState } from 'react'
-import type { SessionSlotProps } from '@dsh/client-runtime'
+import { installStyles, type SessionSlotProps } from '@dsh/client-runtime'
 import type { SessionRow } from '@dsh/web-protocol'
 import { PermissionPicker } from './pickers.tsx'
 import { en, zh } from './strings.ts'
@@ -29,14 +29,7 @@ export const inject = ['slots', 'locale', 'remote', 'catalog']
 
 export function apply(ctx: Context): void {
   ctx.locale.register(NAMESPACE, { en, zh })
-  ctx.effect(() => {
-    if (typeof document === 'undefined') return () => {}
-    const style = document.createElement('style')
-    style.dataset.owner = name
-    style.textContent = CSS
-    document.head.append(style)
-    return () => style.remove()
-  }, 'ui-pickers: stylesheet')
+  installStyles(ctx, name, CSS, 'ui-pickers: stylesheet')
   const refresh = (row: SessionRow | undefined) => {
     if (row) ctx.catalog.upsert(row)
   }

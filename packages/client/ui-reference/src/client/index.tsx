@@ -7,6 +7,7 @@
 // which @dsh/mcp-client expands into the resource's text. A resource template opens a small form
 // for its variables first (template-form.tsx) and inserts the filled URI.
 import type { Context } from 'cordis'
+import { installStyles } from '@dsh/client-runtime'
 import { filesSearch } from '@dsh/file-reference/contract'
 import { MCP_RESOURCES_CHANGED, mcpResources } from '@dsh/mcp-client/contract'
 import { fuzzyScore, replaceRange } from '@dsh/ui-input-trigger/shared'
@@ -96,14 +97,7 @@ export function apply(ctx: Context): void {
  * names no resource the server can read). A host without the method lists none.
  */
 function registerMcpResources(ctx: Context, t: (key: keyof typeof en) => string): void {
-  ctx.effect(() => {
-    if (typeof document === 'undefined') return () => {}
-    const style = document.createElement('style')
-    style.dataset.owner = name
-    style.textContent = FORM_CSS
-    document.head.append(style)
-    return () => style.remove()
-  }, 'ui-reference: template form stylesheet')
+  installStyles(ctx, name, FORM_CSS, 'ui-reference: template form stylesheet')
   // A filled template: its URI replaces the `@query` the menu was opened on, as a picked reference.
   const { open, Form } = templateForm(NAMESPACE, (filling, uri) => {
     const token = `@${filling.server}:${uri}`

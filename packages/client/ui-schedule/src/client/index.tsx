@@ -7,7 +7,7 @@
 // and after a reconnect.
 import type { Context } from 'cordis'
 import { useEffect, useState } from 'react'
-import { Store, useStore, useT } from '@dsh/client-runtime'
+import { installStyles, Store, useStore, useT } from '@dsh/client-runtime'
 import { History, IconButton } from '@dsh/client-design'
 import {
   scheduleTasksCreate,
@@ -89,14 +89,7 @@ const CSS = `
 
 export function apply(ctx: Context): void {
   ctx.locale.register(NAMESPACE, { en, zh })
-  ctx.effect(() => {
-    if (typeof document === 'undefined') return () => {}
-    const style = document.createElement('style')
-    style.dataset.owner = name
-    style.textContent = CSS
-    document.head.append(style)
-    return () => style.remove()
-  }, 'ui-schedule: stylesheet')
+  installStyles(ctx, name, CSS, 'ui-schedule: stylesheet')
 
   const open = new Store(false)
   const state = new Store<{ tasks: WireTask[]; loaded: boolean; error?: string }>({ tasks: [], loaded: false })

@@ -4,6 +4,7 @@
 // nav label is the `section.<id>` message of the `settings` namespace, else the id).
 import { lazy, Suspense, type ComponentType } from 'react'
 import type { Context } from 'cordis'
+import { installStyles } from '@dsh/client-runtime'
 import { en, zh } from './strings.ts'
 import { CSS } from './styles.ts'
 import { NAMESPACE, SECTION_SLOT } from './names.ts'
@@ -32,14 +33,7 @@ function deferred<P extends object>(load: () => Promise<{ default: ComponentType
 
 export function apply(ctx: Context): void {
   ctx.locale.register(NAMESPACE, { en, zh })
-  ctx.effect(() => {
-    if (typeof document === 'undefined') return () => {}
-    const style = document.createElement('style')
-    style.dataset.owner = name
-    style.textContent = CSS
-    document.head.append(style)
-    return () => style.remove()
-  }, 'ui-settings: stylesheet')
+  installStyles(ctx, name, CSS, 'ui-settings: stylesheet')
   ctx.slots.register('settings.dialog', {
     id: 'ui-settings',
     order: 0,

@@ -7,6 +7,7 @@
 import type { Context } from 'cordis'
 import { memo, useEffect, useMemo, useState, type MouseEvent, type ReactNode } from 'react'
 import {
+  installStyles,
   RemoteError,
   Slot,
   sessionPath,
@@ -69,14 +70,7 @@ function useNow(active: boolean): number {
 
 export function apply(ctx: Context): void {
   ctx.locale.register(NAMESPACE, { en, zh })
-  ctx.effect(() => {
-    if (typeof document === 'undefined') return () => {}
-    const style = document.createElement('style')
-    style.dataset.owner = name
-    style.textContent = CSS
-    document.head.append(style)
-    return () => style.remove()
-  }, 'ui-subagent: stylesheet')
+  installStyles(ctx, name, CSS, 'ui-subagent: stylesheet')
 
   // One incremental fold per feed log (keyed by the log array, which a feed appends in place).
   const folds = new WeakMap<readonly unknown[], SubagentFold>()

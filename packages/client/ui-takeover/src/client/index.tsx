@@ -2,7 +2,7 @@
 // `conversation.composer.takeover` entry keyed `approval` (or `question`) instead of the composer
 // while the session has one pending; answers go through approvals.respond / questions.respond.
 import type { Context } from 'cordis'
-import type { SessionSlotProps } from '@dsh/client-runtime'
+import { installStyles, type SessionSlotProps } from '@dsh/client-runtime'
 import type { PendingApproval as RuntimeApproval, PendingQuestion as RuntimeQuestion } from '@dsh/client-runtime'
 import type { ApprovalChoice, WireQuestionAnswer } from '@dsh/web-protocol'
 import { ApprovalTakeover } from './approval.tsx'
@@ -24,14 +24,7 @@ type TakeoverProps = SessionSlotProps & { approval?: RuntimeApproval; question?:
 
 export function apply(ctx: Context): void {
   ctx.locale.register(NAMESPACE, { en, zh })
-  ctx.effect(() => {
-    if (typeof document === 'undefined') return () => {}
-    const style = document.createElement('style')
-    style.dataset.owner = name
-    style.textContent = CSS
-    document.head.append(style)
-    return () => style.remove()
-  }, 'ui-takeover: stylesheet')
+  installStyles(ctx, name, CSS, 'ui-takeover: stylesheet')
 
   const stop = (sessionId: string) => () => void ctx.remote.call('sessions.cancel', { sessionId }).catch(() => {})
 

@@ -5,7 +5,7 @@
 // replaces one by registering the same key with a lower order.
 import type { Context } from 'cordis'
 import { memo, type ComponentType } from 'react'
-import { Slot } from '@dsh/client-runtime'
+import { installStyles, Slot } from '@dsh/client-runtime'
 import { useStableT } from './use-t.ts'
 import type { ToolNode } from '@dsh/conversation-model'
 import { BUILTIN_CARDS, GenericCard, type ToolCardProps } from './cards.tsx'
@@ -76,14 +76,7 @@ export const inject = ['slots', 'locale']
 
 export function apply(ctx: Context): void {
   ctx.locale.register(NAMESPACE, { en, zh })
-  ctx.effect(() => {
-    if (typeof document === 'undefined') return () => {}
-    const style = document.createElement('style')
-    style.dataset.owner = name
-    style.textContent = CSS
-    document.head.append(style)
-    return () => style.remove()
-  }, 'ui-tool: stylesheet')
+  installStyles(ctx, name, CSS, 'ui-tool: stylesheet')
   ctx.slots.register('conversation.chat.node', { id: 'ui-tool', key: 'tool', order: 0, component: Dispatch })
   for (const [tool, Card] of Object.entries(BUILTIN_CARDS)) {
     ctx.slots.register(TOOL_VIEW_SLOT, { id: 'ui-tool', key: tool, order: 100, component: slotCard(Card) })

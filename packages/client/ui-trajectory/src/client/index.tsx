@@ -3,7 +3,15 @@
 // and totals, derived from the session feed. The view itself is a lazy chunk.
 import type { Context } from 'cordis'
 import { lazy, Suspense, useEffect, useState } from 'react'
-import { Store, useCtx, useSessionFeed, useStore, useT, type SessionSlotProps } from '@dsh/client-runtime'
+import {
+  installStyles,
+  Store,
+  useCtx,
+  useSessionFeed,
+  useStore,
+  useT,
+  type SessionSlotProps,
+} from '@dsh/client-runtime'
 import { trajectoryPrices } from '../contract.ts'
 import type { Price } from '../model.ts'
 import { en, zh } from './strings.ts'
@@ -17,14 +25,7 @@ const View = lazy(() => import('./view.tsx'))
 
 export function apply(ctx: Context): void {
   ctx.locale.register(NAMESPACE, { en, zh })
-  ctx.effect(() => {
-    if (typeof document === 'undefined') return () => {}
-    const style = document.createElement('style')
-    style.dataset.owner = name
-    style.textContent = CSS
-    document.head.append(style)
-    return () => style.remove()
-  }, 'ui-trajectory: stylesheet')
+  installStyles(ctx, name, CSS, 'ui-trajectory: stylesheet')
   /** The session whose trajectory is open. */
   const open = new Store<string | undefined>(undefined)
   let prices: Promise<Record<string, Price>> | undefined

@@ -4,7 +4,7 @@
 // cards' order, so it wins for these two tools; unloading the plugin restores the generic card.
 import type { Context } from 'cordis'
 import { memo, useMemo } from 'react'
-import { useSessionFeed, useT } from '@dsh/client-runtime'
+import { installStyles, useSessionFeed, useT } from '@dsh/client-runtime'
 import { runOfCall, type ChildStatus, type RunStatus } from '../model.ts'
 
 export const NAMESPACE = 'workflowRun'
@@ -130,14 +130,7 @@ export const WorkflowCard = memo(
 
 export function apply(ctx: Context): void {
   ctx.locale.register(NAMESPACE, { en, zh })
-  ctx.effect(() => {
-    if (typeof document === 'undefined') return () => {}
-    const style = document.createElement('style')
-    style.dataset.owner = name
-    style.textContent = CSS
-    document.head.append(style)
-    return () => style.remove()
-  }, 'ui-workflow-run: stylesheet')
+  installStyles(ctx, name, CSS, 'ui-workflow-run: stylesheet')
   for (const tool of TOOLS)
     ctx.slots.register('tool.call.toolview', {
       id: 'ui-workflow-run',
