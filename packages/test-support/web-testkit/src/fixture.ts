@@ -72,14 +72,35 @@ const isDefault = (o: UseWebAppOptions): boolean =>
   !(o.args ?? []).length &&
   !Object.keys(o.copy ?? {}).length
 
-function sharedHost(): Promise<WebApp> {
-  if (!shared) {
-    boots++
-    // Tethered: the worker may be killed without running any hook, and the host must die with it.
-    shared = startWebApp({ steps: [], tether: true })
-    shared.catch(() => (shared = undefined))
+async function sharedHost(): Promise<WebApp> {
+  if (shared) {
+    // A host that died (or that a file could not clean) is not handed on: the next file would fail
+    // for a reason not its own. It is replaced by a fresh boot.
+    const app = await shared.catch(() => undefined)
+    if (app && (await alive(app))) return app
+    await app?.close().catch(() => {})
+    shared = undefined
   }
-  return shared
+  boots++
+  // Tethered: the worker may be killed without running any hook, and the host must die with it.
+  const started = startWebApp({ steps: [], tether: true })
+  shared = started
+  started.catch(() => {
+    if (shared === started) shared = undefined
+  })
+  return started
+}
+
+const alive = (app: WebApp): Promise<boolean> =>
+  fetch(`${app.url}/client-manifest.json`).then(
+    (res) => res.ok,
+    () => false,
+  )
+
+/** Drops the shared host after a file could not clean up after itself (the next file boots anew). */
+async function discard(app: WebApp): Promise<void> {
+  if (shared && (await shared.catch(() => undefined)) === app) shared = undefined
+  await app.close().catch(() => {})
 }
 
 /**
@@ -127,10 +148,14 @@ export function useWebApp(options: UseWebAppOptions = {}): WebFixture {
     // and its workspace, clear the script (a request still under way is then refused, never
     // answered with the next file's step).
     const host = app
+    host.mock.setScript([])
+    // A host the file stopped (or that died) has nothing to clean: the next file boots a new one.
+    if (!(await alive(host))) return discard(host)
     try {
       await forget(host, cwd!)
-    } finally {
-      host.mock.setScript([])
+    } catch (error) {
+      await discard(host)
+      throw error
     }
   })
 

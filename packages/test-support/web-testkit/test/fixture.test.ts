@@ -1,7 +1,8 @@
 // useWebApp against the real `dsh web` and mock model. Three sibling describe blocks stand for three
 // test files of one worker (each block's beforeAll runs after the previous block's afterAll, as
 // files do): the two in the default configuration share one host, booted at most once, each with
-// its own script, requests, folder and sessions; the one with a patch gets a host of its own. A
+// its own script, requests, folder and sessions; a host that died is replaced for the next file;
+// the one with a patch gets a host of its own. A
 // last block checks that the shared host stops with the process that started it.
 import { spawn } from 'node:child_process'
 import { afterAll, describe, expect, it, vi } from 'vitest'
@@ -67,12 +68,30 @@ describe('useWebApp: second default file', () => {
   })
 })
 
+describe('useWebApp: a default file that stops the shared host', () => {
+  const web = useWebApp({ steps: [] })
+  it('stops it', async () => {
+    expect(web.url).toBe(firstUrl)
+    await web.app.stop()
+  })
+})
+
+describe('useWebApp: the default file after it', () => {
+  const web = useWebApp({ steps: [{ text: 'Served by the replacement host.' }] })
+  it('gets a fresh host instead of the dead one', async () => {
+    expect(webAppBoots()).toBe(bootsAtStart + 1)
+    expect(web.shared).toBe(true)
+    const sessionId = await turn(web, 'after the stop')
+    expect(await answers(web, sessionId)).toContain('Served by the replacement host.')
+  })
+})
+
 describe('useWebApp: a file with a patch', () => {
   const web = useWebApp({ steps: [{ text: 'Private.' }], patch: '[]\n' })
   it('gets a host of its own', async () => {
     expect(web.shared).toBe(false)
     expect(web.url).not.toBe(firstUrl)
-    expect(webAppBoots()).toBe(bootsAtStart + 1)
+    expect(webAppBoots()).toBe(bootsAtStart + 2)
     expect(web.cwd).toBe(web.app.cwd)
     const sessionId = await turn(web, 'patched file asks')
     expect(await answers(web, sessionId)).toContain('Private.')
