@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runDsh } from '@dsh/cli-testkit'
 import { type MockStep, type RecordedRequest, startMockServer } from '@dsh/llm-mock-server'
-import { startWebApp, type WebApp } from '@dsh/web-testkit'
+import { startWebApp, waitForSessionEvent, type WebApp } from '@dsh/web-testkit'
 
 /** The checkout this test runs in: the harness-source section names it. */
 const CHECKOUT = fileURLToPath(new URL('../../../', import.meta.url)).replace(/\/$/, '')
@@ -45,12 +45,7 @@ const toolOutput = (r: RecordedRequest) =>
 async function webTurn(app: WebApp): Promise<RecordedRequest[]> {
   const { session } = await app.call('sessions.create', { cwd: app.cwd })
   await app.call('sessions.prompt', { sessionId: session.sessionId, text: 'go' })
-  // The turn's end is an event of the session's history: wait for it (the boot's timeout bounds this).
-  for (;;) {
-    const { events } = await app.call('sessions.history', { sessionId: session.sessionId })
-    if ((events as Array<{ type: string }>).some((e) => e.type === 'turn/end')) break
-    await new Promise((r) => setTimeout(r, 100))
-  }
+  await waitForSessionEvent(app, session.sessionId, 'turn/end')
   return chats(app.mock.requests)
 }
 

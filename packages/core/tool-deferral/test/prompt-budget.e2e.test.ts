@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runDsh } from '@dsh/cli-testkit'
 import { killServer, TuiSession } from '@dsh/cli-testkit/tui'
 import { type MockServer, type RecordedRequest, startMockServer } from '@dsh/llm-mock-server'
-import { useWebApp } from '@dsh/web-testkit'
+import { useWebApp, waitForSessionEvent } from '@dsh/web-testkit'
 
 const GOAL_TOKENS = 3000
 
@@ -85,12 +85,7 @@ async function web(): Promise<RecordedRequest[]> {
   const app = host
   const { session } = await app.call('sessions.create', { cwd: app.cwd })
   await app.call('sessions.prompt', { sessionId: session.sessionId, text: 'go' })
-  // The turn's end is an event on the session's history; wait for it, then read the requests.
-  for (;;) {
-    const { events } = await app.call('sessions.history', { sessionId: session.sessionId })
-    if ((events as Array<{ type: string }>).some((e) => e.type === 'turn/end')) break
-    await new Promise((r) => setTimeout(r, 100))
-  }
+  await waitForSessionEvent(app, session.sessionId, 'turn/end')
   return chats(app.mock.requests)
 }
 

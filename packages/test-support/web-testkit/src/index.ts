@@ -192,6 +192,61 @@ export interface OpenedPage {
   errors: string[]
 }
 
+/** One event of a session's log, as the host's event stream sends it. */
+export interface SessionEvent {
+  seq: number
+  type: string
+  data?: unknown
+}
+
+/**
+ * Resolves with the first event of `type` in a session's log, read from the host's own event stream
+ * (`GET /api/events/session/<id>`, from seq 0, as the page reads it): a test waits for the event
+ * itself (a turn's `turn/end`) instead of polling the history. Rejects after `timeoutMs`, or when
+ * the stream ends without one.
+ */
+export async function waitForSessionEvent(
+  app: Pick<WebApp, 'url'>,
+  sessionId: string,
+  type: string,
+  timeoutMs = 60_000,
+): Promise<SessionEvent> {
+  const abort = new AbortController()
+  const timer = setTimeout(
+    () => abort.abort(new Error(`no ${type} event in session ${sessionId} within ${timeoutMs} ms`)),
+    timeoutMs,
+  )
+  try {
+    const res = await fetch(`${app.url}/api/events/session/${encodeURIComponent(sessionId)}`, {
+      headers: { origin: app.url, accept: 'text/event-stream' },
+      signal: abort.signal,
+    })
+    if (!res.ok || !res.body) throw new Error(`the event stream of session ${sessionId} answered ${res.status}`)
+    const decoder = new TextDecoder()
+    let buffered = ''
+    let name = 'message'
+    let data = ''
+    for await (const piece of res.body as AsyncIterable<Uint8Array>) {
+      buffered += decoder.decode(piece, { stream: true })
+      for (let nl = buffered.indexOf('\n'); nl >= 0; nl = buffered.indexOf('\n')) {
+        const line = buffered.slice(0, nl).replace(/\r$/, '')
+        buffered = buffered.slice(nl + 1)
+        if (line === '') {
+          const event = name === 'message' && data ? (JSON.parse(data) as SessionEvent) : undefined
+          if (event?.type === type) return event
+          name = 'message'
+          data = ''
+        } else if (line.startsWith('event:')) name = line.slice(6).trim()
+        else if (line.startsWith('data:')) data += (data ? '\n' : '') + line.slice(5).replace(/^ /, '')
+      }
+    }
+    throw new Error(`the event stream of session ${sessionId} ended without a ${type} event`)
+  } finally {
+    clearTimeout(timer)
+    abort.abort()
+  }
+}
+
 /** A fresh browser context (own storage) and page at `url`, waiting until the app has booted. */
 export async function openPage(
   browser: Browser,
