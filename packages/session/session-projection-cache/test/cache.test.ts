@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { Context } from 'cordis'
-import JsonProjectionCache from '@dsh/session-projection-cache'
+import JsonProjectionCache, { decodeDocument } from '@dsh/session-projection-cache'
 import type { ProjectionCheckpoint } from '@dsh/session-projection'
 
 const dirs: string[] = []
@@ -33,7 +33,7 @@ const cp = (id: string, events: number, note = ''): ProjectionCheckpoint => ({
   units: { u: { version: 1, state: { note } } },
 })
 const ids = async (path: string) => [...(await (await open(path)).readAll()).keys()].sort()
-const doc = (path: string) => JSON.parse(readFileSync(path, 'utf8'))
+const doc = (path: string) => decodeDocument(readFileSync(path, 'utf8'))!
 
 describe('@dsh/session-projection-cache', () => {
   it('the first write is a whole document; later small updates go to the journal and read back merged', async () => {
@@ -112,17 +112,29 @@ describe('@dsh/session-projection-cache', () => {
     expect(await ids(path)).toEqual(['z'])
   })
 
-  it('a document of an older build (no generation) is read, and rewritten on the next update', async () => {
+  it('a format-1 document of an older build is read, and rewritten in format 2 by that read', async () => {
     const path = place()
     const cache = await open(path)
     await cache.write([cp('a', 1)], [])
+    // Without a generation: its journal is not its own.
     writeFileSync(path, JSON.stringify({ format: 1, checkpoints: { a: cp('a', 1), b: cp('b', 2) } }))
     appendFileSync(`${path}.journal`, JSON.stringify({ generation: '', put: [cp('stray', 1)] }) + '\n')
-    expect(await ids(path)).toEqual(['a', 'b'])
+    const read = await (await open(path)).readAll()
+    expect([...read.keys()].sort()).toEqual(['a', 'b'])
+    expect(read.get('b')).toEqual(cp('b', 2))
+    expect(readFileSync(path, 'utf8').startsWith('{"format":2,')).toBe(true)
+    expect(doc(path).format).toBe(2)
+    expect(JSON.parse(JSON.stringify(doc(path).checkpoints.b))).toEqual(cp('b', 2))
+    // With a generation (the journal of format 1): its journal lines are applied, then folded in.
+    writeFileSync(path, JSON.stringify({ format: 1, generation: 'g1', checkpoints: { a: cp('a', 1) } }))
+    writeFileSync(`${path}.journal`, JSON.stringify({ generation: 'g1', put: [cp('j', 3)], drop: ['a'] }) + '\n')
+    expect(await ids(path)).toEqual(['j'])
+    expect(existsSync(`${path}.journal`)).toBe(false)
+    expect(Object.keys(doc(path).checkpoints)).toEqual(['j'])
     await cache.readAll()
     await cache.write([cp('c', 1)], [])
     expect(typeof doc(path).generation).toBe('string')
-    expect(await ids(path)).toEqual(['a', 'b', 'c'])
+    expect(await ids(path)).toEqual(['c', 'j'])
     // A document of another format reads as empty.
     writeFileSync(path, JSON.stringify({ format: 99, checkpoints: { a: cp('a', 1) } }))
     expect(await ids(path)).toEqual([])

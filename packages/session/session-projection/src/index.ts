@@ -88,6 +88,13 @@ export interface ListOptions {
    * a caller that shows a few rows pays for those. Checkpoints of the others are kept as they are.
    */
   only?: (summary: SessionSummary) => boolean
+  /**
+   * Only these units' values are needed (default: every registered unit). A row served from the
+   * cache then carries only them, and the cached states of the other units are not read (a cache
+   * that parses states on use, like @dsh/session-projection-cache, never parses them). Rows folded
+   * from a log carry every unit, and their checkpoints stay complete.
+   */
+  units?: readonly string[]
 }
 
 /** What `list()` needs from the persistence seam. */
@@ -184,7 +191,14 @@ export class SessionProjections extends Service {
     const warn = (message: string) => home.emit('session-projection/warning', message)
     const liveSessions = new Map<string, Session>()
     for (const session of home.sessions.list()) liveSessions.set(session.id, session)
-    const { rows, report, changed, removed } = await this.engine.list(source, cache, liveSessions, warn, options.only)
+    const { rows, report, changed, removed } = await this.engine.list(
+      source,
+      cache,
+      liveSessions,
+      warn,
+      options.only,
+      options.units,
+    )
     if (cache && this.writeCache && (changed.length > 0 || removed.length > 0)) {
       await cache
         .write(changed, removed)
@@ -229,6 +243,7 @@ class Engine {
     liveSessions: Map<string, Session>,
     warn: (message: string) => void,
     only?: (summary: SessionSummary) => boolean,
+    wanted?: readonly string[],
   ) {
     const report = emptyReport()
     // The cache is read while persistence lists (its parse overlaps the listing's file I/O); the
@@ -245,7 +260,7 @@ class Engine {
     const [summaries, checkpoints] = await Promise.all([source.list(), readCache()])
     const changed: ProjectionCheckpoint[] = []
     const rows: ProjectionRow[] = []
-    const units = [...this.registry]
+    const units = wanted ? [...this.registry].filter(([name]) => wanted.includes(name)) : [...this.registry]
     for (const summary of summaries) {
       if (only && !only(summary)) continue
       // The common cases (damaged, live, cache hit) are answered without an await.
@@ -279,10 +294,14 @@ class Engine {
       return undefined
     // Read-only use of the cached states: carriers get their own copies from the parsed document.
     const values: { [unit: string]: unknown } = {}
-    for (const [name, unit] of units) {
-      const entry = cached.units?.[name]
-      if (entry?.version !== unit.version) return undefined
-      values[name] = unit.value ? unit.value(entry.state) : entry.state
+    try {
+      for (const [name, unit] of units) {
+        const entry = cached.units?.[name]
+        if (entry?.version !== unit.version) return undefined
+        values[name] = unit.value ? unit.value(entry.state) : entry.state
+      }
+    } catch {
+      return undefined // a state that does not parse (or fit its unit): folded again from the log
     }
     return { summary, values, source: 'cache' }
   }
@@ -299,8 +318,8 @@ class Engine {
       // Behind its log: advance from the last folded event, if that event is still the one we folded.
       report.logsRead++
       const tail = await logs.readFrom(summary.id, cached.events - 1)
-      if (tail[0]?.seq === cached.events - 1 && tail[0].time === cached.lastTime) {
-        const states = this.statesOf(cached)
+      const states = tail[0]?.seq === cached.events - 1 && tail[0].time === cached.lastTime && this.statesOf(cached)
+      if (states) {
         for (const event of tail.slice(1)) this.foldInto(states, event)
         changed.push(this.checkpoint(summary.id, summary.events, tail.at(-1)?.time, states))
         return { summary, values: this.valuesOf(states), source: 'refreshed' }
@@ -342,10 +361,14 @@ class Engine {
     return states
   }
 
-  /** Cached states, copied so folding never alters the cache's objects. */
-  private statesOf(cached: ProjectionCheckpoint): Map<string, unknown> {
+  /** Cached states, copied so folding never alters the cache's objects; undefined when one does not parse. */
+  private statesOf(cached: ProjectionCheckpoint): Map<string, unknown> | undefined {
     const states = new Map<string, unknown>()
-    for (const name of this.registry.keys()) states.set(name, structuredClone(cached.units[name].state))
+    try {
+      for (const name of this.registry.keys()) states.set(name, structuredClone(cached.units[name].state))
+    } catch {
+      return undefined
+    }
     return states
   }
 

@@ -6,7 +6,7 @@ import { Context, type Plugin } from 'cordis'
 import SessionStore, { Session, type AnySessionEvent } from '@dsh/session'
 import JsonlPersistence from '@dsh/session-persistence-jsonl'
 import SessionProjections, { type ProjectionUnit, type StoredLogs } from '@dsh/session-projection'
-import JsonProjectionCache from '@dsh/session-projection-cache'
+import JsonProjectionCache, { decodeDocument, encodeDocument } from '@dsh/session-projection-cache'
 
 interface Counts {
   events: number
@@ -24,6 +24,11 @@ const counter: ProjectionUnit<Counts, { events: number; prompts: number; last?: 
   },
   value: (s) => ({ events: s.events, prompts: s.prompts.length, last: s.prompts.at(-1) }),
 }
+
+/** The cache document as plain JSON (states parsed), and written back in its own format. */
+const readDoc = (path: string): any => JSON.parse(JSON.stringify(decodeDocument(readFileSync(path, 'utf8'))))
+const writeDoc = (path: string, doc: any) =>
+  writeFileSync(path, encodeDocument(doc.generation, Object.values(doc.checkpoints)))
 
 const dirs: string[] = []
 afterEach(() => {
@@ -136,7 +141,7 @@ describe('ctx.sessionProjections over stored sessions', () => {
     expect((await ctx.sessionProjections.list()).map((r) => r.source)).toEqual(Array(3).fill('rebuilt'))
     writeFileSync(join(dir, 'cache.json'), '{not json')
     expect((await ctx.sessionProjections.list()).map((r) => r.source)).toEqual(Array(3).fill('rebuilt'))
-    expect(JSON.parse(readFileSync(join(dir, 'cache.json'), 'utf8')).format).toBe(1)
+    expect(readDoc(join(dir, 'cache.json')).format).toBe(2)
     writeFileSync(join(dir, 'cache.json'), JSON.stringify({ format: 99, checkpoints: {} }))
     expect((await ctx.sessionProjections.list()).map((r) => r.source)).toEqual(Array(3).fill('rebuilt'))
   })
@@ -146,11 +151,11 @@ describe('ctx.sessionProjections over stored sessions', () => {
     const ctx = await tree(dir, counter, 0)
     await store(ctx, 3)
     await ctx.sessionProjections.list()
-    const doc = JSON.parse(readFileSync(join(dir, 'cache.json'), 'utf8'))
+    const doc = readDoc(join(dir, 'cache.json'))
     doc.checkpoints.s0.lastTime += 5 // same count, another log
     doc.checkpoints.s1.events += 2 // claims more than the log holds
     doc.checkpoints.s2.units.counts.state.prompts = ['forged']
-    writeFileSync(join(dir, 'cache.json'), JSON.stringify(doc))
+    writeDoc(join(dir, 'cache.json'), doc)
     const rows = await ctx.sessionProjections.list()
     expect(Object.fromEntries(rows.map((r) => [r.summary.id, r.source]))).toEqual({
       s0: 'rebuilt',
@@ -162,9 +167,9 @@ describe('ctx.sessionProjections over stored sessions', () => {
     const bumped = await tree(dir, { ...counter, version: 2 }, 0)
     expect((await bumped.sessionProjections.list()).map((r) => r.source)).toEqual(Array(3).fill('rebuilt'))
     // A refresh whose anchor event changed under it falls back to a rebuild.
-    const doc2 = JSON.parse(readFileSync(join(dir, 'cache.json'), 'utf8'))
+    const doc2 = readDoc(join(dir, 'cache.json'))
     doc2.checkpoints.s0.events -= 1
-    writeFileSync(join(dir, 'cache.json'), JSON.stringify(doc2))
+    writeDoc(join(dir, 'cache.json'), doc2)
     const b = await tree(dir, { ...counter, version: 2 }, 0)
     expect((await b.sessionProjections.list()).find((r) => r.summary.id === 's0')!.source).toBe('rebuilt')
   })
@@ -203,7 +208,7 @@ describe('ctx.sessionProjections over stored sessions', () => {
     await ctx.sessionProjections.list()
     rmSync(join(dir, 'sessions'), { recursive: true })
     expect(await ctx.sessionProjections.list()).toEqual([])
-    expect(JSON.parse(readFileSync(join(dir, 'cache.json'), 'utf8')).checkpoints).toEqual({})
+    expect(readDoc(join(dir, 'cache.json')).checkpoints).toEqual({})
     const live = ctx.sessions.create({ cwd: '/proj' })
     await ctx.sessionPersistence.create({ id: live.id, cwd: '/proj' })
     turnEvents(live, 0, 'live one')
@@ -236,10 +241,7 @@ describe('a narrowed listing (`only`)', () => {
     ])
     expect(reads.sort()).toEqual(['s1', 's3'])
     expect(ctx.sessionProjections.lastReport).toMatchObject({ rows: 2, rebuilt: 2, logsRead: 2 })
-    expect(Object.keys(JSON.parse(readFileSync(join(dir, 'cache.json'), 'utf8')).checkpoints).sort()).toEqual([
-      's1',
-      's3',
-    ])
+    expect(Object.keys(readDoc(join(dir, 'cache.json')).checkpoints).sort()).toEqual(['s1', 's3'])
     // A full listing fills the rest; a narrowed one after it drops nothing it did not list.
     await ctx.sessionProjections.list()
     reads.length = 0
@@ -248,12 +250,7 @@ describe('a narrowed listing (`only`)', () => {
       ['s0', 'cache', { events: 4, prompts: 1, last: 'prompt 0' }],
     ])
     expect(reads).toEqual([])
-    expect(Object.keys(JSON.parse(readFileSync(join(dir, 'cache.json'), 'utf8')).checkpoints).sort()).toEqual([
-      's0',
-      's1',
-      's2',
-      's3',
-    ])
+    expect(Object.keys(readDoc(join(dir, 'cache.json')).checkpoints).sort()).toEqual(['s0', 's1', 's2', 's3'])
     // show() is a narrowed listing of one session.
     expect((await ctx.sessionProjections.show('s2', noLogReads(ctx)))?.values.counts).toMatchObject({
       last: 'prompt 2',

@@ -8,7 +8,7 @@ import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import { summarize, type SessionSummary } from '@dsh/session-persistence'
 import type { ProjectionRow } from '@dsh/session-projection'
-import { fallbackTitle, type SessionTitle } from '@dsh/session-title'
+import { fallbackTitle, type SessionTitle, titleUnit } from '@dsh/session-title'
 import type { SessionStats } from '@dsh/session-stats'
 import type {} from '@dsh/cmdline'
 import type { SessionTableRow } from '@dsh/surface-kit'
@@ -174,7 +174,11 @@ export async function runSessionsCommand(
   }
   // Only the rows shown are projected: without --all, the sessions of this directory.
   const only = cmd.all ? undefined : (row: SessionSummary) => row.cwd === cwd && continuable(row)
-  const listed = await ctx.sessionProjections.list(undefined, { only })
+  // The table shows titles only: the cached stats of every row are left unread (unparsed).
+  const listed = await ctx.sessionProjections.list(undefined, {
+    only,
+    ...(cmd.format === 'text' ? { units: [titleUnit.name] } : {}),
+  })
   if (cmd.format === 'json') {
     io.stdout.write(JSON.stringify(listed.map((row) => compact(rowOf(row)))) + '\n')
     return 0

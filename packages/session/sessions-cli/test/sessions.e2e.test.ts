@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { runDsh } from '@dsh/cli-testkit'
 import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
+import { decodeDocument } from '@dsh/session-projection-cache'
 
 vi.setConfig({ testTimeout: 90_000, hookTimeout: 180_000 })
 
@@ -98,7 +99,7 @@ describe('dsh sessions', () => {
     expect(run.code, run.stderr).toBe(0)
     expect(JSON.parse(run.stdout).map((r: { id: string }) => r.id)).toEqual([sessionId])
     // The other directory's log was not folded: the cold cache holds this directory's row only.
-    expect(Object.keys(JSON.parse(readFileSync(cache, 'utf8')).checkpoints)).toEqual([sessionId])
+    expect(Object.keys(decodeDocument(readFileSync(cache, 'utf8'))!.checkpoints)).toEqual([sessionId])
     const all = await runDsh(['sessions', '--all', '--output-format', 'json'], { cwd, env: env() })
     expect(JSON.parse(all.stdout)).toHaveLength(2)
     const after = await runDsh(['sessions', '--output-format', 'json'], { cwd, env: env() })
