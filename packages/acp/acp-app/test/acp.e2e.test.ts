@@ -4,7 +4,7 @@ import { existsSync, readdirSync, readFileSync, realpathSync, writeFileSync } fr
 import { homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import type * as acp from '@agentclientprotocol/sdk'
 import { startMockServer, type MockServer } from '@dsh/llm-mock-server'
 import {
@@ -42,14 +42,17 @@ async function start(env: Record<string, string | undefined>, cwd: string, args:
   return p
 }
 
-const kinds = (p: AcpProcess) => p.updates.map((u) => u.update.sessionUpdate)
-const text = (p: AcpProcess, kind: 'agent_message_chunk' | 'agent_thought_chunk' | 'user_message_chunk') =>
+interface Updates {
+  readonly updates: acp.SessionNotification[]
+}
+const kinds = (p: Updates) => p.updates.map((u) => u.update.sessionUpdate)
+const text = (p: Updates, kind: 'agent_message_chunk' | 'agent_thought_chunk' | 'user_message_chunk') =>
   p.updates
     .filter((u) => u.update.sessionUpdate === kind)
     .map((u) => ((u.update as { content: acp.ContentBlock }).content as { text?: string }).text ?? '')
     .join('')
 
-const toolText = (s: MockServer, i: number) => {
+const toolText = (s: { readonly requests: MockServer['requests'] }, i: number) => {
   const messages = (s.requests[i].body as { messages: { role: string; content: string }[] }).messages
   return messages.filter((m) => m.role === 'tool').at(-1)?.content ?? ''
 }
@@ -81,6 +84,65 @@ async function until(cond: () => boolean, what: string, ms = 10_000): Promise<vo
   }
 }
 
+// One dsh-acp (and one mock model) for the tests that need nothing of a fresh process: each opens a
+// session in a folder of its own, installs its script on the mock (setScript) and reads only what
+// arrived since it began. Tests where a new process is the point (stdin close, signals, session/load
+// in a fresh process) or that need another configuration (a patch, the permission mode, client fs)
+// keep their own boots. `shared(fs)` is booted on first use; the last test closes both.
+interface SharedAcp {
+  p: AcpProcess
+  s: MockServer
+  init: acp.InitializeResponse
+}
+const sharedBoots = new Map<'plain' | 'fs', Promise<SharedAcp>>()
+function shared(kind: 'plain' | 'fs' = 'plain'): Promise<SharedAcp> {
+  let boot = sharedBoots.get(kind)
+  if (!boot) {
+    boot = (async () => {
+      const s = await startMockServer({ steps: [] })
+      const { home, cwd } = workspace()
+      const p = await startAcp(envFor(home, s), cwd)
+      const init = await initialize(p.agent, kind === 'fs' ? { fs: { readTextFile: true, writeTextFile: true } } : {})
+      return { p, s, init }
+    })()
+    sharedBoots.set(kind, boot)
+  }
+  return boot
+}
+afterAll(async () => {
+  for (const boot of sharedBoots.values()) {
+    const { p, s } = await boot.catch(() => ({}) as Partial<SharedAcp>)
+    if (p && p.child.exitCode === null) p.child.kill('SIGKILL')
+    await s?.close()
+  }
+})
+
+/**
+ * This test's share of a shared dsh-acp: its script installed on the mock, and the updates and
+ * model requests since it began.
+ */
+async function share(steps: unknown[], kind: 'plain' | 'fs' = 'plain') {
+  const { p, s, init } = await shared(kind)
+  const fromUpdate = p.updates.length
+  const fromRequest = s.requests.length
+  const earlier = new Set(p.updates)
+  s.setScript(steps as never)
+  return {
+    p,
+    init,
+    agent: p.agent,
+    s: {
+      get requests() {
+        return s.requests.slice(fromRequest)
+      },
+    },
+    get updates() {
+      return p.updates.slice(fromUpdate)
+    },
+    waitFor: (pred: (n: acp.SessionNotification) => boolean) => p.waitFor((n) => !earlier.has(n) && pred(n)),
+  }
+}
+
 const CONVERSATION = [
   {
     reasoning: 'Look first.',
@@ -94,11 +156,10 @@ const CONVERSATION = [
 
 describe('dsh-acp', () => {
   it('initialize -> new -> prompt streams chunks, tool calls, a diff and the final message, then end_turn', async () => {
-    const { home, cwd } = workspace()
+    const { cwd } = workspace()
     writeFileSync(join(cwd, 'notes.txt'), 'alpha\nbeta\n')
-    const s = await mock(CONVERSATION)
-    const p = await start(envFor(home, s), cwd)
-    const init = await initialize(p.agent)
+    const p = await share(CONVERSATION)
+    const { s, init } = p
     expect(init.protocolVersion).toBe(1)
     expect(init.agentInfo?.name).toBe('dsh')
     expect(init.agentCapabilities).toMatchObject({
@@ -147,13 +208,11 @@ describe('dsh-acp', () => {
     expect(toolText(s, 1)).toContain('hello-from-bash')
 
     expect(normalise(p.updates, cwd)).toMatchSnapshot()
-    expect(await p.close()).toBe(0)
-    assertOnlyFrames(p.stdoutLines())
   })
 
   it('session/cancel mid-tool ends the turn cancelled and kills the tool process', async () => {
-    const { home, cwd } = workspace()
-    const s = await mock([
+    const { cwd } = workspace()
+    const p = await share([
       {
         toolCalls: [
           {
@@ -167,8 +226,7 @@ describe('dsh-acp', () => {
       },
       { text: 'never reached' },
     ])
-    const p = await start(envFor(home, s), cwd)
-    await initialize(p.agent)
+    const { s } = p
     const { sessionId } = await p.agent.request('session/new', { cwd, mcpServers: [] })
     const prompt = p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'wait' }] })
     await p.waitFor((u) => u.update.sessionUpdate === 'tool_call_update' && u.update.status === 'in_progress')
@@ -186,9 +244,6 @@ describe('dsh-acp', () => {
       .at(-1)
     expect(final).toMatchObject({ status: 'failed' })
     expect(s.requests).toHaveLength(1)
-    // The session still works after a cancel.
-    expect(await p.close()).toBe(0)
-    assertOnlyFrames(p.stdoutLines())
   })
 
   it('closing stdin mid-turn cancels the work, kills the tool and exits 0 with the log complete', async () => {
@@ -364,10 +419,9 @@ describe('dsh-acp', () => {
   })
 
   it('rejects a relative cwd, a second prompt in flight, unknown sessions and unsupported content', async () => {
-    const { home, cwd } = workspace()
-    const s = await mock([{ delayMs: 800, text: 'slow answer' }])
-    const p = await start(envFor(home, s), cwd)
-    await initialize(p.agent)
+    const { cwd } = workspace()
+    const p = await share([{ delayMs: 800, text: 'slow answer' }])
+    const { s } = p
     await expect(p.agent.request('session/new', { cwd: 'relative/dir', mcpServers: [] })).rejects.toMatchObject({
       code: -32602,
     })
@@ -393,8 +447,6 @@ describe('dsh-acp', () => {
     })
     expect((await first).stopReason).toBe('end_turn')
     expect(s.requests).toHaveLength(1)
-    expect(await p.close()).toBe(0)
-    assertOnlyFrames(p.stdoutLines())
   })
 
   it('session modes are the permission presets; set_mode switches and reports them', async () => {
@@ -420,15 +472,13 @@ describe('dsh-acp', () => {
   })
 
   it('todo_write becomes a plan update', async () => {
-    const { home, cwd } = workspace()
+    const { cwd } = workspace()
     const todos = [
       { content: 'Read the code', status: 'completed' },
       { content: 'Fix the bug', status: 'in_progress' },
       { content: 'Run the tests', status: 'pending' },
     ]
-    const s = await mock([{ toolCalls: [{ name: 'todo_write', arguments: { todos } }] }, { text: 'planned' }])
-    const p = await start(envFor(home, s), cwd)
-    await initialize(p.agent)
+    const p = await share([{ toolCalls: [{ name: 'todo_write', arguments: { todos } }] }, { text: 'planned' }])
     const { sessionId } = await p.agent.request('session/new', { cwd, mcpServers: [] })
     expect(
       (await p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'plan it' }] })).stopReason,
@@ -437,14 +487,12 @@ describe('dsh-acp', () => {
     expect(plan).toEqual({ sessionUpdate: 'plan', entries: todos.map((t) => ({ ...t, priority: 'medium' })) })
     const call = p.updates.map((u) => u.update).find((u) => u.sessionUpdate === 'tool_call')
     expect(call).toMatchObject({ kind: 'think' })
-    expect(await p.close()).toBe(0)
   })
 
   it('passes resource links and embedded resources to the model as text', async () => {
-    const { home, cwd } = workspace()
-    const s = await mock([{ text: 'seen' }])
-    const p = await start(envFor(home, s), cwd)
-    await initialize(p.agent)
+    const { cwd } = workspace()
+    const p = await share([{ text: 'seen' }])
+    const { s } = p
     const { sessionId } = await p.agent.request('session/new', { cwd, mcpServers: [] })
     await p.agent.request('session/prompt', {
       sessionId,
@@ -462,24 +510,25 @@ describe('dsh-acp', () => {
     expect(last).toContain(`file://${cwd}/main.ts`)
     expect(last).toContain('const unsaved = 1')
     expect(last).toContain(`<resource uri=\\"file://${cwd}/buffer.ts\\"`)
-    expect(await p.close()).toBe(0)
   })
 
   it('with client fs, a write outside the workspace is refused by the sandbox and never reaches the editor', async () => {
-    const { home, cwd } = workspace()
+    const { cwd } = workspace()
     // Temp dirs are writable in workspace-write; $HOME is not, unless it lies in a temp dir itself
     // (the fresh-machine check runs with HOME under /tmp), where /opt stands in for it.
     const home0 = realpathSync(homedir())
     const outsideDir = home0.startsWith(realpathSync(tmpdir()) + '/') ? '/opt' : home0
     const outside = join(outsideDir, `dsh-acp-escape-${process.pid}.txt`)
-    const s = await mock([
-      { toolCalls: [{ name: 'write', arguments: { file_path: outside, content: 'should not land' } }] },
-      { text: 'ok' },
-    ])
-    const p = await start(envFor(home, s), cwd)
+    const p = await share(
+      [
+        { toolCalls: [{ name: 'write', arguments: { file_path: outside, content: 'should not land' } }] },
+        { text: 'ok' },
+      ],
+      'fs',
+    )
+    const { s } = p
     const writes: string[] = []
-    await p.exposeFs({ read: () => '', write: (path) => void writes.push(path) })
-    await initialize(p.agent, { fs: { readTextFile: true, writeTextFile: true } })
+    await p.p.exposeFs({ read: () => '', write: (path) => void writes.push(path) })
     const { sessionId } = await p.agent.request('session/new', { cwd, mcpServers: [] })
     expect(
       (await p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'write it' }] })).stopReason,
@@ -487,24 +536,30 @@ describe('dsh-acp', () => {
     expect(writes).toEqual([])
     expect(existsSync(outside)).toBe(false)
     expect(toolText(s, 1)).toContain('SANDBOX_DENIED')
-    expect(await p.close()).toBe(0)
   })
 
   it('with client fs capabilities, file tools read unsaved buffers and write through the client', async () => {
-    const { home, cwd } = workspace()
+    const { cwd } = workspace()
     const file = join(cwd, 'notes.txt')
     writeFileSync(file, 'alpha\nbeta\n')
-    const s = await mock([
-      { toolCalls: [{ name: 'read', arguments: { file_path: 'notes.txt' } }] },
-      { toolCalls: [{ name: 'edit', arguments: { file_path: 'notes.txt', old_string: 'beta', new_string: 'gamma' } }] },
-      { toolCalls: [{ name: 'bash', arguments: { command: 'cat notes.txt', description: 'Show the file on disk' } }] },
-      { text: 'done' },
-    ])
-    const p = await start(envFor(home, s), cwd)
+    const p = await share(
+      [
+        { toolCalls: [{ name: 'read', arguments: { file_path: 'notes.txt' } }] },
+        {
+          toolCalls: [{ name: 'edit', arguments: { file_path: 'notes.txt', old_string: 'beta', new_string: 'gamma' } }],
+        },
+        {
+          toolCalls: [{ name: 'bash', arguments: { command: 'cat notes.txt', description: 'Show the file on disk' } }],
+        },
+        { text: 'done' },
+      ],
+      'fs',
+    )
+    const { s } = p
     const buffers = new Map([[file, 'alpha\nbeta\nunsaved line\n']])
     const reads: string[] = []
     const writes: { path: string; content: string }[] = []
-    await p.exposeFs({
+    await p.p.exposeFs({
       read: (path) => {
         reads.push(path)
         const text = buffers.get(path)
@@ -516,7 +571,6 @@ describe('dsh-acp', () => {
         buffers.set(path, content) // an editor keeps the change in its buffer, unsaved
       },
     })
-    await initialize(p.agent, { fs: { readTextFile: true, writeTextFile: true } })
     const { sessionId } = await p.agent.request('session/new', { cwd, mcpServers: [] })
     expect(
       (await p.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'edit it' }] })).stopReason,
@@ -533,8 +587,6 @@ describe('dsh-acp', () => {
     expect(diff).toMatchObject({
       content: [{ type: 'diff', oldText: 'alpha\nbeta\nunsaved line\n', newText: 'alpha\ngamma\nunsaved line\n' }],
     })
-    expect(await p.close()).toBe(0)
-    assertOnlyFrames(p.stdoutLines())
   })
 
   it('answers a malformed frame with a parse error and an unknown method with method-not-found; stdout carries frames only', async () => {
@@ -603,5 +655,14 @@ describe('dsh-acp', () => {
     expect(await bad.exited).toBe(2)
     expect(bad.stderr()).toContain('unknown argument "--frobnicate"')
     expect(bad.stdoutLines()).toEqual([])
+  })
+
+  it('the shared processes served every session of the tests above, exit 0 on stdin close and printed frames only', async () => {
+    for (const boot of sharedBoots.values()) {
+      const { p } = await boot
+      expect(await p.close()).toBe(0)
+      assertOnlyFrames(p.stdoutLines())
+      expect(p.stderr()).not.toMatch(/\n\s+at /)
+    }
   })
 })
