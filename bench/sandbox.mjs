@@ -6,9 +6,14 @@
 // and mean per command and the overhead against the baseline (target: under 15 ms).
 // Then, per variant on its own, the CPU time per command: this process plus every child it reaped
 // (a spawn server's commands roll up through the server once it ends), the server start included.
-// The load average is printed: on a shared machine label the figures "loaded".
+// The load average is printed: on a shared machine label the figures "loaded". So is a bare
+// `node -e 0` beside the parts of a Landlock helper start (Node, koffi, the helper applying its
+// rulesets before it execs `true`), which is what a helper per command pays; a `node -e 0` over
+// 1.5x its quiet time (BENCH_NODE_QUIET_MS, default 26) flags the run as loaded.
 //   node bench/sandbox.mjs            BENCH_RUNS=200 BENCH_COMMAND='true' BENCH_CPU_RUNS=100
+import { spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
@@ -139,5 +144,41 @@ for (const [name, v] of Object.entries(variants)) {
     )
   }
 }
+
+// Where a helper per command goes: each part started on its own, interleaved (wall median, CPU mean).
+const helper = join(import.meta.dirname, '../packages/sandbox/sandbox-local/helper/landlock-exec.mjs')
+const koffi = createRequire(helper).resolve('koffi')
+const spec = Buffer.from(JSON.stringify({ writable: [ws], network: false })).toString('base64')
+const PARTS = {
+  'node -e 0': ['-e', '0'],
+  'node + koffi + libc': ['-e', `require(${JSON.stringify(koffi)}).load('libc.so.6')`],
+  'helper, rulesets, exec true': [helper, spec, '--', '/bin/true'],
+}
+const childCpu = () => {
+  const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ')
+  return (Number(fields[13]) + Number(fields[14])) * 10
+}
+const parts = Object.fromEntries(Object.keys(PARTS).map((name) => [name, { wall: [], cpu: 0 }]))
+const PART_RUNS = Number(process.env.BENCH_PART_RUNS ?? 20)
+for (let i = 0; i < PART_RUNS; i++)
+  for (const [name, args] of Object.entries(PARTS)) {
+    const c0 = childCpu()
+    const t0 = performance.now()
+    const run = spawnSync(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] })
+    parts[name].wall.push(performance.now() - t0)
+    parts[name].cpu += childCpu() - c0
+    if (run.status !== 0) throw new Error(`${name} failed: ${run.stderr}`)
+  }
+console.log(`helper start, by part (${PART_RUNS} runs each; load average now: ${load()})`)
+for (const [name, part] of Object.entries(parts))
+  console.log(
+    `${name.padEnd(28)} median ${median(part.wall).toFixed(2)} ms  CPU ${(part.cpu / PART_RUNS).toFixed(2)} ms`,
+  )
+const quiet = Number(process.env.BENCH_NODE_QUIET_MS ?? 26)
+const bare = median(parts['node -e 0'].wall)
+if (bare > 1.5 * quiet)
+  console.log(
+    `LOADED: node -e 0 took ${bare.toFixed(1)} ms, over 1.5x its quiet ${quiet} ms; compare CPU columns, not wall`,
+  )
 rmSync(ws, { recursive: true, force: true })
 process.exit(0)
