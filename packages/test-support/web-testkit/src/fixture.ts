@@ -1,11 +1,12 @@
 // useWebApp(): the `dsh web` host of a browser test file, shared with the other files of the same
-// vitest worker when the file asks for the default configuration. The suite runs most files in
-// shared workers (`isolate: false`), so this module, and the host it keeps, outlive one file: the
-// first default file boots the host and a mock model with an empty script; every default file then
-// installs its own script on that mock when it starts, works in a folder of its own (its own
-// workspace and sessions), and on its end stops its jobs and turns, removes its sessions and
-// workspace and clears the script. A file with its own configuration (patch, env, args, copied
-// files, a fixed port, no key) gets a private host, closed by its own afterAll.
+// vitest worker that ask for the same configuration: the default one, or the same patch text. The
+// suite runs most files in shared workers (`isolate: false`), so this module, and the hosts it
+// keeps, outlive one file: the first file of a configuration boots its host and a mock model with
+// an empty script; every file of it then installs its own script on that mock when it starts,
+// works in a folder of its own (its own workspace and sessions), and on its end stops its jobs and
+// turns, removes its sessions and workspace and clears the script. A file with configuration of
+// its own (env, args, copied files, a fixed port, no key, `private`) gets a private host, closed
+// by its own afterAll.
 import { mkdirSync, mkdtempSync } from 'node:fs'
 import { basename, join } from 'node:path'
 import type { RecordedRequest } from '@dsh/llm-mock-server'
@@ -56,39 +57,74 @@ export interface WebFixture {
   openPage(options?: { locale?: string; waitReady?: boolean; path?: string }): Promise<OpenedPage>
 }
 
-let shared: Promise<WebApp> | undefined
+/** The worker's shared hosts, by configuration: '' is the default one, else the patch text. */
+const sharedHosts = new Map<string, Promise<WebApp>>()
 let boots = 0
 let files = 0
 
 /** How many hosts this process booted through useWebApp (for the fixture's own test). */
 export const webAppBoots = (): number => boots
 
-const isDefault = (o: UseWebAppOptions): boolean =>
+/** With DSH_WEB_TESTKIT_TRACE set, each boot is written to stderr (to count the boots of a run). */
+const trace = (what: string): void => {
+  if (process.env.DSH_WEB_TESTKIT_TRACE)
+    process.stderr.write(`web-testkit: pid ${process.pid} boots ${what} for ${expect.getState().testPath ?? '?'}\n`)
+}
+
+/**
+ * The key of the shared host a file may use: '' for the default configuration, the patch text for a
+ * file whose only option is a patch (a patch is the host's whole configuration, so files with the
+ * same text see the same host); undefined when the file needs a host of its own.
+ */
+const shareKey = (o: UseWebAppOptions): string | undefined =>
   !o.private &&
-  !o.patch &&
   !o.noKey &&
   !o.port &&
   !Object.keys(o.env ?? {}).length &&
   !(o.args ?? []).length &&
   !Object.keys(o.copy ?? {}).length
+    ? (o.patch ?? '')
+    : undefined
 
-async function sharedHost(): Promise<WebApp> {
-  if (shared) {
+async function sharedHost(key: string): Promise<WebApp> {
+  const known = sharedHosts.get(key)
+  if (known !== undefined) {
     // A host that died (or that a file could not clean) is not handed on: the next file would fail
     // for a reason not its own. It is replaced by a fresh boot.
-    const app = await shared.catch(() => undefined)
+    const app = await known.catch(() => undefined)
     if (app && (await alive(app))) return app
     await app?.close().catch(() => {})
-    shared = undefined
+    if (sharedHosts.get(key) === known) sharedHosts.delete(key)
   }
   boots++
+  trace(key ? `the shared host of a patch (${key.length} chars)` : 'the shared default host')
   // Tethered: the worker may be killed without running any hook, and the host must die with it.
-  const started = startWebApp({ steps: [], tether: true })
-  shared = started
+  const started = startWebApp({ steps: [], tether: true, ...(key ? { patch: key } : {}) })
+  sharedHosts.set(key, started)
   started.catch(() => {
-    if (shared === started) shared = undefined
+    if (sharedHosts.get(key) === started) sharedHosts.delete(key)
   })
   return started
+}
+
+/**
+ * The file's steps with its gate names made its own (`<prefix><name>`): a released gate stays open
+ * on the mock for good, so a later file of the same host waiting at a gate of the same name would
+ * pass at once. The file's `mock.release(name)` releases the renamed gate.
+ */
+export function ownGates(steps: unknown[], prefix: string): unknown[] {
+  return steps.map((step) => {
+    const events = (step as { events?: unknown })?.events
+    if (!Array.isArray(events)) return step
+    return {
+      ...(step as object),
+      events: events.map((event) =>
+        typeof (event as { gate?: unknown })?.gate === 'string'
+          ? { ...(event as object), gate: prefix + (event as { gate: string }).gate }
+          : event,
+      ),
+    }
+  })
 }
 
 const alive = (app: WebApp): Promise<boolean> =>
@@ -99,7 +135,7 @@ const alive = (app: WebApp): Promise<boolean> =>
 
 /** Drops the shared host after a file could not clean up after itself (the next file boots anew). */
 async function discard(app: WebApp): Promise<void> {
-  if (shared && (await shared.catch(() => undefined)) === app) shared = undefined
+  for (const [key, host] of sharedHosts) if ((await host.catch(() => undefined)) === app) sharedHosts.delete(key)
   await app.close().catch(() => {})
 }
 
@@ -109,10 +145,13 @@ async function discard(app: WebApp): Promise<void> {
  */
 export function useWebApp(options: UseWebAppOptions = {}): WebFixture {
   const steps = options.steps ?? [{ text: 'Hello from the mock model.' }]
-  const isShared = isDefault(options)
+  const key = shareKey(options)
+  const isShared = key !== undefined
   let app: WebApp | undefined
   let cwd: string | undefined
   let from = 0
+  // Gate names of this file on a shared mock (see ownGates); none on a private one.
+  let gatePrefix = ''
   let browser: Promise<Browser> | undefined
   const ready = (): WebApp => {
     if (!app) throw new Error('useWebApp: the host is not started yet (read it inside a test or hook)')
@@ -120,16 +159,18 @@ export function useWebApp(options: UseWebAppOptions = {}): WebFixture {
   }
 
   beforeAll(async () => {
-    if (isShared) {
-      app = await sharedHost()
+    if (key !== undefined) {
+      app = await sharedHost(key)
       const name = basename(expect.getState().testPath ?? 'file').replace(/\.test\.ts$|[^\w.-]+/g, '')
       const parent = join(app.root, 'files')
       mkdirSync(parent, { recursive: true })
       cwd = mkdtempSync(join(parent, `${++files}-${name}-`))
       from = app.mock.requests.length
-      app.mock.setScript(steps)
+      gatePrefix = `file${files}:`
+      app.mock.setScript(ownGates(steps, gatePrefix) as typeof steps)
     } else {
       boots++
+      trace('a private host')
       app = await startWebApp(options)
       cwd = app.cwd
     }
@@ -179,7 +220,7 @@ export function useWebApp(options: UseWebAppOptions = {}): WebFixture {
       return ready().mock.remaining
     },
     release(name) {
-      ready().mock.release(name)
+      ready().mock.release(gatePrefix + name)
     },
   }
 

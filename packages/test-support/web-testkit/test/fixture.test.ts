@@ -2,11 +2,12 @@
 // test files of one worker (each block's beforeAll runs after the previous block's afterAll, as
 // files do): the two in the default configuration share one host, booted at most once, each with
 // its own script, requests, folder and sessions; a host that died is replaced for the next file;
-// the one with a patch gets a host of its own. A
+// two files with the same patch share a host of that patch; a private one gets its own. A
 // last block checks that the shared host stops with the process that started it.
 import { spawn } from 'node:child_process'
 import { afterAll, describe, expect, it, vi } from 'vitest'
-import { useWebApp, webAppBoots } from '../src/index.ts'
+import { ownGates } from '../src/fixture.ts'
+import { useWebApp, waitForSessionEvent, webAppBoots } from '../src/index.ts'
 
 vi.setConfig({ testTimeout: 30_000, hookTimeout: 60_000 })
 
@@ -68,6 +69,32 @@ describe('useWebApp: second default file', () => {
   })
 })
 
+describe('useWebApp: a file with a gate of a name released before it', () => {
+  // A gate released on the mock stays open; the file's gates are renamed for it, and its
+  // mock.release opens its own.
+  const web = useWebApp({ steps: [{ events: [{ text: 'Held, ' }, { gate: 'hold' }, { text: 'then released.' }] }] })
+  it('waits at its own gate until the file releases it', async () => {
+    expect(ownGates([{ events: [{ gate: 'g' }, { text: 't' }] }, { text: 'x' }], 'file9:')).toEqual([
+      { events: [{ gate: 'file9:g' }, { text: 't' }] },
+      { text: 'x' },
+    ])
+    // What an earlier file's release of its gate `hold` opened on the shared mock.
+    web.app.mock.release('hold')
+    const sessionId = await web.newSession()
+    const ended = waitForSessionEvent(web.app, sessionId, 'turn/end')
+    await web.call('sessions.prompt', { sessionId, text: 'wait at the gate' })
+    await expect.poll(() => web.mock.requests.length).toBe(1)
+    const row = async () =>
+      (await web.call<{ sessions: Row[] }>('sessions.list', { cwd: web.cwd })).sessions.find(
+        (r) => r.sessionId === sessionId,
+      )
+    expect((await row())?.status).toBe('running')
+    web.mock.release('hold')
+    await ended
+    expect(await answers(web, sessionId)).toContain('Held, then released.')
+  })
+})
+
 describe('useWebApp: a default file that stops the shared host', () => {
   const web = useWebApp({ steps: [] })
   it('stops it', async () => {
@@ -86,14 +113,51 @@ describe('useWebApp: the default file after it', () => {
   })
 })
 
+// An empty patch layer: a configuration of its own (another host) that changes nothing.
+const PATCH = '[]\n'
+let patchedUrl = ''
+
 describe('useWebApp: a file with a patch', () => {
-  const web = useWebApp({ steps: [{ text: 'Private.' }], patch: '[]\n' })
-  it('gets a host of its own', async () => {
-    expect(web.shared).toBe(false)
+  const web = useWebApp({ steps: [{ text: 'Patched one.' }], patch: PATCH })
+  it('gets a host of that patch, not the default one', async () => {
+    expect(web.shared).toBe(true)
     expect(web.url).not.toBe(firstUrl)
     expect(webAppBoots()).toBe(bootsAtStart + 2)
-    expect(web.cwd).toBe(web.app.cwd)
+    patchedUrl = web.url
     const sessionId = await turn(web, 'patched file asks')
+    expect(await answers(web, sessionId)).toContain('Patched one.')
+  })
+})
+
+describe('useWebApp: a second file with the same patch', () => {
+  const web = useWebApp({ steps: [{ text: 'Patched two.' }], patch: PATCH })
+  it('reuses the host of that patch with no boot, with its own script', async () => {
+    expect(web.url).toBe(patchedUrl)
+    expect(webAppBoots()).toBe(bootsAtStart + 2)
+    expect(web.mock.requests).toEqual([])
+    const sessionId = await turn(web, 'second patched file asks')
+    expect(await answers(web, sessionId)).toContain('Patched two.')
+  })
+})
+
+describe('useWebApp: a default file after the patched ones', () => {
+  const web = useWebApp({ steps: [{ text: 'Default again.' }] })
+  it('still gets the default host', async () => {
+    expect(webAppBoots()).toBe(bootsAtStart + 2)
+    expect(web.url).not.toBe(patchedUrl)
+    const sessionId = await turn(web, 'default file asks')
+    expect(await answers(web, sessionId)).toContain('Default again.')
+  })
+})
+
+describe('useWebApp: a private file', () => {
+  const web = useWebApp({ steps: [{ text: 'Private.' }], patch: PATCH, private: true })
+  it('gets a host of its own', async () => {
+    expect(web.shared).toBe(false)
+    expect(web.url).not.toBe(patchedUrl)
+    expect(webAppBoots()).toBe(bootsAtStart + 3)
+    expect(web.cwd).toBe(web.app.cwd)
+    const sessionId = await turn(web, 'private file asks')
     expect(await answers(web, sessionId)).toContain('Private.')
   })
 })
