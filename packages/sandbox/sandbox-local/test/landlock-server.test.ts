@@ -194,6 +194,11 @@ describe('landlock spawn server', () => {
       const [first] = fresh()
       expect(first).toBeDefined()
       process.kill(first!, 'SIGSTOP')
+      // Stopped for sure (state T) before the request goes out, so it cannot read it.
+      await vi.waitFor(() => expect(readFileSync(`/proc/${first}/stat`, 'utf8').split(') ')[1]![0]).toBe('T'), {
+        timeout: 10_000,
+        interval: 10,
+      })
       const child = inFlight.launcher!.launch({ env, stdinPipe: false })!
       expect(child.pid).toBeUndefined()
       const ended = collect(child)
