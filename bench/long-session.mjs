@@ -25,7 +25,8 @@
 // BENCH_HEAP_STATS=1 adds V8's committed/used space sizes every 500 requests;
 // BENCH_SNAPSHOT_DIR=dir BENCH_SNAPSHOTS=1000,2000 writes heap snapshots of the dsh process there
 // (their RSS figures are then meaningless: a snapshot costs hundreds of MB); BENCH_NODE_FLAGS
-// passes node flags to the dsh processes; BENCH_TEXT_DELTAS=N streams N short text deltas before
+// passes node flags to the dsh processes; the RSS at the step before the first compaction and the
+// lowest RSS in the 300 steps after it (does memory fall after compaction?); BENCH_TEXT_DELTAS=N streams N short text deltas before
 // each call (a talkative model: N more assistant/chunk events per step).
 import { spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -370,6 +371,13 @@ process.on('exit', () => writeFileSync(${JSON.stringify(marksFile)}, JSON.string
         peakBefore: highest(0, compactedAt ?? steps.length),
         peakAfter: compactedAt === undefined ? undefined : highest(compactedAt, steps.length),
         endRss: steps.at(-1).rss,
+        // RSS falling after compaction: the RSS at the last step before it, and the lowest RSS of
+        // the 300 steps after it (the heap shrinks at the next mark-compacts, not at once).
+        rssBefore: compactedAt === undefined ? undefined : steps[compactedAt - 1].rss,
+        rssLowAfter:
+          compactedAt === undefined
+            ? undefined
+            : Math.min(...steps.slice(compactedAt, compactedAt + 300).map((s) => s.rss)),
         heap,
         // Sampled peak RSS up to each checkpoint step, and the RSS at it.
         // (the last checkpoint stands for the last step when a few steps short of it: the
@@ -410,6 +418,10 @@ process.on('exit', () => writeFileSync(${JSON.stringify(marksFile)}, JSON.string
           : `before the 1st compaction ${(r.peakBefore / 2 ** 20).toFixed(0)} MB, after it ${(r.peakAfter / 2 ** 20).toFixed(0)} MB`) +
         `; at the end ${(r.endRss / 2 ** 20).toFixed(0)} MB`,
     )
+    if (r.rssBefore !== undefined)
+      console.log(
+        `  RSS at the step before the 1st compaction ${(r.rssBefore / 2 ** 20).toFixed(0)} MB, lowest in the 300 steps after it ${(r.rssLowAfter / 2 ** 20).toFixed(0)} MB`,
+      )
     if (process.env.BENCH_HEAP_STATS)
       for (const [k, spaces, external] of r.heap) {
         const part = (name) =>

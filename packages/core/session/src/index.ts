@@ -25,6 +25,7 @@ export {
   type SessionParent,
   type SubscribeOptions,
 } from './session.ts'
+export { RELEASE_BLOCK_EVENTS, isReleasedEvent } from './released.ts'
 export { CallIdentities } from './call-identity.ts'
 export { PLUGIN_ERROR, PluginError, emitNamed, serialNamed } from './plugin-error.ts'
 export { SessionForkError, SessionStore, type CreateSessionOptions } from './store.ts'

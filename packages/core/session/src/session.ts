@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Message } from '@dsh/llm'
 import { JsonValueError, freezeJson } from './json.ts'
 import { PluginError, combinePluginErrors } from './plugin-error.ts'
+import { RELEASE_BLOCK_EVENTS, isReleasedEvent, releaseEvents } from './released.ts'
 import { DEFAULT_MAX_TOOL_ARGUMENT_CHARS, SessionSurface, checkReplace } from './surface.ts'
 import type { AnySessionEvent, SessionEvent, SessionEventMap, SessionEventType, SessionId } from './types.ts'
 import { asSessionId } from './types.ts'
@@ -39,6 +40,16 @@ export interface SessionOptions {
    * when it is appended (persistence stores it whole); an open step's chunks are never released.
    */
   streamChunks?: 'keep' | 'release'
+  /**
+   * What the in-memory log keeps of events that lie behind a `surface/replace` (before its
+   * `toSeq`) and produce no live surface node: after a compaction the model never sees them
+   * again. `release` (default): each becomes a frozen placeholder with the same `type`, `seq`,
+   * `time` and an enumerable `data` getter that decodes the payload from a compressed block on
+   * read, so every reader of `events` still sees the whole log while memory holds a fraction of
+   * it. `keep`: every event whole. The latest event of each type, an open step's chunks and
+   * events whose node is still on the surface always stay whole.
+   */
+  compactedEvents?: 'keep' | 'release'
 }
 
 /**
@@ -112,6 +123,11 @@ export class Session {
   private dispatching = false
   /** `streamChunks: 'release'`: seqs of the chunks not yet folded by their step (else undefined). */
   private readonly unfolded: number[] | undefined
+  /** `compactedEvents: 'release'`: events with `seq < frontier` were considered for release. */
+  private frontier = 0
+  private readonly releasing: boolean
+  private releasedCount = 0
+  private releasedBytes = 0
 
   constructor(options: SessionOptions) {
     if (typeof options.cwd !== 'string' || options.cwd === '')
@@ -131,6 +147,10 @@ export class Session {
     if (chunks !== 'keep' && chunks !== 'release')
       throw new TypeError(`Session: streamChunks must be 'keep' or 'release', not ${JSON.stringify(chunks)}`)
     if (chunks === 'release') this.unfolded = []
+    const compacted = options.compactedEvents ?? 'release'
+    if (compacted !== 'keep' && compacted !== 'release')
+      throw new TypeError(`Session: compactedEvents must be 'keep' or 'release', not ${JSON.stringify(compacted)}`)
+    this.releasing = compacted === 'release'
     if (options.events) for (const event of options.events) this.restoreOne(event)
   }
 
@@ -141,6 +161,14 @@ export class Session {
 
   get length(): number {
     return this.log.length
+  }
+
+  /**
+   * What `compactedEvents: 'release'` has done so far: how many events hold their payload in a
+   * compressed block, and the blocks' size in bytes.
+   */
+  get released(): { events: number; bytes: number } {
+    return { events: this.releasedCount, bytes: this.releasedBytes }
   }
 
   /**
@@ -261,6 +289,47 @@ export class Session {
     this.lastOfType.set(event.type, event)
     this.surface.ingest(event)
     if (this.unfolded) this.fold(event)
+    if (this.releasing && event.type === 'surface/replace') this.releaseBehind(event.data.toSeq)
+  }
+
+  /**
+   * `compactedEvents: 'release'`: swaps the events before `toSeq` (not yet considered) for
+   * placeholders whose payload lives in a compressed block, in whole blocks of
+   * `RELEASE_BLOCK_EVENTS` (the remainder waits for a later replacement), except those still
+   * needed whole: a
+   * live surface node's event (the surface shares its message), the latest event of each type
+   * (`last()` returns it), an open step's chunks, and chunks already released to `RELEASED_CHUNK`.
+   * Listeners received every one of them whole when it was appended, and the pending queue holds
+   * its own references, so persistence and faces are unaffected.
+   */
+  private releaseBehind(toSeq: number): void {
+    const from = this.frontier
+    if (toSeq <= from) return
+    const keep = new Set<number>()
+    for (const node of this.surface.nodes) if (node.seq >= from && node.seq < toSeq) keep.add(node.seq)
+    for (const event of this.lastOfType.values()) keep.add(event.seq)
+    if (this.unfolded) for (const seq of this.unfolded) keep.add(seq)
+    const picked: AnySessionEvent[] = []
+    for (let seq = from; seq < toSeq; seq++) {
+      const event = this.log[seq]
+      if (keep.has(seq) || isReleasedEvent(event) || event.data === RELEASED_CHUNK) continue
+      picked.push(event)
+    }
+    // Whole blocks only; the rest waits for a later replacement (the frontier stops before it).
+    const whole = picked.length - (picked.length % RELEASE_BLOCK_EVENTS)
+    if (whole === 0) return
+    this.frontier = whole === picked.length ? toSeq : picked[whole].seq
+    picked.length = whole
+    const { placeholders, bytes } = releaseEvents(picked, (type, data) =>
+      isReleasedPayload(type, data) ? RELEASED_CHUNK : data,
+    )
+    for (const placeholder of placeholders) {
+      // Minted: a fork shares placeholders (and their blocks) instead of decoding and re-validating.
+      minted.add(placeholder)
+      this.log[placeholder.seq] = placeholder
+    }
+    this.releasedCount += placeholders.length
+    this.releasedBytes += bytes
   }
 
   /**

@@ -64,6 +64,11 @@ export class SessionStore extends Service {
       .description(
         "What the in-memory log keeps of a step's streamed assistant/chunk events once its message is logged: keep them whole, or release them to payload-free placeholders (the stored log keeps them whole).",
       ),
+    compactedEvents: Schema.union(['keep', 'release'])
+      .default('release')
+      .description(
+        'What the in-memory log keeps of events behind a surface/replace (compaction) that the model no longer sees: release them to placeholders whose data is decoded from a compressed block on read, or keep them whole.',
+      ),
   })
 
   // Fields are only mutated in place: inside methods `this` is a per-caller shadow.
@@ -71,12 +76,14 @@ export class SessionStore extends Service {
   private readonly home: Context
   private readonly maxToolArgumentChars: number
   private readonly streamChunks: 'keep' | 'release'
+  private readonly compactedEvents: 'keep' | 'release'
 
   constructor(ctx: Context, config: SessionStore.Config = {}) {
     super(ctx, 'sessions')
     this.home = ctx
     this.maxToolArgumentChars = config.maxToolArgumentChars ?? DEFAULT_MAX_TOOL_ARGUMENT_CHARS
     this.streamChunks = config.streamChunks ?? 'keep'
+    this.compactedEvents = config.compactedEvents ?? 'release'
     ctx.effect(
       () => () => {
         for (const id of [...this.entries.keys()]) this.remove(id)
@@ -91,6 +98,7 @@ export class SessionStore extends Service {
     const session = new Session({
       maxToolArgumentChars: this.maxToolArgumentChars,
       streamChunks: this.streamChunks,
+      compactedEvents: this.compactedEvents,
       ...options,
     } satisfies SessionOptions)
     return this.adopt(session)
@@ -131,6 +139,7 @@ export class SessionStore extends Service {
       events: from.slice(0, at),
       maxToolArgumentChars: this.maxToolArgumentChars,
       streamChunks: this.streamChunks,
+      compactedEvents: this.compactedEvents,
     })
     this.adopt(session)
     session.append('seed/end', { fromSession: from.id, boundary: at })
@@ -182,5 +191,7 @@ export namespace SessionStore {
     maxToolArgumentChars?: number
     /** Default `keep`. See `SessionOptions.streamChunks`. */
     streamChunks?: 'keep' | 'release'
+    /** Default `release`. See `SessionOptions.compactedEvents`. */
+    compactedEvents?: 'keep' | 'release'
   }
 }

@@ -63,6 +63,39 @@ export function persistenceContract(name: string, open: OpenBackend, options: Co
       await rm(root, { recursive: true, force: true })
     })
 
+    it('stores a compacted log whose older events the session released, and loads it whole', async () => {
+      // `@dsh/session` keeps events behind a surface/replace as placeholders decoded on read:
+      // what a backend stores (and a fork's seed, which copies them) must be the payloads.
+      const build = (compactedEvents: 'keep' | 'release') => {
+        let time = 1_700_000_000_000
+        const session = new Session({ cwd: '/work/project', id: 'released', clock: () => time++, compactedEvents })
+        const target = {
+          session,
+          add: <K extends keyof SessionEventMap & string>(type: K, data: SessionEventMap[K]) =>
+            session.append(type, data),
+        }
+        for (let turn = 0; turn < 40; turn++) completeTurn(target, turn)
+        session.surface.replaceRange(0, session.length, [
+          { role: 'user', content: [{ type: 'text', text: 'summary' }] },
+        ])
+        for (let turn = 40; turn < 42; turn++) completeTurn(target, turn)
+        return session
+      }
+      const kept = build('keep')
+      const released = build('release')
+      expect(released.released.events).toBeGreaterThanOrEqual(256)
+      const a = await backend()
+      await a.create({ id: released.id, cwd: '/work/project' })
+      await a.append(released.id, released.events)
+      await a.flush(released.id)
+      const loaded = await (await backend()).inspect(released.id)
+      const plain = (events: readonly unknown[]) => JSON.parse(JSON.stringify(events))
+      expect(plain(loaded.events)).toEqual(plain(kept.events))
+      expect(plain(await a.readFrom(released.id, 5))).toEqual(plain(kept.events.slice(5)))
+      const resumed = new Session({ cwd: '/work/project', events: loaded.events })
+      expect(resumed.deriveMessages()).toEqual(kept.deriveMessages())
+    })
+
     it('round-trips header and events through append, flush and a fresh load', async () => {
       const a = await backend()
       const log = eventLog()
