@@ -88,13 +88,6 @@ export interface ListOptions {
    * a caller that shows a few rows pays for those. Checkpoints of the others are kept as they are.
    */
   only?: (summary: SessionSummary) => boolean
-  /**
-   * Only these units' values are needed (default: every registered unit). A row served from the
-   * cache then carries only them, and the cached states of the other units are not read (a cache
-   * that parses states on use, like @dsh/session-projection-cache, never parses them). Rows folded
-   * from a log carry every unit, and their checkpoints stay complete.
-   */
-  units?: readonly string[]
 }
 
 /** What `list()` needs from the persistence seam. */
@@ -191,14 +184,7 @@ export class SessionProjections extends Service {
     const warn = (message: string) => home.emit('session-projection/warning', message)
     const liveSessions = new Map<string, Session>()
     for (const session of home.sessions.list()) liveSessions.set(session.id, session)
-    const { rows, report, changed, removed } = await this.engine.list(
-      source,
-      cache,
-      liveSessions,
-      warn,
-      options.only,
-      options.units,
-    )
+    const { rows, report, changed, removed } = await this.engine.list(source, cache, liveSessions, warn, options.only)
     if (cache && this.writeCache && (changed.length > 0 || removed.length > 0)) {
       await cache
         .write(changed, removed)
@@ -243,7 +229,6 @@ class Engine {
     liveSessions: Map<string, Session>,
     warn: (message: string) => void,
     only?: (summary: SessionSummary) => boolean,
-    wanted?: readonly string[],
   ) {
     const report = emptyReport()
     // The cache is read while persistence lists (its parse overlaps the listing's file I/O); the
@@ -260,7 +245,7 @@ class Engine {
     const [summaries, checkpoints] = await Promise.all([source.list(), readCache()])
     const changed: ProjectionCheckpoint[] = []
     const rows: ProjectionRow[] = []
-    const units = wanted ? [...this.registry].filter(([name]) => wanted.includes(name)) : [...this.registry]
+    const units = [...this.registry]
     for (const summary of summaries) {
       if (only && !only(summary)) continue
       // The common cases (damaged, live, cache hit) are answered without an await.

@@ -1,14 +1,14 @@
 // @dsh/sessions-cli: the `dsh sessions` command. The launcher boots the headless profile with
 // `sessions.patch.yml` (this package), which swaps the one-shot runner for this row; it reads the
-// app arguments, prints, and exits. Listing and `show` read `ctx.sessionProjections` (titles and
-// stats from the projection cache, so a listing reads no log that the cache already covers);
-// `search` reads `ctx.sessionQuery` when that row is mounted.
+// app arguments, prints, and exits. The text listing reads the stored summaries only; JSON listing
+// and `show` read `ctx.sessionProjections` (titles and stats from the projection cache, so a listing
+// reads no log that the cache already covers); `search` reads `ctx.sessionQuery` when mounted.
 import { parseArgs } from 'node:util'
 import type { Context } from 'cordis'
 import Schema from 'schemastery'
 import { summarize, type SessionSummary } from '@dsh/session-persistence'
 import type { ProjectionRow } from '@dsh/session-projection'
-import { fallbackTitle, type SessionTitle, titleUnit } from '@dsh/session-title'
+import { fallbackTitle, type SessionTitle } from '@dsh/session-title'
 import type { SessionStats } from '@dsh/session-stats'
 import type {} from '@dsh/cmdline'
 import type { SessionTableRow } from '@dsh/surface-kit'
@@ -154,7 +154,8 @@ export async function runSessionsCommand(
     io.stderr.write(`dsh sessions: ${(error as Error).message}\n${USAGE}`)
     return 2
   }
-  if (!ctx.get('sessionPersistence')) {
+  const persistence = ctx.get('sessionPersistence')
+  if (!persistence) {
     io.stderr.write('dsh sessions: needs a session-persistence row in the profile\n')
     return 1
   }
@@ -172,31 +173,30 @@ export async function runSessionsCommand(
     io.stdout.write(cmd.format === 'json' ? JSON.stringify(row) + '\n' : formatStats(row))
     return 0
   }
-  // Only the rows shown are projected: without --all, the sessions of this directory.
+  // Only the rows shown: without --all, the sessions of this directory.
   const only = cmd.all ? undefined : (row: SessionSummary) => row.cwd === cwd && continuable(row)
-  // The table shows titles only: the cached stats of every row are left unread (unparsed).
-  const listed = await ctx.sessionProjections.list(undefined, {
-    only,
-    ...(cmd.format === 'text' ? { units: [titleUnit.name] } : {}),
-  })
   if (cmd.format === 'json') {
+    const listed = await ctx.sessionProjections.list(undefined, { only })
     io.stdout.write(JSON.stringify(listed.map((row) => compact(rowOf(row)))) + '\n')
     return 0
   }
-  // The table reads a few fields: no copy of each whole summary and its stats (10,000 rows).
-  const shown = listed.map((row): SessionTableRow => {
-    const s = row.summary
-    return {
+  // The table shows what the stored summaries hold: their title is the latest `session/title`, the
+  // same text as the title unit's, so it reads no projection (neither the cache nor any log).
+  const shown: SessionTableRow[] = []
+  for (const s of await persistence.list()) {
+    if (only && !only(s)) continue
+    // A few fields: no copy of each whole summary (10,000 rows).
+    shown.push({
       id: s.id,
       cwd: s.cwd,
       createdAt: s.createdAt,
       updatedAt: s.updatedAt,
       turns: s.turns,
-      title: titleOf(row, row.values.title as SessionTitle | null | undefined),
+      title: s.title ?? (s.firstPrompt ? fallbackTitle(s.firstPrompt) : undefined),
       firstPrompt: s.firstPrompt,
       damaged: s.damaged,
-    }
-  })
+    })
+  }
   if (shown.length === 0) {
     io.stderr.write(
       cmd.all

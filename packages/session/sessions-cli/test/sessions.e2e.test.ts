@@ -1,6 +1,15 @@
 // `dsh sessions`, `dsh sessions show` and `dsh sessions search` on the real bin: sessions made by
 // real one-shot runs against the mock model, listed with titles and stats, searched literally.
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
@@ -104,6 +113,22 @@ describe('dsh sessions', () => {
     expect(JSON.parse(all.stdout)).toHaveLength(2)
     const after = await runDsh(['sessions', '--output-format', 'json'], { cwd, env: env() })
     expect(after.stdout).toBe(run.stdout)
+  })
+
+  it('the text table is built from the stored summaries: no projection cache read or written', async () => {
+    const cache = join(home, 'storage', 'session_projcache.json')
+    rmSync(cache, { force: true })
+    rmSync(`${cache}.journal`, { force: true })
+    const text = await runDsh(['sessions', '--all'], { cwd, env: env() })
+    expect(text.code, text.stderr).toBe(0)
+    expect(text.stdout).toContain('Read notes.txt and tell me the ingredient')
+    expect(text.stdout).toContain('a second, unrelated task')
+    // Nothing was folded (no log read): the cache was not rebuilt.
+    expect(existsSync(cache)).toBe(false)
+    // JSON output projects (titles and stats) and so fills the cache.
+    const json = await runDsh(['sessions', '--all', '--output-format', 'json'], { cwd, env: env() })
+    expect(json.code, json.stderr).toBe(0)
+    expect(Object.keys(decodeDocument(readFileSync(cache, 'utf8'))!.checkpoints)).toHaveLength(2)
   })
 
   it('show: the stats of the scripted 3-step turn match the mock usage exactly', async () => {
