@@ -9,13 +9,15 @@
 // slower CPU) and once with its desktop preset, and prints the three scores of each and every
 // audit that cost points. Needs `node scripts/build-client.mjs` first.
 // usage: node bench/lighthouse.mjs [--json figures.json] [--reports DIR] [--only mobile|desktop] [--runs N]
-//          [--no-session-data]
+//          [--no-session-data] [--no-defer]
 //   --reports keeps each run's full Lighthouse report (DIR/<mobile|desktop>[-<run>].json).
 //   --runs N repeats each preset N times on the same session (default 1). The scores follow the
 //   machine's load (Lighthouse multiplies the CPU time it observes), so each run prints the
 //   1-minute load average before and after it.
 //   --no-session-data serves the page without the session's replay embedded (frontend-static's
 //   sessionDataBytes 0), so its first render waits for the events stream as it did before.
+//   --no-defer preloads and loads every browser half at once (frontend-static's deferHalves
+//   false), as before the halves marked `dsh.clientLoad: "deferred"` waited for the first screen.
 import { readFileSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { loadavg } from 'node:os'
@@ -30,6 +32,7 @@ const reports = option('--reports')
 const only = option('--only')
 const runs = Math.max(1, Number(option('--runs') ?? 1))
 const noSessionData = args.includes('--no-session-data')
+const noDefer = args.includes('--no-defer')
 if (!Number.isInteger(runs)) {
   console.error(`bench/lighthouse: --runs takes a whole number, not ${JSON.stringify(option('--runs'))}`)
   process.exit(2)
@@ -50,7 +53,10 @@ const chromeLauncher = await import(pathToFileURL(createRequire(lighthouseMain).
 const { startWebApp, launchBrowser } = await import(`${root}packages/test-support/web-testkit/dist/index.js`)
 
 const app = await startWebApp({
-  patch: noSessionData ? '- id: frontend-static\n  config:\n    sessionDataBytes: 0\n' : undefined,
+  patch:
+    noSessionData || noDefer
+      ? `- id: frontend-static\n  config:\n${noSessionData ? '    sessionDataBytes: 0\n' : ''}${noDefer ? '    deferHalves: false\n' : ''}`
+      : undefined,
   steps: [
     { toolCalls: [{ name: 'bash', arguments: { command: 'ls -1', description: 'List the project files' } }] },
     {
@@ -131,7 +137,7 @@ try {
   }
   const version = JSON.parse(readFileSync(requireRoot.resolve('lighthouse/package.json'), 'utf8')).version
   console.log(
-    `lighthouse ${version}, ${CHROMIUM}, ${url.replace(/\/s\/.*/, '/s/<session>')}${noSessionData ? ', no session data in the page' : ''}`,
+    `lighthouse ${version}, ${CHROMIUM}, ${url.replace(/\/s\/.*/, '/s/<session>')}${noSessionData ? ', no session data in the page' : ''}${noDefer ? ', no deferred halves' : ''}`,
   )
   if (jsonOut) writeFileSync(jsonOut, `${JSON.stringify(figures, null, 2)}\n`)
 } finally {

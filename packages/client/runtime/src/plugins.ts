@@ -17,6 +17,8 @@ export interface ClientPluginEntry {
   package: string
   /** Where its entry module is served (`/plugins/<package>/<file>`). */
   url: string
+  /** Imported after the conversation's first screen has painted (the package's `dsh.clientLoad: "deferred"`). */
+  defer?: boolean
 }
 
 export interface LoadedPlugin {

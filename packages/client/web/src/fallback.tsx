@@ -1,12 +1,29 @@
 // The shell's own minimal conversation view and composer (order 1000): any package that fills
 // `conversation.main` / `conversation.composer` at a lower order replaces them. They keep the
 // page usable (and testable) on their own: streamed text, tool calls, turn errors, a prompt box.
-import { useMemo, useRef, useState } from 'react'
-import { matchKey, useCtx, useSessionFeed, useT, type SessionSlotProps } from '@dsh/client-runtime'
+import { useLayoutEffect, useMemo, useRef, useState } from 'react'
+import { matchKey, useCtx, useSessionFeed, useStore, useT, type SessionSlotProps } from '@dsh/client-runtime'
 import { NS } from './messages.ts'
 import { foldItems } from './fold.ts'
+import { firstHalvesLoading, takeBootPreview } from './state.ts'
 
-export function FallbackConversation({ sessionId, feed: settled }: SessionSlotProps) {
+export function FallbackConversation(props: SessionSlotProps) {
+  // The first screen's halves are on their way (one of them may fill this seat): no log of our
+  // own yet, only the host's plain-text preview the static shell painted, moved over as it is.
+  if (useStore(firstHalvesLoading)) return <KeptPreview sessionId={props.sessionId} />
+  return <FallbackLog {...props} />
+}
+
+function KeptPreview({ sessionId }: { sessionId: string }) {
+  const seat = useRef<HTMLDivElement>(null)
+  useLayoutEffect(() => {
+    const node = takeBootPreview(sessionId)
+    if (node) seat.current?.appendChild(node)
+  }, [sessionId])
+  return <div ref={seat} className="kept-preview" aria-hidden="true" />
+}
+
+function FallbackLog({ sessionId, feed: settled }: SessionSlotProps) {
   const t = useT(NS)
   // Slot props carry the settled feed (no streamed deltas): this view shows the text as it
   // streams, so it follows every publish of the feed itself.

@@ -8,6 +8,7 @@ import { App, FooterControls } from './app.tsx'
 import { FallbackComposer, FallbackConversation } from './fallback.tsx'
 import { NS, shellMessages } from './messages.ts'
 import { checkKey } from './settings.tsx'
+import { firstHalvesLoading, keepBootPreview } from './state.ts'
 import './styles.css'
 
 const shellPlugin = {
@@ -33,15 +34,34 @@ async function boot() {
     console.warn(`[dsh] ${(error as Error).message}`)
   }
   ;(globalThis as { __dsh?: unknown }).__dsh = ctx
+  // Two waves: the halves the first screen needs, then (after that screen has painted) the ones
+  // whose package says `dsh.clientLoad: "deferred"` (overlays, sidebar and panel extras, settings).
+  const first = manifest.plugins.filter((p) => !p.defer)
+  const deferred = manifest.plugins.filter((p) => p.defer)
+  firstHalvesLoading.set(first.length > 0)
+  keepBootPreview()
   createRoot(document.getElementById('root')!).render(
     <RuntimeProvider ctx={ctx}>
       <App launchCwd={manifest.launchCwd} />
     </RuntimeProvider>,
   )
   void checkKey(ctx)
-  await ctx.clientPlugins.loadAll(manifest.plugins)
+  await ctx.clientPlugins.loadAll(first)
+  firstHalvesLoading.set(false)
+  performance.mark('dsh-first-halves')
+  if (deferred.length) {
+    await afterPaint()
+    await ctx.clientPlugins.loadAll(deferred)
+  }
   performance.mark('dsh-ready')
   document.documentElement.dataset.ready = 'true'
+}
+
+/** Resolves after the next frame has been painted (a task queued from the frame's callback). */
+function afterPaint(): Promise<void> {
+  if (typeof requestAnimationFrame !== 'function' || document.visibilityState === 'hidden')
+    return new Promise((resolve) => setTimeout(resolve, 0))
+  return new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)))
 }
 
 void boot()

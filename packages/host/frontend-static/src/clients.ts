@@ -15,7 +15,17 @@ export interface ClientPlugin {
   entry?: string
   /** `/plugins/<package>/` */
   baseUrl: string
+  /**
+   * `deferred`: the package's `dsh.clientLoad` says its half adds nothing to the conversation's
+   * first screen, so the page imports it after that screen has painted (and does not preload it).
+   */
+  load: 'eager' | 'deferred'
+  /** Why `dsh.clientLoad` was not understood (the half then loads eagerly). */
+  loadError?: string
 }
+
+/** What a package.json may say in `dsh.clientLoad`. */
+export const CLIENT_LOADS = ['eager', 'deferred'] as const
 
 const CONDITIONS = ['browser', 'import', 'default']
 
@@ -32,9 +42,9 @@ function pickTarget(target: unknown): string | undefined {
 
 /** The browser half of the package in `pkgDir`, or undefined when it declares none. */
 export function clientOfPackage(pkgName: string, pkgDir: string): ClientPlugin | undefined {
-  let manifest: { exports?: unknown }
+  let manifest: { exports?: unknown; dsh?: { clientLoad?: unknown } }
   try {
-    manifest = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8')) as { exports?: unknown }
+    manifest = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8')) as typeof manifest
   } catch {
     return undefined
   }
@@ -59,7 +69,20 @@ export function clientOfPackage(pkgName: string, pkgDir: string): ClientPlugin |
   } catch {
     return undefined
   }
-  return { package: pkgName, dir, ...(entry ? { entry } : {}), baseUrl: `/plugins/${pkgName}/` }
+  const declared = manifest.dsh?.clientLoad
+  const known = declared === undefined || (CLIENT_LOADS as readonly unknown[]).includes(declared)
+  return {
+    package: pkgName,
+    dir,
+    ...(entry ? { entry } : {}),
+    baseUrl: `/plugins/${pkgName}/`,
+    load: declared === 'deferred' ? 'deferred' : 'eager',
+    ...(known
+      ? {}
+      : {
+          loadError: `${pkgName}: package.json dsh.clientLoad is ${JSON.stringify(declared)}, expected "eager" or "deferred"; loading its browser half eagerly`,
+        }),
+  }
 }
 
 /** Row states of a tree still coming up that will be active once it is (a failed row fails the boot). */

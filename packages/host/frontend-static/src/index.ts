@@ -46,7 +46,8 @@ export function builtClientDist(): string | undefined {
 /** What the page reads before any script runs: the browser halves to load and the launch folder. */
 export interface BootManifest {
   version: 1
-  plugins: Array<{ package: string; url: string }>
+  /** `defer`: import after the conversation's first screen has painted (the package's `dsh.clientLoad`). */
+  plugins: Array<{ package: string; url: string; defer?: true }>
   launchCwd?: string
 }
 
@@ -120,6 +121,47 @@ export async function readSessionData(
   return { version: 1, sessionId, frames }
 }
 
+/** Where index.html's static shell takes the session's preview (inside its conversation area). */
+export const PREVIEW_SLOT = '<!-- dsh:session-preview -->'
+
+const escapeHtml = (v: string) =>
+  v.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;')
+
+/**
+ * The last `maxItems` prompts and answers of a session's replay as plain-text HTML for the static
+ * shell (each text cut at `maxChars`): the page shows the conversation at its first paint, before
+ * any script has run; the app's conversation view replaces it on its first render. Events of other
+ * types, and frames of unexpected shapes, are skipped.
+ */
+export function sessionPreview(data: SessionData, maxItems = 4, maxChars = 1200): string {
+  const items: Array<{ who: 'user' | 'assistant'; text: string }> = []
+  const textOf = (content: unknown) =>
+    Array.isArray(content)
+      ? content
+          .map((b) =>
+            b && typeof b === 'object' && (b as { type?: unknown }).type === 'text'
+              ? String((b as { text?: unknown }).text ?? '')
+              : '',
+          )
+          .join('')
+      : ''
+  for (const [event, frame] of data.frames) {
+    if (event !== 'message' || !frame || typeof frame !== 'object') continue
+    const { type, data: d } = frame as {
+      type?: unknown
+      data?: { source?: { kind?: unknown }; content?: unknown; message?: { content?: unknown } | null } | null
+    }
+    if (type === 'user/message' && d?.source?.kind === 'human') items.push({ who: 'user', text: textOf(d.content) })
+    else if (type === 'assistant/message') items.push({ who: 'assistant', text: textOf(d?.message?.content) })
+  }
+  const shown = items.filter((i) => i.text.trim()).slice(-maxItems)
+  if (!shown.length) return ''
+  const cut = (t: string) => (t.length > maxChars ? `${t.slice(0, maxChars)}…` : t)
+  return `<div class="boot-preview" data-session-id="${escapeHtml(data.sessionId)}">${shown
+    .map((i) => `<div class="boot-msg boot-${i.who}">${escapeHtml(cut(i.text.trim()))}</div>`)
+    .join('')}</div>`
+}
+
 /** `<link rel="modulepreload">` for each URL (same-origin paths), HTML-escaped, one a line. */
 export function preloadLinks(urls: readonly string[]): string {
   const attr = (v: string) =>
@@ -143,6 +185,8 @@ export interface FrontendStaticConfig {
   cacheBytes?: number
   /** Embed the replay of the session a page URL names (`/s/<id>`) when its JSON is at most this many bytes; 0: never. */
   sessionDataBytes?: number
+  /** Honour the halves' `dsh.clientLoad: "deferred"` (import them after the first screen); false: every half loads at once. */
+  deferHalves?: boolean
 }
 
 /** The index taps the webserver may offer (an addition to the contract; used when present). */
@@ -173,6 +217,11 @@ export class FrontendStatic extends Service {
       .description(
         'Embed the replay of the session a page URL names (/s/<id>) in the page when its JSON is at most this many bytes (the first paint needs no events round trip); 0: never.',
       ),
+    deferHalves: Schema.boolean()
+      .default(true)
+      .description(
+        'Load the browser halves whose package says dsh.clientLoad "deferred" after the conversation\'s first screen has painted (not preloaded); false: every half is preloaded and loaded at once.',
+      ),
   })
 
   /** The real path of the served directory. */
@@ -180,6 +229,8 @@ export class FrontendStatic extends Service {
   readonly cache: CompressionCache
   private readonly index: { mtimeMs: number; size: number; html?: string } = { mtimeMs: -1, size: -1 }
   private readonly clientCache = new Map<string, ClientPlugin | undefined>()
+  /** Packages whose unreadable `dsh.clientLoad` was already reported (once each). */
+  private readonly loadWarned = new Set<string>()
   /** `frame-src` sources plugins asked for (none: the page may frame nothing). */
   private readonly frameSources = new Map<string, number>()
 
@@ -226,10 +277,17 @@ export class FrontendStatic extends Service {
         ? []
         : clientPlugins(this.loaderView(), this.clientCache, booting)
             .filter((c) => c.entry)
-            .map((c) => ({
-              package: c.package,
-              url: c.baseUrl + c.entry!.split('/').map(encodeURIComponent).join('/'),
-            }))
+            .map((c) => {
+              if (c.loadError && !this.loadWarned.has(c.package)) {
+                this.loadWarned.add(c.package)
+                this.ctx.logger('frontend-static').warn(c.loadError)
+              }
+              return {
+                package: c.package,
+                url: c.baseUrl + c.entry!.split('/').map(encodeURIComponent).join('/'),
+                ...(c.load === 'deferred' && this.config.deferHalves !== false ? { defer: true as const } : {}),
+              }
+            })
     return { version: 1, plugins, launchCwd: this.config.launchCwd ?? process.cwd() }
   }
 
@@ -308,11 +366,15 @@ export class FrontendStatic extends Service {
       // come before any module fetch): the browser fetches them in parallel with the app's entry
       // instead of one round trip after it, and the runtime's `import(url)` finds them in the
       // module map. Their lazily imported chunks stay lazy.
+      // Deferred halves are not preloaded: the page asks for them after the conversation's first
+      // screen, so nothing of theirs competes with (or is counted in) that paint.
       html = html.replace(
         MANIFEST_SLOT,
         () =>
-          `${preloadLinks(manifest.plugins.map((p) => p.url))}<script type="application/json" id="dsh-boot">${json}</script>${block}`,
+          `${preloadLinks(manifest.plugins.filter((p) => !p.defer).map((p) => p.url))}<script type="application/json" id="dsh-boot">${json}</script>${block}`,
       )
+      // The same replay as text in the static shell: the conversation shows before any script runs.
+      if (data && html.includes(PREVIEW_SLOT)) html = html.replace(PREVIEW_SLOT, () => sessionPreview(data))
     }
     const taps = this.ctx.webServer as unknown as IndexTaps
     if (typeof taps.applyIndexTaps === 'function') html = await taps.applyIndexTaps(html)

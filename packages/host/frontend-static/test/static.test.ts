@@ -13,6 +13,7 @@ import FrontendStatic, {
   pickEncoding,
   PLACEHOLDER_DIST,
   REVALIDATE,
+  sessionPreview,
 } from '../src/index.ts'
 import { bootLoader, writePackage } from './loader.ts'
 
@@ -332,6 +333,94 @@ describe('plugin browser halves at /plugins/<package>/<file>', () => {
     // The value cannot close the script element: `<` is escaped.
     expect(inlined?.[1]).not.toContain('</script>')
     expect(JSON.parse(inlined![1])).toEqual(expected)
+  })
+})
+
+describe('deferred browser halves (dsh.clientLoad)', () => {
+  it('marks a half whose package says "deferred" in the manifest and leaves it out of the preloads; a bad value loads eagerly with a reason', async () => {
+    writeFileSync(
+      join(dist, 'index.html'),
+      '<!doctype html><script type="application/json" id="dsh-boot"></script><div id="root"></div>',
+    )
+    const half = (name: string, dsh?: unknown) =>
+      writePackage(
+        root,
+        name,
+        `export const name = '${name}'; export function apply() {}`,
+        { exports: { '.': './index.js', './client': './client/entry.js' }, ...(dsh ? { dsh } : {}) },
+        { 'client/entry.js': 'export default {}\n' },
+      )
+    const eager = half('fixture-eager')
+    const later = half('fixture-later', { clientLoad: 'deferred' })
+    const odd = half('fixture-odd', { clientLoad: 'later please' })
+    const boot = (c: Context) =>
+      bootLoader(c, [
+        { id: 'eager', name: eager },
+        { id: 'later', name: later },
+        { id: 'odd', name: odd },
+      ])
+    const { port, fs } = await start({}, boot)
+    const rows = fs.clientPlugins()
+    expect(rows.map((r) => [r.package, r.load])).toEqual([
+      ['fixture-eager', 'eager'],
+      ['fixture-later', 'deferred'],
+      ['fixture-odd', 'eager'],
+    ])
+    expect(rows[2].loadError).toBe(
+      'fixture-odd: package.json dsh.clientLoad is "later please", expected "eager" or "deferred"; loading its browser half eagerly',
+    )
+    const manifest = JSON.parse((await get(port, '/client-manifest.json')).body.toString())
+    expect(manifest.plugins).toEqual([
+      { package: 'fixture-eager', url: '/plugins/fixture-eager/entry.js' },
+      { package: 'fixture-later', url: '/plugins/fixture-later/entry.js', defer: true },
+      { package: 'fixture-odd', url: '/plugins/fixture-odd/entry.js' },
+    ])
+    const page = (await get(port, '/')).body.toString()
+    const preloads = [...page.matchAll(/<link rel="modulepreload" href="([^"]+)">/g)].map((m) => m[1])
+    expect(preloads).toEqual(['/plugins/fixture-eager/entry.js', '/plugins/fixture-odd/entry.js'])
+
+    // deferHalves: false: every half is preloaded and loaded at once.
+    await app?.dispose()
+    const again = await start({ deferHalves: false }, boot)
+    const all = JSON.parse((await get(again.port, '/client-manifest.json')).body.toString())
+    expect(all.plugins.some((p: { defer?: boolean }) => p.defer)).toBe(false)
+    const page2 = (await get(again.port, '/')).body.toString()
+    expect(page2.match(/rel="modulepreload"/g)).toHaveLength(3)
+  })
+})
+
+describe("the static shell's session preview", () => {
+  it('is the last prompts and answers as escaped text; other events and odd frames are skipped', () => {
+    const msg = (seq: number, type: string, data: unknown) => ['message', { seq, type, data }] as [string, unknown]
+    const text = (t: string) => [{ type: 'text', text: t }]
+    const html = sessionPreview({
+      version: 1,
+      sessionId: 'a"b',
+      frames: [
+        msg(0, 'user/message', { source: { kind: 'human' }, content: text('first <b>prompt</b>') }),
+        msg(1, 'user/message', { source: { kind: 'system' }, content: text('a reminder') }),
+        msg(2, 'assistant/chunk', { chunk: { kind: 'text-delta', text: 'partial' } }),
+        msg(3, 'assistant/message', { message: { content: [...text('an answer & more'), { type: 'image' }] } }),
+        msg(4, 'assistant/message', { message: null }),
+        ['message', null],
+        ['message', 'not an event'],
+        ['status', { status: 'idle' }],
+      ],
+    })
+    expect(html).toBe(
+      '<div class="boot-preview" data-session-id="a&quot;b">' +
+        '<div class="boot-msg boot-user">first &lt;b&gt;prompt&lt;/b&gt;</div>' +
+        '<div class="boot-msg boot-assistant">an answer &amp; more</div></div>',
+    )
+    // Only the last few, each cut; nothing to show is nothing at all.
+    const many = Array.from({ length: 10 }, (_, i) =>
+      msg(i, 'user/message', { source: { kind: 'human' }, content: text(`p${i} ${'x'.repeat(20)}`) }),
+    )
+    const cut = sessionPreview({ version: 1, sessionId: 's', frames: many }, 2, 5)
+    expect(cut).toBe(
+      '<div class="boot-preview" data-session-id="s"><div class="boot-msg boot-user">p8 xx…</div><div class="boot-msg boot-user">p9 xx…</div></div>',
+    )
+    expect(sessionPreview({ version: 1, sessionId: 's', frames: [['status', {}]] })).toBe('')
   })
 })
 
