@@ -1,28 +1,16 @@
 // The host link in the real page: `dsh web` with the mock model, Chromium. The page's import map
 // gives `@dsh/client-connection` and `@dsh/client-runtime` (which re-exports it) one module
 // instance, so a half on either name gets the classes the page's root context runs.
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { hasChromium, launchBrowser, openPage, startWebApp, type Browser, type WebApp } from '@dsh/web-testkit'
+import { describe, expect, it, vi } from 'vitest'
+import { hasChromium, useWebApp } from '@dsh/web-testkit'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 })
 
-let app: WebApp
-let browser: Browser
-
-beforeAll(async () => {
-  if (!hasChromium()) return
-  app = await startWebApp({ steps: [] })
-  browser = await launchBrowser()
-})
-
-afterAll(async () => {
-  await browser?.close()
-  await app?.close()
-})
-
 describe.skipIf(!hasChromium())('@dsh/client-connection in dsh web', () => {
+  // The worker's shared host (no model turn here).
+  const app = useWebApp({ steps: [] })
   it('is a shared name of the page, binding for binding what the runtime exports', async () => {
-    const { page, context, errors } = await openPage(browser, app.url)
+    const { page, context, errors } = await app.openPage()
     try {
       const seen = await page.evaluate(async () => {
         // The page's own modules through its import map (eval keeps vitest from rewriting the imports).

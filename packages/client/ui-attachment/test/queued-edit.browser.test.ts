@@ -4,25 +4,22 @@
 // field of a message with an image shows the thumbnail beside a text field without the token,
 // and the resent message (in a fork) carries the image again.
 import { createHash } from 'node:crypto'
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import {
-  hasChromium,
-  launchBrowser,
-  openPage,
-  startWebApp,
-  withArtifacts,
-  type Browser,
-  type Page,
-  type WebApp,
-} from '@dsh/web-testkit'
+import { beforeAll, describe, expect, it, vi } from 'vitest'
+import { hasChromium, type Page, useWebApp, withArtifacts } from '@dsh/web-testkit'
 import { png } from '@dsh/attachment/test-png'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
 
+// The image files' common patch (ui-attachment's attachment and queued-edit, ui-tool's
+// result-images: the same text, so they share one host of the worker): a model that accepts
+// images, a text-only one, and a small attachment limit (the files that do not need them ignore them).
 const PATCH = `- id: llm-deepseek
   config:
     models:
       - { id: deepseek-v4-flash, contextWindow: 1048576, supportsTools: true, supportsImages: true }
+      - { id: text-only, contextWindow: 1048576, supportsTools: true }
+- id: attachment-local
+  config: { maxBytes: 20000 }
 `
 const STEPS = [
   // The first turn waits at its gate until the queued prompt has been seen.
@@ -34,19 +31,13 @@ const STEPS = [
 type Events = { events: Array<{ type: string; data: any }> }
 
 describe.skipIf(!hasChromium())('images in the queue and in edit-and-resend', () => {
-  let app: WebApp
-  let browser: Browser
+  // The worker's host of this patch (shared with the other files that pass the same patch text),
+  // with this file's script, gates, requests and folder.
+  const app = useWebApp({ steps: STEPS as never, patch: PATCH })
   let page: Page
   let errors: string[]
   beforeAll(async () => {
-    app = await startWebApp({ steps: STEPS as never, patch: PATCH })
-    browser = await launchBrowser()
-    ;({ page, errors } = await openPage(browser, app.url))
-    await page.waitForURL(/\/s\/[^/]+$/)
-  })
-  afterAll(async () => {
-    await browser?.close()
-    await app?.close()
+    ;({ page, errors } = await app.openPage())
   })
   const image = png(10, 10, { rgb: [200, 40, 40] })
   const hex = createHash('sha256').update(image).digest('hex')

@@ -2,22 +2,13 @@
 // against the real `dsh web` and the mock model: a streamed Markdown answer, a bash card and an
 // edit diff, an approval allowed and one denied (after switching the session to the workspace
 // sandbox with the picker), a question answered, a cancel mid-stream, a queued follow-up, and
-// switching sessions. One host and one browser for the file; the mock serves its steps in the
-// order the tests run.
+// switching sessions. One host (the worker's host of this patch, in a folder of the file's own) and
+// one browser for the file; the mock serves its steps in the order the tests run.
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import {
-  hasChromium,
-  launchBrowser,
-  openPage,
-  startWebApp,
-  withArtifacts,
-  type Browser,
-  type Page,
-  type WebApp,
-} from '@dsh/web-testkit'
+import { beforeAll, describe, expect, it, vi } from 'vitest'
+import { hasChromium, type Page, useWebApp, withArtifacts } from '@dsh/web-testkit'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
 
@@ -99,28 +90,8 @@ const STEPS = [
   },
 ]
 
-let app: WebApp
-let browser: Browser
 let page: Page
 let errors: string[]
-
-beforeAll(async () => {
-  app = await startWebApp({
-    steps: STEPS as never,
-    patch: `- insert:\n    - id: tool-ask-user\n      name: ${JSON.stringify(ASK_USER)}\n`,
-  })
-  writeFileSync(join(app.cwd, 'notes.txt'), 'alpha\nbeta\ngamma\n')
-  browser = await launchBrowser()
-  const opened = await openPage(browser, app.url)
-  page = opened.page
-  errors = opened.errors
-  await page.waitForURL(/\/s\/[^/]+$/)
-})
-
-afterAll(async () => {
-  await browser?.close()
-  await app?.close()
-})
 
 const input = () => page.locator('textarea.dsh-composer-input')
 /** The rendered Markdown of each assistant message (without its action buttons). */
@@ -135,6 +106,20 @@ const send = async (text: string) => {
 const idle = () => expect.poll(() => page.locator('.dsh-chat[data-running]').count(), { timeout: 20_000 }).toBe(0)
 
 describe.skipIf(!hasChromium())('the conversation in Chromium', () => {
+  // The worker's host of this patch (shared with the other files that pass the same patch text),
+  // with this file's script and folder.
+  const app = useWebApp({
+    steps: STEPS as never,
+    patch: `- insert:\n    - id: tool-ask-user\n      name: ${JSON.stringify(ASK_USER)}\n`,
+  })
+
+  beforeAll(async () => {
+    writeFileSync(join(app.cwd, 'notes.txt'), 'alpha\nbeta\ngamma\n')
+    const opened = await app.openPage()
+    page = opened.page
+    errors = opened.errors
+  })
+
   it('streams an answer in visibly increasing pieces, then renders its Markdown table', async () => {
     await withArtifacts(page, 'conv-stream', async () => {
       // Every text the answer shows, recorded in the page as the DOM changes (a MutationObserver):
@@ -387,7 +372,7 @@ describe.skipIf(!hasChromium())('the conversation in Chromium', () => {
   })
 
   it('useSnapshotSlice re-renders a seat only when its slice changes, not on every streamed frame', async () => {
-    const { page, context, errors } = await openPage(browser, app.url)
+    const { page, context, errors } = await app.openPage()
     await withArtifacts(page, 'snapshot-slice', async () => {
       // The page's own React and this half's module (eval keeps vitest from rewriting the imports).
       const counts = await page.evaluate(async (url) => {

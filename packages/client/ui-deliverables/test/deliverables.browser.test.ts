@@ -1,16 +1,8 @@
 // Files a turn produced: the fold over a log, and in real Chromium against `dsh web` a turn that
 // writes and edits a file lists it with its line counts and shows the diff; a failed edit is not
 // listed.
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import {
-  hasChromium,
-  launchBrowser,
-  openPage,
-  startWebApp,
-  withArtifacts,
-  type Browser,
-  type WebApp,
-} from '@dsh/web-testkit'
+import { describe, expect, it, vi } from 'vitest'
+import { hasChromium, useWebApp, withArtifacts } from '@dsh/web-testkit'
 import { diffLines, lastTurnDeliverables } from '../src/deliverables.ts'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
@@ -57,34 +49,25 @@ describe('lastTurnDeliverables', () => {
 })
 
 describe.skipIf(!hasChromium())('ui-deliverables in the browser', () => {
-  let app: WebApp
-  let browser: Browser
-  beforeAll(async () => {
-    app = await startWebApp({
-      steps: [
-        { toolCalls: [{ name: 'write', arguments: { file_path: 'notes.txt', content: 'alpha\nbeta\n' } }] },
-        {
-          toolCalls: [{ name: 'edit', arguments: { file_path: 'notes.txt', old_string: 'beta', new_string: 'BETA' } }],
-        },
-        {
-          toolCalls: [
-            { name: 'edit', arguments: { file_path: 'notes.txt', old_string: 'no such text', new_string: 'x' } },
-          ],
-        },
-        { text: 'Wrote the notes.' },
-      ] as never,
-    })
-    browser = await launchBrowser()
-  })
-  afterAll(async () => {
-    await browser?.close()
-    await app?.close()
+  // The worker's shared host, with this file's script and a folder of its own.
+  const app = useWebApp({
+    steps: [
+      { toolCalls: [{ name: 'write', arguments: { file_path: 'notes.txt', content: 'alpha\nbeta\n' } }] },
+      {
+        toolCalls: [{ name: 'edit', arguments: { file_path: 'notes.txt', old_string: 'beta', new_string: 'BETA' } }],
+      },
+      {
+        toolCalls: [
+          { name: 'edit', arguments: { file_path: 'notes.txt', old_string: 'no such text', new_string: 'x' } },
+        ],
+      },
+      { text: 'Wrote the notes.' },
+    ] as never,
   })
 
   it('the files of the turn with counts, and the diff of each', async () => {
-    const { page, errors } = await openPage(browser, app.url)
+    const { page, errors } = await app.openPage()
     await withArtifacts(page, 'deliverables', async () => {
-      await page.waitForURL(/\/s\/[^/]+$/)
       await page.locator('textarea.dsh-composer-input').fill('write notes')
       await page.locator('textarea.dsh-composer-input').press('Enter')
       await page.locator('[data-node="assistant"]', { hasText: 'Wrote the notes.' }).waitFor()

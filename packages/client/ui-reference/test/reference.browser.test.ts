@@ -4,17 +4,8 @@
 // session picked from the menu reaches the request as its summary.
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import {
-  hasChromium,
-  launchBrowser,
-  openPage,
-  startWebApp,
-  withArtifacts,
-  type Browser,
-  type Page,
-  type WebApp,
-} from '@dsh/web-testkit'
+import { beforeAll, describe, expect, it, vi } from 'vitest'
+import { hasChromium, type Page, useWebApp, withArtifacts } from '@dsh/web-testkit'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
 
@@ -27,24 +18,17 @@ const STEPS = [
 ]
 
 describe.skipIf(!hasChromium())('ui-reference in the browser', () => {
-  let app: WebApp
-  let browser: Browser
+  // The worker's shared host: this file's folder (app.cwd), script and requests are its own.
+  const app = useWebApp({ steps: STEPS as never })
   let page: Page
   let errors: string[]
   beforeAll(async () => {
-    app = await startWebApp({ steps: STEPS as never })
     mkdirSync(join(app.cwd, 'src'))
     writeFileSync(join(app.cwd, 'src', 'main.ts'), 'export const answer = 42\n')
     writeFileSync(join(app.cwd, 'notes.md'), 'some notes\n')
     writeFileSync(join(app.cwd, 'secret-main.txt'), 'hidden\n')
     writeFileSync(join(app.cwd, '.gitignore'), 'secret-main.txt\n')
-    browser = await launchBrowser()
-    ;({ page, errors } = await openPage(browser, app.url))
-    await page.waitForURL(/\/s\/[^/]+$/)
-  })
-  afterAll(async () => {
-    await browser?.close()
-    await app?.close()
+    ;({ page, errors } = await app.openPage())
   })
   const input = () => page.locator('textarea.dsh-composer-input')
   const lastRequest = () => JSON.stringify(app.mock.requests.at(-1)?.body)

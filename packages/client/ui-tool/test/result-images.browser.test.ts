@@ -4,44 +4,35 @@
 // viewer as a message's images; Escape closes it and the focus goes back to the thumbnail.
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import {
-  hasChromium,
-  launchBrowser,
-  openPage,
-  startWebApp,
-  withArtifacts,
-  type Browser,
-  type Page,
-  type WebApp,
-} from '@dsh/web-testkit'
+import { beforeAll, describe, expect, it, vi } from 'vitest'
+import { hasChromium, type Page, useWebApp, withArtifacts } from '@dsh/web-testkit'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
 
 // A 5x3 red PNG.
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAUAAAADCAIAAADUVFKvAAAAEElEQVR4nGM4oaGBjBgI8AGTXxBpHG7gNQAAAABJRU5ErkJggg=='
+// The image files' common patch (ui-attachment's attachment and queued-edit, ui-tool's
+// result-images: the same text, so they share one host of the worker): a model that accepts
+// images, a text-only one, and a small attachment limit (the files that do not need them ignore them).
 const PATCH = `- id: llm-deepseek
   config:
     models:
       - { id: deepseek-v4-flash, contextWindow: 1048576, supportsTools: true, supportsImages: true }
+      - { id: text-only, contextWindow: 1048576, supportsTools: true }
+- id: attachment-local
+  config: { maxBytes: 20000 }
 `
 const STEPS = [{ toolCalls: [{ name: 'read_image', arguments: { file_path: 'red.png' } }] }, { text: 'It is red.' }]
 
 describe.skipIf(!hasChromium())('images in tool results', () => {
-  let app: WebApp
-  let browser: Browser
+  // The worker's host of this patch (shared with the other files that pass the same patch text),
+  // with this file's script and folder.
+  const app = useWebApp({ steps: STEPS as never, patch: PATCH })
   let page: Page
   let errors: string[]
   beforeAll(async () => {
-    app = await startWebApp({ steps: STEPS as never, patch: PATCH })
     writeFileSync(join(app.cwd, 'red.png'), Buffer.from(PNG, 'base64'))
-    browser = await launchBrowser()
-    ;({ page, errors } = await openPage(browser, app.url))
-    await page.waitForURL(/\/s\/[^/]+$/)
-  })
-  afterAll(async () => {
-    await browser?.close()
-    await app?.close()
+    ;({ page, errors } = await app.openPage())
   })
   const loadedWidths = (selector: string) =>
     page.locator(selector).evaluateAll((imgs) => imgs.map((i) => (i as HTMLImageElement).naturalWidth))
