@@ -63,7 +63,7 @@ async function landlock(node: string): Promise<Context> {
   others = new Set(serverPids())
   const ctx = new Context()
   contexts.push(ctx)
-  await ctx.plugin(LocalSubprocessService, {})
+  await ctx.plugin(LocalSubprocessService, {} as never)
   await ctx.plugin(LocalSandbox, { runner: 'landlock', node })
   return ctx
 }
