@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Per-command overhead of sandboxed bash: N short commands (default 200) through ctx.shell with
 // @dsh/bash-local (baseline) and with @dsh/bash-sandbox under each working runner (bwrap, Landlock
-// through its spawn server, Landlock with a helper per command),
+// through its spawn server, Landlock with a helper per command, Landlock's server with the hidden
+// paths of a dsh home),
 // in the same run and interleaved in blocks so machine load affects all alike. Prints the median
 // and mean per command and the overhead against the baseline (target: under 15 ms).
 // Then, per variant on its own, the CPU time per command: this process plus every child it reaped
@@ -12,9 +13,9 @@
 // 1.5x its quiet time (BENCH_NODE_QUIET_MS, default 26) flags the run as loaded.
 //   node bench/sandbox.mjs            BENCH_RUNS=200 BENCH_COMMAND='true' BENCH_CPU_RUNS=100
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { loadavg, tmpdir } from 'node:os'
+import { homedir, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { register } from 'tsx/esm/api'
@@ -32,6 +33,7 @@ const COMMAND = process.env.BENCH_COMMAND ?? 'true'
 const CPU_RUNS = Number(process.env.BENCH_CPU_RUNS ?? 100)
 const BLOCK = 20
 const ws = mkdtempSync(join(tmpdir(), 'dsh-bench-sandbox-'))
+mkdirSync(`${ws}-home`)
 
 /** Each variant: its sandbox-local config (none: plain bash-local). */
 const VARIANTS = {
@@ -40,6 +42,12 @@ const VARIANTS = {
   // Landlock with its spawn server (the default), and as a helper started per command.
   landlock: { runner: 'landlock' },
   'landlock-per-command': { runner: 'landlock', spawnServer: false },
+  // Landlock through its server with the hidden paths of a real session: the server key holds the
+  // modification time of each directory on the way to them, so a new entry there restarts it.
+  // As a user's dsh home (~/.dsh: `~` and `/` in the key; nothing is written there) and as a home
+  // under /tmp (tests, CI: `/tmp` in the key, which every temp file changes).
+  'landlock-home-in-~': { runner: 'landlock', hidden: join(homedir(), '.dsh', '.credentials.yaml') },
+  'landlock-home-in-/tmp': { runner: 'landlock', hidden: join(`${ws}-home`, '.credentials.yaml') },
 }
 
 async function shell(name) {
@@ -49,11 +57,11 @@ async function shell(name) {
   if (!config) {
     await ctx.plugin(BashLocalExecutor, {})
   } else {
-    const { runner } = config
-    await ctx.plugin(LocalSandbox, config)
+    const { runner, hidden, ...sandbox } = config
+    await ctx.plugin(LocalSandbox, { runner, ...sandbox })
     const info = await ctx.sandbox.describe()
     if (info.runner !== runner) return { skipped: info.rejected.map((r) => `${r.runner}: ${r.reason}`).join('; ') }
-    await ctx.plugin(SandboxPolicyService, { tempDirs: [] })
+    await ctx.plugin(SandboxPolicyService, { tempDirs: [], ...(hidden ? { hiddenPaths: [hidden] } : {}) })
     await ctx.plugin(SandboxedBashExecutor, {})
   }
   return { ctx }
@@ -181,4 +189,5 @@ if (bare > 1.5 * quiet)
     `LOADED: node -e 0 took ${bare.toFixed(1)} ms, over 1.5x its quiet ${quiet} ms; compare CPU columns, not wall`,
   )
 rmSync(ws, { recursive: true, force: true })
+rmSync(`${ws}-home`, { recursive: true, force: true })
 process.exit(0)
