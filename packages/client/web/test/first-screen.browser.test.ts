@@ -101,6 +101,8 @@ describe("a session's first screen", () => {
       expect(deferred.map((p) => p.package)).toEqual(expect.arrayContaining(['@dsh/ui-settings', '@dsh/ui-schedule']))
       expect(deferred.map((p) => p.package)).not.toContain('@dsh/ui-conversation')
       expect(deferred.map((p) => p.package)).not.toContain('@dsh/ui-tool')
+      // The service deferred halves inject (`inputTriggers`) is there before they mount.
+      expect(deferred.map((p) => p.package)).not.toContain('@dsh/ui-input-trigger')
       const html = await (await fetch(url)).text()
       for (const p of deferred) expect(html, `${p.package} is preloaded`).not.toContain(`href="${p.url}"`)
 
