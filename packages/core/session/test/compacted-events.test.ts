@@ -189,6 +189,28 @@ describe("Session compactedEvents: 'release'", () => {
     expect(JSON.stringify(s.at(5))).toBe(original)
   })
 
+  it('pruner-sized replacements release in whole blocks only, and the log still reads whole', () => {
+    const build = (compactedEvents?: 'keep' | 'release') => {
+      const s = new Session({ cwd: '/w', clock: ticking(), compactedEvents })
+      s.append('turn/start', { turn: 0 })
+      for (let n = 0; n < 120; n++) {
+        step(s, 0, n)
+        // Prune this step's tool result: a one-node replacement, as the tool-result pruner makes.
+        const result = s.last('tool/result')!
+        s.surface.replaceRange(result.seq, result.seq + 1, [
+          { role: 'tool', callId: `call_0_${n}`, name: 'read', content: text('[pruned]') },
+        ])
+      }
+      return s
+    }
+    const s = build()
+    const reference = build('keep')
+    expect(s.released.events).toBeGreaterThan(4 * RELEASE_BLOCK_EVENTS)
+    expect(s.released.events % RELEASE_BLOCK_EVENTS).toBe(0)
+    expect(json(s.events)).toEqual(json(reference.events))
+    expect(s.deriveMessages()).toEqual(reference.deriveMessages())
+  })
+
   it('rejects a bad compactedEvents value', () => {
     expect(() => new Session({ cwd: '/w', compactedEvents: 'drop' as never })).toThrow(
       /compactedEvents must be 'keep' or 'release', not "drop"/,
