@@ -76,7 +76,7 @@ afterEach(async () => {
 
 /** A node that logs each start of the Landlock helper but the probe, and whether it starts a spawn server. */
 function loggingNode(name: string): { file: string; starts: () => string[] } {
-  const file = join(tmpdir(), `${name}-${process.pid}`)
+  const file = join(base, name)
   const log = `${file}.log`
   writeFileSync(
     file,
