@@ -353,12 +353,13 @@ describe('deferred browser halves (dsh.clientLoad)', () => {
     const eager = half('fixture-eager')
     const later = half('fixture-later', { clientLoad: 'deferred' })
     const odd = half('fixture-odd', { clientLoad: 'later please' })
-    const boot = (c: Context) =>
-      bootLoader(c, [
+    const boot = async (c: Context) => {
+      await bootLoader(c, [
         { id: 'eager', name: eager },
         { id: 'later', name: later },
         { id: 'odd', name: odd },
       ])
+    }
     const { port, fs } = await start({}, boot)
     const rows = fs.clientPlugins()
     expect(rows.map((r) => [r.package, r.load])).toEqual([
