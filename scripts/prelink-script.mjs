@@ -1,7 +1,66 @@
 // @ts-check
 // The stack script transform of scripts/prelink.mjs (its own module so tests can run it).
+import { readFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { Script } from 'node:vm'
 import { init as lexerReady, parse as parseModule } from 'es-module-lexer'
+
+/** Directory -> whether a `.js` file in it is CommonJS (the nearest package.json's `type`). */
+const jsIsCommonJs = new Map()
+
+/**
+ * Whether Node loads the module at `url` as CommonJS: a `file:` URL ending in `.cjs`, or in `.js`
+ * with no `"type": "module"` in the nearest package.json (Node's own rule). Anything else, and
+ * anything this cannot read, counts as not CommonJS (its import is then kept as it was).
+ * @param {string} url
+ */
+export function isCommonJsFile(url) {
+  if (!url.startsWith('file:')) return false
+  if (url.endsWith('.cjs')) return true
+  if (!url.endsWith('.js')) return false
+  const start = dirname(fileURLToPath(url))
+  const seen = []
+  let answer = false
+  for (let dir = start; ; dir = dirname(dir)) {
+    const known = jsIsCommonJs.get(dir)
+    if (known !== undefined) {
+      answer = known
+      break
+    }
+    seen.push(dir)
+    let text
+    try {
+      text = readFileSync(join(dir, 'package.json'), 'utf8')
+    } catch {
+      if (dirname(dir) === dir) break
+      continue
+    }
+    try {
+      answer = JSON.parse(text)?.type !== 'module'
+    } catch {
+      answer = false
+    }
+    break
+  }
+  for (const dir of seen) jsIsCommonJs.set(dir, answer)
+  return answer
+}
+
+/**
+ * The specifier that gives a CommonJS module's `default` through `require()` instead of Node's
+ * ES module loader: a one-line `data:` module that requires the file and exports it as default.
+ * The binding is the same object (the loader and require() share one module cache), and the
+ * module still evaluates at its place in the import order. Importing CommonJS from an ES module
+ * makes Node lex the file for named exports first: ~150 M instructions for schemastery alone,
+ * about 8 % of a one-shot, for a name list the script never reads (see
+ * .agents/notes/boot-cuts-2026-12-07.md).
+ * @param {string} url a `file:` URL of a CommonJS module
+ */
+export function requireSpecifier(url) {
+  const source = `import { createRequire } from "node:module";\nexport default createRequire(${JSON.stringify(url)})(${JSON.stringify(fileURLToPath(url))});\n`
+  return `data:text/javascript,${encodeURIComponent(source)}`
+}
 
 /**
  * Turns one bundled ES module into a function script and a module of its static imports, with
@@ -14,7 +73,8 @@ import { init as lexerReady, parse as parseModule } from 'es-module-lexer'
  *    compiled with a code cache loses Node's dynamic import callback on Node 20);
  *  - the one `export { ... }` at the end becomes a return.
  * The imports module imports the same specifiers in the same order, so they evaluate in the order
- * the bundled module's imports did. Line numbers stay those of the bundled module. Anything else
+ * the bundled module's imports did; a default-only import of a CommonJS file goes through
+ * `require()` (see requireSpecifier). Line numbers stay those of the bundled module. Anything else
  * (import.meta, a second export, an import form not handled) fails the build rather than ship a
  * script that means something else; so does a count that differs from what esbuild reports.
  * @param {string} text the bundled module
@@ -53,6 +113,8 @@ export async function toScript(text, id, expected) {
       const m = /^(?:([\w$]+)\s*(?:,\s*|$))?(?:\*\s*as\s+([\w$]+)|\{([^}]*)\})?$/.exec(clause)
       if (!m || (!m[1] && !m[2] && m[3] === undefined)) fail(`an import form not handled: ${statement}`)
       const [, def, star, named] = m
+      // A default-only import of a CommonJS file reads nothing but `module.exports`.
+      if (def && !star && !named?.trim() && isCommonJsFile(imp.n)) specifiers[i] = requireSpecifier(imp.n)
       if (star) decls.push(`const ${star} = __imports[${i}];`)
       const parts = def ? [`default: ${def}`] : []
       for (const item of (named ?? '')

@@ -17,9 +17,14 @@ const REPO = fileURLToPath(new URL('../../../../', import.meta.url))
 
 /** Every module URL a real `dsh --profile headless --patch <empty> --help` loads (a full boot). */
 async function bootModules(extraEnv: Record<string, string> = {}): Promise<string[]> {
+  return (await bootLog(extraEnv)).loaded
+}
+
+/** The same boot: each module URL with the format Node loaded it as. */
+async function bootLog(extraEnv: Record<string, string> = {}): Promise<{ loaded: string[]; formats: string[][] }> {
   const root = mkdtempSync(join(tmpdir(), 'dsh-boot-path-'))
   try {
-    return (await helpBoot(root, extraEnv)).loaded
+    return await helpBoot(root, extraEnv)
   } finally {
     if (existsSync(root)) rmSync(root, { recursive: true, force: true })
   }
@@ -29,7 +34,7 @@ async function bootModules(extraEnv: Record<string, string> = {}): Promise<strin
 async function helpBoot(
   root: string,
   extraEnv: Record<string, string> = {},
-): Promise<{ loaded: string[]; stderr: string }> {
+): Promise<{ loaded: string[]; formats: string[][]; stderr: string }> {
   const log = join(root, 'modules.txt')
   rmSync(log, { force: true })
   const env = {
@@ -46,7 +51,11 @@ async function helpBoot(
   const run = await runDsh(['--profile', 'headless', '--patch', layer, '--help'], { cwd: root, env })
   expect(run.code, run.stderr).toBe(0)
   expect(run.stdout).toContain('--output-format')
-  return { loaded: readFileSync(log, 'utf8').split('\n').filter(Boolean), stderr: run.stderr }
+  const formats = readFileSync(log, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => line.split(' '))
+  return { loaded: formats.map(([url]) => url), formats, stderr: run.stderr }
 }
 
 /** The dist files a workspace package exports (`default` targets), by package directory. */
@@ -99,6 +108,17 @@ describe('the boot path of dsh --profile headless --help', () => {
       .map((url) => fileURLToPath(url).slice(REPO.length))
       .filter((file) => /\/dist\//.test(file) && !host.has(file))
     expect(others).toEqual([])
+  })
+
+  it('loads no CommonJS module through the ES module loader (Node lexes each for its export names)', {
+    timeout: 60_000,
+  }, async () => {
+    // schemastery (CommonJS) is imported by the host (home-paths) and by most rows: through the
+    // ES module loader Node first lexes its file for named exports, ~150 M instructions per boot;
+    // required, it is the same object without that pass (.agents/notes/boot-cuts-2026-12-07.md).
+    const { formats } = await bootLog()
+    expect(formats.some(([url]) => url.includes('/prelinked/dsh/stack-bundles-headless.imports.mjs'))).toBe(true)
+    expect(formats.filter(([, format]) => format === 'commonjs').map(([url]) => url)).toEqual([])
   })
 
   it("keeps the stack's code cache in the dsh home: written by the first boot, used by the next, none when turned off", {

@@ -32,7 +32,11 @@ function run(bin: string, args: string[], env: Record<string, string> = {}) {
     })
     let modules: string[] = []
     try {
-      modules = readFileSync(log, 'utf8').split('\n').filter(Boolean)
+      // Each line is `<url> <format>`.
+      modules = readFileSync(log, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => line.split(' ')[0])
     } catch {}
     return { code: r.status, stdout: r.stdout, stderr: r.stderr, modules }
   } finally {

@@ -3,6 +3,7 @@
 // still working, strings that merely look like imports untouched, and the same line numbers.
 // Anything the transform does not handle must fail the build, not ship.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -128,4 +129,42 @@ it('warns about a non-ASCII character (one makes the whole script a two-byte str
   const { warnings } = await toScript(wide, 'stack-test')
   expect(warnings).toHaveLength(1)
   expect(warnings[0]).toMatch(/stack-test has a non-ASCII character on line 15 .*curly/)
+})
+
+it('takes a default-only import of a CommonJS file through require(), in import order, as the same object', async () => {
+  // A package of CommonJS files (no "type": "module") and an ES module, each recording when it
+  // evaluates; the bundle imports them in the order es, cjs (default), cjs (named), es.
+  const pkg = mkdtempSync(join(tmpdir(), 'dsh-prelink-cjs-'))
+  dirs.push(pkg)
+  writeFileSync(join(pkg, 'package.json'), '{ "name": "cjs-fixture" }\n')
+  const order = 'globalThis.__prelinkOrder ??= []; globalThis.__prelinkOrder.push'
+  writeFileSync(join(pkg, 'first.mjs'), `${order}('first');\nexport const first = 1;\n`)
+  writeFileSync(join(pkg, 'lib.js'), `${order}('lib');\nmodule.exports = { made: Symbol('lib') };\n`)
+  writeFileSync(join(pkg, 'named.cjs'), `${order}('named');\nexports.value = 42;\n`)
+  writeFileSync(join(pkg, 'last.mjs'), `${order}('last');\nexport const last = 2;\n`)
+  const url = (file: string) => pathToFileURL(join(pkg, file)).href
+  const bundle = [
+    `import { first } from "${url('first.mjs')}";`,
+    `import lib from "${url('lib.js')}";`,
+    `import { value } from "${url('named.cjs')}";`,
+    `import { last } from "${url('last.mjs')}";`,
+    'var modules = { first, lib, value, last };',
+    'export {',
+    '  modules',
+    '};',
+    '',
+  ].join('\n')
+  const { exports, imports } = await run(bundle, 4)
+  const specifiers = [...imports.matchAll(/^import \* as i\d+ from "([^"]+)"$/gm)].map((m) => m[1])
+  // The default-only import of lib.js is a data: module that requires it; the named import of a
+  // CommonJS file needs Node's lexer (its names) and stays an import of the file.
+  expect(specifiers[0]).toBe(url('first.mjs'))
+  expect(specifiers[1]).toMatch(/^data:text\/javascript,/)
+  expect(decodeURIComponent(specifiers[1])).toContain('createRequire(')
+  expect(specifiers.slice(2)).toEqual([url('named.cjs'), url('last.mjs')])
+  const modules = exports.modules as { first: number; lib: unknown; value: number; last: number }
+  expect(modules).toMatchObject({ first: 1, value: 42, last: 2 })
+  // The very object require() gives every other importer (Node's loader shares that cache).
+  expect(modules.lib).toBe(createRequire(import.meta.url)(join(pkg, 'lib.js')))
+  expect((globalThis as { __prelinkOrder?: string[] }).__prelinkOrder).toEqual(['first', 'lib', 'named', 'last'])
 })

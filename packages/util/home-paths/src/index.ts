@@ -1,8 +1,14 @@
 // $DSH_HOME and the well-known files under it, as pure functions and as the `ctx.homePaths` service.
+import { createRequire } from 'node:module'
 import { homedir } from 'node:os'
 import { isAbsolute, join, resolve } from 'node:path'
 import { type Context, Service } from 'cordis'
-import Schema from 'schemastery'
+import type SchemaModule from 'schemastery'
+
+// schemastery is CommonJS: require() gives the same object an import would, without Node lexing
+// the file for named exports first (~150 M instructions at every start, as every dsh bin loads
+// this module; .agents/notes/boot-cuts-2026-12-07.md).
+const Schema = createRequire(import.meta.url)('schemastery') as typeof SchemaModule
 
 export const name = 'home-paths'
 
@@ -66,7 +72,7 @@ export interface HomePathsConfig {
 
 /** `ctx.homePaths`: the layout of the running $DSH_HOME. */
 export class HomePaths extends Service implements DshHomeLayout {
-  static Config: Schema<HomePathsConfig> = Schema.object({
+  static Config: SchemaModule<HomePathsConfig> = Schema.object({
     home: Schema.string().description('The dsh home directory. Default: $DSH_HOME, else ~/.dsh.'),
   })
 
