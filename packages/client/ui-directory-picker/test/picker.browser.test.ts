@@ -4,34 +4,27 @@
 import { mkdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import {
-  hasChromium,
-  launchBrowser,
-  openPage,
-  startWebApp,
-  withArtifacts,
-  type Browser,
-  type WebApp,
-} from '@dsh/web-testkit'
+import { hasChromium, useWebApp, withArtifacts } from '@dsh/web-testkit'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
 
 describe.skipIf(!hasChromium())('ui-directory-picker in the browser', () => {
-  let app: WebApp
-  let browser: Browser
+  // The worker's shared host. Its home is the other files' too: the folders made here and the
+  // workspace the test adds are taken away again when the file ends.
+  const app = useWebApp({ steps: [] })
   beforeAll(async () => {
-    app = await startWebApp()
     mkdirSync(join(app.home, 'projects', 'alpha'), { recursive: true })
     mkdirSync(join(app.home, 'projects', 'doomed'), { recursive: true })
-    browser = await launchBrowser()
   })
   afterAll(async () => {
-    await browser?.close()
-    await app?.close()
+    const { workspaces } = await app.call<{ workspaces: { id: string; path: string }[] }>('workspaces.list', {})
+    for (const w of workspaces)
+      if (w.path.startsWith(join(app.home, 'projects'))) await app.call('workspaces.remove', { id: w.id })
+    rmSync(join(app.home, 'projects'), { recursive: true, force: true })
   })
 
   it('browse into a folder and add it as a workspace; a vanished folder is an error', async () => {
-    const { page, errors } = await openPage(browser, app.url)
+    const { page, errors } = await app.openPage()
     await withArtifacts(page, 'directory-picker', async () => {
       await page.locator('[data-directory-picker-open]').click()
       const dialog = page.locator('[data-directory-picker]')

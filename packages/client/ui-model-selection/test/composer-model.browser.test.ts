@@ -1,37 +1,22 @@
 // The composer's model picker in real Chromium against the real `dsh web` and the mock model: it
 // lists the routed providers' models, a route added after the page opened appears when the picker
 // is focused, and a choice (model, then effort) is the session's model for the next request.
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import {
-  hasChromium,
-  launchBrowser,
-  openPage,
-  startWebApp,
-  withArtifacts,
-  type Browser,
-  type WebApp,
-} from '@dsh/web-testkit'
+import { afterAll, describe, expect, it, vi } from 'vitest'
+import { hasChromium, useWebApp, withArtifacts } from '@dsh/web-testkit'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
 
-let app: WebApp
-let browser: Browser
-
-beforeAll(async () => {
-  app = await startWebApp({ steps: [{ text: 'Answered by the late endpoint.' }] })
-  browser = await launchBrowser()
-})
-
-afterAll(async () => {
-  await browser?.close()
-  await app?.close()
-})
-
-const chats = () => app.mock.requests.filter((r) => r.path.endsWith('/chat/completions'))
-
 describe.skipIf(!hasChromium())('the composer model picker', () => {
+  // The worker's shared host: the route this file adds is host-wide, so it is removed again when
+  // the file ends (before the fixture removes the file's sessions).
+  const app = useWebApp({ steps: [{ text: 'Answered by the late endpoint.' }] })
+  afterAll(async () => {
+    expect(await app.call('models.removeProvider', { name: 'late' })).toEqual({ removed: true })
+  })
+  const chats = () => app.mock.requests.filter((r) => r.path.endsWith('/chat/completions'))
+
   it('shows a route added after the page opened, and its choice answers the next prompt', async () => {
-    const { page, context, errors } = await openPage(browser, app.url)
+    const { page, context, errors } = await app.openPage()
     await withArtifacts(page, 'composer-model', async () => {
       await page.waitForURL(/\/s\/[^/]+$/)
       const sessionId = decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!)
