@@ -59,20 +59,21 @@ export async function recoverCwd(root: string, id: SessionId, dir: string): Prom
   const keyDir = dirname(dir)
   const key = keyDir.slice(root.length + 1)
   const candidates: string[] = []
-  const cached = await fs.readFile(join(dir, SUMMARY_FILE), 'utf8').then(
-    (text) => JSON.parse(text)?.summary?.cwd,
-    () => undefined,
-  )
+  // `.then(ok).catch(...)`: a file that is not JSON throws in `ok`, which must not fail the listing.
+  const cached = await fs
+    .readFile(join(dir, SUMMARY_FILE), 'utf8')
+    .then((text) => JSON.parse(text)?.summary?.cwd)
+    .catch(() => undefined)
   if (typeof cached === 'string') candidates.push(cached)
   candidates.push(process.cwd())
   for (const candidate of candidates) if (cwdKey(candidate) === key) return candidate
   const siblings = await fs.readdir(keyDir).catch(() => [] as string[])
   for (const sibling of siblings) {
     if (sibling === id || !isValidSessionId(sibling)) continue
-    const cwd = await fs.readFile(join(keyDir, sibling, HEADER_FILE), 'utf8').then(
-      (text) => JSON.parse(text)?.cwd,
-      () => undefined,
-    )
+    const cwd = await fs
+      .readFile(join(keyDir, sibling, HEADER_FILE), 'utf8')
+      .then((text) => JSON.parse(text)?.cwd)
+      .catch(() => undefined)
     if (typeof cwd === 'string' && cwdKey(cwd) === key) return cwd
   }
   return ''
