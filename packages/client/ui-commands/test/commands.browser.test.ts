@@ -27,6 +27,8 @@ const STEPS = [
   { text: 'Summary: the user asked about apples, then about pears; both were answered.' },
   // "/usr/bin/env" is not a command line: it reaches the model.
   { text: 'That is a path.' },
+  // The second /compact, sent while the menu still waits for the command list.
+  { text: 'Summary: the user asked about a path.' },
 ]
 
 describe.skipIf(!hasChromium())('ui-commands in the browser', () => {
@@ -116,6 +118,43 @@ describe.skipIf(!hasChromium())('ui-commands in the browser', () => {
       await page.locator('[data-node="assistant"]', { hasText: 'That is a path.' }).waitFor()
       expect(await page.locator('[data-command-result]').count()).toBe(0)
       expect(errors).toEqual([])
+    })
+  })
+
+  it('Enter on a command line runs it even while the menu still waits for the list', async () => {
+    await withArtifacts(page, 'commands-loading-menu', async () => {
+      // Hold the menu's fresh read of the list (a "/" alone re-reads it), so the menu is open and
+      // loading with no candidates when Enter comes: on a loaded machine this window is real.
+      let release!: () => void
+      const held = new Promise<void>((resolve) => (release = resolve))
+      let asked!: () => void
+      const listAsked = new Promise<void>((resolve) => (asked = resolve))
+      let passed: Promise<void> = Promise.resolve()
+      await page.route('**/api/commands.list', (route) => {
+        asked()
+        passed = held.then(() => route.continue())
+        return passed
+      })
+      try {
+        const usersBefore = await page.locator('[data-node="user"]').count()
+        await input().click()
+        await page.keyboard.type('/')
+        await listAsked
+        await page.keyboard.type('compact')
+        await page.locator('[data-trigger-menu="/"]').waitFor()
+        expect(await page.locator('[data-trigger-menu="/"] [data-trigger-item]').count()).toBe(0)
+        await input().press('Enter')
+        await page.locator('[data-command-result]').waitFor({ timeout: 15_000 })
+        expect(await input().inputValue()).toBe('')
+        await expect.poll(() => page.locator('[data-command-result]').getAttribute('data-command-result')).toBe('ok')
+        expect(await page.locator('[data-node="user"]').count()).toBe(usersBefore)
+        expect(await page.locator('[data-trigger-menu="/"]').count()).toBe(0)
+        await page.locator('[data-command-result] button').click()
+      } finally {
+        release()
+        await passed
+        await page.unroute('**/api/commands.list')
+      }
     })
   })
 })

@@ -299,14 +299,16 @@ export class InputTriggers extends Service implements InputTriggersApi {
       e.preventDefault()
       e.stopPropagation()
     }
-    if (state) {
-      const items = this.flat(state)
-      if (e.key === 'Escape') {
-        stop()
-        this.close()
-        return
-      }
-      if (!items.length) return
+    const items = state ? this.flat(state) : []
+    if (state && e.key === 'Escape') {
+      stop()
+      this.close()
+      return
+    }
+    // A menu still loading its candidates (or with none) does not own Enter: the line is offered to
+    // the sources below, so `/compact` typed and sent at once runs the command instead of going to
+    // the model as text while the menu was still waiting for its list.
+    if (state && items.length) {
       if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
         stop()
         const step = e.key === 'ArrowDown' ? 1 : -1
@@ -340,6 +342,7 @@ export class InputTriggers extends Service implements InputTriggersApi {
     const claimed = this.claim(e.target.value, session)
     if (!claimed) return
     stop()
+    if (state) this.close()
     this.run(claimed, e.target)
   }
 
