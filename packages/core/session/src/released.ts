@@ -25,23 +25,32 @@ function deepFreeze<T>(value: T): T {
   return value
 }
 
+/** Where a placeholder keeps its block: a non-enumerable symbol key (JSON, keys, spread skip it). */
+const BLOCK = Symbol('dsh.releasedBlock')
+
+/**
+ * The `data` getter of every placeholder: one function for all, so every placeholder has the same
+ * hidden class (a getter per block would give each placeholder its own map and property array).
+ */
+function releasedData(this: { seq: number; [BLOCK]: ReleasedBlock }): unknown {
+  return this[BLOCK].payload(this.seq)
+}
+
 /** The payloads of some events of one session log, as deflated JSON. */
 class ReleasedBlock {
   /** Seqs of the events in the block, ascending (not always contiguous: live ones stay whole). */
   private readonly seqs: Int32Array
+  private readonly types: readonly string[]
   private readonly bytes: Buffer
   private decoded: WeakRef<readonly unknown[]> | undefined
-  /** The `data` getter of every placeholder of this block (one shared function, one shared map). */
-  readonly getter: (this: { seq: number }) => unknown
 
-  constructor(events: readonly AnySessionEvent[], map: (type: string, data: unknown) => unknown) {
+  constructor(
+    events: readonly AnySessionEvent[],
+    private readonly map: (type: string, data: unknown) => unknown,
+  ) {
     this.seqs = Int32Array.from(events, (event) => event.seq)
+    this.types = events.map((event) => event.type)
     this.bytes = deflateRawSync(JSON.stringify(events.map((event) => event.data)), { level: 1 })
-    const types = events.map((event) => event.type)
-    const block = this
-    this.getter = function data() {
-      return block.payload(this.seq, types, map)
-    }
   }
 
   /** Compressed size in bytes. */
@@ -49,11 +58,11 @@ class ReleasedBlock {
     return this.bytes.length
   }
 
-  private payload(seq: number, types: readonly string[], map: (type: string, data: unknown) => unknown): unknown {
+  payload(seq: number): unknown {
     let all = this.decoded?.deref()
     if (!all) {
       const parsed = JSON.parse(inflateRawSync(this.bytes).toString('utf8')) as unknown[]
-      all = parsed.map((data, i) => map(types[i], deepFreeze(data)))
+      all = parsed.map((data, i) => this.map(this.types[i], deepFreeze(data)))
       this.decoded = new WeakRef(all)
     }
     // Binary search: a block's seqs are ascending.
@@ -72,7 +81,7 @@ class ReleasedBlock {
 
 /** Whether `event` is a placeholder made by `releaseEvents` (its `data` is a getter). */
 export function isReleasedEvent(event: AnySessionEvent): boolean {
-  return typeof Object.getOwnPropertyDescriptor(event, 'data')?.get === 'function'
+  return Object.getOwnPropertyDescriptor(event, 'data')?.get === releasedData
 }
 
 /**
@@ -93,7 +102,8 @@ export function releaseEvents(
     bytes += block.size
     for (const event of part) {
       const placeholder = { type: event.type, seq: event.seq, time: event.time }
-      Object.defineProperty(placeholder, 'data', { get: block.getter, enumerable: true })
+      Object.defineProperty(placeholder, BLOCK, { value: block })
+      Object.defineProperty(placeholder, 'data', { get: releasedData, enumerable: true })
       placeholders.push(Object.freeze(placeholder) as unknown as AnySessionEvent)
     }
   }
