@@ -9,7 +9,8 @@
 // and once each: the cold listing that builds the cache (reads every log), and the listing after
 // one session grew (reads one log tail). Prints medians, the warm/baseline ratio, and the number of
 // logs each listing read (the warm one must read none). Also times `dsh sessions --all` end to end
-// against `node -e 0` spawned in the same run.
+// against `node -e 0` spawned in the same run, and `dsh sessions --all --output-format json` (the
+// text table reads only the stored summaries; JSON projects every row through the cache).
 // The store index (issue #42): `persistence.list()` from `<root>/index.jsonl` against the
 // per-session path (`listIndex: false`, one summary.json per session: the listing before the
 // index) on the same store, alternately, wall and CPU ms; end to end, `dsh sessions --all` with the
@@ -246,13 +247,18 @@ spawnTime([bin, '--patch', noIndex, 'sessions', '--all'])
 const nodeRuns = []
 const dshRuns = []
 const plainRuns = []
+const jsonRuns = []
 const baseRuns = []
-const cpu = { node: [], dsh: [], plain: [] }
+const cpu = { node: [], dsh: [], plain: [], json: [] }
+spawnTime([bin, 'sessions', '--all', '--output-format', 'json']) // fills the projection cache
 for (let r = 0; r < Math.min(RUNS, 5); r++) {
   nodeRuns.push(spawnTime(['-e', '0']))
   cpu.node.push(lastCpu())
   dshRuns.push(spawnTime([bin, 'sessions', '--all']))
   cpu.dsh.push(lastCpu())
+  // JSON output projects every row (titles and stats from the projection cache).
+  jsonRuns.push(spawnTime([bin, 'sessions', '--all', '--output-format', 'json']))
+  cpu.json.push(lastCpu())
   plainRuns.push(spawnTime([bin, '--patch', noIndex, 'sessions', '--all']))
   cpu.plain.push(lastCpu())
   if (baseBin) baseRuns.push(spawnTime([baseBin, 'sessions', '--all'], baseHome))
@@ -260,6 +266,9 @@ for (let r = 0; r < Math.min(RUNS, 5); r++) {
 console.log(`node -e 0:                         ${fmt(median(nodeRuns))} wall, ${fmt(median(cpu.node))} CPU`)
 console.log(
   `dsh sessions --all (${N} rows), index:         ${fmt(median(dshRuns))} wall, ${fmt(median(cpu.dsh))} CPU   ratio to node -e 0: ${(median(dshRuns) / median(nodeRuns)).toFixed(1)}`,
+)
+console.log(
+  `dsh sessions --all --output-format json:      ${fmt(median(jsonRuns))} wall, ${fmt(median(cpu.json))} CPU   ratio to node -e 0: ${(median(jsonRuns) / median(nodeRuns)).toFixed(1)}`,
 )
 console.log(
   `dsh sessions --all (${N} rows), no index:      ${fmt(median(plainRuns))} wall, ${fmt(median(cpu.plain))} CPU   ratio to node -e 0: ${(median(plainRuns) / median(nodeRuns)).toFixed(1)}`,

@@ -65,7 +65,7 @@ async function addTurn(id: string, prompt: string, fresh: boolean): Promise<void
 async function parsedChars<T>(fn: () => Promise<T>): Promise<{ result: T; chars: number }> {
   const original = JSON.parse
   let chars = 0
-  const spy = vi.spyOn(JSON, 'parse').mockImplementation((text: string, reviver?: never) => {
+  const spy = vi.spyOn(JSON, 'parse').mockImplementation((text, reviver) => {
     chars += String(text).length
     return original(text, reviver)
   })
