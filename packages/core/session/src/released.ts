@@ -41,7 +41,7 @@ class ReleasedBlock {
   /** Seqs of the events in the block, ascending (not always contiguous: live ones stay whole). */
   private readonly seqs: Int32Array
   private readonly types: readonly string[]
-  private readonly bytes: Buffer
+  private readonly bytes: Uint8Array
   private decoded: WeakRef<readonly unknown[]> | undefined
 
   constructor(
@@ -50,12 +50,16 @@ class ReleasedBlock {
   ) {
     this.seqs = Int32Array.from(events, (event) => event.seq)
     this.types = events.map((event) => event.type)
-    this.bytes = deflateRawSync(JSON.stringify(events.map((event) => event.data)), { level: 1 })
+    const deflated = deflateRawSync(JSON.stringify(events.map((event) => event.data)), { level: 1 })
+    // Copied to its own exact-size memory: zlib hands back a view of its 16 KB output chunk, which
+    // would keep 16 KB alive for a block of a few hundred bytes.
+    this.bytes = new Uint8Array(deflated.length)
+    this.bytes.set(deflated)
   }
 
-  /** Compressed size in bytes. */
+  /** Compressed size in bytes (and the memory it holds). */
   get size(): number {
-    return this.bytes.length
+    return this.bytes.buffer.byteLength
   }
 
   payload(seq: number): unknown {
