@@ -58,8 +58,21 @@ export function isCommonJsFile(url) {
  * @param {string} url a `file:` URL of a CommonJS module
  */
 export function requireSpecifier(url) {
-  const source = `import { createRequire } from "node:module";\nexport default createRequire(${JSON.stringify(url)})(${JSON.stringify(fileURLToPath(url))});\n`
-  return `data:text/javascript,${encodeURIComponent(source)}`
+  // The file URL must stay verbatim in the specifier: the npm package's first start moves every
+  // build path in prelinked/ to the install's by plain text replacement (scripts/pack-relocate.mjs)
+  // and checks each `file:///...` it finds (up to a quote or parenthesis) exists. encodeURI keeps a
+  // URL's own characters and `'()`; `#` would end the data: URL. A URL this cannot keep verbatim
+  // (a quote, a backslash, an escape) is not turned into one (see canRequire).
+  const source = `import{createRequire as r}from'node:module';import{fileURLToPath as p}from'node:url';export default r('${url}')(p('${url}'));`
+  return `data:text/javascript,${encodeURI(source).replaceAll('#', '%23')}`
+}
+
+/**
+ * Whether requireSpecifier can name `url` verbatim (a `file:` URL of plain characters).
+ * @param {string} url
+ */
+export function canRequire(url) {
+  return /^file:\/\/\/[\w./@+-]+$/.test(url)
 }
 
 /**
@@ -114,7 +127,8 @@ export async function toScript(text, id, expected) {
       if (!m || (!m[1] && !m[2] && m[3] === undefined)) fail(`an import form not handled: ${statement}`)
       const [, def, star, named] = m
       // A default-only import of a CommonJS file reads nothing but `module.exports`.
-      if (def && !star && !named?.trim() && isCommonJsFile(imp.n)) specifiers[i] = requireSpecifier(imp.n)
+      if (def && !star && !named?.trim() && canRequire(imp.n) && isCommonJsFile(imp.n))
+        specifiers[i] = requireSpecifier(imp.n)
       if (star) decls.push(`const ${star} = __imports[${i}];`)
       const parts = def ? [`default: ${def}`] : []
       for (const item of (named ?? '')
