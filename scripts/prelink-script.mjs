@@ -72,7 +72,10 @@ export function requireSpecifier(url) {
  * @param {string} url
  */
 export function canRequire(url) {
-  return /^file:\/\/\/[\w./@+-]+$/.test(url)
+  // What encodeURI keeps as it is, less what ends a JS string, a data: URL or relocation's match
+  // (`'`, `#`, `?`, parentheses) and `%` (an escape would be escaped again). pnpm's store names
+  // hold `=` and `+` (`schemastery@3.18.0_patch_hash=...`).
+  return /^file:\/\/\/[\w./@+=,;:&$!~*-]+$/.test(url)
 }
 
 /**

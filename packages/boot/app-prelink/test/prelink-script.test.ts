@@ -2,7 +2,7 @@
 // its imports must mean what the module meant: the same bindings, the same import order, import()
 // still working, strings that merely look like imports untouched, and the same line numbers.
 // Anything the transform does not handle must fail the build, not ship.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -134,8 +134,11 @@ it('warns about a non-ASCII character (one makes the whole script a two-byte str
 it('takes a default-only import of a CommonJS file through require(), in import order, as the same object', async () => {
   // A package of CommonJS files (no "type": "module") and an ES module, each recording when it
   // evaluates; the bundle imports them in the order es, cjs (default), cjs (named), es.
-  const pkg = mkdtempSync(join(tmpdir(), 'dsh-prelink-cjs-'))
-  dirs.push(pkg)
+  // A folder named as pnpm names a patched package's (`=` in it) must still be taken.
+  const parent = mkdtempSync(join(tmpdir(), 'dsh-prelink-cjs-'))
+  dirs.push(parent)
+  const pkg = join(parent, 'cjs@1.0.0_patch_hash=ab12')
+  mkdirSync(pkg)
   writeFileSync(join(pkg, 'package.json'), '{ "name": "cjs-fixture" }\n')
   const order = 'globalThis.__prelinkOrder ??= []; globalThis.__prelinkOrder.push'
   writeFileSync(join(pkg, 'first.mjs'), `${order}('first');\nexport const first = 1;\n`)
