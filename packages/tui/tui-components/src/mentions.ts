@@ -123,6 +123,11 @@ export class MentionProvider implements AutocompleteProvider {
     prefix: string,
   ): { lines: string[]; cursorLine: number; cursorCol: number } {
     if (!prefix.startsWith('@')) return this.inner.applyCompletion(lines, cursorLine, cursorCol, item, prefix)
+    // The menu's prefix is the one its suggestions were computed for; a keystroke since (typed
+    // while they were computed) makes it stale, and replacing that many characters would keep a
+    // piece of the token (`see @@notes:...`). The `@query` before the cursor now is what goes.
+    const query = mentionQuery((lines[cursorLine] ?? '').slice(0, cursorCol))
+    if (query !== undefined) prefix = `@${query}`
     if (this.fill && this.templates.has(item.value)) {
       // Nothing is inserted yet: the filled mention replaces the `@query` once the panel answers.
       this.fill(item.value.slice(1), { lines: [...lines], cursorLine, cursorCol, prefix })

@@ -63,6 +63,13 @@ describe('@ mentions', () => {
       cursorLine: 0,
       cursorCol: 29,
     })
+    // A menu computed for an earlier keystroke ('@dee') picked after another ('@deep'): the whole
+    // token before the cursor is replaced, not as many characters as the stale prefix had.
+    expect(provider.applyCompletion(['see @deep'], 0, 9, got!.items[0], '@dee')).toEqual({
+      lines: ['see @src/deep/application.ts '],
+      cursorLine: 0,
+      cursorCol: 29,
+    })
     const slash = await provider.getSuggestions(['/he'], 0, 3, { signal })
     expect(slash?.items.map((i) => i.value)).toEqual(['help'])
     expect(await provider.getSuggestions(['@zzz'], 0, 4, { signal })).toBeNull()
