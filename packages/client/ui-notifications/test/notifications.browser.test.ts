@@ -5,8 +5,17 @@
 // Chromium always reports its pages visible). The browser's permission is granted through the
 // browser context.
 import { fileURLToPath } from 'node:url'
-import { beforeAll, describe, expect, it, vi } from 'vitest'
-import { type BrowserContext, hasChromium, type Page, useWebApp, withArtifacts } from '@dsh/web-testkit'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import {
+  hasChromium,
+  launchBrowser,
+  startWebApp,
+  withArtifacts,
+  type Browser,
+  type BrowserContext,
+  type Page,
+  type WebApp,
+} from '@dsh/web-testkit'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
 
@@ -64,17 +73,17 @@ const HOOK = `
 `
 
 describe.skipIf(!hasChromium())('ui-notifications in the browser', () => {
-  // The worker's host of this patch (shared with the other files that pass the same patch text),
-  // with this file's script and folder; the browser is closed by the fixture.
-  const app = useWebApp({
-    steps: STEPS as never,
-    patch: `- insert:\n    - id: tool-ask-user\n      name: ${JSON.stringify(ASK_USER)}\n`,
-  })
+  let app: WebApp
+  let browser: Browser
   let context: BrowserContext
   let page: Page
   const errors: string[] = []
   beforeAll(async () => {
-    const browser = await app.browser()
+    app = await startWebApp({
+      steps: STEPS as never,
+      patch: `- insert:\n    - id: tool-ask-user\n      name: ${JSON.stringify(ASK_USER)}\n`,
+    })
+    browser = await launchBrowser()
     context = await browser.newContext({ locale: 'en-US', viewport: { width: 1280, height: 800 } })
     await context.addInitScript({ content: HOOK })
     page = await context.newPage()
@@ -82,8 +91,13 @@ describe.skipIf(!hasChromium())('ui-notifications in the browser', () => {
       if (msg.type() === 'error') errors.push(msg.text())
     })
     page.on('pageerror', (error) => errors.push(`pageerror: ${error.message}`))
-    await page.goto(`${app.url}/s/${await app.newSession()}`)
+    await page.goto(app.url)
     await page.waitForSelector('html[data-ready="true"]', { timeout: 20_000 })
+    await page.waitForURL(/\/s\/[^/]+$/)
+  })
+  afterAll(async () => {
+    await browser?.close()
+    await app?.close()
   })
   const input = () => page.locator('textarea.dsh-composer-input')
   const toggle = () => page.locator('input[data-notifications]')
