@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { useWebApp } from '@dsh/web-testkit'
+import { useWebApp, waitForSessionEvent } from '@dsh/web-testkit'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 90_000 })
 
@@ -28,8 +28,9 @@ afterAll(() => {
 })
 
 const plain = (value: unknown) => JSON.parse(JSON.stringify(value))
+/** Waits until `check` holds (it reads the host's state); fails after 30 s instead of going on. */
 const waitFor = async (check: () => Promise<boolean>) => {
-  for (let i = 0; i < 300 && !(await check()); i++) await new Promise((r) => setTimeout(r, 100))
+  await vi.waitFor(async () => expect(await check()).toBe(true), { timeout: 30_000, interval: 100 })
 }
 const history = async (sessionId: string) =>
   (await web.call('sessions.history', { sessionId, fromSeq: 0, limit: 5000 })).events as Array<{
@@ -56,7 +57,7 @@ describe('a compacted live session, read whole', () => {
 
     const ran = await web.call('commands.execute', { sessionId: id, line: '/compact' })
     expect(ran.output).not.toMatch(/Nothing compacted/)
-    await waitFor(async () => (await history(id)).some((e) => e.type === 'surface/replace'))
+    await waitForSessionEvent(web, id, 'surface/replace')
     const after = await history(id)
     const replace = after.find((e) => e.type === 'surface/replace')!
     expect(replace.data.toSeq).toBeGreaterThan(5)
