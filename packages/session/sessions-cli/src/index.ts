@@ -25,12 +25,20 @@ export interface Config {
   waitForReady: boolean
 }
 
+/**
+ * Rows of the text listing of this directory without `--limit`: the most recently updated ones, with
+ * a footer saying how many more there are (`--all` lists every stored session).
+ */
+export const DEFAULT_LIST_LIMIT = 50
+
 export const Config: Schema<Partial<Config>, Config> = Schema.object({
   waitForReady: Schema.boolean().default(true),
 })
 
 export const USAGE = `Usage:
-  dsh sessions [--all] [--output-format text|json]      sessions of this directory (--all: every one)
+  dsh sessions [--all] [--limit N] [--output-format text|json]
+                                                        this directory's ${DEFAULT_LIST_LIMIT} most recent sessions
+                                                        (--all: every stored session; --limit N: at most N)
   dsh sessions show ID [--output-format text|json]      one session with its figures
   dsh sessions search "TEXT" [--all] [--limit N] [--output-format text|json]
                                                         sessions whose log contains TEXT (a literal phrase)
@@ -54,7 +62,8 @@ export interface ParsedCommand {
   id?: string
   query?: string
   all: boolean
-  limit: number
+  /** `--limit N` when given (search defaults to 20, the text listing of this directory to `DEFAULT_LIST_LIMIT`). */
+  limit?: number
   format: 'text' | 'json'
 }
 
@@ -82,14 +91,18 @@ export function parseSessionsArgs(argv: readonly string[]): ParsedCommand {
   const format = values['output-format'] ?? 'text'
   if (format !== 'text' && format !== 'json')
     throw new UsageError(`--output-format must be text or json, not '${format}'`)
-  let limit = 20
+  let limit: number | undefined
   if (values.limit !== undefined) {
     limit = Number(values.limit)
     if (!Number.isInteger(limit) || limit < 1)
       throw new UsageError(`--limit must be a positive integer, not '${values.limit}'`)
   }
   const [word, ...rest] = positionals
-  const base = { all: values.all ?? false, limit, format: format as 'text' | 'json' }
+  const base = {
+    all: values.all ?? false,
+    ...(limit !== undefined ? { limit } : {}),
+    format: format as 'text' | 'json',
+  }
   if (word === undefined || word === 'list') {
     if (rest.length) throw new UsageError(`unexpected argument '${rest[0]}'`)
     return { command: 'list', ...base }
@@ -176,15 +189,23 @@ export async function runSessionsCommand(
   // Only the rows shown: without --all, the sessions of this directory.
   const only = cmd.all ? undefined : (row: SessionSummary) => row.cwd === cwd && continuable(row)
   if (cmd.format === 'json') {
+    // Every row unless --limit says otherwise: a reader of JSON gets no footer to say rows are missing.
     const listed = await ctx.sessionProjections.list(undefined, { only })
-    io.stdout.write(JSON.stringify(listed.map((row) => compact(rowOf(row)))) + '\n')
+    const rows = cmd.limit !== undefined ? listed.slice(0, cmd.limit) : listed
+    io.stdout.write(JSON.stringify(rows.map((row) => compact(rowOf(row)))) + '\n')
     return 0
   }
+  // The text table: this directory's `DEFAULT_LIST_LIMIT` most recent rows, every row with --all,
+  // at most N with --limit N. The rows come newest first, so the limit keeps the most recent.
+  const limit = cmd.limit ?? (cmd.all ? Number.POSITIVE_INFINITY : DEFAULT_LIST_LIMIT)
   // The table shows what the stored summaries hold: their title is the latest `session/title`, the
   // same text as the title unit's, so it reads no projection (neither the cache nor any log).
   const shown: SessionTableRow[] = []
+  let matching = 0
   for (const s of await persistence.list()) {
     if (only && !only(s)) continue
+    // Counted, not built: only the rows shown are formatted.
+    if (++matching > limit) continue
     // A few fields: no copy of each whole summary (10,000 rows).
     shown.push({
       id: s.id,
@@ -206,6 +227,12 @@ export async function runSessionsCommand(
     return 0
   }
   io.stdout.write(sessionTable(shown, cmd.all))
+  // The footer goes to stderr, so the table on stdout keeps only its columns for scripts.
+  if (matching > shown.length) {
+    const where = cmd.all ? 'stored sessions' : `sessions of ${cwd}`
+    const more = cmd.all ? '--limit N shows N' : '--limit N shows N, --all lists every stored session'
+    io.stderr.write(`dsh: the ${shown.length} most recent of ${matching.toLocaleString('en-US')} ${where} (${more})\n`)
+  }
   return 0
 }
 
@@ -243,7 +270,7 @@ async function search(ctx: Context, cmd: ParsedCommand, io: Io, cwd: string): Pr
     )
     return 1
   }
-  const hits = await query.search({ text: cmd.query!, ...(cmd.all ? {} : { cwd }), limit: cmd.limit })
+  const hits = await query.search({ text: cmd.query!, ...(cmd.all ? {} : { cwd }), limit: cmd.limit ?? 20 })
   if (cmd.format === 'json') {
     io.stdout.write(JSON.stringify(hits) + '\n')
     return 0
