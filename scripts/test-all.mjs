@@ -43,8 +43,12 @@ if (extra.length === 0)
 
 /** @type {Array<{ name: string, status: number, note: string, seconds: number }>} */
 const outcomes = []
+// The clock time each runner starts at: a delay before a runner (the package manager's own start,
+// a lock) shows against the caller's timestamps.
+const clock = () => new Date().toISOString().slice(11, 19)
 for (const runner of runners) {
   const started = performance.now()
+  process.stdout.write(`test-all: ${runner.name} starts at ${clock()} UTC\n`)
   const run = spawnSync(runner.command, runner.args, { cwd: root, stdio: 'inherit' })
   const seconds = Math.round((performance.now() - started) / 1000)
   if (run.error) {
