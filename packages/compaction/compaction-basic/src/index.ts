@@ -63,6 +63,8 @@ export interface Config {
   /** The summary request is aborted after this long. */
   timeoutMs: number
   instruction: string
+  /** After a compaction, ask V8 for a memory-reducing full collection (RSS falls with the context). */
+  reclaimMemory: boolean
 }
 
 export const Config: Schema<Partial<Config>, Config> = Schema.object({
@@ -89,6 +91,11 @@ export const Config: Schema<Partial<Config>, Config> = Schema.object({
   instruction: Schema.string()
     .default(DEFAULT_INSTRUCTION)
     .description('The summary instruction sent as the last user message.'),
+  reclaimMemory: Schema.boolean()
+    .default(true)
+    .description(
+      "After a compaction, run V8's memory-reducing full collection so resident memory falls with the context.",
+    ),
 })
 
 const textOf = (content: readonly { type: string; text?: string }[]): string =>
@@ -131,10 +138,23 @@ export class BasicCompactionEngine extends CompactionEngine {
       if (event.type === 'assistant/message' || event.type === 'turn/end') this.overflowRetried.delete(session.id)
       if (event.type === 'turn/end') this.failedInTurn.delete(session.id)
     })
+    ctx.on('compaction/reclaimed', (session, r) =>
+      this.log.debug(
+        'session %s: after compaction RSS %d -> %d MB (%d ms CPU)',
+        session.id,
+        Math.round(r.rssBefore / 2 ** 20),
+        Math.round(r.rssAfter / 2 ** 20),
+        Math.round(r.cpuMs),
+      ),
+    )
     ctx.on('session/deleted', (session: Session) => {
       this.overflowRetried.delete(session.id)
       this.failedInTurn.delete(session.id)
     })
+  }
+
+  protected reclaimMemoryAfterCompaction(): boolean {
+    return this.config.reclaimMemory
   }
 
   /** The context window used for `provider`/`model` (config override, else the catalog). */

@@ -9,8 +9,10 @@ import { Service, type Context } from 'cordis'
 import type { Agent } from '@dsh/agent'
 import type { Message, TokenUsage } from '@dsh/llm'
 import type { LoggedError, Session, SessionId, SurfaceNode } from '@dsh/session'
+import { reclaimMemory, type ReclaimResult } from './reclaim.ts'
 
 export * from './measure.ts'
+export { reclaimMemory, type ReclaimResult } from './reclaim.ts'
 
 /** Why a compaction runs: pressure before a request, a provider overflow error, or a human. */
 export type CompactionReason = 'auto' | 'overflow' | 'manual'
@@ -101,6 +103,11 @@ declare module 'cordis' {
     'compaction/before'(session: Session, options: CompactOptions): Promise<void> | void
     /** Observe-only: a compaction of `session` finished (any status). */
     'compaction/finished'(session: Session, result: CompactionResult): void
+    /**
+     * Observe-only: after a compaction of `session`, the engine asked V8 to give memory back
+     * (`reclaimMemoryAfterCompaction`); RSS before and after, and the CPU it took.
+     */
+    'compaction/reclaimed'(session: Session, result: ReclaimResult): void
   }
 }
 
@@ -120,12 +127,26 @@ export abstract class CompactionEngine extends Service {
     super(ctx, 'compaction')
   }
 
+  /**
+   * Whether a successful compaction is followed by V8's memory-reducing full collection
+   * (`reclaimMemory()`): the moment the context shrinks is the one moment a long session's heap
+   * can shrink with it. Off in the seam; a backend turns it on from its config.
+   */
+  protected reclaimMemoryAfterCompaction(): boolean {
+    return false
+  }
+
   /** Compacts `session` now (waiting for any compaction of it already running). */
   compact(session: Session, options: CompactOptions): Promise<CompactionResult> {
     return this.exclusive(session.id, async () => {
       await this.ctx.parallel('compaction/before', session, options).catch(() => {})
       const result = await this.run(session, options)
       this.ctx.emit('compaction/finished', session, result)
+      if (result.status === 'compacted' && this.reclaimMemoryAfterCompaction()) {
+        // After the run returned: its summary request and the replaced surface are garbage now.
+        const reclaimed = reclaimMemory()
+        if (reclaimed) this.ctx.emit('compaction/reclaimed', session, reclaimed)
+      }
       return result
     })
   }
