@@ -22,6 +22,7 @@ import {
   SessionPersistenceError,
   SummaryBuilder,
   type BackendReadResult,
+  type ListOptions,
   type SessionHeader,
   type SessionSummary,
   type StoredRecord,
@@ -353,16 +354,20 @@ export class JsonlPersistence extends SessionPersistence {
     await appendIndex(this.root, [{ id, key: basename(dirname(dir)), ...stamp, summary }])
   }
 
-  protected async backendList(): Promise<SessionSummary[]> {
+  protected async backendList(options?: ListOptions): Promise<SessionSummary[]> {
     // Plain locals: inside a service method `this` is a proxy, too slow for a loop per session.
     const root = this.root
     const dirs = this.dirs
     const useIndex = this.options.listIndex
+    // One directory's sessions (`list({cwd})`): they all live under `<root>/<cwdKey(cwd)>/`, so the
+    // listing reads that directory and that directory's lines of the index only, and checks no
+    // other session. Such a listing never rewrites the index (it holds the other rows unchecked).
+    const only = options?.cwd === undefined ? undefined : cwdKey(options.cwd)
     // The directories first (one readdir per project), synchronously: a few hundred microseconds.
     const found: Array<[SessionId, string, string]> = []
     let keys: string[]
     try {
-      keys = readdirSync(root)
+      keys = only === undefined ? readdirSync(root) : [only]
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return []
       throw error
@@ -380,11 +385,11 @@ export class JsonlPersistence extends SessionPersistence {
       for (const id of ids) if (isValidSessionId(id)) found.push([id, key, `${keyDir}/${id}`])
     }
     const rows: SessionSummary[] = []
-    const index = useIndex ? readIndex(root) : undefined
+    const index = useIndex ? readIndex(root, only) : undefined
     if (index?.damage)
       this.ctx.emit(
         'session-persistence/warning',
-        `the session index ${join(root, INDEX_FILE)} is damaged (${index.damage}): rebuilt from the sessions`,
+        `the session index ${join(root, INDEX_FILE)} is damaged (${index.damage}): ${only === undefined ? 'rebuilt from the sessions' : 'listed from the sessions (the next full listing rebuilds it)'}`,
       )
     // A row of the index is trusted while its log has the recorded name and size and header.json
     // the recorded size and mtime: two stat calls, made synchronously (a few microseconds each,
@@ -423,8 +428,12 @@ export class JsonlPersistence extends SessionPersistence {
     if (index) {
       // Repair: recomputed rows are appended; a damaged index, or one mostly made of superseded
       // lines (sessions closed many times, or deleted), is rewritten from the rows just checked.
+      // One directory's listing only appends: `current` holds that directory's rows, not the store's.
       const lines = index.lines + fresh.length
-      if (index.damage || lines > 2 * current.size + 64) await rewriteIndex(root, current.values()).catch(() => {})
+      if (only !== undefined) {
+        if (!index.damage) await appendIndex(root, fresh).catch(() => {})
+      } else if (index.damage || lines > 2 * current.size + 64)
+        await rewriteIndex(root, current.values()).catch(() => {})
       else await appendIndex(root, fresh).catch(() => {})
     }
     return rows

@@ -47,8 +47,13 @@ export interface IndexRead {
  * Reads the index whole. Absent is an empty index (a store written before the index existed). A
  * line that is not a well-formed row, a torn last line included, makes the whole file untrusted:
  * `damage` says where, and the caller rebuilds it from the sessions themselves.
+ *
+ * With `key` (one `<cwd-key>` directory), only the lines of that directory's rows are parsed and
+ * checked (`lines` counts them): the others are found not to hold `"key":"<key>"` and skipped. That
+ * text cannot occur inside a JSON string (its quotes would be escaped there), so every row of the
+ * directory is found; a line that holds it by another field is parsed and then dropped by its key.
  */
-export function readIndex(root: string): IndexRead {
+export function readIndex(root: string, key?: string): IndexRead {
   let text: string
   try {
     text = readFileSync(join(root, INDEX_FILE), 'utf8')
@@ -60,6 +65,7 @@ export function readIndex(root: string): IndexRead {
   const rows = new Map<string, IndexRow>()
   if (text === '') return { rows, lines: 0 }
   if (!text.endsWith('\n')) return { rows: new Map(), lines: 0, damage: 'its last line is incomplete' }
+  if (key !== undefined) return readKey(text, key)
   const lines = text.split('\n')
   lines.pop()
   for (let i = 0; i < lines.length; i++) {
@@ -73,6 +79,28 @@ export function readIndex(root: string): IndexRead {
     rows.set(row.id, row)
   }
   return { rows, lines: lines.length }
+}
+
+/** The rows of one `<cwd-key>` directory: only the lines naming it are cut out and parsed. */
+function readKey(text: string, key: string): IndexRead {
+  const rows = new Map<string, IndexRow>()
+  const needle = `"key":${JSON.stringify(key)}`
+  let lines = 0
+  for (let at = text.indexOf(needle); at !== -1; ) {
+    const start = text.lastIndexOf('\n', at) + 1
+    const end = text.indexOf('\n', at)
+    lines++
+    let row: unknown
+    try {
+      row = JSON.parse(text.slice(start, end))
+    } catch {
+      return { rows: new Map(), lines: 0, damage: `a line of ${key} is not JSON` }
+    }
+    if (!isRow(row)) return { rows: new Map(), lines: 0, damage: `a line of ${key} is not an index row` }
+    if (row.key === key) rows.set(row.id, row)
+    at = text.indexOf(needle, end)
+  }
+  return { rows, lines }
 }
 
 function isRow(value: unknown): value is IndexRow {

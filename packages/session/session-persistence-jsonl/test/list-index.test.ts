@@ -12,7 +12,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { Context } from 'cordis'
 import type { SessionSummary } from '@dsh/session-persistence'
 import { completeTurn, eventLog } from '@dsh/session-persistence/contract'
-import JsonlPersistence, { INDEX_FILE, readIndex } from '../src/index.ts'
+import JsonlPersistence, { cwdKey, INDEX_FILE, readIndex } from '../src/index.ts'
 
 let root: string
 const contexts: Context[] = []
@@ -243,4 +243,64 @@ describe('the store index', () => {
     expect(listed).toHaveLength(30)
     expect(listed.filter((r) => r.title !== undefined)).toEqual([])
   }, 60_000)
+})
+
+/** A one-turn session of `cwd`, written and closed by `p`. */
+async function storedIn(p: JsonlPersistence, id: string, cwd: string) {
+  const log = eventLog(cwd)
+  await p.create({ id, cwd })
+  completeTurn(log, 0, `task of ${id}`)
+  await p.append(id, [...log.session.events])
+  await p.close(id)
+}
+
+describe('list({cwd}): one directory of the store', () => {
+  it('reads only that directory: the other directories are neither checked nor recomputed', async () => {
+    const p = await open()
+    await storedIn(p, 'a1', '/a')
+    await storedIn(p, 'a2', '/a')
+    await storedIn(p, 'b1', '/b')
+    // Every row must be recomputed from its log: no index, no summary.json.
+    for (const path of summaryFiles()) await rm(path)
+    await rm(join(root, INDEX_FILE))
+    const q = await open()
+    const here = await q.list({ cwd: '/a' })
+    expect(here.map((r) => r.id).sort()).toEqual(['a1', 'a2'])
+    // Only /a's sessions were recomputed (and appended to the index); /b's was not touched.
+    expect([...readIndex(root).rows.keys()].sort()).toEqual(['a1', 'a2'])
+    expect(summaryFiles().some((path) => path.includes(`${join(cwdKey('/b'), 'b1')}`))).toBe(false)
+    // The same rows, in the same order, as the whole listing filtered by directory.
+    const all = await q.list()
+    expect(here).toEqual(all.filter((r) => r.cwd === '/a'))
+    expect(all).toEqual(await fromLogs())
+    expect(await q.latest('/b')).toEqual(all.find((r) => r.id === 'b1'))
+    expect(await q.list({ cwd: '/nowhere' })).toEqual([])
+  })
+
+  it("never rewrites the index: the other directories' rows stay, damaged or superseded lines too", async () => {
+    const p = await open()
+    await storedIn(p, 'a1', '/a')
+    await storedIn(p, 'b1', '/b')
+    const path = join(root, INDEX_FILE)
+    const text = await readFile(path, 'utf8')
+    const bLine = text.split('\n').find((line) => line.includes('"id":"b1"'))!
+    // Mostly superseded lines (a whole listing would compact them away) and a line of /b that is
+    // not a row (a whole listing would find the index damaged and rebuild it).
+    appendFileSync(path, `${`${bLine}\n`.repeat(70)}{"id":"b2","key":"${cwdKey('/b')}", torn\n`)
+    const before = await readFile(path, 'utf8')
+    const q = await open()
+    expect((await q.list({ cwd: '/a' })).map((r) => r.id)).toEqual(['a1'])
+    expect(q.warnings).toEqual([])
+    expect(await readFile(path, 'utf8')).toBe(before)
+    // A damaged line of this directory: listed from the sessions, reported, the index left as it is.
+    appendFileSync(path, `{"id":"a9","key":"${cwdKey('/a')}", torn\n`)
+    const damaged = await readFile(path, 'utf8')
+    expect((await q.list({ cwd: '/a' })).map((r) => r.id)).toEqual(['a1'])
+    expect(q.warnings).toHaveLength(1)
+    expect(q.warnings[0]).toMatch(/is damaged \(a line of a-[0-9a-f]{8} is not JSON\): listed from the sessions/)
+    expect(await readFile(path, 'utf8')).toBe(damaged)
+    // The next whole listing rebuilds it with every row.
+    expect((await q.list()).map((r) => r.id).sort()).toEqual(['a1', 'b1'])
+    expect([...readIndex(root).rows.keys()].sort()).toEqual(['a1', 'b1'])
+  })
 })

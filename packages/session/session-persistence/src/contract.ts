@@ -231,6 +231,9 @@ export function persistenceContract(name: string, open: OpenBackend, options: Co
       expect(byId.get(two.session.id)).toMatchObject({ cwd: '/w/two', title: 'Named', turns: 1 })
       expect((await a.latest('/w/two'))?.id).toBe(two.session.id)
       expect(await a.latest('/nowhere')).toBeUndefined()
+      // One directory's listing: the same rows as the whole listing filtered, in the same order.
+      expect(await a.list({ cwd: '/w/two' })).toEqual(rows.filter((row) => row.cwd === '/w/two'))
+      expect(await a.list({ cwd: '/w' })).toEqual([])
     })
 
     it('readFrom returns the stored suffix from a seq', async () => {

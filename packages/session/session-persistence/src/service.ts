@@ -15,6 +15,7 @@ import {
   type LoadedSession,
   type SessionHeader,
   type SessionHeaderInput,
+  type ListOptions,
   type SessionSummary,
   type StoredRecord,
   type TornTail,
@@ -121,8 +122,11 @@ export abstract class SessionPersistence extends Service {
   protected abstract backendWrite(id: SessionId, records: StoredRecord[]): Promise<void>
   /** Releases the writer lock and any handles. Idempotent. */
   protected abstract backendClose(id: SessionId): Promise<void>
-  /** Every stored session. */
-  protected abstract backendList(): Promise<SessionSummary[]>
+  /**
+   * Every stored session, or with `options.cwd` at least those of that directory (the caller
+   * filters and sorts): a backend that can narrow by directory reads less, one that cannot ignores it.
+   */
+  protected abstract backendList(options?: ListOptions): Promise<SessionSummary[]>
 
   /** Records with `seq >= from`; backends may override with something cheaper than a full read. */
   protected async backendReadFrom(id: SessionId, from: number): Promise<StoredRecord[]> {
@@ -328,14 +332,16 @@ export abstract class SessionPersistence extends Service {
     return records.map((record) => record.event as AnySessionEvent)
   }
 
-  /** Every stored session, newest first. */
-  async list(): Promise<SessionSummary[]> {
-    return sortSummaries(await this.backendList())
+  /** Every stored session (with `cwd`: those of that directory), newest first. */
+  async list(options: ListOptions = {}): Promise<SessionSummary[]> {
+    const { cwd } = options
+    const rows = await this.backendList(cwd === undefined ? undefined : { cwd })
+    return sortSummaries(cwd === undefined ? rows : rows.filter((row) => row.cwd === cwd))
   }
 
   /** The most recently updated session whose cwd is `cwd`. */
   async latest(cwd: string): Promise<SessionSummary | undefined> {
-    return (await this.list()).find((row) => row.cwd === cwd)
+    return (await this.list({ cwd }))[0]
   }
 
   /** Flushes and releases the session's writer lock. Further appends fail with `NOT_OPEN`. */

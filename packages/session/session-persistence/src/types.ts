@@ -34,6 +34,15 @@ export type SessionHeaderInput = Omit<SessionHeader, 'version' | 'createdAt' | '
   createdAt?: number
 }
 
+/** Options of `list()`. */
+export interface ListOptions {
+  /**
+   * Only the sessions whose `cwd` is exactly this. A backend may read less for it (the JSONL store
+   * reads only that directory's sessions); the result is the same as filtering the whole list.
+   */
+  cwd?: string
+}
+
 /** One row of `list()`. */
 export interface SessionSummary {
   id: SessionId

@@ -202,7 +202,9 @@ export async function runSessionsCommand(
   // same text as the title unit's, so it reads no projection (neither the cache nor any log).
   const shown: SessionTableRow[] = []
   let matching = 0
-  for (const s of await persistence.list()) {
+  // Without --all the store lists this directory's sessions only (the JSONL store reads and checks
+  // no other directory's); `only` then keeps the continuable ones.
+  for (const s of await persistence.list(cmd.all ? undefined : { cwd })) {
     if (only && !only(s)) continue
     // Counted, not built: only the rows shown are formatted.
     if (++matching > limit) continue

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { Context, type Plugin } from 'cordis'
 import { runDsh } from '@dsh/cli-testkit'
 import SessionStore, { Session } from '@dsh/session'
-import JsonlPersistence from '@dsh/session-persistence-jsonl'
+import JsonlPersistence, { INDEX_FILE, readIndex } from '@dsh/session-persistence-jsonl'
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 60_000 })
 
@@ -108,5 +108,18 @@ describe('dsh sessions: the default limit', () => {
       expect(run.code).toBe(2)
       expect(run.stderr.split('\n')[0]).toBe(`dsh sessions: --limit must be a positive integer, not '${bad}'`)
     }
+  })
+
+  it('without --all the store reads this directory only (the others are not checked or recomputed)', async () => {
+    const store = join(home, 'sessions')
+    // With no index every row must be computed from its session: the listing appends what it computed.
+    rmSync(join(store, INDEX_FILE))
+    const run = await runDsh(['sessions'], { cwd, env: env() })
+    expect(run.code, run.stderr).toBe(0)
+    expect(ids(run.stdout)).toEqual(newest(50))
+    expect([...readIndex(store).rows.keys()].sort()).toEqual(newest(HERE).sort())
+    const all = await runDsh(['sessions', '--all'], { cwd, env: env() })
+    expect(all.code, all.stderr).toBe(0)
+    expect(readIndex(store).rows.size).toBe(HERE + ELSEWHERE)
   })
 })
