@@ -5,8 +5,8 @@
 // path the resolution found absent still absent, the one it read still the same file (device,
 // inode, size, mtime: same exports map), and its export target still resolving (realpath) to the
 // same regular file. Anything else, and every row not in the table, resolves as before.
-import { lstatSync, readFileSync, readlinkSync, statSync, writeFileSync, renameSync, mkdirSync } from 'node:fs'
-import { dirname, join, sep } from 'node:path'
+import { readFileSync, realpathSync, statSync, writeFileSync, renameSync, mkdirSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseLayer, type Row } from './layer.ts'
 import { resolveConditions, traceResolve } from './resolve.ts'
@@ -103,53 +103,6 @@ export function writeRowTable(file: string, table: RowTableFile): void {
   renameSync(temp, file)
 }
 
-/**
- * A realpath for many paths under the same directories, for one pass over the table: each path
- * component is looked at once (lstat, plus readlink for a symlink) and remembered, so the
- * checkout's directories, the scope directory and the package directories the rows share are not
- * walked again for every row. The native realpath (glibc) makes one readlink per component of
- * every path it is given: about 12 per row, ~1,100 for the headless profile's rows. The answers
- * are realpath(3)'s: components are taken in order (`..` after a symlink is the parent of where
- * the link led), a symlink's target is resolved from the real directory holding it, and a missing
- * component, a file used as a directory or more than 40 links throw.
- */
-export function memoRealpath(): (path: string) => string {
-  const known = new Map<string, string>()
-  const files = new Set<string>()
-  const notDir = (path: string) => Object.assign(new Error(`ENOTDIR: not a directory, ${path}`), { code: 'ENOTDIR' })
-  const walk = (path: string, from: string, links: { n: number }): string => {
-    let cur = path.startsWith(sep) ? sep : from
-    for (const part of path.split(sep)) {
-      if (!part || part === '.') {
-        if (files.has(cur) && cur !== from) throw notDir(path)
-        continue
-      }
-      if (files.has(cur)) throw notDir(path)
-      if (part === '..') {
-        cur = dirname(cur)
-        continue
-      }
-      const next = cur === sep ? sep + part : cur + sep + part
-      let real = known.get(next)
-      if (real === undefined) {
-        const st = lstatSync(next)
-        if (st.isSymbolicLink()) {
-          if (++links.n > 40)
-            throw Object.assign(new Error(`ELOOP: too many symbolic links, ${path}`), { code: 'ELOOP' })
-          real = walk(readlinkSync(next), cur, links)
-        } else {
-          real = next
-          if (!st.isDirectory()) files.add(real)
-        }
-        known.set(next, real)
-      }
-      cur = real
-    }
-    return cur
-  }
-  return (path) => walk(path, process.cwd(), { n: 0 })
-}
-
 const none = (reason: string): RowTable => ({ reason, lookup: () => undefined, stats: { used: 0, fallback: 0 } })
 
 /**
@@ -178,7 +131,6 @@ export function loadRowTable(opts: { file?: string; root?: string; env?: NodeJS.
     )
   }
   const stats: RowTable['stats'] = { used: 0, fallback: 0 }
-  const realpath = memoRealpath()
   const fallback = (why: string) => {
     stats.fallback++
     stats.firstFallback ??= why
@@ -198,7 +150,7 @@ export function loadRowTable(opts: { file?: string; root?: string; env?: NodeJS.
         return fallback(`${pkgJson} changed`)
       let now: string
       try {
-        now = realpath(linked)
+        now = realpathSync.native(linked)
       } catch {
         return fallback(`${linked} is gone`)
       }
