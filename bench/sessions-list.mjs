@@ -16,12 +16,16 @@
 // index) on the same store, alternately, wall and CPU ms; end to end, `dsh sessions --all` with the
 // index against the same bin with a `--patch` layer that turns it off. Prints the load average:
 // figures taken at a load above the core count are loaded figures.
+// The sessions live in seven directories `<root>/project-0..6` (created, so the bin can run in
+// one): end to end, `dsh sessions` in project-0 (the listing a user runs: that directory's 50 most
+// recent rows, the store reading that directory only) and `dsh sessions --all` (every row), each
+// against BENCH_BASE's bin when given, alternately, wall and CPU ms.
 //   env -u NODE_EXTRA_CA_CERTS -u NODE_OPTIONS node bench/sessions-list.mjs
 //   BENCH_SESSIONS=10000 BENCH_RUNS=5 node bench/sessions-list.mjs
 // BENCH_KEEP=DIR generates the store into DIR once and reuses it on later runs (not deleted).
 import { register } from 'tsx/esm/api'
 import { spawnSync } from 'node:child_process'
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { availableParallelism, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
@@ -44,6 +48,9 @@ const root = keep ?? mkdtempSync(join(tmpdir(), 'dsh-bench-sessions-'))
 const home = join(root, 'home')
 const reuse = keep !== undefined && existsSync(join(home, 'sessions'))
 if (keep) mkdirSync(root, { recursive: true })
+const realRoot = realpathSync(root)
+const project = (k) => join(realRoot, `project-${k}`)
+for (let k = 0; k < 7; k++) mkdirSync(project(k), { recursive: true })
 const ctx = new Context()
 const mount = async (plugin, config) => await ctx.plugin(plugin, config)
 await mount(SessionStore)
@@ -90,7 +97,7 @@ if (!reuse) process.stderr.write(`generating ${N} sessions in ${home}...\n`)
 for (let i = 0; i < (reuse ? 0 : N); i++) {
   let t = 1_700_000_000_000 + i * 60_000
   const session = new Session({
-    cwd: `/work/project-${i % 7}`,
+    cwd: project(i % 7),
     id: `bench-${String(i).padStart(5, '0')}`,
     clock: () => (t += 50),
   })
@@ -115,7 +122,10 @@ async function time(fn) {
   await fn()
   return performance.now() - start
 }
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+const median = (all) => {
+  const xs = all.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b)
+  return xs[Math.floor(xs.length / 2)]
+}
 /** Wall and CPU (user + system, every thread of this process) milliseconds of one call. */
 async function timeCpu(fn) {
   const cpu = process.cpuUsage()
@@ -135,6 +145,15 @@ for (let r = 0; r < RUNS; r++) {
   indexed.push(await timeCpu(async () => (listed = (await ctx.sessionPersistence.list()).length)))
 }
 if (listed !== N) throw new Error(`the indexed listing gave ${listed} rows, not ${N}`)
+// One directory of the seven (`list({cwd})`, what `dsh sessions` without --all asks the store for).
+const oneDirStore = []
+let oneDirListed = 0
+for (let r = 0; r < RUNS; r++)
+  oneDirStore.push(
+    await timeCpu(async () => (oneDirListed = (await ctx.sessionPersistence.list({ cwd: project(0) })).length)),
+  )
+if (oneDirListed === 0)
+  throw new Error(`no stored session of ${project(0)}: a store kept from an older bench? (delete ${root})`)
 const indexBytes = statSyncBytes(join(home, 'sessions', 'index.jsonl'))
 function statSyncBytes(path) {
   try {
@@ -165,7 +184,7 @@ for (let r = 0; r < RUNS; r++) {
   oneDir.push(
     await time(
       async () =>
-        (oneDirRows = (await ctx.sessionProjections.list(logs, { only: (s) => s.cwd === '/work/project-0' })).length),
+        (oneDirRows = (await ctx.sessionProjections.list(logs, { only: (s) => s.cwd === project(0) })).length),
     ),
   )
 }
@@ -175,7 +194,7 @@ const cacheBytes = statSync(ctx.sessionProjectionCache.path).size
 const grown = 'bench-00042'
 const loaded = await ctx.sessionPersistence.load(grown)
 let t = loaded.events.at(-1).time
-const s = new Session({ cwd: '/work/project-0', id: grown, clock: () => (t += 50), events: loaded.events })
+const s = new Session({ cwd: project(0), id: grown, clock: () => (t += 50), events: loaded.events })
 turn(s, 42, 1)
 await ctx.sessionPersistence.append(grown, s.slice(loaded.events.length))
 await ctx.sessionPersistence.close(grown)
@@ -184,12 +203,15 @@ const after = await time(() => ctx.sessionProjections.list(logs))
 const afterReads = reads.count
 const report = ctx.sessionProjections.lastReport
 
-const fmt = (ms) => `${ms.toFixed(1)} ms`
+const fmt = (ms) => (ms === undefined ? 'n/a' : `${ms.toFixed(1)} ms`)
 const pair = (xs) => `${fmt(median(xs.map((x) => x.wall)))} wall, ${fmt(median(xs.map((x) => x.cpu)))} CPU`
 console.log(`sessions: ${N}, runs: ${RUNS}, load average at start: ${loadStart} (${availableParallelism()} cores)`)
 console.log(`persistence.list(), per-session path: ${pair(perSession)}`)
 console.log(
   `persistence.list(), store index:      ${pair(indexed)}   index: ${(indexBytes / 1024).toFixed(0)} KiB   ratio: ${(median(indexed.map((x) => x.wall)) / median(perSession.map((x) => x.wall))).toFixed(2)}`,
+)
+console.log(
+  `persistence.list({cwd}), one dir:     ${pair(oneDirStore)}   rows: ${oneDirListed} (dsh sessions without --all)`,
 )
 console.log(`cold listing (builds the cache):   ${fmt(cold)}   logs read: ${coldReads}`)
 console.log(`baseline persistence.list():       ${fmt(median(base))}`)
@@ -220,12 +242,28 @@ const childCpu = () => {
   }
 }
 const cpuOf = []
-const spawnTime = (args, where = home) => {
+const signalled = []
+const spawnTime = (args, where = home, cwd = root) => {
   const env = { PATH: process.env.PATH, HOME: where, DSH_HOME: where }
   const cpu = childCpu()
   const start = performance.now()
-  const r = spawnSync(process.execPath, args, { env, cwd: root, encoding: 'utf8' })
-  if (r.status !== 0) throw new Error(`${args.join(' ')} exited ${r.status}: ${r.stderr}`)
+  // The JSON listing of 10,000 rows is 7.5 MB: above spawnSync's default maxBuffer (1 MB) the child
+  // is killed with SIGTERM, which is how the JSON runs of earlier 10,000-session runs "crashed".
+  const options = { env, cwd, encoding: 'utf8', maxBuffer: 1 << 30 }
+  let r = spawnSync(process.execPath, args, options)
+  // A child killed by a signal (node processes on the shared machine were seen to segfault in
+  // libgcc_s now and then, whatever they ran) is run again once, and counted.
+  if (r.status === null && r.signal) {
+    signalled.push(`${args.slice(1).join(' ')}: ${r.signal}`)
+    r = spawnSync(process.execPath, args, options)
+    if (r.status === null && r.signal) {
+      // Twice: this sample is left out (NaN, skipped by the medians) rather than the whole run lost.
+      signalled.push(`${args.slice(1).join(' ')}: ${r.signal} again, sample left out`)
+      cpuOf.push([args, Number.NaN])
+      return Number.NaN
+    }
+  }
+  if (r.status !== 0) throw new Error(`${args.join(' ')} exited ${r.status ?? r.signal}: ${r.stderr}`)
   const wall = performance.now() - start
   cpuOf.push([args, childCpu() - cpu])
   return wall
@@ -242,6 +280,15 @@ if (baseBin) {
   rmSync(join(baseHome, 'storage'), { recursive: true, force: true })
   spawnTime([baseBin, 'sessions', '--all'], baseHome)
 }
+// `dsh sessions` in project-0: the listing a user runs (this directory's most recent rows).
+const here = project(0)
+{
+  const env = { PATH: process.env.PATH, HOME: home, DSH_HOME: home }
+  const r = spawnSync(process.execPath, [bin, 'sessions'], { env, cwd: here, encoding: 'utf8', maxBuffer: 1 << 30 })
+  const rows = r.stdout.split('\n').length - 2
+  if (r.status !== 0 || rows < Math.min(50, Math.floor(N / 7)))
+    throw new Error(`dsh sessions in ${here} listed ${rows} rows (exit ${r.status}): ${r.stderr}`)
+}
 spawnTime([bin, 'sessions', '--all']) // creates the profile and the cache entries of this process
 spawnTime([bin, '--patch', noIndex, 'sessions', '--all'])
 const nodeRuns = []
@@ -249,21 +296,35 @@ const dshRuns = []
 const plainRuns = []
 const jsonRuns = []
 const baseRuns = []
-const cpu = { node: [], dsh: [], plain: [], json: [] }
+const cpu = { node: [], dsh: [], plain: [], json: [], here: [], baseHere: [], base: [] }
+const hereRuns = []
+const baseHereRuns = []
 spawnTime([bin, 'sessions', '--all', '--output-format', 'json']) // fills the projection cache
 for (let r = 0; r < Math.min(RUNS, 5); r++) {
   nodeRuns.push(spawnTime(['-e', '0']))
   cpu.node.push(lastCpu())
   dshRuns.push(spawnTime([bin, 'sessions', '--all']))
   cpu.dsh.push(lastCpu())
+  hereRuns.push(spawnTime([bin, 'sessions'], home, here))
+  cpu.here.push(lastCpu())
+  if (baseBin) {
+    baseHereRuns.push(spawnTime([baseBin, 'sessions'], baseHome, here))
+    cpu.baseHere.push(lastCpu())
+  }
   // JSON output projects every row (titles and stats from the projection cache).
   jsonRuns.push(spawnTime([bin, 'sessions', '--all', '--output-format', 'json']))
   cpu.json.push(lastCpu())
   plainRuns.push(spawnTime([bin, '--patch', noIndex, 'sessions', '--all']))
   cpu.plain.push(lastCpu())
-  if (baseBin) baseRuns.push(spawnTime([baseBin, 'sessions', '--all'], baseHome))
+  if (baseBin) {
+    baseRuns.push(spawnTime([baseBin, 'sessions', '--all'], baseHome))
+    cpu.base.push(lastCpu())
+  }
 }
 console.log(`node -e 0:                         ${fmt(median(nodeRuns))} wall, ${fmt(median(cpu.node))} CPU`)
+console.log(
+  `dsh sessions in project-0 (the default listing): ${fmt(median(hereRuns))} wall, ${fmt(median(cpu.here))} CPU   ratio to node -e 0: ${(median(hereRuns) / median(nodeRuns)).toFixed(1)}`,
+)
 console.log(
   `dsh sessions --all (${N} rows), index:         ${fmt(median(dshRuns))} wall, ${fmt(median(cpu.dsh))} CPU   ratio to node -e 0: ${(median(dshRuns) / median(nodeRuns)).toFixed(1)}`,
 )
@@ -273,12 +334,14 @@ console.log(
 console.log(
   `dsh sessions --all (${N} rows), no index:      ${fmt(median(plainRuns))} wall, ${fmt(median(cpu.plain))} CPU   ratio to node -e 0: ${(median(plainRuns) / median(nodeRuns)).toFixed(1)}`,
 )
+if (signalled.length) console.log(`runs killed by a signal and run again: ${signalled.join('; ')}`)
 console.log(
   `load average at the end: ${load()}${Number(load().split(' ')[0]) > availableParallelism() ? ' (loaded: figures are not quiet-machine figures)' : ''}`,
 )
 if (baseBin)
   console.log(
-    `  BENCH_BASE's dsh sessions --all:  ${fmt(median(baseRuns))}   ratio to node -e 0: ${(median(baseRuns) / median(nodeRuns)).toFixed(1)}`,
+    `  BENCH_BASE's dsh sessions --all:  ${fmt(median(baseRuns))} wall, ${fmt(median(cpu.base))} CPU   ratio to node -e 0: ${(median(baseRuns) / median(nodeRuns)).toFixed(1)}\n` +
+      `  BENCH_BASE's dsh sessions in project-0: ${fmt(median(baseHereRuns))} wall, ${fmt(median(cpu.baseHere))} CPU`,
   )
 
 await ctx.fiber.dispose?.()
