@@ -25,7 +25,10 @@
 // BENCH_HEAP_STATS=1 adds V8's committed/used space sizes every 500 requests;
 // BENCH_SNAPSHOT_DIR=dir BENCH_SNAPSHOTS=1000,2000 writes heap snapshots of the dsh process there
 // (their RSS figures are then meaningless: a snapshot costs hundreds of MB); BENCH_NODE_FLAGS
-// passes node flags to the dsh processes; the RSS at the step before the first compaction and the
+// passes node flags to the dsh processes; BENCH_RECLAIM_AB=1 adds this checkout with
+// compaction-basic's `reclaimMemory: false` as a third, alternated binary (the baseline of the
+// collection after a compaction), and every run prints RSS at the agent requests either side of
+// the first compaction with the CPU of that step; the RSS at the step before the first compaction and the
 // lowest RSS in the 300 steps after it (does memory fall after compaction?); BENCH_TEXT_DELTAS=N streams N short text deltas before
 // each call (a talkative model: N more assistant/chunk events per step).
 import { spawn } from 'node:child_process'
@@ -185,10 +188,18 @@ async function dshRuns() {
   // BENCH_NODE_FLAGS: extra node flags for the dsh processes (e.g. V8 heap sizing experiments).
   const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)
   const WINDOW = 100
-  const bins = [['this', fileURLToPath(new URL('../packages/boot/cli/bin/dsh.mjs', import.meta.url))]]
+  const thisBin = fileURLToPath(new URL('../packages/boot/cli/bin/dsh.mjs', import.meta.url))
+  const bins = [['this', thisBin, []]]
   if (process.env.BENCH_BASE)
-    bins.push(['base', join(resolve(process.env.BENCH_BASE), 'packages/boot/cli/bin/dsh.mjs')])
+    bins.push(['base', join(resolve(process.env.BENCH_BASE), 'packages/boot/cli/bin/dsh.mjs'), []])
   const root = mkdtempSync(join(tmpdir(), 'dsh-bench-long-session-'))
+  // BENCH_RECLAIM_AB=1: this checkout again with compaction-basic's `reclaimMemory: false` (no
+  // memory-reducing collection after a compaction), alternated: the feature's baseline, same run.
+  if (process.env.BENCH_RECLAIM_AB) {
+    const patch = join(root, 'no-reclaim.patch.yml')
+    writeFileSync(patch, '- id: compaction\n  config:\n    reclaimMemory: false\n')
+    bins.push(['no-reclaim', thisBin, ['--patch', patch]])
+  }
   const ws = join(root, 'ws')
   mkdirSync(ws)
   for (let i = 0; i < STEPS; i++) {
@@ -234,8 +245,23 @@ http.request = function (...args) {
   }
   return request.apply(this, args)
 }
+// The collection after a compaction (compaction-basic's reclaimMemory) goes through
+// v8.queryObjects: its CPU and RSS either side, per call.
+const reclaims = []
+const queryObjects = v8.queryObjects
+if (queryObjects)
+  v8.queryObjects = function (...args) {
+    const before = process.cpuUsage()
+    const rss = process.memoryUsage.rss()
+    try {
+      return queryObjects.apply(this, args)
+    } finally {
+      const used = process.cpuUsage(before)
+      reclaims.push([(used.user + used.system) / 1000, rss, process.memoryUsage.rss()])
+    }
+  }
 syncBuiltinESMExports()
-process.on('exit', () => writeFileSync(${JSON.stringify(marksFile)}, JSON.stringify({ rows, heap, maxRSS: process.resourceUsage().maxRSS * 1024 })))
+process.on('exit', () => writeFileSync(${JSON.stringify(marksFile)}, JSON.stringify({ rows, heap, reclaims, maxRSS: process.resourceUsage().maxRSS * 1024 })))
 `,
   )
   // The model: every agent request gets one `read` of the next file, a compaction request (its
@@ -316,7 +342,7 @@ process.on('exit', () => writeFileSync(${JSON.stringify(marksFile)}, JSON.string
   const zeroBefore = await nodeZero()
   const results = []
   for (let r = 0; r < RUNS; r++) {
-    for (const [label, bin] of bins) {
+    for (const [label, bin, binArgs] of bins) {
       stamps = []
       agentSteps = 0
       rmSync(join(root, 'home'), { recursive: true, force: true })
@@ -327,6 +353,7 @@ process.on('exit', () => writeFileSync(${JSON.stringify(marksFile)}, JSON.string
           '--import',
           hook,
           bin,
+          ...binArgs,
           '--profile',
           'headless',
           '--permission-mode',
@@ -338,7 +365,7 @@ process.on('exit', () => writeFileSync(${JSON.stringify(marksFile)}, JSON.string
         label,
       )
       const wall = performance.now() - t0
-      const { rows, heap, maxRSS } = JSON.parse(readFileSync(marksFile, 'utf8'))
+      const { rows, heap, reclaims, maxRSS } = JSON.parse(readFileSync(marksFile, 'utf8'))
       // Step k: from the end of response k-1 to request k (both agent requests).
       const steps = []
       let compactedAt
@@ -357,6 +384,18 @@ process.on('exit', () => writeFileSync(${JSON.stringify(marksFile)}, JSON.string
         const w = steps.slice(Math.max(0, from), Math.max(0, to))
         return { ms: median(w.map((s) => s.ms)), cpu: median(w.map((s) => s.cpu)), bytes: w.at(-1)?.bytes ?? 0 }
       }
+      // The compaction itself: from the agent request that preceded the summary request to the
+      // first agent request after it (CPU of the summary step, the replace and any reclaim; the
+      // model's time is the server's and not counted), and RSS at both ends.
+      const summaryAt = stamps.findIndex((s) => s.summary)
+      const compaction =
+        summaryAt > 0 && summaryAt + 1 < rows.length
+          ? {
+              cpu: rows[summaryAt + 1][0] - rows[summaryAt - 1][0],
+              rssBefore: rows[summaryAt - 1][1],
+              rssAfter: rows[summaryAt + 1][1],
+            }
+          : undefined
       const highest = (from, to) => Math.max(0, ...steps.slice(from, to).map((s) => s.high))
       results.push({
         label,
@@ -371,6 +410,8 @@ process.on('exit', () => writeFileSync(${JSON.stringify(marksFile)}, JSON.string
         peakBefore: highest(0, compactedAt ?? steps.length),
         peakAfter: compactedAt === undefined ? undefined : highest(compactedAt, steps.length),
         endRss: steps.at(-1).rss,
+        compaction,
+        reclaims,
         // RSS falling after compaction: the RSS at the last step before it, and the lowest RSS of
         // the 300 steps after it (the heap shrinks at the next mark-compacts, not at once).
         rssBefore: compactedAt === undefined ? undefined : steps[compactedAt - 1].rss,
@@ -418,6 +459,14 @@ process.on('exit', () => writeFileSync(${JSON.stringify(marksFile)}, JSON.string
           : `before the 1st compaction ${(r.peakBefore / 2 ** 20).toFixed(0)} MB, after it ${(r.peakAfter / 2 ** 20).toFixed(0)} MB`) +
         `; at the end ${(r.endRss / 2 ** 20).toFixed(0)} MB`,
     )
+    if (r.compaction)
+      console.log(
+        `  1st compaction: RSS ${(r.compaction.rssBefore / 2 ** 20).toFixed(0)} MB at the request before it -> ${(r.compaction.rssAfter / 2 ** 20).toFixed(0)} MB at the request after it (${r.compaction.rssAfter < r.compaction.rssBefore ? 'falls' : 'does not fall'}); CPU of the compaction step ${r.compaction.cpu.toFixed(0)} ms`,
+      )
+    for (const [cpu, before, after] of r.reclaims)
+      console.log(
+        `  memory-reducing collection after a compaction: CPU ${cpu.toFixed(0)} ms, RSS ${(before / 2 ** 20).toFixed(0)} -> ${(after / 2 ** 20).toFixed(0)} MB`,
+      )
     if (r.rssBefore !== undefined)
       console.log(
         `  RSS at the step before the 1st compaction ${(r.rssBefore / 2 ** 20).toFixed(0)} MB, lowest in the 300 steps after it ${(r.rssLowAfter / 2 ** 20).toFixed(0)} MB`,
