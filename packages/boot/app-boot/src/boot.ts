@@ -267,6 +267,10 @@ export async function bootComposition(comp: Composition, opts: BootOptions = {})
   const graceMs = opts.stopGraceMs ?? DEFAULT_STOP_GRACE_MS
   const stopping = async (info: StopInfo) => {
     if (!ready) return
+    // A stack cache written at app/ready this run is written again with what ran since (a
+    // one-shot's turn: request, stream, tool, session writes), which later starts would otherwise
+    // compile lazily every time (one-shot instructions -5 %: .agents/notes/boot-cuts-2026-12-08.md).
+    prelinked?.saveCodeCache?.()
     let timer: NodeJS.Timeout | undefined
     const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)))
     try {
@@ -369,7 +373,8 @@ export async function bootComposition(comp: Composition, opts: BootOptions = {})
   ready = true
   await ctx.parallel('app/ready')
   // The stack's code cache, written once nothing is left to compile for the boot (the first
-  // start of this build, or after V8 refused the cache); a few ms, once.
+  // start of this build, or after V8 refused the cache); a few ms, once. Written again when the
+  // app stops (above), with the functions the run compiled after this point.
   prelinked?.saveCodeCache?.()
   return { ctx, loader, exited, dispose, reload }
 }

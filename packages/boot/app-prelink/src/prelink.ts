@@ -68,8 +68,10 @@ export interface PrelinkDecision {
   /** The stack the rows came from, when one did, and what happened to its code cache. */
   stack?: { id: string; cache: StackCache }
   /**
-   * Writes the stack's code cache (the functions compiled so far) when none was used; at most
-   * once, never throws. Undefined when there is nothing to write.
+   * Writes the stack's code cache (the functions compiled so far) when none was used at the
+   * start; never throws. Each call replaces what the previous one wrote, so a later call adds
+   * the functions compiled since (the boot calls it at `app/ready` and again when the app stops).
+   * Undefined when there is nothing to write.
    */
   saveCodeCache?: () => void
 }
@@ -261,16 +263,8 @@ async function loadStack(
   ) => Promise<{ modules?: Record<string, unknown> }>
   const { modules } = await run(imports, load)
   if (!modules || typeof modules !== 'object') throw new Error(`${file} exported no modules`)
-  let saved = false
   const target = cacheFile
-  const save =
-    target && cache !== 'used'
-      ? () => {
-          if (saved) return
-          saved = true
-          writeCodeCache(target, script)
-        }
-      : undefined
+  const save = target && cache !== 'used' ? () => writeCodeCache(target, script) : undefined
   return { modules, cache, save }
 }
 

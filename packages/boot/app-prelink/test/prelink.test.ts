@@ -218,7 +218,7 @@ it('serves the rows from a stack that holds them all, with no code cache unless 
   expect(ns).toMatchObject({ name: 'from-stack', sep: '/' })
 })
 
-it('writes the code cache once, uses it next time (import() still works), and keys it to the exact script file', async () => {
+it('writes the code cache, uses it next time (import() still works), and keys it to the exact script file', async () => {
   const s = withStack('')
   writeFileSync(
     join(s.dir, 'stack-test.script.js'),
@@ -251,6 +251,32 @@ it('writes the code cache once, uses it next time (import() still works), and ke
   const now = readdirSync(s.cacheDir)
   expect(now).toHaveLength(1)
   expect(now[0]).not.toBe(written[0])
+})
+
+it('a later save writes the cache again with the functions compiled since the first (the run after app/ready)', async () => {
+  // A function the rows call only after the boot (a one-shot's turn), long enough that its
+  // bytecode shows in the cache's size.
+  const late = Array.from({ length: 200 }, (_, i) => `t = (t * 31 + ${i}) % 1000003;`).join(' ')
+  const s = withStack('')
+  writeFileSync(
+    join(s.dir, 'stack-test.script.js'),
+    `(async function (__imports, __import) {"use strict";return { modules: { ${JSON.stringify(s.rowUrl)}: { name: 'from-stack', late: (t) => { ${late} return t } } } }\n})`,
+  )
+  const first = await loadPrelinked([s.rowUrl], 'dsh', { root: s.root, env: {}, cacheDir: s.cacheDir })
+  expect(first.stack).toEqual({ id: 'stack-test', cache: 'absent' })
+  first.saveCodeCache!()
+  const [file] = readdirSync(s.cacheDir)
+  const atReady = statSync(join(s.cacheDir, file)).size
+  const ns = (await first.importers![s.rowUrl]()) as { late: (t: number) => number }
+  expect(ns.late(1)).toBeGreaterThanOrEqual(0)
+  first.saveCodeCache!()
+  expect(readdirSync(s.cacheDir)).toEqual([file])
+  const atStop = statSync(join(s.cacheDir, file)).size
+  expect(atStop).toBeGreaterThan(atReady + 500)
+  // The richer cache is the one the next start uses.
+  const second = await loadPrelinked([s.rowUrl], 'dsh', { root: s.root, env: {}, cacheDir: s.cacheDir })
+  expect(second.stack).toEqual({ id: 'stack-test', cache: 'used' })
+  expect(((await second.importers![s.rowUrl]()) as { late: (t: number) => number }).late(1)).toBe(ns.late(1))
 })
 
 it('a stack that throws, or does not export a row it lists, is a reason (the boot then loads file by file)', async () => {
