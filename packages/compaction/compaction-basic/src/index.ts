@@ -23,6 +23,7 @@ import {
   type CompactOptions,
   type CompactionResult,
   type Estimator,
+  type ReclaimOptions,
 } from '@dsh/compaction'
 import type {} from '@dsh/token-meter'
 
@@ -65,6 +66,8 @@ export interface Config {
   instruction: string
   /** After a compaction, ask V8 for a memory-reducing full collection (RSS falls with the context). */
   reclaimMemory: boolean
+  /** ... only when V8 holds at least this many MB committed but unused (young generation, free pages). */
+  reclaimMinSlackMb: number
 }
 
 export const Config: Schema<Partial<Config>, Config> = Schema.object({
@@ -96,6 +99,9 @@ export const Config: Schema<Partial<Config>, Config> = Schema.object({
     .description(
       "After a compaction, run V8's memory-reducing full collection so resident memory falls with the context.",
     ),
+  reclaimMinSlackMb: Schema.natural()
+    .default(16)
+    .description('Run that collection only when V8 has at least this many MB committed but unused.'),
 })
 
 const textOf = (content: readonly { type: string; text?: string }[]): string =>
@@ -153,8 +159,9 @@ export class BasicCompactionEngine extends CompactionEngine {
     })
   }
 
-  protected reclaimMemoryAfterCompaction(): boolean {
-    return this.config.reclaimMemory
+  protected reclaimMemoryAfterCompaction(): ReclaimOptions | undefined {
+    const { reclaimMemory, reclaimMinSlackMb } = this.config
+    return reclaimMemory ? { minSlackBytes: reclaimMinSlackMb * 2 ** 20 } : undefined
   }
 
   /** The context window used for `provider`/`model` (config override, else the catalog). */

@@ -9,10 +9,10 @@ import { Service, type Context } from 'cordis'
 import type { Agent } from '@dsh/agent'
 import type { Message, TokenUsage } from '@dsh/llm'
 import type { LoggedError, Session, SessionId, SurfaceNode } from '@dsh/session'
-import { reclaimMemory, type ReclaimResult } from './reclaim.ts'
+import { reclaimMemory, type ReclaimOptions, type ReclaimResult } from './reclaim.ts'
 
 export * from './measure.ts'
-export { reclaimMemory, type ReclaimResult } from './reclaim.ts'
+export { heapSlack, reclaimMemory, type ReclaimOptions, type ReclaimResult } from './reclaim.ts'
 
 /** Why a compaction runs: pressure before a request, a provider overflow error, or a human. */
 export type CompactionReason = 'auto' | 'overflow' | 'manual'
@@ -129,11 +129,12 @@ export abstract class CompactionEngine extends Service {
 
   /**
    * Whether a successful compaction is followed by V8's memory-reducing full collection
-   * (`reclaimMemory()`): the moment the context shrinks is the one moment a long session's heap
-   * can shrink with it. Off in the seam; a backend turns it on from its config.
+   * (`reclaimMemory()`), and with which options: the moment the context shrinks is the one
+   * moment a long session's heap can shrink with it. Off (undefined) in the seam; a backend turns
+   * it on from its config.
    */
-  protected reclaimMemoryAfterCompaction(): boolean {
-    return false
+  protected reclaimMemoryAfterCompaction(): ReclaimOptions | undefined {
+    return undefined
   }
 
   /** Compacts `session` now (waiting for any compaction of it already running). */
@@ -142,9 +143,10 @@ export abstract class CompactionEngine extends Service {
       await this.ctx.parallel('compaction/before', session, options).catch(() => {})
       const result = await this.run(session, options)
       this.ctx.emit('compaction/finished', session, result)
-      if (result.status === 'compacted' && this.reclaimMemoryAfterCompaction()) {
+      const reclaim = result.status === 'compacted' ? this.reclaimMemoryAfterCompaction() : undefined
+      if (reclaim) {
         // After the run returned: its summary request and the replaced surface are garbage now.
-        const reclaimed = reclaimMemory()
+        const reclaimed = reclaimMemory(reclaim)
         if (reclaimed) this.ctx.emit('compaction/reclaimed', session, reclaimed)
       }
       return result

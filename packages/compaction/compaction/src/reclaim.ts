@@ -28,13 +28,32 @@ export interface ReclaimResult {
 
 type QueryObjects = (ctor: unknown, options: { format: 'count' }) => number
 
+export interface ReclaimOptions {
+  /**
+   * Skip the collection unless V8 holds at least this many committed bytes it is not using
+   * (summed over its spaces: a grown young generation, old-space pages left by garbage). A small
+   * heap has little to give back for the pause. Default 0: always collect.
+   */
+  minSlackBytes?: number
+}
+
+/** Bytes V8 has committed but holds no objects in (young generation and free old-space pages). */
+export function heapSlack(): number {
+  let slack = 0
+  for (const space of v8.getHeapSpaceStatistics())
+    slack += Math.max(0, space.physical_space_size - space.space_used_size)
+  return slack
+}
+
 /**
  * Runs V8's memory-reducing full collection now (synchronously) and reports RSS around it.
- * Returns undefined when this Node has no way to ask for it (no `v8.queryObjects`).
+ * Returns undefined when this Node has no way to ask for it (no `v8.queryObjects`) or when the
+ * heap's slack is under `minSlackBytes`.
  */
-export function reclaimMemory(): ReclaimResult | undefined {
+export function reclaimMemory(options: ReclaimOptions = {}): ReclaimResult | undefined {
   const query = (v8 as unknown as { queryObjects?: QueryObjects }).queryObjects
   if (typeof query !== 'function') return undefined
+  if (options.minSlackBytes && heapSlack() < options.minSlackBytes) return undefined
   const rssBefore = process.memoryUsage.rss()
   const cpu = process.cpuUsage()
   // `queryObjects` is marked experimental and warns once on stderr; the call is used only for the

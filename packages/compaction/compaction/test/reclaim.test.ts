@@ -7,6 +7,7 @@ import type { Session } from '@dsh/session'
 import {
   CompactionEngine,
   asCompactionId,
+  heapSlack,
   reclaimMemory,
   type CompactOptions,
   type CompactionResult,
@@ -53,6 +54,13 @@ it('shrinks the young generation V8 grew and reports RSS and CPU', () => {
   expect(keep).toHaveLength(0)
 })
 
+it('skips the collection when the heap holds less slack than asked for', () => {
+  expect(heapSlack()).toBeGreaterThan(0)
+  expect(reclaimMemory({ minSlackBytes: 2 ** 50 })).toBeUndefined()
+  // Control: the same call with a threshold the heap meets collects.
+  expect(reclaimMemory({ minSlackBytes: 1 })).toBeDefined()
+})
+
 /** A backend whose run returns `status` and whose reclaim switch is `reclaim`. */
 class FixedEngine extends CompactionEngine {
   static inject = ['sessions']
@@ -61,8 +69,8 @@ class FixedEngine extends CompactionEngine {
   constructor(ctx: Context) {
     super(ctx, 'fixed')
   }
-  protected reclaimMemoryAfterCompaction(): boolean {
-    return this.reclaim
+  protected reclaimMemoryAfterCompaction() {
+    return this.reclaim ? {} : undefined
   }
   protected async run(_session: Session, _options: CompactOptions): Promise<CompactionResult> {
     const id = asCompactionId('c1')
