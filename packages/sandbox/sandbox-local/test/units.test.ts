@@ -130,6 +130,12 @@ describe('bwrap arguments', () => {
     // A root that does not hold the path is not a candidate, even when it is shorter.
     expect(pinDirs(['/work/long/a/f'], ['/work/long', '/x'])).toEqual(['/work/long/a'])
   })
+
+  it('breaks ties by code-unit order, whatever the locale (no ICU collation)', () => {
+    // A collator puts `a` before `B`; code units put `B` (66) before `a` (97), and `_` (95)
+    // before `a` too: the bind order must not depend on the machine's locale data.
+    expect(pinDirs(['/w/a/f', '/w/B/f', '/w/_/f'], ['/w'])).toEqual(['/w/B', '/w/_', '/w/a'])
+  })
 })
 
 describe('the stored probe result', () => {
