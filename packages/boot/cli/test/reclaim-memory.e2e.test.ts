@@ -7,7 +7,7 @@
 // rises), so the fall is the feature's and not the garbage collector's ordinary work. RSS and the
 // young generation's committed size are read inside the dsh process at each model request by a
 // small `--import` hook.
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -21,6 +21,7 @@ const FILE_BYTES = 30_000
 const mocks: MockServer[] = []
 afterAll(async () => {
   for (const m of mocks.splice(0)) await m.close()
+  rmSync(root, { recursive: true, force: true })
 })
 
 const root = mkdtempSync(join(tmpdir(), 'dsh-reclaim-e2e-'))
