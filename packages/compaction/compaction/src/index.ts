@@ -146,8 +146,13 @@ export abstract class CompactionEngine extends Service {
       const reclaim = result.status === 'compacted' ? this.reclaimMemoryAfterCompaction() : undefined
       if (reclaim) {
         // After the run returned: its summary request and the replaced surface are garbage now.
-        const reclaimed = reclaimMemory(reclaim)
-        if (reclaimed) this.ctx.emit('compaction/reclaimed', session, reclaimed)
+        // Best effort: the compaction has succeeded whatever the collection does.
+        try {
+          const reclaimed = reclaimMemory(reclaim)
+          if (reclaimed) this.ctx.emit('compaction/reclaimed', session, reclaimed)
+        } catch (error) {
+          this.ctx.logger('compaction').warn('giving memory back after the compaction failed: %s', error)
+        }
       }
       return result
     })

@@ -65,11 +65,17 @@ it('skips the collection when the heap holds less slack than asked for', () => {
 class FixedEngine extends CompactionEngine {
   static inject = ['sessions']
   status: 'compacted' | 'failed' | 'skipped' = 'compacted'
-  reclaim = true
+  reclaim: boolean | 'throws' = true
   constructor(ctx: Context) {
     super(ctx, 'fixed')
   }
   protected reclaimMemoryAfterCompaction() {
+    if (this.reclaim === 'throws')
+      return {
+        get minSlackBytes(): number {
+          throw new Error('collection broke')
+        },
+      }
     return this.reclaim ? {} : undefined
   }
   protected async run(_session: Session, _options: CompactOptions): Promise<CompactionResult> {
@@ -100,4 +106,13 @@ it('reclaims after a compacted run only, when the backend asks for it, after com
   engine.reclaim = false
   await engine.compact(h.session, { reason: 'manual' })
   expect(seen).toEqual(['finished compacted', 'reclaimed', 'finished failed', 'finished skipped', 'finished compacted'])
+})
+
+it('a collection that throws leaves the compaction compacted (logged, not rethrown)', async () => {
+  const h = await createHarness({ plugins: [[FixedEngine]] })
+  harnesses.push(h)
+  const engine = h.ctx.compaction as FixedEngine
+  engine.reclaim = 'throws'
+  const result = await engine.compact(h.session, { reason: 'manual' })
+  expect(result.status).toBe('compacted')
 })
