@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { defineConfig } from 'vitest/config'
+import LongestFirstSequencer from './scripts/vitest-sequencer.ts'
 
 // The suite runs as two projects over the same files (narrow a run with a path filter:
 // `npx vitest run packages/sandbox/`, a package or a file):
@@ -62,6 +63,9 @@ export default defineConfig({
     // Two cores on CI: keep the worker pool small and predictable.
     maxWorkers: 2,
     reporters: ['default'],
+    // Longest file first within each group, from scripts/test-durations.json (a clean clone has no
+    // vitest cache to order by): the groups end on short files instead of one worker idling.
+    sequence: { sequencer: LongestFirstSequencer },
     projects: [
       // The isolated files first, as a group of their own: a worker that met an isolated file between
       // two shared ones would have to start a fresh process for the next shared file.
