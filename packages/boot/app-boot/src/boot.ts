@@ -1,5 +1,5 @@
 // Booting a composition into a real Cordis tree through @cordisjs/plugin-loader, failing loud.
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { Context, Logger, type Exporter } from 'cordis'
 import { type Entry, Group, Loader } from '@cordisjs/plugin-loader'
 import { entryInitTask, entryOfContext, settleEntryFibers } from '@dsh/cordis-compat/loader'
@@ -239,11 +239,20 @@ export async function bootComposition(comp: Composition, opts: BootOptions = {})
   let prelinked: PrelinkDecision | undefined
   if (!opts.importModule && opts.prelink) {
     const urls = prepared.enabled.flatMap((r) => (r.url && !r.url.startsWith('cordis:') ? [r.url] : []))
-    // Stacks keep their V8 code cache where Node >= 22.1 keeps its own: <dsh home>/.cache/compile
-    // (the dsh home, which confined commands cannot write: cached code runs). Without a home, or
-    // with NODE_DISABLE_COMPILE_CACHE set, none.
+    // Stacks keep their V8 code cache where Node >= 22.1 keeps its own: the directory named by
+    // NODE_COMPILE_CACHE when it is set (the suite points every spawned bin at one such directory,
+    // so a fresh test home does not compile the stack again), else <dsh home>/.cache/compile (the
+    // dsh home, which confined commands cannot write: cached code runs). Without either, or with
+    // NODE_DISABLE_COMPILE_CACHE set, none.
     const home = opts.bootInfo?.home
-    const cacheDir = home && !process.env.NODE_DISABLE_COMPILE_CACHE ? join(home, '.cache', 'compile') : false
+    const named = process.env.NODE_COMPILE_CACHE?.trim()
+    const cacheDir = process.env.NODE_DISABLE_COMPILE_CACHE
+      ? false
+      : named
+        ? resolve(named)
+        : home
+          ? join(home, '.cache', 'compile')
+          : false
     prelinked = await loadPrelinked(urls, opts.prelink, {
       importFile: importRowModule,
       root: opts.prelinkRoot,

@@ -33,7 +33,7 @@ async function bootLog(extraEnv: Record<string, string> = {}): Promise<{ loaded:
 /** One `dsh --profile headless --patch <empty> --help` (a full boot) with its home under `root`. */
 async function helpBoot(
   root: string,
-  extraEnv: Record<string, string> = {},
+  extraEnv: Record<string, string | undefined> = {},
 ): Promise<{ loaded: string[]; formats: string[][]; stderr: string }> {
   const log = join(root, 'modules.txt')
   rmSync(log, { force: true })
@@ -42,6 +42,9 @@ async function helpBoot(
     DSH_HOME: join(root, 'dsh'),
     DSH_TEST_MODULE_LOG: log,
     NODE_OPTIONS: `--import ${REGISTER}`,
+    // A first start as a user's: not the suite's shared code cache directory (cli-testkit's
+    // inheritedEnv), unless a test names one.
+    NODE_COMPILE_CACHE: undefined,
     ...extraEnv,
   }
   // An extra (empty) layer makes the launcher boot the tree for --help instead of printing the
@@ -121,7 +124,7 @@ describe('the boot path of dsh --profile headless --help', () => {
     expect(formats.filter(([, format]) => format === 'commonjs').map(([url]) => url)).toEqual([])
   })
 
-  it("keeps the stack's code cache in the dsh home: written by the first boot, used by the next, none when turned off", {
+  it("keeps the stack's code cache in the dsh home or NODE_COMPILE_CACHE's directory: written by the first boot, used by the next, none when turned off", {
     timeout: 90_000,
   }, async () => {
     const root = mkdtempSync(join(tmpdir(), 'dsh-boot-cache-'))
@@ -144,6 +147,24 @@ describe('the boot path of dsh --profile headless --help', () => {
       expect(line((await helpBoot(root, { ...debug, NODE_DISABLE_COMPILE_CACHE: '1' })).stderr)).toEqual([
         'stack-bundles-headless',
         'off',
+      ])
+      expect(existsSync(cacheDir) ? readdirSync(cacheDir).filter((name) => name.startsWith('prelink-')) : []).toEqual(
+        [],
+      )
+      // NODE_COMPILE_CACHE names where it goes instead (where Node >= 22.1 keeps its own): a boot
+      // with another fresh home uses what the first one wrote there, and neither home gets one.
+      const named = join(root, 'named-cache')
+      expect(line((await helpBoot(root, { ...debug, NODE_COMPILE_CACHE: named })).stderr)).toEqual([
+        'stack-bundles-headless',
+        'absent',
+      ])
+      expect(readdirSync(named).filter((name) => name.startsWith('prelink-'))).toEqual([
+        expect.stringMatching(/^prelink-dsh-stack-bundles-headless-\w+\.v8$/),
+      ])
+      rmSync(join(root, 'dsh'), { recursive: true })
+      expect(line((await helpBoot(root, { ...debug, NODE_COMPILE_CACHE: named })).stderr)).toEqual([
+        'stack-bundles-headless',
+        'used',
       ])
       expect(existsSync(cacheDir) ? readdirSync(cacheDir).filter((name) => name.startsWith('prelink-')) : []).toEqual(
         [],

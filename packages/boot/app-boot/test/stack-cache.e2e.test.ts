@@ -38,7 +38,7 @@ describe('the stack code cache of a first start', () => {
     const bootOnly = join(root, 'home-boot')
     const help = await runDsh(['--profile', 'headless', '--patch', layer, '--help'], {
       cwd,
-      env: { HOME: root, DSH_HOME: bootOnly },
+      env: { HOME: root, DSH_HOME: bootOnly, NODE_COMPILE_CACHE: undefined },
     })
     expect(help.code, help.stderr).toBe(0)
     expect(help.stdout).toContain('--output-format')
@@ -51,7 +51,14 @@ describe('the stack code cache of a first start', () => {
       ],
     })
     const oneShotHome = join(root, 'home-one-shot')
-    const env = { HOME: root, DSH_HOME: oneShotHome, DEEPSEEK_BASE_URL: server.baseURL, DEEPSEEK_API_KEY: 'sk-test' }
+    // The home's own cache, not the suite's shared directory (cli-testkit's inheritedEnv).
+    const env = {
+      HOME: root,
+      DSH_HOME: oneShotHome,
+      DEEPSEEK_BASE_URL: server.baseURL,
+      DEEPSEEK_API_KEY: 'sk-test',
+      NODE_COMPILE_CACHE: undefined,
+    }
     const run = await runDsh(['--profile', 'headless', 'run echo'], { cwd, env: { ...env, DSH_DEBUG: '1' } })
     expect(run.code, run.stderr).toBe(0)
     expect(run.stdout).toBe('done\n')

@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import * as acp from '@agentclientprotocol/sdk'
+import { inheritedEnv } from '@dsh/cli-testkit'
 
 export const bin = fileURLToPath(new URL('../../../acp/acp-app/bin/dsh-acp.mjs', import.meta.url))
 
@@ -40,7 +41,7 @@ export function spawnBin(
 ): Spawned {
   const child = spawn(process.execPath, [binPath, ...args], {
     cwd,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+    env: { ...inheritedEnv(), ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
   })
   let out = ''

@@ -10,12 +10,16 @@ import { fileURLToPath } from 'node:url'
 import * as acp from '@agentclientprotocol/sdk'
 import pty from 'node-pty'
 import xterm from '@xterm/headless'
-import { DSH_BIN } from '@dsh/cli-testkit'
+import { DSH_BIN, inheritedEnv } from '@dsh/cli-testkit'
 import { randomUUID } from 'node:crypto'
 import { writeFileSync, mkdirSync } from 'node:fs'
 import { cwdKey, encodeLines, loadZstd, scanRaw, scanZstd } from '@dsh/session-persistence-jsonl'
 import type { Page } from '@dsh/web-testkit'
 import { markersIn, type LogEvent } from '../src/index.ts'
+
+/** The suite's stack code cache directory, when its global setup named one (a pty wants strings). */
+const compileCache = (): Record<string, string> =>
+  process.env.NODE_COMPILE_CACHE ? { NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE } : {}
 
 export const ACP_BIN = fileURLToPath(new URL('../../../acp/acp-app/bin/dsh-acp.mjs', import.meta.url))
 
@@ -113,7 +117,7 @@ export interface AcpPeer {
 export async function startAcpPeer(env: Record<string, string>, cwd: string, args: string[] = []): Promise<AcpPeer> {
   const child = spawn(process.execPath, [ACP_BIN, ...args], {
     cwd,
-    env: { PATH: process.env.PATH, HOME: env.HOME ?? process.env.HOME, ...env },
+    env: { ...inheritedEnv(), HOME: env.HOME ?? process.env.HOME, ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
   })
   let err = ''
@@ -244,7 +248,7 @@ export async function tuiScreen(
     cols,
     rows,
     cwd,
-    env: { PATH: process.env.PATH ?? '', TERM: 'xterm-256color', ...env },
+    env: { ...compileCache(), PATH: process.env.PATH ?? '', TERM: 'xterm-256color', ...env },
   })
   const exited = new Promise<void>((resolve) => term.onExit(() => resolve()))
   const screen = new xterm.Terminal({ cols, rows, scrollback: 5000, allowProposedApi: true })

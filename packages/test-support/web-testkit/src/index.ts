@@ -96,6 +96,9 @@ export async function startWebApp(options: WebAppOptions = {}): Promise<WebApp> 
     PATH: process.env.PATH!,
     HOME: home,
     DSH_HOME: join(home, '.dsh'),
+    // The suite's one stack code cache directory (scripts/vitest-global-setup.ts): a fresh home
+    // does not compile the stack again.
+    ...(process.env.NODE_COMPILE_CACHE ? { NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE } : {}),
     DEEPSEEK_BASE_URL: mock.baseURL,
     ...(options.noKey ? {} : { DEEPSEEK_API_KEY: 'sk-test-not-a-real-key' }),
     DSH_PERMISSION_MODE: 'danger-full-access',
