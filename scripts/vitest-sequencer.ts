@@ -1,6 +1,6 @@
 // The order vitest hands test files to its two workers: longest first, from the durations a run
-// recorded (scripts/test-durations.json, written by scripts/test-durations.mjs from a run's JSON
-// report), so the last file of a group is a short one and neither worker idles while the other
+// recorded (scripts/test-durations.json, written by scripts/test-durations.mjs from vitest's results
+// cache of a whole run), so the last file of a group is a short one and neither worker idles while the other
 // finishes a 20-second browser file. Vitest's own order needs its results cache, which a clean
 // clone (CI) does not have; it then runs larger files (in bytes) first, and ci37 spent ~45 s with
 // one worker idle at the end of the isolated group (.agents/notes/ci-time.md).

@@ -1,6 +1,7 @@
 // The suite's own file order (scripts/vitest-sequencer.ts) and its record (scripts/test-durations.mjs):
 // longest recorded file first within a group, groups and projects kept apart, failed and untimed
-// files first; the record written from a vitest JSON report of another checkout, bad input refused.
+// files first; the record written from vitest's results cache (whole files, hooks included), bad
+// input refused.
 import { describe, expect, it } from 'vitest'
 import { spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -97,30 +98,31 @@ describe('the test order', () => {
 describe('scripts/test-durations.mjs', () => {
   const run = (...args: string[]) => spawnSync(process.execPath, [SCRIPT, ...args], { encoding: 'utf8' })
 
-  it("writes seconds per file from another checkout's report, keyed from the repository root", () => {
+  it("writes whole-file seconds from vitest's results cache, keyed from the repository root", () => {
     const dir = mkdtempSync(join(tmpdir(), 'dsh-test-order-'))
     try {
-      const report = join(dir, 'results.json')
+      const cache = join(dir, 'results.json')
       writeFileSync(
-        report,
+        cache,
         JSON.stringify({
-          testResults: [
-            { name: '/tmp/ci9/packages/x/y/test/a.test.ts', startTime: 1000, endTime: 3460 },
-            { name: `${ROOT}/bundles/z/test/b.e2e.test.ts`, startTime: 0, endTime: 40 },
-            { name: '/tmp/ci9/packages/x/y/test/broken.test.ts', startTime: 'soon' },
+          version: '4.1.12',
+          results: [
+            ['shared:packages/x/y/test/a.test.ts', { duration: 51647.55, failed: false }],
+            ['isolated:bundles/z/test/b.e2e.test.ts', { duration: 40, failed: true }],
+            ['shared:packages/x/y/test/broken.test.ts', { duration: 'soon' }],
+            ['shared:packages/x/y/test/negative.test.ts', { duration: -5 }],
+            'not an entry',
           ],
         }),
       )
       const out = join(dir, 'durations.json')
-      const r = run(report, '--out', out)
+      const r = run(cache, '--out', out)
       expect(r.stderr).toBe('')
       expect(r.status).toBe(0)
       expect(r.stdout).toContain('2 files written')
-      expect(JSON.parse(readFileSync(out, 'utf8')).files).toEqual({
-        'bundles/z/test/b.e2e.test.ts': 0,
-        'packages/x/y/test/a.test.ts': 2.5,
-      })
-      expect(readDurations(out)).toEqual({ 'bundles/z/test/b.e2e.test.ts': 0, 'packages/x/y/test/a.test.ts': 2.5 })
+      const expected = { 'bundles/z/test/b.e2e.test.ts': 0, 'packages/x/y/test/a.test.ts': 51.6 }
+      expect(JSON.parse(readFileSync(out, 'utf8')).files).toEqual(expected)
+      expect(readDurations(out)).toEqual(expected)
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
@@ -130,12 +132,11 @@ describe('scripts/test-durations.mjs', () => {
     const dir = mkdtempSync(join(tmpdir(), 'dsh-test-order-'))
     try {
       const empty = join(dir, 'empty.json')
-      writeFileSync(empty, JSON.stringify({ testResults: [] }))
+      writeFileSync(empty, JSON.stringify({ version: '4.1.12', results: [] }))
       const cases: Array<[string[], RegExp]> = [
         [[join(dir, 'absent.json'), '--out', join(dir, 'o.json')], /cannot read .*absent\.json/],
-        [[empty, '--out', join(dir, 'o.json')], /has no testResults/],
+        [[empty, '--out', join(dir, 'o.json')], /has no results/],
         [['--out'], /--out needs a file/],
-        [['a.json', 'b.json'], /one report at most/],
       ]
       for (const [args, message] of cases) {
         const r = run(...args)
