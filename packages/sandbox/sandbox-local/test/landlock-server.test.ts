@@ -10,6 +10,7 @@ import { Context } from 'cordis'
 import type { SandboxInvocation, SandboxPolicy } from '@dsh/sandbox'
 import type {} from '@dsh/subprocess'
 import LocalSubprocessService from '@dsh/subprocess-local'
+import { spawnServerUnavailable } from '@dsh/posix-spawn'
 import LocalSandbox from '../src/index.ts'
 
 let base: string
@@ -127,13 +128,19 @@ const probe = await new LocalSandbox(new Context(), {
   probeTimeoutMs: 5000,
 }).describe()
 const skip = probe.runner !== 'landlock'
+/**
+ * Every test here starts a spawn server, which needs the posix_spawn add-on: it only loads on the
+ * main thread, so under Stryker's vitest runner (worker threads) they are skipped, as in
+ * service.test.ts. In the normal run this is false.
+ */
+const noServers = spawnServerUnavailable() !== undefined
 if (skip)
   console.warn(
     `[sandbox-local] skipping the Landlock spawn server tests: ${probe.rejected.map((r) => `${r.runner}: ${r.reason}`).join('; ')}`,
   )
 
 describe('landlock spawn server', () => {
-  it.skipIf(skip)(
+  it.skipIf(skip || noServers)(
     'the server is confined as a command is: no_new_privs, seccomp, no capabilities, same as a helper per command',
     async () => {
       const node = loggingNode('node-ll-confined')
@@ -160,7 +167,7 @@ describe('landlock spawn server', () => {
     },
   )
 
-  it.skipIf(skip)(
+  it.skipIf(skip || noServers)(
     'the second command of a policy starts no runner: one helper start for several commands',
     async () => {
       const node = loggingNode('node-ll-count')
@@ -181,7 +188,7 @@ describe('landlock spawn server', () => {
     },
   )
 
-  it.skipIf(skip)(
+  it.skipIf(skip || noServers)(
     'fail closed: a dead server leaves only the confined argv, a request in flight fails clearly, the next wrap restarts it',
     async () => {
       const node = loggingNode('node-ll-dies')
