@@ -206,6 +206,10 @@ describe('what a probe concludes from its children', () => {
       'unshare',
     )
     expect(failed).toBe('the Landlock helper failed: helper: no')
+    // A helper that fails without a word: the reason says so and adds nothing after it.
+    expect(await probeLandlock(answers({ node: { code: 1, output: '' } }), 'node', 'unshare')).toBe(
+      'the Landlock helper failed',
+    )
     const long = `x${'y'.repeat(200)}`
     expect(await probeLandlock(answers({ node: { code: 0, output: long } }), 'node', 'unshare')).toBe(
       `unexpected probe output ${JSON.stringify(long.slice(0, 100))}`,
