@@ -65,7 +65,8 @@ export default defineConfig({
     reporters: ['default'],
     // Longest file first within each group, from scripts/test-durations.json (a clean clone has no
     // vitest cache to order by): the groups end on short files instead of one worker idling.
-    sequence: { sequencer: LongestFirstSequencer },
+    // DSH_TEST_ORDER=vitest keeps vitest's own order (to compare the two).
+    ...(process.env.DSH_TEST_ORDER === 'vitest' ? {} : { sequence: { sequencer: LongestFirstSequencer } }),
     projects: [
       // The isolated files first, as a group of their own: a worker that met an isolated file between
       // two shared ones would have to start a fresh process for the next shared file.
