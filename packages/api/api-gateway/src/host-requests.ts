@@ -6,13 +6,16 @@ import type { SessionHost } from './host.ts'
 import { approvalFrame, type Live, questionFrame } from './host-wire.ts'
 import type { PendingAnswers } from '@dsh/surface-kit'
 
-/** Registers the host as the `web` answerer of the mounted services; returns their removals. */
-export function bridgeRequests(host: SessionHost): Array<() => void> {
-  const offs: Array<() => void> = []
-  const approval = host.opt('approval')
-  if (approval) {
+/**
+ * Registers the host as the `web` answerer of the approval and question services, each as soon as
+ * it is provided (a service that appears after the host started is bridged too; one that goes
+ * away takes its registration along); each removal is pushed to `offs` (the host's stop runs them).
+ */
+export function bridgeRequests(host: SessionHost, offs: Array<() => void>): void {
+  host.ctx.inject(['approval'], (ctx) => {
+    if (host.stopping) return
     offs.push(
-      approval.registerAnswerer({
+      ctx.approval.registerAnswerer({
         name: 'web',
         accepts: (request) => request.sessionId !== undefined && host.live.has(request.sessionId),
         answer: (request, { signal }) =>
@@ -33,11 +36,11 @@ export function bridgeRequests(host: SessionHost): Array<() => void> {
           ),
       }),
     )
-  }
-  const questions = host.opt('userQuestions')
-  if (questions) {
+  })
+  host.ctx.inject(['userQuestions'], (ctx) => {
+    if (host.stopping) return
     offs.push(
-      questions.registerAnswerer({
+      ctx.userQuestions.registerAnswerer({
         name: 'web',
         accepts: (request) => request.sessionId !== undefined && host.live.has(request.sessionId),
         answer: (request, { signal }) =>
@@ -58,8 +61,7 @@ export function bridgeRequests(host: SessionHost): Array<() => void> {
           ),
       }),
     )
-  }
-  return offs
+  })
 }
 
 /**

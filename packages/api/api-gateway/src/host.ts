@@ -158,7 +158,7 @@ export class SessionHost {
     })
     new SessionRoutes(this).register()
 
-    this.offAnswerers.push(...bridgeRequests(this))
+    bridgeRequests(this, this.offAnswerers)
     // The graceful stop of a dsh app: turns are cancelled and their ends logged while the
     // persistence rows are still active. Unloading the plugin alone stops too (not awaited).
     ctx.on('app/stopping', () => this.stop())

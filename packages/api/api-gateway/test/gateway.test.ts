@@ -75,15 +75,23 @@ async function mockModel(steps: MockStep[]): Promise<MockServer> {
   return mock
 }
 
-async function boot(mock: MockServer, home: string, gateway: Record<string, unknown> = {}): Promise<Host> {
+async function boot(
+  mock: MockServer,
+  home: string,
+  gateway: Record<string, unknown> = {},
+  options: { approvalLast?: boolean } = {},
+): Promise<Host> {
+  const approval = [ApprovalService, {}]
   const harness = await createHarness({
     plugins: [
       [DeepSeek, { baseURL: mock.baseURL, apiKeyEnv: ENV }],
       [JsonlPersistence, { root: join(home, 'sessions'), fsync: false, batchWindowMs: 1 }],
       [DurableSessions, { origin: 'web' }],
-      [ApprovalService, {}],
+      ...(options.approvalLast ? [] : [approval]),
       [guardedTool],
       [ApiGateway, { metaFile: join(home, 'web', 'sessions.json'), heartbeatMs: 0, ...gateway }],
+      // Provided after the host started (a profile's rows may load in another order).
+      ...(options.approvalLast ? [approval] : []),
     ] as never,
   })
   const ctx = harness.ctx as Context & { api: ApiGateway }
@@ -231,6 +239,28 @@ describe('api-gateway over real HTTP', () => {
       requestId: approval.requestId,
       decision: 'allowed-once',
     })
+  })
+
+  it('answers approvals of a service provided after the host started', async () => {
+    const mock = await mockModel([
+      { toolCalls: [{ name: 'guarded', arguments: { what: 'ship' } }] },
+      { text: 'shipped' },
+    ])
+    const host = await boot(mock, tempDir(), {}, { approvalLast: true })
+    const { session } = await call(host, 'sessions.create', { cwd: tempDir(), model: MODEL })
+    const reader = new SseReader(`${host.url}/api/events/session/${session.sessionId}`)
+    await reader.until((f) => f.some((x) => x.event === 'status'))
+    await call(host, 'sessions.prompt', { sessionId: session.sessionId, text: 'please ship' })
+    // Without the bridge the request is refused at once ("no approval answerer") and the turn ends.
+    await reader.until((f) => f.some((x) => x.event === 'approval') || turnEnds(f) === 1)
+    const asked = reader.frames.find((x) => x.event === 'approval')
+    expect(asked, 'the approval reached the web clients').toBeDefined()
+    await call(host, 'approvals.respond', { requestId: asked!.data.requestId, decision: 'allowed-once' })
+    await reader.until((f) => turnEnds(f) === 1)
+    const history = await call(host, 'sessions.history', { sessionId: session.sessionId })
+    expect(JSON.stringify(history.events.find((e: any) => e.type === 'tool/result').data)).toContain(
+      'decision: allowed-once',
+    )
   })
 
   it('50 concurrent stream clients of one session receive identical streams', async () => {
