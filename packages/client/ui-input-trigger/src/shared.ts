@@ -133,6 +133,11 @@ export interface MenuState {
   groups: MenuGroup[]
   active: number
   loading: boolean
+  /**
+   * The groups shown are an earlier query's, kept while this one's candidates load: Enter or Tab
+   * then waits for the new list instead of picking from the old one.
+   */
+  stale?: boolean
   error?: string
 }
 

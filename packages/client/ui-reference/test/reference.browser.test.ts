@@ -126,4 +126,39 @@ describe.skipIf(!hasChromium())('ui-reference in the browser', () => {
       app.call('sessions.prompt', { sessionId: session.sessionId, text: 'x', references: [{ kind: 'file' }] }),
     ).rejects.toThrow(/400 INVALID_PARAMS.*references/)
   })
+  it("Enter pressed while the menu still lists an earlier query's files waits for the typed query's list", async () => {
+    await withArtifacts(page, 'reference-stale-enter', async () => {
+      await input().fill('')
+      await input().click()
+      await page.keyboard.type('see @')
+      await items().first().waitFor()
+      const first = (await items().allTextContents())[0]
+      // A query whose answer is not the first row of the "@" list on screen.
+      const [query, file] = first === 'notes.md' ? ['main', 'src/main.ts'] : ['notes', 'notes.md']
+      let release = () => {}
+      const held = new Promise<void>((resolve) => (release = resolve))
+      let asked = () => {}
+      const askedFor = new Promise<void>((resolve) => (asked = resolve))
+      await page.route('**/api/files.search', async (route) => {
+        if (route.request().postDataJSON()?.query === query) {
+          asked()
+          await held
+        }
+        await route.continue()
+      })
+      try {
+        await page.keyboard.insertText(query)
+        await askedFor
+        // The "@" list is still on screen while this query's search is held.
+        expect(await items().first().textContent()).toBe(first)
+        await page.keyboard.press('Enter')
+        release()
+        await expect.poll(() => input().inputValue()).toBe(`see @${file} `)
+      } finally {
+        release()
+        await page.unroute('**/api/files.search')
+      }
+      await input().fill('')
+    })
+  })
 })

@@ -67,6 +67,8 @@ export class InputTriggers extends Service implements InputTriggersApi {
   readonly menu = new Store<MenuState | undefined>(undefined)
   private readonly sources: TriggerSource[] = []
   private generation = 0
+  /** Enter or Tab pressed while the menu showed an earlier query's list: done when `generation` settles. */
+  private pending?: { generation: number; key: 'Enter' | 'Tab'; target: HTMLTextAreaElement }
   /** Picks with a reference, per session: the inserted token and what it attaches. */
   private readonly picks = new Map<string, Array<{ token: string; reference: PromptReference }>>()
   private abort?: AbortController
@@ -251,7 +253,8 @@ export class InputTriggers extends Service implements InputTriggersApi {
     this.abort?.abort()
     const abort = (this.abort = new AbortController())
     const sources = this.sources.filter((s) => s.char === match.char)
-    this.menu.set({ sessionId: session.sessionId, match, anchor: el, groups: shown, active, loading: true })
+    const stale = shown.length > 0 && (this.menu.get()?.match.query !== match.query || this.menu.get()?.stale === true)
+    this.menu.set({ sessionId: session.sessionId, match, anchor: el, groups: shown, active, loading: true, stale })
     void Promise.allSettled(
       sources.map(async (source) => ({ source, items: await source.candidates(match.query, session, abort.signal) })),
     ).then((results) => {
@@ -268,6 +271,13 @@ export class InputTriggers extends Service implements InputTriggersApi {
         loading: false,
         ...(failed ? { error: String(failed.reason?.message ?? failed.reason) } : {}),
       })
+      const pending = this.pending
+      if (pending?.generation !== generation) return
+      this.pending = undefined
+      const state = this.menu.get()
+      const items = state ? this.flat(state) : []
+      // Nothing to pick in the new list: the key is spent (the text stays, a second Enter sends it).
+      if (state && items.length && pending.target.isConnected) this.choose(state, items, pending.key, pending.target)
     })
   }
 
@@ -317,21 +327,14 @@ export class InputTriggers extends Service implements InputTriggersApi {
       }
       if ((e.key === 'Enter' || e.key === 'Tab') && !e.shiftKey && !e.altKey && !e.ctrlKey && !e.metaKey) {
         stop()
-        // Enter on a line that is already a whole candidate (`/export` typed out) and that a
-        // source claims runs it at once: one Enter, not a pick and then a second Enter.
-        const line = e.target.value.trim()
-        const session = this.session()
-        if (e.key === 'Enter' && session && items.some(({ item }) => (item.insert ?? item.label) === line)) {
-          const target = e.target
-          const handler = this.claim(target.value, session)
-          if (handler) {
-            this.close()
-            this.run(handler, target)
-            return
-          }
+        // The list on screen answers an earlier query ("@" while "@coun" is loading): picking its
+        // active row would insert something the typed text does not match. The key waits for
+        // this query's list (a later keystroke asks again and drops it).
+        if (state.loading && state.stale) {
+          this.pending = { generation: this.generation, key: e.key, target: e.target }
+          return
         }
-        const chosen = items[Math.min(state.active, items.length - 1)]
-        void this.pick(chosen.group, chosen.item)
+        this.choose(state, items, e.key, e.target)
         return
       }
       return
@@ -344,6 +347,29 @@ export class InputTriggers extends Service implements InputTriggersApi {
     stop()
     if (state) this.close()
     this.run(claimed, e.target)
+  }
+
+  /** Enter or Tab on an open menu with candidates: runs a whole claimed line, else picks the active row. */
+  private choose(
+    state: MenuState,
+    items: Array<{ group: MenuGroup; item: TriggerCandidate }>,
+    key: string,
+    target: HTMLTextAreaElement,
+  ): void {
+    // Enter on a line that is already a whole candidate (`/export` typed out) and that a
+    // source claims runs it at once: one Enter, not a pick and then a second Enter.
+    const line = target.value.trim()
+    const session = this.session()
+    if (key === 'Enter' && session && items.some(({ item }) => (item.insert ?? item.label) === line)) {
+      const handler = this.claim(target.value, session)
+      if (handler) {
+        this.close()
+        this.run(handler, target)
+        return
+      }
+    }
+    const chosen = items[Math.min(state.active, items.length - 1)]
+    void this.pick(chosen.group, chosen.item)
   }
 
   /** The first source that claims Enter on `text`, with its handler. */
