@@ -21,9 +21,13 @@
 #   --tests-after FILE
 #                  do the install checks now, then wait until FILE holds a word: `run` starts the
 #                  tests, anything else skips them (exit 0 after the install checks). .ci/run starts
-#                  the check in the background while its own suite runs (the clone, the Node download
-#                  and the native add-on builds overlap the suite) and says `run` once the suite passed,
-#                  so the two test runs never compete for the two cores. Gives up if the caller exits.
+#                  the check in the background before its own checks (the clone, the Node download
+#                  and the native add-on builds overlap them) and says `run` when its own suite
+#                  starts. Gives up if the caller exits.
+#   --test-workers N
+#                  with --test-families, run vitest with at most N workers (default: the config's).
+#                  .ci/run says 1: these tests then fill the cores its main suite leaves idle
+#                  (a third of them on average) instead of running after it.
 # Exit 0 when every step behaved; otherwise one line naming the step that did not.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -50,6 +54,7 @@ with_tests=
 test_projects=
 test_exclude=
 tests_after=
+test_workers=
 while (($#)); do
   case "$1" in
     --node) node_major=${2:?--node needs a major version}; shift 2 ;;
@@ -57,7 +62,11 @@ while (($#)); do
     --test-families) test_projects=${2:?--test-families needs a list of package families}; shift 2 ;;
     --test-exclude) test_exclude=${2:?--test-exclude needs a regular expression}; shift 2 ;;
     --tests-after) tests_after=${2:?--tests-after needs a file}; shift 2 ;;
-    *) echo "usage: bash scripts/fresh-machine-check.sh [--node MAJOR] [--with-tests | --test-families \"F ...\" [--test-exclude REGEX]] [--tests-after FILE]" >&2; exit 2 ;;
+    --test-workers)
+      test_workers=${2:?--test-workers needs a number}
+      [[ "$test_workers" =~ ^[1-9][0-9]*$ ]] || { echo "fresh-machine-check: --test-workers needs a whole number of 1 or more, not \"$test_workers\"" >&2; exit 2; }
+      shift 2 ;;
+    *) echo "usage: bash scripts/fresh-machine-check.sh [--node MAJOR] [--with-tests | --test-families \"F ...\" [--test-exclude REGEX] [--test-workers N]] [--tests-after FILE]" >&2; exit 2 ;;
   esac
 done
 
@@ -176,6 +185,6 @@ elif [[ -n "$test_projects" ]]; then
   fi
   say "test families under node $(node --version): $test_projects${test_exclude:+ (${#args[@]} files, without /$test_exclude/)}"
   unset DEEPSEEK_BASE_URL DEEPSEEK_API_KEY
-  (cd "$work/dsh" && npx vitest run "${args[@]}") || fail "the test families ($test_projects) failed under node $(node --version)"
+  (cd "$work/dsh" && npx vitest run ${test_workers:+--maxWorkers="$test_workers"} "${args[@]}") || fail "the test families ($test_projects) failed under node $(node --version)"
 fi
 say "ok (node $(node --version), clean clone, HOME=$HOME, README commands verbatim)"
