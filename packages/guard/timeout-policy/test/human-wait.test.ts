@@ -1,6 +1,6 @@
 // The deadline does not count time a call spends waiting for a person: an approval or a question
 // asked inside the call (named by its callId) pauses it, and it resumes with what was left.
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { Context } from 'cordis'
 import { createHarness, type Harness } from '@dsh/agent-loop-testkit'
 import ApprovalService, { type ApprovalRequest } from '@dsh/user-approval'
@@ -12,12 +12,6 @@ import * as TimeoutPolicy from '../src/index.ts'
 // 400 ms was not enough: on two cores at load 12-16 a Code Mode call's own work (40 ms of sleeps
 // plus the nested dispatch) overran it once in a full run. 1.5 s leaves 1.4 s of scheduling noise.
 const BUDGET = 1500
-
-let harness: Harness | undefined
-afterEach(async () => {
-  await harness?.dispose()
-  harness = undefined
-})
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -112,7 +106,7 @@ function tools(ranLog: string[]) {
  */
 async function boot(calls: Array<{ name: string; args: Record<string, unknown> }>, delay: number) {
   const ran: string[] = []
-  harness = await createHarness({
+  const harness = await createHarness({
     script: [{ toolCalls: calls.map((c) => ({ name: c.name, arguments: c.args })) }, { text: 'done' }],
     plugins: [
       [ApprovalService],
@@ -121,6 +115,14 @@ async function boot(calls: Array<{ name: string; args: Record<string, unknown> }
       [TimeoutPolicy, { perTool: { guarded: BUDGET, asker: BUDGET, outer: BUDGET } }],
     ],
   })
+  try {
+    return await run(harness, ran, delay)
+  } finally {
+    await harness.dispose()
+  }
+}
+
+async function run(harness: Harness, ran: string[], delay: number) {
   const asked: Array<ApprovalRequest | QuestionsRequest> = []
   harness.ctx.approval.registerAnswerer({
     name: 'slow-human',
@@ -147,7 +149,9 @@ async function boot(calls: Array<{ name: string; args: Record<string, unknown> }
 
 const text = (r: { message: { content: { text: string }[] } }) => r.message.content[0]!.text
 
-describe('timeout-policy: time waiting for a person does not count', () => {
+// Each case waits ~1.5-2 s of wall time on timers and almost no CPU: they run side by side, each
+// with its own harness, so the file takes about the longest case instead of their sum (11.5 s).
+describe.concurrent('timeout-policy: time waiting for a person does not count', () => {
   it('an approval answered after the budget lets the call run and return its own result', async () => {
     const { results, ran, asked } = await boot([{ name: 'guarded', args: { before: 20, after: 20 } }], BUDGET + 250)
     expect(asked).toHaveLength(1)
