@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { Context } from 'cordis'
 import LspService from '@dsh/lsp'
 import SubprocessLocal from '@dsh/subprocess-local'
@@ -45,13 +45,13 @@ export function fixture(): string {
   return dir
 }
 
-const fibers: { dispose(): unknown }[] = []
-afterEach(async () => {
-  for (const fiber of fibers.splice(0)) await fiber.dispose()
-})
-
-async function boot(config: object) {
+/** Boots the service and the provider; `onFinished` (the test's own hook) disposes them after it. */
+async function boot(config: object, onFinished: (fn: () => Promise<void>) => void) {
   const ctx = new Context()
+  const fibers: { dispose(): unknown }[] = []
+  onFinished(async () => {
+    for (const fiber of fibers.reverse()) await fiber.dispose()
+  })
   for (const [plugin, cfg] of [
     [LspService, {}],
     [SubprocessLocal, {}],
@@ -64,12 +64,14 @@ async function boot(config: object) {
   return ctx
 }
 
+// The two server cases run side by side: the second waits 6 s for its server on purpose, time the
+// first (a real project load) can use.
 describe('@dsh/lsp-stdio with typescript-language-server', () => {
-  it('answers definition, references, hover, implementations and symbols, and reports a new type error', {
+  it.concurrent('answers definition, references, hover, implementations and symbols, and reports a new type error', {
     timeout: 180_000,
-  }, async () => {
+  }, async ({ onTestFinished }) => {
     const dir = fixture()
-    const ctx = await boot({ servers: { typescript: typescriptServer() } })
+    const ctx = await boot({ servers: { typescript: typescriptServer() } }, onTestFinished)
     const main = join(dir, 'src/main.ts')
     const math = join(dir, 'src/math.ts')
     // `add` in `const total = add(1, 2)`: line 2, character 14 (0-based).
@@ -106,9 +108,9 @@ describe('@dsh/lsp-stdio with typescript-language-server', () => {
     ])
   })
 
-  it('a slow server start does not use up the diagnostics wait: it counts from the change, once the server is ready', {
+  it.concurrent('a slow server start does not use up the diagnostics wait: it counts from the change, once the server is ready', {
     timeout: 180_000,
-  }, async () => {
+  }, async ({ onTestFinished }) => {
     const dir = fixture()
     writeFileSync(join(dir, 'src/main.ts'), "import { add } from './math'\n\nconst total: string = add(1, 2)\n")
     const server = typescriptServer()
@@ -119,14 +121,19 @@ describe('@dsh/lsp-stdio with typescript-language-server', () => {
       command: '/bin/sh',
       args: ['-c', 'sleep 6; exec "$0" "$@"', server.command, ...server.args],
     }
-    const ctx = await boot({ servers: { typescript: slow }, diagnosticsWaitMs: 5_000 })
+    const ctx = await boot({ servers: { typescript: slow }, diagnosticsWaitMs: 5_000 }, onTestFinished)
     const errors = (await ctx.lsp.diagnostics(join(dir, 'src/main.ts'))).filter((d) => d.severity === 'error')
     expect(errors.map((d) => d.code)).toEqual(['2322'])
   })
 
-  it('fails with a clear error when the server cannot start, and answers NO_SERVER for other files', async () => {
+  it('fails with a clear error when the server cannot start, and answers NO_SERVER for other files', async ({
+    onTestFinished,
+  }) => {
     const dir = fixture()
-    const ctx = await boot({ servers: { broken: { command: 'dsh-no-such-language-server', extensions: ['.ts'] } } })
+    const ctx = await boot(
+      { servers: { broken: { command: 'dsh-no-such-language-server', extensions: ['.ts'] } } },
+      onTestFinished,
+    )
     await expect(ctx.lsp.hover(join(dir, 'src/main.ts'), { line: 0, character: 0 })).rejects.toMatchObject({
       code: 'SERVER_FAILED',
       message: 'language server "broken" did not start: could not start "dsh-no-such-language-server": ENOENT',
