@@ -45,9 +45,13 @@ export class E2bFileSystem extends FileSystem {
       if (error instanceof FileNotFoundError || error instanceof NotFoundError)
         throw errno('ENOENT', `${path} does not exist`, error)
       if (this.owner.isGone(error)) throw errno('EIO', this.owner.lost(sandbox, error), error)
-      if (error instanceof InvalidArgumentError && /directory/i.test(error.message))
-        throw errno('EISDIR', error.message, error)
-      throw error
+      const message = error instanceof Error ? error.message : String(error)
+      // A path below a file, or listing a file: envd says "not a directory" (ENOTDIR).
+      if (/not a directory|ENOTDIR/i.test(message)) throw errno('ENOTDIR', message, error)
+      if (error instanceof InvalidArgumentError && /directory/i.test(message)) throw errno('EISDIR', message, error)
+      if ((error as { name?: unknown } | null)?.name === 'AbortError') throw error
+      // Any other SDK failure (a 5xx, a broken request) is still an FsError for the caller.
+      throw errno('EIO', message, error)
     }
   }
 
