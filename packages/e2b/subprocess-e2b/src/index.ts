@@ -35,6 +35,8 @@ class Retained {
   private whole: Uint8Array[] = []
   private head: Uint8Array = new Uint8Array(0)
   private tail: Uint8Array = new Uint8Array(0)
+  /** True once the stream passed `maxBytes` and only head and tail are kept. */
+  private split = false
   total = 0
   constructor(private readonly spec: RetentionSpec | undefined) {}
 
@@ -45,8 +47,10 @@ class Retained {
       this.whole.push(data)
       return
     }
-    if (this.whole.length > 0) {
-      const all = concat(this.whole)
+    if (!this.split) {
+      // The chunk that crosses `maxBytes` (maybe the first one) belongs to the head or the tail too.
+      const all = concat([...this.whole, data])
+      this.split = true
       this.whole = []
       this.head = all.subarray(0, spec.headBytes)
       this.tail = all.subarray(Math.max(spec.headBytes, all.byteLength - spec.tailBytes))
