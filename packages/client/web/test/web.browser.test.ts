@@ -113,7 +113,10 @@ describe.skipIf(!hasChromium())('dsh web in Chromium', () => {
       await expect.poll(() => assistantTexts(page), { timeout: 20_000 }).toEqual([final])
       const seen = await page.evaluate(() => (window as unknown as { __seen: string[] }).__seen)
       expect(seen.at(-1)).toBe(final)
-      expect(seen.length).toBeGreaterThan(2)
+      // At least one partial text before the final one (an answer drawn only when complete would
+      // leave one entry). Not two: under load (a five-run check beside a spinning core) two of
+      // the four pieces 250 ms apart once reached the page in one publish.
+      expect(seen.length).toBeGreaterThanOrEqual(2)
       for (const partial of seen) expect(final.startsWith(partial)).toBe(true)
       await expect.poll(() => page.locator('.msg-user .body').allTextContents()).toEqual(['stream something'])
       // The sidebar names the session by its first prompt once it has one.
