@@ -36,7 +36,7 @@ afterEach(async () => {
 })
 
 /** The owner and the provider under test, in a fresh Cordis tree; disposed after the test. */
-async function world() {
+async function mount(): Promise<Context> {
   const ctx = new Context()
   const fibers = [
     await ctx.plugin(E2bService, {
@@ -49,10 +49,16 @@ async function world() {
     }),
     await ctx.plugin(E2bFileSystem),
   ]
-  await new Promise<void>((resolve) => ctx.inject(['e2b', 'fs'], () => resolve()))
   closers.push(async () => {
     for (const fiber of fibers.reverse()) await fiber.dispose()
   })
+  await new Promise<void>((resolve) => ctx.inject(['e2b', 'fs'], () => resolve()))
+  return ctx
+}
+
+/** `mount()` with its sandbox started: the provider, the sandbox id and its host-side root. */
+async function world() {
+  const ctx = await mount()
   const sandbox = await ctx.e2b.sandbox()
   /** Host path of sandbox path `path` (the stand-in's root for this sandbox). */
   const host = (path: string) => join(standin.rootOf(sandbox.sandboxId), path)
@@ -220,21 +226,7 @@ describe('fs-e2b', () => {
     const key = process.env.E2B_API_KEY
     delete process.env.E2B_API_KEY
     try {
-      const ctx = new Context()
-      const fibers = [
-        await ctx.plugin(E2bService, {
-          apiUrl: standin.url,
-          sandboxUrl: standin.url,
-          cwd,
-          upload: { enabled: false, maxBytes: 1 << 20, exclude: [] },
-          patch: { enabled: false },
-        }),
-        await ctx.plugin(E2bFileSystem),
-      ]
-      closers.push(async () => {
-        for (const fiber of fibers.reverse()) await fiber.dispose()
-      })
-      await new Promise<void>((resolve) => ctx.inject(['e2b', 'fs'], () => resolve()))
+      const ctx = await mount()
       const error = await ctx.fs.stat(p('x')).catch((e: unknown) => e)
       expect(error).toBeInstanceOf(FsError)
       expect(error).toMatchObject({ code: 'IO', message: expect.stringContaining('needs E2B_API_KEY') })
