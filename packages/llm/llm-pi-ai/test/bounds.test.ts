@@ -20,8 +20,14 @@ afterEach(async () => {
   delete process.env[ENV]
 })
 
+/**
+ * A route on a mock server that plays `steps` after one plain answer, which `local` streams first:
+ * pi-ai loads its protocol code on a route's first request, and on a loaded machine that load alone
+ * outlasted a short budget before any byte was sent (a keep-alive case ended in TIMEOUT with no
+ * request at the server). The timed request is the second: `timed()`.
+ */
 async function local(steps: MockStep[], extra: Record<string, unknown> = {}): Promise<void> {
-  server = await startMockServer({ steps })
+  server = await startMockServer({ steps: [{ text: 'warm' }, ...steps] })
   process.env[ENV] = KEY
   ctx = new Context()
   await ctx.plugin(LlmService)
@@ -36,6 +42,15 @@ async function local(steps: MockStep[], extra: Record<string, unknown> = {}): Pr
       },
     },
   } as never)
+  const warm: StreamChunk[] = []
+  for await (const chunk of ctx.llm.stream(request)) warm.push(chunk)
+  expect(warm.some((c) => c.kind === 'text-delta')).toBe(true)
+}
+
+/** The request under test (the one after `local`'s warm-up). */
+const timed = () => {
+  expect(server!.requests).toHaveLength(2)
+  return server!.requests[1]
 }
 
 const request: LlmRequest = {
@@ -61,8 +76,7 @@ describe('pi-ai response bounds', () => {
     await local([{ events: [{ forever: { keepAlive: true, intervalMs: 10 } }] }], { streamIdleTimeoutMs: 2000 })
     const { error } = await failure()
     expect(error.code).toBe('TIMEOUT')
-    expect(server!.requests).toHaveLength(1)
-    await expect.poll(() => server!.requests[0].aborted).toBe(true)
+    await expect.poll(() => timed().aborted).toBe(true)
   })
 
   it('data chunks that carry nothing (empty deltas, empty choices) end in TIMEOUT', async () => {
@@ -72,9 +86,9 @@ describe('pi-ai response bounds', () => {
     expect(error.code).toBe('TIMEOUT')
     expect(error.message).toContain('2000 ms')
     expect(chunks).toEqual([])
-    await expect.poll(() => server!.requests[0].aborted).toBe(true)
+    await expect.poll(() => timed().aborted).toBe(true)
     // Positive control: the server really kept sending chunks past the budget.
-    expect(server!.requests[0].bytesWritten).toBeGreaterThan(2000)
+    expect(timed().bytesWritten).toBeGreaterThan(2000)
   })
 
   it('repeated tool-call deltas that add nothing end in TIMEOUT', async () => {
@@ -91,7 +105,7 @@ describe('pi-ai response bounds', () => {
     expect(chunks[0]?.kind).toBe('tool-call-start')
     expect(chunks.filter((c) => c.kind === 'tool-call-start')).toHaveLength(1)
     expect(chunks.length).toBeLessThanOrEqual(3)
-    await expect.poll(() => server!.requests[0].aborted).toBe(true)
+    await expect.poll(() => timed().aborted).toBe(true)
   })
 
   it('an endless stream of text ends with RESPONSE_TOO_LARGE after a bounded read', async () => {
@@ -101,8 +115,8 @@ describe('pi-ai response bounds', () => {
     expect(error.provider).toBe('local')
     expect(error.message).toContain('maxResponseBytes')
     expect(chunks.length).toBeLessThan((256 * 1024) / 100)
-    await expect.poll(() => server!.requests[0].aborted).toBe(true)
-    expect(server!.requests[0].bytesWritten).toBeLessThan(32 * MiB)
+    await expect.poll(() => timed().aborted).toBe(true)
+    expect(timed().bytesWritten).toBeLessThan(32 * MiB)
   })
 
   it('one huge SSE body is cut at the cap', async () => {
@@ -112,8 +126,8 @@ describe('pi-ai response bounds', () => {
     )
     const { error } = await failure()
     expect(error.code).toBe('RESPONSE_TOO_LARGE')
-    await expect.poll(() => server!.requests[0].aborted).toBe(true)
-    expect(server!.requests[0].bytesWritten).toBeLessThan(32 * MiB)
+    await expect.poll(() => timed().aborted).toBe(true)
+    expect(timed().bytesWritten).toBeLessThan(32 * MiB)
   })
 
   it('a huge error body is read only in part and classified by its status', async () => {
@@ -121,8 +135,8 @@ describe('pi-ai response bounds', () => {
     const { error } = await failure()
     expect(error.code).toBe('SERVER')
     expect(error.message.length).toBeLessThan(70 * 1024)
-    await expect.poll(() => server!.requests[0].aborted).toBe(true)
-    expect(server!.requests[0].bytesWritten).toBeLessThan(32 * MiB)
+    await expect.poll(() => timed().aborted).toBe(true)
+    expect(timed().bytesWritten).toBeLessThan(32 * MiB)
   })
 
   it('a response still streaming at requestTimeoutMs ends with DEADLINE_EXCEEDED', async () => {
@@ -146,7 +160,7 @@ describe('pi-ai key redaction', () => {
     await local([{ error: { status: 401, message: 'Incorrect API key', echoHeaders: true } }])
     const { error } = await failure()
     expect(error.code).toBe('AUTH')
-    expect(server!.requests[0].headers.authorization).toBe(`Bearer ${KEY}`)
+    expect(timed().headers.authorization).toBe(`Bearer ${KEY}`)
     expect(error.message).toContain(REDACTED)
     expect(error.message).not.toContain(KEY)
     expect(String(error.stack)).not.toContain(KEY)
