@@ -49,6 +49,15 @@ const all = [
 ].flatMap((dir) => testFiles(join(dir, 'test')))
 const isolated = all.filter((file) => ISOLATE.test(readFileSync(file, 'utf8'))).map((file) => relative(root, file))
 
+/** The worker count: 2, or DSH_TEST_WORKERS when it is a whole number from 1 to 16. */
+function testWorkers(value: string | undefined): number {
+  if (value === undefined || value === '') return 2
+  const n = Number(value)
+  if (!Number.isInteger(n) || n < 1 || n > 16)
+    throw new Error(`DSH_TEST_WORKERS must be a whole number from 1 to 16, not ${JSON.stringify(value)}`)
+  return n
+}
+
 const common = {
   globalSetup: ['./scripts/vitest-global-setup.ts'],
   testTimeout: 20_000,
@@ -60,8 +69,9 @@ const common = {
 
 export default defineConfig({
   test: {
-    // Two cores on CI: keep the worker pool small and predictable.
-    maxWorkers: 2,
+    // Two cores on CI: keep the worker pool small and predictable. DSH_TEST_WORKERS=N changes it
+    // (to measure another pool size on the whole suite).
+    maxWorkers: testWorkers(process.env.DSH_TEST_WORKERS),
     reporters: ['default'],
     // Longest file first within each group, from scripts/test-durations.json (a clean clone has no
     // vitest cache to order by): the groups end on short files instead of one worker idling.
