@@ -8,6 +8,8 @@
 // resource template: picking it asks for the template's variable in a small form (keyboard only;
 // an empty value is refused) and the filled URI is what the model reads. A server a live subagent
 // mounts for itself is listed too, labelled with the subagent, and joins an `@` menu already open.
+// An Enter pressed while the `@` menu waits for the typed query's list still picks from it when a
+// resource list change makes the menu ask again meanwhile.
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -81,6 +83,9 @@ const STEPS = [
   { toolCalls: [{ id: 'c_b', name: 'mcp__changing__slow', arguments: { done: 1, total: 1, release: holdB } }] },
   { text: 'Read it.' },
   { text: 'Background done.' },
+  // Another session adds a resource while this one's `@` menu waits for its list.
+  { toolCalls: [{ id: 'c_res', name: 'mcp__changing__add_resource', arguments: { name: 'late' } }] },
+  { text: 'Resource added.' },
 ]
 
 describe.skipIf(!hasChromium())('MCP in the web client', () => {
@@ -311,5 +316,48 @@ describe.skipIf(!hasChromium())('MCP in the web client', () => {
     expect(read).toContain("today's note")
     writeFileSync(childHold, '')
     await expect.poll(() => app.mock.requests.length).toBe(before + 5)
+  })
+
+  it('an Enter waiting for its list still picks when a resource list change asks again', async () => {
+    await withArtifacts(page, 'mcp-pending-refresh', async () => {
+      const items = () => page.locator('[data-trigger-menu="@"] [data-trigger-item]')
+      await input().fill('')
+      await input().click()
+      await page.keyboard.type('see @')
+      await items().first().waitFor()
+      const first = await items().first().getAttribute('data-trigger-item')
+      // The file search of the typed query is held; the menu asks it twice (the second time when
+      // the host says a server's resources changed), and both wait until released.
+      let release = () => {}
+      const held = new Promise<void>((resolve) => (release = resolve))
+      let asks = 0
+      let askedAgain = () => {}
+      const secondAsk = new Promise<void>((resolve) => (askedAgain = resolve))
+      await page.route('**/api/files.search', async (route) => {
+        if (route.request().postDataJSON()?.query === 'hello') {
+          if (++asks === 2) askedAgain()
+          await held
+        }
+        await route.continue().catch(() => {}) // the first ask's request is aborted by the second
+      })
+      try {
+        await page.keyboard.insertText('hello')
+        await expect.poll(() => asks).toBe(1)
+        expect(await items().first().getAttribute('data-trigger-item')).toBe(first)
+        await page.keyboard.press('Enter')
+        const other = await app.call<{ session: { sessionId: string } }>('sessions.create', { cwd: app.cwd })
+        await app.call('sessions.prompt', { sessionId: other.session.sessionId, text: 'add a resource' })
+        await secondAsk
+        release()
+        await expect.poll(() => input().inputValue()).toBe('see @changing:fixture://hello ')
+        await expect
+          .poll(async () => JSON.stringify((await app.call('sessions.history', other.session)).events))
+          .toContain('Resource added.')
+      } finally {
+        release()
+        await page.unroute('**/api/files.search')
+      }
+      await input().fill('')
+    })
   })
 })

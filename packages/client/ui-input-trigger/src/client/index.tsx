@@ -238,7 +238,10 @@ export class InputTriggers extends Service implements InputTriggersApi {
     const state = this.menu.get()
     if (!state) return
     if (sourceId !== undefined && !this.sources.some((s) => s.id === sourceId && s.char === state.match.char)) return
+    // An Enter or Tab waiting for this query's list waits for the one asked now (same query).
+    const waiting = this.pending?.generation === this.generation ? this.pending : undefined
     this.ask(state.anchor, { sessionId: state.sessionId }, state.match, state.groups, state.active)
+    if (waiting) waiting.generation = this.generation
   }
 
   /** Asks the sources of `match`'s character for candidates and shows them (the newest ask wins). */
