@@ -1,7 +1,8 @@
 // Skills in the `/` menu, in real Chromium against the real `dsh web` and the mock model: the
 // Skills group lists the skills of the session's own folder (a user-only one marked), typing
 // filters by prefix, and Enter on `/<skill> request` sends the skill's body and the request as the
-// user's message (a model turn). A session in another folder lists that folder's skills.
+// user's message (a model turn). A session in another folder lists that folder's skills. A `/` menu
+// opened before the skills half loaded (its module held) gains the Skills group once it loads.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -99,6 +100,43 @@ describe.skipIf(!hasChromium())('ui-skill in the browser', () => {
         { name: 'deploy', description: 'Deploy the site.', modelInvocable: true },
       ])
       await expect(app.call('skill.list', { sessionId: 'nope' })).rejects.toThrow(/404 SESSION_NOT_FOUND/)
+    })
+  })
+
+  it('a "/" menu opened before the skills half loaded lists the skills once it has', async () => {
+    await withArtifacts(page, 'skill-menu-late-half', async () => {
+      // The skills half's module is held until the menu is open without it.
+      let release = () => {}
+      const held = new Promise<void>((resolve) => (release = resolve))
+      let asked = () => {}
+      const askedFor = new Promise<void>((resolve) => (asked = resolve))
+      await page.route(/\/ui-skill\//, async (route) => {
+        asked()
+        await held
+        await route.continue().catch(() => {})
+      })
+      try {
+        await page.reload()
+        await askedFor
+        await expect
+          .poll(async () => {
+            await input().fill('')
+            await input().click()
+            await page.keyboard.type('/')
+            return page.locator('[data-trigger-menu="/"] [data-trigger-item]').count()
+          })
+          .toBeGreaterThan(0)
+        const opened = await page.locator('[data-trigger-menu="/"]').elementHandle()
+        expect(await group().count()).toBe(0)
+        release()
+        await group().locator('[data-trigger-item="skill:deploy"]').waitFor({ timeout: 15_000 })
+        // The same menu, not one opened again.
+        expect(await opened?.evaluate((el) => el.isConnected)).toBe(true)
+        await page.keyboard.press('Escape')
+      } finally {
+        release()
+        await page.unroute(/\/ui-skill\//)
+      }
     })
   })
 })

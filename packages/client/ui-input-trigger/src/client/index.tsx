@@ -172,6 +172,8 @@ export class InputTriggers extends Service implements InputTriggersApi {
         throw new Error(`inputTriggers.register: a source ${JSON.stringify(source.id)} is already registered`)
       this.sources.push(source)
       this.sources.sort((a, b) => (a.order ?? 0) - (b.order ?? 0))
+      // A browser half that loads after a menu of its character opened joins that menu.
+      if (this.menu.get()?.match.char === source.char) this.refresh(source.id)
       return () => {
         const at = this.sources.indexOf(source)
         if (at >= 0) this.sources.splice(at, 1)
