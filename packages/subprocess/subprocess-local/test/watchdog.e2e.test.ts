@@ -53,12 +53,12 @@ function gone(pid: number): boolean {
   }
 }
 
-async function until<T>(what: string, check: () => T | undefined | false, ms = 60_000): Promise<T> {
+async function until<T>(what: string | (() => string), check: () => T | undefined | false, ms = 60_000): Promise<T> {
   const deadline = Date.now() + ms
   for (;;) {
     const value = check()
     if (value) return value
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${typeof what === 'string' ? what : what()}`)
     await new Promise((resolve) => setTimeout(resolve, 25))
   }
 }
@@ -166,10 +166,15 @@ describe.runIf(process.platform === 'linux' && watchdogUnavailable() === undefin
       const watchdog = watchdogOf(dsh.child.pid!)
       for (const pid of pids) expect(gone(pid)).toBe(false)
 
+      // A server started any other way (no watchdog beside dsh) says so here, not as a timeout.
+      expect(watchdog, `no watchdog child of dsh (dsh stderr: ${dsh.stderr()})`).toBeGreaterThan(1)
       dsh.child.kill('SIGKILL')
       expect(await dsh.exited).toMatchObject({ signal: 'SIGKILL' })
-      await until('the MCP server and its grandchild to end', () => pids.every(gone))
-      expect(watchdog).toBeGreaterThan(1)
+      await until(
+        () =>
+          `the MCP server and its grandchild to end (alive: ${pids.filter((pid) => !gone(pid)).join(' ')}; watchdog ${watchdog} ${gone(watchdog!) ? 'gone' : 'running'}; dsh stderr: ${dsh.stderr()})`,
+        () => pids.every(gone),
+      )
       await until('the watchdog to exit', () => gone(watchdog!))
     })
 
