@@ -53,6 +53,16 @@ describe.skipIf(!hasChromium())('ui-skill in the browser', () => {
   })
   const input = () => page.locator('textarea.dsh-composer-input')
   const group = () => page.locator('[data-trigger-menu="/"] [data-trigger-group="skill"]')
+  /** The browser halves load after the composer shows: types `/` again until a menu lists something. */
+  const openSlashMenu = () =>
+    expect
+      .poll(async () => {
+        await input().fill('')
+        await input().click()
+        await page.keyboard.type('/')
+        return page.locator('[data-trigger-menu="/"] [data-trigger-item]').count()
+      })
+      .toBeGreaterThan(0)
 
   it('"/" lists the folder\'s skills in their own group, user-only marked; Enter runs one as a turn', async () => {
     await withArtifacts(page, 'skill-menu', async () => {
@@ -84,15 +94,7 @@ describe.skipIf(!hasChromium())('ui-skill in the browser', () => {
     await withArtifacts(page, 'skill-menu-other', async () => {
       const { session } = await app.call<{ session: { sessionId: string } }>('sessions.create', { cwd: other })
       await page.goto(`${app.url}/s/${session.sessionId}`)
-      // The browser halves load after the composer shows: type `/` again until the menu answers.
-      await expect
-        .poll(async () => {
-          await input().fill('')
-          await input().click()
-          await page.keyboard.type('/')
-          return page.locator('[data-trigger-menu="/"]').count()
-        })
-        .toBe(1)
+      await openSlashMenu()
       await group().locator('[data-trigger-item="skill:deploy"]').waitFor()
       expect(await group().locator('[data-trigger-item]').count()).toBe(1)
       // The method answers the same, and refuses a session that is not open.
@@ -118,14 +120,7 @@ describe.skipIf(!hasChromium())('ui-skill in the browser', () => {
       try {
         await page.reload()
         await askedFor
-        await expect
-          .poll(async () => {
-            await input().fill('')
-            await input().click()
-            await page.keyboard.type('/')
-            return page.locator('[data-trigger-menu="/"] [data-trigger-item]').count()
-          })
-          .toBeGreaterThan(0)
+        await openSlashMenu()
         const opened = await page.locator('[data-trigger-menu="/"]').elementHandle()
         expect(await group().count()).toBe(0)
         release()
